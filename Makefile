@@ -1,0 +1,73 @@
+# mayfly build. `make` builds build/mayflyd; `make run` and `make test` do all
+# set-up on a fresh Debian 12 machine (see README.md).
+#
+# Two build trees: build/ (optimised) and build-asan/ (the test build, with
+# -fsanitize=address,undefined). Every src/**/*.c except src/server/main.c goes
+# into libmayfly.a, the engine library that unit tests link against.
+
+CC      ?= cc
+PKGS    := libbson-1.0 libuv
+CSTD    := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers
+INCS     = -Isrc $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+LIBS     = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lwiredtiger -lpcre2-8 -lpthread -lm
+
+BUILD   ?= build
+ifeq ($(BUILD),build-asan)
+OPT     := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
+else
+OPT     := -O2 -g
+endif
+CFLAGS  += $(CSTD) $(OPT)
+LDFLAGS += $(filter -fsanitize%,$(OPT))
+
+SRCS    := $(shell find src -name '*.c' ! -path 'src/server/main.c' | sort)
+OBJS    := $(SRCS:%.c=$(BUILD)/%.o)
+UNIT_SRCS := $(wildcard tests/unit/test_*.c)
+UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
+
+.PHONY: all asan unit deps test run clean bench
+all: $(BUILD)/mayflyd
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(INCS) -MMD -MP -c $< -o $@
+
+$(BUILD)/libmayfly.a: $(OBJS)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/mayflyd: $(BUILD)/src/server/main.o $(BUILD)/libmayfly.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
+
+$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libmayfly.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(INCS) -o $@ $< $(BUILD)/libmayfly.a $(LDFLAGS) $(LIBS) -lcriterion
+
+asan:
+	$(MAKE) BUILD=build-asan all
+
+# Unit tests (criterion), in the sanitizer build.
+unit:
+	$(MAKE) BUILD=build-asan unit-run
+
+unit-run: $(UNIT_BINS)
+	@set -e; for t in $(UNIT_BINS); do echo "== $$t"; ASAN_OPTIONS=detect_leaks=1 $$t --jobs 1; done
+
+deps:
+	bash scripts/deps.sh
+
+test: deps
+	$(MAKE) BUILD=build-asan all unit-run
+	bash scripts/test-clients.sh build-asan/mayflyd
+
+run: deps all
+	mkdir -p data
+	./build/mayflyd --port 27017 --bind_ip 127.0.0.1 --dbpath ./data
+
+bench: deps all
+	bash bench/run.sh
+
+clean:
+	rm -rf build build-asan
+
+-include $(OBJS:.o=.d)

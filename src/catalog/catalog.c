@@ -1,0 +1,628 @@
+/*
+ * catalog.c: the in-memory catalog and its persistence (see catalog.h).
+ *
+ * The in-memory catalog is an array of mf_coll_t kept sorted by namespace,
+ * guarded by one pthread rwlock. Each DDL operation writes the collection's
+ * catalog entry in its own WiredTiger transaction, then updates memory: a
+ * crash between the two leaves the persisted catalog, which is the truth at
+ * the next start. Tables of dropped collections and indexes are dropped
+ * after their entry is gone (a leftover table is garbage, never a dangling
+ * entry).
+ */
+#include "catalog/catalog.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "query/match.h"
+
+#define CATALOG_URI "table:_mf_catalog"
+
+struct mf_catalog {
+    mf_storage_t *st;
+    pthread_rwlock_t lock;
+    mf_coll_t **colls;
+    int ncolls;
+    int cap;
+};
+
+static void
+random_hex(char *out, size_t nbytes)
+{
+    uint8_t buf[16];
+    FILE *f = fopen("/dev/urandom", "rb");
+    if (f == NULL || fread(buf, 1, nbytes, f) != nbytes) {
+        for (size_t i = 0; i < nbytes; i++)
+            buf[i] = (uint8_t)rand();
+    }
+    if (f)
+        fclose(f);
+    for (size_t i = 0; i < nbytes; i++)
+        sprintf(out + 2 * i, "%02x", buf[i]);
+}
+
+static void
+index_free(mf_index_t *ix)
+{
+    if (ix == NULL)
+        return;
+    free(ix->name);
+    bson_destroy(ix->spec);
+    free(ix->uri);
+    free(ix->ident);
+    mf_keypattern_destroy(&ix->kp);
+    if (ix->partial)
+        mf_matcher_free(ix->partial);
+    free(ix);
+}
+
+static void
+coll_free(mf_coll_t *c)
+{
+    if (c == NULL)
+        return;
+    for (int i = 0; i < c->nindexes; i++)
+        index_free(c->indexes[i]);
+    free(c->db);
+    free(c->name);
+    free(c->ns);
+    free(c->ident);
+    free(c->uri);
+    if (c->options)
+        bson_destroy(c->options);
+    free(c);
+}
+
+/* Builds an mf_index_t from a spec and an ident. Returns NULL with err on a bad spec. */
+static mf_index_t *
+index_from_spec(const bson_t *spec, const char *ident, mf_error_t *err)
+{
+    bson_iter_t it;
+    mf_index_t *ix = calloc(1, sizeof(*ix));
+
+    ix->spec = bson_copy(spec);
+    ix->ident = strdup(ident);
+    size_t ulen = strlen(ident) + 8;
+    ix->uri = malloc(ulen);
+    snprintf(ix->uri, ulen, "table:%s", ident);
+    if (bson_iter_init_find(&it, spec, "name") && BSON_ITER_HOLDS_UTF8(&it))
+        ix->name = strdup(bson_iter_utf8(&it, NULL));
+    else
+        ix->name = strdup("?");
+    if (bson_iter_init_find(&it, spec, "key") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+        bson_t key;
+        const uint8_t *data;
+        uint32_t len;
+        bson_iter_document(&it, &len, &data);
+        if (!bson_init_static(&key, data, len) || mf_keypattern_parse(&key, &ix->kp, err) != 0) {
+            index_free(ix);
+            return NULL;
+        }
+    }
+    if (bson_iter_init_find(&it, spec, "unique"))
+        ix->unique = bson_iter_as_bool(&it);
+    if (bson_iter_init_find(&it, spec, "sparse"))
+        ix->sparse = bson_iter_as_bool(&it);
+    ix->is_id = ix->kp.nfields == 1 && strcmp(ix->kp.fields[0], "_id") == 0 && strcmp(ix->name, "_id_") == 0;
+    if (ix->is_id)
+        ix->unique = true;
+    if (bson_iter_init_find(&it, spec, "partialFilterExpression") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+        bson_t pf;
+        const uint8_t *data;
+        uint32_t len;
+        bson_iter_document(&it, &len, &data);
+        if (bson_init_static(&pf, data, len))
+            ix->partial = mf_matcher_new(&pf, err);
+        if (ix->partial == NULL) {
+            index_free(ix);
+            return NULL;
+        }
+    }
+    return ix;
+}
+
+/* Serialises c's catalog entry into out (initialised here). */
+static void
+coll_to_bson(const mf_coll_t *c, bson_t *out)
+{
+    bson_t arr, child, sub;
+    char key[16];
+
+    bson_init(out);
+    BSON_APPEND_UTF8(out, "ns", c->ns);
+    BSON_APPEND_UTF8(out, "db", c->db);
+    BSON_APPEND_UTF8(out, "name", c->name);
+    bson_append_binary(out, "uuid", -1, BSON_SUBTYPE_UUID, c->uuid, 16);
+    BSON_APPEND_UTF8(out, "ident", c->ident);
+    BSON_APPEND_DOCUMENT(out, "options", c->options);
+    BSON_APPEND_ARRAY_BEGIN(out, "indexes", &arr);
+    for (int i = 0; i < c->nindexes; i++) {
+        snprintf(key, sizeof(key), "%d", i);
+        BSON_APPEND_DOCUMENT_BEGIN(&arr, key, &child);
+        BSON_APPEND_DOCUMENT(&child, "spec", c->indexes[i]->spec);
+        BSON_APPEND_UTF8(&child, "ident", c->indexes[i]->ident);
+        BSON_APPEND_BOOL(&child, "multikey", c->indexes[i]->multikey);
+        bson_append_document_end(&arr, &child);
+    }
+    bson_append_array_end(out, &arr);
+    (void)sub;
+}
+
+static mf_coll_t *
+coll_from_bson(const bson_t *doc, mf_error_t *err)
+{
+    bson_iter_t it, ai;
+    mf_coll_t *c = calloc(1, sizeof(*c));
+
+    if (bson_iter_init_find(&it, doc, "db"))
+        c->db = strdup(bson_iter_utf8(&it, NULL));
+    if (bson_iter_init_find(&it, doc, "name"))
+        c->name = strdup(bson_iter_utf8(&it, NULL));
+    if (bson_iter_init_find(&it, doc, "ns"))
+        c->ns = strdup(bson_iter_utf8(&it, NULL));
+    if (bson_iter_init_find(&it, doc, "ident"))
+        c->ident = strdup(bson_iter_utf8(&it, NULL));
+    if (bson_iter_init_find(&it, doc, "uuid") && BSON_ITER_HOLDS_BINARY(&it)) {
+        const uint8_t *bin;
+        uint32_t len;
+        bson_subtype_t st;
+        bson_iter_binary(&it, &st, &len, &bin);
+        if (len == 16)
+            memcpy(c->uuid, bin, 16);
+    }
+    if (c->db == NULL || c->name == NULL || c->ns == NULL || c->ident == NULL) {
+        coll_free(c);
+        mf_err_set(err, MF_E_InternalError, "corrupt catalog entry");
+        return NULL;
+    }
+    size_t ulen = strlen(c->ident) + 8;
+    c->uri = malloc(ulen);
+    snprintf(c->uri, ulen, "table:%s", c->ident);
+    if (bson_iter_init_find(&it, doc, "options") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+        const uint8_t *data;
+        uint32_t len;
+        bson_iter_document(&it, &len, &data);
+        c->options = bson_new_from_data(data, len);
+    } else {
+        c->options = bson_new();
+    }
+    if (bson_iter_init_find(&it, doc, "indexes") && BSON_ITER_HOLDS_ARRAY(&it) && bson_iter_recurse(&it, &ai)) {
+        while (bson_iter_next(&ai)) {
+            bson_iter_t f;
+            bson_t spec;
+            const uint8_t *data;
+            uint32_t len;
+            const char *ident = NULL;
+            bool multikey = false;
+            if (!BSON_ITER_HOLDS_DOCUMENT(&ai) || !bson_iter_recurse(&ai, &f))
+                continue;
+            bool have_spec = false;
+            while (bson_iter_next(&f)) {
+                if (strcmp(bson_iter_key(&f), "spec") == 0 && BSON_ITER_HOLDS_DOCUMENT(&f)) {
+                    bson_iter_document(&f, &len, &data);
+                    have_spec = bson_init_static(&spec, data, len);
+                } else if (strcmp(bson_iter_key(&f), "ident") == 0 && BSON_ITER_HOLDS_UTF8(&f)) {
+                    ident = bson_iter_utf8(&f, NULL);
+                } else if (strcmp(bson_iter_key(&f), "multikey") == 0) {
+                    multikey = bson_iter_as_bool(&f);
+                }
+            }
+            if (!have_spec || ident == NULL || c->nindexes >= MF_MAX_INDEXES)
+                continue;
+            mf_index_t *ix = index_from_spec(&spec, ident, err);
+            if (ix == NULL) {
+                coll_free(c);
+                return NULL;
+            }
+            ix->multikey = multikey;
+            c->indexes[c->nindexes++] = ix;
+        }
+    }
+    return c;
+}
+
+static int
+persist_bson(mf_catalog_t *cat, const char *ns, const bson_t *entry, mf_error_t *err)
+{
+    mf_sess_t *s = mf_storage_session(cat->st);
+    mf_cur_t *cur;
+    int ret;
+
+    if (mf_txn_begin(s, err) != 0)
+        return -1;
+    if (mf_cur_open(s, CATALOG_URI, &cur, err) != 0) {
+        mf_txn_abort(s);
+        return -1;
+    }
+    if (entry)
+        ret = mf_cur_put_bytes(cur, ns, strlen(ns), bson_get_data(entry), entry->len);
+    else
+        ret = mf_cur_remove_bytes(cur, ns, strlen(ns));
+    mf_cur_close(cur);
+    if (ret != 0 && ret != MF_NOTFOUND) {
+        mf_txn_abort(s);
+        return mf_err_set(err, MF_E_InternalError, "catalog write failed for %s", ns);
+    }
+    /* DDL is always made durable before it is acknowledged. */
+    return mf_txn_commit(s, true, err);
+}
+
+int
+mf_catalog_coll_persist(mf_catalog_t *cat, mf_coll_t *c, mf_error_t *err)
+{
+    bson_t entry;
+    coll_to_bson(c, &entry);
+    int ret = persist_bson(cat, c->ns, &entry, err);
+    bson_destroy(&entry);
+    return ret;
+}
+
+static int
+coll_cmp(const void *a, const void *b)
+{
+    return strcmp((*(mf_coll_t *const *)a)->ns, (*(mf_coll_t *const *)b)->ns);
+}
+
+static void
+catalog_insert(mf_catalog_t *cat, mf_coll_t *c)
+{
+    if (cat->ncolls == cat->cap) {
+        cat->cap = cat->cap ? cat->cap * 2 : 16;
+        cat->colls = realloc(cat->colls, (size_t)cat->cap * sizeof(*cat->colls));
+    }
+    cat->colls[cat->ncolls++] = c;
+    qsort(cat->colls, (size_t)cat->ncolls, sizeof(*cat->colls), coll_cmp);
+}
+
+static void
+catalog_remove(mf_catalog_t *cat, mf_coll_t *c)
+{
+    for (int i = 0; i < cat->ncolls; i++) {
+        if (cat->colls[i] == c) {
+            memmove(&cat->colls[i], &cat->colls[i + 1], (size_t)(cat->ncolls - i - 1) * sizeof(*cat->colls));
+            cat->ncolls--;
+            return;
+        }
+    }
+}
+
+/* Reads the highest record id and the document count of a freshly loaded collection. */
+static void
+coll_load_stats(mf_sess_t *s, mf_coll_t *c)
+{
+    mf_cur_t *cur;
+    mf_error_t err;
+    int64_t count = 0, size = 0;
+
+    if (mf_cur_open(s, c->uri, &cur, &err) != 0)
+        return;
+    if (mf_cur_prev(cur) == 0)
+        atomic_store(&c->next_rid, mf_cur_rid(cur) + 1);
+    else
+        atomic_store(&c->next_rid, 1);
+    mf_cur_reset(cur);
+    while (mf_cur_next(cur) == 0) {
+        const uint8_t *v;
+        size_t len;
+        mf_cur_value(cur, &v, &len);
+        count++;
+        size += (int64_t)len;
+    }
+    mf_cur_close(cur);
+    atomic_store(&c->approx_count, count);
+    atomic_store(&c->approx_size, size);
+}
+
+int
+mf_catalog_open(mf_storage_t *st, mf_catalog_t **out, mf_error_t *err)
+{
+    mf_catalog_t *cat = calloc(1, sizeof(*cat));
+    mf_sess_t *s = mf_storage_session(st);
+    mf_cur_t *cur;
+
+    cat->st = st;
+    pthread_rwlock_init(&cat->lock, NULL);
+    if (mf_storage_create(s, CATALOG_URI, "key_format=u,value_format=u", err) != 0 ||
+        mf_cur_open(s, CATALOG_URI, &cur, err) != 0) {
+        free(cat);
+        return -1;
+    }
+    while (mf_cur_next(cur) == 0) {
+        const uint8_t *v;
+        size_t len;
+        bson_t doc;
+        mf_cur_value(cur, &v, &len);
+        if (!bson_init_static(&doc, v, len))
+            continue;
+        mf_coll_t *c = coll_from_bson(&doc, err);
+        if (c == NULL) {
+            mf_log(MF_LOG_ERROR, "STORAGE", "skipping unreadable catalog entry: %s", err->msg);
+            continue;
+        }
+        catalog_insert(cat, c);
+    }
+    mf_cur_close(cur);
+    for (int i = 0; i < cat->ncolls; i++)
+        coll_load_stats(s, cat->colls[i]);
+    mf_log(MF_LOG_INFO, "STORAGE", "catalog loaded: %d collections", cat->ncolls);
+    *out = cat;
+    return 0;
+}
+
+void
+mf_catalog_close(mf_catalog_t *cat)
+{
+    if (cat == NULL)
+        return;
+    for (int i = 0; i < cat->ncolls; i++)
+        coll_free(cat->colls[i]);
+    free(cat->colls);
+    pthread_rwlock_destroy(&cat->lock);
+    free(cat);
+}
+
+mf_storage_t *
+mf_catalog_storage(mf_catalog_t *cat)
+{
+    return cat->st;
+}
+
+void
+mf_catalog_rdlock(mf_catalog_t *cat)
+{
+    pthread_rwlock_rdlock(&cat->lock);
+}
+
+void
+mf_catalog_wrlock(mf_catalog_t *cat)
+{
+    pthread_rwlock_wrlock(&cat->lock);
+}
+
+void
+mf_catalog_unlock(mf_catalog_t *cat)
+{
+    pthread_rwlock_unlock(&cat->lock);
+}
+
+mf_coll_t *
+mf_catalog_coll_find(mf_catalog_t *cat, const char *db, const char *name)
+{
+    size_t dl = strlen(db);
+    for (int i = 0; i < cat->ncolls; i++) {
+        mf_coll_t *c = cat->colls[i];
+        if (strncmp(c->ns, db, dl) == 0 && c->ns[dl] == '.' && strcmp(c->ns + dl + 1, name) == 0)
+            return c;
+    }
+    return NULL;
+}
+
+void
+mf_catalog_coll_list(mf_catalog_t *cat, const char *db, void (*fn)(void *arg, mf_coll_t *c), void *arg)
+{
+    for (int i = 0; i < cat->ncolls; i++) {
+        if (db == NULL || strcmp(cat->colls[i]->db, db) == 0)
+            fn(arg, cat->colls[i]);
+    }
+}
+
+mf_index_t *
+mf_coll_index_by_name(mf_coll_t *c, const char *name)
+{
+    for (int i = 0; i < c->nindexes; i++) {
+        if (strcmp(c->indexes[i]->name, name) == 0)
+            return c->indexes[i];
+    }
+    return NULL;
+}
+
+int
+mf_catalog_check_db_name(const char *db, mf_error_t *err)
+{
+    size_t n = strlen(db);
+    if (n == 0 || n >= 64 || strpbrk(db, "/\\. \"$") != NULL)
+        return mf_err_set(err, MF_E_InvalidNamespace, "Invalid database name: '%s'", db);
+    return 0;
+}
+
+int
+mf_catalog_check_coll_name(const char *db, const char *name, mf_error_t *err)
+{
+    if (name[0] == '\0')
+        return mf_err_set(err, MF_E_InvalidNamespace, "Invalid namespace specified '%s.'", db);
+    if (strchr(name, '$') != NULL || name[0] == '.')
+        return mf_err_set(err, MF_E_InvalidNamespace, "Invalid collection name: %s", name);
+    if (strlen(db) + 1 + strlen(name) > 255)
+        return mf_err_set(err, MF_E_InvalidNamespace, "Fully qualified namespace is too long. Namespace: %s.%s Max: 255",
+                          db, name);
+    return 0;
+}
+
+/* Builds the default _id index spec. */
+static void
+id_index_spec(bson_t *spec)
+{
+    bson_t key;
+    bson_init(spec);
+    BSON_APPEND_INT32(spec, "v", 2);
+    BSON_APPEND_DOCUMENT_BEGIN(spec, "key", &key);
+    BSON_APPEND_INT32(&key, "_id", 1);
+    bson_append_document_end(spec, &key);
+    BSON_APPEND_UTF8(spec, "name", "_id_");
+}
+
+static mf_index_t *
+new_index(mf_coll_t *c, const bson_t *spec, mf_error_t *err)
+{
+    char hex[33], ident[64];
+    random_hex(hex, 8);
+    snprintf(ident, sizeof(ident), "index-%s", hex);
+    mf_index_t *ix = index_from_spec(spec, ident, err);
+    (void)c;
+    return ix;
+}
+
+int
+mf_catalog_coll_create(mf_catalog_t *cat, const char *db, const char *name, const bson_t *options, mf_coll_t **out,
+                       mf_error_t *err)
+{
+    mf_sess_t *s = mf_storage_session(cat->st);
+    char hex[33];
+    bson_t idspec;
+
+    if (mf_catalog_check_db_name(db, err) != 0 || mf_catalog_check_coll_name(db, name, err) != 0)
+        return -1;
+    if (mf_catalog_coll_find(cat, db, name) != NULL)
+        return mf_err_set(err, MF_E_NamespaceExists, "Collection %s.%s already exists.", db, name);
+
+    mf_coll_t *c = calloc(1, sizeof(*c));
+    c->db = strdup(db);
+    c->name = strdup(name);
+    size_t nl = strlen(db) + strlen(name) + 2;
+    c->ns = malloc(nl);
+    snprintf(c->ns, nl, "%s.%s", db, name);
+    random_hex(hex, 16);
+    for (int i = 0; i < 16; i++) {
+        unsigned v;
+        sscanf(hex + 2 * i, "%2x", &v);
+        c->uuid[i] = (uint8_t)v;
+    }
+    c->uuid[6] = (uint8_t)((c->uuid[6] & 0x0f) | 0x40);
+    c->uuid[8] = (uint8_t)((c->uuid[8] & 0x3f) | 0x80);
+    char ident[64];
+    snprintf(ident, sizeof(ident), "coll-%.16s", hex);
+    c->ident = strdup(ident);
+    size_t ul = strlen(ident) + 8;
+    c->uri = malloc(ul);
+    snprintf(c->uri, ul, "table:%s", ident);
+    c->options = options ? bson_copy(options) : bson_new();
+    atomic_store(&c->next_rid, 1);
+
+    id_index_spec(&idspec);
+    mf_index_t *ix = new_index(c, &idspec, err);
+    bson_destroy(&idspec);
+    if (ix == NULL)
+        goto err_free;
+    c->indexes[c->nindexes++] = ix;
+    if (mf_storage_create(s, c->uri, "key_format=q,value_format=u", err) != 0 ||
+        mf_storage_create(s, ix->uri, "key_format=u,value_format=u", err) != 0)
+        goto err_free;
+    if (mf_catalog_coll_persist(cat, c, err) != 0)
+        goto err_drop;
+    catalog_insert(cat, c);
+    mf_log(MF_LOG_INFO, "STORAGE", "createCollection %s", c->ns);
+    if (out)
+        *out = c;
+    return 0;
+
+err_drop:
+    mf_storage_drop(cat->st, c->uri);
+    mf_storage_drop(cat->st, ix->uri);
+err_free:
+    coll_free(c);
+    return -1;
+}
+
+int
+mf_catalog_coll_drop(mf_catalog_t *cat, mf_coll_t *c, mf_error_t *err)
+{
+    if (persist_bson(cat, c->ns, NULL, err) != 0)
+        return -1;
+    catalog_remove(cat, c);
+    mf_storage_drop(cat->st, c->uri);
+    for (int i = 0; i < c->nindexes; i++)
+        mf_storage_drop(cat->st, c->indexes[i]->uri);
+    mf_log(MF_LOG_INFO, "STORAGE", "dropCollection %s", c->ns);
+    coll_free(c);
+    return 0;
+}
+
+int
+mf_catalog_coll_rename(mf_catalog_t *cat, mf_coll_t *c, const char *to_db, const char *to_name, mf_error_t *err)
+{
+    char *old_ns = c->ns, *old_db = c->db, *old_name = c->name;
+    size_t nl = strlen(to_db) + strlen(to_name) + 2;
+
+    if (mf_catalog_check_db_name(to_db, err) != 0 || mf_catalog_check_coll_name(to_db, to_name, err) != 0)
+        return -1;
+    if (mf_catalog_coll_find(cat, to_db, to_name) != NULL)
+        return mf_err_set(err, MF_E_NamespaceExists, "target namespace exists");
+    c->ns = malloc(nl);
+    snprintf(c->ns, nl, "%s.%s", to_db, to_name);
+    c->db = strdup(to_db);
+    c->name = strdup(to_name);
+    if (mf_catalog_coll_persist(cat, c, err) != 0 || persist_bson(cat, old_ns, NULL, err) != 0) {
+        free(c->ns);
+        free(c->db);
+        free(c->name);
+        c->ns = old_ns;
+        c->db = old_db;
+        c->name = old_name;
+        return -1;
+    }
+    mf_log(MF_LOG_INFO, "STORAGE", "renameCollection %s to %s", old_ns, c->ns);
+    free(old_ns);
+    free(old_db);
+    free(old_name);
+    qsort(cat->colls, (size_t)cat->ncolls, sizeof(*cat->colls), coll_cmp);
+    return 0;
+}
+
+/* Defined in coll_write.c: inserts every existing document's keys into ix. */
+int mf_coll_index_build(mf_catalog_t *cat, mf_coll_t *c, mf_index_t *ix, mf_error_t *err);
+
+int
+mf_catalog_index_add(mf_catalog_t *cat, mf_coll_t *c, const bson_t *spec, mf_error_t *err)
+{
+    mf_sess_t *s = mf_storage_session(cat->st);
+
+    if (c->nindexes >= MF_MAX_INDEXES)
+        return mf_err_set(err, MF_E_CannotCreateIndex, "add index fails, too many indexes for %s key:", c->ns);
+    mf_index_t *ix = new_index(c, spec, err);
+    if (ix == NULL)
+        return -1;
+    if (mf_storage_create(s, ix->uri, "key_format=u,value_format=u", err) != 0) {
+        index_free(ix);
+        return -1;
+    }
+    if (mf_coll_index_build(cat, c, ix, err) != 0) {
+        mf_storage_drop(cat->st, ix->uri);
+        index_free(ix);
+        return -1;
+    }
+    c->indexes[c->nindexes++] = ix;
+    if (mf_catalog_coll_persist(cat, c, err) != 0) {
+        c->nindexes--;
+        mf_storage_drop(cat->st, ix->uri);
+        index_free(ix);
+        return -1;
+    }
+    mf_log(MF_LOG_INFO, "INDEX", "Index build: done building index %s on ns %s", ix->name, c->ns);
+    return 0;
+}
+
+int
+mf_catalog_index_drop(mf_catalog_t *cat, mf_coll_t *c, mf_index_t *ix, mf_error_t *err)
+{
+    int pos = -1;
+    for (int i = 0; i < c->nindexes; i++) {
+        if (c->indexes[i] == ix)
+            pos = i;
+    }
+    if (pos < 0)
+        return mf_err_set(err, MF_E_IndexNotFound, "index not found");
+    memmove(&c->indexes[pos], &c->indexes[pos + 1], (size_t)(c->nindexes - pos - 1) * sizeof(ix));
+    c->nindexes--;
+    if (mf_catalog_coll_persist(cat, c, err) != 0) {
+        memmove(&c->indexes[pos + 1], &c->indexes[pos], (size_t)(c->nindexes - pos) * sizeof(ix));
+        c->indexes[pos] = ix;
+        c->nindexes++;
+        return -1;
+    }
+    mf_storage_drop(cat->st, ix->uri);
+    index_free(ix);
+    return 0;
+}

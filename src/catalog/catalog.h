@@ -1,0 +1,116 @@
+/*
+ * catalog.h: databases, collections and index specs, persisted in WiredTiger.
+ *
+ * Every collection has one entry in table:_mf_catalog, keyed by namespace
+ * ("db.coll"), holding BSON:
+ *
+ *   { ns, db, name, uuid: BinData(4), ident: "coll-<hex>",
+ *     options: {...as given to create...},
+ *     indexes: [ { spec: {v: 2, key: {...}, name: "...", <every other option
+ *                 verbatim>}, ident: "index-<hex>", ready: true } ] }
+ *
+ * Index specs are stored verbatim, so an option this version does not know
+ * survives a round trip through listIndexes. A database exists while it has
+ * at least one collection.
+ *
+ * Concurrency: one reader-writer lock guards the in-memory map. Commands hold
+ * it shared while they use a collection (so a collection cannot be dropped
+ * under them) and exclusively for DDL. mf_coll_t objects are owned by the
+ * catalog and valid only while the caller holds the lock.
+ */
+#ifndef MF_CATALOG_H
+#define MF_CATALOG_H
+
+#include <bson/bson.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/error.h"
+#include "index/index.h"
+#include "storage/storage.h"
+
+#define MF_MAX_INDEXES 64
+
+typedef struct mf_index {
+    char *name;
+    bson_t *spec;    /* owned; the full spec as listIndexes shows it */
+    char *uri;       /* "table:index-<hex>" */
+    char *ident;
+    mf_keypattern_t kp;
+    bool unique;
+    bool sparse;
+    bool is_id;      /* the _id index */
+    bool multikey;   /* some document gave more than one key */
+    struct mf_matcher *partial; /* partialFilterExpression, or NULL */
+} mf_index_t;
+
+typedef struct mf_coll {
+    char *db;
+    char *name;
+    char *ns;
+    uint8_t uuid[16];
+    char *ident;
+    char *uri;       /* "table:coll-<hex>" */
+    bson_t *options; /* owned; as given to create (minus the command's own fields) */
+    mf_index_t *indexes[MF_MAX_INDEXES];
+    int nindexes;
+    _Atomic int64_t next_rid;
+    _Atomic int64_t approx_count; /* maintained by writes; exact after startup count */
+    _Atomic int64_t approx_size;  /* bytes of BSON */
+} mf_coll_t;
+
+typedef struct mf_catalog mf_catalog_t;
+
+/* mf_catalog_open: loads the catalog from storage (creating its table). */
+int mf_catalog_open(mf_storage_t *st, mf_catalog_t **out, mf_error_t *err) MF_WUR;
+void mf_catalog_close(mf_catalog_t *cat);
+mf_storage_t *mf_catalog_storage(mf_catalog_t *cat);
+
+void mf_catalog_rdlock(mf_catalog_t *cat);
+void mf_catalog_wrlock(mf_catalog_t *cat);
+void mf_catalog_unlock(mf_catalog_t *cat);
+
+/* mf_catalog_coll_find: the collection db.name, or NULL. Caller holds the lock. */
+mf_coll_t *mf_catalog_coll_find(mf_catalog_t *cat, const char *db, const char *name);
+
+/*
+ * mf_catalog_coll_list: calls fn for every collection of db (all databases if
+ * db is NULL), in namespace order. Caller holds the lock.
+ */
+void mf_catalog_coll_list(mf_catalog_t *cat, const char *db, void (*fn)(void *arg, mf_coll_t *c), void *arg);
+
+/*
+ * mf_catalog_coll_create: creates db.name with options (may be NULL) and its
+ * _id index. Caller holds the write lock. NamespaceExists (48) if present.
+ */
+int mf_catalog_coll_create(mf_catalog_t *cat, const char *db, const char *name, const bson_t *options,
+                           mf_coll_t **out, mf_error_t *err) MF_WUR;
+
+/* mf_catalog_coll_drop: removes the collection, its indexes and their tables. Write lock held. */
+int mf_catalog_coll_drop(mf_catalog_t *cat, mf_coll_t *c, mf_error_t *err) MF_WUR;
+
+/* mf_catalog_coll_rename: renames c to to_db.to_name (must not exist). Write lock held. */
+int mf_catalog_coll_rename(mf_catalog_t *cat, mf_coll_t *c, const char *to_db, const char *to_name,
+                           mf_error_t *err) MF_WUR;
+
+/* mf_catalog_coll_persist: rewrites c's catalog entry (after an options or index change). */
+int mf_catalog_coll_persist(mf_catalog_t *cat, mf_coll_t *c, mf_error_t *err) MF_WUR;
+
+/*
+ * mf_catalog_index_add: adds an index built from spec (already validated by
+ * the caller: has key and name) and builds it over the existing documents.
+ * Write lock held. On failure nothing is left in the catalog.
+ */
+int mf_catalog_index_add(mf_catalog_t *cat, mf_coll_t *c, const bson_t *spec, mf_error_t *err) MF_WUR;
+
+/* mf_catalog_index_drop: drops index ix of c. Write lock held. */
+int mf_catalog_index_drop(mf_catalog_t *cat, mf_coll_t *c, mf_index_t *ix, mf_error_t *err) MF_WUR;
+
+mf_index_t *mf_coll_index_by_name(mf_coll_t *c, const char *name);
+
+/* mf_catalog_valid_db_name / coll_name: MongoDB's namespace rules (73 InvalidNamespace). */
+int mf_catalog_check_db_name(const char *db, mf_error_t *err) MF_WUR;
+int mf_catalog_check_coll_name(const char *db, const char *name, mf_error_t *err) MF_WUR;
+
+#endif /* MF_CATALOG_H */

@@ -1,0 +1,420 @@
+/*
+ * coll_write.c: record and index writes in one transaction (see coll_write.h).
+ *
+ * Updates remove the old document's keys that the new one lacks and add the
+ * new ones it did not have, so an update that leaves indexed fields alone
+ * touches no index table. Unique indexes detect duplicates by inserting the
+ * key without overwrite: WiredTiger answers WT_DUPLICATE_KEY, which becomes
+ * 11000 with MongoDB's message shape.
+ */
+#include "catalog/coll_write.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/fmt.h"
+#include "common/log.h"
+#include "index/index.h"
+#include "query/match.h"
+#include "query/path.h"
+
+static mf_observer_t observer;
+
+void
+mf_observer_set(const mf_observer_t *obs)
+{
+    observer = *obs;
+}
+
+static void
+rid_be(int64_t rid, uint8_t out[8])
+{
+    for (int i = 7; i >= 0; i--) {
+        out[i] = (uint8_t)(rid & 0xff);
+        rid >>= 8;
+    }
+}
+
+static int64_t
+rid_from_be(const uint8_t *in)
+{
+    int64_t rid = 0;
+    for (int i = 0; i < 8; i++)
+        rid = (rid << 8) | in[i];
+    return rid;
+}
+
+/* Does ix index doc at all (partial filter)? */
+static bool
+index_covers(const mf_index_t *ix, const bson_t *doc)
+{
+    return ix->partial == NULL || mf_matcher_match(ix->partial, doc, NULL);
+}
+
+/* Fills err with MongoDB's duplicate key error for ix and doc. */
+static int
+dup_key_error(mf_coll_t *c, mf_index_t *ix, const bson_t *doc, mf_error_t *err)
+{
+    bson_t kv, kp;
+    char text[400], val[300];
+    size_t n = 0;
+    bson_iter_t it;
+
+    bson_init(&kv);
+    text[0] = '\0';
+    for (int i = 0; i < ix->kp.nfields; i++) {
+        bson_value_t v;
+        bson_value_t nullv = {.value_type = BSON_TYPE_NULL};
+        if (!mf_path_get(doc, ix->kp.fields[i], &v))
+            v = nullv;
+        mf_fmt_value(&v, val, sizeof(val));
+        n += (size_t)snprintf(text + n, n < sizeof(text) ? sizeof(text) - n : 0, "%s%s: %s", i ? ", " : "",
+                              ix->kp.fields[i], val);
+        bson_append_value(&kv, ix->kp.fields[i], -1, &v);
+    }
+    mf_err_set(err, MF_E_DuplicateKey, "E11000 duplicate key error collection: %s index: %s dup key: { %s }", c->ns,
+               ix->name, text);
+    bson_t info;
+    bson_init(&info);
+    if (bson_iter_init_find(&it, ix->spec, "key") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+        const uint8_t *data;
+        uint32_t len;
+        bson_iter_document(&it, &len, &data);
+        if (bson_init_static(&kp, data, len))
+            BSON_APPEND_DOCUMENT(&info, "keyPattern", &kp);
+    }
+    BSON_APPEND_DOCUMENT(&info, "keyValue", &kv);
+    mf_err_set_info(err, bson_get_data(&info), info.len);
+    bson_destroy(&info);
+    bson_destroy(&kv);
+    return -1;
+}
+
+/* Inserts one key of ix pointing at rid. */
+static int
+index_put(mf_sess_t *s, mf_coll_t *c, mf_index_t *ix, mf_cur_t *cur, mf_keystring_t *key, int64_t rid,
+          const bson_t *doc, mf_error_t *err)
+{
+    uint8_t be[8];
+    int ret;
+
+    if (ix->unique) {
+        rid_be(rid, be);
+        ret = mf_cur_insert_bytes(cur, key->data, key->len, be, 8);
+        if (ret == MF_DUPKEY) {
+            /* The same document may already own this key (an update re-adding it). */
+            if (mf_cur_search_bytes(cur, key->data, key->len) == 0) {
+                const uint8_t *v;
+                size_t vlen;
+                mf_cur_value(cur, &v, &vlen);
+                if (vlen == 8 && rid_from_be(v) == rid)
+                    return 0;
+            }
+            return dup_key_error(c, ix, doc, err);
+        }
+    } else {
+        size_t base = key->len;
+        mf_ks_append_recordid(key, rid);
+        ret = mf_cur_insert_bytes(cur, key->data, key->len, "", 0);
+        key->len = base;
+        if (ret == MF_DUPKEY)
+            ret = 0;
+    }
+    if (ret == MF_CONFLICT)
+        return MF_CONFLICT;
+    if (ret != 0)
+        return mf_err_set(err, MF_E_InternalError, "index insert failed on %s", ix->name);
+    (void)s;
+    return 0;
+}
+
+static int
+index_del(mf_index_t *ix, mf_cur_t *cur, mf_keystring_t *key, int64_t rid, mf_error_t *err)
+{
+    int ret;
+    if (ix->unique) {
+        /* Only remove the entry if it belongs to this record. */
+        ret = mf_cur_search_bytes(cur, key->data, key->len);
+        if (ret == 0) {
+            const uint8_t *v;
+            size_t vlen;
+            mf_cur_value(cur, &v, &vlen);
+            if (vlen != 8 || rid_from_be(v) != rid)
+                return 0;
+            ret = mf_cur_remove_bytes(cur, key->data, key->len);
+        }
+    } else {
+        size_t base = key->len;
+        mf_ks_append_recordid(key, rid);
+        ret = mf_cur_remove_bytes(cur, key->data, key->len);
+        key->len = base;
+    }
+    if (ret == MF_NOTFOUND || ret == 0)
+        return 0;
+    if (ret == MF_CONFLICT)
+        return MF_CONFLICT;
+    return mf_err_set(err, MF_E_InternalError, "index remove failed on %s", ix->name);
+}
+
+/* Generates ix's keys for doc (empty set when the index does not cover doc). */
+static int
+keys_for(mf_index_t *ix, const bson_t *doc, mf_keyset_t *ks, mf_error_t *err)
+{
+    bool skip = false, multikey = false;
+    if (doc == NULL || !index_covers(ix, doc)) {
+        ks->n = 0;
+        return 0;
+    }
+    if (mf_index_keys(&ix->kp, ix->sparse, doc, ks, &skip, &multikey, err) != 0)
+        return -1;
+    if (skip)
+        ks->n = 0;
+    if (multikey && !ix->multikey)
+        ix->multikey = true;
+    return 0;
+}
+
+static bool
+keyset_has(const mf_keyset_t *ks, const mf_keystring_t *k)
+{
+    for (int i = 0; i < ks->n; i++) {
+        if (ks->keys[i].len == k->len && memcmp(ks->keys[i].data, k->data, k->len) == 0)
+            return true;
+    }
+    return false;
+}
+
+/*
+ * Applies the index changes of going from olddoc to newdoc (either may be
+ * NULL) for record rid, across every index of c.
+ */
+static int
+update_indexes(mf_sess_t *s, mf_coll_t *c, int64_t rid, const bson_t *olddoc, const bson_t *newdoc,
+               mf_error_t *err)
+{
+    mf_keyset_t oldk, newk;
+    int ret = 0;
+
+    mf_keyset_init(&oldk);
+    mf_keyset_init(&newk);
+    for (int i = 0; i < c->nindexes && ret == 0; i++) {
+        mf_index_t *ix = c->indexes[i];
+        mf_cur_t *cur;
+        if (keys_for(ix, olddoc, &oldk, err) != 0 || keys_for(ix, newdoc, &newk, err) != 0) {
+            ret = -1;
+            break;
+        }
+        if (oldk.n == 0 && newk.n == 0)
+            continue;
+        if (mf_cur_open(s, ix->uri, &cur, err) != 0) {
+            ret = -1;
+            break;
+        }
+        for (int k = 0; k < oldk.n && ret == 0; k++) {
+            if (!keyset_has(&newk, &oldk.keys[k]))
+                ret = index_del(ix, cur, &oldk.keys[k], rid, err);
+        }
+        for (int k = 0; k < newk.n && ret == 0; k++) {
+            if (!keyset_has(&oldk, &newk.keys[k]))
+                ret = index_put(s, c, ix, cur, &newk.keys[k], rid, newdoc, err);
+        }
+        mf_cur_close(cur);
+    }
+    mf_keyset_destroy(&oldk);
+    mf_keyset_destroy(&newk);
+    return ret;
+}
+
+int
+mf_coll_insert(mf_sess_t *s, mf_coll_t *c, const bson_t *doc, int64_t *rid_out, mf_error_t *err)
+{
+    mf_cur_t *cur;
+    int64_t rid = atomic_fetch_add(&c->next_rid, 1);
+    int ret;
+
+    if (mf_cur_open(s, c->uri, &cur, err) != 0)
+        return -1;
+    ret = mf_cur_insert_rid(cur, rid, bson_get_data(doc), doc->len);
+    mf_cur_close(cur);
+    if (ret == MF_CONFLICT)
+        return MF_CONFLICT;
+    if (ret != 0)
+        return mf_err_set(err, MF_E_InternalError, "record insert failed in %s", c->ns);
+    ret = update_indexes(s, c, rid, NULL, doc, err);
+    if (ret != 0)
+        return ret;
+    atomic_fetch_add(&c->approx_count, 1);
+    atomic_fetch_add(&c->approx_size, doc->len);
+    if (rid_out)
+        *rid_out = rid;
+    if (observer.on_insert)
+        observer.on_insert(observer.arg, c, doc);
+    return 0;
+}
+
+int
+mf_coll_replace(mf_sess_t *s, mf_coll_t *c, int64_t rid, const bson_t *olddoc, const bson_t *newdoc,
+                mf_error_t *err)
+{
+    mf_cur_t *cur;
+    int ret;
+
+    if (mf_cur_open(s, c->uri, &cur, err) != 0)
+        return -1;
+    ret = mf_cur_update_rid(cur, rid, bson_get_data(newdoc), newdoc->len);
+    mf_cur_close(cur);
+    if (ret == MF_CONFLICT)
+        return MF_CONFLICT;
+    if (ret != 0)
+        return mf_err_set(err, MF_E_InternalError, "record update failed in %s", c->ns);
+    ret = update_indexes(s, c, rid, olddoc, newdoc, err);
+    if (ret != 0)
+        return ret;
+    atomic_fetch_add(&c->approx_size, (int64_t)newdoc->len - (int64_t)olddoc->len);
+    if (observer.on_update)
+        observer.on_update(observer.arg, c, olddoc, newdoc);
+    return 0;
+}
+
+int
+mf_coll_remove(mf_sess_t *s, mf_coll_t *c, int64_t rid, const bson_t *olddoc, mf_error_t *err)
+{
+    mf_cur_t *cur;
+    int ret;
+
+    if (mf_cur_open(s, c->uri, &cur, err) != 0)
+        return -1;
+    ret = mf_cur_remove_rid(cur, rid);
+    mf_cur_close(cur);
+    if (ret == MF_CONFLICT)
+        return MF_CONFLICT;
+    if (ret == MF_NOTFOUND)
+        return MF_NOTFOUND;
+    if (ret != 0)
+        return mf_err_set(err, MF_E_InternalError, "record remove failed in %s", c->ns);
+    ret = update_indexes(s, c, rid, olddoc, NULL, err);
+    if (ret != 0)
+        return ret;
+    atomic_fetch_sub(&c->approx_count, 1);
+    atomic_fetch_sub(&c->approx_size, olddoc->len);
+    if (observer.on_delete)
+        observer.on_delete(observer.arg, c, olddoc);
+    return 0;
+}
+
+int
+mf_coll_find_id(mf_sess_t *s, mf_coll_t *c, const bson_value_t *idv, int64_t *rid, mf_error_t *err)
+{
+    mf_index_t *ix = c->nindexes > 0 && c->indexes[0]->is_id ? c->indexes[0] : NULL;
+    mf_keystring_t key;
+    mf_cur_t *cur;
+    int ret;
+
+    if (ix == NULL)
+        return mf_err_set(err, MF_E_InternalError, "collection %s has no _id index", c->ns);
+    mf_ks_init(&key);
+    if (mf_index_key_of_value(idv, false, &key, err) != 0) {
+        mf_ks_destroy(&key);
+        return -1;
+    }
+    if (mf_cur_open(s, ix->uri, &cur, err) != 0) {
+        mf_ks_destroy(&key);
+        return -1;
+    }
+    ret = mf_cur_search_bytes(cur, key.data, key.len);
+    if (ret == 0) {
+        const uint8_t *v;
+        size_t vlen;
+        mf_cur_value(cur, &v, &vlen);
+        *rid = vlen == 8 ? rid_from_be(v) : 0;
+    }
+    mf_cur_close(cur);
+    mf_ks_destroy(&key);
+    return ret;
+}
+
+int
+mf_coll_fetch(mf_sess_t *s, mf_coll_t *c, int64_t rid, bson_t *out, mf_error_t *err)
+{
+    mf_cur_t *cur;
+    int ret;
+
+    if (mf_cur_open(s, c->uri, &cur, err) != 0)
+        return -1;
+    ret = mf_cur_search_rid(cur, rid);
+    if (ret == 0) {
+        const uint8_t *v;
+        size_t len;
+        mf_cur_value(cur, &v, &len);
+        bson_t tmp;
+        if (bson_init_static(&tmp, v, len))
+            bson_copy_to(&tmp, out);
+        else
+            ret = mf_err_set(err, MF_E_InternalError, "corrupt record %lld in %s", (long long)rid, c->ns);
+    }
+    mf_cur_close(cur);
+    return ret;
+}
+
+/* Called by mf_catalog_index_add with the write lock held: builds ix over all documents. */
+int mf_coll_index_build(mf_catalog_t *cat, mf_coll_t *c, mf_index_t *ix, mf_error_t *err);
+
+int
+mf_coll_index_build(mf_catalog_t *cat, mf_coll_t *c, mf_index_t *ix, mf_error_t *err)
+{
+    mf_sess_t *s = mf_storage_session(mf_catalog_storage(cat));
+    mf_cur_t *rc, *ic;
+    mf_keyset_t ks;
+    int ret = 0;
+    int64_t done = 0, in_txn = 0;
+
+    if (mf_cur_open(s, c->uri, &rc, err) != 0)
+        return -1;
+    if (mf_cur_open(s, ix->uri, &ic, err) != 0) {
+        mf_cur_close(rc);
+        return -1;
+    }
+    mf_keyset_init(&ks);
+    if (mf_txn_begin(s, err) != 0) {
+        ret = -1;
+        goto out;
+    }
+    while (ret == 0 && mf_cur_next(rc) == 0) {
+        const uint8_t *v;
+        size_t len;
+        bson_t doc;
+        int64_t rid = mf_cur_rid(rc);
+        mf_cur_value(rc, &v, &len);
+        if (!bson_init_static(&doc, v, len))
+            continue;
+        if (keys_for(ix, &doc, &ks, err) != 0) {
+            ret = -1;
+            break;
+        }
+        for (int k = 0; k < ks.n && ret == 0; k++)
+            ret = index_put(s, c, ix, ic, &ks.keys[k], rid, &doc, err);
+        done++;
+        if (++in_txn >= 1000 && ret == 0) {
+            /* Commit in chunks so a large build does not hold one huge transaction. */
+            ret = mf_txn_commit(s, false, err);
+            if (ret == 0)
+                ret = mf_txn_begin(s, err);
+            in_txn = 0;
+            if (done % 100000 == 0)
+                mf_log(MF_LOG_INFO, "INDEX", "Index build: %s on %s: %lld documents", ix->name, c->ns,
+                       (long long)done);
+        }
+    }
+    if (ret == MF_CONFLICT)
+        ret = mf_err_set(err, MF_E_WriteConflict, "write conflict during index build");
+    if (ret == 0)
+        ret = mf_txn_commit(s, true, err);
+    else
+        mf_txn_abort(s);
+out:
+    mf_keyset_destroy(&ks);
+    mf_cur_close(ic);
+    mf_cur_close(rc);
+    return ret;
+}

@@ -1,0 +1,60 @@
+/*
+ * coll_write.h: document writes with index maintenance, and the write observer.
+ *
+ * Each function writes a record and all its index entries on the caller's
+ * session, inside the caller's WiredTiger transaction, so a document and its
+ * index entries can never be out of step after a crash. Index layout:
+ *
+ *   unique index (and _id): key = keystring(values)          value = record id (8 bytes BE)
+ *   other index:            key = keystring(values) + rid    value = empty
+ *
+ * Return values: 0; MF_CONFLICT when WiredTiger reports a write conflict
+ * (the caller aborts the transaction and retries); -1 with err set otherwise
+ * (11000 DuplicateKey carries keyPattern and keyValue in err->info).
+ *
+ * The write observer is called after each successful write, inside the
+ * transaction: today it counts and wakes the TTL monitor; replication will
+ * append to the oplog there (DESIGN.md "the write observer").
+ */
+#ifndef MF_COLL_WRITE_H
+#define MF_COLL_WRITE_H
+
+#include <bson/bson.h>
+
+#include "catalog/catalog.h"
+#include "common/error.h"
+#include "storage/storage.h"
+
+typedef struct mf_observer {
+    void (*on_insert)(void *arg, mf_coll_t *c, const bson_t *doc);
+    void (*on_update)(void *arg, mf_coll_t *c, const bson_t *olddoc, const bson_t *newdoc);
+    void (*on_delete)(void *arg, mf_coll_t *c, const bson_t *olddoc);
+    void *arg;
+} mf_observer_t;
+
+/* mf_observer_set: installs the process-wide observer (copied). Call before serving. */
+void mf_observer_set(const mf_observer_t *obs);
+
+/* mf_coll_insert: inserts doc (which has its _id) as a new record; *rid_out gets its record id (may be NULL). */
+int mf_coll_insert(mf_sess_t *s, mf_coll_t *c, const bson_t *doc, int64_t *rid_out, mf_error_t *err) MF_WUR;
+
+/* mf_coll_replace: replaces record rid, whose current content is olddoc, with newdoc. */
+int mf_coll_replace(mf_sess_t *s, mf_coll_t *c, int64_t rid, const bson_t *olddoc, const bson_t *newdoc,
+                    mf_error_t *err) MF_WUR;
+
+/* mf_coll_remove: deletes record rid, whose current content is olddoc. */
+int mf_coll_remove(mf_sess_t *s, mf_coll_t *c, int64_t rid, const bson_t *olddoc, mf_error_t *err) MF_WUR;
+
+/*
+ * mf_coll_find_id: looks up the document whose _id equals idv through the _id
+ * index. Returns 0 with *rid set, MF_NOTFOUND, or -1/MF_CONFLICT.
+ */
+int mf_coll_find_id(mf_sess_t *s, mf_coll_t *c, const bson_value_t *idv, int64_t *rid, mf_error_t *err) MF_WUR;
+
+/*
+ * mf_coll_fetch: reads record rid into out (initialised here with a copy).
+ * Returns 0, MF_NOTFOUND, or -1/MF_CONFLICT.
+ */
+int mf_coll_fetch(mf_sess_t *s, mf_coll_t *c, int64_t rid, bson_t *out, mf_error_t *err) MF_WUR;
+
+#endif /* MF_COLL_WRITE_H */

@@ -1,0 +1,412 @@
+/*
+ * cmd_admin.c: handshake, diagnostics and server-wide commands: hello /
+ * isMaster, ping, buildInfo, getParameter / setParameter, serverStatus,
+ * hostInfo, whatsmyuri, connectionStatus, getLog, getCmdLineOpts, and the
+ * session commands a driver sends (endSessions, killSessions ...), which a
+ * standalone server without sessions acknowledges.
+ *
+ * Wire limits advertised here are enforced elsewhere: message length in
+ * net.c, document size in wire.c / cmd_util.c, batch size in the write
+ * commands.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "cmd/cmd.h"
+#include "cmd/cursor.h"
+#include "common/log.h"
+#include "common/params.h"
+#include "net/wire.h"
+
+#define MF_VERSION "8.0.0"
+#define MF_MAX_WIRE_VERSION 21
+
+static bson_oid_t process_id;
+static pthread_once_t process_id_once = PTHREAD_ONCE_INIT;
+
+static void
+init_process_id(void)
+{
+    bson_oid_init(&process_id, NULL);
+}
+
+static int
+cmd_hello(mf_op_t *op)
+{
+    bson_t *r = op->reply, tv;
+    bson_iter_t it;
+    bool legacy_name = strcmp(op->name, "hello") != 0;
+
+    pthread_once(&process_id_once, init_process_id);
+    if (bson_iter_init_find(&it, op->cmd, "helloOk") && bson_iter_as_bool(&it))
+        op->client->helloed = true;
+    if (op->client->helloed)
+        BSON_APPEND_BOOL(r, "helloOk", true);
+    BSON_APPEND_BOOL(r, legacy_name ? "ismaster" : "isWritablePrimary", true);
+    BSON_APPEND_DOCUMENT_BEGIN(r, "topologyVersion", &tv);
+    BSON_APPEND_OID(&tv, "processId", &process_id);
+    BSON_APPEND_INT64(&tv, "counter", 0);
+    bson_append_document_end(r, &tv);
+    BSON_APPEND_INT32(r, "maxBsonObjectSize", MF_MAX_BSON_SIZE);
+    BSON_APPEND_INT32(r, "maxMessageSizeBytes", MF_MAX_MESSAGE_SIZE);
+    BSON_APPEND_INT32(r, "maxWriteBatchSize", MF_MAX_WRITE_BATCH);
+    BSON_APPEND_DATE_TIME(r, "localTime", mf_now_ms());
+    BSON_APPEND_INT32(r, "logicalSessionTimeoutMinutes", 30);
+    BSON_APPEND_INT64(r, "connectionId", op->client->id);
+    BSON_APPEND_INT32(r, "minWireVersion", 0);
+    BSON_APPEND_INT32(r, "maxWireVersion", MF_MAX_WIRE_VERSION);
+    BSON_APPEND_BOOL(r, "readOnly", false);
+    return 0;
+}
+
+static int
+cmd_ping(mf_op_t *op)
+{
+    (void)op;
+    return 0;
+}
+
+static int
+cmd_build_info(mf_op_t *op)
+{
+    bson_t *r = op->reply, arr, se;
+    BSON_APPEND_UTF8(r, "version", MF_VERSION);
+    BSON_APPEND_UTF8(r, "gitVersion", "mayfly");
+    BSON_APPEND_ARRAY_BEGIN(r, "modules", &arr);
+    bson_append_array_end(r, &arr);
+    BSON_APPEND_UTF8(r, "allocator", "system");
+    BSON_APPEND_UTF8(r, "javascriptEngine", "none");
+    BSON_APPEND_UTF8(r, "sysInfo", "deprecated");
+    BSON_APPEND_ARRAY_BEGIN(r, "versionArray", &arr);
+    BSON_APPEND_INT32(&arr, "0", 8);
+    BSON_APPEND_INT32(&arr, "1", 0);
+    BSON_APPEND_INT32(&arr, "2", 0);
+    BSON_APPEND_INT32(&arr, "3", 0);
+    bson_append_array_end(r, &arr);
+    BSON_APPEND_INT32(r, "bits", 64);
+    BSON_APPEND_BOOL(r, "debug", false);
+    BSON_APPEND_INT32(r, "maxBsonObjectSize", MF_MAX_BSON_SIZE);
+    BSON_APPEND_ARRAY_BEGIN(r, "storageEngines", &se);
+    BSON_APPEND_UTF8(&se, "0", "wiredTiger");
+    bson_append_array_end(r, &se);
+    BSON_APPEND_UTF8(r, "server", "mayfly");
+    return 0;
+}
+
+struct param_ctx {
+    bson_t *reply;
+};
+
+static void
+append_param(void *arg, mf_param_t *p)
+{
+    mf_param_append(((struct param_ctx *)arg)->reply, p);
+}
+
+static int
+cmd_get_parameter(mf_op_t *op)
+{
+    bson_iter_t it;
+    int found = 0;
+
+    bson_iter_init(&it, op->cmd);
+    bson_iter_next(&it);
+    if (BSON_ITER_HOLDS_UTF8(&it) && strcmp(bson_iter_utf8(&it, NULL), "*") == 0) {
+        struct param_ctx ctx = {op->reply};
+        mf_param_each(append_param, &ctx);
+        return 0;
+    }
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (k[0] == '$' || strcmp(k, "lsid") == 0 || strcmp(k, "comment") == 0)
+            continue;
+        mf_param_t *p = mf_param_find(k);
+        if (p == NULL)
+            continue;
+        mf_param_append(op->reply, p);
+        found++;
+    }
+    if (found == 0)
+        return mf_err_set(&op->err, MF_E_InvalidOptions, "no option found to get");
+    return 0;
+}
+
+static int
+cmd_set_parameter(mf_op_t *op)
+{
+    bson_iter_t it;
+    int found = 0;
+
+    bson_iter_init(&it, op->cmd);
+    bson_iter_next(&it);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (k[0] == '$' || strcmp(k, "lsid") == 0 || strcmp(k, "comment") == 0)
+            continue;
+        mf_param_t *p = mf_param_find(k);
+        if (p == NULL)
+            return mf_err_set(&op->err, MF_E_InvalidOptions,
+                              "attempted to set unrecognized parameter [%s], use help:true to see options ", k);
+        if (found == 0) {
+            bson_t was;
+            bson_init(&was);
+            mf_param_append(&was, p);
+            bson_iter_t w;
+            if (bson_iter_init(&w, &was) && bson_iter_next(&w))
+                bson_append_value(op->reply, "was", -1, bson_iter_value(&w));
+            bson_destroy(&was);
+        }
+        if (mf_param_set_value(p, bson_iter_value(&it), false, &op->err) != 0)
+            return -1;
+        mf_log(MF_LOG_INFO, "COMMAND", "setParameter %s", k);
+        found++;
+    }
+    if (found == 0)
+        return mf_err_set(&op->err, MF_E_InvalidOptions, "no option found to set, use help:true to see options ");
+    return 0;
+}
+
+static void
+read_mem(int64_t *rss_mb, int64_t *virt_mb)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    *rss_mb = *virt_mb = 0;
+    if (f == NULL)
+        return;
+    while (fgets(line, sizeof(line), f)) {
+        long kb;
+        if (sscanf(line, "VmRSS: %ld kB", &kb) == 1)
+            *rss_mb = kb / 1024;
+        else if (sscanf(line, "VmSize: %ld kB", &kb) == 1)
+            *virt_mb = kb / 1024;
+    }
+    fclose(f);
+}
+
+static int
+cmd_server_status(mf_op_t *op)
+{
+    mf_engine_t *e = op->eng;
+    bson_t *r = op->reply, sub, sub2, sub3;
+    int64_t up = mf_mono_ms() - e->start_mono_ms;
+    int64_t rss, virt;
+
+    BSON_APPEND_UTF8(r, "host", e->host);
+    BSON_APPEND_UTF8(r, "version", MF_VERSION);
+    BSON_APPEND_UTF8(r, "process", "mayflyd");
+    BSON_APPEND_INT64(r, "pid", (int64_t)getpid());
+    BSON_APPEND_DOUBLE(r, "uptime", (double)(up / 1000));
+    BSON_APPEND_INT64(r, "uptimeMillis", up);
+    BSON_APPEND_INT64(r, "uptimeEstimate", up / 1000);
+    BSON_APPEND_DATE_TIME(r, "localTime", mf_now_ms());
+
+    BSON_APPEND_DOCUMENT_BEGIN(r, "connections", &sub);
+    BSON_APPEND_INT32(&sub, "current", (int32_t)atomic_load(&e->conn_current));
+    BSON_APPEND_INT32(&sub, "available", 1000000 - (int32_t)atomic_load(&e->conn_current));
+    BSON_APPEND_INT32(&sub, "totalCreated", (int32_t)atomic_load(&e->conn_total));
+    BSON_APPEND_INT32(&sub, "active", 1);
+    bson_append_document_end(r, &sub);
+
+    BSON_APPEND_DOCUMENT_BEGIN(r, "opcounters", &sub);
+    BSON_APPEND_INT64(&sub, "insert", atomic_load(&e->op_insert));
+    BSON_APPEND_INT64(&sub, "query", atomic_load(&e->op_query));
+    BSON_APPEND_INT64(&sub, "update", atomic_load(&e->op_update));
+    BSON_APPEND_INT64(&sub, "delete", atomic_load(&e->op_delete));
+    BSON_APPEND_INT64(&sub, "getmore", atomic_load(&e->op_getmore));
+    BSON_APPEND_INT64(&sub, "command", atomic_load(&e->op_command));
+    bson_append_document_end(r, &sub);
+
+    read_mem(&rss, &virt);
+    BSON_APPEND_DOCUMENT_BEGIN(r, "mem", &sub);
+    BSON_APPEND_INT32(&sub, "bits", 64);
+    BSON_APPEND_INT64(&sub, "resident", rss);
+    BSON_APPEND_INT64(&sub, "virtual", virt);
+    BSON_APPEND_BOOL(&sub, "supported", true);
+    bson_append_document_end(r, &sub);
+
+    BSON_APPEND_DOCUMENT_BEGIN(r, "storageEngine", &sub);
+    BSON_APPEND_UTF8(&sub, "name", "wiredTiger");
+    BSON_APPEND_BOOL(&sub, "supportsCommittedReads", true);
+    BSON_APPEND_BOOL(&sub, "persistent", true);
+    bson_append_document_end(r, &sub);
+
+    BSON_APPEND_DOCUMENT_BEGIN(r, "batchedDeletes", &sub);
+    BSON_APPEND_INT64(&sub, "batches", atomic_load(&e->batched_deletes_batches));
+    BSON_APPEND_INT64(&sub, "docs", atomic_load(&e->batched_deletes_docs));
+    bson_append_document_end(r, &sub);
+
+    BSON_APPEND_DOCUMENT_BEGIN(r, "metrics", &sub);
+    BSON_APPEND_DOCUMENT_BEGIN(&sub, "ttl", &sub2);
+    BSON_APPEND_INT64(&sub2, "deletedDocuments", atomic_load(&e->ttl_deleted));
+    BSON_APPEND_INT64(&sub2, "passes", atomic_load(&e->ttl_passes));
+    BSON_APPEND_INT64(&sub2, "subPasses", atomic_load(&e->ttl_subpasses));
+    bson_append_document_end(&sub, &sub2);
+    BSON_APPEND_DOCUMENT_BEGIN(&sub, "cursor", &sub2);
+    BSON_APPEND_INT64(&sub2, "timedOut", mf_cursors_timed_out(e->cursors));
+    BSON_APPEND_DOCUMENT_BEGIN(&sub2, "open", &sub3);
+    BSON_APPEND_INT64(&sub3, "total", mf_cursors_open_count(e->cursors));
+    bson_append_document_end(&sub2, &sub3);
+    bson_append_document_end(&sub, &sub2);
+    bson_append_document_end(r, &sub);
+    return 0;
+}
+
+static int
+cmd_host_info(mf_op_t *op)
+{
+    bson_t *r = op->reply, sub;
+    struct utsname u;
+    char hn[256] = "localhost";
+    long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+
+    uname(&u);
+    gethostname(hn, sizeof(hn) - 1);
+    BSON_APPEND_DOCUMENT_BEGIN(r, "system", &sub);
+    BSON_APPEND_DATE_TIME(&sub, "currentTime", mf_now_ms());
+    BSON_APPEND_UTF8(&sub, "hostname", hn);
+    BSON_APPEND_INT32(&sub, "cpuAddrSize", 64);
+    BSON_APPEND_INT64(&sub, "memSizeMB", (int64_t)pages * psize / (1024 * 1024));
+    BSON_APPEND_INT64(&sub, "memLimitMB", (int64_t)pages * psize / (1024 * 1024));
+    BSON_APPEND_INT32(&sub, "numCores", (int32_t)sysconf(_SC_NPROCESSORS_ONLN));
+    BSON_APPEND_UTF8(&sub, "cpuArch", u.machine);
+    BSON_APPEND_BOOL(&sub, "numaEnabled", false);
+    bson_append_document_end(r, &sub);
+    BSON_APPEND_DOCUMENT_BEGIN(r, "os", &sub);
+    BSON_APPEND_UTF8(&sub, "type", u.sysname);
+    BSON_APPEND_UTF8(&sub, "name", u.sysname);
+    BSON_APPEND_UTF8(&sub, "version", u.release);
+    bson_append_document_end(r, &sub);
+    BSON_APPEND_DOCUMENT_BEGIN(r, "extra", &sub);
+    BSON_APPEND_UTF8(&sub, "versionString", u.version);
+    bson_append_document_end(r, &sub);
+    return 0;
+}
+
+static int
+cmd_whatsmyuri(mf_op_t *op)
+{
+    BSON_APPEND_UTF8(op->reply, "you", op->client->remote);
+    return 0;
+}
+
+static int
+cmd_connection_status(mf_op_t *op)
+{
+    bson_t ai, a;
+    BSON_APPEND_DOCUMENT_BEGIN(op->reply, "authInfo", &ai);
+    BSON_APPEND_ARRAY_BEGIN(&ai, "authenticatedUsers", &a);
+    bson_append_array_end(&ai, &a);
+    BSON_APPEND_ARRAY_BEGIN(&ai, "authenticatedUserRoles", &a);
+    bson_append_array_end(&ai, &a);
+    bson_append_document_end(op->reply, &ai);
+    return 0;
+}
+
+static int
+cmd_get_log(mf_op_t *op)
+{
+    bson_iter_t it;
+    bson_t arr;
+    bson_iter_init(&it, op->cmd);
+    bson_iter_next(&it);
+    if (!BSON_ITER_HOLDS_UTF8(&it))
+        return mf_err_set(&op->err, MF_E_TypeMismatch, "Argument to getLog must be of type String; found %s",
+                          "another type");
+    const char *which = bson_iter_utf8(&it, NULL);
+    if (strcmp(which, "*") == 0) {
+        BSON_APPEND_ARRAY_BEGIN(op->reply, "names", &arr);
+        BSON_APPEND_UTF8(&arr, "0", "global");
+        BSON_APPEND_UTF8(&arr, "1", "startupWarnings");
+        bson_append_array_end(op->reply, &arr);
+        return 0;
+    }
+    if (strcmp(which, "startupWarnings") == 0) {
+        BSON_APPEND_INT32(op->reply, "totalLinesWritten", 0);
+        BSON_APPEND_ARRAY_BEGIN(op->reply, "log", &arr);
+        bson_append_array_end(op->reply, &arr);
+        return 0;
+    }
+    if (strcmp(which, "global") != 0)
+        return mf_err_set(&op->err, MF_E_OperationFailed, "No log named '%s'", which);
+    char *lines[1024];
+    long total = 0;
+    int n = mf_log_recent(lines, 1024, &total);
+    BSON_APPEND_INT64(op->reply, "totalLinesWritten", total);
+    BSON_APPEND_ARRAY_BEGIN(op->reply, "log", &arr);
+    for (int i = 0; i < n; i++) {
+        char key[16];
+        snprintf(key, sizeof(key), "%d", i);
+        bson_append_utf8(&arr, key, -1, lines[i], -1);
+        free(lines[i]);
+    }
+    bson_append_array_end(op->reply, &arr);
+    return 0;
+}
+
+static int
+cmd_get_cmd_line_opts(mf_op_t *op)
+{
+    bson_t empty = BSON_INITIALIZER;
+    BSON_APPEND_ARRAY(op->reply, "argv", op->eng->cmdline_argv ? op->eng->cmdline_argv : &empty);
+    BSON_APPEND_DOCUMENT(op->reply, "parsed", op->eng->cmdline_parsed ? op->eng->cmdline_parsed : &empty);
+    return 0;
+}
+
+static int
+cmd_ack(mf_op_t *op)
+{
+    (void)op;
+    return 0;
+}
+
+static int
+cmd_no_repl(mf_op_t *op)
+{
+    return mf_err_set(&op->err, MF_E_NoReplicationEnabled, "not running with --replSet");
+}
+
+static int
+cmd_get_default_rw_concern(mf_op_t *op)
+{
+    bson_t sub;
+    BSON_APPEND_DOCUMENT_BEGIN(op->reply, "defaultReadConcern", &sub);
+    BSON_APPEND_UTF8(&sub, "level", "local");
+    bson_append_document_end(op->reply, &sub);
+    BSON_APPEND_DOCUMENT_BEGIN(op->reply, "defaultWriteConcern", &sub);
+    BSON_APPEND_INT32(&sub, "w", 1);
+    BSON_APPEND_INT32(&sub, "wtimeout", 0);
+    bson_append_document_end(op->reply, &sub);
+    BSON_APPEND_UTF8(op->reply, "defaultReadConcernSource", "implicit");
+    BSON_APPEND_UTF8(op->reply, "defaultWriteConcernSource", "implicit");
+    return 0;
+}
+
+const mf_cmd_def_t mf_cmds_admin[] = {
+    {"hello", cmd_hello, MF_CMD_NO_DB},
+    {"isMaster", cmd_hello, MF_CMD_NO_DB},
+    {"ismaster", cmd_hello, MF_CMD_NO_DB},
+    {"ping", cmd_ping, MF_CMD_NO_DB},
+    {"buildInfo", cmd_build_info, MF_CMD_NO_DB},
+    {"buildinfo", cmd_build_info, MF_CMD_NO_DB},
+    {"getParameter", cmd_get_parameter, MF_CMD_ADMIN_ONLY},
+    {"setParameter", cmd_set_parameter, MF_CMD_ADMIN_ONLY},
+    {"serverStatus", cmd_server_status, 0},
+    {"hostInfo", cmd_host_info, 0},
+    {"whatsmyuri", cmd_whatsmyuri, 0},
+    {"connectionStatus", cmd_connection_status, 0},
+    {"getLog", cmd_get_log, MF_CMD_ADMIN_ONLY},
+    {"getCmdLineOpts", cmd_get_cmd_line_opts, MF_CMD_ADMIN_ONLY},
+    {"endSessions", cmd_ack, 0},
+    {"killSessions", cmd_ack, 0},
+    {"killAllSessions", cmd_ack, 0},
+    {"refreshSessions", cmd_ack, 0},
+    {"logout", cmd_ack, 0},
+    {"replSetGetStatus", cmd_no_repl, MF_CMD_ADMIN_ONLY},
+    {"getDefaultRWConcern", cmd_get_default_rw_concern, MF_CMD_ADMIN_ONLY},
+    {NULL, NULL, 0},
+};

@@ -1,0 +1,940 @@
+/*
+ * cmd_coll.c: database and collection DDL and statistics: create, drop,
+ * listCollections, listDatabases, dropDatabase, renameCollection, collStats,
+ * dbStats, validate, listIndexes, createIndexes, dropIndexes.
+ *
+ * DDL takes the catalog's write lock, so it never runs beside a command that
+ * is using the collection. Statistics come from the collection's running
+ * counts (approx_count / approx_size, exact after startup) and WiredTiger's
+ * on-disk sizes.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/statvfs.h>
+
+#include "catalog/coll_write.h"
+#include "cmd/cmd.h"
+#include "cmd/cursor.h"
+#include "common/fmt.h"
+#include "common/log.h"
+#include "index/index.h"
+#include "query/match.h"
+#include "query/value.h"
+
+/* Fields of a command that are the protocol's, not the command's options. */
+static bool
+is_generic_field(const char *k)
+{
+    static const char *generic[] = {"writeConcern", "lsid", "$db", "$clusterTime", "comment", "$readPreference",
+                                    "txnNumber", "autocommit", "maxTimeMS", "readConcern", "apiVersion",
+                                    "apiStrict", "apiDeprecationErrors", "$audit", "startTransaction", NULL};
+    for (int i = 0; generic[i]; i++) {
+        if (strcmp(k, generic[i]) == 0)
+            return true;
+    }
+    return false;
+}
+
+static void
+append_cursor(mf_op_t *op, const char *ns_coll, bson_t *batch)
+{
+    bson_t cd;
+    char ns[512];
+    snprintf(ns, sizeof(ns), "%s.%s", op->db, ns_coll);
+    BSON_APPEND_DOCUMENT_BEGIN(op->reply, "cursor", &cd);
+    BSON_APPEND_INT64(&cd, "id", 0);
+    BSON_APPEND_UTF8(&cd, "ns", ns);
+    BSON_APPEND_ARRAY(&cd, "firstBatch", batch);
+    bson_append_document_end(op->reply, &cd);
+}
+
+/* ---------- create / drop ---------- */
+
+static int
+cmd_create(mf_op_t *op)
+{
+    const char *name;
+    bson_t opts;
+    bson_iter_t it;
+    mf_coll_t *c;
+    int rc = 0;
+
+    if (mf_op_coll_name(op, &name) != 0)
+        return -1;
+    bson_init(&opts);
+    bson_iter_init(&it, op->cmd);
+    bson_iter_next(&it);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (is_generic_field(k))
+            continue;
+        if (strcmp(k, "capped") == 0 && !BSON_ITER_HOLDS_BOOL(&it) && !mf_value_is_number(bson_iter_value(&it))) {
+            bson_destroy(&opts);
+            return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field 'create.capped' is the wrong type '%s', expected type 'bool'",
+                              mf_type_name(bson_iter_type(&it)));
+        }
+        if ((strcmp(k, "validator") == 0 || strcmp(k, "timeseries") == 0 || strcmp(k, "collation") == 0) &&
+            !BSON_ITER_HOLDS_DOCUMENT(&it)) {
+            bson_destroy(&opts);
+            return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field 'create.%s' is the wrong type '%s', expected type 'object'",
+                              k, mf_type_name(bson_iter_type(&it)));
+        }
+        bson_append_value(&opts, k, -1, bson_iter_value(&it));
+    }
+    mf_catalog_wrlock(op->eng->cat);
+    c = mf_catalog_coll_find(op->eng->cat, op->db, name);
+    if (c != NULL) {
+        /* MongoDB 7+: creating an existing collection with the same options succeeds. */
+        if (!bson_equal(c->options, &opts))
+            rc = mf_err_set(&op->err, MF_E_NamespaceExists, "Collection %s.%s already exists.", op->db, name);
+    } else {
+        rc = mf_catalog_coll_create(op->eng->cat, op->db, name, &opts, NULL, &op->err);
+    }
+    mf_catalog_unlock(op->eng->cat);
+    bson_destroy(&opts);
+    return rc;
+}
+
+static int
+cmd_drop(mf_op_t *op)
+{
+    const char *name;
+    mf_coll_t *c;
+    int rc = 0;
+    char ns[512];
+
+    if (mf_op_coll_name(op, &name) != 0)
+        return -1;
+    mf_catalog_wrlock(op->eng->cat);
+    c = mf_catalog_coll_find(op->eng->cat, op->db, name);
+    if (c != NULL) {
+        int nidx = c->nindexes;
+        snprintf(ns, sizeof(ns), "%s", c->ns);
+        rc = mf_catalog_coll_drop(op->eng->cat, c, &op->err);
+        if (rc == 0) {
+            BSON_APPEND_UTF8(op->reply, "ns", ns);
+            BSON_APPEND_INT32(op->reply, "nIndexesWas", nidx);
+        }
+    }
+    mf_catalog_unlock(op->eng->cat);
+    return rc;
+}
+
+typedef struct coll_list {
+    mf_coll_t **v;
+    int n, cap;
+} coll_list_t;
+
+static void
+collect_coll(void *arg, mf_coll_t *c)
+{
+    coll_list_t *l = arg;
+    if (l->n == l->cap) {
+        l->cap = l->cap ? l->cap * 2 : 16;
+        l->v = realloc(l->v, (size_t)l->cap * sizeof(*l->v));
+    }
+    l->v[l->n++] = c;
+}
+
+static int
+cmd_drop_database(mf_op_t *op)
+{
+    coll_list_t l = {0};
+    int rc = 0;
+
+    mf_catalog_wrlock(op->eng->cat);
+    mf_catalog_coll_list(op->eng->cat, op->db, collect_coll, &l);
+    for (int i = 0; i < l.n && rc == 0; i++)
+        rc = mf_catalog_coll_drop(op->eng->cat, l.v[i], &op->err);
+    mf_catalog_unlock(op->eng->cat);
+    free(l.v);
+    if (rc == 0)
+        BSON_APPEND_UTF8(op->reply, "dropped", op->db);
+    return rc;
+}
+
+/* ---------- listCollections / listDatabases ---------- */
+
+static void
+coll_info(const mf_coll_t *c, bool name_only, bson_t *out)
+{
+    bson_t sub;
+    bson_init(out);
+    BSON_APPEND_UTF8(out, "name", c->name);
+    BSON_APPEND_UTF8(out, "type", "collection");
+    if (name_only)
+        return;
+    BSON_APPEND_DOCUMENT(out, "options", c->options);
+    BSON_APPEND_DOCUMENT_BEGIN(out, "info", &sub);
+    BSON_APPEND_BOOL(&sub, "readOnly", false);
+    bson_append_binary(&sub, "uuid", -1, BSON_SUBTYPE_UUID, c->uuid, 16);
+    bson_append_document_end(out, &sub);
+    if (c->nindexes > 0 && c->indexes[0]->is_id)
+        BSON_APPEND_DOCUMENT(out, "idIndex", c->indexes[0]->spec);
+}
+
+static int
+cmd_list_collections(mf_op_t *op)
+{
+    bson_t filter, batch;
+    bool has_filter, name_only = false, present;
+    coll_list_t l = {0};
+    mf_matcher_t *m;
+    int k = 0;
+
+    if (mf_op_get_doc(op, "filter", &filter, &has_filter) != 0 || mf_op_get_bool(op, "nameOnly", &name_only, &present) != 0)
+        return -1;
+    if ((m = mf_matcher_new(has_filter ? &filter : NULL, &op->err)) == NULL)
+        return -1;
+    bson_init(&batch);
+    mf_catalog_rdlock(op->eng->cat);
+    mf_catalog_coll_list(op->eng->cat, op->db, collect_coll, &l);
+    for (int i = 0; i < l.n; i++) {
+        bson_t full, shown;
+        char key[16];
+        coll_info(l.v[i], false, &full);
+        if (mf_matcher_match(m, &full, NULL)) {
+            snprintf(key, sizeof(key), "%d", k++);
+            if (name_only) {
+                coll_info(l.v[i], true, &shown);
+                BSON_APPEND_DOCUMENT(&batch, key, &shown);
+                bson_destroy(&shown);
+            } else {
+                BSON_APPEND_DOCUMENT(&batch, key, &full);
+            }
+        }
+        bson_destroy(&full);
+    }
+    mf_catalog_unlock(op->eng->cat);
+    free(l.v);
+    mf_matcher_free(m);
+    append_cursor(op, "$cmd.listCollections", &batch);
+    bson_destroy(&batch);
+    return 0;
+}
+
+static int64_t
+coll_disk_size(mf_op_t *op, const mf_coll_t *c, int64_t *index_size)
+{
+    int64_t total = mf_storage_table_size(op->sess, c->uri);
+    int64_t idx = 0;
+    for (int i = 0; i < c->nindexes; i++)
+        idx += mf_storage_table_size(op->sess, c->indexes[i]->uri);
+    if (index_size)
+        *index_size = idx;
+    return total;
+}
+
+static int
+cmd_list_databases(mf_op_t *op)
+{
+    bson_t filter, dbs;
+    bool has_filter, name_only = false, present;
+    coll_list_t l = {0};
+    mf_matcher_t *m;
+    int64_t total = 0;
+    int k = 0;
+
+    if (mf_op_get_doc(op, "filter", &filter, &has_filter) != 0 || mf_op_get_bool(op, "nameOnly", &name_only, &present) != 0)
+        return -1;
+    if ((m = mf_matcher_new(has_filter ? &filter : NULL, &op->err)) == NULL)
+        return -1;
+    bson_init(&dbs);
+    mf_catalog_rdlock(op->eng->cat);
+    mf_catalog_coll_list(op->eng->cat, NULL, collect_coll, &l);
+    for (int i = 0; i < l.n;) {
+        const char *db = l.v[i]->db;
+        int64_t size = 0;
+        int j = i;
+        for (; j < l.n && strcmp(l.v[j]->db, db) == 0; j++) {
+            int64_t isz = 0;
+            size += coll_disk_size(op, l.v[j], &isz) + isz;
+        }
+        bson_t d;
+        bson_init(&d);
+        BSON_APPEND_UTF8(&d, "name", db);
+        if (!name_only) {
+            BSON_APPEND_INT64(&d, "sizeOnDisk", size);
+            BSON_APPEND_BOOL(&d, "empty", false);
+        }
+        if (mf_matcher_match(m, &d, NULL)) {
+            char key[16];
+            snprintf(key, sizeof(key), "%d", k++);
+            BSON_APPEND_DOCUMENT(&dbs, key, &d);
+            total += size;
+        }
+        bson_destroy(&d);
+        i = j;
+    }
+    mf_catalog_unlock(op->eng->cat);
+    free(l.v);
+    mf_matcher_free(m);
+    BSON_APPEND_ARRAY(op->reply, "databases", &dbs);
+    if (!name_only) {
+        BSON_APPEND_INT64(op->reply, "totalSize", total);
+        BSON_APPEND_INT64(op->reply, "totalSizeMb", total / (1024 * 1024));
+    }
+    bson_destroy(&dbs);
+    return 0;
+}
+
+/* ---------- renameCollection ---------- */
+
+static int
+split_ns(const char *ns, char *db, size_t dbcap, const char **coll)
+{
+    const char *dot = strchr(ns, '.');
+    if (dot == NULL || (size_t)(dot - ns) >= dbcap)
+        return -1;
+    memcpy(db, ns, (size_t)(dot - ns));
+    db[dot - ns] = '\0';
+    *coll = dot + 1;
+    return 0;
+}
+
+static int
+cmd_rename_collection(mf_op_t *op)
+{
+    const char *from, *to, *fcoll, *tcoll;
+    char fdb[128], tdb[128];
+    bool present, drop_target = false;
+    mf_coll_t *c, *t;
+    int rc;
+
+    if (mf_op_get_string(op, "renameCollection", &from, &present) != 0 ||
+        mf_op_get_string(op, "to", &to, &present) != 0 || mf_op_get_bool(op, "dropTarget", &drop_target, &present) != 0)
+        return -1;
+    if (to == NULL || !present)
+        return mf_err_set(&op->err, MF_E_Location40414, "BSON field 'renameCollection.to' is missing but a required field");
+    if (split_ns(from, fdb, sizeof(fdb), &fcoll) != 0)
+        return mf_err_set(&op->err, MF_E_InvalidNamespace, "Invalid source namespace: %s", from);
+    if (split_ns(to, tdb, sizeof(tdb), &tcoll) != 0)
+        return mf_err_set(&op->err, MF_E_InvalidNamespace, "Invalid target namespace: %s", to);
+    mf_catalog_wrlock(op->eng->cat);
+    c = mf_catalog_coll_find(op->eng->cat, fdb, fcoll);
+    if (c == NULL) {
+        mf_catalog_unlock(op->eng->cat);
+        return mf_err_set(&op->err, MF_E_NamespaceNotFound, "Source collection %s does not exist", from);
+    }
+    t = mf_catalog_coll_find(op->eng->cat, tdb, tcoll);
+    if (t == c) {
+        mf_catalog_unlock(op->eng->cat);
+        return mf_err_set(&op->err, MF_E_IllegalOperation, "Can't rename a collection to itself");
+    }
+    if (t != NULL) {
+        if (!drop_target) {
+            mf_catalog_unlock(op->eng->cat);
+            return mf_err_set(&op->err, MF_E_NamespaceExists, "target namespace exists");
+        }
+        if (mf_catalog_coll_drop(op->eng->cat, t, &op->err) != 0) {
+            mf_catalog_unlock(op->eng->cat);
+            return -1;
+        }
+    }
+    rc = mf_catalog_coll_rename(op->eng->cat, c, tdb, tcoll, &op->err);
+    mf_catalog_unlock(op->eng->cat);
+    return rc;
+}
+
+/* ---------- statistics ---------- */
+
+static int64_t
+scale_div(int64_t v, int64_t scale)
+{
+    return scale > 1 ? v / scale : v;
+}
+
+/* Appends collStats-shaped fields for c to out. Catalog lock held. */
+static void
+append_coll_stats(mf_op_t *op, mf_coll_t *c, int64_t scale, bson_t *out)
+{
+    int64_t count = atomic_load(&c->approx_count), size = atomic_load(&c->approx_size), isz = 0;
+    int64_t storage = coll_disk_size(op, c, &isz);
+    bson_t sizes;
+    bson_iter_t it;
+    bool capped = bson_iter_init_find(&it, c->options, "capped") && bson_iter_as_bool(&it);
+
+    BSON_APPEND_UTF8(out, "ns", c->ns);
+    BSON_APPEND_INT64(out, "size", scale_div(size, scale));
+    BSON_APPEND_INT64(out, "count", count);
+    if (count > 0)
+        BSON_APPEND_INT64(out, "avgObjSize", size / count);
+    BSON_APPEND_INT64(out, "storageSize", scale_div(storage, scale));
+    BSON_APPEND_INT64(out, "freeStorageSize", 0);
+    BSON_APPEND_BOOL(out, "capped", capped);
+    BSON_APPEND_INT32(out, "nindexes", c->nindexes);
+    BSON_APPEND_DOCUMENT_BEGIN(out, "indexSizes", &sizes);
+    for (int i = 0; i < c->nindexes; i++)
+        BSON_APPEND_INT64(&sizes, c->indexes[i]->name, scale_div(mf_storage_table_size(op->sess, c->indexes[i]->uri), scale));
+    bson_append_document_end(out, &sizes);
+    BSON_APPEND_INT64(out, "totalIndexSize", scale_div(isz, scale));
+    BSON_APPEND_INT64(out, "totalSize", scale_div(storage + isz, scale));
+    BSON_APPEND_INT64(out, "scaleFactor", scale);
+}
+
+static int
+get_scale(mf_op_t *op, int64_t *scale)
+{
+    bool present;
+    *scale = 1;
+    if (mf_op_get_int64(op, "scale", scale, &present) != 0)
+        return -1;
+    if (present && *scale < 1)
+        return mf_err_set(&op->err, MF_E_BadValue, "Scale factor must be greater than zero");
+    return 0;
+}
+
+static int
+cmd_coll_stats(mf_op_t *op)
+{
+    const char *name;
+    int64_t scale;
+    mf_coll_t *c;
+
+    if (mf_op_coll_name(op, &name) != 0 || get_scale(op, &scale) != 0)
+        return -1;
+    mf_catalog_rdlock(op->eng->cat);
+    c = mf_catalog_coll_find(op->eng->cat, op->db, name);
+    if (c == NULL) {
+        mf_catalog_unlock(op->eng->cat);
+        return mf_err_set(&op->err, MF_E_NamespaceNotFound, "Collection [%s.%s] not found.", op->db, name);
+    }
+    append_coll_stats(op, c, scale, op->reply);
+    mf_catalog_unlock(op->eng->cat);
+    return 0;
+}
+
+/* mf_cmd_coll_stats_doc: the document $collStats {storageStats: {}} yields (used by aggregate). */
+int mf_cmd_coll_stats_doc(mf_op_t *op, const char *name, bson_t *out);
+
+int
+mf_cmd_coll_stats_doc(mf_op_t *op, const char *name, bson_t *out)
+{
+    mf_coll_t *c;
+    bson_t ss;
+    char ns[512];
+
+    bson_init(out);
+    snprintf(ns, sizeof(ns), "%s.%s", op->db, name);
+    BSON_APPEND_UTF8(out, "ns", ns);
+    BSON_APPEND_UTF8(out, "host", op->eng->host);
+    BSON_APPEND_DATE_TIME(out, "localTime", mf_now_ms());
+    mf_catalog_rdlock(op->eng->cat);
+    c = mf_catalog_coll_find(op->eng->cat, op->db, name);
+    if (c == NULL) {
+        mf_catalog_unlock(op->eng->cat);
+        bson_destroy(out);
+        return mf_err_set(&op->err, MF_E_NamespaceNotFound, "Collection [%s] not found.", ns);
+    }
+    BSON_APPEND_DOCUMENT_BEGIN(out, "storageStats", &ss);
+    append_coll_stats(op, c, 1, &ss);
+    bson_append_document_end(out, &ss);
+    BSON_APPEND_DOCUMENT_BEGIN(out, "count", &ss);
+    bson_append_document_end(out, &ss);
+    mf_catalog_unlock(op->eng->cat);
+    /* {count: {}} is not a count; replace with the real number for $collStats {count: {}}. */
+    return 0;
+}
+
+static int
+cmd_db_stats(mf_op_t *op)
+{
+    coll_list_t l = {0};
+    int64_t scale, objects = 0, data = 0, storage = 0, isz_total = 0, nidx = 0;
+    struct statvfs vfs;
+
+    if (get_scale(op, &scale) != 0)
+        return -1;
+    mf_catalog_rdlock(op->eng->cat);
+    mf_catalog_coll_list(op->eng->cat, op->db, collect_coll, &l);
+    for (int i = 0; i < l.n; i++) {
+        int64_t isz = 0;
+        objects += atomic_load(&l.v[i]->approx_count);
+        data += atomic_load(&l.v[i]->approx_size);
+        storage += coll_disk_size(op, l.v[i], &isz);
+        isz_total += isz;
+        nidx += l.v[i]->nindexes;
+    }
+    mf_catalog_unlock(op->eng->cat);
+    BSON_APPEND_UTF8(op->reply, "db", op->db);
+    BSON_APPEND_INT64(op->reply, "collections", l.n);
+    BSON_APPEND_INT64(op->reply, "views", 0);
+    BSON_APPEND_INT64(op->reply, "objects", objects);
+    BSON_APPEND_DOUBLE(op->reply, "avgObjSize", objects ? (double)data / (double)objects : 0.0);
+    BSON_APPEND_DOUBLE(op->reply, "dataSize", (double)scale_div(data, scale));
+    BSON_APPEND_DOUBLE(op->reply, "storageSize", (double)scale_div(storage, scale));
+    BSON_APPEND_INT64(op->reply, "indexes", nidx);
+    BSON_APPEND_DOUBLE(op->reply, "indexSize", (double)scale_div(isz_total, scale));
+    BSON_APPEND_DOUBLE(op->reply, "totalSize", (double)scale_div(storage + isz_total, scale));
+    BSON_APPEND_INT64(op->reply, "scaleFactor", scale);
+    if (statvfs(".", &vfs) == 0) {
+        BSON_APPEND_DOUBLE(op->reply, "fsUsedSize",
+                           (double)scale_div((int64_t)((vfs.f_blocks - vfs.f_bfree) * vfs.f_frsize), scale));
+        BSON_APPEND_DOUBLE(op->reply, "fsTotalSize", (double)scale_div((int64_t)(vfs.f_blocks * vfs.f_frsize), scale));
+    }
+    free(l.v);
+    return 0;
+}
+
+/* ---------- validate ---------- */
+
+static int
+cmd_validate(mf_op_t *op)
+{
+    const char *name;
+    mf_coll_t *c;
+    mf_cur_t *rc = NULL;
+    int64_t nrecords = 0, missing = 0, extra = 0, corrupt = 0;
+    int64_t expected[64] = {0}, actual[64] = {0};
+    mf_keyset_t ks;
+    bson_t errors, kpi, details;
+    int nerrors = 0;
+    char key[16];
+
+    if (mf_op_coll_name(op, &name) != 0)
+        return -1;
+    mf_catalog_rdlock(op->eng->cat);
+    c = mf_catalog_coll_find(op->eng->cat, op->db, name);
+    if (c == NULL) {
+        mf_catalog_unlock(op->eng->cat);
+        return mf_err_set(&op->err, MF_E_NamespaceNotFound, "Collection '%s.%s' does not exist to validate.", op->db, name);
+    }
+    mf_keyset_init(&ks);
+    bson_init(&errors);
+    /* One snapshot for the whole check, so concurrent writes cannot make it disagree with itself. */
+    if (mf_txn_begin(op->sess, &op->err) != 0 || mf_cur_open(op->sess, c->uri, &rc, &op->err) != 0) {
+        mf_catalog_unlock(op->eng->cat);
+        bson_destroy(&errors);
+        return -1;
+    }
+    mf_cur_t *ic[64] = {0};
+    for (int i = 0; i < c->nindexes; i++) {
+        if (mf_cur_open(op->sess, c->indexes[i]->uri, &ic[i], &op->err) != 0)
+            ic[i] = NULL;
+    }
+    while (mf_cur_next(rc) == 0) {
+        const uint8_t *v;
+        size_t len;
+        bson_t doc;
+        int64_t rid = mf_cur_rid(rc);
+        mf_cur_value(rc, &v, &len);
+        nrecords++;
+        if (!bson_init_static(&doc, v, len) || !bson_validate(&doc, BSON_VALIDATE_NONE, NULL)) {
+            corrupt++;
+            continue;
+        }
+        for (int i = 0; i < c->nindexes; i++) {
+            mf_index_t *ix = c->indexes[i];
+            bool skip = false, mk = false;
+            mf_error_t e;
+            if (ic[i] == NULL)
+                continue;
+            if (ix->partial && !mf_matcher_match(ix->partial, &doc, NULL))
+                continue;
+            if (mf_index_keys(&ix->kp, ix->sparse, &doc, &ks, &skip, &mk, &e) != 0 || skip)
+                continue;
+            for (int k = 0; k < ks.n; k++) {
+                int r;
+                expected[i]++;
+                if (ix->unique) {
+                    r = mf_cur_search_bytes(ic[i], ks.keys[k].data, ks.keys[k].len);
+                } else {
+                    size_t base = ks.keys[k].len;
+                    mf_ks_append_recordid(&ks.keys[k], rid);
+                    r = mf_cur_search_bytes(ic[i], ks.keys[k].data, ks.keys[k].len);
+                    ks.keys[k].len = base;
+                }
+                if (r != 0)
+                    missing++;
+            }
+        }
+    }
+    for (int i = 0; i < c->nindexes; i++) {
+        if (ic[i] == NULL)
+            continue;
+        mf_cur_reset(ic[i]);
+        while (mf_cur_next(ic[i]) == 0)
+            actual[i]++;
+        if (actual[i] > expected[i])
+            extra += actual[i] - expected[i];
+        mf_cur_close(ic[i]);
+    }
+    mf_cur_close(rc);
+    mf_txn_abort(op->sess);
+    bson_init(&kpi);
+    bson_init(&details);
+    for (int i = 0; i < c->nindexes; i++) {
+        bson_t d;
+        bool ok = actual[i] == expected[i];
+        BSON_APPEND_INT64(&kpi, c->indexes[i]->name, actual[i]);
+        BSON_APPEND_DOCUMENT_BEGIN(&details, c->indexes[i]->name, &d);
+        BSON_APPEND_BOOL(&d, "valid", ok);
+        bson_append_document_end(&details, &d);
+        if (!ok) {
+            char msg[256];
+            snprintf(msg, sizeof(msg), "index %s has %lld entries but the documents give %lld keys",
+                     c->indexes[i]->name, (long long)actual[i], (long long)expected[i]);
+            snprintf(key, sizeof(key), "%d", nerrors++);
+            BSON_APPEND_UTF8(&errors, key, msg);
+        }
+    }
+    if (missing > 0) {
+        snprintf(key, sizeof(key), "%d", nerrors++);
+        BSON_APPEND_UTF8(&errors, key, "index entries are missing for some documents");
+    }
+    if (corrupt > 0) {
+        snprintf(key, sizeof(key), "%d", nerrors++);
+        BSON_APPEND_UTF8(&errors, key, "corrupt records found");
+    }
+    bool valid = nerrors == 0;
+    bson_t empty = BSON_INITIALIZER;
+    BSON_APPEND_UTF8(op->reply, "ns", c->ns);
+    BSON_APPEND_INT64(op->reply, "nInvalidDocuments", corrupt);
+    BSON_APPEND_INT64(op->reply, "nNonCompliantDocuments", 0);
+    BSON_APPEND_INT64(op->reply, "nrecords", nrecords);
+    BSON_APPEND_INT32(op->reply, "nIndexes", c->nindexes);
+    BSON_APPEND_DOCUMENT(op->reply, "keysPerIndex", &kpi);
+    BSON_APPEND_DOCUMENT(op->reply, "indexDetails", &details);
+    BSON_APPEND_BOOL(op->reply, "valid", valid);
+    BSON_APPEND_BOOL(op->reply, "repaired", false);
+    BSON_APPEND_ARRAY(op->reply, "warnings", &empty);
+    BSON_APPEND_ARRAY(op->reply, "errors", &errors);
+    BSON_APPEND_INT64(op->reply, "missingIndexEntriesCount", missing);
+    BSON_APPEND_INT64(op->reply, "extraIndexEntriesCount", extra);
+    BSON_APPEND_ARRAY(op->reply, "corruptRecords", &empty);
+    mf_catalog_unlock(op->eng->cat);
+    mf_keyset_destroy(&ks);
+    bson_destroy(&kpi);
+    bson_destroy(&details);
+    bson_destroy(&errors);
+    return 0;
+}
+
+/* ---------- indexes ---------- */
+
+static int
+cmd_list_indexes(mf_op_t *op)
+{
+    const char *name;
+    mf_coll_t *c;
+    bson_t batch;
+    char key[16], cname[300];
+
+    if (mf_op_coll_name(op, &name) != 0)
+        return -1;
+    mf_catalog_rdlock(op->eng->cat);
+    c = mf_catalog_coll_find(op->eng->cat, op->db, name);
+    if (c == NULL) {
+        mf_catalog_unlock(op->eng->cat);
+        return mf_err_set(&op->err, MF_E_NamespaceNotFound, "ns does not exist: %s.%s", op->db, name);
+    }
+    bson_init(&batch);
+    for (int i = 0; i < c->nindexes; i++) {
+        snprintf(key, sizeof(key), "%d", i);
+        BSON_APPEND_DOCUMENT(&batch, key, c->indexes[i]->spec);
+    }
+    mf_catalog_unlock(op->eng->cat);
+    snprintf(cname, sizeof(cname), "$cmd.listIndexes.%s", name);
+    append_cursor(op, cname, &batch);
+    bson_destroy(&batch);
+    return 0;
+}
+
+/* Builds the default index name: field_1_other_-1. */
+static void
+default_index_name(const bson_t *key, char *out, size_t cap)
+{
+    bson_iter_t it;
+    size_t n = 0;
+    out[0] = '\0';
+    bson_iter_init(&it, key);
+    while (bson_iter_next(&it) && n < cap) {
+        char val[64];
+        const bson_value_t *v = bson_iter_value(&it);
+        if (v->value_type == BSON_TYPE_UTF8)
+            snprintf(val, sizeof(val), "%s", v->value.v_utf8.str);
+        else if (v->value_type == BSON_TYPE_DOUBLE && v->value.v_double != (double)(int64_t)v->value.v_double)
+            snprintf(val, sizeof(val), "%g", v->value.v_double);
+        else
+            snprintf(val, sizeof(val), "%lld", (long long)mf_value_as_double(v));
+        n += (size_t)snprintf(out + n, cap - n, "%s%s_%s", n ? "_" : "", bson_iter_key(&it), val);
+    }
+}
+
+/* Options that define an index's identity for conflict checks (everything but v, name, key). */
+static void
+identity_options(const bson_t *spec, bson_t *out)
+{
+    bson_iter_t it;
+    bson_init(out);
+    bson_iter_init(&it, spec);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (strcmp(k, "v") == 0 || strcmp(k, "name") == 0 || strcmp(k, "key") == 0 || strcmp(k, "ns") == 0 ||
+            strcmp(k, "background") == 0)
+            continue;
+        bson_append_value(out, k, -1, bson_iter_value(&it));
+    }
+}
+
+static bool
+spec_key(const bson_t *spec, bson_t *key)
+{
+    bson_iter_t it;
+    const uint8_t *data;
+    uint32_t len;
+    if (!bson_iter_init_find(&it, spec, "key") || !BSON_ITER_HOLDS_DOCUMENT(&it))
+        return false;
+    bson_iter_document(&it, &len, &data);
+    return bson_init_static(key, data, len);
+}
+
+/*
+ * Validates one requested spec and normalises it into out (v: 2, key, name,
+ * then the other options verbatim). Returns 0, or -1 with err.
+ */
+static int
+normalise_spec(const bson_t *req, bson_t *out, mf_error_t *err)
+{
+    bson_t key;
+    bson_iter_t it;
+    char name[1024];
+    const char *given_name = NULL;
+    char shown[600];
+
+    mf_fmt_doc(req, shown, sizeof(shown));
+    if (!bson_iter_init_find(&it, req, "key"))
+        return mf_err_set(err, MF_E_FailedToParse, "Error in specification %s :: caused by :: The 'key' field is a required property of an index specification", shown);
+    if (!BSON_ITER_HOLDS_DOCUMENT(&it))
+        return mf_err_set(err, MF_E_TypeMismatch, "Error in specification %s :: caused by :: The field 'key' must be an object, but got %s",
+                          shown, mf_type_name(bson_iter_type(&it)));
+    spec_key(req, &key);
+    if (bson_empty(&key))
+        return mf_err_set(err, MF_E_CannotCreateIndex, "Error in specification %s :: caused by :: Index keys cannot be an empty field.", shown);
+    bson_iter_init(&it, &key);
+    while (bson_iter_next(&it)) {
+        const bson_value_t *v = bson_iter_value(&it);
+        if (bson_iter_key(&it)[0] == '\0')
+            return mf_err_set(err, MF_E_CannotCreateIndex, "Error in specification %s :: caused by :: Index keys cannot be an empty field.", shown);
+        if (v->value_type == BSON_TYPE_UTF8)
+            return mf_err_set(err, MF_E_CannotCreateIndex, "Error in specification %s :: caused by :: Unknown index plugin '%s'",
+                              shown, v->value.v_utf8.str);
+        if (!mf_value_is_number(v) || mf_value_as_double(v) == 0 || mf_value_as_double(v) != mf_value_as_double(v))
+            return mf_err_set(err, MF_E_CannotCreateIndex,
+                              "Error in specification %s :: caused by :: Values in the index key pattern can only be numbers > 0, numbers < 0, and strings",
+                              shown);
+    }
+    if (bson_iter_init_find(&it, req, "name")) {
+        if (!BSON_ITER_HOLDS_UTF8(&it))
+            return mf_err_set(err, MF_E_TypeMismatch, "Error in specification %s :: caused by :: The field 'name' must be a string", shown);
+        given_name = bson_iter_utf8(&it, NULL);
+        if (given_name[0] == '\0')
+            return mf_err_set(err, MF_E_CannotCreateIndex, "Error in specification %s :: caused by :: index name cannot be empty", shown);
+    }
+    if (given_name == NULL)
+        default_index_name(&key, name, sizeof(name));
+    bson_init(out);
+    BSON_APPEND_INT32(out, "v", 2);
+    BSON_APPEND_DOCUMENT(out, "key", &key);
+    BSON_APPEND_UTF8(out, "name", given_name ? given_name : name);
+    bson_iter_init(&it, req);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (strcmp(k, "v") == 0 || strcmp(k, "name") == 0 || strcmp(k, "key") == 0 || strcmp(k, "ns") == 0)
+            continue;
+        if ((strcmp(k, "unique") == 0 || strcmp(k, "sparse") == 0 || strcmp(k, "hidden") == 0) &&
+            !BSON_ITER_HOLDS_BOOL(&it) && !mf_value_is_number(bson_iter_value(&it))) {
+            bson_destroy(out);
+            return mf_err_set(err, MF_E_TypeMismatch, "Error in specification %s :: caused by :: The field '%s' must be a boolean", shown, k);
+        }
+        if (strcmp(k, "partialFilterExpression") == 0 && !BSON_ITER_HOLDS_DOCUMENT(&it)) {
+            bson_destroy(out);
+            return mf_err_set(err, MF_E_TypeMismatch, "Error in specification %s :: caused by :: The field 'partialFilterExpression' must be an object", shown);
+        }
+        bson_append_value(out, k, -1, bson_iter_value(&it));
+    }
+    return 0;
+}
+
+static int
+cmd_create_indexes(mf_op_t *op)
+{
+    const char *name;
+    bson_t *specs;
+    size_t nspecs;
+    mf_coll_t *c;
+    bool created_coll = false;
+    int before, rc = 0;
+
+    if (mf_op_coll_name(op, &name) != 0)
+        return -1;
+    if (mf_op_docs(op, "indexes", false, &specs, &nspecs) != 0)
+        return -1;
+    if (nspecs == 0) {
+        free(specs);
+        return mf_err_set(&op->err, MF_E_BadValue, "Must specify at least one index to create");
+    }
+    mf_catalog_wrlock(op->eng->cat);
+    c = mf_catalog_coll_find(op->eng->cat, op->db, name);
+    if (c == NULL) {
+        if (mf_catalog_coll_create(op->eng->cat, op->db, name, NULL, &c, &op->err) != 0) {
+            mf_catalog_unlock(op->eng->cat);
+            free(specs);
+            return -1;
+        }
+        created_coll = true;
+    }
+    before = c->nindexes;
+    int added = 0;
+    for (size_t i = 0; i < nspecs && rc == 0; i++) {
+        bson_t spec, key, opts_new;
+        if (normalise_spec(&specs[i], &spec, &op->err) != 0) {
+            rc = -1;
+            break;
+        }
+        spec_key(&spec, &key);
+        identity_options(&spec, &opts_new);
+        bson_iter_t it;
+        bson_iter_init_find(&it, &spec, "name");
+        const char *iname = bson_iter_utf8(&it, NULL);
+        bool exists = false;
+        for (int k = 0; k < c->nindexes && rc == 0; k++) {
+            mf_index_t *ix = c->indexes[k];
+            bson_t ekey, eopts;
+            spec_key(ix->spec, &ekey);
+            identity_options(ix->spec, &eopts);
+            bool same_name = strcmp(ix->name, iname) == 0;
+            bool same_key = bson_equal(&ekey, &key);
+            bool same_opts = bson_equal(&eopts, &opts_new);
+            char req[400], have[400];
+            mf_fmt_doc(&spec, req, sizeof(req));
+            mf_fmt_doc(ix->spec, have, sizeof(have));
+            if (same_name && same_key && same_opts)
+                exists = true;
+            else if (same_name && same_key)
+                rc = mf_err_set(&op->err, MF_E_IndexOptionsConflict,
+                                "An equivalent index already exists with the same name but different options. Requested index: %s, existing index: %s",
+                                req, have);
+            else if (same_name)
+                rc = mf_err_set(&op->err, MF_E_IndexKeySpecsConflict,
+                                "An existing index has the same name as the requested index. When index names are not specified, they are auto generated and can cause conflicts. Please refer to our documentation. Requested index: %s, existing index: %s",
+                                req, have);
+            else if (same_key && same_opts)
+                rc = mf_err_set(&op->err, MF_E_IndexOptionsConflict, "Index already exists with a different name: %s", ix->name);
+            else if (same_key)
+                rc = mf_err_set(&op->err, MF_E_IndexOptionsConflict,
+                                "An equivalent index already exists with a different name and options. Requested index: %s, existing index: %s",
+                                req, have);
+            bson_destroy(&eopts);
+        }
+        if (rc == 0 && !exists) {
+            if (strcmp(iname, "_id_") == 0 || (bson_count_keys(&key) == 1 && bson_has_field(&key, "_id") && false))
+                rc = mf_err_set(&op->err, MF_E_BadValue, "The index name '_id_' is reserved for the _id index");
+            else if (mf_catalog_index_add(op->eng->cat, c, &spec, &op->err) != 0)
+                rc = -1;
+            else
+                added++;
+        }
+        bson_destroy(&opts_new);
+        bson_destroy(&spec);
+    }
+    if (rc == 0) {
+        BSON_APPEND_INT32(op->reply, "numIndexesBefore", before);
+        BSON_APPEND_INT32(op->reply, "numIndexesAfter", c->nindexes);
+        BSON_APPEND_BOOL(op->reply, "createdCollectionAutomatically", created_coll);
+        if (added == 0)
+            BSON_APPEND_UTF8(op->reply, "note", "all indexes already exist");
+    }
+    mf_catalog_unlock(op->eng->cat);
+    free(specs);
+    return rc;
+}
+
+static int
+drop_one_index(mf_op_t *op, mf_coll_t *c, const bson_value_t *which)
+{
+    mf_index_t *ix = NULL;
+    if (which->value_type == BSON_TYPE_UTF8) {
+        ix = mf_coll_index_by_name(c, which->value.v_utf8.str);
+        if (ix == NULL)
+            return mf_err_set(&op->err, MF_E_IndexNotFound, "index not found with name [%s]", which->value.v_utf8.str);
+    } else if (which->value_type == BSON_TYPE_DOCUMENT) {
+        bson_t want;
+        bson_init_static(&want, which->value.v_doc.data, which->value.v_doc.data_len);
+        for (int i = 0; i < c->nindexes; i++) {
+            bson_t key;
+            if (spec_key(c->indexes[i]->spec, &key) && bson_equal(&key, &want)) {
+                ix = c->indexes[i];
+                break;
+            }
+        }
+        if (ix == NULL) {
+            char shown[300];
+            mf_fmt_doc(&want, shown, sizeof(shown));
+            return mf_err_set(&op->err, MF_E_IndexNotFound, "can't find index with key: %s", shown);
+        }
+    } else {
+        return mf_err_set(&op->err, MF_E_TypeMismatch, "dropIndexes: index must be a string or a key pattern");
+    }
+    if (ix->is_id)
+        return mf_err_set(&op->err, MF_E_InvalidOptions, "cannot drop _id index");
+    return mf_catalog_index_drop(op->eng->cat, c, ix, &op->err);
+}
+
+static int
+cmd_drop_indexes(mf_op_t *op)
+{
+    const char *name;
+    bson_iter_t it;
+    mf_coll_t *c;
+    int rc = 0;
+
+    if (mf_op_coll_name(op, &name) != 0)
+        return -1;
+    if (!bson_iter_init_find(&it, op->cmd, "index"))
+        return mf_err_set(&op->err, MF_E_Location40414, "BSON field 'dropIndexes.index' is missing but a required field");
+    mf_catalog_wrlock(op->eng->cat);
+    c = mf_catalog_coll_find(op->eng->cat, op->db, name);
+    if (c == NULL) {
+        mf_catalog_unlock(op->eng->cat);
+        return mf_err_set(&op->err, MF_E_NamespaceNotFound, "ns not found %s.%s", op->db, name);
+    }
+    BSON_APPEND_INT32(op->reply, "nIndexesWas", c->nindexes);
+    const bson_value_t *v = bson_iter_value(&it);
+    if (v->value_type == BSON_TYPE_UTF8 && strcmp(v->value.v_utf8.str, "*") == 0) {
+        while (rc == 0 && c->nindexes > 1) {
+            mf_index_t *ix = c->indexes[c->nindexes - 1];
+            if (ix->is_id)
+                ix = c->indexes[0];
+            rc = mf_catalog_index_drop(op->eng->cat, c, ix, &op->err);
+        }
+    } else if (v->value_type == BSON_TYPE_ARRAY) {
+        bson_iter_t ai;
+        bson_iter_recurse(&it, &ai);
+        while (rc == 0 && bson_iter_next(&ai))
+            rc = drop_one_index(op, c, bson_iter_value(&ai));
+    } else {
+        rc = drop_one_index(op, c, v);
+    }
+    mf_catalog_unlock(op->eng->cat);
+    return rc;
+}
+
+const mf_cmd_def_t mf_cmds_coll[] = {
+    {"create", cmd_create, 0},
+    {"drop", cmd_drop, 0},
+    {"dropDatabase", cmd_drop_database, 0},
+    {"listCollections", cmd_list_collections, 0},
+    {"listDatabases", cmd_list_databases, MF_CMD_ADMIN_ONLY},
+    {"renameCollection", cmd_rename_collection, MF_CMD_ADMIN_ONLY},
+    {"collStats", cmd_coll_stats, 0},
+    {"dbStats", cmd_db_stats, 0},
+    {"dbstats", cmd_db_stats, 0},
+    {"validate", cmd_validate, 0},
+    {"listIndexes", cmd_list_indexes, 0},
+    {"createIndexes", cmd_create_indexes, 0},
+    {"dropIndexes", cmd_drop_indexes, 0},
+    {"deleteIndexes", cmd_drop_indexes, 0},
+    {NULL, NULL, 0},
+};

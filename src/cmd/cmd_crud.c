@@ -1,0 +1,1665 @@
+/*
+ * cmd_crud.c: insert, find, getMore, killCursors, update, delete,
+ * findAndModify, count, distinct, aggregate.
+ *
+ * Reads run under the catalog's shared lock through mf_exec_scan (query/exec).
+ * Writes first collect the record ids a statement targets (so a multi-update
+ * never revisits a document it moved or changed: no Halloween problem), then
+ * apply them in chunks, each chunk one WiredTiger transaction
+ * (run_chunks). Each document is re-fetched and re-matched inside its
+ * transaction, so a document changed since the scan is judged on its current
+ * content. A write conflict aborts the chunk and retries it; a failing
+ * document aborts the chunk, the documents before it are committed again on
+ * their own, and the failure is reported at its index: MongoDB's per-document
+ * writeErrors, with ordered batches stopping there and unordered going on.
+ * Multi-document deletes use chunks of batchedDeletesTargetBatchDocs and
+ * count serverStatus().batchedDeletes (the path the TTL monitor will reuse).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "catalog/coll_write.h"
+#include "cmd/cmd.h"
+#include "cmd/cursor.h"
+#include "common/docvec.h"
+#include "common/log.h"
+#include "common/params.h"
+#include "query/agg.h"
+#include "query/exec.h"
+#include "query/match.h"
+#include "query/path.h"
+#include "query/project.h"
+#include "query/sort.h"
+#include "query/update.h"
+#include "query/value.h"
+
+#define FIRST_BATCH_DEFAULT 101
+#define BATCH_BYTES_MAX (16 * 1024 * 1024 - 64 * 1024)
+#define INSERT_CHUNK 500
+#define UPDATE_CHUNK 100
+
+/* ---------- shared helpers ---------- */
+
+/* Takes the catalog lock shared and finds db.name; with create, creates it first. */
+static int
+coll_acquire(mf_op_t *op, const char *name, bool create, mf_coll_t **out)
+{
+    mf_catalog_t *cat = op->eng->cat;
+    mf_catalog_rdlock(cat);
+    *out = mf_catalog_coll_find(cat, op->db, name);
+    if (*out != NULL || !create)
+        return 0;
+    mf_catalog_unlock(cat);
+    mf_catalog_wrlock(cat);
+    if (mf_catalog_coll_find(cat, op->db, name) == NULL) {
+        if (mf_catalog_coll_create(cat, op->db, name, NULL, NULL, &op->err) != 0) {
+            mf_catalog_unlock(cat);
+            mf_catalog_rdlock(cat);
+            return -1;
+        }
+    }
+    mf_catalog_unlock(cat);
+    mf_catalog_rdlock(cat);
+    *out = mf_catalog_coll_find(cat, op->db, name);
+    if (*out == NULL)
+        return mf_err_set(&op->err, MF_E_NamespaceNotFound, "collection %s.%s was dropped concurrently", op->db, name);
+    return 0;
+}
+
+static bool
+want_durable(mf_op_t *op)
+{
+    bson_iter_t it, wc;
+    if (!bson_iter_init_find(&it, op->cmd, "writeConcern") || !BSON_ITER_HOLDS_DOCUMENT(&it))
+        return false;
+    bson_iter_recurse(&it, &wc);
+    while (bson_iter_next(&wc)) {
+        const char *k = bson_iter_key(&wc);
+        if ((strcmp(k, "j") == 0 || strcmp(k, "fsync") == 0) && bson_iter_as_bool(&wc))
+            return true;
+        if (strcmp(k, "w") == 0 && BSON_ITER_HOLDS_UTF8(&wc) && strcmp(bson_iter_utf8(&wc, NULL), "majority") == 0)
+            return true;
+    }
+    return false;
+}
+
+static void
+backoff(int attempt)
+{
+    struct timespec ts = {0, (long)(attempt < 10 ? attempt * 100000 : 2000000)};
+    nanosleep(&ts, NULL);
+}
+
+typedef int (*item_fn)(void *arg, size_t i, mf_error_t *err);
+typedef void (*commit_fn)(void *arg, size_t from, size_t to);
+
+/*
+ * run_chunks: runs fn over items [*start, n) in transactions of up to chunk
+ * items (see the file comment). Returns 0 when every item committed; 1 when
+ * item *start failed (items before it are committed, err holds its error);
+ * -1 on a failure that is not an item's (commit error).
+ */
+static int
+run_chunks(mf_sess_t *s, size_t *start, size_t n, size_t chunk, bool durable, item_fn fn, commit_fn on_commit,
+           void *arg, mf_error_t *err)
+{
+    size_t i = *start;
+    int attempt = 0;
+
+    if (chunk == 0)
+        chunk = 1;
+    while (i < n) {
+        size_t end = i + chunk < n ? i + chunk : n, j;
+        int r = 0;
+    again:
+        if (mf_txn_begin(s, err) != 0)
+            return -1;
+        for (j = i; j < end; j++) {
+            r = fn(arg, j, err);
+            if (r != 0)
+                break;
+        }
+        if (r == 0) {
+            if (mf_txn_commit(s, durable, err) != 0) {
+                if (err->code == MF_E_WriteConflict && attempt++ < 10000) {
+                    backoff(attempt);
+                    goto again;
+                }
+                *start = i;
+                return -1;
+            }
+            attempt = 0;
+            if (on_commit)
+                on_commit(arg, i, end);
+            i = end;
+            continue;
+        }
+        mf_txn_abort(s);
+        if (r == MF_CONFLICT) {
+            if (attempt++ > 10000) {
+                *start = j;
+                mf_err_set(err, MF_E_WriteConflict, "too many write conflicts");
+                return 1;
+            }
+            backoff(attempt);
+            goto again;
+        }
+        if (j > i) {
+            /* Commit the items before the failing one on their own. */
+            mf_error_t saved = *err;
+            end = j;
+            (void)saved;
+            goto again;
+        }
+        *start = j;
+        return 1;
+    }
+    *start = n;
+    return 0;
+}
+
+static void
+append_write_error(bson_t *arr, int *nerr, size_t index, const mf_error_t *err)
+{
+    char key[16];
+    bson_t e;
+    snprintf(key, sizeof(key), "%d", *nerr);
+    BSON_APPEND_DOCUMENT_BEGIN(arr, key, &e);
+    BSON_APPEND_INT32(&e, "index", (int32_t)index);
+    BSON_APPEND_INT32(&e, "code", err->code);
+    BSON_APPEND_UTF8(&e, "errmsg", err->msg);
+    if (err->info_len > 0) {
+        bson_t info;
+        if (bson_init_static(&info, err->info, err->info_len))
+            bson_concat(&e, &info);
+    }
+    bson_append_document_end(arr, &e);
+    (*nerr)++;
+}
+
+static int
+check_batch_size(mf_op_t *op, size_t n)
+{
+    if (n < 1 || n > MF_MAX_WRITE_BATCH)
+        return mf_err_set(&op->err, MF_E_InvalidLength,
+                          "Write batch sizes must be between 1 and %d. Got %zu operations.", MF_MAX_WRITE_BATCH, n);
+    return 0;
+}
+
+static int
+get_ordered(mf_op_t *op, bool *ordered)
+{
+    bool present;
+    *ordered = true;
+    return mf_op_get_bool(op, "ordered", ordered, &present);
+}
+
+/* Copies doc into out with _id first (generating an ObjectId if absent). */
+static void
+doc_with_id_first(const bson_t *doc, bson_t *out)
+{
+    bson_iter_t it;
+    bson_init(out);
+    if (bson_iter_init_find(&it, doc, "_id")) {
+        bson_append_value(out, "_id", 3, bson_iter_value(&it));
+    } else {
+        bson_oid_t oid;
+        bson_oid_init(&oid, NULL);
+        BSON_APPEND_OID(out, "_id", &oid);
+    }
+    bson_iter_init(&it, doc);
+    while (bson_iter_next(&it)) {
+        if (strcmp(bson_iter_key(&it), "_id") != 0)
+            bson_append_value(out, bson_iter_key(&it), (int)bson_iter_key_len(&it), bson_iter_value(&it));
+    }
+}
+
+static bool
+id_is_first(const bson_t *doc)
+{
+    bson_iter_t it;
+    return bson_iter_init(&it, doc) && bson_iter_next(&it) && strcmp(bson_iter_key(&it), "_id") == 0;
+}
+
+/* ---------- insert ---------- */
+
+typedef struct insert_ctx {
+    mf_sess_t *s;
+    mf_coll_t *c;
+    bson_t *docs;
+    size_t ndocs;
+    int64_t inserted;
+} insert_ctx_t;
+
+static int
+insert_item(void *arg, size_t i, mf_error_t *err)
+{
+    insert_ctx_t *ctx = arg;
+    const bson_t *doc = &ctx->docs[i];
+    bson_t fixed;
+    int ret;
+
+    if (mf_check_doc_for_storage(doc, err) != 0)
+        return -1;
+    if (id_is_first(doc))
+        return mf_coll_insert(ctx->s, ctx->c, doc, NULL, err);
+    doc_with_id_first(doc, &fixed);
+    if (fixed.len > MF_MAX_BSON_SIZE)
+        ret = mf_err_set(err, MF_E_BSONObjectTooLarge, "object to insert too large. size in bytes: %u, max size: %d",
+                         fixed.len, MF_MAX_BSON_SIZE);
+    else
+        ret = mf_coll_insert(ctx->s, ctx->c, &fixed, NULL, err);
+    bson_destroy(&fixed);
+    return ret;
+}
+
+static void
+insert_commit(void *arg, size_t from, size_t to)
+{
+    ((insert_ctx_t *)arg)->inserted += (int64_t)(to - from);
+}
+
+static int
+cmd_insert(mf_op_t *op)
+{
+    const char *name;
+    bson_t *docs;
+    size_t ndocs;
+    bool ordered;
+    mf_coll_t *c;
+
+    if (mf_op_coll_name(op, &name) != 0 || get_ordered(op, &ordered) != 0)
+        return -1;
+    if (mf_op_docs(op, "documents", false, &docs, &ndocs) != 0)
+        return -1;
+    if (check_batch_size(op, ndocs) != 0) {
+        free(docs);
+        return -1;
+    }
+    atomic_fetch_add(&op->eng->op_insert, (int64_t)ndocs);
+    if (coll_acquire(op, name, true, &c) != 0) {
+        mf_catalog_unlock(op->eng->cat);
+        free(docs);
+        return -1;
+    }
+    insert_ctx_t ctx = {op->sess, c, docs, ndocs, 0};
+    bson_t errs;
+    int nerr = 0, rc = 0;
+    bool durable = want_durable(op);
+    size_t i = 0;
+    bson_init(&errs);
+    while (i < ndocs) {
+        mf_error_t e;
+        mf_err_clear(&e);
+        int r = run_chunks(op->sess, &i, ndocs, INSERT_CHUNK, durable, insert_item, insert_commit, &ctx, &e);
+        if (r == 0)
+            break;
+        if (r < 0) {
+            op->err = e;
+            rc = -1;
+            break;
+        }
+        append_write_error(&errs, &nerr, i, &e);
+        i++;
+        if (ordered)
+            break;
+    }
+    mf_catalog_unlock(op->eng->cat);
+    free(docs);
+    if (rc == 0) {
+        BSON_APPEND_INT32(op->reply, "n", (int32_t)ctx.inserted);
+        if (nerr > 0)
+            BSON_APPEND_ARRAY(op->reply, "writeErrors", &errs);
+    }
+    bson_destroy(&errs);
+    return rc;
+}
+
+/* ---------- find / getMore ---------- */
+
+typedef struct fill_ctx {
+    mf_cursor_t *cur;
+    bson_t *arr;
+    int count;
+    int64_t max;
+    size_t bytes;
+    bool full;
+    mf_error_t *err;
+} fill_ctx_t;
+
+static int
+append_projected(fill_ctx_t *f, const bson_t *doc, const mf_match_details_t *d)
+{
+    char key[16];
+    bson_t out;
+    const bson_t *emit = doc;
+
+    if (f->cur->proj) {
+        bson_init(&out);
+        if (mf_projection_apply(f->cur->proj, doc, d, &out, f->err) != 0) {
+            bson_destroy(&out);
+            return -1;
+        }
+        emit = &out;
+    }
+    snprintf(key, sizeof(key), "%d", f->count);
+    BSON_APPEND_DOCUMENT(f->arr, key, emit);
+    f->bytes += emit->len;
+    f->count++;
+    if (emit == &out)
+        bson_destroy(&out);
+    return 0;
+}
+
+static int
+fill_visit(void *arg, int64_t rid, const bson_t *doc, const mf_match_details_t *d)
+{
+    fill_ctx_t *f = arg;
+    mf_cursor_t *cur = f->cur;
+
+    if (f->count >= f->max || f->bytes >= BATCH_BYTES_MAX) {
+        f->full = true;
+        return 1;
+    }
+    cur->last_rid = rid;
+    if (cur->skip_left > 0) {
+        cur->skip_left--;
+        return 0;
+    }
+    if (cur->limit_left == 0)
+        return 1;
+    if (append_projected(f, doc, d) != 0)
+        return -1;
+    if (cur->limit_left > 0)
+        cur->limit_left--;
+    if (cur->limit_left == 0)
+        return 1;
+    return 0;
+}
+
+/*
+ * Fills arr with up to max documents from cur. *exhausted tells whether the
+ * cursor has nothing more. The catalog lock is held by the caller.
+ */
+static int
+cursor_fill(mf_op_t *op, mf_cursor_t *cur, int64_t max, bson_t *arr, bool *exhausted)
+{
+    fill_ctx_t f = {cur, arr, 0, max, 0, false, &op->err};
+
+    *exhausted = false;
+    if (cur->kind == MF_CURSOR_DOCS) {
+        while (cur->pos < cur->docs.len && f.count < max && f.bytes < BATCH_BYTES_MAX) {
+            char key[16];
+            const bson_t *d = cur->docs.docs[cur->pos++];
+            snprintf(key, sizeof(key), "%d", f.count++);
+            BSON_APPEND_DOCUMENT(arr, key, d);
+            f.bytes += d->len;
+        }
+        *exhausted = cur->pos >= cur->docs.len;
+        return 0;
+    }
+    mf_coll_t *c = mf_catalog_coll_find(op->eng->cat, cur->db, cur->coll);
+    if (c == NULL) {
+        *exhausted = true;
+        return 0;
+    }
+    if (cur->limit_left == 0) {
+        *exhausted = true;
+        return 0;
+    }
+    if (mf_exec_scan(op->sess, c, cur->filter, cur->matcher, cur->last_rid, fill_visit, &f, NULL, &op->err) != 0)
+        return -1;
+    *exhausted = !f.full || cur->limit_left == 0;
+    return 0;
+}
+
+/* Appends {cursor: {<batch>: arr, id, ns}} to the reply. */
+static void
+append_cursor_reply(mf_op_t *op, const char *batch_name, bson_t *arr, int64_t id, const char *coll)
+{
+    bson_t cd;
+    char ns[512];
+    snprintf(ns, sizeof(ns), "%s.%s", op->db, coll);
+    BSON_APPEND_DOCUMENT_BEGIN(op->reply, "cursor", &cd);
+    BSON_APPEND_ARRAY(&cd, batch_name, arr);
+    BSON_APPEND_INT64(&cd, "id", id);
+    BSON_APPEND_UTF8(&cd, "ns", ns);
+    bson_append_document_end(op->reply, &cd);
+}
+
+typedef struct collect_ctx {
+    mf_docvec_t *out;
+} collect_ctx_t;
+
+static int
+collect_visit(void *arg, int64_t rid, const bson_t *doc, const mf_match_details_t *d)
+{
+    mf_docvec_push(((collect_ctx_t *)arg)->out, doc);
+    (void)rid;
+    (void)d;
+    return 0;
+}
+
+static int
+get_nonneg(mf_op_t *op, const char *field, int64_t *out, bool *present, int64_t dflt)
+{
+    *out = dflt;
+    if (mf_op_get_int64(op, field, out, present) != 0)
+        return -1;
+    if (!*present)
+        *out = dflt;
+    if (*out < 0)
+        return mf_err_set(&op->err, MF_E_Location51024, "BSON field '%s' value must be >= 0, actual value '%lld'",
+                          field, (long long)*out);
+    return 0;
+}
+
+static int
+cmd_find(mf_op_t *op)
+{
+    const char *name;
+    bson_t filter, projection, sort;
+    bool has_filter, has_proj, has_sort, present, single = false;
+    int64_t skip, limit = 0, batch;
+    mf_coll_t *c;
+    mf_cursor_t *cur = NULL;
+    mf_matcher_t *m = NULL;
+    mf_projection_t *p = NULL;
+    mf_sort_t *srt = NULL;
+    int rc = -1;
+
+    if (mf_op_coll_name(op, &name) != 0)
+        return -1;
+    if (mf_op_get_doc(op, "filter", &filter, &has_filter) != 0 ||
+        mf_op_get_doc(op, "projection", &projection, &has_proj) != 0 ||
+        mf_op_get_doc(op, "sort", &sort, &has_sort) != 0 || get_nonneg(op, "skip", &skip, &present, 0) != 0 ||
+        get_nonneg(op, "batchSize", &batch, &present, FIRST_BATCH_DEFAULT) != 0 ||
+        mf_op_get_bool(op, "singleBatch", &single, &present) != 0)
+        return -1;
+    if (mf_op_get_int64(op, "limit", &limit, &present) != 0)
+        return -1;
+    if (limit < 0) {
+        if (mf_err_set(&op->err, MF_E_Location51024, "BSON field 'limit' value must be >= 0, actual value '%lld'",
+                       (long long)limit))
+            return -1;
+    }
+    atomic_fetch_add(&op->eng->op_query, 1);
+
+    if ((m = mf_matcher_new(has_filter ? &filter : NULL, &op->err)) == NULL)
+        return -1;
+    if (has_proj && !bson_empty(&projection) && (p = mf_projection_new(&projection, &op->err)) == NULL)
+        goto out;
+    if (has_sort && !bson_empty(&sort) && (srt = mf_sort_new(&sort, &op->err)) == NULL)
+        goto out;
+
+    if (coll_acquire(op, name, false, &c) != 0)
+        goto out_unlock;
+    cur = mf_cursor_new(srt ? MF_CURSOR_DOCS : MF_CURSOR_SCAN, op->db, name);
+    if (c == NULL) {
+        cur->kind = MF_CURSOR_DOCS; /* empty */
+    } else if (srt) {
+        mf_docvec_t all;
+        collect_ctx_t cc = {&all};
+        mf_docvec_init(&all);
+        if (mf_exec_scan(op->sess, c, has_filter ? &filter : NULL, m, 0, collect_visit, &cc, NULL, &op->err) != 0) {
+            mf_docvec_destroy(&all);
+            goto out_unlock;
+        }
+        mf_sort_docs(srt, all.docs, all.len);
+        size_t from = (size_t)(skip < (int64_t)all.len ? skip : (int64_t)all.len);
+        size_t to = limit > 0 && (int64_t)(all.len - from) > limit ? from + (size_t)limit : all.len;
+        for (size_t i = from; i < to; i++) {
+            if (p) {
+                bson_t *out = bson_new();
+                mf_match_details_t d = {.array_pos = -1};
+                mf_matcher_match(m, all.docs[i], &d);
+                if (mf_projection_apply(p, all.docs[i], &d, out, &op->err) != 0) {
+                    bson_destroy(out);
+                    mf_docvec_destroy(&all);
+                    goto out_unlock;
+                }
+                mf_docvec_push_steal(&cur->docs, out);
+            } else {
+                mf_docvec_push_steal(&cur->docs, all.docs[i]);
+                all.docs[i] = bson_new();
+            }
+        }
+        mf_docvec_destroy(&all);
+    } else {
+        cur->matcher = m;
+        m = NULL;
+        cur->proj = p;
+        p = NULL;
+        cur->skip_left = skip;
+        cur->limit_left = limit > 0 ? limit : -1;
+        if (has_filter)
+            cur->filter = bson_copy(&filter);
+    }
+    if (limit > 0 && batch > limit)
+        batch = limit;
+    {
+        bson_t arr;
+        bool exhausted;
+        int64_t id = 0;
+        bson_init(&arr);
+        if (cursor_fill(op, cur, batch, &arr, &exhausted) != 0) {
+            bson_destroy(&arr);
+            goto out_unlock;
+        }
+        if (!exhausted && !single) {
+            cur->client_id = op->client ? op->client->id : 0;
+            id = mf_cursors_register(op->eng->cursors, cur);
+            mf_cursors_checkin(op->eng->cursors, cur);
+            cur = NULL;
+        }
+        append_cursor_reply(op, "firstBatch", &arr, id, name);
+        bson_destroy(&arr);
+    }
+    rc = 0;
+out_unlock:
+    mf_catalog_unlock(op->eng->cat);
+out:
+    if (cur)
+        mf_cursor_free(cur);
+    if (m)
+        mf_matcher_free(m);
+    if (p)
+        mf_projection_free(p);
+    if (srt)
+        mf_sort_free(srt);
+    return rc;
+}
+
+static int
+cmd_get_more(mf_op_t *op)
+{
+    bson_iter_t it;
+    int64_t id, batch;
+    bool present, busy, exhausted;
+    const char *coll = NULL;
+    mf_cursor_t *cur;
+
+    bson_iter_init(&it, op->cmd);
+    bson_iter_next(&it);
+    if (!BSON_ITER_HOLDS_INT64(&it) && !BSON_ITER_HOLDS_INT32(&it))
+        return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field 'getMore.getMore' is the wrong type '%s', expected type 'long'",
+                          mf_type_name(bson_iter_type(&it)));
+    id = bson_iter_as_int64(&it);
+    if (mf_op_get_string(op, "collection", &coll, &present) != 0)
+        return -1;
+    if (!present)
+        return mf_err_set(&op->err, MF_E_Location40414, "BSON field 'getMore.collection' is missing but a required field");
+    if (get_nonneg(op, "batchSize", &batch, &present, INT32_MAX) != 0)
+        return -1;
+    if (batch == 0)
+        batch = INT32_MAX;
+    atomic_fetch_add(&op->eng->op_getmore, 1);
+    cur = mf_cursors_checkout(op->eng->cursors, id, &busy);
+    if (cur == NULL) {
+        if (busy)
+            return mf_err_set(&op->err, MF_E_CursorInUse, "cursor id %lld is already in use", (long long)id);
+        return mf_err_set(&op->err, MF_E_CursorNotFound, "cursor id %lld not found", (long long)id);
+    }
+    if (strcmp(cur->coll, coll) != 0 || strcmp(cur->db, op->db) != 0) {
+        mf_cursors_checkin(op->eng->cursors, cur);
+        return mf_err_set(&op->err, MF_E_Unauthorized, "Requested getMore on namespace '%s.%s', but cursor belongs to a different namespace %s.%s",
+                          op->db, coll, cur->db, cur->coll);
+    }
+    bson_t arr;
+    bson_init(&arr);
+    mf_catalog_rdlock(op->eng->cat);
+    int r = cursor_fill(op, cur, batch, &arr, &exhausted);
+    mf_catalog_unlock(op->eng->cat);
+    if (r != 0) {
+        bson_destroy(&arr);
+        mf_cursors_release(op->eng->cursors, cur);
+        return -1;
+    }
+    char name[256];
+    snprintf(name, sizeof(name), "%s", cur->coll);
+    if (exhausted) {
+        mf_cursors_release(op->eng->cursors, cur);
+        id = 0;
+    } else {
+        mf_cursors_checkin(op->eng->cursors, cur);
+    }
+    append_cursor_reply(op, "nextBatch", &arr, id, name);
+    bson_destroy(&arr);
+    return 0;
+}
+
+static int
+cmd_kill_cursors(mf_op_t *op)
+{
+    bson_iter_t it, ai;
+    bson_t killed, notfound, empty;
+    int nk = 0, nn = 0;
+    char key[16];
+
+    if (!bson_iter_init_find(&it, op->cmd, "cursors") || !BSON_ITER_HOLDS_ARRAY(&it))
+        return mf_err_set(&op->err, MF_E_Location40414, "BSON field 'killCursors.cursors' is missing but a required field");
+    bson_init(&killed);
+    bson_init(&notfound);
+    bson_init(&empty);
+    bson_iter_recurse(&it, &ai);
+    while (bson_iter_next(&ai)) {
+        int64_t id = bson_iter_as_int64(&ai);
+        if (mf_cursors_kill(op->eng->cursors, id)) {
+            snprintf(key, sizeof(key), "%d", nk++);
+            BSON_APPEND_INT64(&killed, key, id);
+        } else {
+            snprintf(key, sizeof(key), "%d", nn++);
+            BSON_APPEND_INT64(&notfound, key, id);
+        }
+    }
+    BSON_APPEND_ARRAY(op->reply, "cursorsKilled", &killed);
+    BSON_APPEND_ARRAY(op->reply, "cursorsNotFound", &notfound);
+    BSON_APPEND_ARRAY(op->reply, "cursorsAlive", &empty);
+    BSON_APPEND_ARRAY(op->reply, "cursorsUnknown", &empty);
+    bson_destroy(&killed);
+    bson_destroy(&notfound);
+    bson_destroy(&empty);
+    return 0;
+}
+
+/* ---------- update ---------- */
+
+typedef struct rid_vec {
+    int64_t *v;
+    size_t n, cap;
+    size_t max; /* 0 = unlimited */
+} rid_vec_t;
+
+static int
+rid_visit(void *arg, int64_t rid, const bson_t *doc, const mf_match_details_t *d)
+{
+    rid_vec_t *rv = arg;
+    (void)doc;
+    (void)d;
+    if (rv->n == rv->cap) {
+        rv->cap = rv->cap ? rv->cap * 2 : 64;
+        rv->v = realloc(rv->v, rv->cap * sizeof(*rv->v));
+    }
+    rv->v[rv->n++] = rid;
+    return rv->max && rv->n >= rv->max ? 1 : 0;
+}
+
+typedef struct upd_ctx {
+    mf_sess_t *s;
+    mf_coll_t *c;
+    const mf_matcher_t *m;
+    const mf_update_t *u;
+    const int64_t *rids;
+    uint8_t *slot; /* per rid: bit0 matched, bit1 modified */
+    int64_t matched, modified;
+} upd_ctx_t;
+
+static int
+upd_item(void *arg, size_t i, mf_error_t *err)
+{
+    upd_ctx_t *x = arg;
+    bson_t doc, out;
+    bool changed = false;
+    mf_match_details_t d = {.array_pos = -1};
+    int ret;
+
+    x->slot[i] = 0;
+    ret = mf_coll_fetch(x->s, x->c, x->rids[i], &doc, err);
+    if (ret == MF_NOTFOUND)
+        return 0;
+    if (ret != 0)
+        return ret;
+    if (!mf_matcher_match(x->m, &doc, &d)) {
+        bson_destroy(&doc);
+        return 0;
+    }
+    bson_init(&out);
+    ret = mf_update_apply(x->u, &doc, &d, false, &out, &changed, err);
+    if (ret == 0 && changed) {
+        ret = mf_check_doc_for_storage(&out, err);
+        if (ret == 0)
+            ret = mf_coll_replace(x->s, x->c, x->rids[i], &doc, &out, err);
+    }
+    if (ret == 0)
+        x->slot[i] = (uint8_t)(1 | (changed ? 2 : 0));
+    bson_destroy(&out);
+    bson_destroy(&doc);
+    return ret;
+}
+
+static void
+upd_commit(void *arg, size_t from, size_t to)
+{
+    upd_ctx_t *x = arg;
+    for (size_t i = from; i < to; i++) {
+        if (x->slot[i] & 1)
+            x->matched++;
+        if (x->slot[i] & 2)
+            x->modified++;
+    }
+}
+
+/* Builds and inserts the upsert document. *idv receives a copy of its _id (caller destroys). */
+static int
+do_upsert(mf_op_t *op, mf_coll_t *c, const bson_t *q, const mf_update_t *u, bool durable, bson_value_t *idv,
+          bson_t *inserted)
+{
+    bson_t seed, out, fixed;
+    bool changed;
+    bson_iter_t it;
+    int ret;
+
+    bson_init(&seed);
+    if (mf_update_is_replacement(u)) {
+        /* A replacement upsert takes _id from the query when the replacement has none. */
+        bson_value_t qid;
+        if (mf_exec_id_equality(q, &qid))
+            bson_append_value(&seed, "_id", 3, &qid);
+    } else if (mf_update_upsert_seed(q, &seed, &op->err) != 0) {
+        bson_destroy(&seed);
+        return -1;
+    }
+    bson_init(&out);
+    if (mf_update_apply(u, &seed, NULL, true, &out, &changed, &op->err) != 0) {
+        bson_destroy(&seed);
+        bson_destroy(&out);
+        return -1;
+    }
+    bson_destroy(&seed);
+    doc_with_id_first(&out, &fixed);
+    bson_destroy(&out);
+    if (mf_check_doc_for_storage(&fixed, &op->err) != 0) {
+        bson_destroy(&fixed);
+        return -1;
+    }
+    for (int attempt = 0;; attempt++) {
+        if (mf_txn_begin(op->sess, &op->err) != 0)
+            break;
+        ret = mf_coll_insert(op->sess, c, &fixed, NULL, &op->err);
+        if (ret == 0)
+            ret = mf_txn_commit(op->sess, durable, &op->err);
+        else
+            mf_txn_abort(op->sess);
+        if (ret == MF_CONFLICT || (ret != 0 && op->err.code == MF_E_WriteConflict && attempt < 1000)) {
+            backoff(attempt);
+            continue;
+        }
+        if (ret == 0) {
+            bson_iter_init_find(&it, &fixed, "_id");
+            bson_value_copy(bson_iter_value(&it), idv);
+            if (inserted)
+                bson_copy_to(&fixed, inserted);
+        }
+        bson_destroy(&fixed);
+        return ret == 0 ? 0 : -1;
+    }
+    bson_destroy(&fixed);
+    return -1;
+}
+
+/* Runs one update statement; fills counters. Returns 0 or -1 with e. */
+static int
+update_one_stmt(mf_op_t *op, const char *name, const bson_t *stmt, bool durable, int64_t *n, int64_t *nmod,
+                bson_value_t *upserted_id, bool *did_upsert, mf_error_t *e)
+{
+    bson_iter_t it;
+    bson_t q, ud;
+    const bson_value_t *af = NULL;
+    bool upsert = false, multi = false, have_q = false, have_u = false;
+    mf_matcher_t *m = NULL;
+    mf_update_t *u = NULL;
+    mf_coll_t *c = NULL;
+    rid_vec_t rv = {0};
+    int rc = -1;
+
+    *did_upsert = false;
+    bson_iter_init(&it, stmt);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        const uint8_t *data;
+        uint32_t len;
+        if (strcmp(k, "q") == 0) {
+            if (!BSON_ITER_HOLDS_DOCUMENT(&it))
+                return mf_err_set(e, MF_E_TypeMismatch, "BSON field 'update.updates.q' is the wrong type '%s', expected type 'object'",
+                                  mf_type_name(bson_iter_type(&it)));
+            bson_iter_document(&it, &len, &data);
+            have_q = bson_init_static(&q, data, len);
+        } else if (strcmp(k, "u") == 0) {
+            if (BSON_ITER_HOLDS_ARRAY(&it))
+                return mf_err_set(e, MF_E_FailedToParse, "pipeline-style updates are not supported by mayfly yet");
+            if (!BSON_ITER_HOLDS_DOCUMENT(&it))
+                return mf_err_set(e, MF_E_FailedToParse, "Update argument must be either an object or an array");
+            bson_iter_document(&it, &len, &data);
+            have_u = bson_init_static(&ud, data, len);
+        } else if (strcmp(k, "upsert") == 0) {
+            upsert = bson_iter_as_bool(&it);
+        } else if (strcmp(k, "multi") == 0) {
+            multi = bson_iter_as_bool(&it);
+        } else if (strcmp(k, "arrayFilters") == 0) {
+            if (!BSON_ITER_HOLDS_ARRAY(&it))
+                return mf_err_set(e, MF_E_TypeMismatch, "BSON field 'update.updates.arrayFilters' is the wrong type '%s', expected type 'array'",
+                                  mf_type_name(bson_iter_type(&it)));
+            af = bson_iter_value(&it);
+        }
+    }
+    if (!have_q)
+        return mf_err_set(e, MF_E_Location40414, "BSON field 'update.updates.q' is missing but a required field");
+    if (!have_u)
+        return mf_err_set(e, MF_E_Location40414, "BSON field 'update.updates.u' is missing but a required field");
+    if ((m = mf_matcher_new(&q, e)) == NULL)
+        return -1;
+    if ((u = mf_update_new(&ud, af, e)) == NULL)
+        goto out;
+    if (multi && mf_update_is_replacement(u)) {
+        mf_err_set(e, MF_E_FailedToParse, "multi update is not supported for replacement-style update");
+        goto out;
+    }
+    mf_error_t saved = op->err;
+    if (coll_acquire(op, name, upsert, &c) != 0) {
+        *e = op->err;
+        op->err = saved;
+        goto out_unlock;
+    }
+    if (c != NULL) {
+        rv.max = multi ? 0 : 1;
+        if (mf_exec_scan(op->sess, c, &q, m, 0, rid_visit, &rv, NULL, e) != 0)
+            goto out_unlock;
+        upd_ctx_t x = {op->sess, c, m, u, rv.v, calloc(rv.n + 1, 1), 0, 0};
+        size_t start = 0;
+        int r = run_chunks(op->sess, &start, rv.n, UPDATE_CHUNK, durable, upd_item, upd_commit, &x, e);
+        free(x.slot);
+        *n = x.matched;
+        *nmod = x.modified;
+        if (r != 0)
+            goto out_unlock;
+    }
+    if (*n == 0 && upsert && c != NULL) {
+        if (do_upsert(op, c, &q, u, durable, upserted_id, NULL) != 0) {
+            *e = op->err;
+            op->err = saved;
+            goto out_unlock;
+        }
+        *did_upsert = true;
+        *n = 1;
+    }
+    rc = 0;
+out_unlock:
+    mf_catalog_unlock(op->eng->cat);
+out:
+    free(rv.v);
+    mf_matcher_free(m);
+    if (u)
+        mf_update_free(u);
+    return rc;
+}
+
+static int
+cmd_update(mf_op_t *op)
+{
+    const char *name;
+    bson_t *stmts, errs, ups;
+    size_t nstmts;
+    bool ordered, durable = want_durable(op);
+    int64_t n_total = 0, nmod_total = 0;
+    int nerr = 0, nups = 0;
+
+    if (mf_op_coll_name(op, &name) != 0 || get_ordered(op, &ordered) != 0)
+        return -1;
+    if (mf_op_docs(op, "updates", false, &stmts, &nstmts) != 0)
+        return -1;
+    if (check_batch_size(op, nstmts) != 0) {
+        free(stmts);
+        return -1;
+    }
+    bson_init(&errs);
+    bson_init(&ups);
+    for (size_t i = 0; i < nstmts; i++) {
+        int64_t n = 0, nmod = 0;
+        bson_value_t id;
+        bool upserted = false;
+        mf_error_t e;
+        mf_err_clear(&e);
+        atomic_fetch_add(&op->eng->op_update, 1);
+        if (update_one_stmt(op, name, &stmts[i], durable, &n, &nmod, &id, &upserted, &e) != 0) {
+            append_write_error(&errs, &nerr, i, &e);
+            n_total += n;
+            nmod_total += nmod;
+            if (ordered)
+                break;
+            continue;
+        }
+        n_total += n;
+        nmod_total += nmod;
+        if (upserted) {
+            char key[16];
+            bson_t u;
+            snprintf(key, sizeof(key), "%d", nups++);
+            BSON_APPEND_DOCUMENT_BEGIN(&ups, key, &u);
+            BSON_APPEND_INT32(&u, "index", (int32_t)i);
+            bson_append_value(&u, "_id", 3, &id);
+            bson_append_document_end(&ups, &u);
+            bson_value_destroy(&id);
+        }
+    }
+    free(stmts);
+    BSON_APPEND_INT32(op->reply, "n", (int32_t)n_total);
+    BSON_APPEND_INT32(op->reply, "nModified", (int32_t)nmod_total);
+    if (nups > 0)
+        BSON_APPEND_ARRAY(op->reply, "upserted", &ups);
+    if (nerr > 0)
+        BSON_APPEND_ARRAY(op->reply, "writeErrors", &errs);
+    bson_destroy(&errs);
+    bson_destroy(&ups);
+    return 0;
+}
+
+/* ---------- delete ---------- */
+
+typedef struct del_ctx {
+    mf_sess_t *s;
+    mf_coll_t *c;
+    const mf_matcher_t *m;
+    const int64_t *rids;
+    uint8_t *slot;
+    int64_t deleted;
+    int64_t batches;
+} del_ctx_t;
+
+static int
+del_item(void *arg, size_t i, mf_error_t *err)
+{
+    del_ctx_t *x = arg;
+    bson_t doc;
+    int ret;
+
+    x->slot[i] = 0;
+    ret = mf_coll_fetch(x->s, x->c, x->rids[i], &doc, err);
+    if (ret == MF_NOTFOUND)
+        return 0;
+    if (ret != 0)
+        return ret;
+    if (mf_matcher_match(x->m, &doc, NULL)) {
+        ret = mf_coll_remove(x->s, x->c, x->rids[i], &doc, err);
+        if (ret == MF_NOTFOUND)
+            ret = 0;
+        else if (ret == 0)
+            x->slot[i] = 1;
+    }
+    bson_destroy(&doc);
+    return ret;
+}
+
+static void
+del_commit(void *arg, size_t from, size_t to)
+{
+    del_ctx_t *x = arg;
+    for (size_t i = from; i < to; i++)
+        x->deleted += x->slot[i];
+    x->batches++;
+}
+
+static int
+delete_one_stmt(mf_op_t *op, const char *name, const bson_t *stmt, bool durable, int64_t *n, mf_error_t *e)
+{
+    bson_iter_t it;
+    bson_t q;
+    bool have_q = false, have_limit = false;
+    int64_t limit = 0;
+    mf_matcher_t *m;
+    mf_coll_t *c;
+    rid_vec_t rv = {0};
+    int rc = -1;
+
+    bson_iter_init(&it, stmt);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (strcmp(k, "q") == 0) {
+            const uint8_t *data;
+            uint32_t len;
+            if (!BSON_ITER_HOLDS_DOCUMENT(&it))
+                return mf_err_set(e, MF_E_TypeMismatch, "BSON field 'delete.deletes.q' is the wrong type '%s', expected type 'object'",
+                                  mf_type_name(bson_iter_type(&it)));
+            bson_iter_document(&it, &len, &data);
+            have_q = bson_init_static(&q, data, len);
+        } else if (strcmp(k, "limit") == 0) {
+            if (!mf_value_is_number(bson_iter_value(&it)))
+                return mf_err_set(e, MF_E_TypeMismatch, "BSON field 'delete.deletes.limit' is the wrong type '%s', expected type 'number'",
+                                  mf_type_name(bson_iter_type(&it)));
+            limit = (int64_t)mf_value_as_double(bson_iter_value(&it));
+            have_limit = true;
+        }
+    }
+    if (!have_q)
+        return mf_err_set(e, MF_E_Location40414, "BSON field 'delete.deletes.q' is missing but a required field");
+    if (!have_limit)
+        return mf_err_set(e, MF_E_Location40414, "BSON field 'delete.deletes.limit' is missing but a required field");
+    if (limit != 0 && limit != 1)
+        return mf_err_set(e, MF_E_FailedToParse, "The limit field in delete objects must be 0 or 1. Got %lld",
+                          (long long)limit);
+    if ((m = mf_matcher_new(&q, e)) == NULL)
+        return -1;
+    mf_catalog_rdlock(op->eng->cat);
+    c = mf_catalog_coll_find(op->eng->cat, op->db, name);
+    if (c != NULL) {
+        rv.max = (size_t)limit;
+        if (mf_exec_scan(op->sess, c, &q, m, 0, rid_visit, &rv, NULL, e) != 0)
+            goto out;
+        del_ctx_t x = {op->sess, c, m, rv.v, calloc(rv.n + 1, 1), 0, 0};
+        size_t start = 0;
+        size_t chunk = 1;
+        bool batched = limit == 0;
+        if (batched) {
+            int64_t target = mf_param_get("batchedDeletesTargetBatchDocs");
+            chunk = target > 0 ? (size_t)target : rv.n + 1;
+        }
+        int r = run_chunks(op->sess, &start, rv.n, chunk, durable, del_item, del_commit, &x, e);
+        free(x.slot);
+        *n = x.deleted;
+        if (batched && rv.n > 0) {
+            atomic_fetch_add(&op->eng->batched_deletes_docs, x.deleted);
+            atomic_fetch_add(&op->eng->batched_deletes_batches, x.batches);
+        }
+        if (r != 0)
+            goto out;
+    }
+    rc = 0;
+out:
+    mf_catalog_unlock(op->eng->cat);
+    free(rv.v);
+    mf_matcher_free(m);
+    return rc;
+}
+
+static int
+cmd_delete(mf_op_t *op)
+{
+    const char *name;
+    bson_t *stmts, errs;
+    size_t nstmts;
+    bool ordered, durable = want_durable(op);
+    int64_t total = 0;
+    int nerr = 0;
+
+    if (mf_op_coll_name(op, &name) != 0 || get_ordered(op, &ordered) != 0)
+        return -1;
+    if (mf_op_docs(op, "deletes", false, &stmts, &nstmts) != 0)
+        return -1;
+    if (check_batch_size(op, nstmts) != 0) {
+        free(stmts);
+        return -1;
+    }
+    bson_init(&errs);
+    for (size_t i = 0; i < nstmts; i++) {
+        int64_t n = 0;
+        mf_error_t e;
+        mf_err_clear(&e);
+        atomic_fetch_add(&op->eng->op_delete, 1);
+        int r = delete_one_stmt(op, name, &stmts[i], durable, &n, &e);
+        total += n;
+        if (r != 0) {
+            append_write_error(&errs, &nerr, i, &e);
+            if (ordered)
+                break;
+        }
+    }
+    free(stmts);
+    BSON_APPEND_INT32(op->reply, "n", (int32_t)total);
+    if (nerr > 0)
+        BSON_APPEND_ARRAY(op->reply, "writeErrors", &errs);
+    bson_destroy(&errs);
+    return 0;
+}
+
+/* ---------- findAndModify ---------- */
+
+typedef struct first_ctx {
+    int64_t rid;
+    bool found;
+} first_ctx_t;
+
+static int
+first_visit(void *arg, int64_t rid, const bson_t *doc, const mf_match_details_t *d)
+{
+    first_ctx_t *f = arg;
+    f->rid = rid;
+    f->found = true;
+    (void)doc;
+    (void)d;
+    return 1;
+}
+
+typedef struct sorted_first_ctx {
+    const mf_sort_t *s;
+    bson_t *best;
+    int64_t rid;
+} sorted_first_ctx_t;
+
+static int
+sorted_first_visit(void *arg, int64_t rid, const bson_t *doc, const mf_match_details_t *d)
+{
+    sorted_first_ctx_t *f = arg;
+    (void)d;
+    if (f->best == NULL || mf_sort_cmp(f->s, doc, f->best) < 0) {
+        if (f->best)
+            bson_destroy(f->best);
+        f->best = bson_copy(doc);
+        f->rid = rid;
+    }
+    return 0;
+}
+
+static int
+project_into(mf_op_t *op, const mf_projection_t *p, const bson_t *doc, bson_t *out)
+{
+    if (p == NULL) {
+        bson_copy_to(doc, out);
+        return 0;
+    }
+    bson_init(out);
+    if (mf_projection_apply(p, doc, NULL, out, &op->err) != 0) {
+        bson_destroy(out);
+        return -1;
+    }
+    return 0;
+}
+
+static int
+cmd_find_and_modify(mf_op_t *op)
+{
+    const char *name;
+    bson_t query, sort, fields, upd;
+    bool has_query, has_sort, has_fields, has_upd = false, remove = false, want_new = false, upsert = false, present;
+    bson_iter_t it;
+    const bson_value_t *af = NULL;
+    mf_matcher_t *m = NULL;
+    mf_sort_t *srt = NULL;
+    mf_projection_t *p = NULL;
+    mf_update_t *u = NULL;
+    mf_coll_t *c = NULL;
+    bool durable = want_durable(op);
+    int rc = -1;
+    bool locked = false;
+
+    if (mf_op_coll_name(op, &name) != 0)
+        return -1;
+    if (mf_op_get_doc(op, "query", &query, &has_query) != 0 || mf_op_get_doc(op, "sort", &sort, &has_sort) != 0 ||
+        mf_op_get_doc(op, "fields", &fields, &has_fields) != 0 || mf_op_get_bool(op, "remove", &remove, &present) != 0 ||
+        mf_op_get_bool(op, "new", &want_new, &present) != 0 || mf_op_get_bool(op, "upsert", &upsert, &present) != 0)
+        return -1;
+    if (bson_iter_init_find(&it, op->cmd, "update")) {
+        if (BSON_ITER_HOLDS_ARRAY(&it))
+            return mf_err_set(&op->err, MF_E_FailedToParse, "pipeline-style updates are not supported by mayfly yet");
+        if (!BSON_ITER_HOLDS_DOCUMENT(&it))
+            return mf_err_set(&op->err, MF_E_FailedToParse, "Update argument must be either an object or an array");
+        const uint8_t *data;
+        uint32_t len;
+        bson_iter_document(&it, &len, &data);
+        has_upd = bson_init_static(&upd, data, len);
+    }
+    if (bson_iter_init_find(&it, op->cmd, "arrayFilters") && BSON_ITER_HOLDS_ARRAY(&it))
+        af = bson_iter_value(&it);
+    if (remove && has_upd)
+        return mf_err_set(&op->err, MF_E_FailedToParse, "Cannot specify both an update and remove=true");
+    if (!remove && !has_upd)
+        return mf_err_set(&op->err, MF_E_FailedToParse, "Either an update or remove=true must be specified");
+    if (remove && upsert)
+        return mf_err_set(&op->err, MF_E_FailedToParse, "Cannot specify both upsert=true and remove=true ");
+    if (remove && want_new)
+        return mf_err_set(&op->err, MF_E_FailedToParse,
+                          "Cannot specify both new=true and remove=true; 'remove' always returns the deleted document");
+
+    if ((m = mf_matcher_new(has_query ? &query : NULL, &op->err)) == NULL)
+        return -1;
+    if (has_sort && !bson_empty(&sort) && (srt = mf_sort_new(&sort, &op->err)) == NULL)
+        goto out;
+    if (has_fields && !bson_empty(&fields) && (p = mf_projection_new(&fields, &op->err)) == NULL)
+        goto out;
+    if (has_upd && (u = mf_update_new(&upd, af, &op->err)) == NULL)
+        goto out;
+    if (remove)
+        atomic_fetch_add(&op->eng->op_delete, 1);
+    else
+        atomic_fetch_add(&op->eng->op_update, 1);
+    if (coll_acquire(op, name, upsert, &c) != 0) {
+        locked = true;
+        goto out;
+    }
+    locked = true;
+
+    bson_t le;
+    for (int attempt = 0;; attempt++) {
+        int64_t rid = 0;
+        bool found = false;
+        bson_t doc, out_doc, value;
+        bool changed = false;
+        int r = 0;
+
+        if (c != NULL) {
+            if (srt) {
+                sorted_first_ctx_t sf = {srt, NULL, 0};
+                if (mf_exec_scan(op->sess, c, has_query ? &query : NULL, m, 0, sorted_first_visit, &sf, NULL, &op->err) != 0)
+                    goto out;
+                if (sf.best) {
+                    found = true;
+                    rid = sf.rid;
+                    bson_destroy(sf.best);
+                }
+            } else {
+                first_ctx_t ff = {0, false};
+                if (mf_exec_scan(op->sess, c, has_query ? &query : NULL, m, 0, first_visit, &ff, NULL, &op->err) != 0)
+                    goto out;
+                found = ff.found;
+                rid = ff.rid;
+            }
+        }
+        if (!found) {
+            if (upsert && c != NULL) {
+                bson_value_t idv;
+                bson_t inserted;
+                if (do_upsert(op, c, has_query ? &query : &(bson_t)BSON_INITIALIZER, u, durable, &idv, &inserted) != 0)
+                    goto out;
+                BSON_APPEND_DOCUMENT_BEGIN(op->reply, "lastErrorObject", &le);
+                BSON_APPEND_INT32(&le, "n", 1);
+                BSON_APPEND_BOOL(&le, "updatedExisting", false);
+                bson_append_value(&le, "upserted", -1, &idv);
+                bson_append_document_end(op->reply, &le);
+                bson_value_destroy(&idv);
+                if (want_new) {
+                    if (project_into(op, p, &inserted, &value) != 0) {
+                        bson_destroy(&inserted);
+                        goto out;
+                    }
+                    BSON_APPEND_DOCUMENT(op->reply, "value", &value);
+                    bson_destroy(&value);
+                } else {
+                    BSON_APPEND_NULL(op->reply, "value");
+                }
+                bson_destroy(&inserted);
+                rc = 0;
+                goto out;
+            }
+            BSON_APPEND_DOCUMENT_BEGIN(op->reply, "lastErrorObject", &le);
+            BSON_APPEND_INT32(&le, "n", 0);
+            if (!remove)
+                BSON_APPEND_BOOL(&le, "updatedExisting", false);
+            bson_append_document_end(op->reply, &le);
+            BSON_APPEND_NULL(op->reply, "value");
+            rc = 0;
+            goto out;
+        }
+        if (mf_txn_begin(op->sess, &op->err) != 0)
+            goto out;
+        r = mf_coll_fetch(op->sess, c, rid, &doc, &op->err);
+        if (r == MF_NOTFOUND) {
+            mf_txn_abort(op->sess);
+            continue; /* deleted since the scan: look again */
+        }
+        if (r != 0) {
+            mf_txn_abort(op->sess);
+            if (r == MF_CONFLICT && attempt < 1000) {
+                backoff(attempt);
+                continue;
+            }
+            goto out;
+        }
+        mf_match_details_t d = {.array_pos = -1};
+        if (!mf_matcher_match(m, &doc, &d)) {
+            bson_destroy(&doc);
+            mf_txn_abort(op->sess);
+            continue;
+        }
+        bson_init(&out_doc);
+        if (remove) {
+            r = mf_coll_remove(op->sess, c, rid, &doc, &op->err);
+        } else {
+            r = mf_update_apply(u, &doc, &d, false, &out_doc, &changed, &op->err);
+            if (r == 0 && changed) {
+                r = mf_check_doc_for_storage(&out_doc, &op->err);
+                if (r == 0)
+                    r = mf_coll_replace(op->sess, c, rid, &doc, &out_doc, &op->err);
+            }
+        }
+        if (r == 0)
+            r = mf_txn_commit(op->sess, durable, &op->err);
+        else
+            mf_txn_abort(op->sess);
+        if (r != 0) {
+            bson_destroy(&doc);
+            bson_destroy(&out_doc);
+            if ((r == MF_CONFLICT || op->err.code == MF_E_WriteConflict) && attempt < 1000) {
+                mf_err_clear(&op->err);
+                backoff(attempt);
+                continue;
+            }
+            goto out;
+        }
+        BSON_APPEND_DOCUMENT_BEGIN(op->reply, "lastErrorObject", &le);
+        BSON_APPEND_INT32(&le, "n", 1);
+        if (!remove)
+            BSON_APPEND_BOOL(&le, "updatedExisting", true);
+        bson_append_document_end(op->reply, &le);
+        const bson_t *img = (!remove && want_new) ? (changed ? &out_doc : &doc) : &doc;
+        r = project_into(op, p, img, &value);
+        bson_destroy(&doc);
+        bson_destroy(&out_doc);
+        if (r != 0)
+            goto out;
+        BSON_APPEND_DOCUMENT(op->reply, "value", &value);
+        bson_destroy(&value);
+        rc = 0;
+        goto out;
+    }
+out:
+    if (locked)
+        mf_catalog_unlock(op->eng->cat);
+    if (m)
+        mf_matcher_free(m);
+    if (srt)
+        mf_sort_free(srt);
+    if (p)
+        mf_projection_free(p);
+    if (u)
+        mf_update_free(u);
+    return rc;
+}
+
+/* ---------- count / distinct ---------- */
+
+typedef struct count_ctx {
+    int64_t n, skip, limit;
+} count_ctx_t;
+
+static int
+count_visit(void *arg, int64_t rid, const bson_t *doc, const mf_match_details_t *d)
+{
+    count_ctx_t *x = arg;
+    (void)rid;
+    (void)doc;
+    (void)d;
+    if (x->skip > 0) {
+        x->skip--;
+        return 0;
+    }
+    x->n++;
+    return x->limit > 0 && x->n >= x->limit ? 1 : 0;
+}
+
+static int
+cmd_count(mf_op_t *op)
+{
+    const char *name;
+    bson_t query;
+    bool has_query, present;
+    count_ctx_t x = {0, 0, 0};
+    mf_coll_t *c;
+    mf_matcher_t *m;
+    int rc = 0;
+
+    if (mf_op_coll_name(op, &name) != 0 || mf_op_get_doc(op, "query", &query, &has_query) != 0 ||
+        mf_op_get_int64(op, "skip", &x.skip, &present) != 0 || mf_op_get_int64(op, "limit", &x.limit, &present) != 0)
+        return -1;
+    if (x.skip < 0)
+        return mf_err_set(&op->err, MF_E_BadValue, "skip value is negative in count query");
+    if (x.limit < 0)
+        x.limit = -x.limit;
+    if ((m = mf_matcher_new(has_query ? &query : NULL, &op->err)) == NULL)
+        return -1;
+    mf_catalog_rdlock(op->eng->cat);
+    c = mf_catalog_coll_find(op->eng->cat, op->db, name);
+    if (c != NULL) {
+        if (!has_query || bson_empty(&query)) {
+            int64_t total = atomic_load(&c->approx_count);
+            total -= x.skip;
+            if (total < 0)
+                total = 0;
+            if (x.limit > 0 && total > x.limit)
+                total = x.limit;
+            x.n = total;
+        } else {
+            rc = mf_exec_scan(op->sess, c, &query, m, 0, count_visit, &x, NULL, &op->err);
+        }
+    }
+    mf_catalog_unlock(op->eng->cat);
+    mf_matcher_free(m);
+    if (rc != 0)
+        return -1;
+    BSON_APPEND_INT32(op->reply, "n", (int32_t)x.n);
+    return 0;
+}
+
+typedef struct distinct_ctx {
+    const char *key;
+    bson_t *vals; /* holder document keeping values alive */
+    int n;
+} distinct_ctx_t;
+
+static bool
+distinct_path(void *arg, const bson_value_t *v, int32_t pos)
+{
+    distinct_ctx_t *x = arg;
+    char key[16];
+    (void)pos;
+    if (v == NULL)
+        return false;
+    if (v->value_type == BSON_TYPE_ARRAY) {
+        bson_t arr;
+        bson_iter_t it;
+        if (bson_init_static(&arr, v->value.v_doc.data, v->value.v_doc.data_len) && bson_iter_init(&it, &arr)) {
+            while (bson_iter_next(&it)) {
+                snprintf(key, sizeof(key), "%d", x->n++);
+                bson_append_value(x->vals, key, -1, bson_iter_value(&it));
+            }
+        }
+        return false;
+    }
+    snprintf(key, sizeof(key), "%d", x->n++);
+    bson_append_value(x->vals, key, -1, v);
+    return false;
+}
+
+static int
+distinct_visit(void *arg, int64_t rid, const bson_t *doc, const mf_match_details_t *d)
+{
+    distinct_ctx_t *x = arg;
+    (void)rid;
+    (void)d;
+    mf_path_walk(doc, x->key, distinct_path, x);
+    return 0;
+}
+
+static int
+value_ptr_cmp(const void *a, const void *b)
+{
+    return mf_value_cmp(*(const bson_value_t *const *)a, *(const bson_value_t *const *)b);
+}
+
+static int
+cmd_distinct(mf_op_t *op)
+{
+    const char *name, *key;
+    bson_t query, vals, out;
+    bool has_query, present;
+    mf_coll_t *c;
+    mf_matcher_t *m;
+    int rc = 0;
+
+    if (mf_op_coll_name(op, &name) != 0 || mf_op_get_string(op, "key", &key, &present) != 0 ||
+        mf_op_get_doc(op, "query", &query, &has_query) != 0)
+        return -1;
+    if (!present)
+        return mf_err_set(&op->err, MF_E_Location40414, "BSON field 'distinct.key' is missing but a required field");
+    if ((m = mf_matcher_new(has_query ? &query : NULL, &op->err)) == NULL)
+        return -1;
+    bson_init(&vals);
+    distinct_ctx_t x = {key, &vals, 0};
+    mf_catalog_rdlock(op->eng->cat);
+    c = mf_catalog_coll_find(op->eng->cat, op->db, name);
+    if (c != NULL)
+        rc = mf_exec_scan(op->sess, c, has_query ? &query : NULL, m, 0, distinct_visit, &x, NULL, &op->err);
+    mf_catalog_unlock(op->eng->cat);
+    mf_matcher_free(m);
+    if (rc != 0) {
+        bson_destroy(&vals);
+        return -1;
+    }
+    /* Sort, then keep the first of each run of equal values. */
+    bson_value_t *store = calloc((size_t)x.n + 1, sizeof(*store));
+    const bson_value_t **ptrs = calloc((size_t)x.n + 1, sizeof(*ptrs));
+    bson_iter_t it;
+    int k = 0;
+    bson_iter_init(&it, &vals);
+    while (bson_iter_next(&it) && k < x.n) {
+        store[k] = *bson_iter_value(&it);
+        ptrs[k] = &store[k];
+        k++;
+    }
+    qsort(ptrs, (size_t)k, sizeof(*ptrs), value_ptr_cmp);
+    bson_init(&out);
+    int outn = 0;
+    for (int i = 0; i < k; i++) {
+        if (i > 0 && mf_value_cmp(ptrs[i], ptrs[i - 1]) == 0)
+            continue;
+        char kb[16];
+        snprintf(kb, sizeof(kb), "%d", outn++);
+        bson_append_value(&out, kb, -1, ptrs[i]);
+    }
+    if (out.len > MF_MAX_BSON_SIZE) {
+        rc = mf_err_set(&op->err, MF_E_Location17217, "distinct too big, 16mb cap");
+    } else {
+        BSON_APPEND_ARRAY(op->reply, "values", &out);
+    }
+    bson_destroy(&out);
+    free(store);
+    free(ptrs);
+    bson_destroy(&vals);
+    return rc;
+}
+
+/* ---------- aggregate ---------- */
+
+typedef struct agg_scan_ctx {
+    mf_op_t *op;
+} agg_scan_ctx_t;
+
+typedef struct agg_visit_adapter {
+    mf_agg_visit_fn visit;
+    void *arg;
+} agg_visit_adapter_t;
+
+static int
+agg_adapter_visit(void *arg, int64_t rid, const bson_t *doc, const mf_match_details_t *d)
+{
+    agg_visit_adapter_t *a = arg;
+    (void)rid;
+    (void)d;
+    return a->visit(a->arg, doc);
+}
+
+/* env->scan: the catalog lock is already held (shared) by cmd_aggregate. */
+static int
+agg_scan(void *ctx, const char *coll, const bson_t *filter, mf_agg_visit_fn visit, void *arg, mf_error_t *err)
+{
+    agg_scan_ctx_t *x = ctx;
+    mf_coll_t *c = mf_catalog_coll_find(x->op->eng->cat, x->op->db, coll);
+    if (c == NULL)
+        return 0;
+    mf_matcher_t *m = mf_matcher_new(filter, err);
+    if (m == NULL)
+        return -1;
+    agg_visit_adapter_t a = {visit, arg};
+    int rc = mf_exec_scan(x->op->sess, c, filter, m, 0, agg_adapter_visit, &a, NULL, err);
+    mf_matcher_free(m);
+    return rc;
+}
+
+static int
+cmd_aggregate(mf_op_t *op)
+{
+    bson_iter_t it, ci;
+    const char *name = NULL;
+    int64_t batch = FIRST_BATCH_DEFAULT;
+    mf_pipeline_t *pl;
+    bool has_cursor = false, explain = false, present;
+
+    bson_iter_init(&it, op->cmd);
+    bson_iter_next(&it);
+    if (BSON_ITER_HOLDS_UTF8(&it)) {
+        if (mf_op_coll_name(op, &name) != 0)
+            return -1;
+    } else if (!mf_value_is_number(bson_iter_value(&it)) || mf_value_as_double(bson_iter_value(&it)) != 1) {
+        return mf_err_set(&op->err, MF_E_FailedToParse,
+                          "Invalid command format: the 'aggregate' field must specify a collection name or 1");
+    }
+    if (!bson_iter_init_find(&it, op->cmd, "pipeline"))
+        return mf_err_set(&op->err, MF_E_Location40414, "BSON field 'aggregate.pipeline' is missing but a required field");
+    if (!BSON_ITER_HOLDS_ARRAY(&it))
+        return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field 'aggregate.pipeline' is the wrong type '%s', expected type 'array'",
+                          mf_type_name(bson_iter_type(&it)));
+    if (mf_op_get_bool(op, "explain", &explain, &present) != 0)
+        return -1;
+    if (bson_iter_init_find(&ci, op->cmd, "cursor")) {
+        if (!BSON_ITER_HOLDS_DOCUMENT(&ci))
+            return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field 'aggregate.cursor' is the wrong type '%s', expected type 'object'",
+                              mf_type_name(bson_iter_type(&ci)));
+        has_cursor = true;
+        bson_iter_t bi;
+        if (bson_iter_recurse(&ci, &bi) && bson_iter_find(&bi, "batchSize")) {
+            if (!mf_value_is_number(bson_iter_value(&bi)))
+                return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field 'aggregate.cursor.batchSize' is the wrong type");
+            batch = (int64_t)mf_value_as_double(bson_iter_value(&bi));
+            if (batch < 0)
+                return mf_err_set(&op->err, MF_E_Location51024, "BSON field 'batchSize' value must be >= 0, actual value '%lld'",
+                                  (long long)batch);
+        }
+    }
+    if (!has_cursor && !explain)
+        return mf_err_set(&op->err, MF_E_FailedToParse,
+                          "The 'cursor' option is required, except for aggregate with the explain argument");
+    if (name == NULL)
+        return mf_err_set(&op->err, MF_E_InvalidNamespace, "{aggregate: 1} is not supported by mayfly yet");
+    if ((pl = mf_pipeline_new(bson_iter_value(&it), &op->err)) == NULL)
+        return -1;
+    atomic_fetch_add(&op->eng->op_command, 0);
+    agg_scan_ctx_t sc = {op};
+    mf_agg_env_t env = {agg_scan, &sc};
+    mf_cursor_t *cur = mf_cursor_new(MF_CURSOR_DOCS, op->db, name);
+    mf_catalog_rdlock(op->eng->cat);
+    int rc = mf_pipeline_run(pl, &env, name, &cur->docs, &op->err);
+    mf_catalog_unlock(op->eng->cat);
+    mf_pipeline_free(pl);
+    if (rc != 0) {
+        mf_cursor_free(cur);
+        return -1;
+    }
+    bson_t arr;
+    bool exhausted;
+    int64_t id = 0;
+    bson_init(&arr);
+    rc = cursor_fill(op, cur, batch, &arr, &exhausted);
+    if (!exhausted) {
+        id = mf_cursors_register(op->eng->cursors, cur);
+        mf_cursors_checkin(op->eng->cursors, cur);
+    } else {
+        mf_cursor_free(cur);
+    }
+    append_cursor_reply(op, "firstBatch", &arr, id, name);
+    bson_destroy(&arr);
+    return rc;
+}
+
+const mf_cmd_def_t mf_cmds_crud[] = {
+    {"insert", cmd_insert, MF_CMD_WRITE},
+    {"find", cmd_find, 0},
+    {"getMore", cmd_get_more, 0},
+    {"killCursors", cmd_kill_cursors, 0},
+    {"update", cmd_update, MF_CMD_WRITE},
+    {"delete", cmd_delete, MF_CMD_WRITE},
+    {"findAndModify", cmd_find_and_modify, 0},
+    {"findandmodify", cmd_find_and_modify, 0},
+    {"count", cmd_count, 0},
+    {"distinct", cmd_distinct, 0},
+    {"aggregate", cmd_aggregate, 0},
+    {NULL, NULL, 0},
+};

@@ -1,0 +1,268 @@
+/*
+ * cmd_util.c: argument parsing helpers shared by the command handlers, the
+ * storage checks every written document passes, and engine open/close.
+ *
+ * Type errors follow MongoDB's IDL wording: "BSON field 'find.filter' is the
+ * wrong type 'string', expected type 'object'" with 14 TypeMismatch.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cmd/cmd.h"
+#include "cmd/cursor.h"
+#include "common/log.h"
+#include "query/value.h"
+
+int64_t
+mf_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t
+mf_mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int
+wrong_type(mf_op_t *op, const char *field, bson_type_t got, const char *expected)
+{
+    return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field '%s.%s' is the wrong type '%s', expected type '%s'",
+                      op->name, field, mf_type_name(got), expected);
+}
+
+int
+mf_op_docs(mf_op_t *op, const char *field, bool optional, bson_t **docs, size_t *n)
+{
+    bson_iter_t it, ai;
+
+    *docs = NULL;
+    *n = 0;
+    if (bson_iter_init_find(&it, op->cmd, field)) {
+        if (!BSON_ITER_HOLDS_ARRAY(&it))
+            return wrong_type(op, field, bson_iter_type(&it), "array");
+        size_t cap = 0, len = 0;
+        bson_iter_recurse(&it, &ai);
+        while (bson_iter_next(&ai))
+            cap++;
+        /* bson_t demands 128-byte alignment (libbson declares it so). */
+        bson_t *v = aligned_alloc(128, (cap ? cap : 1) * sizeof(bson_t));
+        bson_iter_recurse(&it, &ai);
+        while (bson_iter_next(&ai)) {
+            const uint8_t *data;
+            uint32_t dlen;
+            if (!BSON_ITER_HOLDS_DOCUMENT(&ai)) {
+                free(v);
+                return mf_err_set(&op->err, MF_E_TypeMismatch,
+                                  "BSON field '%s.%s.%s' is the wrong type '%s', expected type 'object'", op->name,
+                                  field, bson_iter_key(&ai), mf_type_name(bson_iter_type(&ai)));
+            }
+            bson_iter_document(&ai, &dlen, &data);
+            if (!bson_init_static(&v[len], data, dlen)) {
+                free(v);
+                return mf_err_set(&op->err, MF_E_InvalidBSON, "invalid document in '%s'", field);
+            }
+            len++;
+        }
+        *docs = v;
+        *n = len;
+        return 0;
+    }
+    for (size_t i = 0; i < op->nseqs; i++) {
+        if (strcmp(op->seqs[i].identifier, field) == 0) {
+            size_t cnt = op->seqs[i].ndocs;
+            bson_t *v = aligned_alloc(128, (cnt ? cnt : 1) * sizeof(*v));
+            for (size_t k = 0; k < cnt; k++)
+                bson_init_static(&v[k], bson_get_data(&op->seqs[i].docs[k]), op->seqs[i].docs[k].len);
+            *docs = v;
+            *n = cnt;
+            return 0;
+        }
+    }
+    if (optional)
+        return 0;
+    return mf_err_set(&op->err, MF_E_Location40414, "BSON field '%s.%s' is missing but a required field", op->name,
+                      field);
+}
+
+int
+mf_op_get_doc(mf_op_t *op, const char *field, bson_t *out, bool *present)
+{
+    bson_iter_t it;
+    *present = false;
+    if (!bson_iter_init_find(&it, op->cmd, field))
+        return 0;
+    if (BSON_ITER_HOLDS_NULL(&it))
+        return 0;
+    if (!BSON_ITER_HOLDS_DOCUMENT(&it))
+        return wrong_type(op, field, bson_iter_type(&it), "object");
+    const uint8_t *data;
+    uint32_t len;
+    bson_iter_document(&it, &len, &data);
+    if (!bson_init_static(out, data, len))
+        return mf_err_set(&op->err, MF_E_InvalidBSON, "invalid document in '%s'", field);
+    *present = true;
+    return 0;
+}
+
+int
+mf_op_get_int64(mf_op_t *op, const char *field, int64_t *out, bool *present)
+{
+    bson_iter_t it;
+    *present = false;
+    if (!bson_iter_init_find(&it, op->cmd, field))
+        return 0;
+    if (BSON_ITER_HOLDS_NULL(&it))
+        return 0;
+    const bson_value_t *v = bson_iter_value(&it);
+    if (!mf_value_is_number(v))
+        return wrong_type(op, field, v->value_type, "long");
+    double d = mf_value_as_double(v);
+    if (d != d)
+        return mf_err_set(&op->err, MF_E_BadValue, "BSON field '%s.%s' must not be NaN", op->name, field);
+    if (!mf_value_as_int64(v, out))
+        *out = d > 9.2e18 ? INT64_MAX : d < -9.2e18 ? INT64_MIN : (int64_t)d;
+    *present = true;
+    return 0;
+}
+
+int
+mf_op_get_bool(mf_op_t *op, const char *field, bool *out, bool *present)
+{
+    bson_iter_t it;
+    *present = false;
+    if (!bson_iter_init_find(&it, op->cmd, field))
+        return 0;
+    const bson_value_t *v = bson_iter_value(&it);
+    if (v->value_type == BSON_TYPE_BOOL)
+        *out = v->value.v_bool;
+    else if (mf_value_is_number(v))
+        *out = mf_value_as_double(v) != 0;
+    else if (v->value_type == BSON_TYPE_NULL)
+        return 0;
+    else
+        return wrong_type(op, field, v->value_type, "bool");
+    *present = true;
+    return 0;
+}
+
+int
+mf_op_get_string(mf_op_t *op, const char *field, const char **out, bool *present)
+{
+    bson_iter_t it;
+    *present = false;
+    if (!bson_iter_init_find(&it, op->cmd, field))
+        return 0;
+    if (!BSON_ITER_HOLDS_UTF8(&it))
+        return wrong_type(op, field, bson_iter_type(&it), "string");
+    *out = bson_iter_utf8(&it, NULL);
+    *present = true;
+    return 0;
+}
+
+int
+mf_op_coll_name(mf_op_t *op, const char **name)
+{
+    bson_iter_t it;
+    if (!bson_iter_init(&it, op->cmd) || !bson_iter_next(&it))
+        return mf_err_set(&op->err, MF_E_FailedToParse, "empty command");
+    if (!BSON_ITER_HOLDS_UTF8(&it))
+        return mf_err_set(&op->err, MF_E_InvalidNamespace,
+                          "collection name has invalid type %s", mf_type_name(bson_iter_type(&it)));
+    uint32_t len;
+    *name = bson_iter_utf8(&it, &len);
+    if (strlen(*name) != len)
+        return mf_err_set(&op->err, MF_E_InvalidNamespace, "collection name contains a NUL byte");
+    return mf_catalog_check_coll_name(op->db, *name, &op->err);
+}
+
+static int
+check_depth(bson_iter_t *it, int depth, mf_error_t *err)
+{
+    while (bson_iter_next(it)) {
+        if (BSON_ITER_HOLDS_DOCUMENT(it) || BSON_ITER_HOLDS_ARRAY(it)) {
+            bson_iter_t child;
+            if (depth + 1 > 100)
+                return mf_err_set(err, MF_E_Overflow, "Document exceeds maximum nesting depth of 100");
+            if (!bson_iter_recurse(it, &child))
+                return mf_err_set(err, MF_E_InvalidBSON, "invalid embedded document");
+            if (check_depth(&child, depth + 1, err) != 0)
+                return -1;
+        }
+    }
+    return 0;
+}
+
+int
+mf_check_doc_for_storage(const bson_t *doc, mf_error_t *err)
+{
+    bson_iter_t it;
+    if (doc->len > MF_MAX_BSON_SIZE)
+        return mf_err_set(err, MF_E_BSONObjectTooLarge, "object to insert too large. size in bytes: %u, max size: %d",
+                          doc->len, MF_MAX_BSON_SIZE);
+    if (!bson_iter_init(&it, doc))
+        return mf_err_set(err, MF_E_InvalidBSON, "invalid BSON document");
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (k[0] == '$')
+            return mf_err_set(err, MF_E_BadValue, "Document can't have $ prefixed field names: %s", k);
+        if (strcmp(k, "_id") == 0) {
+            bson_type_t t = bson_iter_type(&it);
+            if (t == BSON_TYPE_ARRAY || t == BSON_TYPE_REGEX || t == BSON_TYPE_UNDEFINED)
+                return mf_err_set(err, MF_E_BadValue, "can't use a%s %s for _id",
+                                  t == BSON_TYPE_ARRAY ? "n" : "", mf_type_name(t));
+            if (t == BSON_TYPE_DOCUMENT) {
+                bson_iter_t child;
+                bson_iter_recurse(&it, &child);
+                while (bson_iter_next(&child)) {
+                    if (bson_iter_key(&child)[0] == '$')
+                        return mf_err_set(err, MF_E_DollarPrefixedFieldName,
+                                          "_id fields may not contain '$'-prefixed fields: %s is not valid for storage.",
+                                          bson_iter_key(&child));
+                }
+            }
+        }
+    }
+    bson_iter_init(&it, doc);
+    return check_depth(&it, 1, err);
+}
+
+int
+mf_engine_open(const char *dbpath, mf_engine_t **out, mf_error_t *err)
+{
+    mf_engine_t *eng = calloc(1, sizeof(*eng));
+    if (mf_storage_open(dbpath, &eng->st, err) != 0) {
+        free(eng);
+        return -1;
+    }
+    if (mf_catalog_open(eng->st, &eng->cat, err) != 0) {
+        mf_storage_close(eng->st);
+        free(eng);
+        return -1;
+    }
+    eng->cursors = mf_cursors_new();
+    eng->start_ms = mf_now_ms();
+    eng->start_mono_ms = mf_mono_ms();
+    atomic_store(&eng->next_conn_id, 1);
+    *out = eng;
+    return 0;
+}
+
+void
+mf_engine_close(mf_engine_t *eng)
+{
+    mf_cursors_free(eng->cursors);
+    mf_catalog_close(eng->cat);
+    mf_storage_close(eng->st);
+    if (eng->cmdline_argv)
+        bson_destroy(eng->cmdline_argv);
+    if (eng->cmdline_parsed)
+        bson_destroy(eng->cmdline_parsed);
+    free(eng);
+}

@@ -1,0 +1,73 @@
+/*
+ * cursor.h: server-side cursors that outlive one command (find, aggregate,
+ * listCollections ... then getMore).
+ *
+ * A cursor is either materialised (a vector of result documents and a
+ * position) or a resumable collection scan (the last record id returned, the
+ * matcher and projection): a WiredTiger cursor cannot outlive the command,
+ * because sessions belong to worker threads, so a scan re-seeks to the record
+ * after last_rid on each getMore. Cursors are owned by the table; a command
+ * checks one out (exclusive use) and checks it back in, or destroys it when
+ * exhausted. Idle cursors are reaped after cursorTimeoutMillis.
+ */
+#ifndef MF_CURSOR_H
+#define MF_CURSOR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/docvec.h"
+#include "query/match.h"
+#include "query/project.h"
+
+typedef struct mf_cursors mf_cursors_t;
+
+enum { MF_CURSOR_DOCS = 1, MF_CURSOR_SCAN = 2 };
+
+typedef struct mf_cursor {
+    int64_t id;
+    int kind;
+    char *db;
+    char *coll;          /* collection name (for the ns reply field) */
+    /* MF_CURSOR_DOCS */
+    mf_docvec_t docs;
+    size_t pos;
+    /* MF_CURSOR_SCAN */
+    int64_t last_rid;
+    mf_matcher_t *matcher;      /* owned */
+    mf_projection_t *proj;      /* owned, may be NULL */
+    int64_t limit_left;         /* < 0: unlimited */
+    int64_t skip_left;          /* documents still to skip */
+    bson_t *filter;             /* owned copy of the filter (plan choice on resume) */
+    /* bookkeeping (table-owned) */
+    int64_t last_used_ms;
+    bool in_use;
+    bool killed;
+    int64_t client_id;
+} mf_cursor_t;
+
+mf_cursors_t *mf_cursors_new(void);
+void mf_cursors_free(mf_cursors_t *t);
+
+/* mf_cursor_new: an empty cursor of kind for db.coll (caller fills the rest). */
+mf_cursor_t *mf_cursor_new(int kind, const char *db, const char *coll);
+void mf_cursor_free(mf_cursor_t *c);
+
+/* mf_cursors_register: takes ownership of c, gives it a fresh id; c stays checked out. */
+int64_t mf_cursors_register(mf_cursors_t *t, mf_cursor_t *c);
+/* mf_cursors_checkout: exclusive use of cursor id, or NULL (unknown, or busy: *busy set). */
+mf_cursor_t *mf_cursors_checkout(mf_cursors_t *t, int64_t id, bool *busy);
+/* mf_cursors_checkin: returns c to the table (or frees it if it was killed meanwhile). */
+void mf_cursors_checkin(mf_cursors_t *t, mf_cursor_t *c);
+/* mf_cursors_release: removes a checked-out c from the table and frees it. */
+void mf_cursors_release(mf_cursors_t *t, mf_cursor_t *c);
+/* mf_cursors_kill: kills cursor id; returns false if unknown. */
+bool mf_cursors_kill(mf_cursors_t *t, int64_t id);
+/* mf_cursors_reap: kills cursors idle for more than timeout_ms. Returns how many. */
+int mf_cursors_reap(mf_cursors_t *t, int64_t now_ms, int64_t timeout_ms);
+/* mf_cursors_open_count: number of live cursors. */
+int64_t mf_cursors_open_count(mf_cursors_t *t);
+/* mf_cursors_timed_out: cursors reaped since start. */
+int64_t mf_cursors_timed_out(mf_cursors_t *t);
+
+#endif /* MF_CURSOR_H */

@@ -1,0 +1,71 @@
+/*
+ * error.c: the error object and the code-name table (see error.h).
+ *
+ * Code names come straight from the X-macro table. Names that end in a digit
+ * run ("CannotCreateIndex67", "TypeMismatch16554") exist only to keep enum
+ * names unique; they map back to MongoDB's real name here.
+ */
+#include "common/error.h"
+
+#include <stdio.h>
+#include <string.h>
+
+int
+mf_err_vset(mf_error_t *err, int code, const char *fmt, va_list ap)
+{
+    if (err == NULL)
+        return -1;
+    err->code = code;
+    err->info_len = 0;
+    vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+    return -1;
+}
+
+int
+mf_err_set(mf_error_t *err, int code, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    mf_err_vset(err, code, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+void
+mf_err_clear(mf_error_t *err)
+{
+    if (err == NULL)
+        return;
+    err->code = 0;
+    err->msg[0] = '\0';
+    err->info_len = 0;
+}
+
+void
+mf_err_set_info(mf_error_t *err, const uint8_t *doc, uint32_t len)
+{
+    if (err == NULL || len > sizeof(err->info))
+        return;
+    memcpy(err->info, doc, len);
+    err->info_len = len;
+}
+
+const char *
+mf_err_codename(int code)
+{
+    /* Enum names made unique by a numeric suffix map back to MongoDB's names. */
+    if (code == MF_E_TypeMismatch16554)
+        return "TypeMismatch";
+    switch (code) {
+    case 0:
+        return "OK";
+#define MF_X_CASE(c, name)                                                     \
+    case c:                                                                    \
+        return #name;
+        MF_ERROR_CODES(MF_X_CASE)
+#undef MF_X_CASE
+    default:
+        return "UnknownError";
+    }
+}

@@ -1,0 +1,233 @@
+/*
+ * error.h: MongoDB error codes and the error object that travels down the stack.
+ *
+ * Every MongoDB error code mayfly can answer with lives in MF_ERROR_CODES below,
+ * once, with its code name; nothing else in the tree writes a numeric code.
+ * Functions that can fail return 0 on success or -1 on failure and fill the
+ * caller's mf_error_t with a code and a message; only src/cmd/ turns it into
+ * the reply shape {ok: 0, errmsg, code, codeName} (SPEC H2).
+ */
+#ifndef MF_ERROR_H
+#define MF_ERROR_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#define MF_WUR __attribute__((warn_unused_result))
+
+/* X(code, name): MongoDB 8.0's codes and code names. */
+#define MF_ERROR_CODES(X)                                                      \
+    X(1, InternalError)                                                        \
+    X(2, BadValue)                                                             \
+    X(4, NoSuchKey)                                                            \
+    X(6, HostUnreachable)                                                      \
+    X(9, FailedToParse)                                                        \
+    X(10, UserNotFound)                                                        \
+    X(11, UnsupportedFormat)                                                   \
+    X(13, Unauthorized)                                                        \
+    X(14, TypeMismatch)                                                        \
+    X(15, Overflow)                                                            \
+    X(16, InvalidLength)                                                       \
+    X(17, ProtocolError)                                                       \
+    X(20, IllegalOperation)                                                    \
+    X(22, InvalidBSON)                                                         \
+    X(24, LockTimeout)                                                         \
+    X(26, NamespaceNotFound)                                                   \
+    X(27, IndexNotFound)                                                       \
+    X(28, PathNotViable)                                                       \
+    X(29, NonExistentPath)                                                     \
+    X(31, RoleNotFound)                                                        \
+    X(40, ConflictingUpdateOperators)                                          \
+    X(43, CursorNotFound)                                                      \
+    X(48, NamespaceExists)                                                     \
+    X(50, MaxTimeMSExpired)                                                    \
+    X(52, DollarPrefixedFieldName)                                             \
+    X(53, InvalidIdField)                                                      \
+    X(54, NotSingleValueField)                                                 \
+    X(55, InvalidDBRef)                                                        \
+    X(56, EmptyFieldName)                                                      \
+    X(57, DottedFieldName)                                                     \
+    X(59, CommandNotFound)                                                     \
+    X(61, ShardKeyNotFound)                                                    \
+    X(66, ImmutableField)                                                      \
+    X(67, CannotCreateIndex)                                                   \
+    X(68, IndexAlreadyExists)                                                  \
+    X(72, InvalidOptions)                                                      \
+    X(76, NoReplicationEnabled)                                                      \
+    X(73, InvalidNamespace)                                                    \
+    X(85, IndexOptionsConflict)                                                \
+    X(86, IndexKeySpecsConflict)                                               \
+    X(96, OperationFailed)                                                     \
+    X(112, WriteConflict)                                                      \
+    X(115, CommandNotSupported)                                                \
+    X(121, DocumentValidationFailure)                                          \
+    X(125, CommandFailed)                                                      \
+    X(136, CappedPositionLost)                                                 \
+    X(166, CommandNotSupportedOnView)                                          \
+    X(168, InvalidPipelineOperator)                                          \
+    X(167, OptionNotSupportedOnView)                                           \
+    X(171, CannotIndexParallelArrays)                                          \
+    X(175, QueryPlanKilled)                                          \
+    X(197, InvalidIndexSpecificationOption)                                    \
+    X(201, InvalidUUID)                                                        \
+    X(224, QueryFeatureNotAllowed)                                             \
+    X(263, OperationNotSupportedInTransaction)                                 \
+    X(292, CursorInUse)                                 \
+    X(10334, BSONObjectTooLarge)                                               \
+    X(11000, DuplicateKey)                                                     \
+    X(11600, InterruptedAtShutdown)                                            \
+    X(11601, Interrupted)                                                      \
+    X(13297, DatabaseDifferCase)                                               \
+    X(15952, Location15952)                                                    \
+    X(15955, Location15955)                                                    \
+    X(15998, Location15998)                                                    \
+    X(16410, Location16410)                                                    \
+    X(16436, Location16436)                                                    \
+    X(16554, TypeMismatch16554)                                                \
+    X(16555, Location16555)                                                    \
+    X(16608, Location16608)                                                    \
+    X(17217, Location17217)                                                    \
+    X(17276, Location17276)                                                    \
+    X(28667, Location28667)                                                    \
+    X(28724, Location28724)                                                    \
+    X(28745, Location28745)                                                    \
+    X(31253, Location31253)                                                    \
+    X(31254, Location31254)                                                    \
+    X(31249, Location31249)                                                    \
+    X(31250, Location31250)                                                    \
+    X(31252, Location31252)                                                    \
+    X(31259, Location31259)                                                    \
+    X(31273, Location31273)                                                    \
+    X(31274, Location31274)                                                    \
+    X(31275, Location31275)                                                    \
+    X(31276, Location31276)                                                    \
+    X(31310, Location31310)                                                    \
+    X(51246, Location51246)                                                    \
+    X(51270, Location51270)                                                    \
+    X(40156, Location40156)                                                    \
+    X(40157, Location40157)                                                    \
+    X(40160, Location40160)                                                    \
+    X(40323, Location40323)                                                    \
+    X(40324, Location40324)                                                    \
+    X(40352, Location40352)                                                    \
+    X(40353, Location40353)                                                    \
+    X(40414, Location40414)                                                    \
+    X(40415, Location40415)                                                    \
+    X(40571, Location40571)                                                    \
+    X(51024, Location51024)                                                    \
+    X(51075, Location51075)                                                    \
+    X(51091, Location51091)                                                    \
+    X(5739101, Location5739101)                                                    \
+    X(51108, Location51108)                                                    \
+    X(241, ConversionFailure)                                                  \
+    X(15947, Location15947)                                                    \
+    X(15956, Location15956)                                                    \
+    X(15957, Location15957)                                                    \
+    X(15958, Location15958)                                                    \
+    X(15972, Location15972)                                                    \
+    X(15981, Location15981)                                                    \
+    X(15983, Location15983)                                                    \
+    X(16006, Location16006)                                                    \
+    X(16007, Location16007)                                                    \
+    X(16020, Location16020)                                                    \
+    X(16021, Location16021)                                                    \
+    X(16610, Location16610)                                                    \
+    X(16612, Location16612)                                                    \
+    X(16702, Location16702)                                                    \
+    X(16872, Location16872)                                                    \
+    X(16883, Location16883)                                                    \
+    X(17124, Location17124)                                                    \
+    X(28651, Location28651)                                                    \
+    X(28664, Location28664)                                                    \
+    X(28689, Location28689)                                                    \
+    X(28690, Location28690)                                                    \
+    X(28691, Location28691)                                                    \
+    X(28714, Location28714)                                                    \
+    X(28761, Location28761)                                                    \
+    X(28764, Location28764)                                                    \
+    X(28765, Location28765)                                                    \
+    X(28766, Location28766)                                                    \
+    X(28808, Location28808)                                                    \
+    X(28809, Location28809)                                                    \
+    X(28810, Location28810)                                                    \
+    X(28811, Location28811)                                                    \
+    X(28812, Location28812)                                                    \
+    X(28818, Location28818)                                                    \
+    X(31002, Location31002)                                                    \
+    X(34471, Location34471)                                                    \
+    X(34473, Location34473)                                                    \
+    X(40066, Location40066)                                                    \
+    X(40081, Location40081)                                                    \
+    X(40085, Location40085)                                                    \
+    X(40086, Location40086)                                                    \
+    X(40228, Location40228)                                                    \
+    X(40234, Location40234)                                                    \
+    X(40238, Location40238)                                                    \
+    X(40390, Location40390)                                                    \
+    X(40400, Location40400)                                                    \
+    X(40485, Location40485)                                                    \
+    X(50699, Location50699)                                                    \
+    X(51272, Location51272)                                                    \
+    X(16412, Location16412)                                                    \
+    X(16866, Location16866)                                                    \
+    X(15959, Location15959)                                                    \
+    X(15969, Location15969)                                                    \
+    X(15973, Location15973)                                                    \
+    X(15976, Location15976)                                                    \
+    X(28822, Location28822)                                                    \
+    X(31119, Location31119)                                                    \
+    X(31120, Location31120)                                                    \
+    X(40148, Location40148)                                                    \
+    X(40158, Location40158)                                                    \
+    X(40169, Location40169)                                                    \
+    X(40170, Location40170)                                                    \
+    X(40237, Location40237)                                                    \
+    X(40272, Location40272)
+
+/*
+ * Symbolic names used by the code: MF_E_<CodeName>. A few codes have code
+ * names MongoDB shares or reports as "Location<N>"; the table above keeps
+ * them distinct so the X-macro can generate enum names.
+ */
+enum {
+    MF_OK = 0,
+#define MF_X_ENUM(code, name) MF_E_##name = code,
+    MF_ERROR_CODES(MF_X_ENUM)
+#undef MF_X_ENUM
+};
+
+typedef struct mf_error {
+    int code;      /* 0 when no error is set */
+    char msg[512]; /* human-readable, MongoDB's wording where it has one */
+    /*
+     * Extra reply fields (a BSON document's bytes, e.g. keyPattern/keyValue
+     * of a duplicate key error), info_len 0 when none. Inline so the error
+     * object stays a plain value with nothing to free.
+     */
+    uint32_t info_len;
+    uint8_t info[1024];
+} mf_error_t;
+
+/*
+ * mf_err_set: record code and a printf-style message on err (err may be NULL).
+ * Always returns -1 so callers can write `return mf_err_set(err, ...)`.
+ */
+int mf_err_set(mf_error_t *err, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+int mf_err_vset(mf_error_t *err, int code, const char *fmt, va_list ap);
+
+/* mf_err_set_info: attaches the fields of doc (bson bytes) to err; dropped if too large. */
+void mf_err_set_info(mf_error_t *err, const uint8_t *doc, uint32_t len);
+
+/* mf_err_clear: reset err to "no error". */
+void mf_err_clear(mf_error_t *err);
+
+/*
+ * mf_err_codename: MongoDB's codeName for code ("BadValue"); codes that
+ * MongoDB reports as "Location<N>" come back in that form. Never NULL; the
+ * returned string is static.
+ */
+const char *mf_err_codename(int code);
+
+#endif /* MF_ERROR_H */

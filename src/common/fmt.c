@@ -1,0 +1,138 @@
+/*
+ * fmt.c: mongod-style rendering of BSON for messages (see fmt.h).
+ */
+#include "common/fmt.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+typedef struct out {
+    char *buf;
+    size_t cap, len;
+} out_t;
+
+static void
+put(out_t *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void
+put(out_t *o, const char *fmt, ...)
+{
+    va_list ap;
+    if (o->len + 1 >= o->cap)
+        return;
+    va_start(ap, fmt);
+    int n = vsnprintf(o->buf + o->len, o->cap - o->len, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        o->len = (o->len + (size_t)n < o->cap) ? o->len + (size_t)n : o->cap - 1;
+}
+
+static void fmt_value(out_t *o, const bson_value_t *v, int depth);
+
+static void
+fmt_container(out_t *o, const uint8_t *data, uint32_t len, bool array, int depth)
+{
+    bson_t b;
+    bson_iter_t it;
+    bool first = true;
+    if (depth > 20 || !bson_init_static(&b, data, len) || !bson_iter_init(&it, &b)) {
+        put(o, array ? "[]" : "{}");
+        return;
+    }
+    put(o, array ? "[" : "{");
+    while (bson_iter_next(&it)) {
+        put(o, first ? " " : ", ");
+        first = false;
+        if (!array)
+            put(o, "%s: ", bson_iter_key(&it));
+        fmt_value(o, bson_iter_value(&it), depth + 1);
+    }
+    put(o, first ? "%s" : " %s", array ? "]" : "}");
+}
+
+static void
+fmt_value(out_t *o, const bson_value_t *v, int depth)
+{
+    char oid[25];
+    switch (v->value_type) {
+    case BSON_TYPE_DOUBLE: {
+        double d = v->value.v_double;
+        if (d == (double)(int64_t)d && d < 1e15 && d > -1e15)
+            put(o, "%" PRId64 ".0", (int64_t)d);
+        else
+            put(o, "%.17g", d);
+        break;
+    }
+    case BSON_TYPE_INT32:
+        put(o, "%d", v->value.v_int32);
+        break;
+    case BSON_TYPE_INT64:
+        put(o, "%" PRId64, v->value.v_int64);
+        break;
+    case BSON_TYPE_UTF8:
+        put(o, "\"%.*s\"", (int)v->value.v_utf8.len, v->value.v_utf8.str);
+        break;
+    case BSON_TYPE_OID:
+        bson_oid_to_string(&v->value.v_oid, oid);
+        put(o, "ObjectId('%s')", oid);
+        break;
+    case BSON_TYPE_BOOL:
+        put(o, v->value.v_bool ? "true" : "false");
+        break;
+    case BSON_TYPE_NULL:
+        put(o, "null");
+        break;
+    case BSON_TYPE_UNDEFINED:
+        put(o, "undefined");
+        break;
+    case BSON_TYPE_DATE_TIME:
+        put(o, "new Date(%" PRId64 ")", v->value.v_datetime);
+        break;
+    case BSON_TYPE_DOCUMENT:
+        fmt_container(o, v->value.v_doc.data, v->value.v_doc.data_len, false, depth);
+        break;
+    case BSON_TYPE_ARRAY:
+        fmt_container(o, v->value.v_doc.data, v->value.v_doc.data_len, true, depth);
+        break;
+    case BSON_TYPE_TIMESTAMP:
+        put(o, "Timestamp(%u, %u)", v->value.v_timestamp.timestamp, v->value.v_timestamp.increment);
+        break;
+    case BSON_TYPE_MINKEY:
+        put(o, "MinKey");
+        break;
+    case BSON_TYPE_MAXKEY:
+        put(o, "MaxKey");
+        break;
+    case BSON_TYPE_DECIMAL128: {
+        char s[BSON_DECIMAL128_STRING];
+        bson_decimal128_to_string(&v->value.v_decimal128, s);
+        put(o, "%s", s);
+        break;
+    }
+    case BSON_TYPE_REGEX:
+        put(o, "/%s/%s", v->value.v_regex.regex, v->value.v_regex.options ? v->value.v_regex.options : "");
+        break;
+    default:
+        put(o, "<type %d>", (int)v->value_type);
+        break;
+    }
+}
+
+void
+mf_fmt_value(const bson_value_t *v, char *buf, size_t cap)
+{
+    out_t o = {buf, cap, 0};
+    if (cap)
+        buf[0] = '\0';
+    fmt_value(&o, v, 0);
+}
+
+void
+mf_fmt_doc(const bson_t *doc, char *buf, size_t cap)
+{
+    out_t o = {buf, cap, 0};
+    if (cap)
+        buf[0] = '\0';
+    fmt_container(&o, bson_get_data(doc), doc->len, false, 0);
+}

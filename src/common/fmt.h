@@ -1,0 +1,15 @@
+/*
+ * fmt.h: values and documents printed the way mongod prints them in messages
+ * ("{ _id: 1, name: \"x\" }", "ObjectId('...')"), for error text such as
+ * duplicate key errors. Output is truncated to the buffer; always NUL-terminated.
+ */
+#ifndef MF_FMT_H
+#define MF_FMT_H
+
+#include <bson/bson.h>
+#include <stddef.h>
+
+void mf_fmt_value(const bson_value_t *v, char *buf, size_t cap);
+void mf_fmt_doc(const bson_t *doc, char *buf, size_t cap);
+
+#endif /* MF_FMT_H */

@@ -1,0 +1,174 @@
+/*
+ * params.c: the parameter table (see params.h).
+ *
+ * Defaults and bounds are MongoDB 8.0's. The TTL parameters are used by the
+ * TTL monitor (src/ttl); batchedDeletesTargetBatchDocs by batched deletes.
+ */
+#include "common/params.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "query/value.h"
+
+#define I64MAX INT64_MAX
+static mf_param_t params[] = {
+    {"ttlMonitorEnabled", MF_PARAM_BOOL, 0, 1, false, true, true, 1, NULL},
+    {"ttlMonitorSleepSecs", MF_PARAM_INT, 0, I64MAX, true, true, true, 60, NULL},
+    {"ttlMonitorBatchDeletes", MF_PARAM_BOOL, 0, 1, false, true, true, 1, NULL},
+    {"ttlIndexDeleteTargetDocs", MF_PARAM_INT, 0, I64MAX, false, true, true, 50000, NULL},
+    {"ttlIndexDeleteTargetTimeMS", MF_PARAM_INT, 0, I64MAX, false, true, true, 1000, NULL},
+    {"ttlMonitorSubPassTargetSecs", MF_PARAM_INT, 0, I64MAX, false, true, true, 60, NULL},
+    {"batchedDeletesTargetBatchDocs", MF_PARAM_INT, 0, I64MAX, false, true, true, 10, NULL},
+    {"batchedDeletesTargetBatchTimeMS", MF_PARAM_INT, 0, I64MAX, false, true, true, 5, NULL},
+    {"batchedDeletesTargetStagedDocBytes", MF_PARAM_INT, 0, I64MAX, false, true, true, 2097152, NULL},
+    {"cursorTimeoutMillis", MF_PARAM_INT, 0, I64MAX, false, true, true, 600000, NULL},
+    {"maxBSONDepth", MF_PARAM_INT, 21, 1000, false, true, false, 200, NULL},
+    {"logLevel", MF_PARAM_INT, 0, 5, false, true, true, 0, NULL},
+    {"featureCompatibilityVersion", MF_PARAM_STRING, 0, 0, false, false, false, 0, "8.0"},
+    {"authenticationMechanisms", MF_PARAM_STRING, 0, 0, false, false, false, 0, "SCRAM-SHA-1,SCRAM-SHA-256"},
+};
+#define NPARAMS (sizeof(params) / sizeof(params[0]))
+
+static struct {
+    void (*fn)(void *, mf_param_t *);
+    void *arg;
+} listeners[8];
+static int nlisteners;
+
+mf_param_t *
+mf_param_find(const char *name)
+{
+    for (size_t i = 0; i < NPARAMS; i++) {
+        if (strcmp(params[i].name, name) == 0)
+            return &params[i];
+    }
+    return NULL;
+}
+
+int64_t
+mf_param_get(const char *name)
+{
+    mf_param_t *p = mf_param_find(name);
+    return p ? p->value : 0;
+}
+
+void
+mf_param_on_change(void (*fn)(void *arg, mf_param_t *p), void *arg)
+{
+    if (nlisteners < 8) {
+        listeners[nlisteners].fn = fn;
+        listeners[nlisteners].arg = arg;
+        nlisteners++;
+    }
+}
+
+static int
+set_int(mf_param_t *p, int64_t v, mf_error_t *err)
+{
+    if (p->min_exclusive ? v <= p->min : v < p->min)
+        return mf_err_set(err, MF_E_BadValue, "Invalid value for parameter %s: %lld is not %s %lld", p->name,
+                          (long long)v, p->min_exclusive ? "greater than" : "greater than or equal to",
+                          (long long)p->min);
+    if (v > p->max)
+        return mf_err_set(err, MF_E_BadValue, "Invalid value for parameter %s: %lld is not less than or equal to %lld",
+                          p->name, (long long)v, (long long)p->max);
+    p->value = v;
+    for (int i = 0; i < nlisteners; i++)
+        listeners[i].fn(listeners[i].arg, p);
+    return 0;
+}
+
+int
+mf_param_set_value(mf_param_t *p, const bson_value_t *v, bool at_startup, mf_error_t *err)
+{
+    if (!(at_startup ? p->startup : p->runtime))
+        return mf_err_set(err, MF_E_IllegalOperation, "not allowed to change parameter %s %s", p->name,
+                          at_startup ? "at startup" : "while the server is running");
+    if (p->type == MF_PARAM_BOOL) {
+        if (v->value_type == BSON_TYPE_BOOL)
+            return set_int(p, v->value.v_bool, err);
+        if (mf_value_is_number(v))
+            return set_int(p, mf_value_as_double(v) != 0, err);
+        return mf_err_set(err, MF_E_BadValue, "Invalid value for parameter %s: expected a boolean", p->name);
+    }
+    if (p->type == MF_PARAM_INT) {
+        int64_t iv;
+        if (!mf_value_is_number(v))
+            return mf_err_set(err, MF_E_BadValue, "Invalid value for parameter %s: expected a number", p->name);
+        double d = mf_value_as_double(v);
+        if (d != d || d > 9.2e18 || d < -9.2e18)
+            return mf_err_set(err, MF_E_BadValue, "Invalid value for parameter %s: out of range", p->name);
+        if (!mf_value_as_int64(v, &iv))
+            iv = (int64_t)d;
+        return set_int(p, iv, err);
+    }
+    return mf_err_set(err, MF_E_IllegalOperation, "parameter %s is read-only", p->name);
+}
+
+int
+mf_param_set_string(const char *assignment, mf_error_t *err)
+{
+    char name[128];
+    const char *eq = strchr(assignment, '=');
+    if (eq == NULL || (size_t)(eq - assignment) >= sizeof(name))
+        return mf_err_set(err, MF_E_BadValue, "Illegal --setParameter parameter: \"%s\"", assignment);
+    memcpy(name, assignment, (size_t)(eq - assignment));
+    name[eq - assignment] = '\0';
+    mf_param_t *p = mf_param_find(name);
+    if (p == NULL)
+        return mf_err_set(err, MF_E_NoSuchKey, "Unknown --setParameter '%s'", name);
+    const char *val = eq + 1;
+    bson_value_t v;
+    if (p->type == MF_PARAM_BOOL) {
+        v.value_type = BSON_TYPE_BOOL;
+        if (strcasecmp(val, "true") == 0 || strcmp(val, "1") == 0)
+            v.value.v_bool = true;
+        else if (strcasecmp(val, "false") == 0 || strcmp(val, "0") == 0)
+            v.value.v_bool = false;
+        else
+            return mf_err_set(err, MF_E_BadValue, "Invalid value for parameter %s: '%s'", name, val);
+    } else {
+        char *end;
+        v.value_type = BSON_TYPE_INT64;
+        v.value.v_int64 = strtoll(val, &end, 10);
+        if (*val == '\0' || *end != '\0')
+            return mf_err_set(err, MF_E_BadValue, "Invalid value for parameter %s: '%s'", name, val);
+    }
+    return mf_param_set_value(p, &v, true, err);
+}
+
+void
+mf_param_append(bson_t *doc, const mf_param_t *p)
+{
+    switch (p->type) {
+    case MF_PARAM_BOOL:
+        BSON_APPEND_BOOL(doc, p->name, p->value != 0);
+        break;
+    case MF_PARAM_INT:
+        if (p->value >= INT32_MIN && p->value <= INT32_MAX)
+            BSON_APPEND_INT32(doc, p->name, (int32_t)p->value);
+        else
+            BSON_APPEND_INT64(doc, p->name, p->value);
+        break;
+    case MF_PARAM_STRING:
+        if (strcmp(p->name, "featureCompatibilityVersion") == 0) {
+            bson_t sub;
+            BSON_APPEND_DOCUMENT_BEGIN(doc, p->name, &sub);
+            BSON_APPEND_UTF8(&sub, "version", p->svalue);
+            bson_append_document_end(doc, &sub);
+        } else {
+            BSON_APPEND_UTF8(doc, p->name, p->svalue);
+        }
+        break;
+    }
+}
+
+void
+mf_param_each(void (*fn)(void *arg, mf_param_t *p), void *arg)
+{
+    for (size_t i = 0; i < NPARAMS; i++)
+        fn(arg, &params[i]);
+}

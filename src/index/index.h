@@ -1,0 +1,58 @@
+/*
+ * index.h: index key patterns and key generation.
+ *
+ * An index on key pattern {a: 1, "b.c": -1} produces, for a document, one or
+ * more keys, each the keystring of the values at those paths (keystring.h).
+ * A path that reaches an array produces one key per element (multikey); a
+ * compound pattern where two paths reach arrays is refused with 171
+ * CannotIndexParallelArrays. A missing field indexes as null; an empty array
+ * as undefined. A sparse index skips documents missing every key field.
+ */
+#ifndef MF_INDEX_H
+#define MF_INDEX_H
+
+#include <bson/bson.h>
+#include <stdbool.h>
+
+#include "common/error.h"
+#include "index/keystring.h"
+
+#define MF_KP_MAX_FIELDS 32
+
+typedef struct mf_keypattern {
+    int nfields;
+    char *fields[MF_KP_MAX_FIELDS]; /* owned */
+    bool desc[MF_KP_MAX_FIELDS];
+} mf_keypattern_t;
+
+/* A set of generated keys (each an encoded keystring without record id). */
+typedef struct mf_keyset {
+    mf_keystring_t *keys;
+    int n;
+    int cap;
+} mf_keyset_t;
+
+/*
+ * mf_keypattern_parse: parses a key pattern document ({a: 1, b: -1}). Only
+ * numeric directions are accepted here (other index types are refused by the
+ * caller with 67). Returns 0 or -1 with err.
+ */
+int mf_keypattern_parse(const bson_t *key, mf_keypattern_t *kp, mf_error_t *err) MF_WUR;
+void mf_keypattern_destroy(mf_keypattern_t *kp);
+
+void mf_keyset_init(mf_keyset_t *ks);
+void mf_keyset_destroy(mf_keyset_t *ks);
+
+/*
+ * mf_index_keys: generates doc's keys for kp into out (cleared first).
+ * *skip is set true when a sparse index should hold no entry for doc.
+ * *multikey is set true when more than one key came out of an array.
+ * Duplicate keys from one document are emitted once. Returns 0 or -1 with err.
+ */
+int mf_index_keys(const mf_keypattern_t *kp, bool sparse, const bson_t *doc, mf_keyset_t *out, bool *skip,
+                  bool *multikey, mf_error_t *err) MF_WUR;
+
+/* mf_index_key_of_value: the keystring of a single-field index for value v (for _id lookups). */
+int mf_index_key_of_value(const bson_value_t *v, bool desc, mf_keystring_t *out, mf_error_t *err) MF_WUR;
+
+#endif /* MF_INDEX_H */

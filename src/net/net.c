@@ -1,0 +1,440 @@
+/*
+ * net.c: the I/O thread: libuv accept/read/write, handing whole messages to
+ * worker threads.
+ *
+ * Design:
+ *   - One libuv loop on the main thread accepts connections and reads bytes
+ *     into a per-connection buffer. The 4-byte length prefix is checked
+ *     before the body is read: a length under 16 or over maxMessageSizeBytes
+ *     closes the connection with a log line (never a crash).
+ *   - Each complete message becomes a job run with uv_queue_work on libuv's
+ *     thread pool (the workers; UV_THREADPOOL_SIZE is set from --workers
+ *     before the pool starts). A worker parses the message (wire.c), runs the
+ *     command (cmd/), and builds the reply bytes; it never touches libuv
+ *     handles. The after-work callback, back on the loop thread, writes the
+ *     reply and starts the connection's next message.
+ *   - One connection has at most one job in flight, so its commands run in
+ *     order; different connections run in parallel.
+ *   - A connection closed while a job is in flight is freed by that job's
+ *     after-work callback (conn->jobs counts them).
+ *   - A message that fails to parse closes its connection after logging.
+ */
+#include "net/net.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uv.h>
+
+#include "cmd/cmd.h"
+#include "cmd/cursor.h"
+#include "common/log.h"
+#include "common/params.h"
+#include "net/wire.h"
+
+typedef struct msgbuf {
+    uint8_t *data;
+    size_t len;
+    struct msgbuf *next;
+} msgbuf_t;
+
+typedef struct conn {
+    uv_tcp_t tcp;
+    struct server *srv;
+    mf_client_t client;
+    uint8_t *rbuf;
+    size_t rlen, rcap;
+    msgbuf_t *qhead, *qtail; /* complete messages waiting for the worker */
+    bool busy;               /* a job is in flight */
+    bool closing;
+    bool handle_closed;      /* on_conn_closed has run */
+} conn_t;
+
+typedef struct job {
+    uv_work_t req;
+    conn_t *conn;
+    msgbuf_t *msg;
+    uint8_t *reply;
+    size_t reply_len;
+    bool fatal; /* close the connection after this job */
+} job_t;
+
+typedef struct server {
+    uv_loop_t *loop;
+    uv_tcp_t listener;
+    uv_signal_t sigint, sigterm;
+    uv_timer_t reaper;
+    mf_engine_t *eng;
+    bool stopping;
+    conn_t **conns;
+    size_t nconns, capconns;
+} server_t;
+
+static void start_next(conn_t *c);
+
+static void
+on_conn_closed(uv_handle_t *h)
+{
+    conn_t *c = h->data;
+    server_t *srv = c->srv;
+    for (size_t i = 0; i < srv->nconns; i++) {
+        if (srv->conns[i] == c) {
+            srv->conns[i] = srv->conns[--srv->nconns];
+            break;
+        }
+    }
+    atomic_fetch_sub(&srv->eng->conn_current, 1);
+    c->handle_closed = true;
+    /* Memory is freed here only if no job is in flight; else after_work frees it. */
+    if (!c->busy) {
+        while (c->qhead) {
+            msgbuf_t *m = c->qhead;
+            c->qhead = m->next;
+            free(m->data);
+            free(m);
+        }
+        free(c->rbuf);
+        free(c);
+    }
+}
+
+static void
+conn_close(conn_t *c, const char *why)
+{
+    if (c->closing)
+        return;
+    c->closing = true;
+    if (why)
+        mf_log(MF_LOG_INFO, "NETWORK", "conn%lld: closing connection from %s: %s", (long long)c->client.id,
+               c->client.remote, why);
+    uv_read_stop((uv_stream_t *)&c->tcp);
+    uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
+}
+
+/* Worker thread: parse, run, build the reply. Touches no libuv handle. */
+static void
+work_cb(uv_work_t *req)
+{
+    job_t *job = req->data;
+    conn_t *c = job->conn;
+    mf_engine_t *eng = c->srv->eng;
+    mf_msg_t msg;
+    mf_error_t err;
+    bson_t reply;
+    char dbname[128];
+
+    mf_err_clear(&err);
+    if (mf_wire_parse(job->msg->data, job->msg->len, &msg, &err) != 0) {
+        mf_log(MF_LOG_WARN, "NETWORK", "conn%lld: malformed message (%s): %s", (long long)c->client.id,
+               mf_err_codename(err.code), err.msg);
+        job->fatal = true;
+        return;
+    }
+    bson_init(&reply);
+    if (msg.hdr.opcode == MF_OP_MSG) {
+        bson_iter_t it;
+        const char *db = NULL;
+        if (bson_iter_init_find(&it, &msg.body, "$db") && BSON_ITER_HOLDS_UTF8(&it))
+            db = bson_iter_utf8(&it, NULL);
+        if (db == NULL) {
+            BSON_APPEND_DOUBLE(&reply, "ok", 0.0);
+            BSON_APPEND_UTF8(&reply, "errmsg", "OP_MSG requests require a $db argument");
+            BSON_APPEND_INT32(&reply, "code", MF_E_Location40571);
+            BSON_APPEND_UTF8(&reply, "codeName", mf_err_codename(MF_E_Location40571));
+        } else {
+            mf_cmd_run(eng, &c->client, db, &msg.body, msg.seqs, msg.nseqs, false, &reply);
+        }
+        if (!(msg.flags & MF_MSG_MORE_TO_COME))
+            job->reply = mf_wire_build_msg(0, msg.hdr.request_id, 0, &reply, &job->reply_len);
+    } else if (msg.hdr.opcode == MF_OP_QUERY) {
+        const char *ns = msg.full_collection_name;
+        const char *dot = strchr(ns, '.');
+        size_t dl = dot ? (size_t)(dot - ns) : strlen(ns);
+        if (dot == NULL || strcmp(dot + 1, "$cmd") != 0 || dl >= sizeof(dbname)) {
+            BSON_APPEND_UTF8(&reply, "$err", "OP_QUERY is no longer supported except for commands on <db>.$cmd");
+            BSON_APPEND_INT32(&reply, "code", MF_E_Location5739101);
+            BSON_APPEND_DOUBLE(&reply, "ok", 0.0);
+            BSON_APPEND_UTF8(&reply, "errmsg", "OP_QUERY is no longer supported");
+        } else {
+            memcpy(dbname, ns, dl);
+            dbname[dl] = '\0';
+            /* Legacy commands may be wrapped as {$query: {...}, $readPreference: ...}. */
+            bson_t inner;
+            bson_iter_t it;
+            const bson_t *cmd = &msg.body;
+            if (bson_iter_init_find(&it, &msg.body, "$query") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+                const uint8_t *d;
+                uint32_t l;
+                bson_iter_document(&it, &l, &d);
+                if (bson_init_static(&inner, d, l))
+                    cmd = &inner;
+            }
+            mf_cmd_run(eng, &c->client, dbname, cmd, NULL, 0, true, &reply);
+        }
+        job->reply = mf_wire_build_reply(0, msg.hdr.request_id, &reply, &job->reply_len);
+    } else {
+        mf_log(MF_LOG_WARN, "NETWORK", "conn%lld: unsupported opCode %d", (long long)c->client.id, msg.hdr.opcode);
+        job->fatal = true;
+    }
+    bson_destroy(&reply);
+    mf_wire_msg_destroy(&msg);
+}
+
+static void
+on_write_done(uv_write_t *w, int status)
+{
+    free(w->data);
+    free(w);
+    (void)status;
+}
+
+static void
+free_conn_if_orphaned(conn_t *c)
+{
+    /* Called after a job when the handle has already been closed. */
+    while (c->qhead) {
+        msgbuf_t *m = c->qhead;
+        c->qhead = m->next;
+        free(m->data);
+        free(m);
+    }
+    free(c->rbuf);
+    free(c);
+}
+
+static void
+after_work_cb(uv_work_t *req, int status)
+{
+    job_t *job = req->data;
+    conn_t *c = job->conn;
+
+    c->busy = false;
+    free(job->msg->data);
+    free(job->msg);
+    if (c->closing) {
+        free(job->reply);
+        free(job);
+        /* If the close callback already ran, it left the memory to us. */
+        if (c->handle_closed)
+            free_conn_if_orphaned(c);
+        return;
+    }
+    (void)status;
+    if (job->reply) {
+        uv_write_t *w = malloc(sizeof(*w));
+        uv_buf_t b = uv_buf_init((char *)job->reply, (unsigned)job->reply_len);
+        w->data = job->reply;
+        if (uv_write(w, (uv_stream_t *)&c->tcp, &b, 1, on_write_done) != 0) {
+            free(job->reply);
+            free(w);
+            job->fatal = true;
+        }
+    }
+    if (job->fatal) {
+        free(job);
+        conn_close(c, "malformed or unsupported message");
+        return;
+    }
+    free(job);
+    start_next(c);
+}
+
+static void
+start_next(conn_t *c)
+{
+    if (c->busy || c->closing || c->qhead == NULL)
+        return;
+    msgbuf_t *m = c->qhead;
+    c->qhead = m->next;
+    if (c->qhead == NULL)
+        c->qtail = NULL;
+    job_t *job = calloc(1, sizeof(*job));
+    job->conn = c;
+    job->msg = m;
+    job->req.data = job;
+    c->busy = true;
+    if (uv_queue_work(c->srv->loop, &job->req, work_cb, after_work_cb) != 0) {
+        c->busy = false;
+        free(m->data);
+        free(m);
+        free(job);
+        conn_close(c, "cannot queue work");
+    }
+}
+
+static void
+alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+    conn_t *c = h->data;
+    size_t want = suggested < 65536 ? 65536 : suggested;
+    if (c->rcap - c->rlen < want) {
+        size_t ncap = c->rcap ? c->rcap : 65536;
+        while (ncap - c->rlen < want)
+            ncap *= 2;
+        c->rbuf = realloc(c->rbuf, ncap);
+        c->rcap = ncap;
+    }
+    *buf = uv_buf_init((char *)c->rbuf + c->rlen, (unsigned)(c->rcap - c->rlen));
+}
+
+static void
+read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+{
+    conn_t *c = s->data;
+    (void)buf;
+    if (nread < 0) {
+        conn_close(c, nread == UV_EOF ? NULL : uv_strerror((int)nread));
+        if (nread == UV_EOF)
+            mf_log(MF_LOG_INFO, "NETWORK", "conn%lld: connection ended", (long long)c->client.id);
+        return;
+    }
+    c->rlen += (size_t)nread;
+    size_t off = 0;
+    while (c->rlen - off >= 4) {
+        int32_t mlen;
+        memcpy(&mlen, c->rbuf + off, 4);
+        mlen = (int32_t)le32toh((uint32_t)mlen);
+        if (mlen < 16 || mlen > MF_MAX_MESSAGE_SIZE) {
+            char why[96];
+            snprintf(why, sizeof(why), "invalid message length %d (must be 16..%d)", mlen, MF_MAX_MESSAGE_SIZE);
+            conn_close(c, why);
+            return;
+        }
+        if (c->rlen - off < (size_t)mlen)
+            break;
+        msgbuf_t *m = malloc(sizeof(*m));
+        m->data = malloc((size_t)mlen);
+        memcpy(m->data, c->rbuf + off, (size_t)mlen);
+        m->len = (size_t)mlen;
+        m->next = NULL;
+        if (c->qtail)
+            c->qtail->next = m;
+        else
+            c->qhead = m;
+        c->qtail = m;
+        off += (size_t)mlen;
+    }
+    if (off > 0) {
+        memmove(c->rbuf, c->rbuf + off, c->rlen - off);
+        c->rlen -= off;
+    }
+    /* Shrink a buffer left large by a big message. */
+    if (c->rlen == 0 && c->rcap > (1u << 20)) {
+        free(c->rbuf);
+        c->rbuf = NULL;
+        c->rcap = 0;
+    }
+    start_next(c);
+}
+
+static void
+on_connection(uv_stream_t *listener, int status)
+{
+    server_t *srv = listener->data;
+    if (status < 0 || srv->stopping)
+        return;
+    conn_t *c = calloc(1, sizeof(*c));
+    c->srv = srv;
+    uv_tcp_init(srv->loop, &c->tcp);
+    c->tcp.data = c;
+    if (uv_accept(listener, (uv_stream_t *)&c->tcp) != 0) {
+        uv_close((uv_handle_t *)&c->tcp, (uv_close_cb)free);
+        return;
+    }
+    uv_tcp_nodelay(&c->tcp, 1);
+    c->client.id = atomic_fetch_add(&srv->eng->next_conn_id, 1);
+    struct sockaddr_storage ss;
+    int sslen = sizeof(ss);
+    char ip[64] = "?";
+    int port = 0;
+    if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &sslen) == 0) {
+        if (ss.ss_family == AF_INET) {
+            uv_ip4_name((struct sockaddr_in *)&ss, ip, sizeof(ip));
+            port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+        } else {
+            uv_ip6_name((struct sockaddr_in6 *)&ss, ip, sizeof(ip));
+            port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+        }
+    }
+    snprintf(c->client.remote, sizeof(c->client.remote), "%s:%d", ip, port);
+    atomic_fetch_add(&srv->eng->conn_current, 1);
+    atomic_fetch_add(&srv->eng->conn_total, 1);
+    if (srv->nconns == srv->capconns) {
+        srv->capconns = srv->capconns ? srv->capconns * 2 : 64;
+        srv->conns = realloc(srv->conns, srv->capconns * sizeof(*srv->conns));
+    }
+    srv->conns[srv->nconns++] = c;
+    mf_log(MF_LOG_INFO, "NETWORK", "conn%lld: connection accepted from %s (%lld now open)", (long long)c->client.id,
+           c->client.remote, (long long)atomic_load(&srv->eng->conn_current));
+    uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb);
+}
+
+static void
+on_reaper(uv_timer_t *t)
+{
+    server_t *srv = t->data;
+    int n = mf_cursors_reap(srv->eng->cursors, mf_mono_ms(), mf_param_get("cursorTimeoutMillis"));
+    if (n > 0)
+        mf_log(MF_LOG_INFO, "QUERY", "reaped %d idle cursors", n);
+}
+
+static void
+on_signal(uv_signal_t *h, int signum)
+{
+    server_t *srv = h->data;
+    if (srv->stopping)
+        return;
+    srv->stopping = true;
+    mf_log(MF_LOG_INFO, "CONTROL", "received signal %d (%s), shutting down", signum, signum == SIGINT ? "SIGINT" : "SIGTERM");
+    uv_close((uv_handle_t *)&srv->listener, NULL);
+    uv_close((uv_handle_t *)&srv->sigint, NULL);
+    uv_close((uv_handle_t *)&srv->sigterm, NULL);
+    uv_timer_stop(&srv->reaper);
+    uv_close((uv_handle_t *)&srv->reaper, NULL);
+    /* Copy: conn_close's callbacks edit srv->conns later, not now. */
+    for (size_t i = 0; i < srv->nconns; i++)
+        conn_close(srv->conns[i], NULL);
+}
+
+int
+mf_net_serve(mf_engine_t *eng, const char *bind_ip, int port, void (*ready)(void *), void *ready_arg,
+             mf_error_t *err)
+{
+    server_t srv;
+    struct sockaddr_storage addr;
+    int r;
+
+    memset(&srv, 0, sizeof(srv));
+    srv.loop = uv_default_loop();
+    srv.eng = eng;
+    if (strchr(bind_ip, ':'))
+        r = uv_ip6_addr(bind_ip, port, (struct sockaddr_in6 *)&addr);
+    else
+        r = uv_ip4_addr(bind_ip, port, (struct sockaddr_in *)&addr);
+    if (r != 0)
+        return mf_err_set(err, MF_E_BadValue, "invalid --bind_ip %s: %s", bind_ip, uv_strerror(r));
+    uv_tcp_init(srv.loop, &srv.listener);
+    srv.listener.data = &srv;
+    if ((r = uv_tcp_bind(&srv.listener, (struct sockaddr *)&addr, 0)) != 0 ||
+        (r = uv_listen((uv_stream_t *)&srv.listener, 511, on_connection)) != 0) {
+        uv_close((uv_handle_t *)&srv.listener, NULL);
+        uv_run(srv.loop, UV_RUN_DEFAULT);
+        return mf_err_set(err, MF_E_HostUnreachable, "cannot listen on %s:%d: %s", bind_ip, port, uv_strerror(r));
+    }
+    uv_signal_init(srv.loop, &srv.sigint);
+    uv_signal_init(srv.loop, &srv.sigterm);
+    srv.sigint.data = srv.sigterm.data = &srv;
+    uv_signal_start(&srv.sigint, on_signal, SIGINT);
+    uv_signal_start(&srv.sigterm, on_signal, SIGTERM);
+    uv_timer_init(srv.loop, &srv.reaper);
+    srv.reaper.data = &srv;
+    uv_timer_start(&srv.reaper, on_reaper, 5000, 5000);
+    mf_log(MF_LOG_INFO, "NETWORK", "Waiting for connections on %s:%d", bind_ip, port);
+    if (ready)
+        ready(ready_arg);
+    /* Runs until every handle is closed and every queued job has finished. */
+    uv_run(srv.loop, UV_RUN_DEFAULT);
+    free(srv.conns);
+    uv_loop_close(srv.loop);
+    return 0;
+}

@@ -1,0 +1,106 @@
+/*
+ * wire.h: MongoDB wire protocol framing (no sockets here; see net.c).
+ *
+ * Every message starts with a 16-byte header, little-endian int32s:
+ *
+ *   offset  size  field
+ *   0       4     messageLength (whole message, header included)
+ *   4       4     requestID
+ *   8       4     responseTo
+ *   12      4     opCode (2004 OP_QUERY, 1 OP_REPLY, 2013 OP_MSG, 2012 OP_COMPRESSED)
+ *
+ * OP_MSG (2013): flagBits uint32 (bit 0 checksumPresent, bit 1 moreToCome,
+ * bit 16 exhaustAllowed), then sections until the end (minus a trailing CRC-32C
+ * when checksumPresent): kind 0 = one BSON document (the body, exactly one);
+ * kind 1 = int32 size, cstring identifier, then BSON documents filling size.
+ *
+ * OP_QUERY (2004): flags int32, fullCollectionName cstring, numberToSkip
+ * int32, numberToReturn int32, query document, optional returnFieldsSelector.
+ *
+ * OP_REPLY (1): responseFlags int32, cursorID int64, startingFrom int32,
+ * numberReturned int32, documents.
+ *
+ * Parsing validates every length against the buffer and every BSON document
+ * with bson_validate, so a malformed message is an error, never a crash.
+ */
+#ifndef MF_WIRE_H
+#define MF_WIRE_H
+
+#include <bson/bson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/error.h"
+
+#define MF_OP_REPLY 1
+#define MF_OP_QUERY 2004
+#define MF_OP_COMPRESSED 2012
+#define MF_OP_MSG 2013
+
+#define MF_MSG_CHECKSUM_PRESENT (1u << 0)
+#define MF_MSG_MORE_TO_COME (1u << 1)
+#define MF_MSG_EXHAUST_ALLOWED (1u << 16)
+
+#define MF_MAX_BSON_SIZE (16 * 1024 * 1024)
+#define MF_MAX_MESSAGE_SIZE 48000000
+#define MF_MAX_WRITE_BATCH 100000
+#define MF_MAX_SECTIONS 64
+
+typedef struct mf_msg_header {
+    int32_t length;
+    int32_t request_id;
+    int32_t response_to;
+    int32_t opcode;
+} mf_msg_header_t;
+
+/* A kind-1 document sequence: docs point into the message buffer. */
+typedef struct mf_docseq {
+    const char *identifier; /* points into the buffer, NUL-terminated */
+    bson_t *docs;           /* owned array of static bson_t views (bson_init_static) */
+    size_t ndocs;
+} mf_docseq_t;
+
+/*
+ * A parsed request. All bson_t and strings point into the caller's message
+ * buffer, which must outlive the mf_msg_t.
+ */
+typedef struct mf_msg {
+    mf_msg_header_t hdr;
+    uint32_t flags;      /* OP_MSG flagBits; OP_QUERY flags */
+    bson_t body;         /* OP_MSG kind-0 section; OP_QUERY query document */
+    mf_docseq_t seqs[MF_MAX_SECTIONS];
+    size_t nseqs;
+    /* OP_QUERY only */
+    const char *full_collection_name;
+    int32_t number_to_skip;
+    int32_t number_to_return;
+    bson_t return_fields;   /* OP_QUERY returnFieldsSelector, valid when has_return_fields */
+    bool has_return_fields;
+} mf_msg_t;
+
+/* mf_wire_read_header: decodes the 16-byte header at buf (len >= 16). */
+void mf_wire_read_header(const uint8_t *buf, mf_msg_header_t *hdr);
+
+/*
+ * mf_wire_parse: parses a whole message (buf, len == header length). Returns
+ * 0, or -1 with err (code 17 ProtocolError for framing faults, 22 InvalidBSON
+ * for a bad document, 10334 BSONObjectTooLarge for a document over 16 MiB +
+ * 16 KiB). On success release with mf_wire_msg_destroy.
+ */
+int mf_wire_parse(const uint8_t *buf, size_t len, mf_msg_t *msg, mf_error_t *err) MF_WUR;
+void mf_wire_msg_destroy(mf_msg_t *msg);
+
+/*
+ * mf_wire_build_msg: builds an OP_MSG reply with one kind-0 section holding
+ * body. Returns a malloc'd buffer (caller frees) and its length in *len.
+ */
+uint8_t *mf_wire_build_msg(int32_t request_id, int32_t response_to, uint32_t flags, const bson_t *body, size_t *len);
+
+/* mf_wire_build_reply: builds an OP_REPLY with one document (for OP_QUERY). Caller frees. */
+uint8_t *mf_wire_build_reply(int32_t request_id, int32_t response_to, const bson_t *doc, size_t *len);
+
+/* mf_crc32c: CRC-32C (Castagnoli) of buf, as OP_MSG's checksum uses. */
+uint32_t mf_crc32c(const uint8_t *buf, size_t len);
+
+#endif /* MF_WIRE_H */

@@ -1,0 +1,1907 @@
+/*
+ * agg.c: aggregation pipelines (parse once, run over documents from mf_agg_env_t).
+ *
+ * Design. mf_pipeline_new validates every stage up front and turns it into a
+ * stage_t holding its parsed form (matcher, sort, expression trees,
+ * projection trees, sub-pipelines). mf_pipeline_run materialises the source
+ * collection into an mf_docvec_t through env->scan (passing a leading
+ * $match's filter down; the stage still runs, which is harmless) and then
+ * runs the stages one by one, each consuming its input vector and producing
+ * a new one. Documents in the vectors are always owned by the vector holding
+ * them; a stage that keeps a document moves the pointer and zeroes the
+ * source vector's length before destroying it.
+ *
+ * Projections ($project, $unset, $addFields/$set) are parsed into a tree of
+ * pnode_t: one node per field name, with dotted paths expanded into nested
+ * SUB nodes. Inclusion projections keep the named fields in input order and
+ * then append computed fields in spec order; exclusion projections copy
+ * everything but the excluded fields; $addFields replaces fields in place
+ * or appends them. Expressions are always evaluated against the whole
+ * document ($$ROOT), whatever the nesting level of the node.
+ *
+ * $group hashes group keys with a hash consistent with mf_value_cmp equality
+ * (numbers hash by their double value) and keeps groups in first-seen order.
+ * $lookup scans the foreign collection once per run and matches with an
+ * mf_matcher built from {foreignField: {$in: [local values]}}, which gives
+ * MongoDB's query semantics (array traversal; null matches missing).
+ */
+#include "query/agg.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "query/expr.h"
+#include "query/match.h"
+#include "query/sort.h"
+#include "query/value.h"
+
+enum stage_kind { S_MATCH, S_PROJECT, S_ADDFIELDS, S_UNSET, S_SORT, S_LIMIT, S_SKIP, S_GROUP, S_COUNT,
+                  S_UNWIND, S_REPLACEROOT, S_SORTBYCOUNT, S_LOOKUP, S_FACET };
+
+/* ---- projection trees ---- */
+
+enum pkind { P_INCLUDE, P_EXCLUDE, P_EXPR, P_SUB };
+
+typedef struct pnode {
+    char *name;
+    int kind;
+    mf_expr_t *expr;     /* P_EXPR */
+    struct pnode *kids;  /* P_SUB */
+    size_t nkids;
+} pnode_t;
+
+typedef struct ptree {
+    pnode_t *nodes;
+    size_t n;
+    bool exclusion;
+} ptree_t;
+
+/* ---- accumulators ---- */
+
+enum acc_kind { AC_SUM, AC_AVG, AC_MIN, AC_MAX, AC_FIRST, AC_LAST, AC_PUSH, AC_ADDTOSET, AC_COUNT, AC_MERGEOBJECTS };
+
+typedef struct acc_def {
+    char *field;
+    int kind;
+    mf_expr_t *expr; /* NULL for $count */
+} acc_def_t;
+
+typedef struct stage {
+    int kind;
+    bson_t *spec;           /* $match filter */
+    mf_matcher_t *matcher;  /* $match */
+    mf_sort_t *sort;        /* $sort, $sortByCount */
+    int64_t n;              /* $limit, $skip */
+    ptree_t proj;           /* $project, $unset, $addFields */
+    mf_expr_t *expr;        /* $group _id, $replaceRoot, $sortByCount */
+    acc_def_t *accs;        /* $group */
+    size_t naccs;
+    char *field;            /* $count name, $unwind path, $lookup as */
+    char *index_field;      /* $unwind includeArrayIndex */
+    bool preserve;          /* $unwind */
+    char *from, *local, *foreign; /* $lookup */
+    struct mf_pipeline *sub;       /* $lookup pipeline */
+    char **facet_names;     /* $facet */
+    struct mf_pipeline **facets;
+    size_t nfacets;
+} stage_t;
+
+struct mf_pipeline {
+    stage_t *stages;
+    size_t n;
+};
+
+/* ------------------------------------------------------------------------ */
+/* Small helpers                                                            */
+/* ------------------------------------------------------------------------ */
+
+static void
+vfree(bson_value_t *v)
+{
+    if (v->value_type != BSON_TYPE_EOD)
+        bson_value_destroy(v);
+    v->value_type = BSON_TYPE_EOD;
+}
+
+static void
+vcopy(bson_value_t *dst, const bson_value_t *src)
+{
+    if (src == NULL || src->value_type == BSON_TYPE_EOD) {
+        memset(dst, 0, sizeof *dst);
+        dst->value_type = BSON_TYPE_EOD;
+        return;
+    }
+    bson_value_copy(src, dst);
+}
+
+static void
+doc_value(const bson_t *b, bson_value_t *v)
+{
+    memset(v, 0, sizeof *v);
+    v->value_type = BSON_TYPE_DOCUMENT;
+    v->value.v_doc.data = (uint8_t *)bson_get_data(b);
+    v->value.v_doc.data_len = b->len;
+}
+
+/* take_vec: moves every document of in to the end of out; in is left empty. */
+static void
+take_vec(mf_docvec_t *out, mf_docvec_t *in)
+{
+    for (size_t i = 0; i < in->len; i++)
+        mf_docvec_push_steal(out, in->docs[i]);
+    in->len = 0;
+    mf_docvec_destroy(in);
+}
+
+static void
+append_missing_ok(bson_t *b, const char *key, const bson_value_t *v)
+{
+    if (v->value_type != BSON_TYPE_EOD)
+        bson_append_value(b, key, -1, v);
+}
+
+/* An ordered list of owned fields, for in-place edits of a document. */
+typedef struct fl {
+    char **k;
+    bson_value_t *v;
+    size_t n, cap;
+} fl_t;
+
+static void
+fl_push(fl_t *f, const char *k, bson_value_t *v /* stolen */)
+{
+    if (f->n == f->cap) {
+        f->cap = f->cap ? f->cap * 2 : 8;
+        f->k = bson_realloc(f->k, f->cap * sizeof *f->k);
+        f->v = bson_realloc(f->v, f->cap * sizeof *f->v);
+    }
+    f->k[f->n] = bson_strdup(k);
+    f->v[f->n] = *v;
+    f->n++;
+}
+
+static void
+fl_from(fl_t *f, const bson_value_t *doc)
+{
+    bson_iter_t it;
+
+    memset(f, 0, sizeof *f);
+    if (doc == NULL || doc->value_type != BSON_TYPE_DOCUMENT)
+        return;
+    bson_iter_init_from_data(&it, doc->value.v_doc.data, doc->value.v_doc.data_len);
+    while (bson_iter_next(&it)) {
+        bson_value_t c;
+        vcopy(&c, bson_iter_value(&it));
+        fl_push(f, bson_iter_key(&it), &c);
+    }
+}
+
+static bson_value_t *
+fl_get(fl_t *f, const char *k)
+{
+    for (size_t i = 0; i < f->n; i++)
+        if (strcmp(f->k[i], k) == 0)
+            return &f->v[i];
+    return NULL;
+}
+
+/* fl_set: replaces k in place or appends it; a missing v removes k. v is stolen. */
+static void
+fl_set(fl_t *f, const char *k, bson_value_t *v)
+{
+    for (size_t i = 0; i < f->n; i++) {
+        if (strcmp(f->k[i], k) == 0) {
+            vfree(&f->v[i]);
+            if (v->value_type == BSON_TYPE_EOD) {
+                bson_free(f->k[i]);
+                memmove(&f->k[i], &f->k[i + 1], (f->n - i - 1) * sizeof *f->k);
+                memmove(&f->v[i], &f->v[i + 1], (f->n - i - 1) * sizeof *f->v);
+                f->n--;
+            } else {
+                f->v[i] = *v;
+            }
+            return;
+        }
+    }
+    if (v->value_type != BSON_TYPE_EOD)
+        fl_push(f, k, v);
+}
+
+static void
+fl_free(fl_t *f)
+{
+    for (size_t i = 0; i < f->n; i++) {
+        bson_free(f->k[i]);
+        vfree(&f->v[i]);
+    }
+    bson_free(f->k);
+    bson_free(f->v);
+    memset(f, 0, sizeof *f);
+}
+
+/* fl_to_value: f becomes an owned document value; f is freed. */
+static void
+fl_to_value(fl_t *f, bson_value_t *out)
+{
+    bson_t b = BSON_INITIALIZER;
+
+    for (size_t i = 0; i < f->n; i++)
+        bson_append_value(&b, f->k[i], -1, &f->v[i]);
+    fl_free(f);
+    memset(out, 0, sizeof *out);
+    out->value_type = BSON_TYPE_DOCUMENT;
+    out->value.v_doc.data_len = b.len;
+    out->value.v_doc.data = bson_malloc(b.len);
+    memcpy(out->value.v_doc.data, bson_get_data(&b), b.len);
+    bson_destroy(&b);
+}
+
+static bson_t *
+value_to_doc(const bson_value_t *v)
+{
+    return bson_new_from_data(v->value.v_doc.data, v->value.v_doc.data_len);
+}
+
+/*
+ * set_path: *res = cur with dotted path set to v (missing v removes it).
+ * Non-document intermediates are replaced by documents. All owned.
+ */
+static void
+set_path(const bson_value_t *cur, const char *path, const bson_value_t *v, bson_value_t *res)
+{
+    const char *dot = strchr(path, '.');
+    fl_t f;
+    bson_value_t child;
+    char *head = dot ? bson_strndup(path, (size_t)(dot - path)) : bson_strdup(path);
+
+    fl_from(&f, cur);
+    if (dot) {
+        set_path(fl_get(&f, head), dot + 1, v, &child);
+    } else {
+        vcopy(&child, v);
+    }
+    fl_set(&f, head, &child);
+    bson_free(head);
+    fl_to_value(&f, res);
+}
+
+/* doc_set_path: a new heap document: doc with path set to v. */
+static bson_t *
+doc_set_path(const bson_t *doc, const char *path, const bson_value_t *v)
+{
+    bson_value_t cur, res;
+    bson_t *out;
+
+    doc_value(doc, &cur);
+    set_path(&cur, path, v, &res);
+    out = value_to_doc(&res);
+    vfree(&res);
+    return out;
+}
+
+/* get_path_nt: value at a dotted path descending documents only (no array traversal). */
+static bool
+get_path_nt(const bson_t *doc, const char *path, bson_value_t *out)
+{
+    bson_iter_t it, child;
+
+    if (!bson_iter_init(&it, doc))
+        return false;
+    if (!bson_iter_find_descendant(&it, path, &child))
+        return false;
+    /* bson_iter_find_descendant indexes arrays by number; refuse array traversal. */
+    {
+        const char *p = path;
+        bson_iter_t walk;
+        bson_iter_init(&walk, doc);
+        while (true) {
+            const char *dot = strchr(p, '.');
+            size_t l = dot ? (size_t)(dot - p) : strlen(p);
+            if (!bson_iter_find_w_len(&walk, p, (int)l))
+                return false;
+            if (!dot)
+                break;
+            if (!BSON_ITER_HOLDS_DOCUMENT(&walk))
+                return false;
+            bson_iter_t sub;
+            bson_iter_recurse(&walk, &sub);
+            walk = sub;
+            p = dot + 1;
+        }
+        *out = *bson_iter_value(&walk);
+    }
+    return true;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Projection parsing                                                       */
+/* ------------------------------------------------------------------------ */
+
+static void
+pnodes_free(pnode_t *n, size_t k)
+{
+    for (size_t i = 0; i < k; i++) {
+        bson_free(n[i].name);
+        mf_expr_free(n[i].expr);
+        pnodes_free(n[i].kids, n[i].nkids);
+    }
+    bson_free(n);
+}
+
+static pnode_t *
+pnode_find(pnode_t *nodes, size_t n, const char *name, size_t len)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strlen(nodes[i].name) == len && memcmp(nodes[i].name, name, len) == 0)
+            return &nodes[i];
+    return NULL;
+}
+
+static pnode_t *
+pnode_add(pnode_t **nodes, size_t *n, const char *name, size_t len)
+{
+    *nodes = bson_realloc(*nodes, (*n + 1) * sizeof **nodes);
+    pnode_t *p = &(*nodes)[(*n)++];
+    memset(p, 0, sizeof *p);
+    p->name = bson_strndup(name, len);
+    return p;
+}
+
+/*
+ * ptree_insert: places a leaf for dotted path at nodes; returns the leaf (its
+ * kind still to set) or NULL with err on a path collision.
+ */
+static pnode_t *
+ptree_insert(pnode_t **nodes, size_t *n, const char *path, const char *stage, mf_error_t *err)
+{
+    const char *dot = strchr(path, '.');
+    size_t len = dot ? (size_t)(dot - path) : strlen(path);
+    pnode_t *p;
+
+    if (len == 0) {
+        mf_err_set(err, MF_E_Location40352, "Invalid %s :: caused by :: FieldPath field names may not be empty strings.", stage);
+        return NULL;
+    }
+    if (path[0] == '$') {
+        mf_err_set(err, MF_E_Location16410, "Invalid %s :: caused by :: FieldPath field names may not start with '$'. Consider using $getField or $setField.", stage);
+        return NULL;
+    }
+    p = pnode_find(*nodes, *n, path, len);
+    if (dot == NULL) {
+        if (p != NULL) {
+            mf_err_set(err, MF_E_BadValue, "Invalid %s :: caused by :: Path collision at %s", stage, path);
+            return NULL;
+        }
+        return pnode_add(nodes, n, path, len);
+    }
+    if (p == NULL) {
+        p = pnode_add(nodes, n, path, len);
+        p->kind = P_SUB;
+    } else if (p->kind != P_SUB) {
+        mf_err_set(err, MF_E_BadValue, "Invalid %s :: caused by :: Path collision at %s", stage, path);
+        return NULL;
+    }
+    return ptree_insert(&p->kids, &p->nkids, dot + 1, stage, err);
+}
+
+static bool
+is_operator_doc(const bson_value_t *v)
+{
+    bson_iter_t it;
+    if (v->value_type != BSON_TYPE_DOCUMENT)
+        return false;
+    bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
+    return bson_iter_next(&it) && bson_iter_key(&it)[0] == '$';
+}
+
+static bool
+is_empty_doc(const bson_value_t *v)
+{
+    return v->value_type == BSON_TYPE_DOCUMENT && v->value.v_doc.data_len <= 5;
+}
+
+/*
+ * parse_spec: fills nodes from a projection-like spec document. With
+ * add_fields, every leaf is an expression; otherwise booleans and numbers are
+ * inclusion/exclusion flags.
+ */
+static int
+parse_spec(pnode_t **nodes, size_t *n, const bson_value_t *spec, bool add_fields, const char *stage, mf_error_t *err)
+{
+    bson_iter_t it;
+
+    bson_iter_init_from_data(&it, spec->value.v_doc.data, spec->value.v_doc.data_len);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        const bson_value_t *v = bson_iter_value(&it);
+        pnode_t *p = ptree_insert(nodes, n, k, stage, err);
+        if (p == NULL)
+            return -1;
+        if (v->value_type == BSON_TYPE_DOCUMENT && !is_operator_doc(v) && !(add_fields && is_empty_doc(v))) {
+            if (is_empty_doc(v))
+                return mf_err_set(err, MF_E_Location51272, "Invalid %s :: caused by :: An empty sub-projection is not a valid value. Found empty object at path", stage);
+            p->kind = P_SUB;
+            if (parse_spec(&p->kids, &p->nkids, v, add_fields, stage, err) < 0)
+                return -1;
+            continue;
+        }
+        if (!add_fields && (v->value_type == BSON_TYPE_BOOL || mf_value_is_number(v))) {
+            bool on = v->value_type == BSON_TYPE_BOOL ? v->value.v_bool : mf_value_as_double(v) != 0;
+            p->kind = on ? P_INCLUDE : P_EXCLUDE;
+            continue;
+        }
+        p->kind = P_EXPR;
+        p->expr = mf_expr_parse(v, err);
+        if (p->expr == NULL)
+            return -1;
+    }
+    return 0;
+}
+
+/* check_mode: finds the projection's mode; conflicts → 31253/31254. */
+static int
+check_mode(const pnode_t *nodes, size_t n, bool top, const char *prefix, int *mode, mf_error_t *err)
+{
+    /* mode: 0 unknown, 1 inclusion, 2 exclusion */
+    for (size_t i = 0; i < n; i++) {
+        const pnode_t *p = &nodes[i];
+        char path[512];
+        snprintf(path, sizeof path, "%s%s%s", prefix, prefix[0] ? "." : "", p->name);
+        if (top && strcmp(p->name, "_id") == 0 && p->kind != P_SUB)
+            continue;
+        if (p->kind == P_SUB) {
+            if (check_mode(p->kids, p->nkids, false, path, mode, err) < 0)
+                return -1;
+            continue;
+        }
+        int m = p->kind == P_EXCLUDE ? 2 : 1;
+        if (*mode == 0) {
+            *mode = m;
+        } else if (*mode != m) {
+            if (m == 2)
+                return mf_err_set(err, MF_E_Location31254,
+                                  "Invalid $project :: caused by :: Cannot do exclusion on field %s in inclusion projection", path);
+            if (p->kind == P_EXPR)
+                return mf_err_set(err, MF_E_Location31252,
+                                  "Invalid $project :: caused by :: Cannot use expression other than $meta in exclusion projection");
+            return mf_err_set(err, MF_E_Location31253,
+                              "Invalid $project :: caused by :: Cannot do inclusion on field %s in exclusion projection", path);
+        }
+    }
+    return 0;
+}
+
+static int
+parse_project(ptree_t *t, const bson_value_t *spec, mf_error_t *err)
+{
+    int mode = 0;
+    pnode_t *id;
+
+    if (spec->value_type != BSON_TYPE_DOCUMENT)
+        return mf_err_set(err, MF_E_Location15969, "$project specification must be an object");
+    if (is_empty_doc(spec))
+        return mf_err_set(err, MF_E_Location51272,
+                          "Invalid $project :: caused by :: projection specification must have at least one field");
+    if (parse_spec(&t->nodes, &t->n, spec, false, "$project", err) < 0)
+        return -1;
+    if (check_mode(t->nodes, t->n, true, "", &mode, err) < 0)
+        return -1;
+    id = pnode_find(t->nodes, t->n, "_id", 3);
+    if (mode == 0)
+        mode = (id && id->kind == P_EXCLUDE) ? 2 : 1;
+    t->exclusion = mode == 2;
+    if (!t->exclusion && id == NULL) {
+        /* _id is included by default: put it first. */
+        pnode_t *p = pnode_add(&t->nodes, &t->n, "_id", 3);
+        pnode_t tmp = *p;
+        memmove(&t->nodes[1], &t->nodes[0], (t->n - 1) * sizeof *t->nodes);
+        t->nodes[0] = tmp;
+        t->nodes[0].kind = P_INCLUDE;
+    }
+    if (t->exclusion && id && id->kind == P_INCLUDE)
+        id->kind = P_SUB; /* an empty SUB in an exclusion projection keeps the field */
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Projection application                                                   */
+/* ------------------------------------------------------------------------ */
+
+static bool
+has_computed(const pnode_t *nodes, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (nodes[i].kind == P_EXPR || (nodes[i].kind == P_SUB && has_computed(nodes[i].kids, nodes[i].nkids)))
+            return true;
+    return false;
+}
+
+static int incl_doc(const pnode_t *nodes, size_t n, const bson_value_t *in, const bson_t *root, bson_value_t *out,
+                    mf_error_t *err);
+
+/* incl_value: applies an inclusion SUB node's children to a value at that node. */
+static int
+incl_value(const pnode_t *p, const bson_value_t *v, const bson_t *root, bson_value_t *out, mf_error_t *err)
+{
+    if (v->value_type == BSON_TYPE_DOCUMENT)
+        return incl_doc(p->kids, p->nkids, v, root, out, err);
+    if (v->value_type == BSON_TYPE_ARRAY) {
+        bson_iter_t it;
+        bson_t arr = BSON_INITIALIZER;
+        uint32_t i = 0;
+        bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
+        while (bson_iter_next(&it)) {
+            const bson_value_t *e = bson_iter_value(&it);
+            bson_value_t r;
+            char buf[16];
+            const char *key;
+            if (e->value_type != BSON_TYPE_DOCUMENT && e->value_type != BSON_TYPE_ARRAY &&
+                !has_computed(p->kids, p->nkids))
+                continue;
+            if (incl_value(p, e, root, &r, err) < 0) {
+                bson_destroy(&arr);
+                return -1;
+            }
+            bson_uint32_to_string(i++, &key, buf, sizeof buf);
+            append_missing_ok(&arr, key, &r);
+            vfree(&r);
+        }
+        memset(out, 0, sizeof *out);
+        out->value_type = BSON_TYPE_ARRAY;
+        out->value.v_doc.data_len = arr.len;
+        out->value.v_doc.data = bson_malloc(arr.len);
+        memcpy(out->value.v_doc.data, bson_get_data(&arr), arr.len);
+        bson_destroy(&arr);
+        return 0;
+    }
+    if (has_computed(p->kids, p->nkids)) {
+        bson_value_t empty;
+        bson_t e = BSON_INITIALIZER;
+        doc_value(&e, &empty);
+        return incl_doc(p->kids, p->nkids, &empty, root, out, err);
+    }
+    memset(out, 0, sizeof *out);
+    out->value_type = BSON_TYPE_EOD;
+    return 0;
+}
+
+static int
+incl_doc(const pnode_t *nodes, size_t n, const bson_value_t *in, const bson_t *root, bson_value_t *out,
+         mf_error_t *err)
+{
+    bson_iter_t it;
+    bson_t b = BSON_INITIALIZER;
+    bool *done = bson_malloc0((n ? n : 1) * sizeof *done);
+
+    bson_iter_init_from_data(&it, in->value.v_doc.data, in->value.v_doc.data_len);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        pnode_t *p = pnode_find((pnode_t *)nodes, n, k, strlen(k));
+        if (p == NULL)
+            continue;
+        if (p->kind == P_INCLUDE) {
+            bson_append_value(&b, k, -1, bson_iter_value(&it));
+        } else if (p->kind == P_SUB) {
+            bson_value_t r;
+            if (incl_value(p, bson_iter_value(&it), root, &r, err) < 0) {
+                bson_destroy(&b);
+                bson_free(done);
+                return -1;
+            }
+            append_missing_ok(&b, k, &r);
+            vfree(&r);
+            done[p - nodes] = true;
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        const pnode_t *p = &nodes[i];
+        bson_value_t r;
+        if (p->kind == P_EXPR) {
+            if (mf_expr_eval(p->expr, root, &r, err) < 0) {
+                bson_destroy(&b);
+                bson_free(done);
+                return -1;
+            }
+        } else if (p->kind == P_SUB && !done[i] && has_computed(p->kids, p->nkids)) {
+            bson_value_t missing;
+            missing.value_type = BSON_TYPE_EOD;
+            if (incl_value(p, &missing, root, &r, err) < 0) {
+                bson_destroy(&b);
+                bson_free(done);
+                return -1;
+            }
+        } else {
+            continue;
+        }
+        append_missing_ok(&b, p->name, &r);
+        vfree(&r);
+    }
+    bson_free(done);
+    memset(out, 0, sizeof *out);
+    out->value_type = BSON_TYPE_DOCUMENT;
+    out->value.v_doc.data_len = b.len;
+    out->value.v_doc.data = bson_malloc(b.len);
+    memcpy(out->value.v_doc.data, bson_get_data(&b), b.len);
+    bson_destroy(&b);
+    return 0;
+}
+
+static void excl_doc(const pnode_t *nodes, size_t n, const bson_value_t *in, bson_value_t *out);
+
+static void
+excl_value(const pnode_t *p, const bson_value_t *v, bson_value_t *out)
+{
+    if (v->value_type == BSON_TYPE_DOCUMENT) {
+        excl_doc(p->kids, p->nkids, v, out);
+    } else if (v->value_type == BSON_TYPE_ARRAY) {
+        bson_iter_t it;
+        bson_t arr = BSON_INITIALIZER;
+        uint32_t i = 0;
+        bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
+        while (bson_iter_next(&it)) {
+            bson_value_t r;
+            char buf[16];
+            const char *key;
+            excl_value(p, bson_iter_value(&it), &r);
+            bson_uint32_to_string(i++, &key, buf, sizeof buf);
+            append_missing_ok(&arr, key, &r);
+            vfree(&r);
+        }
+        memset(out, 0, sizeof *out);
+        out->value_type = BSON_TYPE_ARRAY;
+        out->value.v_doc.data_len = arr.len;
+        out->value.v_doc.data = bson_malloc(arr.len);
+        memcpy(out->value.v_doc.data, bson_get_data(&arr), arr.len);
+        bson_destroy(&arr);
+    } else {
+        vcopy(out, v);
+    }
+}
+
+static void
+excl_doc(const pnode_t *nodes, size_t n, const bson_value_t *in, bson_value_t *out)
+{
+    bson_iter_t it;
+    bson_t b = BSON_INITIALIZER;
+
+    bson_iter_init_from_data(&it, in->value.v_doc.data, in->value.v_doc.data_len);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        pnode_t *p = pnode_find((pnode_t *)nodes, n, k, strlen(k));
+        if (p == NULL) {
+            bson_append_value(&b, k, -1, bson_iter_value(&it));
+        } else if (p->kind == P_SUB) {
+            bson_value_t r;
+            excl_value(p, bson_iter_value(&it), &r);
+            append_missing_ok(&b, k, &r);
+            vfree(&r);
+        }
+    }
+    memset(out, 0, sizeof *out);
+    out->value_type = BSON_TYPE_DOCUMENT;
+    out->value.v_doc.data_len = b.len;
+    out->value.v_doc.data = bson_malloc(b.len);
+    memcpy(out->value.v_doc.data, bson_get_data(&b), b.len);
+    bson_destroy(&b);
+}
+
+static int add_fields_fl(const pnode_t *nodes, size_t n, fl_t *f, const bson_t *root, mf_error_t *err);
+
+static int
+add_fields_value(const pnode_t *p, const bson_value_t *cur, const bson_t *root, bson_value_t *out, mf_error_t *err)
+{
+    if (cur != NULL && cur->value_type == BSON_TYPE_ARRAY) {
+        bson_iter_t it;
+        bson_t arr = BSON_INITIALIZER;
+        uint32_t i = 0;
+        bson_iter_init_from_data(&it, cur->value.v_doc.data, cur->value.v_doc.data_len);
+        while (bson_iter_next(&it)) {
+            bson_value_t r;
+            char buf[16];
+            const char *key;
+            if (add_fields_value(p, bson_iter_value(&it), root, &r, err) < 0) {
+                bson_destroy(&arr);
+                return -1;
+            }
+            bson_uint32_to_string(i++, &key, buf, sizeof buf);
+            append_missing_ok(&arr, key, &r);
+            vfree(&r);
+        }
+        memset(out, 0, sizeof *out);
+        out->value_type = BSON_TYPE_ARRAY;
+        out->value.v_doc.data_len = arr.len;
+        out->value.v_doc.data = bson_malloc(arr.len);
+        memcpy(out->value.v_doc.data, bson_get_data(&arr), arr.len);
+        bson_destroy(&arr);
+        return 0;
+    }
+    fl_t sub;
+    fl_from(&sub, cur);
+    if (add_fields_fl(p->kids, p->nkids, &sub, root, err) < 0) {
+        fl_free(&sub);
+        return -1;
+    }
+    fl_to_value(&sub, out);
+    return 0;
+}
+
+static int
+add_fields_fl(const pnode_t *nodes, size_t n, fl_t *f, const bson_t *root, mf_error_t *err)
+{
+    for (size_t i = 0; i < n; i++) {
+        const pnode_t *p = &nodes[i];
+        bson_value_t r;
+        if (p->kind == P_EXPR) {
+            if (mf_expr_eval(p->expr, root, &r, err) < 0)
+                return -1;
+        } else {
+            if (add_fields_value(p, fl_get(f, p->name), root, &r, err) < 0)
+                return -1;
+        }
+        fl_set(f, p->name, &r);
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* $group                                                                   */
+/* ------------------------------------------------------------------------ */
+
+static uint64_t
+mix(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *c = p;
+    for (size_t i = 0; i < n; i++) {
+        h ^= c[i];
+        h *= 1099511628211ULL;
+    }
+    return h;
+}
+
+/* vhash: a hash consistent with mf_value_cmp equality. */
+static uint64_t
+vhash(const bson_value_t *v, uint64_t h)
+{
+    int rank = v->value_type == BSON_TYPE_EOD ? -1 : mf_value_type_rank(v->value_type);
+    bson_iter_t it;
+
+    h = mix(h, &rank, sizeof rank);
+    switch (v->value_type) {
+    case BSON_TYPE_INT32:
+    case BSON_TYPE_INT64:
+    case BSON_TYPE_DOUBLE:
+    case BSON_TYPE_DECIMAL128: {
+        double d = mf_value_as_double(v);
+        if (d == 0 || isnan(d))
+            d = isnan(d) ? NAN : 0.0;
+        return mix(h, &d, sizeof d);
+    }
+    case BSON_TYPE_UTF8:
+        return mix(h, v->value.v_utf8.str, v->value.v_utf8.len);
+    case BSON_TYPE_SYMBOL:
+        return mix(h, v->value.v_symbol.symbol, v->value.v_symbol.len);
+    case BSON_TYPE_DOCUMENT:
+    case BSON_TYPE_ARRAY:
+        bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
+        while (bson_iter_next(&it)) {
+            if (v->value_type == BSON_TYPE_DOCUMENT)
+                h = mix(h, bson_iter_key(&it), bson_iter_key_len(&it));
+            h = vhash(bson_iter_value(&it), h);
+        }
+        return h;
+    case BSON_TYPE_OID:
+        return mix(h, v->value.v_oid.bytes, 12);
+    case BSON_TYPE_BOOL:
+        return mix(h, &v->value.v_bool, sizeof v->value.v_bool);
+    case BSON_TYPE_DATE_TIME:
+        return mix(h, &v->value.v_datetime, sizeof v->value.v_datetime);
+    case BSON_TYPE_TIMESTAMP:
+        h = mix(h, &v->value.v_timestamp.timestamp, 4);
+        return mix(h, &v->value.v_timestamp.increment, 4);
+    case BSON_TYPE_BINARY:
+        return mix(h, v->value.v_binary.data, v->value.v_binary.data_len);
+    case BSON_TYPE_REGEX:
+        h = mix(h, v->value.v_regex.regex, strlen(v->value.v_regex.regex));
+        return mix(h, v->value.v_regex.options, strlen(v->value.v_regex.options));
+    default:
+        return h;
+    }
+}
+
+typedef struct accst {
+    bson_value_t v;    /* sum / min / max / first / last / merged document */
+    int64_t count;     /* avg, count */
+    bool set;          /* first: already set */
+    bson_t *arr;       /* push / addToSet (heap: bson_t needs 128-byte alignment) */
+    uint32_t arrn;
+    bson_value_t *seen; /* addToSet: borrowed copies for uniqueness (owned copies) */
+    size_t nseen;
+} accst_t;
+
+typedef struct group {
+    bson_value_t key;
+    accst_t *acc;
+    struct group *next_bucket;
+} group_t;
+
+static void
+acc_init(accst_t *a, int kind)
+{
+    memset(a, 0, sizeof *a);
+    a->v.value_type = BSON_TYPE_EOD;
+    if (kind == AC_PUSH || kind == AC_ADDTOSET)
+        a->arr = bson_new();
+    if (kind == AC_SUM || kind == AC_AVG) {
+        a->v.value_type = BSON_TYPE_INT32;
+        a->v.value.v_int32 = 0;
+    }
+}
+
+static void
+acc_free(accst_t *a, int kind)
+{
+    vfree(&a->v);
+    if (kind == AC_PUSH || kind == AC_ADDTOSET)
+        bson_destroy(a->arr);
+    for (size_t i = 0; i < a->nseen; i++)
+        vfree(&a->seen[i]);
+    bson_free(a->seen);
+}
+
+static int
+acc_update(accst_t *a, int kind, const bson_value_t *v, mf_error_t *err)
+{
+    char buf[16];
+    const char *key;
+
+    switch (kind) {
+    case AC_SUM:
+        if (mf_value_is_number(v))
+            mf_expr_num_add(&a->v, v);
+        break;
+    case AC_AVG:
+        if (mf_value_is_number(v)) {
+            mf_expr_num_add(&a->v, v);
+            a->count++;
+        }
+        break;
+    case AC_COUNT:
+        a->count++;
+        break;
+    case AC_MIN:
+    case AC_MAX:
+        if (v->value_type == BSON_TYPE_EOD || v->value_type == BSON_TYPE_NULL || v->value_type == BSON_TYPE_UNDEFINED)
+            break;
+        if (a->v.value_type == BSON_TYPE_EOD ||
+            (kind == AC_MIN ? mf_value_cmp(v, &a->v) < 0 : mf_value_cmp(v, &a->v) > 0)) {
+            vfree(&a->v);
+            vcopy(&a->v, v);
+        }
+        break;
+    case AC_FIRST:
+        if (!a->set) {
+            a->set = true;
+            vcopy(&a->v, v);
+        }
+        break;
+    case AC_LAST:
+        vfree(&a->v);
+        vcopy(&a->v, v);
+        a->set = true;
+        break;
+    case AC_PUSH:
+        if (v->value_type == BSON_TYPE_EOD)
+            break;
+        bson_uint32_to_string(a->arrn++, &key, buf, sizeof buf);
+        bson_append_value(a->arr, key, -1, v);
+        break;
+    case AC_ADDTOSET:
+        if (v->value_type == BSON_TYPE_EOD)
+            break;
+        for (size_t i = 0; i < a->nseen; i++)
+            if (mf_value_cmp(&a->seen[i], v) == 0)
+                return 0;
+        a->seen = bson_realloc(a->seen, (a->nseen + 1) * sizeof *a->seen);
+        vcopy(&a->seen[a->nseen++], v);
+        bson_uint32_to_string(a->arrn++, &key, buf, sizeof buf);
+        bson_append_value(a->arr, key, -1, v);
+        break;
+    case AC_MERGEOBJECTS: {
+        fl_t f;
+        bson_iter_t it;
+        if (v->value_type == BSON_TYPE_EOD || v->value_type == BSON_TYPE_NULL)
+            break;
+        if (v->value_type != BSON_TYPE_DOCUMENT)
+            return mf_err_set(err, MF_E_Location40400, "$mergeObjects requires object inputs, but input is of type %s",
+                              mf_type_name(v->value_type));
+        fl_from(&f, &a->v);
+        bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
+        while (bson_iter_next(&it)) {
+            bson_value_t c;
+            vcopy(&c, bson_iter_value(&it));
+            fl_set(&f, bson_iter_key(&it), &c);
+        }
+        vfree(&a->v);
+        fl_to_value(&f, &a->v);
+        break;
+    }
+    default:
+        break;
+    }
+    return 0;
+}
+
+static void
+acc_result(accst_t *a, int kind, bson_t *out, const char *field)
+{
+    bson_value_t r;
+
+    switch (kind) {
+    case AC_SUM:
+        bson_append_value(out, field, -1, &a->v);
+        return;
+    case AC_AVG:
+        if (a->count == 0) {
+            bson_append_null(out, field, -1);
+        } else if (a->v.value_type == BSON_TYPE_DECIMAL128) {
+            char buf[64];
+            bson_decimal128_t d;
+            snprintf(buf, sizeof buf, "%.15g", mf_value_as_double(&a->v) / (double)a->count);
+            bson_decimal128_from_string(buf, &d);
+            bson_append_decimal128(out, field, -1, &d);
+        } else {
+            bson_append_double(out, field, -1, mf_value_as_double(&a->v) / (double)a->count);
+        }
+        return;
+    case AC_COUNT:
+        if (a->count <= INT32_MAX)
+            bson_append_int32(out, field, -1, (int32_t)a->count);
+        else
+            bson_append_int64(out, field, -1, a->count);
+        return;
+    case AC_MIN:
+    case AC_MAX:
+    case AC_FIRST:
+    case AC_LAST:
+        if (a->v.value_type == BSON_TYPE_EOD)
+            bson_append_null(out, field, -1);
+        else
+            bson_append_value(out, field, -1, &a->v);
+        return;
+    case AC_MERGEOBJECTS:
+        if (a->v.value_type == BSON_TYPE_EOD)
+            bson_append_document(out, field, -1, &(bson_t)BSON_INITIALIZER);
+        else
+            bson_append_value(out, field, -1, &a->v);
+        return;
+    case AC_PUSH:
+    case AC_ADDTOSET:
+        bson_append_array(out, field, -1, a->arr);
+        return;
+    default:
+        (void)r;
+        return;
+    }
+}
+
+static int
+run_group(const stage_t *s, mf_docvec_t *in, mf_docvec_t *out, mf_error_t *err)
+{
+    size_t nb = 64, ng = 0;
+    group_t **buckets = bson_malloc0(nb * sizeof *buckets);
+    group_t **order = NULL;
+    size_t ocap = 0;
+    int rc = 0;
+
+    for (size_t i = 0; i < in->len && rc == 0; i++) {
+        const bson_t *doc = in->docs[i];
+        bson_value_t key;
+        if (mf_expr_eval(s->expr, doc, &key, err) < 0) {
+            rc = -1;
+            break;
+        }
+        if (key.value_type == BSON_TYPE_EOD)
+            key.value_type = BSON_TYPE_NULL;
+        uint64_t h = vhash(&key, 1469598103934665603ULL);
+        group_t *g;
+        for (g = buckets[h % nb]; g; g = g->next_bucket)
+            if (mf_value_cmp(&g->key, &key) == 0)
+                break;
+        if (g == NULL) {
+            g = bson_malloc0(sizeof *g);
+            g->key = key;
+            key.value_type = BSON_TYPE_EOD;
+            g->acc = bson_malloc0((s->naccs ? s->naccs : 1) * sizeof *g->acc);
+            for (size_t a = 0; a < s->naccs; a++)
+                acc_init(&g->acc[a], s->accs[a].kind);
+            g->next_bucket = buckets[h % nb];
+            buckets[h % nb] = g;
+            if (ng == ocap) {
+                ocap = ocap ? ocap * 2 : 64;
+                order = bson_realloc(order, ocap * sizeof *order);
+            }
+            order[ng++] = g;
+            if (ng > nb * 2) {
+                /* Grow the table and rehash. */
+                size_t nnb = nb * 4;
+                group_t **nbk = bson_malloc0(nnb * sizeof *nbk);
+                for (size_t j = 0; j < ng; j++) {
+                    uint64_t hh = vhash(&order[j]->key, 1469598103934665603ULL);
+                    order[j]->next_bucket = nbk[hh % nnb];
+                    nbk[hh % nnb] = order[j];
+                }
+                bson_free(buckets);
+                buckets = nbk;
+                nb = nnb;
+            }
+        }
+        vfree(&key);
+        for (size_t a = 0; a < s->naccs && rc == 0; a++) {
+            bson_value_t v;
+            v.value_type = BSON_TYPE_EOD;
+            if (s->accs[a].expr && mf_expr_eval(s->accs[a].expr, doc, &v, err) < 0) {
+                rc = -1;
+                break;
+            }
+            if (acc_update(&g->acc[a], s->accs[a].kind, &v, err) < 0)
+                rc = -1;
+            vfree(&v);
+        }
+    }
+    for (size_t j = 0; j < ng; j++) {
+        group_t *g = order[j];
+        if (rc == 0) {
+            bson_t *d = bson_new();
+            bson_append_value(d, "_id", 3, &g->key);
+            for (size_t a = 0; a < s->naccs; a++)
+                acc_result(&g->acc[a], s->accs[a].kind, d, s->accs[a].field);
+            mf_docvec_push_steal(out, d);
+        }
+        vfree(&g->key);
+        for (size_t a = 0; a < s->naccs; a++)
+            acc_free(&g->acc[a], s->accs[a].kind);
+        bson_free(g->acc);
+        bson_free(g);
+    }
+    bson_free(order);
+    bson_free(buckets);
+    mf_docvec_destroy(in);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Parsing stages                                                           */
+/* ------------------------------------------------------------------------ */
+
+static void
+stage_free(stage_t *s)
+{
+    if (s->spec)
+        bson_destroy(s->spec);
+    mf_matcher_free(s->matcher);
+    mf_sort_free(s->sort);
+    pnodes_free(s->proj.nodes, s->proj.n);
+    mf_expr_free(s->expr);
+    for (size_t i = 0; i < s->naccs; i++) {
+        bson_free(s->accs[i].field);
+        mf_expr_free(s->accs[i].expr);
+    }
+    bson_free(s->accs);
+    bson_free(s->field);
+    bson_free(s->index_field);
+    bson_free(s->from);
+    bson_free(s->local);
+    bson_free(s->foreign);
+    mf_pipeline_free(s->sub);
+    for (size_t i = 0; i < s->nfacets; i++) {
+        bson_free(s->facet_names[i]);
+        mf_pipeline_free(s->facets[i]);
+    }
+    bson_free(s->facet_names);
+    bson_free(s->facets);
+}
+
+void
+mf_pipeline_free(mf_pipeline_t *p)
+{
+    if (p == NULL)
+        return;
+    for (size_t i = 0; i < p->n; i++)
+        stage_free(&p->stages[i]);
+    bson_free(p->stages);
+    bson_free(p);
+}
+
+static int
+parse_group(stage_t *s, const bson_value_t *v, mf_error_t *err)
+{
+    bson_iter_t it;
+    bool have_id = false;
+
+    if (v->value_type != BSON_TYPE_DOCUMENT)
+        return mf_err_set(err, MF_E_Location15947, "a group's fields must be specified in an object");
+    bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        const bson_value_t *fv = bson_iter_value(&it);
+        if (strcmp(k, "_id") == 0) {
+            if (have_id)
+                return mf_err_set(err, MF_E_Location16410, "a group's _id may only be specified once");
+            have_id = true;
+            s->expr = mf_expr_parse(fv, err);
+            if (s->expr == NULL)
+                return -1;
+            continue;
+        }
+        if (k[0] == '$')
+            return mf_err_set(err, MF_E_Location16410, "FieldPath field names may not start with '$'. Consider using $getField or $setField.");
+        if (strchr(k, '.'))
+            return mf_err_set(err, MF_E_Location16412, "The field name '%s' cannot contain '.'", k);
+        if (fv->value_type != BSON_TYPE_DOCUMENT)
+            return mf_err_set(err, MF_E_Location40234, "The field '%s' must be an accumulator object", k);
+        bson_iter_t ai;
+        bson_iter_init_from_data(&ai, fv->value.v_doc.data, fv->value.v_doc.data_len);
+        if (!bson_iter_next(&ai))
+            return mf_err_set(err, MF_E_Location40238, "The field '%s' must specify one accumulator", k);
+        const char *op = bson_iter_key(&ai);
+        const bson_value_t *arg = bson_iter_value(&ai);
+        bson_iter_t ai2 = ai;
+        if (bson_iter_next(&ai2))
+            return mf_err_set(err, MF_E_Location40238, "The field '%s' must specify one accumulator", k);
+        static const struct {
+            const char *name;
+            int kind;
+        } accs[] = {{"$sum", AC_SUM}, {"$avg", AC_AVG}, {"$min", AC_MIN}, {"$max", AC_MAX}, {"$first", AC_FIRST},
+                    {"$last", AC_LAST}, {"$push", AC_PUSH}, {"$addToSet", AC_ADDTOSET}, {"$count", AC_COUNT},
+                    {"$mergeObjects", AC_MERGEOBJECTS}, {NULL, 0}};
+        int kind = -1;
+        for (int i = 0; accs[i].name; i++)
+            if (strcmp(accs[i].name, op) == 0)
+                kind = accs[i].kind;
+        if (kind < 0)
+            return mf_err_set(err, MF_E_Location15952, "unknown group operator '%s'", op);
+        s->accs = bson_realloc(s->accs, (s->naccs + 1) * sizeof *s->accs);
+        acc_def_t *a = &s->accs[s->naccs++];
+        a->field = bson_strdup(k);
+        a->kind = kind;
+        a->expr = NULL;
+        if (kind == AC_COUNT) {
+            if (!is_empty_doc(arg))
+                return mf_err_set(err, MF_E_TypeMismatch, "$count only accepts an empty object as input");
+            continue;
+        }
+        if (arg->value_type == BSON_TYPE_ARRAY)
+            return mf_err_set(err, MF_E_Location40237, "The %s accumulator is a unary operator", op);
+        a->expr = mf_expr_parse(arg, err);
+        if (a->expr == NULL)
+            return -1;
+    }
+    if (!have_id)
+        return mf_err_set(err, MF_E_Location15955, "a group specification must include an _id");
+    return 0;
+}
+
+static int
+parse_unwind(stage_t *s, const bson_value_t *v, mf_error_t *err)
+{
+    const char *path = NULL;
+    bson_iter_t it;
+
+    if (v->value_type == BSON_TYPE_UTF8) {
+        path = v->value.v_utf8.str;
+    } else if (v->value_type == BSON_TYPE_DOCUMENT) {
+        bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
+        while (bson_iter_next(&it)) {
+            const char *k = bson_iter_key(&it);
+            if (strcmp(k, "path") == 0) {
+                if (!BSON_ITER_HOLDS_UTF8(&it))
+                    return mf_err_set(err, MF_E_Location28808, "expected a string as the path for $unwind stage, got %s",
+                                      mf_type_name(bson_iter_type(&it)));
+                path = bson_iter_utf8(&it, NULL);
+            } else if (strcmp(k, "preserveNullAndEmptyArrays") == 0) {
+                if (!BSON_ITER_HOLDS_BOOL(&it))
+                    return mf_err_set(err, MF_E_Location28809,
+                                      "expected a boolean for the preserveNullAndEmptyArrays option to $unwind stage, got %s",
+                                      mf_type_name(bson_iter_type(&it)));
+                s->preserve = bson_iter_bool(&it);
+            } else if (strcmp(k, "includeArrayIndex") == 0) {
+                if (!BSON_ITER_HOLDS_UTF8(&it))
+                    return mf_err_set(err, MF_E_Location28810,
+                                      "expected a non-empty string for the includeArrayIndex  option to $unwind stage, got %s",
+                                      mf_type_name(bson_iter_type(&it)));
+                const char *ix = bson_iter_utf8(&it, NULL);
+                if (ix[0] == '\0')
+                    return mf_err_set(err, MF_E_Location28810,
+                                      "expected a non-empty string for the includeArrayIndex  option to $unwind stage, got string");
+                if (ix[0] == '$')
+                    return mf_err_set(err, MF_E_Location28822,
+                                      "includeArrayIndex option to $unwind stage should not be prefixed with a '$': %s", ix);
+                bson_free(s->index_field);
+                s->index_field = bson_strdup(ix);
+            } else {
+                return mf_err_set(err, MF_E_Location28811, "unrecognized option to $unwind stage: %s", k);
+            }
+        }
+        if (path == NULL)
+            return mf_err_set(err, MF_E_Location28812, "no path specified to $unwind stage");
+    } else {
+        return mf_err_set(err, MF_E_Location15981,
+                          "expected either a string or an object as specification for $unwind stage, got %s",
+                          mf_type_name(v->value_type));
+    }
+    if (path[0] != '$')
+        return mf_err_set(err, MF_E_Location28818, "path option to $unwind stage should be prefixed with a '$': %s", path);
+    if (path[1] == '\0' || path[1] == '$')
+        return mf_err_set(err, MF_E_Location28818, "path option to $unwind stage should be prefixed with a '$': %s", path);
+    s->field = bson_strdup(path + 1);
+    return 0;
+}
+
+static int
+parse_lookup(stage_t *s, const bson_value_t *v, mf_error_t *err)
+{
+    bson_iter_t it;
+    const bson_value_t *pipeline = NULL;
+
+    if (v->value_type != BSON_TYPE_DOCUMENT)
+        return mf_err_set(err, MF_E_FailedToParse, "the $lookup specification must be an Object, but found %s",
+                          mf_type_name(v->value_type));
+    bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        char **dst = NULL;
+        if (strcmp(k, "from") == 0)
+            dst = &s->from;
+        else if (strcmp(k, "localField") == 0)
+            dst = &s->local;
+        else if (strcmp(k, "foreignField") == 0)
+            dst = &s->foreign;
+        else if (strcmp(k, "as") == 0)
+            dst = &s->field;
+        else if (strcmp(k, "pipeline") == 0) {
+            pipeline = bson_iter_value(&it);
+            continue;
+        } else if (strcmp(k, "let") == 0) {
+            return mf_err_set(err, MF_E_BadValue, "$lookup with 'let' is not supported");
+        } else {
+            return mf_err_set(err, MF_E_FailedToParse, "unknown argument to $lookup: %s", k);
+        }
+        if (!BSON_ITER_HOLDS_UTF8(&it))
+            return mf_err_set(err, MF_E_FailedToParse, "$lookup argument '%s: %s' must be a string, is type %s", k, "...",
+                              mf_type_name(bson_iter_type(&it)));
+        bson_free(*dst);
+        *dst = bson_strdup(bson_iter_utf8(&it, NULL));
+    }
+    if (s->field == NULL)
+        return mf_err_set(err, MF_E_FailedToParse, "must specify 'as' field for a $lookup");
+    if (s->from == NULL)
+        return mf_err_set(err, MF_E_FailedToParse, "must specify 'from' field for a $lookup");
+    if ((s->local == NULL) != (s->foreign == NULL))
+        return mf_err_set(err, MF_E_FailedToParse,
+                          "$lookup requires both or neither of 'localField' and 'foreignField' to be specified");
+    if (s->local == NULL && pipeline == NULL)
+        return mf_err_set(err, MF_E_FailedToParse,
+                          "$lookup requires either 'pipeline' or both 'localField' and 'foreignField' to be specified");
+    if (pipeline) {
+        if (pipeline->value_type != BSON_TYPE_ARRAY)
+            return mf_err_set(err, MF_E_FailedToParse, "'pipeline' option must be specified as an array");
+        s->sub = mf_pipeline_new(pipeline, err);
+        if (s->sub == NULL)
+            return -1;
+    }
+    return 0;
+}
+
+static int
+parse_count_field(const bson_value_t *v, const char *stage, char **out, mf_error_t *err)
+{
+    if (v->value_type != BSON_TYPE_UTF8 || v->value.v_utf8.len == 0)
+        return mf_err_set(err, MF_E_Location40156, "the count field must be a non-empty string");
+    if (v->value.v_utf8.str[0] == '$')
+        return mf_err_set(err, MF_E_Location40158, "the count field cannot be a $-prefixed path");
+    if (strchr(v->value.v_utf8.str, '.'))
+        return mf_err_set(err, MF_E_Location40160, "the count field cannot contain '.'");
+    *out = bson_strdup(v->value.v_utf8.str);
+    return 0;
+}
+
+static int
+parse_int_arg(const bson_value_t *v, int64_t *out)
+{
+    if (!mf_value_is_number(v))
+        return -1;
+    if (!mf_value_as_int64(v, out))
+        return -2;
+    return 0;
+}
+
+static int
+parse_stage(stage_t *s, const char *name, const bson_value_t *v, bool first, mf_error_t *err)
+{
+    int64_t n;
+    int r;
+
+    if (strcmp(name, "$match") == 0) {
+        s->kind = S_MATCH;
+        if (v->value_type != BSON_TYPE_DOCUMENT)
+            return mf_err_set(err, MF_E_Location15959, "the match filter must be an expression in an object");
+        s->spec = bson_new_from_data(v->value.v_doc.data, v->value.v_doc.data_len);
+        s->matcher = mf_matcher_new(s->spec, err);
+        return s->matcher ? 0 : -1;
+    }
+    if (strcmp(name, "$project") == 0) {
+        s->kind = S_PROJECT;
+        return parse_project(&s->proj, v, err);
+    }
+    if (strcmp(name, "$addFields") == 0 || strcmp(name, "$set") == 0) {
+        s->kind = S_ADDFIELDS;
+        if (v->value_type != BSON_TYPE_DOCUMENT)
+            return mf_err_set(err, MF_E_Location40272, "%s specification stage must be an object, got %s", name,
+                              mf_type_name(v->value_type));
+        return parse_spec(&s->proj.nodes, &s->proj.n, v, true, name, err);
+    }
+    if (strcmp(name, "$unset") == 0) {
+        s->kind = S_UNSET;
+        s->proj.exclusion = true;
+        if (v->value_type == BSON_TYPE_UTF8) {
+            pnode_t *p = ptree_insert(&s->proj.nodes, &s->proj.n, v->value.v_utf8.str, "$unset", err);
+            if (p == NULL)
+                return -1;
+            p->kind = P_EXCLUDE;
+            return 0;
+        }
+        if (v->value_type != BSON_TYPE_ARRAY)
+            return mf_err_set(err, MF_E_Location31002, "$unset specification must be a string or an array");
+        bson_iter_t it;
+        bool any = false;
+        bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
+        while (bson_iter_next(&it)) {
+            if (!BSON_ITER_HOLDS_UTF8(&it))
+                return mf_err_set(err, MF_E_Location31120,
+                                  "$unset specification must be a string or an array containing only string values");
+            pnode_t *p = ptree_insert(&s->proj.nodes, &s->proj.n, bson_iter_utf8(&it, NULL), "$unset", err);
+            if (p == NULL)
+                return -1;
+            p->kind = P_EXCLUDE;
+            any = true;
+        }
+        if (!any)
+            return mf_err_set(err, MF_E_Location31119, "$unset specification must be a string or an array with at least one field");
+        return 0;
+    }
+    if (strcmp(name, "$sort") == 0) {
+        s->kind = S_SORT;
+        if (v->value_type != BSON_TYPE_DOCUMENT)
+            return mf_err_set(err, MF_E_Location15973, "the $sort key specification must be an object");
+        if (is_empty_doc(v))
+            return mf_err_set(err, MF_E_Location15976, "$sort stage must have at least one sort key");
+        bson_t spec;
+        bson_init_static(&spec, v->value.v_doc.data, v->value.v_doc.data_len);
+        s->sort = mf_sort_new(&spec, err);
+        return s->sort ? 0 : -1;
+    }
+    if (strcmp(name, "$limit") == 0) {
+        s->kind = S_LIMIT;
+        r = parse_int_arg(v, &n);
+        if (r < 0)
+            return mf_err_set(err, MF_E_Location15957, "the limit must be specified as a number");
+        if (n <= 0)
+            return mf_err_set(err, MF_E_Location15958, "the limit must be positive");
+        s->n = n;
+        return 0;
+    }
+    if (strcmp(name, "$skip") == 0) {
+        s->kind = S_SKIP;
+        r = parse_int_arg(v, &n);
+        if (r < 0)
+            return mf_err_set(err, MF_E_Location15972, "Argument to $skip must be a number.");
+        if (n < 0)
+            return mf_err_set(err, MF_E_Location15956, "Argument to $skip cannot be negative");
+        s->n = n;
+        return 0;
+    }
+    if (strcmp(name, "$group") == 0) {
+        s->kind = S_GROUP;
+        return parse_group(s, v, err);
+    }
+    if (strcmp(name, "$count") == 0) {
+        s->kind = S_COUNT;
+        return parse_count_field(v, name, &s->field, err);
+    }
+    if (strcmp(name, "$unwind") == 0) {
+        s->kind = S_UNWIND;
+        return parse_unwind(s, v, err);
+    }
+    if (strcmp(name, "$replaceRoot") == 0 || strcmp(name, "$replaceWith") == 0) {
+        s->kind = S_REPLACEROOT;
+        const bson_value_t *root = v;
+        bson_iter_t it;
+        if (name[3] == 'p' && strcmp(name, "$replaceRoot") == 0) {
+            if (v->value_type != BSON_TYPE_DOCUMENT)
+                return mf_err_set(err, MF_E_Location40228, "expected an object as specification for $replaceRoot stage, got %s",
+                                  mf_type_name(v->value_type));
+            root = NULL;
+            bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
+            while (bson_iter_next(&it)) {
+                if (strcmp(bson_iter_key(&it), "newRoot") == 0)
+                    root = bson_iter_value(&it);
+                else
+                    return mf_err_set(err, MF_E_Location40415, "BSON field '$replaceRoot.%s' is an unknown field.",
+                                      bson_iter_key(&it));
+            }
+            if (root == NULL)
+                return mf_err_set(err, MF_E_Location40414,
+                                  "BSON field '$replaceRoot.newRoot' is missing but a required field");
+        }
+        s->expr = mf_expr_parse(root, err);
+        return s->expr ? 0 : -1;
+    }
+    if (strcmp(name, "$sortByCount") == 0) {
+        s->kind = S_SORTBYCOUNT;
+        if (!(v->value_type == BSON_TYPE_UTF8 && v->value.v_utf8.str[0] == '$') && !is_operator_doc(v))
+            return mf_err_set(err, MF_E_Location40148,
+                              "the sortByCount field must be defined as a $-prefixed path or an expression");
+        s->expr = mf_expr_parse(v, err);
+        if (s->expr == NULL)
+            return -1;
+        bson_t *spec = BCON_NEW("count", BCON_INT32(-1));
+        s->sort = mf_sort_new(spec, err);
+        bson_destroy(spec);
+        return s->sort ? 0 : -1;
+    }
+    if (strcmp(name, "$lookup") == 0) {
+        s->kind = S_LOOKUP;
+        return parse_lookup(s, v, err);
+    }
+    if (strcmp(name, "$facet") == 0) {
+        bson_iter_t it;
+        s->kind = S_FACET;
+        if (v->value_type != BSON_TYPE_DOCUMENT)
+            return mf_err_set(err, MF_E_Location15947, "argument to $facet stage must be an object, but found type: %s",
+                              mf_type_name(v->value_type));
+        bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
+        while (bson_iter_next(&it)) {
+            if (!BSON_ITER_HOLDS_ARRAY(&it))
+                return mf_err_set(err, MF_E_Location40170,
+                                  "arguments to $facet must be arrays, %s is type %s", bson_iter_key(&it),
+                                  mf_type_name(bson_iter_type(&it)));
+            mf_pipeline_t *sub = mf_pipeline_new(bson_iter_value(&it), err);
+            if (sub == NULL)
+                return -1;
+            s->facets = bson_realloc(s->facets, (s->nfacets + 1) * sizeof *s->facets);
+            s->facet_names = bson_realloc(s->facet_names, (s->nfacets + 1) * sizeof *s->facet_names);
+            s->facets[s->nfacets] = sub;
+            s->facet_names[s->nfacets++] = bson_strdup(bson_iter_key(&it));
+        }
+        if (s->nfacets == 0)
+            return mf_err_set(err, MF_E_Location40169, "the $facet specification must be a non-empty object");
+        return 0;
+    }
+    (void)first;
+    return mf_err_set(err, MF_E_Location40324, "Unrecognized pipeline stage name: '%s'", name);
+}
+
+mf_pipeline_t *
+mf_pipeline_new(const bson_value_t *pipeline, mf_error_t *err)
+{
+    bson_iter_t it;
+    mf_pipeline_t *p;
+
+    if (pipeline == NULL || pipeline->value_type != BSON_TYPE_ARRAY) {
+        mf_err_set(err, MF_E_TypeMismatch, "'pipeline' option must be specified as an array");
+        return NULL;
+    }
+    p = bson_malloc0(sizeof *p);
+    bson_iter_init_from_data(&it, pipeline->value.v_doc.data, pipeline->value.v_doc.data_len);
+    while (bson_iter_next(&it)) {
+        bson_iter_t si;
+        if (!BSON_ITER_HOLDS_DOCUMENT(&it)) {
+            mf_err_set(err, MF_E_TypeMismatch, "Each element of the 'pipeline' array must be an object");
+            mf_pipeline_free(p);
+            return NULL;
+        }
+        bson_iter_recurse(&it, &si);
+        int nf = 0;
+        bson_iter_t first;
+        while (bson_iter_next(&si)) {
+            if (nf == 0)
+                first = si;
+            nf++;
+        }
+        if (nf != 1) {
+            mf_err_set(err, MF_E_Location40323, "A pipeline stage specification object must contain exactly one field.");
+            mf_pipeline_free(p);
+            return NULL;
+        }
+        p->stages = bson_realloc(p->stages, (p->n + 1) * sizeof *p->stages);
+        stage_t *s = &p->stages[p->n++];
+        memset(s, 0, sizeof *s);
+        if (parse_stage(s, bson_iter_key(&first), bson_iter_value(&first), p->n == 1, err) < 0) {
+            mf_pipeline_free(p);
+            return NULL;
+        }
+    }
+    return p;
+}
+
+const bson_t *
+mf_pipeline_first_match(const mf_pipeline_t *p)
+{
+    if (p == NULL || p->n == 0 || p->stages[0].kind != S_MATCH)
+        return NULL;
+    return p->stages[0].spec;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Execution                                                                */
+/* ------------------------------------------------------------------------ */
+
+static int run_stages(const mf_pipeline_t *p, const mf_agg_env_t *env, mf_docvec_t *docs, mf_error_t *err);
+
+static int
+collect_visit(void *arg, const bson_t *doc)
+{
+    mf_docvec_push((mf_docvec_t *)arg, doc);
+    return 0;
+}
+
+/* Values of a path with query-style array traversal, for $lookup. */
+typedef struct lvals {
+    bson_t arr;
+    uint32_t n;
+    bool saw_missing;
+} lvals_t;
+
+static bool
+lookup_visit(void *arg, const bson_value_t *v, int32_t pos)
+{
+    lvals_t *l = arg;
+    char buf[16];
+    const char *key;
+
+    (void)pos;
+    if (v == NULL || v->value_type == BSON_TYPE_EOD) {
+        l->saw_missing = true;
+        return false;
+    }
+    if (v->value_type == BSON_TYPE_ARRAY) {
+        bson_iter_t it;
+        bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
+        while (bson_iter_next(&it)) {
+            bson_uint32_to_string(l->n++, &key, buf, sizeof buf);
+            bson_append_value(&l->arr, key, -1, bson_iter_value(&it));
+        }
+        return false;
+    }
+    bson_uint32_to_string(l->n++, &key, buf, sizeof buf);
+    bson_append_value(&l->arr, key, -1, v);
+    return false;
+}
+
+#include "query/path.h"
+
+static int
+run_lookup(const stage_t *s, const mf_agg_env_t *env, mf_docvec_t *in, mf_docvec_t *out, mf_error_t *err)
+{
+    mf_docvec_t foreign;
+    int rc = 0;
+
+    mf_docvec_init(&foreign);
+    if (env == NULL || env->scan == NULL) {
+        mf_docvec_destroy(in);
+        return mf_err_set(err, MF_E_InternalError, "$lookup needs a collection scanner");
+    }
+    if (env->scan(env->ctx, s->from, NULL, collect_visit, &foreign, err) < 0) {
+        mf_docvec_destroy(in);
+        mf_docvec_destroy(&foreign);
+        return -1;
+    }
+    for (size_t i = 0; i < in->len && rc == 0; i++) {
+        bson_t *doc = in->docs[i];
+        mf_docvec_t matched;
+        mf_docvec_init(&matched);
+        if (s->local) {
+            lvals_t l;
+            bson_t filter = BSON_INITIALIZER, cond;
+            bson_init(&l.arr);
+            l.n = 0;
+            l.saw_missing = false;
+            mf_path_walk(doc, s->local, lookup_visit, &l);
+            if (l.n == 0 || l.saw_missing) {
+                char buf[16];
+                const char *key;
+                bson_uint32_to_string(l.n++, &key, buf, sizeof buf);
+                bson_append_null(&l.arr, key, -1);
+            }
+            bson_append_document_begin(&filter, s->foreign, -1, &cond);
+            bson_append_array(&cond, "$in", 3, &l.arr);
+            bson_append_document_end(&filter, &cond);
+            bson_destroy(&l.arr);
+            mf_matcher_t *m = mf_matcher_new(&filter, err);
+            bson_destroy(&filter);
+            if (m == NULL) {
+                rc = -1;
+                break;
+            }
+            for (size_t j = 0; j < foreign.len; j++)
+                if (mf_matcher_match(m, foreign.docs[j], NULL))
+                    mf_docvec_push(&matched, foreign.docs[j]);
+            mf_matcher_free(m);
+        } else {
+            for (size_t j = 0; j < foreign.len; j++)
+                mf_docvec_push(&matched, foreign.docs[j]);
+        }
+        if (s->sub && run_stages(s->sub, env, &matched, err) < 0) {
+            mf_docvec_destroy(&matched);
+            rc = -1;
+            break;
+        }
+        bson_t arr = BSON_INITIALIZER;
+        for (size_t j = 0; j < matched.len; j++) {
+            char buf[16];
+            const char *key;
+            bson_uint32_to_string((uint32_t)j, &key, buf, sizeof buf);
+            bson_append_document(&arr, key, -1, matched.docs[j]);
+        }
+        mf_docvec_destroy(&matched);
+        bson_value_t av;
+        memset(&av, 0, sizeof av);
+        av.value_type = BSON_TYPE_ARRAY;
+        av.value.v_doc.data = (uint8_t *)bson_get_data(&arr);
+        av.value.v_doc.data_len = arr.len;
+        mf_docvec_push_steal(out, doc_set_path(doc, s->field, &av));
+        bson_destroy(&arr);
+    }
+    mf_docvec_destroy(&foreign);
+    mf_docvec_destroy(in);
+    return rc;
+}
+
+static void
+run_unwind(const stage_t *s, mf_docvec_t *in, mf_docvec_t *out)
+{
+    for (size_t i = 0; i < in->len; i++) {
+        bson_t *doc = in->docs[i];
+        bson_value_t v, idx;
+        bool found = get_path_nt(doc, s->field, &v);
+
+        memset(&idx, 0, sizeof idx);
+        idx.value_type = BSON_TYPE_NULL;
+        if (found && v.value_type == BSON_TYPE_ARRAY) {
+            bson_iter_t it;
+            int64_t k = 0;
+            bson_value_t arr;
+            bool any = false;
+            vcopy(&arr, &v); /* v points into doc, which each output rebuilds from */
+            bson_iter_init_from_data(&it, arr.value.v_doc.data, arr.value.v_doc.data_len);
+            while (bson_iter_next(&it)) {
+                bson_t *o = doc_set_path(doc, s->field, bson_iter_value(&it));
+                any = true;
+                if (s->index_field) {
+                    bson_value_t iv;
+                    memset(&iv, 0, sizeof iv);
+                    iv.value_type = BSON_TYPE_INT64;
+                    iv.value.v_int64 = k;
+                    bson_t *o2 = doc_set_path(o, s->index_field, &iv);
+                    bson_destroy(o);
+                    o = o2;
+                }
+                k++;
+                mf_docvec_push_steal(out, o);
+            }
+            vfree(&arr);
+            if (!any && s->preserve) {
+                bson_value_t missing;
+                missing.value_type = BSON_TYPE_EOD;
+                bson_t *o = doc_set_path(doc, s->field, &missing);
+                if (s->index_field) {
+                    bson_t *o2 = doc_set_path(o, s->index_field, &idx);
+                    bson_destroy(o);
+                    o = o2;
+                }
+                mf_docvec_push_steal(out, o);
+            }
+            continue;
+        }
+        if (!found || v.value_type == BSON_TYPE_NULL || v.value_type == BSON_TYPE_UNDEFINED) {
+            if (!s->preserve)
+                continue;
+        }
+        /* A non-array value (or a preserved null/missing) passes through as one document. */
+        if (s->index_field)
+            mf_docvec_push_steal(out, doc_set_path(doc, s->index_field, &idx));
+        else
+            mf_docvec_push(out, doc);
+    }
+    mf_docvec_destroy(in);
+}
+
+static int
+run_stage(const stage_t *s, const mf_agg_env_t *env, mf_docvec_t *in, mf_docvec_t *out, mf_error_t *err)
+{
+    switch (s->kind) {
+    case S_MATCH:
+        for (size_t i = 0; i < in->len; i++) {
+            if (mf_matcher_match(s->matcher, in->docs[i], NULL))
+                mf_docvec_push_steal(out, in->docs[i]);
+            else
+                bson_destroy(in->docs[i]);
+        }
+        in->len = 0;
+        mf_docvec_destroy(in);
+        return 0;
+    case S_PROJECT:
+    case S_UNSET:
+    case S_ADDFIELDS:
+        for (size_t i = 0; i < in->len; i++) {
+            bson_value_t dv, r;
+            doc_value(in->docs[i], &dv);
+            if (s->kind == S_ADDFIELDS) {
+                fl_t f;
+                fl_from(&f, &dv);
+                if (add_fields_fl(s->proj.nodes, s->proj.n, &f, in->docs[i], err) < 0) {
+                    fl_free(&f);
+                    mf_docvec_destroy(in);
+                    return -1;
+                }
+                fl_to_value(&f, &r);
+            } else if (s->proj.exclusion) {
+                excl_doc(s->proj.nodes, s->proj.n, &dv, &r);
+            } else if (incl_doc(s->proj.nodes, s->proj.n, &dv, in->docs[i], &r, err) < 0) {
+                mf_docvec_destroy(in);
+                return -1;
+            }
+            mf_docvec_push_steal(out, value_to_doc(&r));
+            vfree(&r);
+        }
+        mf_docvec_destroy(in);
+        return 0;
+    case S_SORT:
+        mf_sort_docs(s->sort, in->docs, in->len);
+        take_vec(out, in);
+        return 0;
+    case S_LIMIT:
+    case S_SKIP:
+        for (size_t i = 0; i < in->len; i++) {
+            bool keep = s->kind == S_LIMIT ? (int64_t)i < s->n : (int64_t)i >= s->n;
+            if (keep)
+                mf_docvec_push_steal(out, in->docs[i]);
+            else
+                bson_destroy(in->docs[i]);
+        }
+        in->len = 0;
+        mf_docvec_destroy(in);
+        return 0;
+    case S_GROUP:
+        return run_group(s, in, out, err);
+    case S_COUNT:
+        if (in->len > 0) {
+            bson_t *d = bson_new();
+            if (in->len <= INT32_MAX)
+                bson_append_int32(d, s->field, -1, (int32_t)in->len);
+            else
+                bson_append_int64(d, s->field, -1, (int64_t)in->len);
+            mf_docvec_push_steal(out, d);
+        }
+        mf_docvec_destroy(in);
+        return 0;
+    case S_UNWIND:
+        run_unwind(s, in, out);
+        return 0;
+    case S_REPLACEROOT:
+        for (size_t i = 0; i < in->len; i++) {
+            bson_value_t r;
+            if (mf_expr_eval(s->expr, in->docs[i], &r, err) < 0) {
+                mf_docvec_destroy(in);
+                return -1;
+            }
+            if (r.value_type != BSON_TYPE_DOCUMENT) {
+                mf_err_set(err, MF_E_Location40228,
+                           "'newRoot' expression must evaluate to an object, but resulting value was: %s. Type of resulting value: '%s'.",
+                           r.value_type == BSON_TYPE_EOD ? "MISSING" : "...",
+                           r.value_type == BSON_TYPE_EOD ? "missing" : mf_type_name(r.value_type));
+                vfree(&r);
+                mf_docvec_destroy(in);
+                return -1;
+            }
+            mf_docvec_push_steal(out, value_to_doc(&r));
+            vfree(&r);
+        }
+        mf_docvec_destroy(in);
+        return 0;
+    case S_SORTBYCOUNT: {
+        stage_t g;
+        acc_def_t acc = {"count", AC_SUM, NULL};
+        bson_value_t one;
+        mf_docvec_t grouped;
+        memset(&g, 0, sizeof g);
+        g.kind = S_GROUP;
+        g.expr = s->expr;
+        memset(&one, 0, sizeof one);
+        one.value_type = BSON_TYPE_INT32;
+        one.value.v_int32 = 1;
+        acc.expr = mf_expr_parse(&one, err);
+        g.accs = &acc;
+        g.naccs = 1;
+        mf_docvec_init(&grouped);
+        int rc = run_group(&g, in, &grouped, err);
+        mf_expr_free(acc.expr);
+        if (rc < 0) {
+            mf_docvec_destroy(&grouped);
+            return -1;
+        }
+        mf_sort_docs(s->sort, grouped.docs, grouped.len);
+        take_vec(out, &grouped);
+        return 0;
+    }
+    case S_LOOKUP:
+        return run_lookup(s, env, in, out, err);
+    case S_FACET: {
+        bson_t *d = bson_new();
+        for (size_t f = 0; f < s->nfacets; f++) {
+            mf_docvec_t copy;
+            mf_docvec_init(&copy);
+            for (size_t i = 0; i < in->len; i++)
+                mf_docvec_push(&copy, in->docs[i]);
+            if (run_stages(s->facets[f], env, &copy, err) < 0) {
+                mf_docvec_destroy(&copy);
+                bson_destroy(d);
+                mf_docvec_destroy(in);
+                return -1;
+            }
+            bson_t arr;
+            bson_append_array_begin(d, s->facet_names[f], -1, &arr);
+            for (size_t i = 0; i < copy.len; i++) {
+                char buf[16];
+                const char *key;
+                bson_uint32_to_string((uint32_t)i, &key, buf, sizeof buf);
+                bson_append_document(&arr, key, -1, copy.docs[i]);
+            }
+            bson_append_array_end(d, &arr);
+            mf_docvec_destroy(&copy);
+        }
+        mf_docvec_push_steal(out, d);
+        mf_docvec_destroy(in);
+        return 0;
+    }
+    default:
+        mf_docvec_destroy(in);
+        return mf_err_set(err, MF_E_InternalError, "unknown stage kind");
+    }
+}
+
+/* run_stages: runs every stage of p over *docs in place (docs holds the result). */
+static int
+run_stages(const mf_pipeline_t *p, const mf_agg_env_t *env, mf_docvec_t *docs, mf_error_t *err)
+{
+    for (size_t i = 0; i < p->n; i++) {
+        mf_docvec_t out;
+        mf_docvec_init(&out);
+        if (run_stage(&p->stages[i], env, docs, &out, err) < 0) {
+            mf_docvec_destroy(&out);
+            mf_docvec_init(docs);
+            return -1;
+        }
+        *docs = out;
+    }
+    return 0;
+}
+
+int
+mf_pipeline_run(const mf_pipeline_t *p, const mf_agg_env_t *env, const char *coll, mf_docvec_t *out, mf_error_t *err)
+{
+    mf_docvec_t docs;
+
+    mf_docvec_init(&docs);
+    if (env == NULL || env->scan == NULL)
+        return mf_err_set(err, MF_E_InternalError, "aggregation needs a collection scanner");
+    if (env->scan(env->ctx, coll, mf_pipeline_first_match(p), collect_visit, &docs, err) < 0) {
+        mf_docvec_destroy(&docs);
+        return -1;
+    }
+    if (run_stages(p, env, &docs, err) < 0)
+        return -1;
+    take_vec(out, &docs);
+    return 0;
+}

@@ -1,0 +1,3802 @@
+/*
+ * expr.c: aggregation expressions, parsed once into a tree, evaluated many times.
+ *
+ * Design. mf_expr_parse turns a BSON value into a tree of nodes of six kinds:
+ * literals (an owned bson_value_t), field paths ("$a.b", split into
+ * components), variables ("$$name.rest"), document expressions ({a: <expr>}),
+ * array expressions ([<expr>, ...]) and operator nodes ({$op: args}). An
+ * operator node holds its arguments as child expressions in fixed slots; the
+ * operators that take named arguments ($cond, $switch, $map, $filter, $reduce,
+ * $let, $convert, $trim, $dateToString, $regexMatch, $getField, date parts)
+ * are parsed into positional slots too, with NULL for an absent optional one.
+ * Parsing validates argument counts and variable names (a parse-time scope
+ * stack resolves "$$x" references; an undefined one is refused), so
+ * evaluation never re-reads the source BSON.
+ *
+ * Evaluation. ev() returns an owned bson_value_t; "missing" is represented by
+ * BSON_TYPE_EOD and is distinct from null (arithmetic and most operators turn
+ * both into null; document expressions drop missing fields; array expressions
+ * turn them into null). User variables ($let, $map/$filter "as", $reduce's
+ * $$value/$$this) live on a linked stack of borrowed values in the evaluation
+ * context, innermost first. Comparisons use mf_value_cmp's canonical order,
+ * with missing ordering below null as in MongoDB.
+ *
+ * Numbers. Integer arithmetic is exact in int64 with overflow detection:
+ * int32 results that overflow become int64, int64 results that overflow
+ * become double. Decimal128 is approximated by computing in double and
+ * converting back (libbson has no decimal arithmetic).
+ *
+ * Invariant: every value produced by ev() is owned by its caller and must be
+ * released with vfree() (bson_value_destroy, which is a no-op for EOD).
+ */
+#include "query/expr.h"
+
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <ctype.h>
+#include <errno.h>
+#include <float.h>
+#include <limits.h>
+#include <math.h>
+#include <pcre2.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "query/value.h"
+
+/* ------------------------------------------------------------------------ */
+/* Node layout                                                              */
+/* ------------------------------------------------------------------------ */
+
+enum kind { K_LIT, K_FIELD, K_VAR, K_OBJ, K_ARR, K_OP };
+
+enum var_id { VAR_ROOT = 1, VAR_CURRENT, VAR_NOW, VAR_REMOVE, VAR_USER };
+
+enum op_id {
+    OP_EQ = 1, OP_NE, OP_GT, OP_GTE, OP_LT, OP_LTE, OP_CMP,
+    OP_AND, OP_OR, OP_NOT, OP_COND, OP_IFNULL, OP_SWITCH,
+    OP_ADD, OP_SUBTRACT, OP_MULTIPLY, OP_DIVIDE, OP_MOD, OP_ABS, OP_CEIL, OP_FLOOR,
+    OP_ROUND, OP_TRUNC, OP_SQRT, OP_POW, OP_EXP, OP_LN, OP_LOG10, OP_LOG,
+    OP_CONCAT, OP_TOLOWER, OP_TOUPPER, OP_SUBSTR, OP_SUBSTRBYTES, OP_SUBSTRCP,
+    OP_STRLENCP, OP_STRLENBYTES, OP_SPLIT, OP_TRIM, OP_LTRIM, OP_RTRIM, OP_INDEXOFCP,
+    OP_INDEXOFBYTES, OP_STRCASECMP,
+    OP_SIZE, OP_ARRAYELEMAT, OP_FIRST, OP_LAST, OP_IN, OP_CONCATARRAYS, OP_SLICE,
+    OP_ISARRAY, OP_REVERSEARRAY, OP_RANGE, OP_FILTER, OP_MAP, OP_REDUCE,
+    OP_SUM, OP_AVG, OP_MIN, OP_MAX,
+    OP_TYPE, OP_TOSTRING, OP_TOINT, OP_TOLONG, OP_TODOUBLE, OP_TODECIMAL, OP_TOBOOL,
+    OP_TODATE, OP_TOOBJECTID, OP_CONVERT, OP_ISNUMBER,
+    OP_YEAR, OP_MONTH, OP_DAYOFMONTH, OP_HOUR, OP_MINUTE, OP_SECOND, OP_MILLISECOND,
+    OP_DAYOFWEEK, OP_DAYOFYEAR, OP_DATETOSTRING,
+    OP_MERGEOBJECTS, OP_OBJECTTOARRAY, OP_ARRAYTOOBJECT,
+    OP_SETUNION, OP_SETINTERSECTION, OP_SETDIFFERENCE, OP_SETISSUBSET, OP_SETEQUALS,
+    OP_ANYELEMENTTRUE, OP_ALLELEMENTSTRUE, OP_GETFIELD, OP_REGEXMATCH, OP_LET,
+    OP_LITERAL,
+};
+
+/* How an operator's arguments are written. */
+enum argform { A_POS, A_COND, A_SWITCH, A_MAP, A_FILTER, A_REDUCE, A_LET, A_CONVERT, A_TRIM,
+               A_DATETOSTRING, A_REGEX, A_GETFIELD, A_DATEPART, A_LITERAL };
+
+typedef struct op_def {
+    const char *name;
+    int id;
+    int form;
+    int min, max; /* positional argument counts; max -1 = unbounded */
+} op_def_t;
+
+static const op_def_t OPS[] = {
+    {"$eq", OP_EQ, A_POS, 2, 2}, {"$ne", OP_NE, A_POS, 2, 2}, {"$gt", OP_GT, A_POS, 2, 2},
+    {"$gte", OP_GTE, A_POS, 2, 2}, {"$lt", OP_LT, A_POS, 2, 2}, {"$lte", OP_LTE, A_POS, 2, 2},
+    {"$cmp", OP_CMP, A_POS, 2, 2}, {"$and", OP_AND, A_POS, 0, -1}, {"$or", OP_OR, A_POS, 0, -1},
+    {"$not", OP_NOT, A_POS, 1, 1}, {"$cond", OP_COND, A_COND, 3, 3},
+    {"$ifNull", OP_IFNULL, A_POS, 2, -1}, {"$switch", OP_SWITCH, A_SWITCH, 0, 0},
+    {"$add", OP_ADD, A_POS, 0, -1}, {"$subtract", OP_SUBTRACT, A_POS, 2, 2},
+    {"$multiply", OP_MULTIPLY, A_POS, 0, -1}, {"$divide", OP_DIVIDE, A_POS, 2, 2},
+    {"$mod", OP_MOD, A_POS, 2, 2}, {"$abs", OP_ABS, A_POS, 1, 1}, {"$ceil", OP_CEIL, A_POS, 1, 1},
+    {"$floor", OP_FLOOR, A_POS, 1, 1}, {"$round", OP_ROUND, A_POS, 1, 2},
+    {"$trunc", OP_TRUNC, A_POS, 1, 2}, {"$sqrt", OP_SQRT, A_POS, 1, 1}, {"$pow", OP_POW, A_POS, 2, 2},
+    {"$exp", OP_EXP, A_POS, 1, 1}, {"$ln", OP_LN, A_POS, 1, 1}, {"$log10", OP_LOG10, A_POS, 1, 1},
+    {"$log", OP_LOG, A_POS, 2, 2},
+    {"$concat", OP_CONCAT, A_POS, 0, -1}, {"$toLower", OP_TOLOWER, A_POS, 1, 1},
+    {"$toUpper", OP_TOUPPER, A_POS, 1, 1}, {"$substr", OP_SUBSTR, A_POS, 3, 3},
+    {"$substrBytes", OP_SUBSTRBYTES, A_POS, 3, 3}, {"$substrCP", OP_SUBSTRCP, A_POS, 3, 3},
+    {"$strLenCP", OP_STRLENCP, A_POS, 1, 1}, {"$strLenBytes", OP_STRLENBYTES, A_POS, 1, 1},
+    {"$split", OP_SPLIT, A_POS, 2, 2}, {"$trim", OP_TRIM, A_TRIM, 0, 0},
+    {"$ltrim", OP_LTRIM, A_TRIM, 0, 0}, {"$rtrim", OP_RTRIM, A_TRIM, 0, 0},
+    {"$indexOfCP", OP_INDEXOFCP, A_POS, 2, 4}, {"$indexOfBytes", OP_INDEXOFBYTES, A_POS, 2, 4},
+    {"$strcasecmp", OP_STRCASECMP, A_POS, 2, 2},
+    {"$size", OP_SIZE, A_POS, 1, 1}, {"$arrayElemAt", OP_ARRAYELEMAT, A_POS, 2, 2},
+    {"$first", OP_FIRST, A_POS, 1, 1}, {"$last", OP_LAST, A_POS, 1, 1}, {"$in", OP_IN, A_POS, 2, 2},
+    {"$concatArrays", OP_CONCATARRAYS, A_POS, 0, -1}, {"$slice", OP_SLICE, A_POS, 2, 3},
+    {"$isArray", OP_ISARRAY, A_POS, 1, 1}, {"$reverseArray", OP_REVERSEARRAY, A_POS, 1, 1},
+    {"$range", OP_RANGE, A_POS, 2, 3}, {"$filter", OP_FILTER, A_FILTER, 0, 0},
+    {"$map", OP_MAP, A_MAP, 0, 0}, {"$reduce", OP_REDUCE, A_REDUCE, 0, 0},
+    {"$sum", OP_SUM, A_POS, 0, -1}, {"$avg", OP_AVG, A_POS, 0, -1}, {"$min", OP_MIN, A_POS, 0, -1},
+    {"$max", OP_MAX, A_POS, 0, -1}, {"$type", OP_TYPE, A_POS, 1, 1},
+    {"$toString", OP_TOSTRING, A_POS, 1, 1}, {"$toInt", OP_TOINT, A_POS, 1, 1},
+    {"$toLong", OP_TOLONG, A_POS, 1, 1}, {"$toDouble", OP_TODOUBLE, A_POS, 1, 1},
+    {"$toDecimal", OP_TODECIMAL, A_POS, 1, 1}, {"$toBool", OP_TOBOOL, A_POS, 1, 1},
+    {"$toDate", OP_TODATE, A_POS, 1, 1}, {"$toObjectId", OP_TOOBJECTID, A_POS, 1, 1},
+    {"$convert", OP_CONVERT, A_CONVERT, 0, 0}, {"$isNumber", OP_ISNUMBER, A_POS, 1, 1},
+    {"$year", OP_YEAR, A_DATEPART, 1, 1}, {"$month", OP_MONTH, A_DATEPART, 1, 1},
+    {"$dayOfMonth", OP_DAYOFMONTH, A_DATEPART, 1, 1}, {"$hour", OP_HOUR, A_DATEPART, 1, 1},
+    {"$minute", OP_MINUTE, A_DATEPART, 1, 1}, {"$second", OP_SECOND, A_DATEPART, 1, 1},
+    {"$millisecond", OP_MILLISECOND, A_DATEPART, 1, 1},
+    {"$dayOfWeek", OP_DAYOFWEEK, A_DATEPART, 1, 1}, {"$dayOfYear", OP_DAYOFYEAR, A_DATEPART, 1, 1},
+    {"$dateToString", OP_DATETOSTRING, A_DATETOSTRING, 0, 0},
+    {"$mergeObjects", OP_MERGEOBJECTS, A_POS, 0, -1},
+    {"$objectToArray", OP_OBJECTTOARRAY, A_POS, 1, 1},
+    {"$arrayToObject", OP_ARRAYTOOBJECT, A_POS, 1, 1},
+    {"$setUnion", OP_SETUNION, A_POS, 0, -1}, {"$setIntersection", OP_SETINTERSECTION, A_POS, 0, -1},
+    {"$setDifference", OP_SETDIFFERENCE, A_POS, 2, 2}, {"$setIsSubset", OP_SETISSUBSET, A_POS, 2, 2},
+    {"$setEquals", OP_SETEQUALS, A_POS, 2, -1},
+    {"$anyElementTrue", OP_ANYELEMENTTRUE, A_POS, 1, 1},
+    {"$allElementsTrue", OP_ALLELEMENTSTRUE, A_POS, 1, 1},
+    {"$getField", OP_GETFIELD, A_GETFIELD, 0, 0}, {"$regexMatch", OP_REGEXMATCH, A_REGEX, 0, 0},
+    {"$let", OP_LET, A_LET, 0, 0}, {"$literal", OP_LITERAL, A_LITERAL, 0, 0},
+    {NULL, 0, 0, 0, 0},
+};
+
+struct mf_expr {
+    int kind;
+    bson_value_t lit;   /* K_LIT: owned */
+    char **path;        /* K_FIELD, K_VAR: components after the root/variable (owned) */
+    size_t npath;
+    int var;            /* K_VAR: enum var_id */
+    char *name;         /* K_VAR user variable name; $map/$filter "as" (owned) */
+    const op_def_t *op; /* K_OP */
+    mf_expr_t **args;   /* K_OP slots (may hold NULL), K_ARR elements, K_OBJ values */
+    size_t nargs;
+    char **keys;        /* K_OBJ field names; $let variable names (owned) */
+    size_t nkeys;
+    int tz_offset;      /* not used at parse; reserved */
+};
+
+/* A parse-time scope of user variable names. */
+typedef struct scope {
+    const char *name;
+    const struct scope *up;
+} scope_t;
+
+/* Evaluation-time variable binding (value borrowed). */
+typedef struct binding {
+    const char *name;
+    const bson_value_t *val;
+    const struct binding *up;
+} binding_t;
+
+typedef struct ctx {
+    const bson_t *root;
+    bson_value_t rootv; /* borrowed view of root as a document value */
+    int64_t now;
+    const binding_t *vars;
+    mf_error_t *err;
+} ctx_t;
+
+/* ------------------------------------------------------------------------ */
+/* Value helpers                                                            */
+/* ------------------------------------------------------------------------ */
+
+static void
+vfree(bson_value_t *v)
+{
+    if (v->value_type != BSON_TYPE_EOD)
+        bson_value_destroy(v);
+    v->value_type = BSON_TYPE_EOD;
+}
+
+static void
+vcopy(bson_value_t *dst, const bson_value_t *src)
+{
+    if (src == NULL || src->value_type == BSON_TYPE_EOD) {
+        memset(dst, 0, sizeof *dst);
+        dst->value_type = BSON_TYPE_EOD;
+        return;
+    }
+    bson_value_copy(src, dst);
+}
+
+static void
+set_missing(bson_value_t *o)
+{
+    memset(o, 0, sizeof *o);
+    o->value_type = BSON_TYPE_EOD;
+}
+
+static void
+set_null(bson_value_t *o)
+{
+    memset(o, 0, sizeof *o);
+    o->value_type = BSON_TYPE_NULL;
+}
+
+static void
+set_bool(bson_value_t *o, bool b)
+{
+    memset(o, 0, sizeof *o);
+    o->value_type = BSON_TYPE_BOOL;
+    o->value.v_bool = b;
+}
+
+static void
+set_i32(bson_value_t *o, int32_t x)
+{
+    memset(o, 0, sizeof *o);
+    o->value_type = BSON_TYPE_INT32;
+    o->value.v_int32 = x;
+}
+
+static void
+set_i64(bson_value_t *o, int64_t x)
+{
+    memset(o, 0, sizeof *o);
+    o->value_type = BSON_TYPE_INT64;
+    o->value.v_int64 = x;
+}
+
+static void
+set_dbl(bson_value_t *o, double x)
+{
+    memset(o, 0, sizeof *o);
+    o->value_type = BSON_TYPE_DOUBLE;
+    o->value.v_double = x;
+}
+
+static void
+set_date(bson_value_t *o, int64_t ms)
+{
+    memset(o, 0, sizeof *o);
+    o->value_type = BSON_TYPE_DATE_TIME;
+    o->value.v_datetime = ms;
+}
+
+static void
+set_dec_from_double(bson_value_t *o, double x)
+{
+    char buf[64];
+
+    memset(o, 0, sizeof *o);
+    o->value_type = BSON_TYPE_DECIMAL128;
+    if (isnan(x))
+        snprintf(buf, sizeof buf, "NaN");
+    else if (isinf(x))
+        snprintf(buf, sizeof buf, x > 0 ? "Infinity" : "-Infinity");
+    else
+        snprintf(buf, sizeof buf, "%.15g", x);
+    bson_decimal128_from_string(buf, &o->value.v_decimal128);
+}
+
+/* set_strn: o becomes an owned copy of the len bytes at s. */
+static void
+set_strn(bson_value_t *o, const char *s, size_t len)
+{
+    memset(o, 0, sizeof *o);
+    o->value_type = BSON_TYPE_UTF8;
+    o->value.v_utf8.str = bson_malloc(len + 1);
+    if (len)
+        memcpy(o->value.v_utf8.str, s, len);
+    o->value.v_utf8.str[len] = '\0';
+    o->value.v_utf8.len = (uint32_t)len;
+}
+
+static void
+set_str(bson_value_t *o, const char *s)
+{
+    set_strn(o, s, strlen(s));
+}
+
+/* take_bson: o becomes a document/array value holding a copy of b's bytes; b is destroyed. */
+static void
+take_bson(bson_value_t *o, bson_t *b, bool is_array)
+{
+    memset(o, 0, sizeof *o);
+    o->value_type = is_array ? BSON_TYPE_ARRAY : BSON_TYPE_DOCUMENT;
+    o->value.v_doc.data_len = b->len;
+    o->value.v_doc.data = bson_malloc(b->len);
+    memcpy(o->value.v_doc.data, bson_get_data(b), b->len);
+    bson_destroy(b);
+}
+
+static bool
+is_nullish(const bson_value_t *v)
+{
+    return v->value_type == BSON_TYPE_EOD || v->value_type == BSON_TYPE_NULL ||
+           v->value_type == BSON_TYPE_UNDEFINED;
+}
+
+static bool
+is_num(const bson_value_t *v)
+{
+    return v->value_type == BSON_TYPE_INT32 || v->value_type == BSON_TYPE_INT64 ||
+           v->value_type == BSON_TYPE_DOUBLE || v->value_type == BSON_TYPE_DECIMAL128;
+}
+
+static const char *
+tname(const bson_value_t *v)
+{
+    if (v->value_type == BSON_TYPE_EOD)
+        return "missing";
+    return mf_type_name(v->value_type);
+}
+
+static double
+as_dbl(const bson_value_t *v)
+{
+    return mf_value_as_double(v);
+}
+
+/* An array builder: appends values under keys "0", "1", ... */
+typedef struct abuild {
+    bson_t b;
+    uint32_t i;
+} abuild_t;
+
+static void
+ab_init(abuild_t *a)
+{
+    bson_init(&a->b);
+    a->i = 0;
+}
+
+/* ab_push: appends v (missing is appended as null). */
+static void
+ab_push(abuild_t *a, const bson_value_t *v)
+{
+    char buf[16];
+    const char *key;
+    bson_value_t n;
+
+    bson_uint32_to_string(a->i++, &key, buf, sizeof buf);
+    if (v->value_type == BSON_TYPE_EOD) {
+        set_null(&n);
+        v = &n;
+    }
+    bson_append_value(&a->b, key, -1, v);
+}
+
+static void
+ab_finish(abuild_t *a, bson_value_t *o)
+{
+    take_bson(o, &a->b, true);
+}
+
+/* Borrowed view of an array's elements. */
+typedef struct elems {
+    bson_value_t *v;
+    size_t n;
+} elems_t;
+
+static void
+elems_of(const bson_value_t *arr, elems_t *e)
+{
+    bson_iter_t it;
+    size_t cap = 8;
+
+    e->n = 0;
+    e->v = bson_malloc(cap * sizeof *e->v);
+    if (!bson_iter_init_from_data(&it, arr->value.v_doc.data, arr->value.v_doc.data_len))
+        return;
+    while (bson_iter_next(&it)) {
+        if (e->n == cap) {
+            cap *= 2;
+            e->v = bson_realloc(e->v, cap * sizeof *e->v);
+        }
+        e->v[e->n++] = *bson_iter_value(&it);
+    }
+}
+
+static void
+elems_free(elems_t *e)
+{
+    bson_free(e->v);
+    e->v = NULL;
+    e->n = 0;
+}
+
+/* cmpv: mf_value_cmp extended with "missing", which sorts below null (like undefined). */
+static int
+cmpv(const bson_value_t *a, const bson_value_t *b)
+{
+    bool ma = a->value_type == BSON_TYPE_EOD, mb = b->value_type == BSON_TYPE_EOD;
+
+    if (ma || mb) {
+        if (ma && mb)
+            return 0;
+        if (ma)
+            return b->value_type == BSON_TYPE_MINKEY ? 1 : (b->value_type == BSON_TYPE_UNDEFINED ? 0 : -1);
+        return a->value_type == BSON_TYPE_MINKEY ? -1 : (a->value_type == BSON_TYPE_UNDEFINED ? 0 : 1);
+    }
+    return mf_value_cmp(a, b);
+}
+
+static bool
+truthy(const bson_value_t *v)
+{
+    if (v->value_type == BSON_TYPE_EOD)
+        return false;
+    return mf_value_truthy(v);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Numbers                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* num_rank: 0 int32, 1 int64, 2 double, 3 decimal. */
+static int
+num_rank(const bson_value_t *v)
+{
+    switch (v->value_type) {
+    case BSON_TYPE_INT32:
+        return 0;
+    case BSON_TYPE_INT64:
+        return 1;
+    case BSON_TYPE_DOUBLE:
+        return 2;
+    default:
+        return 3;
+    }
+}
+
+static int64_t
+as_i64(const bson_value_t *v)
+{
+    return v->value_type == BSON_TYPE_INT32 ? v->value.v_int32 : v->value.v_int64;
+}
+
+/* A running sum/product with MongoDB's type promotion. */
+typedef struct num {
+    int rank; /* widest type seen: 0 int32, 1 int64, 2 double, 3 decimal */
+    bool overflowed; /* integer result no longer exact: computing in double */
+    int64_t l;
+    double d;
+} num_t;
+
+static void
+num_init(num_t *n, int64_t start)
+{
+    n->rank = 0;
+    n->overflowed = false;
+    n->l = start;
+    n->d = (double)start;
+}
+
+static void
+num_add(num_t *n, const bson_value_t *v)
+{
+    int r = num_rank(v);
+
+    if (r > n->rank)
+        n->rank = r;
+    if (n->rank <= 1 && !n->overflowed) {
+        int64_t x = as_i64(v), s;
+        if (__builtin_add_overflow(n->l, x, &s)) {
+            n->overflowed = true;
+            n->d = (double)n->l + (double)x;
+        } else {
+            n->l = s;
+            n->d = (double)s;
+        }
+        return;
+    }
+    if (!n->overflowed && n->rank >= 2 && r >= 2 && n->d == (double)n->l) {
+        /* First non-integer operand: n->d already mirrors n->l. */
+    }
+    n->overflowed = true;
+    n->d += as_dbl(v);
+}
+
+static void
+num_mul(num_t *n, const bson_value_t *v)
+{
+    int r = num_rank(v);
+
+    if (r > n->rank)
+        n->rank = r;
+    if (n->rank <= 1 && !n->overflowed) {
+        int64_t x = as_i64(v), s;
+        if (__builtin_mul_overflow(n->l, x, &s)) {
+            n->overflowed = true;
+            n->d = (double)n->l * (double)x;
+        } else {
+            n->l = s;
+            n->d = (double)s;
+        }
+        return;
+    }
+    n->overflowed = true;
+    n->d *= as_dbl(v);
+}
+
+static void
+num_result(const num_t *n, bson_value_t *o)
+{
+    if (n->rank == 3) {
+        set_dec_from_double(o, n->d);
+    } else if (n->rank == 2 || n->overflowed) {
+        set_dbl(o, n->d);
+    } else if (n->rank == 0 && n->l >= INT32_MIN && n->l <= INT32_MAX) {
+        set_i32(o, (int32_t)n->l);
+    } else {
+        set_i64(o, n->l);
+    }
+}
+
+void
+mf_expr_num_add(bson_value_t *acc, const bson_value_t *v)
+{
+    num_t n;
+
+    if (acc->value_type == BSON_TYPE_EOD || !is_num(acc)) {
+        num_init(&n, 0);
+    } else {
+        num_init(&n, 0);
+        num_add(&n, acc);
+    }
+    if (is_num(v))
+        num_add(&n, v);
+    vfree(acc);
+    num_result(&n, acc);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Strings                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* fmt_double: the shortest decimal form that reads back as x. */
+static void
+fmt_double(double x, char *buf, size_t n)
+{
+    if (isnan(x)) {
+        snprintf(buf, n, "NaN");
+        return;
+    }
+    if (isinf(x)) {
+        snprintf(buf, n, x > 0 ? "Infinity" : "-Infinity");
+        return;
+    }
+    for (int p = 1; p <= 17; p++) {
+        snprintf(buf, n, "%.*g", p, x);
+        if (strtod(buf, NULL) == x)
+            return;
+    }
+}
+
+static int64_t
+floordiv(int64_t a, int64_t b)
+{
+    int64_t q = a / b;
+    if ((a % b != 0) && ((a < 0) != (b < 0)))
+        q--;
+    return q;
+}
+
+/* date_tm: breaks ms since the epoch (shifted by tz minutes) into tm + milliseconds. */
+static void
+date_tm(int64_t ms, int tzmin, struct tm *tm, int *millis)
+{
+    int64_t shifted = ms + (int64_t)tzmin * 60000;
+    int64_t secs = floordiv(shifted, 1000);
+    time_t t = (time_t)secs;
+
+    *millis = (int)(shifted - secs * 1000);
+    memset(tm, 0, sizeof *tm);
+    gmtime_r(&t, tm);
+}
+
+static void
+fmt_date(int64_t ms, char *buf, size_t n)
+{
+    struct tm tm;
+    int millis;
+
+    date_tm(ms, 0, &tm, &millis);
+    snprintf(buf, n, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
+             tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, millis);
+}
+
+/*
+ * to_string: MongoDB's coerceToString for $concat-like string operators and
+ * $toString. Fills an owned string into o; returns false for types with no
+ * string form.
+ */
+static bool
+to_string(const bson_value_t *v, bson_value_t *o)
+{
+    char buf[64];
+
+    switch (v->value_type) {
+    case BSON_TYPE_UTF8:
+        set_strn(o, v->value.v_utf8.str, v->value.v_utf8.len);
+        return true;
+    case BSON_TYPE_SYMBOL:
+        set_strn(o, v->value.v_symbol.symbol, v->value.v_symbol.len);
+        return true;
+    case BSON_TYPE_INT32:
+        snprintf(buf, sizeof buf, "%" PRId32, v->value.v_int32);
+        break;
+    case BSON_TYPE_INT64:
+        snprintf(buf, sizeof buf, "%" PRId64, v->value.v_int64);
+        break;
+    case BSON_TYPE_DOUBLE:
+        fmt_double(v->value.v_double, buf, sizeof buf);
+        break;
+    case BSON_TYPE_DECIMAL128:
+        bson_decimal128_to_string(&v->value.v_decimal128, buf);
+        break;
+    case BSON_TYPE_BOOL:
+        snprintf(buf, sizeof buf, "%s", v->value.v_bool ? "true" : "false");
+        break;
+    case BSON_TYPE_DATE_TIME:
+        fmt_date(v->value.v_datetime, buf, sizeof buf);
+        break;
+    case BSON_TYPE_OID:
+        bson_oid_to_string(&v->value.v_oid, buf);
+        break;
+    case BSON_TYPE_TIMESTAMP: {
+        /* MongoDB renders a timestamp as its date. */
+        fmt_date((int64_t)v->value.v_timestamp.timestamp * 1000, buf, sizeof buf);
+        break;
+    }
+    default:
+        return false;
+    }
+    set_str(o, buf);
+    return true;
+}
+
+/* coerce_str: $toLower/$substr argument rule: nullish → "", else to_string or 16007. */
+static int
+coerce_str(ctx_t *c, const bson_value_t *v, bson_value_t *o)
+{
+    if (is_nullish(v)) {
+        set_str(o, "");
+        return 0;
+    }
+    if (!to_string(v, o))
+        return mf_err_set(c->err, MF_E_Location16007, "can't convert from BSON type %s to String",
+                          tname(v));
+    return 0;
+}
+
+/* utf8 code point length of the lead byte c. */
+static int
+u8len(unsigned char c)
+{
+    if (c < 0x80)
+        return 1;
+    if ((c & 0xE0) == 0xC0)
+        return 2;
+    if ((c & 0xF0) == 0xE0)
+        return 3;
+    if ((c & 0xF8) == 0xF0)
+        return 4;
+    return 1;
+}
+
+static size_t
+cp_count(const char *s, size_t n)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i += (size_t)u8len((unsigned char)s[i]))
+        k++;
+    return k;
+}
+
+/* cp_offset: byte offset of code point number cp in s (n bytes); n if past the end. */
+static size_t
+cp_offset(const char *s, size_t n, size_t cp)
+{
+    size_t i = 0;
+    while (cp > 0 && i < n) {
+        i += (size_t)u8len((unsigned char)s[i]);
+        cp--;
+    }
+    return i > n ? n : i;
+}
+
+/* decode one code point at s (n bytes available). */
+static uint32_t
+u8decode(const char *s, size_t n, int *len)
+{
+    unsigned char c = (unsigned char)s[0];
+    int l = u8len(c);
+    uint32_t cp;
+
+    if ((size_t)l > n)
+        l = 1;
+    *len = l;
+    if (l == 1)
+        return c;
+    cp = c & (0xFF >> (l + 1));
+    for (int i = 1; i < l; i++)
+        cp = (cp << 6) | ((unsigned char)s[i] & 0x3F);
+    return cp;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Parsing                                                                  */
+/* ------------------------------------------------------------------------ */
+
+static mf_expr_t *parse(const bson_value_t *v, const scope_t *sc, mf_error_t *err);
+
+static mf_expr_t *
+node_new(int kind)
+{
+    mf_expr_t *e = bson_malloc0(sizeof *e);
+    e->kind = kind;
+    set_missing(&e->lit);
+    return e;
+}
+
+void
+mf_expr_free(mf_expr_t *e)
+{
+    if (e == NULL)
+        return;
+    vfree(&e->lit);
+    for (size_t i = 0; i < e->npath; i++)
+        bson_free(e->path[i]);
+    bson_free(e->path);
+    bson_free(e->name);
+    for (size_t i = 0; i < e->nargs; i++)
+        mf_expr_free(e->args[i]);
+    bson_free(e->args);
+    for (size_t i = 0; i < e->nkeys; i++)
+        bson_free(e->keys[i]);
+    bson_free(e->keys);
+    bson_free(e);
+}
+
+static mf_expr_t *
+lit_new(const bson_value_t *v)
+{
+    mf_expr_t *e = node_new(K_LIT);
+    vcopy(&e->lit, v);
+    return e;
+}
+
+/* split_path: splits "a.b.c" into components, validating each. */
+static int
+split_path(const char *s, size_t len, char ***out, size_t *n, mf_error_t *err)
+{
+    size_t cap = 4, k = 0, start = 0;
+    char **v = bson_malloc(cap * sizeof *v);
+
+    for (size_t i = 0; i <= len; i++) {
+        if (i == len || s[i] == '.') {
+            size_t l = i - start;
+            if (l == 0) {
+                for (size_t j = 0; j < k; j++)
+                    bson_free(v[j]);
+                bson_free(v);
+                return mf_err_set(err, MF_E_Location15998, "FieldPath field names may not be empty strings.");
+            }
+            if (s[start] == '$') {
+                for (size_t j = 0; j < k; j++)
+                    bson_free(v[j]);
+                bson_free(v);
+                return mf_err_set(err, MF_E_Location16410, "FieldPath field names may not start with '$'. Consider using $getField or $setField.");
+            }
+            if (k == cap) {
+                cap *= 2;
+                v = bson_realloc(v, cap * sizeof *v);
+            }
+            v[k++] = bson_strndup(s + start, l);
+            start = i + 1;
+        }
+    }
+    *out = v;
+    *n = k;
+    return 0;
+}
+
+static mf_expr_t *
+parse_string(const bson_value_t *v, const scope_t *sc, mf_error_t *err)
+{
+    const char *s = v->value.v_utf8.str;
+    size_t len = v->value.v_utf8.len;
+    mf_expr_t *e;
+
+    if (len == 0 || s[0] != '$')
+        return lit_new(v);
+    if (len >= 2 && s[1] == '$') {
+        const char *name = s + 2;
+        const char *dot = memchr(name, '.', len - 2);
+        size_t nl = dot ? (size_t)(dot - name) : len - 2;
+        int id = 0;
+
+        if (nl == 0) {
+            mf_err_set(err, MF_E_FailedToParse, "empty variable names are not allowed");
+            return NULL;
+        }
+        if (nl == 4 && memcmp(name, "ROOT", 4) == 0)
+            id = VAR_ROOT;
+        else if (nl == 7 && memcmp(name, "CURRENT", 7) == 0)
+            id = VAR_CURRENT;
+        else if (nl == 3 && memcmp(name, "NOW", 3) == 0)
+            id = VAR_NOW;
+        else if (nl == 6 && memcmp(name, "REMOVE", 6) == 0)
+            id = VAR_REMOVE;
+        else {
+            const scope_t *p;
+            for (p = sc; p; p = p->up)
+                if (strlen(p->name) == nl && memcmp(p->name, name, nl) == 0)
+                    break;
+            if (p == NULL) {
+                mf_err_set(err, MF_E_Location17276, "Use of undefined variable: %.*s", (int)nl, name);
+                return NULL;
+            }
+            id = VAR_USER;
+        }
+        e = node_new(K_VAR);
+        e->var = id;
+        e->name = bson_strndup(name, nl);
+        if (dot && split_path(dot + 1, len - 2 - nl - 1, &e->path, &e->npath, err) < 0) {
+            mf_expr_free(e);
+            return NULL;
+        }
+        return e;
+    }
+    if (len == 1) {
+        mf_err_set(err, MF_E_Location16872, "'$' by itself is not a valid FieldPath");
+        return NULL;
+    }
+    e = node_new(K_FIELD);
+    if (split_path(s + 1, len - 1, &e->path, &e->npath, err) < 0) {
+        mf_expr_free(e);
+        return NULL;
+    }
+    return e;
+}
+
+static void
+add_arg(mf_expr_t *e, mf_expr_t *a)
+{
+    e->args = bson_realloc(e->args, (e->nargs + 1) * sizeof *e->args);
+    e->args[e->nargs++] = a;
+}
+
+static void
+add_key(mf_expr_t *e, const char *k)
+{
+    e->keys = bson_realloc(e->keys, (e->nkeys + 1) * sizeof *e->keys);
+    e->keys[e->nkeys++] = bson_strdup(k);
+}
+
+static const op_def_t *
+find_op(const char *name)
+{
+    for (const op_def_t *o = OPS; o->name; o++)
+        if (strcmp(o->name, name) == 0)
+            return o;
+    return NULL;
+}
+
+/* parse_slot: parses iter's value into slot i of e (slots beyond nargs are created as NULL). */
+static int
+parse_slot(mf_expr_t *e, size_t i, const bson_iter_t *it, const scope_t *sc, mf_error_t *err)
+{
+    mf_expr_t *a;
+
+    while (e->nargs <= i)
+        add_arg(e, NULL);
+    if (e->args[i] != NULL) {
+        mf_expr_free(e->args[i]);
+        e->args[i] = NULL;
+    }
+    a = parse(bson_iter_value((bson_iter_t *)it), sc, err);
+    if (a == NULL)
+        return -1;
+    e->args[i] = a;
+    return 0;
+}
+
+/* named_form: parses {k1: ..., k2: ...} into slots by the names list; NULL-terminated names. */
+static int
+named_form(mf_expr_t *e, const bson_value_t *v, const char *const *names, const scope_t *sc, mf_error_t *err)
+{
+    bson_iter_t it;
+    size_t nn = 0;
+
+    while (names[nn])
+        nn++;
+    while (e->nargs < nn)
+        add_arg(e, NULL);
+    if (v->value_type != BSON_TYPE_DOCUMENT)
+        return mf_err_set(err, MF_E_FailedToParse, "%s only supports an object as its argument", e->op->name);
+    bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        size_t i;
+        for (i = 0; i < nn; i++)
+            if (strcmp(names[i], k) == 0)
+                break;
+        if (i == nn)
+            return mf_err_set(err, MF_E_FailedToParse, "Unrecognized parameter to %s: %s", e->op->name, k);
+        if (parse_slot(e, i, &it, sc, err) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int
+require(mf_expr_t *e, size_t slot, const char *what, mf_error_t *err)
+{
+    if (slot >= e->nargs || e->args[slot] == NULL)
+        return mf_err_set(err, MF_E_FailedToParse, "Missing '%s' parameter to %s", what, e->op->name);
+    return 0;
+}
+
+/* get_as: reads the optional "as" (or other variable-name) field of a named-argument operator. */
+static int
+get_var_name(const bson_value_t *v, const char *field, const char *dflt, char **out, mf_error_t *err)
+{
+    bson_iter_t it;
+
+    *out = NULL;
+    if (v->value_type == BSON_TYPE_DOCUMENT) {
+        bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
+        if (bson_iter_find(&it, field)) {
+            if (!BSON_ITER_HOLDS_UTF8(&it))
+                return mf_err_set(err, MF_E_FailedToParse, "'%s' must be a string", field);
+            const char *s = bson_iter_utf8(&it, NULL);
+            if (s[0] == '\0' || !(islower((unsigned char)s[0]) || (unsigned char)s[0] >= 0x80 || s[0] == '_'))
+                return mf_err_set(err, MF_E_FailedToParse,
+                                  "'%s' starts with an invalid character for a user variable name", s);
+            *out = bson_strdup(s);
+            return 0;
+        }
+    }
+    *out = bson_strdup(dflt);
+    return 0;
+}
+
+/* filtered_value: v's document without the named keys (for parse of $map/$filter bodies). */
+static void
+doc_without(const bson_value_t *v, const char *skip, bson_value_t *o)
+{
+    bson_iter_t it;
+    bson_t b = BSON_INITIALIZER;
+
+    bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
+    while (bson_iter_next(&it))
+        if (strcmp(bson_iter_key(&it), skip) != 0)
+            bson_append_value(&b, bson_iter_key(&it), -1, bson_iter_value(&it));
+    take_bson(o, &b, false);
+}
+
+static int
+parse_op(mf_expr_t *e, const bson_value_t *arg, const scope_t *sc, mf_error_t *err)
+{
+    const op_def_t *op = e->op;
+    bson_iter_t it;
+
+    switch (op->form) {
+    case A_LITERAL:
+        add_arg(e, lit_new(arg));
+        return 0;
+    case A_POS:
+    case A_DATEPART:
+    case A_COND: {
+        if (op->form == A_COND && arg->value_type == BSON_TYPE_DOCUMENT) {
+            static const char *const names[] = {"if", "then", "else", NULL};
+            if (named_form(e, arg, names, sc, err) < 0)
+                return -1;
+            if (require(e, 0, "if", err) < 0 || require(e, 1, "then", err) < 0 || require(e, 2, "else", err) < 0)
+                return -1;
+            return 0;
+        }
+        if (op->form == A_DATEPART && arg->value_type == BSON_TYPE_DOCUMENT) {
+            bson_iter_init_from_data(&it, arg->value.v_doc.data, arg->value.v_doc.data_len);
+            if (bson_iter_next(&it) && bson_iter_key(&it)[0] != '$') {
+                static const char *const names[] = {"date", "timezone", NULL};
+                if (named_form(e, arg, names, sc, err) < 0)
+                    return -1;
+                return require(e, 0, "date", err);
+            }
+        }
+        if (arg->value_type == BSON_TYPE_ARRAY) {
+            bson_iter_init_from_data(&it, arg->value.v_doc.data, arg->value.v_doc.data_len);
+            while (bson_iter_next(&it))
+                if (parse_slot(e, e->nargs, &it, sc, err) < 0)
+                    return -1;
+        } else {
+            mf_expr_t *a = parse(arg, sc, err);
+            if (a == NULL)
+                return -1;
+            add_arg(e, a);
+        }
+        int n = (int)e->nargs;
+        if (op->min == op->max && n != op->min)
+            return mf_err_set(err, MF_E_Location16020, "Expression %s takes exactly %d arguments. %d were passed in.",
+                              op->name, op->min, n);
+        if (n < op->min)
+            return mf_err_set(err, MF_E_Location16020,
+                              "Expression %s takes at least %d arguments, and %d were passed in.", op->name,
+                              op->min, n);
+        if (op->max >= 0 && n > op->max)
+            return mf_err_set(err, MF_E_Location16021,
+                              "Expression %s takes at most %d arguments, and %d were passed in.", op->name,
+                              op->max, n);
+        if (op->form == A_DATEPART)
+            add_arg(e, NULL); /* no timezone */
+        return 0;
+    }
+    case A_SWITCH: {
+        bson_iter_t bi;
+        mf_expr_t *dflt = NULL;
+        bool have_branches = false;
+        if (arg->value_type != BSON_TYPE_DOCUMENT)
+            return mf_err_set(err, MF_E_FailedToParse, "$switch requires an object as an argument, found: %s",
+                              tname(arg));
+        /* Slots: case0, then0, case1, then1, ..., default (last, may be NULL). */
+        bson_iter_init_from_data(&it, arg->value.v_doc.data, arg->value.v_doc.data_len);
+        while (bson_iter_next(&it)) {
+            const char *k = bson_iter_key(&it);
+            if (strcmp(k, "branches") == 0) {
+                if (!BSON_ITER_HOLDS_ARRAY(&it))
+                    return mf_err_set(err, MF_E_FailedToParse, "$switch expected an array for 'branches', found: %s",
+                                      mf_type_name(bson_iter_type(&it)));
+                have_branches = true;
+                bson_iter_recurse(&it, &bi);
+                while (bson_iter_next(&bi)) {
+                    bson_iter_t b;
+                    size_t base = e->nargs;
+                    if (!BSON_ITER_HOLDS_DOCUMENT(&bi))
+                        return mf_err_set(err, MF_E_FailedToParse, "$switch expected each branch to be an object, found: %s",
+                                          mf_type_name(bson_iter_type(&bi)));
+                    add_arg(e, NULL);
+                    add_arg(e, NULL);
+                    bson_iter_recurse(&bi, &b);
+                    while (bson_iter_next(&b)) {
+                        const char *bk = bson_iter_key(&b);
+                        if (strcmp(bk, "case") == 0) {
+                            if (parse_slot(e, base, &b, sc, err) < 0)
+                                return -1;
+                        } else if (strcmp(bk, "then") == 0) {
+                            if (parse_slot(e, base + 1, &b, sc, err) < 0)
+                                return -1;
+                        } else {
+                            return mf_err_set(err, MF_E_FailedToParse, "$switch found an unknown argument to a branch: %s", bk);
+                        }
+                    }
+                    if (e->args[base] == NULL)
+                        return mf_err_set(err, MF_E_FailedToParse, "$switch requires each branch have a 'case' expression");
+                    if (e->args[base + 1] == NULL)
+                        return mf_err_set(err, MF_E_FailedToParse, "$switch requires each branch have a 'then' expression.");
+                }
+            } else if (strcmp(k, "default") == 0) {
+                mf_expr_free(dflt);
+                dflt = parse(bson_iter_value(&it), sc, err);
+                if (dflt == NULL)
+                    return -1;
+            } else {
+                mf_expr_free(dflt);
+                return mf_err_set(err, MF_E_FailedToParse, "$switch found an unknown argument: %s", k);
+            }
+        }
+        add_arg(e, dflt);
+        if (!have_branches || e->nargs < 3)
+            return mf_err_set(err, MF_E_FailedToParse, "$switch requires at least one branch.");
+        return 0;
+    }
+    case A_MAP:
+    case A_FILTER: {
+        static const char *const mnames[] = {"input", "in", "as", NULL};
+        static const char *const fnames[] = {"input", "cond", "as", "limit", NULL};
+        scope_t inner;
+        bson_value_t body;
+        if (arg->value_type != BSON_TYPE_DOCUMENT)
+            return mf_err_set(err, MF_E_FailedToParse, "%s only supports an object as its argument", op->name);
+        if (get_var_name(arg, "as", "this", &e->name, err) < 0)
+            return -1;
+        inner.name = e->name;
+        inner.up = sc;
+        doc_without(arg, "as", &body);
+        /* "input" (and "limit") are parsed in the outer scope, the body in the inner one. */
+        int rc = named_form(e, &body, op->form == A_MAP ? mnames : fnames, &inner, err);
+        if (rc == 0) {
+            bson_iter_init_from_data(&it, body.value.v_doc.data, body.value.v_doc.data_len);
+            while (rc == 0 && bson_iter_next(&it)) {
+                if (strcmp(bson_iter_key(&it), "input") == 0)
+                    rc = parse_slot(e, 0, &it, sc, err);
+                else if (strcmp(bson_iter_key(&it), "limit") == 0)
+                    rc = parse_slot(e, 3, &it, sc, err);
+            }
+        }
+        vfree(&body);
+        if (rc < 0)
+            return -1;
+        if (require(e, 0, "input", err) < 0 || require(e, 1, op->form == A_MAP ? "in" : "cond", err) < 0)
+            return -1;
+        return 0;
+    }
+    case A_REDUCE: {
+        static const char *const names[] = {"input", "initialValue", "in", NULL};
+        scope_t s1 = {"value", sc}, s2 = {"this", &s1};
+        if (arg->value_type != BSON_TYPE_DOCUMENT)
+            return mf_err_set(err, MF_E_FailedToParse, "$reduce requires an object as an argument, found: %s", tname(arg));
+        if (named_form(e, arg, names, &s2, err) < 0)
+            return -1;
+        /* Re-parse input and initialValue in the outer scope. */
+        bson_iter_init_from_data(&it, arg->value.v_doc.data, arg->value.v_doc.data_len);
+        while (bson_iter_next(&it)) {
+            if (strcmp(bson_iter_key(&it), "input") == 0 && parse_slot(e, 0, &it, sc, err) < 0)
+                return -1;
+            if (strcmp(bson_iter_key(&it), "initialValue") == 0 && parse_slot(e, 1, &it, sc, err) < 0)
+                return -1;
+        }
+        if (require(e, 0, "input", err) < 0 || require(e, 1, "initialValue", err) < 0 || require(e, 2, "in", err) < 0)
+            return -1;
+        return 0;
+    }
+    case A_LET: {
+        bson_iter_t vi;
+        bson_value_t in;
+        bool have_vars = false, have_in = false;
+        scope_t *scopes = NULL;
+        size_t nvars = 0;
+        int rc = 0;
+        if (arg->value_type != BSON_TYPE_DOCUMENT)
+            return mf_err_set(err, MF_E_FailedToParse, "$let only supports an object as its argument");
+        set_missing(&in);
+        /* Slots: one per variable, then 'in' last; keys hold the variable names. */
+        bson_iter_init_from_data(&it, arg->value.v_doc.data, arg->value.v_doc.data_len);
+        while (bson_iter_next(&it)) {
+            const char *k = bson_iter_key(&it);
+            if (strcmp(k, "vars") == 0) {
+                if (!BSON_ITER_HOLDS_DOCUMENT(&it))
+                    return mf_err_set(err, MF_E_FailedToParse, "invalid parameter: expected an object (vars)");
+                have_vars = true;
+                bson_iter_recurse(&it, &vi);
+                while (bson_iter_next(&vi)) {
+                    const char *vn = bson_iter_key(&vi);
+                    if (!(islower((unsigned char)vn[0]) || (unsigned char)vn[0] >= 0x80 || vn[0] == '_'))
+                        return mf_err_set(err, MF_E_FailedToParse,
+                                          "'%s' starts with an invalid character for a user variable name", vn);
+                    add_key(e, vn);
+                    if (parse_slot(e, e->nargs, &vi, sc, err) < 0)
+                        return -1;
+                }
+            } else if (strcmp(k, "in") == 0) {
+                have_in = true;
+                in = *bson_iter_value(&it);
+            } else {
+                return mf_err_set(err, MF_E_Location16866, "Unrecognized parameter to $let: %s", k);
+            }
+        }
+        if (!have_vars)
+            return mf_err_set(err, MF_E_FailedToParse, "Missing 'vars' parameter to $let");
+        if (!have_in)
+            return mf_err_set(err, MF_E_FailedToParse, "Missing 'in' parameter to $let");
+        nvars = e->nkeys;
+        scopes = bson_malloc0((nvars + 1) * sizeof *scopes);
+        const scope_t *up = sc;
+        for (size_t i = 0; i < nvars; i++) {
+            scopes[i].name = e->keys[i];
+            scopes[i].up = up;
+            up = &scopes[i];
+        }
+        mf_expr_t *body = parse(&in, up, err);
+        bson_free(scopes);
+        if (body == NULL)
+            rc = -1;
+        else
+            add_arg(e, body);
+        return rc;
+    }
+    case A_CONVERT: {
+        static const char *const names[] = {"input", "to", "onError", "onNull", NULL};
+        if (named_form(e, arg, names, sc, err) < 0)
+            return -1;
+        if (require(e, 0, "input", err) < 0 || require(e, 1, "to", err) < 0)
+            return -1;
+        return 0;
+    }
+    case A_TRIM: {
+        static const char *const names[] = {"input", "chars", NULL};
+        if (named_form(e, arg, names, sc, err) < 0)
+            return -1;
+        return require(e, 0, "input", err);
+    }
+    case A_DATETOSTRING: {
+        static const char *const names[] = {"date", "format", "timezone", "onNull", NULL};
+        if (named_form(e, arg, names, sc, err) < 0)
+            return -1;
+        return require(e, 0, "date", err);
+    }
+    case A_REGEX: {
+        static const char *const names[] = {"input", "regex", "options", NULL};
+        if (named_form(e, arg, names, sc, err) < 0)
+            return -1;
+        if (require(e, 0, "input", err) < 0 || require(e, 1, "regex", err) < 0)
+            return -1;
+        return 0;
+    }
+    case A_GETFIELD: {
+        static const char *const names[] = {"field", "input", NULL};
+        if (arg->value_type != BSON_TYPE_DOCUMENT) {
+            add_arg(e, parse(arg, sc, err));
+            if (e->args[0] == NULL)
+                return -1;
+            add_arg(e, NULL);
+        } else {
+            bson_iter_init_from_data(&it, arg->value.v_doc.data, arg->value.v_doc.data_len);
+            if (bson_iter_next(&it) && bson_iter_key(&it)[0] == '$') {
+                add_arg(e, parse(arg, sc, err));
+                if (e->args[0] == NULL)
+                    return -1;
+                add_arg(e, NULL);
+            } else if (named_form(e, arg, names, sc, err) < 0 || require(e, 0, "field", err) < 0) {
+                return -1;
+            }
+        }
+        if (e->args[0]->kind != K_LIT || e->args[0]->lit.value_type != BSON_TYPE_UTF8)
+            return mf_err_set(err, MF_E_FailedToParse,
+                              "$getField requires 'field' to evaluate to a constant string");
+        return 0;
+    }
+    default:
+        return mf_err_set(err, MF_E_InternalError, "unhandled operator form");
+    }
+}
+
+static mf_expr_t *
+parse_doc(const bson_value_t *v, const scope_t *sc, mf_error_t *err)
+{
+    bson_iter_t it;
+    mf_expr_t *e;
+    const char *first;
+
+    bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
+    if (!bson_iter_next(&it)) {
+        e = node_new(K_OBJ);
+        return e;
+    }
+    first = bson_iter_key(&it);
+    if (first[0] == '$') {
+        const op_def_t *op = find_op(first);
+        bson_iter_t it2 = it;
+        if (bson_iter_next(&it2)) {
+            mf_err_set(err, MF_E_Location15983,
+                       "an expression specification must contain exactly one field, the name of the expression. Found 2 fields in %s",
+                       "the object");
+            return NULL;
+        }
+        if (op == NULL) {
+            mf_err_set(err, MF_E_InvalidPipelineOperator, "Unrecognized expression '%s'", first);
+            return NULL;
+        }
+        e = node_new(K_OP);
+        e->op = op;
+        if (parse_op(e, bson_iter_value(&it), sc, err) < 0) {
+            mf_expr_free(e);
+            return NULL;
+        }
+        return e;
+    }
+    e = node_new(K_OBJ);
+    do {
+        const char *k = bson_iter_key(&it);
+        mf_expr_t *a;
+        if (k[0] == '$') {
+            mf_err_set(err, MF_E_Location16410, "FieldPath field names may not start with '$'. Consider using $getField or $setField.");
+            mf_expr_free(e);
+            return NULL;
+        }
+        if (strchr(k, '.') != NULL) {
+            mf_err_set(err, MF_E_Location16412, "FieldPath field names may not contain '.'. Consider using $getField or $setField.");
+            mf_expr_free(e);
+            return NULL;
+        }
+        a = parse(bson_iter_value(&it), sc, err);
+        if (a == NULL) {
+            mf_expr_free(e);
+            return NULL;
+        }
+        add_key(e, k);
+        add_arg(e, a);
+    } while (bson_iter_next(&it));
+    return e;
+}
+
+static mf_expr_t *
+parse(const bson_value_t *v, const scope_t *sc, mf_error_t *err)
+{
+    switch (v->value_type) {
+    case BSON_TYPE_UTF8:
+        return parse_string(v, sc, err);
+    case BSON_TYPE_DOCUMENT:
+        return parse_doc(v, sc, err);
+    case BSON_TYPE_ARRAY: {
+        bson_iter_t it;
+        mf_expr_t *e = node_new(K_ARR);
+        bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
+        while (bson_iter_next(&it)) {
+            mf_expr_t *a = parse(bson_iter_value(&it), sc, err);
+            if (a == NULL) {
+                mf_expr_free(e);
+                return NULL;
+            }
+            add_arg(e, a);
+        }
+        return e;
+    }
+    default:
+        return lit_new(v);
+    }
+}
+
+mf_expr_t *
+mf_expr_parse(const bson_value_t *v, mf_error_t *err)
+{
+    if (v == NULL) {
+        mf_err_set(err, MF_E_BadValue, "missing expression");
+        return NULL;
+    }
+    return parse(v, NULL, err);
+}
+
+bool
+mf_expr_is_constant(const mf_expr_t *e)
+{
+    if (e == NULL)
+        return true;
+    switch (e->kind) {
+    case K_LIT:
+        return true;
+    case K_FIELD:
+    case K_VAR:
+        return false;
+    default:
+        for (size_t i = 0; i < e->nargs; i++)
+            if (!mf_expr_is_constant(e->args[i]))
+                return false;
+        return true;
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Evaluation                                                               */
+/* ------------------------------------------------------------------------ */
+
+static int ev(const mf_expr_t *e, ctx_t *c, bson_value_t *o);
+
+/*
+ * walk_path: the aggregation field-path rule. Documents are descended by
+ * name; an array met on the way yields the array of the rest of the path
+ * applied to each element (documents and nested arrays; other elements and
+ * missing results are skipped).
+ */
+static void
+walk_path(const bson_value_t *v, char *const *path, size_t n, bson_value_t *o)
+{
+    bson_iter_t it;
+
+    if (n == 0) {
+        vcopy(o, v);
+        return;
+    }
+    if (v->value_type == BSON_TYPE_DOCUMENT) {
+        if (bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len) &&
+            bson_iter_find(&it, path[0])) {
+            walk_path(bson_iter_value(&it), path + 1, n - 1, o);
+            return;
+        }
+        set_missing(o);
+        return;
+    }
+    if (v->value_type == BSON_TYPE_ARRAY) {
+        abuild_t ab;
+        ab_init(&ab);
+        bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
+        while (bson_iter_next(&it)) {
+            const bson_value_t *ev_ = bson_iter_value(&it);
+            bson_value_t r;
+            if (ev_->value_type != BSON_TYPE_DOCUMENT && ev_->value_type != BSON_TYPE_ARRAY)
+                continue;
+            walk_path(ev_, path, n, &r);
+            if (r.value_type != BSON_TYPE_EOD)
+                ab_push(&ab, &r);
+            vfree(&r);
+        }
+        ab_finish(&ab, o);
+        return;
+    }
+    set_missing(o);
+}
+
+static const bson_value_t *
+lookup_var(const ctx_t *c, const char *name)
+{
+    for (const binding_t *b = c->vars; b; b = b->up)
+        if (strcmp(b->name, name) == 0)
+            return b->val;
+    return NULL;
+}
+
+/* eval_args: evaluates every argument of e into a fresh array vals (caller frees with free_vals). */
+static int
+eval_args(const mf_expr_t *e, ctx_t *c, bson_value_t **vals)
+{
+    bson_value_t *v = bson_malloc0((e->nargs ? e->nargs : 1) * sizeof *v);
+
+    for (size_t i = 0; i < e->nargs; i++)
+        set_missing(&v[i]);
+    for (size_t i = 0; i < e->nargs; i++) {
+        if (e->args[i] && ev(e->args[i], c, &v[i]) < 0) {
+            for (size_t j = 0; j < i; j++)
+                vfree(&v[j]);
+            bson_free(v);
+            return -1;
+        }
+    }
+    *vals = v;
+    return 0;
+}
+
+static void
+free_vals(bson_value_t *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        vfree(&v[i]);
+    bson_free(v);
+}
+
+/* get_date: coerces v to ms since epoch (date, timestamp, ObjectId); false otherwise. */
+static bool
+get_date(const bson_value_t *v, int64_t *ms)
+{
+    switch (v->value_type) {
+    case BSON_TYPE_DATE_TIME:
+        *ms = v->value.v_datetime;
+        return true;
+    case BSON_TYPE_TIMESTAMP:
+        *ms = (int64_t)v->value.v_timestamp.timestamp * 1000;
+        return true;
+    case BSON_TYPE_OID:
+        *ms = (int64_t)bson_oid_get_time_t(&v->value.v_oid) * 1000;
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* parse_tz: "UTC", "GMT", "Z", "+hh", "+hhmm", "+hh:mm" → minutes east of UTC. */
+static int
+parse_tz(ctx_t *c, const bson_value_t *v, int *minutes)
+{
+    const char *s;
+    int h = 0, m = 0, sign = 1;
+
+    *minutes = 0;
+    if (v->value_type != BSON_TYPE_UTF8)
+        return mf_err_set(c->err, MF_E_Location40485, "timezone must evaluate to a string, found %s", tname(v));
+    s = v->value.v_utf8.str;
+    if (strcmp(s, "UTC") == 0 || strcmp(s, "GMT") == 0 || strcmp(s, "Z") == 0 || strcmp(s, "Etc/UTC") == 0 ||
+        strcmp(s, "Etc/GMT") == 0)
+        return 0;
+    if (s[0] == '+' || s[0] == '-') {
+        sign = s[0] == '-' ? -1 : 1;
+        size_t l = strlen(s + 1);
+        if (l == 2 && isdigit((unsigned char)s[1]) && isdigit((unsigned char)s[2])) {
+            h = (s[1] - '0') * 10 + (s[2] - '0');
+        } else if (l == 4 && sscanf(s + 1, "%2d%2d", &h, &m) == 2) {
+        } else if (l == 5 && s[3] == ':' && sscanf(s + 1, "%2d:%2d", &h, &m) == 2) {
+        } else {
+            goto bad;
+        }
+        *minutes = sign * (h * 60 + m);
+        return 0;
+    }
+bad:
+    return mf_err_set(c->err, MF_E_Location40485, "unrecognized time zone identifier: \"%s\"", s);
+}
+
+/* ---- arithmetic ---- */
+
+static int
+ev_add(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
+{
+    bson_value_t *v;
+    num_t n;
+    bool have_date = false, null = false;
+    int64_t date = 0;
+
+    if (eval_args(e, c, &v) < 0)
+        return -1;
+    num_init(&n, 0);
+    for (size_t i = 0; i < e->nargs; i++) {
+        if (is_nullish(&v[i])) {
+            null = true;
+        } else if (v[i].value_type == BSON_TYPE_DATE_TIME) {
+            if (have_date) {
+                free_vals(v, e->nargs);
+                return mf_err_set(c->err, MF_E_Location16612, "only one date allowed in an $add expression");
+            }
+            have_date = true;
+            date = v[i].value.v_datetime;
+        } else if (is_num(&v[i])) {
+            num_add(&n, &v[i]);
+        } else {
+            int rc = mf_err_set(c->err, MF_E_TypeMismatch16554, "$add only supports numeric or date types, not %s",
+                                tname(&v[i]));
+            free_vals(v, e->nargs);
+            return rc;
+        }
+    }
+    free_vals(v, e->nargs);
+    if (null) {
+        set_null(o);
+    } else if (have_date) {
+        if (n.rank >= 2 || n.overflowed)
+            set_date(o, date + (int64_t)llround(n.d));
+        else
+            set_date(o, (int64_t)((uint64_t)date + (uint64_t)n.l));
+    } else {
+        num_result(&n, o);
+    }
+    return 0;
+}
+
+static int
+ev_multiply(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
+{
+    bson_value_t *v;
+    num_t n;
+    bool null = false;
+
+    if (eval_args(e, c, &v) < 0)
+        return -1;
+    num_init(&n, 1);
+    for (size_t i = 0; i < e->nargs; i++) {
+        if (is_nullish(&v[i])) {
+            null = true;
+        } else if (is_num(&v[i])) {
+            num_mul(&n, &v[i]);
+        } else {
+            int rc = mf_err_set(c->err, MF_E_Location16555, "$multiply only supports numeric types, not %s",
+                                tname(&v[i]));
+            free_vals(v, e->nargs);
+            return rc;
+        }
+    }
+    free_vals(v, e->nargs);
+    if (null)
+        set_null(o);
+    else
+        num_result(&n, o);
+    return 0;
+}
+
+static int
+ev_subtract(const bson_value_t *a, const bson_value_t *b, ctx_t *c, bson_value_t *o)
+{
+    if (is_nullish(a) || is_nullish(b)) {
+        set_null(o);
+        return 0;
+    }
+    if (is_num(a) && is_num(b)) {
+        num_t n;
+        num_init(&n, 0);
+        num_add(&n, a);
+        /* Subtract b: exact in int64 when possible. */
+        int r = num_rank(b);
+        if (r > n.rank)
+            n.rank = r;
+        if (n.rank <= 1 && !n.overflowed) {
+            int64_t s;
+            if (__builtin_sub_overflow(n.l, as_i64(b), &s)) {
+                n.overflowed = true;
+                n.d = (double)n.l - (double)as_i64(b);
+            } else {
+                n.l = s;
+            }
+        } else {
+            n.overflowed = true;
+            n.d = as_dbl(a) - as_dbl(b);
+        }
+        num_result(&n, o);
+        return 0;
+    }
+    if (a->value_type == BSON_TYPE_DATE_TIME) {
+        if (b->value_type == BSON_TYPE_DATE_TIME) {
+            set_i64(o, (int64_t)((uint64_t)a->value.v_datetime - (uint64_t)b->value.v_datetime));
+            return 0;
+        }
+        if (is_num(b)) {
+            int64_t x;
+            if (b->value_type == BSON_TYPE_INT32 || b->value_type == BSON_TYPE_INT64)
+                x = as_i64(b);
+            else
+                x = (int64_t)llround(as_dbl(b));
+            set_date(o, (int64_t)((uint64_t)a->value.v_datetime - (uint64_t)x));
+            return 0;
+        }
+    }
+    return mf_err_set(c->err, MF_E_TypeMismatch, "can't $subtract %s from %s", tname(b), tname(a));
+}
+
+static int
+ev_divide(const bson_value_t *a, const bson_value_t *b, ctx_t *c, bson_value_t *o)
+{
+    if (is_nullish(a) || is_nullish(b)) {
+        set_null(o);
+        return 0;
+    }
+    if (!is_num(a) || !is_num(b))
+        return mf_err_set(c->err, MF_E_TypeMismatch, "$divide only supports numeric types, not %s and %s", tname(a),
+                          tname(b));
+    if (as_dbl(b) == 0)
+        return mf_err_set(c->err, MF_E_BadValue, "can't $divide by zero");
+    if (a->value_type == BSON_TYPE_DECIMAL128 || b->value_type == BSON_TYPE_DECIMAL128)
+        set_dec_from_double(o, as_dbl(a) / as_dbl(b));
+    else
+        set_dbl(o, as_dbl(a) / as_dbl(b));
+    return 0;
+}
+
+static int
+ev_mod(const bson_value_t *a, const bson_value_t *b, ctx_t *c, bson_value_t *o)
+{
+    int ra, rb;
+
+    if (is_nullish(a) || is_nullish(b)) {
+        set_null(o);
+        return 0;
+    }
+    if (!is_num(a) || !is_num(b))
+        return mf_err_set(c->err, MF_E_TypeMismatch, "$mod only supports numeric types, not %s and %s", tname(a),
+                          tname(b));
+    if (as_dbl(b) == 0)
+        return mf_err_set(c->err, MF_E_Location16610, "can't $mod by zero");
+    ra = num_rank(a);
+    rb = num_rank(b);
+    if (ra <= 1 && rb <= 1) {
+        int64_t x = as_i64(a), y = as_i64(b);
+        int64_t r = (y == -1) ? 0 : x % y;
+        if (ra == 0 && rb == 0)
+            set_i32(o, (int32_t)r);
+        else
+            set_i64(o, r);
+        return 0;
+    }
+    double r = fmod(as_dbl(a), as_dbl(b));
+    if (ra == 3 || rb == 3)
+        set_dec_from_double(o, r);
+    else
+        set_dbl(o, r);
+    return 0;
+}
+
+static int
+ev_unary_math(int op, const char *name, const bson_value_t *a, ctx_t *c, bson_value_t *o)
+{
+    double x;
+
+    if (is_nullish(a)) {
+        set_null(o);
+        return 0;
+    }
+    if (!is_num(a))
+        return mf_err_set(c->err, MF_E_Location28765, "%s only supports numeric types, not %s", name, tname(a));
+    x = as_dbl(a);
+    switch (op) {
+    case OP_ABS:
+        if (a->value_type == BSON_TYPE_INT32) {
+            if (a->value.v_int32 == INT32_MIN)
+                set_i64(o, -(int64_t)INT32_MIN);
+            else
+                set_i32(o, abs(a->value.v_int32));
+            return 0;
+        }
+        if (a->value_type == BSON_TYPE_INT64) {
+            if (a->value.v_int64 == INT64_MIN)
+                return mf_err_set(c->err, MF_E_Overflow, "can't take $abs of long long min");
+            set_i64(o, a->value.v_int64 < 0 ? -a->value.v_int64 : a->value.v_int64);
+            return 0;
+        }
+        x = fabs(x);
+        break;
+    case OP_CEIL:
+    case OP_FLOOR:
+        if (a->value_type == BSON_TYPE_INT32 || a->value_type == BSON_TYPE_INT64) {
+            vcopy(o, a);
+            return 0;
+        }
+        x = op == OP_CEIL ? ceil(x) : floor(x);
+        break;
+    case OP_SQRT:
+        if (x < 0)
+            return mf_err_set(c->err, MF_E_Location28714, "$sqrt's argument must be greater than or equal to 0");
+        x = sqrt(x);
+        break;
+    case OP_EXP:
+        x = exp(x);
+        break;
+    case OP_LN:
+        if (x <= 0)
+            return mf_err_set(c->err, MF_E_Location28766, "$ln's argument must be a positive number, but is %g", x);
+        x = log(x);
+        break;
+    case OP_LOG10:
+        if (x <= 0)
+            return mf_err_set(c->err, MF_E_Location28761, "$log10's argument must be a positive number, but is %g", x);
+        x = log10(x);
+        break;
+    default:
+        break;
+    }
+    if (a->value_type == BSON_TYPE_DECIMAL128)
+        set_dec_from_double(o, x);
+    else
+        set_dbl(o, x);
+    return 0;
+}
+
+static int
+ev_round(int op, const bson_value_t *a, const bson_value_t *p, ctx_t *c, bson_value_t *o)
+{
+    int64_t place = 0;
+    const char *name = op == OP_ROUND ? "$round" : "$trunc";
+
+    if (is_nullish(a) || (p && is_nullish(p))) {
+        set_null(o);
+        return 0;
+    }
+    if (!is_num(a))
+        return mf_err_set(c->err, MF_E_Location28765, "%s only supports numeric types, not %s", name, tname(a));
+    if (p && (!mf_value_as_int64(p, &place) || place < -20 || place > 100))
+        return mf_err_set(c->err, MF_E_BadValue, "%s requires \"place\" argument to be an integer between -20 and 100",
+                          name);
+    double x = as_dbl(a), m = pow(10.0, (double)(place < 0 ? -place : place)), r;
+    bool is_int = a->value_type == BSON_TYPE_INT32 || a->value_type == BSON_TYPE_INT64;
+    if (is_int && place >= 0) {
+        vcopy(o, a);
+        return 0;
+    }
+    if (place >= 0) {
+        r = op == OP_ROUND ? nearbyint(x * m) / m : trunc(x * m) / m;
+        if (!isfinite(r))
+            r = x;
+    } else {
+        r = op == OP_ROUND ? nearbyint(x / m) * m : trunc(x / m) * m;
+    }
+    if (a->value_type == BSON_TYPE_INT32)
+        set_i32(o, (int32_t)r);
+    else if (a->value_type == BSON_TYPE_INT64)
+        set_i64(o, (int64_t)r);
+    else if (a->value_type == BSON_TYPE_DECIMAL128)
+        set_dec_from_double(o, r);
+    else
+        set_dbl(o, r);
+    return 0;
+}
+
+static int
+ev_pow(const bson_value_t *a, const bson_value_t *b, ctx_t *c, bson_value_t *o)
+{
+    if (is_nullish(a) || is_nullish(b)) {
+        set_null(o);
+        return 0;
+    }
+    if (!is_num(a) || !is_num(b))
+        return mf_err_set(c->err, MF_E_Location28765, "$pow only supports numeric types, not %s and %s", tname(a),
+                          tname(b));
+    if (as_dbl(a) == 0 && as_dbl(b) < 0)
+        return mf_err_set(c->err, MF_E_Location28764, "$pow cannot take a base of 0 and a negative exponent");
+    int ra = num_rank(a), rb = num_rank(b);
+    if (ra <= 1 && rb <= 1) {
+        int64_t base = as_i64(a), ex = as_i64(b), r = 1;
+        bool ovf = false;
+        if (ex < 0) {
+            /* Integer base to a negative power: only 1 and -1 stay integral. */
+            if (base == 1 || base == -1) {
+                r = (base == -1 && (ex % 2)) ? -1 : 1;
+            } else {
+                set_dbl(o, pow((double)base, (double)ex));
+                return 0;
+            }
+        } else {
+            for (int64_t i = 0; i < ex && !ovf; i++) {
+                if (__builtin_mul_overflow(r, base, &r))
+                    ovf = true;
+                if (r == 0 || r == 1)
+                    break;
+            }
+        }
+        if (ovf) {
+            set_dbl(o, pow((double)base, (double)ex));
+        } else if (ra == 0 && rb == 0 && r >= INT32_MIN && r <= INT32_MAX) {
+            set_i32(o, (int32_t)r);
+        } else {
+            set_i64(o, r);
+        }
+        return 0;
+    }
+    double r = pow(as_dbl(a), as_dbl(b));
+    if (ra == 3 || rb == 3)
+        set_dec_from_double(o, r);
+    else
+        set_dbl(o, r);
+    return 0;
+}
+
+/* ---- arrays ---- */
+
+/* array_arg: checks v is an array; nullish → *is_null. */
+static int
+ev_array_elem_at(const char *name, const bson_value_t *a, const bson_value_t *idx, ctx_t *c, bson_value_t *o)
+{
+    int64_t i;
+    elems_t el;
+
+    if (is_nullish(a) || is_nullish(idx)) {
+        set_null(o);
+        return 0;
+    }
+    if (a->value_type != BSON_TYPE_ARRAY)
+        return mf_err_set(c->err, MF_E_Location28689, "%s's first argument must be an array, but is %s", name,
+                          tname(a));
+    if (!is_num(idx))
+        return mf_err_set(c->err, MF_E_Location28690, "%s's second argument must be a numeric value, but is %s",
+                          name, tname(idx));
+    if (!mf_value_as_int64(idx, &i) || i < INT32_MIN || i > INT32_MAX) {
+        char buf[64];
+        bson_value_t s;
+        if (to_string(idx, &s)) {
+            snprintf(buf, sizeof buf, "%s", s.value.v_utf8.str);
+            vfree(&s);
+        } else {
+            buf[0] = 0;
+        }
+        return mf_err_set(c->err, MF_E_Location28691,
+                          "%s's second argument must be representable as a 32-bit integer: %s", name, buf);
+    }
+    elems_of(a, &el);
+    if (i < 0)
+        i += (int64_t)el.n;
+    if (i < 0 || i >= (int64_t)el.n)
+        set_missing(o);
+    else
+        vcopy(o, &el.v[i]);
+    elems_free(&el);
+    return 0;
+}
+
+static int
+ev_first_last(bool first, const bson_value_t *a, ctx_t *c, bson_value_t *o)
+{
+    elems_t el;
+
+    if (is_nullish(a)) {
+        set_null(o);
+        return 0;
+    }
+    if (a->value_type != BSON_TYPE_ARRAY)
+        return mf_err_set(c->err, MF_E_Location28689, "%s's argument must be an array, but is %s",
+                          first ? "$first" : "$last", tname(a));
+    elems_of(a, &el);
+    if (el.n == 0)
+        set_missing(o);
+    else
+        vcopy(o, &el.v[first ? 0 : el.n - 1]);
+    elems_free(&el);
+    return 0;
+}
+
+static int
+ev_slice(const bson_value_t *v, size_t n, ctx_t *c, bson_value_t *o)
+{
+    int64_t pos = 0, cnt;
+    elems_t el;
+    abuild_t ab;
+
+    for (size_t i = 0; i < n; i++)
+        if (is_nullish(&v[i])) {
+            set_null(o);
+            return 0;
+        }
+    if (v[0].value_type != BSON_TYPE_ARRAY)
+        return mf_err_set(c->err, MF_E_Location28724, "First argument to $slice must be an array, but is of type: %s",
+                          tname(&v[0]));
+    for (size_t i = 1; i < n; i++)
+        if (!is_num(&v[i]) || !mf_value_as_int64(&v[i], &cnt))
+            return mf_err_set(c->err, MF_E_BadValue, "%s argument to $slice must be numeric and an integer, but is of type: %s",
+                              i == 1 ? "Second" : "Third", tname(&v[i]));
+    elems_of(&v[0], &el);
+    int64_t len = (int64_t)el.n;
+    if (n == 2) {
+        mf_value_as_int64(&v[1], &cnt);
+        if (cnt >= 0) {
+            pos = 0;
+        } else {
+            pos = len + cnt;
+            if (pos < 0)
+                pos = 0;
+            cnt = -cnt;
+        }
+    } else {
+        mf_value_as_int64(&v[1], &pos);
+        mf_value_as_int64(&v[2], &cnt);
+        if (cnt <= 0) {
+            elems_free(&el);
+            return mf_err_set(c->err, MF_E_BadValue, "Third argument to $slice must be positive: %" PRId64, cnt);
+        }
+        if (pos < 0) {
+            pos = len + pos;
+            if (pos < 0)
+                pos = 0;
+        }
+    }
+    ab_init(&ab);
+    for (int64_t i = pos; i < len && i - pos < cnt; i++)
+        ab_push(&ab, &el.v[i]);
+    ab_finish(&ab, o);
+    elems_free(&el);
+    return 0;
+}
+
+/* set_add: appends v to ab unless an equal value is already in seen (borrowed list). */
+static void
+set_add(abuild_t *ab, elems_t *seen, size_t *cap, const bson_value_t *v)
+{
+    for (size_t i = 0; i < seen->n; i++)
+        if (cmpv(&seen->v[i], v) == 0)
+            return;
+    if (seen->n == *cap) {
+        *cap = *cap ? *cap * 2 : 8;
+        seen->v = bson_realloc(seen->v, *cap * sizeof *seen->v);
+    }
+    seen->v[seen->n++] = *v;
+    ab_push(ab, v);
+}
+
+static bool
+arr_contains(const elems_t *el, const bson_value_t *v)
+{
+    for (size_t i = 0; i < el->n; i++)
+        if (cmpv(&el->v[i], v) == 0)
+            return true;
+    return false;
+}
+
+static int
+ev_sets(const mf_expr_t *e, bson_value_t *v, size_t n, ctx_t *c, bson_value_t *o)
+{
+    int op = e->op->id;
+    abuild_t ab;
+    elems_t seen = {NULL, 0};
+    size_t cap = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        if (is_nullish(&v[i])) {
+            if (op == OP_SETISSUBSET || op == OP_SETEQUALS)
+                return mf_err_set(c->err, MF_E_BadValue, "All operands of %s must be arrays. One argument is of type: %s",
+                                  e->op->name, tname(&v[i]));
+            set_null(o);
+            return 0;
+        }
+        if (v[i].value_type != BSON_TYPE_ARRAY)
+            return mf_err_set(c->err, MF_E_BadValue, "All operands of %s must be arrays. One argument is of type: %s",
+                              e->op->name, tname(&v[i]));
+    }
+    if (op == OP_SETUNION) {
+        ab_init(&ab);
+        for (size_t i = 0; i < n; i++) {
+            elems_t el;
+            elems_of(&v[i], &el);
+            for (size_t j = 0; j < el.n; j++)
+                set_add(&ab, &seen, &cap, &el.v[j]);
+            elems_free(&el);
+        }
+        bson_free(seen.v);
+        ab_finish(&ab, o);
+        return 0;
+    }
+    if (op == OP_SETINTERSECTION || op == OP_SETDIFFERENCE) {
+        elems_t first;
+        ab_init(&ab);
+        if (n == 0) {
+            ab_finish(&ab, o);
+            return 0;
+        }
+        elems_of(&v[0], &first);
+        elems_t *others = bson_malloc0((n ? n : 1) * sizeof *others);
+        for (size_t i = 1; i < n; i++)
+            elems_of(&v[i], &others[i]);
+        for (size_t j = 0; j < first.n; j++) {
+            bool keep = true;
+            for (size_t i = 1; i < n && keep; i++) {
+                bool in = arr_contains(&others[i], &first.v[j]);
+                keep = op == OP_SETINTERSECTION ? in : !in;
+            }
+            if (keep)
+                set_add(&ab, &seen, &cap, &first.v[j]);
+        }
+        for (size_t i = 1; i < n; i++)
+            elems_free(&others[i]);
+        bson_free(others);
+        elems_free(&first);
+        bson_free(seen.v);
+        ab_finish(&ab, o);
+        return 0;
+    }
+    /* $setIsSubset, $setEquals */
+    {
+        elems_t a, b;
+        bool res = true;
+        elems_of(&v[0], &a);
+        for (size_t i = 1; i < n && res; i++) {
+            elems_of(&v[i], &b);
+            for (size_t j = 0; j < a.n && res; j++)
+                if (!arr_contains(&b, &a.v[j]))
+                    res = false;
+            if (op == OP_SETEQUALS)
+                for (size_t j = 0; j < b.n && res; j++)
+                    if (!arr_contains(&a, &b.v[j]))
+                        res = false;
+            elems_free(&b);
+        }
+        elems_free(&a);
+        set_bool(o, res);
+        return 0;
+    }
+}
+
+/* ---- $sum/$avg/$min/$max (expression forms) ---- */
+
+static void
+ev_accum(int op, const bson_value_t *v, size_t n, bson_value_t *o)
+{
+    const bson_value_t *items = v;
+    size_t count = n;
+    elems_t el = {NULL, 0};
+
+    if (n == 1 && v[0].value_type == BSON_TYPE_ARRAY) {
+        elems_of(&v[0], &el);
+        items = el.v;
+        count = el.n;
+    }
+    if (op == OP_SUM || op == OP_AVG) {
+        num_t s;
+        size_t k = 0;
+        num_init(&s, 0);
+        for (size_t i = 0; i < count; i++)
+            if (is_num(&items[i])) {
+                num_add(&s, &items[i]);
+                k++;
+            }
+        if (op == OP_SUM) {
+            num_result(&s, o);
+        } else if (k == 0) {
+            set_null(o);
+        } else {
+            double total = (s.rank <= 1 && !s.overflowed) ? (double)s.l : s.d;
+            if (s.rank == 3)
+                set_dec_from_double(o, total / (double)k);
+            else
+                set_dbl(o, total / (double)k);
+        }
+    } else {
+        const bson_value_t *best = NULL;
+        for (size_t i = 0; i < count; i++) {
+            if (is_nullish(&items[i]))
+                continue;
+            if (best == NULL || (op == OP_MIN ? cmpv(&items[i], best) < 0 : cmpv(&items[i], best) > 0))
+                best = &items[i];
+        }
+        if (best)
+            vcopy(o, best);
+        else
+            set_null(o);
+    }
+    elems_free(&el);
+}
+
+/* ---- conversions ---- */
+
+static bool
+parse_int64_str(const char *s, int64_t *out)
+{
+    char *end;
+    errno = 0;
+    if (*s == '\0' || isspace((unsigned char)*s))
+        return false;
+    long long x = strtoll(s, &end, 10);
+    if (errno || *end != '\0')
+        return false;
+    *out = x;
+    return true;
+}
+
+static bool
+parse_double_str(const char *s, double *out)
+{
+    char *end;
+    if (*s == '\0' || isspace((unsigned char)*s))
+        return false;
+    /* Refuse hex forms, which strtod would accept. */
+    for (const char *p = s; *p; p++)
+        if (*p == 'x' || *p == 'X')
+            return false;
+    errno = 0;
+    double x = strtod(s, &end);
+    if (*end != '\0')
+        return false;
+    if (errno == ERANGE && isinf(x))
+        return false;
+    *out = x;
+    return true;
+}
+
+/* parse_date_str: ISO-8601 "YYYY-MM-DD[(T| )HH:MM[:SS[.mmm]]][Z|±hh[:mm]]". */
+static bool
+parse_date_str(const char *s, int64_t *ms)
+{
+    int Y, M, D, h = 0, m = 0, sec = 0, milli = 0, n = 0, tz = 0;
+    struct tm tm;
+
+    if (sscanf(s, "%4d-%2d-%2d%n", &Y, &M, &D, &n) != 3 || n != 10)
+        return false;
+    s += n;
+    if (*s == 'T' || *s == ' ') {
+        s++;
+        if (sscanf(s, "%2d:%2d%n", &h, &m, &n) != 2 || n != 5)
+            return false;
+        s += n;
+        if (*s == ':') {
+            if (sscanf(s + 1, "%2d%n", &sec, &n) != 1 || n != 2)
+                return false;
+            s += 3;
+            if (*s == '.') {
+                int digits = 0;
+                s++;
+                milli = 0;
+                while (isdigit((unsigned char)*s)) {
+                    if (digits < 3) {
+                        milli = milli * 10 + (*s - '0');
+                        digits++;
+                    }
+                    s++;
+                }
+                if (digits == 0)
+                    return false;
+                while (digits < 3) {
+                    milli *= 10;
+                    digits++;
+                }
+            }
+        }
+        if (*s == 'Z') {
+            s++;
+        } else if (*s == '+' || *s == '-') {
+            int sign = *s == '-' ? -1 : 1, th = 0, tmn = 0;
+            s++;
+            if (sscanf(s, "%2d", &th) != 1)
+                return false;
+            s += 2;
+            if (*s == ':')
+                s++;
+            if (isdigit((unsigned char)*s)) {
+                if (sscanf(s, "%2d", &tmn) != 1)
+                    return false;
+                s += 2;
+            }
+            tz = sign * (th * 60 + tmn);
+        }
+    }
+    if (*s != '\0' || M < 1 || M > 12 || D < 1 || D > 31 || h > 23 || m > 59 || sec > 60)
+        return false;
+    memset(&tm, 0, sizeof tm);
+    tm.tm_year = Y - 1900;
+    tm.tm_mon = M - 1;
+    tm.tm_mday = D;
+    tm.tm_hour = h;
+    tm.tm_min = m;
+    tm.tm_sec = sec;
+    *ms = (int64_t)timegm(&tm) * 1000 + milli - (int64_t)tz * 60000;
+    return true;
+}
+
+static int
+conv_fail(ctx_t *c, const char *fmt, const bson_value_t *v, const char *target)
+{
+    if (fmt == NULL)
+        return mf_err_set(c->err, MF_E_ConversionFailure,
+                          "Unsupported conversion from %s to %s in $convert with no onError value", tname(v), target);
+    return mf_err_set(c->err, MF_E_ConversionFailure, "%s", fmt);
+}
+
+/*
+ * convert: converts v to BSON type `to`; returns 0 with *o set, or -1 with a
+ * ConversionFailure in c->err. v is not nullish.
+ */
+static int
+convert(ctx_t *c, const bson_value_t *v, int to, bson_value_t *o)
+{
+    char msg[400];
+    const char *tgt = mf_type_name((bson_type_t)to);
+    int64_t l;
+    double d;
+
+    switch (to) {
+    case BSON_TYPE_UTF8:
+        if (v->value_type == BSON_TYPE_TIMESTAMP || !to_string(v, o))
+            return conv_fail(c, NULL, v, tgt);
+        return 0;
+    case BSON_TYPE_BOOL:
+        if (is_num(v))
+            set_bool(o, as_dbl(v) != 0 || (v->value_type == BSON_TYPE_DOUBLE && isnan(v->value.v_double)));
+        else if (v->value_type == BSON_TYPE_BOOL)
+            set_bool(o, v->value.v_bool);
+        else
+            set_bool(o, true);
+        return 0;
+    case BSON_TYPE_INT32:
+    case BSON_TYPE_INT64: {
+        int64_t lo = to == BSON_TYPE_INT32 ? INT32_MIN : INT64_MIN;
+        int64_t hi = to == BSON_TYPE_INT32 ? INT32_MAX : INT64_MAX;
+        switch (v->value_type) {
+        case BSON_TYPE_BOOL:
+            l = v->value.v_bool;
+            break;
+        case BSON_TYPE_INT32:
+        case BSON_TYPE_INT64:
+            l = as_i64(v);
+            if (l < lo || l > hi) {
+                snprintf(msg, sizeof msg, "Conversion would overflow target type in $convert with no onError value: %" PRId64, l);
+                return conv_fail(c, msg, v, tgt);
+            }
+            break;
+        case BSON_TYPE_DOUBLE:
+        case BSON_TYPE_DECIMAL128:
+            d = as_dbl(v);
+            if (isnan(d) || isinf(d)) {
+                snprintf(msg, sizeof msg, "Attempt to convert %s value to integer type in $convert with no onError value",
+                         isnan(d) ? "NaN" : "infinity");
+                return conv_fail(c, msg, v, tgt);
+            }
+            d = trunc(d);
+            if (d < (double)lo || d >= -(double)lo) {
+                char b[64];
+                fmt_double(as_dbl(v), b, sizeof b);
+                snprintf(msg, sizeof msg, "Conversion would overflow target type in $convert with no onError value: %s", b);
+                return conv_fail(c, msg, v, tgt);
+            }
+            l = (int64_t)d;
+            break;
+        case BSON_TYPE_UTF8:
+            if (!parse_int64_str(v->value.v_utf8.str, &l) || l < lo || l > hi) {
+                snprintf(msg, sizeof msg, "Failed to parse number '%.200s' in $convert with no onError value", v->value.v_utf8.str);
+                return conv_fail(c, msg, v, tgt);
+            }
+            break;
+        case BSON_TYPE_DATE_TIME:
+            if (to == BSON_TYPE_INT64) {
+                l = v->value.v_datetime;
+                break;
+            }
+            return conv_fail(c, NULL, v, tgt);
+        default:
+            return conv_fail(c, NULL, v, tgt);
+        }
+        if (to == BSON_TYPE_INT32)
+            set_i32(o, (int32_t)l);
+        else
+            set_i64(o, l);
+        return 0;
+    }
+    case BSON_TYPE_DOUBLE:
+    case BSON_TYPE_DECIMAL128:
+        switch (v->value_type) {
+        case BSON_TYPE_BOOL:
+            d = v->value.v_bool;
+            break;
+        case BSON_TYPE_INT32:
+        case BSON_TYPE_INT64:
+        case BSON_TYPE_DOUBLE:
+            d = as_dbl(v);
+            break;
+        case BSON_TYPE_DECIMAL128:
+            if (to == BSON_TYPE_DECIMAL128) {
+                vcopy(o, v);
+                return 0;
+            }
+            d = as_dbl(v);
+            break;
+        case BSON_TYPE_UTF8:
+            if (to == BSON_TYPE_DECIMAL128) {
+                memset(o, 0, sizeof *o);
+                o->value_type = BSON_TYPE_DECIMAL128;
+                if (!bson_decimal128_from_string(v->value.v_utf8.str, &o->value.v_decimal128)) {
+                    snprintf(msg, sizeof msg, "Failed to parse number '%.200s' in $convert with no onError value", v->value.v_utf8.str);
+                    return conv_fail(c, msg, v, tgt);
+                }
+                return 0;
+            }
+            if (!parse_double_str(v->value.v_utf8.str, &d)) {
+                snprintf(msg, sizeof msg, "Failed to parse number '%.200s' in $convert with no onError value", v->value.v_utf8.str);
+                return conv_fail(c, msg, v, tgt);
+            }
+            break;
+        case BSON_TYPE_DATE_TIME:
+            d = (double)v->value.v_datetime;
+            break;
+        default:
+            return conv_fail(c, NULL, v, tgt);
+        }
+        if (to == BSON_TYPE_DOUBLE) {
+            set_dbl(o, d);
+        } else if (v->value_type == BSON_TYPE_INT32 || v->value_type == BSON_TYPE_INT64 ||
+                   v->value_type == BSON_TYPE_DATE_TIME) {
+            char b[32];
+            snprintf(b, sizeof b, "%" PRId64, v->value_type == BSON_TYPE_DATE_TIME ? v->value.v_datetime : as_i64(v));
+            memset(o, 0, sizeof *o);
+            o->value_type = BSON_TYPE_DECIMAL128;
+            bson_decimal128_from_string(b, &o->value.v_decimal128);
+        } else {
+            set_dec_from_double(o, d);
+        }
+        return 0;
+    case BSON_TYPE_DATE_TIME:
+        switch (v->value_type) {
+        case BSON_TYPE_DATE_TIME:
+            vcopy(o, v);
+            return 0;
+        case BSON_TYPE_INT64:
+            set_date(o, v->value.v_int64);
+            return 0;
+        case BSON_TYPE_DOUBLE:
+        case BSON_TYPE_DECIMAL128:
+            d = as_dbl(v);
+            if (isnan(d) || isinf(d) || d >= 9.2233720368547758e18 || d < -9.2233720368547758e18)
+                return conv_fail(c, "Conversion would overflow target type in $convert with no onError value", v, tgt);
+            set_date(o, (int64_t)trunc(d));
+            return 0;
+        case BSON_TYPE_OID:
+        case BSON_TYPE_TIMESTAMP:
+            get_date(v, &l);
+            set_date(o, l);
+            return 0;
+        case BSON_TYPE_UTF8:
+            if (!parse_date_str(v->value.v_utf8.str, &l)) {
+                snprintf(msg, sizeof msg, "Error parsing date string '%.200s'", v->value.v_utf8.str);
+                return conv_fail(c, msg, v, tgt);
+            }
+            set_date(o, l);
+            return 0;
+        default:
+            return conv_fail(c, NULL, v, tgt);
+        }
+    case BSON_TYPE_OID:
+        if (v->value_type == BSON_TYPE_OID) {
+            vcopy(o, v);
+            return 0;
+        }
+        if (v->value_type == BSON_TYPE_UTF8) {
+            if (v->value.v_utf8.len != 24 || !bson_oid_is_valid(v->value.v_utf8.str, 24)) {
+                snprintf(msg, sizeof msg, "Failed to parse objectId '%.200s' in $convert with no onError value: Invalid string length for parsing to OID, expected 24 but found %u",
+                         v->value.v_utf8.str, v->value.v_utf8.len);
+                return conv_fail(c, msg, v, tgt);
+            }
+            memset(o, 0, sizeof *o);
+            o->value_type = BSON_TYPE_OID;
+            bson_oid_init_from_string(&o->value.v_oid, v->value.v_utf8.str);
+            return 0;
+        }
+        return conv_fail(c, NULL, v, tgt);
+    default:
+        if ((int)v->value_type == to) {
+            vcopy(o, v);
+            return 0;
+        }
+        return conv_fail(c, NULL, v, tgt);
+    }
+}
+
+static int
+ev_convert(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
+{
+    bson_value_t in, to;
+    int target = -1;
+    int rc = 0;
+
+    if (ev(e->args[0], c, &in) < 0)
+        return -1;
+    if (ev(e->args[1], c, &to) < 0) {
+        vfree(&in);
+        return -1;
+    }
+    if (is_nullish(&to)) {
+        set_null(o);
+        goto done;
+    }
+    if (to.value_type == BSON_TYPE_UTF8) {
+        target = mf_type_alias(to.value.v_utf8.str);
+        if (target < 0 || target == -2) {
+            rc = mf_err_set(c->err, MF_E_BadValue, "Unknown type name: %s", to.value.v_utf8.str);
+            goto done;
+        }
+    } else if (is_num(&to)) {
+        int64_t t;
+        if (!mf_value_as_int64(&to, &t) || mf_type_name((bson_type_t)t) == NULL) {
+            rc = mf_err_set(c->err, MF_E_BadValue, "In $convert, numeric 'to' argument is not an integer");
+            goto done;
+        }
+        target = (int)t;
+    } else {
+        rc = mf_err_set(c->err, MF_E_BadValue, "$convert's 'to' argument must be a string or number, but is %s",
+                        tname(&to));
+        goto done;
+    }
+    if (is_nullish(&in)) {
+        if (e->nargs > 3 && e->args[3])
+            rc = ev(e->args[3], c, o);
+        else
+            set_null(o);
+        goto done;
+    }
+    if (convert(c, &in, target, o) < 0) {
+        if (e->nargs > 2 && e->args[2]) {
+            mf_err_clear(c->err);
+            rc = ev(e->args[2], c, o);
+        } else {
+            rc = -1;
+        }
+    }
+done:
+    vfree(&in);
+    vfree(&to);
+    return rc;
+}
+
+/* ---- strings ---- */
+
+static bool
+is_default_ws(uint32_t cp)
+{
+    switch (cp) {
+    case 0x00: case 0x20: case 0x09: case 0x0A: case 0x0B: case 0x0C: case 0x0D: case 0xA0: case 0x1680:
+    case 0x2028: case 0x2029: case 0x202F: case 0x205F: case 0x3000:
+        return true;
+    default:
+        return cp >= 0x2000 && cp <= 0x200A;
+    }
+}
+
+static bool
+in_chars(uint32_t cp, const uint32_t *chars, size_t n)
+{
+    if (chars == NULL)
+        return is_default_ws(cp);
+    for (size_t i = 0; i < n; i++)
+        if (chars[i] == cp)
+            return true;
+    return false;
+}
+
+static int
+ev_trim(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
+{
+    bson_value_t in, ch;
+    uint32_t *chars = NULL;
+    size_t nchars = 0;
+    int op = e->op->id, rc = 0;
+
+    set_missing(&ch);
+    if (ev(e->args[0], c, &in) < 0)
+        return -1;
+    if (e->nargs > 1 && e->args[1] && ev(e->args[1], c, &ch) < 0) {
+        vfree(&in);
+        return -1;
+    }
+    if (is_nullish(&in) || (e->nargs > 1 && e->args[1] && is_nullish(&ch))) {
+        set_null(o);
+        goto done;
+    }
+    if (in.value_type != BSON_TYPE_UTF8) {
+        rc = mf_err_set(c->err, MF_E_Location50699, "%s requires its input to be a string, got %s (of type %s) instead.",
+                        e->op->name, "value", tname(&in));
+        goto done;
+    }
+    if (ch.value_type != BSON_TYPE_EOD) {
+        if (ch.value_type != BSON_TYPE_UTF8) {
+            rc = mf_err_set(c->err, MF_E_Location50699, "%s requires 'chars' to be a string, got %s instead.",
+                            e->op->name, tname(&ch));
+            goto done;
+        }
+        chars = bson_malloc((ch.value.v_utf8.len + 1) * sizeof *chars);
+        for (size_t i = 0; i < ch.value.v_utf8.len;) {
+            int l;
+            chars[nchars++] = u8decode(ch.value.v_utf8.str + i, ch.value.v_utf8.len - i, &l);
+            i += (size_t)l;
+        }
+    }
+    {
+        const char *s = in.value.v_utf8.str;
+        size_t n = in.value.v_utf8.len, start = 0, end = n;
+        if (op != OP_RTRIM) {
+            while (start < n) {
+                int l;
+                uint32_t cp = u8decode(s + start, n - start, &l);
+                if (!in_chars(cp, chars, nchars))
+                    break;
+                start += (size_t)l;
+            }
+        }
+        if (op != OP_LTRIM) {
+            while (end > start) {
+                size_t p = end - 1;
+                int l;
+                while (p > start && ((unsigned char)s[p] & 0xC0) == 0x80)
+                    p--;
+                uint32_t cp = u8decode(s + p, end - p, &l);
+                if (!in_chars(cp, chars, nchars))
+                    break;
+                end = p;
+            }
+        }
+        set_strn(o, s + start, end - start);
+    }
+done:
+    bson_free(chars);
+    vfree(&in);
+    vfree(&ch);
+    return rc;
+}
+
+static int
+ev_substr(int op, bson_value_t *v, ctx_t *c, bson_value_t *o)
+{
+    bson_value_t s;
+    int64_t start, len;
+    const char *name = op == OP_SUBSTRCP ? "$substrCP" : "$substrBytes";
+
+    if (coerce_str(c, &v[0], &s) < 0)
+        return -1;
+    if (!is_num(&v[1])) {
+        vfree(&s);
+        return mf_err_set(c->err, MF_E_BadValue, "%s: starting index must be a numeric type (is BSON type %s)", name,
+                          tname(&v[1]));
+    }
+    if (!is_num(&v[2])) {
+        vfree(&s);
+        return mf_err_set(c->err, MF_E_BadValue, "%s: length must be a numeric type (is BSON type %s)", name,
+                          tname(&v[2]));
+    }
+    start = (int64_t)as_dbl(&v[1]);
+    len = (int64_t)as_dbl(&v[2]);
+    const char *str = s.value.v_utf8.str;
+    size_t n = s.value.v_utf8.len;
+    if (op == OP_SUBSTRCP) {
+        if (start < 0 || len < 0) {
+            vfree(&s);
+            return mf_err_set(c->err, MF_E_BadValue, "$substrCP: the %s must be a nonnegative integer.",
+                              start < 0 ? "starting index" : "length argument");
+        }
+        size_t b = cp_offset(str, n, (size_t)start);
+        size_t e = b + cp_offset(str + b, n - b, (size_t)len);
+        set_strn(o, str + b, e - b);
+    } else {
+        if (start < 0 || (size_t)start >= n) {
+            set_str(o, "");
+        } else {
+            size_t rest = n - (size_t)start;
+            size_t l = (len < 0 || (uint64_t)len > rest) ? rest : (size_t)len;
+            set_strn(o, str + start, l);
+        }
+    }
+    vfree(&s);
+    return 0;
+}
+
+static int
+ev_index_of(int op, bson_value_t *v, size_t n, ctx_t *c, bson_value_t *o)
+{
+    const char *name = op == OP_INDEXOFCP ? "$indexOfCP" : "$indexOfBytes";
+    int64_t start = 0, end = -1;
+
+    if (is_nullish(&v[0])) {
+        set_null(o);
+        return 0;
+    }
+    if (v[0].value_type != BSON_TYPE_UTF8)
+        return mf_err_set(c->err, MF_E_BadValue, "%s requires a string as the first argument, found: %s", name,
+                          tname(&v[0]));
+    if (v[1].value_type != BSON_TYPE_UTF8)
+        return mf_err_set(c->err, MF_E_BadValue, "%s requires a string as the second argument, found: %s", name,
+                          tname(&v[1]));
+    for (size_t i = 2; i < n; i++) {
+        int64_t x;
+        if (!is_num(&v[i]) || !mf_value_as_int64(&v[i], &x))
+            return mf_err_set(c->err, MF_E_BadValue, "%s %s index must resolve to a number", name, i == 2 ? "starting" : "ending");
+        if (x < 0)
+            return mf_err_set(c->err, MF_E_BadValue, "%s %s index must be a non-negative number", name, i == 2 ? "starting" : "ending");
+        if (i == 2)
+            start = x;
+        else
+            end = x;
+    }
+    const char *s = v[0].value.v_utf8.str, *t = v[1].value.v_utf8.str;
+    size_t sn = v[0].value.v_utf8.len, tn = v[1].value.v_utf8.len;
+    if (op == OP_INDEXOFCP) {
+        size_t total = cp_count(s, sn);
+        size_t e = (end < 0 || (size_t)end > total) ? total : (size_t)end;
+        if ((size_t)start > total || (size_t)start > e) {
+            set_i32(o, -1);
+            return 0;
+        }
+        size_t b = cp_offset(s, sn, (size_t)start);
+        size_t cp = (size_t)start;
+        size_t eb = cp_offset(s, sn, e);
+        for (size_t i = b; i <= eb; i += (size_t)u8len((unsigned char)s[i]), cp++) {
+            if (i + tn <= eb && memcmp(s + i, t, tn) == 0) {
+                set_i32(o, (int32_t)cp);
+                return 0;
+            }
+            if (i == eb)
+                break;
+        }
+        set_i32(o, -1);
+        return 0;
+    }
+    size_t e = (end < 0 || (size_t)end > sn) ? sn : (size_t)end;
+    for (size_t i = (size_t)start; i <= e && (size_t)start <= e; i++) {
+        if (i + tn <= e && memcmp(s + i, t, tn) == 0) {
+            set_i32(o, (int32_t)i);
+            return 0;
+        }
+    }
+    set_i32(o, -1);
+    return 0;
+}
+
+static int
+ev_split(bson_value_t *v, ctx_t *c, bson_value_t *o)
+{
+    abuild_t ab;
+    bson_value_t piece;
+
+    if (is_nullish(&v[0]) || is_nullish(&v[1])) {
+        set_null(o);
+        return 0;
+    }
+    if (v[0].value_type != BSON_TYPE_UTF8)
+        return mf_err_set(c->err, MF_E_Location40085,
+                          "$split requires an expression that evaluates to a string as a first argument, found: %s",
+                          tname(&v[0]));
+    if (v[1].value_type != BSON_TYPE_UTF8)
+        return mf_err_set(c->err, MF_E_Location40086,
+                          "$split requires an expression that evaluates to a string as a second argument, found: %s",
+                          tname(&v[1]));
+    if (v[1].value.v_utf8.len == 0)
+        return mf_err_set(c->err, MF_E_BadValue, "$split requires a non-empty separator");
+    const char *s = v[0].value.v_utf8.str, *d = v[1].value.v_utf8.str;
+    size_t sn = v[0].value.v_utf8.len, dn = v[1].value.v_utf8.len, last = 0;
+    ab_init(&ab);
+    for (size_t i = 0; i + dn <= sn;) {
+        if (memcmp(s + i, d, dn) == 0) {
+            set_strn(&piece, s + last, i - last);
+            ab_push(&ab, &piece);
+            vfree(&piece);
+            i += dn;
+            last = i;
+        } else {
+            i++;
+        }
+    }
+    set_strn(&piece, s + last, sn - last);
+    ab_push(&ab, &piece);
+    vfree(&piece);
+    ab_finish(&ab, o);
+    return 0;
+}
+
+static int
+ev_regex_match(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
+{
+    bson_value_t *v;
+    const char *pat = NULL, *opts = "";
+    uint32_t flags = PCRE2_UTF;
+    int rc = 0, errcode;
+    PCRE2_SIZE erroff;
+    pcre2_code *re;
+
+    if (eval_args(e, c, &v) < 0)
+        return -1;
+    if (v[1].value_type == BSON_TYPE_REGEX) {
+        pat = v[1].value.v_regex.regex;
+        opts = v[1].value.v_regex.options;
+    } else if (v[1].value_type == BSON_TYPE_UTF8) {
+        pat = v[1].value.v_utf8.str;
+    } else if (!is_nullish(&v[1])) {
+        rc = mf_err_set(c->err, MF_E_BadValue, "$regexMatch needs 'regex' to be of type string or regex");
+        goto done;
+    }
+    if (e->nargs > 2 && v[2].value_type != BSON_TYPE_EOD && !is_nullish(&v[2])) {
+        if (v[2].value_type != BSON_TYPE_UTF8) {
+            rc = mf_err_set(c->err, MF_E_BadValue, "$regexMatch needs 'options' to be of type string");
+            goto done;
+        }
+        if (v[1].value_type == BSON_TYPE_REGEX && opts[0]) {
+            rc = mf_err_set(c->err, MF_E_BadValue, "$regexMatch: found regex option(s) specified in both 'regex' and 'option' fields");
+            goto done;
+        }
+        opts = v[2].value.v_utf8.str;
+    }
+    if (is_nullish(&v[0])) {
+        set_bool(o, false);
+        goto done;
+    }
+    if (v[0].value_type != BSON_TYPE_UTF8) {
+        rc = mf_err_set(c->err, MF_E_BadValue, "$regexMatch needs 'input' to be of type string");
+        goto done;
+    }
+    if (pat == NULL) {
+        set_bool(o, false);
+        goto done;
+    }
+    for (const char *p = opts; *p; p++) {
+        switch (*p) {
+        case 'i': flags |= PCRE2_CASELESS; break;
+        case 'm': flags |= PCRE2_MULTILINE; break;
+        case 's': flags |= PCRE2_DOTALL; break;
+        case 'x': flags |= PCRE2_EXTENDED; break;
+        default:
+            rc = mf_err_set(c->err, MF_E_Location51091, "$regexMatch invalid flag in regex options: %c", *p);
+            goto done;
+        }
+    }
+    re = pcre2_compile((PCRE2_SPTR)pat, PCRE2_ZERO_TERMINATED, flags, &errcode, &erroff, NULL);
+    if (re == NULL) {
+        rc = mf_err_set(c->err, MF_E_BadValue, "Invalid Regex in $regexMatch");
+        goto done;
+    }
+    {
+        pcre2_match_data *md = pcre2_match_data_create_from_pattern(re, NULL);
+        int m = pcre2_match(re, (PCRE2_SPTR)v[0].value.v_utf8.str, v[0].value.v_utf8.len, 0, 0, md, NULL);
+        set_bool(o, m >= 0);
+        pcre2_match_data_free(md);
+        pcre2_code_free(re);
+    }
+done:
+    free_vals(v, e->nargs);
+    return rc;
+}
+
+/* ---- dates ---- */
+
+static int
+ev_datepart(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
+{
+    bson_value_t d, tz;
+    int64_t ms;
+    int tzmin = 0, millis;
+    struct tm tm;
+
+    if (ev(e->args[0], c, &d) < 0)
+        return -1;
+    set_missing(&tz);
+    if (e->nargs > 1 && e->args[1]) {
+        if (ev(e->args[1], c, &tz) < 0) {
+            vfree(&d);
+            return -1;
+        }
+        if (is_nullish(&tz)) {
+            vfree(&d);
+            vfree(&tz);
+            set_null(o);
+            return 0;
+        }
+        if (parse_tz(c, &tz, &tzmin) < 0) {
+            vfree(&d);
+            vfree(&tz);
+            return -1;
+        }
+    }
+    vfree(&tz);
+    if (is_nullish(&d)) {
+        set_null(o);
+        return 0;
+    }
+    if (!get_date(&d, &ms)) {
+        int rc = mf_err_set(c->err, MF_E_Location16006, "can't convert from BSON type %s to Date", tname(&d));
+        vfree(&d);
+        return rc;
+    }
+    vfree(&d);
+    date_tm(ms, tzmin, &tm, &millis);
+    switch (e->op->id) {
+    case OP_YEAR: set_i32(o, tm.tm_year + 1900); break;
+    case OP_MONTH: set_i32(o, tm.tm_mon + 1); break;
+    case OP_DAYOFMONTH: set_i32(o, tm.tm_mday); break;
+    case OP_HOUR: set_i32(o, tm.tm_hour); break;
+    case OP_MINUTE: set_i32(o, tm.tm_min); break;
+    case OP_SECOND: set_i32(o, tm.tm_sec); break;
+    case OP_MILLISECOND: set_i32(o, millis); break;
+    case OP_DAYOFWEEK: set_i32(o, tm.tm_wday + 1); break;
+    case OP_DAYOFYEAR: set_i32(o, tm.tm_yday + 1); break;
+    default: set_null(o); break;
+    }
+    return 0;
+}
+
+/* iso_weeks_in: 52 or 53, the number of ISO weeks in year y. */
+static int
+iso_weeks_in(int y)
+{
+    int p = (y + y / 4 - y / 100 + y / 400) % 7;
+    int q = ((y - 1) + (y - 1) / 4 - (y - 1) / 100 + (y - 1) / 400) % 7;
+    return 52 + (p == 4 || q == 3);
+}
+
+/* iso_week: ISO 8601 week number and week-year for tm. */
+static void
+iso_week(const struct tm *tm, int *week, int *year)
+{
+    int wday = (tm->tm_wday + 6) % 7; /* Monday = 0 */
+    int y = tm->tm_year + 1900;
+    int w = (tm->tm_yday - wday + 10) / 7;
+
+    if (w < 1) {
+        y--;
+        w = iso_weeks_in(y);
+    } else if (w > iso_weeks_in(y)) {
+        y++;
+        w = 1;
+    }
+    *week = w;
+    *year = y;
+}
+
+static int
+ev_date_to_string(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
+{
+    bson_value_t *v;
+    const char *fmt = "%Y-%m-%dT%H:%M:%S.%LZ";
+    int tzmin = 0, millis, rc = 0;
+    int64_t ms;
+    struct tm tm;
+    bson_string_t *s;
+
+    if (eval_args(e, c, &v) < 0)
+        return -1;
+    /* slots: date, format, timezone, onNull */
+    if (e->args[1]) {
+        if (is_nullish(&v[1])) {
+            set_null(o);
+            goto done;
+        }
+        if (v[1].value_type != BSON_TYPE_UTF8) {
+            rc = mf_err_set(c->err, MF_E_BadValue, "$dateToString requires that 'format' be a string, found: %s", tname(&v[1]));
+            goto done;
+        }
+        fmt = v[1].value.v_utf8.str;
+    }
+    if (e->args[2]) {
+        if (is_nullish(&v[2])) {
+            set_null(o);
+            goto done;
+        }
+        if (parse_tz(c, &v[2], &tzmin) < 0) {
+            rc = -1;
+            goto done;
+        }
+    }
+    if (is_nullish(&v[0])) {
+        if (e->args[3])
+            vcopy(o, &v[3]);
+        else
+            set_null(o);
+        goto done;
+    }
+    if (!get_date(&v[0], &ms)) {
+        rc = mf_err_set(c->err, MF_E_Location16006, "can't convert from BSON type %s to Date", tname(&v[0]));
+        goto done;
+    }
+    date_tm(ms, tzmin, &tm, &millis);
+    s = bson_string_new(NULL);
+    for (const char *p = fmt; *p; p++) {
+        if (*p != '%') {
+            char ch[2] = {*p, 0};
+            bson_string_append(s, ch);
+            continue;
+        }
+        p++;
+        int wk, wy;
+        switch (*p) {
+        case 'Y': bson_string_append_printf(s, "%04d", tm.tm_year + 1900); break;
+        case 'm': bson_string_append_printf(s, "%02d", tm.tm_mon + 1); break;
+        case 'd': bson_string_append_printf(s, "%02d", tm.tm_mday); break;
+        case 'H': bson_string_append_printf(s, "%02d", tm.tm_hour); break;
+        case 'M': bson_string_append_printf(s, "%02d", tm.tm_min); break;
+        case 'S': bson_string_append_printf(s, "%02d", tm.tm_sec); break;
+        case 'L': bson_string_append_printf(s, "%03d", millis); break;
+        case 'j': bson_string_append_printf(s, "%03d", tm.tm_yday + 1); break;
+        case 'w': bson_string_append_printf(s, "%d", tm.tm_wday + 1); break;
+        case 'u': bson_string_append_printf(s, "%d", tm.tm_wday == 0 ? 7 : tm.tm_wday); break;
+        case 'U': bson_string_append_printf(s, "%02d", (tm.tm_yday + 7 - tm.tm_wday) / 7); break;
+        case 'V': iso_week(&tm, &wk, &wy); bson_string_append_printf(s, "%02d", wk); break;
+        case 'G': iso_week(&tm, &wk, &wy); bson_string_append_printf(s, "%04d", wy); break;
+        case 'z': bson_string_append_printf(s, "%c%02d%02d", tzmin < 0 ? '-' : '+', abs(tzmin) / 60, abs(tzmin) % 60); break;
+        case 'Z': bson_string_append_printf(s, "%d", tzmin); break;
+        case '%': bson_string_append(s, "%"); break;
+        case 'b': {
+            static const char *const mon[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+            bson_string_append(s, mon[tm.tm_mon]);
+            break;
+        }
+        default:
+            bson_string_free(s, true);
+            rc = mf_err_set(c->err, MF_E_BadValue, "Invalid format character '%%%c' in format string", *p ? *p : ' ');
+            goto done;
+        }
+        if (*p == '\0')
+            break;
+    }
+    set_strn(o, s->str, s->len);
+    bson_string_free(s, true);
+done:
+    free_vals(v, e->nargs);
+    return rc;
+}
+
+/* ---- objects ---- */
+
+/* An ordered list of fields with replace-in-place (for $mergeObjects/$arrayToObject). */
+typedef struct fields {
+    char **k;
+    bson_value_t *v;
+    size_t n, cap;
+} fields_t;
+
+static void
+fields_set(fields_t *f, const char *k, size_t kl, const bson_value_t *v)
+{
+    for (size_t i = 0; i < f->n; i++)
+        if (strlen(f->k[i]) == kl && memcmp(f->k[i], k, kl) == 0) {
+            vfree(&f->v[i]);
+            vcopy(&f->v[i], v);
+            return;
+        }
+    if (f->n == f->cap) {
+        f->cap = f->cap ? f->cap * 2 : 8;
+        f->k = bson_realloc(f->k, f->cap * sizeof *f->k);
+        f->v = bson_realloc(f->v, f->cap * sizeof *f->v);
+    }
+    f->k[f->n] = bson_strndup(k, kl);
+    vcopy(&f->v[f->n], v);
+    f->n++;
+}
+
+static void
+fields_finish(fields_t *f, bson_value_t *o)
+{
+    bson_t b = BSON_INITIALIZER;
+
+    for (size_t i = 0; i < f->n; i++) {
+        if (f->v[i].value_type != BSON_TYPE_EOD)
+            bson_append_value(&b, f->k[i], -1, &f->v[i]);
+        bson_free(f->k[i]);
+        vfree(&f->v[i]);
+    }
+    bson_free(f->k);
+    bson_free(f->v);
+    take_bson(o, &b, false);
+}
+
+static void
+fields_abort(fields_t *f)
+{
+    for (size_t i = 0; i < f->n; i++) {
+        bson_free(f->k[i]);
+        vfree(&f->v[i]);
+    }
+    bson_free(f->k);
+    bson_free(f->v);
+}
+
+static int
+ev_merge_objects(bson_value_t *v, size_t n, ctx_t *c, bson_value_t *o)
+{
+    fields_t f = {0};
+    elems_t el = {NULL, 0};
+    const bson_value_t *items = v;
+    size_t count = n;
+
+    if (n == 1 && v[0].value_type == BSON_TYPE_ARRAY) {
+        elems_of(&v[0], &el);
+        items = el.v;
+        count = el.n;
+    }
+    for (size_t i = 0; i < count; i++) {
+        bson_iter_t it;
+        if (is_nullish(&items[i]))
+            continue;
+        if (items[i].value_type != BSON_TYPE_DOCUMENT) {
+            fields_abort(&f);
+            elems_free(&el);
+            return mf_err_set(c->err, MF_E_Location40400,
+                              "$mergeObjects requires object inputs, but input is of type %s", tname(&items[i]));
+        }
+        bson_iter_init_from_data(&it, items[i].value.v_doc.data, items[i].value.v_doc.data_len);
+        while (bson_iter_next(&it))
+            fields_set(&f, bson_iter_key(&it), bson_iter_key_len(&it), bson_iter_value(&it));
+    }
+    elems_free(&el);
+    fields_finish(&f, o);
+    return 0;
+}
+
+static int
+ev_object_to_array(const bson_value_t *a, ctx_t *c, bson_value_t *o)
+{
+    bson_iter_t it;
+    abuild_t ab;
+
+    if (is_nullish(a)) {
+        set_null(o);
+        return 0;
+    }
+    if (a->value_type != BSON_TYPE_DOCUMENT)
+        return mf_err_set(c->err, MF_E_Location40390, "$objectToArray requires a document input, found: %s", tname(a));
+    ab_init(&ab);
+    bson_iter_init_from_data(&it, a->value.v_doc.data, a->value.v_doc.data_len);
+    while (bson_iter_next(&it)) {
+        bson_t kv = BSON_INITIALIZER;
+        bson_value_t d;
+        bson_append_utf8(&kv, "k", 1, bson_iter_key(&it), (int)bson_iter_key_len(&it));
+        bson_append_value(&kv, "v", 1, bson_iter_value(&it));
+        take_bson(&d, &kv, false);
+        ab_push(&ab, &d);
+        vfree(&d);
+    }
+    ab_finish(&ab, o);
+    return 0;
+}
+
+static int
+ev_array_to_object(const bson_value_t *a, ctx_t *c, bson_value_t *o)
+{
+    elems_t el;
+    fields_t f = {0};
+    int kind = 0; /* 1 = [k, v] pairs, 2 = {k, v} documents */
+
+    if (is_nullish(a)) {
+        set_null(o);
+        return 0;
+    }
+    if (a->value_type != BSON_TYPE_ARRAY)
+        return mf_err_set(c->err, MF_E_BadValue, "$arrayToObject requires an array input, found: %s", tname(a));
+    elems_of(a, &el);
+    for (size_t i = 0; i < el.n; i++) {
+        const bson_value_t *x = &el.v[i];
+        bson_iter_t it;
+        const bson_value_t *kv = NULL, *vv = NULL;
+        int this_kind = x->value_type == BSON_TYPE_ARRAY ? 1 : x->value_type == BSON_TYPE_DOCUMENT ? 2 : 0;
+        if (this_kind == 0 || (kind && this_kind != kind)) {
+            fields_abort(&f);
+            elems_free(&el);
+            return mf_err_set(c->err, MF_E_BadValue,
+                              "Unrecognised input type format for $arrayToObject: %s", tname(x));
+        }
+        kind = this_kind;
+        bson_value_t tmp[2];
+        size_t cnt = 0;
+        bson_iter_init_from_data(&it, x->value.v_doc.data, x->value.v_doc.data_len);
+        if (kind == 1) {
+            while (bson_iter_next(&it)) {
+                if (cnt < 2)
+                    tmp[cnt] = *bson_iter_value(&it);
+                cnt++;
+            }
+            if (cnt != 2) {
+                fields_abort(&f);
+                elems_free(&el);
+                return mf_err_set(c->err, MF_E_BadValue, "$arrayToObject requires an array of size 2 arrays,found array of size: %zu", cnt);
+            }
+            kv = &tmp[0];
+            vv = &tmp[1];
+        } else {
+            while (bson_iter_next(&it)) {
+                if (strcmp(bson_iter_key(&it), "k") == 0 && !kv) {
+                    tmp[0] = *bson_iter_value(&it);
+                    kv = &tmp[0];
+                } else if (strcmp(bson_iter_key(&it), "v") == 0 && !vv) {
+                    tmp[1] = *bson_iter_value(&it);
+                    vv = &tmp[1];
+                }
+                cnt++;
+            }
+            if (cnt != 2 || !kv || !vv) {
+                fields_abort(&f);
+                elems_free(&el);
+                return mf_err_set(c->err, MF_E_BadValue,
+                                  "$arrayToObject requires an object keys of 'k' and 'v'. Found incorrect number of keys:%zu", cnt);
+            }
+        }
+        if (kv->value_type != BSON_TYPE_UTF8) {
+            fields_abort(&f);
+            elems_free(&el);
+            return mf_err_set(c->err, MF_E_BadValue, "$arrayToObject requires an object with keys 'k' and 'v', where the value of 'k' must be of type string. Found type: %s",
+                              tname(kv));
+        }
+        if (memchr(kv->value.v_utf8.str, '\0', kv->value.v_utf8.len)) {
+            fields_abort(&f);
+            elems_free(&el);
+            return mf_err_set(c->err, MF_E_BadValue, "Key field cannot contain an embedded null byte");
+        }
+        fields_set(&f, kv->value.v_utf8.str, kv->value.v_utf8.len, vv);
+    }
+    elems_free(&el);
+    fields_finish(&f, o);
+    return 0;
+}
+
+/* ---- higher-order: $map, $filter, $reduce, $let ---- */
+
+static int
+ev_map_filter(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
+{
+    bson_value_t in, lim;
+    elems_t el;
+    abuild_t ab;
+    int64_t limit = -1, taken = 0;
+    bool is_map = e->op->id == OP_MAP;
+    const binding_t *saved = c->vars;
+    binding_t b;
+    int rc = 0;
+
+    if (ev(e->args[0], c, &in) < 0)
+        return -1;
+    if (is_nullish(&in)) {
+        vfree(&in);
+        set_null(o);
+        return 0;
+    }
+    if (in.value_type != BSON_TYPE_ARRAY) {
+        rc = is_map ? mf_err_set(c->err, MF_E_Location16883, "input to $map must be an array not %s", tname(&in))
+                    : mf_err_set(c->err, MF_E_Location28651, "input to $filter must be an array not %s", tname(&in));
+        vfree(&in);
+        return rc;
+    }
+    if (!is_map && e->nargs > 3 && e->args[3]) {
+        if (ev(e->args[3], c, &lim) < 0) {
+            vfree(&in);
+            return -1;
+        }
+        if (!is_nullish(&lim)) {
+            if (!mf_value_as_int64(&lim, &limit) || limit < 1 || limit > INT32_MAX) {
+                vfree(&lim);
+                vfree(&in);
+                return mf_err_set(c->err, MF_E_BadValue, "$filter: limit must be represented as a 32-bit integral value greater than 0");
+            }
+        }
+        vfree(&lim);
+    }
+    elems_of(&in, &el);
+    ab_init(&ab);
+    b.name = e->name;
+    b.up = saved;
+    c->vars = &b;
+    for (size_t i = 0; i < el.n; i++) {
+        bson_value_t r;
+        b.val = &el.v[i];
+        if (ev(e->args[1], c, &r) < 0) {
+            rc = -1;
+            break;
+        }
+        if (is_map) {
+            ab_push(&ab, &r);
+        } else if (truthy(&r)) {
+            if (limit < 0 || taken < limit) {
+                ab_push(&ab, &el.v[i]);
+                taken++;
+            }
+        }
+        vfree(&r);
+        if (!is_map && limit >= 0 && taken >= limit)
+            break;
+    }
+    c->vars = saved;
+    if (rc == 0)
+        ab_finish(&ab, o);
+    else
+        bson_destroy(&ab.b);
+    elems_free(&el);
+    vfree(&in);
+    return rc;
+}
+
+static int
+ev_reduce(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
+{
+    bson_value_t in, acc;
+    elems_t el;
+    const binding_t *saved = c->vars;
+    binding_t bv, bt;
+
+    if (ev(e->args[0], c, &in) < 0)
+        return -1;
+    if (is_nullish(&in)) {
+        vfree(&in);
+        set_null(o);
+        return 0;
+    }
+    if (in.value_type != BSON_TYPE_ARRAY) {
+        int rc = mf_err_set(c->err, MF_E_BadValue, "$reduce requires input to be an array, found: %s", tname(&in));
+        vfree(&in);
+        return rc;
+    }
+    if (ev(e->args[1], c, &acc) < 0) {
+        vfree(&in);
+        return -1;
+    }
+    elems_of(&in, &el);
+    bv.name = "value";
+    bv.up = saved;
+    bt.name = "this";
+    bt.up = &bv;
+    for (size_t i = 0; i < el.n; i++) {
+        bson_value_t r;
+        bv.val = &acc;
+        bt.val = &el.v[i];
+        c->vars = &bt;
+        int rc = ev(e->args[2], c, &r);
+        c->vars = saved;
+        if (rc < 0) {
+            vfree(&acc);
+            elems_free(&el);
+            vfree(&in);
+            return -1;
+        }
+        vfree(&acc);
+        acc = r;
+    }
+    *o = acc;
+    elems_free(&el);
+    vfree(&in);
+    return 0;
+}
+
+static int
+ev_let(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
+{
+    size_t nv = e->nkeys;
+    bson_value_t *vals = bson_malloc0((nv ? nv : 1) * sizeof *vals);
+    binding_t *bs = bson_malloc0((nv ? nv : 1) * sizeof *bs);
+    const binding_t *saved = c->vars;
+    int rc = 0;
+    size_t done = 0;
+
+    for (size_t i = 0; i < nv; i++) {
+        if (ev(e->args[i], c, &vals[i]) < 0) {
+            rc = -1;
+            break;
+        }
+        done++;
+    }
+    if (rc == 0) {
+        const binding_t *up = saved;
+        for (size_t i = 0; i < nv; i++) {
+            bs[i].name = e->keys[i];
+            bs[i].val = &vals[i];
+            bs[i].up = up;
+            up = &bs[i];
+        }
+        c->vars = up;
+        rc = ev(e->args[nv], c, o);
+        c->vars = saved;
+    }
+    for (size_t i = 0; i < done; i++)
+        vfree(&vals[i]);
+    bson_free(vals);
+    bson_free(bs);
+    return rc;
+}
+
+static int
+ev_switch(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
+{
+    size_t nb = (e->nargs - 1) / 2;
+
+    for (size_t i = 0; i < nb; i++) {
+        bson_value_t r;
+        if (ev(e->args[2 * i], c, &r) < 0)
+            return -1;
+        bool t = truthy(&r);
+        vfree(&r);
+        if (t)
+            return ev(e->args[2 * i + 1], c, o);
+    }
+    if (e->args[e->nargs - 1])
+        return ev(e->args[e->nargs - 1], c, o);
+    return mf_err_set(c->err, MF_E_Location40066,
+                      "$switch could not find a matching branch for an input, and no default was specified.");
+}
+
+/* ---- the dispatcher ---- */
+
+static int
+ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
+{
+    int id = e->op->id;
+    bson_value_t *v = NULL;
+    int rc = 0;
+    size_t n = e->nargs;
+
+    /* Operators that control evaluation of their own arguments. */
+    switch (id) {
+    case OP_LITERAL:
+        vcopy(o, &e->args[0]->lit);
+        return 0;
+    case OP_AND:
+    case OP_OR:
+        for (size_t i = 0; i < n; i++) {
+            bson_value_t r;
+            if (ev(e->args[i], c, &r) < 0)
+                return -1;
+            bool t = truthy(&r);
+            vfree(&r);
+            if (id == OP_AND && !t) {
+                set_bool(o, false);
+                return 0;
+            }
+            if (id == OP_OR && t) {
+                set_bool(o, true);
+                return 0;
+            }
+        }
+        set_bool(o, id == OP_AND);
+        return 0;
+    case OP_COND: {
+        bson_value_t r;
+        if (ev(e->args[0], c, &r) < 0)
+            return -1;
+        bool t = truthy(&r);
+        vfree(&r);
+        return ev(e->args[t ? 1 : 2], c, o);
+    }
+    case OP_IFNULL:
+        for (size_t i = 0; i < n; i++) {
+            if (ev(e->args[i], c, o) < 0)
+                return -1;
+            if (i == n - 1 || !is_nullish(o))
+                return 0;
+            vfree(o);
+        }
+        set_null(o);
+        return 0;
+    case OP_SWITCH:
+        return ev_switch(e, c, o);
+    case OP_MAP:
+    case OP_FILTER:
+        return ev_map_filter(e, c, o);
+    case OP_REDUCE:
+        return ev_reduce(e, c, o);
+    case OP_LET:
+        return ev_let(e, c, o);
+    case OP_CONVERT:
+        return ev_convert(e, c, o);
+    case OP_TRIM:
+    case OP_LTRIM:
+    case OP_RTRIM:
+        return ev_trim(e, c, o);
+    case OP_DATETOSTRING:
+        return ev_date_to_string(e, c, o);
+    case OP_REGEXMATCH:
+        return ev_regex_match(e, c, o);
+    case OP_YEAR: case OP_MONTH: case OP_DAYOFMONTH: case OP_HOUR: case OP_MINUTE: case OP_SECOND:
+    case OP_MILLISECOND: case OP_DAYOFWEEK: case OP_DAYOFYEAR:
+        return ev_datepart(e, c, o);
+    case OP_ADD:
+        return ev_add(e, c, o);
+    case OP_MULTIPLY:
+        return ev_multiply(e, c, o);
+    case OP_GETFIELD: {
+        bson_value_t in;
+        bson_iter_t it;
+        if (e->args[1] == NULL) {
+            in = c->rootv;
+            in.value_type = BSON_TYPE_DOCUMENT;
+            if (bson_iter_init_from_data(&it, in.value.v_doc.data, in.value.v_doc.data_len) &&
+                bson_iter_find(&it, e->args[0]->lit.value.v_utf8.str))
+                vcopy(o, bson_iter_value(&it));
+            else
+                set_missing(o);
+            return 0;
+        }
+        if (ev(e->args[1], c, &in) < 0)
+            return -1;
+        if (is_nullish(&in)) {
+            if (in.value_type == BSON_TYPE_EOD)
+                set_missing(o);
+            else
+                set_null(o);
+        } else if (in.value_type != BSON_TYPE_DOCUMENT) {
+            rc = mf_err_set(c->err, MF_E_BadValue, "$getField requires 'input' to evaluate to type Object, but got %s",
+                            tname(&in));
+        } else if (bson_iter_init_from_data(&it, in.value.v_doc.data, in.value.v_doc.data_len) &&
+                   bson_iter_find(&it, e->args[0]->lit.value.v_utf8.str)) {
+            vcopy(o, bson_iter_value(&it));
+        } else {
+            set_missing(o);
+        }
+        vfree(&in);
+        return rc;
+    }
+    default:
+        break;
+    }
+
+    if (eval_args(e, c, &v) < 0)
+        return -1;
+    switch (id) {
+    case OP_EQ: set_bool(o, cmpv(&v[0], &v[1]) == 0); break;
+    case OP_NE: set_bool(o, cmpv(&v[0], &v[1]) != 0); break;
+    case OP_GT: set_bool(o, cmpv(&v[0], &v[1]) > 0); break;
+    case OP_GTE: set_bool(o, cmpv(&v[0], &v[1]) >= 0); break;
+    case OP_LT: set_bool(o, cmpv(&v[0], &v[1]) < 0); break;
+    case OP_LTE: set_bool(o, cmpv(&v[0], &v[1]) <= 0); break;
+    case OP_CMP: {
+        int r = cmpv(&v[0], &v[1]);
+        set_i32(o, r < 0 ? -1 : r > 0 ? 1 : 0);
+        break;
+    }
+    case OP_NOT: set_bool(o, !truthy(&v[0])); break;
+    case OP_SUBTRACT: rc = ev_subtract(&v[0], &v[1], c, o); break;
+    case OP_DIVIDE: rc = ev_divide(&v[0], &v[1], c, o); break;
+    case OP_MOD: rc = ev_mod(&v[0], &v[1], c, o); break;
+    case OP_ABS: rc = ev_unary_math(id, "$abs", &v[0], c, o); break;
+    case OP_CEIL: rc = ev_unary_math(id, "$ceil", &v[0], c, o); break;
+    case OP_FLOOR: rc = ev_unary_math(id, "$floor", &v[0], c, o); break;
+    case OP_SQRT: rc = ev_unary_math(id, "$sqrt", &v[0], c, o); break;
+    case OP_EXP: rc = ev_unary_math(id, "$exp", &v[0], c, o); break;
+    case OP_LN: rc = ev_unary_math(id, "$ln", &v[0], c, o); break;
+    case OP_LOG10: rc = ev_unary_math(id, "$log10", &v[0], c, o); break;
+    case OP_LOG:
+        if (is_nullish(&v[0]) || is_nullish(&v[1])) {
+            set_null(o);
+        } else if (!is_num(&v[0]) || !is_num(&v[1])) {
+            rc = mf_err_set(c->err, MF_E_Location28765, "$log's argument must be numeric, not %s",
+                            tname(is_num(&v[0]) ? &v[1] : &v[0]));
+        } else if (as_dbl(&v[0]) <= 0 || as_dbl(&v[1]) <= 0 || as_dbl(&v[1]) == 1) {
+            rc = mf_err_set(c->err, MF_E_BadValue, "$log's arguments must be positive and the base must not be 1");
+        } else {
+            set_dbl(o, log(as_dbl(&v[0])) / log(as_dbl(&v[1])));
+        }
+        break;
+    case OP_ROUND:
+    case OP_TRUNC: rc = ev_round(id, &v[0], n > 1 ? &v[1] : NULL, c, o); break;
+    case OP_POW: rc = ev_pow(&v[0], &v[1], c, o); break;
+    case OP_CONCAT: {
+        bson_string_t *s;
+        bool null = false;
+        for (size_t i = 0; i < n; i++) {
+            if (is_nullish(&v[i])) {
+                null = true;
+            } else if (v[i].value_type != BSON_TYPE_UTF8) {
+                rc = mf_err_set(c->err, MF_E_Location16702, "$concat only supports strings, not %s", tname(&v[i]));
+                break;
+            }
+        }
+        if (rc < 0)
+            break;
+        if (null) {
+            set_null(o);
+            break;
+        }
+        s = bson_string_new(NULL);
+        for (size_t i = 0; i < n; i++)
+            bson_string_append(s, v[i].value.v_utf8.str);
+        set_strn(o, s->str, s->len);
+        bson_string_free(s, true);
+        break;
+    }
+    case OP_TOLOWER:
+    case OP_TOUPPER: {
+        rc = coerce_str(c, &v[0], o);
+        if (rc == 0)
+            for (uint32_t i = 0; i < o->value.v_utf8.len; i++)
+                o->value.v_utf8.str[i] = (char)(id == OP_TOLOWER ? tolower((unsigned char)o->value.v_utf8.str[i])
+                                                                 : toupper((unsigned char)o->value.v_utf8.str[i]));
+        break;
+    }
+    case OP_SUBSTR:
+    case OP_SUBSTRBYTES:
+    case OP_SUBSTRCP: rc = ev_substr(id, v, c, o); break;
+    case OP_STRLENCP:
+    case OP_STRLENBYTES:
+        if (v[0].value_type != BSON_TYPE_UTF8) {
+            rc = id == OP_STRLENCP
+                     ? mf_err_set(c->err, MF_E_Location34471, "$strLenCP requires a string argument, found: %s", tname(&v[0]))
+                     : mf_err_set(c->err, MF_E_Location34473, "$strLenBytes requires a string argument, found: %s", tname(&v[0]));
+            break;
+        }
+        set_i32(o, (int32_t)(id == OP_STRLENCP ? cp_count(v[0].value.v_utf8.str, v[0].value.v_utf8.len)
+                                               : v[0].value.v_utf8.len));
+        break;
+    case OP_SPLIT: rc = ev_split(v, c, o); break;
+    case OP_INDEXOFCP:
+    case OP_INDEXOFBYTES: rc = ev_index_of(id, v, n, c, o); break;
+    case OP_STRCASECMP: {
+        bson_value_t a, b;
+        if (coerce_str(c, &v[0], &a) < 0) {
+            rc = -1;
+            break;
+        }
+        if (coerce_str(c, &v[1], &b) < 0) {
+            vfree(&a);
+            rc = -1;
+            break;
+        }
+        int r = strcasecmp(a.value.v_utf8.str, b.value.v_utf8.str);
+        set_i32(o, r < 0 ? -1 : r > 0 ? 1 : 0);
+        vfree(&a);
+        vfree(&b);
+        break;
+    }
+    case OP_SIZE:
+        if (v[0].value_type != BSON_TYPE_ARRAY) {
+            rc = mf_err_set(c->err, MF_E_Location17124, "The argument to $size must be an array. Type of argument: %s",
+                            tname(&v[0]));
+        } else {
+            elems_t el;
+            elems_of(&v[0], &el);
+            set_i32(o, (int32_t)el.n);
+            elems_free(&el);
+        }
+        break;
+    case OP_ARRAYELEMAT: rc = ev_array_elem_at("$arrayElemAt", &v[0], &v[1], c, o); break;
+    case OP_FIRST:
+    case OP_LAST: rc = ev_first_last(id == OP_FIRST, &v[0], c, o); break;
+    case OP_IN:
+        if (v[1].value_type != BSON_TYPE_ARRAY) {
+            rc = mf_err_set(c->err, MF_E_Location40081, "$in requires an array as a second argument, found: %s",
+                            tname(&v[1]));
+        } else {
+            elems_t el;
+            elems_of(&v[1], &el);
+            set_bool(o, arr_contains(&el, &v[0]));
+            elems_free(&el);
+        }
+        break;
+    case OP_CONCATARRAYS: {
+        abuild_t ab;
+        bool null = false;
+        for (size_t i = 0; i < n && rc == 0; i++) {
+            if (is_nullish(&v[i]))
+                null = true;
+            else if (v[i].value_type != BSON_TYPE_ARRAY)
+                rc = mf_err_set(c->err, MF_E_Location28664, "$concatArrays only supports arrays, not %s", tname(&v[i]));
+        }
+        if (rc < 0)
+            break;
+        if (null) {
+            set_null(o);
+            break;
+        }
+        ab_init(&ab);
+        for (size_t i = 0; i < n; i++) {
+            elems_t el;
+            elems_of(&v[i], &el);
+            for (size_t j = 0; j < el.n; j++)
+                ab_push(&ab, &el.v[j]);
+            elems_free(&el);
+        }
+        ab_finish(&ab, o);
+        break;
+    }
+    case OP_SLICE: rc = ev_slice(v, n, c, o); break;
+    case OP_ISARRAY: set_bool(o, v[0].value_type == BSON_TYPE_ARRAY); break;
+    case OP_REVERSEARRAY:
+        if (is_nullish(&v[0])) {
+            set_null(o);
+        } else if (v[0].value_type != BSON_TYPE_ARRAY) {
+            rc = mf_err_set(c->err, MF_E_BadValue, "The argument to $reverseArray must be an array, but was of type: %s",
+                            tname(&v[0]));
+        } else {
+            elems_t el;
+            abuild_t ab;
+            elems_of(&v[0], &el);
+            ab_init(&ab);
+            for (size_t i = el.n; i > 0; i--)
+                ab_push(&ab, &el.v[i - 1]);
+            ab_finish(&ab, o);
+            elems_free(&el);
+        }
+        break;
+    case OP_RANGE: {
+        int64_t a, b, step = 1;
+        abuild_t ab;
+        if (!is_num(&v[0]) || !mf_value_as_int64(&v[0], &a) || a < INT32_MIN || a > INT32_MAX) {
+            rc = mf_err_set(c->err, MF_E_BadValue, "$range requires a starting value that can be represented as a 32-bit integer, found value: %s",
+                            tname(&v[0]));
+            break;
+        }
+        if (!is_num(&v[1]) || !mf_value_as_int64(&v[1], &b) || b < INT32_MIN || b > INT32_MAX) {
+            rc = mf_err_set(c->err, MF_E_BadValue, "$range requires an ending value that can be represented as a 32-bit integer, found value: %s",
+                            tname(&v[1]));
+            break;
+        }
+        if (n > 2 && (!is_num(&v[2]) || !mf_value_as_int64(&v[2], &step) || step < INT32_MIN || step > INT32_MAX)) {
+            rc = mf_err_set(c->err, MF_E_BadValue, "$range requires a step value that can be represented as a 32-bit integer, found value: %s",
+                            tname(&v[2]));
+            break;
+        }
+        if (step == 0) {
+            rc = mf_err_set(c->err, MF_E_BadValue, "$range requires a non-zero step value");
+            break;
+        }
+        ab_init(&ab);
+        for (int64_t i = a; step > 0 ? i < b : i > b; i += step) {
+            bson_value_t x;
+            set_i32(&x, (int32_t)i);
+            ab_push(&ab, &x);
+            if (ab.b.len > 16 * 1024 * 1024) {
+                bson_destroy(&ab.b);
+                rc = mf_err_set(c->err, MF_E_BadValue, "$range would use too much memory");
+                break;
+            }
+        }
+        if (rc == 0)
+            ab_finish(&ab, o);
+        break;
+    }
+    case OP_SUM:
+    case OP_AVG:
+    case OP_MIN:
+    case OP_MAX: ev_accum(id, v, n, o); break;
+    case OP_TYPE:
+        set_str(o, v[0].value_type == BSON_TYPE_EOD ? "missing" : mf_type_name(v[0].value_type));
+        break;
+    case OP_TOSTRING:
+    case OP_TOINT:
+    case OP_TOLONG:
+    case OP_TODOUBLE:
+    case OP_TODECIMAL:
+    case OP_TOBOOL:
+    case OP_TODATE:
+    case OP_TOOBJECTID: {
+        int to = id == OP_TOSTRING ? BSON_TYPE_UTF8 : id == OP_TOINT ? BSON_TYPE_INT32 : id == OP_TOLONG ? BSON_TYPE_INT64
+                 : id == OP_TODOUBLE ? BSON_TYPE_DOUBLE : id == OP_TODECIMAL ? BSON_TYPE_DECIMAL128
+                 : id == OP_TOBOOL ? BSON_TYPE_BOOL : id == OP_TODATE ? BSON_TYPE_DATE_TIME : BSON_TYPE_OID;
+        if (is_nullish(&v[0]))
+            set_null(o);
+        else
+            rc = convert(c, &v[0], to, o);
+        break;
+    }
+    case OP_ISNUMBER: set_bool(o, is_num(&v[0])); break;
+    case OP_MERGEOBJECTS: rc = ev_merge_objects(v, n, c, o); break;
+    case OP_OBJECTTOARRAY: rc = ev_object_to_array(&v[0], c, o); break;
+    case OP_ARRAYTOOBJECT: rc = ev_array_to_object(&v[0], c, o); break;
+    case OP_SETUNION:
+    case OP_SETINTERSECTION:
+    case OP_SETDIFFERENCE:
+    case OP_SETISSUBSET:
+    case OP_SETEQUALS: rc = ev_sets(e, v, n, c, o); break;
+    case OP_ANYELEMENTTRUE:
+    case OP_ALLELEMENTSTRUE:
+        if (v[0].value_type != BSON_TYPE_ARRAY) {
+            rc = mf_err_set(c->err, MF_E_BadValue, "%s's argument must be an array, but is %s", e->op->name, tname(&v[0]));
+        } else {
+            elems_t el;
+            bool any = false, all = true;
+            elems_of(&v[0], &el);
+            for (size_t i = 0; i < el.n; i++) {
+                if (truthy(&el.v[i]))
+                    any = true;
+                else
+                    all = false;
+            }
+            elems_free(&el);
+            set_bool(o, id == OP_ANYELEMENTTRUE ? any : all);
+        }
+        break;
+    default:
+        rc = mf_err_set(c->err, MF_E_InternalError, "operator %s not implemented", e->op->name);
+        break;
+    }
+    free_vals(v, n);
+    return rc;
+}
+
+static int
+ev(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
+{
+    set_missing(o);
+    switch (e->kind) {
+    case K_LIT:
+        vcopy(o, &e->lit);
+        return 0;
+    case K_FIELD:
+        walk_path(&c->rootv, e->path, e->npath, o);
+        return 0;
+    case K_VAR: {
+        const bson_value_t *base;
+        bson_value_t now;
+        switch (e->var) {
+        case VAR_ROOT:
+        case VAR_CURRENT:
+            base = &c->rootv;
+            break;
+        case VAR_NOW:
+            set_date(&now, c->now);
+            base = &now;
+            break;
+        case VAR_REMOVE:
+            set_missing(o);
+            return 0;
+        default:
+            base = lookup_var(c, e->name);
+            if (base == NULL)
+                return mf_err_set(c->err, MF_E_Location17276, "Use of undefined variable: %s", e->name);
+            break;
+        }
+        walk_path(base, e->path, e->npath, o);
+        return 0;
+    }
+    case K_OBJ: {
+        bson_t b = BSON_INITIALIZER;
+        for (size_t i = 0; i < e->nargs; i++) {
+            bson_value_t r;
+            if (ev(e->args[i], c, &r) < 0) {
+                bson_destroy(&b);
+                return -1;
+            }
+            if (r.value_type != BSON_TYPE_EOD)
+                bson_append_value(&b, e->keys[i], -1, &r);
+            vfree(&r);
+        }
+        take_bson(o, &b, false);
+        return 0;
+    }
+    case K_ARR: {
+        abuild_t ab;
+        ab_init(&ab);
+        for (size_t i = 0; i < e->nargs; i++) {
+            bson_value_t r;
+            if (ev(e->args[i], c, &r) < 0) {
+                bson_destroy(&ab.b);
+                return -1;
+            }
+            ab_push(&ab, &r);
+            vfree(&r);
+        }
+        ab_finish(&ab, o);
+        return 0;
+    }
+    case K_OP:
+        return ev_op(e, c, o);
+    default:
+        return mf_err_set(c->err, MF_E_InternalError, "bad expression node");
+    }
+}
+
+int
+mf_expr_eval(const mf_expr_t *e, const bson_t *root, bson_value_t *out, mf_error_t *err)
+{
+    ctx_t c;
+    struct timespec ts;
+    bson_t empty = BSON_INITIALIZER;
+
+    set_missing(out);
+    if (root == NULL)
+        root = &empty;
+    memset(&c, 0, sizeof c);
+    c.root = root;
+    c.rootv.value_type = BSON_TYPE_DOCUMENT;
+    c.rootv.value.v_doc.data = (uint8_t *)bson_get_data(root);
+    c.rootv.value.v_doc.data_len = root->len;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    c.now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    c.err = err;
+    int rc = ev(e, &c, out);
+    if (rc < 0)
+        vfree(out);
+    return rc;
+}

@@ -1,0 +1,1286 @@
+/*
+ * match.c: the query matcher (see match.h).
+ *
+ * Design: mf_matcher_new parses the filter once into a tree of nodes.
+ * Logical nodes ($and, $or, $nor, negation) hold children; leaf nodes hold a
+ * path (or NULL, meaning "the value under test", used by $elemMatch value
+ * form and by operator-only filters of mf_matcher_new_value) and an owned
+ * copy of their operand. Negated operators are built from positive ones:
+ * $ne = NOT $eq, $nin = NOT $in, $exists:false = NOT exists, $not = NOT of
+ * the operator conjunction. Regexes are compiled with pcre2 at parse time and
+ * only matched afterwards.
+ *
+ * Matching a leaf with a path walks the document with mf_path_walk; each
+ * value reached is tested as is, and, for the operators MongoDB applies to
+ * array elements (comparisons, $in, $regex, $type, $mod), each element of a
+ * reached array is tested too. A missing field is tested as "missing", which
+ * only null equality ($eq/$lte/$gte/$in with null) and negations accept.
+ * Comparisons are type-bracketed: values of different canonical types never
+ * compare, except that MinKey/MaxKey operands bound everything, and NaN only
+ * equals NaN.
+ *
+ * Invariants: the tree owns everything it points to (paths, values, compiled
+ * regexes, child nodes, $expr trees); parsing recursion is bounded by
+ * kMaxDepth so hostile filters cannot exhaust the stack; matching never
+ * allocates except pcre2 match data and static bson_t views.
+ */
+#include "query/match.h"
+
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "query/expr.h"
+#include "query/value.h"
+#include "query/path.h"
+
+enum { kMaxDepth = 100 };
+
+typedef enum kind {
+    K_AND,
+    K_OR,
+    K_NOR,
+    K_NOT,
+    K_TRUE,
+    K_FALSE,
+    K_EXPR,
+    /* Leaves below; the first group traverses array elements. */
+    K_EQ,
+    K_LT,
+    K_LTE,
+    K_GT,
+    K_GTE,
+    K_IN,
+    K_REGEX,
+    K_TYPE,
+    K_MOD,
+    /* Leaves that look at the reached value only. */
+    K_EXISTS,
+    K_SIZE,
+    K_ELEM_OBJ,
+    K_ELEM_VAL,
+} kind_t;
+
+typedef struct rx {
+    pcre2_code *code;
+    char *pattern; /* owned */
+    char *flags;   /* owned, sorted as given */
+} rx_t;
+
+typedef struct node node_t;
+struct node {
+    kind_t kind;
+    char *path;       /* owned; NULL means the value under test */
+    bson_value_t val; /* owned operand of comparisons (EOD when unused) */
+    rx_t *rx;         /* K_REGEX */
+    /* K_IN: equality values and regexes. */
+    bson_value_t *vals;
+    size_t nvals;
+    rx_t **rxs;
+    size_t nrxs;
+    bool has_null;
+    /* K_TYPE */
+    int types[32];
+    int ntypes;
+    bool type_number;
+    /* K_SIZE: -1 never matches. */
+    int64_t size;
+    /* K_MOD */
+    int64_t divisor, remainder;
+    /* Logical nodes, K_ELEM_OBJ (one child: the sub-filter), K_ELEM_VAL. */
+    node_t **kids;
+    size_t nkids;
+    size_t capkids;
+    mf_expr_t *expr; /* K_EXPR */
+};
+
+struct mf_matcher {
+    node_t *root;
+    bool value_mode; /* root applies to a bare value (operator-only filter) */
+};
+
+/* ---- node construction ---- */
+
+static node_t *
+node_new(kind_t kind, const char *path)
+{
+    node_t *n = calloc(1, sizeof(*n));
+
+    if (n == NULL)
+        abort();
+    n->kind = kind;
+    n->path = path ? bson_strdup(path) : NULL;
+    n->val.value_type = BSON_TYPE_EOD;
+    return n;
+}
+
+static void
+rx_free(rx_t *r)
+{
+    if (r == NULL)
+        return;
+    pcre2_code_free(r->code);
+    bson_free(r->pattern);
+    bson_free(r->flags);
+    free(r);
+}
+
+static void
+node_free(node_t *n)
+{
+    if (n == NULL)
+        return;
+    bson_free(n->path);
+    if (n->val.value_type != BSON_TYPE_EOD)
+        bson_value_destroy(&n->val);
+    rx_free(n->rx);
+    for (size_t i = 0; i < n->nvals; i++)
+        bson_value_destroy(&n->vals[i]);
+    free(n->vals);
+    for (size_t i = 0; i < n->nrxs; i++)
+        rx_free(n->rxs[i]);
+    free(n->rxs);
+    for (size_t i = 0; i < n->nkids; i++)
+        node_free(n->kids[i]);
+    free(n->kids);
+    if (n->expr)
+        mf_expr_free(n->expr);
+    free(n);
+}
+
+static void
+node_add(node_t *parent, node_t *kid)
+{
+    if (parent->nkids == parent->capkids) {
+        size_t cap = parent->capkids ? parent->capkids * 2 : 4;
+        node_t **k = realloc(parent->kids, cap * sizeof(*k));
+        if (k == NULL)
+            abort();
+        parent->kids = k;
+        parent->capkids = cap;
+    }
+    parent->kids[parent->nkids++] = kid;
+}
+
+static node_t *
+node_not(node_t *kid)
+{
+    node_t *n = node_new(K_NOT, NULL);
+    node_add(n, kid);
+    return n;
+}
+
+/* ---- regexes ---- */
+
+/*
+ * rx_compile: compiles pattern with MongoDB's flags (i, m, s, x, u). Returns
+ * NULL and fills err on a bad flag (51108) or a bad pattern (51091).
+ */
+static rx_t *
+rx_compile(const char *pattern, size_t plen, const char *flags, mf_error_t *err)
+{
+    uint32_t opts = PCRE2_UTF;
+    int errcode;
+    PCRE2_SIZE erroff;
+    rx_t *r;
+
+    for (const char *f = flags; *f; f++) {
+        switch (*f) {
+        case 'i':
+            opts |= PCRE2_CASELESS;
+            break;
+        case 'm':
+            opts |= PCRE2_MULTILINE;
+            break;
+        case 's':
+            opts |= PCRE2_DOTALL;
+            break;
+        case 'x':
+            opts |= PCRE2_EXTENDED;
+            break;
+        case 'u':
+            break;
+        default:
+            mf_err_set(err, MF_E_Location51108, "invalid flag in regex options: %c", *f);
+            return NULL;
+        }
+    }
+    if (memchr(pattern, '\0', plen) != NULL) {
+        mf_err_set(err, MF_E_Location51091,
+                   "Regular expression cannot contain an embedded null byte");
+        return NULL;
+    }
+    r = calloc(1, sizeof(*r));
+    if (r == NULL)
+        abort();
+    r->code = pcre2_compile((PCRE2_SPTR)pattern, plen, opts, &errcode, &erroff, NULL);
+    if (r->code == NULL) {
+        PCRE2_UCHAR buf[256];
+        pcre2_get_error_message(errcode, buf, sizeof(buf));
+        mf_err_set(err, MF_E_Location51091, "Regular expression is invalid: %s", (char *)buf);
+        free(r);
+        return NULL;
+    }
+    r->pattern = bson_strndup(pattern, plen);
+    r->flags = bson_strdup(flags);
+    return r;
+}
+
+static bool
+rx_match_str(const rx_t *r, const char *s, size_t len)
+{
+    pcre2_match_data *md = pcre2_match_data_create_from_pattern(r->code, NULL);
+    int rc;
+
+    if (md == NULL)
+        return false;
+    rc = pcre2_match(r->code, (PCRE2_SPTR)s, len, 0, 0, md, NULL);
+    pcre2_match_data_free(md);
+    return rc >= 0;
+}
+
+/* rx_match_value: a regex matches strings and symbols by content, and a regex value equal to itself. */
+static bool
+rx_match_value(const rx_t *r, const bson_value_t *v)
+{
+    if (v == NULL)
+        return false;
+    switch (v->value_type) {
+    case BSON_TYPE_UTF8:
+        return rx_match_str(r, v->value.v_utf8.str, v->value.v_utf8.len);
+    case BSON_TYPE_SYMBOL:
+        return rx_match_str(r, v->value.v_symbol.symbol, v->value.v_symbol.len);
+    case BSON_TYPE_REGEX:
+        return strcmp(v->value.v_regex.regex, r->pattern) == 0 &&
+               strcmp(v->value.v_regex.options ? v->value.v_regex.options : "", r->flags) == 0;
+    default:
+        return false;
+    }
+}
+
+/* ---- parsing ---- */
+
+static node_t *parse_filter(const uint8_t *data, uint32_t len, int depth, mf_error_t *err);
+static int parse_ops(node_t *out, const char *path, const bson_value_t *opdoc, int depth,
+                     bool elem_value, mf_error_t *err);
+
+static bool
+is_dbref_key(const char *k)
+{
+    return strcmp(k, "$ref") == 0 || strcmp(k, "$id") == 0 || strcmp(k, "$db") == 0;
+}
+
+/* first_key: the first field name of a document value, or NULL if empty. */
+static const char *
+first_key(const bson_value_t *v, bson_iter_t *it)
+{
+    if (v->value_type != BSON_TYPE_DOCUMENT ||
+        !bson_iter_init_from_data(it, v->value.v_doc.data, v->value.v_doc.data_len) ||
+        !bson_iter_next(it))
+        return NULL;
+    return bson_iter_key(it);
+}
+
+/* is_operator_doc: a document whose first field is a $-operator (not a DBRef). */
+static bool
+is_operator_doc(const bson_value_t *v)
+{
+    bson_iter_t it;
+    const char *k = first_key(v, &it);
+
+    return k != NULL && k[0] == '$' && !is_dbref_key(k);
+}
+
+static bool
+is_pathless_op(const char *k)
+{
+    static const char *const ops[] = {"$and", "$or", "$nor", "$where", "$expr", "$comment",
+                                      "$alwaysTrue", "$alwaysFalse", "$jsonSchema", "$text",
+                                      "$sampleRate"};
+    for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
+        if (strcmp(k, ops[i]) == 0)
+            return true;
+    return false;
+}
+
+static node_t *
+leaf_value(kind_t kind, const char *path, const bson_value_t *v)
+{
+    node_t *n = node_new(kind, path);
+    bson_value_copy(v, &n->val);
+    return n;
+}
+
+/* regex_from_value: a K_REGEX leaf for a BSON regex value. */
+static node_t *
+regex_leaf(const char *path, const char *pattern, size_t plen, const char *flags, mf_error_t *err)
+{
+    rx_t *r = rx_compile(pattern, plen, flags ? flags : "", err);
+    node_t *n;
+
+    if (r == NULL)
+        return NULL;
+    n = node_new(K_REGEX, path);
+    n->rx = r;
+    return n;
+}
+
+/* parse_in: fills a K_IN node from an array operand of $in / $nin. */
+static node_t *
+parse_in(const char *path, const bson_value_t *arr, mf_error_t *err)
+{
+    bson_iter_t it;
+    node_t *n;
+    uint32_t count = 0;
+
+    if (arr->value_type != BSON_TYPE_ARRAY) {
+        mf_err_set(err, MF_E_BadValue, "$in needs an array");
+        return NULL;
+    }
+    if (!bson_iter_init_from_data(&it, arr->value.v_doc.data, arr->value.v_doc.data_len)) {
+        mf_err_set(err, MF_E_BadValue, "$in needs an array");
+        return NULL;
+    }
+    while (bson_iter_next(&it))
+        count++;
+    n = node_new(K_IN, path);
+    n->vals = calloc(count ? count : 1, sizeof(*n->vals));
+    n->rxs = calloc(count ? count : 1, sizeof(*n->rxs));
+    if (n->vals == NULL || n->rxs == NULL)
+        abort();
+    bson_iter_init_from_data(&it, arr->value.v_doc.data, arr->value.v_doc.data_len);
+    while (bson_iter_next(&it)) {
+        const bson_value_t *e = bson_iter_value(&it);
+        if (e->value_type == BSON_TYPE_REGEX) {
+            rx_t *r = rx_compile(e->value.v_regex.regex, strlen(e->value.v_regex.regex),
+                                 e->value.v_regex.options ? e->value.v_regex.options : "", err);
+            if (r == NULL) {
+                node_free(n);
+                return NULL;
+            }
+            n->rxs[n->nrxs++] = r;
+        } else {
+            if (is_operator_doc(e)) {
+                mf_err_set(err, MF_E_BadValue, "cannot nest $ under $in");
+                node_free(n);
+                return NULL;
+            }
+            if (e->value_type == BSON_TYPE_NULL)
+                n->has_null = true;
+            bson_value_copy(e, &n->vals[n->nvals++]);
+        }
+    }
+    return n;
+}
+
+static int
+add_type(node_t *n, const bson_value_t *v, mf_error_t *err)
+{
+    if (v->value_type == BSON_TYPE_UTF8) {
+        int t = mf_type_alias(v->value.v_utf8.str);
+        if (t == -1)
+            return mf_err_set(err, MF_E_BadValue, "Unknown type name alias: %s",
+                              v->value.v_utf8.str);
+        if (t == -2)
+            n->type_number = true;
+        else if (n->ntypes < 32)
+            n->types[n->ntypes++] = t;
+        return 0;
+    }
+    if (mf_value_is_number(v)) {
+        int64_t code;
+        double d = mf_value_as_double(v);
+        if (!mf_value_as_int64(v, &code))
+            return mf_err_set(err, MF_E_BadValue, "Invalid numerical type code: %g", d);
+        if (code == -1 || code == 127 || (code >= 1 && code <= 19 && code != 0)) {
+            if (n->ntypes < 32)
+                n->types[n->ntypes++] = code == -1 ? BSON_TYPE_MINKEY
+                                        : code == 127 ? BSON_TYPE_MAXKEY
+                                                      : (int)code;
+            return 0;
+        }
+        return mf_err_set(err, MF_E_BadValue, "Invalid numerical type code: %lld",
+                          (long long)code);
+    }
+    return mf_err_set(err, MF_E_TypeMismatch,
+                      "type must be represented as a number or a string");
+}
+
+static node_t *
+parse_type(const char *path, const bson_value_t *v, mf_error_t *err)
+{
+    node_t *n = node_new(K_TYPE, path);
+
+    if (v->value_type == BSON_TYPE_ARRAY) {
+        bson_iter_t it;
+        if (bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len)) {
+            while (bson_iter_next(&it)) {
+                if (add_type(n, bson_iter_value(&it), err) < 0) {
+                    node_free(n);
+                    return NULL;
+                }
+            }
+        }
+        if (n->ntypes == 0 && !n->type_number) {
+            node_free(n);
+            mf_err_set(err, MF_E_FailedToParse, "%s must match at least one type", "$type");
+            return NULL;
+        }
+        return n;
+    }
+    if (add_type(n, v, err) < 0) {
+        node_free(n);
+        return NULL;
+    }
+    return n;
+}
+
+static node_t *
+parse_size(const char *path, const bson_value_t *v, mf_error_t *err)
+{
+    node_t *n;
+    int64_t sz;
+
+    if (!mf_value_is_number(v)) {
+        mf_err_set(err, MF_E_BadValue, "$size needs a number");
+        return NULL;
+    }
+    if (!mf_value_as_int64(v, &sz)) {
+        double d = mf_value_as_double(v);
+        if (isnan(d) || isinf(d) || d >= 2147483648.0 || d < -2147483648.0) {
+            mf_err_set(err, MF_E_BadValue, "$size must be a whole number");
+            return NULL;
+        }
+        sz = -1; /* a fractional size matches nothing */
+    } else if (sz < 0) {
+        mf_err_set(err, MF_E_BadValue, "$size may not be negative");
+        return NULL;
+    } else if (sz > INT32_MAX) {
+        mf_err_set(err, MF_E_BadValue, "$size must be representable as a 32-bit integer");
+        return NULL;
+    }
+    n = node_new(K_SIZE, path);
+    n->size = sz;
+    return n;
+}
+
+/* mod_operand: an int64 from a $mod operand, truncating doubles toward zero. */
+static int
+mod_operand(const bson_value_t *v, const char *what, int64_t *out, mf_error_t *err)
+{
+    double d;
+
+    if (!mf_value_is_number(v))
+        return mf_err_set(err, MF_E_BadValue, "malformed mod, %s not a number", what);
+    if (v->value_type == BSON_TYPE_INT32 || v->value_type == BSON_TYPE_INT64) {
+        mf_value_as_int64(v, out);
+        return 0;
+    }
+    d = mf_value_as_double(v);
+    if (isnan(d) || isinf(d) || d >= 9223372036854775808.0 || d < -9223372036854775808.0)
+        return mf_err_set(err, MF_E_BadValue,
+                          "malformed mod, %s value is invalid :: caused by :: Out of bounds "
+                          "coercing to integral value",
+                          what);
+    *out = (int64_t)trunc(d);
+    return 0;
+}
+
+static node_t *
+parse_mod(const char *path, const bson_value_t *v, mf_error_t *err)
+{
+    bson_iter_t it;
+    bson_value_t parts[2];
+    int count = 0;
+    node_t *n;
+    int64_t d, r;
+
+    if (v->value_type != BSON_TYPE_ARRAY) {
+        mf_err_set(err, MF_E_BadValue, "malformed mod, needs to be an array");
+        return NULL;
+    }
+    if (bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len)) {
+        while (bson_iter_next(&it)) {
+            if (count < 2)
+                parts[count] = *bson_iter_value(&it);
+            count++;
+        }
+    }
+    if (count < 2) {
+        mf_err_set(err, MF_E_BadValue, "malformed mod, not enough elements");
+        return NULL;
+    }
+    if (count > 2) {
+        mf_err_set(err, MF_E_BadValue, "malformed mod, too many elements");
+        return NULL;
+    }
+    if (mod_operand(&parts[0], "divisor", &d, err) < 0 ||
+        mod_operand(&parts[1], "remainder", &r, err) < 0)
+        return NULL;
+    if (d == 0) {
+        mf_err_set(err, MF_E_BadValue, "divisor cannot be 0");
+        return NULL;
+    }
+    n = node_new(K_MOD, path);
+    n->divisor = d;
+    n->remainder = r;
+    return n;
+}
+
+/* parse_all: $all: AND of equalities/regexes, or AND of $elemMatch nodes. */
+static node_t *
+parse_all(const char *path, const bson_value_t *v, int depth, mf_error_t *err)
+{
+    bson_iter_t it;
+    node_t *n;
+    int elem = 0, other = 0;
+
+    if (v->value_type != BSON_TYPE_ARRAY) {
+        mf_err_set(err, MF_E_BadValue, "$all needs an array");
+        return NULL;
+    }
+    if (!bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len)) {
+        mf_err_set(err, MF_E_BadValue, "$all needs an array");
+        return NULL;
+    }
+    while (bson_iter_next(&it)) {
+        bson_iter_t sub;
+        const char *k = first_key(bson_iter_value(&it), &sub);
+        if (k && strcmp(k, "$elemMatch") == 0)
+            elem++;
+        else
+            other++;
+    }
+    if (elem && other) {
+        mf_err_set(err, MF_E_BadValue, "$all/$elemMatch has to be consistent");
+        return NULL;
+    }
+    if (elem + other == 0)
+        return node_new(K_FALSE, NULL);
+    n = node_new(K_AND, NULL);
+    bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
+    while (bson_iter_next(&it)) {
+        const bson_value_t *e = bson_iter_value(&it);
+        if (elem) {
+            if (parse_ops(n, path, e, depth, false, err) < 0) {
+                node_free(n);
+                return NULL;
+            }
+        } else if (e->value_type == BSON_TYPE_REGEX) {
+            node_t *r = regex_leaf(path, e->value.v_regex.regex, strlen(e->value.v_regex.regex),
+                                   e->value.v_regex.options, err);
+            if (r == NULL) {
+                node_free(n);
+                return NULL;
+            }
+            node_add(n, r);
+        } else {
+            if (is_operator_doc(e)) {
+                mf_err_set(err, MF_E_BadValue, "no $ expressions in $all");
+                node_free(n);
+                return NULL;
+            }
+            node_add(n, leaf_value(K_EQ, path, e));
+        }
+    }
+    return n;
+}
+
+static node_t *
+parse_elem_match(const char *path, const bson_value_t *v, int depth, mf_error_t *err)
+{
+    bson_iter_t it;
+    const char *k;
+    node_t *n;
+
+    if (v->value_type != BSON_TYPE_DOCUMENT) {
+        mf_err_set(err, MF_E_BadValue, "$elemMatch needs an Object");
+        return NULL;
+    }
+    if (depth + 1 > kMaxDepth) {
+        mf_err_set(err, MF_E_BadValue, "exceeded maximum query tree depth of %d", kMaxDepth);
+        return NULL;
+    }
+    k = first_key(v, &it);
+    if (k != NULL && k[0] == '$' && !is_dbref_key(k) && !is_pathless_op(k)) {
+        n = node_new(K_ELEM_VAL, path);
+        if (parse_ops(n, NULL, v, depth + 1, true, err) < 0) {
+            node_free(n);
+            return NULL;
+        }
+        return n;
+    }
+    {
+        node_t *sub = parse_filter(v->value.v_doc.data, v->value.v_doc.data_len, depth + 1, err);
+        if (sub == NULL)
+            return NULL;
+        n = node_new(K_ELEM_OBJ, path);
+        node_add(n, sub);
+        return n;
+    }
+}
+
+/* parse_not: $not with a regex or an operator document, at path. */
+static node_t *
+parse_not(const char *path, const bson_value_t *v, int depth, mf_error_t *err)
+{
+    node_t *inner;
+
+    if (v->value_type == BSON_TYPE_REGEX) {
+        inner = regex_leaf(path, v->value.v_regex.regex, strlen(v->value.v_regex.regex),
+                           v->value.v_regex.options, err);
+        return inner ? node_not(inner) : NULL;
+    }
+    if (v->value_type != BSON_TYPE_DOCUMENT) {
+        mf_err_set(err, MF_E_BadValue, "$not needs a regex or a document");
+        return NULL;
+    }
+    if (v->value.v_doc.data_len <= 5) {
+        mf_err_set(err, MF_E_BadValue, "$not cannot be empty");
+        return NULL;
+    }
+    if (depth + 1 > kMaxDepth) {
+        mf_err_set(err, MF_E_BadValue, "exceeded maximum query tree depth of %d", kMaxDepth);
+        return NULL;
+    }
+    {
+        bson_iter_t it;
+        const char *k = first_key(v, &it);
+        if (k == NULL || k[0] != '$' || is_dbref_key(k)) {
+            mf_err_set(err, MF_E_BadValue, "unknown operator: %s", k ? k : "");
+            return NULL;
+        }
+    }
+    inner = node_new(K_AND, NULL);
+    if (parse_ops(inner, path, v, depth + 1, false, err) < 0) {
+        node_free(inner);
+        return NULL;
+    }
+    return node_not(inner);
+}
+
+/*
+ * parse_ops: parses an operator document ({$gt: 1, $lt: 5}) applying to path
+ * and appends one node per operator to out. elem_value is true inside an
+ * $elemMatch value form (where only operators are allowed). Returns 0 / -1.
+ */
+static int
+parse_ops(node_t *out, const char *path, const bson_value_t *opdoc, int depth, bool elem_value,
+          mf_error_t *err)
+{
+    bson_iter_t it;
+    bson_value_t regex_copy; /* shallow: the iterator's value is overwritten on next() */
+    const bson_value_t *regex_v = NULL;
+    const char *options = NULL;
+    bool have_options = false;
+
+    if (!bson_iter_init_from_data(&it, opdoc->value.v_doc.data, opdoc->value.v_doc.data_len))
+        return mf_err_set(err, MF_E_BadValue, "invalid operator document");
+    while (bson_iter_next(&it)) {
+        const char *op = bson_iter_key(&it);
+        const bson_value_t *v = bson_iter_value(&it);
+        node_t *n = NULL;
+
+        if (op[0] != '$')
+            return mf_err_set(err, MF_E_BadValue, "unknown operator: %s", op);
+        if (strcmp(op, "$eq") == 0) {
+            n = leaf_value(K_EQ, path, v);
+        } else if (strcmp(op, "$ne") == 0) {
+            if (v->value_type == BSON_TYPE_REGEX)
+                return mf_err_set(err, MF_E_BadValue, "Can't have regex as arg to $ne.");
+            n = node_not(leaf_value(K_EQ, path, v));
+        } else if (strcmp(op, "$gt") == 0) {
+            n = leaf_value(K_GT, path, v);
+        } else if (strcmp(op, "$gte") == 0) {
+            n = leaf_value(K_GTE, path, v);
+        } else if (strcmp(op, "$lt") == 0) {
+            n = leaf_value(K_LT, path, v);
+        } else if (strcmp(op, "$lte") == 0) {
+            n = leaf_value(K_LTE, path, v);
+        } else if (strcmp(op, "$in") == 0) {
+            n = parse_in(path, v, err);
+        } else if (strcmp(op, "$nin") == 0) {
+            n = parse_in(path, v, err);
+            if (n)
+                n = node_not(n);
+            else if (err)
+                snprintf(err->msg, sizeof(err->msg), "%s",
+                         strcmp(err->msg, "$in needs an array") == 0 ? "$nin needs an array"
+                                                                     : err->msg);
+        } else if (strcmp(op, "$exists") == 0) {
+            n = node_new(K_EXISTS, path);
+            if (!mf_value_truthy(v))
+                n = node_not(n);
+        } else if (strcmp(op, "$type") == 0) {
+            n = parse_type(path, v, err);
+        } else if (strcmp(op, "$size") == 0) {
+            n = parse_size(path, v, err);
+        } else if (strcmp(op, "$mod") == 0) {
+            n = parse_mod(path, v, err);
+        } else if (strcmp(op, "$all") == 0) {
+            n = parse_all(path, v, depth, err);
+        } else if (strcmp(op, "$elemMatch") == 0) {
+            n = parse_elem_match(path, v, depth, err);
+        } else if (strcmp(op, "$not") == 0) {
+            n = parse_not(path, v, depth, err);
+        } else if (strcmp(op, "$regex") == 0) {
+            if (v->value_type != BSON_TYPE_UTF8 && v->value_type != BSON_TYPE_REGEX)
+                return mf_err_set(err, MF_E_BadValue, "$regex has to be a string");
+            regex_copy = *v;
+            regex_v = &regex_copy;
+            continue;
+        } else if (strcmp(op, "$options") == 0) {
+            if (v->value_type != BSON_TYPE_UTF8)
+                return mf_err_set(err, MF_E_BadValue, "$options has to be a string");
+            options = v->value.v_utf8.str;
+            have_options = true;
+            continue;
+        } else {
+            return mf_err_set(err, MF_E_BadValue, "unknown operator: %s", op);
+        }
+        if (n == NULL)
+            return -1;
+        node_add(out, n);
+    }
+    if (have_options && regex_v == NULL)
+        return mf_err_set(err, MF_E_BadValue, "$options needs a $regex");
+    if (regex_v != NULL) {
+        node_t *n;
+        if (regex_v->value_type == BSON_TYPE_REGEX) {
+            const char *ropts = regex_v->value.v_regex.options ? regex_v->value.v_regex.options : "";
+            if (have_options && *ropts && *options)
+                return mf_err_set(err, MF_E_Location51075,
+                                  "options set in both $regex and $options");
+            n = regex_leaf(path, regex_v->value.v_regex.regex,
+                           strlen(regex_v->value.v_regex.regex), *ropts ? ropts : options, err);
+        } else {
+            n = regex_leaf(path, regex_v->value.v_utf8.str, regex_v->value.v_utf8.len, options,
+                           err);
+        }
+        if (n == NULL)
+            return -1;
+        node_add(out, n);
+    }
+    return 0;
+}
+
+/* parse_field: one "path: condition" entry of a filter. */
+static node_t *
+parse_field(const char *path, const bson_value_t *v, int depth, mf_error_t *err)
+{
+    if (v->value_type == BSON_TYPE_REGEX)
+        return regex_leaf(path, v->value.v_regex.regex, strlen(v->value.v_regex.regex),
+                          v->value.v_regex.options, err);
+    if (is_operator_doc(v)) {
+        node_t *n = node_new(K_AND, NULL);
+        if (parse_ops(n, path, v, depth, false, err) < 0) {
+            node_free(n);
+            return NULL;
+        }
+        return n;
+    }
+    return leaf_value(K_EQ, path, v);
+}
+
+/* parse_logical: $and / $or / $nor operand. */
+static node_t *
+parse_logical(kind_t kind, const char *name, const bson_value_t *v, int depth, mf_error_t *err)
+{
+    bson_iter_t it;
+    node_t *n;
+
+    if (v->value_type != BSON_TYPE_ARRAY) {
+        mf_err_set(err, MF_E_BadValue, "%s must be an array", name);
+        return NULL;
+    }
+    if (depth + 1 > kMaxDepth) {
+        mf_err_set(err, MF_E_BadValue, "exceeded maximum query tree depth of %d", kMaxDepth);
+        return NULL;
+    }
+    n = node_new(kind, NULL);
+    if (bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len)) {
+        while (bson_iter_next(&it)) {
+            const bson_value_t *e = bson_iter_value(&it);
+            node_t *kid;
+            if (e->value_type != BSON_TYPE_DOCUMENT) {
+                mf_err_set(err, MF_E_BadValue, "$or/$and/$nor entries need to be full objects");
+                node_free(n);
+                return NULL;
+            }
+            kid = parse_filter(e->value.v_doc.data, e->value.v_doc.data_len, depth + 1, err);
+            if (kid == NULL) {
+                node_free(n);
+                return NULL;
+            }
+            node_add(n, kid);
+        }
+    }
+    if (n->nkids == 0) {
+        mf_err_set(err, MF_E_BadValue, "$and/$or/$nor must be a nonempty array");
+        node_free(n);
+        return NULL;
+    }
+    return n;
+}
+
+/* parse_filter: a full filter document (top-level semantics) into an AND node. */
+static node_t *
+parse_filter(const uint8_t *data, uint32_t len, int depth, mf_error_t *err)
+{
+    bson_iter_t it;
+    node_t *root;
+
+    if (depth > kMaxDepth) {
+        mf_err_set(err, MF_E_BadValue, "exceeded maximum query tree depth of %d", kMaxDepth);
+        return NULL;
+    }
+    if (!bson_iter_init_from_data(&it, data, len)) {
+        mf_err_set(err, MF_E_BadValue, "invalid filter document");
+        return NULL;
+    }
+    root = node_new(K_AND, NULL);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        const bson_value_t *v = bson_iter_value(&it);
+        node_t *n = NULL;
+
+        if (k[0] == '$') {
+            if (strcmp(k, "$and") == 0)
+                n = parse_logical(K_AND, k, v, depth, err);
+            else if (strcmp(k, "$or") == 0)
+                n = parse_logical(K_OR, k, v, depth, err);
+            else if (strcmp(k, "$nor") == 0)
+                n = parse_logical(K_NOR, k, v, depth, err);
+            else if (strcmp(k, "$comment") == 0)
+                continue;
+            else if (strcmp(k, "$alwaysTrue") == 0)
+                n = node_new(K_TRUE, NULL);
+            else if (strcmp(k, "$alwaysFalse") == 0)
+                n = node_new(K_FALSE, NULL);
+            else if (strcmp(k, "$expr") == 0) {
+                mf_expr_t *e = mf_expr_parse(v, err);
+                if (e == NULL) {
+                    node_free(root);
+                    return NULL;
+                }
+                n = node_new(K_EXPR, NULL);
+                n->expr = e;
+            } else if (strcmp(k, "$where") == 0) {
+                mf_err_set(err, MF_E_BadValue, "$where is not allowed in this context");
+            } else {
+                mf_err_set(err, MF_E_BadValue, "unknown top level operator: %s", k);
+            }
+        } else {
+            n = parse_field(k, v, depth, err);
+        }
+        if (n == NULL) {
+            node_free(root);
+            return NULL;
+        }
+        node_add(root, n);
+    }
+    return root;
+}
+
+/* ---- matching ---- */
+
+typedef struct ctx {
+    const bson_t *doc;        /* document under test (path leaves), may be NULL */
+    const bson_value_t *value; /* value under test (NULL-path leaves); NULL = missing */
+    bool traverse;            /* NULL-path leaves also test array elements */
+} ctx_t;
+
+static bool eval(const node_t *n, const ctx_t *c, int32_t *pos);
+
+/* compare_ok: type-bracketed comparison of a present value with the operand. */
+static bool
+compare_ok(kind_t kind, const bson_value_t *v, const bson_value_t *rhs)
+{
+    int rv = mf_value_type_rank(v->value_type), rr = mf_value_type_rank(rhs->value_type);
+    int c;
+
+    if (rv != rr) {
+        if (rhs->value_type == BSON_TYPE_MAXKEY)
+            return kind == K_LT || kind == K_LTE;
+        if (rhs->value_type == BSON_TYPE_MINKEY)
+            return kind == K_GT || kind == K_GTE;
+        return false;
+    }
+    if (rv == mf_value_type_rank(BSON_TYPE_DOUBLE)) {
+        double a = mf_value_as_double(v), b = mf_value_as_double(rhs);
+        if (isnan(a) || isnan(b)) {
+            bool both = isnan(a) && isnan(b);
+            return (kind == K_EQ || kind == K_LTE || kind == K_GTE) && both;
+        }
+    }
+    c = mf_value_cmp(v, rhs);
+    switch (kind) {
+    case K_EQ:
+        return c == 0;
+    case K_LT:
+        return c < 0;
+    case K_LTE:
+        return c <= 0;
+    case K_GT:
+        return c > 0;
+    case K_GTE:
+        return c >= 0;
+    default:
+        return false;
+    }
+}
+
+static bool
+type_ok(const node_t *n, const bson_value_t *v)
+{
+    if (n->type_number && mf_value_is_number(v))
+        return true;
+    for (int i = 0; i < n->ntypes; i++)
+        if ((int)v->value_type == n->types[i])
+            return true;
+    return false;
+}
+
+static bool
+mod_ok(const node_t *n, const bson_value_t *v)
+{
+    int64_t x;
+
+    if (!mf_value_is_number(v))
+        return false;
+    if (v->value_type == BSON_TYPE_INT32 || v->value_type == BSON_TYPE_INT64) {
+        mf_value_as_int64(v, &x);
+    } else {
+        double d = mf_value_as_double(v);
+        if (isnan(d) || isinf(d))
+            return false;
+        if (d >= 9223372036854775808.0)
+            x = INT64_MAX;
+        else if (d < -9223372036854775808.0)
+            x = INT64_MIN;
+        else
+            x = (int64_t)trunc(d);
+    }
+    if (n->divisor == -1)
+        return n->remainder == 0;
+    return x % n->divisor == n->remainder;
+}
+
+static bool
+array_count_is(const bson_value_t *v, int64_t want)
+{
+    bson_iter_t it;
+    int64_t count = 0;
+
+    if (!bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len))
+        return false;
+    while (bson_iter_next(&it))
+        count++;
+    return count == want;
+}
+
+/* single: tests one value (NULL = missing) against a leaf, without element traversal. */
+static bool
+single(const node_t *n, const bson_value_t *v, int32_t *pos)
+{
+    switch (n->kind) {
+    case K_EQ:
+    case K_LT:
+    case K_LTE:
+    case K_GT:
+    case K_GTE:
+        if (v == NULL)
+            return n->val.value_type == BSON_TYPE_NULL &&
+                   (n->kind == K_EQ || n->kind == K_LTE || n->kind == K_GTE);
+        return compare_ok(n->kind, v, &n->val);
+    case K_IN:
+        if (v == NULL)
+            return n->has_null;
+        for (size_t i = 0; i < n->nvals; i++)
+            if (compare_ok(K_EQ, v, &n->vals[i]))
+                return true;
+        for (size_t i = 0; i < n->nrxs; i++)
+            if (rx_match_value(n->rxs[i], v))
+                return true;
+        return false;
+    case K_REGEX:
+        return rx_match_value(n->rx, v);
+    case K_TYPE:
+        return v != NULL && type_ok(n, v);
+    case K_MOD:
+        return v != NULL && mod_ok(n, v);
+    case K_EXISTS:
+        return v != NULL;
+    case K_SIZE:
+        return v != NULL && v->value_type == BSON_TYPE_ARRAY && n->size >= 0 &&
+               array_count_is(v, n->size);
+    case K_ELEM_OBJ:
+    case K_ELEM_VAL: {
+        bson_iter_t it;
+        int32_t i = 0;
+        if (v == NULL || v->value_type != BSON_TYPE_ARRAY ||
+            !bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len))
+            return false;
+        while (bson_iter_next(&it)) {
+            const bson_value_t *e = bson_iter_value(&it);
+            bool ok = false;
+            int32_t ignored = -1;
+            if (n->kind == K_ELEM_OBJ) {
+                if (e->value_type == BSON_TYPE_DOCUMENT || e->value_type == BSON_TYPE_ARRAY) {
+                    bson_t sub;
+                    if (bson_init_static(&sub, e->value.v_doc.data, e->value.v_doc.data_len)) {
+                        ctx_t c = {&sub, NULL, false};
+                        ok = eval(n->kids[0], &c, &ignored);
+                    }
+                }
+            } else {
+                ctx_t c = {NULL, e, false};
+                ok = true;
+                for (size_t k = 0; k < n->nkids && ok; k++)
+                    ok = eval(n->kids[k], &c, &ignored);
+            }
+            if (ok) {
+                *pos = i;
+                return true;
+            }
+            i++;
+        }
+        return false;
+    }
+    default:
+        return false;
+    }
+}
+
+/* traverses: leaves that MongoDB also applies to each element of a reached array. */
+static bool
+traverses(kind_t k)
+{
+    return k >= K_EQ && k <= K_MOD;
+}
+
+/* leaf_at: tests a reached value, then (if allowed) its array elements; *pos = element index. */
+static bool
+leaf_at(const node_t *n, const bson_value_t *v, bool traverse, int32_t *pos)
+{
+    int32_t p = -1;
+
+    if (single(n, v, &p)) {
+        *pos = p;
+        return true;
+    }
+    if (traverse && v != NULL && v->value_type == BSON_TYPE_ARRAY && traverses(n->kind)) {
+        bson_iter_t it;
+        int32_t i = 0;
+        if (!bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len))
+            return false;
+        while (bson_iter_next(&it)) {
+            if (single(n, bson_iter_value(&it), &p)) {
+                *pos = i;
+                return true;
+            }
+            i++;
+        }
+    }
+    return false;
+}
+
+typedef struct walk_arg {
+    const node_t *n;
+    bool matched;
+    int32_t pos;
+} walk_arg_t;
+
+static bool
+walk_visit(void *arg, const bson_value_t *v, int32_t array_pos)
+{
+    walk_arg_t *w = arg;
+    int32_t epos = -1;
+
+    if (leaf_at(w->n, v, true, &epos)) {
+        w->matched = true;
+        w->pos = array_pos >= 0 ? array_pos : epos;
+        return true;
+    }
+    return false;
+}
+
+static bool
+eval(const node_t *n, const ctx_t *c, int32_t *pos)
+{
+    switch (n->kind) {
+    case K_AND:
+        for (size_t i = 0; i < n->nkids; i++) {
+            int32_t p = -1;
+            if (!eval(n->kids[i], c, &p))
+                return false;
+            if (p >= 0 && *pos < 0)
+                *pos = p;
+        }
+        return true;
+    case K_OR:
+        for (size_t i = 0; i < n->nkids; i++) {
+            int32_t p = -1;
+            if (eval(n->kids[i], c, &p)) {
+                if (p >= 0 && *pos < 0)
+                    *pos = p;
+                return true;
+            }
+        }
+        return false;
+    case K_NOR:
+        for (size_t i = 0; i < n->nkids; i++) {
+            int32_t p = -1;
+            if (eval(n->kids[i], c, &p))
+                return false;
+        }
+        return true;
+    case K_NOT: {
+        int32_t p = -1;
+        return !eval(n->kids[0], c, &p);
+    }
+    case K_TRUE:
+        return true;
+    case K_FALSE:
+        return false;
+    case K_EXPR: {
+        bson_value_t out;
+        mf_error_t err;
+        bson_t tmp;
+        const bson_t *root = c->doc;
+        bool ok;
+
+        if (root == NULL) {
+            if (c->value == NULL || c->value->value_type != BSON_TYPE_DOCUMENT ||
+                !bson_init_static(&tmp, c->value->value.v_doc.data, c->value->value.v_doc.data_len))
+                return false;
+            root = &tmp;
+        }
+        mf_err_clear(&err);
+        if (mf_expr_eval(n->expr, root, &out, &err) != 0)
+            return false;
+        ok = mf_value_truthy(&out);
+        bson_value_destroy(&out);
+        return ok;
+    }
+    default:
+        break;
+    }
+    if (n->path == NULL)
+        return leaf_at(n, c->value, c->traverse, pos);
+    if (c->doc == NULL)
+        return leaf_at(n, NULL, false, pos);
+    {
+        walk_arg_t w = {n, false, -1};
+        mf_path_walk(c->doc, n->path, walk_visit, &w);
+        if (w.matched)
+            *pos = w.pos;
+        return w.matched;
+    }
+}
+
+/* ---- public API ---- */
+
+mf_matcher_t *
+mf_matcher_new(const bson_t *filter, mf_error_t *err)
+{
+    mf_matcher_t *m = calloc(1, sizeof(*m));
+
+    if (m == NULL)
+        abort();
+    if (filter == NULL) {
+        m->root = node_new(K_AND, NULL);
+        return m;
+    }
+    m->root = parse_filter(bson_get_data(filter), filter->len, 0, err);
+    if (m->root == NULL) {
+        free(m);
+        return NULL;
+    }
+    return m;
+}
+
+mf_matcher_t *
+mf_matcher_new_value(const bson_value_t *filter, mf_error_t *err)
+{
+    mf_matcher_t *m = calloc(1, sizeof(*m));
+    bson_iter_t it;
+    const char *k;
+
+    if (m == NULL)
+        abort();
+    if (filter->value_type == BSON_TYPE_DOCUMENT) {
+        k = first_key(filter, &it);
+        if (k != NULL && k[0] == '$' && !is_dbref_key(k) && !is_pathless_op(k)) {
+            m->value_mode = true;
+            m->root = node_new(K_AND, NULL);
+            if (parse_ops(m->root, NULL, filter, 0, false, err) < 0) {
+                node_free(m->root);
+                free(m);
+                return NULL;
+            }
+            return m;
+        }
+        m->root = parse_filter(filter->value.v_doc.data, filter->value.v_doc.data_len, 0, err);
+    } else {
+        m->value_mode = true;
+        m->root = parse_field(NULL, filter, 0, err);
+    }
+    if (m->root == NULL) {
+        free(m);
+        return NULL;
+    }
+    return m;
+}
+
+void
+mf_matcher_free(mf_matcher_t *m)
+{
+    if (m == NULL)
+        return;
+    node_free(m->root);
+    free(m);
+}
+
+bool
+mf_matcher_match(const mf_matcher_t *m, const bson_t *doc, mf_match_details_t *details)
+{
+    int32_t pos = -1;
+    bool ok;
+
+    if (m->value_mode) {
+        bson_value_t v;
+        v.value_type = BSON_TYPE_DOCUMENT;
+        v.value.v_doc.data = (uint8_t *)bson_get_data(doc);
+        v.value.v_doc.data_len = doc->len;
+        ok = mf_matcher_match_value(m, &v);
+    } else {
+        ctx_t c = {doc, NULL, true};
+        ok = eval(m->root, &c, &pos);
+    }
+    if (details)
+        details->array_pos = ok ? pos : -1;
+    return ok;
+}
+
+bool
+mf_matcher_match_value(const mf_matcher_t *m, const bson_value_t *v)
+{
+    int32_t pos = -1;
+
+    if (m->value_mode) {
+        ctx_t c = {NULL, v, true};
+        return eval(m->root, &c, &pos);
+    }
+    if (v->value_type == BSON_TYPE_DOCUMENT || v->value_type == BSON_TYPE_ARRAY) {
+        bson_t sub;
+        if (!bson_init_static(&sub, v->value.v_doc.data, v->value.v_doc.data_len))
+            return false;
+        ctx_t c = {&sub, NULL, true};
+        return eval(m->root, &c, &pos);
+    }
+    return false;
+}

@@ -1,0 +1,54 @@
+/*
+ * match.h: the query matcher (find/update/delete/count filters, $match).
+ *
+ * A filter is parsed once into a tree of match expressions; matching a document
+ * walks the tree and never re-reads the filter BSON. Supported: implicit
+ * equality, $eq $ne $gt $gte $lt $lte $in $nin $and $or $nor $not $exists
+ * $type $all $elemMatch $size $regex (with $options, and /re/ values) $mod
+ * $expr, $comment (ignored), dotted paths with array traversal, comparison
+ * across numeric types. Unknown $operators are refused with 2 BadValue
+ * ("unknown operator: $foo"); unknown top-level operators likewise
+ * ("unknown top level operator: $foo").
+ */
+#ifndef MF_MATCH_H
+#define MF_MATCH_H
+
+#include <bson/bson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/error.h"
+
+typedef struct mf_matcher mf_matcher_t;
+
+/* What a successful match found out, for the positional update/projection "$". */
+typedef struct mf_match_details {
+    int32_t array_pos; /* position in the first array traversed by the matching predicate, -1 if none */
+} mf_match_details_t;
+
+/*
+ * mf_matcher_new: parses filter (NULL or empty matches everything). Returns
+ * NULL and fills err on a bad filter. The matcher does not keep a reference
+ * to filter's memory. Free with mf_matcher_free.
+ */
+mf_matcher_t *mf_matcher_new(const bson_t *filter, mf_error_t *err);
+void mf_matcher_free(mf_matcher_t *m);
+
+/* mf_matcher_match: true if doc matches. details may be NULL. */
+bool mf_matcher_match(const mf_matcher_t *m, const bson_t *doc, mf_match_details_t *details);
+
+/*
+ * mf_matcher_match_value: matches a single value as $elemMatch and $pull do:
+ * the filter's top-level fields are applied to v when v is a document, and a
+ * filter made only of operators ({$gt: 3}) is applied to v itself. Used by
+ * update's $pull and arrayFilters.
+ */
+bool mf_matcher_match_value(const mf_matcher_t *m, const bson_value_t *v);
+
+/*
+ * mf_matcher_new_value: parses a filter meant for mf_matcher_match_value:
+ * either a document of field conditions or an operator document ({$gte: 5}).
+ */
+mf_matcher_t *mf_matcher_new_value(const bson_value_t *filter, mf_error_t *err);
+
+#endif /* MF_MATCH_H */

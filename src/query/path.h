@@ -1,0 +1,42 @@
+/*
+ * path.h: dotted field paths with MongoDB's array traversal.
+ *
+ * A path "a.b.c" applied to a document yields zero or more values. MongoDB's
+ * rules (the ones a query matcher uses):
+ *   - an embedded document is descended by field name;
+ *   - an array met on the way is traversed: the rest of the path is applied to
+ *     every element that is a document, and, if the next component is a
+ *     decimal number, also to that element of the array by position;
+ *   - the value reached at the end of the path is produced as is, and, when it
+ *     is an array, the matcher also considers each element (implicit array
+ *     traversal; that last step is the matcher's business, see mf_path_walk).
+ * Values handed to callbacks point into the document; they are valid only
+ * while the document is.
+ */
+#ifndef MF_PATH_H
+#define MF_PATH_H
+
+#include <bson/bson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+/*
+ * Callback for mf_path_walk. v is the value reached (NULL when the path is
+ * missing along a branch, so $exists:false / {$eq:null} can match).
+ * array_pos is the position within the first array traversed on the way
+ * (-1 if none), which the positional update operator "$" needs.
+ * Return true to stop the walk early.
+ */
+typedef bool (*mf_path_visit_fn)(void *arg, const bson_value_t *v, int32_t array_pos);
+
+/* mf_path_walk: applies path to doc as described above, calling visit per value. */
+void mf_path_walk(const bson_t *doc, const char *path, mf_path_visit_fn visit, void *arg);
+
+/*
+ * mf_path_get: the value at path when it is reached without traversing any
+ * array (plain descent through documents, or numeric components indexing
+ * arrays). Returns false if absent. *out points into doc.
+ */
+bool mf_path_get(const bson_t *doc, const char *path, bson_value_t *out);
+
+#endif /* MF_PATH_H */

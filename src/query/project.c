@@ -1,0 +1,765 @@
+/*
+ * project.c: find projections (see project.h).
+ *
+ * Design. The spec is parsed, following MongoDB's projection_parser, into a
+ * tree of path nodes: inner nodes (one per path component shared by several
+ * projected paths) and leaves: include, exclude, expression (including
+ * literals), find-$slice, $elemMatch, and positional "a.$". Adding a path
+ * that ends at or passes through an existing leaf is a path collision
+ * (31250 / 31249). The projection type (inclusion or exclusion) is decided by
+ * the first non-_id inclusion/exclusion/expression; ambiguous specs ({_id: 0},
+ * only $slice, only $elemMatch) fall back to MongoDB's compatibility rules.
+ * An inclusion projection gets an implicit _id leaf unless _id is mentioned.
+ *
+ * Applying an inclusion projection walks the input document in its own field
+ * order, emitting included fields, recursing into inner nodes (through
+ * arrays: documents are projected, scalars dropped), slicing and resolving
+ * positional leaves in place; computed fields (expressions and $elemMatch)
+ * are appended afterwards in spec order, as MongoDB does since 4.4. An
+ * exclusion projection copies everything except excluded leaves, recursing
+ * the same way but keeping scalars inside arrays.
+ *
+ * Invariants: the tree owns its names, matchers and expressions; applying
+ * never modifies the projection, so one projection may serve many documents.
+ */
+#include "query/project.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "query/expr.h"
+#include "query/value.h"
+
+typedef enum { P_INNER, P_INCLUDE, P_EXCLUDE, P_EXPR, P_SLICE, P_ELEMMATCH, P_POSITIONAL } pkind_t;
+
+typedef struct pnode pnode_t;
+struct pnode {
+    pkind_t kind;
+    char *name;
+    pnode_t **kids; /* P_INNER */
+    size_t n;
+    mf_expr_t *expr;       /* P_EXPR */
+    mf_matcher_t *matcher; /* P_ELEMMATCH */
+    bool has_skip;         /* P_SLICE: [skip, limit] form */
+    int64_t skip, limit;
+    bool computed; /* P_INNER: the subtree holds expressions or $elemMatch */
+};
+
+struct mf_projection {
+    pnode_t *root;
+    bool inclusion;
+};
+
+typedef struct {
+    bool has_type, inclusion;
+    bool id_specified, id_included, id_excluded;
+    bool has_positional, has_elem_match, has_slice;
+    mf_error_t *err;
+} pctx_t;
+
+static void
+pnode_free(pnode_t *n)
+{
+    if (n == NULL)
+        return;
+    for (size_t i = 0; i < n->n; i++)
+        pnode_free(n->kids[i]);
+    free(n->kids);
+    free(n->name);
+    mf_expr_free(n->expr);
+    mf_matcher_free(n->matcher);
+    free(n);
+}
+
+void
+mf_projection_free(mf_projection_t *p)
+{
+    if (p == NULL)
+        return;
+    pnode_free(p->root);
+    free(p);
+}
+
+static pnode_t *
+pnode_new(pkind_t kind)
+{
+    pnode_t *n = calloc(1, sizeof(*n));
+    n->kind = kind;
+    return n;
+}
+
+static pnode_t *
+pnode_child(const pnode_t *n, const char *name)
+{
+    for (size_t i = 0; i < n->n; i++)
+        if (strcmp(n->kids[i]->name, name) == 0)
+            return n->kids[i];
+    return NULL;
+}
+
+static void
+pnode_add(pnode_t *parent, pnode_t *kid)
+{
+    parent->kids = realloc(parent->kids, (parent->n + 1) * sizeof(pnode_t *));
+    parent->kids[parent->n++] = kid;
+}
+
+/* check_path: MongoDB's FieldPath rules for each component of path. */
+static int
+check_path(const char *path, mf_error_t *err)
+{
+    const char *p = path;
+
+    if (*path == '\0')
+        return mf_err_set(err, MF_E_Location40352, "FieldPath cannot be constructed with empty string");
+    for (;;) {
+        const char *dot = strchr(p, '.');
+        size_t len = dot ? (size_t)(dot - p) : strlen(p);
+        if (len == 0)
+            return mf_err_set(err, MF_E_Location15998, "FieldPath field names may not be empty strings.");
+        if (p[0] == '$')
+            return mf_err_set(err, MF_E_Location16410, "FieldPath field names may not start with '$'. Consider using "
+                                                       "$getField or $setField.");
+        if (!dot)
+            return 0;
+        p = dot + 1;
+    }
+}
+
+/* add_at_path: places leaf (taking ownership) at the dotted path under parent. */
+static int
+add_at_path(pnode_t *parent, const char *path, pnode_t *leaf, mf_error_t *err)
+{
+    const char *p = path;
+    pnode_t *cur = parent;
+    const char *first_dot = strchr(path, '.');
+
+    if (check_path(path, err) < 0) {
+        pnode_free(leaf);
+        return -1;
+    }
+    for (;;) {
+        const char *dot = strchr(p, '.');
+        char *comp = dot ? strndup(p, (size_t)(dot - p)) : strdup(p);
+        pnode_t *child = pnode_child(cur, comp);
+
+        if (!dot) {
+            if (child) {
+                free(comp);
+                pnode_free(leaf);
+                return mf_err_set(err, MF_E_Location31250, "Path collision at %s", path);
+            }
+            leaf->name = comp;
+            pnode_add(cur, leaf);
+            return 0;
+        }
+        if (child == NULL) {
+            child = pnode_new(P_INNER);
+            child->name = comp;
+            pnode_add(cur, child);
+        } else {
+            free(comp);
+            if (child->kind != P_INNER) {
+                pnode_free(leaf);
+                return mf_err_set(err, MF_E_Location31249, "Path collision at %s remaining portion %s", path,
+                                  first_dot ? first_dot + 1 : path);
+            }
+        }
+        cur = child;
+        p = dot + 1;
+    }
+}
+
+static bool
+is_flag_type(bson_type_t t)
+{
+    return t == BSON_TYPE_BOOL || t == BSON_TYPE_INT32 || t == BSON_TYPE_INT64 || t == BSON_TYPE_DOUBLE ||
+           t == BSON_TYPE_DECIMAL128;
+}
+
+static int parse_obj(pctx_t *c, const bson_t *spec, pnode_t *parent, bool is_root);
+
+static int
+parse_slice(pctx_t *c, const char *key, const bson_value_t *sv, pnode_t *parent)
+{
+    pnode_t *leaf = pnode_new(P_SLICE);
+
+    if (mf_value_is_number(sv)) {
+        double d = mf_value_as_double(sv);
+        leaf->limit = d > 2147483647.0 ? 2147483647 : d < -2147483648.0 ? -2147483648LL : (int64_t)d;
+    } else if (sv->value_type == BSON_TYPE_ARRAY) {
+        bson_t arr;
+        bson_iter_t it;
+        bson_value_t skip, limit;
+        int n = 0;
+
+        bson_init_static(&arr, sv->value.v_doc.data, sv->value.v_doc.data_len);
+        bson_iter_init(&it, &arr);
+        while (bson_iter_next(&it)) {
+            if (n == 0)
+                skip = *bson_iter_value(&it);
+            else if (n == 1)
+                limit = *bson_iter_value(&it);
+            n++;
+        }
+        if (n != 2) {
+            pnode_free(leaf);
+            return mf_err_set(c->err, MF_E_BadValue, "$slice array argument should be of form [skip, limit]");
+        }
+        if (!mf_value_is_number(&skip) || !mf_value_is_number(&limit)) {
+            pnode_free(leaf);
+            return mf_err_set(c->err, MF_E_BadValue, "$slice expects the skip and limit arguments to be numbers");
+        }
+        leaf->has_skip = true;
+        leaf->skip = (int64_t)mf_value_as_double(&skip);
+        leaf->limit = (int64_t)mf_value_as_double(&limit);
+        if (leaf->limit <= 0) {
+            int64_t l = leaf->limit;
+            pnode_free(leaf);
+            return mf_err_set(c->err, MF_E_Location31259, "$slice limit must be positive, got %lld", (long long)l);
+        }
+    } else {
+        pnode_free(leaf);
+        return mf_err_set(c->err, MF_E_Location31273, "$slice only supports numbers and [skip, limit] arrays");
+    }
+    c->has_slice = true;
+    return add_at_path(parent, key, leaf, c->err);
+}
+
+static int
+parse_expression(pctx_t *c, const char *key, const bson_value_t *v, pnode_t *parent, bool literal)
+{
+    pnode_t *leaf;
+    mf_expr_t *e;
+
+    if (c->has_type && !c->inclusion) {
+        if (literal)
+            return mf_err_set(c->err, MF_E_Location31310, "Cannot use an expression %s in an exclusion projection",
+                              key);
+        return mf_err_set(c->err, MF_E_Location31252, "Cannot use expression other than $meta in exclusion projection");
+    }
+    e = mf_expr_parse(v, c->err);
+    if (e == NULL)
+        return -1;
+    leaf = pnode_new(P_EXPR);
+    leaf->expr = e;
+    c->has_type = true;
+    c->inclusion = true;
+    return add_at_path(parent, key, leaf, c->err);
+}
+
+/* positional_at: the length of key without a trailing ".$", or -1 when key has no positional part. */
+static ssize_t
+positional_at(const char *key)
+{
+    size_t len = strlen(key);
+
+    if (strstr(key, ".$.") != NULL)
+        return (ssize_t)(strstr(key, ".$.") - key);
+    if (len >= 2 && strcmp(key + len - 2, ".$") == 0)
+        return (ssize_t)(len - 2);
+    if (strcmp(key, "$") == 0)
+        return 0;
+    return -1;
+}
+
+static int
+parse_element(pctx_t *c, const char *key, const bson_value_t *v, pnode_t *parent, bool is_root)
+{
+    ssize_t pos = positional_at(key);
+    bool is_id = is_root && strcmp(key, "_id") == 0;
+
+    if (v->value_type == BSON_TYPE_DOCUMENT) {
+        bson_t sub;
+        bson_iter_t it;
+
+        if (pos >= 0)
+            return mf_err_set(c->err, MF_E_BadValue,
+                              "positional projection cannot be used with an expression or sub object");
+        bson_init_static(&sub, v->value.v_doc.data, v->value.v_doc.data_len);
+        if (bson_count_keys(&sub) == 1 && bson_iter_init(&it, &sub) && bson_iter_next(&it) &&
+            bson_iter_key(&it)[0] == '$') {
+            const char *op = bson_iter_key(&it);
+            const bson_value_t *ov = bson_iter_value(&it);
+            if (strcmp(op, "$slice") == 0)
+                return parse_slice(c, key, ov, parent);
+            if (strcmp(op, "$elemMatch") == 0) {
+                pnode_t *leaf;
+                if (ov->value_type != BSON_TYPE_DOCUMENT)
+                    return mf_err_set(c->err, MF_E_Location31274,
+                                      "elemMatch: Invalid argument, object required, but got %s",
+                                      mf_type_name(ov->value_type));
+                if (c->has_positional)
+                    return mf_err_set(c->err, MF_E_BadValue, "Cannot specify positional operator and $elemMatch.");
+                if (!is_root || strchr(key, '.') != NULL)
+                    return mf_err_set(c->err, MF_E_Location31275, "Cannot use $elemMatch projection on a nested field.");
+                leaf = pnode_new(P_ELEMMATCH);
+                leaf->matcher = mf_matcher_new_value(ov, c->err);
+                if (leaf->matcher == NULL) {
+                    pnode_free(leaf);
+                    return -1;
+                }
+                c->has_elem_match = true;
+                return add_at_path(parent, key, leaf, c->err);
+            }
+            if (strcmp(op, "$meta") == 0)
+                return mf_err_set(c->err, MF_E_BadValue, "$meta projections are not supported");
+            return parse_expression(c, key, v, parent, false);
+        }
+        if (bson_count_keys(&sub) == 0)
+            return mf_err_set(c->err, MF_E_Location51270,
+                              "An empty sub-projection is not a valid value. Found empty object at path");
+        {
+            /* A sub-projection: a new inner node for key, then the sub-spec under it. */
+            pnode_t *inner = pnode_new(P_INNER);
+            pnode_t *node;
+            if (add_at_path(parent, key, inner, c->err) < 0)
+                return -1;
+            node = inner;
+            return parse_obj(c, &sub, node, false);
+        }
+    }
+    if (is_flag_type(v->value_type)) {
+        if (mf_value_truthy(v)) {
+            if (pos < 0) {
+                if (add_at_path(parent, key, pnode_new(P_INCLUDE), c->err) < 0)
+                    return -1;
+                if (is_id)
+                    c->id_included = true;
+            } else {
+                char *prefix;
+                int rc;
+                if (c->has_positional)
+                    return mf_err_set(c->err, MF_E_Location31276,
+                                      "Cannot specify more than one positional projection per query.");
+                if (c->has_elem_match)
+                    return mf_err_set(c->err, MF_E_BadValue, "Cannot specify positional operator and $elemMatch.");
+                if (strstr(key + pos + 2, ".$") != NULL || strcmp(key + pos + 1, "$.$") == 0)
+                    return mf_err_set(c->err, MF_E_BadValue, "Cannot use positional operator twice: %s", key);
+                if (pos == 0)
+                    return mf_err_set(c->err, MF_E_BadValue, "Positional projection '%s' does not match the query "
+                                                             "document.",
+                                      key);
+                prefix = strndup(key, (size_t)pos);
+                rc = add_at_path(parent, prefix, pnode_new(P_POSITIONAL), c->err);
+                free(prefix);
+                if (rc < 0)
+                    return -1;
+                c->has_positional = true;
+            }
+            if (!is_id) {
+                if (c->has_type && !c->inclusion)
+                    return mf_err_set(c->err, MF_E_Location31253, "Cannot do inclusion on field %s in exclusion "
+                                                                  "projection",
+                                      key);
+                c->has_type = true;
+                c->inclusion = true;
+            }
+        } else {
+            if (pos >= 0)
+                return mf_err_set(c->err, MF_E_BadValue, "Cannot exclude array elements with the positional operator.");
+            if (add_at_path(parent, key, pnode_new(P_EXCLUDE), c->err) < 0)
+                return -1;
+            if (!is_id) {
+                if (c->has_type && c->inclusion)
+                    return mf_err_set(c->err, MF_E_Location31254, "Cannot do exclusion on field %s in inclusion "
+                                                                  "projection",
+                                      key);
+                c->has_type = true;
+                c->inclusion = false;
+            } else {
+                c->id_excluded = true;
+            }
+        }
+        return 0;
+    }
+    if (pos >= 0)
+        return mf_err_set(c->err, MF_E_BadValue, "positional projection cannot be used with a literal");
+    return parse_expression(c, key, v, parent, true);
+}
+
+static int
+parse_obj(pctx_t *c, const bson_t *spec, pnode_t *parent, bool is_root)
+{
+    bson_iter_t it;
+
+    if (!bson_iter_init(&it, spec))
+        return mf_err_set(c->err, MF_E_BadValue, "Invalid projection document");
+    while (bson_iter_next(&it)) {
+        const char *key = bson_iter_key(&it);
+        if (is_root && (strcmp(key, "_id") == 0 || strncmp(key, "_id.", 4) == 0))
+            c->id_specified = true;
+        if (parse_element(c, key, bson_iter_value(&it), parent, is_root) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* mark_computed: flags inner nodes whose subtree appends computed fields. */
+static bool
+mark_computed(pnode_t *n)
+{
+    bool any = false;
+
+    if (n->kind == P_EXPR || n->kind == P_ELEMMATCH)
+        return true;
+    if (n->kind != P_INNER)
+        return false;
+    for (size_t i = 0; i < n->n; i++)
+        if (mark_computed(n->kids[i]))
+            any = true;
+    n->computed = any;
+    return any;
+}
+
+mf_projection_t *
+mf_projection_new(const bson_t *spec, mf_error_t *err)
+{
+    mf_projection_t *p = calloc(1, sizeof(*p));
+    pctx_t c;
+
+    memset(&c, 0, sizeof(c));
+    c.err = err;
+    p->root = pnode_new(P_INNER);
+    if (spec != NULL && parse_obj(&c, spec, p->root, true) < 0) {
+        mf_projection_free(p);
+        return NULL;
+    }
+    if (!c.has_type) {
+        if (c.has_slice)
+            c.inclusion = c.id_included;
+        else if (c.has_elem_match)
+            c.inclusion = true;
+        else
+            c.inclusion = c.id_included;
+    }
+    p->inclusion = c.inclusion;
+    if (!c.id_specified && p->inclusion) {
+        pnode_t *id = pnode_new(P_INCLUDE);
+        id->name = strdup("_id");
+        pnode_add(p->root, id);
+    }
+    if (!p->inclusion && c.id_included) {
+        for (size_t i = 0; i < p->root->n; i++) {
+            if (strcmp(p->root->kids[i]->name, "_id") == 0 && p->root->kids[i]->kind == P_INCLUDE) {
+                pnode_free(p->root->kids[i]);
+                memmove(&p->root->kids[i], &p->root->kids[i + 1], (p->root->n - i - 1) * sizeof(pnode_t *));
+                p->root->n--;
+                break;
+            }
+        }
+    }
+    mark_computed(p->root);
+    return p;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Applying. */
+
+typedef struct {
+    const bson_t *root;
+    const mf_match_details_t *details;
+    mf_error_t *err;
+} actx_t;
+
+static void
+view(const bson_value_t *v, bson_t *b)
+{
+    if (!bson_init_static(b, v->value.v_doc.data, v->value.v_doc.data_len))
+        bson_init(b);
+}
+
+static void
+append_slice(bson_t *out, const char *key, const pnode_t *leaf, const bson_value_t *v)
+{
+    bson_t arr, dst;
+    bson_iter_t it;
+    int64_t len, start, count, i = 0, k = 0;
+
+    if (v->value_type != BSON_TYPE_ARRAY) {
+        mf_bson_append_value(out, key, -1, v);
+        return;
+    }
+    view(v, &arr);
+    len = (int64_t)bson_count_keys(&arr);
+    if (leaf->has_skip) {
+        start = leaf->skip < 0 ? (len + leaf->skip < 0 ? 0 : len + leaf->skip) : (leaf->skip > len ? len : leaf->skip);
+        count = leaf->limit;
+    } else if (leaf->limit >= 0) {
+        start = 0;
+        count = leaf->limit;
+    } else {
+        start = len + leaf->limit < 0 ? 0 : len + leaf->limit;
+        count = len;
+    }
+    bson_append_array_begin(out, key, -1, &dst);
+    if (bson_iter_init(&it, &arr)) {
+        while (bson_iter_next(&it)) {
+            if (i >= start && k < count) {
+                char buf[16];
+                const char *ik;
+                bson_uint32_to_string((uint32_t)k, &ik, buf, sizeof(buf));
+                mf_bson_append_value(&dst, ik, -1, bson_iter_value(&it));
+                k++;
+            }
+            i++;
+        }
+    }
+    bson_append_array_end(out, &dst);
+}
+
+static int
+append_positional(actx_t *c, bson_t *out, const char *key, const bson_value_t *v)
+{
+    bson_t arr, dst;
+    bson_iter_t it;
+    int32_t pos = c->details ? c->details->array_pos : -1;
+    int32_t i = 0;
+
+    if (v->value_type != BSON_TYPE_ARRAY) {
+        mf_bson_append_value(out, key, -1, v);
+        return 0;
+    }
+    view(v, &arr);
+    if (pos >= 0 && bson_iter_init(&it, &arr)) {
+        while (bson_iter_next(&it)) {
+            if (i++ == pos) {
+                bson_append_array_begin(out, key, -1, &dst);
+                mf_bson_append_value(&dst, "0", 1, bson_iter_value(&it));
+                bson_append_array_end(out, &dst);
+                return 0;
+            }
+        }
+    }
+    return mf_err_set(c->err, MF_E_Location51246,
+                      "Executor error during find command :: caused by :: positional operator '.$' couldn't find a "
+                      "matching element in the array");
+}
+
+static void
+append_elem_match(bson_t *out, const pnode_t *leaf, const bson_value_t *v)
+{
+    bson_t arr, dst;
+    bson_iter_t it;
+
+    if (v == NULL || v->value_type != BSON_TYPE_ARRAY)
+        return;
+    view(v, &arr);
+    if (!bson_iter_init(&it, &arr))
+        return;
+    while (bson_iter_next(&it)) {
+        if (mf_matcher_match_value(leaf->matcher, bson_iter_value(&it))) {
+            bson_append_array_begin(out, leaf->name, -1, &dst);
+            mf_bson_append_value(&dst, "0", 1, bson_iter_value(&it));
+            bson_append_array_end(out, &dst);
+            return;
+        }
+    }
+}
+
+static int apply_incl(actx_t *c, const pnode_t *node, const bson_t *in, bson_t *out);
+static int apply_excl(actx_t *c, const pnode_t *node, const bson_t *in, bson_t *out);
+
+/* project_array: applies inner node to each element of arr (documents projected, nested arrays recursed). */
+static int
+project_array(actx_t *c, const pnode_t *node, bool inclusion, const bson_value_t *arrv, bson_t *out)
+{
+    bson_t arr;
+    bson_iter_t it;
+    uint32_t k = 0;
+
+    view(arrv, &arr);
+    if (!bson_iter_init(&it, &arr))
+        return 0;
+    while (bson_iter_next(&it)) {
+        const bson_value_t *e = bson_iter_value(&it);
+        char buf[16];
+        const char *ik;
+        bson_t child, sub;
+
+        bson_uint32_to_string(k, &ik, buf, sizeof(buf));
+        if (e->value_type == BSON_TYPE_DOCUMENT) {
+            view(e, &sub);
+            bson_append_document_begin(out, ik, -1, &child);
+            if ((inclusion ? apply_incl(c, node, &sub, &child) : apply_excl(c, node, &sub, &child)) < 0) {
+                bson_append_document_end(out, &child);
+                return -1;
+            }
+            bson_append_document_end(out, &child);
+        } else if (e->value_type == BSON_TYPE_ARRAY) {
+            bson_append_array_begin(out, ik, -1, &child);
+            if (project_array(c, node, inclusion, e, &child) < 0) {
+                bson_append_array_end(out, &child);
+                return -1;
+            }
+            bson_append_array_end(out, &child);
+        } else if (!inclusion) {
+            mf_bson_append_value(out, ik, -1, e);
+        } else if (node->computed) {
+            bson_append_document_begin(out, ik, -1, &child);
+            if (apply_incl(c, node, NULL, &child) < 0) {
+                bson_append_document_end(out, &child);
+                return -1;
+            }
+            bson_append_document_end(out, &child);
+        } else {
+            continue;
+        }
+        k++;
+    }
+    return 0;
+}
+
+/* project_inner: emits key for an inner node over value v; *emitted says whether anything was written. */
+static int
+project_inner(actx_t *c, const pnode_t *node, bool inclusion, const char *key, const bson_value_t *v, bson_t *out,
+              bool *emitted)
+{
+    bson_t child, sub;
+    int rc;
+
+    *emitted = true;
+    if (v->value_type == BSON_TYPE_DOCUMENT) {
+        view(v, &sub);
+        bson_append_document_begin(out, key, -1, &child);
+        rc = inclusion ? apply_incl(c, node, &sub, &child) : apply_excl(c, node, &sub, &child);
+        bson_append_document_end(out, &child);
+        return rc;
+    }
+    if (v->value_type == BSON_TYPE_ARRAY) {
+        bson_append_array_begin(out, key, -1, &child);
+        rc = project_array(c, node, inclusion, v, &child);
+        bson_append_array_end(out, &child);
+        return rc;
+    }
+    if (!inclusion) {
+        mf_bson_append_value(out, key, -1, v);
+        return 0;
+    }
+    *emitted = false;
+    return 0;
+}
+
+static int
+apply_incl(actx_t *c, const pnode_t *node, const bson_t *in, bson_t *out)
+{
+    bson_iter_t it;
+    bool *done = calloc(node->n ? node->n : 1, sizeof(bool));
+    int rc = 0;
+
+    if (in && bson_iter_init(&it, in)) {
+        while (rc == 0 && bson_iter_next(&it)) {
+            const char *key = bson_iter_key(&it);
+            const bson_value_t *v = bson_iter_value(&it);
+            size_t ci;
+            const pnode_t *ch = NULL;
+
+            for (ci = 0; ci < node->n; ci++) {
+                if (strcmp(node->kids[ci]->name, key) == 0) {
+                    ch = node->kids[ci];
+                    break;
+                }
+            }
+            if (ch == NULL || done[ci])
+                continue;
+            switch (ch->kind) {
+            case P_INCLUDE:
+                mf_bson_append_value(out, key, -1, v);
+                done[ci] = true;
+                break;
+            case P_INNER:
+                rc = project_inner(c, ch, true, key, v, out, &done[ci]);
+                break;
+            case P_SLICE:
+                append_slice(out, key, ch, v);
+                done[ci] = true;
+                break;
+            case P_POSITIONAL:
+                rc = append_positional(c, out, key, v);
+                done[ci] = true;
+                break;
+            default:
+                break;
+            }
+        }
+    }
+    for (size_t ci = 0; rc == 0 && ci < node->n; ci++) {
+        const pnode_t *ch = node->kids[ci];
+        if (done[ci])
+            continue;
+        if (ch->kind == P_EXPR) {
+            bson_value_t r;
+            if (mf_expr_eval(ch->expr, c->root, &r, c->err) < 0) {
+                rc = -1;
+                break;
+            }
+            if (r.value_type != BSON_TYPE_EOD) {
+                mf_bson_append_value(out, ch->name, -1, &r);
+                bson_value_destroy(&r);
+            }
+        } else if (ch->kind == P_ELEMMATCH) {
+            bson_iter_t fi;
+            if (in && bson_iter_init_find(&fi, in, ch->name))
+                append_elem_match(out, ch, bson_iter_value(&fi));
+        } else if (ch->kind == P_INNER && ch->computed) {
+            bson_t child;
+            bson_append_document_begin(out, ch->name, -1, &child);
+            rc = apply_incl(c, ch, NULL, &child);
+            bson_append_document_end(out, &child);
+        }
+    }
+    free(done);
+    return rc;
+}
+
+static int
+apply_excl(actx_t *c, const pnode_t *node, const bson_t *in, bson_t *out)
+{
+    bson_iter_t it;
+    int rc = 0;
+
+    if (!bson_iter_init(&it, in))
+        return 0;
+    while (rc == 0 && bson_iter_next(&it)) {
+        const char *key = bson_iter_key(&it);
+        const bson_value_t *v = bson_iter_value(&it);
+        const pnode_t *ch = pnode_child(node, key);
+        bool emitted;
+
+        if (ch == NULL) {
+            mf_bson_append_value(out, key, -1, v);
+            continue;
+        }
+        switch (ch->kind) {
+        case P_EXCLUDE:
+            break;
+        case P_INNER:
+            rc = project_inner(c, ch, false, key, v, out, &emitted);
+            break;
+        case P_SLICE:
+            append_slice(out, key, ch, v);
+            break;
+        case P_ELEMMATCH:
+            append_elem_match(out, ch, v);
+            break;
+        default:
+            mf_bson_append_value(out, key, -1, v);
+            break;
+        }
+    }
+    return rc;
+}
+
+int
+mf_projection_apply(const mf_projection_t *p, const bson_t *doc, const mf_match_details_t *details, bson_t *out,
+                    mf_error_t *err)
+{
+    actx_t c = {doc, details, err};
+    bson_t tmp = BSON_INITIALIZER;
+    int rc = p->inclusion ? apply_incl(&c, p->root, doc, &tmp) : apply_excl(&c, p->root, doc, &tmp);
+
+    if (rc == 0)
+        bson_concat(out, &tmp);
+    bson_destroy(&tmp);
+    return rc;
+}

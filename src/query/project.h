@@ -1,0 +1,35 @@
+/*
+ * project.h: find projections.
+ *
+ * Inclusion ({a: 1, "b.c": 1}), exclusion ({a: 0}), _id included unless
+ * {_id: 0}, dotted paths (through arrays of documents as MongoDB does),
+ * $slice (n, -n, [skip, n]), $elemMatch, the positional "a.$" form, and
+ * (4.4+) expression values ({x: "$a", y: {$add: [...]}}), which make it an
+ * inclusion projection. Mixing inclusion and exclusion (other than _id) →
+ * 31254 / 31253 as MongoDB ("Cannot do exclusion on field b in inclusion
+ * projection").
+ */
+#ifndef MF_PROJECT_H
+#define MF_PROJECT_H
+
+#include <bson/bson.h>
+
+#include "common/error.h"
+#include "query/match.h"
+
+typedef struct mf_projection mf_projection_t;
+
+/* mf_projection_new: parses spec; NULL with err on a bad spec. No references kept into spec. */
+mf_projection_t *mf_projection_new(const bson_t *spec, mf_error_t *err);
+void mf_projection_free(mf_projection_t *p);
+
+/*
+ * mf_projection_apply: writes the projected doc into out, which the caller
+ * has initialised (bson_init). details carries the matched array position for
+ * "a.$" (may be NULL when the projection has no positional part).
+ * Returns 0, or -1 with err.
+ */
+int mf_projection_apply(const mf_projection_t *p, const bson_t *doc, const mf_match_details_t *details,
+                        bson_t *out, mf_error_t *err) MF_WUR;
+
+#endif /* MF_PROJECT_H */

@@ -1,0 +1,227 @@
+/*
+ * sort.c: sort specifications (see sort.h).
+ *
+ * Design: a spec is parsed into an array of (path, direction). A document's
+ * key for one path is found with mf_path_walk: every value reached is a
+ * candidate, arrays contribute their elements (an empty array contributes
+ * undefined, which MongoDB sorts just below null), a missing field
+ * contributes null; the key is the smallest candidate when ascending and the
+ * largest when descending. mf_sort_docs extracts every key once, then sorts an
+ * index array with qsort using the original position as the final tie-breaker,
+ * which makes the sort stable.
+ *
+ * Invariants: the sort object owns its path strings; extracted keys are
+ * shallow bson_value_t copies that point into the documents being sorted and
+ * never outlive the call that made them.
+ */
+#include "query/sort.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "query/path.h"
+#include "query/value.h"
+
+typedef struct sort_field {
+    char *path; /* owned */
+    int dir;    /* 1 or -1 */
+} sort_field_t;
+
+struct mf_sort {
+    sort_field_t *fields;
+    size_t n;
+};
+
+static const char kBadOrder[] = "$sort key ordering must be 1 (for ascending) or -1 (for descending)";
+
+mf_sort_t *
+mf_sort_new(const bson_t *spec, mf_error_t *err)
+{
+    mf_sort_t *s = calloc(1, sizeof(*s));
+    bson_iter_t it;
+    uint32_t count;
+
+    if (s == NULL) {
+        mf_err_set(err, MF_E_InternalError, "out of memory");
+        return NULL;
+    }
+    if (spec == NULL)
+        return s;
+    count = bson_count_keys(spec);
+    if (count == 0)
+        return s;
+    s->fields = calloc(count, sizeof(*s->fields));
+    if (s->fields == NULL || !bson_iter_init(&it, spec)) {
+        mf_sort_free(s);
+        mf_err_set(err, MF_E_InternalError, "out of memory");
+        return NULL;
+    }
+    while (bson_iter_next(&it)) {
+        const bson_value_t *v = bson_iter_value(&it);
+        int64_t d;
+
+        if (v->value_type == BSON_TYPE_DOCUMENT) {
+            mf_sort_free(s);
+            mf_err_set(err, MF_E_BadValue, "$meta sort is not supported");
+            return NULL;
+        }
+        if (!mf_value_is_number(v) || !mf_value_as_int64(v, &d) || (d != 1 && d != -1)) {
+            mf_sort_free(s);
+            mf_err_set(err, MF_E_BadValue, "%s", kBadOrder);
+            return NULL;
+        }
+        if (bson_iter_key_len(&it) == 0) {
+            mf_sort_free(s);
+            mf_err_set(err, MF_E_BadValue, "FieldPath cannot be constructed with empty string");
+            return NULL;
+        }
+        s->fields[s->n].path = bson_strdup(bson_iter_key(&it));
+        s->fields[s->n].dir = (int)d;
+        s->n++;
+    }
+    return s;
+}
+
+void
+mf_sort_free(mf_sort_t *s)
+{
+    if (s == NULL)
+        return;
+    for (size_t i = 0; i < s->n; i++)
+        bson_free(s->fields[i].path);
+    free(s->fields);
+    free(s);
+}
+
+typedef struct key_acc {
+    bson_value_t best; /* shallow copy pointing into the document */
+    bool have;
+    int dir;
+} key_acc_t;
+
+static void
+consider(key_acc_t *acc, const bson_value_t *v)
+{
+    if (!acc->have || (acc->dir > 0 ? mf_value_cmp(v, &acc->best) < 0
+                                    : mf_value_cmp(v, &acc->best) > 0)) {
+        acc->best = *v;
+        acc->have = true;
+    }
+}
+
+static bool
+key_visit(void *arg, const bson_value_t *v, int32_t pos)
+{
+    key_acc_t *acc = arg;
+    bson_value_t tmp;
+
+    (void)pos;
+    if (v == NULL) {
+        tmp.value_type = BSON_TYPE_NULL;
+        consider(acc, &tmp);
+    } else if (v->value_type == BSON_TYPE_ARRAY) {
+        bson_iter_t it;
+        bool any = false;
+        if (bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len)) {
+            while (bson_iter_next(&it)) {
+                consider(acc, bson_iter_value(&it));
+                any = true;
+            }
+        }
+        if (!any) {
+            tmp.value_type = BSON_TYPE_UNDEFINED;
+            consider(acc, &tmp);
+        }
+    } else {
+        consider(acc, v);
+    }
+    return false;
+}
+
+/* extract_key: the sort key of doc for field f (shallow, points into doc). */
+static bson_value_t
+extract_key(const sort_field_t *f, const bson_t *doc)
+{
+    key_acc_t acc = {.have = false, .dir = f->dir};
+
+    mf_path_walk(doc, f->path, key_visit, &acc);
+    if (!acc.have)
+        acc.best.value_type = BSON_TYPE_NULL;
+    return acc.best;
+}
+
+int
+mf_sort_cmp(const mf_sort_t *s, const bson_t *a, const bson_t *b)
+{
+    for (size_t i = 0; i < s->n; i++) {
+        bson_value_t ka = extract_key(&s->fields[i], a);
+        bson_value_t kb = extract_key(&s->fields[i], b);
+        int c = mf_value_cmp(&ka, &kb);
+        if (c != 0)
+            return c * s->fields[i].dir;
+    }
+    return 0;
+}
+
+typedef struct sort_ctx {
+    const mf_sort_t *s;
+    const bson_value_t *keys; /* n docs x s->n keys */
+} sort_ctx_t;
+
+/* qsort has no context argument in C11; the context travels in each item. */
+typedef struct sort_item {
+    const sort_ctx_t *ctx;
+    size_t idx;
+} sort_item_t;
+
+static int
+item_cmp(const void *pa, const void *pb)
+{
+    const sort_item_t *a = pa, *b = pb;
+    const sort_ctx_t *ctx = a->ctx;
+    size_t nk = ctx->s->n;
+
+    for (size_t i = 0; i < nk; i++) {
+        int c = mf_value_cmp(&ctx->keys[a->idx * nk + i], &ctx->keys[b->idx * nk + i]);
+        if (c != 0)
+            return c * ctx->s->fields[i].dir;
+    }
+    return a->idx < b->idx ? -1 : (a->idx > b->idx ? 1 : 0);
+}
+
+void
+mf_sort_docs(const mf_sort_t *s, bson_t **docs, size_t n)
+{
+    bson_value_t *keys;
+    sort_item_t *items;
+    bson_t **tmp;
+    sort_ctx_t ctx;
+
+    if (s == NULL || s->n == 0 || n < 2)
+        return;
+    keys = calloc(n * s->n, sizeof(*keys));
+    items = calloc(n, sizeof(*items));
+    tmp = calloc(n, sizeof(*tmp));
+    if (keys == NULL || items == NULL || tmp == NULL) {
+        free(keys);
+        free(items);
+        free(tmp);
+        return;
+    }
+    for (size_t d = 0; d < n; d++)
+        for (size_t i = 0; i < s->n; i++)
+            keys[d * s->n + i] = extract_key(&s->fields[i], docs[d]);
+    ctx.s = s;
+    ctx.keys = keys;
+    for (size_t d = 0; d < n; d++) {
+        items[d].ctx = &ctx;
+        items[d].idx = d;
+    }
+    qsort(items, n, sizeof(*items), item_cmp);
+    for (size_t d = 0; d < n; d++)
+        tmp[d] = docs[items[d].idx];
+    memcpy(docs, tmp, n * sizeof(*docs));
+    free(keys);
+    free(items);
+    free(tmp);
+}

@@ -1,0 +1,2016 @@
+/*
+ * update.c: replacement and operator updates (see update.h).
+ *
+ * Design. mf_update_new parses the update once into either a replacement
+ * document or a list of modifiers ("mods"), one per (operator, path). Each
+ * mod owns a copy of its operand, its path split into components (plain
+ * field, positional "$", "$[]", "$[name]"), and whatever its operator needs
+ * pre-parsed ($push modifiers, the $pull matcher, ...). Path conflicts
+ * (one path equal to or a prefix of another) are rejected at parse time with
+ * 40 ConflictingUpdateOperators, as MongoDB does.
+ *
+ * The mods are sorted component-wise by path (for $rename, by its
+ * destination). Because no path is a prefix of another, this is the order in
+ * which MongoDB's update tree visits them (its children at every level are
+ * kept in a lexicographically ordered map), so new fields come out appended
+ * in MongoDB's order.
+ *
+ * mf_update_apply turns the document into a small mutable tree of nodes.
+ * Expansion is lazy: a node holds a bson_value_t (borrowed from the input
+ * document or from the update, or owned) and is expanded into children only
+ * when a mod descends into it, so untouched sub-documents are copied as raw
+ * bytes at serialisation time. Invariant: an expanded node keeps the value it
+ * was expanded from alive, because its unexpanded children borrow from it.
+ *
+ * Whether the update changed anything is decided by comparing the bytes of
+ * the result with the input, which matches MongoDB's binary no-op rules ($set
+ * of 1.0 over 1 is a change).
+ */
+#include "query/update.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+
+#include "query/sort.h"
+#include "query/value.h"
+
+/* ------------------------------------------------------------------------ */
+/* Debug formatting of values, in the style of MongoDB's BSONElement::toString. */
+
+static void fmt_value(bson_string_t *s, const bson_value_t *v);
+
+static void
+fmt_raw(bson_string_t *s, const uint8_t *data, uint32_t len, bool array)
+{
+    bson_t b;
+    bson_iter_t it;
+    bool first = true;
+
+    if (!bson_init_static(&b, data, len) || !bson_iter_init(&it, &b)) {
+        bson_string_append(s, array ? "[]" : "{}");
+        return;
+    }
+    bson_string_append(s, array ? "[" : "{");
+    while (bson_iter_next(&it)) {
+        bson_string_append(s, first ? " " : ", ");
+        first = false;
+        if (!array) {
+            bson_string_append(s, bson_iter_key(&it));
+            bson_string_append(s, ": ");
+        }
+        fmt_value(s, bson_iter_value(&it));
+    }
+    bson_string_append(s, first ? (array ? "]" : "}") : (array ? " ]" : " }"));
+}
+
+static void
+fmt_value(bson_string_t *s, const bson_value_t *v)
+{
+    char buf[64];
+
+    switch (v->value_type) {
+    case BSON_TYPE_DOCUMENT:
+        fmt_raw(s, v->value.v_doc.data, v->value.v_doc.data_len, false);
+        break;
+    case BSON_TYPE_ARRAY:
+        fmt_raw(s, v->value.v_doc.data, v->value.v_doc.data_len, true);
+        break;
+    case BSON_TYPE_UTF8:
+        bson_string_append_c(s, '"');
+        bson_string_append(s, v->value.v_utf8.str);
+        bson_string_append_c(s, '"');
+        break;
+    case BSON_TYPE_INT32:
+        bson_string_append_printf(s, "%d", v->value.v_int32);
+        break;
+    case BSON_TYPE_INT64:
+        bson_string_append_printf(s, "%lld", (long long)v->value.v_int64);
+        break;
+    case BSON_TYPE_DOUBLE: {
+        double d = v->value.v_double;
+        if (d == (double)(long long)d && d < 1e15 && d > -1e15)
+            bson_string_append_printf(s, "%.1f", d);
+        else
+            bson_string_append_printf(s, "%.17g", d);
+        break;
+    }
+    case BSON_TYPE_DECIMAL128: {
+        char dec[BSON_DECIMAL128_STRING];
+        bson_decimal128_to_string(&v->value.v_decimal128, dec);
+        bson_string_append_printf(s, "NumberDecimal(\"%s\")", dec);
+        break;
+    }
+    case BSON_TYPE_BOOL:
+        bson_string_append(s, v->value.v_bool ? "true" : "false");
+        break;
+    case BSON_TYPE_NULL:
+        bson_string_append(s, "null");
+        break;
+    case BSON_TYPE_UNDEFINED:
+        bson_string_append(s, "undefined");
+        break;
+    case BSON_TYPE_OID:
+        bson_oid_to_string(&v->value.v_oid, buf);
+        bson_string_append_printf(s, "ObjectId('%s')", buf);
+        break;
+    case BSON_TYPE_DATE_TIME:
+        bson_string_append_printf(s, "new Date(%lld)", (long long)v->value.v_datetime);
+        break;
+    case BSON_TYPE_TIMESTAMP:
+        bson_string_append_printf(s, "Timestamp(%u, %u)", v->value.v_timestamp.timestamp,
+                                  v->value.v_timestamp.increment);
+        break;
+    case BSON_TYPE_REGEX:
+        bson_string_append_printf(s, "/%s/%s", v->value.v_regex.regex,
+                                  v->value.v_regex.options ? v->value.v_regex.options : "");
+        break;
+    case BSON_TYPE_MINKEY:
+        bson_string_append(s, "MinKey");
+        break;
+    case BSON_TYPE_MAXKEY:
+        bson_string_append(s, "MaxKey");
+        break;
+    default:
+        bson_string_append(s, mf_type_name(v->value_type));
+        break;
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Parsed form. */
+
+typedef enum { C_FIELD, C_POS, C_ALL, C_FILTER } comp_kind_t;
+
+typedef struct {
+    comp_kind_t kind;
+    char *name;  /* the component as written (owned) */
+    int filter;  /* C_FILTER: index into the update's array filters */
+} comp_t;
+
+typedef struct {
+    char *path;
+    comp_t *comps;
+    size_t n;
+} path_t;
+
+typedef enum {
+    OP_SET,
+    OP_UNSET,
+    OP_INC,
+    OP_MUL,
+    OP_MIN,
+    OP_MAX,
+    OP_RENAME,
+    OP_PUSH,
+    OP_ADDTOSET,
+    OP_PULL,
+    OP_PULLALL,
+    OP_POP,
+    OP_CURRENTDATE,
+    OP_SETONINSERT,
+} op_t;
+
+typedef struct {
+    op_t op;
+    const char *opname;
+    path_t path;         /* target path ($rename: the destination) */
+    path_t from;         /* $rename: the source */
+    bson_value_t val;    /* owned copy of the operand */
+    bson_value_t *each;  /* $push/$addToSet/$pullAll: values (borrowed from val) */
+    size_t neach;
+    bool has_slice, has_position;
+    int64_t slice, position;
+    int sort_kind;       /* 0 none, 1/-1 whole element, 2 pattern */
+    mf_sort_t *sort;
+    mf_matcher_t *matcher; /* $pull with a condition */
+    int pop;             /* $pop: 1 last, -1 first */
+    bool timestamp;      /* $currentDate: timestamp rather than date */
+    bool copy_val;       /* internal $set (from $rename): nodes copy val rather than borrow it */
+} mod_t;
+
+typedef struct {
+    char *name;
+    mf_matcher_t *m;
+    bool used;
+} afilter_t;
+
+struct mf_update {
+    bool replacement;
+    bson_t *repl; /* owned (heap: bson_t needs an alignment calloc does not give) */
+    mod_t *mods;
+    size_t nmods;
+    afilter_t *filters;
+    size_t nfilters;
+};
+
+static void
+path_free(path_t *p)
+{
+    for (size_t i = 0; i < p->n; i++)
+        free(p->comps[i].name);
+    free(p->comps);
+    free(p->path);
+    memset(p, 0, sizeof(*p));
+}
+
+static void
+mod_free(mod_t *m)
+{
+    path_free(&m->path);
+    path_free(&m->from);
+    if (m->val.value_type != BSON_TYPE_EOD)
+        bson_value_destroy(&m->val);
+    free(m->each);
+    mf_sort_free(m->sort);
+    mf_matcher_free(m->matcher);
+}
+
+void
+mf_update_free(mf_update_t *u)
+{
+    if (u == NULL)
+        return;
+    if (u->replacement)
+        bson_destroy(u->repl);
+    for (size_t i = 0; i < u->nmods; i++)
+        mod_free(&u->mods[i]);
+    free(u->mods);
+    for (size_t i = 0; i < u->nfilters; i++) {
+        free(u->filters[i].name);
+        mf_matcher_free(u->filters[i].m);
+    }
+    free(u->filters);
+    free(u);
+}
+
+bool
+mf_update_is_replacement(const mf_update_t *u)
+{
+    return u->replacement;
+}
+
+/* is_index: true if s is a non-empty run of decimal digits fitting a size_t index. */
+static bool
+is_index(const char *s, size_t *out)
+{
+    size_t v = 0;
+
+    if (*s == '\0')
+        return false;
+    for (const char *p = s; *p; p++) {
+        if (*p < '0' || *p > '9')
+            return false;
+        if (v > 100000000)
+            return false;
+        v = v * 10 + (size_t)(*p - '0');
+    }
+    *out = v;
+    return true;
+}
+
+/*
+ * parse_path: splits path into components and classifies positional parts.
+ * Filter identifiers are resolved against u's filters (marking them used).
+ */
+static int
+parse_path(mf_update_t *u, const char *path, path_t *out, mf_error_t *err)
+{
+    size_t npos = 0;
+    const char *p = path;
+
+    memset(out, 0, sizeof(*out));
+    if (*path == '\0')
+        return mf_err_set(err, MF_E_EmptyFieldName, "An empty update path is not valid.");
+    out->path = strdup(path);
+    for (;;) {
+        const char *dot = strchr(p, '.');
+        size_t len = dot ? (size_t)(dot - p) : strlen(p);
+        comp_t c = {C_FIELD, NULL, -1};
+
+        if (len == 0) {
+            path_free(out);
+            return mf_err_set(err, MF_E_EmptyFieldName,
+                              "The update path '%s' contains an empty field name, which is not allowed.", path);
+        }
+        c.name = strndup(p, len);
+        if (strcmp(c.name, "$") == 0) {
+            c.kind = C_POS;
+            npos++;
+        } else if (strcmp(c.name, "$[]") == 0) {
+            c.kind = C_ALL;
+        } else if (len > 3 && c.name[0] == '$' && c.name[1] == '[' && c.name[len - 1] == ']') {
+            char *id = strndup(c.name + 2, len - 3);
+            c.kind = C_FILTER;
+            for (size_t i = 0; i < u->nfilters; i++) {
+                if (strcmp(u->filters[i].name, id) == 0) {
+                    c.filter = (int)i;
+                    u->filters[i].used = true;
+                }
+            }
+            if (c.filter < 0) {
+                mf_err_set(err, MF_E_BadValue, "No array filter found for identifier '%s' in path '%s'", id, path);
+                free(id);
+                free(c.name);
+                path_free(out);
+                return -1;
+            }
+            free(id);
+        } else if (c.name[0] == '$') {
+            mf_err_set(err, MF_E_DollarPrefixedFieldName,
+                       "The dollar ($) prefixed field '%s' in '%s' is not valid for storage.", c.name, path);
+            free(c.name);
+            path_free(out);
+            return -1;
+        }
+        if (c.kind != C_FIELD && out->n == 0) {
+            free(c.name);
+            path_free(out);
+            return mf_err_set(err, MF_E_BadValue,
+                              "Cannot have positional (i.e. '$') element in the first component in path '%s'",
+                              path);
+        }
+        out->comps = realloc(out->comps, (out->n + 1) * sizeof(comp_t));
+        out->comps[out->n++] = c;
+        if (!dot)
+            break;
+        p = dot + 1;
+    }
+    if (npos > 1) {
+        path_free(out);
+        return mf_err_set(err, MF_E_BadValue, "Too many positional (i.e. '$') elements found in path '%s'", path);
+    }
+    return 0;
+}
+
+static bool
+path_is_dynamic(const path_t *p)
+{
+    for (size_t i = 0; i < p->n; i++)
+        if (p->comps[i].kind != C_FIELD)
+            return true;
+    return false;
+}
+
+/* path_prefix: true if a's components are a prefix of (or equal to) b's. */
+static bool
+path_prefix(const path_t *a, const path_t *b)
+{
+    if (a->n > b->n)
+        return false;
+    for (size_t i = 0; i < a->n; i++)
+        if (strcmp(a->comps[i].name, b->comps[i].name) != 0)
+            return false;
+    return true;
+}
+
+static int
+path_cmp(const path_t *a, const path_t *b)
+{
+    size_t n = a->n < b->n ? a->n : b->n;
+
+    for (size_t i = 0; i < n; i++) {
+        int c = strcmp(a->comps[i].name, b->comps[i].name);
+        if (c != 0)
+            return c;
+    }
+    return a->n < b->n ? -1 : a->n > b->n;
+}
+
+static int
+conflict_err(const path_t *p, const path_t *q, mf_error_t *err)
+{
+    const path_t *shorter = q->n <= p->n ? q : p;
+
+    return mf_err_set(err, MF_E_ConflictingUpdateOperators, "Updating the path '%s' would create a conflict at '%s'",
+                      p->path, shorter->path);
+}
+
+/* check_conflict: p (being added) against the paths of the first nprev mods of u. */
+static int
+check_conflict(const mf_update_t *u, size_t nprev, const path_t *p, mf_error_t *err)
+{
+    for (size_t i = 0; i < nprev; i++) {
+        const mod_t *m = &u->mods[i];
+        if (path_prefix(&m->path, p) || path_prefix(p, &m->path))
+            return conflict_err(p, &m->path, err);
+        if (m->op == OP_RENAME && (path_prefix(&m->from, p) || path_prefix(p, &m->from)))
+            return conflict_err(p, &m->from, err);
+    }
+    return 0;
+}
+
+static bool
+is_integral_number(const bson_value_t *v, int64_t *out)
+{
+    return mf_value_is_number(v) && mf_value_as_int64(v, out);
+}
+
+/* collect_array: fills m->each with the elements of the array value a (borrowed from a). */
+static void
+collect_array(mod_t *m, const bson_value_t *a)
+{
+    bson_t arr;
+    bson_iter_t it;
+
+    if (!bson_init_static(&arr, a->value.v_doc.data, a->value.v_doc.data_len) || !bson_iter_init(&it, &arr))
+        return;
+    while (bson_iter_next(&it)) {
+        m->each = realloc(m->each, (m->neach + 1) * sizeof(bson_value_t));
+        m->each[m->neach++] = *bson_iter_value(&it);
+    }
+}
+
+static int
+parse_push(mod_t *m, mf_error_t *err)
+{
+    bson_t d;
+    bson_iter_t it;
+    bool has_each = false;
+
+    if (m->val.value_type == BSON_TYPE_DOCUMENT) {
+        if (!bson_init_static(&d, m->val.value.v_doc.data, m->val.value.v_doc.data_len))
+            return mf_err_set(err, MF_E_BadValue, "Invalid BSON in $push");
+        if (bson_iter_init_find(&it, &d, "$each"))
+            has_each = true;
+    }
+    if (!has_each) {
+        m->each = malloc(sizeof(bson_value_t));
+        m->each[0] = m->val;
+        m->neach = 1;
+        return 0;
+    }
+    bson_iter_init(&it, &d);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        const bson_value_t *v = bson_iter_value(&it);
+        int64_t n;
+
+        if (strcmp(k, "$each") == 0) {
+            if (v->value_type != BSON_TYPE_ARRAY)
+                return mf_err_set(err, MF_E_BadValue,
+                                  "The argument to $each in $push must be an array but it was of type: %s",
+                                  mf_type_name(v->value_type));
+            collect_array(m, v);
+        } else if (strcmp(k, "$slice") == 0) {
+            if (!is_integral_number(v, &n))
+                return mf_err_set(err, MF_E_BadValue,
+                                  "The value for $slice must be an integer value but was given type: %s",
+                                  mf_type_name(v->value_type));
+            m->has_slice = true;
+            m->slice = n;
+        } else if (strcmp(k, "$position") == 0) {
+            if (!is_integral_number(v, &n))
+                return mf_err_set(err, MF_E_BadValue,
+                                  "The value for $position must be an integer value, not of type: %s",
+                                  mf_type_name(v->value_type));
+            m->has_position = true;
+            m->position = n;
+        } else if (strcmp(k, "$sort") == 0) {
+            if (mf_value_is_number(v)) {
+                double dv = mf_value_as_double(v);
+                if (dv != 1 && dv != -1)
+                    return mf_err_set(err, MF_E_BadValue,
+                                      "The $sort element value must be either 1 or -1");
+                m->sort_kind = dv > 0 ? 1 : -1;
+            } else if (v->value_type == BSON_TYPE_DOCUMENT) {
+                bson_t spec;
+                bson_iter_t si;
+                mf_error_t serr;
+
+                bson_init_static(&spec, v->value.v_doc.data, v->value.v_doc.data_len);
+                if (bson_count_keys(&spec) == 0)
+                    return mf_err_set(err, MF_E_BadValue,
+                                      "The $sort pattern is empty when it should be a set of fields.");
+                bson_iter_init(&si, &spec);
+                while (bson_iter_next(&si)) {
+                    const char *sk = bson_iter_key(&si);
+                    const bson_value_t *sv = bson_iter_value(&si);
+                    double dv = mf_value_as_double(sv);
+                    if (sk[0] == '\0' || sk[0] == '$' || strstr(sk, "..") || sk[strlen(sk) - 1] == '.')
+                        return mf_err_set(err, MF_E_BadValue, "The $sort field is a special identifier, which is "
+                                                              "not allowed: %s",
+                                          sk);
+                    if (!mf_value_is_number(sv) || (dv != 1 && dv != -1))
+                        return mf_err_set(err, MF_E_BadValue, "The $sort element value must be either 1 or -1");
+                }
+                mf_err_clear(&serr);
+                m->sort = mf_sort_new(&spec, &serr);
+                if (m->sort == NULL)
+                    return mf_err_set(err, MF_E_BadValue, "%s", serr.msg);
+                m->sort_kind = 2;
+            } else {
+                return mf_err_set(err, MF_E_BadValue,
+                                  "The $sort is invalid: use 1/-1 to sort the whole element, or {field:1/-1} to "
+                                  "sort embedded fields");
+            }
+        } else {
+            return mf_err_set(err, MF_E_BadValue, "Unrecognized clause in $push: %s", k);
+        }
+    }
+    return 0;
+}
+
+static int
+parse_add_to_set(mod_t *m, mf_error_t *err)
+{
+    bson_t d;
+    bson_iter_t it;
+
+    if (m->val.value_type == BSON_TYPE_DOCUMENT &&
+        bson_init_static(&d, m->val.value.v_doc.data, m->val.value.v_doc.data_len) && bson_iter_init(&it, &d) &&
+        bson_iter_next(&it) && strcmp(bson_iter_key(&it), "$each") == 0) {
+        const bson_value_t *v = bson_iter_value(&it);
+        if (v->value_type != BSON_TYPE_ARRAY)
+            return mf_err_set(err, MF_E_TypeMismatch,
+                              "The argument to $each in $addToSet must be an array but it was of type %s",
+                              mf_type_name(v->value_type));
+        if (bson_iter_next(&it))
+            return mf_err_set(err, MF_E_BadValue, "Found unexpected fields after $each in $addToSet: %s",
+                              bson_iter_key(&it));
+        collect_array(m, v);
+        return 0;
+    }
+    m->each = malloc(sizeof(bson_value_t));
+    m->each[0] = m->val;
+    m->neach = 1;
+    return 0;
+}
+
+static int
+parse_pull(mod_t *m, mf_error_t *err)
+{
+    if (m->val.value_type == BSON_TYPE_DOCUMENT) {
+        m->matcher = mf_matcher_new_value(&m->val, err);
+        return m->matcher ? 0 : -1;
+    }
+    if (m->val.value_type == BSON_TYPE_REGEX) {
+        bson_t f = BSON_INITIALIZER;
+        bson_value_t fv;
+
+        BSON_APPEND_REGEX(&f, "$regex", m->val.value.v_regex.regex, "");
+        if (m->val.value.v_regex.options && *m->val.value.v_regex.options)
+            BSON_APPEND_UTF8(&f, "$options", m->val.value.v_regex.options);
+        fv.value_type = BSON_TYPE_DOCUMENT;
+        fv.value.v_doc.data = (uint8_t *)bson_get_data(&f);
+        fv.value.v_doc.data_len = f.len;
+        m->matcher = mf_matcher_new_value(&fv, err);
+        bson_destroy(&f);
+        return m->matcher ? 0 : -1;
+    }
+    return 0;
+}
+
+static int
+parse_mod(mf_update_t *u, mod_t *m, const char *opname, const char *field, const bson_value_t *v,
+          mf_error_t *err)
+{
+    int64_t n;
+
+    if (parse_path(u, field, &m->path, err) < 0)
+        return -1;
+    bson_value_copy(v, &m->val);
+    switch (m->op) {
+    case OP_INC:
+    case OP_MUL:
+        if (!mf_value_is_number(v)) {
+            bson_string_t *s = bson_string_new("");
+            fmt_value(s, v);
+            mf_err_set(err, MF_E_TypeMismatch, "Cannot %s with non-numeric argument: {%s: %s}",
+                       m->op == OP_INC ? "increment" : "multiply", field, s->str);
+            bson_string_free(s, true);
+            return -1;
+        }
+        return 0;
+    case OP_POP:
+        if (!mf_value_is_number(v)) {
+            bson_string_t *s = bson_string_new("");
+            fmt_value(s, v);
+            mf_err_set(err, MF_E_FailedToParse, "Expected a number in: %s: %s", field, s->str);
+            bson_string_free(s, true);
+            return -1;
+        }
+        if (!mf_value_as_int64(v, &n) || (n != 1 && n != -1)) {
+            bson_string_t *s = bson_string_new("");
+            fmt_value(s, v);
+            mf_err_set(err, MF_E_FailedToParse, "$pop expects 1 or -1, found: %s", s->str);
+            bson_string_free(s, true);
+            return -1;
+        }
+        m->pop = (int)n;
+        return 0;
+    case OP_CURRENTDATE:
+        if (v->value_type == BSON_TYPE_BOOL)
+            return 0;
+        if (v->value_type == BSON_TYPE_DOCUMENT) {
+            bson_t d;
+            bson_iter_t it;
+            bool ok = false;
+            bson_init_static(&d, v->value.v_doc.data, v->value.v_doc.data_len);
+            bson_iter_init(&it, &d);
+            while (bson_iter_next(&it)) {
+                if (strcmp(bson_iter_key(&it), "$type") != 0)
+                    return mf_err_set(err, MF_E_BadValue, "Unrecognized $currentDate option: %s",
+                                      bson_iter_key(&it));
+                if (BSON_ITER_HOLDS_UTF8(&it) && strcmp(bson_iter_utf8(&it, NULL), "date") == 0) {
+                    ok = true;
+                } else if (BSON_ITER_HOLDS_UTF8(&it) && strcmp(bson_iter_utf8(&it, NULL), "timestamp") == 0) {
+                    ok = true;
+                    m->timestamp = true;
+                } else {
+                    return mf_err_set(err, MF_E_BadValue,
+                                      "The '$type' string field is required to be 'date' or 'timestamp': "
+                                      "{$currentDate: {field : {$type: 'date'}}}");
+                }
+            }
+            if (ok)
+                return 0;
+        }
+        return mf_err_set(err, MF_E_BadValue,
+                          "%s is not valid type for $currentDate. Please use a boolean ('true') or a $type "
+                          "expression ({$type: 'timestamp/date'}).",
+                          mf_type_name(v->value_type));
+    case OP_RENAME:
+        if (v->value_type != BSON_TYPE_UTF8) {
+            bson_string_t *s = bson_string_new("");
+            fmt_value(s, v);
+            mf_err_set(err, MF_E_BadValue, "The 'to' field for $rename must be a string: %s: %s", field, s->str);
+            bson_string_free(s, true);
+            return -1;
+        }
+        /* The parsed field is the source; the mod is keyed by its destination. */
+        m->from = m->path;
+        memset(&m->path, 0, sizeof(m->path));
+        if (parse_path(u, v->value.v_utf8.str, &m->path, err) < 0)
+            return -1;
+        if (path_is_dynamic(&m->from))
+            return mf_err_set(err, MF_E_BadValue, "The source field for $rename may not be dynamic: %s",
+                              m->from.path);
+        if (path_is_dynamic(&m->path))
+            return mf_err_set(err, MF_E_BadValue, "The destination field for $rename may not be dynamic: %s",
+                              m->path.path);
+        if (strcmp(m->from.path, m->path.path) == 0)
+            return mf_err_set(err, MF_E_BadValue, "The source and target field for $rename must differ: %s: \"%s\"",
+                              field, m->path.path);
+        if (path_prefix(&m->from, &m->path) || path_prefix(&m->path, &m->from))
+            return mf_err_set(err, MF_E_BadValue,
+                              "The source and target field for $rename must not be on the same path: %s: \"%s\"",
+                              field, m->path.path);
+        return 0;
+    case OP_PUSH:
+        return parse_push(m, err);
+    case OP_ADDTOSET:
+        return parse_add_to_set(m, err);
+    case OP_PULL:
+        return parse_pull(m, err);
+    case OP_PULLALL:
+        if (v->value_type != BSON_TYPE_ARRAY)
+            return mf_err_set(err, MF_E_BadValue, "$pullAll requires an array argument but was given a %s",
+                              mf_type_name(v->value_type));
+        collect_array(m, &m->val);
+        return 0;
+    default:
+        return 0;
+    }
+}
+
+static const struct {
+    const char *name;
+    op_t op;
+} OPS[] = {
+    {"$set", OP_SET},         {"$unset", OP_UNSET},       {"$inc", OP_INC},
+    {"$mul", OP_MUL},         {"$min", OP_MIN},           {"$max", OP_MAX},
+    {"$rename", OP_RENAME},   {"$push", OP_PUSH},         {"$addToSet", OP_ADDTOSET},
+    {"$pull", OP_PULL},       {"$pullAll", OP_PULLALL},   {"$pop", OP_POP},
+    {"$currentDate", OP_CURRENTDATE}, {"$setOnInsert", OP_SETONINSERT},
+};
+
+static int
+mod_sort_cmp(const void *a, const void *b)
+{
+    return path_cmp(&((const mod_t *)a)->path, &((const mod_t *)b)->path);
+}
+
+static int
+parse_filters(mf_update_t *u, const bson_value_t *af, mf_error_t *err)
+{
+    bson_t arr;
+    bson_iter_t it;
+
+    if (af->value_type != BSON_TYPE_ARRAY)
+        return mf_err_set(err, MF_E_TypeMismatch, "arrayFilters must be an array");
+    bson_init_static(&arr, af->value.v_doc.data, af->value.v_doc.data_len);
+    bson_iter_init(&it, &arr);
+    while (bson_iter_next(&it)) {
+        const bson_value_t *fv = bson_iter_value(&it);
+        bson_t f;
+        bson_iter_t fi;
+        char *name = NULL;
+
+        if (fv->value_type != BSON_TYPE_DOCUMENT)
+            return mf_err_set(err, MF_E_TypeMismatch, "Each array filter must be an object, but found type %s",
+                              mf_type_name(fv->value_type));
+        bson_init_static(&f, fv->value.v_doc.data, fv->value.v_doc.data_len);
+        bson_iter_init(&fi, &f);
+        while (bson_iter_next(&fi)) {
+            const char *k = bson_iter_key(&fi);
+            const char *dot = strchr(k, '.');
+            size_t len = dot ? (size_t)(dot - k) : strlen(k);
+            if (k[0] == '$')
+                continue; /* $and / $or etc.: the identifier comes from other fields */
+            if (name == NULL) {
+                name = strndup(k, len);
+            } else if (strlen(name) != len || strncmp(name, k, len) != 0) {
+                char *other = strndup(k, len);
+                mf_err_set(err, MF_E_FailedToParse,
+                           "Error parsing array filter :: caused by :: Expected a single top-level field name, "
+                           "found '%s' and '%s'",
+                           name, other);
+                free(other);
+                free(name);
+                return -1;
+            }
+        }
+        if (name == NULL)
+            return mf_err_set(err, MF_E_FailedToParse,
+                              "Cannot use an expression without a top-level field name in arrayFilters");
+        if (!(name[0] >= 'a' && name[0] <= 'z')) {
+            mf_err_set(err, MF_E_BadValue,
+                       "Error parsing array filter :: caused by :: The top-level field name must be an "
+                       "alphanumeric string beginning with a lowercase letter, found '%s'",
+                       name);
+            free(name);
+            return -1;
+        }
+        for (const char *p = name; *p; p++) {
+            if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9'))) {
+                mf_err_set(err, MF_E_BadValue,
+                           "Error parsing array filter :: caused by :: The top-level field name must be an "
+                           "alphanumeric string beginning with a lowercase letter, found '%s'",
+                           name);
+                free(name);
+                return -1;
+            }
+        }
+        for (size_t i = 0; i < u->nfilters; i++) {
+            if (strcmp(u->filters[i].name, name) == 0) {
+                mf_err_set(err, MF_E_FailedToParse, "Found multiple array filters with the same top-level field name %s",
+                           name);
+                free(name);
+                return -1;
+            }
+        }
+        u->filters = realloc(u->filters, (u->nfilters + 1) * sizeof(afilter_t));
+        u->filters[u->nfilters].name = name;
+        u->filters[u->nfilters].used = false;
+        u->filters[u->nfilters].m = mf_matcher_new_value(fv, err);
+        if (u->filters[u->nfilters].m == NULL) {
+            free(name);
+            return -1;
+        }
+        u->nfilters++;
+    }
+    return 0;
+}
+
+static int
+parse_replacement(mf_update_t *u, const bson_t *update, mf_error_t *err)
+{
+    bson_iter_t it;
+
+    bson_iter_init(&it, update);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (k[0] == '$')
+            return mf_err_set(err, MF_E_DollarPrefixedFieldName,
+                              "The dollar ($) prefixed field '%s' in '%s' is not allowed in the context of an "
+                              "update's replacement document. Consider using an aggregation pipeline with "
+                              "$replaceWith.",
+                              k, k);
+        if (strcmp(k, "_id") == 0 && BSON_ITER_HOLDS_ARRAY(&it))
+            return mf_err_set(err, MF_E_InvalidIdField, "The '_id' value cannot be of type array");
+    }
+    u->replacement = true;
+    u->repl = bson_copy(update);
+    return 0;
+}
+
+mf_update_t *
+mf_update_new(const bson_t *update, const bson_value_t *array_filters, mf_error_t *err)
+{
+    mf_update_t *u = calloc(1, sizeof(*u));
+    bson_iter_t it;
+
+    if (!bson_iter_init(&it, update)) {
+        mf_err_set(err, MF_E_FailedToParse, "Invalid update document");
+        goto fail;
+    }
+    if (!bson_iter_next(&it) || bson_iter_key(&it)[0] != '$') {
+        if (parse_replacement(u, update, err) < 0)
+            goto fail;
+        return u;
+    }
+    if (array_filters != NULL && parse_filters(u, array_filters, err) < 0)
+        goto fail;
+
+    bson_iter_init(&it, update);
+    while (bson_iter_next(&it)) {
+        const char *opname = bson_iter_key(&it);
+        const bson_value_t *ov = bson_iter_value(&it);
+        int op = -1;
+        bson_t opdoc;
+        bson_iter_t fi;
+
+        for (size_t i = 0; i < sizeof(OPS) / sizeof(OPS[0]); i++)
+            if (strcmp(OPS[i].name, opname) == 0)
+                op = (int)i;
+        if (op < 0) {
+            mf_err_set(err, MF_E_FailedToParse,
+                       "Unknown modifier: %s. Expected a valid update modifier or pipeline-style update specified "
+                       "as an array",
+                       opname);
+            goto fail;
+        }
+        if (ov->value_type != BSON_TYPE_DOCUMENT) {
+            bson_string_t *s = bson_string_new("");
+            fmt_value(s, ov);
+            mf_err_set(err, MF_E_FailedToParse,
+                       "Modifiers operate on fields but we found type %s instead. For example: {$mod: {<field>: "
+                       "...}} not {%s: %s}",
+                       mf_type_name(ov->value_type), opname, s->str);
+            bson_string_free(s, true);
+            goto fail;
+        }
+        bson_init_static(&opdoc, ov->value.v_doc.data, ov->value.v_doc.data_len);
+        if (bson_count_keys(&opdoc) == 0) {
+            mf_err_set(err, MF_E_FailedToParse, "'%s' is empty. You must specify a field like so: {%s: {<field>: ...}}",
+                       opname, opname);
+            goto fail;
+        }
+        bson_iter_init(&fi, &opdoc);
+        while (bson_iter_next(&fi)) {
+            mod_t *m;
+            u->mods = realloc(u->mods, (u->nmods + 1) * sizeof(mod_t));
+            m = &u->mods[u->nmods++];
+            memset(m, 0, sizeof(*m));
+            m->op = OPS[op].op;
+            m->opname = OPS[op].name;
+            if (parse_mod(u, m, opname, bson_iter_key(&fi), bson_iter_value(&fi), err) < 0)
+                goto fail;
+            if (m->op == OP_RENAME) {
+                if (check_conflict(u, u->nmods - 1, &m->from, err) < 0)
+                    goto fail;
+                if (path_prefix(&m->from, &m->path) || path_prefix(&m->path, &m->from)) {
+                    mf_err_set(err, MF_E_ConflictingUpdateOperators,
+                               "Updating the path '%s' would create a conflict at '%s'", m->path.path, m->from.path);
+                    goto fail;
+                }
+            }
+            if (check_conflict(u, u->nmods - 1, &m->path, err) < 0)
+                goto fail;
+        }
+    }
+    for (size_t i = 0; i < u->nfilters; i++) {
+        if (!u->filters[i].used) {
+            bson_string_t *s = bson_string_new("");
+            bson_value_t uv;
+            uv.value_type = BSON_TYPE_DOCUMENT;
+            uv.value.v_doc.data = (uint8_t *)bson_get_data(update);
+            uv.value.v_doc.data_len = update->len;
+            fmt_value(s, &uv);
+            mf_err_set(err, MF_E_FailedToParse, "The array filter for identifier '%s' was not used in the update %s",
+                       u->filters[i].name, s->str);
+            bson_string_free(s, true);
+            goto fail;
+        }
+    }
+    qsort(u->mods, u->nmods, sizeof(mod_t), mod_sort_cmp);
+    return u;
+
+fail:
+    mf_update_free(u);
+    return NULL;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The mutable document tree. */
+
+typedef struct node node_t;
+struct node {
+    bson_value_t v; /* the value when not expanded; the source of borrowed children when expanded */
+    bool owned;     /* v holds heap memory of its own */
+    bool expanded;
+    bool is_array; /* meaningful when expanded */
+    size_t n, cap;
+    char **keys; /* documents only; owned strings */
+    node_t **kids;
+};
+
+static node_t *
+node_new_value(const bson_value_t *v, bool copy)
+{
+    node_t *n = calloc(1, sizeof(*n));
+    if (copy) {
+        bson_value_copy(v, &n->v);
+        n->owned = true;
+    } else {
+        n->v = *v;
+    }
+    return n;
+}
+
+static node_t *
+node_new_container(bool array)
+{
+    node_t *n = calloc(1, sizeof(*n));
+    n->v.value_type = array ? BSON_TYPE_ARRAY : BSON_TYPE_DOCUMENT;
+    n->expanded = true;
+    n->is_array = array;
+    return n;
+}
+
+static node_t *
+node_new_null(void)
+{
+    bson_value_t nv;
+    nv.value_type = BSON_TYPE_NULL;
+    return node_new_value(&nv, false);
+}
+
+static void node_free(node_t *n);
+
+static void
+node_clear(node_t *n)
+{
+    for (size_t i = 0; i < n->n; i++) {
+        node_free(n->kids[i]);
+        if (n->keys)
+            free(n->keys[i]);
+    }
+    free(n->kids);
+    free(n->keys);
+    n->kids = NULL;
+    n->keys = NULL;
+    n->n = n->cap = 0;
+    if (n->owned)
+        bson_value_destroy(&n->v);
+    n->owned = false;
+    n->expanded = false;
+    n->is_array = false;
+    memset(&n->v, 0, sizeof(n->v));
+}
+
+static void
+node_free(node_t *n)
+{
+    if (n == NULL)
+        return;
+    node_clear(n);
+    free(n);
+}
+
+static void
+node_set(node_t *n, const bson_value_t *v, bool copy)
+{
+    node_clear(n);
+    if (copy) {
+        bson_value_copy(v, &n->v);
+        n->owned = true;
+    } else {
+        n->v = *v;
+    }
+}
+
+static bool
+node_is_container(const node_t *n)
+{
+    return n->expanded || n->v.value_type == BSON_TYPE_DOCUMENT || n->v.value_type == BSON_TYPE_ARRAY;
+}
+
+static bool
+node_is_array(const node_t *n)
+{
+    return n->expanded ? n->is_array : n->v.value_type == BSON_TYPE_ARRAY;
+}
+
+static bson_type_t
+node_type(const node_t *n)
+{
+    return n->expanded ? (n->is_array ? BSON_TYPE_ARRAY : BSON_TYPE_DOCUMENT) : n->v.value_type;
+}
+
+static void
+node_push(node_t *n, char *key, node_t *kid)
+{
+    if (n->n == n->cap) {
+        n->cap = n->cap ? n->cap * 2 : 8;
+        n->kids = realloc(n->kids, n->cap * sizeof(node_t *));
+        if (!n->is_array)
+            n->keys = realloc(n->keys, n->cap * sizeof(char *));
+    }
+    if (!n->is_array)
+        n->keys[n->n] = key;
+    n->kids[n->n++] = kid;
+}
+
+static void
+node_insert(node_t *n, size_t pos, node_t *kid)
+{
+    node_push(n, NULL, kid);
+    memmove(&n->kids[pos + 1], &n->kids[pos], (n->n - 1 - pos) * sizeof(node_t *));
+    n->kids[pos] = kid;
+}
+
+static void
+node_remove(node_t *n, size_t idx)
+{
+    node_free(n->kids[idx]);
+    if (n->keys) {
+        free(n->keys[idx]);
+        memmove(&n->keys[idx], &n->keys[idx + 1], (n->n - idx - 1) * sizeof(char *));
+    }
+    memmove(&n->kids[idx], &n->kids[idx + 1], (n->n - idx - 1) * sizeof(node_t *));
+    n->n--;
+}
+
+/* node_expand: turns a document/array value into children borrowing from it. */
+static void
+node_expand(node_t *n)
+{
+    bson_t b;
+    bson_iter_t it;
+
+    if (n->expanded)
+        return;
+    n->is_array = n->v.value_type == BSON_TYPE_ARRAY;
+    n->expanded = true;
+    if (!bson_init_static(&b, n->v.value.v_doc.data, n->v.value.v_doc.data_len) || !bson_iter_init(&it, &b))
+        return;
+    while (bson_iter_next(&it))
+        node_push(n, n->is_array ? NULL : strdup(bson_iter_key(&it)), node_new_value(bson_iter_value(&it), false));
+}
+
+static void node_append_to(bson_t *b, const char *key, int keylen, const node_t *n);
+
+static void
+node_write_kids(bson_t *b, const node_t *n)
+{
+    for (size_t i = 0; i < n->n; i++) {
+        if (n->is_array) {
+            char buf[16];
+            const char *key;
+            size_t kl = bson_uint32_to_string((uint32_t)i, &key, buf, sizeof(buf));
+            node_append_to(b, key, (int)kl, n->kids[i]);
+        } else {
+            node_append_to(b, n->keys[i], -1, n->kids[i]);
+        }
+    }
+}
+
+static void
+node_append_to(bson_t *b, const char *key, int keylen, const node_t *n)
+{
+    bson_t child;
+
+    if (!n->expanded) {
+        mf_bson_append_value(b, key, keylen, &n->v);
+        return;
+    }
+    if (n->is_array)
+        bson_append_array_begin(b, key, keylen, &child);
+    else
+        bson_append_document_begin(b, key, keylen, &child);
+    node_write_kids(&child, n);
+    if (n->is_array)
+        bson_append_array_end(b, &child);
+    else
+        bson_append_document_end(b, &child);
+}
+
+/*
+ * node_value: the node's value. When the node is expanded the value is built
+ * and *owned set true (release with bson_value_destroy); otherwise it is
+ * borrowed.
+ */
+static void
+node_value(const node_t *n, bson_value_t *out, bool *owned)
+{
+    bson_t tmp = BSON_INITIALIZER;
+    bson_value_t bv;
+
+    if (!n->expanded) {
+        *out = n->v;
+        *owned = false;
+        return;
+    }
+    node_write_kids(&tmp, n);
+    bv.value_type = n->is_array ? BSON_TYPE_ARRAY : BSON_TYPE_DOCUMENT;
+    bv.value.v_doc.data = (uint8_t *)bson_get_data(&tmp);
+    bv.value.v_doc.data_len = tmp.len;
+    bson_value_copy(&bv, out);
+    bson_destroy(&tmp);
+    *owned = true;
+}
+
+static char *
+node_fmt(const node_t *n)
+{
+    bson_string_t *s = bson_string_new("");
+    bson_value_t v;
+    bool owned;
+
+    node_value(n, &v, &owned);
+    fmt_value(s, &v);
+    if (owned)
+        bson_value_destroy(&v);
+    return bson_string_free(s, false);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Applying mods. */
+
+typedef struct {
+    const mf_update_t *u;
+    const bson_t *doc;
+    int32_t array_pos;
+    bool is_insert;
+    mf_error_t *err;
+    char *idstr; /* "_id: 1" for messages, built lazily */
+} actx_t;
+
+static const char *
+ctx_id(actx_t *c)
+{
+    bson_iter_t it;
+
+    if (c->idstr == NULL) {
+        bson_string_t *s = bson_string_new("");
+        if (bson_iter_init_find(&it, c->doc, "_id")) {
+            bson_string_append(s, "_id: ");
+            fmt_value(s, bson_iter_value(&it));
+        }
+        c->idstr = bson_string_free(s, false);
+    }
+    return c->idstr;
+}
+
+static bool
+op_creates(op_t op)
+{
+    switch (op) {
+    case OP_UNSET:
+    case OP_PULL:
+    case OP_PULLALL:
+    case OP_POP:
+        return false;
+    default:
+        return true;
+    }
+}
+
+/* slot_find: the child of container cur at key, or NULL. */
+static node_t **
+slot_find(node_t *cur, const char *key)
+{
+    size_t idx;
+
+    if (cur->is_array) {
+        if (!is_index(key, &idx) || idx >= cur->n)
+            return NULL;
+        return &cur->kids[idx];
+    }
+    for (size_t i = 0; i < cur->n; i++)
+        if (strcmp(cur->keys[i], key) == 0)
+            return &cur->kids[i];
+    return NULL;
+}
+
+/*
+ * slot_create: adds kid (taking ownership) at key in cur, padding arrays
+ * with nulls; fails with 28 when key cannot name an array element.
+ */
+static int
+slot_create(actx_t *c, node_t *cur, const char *curname, const char *key, node_t *kid)
+{
+    size_t idx;
+
+    if (cur->is_array) {
+        if (!is_index(key, &idx)) {
+            char *s = node_fmt(cur);
+            mf_err_set(c->err, MF_E_PathNotViable, "Cannot create field '%s' in element {%s: %s}", key,
+                       curname ? curname : "", s);
+            bson_free(s);
+            node_free(kid);
+            return -1;
+        }
+        while (cur->n < idx)
+            node_push(cur, NULL, node_new_null());
+        node_push(cur, NULL, kid);
+        return 0;
+    }
+    node_push(cur, strdup(key), kid);
+    return 0;
+}
+
+static int
+num_arith(bool mul, const bson_value_t *a, const bson_value_t *b, bson_value_t *out)
+{
+    bson_type_t ta = a->value_type, tb = b->value_type;
+
+    if (ta == BSON_TYPE_DECIMAL128 || tb == BSON_TYPE_DECIMAL128) {
+        double r = mul ? mf_value_as_double(a) * mf_value_as_double(b) : mf_value_as_double(a) + mf_value_as_double(b);
+        char buf[64];
+        snprintf(buf, sizeof(buf), "%.17g", r);
+        out->value_type = BSON_TYPE_DECIMAL128;
+        bson_decimal128_from_string(buf, &out->value.v_decimal128);
+        return 0;
+    }
+    if (ta == BSON_TYPE_DOUBLE || tb == BSON_TYPE_DOUBLE) {
+        out->value_type = BSON_TYPE_DOUBLE;
+        out->value.v_double =
+            mul ? mf_value_as_double(a) * mf_value_as_double(b) : mf_value_as_double(a) + mf_value_as_double(b);
+        return 0;
+    }
+    if (ta == BSON_TYPE_INT32 && tb == BSON_TYPE_INT32) {
+        int32_t r;
+        bool ovf = mul ? __builtin_mul_overflow(a->value.v_int32, b->value.v_int32, &r)
+                       : __builtin_add_overflow(a->value.v_int32, b->value.v_int32, &r);
+        if (!ovf) {
+            out->value_type = BSON_TYPE_INT32;
+            out->value.v_int32 = r;
+            return 0;
+        }
+    }
+    {
+        int64_t x = ta == BSON_TYPE_INT32 ? a->value.v_int32 : a->value.v_int64;
+        int64_t y = tb == BSON_TYPE_INT32 ? b->value.v_int32 : b->value.v_int64;
+        int64_t r;
+        bool ovf = mul ? __builtin_mul_overflow(x, y, &r) : __builtin_add_overflow(x, y, &r);
+        if (ovf)
+            return -1;
+        out->value_type = BSON_TYPE_INT64;
+        out->value.v_int64 = r;
+        return 0;
+    }
+}
+
+typedef struct {
+    bson_value_t v;
+    bool owned;
+    const uint8_t *data; /* for pattern sorts: the element as a document (NULL: not a document) */
+    uint32_t len;
+    size_t idx;
+    const mod_t *m;
+} sortel_t;
+
+static int
+sortel_cmp(const void *pa, const void *pb)
+{
+    const sortel_t *a = pa, *b = pb;
+    int c;
+
+    if (a->m->sort_kind == 2) {
+        bson_t da, db;
+        if (a->data)
+            bson_init_static(&da, a->data, a->len);
+        else
+            bson_init(&da);
+        if (b->data)
+            bson_init_static(&db, b->data, b->len);
+        else
+            bson_init(&db);
+        c = mf_sort_cmp(a->m->sort, &da, &db);
+    } else
+        c = mf_value_cmp(&a->v, &b->v) * a->m->sort_kind;
+    if (c == 0)
+        c = a->idx < b->idx ? -1 : a->idx > b->idx;
+    return c;
+}
+
+static void
+push_sort(node_t *arr, const mod_t *m)
+{
+    sortel_t *els = calloc(arr->n ? arr->n : 1, sizeof(sortel_t));
+    node_t **kids = malloc((arr->n ? arr->n : 1) * sizeof(node_t *));
+
+    for (size_t i = 0; i < arr->n; i++) {
+        node_value(arr->kids[i], &els[i].v, &els[i].owned);
+        els[i].idx = i;
+        els[i].m = m;
+        if (els[i].v.value_type == BSON_TYPE_DOCUMENT) {
+            els[i].data = els[i].v.value.v_doc.data;
+            els[i].len = els[i].v.value.v_doc.data_len;
+        }
+    }
+    qsort(els, arr->n, sizeof(sortel_t), sortel_cmp);
+    for (size_t i = 0; i < arr->n; i++) {
+        kids[i] = arr->kids[els[i].idx];
+        if (els[i].owned)
+            bson_value_destroy(&els[i].v);
+    }
+    memcpy(arr->kids, kids, arr->n * sizeof(node_t *));
+    free(kids);
+    free(els);
+}
+
+static bool
+array_contains(const node_t *arr, const bson_value_t *v)
+{
+    for (size_t i = 0; i < arr->n; i++) {
+        bson_value_t kv;
+        bool owned, eq;
+        node_value(arr->kids[i], &kv, &owned);
+        eq = mf_value_equal(&kv, v);
+        if (owned)
+            bson_value_destroy(&kv);
+        if (eq)
+            return true;
+    }
+    return false;
+}
+
+static bool
+pull_matches(const mod_t *m, const bson_value_t *v)
+{
+    if (m->op == OP_PULLALL) {
+        for (size_t i = 0; i < m->neach; i++)
+            if (mf_value_equal(&m->each[i], v))
+                return true;
+        return false;
+    }
+    if (m->matcher)
+        return mf_matcher_match_value(m->matcher, v);
+    return mf_value_equal(&m->val, v);
+}
+
+static int
+leaf(actx_t *c, const mod_t *m, node_t *cur, const char *curname, const char *key)
+{
+    node_t **slot = slot_find(cur, key);
+    node_t *t = slot ? *slot : NULL;
+    size_t idx;
+
+    if (t == NULL && cur->is_array && !is_index(key, &idx) && !op_creates(m->op))
+        return 0;
+
+    switch (m->op) {
+    case OP_SETONINSERT:
+        if (!c->is_insert)
+            return 0;
+        /* fall through */
+    case OP_SET:
+        if (t)
+            node_set(t, &m->val, m->copy_val);
+        else
+            return slot_create(c, cur, curname, key, node_new_value(&m->val, m->copy_val));
+        return 0;
+    case OP_UNSET:
+        if (t == NULL)
+            return 0;
+        if (cur->is_array) {
+            bson_value_t nv;
+            nv.value_type = BSON_TYPE_NULL;
+            node_set(t, &nv, false);
+        } else {
+            node_remove(cur, (size_t)(slot - cur->kids));
+        }
+        return 0;
+    case OP_INC:
+    case OP_MUL: {
+        bson_value_t res;
+        if (t == NULL) {
+            if (m->op == OP_INC) {
+                res = m->val;
+            } else {
+                memset(&res, 0, sizeof(res));
+                res.value_type = m->val.value_type;
+                if (res.value_type == BSON_TYPE_DECIMAL128)
+                    bson_decimal128_from_string("0", &res.value.v_decimal128);
+            }
+            return slot_create(c, cur, curname, key, node_new_value(&res, false));
+        }
+        if (t->expanded || !mf_value_is_number(&t->v))
+            return mf_err_set(c->err, MF_E_TypeMismatch,
+                              "Cannot apply %s to a value of non-numeric type. {%s} has the field '%s' of "
+                              "non-numeric type %s",
+                              m->opname, ctx_id(c), key, mf_type_name(node_type(t)));
+        if (num_arith(m->op == OP_MUL, &t->v, &m->val, &res) < 0) {
+            char *s = node_fmt(t);
+            mf_err_set(c->err, MF_E_BadValue,
+                       "Failed to apply %s operations to current value (%s) for document {%s}", m->opname, s,
+                       ctx_id(c));
+            bson_free(s);
+            return -1;
+        }
+        node_set(t, &res, false);
+        return 0;
+    }
+    case OP_MIN:
+    case OP_MAX: {
+        bson_value_t cv;
+        bool owned;
+        int cmp;
+        if (t == NULL)
+            return slot_create(c, cur, curname, key, node_new_value(&m->val, false));
+        node_value(t, &cv, &owned);
+        cmp = mf_value_cmp(&m->val, &cv);
+        if (owned)
+            bson_value_destroy(&cv);
+        if ((m->op == OP_MIN && cmp < 0) || (m->op == OP_MAX && cmp > 0))
+            node_set(t, &m->val, false);
+        return 0;
+    }
+    case OP_CURRENTDATE: {
+        bson_value_t dv;
+        struct timeval tv;
+        gettimeofday(&tv, NULL);
+        if (m->timestamp) {
+            static uint32_t inc;
+            dv.value_type = BSON_TYPE_TIMESTAMP;
+            dv.value.v_timestamp.timestamp = (uint32_t)tv.tv_sec;
+            dv.value.v_timestamp.increment = ++inc;
+        } else {
+            dv.value_type = BSON_TYPE_DATE_TIME;
+            dv.value.v_datetime = (int64_t)tv.tv_sec * 1000 + tv.tv_usec / 1000;
+        }
+        if (t)
+            node_set(t, &dv, false);
+        else
+            return slot_create(c, cur, curname, key, node_new_value(&dv, false));
+        return 0;
+    }
+    case OP_PUSH:
+    case OP_ADDTOSET: {
+        if (t == NULL) {
+            t = node_new_container(true);
+            if (slot_create(c, cur, curname, key, t) < 0)
+                return -1;
+        } else if (!node_is_array(t)) {
+            if (m->op == OP_ADDTOSET)
+                return mf_err_set(c->err, MF_E_BadValue,
+                                  "Cannot apply $addToSet to non-array field. Field named '%s' has non-array type %s",
+                                  key, mf_type_name(node_type(t)));
+            return mf_err_set(c->err, MF_E_BadValue,
+                              "The field '%s' must be an array but is of type %s in document {%s}", key,
+                              mf_type_name(node_type(t)), ctx_id(c));
+        }
+        node_expand(t);
+        if (m->op == OP_ADDTOSET) {
+            for (size_t i = 0; i < m->neach; i++)
+                if (!array_contains(t, &m->each[i]))
+                    node_push(t, NULL, node_new_value(&m->each[i], false));
+            return 0;
+        }
+        {
+            size_t pos = t->n;
+            if (m->has_position) {
+                if (m->position < 0)
+                    pos = (size_t)(-m->position) >= t->n ? 0 : t->n - (size_t)(-m->position);
+                else if ((uint64_t)m->position < t->n)
+                    pos = (size_t)m->position;
+            }
+            for (size_t i = 0; i < m->neach; i++)
+                node_insert(t, pos + i, node_new_value(&m->each[i], false));
+        }
+        if (m->sort_kind != 0)
+            push_sort(t, m);
+        if (m->has_slice) {
+            if (m->slice >= 0) {
+                while ((int64_t)t->n > m->slice)
+                    node_remove(t, t->n - 1);
+            } else {
+                while ((int64_t)t->n > -m->slice)
+                    node_remove(t, 0);
+            }
+        }
+        return 0;
+    }
+    case OP_PULL:
+    case OP_PULLALL:
+        if (t == NULL)
+            return 0;
+        if (!node_is_array(t))
+            return mf_err_set(c->err, MF_E_BadValue, "Cannot apply %s to a non-array value", m->opname);
+        node_expand(t);
+        for (size_t i = t->n; i-- > 0;) {
+            bson_value_t kv;
+            bool owned, hit;
+            node_value(t->kids[i], &kv, &owned);
+            hit = pull_matches(m, &kv);
+            if (owned)
+                bson_value_destroy(&kv);
+            if (hit)
+                node_remove(t, i);
+        }
+        return 0;
+    case OP_POP:
+        if (t == NULL)
+            return 0;
+        if (!node_is_array(t))
+            return mf_err_set(c->err, MF_E_TypeMismatch, "Path '%s' contains an element of non-array type '%s'",
+                              m->path.path, mf_type_name(node_type(t)));
+        node_expand(t);
+        if (t->n > 0)
+            node_remove(t, m->pop > 0 ? t->n - 1 : 0);
+        return 0;
+    case OP_RENAME:
+        return 0; /* handled by apply_rename */
+    }
+    return 0;
+}
+
+static int walk(actx_t *c, const mod_t *m, const path_t *p, size_t i, node_t *cur, const char *curname);
+
+static bool
+has_array_comp(const path_t *p, size_t from)
+{
+    for (size_t i = from; i < p->n; i++)
+        if (p->comps[i].kind == C_ALL || p->comps[i].kind == C_FILTER)
+            return true;
+    return false;
+}
+
+static char *
+path_prefix_str(const path_t *p, size_t upto)
+{
+    bson_string_t *s = bson_string_new("");
+    for (size_t i = 0; i <= upto && i < p->n; i++) {
+        if (i)
+            bson_string_append_c(s, '.');
+        bson_string_append(s, p->comps[i].name);
+    }
+    return bson_string_free(s, false);
+}
+
+/* descend: moves from container cur into its child at key and continues the walk at component i + 1. */
+static int
+descend(actx_t *c, const mod_t *m, const path_t *p, size_t i, node_t *cur, const char *curname, const char *key)
+{
+    node_t **slot = slot_find(cur, key);
+    const comp_t *next = &p->comps[i + 1];
+
+    if (slot == NULL) {
+        node_t *child;
+        if (has_array_comp(p, i + 1)) {
+            char *pre = path_prefix_str(p, i);
+            mf_err_set(c->err, MF_E_BadValue,
+                       "The path '%s' must exist in the document in order to apply array updates.", pre);
+            bson_free(pre);
+            return -1;
+        }
+        if (!op_creates(m->op))
+            return 0;
+        if (m->op == OP_SETONINSERT && !c->is_insert)
+            return 0;
+        child = node_new_container(false);
+        if (slot_create(c, cur, curname, key, child) < 0)
+            return -1;
+        return walk(c, m, p, i + 1, child, key);
+    }
+    if (!node_is_container(*slot)) {
+        if (next->kind == C_ALL || next->kind == C_FILTER) {
+            char *s = node_fmt(*slot);
+            mf_err_set(c->err, MF_E_BadValue, "Cannot apply array updates to non-array element %s: %s", key, s);
+            bson_free(s);
+            return -1;
+        }
+        if (!op_creates(m->op) || (m->op == OP_SETONINSERT && !c->is_insert))
+            return 0;
+        {
+            char *s = node_fmt(*slot);
+            mf_err_set(c->err, MF_E_PathNotViable, "Cannot create field '%s' in element {%s: %s}",
+                       next->kind == C_POS ? "$" : next->name, key, s);
+            bson_free(s);
+            return -1;
+        }
+    }
+    node_expand(*slot);
+    return walk(c, m, p, i + 1, *slot, key);
+}
+
+static bool
+filter_match(const afilter_t *f, const node_t *el)
+{
+    bson_t w = BSON_INITIALIZER;
+    bson_value_t v, wv;
+    bool owned, r;
+
+    node_value(el, &v, &owned);
+    mf_bson_append_value(&w, f->name, -1, &v);
+    wv.value_type = BSON_TYPE_DOCUMENT;
+    wv.value.v_doc.data = (uint8_t *)bson_get_data(&w);
+    wv.value.v_doc.data_len = w.len;
+    r = mf_matcher_match_value(f->m, &wv);
+    if (owned)
+        bson_value_destroy(&v);
+    bson_destroy(&w);
+    return r;
+}
+
+/* walk: applies m's path component i within the (expanded) container cur. */
+static int
+walk(actx_t *c, const mod_t *m, const path_t *p, size_t i, node_t *cur, const char *curname)
+{
+    const comp_t *cp = &p->comps[i];
+    bool last = i + 1 == p->n;
+    char buf[24];
+    const char *key = cp->name;
+
+    if (cp->kind == C_ALL || cp->kind == C_FILTER) {
+        if (!cur->is_array) {
+            char *s = node_fmt(cur);
+            mf_err_set(c->err, MF_E_BadValue, "Cannot apply array updates to non-array element %s: %s",
+                       curname ? curname : "", s);
+            bson_free(s);
+            return -1;
+        }
+        for (size_t j = 0; j < cur->n; j++) {
+            if (cp->kind == C_FILTER && !filter_match(&c->u->filters[cp->filter], cur->kids[j]))
+                continue;
+            snprintf(buf, sizeof(buf), "%zu", j);
+            if ((last ? leaf(c, m, cur, curname, buf) : descend(c, m, p, i, cur, curname, buf)) < 0)
+                return -1;
+        }
+        return 0;
+    }
+    if (cp->kind == C_POS) {
+        if (c->array_pos < 0)
+            return mf_err_set(c->err, MF_E_BadValue,
+                              "The positional operator did not find the match needed from the query.");
+        snprintf(buf, sizeof(buf), "%d", c->array_pos);
+        key = buf;
+    }
+    if (last)
+        return leaf(c, m, cur, curname, key);
+    if (cur->is_array && slot_find(cur, key) == NULL && !is_index(key, &(size_t){0})) {
+        /* A named field inside an array: creating ops fail, the others do nothing. */
+        if (!op_creates(m->op) || (m->op == OP_SETONINSERT && !c->is_insert))
+            return 0;
+        {
+            char *s = node_fmt(cur);
+            mf_err_set(c->err, MF_E_PathNotViable, "Cannot create field '%s' in element {%s: %s}", key,
+                       curname ? curname : "", s);
+            bson_free(s);
+            return -1;
+        }
+    }
+    return descend(c, m, p, i, cur, curname, key);
+}
+
+/*
+ * find_plain: finds the $rename source (or destination) p in root, through
+ * documents only; parent and idx locate it. Returns 1 when found, 0 when
+ * missing, -1 (with 2 BadValue) when an array is met on the way.
+ */
+static int
+find_plain(actx_t *c, node_t *root, const path_t *p, bool source, node_t **parent, size_t *idx)
+{
+    node_t *cur = root;
+
+    for (size_t i = 0; i < p->n; i++) {
+        node_t **slot;
+        if (cur->is_array) {
+            char *pre = path_prefix_str(p, i);
+            char *arr = path_prefix_str(p, i - 1);
+            mf_err_set(c->err, MF_E_BadValue,
+                       "The %s field cannot be an array element, '%s' in doc with %s has an array field called '%s'",
+                       source ? "source" : "destination", pre, ctx_id(c), arr);
+            bson_free(pre);
+            bson_free(arr);
+            return -1;
+        }
+        slot = slot_find(cur, p->comps[i].name);
+        if (slot == NULL)
+            return 0;
+        if (i + 1 == p->n) {
+            *parent = cur;
+            *idx = (size_t)(slot - cur->kids);
+            return 1;
+        }
+        if (!node_is_container(*slot))
+            return 0;
+        node_expand(*slot);
+        cur = *slot;
+    }
+    return 0;
+}
+
+static int
+apply_rename(actx_t *c, const mod_t *m, node_t *root)
+{
+    node_t *parent, *dparent;
+    size_t idx, didx;
+    int r = find_plain(c, root, &m->from, true, &parent, &idx);
+    mod_t setm;
+    bson_value_t v;
+    bool owned;
+
+    if (r <= 0)
+        return r;
+    if (find_plain(c, root, &m->path, false, &dparent, &didx) < 0)
+        return -1;
+    node_value(parent->kids[idx], &v, &owned);
+    if (!owned) {
+        bson_value_t copy;
+        bson_value_copy(&v, &copy);
+        v = copy;
+    }
+    node_remove(parent, idx);
+    memset(&setm, 0, sizeof(setm));
+    setm.op = OP_SET;
+    setm.opname = "$rename";
+    setm.path = m->path;
+    setm.val = v;
+    setm.copy_val = true;
+    r = walk(c, &setm, &m->path, 0, root, NULL);
+    bson_value_destroy(&v);
+    return r;
+}
+
+static bool
+id_value(const bson_t *doc, bson_value_t *out)
+{
+    bson_iter_t it;
+
+    if (!bson_iter_init_find(&it, doc, "_id"))
+        return false;
+    *out = *bson_iter_value(&it);
+    return true;
+}
+
+/* copy_id_first: writes src into dst with its _id (if any) first. */
+static void
+copy_id_first(const bson_t *src, bson_t *dst)
+{
+    bson_iter_t it;
+    bson_value_t id;
+
+    if (id_value(src, &id))
+        mf_bson_append_value(dst, "_id", 3, &id);
+    bson_iter_init(&it, src);
+    while (bson_iter_next(&it))
+        if (strcmp(bson_iter_key(&it), "_id") != 0)
+            mf_bson_append_value(dst, bson_iter_key(&it), (int)bson_iter_key_len(&it), bson_iter_value(&it));
+}
+
+static int
+apply_replacement(const mf_update_t *u, const bson_t *doc, bson_t *out, mf_error_t *err)
+{
+    bson_value_t oid, nid;
+    bool has_old = id_value(doc, &oid), has_new = id_value(u->repl, &nid);
+    bson_iter_t it;
+
+    if (has_old && has_new && !mf_value_equal(&oid, &nid)) {
+        bson_string_t *s = bson_string_new("");
+        fmt_value(s, &nid);
+        mf_err_set(err, MF_E_ImmutableField,
+                   "After applying the update, the (immutable) field '_id' was found to have been altered to _id: %s",
+                   s->str);
+        bson_string_free(s, true);
+        return -1;
+    }
+    if (has_old)
+        mf_bson_append_value(out, "_id", 3, &oid);
+    else if (has_new)
+        mf_bson_append_value(out, "_id", 3, &nid);
+    bson_iter_init(&it, u->repl);
+    while (bson_iter_next(&it))
+        if (strcmp(bson_iter_key(&it), "_id") != 0)
+            mf_bson_append_value(out, bson_iter_key(&it), (int)bson_iter_key_len(&it), bson_iter_value(&it));
+    return 0;
+}
+
+int
+mf_update_apply(const mf_update_t *u, const bson_t *doc, const mf_match_details_t *details, bool is_insert,
+                bson_t *out, bool *changed, mf_error_t *err)
+{
+    actx_t c;
+    node_t *root;
+    bson_t tmp = BSON_INITIALIZER;
+    bson_value_t oid, nid, dv;
+    bool has_old, has_new;
+    int rc = 0;
+
+    if (changed)
+        *changed = false;
+    if (u->replacement) {
+        if (apply_replacement(u, doc, &tmp, err) < 0) {
+            bson_destroy(&tmp);
+            return -1;
+        }
+        goto done;
+    }
+
+    memset(&c, 0, sizeof(c));
+    c.u = u;
+    c.doc = doc;
+    c.array_pos = details ? details->array_pos : -1;
+    c.is_insert = is_insert;
+    c.err = err;
+
+    dv.value_type = BSON_TYPE_DOCUMENT;
+    dv.value.v_doc.data = (uint8_t *)bson_get_data(doc);
+    dv.value.v_doc.data_len = doc->len;
+    root = node_new_value(&dv, false);
+    node_expand(root);
+
+    for (size_t i = 0; i < u->nmods && rc == 0; i++) {
+        const mod_t *m = &u->mods[i];
+        if (m->op == OP_SETONINSERT && !is_insert)
+            continue;
+        if (m->op == OP_RENAME)
+            rc = apply_rename(&c, m, root);
+        else
+            rc = walk(&c, m, &m->path, 0, root, NULL);
+    }
+    if (rc == 0)
+        node_write_kids(&tmp, root);
+    node_free(root);
+    if (rc < 0) {
+        bson_free(c.idstr);
+        bson_destroy(&tmp);
+        return -1;
+    }
+
+    has_old = id_value(doc, &oid);
+    has_new = id_value(&tmp, &nid);
+    if (has_old && !is_insert && (!has_new || !mf_value_equal(&oid, &nid))) {
+        const char *path = "_id";
+        for (size_t i = 0; i < u->nmods; i++) {
+            const mod_t *m = &u->mods[i];
+            if (strcmp(m->path.comps[0].name, "_id") == 0)
+                path = m->path.path;
+            else if (m->op == OP_RENAME && strcmp(m->from.comps[0].name, "_id") == 0)
+                path = m->from.path;
+        }
+        mf_err_set(err, MF_E_ImmutableField,
+                   "Performing an update on the path '%s' would modify the immutable field '_id'", path);
+        bson_free(c.idstr);
+        bson_destroy(&tmp);
+        return -1;
+    }
+    bson_free(c.idstr);
+    if (has_new && nid.value_type == BSON_TYPE_ARRAY) {
+        bson_destroy(&tmp);
+        return mf_err_set(err, MF_E_InvalidIdField, "The '_id' value cannot be of type array");
+    }
+    if (is_insert && has_new) {
+        bson_iter_t it;
+        if (bson_iter_init(&it, &tmp) && bson_iter_next(&it) && strcmp(bson_iter_key(&it), "_id") != 0) {
+            bson_t re = BSON_INITIALIZER;
+            copy_id_first(&tmp, &re);
+            bson_destroy(&tmp);
+            tmp = re;
+        }
+    }
+
+done:
+    if (changed)
+        *changed = !(tmp.len == doc->len && memcmp(bson_get_data(&tmp), bson_get_data(doc), tmp.len) == 0);
+    bson_concat(out, &tmp);
+    bson_destroy(&tmp);
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Upsert seed. */
+
+typedef struct {
+    node_t *root;
+    char **paths;
+    size_t n;
+} seed_t;
+
+static int
+seed_add(seed_t *s, const char *path, const bson_value_t *v, mf_error_t *err)
+{
+    node_t *cur = s->root;
+    const char *p = path;
+
+    for (size_t i = 0; i < s->n; i++) {
+        size_t a = strlen(s->paths[i]), b = strlen(path);
+        if (strcmp(s->paths[i], path) == 0)
+            return mf_err_set(err, MF_E_NotSingleValueField,
+                              "cannot infer query fields to set, path '%s' is matched twice", path);
+        if ((a < b && strncmp(s->paths[i], path, a) == 0 && path[a] == '.') ||
+            (b < a && strncmp(s->paths[i], path, b) == 0 && s->paths[i][b] == '.'))
+            return mf_err_set(err, MF_E_NotSingleValueField,
+                              "cannot infer query fields to set, both paths '%s' and '%s' are matched", path,
+                              s->paths[i]);
+    }
+    s->paths = realloc(s->paths, (s->n + 1) * sizeof(char *));
+    s->paths[s->n++] = strdup(path);
+
+    for (;;) {
+        const char *dot = strchr(p, '.');
+        char *comp = dot ? strndup(p, (size_t)(dot - p)) : strdup(p);
+        node_t **slot = slot_find(cur, comp);
+        if (!dot) {
+            if (slot) {
+                node_set(*slot, v, true);
+                free(comp);
+            } else {
+                node_push(cur, comp, node_new_value(v, true));
+            }
+            return 0;
+        }
+        if (slot == NULL) {
+            node_t *child = node_new_container(false);
+            node_push(cur, comp, child);
+            cur = child;
+        } else {
+            free(comp);
+            if (!node_is_container(*slot) || node_is_array(*slot))
+                return mf_err_set(err, MF_E_NotSingleValueField,
+                                  "cannot infer query fields to set, path '%s' is matched twice", path);
+            node_expand(*slot);
+            cur = *slot;
+        }
+        p = dot + 1;
+    }
+}
+
+static int
+seed_query(seed_t *s, const bson_t *q, mf_error_t *err)
+{
+    bson_iter_t it;
+
+    if (!bson_iter_init(&it, q))
+        return 0;
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        const bson_value_t *v = bson_iter_value(&it);
+
+        if (k[0] == '$') {
+            if ((strcmp(k, "$and") == 0 || strcmp(k, "$or") == 0) && v->value_type == BSON_TYPE_ARRAY) {
+                bson_t arr, sub;
+                bson_iter_t ai;
+                bson_init_static(&arr, v->value.v_doc.data, v->value.v_doc.data_len);
+                if (strcmp(k, "$or") == 0 && bson_count_keys(&arr) != 1)
+                    continue;
+                bson_iter_init(&ai, &arr);
+                while (bson_iter_next(&ai)) {
+                    const bson_value_t *e = bson_iter_value(&ai);
+                    if (e->value_type != BSON_TYPE_DOCUMENT)
+                        continue;
+                    bson_init_static(&sub, e->value.v_doc.data, e->value.v_doc.data_len);
+                    if (seed_query(s, &sub, err) < 0)
+                        return -1;
+                }
+            }
+            continue;
+        }
+        if (v->value_type == BSON_TYPE_REGEX)
+            continue;
+        if (v->value_type == BSON_TYPE_DOCUMENT) {
+            bson_t d;
+            bson_iter_t di;
+            bson_init_static(&d, v->value.v_doc.data, v->value.v_doc.data_len);
+            if (bson_iter_init(&di, &d) && bson_iter_next(&di) && bson_iter_key(&di)[0] == '$') {
+                bson_iter_init(&di, &d);
+                while (bson_iter_next(&di)) {
+                    const char *op = bson_iter_key(&di);
+                    const bson_value_t *ov = bson_iter_value(&di);
+                    if (strcmp(op, "$eq") == 0 && ov->value_type != BSON_TYPE_REGEX) {
+                        if (seed_add(s, k, ov, err) < 0)
+                            return -1;
+                    } else if (strcmp(op, "$in") == 0 && ov->value_type == BSON_TYPE_ARRAY) {
+                        bson_t arr;
+                        bson_iter_t ai;
+                        bson_init_static(&arr, ov->value.v_doc.data, ov->value.v_doc.data_len);
+                        if (bson_count_keys(&arr) == 1 && bson_iter_init(&ai, &arr) && bson_iter_next(&ai) &&
+                            !BSON_ITER_HOLDS_REGEX(&ai) && !BSON_ITER_HOLDS_ARRAY(&ai)) {
+                            if (seed_add(s, k, bson_iter_value(&ai), err) < 0)
+                                return -1;
+                        }
+                    }
+                }
+                continue;
+            }
+        }
+        if (seed_add(s, k, v, err) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+int
+mf_update_upsert_seed(const bson_t *query, bson_t *out, mf_error_t *err)
+{
+    seed_t s = {node_new_container(false), NULL, 0};
+    int rc = query ? seed_query(&s, query, err) : 0;
+
+    if (rc == 0) {
+        bson_t tmp = BSON_INITIALIZER;
+        node_write_kids(&tmp, s.root);
+        copy_id_first(&tmp, out);
+        bson_destroy(&tmp);
+    }
+    node_free(s.root);
+    for (size_t i = 0; i < s.n; i++)
+        free(s.paths[i]);
+    free(s.paths);
+    return rc;
+}

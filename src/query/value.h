@@ -1,0 +1,63 @@
+/*
+ * value.h: BSON values in MongoDB's comparison order.
+ *
+ * MongoDB compares values of different types by a canonical type rank:
+ *   MinKey < Undefined/Null < numbers (int32, int64, double, decimal128, all by
+ *   value) < Symbol/String < Object < Array < BinData < ObjectId < Boolean <
+ *   Date < Timestamp < Regex < DBPointer < JavaScript < JavaScriptWithScope <
+ *   MaxKey
+ * and values of the same rank by content (strings bytewise, documents field by
+ * field: type rank, then field name, then value; arrays element by element).
+ * NaN sorts below every other number and equals itself. This module is pure:
+ * no storage, no allocation except where a function says so.
+ */
+#ifndef MF_VALUE_H
+#define MF_VALUE_H
+
+#include <bson/bson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+/* mf_value_type_rank: the canonical rank of a BSON type (MinKey lowest). */
+int mf_value_type_rank(bson_type_t t);
+
+/* mf_value_cmp: <0, 0, >0 as a orders before, equal to, after b. */
+int mf_value_cmp(const bson_value_t *a, const bson_value_t *b);
+
+/* mf_value_equal: mf_value_cmp(a, b) == 0 (so 1 == 1.0 == NumberLong(1)). */
+bool mf_value_equal(const bson_value_t *a, const bson_value_t *b);
+
+/* mf_doc_cmp: compares two documents as mf_value_cmp compares embedded documents. */
+int mf_doc_cmp(const bson_t *a, const bson_t *b);
+
+/* mf_value_is_number: int32, int64, double or decimal128. */
+bool mf_value_is_number(const bson_value_t *v);
+
+/* mf_value_as_double: numeric value as a double (decimal128 approximated); 0 for non-numbers. */
+double mf_value_as_double(const bson_value_t *v);
+
+/*
+ * mf_value_as_int64: numeric value as an int64 if it is a number with an exact
+ * integral value in range; returns false otherwise.
+ */
+bool mf_value_as_int64(const bson_value_t *v, int64_t *out);
+
+/* mf_value_truthy: MongoDB's truthiness for $expr / $cond (false, null, undefined, 0 are false). */
+bool mf_value_truthy(const bson_value_t *v);
+
+/*
+ * mf_type_alias: maps a $type alias ("double", "string", "object", "array",
+ * "binData", "undefined", "objectId", "bool", "date", "null", "regex",
+ * "dbPointer", "javascript", "symbol", "javascriptWithScope", "int",
+ * "timestamp", "long", "decimal", "minKey", "maxKey") to its BSON type
+ * number; "number" maps to -2. Returns -1 for an unknown alias.
+ */
+int mf_type_alias(const char *alias);
+
+/* mf_type_name: MongoDB's alias for a BSON type ("double", "string", ...). */
+const char *mf_type_name(bson_type_t t);
+
+/* mf_bson_append_value: bson_append_value, but with a key of given length (-1 for NUL-terminated). */
+bool mf_bson_append_value(bson_t *b, const char *key, int keylen, const bson_value_t *v);
+
+#endif /* MF_VALUE_H */

@@ -1,0 +1,213 @@
+/*
+ * main.c: mayflyd process start: flags, engine, network loop, clean shutdown.
+ *
+ * Flags (mongod's names where mongod has one):
+ *   --port N              TCP port (default 27017)
+ *   --bind_ip ADDR        address to listen on (default 127.0.0.1)
+ *   --dbpath DIR          data directory (default ./data)
+ *   --setParameter k=v    a server parameter at startup (repeatable)
+ *   --workers N           command worker threads (default: 4, or cores if more)
+ *   --config FILE         flags from a file, one "name = value" or "name: value" per line
+ *   --version, --help
+ * Shutdown on SIGINT/SIGTERM: stop accepting, finish in-flight commands,
+ * close the engine (WiredTiger checkpoints on close), exit 0.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cmd/cmd.h"
+#include "common/log.h"
+#include "common/params.h"
+#include "net/net.h"
+
+#define MF_VERSION "8.0.0"
+
+typedef struct opts {
+    int port;
+    char bind_ip[128];
+    char dbpath[1024];
+    int workers;
+} opts_t;
+
+static void
+usage(FILE *f)
+{
+    fprintf(f, "usage: mayflyd [--port N] [--bind_ip ADDR] [--dbpath DIR] [--setParameter name=value]...\n"
+               "               [--workers N] [--config FILE] [--version]\n");
+}
+
+static int apply_flag(opts_t *o, const char *name, const char *val, bson_t *parsed);
+
+static int
+load_config(opts_t *o, const char *path, bson_t *parsed)
+{
+    FILE *f = fopen(path, "r");
+    char line[1024];
+    if (f == NULL) {
+        fprintf(stderr, "mayflyd: cannot open config file %s\n", path);
+        return -1;
+    }
+    while (fgets(line, sizeof(line), f)) {
+        char *p = line, *sep, *end;
+        while (*p == ' ' || *p == '\t')
+            p++;
+        if (*p == '#' || *p == '\n' || *p == '\0')
+            continue;
+        sep = strpbrk(p, "=:");
+        if (sep == NULL)
+            continue;
+        *sep = '\0';
+        char *val = sep + 1;
+        for (end = sep - 1; end > p && (*end == ' ' || *end == '\t'); end--)
+            *end = '\0';
+        while (*val == ' ' || *val == '\t')
+            val++;
+        for (end = val + strlen(val) - 1; end >= val && (*end == '\n' || *end == ' ' || *end == '\r'); end--)
+            *end = '\0';
+        /* Accept mongod YAML leaf names too. */
+        const char *name = p;
+        if (strcmp(name, "bindIp") == 0)
+            name = "bind_ip";
+        else if (strcmp(name, "dbPath") == 0)
+            name = "dbpath";
+        if (*val == '\0')
+            continue;
+        if (apply_flag(o, name, val, parsed) != 0) {
+            fclose(f);
+            return -1;
+        }
+    }
+    fclose(f);
+    return 0;
+}
+
+static int
+apply_flag(opts_t *o, const char *name, const char *val, bson_t *parsed)
+{
+    mf_error_t err;
+    if (strcmp(name, "port") == 0) {
+        o->port = atoi(val);
+        if (o->port <= 0 || o->port > 65535) {
+            fprintf(stderr, "mayflyd: bad --port %s\n", val);
+            return -1;
+        }
+    } else if (strcmp(name, "bind_ip") == 0) {
+        snprintf(o->bind_ip, sizeof(o->bind_ip), "%s", val);
+    } else if (strcmp(name, "dbpath") == 0) {
+        snprintf(o->dbpath, sizeof(o->dbpath), "%s", val);
+    } else if (strcmp(name, "workers") == 0) {
+        o->workers = atoi(val);
+        if (o->workers <= 0 || o->workers > 128) {
+            fprintf(stderr, "mayflyd: bad --workers %s\n", val);
+            return -1;
+        }
+    } else if (strcmp(name, "setParameter") == 0) {
+        if (mf_param_set_string(val, &err) != 0) {
+            fprintf(stderr, "mayflyd: %s\n", err.msg);
+            return -1;
+        }
+    } else if (strcmp(name, "config") == 0) {
+        return load_config(o, val, parsed);
+    } else {
+        fprintf(stderr, "mayflyd: unrecognised option '--%s'\n", name);
+        usage(stderr);
+        return -1;
+    }
+    return 0;
+}
+
+static void
+on_ready(void *arg)
+{
+    (void)arg;
+}
+
+int
+main(int argc, char **argv)
+{
+    opts_t o = {.port = 27017, .bind_ip = "127.0.0.1", .dbpath = "./data", .workers = 0};
+    bson_t *argv_doc = bson_new(), *parsed = bson_new(), net, storage, sp;
+    mf_engine_t *eng;
+    mf_error_t err;
+    char key[16];
+
+    for (int i = 0; i < argc; i++) {
+        snprintf(key, sizeof(key), "%d", i);
+        bson_append_utf8(argv_doc, key, -1, argv[i], -1);
+    }
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            usage(stdout);
+            return 0;
+        }
+        if (strcmp(a, "--version") == 0) {
+            printf("mayflyd version v%s (MongoDB wire compatible)\n", MF_VERSION);
+            return 0;
+        }
+        if (strncmp(a, "--", 2) != 0) {
+            fprintf(stderr, "mayflyd: unexpected argument '%s'\n", a);
+            usage(stderr);
+            return 2;
+        }
+        char name[64];
+        const char *val;
+        const char *eq = strchr(a + 2, '=');
+        if (eq && strncmp(a + 2, "setParameter", 12) != 0) {
+            snprintf(name, sizeof(name), "%.*s", (int)(eq - a - 2), a + 2);
+            val = eq + 1;
+        } else {
+            snprintf(name, sizeof(name), "%s", a + 2);
+            if (i + 1 >= argc) {
+                fprintf(stderr, "mayflyd: option '%s' needs a value\n", a);
+                return 2;
+            }
+            val = argv[++i];
+        }
+        if (apply_flag(&o, name, val, parsed) != 0)
+            return 2;
+    }
+
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    int workers = o.workers ? o.workers : (cores > 4 ? (int)cores : 4);
+    char wbuf[16];
+    snprintf(wbuf, sizeof(wbuf), "%d", workers);
+    setenv("UV_THREADPOOL_SIZE", wbuf, 1);
+    signal(SIGPIPE, SIG_IGN);
+
+    BSON_APPEND_DOCUMENT_BEGIN(parsed, "net", &net);
+    BSON_APPEND_UTF8(&net, "bindIp", o.bind_ip);
+    BSON_APPEND_INT32(&net, "port", o.port);
+    bson_append_document_end(parsed, &net);
+    BSON_APPEND_DOCUMENT_BEGIN(parsed, "storage", &storage);
+    BSON_APPEND_UTF8(&storage, "dbPath", o.dbpath);
+    bson_append_document_end(parsed, &storage);
+    BSON_APPEND_DOCUMENT_BEGIN(parsed, "setParameter", &sp);
+    bson_append_document_end(parsed, &sp);
+
+    mf_log(MF_LOG_INFO, "CONTROL", "mayflyd %s starting: pid=%d port=%d dbpath=%s workers=%d", MF_VERSION, (int)getpid(),
+           o.port, o.dbpath, workers);
+    if (mf_engine_open(o.dbpath, &eng, &err) != 0) {
+        mf_log(MF_LOG_ERROR, "STORAGE", "cannot open the database: %s", err.msg);
+        return 1;
+    }
+    eng->cmdline_argv = argv_doc;
+    eng->cmdline_parsed = parsed;
+    eng->port = o.port;
+    char hn[200] = "localhost";
+    gethostname(hn, sizeof(hn) - 1);
+    snprintf(eng->host, sizeof(eng->host), "%s:%d", hn, o.port);
+
+    int rc = 0;
+    if (mf_net_serve(eng, o.bind_ip, o.port, on_ready, NULL, &err) != 0) {
+        mf_log(MF_LOG_ERROR, "NETWORK", "%s", err.msg);
+        rc = 1;
+    }
+    mf_log(MF_LOG_INFO, "STORAGE", "closing the database (checkpoint)");
+    mf_engine_close(eng);
+    mf_log(MF_LOG_INFO, "CONTROL", "shutdown complete");
+    return rc;
+}

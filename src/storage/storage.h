@@ -1,0 +1,95 @@
+/*
+ * storage.h: the WiredTiger adapter, the only module that includes wiredtiger.h.
+ *
+ * One WT_CONNECTION per process (mf_storage_t). Each thread that touches data
+ * uses its own session (mf_sess_t), created on first use and kept for the
+ * thread's life (WT sessions are not thread-safe). Tables:
+ *
+ *   table:_mf_catalog       key "S" namespace, value "u" BSON catalog entry
+ *   table:coll-<ident>      key "q" record id,  value "u" BSON document
+ *   table:index-<ident>     key "u" keystring [+ record id], value "u"
+ *
+ * Durability: the log (journal) is on and commits do not sync one by one; a
+ * flusher thread syncs the log every 100 ms (mongod's commitIntervalMs), and
+ * a commit that asks for durability (j: true) syncs on commit, which
+ * WiredTiger group-commits across concurrent threads. Checkpoints run every
+ * 60 s and at clean shutdown.
+ *
+ * Errors: functions return 0, MF_NOTFOUND, MF_DUPKEY, MF_CONFLICT (a
+ * WT_ROLLBACK: the caller aborts the transaction and retries), or -1 with err
+ * set for anything else.
+ */
+#ifndef MF_STORAGE_H
+#define MF_STORAGE_H
+
+#include <bson/bson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/error.h"
+
+#define MF_NOTFOUND 1
+#define MF_DUPKEY 2
+#define MF_CONFLICT 3
+
+typedef struct mf_storage mf_storage_t;
+typedef struct mf_sess mf_sess_t;
+typedef struct mf_cur mf_cur_t;
+
+/* mf_storage_open: opens (creating if needed) the database at dbpath. */
+int mf_storage_open(const char *dbpath, mf_storage_t **out, mf_error_t *err) MF_WUR;
+/* mf_storage_close: stops the flusher, checkpoints and closes. All sessions die with it. */
+void mf_storage_close(mf_storage_t *st);
+
+/* mf_storage_session: this thread's session, opened on first call. Never NULL (aborts on failure). */
+mf_sess_t *mf_storage_session(mf_storage_t *st);
+
+/* mf_storage_size: bytes on disk of a table ("table:..."), 0 if unknown. */
+int64_t mf_storage_table_size(mf_sess_t *s, const char *uri);
+
+/* Table management. create is idempotent. drop is deferred if the table is busy. */
+int mf_storage_create(mf_sess_t *s, const char *uri, const char *config, mf_error_t *err) MF_WUR;
+void mf_storage_drop(mf_storage_t *st, const char *uri);
+
+/* Transactions on a session. commit with durable=true syncs the log before returning. */
+int mf_txn_begin(mf_sess_t *s, mf_error_t *err) MF_WUR;
+int mf_txn_commit(mf_sess_t *s, bool durable, mf_error_t *err) MF_WUR;
+void mf_txn_abort(mf_sess_t *s);
+bool mf_txn_active(mf_sess_t *s);
+
+/*
+ * Cursors. A cursor is opened on a table in a session and closed with
+ * mf_cur_close; it must not outlive the session's current command. Keys are
+ * either record ids (record tables) or byte strings (index and catalog
+ * tables: the catalog's string key is passed as bytes including its NUL).
+ * Values handed out (mf_cur_value) point into WiredTiger's memory and are
+ * valid only until the next operation on that cursor.
+ */
+int mf_cur_open(mf_sess_t *s, const char *uri, mf_cur_t **out, mf_error_t *err) MF_WUR;
+void mf_cur_close(mf_cur_t *c);
+/* Positioning. Return 0, MF_NOTFOUND, or -1/MF_CONFLICT. */
+int mf_cur_next(mf_cur_t *c);
+int mf_cur_prev(mf_cur_t *c);
+void mf_cur_reset(mf_cur_t *c);
+int mf_cur_search_rid(mf_cur_t *c, int64_t rid);
+int mf_cur_search_bytes(mf_cur_t *c, const void *key, size_t len);
+/* search_near_ge: positions on the smallest key >= key (by record id or bytes). */
+int mf_cur_seek_rid_ge(mf_cur_t *c, int64_t rid);
+int mf_cur_seek_bytes_ge(mf_cur_t *c, const void *key, size_t len);
+/* Reading the current entry. */
+int64_t mf_cur_rid(mf_cur_t *c);
+void mf_cur_key_bytes(mf_cur_t *c, const uint8_t **key, size_t *len);
+void mf_cur_value(mf_cur_t *c, const uint8_t **val, size_t *len);
+/* Writes: insert fails with MF_DUPKEY if the key exists; update overwrites an existing one. */
+int mf_cur_insert_rid(mf_cur_t *c, int64_t rid, const void *val, size_t len);
+int mf_cur_update_rid(mf_cur_t *c, int64_t rid, const void *val, size_t len);
+int mf_cur_remove_rid(mf_cur_t *c, int64_t rid);
+int mf_cur_insert_bytes(mf_cur_t *c, const void *key, size_t klen, const void *val, size_t vlen);
+int mf_cur_put_bytes(mf_cur_t *c, const void *key, size_t klen, const void *val, size_t vlen);
+int mf_cur_remove_bytes(mf_cur_t *c, const void *key, size_t klen);
+
+/* mf_storage_strerror: text for the last WiredTiger error code seen on c's session (for logs). */
+const char *mf_storage_strerror(int wt_ret);
+
+#endif /* MF_STORAGE_H */

@@ -1,0 +1,427 @@
+'use strict';
+// Handshake, diagnostic and administrative commands, checked against what a
+// MongoDB 8.0 mongod answers (standalone).
+const assert = require('node:assert/strict');
+const { ObjectId, Long, Timestamp } = require('mongodb');
+const h = require('./harness');
+
+const srv = h.useServer();
+
+function isNum(v) {
+  return typeof v === 'number' || v instanceof Long || (v && v._bsontype === 'Double') ||
+    (v && v._bsontype === 'Int32');
+}
+function num(v) { return typeof v === 'number' ? v : Number(v); }
+
+h.test('hello returns the standalone handshake fields', async () => {
+  const r = await srv.client.db('admin').command({ hello: 1, helloOk: true });
+  assert.equal(r.ok, 1);
+  assert.equal(r.isWritablePrimary, true);
+  assert.equal(r.helloOk, true);
+  assert.equal(r.minWireVersion, 0);
+  assert.equal(r.maxWireVersion, 21);
+  assert.equal(r.maxBsonObjectSize, 16777216);
+  assert.equal(r.maxMessageSizeBytes, 48000000);
+  assert.equal(r.maxWriteBatchSize, 100000);
+  assert.ok(r.localTime instanceof Date, 'localTime is a Date');
+  assert.ok(Math.abs(r.localTime.getTime() - Date.now()) < 60000, 'localTime is now');
+  assert.ok(Number.isInteger(num(r.connectionId)) && num(r.connectionId) > 0, 'connectionId');
+  assert.equal(num(r.logicalSessionTimeoutMinutes), 30);
+  assert.equal(r.readOnly, false);
+  assert.ok(r.topologyVersion, 'topologyVersion present');
+  assert.ok(r.topologyVersion.processId instanceof ObjectId, 'topologyVersion.processId is ObjectId');
+  assert.ok(isNum(r.topologyVersion.counter), 'topologyVersion.counter numeric');
+});
+
+h.test('legacy isMaster and ismaster return ismaster: true', async () => {
+  for (const name of ['isMaster', 'ismaster']) {
+    const r = await srv.client.db('admin').command({ [name]: 1 });
+    assert.equal(r.ok, 1);
+    assert.equal(r.ismaster, true, `${name}.ismaster`);
+    assert.equal(r.maxWireVersion, 21);
+  }
+});
+
+h.test('the driver handshake sees maxWireVersion 21 and distinct connection ids', async () => {
+  const c2 = await srv.newClient();
+  const a = await srv.client.db('admin').command({ hello: 1 });
+  const b = await c2.db('admin').command({ hello: 1 });
+  assert.notEqual(num(a.connectionId), num(b.connectionId));
+  await c2.close();
+});
+
+h.test('ping answers ok: 1', async () => {
+  assert.deepEqual(await srv.client.db('admin').command({ ping: 1 }), { ok: 1 });
+  const r = await srv.client.db('anydb').command({ ping: 1 });
+  assert.equal(r.ok, 1);
+});
+
+h.test('buildInfo reports version, versionArray, bits and maxBsonObjectSize', async () => {
+  const r = await srv.client.db('admin').command({ buildInfo: 1 });
+  assert.equal(r.ok, 1);
+  assert.equal(typeof r.version, 'string');
+  assert.match(r.version, /^\d+\.\d+\.\d+/);
+  assert.ok(Array.isArray(r.versionArray) && r.versionArray.length === 4, 'versionArray has 4 ints');
+  assert.equal(r.versionArray[0], Number(r.version.split('.')[0]));
+  assert.equal(r.bits, 64);
+  assert.equal(r.maxBsonObjectSize, 16777216);
+  assert.equal(typeof r.gitVersion, 'string');
+  // buildinfo (lowercase) is an alias.
+  const r2 = await srv.client.db('admin').command({ buildinfo: 1 });
+  assert.equal(r2.version, r.version);
+});
+
+h.test('serverStatus has uptime, connections, opcounters and mem', async () => {
+  const r = await srv.client.db('admin').command({ serverStatus: 1 });
+  assert.equal(r.ok, 1);
+  assert.ok(isNum(r.uptime) && num(r.uptime) >= 0, 'uptime');
+  assert.ok(isNum(r.uptimeMillis), 'uptimeMillis');
+  assert.equal(typeof r.host, 'string');
+  assert.equal(typeof r.version, 'string');
+  assert.equal(typeof r.process, 'string'); // mongod says 'mongod'; the name is informational.
+  assert.ok(isNum(r.pid), 'pid');
+  assert.equal(num(r.pid), srv.server.pid);
+  assert.ok(r.localTime instanceof Date);
+  assert.ok(num(r.connections.current) >= 1, 'connections.current');
+  assert.ok(isNum(r.connections.available), 'connections.available');
+  assert.ok(num(r.connections.totalCreated) >= 1, 'connections.totalCreated');
+  for (const k of ['insert', 'query', 'update', 'delete', 'getmore', 'command']) {
+    assert.ok(isNum(r.opcounters[k]), `opcounters.${k}`);
+  }
+  assert.equal(num(r.mem.bits), 64);
+  assert.ok(num(r.mem.resident) > 0, 'mem.resident (MiB)');
+  assert.ok(num(r.mem.virtual) > 0, 'mem.virtual (MiB)');
+  assert.equal(r.mem.supported, true);
+});
+
+h.test('serverStatus opcounters count inserted documents and queries', async () => {
+  const db = srv.freshDb('opc');
+  const before = (await srv.client.db('admin').command({ serverStatus: 1 })).opcounters;
+  await db.collection('c').insertMany([{ a: 1 }, { a: 2 }, { a: 3 }]);
+  await db.collection('c').find({}).toArray();
+  await db.collection('c').updateOne({ a: 1 }, { $set: { b: 1 } });
+  await db.collection('c').deleteOne({ a: 2 });
+  const after = (await srv.client.db('admin').command({ serverStatus: 1 })).opcounters;
+  assert.equal(num(after.insert) - num(before.insert), 3);
+  assert.ok(num(after.query) - num(before.query) >= 1, 'query counter moved');
+  assert.equal(num(after.update) - num(before.update), 1);
+  assert.equal(num(after.delete) - num(before.delete), 1);
+  assert.ok(num(after.command) > num(before.command), 'command counter moved');
+});
+
+h.test('hostInfo reports system and os sections', async () => {
+  const r = await srv.client.db('admin').command({ hostInfo: 1 });
+  assert.equal(r.ok, 1);
+  assert.ok(r.system.currentTime instanceof Date);
+  assert.equal(typeof r.system.hostname, 'string');
+  assert.equal(num(r.system.cpuAddrSize), 64);
+  assert.ok(num(r.system.memSizeMB) > 0);
+  assert.ok(num(r.system.numCores) > 0);
+  assert.equal(typeof r.os.type, 'string');
+  assert.equal(r.os.type, 'Linux');
+});
+
+h.test('getParameter reads one parameter and "*" lists them', async () => {
+  const admin = srv.client.db('admin');
+  const r = await admin.command({ getParameter: 1, logLevel: 1 });
+  assert.equal(r.ok, 1);
+  assert.ok('logLevel' in r, 'logLevel returned');
+  assert.equal(num(r.logLevel), 0);
+  const all = await admin.command({ getParameter: '*' });
+  assert.equal(all.ok, 1);
+  assert.ok('logLevel' in all);
+  assert.ok(Object.keys(all).length > 3, 'several parameters listed');
+});
+
+h.test('getParameter of an unknown parameter fails with InvalidOptions', async () => {
+  await h.expectCode(srv.client.db('admin').command({ getParameter: 1, noSuchParameterXyz: 1 }), 72);
+});
+
+h.test('setParameter returns the previous value and getParameter sees the new one', async () => {
+  const admin = srv.client.db('admin');
+  const r = await admin.command({ setParameter: 1, logLevel: 1 });
+  assert.equal(r.ok, 1);
+  assert.equal(num(r.was), 0);
+  assert.equal(num((await admin.command({ getParameter: 1, logLevel: 1 })).logLevel), 1);
+  const r2 = await admin.command({ setParameter: 1, logLevel: 0 });
+  assert.equal(num(r2.was), 1);
+});
+
+h.test('setParameter of an unknown parameter fails', async () => {
+  await h.expectCode(srv.client.db('admin').command({ setParameter: 1, noSuchParameterXyz: 5 }), [72, 2]);
+});
+
+h.test('getParameter/setParameter must run against admin', async () => {
+  await h.expectCode(srv.client.db('notadmin').command({ getParameter: 1, logLevel: 1 }), 13);
+});
+
+h.test('getCmdLineOpts returns argv and parsed options', async () => {
+  const r = await srv.client.db('admin').command({ getCmdLineOpts: 1 });
+  assert.equal(r.ok, 1);
+  assert.ok(Array.isArray(r.argv));
+  assert.ok(r.argv.includes('--dbpath'));
+  assert.ok(r.argv.includes(srv.server.dbpath));
+  assert.equal(num(r.parsed.net.port), srv.port);
+  assert.equal(r.parsed.net.bindIp, '127.0.0.1');
+  assert.equal(r.parsed.storage.dbPath, srv.server.dbpath);
+});
+
+h.test('getLog lists log names and returns global log lines', async () => {
+  const admin = srv.client.db('admin');
+  const names = await admin.command({ getLog: '*' });
+  assert.equal(names.ok, 1);
+  assert.ok(names.names.includes('global'));
+  assert.ok(names.names.includes('startupWarnings'));
+  const g = await admin.command({ getLog: 'global' });
+  assert.equal(g.ok, 1);
+  assert.ok(Array.isArray(g.log));
+  assert.ok(isNum(g.totalLinesWritten));
+  for (const line of g.log) {
+    assert.equal(typeof line, 'string');
+    JSON.parse(line); // each line is a JSON log document
+  }
+});
+
+h.test('whatsmyuri returns the client address', async () => {
+  const r = await srv.client.db('admin').command({ whatsmyuri: 1 });
+  assert.equal(r.ok, 1);
+  assert.match(r.you, /^127\.0\.0\.1:\d+$/);
+});
+
+h.test('connectionStatus reports no authenticated users', async () => {
+  const r = await srv.client.db('admin').command({ connectionStatus: 1 });
+  assert.equal(r.ok, 1);
+  assert.deepEqual(r.authInfo.authenticatedUsers, []);
+  assert.deepEqual(r.authInfo.authenticatedUserRoles, []);
+});
+
+h.test('listDatabases lists created databases, with and without nameOnly', async () => {
+  const db = srv.freshDb('listdb');
+  await db.collection('c').insertOne({ x: 1 });
+  const admin = srv.client.db('admin');
+  const full = await admin.command({ listDatabases: 1 });
+  assert.equal(full.ok, 1);
+  const entry = full.databases.find((d) => d.name === db.databaseName);
+  assert.ok(entry, 'database listed');
+  assert.ok(isNum(entry.sizeOnDisk));
+  assert.equal(entry.empty, false);
+  assert.ok(isNum(full.totalSize));
+  const names = await admin.command({ listDatabases: 1, nameOnly: true });
+  const e2 = names.databases.find((d) => d.name === db.databaseName);
+  assert.deepEqual(Object.keys(e2), ['name']);
+  // The driver helper.
+  const viaDriver = await admin.admin().listDatabases();
+  assert.ok(viaDriver.databases.some((d) => d.name === db.databaseName));
+});
+
+h.test('listDatabases filter selects by name', async () => {
+  const db = srv.freshDb('filt');
+  await db.collection('c').insertOne({ x: 1 });
+  const r = await srv.client.db('admin').command({ listDatabases: 1, nameOnly: true, filter: { name: db.databaseName } });
+  assert.deepEqual(r.databases, [{ name: db.databaseName }]);
+});
+
+h.test('dropDatabase removes the database and its collections', async () => {
+  const db = srv.freshDb('dropdb');
+  await db.collection('a').insertOne({ x: 1 });
+  await db.collection('b').insertOne({ x: 1 });
+  const r = await db.command({ dropDatabase: 1 });
+  assert.equal(r.ok, 1);
+  const list = await srv.client.db('admin').command({ listDatabases: 1, nameOnly: true });
+  assert.ok(!list.databases.some((d) => d.name === db.databaseName));
+  assert.equal(await db.collection('a').countDocuments(), 0);
+  assert.deepEqual(await db.listCollections().toArray(), []);
+  // Dropping a database that does not exist succeeds.
+  assert.equal((await srv.client.db('never_existed_db_x').command({ dropDatabase: 1 })).ok, 1);
+});
+
+h.test('create, listCollections and drop', async () => {
+  const db = srv.freshDb('coll');
+  await db.createCollection('alpha');
+  await db.createCollection('beta');
+  const r = await db.command({ listCollections: 1 });
+  assert.equal(r.ok, 1);
+  assert.equal(r.cursor.ns, `${db.databaseName}.$cmd.listCollections`);
+  const names = r.cursor.firstBatch.map((c) => c.name).sort();
+  assert.deepEqual(names, ['alpha', 'beta']);
+  const alpha = r.cursor.firstBatch.find((c) => c.name === 'alpha');
+  assert.equal(alpha.type, 'collection');
+  assert.deepEqual(alpha.options, {});
+  assert.equal(alpha.info.readOnly, false);
+  assert.ok(alpha.info.uuid, 'info.uuid');
+  assert.deepEqual(alpha.idIndex.key, { _id: 1 });
+  assert.equal(alpha.idIndex.name, '_id_');
+  assert.equal(await db.collection('alpha').drop(), true);
+  const after = (await db.listCollections().toArray()).map((c) => c.name);
+  assert.deepEqual(after, ['beta']);
+});
+
+h.test('listCollections with filter and nameOnly', async () => {
+  const db = srv.freshDb('lcf');
+  for (const n of ['one', 'two', 'three']) await db.createCollection(n);
+  const f = await db.listCollections({ name: 'two' }).toArray();
+  assert.equal(f.length, 1);
+  assert.equal(f[0].name, 'two');
+  const rx = await db.listCollections({ name: { $regex: '^t' } }).toArray();
+  assert.deepEqual(rx.map((c) => c.name).sort(), ['three', 'two']);
+  const r = await db.command({ listCollections: 1, nameOnly: true });
+  for (const c of r.cursor.firstBatch) assert.deepEqual(Object.keys(c).sort(), ['name', 'type']);
+  assert.equal(r.cursor.firstBatch.length, 3);
+});
+
+h.test('creating an existing collection fails with NamespaceExists (48) or succeeds idempotently', async () => {
+  const db = srv.freshDb('dup');
+  await db.createCollection('x');
+  try {
+    const r = await db.command({ create: 'x' });
+    assert.equal(r.ok, 1);
+  } catch (e) {
+    assert.equal(e.code, 48);
+  }
+});
+
+h.test('drop of a missing collection succeeds (MongoDB 7.0+)', async () => {
+  const db = srv.freshDb('dropmissing');
+  const r = await db.command({ drop: 'nothere' });
+  assert.equal(r.ok, 1);
+});
+
+h.test('renameCollection moves documents and indexes', async () => {
+  const db = srv.freshDb('ren');
+  await db.collection('src').insertMany([{ _id: 1, a: 1 }, { _id: 2, a: 2 }]);
+  await db.collection('src').createIndex({ a: 1 });
+  const r = await srv.client.db('admin').command({
+    renameCollection: `${db.databaseName}.src`, to: `${db.databaseName}.dst`,
+  });
+  assert.equal(r.ok, 1);
+  const names = (await db.listCollections().toArray()).map((c) => c.name);
+  assert.deepEqual(names, ['dst']);
+  assert.deepEqual(await db.collection('dst').find().sort({ _id: 1 }).toArray(), [{ _id: 1, a: 1 }, { _id: 2, a: 2 }]);
+  const idx = (await db.collection('dst').indexes()).map((i) => i.name).sort();
+  assert.deepEqual(idx, ['_id_', 'a_1']);
+});
+
+h.test('renameCollection errors: missing source 26, existing target 48, dropTarget works', async () => {
+  const db = srv.freshDb('ren2');
+  const admin = srv.client.db('admin');
+  const ns = (c) => `${db.databaseName}.${c}`;
+  await h.expectCode(admin.command({ renameCollection: ns('nope'), to: ns('x') }), 26);
+  await db.collection('a').insertOne({ _id: 'a' });
+  await db.collection('b').insertOne({ _id: 'b' });
+  await h.expectCode(admin.command({ renameCollection: ns('a'), to: ns('b') }), 48);
+  await admin.command({ renameCollection: ns('a'), to: ns('b'), dropTarget: true });
+  assert.deepEqual(await db.collection('b').find().toArray(), [{ _id: 'a' }]);
+  // Must be run against admin.
+  await h.expectCode(db.command({ renameCollection: ns('b'), to: ns('c') }), 13);
+});
+
+h.test('dbStats reports collections, objects and sizes', async () => {
+  const db = srv.freshDb('dbstats');
+  await db.collection('a').insertMany([{ x: 1 }, { x: 2 }]);
+  await db.collection('b').insertOne({ x: 3 });
+  const r = await db.command({ dbStats: 1 });
+  assert.equal(r.ok, 1);
+  assert.equal(r.db, db.databaseName);
+  assert.equal(num(r.collections), 2);
+  assert.equal(num(r.objects), 3);
+  assert.ok(num(r.dataSize) > 0);
+  assert.ok(isNum(r.storageSize));
+  assert.ok(num(r.indexes) >= 2);
+  assert.ok(isNum(r.indexSize));
+  assert.ok(isNum(r.avgObjSize));
+  assert.equal(num(r.scaleFactor), 1);
+  const viaHelper = await db.stats();
+  assert.equal(num(viaHelper.objects), 3);
+});
+
+h.test('collStats reports ns, count, size and indexes', async () => {
+  const db = srv.freshDb('collstats');
+  const c = db.collection('c');
+  await c.insertMany([{ x: 1 }, { x: 2 }, { x: 3 }]);
+  await c.createIndex({ x: 1 });
+  const r = await db.command({ collStats: 'c' });
+  assert.equal(r.ok, 1);
+  assert.equal(r.ns, `${db.databaseName}.c`);
+  assert.equal(num(r.count), 3);
+  assert.ok(num(r.size) > 0);
+  assert.ok(num(r.avgObjSize) > 0);
+  assert.ok(isNum(r.storageSize));
+  assert.equal(num(r.nindexes), 2);
+  assert.ok(isNum(r.totalIndexSize));
+  assert.deepEqual(Object.keys(r.indexSizes).sort(), ['_id_', 'x_1']);
+});
+
+h.test('collStats of a missing collection fails with NamespaceNotFound (26)', async () => {
+  const db = srv.freshDb('collstats2');
+  await db.collection('other').insertOne({});
+  await h.expectCode(db.command({ collStats: 'missing' }), 26);
+});
+
+h.test('validate reports a valid collection', async () => {
+  const db = srv.freshDb('validate');
+  await db.collection('c').insertMany(Array.from({ length: 50 }, (_, i) => ({ i })));
+  await db.collection('c').createIndex({ i: 1 });
+  const r = await db.command({ validate: 'c' });
+  assert.equal(r.ok, 1);
+  assert.equal(r.valid, true);
+  assert.equal(r.ns, `${db.databaseName}.c`);
+  assert.equal(num(r.nrecords), 50);
+  assert.equal(num(r.nIndexes), 2);
+  assert.deepEqual(r.errors, []);
+  assert.equal(num(r.keysPerIndex._id_), 50);
+  assert.equal(num(r.keysPerIndex.i_1), 50);
+  await h.expectCode(db.command({ validate: 'missing' }), 26);
+});
+
+h.test('an unknown command fails with CommandNotFound (59)', async () => {
+  const e = await h.expectCode(srv.client.db('admin').command({ noSuchCommandAtAll: 1 }), 59);
+  assert.equal(e.codeName, 'CommandNotFound');
+  assert.match(e.errmsg, /no such command: 'noSuchCommandAtAll'/);
+  // The connection keeps working.
+  assert.equal((await srv.client.db('admin').command({ ping: 1 })).ok, 1);
+});
+
+h.test('listIndexes, createIndexes and dropIndexes', async () => {
+  const db = srv.freshDb('idx');
+  const c = db.collection('c');
+  await c.insertOne({ a: 1, b: 2 });
+  const name = await c.createIndex({ a: 1, b: -1 });
+  assert.equal(name, 'a_1_b_-1');
+  await c.createIndex({ b: 1 }, { unique: true, name: 'ub' });
+  const idx = await c.indexes();
+  assert.deepEqual(idx.map((i) => i.name).sort(), ['_id_', 'a_1_b_-1', 'ub']);
+  const ub = idx.find((i) => i.name === 'ub');
+  assert.equal(ub.unique, true);
+  assert.equal(ub.v, 2);
+  await h.expectCode(c.insertOne({ b: 2 }), 11000);
+  await c.dropIndex('ub');
+  await c.insertOne({ b: 2 });
+  await h.expectCode(c.dropIndex('nope'), 27);
+  await h.expectCode(c.dropIndex('_id_'), 72);
+});
+
+h.test('explain of a find returns a queryPlanner section', async () => {
+  const db = srv.freshDb('explain');
+  await db.collection('c').insertOne({ a: 1 });
+  const r = await db.command({ explain: { find: 'c', filter: { a: 1 } } });
+  assert.equal(r.ok, 1);
+  assert.ok(r.queryPlanner, 'queryPlanner');
+});
+
+h.test('endSessions, killAllSessions-free lsid commands and hello with lsid are accepted', async () => {
+  const session = srv.client.startSession();
+  const db = srv.freshDb('sess');
+  await db.collection('c').insertOne({ a: 1 }, { session });
+  assert.equal(await db.collection('c').countDocuments({}, { session }), 1);
+  await session.endSession();
+});
+
+h.test('Timestamp and ObjectId values round-trip', async () => {
+  const db = srv.freshDb('types');
+  const ts = new Timestamp({ t: 100, i: 5 });
+  const oid = new ObjectId();
+  await db.collection('c').insertOne({ _id: 1, ts, oid });
+  const d = await db.collection('c').findOne({ _id: 1 });
+  assert.ok(d.ts.equals(ts));
+  assert.ok(d.oid.equals(oid));
+});

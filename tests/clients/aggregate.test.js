@@ -1,0 +1,299 @@
+'use strict';
+// Aggregation stages and accumulators, and bulkWrite, through the Node driver.
+const assert = require('node:assert/strict');
+const { MongoBulkWriteError } = require('mongodb');
+const h = require('./harness');
+
+const srv = h.useServer();
+
+const SALES = [
+  { _id: 1, item: 'a', qty: 2, price: 10, tags: ['x', 'y'], store: { city: 'Oslo' } },
+  { _id: 2, item: 'b', qty: 1, price: 20, tags: ['y'], store: { city: 'Rome' } },
+  { _id: 3, item: 'a', qty: 5, price: 10, tags: [], store: { city: 'Rome' } },
+  { _id: 4, item: 'c', qty: 4, price: 5, tags: ['x'], store: { city: 'Oslo' } },
+  { _id: 5, item: 'b', qty: 3, price: 20, store: { city: 'Lima' } },
+];
+
+async function sales(tag) {
+  const c = srv.freshDb(tag).collection('sales');
+  await c.insertMany(SALES.map((d) => ({ ...d })));
+  return c;
+}
+
+h.test('$match and $sort', async () => {
+  const c = await sales('match');
+  const r = await c.aggregate([{ $match: { item: 'a' } }, { $sort: { qty: -1 } }]).toArray();
+  assert.deepEqual(r.map((d) => d._id), [3, 1]);
+});
+
+h.test('$project inclusion, exclusion, computed fields and $literal', async () => {
+  const c = await sales('project');
+  const r = await c.aggregate([
+    { $match: { _id: 1 } },
+    { $project: { item: 1, total: { $multiply: ['$qty', '$price'] }, city: '$store.city', lit: { $literal: '$x' } } },
+  ]).toArray();
+  assert.deepEqual(r, [{ _id: 1, item: 'a', total: 20, city: 'Oslo', lit: '$x' }]);
+  const ex = await c.aggregate([{ $match: { _id: 2 } }, { $project: { tags: 0, store: 0, _id: 0 } }]).toArray();
+  assert.deepEqual(ex, [{ item: 'b', qty: 1, price: 20 }]);
+});
+
+h.test('$addFields and $set add computed fields; $unset removes', async () => {
+  const c = await sales('addfields');
+  const r = await c.aggregate([
+    { $match: { _id: 2 } },
+    { $addFields: { total: { $multiply: ['$qty', '$price'] } } },
+    { $set: { 'store.country': 'IT', big: { $gt: ['$price', 15] } } },
+    { $unset: ['tags', 'qty'] },
+  ]).toArray();
+  assert.deepEqual(r, [{ _id: 2, item: 'b', price: 20, store: { city: 'Rome', country: 'IT' }, total: 20, big: true }]);
+});
+
+h.test('$skip and $limit', async () => {
+  const c = await sales('skiplimit');
+  const r = await c.aggregate([{ $sort: { _id: 1 } }, { $skip: 1 }, { $limit: 2 }]).toArray();
+  assert.deepEqual(r.map((d) => d._id), [2, 3]);
+});
+
+h.test('$group with $sum (values and counting) and $avg', async () => {
+  const c = await sales('groupsum');
+  const r = await c.aggregate([
+    { $group: { _id: '$item', qty: { $sum: '$qty' }, n: { $sum: 1 }, avgQty: { $avg: '$qty' } } },
+    { $sort: { _id: 1 } },
+  ]).toArray();
+  assert.deepEqual(r, [
+    { _id: 'a', qty: 7, n: 2, avgQty: 3.5 },
+    { _id: 'b', qty: 4, n: 2, avgQty: 2 },
+    { _id: 'c', qty: 4, n: 1, avgQty: 4 },
+  ]);
+});
+
+h.test('$group with $min and $max', async () => {
+  const c = await sales('groupminmax');
+  const r = await c.aggregate([
+    { $group: { _id: null, lo: { $min: '$qty' }, hi: { $max: '$qty' } } },
+  ]).toArray();
+  assert.deepEqual(r, [{ _id: null, lo: 1, hi: 5 }]);
+});
+
+h.test('$group with $first and $last after $sort', async () => {
+  const c = await sales('groupfirst');
+  const r = await c.aggregate([
+    { $sort: { qty: 1 } },
+    { $group: { _id: '$item', first: { $first: '$qty' }, last: { $last: '$qty' } } },
+    { $sort: { _id: 1 } },
+  ]).toArray();
+  assert.deepEqual(r, [
+    { _id: 'a', first: 2, last: 5 }, { _id: 'b', first: 1, last: 3 }, { _id: 'c', first: 4, last: 4 },
+  ]);
+});
+
+h.test('$group with $push and $addToSet', async () => {
+  const c = await sales('grouppush');
+  const r = await c.aggregate([
+    { $sort: { _id: 1 } },
+    { $group: { _id: '$store.city', items: { $push: '$item' }, uniq: { $addToSet: '$item' } } },
+    { $sort: { _id: 1 } },
+  ]).toArray();
+  assert.equal(r.length, 3);
+  assert.deepEqual(r[0], { _id: 'Lima', items: ['b'], uniq: ['b'] });
+  assert.deepEqual(r[1]._id, 'Oslo');
+  assert.deepEqual(r[1].items, ['a', 'c']);
+  assert.deepEqual(r[2].items, ['b', 'a']);
+  assert.deepEqual([...r[2].uniq].sort(), ['a', 'b']);
+});
+
+h.test('$group with $count accumulator and compound _id', async () => {
+  const c = await sales('groupcount');
+  const r = await c.aggregate([
+    { $group: { _id: { i: '$item', p: '$price' }, n: { $count: {} } } },
+    { $sort: { '_id.i': 1 } },
+  ]).toArray();
+  assert.deepEqual(r, [
+    { _id: { i: 'a', p: 10 }, n: 2 }, { _id: { i: 'b', p: 20 }, n: 2 }, { _id: { i: 'c', p: 5 }, n: 1 },
+  ]);
+});
+
+h.test('$group with $stdDevPop and $stdDevSamp', async () => {
+  const c = srv.freshDb('stddev').collection('c');
+  await c.insertMany([{ v: 2 }, { v: 4 }, { v: 4 }, { v: 4 }, { v: 5 }, { v: 5 }, { v: 7 }, { v: 9 }]);
+  const [r] = await c.aggregate([{ $group: { _id: null, pop: { $stdDevPop: '$v' }, samp: { $stdDevSamp: '$v' } } }]).toArray();
+  assert.ok(Math.abs(r.pop - 2) < 1e-9, `pop ${r.pop}`);
+  assert.ok(Math.abs(r.samp - 2.138089935299395) < 1e-9, `samp ${r.samp}`);
+});
+
+h.test('$group with $mergeObjects', async () => {
+  const c = srv.freshDb('merge').collection('c');
+  await c.insertMany([{ _id: 1, k: 1, o: { a: 1 } }, { _id: 2, k: 1, o: { b: 2 } }, { _id: 3, k: 1, o: { a: 3 } }]);
+  const r = await c.aggregate([{ $sort: { _id: 1 } }, { $group: { _id: '$k', m: { $mergeObjects: '$o' } } }]).toArray();
+  assert.deepEqual(r, [{ _id: 1, m: { a: 3, b: 2 } }]);
+});
+
+h.test('$group sums across int, long and double and ignores non-numbers', async () => {
+  const c = srv.freshDb('summix').collection('c');
+  await c.insertMany([{ v: 1 }, { v: 2.5 }, { v: 'x' }, { v: null }, {}]);
+  const [r] = await c.aggregate([{ $group: { _id: null, s: { $sum: '$v' }, a: { $avg: '$v' } } }]).toArray();
+  assert.equal(r.s, 3.5);
+  assert.equal(r.a, 1.75);
+});
+
+h.test('$group without _id fails with 15955', async () => {
+  const c = await sales('groupnoid');
+  await h.expectCode(c.aggregate([{ $group: { n: { $sum: 1 } } }]).toArray(), 15955);
+});
+
+h.test('$count stage', async () => {
+  const c = await sales('count');
+  assert.deepEqual(await c.aggregate([{ $match: { price: { $gte: 10 } } }, { $count: 'n' }]).toArray(), [{ n: 4 }]);
+  assert.deepEqual(await c.aggregate([{ $match: { price: 999 } }, { $count: 'n' }]).toArray(), []);
+});
+
+h.test('$unwind with and without preserveNullAndEmptyArrays and includeArrayIndex', async () => {
+  const c = await sales('unwind');
+  const r = await c.aggregate([{ $unwind: '$tags' }, { $project: { tags: 1 } }, { $sort: { _id: 1, tags: 1 } }]).toArray();
+  assert.deepEqual(r, [{ _id: 1, tags: 'x' }, { _id: 1, tags: 'y' }, { _id: 2, tags: 'y' }, { _id: 4, tags: 'x' }]);
+  const p = await c.aggregate([
+    { $unwind: { path: '$tags', preserveNullAndEmptyArrays: true, includeArrayIndex: 'i' } },
+    { $project: { tags: 1, i: 1 } }, { $sort: { _id: 1, tags: 1 } },
+  ]).toArray();
+  assert.deepEqual(p, [
+    { _id: 1, tags: 'x', i: 0 }, { _id: 1, tags: 'y', i: 1 }, { _id: 2, tags: 'y', i: 0 },
+    { _id: 3, i: null }, { _id: 4, tags: 'x', i: 0 }, { _id: 5, i: null },
+  ]);
+});
+
+h.test('$replaceRoot and $replaceWith', async () => {
+  const c = await sales('replaceroot');
+  const r = await c.aggregate([{ $match: { _id: 1 } }, { $replaceRoot: { newRoot: '$store' } }]).toArray();
+  assert.deepEqual(r, [{ city: 'Oslo' }]);
+  const w = await c.aggregate([{ $match: { _id: 2 } }, { $replaceWith: { x: '$item', y: '$qty' } }]).toArray();
+  assert.deepEqual(w, [{ x: 'b', y: 1 }]);
+  await h.expectCode(c.aggregate([{ $replaceRoot: { newRoot: '$item' } }]).toArray(), 40228);
+});
+
+h.test('$sortByCount', async () => {
+  const c = await sales('sortbycount');
+  const r = await c.aggregate([{ $sortByCount: '$store.city' }]).toArray();
+  assert.equal(r.length, 3);
+  assert.deepEqual(r[2], { _id: 'Lima', count: 1 });
+  assert.deepEqual(r.slice(0, 2).map((d) => d.count), [2, 2]);
+});
+
+h.test('$lookup with localField/foreignField', async () => {
+  const db = srv.freshDb('lookup');
+  await db.collection('orders').insertMany([{ _id: 1, item: 'a' }, { _id: 2, item: 'z' }, { _id: 3, item: ['a', 'b'] }]);
+  await db.collection('items').insertMany([{ _id: 'a', name: 'Apple' }, { _id: 'b', name: 'Banana' }]);
+  const r = await db.collection('orders').aggregate([
+    { $lookup: { from: 'items', localField: 'item', foreignField: '_id', as: 'info' } },
+    { $sort: { _id: 1 } },
+  ]).toArray();
+  assert.deepEqual(r[0].info, [{ _id: 'a', name: 'Apple' }]);
+  assert.deepEqual(r[1].info, []);
+  assert.deepEqual(r[2].info.map((d) => d._id).sort(), ['a', 'b']);
+});
+
+h.test('$lookup with let and pipeline', async () => {
+  const db = srv.freshDb('lookuppipe');
+  await db.collection('o').insertMany([{ _id: 1, min: 5 }]);
+  await db.collection('p').insertMany([{ _id: 'x', v: 3 }, { _id: 'y', v: 7 }, { _id: 'z', v: 9 }]);
+  const r = await db.collection('o').aggregate([
+    { $lookup: { from: 'p', let: { m: '$min' }, pipeline: [{ $match: { $expr: { $gte: ['$v', '$$m'] } } }, { $sort: { v: 1 } }, { $project: { _id: 1 } }], as: 'hits' } },
+  ]).toArray();
+  assert.deepEqual(r, [{ _id: 1, min: 5, hits: [{ _id: 'y' }, { _id: 'z' }] }]);
+});
+
+h.test('aggregate over many documents uses a cursor with getMore', async () => {
+  const c = srv.freshDb('aggbig').collection('c');
+  await c.insertMany(Array.from({ length: 1500 }, (_, i) => ({ _id: i, m: i % 3 })));
+  const r = await c.aggregate([{ $match: { m: 0 } }, { $project: { _id: 1 } }], { batchSize: 100 }).toArray();
+  assert.equal(r.length, 500);
+});
+
+h.test('raw aggregate requires a cursor option and reports unknown stages', async () => {
+  const db = srv.freshDb('aggraw');
+  await db.collection('c').insertOne({ a: 1 });
+  await h.expectCode(db.command({ aggregate: 'c', pipeline: [] }), 9);
+  await h.expectCode(db.command({ aggregate: 'c', pipeline: [{ $nosuchstage: {} }], cursor: {} }), 40324);
+  const r = await db.command({ aggregate: 'c', pipeline: [{ $project: { _id: 0 } }], cursor: {} });
+  assert.deepEqual(r.cursor.firstBatch, [{ a: 1 }]);
+  assert.equal(r.cursor.ns, `${db.databaseName}.c`);
+});
+
+h.test('aggregate on a missing collection returns nothing', async () => {
+  const db = srv.freshDb('aggmissing');
+  assert.deepEqual(await db.collection('none').aggregate([{ $match: {} }]).toArray(), []);
+});
+
+h.test('expression operators in $project', async () => {
+  const c = srv.freshDb('exprops').collection('c');
+  await c.insertOne({ _id: 1, a: 7, b: 2, s: 'Hello', arr: [3, 1, 2], d: new Date(Date.UTC(2024, 1, 29, 13, 5, 6)) });
+  const [r] = await c.aggregate([{ $project: {
+    _id: 0,
+    add: { $add: ['$a', '$b'] }, sub: { $subtract: ['$a', '$b'] }, div: { $divide: ['$a', '$b'] },
+    mod: { $mod: ['$a', '$b'] }, up: { $toUpper: '$s' }, cat: { $concat: ['$s', '!'] },
+    sz: { $size: '$arr' }, cond: { $cond: [{ $gt: ['$a', 5] }, 'big', 'small'] },
+    ifn: { $ifNull: ['$missing', 'dflt'] }, yr: { $year: '$d' }, mon: { $month: '$d' },
+    sub2: { $substrCP: ['$s', 1, 3] }, inArr: { $in: [2, '$arr'] }, first: { $arrayElemAt: ['$arr', 0] },
+  } }]).toArray();
+  assert.deepEqual(r, {
+    add: 9, sub: 5, div: 3.5, mod: 1, up: 'HELLO', cat: 'Hello!', sz: 3, cond: 'big', ifn: 'dflt',
+    yr: 2024, mon: 2, sub2: 'ell', inArr: true, first: 3,
+  });
+});
+
+// ---------------------------------------------------------------- bulkWrite
+
+h.test('ordered bulkWrite with every operation kind', async () => {
+  const c = srv.freshDb('bulk').collection('c');
+  await c.insertMany([{ _id: 1, v: 1 }, { _id: 2, v: 2 }, { _id: 3, v: 3 }]);
+  const r = await c.bulkWrite([
+    { insertOne: { document: { _id: 4, v: 4 } } },
+    { updateOne: { filter: { _id: 1 }, update: { $set: { v: 10 } } } },
+    { updateMany: { filter: { v: { $gte: 3 } }, update: { $inc: { v: 100 } } } },
+    { replaceOne: { filter: { _id: 2 }, replacement: { v: 'r' } } },
+    { deleteOne: { filter: { _id: 3 } } },
+    { updateOne: { filter: { _id: 9 }, update: { $set: { v: 9 } }, upsert: true } },
+    { deleteMany: { filter: { v: 'nothing' } } },
+  ], { ordered: true });
+  assert.equal(r.insertedCount, 1);
+  assert.equal(r.matchedCount, 4);
+  assert.equal(r.modifiedCount, 4);
+  assert.equal(r.deletedCount, 1);
+  assert.equal(r.upsertedCount, 1);
+  assert.equal(r.upsertedIds[5], 9);
+  assert.deepEqual(await c.find().sort({ _id: 1 }).toArray(), [
+    { _id: 1, v: 10 }, { _id: 2, v: 'r' }, { _id: 4, v: 104 }, { _id: 9, v: 9 },
+  ]);
+});
+
+h.test('ordered bulkWrite stops at the first error', async () => {
+  const c = srv.freshDb('bulkord').collection('c');
+  let err;
+  try {
+    await c.bulkWrite([
+      { insertOne: { document: { _id: 1 } } },
+      { insertOne: { document: { _id: 1 } } },
+      { insertOne: { document: { _id: 2 } } },
+    ], { ordered: true });
+  } catch (e) { err = e; }
+  assert.ok(err instanceof MongoBulkWriteError, `got ${err}`);
+  assert.equal(err.writeErrors[0].index, 1);
+  assert.equal(err.writeErrors[0].code, 11000);
+  assert.equal(await c.countDocuments(), 1);
+});
+
+h.test('unordered bulkWrite continues past errors', async () => {
+  const c = srv.freshDb('bulkunord').collection('c');
+  await c.insertOne({ _id: 1, v: 'a' });
+  let err;
+  try {
+    await c.bulkWrite([
+      { insertOne: { document: { _id: 1 } } },
+      { updateOne: { filter: { _id: 1 }, update: { $inc: { v: 1 } } } },
+      { insertOne: { document: { _id: 2 } } },
+      { deleteOne: { filter: { _id: 1 } } },
+    ], { ordered: false });
+  } catch (e) { err = e; }
+  assert.ok(err instanceof MongoBulkWriteError, `got ${err}`);
+  assert.deepEqual(err.writeErrors.map((w) => [w.index, w.code]), [[0, 11000], [1, 14]]);
+  assert.deepEqual((await c.find().toArray()).map((d) => d._id), [2]);
+});

@@ -1,0 +1,590 @@
+'use strict';
+// Insert, find (every query operator), projection, sort, cursors, delete,
+// count and distinct through the Node driver, to MongoDB 8.0 behaviour.
+const assert = require('node:assert/strict');
+const { ObjectId, Long, Int32, Double, Decimal128, MongoBulkWriteError } = require('mongodb');
+const h = require('./harness');
+
+const srv = h.useServer();
+
+/* Cursor ids are int64 on the wire; keep them Long when sending them back. */
+function cid(v) { return Long.isLong(v) ? v : Long.fromNumber(Number(v)); }
+
+async function ids(cursor) { return (await cursor.toArray()).map((d) => d._id); }
+
+/* A collection with a small fixed data set for query-operator tests. */
+async function fixture(tag) {
+  const db = srv.freshDb(tag);
+  const c = db.collection('c');
+  await c.insertMany([
+    { _id: 1, a: 1, s: 'apple', tags: ['x', 'y'], n: { v: 10 } },
+    { _id: 2, a: 2, s: 'banana', tags: ['y', 'z'], n: { v: 20 } },
+    { _id: 3, a: 3, s: 'Cherry', tags: ['x', 'y', 'z'], n: { v: 30 } },
+    { _id: 4, a: null, s: 'date', tags: [] },
+    { _id: 5, s: 'elder', tags: 'x', n: { v: [5, 50] } },
+    { _id: 6, a: '3', s: 'fig', tags: [['x']], n: null },
+  ]);
+  return c;
+}
+
+// ---------------------------------------------------------------- inserts
+
+h.test('insertOne returns the id and the document can be read back', async () => {
+  const c = srv.freshDb('ins').collection('c');
+  const r = await c.insertOne({ _id: 'k', v: 1, nested: { a: [1, 2, { b: 3 }] } });
+  assert.equal(r.acknowledged, true);
+  assert.equal(r.insertedId, 'k');
+  assert.deepEqual(await c.findOne({ _id: 'k' }), { _id: 'k', v: 1, nested: { a: [1, 2, { b: 3 }] } });
+});
+
+h.test('a document without _id gets an ObjectId _id placed first', async () => {
+  const db = srv.freshDb('oid');
+  // Use the raw command so that the server, not the driver, assigns the _id.
+  const r = await db.command({ insert: 'c', documents: [{ v: 1 }, { v: 2, w: 3 }] });
+  assert.equal(r.ok, 1);
+  assert.equal(r.n, 2);
+  const docs = await db.collection('c').find().toArray();
+  assert.equal(docs.length, 2);
+  for (const d of docs) {
+    assert.ok(d._id instanceof ObjectId, '_id is an ObjectId');
+    assert.equal(Object.keys(d)[0], '_id', '_id is the first field');
+  }
+  assert.notEqual(docs[0]._id.toHexString(), docs[1]._id.toHexString());
+});
+
+h.test('_id that is not first in the inserted document is moved first', async () => {
+  const db = srv.freshDb('idfirst');
+  await db.command({ insert: 'c', documents: [{ a: 1, _id: 7 }] });
+  const d = await db.collection('c').findOne({});
+  assert.deepEqual(Object.keys(d), ['_id', 'a']);
+});
+
+h.test('insertMany returns every inserted id', async () => {
+  const c = srv.freshDb('im').collection('c');
+  const r = await c.insertMany([{ _id: 1 }, { _id: 2 }, { x: 1 }]);
+  assert.equal(r.insertedCount, 3);
+  assert.equal(r.insertedIds[0], 1);
+  assert.ok(r.insertedIds[2] instanceof ObjectId);
+  assert.equal(await c.countDocuments(), 3);
+});
+
+h.test('insertOne with a duplicate _id fails with E11000 and keyPattern/keyValue', async () => {
+  const db = srv.freshDb('dupone');
+  const c = db.collection('c');
+  await c.insertOne({ _id: 1 });
+  const e = await h.expectCode(c.insertOne({ _id: 1, x: 2 }), 11000);
+  assert.equal(e.errmsg,
+    `E11000 duplicate key error collection: ${db.databaseName}.c index: _id_ dup key: { _id: 1 }`);
+  assert.deepEqual(e.keyPattern, { _id: 1 });
+  assert.deepEqual(e.keyValue, { _id: 1 });
+});
+
+h.test('ordered insertMany stops at the first duplicate', async () => {
+  const db = srv.freshDb('dupord');
+  const c = db.collection('c');
+  await c.insertOne({ _id: 2 });
+  let err;
+  try {
+    await c.insertMany([{ _id: 1 }, { _id: 2 }, { _id: 3 }], { ordered: true });
+  } catch (e) { err = e; }
+  assert.ok(err instanceof MongoBulkWriteError, `got ${err}`);
+  assert.equal(err.writeErrors.length, 1);
+  const we = err.writeErrors[0];
+  assert.equal(we.code, 11000);
+  assert.equal(we.index, 1);
+  assert.equal(we.errmsg,
+    `E11000 duplicate key error collection: ${db.databaseName}.c index: _id_ dup key: { _id: 2 }`);
+  assert.equal(err.result.insertedCount, 1);
+  assert.deepEqual(await ids(c.find().sort({ _id: 1 })), [1, 2]);
+});
+
+h.test('unordered insertMany inserts all but the duplicates and reports each', async () => {
+  const db = srv.freshDb('dupunord');
+  const c = db.collection('c');
+  let err;
+  try {
+    await c.insertMany([{ _id: 1 }, { _id: 1 }, { _id: 2 }, { _id: 2 }, { _id: 3 }], { ordered: false });
+  } catch (e) { err = e; }
+  assert.ok(err instanceof MongoBulkWriteError, `got ${err}`);
+  assert.deepEqual(err.writeErrors.map((w) => w.index), [1, 3]);
+  assert.ok(err.writeErrors.every((w) => w.code === 11000));
+  assert.equal(err.result.insertedCount, 3);
+  assert.deepEqual(await ids(c.find().sort({ _id: 1 })), [1, 2, 3]);
+});
+
+h.test('raw insert reply carries writeErrors with index, code, errmsg, keyPattern, keyValue', async () => {
+  const db = srv.freshDb('dupraw');
+  await db.collection('c').insertOne({ _id: 'a' });
+  const r = await db.command({ insert: 'c', documents: [{ _id: 'b' }, { _id: 'a' }, { _id: 'c' }], ordered: false });
+  assert.equal(r.ok, 1);
+  assert.equal(r.n, 2);
+  assert.equal(r.writeErrors.length, 1);
+  const we = r.writeErrors[0];
+  assert.equal(we.index, 1);
+  assert.equal(we.code, 11000);
+  assert.deepEqual(we.keyPattern, { _id: 1 });
+  assert.deepEqual(we.keyValue, { _id: 'a' });
+  assert.equal(we.errmsg,
+    `E11000 duplicate key error collection: ${db.databaseName}.c index: _id_ dup key: { _id: "a" }`);
+});
+
+h.test('duplicate on a unique secondary index names that index', async () => {
+  const db = srv.freshDb('dupsec');
+  const c = db.collection('c');
+  await c.createIndex({ email: 1 }, { unique: true });
+  await c.insertOne({ _id: 1, email: 'a@x' });
+  const e = await h.expectCode(c.insertOne({ _id: 2, email: 'a@x' }), 11000);
+  assert.equal(e.errmsg,
+    `E11000 duplicate key error collection: ${db.databaseName}.c index: email_1 dup key: { email: "a@x" }`);
+  assert.deepEqual(e.keyPattern, { email: 1 });
+  assert.deepEqual(e.keyValue, { email: 'a@x' });
+});
+
+h.test('insert into a new database/collection creates both implicitly', async () => {
+  const db = srv.freshDb('implicit');
+  await db.collection('newcoll').insertOne({ a: 1 });
+  const names = (await db.listCollections().toArray()).map((c) => c.name);
+  assert.deepEqual(names, ['newcoll']);
+});
+
+h.test('all BSON types round-trip unchanged', async () => {
+  const c = srv.freshDb('types').collection('c');
+  const doc = {
+    _id: 1, d: 1.5, s: 'str', o: { x: 1 }, arr: [1, 'a', null], bin: Buffer.from([1, 2, 3]),
+    oid: new ObjectId(), b: true, date: new Date(1700000000000), nul: null, re: /ab+c/i,
+    i32: 7, i64: Long.fromString('9007199254740993'), dec: Decimal128.fromString('1.10'),
+  };
+  await c.insertOne(doc);
+  const got = await c.findOne({ _id: 1 }, { promoteLongs: false });
+  assert.equal(got.d, 1.5);
+  assert.equal(got.s, 'str');
+  assert.deepEqual(got.o, { x: 1 });
+  assert.deepEqual(got.arr, [1, 'a', null]);
+  assert.deepEqual(Buffer.from(got.bin.buffer), Buffer.from([1, 2, 3]));
+  assert.ok(got.oid.equals(doc.oid));
+  assert.equal(got.b, true);
+  assert.equal(got.date.getTime(), 1700000000000);
+  assert.equal(got.nul, null);
+  assert.equal(got.re.source ?? got.re.pattern, 'ab+c');
+  assert.ok(got.i64 instanceof Long && got.i64.toString() === '9007199254740993');
+  assert.equal(got.dec.toString(), '1.10');
+});
+
+// ---------------------------------------------------------------- query operators
+
+h.test('$eq and implicit equality, including null and missing', async () => {
+  const c = await fixture('eq');
+  assert.deepEqual(await ids(c.find({ a: 2 })), [2]);
+  assert.deepEqual(await ids(c.find({ a: { $eq: 2 } })), [2]);
+  // null matches both null and missing.
+  assert.deepEqual(await ids(c.find({ a: null }).sort({ _id: 1 })), [4, 5]);
+  // equality on an array field matches any element or the whole array.
+  assert.deepEqual(await ids(c.find({ tags: 'z' }).sort({ _id: 1 })), [2, 3]);
+  assert.deepEqual(await ids(c.find({ tags: ['x', 'y'] })), [1]);
+  assert.deepEqual(await ids(c.find({ tags: ['x'] })), [6]);
+  assert.deepEqual(await ids(c.find({ n: { v: 10 } })), [1]);
+});
+
+h.test('$ne', async () => {
+  const c = await fixture('ne');
+  assert.deepEqual(await ids(c.find({ a: { $ne: 2 } }).sort({ _id: 1 })), [1, 3, 4, 5, 6]);
+  assert.deepEqual(await ids(c.find({ tags: { $ne: 'y' } }).sort({ _id: 1 })), [4, 5, 6]);
+  assert.deepEqual(await ids(c.find({ a: { $ne: null } }).sort({ _id: 1 })), [1, 2, 3, 6]);
+});
+
+h.test('$gt $gte $lt $lte compare within the same type bracket only', async () => {
+  const c = await fixture('cmp');
+  assert.deepEqual(await ids(c.find({ a: { $gt: 1 } }).sort({ _id: 1 })), [2, 3]);
+  assert.deepEqual(await ids(c.find({ a: { $gte: 1 } }).sort({ _id: 1 })), [1, 2, 3]);
+  assert.deepEqual(await ids(c.find({ a: { $lt: 3 } }).sort({ _id: 1 })), [1, 2]);
+  assert.deepEqual(await ids(c.find({ a: { $lte: 3 } }).sort({ _id: 1 })), [1, 2, 3]);
+  assert.deepEqual(await ids(c.find({ a: { $gt: 1, $lt: 3 } })), [2]);
+  // Strings compare with strings only ('3' is not > 2).
+  assert.deepEqual(await ids(c.find({ a: { $gte: '0' } })), [6]);
+  assert.deepEqual(await ids(c.find({ s: { $gt: 'c' } }).sort({ _id: 1 })), [4, 5, 6]);
+  // Arrays: any element satisfies.
+  assert.deepEqual(await ids(c.find({ 'n.v': { $gt: 40 } })), [5]);
+  // $lte null matches null and missing; $gt null matches nothing.
+  assert.deepEqual(await ids(c.find({ a: { $lte: null } }).sort({ _id: 1 })), [4, 5]);
+  assert.deepEqual(await ids(c.find({ a: { $gt: null } })), []);
+});
+
+h.test('$in and $nin', async () => {
+  const c = await fixture('in');
+  assert.deepEqual(await ids(c.find({ a: { $in: [1, 3, '3'] } }).sort({ _id: 1 })), [1, 3, 6]);
+  assert.deepEqual(await ids(c.find({ a: { $in: [null] } }).sort({ _id: 1 })), [4, 5]);
+  assert.deepEqual(await ids(c.find({ tags: { $in: ['z'] } }).sort({ _id: 1 })), [2, 3]);
+  assert.deepEqual(await ids(c.find({ s: { $in: [/^b/, 'date'] } }).sort({ _id: 1 })), [2, 4]);
+  assert.deepEqual(await ids(c.find({ a: { $nin: [1, 2, null] } }).sort({ _id: 1 })), [3, 6]);
+  assert.deepEqual(await ids(c.find({ tags: { $nin: ['x'] } }).sort({ _id: 1 })), [2, 4, 6]);
+  assert.deepEqual(await ids(c.find({ a: { $in: [] } })), []);
+});
+
+h.test('$and $or $nor', async () => {
+  const c = await fixture('logic');
+  assert.deepEqual(await ids(c.find({ $and: [{ a: { $gte: 2 } }, { tags: 'x' }] })), [3]);
+  assert.deepEqual(await ids(c.find({ $or: [{ a: 1 }, { s: 'fig' }] }).sort({ _id: 1 })), [1, 6]);
+  assert.deepEqual(await ids(c.find({ $nor: [{ a: 1 }, { tags: 'y' }] }).sort({ _id: 1 })), [4, 5, 6]);
+  assert.deepEqual(await ids(c.find({ $or: [{ a: 1 }], s: 'apple' })), [1]);
+});
+
+h.test('$and/$or/$nor with a non-array or empty array fail with BadValue (2)', async () => {
+  const c = await fixture('logicbad');
+  await h.expectCode(c.find({ $or: {} }).toArray(), 2);
+  await h.expectCode(c.find({ $and: [] }).toArray(), 2);
+});
+
+h.test('$not', async () => {
+  const c = await fixture('not');
+  assert.deepEqual(await ids(c.find({ a: { $not: { $gt: 1 } } }).sort({ _id: 1 })), [1, 4, 5, 6]);
+  assert.deepEqual(await ids(c.find({ s: { $not: /^[a-c]/ } }).sort({ _id: 1 })), [3, 4, 5, 6]);
+  await h.expectCode(c.find({ a: { $not: 1 } }).toArray(), 2);
+});
+
+h.test('$exists', async () => {
+  const c = await fixture('exists');
+  assert.deepEqual(await ids(c.find({ a: { $exists: true } }).sort({ _id: 1 })), [1, 2, 3, 4, 6]);
+  assert.deepEqual(await ids(c.find({ a: { $exists: false } })), [5]);
+  assert.deepEqual(await ids(c.find({ 'n.v': { $exists: true } }).sort({ _id: 1 })), [1, 2, 3, 5]);
+});
+
+h.test('$type with names, numbers and "number"', async () => {
+  const c = await fixture('type');
+  assert.deepEqual(await ids(c.find({ a: { $type: 'string' } })), [6]);
+  assert.deepEqual(await ids(c.find({ a: { $type: 2 } })), [6]);
+  assert.deepEqual(await ids(c.find({ a: { $type: 'null' } })), [4]);
+  assert.deepEqual(await ids(c.find({ a: { $type: 'number' } }).sort({ _id: 1 })), [1, 2, 3]);
+  assert.deepEqual(await ids(c.find({ tags: { $type: 'array' } }).sort({ _id: 1 })), [1, 2, 3, 4, 6]);
+  assert.deepEqual(await ids(c.find({ a: { $type: ['string', 'null'] } }).sort({ _id: 1 })), [4, 6]);
+  await h.expectCode(c.find({ a: { $type: 'nosuchtype' } }).toArray(), 2);
+});
+
+h.test('$all', async () => {
+  const c = await fixture('all');
+  assert.deepEqual(await ids(c.find({ tags: { $all: ['x', 'y'] } }).sort({ _id: 1 })), [1, 3]);
+  assert.deepEqual(await ids(c.find({ tags: { $all: ['x'] } }).sort({ _id: 1 })), [1, 3, 5]);
+  assert.deepEqual(await ids(c.find({ tags: { $all: [] } })), []);
+});
+
+h.test('$elemMatch on scalars and documents', async () => {
+  const db = srv.freshDb('em');
+  const c = db.collection('c');
+  await c.insertMany([
+    { _id: 1, r: [1, 5, 9], o: [{ k: 'a', v: 1 }, { k: 'b', v: 2 }] },
+    { _id: 2, r: [3, 4], o: [{ k: 'a', v: 2 }, { k: 'b', v: 1 }] },
+    { _id: 3, r: 4, o: { k: 'a', v: 1 } },
+  ]);
+  assert.deepEqual(await ids(c.find({ r: { $elemMatch: { $gt: 3, $lt: 5 } } })), [2]);
+  // Without $elemMatch both conditions may be satisfied by different elements.
+  assert.deepEqual(await ids(c.find({ r: { $gt: 3, $lt: 5 } }).sort({ _id: 1 })), [1, 2, 3]);
+  assert.deepEqual(await ids(c.find({ o: { $elemMatch: { k: 'a', v: 1 } } })), [1]);
+  assert.deepEqual(await ids(c.find({ 'o.k': 'a', 'o.v': 1 }).sort({ _id: 1 })), [1, 2, 3]);
+});
+
+h.test('$size', async () => {
+  const c = await fixture('size');
+  assert.deepEqual(await ids(c.find({ tags: { $size: 2 } }).sort({ _id: 1 })), [1, 2]);
+  assert.deepEqual(await ids(c.find({ tags: { $size: 0 } })), [4]);
+  assert.deepEqual(await ids(c.find({ tags: { $size: 1 } })), [6]);
+  await h.expectCode(c.find({ tags: { $size: -1 } }).toArray(), 2);
+});
+
+h.test('$regex with options, regex literals and array elements', async () => {
+  const c = await fixture('regex');
+  assert.deepEqual(await ids(c.find({ s: { $regex: '^c', $options: 'i' } })), [3]);
+  assert.deepEqual(await ids(c.find({ s: { $regex: '^c' } })), []);
+  assert.deepEqual(await ids(c.find({ s: /an/ })), [2]);
+  assert.deepEqual(await ids(c.find({ s: { $regex: /^A/i } })), [1]);
+  assert.deepEqual(await ids(c.find({ tags: /^z$/ }).sort({ _id: 1 })), [2, 3]);
+  await h.expectCode(c.find({ s: { $regex: '(' } }).toArray(), 51091);
+});
+
+h.test('$mod', async () => {
+  const c = await fixture('mod');
+  assert.deepEqual(await ids(c.find({ a: { $mod: [2, 1] } }).sort({ _id: 1 })), [1, 3]);
+  assert.deepEqual(await ids(c.find({ a: { $mod: [2, 0] } })), [2]);
+  await h.expectCode(c.find({ a: { $mod: [0, 1] } }).toArray(), 2);
+  await h.expectCode(c.find({ a: { $mod: [2] } }).toArray(), 2);
+});
+
+h.test('$expr compares fields of the same document', async () => {
+  const db = srv.freshDb('expr');
+  const c = db.collection('c');
+  await c.insertMany([{ _id: 1, x: 5, y: 3 }, { _id: 2, x: 1, y: 9 }, { _id: 3, x: 4, y: 4 }]);
+  assert.deepEqual(await ids(c.find({ $expr: { $gt: ['$x', '$y'] } })), [1]);
+  assert.deepEqual(await ids(c.find({ $expr: { $eq: ['$x', '$y'] } })), [3]);
+  assert.deepEqual(await ids(c.find({ $expr: { $lt: [{ $add: ['$x', 5] }, '$y'] } })), [2]);
+});
+
+h.test('unknown field-level operator fails with BadValue (2)', async () => {
+  const c = await fixture('unknownop');
+  await h.expectCode(c.find({ a: { $foo: 1 } }).toArray(), 2, /unknown operator: \$foo/);
+});
+
+h.test('dotted paths through arrays and array indexes', async () => {
+  const db = srv.freshDb('dotted');
+  const c = db.collection('c');
+  await c.insertMany([
+    { _id: 1, a: [{ b: 1 }, { b: 2 }] },
+    { _id: 2, a: { b: [3, 4] } },
+    { _id: 3, a: [{ b: [5, { c: 6 }] }] },
+    { _id: 4, a: [[{ b: 7 }]] },
+    { _id: 5, a: [10, 20] },
+  ]);
+  assert.deepEqual(await ids(c.find({ 'a.b': 2 })), [1]);
+  assert.deepEqual(await ids(c.find({ 'a.b': 4 })), [2]);
+  assert.deepEqual(await ids(c.find({ 'a.b': 5 })), [3]);
+  assert.deepEqual(await ids(c.find({ 'a.b.c': 6 })), [3]);
+  // Arrays of arrays are not traversed implicitly.
+  assert.deepEqual(await ids(c.find({ 'a.b': 7 })), []);
+  assert.deepEqual(await ids(c.find({ 'a.0.b': 7 })), [4]);
+  assert.deepEqual(await ids(c.find({ 'a.1.b': 2 })), [1]);
+  assert.deepEqual(await ids(c.find({ 'a.1': 20 })), [5]);
+  assert.deepEqual(await ids(c.find({ 'a.b.1': 4 })), [2]);
+});
+
+h.test('numeric values of different types compare by value', async () => {
+  const db = srv.freshDb('numeric');
+  const c = db.collection('c');
+  await c.insertMany([
+    { _id: 1, v: new Int32(5) },
+    { _id: 2, v: Long.fromNumber(5) },
+    { _id: 3, v: new Double(5.0) },
+    { _id: 4, v: Decimal128.fromString('5.0') },
+    { _id: 5, v: new Double(5.5) },
+    { _id: 6, v: Long.fromNumber(6) },
+    { _id: 7, v: Decimal128.fromString('4.99') },
+  ]);
+  assert.deepEqual(await ids(c.find({ v: 5 }).sort({ _id: 1 })), [1, 2, 3, 4]);
+  assert.deepEqual(await ids(c.find({ v: Long.fromNumber(5) }).sort({ _id: 1 })), [1, 2, 3, 4]);
+  assert.deepEqual(await ids(c.find({ v: Decimal128.fromString('5') }).sort({ _id: 1 })), [1, 2, 3, 4]);
+  assert.deepEqual(await ids(c.find({ v: { $gt: 5 } }).sort({ _id: 1 })), [5, 6]);
+  assert.deepEqual(await ids(c.find({ v: { $lt: 5 } })), [7]);
+  assert.deepEqual(await ids(c.find({ v: { $in: [5.5, Long.fromNumber(6)] } }).sort({ _id: 1 })), [5, 6]);
+  // Sort is by numeric value across types; ties broken by _id here.
+  assert.deepEqual(await ids(c.find().sort({ v: 1, _id: 1 })), [7, 1, 2, 3, 4, 5, 6]);
+  // A long beyond 2^53 is compared exactly, not through double.
+  await c.insertOne({ _id: 8, v: Long.fromString('9007199254740993') });
+  assert.deepEqual(await ids(c.find({ v: Long.fromString('9007199254740993') })), [8]);
+  assert.deepEqual(await ids(c.find({ v: Long.fromString('9007199254740992') })), []);
+});
+
+h.test('query on _id with ObjectId and on nested documents', async () => {
+  const c = srv.freshDb('byoid').collection('c');
+  const r = await c.insertMany([{ a: 1 }, { a: 2 }]);
+  const d = await c.findOne({ _id: r.insertedIds[1] });
+  assert.equal(d.a, 2);
+});
+
+// ---------------------------------------------------------------- projection
+
+h.test('projection: inclusion, exclusion and _id', async () => {
+  const c = srv.freshDb('proj').collection('c');
+  await c.insertOne({ _id: 1, a: 1, b: 2, c: { d: 3, e: 4 } });
+  assert.deepEqual(await c.findOne({}, { projection: { a: 1 } }), { _id: 1, a: 1 });
+  assert.deepEqual(await c.findOne({}, { projection: { a: 1, _id: 0 } }), { a: 1 });
+  assert.deepEqual(await c.findOne({}, { projection: { a: 0, c: 0 } }), { _id: 1, b: 2 });
+  assert.deepEqual(await c.findOne({}, { projection: { _id: 0 } }), { a: 1, b: 2, c: { d: 3, e: 4 } });
+  assert.deepEqual(await c.findOne({}, { projection: { 'c.d': 1 } }), { _id: 1, c: { d: 3 } });
+  assert.deepEqual(await c.findOne({}, { projection: { 'c.d': 0 } }), { _id: 1, a: 1, b: 2, c: { e: 4 } });
+  assert.deepEqual(await c.findOne({}, { projection: { missing: 1 } }), { _id: 1 });
+});
+
+h.test('projection through arrays of documents', async () => {
+  const c = srv.freshDb('projarr').collection('c');
+  await c.insertOne({ _id: 1, arr: [{ x: 1, y: 2 }, { x: 3, y: 4 }, 5] });
+  assert.deepEqual(await c.findOne({}, { projection: { 'arr.x': 1, _id: 0 } }), { arr: [{ x: 1 }, { x: 3 }] });
+});
+
+h.test('projection $slice', async () => {
+  const c = srv.freshDb('slice').collection('c');
+  await c.insertOne({ _id: 1, a: [1, 2, 3, 4, 5], b: 'keep' });
+  assert.deepEqual(await c.findOne({}, { projection: { a: { $slice: 2 } } }), { _id: 1, a: [1, 2], b: 'keep' });
+  assert.deepEqual(await c.findOne({}, { projection: { a: { $slice: -2 } } }), { _id: 1, a: [4, 5], b: 'keep' });
+  assert.deepEqual(await c.findOne({}, { projection: { a: { $slice: [1, 2] } } }), { _id: 1, a: [2, 3], b: 'keep' });
+  assert.deepEqual(await c.findOne({}, { projection: { a: { $slice: 2 }, b: 1 } }), { _id: 1, a: [1, 2], b: 'keep' });
+});
+
+h.test('projection $elemMatch and positional $', async () => {
+  const c = srv.freshDb('projem').collection('c');
+  await c.insertOne({ _id: 1, s: [{ k: 'a', v: 1 }, { k: 'b', v: 2 }, { k: 'b', v: 3 }], n: 1 });
+  assert.deepEqual(await c.findOne({}, { projection: { s: { $elemMatch: { k: 'b' } } } }),
+    { _id: 1, s: [{ k: 'b', v: 2 }] });
+  assert.deepEqual(await c.findOne({}, { projection: { s: { $elemMatch: { k: 'z' } } } }), { _id: 1 });
+  assert.deepEqual(await c.findOne({ 's.v': 3 }, { projection: { 's.$': 1 } }), { _id: 1, s: [{ k: 'b', v: 3 }] });
+});
+
+h.test('mixing inclusion and exclusion fails with 31254', async () => {
+  const c = srv.freshDb('projmix').collection('c');
+  await c.insertOne({ a: 1, b: 1 });
+  await h.expectCode(c.findOne({}, { projection: { a: 1, b: 0 } }), 31254);
+});
+
+// ---------------------------------------------------------------- sort / skip / limit / cursors
+
+h.test('sort on several keys, mixed directions, with missing fields first', async () => {
+  const c = srv.freshDb('sort').collection('c');
+  await c.insertMany([
+    { _id: 1, a: 2, b: 'x' }, { _id: 2, a: 1, b: 'y' }, { _id: 3, a: 2, b: 'z' },
+    { _id: 4, b: 'w' }, { _id: 5, a: 1, b: 'a' }, { _id: 6, a: 'str' }, { _id: 7, a: null },
+  ]);
+  assert.deepEqual(await ids(c.find().sort({ a: 1, b: -1 })), [4, 7, 2, 5, 3, 1, 6]);
+  assert.deepEqual(await ids(c.find().sort({ a: -1, b: 1 })), [6, 1, 3, 5, 2, 7, 4]);
+  assert.deepEqual(await ids(c.find({ a: { $type: 'number' } }).sort({ b: 1 })), [5, 1, 2, 3]);
+});
+
+h.test('sort on an array field uses the smallest element ascending and largest descending', async () => {
+  const c = srv.freshDb('sortarr').collection('c');
+  await c.insertMany([{ _id: 1, a: [1, 9] }, { _id: 2, a: [3, 4] }, { _id: 3, a: 5 }]);
+  assert.deepEqual(await ids(c.find().sort({ a: 1 })), [1, 2, 3]);
+  assert.deepEqual(await ids(c.find().sort({ a: -1 })), [1, 3, 2]);
+});
+
+h.test('sort across BSON types follows the canonical type order', async () => {
+  const c = srv.freshDb('sorttypes').collection('c');
+  await c.insertMany([
+    { _id: 'date', v: new Date(0) }, { _id: 'bool', v: true }, { _id: 'oid', v: new ObjectId('000000000000000000000000') },
+    { _id: 'arr', v: [] }, { _id: 'obj', v: { a: 1 } }, { _id: 'str', v: 'a' }, { _id: 'num', v: 1 },
+    { _id: 'null', v: null },
+  ]);
+  // Empty array sorts before null (as undefined); null < numbers < strings < objects < ObjectId < bool < date.
+  assert.deepEqual(await ids(c.find().sort({ v: 1 })), ['arr', 'null', 'num', 'str', 'obj', 'oid', 'bool', 'date']);
+});
+
+h.test('skip and limit', async () => {
+  const c = srv.freshDb('skip').collection('c');
+  await c.insertMany(Array.from({ length: 20 }, (_, i) => ({ _id: i })));
+  assert.deepEqual(await ids(c.find().sort({ _id: 1 }).skip(5).limit(3)), [5, 6, 7]);
+  assert.deepEqual(await ids(c.find().sort({ _id: -1 }).limit(2)), [19, 18]);
+  assert.deepEqual(await ids(c.find().sort({ _id: 1 }).skip(19)), [19]);
+  assert.deepEqual(await ids(c.find().skip(100)), []);
+  // A negative limit means a single batch of that size.
+  assert.deepEqual(await ids(c.find().sort({ _id: 1 }).limit(-4)), [0, 1, 2, 3]);
+  await h.expectCode(srv.client.db(c.dbName).command({ find: 'c', skip: -1 }), 51024);
+});
+
+h.test('batchSize drives getMore and the cursor returns everything', async () => {
+  const db = srv.freshDb('batch');
+  const c = db.collection('c');
+  await c.insertMany(Array.from({ length: 25 }, (_, i) => ({ _id: i })));
+  const r = await db.command({ find: 'c', batchSize: 10, sort: { _id: 1 } });
+  assert.equal(r.cursor.firstBatch.length, 10);
+  assert.notEqual(Number(r.cursor.id), 0);
+  assert.equal(r.cursor.ns, `${db.databaseName}.c`);
+  const g1 = await db.command({ getMore: cid(r.cursor.id), collection: 'c', batchSize: 10 });
+  assert.deepEqual(g1.cursor.nextBatch.map((d) => d._id), [10, 11, 12, 13, 14, 15, 16, 17, 18, 19]);
+  const g2 = await db.command({ getMore: cid(r.cursor.id), collection: 'c', batchSize: 10 });
+  assert.equal(g2.cursor.nextBatch.length, 5);
+  assert.equal(Number(g2.cursor.id), 0, 'cursor exhausted');
+  await h.expectCode(db.command({ getMore: cid(r.cursor.id), collection: 'c' }), 43);
+  assert.deepEqual(await ids(c.find({}, { batchSize: 3 }).sort({ _id: 1 })), Array.from({ length: 25 }, (_, i) => i));
+});
+
+h.test('a find over 10,000 documents returns all of them through getMore', async () => {
+  const c = srv.freshDb('big').collection('c');
+  const docs = Array.from({ length: 10000 }, (_, i) => ({ _id: i, v: `value-${i}`, pad: 'x'.repeat(50) }));
+  for (let i = 0; i < docs.length; i += 2500) await c.insertMany(docs.slice(i, i + 2500));
+  const all = await c.find().sort({ _id: 1 }).toArray();
+  assert.equal(all.length, 10000);
+  for (let i = 0; i < 10000; i++) {
+    if (all[i]._id !== i || all[i].v !== `value-${i}`) assert.fail(`document ${i} wrong: ${JSON.stringify(all[i])}`);
+  }
+  // Without a sort (natural order) every document is still returned exactly once.
+  const nat = await c.find({}, { projection: { _id: 1 } }).toArray();
+  assert.equal(new Set(nat.map((d) => d._id)).size, 10000);
+  assert.equal(await c.countDocuments({ _id: { $gte: 5000 } }), 5000);
+});
+
+h.test('killCursors kills an open cursor; getMore then fails with CursorNotFound (43)', async () => {
+  const db = srv.freshDb('kill');
+  await db.collection('c').insertMany(Array.from({ length: 10 }, (_, i) => ({ _id: i })));
+  const r = await db.command({ find: 'c', batchSize: 2 });
+  const id = cid(r.cursor.id);
+  const k = await db.command({ killCursors: 'c', cursors: [id, Long.fromNumber(123456789)] });
+  assert.equal(k.ok, 1);
+  assert.deepEqual(k.cursorsKilled.map(String), [String(id)]);
+  assert.deepEqual(k.cursorsNotFound.map(String), ['123456789']);
+  assert.deepEqual(k.cursorsAlive, []);
+  await h.expectCode(db.command({ getMore: id, collection: 'c' }), 43);
+  // Closing a driver cursor early also works.
+  const cur = db.collection('c').find({}, { batchSize: 2 });
+  await cur.next();
+  await cur.close();
+});
+
+h.test('find on a missing collection returns an empty result, not an error', async () => {
+  const db = srv.freshDb('missing');
+  assert.deepEqual(await db.collection('nope').find().toArray(), []);
+  assert.equal(await db.collection('nope').findOne(), null);
+});
+
+h.test('singleBatch and limit close the cursor', async () => {
+  const db = srv.freshDb('single');
+  await db.collection('c').insertMany(Array.from({ length: 10 }, (_, i) => ({ _id: i })));
+  const r = await db.command({ find: 'c', limit: 3 });
+  assert.equal(r.cursor.firstBatch.length, 3);
+  assert.equal(Number(r.cursor.id), 0);
+  const r2 = await db.command({ find: 'c', batchSize: 2, singleBatch: true });
+  assert.equal(r2.cursor.firstBatch.length, 2);
+  assert.equal(Number(r2.cursor.id), 0);
+});
+
+// ---------------------------------------------------------------- delete / count / distinct
+
+h.test('deleteOne and deleteMany', async () => {
+  const c = srv.freshDb('del').collection('c');
+  await c.insertMany([{ _id: 1, t: 'a' }, { _id: 2, t: 'a' }, { _id: 3, t: 'b' }, { _id: 4, t: 'a' }]);
+  const r1 = await c.deleteOne({ t: 'a' });
+  assert.equal(r1.deletedCount, 1);
+  assert.equal(await c.countDocuments({ t: 'a' }), 2);
+  const r2 = await c.deleteMany({ t: 'a' });
+  assert.equal(r2.deletedCount, 2);
+  assert.deepEqual(await ids(c.find()), [3]);
+  assert.equal((await c.deleteMany({ t: 'zzz' })).deletedCount, 0);
+  assert.equal((await c.deleteMany({})).deletedCount, 1);
+  assert.equal(await c.countDocuments(), 0);
+});
+
+h.test('raw delete with limit 0/1 reports n', async () => {
+  const db = srv.freshDb('rawdel');
+  await db.collection('c').insertMany([{ x: 1 }, { x: 1 }, { x: 2 }]);
+  const r = await db.command({ delete: 'c', deletes: [{ q: { x: 1 }, limit: 1 }, { q: {}, limit: 0 }] });
+  assert.equal(r.ok, 1);
+  assert.equal(r.n, 3);
+});
+
+h.test('countDocuments, estimatedDocumentCount and the count command', async () => {
+  const db = srv.freshDb('count');
+  const c = db.collection('c');
+  await c.insertMany(Array.from({ length: 30 }, (_, i) => ({ i, even: i % 2 === 0 })));
+  assert.equal(await c.countDocuments(), 30);
+  assert.equal(await c.countDocuments({ even: true }), 15);
+  assert.equal(await c.countDocuments({ i: { $gte: 10 } }, { skip: 5, limit: 3 }), 3);
+  assert.equal(await c.estimatedDocumentCount(), 30);
+  const r = await db.command({ count: 'c', query: { i: { $lt: 7 } } });
+  assert.equal(r.n, 7);
+  assert.equal(r.ok, 1);
+  assert.equal((await db.command({ count: 'nope' })).n, 0);
+});
+
+h.test('distinct returns unique values, unwinding arrays', async () => {
+  const db = srv.freshDb('distinct');
+  const c = db.collection('c');
+  await c.insertMany([
+    { k: 'a', t: [1, 2], n: { v: 1 } }, { k: 'b', t: [2, 3], n: { v: 1 } }, { k: 'a', t: 1, n: { v: 2 } }, { x: 1 },
+  ]);
+  assert.deepEqual((await c.distinct('k')).sort(), ['a', 'b']);
+  assert.deepEqual((await c.distinct('t')).sort(), [1, 2, 3]);
+  assert.deepEqual((await c.distinct('n.v')).sort(), [1, 2]);
+  assert.deepEqual((await c.distinct('t', { k: 'b' })).sort(), [2, 3]);
+  assert.deepEqual(await c.distinct('nothing'), []);
+  const raw = await db.command({ distinct: 'c', key: 'k' });
+  assert.equal(raw.ok, 1);
+  assert.deepEqual(raw.values.sort(), ['a', 'b']);
+});
+
+h.test('distinct treats 1, 1.0 and NumberLong(1) as one value', async () => {
+  const c = srv.freshDb('distinctnum').collection('c');
+  await c.insertMany([{ v: 1 }, { v: new Double(1.0) }, { v: Long.fromNumber(1) }, { v: 2 }]);
+  assert.equal((await c.distinct('v')).length, 2);
+});

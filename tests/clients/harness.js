@@ -1,0 +1,417 @@
+'use strict';
+/*
+ * Test harness for the client-level suites.
+ *
+ * Each test file starts its own mayflyd (binary from $MAYFLYD, default
+ * build-asan/mayflyd under the repository root) on a free port with a fresh
+ * temporary --dbpath, waits until the port accepts TCP connections (deadline
+ * 20 s), and stops it with SIGTERM after the file's tests. The server can be
+ * restarted on the same dbpath and killed with SIGKILL (durability tests).
+ *
+ * Server stderr (JSON log lines, sanitizer reports) is kept in memory; the
+ * last lines are appended to any failing test's error message and printed if
+ * the server fails to start or exits unexpectedly.
+ *
+ * Usage in a test file:
+ *   const h = require('./harness');
+ *   const srv = h.useServer();          // registers before/after hooks
+ *   h.test('name', async () => { const db = srv.freshDb(); ... });
+ */
+const { spawn } = require('node:child_process');
+const fs = require('node:fs');
+const net = require('node:net');
+const os = require('node:os');
+const path = require('node:path');
+const nodeTest = require('node:test');
+const { MongoClient, BSON } = require('mongodb');
+
+const REPO_ROOT = path.resolve(__dirname, '..', '..');
+const START_DEADLINE_MS = 20000;
+const STOP_DEADLINE_MS = 15000;
+const STDERR_KEEP_LINES = 400;
+
+function binaryPath() {
+  const p = process.env.MAYFLYD || 'build-asan/mayflyd';
+  return path.isAbsolute(p) ? p : path.join(REPO_ROOT, p);
+}
+
+/* Returns a TCP port that was free a moment ago on 127.0.0.1. */
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.unref();
+    s.on('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+function sleep(ms) { return new Promise((r) => setTimeout(r, ms)); }
+
+function tryConnect(port) {
+  return new Promise((resolve) => {
+    const sock = net.connect({ port, host: '127.0.0.1' });
+    const done = (ok) => { sock.destroy(); resolve(ok); };
+    sock.once('connect', () => done(true));
+    sock.once('error', () => done(false));
+    sock.setTimeout(1000, () => done(false));
+  });
+}
+
+class MayflyServer {
+  constructor(opts = {}) {
+    this.binary = opts.binary || binaryPath();
+    this.dbpath = opts.dbpath || fs.mkdtempSync(path.join(os.tmpdir(), 'mayfly-test-'));
+    this.ownsDbpath = !opts.dbpath;
+    this.extraArgs = opts.args || [];
+    this.port = null;
+    this.proc = null;
+    this.stderrLines = [];
+    this.stderrPartial = '';
+    this.exitInfo = null;
+    this.expectingExit = false;
+    this.unexpectedExits = [];
+  }
+
+  get uri() {
+    return `mongodb://127.0.0.1:${this.port}/?directConnection=true&serverSelectionTimeoutMS=5000`;
+  }
+
+  get pid() { return this.proc ? this.proc.pid : null; }
+
+  args() {
+    return ['--port', String(this.port), '--bind_ip', '127.0.0.1', '--dbpath', this.dbpath,
+      ...this.extraArgs];
+  }
+
+  async start() {
+    if (!fs.existsSync(this.binary)) {
+      throw new Error(`mayflyd binary not found at ${this.binary} (set MAYFLYD)`);
+    }
+    if (this.port === null) this.port = await freePort();
+    this.exitInfo = null;
+    this.expectingExit = false;
+    const proc = spawn(this.binary, this.args(), {
+      stdio: ['ignore', 'ignore', 'pipe'],
+      env: { ...process.env, ASAN_OPTIONS: process.env.ASAN_OPTIONS || 'detect_leaks=1' },
+    });
+    this.proc = proc;
+    proc.stderr.setEncoding('utf8');
+    proc.stderr.on('data', (chunk) => this.onStderr(chunk));
+    proc.on('exit', (code, signal) => {
+      this.exitInfo = { code, signal };
+      if (!this.expectingExit) {
+        this.unexpectedExits.push({ code, signal });
+        process.stderr.write(`\n[harness] mayflyd (pid ${proc.pid}) exited unexpectedly: ` +
+          `code=${code} signal=${signal}\n${this.stderrTail(60)}\n`);
+      }
+    });
+    const deadline = Date.now() + START_DEADLINE_MS;
+    for (;;) {
+      if (this.exitInfo) {
+        throw new Error(`mayflyd exited during start-up (code=${this.exitInfo.code} ` +
+          `signal=${this.exitInfo.signal})\n--- server stderr tail ---\n${this.stderrTail(60)}`);
+      }
+      if (await tryConnect(this.port)) return this;
+      if (Date.now() > deadline) {
+        const tail = this.stderrTail(60);
+        await this.kill9();
+        throw new Error(`mayflyd did not accept connections on port ${this.port} within ` +
+          `${START_DEADLINE_MS} ms\n--- server stderr tail ---\n${tail}`);
+      }
+      await sleep(50);
+    }
+  }
+
+  onStderr(chunk) {
+    const text = this.stderrPartial + chunk;
+    const lines = text.split('\n');
+    this.stderrPartial = lines.pop();
+    for (const l of lines) this.stderrLines.push(l);
+    if (this.stderrLines.length > STDERR_KEEP_LINES * 2) {
+      this.stderrLines.splice(0, this.stderrLines.length - STDERR_KEEP_LINES);
+    }
+  }
+
+  stderrTail(n = 40) {
+    const lines = this.stderrLines.slice(-n);
+    if (this.stderrPartial) lines.push(this.stderrPartial);
+    return lines.join('\n');
+  }
+
+  waitExit(ms) {
+    return new Promise((resolve) => {
+      if (!this.proc || this.exitInfo) return resolve(this.exitInfo);
+      const t = setTimeout(() => resolve(null), ms);
+      this.proc.once('exit', () => { clearTimeout(t); setImmediate(() => resolve(this.exitInfo)); });
+    });
+  }
+
+  /* SIGTERM and wait; SIGKILL after STOP_DEADLINE_MS. Returns {code, signal, forced}. */
+  async stop() {
+    if (!this.proc || this.exitInfo) return this.exitInfo;
+    this.expectingExit = true;
+    this.proc.kill('SIGTERM');
+    let info = await this.waitExit(STOP_DEADLINE_MS);
+    if (!info) {
+      this.proc.kill('SIGKILL');
+      info = await this.waitExit(5000);
+      return { ...(info || {}), forced: true };
+    }
+    return info;
+  }
+
+  async kill9() {
+    if (!this.proc || this.exitInfo) return this.exitInfo;
+    this.expectingExit = true;
+    this.proc.kill('SIGKILL');
+    return this.waitExit(10000);
+  }
+
+  /* Restarts on the same dbpath and port (graceful stop unless kill9 is set). */
+  async restart({ kill9 = false } = {}) {
+    const info = kill9 ? await this.kill9() : await this.stop();
+    await this.start();
+    return info;
+  }
+
+  cleanup() {
+    if (this.ownsDbpath) fs.rmSync(this.dbpath, { recursive: true, force: true });
+  }
+}
+
+let currentServer = null;
+let dbCounter = 0;
+
+/*
+ * Registers before/after hooks that start one server (and one MongoClient) for
+ * the calling test file. Returns a handle whose fields are filled in by the
+ * before hook: server, client, uri, freshDb(), newClient().
+ */
+function useServer(opts = {}) {
+  const handle = {
+    server: null,
+    client: null,
+    clients: [],
+    get uri() { return this.server.uri; },
+    get port() { return this.server.port; },
+    freshDb(tag = 'db') {
+      dbCounter += 1;
+      const name = `t${process.pid % 10000}_${dbCounter}_${tag}`.replace(/[^A-Za-z0-9_]/g, '_').slice(0, 60);
+      return this.client.db(name);
+    },
+    async newClient(extra = {}) {
+      const c = new MongoClient(this.server.uri, { ...extra });
+      await c.connect();
+      this.clients.push(c);
+      return c;
+    },
+    async reconnect() {
+      if (this.client) await this.client.close(true).catch(() => {});
+      this.client = await this.newClient();
+      return this.client;
+    },
+  };
+  nodeTest.before(async () => {
+    handle.server = new MayflyServer(opts);
+    currentServer = handle.server;
+    await handle.server.start();
+    handle.client = await handle.newClient();
+  }, { timeout: START_DEADLINE_MS + 15000 });
+  nodeTest.after(async () => {
+    for (const c of handle.clients) await c.close(true).catch(() => {});
+    if (!handle.server) return;
+    const info = await handle.server.stop();
+    const unexpected = handle.server.unexpectedExits;
+    handle.server.cleanup();
+    if (unexpected.length) {
+      throw new Error(`mayflyd exited unexpectedly during the tests: ${JSON.stringify(unexpected)}`);
+    }
+    if (info && (info.forced || (info.code !== 0 && info.code !== null) ||
+        (info.signal && info.signal !== 'SIGTERM'))) {
+      throw new Error(`mayflyd did not shut down cleanly on SIGTERM: ${JSON.stringify(info)}\n` +
+        `--- server stderr tail ---\n${handle.server.stderrTail(60)}`);
+    }
+  }, { timeout: STOP_DEADLINE_MS + 15000 });
+  return handle;
+}
+
+/* Wraps node:test's test() so that a failure carries the server's stderr tail. */
+function test(name, optsOrFn, maybeFn) {
+  const fn = typeof optsOrFn === 'function' ? optsOrFn : maybeFn;
+  const opts = typeof optsOrFn === 'function' ? {} : optsOrFn;
+  return nodeTest.test(name, { timeout: 60000, ...opts }, async (t) => {
+    try {
+      await fn(t);
+    } catch (err) {
+      if (currentServer) {
+        const tail = currentServer.stderrTail(15);
+        const died = currentServer.exitInfo && !currentServer.expectingExit;
+        const note = `\n--- mayflyd stderr tail${died ? ' (SERVER EXITED: ' +
+          JSON.stringify(currentServer.exitInfo) + ')' : ''} ---\n${tail}`;
+        try { err.message = `${err.message}${note}`; } catch (_) { /* frozen */ }
+      }
+      throw err;
+    }
+  });
+}
+
+/* Asserts that promise rejects with a server error whose code is in codes. */
+async function expectCode(promise, codes, msgRe) {
+  const want = Array.isArray(codes) ? codes : [codes];
+  let err = null;
+  try {
+    const r = await promise;
+    throw Object.assign(new Error(`expected error code ${want.join('|')}, got success: ` +
+      JSON.stringify(r)), { __noMatch: true });
+  } catch (e) {
+    if (e.__noMatch) throw e;
+    err = e;
+  }
+  const code = err.code !== undefined ? err.code :
+    (err.writeErrors && err.writeErrors[0] ? err.writeErrors[0].code : undefined);
+  if (!want.includes(code)) {
+    const e2 = new Error(`expected error code ${want.join('|')}, got ${code} (${err.name}: ${err.message})`);
+    e2.cause = err;
+    throw e2;
+  }
+  if (msgRe && !msgRe.test(err.errmsg || err.message)) {
+    throw new Error(`error message ${JSON.stringify(err.errmsg || err.message)} does not match ${msgRe}`);
+  }
+  return err;
+}
+
+/* ---- Raw wire-protocol client (OP_MSG) for tests that bypass the driver. ---- */
+
+const OP_MSG = 2013;
+
+/* Builds an OP_MSG: body document plus optional {identifier: docs[]} sequences. */
+function buildOpMsg(requestId, body, sequences = {}, { rawBody } = {}) {
+  const parts = [];
+  const bodyBuf = rawBody || Buffer.from(BSON.serialize(body));
+  parts.push(Buffer.from([0]), bodyBuf);
+  for (const [ident, docs] of Object.entries(sequences)) {
+    const docBufs = docs.map((d) => (Buffer.isBuffer(d) ? d : Buffer.from(BSON.serialize(d))));
+    const idBuf = Buffer.from(ident + '\0', 'utf8');
+    const size = 4 + idBuf.length + docBufs.reduce((a, b) => a + b.length, 0);
+    const sz = Buffer.alloc(4); sz.writeInt32LE(size);
+    parts.push(Buffer.from([1]), sz, idBuf, ...docBufs);
+  }
+  const flags = Buffer.alloc(4);
+  const payload = Buffer.concat([flags, ...parts]);
+  const header = Buffer.alloc(16);
+  header.writeInt32LE(16 + payload.length, 0);
+  header.writeInt32LE(requestId, 4);
+  header.writeInt32LE(0, 8);
+  header.writeInt32LE(OP_MSG, 12);
+  return Buffer.concat([header, payload]);
+}
+
+/*
+ * A raw connection. send() writes bytes; readReply() resolves with the next
+ * decoded OP_MSG reply body, or null if the server closed the connection;
+ * waitClosed() resolves true when the server closes the socket within ms.
+ */
+class RawConn {
+  constructor(port) {
+    this.port = port;
+    this.buf = Buffer.alloc(0);
+    this.closed = false;
+    this.waiters = [];
+    this.reqId = 1;
+  }
+
+  connect() {
+    return new Promise((resolve, reject) => {
+      this.sock = net.connect({ port: this.port, host: '127.0.0.1' });
+      this.sock.once('connect', () => resolve(this));
+      this.sock.once('error', (e) => { if (!this.sock.connecting) this.onClose(); else reject(e); });
+      this.sock.on('data', (d) => { this.buf = Buffer.concat([this.buf, d]); this.wake(); });
+      this.sock.on('close', () => this.onClose());
+      this.sock.on('error', () => this.onClose());
+    });
+  }
+
+  onClose() { this.closed = true; this.wake(); }
+  wake() { const w = this.waiters; this.waiters = []; w.forEach((f) => f()); }
+  waitEvent(ms) {
+    return new Promise((resolve) => {
+      const t = setTimeout(resolve, ms);
+      this.waiters.push(() => { clearTimeout(t); resolve(); });
+    });
+  }
+
+  send(bytes) {
+    return new Promise((resolve) => {
+      if (this.closed) return resolve(false);
+      this.sock.write(bytes, (err) => resolve(!err));
+    });
+  }
+
+  async command(db, cmd, sequences, opts) {
+    const body = { ...cmd, $db: db };
+    await this.send(buildOpMsg(this.reqId++, body, sequences, opts));
+    return this.readReply();
+  }
+
+  async readReply(ms = 20000) {
+    const deadline = Date.now() + ms;
+    for (;;) {
+      if (this.buf.length >= 4) {
+        const len = this.buf.readInt32LE(0);
+        if (this.buf.length >= len) {
+          const msg = this.buf.subarray(0, len);
+          this.buf = this.buf.subarray(len);
+          return decodeReply(msg);
+        }
+      }
+      if (this.closed) return null;
+      const left = deadline - Date.now();
+      if (left <= 0) throw new Error('timed out waiting for a reply');
+      await this.waitEvent(left);
+    }
+  }
+
+  async waitClosed(ms = 5000) {
+    const deadline = Date.now() + ms;
+    while (!this.closed) {
+      const left = deadline - Date.now();
+      if (left <= 0) return false;
+      await this.waitEvent(left);
+    }
+    return true;
+  }
+
+  close() { if (this.sock) this.sock.destroy(); }
+}
+
+function decodeReply(msg) {
+  const opCode = msg.readInt32LE(12);
+  if (opCode === OP_MSG) {
+    // flags(4), then section kind 0 body.
+    let off = 20;
+    if (msg[off] !== 0) throw new Error('unexpected first section kind ' + msg[off]);
+    off += 1;
+    const len = msg.readInt32LE(off);
+    return BSON.deserialize(msg.subarray(off, off + len), { promoteLongs: true });
+  }
+  if (opCode === 1) { // OP_REPLY: header, flags, cursorId(8), startingFrom(4), numberReturned(4), docs
+    const off = 16 + 4 + 8 + 4 + 4;
+    const len = msg.readInt32LE(off);
+    return BSON.deserialize(msg.subarray(off, off + len));
+  }
+  return { __opCode: opCode, __raw: msg };
+}
+
+async function rawConnect(port) {
+  const c = new RawConn(port);
+  await c.connect();
+  return c;
+}
+
+module.exports = {
+  REPO_ROOT, MayflyServer, useServer, test, expectCode, freePort, sleep,
+  buildOpMsg, rawConnect, RawConn, binaryPath,
+};

@@ -1,0 +1,67 @@
+'use strict';
+// mongosh against mayflyd: runs snippets with --eval and checks their output.
+const assert = require('node:assert/strict');
+const { execFile } = require('node:child_process');
+const path = require('node:path');
+const h = require('./harness');
+
+const srv = h.useServer();
+const MONGOSH = path.join(h.REPO_ROOT, 'node_modules', '.bin', 'mongosh');
+
+function mongosh(dbName, script) {
+  const uri = `mongodb://127.0.0.1:${srv.port}/${dbName}?directConnection=true&serverSelectionTimeoutMS=5000`;
+  return new Promise((resolve, reject) => {
+    execFile(MONGOSH, [uri, '--quiet', '--norc', '--eval', script], {
+      timeout: 45000, env: { ...process.env, MONGOSH_SKIP_NODE_VERSION_CHECK: '1', NO_COLOR: '1' },
+    }, (err, stdout, stderr) => {
+      if (err) {
+        err.message += `\nstdout: ${stdout}\nstderr: ${stderr}`;
+        return reject(err);
+      }
+      resolve(stdout.trim());
+    });
+  });
+}
+
+h.test('mongosh connects and runs insertOne, find and countDocuments', { timeout: 120000 }, async () => {
+  const db = srv.freshDb('sh');
+  const out = await mongosh(db.databaseName, `
+    const r = db.c.insertOne({ _id: 1, name: "shell", n: 5 });
+    db.c.insertMany([{ _id: 2, n: 6 }, { _id: 3, n: 7 }]);
+    print("inserted=" + r.insertedId);
+    print("found=" + JSON.stringify(db.c.find({ n: { $gte: 6 } }).sort({ _id: 1 }).toArray()));
+    print("count=" + db.c.countDocuments());
+    print("one=" + EJSON.stringify(db.c.findOne({ _id: 1 })));
+  `);
+  assert.match(out, /inserted=1/);
+  assert.match(out, /found=\[\{"_id":2,"n":6\},\{"_id":3,"n":7\}\]/);
+  assert.match(out, /count=3/);
+  assert.match(out, /one=\{"_id":1,"name":"shell","n":5\}/);
+  assert.equal(await db.collection('c').countDocuments(), 3);
+});
+
+h.test('mongosh db.stats() reports the collections and objects', { timeout: 120000 }, async () => {
+  const db = srv.freshDb('shstats');
+  await db.collection('a').insertMany([{ x: 1 }, { x: 2 }]);
+  const out = await mongosh(db.databaseName, `
+    const s = db.stats();
+    print("db=" + s.db + " collections=" + s.collections + " objects=" + s.objects + " ok=" + s.ok);
+  `);
+  assert.match(out, new RegExp(`db=${db.databaseName} collections=1 objects=2 ok=1`));
+});
+
+h.test('mongosh updates, aggregates and shows errors', { timeout: 120000 }, async () => {
+  const db = srv.freshDb('shmisc');
+  const out = await mongosh(db.databaseName, `
+    db.c.insertMany([{ k: "a", v: 1 }, { k: "a", v: 2 }, { k: "b", v: 3 }]);
+    db.c.updateMany({ k: "a" }, { $inc: { v: 10 } });
+    print("agg=" + JSON.stringify(db.c.aggregate([{ $group: { _id: "$k", s: { $sum: "$v" } } }, { $sort: { _id: 1 } }]).toArray()));
+    try { db.c.insertOne({ _id: 1 }); db.c.insertOne({ _id: 1 }); } catch (e) { print("err=" + e.code); }
+    print("cols=" + db.getCollectionNames().join(","));
+    print("ver=" + (typeof db.version()));
+  `);
+  assert.match(out, /agg=\[\{"_id":"a","s":23\},\{"_id":"b","s":3\}\]/);
+  assert.match(out, /err=11000/);
+  assert.match(out, /cols=c/);
+  assert.match(out, /ver=string/);
+});

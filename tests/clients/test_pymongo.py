@@ -1,0 +1,305 @@
+#!/usr/bin/python3
+"""PyMongo (Debian's python3-pymongo 3.11) client tests for mayflyd.
+
+Starts its own mayflyd (binary from $MAYFLYD, default build-asan/mayflyd
+relative to the repository root) on a free port with a temporary --dbpath,
+runs basic CRUD through pymongo, prints a final line "N passed, M failed" and
+exits non-zero if anything failed. Run with /usr/bin/python3.
+"""
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+
+import pymongo
+from bson import ObjectId
+from pymongo import MongoClient
+from pymongo.errors import BulkWriteError, DuplicateKeyError, OperationFailure
+
+REPO_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+
+
+class Server:
+    """A mayflyd process on a free port with a private temporary dbpath."""
+
+    def __init__(self):
+        binary = os.environ.get("MAYFLYD", "build-asan/mayflyd")
+        self.binary = binary if os.path.isabs(binary) else os.path.join(REPO_ROOT, binary)
+        self.dbpath = tempfile.mkdtemp(prefix="mayfly-pytest-")
+        self.port = None
+        self.proc = None
+        self.stderr_lines = []
+
+    def _free_port(self):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            return s.getsockname()[1]
+
+    def _drain(self):
+        for line in self.proc.stderr:
+            self.stderr_lines.append(line.decode("utf-8", "replace").rstrip("\n"))
+            if len(self.stderr_lines) > 1000:
+                del self.stderr_lines[:500]
+
+    def tail(self, n=30):
+        return "\n".join(self.stderr_lines[-n:])
+
+    def start(self):
+        if not os.path.exists(self.binary):
+            raise RuntimeError("mayflyd binary not found at %s (set MAYFLYD)" % self.binary)
+        if self.port is None:
+            self.port = self._free_port()
+        self.proc = subprocess.Popen(
+            [self.binary, "--port", str(self.port), "--bind_ip", "127.0.0.1", "--dbpath", self.dbpath],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        threading.Thread(target=self._drain, daemon=True).start()
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError("mayflyd exited during start-up (%s)\n%s" % (self.proc.returncode, self.tail()))
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+                    return
+            except OSError:
+                time.sleep(0.05)
+        self.proc.kill()
+        raise RuntimeError("mayflyd did not accept connections within 20 s\n" + self.tail())
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+                return "forced"
+        return self.proc.returncode if self.proc else None
+
+    def cleanup(self):
+        shutil.rmtree(self.dbpath, ignore_errors=True)
+
+    @property
+    def uri(self):
+        return "mongodb://127.0.0.1:%d/?serverSelectionTimeoutMS=5000" % self.port
+
+
+SERVER = None
+CLIENT = None
+TESTS = []
+_counter = [0]
+
+
+def test(fn):
+    TESTS.append(fn)
+    return fn
+
+
+def fresh_db():
+    _counter[0] += 1
+    return CLIENT["py_%d" % _counter[0]]
+
+
+def eq(a, b, what=""):
+    if a != b:
+        raise AssertionError("%s: expected %r, got %r" % (what, b, a))
+
+
+@test
+def test_handshake_and_server_info():
+    info = CLIENT.server_info()
+    eq(info["ok"], 1.0, "buildInfo ok")
+    hello = CLIENT.admin.command("ismaster")
+    eq(hello["ismaster"], True, "ismaster")
+    eq(hello["maxWireVersion"], 21, "maxWireVersion")
+    eq(hello["maxBsonObjectSize"], 16777216, "maxBsonObjectSize")
+    eq(CLIENT.admin.command("ping")["ok"], 1.0, "ping")
+
+
+@test
+def test_insert_and_find_one():
+    c = fresh_db().c
+    r = c.insert_one({"name": "py", "n": 1})
+    assert isinstance(r.inserted_id, ObjectId)
+    doc = c.find_one({"_id": r.inserted_id})
+    eq(doc["name"], "py", "name")
+    eq(doc["n"], 1, "n")
+
+
+@test
+def test_insert_many_and_find_with_filter_sort_limit():
+    c = fresh_db().c
+    c.insert_many([{"_id": i, "v": i * 10, "even": i % 2 == 0} for i in range(50)])
+    got = [d["_id"] for d in c.find({"even": True, "v": {"$gte": 100}}).sort("v", pymongo.DESCENDING).limit(3)]
+    eq(got, [48, 46, 44], "filtered sorted ids")
+    eq(c.count_documents({}), 50, "count")
+    eq(c.count_documents({"even": False}), 25, "odd count")
+    eq(c.estimated_document_count(), 50, "estimated count")
+    eq(sorted(c.distinct("even")), [False, True], "distinct")
+    proj = c.find_one({"_id": 3}, {"v": 1, "_id": 0})
+    eq(proj, {"v": 30}, "projection")
+
+
+@test
+def test_cursor_iterates_over_many_batches():
+    c = fresh_db().c
+    c.insert_many([{"_id": i} for i in range(3000)])
+    ids = [d["_id"] for d in c.find({}, batch_size=100).sort("_id", 1)]
+    eq(ids, list(range(3000)), "all ids in order")
+
+
+@test
+def test_update_one_many_and_replace():
+    c = fresh_db().c
+    c.insert_many([{"_id": 1, "t": "a", "n": 1}, {"_id": 2, "t": "a", "n": 2}, {"_id": 3, "t": "b", "n": 3}])
+    r = c.update_one({"_id": 1}, {"$set": {"x": True}, "$inc": {"n": 5}})
+    eq((r.matched_count, r.modified_count), (1, 1), "update_one counts")
+    eq(c.find_one({"_id": 1}), {"_id": 1, "t": "a", "n": 6, "x": True}, "after update_one")
+    r = c.update_many({"t": "a"}, {"$push": {"log": "m"}})
+    eq(r.modified_count, 2, "update_many modified")
+    r = c.replace_one({"_id": 3}, {"only": 1})
+    eq(c.find_one({"_id": 3}), {"_id": 3, "only": 1}, "replaced")
+    r = c.update_one({"_id": 9}, {"$set": {"u": 1}}, upsert=True)
+    eq(r.upserted_id, 9, "upserted id")
+
+
+@test
+def test_delete_one_and_many():
+    c = fresh_db().c
+    c.insert_many([{"k": i % 3} for i in range(9)])
+    eq(c.delete_one({"k": 0}).deleted_count, 1, "delete_one")
+    eq(c.delete_many({"k": 1}).deleted_count, 3, "delete_many")
+    eq(c.count_documents({}), 5, "remaining")
+
+
+@test
+def test_find_one_and_modify_family():
+    c = fresh_db().c
+    c.insert_one({"_id": 1, "n": 1})
+    before = c.find_one_and_update({"_id": 1}, {"$inc": {"n": 1}})
+    eq(before, {"_id": 1, "n": 1}, "before")
+    after = c.find_one_and_update({"_id": 1}, {"$inc": {"n": 1}},
+                                  return_document=pymongo.ReturnDocument.AFTER)
+    eq(after, {"_id": 1, "n": 3}, "after")
+    eq(c.find_one_and_delete({"_id": 1}), {"_id": 1, "n": 3}, "deleted doc")
+    eq(c.count_documents({}), 0, "empty")
+
+
+@test
+def test_duplicate_key_errors():
+    db = fresh_db()
+    c = db.c
+    c.insert_one({"_id": 1})
+    try:
+        c.insert_one({"_id": 1})
+        raise AssertionError("duplicate accepted")
+    except DuplicateKeyError as e:
+        eq(e.code, 11000, "code")
+        eq(e.details["errmsg"],
+           "E11000 duplicate key error collection: %s.c index: _id_ dup key: { _id: 1 }" % db.name, "errmsg")
+    try:
+        c.insert_many([{"_id": 2}, {"_id": 1}, {"_id": 3}], ordered=False)
+        raise AssertionError("duplicate accepted")
+    except BulkWriteError as e:
+        eq([w["index"] for w in e.details["writeErrors"]], [1], "error indexes")
+        eq(e.details["nInserted"], 2, "nInserted")
+
+
+@test
+def test_aggregate():
+    c = fresh_db().c
+    c.insert_many([{"k": "a", "v": 1}, {"k": "a", "v": 2}, {"k": "b", "v": 5}])
+    got = list(c.aggregate([{"$group": {"_id": "$k", "s": {"$sum": "$v"}}}, {"$sort": {"_id": 1}}]))
+    eq(got, [{"_id": "a", "s": 3}, {"_id": "b", "s": 5}], "group")
+
+
+@test
+def test_indexes_and_collections():
+    db = fresh_db()
+    db.c.insert_one({"a": 1})
+    name = db.c.create_index([("a", 1)], unique=True)
+    eq(name, "a_1", "index name")
+    eq(sorted(db.c.index_information().keys()), ["_id_", "a_1"], "indexes")
+    try:
+        db.c.insert_one({"a": 1})
+        raise AssertionError("unique index not enforced")
+    except DuplicateKeyError:
+        pass
+    eq(db.list_collection_names(), ["c"], "collections")
+    db.c.drop()
+    eq(db.list_collection_names(), [], "after drop")
+
+
+@test
+def test_errors_from_server():
+    db = fresh_db()
+    try:
+        db.command("noSuchCommandHere")
+        raise AssertionError("unknown command accepted")
+    except OperationFailure as e:
+        eq(e.code, 59, "CommandNotFound")
+    try:
+        list(db.c.find({"$foo": 1}))
+        raise AssertionError("unknown operator accepted")
+    except OperationFailure as e:
+        eq(e.code, 2, "BadValue")
+    eq(CLIENT.admin.command("ping")["ok"], 1.0, "still serving")
+
+
+@test
+def test_bulk_write():
+    c = fresh_db().c
+    r = c.bulk_write([
+        pymongo.InsertOne({"_id": 1}),
+        pymongo.UpdateOne({"_id": 1}, {"$set": {"x": 1}}),
+        pymongo.UpdateOne({"_id": 2}, {"$set": {"x": 2}}, upsert=True),
+        pymongo.DeleteOne({"_id": 1}),
+    ])
+    eq((r.inserted_count, r.modified_count, r.upserted_count, r.deleted_count), (1, 1, 1, 1), "bulk counts")
+    eq(list(c.find()), [{"_id": 2, "x": 2}], "final contents")
+
+
+def main():
+    global SERVER, CLIENT
+    passed = failed = 0
+    SERVER = Server()
+    try:
+        SERVER.start()
+        CLIENT = MongoClient(SERVER.uri)
+    except Exception as e:  # noqa: BLE001 - report any start-up failure
+        print("FAIL start-up: %s" % e)
+        print("0 passed, %d failed" % len(TESTS))
+        SERVER.cleanup()
+        return 1
+    for fn in TESTS:
+        t0 = time.time()
+        try:
+            fn()
+            passed += 1
+            print("ok   %s (%.2fs)" % (fn.__name__, time.time() - t0))
+        except Exception:  # noqa: BLE001 - a test runner reports every failure
+            failed += 1
+            print("FAIL %s" % fn.__name__)
+            traceback.print_exc(file=sys.stdout)
+            if SERVER.proc.poll() is not None:
+                print("--- mayflyd exited (%s); stderr tail ---\n%s" % (SERVER.proc.returncode, SERVER.tail()))
+            else:
+                print("--- mayflyd stderr tail ---\n%s" % SERVER.tail(10))
+    CLIENT.close()
+    rc = SERVER.stop()
+    if rc not in (0, -signal.SIGTERM):
+        failed += 1
+        print("FAIL server shutdown: exit status %r\n%s" % (rc, SERVER.tail()))
+    SERVER.cleanup()
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,242 @@
+'use strict';
+// Raw-socket wire protocol tests: well-formed edge cases get answers,
+// malformed/truncated/oversized messages and garbage close that connection,
+// and in every case the server keeps serving other clients.
+const assert = require('node:assert/strict');
+const crypto = require('node:crypto');
+const { BSON } = require('mongodb');
+const h = require('./harness');
+
+const srv = h.useServer();
+
+async function otherClientsOk() {
+  assert.equal((await srv.client.db('admin').command({ ping: 1 })).ok, 1, 'driver client still served');
+  const c = await h.rawConnect(srv.port);
+  const r = await c.command('admin', { ping: 1 });
+  c.close();
+  assert.ok(r && r.ok === 1, 'a new raw connection is served');
+}
+
+function header(len, reqId, opCode) {
+  const b = Buffer.alloc(16);
+  b.writeInt32LE(len, 0); b.writeInt32LE(reqId, 4); b.writeInt32LE(0, 8); b.writeInt32LE(opCode, 12);
+  return b;
+}
+
+/* Sends bytes on a fresh connection and expects the server to close it (an error reply first is allowed). */
+async function expectClosed(bytes, { endAfter = false } = {}) {
+  const conn = await h.rawConnect(srv.port);
+  await conn.send(bytes);
+  if (endAfter) conn.sock.end();
+  const closed = await conn.waitClosed(5000);
+  conn.close();
+  assert.ok(closed, 'server closed the connection');
+}
+
+h.test('a well-formed OP_MSG ping gets an OP_MSG reply with responseTo set', async () => {
+  const conn = await h.rawConnect(srv.port);
+  await conn.send(h.buildOpMsg(4242, { ping: 1, $db: 'admin' }));
+  // Read the raw header before decoding.
+  while (conn.buf.length < 16 && !conn.closed) await conn.waitEvent(5000);
+  const responseTo = conn.buf.readInt32LE(8);
+  const opCode = conn.buf.readInt32LE(12);
+  const r = await conn.readReply();
+  conn.close();
+  assert.equal(responseTo, 4242);
+  assert.equal(opCode, 2013);
+  assert.equal(r.ok, 1);
+});
+
+h.test('legacy OP_QUERY isMaster on admin.$cmd gets an OP_REPLY', async () => {
+  const conn = await h.rawConnect(srv.port);
+  const q = Buffer.from(BSON.serialize({ isMaster: 1 }));
+  const ns = Buffer.from('admin.$cmd\0');
+  const i32 = (v) => { const b = Buffer.alloc(4); b.writeInt32LE(v); return b; };
+  // flags, fullCollectionName, numberToSkip, numberToReturn, query.
+  const body = Buffer.concat([i32(0), ns, i32(0), i32(-1), q]);
+  await conn.send(Buffer.concat([header(16 + body.length, 7, 2004), body]));
+  const r = await conn.readReply(5000);
+  conn.close();
+  assert.ok(r, 'got a reply');
+  assert.equal(r.ismaster, true);
+  assert.equal(r.maxWireVersion, 21);
+});
+
+h.test('two pipelined requests in one write get two replies in order', async () => {
+  const conn = await h.rawConnect(srv.port);
+  await conn.send(Buffer.concat([
+    h.buildOpMsg(1, { ping: 1, $db: 'admin' }),
+    h.buildOpMsg(2, { whatsmyuri: 1, $db: 'admin' }),
+  ]));
+  const a = await conn.readReply();
+  const b = await conn.readReply();
+  conn.close();
+  assert.equal(a.ok, 1);
+  assert.ok('you' in b);
+});
+
+h.test('a request delivered one byte at a time is processed', async () => {
+  const conn = await h.rawConnect(srv.port);
+  const msg = h.buildOpMsg(3, { ping: 1, $db: 'admin' });
+  conn.sock.setNoDelay(true);
+  for (let i = 0; i < msg.length; i++) {
+    await conn.send(msg.subarray(i, i + 1));
+    if (i % 8 === 0) await h.sleep(1);
+  }
+  const r = await conn.readReply();
+  conn.close();
+  assert.equal(r.ok, 1);
+});
+
+h.test('moreToCome on a request suppresses the reply', async () => {
+  const conn = await h.rawConnect(srv.port);
+  const db = srv.freshDb('moretocome');
+  const m = h.buildOpMsg(10, { insert: 'c', documents: [{ _id: 1 }], writeConcern: { w: 0 }, $db: db.databaseName });
+  m.writeUInt32LE(2, 16); // flagBits: moreToCome
+  await conn.send(m);
+  await conn.send(h.buildOpMsg(11, { ping: 1, $db: 'admin' }));
+  const r = await conn.readReply();
+  conn.close();
+  assert.equal(r.ok, 1, 'the first reply is the ping reply');
+  assert.equal(await db.collection('c').countDocuments(), 1);
+});
+
+h.test('messageLength smaller than a header closes the connection', async () => {
+  await expectClosed(header(4, 1, 2013));
+  await otherClientsOk();
+});
+
+h.test('negative messageLength closes the connection', async () => {
+  await expectClosed(header(-100, 1, 2013));
+  await otherClientsOk();
+});
+
+h.test('messageLength above 48,000,000 closes the connection', async () => {
+  await expectClosed(header(48000001, 1, 2013));
+  await otherClientsOk();
+});
+
+h.test('a truncated message followed by a client close is handled', async () => {
+  const full = h.buildOpMsg(1, { ping: 1, $db: 'admin' });
+  await expectClosed(full.subarray(0, full.length - 5), { endAfter: true });
+  await otherClientsOk();
+});
+
+h.test('a stalled partial message does not block other clients', async () => {
+  const conn = await h.rawConnect(srv.port);
+  const full = h.buildOpMsg(1, { ping: 1, $db: 'admin' });
+  await conn.send(full.subarray(0, 20));
+  await otherClientsOk();
+  conn.close();
+  await otherClientsOk();
+});
+
+h.test('HTTP on the wire port closes the connection', async () => {
+  await expectClosed(Buffer.from('GET / HTTP/1.1\r\nHost: localhost\r\n\r\n'));
+  await otherClientsOk();
+});
+
+h.test('random garbage closes the connection', async () => {
+  for (let i = 0; i < 5; i++) {
+    const junk = crypto.randomBytes(4096);
+    // Force a plausible length so the server has to parse the body as a message.
+    if (i % 2 === 0) junk.writeInt32LE(4096, 0);
+    const conn = await h.rawConnect(srv.port);
+    await conn.send(junk);
+    // Either the connection is closed or an error reply is sent; never success.
+    const r = await Promise.race([conn.readReply(3000).catch(() => null), conn.waitClosed(3000).then(() => null)]);
+    if (r && typeof r.ok !== 'undefined') assert.notEqual(r.ok, 1);
+    conn.close();
+  }
+  await otherClientsOk();
+});
+
+h.test('an unknown opCode closes the connection or returns an error', async () => {
+  const conn = await h.rawConnect(srv.port);
+  const body = Buffer.alloc(16, 0);
+  await conn.send(Buffer.concat([header(32, 1, 9999), body]));
+  const r = await conn.readReply(3000).catch(() => null);
+  if (r && typeof r.ok !== 'undefined') assert.equal(r.ok, 0);
+  conn.close();
+  await otherClientsOk();
+});
+
+h.test('OP_MSG with unknown required flag bits is rejected', async () => {
+  const conn = await h.rawConnect(srv.port);
+  const m = h.buildOpMsg(1, { ping: 1, $db: 'admin' });
+  m.writeUInt32LE(1 << 5, 16);
+  await conn.send(m);
+  const r = await conn.readReply(3000).catch(() => null);
+  if (r) assert.equal(r.ok, 0, 'must not succeed');
+  conn.close();
+  await otherClientsOk();
+});
+
+h.test('OP_MSG without a body section is rejected', async () => {
+  const conn = await h.rawConnect(srv.port);
+  const flags = Buffer.alloc(4);
+  await conn.send(Buffer.concat([header(20, 1, 2013), flags]));
+  const r = await conn.readReply(3000).catch(() => null);
+  if (r) assert.equal(r.ok, 0);
+  conn.close();
+  await otherClientsOk();
+});
+
+h.test('OP_MSG with two body sections is rejected', async () => {
+  const conn = await h.rawConnect(srv.port);
+  const body = Buffer.from(BSON.serialize({ ping: 1, $db: 'admin' }));
+  const payload = Buffer.concat([Buffer.alloc(4), Buffer.from([0]), body, Buffer.from([0]), body]);
+  await conn.send(Buffer.concat([header(16 + payload.length, 1, 2013), payload]));
+  const r = await conn.readReply(3000).catch(() => null);
+  if (r) assert.equal(r.ok, 0);
+  conn.close();
+  await otherClientsOk();
+});
+
+h.test('OP_MSG with an unknown section kind is rejected', async () => {
+  const conn = await h.rawConnect(srv.port);
+  const body = Buffer.from(BSON.serialize({ ping: 1, $db: 'admin' }));
+  const payload = Buffer.concat([Buffer.alloc(4), Buffer.from([0]), body, Buffer.from([7, 1, 2, 3, 4])]);
+  await conn.send(Buffer.concat([header(16 + payload.length, 1, 2013), payload]));
+  const r = await conn.readReply(3000).catch(() => null);
+  if (r) assert.equal(r.ok, 0);
+  conn.close();
+  await otherClientsOk();
+});
+
+h.test('a document sequence whose size overruns the message is rejected', async () => {
+  const conn = await h.rawConnect(srv.port);
+  const m = h.buildOpMsg(1, { insert: 'c', $db: 'wire_seq' }, { documents: [{ _id: 1 }] });
+  // Section kind 1 starts right after the body; its int32 size follows the kind byte.
+  const bodyLen = m.readInt32LE(21);
+  const seqSizeOff = 21 + bodyLen + 1;
+  m.writeInt32LE(100000, seqSizeOff);
+  await conn.send(m);
+  const r = await conn.readReply(3000).catch(() => null);
+  if (r) assert.equal(r.ok, 0);
+  conn.close();
+  await otherClientsOk();
+});
+
+h.test('many connections opened and dropped abruptly leave the server healthy', async () => {
+  const conns = [];
+  for (let i = 0; i < 50; i++) conns.push(await h.rawConnect(srv.port));
+  await Promise.all(conns.slice(0, 25).map((c) => c.send(h.buildOpMsg(1, { ping: 1, $db: 'admin' }))));
+  for (const c of conns) c.sock.resetAndDestroy ? c.sock.resetAndDestroy() : c.close();
+  await h.sleep(200);
+  await otherClientsOk();
+  const st = await srv.client.db('admin').command({ serverStatus: 1 });
+  assert.ok(Number(st.connections.current) < 20, `connections.current=${st.connections.current}`);
+});
+
+h.test('a client that disconnects while its reply is large is handled', async () => {
+  const db = srv.freshDb('bigreply');
+  await db.collection('c').insertMany(Array.from({ length: 200 }, (_, i) => ({ _id: i, pad: 'p'.repeat(10000) })));
+  for (let i = 0; i < 5; i++) {
+    const conn = await h.rawConnect(srv.port);
+    await conn.send(h.buildOpMsg(1, { find: 'c', batchSize: 200, $db: db.databaseName }));
+    conn.close();
+  }
+  await h.sleep(100);
+  await otherClientsOk();
+});

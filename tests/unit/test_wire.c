@@ -1,0 +1,639 @@
+/*
+ * test_wire.c: wire protocol framing: OP_MSG / OP_QUERY parsing, reply
+ * building, checksums, and robustness against truncated or malformed input.
+ */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "net/wire.h"
+
+/* A growable byte buffer for hand-assembling messages. */
+typedef struct {
+    uint8_t *p;
+    size_t n, cap;
+} buf_t;
+
+static void
+put(buf_t *b, const void *src, size_t n)
+{
+    if (b->n + n > b->cap) {
+        b->cap = (b->n + n) * 2 + 64;
+        b->p = realloc(b->p, b->cap);
+    }
+    memcpy(b->p + b->n, src, n);
+    b->n += n;
+}
+
+static void
+put_i32(buf_t *b, int32_t v)
+{
+    uint8_t x[4] = {(uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24)};
+    put(b, x, 4);
+}
+
+static void
+put_u8(buf_t *b, uint8_t v)
+{
+    put(b, &v, 1);
+}
+
+static void
+put_doc(buf_t *b, const bson_t *d)
+{
+    put(b, bson_get_data(d), d->len);
+}
+
+static void
+patch_i32(buf_t *b, size_t at, int32_t v)
+{
+    b->p[at] = (uint8_t)v;
+    b->p[at + 1] = (uint8_t)(v >> 8);
+    b->p[at + 2] = (uint8_t)(v >> 16);
+    b->p[at + 3] = (uint8_t)(v >> 24);
+}
+
+/* Starts a message: header with a placeholder length. */
+static void
+begin(buf_t *b, int32_t opcode)
+{
+    b->n = 0;
+    put_i32(b, 0);
+    put_i32(b, 77);
+    put_i32(b, 0);
+    put_i32(b, opcode);
+}
+
+static void
+finish(buf_t *b)
+{
+    patch_i32(b, 0, (int32_t)b->n);
+}
+
+/* Parses a private, exactly-sized copy so ASan catches any overread. */
+static int
+parse_copy(const uint8_t *src, size_t n, mf_msg_t *msg, mf_error_t *err, uint8_t **keep)
+{
+    uint8_t *c = malloc(n ? n : 1);
+    memcpy(c, src, n);
+    *keep = c;
+    return mf_wire_parse(c, n, msg, err);
+}
+
+/* Builds an OP_MSG with body {insert: "c"} and a "documents" sequence of n docs. */
+static void
+build_insert(buf_t *b, int ndocs)
+{
+    bson_t *body = BCON_NEW("insert", "c", "$db", "test");
+    size_t szpos;
+
+    begin(b, MF_OP_MSG);
+    put_i32(b, 0);
+    put_u8(b, 0);
+    put_doc(b, body);
+    put_u8(b, 1);
+    szpos = b->n;
+    put_i32(b, 0);
+    put(b, "documents", 10);
+    for (int i = 0; i < ndocs; i++) {
+        bson_t *d = BCON_NEW("_id", BCON_INT32(i), "s", "xyz");
+        put_doc(b, d);
+        bson_destroy(d);
+    }
+    patch_i32(b, szpos, (int32_t)(b->n - szpos));
+    finish(b);
+    bson_destroy(body);
+}
+
+Test(wire, crc32c_matches_the_standard_check_value)
+{
+    cr_assert_eq(mf_crc32c((const uint8_t *)"123456789", 9), 0xE3069283u, "got 0x%08X",
+                 mf_crc32c((const uint8_t *)"123456789", 9));
+    cr_assert_eq(mf_crc32c((const uint8_t *)"", 0), 0u);
+}
+
+Test(wire, header_decodes_little_endian_fields)
+{
+    uint8_t h[16] = {0x10, 0, 0, 0, 0x01, 0x02, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xdd, 0x07, 0, 0};
+    mf_msg_header_t hdr;
+    mf_wire_read_header(h, &hdr);
+    cr_assert_eq(hdr.length, 16);
+    cr_assert_eq(hdr.request_id, 0x0201);
+    cr_assert_eq(hdr.response_to, -1);
+    cr_assert_eq(hdr.opcode, 2013);
+}
+
+Test(wire, op_msg_round_trips_through_builder_and_parser)
+{
+    bson_t *body = BCON_NEW("hello", BCON_INT32(1), "$db", "admin");
+    size_t len;
+    uint8_t *m = mf_wire_build_msg(5, 9, 0, body, &len);
+    mf_msg_t msg;
+    mf_error_t err = {0};
+
+    cr_assert_eq(len, 21 + body->len);
+    cr_assert_eq(mf_wire_parse(m, len, &msg, &err), 0, "%s", err.msg);
+    cr_assert_eq(msg.hdr.request_id, 5);
+    cr_assert_eq(msg.hdr.response_to, 9);
+    cr_assert_eq(msg.hdr.opcode, MF_OP_MSG);
+    cr_assert_eq(msg.flags, 0u);
+    cr_assert_eq(msg.nseqs, 0u);
+    cr_assert(bson_equal(&msg.body, body));
+    mf_wire_msg_destroy(&msg);
+    free(m);
+    bson_destroy(body);
+}
+
+Test(wire, op_msg_with_checksum_verifies_and_rejects_corruption)
+{
+    bson_t *body = BCON_NEW("ping", BCON_INT32(1));
+    size_t len;
+    uint8_t *m = mf_wire_build_msg(1, 0, MF_MSG_CHECKSUM_PRESENT, body, &len);
+    mf_msg_t msg;
+    mf_error_t err = {0};
+
+    cr_assert_eq(mf_wire_parse(m, len, &msg, &err), 0, "%s", err.msg);
+    cr_assert(bson_equal(&msg.body, body));
+    mf_wire_msg_destroy(&msg);
+
+    m[len - 8] ^= 0x01; /* flip a bit inside the body */
+    cr_assert_eq(mf_wire_parse(m, len, &msg, &err), -1);
+    cr_assert_eq(err.code, MF_E_ProtocolError, "code %d", err.code);
+    cr_assert(strstr(err.msg, "checksum") != NULL, "%s", err.msg);
+    m[len - 8] ^= 0x01;
+    m[len - 1] ^= 0x80; /* corrupt the checksum itself */
+    cr_assert_eq(mf_wire_parse(m, len, &msg, &err), -1);
+    free(m);
+    bson_destroy(body);
+}
+
+Test(wire, document_sequence_with_several_documents_is_parsed)
+{
+    buf_t b = {0};
+    mf_msg_t msg;
+    mf_error_t err = {0};
+
+    build_insert(&b, 5);
+    cr_assert_eq(mf_wire_parse(b.p, b.n, &msg, &err), 0, "%s", err.msg);
+    cr_assert_eq(msg.nseqs, 1u);
+    cr_assert_str_eq(msg.seqs[0].identifier, "documents");
+    cr_assert_eq(msg.seqs[0].ndocs, 5u, "ndocs %zu", msg.seqs[0].ndocs);
+    for (int i = 0; i < 5; i++) {
+        bson_iter_t it;
+        cr_assert(bson_iter_init_find(&it, &msg.seqs[0].docs[i], "_id"));
+        cr_assert_eq(bson_iter_int32(&it), i);
+    }
+    mf_wire_msg_destroy(&msg);
+    free(b.p);
+}
+
+Test(wire, empty_document_sequence_is_allowed)
+{
+    buf_t b = {0};
+    mf_msg_t msg;
+    mf_error_t err = {0};
+
+    build_insert(&b, 0);
+    cr_assert_eq(mf_wire_parse(b.p, b.n, &msg, &err), 0, "%s", err.msg);
+    cr_assert_eq(msg.nseqs, 1u);
+    cr_assert_eq(msg.seqs[0].ndocs, 0u);
+    mf_wire_msg_destroy(&msg);
+    free(b.p);
+}
+
+Test(wire, two_sequences_and_body_after_sequence_are_parsed)
+{
+    buf_t b = {0};
+    bson_t *body = BCON_NEW("update", "c");
+    bson_t *d = BCON_NEW("q", "{", "}", "u", "{", "}");
+    mf_msg_t msg;
+    mf_error_t err = {0};
+    size_t at;
+
+    begin(&b, MF_OP_MSG);
+    put_i32(&b, 0);
+    put_u8(&b, 1);
+    at = b.n;
+    put_i32(&b, 0);
+    put(&b, "updates", 8);
+    put_doc(&b, d);
+    put_doc(&b, d);
+    patch_i32(&b, at, (int32_t)(b.n - at));
+    put_u8(&b, 0);
+    put_doc(&b, body);
+    put_u8(&b, 1);
+    at = b.n;
+    put_i32(&b, 0);
+    put(&b, "other", 6);
+    put_doc(&b, d);
+    patch_i32(&b, at, (int32_t)(b.n - at));
+    finish(&b);
+    cr_assert_eq(mf_wire_parse(b.p, b.n, &msg, &err), 0, "%s", err.msg);
+    cr_assert_eq(msg.nseqs, 2u);
+    cr_assert_str_eq(msg.seqs[0].identifier, "updates");
+    cr_assert_eq(msg.seqs[0].ndocs, 2u);
+    cr_assert_str_eq(msg.seqs[1].identifier, "other");
+    cr_assert_eq(msg.seqs[1].ndocs, 1u);
+    cr_assert(bson_equal(&msg.body, body));
+    mf_wire_msg_destroy(&msg);
+    free(b.p);
+    bson_destroy(body);
+    bson_destroy(d);
+}
+
+Test(wire, duplicate_sequence_identifier_is_rejected)
+{
+    buf_t b = {0};
+    bson_t *body = BCON_NEW("insert", "c");
+    mf_msg_t msg;
+    mf_error_t err = {0};
+
+    begin(&b, MF_OP_MSG);
+    put_i32(&b, 0);
+    put_u8(&b, 0);
+    put_doc(&b, body);
+    for (int i = 0; i < 2; i++) {
+        put_u8(&b, 1);
+        put_i32(&b, 4 + 10);
+        put(&b, "documents", 10);
+    }
+    finish(&b);
+    cr_assert_eq(mf_wire_parse(b.p, b.n, &msg, &err), -1);
+    cr_assert_eq(err.code, MF_E_ProtocolError);
+    free(b.p);
+    bson_destroy(body);
+}
+
+Test(wire, truncation_at_every_byte_offset_fails_cleanly)
+{
+    buf_t b = {0};
+    mf_msg_t msg;
+    mf_error_t err = {0};
+
+    build_insert(&b, 3);
+    for (size_t k = 0; k < b.n; k++) {
+        uint8_t *c;
+        /* As received: header length disagrees with the bytes. */
+        cr_assert_eq(parse_copy(b.p, k, &msg, &err, &c), -1, "prefix %zu parsed", k);
+        cr_assert_neq(err.code, 0);
+        free(c);
+        /* Header length patched to the prefix, so the body parser sees it. */
+        if (k >= 16) {
+            uint8_t *t = malloc(k);
+            memcpy(t, b.p, k);
+            t[0] = (uint8_t)k;
+            t[1] = (uint8_t)(k >> 8);
+            t[2] = t[3] = 0;
+            int rc = mf_wire_parse(t, k, &msg, &err);
+            free(t);
+            if (rc == 0) {
+                mf_wire_msg_destroy(&msg);
+                /* Only the prefix ending right after the body is a whole message. */
+                cr_assert_eq(k, 21 + (size_t)b.p[21], "patched prefix %zu parsed", k);
+            }
+        }
+    }
+    free(b.p);
+}
+
+Test(wire, corrupting_any_byte_never_crashes)
+{
+    buf_t b = {0};
+    mf_msg_t msg;
+    mf_error_t err = {0};
+    const uint8_t vals[] = {0x00, 0x01, 0x7f, 0x80, 0xff, 0x05, 0x03};
+
+    build_insert(&b, 2);
+    for (size_t k = 0; k < b.n; k++) {
+        for (size_t v = 0; v < sizeof vals; v++) {
+            uint8_t *c = malloc(b.n);
+            memcpy(c, b.p, b.n);
+            c[k] = vals[v];
+            if (mf_wire_parse(c, b.n, &msg, &err) == 0)
+                mf_wire_msg_destroy(&msg);
+            free(c);
+        }
+    }
+    free(b.p);
+}
+
+Test(wire, unknown_section_kind_is_rejected)
+{
+    buf_t b = {0};
+    bson_t *body = BCON_NEW("ping", BCON_INT32(1));
+    mf_msg_t msg;
+    mf_error_t err = {0};
+
+    begin(&b, MF_OP_MSG);
+    put_i32(&b, 0);
+    put_u8(&b, 2);
+    put_doc(&b, body);
+    finish(&b);
+    cr_assert_eq(mf_wire_parse(b.p, b.n, &msg, &err), -1);
+    cr_assert_eq(err.code, MF_E_ProtocolError);
+    free(b.p);
+    bson_destroy(body);
+}
+
+Test(wire, missing_or_repeated_body_is_rejected)
+{
+    buf_t b = {0};
+    bson_t *body = BCON_NEW("ping", BCON_INT32(1));
+    mf_msg_t msg;
+    mf_error_t err = {0};
+
+    begin(&b, MF_OP_MSG);
+    put_i32(&b, 0);
+    put_u8(&b, 1);
+    put_i32(&b, 4 + 2);
+    put(&b, "x", 2);
+    finish(&b);
+    cr_assert_eq(mf_wire_parse(b.p, b.n, &msg, &err), -1);
+    cr_assert_eq(err.code, MF_E_ProtocolError);
+    cr_assert(strstr(err.msg, "body") != NULL, "%s", err.msg);
+
+    begin(&b, MF_OP_MSG);
+    put_i32(&b, 0);
+    put_u8(&b, 0);
+    put_doc(&b, body);
+    put_u8(&b, 0);
+    put_doc(&b, body);
+    finish(&b);
+    cr_assert_eq(mf_wire_parse(b.p, b.n, &msg, &err), -1);
+    cr_assert(strstr(err.msg, "Multiple body") != NULL, "%s", err.msg);
+    free(b.p);
+    bson_destroy(body);
+}
+
+Test(wire, unknown_required_flag_bits_are_rejected_optional_ones_ignored)
+{
+    bson_t *body = BCON_NEW("ping", BCON_INT32(1));
+    mf_msg_t msg;
+    mf_error_t err = {0};
+    size_t len;
+    uint8_t *m;
+
+    for (int bit = 2; bit < 16; bit++) {
+        m = mf_wire_build_msg(1, 0, 1u << bit, body, &len);
+        cr_assert_eq(mf_wire_parse(m, len, &msg, &err), -1, "bit %d accepted", bit);
+        cr_assert_eq(err.code, MF_E_ProtocolError);
+        free(m);
+    }
+    m = mf_wire_build_msg(1, 0, MF_MSG_EXHAUST_ALLOWED | (1u << 20) | MF_MSG_MORE_TO_COME, body, &len);
+    cr_assert_eq(mf_wire_parse(m, len, &msg, &err), 0, "%s", err.msg);
+    cr_assert_eq(msg.flags, MF_MSG_EXHAUST_ALLOWED | (1u << 20) | MF_MSG_MORE_TO_COME);
+    mf_wire_msg_destroy(&msg);
+    free(m);
+    bson_destroy(body);
+}
+
+Test(wire, malformed_bson_is_invalid_bson)
+{
+    buf_t b = {0};
+    mf_msg_t msg;
+    mf_error_t err = {0};
+    /* {a: <type 0x42>} */
+    const uint8_t bad_type[] = {9, 0, 0, 0, 0x42, 'a', 0, 0, 0};
+    /* {a: "x"} with a string length that overruns. */
+    const uint8_t bad_str[] = {14, 0, 0, 0, 0x02, 'a', 0, 50, 0, 0, 0, 'x', 0, 0};
+    /* Document length disagrees with its terminator. */
+    const uint8_t bad_term[] = {6, 0, 0, 0, 0, 1};
+
+    const uint8_t *cases[] = {bad_type, bad_str, bad_term};
+    size_t sizes[] = {sizeof bad_type, sizeof bad_str, sizeof bad_term};
+    for (int i = 0; i < 3; i++) {
+        begin(&b, MF_OP_MSG);
+        put_i32(&b, 0);
+        put_u8(&b, 0);
+        put(&b, cases[i], sizes[i]);
+        finish(&b);
+        cr_assert_eq(mf_wire_parse(b.p, b.n, &msg, &err), -1, "case %d", i);
+        cr_assert_eq(err.code, MF_E_InvalidBSON, "case %d: code %d (%s)", i, err.code, err.msg);
+    }
+    free(b.p);
+}
+
+Test(wire, oversize_document_is_bson_object_too_large)
+{
+    size_t lim = 16 * 1024 * 1024 + 16 * 1024;
+    mf_msg_t msg;
+    mf_error_t err = {0};
+
+    for (int over = 0; over <= 1; over++) {
+        size_t dl = lim + (size_t)over;
+        size_t strl = dl - 4 - 1 - 2 - 4 - 1; /* doclen, type, "a\0", strlen, terminator */
+        bson_t *body;
+        bson_t sub;
+        buf_t b = {0};
+        uint8_t *doc = calloc(1, dl);
+
+        (void)sub;
+        doc[0] = (uint8_t)dl;
+        doc[1] = (uint8_t)(dl >> 8);
+        doc[2] = (uint8_t)(dl >> 16);
+        doc[3] = (uint8_t)(dl >> 24);
+        doc[4] = 0x02;
+        doc[5] = 'a';
+        doc[7] = (uint8_t)strl;
+        doc[8] = (uint8_t)(strl >> 8);
+        doc[9] = (uint8_t)(strl >> 16);
+        doc[10] = (uint8_t)(strl >> 24);
+        memset(doc + 11, 'x', strl - 1);
+        body = NULL;
+        begin(&b, MF_OP_MSG);
+        put_i32(&b, 0);
+        put_u8(&b, 0);
+        put(&b, doc, dl);
+        finish(&b);
+        int rc = mf_wire_parse(b.p, b.n, &msg, &err);
+        if (over) {
+            cr_assert_eq(rc, -1);
+            cr_assert_eq(err.code, MF_E_BSONObjectTooLarge, "code %d (%s)", err.code, err.msg);
+        } else {
+            cr_assert_eq(rc, 0, "%s", err.msg);
+            mf_wire_msg_destroy(&msg);
+        }
+        (void)body;
+        free(doc);
+        free(b.p);
+    }
+}
+
+/* A document {a: {a: {... depth levels ...}}} assembled byte by byte. */
+static void
+put_nested(buf_t *b, int depth)
+{
+    /* Each level: len(4) 0x03 'a' 0 <inner> 0; innermost is {}. */
+    size_t inner = 5;
+    size_t *lens = malloc(sizeof(size_t) * (size_t)depth);
+    for (int i = depth - 1; i >= 0; i--) {
+        lens[i] = inner;
+        inner = 4 + 3 + inner + 1;
+    }
+    /* Top level has length `inner`. */
+    put_i32(b, (int32_t)inner);
+    for (int i = 0; i < depth; i++) {
+        put_u8(b, 0x03);
+        put(b, "a", 2);
+        if (i < depth - 1)
+            put_i32(b, (int32_t)lens[i]);
+    }
+    put_i32(b, 5);
+    put_u8(b, 0);
+    for (int i = 0; i < depth; i++)
+        put_u8(b, 0);
+    free(lens);
+}
+
+Test(wire, deep_nesting_is_refused_without_recursion)
+{
+    mf_msg_t msg;
+    mf_error_t err = {0};
+    int depths[] = {150, 200, 201, 100000};
+    int expect_ok[] = {1, 1, 0, 0};
+
+    for (int i = 0; i < 4; i++) {
+        buf_t b = {0};
+        begin(&b, MF_OP_MSG);
+        put_i32(&b, 0);
+        put_u8(&b, 0);
+        put_nested(&b, depths[i]);
+        finish(&b);
+        int rc = mf_wire_parse(b.p, b.n, &msg, &err);
+        if (expect_ok[i]) {
+            cr_assert_eq(rc, 0, "depth %d: %s", depths[i], err.msg);
+            mf_wire_msg_destroy(&msg);
+        } else {
+            cr_assert_eq(rc, -1, "depth %d accepted", depths[i]);
+            cr_assert_eq(err.code, MF_E_Overflow, "depth %d: code %d (%s)", depths[i], err.code, err.msg);
+        }
+        free(b.p);
+    }
+}
+
+Test(wire, op_query_is_parsed_with_and_without_field_selector)
+{
+    buf_t b = {0};
+    bson_t *q = BCON_NEW("isMaster", BCON_INT32(1));
+    bson_t *f = BCON_NEW("x", BCON_INT32(1));
+    mf_msg_t msg;
+    mf_error_t err = {0};
+
+    begin(&b, MF_OP_QUERY);
+    put_i32(&b, 4);
+    put(&b, "admin.$cmd", 11);
+    put_i32(&b, 0);
+    put_i32(&b, -1);
+    put_doc(&b, q);
+    finish(&b);
+    cr_assert_eq(mf_wire_parse(b.p, b.n, &msg, &err), 0, "%s", err.msg);
+    cr_assert_eq(msg.flags, 4u);
+    cr_assert_str_eq(msg.full_collection_name, "admin.$cmd");
+    cr_assert_eq(msg.number_to_skip, 0);
+    cr_assert_eq(msg.number_to_return, -1);
+    cr_assert(bson_equal(&msg.body, q));
+    cr_assert(!msg.has_return_fields);
+    mf_wire_msg_destroy(&msg);
+
+    put_doc(&b, f);
+    finish(&b);
+    cr_assert_eq(mf_wire_parse(b.p, b.n, &msg, &err), 0, "%s", err.msg);
+    cr_assert(msg.has_return_fields);
+    cr_assert(bson_equal(&msg.return_fields, f));
+    mf_wire_msg_destroy(&msg);
+
+    /* Trailing garbage after the selector. */
+    put_u8(&b, 7);
+    finish(&b);
+    cr_assert_eq(mf_wire_parse(b.p, b.n, &msg, &err), -1);
+
+    /* Every truncation fails cleanly. */
+    b.n -= 1;
+    for (size_t k = 16; k < b.n; k++) {
+        uint8_t *t = malloc(k);
+        memcpy(t, b.p, k);
+        t[0] = (uint8_t)k;
+        t[1] = (uint8_t)(k >> 8);
+        t[2] = t[3] = 0;
+        int rc = mf_wire_parse(t, k, &msg, &err);
+        /* The prefix ending exactly after the query document is a valid message. */
+        if (rc == 0) {
+            cr_assert_eq(k, 16 + 4 + 11 + 8 + q->len, "prefix %zu parsed", k);
+            mf_wire_msg_destroy(&msg);
+        }
+        free(t);
+    }
+    free(b.p);
+    bson_destroy(q);
+    bson_destroy(f);
+}
+
+Test(wire, op_query_namespace_must_be_terminated)
+{
+    buf_t b = {0};
+    mf_msg_t msg;
+    mf_error_t err = {0};
+
+    begin(&b, MF_OP_QUERY);
+    put_i32(&b, 0);
+    put(&b, "admin.$cmd", 10);
+    finish(&b);
+    cr_assert_eq(mf_wire_parse(b.p, b.n, &msg, &err), -1);
+    cr_assert_eq(err.code, MF_E_ProtocolError);
+    free(b.p);
+}
+
+Test(wire, unsupported_opcode_and_bad_length_are_protocol_errors)
+{
+    bson_t *body = BCON_NEW("ping", BCON_INT32(1));
+    size_t len;
+    uint8_t *m = mf_wire_build_msg(1, 0, 0, body, &len);
+    mf_msg_t msg;
+    mf_error_t err = {0};
+
+    m[12] = 0xD4; /* 2004 -> OP_QUERY layout won't match; use an unknown code */
+    m[13] = 0x0F;
+    cr_assert_eq(mf_wire_parse(m, len, &msg, &err), -1);
+    cr_assert_eq(err.code, MF_E_ProtocolError);
+    m[12] = 0xDD;
+    m[13] = 0x07;
+    cr_assert_eq(mf_wire_parse(m, len - 1, &msg, &err), -1);
+    cr_assert_eq(err.code, MF_E_ProtocolError);
+    free(m);
+    bson_destroy(body);
+}
+
+Test(wire, op_reply_builder_lays_out_fields)
+{
+    bson_t *doc = BCON_NEW("ok", BCON_DOUBLE(1.0));
+    size_t len;
+    uint8_t *m = mf_wire_build_reply(3, 42, doc, &len);
+    mf_msg_header_t hdr;
+    bson_t got;
+
+    cr_assert_eq(len, 36 + doc->len);
+    mf_wire_read_header(m, &hdr);
+    cr_assert_eq(hdr.length, (int32_t)len);
+    cr_assert_eq(hdr.request_id, 3);
+    cr_assert_eq(hdr.response_to, 42);
+    cr_assert_eq(hdr.opcode, MF_OP_REPLY);
+    cr_assert_eq(m[32], 1); /* numberReturned */
+    cr_assert(bson_init_static(&got, m + 36, doc->len));
+    cr_assert(bson_equal(&got, doc));
+    free(m);
+    bson_destroy(doc);
+}
+
+Test(wire, destroy_of_zeroed_or_failed_message_is_harmless)
+{
+    mf_msg_t msg;
+    mf_error_t err = {0};
+    uint8_t junk[20] = {20, 0, 0, 0};
+
+    memset(&msg, 0, sizeof msg);
+    mf_wire_msg_destroy(&msg);
+    junk[12] = 0xDD;
+    junk[13] = 0x07;
+    cr_assert_eq(mf_wire_parse(junk, sizeof junk, &msg, &err), -1);
+    mf_wire_msg_destroy(&msg);
+}
