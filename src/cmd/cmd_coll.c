@@ -430,10 +430,8 @@ mf_cmd_coll_stats_doc(mf_op_t *op, const char *name, bson_t *out)
     BSON_APPEND_DOCUMENT_BEGIN(out, "storageStats", &ss);
     append_coll_stats(op, c, 1, &ss);
     bson_append_document_end(out, &ss);
-    BSON_APPEND_DOCUMENT_BEGIN(out, "count", &ss);
-    bson_append_document_end(out, &ss);
+    BSON_APPEND_INT64(out, "count", atomic_load(&c->approx_count));
     mf_catalog_unlock(op->eng->cat);
-    /* {count: {}} is not a count; replace with the real number for $collStats {count: {}}. */
     return 0;
 }
 

@@ -35,6 +35,9 @@
 #include "query/update.h"
 #include "query/value.h"
 
+/* cmd_coll.c: the document $collStats yields for db.name. */
+int mf_cmd_coll_stats_doc(mf_op_t *op, const char *name, bson_t *out);
+
 #define FIRST_BATCH_DEFAULT 101
 #define BATCH_BYTES_MAX (16 * 1024 * 1024 - 64 * 1024)
 #define INSERT_CHUNK 500
@@ -1541,6 +1544,7 @@ cmd_distinct(mf_op_t *op)
 
 typedef struct agg_scan_ctx {
     mf_op_t *op;
+    const bson_t *only_doc; /* $collStats: the pipeline's source is this one document */
 } agg_scan_ctx_t;
 
 typedef struct agg_visit_adapter {
@@ -1562,6 +1566,10 @@ static int
 agg_scan(void *ctx, const char *coll, const bson_t *filter, mf_agg_visit_fn visit, void *arg, mf_error_t *err)
 {
     agg_scan_ctx_t *x = ctx;
+    if (x->only_doc != NULL) {
+        int r = visit(arg, x->only_doc);
+        return r < 0 ? -1 : 0;
+    }
     mf_coll_t *c = mf_catalog_coll_find(x->op->eng->cat, x->op->db, coll);
     if (c == NULL)
         return 0;
@@ -1619,16 +1627,54 @@ cmd_aggregate(mf_op_t *op)
                           "The 'cursor' option is required, except for aggregate with the explain argument");
     if (name == NULL)
         return mf_err_set(&op->err, MF_E_InvalidNamespace, "{aggregate: 1} is not supported by mayfly yet");
-    if ((pl = mf_pipeline_new(bson_iter_value(&it), &op->err)) == NULL)
+    /*
+     * A leading $collStats stage makes the collection's statistics document
+     * the pipeline's only input (mongosh's db.c.stats() sends it).
+     */
+    bson_t rest, stats_doc;
+    bool collstats = false;
+    const bson_value_t *pv = bson_iter_value(&it);
+    bson_value_t rest_v;
+    {
+        bson_t arr;
+        bson_iter_t si, first;
+        bson_init_static(&arr, pv->value.v_doc.data, pv->value.v_doc.data_len);
+        if (bson_iter_init(&si, &arr) && bson_iter_next(&si) && BSON_ITER_HOLDS_DOCUMENT(&si) &&
+            bson_iter_recurse(&si, &first) && bson_iter_next(&first) &&
+            strcmp(bson_iter_key(&first), "$collStats") == 0) {
+            int k = 0;
+            char key[16];
+            if (mf_cmd_coll_stats_doc(op, name, &stats_doc) != 0)
+                return -1;
+            collstats = true;
+            bson_init(&rest);
+            while (bson_iter_next(&si)) {
+                snprintf(key, sizeof(key), "%d", k++);
+                bson_append_value(&rest, key, -1, bson_iter_value(&si));
+            }
+            rest_v.value_type = BSON_TYPE_ARRAY;
+            rest_v.value.v_doc.data = (uint8_t *)bson_get_data(&rest);
+            rest_v.value.v_doc.data_len = rest.len;
+            pv = &rest_v;
+        }
+    }
+    pl = mf_pipeline_new(pv, &op->err);
+    if (collstats)
+        bson_destroy(&rest);
+    if (pl == NULL) {
+        if (collstats)
+            bson_destroy(&stats_doc);
         return -1;
-    atomic_fetch_add(&op->eng->op_command, 0);
-    agg_scan_ctx_t sc = {op};
+    }
+    agg_scan_ctx_t sc = {op, collstats ? &stats_doc : NULL};
     mf_agg_env_t env = {agg_scan, &sc};
     mf_cursor_t *cur = mf_cursor_new(MF_CURSOR_DOCS, op->db, name);
     mf_catalog_rdlock(op->eng->cat);
     int rc = mf_pipeline_run(pl, &env, name, &cur->docs, &op->err);
     mf_catalog_unlock(op->eng->cat);
     mf_pipeline_free(pl);
+    if (collstats)
+        bson_destroy(&stats_doc);
     if (rc != 0) {
         mf_cursor_free(cur);
         return -1;

@@ -33,6 +33,7 @@
 
 #include "query/expr.h"
 #include "query/match.h"
+#include "query/path.h"
 #include "query/sort.h"
 #include "query/value.h"
 
@@ -1578,8 +1579,6 @@ lookup_visit(void *arg, const bson_value_t *v, int32_t pos)
     bson_append_value(&l->arr, key, -1, v);
     return false;
 }
-
-#include "query/path.h"
 
 static int
 run_lookup(const stage_t *s, const mf_agg_env_t *env, mf_docvec_t *in, mf_docvec_t *out, mf_error_t *err)

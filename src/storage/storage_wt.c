@@ -142,7 +142,7 @@ mf_storage_open(const char *dbpath, mf_storage_t **out, mf_error_t *err)
                           "create,cache_size=1G,session_max=2000,"
                           "log=(enabled=true,file_max=100MB,archive=true),"
                           "transaction_sync=(enabled=false),checkpoint=(wait=60),"
-                          "eviction=(threads_min=1,threads_max=2)",
+                          "eviction=(threads_min=1,threads_max=2),statistics=(fast)",
                           &st->conn);
     if (ret != 0) {
         free(st);

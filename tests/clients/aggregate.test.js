@@ -255,13 +255,14 @@ h.test('ordered bulkWrite with every operation kind', async () => {
     { deleteMany: { filter: { v: 'nothing' } } },
   ], { ordered: true });
   assert.equal(r.insertedCount, 1);
-  assert.equal(r.matchedCount, 4);
-  assert.equal(r.modifiedCount, 4);
+  // updateMany matches _id 1 (now 10), 3 and 4.
+  assert.equal(r.matchedCount, 5);
+  assert.equal(r.modifiedCount, 5);
   assert.equal(r.deletedCount, 1);
   assert.equal(r.upsertedCount, 1);
   assert.equal(r.upsertedIds[5], 9);
   assert.deepEqual(await c.find().sort({ _id: 1 }).toArray(), [
-    { _id: 1, v: 10 }, { _id: 2, v: 'r' }, { _id: 4, v: 104 }, { _id: 9, v: 9 },
+    { _id: 1, v: 110 }, { _id: 2, v: 'r' }, { _id: 4, v: 104 }, { _id: 9, v: 9 },
   ]);
 });
 
