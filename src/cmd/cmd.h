@@ -78,6 +78,12 @@ typedef struct mf_cmd_def {
     const char *name;
     mf_cmd_fn fn;
     unsigned flags;
+    /*
+     * The command's own fields (NULL-terminated), or NULL for "not checked".
+     * When set, any other field that is not a generic argument (lsid, $db,
+     * writeConcern ...) fails with 40415 "BSON field 'x.y' is an unknown field."
+     */
+    const char *const *fields;
 } mf_cmd_def_t;
 
 /* Per-file command tables (NULL-name terminated). */

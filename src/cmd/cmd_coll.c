@@ -298,14 +298,17 @@ cmd_rename_collection(mf_op_t *op)
 {
     const char *from, *to, *fcoll, *tcoll;
     char fdb[128], tdb[128];
-    bool present, drop_target = false;
+    bool has_from, has_to, present, drop_target = false;
     mf_coll_t *c, *t;
     int rc;
 
-    if (mf_op_get_string(op, "renameCollection", &from, &present) != 0 ||
-        mf_op_get_string(op, "to", &to, &present) != 0 || mf_op_get_bool(op, "dropTarget", &drop_target, &present) != 0)
+    from = to = NULL;
+    if (mf_op_get_string(op, "renameCollection", &from, &has_from) != 0 ||
+        mf_op_get_string(op, "to", &to, &has_to) != 0 || mf_op_get_bool(op, "dropTarget", &drop_target, &present) != 0)
         return -1;
-    if (to == NULL || !present)
+    if (!has_from)
+        return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field 'renameCollection.renameCollection' is the wrong type, expected type 'string'");
+    if (!has_to)
         return mf_err_set(&op->err, MF_E_Location40414, "BSON field 'renameCollection.to' is missing but a required field");
     if (split_ns(from, fdb, sizeof(fdb), &fcoll) != 0)
         return mf_err_set(&op->err, MF_E_InvalidNamespace, "Invalid source namespace: %s", from);

@@ -667,6 +667,72 @@ cmd_kill_cursors(mf_op_t *op)
     return 0;
 }
 
+/*
+ * Statement checks done before any statement runs: MongoDB parses the whole
+ * command first, so a missing or mistyped statement field fails the command
+ * (40414 / 14 / 40415), while errors met while executing (a bad operator in
+ * a filter or an update) become writeErrors.
+ */
+typedef struct stmt_field {
+    const char *name;
+    bool required;
+    int kind; /* 0 any, 1 document, 2 number, 3 document or array, 4 bool-ish, 5 array */
+} stmt_field_t;
+
+static int
+check_statements(mf_op_t *op, const char *arr, const bson_t *stmts, size_t n, const stmt_field_t *fields)
+{
+    static const char *kind_name[] = {"any", "object", "number", "object", "bool", "array"};
+    for (size_t i = 0; i < n; i++) {
+        bson_iter_t it;
+        bson_iter_init(&it, &stmts[i]);
+        while (bson_iter_next(&it)) {
+            const char *k = bson_iter_key(&it);
+            const stmt_field_t *f = fields;
+            while (f->name && strcmp(f->name, k) != 0)
+                f++;
+            if (f->name == NULL)
+                return mf_err_set(&op->err, MF_E_Location40415, "BSON field '%s.%s.%s' is an unknown field.", op->name,
+                                  arr, k);
+            bson_type_t t = bson_iter_type(&it);
+            bool ok = true;
+            switch (f->kind) {
+            case 1:
+                ok = t == BSON_TYPE_DOCUMENT;
+                break;
+            case 2:
+                ok = mf_value_is_number(bson_iter_value(&it));
+                break;
+            case 3:
+                ok = t == BSON_TYPE_DOCUMENT || t == BSON_TYPE_ARRAY;
+                break;
+            case 4:
+                ok = t == BSON_TYPE_BOOL || mf_value_is_number(bson_iter_value(&it)) || t == BSON_TYPE_NULL;
+                break;
+            case 5:
+                ok = t == BSON_TYPE_ARRAY;
+                break;
+            }
+            if (!ok)
+                return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field '%s.%s.%s' is the wrong type '%s', expected type '%s'",
+                                  op->name, arr, k, mf_type_name(t), kind_name[f->kind]);
+        }
+        for (const stmt_field_t *f = fields; f->name; f++) {
+            if (f->required && !bson_has_field(&stmts[i], f->name))
+                return mf_err_set(&op->err, MF_E_Location40414, "BSON field '%s.%s.%s' is missing but a required field",
+                                  op->name, arr, f->name);
+        }
+    }
+    return 0;
+}
+
+static const stmt_field_t update_stmt_fields[] = {
+    {"q", true, 1}, {"u", true, 3}, {"upsert", false, 4}, {"multi", false, 4}, {"arrayFilters", false, 5},
+    {"hint", false, 0}, {"collation", false, 1}, {"c", false, 1}, {"upsertSupplied", false, 4},
+    {"sort", false, 1}, {NULL, false, 0}};
+static const stmt_field_t delete_stmt_fields[] = {
+    {"q", true, 1}, {"limit", true, 2}, {"hint", false, 0}, {"collation", false, 1}, {NULL, false, 0}};
+
 /* ---------- update ---------- */
 
 typedef struct rid_vec {
@@ -912,7 +978,7 @@ cmd_update(mf_op_t *op)
         return -1;
     if (mf_op_docs(op, "updates", false, &stmts, &nstmts) != 0)
         return -1;
-    if (check_batch_size(op, nstmts) != 0) {
+    if (check_batch_size(op, nstmts) != 0 || check_statements(op, "updates", stmts, nstmts, update_stmt_fields) != 0) {
         free(stmts);
         return -1;
     }
@@ -1089,7 +1155,7 @@ cmd_delete(mf_op_t *op)
         return -1;
     if (mf_op_docs(op, "deletes", false, &stmts, &nstmts) != 0)
         return -1;
-    if (check_batch_size(op, nstmts) != 0) {
+    if (check_batch_size(op, nstmts) != 0 || check_statements(op, "deletes", stmts, nstmts, delete_stmt_fields) != 0) {
         free(stmts);
         return -1;
     }
@@ -1695,17 +1761,36 @@ cmd_aggregate(mf_op_t *op)
     return rc;
 }
 
+/* Each command's own fields, as MongoDB 8.0's IDL lists them. */
+static const char *const insert_fields[] = {"documents", "ordered", "bypassDocumentValidation", NULL};
+static const char *const find_fields[] = {"filter", "projection", "sort", "hint", "skip", "limit", "batchSize",
+                                          "singleBatch", "max", "min", "returnKey", "showRecordId", "tailable",
+                                          "oplogReplay", "noCursorTimeout", "awaitData", "allowPartialResults",
+                                          "collation", "allowDiskUse", "let", "ntoreturn", NULL};
+static const char *const getmore_fields[] = {"collection", "batchSize", "lastKnownCommittedOpTime", NULL};
+static const char *const killcursors_fields[] = {"cursors", NULL};
+static const char *const update_fields[] = {"updates", "ordered", "bypassDocumentValidation", "let", NULL};
+static const char *const delete_fields[] = {"deletes", "ordered", "let", NULL};
+static const char *const fam_fields[] = {"query", "sort", "remove", "update", "new", "fields", "upsert",
+                                         "bypassDocumentValidation", "collation", "arrayFilters", "hint", "let",
+                                         NULL};
+static const char *const count_fields[] = {"query", "limit", "skip", "hint", "collation", "fields", NULL};
+static const char *const distinct_fields[] = {"key", "query", "collation", "hint", NULL};
+static const char *const aggregate_fields[] = {"pipeline", "explain", "allowDiskUse", "cursor",
+                                               "bypassDocumentValidation", "collation", "hint", "let",
+                                               "exchange", "fromMongos", "needsMerge", "collectionUUID", NULL};
+
 const mf_cmd_def_t mf_cmds_crud[] = {
-    {"insert", cmd_insert, MF_CMD_WRITE},
-    {"find", cmd_find, 0},
-    {"getMore", cmd_get_more, 0},
-    {"killCursors", cmd_kill_cursors, 0},
-    {"update", cmd_update, MF_CMD_WRITE},
-    {"delete", cmd_delete, MF_CMD_WRITE},
-    {"findAndModify", cmd_find_and_modify, 0},
-    {"findandmodify", cmd_find_and_modify, 0},
-    {"count", cmd_count, 0},
-    {"distinct", cmd_distinct, 0},
-    {"aggregate", cmd_aggregate, 0},
-    {NULL, NULL, 0},
+    {"insert", cmd_insert, MF_CMD_WRITE, insert_fields},
+    {"find", cmd_find, 0, find_fields},
+    {"getMore", cmd_get_more, 0, getmore_fields},
+    {"killCursors", cmd_kill_cursors, 0, killcursors_fields},
+    {"update", cmd_update, MF_CMD_WRITE, update_fields},
+    {"delete", cmd_delete, MF_CMD_WRITE, delete_fields},
+    {"findAndModify", cmd_find_and_modify, 0, fam_fields},
+    {"findandmodify", cmd_find_and_modify, 0, fam_fields},
+    {"count", cmd_count, 0, count_fields},
+    {"distinct", cmd_distinct, 0, distinct_fields},
+    {"aggregate", cmd_aggregate, 0, aggregate_fields},
+    {NULL, NULL, 0, NULL},
 };

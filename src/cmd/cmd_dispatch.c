@@ -24,6 +24,41 @@ lookup(const char *name)
     return NULL;
 }
 
+/* Arguments every command accepts (MongoDB's IDL "generic arguments"). */
+static const char *const generic_args[] = {
+    "$db", "lsid", "txnNumber", "autocommit", "startTransaction", "$clusterTime", "$readPreference",
+    "readPreference", "writeConcern", "readConcern", "maxTimeMS", "comment", "apiVersion", "apiStrict",
+    "apiDeprecationErrors", "$audit", "$client", "$configServerState", "allowImplicitCollectionCreation",
+    "clientOperationKey", "$queryOptions", "maxTimeMSOpOnly", "databaseVersion", "shardVersion",
+    "mayBypassWriteBlocking", "$configTime", "$topologyTime", "usesDefaultMaxTimeMS", "readOnce", "term",
+    "$query", "$maxTimeMS", "$comment", "$explain", "$snapshot", "$options", NULL};
+
+static bool
+in_list(const char *const *list, const char *k)
+{
+    for (; *list; list++) {
+        if (strcmp(*list, k) == 0)
+            return true;
+    }
+    return false;
+}
+
+static int
+check_fields(const mf_cmd_def_t *def, mf_op_t *op)
+{
+    bson_iter_t it;
+    if (def->fields == NULL)
+        return 0;
+    bson_iter_init(&it, op->cmd);
+    bson_iter_next(&it); /* the command name itself */
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (!in_list(def->fields, k) && !in_list(generic_args, k))
+            return mf_err_set(&op->err, MF_E_Location40415, "BSON field '%s.%s' is an unknown field.", def->name, k);
+    }
+    return 0;
+}
+
 static void
 error_reply(bson_t *reply, const mf_error_t *err)
 {
@@ -75,6 +110,8 @@ mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *
     }
     if (!(def->flags & MF_CMD_WRITE) && strcmp(def->name, "find") != 0 && strcmp(def->name, "getMore") != 0)
         atomic_fetch_add(&eng->op_command, 1);
+    if (check_fields(def, &op) != 0)
+        goto fail;
     op.sess = mf_storage_session(eng->st);
     if (def->fn(&op) != 0) {
         if (mf_txn_active(op.sess))

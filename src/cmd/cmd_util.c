@@ -209,9 +209,8 @@ mf_check_doc_for_storage(const bson_t *doc, mf_error_t *err)
     if (!bson_iter_init(&it, doc))
         return mf_err_set(err, MF_E_InvalidBSON, "invalid BSON document");
     while (bson_iter_next(&it)) {
+        /* MongoDB 5.0+ stores $-prefixed field names; only _id's subfields are refused. */
         const char *k = bson_iter_key(&it);
-        if (k[0] == '$')
-            return mf_err_set(err, MF_E_BadValue, "Document can't have $ prefixed field names: %s", k);
         if (strcmp(k, "_id") == 0) {
             bson_type_t t = bson_iter_type(&it);
             if (t == BSON_TYPE_ARRAY || t == BSON_TYPE_REGEX || t == BSON_TYPE_UNDEFINED)

@@ -125,8 +125,28 @@ work_cb(uv_work_t *req)
 
     mf_err_clear(&err);
     if (mf_wire_parse(job->msg->data, job->msg->len, &msg, &err) != 0) {
+        mf_msg_header_t hdr;
+        mf_wire_read_header(job->msg->data, &hdr);
         mf_log(MF_LOG_WARN, "NETWORK", "conn%lld: malformed message (%s): %s", (long long)c->client.id,
                mf_err_codename(err.code), err.msg);
+        /*
+         * A well-framed message whose documents are bad (invalid BSON, too
+         * deep, too large) gets an error reply and the connection lives on;
+         * a framing fault closes it.
+         */
+        if (err.code != MF_E_ProtocolError && (hdr.opcode == MF_OP_MSG || hdr.opcode == MF_OP_QUERY)) {
+            bson_init(&reply);
+            BSON_APPEND_DOUBLE(&reply, "ok", 0.0);
+            BSON_APPEND_UTF8(&reply, "errmsg", err.msg);
+            BSON_APPEND_INT32(&reply, "code", err.code);
+            BSON_APPEND_UTF8(&reply, "codeName", mf_err_codename(err.code));
+            if (hdr.opcode == MF_OP_MSG)
+                job->reply = mf_wire_build_msg(0, hdr.request_id, 0, &reply, &job->reply_len);
+            else
+                job->reply = mf_wire_build_reply(0, hdr.request_id, &reply, &job->reply_len);
+            bson_destroy(&reply);
+            return;
+        }
         job->fatal = true;
         return;
     }
