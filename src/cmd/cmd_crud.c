@@ -6,7 +6,7 @@
  * Writes first collect the record ids a statement targets (so a multi-update
  * never revisits a document it moved or changed: no Halloween problem), then
  * apply them in chunks, each chunk one WiredTiger transaction
- * (run_chunks). Each document is re-fetched and re-matched inside its
+ * (mf_batch_run in query/batch.c). Each document is re-fetched and re-matched inside its
  * transaction, so a document changed since the scan is judged on its current
  * content. A write conflict aborts the chunk and retries it; a failing
  * document aborts the chunk, the documents before it are committed again on
@@ -27,6 +27,7 @@
 #include "common/log.h"
 #include "common/params.h"
 #include "query/agg.h"
+#include "query/batch.h"
 #include "query/exec.h"
 #include "query/match.h"
 #include "query/path.h"
@@ -86,81 +87,6 @@ want_durable(mf_op_t *op)
             return true;
     }
     return false;
-}
-
-static void
-backoff(int attempt)
-{
-    struct timespec ts = {0, (long)(attempt < 10 ? attempt * 100000 : 2000000)};
-    nanosleep(&ts, NULL);
-}
-
-typedef int (*item_fn)(void *arg, size_t i, mf_error_t *err);
-typedef void (*commit_fn)(void *arg, size_t from, size_t to);
-
-/*
- * run_chunks: runs fn over items [*start, n) in transactions of up to chunk
- * items (see the file comment). Returns 0 when every item committed; 1 when
- * item *start failed (items before it are committed, err holds its error);
- * -1 on a failure that is not an item's (commit error).
- */
-static int
-run_chunks(mf_sess_t *s, size_t *start, size_t n, size_t chunk, bool durable, item_fn fn, commit_fn on_commit,
-           void *arg, mf_error_t *err)
-{
-    size_t i = *start;
-    int attempt = 0;
-
-    if (chunk == 0)
-        chunk = 1;
-    while (i < n) {
-        size_t end = i + chunk < n ? i + chunk : n, j;
-        int r = 0;
-    again:
-        if (mf_txn_begin(s, err) != 0)
-            return -1;
-        for (j = i; j < end; j++) {
-            r = fn(arg, j, err);
-            if (r != 0)
-                break;
-        }
-        if (r == 0) {
-            if (mf_txn_commit(s, durable, err) != 0) {
-                if (err->code == MF_E_WriteConflict && attempt++ < 10000) {
-                    backoff(attempt);
-                    goto again;
-                }
-                *start = i;
-                return -1;
-            }
-            attempt = 0;
-            if (on_commit)
-                on_commit(arg, i, end);
-            i = end;
-            continue;
-        }
-        mf_txn_abort(s);
-        if (r == MF_CONFLICT) {
-            if (attempt++ > 10000) {
-                *start = j;
-                mf_err_set(err, MF_E_WriteConflict, "too many write conflicts");
-                return 1;
-            }
-            backoff(attempt);
-            goto again;
-        }
-        if (j > i) {
-            /* Commit the items before the failing one on their own. */
-            mf_error_t saved = *err;
-            end = j;
-            (void)saved;
-            goto again;
-        }
-        *start = j;
-        return 1;
-    }
-    *start = n;
-    return 0;
 }
 
 static void
@@ -296,7 +222,7 @@ cmd_insert(mf_op_t *op)
     while (i < ndocs) {
         mf_error_t e;
         mf_err_clear(&e);
-        int r = run_chunks(op->sess, &i, ndocs, INSERT_CHUNK, durable, insert_item, insert_commit, &ctx, &e);
+        int r = mf_batch_run(op->sess, &i, ndocs, INSERT_CHUNK, durable, (mf_batch_item_fn)insert_item, insert_commit, &ctx, &e);
         if (r == 0)
             break;
         if (r < 0) {
@@ -852,7 +778,7 @@ do_upsert(mf_op_t *op, mf_coll_t *c, const bson_t *q, const mf_update_t *u, bool
         else
             mf_txn_abort(op->sess);
         if (ret == MF_CONFLICT || (ret != 0 && op->err.code == MF_E_WriteConflict && attempt < 1000)) {
-            backoff(attempt);
+            mf_batch_backoff(attempt);
             continue;
         }
         if (ret == 0) {
@@ -937,7 +863,7 @@ update_one_stmt(mf_op_t *op, const char *name, const bson_t *stmt, bool durable,
             goto out_unlock;
         upd_ctx_t x = {op->sess, c, m, u, rv.v, calloc(rv.n + 1, 1), 0, 0};
         size_t start = 0;
-        int r = run_chunks(op->sess, &start, rv.n, UPDATE_CHUNK, durable, upd_item, upd_commit, &x, e);
+        int r = mf_batch_run(op->sess, &start, rv.n, UPDATE_CHUNK, durable, upd_item, upd_commit, &x, e);
         free(x.slot);
         *n = x.matched;
         *nmod = x.modified;
@@ -1026,47 +952,11 @@ cmd_update(mf_op_t *op)
 
 /* ---------- delete ---------- */
 
-typedef struct del_ctx {
-    mf_sess_t *s;
-    mf_coll_t *c;
-    const mf_matcher_t *m;
-    const int64_t *rids;
-    uint8_t *slot;
-    int64_t deleted;
-    int64_t batches;
-} del_ctx_t;
-
-static int
-del_item(void *arg, size_t i, mf_error_t *err)
+static bool
+del_check(void *arg, int64_t rid, const bson_t *doc)
 {
-    del_ctx_t *x = arg;
-    bson_t doc;
-    int ret;
-
-    x->slot[i] = 0;
-    ret = mf_coll_fetch(x->s, x->c, x->rids[i], &doc, err);
-    if (ret == MF_NOTFOUND)
-        return 0;
-    if (ret != 0)
-        return ret;
-    if (mf_matcher_match(x->m, &doc, NULL)) {
-        ret = mf_coll_remove(x->s, x->c, x->rids[i], &doc, err);
-        if (ret == MF_NOTFOUND)
-            ret = 0;
-        else if (ret == 0)
-            x->slot[i] = 1;
-    }
-    bson_destroy(&doc);
-    return ret;
-}
-
-static void
-del_commit(void *arg, size_t from, size_t to)
-{
-    del_ctx_t *x = arg;
-    for (size_t i = from; i < to; i++)
-        x->deleted += x->slot[i];
-    x->batches++;
+    (void)rid;
+    return mf_matcher_match((const mf_matcher_t *)arg, doc, NULL);
 }
 
 static int
@@ -1115,20 +1005,18 @@ delete_one_stmt(mf_op_t *op, const char *name, const bson_t *stmt, bool durable,
         rv.max = (size_t)limit;
         if (mf_exec_scan(op->sess, c, &q, m, 0, rid_visit, &rv, NULL, e) != 0)
             goto out;
-        del_ctx_t x = {op->sess, c, m, rv.v, calloc(rv.n + 1, 1), 0, 0};
-        size_t start = 0;
         size_t chunk = 1;
         bool batched = limit == 0;
         if (batched) {
             int64_t target = mf_param_get("batchedDeletesTargetBatchDocs");
-            chunk = target > 0 ? (size_t)target : rv.n + 1;
+            chunk = target > 0 ? (size_t)target : 0;
         }
-        int r = run_chunks(op->sess, &start, rv.n, chunk, durable, del_item, del_commit, &x, e);
-        free(x.slot);
-        *n = x.deleted;
+        mf_delete_stats_t st = {0, 0};
+        int r = mf_delete_rids(op->sess, c, rv.v, rv.n, chunk, durable, del_check, m, &st, e);
+        *n = st.deleted;
         if (batched && rv.n > 0) {
-            atomic_fetch_add(&op->eng->batched_deletes_docs, x.deleted);
-            atomic_fetch_add(&op->eng->batched_deletes_batches, x.batches);
+            atomic_fetch_add(&op->eng->batched_deletes_docs, st.deleted);
+            atomic_fetch_add(&op->eng->batched_deletes_batches, st.batches);
         }
         if (r != 0)
             goto out;
@@ -1368,7 +1256,7 @@ cmd_find_and_modify(mf_op_t *op)
         if (r != 0) {
             mf_txn_abort(op->sess);
             if (r == MF_CONFLICT && attempt < 1000) {
-                backoff(attempt);
+                mf_batch_backoff(attempt);
                 continue;
             }
             goto out;
@@ -1399,7 +1287,7 @@ cmd_find_and_modify(mf_op_t *op)
             bson_destroy(&out_doc);
             if ((r == MF_CONFLICT || op->err.code == MF_E_WriteConflict) && attempt < 1000) {
                 mf_err_clear(&op->err);
-                backoff(attempt);
+                mf_batch_backoff(attempt);
                 continue;
             }
             goto out;

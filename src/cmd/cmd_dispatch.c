@@ -120,10 +120,13 @@ mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *
     }
     if (mf_txn_active(op.sess))
         mf_txn_abort(op.sess); /* a handler that forgot its transaction gets nothing committed */
+    mf_storage_session_release(op.sess);
     BSON_APPEND_DOUBLE(reply, "ok", 1.0);
     return;
 
 fail:
+    if (op.sess)
+        mf_storage_session_release(op.sess);
     if (op.err.code == 0)
         mf_err_set(&op.err, MF_E_InternalError, "command failed without an error message");
     error_reply(reply, &op.err);

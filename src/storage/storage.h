@@ -45,6 +45,13 @@ void mf_storage_close(mf_storage_t *st);
 /* mf_storage_session: this thread's session, opened on first call. Never NULL (aborts on failure). */
 mf_sess_t *mf_storage_session(mf_storage_t *st);
 
+/*
+ * mf_storage_session_release: closes the cursors s keeps cached. Called when
+ * a command ends (and by background tasks between batches) so no idle
+ * session pins a table that DDL wants to drop.
+ */
+void mf_storage_session_release(mf_sess_t *s);
+
 /* mf_storage_size: bytes on disk of a table ("table:..."), 0 if unknown. */
 int64_t mf_storage_table_size(mf_sess_t *s, const char *uri);
 

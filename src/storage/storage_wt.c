@@ -24,16 +24,29 @@
 
 #include "common/log.h"
 
-struct mf_sess {
-    WT_SESSION *wt;
-    mf_storage_t *st;
-    bool in_txn;
-};
+#define MF_CURSOR_CACHE 32
 
 struct mf_cur {
     WT_CURSOR *wt;
     mf_sess_t *s;
     bool rid_keys; /* key_format q (record table) vs u (bytes) */
+    bool in_use;
+    char uri[96];
+};
+
+/*
+ * A session keeps up to MF_CURSOR_CACHE closed-but-open cursors, keyed by
+ * table, so a command that writes many documents opens each table's cursor
+ * once. mf_storage_session_release closes them all; the command layer calls
+ * it when a command ends, so an idle session holds no cursor and a drop can
+ * proceed.
+ */
+struct mf_sess {
+    WT_SESSION *wt;
+    mf_storage_t *st;
+    bool in_txn;
+    mf_cur_t *cache[MF_CURSOR_CACHE];
+    int ncache;
 };
 
 #define MF_MAX_PENDING_DROPS 256
@@ -231,6 +244,7 @@ void
 mf_storage_drop(mf_storage_t *st, const char *uri)
 {
     mf_sess_t *s = mf_storage_session(st);
+    mf_storage_session_release(s);
     int ret = s->wt->drop(s->wt, uri, "force=true");
     if (ret == 0 || ret == ENOENT)
         return;
@@ -278,13 +292,25 @@ int
 mf_cur_open(mf_sess_t *s, const char *uri, mf_cur_t **out, mf_error_t *err)
 {
     WT_CURSOR *c;
+    for (int i = 0; i < s->ncache; i++) {
+        mf_cur_t *mc = s->cache[i];
+        if (!mc->in_use && strcmp(mc->uri, uri) == 0) {
+            mc->in_use = true;
+            *out = mc;
+            return 0;
+        }
+    }
     int ret = s->wt->open_cursor(s->wt, uri, NULL, "overwrite=false", &c);
     if (ret != 0)
         return wt_err(err, ret, "open_cursor");
-    mf_cur_t *mc = malloc(sizeof(*mc));
+    mf_cur_t *mc = calloc(1, sizeof(*mc));
     mc->wt = c;
     mc->s = s;
     mc->rid_keys = strcmp(c->key_format, "q") == 0;
+    mc->in_use = true;
+    snprintf(mc->uri, sizeof(mc->uri), "%s", uri);
+    if (strlen(uri) < sizeof(mc->uri) && s->ncache < MF_CURSOR_CACHE)
+        s->cache[s->ncache++] = mc;
     *out = mc;
     return 0;
 }
@@ -294,8 +320,32 @@ mf_cur_close(mf_cur_t *c)
 {
     if (c == NULL)
         return;
+    mf_sess_t *s = c->s;
+    for (int i = 0; i < s->ncache; i++) {
+        if (s->cache[i] == c) {
+            c->wt->reset(c->wt);
+            c->in_use = false;
+            return;
+        }
+    }
     c->wt->close(c->wt);
     free(c);
+}
+
+void
+mf_storage_session_release(mf_sess_t *s)
+{
+    int keep = 0;
+    for (int i = 0; i < s->ncache; i++) {
+        mf_cur_t *c = s->cache[i];
+        if (c->in_use) {
+            s->cache[keep++] = c; /* still open by a caller: it closes it itself later */
+            continue;
+        }
+        c->wt->close(c->wt);
+        free(c);
+    }
+    s->ncache = keep;
 }
 
 int

@@ -425,3 +425,36 @@ h.test('Timestamp and ObjectId values round-trip', async () => {
   assert.ok(d.ts.equals(ts));
   assert.ok(d.oid.equals(oid));
 });
+
+h.test('--setParameter on the command line sets the startup value', async () => {
+  const s2 = new h.MayflyServer({ args: ['--setParameter', 'logLevel=2'] });
+  const { MongoClient } = require('mongodb');
+  await s2.start();
+  let cl;
+  try {
+    cl = await MongoClient.connect(s2.uri);
+    const r = await cl.db('admin').command({ getParameter: 1, logLevel: 1 });
+    assert.equal(num(r.logLevel), 2);
+    const opts = await cl.db('admin').command({ getCmdLineOpts: 1 });
+    assert.ok(opts.argv.includes('--setParameter'));
+  } finally {
+    if (cl) await cl.close();
+    await s2.stop();
+    s2.cleanup();
+  }
+});
+
+h.test('an unknown --setParameter name makes the server refuse to start', async () => {
+  const s3 = new h.MayflyServer({ args: ['--setParameter', 'noSuchParameterXyz=1'] });
+  let started = false;
+  try {
+    await s3.start();
+    started = true;
+  } catch (e) {
+    assert.match(e.message, /exited during start-up/);
+  } finally {
+    await s3.stop();
+    s3.cleanup();
+  }
+  assert.equal(started, false, 'server started with an unknown parameter');
+});

@@ -1,0 +1,127 @@
+/*
+ * batch.c: chunked transactions and the batched delete (see batch.h).
+ */
+#include "query/batch.h"
+
+#include <stdlib.h>
+#include <time.h>
+
+#include "catalog/coll_write.h"
+
+void
+mf_batch_backoff(int attempt)
+{
+    struct timespec ts = {0, (long)(attempt < 10 ? attempt * 100000 : 2000000)};
+    nanosleep(&ts, NULL);
+}
+
+int
+mf_batch_run(mf_sess_t *s, size_t *start, size_t n, size_t chunk, bool durable, mf_batch_item_fn fn,
+             mf_batch_commit_fn on_commit, void *arg, mf_error_t *err)
+{
+    size_t i = *start;
+    int attempt = 0;
+
+    if (chunk == 0)
+        chunk = n > 0 ? n : 1;
+    while (i < n) {
+        size_t end = i + chunk < n ? i + chunk : n, j;
+        int r = 0;
+    again:
+        if (mf_txn_begin(s, err) != 0)
+            return -1;
+        for (j = i; j < end; j++) {
+            r = fn(arg, j, err);
+            if (r != 0)
+                break;
+        }
+        if (r == 0) {
+            if (mf_txn_commit(s, durable, err) != 0) {
+                if (err->code == MF_E_WriteConflict && attempt++ < 10000) {
+                    mf_batch_backoff(attempt);
+                    goto again;
+                }
+                *start = i;
+                return -1;
+            }
+            attempt = 0;
+            if (on_commit)
+                on_commit(arg, i, end);
+            i = end;
+            continue;
+        }
+        mf_txn_abort(s);
+        if (r == MF_CONFLICT) {
+            if (attempt++ > 10000) {
+                *start = j;
+                mf_err_set(err, MF_E_WriteConflict, "too many write conflicts");
+                return 1;
+            }
+            mf_batch_backoff(attempt);
+            goto again;
+        }
+        if (j > i) {
+            /* Commit the items before the failing one on their own, then fail at j. */
+            end = j;
+            goto again;
+        }
+        *start = j;
+        return 1;
+    }
+    *start = n;
+    return 0;
+}
+
+typedef struct del_ctx {
+    mf_sess_t *s;
+    mf_coll_t *c;
+    const int64_t *rids;
+    uint8_t *slot;
+    mf_delete_check_fn check;
+    void *check_arg;
+    mf_delete_stats_t *stats;
+} del_ctx_t;
+
+static int
+del_item(void *arg, size_t i, mf_error_t *err)
+{
+    del_ctx_t *x = arg;
+    bson_t doc;
+    int ret;
+
+    x->slot[i] = 0;
+    ret = mf_coll_fetch(x->s, x->c, x->rids[i], &doc, err);
+    if (ret == MF_NOTFOUND)
+        return 0;
+    if (ret != 0)
+        return ret;
+    if (x->check == NULL || x->check(x->check_arg, x->rids[i], &doc)) {
+        ret = mf_coll_remove(x->s, x->c, x->rids[i], &doc, err);
+        if (ret == MF_NOTFOUND)
+            ret = 0;
+        else if (ret == 0)
+            x->slot[i] = 1;
+    }
+    bson_destroy(&doc);
+    return ret;
+}
+
+static void
+del_commit(void *arg, size_t from, size_t to)
+{
+    del_ctx_t *x = arg;
+    for (size_t i = from; i < to; i++)
+        x->stats->deleted += x->slot[i];
+    x->stats->batches++;
+}
+
+int
+mf_delete_rids(mf_sess_t *s, mf_coll_t *c, const int64_t *rids, size_t n, size_t batch_docs, bool durable,
+               mf_delete_check_fn check, void *check_arg, mf_delete_stats_t *stats, mf_error_t *err)
+{
+    del_ctx_t x = {s, c, rids, calloc(n + 1, 1), check, check_arg, stats};
+    size_t start = 0;
+    int r = mf_batch_run(s, &start, n, batch_docs, durable, del_item, del_commit, &x, err);
+    free(x.slot);
+    return r == 0 ? 0 : -1;
+}

@@ -1,0 +1,64 @@
+/*
+ * batch.h: applying a write to many documents in chunked transactions, and
+ * the batched multi-document delete built on it.
+ *
+ * mf_batch_run runs a per-item function over items [*start, n), up to chunk
+ * items per WiredTiger transaction. A write conflict (WT_ROLLBACK) aborts the
+ * chunk and retries it after a short backoff. An item that fails aborts the
+ * chunk; the items before it are committed again on their own, and the
+ * failure is reported at its index, so callers can give MongoDB's
+ * per-document writeErrors (ordered batches stop there, unordered ones call
+ * again from the next item). Side effects that must survive only a commit
+ * belong in per-item slots that on_commit folds in.
+ *
+ * mf_delete_rids is the one multi-document delete path: the delete command
+ * (limit: 0) and the TTL monitor both use it. Each record is re-fetched and
+ * re-checked by the caller's predicate inside its transaction, so a document
+ * changed since it was selected is judged on its current content.
+ */
+#ifndef MF_BATCH_H
+#define MF_BATCH_H
+
+#include <bson/bson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "catalog/catalog.h"
+#include "common/error.h"
+#include "storage/storage.h"
+
+/* Per-item function: 0 done, MF_CONFLICT to retry the chunk, -1 failed with err. */
+typedef int (*mf_batch_item_fn)(void *arg, size_t i, mf_error_t *err);
+/* Called after items [from, to) committed. */
+typedef void (*mf_batch_commit_fn)(void *arg, size_t from, size_t to);
+
+/*
+ * mf_batch_run: see above. Returns 0 when all committed (*start = n); 1 when
+ * item *start failed (err holds its error); -1 when a commit itself failed.
+ */
+int mf_batch_run(mf_sess_t *s, size_t *start, size_t n, size_t chunk, bool durable, mf_batch_item_fn fn,
+                 mf_batch_commit_fn on_commit, void *arg, mf_error_t *err) MF_WUR;
+
+/* mf_batch_backoff: sleeps a little longer for each attempt (write-conflict retry). */
+void mf_batch_backoff(int attempt);
+
+/* Predicate for mf_delete_rids: true if doc (record rid) should still be deleted. */
+typedef bool (*mf_delete_check_fn)(void *arg, int64_t rid, const bson_t *doc);
+/* Called after each committed batch with the documents it deleted (may be NULL). */
+typedef void (*mf_delete_batch_fn)(void *arg, const bson_t *const *docs, size_t ndocs);
+
+typedef struct mf_delete_stats {
+    int64_t deleted;
+    int64_t batches;
+} mf_delete_stats_t;
+
+/*
+ * mf_delete_rids: deletes the records rids[0..n) of c that check() still
+ * accepts, batch_docs per transaction (0 = all in one). Returns 0, or -1
+ * with err (stats say what was committed before the failure).
+ */
+int mf_delete_rids(mf_sess_t *s, mf_coll_t *c, const int64_t *rids, size_t n, size_t batch_docs, bool durable,
+                   mf_delete_check_fn check, void *check_arg, mf_delete_stats_t *stats, mf_error_t *err) MF_WUR;
+
+#endif /* MF_BATCH_H */
