@@ -572,10 +572,18 @@ mf_catalog_coll_rename(mf_catalog_t *cat, mf_coll_t *c, const char *to_db, const
 }
 
 /* Defined in coll_write.c: inserts every existing document's keys into ix. */
-int mf_coll_index_build(mf_catalog_t *cat, mf_coll_t *c, mf_index_t *ix, mf_error_t *err);
+int mf_coll_index_build(mf_catalog_t *cat, mf_coll_t *c, mf_index_t *ix, mf_build_progress_fn fn, void *arg,
+                        mf_error_t *err);
 
 int
 mf_catalog_index_add(mf_catalog_t *cat, mf_coll_t *c, const bson_t *spec, mf_error_t *err)
+{
+    return mf_catalog_index_add_progress(cat, c, spec, NULL, NULL, err);
+}
+
+int
+mf_catalog_index_add_progress(mf_catalog_t *cat, mf_coll_t *c, const bson_t *spec, mf_build_progress_fn fn,
+                              void *arg, mf_error_t *err)
 {
     mf_sess_t *s = mf_storage_session(cat->st);
 
@@ -588,7 +596,7 @@ mf_catalog_index_add(mf_catalog_t *cat, mf_coll_t *c, const bson_t *spec, mf_err
         index_free(ix);
         return -1;
     }
-    if (mf_coll_index_build(cat, c, ix, err) != 0) {
+    if (mf_coll_index_build(cat, c, ix, fn, arg, err) != 0) {
         mf_storage_drop(cat->st, ix->uri);
         index_free(ix);
         return -1;

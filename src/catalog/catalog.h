@@ -104,6 +104,22 @@ int mf_catalog_coll_persist(mf_catalog_t *cat, mf_coll_t *c, mf_error_t *err) MF
  */
 int mf_catalog_index_add(mf_catalog_t *cat, mf_coll_t *c, const bson_t *spec, mf_error_t *err) MF_WUR;
 
+/*
+ * mf_build_progress_fn: called by an index build after each chunk of
+ * documents with the number scanned and the collection's approximate
+ * count. Returning false stops the build (11601 Interrupted).
+ */
+typedef bool (*mf_build_progress_fn)(void *arg, int64_t done, int64_t total);
+
+/*
+ * mf_catalog_index_add_progress: mf_catalog_index_add, reporting progress to
+ * fn (may be NULL) and stopping when it returns false. On any failure
+ * (duplicate key, parallel arrays, interruption) the index's table is dropped
+ * and nothing is left in the catalog.
+ */
+int mf_catalog_index_add_progress(mf_catalog_t *cat, mf_coll_t *c, const bson_t *spec, mf_build_progress_fn fn,
+                                  void *arg, mf_error_t *err) MF_WUR;
+
 /* mf_catalog_index_drop: drops index ix of c. Write lock held. */
 int mf_catalog_index_drop(mf_catalog_t *cat, mf_coll_t *c, mf_index_t *ix, mf_error_t *err) MF_WUR;
 

@@ -357,11 +357,17 @@ mf_coll_fetch(mf_sess_t *s, mf_coll_t *c, int64_t rid, bson_t *out, mf_error_t *
     return ret;
 }
 
-/* Called by mf_catalog_index_add with the write lock held: builds ix over all documents. */
-int mf_coll_index_build(mf_catalog_t *cat, mf_coll_t *c, mf_index_t *ix, mf_error_t *err);
+/*
+ * Called by mf_catalog_index_add with the write lock held: builds ix over all
+ * documents, committing every 1000 documents and reporting progress to fn
+ * after each commit. The caller drops ix's table on failure.
+ */
+int mf_coll_index_build(mf_catalog_t *cat, mf_coll_t *c, mf_index_t *ix, mf_build_progress_fn fn, void *arg,
+                        mf_error_t *err);
 
 int
-mf_coll_index_build(mf_catalog_t *cat, mf_coll_t *c, mf_index_t *ix, mf_error_t *err)
+mf_coll_index_build(mf_catalog_t *cat, mf_coll_t *c, mf_index_t *ix, mf_build_progress_fn fn, void *arg,
+                    mf_error_t *err)
 {
     mf_sess_t *s = mf_storage_session(mf_catalog_storage(cat));
     mf_cur_t *rc, *ic;
@@ -401,11 +407,13 @@ mf_coll_index_build(mf_catalog_t *cat, mf_coll_t *c, mf_index_t *ix, mf_error_t 
             if (ret == 0)
                 ret = mf_txn_begin(s, err);
             in_txn = 0;
-            if (done % 100000 == 0)
-                mf_log(MF_LOG_INFO, "INDEX", "Index build: %s on %s: %lld documents", ix->name, c->ns,
-                       (long long)done);
+            if (ret == 0 && fn != NULL && !fn(arg, done, atomic_load(&c->approx_count)))
+                ret = mf_err_set(err, MF_E_Interrupted, "Index build aborted: %s on %s: operation was interrupted",
+                                 ix->name, c->ns);
         }
     }
+    if (ret == 0 && fn != NULL)
+        (void)fn(arg, done, done);
     if (ret == MF_CONFLICT)
         ret = mf_err_set(err, MF_E_WriteConflict, "write conflict during index build");
     if (ret == 0)

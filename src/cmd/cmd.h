@@ -41,7 +41,6 @@ typedef struct mf_engine {
     _Atomic int64_t op_insert, op_query, op_update, op_delete, op_getmore, op_command;
     _Atomic int64_t conn_current, conn_total, conn_active;
     _Atomic int64_t batched_deletes_docs, batched_deletes_batches;
-    _Atomic int64_t ttl_deleted, ttl_passes, ttl_subpasses;
     _Atomic int64_t next_conn_id;
 } mf_engine_t;
 
@@ -90,6 +89,7 @@ typedef struct mf_cmd_def {
 extern const mf_cmd_def_t mf_cmds_admin[];
 extern const mf_cmd_def_t mf_cmds_crud[];
 extern const mf_cmd_def_t mf_cmds_coll[];
+extern const mf_cmd_def_t mf_cmds_collmod[];
 
 /* mf_engine_open: opens storage and catalog at dbpath. */
 int mf_engine_open(const char *dbpath, mf_engine_t **out, mf_error_t *err) MF_WUR;

@@ -2,8 +2,9 @@
  * cmd_admin.c: handshake, diagnostics and server-wide commands: hello /
  * isMaster, ping, buildInfo, getParameter / setParameter, serverStatus,
  * hostInfo, whatsmyuri, connectionStatus, getLog, getCmdLineOpts, and the
- * session commands a driver sends (endSessions, killSessions ...), which a
- * standalone server without sessions acknowledges.
+ * session commands a driver sends (startSession, endSessions, killSessions
+ * ...), which a standalone server without sessions acknowledges, and
+ * currentOp / killOp over the operation registry (curop.h).
  *
  * Wire limits advertised here are enforced elsewhere: message length in
  * net.c, document size in wire.c / cmd_util.c, batch size in the write
@@ -17,10 +18,14 @@
 #include <unistd.h>
 
 #include "cmd/cmd.h"
+#include "cmd/curop.h"
 #include "cmd/cursor.h"
 #include "common/log.h"
 #include "common/params.h"
 #include "net/wire.h"
+#include "query/match.h"
+#include "query/value.h"
+#include "ttl/ttl.h"
 
 #define MF_VERSION "8.0.0"
 #define MF_MAX_WIRE_VERSION 21
@@ -242,9 +247,7 @@ cmd_server_status(mf_op_t *op)
 
     BSON_APPEND_DOCUMENT_BEGIN(r, "metrics", &sub);
     BSON_APPEND_DOCUMENT_BEGIN(&sub, "ttl", &sub2);
-    BSON_APPEND_INT64(&sub2, "deletedDocuments", atomic_load(&e->ttl_deleted));
-    BSON_APPEND_INT64(&sub2, "passes", atomic_load(&e->ttl_passes));
-    BSON_APPEND_INT64(&sub2, "subPasses", atomic_load(&e->ttl_subpasses));
+    mf_ttl_status_append(&sub2);
     bson_append_document_end(&sub, &sub2);
     BSON_APPEND_DOCUMENT_BEGIN(&sub, "cursor", &sub2);
     BSON_APPEND_INT64(&sub2, "timedOut", mf_cursors_timed_out(e->cursors));
@@ -386,7 +389,111 @@ cmd_get_default_rw_concern(mf_op_t *op)
     return 0;
 }
 
+/* startSession: a fresh logical session id; mayfly keeps no server-side session state. */
+static int
+cmd_start_session(mf_op_t *op)
+{
+    bson_t id;
+    uint8_t uuid[16];
+    bson_oid_t a, b;
+    bson_oid_init(&a, NULL);
+    bson_oid_init(&b, NULL);
+    memcpy(uuid, a.bytes, 8);
+    memcpy(uuid + 8, b.bytes + 4, 8);
+    uuid[6] = (uint8_t)((uuid[6] & 0x0f) | 0x40);
+    uuid[8] = (uint8_t)((uuid[8] & 0x3f) | 0x80);
+    BSON_APPEND_DOCUMENT_BEGIN(op->reply, "id", &id);
+    bson_append_binary(&id, "id", -1, BSON_SUBTYPE_UUID, uuid, 16);
+    bson_append_document_end(op->reply, &id);
+    BSON_APPEND_INT32(op->reply, "timeoutMinutes", 30);
+    return 0;
+}
+
+/* Fields of a currentOp command that are not filter conditions. */
+static bool
+is_currentop_option(const char *k)
+{
+    static const char *opts[] = {"currentOp", "$all", "$ownOps", "$truncateOps", "$db", "lsid", "$clusterTime",
+                                 "$readPreference", "comment", "apiVersion", "apiStrict", "apiDeprecationErrors",
+                                 "maxTimeMS", "readConcern", "$client", NULL};
+    for (int i = 0; opts[i]; i++) {
+        if (strcmp(opts[i], k) == 0)
+            return true;
+    }
+    return false;
+}
+
+typedef struct currentop_ctx {
+    mf_matcher_t *m;
+    bson_t *arr;
+    int n;
+} currentop_ctx_t;
+
+static void
+currentop_add(void *arg, const bson_t *doc)
+{
+    currentop_ctx_t *c = arg;
+    char key[16];
+    if (!mf_matcher_match(c->m, doc, NULL))
+        return;
+    snprintf(key, sizeof(key), "%d", c->n++);
+    BSON_APPEND_DOCUMENT(c->arr, key, doc);
+}
+
+/*
+ * currentOp: {currentOp: 1, $all?, $ownOps?, <filter fields>} → {inprog: [...]}.
+ * Never takes the catalog lock, so it answers while an index build holds it.
+ */
+static int
+cmd_current_op(mf_op_t *op)
+{
+    bson_t filter, inprog;
+    bson_iter_t it;
+    currentop_ctx_t ctx = {0};
+
+    bson_init(&filter);
+    bson_iter_init(&it, op->cmd);
+    while (bson_iter_next(&it)) {
+        if (!is_currentop_option(bson_iter_key(&it)))
+            bson_append_value(&filter, bson_iter_key(&it), -1, bson_iter_value(&it));
+    }
+    ctx.m = mf_matcher_new(&filter, &op->err);
+    if (ctx.m == NULL) {
+        bson_destroy(&filter);
+        return -1;
+    }
+    bson_init(&inprog);
+    ctx.arr = &inprog;
+    mf_curop_report_each(currentop_add, &ctx);
+    BSON_APPEND_ARRAY(op->reply, "inprog", &inprog);
+    bson_destroy(&inprog);
+    mf_matcher_free(ctx.m);
+    bson_destroy(&filter);
+    return 0;
+}
+
+/* killOp: {killOp: 1, op: <opid>}; like mongod, an unknown opid is not an error. */
+static int
+cmd_kill_op(mf_op_t *op)
+{
+    bson_iter_t it;
+    if (!bson_iter_init_find(&it, op->cmd, "op"))
+        return mf_err_set(&op->err, MF_E_Location40414, "BSON field 'killOp.op' is missing but a required field");
+    const bson_value_t *v = bson_iter_value(&it);
+    if (!mf_value_is_number(v))
+        return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field 'killOp.op' is the wrong type '%s', expected types '[long, int, decimal, double]'",
+                          mf_type_name(v->value_type));
+    int64_t opid = (int64_t)mf_value_as_double(v);
+    bool found = mf_curop_kill(opid);
+    mf_log(MF_LOG_INFO, "COMMAND", "going to kill op: %lld%s", (long long)opid, found ? "" : " (not found)");
+    BSON_APPEND_UTF8(op->reply, "info", "attempting to kill op");
+    return 0;
+}
+
 const mf_cmd_def_t mf_cmds_admin[] = {
+    {"startSession", cmd_start_session, 0},
+    {"currentOp", cmd_current_op, MF_CMD_ADMIN_ONLY},
+    {"killOp", cmd_kill_op, MF_CMD_ADMIN_ONLY},
     {"hello", cmd_hello, MF_CMD_NO_DB},
     {"isMaster", cmd_hello, MF_CMD_NO_DB},
     {"ismaster", cmd_hello, MF_CMD_NO_DB},

@@ -22,6 +22,7 @@
 
 #include "catalog/coll_write.h"
 #include "cmd/cmd.h"
+#include "cmd/curop.h"
 #include "cmd/cursor.h"
 #include "common/docvec.h"
 #include "common/log.h"
@@ -39,6 +40,9 @@
 /* cmd_coll.c: the document $collStats yields for db.name. */
 int mf_cmd_coll_stats_doc(mf_op_t *op, const char *name, bson_t *out);
 
+#ifndef MF_VERSION
+#define MF_VERSION "8.0.0" /* as cmd_admin.c reports it */
+#endif
 #define FIRST_BATCH_DEFAULT 101
 #define BATCH_BYTES_MAX (16 * 1024 * 1024 - 64 * 1024)
 #define INSERT_CHUNK 500
@@ -288,10 +292,6 @@ fill_visit(void *arg, int64_t rid, const bson_t *doc, const mf_match_details_t *
     fill_ctx_t *f = arg;
     mf_cursor_t *cur = f->cur;
 
-    if (f->count >= f->max || f->bytes >= BATCH_BYTES_MAX) {
-        f->full = true;
-        return 1;
-    }
     cur->last_rid = rid;
     if (cur->skip_left > 0) {
         cur->skip_left--;
@@ -305,6 +305,10 @@ fill_visit(void *arg, int64_t rid, const bson_t *doc, const mf_match_details_t *
         cur->limit_left--;
     if (cur->limit_left == 0)
         return 1;
+    if (f->count >= f->max || f->bytes >= BATCH_BYTES_MAX) {
+        f->full = true; /* this document is consumed; the plan resumes after it */
+        return 1;
+    }
     return 0;
 }
 
@@ -334,13 +338,15 @@ cursor_fill(mf_op_t *op, mf_cursor_t *cur, int64_t max, bson_t *arr, bool *exhau
         *exhausted = true;
         return 0;
     }
-    if (cur->limit_left == 0) {
+    if (cur->limit_left == 0 || cur->plan == NULL || cur->plan->done) {
         *exhausted = true;
         return 0;
     }
-    if (mf_exec_scan(op->sess, c, cur->filter, cur->matcher, cur->last_rid, fill_visit, &f, NULL, &op->err) != 0)
+    if (max <= 0)
+        return 0;
+    if (mf_exec_run(op->sess, c, cur->plan, cur->matcher, fill_visit, &f, &op->err) != 0)
         return -1;
-    *exhausted = !f.full || cur->limit_left == 0;
+    *exhausted = cur->plan->done || cur->limit_left == 0;
     return 0;
 }
 
@@ -385,6 +391,26 @@ get_nonneg(mf_op_t *op, const char *field, int64_t *out, bool *present, int64_t 
     return 0;
 }
 
+/*
+ * get_hint: the "hint" field of doc (a command or a statement): an index
+ * name or a key pattern ({$natural: 1} included). *hint is a view into doc,
+ * NULL when absent. A hint of another type is 2 BadValue.
+ */
+static int
+get_hint(mf_op_t *op, const bson_t *doc, const bson_value_t **hint, bson_value_t *store)
+{
+    bson_iter_t it;
+    *hint = NULL;
+    if (!bson_iter_init_find(&it, doc, "hint"))
+        return 0;
+    if (!BSON_ITER_HOLDS_UTF8(&it) && !BSON_ITER_HOLDS_DOCUMENT(&it))
+        return mf_err_set(&op->err, MF_E_BadValue, "hint must be a string or an object, not %s",
+                          mf_type_name(bson_iter_type(&it)));
+    *store = *bson_iter_value(&it); /* the iterator's value slot does not outlive it */
+    *hint = store;
+    return 0;
+}
+
 static int
 cmd_find(mf_op_t *op)
 {
@@ -394,6 +420,9 @@ cmd_find(mf_op_t *op)
     int64_t skip, limit = 0, batch;
     mf_coll_t *c;
     mf_cursor_t *cur = NULL;
+    mf_plan_t *plan = NULL;
+    const bson_value_t *hint = NULL;
+    bson_value_t hint_store;
     mf_matcher_t *m = NULL;
     mf_projection_t *p = NULL;
     mf_sort_t *srt = NULL;
@@ -414,6 +443,8 @@ cmd_find(mf_op_t *op)
                        (long long)limit))
             return -1;
     }
+    if (get_hint(op, op->cmd, &hint, &hint_store) != 0)
+        return -1;
     atomic_fetch_add(&op->eng->op_query, 1);
 
     if ((m = mf_matcher_new(has_filter ? &filter : NULL, &op->err)) == NULL)
@@ -425,14 +456,19 @@ cmd_find(mf_op_t *op)
 
     if (coll_acquire(op, name, false, &c) != 0)
         goto out_unlock;
-    cur = mf_cursor_new(srt ? MF_CURSOR_DOCS : MF_CURSOR_SCAN, op->db, name);
+    {
+        mf_plan_request_t req = {.filter = has_filter ? &filter : NULL, .sort = srt ? &sort : NULL, .hint = hint};
+        if (mf_plan_build(c, &req, &plan, &op->err) != 0)
+            goto out_unlock;
+    }
+    cur = mf_cursor_new(srt && !plan->sort_provided ? MF_CURSOR_DOCS : MF_CURSOR_SCAN, op->db, name);
     if (c == NULL) {
         cur->kind = MF_CURSOR_DOCS; /* empty */
-    } else if (srt) {
+    } else if (cur->kind == MF_CURSOR_DOCS) {
         mf_docvec_t all;
         collect_ctx_t cc = {&all};
         mf_docvec_init(&all);
-        if (mf_exec_scan(op->sess, c, has_filter ? &filter : NULL, m, 0, collect_visit, &cc, NULL, &op->err) != 0) {
+        if (mf_exec_run(op->sess, c, plan, m, collect_visit, &cc, &op->err) != 0) {
             mf_docvec_destroy(&all);
             goto out_unlock;
         }
@@ -465,6 +501,8 @@ cmd_find(mf_op_t *op)
         cur->limit_left = limit > 0 ? limit : -1;
         if (has_filter)
             cur->filter = bson_copy(&filter);
+        cur->plan = plan;
+        plan = NULL;
     }
     if (limit > 0 && batch > limit)
         batch = limit;
@@ -492,6 +530,7 @@ out_unlock:
 out:
     if (cur)
         mf_cursor_free(cur);
+    mf_plan_free(plan);
     if (m)
         mf_matcher_free(m);
     if (p)
@@ -661,6 +700,134 @@ static const stmt_field_t delete_stmt_fields[] = {
 
 /* ---------- update ---------- */
 
+/*
+ * An update statement is either an update document (mf_update_t: operators
+ * or a replacement) or a pipeline (pipeline-style update: $set/$addFields/
+ * $unset/$project/$replaceRoot/$replaceWith stages), which is run over a
+ * source that yields just the document being updated.
+ */
+typedef struct upd_spec {
+    mf_update_t *u;
+    mf_pipeline_t *pl;
+} upd_spec_t;
+
+static void
+upd_spec_free(upd_spec_t *x)
+{
+    if (x == NULL)
+        return;
+    if (x->u)
+        mf_update_free(x->u);
+    if (x->pl)
+        mf_pipeline_free(x->pl);
+    free(x);
+}
+
+/* upd_spec_new: from an update document ud, or a pipeline (array value). Caller frees with upd_spec_free. */
+static upd_spec_t *
+upd_spec_new(const bson_t *ud, const bson_value_t *pipeline, const bson_value_t *af, mf_error_t *err)
+{
+    static const char *const allowed[] = {"$addFields", "$set", "$project", "$unset", "$replaceRoot", "$replaceWith",
+                                          NULL};
+    upd_spec_t *x = calloc(1, sizeof(*x));
+    if (pipeline == NULL) {
+        if ((x->u = mf_update_new(ud, af, err)) == NULL) {
+            free(x);
+            return NULL;
+        }
+        return x;
+    }
+    if (af != NULL) {
+        mf_err_set(err, MF_E_FailedToParse, "arrayFilters may not be specified for pipeline-style updates");
+        free(x);
+        return NULL;
+    }
+    bson_t arr;
+    bson_iter_t it, st;
+    if (bson_init_static(&arr, pipeline->value.v_doc.data, pipeline->value.v_doc.data_len) && bson_iter_init(&it, &arr)) {
+        while (bson_iter_next(&it)) {
+            if (!BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &st) || !bson_iter_next(&st))
+                continue; /* mf_pipeline_new reports malformed stages */
+            const char *name = bson_iter_key(&st);
+            bool ok = false;
+            for (const char *const *a = allowed; *a; a++)
+                ok = ok || strcmp(*a, name) == 0;
+            if (!ok && name[0] == '$') {
+                mf_err_set(err, MF_E_InvalidOptions, "%s is not allowed to be used within an update", name);
+                free(x);
+                return NULL;
+            }
+        }
+    }
+    if ((x->pl = mf_pipeline_new(pipeline, err)) == NULL) {
+        free(x);
+        return NULL;
+    }
+    return x;
+}
+
+static bool
+upd_spec_is_replacement(const upd_spec_t *x)
+{
+    return x->u != NULL && mf_update_is_replacement(x->u);
+}
+
+static int
+one_doc_scan(void *ctx, const char *coll, const bson_t *filter, mf_agg_visit_fn visit, void *arg, mf_error_t *err)
+{
+    (void)coll;
+    (void)filter;
+    (void)err;
+    return visit(arg, (const bson_t *)ctx) < 0 ? -1 : 0;
+}
+
+/* upd_spec_apply: as mf_update_apply (out initialised by the caller). */
+static int
+upd_spec_apply(const upd_spec_t *x, const bson_t *doc, const mf_match_details_t *d, bool is_insert, bson_t *out,
+               bool *changed, mf_error_t *err)
+{
+    if (x->u)
+        return mf_update_apply(x->u, doc, d, is_insert, out, changed, err);
+    mf_agg_env_t env;
+    mf_docvec_t res;
+    bson_iter_t oi, ni;
+    int rc = 0;
+    memset(&env, 0, sizeof(env));
+    env.scan = one_doc_scan;
+    env.ctx = (void *)doc;
+    mf_docvec_init(&res);
+    if (mf_pipeline_run(x->pl, &env, "", &res, err) != 0) {
+        mf_docvec_destroy(&res);
+        return -1;
+    }
+    if (res.len != 1) {
+        mf_docvec_destroy(&res);
+        return mf_err_set(err, MF_E_FailedToParse, "pipeline-style update must produce exactly one document");
+    }
+    const bson_t *r = res.docs[0];
+    bool old_id = bson_iter_init_find(&oi, doc, "_id");
+    bool new_id = bson_iter_init_find(&ni, r, "_id");
+    if (old_id && new_id && !(mf_value_equal(bson_iter_value(&oi), bson_iter_value(&ni)) &&
+                              bson_iter_type(&oi) == bson_iter_type(&ni))) {
+        rc = mf_err_set(err, MF_E_ImmutableField,
+                        "Performing an update on the path '_id' would modify the immutable field '_id'");
+    } else {
+        bson_iter_t it;
+        if (old_id)
+            bson_append_value(out, "_id", 3, bson_iter_value(&oi));
+        else if (new_id)
+            bson_append_value(out, "_id", 3, bson_iter_value(&ni));
+        bson_iter_init(&it, r);
+        while (bson_iter_next(&it)) {
+            if (strcmp(bson_iter_key(&it), "_id") != 0)
+                bson_append_value(out, bson_iter_key(&it), (int)bson_iter_key_len(&it), bson_iter_value(&it));
+        }
+        *changed = is_insert || out->len != doc->len || memcmp(bson_get_data(out), bson_get_data(doc), doc->len) != 0;
+    }
+    mf_docvec_destroy(&res);
+    return rc;
+}
+
 typedef struct rid_vec {
     int64_t *v;
     size_t n, cap;
@@ -685,7 +852,7 @@ typedef struct upd_ctx {
     mf_sess_t *s;
     mf_coll_t *c;
     const mf_matcher_t *m;
-    const mf_update_t *u;
+    const upd_spec_t *u;
     const int64_t *rids;
     uint8_t *slot; /* per rid: bit0 matched, bit1 modified */
     int64_t matched, modified;
@@ -711,7 +878,7 @@ upd_item(void *arg, size_t i, mf_error_t *err)
         return 0;
     }
     bson_init(&out);
-    ret = mf_update_apply(x->u, &doc, &d, false, &out, &changed, err);
+    ret = upd_spec_apply(x->u, &doc, &d, false, &out, &changed, err);
     if (ret == 0 && changed) {
         ret = mf_check_doc_for_storage(&out, err);
         if (ret == 0)
@@ -738,7 +905,7 @@ upd_commit(void *arg, size_t from, size_t to)
 
 /* Builds and inserts the upsert document. *idv receives a copy of its _id (caller destroys). */
 static int
-do_upsert(mf_op_t *op, mf_coll_t *c, const bson_t *q, const mf_update_t *u, bool durable, bson_value_t *idv,
+do_upsert(mf_op_t *op, mf_coll_t *c, const bson_t *q, const upd_spec_t *u, bool durable, bson_value_t *idv,
           bson_t *inserted)
 {
     bson_t seed, out, fixed;
@@ -747,7 +914,7 @@ do_upsert(mf_op_t *op, mf_coll_t *c, const bson_t *q, const mf_update_t *u, bool
     int ret;
 
     bson_init(&seed);
-    if (mf_update_is_replacement(u)) {
+    if (upd_spec_is_replacement(u)) {
         /* A replacement upsert takes _id from the query when the replacement has none. */
         bson_value_t qid;
         if (mf_exec_id_equality(q, &qid))
@@ -757,7 +924,7 @@ do_upsert(mf_op_t *op, mf_coll_t *c, const bson_t *q, const mf_update_t *u, bool
         return -1;
     }
     bson_init(&out);
-    if (mf_update_apply(u, &seed, NULL, true, &out, &changed, &op->err) != 0) {
+    if (upd_spec_apply(u, &seed, NULL, true, &out, &changed, &op->err) != 0) {
         bson_destroy(&seed);
         bson_destroy(&out);
         return -1;
@@ -801,10 +968,11 @@ update_one_stmt(mf_op_t *op, const char *name, const bson_t *stmt, bool durable,
 {
     bson_iter_t it;
     bson_t q, ud;
-    const bson_value_t *af = NULL;
+    const bson_value_t *af = NULL, *hint = NULL, *upl = NULL;
+    bson_value_t af_store, hint_store, upl_store;
     bool upsert = false, multi = false, have_q = false, have_u = false;
     mf_matcher_t *m = NULL;
-    mf_update_t *u = NULL;
+    upd_spec_t *u = NULL;
     mf_coll_t *c = NULL;
     rid_vec_t rv = {0};
     int rc = -1;
@@ -822,12 +990,21 @@ update_one_stmt(mf_op_t *op, const char *name, const bson_t *stmt, bool durable,
             bson_iter_document(&it, &len, &data);
             have_q = bson_init_static(&q, data, len);
         } else if (strcmp(k, "u") == 0) {
-            if (BSON_ITER_HOLDS_ARRAY(&it))
-                return mf_err_set(e, MF_E_FailedToParse, "pipeline-style updates are not supported by mayfly yet");
+            if (BSON_ITER_HOLDS_ARRAY(&it)) {
+                upl_store = *bson_iter_value(&it);
+                upl = &upl_store;
+                have_u = true;
+                continue;
+            }
             if (!BSON_ITER_HOLDS_DOCUMENT(&it))
                 return mf_err_set(e, MF_E_FailedToParse, "Update argument must be either an object or an array");
             bson_iter_document(&it, &len, &data);
             have_u = bson_init_static(&ud, data, len);
+        } else if (strcmp(k, "hint") == 0) {
+            if (!BSON_ITER_HOLDS_UTF8(&it) && !BSON_ITER_HOLDS_DOCUMENT(&it))
+                return mf_err_set(e, MF_E_BadValue, "hint must be a string or an object");
+            hint_store = *bson_iter_value(&it);
+            hint = &hint_store;
         } else if (strcmp(k, "upsert") == 0) {
             upsert = bson_iter_as_bool(&it);
         } else if (strcmp(k, "multi") == 0) {
@@ -836,7 +1013,8 @@ update_one_stmt(mf_op_t *op, const char *name, const bson_t *stmt, bool durable,
             if (!BSON_ITER_HOLDS_ARRAY(&it))
                 return mf_err_set(e, MF_E_TypeMismatch, "BSON field 'update.updates.arrayFilters' is the wrong type '%s', expected type 'array'",
                                   mf_type_name(bson_iter_type(&it)));
-            af = bson_iter_value(&it);
+            af_store = *bson_iter_value(&it);
+            af = &af_store;
         }
     }
     if (!have_q)
@@ -845,9 +1023,9 @@ update_one_stmt(mf_op_t *op, const char *name, const bson_t *stmt, bool durable,
         return mf_err_set(e, MF_E_Location40414, "BSON field 'update.updates.u' is missing but a required field");
     if ((m = mf_matcher_new(&q, e)) == NULL)
         return -1;
-    if ((u = mf_update_new(&ud, af, e)) == NULL)
+    if ((u = upd_spec_new(upl ? NULL : &ud, upl, af, e)) == NULL)
         goto out;
-    if (multi && mf_update_is_replacement(u)) {
+    if (multi && upd_spec_is_replacement(u)) {
         mf_err_set(e, MF_E_FailedToParse, "multi update is not supported for replacement-style update");
         goto out;
     }
@@ -858,8 +1036,9 @@ update_one_stmt(mf_op_t *op, const char *name, const bson_t *stmt, bool durable,
         goto out_unlock;
     }
     if (c != NULL) {
+        mf_plan_request_t req = {.filter = &q, .hint = hint, .root = MF_PLAN_ROOT_UPDATE};
         rv.max = multi ? 0 : 1;
-        if (mf_exec_scan(op->sess, c, &q, m, 0, rid_visit, &rv, NULL, e) != 0)
+        if (mf_exec_query(op->sess, c, &req, m, rid_visit, &rv, NULL, e) != 0)
             goto out_unlock;
         upd_ctx_t x = {op->sess, c, m, u, rv.v, calloc(rv.n + 1, 1), 0, 0};
         size_t start = 0;
@@ -885,8 +1064,7 @@ out_unlock:
 out:
     free(rv.v);
     mf_matcher_free(m);
-    if (u)
-        mf_update_free(u);
+    upd_spec_free(u);
     return rc;
 }
 
@@ -969,6 +1147,8 @@ delete_one_stmt(mf_op_t *op, const char *name, const bson_t *stmt, bool durable,
     mf_matcher_t *m;
     mf_coll_t *c;
     rid_vec_t rv = {0};
+    const bson_value_t *hint = NULL;
+    bson_value_t hint_store;
     int rc = -1;
 
     bson_iter_init(&it, stmt);
@@ -988,6 +1168,11 @@ delete_one_stmt(mf_op_t *op, const char *name, const bson_t *stmt, bool durable,
                                   mf_type_name(bson_iter_type(&it)));
             limit = (int64_t)mf_value_as_double(bson_iter_value(&it));
             have_limit = true;
+        } else if (strcmp(k, "hint") == 0) {
+            if (!BSON_ITER_HOLDS_UTF8(&it) && !BSON_ITER_HOLDS_DOCUMENT(&it))
+                return mf_err_set(e, MF_E_BadValue, "hint must be a string or an object");
+            hint_store = *bson_iter_value(&it);
+            hint = &hint_store;
         }
     }
     if (!have_q)
@@ -1002,8 +1187,10 @@ delete_one_stmt(mf_op_t *op, const char *name, const bson_t *stmt, bool durable,
     mf_catalog_rdlock(op->eng->cat);
     c = mf_catalog_coll_find(op->eng->cat, op->db, name);
     if (c != NULL) {
+        mf_plan_request_t req = {.filter = &q, .hint = hint,
+                                 .root = limit == 0 ? MF_PLAN_ROOT_BATCHED_DELETE : MF_PLAN_ROOT_DELETE};
         rv.max = (size_t)limit;
-        if (mf_exec_scan(op->sess, c, &q, m, 0, rid_visit, &rv, NULL, e) != 0)
+        if (mf_exec_query(op->sess, c, &req, m, rid_visit, &rv, NULL, e) != 0)
             goto out;
         size_t chunk = 1;
         bool batched = limit == 0;
@@ -1133,8 +1320,11 @@ cmd_find_and_modify(mf_op_t *op)
     mf_matcher_t *m = NULL;
     mf_sort_t *srt = NULL;
     mf_projection_t *p = NULL;
-    mf_update_t *u = NULL;
+    upd_spec_t *u = NULL;
     mf_coll_t *c = NULL;
+    const bson_value_t *upl = NULL, *hint = NULL;
+    bson_value_t hint_store, upl_store, af_store;
+    mf_plan_t *plan = NULL;
     bool durable = want_durable(op);
     int rc = -1;
     bool locked = false;
@@ -1145,18 +1335,26 @@ cmd_find_and_modify(mf_op_t *op)
         mf_op_get_doc(op, "fields", &fields, &has_fields) != 0 || mf_op_get_bool(op, "remove", &remove, &present) != 0 ||
         mf_op_get_bool(op, "new", &want_new, &present) != 0 || mf_op_get_bool(op, "upsert", &upsert, &present) != 0)
         return -1;
+    if (get_hint(op, op->cmd, &hint, &hint_store) != 0)
+        return -1;
     if (bson_iter_init_find(&it, op->cmd, "update")) {
-        if (BSON_ITER_HOLDS_ARRAY(&it))
-            return mf_err_set(&op->err, MF_E_FailedToParse, "pipeline-style updates are not supported by mayfly yet");
-        if (!BSON_ITER_HOLDS_DOCUMENT(&it))
+        if (BSON_ITER_HOLDS_ARRAY(&it)) {
+            upl_store = *bson_iter_value(&it);
+            upl = &upl_store;
+            has_upd = true;
+        } else if (!BSON_ITER_HOLDS_DOCUMENT(&it)) {
             return mf_err_set(&op->err, MF_E_FailedToParse, "Update argument must be either an object or an array");
-        const uint8_t *data;
-        uint32_t len;
-        bson_iter_document(&it, &len, &data);
-        has_upd = bson_init_static(&upd, data, len);
+        } else {
+            const uint8_t *data;
+            uint32_t len;
+            bson_iter_document(&it, &len, &data);
+            has_upd = bson_init_static(&upd, data, len);
+        }
     }
-    if (bson_iter_init_find(&it, op->cmd, "arrayFilters") && BSON_ITER_HOLDS_ARRAY(&it))
-        af = bson_iter_value(&it);
+    if (bson_iter_init_find(&it, op->cmd, "arrayFilters") && BSON_ITER_HOLDS_ARRAY(&it)) {
+        af_store = *bson_iter_value(&it);
+        af = &af_store;
+    }
     if (remove && has_upd)
         return mf_err_set(&op->err, MF_E_FailedToParse, "Cannot specify both an update and remove=true");
     if (!remove && !has_upd)
@@ -1173,7 +1371,7 @@ cmd_find_and_modify(mf_op_t *op)
         goto out;
     if (has_fields && !bson_empty(&fields) && (p = mf_projection_new(&fields, &op->err)) == NULL)
         goto out;
-    if (has_upd && (u = mf_update_new(&upd, af, &op->err)) == NULL)
+    if (has_upd && (u = upd_spec_new(upl ? NULL : &upd, upl, af, &op->err)) == NULL)
         goto out;
     if (remove)
         atomic_fetch_add(&op->eng->op_delete, 1);
@@ -1194,9 +1392,14 @@ cmd_find_and_modify(mf_op_t *op)
         int r = 0;
 
         if (c != NULL) {
-            if (srt) {
+            mf_plan_request_t req = {.filter = has_query ? &query : NULL, .sort = srt ? &sort : NULL, .hint = hint,
+                                     .root = remove ? MF_PLAN_ROOT_DELETE : MF_PLAN_ROOT_UPDATE};
+            mf_plan_free(plan);
+            if (mf_plan_build(c, &req, &plan, &op->err) != 0)
+                goto out;
+            if (srt && !plan->sort_provided) {
                 sorted_first_ctx_t sf = {srt, NULL, 0};
-                if (mf_exec_scan(op->sess, c, has_query ? &query : NULL, m, 0, sorted_first_visit, &sf, NULL, &op->err) != 0)
+                if (mf_exec_run(op->sess, c, plan, m, sorted_first_visit, &sf, &op->err) != 0)
                     goto out;
                 if (sf.best) {
                     found = true;
@@ -1205,7 +1408,7 @@ cmd_find_and_modify(mf_op_t *op)
                 }
             } else {
                 first_ctx_t ff = {0, false};
-                if (mf_exec_scan(op->sess, c, has_query ? &query : NULL, m, 0, first_visit, &ff, NULL, &op->err) != 0)
+                if (mf_exec_run(op->sess, c, plan, m, first_visit, &ff, &op->err) != 0)
                     goto out;
                 found = ff.found;
                 rid = ff.rid;
@@ -1271,7 +1474,7 @@ cmd_find_and_modify(mf_op_t *op)
         if (remove) {
             r = mf_coll_remove(op->sess, c, rid, &doc, &op->err);
         } else {
-            r = mf_update_apply(u, &doc, &d, false, &out_doc, &changed, &op->err);
+            r = upd_spec_apply(u, &doc, &d, false, &out_doc, &changed, &op->err);
             if (r == 0 && changed) {
                 r = mf_check_doc_for_storage(&out_doc, &op->err);
                 if (r == 0)
@@ -1317,8 +1520,8 @@ out:
         mf_sort_free(srt);
     if (p)
         mf_projection_free(p);
-    if (u)
-        mf_update_free(u);
+    upd_spec_free(u);
+    mf_plan_free(plan);
     return rc;
 }
 
@@ -1352,8 +1555,12 @@ cmd_count(mf_op_t *op)
     count_ctx_t x = {0, 0, 0};
     mf_coll_t *c;
     mf_matcher_t *m;
+    const bson_value_t *hint;
+    bson_value_t hint_store;
     int rc = 0;
 
+    if (get_hint(op, op->cmd, &hint, &hint_store) != 0)
+        return -1;
     if (mf_op_coll_name(op, &name) != 0 || mf_op_get_doc(op, "query", &query, &has_query) != 0 ||
         mf_op_get_int64(op, "skip", &x.skip, &present) != 0 || mf_op_get_int64(op, "limit", &x.limit, &present) != 0)
         return -1;
@@ -1366,7 +1573,7 @@ cmd_count(mf_op_t *op)
     mf_catalog_rdlock(op->eng->cat);
     c = mf_catalog_coll_find(op->eng->cat, op->db, name);
     if (c != NULL) {
-        if (!has_query || bson_empty(&query)) {
+        if ((!has_query || bson_empty(&query)) && hint == NULL) {
             int64_t total = atomic_load(&c->approx_count);
             total -= x.skip;
             if (total < 0)
@@ -1375,7 +1582,8 @@ cmd_count(mf_op_t *op)
                 total = x.limit;
             x.n = total;
         } else {
-            rc = mf_exec_scan(op->sess, c, &query, m, 0, count_visit, &x, NULL, &op->err);
+            mf_plan_request_t req = {.filter = has_query ? &query : NULL, .hint = hint, .root = MF_PLAN_ROOT_COUNT};
+            rc = mf_exec_query(op->sess, c, &req, m, count_visit, &x, NULL, &op->err);
         }
     }
     mf_catalog_unlock(op->eng->cat);
@@ -1440,8 +1648,12 @@ cmd_distinct(mf_op_t *op)
     bool has_query, present;
     mf_coll_t *c;
     mf_matcher_t *m;
+    const bson_value_t *hint;
+    bson_value_t hint_store;
     int rc = 0;
 
+    if (get_hint(op, op->cmd, &hint, &hint_store) != 0)
+        return -1;
     if (mf_op_coll_name(op, &name) != 0 || mf_op_get_string(op, "key", &key, &present) != 0 ||
         mf_op_get_doc(op, "query", &query, &has_query) != 0)
         return -1;
@@ -1453,8 +1665,10 @@ cmd_distinct(mf_op_t *op)
     distinct_ctx_t x = {key, &vals, 0};
     mf_catalog_rdlock(op->eng->cat);
     c = mf_catalog_coll_find(op->eng->cat, op->db, name);
-    if (c != NULL)
-        rc = mf_exec_scan(op->sess, c, has_query ? &query : NULL, m, 0, distinct_visit, &x, NULL, &op->err);
+    if (c != NULL) {
+        mf_plan_request_t req = {.filter = has_query ? &query : NULL, .hint = hint};
+        rc = mf_exec_query(op->sess, c, &req, m, distinct_visit, &x, NULL, &op->err);
+    }
     mf_catalog_unlock(op->eng->cat);
     mf_matcher_free(m);
     if (rc != 0) {
@@ -1498,7 +1712,8 @@ cmd_distinct(mf_op_t *op)
 
 typedef struct agg_scan_ctx {
     mf_op_t *op;
-    const bson_t *only_doc; /* $collStats: the pipeline's source is this one document */
+    const bson_t *only_doc;   /* $collStats: the pipeline's source is this one document */
+    const bson_value_t *hint; /* the command's hint, or NULL */
 } agg_scan_ctx_t;
 
 typedef struct agg_visit_adapter {
@@ -1531,10 +1746,30 @@ agg_scan(void *ctx, const char *coll, const bson_t *filter, mf_agg_visit_fn visi
     if (m == NULL)
         return -1;
     agg_visit_adapter_t a = {visit, arg};
-    int rc = mf_exec_scan(x->op->sess, c, filter, m, 0, agg_adapter_visit, &a, NULL, err);
+    mf_plan_request_t req = {.filter = filter, .hint = x->hint};
+    int rc = mf_exec_query(x->op->sess, c, &req, m, agg_adapter_visit, &a, NULL, err);
     mf_matcher_free(m);
     return rc;
 }
+
+static void
+push_curop_row(void *arg, const bson_t *doc)
+{
+    mf_docvec_push((mf_docvec_t *)arg, doc);
+}
+
+/* env->current_op: the rows of $currentOp (the registry of operations in flight). */
+static int
+agg_current_op(void *ctx, const bson_t *spec, mf_docvec_t *out, mf_error_t *err)
+{
+    (void)ctx;
+    (void)spec;
+    (void)err;
+    mf_curop_report_each(push_curop_row, out);
+    return 0;
+}
+
+static int explain_aggregate(mf_op_t *op, const bson_t *cmd, const char *verbosity);
 
 static int
 cmd_aggregate(mf_op_t *op)
@@ -1579,8 +1814,12 @@ cmd_aggregate(mf_op_t *op)
     if (!has_cursor && !explain)
         return mf_err_set(&op->err, MF_E_FailedToParse,
                           "The 'cursor' option is required, except for aggregate with the explain argument");
-    if (name == NULL)
-        return mf_err_set(&op->err, MF_E_InvalidNamespace, "{aggregate: 1} is not supported by mayfly yet");
+    if (explain && name != NULL)
+        return explain_aggregate(op, op->cmd, "queryPlanner");
+    const bson_value_t *hint = NULL;
+    bson_value_t hint_store;
+    if (get_hint(op, op->cmd, &hint, &hint_store) != 0)
+        return -1;
     /*
      * A leading $collStats stage makes the collection's statistics document
      * the pipeline's only input (mongosh's db.c.stats() sends it).
@@ -1589,7 +1828,7 @@ cmd_aggregate(mf_op_t *op)
     bool collstats = false;
     const bson_value_t *pv = bson_iter_value(&it);
     bson_value_t rest_v;
-    {
+    if (name != NULL) {
         bson_t arr;
         bson_iter_t si, first;
         bson_init_static(&arr, pv->value.v_doc.data, pv->value.v_doc.data_len);
@@ -1620,8 +1859,20 @@ cmd_aggregate(mf_op_t *op)
             bson_destroy(&stats_doc);
         return -1;
     }
-    agg_scan_ctx_t sc = {op, collstats ? &stats_doc : NULL};
-    mf_agg_env_t env = {agg_scan, &sc};
+    if (name == NULL && !mf_pipeline_is_collectionless(pl)) {
+        mf_pipeline_free(pl);
+        return mf_err_set(&op->err, MF_E_InvalidNamespace,
+                          "{aggregate: 1} is not valid for this pipeline; a collection is required.");
+    }
+    agg_scan_ctx_t sc = {op, collstats ? &stats_doc : NULL, hint};
+    mf_agg_env_t env;
+    memset(&env, 0, sizeof(env));
+    env.scan = agg_scan;
+    env.ctx = &sc;
+    if (name == NULL && strcmp(op->db, "admin") == 0)
+        env.current_op = agg_current_op;
+    if (name == NULL)
+        name = "$cmd.aggregate";
     mf_cursor_t *cur = mf_cursor_new(MF_CURSOR_DOCS, op->db, name);
     mf_catalog_rdlock(op->eng->cat);
     int rc = mf_pipeline_run(pl, &env, name, &cur->docs, &op->err);
@@ -1647,6 +1898,370 @@ cmd_aggregate(mf_op_t *op)
     append_cursor_reply(op, "firstBatch", &arr, id, name);
     bson_destroy(&arr);
     return rc;
+}
+
+/* ---------- explain ---------- */
+
+/*
+ * explain builds the same plan the command would run (mf_plan_build) and,
+ * for executionStats / allPlansExecution, runs its access path with a
+ * counting visitor that plays the stages above it (SKIP, LIMIT, SORT's
+ * limit), then fills their counters. Nothing is written: explain of a
+ * delete or update only selects the documents it would change.
+ */
+typedef struct explain_ctx {
+    int64_t skip_left, limit, n;
+    bool sorted;
+} explain_ctx_t;
+
+static int
+explain_visit(void *arg, int64_t rid, const bson_t *doc, const mf_match_details_t *d)
+{
+    explain_ctx_t *x = arg;
+    (void)rid;
+    (void)doc;
+    (void)d;
+    if (x->sorted)
+        return 0;
+    if (x->skip_left > 0) {
+        x->skip_left--;
+        return 0;
+    }
+    x->n++;
+    return x->limit > 0 && x->n >= x->limit ? 1 : 0;
+}
+
+/* Fills the counters of the stages above the access path from what it returned. */
+static void
+explain_propagate(mf_plan_t *p, int64_t limit_one)
+{
+    mf_stage_t *chain[32];
+    int n = 0;
+    for (mf_stage_t *s = p->root; s && n < 32; s = s->child)
+        chain[n++] = s;
+    int64_t cnt = p->fetch ? p->fetch->n_returned : p->leaf->n_returned;
+    for (int i = n - 1; i >= 0; i--) {
+        mf_stage_t *s = chain[i];
+        if (s == p->leaf || s == p->fetch)
+            continue;
+        switch (s->kind) {
+        case MF_ST_SORT:
+            s->works = cnt + 1;
+            if (s->amount > 0 && cnt > s->amount)
+                cnt = s->amount;
+            break;
+        case MF_ST_SKIP:
+            s->works = cnt + 1;
+            cnt = cnt > s->amount ? cnt - s->amount : 0;
+            break;
+        case MF_ST_LIMIT:
+            if (cnt > s->amount)
+                cnt = s->amount;
+            break;
+        case MF_ST_COUNT:
+        case MF_ST_DELETE:
+        case MF_ST_BATCHED_DELETE:
+        case MF_ST_UPDATE:
+            if (limit_one && cnt > 1)
+                cnt = 1;
+            s->n_returned = 0;
+            s->works = cnt + 1;
+            continue;
+        default:
+            break;
+        }
+        s->n_returned = cnt;
+    }
+}
+
+static bool
+sub_doc(const bson_t *doc, const char *key, bson_t *out)
+{
+    bson_iter_t it;
+    const uint8_t *data;
+    uint32_t len;
+    if (!bson_iter_init_find(&it, doc, key) || !BSON_ITER_HOLDS_DOCUMENT(&it))
+        return false;
+    bson_iter_document(&it, &len, &data);
+    return bson_init_static(out, data, len);
+}
+
+static int64_t
+sub_int(const bson_t *doc, const char *key)
+{
+    bson_iter_t it;
+    if (!bson_iter_init_find(&it, doc, key) || !mf_value_is_number(bson_iter_value(&it)))
+        return 0;
+    return (int64_t)mf_value_as_double(bson_iter_value(&it));
+}
+
+static const bson_value_t *
+sub_hint(const bson_t *doc, bson_value_t *store)
+{
+    bson_iter_t it;
+    if (!bson_iter_init_find(&it, doc, "hint") || (!BSON_ITER_HOLDS_UTF8(&it) && !BSON_ITER_HOLDS_DOCUMENT(&it)))
+        return NULL;
+    *store = *bson_iter_value(&it);
+    return store;
+}
+
+/*
+ * run_explain: plans req over op->db.coll, executes it when verbosity asks,
+ * and appends the explain reply. stages (array, may be NULL) are the
+ * aggregation stages after the leading $match.
+ */
+static int
+run_explain(mf_op_t *op, const char *coll, const mf_plan_request_t *req, int64_t limit_one, const char *verbosity,
+            const bson_t *inner, const bson_t *stages)
+{
+    bool exec = strcmp(verbosity, "queryPlanner") != 0;
+    if (exec && strcmp(verbosity, "executionStats") != 0 && strcmp(verbosity, "allPlansExecution") != 0)
+        return mf_err_set(&op->err, MF_E_BadValue,
+                          "verbosity string must be one of {'queryPlanner', 'executionStats', 'allPlansExecution'}");
+    mf_matcher_t *m = mf_matcher_new(req->filter, &op->err);
+    if (m == NULL)
+        return -1;
+    mf_plan_t *p = NULL;
+    int64_t t0 = mf_mono_ms();
+    mf_catalog_rdlock(op->eng->cat);
+    mf_coll_t *c = mf_catalog_coll_find(op->eng->cat, op->db, coll);
+    int rc = mf_plan_build(c, req, &p, &op->err);
+    if (rc == 0 && exec) {
+        explain_ctx_t x = {req->skip, req->limit > 0 ? req->limit : limit_one, 0, p->sort != NULL};
+        rc = mf_exec_run(op->sess, c, p, m, explain_visit, &x, &op->err);
+        explain_propagate(p, limit_one);
+    }
+    mf_catalog_unlock(op->eng->cat);
+    mf_matcher_free(m);
+    if (rc != 0) {
+        mf_plan_free(p);
+        return -1;
+    }
+    int64_t elapsed = mf_mono_ms() - t0;
+    char ns[512];
+    bson_t qp, wp, es, st, si, cmdcopy, empty;
+    snprintf(ns, sizeof(ns), "%s.%s", op->db, coll);
+    bson_init(&empty);
+
+    BSON_APPEND_DOCUMENT_BEGIN(op->reply, "queryPlanner", &qp);
+    BSON_APPEND_UTF8(&qp, "namespace", ns);
+    BSON_APPEND_DOCUMENT(&qp, "parsedQuery", req->filter ? req->filter : &empty);
+    BSON_APPEND_BOOL(&qp, "indexFilterSet", false);
+    BSON_APPEND_BOOL(&qp, "maxIndexedOrSolutionsReached", false);
+    BSON_APPEND_BOOL(&qp, "maxIndexedAndSolutionsReached", false);
+    BSON_APPEND_BOOL(&qp, "maxScansToExplodeReached", false);
+    BSON_APPEND_BOOL(&qp, "prunedSimilarIndexes", false);
+    BSON_APPEND_DOCUMENT_BEGIN(&qp, "winningPlan", &wp);
+    BSON_APPEND_BOOL(&wp, "isCached", false);
+    mf_plan_explain(p, false, &wp);
+    bson_append_document_end(&qp, &wp);
+    BSON_APPEND_ARRAY(&qp, "rejectedPlans", &empty);
+    bson_append_document_end(op->reply, &qp);
+    if (exec) {
+        int64_t nret = p->root->n_returned;
+        if (p->root->kind == MF_ST_COUNT || p->root->kind == MF_ST_DELETE || p->root->kind == MF_ST_BATCHED_DELETE ||
+            p->root->kind == MF_ST_UPDATE)
+            nret = 0;
+        BSON_APPEND_DOCUMENT_BEGIN(op->reply, "executionStats", &es);
+        BSON_APPEND_BOOL(&es, "executionSuccess", true);
+        BSON_APPEND_INT32(&es, "nReturned", (int32_t)nret);
+        BSON_APPEND_INT32(&es, "executionTimeMillis", (int32_t)elapsed);
+        BSON_APPEND_INT32(&es, "totalKeysExamined", (int32_t)p->leaf->keys_examined);
+        BSON_APPEND_INT32(&es, "totalDocsExamined",
+                          (int32_t)(p->fetch ? p->fetch->docs_examined : p->leaf->docs_examined));
+        BSON_APPEND_DOCUMENT_BEGIN(&es, "executionStages", &st);
+        mf_plan_explain(p, true, &st);
+        bson_append_document_end(&es, &st);
+        if (strcmp(verbosity, "allPlansExecution") == 0)
+            BSON_APPEND_ARRAY(&es, "allPlansExecution", &empty);
+        bson_append_document_end(op->reply, &es);
+    }
+    if (stages != NULL && !bson_empty(stages)) {
+        bson_t arr, first, cd;
+        bson_iter_t it;
+        int k = 1;
+        BSON_APPEND_ARRAY_BEGIN(op->reply, "stages", &arr);
+        BSON_APPEND_DOCUMENT_BEGIN(&arr, "0", &first);
+        BSON_APPEND_DOCUMENT_BEGIN(&first, "$cursor", &cd);
+        BSON_APPEND_DOCUMENT_BEGIN(&cd, "queryPlanner", &qp);
+        BSON_APPEND_UTF8(&qp, "namespace", ns);
+        BSON_APPEND_DOCUMENT_BEGIN(&qp, "winningPlan", &wp);
+        mf_plan_explain(p, false, &wp);
+        bson_append_document_end(&qp, &wp);
+        BSON_APPEND_ARRAY(&qp, "rejectedPlans", &empty);
+        bson_append_document_end(&cd, &qp);
+        bson_append_document_end(&first, &cd);
+        bson_append_document_end(&arr, &first);
+        bson_iter_init(&it, stages);
+        while (bson_iter_next(&it)) {
+            char key[16];
+            snprintf(key, sizeof(key), "%d", k++);
+            bson_append_value(&arr, key, -1, bson_iter_value(&it));
+        }
+        bson_append_array_end(op->reply, &arr);
+    }
+    bson_init(&cmdcopy);
+    {
+        bson_iter_t it;
+        bson_iter_init(&it, inner);
+        while (bson_iter_next(&it)) {
+            if (strcmp(bson_iter_key(&it), "explain") != 0 && strcmp(bson_iter_key(&it), "$db") != 0)
+                bson_append_value(&cmdcopy, bson_iter_key(&it), -1, bson_iter_value(&it));
+        }
+        BSON_APPEND_UTF8(&cmdcopy, "$db", op->db);
+    }
+    BSON_APPEND_DOCUMENT(op->reply, "command", &cmdcopy);
+    bson_destroy(&cmdcopy);
+    BSON_APPEND_DOCUMENT_BEGIN(op->reply, "serverInfo", &si);
+    {
+        char host[256];
+        snprintf(host, sizeof(host), "%s", op->eng->host);
+        char *colon = strrchr(host, ':');
+        if (colon)
+            *colon = '\0';
+        BSON_APPEND_UTF8(&si, "host", host);
+    }
+    BSON_APPEND_INT32(&si, "port", op->eng->port);
+    BSON_APPEND_UTF8(&si, "version", MF_VERSION);
+    BSON_APPEND_UTF8(&si, "gitVersion", "mayfly");
+    bson_append_document_end(op->reply, &si);
+    BSON_APPEND_UTF8(op->reply, "explainVersion", "1");
+    bson_destroy(&empty);
+    mf_plan_free(p);
+    return 0;
+}
+
+static int
+explain_aggregate(mf_op_t *op, const bson_t *cmd, const char *verbosity)
+{
+    bson_iter_t it, pi;
+    bson_t filter, rest;
+    bson_value_t hint_store;
+    bool has_filter = false;
+    int k = 0;
+    if (!bson_iter_init(&it, cmd) || !bson_iter_next(&it) || !BSON_ITER_HOLDS_UTF8(&it))
+        return mf_err_set(&op->err, MF_E_InvalidNamespace, "explain of {aggregate: 1} is not supported");
+    const char *coll = bson_iter_utf8(&it, NULL);
+    if (!bson_iter_init_find(&it, cmd, "pipeline") || !BSON_ITER_HOLDS_ARRAY(&it))
+        return mf_err_set(&op->err, MF_E_Location40414, "BSON field 'aggregate.pipeline' is missing but a required field");
+    /* Validate the whole pipeline as aggregate would. */
+    mf_pipeline_t *pl = mf_pipeline_new(bson_iter_value(&it), &op->err);
+    if (pl == NULL)
+        return -1;
+    mf_pipeline_free(pl);
+    bson_init(&rest);
+    bson_iter_recurse(&it, &pi);
+    while (bson_iter_next(&pi)) {
+        bson_t stage;
+        if (k == 0 && !has_filter && BSON_ITER_HOLDS_DOCUMENT(&pi)) {
+            const uint8_t *data;
+            uint32_t len;
+            bson_iter_document(&pi, &len, &data);
+            if (bson_init_static(&stage, data, len) && sub_doc(&stage, "$match", &filter) &&
+                bson_count_keys(&stage) == 1) {
+                has_filter = true;
+                continue;
+            }
+        }
+        char key[16];
+        snprintf(key, sizeof(key), "%d", k++);
+        bson_append_value(&rest, key, -1, bson_iter_value(&pi));
+    }
+    mf_plan_request_t req = {.filter = has_filter ? &filter : NULL, .hint = sub_hint(cmd, &hint_store)};
+    int rc = run_explain(op, coll, &req, 0, verbosity, cmd, &rest);
+    bson_destroy(&rest);
+    return rc;
+}
+
+static int
+cmd_explain(mf_op_t *op)
+{
+    bson_t inner, filter, sort, proj, stmt;
+    bson_value_t hint_store;
+    bson_iter_t it;
+    const char *verbosity = "allPlansExecution";
+    bool present;
+
+    if (!sub_doc(op->cmd, "explain", &inner))
+        return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field 'explain.explain' is the wrong type, expected type 'object'");
+    if (mf_op_get_string(op, "verbosity", &verbosity, &present) != 0)
+        return -1;
+    if (!present)
+        verbosity = "allPlansExecution";
+    if (!bson_iter_init(&it, &inner) || !bson_iter_next(&it))
+        return mf_err_set(&op->err, MF_E_FailedToParse, "explain command requires a nested object");
+    const char *kind = bson_iter_key(&it);
+    if (strcmp(kind, "aggregate") == 0)
+        return explain_aggregate(op, &inner, verbosity);
+    if (!BSON_ITER_HOLDS_UTF8(&it))
+        return mf_err_set(&op->err, MF_E_InvalidNamespace, "collection name has invalid type %s",
+                          mf_type_name(bson_iter_type(&it)));
+    const char *coll = bson_iter_utf8(&it, NULL);
+    mf_plan_request_t req = {0};
+    int64_t limit_one = 0;
+    if (strcmp(kind, "find") == 0) {
+        req.filter = sub_doc(&inner, "filter", &filter) ? &filter : NULL;
+        req.sort = sub_doc(&inner, "sort", &sort) ? &sort : NULL;
+        req.projection = sub_doc(&inner, "projection", &proj) ? &proj : NULL;
+        req.skip = sub_int(&inner, "skip");
+        req.limit = sub_int(&inner, "limit");
+        if (req.limit < 0)
+            req.limit = -req.limit;
+        req.hint = sub_hint(&inner, &hint_store);
+    } else if (strcmp(kind, "count") == 0) {
+        req.filter = sub_doc(&inner, "query", &filter) ? &filter : NULL;
+        req.skip = sub_int(&inner, "skip");
+        req.limit = sub_int(&inner, "limit");
+        if (req.limit < 0)
+            req.limit = -req.limit;
+        req.hint = sub_hint(&inner, &hint_store);
+        req.root = MF_PLAN_ROOT_COUNT;
+    } else if (strcmp(kind, "distinct") == 0) {
+        req.filter = sub_doc(&inner, "query", &filter) ? &filter : NULL;
+        req.hint = sub_hint(&inner, &hint_store);
+    } else if (strcmp(kind, "delete") == 0 || strcmp(kind, "update") == 0) {
+        bool del = kind[0] == 'd';
+        bson_t arr;
+        bson_iter_t ai;
+        const uint8_t *adata;
+        uint32_t alen;
+        bool ok = bson_iter_init_find(&ai, &inner, del ? "deletes" : "updates") && BSON_ITER_HOLDS_ARRAY(&ai);
+        if (ok) {
+            bson_iter_array(&ai, &alen, &adata);
+            ok = bson_init_static(&arr, adata, alen);
+        }
+        if (!ok || !bson_iter_init(&it, &arr) || !bson_iter_next(&it) || !BSON_ITER_HOLDS_DOCUMENT(&it))
+            return mf_err_set(&op->err, MF_E_Location40414, "BSON field '%s.%s' is missing but a required field", kind,
+                              del ? "deletes" : "updates");
+        const uint8_t *data;
+        uint32_t len;
+        bson_iter_document(&it, &len, &data);
+        if (!bson_init_static(&stmt, data, len))
+            return mf_err_set(&op->err, MF_E_InvalidBSON, "invalid statement");
+        req.filter = sub_doc(&stmt, "q", &filter) ? &filter : NULL;
+        req.hint = sub_hint(&stmt, &hint_store);
+        if (del) {
+            bool one = sub_int(&stmt, "limit") != 0;
+            req.root = one ? MF_PLAN_ROOT_DELETE : MF_PLAN_ROOT_BATCHED_DELETE;
+            limit_one = one ? 1 : 0;
+        } else {
+            bson_iter_t mi;
+            bool multi = bson_iter_init_find(&mi, &stmt, "multi") && bson_iter_as_bool(&mi);
+            req.root = MF_PLAN_ROOT_UPDATE;
+            limit_one = multi ? 0 : 1;
+        }
+    } else if (strcmp(kind, "findAndModify") == 0 || strcmp(kind, "findandmodify") == 0) {
+        bson_iter_t ri;
+        bool remove = bson_iter_init_find(&ri, &inner, "remove") && bson_iter_as_bool(&ri);
+        req.filter = sub_doc(&inner, "query", &filter) ? &filter : NULL;
+        req.sort = sub_doc(&inner, "sort", &sort) ? &sort : NULL;
+        req.hint = sub_hint(&inner, &hint_store);
+        req.root = remove ? MF_PLAN_ROOT_DELETE : MF_PLAN_ROOT_UPDATE;
+        limit_one = 1;
+    } else {
+        return mf_err_set(&op->err, MF_E_CommandNotFound, "Explain failed due to unknown command: %s", kind);
+    }
+    return run_explain(op, coll, &req, limit_one, verbosity, &inner, NULL);
 }
 
 /* Each command's own fields, as MongoDB 8.0's IDL lists them. */
@@ -1680,5 +2295,6 @@ const mf_cmd_def_t mf_cmds_crud[] = {
     {"count", cmd_count, 0, count_fields},
     {"distinct", cmd_distinct, 0, distinct_fields},
     {"aggregate", cmd_aggregate, 0, aggregate_fields},
+    {"explain", cmd_explain, 0, NULL},
     {NULL, NULL, 0, NULL},
 };

@@ -4,13 +4,25 @@
  * The command table is the concatenation of the per-file tables; lookup is a
  * linear scan over a few dozen names, cheaper than the BSON parsing around
  * it. Only this file builds {ok: 0, errmsg, code, codeName} (SPEC H2).
+ *
+ * Around every handler this file also does what is the same for all
+ * commands: registers the operation for currentOp / killOp (curop.h);
+ * refuses transactions, which a standalone server cannot run (20
+ * IllegalOperation), while letting retryable writes (txnNumber on insert,
+ * update, delete, findAndModify) run as plain writes; validates the
+ * writeConcern shape before the command runs, and, since a standalone has
+ * one data-bearing node, answers w > 1 with a writeConcernError after the
+ * write is applied (as mongod does).
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "cmd/cmd.h"
+#include "cmd/curop.h"
 #include "common/log.h"
+#include "query/value.h"
 
-static const mf_cmd_def_t *tables[] = {mf_cmds_admin, mf_cmds_crud, mf_cmds_coll};
+static const mf_cmd_def_t *tables[] = {mf_cmds_admin, mf_cmds_crud, mf_cmds_coll, mf_cmds_collmod};
 
 static const mf_cmd_def_t *
 lookup(const char *name)
@@ -59,6 +71,115 @@ check_fields(const mf_cmd_def_t *def, mf_op_t *op)
     return 0;
 }
 
+/* Commands that accept txnNumber on a standalone (retryable writes). */
+static bool
+is_retryable_write(const char *name)
+{
+    return strcmp(name, "insert") == 0 || strcmp(name, "update") == 0 || strcmp(name, "delete") == 0 ||
+           strcmp(name, "findAndModify") == 0 || strcmp(name, "findandmodify") == 0;
+}
+
+/* Refuses multi-document transactions: a standalone has no transaction numbers outside retryable writes. */
+static int
+check_txn_fields(mf_op_t *op)
+{
+    bool has_txn = bson_has_field(op->cmd, "txnNumber");
+    if (bson_has_field(op->cmd, "startTransaction") || bson_has_field(op->cmd, "autocommit") ||
+        strcmp(op->name, "commitTransaction") == 0 || strcmp(op->name, "abortTransaction") == 0 ||
+        (has_txn && !is_retryable_write(op->name)))
+        return mf_err_set(&op->err, MF_E_IllegalOperation,
+                          "Transaction numbers are only allowed on a replica set member or mongos");
+    return 0;
+}
+
+/*
+ * Validates the writeConcern document's shape (MongoDB's WriteConcernOptions
+ * parser). *unsatisfiable is set when it asks for more than one node
+ * (numeric w > 1), which a standalone cannot give.
+ */
+static int
+check_write_concern(mf_op_t *op, bool *unsatisfiable)
+{
+    bson_iter_t it, wi;
+    *unsatisfiable = false;
+    if (!bson_iter_init_find(&it, op->cmd, "writeConcern"))
+        return 0;
+    if (!BSON_ITER_HOLDS_DOCUMENT(&it))
+        return mf_err_set(&op->err, MF_E_TypeMismatch,
+                          "BSON field '%s.writeConcern' is the wrong type '%s', expected type 'object'", op->name,
+                          mf_type_name(bson_iter_type(&it)));
+    bson_iter_recurse(&it, &wi);
+    while (bson_iter_next(&wi)) {
+        const char *k = bson_iter_key(&wi);
+        const bson_value_t *v = bson_iter_value(&wi);
+        if (strcmp(k, "w") == 0) {
+            if (v->value_type == BSON_TYPE_UTF8) {
+                continue; /* "majority" is this node; tags are not checked */
+            } else if (mf_value_is_number(v)) {
+                double w = mf_value_as_double(v);
+                if (w != w || w < 0 || w > 50)
+                    return mf_err_set(&op->err, MF_E_FailedToParse,
+                                      "w has to be a non-negative number and not greater than 50; found: %g", w);
+                if (w > 1)
+                    *unsatisfiable = true;
+            } else if (v->value_type != BSON_TYPE_DOCUMENT) {
+                return mf_err_set(&op->err, MF_E_FailedToParse, "w has to be a number, string, or object");
+            }
+        } else if (strcmp(k, "j") == 0 || strcmp(k, "fsync") == 0) {
+            if (v->value_type != BSON_TYPE_BOOL && !mf_value_is_number(v) && v->value_type != BSON_TYPE_NULL)
+                return mf_err_set(&op->err, MF_E_TypeMismatch,
+                                  "BSON field 'writeConcern.%s' is the wrong type '%s', expected types '[bool, long, int, decimal, double']",
+                                  k, mf_type_name(v->value_type));
+        } else if (strcmp(k, "wtimeout") == 0 || strcmp(k, "wtimeoutMS") == 0) {
+            if (!mf_value_is_number(v) && v->value_type != BSON_TYPE_NULL)
+                return mf_err_set(&op->err, MF_E_TypeMismatch,
+                                  "BSON field 'writeConcern.%s' is the wrong type '%s', expected types '[int, long, decimal, double]'",
+                                  k, mf_type_name(v->value_type));
+        } else if (strcmp(k, "getLastError") != 0 && strcmp(k, "provenance") != 0 && strcmp(k, "wOpTime") != 0 &&
+                   strcmp(k, "wElectionId") != 0) {
+            return mf_err_set(&op->err, MF_E_FailedToParse, "unrecognized write concern field: %s", k);
+        }
+    }
+    return 0;
+}
+
+/* MongoDB's currentOp "op" for a command. */
+static const char *
+curop_type(const char *name)
+{
+    if (strcmp(name, "insert") == 0)
+        return "insert";
+    if (strcmp(name, "update") == 0)
+        return "update";
+    if (strcmp(name, "delete") == 0)
+        return "remove";
+    if (strcmp(name, "find") == 0)
+        return "query";
+    if (strcmp(name, "getMore") == 0)
+        return "getmore";
+    return "command";
+}
+
+/* Registers the command for currentOp: ns is db.coll when the first field names a collection, else db.$cmd. */
+static mf_curop_t *
+curop_register(mf_engine_t *eng, mf_client_t *client, const char *db, const char *name, const bson_t *cmd)
+{
+    char ns[512], desc[32];
+    bson_iter_t it;
+    (void)eng;
+    if (bson_iter_init(&it, cmd) && bson_iter_next(&it) && BSON_ITER_HOLDS_UTF8(&it) && strcmp(name, "getMore") != 0)
+        snprintf(ns, sizeof(ns), "%s.%s", db, bson_iter_utf8(&it, NULL));
+    else if (strcmp(name, "getMore") == 0 && bson_iter_init_find(&it, cmd, "collection") && BSON_ITER_HOLDS_UTF8(&it))
+        snprintf(ns, sizeof(ns), "%s.%s", db, bson_iter_utf8(&it, NULL));
+    else
+        snprintf(ns, sizeof(ns), "%s.$cmd", db);
+    snprintf(desc, sizeof(desc), "conn%lld", (long long)(client ? client->id : 0));
+    mf_curop_t *cop = mf_curop_begin(curop_type(name), ns, desc, cmd, client ? client->id : 0);
+    if (client)
+        mf_curop_set_client(cop, client->remote);
+    return cop;
+}
+
 static void
 error_reply(bson_t *reply, const mf_error_t *err)
 {
@@ -81,6 +202,8 @@ mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *
     mf_op_t op;
     bson_iter_t it;
     const mf_cmd_def_t *def;
+    mf_curop_t *cop = NULL;
+    bool unsatisfiable = false;
 
     memset(&op, 0, sizeof(op));
     op.eng = eng;
@@ -110,8 +233,10 @@ mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *
     }
     if (!(def->flags & MF_CMD_WRITE) && strcmp(def->name, "find") != 0 && strcmp(def->name, "getMore") != 0)
         atomic_fetch_add(&eng->op_command, 1);
-    if (check_fields(def, &op) != 0)
+    if (check_fields(def, &op) != 0 || check_txn_fields(&op) != 0 || check_write_concern(&op, &unsatisfiable) != 0)
         goto fail;
+    cop = curop_register(eng, client, db, def->name, cmd);
+    mf_curop_set_current(cop);
     op.sess = mf_storage_session(eng->st);
     if (def->fn(&op) != 0) {
         if (mf_txn_active(op.sess))
@@ -121,12 +246,26 @@ mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *
     if (mf_txn_active(op.sess))
         mf_txn_abort(op.sess); /* a handler that forgot its transaction gets nothing committed */
     mf_storage_session_release(op.sess);
+    mf_curop_end(cop);
+    mf_curop_set_current(NULL);
+    if (unsatisfiable && !bson_has_field(reply, "writeConcernError")) {
+        bson_t wce;
+        BSON_APPEND_DOCUMENT_BEGIN(reply, "writeConcernError", &wce);
+        BSON_APPEND_INT32(&wce, "code", MF_E_UnsatisfiableWriteConcern);
+        BSON_APPEND_UTF8(&wce, "codeName", mf_err_codename(MF_E_UnsatisfiableWriteConcern));
+        BSON_APPEND_UTF8(&wce, "errmsg", "Not enough data-bearing nodes");
+        bson_append_document_end(reply, &wce);
+    }
     BSON_APPEND_DOUBLE(reply, "ok", 1.0);
     return;
 
 fail:
     if (op.sess)
         mf_storage_session_release(op.sess);
+    if (cop) {
+        mf_curop_end(cop);
+        mf_curop_set_current(NULL);
+    }
     if (op.err.code == 0)
         mf_err_set(&op.err, MF_E_InternalError, "command failed without an error message");
     error_reply(reply, &op.err);

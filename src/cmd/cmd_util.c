@@ -13,6 +13,7 @@
 #include "cmd/cursor.h"
 #include "common/log.h"
 #include "query/value.h"
+#include "ttl/ttl.h"
 
 int64_t
 mf_now_ms(void)
@@ -232,6 +233,15 @@ mf_check_doc_for_storage(const bson_t *doc, mf_error_t *err)
     return check_depth(&it, 1, err);
 }
 
+/* The TTL pacer's view of foreground load: every client operation counted so far. */
+static int64_t
+foreground_ops(void *arg)
+{
+    mf_engine_t *e = arg;
+    return atomic_load(&e->op_insert) + atomic_load(&e->op_query) + atomic_load(&e->op_update) +
+           atomic_load(&e->op_delete) + atomic_load(&e->op_getmore) + atomic_load(&e->op_command);
+}
+
 int
 mf_engine_open(const char *dbpath, mf_engine_t **out, mf_error_t *err)
 {
@@ -249,6 +259,14 @@ mf_engine_open(const char *dbpath, mf_engine_t **out, mf_error_t *err)
     eng->start_ms = mf_now_ms();
     eng->start_mono_ms = mf_mono_ms();
     atomic_store(&eng->next_conn_id, 1);
+    mf_ttl_env_t tenv = {eng->st, eng->cat, &eng->batched_deletes_docs, &eng->batched_deletes_batches,
+                         foreground_ops, eng};
+    if (mf_ttl_monitor_start(&tenv, err) != 0) {
+        mf_catalog_close(eng->cat);
+        mf_storage_close(eng->st);
+        free(eng);
+        return -1;
+    }
     *out = eng;
     return 0;
 }
@@ -256,6 +274,7 @@ mf_engine_open(const char *dbpath, mf_engine_t **out, mf_error_t *err)
 void
 mf_engine_close(mf_engine_t *eng)
 {
+    mf_ttl_monitor_stop();
     mf_cursors_free(eng->cursors);
     mf_catalog_close(eng->cat);
     mf_storage_close(eng->st);

@@ -45,6 +45,7 @@ mf_cursor_free(mf_cursor_t *c)
         mf_projection_free(c->proj);
     if (c->filter)
         bson_destroy(c->filter);
+    mf_plan_free(c->plan);
     free(c);
 }
 

@@ -4,7 +4,8 @@
  *
  * A cursor is either materialised (a vector of result documents and a
  * position) or a resumable collection scan (the last record id returned, the
- * matcher and projection): a WiredTiger cursor cannot outlive the command,
+ * matcher, projection and the query plan, whose position says where an
+ * index or collection scan resumes): a WiredTiger cursor cannot outlive the command,
  * because sessions belong to worker threads, so a scan re-seeks to the record
  * after last_rid on each getMore. Cursors are owned by the table; a command
  * checks one out (exclusive use) and checks it back in, or destroys it when
@@ -18,6 +19,7 @@
 
 #include "common/docvec.h"
 #include "query/match.h"
+#include "query/plan.h"
 #include "query/project.h"
 
 typedef struct mf_cursors mf_cursors_t;
@@ -39,6 +41,7 @@ typedef struct mf_cursor {
     int64_t limit_left;         /* < 0: unlimited */
     int64_t skip_left;          /* documents still to skip */
     bson_t *filter;             /* owned copy of the filter (plan choice on resume) */
+    mf_plan_t *plan;            /* owned, may be NULL: the plan being resumed (its position included) */
     /* bookkeeping (table-owned) */
     int64_t last_used_ms;
     bool in_use;

@@ -59,6 +59,7 @@
     X(85, IndexOptionsConflict)                                                \
     X(86, IndexKeySpecsConflict)                                               \
     X(96, OperationFailed)                                                     \
+    X(100, UnsatisfiableWriteConcern)                                          \
     X(112, WriteConflict)                                                      \
     X(115, CommandNotSupported)                                                \
     X(121, DocumentValidationFailure)                                          \
@@ -183,7 +184,15 @@
     X(40169, Location40169)                                                    \
     X(40170, Location40170)                                                    \
     X(40237, Location40237)                                                    \
-    X(40272, Location40272)
+    X(40272, Location40272)                                                    \
+    X(40602, Location40602)                                                    \
+    X(28746, Location28746)                                                    \
+    X(28747, Location28747)                                                    \
+    X(28748, Location28748)                                                    \
+    X(28749, Location28749)                                                    \
+    X(5858203, Location5858203)                                                \
+    X(16867, Location16867)                                                    \
+    X(16868, Location16868)
 
 /*
  * Symbolic names used by the code: MF_E_<CodeName>. A few codes have code

@@ -1,23 +1,26 @@
 /*
  * index.c: key patterns and key generation (see index.h).
  *
- * Generation per field: every value the path reaches (walking arrays met on
- * the way, as path.h describes); a value that is itself an array contributes
- * each element. If more than one field of a compound pattern contributes
- * several values from arrays, the document is refused (171). Keys are the
- * cross product of per-field value lists, which with at most one multi-valued
- * field is that field's list with the other fields fixed. Duplicates are
- * removed so one document never holds the same key twice in an index.
+ * Generation follows MongoDB's BtreeKeyGenerator: each field's path is
+ * walked through nested documents until it ends or meets an array. Fields
+ * whose paths meet the same array (same bytes in the document) are expanded
+ * together, element by element, recursing into each element for the rest
+ * of their paths; so {"a.b": 1, "a.c": 1} over a: [{b: 1, c: 2}, {b: 3,
+ * c: 4}] gives (1, 2) and (3, 4), not the cross product. Two fields meeting
+ * two different arrays are refused with 171 CannotIndexParallelArrays. A
+ * missing path gives null, an empty array undefined (its subpaths null), a
+ * non-document array element null for any subpath. A sparse index skips a
+ * key whose fields are all missing. Keys equal to one already produced for
+ * the document are dropped, so a document never holds a key twice.
  */
 #include "index/index.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "query/path.h"
 #include "query/value.h"
 
-#define MAX_VALUES_PER_FIELD 100000
+#define MAX_KEYS_PER_DOC 1000000
 
 int
 mf_keypattern_parse(const bson_t *key, mf_keypattern_t *kp, mf_error_t *err)
@@ -91,123 +94,237 @@ keyset_add(mf_keyset_t *ks)
     return k;
 }
 
-/* Values gathered for one field of the pattern. */
-typedef struct field_vals {
-    bson_value_t *v; /* borrowed (point into the document) */
-    int n, cap;
-    bool from_array;
-    bool any_present;
-    bool overflow;
-} field_vals_t;
+/* Generation state shared by the recursion. */
+typedef struct gen_ctx {
+    const mf_keypattern_t *kp;
+    bool sparse;
+    mf_keyset_t *out;
+    bool multikey;
+    mf_error_t *err;
+} gen_ctx_t;
 
-static void
-vals_push(field_vals_t *fv, const bson_value_t *v)
+static const bson_value_t null_value = {.value_type = BSON_TYPE_NULL};
+static const bson_value_t undefined_value = {.value_type = BSON_TYPE_UNDEFINED};
+static const uint8_t empty_doc[5] = {5, 0, 0, 0, 0};
+
+/* Is the path component s[0..len) a canonical non-negative array index? */
+static bool
+is_index_component(const char *s, size_t len, uint32_t *idx)
 {
-    if (fv->n >= MAX_VALUES_PER_FIELD) {
-        fv->overflow = true;
-        return;
+    uint32_t v = 0;
+    if (len == 0 || len > 9 || (len > 1 && s[0] == '0'))
+        return false;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return false;
+        v = v * 10 + (uint32_t)(s[i] - '0');
     }
-    if (fv->n == fv->cap) {
-        fv->cap = fv->cap ? fv->cap * 2 : 4;
-        fv->v = realloc(fv->v, (size_t)fv->cap * sizeof(*fv->v));
-    }
-    fv->v[fv->n++] = *v;
+    *idx = v;
+    return true;
 }
 
+/* Finds the element named key[0..klen) of data (or position idx when by_pos). */
 static bool
-gather(void *arg, const bson_value_t *v, int32_t array_pos)
+find_child(const uint8_t *data, uint32_t len, const char *key, size_t klen, bool by_pos, uint32_t idx,
+           bson_iter_t *it)
 {
-    field_vals_t *fv = arg;
-    bson_value_t nullv = {.value_type = BSON_TYPE_NULL};
-
-    if (array_pos >= 0)
-        fv->from_array = true;
-    if (v == NULL) {
-        vals_push(fv, &nullv);
+    bson_t obj;
+    uint32_t k = 0;
+    if (!bson_init_static(&obj, data, len) || !bson_iter_init(it, &obj))
         return false;
+    while (bson_iter_next(it)) {
+        if (by_pos ? k++ == idx : (bson_iter_key_len(it) == klen && memcmp(bson_iter_key(it), key, klen) == 0))
+            return true;
     }
-    fv->any_present = true;
-    if (v->value_type == BSON_TYPE_ARRAY) {
-        bson_t arr;
-        bson_iter_t it;
-        int count = 0;
-        fv->from_array = true;
-        if (bson_init_static(&arr, v->value.v_doc.data, v->value.v_doc.data_len) && bson_iter_init(&it, &arr)) {
-            while (bson_iter_next(&it)) {
-                vals_push(fv, bson_iter_value(&it));
-                count++;
-            }
-        }
-        if (count == 0) {
-            bson_value_t undef = {.value_type = BSON_TYPE_UNDEFINED};
-            vals_push(fv, &undef);
-        }
-        return false;
-    }
-    vals_push(fv, v);
     return false;
+}
+
+/*
+ * MongoDB's getFieldDottedOrArray: walks *path from the document data
+ * through nested documents and stops at the first array met before the
+ * path's end, leaving *path at the rest ("" when the value is the path's
+ * leaf). A numeric component applied to an array that has that position
+ * indexes it (positional patterns such as "a.0.b"). *name gets the field
+ * name of the element returned (for the parallel-arrays message). Returns
+ * false when the path is missing.
+ */
+static bool
+dotted_or_array(const uint8_t *data, uint32_t len, const char **path, bson_value_t *out, const char **name)
+{
+    const char *p = *path;
+    bool in_array = false;
+
+    for (;;) {
+        const char *dot = strchr(p, '.');
+        size_t clen = dot ? (size_t)(dot - p) : strlen(p);
+        uint32_t idx = 0;
+        bson_iter_t it;
+
+        if (in_array && !is_index_component(p, clen, &idx))
+            break;
+        if (!find_child(data, len, p, clen, in_array, idx, &it))
+            break;
+        const bson_value_t *v = bson_iter_value(&it);
+        *name = bson_iter_key(&it);
+        if (dot == NULL) {
+            *out = *v;
+            *path = "";
+            return true;
+        }
+        p = dot + 1;
+        if (v->value_type == BSON_TYPE_ARRAY) {
+            const char *d2 = strchr(p, '.');
+            size_t l2 = d2 ? (size_t)(d2 - p) : strlen(p);
+            bson_iter_t probe;
+            if (is_index_component(p, l2, &idx) &&
+                find_child(v->value.v_doc.data, v->value.v_doc.data_len, NULL, 0, true, idx, &probe)) {
+                data = v->value.v_doc.data;
+                len = v->value.v_doc.data_len;
+                in_array = true;
+                continue;
+            }
+            *out = *v;
+            *path = p;
+            return true;
+        }
+        if (v->value_type != BSON_TYPE_DOCUMENT)
+            break;
+        data = v->value.v_doc.data;
+        len = v->value.v_doc.data_len;
+        in_array = false;
+    }
+    *path = "";
+    return false;
+}
+
+/* Appends the key made of the fixed values unless an equal key is already there. */
+static int
+emit_key(gen_ctx_t *g, const bson_value_t *fixed)
+{
+    mf_keystring_t *key = keyset_add(g->out);
+    for (int i = 0; i < g->kp->nfields; i++) {
+        if (mf_ks_append_value(key, &fixed[i], g->kp->desc[i], g->err) != 0)
+            return -1;
+    }
+    for (int j = 0; j < g->out->n - 1; j++) {
+        if (g->out->keys[j].len == key->len && memcmp(g->out->keys[j].data, key->data, key->len) == 0) {
+            g->out->n--;
+            break;
+        }
+    }
+    if (g->out->n > MAX_KEYS_PER_DOC)
+        return mf_err_set(g->err, MF_E_CannotCreateIndex, "too many index keys for one document (over %d)",
+                          MAX_KEYS_PER_DOC);
+    return 0;
+}
+
+/*
+ * One step of MongoDB's BtreeKeyGenerator: resolves every field not yet
+ * fixed against the (sub)document data; fields that reach the same array
+ * are expanded together, element by element; two different arrays are
+ * refused (171). paths and fixed are copied, so each branch of the
+ * recursion has its own.
+ */
+static int
+gen_keys(gen_ctx_t *g, const char *const *paths_in, const bson_value_t *fixed_in, const uint8_t *data, uint32_t len,
+         int not_found)
+{
+    const char *paths[MF_KP_MAX_FIELDS];
+    bson_value_t fixed[MF_KP_MAX_FIELDS];
+    bool in_arr[MF_KP_MAX_FIELDS];
+    bson_value_t arr = {0};
+    const char *arr_name = NULL;
+    bool have_arr = false;
+    int n = g->kp->nfields;
+
+    memcpy(paths, paths_in, (size_t)n * sizeof(*paths));
+    memcpy(fixed, fixed_in, (size_t)n * sizeof(*fixed));
+    memset(in_arr, 0, sizeof(in_arr));
+    for (int i = 0; i < n; i++) {
+        bson_value_t v;
+        const char *name = NULL;
+        if (paths[i][0] == '\0')
+            continue;
+        if (!dotted_or_array(data, len, &paths[i], &v, &name)) {
+            fixed[i] = null_value;
+            not_found++;
+            continue;
+        }
+        if (v.value_type != BSON_TYPE_ARRAY) {
+            fixed[i] = v;
+            continue;
+        }
+        in_arr[i] = true;
+        if (!have_arr) {
+            arr = v;
+            arr_name = name;
+            have_arr = true;
+        } else if (arr.value.v_doc.data != v.value.v_doc.data) {
+            return mf_err_set(g->err, MF_E_CannotIndexParallelArrays, "cannot index parallel arrays [%s] [%s]", name,
+                              arr_name);
+        }
+    }
+    if (!have_arr) {
+        if (g->sparse && not_found == n)
+            return 0;
+        return emit_key(g, fixed);
+    }
+    g->multikey = true;
+
+    bson_t a;
+    bson_iter_t it;
+    bool any = false;
+    if (bson_init_static(&a, arr.value.v_doc.data, arr.value.v_doc.data_len) && bson_iter_init(&it, &a)) {
+        while (bson_iter_next(&it)) {
+            const bson_value_t *e = bson_iter_value(&it);
+            bson_value_t f2[MF_KP_MAX_FIELDS];
+            any = true;
+            memcpy(f2, fixed, (size_t)n * sizeof(*f2));
+            for (int i = 0; i < n; i++) {
+                if (in_arr[i] && paths[i][0] == '\0')
+                    f2[i] = *e;
+            }
+            int rc = e->value_type == BSON_TYPE_DOCUMENT
+                         ? gen_keys(g, paths, f2, e->value.v_doc.data, e->value.v_doc.data_len, not_found)
+                         : gen_keys(g, paths, f2, empty_doc, sizeof(empty_doc), not_found);
+            if (rc != 0)
+                return rc;
+        }
+    }
+    if (!any) {
+        /* An empty array indexes as undefined (its subfields as null). */
+        for (int i = 0; i < n; i++) {
+            if (in_arr[i] && paths[i][0] == '\0')
+                fixed[i] = undefined_value;
+        }
+        return gen_keys(g, paths, fixed, empty_doc, sizeof(empty_doc), not_found);
+    }
+    return 0;
 }
 
 int
 mf_index_keys(const mf_keypattern_t *kp, bool sparse, const bson_t *doc, mf_keyset_t *out, bool *skip,
               bool *multikey, mf_error_t *err)
 {
-    field_vals_t fv[MF_KP_MAX_FIELDS];
-    int multi_field = -1, ret = 0;
-    bool any_present = false;
+    const char *paths[MF_KP_MAX_FIELDS];
+    bson_value_t fixed[MF_KP_MAX_FIELDS];
+    gen_ctx_t g = {.kp = kp, .sparse = sparse, .out = out, .err = err};
 
     keyset_clear(out);
     *skip = false;
     *multikey = false;
-    memset(fv, 0, sizeof(fv));
     for (int i = 0; i < kp->nfields; i++) {
-        mf_path_walk(doc, kp->fields[i], gather, &fv[i]);
-        if (fv[i].n == 0) {
-            bson_value_t nullv = {.value_type = BSON_TYPE_NULL};
-            vals_push(&fv[i], &nullv);
-        }
-        if (fv[i].any_present)
-            any_present = true;
-        if (fv[i].overflow) {
-            ret = mf_err_set(err, MF_E_CannotCreateIndex, "too many index keys for field '%s'", kp->fields[i]);
-            goto done;
-        }
-        if (fv[i].from_array && fv[i].n > 1) {
-            if (multi_field >= 0) {
-                ret = mf_err_set(err, MF_E_CannotIndexParallelArrays,
-                                 "cannot index parallel arrays [%s] [%s]", kp->fields[i], kp->fields[multi_field]);
-                goto done;
-            }
-            multi_field = i;
-        }
+        paths[i] = kp->fields[i];
+        fixed[i] = null_value;
     }
-    if (sparse && !any_present) {
+    if (gen_keys(&g, paths, fixed, bson_get_data(doc), doc->len, 0) != 0) {
+        keyset_clear(out);
+        return -1;
+    }
+    *multikey = g.multikey;
+    if (out->n == 0)
         *skip = true;
-        goto done;
-    }
-    int nkeys = multi_field >= 0 ? fv[multi_field].n : 1;
-    for (int k = 0; k < nkeys; k++) {
-        mf_keystring_t *key = keyset_add(out);
-        for (int i = 0; i < kp->nfields; i++) {
-            const bson_value_t *v = (i == multi_field) ? &fv[i].v[k] : &fv[i].v[0];
-            if (mf_ks_append_value(key, v, kp->desc[i], err) != 0) {
-                ret = -1;
-                goto done;
-            }
-        }
-        /* Drop a key equal to one already generated. */
-        for (int j = 0; j < out->n - 1; j++) {
-            if (out->keys[j].len == key->len && memcmp(out->keys[j].data, key->data, key->len) == 0) {
-                out->n--;
-                break;
-            }
-        }
-    }
-    *multikey = out->n > 1 || multi_field >= 0;
-done:
-    for (int i = 0; i < kp->nfields; i++)
-        free(fv[i].v);
-    return ret;
+    return 0;
 }
 
 int

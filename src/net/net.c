@@ -48,6 +48,18 @@ typedef struct conn {
     bool busy;               /* a job is in flight */
     bool closing;
     bool handle_closed;      /* on_conn_closed has run */
+    /*
+     * Awaitable hello (the drivers' streaming monitor): the reply waits in
+     * held_* until the timer fires; with exhaust the request is re-run
+     * after each reply, answering the reply just sent.
+     */
+    uv_timer_t timer;
+    bool timer_closed;
+    uint8_t *held;
+    size_t held_len;
+    msgbuf_t *held_req;
+    int32_t held_reply_id;
+    bool held_exhaust;
 } conn_t;
 
 typedef struct job {
@@ -56,7 +68,11 @@ typedef struct job {
     msgbuf_t *msg;
     uint8_t *reply;
     size_t reply_len;
-    bool fatal; /* close the connection after this job */
+    bool fatal;          /* close the connection after this job */
+    int64_t await_ms;    /* awaitable hello: hold the reply this long */
+    bool exhaust;        /* ... and keep streaming replies (moreToCome) */
+    int32_t response_to; /* 0: the request's id; else answer to this (exhaust chain) */
+    int32_t reply_id;    /* the requestID written in the reply */
 } job_t;
 
 typedef struct server {
@@ -71,6 +87,8 @@ typedef struct server {
 } server_t;
 
 static void start_next(conn_t *c);
+static void free_conn_if_orphaned(conn_t *c);
+static void on_await_timer(uv_timer_t *t);
 
 static void
 on_conn_closed(uv_handle_t *h)
@@ -85,17 +103,18 @@ on_conn_closed(uv_handle_t *h)
     }
     atomic_fetch_sub(&srv->eng->conn_current, 1);
     c->handle_closed = true;
-    /* Memory is freed here only if no job is in flight; else after_work frees it. */
-    if (!c->busy) {
-        while (c->qhead) {
-            msgbuf_t *m = c->qhead;
-            c->qhead = m->next;
-            free(m->data);
-            free(m);
-        }
-        free(c->rbuf);
-        free(c);
-    }
+    /* Memory is freed by the last of: this, the timer's close, an in-flight job. */
+    if (!c->busy && c->timer_closed)
+        free_conn_if_orphaned(c);
+}
+
+static void
+on_timer_closed(uv_handle_t *h)
+{
+    conn_t *c = h->data;
+    c->timer_closed = true;
+    if (c->handle_closed && !c->busy)
+        free_conn_if_orphaned(c);
 }
 
 static void
@@ -108,7 +127,61 @@ conn_close(conn_t *c, const char *why)
         mf_log(MF_LOG_INFO, "NETWORK", "conn%lld: closing connection from %s: %s", (long long)c->client.id,
                c->client.remote, why);
     uv_read_stop((uv_stream_t *)&c->tcp);
+    uv_timer_stop(&c->timer);
+    if (c->held != NULL) {
+        /* A held hello reply will never be sent; the connection is no longer busy with it. */
+        free(c->held);
+        c->held = NULL;
+        if (c->held_req) {
+            free(c->held_req->data);
+            free(c->held_req);
+            c->held_req = NULL;
+        }
+        c->busy = false;
+    }
+    uv_close((uv_handle_t *)&c->timer, on_timer_closed);
     uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
+}
+
+static _Atomic int32_t next_reply_id = 1;
+
+/*
+ * An awaitable hello carries the topologyVersion the client last saw and
+ * maxAwaitTimeMS. If the topology is unchanged (same processId and counter:
+ * a standalone's never changes), the server holds the reply for
+ * maxAwaitTimeMS. Returns that time, or 0 to answer at once.
+ */
+static int64_t
+awaitable_hello(const bson_t *body, const bson_t *reply)
+{
+    bson_iter_t it, a, b;
+    const char *name;
+    if (!bson_iter_init(&it, body) || !bson_iter_next(&it))
+        return 0;
+    name = bson_iter_key(&it);
+    if (strcmp(name, "hello") != 0 && strcmp(name, "isMaster") != 0 && strcmp(name, "ismaster") != 0)
+        return 0;
+    if (!bson_iter_init_find(&it, body, "maxAwaitTimeMS") || !BSON_ITER_HOLDS_NUMBER(&it))
+        return 0;
+    int64_t ms = bson_iter_as_int64(&it);
+    if (ms <= 0 || ms > 3600 * 1000)
+        return 0;
+    if (!bson_iter_init_find(&a, body, "topologyVersion") || !BSON_ITER_HOLDS_DOCUMENT(&a) ||
+        !bson_iter_init_find(&b, reply, "topologyVersion") || !BSON_ITER_HOLDS_DOCUMENT(&b))
+        return 0;
+    bson_t ta, tb;
+    const uint8_t *d;
+    uint32_t l;
+    bson_iter_document(&a, &l, &d);
+    bson_init_static(&ta, d, l);
+    bson_iter_document(&b, &l, &d);
+    bson_init_static(&tb, d, l);
+    bson_iter_t pa, pb;
+    if (!bson_iter_init_find(&pa, &ta, "processId") || !bson_iter_init_find(&pb, &tb, "processId") ||
+        !BSON_ITER_HOLDS_OID(&pa) || !BSON_ITER_HOLDS_OID(&pb) ||
+        !bson_oid_equal(bson_iter_oid(&pa), bson_iter_oid(&pb)))
+        return 0;
+    return ms;
 }
 
 /* Worker thread: parse, run, build the reply. Touches no libuv handle. */
@@ -141,9 +214,9 @@ work_cb(uv_work_t *req)
             BSON_APPEND_INT32(&reply, "code", err.code);
             BSON_APPEND_UTF8(&reply, "codeName", mf_err_codename(err.code));
             if (hdr.opcode == MF_OP_MSG)
-                job->reply = mf_wire_build_msg(0, hdr.request_id, 0, &reply, &job->reply_len);
+                job->reply = mf_wire_build_msg(job->reply_id, hdr.request_id, 0, &reply, &job->reply_len);
             else
-                job->reply = mf_wire_build_reply(0, hdr.request_id, &reply, &job->reply_len);
+                job->reply = mf_wire_build_reply(job->reply_id, hdr.request_id, &reply, &job->reply_len);
             bson_destroy(&reply);
             return;
         }
@@ -163,9 +236,12 @@ work_cb(uv_work_t *req)
             BSON_APPEND_UTF8(&reply, "codeName", mf_err_codename(MF_E_Location40571));
         } else {
             mf_cmd_run(eng, &c->client, db, &msg.body, msg.seqs, msg.nseqs, false, &reply);
+            job->await_ms = awaitable_hello(&msg.body, &reply);
+            job->exhaust = job->await_ms > 0 && (msg.flags & MF_MSG_EXHAUST_ALLOWED);
         }
         if (!(msg.flags & MF_MSG_MORE_TO_COME))
-            job->reply = mf_wire_build_msg(0, msg.hdr.request_id, 0, &reply, &job->reply_len);
+            job->reply = mf_wire_build_msg(job->reply_id, job->response_to ? job->response_to : msg.hdr.request_id,
+                                           job->exhaust ? MF_MSG_MORE_TO_COME : 0, &reply, &job->reply_len);
     } else if (msg.hdr.opcode == MF_OP_QUERY) {
         const char *ns = msg.full_collection_name;
         const char *dot = strchr(ns, '.');
@@ -191,7 +267,7 @@ work_cb(uv_work_t *req)
             }
             mf_cmd_run(eng, &c->client, dbname, cmd, NULL, 0, true, &reply);
         }
-        job->reply = mf_wire_build_reply(0, msg.hdr.request_id, &reply, &job->reply_len);
+        job->reply = mf_wire_build_reply(job->reply_id, msg.hdr.request_id, &reply, &job->reply_len);
     } else {
         mf_log(MF_LOG_WARN, "NETWORK", "conn%lld: unsupported opCode %d", (long long)c->client.id, msg.hdr.opcode);
         job->fatal = true;
@@ -229,17 +305,35 @@ after_work_cb(uv_work_t *req, int status)
     conn_t *c = job->conn;
 
     c->busy = false;
-    free(job->msg->data);
-    free(job->msg);
     if (c->closing) {
+        free(job->msg->data);
+        free(job->msg);
         free(job->reply);
         free(job);
-        /* If the close callback already ran, it left the memory to us. */
-        if (c->handle_closed)
+        /* If the close callbacks already ran, they left the memory to us. */
+        if (c->handle_closed && c->timer_closed)
             free_conn_if_orphaned(c);
         return;
     }
     (void)status;
+    if (job->reply && job->await_ms > 0 && !job->fatal) {
+        /* Hold the reply; on_await_timer writes it (and, streaming, asks again). */
+        c->held = job->reply;
+        c->held_len = job->reply_len;
+        c->held_exhaust = job->exhaust;
+        c->held_reply_id = job->reply_id;
+        c->held_req = job->exhaust ? job->msg : NULL;
+        if (job->exhaust) {
+            job->msg = NULL; /* kept for the next round */
+        } else {
+            free(job->msg->data);
+            free(job->msg);
+        }
+        c->busy = true;
+        uv_timer_start(&c->timer, on_await_timer, (uint64_t)job->await_ms, 0);
+        free(job);
+        return;
+    }
     if (job->reply) {
         uv_write_t *w = malloc(sizeof(*w));
         uv_buf_t b = uv_buf_init((char *)job->reply, (unsigned)job->reply_len);
@@ -250,6 +344,10 @@ after_work_cb(uv_work_t *req, int status)
             job->fatal = true;
         }
     }
+    if (job->msg) {
+        free(job->msg->data);
+        free(job->msg);
+    }
     if (job->fatal) {
         free(job);
         conn_close(c, "malformed or unsupported message");
@@ -258,6 +356,8 @@ after_work_cb(uv_work_t *req, int status)
     free(job);
     start_next(c);
 }
+
+static void queue_job(conn_t *c, msgbuf_t *m, int32_t response_to);
 
 static void
 start_next(conn_t *c)
@@ -268,10 +368,56 @@ start_next(conn_t *c)
     c->qhead = m->next;
     if (c->qhead == NULL)
         c->qtail = NULL;
+    queue_job(c, m, 0);
+}
+
+static void
+on_await_timer(uv_timer_t *t)
+{
+    conn_t *c = t->data;
+    uint8_t *reply = c->held;
+    msgbuf_t *req = c->held_req;
+    c->held = NULL;
+    c->held_req = NULL;
+    c->busy = false;
+    if (c->closing) {
+        free(reply);
+        if (req) {
+            free(req->data);
+            free(req);
+        }
+        return;
+    }
+    uv_write_t *w = malloc(sizeof(*w));
+    uv_buf_t b = uv_buf_init((char *)reply, (unsigned)c->held_len);
+    w->data = reply;
+    if (uv_write(w, (uv_stream_t *)&c->tcp, &b, 1, on_write_done) != 0) {
+        free(reply);
+        free(w);
+        if (req) {
+            free(req->data);
+            free(req);
+        }
+        conn_close(c, "write failed");
+        return;
+    }
+    if (req != NULL && c->held_exhaust) {
+        /* Streaming: run the hello again; its reply answers the one just sent. */
+        queue_job(c, req, c->held_reply_id);
+        return;
+    }
+    start_next(c);
+}
+
+static void
+queue_job(conn_t *c, msgbuf_t *m, int32_t response_to)
+{
     job_t *job = calloc(1, sizeof(*job));
     job->conn = c;
     job->msg = m;
     job->req.data = job;
+    job->response_to = response_to;
+    job->reply_id = atomic_fetch_add(&next_reply_id, 1);
     c->busy = true;
     if (uv_queue_work(c->srv->loop, &job->req, work_cb, after_work_cb) != 0) {
         c->busy = false;
@@ -362,6 +508,8 @@ on_connection(uv_stream_t *listener, int status)
         return;
     }
     uv_tcp_nodelay(&c->tcp, 1);
+    uv_timer_init(srv->loop, &c->timer);
+    c->timer.data = c;
     c->client.id = atomic_fetch_add(&srv->eng->next_conn_id, 1);
     struct sockaddr_storage ss;
     int sslen = sizeof(ss);

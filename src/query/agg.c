@@ -23,13 +23,30 @@
  * (numbers hash by their double value) and keeps groups in first-seen order.
  * $lookup scans the foreign collection once per run and matches with an
  * mf_matcher built from {foreignField: {$in: [local values]}}, which gives
- * MongoDB's query semantics (array traversal; null matches missing).
+ * MongoDB's query semantics (array traversal; null matches missing). A
+ * sub-pipeline then runs, per local document, over the matched (or, without
+ * localField, all) foreign documents. Its "let" variables are handled through
+ * expr.c's thread-local ambient frames: the sub-pipeline is parsed with the
+ * names installed (so "$$name" is accepted by the matcher's $expr and by
+ * projections) and run with the values evaluated against the local document
+ * installed; frames chain, so nested $lookups see outer variables. Frames
+ * are always removed before returning, on error paths too.
+ *
+ * Source stages. $documents and $currentOp must come first; a pipeline that
+ * starts with one is "collectionless": mf_pipeline_run skips env->scan and
+ * the stage replaces its (empty) input with its own documents ($documents
+ * evaluates its expression at run time, so it may use let variables inside
+ * a $lookup; $currentOp asks env->current_op). $sample shuffles with a
+ * per-run xorshift generator (partial Fisher-Yates) and keeps size documents.
+ * $group's $stdDevPop/$stdDevSamp use Welford's running mean.
  */
 #include "query/agg.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "query/expr.h"
 #include "query/match.h"
@@ -38,7 +55,8 @@
 #include "query/value.h"
 
 enum stage_kind { S_MATCH, S_PROJECT, S_ADDFIELDS, S_UNSET, S_SORT, S_LIMIT, S_SKIP, S_GROUP, S_COUNT,
-                  S_UNWIND, S_REPLACEROOT, S_SORTBYCOUNT, S_LOOKUP, S_FACET };
+                  S_UNWIND, S_REPLACEROOT, S_SORTBYCOUNT, S_LOOKUP, S_FACET, S_SAMPLE, S_CURRENTOP,
+                  S_DOCUMENTS };
 
 /* ---- projection trees ---- */
 
@@ -60,7 +78,8 @@ typedef struct ptree {
 
 /* ---- accumulators ---- */
 
-enum acc_kind { AC_SUM, AC_AVG, AC_MIN, AC_MAX, AC_FIRST, AC_LAST, AC_PUSH, AC_ADDTOSET, AC_COUNT, AC_MERGEOBJECTS };
+enum acc_kind { AC_SUM, AC_AVG, AC_MIN, AC_MAX, AC_FIRST, AC_LAST, AC_PUSH, AC_ADDTOSET, AC_COUNT, AC_MERGEOBJECTS,
+                AC_STDDEVPOP, AC_STDDEVSAMP };
 
 typedef struct acc_def {
     char *field;
@@ -70,12 +89,12 @@ typedef struct acc_def {
 
 typedef struct stage {
     int kind;
-    bson_t *spec;           /* $match filter */
+    bson_t *spec;           /* $match filter, $currentOp options */
     mf_matcher_t *matcher;  /* $match */
     mf_sort_t *sort;        /* $sort, $sortByCount */
-    int64_t n;              /* $limit, $skip */
+    int64_t n;              /* $limit, $skip, $sample size */
     ptree_t proj;           /* $project, $unset, $addFields */
-    mf_expr_t *expr;        /* $group _id, $replaceRoot, $sortByCount */
+    mf_expr_t *expr;        /* $group _id, $replaceRoot, $sortByCount, $documents */
     acc_def_t *accs;        /* $group */
     size_t naccs;
     char *field;            /* $count name, $unwind path, $lookup as */
@@ -83,6 +102,9 @@ typedef struct stage {
     bool preserve;          /* $unwind */
     char *from, *local, *foreign; /* $lookup */
     struct mf_pipeline *sub;       /* $lookup pipeline */
+    char **let_names;              /* $lookup let: variable names and their expressions */
+    mf_expr_t **let_exprs;
+    size_t nlet;
     char **facet_names;     /* $facet */
     struct mf_pipeline **facets;
     size_t nfacets;
@@ -91,6 +113,7 @@ typedef struct stage {
 struct mf_pipeline {
     stage_t *stages;
     size_t n;
+    bool collectionless; /* first stage is $documents or $currentOp */
 };
 
 /* ------------------------------------------------------------------------ */
@@ -818,6 +841,7 @@ typedef struct accst {
     uint32_t arrn;
     bson_value_t *seen; /* addToSet: borrowed copies for uniqueness (owned copies) */
     size_t nseen;
+    double mean, m2;    /* stdDevPop/stdDevSamp: Welford's running mean and sum of squares */
 } accst_t;
 
 typedef struct group {
@@ -869,6 +893,16 @@ acc_update(accst_t *a, int kind, const bson_value_t *v, mf_error_t *err)
         break;
     case AC_COUNT:
         a->count++;
+        break;
+    case AC_STDDEVPOP:
+    case AC_STDDEVSAMP:
+        if (mf_value_is_number(v)) {
+            double x = mf_value_as_double(v), d;
+            a->count++;
+            d = x - a->mean;
+            a->mean += d / (double)a->count;
+            a->m2 += d * (x - a->mean);
+        }
         break;
     case AC_MIN:
     case AC_MAX:
@@ -954,6 +988,14 @@ acc_result(accst_t *a, int kind, bson_t *out, const char *field)
         } else {
             bson_append_double(out, field, -1, mf_value_as_double(&a->v) / (double)a->count);
         }
+        return;
+    case AC_STDDEVPOP:
+    case AC_STDDEVSAMP:
+        if (a->count == 0 || (kind == AC_STDDEVSAMP && a->count < 2))
+            bson_append_null(out, field, -1);
+        else
+            bson_append_double(out, field, -1,
+                               sqrt(a->m2 / (double)(kind == AC_STDDEVPOP ? a->count : a->count - 1)));
         return;
     case AC_COUNT:
         if (a->count <= INT32_MAX)
@@ -1095,6 +1137,12 @@ stage_free(stage_t *s)
     bson_free(s->local);
     bson_free(s->foreign);
     mf_pipeline_free(s->sub);
+    for (size_t i = 0; i < s->nlet; i++) {
+        bson_free(s->let_names[i]);
+        mf_expr_free(s->let_exprs[i]);
+    }
+    bson_free(s->let_names);
+    bson_free(s->let_exprs);
     for (size_t i = 0; i < s->nfacets; i++) {
         bson_free(s->facet_names[i]);
         mf_pipeline_free(s->facets[i]);
@@ -1155,7 +1203,8 @@ parse_group(stage_t *s, const bson_value_t *v, mf_error_t *err)
             int kind;
         } accs[] = {{"$sum", AC_SUM}, {"$avg", AC_AVG}, {"$min", AC_MIN}, {"$max", AC_MAX}, {"$first", AC_FIRST},
                     {"$last", AC_LAST}, {"$push", AC_PUSH}, {"$addToSet", AC_ADDTOSET}, {"$count", AC_COUNT},
-                    {"$mergeObjects", AC_MERGEOBJECTS}, {NULL, 0}};
+                    {"$mergeObjects", AC_MERGEOBJECTS}, {"$stdDevPop", AC_STDDEVPOP},
+                    {"$stdDevSamp", AC_STDDEVSAMP}, {NULL, 0}};
         int kind = -1;
         for (int i = 0; accs[i].name; i++)
             if (strcmp(accs[i].name, op) == 0)
@@ -1243,7 +1292,9 @@ static int
 parse_lookup(stage_t *s, const bson_value_t *v, mf_error_t *err)
 {
     bson_iter_t it;
-    const bson_value_t *pipeline = NULL;
+    /* Shallow copies: bson_iter_value's result is overwritten by the next bson_iter_next. */
+    bson_value_t pipeline_v, let_v;
+    const bson_value_t *pipeline = NULL, *let = NULL;
 
     if (v->value_type != BSON_TYPE_DOCUMENT)
         return mf_err_set(err, MF_E_FailedToParse, "the $lookup specification must be an Object, but found %s",
@@ -1261,10 +1312,16 @@ parse_lookup(stage_t *s, const bson_value_t *v, mf_error_t *err)
         else if (strcmp(k, "as") == 0)
             dst = &s->field;
         else if (strcmp(k, "pipeline") == 0) {
-            pipeline = bson_iter_value(&it);
+            pipeline_v = *bson_iter_value(&it);
+            pipeline = &pipeline_v;
             continue;
         } else if (strcmp(k, "let") == 0) {
-            return mf_err_set(err, MF_E_BadValue, "$lookup with 'let' is not supported");
+            let_v = *bson_iter_value(&it);
+            let = &let_v;
+            if (let->value_type != BSON_TYPE_DOCUMENT)
+                return mf_err_set(err, MF_E_FailedToParse, "$lookup argument 'let' must be an object, is type %s",
+                                  mf_type_name(let->value_type));
+            continue;
         } else {
             return mf_err_set(err, MF_E_FailedToParse, "unknown argument to $lookup: %s", k);
         }
@@ -1276,21 +1333,44 @@ parse_lookup(stage_t *s, const bson_value_t *v, mf_error_t *err)
     }
     if (s->field == NULL)
         return mf_err_set(err, MF_E_FailedToParse, "must specify 'as' field for a $lookup");
-    if (s->from == NULL)
-        return mf_err_set(err, MF_E_FailedToParse, "must specify 'from' field for a $lookup");
     if ((s->local == NULL) != (s->foreign == NULL))
         return mf_err_set(err, MF_E_FailedToParse,
                           "$lookup requires both or neither of 'localField' and 'foreignField' to be specified");
     if (s->local == NULL && pipeline == NULL)
         return mf_err_set(err, MF_E_FailedToParse,
                           "$lookup requires either 'pipeline' or both 'localField' and 'foreignField' to be specified");
+    if (let != NULL && pipeline == NULL)
+        return mf_err_set(err, MF_E_FailedToParse, "$lookup with a 'let' argument must also specify 'pipeline'");
+    if (let != NULL) {
+        /* The let expressions see the enclosing scope (an outer $lookup's variables). */
+        bson_iter_init_from_data(&it, let->value.v_doc.data, let->value.v_doc.data_len);
+        while (bson_iter_next(&it)) {
+            const char *name = bson_iter_key(&it);
+            if (mf_expr_check_var_name(name, err) < 0)
+                return -1;
+            s->let_names = bson_realloc(s->let_names, (s->nlet + 1) * sizeof *s->let_names);
+            s->let_exprs = bson_realloc(s->let_exprs, (s->nlet + 1) * sizeof *s->let_exprs);
+            s->let_names[s->nlet] = bson_strdup(name);
+            s->let_exprs[s->nlet] = NULL;
+            s->nlet++;
+            s->let_exprs[s->nlet - 1] = mf_expr_parse(bson_iter_value(&it), err);
+            if (s->let_exprs[s->nlet - 1] == NULL)
+                return -1;
+        }
+    }
     if (pipeline) {
         if (pipeline->value_type != BSON_TYPE_ARRAY)
             return mf_err_set(err, MF_E_FailedToParse, "'pipeline' option must be specified as an array");
+        /* The sub-pipeline is parsed with the let names ambient, so "$$name" is accepted everywhere in it. */
+        mf_expr_vars_t frame = {(const char *const *)s->let_names, NULL, s->nlet, mf_expr_vars_current()};
+        mf_expr_vars_set(&frame);
         s->sub = mf_pipeline_new(pipeline, err);
+        mf_expr_vars_set(frame.up);
         if (s->sub == NULL)
             return -1;
     }
+    if (s->from == NULL && !(s->sub != NULL && s->sub->collectionless && s->local == NULL))
+        return mf_err_set(err, MF_E_FailedToParse, "must specify 'from' field for a $lookup");
     return 0;
 }
 
@@ -1314,6 +1394,64 @@ parse_int_arg(const bson_value_t *v, int64_t *out)
         return -1;
     if (!mf_value_as_int64(v, out))
         return -2;
+    return 0;
+}
+
+static int
+parse_sample(stage_t *s, const bson_value_t *v, mf_error_t *err)
+{
+    bson_iter_t it;
+    bool have_size = false;
+
+    if (v->value_type != BSON_TYPE_DOCUMENT)
+        return mf_err_set(err, MF_E_Location28745, "the $sample stage specification must be an object");
+    bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (strcmp(k, "size") != 0)
+            return mf_err_set(err, MF_E_Location28748, "unrecognized option to $sample: %s", k);
+        const bson_value_t *sz = bson_iter_value(&it);
+        if (!mf_value_is_number(sz))
+            return mf_err_set(err, MF_E_Location28746, "size argument to $sample must be a number");
+        double d = mf_value_as_double(sz);
+        if (isnan(d) || d < 0)
+            return mf_err_set(err, MF_E_Location28747, "size argument to $sample must not be negative");
+        if (!mf_value_as_int64(sz, &s->n))
+            s->n = d >= 9.2e18 ? INT64_MAX : (int64_t)d;
+        if (s->n < 0)
+            return mf_err_set(err, MF_E_Location28747, "size argument to $sample must not be negative");
+        have_size = true;
+    }
+    if (!have_size)
+        return mf_err_set(err, MF_E_Location28749, "$sample stage must specify a size");
+    return 0;
+}
+
+static int
+parse_current_op(stage_t *s, const bson_value_t *v, mf_error_t *err)
+{
+    static const char *const bool_opts[] = {"allUsers", "idleConnections", "idleCursors", "idleSessions",
+                                            "localOps", "backtrace", "truncateOps", "targetAllNodes", NULL};
+    bson_iter_t it;
+
+    if (v->value_type != BSON_TYPE_DOCUMENT)
+        return mf_err_set(err, MF_E_FailedToParse, "$currentOp options must be specified in an object, but found: %s",
+                          mf_type_name(v->value_type));
+    bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        int i;
+        for (i = 0; bool_opts[i]; i++)
+            if (strcmp(bool_opts[i], k) == 0)
+                break;
+        if (bool_opts[i] == NULL)
+            return mf_err_set(err, MF_E_FailedToParse, "Unrecognized option '%s' in $currentOp stage.", k);
+        if (!BSON_ITER_HOLDS_BOOL(&it))
+            return mf_err_set(err, MF_E_FailedToParse,
+                              "The '%s' parameter of the $currentOp stage must be a boolean value, but found: %s", k,
+                              mf_type_name(bson_iter_type(&it)));
+    }
+    s->spec = bson_new_from_data(v->value.v_doc.data, v->value.v_doc.data_len);
     return 0;
 }
 
@@ -1479,7 +1617,22 @@ parse_stage(stage_t *s, const char *name, const bson_value_t *v, bool first, mf_
             return mf_err_set(err, MF_E_Location40169, "the $facet specification must be a non-empty object");
         return 0;
     }
-    (void)first;
+    if (strcmp(name, "$sample") == 0) {
+        s->kind = S_SAMPLE;
+        return parse_sample(s, v, err);
+    }
+    if (strcmp(name, "$currentOp") == 0 || strcmp(name, "$documents") == 0) {
+        if (!first)
+            return mf_err_set(err, MF_E_Location40602, "%s is only valid as the first stage in a pipeline", name);
+        if (name[1] == 'c') {
+            s->kind = S_CURRENTOP;
+            return parse_current_op(s, v, err);
+        }
+        /* $documents: an expression evaluated once per run (it may use $lookup let variables). */
+        s->kind = S_DOCUMENTS;
+        s->expr = mf_expr_parse(v, err);
+        return s->expr ? 0 : -1;
+    }
     return mf_err_set(err, MF_E_Location40324, "Unrecognized pipeline stage name: '%s'", name);
 }
 
@@ -1522,8 +1675,22 @@ mf_pipeline_new(const bson_value_t *pipeline, mf_error_t *err)
             mf_pipeline_free(p);
             return NULL;
         }
+        if (p->n == 1 && (s->kind == S_DOCUMENTS || s->kind == S_CURRENTOP))
+            p->collectionless = true;
     }
     return p;
+}
+
+bool
+mf_pipeline_is_collectionless(const mf_pipeline_t *p)
+{
+    return p != NULL && p->collectionless;
+}
+
+bool
+mf_pipeline_is_current_op(const mf_pipeline_t *p)
+{
+    return p != NULL && p->n > 0 && p->stages[0].kind == S_CURRENTOP;
 }
 
 const bson_t *
@@ -1580,6 +1747,38 @@ lookup_visit(void *arg, const bson_value_t *v, int32_t pos)
     return false;
 }
 
+/*
+ * run_sub: runs a $lookup's sub-pipeline over *docs for the local document
+ * local: the let expressions are evaluated against local (in the enclosing
+ * ambient scope) and installed as an ambient frame for the run, then removed.
+ */
+static int
+run_sub(const stage_t *s, const mf_agg_env_t *env, const bson_t *local, mf_docvec_t *docs, mf_error_t *err)
+{
+    bson_value_t *vals = NULL;
+    int rc = 0;
+
+    if (s->nlet > 0) {
+        vals = bson_malloc0(s->nlet * sizeof *vals);
+        for (size_t i = 0; i < s->nlet; i++)
+            vals[i].value_type = BSON_TYPE_EOD;
+        for (size_t i = 0; i < s->nlet && rc == 0; i++)
+            rc = mf_expr_eval(s->let_exprs[i], local, &vals[i], err);
+    }
+    if (rc == 0) {
+        mf_expr_vars_t frame = {(const char *const *)s->let_names, vals, s->nlet, mf_expr_vars_current()};
+        mf_expr_vars_set(&frame);
+        rc = run_stages(s->sub, env, docs, err);
+        mf_expr_vars_set(frame.up);
+    } else {
+        mf_docvec_destroy(docs);
+    }
+    for (size_t i = 0; i < s->nlet; i++)
+        vfree(&vals[i]);
+    bson_free(vals);
+    return rc;
+}
+
 static int
 run_lookup(const stage_t *s, const mf_agg_env_t *env, mf_docvec_t *in, mf_docvec_t *out, mf_error_t *err)
 {
@@ -1587,14 +1786,16 @@ run_lookup(const stage_t *s, const mf_agg_env_t *env, mf_docvec_t *in, mf_docvec
     int rc = 0;
 
     mf_docvec_init(&foreign);
-    if (env == NULL || env->scan == NULL) {
-        mf_docvec_destroy(in);
-        return mf_err_set(err, MF_E_InternalError, "$lookup needs a collection scanner");
-    }
-    if (env->scan(env->ctx, s->from, NULL, collect_visit, &foreign, err) < 0) {
-        mf_docvec_destroy(in);
-        mf_docvec_destroy(&foreign);
-        return -1;
+    if (s->from != NULL && (s->sub == NULL || !s->sub->collectionless)) {
+        if (env == NULL || env->scan == NULL) {
+            mf_docvec_destroy(in);
+            return mf_err_set(err, MF_E_InternalError, "$lookup needs a collection scanner");
+        }
+        if (env->scan(env->ctx, s->from, NULL, collect_visit, &foreign, err) < 0) {
+            mf_docvec_destroy(in);
+            mf_docvec_destroy(&foreign);
+            return -1;
+        }
     }
     for (size_t i = 0; i < in->len && rc == 0; i++) {
         bson_t *doc = in->docs[i];
@@ -1631,7 +1832,7 @@ run_lookup(const stage_t *s, const mf_agg_env_t *env, mf_docvec_t *in, mf_docvec
             for (size_t j = 0; j < foreign.len; j++)
                 mf_docvec_push(&matched, foreign.docs[j]);
         }
-        if (s->sub && run_stages(s->sub, env, &matched, err) < 0) {
+        if (s->sub && run_sub(s, env, doc, &matched, err) < 0) {
             mf_docvec_destroy(&matched);
             rc = -1;
             break;
@@ -1716,10 +1917,93 @@ run_unwind(const stage_t *s, mf_docvec_t *in, mf_docvec_t *out)
     mf_docvec_destroy(in);
 }
 
+/* A small xorshift generator for $sample, seeded per run (thread-safe, no global state). */
+static uint64_t
+xorshift(uint64_t *st)
+{
+    uint64_t x = *st;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return *st = x;
+}
+
+static void
+run_sample(const stage_t *s, mf_docvec_t *in, mf_docvec_t *out)
+{
+    struct timespec ts;
+    uint64_t st;
+    size_t k = (uint64_t)s->n < in->len ? (size_t)s->n : in->len;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    st = ((uint64_t)ts.tv_sec * 1000000007ULL) ^ (uint64_t)ts.tv_nsec ^ (uint64_t)(uintptr_t)in->docs;
+    if (st == 0)
+        st = 0x9e3779b97f4a7c15ULL;
+    /* Partial Fisher-Yates: the first k slots become a uniform random sample in random order. */
+    for (size_t i = 0; i < k; i++) {
+        size_t j = i + (size_t)(xorshift(&st) % (in->len - i));
+        bson_t *t = in->docs[i];
+        in->docs[i] = in->docs[j];
+        in->docs[j] = t;
+        mf_docvec_push_steal(out, in->docs[i]);
+        in->docs[i] = NULL;
+    }
+    for (size_t i = k; i < in->len; i++)
+        bson_destroy(in->docs[i]);
+    in->len = 0;
+    mf_docvec_destroy(in);
+}
+
+/* run_documents: $documents' source: the expression's array of documents (the input is discarded). */
+static int
+run_documents(const stage_t *s, mf_docvec_t *in, mf_docvec_t *out, mf_error_t *err)
+{
+    bson_value_t r;
+    bson_iter_t it;
+
+    mf_docvec_destroy(in);
+    if (mf_expr_eval(s->expr, NULL, &r, err) < 0)
+        return -1;
+    if (r.value_type != BSON_TYPE_ARRAY) {
+        vfree(&r);
+        return mf_err_set(err, MF_E_Location5858203, "error during $documents stage :: caused by :: an array is expected");
+    }
+    bson_iter_init_from_data(&it, r.value.v_doc.data, r.value.v_doc.data_len);
+    while (bson_iter_next(&it)) {
+        if (!BSON_ITER_HOLDS_DOCUMENT(&it)) {
+            mf_err_set(err, MF_E_Location40228,
+                       "'newRoot' expression must evaluate to an object, but resulting value was: %s. Type of resulting value: '%s'.",
+                       "...", mf_type_name(bson_iter_type(&it)));
+            vfree(&r);
+            return -1;
+        }
+        mf_docvec_push_steal(out, value_to_doc(bson_iter_value(&it)));
+    }
+    vfree(&r);
+    return 0;
+}
+
+static int
+run_current_op(const stage_t *s, const mf_agg_env_t *env, mf_docvec_t *in, mf_docvec_t *out, mf_error_t *err)
+{
+    mf_docvec_destroy(in);
+    if (env == NULL || env->current_op == NULL)
+        return mf_err_set(err, MF_E_InvalidNamespace,
+                          "$currentOp must be run against the 'admin' database with {aggregate: 1}");
+    return env->current_op(env->ctx, s->spec, out, err);
+}
+
 static int
 run_stage(const stage_t *s, const mf_agg_env_t *env, mf_docvec_t *in, mf_docvec_t *out, mf_error_t *err)
 {
     switch (s->kind) {
+    case S_SAMPLE:
+        run_sample(s, in, out);
+        return 0;
+    case S_DOCUMENTS:
+        return run_documents(s, in, out, err);
+    case S_CURRENTOP:
+        return run_current_op(s, env, in, out, err);
     case S_MATCH:
         for (size_t i = 0; i < in->len; i++) {
             if (mf_matcher_match(s->matcher, in->docs[i], NULL))
@@ -1893,11 +2177,13 @@ mf_pipeline_run(const mf_pipeline_t *p, const mf_agg_env_t *env, const char *col
     mf_docvec_t docs;
 
     mf_docvec_init(&docs);
-    if (env == NULL || env->scan == NULL)
-        return mf_err_set(err, MF_E_InternalError, "aggregation needs a collection scanner");
-    if (env->scan(env->ctx, coll, mf_pipeline_first_match(p), collect_visit, &docs, err) < 0) {
-        mf_docvec_destroy(&docs);
-        return -1;
+    if (!p->collectionless) {
+        if (env == NULL || env->scan == NULL || coll == NULL)
+            return mf_err_set(err, MF_E_InternalError, "aggregation needs a collection scanner");
+        if (env->scan(env->ctx, coll, mf_pipeline_first_match(p), collect_visit, &docs, err) < 0) {
+            mf_docvec_destroy(&docs);
+            return -1;
+        }
     }
     if (run_stages(p, env, &docs, err) < 0)
         return -1;

@@ -7,13 +7,37 @@
  * $unset $sort $limit $skip $group (accumulators $sum $avg $min $max $first
  * $last $push $addToSet $count) $count $unwind (string and document forms,
  * includeArrayIndex, preserveNullAndEmptyArrays) $replaceRoot $replaceWith
- * $sortByCount $lookup (localField/foreignField equality form) $facet is
- * optional. Unknown stage → 40324 ("Unrecognized pipeline stage name: '$foo'").
+ * $sortByCount $lookup $facet $sample, and the source stages $documents and
+ * $currentOp. $group also has $mergeObjects $stdDevPop $stdDevSamp. Unknown
+ * stage → 40324 ("Unrecognized pipeline stage name: '$foo'").
+ *
+ * $lookup forms: equality (localField/foreignField), correlated subquery
+ * (let + pipeline: the let variables, evaluated against each local document,
+ * are visible as $$name everywhere in the sub-pipeline, e.g. in
+ * {$match: {$expr: {$eq: ["$x", "$$v"]}}}), and both combined (the equality
+ * match selects the foreign documents, then the pipeline runs over them).
+ * 'from' may be omitted when the sub-pipeline starts with $documents. The
+ * foreign collection is read through env->scan.
+ *
+ * Collectionless pipelines (aggregate: 1). A pipeline whose first stage is
+ * $documents or $currentOp does not read a collection: mf_pipeline_run never
+ * calls env->scan for it and ignores coll (which may be NULL). Both stages
+ * must be first (else 40602 "<stage> is only valid as the first stage in a
+ * pipeline"). The command layer should:
+ *   - call mf_pipeline_is_collectionless(p) for {aggregate: 1}; if false,
+ *     answer 73 InvalidNamespace itself ({aggregate: 1} needs such a stage);
+ *   - for $currentOp (mf_pipeline_is_current_op(p)) set env->current_op only
+ *     when the command runs on the admin database; with current_op NULL the
+ *     stage fails with 73 InvalidNamespace ("$currentOp must be run against
+ *     the 'admin' database with {aggregate: 1}"), as MongoDB answers. A
+ *     $currentOp on a named collection should also be refused by the command
+ *     layer with that error (pass current_op NULL and the stage does it).
  */
 #ifndef MF_AGG_H
 #define MF_AGG_H
 
 #include <bson/bson.h>
+#include <stdbool.h>
 
 #include "common/docvec.h"
 #include "common/error.h"
@@ -31,6 +55,17 @@ typedef struct mf_agg_env {
     int (*scan)(void *ctx, const char *coll, const bson_t *filter, mf_agg_visit_fn visit, void *arg,
                 mf_error_t *err);
     void *ctx;
+    /*
+     * current_op (optional, may be NULL): the rows of a $currentOp stage.
+     * spec is the stage's validated options document ({allUsers: bool,
+     * idleConnections: bool, idleCursors: bool, idleSessions: bool,
+     * localOps: bool, backtrace: bool, truncateOps: bool, targetAllNodes:
+     * bool}, any subset, possibly empty). Appends one document per operation
+     * to out (the callee pushes owned copies), returns 0, or -1 with err.
+     * NULL means "not on admin": the stage fails with 73 InvalidNamespace.
+     * Later stages ($match, $project...) run over the rows as usual.
+     */
+    int (*current_op)(void *ctx, const bson_t *spec, mf_docvec_t *out, mf_error_t *err);
 } mf_agg_env_t;
 
 typedef struct mf_pipeline mf_pipeline_t;
@@ -42,10 +77,21 @@ void mf_pipeline_free(mf_pipeline_t *p);
 /*
  * mf_pipeline_run: runs p with collection coll as its source (read through
  * env->scan, passing a leading $match's filter down), appending the results to
- * out. Returns 0, or -1 with err.
+ * out. For a collectionless pipeline coll is ignored (may be NULL) and
+ * env->scan is only needed by $lookup stages. Returns 0, or -1 with err.
  */
 int mf_pipeline_run(const mf_pipeline_t *p, const mf_agg_env_t *env, const char *coll, mf_docvec_t *out,
                     mf_error_t *err) MF_WUR;
+
+/*
+ * mf_pipeline_is_collectionless: true if p's first stage is $documents or
+ * $currentOp, i.e. p produces its own documents and needs no collection
+ * source (the only pipelines {aggregate: 1} accepts).
+ */
+bool mf_pipeline_is_collectionless(const mf_pipeline_t *p);
+
+/* mf_pipeline_is_current_op: true if p's first stage is $currentOp (which needs the admin database). */
+bool mf_pipeline_is_current_op(const mf_pipeline_t *p);
 
 /* mf_pipeline_first_match: the filter of a leading $match stage, or NULL (valid while p lives). */
 const bson_t *mf_pipeline_first_match(const mf_pipeline_t *p);

@@ -1,88 +1,106 @@
 /*
- * exec.c: plan choice and scans (see exec.h).
+ * exec.c: running a plan's access path (see exec.h).
+ *
+ * IXSCAN walks the plan's byte intervals with one index cursor and fetches
+ * each record with one record cursor (both opened once per run, reused for
+ * every key: no per-document allocation; documents are static views of
+ * WiredTiger's memory, valid until the next cursor operation, which is after
+ * the visitor returns). A key is inside an interval under prefix semantics
+ * (mf_interval_key_cmp): the bound holds the leading components only, and a
+ * key whose leading bytes equal the bound compares equal to it.
+ *
+ * Resumption: p->last_key holds the full key (components + record id for
+ * non-unique indexes) of the last key examined, p->cur_iv the interval (in
+ * scan order). A resumed forward scan seeks to last_key and steps past it; a
+ * backward scan seeks there and steps back. Keys are unique in an index
+ * table, so "past last_key" is exact even if documents changed meanwhile.
+ * COLLSCAN resumes after p->last_rid.
  */
 #include "query/exec.h"
 
 #include <string.h>
+#include <time.h>
 
 #include "catalog/coll_write.h"
 
 bool
 mf_exec_id_equality(const bson_t *filter, bson_value_t *v)
 {
-    bson_iter_t it;
-    if (filter == NULL || bson_count_keys(filter) != 1 || !bson_iter_init_find(&it, filter, "_id"))
-        return false;
-    const bson_value_t *val = bson_iter_value(&it);
-    if (val->value_type == BSON_TYPE_DOCUMENT) {
-        bson_iter_t sub;
-        if (!bson_iter_recurse(&it, &sub) || !bson_iter_next(&sub))
-            goto plain; /* {} is a plain value */
-        if (bson_iter_key(&sub)[0] != '$')
-            goto plain;
-        if (strcmp(bson_iter_key(&sub), "$eq") != 0)
-            return false;
-        const bson_value_t *inner = bson_iter_value(&sub);
-        if (bson_iter_next(&sub))
-            return false;
-        if (inner->value_type == BSON_TYPE_ARRAY || inner->value_type == BSON_TYPE_REGEX ||
-            inner->value_type == BSON_TYPE_DOCUMENT || inner->value_type == BSON_TYPE_NULL)
-            return false;
-        *v = *inner;
-        return true;
-    }
-    if (val->value_type == BSON_TYPE_ARRAY || val->value_type == BSON_TYPE_REGEX || val->value_type == BSON_TYPE_NULL ||
-        val->value_type == BSON_TYPE_UNDEFINED)
-        return false;
-plain:
-    *v = *val;
-    return true;
+    return mf_plan_id_equality(filter, v);
 }
 
-int
-mf_exec_scan(mf_sess_t *s, mf_coll_t *c, const bson_t *filter, const mf_matcher_t *m, int64_t after_rid,
-             mf_exec_visit_fn visit, void *arg, mf_exec_stats_t *stats, mf_error_t *err)
+static int64_t
+now_ms(void)
 {
-    mf_exec_stats_t local;
-    bson_value_t idv;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int
+storage_err(int ret, const mf_coll_t *c, mf_error_t *err)
+{
+    if (ret == MF_CONFLICT)
+        return mf_err_set(err, MF_E_WriteConflict, "WriteConflict during plan execution");
+    return mf_err_set(err, MF_E_InternalError, "scan failed on %s", c->ns);
+}
+
+static int
+run_idhack(mf_sess_t *s, mf_coll_t *c, mf_plan_t *p, const mf_matcher_t *m, mf_exec_visit_fn visit, void *arg,
+           mf_error_t *err)
+{
+    int64_t rid;
+    bson_t doc;
+    mf_match_details_t d = {.array_pos = -1};
+    mf_stage_t *st = p->leaf;
+    int ret = mf_coll_find_id(s, c, &p->idv, &rid, err);
+
+    p->done = true;
+    st->keys_examined++;
+    if (ret == MF_NOTFOUND)
+        return 0;
+    if (ret != 0)
+        return ret == MF_CONFLICT ? mf_err_set(err, MF_E_WriteConflict, "WriteConflict during _id lookup") : -1;
+    ret = mf_coll_fetch(s, c, rid, &doc, err);
+    if (ret == MF_NOTFOUND)
+        return 0;
+    if (ret != 0)
+        return ret == MF_CONFLICT ? mf_err_set(err, MF_E_WriteConflict, "WriteConflict") : -1;
+    st->docs_examined++;
+    ret = 0;
+    if (m == NULL || mf_matcher_match(m, &doc, &d)) {
+        st->n_returned++;
+        ret = visit(arg, rid, &doc, &d);
+    }
+    bson_destroy(&doc);
+    return ret < 0 ? -1 : 0;
+}
+
+static int
+run_collscan(mf_sess_t *s, mf_coll_t *c, mf_plan_t *p, const mf_matcher_t *m, mf_exec_visit_fn visit, void *arg,
+             mf_error_t *err)
+{
+    mf_stage_t *st = p->leaf;
     mf_cur_t *cur;
     int ret;
+    bool fwd = st->direction >= 0;
 
-    if (stats == NULL)
-        stats = &local;
-    memset(stats, 0, sizeof(*stats));
-    if (mf_exec_id_equality(filter, &idv)) {
-        int64_t rid;
-        bson_t doc;
-        mf_match_details_t d = {.array_pos = -1};
-        stats->plan = "IDHACK";
-        ret = mf_coll_find_id(s, c, &idv, &rid, err);
-        stats->keys_examined = 1;
-        if (ret == MF_NOTFOUND)
-            return 0;
-        if (ret == MF_CONFLICT)
-            return mf_err_set(err, MF_E_WriteConflict, "WriteConflict during _id lookup");
-        if (ret != 0)
-            return -1;
-        if (rid <= after_rid)
-            return 0;
-        ret = mf_coll_fetch(s, c, rid, &doc, err);
-        if (ret == MF_NOTFOUND)
-            return 0;
-        if (ret != 0)
-            return ret == MF_CONFLICT ? mf_err_set(err, MF_E_WriteConflict, "WriteConflict") : -1;
-        stats->docs_examined = 1;
-        ret = 0;
-        if (m == NULL || mf_matcher_match(m, &doc, &d))
-            ret = visit(arg, rid, &doc, &d);
-        bson_destroy(&doc);
-        return ret < 0 ? -1 : 0;
-    }
-
-    stats->plan = "COLLSCAN";
     if (mf_cur_open(s, c->uri, &cur, err) != 0)
         return -1;
-    ret = after_rid > 0 ? mf_cur_seek_rid_ge(cur, after_rid + 1) : mf_cur_next(cur);
+    if (!p->started || p->last_rid <= 0) {
+        ret = fwd ? mf_cur_next(cur) : mf_cur_prev(cur);
+    } else if (fwd) {
+        ret = mf_cur_seek_rid_ge(cur, p->last_rid + 1);
+    } else {
+        ret = mf_cur_seek_rid_ge(cur, p->last_rid);
+        if (ret == MF_NOTFOUND) {
+            mf_cur_reset(cur);
+            ret = mf_cur_prev(cur);
+        } else if (ret == 0) {
+            ret = mf_cur_prev(cur);
+        }
+    }
+    p->started = true;
     while (ret == 0) {
         const uint8_t *v;
         size_t len;
@@ -90,22 +108,262 @@ mf_exec_scan(mf_sess_t *s, mf_coll_t *c, const bson_t *filter, const mf_matcher_
         mf_match_details_t d = {.array_pos = -1};
         int64_t rid = mf_cur_rid(cur);
         mf_cur_value(cur, &v, &len);
-        stats->docs_examined++;
+        st->docs_examined++;
+        st->works++;
+        p->last_rid = rid;
         if (bson_init_static(&doc, v, len) && (m == NULL || mf_matcher_match(m, &doc, &d))) {
+            st->n_returned++;
             int r = visit(arg, rid, &doc, &d);
             if (r < 0) {
                 mf_cur_close(cur);
                 return -1;
             }
-            if (r > 0)
-                break;
+            if (r > 0) {
+                mf_cur_close(cur);
+                return 0;
+            }
         }
-        ret = mf_cur_next(cur);
+        ret = fwd ? mf_cur_next(cur) : mf_cur_prev(cur);
     }
     mf_cur_close(cur);
-    if (ret == MF_CONFLICT)
-        return mf_err_set(err, MF_E_WriteConflict, "WriteConflict during scan");
-    if (ret < 0)
-        return mf_err_set(err, MF_E_InternalError, "scan failed on %s", c->ns);
+    if (ret != MF_NOTFOUND)
+        return storage_err(ret, c, err);
+    p->done = true;
     return 0;
+}
+
+/* Remembers key as the scan position (buffer reused between keys). */
+static void
+save_key(mf_plan_t *p, const uint8_t *key, size_t len)
+{
+    if (len > p->last_key_cap) {
+        p->last_key_cap = len * 2 + 16;
+        p->last_key = realloc(p->last_key, p->last_key_cap);
+    }
+    memcpy(p->last_key, key, len);
+    p->last_key_len = len;
+}
+
+/* Positions cur at the first key of interval iv in direction fwd. */
+static int
+seek_interval(mf_cur_t *cur, const mf_interval_t *iv, bool fwd, uint8_t *tmp)
+{
+    int ret;
+    if (fwd) {
+        if (iv->lolen == 0) {
+            mf_cur_reset(cur);
+            return mf_cur_next(cur);
+        }
+        if (iv->lo_incl)
+            return mf_cur_seek_bytes_ge(cur, iv->lo, iv->lolen);
+        memcpy(tmp, iv->lo, iv->lolen);
+        memset(tmp + iv->lolen, 0xff, 9);
+        return mf_cur_seek_bytes_ge(cur, tmp, iv->lolen + 9);
+    }
+    if (iv->hilen == 0) {
+        mf_cur_reset(cur);
+        return mf_cur_prev(cur);
+    }
+    if (iv->hi_incl) {
+        memcpy(tmp, iv->hi, iv->hilen);
+        memset(tmp + iv->hilen, 0xff, 9);
+        ret = mf_cur_seek_bytes_ge(cur, tmp, iv->hilen + 9);
+    } else {
+        ret = mf_cur_seek_bytes_ge(cur, iv->hi, iv->hilen);
+    }
+    if (ret == MF_NOTFOUND) {
+        mf_cur_reset(cur);
+        return mf_cur_prev(cur);
+    }
+    if (ret != 0)
+        return ret;
+    return mf_cur_prev(cur);
+}
+
+static int
+run_ixscan(mf_sess_t *s, mf_coll_t *c, mf_plan_t *p, const mf_matcher_t *m, mf_exec_visit_fn visit, void *arg,
+           mf_error_t *err)
+{
+    mf_stage_t *st = p->leaf, *fetch = p->fetch;
+    mf_index_t *ix = mf_coll_index_by_name(c, st->index_name);
+    mf_cur_t *icur = NULL, *ccur = NULL;
+    bool fwd = st->direction >= 0;
+    uint8_t *tmp = NULL;
+    size_t tmpcap = 0;
+    int ret = MF_NOTFOUND, rc = 0;
+
+    if (ix == NULL)
+        return mf_err_set(err, MF_E_QueryPlanKilled, "query plan killed :: caused by :: index '%s' dropped",
+                          st->index_name);
+    bool dedup = ix->multikey || st->multikey;
+    if (mf_cur_open(s, ix->uri, &icur, err) != 0)
+        return -1;
+    if (mf_cur_open(s, c->uri, &ccur, err) != 0) {
+        mf_cur_close(icur);
+        return -1;
+    }
+    for (size_t i = 0; i < st->niv; i++) {
+        size_t need = (st->iv[i].lolen > st->iv[i].hilen ? st->iv[i].lolen : st->iv[i].hilen) + 16;
+        if (need > tmpcap)
+            tmpcap = need;
+    }
+    if (p->last_key_len + 16 > tmpcap)
+        tmpcap = p->last_key_len + 16;
+    tmp = malloc(tmpcap);
+
+    bool resume = p->started && p->last_key_len > 0;
+    p->started = true;
+    for (; p->cur_iv < st->niv; p->cur_iv++) {
+        const mf_interval_t *iv = &st->iv[fwd ? p->cur_iv : st->niv - 1 - p->cur_iv];
+        if (resume) {
+            resume = false;
+            ret = mf_cur_seek_bytes_ge(icur, p->last_key, p->last_key_len);
+            if (fwd) {
+                if (ret == 0) {
+                    const uint8_t *k;
+                    size_t kl;
+                    mf_cur_key_bytes(icur, &k, &kl);
+                    if (kl == p->last_key_len && memcmp(k, p->last_key, kl) == 0)
+                        ret = mf_cur_next(icur);
+                }
+            } else if (ret == MF_NOTFOUND) {
+                mf_cur_reset(icur);
+                ret = mf_cur_prev(icur);
+            } else if (ret == 0) {
+                ret = mf_cur_prev(icur);
+            }
+        } else {
+            ret = seek_interval(icur, iv, fwd, tmp);
+        }
+        while (ret == 0) {
+            const uint8_t *key, *val;
+            size_t klen, vlen;
+            mf_cur_key_bytes(icur, &key, &klen);
+            st->works++;
+            if (fwd) {
+                int r = mf_interval_key_cmp(key, klen, iv->hi, iv->hilen);
+                if (r > 0 || (r == 0 && !iv->hi_incl))
+                    break;
+            } else {
+                int r = mf_interval_key_cmp(key, klen, iv->lo, iv->lolen);
+                if (r < 0 || (r == 0 && !iv->lo_incl))
+                    break;
+            }
+            st->keys_examined++;
+            save_key(p, key, klen);
+            int64_t rid;
+            if (ix->unique) {
+                mf_cur_value(icur, &val, &vlen);
+                rid = 0;
+                for (size_t b = 0; b < vlen && b < 8; b++)
+                    rid = (int64_t)(((uint64_t)rid << 8) | val[b]);
+            } else {
+                rid = klen >= 8 ? mf_ks_read_recordid(key, klen) : 0;
+            }
+            if (rid <= 0 || (dedup && !mf_ridset_add(&p->seen, rid))) {
+                ret = fwd ? mf_cur_next(icur) : mf_cur_prev(icur);
+                continue;
+            }
+            st->n_returned++;
+            int fr = mf_cur_search_rid(ccur, rid);
+            if (fr == 0) {
+                const uint8_t *dv;
+                size_t dl;
+                bson_t doc;
+                mf_match_details_t d = {.array_pos = -1};
+                mf_cur_value(ccur, &dv, &dl);
+                fetch->docs_examined++;
+                fetch->works++;
+                if (bson_init_static(&doc, dv, dl) && (m == NULL || mf_matcher_match(m, &doc, &d))) {
+                    fetch->n_returned++;
+                    int r = visit(arg, rid, &doc, &d);
+                    if (r < 0) {
+                        rc = -1;
+                        goto out;
+                    }
+                    if (r > 0)
+                        goto out;
+                }
+            } else if (fr != MF_NOTFOUND) {
+                rc = storage_err(fr, c, err);
+                goto out;
+            }
+            ret = fwd ? mf_cur_next(icur) : mf_cur_prev(icur);
+        }
+        if (ret != 0 && ret != MF_NOTFOUND) {
+            rc = storage_err(ret, c, err);
+            goto out;
+        }
+    }
+    p->done = true;
+out:
+    free(tmp);
+    mf_cur_close(ccur);
+    mf_cur_close(icur);
+    return rc;
+}
+
+int
+mf_exec_run(mf_sess_t *s, mf_coll_t *c, mf_plan_t *p, const mf_matcher_t *m, mf_exec_visit_fn visit, void *arg,
+            mf_error_t *err)
+{
+    int64_t t0 = now_ms();
+    int rc = 0;
+    if (p->done || c == NULL)
+        return 0;
+    switch (p->leaf->kind) {
+    case MF_ST_IDHACK:
+        rc = run_idhack(s, c, p, m, visit, arg, err);
+        break;
+    case MF_ST_COLLSCAN:
+        rc = run_collscan(s, c, p, m, visit, arg, err);
+        break;
+    case MF_ST_IXSCAN:
+        rc = run_ixscan(s, c, p, m, visit, arg, err);
+        break;
+    default:
+        p->done = true;
+        break;
+    }
+    p->exec_ms += now_ms() - t0;
+    return rc;
+}
+
+int
+mf_exec_query(mf_sess_t *s, mf_coll_t *c, const mf_plan_request_t *req, const mf_matcher_t *m, mf_exec_visit_fn visit,
+              void *arg, mf_plan_t **plan_out, mf_error_t *err)
+{
+    mf_plan_t *p;
+    if (plan_out)
+        *plan_out = NULL;
+    if (mf_plan_build(c, req, &p, err) != 0)
+        return -1;
+    int rc = mf_exec_run(s, c, p, m, visit, arg, err);
+    if (plan_out)
+        *plan_out = p;
+    else
+        mf_plan_free(p);
+    return rc;
+}
+
+int
+mf_exec_scan(mf_sess_t *s, mf_coll_t *c, const bson_t *filter, const mf_matcher_t *m, int64_t after_rid,
+             mf_exec_visit_fn visit, void *arg, mf_exec_stats_t *stats, mf_error_t *err)
+{
+    mf_plan_request_t req = {.filter = filter, .force_collscan = after_rid > 0};
+    mf_plan_t *p;
+    if (mf_plan_build(c, &req, &p, err) != 0)
+        return -1;
+    if (after_rid > 0) {
+        p->started = true;
+        p->last_rid = after_rid;
+    }
+    int rc = mf_exec_run(s, c, p, m, visit, arg, err);
+    if (stats) {
+        stats->plan = mf_plan_stage_name(p->leaf->kind);
+        stats->keys_examined = p->leaf->keys_examined;
+        stats->docs_examined = p->fetch ? p->fetch->docs_examined : p->leaf->docs_examined;
+    }
+    mf_plan_free(p);
+    return rc;
 }

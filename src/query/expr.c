@@ -26,6 +26,14 @@
  * become double. Decimal128 is approximated by computing in double and
  * converting back (libbson has no decimal arithmetic).
  *
+ * Ambient variables. $lookup's "let" variables are defined outside any
+ * expression: the caller installs a thread-local chain of mf_expr_vars_t
+ * frames (see expr.h). Parsing consults it after the parse-time scope stack,
+ * so "$$name" of an ambient variable parses as an ordinary user variable;
+ * evaluation consults it after the binding stack. Because the chain is
+ * thread-local, the matcher's $expr and projections see the variables without
+ * any change to their interfaces.
+ *
  * Invariant: every value produced by ev() is owned by its caller and must be
  * released with vfree() (bson_value_destroy, which is a no-op for EOD).
  */
@@ -64,7 +72,7 @@ enum op_id {
     OP_INDEXOFBYTES, OP_STRCASECMP,
     OP_SIZE, OP_ARRAYELEMAT, OP_FIRST, OP_LAST, OP_IN, OP_CONCATARRAYS, OP_SLICE,
     OP_ISARRAY, OP_REVERSEARRAY, OP_RANGE, OP_FILTER, OP_MAP, OP_REDUCE,
-    OP_SUM, OP_AVG, OP_MIN, OP_MAX,
+    OP_SUM, OP_AVG, OP_MIN, OP_MAX, OP_STDDEVPOP, OP_STDDEVSAMP,
     OP_TYPE, OP_TOSTRING, OP_TOINT, OP_TOLONG, OP_TODOUBLE, OP_TODECIMAL, OP_TOBOOL,
     OP_TODATE, OP_TOOBJECTID, OP_CONVERT, OP_ISNUMBER,
     OP_YEAR, OP_MONTH, OP_DAYOFMONTH, OP_HOUR, OP_MINUTE, OP_SECOND, OP_MILLISECOND,
@@ -114,7 +122,8 @@ static const op_def_t OPS[] = {
     {"$range", OP_RANGE, A_POS, 2, 3}, {"$filter", OP_FILTER, A_FILTER, 0, 0},
     {"$map", OP_MAP, A_MAP, 0, 0}, {"$reduce", OP_REDUCE, A_REDUCE, 0, 0},
     {"$sum", OP_SUM, A_POS, 0, -1}, {"$avg", OP_AVG, A_POS, 0, -1}, {"$min", OP_MIN, A_POS, 0, -1},
-    {"$max", OP_MAX, A_POS, 0, -1}, {"$type", OP_TYPE, A_POS, 1, 1},
+    {"$max", OP_MAX, A_POS, 0, -1}, {"$stdDevPop", OP_STDDEVPOP, A_POS, 0, -1},
+    {"$stdDevSamp", OP_STDDEVSAMP, A_POS, 0, -1}, {"$type", OP_TYPE, A_POS, 1, 1},
     {"$toString", OP_TOSTRING, A_POS, 1, 1}, {"$toInt", OP_TOINT, A_POS, 1, 1},
     {"$toLong", OP_TOLONG, A_POS, 1, 1}, {"$toDouble", OP_TODOUBLE, A_POS, 1, 1},
     {"$toDecimal", OP_TODECIMAL, A_POS, 1, 1}, {"$toBool", OP_TOBOOL, A_POS, 1, 1},
@@ -174,6 +183,51 @@ typedef struct ctx {
     const binding_t *vars;
     mf_error_t *err;
 } ctx_t;
+
+/* This thread's innermost ambient variable frame ($lookup let), or NULL. */
+static _Thread_local const mf_expr_vars_t *ambient_vars;
+
+const mf_expr_vars_t *
+mf_expr_vars_current(void)
+{
+    return ambient_vars;
+}
+
+void
+mf_expr_vars_set(const mf_expr_vars_t *frame)
+{
+    ambient_vars = frame;
+}
+
+/* ambient_find: the frame and index defining the ambient variable name[0..nl), or NULL. */
+static const mf_expr_vars_t *
+ambient_find(const char *name, size_t nl, size_t *idx)
+{
+    for (const mf_expr_vars_t *f = ambient_vars; f; f = f->up)
+        for (size_t i = 0; i < f->n; i++)
+            if (strlen(f->names[i]) == nl && memcmp(f->names[i], name, nl) == 0) {
+                *idx = i;
+                return f;
+            }
+    return NULL;
+}
+
+int
+mf_expr_check_var_name(const char *name, mf_error_t *err)
+{
+    const unsigned char *s = (const unsigned char *)name;
+
+    if (s == NULL || s[0] == '\0')
+        return mf_err_set(err, MF_E_Location16866, "empty variable names are not allowed");
+    if (!(islower(s[0]) || s[0] >= 0x80))
+        return mf_err_set(err, MF_E_Location16867, "'%s' starts with an invalid character for a user variable name",
+                          name);
+    for (size_t i = 1; s[i]; i++)
+        if (!(isalnum(s[i]) || s[i] == '_' || s[i] >= 0x80))
+            return mf_err_set(err, MF_E_Location16868, "'%s' contains an invalid character for a user variable name",
+                              name);
+    return 0;
+}
 
 /* ------------------------------------------------------------------------ */
 /* Value helpers                                                            */
@@ -824,7 +878,8 @@ parse_string(const bson_value_t *v, const scope_t *sc, mf_error_t *err)
             for (p = sc; p; p = p->up)
                 if (strlen(p->name) == nl && memcmp(p->name, name, nl) == 0)
                     break;
-            if (p == NULL) {
+            size_t ai;
+            if (p == NULL && ambient_find(name, nl, &ai) == NULL) {
                 mf_err_set(err, MF_E_Location17276, "Use of undefined variable: %.*s", (int)nl, name);
                 return NULL;
             }
@@ -1411,9 +1466,15 @@ walk_path(const bson_value_t *v, char *const *path, size_t n, bson_value_t *o)
 static const bson_value_t *
 lookup_var(const ctx_t *c, const char *name)
 {
+    const mf_expr_vars_t *f;
+    size_t i;
+
     for (const binding_t *b = c->vars; b; b = b->up)
         if (strcmp(b->name, name) == 0)
             return b->val;
+    f = ambient_find(name, strlen(name), &i);
+    if (f != NULL && f->vals != NULL)
+        return &f->vals[i];
     return NULL;
 }
 
@@ -2060,7 +2121,24 @@ ev_accum(int op, const bson_value_t *v, size_t n, bson_value_t *o)
         items = el.v;
         count = el.n;
     }
-    if (op == OP_SUM || op == OP_AVG) {
+    if (op == OP_STDDEVPOP || op == OP_STDDEVSAMP) {
+        /* Welford's algorithm over the numeric items; the rest are ignored. */
+        double mean = 0, m2 = 0;
+        int64_t k = 0;
+        for (size_t i = 0; i < count; i++) {
+            if (!is_num(&items[i]))
+                continue;
+            double x = as_dbl(&items[i]);
+            k++;
+            double d = x - mean;
+            mean += d / (double)k;
+            m2 += d * (x - mean);
+        }
+        if (k == 0 || (op == OP_STDDEVSAMP && k < 2))
+            set_null(o);
+        else
+            set_dbl(o, sqrt(m2 / (double)(op == OP_STDDEVPOP ? k : k - 1)));
+    } else if (op == OP_SUM || op == OP_AVG) {
         num_t s;
         size_t k = 0;
         num_init(&s, 0);
@@ -3649,7 +3727,9 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     case OP_SUM:
     case OP_AVG:
     case OP_MIN:
-    case OP_MAX: ev_accum(id, v, n, o); break;
+    case OP_MAX:
+    case OP_STDDEVPOP:
+    case OP_STDDEVSAMP: ev_accum(id, v, n, o); break;
     case OP_TYPE:
         set_str(o, v[0].value_type == BSON_TYPE_EOD ? "missing" : mf_type_name(v[0].value_type));
         break;

@@ -16,7 +16,8 @@
  * $minute $second $millisecond $dayOfWeek $dayOfYear $dateToString
  * $mergeObjects $objectToArray $arrayToObject $setUnion $setIntersection
  * $setDifference $setIsSubset $anyElementTrue $allElementsTrue $getField
- * $regexMatch. Unknown "$op" → 168 InvalidPipelineOperator
+ * $regexMatch $stdDevPop $stdDevSamp (array forms). Unknown "$op" → 168
+ * InvalidPipelineOperator
  * ("Unrecognized expression '$foo'").
  */
 #ifndef MF_EXPR_H
@@ -55,5 +56,43 @@ bool mf_expr_is_constant(const mf_expr_t *e);
  * and stays a plain numeric value. Used by $group's $sum/$avg.
  */
 void mf_expr_num_add(bson_value_t *acc, const bson_value_t *v);
+
+/*
+ * Ambient user variables ($lookup's "let").
+ *
+ * An mf_expr_vars_t frame names user variables defined outside any
+ * expression. The innermost frame of the calling thread is "ambient": while
+ * it is installed, mf_expr_parse accepts "$$name" for its names (and those of
+ * the frames it chains to through up), and mf_expr_eval resolves them to
+ * vals[i] (a variable bound inside the expression, e.g. by $let, shadows an
+ * ambient one). This lets code that parses and evaluates expressions without
+ * knowing about variables (the matcher's $expr, projections) see them.
+ *
+ * Usage (frames are borrowed: names and vals must outlive the installation):
+ *     mf_expr_vars_t f = {names, vals, n, mf_expr_vars_current()};
+ *     mf_expr_vars_set(&f);  ... parse or evaluate ...  mf_expr_vars_set(f.up);
+ * vals may be NULL while only parsing; evaluating a variable of a frame
+ * without vals fails with 17276. The state is thread-local.
+ */
+typedef struct mf_expr_vars {
+    const char *const *names;
+    const bson_value_t *vals; /* n values, or NULL (names only, for parsing) */
+    size_t n;
+    const struct mf_expr_vars *up;
+} mf_expr_vars_t;
+
+/* mf_expr_vars_current: this thread's innermost ambient frame, or NULL. */
+const mf_expr_vars_t *mf_expr_vars_current(void);
+
+/* mf_expr_vars_set: installs frame (may be NULL) as this thread's innermost ambient frame. */
+void mf_expr_vars_set(const mf_expr_vars_t *frame);
+
+/*
+ * mf_expr_check_var_name: 0 if name is a valid user variable name (starts
+ * with a lowercase ASCII letter or a non-ASCII byte, then letters, digits,
+ * '_' or non-ASCII); -1 with err otherwise (16866 empty, 16867 bad first
+ * character, 16868 bad character).
+ */
+int mf_expr_check_var_name(const char *name, mf_error_t *err);
 
 #endif /* MF_EXPR_H */

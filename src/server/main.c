@@ -25,6 +25,17 @@
 
 #define MF_VERSION "8.0.0"
 
+/*
+ * LeakSanitizer (test build): WiredTiger keeps some allocations until the
+ * process exits; those are its business, not leaks of ours.
+ */
+const char *__lsan_default_suppressions(void);
+const char *
+__lsan_default_suppressions(void)
+{
+    return "leak:libwiredtiger.so\n";
+}
+
 typedef struct opts {
     int port;
     char bind_ip[128];

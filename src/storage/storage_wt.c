@@ -60,6 +60,9 @@ struct mf_storage {
     char *pending_drops[MF_MAX_PENDING_DROPS];
     int npending;
     WT_SESSION *flush_sess;
+    /* Every thread's session, so close can release them (guarded by lock). */
+    mf_sess_t **sessions;
+    int nsessions, capsessions;
 };
 
 static __thread mf_sess_t *tls_sess;
@@ -181,7 +184,21 @@ mf_storage_close(mf_storage_t *st)
     pthread_mutex_unlock(&st->lock);
     pthread_join(st->flusher, NULL);
     try_pending_drops(st);
-    /* WT_CONNECTION::close checkpoints every table and closes every session. */
+    /*
+     * Every thread that used storage has stopped by now (workers idle, the
+     * TTL monitor joined): close their sessions and free our wrappers.
+     */
+    for (int i = 0; i < st->nsessions; i++) {
+        mf_sess_t *s = st->sessions[i];
+        for (int k = 0; k < s->ncache; k++) {
+            s->cache[k]->wt->close(s->cache[k]->wt);
+            free(s->cache[k]);
+        }
+        s->wt->close(s->wt, NULL);
+        free(s);
+    }
+    free(st->sessions);
+    /* WT_CONNECTION::close checkpoints every table. */
     st->conn->close(st->conn, NULL);
     for (int i = 0; i < st->npending; i++)
         free(st->pending_drops[i]);
@@ -202,8 +219,13 @@ mf_storage_session(mf_storage_t *st)
         abort();
     }
     s->st = st;
-    /* The previous storage's session (tests reopen storage) died with its connection. */
-    free(tls_st == st ? NULL : tls_sess);
+    pthread_mutex_lock(&st->lock);
+    if (st->nsessions == st->capsessions) {
+        st->capsessions = st->capsessions ? st->capsessions * 2 : 16;
+        st->sessions = realloc(st->sessions, (size_t)st->capsessions * sizeof(*st->sessions));
+    }
+    st->sessions[st->nsessions++] = s;
+    pthread_mutex_unlock(&st->lock);
     tls_sess = s;
     tls_st = st;
     return s;

@@ -27,6 +27,45 @@
 int mf_ttl_normalise_spec(const bson_t *spec, bson_t *out, mf_error_t *err) MF_WUR;
 
 /*
+ * mf_ttl_check_seconds: checks an expireAfterSeconds value (rules 1-4 of
+ * ttl_spec.c) and gives its truncated value. Returns 0, or -1 with err (67).
+ */
+int mf_ttl_check_seconds(const bson_value_t *v, int32_t *out, mf_error_t *err) MF_WUR;
+
+/* mf_ttl_index_seconds: true if spec is a TTL index spec; *secs gets N. */
+bool mf_ttl_index_seconds(const bson_t *spec, int64_t *secs);
+
+/* What the monitor needs from the engine; everything stays owned by the engine. */
+typedef struct mf_ttl_env {
+    mf_storage_t *st;
+    mf_catalog_t *cat;
+    _Atomic int64_t *batched_docs;    /* serverStatus().batchedDeletes.docs */
+    _Atomic int64_t *batched_batches; /* serverStatus().batchedDeletes.batches */
+    /* Total foreground operations so far (any monotonic count); the pacer yields while it grows. */
+    int64_t (*foreground_ops)(void *arg);
+    void *arg;
+} mf_ttl_env_t;
+
+/*
+ * mf_ttl_monitor_start: starts the monitor thread (it idles while
+ * ttlMonitorEnabled is false) and installs the write observer that wakes it
+ * for earlier deadlines. Returns 0, or -1 with err.
+ */
+int mf_ttl_monitor_start(const mf_ttl_env_t *env, mf_error_t *err) MF_WUR;
+
+/* mf_ttl_monitor_stop: stops and joins the thread (a batch in flight finishes first). */
+void mf_ttl_monitor_stop(void);
+
+/*
+ * mf_ttl_status_append: appends the monitor's metrics to doc (the
+ * serverStatus().metrics.ttl sub-document): deletedDocuments, passes,
+ * subPasses (SPEC D3) and, beyond MongoDB (SPEC D8/D9), lateness, backlog,
+ * nextDueAt and pace. Reads the catalog (takes its shared lock) for the
+ * backlog estimate unless cat is NULL.
+ */
+void mf_ttl_status_append(bson_t *doc);
+
+/*
  * mf_ttl_notify: tells the monitor that the set of TTL indexes or their N
  * changed (createIndexes, dropIndexes, collMod, drop, rename), so it
  * recomputes its next deadline now. Cheap; callable with any lock held.

@@ -458,3 +458,43 @@ h.test('an unknown --setParameter name makes the server refuse to start', async 
   }
   assert.equal(started, false, 'server started with an unknown parameter');
 });
+
+h.test('awaitable hello with exhaustAllowed streams replies with moreToCome', async () => {
+  const conn = await h.rawConnect(srv.port);
+  try {
+    const first = await conn.command('admin', { hello: 1 });
+    const tv = first.topologyVersion;
+    assert.ok(tv, 'topologyVersion present');
+    const { Long: L } = require('mongodb');
+    const body = { hello: 1, topologyVersion: { processId: tv.processId, counter: L.fromValue(tv.counter) },
+      maxAwaitTimeMS: L.fromNumber(500), $db: 'admin' };
+    const msg = h.buildOpMsg(77, body);
+    msg.writeUInt32LE(1 << 16, 16); // exhaustAllowed
+    const t0 = Date.now();
+    await conn.send(msg);
+    const r1 = await conn.readReply(5000);
+    const waited = Date.now() - t0;
+    assert.equal(r1.ok, 1);
+    assert.ok(waited >= 400, `awaitable hello waits for maxAwaitTimeMS (replied after ${waited} ms)`);
+    assert.equal(conn.lastFlags & 2, 2, 'reply has moreToCome set');
+    const r2 = await conn.readReply(5000);
+    assert.equal(r2.ok, 1, 'a second streamed reply follows without a new request');
+  } finally { conn.close(); }
+});
+
+h.test('the driver monitor stays healthy: no pool clears or heartbeat failures over 4 s', async () => {
+  const { MongoClient } = require('mongodb');
+  const cl = new MongoClient(srv.uri, { heartbeatFrequencyMS: 500 });
+  const events = [];
+  cl.on('connectionPoolCleared', () => events.push('connectionPoolCleared'));
+  cl.on('serverHeartbeatFailed', (e) => events.push(`serverHeartbeatFailed: ${e.failure && e.failure.message}`));
+  await cl.connect();
+  try {
+    const t0 = Date.now();
+    while (Date.now() - t0 < 4000) {
+      await cl.db('admin').command({ ping: 1 });
+      await h.sleep(100);
+    }
+  } finally { await cl.close(); }
+  assert.deepEqual(events, []);
+});

@@ -100,7 +100,9 @@ class MayflyServer {
     this.proc = proc;
     proc.stderr.setEncoding('utf8');
     proc.stderr.on('data', (chunk) => this.onStderr(chunk));
-    proc.on('exit', (code, signal) => {
+    // 'close' (not 'exit') so that stderr, including sanitizer reports written
+    // at exit, has been fully read before anyone looks at the tail.
+    proc.on('close', (code, signal) => {
       this.exitInfo = { code, signal };
       if (!this.expectingExit) {
         this.unexpectedExits.push({ code, signal });
@@ -145,7 +147,7 @@ class MayflyServer {
     return new Promise((resolve) => {
       if (!this.proc || this.exitInfo) return resolve(this.exitInfo);
       const t = setTimeout(() => resolve(null), ms);
-      this.proc.once('exit', () => { clearTimeout(t); setImmediate(() => resolve(this.exitInfo)); });
+      this.proc.once('close', () => { clearTimeout(t); setImmediate(() => resolve(this.exitInfo)); });
     });
   }
 
@@ -364,6 +366,9 @@ class RawConn {
         if (this.buf.length >= len) {
           const msg = this.buf.subarray(0, len);
           this.buf = this.buf.subarray(len);
+          // Keep the reply's header and OP_MSG flagBits for tests that inspect them.
+          this.lastResponseTo = msg.readInt32LE(8);
+          this.lastFlags = msg.length >= 20 && msg.readInt32LE(12) === OP_MSG ? msg.readUInt32LE(16) : null;
           return decodeReply(msg);
         }
       }

@@ -170,3 +170,44 @@ h.test('a cursor survives inserts into its collection between batches', async ()
   assert.ok(seen.length >= 99 && seen.length <= 100, `saw ${seen.length}`);
   assert.deepEqual(seen.slice(0, 20), Array.from({ length: 20 }, (_, i) => i));
 });
+
+h.test('generic command options are accepted: comment, maxTimeMS, readConcern, allowDiskUse, let', async () => {
+  const db = srv.freshDb('generic');
+  const c = db.collection('c');
+  await c.insertMany([{ _id: 1, a: 1 }, { _id: 2, a: 2 }]);
+  const r = await c.find({ a: { $gte: 1 } }, { comment: 'hello', maxTimeMS: 5000, readConcern: { level: 'local' }, allowDiskUse: true }).toArray();
+  assert.equal(r.length, 2);
+  const r2 = await db.command({ find: 'c', filter: { $expr: { $eq: ['$a', '$$target'] } }, let: { target: 2 } });
+  assert.deepEqual(r2.cursor.firstBatch, [{ _id: 2, a: 2 }]);
+  const r3 = await c.aggregate([{ $match: {} }], { comment: { tag: 1 }, maxTimeMS: 5000, allowDiskUse: true }).toArray();
+  assert.equal(r3.length, 2);
+  await c.updateOne({ _id: 1 }, { $set: { b: 1 } }, { comment: 'upd' });
+  await c.deleteOne({ _id: 2 }, { comment: 'del' });
+  assert.equal(await c.countDocuments({}, { comment: 'cnt', maxTimeMS: 5000 }), 1);
+});
+
+h.test('hint by index name and by key pattern', async () => {
+  const c = srv.freshDb('hint').collection('c');
+  await c.insertMany([{ a: 1 }, { a: 2 }]);
+  await c.createIndex({ a: 1 });
+  assert.equal((await c.find({ a: 2 }).hint('a_1').toArray()).length, 1);
+  assert.equal((await c.find({ a: 2 }).hint({ a: 1 }).toArray()).length, 1);
+  assert.equal((await c.find({}).hint({ $natural: 1 }).toArray()).length, 2);
+});
+
+h.test('currentOp and killOp are available', async () => {
+  const r = await srv.client.db('admin').command({ currentOp: 1 });
+  assert.equal(r.ok, 1);
+  assert.ok(Array.isArray(r.inprog));
+});
+
+h.test('listCommands lists the CRUD commands; isdbgrid is not a command (not a mongos)', async () => {
+  const admin = srv.client.db('admin');
+  const lc = await admin.command({ listCommands: 1 });
+  assert.equal(lc.ok, 1);
+  for (const name of ['find', 'insert', 'update', 'delete', 'aggregate', 'hello', 'getMore']) {
+    assert.ok(lc.commands[name], `listCommands includes ${name}`);
+  }
+  // mongod is not a mongos: isdbgrid is not a command.
+  await h.expectCode(admin.command({ isdbgrid: 1 }), 59);
+});

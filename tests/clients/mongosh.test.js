@@ -65,3 +65,24 @@ h.test('mongosh updates, aggregates and shows errors', { timeout: 120000 }, asyn
   assert.match(out, /cols=c/);
   assert.match(out, /ver=string/);
 });
+
+h.test('mongosh show dbs / show collections / indexes / serverStatus helpers', { timeout: 120000 }, async () => {
+  const db = srv.freshDb('shshow');
+  await db.collection('things').insertOne({ a: 1 });
+  const out = await mongosh(db.databaseName, `
+    db.things.createIndex({ a: 1 }, { unique: true });
+    print("idx=" + db.things.getIndexes().map(i => i.name).join(","));
+    print("colls=" + db.getCollectionNames().join(","));
+    print("dbs=" + (db.adminCommand({ listDatabases: 1 }).databases.some(d => d.name === db.getName())));
+    const ss = db.serverStatus();
+    print("ss=" + ss.ok + " uptime=" + (typeof ss.uptime));
+    print("dropped=" + db.things.drop());
+    print("hello=" + db.hello().isWritablePrimary);
+  `);
+  assert.match(out, /idx=_id_,a_1/);
+  assert.match(out, /colls=things/);
+  assert.match(out, /dbs=true/);
+  assert.match(out, /ss=1 uptime=number/);
+  assert.match(out, /dropped=true/);
+  assert.match(out, /hello=true/);
+});

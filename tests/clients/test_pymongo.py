@@ -58,7 +58,8 @@ class Server:
         self.proc = subprocess.Popen(
             [self.binary, "--port", str(self.port), "--bind_ip", "127.0.0.1", "--dbpath", self.dbpath],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        threading.Thread(target=self._drain, daemon=True).start()
+        self.drainer = threading.Thread(target=self._drain, daemon=True)
+        self.drainer.start()
         deadline = time.time() + 20
         while time.time() < deadline:
             if self.proc.poll() is not None:
@@ -80,6 +81,9 @@ class Server:
                 self.proc.kill()
                 self.proc.wait(5)
                 return "forced"
+        if self.proc:
+            # Let the reader thread collect everything written at exit (sanitizer reports).
+            self.drainer.join(5)
         return self.proc.returncode if self.proc else None
 
     def cleanup(self):
@@ -295,7 +299,7 @@ def main():
     rc = SERVER.stop()
     if rc not in (0, -signal.SIGTERM):
         failed += 1
-        print("FAIL server shutdown: exit status %r\n%s" % (rc, SERVER.tail()))
+        print("FAIL server shutdown: exit status %r\n%s" % (rc, SERVER.tail(40)))
     SERVER.cleanup()
     print("%d passed, %d failed" % (passed, failed))
     return 1 if failed else 0

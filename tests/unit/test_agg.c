@@ -79,6 +79,25 @@ fake_scan(void *ctx, const char *coll, const bson_t *filter, mf_agg_visit_fn vis
     return 0;
 }
 
+/* A fake $currentOp source: two operations; records the options it was given. */
+static bool with_current_op;
+static char last_current_op_spec[256];
+
+static int
+fake_current_op(void *ctx, const bson_t *spec, mf_docvec_t *out, mf_error_t *err)
+{
+    (void)ctx;
+    (void)err;
+    char *j = bson_as_relaxed_extended_json(spec, NULL);
+    snprintf(last_current_op_spec, sizeof last_current_op_spec, "%s", j);
+    bson_free(j);
+    bson_t *a = BCON_NEW("opid", BCON_INT32(1), "op", BCON_UTF8("query"), "active", BCON_BOOL(true));
+    bson_t *b = BCON_NEW("opid", BCON_INT32(2), "op", BCON_UTF8("none"), "active", BCON_BOOL(false));
+    mf_docvec_push_steal(out, a);
+    mf_docvec_push_steal(out, b);
+    return 0;
+}
+
 /* run: runs pipeline JSON (an array inside {"p": [...]}) on coll; returns the results as JSON. */
 static char *
 run(const char *coll, const char *pipeline_json, int *rc_out, mf_error_t *err)
@@ -86,7 +105,7 @@ run(const char *coll, const char *pipeline_json, int *rc_out, mf_error_t *err)
     bson_error_t berr;
     bson_t *w = bson_new_from_json((const uint8_t *)pipeline_json, -1, &berr);
     bson_iter_t it;
-    mf_agg_env_t env = {fake_scan, NULL};
+    mf_agg_env_t env = {fake_scan, NULL, with_current_op ? fake_current_op : NULL};
     mf_docvec_t out;
     bson_string_t *s = bson_string_new("[");
 
@@ -274,4 +293,163 @@ Test(agg, nested_projection_and_add_fields_on_arrays)
     expect_err("{\"p\": [{\"$group\": {\"_id\": null, \"s\": {\"$push\": {\"$divide\": [1, 0]}}}}]}", MF_E_BadValue, NULL);
     expect_err("{\"p\": [{\"$facet\": {\"x\": [{\"$foo\": 1}]}}]}", MF_E_Location40324, NULL);
     expect_err("{\"p\": [{\"$lookup\": {\"from\": \"cats\", \"as\": \"c\"}}]}", MF_E_FailedToParse, NULL);
+}
+
+Test(agg, group_std_dev_pop_and_samp)
+{
+    /* Non-numeric values are ignored; qty = 5, 1, 3, 7, 2 (mean 3.6, squared deviations sum to 23.2). */
+    expect("items", "{\"p\": [{\"$group\": {\"_id\": null, \"p\": {\"$stdDevPop\": \"$qty\"}, \"s\": {\"$stdDevSamp\": \"$qty\"},"
+                    " \"x\": {\"$stdDevPop\": \"$cat\"}}}, {\"$project\": {\"_id\": 0, \"x\": 1,"
+                    " \"p\": {\"$lt\": [{\"$abs\": {\"$subtract\": [\"$p\", 2.1540659]}}, 1e-6]},"
+                    " \"s\": {\"$lt\": [{\"$abs\": {\"$subtract\": [\"$s\", 2.4083189]}}, 1e-6]}}}]}",
+           "[{ \"x\" : null, \"p\" : true, \"s\" : true }]");
+    /* One value per group: population deviation 0, sample deviation null. */
+    expect("items", "{\"p\": [{\"$match\": {\"_id\": {\"$lte\": 2}}}, {\"$group\": {\"_id\": \"$cat\", \"p\": {\"$stdDevPop\": \"$qty\"},"
+                    " \"s\": {\"$stdDevSamp\": \"$qty\"}}}]}",
+           "[{ \"_id\" : \"a\", \"p\" : 0.0, \"s\" : null }, { \"_id\" : \"b\", \"p\" : 0.0, \"s\" : null }]");
+    expect_err("{\"p\": [{\"$group\": {\"_id\": null, \"s\": {\"$stdDevSamp\": [1, 2]}}}]}", MF_E_Location40237, NULL);
+}
+
+Test(agg, std_dev_as_project_expressions)
+{
+    expect("items", "{\"p\": [{\"$match\": {\"_id\": 1}}, {\"$project\": {\"_id\": 0, \"a\": {\"$stdDevPop\": [2, 4, 4, 4, 5, 5, 7, 9]},"
+                    " \"b\": {\"$stdDevSamp\": [\"$qty\"]}, \"c\": {\"$stdDevPop\": [[1, 3], \"x\"]}}}]}",
+           "[{ \"a\" : 2.0, \"b\" : null, \"c\" : null }]");
+}
+
+Test(agg, lookup_let_pipeline_correlated)
+{
+    /* $$c is the local cat; $expr in the sub-pipeline's $match compares it with the foreign _id. */
+    expect("items", "{\"p\": [{\"$match\": {\"_id\": {\"$lte\": 3}}}, {\"$lookup\": {\"from\": \"cats\", \"let\": {\"c\": \"$cat\", \"q\": \"$qty\"},"
+                    " \"pipeline\": [{\"$match\": {\"$expr\": {\"$eq\": [\"$_id\", \"$$c\"]}}},"
+                    " {\"$project\": {\"_id\": 0, \"label\": 1, \"q2\": {\"$multiply\": [\"$$q\", 2]}}}], \"as\": \"c\"}},"
+                    " {\"$project\": {\"c\": 1}}]}",
+           "[{ \"_id\" : 1, \"c\" : [ { \"label\" : \"Alpha\", \"q2\" : 10 } ] },"
+           " { \"_id\" : 2, \"c\" : [ { \"label\" : \"Beta\", \"q2\" : 2 } ] },"
+           " { \"_id\" : 3, \"c\" : [ { \"label\" : \"Alpha\", \"q2\" : 6 } ] }]");
+    /* An uncorrelated pipeline runs over the whole foreign collection. */
+    expect("items", "{\"p\": [{\"$match\": {\"_id\": 1}}, {\"$lookup\": {\"from\": \"cats\", \"pipeline\": [{\"$count\": \"n\"}], \"as\": \"k\"}},"
+                    " {\"$project\": {\"k\": 1}}]}",
+           "[{ \"_id\" : 1, \"k\" : [ { \"n\" : 4 } ] }]");
+    /* A $let inside the sub-pipeline shadows the lookup variable. */
+    expect("items", "{\"p\": [{\"$match\": {\"_id\": 2}}, {\"$lookup\": {\"from\": \"cats\", \"let\": {\"c\": \"$cat\"},"
+                    " \"pipeline\": [{\"$match\": {\"_id\": \"a\"}}, {\"$project\": {\"_id\": 0, \"o\": \"$$c\", \"i\": {\"$let\": {\"vars\": {\"c\": 1}, \"in\": \"$$c\"}}}}], \"as\": \"c\"}},"
+                    " {\"$project\": {\"c\": 1}}]}",
+           "[{ \"_id\" : 2, \"c\" : [ { \"o\" : \"b\", \"i\" : 1 } ] }]");
+}
+
+Test(agg, lookup_let_with_local_and_foreign_fields)
+{
+    expect("cats", "{\"p\": [{\"$match\": {\"_id\": \"a\"}}, {\"$lookup\": {\"from\": \"items\", \"localField\": \"_id\", \"foreignField\": \"cat\","
+                   " \"let\": {\"min\": 4}, \"pipeline\": [{\"$match\": {\"$expr\": {\"$gte\": [\"$qty\", \"$$min\"]}}}], \"as\": \"big\"}},"
+                   " {\"$project\": {\"ids\": \"$big._id\"}}]}",
+           "[{ \"_id\" : \"a\", \"ids\" : [ 1 ] }]");
+}
+
+Test(agg, nested_lookup_sees_outer_variables)
+{
+    expect("items", "{\"p\": [{\"$match\": {\"_id\": 1}}, {\"$lookup\": {\"from\": \"cats\", \"let\": {\"c\": \"$cat\"}, \"pipeline\": ["
+                    " {\"$match\": {\"$expr\": {\"$eq\": [\"$_id\", \"$$c\"]}}},"
+                    " {\"$lookup\": {\"from\": \"items\", \"let\": {\"id\": \"$_id\"}, \"pipeline\": ["
+                    "   {\"$match\": {\"$expr\": {\"$and\": [{\"$eq\": [\"$cat\", \"$$id\"]}, {\"$eq\": [\"$cat\", \"$$c\"]}]}}},"
+                    "   {\"$project\": {\"_id\": 1}}], \"as\": \"same\"}},"
+                    " {\"$project\": {\"_id\": 0, \"same\": 1}}], \"as\": \"r\"}}, {\"$project\": {\"r\": 1}}]}",
+           "[{ \"_id\" : 1, \"r\" : [ { \"same\" : [ { \"_id\" : 1 }, { \"_id\" : 3 } ] } ] }]");
+}
+
+Test(agg, lookup_let_validation)
+{
+    expect_err("{\"p\": [{\"$lookup\": {\"from\": \"cats\", \"pipeline\": [{\"$match\": {\"$expr\": {\"$eq\": [\"$_id\", \"$$nope\"]}}}], \"as\": \"c\"}}]}",
+               MF_E_Location17276, "Use of undefined variable: nope");
+    expect_err("{\"p\": [{\"$lookup\": {\"from\": \"cats\", \"let\": {\"Bad\": 1}, \"pipeline\": [], \"as\": \"c\"}}]}",
+               MF_E_Location16867, "starts with an invalid character");
+    expect_err("{\"p\": [{\"$lookup\": {\"from\": \"cats\", \"let\": 5, \"pipeline\": [], \"as\": \"c\"}}]}", MF_E_FailedToParse, NULL);
+    expect_err("{\"p\": [{\"$lookup\": {\"let\": {\"a\": 1}, \"pipeline\": [], \"as\": \"c\"}}]}", MF_E_FailedToParse,
+               "must specify 'from'");
+    /* The let variables do not leak out of the sub-pipeline. */
+    expect_err("{\"p\": [{\"$lookup\": {\"from\": \"cats\", \"let\": {\"v\": 1}, \"pipeline\": [], \"as\": \"c\"}},"
+               " {\"$project\": {\"x\": \"$$v\"}}]}", MF_E_Location17276, NULL);
+}
+
+Test(agg, documents_stage_is_a_collectionless_source)
+{
+    mf_error_t err;
+    bson_t *w = BCON_NEW("p", "[", "{", "$documents", "[", "{", "a", BCON_INT32(1), "}", "]", "}", "]");
+    bson_iter_t it;
+    bson_iter_init_find(&it, w, "p");
+    mf_pipeline_t *p = mf_pipeline_new(bson_iter_value(&it), &err);
+    cr_assert(p != NULL, "%s", err.msg);
+    cr_assert(mf_pipeline_is_collectionless(p));
+    cr_assert(!mf_pipeline_is_current_op(p));
+    /* Runs without a scanner or collection name. */
+    mf_agg_env_t env = {NULL, NULL, NULL};
+    mf_docvec_t out;
+    mf_docvec_init(&out);
+    cr_assert_eq(mf_pipeline_run(p, &env, NULL, &out, &err), 0, "%s", err.msg);
+    cr_assert_eq(out.len, 1, "got %zu docs", out.len);
+    mf_docvec_destroy(&out);
+    mf_pipeline_free(p);
+    bson_destroy(w);
+
+    expect("nosuch", "{\"p\": [{\"$documents\": [{\"x\": 1}, {\"x\": 2}, {\"x\": 3}]}, {\"$match\": {\"x\": {\"$gte\": 2}}},"
+                     " {\"$group\": {\"_id\": null, \"s\": {\"$sum\": \"$x\"}}}]}",
+           "[{ \"_id\" : null, \"s\" : 5 }]");
+    expect("nosuch", "{\"p\": [{\"$documents\": {\"$map\": {\"input\": {\"$range\": [0, 2]}, \"in\": {\"i\": \"$$this\"}}}}]}",
+           "[{ \"i\" : 0 }, { \"i\" : 1 }]");
+    expect("nosuch", "{\"p\": [{\"$documents\": []}]}", "[]");
+    expect_err("{\"p\": [{\"$documents\": 1}]}", MF_E_Location5858203, NULL);
+    expect_err("{\"p\": [{\"$documents\": [1]}]}", MF_E_Location40228, NULL);
+    expect_err("{\"p\": [{\"$match\": {}}, {\"$documents\": []}]}", MF_E_Location40602,
+               "$documents is only valid as the first stage in a pipeline");
+    /* A $lookup whose sub-pipeline starts with $documents needs no 'from' and may use let variables. */
+    expect("items", "{\"p\": [{\"$match\": {\"_id\": 1}}, {\"$lookup\": {\"let\": {\"q\": \"$qty\"}, \"pipeline\": [{\"$documents\": [{\"v\": \"$$q\"}]}], \"as\": \"d\"}},"
+                    " {\"$project\": {\"d\": 1}}]}",
+           "[{ \"_id\" : 1, \"d\" : [ { \"v\" : 5 } ] }]");
+}
+
+Test(agg, current_op_stage)
+{
+    /* Without the callback (not on admin) the stage fails as MongoDB does. */
+    expect_err("{\"p\": [{\"$currentOp\": {}}]}", MF_E_InvalidNamespace, "admin");
+    expect_err("{\"p\": [{\"$match\": {}}, {\"$currentOp\": {}}]}", MF_E_Location40602, NULL);
+    expect_err("{\"p\": [{\"$currentOp\": {\"bogus\": true}}]}", MF_E_FailedToParse, NULL);
+    expect_err("{\"p\": [{\"$currentOp\": {\"allUsers\": 1}}]}", MF_E_FailedToParse, NULL);
+    expect_err("{\"p\": [{\"$currentOp\": 1}]}", MF_E_FailedToParse, NULL);
+    with_current_op = true;
+    expect("admin-ignored", "{\"p\": [{\"$currentOp\": {\"allUsers\": true, \"idleConnections\": false}}, {\"$match\": {\"active\": true}},"
+                            " {\"$project\": {\"_id\": 0, \"opid\": 1}}]}",
+           "[{ \"opid\" : 1 }]");
+    cr_assert(strstr(last_current_op_spec, "\"allUsers\" : true") != NULL, "spec passed: %s", last_current_op_spec);
+
+    mf_error_t err;
+    bson_t *w = BCON_NEW("p", "[", "{", "$currentOp", "{", "}", "}", "]");
+    bson_iter_t it;
+    bson_iter_init_find(&it, w, "p");
+    mf_pipeline_t *p = mf_pipeline_new(bson_iter_value(&it), &err);
+    cr_assert(p != NULL);
+    cr_assert(mf_pipeline_is_collectionless(p) && mf_pipeline_is_current_op(p));
+    mf_pipeline_free(p);
+    bson_destroy(w);
+}
+
+Test(agg, sample_stage)
+{
+    mf_error_t err;
+    int rc;
+    char *got = run("items", "{\"p\": [{\"$sample\": {\"size\": 3}}, {\"$project\": {\"_id\": 1}}]}", &rc, &err);
+    cr_assert_eq(rc, 0, "%s", err.msg);
+    int n = 0;
+    for (const char *q = got; (q = strstr(q, "_id")) != NULL; q++)
+        n++;
+    cr_assert_eq(n, 3, "three documents sampled: %s", got);
+    bson_free(got);
+    /* A size larger than the input returns everything (in some order). */
+    expect("items", "{\"p\": [{\"$sample\": {\"size\": 100}}, {\"$sort\": {\"_id\": 1}}, {\"$project\": {\"_id\": 1}}]}",
+           "[{ \"_id\" : 1 }, { \"_id\" : 2 }, { \"_id\" : 3 }, { \"_id\" : 4 }, { \"_id\" : 5 }]");
+    expect("items", "{\"p\": [{\"$sample\": {\"size\": 0}}]}", "[]");
+    expect_err("{\"p\": [{\"$sample\": 3}]}", MF_E_Location28745, NULL);
+    expect_err("{\"p\": [{\"$sample\": {}}]}", MF_E_Location28749, NULL);
+    expect_err("{\"p\": [{\"$sample\": {\"size\": \"x\"}}]}", MF_E_Location28746, NULL);
+    expect_err("{\"p\": [{\"$sample\": {\"size\": -1}}]}", MF_E_Location28747, NULL);
+    expect_err("{\"p\": [{\"$sample\": {\"size\": 1, \"x\": 1}}]}", MF_E_Location28748, NULL);
 }

@@ -300,3 +300,68 @@ Test(expr, error_paths_release_everything)
     check("{\"e\": {\"$map\": {\"input\": [[1, 2], [3]], \"as\": \"o\", \"in\": {\"$map\": {\"input\": \"$$o\", \"in\": {\"$add\": [\"$$this\", {\"$size\": \"$$o\"}]}}}}}}",
           "{}", "{\"r\": [[3, 4], [4]]}");
 }
+
+Test(expr, std_dev_pop_and_samp)
+{
+    check("{\"e\": {\"$stdDevPop\": [[2, 4, 4, 4, 5, 5, 7, 9]]}}", "{}", "{\"r\": 2.0}");
+    check("{\"e\": {\"$stdDevPop\": [2, 4, 4, 4, 5, 5, 7, 9]}}", "{}", "{\"r\": 2.0}");
+    check("{\"e\": {\"$stdDevSamp\": [1, 2, 3, 4, 5]}}", "{}", "{\"r\": 1.5811388300841898}");
+    check("{\"e\": {\"$stdDevPop\": \"$a\"}}", "{\"a\": [1, \"x\", null, 3]}", "{\"r\": 1.0}");
+    check("{\"e\": {\"$stdDevSamp\": \"$a\"}}", "{\"a\": [1, \"x\"]}", "{\"r\": null}");
+    check("{\"e\": {\"$stdDevPop\": \"$a\"}}", "{\"a\": 5}", "{\"r\": 0.0}");
+    check("{\"e\": {\"$stdDevPop\": \"$nope\"}}", "{}", "{\"r\": null}");
+    check("{\"e\": {\"$stdDevPop\": []}}", "{}", "{\"r\": null}");
+}
+
+Test(expr, ambient_variables)
+{
+    const char *names[] = {"v", "w"};
+    bson_value_t vals[2];
+    mf_error_t err;
+    bson_t *w = BCON_NEW("e", "{", "$add", "[", BCON_UTF8("$$v"), BCON_UTF8("$$w.k"), BCON_UTF8("$a"), "]", "}");
+    bson_t *sub = BCON_NEW("k", BCON_INT32(10));
+    bson_t *doc = BCON_NEW("a", BCON_INT32(100));
+    bson_iter_t it;
+    bson_value_t out;
+
+    bson_iter_init_find(&it, w, "e");
+    /* Undefined without a frame. */
+    cr_assert_null(mf_expr_parse(bson_iter_value(&it), &err));
+    cr_assert_eq(err.code, MF_E_Location17276, "code %d", err.code);
+    /* Parse with names only, evaluate with values. */
+    mf_expr_vars_t f = {names, NULL, 2, mf_expr_vars_current()};
+    mf_expr_vars_set(&f);
+    mf_expr_t *e = mf_expr_parse(bson_iter_value(&it), &err);
+    cr_assert_not_null(e, "%s", err.msg);
+    /* A frame without values cannot be evaluated. */
+    cr_assert_eq(mf_expr_eval(e, doc, &out, &err), -1);
+    mf_expr_vars_set(f.up);
+    cr_assert_null(mf_expr_vars_current());
+    vals[0].value_type = BSON_TYPE_INT32;
+    vals[0].value.v_int32 = 1;
+    vals[1].value_type = BSON_TYPE_DOCUMENT;
+    vals[1].value.v_doc.data = (uint8_t *)bson_get_data(sub);
+    vals[1].value.v_doc.data_len = sub->len;
+    mf_expr_vars_t g = {names, vals, 2, NULL};
+    mf_expr_vars_set(&g);
+    cr_assert_eq(mf_expr_eval(e, doc, &out, &err), 0, "%s", err.msg);
+    cr_assert_eq(out.value_type, BSON_TYPE_INT32);
+    cr_assert_eq(out.value.v_int32, 111, "got %d", out.value.v_int32);
+    mf_expr_vars_set(NULL);
+    mf_expr_free(e);
+    bson_destroy(w);
+    bson_destroy(sub);
+    bson_destroy(doc);
+}
+
+Test(expr, check_var_name)
+{
+    mf_error_t err;
+    cr_assert_eq(mf_expr_check_var_name("abc_1", &err), 0);
+    cr_assert_eq(mf_expr_check_var_name("", &err), -1);
+    cr_assert_eq(err.code, MF_E_Location16866, "code %d", err.code);
+    cr_assert_eq(mf_expr_check_var_name("Abc", &err), -1);
+    cr_assert_eq(err.code, MF_E_Location16867, "code %d", err.code);
+    cr_assert_eq(mf_expr_check_var_name("a-b", &err), -1);
+    cr_assert_eq(err.code, MF_E_Location16868, "code %d", err.code);
+}

@@ -1,0 +1,283 @@
+/*
+ * cmd_collmod.c: the collMod command.
+ *
+ * Index changes (SPEC B1-B4): {collMod: c, index: {keyPattern | name,
+ * expireAfterSeconds?, hidden?}} changes a TTL index's N, converts a
+ * single-field non-TTL index into a TTL index (MongoDB 5.1+), or hides /
+ * unhides an index. Nothing is rebuilt: the spec in the catalog changes and
+ * the TTL monitor is told (SPEC B4; a lowered N can make many documents due
+ * at once, which the monitor paces, SPEC D9). Collection options
+ * (validator, validationLevel, validationAction) are stored.
+ *
+ * Error codes follow SPEC B3: a non-numeric N is 14 TypeMismatch; any other
+ * invalid N, both or neither of name/keyPattern, a compound or _id index, or
+ * an unknown field inside `index` is 72 InvalidOptions; no such index is 27
+ * IndexNotFound; no such collection 26 NamespaceNotFound. Nothing is changed
+ * when any check fails.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cmd/cmd.h"
+#include "common/fmt.h"
+#include "common/log.h"
+#include "query/value.h"
+#include "ttl/ttl.h"
+
+static bool
+spec_key(const bson_t *spec, bson_t *key)
+{
+    bson_iter_t it;
+    const uint8_t *data;
+    uint32_t len;
+    if (!bson_iter_init_find(&it, spec, "key") || !BSON_ITER_HOLDS_DOCUMENT(&it))
+        return false;
+    bson_iter_document(&it, &len, &data);
+    return bson_init_static(key, data, len);
+}
+
+/* Copies spec into out, replacing field `name` with v (appending it if absent); v NULL removes it. */
+static void
+spec_with(const bson_t *spec, const char *name, const bson_value_t *v, bson_t *out)
+{
+    bson_iter_t it;
+    bool done = false;
+    bson_init(out);
+    bson_iter_init(&it, spec);
+    while (bson_iter_next(&it)) {
+        if (strcmp(bson_iter_key(&it), name) == 0) {
+            if (v != NULL && !done)
+                bson_append_value(out, name, -1, v);
+            done = true;
+            continue;
+        }
+        bson_append_value(out, bson_iter_key(&it), -1, bson_iter_value(&it));
+    }
+    if (!done && v != NULL)
+        bson_append_value(out, name, -1, v);
+}
+
+typedef struct index_mod {
+    bool has_name, has_key, has_secs, has_hidden;
+    const char *name;
+    bson_t key;
+    const bson_value_t *secs_v;
+    int32_t secs;
+    bool hidden;
+} index_mod_t;
+
+/* Parses and checks the `index` sub-document (everything that needs no catalog). */
+static int
+parse_index_mod(mf_op_t *op, bson_iter_t *idx, index_mod_t *m)
+{
+    bson_iter_t it;
+    memset(m, 0, sizeof(*m));
+    if (!BSON_ITER_HOLDS_DOCUMENT(idx))
+        return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field 'collMod.index' is the wrong type '%s', expected type 'object'",
+                          mf_type_name(bson_iter_type(idx)));
+    bson_iter_recurse(idx, &it);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (strcmp(k, "name") == 0) {
+            if (!BSON_ITER_HOLDS_UTF8(&it))
+                return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field 'collMod.index.name' is the wrong type '%s', expected type 'string'",
+                                  mf_type_name(bson_iter_type(&it)));
+            m->name = bson_iter_utf8(&it, NULL);
+            m->has_name = true;
+        } else if (strcmp(k, "keyPattern") == 0) {
+            const uint8_t *data;
+            uint32_t len;
+            if (!BSON_ITER_HOLDS_DOCUMENT(&it))
+                return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field 'collMod.index.keyPattern' is the wrong type '%s', expected type 'object'",
+                                  mf_type_name(bson_iter_type(&it)));
+            bson_iter_document(&it, &len, &data);
+            bson_init_static(&m->key, data, len);
+            m->has_key = true;
+        } else if (strcmp(k, "expireAfterSeconds") == 0) {
+            m->secs_v = bson_iter_value(&it);
+            m->has_secs = true;
+        } else if (strcmp(k, "hidden") == 0) {
+            if (!BSON_ITER_HOLDS_BOOL(&it))
+                return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field 'collMod.index.hidden' is the wrong type '%s', expected type 'bool'",
+                                  mf_type_name(bson_iter_type(&it)));
+            m->hidden = bson_iter_bool(&it);
+            m->has_hidden = true;
+        } else {
+            return mf_err_set(&op->err, MF_E_InvalidOptions, "'%s' option not supported in collMod index", k);
+        }
+    }
+    if (m->has_name && m->has_key)
+        return mf_err_set(&op->err, MF_E_InvalidOptions, "Cannot specify both key pattern and name.");
+    if (!m->has_name && !m->has_key)
+        return mf_err_set(&op->err, MF_E_InvalidOptions, "Must specify either index name or key pattern.");
+    if (!m->has_secs && !m->has_hidden)
+        return mf_err_set(&op->err, MF_E_InvalidOptions, "no expireAfterSeconds or hidden field");
+    if (m->has_secs) {
+        const bson_value_t *v = m->secs_v;
+        if (!mf_value_is_number(v))
+            return mf_err_set(&op->err, MF_E_TypeMismatch,
+                              "BSON field 'collMod.index.expireAfterSeconds' is the wrong type '%s', expected types '[long, int, decimal, double']",
+                              mf_type_name(v->value_type));
+        mf_error_t e;
+        if (mf_ttl_check_seconds(v, &m->secs, &e) != 0)
+            return mf_err_set(&op->err, MF_E_InvalidOptions, "%s", e.msg);
+    }
+    return 0;
+}
+
+static mf_index_t *
+find_index(mf_coll_t *c, const index_mod_t *m)
+{
+    if (m->has_name)
+        return mf_coll_index_by_name(c, m->name);
+    for (int i = 0; i < c->nindexes; i++) {
+        bson_t key;
+        if (spec_key(c->indexes[i]->spec, &key) && bson_equal(&key, &m->key))
+            return c->indexes[i];
+    }
+    return NULL;
+}
+
+static int
+apply_index_mod(mf_op_t *op, mf_coll_t *c, const index_mod_t *m)
+{
+    mf_index_t *ix = find_index(c, m);
+    bson_t cur, next;
+    bson_iter_t it;
+
+    if (ix == NULL) {
+        char shown[300];
+        if (m->has_name)
+            snprintf(shown, sizeof(shown), "%s", m->name);
+        else
+            mf_fmt_doc(&m->key, shown, sizeof(shown));
+        return mf_err_set(&op->err, MF_E_IndexNotFound, "cannot find index %s for ns %s", shown, c->ns);
+    }
+    if (m->has_secs) {
+        if (ix->is_id)
+            return mf_err_set(&op->err, MF_E_InvalidOptions, "the _id field does not support TTL indexes");
+        if (ix->kp.nfields != 1)
+            return mf_err_set(&op->err, MF_E_InvalidOptions,
+                              "TTL indexes are single-field indexes, compound indexes do not support TTL");
+    }
+    if (m->has_hidden && ix->is_id)
+        return mf_err_set(&op->err, MF_E_InvalidOptions, "can't hide _id index");
+
+    bson_copy_to(ix->spec, &cur);
+    if (m->has_secs) {
+        int64_t old;
+        bool was_ttl = mf_ttl_index_seconds(&cur, &old);
+        bson_value_t nv = {.value_type = BSON_TYPE_INT32};
+        nv.value.v_int32 = m->secs;
+        if (was_ttl)
+            BSON_APPEND_INT64(op->reply, "expireAfterSeconds_old", old);
+        BSON_APPEND_INT64(op->reply, "expireAfterSeconds_new", m->secs);
+        spec_with(&cur, "expireAfterSeconds", &nv, &next);
+        bson_destroy(&cur);
+        bson_steal(&cur, &next);
+    }
+    if (m->has_hidden) {
+        bool old = bson_iter_init_find(&it, &cur, "hidden") && bson_iter_as_bool(&it);
+        bson_value_t hv = {.value_type = BSON_TYPE_BOOL};
+        hv.value.v_bool = true;
+        BSON_APPEND_BOOL(op->reply, "hidden_old", old);
+        BSON_APPEND_BOOL(op->reply, "hidden_new", m->hidden);
+        spec_with(&cur, "hidden", m->hidden ? &hv : NULL, &next);
+        bson_destroy(&cur);
+        bson_steal(&cur, &next);
+    }
+    bson_t *old_spec = ix->spec;
+    ix->spec = bson_copy(&cur);
+    bson_destroy(&cur);
+    if (mf_catalog_coll_persist(op->eng->cat, c, &op->err) != 0) {
+        bson_destroy(ix->spec);
+        ix->spec = old_spec;
+        return -1;
+    }
+    bson_destroy(old_spec);
+    mf_log(MF_LOG_INFO, "COMMAND", "collMod %s index %s", c->ns, ix->name);
+    return 0;
+}
+
+static int
+cmd_coll_mod(mf_op_t *op)
+{
+    const char *name;
+    bson_iter_t it;
+    index_mod_t m;
+    bool has_index = false;
+    bson_t opts;
+    int rc = 0;
+
+    if (mf_op_coll_name(op, &name) != 0)
+        return -1;
+    /* Parse everything first: a failing command changes nothing. */
+    bson_init(&opts);
+    bson_iter_init(&it, op->cmd);
+    bson_iter_next(&it);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (strcmp(k, "index") == 0) {
+            if (parse_index_mod(op, &it, &m) != 0) {
+                bson_destroy(&opts);
+                return -1;
+            }
+            has_index = true;
+        } else if (strcmp(k, "validator") == 0 || strcmp(k, "validationLevel") == 0 ||
+                   strcmp(k, "validationAction") == 0) {
+            bson_append_value(&opts, k, -1, bson_iter_value(&it));
+        } else if (strcmp(k, "expireAfterSeconds") == 0) {
+            bson_destroy(&opts);
+            return mf_err_set(&op->err, MF_E_InvalidOptions,
+                              "collMod expireAfterSeconds is only supported on time-series or clustered collections");
+        } else if (k[0] == '$' || strcmp(k, "lsid") == 0 || strcmp(k, "writeConcern") == 0 ||
+                   strcmp(k, "comment") == 0 || strcmp(k, "maxTimeMS") == 0 || strcmp(k, "txnNumber") == 0 ||
+                   strcmp(k, "apiVersion") == 0 || strcmp(k, "apiStrict") == 0 ||
+                   strcmp(k, "apiDeprecationErrors") == 0 || strcmp(k, "dryRun") == 0) {
+            continue;
+        } else {
+            bson_destroy(&opts);
+            return mf_err_set(&op->err, MF_E_InvalidOptions, "unknown option to collMod: %s", k);
+        }
+    }
+
+    mf_catalog_wrlock(op->eng->cat);
+    mf_coll_t *c = mf_catalog_coll_find(op->eng->cat, op->db, name);
+    if (c == NULL) {
+        rc = mf_err_set(&op->err, MF_E_NamespaceNotFound, "ns does not exist: %s.%s", op->db, name);
+        goto out;
+    }
+    if (has_index && (rc = apply_index_mod(op, c, &m)) != 0)
+        goto out;
+    if (!bson_empty(&opts)) {
+        bson_t merged;
+        bson_iter_t oi;
+        bson_init(&merged);
+        bson_iter_init(&oi, c->options);
+        while (bson_iter_next(&oi)) {
+            if (!bson_has_field(&opts, bson_iter_key(&oi)))
+                bson_append_value(&merged, bson_iter_key(&oi), -1, bson_iter_value(&oi));
+        }
+        bson_concat(&merged, &opts);
+        bson_t *old = c->options;
+        c->options = bson_copy(&merged);
+        bson_destroy(&merged);
+        if ((rc = mf_catalog_coll_persist(op->eng->cat, c, &op->err)) != 0) {
+            bson_destroy(c->options);
+            c->options = old;
+        } else {
+            bson_destroy(old);
+        }
+    }
+out:
+    mf_catalog_unlock(op->eng->cat);
+    bson_destroy(&opts);
+    if (rc == 0 && has_index)
+        mf_ttl_notify();
+    return rc;
+}
+
+const mf_cmd_def_t mf_cmds_collmod[] = {
+    {"collMod", cmd_coll_mod, 0, NULL},
+    {NULL, NULL, 0, NULL},
+};

@@ -1,0 +1,284 @@
+/*
+ * curop.c: the registry of operations in flight (see curop.h).
+ *
+ * A doubly linked list under one mutex, in registration (and so opid)
+ * order. Reports build each entry's document under the mutex into a private
+ * array and only then hand the documents out, so a caller's callback (the
+ * matcher of a currentOp filter) never runs with the mutex held. The killed
+ * flag and progress counters are atomics, so a long loop can poll
+ * mf_curop_killed without taking the mutex. The mutex is a leaf lock: no
+ * other lock is taken while it is held, in particular never the catalog's.
+ */
+#include "cmd/curop.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define MAX_COMMAND_SHOWN 1024
+
+struct mf_curop {
+    struct mf_curop *prev, *next;
+    int64_t opid;
+    int64_t client_id;
+    char op_type[16];
+    char *ns;
+    char desc[64];
+    char client[64];
+    bson_t *command;      /* owned */
+    int64_t start_us;     /* monotonic */
+    int64_t start_wall_ms;
+    char msg[96];         /* guarded by the registry mutex */
+    _Atomic int64_t done, total;
+    _Atomic bool has_progress;
+    _Atomic bool killed;
+};
+
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static mf_curop_t *head, *tail;
+static int64_t next_opid = 1;
+static _Thread_local mf_curop_t *current_op;
+
+static int64_t
+mono_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static int64_t
+wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* A copy of command, or {$truncated: "<json prefix>"} when it is large. */
+static bson_t *
+shown_command(const bson_t *command)
+{
+    if (command == NULL)
+        return bson_new();
+    if (command->len <= MAX_COMMAND_SHOWN)
+        return bson_copy(command);
+    char *json = bson_as_relaxed_extended_json(command, NULL);
+    bson_t *out = bson_new();
+    if (json != NULL) {
+        size_t n = strlen(json);
+        if (n > MAX_COMMAND_SHOWN)
+            n = MAX_COMMAND_SHOWN;
+        /* Do not cut a UTF-8 sequence in half. */
+        while (n > 0 && ((unsigned char)json[n] & 0xC0) == 0x80)
+            n--;
+        bson_append_utf8(out, "$truncated", -1, json, (int)n);
+        bson_free(json);
+    }
+    return out;
+}
+
+mf_curop_t *
+mf_curop_begin(const char *op_type, const char *ns, const char *desc, const bson_t *command, int64_t client_id)
+{
+    mf_curop_t *op = calloc(1, sizeof(*op));
+    snprintf(op->op_type, sizeof(op->op_type), "%s", op_type ? op_type : "none");
+    op->ns = strdup(ns ? ns : "");
+    snprintf(op->desc, sizeof(op->desc), "%s", desc ? desc : "");
+    op->command = shown_command(command);
+    op->client_id = client_id;
+    op->start_us = mono_us();
+    op->start_wall_ms = wall_ms();
+    pthread_mutex_lock(&reg_lock);
+    op->opid = next_opid++;
+    op->prev = tail;
+    if (tail)
+        tail->next = op;
+    else
+        head = op;
+    tail = op;
+    pthread_mutex_unlock(&reg_lock);
+    return op;
+}
+
+void
+mf_curop_set_client(mf_curop_t *op, const char *remote)
+{
+    if (op == NULL || remote == NULL)
+        return;
+    pthread_mutex_lock(&reg_lock);
+    snprintf(op->client, sizeof(op->client), "%s", remote);
+    pthread_mutex_unlock(&reg_lock);
+}
+
+void
+mf_curop_set_progress(mf_curop_t *op, const char *msg, int64_t done, int64_t total)
+{
+    if (op == NULL)
+        return;
+    pthread_mutex_lock(&reg_lock);
+    snprintf(op->msg, sizeof(op->msg), "%s", msg ? msg : "");
+    pthread_mutex_unlock(&reg_lock);
+    atomic_store(&op->done, done);
+    atomic_store(&op->total, total);
+    atomic_store(&op->has_progress, true);
+}
+
+bool
+mf_curop_killed(const mf_curop_t *op)
+{
+    return op != NULL && atomic_load(&((mf_curop_t *)op)->killed);
+}
+
+int64_t
+mf_curop_opid(const mf_curop_t *op)
+{
+    return op ? op->opid : 0;
+}
+
+void
+mf_curop_end(mf_curop_t *op)
+{
+    if (op == NULL)
+        return;
+    pthread_mutex_lock(&reg_lock);
+    if (op->prev)
+        op->prev->next = op->next;
+    else
+        head = op->next;
+    if (op->next)
+        op->next->prev = op->prev;
+    else
+        tail = op->prev;
+    pthread_mutex_unlock(&reg_lock);
+    if (current_op == op)
+        current_op = NULL;
+    bson_destroy(op->command);
+    free(op->ns);
+    free(op);
+}
+
+void
+mf_curop_set_current(mf_curop_t *op)
+{
+    current_op = op;
+}
+
+mf_curop_t *
+mf_curop_current(void)
+{
+    return current_op;
+}
+
+/* Builds op's currentOp document into out (initialised here). Registry mutex held. */
+static void
+op_doc(const mf_curop_t *op, int64_t now_us, bson_t *out)
+{
+    int64_t us = now_us - op->start_us;
+    char iso[64];
+    time_t secs = (time_t)(op->start_wall_ms / 1000);
+    struct tm tm;
+
+    gmtime_r(&secs, &tm);
+    strftime(iso, sizeof(iso), "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(iso + strlen(iso), sizeof(iso) - strlen(iso), ".%03dZ", (int)(op->start_wall_ms % 1000));
+    bson_init(out);
+    BSON_APPEND_UTF8(out, "type", "op");
+    BSON_APPEND_UTF8(out, "desc", op->desc);
+    if (op->client_id > 0)
+        BSON_APPEND_INT64(out, "connectionId", op->client_id);
+    if (op->client[0])
+        BSON_APPEND_UTF8(out, "client", op->client);
+    BSON_APPEND_BOOL(out, "active", true);
+    BSON_APPEND_UTF8(out, "currentOpTime", iso);
+    BSON_APPEND_INT64(out, "opid", op->opid);
+    BSON_APPEND_INT64(out, "secs_running", us / 1000000);
+    BSON_APPEND_INT64(out, "microsecs_running", us);
+    BSON_APPEND_UTF8(out, "op", op->op_type);
+    BSON_APPEND_UTF8(out, "ns", op->ns);
+    BSON_APPEND_DOCUMENT(out, "command", op->command);
+    if (atomic_load(&((mf_curop_t *)op)->has_progress)) {
+        bson_t pr;
+        BSON_APPEND_UTF8(out, "msg", op->msg);
+        BSON_APPEND_DOCUMENT_BEGIN(out, "progress", &pr);
+        BSON_APPEND_INT64(&pr, "done", atomic_load(&((mf_curop_t *)op)->done));
+        BSON_APPEND_INT64(&pr, "total", atomic_load(&((mf_curop_t *)op)->total));
+        bson_append_document_end(out, &pr);
+    }
+    BSON_APPEND_INT64(out, "numYields", 0);
+    BSON_APPEND_BOOL(out, "waitingForLock", false);
+    if (atomic_load(&((mf_curop_t *)op)->killed))
+        BSON_APPEND_BOOL(out, "killPending", true);
+}
+
+/* Snapshot of every entry's document, taken under the mutex. */
+static bson_t *
+snapshot(int *n)
+{
+    int cap = 16;
+    bson_t *docs = malloc((size_t)cap * sizeof(*docs));
+    int64_t now = mono_us();
+    *n = 0;
+    pthread_mutex_lock(&reg_lock);
+    for (mf_curop_t *op = head; op; op = op->next) {
+        if (*n == cap) {
+            cap *= 2;
+            docs = realloc(docs, (size_t)cap * sizeof(*docs));
+        }
+        op_doc(op, now, &docs[(*n)++]);
+    }
+    pthread_mutex_unlock(&reg_lock);
+    return docs;
+}
+
+void
+mf_curop_report_each(void (*fn)(void *arg, const bson_t *doc), void *arg)
+{
+    int n;
+    bson_t *docs = snapshot(&n);
+    for (int i = 0; i < n; i++) {
+        fn(arg, &docs[i]);
+        bson_destroy(&docs[i]);
+    }
+    free(docs);
+}
+
+typedef struct report_ctx {
+    bson_t *arr;
+    int *count;
+} report_ctx_t;
+
+static void
+append_doc(void *arg, const bson_t *doc)
+{
+    report_ctx_t *rc = arg;
+    char key[16];
+    snprintf(key, sizeof(key), "%d", (*rc->count)++);
+    BSON_APPEND_DOCUMENT(rc->arr, key, doc);
+}
+
+void
+mf_curop_report(bson_t *arr, int *count)
+{
+    report_ctx_t rc = {arr, count};
+    mf_curop_report_each(append_doc, &rc);
+}
+
+bool
+mf_curop_kill(int64_t opid)
+{
+    bool found = false;
+    pthread_mutex_lock(&reg_lock);
+    for (mf_curop_t *op = head; op; op = op->next) {
+        if (op->opid == opid) {
+            atomic_store(&op->killed, true);
+            found = true;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&reg_lock);
+    return found;
+}

@@ -1,0 +1,1358 @@
+/*
+ * plan.c: the rule-based planner, index bounds and the explain form of a
+ * plan (see plan.h for the rules).
+ *
+ * Bounds are computed in two steps. First, per index field, a list of
+ * value-space intervals (bson values with inclusivity, sorted, disjoint) is
+ * derived from the filter's predicates on that path: equality and $in give
+ * points, $gt/$gte/$lt/$lte give ranges clipped to the value's type bracket
+ * (numbers [-inf, inf], strings ["", {}), ...). Predicates that cannot be
+ * expressed ($ne, $regex, arrays, $exists ...) leave the field unbounded,
+ * which is always safe because the matcher re-checks every document.
+ * Second, the leading point fields and at most one following range field are
+ * combined (cartesian product, capped) into keystring byte intervals; a
+ * descending field inverts its bytes, which swaps the ends of its interval.
+ *
+ * Invariants: every interval's lo <= hi byte-wise; intervals are sorted by lo
+ * and disjoint, so a forward scan visits them in order and a backward scan in
+ * reverse. Value-space bounds point into the filter's memory or into static
+ * constants, so they are only used while the request lives; the plan keeps
+ * only owned bytes and an explain rendering.
+ */
+#include "query/plan.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "index/keystring.h"
+#include "query/value.h"
+
+#define MAX_PREDS 128
+#define MAX_INTERVALS 1024
+
+/* ---------- record-id set ---------- */
+
+bool
+mf_ridset_add(mf_ridset_t *s, int64_t rid)
+{
+    if ((s->n + 1) * 2 > s->cap) {
+        size_t ncap = s->cap ? s->cap * 2 : 256;
+        int64_t *ns = calloc(ncap, sizeof(*ns));
+        for (size_t i = 0; i < s->cap; i++) {
+            if (s->slots[i] != 0) {
+                size_t h = ((uint64_t)s->slots[i] * 0x9E3779B97F4A7C15ULL) & (ncap - 1);
+                while (ns[h] != 0)
+                    h = (h + 1) & (ncap - 1);
+                ns[h] = s->slots[i];
+            }
+        }
+        free(s->slots);
+        s->slots = ns;
+        s->cap = ncap;
+    }
+    size_t h = ((uint64_t)rid * 0x9E3779B97F4A7C15ULL) & (s->cap - 1);
+    while (s->slots[h] != 0) {
+        if (s->slots[h] == rid)
+            return false;
+        h = (h + 1) & (s->cap - 1);
+    }
+    s->slots[h] = rid;
+    s->n++;
+    return true;
+}
+
+void
+mf_ridset_destroy(mf_ridset_t *s)
+{
+    free(s->slots);
+    memset(s, 0, sizeof(*s));
+}
+
+int
+mf_interval_key_cmp(const uint8_t *key, size_t klen, const uint8_t *bound, size_t blen)
+{
+    size_t n = klen < blen ? klen : blen;
+    int r = n ? memcmp(key, bound, n) : 0;
+    if (r != 0)
+        return r;
+    return klen < blen ? -1 : 0;
+}
+
+/* ---------- static bound values ---------- */
+
+static const uint8_t empty_doc_bytes[5] = {5, 0, 0, 0, 0};
+
+static bson_value_t
+v_minkey(void)
+{
+    bson_value_t v = {.value_type = BSON_TYPE_MINKEY};
+    return v;
+}
+
+static bson_value_t
+v_maxkey(void)
+{
+    bson_value_t v = {.value_type = BSON_TYPE_MAXKEY};
+    return v;
+}
+
+static bson_value_t
+v_double(double d)
+{
+    bson_value_t v = {.value_type = BSON_TYPE_DOUBLE};
+    v.value.v_double = d;
+    return v;
+}
+
+static bson_value_t
+v_type_only(bson_type_t t)
+{
+    bson_value_t v;
+    memset(&v, 0, sizeof(v));
+    v.value_type = t;
+    if (t == BSON_TYPE_DOCUMENT || t == BSON_TYPE_ARRAY) {
+        v.value.v_doc.data = (uint8_t *)empty_doc_bytes;
+        v.value.v_doc.data_len = 5;
+    } else if (t == BSON_TYPE_UTF8) {
+        v.value.v_utf8.str = (char *)"";
+        v.value.v_utf8.len = 0;
+    }
+    return v;
+}
+
+/* ---------- value-space intervals ---------- */
+
+typedef struct vint {
+    bson_value_t lo, hi;
+    bool li, hincl;
+} vint_t;
+
+typedef struct vlist {
+    vint_t *v;
+    size_t n;
+    bool all; /* [MinKey, MaxKey]: unbounded */
+} vlist_t;
+
+static void
+vlist_push(vlist_t *l, bson_value_t lo, bool li, bson_value_t hi, bool hincl)
+{
+    l->v = realloc(l->v, (l->n + 1) * sizeof(*l->v));
+    l->v[l->n].lo = lo;
+    l->v[l->n].hi = hi;
+    l->v[l->n].li = li;
+    l->v[l->n].hincl = hincl;
+    l->n++;
+}
+
+static bool
+is_point(const vint_t *x)
+{
+    return x->li && x->hincl && mf_value_cmp(&x->lo, &x->hi) == 0 && x->lo.value_type == x->hi.value_type;
+}
+
+/* The [lo, hi] type bracket of v's canonical type; false when none is used. */
+static bool
+bracket(const bson_value_t *v, bson_value_t *lo, bson_value_t *hi, bool *hi_incl)
+{
+    *hi_incl = true;
+    switch (v->value_type) {
+    case BSON_TYPE_INT32:
+    case BSON_TYPE_INT64:
+    case BSON_TYPE_DOUBLE:
+    case BSON_TYPE_DECIMAL128:
+        if (v->value_type == BSON_TYPE_DOUBLE && isnan(v->value.v_double))
+            return false;
+        *lo = v_double(-INFINITY);
+        *hi = v_double(INFINITY);
+        return true;
+    case BSON_TYPE_UTF8:
+    case BSON_TYPE_SYMBOL:
+        *lo = v_type_only(BSON_TYPE_UTF8);
+        *hi = v_type_only(BSON_TYPE_DOCUMENT);
+        *hi_incl = false;
+        return true;
+    case BSON_TYPE_DOCUMENT:
+        *lo = v_type_only(BSON_TYPE_DOCUMENT);
+        *hi = v_type_only(BSON_TYPE_ARRAY);
+        *hi_incl = false;
+        return true;
+    case BSON_TYPE_OID: {
+        bson_value_t a = {.value_type = BSON_TYPE_OID}, b = {.value_type = BSON_TYPE_OID};
+        memset(a.value.v_oid.bytes, 0, 12);
+        memset(b.value.v_oid.bytes, 0xff, 12);
+        *lo = a;
+        *hi = b;
+        return true;
+    }
+    case BSON_TYPE_DATE_TIME: {
+        bson_value_t a = {.value_type = BSON_TYPE_DATE_TIME}, b = {.value_type = BSON_TYPE_DATE_TIME};
+        a.value.v_datetime = INT64_MIN;
+        b.value.v_datetime = INT64_MAX;
+        *lo = a;
+        *hi = b;
+        return true;
+    }
+    case BSON_TYPE_BOOL: {
+        bson_value_t a = {.value_type = BSON_TYPE_BOOL}, b = {.value_type = BSON_TYPE_BOOL};
+        a.value.v_bool = false;
+        b.value.v_bool = true;
+        *lo = a;
+        *hi = b;
+        return true;
+    }
+    case BSON_TYPE_TIMESTAMP: {
+        bson_value_t a = {.value_type = BSON_TYPE_TIMESTAMP}, b = {.value_type = BSON_TYPE_TIMESTAMP};
+        a.value.v_timestamp.timestamp = 0;
+        a.value.v_timestamp.increment = 0;
+        b.value.v_timestamp.timestamp = UINT32_MAX;
+        b.value.v_timestamp.increment = UINT32_MAX;
+        *lo = a;
+        *hi = b;
+        return true;
+    }
+    default:
+        return false;
+    }
+}
+
+/* A value usable as an equality point (arrays, regexes, null handled apart). */
+static bool
+point_ok(const bson_value_t *v)
+{
+    switch (v->value_type) {
+    case BSON_TYPE_ARRAY:
+    case BSON_TYPE_REGEX:
+    case BSON_TYPE_UNDEFINED:
+        return false;
+    case BSON_TYPE_DOUBLE:
+        return !isnan(v->value.v_double);
+    default:
+        return true;
+    }
+}
+
+/* Interval list of an equality on v; false if not indexable. *exact: bounds equal the predicate. */
+static bool
+eq_list(const bson_value_t *v, vlist_t *out, bool *exact)
+{
+    if (v->value_type == BSON_TYPE_NULL) {
+        /* Null equality also matches missing fields (indexed as null) and undefined. */
+        vlist_push(out, v_type_only(BSON_TYPE_UNDEFINED), true, v_type_only(BSON_TYPE_NULL), true);
+        *exact = false;
+        return true;
+    }
+    if (!point_ok(v))
+        return false;
+    vlist_push(out, *v, true, *v, true);
+    return true;
+}
+
+static int
+vint_lo_cmp(const void *a, const void *b)
+{
+    const vint_t *x = a, *y = b;
+    return mf_value_cmp(&x->lo, &y->lo);
+}
+
+/*
+ * Interval list of one predicate value (implicit equality or an operator
+ * document). Returns false when the predicate gives no usable bound.
+ */
+static bool
+pred_list(const bson_value_t *pv, bool multikey, vlist_t *out, bool *exact)
+{
+    bson_t d;
+    bson_iter_t it;
+    *exact = true;
+    if (pv->value_type != BSON_TYPE_DOCUMENT)
+        return pv->value_type == BSON_TYPE_REGEX ? false : eq_list(pv, out, exact);
+    if (!bson_init_static(&d, pv->value.v_doc.data, pv->value.v_doc.data_len) || !bson_iter_init(&it, &d))
+        return false;
+    if (!bson_iter_next(&it) || bson_iter_key(&it)[0] != '$')
+        return eq_list(pv, out, exact); /* a plain embedded document */
+    bool have = false;
+    vint_t acc = {v_minkey(), v_maxkey(), true, true};
+    bson_iter_init(&it, &d);
+    while (bson_iter_next(&it)) {
+        const char *op = bson_iter_key(&it);
+        const bson_value_t *v = bson_iter_value(&it);
+        if (strcmp(op, "$eq") == 0) {
+            if (have)
+                goto inexact;
+            vlist_t tmp = {0};
+            if (!eq_list(v, &tmp, exact)) {
+                free(tmp.v);
+                goto inexact;
+            }
+            acc = tmp.v[0];
+            free(tmp.v);
+            have = true;
+        } else if (strcmp(op, "$in") == 0) {
+            if (have || v->value_type != BSON_TYPE_ARRAY)
+                goto inexact;
+            bson_t arr;
+            bson_iter_t ai;
+            vlist_t tmp = {0};
+            bool ok = bson_init_static(&arr, v->value.v_doc.data, v->value.v_doc.data_len) && bson_iter_init(&ai, &arr);
+            while (ok && bson_iter_next(&ai)) {
+                bool ex = true;
+                if (!eq_list(bson_iter_value(&ai), &tmp, &ex))
+                    ok = false;
+                if (!ex)
+                    *exact = false;
+            }
+            if (!ok || tmp.n == 0 || tmp.n > MAX_INTERVALS) {
+                free(tmp.v);
+                if (ok && tmp.n == 0) {
+                    /* $in: [] matches nothing: an empty list. */
+                    out->n = 0;
+                    return true;
+                }
+                goto inexact;
+            }
+            qsort(tmp.v, tmp.n, sizeof(*tmp.v), vint_lo_cmp);
+            size_t k = 0;
+            for (size_t i = 0; i < tmp.n; i++) {
+                if (k > 0 && mf_value_cmp(&tmp.v[k - 1].hi, &tmp.v[i].lo) >= 0) {
+                    if (mf_value_cmp(&tmp.v[i].hi, &tmp.v[k - 1].hi) > 0)
+                        tmp.v[k - 1].hi = tmp.v[i].hi;
+                    continue;
+                }
+                tmp.v[k++] = tmp.v[i];
+            }
+            tmp.n = k;
+            for (bson_iter_t rest = it; bson_iter_next(&rest);)
+                *exact = false; /* other operators beside $in are left to the matcher */
+            *out = tmp;
+            return true;
+        } else if (strcmp(op, "$gt") == 0 || strcmp(op, "$gte") == 0 || strcmp(op, "$lt") == 0 ||
+                   strcmp(op, "$lte") == 0) {
+            bson_value_t blo, bhi;
+            bool bhi_incl;
+            if (multikey && have) {
+                *exact = false;
+                continue;
+            }
+            if (v->value_type == BSON_TYPE_MINKEY || v->value_type == BSON_TYPE_MAXKEY ||
+                !bracket(v, &blo, &bhi, &bhi_incl)) {
+                *exact = false;
+                continue;
+            }
+            vint_t r;
+            if (op[1] == 'g') {
+                r.lo = *v;
+                r.li = op[3] == 'e';
+                r.hi = bhi;
+                r.hincl = bhi_incl;
+            } else {
+                r.lo = blo;
+                r.li = true;
+                r.hi = *v;
+                r.hincl = op[3] == 'e';
+            }
+            /* intersect acc with r */
+            int c = mf_value_cmp(&r.lo, &acc.lo);
+            if (c > 0 || (c == 0 && !r.li)) {
+                acc.lo = r.lo;
+                acc.li = r.li;
+            }
+            c = mf_value_cmp(&r.hi, &acc.hi);
+            if (c < 0 || (c == 0 && !r.hincl)) {
+                acc.hi = r.hi;
+                acc.hincl = r.hincl;
+            }
+            have = true;
+        } else {
+            *exact = false; /* $ne, $exists, $regex ...: the matcher decides */
+        }
+    }
+    if (!have)
+        return false;
+    int c = mf_value_cmp(&acc.lo, &acc.hi);
+    if (c > 0 || (c == 0 && !(acc.li && acc.hincl))) {
+        out->n = 0; /* empty: matches nothing */
+        return true;
+    }
+    vlist_push(out, acc.lo, acc.li, acc.hi, acc.hincl);
+    return true;
+inexact:
+    *exact = false;
+    return false;
+}
+
+/* Intersects two sorted disjoint lists into out. */
+static void
+vlist_intersect(const vlist_t *a, const vlist_t *b, vlist_t *out)
+{
+    memset(out, 0, sizeof(*out));
+    for (size_t i = 0; i < a->n; i++) {
+        for (size_t j = 0; j < b->n; j++) {
+            vint_t r = a->v[i];
+            int c = mf_value_cmp(&b->v[j].lo, &r.lo);
+            if (c > 0 || (c == 0 && !b->v[j].li)) {
+                r.lo = b->v[j].lo;
+                r.li = b->v[j].li;
+            }
+            c = mf_value_cmp(&b->v[j].hi, &r.hi);
+            if (c < 0 || (c == 0 && !b->v[j].hincl)) {
+                r.hi = b->v[j].hi;
+                r.hincl = b->v[j].hincl;
+            }
+            c = mf_value_cmp(&r.lo, &r.hi);
+            if (c < 0 || (c == 0 && r.li && r.hincl))
+                vlist_push(out, r.lo, r.li, r.hi, r.hincl);
+        }
+    }
+}
+
+/* ---------- predicates ---------- */
+
+typedef struct pred {
+    char path[256];
+    bson_value_t v; /* view into the filter */
+    int elem;       /* top-level element index of the filter it came from */
+    bool from_elem_match;
+} pred_t;
+
+typedef struct preds {
+    pred_t p[MAX_PREDS];
+    int n;
+} preds_t;
+
+static void
+add_pred(preds_t *ps, const char *path, const bson_value_t *v, int elem, bool em)
+{
+    if (ps->n >= MAX_PREDS || strlen(path) >= sizeof(ps->p[0].path))
+        return;
+    pred_t *p = &ps->p[ps->n++];
+    snprintf(p->path, sizeof(p->path), "%s", path);
+    p->v = *v;
+    p->elem = elem;
+    p->from_elem_match = em;
+}
+
+/* Collects field predicates of filter (top level, $and children, $elemMatch object forms). */
+static void
+collect_preds(const bson_t *filter, preds_t *ps, int elem_base, int depth)
+{
+    bson_iter_t it;
+    int idx = 0;
+    if (filter == NULL || depth > 8 || !bson_iter_init(&it, filter))
+        return;
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        int elem = depth == 0 ? idx : elem_base;
+        idx++;
+        if (strcmp(k, "$and") == 0 && BSON_ITER_HOLDS_ARRAY(&it)) {
+            bson_iter_t ai;
+            bson_iter_recurse(&it, &ai);
+            while (bson_iter_next(&ai)) {
+                if (BSON_ITER_HOLDS_DOCUMENT(&ai)) {
+                    const uint8_t *data;
+                    uint32_t len;
+                    bson_t sub;
+                    bson_iter_document(&ai, &len, &data);
+                    if (bson_init_static(&sub, data, len))
+                        collect_preds(&sub, ps, elem, depth + 1);
+                }
+            }
+            continue;
+        }
+        if (k[0] == '$')
+            continue;
+        add_pred(ps, k, bson_iter_value(&it), elem, depth > 0);
+        /* {p: {$elemMatch: {f: cond}}} implies {"p.f": cond}. */
+        if (BSON_ITER_HOLDS_DOCUMENT(&it)) {
+            bson_iter_t oi, em;
+            bson_iter_recurse(&it, &oi);
+            if (bson_iter_find(&oi, "$elemMatch") && BSON_ITER_HOLDS_DOCUMENT(&oi) && bson_iter_recurse(&oi, &em)) {
+                while (bson_iter_next(&em)) {
+                    const char *sk = bson_iter_key(&em);
+                    char path[256];
+                    if (sk[0] == '$')
+                        continue;
+                    if ((size_t)snprintf(path, sizeof(path), "%s.%s", k, sk) >= sizeof(path))
+                        continue;
+                    add_pred(ps, path, bson_iter_value(&em), elem, true);
+                }
+            }
+        }
+    }
+}
+
+/* ---------- index choice ---------- */
+
+bool
+mf_plan_id_equality(const bson_t *filter, bson_value_t *v)
+{
+    bson_iter_t it;
+    if (filter == NULL || bson_count_keys(filter) != 1 || !bson_iter_init_find(&it, filter, "_id"))
+        return false;
+    const bson_value_t *val = bson_iter_value(&it);
+    if (val->value_type == BSON_TYPE_DOCUMENT) {
+        bson_iter_t sub;
+        if (!bson_iter_recurse(&it, &sub) || !bson_iter_next(&sub))
+            goto plain; /* {} is a plain value */
+        if (bson_iter_key(&sub)[0] != '$')
+            goto plain;
+        if (strcmp(bson_iter_key(&sub), "$eq") != 0)
+            return false;
+        const bson_value_t *inner = bson_iter_value(&sub);
+        if (bson_iter_next(&sub))
+            return false;
+        if (inner->value_type == BSON_TYPE_ARRAY || inner->value_type == BSON_TYPE_REGEX ||
+            inner->value_type == BSON_TYPE_DOCUMENT || inner->value_type == BSON_TYPE_NULL)
+            return false;
+        *v = *inner;
+        return true;
+    }
+    if (val->value_type == BSON_TYPE_ARRAY || val->value_type == BSON_TYPE_REGEX || val->value_type == BSON_TYPE_NULL ||
+        val->value_type == BSON_TYPE_UNDEFINED)
+        return false;
+plain:
+    *v = *val;
+    return true;
+}
+
+bool
+mf_plan_index_hidden(const mf_index_t *ix)
+{
+    bson_iter_t it;
+    return ix->spec && bson_iter_init_find(&it, ix->spec, "hidden") && bson_iter_as_bool(&it);
+}
+
+static bool
+key_pattern_equal(const bson_t *a, const bson_t *b)
+{
+    bson_iter_t x, y;
+    if (!bson_iter_init(&x, a) || !bson_iter_init(&y, b))
+        return false;
+    for (;;) {
+        bool nx = bson_iter_next(&x), ny = bson_iter_next(&y);
+        if (nx != ny)
+            return false;
+        if (!nx)
+            return true;
+        if (strcmp(bson_iter_key(&x), bson_iter_key(&y)) != 0)
+            return false;
+        const bson_value_t *vx = bson_iter_value(&x), *vy = bson_iter_value(&y);
+        if (mf_value_is_number(vx) && mf_value_is_number(vy)) {
+            if (mf_value_as_double(vx) != mf_value_as_double(vy))
+                return false;
+        } else if (mf_value_cmp(vx, vy) != 0) {
+            return false;
+        }
+    }
+}
+
+mf_index_t *
+mf_plan_hint_index(const mf_coll_t *c, const bson_value_t *hint)
+{
+    if (c == NULL || hint == NULL)
+        return NULL;
+    for (int i = 0; i < c->nindexes; i++) {
+        mf_index_t *ix = c->indexes[i];
+        if (hint->value_type == BSON_TYPE_UTF8) {
+            if (strcmp(ix->name, hint->value.v_utf8.str) == 0)
+                return ix;
+        } else if (hint->value_type == BSON_TYPE_DOCUMENT) {
+            bson_t h;
+            bson_iter_t it;
+            bson_t key;
+            const uint8_t *data;
+            uint32_t len;
+            if (!bson_init_static(&h, hint->value.v_doc.data, hint->value.v_doc.data_len))
+                continue;
+            if (!bson_iter_init_find(&it, ix->spec, "key") || !BSON_ITER_HOLDS_DOCUMENT(&it))
+                continue;
+            bson_iter_document(&it, &len, &data);
+            if (bson_init_static(&key, data, len) && key_pattern_equal(&key, &h))
+                return ix;
+        }
+    }
+    return NULL;
+}
+
+/* {$natural: d}: sets *dir and returns true. */
+static bool
+hint_natural(const bson_value_t *hint, int *dir)
+{
+    bson_t h;
+    bson_iter_t it;
+    if (hint == NULL || hint->value_type != BSON_TYPE_DOCUMENT ||
+        !bson_init_static(&h, hint->value.v_doc.data, hint->value.v_doc.data_len) ||
+        !bson_iter_init_find(&it, &h, "$natural"))
+        return false;
+    *dir = mf_value_as_double(bson_iter_value(&it)) < 0 ? -1 : 1;
+    return true;
+}
+
+static bool
+hint_empty(const bson_value_t *hint)
+{
+    if (hint == NULL)
+        return true;
+    if (hint->value_type == BSON_TYPE_UTF8)
+        return hint->value.v_utf8.len == 0;
+    if (hint->value_type == BSON_TYPE_DOCUMENT)
+        return hint->value.v_doc.data_len <= 5;
+    return false;
+}
+
+/* The partial filter's top-level predicates all appear literally in filter. */
+static bool
+partial_implied(const mf_index_t *ix, const preds_t *ps)
+{
+    bson_iter_t it, pi;
+    if (!bson_iter_init_find(&it, ix->spec, "partialFilterExpression") || !BSON_ITER_HOLDS_DOCUMENT(&it))
+        return false;
+    preds_t *pf = calloc(1, sizeof(*pf));
+    const uint8_t *data;
+    uint32_t len;
+    bson_t pdoc;
+    bson_iter_document(&it, &len, &data);
+    if (bson_init_static(&pdoc, data, len))
+        collect_preds(&pdoc, pf, 0, 0);
+    bool ok = pf->n > 0 && bson_iter_init(&pi, &pdoc);
+    for (int i = 0; ok && i < pf->n; i++) {
+        bool found = false;
+        for (int j = 0; j < ps->n && !found; j++) {
+            const bson_value_t *a = &pf->p[i].v, *b = &ps->p[j].v;
+            if (strcmp(pf->p[i].path, ps->p[j].path) != 0 || a->value_type != b->value_type)
+                continue;
+            if (a->value_type == BSON_TYPE_DOCUMENT || a->value_type == BSON_TYPE_ARRAY)
+                found = a->value.v_doc.data_len == b->value.v_doc.data_len &&
+                        memcmp(a->value.v_doc.data, b->value.v_doc.data, a->value.v_doc.data_len) == 0;
+            else
+                found = mf_value_cmp(a, b) == 0;
+        }
+        ok = found;
+    }
+    free(pf);
+    return ok;
+}
+
+/* Per-candidate analysis. */
+typedef struct cand {
+    mf_index_t *ix;
+    vlist_t f[MF_KP_MAX_FIELDS];
+    int nbounded;  /* fields turned into byte bounds */
+    int npoints;   /* leading fields with point intervals only */
+    int nsingle;   /* leading fields with exactly one point */
+    bool range;    /* field nbounded-1 is a range */
+    bool empty;    /* some bounded field has no interval: nothing matches */
+    bool null_ok;  /* some bounded field excludes null (sparse usable) */
+    bool used[MAX_PREDS];
+    bool inexact[MAX_PREDS];
+    int sort_dir;  /* 0 no sort provided, 1 forward, -1 backward */
+} cand_t;
+
+static void
+cand_destroy(cand_t *k)
+{
+    for (int i = 0; i < MF_KP_MAX_FIELDS; i++)
+        free(k->f[i].v);
+}
+
+static bool
+interval_has_null(const vint_t *x)
+{
+    bson_value_t n = v_type_only(BSON_TYPE_NULL);
+    int a = mf_value_cmp(&x->lo, &n), b = mf_value_cmp(&n, &x->hi);
+    return (a < 0 || (a == 0 && x->li)) && (b < 0 || (b == 0 && x->hincl));
+}
+
+static void
+analyse(mf_index_t *ix, const preds_t *ps, cand_t *k)
+{
+    memset(k, 0, sizeof(*k));
+    k->ix = ix;
+    int nf = ix->kp.nfields;
+    for (int i = 0; i < nf; i++) {
+        k->f[i].all = true;
+        if (ix->multikey && i > 0)
+            continue; /* only the leading field is bounded on a multikey index */
+        for (int j = 0; j < ps->n; j++) {
+            if (strcmp(ps->p[j].path, ix->kp.fields[i]) != 0)
+                continue;
+            if (ix->multikey && !k->f[i].all) {
+                k->inexact[j] = true;
+                continue;
+            }
+            vlist_t l = {0};
+            bool exact = true;
+            if (!pred_list(&ps->p[j].v, ix->multikey, &l, &exact)) {
+                free(l.v);
+                k->inexact[j] = true;
+                continue;
+            }
+            k->used[j] = true;
+            k->inexact[j] = !exact || ps->p[j].from_elem_match || ix->multikey;
+            if (k->f[i].all) {
+                free(k->f[i].v);
+                k->f[i] = l;
+                k->f[i].all = false;
+            } else {
+                vlist_t r;
+                vlist_intersect(&k->f[i], &l, &r);
+                free(k->f[i].v);
+                free(l.v);
+                k->f[i] = r;
+            }
+        }
+    }
+    /* Leading points, then at most one range. */
+    size_t product = 1;
+    for (int i = 0; i < nf; i++) {
+        if (k->f[i].all)
+            break;
+        if (k->f[i].n == 0) {
+            k->empty = true;
+            k->nbounded = i + 1;
+            break;
+        }
+        bool points = true;
+        for (size_t j = 0; j < k->f[i].n; j++)
+            points = points && is_point(&k->f[i].v[j]);
+        if (product * k->f[i].n > MAX_INTERVALS)
+            break;
+        product *= k->f[i].n;
+        k->nbounded = i + 1;
+        bool nulls = false;
+        for (size_t j = 0; j < k->f[i].n; j++)
+            nulls = nulls || interval_has_null(&k->f[i].v[j]);
+        if (!nulls)
+            k->null_ok = true;
+        if (!points) {
+            k->range = true;
+            break;
+        }
+        k->npoints = i + 1;
+        if (k->f[i].n == 1 && k->nsingle == i)
+            k->nsingle = i + 1;
+    }
+}
+
+/* Whether k's index yields sort spec's order; sets k->sort_dir. */
+static void
+check_sort(cand_t *k, const bson_t *sort)
+{
+    bson_iter_t it;
+    k->sort_dir = 0;
+    if (sort == NULL || bson_empty(sort) || k->ix->multikey)
+        return;
+    for (int off = 0; off <= k->nsingle; off++) {
+        int dir = 0, pos = off;
+        bool ok = bson_iter_init(&it, sort);
+        while (ok && bson_iter_next(&it)) {
+            const bson_value_t *v = bson_iter_value(&it);
+            if (pos >= k->ix->kp.nfields || !mf_value_is_number(v) ||
+                strcmp(bson_iter_key(&it), k->ix->kp.fields[pos]) != 0) {
+                ok = false;
+                break;
+            }
+            bool want_desc = mf_value_as_double(v) < 0;
+            int d = want_desc == k->ix->kp.desc[pos] ? 1 : -1;
+            if (dir != 0 && d != dir)
+                ok = false;
+            dir = d;
+            pos++;
+        }
+        if (ok && dir != 0) {
+            k->sort_dir = dir;
+            return;
+        }
+    }
+}
+
+static int
+score(const cand_t *k)
+{
+    int s = 0;
+    if (k->empty)
+        s = 1000;
+    else if (k->npoints > 0)
+        s = 100 + 10 * k->npoints + (k->range ? 5 : 0) +
+            (k->ix->unique && k->npoints == k->ix->kp.nfields && !k->ix->multikey ? 50 : 0);
+    else if (k->range)
+        s = 50;
+    if (k->sort_dir != 0)
+        s += 3;
+    if (s > 0)
+        s = s * 4 - (k->ix->kp.nfields > 3 ? 3 : k->ix->kp.nfields);
+    return s;
+}
+
+/* ---------- rendering bounds ---------- */
+
+static void
+fmt_value(bson_string_t *s, const bson_value_t *v)
+{
+    switch (v->value_type) {
+    case BSON_TYPE_MINKEY:
+        bson_string_append(s, "MinKey");
+        return;
+    case BSON_TYPE_MAXKEY:
+        bson_string_append(s, "MaxKey");
+        return;
+    case BSON_TYPE_NULL:
+        bson_string_append(s, "null");
+        return;
+    case BSON_TYPE_UNDEFINED:
+        bson_string_append(s, "undefined");
+        return;
+    case BSON_TYPE_INT32:
+        bson_string_append_printf(s, "%d", v->value.v_int32);
+        return;
+    case BSON_TYPE_INT64:
+        bson_string_append_printf(s, "%lld", (long long)v->value.v_int64);
+        return;
+    case BSON_TYPE_DOUBLE: {
+        double d = v->value.v_double;
+        if (isinf(d))
+            bson_string_append(s, d > 0 ? "inf.0" : "-inf.0");
+        else if (isnan(d))
+            bson_string_append(s, "nan.0");
+        else if (d == floor(d) && fabs(d) < 1e15)
+            bson_string_append_printf(s, "%.1f", d);
+        else
+            bson_string_append_printf(s, "%.17g", d);
+        return;
+    }
+    case BSON_TYPE_UTF8:
+        bson_string_append_printf(s, "\"%.*s\"", (int)v->value.v_utf8.len, v->value.v_utf8.str);
+        return;
+    case BSON_TYPE_BOOL:
+        bson_string_append(s, v->value.v_bool ? "true" : "false");
+        return;
+    case BSON_TYPE_OID: {
+        char hex[25];
+        bson_oid_to_string(&v->value.v_oid, hex);
+        bson_string_append_printf(s, "ObjectId('%s')", hex);
+        return;
+    }
+    case BSON_TYPE_DATE_TIME:
+        bson_string_append_printf(s, "new Date(%lld)", (long long)v->value.v_datetime);
+        return;
+    case BSON_TYPE_TIMESTAMP:
+        bson_string_append_printf(s, "Timestamp(%u, %u)", v->value.v_timestamp.timestamp,
+                                  v->value.v_timestamp.increment);
+        return;
+    case BSON_TYPE_DOCUMENT:
+    case BSON_TYPE_ARRAY: {
+        bson_t d;
+        if (v->value.v_doc.data_len <= 5) {
+            bson_string_append(s, v->value_type == BSON_TYPE_ARRAY ? "[]" : "{}");
+            return;
+        }
+        if (bson_init_static(&d, v->value.v_doc.data, v->value.v_doc.data_len)) {
+            char *j = v->value_type == BSON_TYPE_ARRAY ? bson_array_as_json(&d, NULL)
+                                                       : bson_as_relaxed_extended_json(&d, NULL);
+            if (j)
+                bson_string_append(s, j);
+            bson_free(j);
+        }
+        return;
+    }
+    default:
+        bson_string_append_printf(s, "<%s>", mf_type_name(v->value_type));
+    }
+}
+
+/* Appends "[lo, hi]" for x, reversed when rev. */
+static void
+fmt_interval(bson_t *arr, int idx, const vint_t *x, bool rev)
+{
+    bson_string_t *s = bson_string_new(NULL);
+    char key[16];
+    if (!rev) {
+        bson_string_append(s, x->li ? "[" : "(");
+        fmt_value(s, &x->lo);
+        bson_string_append(s, ", ");
+        fmt_value(s, &x->hi);
+        bson_string_append(s, x->hincl ? "]" : ")");
+    } else {
+        bson_string_append(s, x->hincl ? "[" : "(");
+        fmt_value(s, &x->hi);
+        bson_string_append(s, ", ");
+        fmt_value(s, &x->lo);
+        bson_string_append(s, x->li ? "]" : ")");
+    }
+    snprintf(key, sizeof(key), "%d", idx);
+    BSON_APPEND_UTF8(arr, key, s->str);
+    bson_string_free(s, true);
+}
+
+static void
+render_bounds(const cand_t *k, int direction, bson_t *out)
+{
+    for (int i = 0; i < k->ix->kp.nfields; i++) {
+        bson_t arr;
+        bool rev = k->ix->kp.desc[i] != (direction < 0);
+        BSON_APPEND_ARRAY_BEGIN(out, k->ix->kp.fields[i], &arr);
+        if (i >= k->nbounded) {
+            vint_t all = {v_minkey(), v_maxkey(), true, true};
+            fmt_interval(&arr, 0, &all, rev);
+        } else {
+            size_t n = k->f[i].n;
+            for (size_t j = 0; j < n; j++)
+                fmt_interval(&arr, (int)j, &k->f[i].v[rev ? n - 1 - j : j], rev);
+        }
+        bson_append_array_end(out, &arr);
+    }
+}
+
+/* ---------- byte intervals ---------- */
+
+static int
+enc(mf_keystring_t *ks, const bson_value_t *v, bool desc)
+{
+    mf_error_t e;
+    return mf_ks_append_value(ks, v, desc, &e);
+}
+
+static int
+iv_cmp(const void *a, const void *b)
+{
+    const mf_interval_t *x = a, *y = b;
+    int r = mf_interval_key_cmp(x->lo, x->lolen, y->lo, y->lolen);
+    if (r == 0 && x->lolen != y->lolen)
+        r = x->lolen < y->lolen ? -1 : 1;
+    return r;
+}
+
+static uint8_t *
+dup_bytes(const uint8_t *p, size_t n)
+{
+    uint8_t *d = malloc(n ? n : 1);
+    if (n)
+        memcpy(d, p, n);
+    return d;
+}
+
+/* Builds the byte intervals of k into st. Returns 0 or -1 (encoding failed). */
+static int
+build_intervals(const cand_t *k, mf_stage_t *st)
+{
+    int nb = k->nbounded;
+    size_t total = 1;
+    if (k->empty) {
+        st->niv = 0;
+        return 0;
+    }
+    for (int i = 0; i < nb; i++)
+        total *= k->f[i].n;
+    st->iv = calloc(total ? total : 1, sizeof(*st->iv));
+    st->niv = 0;
+    size_t idx[MF_KP_MAX_FIELDS] = {0};
+    mf_keystring_t lo, hi;
+    mf_ks_init(&lo);
+    mf_ks_init(&hi);
+    for (size_t t = 0; t < total; t++) {
+        size_t r = t;
+        for (int i = nb - 1; i >= 0; i--) {
+            idx[i] = r % k->f[i].n;
+            r /= k->f[i].n;
+        }
+        mf_ks_reset(&lo);
+        mf_ks_reset(&hi);
+        bool li = true, hincl = true;
+        for (int i = 0; i < nb; i++) {
+            const vint_t *x = &k->f[i].v[idx[i]];
+            bool desc = k->ix->kp.desc[i];
+            if (!desc) {
+                if (enc(&lo, &x->lo, false) != 0 || enc(&hi, &x->hi, false) != 0)
+                    goto fail;
+                li = x->li;
+                hincl = x->hincl;
+            } else {
+                if (enc(&lo, &x->hi, true) != 0 || enc(&hi, &x->lo, true) != 0)
+                    goto fail;
+                li = x->hincl;
+                hincl = x->li;
+            }
+        }
+        mf_interval_t *iv = &st->iv[st->niv++];
+        iv->lo = dup_bytes(lo.data, lo.len);
+        iv->lolen = lo.len;
+        iv->hi = dup_bytes(hi.data, hi.len);
+        iv->hilen = hi.len;
+        iv->lo_incl = nb == 0 ? true : li;
+        iv->hi_incl = nb == 0 ? true : hincl;
+    }
+    mf_ks_destroy(&lo);
+    mf_ks_destroy(&hi);
+    qsort(st->iv, st->niv, sizeof(*st->iv), iv_cmp);
+    return 0;
+fail:
+    mf_ks_destroy(&lo);
+    mf_ks_destroy(&hi);
+    return -1;
+}
+
+/* ---------- stages ---------- */
+
+static mf_stage_t *
+stage_new(mf_stage_kind_t kind, mf_stage_t *child)
+{
+    mf_stage_t *s = calloc(1, sizeof(*s));
+    s->kind = kind;
+    s->child = child;
+    s->direction = 1;
+    return s;
+}
+
+static void
+stage_free(mf_stage_t *s)
+{
+    while (s) {
+        mf_stage_t *c = s->child;
+        free(s->index_name);
+        if (s->key_pattern)
+            bson_destroy(s->key_pattern);
+        if (s->bounds)
+            bson_destroy(s->bounds);
+        for (size_t i = 0; i < s->niv; i++) {
+            free(s->iv[i].lo);
+            free(s->iv[i].hi);
+        }
+        free(s->iv);
+        if (s->filter)
+            bson_destroy(s->filter);
+        if (s->spec)
+            bson_destroy(s->spec);
+        free(s);
+        s = c;
+    }
+}
+
+void
+mf_plan_free(mf_plan_t *p)
+{
+    if (p == NULL)
+        return;
+    stage_free(p->root);
+    if (p->id_is_eq)
+        bson_value_destroy(&p->idv);
+    free(p->last_key);
+    mf_ridset_destroy(&p->seen);
+    free(p);
+}
+
+mf_stage_t *
+mf_plan_find_stage(const mf_plan_t *p, mf_stage_kind_t kind)
+{
+    for (mf_stage_t *s = p ? p->root : NULL; s; s = s->child)
+        if (s->kind == kind)
+            return s;
+    return NULL;
+}
+
+const char *
+mf_plan_stage_name(mf_stage_kind_t kind)
+{
+    static const char *names[] = {"EOF", "COLLSCAN", "IXSCAN", "IDHACK", "FETCH", "SORT", "SKIP", "LIMIT",
+                                  "PROJECTION_SIMPLE", "PROJECTION_DEFAULT", "COUNT", "DELETE",
+                                  "BATCHED_DELETE", "UPDATE"};
+    return (unsigned)kind < sizeof(names) / sizeof(names[0]) ? names[kind] : "UNKNOWN";
+}
+
+/* The filter minus the top-level elements the bounds answer exactly; NULL if nothing is left. */
+static bson_t *
+residual_filter(const bson_t *filter, const preds_t *ps, const cand_t *k)
+{
+    bson_iter_t it;
+    if (filter == NULL || bson_empty(filter))
+        return NULL;
+    bson_t *out = bson_new();
+    int idx = 0;
+    bson_iter_init(&it, filter);
+    while (bson_iter_next(&it)) {
+        bool exact = false;
+        if (k != NULL && !k->ix->multikey) {
+            bool any = false, all_exact = true;
+            for (int j = 0; j < ps->n; j++) {
+                if (ps->p[j].elem != idx)
+                    continue;
+                any = true;
+                bool bounded = false;
+                for (int f = 0; f < k->nbounded; f++)
+                    bounded = bounded || strcmp(ps->p[j].path, k->ix->kp.fields[f]) == 0;
+                if (!k->used[j] || k->inexact[j] || !bounded || ps->p[j].from_elem_match)
+                    all_exact = false;
+            }
+            exact = any && all_exact && bson_iter_key(&it)[0] != '$';
+        }
+        if (!exact)
+            bson_append_value(out, bson_iter_key(&it), -1, bson_iter_value(&it));
+        idx++;
+    }
+    if (bson_empty(out)) {
+        bson_destroy(out);
+        return NULL;
+    }
+    return out;
+}
+
+static bool
+projection_simple(const bson_t *proj)
+{
+    bson_iter_t it;
+    bson_iter_init(&it, proj);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        bson_type_t t = bson_iter_type(&it);
+        if (strchr(k, '.') || k[0] == '$' ||
+            !(t == BSON_TYPE_BOOL || t == BSON_TYPE_INT32 || t == BSON_TYPE_INT64 || t == BSON_TYPE_DOUBLE))
+            return false;
+    }
+    return true;
+}
+
+int
+mf_plan_build(const mf_coll_t *c, const mf_plan_request_t *req, mf_plan_t **out, mf_error_t *err)
+{
+    mf_plan_t *p = calloc(1, sizeof(*p));
+    preds_t *ps = calloc(1, sizeof(*ps));
+    cand_t *best = NULL;
+    mf_stage_t *top;
+    int natural_dir = 1;
+    bool natural = hint_natural(req->hint, &natural_dir);
+    bool has_sort = req->sort != NULL && !bson_empty(req->sort);
+    mf_index_t *hinted = NULL;
+
+    *out = NULL;
+    collect_preds(req->filter, ps, 0, 0);
+    if (c != NULL && !natural && !hint_empty(req->hint)) {
+        hinted = mf_plan_hint_index(c, req->hint);
+        if (hinted == NULL || mf_plan_index_hidden(hinted)) {
+            free(ps);
+            free(p);
+            return mf_err_set(err, MF_E_BadValue, "hint provided does not correspond to an existing index");
+        }
+    }
+    bson_value_t idv;
+    if (c == NULL) {
+        p->leaf = stage_new(MF_ST_EOF, NULL);
+        top = p->leaf;
+    } else if (!natural && hinted == NULL && !req->force_collscan && mf_plan_id_equality(req->filter, &idv)) {
+        p->leaf = stage_new(MF_ST_IDHACK, NULL);
+        p->id_is_eq = true;
+        bson_value_copy(&idv, &p->idv);
+        top = p->leaf;
+        p->sort_provided = true;
+    } else {
+        if (!natural && !req->force_collscan) {
+            cand_t *tmp = malloc(sizeof(*tmp));
+            int best_score = 0;
+            for (int i = 0; i < c->nindexes; i++) {
+                mf_index_t *ix = c->indexes[i];
+                if (hinted != NULL && ix != hinted)
+                    continue;
+                if (hinted == NULL && (mf_plan_index_hidden(ix) || (ix->partial && !partial_implied(ix, ps))))
+                    continue;
+                analyse(ix, ps, tmp);
+                check_sort(tmp, req->sort);
+                if (hinted == NULL && ix->sparse && !tmp->null_ok) {
+                    cand_destroy(tmp);
+                    continue;
+                }
+                int sc = hinted ? 1 : score(tmp);
+                if (sc > best_score) {
+                    if (best) {
+                        cand_destroy(best);
+                        free(best);
+                    }
+                    best = tmp;
+                    best_score = sc;
+                    tmp = malloc(sizeof(*tmp));
+                } else {
+                    cand_destroy(tmp);
+                }
+            }
+            free(tmp);
+        }
+        if (best == NULL) {
+            p->leaf = stage_new(MF_ST_COLLSCAN, NULL);
+            p->leaf->direction = natural_dir;
+            p->leaf->filter = residual_filter(req->filter, ps, NULL);
+            top = p->leaf;
+            p->sort_provided = !has_sort;
+        } else {
+            mf_stage_t *ix = stage_new(MF_ST_IXSCAN, NULL);
+            bson_iter_t it;
+            ix->index_name = strdup(best->ix->name);
+            ix->key_pattern = bson_new();
+            if (bson_iter_init_find(&it, best->ix->spec, "key") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+                const uint8_t *data;
+                uint32_t len;
+                bson_iter_document(&it, &len, &data);
+                bson_destroy(ix->key_pattern);
+                ix->key_pattern = bson_new_from_data(data, len);
+            }
+            ix->multikey = best->ix->multikey;
+            ix->unique = best->ix->unique;
+            ix->sparse = best->ix->sparse;
+            ix->partial = best->ix->partial != NULL;
+            ix->direction = best->sort_dir < 0 ? -1 : 1;
+            ix->bounds = bson_new();
+            render_bounds(best, ix->direction, ix->bounds);
+            if (build_intervals(best, ix) != 0) {
+                /* An unencodable bound: fall back to the whole index. */
+                for (size_t i = 0; i < ix->niv; i++) {
+                    free(ix->iv[i].lo);
+                    free(ix->iv[i].hi);
+                }
+                free(ix->iv);
+                ix->iv = calloc(1, sizeof(*ix->iv));
+                ix->iv[0].lo = dup_bytes(NULL, 0);
+                ix->iv[0].hi = dup_bytes(NULL, 0);
+                ix->iv[0].lo_incl = ix->iv[0].hi_incl = true;
+                ix->niv = 1;
+            }
+            p->leaf = ix;
+            p->fetch = stage_new(MF_ST_FETCH, ix);
+            p->fetch->filter = residual_filter(req->filter, ps, best);
+            top = p->fetch;
+            p->sort_provided = !has_sort || best->sort_dir != 0;
+            cand_destroy(best);
+            free(best);
+        }
+    }
+    if (c == NULL)
+        p->sort_provided = true;
+    if (has_sort && !p->sort_provided) {
+        top = stage_new(MF_ST_SORT, top);
+        top->spec = bson_copy(req->sort);
+        top->amount = req->limit > 0 ? req->limit + req->skip : 0;
+        p->sort = top;
+    }
+    if (req->skip > 0) {
+        top = stage_new(MF_ST_SKIP, top);
+        top->amount = req->skip;
+    }
+    if (req->limit > 0 && p->sort == NULL) {
+        top = stage_new(MF_ST_LIMIT, top);
+        top->amount = req->limit;
+    }
+    if (req->projection != NULL && !bson_empty(req->projection)) {
+        top = stage_new(projection_simple(req->projection) ? MF_ST_PROJECTION_SIMPLE : MF_ST_PROJECTION_DEFAULT, top);
+        top->spec = bson_copy(req->projection);
+    }
+    switch (req->root) {
+    case MF_PLAN_ROOT_COUNT:
+        top = stage_new(MF_ST_COUNT, top);
+        break;
+    case MF_PLAN_ROOT_DELETE:
+        top = stage_new(MF_ST_DELETE, top);
+        break;
+    case MF_PLAN_ROOT_BATCHED_DELETE:
+        top = stage_new(MF_ST_BATCHED_DELETE, top);
+        break;
+    case MF_PLAN_ROOT_UPDATE:
+        top = stage_new(MF_ST_UPDATE, top);
+        break;
+    default:
+        break;
+    }
+    p->root = top;
+    free(ps);
+    *out = p;
+    return 0;
+}
+
+/* ---------- explain ---------- */
+
+static void
+explain_stage(const mf_plan_t *p, const mf_stage_t *s, bool stats, bson_t *out)
+{
+    BSON_APPEND_UTF8(out, "stage", mf_plan_stage_name(s->kind));
+    switch (s->kind) {
+    case MF_ST_COLLSCAN:
+        if (s->filter)
+            BSON_APPEND_DOCUMENT(out, "filter", s->filter);
+        BSON_APPEND_UTF8(out, "direction", s->direction < 0 ? "backward" : "forward");
+        break;
+    case MF_ST_FETCH:
+        if (s->filter)
+            BSON_APPEND_DOCUMENT(out, "filter", s->filter);
+        break;
+    case MF_ST_IXSCAN:
+        BSON_APPEND_DOCUMENT(out, "keyPattern", s->key_pattern);
+        BSON_APPEND_UTF8(out, "indexName", s->index_name);
+        BSON_APPEND_BOOL(out, "isMultiKey", s->multikey);
+        {
+            bson_t mkp;
+            bson_iter_t it;
+            BSON_APPEND_DOCUMENT_BEGIN(out, "multiKeyPaths", &mkp);
+            bson_iter_init(&it, s->key_pattern);
+            while (bson_iter_next(&it)) {
+                bson_t a;
+                BSON_APPEND_ARRAY_BEGIN(&mkp, bson_iter_key(&it), &a);
+                if (s->multikey)
+                    BSON_APPEND_UTF8(&a, "0", bson_iter_key(&it));
+                bson_append_array_end(&mkp, &a);
+            }
+            bson_append_document_end(out, &mkp);
+        }
+        BSON_APPEND_BOOL(out, "isUnique", s->unique);
+        BSON_APPEND_BOOL(out, "isSparse", s->sparse);
+        BSON_APPEND_BOOL(out, "isPartial", s->partial);
+        BSON_APPEND_INT32(out, "indexVersion", 2);
+        BSON_APPEND_UTF8(out, "direction", s->direction < 0 ? "backward" : "forward");
+        BSON_APPEND_DOCUMENT(out, "indexBounds", s->bounds);
+        break;
+    case MF_ST_SORT:
+        BSON_APPEND_DOCUMENT(out, "sortPattern", s->spec);
+        BSON_APPEND_INT64(out, "memLimit", 104857600);
+        if (s->amount > 0)
+            BSON_APPEND_INT64(out, "limitAmount", s->amount);
+        BSON_APPEND_UTF8(out, "type", "simple");
+        break;
+    case MF_ST_SKIP:
+        BSON_APPEND_INT64(out, "skipAmount", s->amount);
+        break;
+    case MF_ST_LIMIT:
+        BSON_APPEND_INT64(out, "limitAmount", s->amount);
+        break;
+    case MF_ST_PROJECTION_SIMPLE:
+    case MF_ST_PROJECTION_DEFAULT:
+        BSON_APPEND_DOCUMENT(out, "transformBy", s->spec);
+        break;
+    default:
+        break;
+    }
+    if (stats) {
+        BSON_APPEND_INT32(out, "nReturned", (int32_t)s->n_returned);
+        BSON_APPEND_INT32(out, "executionTimeMillisEstimate", (int32_t)p->exec_ms);
+        BSON_APPEND_INT32(out, "works", (int32_t)(s->works > s->n_returned ? s->works : s->n_returned + 1));
+        BSON_APPEND_INT32(out, "advanced", (int32_t)s->n_returned);
+        BSON_APPEND_INT32(out, "needTime", (int32_t)(s->works > s->n_returned ? s->works - s->n_returned : 0));
+        BSON_APPEND_INT32(out, "needYield", 0);
+        BSON_APPEND_INT32(out, "saveState", 0);
+        BSON_APPEND_INT32(out, "restoreState", 0);
+        BSON_APPEND_BOOL(out, "isEOF", true);
+        if (s->kind == MF_ST_IXSCAN || s->kind == MF_ST_IDHACK)
+            BSON_APPEND_INT32(out, "keysExamined", (int32_t)s->keys_examined);
+        if (s->kind == MF_ST_COLLSCAN || s->kind == MF_ST_FETCH || s->kind == MF_ST_IDHACK)
+            BSON_APPEND_INT32(out, "docsExamined", (int32_t)s->docs_examined);
+        if (s->kind == MF_ST_IXSCAN) {
+            BSON_APPEND_INT32(out, "seeks", (int32_t)(s->niv > 0 ? s->niv : 1));
+            BSON_APPEND_INT32(out, "dupsTested", (int32_t)(s->multikey ? s->keys_examined : 0));
+        }
+    }
+    if (s->child) {
+        bson_t in;
+        BSON_APPEND_DOCUMENT_BEGIN(out, "inputStage", &in);
+        explain_stage(p, s->child, stats, &in);
+        bson_append_document_end(out, &in);
+    }
+}
+
+void
+mf_plan_explain(const mf_plan_t *p, bool with_stats, bson_t *out)
+{
+    explain_stage(p, p->root, with_stats, out);
+}

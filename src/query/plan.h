@@ -1,0 +1,161 @@
+/*
+ * plan.h: the rule-based query planner and the plan (stage tree) it builds.
+ *
+ * A plan is a tree of stages named as MongoDB names them (COLLSCAN, IXSCAN,
+ * IDHACK, FETCH, SORT, SKIP, LIMIT, PROJECTION_*, COUNT, DELETE,
+ * BATCHED_DELETE, UPDATE). The same tree is executed (exec.c runs the access
+ * path: the leaf and its FETCH; commands run the stages above it and record
+ * their counters in them) and explained (mf_plan_explain), so explain shows
+ * what actually runs.
+ *
+ * Plan choice (mf_plan_build), first rule that applies:
+ *   1. hint: {$natural: ±1} forces COLLSCAN; an index name or key pattern
+ *      forces that index (hidden indexes cannot be hinted; an unknown hint is
+ *      2 BadValue "hint provided does not correspond to an existing index").
+ *   2. IDHACK: the filter is an equality on _id.
+ *   3. The best usable index by score: point equality on the leading field(s)
+ *      beats a range on the leading field beats only providing the sort.
+ *   4. COLLSCAN.
+ * Usable: not hidden; partial only if the filter contains the partial filter's
+ * predicates literally; sparse only if the bounds on a field exclude null.
+ *
+ * Index bounds are intervals over keystring bytes (prefix semantics: a key is
+ * inside when its leading bytes compare inside the bound), built from point
+ * equalities and $in on leading fields, then at most one range field, with
+ * MongoDB's type bracketing. Bounds may be looser than the filter, never
+ * tighter: the matcher is re-applied to every fetched document. On a
+ * multikey index only the leading field is bounded and only one range
+ * predicate is used; record ids are de-duplicated during the scan.
+ *
+ * A plan also carries its execution position (last key / record id), so a
+ * find cursor keeps its plan across getMore and resumes the scan.
+ */
+#ifndef MF_PLAN_H
+#define MF_PLAN_H
+
+#include <bson/bson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "catalog/catalog.h"
+#include "common/error.h"
+
+typedef enum mf_stage_kind {
+    MF_ST_EOF = 0,
+    MF_ST_COLLSCAN,
+    MF_ST_IXSCAN,
+    MF_ST_IDHACK,
+    MF_ST_FETCH,
+    MF_ST_SORT,
+    MF_ST_SKIP,
+    MF_ST_LIMIT,
+    MF_ST_PROJECTION_SIMPLE,
+    MF_ST_PROJECTION_DEFAULT,
+    MF_ST_COUNT,
+    MF_ST_DELETE,
+    MF_ST_BATCHED_DELETE,
+    MF_ST_UPDATE,
+} mf_stage_kind_t;
+
+/* One index interval over keystring bytes, lo <= hi byte-wise (scan order ascending). */
+typedef struct mf_interval {
+    uint8_t *lo, *hi; /* owned */
+    size_t lolen, hilen;
+    bool lo_incl, hi_incl;
+} mf_interval_t;
+
+typedef struct mf_stage {
+    mf_stage_kind_t kind;
+    struct mf_stage *child;
+    /* counters (executionStats) */
+    int64_t n_returned, keys_examined, docs_examined, works;
+    /* COLLSCAN / IXSCAN */
+    int direction; /* 1 forward, -1 backward */
+    /* IXSCAN */
+    char *index_name;     /* owned */
+    bson_t *key_pattern;  /* owned */
+    bool multikey, unique, sparse, partial;
+    bson_t *bounds;       /* owned: explain indexBounds {field: ["[5, 5]"]} */
+    mf_interval_t *iv;    /* owned, niv intervals in ascending byte order */
+    size_t niv;
+    /* COLLSCAN / FETCH residual filter, SORT pattern, PROJECTION spec (owned, may be NULL) */
+    bson_t *filter;
+    bson_t *spec;
+    int64_t amount; /* SKIP / LIMIT amount; SORT limitAmount (0 = none) */
+} mf_stage_t;
+
+/* What the plan's root is (the command around the scan). */
+enum { MF_PLAN_ROOT_NONE = 0, MF_PLAN_ROOT_COUNT, MF_PLAN_ROOT_DELETE, MF_PLAN_ROOT_BATCHED_DELETE, MF_PLAN_ROOT_UPDATE };
+
+typedef struct mf_plan_request {
+    const bson_t *filter;     /* may be NULL */
+    const bson_t *sort;       /* may be NULL or empty */
+    const bson_value_t *hint; /* may be NULL */
+    const bson_t *projection; /* for the PROJECTION stage only; may be NULL */
+    int64_t skip, limit;      /* 0 = none */
+    int root;                 /* MF_PLAN_ROOT_* */
+    bool force_collscan;      /* e.g. resuming a record-id ordered scan */
+} mf_plan_request_t;
+
+/* A set of record ids (multikey de-duplication). */
+typedef struct mf_ridset {
+    int64_t *slots;
+    size_t cap, n;
+} mf_ridset_t;
+
+typedef struct mf_plan {
+    mf_stage_t *root;
+    mf_stage_t *leaf;   /* COLLSCAN, IXSCAN, IDHACK or EOF */
+    mf_stage_t *fetch;  /* FETCH above an IXSCAN, else NULL */
+    mf_stage_t *sort;   /* SORT stage (in-memory sort needed), else NULL */
+    bool sort_provided; /* no sort requested, or the access path yields the sort order */
+    bool id_is_eq;      /* IDHACK: idv holds the _id value */
+    bson_value_t idv;   /* owned copy */
+    /* execution position (exec.c) */
+    bool started, done;
+    size_t cur_iv;      /* interval being scanned */
+    int64_t last_rid;   /* COLLSCAN position */
+    uint8_t *last_key;  /* IXSCAN position: last key returned (owned) */
+    size_t last_key_len, last_key_cap;
+    mf_ridset_t seen;   /* multikey de-duplication */
+    int64_t exec_ms;
+} mf_plan_t;
+
+/*
+ * mf_plan_build: chooses a plan for req over c (c may be NULL: EOF plan).
+ * Caller holds the catalog lock. *out is owned by the caller (mf_plan_free).
+ * Returns 0, or -1 with err (2 BadValue for an unknown or hidden hint).
+ */
+int mf_plan_build(const mf_coll_t *c, const mf_plan_request_t *req, mf_plan_t **out, mf_error_t *err) MF_WUR;
+void mf_plan_free(mf_plan_t *p);
+
+/* mf_plan_find_stage: the first stage of kind in p's tree, or NULL. */
+mf_stage_t *mf_plan_find_stage(const mf_plan_t *p, mf_stage_kind_t kind);
+
+/* mf_plan_stage_name: MongoDB's name for a stage kind. */
+const char *mf_plan_stage_name(mf_stage_kind_t kind);
+
+/*
+ * mf_plan_explain: appends p's stage tree (winningPlan form, or with
+ * counters when with_stats: executionStages form) to out (initialised).
+ */
+void mf_plan_explain(const mf_plan_t *p, bool with_stats, bson_t *out);
+
+/* mf_plan_id_equality: if filter is exactly an equality on _id, points *v at the value (a view) and returns true. */
+bool mf_plan_id_equality(const bson_t *filter, bson_value_t *v);
+
+/* mf_plan_hint_index: the index hint designates in c (by name or key pattern), or NULL. */
+mf_index_t *mf_plan_hint_index(const mf_coll_t *c, const bson_value_t *hint);
+
+/* mf_plan_index_hidden: true if ix's spec says hidden: true. */
+bool mf_plan_index_hidden(const mf_index_t *ix);
+
+/* Record-id set (used by exec.c). */
+bool mf_ridset_add(mf_ridset_t *s, int64_t rid); /* true if newly added */
+void mf_ridset_destroy(mf_ridset_t *s);
+
+/* mf_interval_key_cmp: compares key with bound under prefix semantics (bound a prefix of key = 0). */
+int mf_interval_key_cmp(const uint8_t *key, size_t klen, const uint8_t *bound, size_t blen);
+
+#endif /* MF_PLAN_H */

@@ -1,0 +1,826 @@
+/*
+ * ttl_monitor.c: the TTL monitor, the thread that deletes expired documents.
+ *
+ * The algorithm (SPEC D1-D9):
+ *
+ *   loop:
+ *     if ttlMonitorEnabled: run one PASS
+ *     sleep until the earliest deadline (precise mode, SPEC D7 beyond) or
+ *       ttlMonitorSleepSecs, whichever is sooner; woken early by setParameter,
+ *       DDL (mf_ttl_notify) and writes that create an earlier deadline.
+ *
+ *   PASS: a sequence of SUB-PASSES until no TTL index has expired documents
+ *   left. A sub-pass snapshots the TTL indexes from the catalog and visits
+ *   them round-robin; a visit deletes from one index until it has deleted
+ *   ttlIndexDeleteTargetDocs documents, spent ttlIndexDeleteTargetTimeMS, or
+ *   found nothing more due; an index that hit a target is visited again in
+ *   the next round. A sub-pass ends when no index has work or after
+ *   ttlMonitorSubPassTargetSecs; then a new one starts (SPEC D2).
+ *
+ *   A VISIT reads the TTL index itself: its keys are keystrings, and every
+ *   Date key lies in one contiguous range (tag 0x78, keystring.c), so the
+ *   documents due are exactly the keys in [Date(min), Date(now - N)]. It
+ *   collects up to a batch of record ids from that range, then deletes them
+ *   through mf_delete_rids (query/batch.c), the same path as a user's
+ *   multi-delete, in one WiredTiger transaction per batch. Each document is
+ *   re-fetched and re-checked inside the transaction: its earliest Date in
+ *   the field (arrays: the earliest element, SPEC C2) plus N must have
+ *   passed, and a partial filter must still match (SPEC C5); a document
+ *   updated since the scan is judged on its new content. Non-date values
+ *   never fall in the Date range (SPEC C3); pre-1970 dates are negative and
+ *   sort first (SPEC C8). Hidden indexes are visited like any other (C6).
+ *
+ *   Deadlines: the smallest Date key of each TTL index plus N is when that
+ *   index next has work. The minimum over all indexes is the monitor's
+ *   deadline; the write observer compares each inserted or updated
+ *   document's deadline with it and wakes the monitor if earlier.
+ *
+ *   Pacing (SPEC D9 beyond): batches are small (ttlMonitorBatchDocs) and
+ *   the catalog lock is dropped between them. While foreground operations
+ *   are running (their counter moves), the monitor sleeps between batches
+ *   for a fraction of the time the batch took (ttlMonitorYieldPercent), so
+ *   a mass expiry shares the machine instead of taking it over.
+ *
+ * Concurrency: the monitor thread owns its WiredTiger session. It holds the
+ * catalog's shared lock only while scanning and deleting one batch, and
+ * re-finds the collection and index by namespace, UUID and name for every
+ * batch, so a drop or rename between batches is seen (drop stops expiry,
+ * rename does not, SPEC D6). Metrics are atomics; the lateness histogram is
+ * updated under its own mutex.
+ */
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "catalog/coll_write.h"
+#include "cmd/curop.h"
+#include "common/log.h"
+#include "common/params.h"
+#include "index/keystring.h"
+#include "query/batch.h"
+#include "query/match.h"
+#include "query/path.h"
+#include "ttl/ttl.h"
+
+#define DATE_TAG 0x78
+#define DATE_KEY_LEN 9
+#define NO_DEADLINE INT64_MAX
+#define LAT_BUCKETS 64
+
+/* One TTL index as a sub-pass sees it (copied out of the catalog). */
+typedef struct ttl_target {
+    char ns[256];
+    uint8_t uuid[16];
+    char index[128];
+    int64_t secs;
+    bool more; /* hit a target on its last visit */
+    uint8_t resume[DATE_KEY_LEN + 8];
+    size_t resume_len; /* 0: start of the Date range */
+} ttl_target_t;
+
+static struct {
+    mf_ttl_env_t env;
+    pthread_t thread;
+    bool running;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool stop;
+    bool kick;
+    _Atomic int64_t next_due_ms;
+    _Atomic int64_t deleted, passes, subpasses;
+    _Atomic int64_t pace_dps;    /* deletions per second over the last visit that deleted */
+    _Atomic int64_t last_pass_ms;
+    /* lateness histogram: bucket i holds latenesses in [2^(i-1), 2^i) ms; bucket 0 is < 1 ms */
+    pthread_mutex_t lat_mu;
+    int64_t lat_count;
+    int64_t lat_max;
+    int64_t lat_buckets[LAT_BUCKETS];
+} M = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER, .lat_mu = PTHREAD_MUTEX_INITIALIZER};
+
+static int64_t
+now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t
+mono_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+void
+mf_ttl_notify(void)
+{
+    pthread_mutex_lock(&M.mu);
+    M.kick = true;
+    pthread_cond_signal(&M.cv);
+    pthread_mutex_unlock(&M.mu);
+}
+
+static void
+on_param_change(void *arg, mf_param_t *p)
+{
+    (void)arg;
+    if (strncmp(p->name, "ttl", 3) == 0)
+        mf_ttl_notify();
+}
+
+/* ---------- lateness histogram ---------- */
+
+static void
+lateness_record(int64_t ms)
+{
+    int b = 0;
+    if (ms < 0)
+        ms = 0;
+    while (b < LAT_BUCKETS - 1 && ms >= ((int64_t)1 << b))
+        b++;
+    pthread_mutex_lock(&M.lat_mu);
+    M.lat_buckets[b]++;
+    M.lat_count++;
+    if (ms > M.lat_max)
+        M.lat_max = ms;
+    pthread_mutex_unlock(&M.lat_mu);
+}
+
+/* Upper edge (ms) of the bucket holding quantile q. */
+static int64_t
+lateness_quantile(const int64_t *buckets, int64_t count, int64_t max, double q)
+{
+    if (count == 0)
+        return 0;
+    int64_t want = (int64_t)ceil(q * (double)count), seen = 0;
+    for (int b = 0; b < LAT_BUCKETS; b++) {
+        seen += buckets[b];
+        if (seen >= want) {
+            int64_t edge = b == 0 ? 1 : ((int64_t)1 << b);
+            return edge < max ? edge : max;
+        }
+    }
+    return max;
+}
+
+/* ---------- keys and dates ---------- */
+
+static void
+date_key(int64_t ms, bool desc, uint8_t out[DATE_KEY_LEN])
+{
+    uint64_t u = (uint64_t)ms ^ 0x8000000000000000ULL;
+    out[0] = DATE_TAG;
+    for (int i = 0; i < 8; i++)
+        out[1 + i] = (uint8_t)(u >> (56 - 8 * i));
+    if (desc) {
+        for (int i = 0; i < DATE_KEY_LEN; i++)
+            out[i] ^= 0xFF;
+    }
+}
+
+/* Decodes the Date at the start of key; false if the key is not a Date. */
+static bool
+key_date(const uint8_t *key, size_t len, bool desc, int64_t *ms)
+{
+    uint8_t b[DATE_KEY_LEN];
+    if (len < DATE_KEY_LEN)
+        return false;
+    for (int i = 0; i < DATE_KEY_LEN; i++)
+        b[i] = desc ? (uint8_t)(key[i] ^ 0xFF) : key[i];
+    if (b[0] != DATE_TAG)
+        return false;
+    uint64_t u = 0;
+    for (int i = 1; i < DATE_KEY_LEN; i++)
+        u = (u << 8) | b[i];
+    *ms = (int64_t)(u ^ 0x8000000000000000ULL);
+    return true;
+}
+
+typedef struct earliest_ctx {
+    int64_t min;
+    bool found;
+} earliest_ctx_t;
+
+static void
+consider(earliest_ctx_t *e, const bson_value_t *v)
+{
+    if (v->value_type == BSON_TYPE_DATE_TIME && (!e->found || v->value.v_datetime < e->min)) {
+        e->min = v->value.v_datetime;
+        e->found = true;
+    }
+}
+
+static bool
+earliest_visit(void *arg, const bson_value_t *v, int32_t pos)
+{
+    earliest_ctx_t *e = arg;
+    (void)pos;
+    if (v == NULL)
+        return false;
+    if (v->value_type == BSON_TYPE_ARRAY) {
+        bson_t arr;
+        bson_iter_t it;
+        if (bson_init_static(&arr, v->value.v_doc.data, v->value.v_doc.data_len) && bson_iter_init(&it, &arr)) {
+            while (bson_iter_next(&it))
+                consider(e, bson_iter_value(&it));
+        }
+        return false;
+    }
+    consider(e, v);
+    return false;
+}
+
+/* SPEC C2/C3: the earliest Date the field holds (arrays: earliest element). */
+static bool
+doc_earliest_date(const bson_t *doc, const char *field, int64_t *ms)
+{
+    earliest_ctx_t e = {0, false};
+    mf_path_walk(doc, field, earliest_visit, &e);
+    *ms = e.min;
+    return e.found;
+}
+
+static int64_t
+add_secs(int64_t date_ms, int64_t secs)
+{
+    /* Saturating date + N seconds. */
+    if (secs > (INT64_MAX - (date_ms > 0 ? date_ms : 0)) / 1000)
+        return NO_DEADLINE;
+    return date_ms + secs * 1000;
+}
+
+/* ---------- the catalog view ---------- */
+
+static mf_index_t *
+find_ttl_index(mf_coll_t *c, const char *name, int64_t *secs)
+{
+    mf_index_t *ix = mf_coll_index_by_name(c, name);
+    if (ix == NULL || ix->kp.nfields != 1 || !mf_ttl_index_seconds(ix->spec, secs))
+        return NULL;
+    return ix;
+}
+
+typedef struct target_list {
+    ttl_target_t *v;
+    int n, cap;
+} target_list_t;
+
+static void
+collect_targets(void *arg, mf_coll_t *c)
+{
+    target_list_t *l = arg;
+    for (int i = 0; i < c->nindexes; i++) {
+        int64_t secs;
+        mf_index_t *ix = c->indexes[i];
+        if (ix->is_id || ix->kp.nfields != 1 || !mf_ttl_index_seconds(ix->spec, &secs))
+            continue;
+        if (l->n == l->cap) {
+            l->cap = l->cap ? l->cap * 2 : 8;
+            l->v = realloc(l->v, (size_t)l->cap * sizeof(*l->v));
+        }
+        ttl_target_t *t = &l->v[l->n++];
+        memset(t, 0, sizeof(*t));
+        snprintf(t->ns, sizeof(t->ns), "%s", c->ns);
+        memcpy(t->uuid, c->uuid, 16);
+        snprintf(t->index, sizeof(t->index), "%s", ix->name);
+        t->secs = secs;
+    }
+}
+
+/* Finds the target's collection again (by namespace and UUID). Catalog lock held. */
+static mf_coll_t *
+refind(const ttl_target_t *t)
+{
+    char db[128];
+    const char *dot = strchr(t->ns, '.');
+    if (dot == NULL || (size_t)(dot - t->ns) >= sizeof(db))
+        return NULL;
+    memcpy(db, t->ns, (size_t)(dot - t->ns));
+    db[dot - t->ns] = '\0';
+    mf_coll_t *c = mf_catalog_coll_find(M.env.cat, db, dot + 1);
+    if (c == NULL || memcmp(c->uuid, t->uuid, 16) != 0)
+        return NULL;
+    return c;
+}
+
+/*
+ * The earliest deadline of index ix (smallest Date key + N), or NO_DEADLINE.
+ * Also counts keys already due into *backlog when backlog is not NULL (at
+ * most cap keys).
+ */
+static int64_t
+index_deadline(mf_sess_t *s, mf_index_t *ix, int64_t secs, int64_t now, int64_t *backlog, int64_t cap)
+{
+    mf_cur_t *cur;
+    mf_error_t err;
+    uint8_t lo[DATE_KEY_LEN];
+    bool desc = ix->kp.desc[0];
+    int64_t deadline = NO_DEADLINE, ms;
+    const uint8_t *k;
+    size_t klen;
+    int r;
+
+    if (mf_cur_open(s, ix->uri, &cur, &err) != 0)
+        return NO_DEADLINE;
+    if (!desc) {
+        date_key(INT64_MIN, false, lo);
+        r = mf_cur_seek_bytes_ge(cur, lo, DATE_KEY_LEN);
+    } else {
+        /* Descending: the earliest date has the largest bytes; step back from just above the range. */
+        uint8_t above[1] = {(uint8_t)((DATE_TAG ^ 0xFF) + 1)};
+        r = mf_cur_seek_bytes_ge(cur, above, 1);
+        r = (r == 0) ? mf_cur_prev(cur) : mf_cur_prev(cur);
+    }
+    if (r == 0) {
+        mf_cur_key_bytes(cur, &k, &klen);
+        if (key_date(k, klen, desc, &ms))
+            deadline = add_secs(ms, secs);
+    }
+    if (backlog != NULL && deadline != NO_DEADLINE && deadline <= now) {
+        int64_t n = 0;
+        int64_t cutoff = now - secs * 1000;
+        while (r == 0 && n < cap) {
+            mf_cur_key_bytes(cur, &k, &klen);
+            if (!key_date(k, klen, desc, &ms) || ms > cutoff)
+                break;
+            n++;
+            r = desc ? mf_cur_prev(cur) : mf_cur_next(cur);
+        }
+        *backlog += n;
+    }
+    mf_cur_close(cur);
+    return deadline;
+}
+
+/* ---------- one visit ---------- */
+
+typedef struct check_ctx {
+    const char *field;
+    int64_t secs;
+    int64_t now;
+    const mf_matcher_t *partial;
+    int64_t *expiries; /* expiry time of each accepted document, for lateness */
+    size_t nexp, capexp;
+} check_ctx_t;
+
+static bool
+ttl_check(void *arg, int64_t rid, const bson_t *doc)
+{
+    check_ctx_t *x = arg;
+    int64_t earliest;
+    (void)rid;
+    /* SPEC C1-C3, C5: judged on the document as it is now. */
+    if (!doc_earliest_date(doc, x->field, &earliest))
+        return false;
+    int64_t expiry = add_secs(earliest, x->secs);
+    if (expiry > x->now)
+        return false;
+    if (x->partial != NULL && !mf_matcher_match(x->partial, doc, NULL))
+        return false;
+    if (x->nexp < x->capexp)
+        x->expiries[x->nexp++] = expiry;
+    return true;
+}
+
+static int64_t
+foreground_ops(void)
+{
+    return M.env.foreground_ops ? M.env.foreground_ops(M.env.arg) : 0;
+}
+
+static bool
+should_stop(void)
+{
+    pthread_mutex_lock(&M.mu);
+    bool s = M.stop;
+    pthread_mutex_unlock(&M.mu);
+    return s;
+}
+
+/*
+ * Deletes due documents of target t until a target is hit or none is left.
+ * Returns true if it stopped because of a target (more may be due).
+ */
+static bool
+visit(mf_sess_t *s, ttl_target_t *t)
+{
+    int64_t target_docs = mf_param_get("ttlIndexDeleteTargetDocs");
+    int64_t target_ms = mf_param_get("ttlIndexDeleteTargetTimeMS");
+    bool batched = mf_param_get("ttlMonitorBatchDeletes") != 0;
+    int64_t batch_docs = mf_param_get("ttlMonitorBatchDocs");
+    int64_t yield_pct = mf_param_get("ttlMonitorYieldPercent");
+    int64_t start_us = mono_us(), deleted_here = 0;
+    size_t cap = (size_t)(batch_docs > 0 ? batch_docs : 500);
+    int64_t *rids = malloc(cap * sizeof(*rids));
+    int64_t *exps = malloc(cap * sizeof(*exps));
+    bool more = false;
+
+    for (;;) {
+        if (should_stop() || mf_param_get("ttlMonitorEnabled") == 0)
+            break;
+        int64_t fg_before = foreground_ops();
+        int64_t batch_start = mono_us();
+        mf_catalog_rdlock(M.env.cat);
+        mf_coll_t *c = refind(t);
+        int64_t secs;
+        mf_index_t *ix = c ? find_ttl_index(c, t->index, &secs) : NULL;
+        if (ix == NULL) {
+            /* Dropped (collection or index) or no longer TTL: nothing to do (SPEC D6). */
+            mf_catalog_unlock(M.env.cat);
+            break;
+        }
+        t->secs = secs;
+        int64_t now = now_ms();
+        bool desc = ix->kp.desc[0];
+        uint8_t lo[DATE_KEY_LEN], hi[DATE_KEY_LEN];
+        int64_t cutoff = now - secs * 1000;
+        if (secs > now / 1000 + 1000000000LL)
+            cutoff = INT64_MIN; /* nothing can be due */
+        /* Byte range of due keys: ascending [Date(min), Date(cutoff)]; descending mirrored. */
+        if (!desc) {
+            date_key(INT64_MIN, false, lo);
+            date_key(cutoff, false, hi);
+        } else {
+            date_key(cutoff, true, lo);
+            date_key(INT64_MIN, true, hi);
+        }
+        mf_cur_t *cur;
+        mf_error_t err;
+        size_t n = 0;
+        if (mf_cur_open(s, ix->uri, &cur, &err) != 0) {
+            mf_catalog_unlock(M.env.cat);
+            mf_log(MF_LOG_WARN, "TTL", "cannot open index %s on %s: %s", t->index, t->ns, err.msg);
+            break;
+        }
+        int r = t->resume_len ? mf_cur_seek_bytes_ge(cur, t->resume, t->resume_len)
+                              : mf_cur_seek_bytes_ge(cur, lo, DATE_KEY_LEN);
+        const uint8_t *k = NULL;
+        size_t klen = 0;
+        while (r == 0 && n < cap) {
+            mf_cur_key_bytes(cur, &k, &klen);
+            if (klen < DATE_KEY_LEN || memcmp(k, hi, DATE_KEY_LEN) > 0)
+                break;
+            int64_t rid;
+            if (ix->unique) {
+                const uint8_t *v;
+                size_t vlen;
+                mf_cur_value(cur, &v, &vlen);
+                rid = vlen == 8 ? mf_ks_read_recordid(v, 8) : 0;
+            } else {
+                rid = mf_ks_read_recordid(k, klen);
+            }
+            /* Multikey: one document may have several due keys; keep it once. */
+            bool dup = false;
+            for (size_t i = n; i > 0 && i + 64 > n; i--) {
+                if (rids[i - 1] == rid) {
+                    dup = true;
+                    break;
+                }
+            }
+            if (!dup && rid > 0)
+                rids[n++] = rid;
+            r = mf_cur_next(cur);
+        }
+        /* Resume after the last key looked at, so skipped documents are not re-read forever. */
+        bool range_left = (r == 0 && n >= cap);
+        if (range_left && klen <= sizeof(t->resume)) {
+            mf_cur_key_bytes(cur, &k, &klen);
+            memcpy(t->resume, k, klen);
+            t->resume_len = klen;
+        } else {
+            t->resume_len = 0;
+        }
+        mf_cur_close(cur);
+        if (n == 0) {
+            mf_catalog_unlock(M.env.cat);
+            break;
+        }
+
+        check_ctx_t cx = {ix->kp.fields[0], secs, now, ix->partial, exps, 0, cap};
+        mf_delete_stats_t st = {0, 0};
+        bson_t desc_cmd;
+        char cname[256];
+        const char *dot = strchr(t->ns, '.');
+        snprintf(cname, sizeof(cname), "%s", dot ? dot + 1 : t->ns);
+        bson_init(&desc_cmd);
+        BSON_APPEND_UTF8(&desc_cmd, "delete", cname);
+        BSON_APPEND_UTF8(&desc_cmd, "ttlIndex", t->index);
+        BSON_APPEND_INT64(&desc_cmd, "expireAfterSeconds", secs);
+        mf_curop_t *op = mf_curop_begin("remove", t->ns, "TTLMonitor", &desc_cmd, 0);
+        bson_destroy(&desc_cmd);
+        int rc = mf_delete_rids(s, c, rids, n, batched ? 0 : 1, false, ttl_check, &cx, &st, &err);
+        mf_curop_end(op);
+        mf_catalog_unlock(M.env.cat);
+        mf_storage_session_release(s);
+        if (rc != 0)
+            mf_log(MF_LOG_WARN, "TTL", "deleting expired documents from %s (index %s) failed, will retry: %s", t->ns,
+                   t->index, err.msg);
+
+        int64_t after = now_ms();
+        for (size_t i = 0; i < cx.nexp && (int64_t)i < st.deleted; i++)
+            lateness_record(after - cx.expiries[i]);
+        atomic_fetch_add(&M.deleted, st.deleted);
+        if (batched && M.env.batched_docs) {
+            atomic_fetch_add(M.env.batched_docs, st.deleted);
+            atomic_fetch_add(M.env.batched_batches, st.batches);
+        }
+        deleted_here += st.deleted;
+        int64_t elapsed_us = mono_us() - start_us;
+        if (elapsed_us > 0 && deleted_here > 0)
+            atomic_store(&M.pace_dps, deleted_here * 1000000 / elapsed_us);
+
+        if (rc != 0 || (!range_left && st.deleted == 0 && (int64_t)n > 0 && t->resume_len == 0))
+            break; /* nothing deletable in what is left of the range */
+        if ((target_docs > 0 && deleted_here >= target_docs) ||
+            (target_ms > 0 && elapsed_us / 1000 >= target_ms)) {
+            more = true;
+            break;
+        }
+        /* SPEC D9 (beyond): yield to foreground work between batches. */
+        if (yield_pct > 0 && foreground_ops() != fg_before) {
+            int64_t pause_us = (mono_us() - batch_start) * yield_pct / 100;
+            if (pause_us > 0) {
+                struct timespec ts = {pause_us / 1000000, (long)(pause_us % 1000000) * 1000};
+                nanosleep(&ts, NULL);
+            }
+        }
+    }
+    free(rids);
+    free(exps);
+    t->more = more;
+    return more;
+}
+
+/* ---------- passes ---------- */
+
+static void
+run_pass(mf_sess_t *s)
+{
+    int64_t subpass_secs;
+    target_list_t l = {0};
+    bool work_left = true;
+
+    atomic_fetch_add(&M.passes, 1);
+    while (work_left && !should_stop() && mf_param_get("ttlMonitorEnabled") != 0) {
+        /* A sub-pass: a fresh snapshot of the TTL indexes, visited round-robin. */
+        atomic_fetch_add(&M.subpasses, 1);
+        subpass_secs = mf_param_get("ttlMonitorSubPassTargetSecs");
+        int64_t sub_start = mono_us();
+        l.n = 0;
+        mf_catalog_rdlock(M.env.cat);
+        mf_catalog_coll_list(M.env.cat, NULL, collect_targets, &l);
+        mf_catalog_unlock(M.env.cat);
+        for (int i = 0; i < l.n; i++)
+            l.v[i].more = true;
+        work_left = false;
+        bool any = true;
+        while (any && !should_stop()) {
+            any = false;
+            for (int i = 0; i < l.n; i++) {
+                if (!l.v[i].more)
+                    continue;
+                if (visit(s, &l.v[i]))
+                    any = true;
+            }
+            if (any && subpass_secs > 0 && (mono_us() - sub_start) / 1000000 >= subpass_secs) {
+                work_left = true; /* start a new sub-pass with the work that is left */
+                break;
+            }
+        }
+    }
+    free(l.v);
+    atomic_store(&M.last_pass_ms, now_ms());
+}
+
+/* Earliest deadline over every TTL index (NO_DEADLINE if none). */
+static int64_t
+compute_next_due(mf_sess_t *s)
+{
+    target_list_t l = {0};
+    int64_t best = NO_DEADLINE, now = now_ms();
+
+    mf_catalog_rdlock(M.env.cat);
+    mf_catalog_coll_list(M.env.cat, NULL, collect_targets, &l);
+    for (int i = 0; i < l.n; i++) {
+        mf_coll_t *c = refind(&l.v[i]);
+        int64_t secs;
+        mf_index_t *ix = c ? find_ttl_index(c, l.v[i].index, &secs) : NULL;
+        if (ix == NULL)
+            continue;
+        int64_t d = index_deadline(s, ix, secs, now, NULL, 0);
+        if (d < best)
+            best = d;
+    }
+    mf_catalog_unlock(M.env.cat);
+    mf_storage_session_release(s);
+    free(l.v);
+    return best;
+}
+
+/*
+ * The monitor's loop. Each turn decides whether a pass is due now:
+ *   - periodically: ttlMonitorSleepSecs after the end of the last pass
+ *     (read afresh every turn, so a change takes effect at once, SPEC D1);
+ *   - precisely (ttlMonitorPrecise): as soon as the earliest deadline has
+ *     come (SPEC D7 beyond).
+ * Otherwise it waits for the sooner of the two, or a kick: DDL asks for the
+ * deadline to be recomputed; the observer lowers it itself.
+ */
+static void *
+monitor_main(void *arg)
+{
+    mf_sess_t *s = mf_storage_session(M.env.st);
+    int64_t last_pass_end = 0, not_before = 0;
+    (void)arg;
+
+    mf_log(MF_LOG_INFO, "TTL", "TTL monitor started (sleep %llds, precise %s)",
+           (long long)mf_param_get("ttlMonitorSleepSecs"), mf_param_get("ttlMonitorPrecise") ? "on" : "off");
+    atomic_store(&M.next_due_ms, compute_next_due(s));
+    for (;;) {
+        if (should_stop())
+            break;
+        bool enabled = mf_param_get("ttlMonitorEnabled") != 0;
+        bool precise = mf_param_get("ttlMonitorPrecise") != 0;
+        int64_t now = now_ms();
+        int64_t periodic = last_pass_end + mf_param_get("ttlMonitorSleepSecs") * 1000;
+        int64_t due = atomic_load(&M.next_due_ms);
+        if (due < not_before)
+            due = not_before;
+        if (enabled && (now >= periodic || (precise && due <= now))) {
+            int64_t before = atomic_load(&M.deleted);
+            run_pass(s);
+            last_pass_end = now_ms();
+            int64_t next = compute_next_due(s);
+            atomic_store(&M.next_due_ms, next);
+            /*
+             * If something is still due but the pass could delete nothing
+             * (every batch failed), do not spin: retry in a second.
+             */
+            not_before = (next <= last_pass_end && atomic_load(&M.deleted) == before) ? last_pass_end + 1000 : 0;
+            continue;
+        }
+        int64_t wake = periodic;
+        if (enabled && precise && due < wake)
+            wake = due;
+        pthread_mutex_lock(&M.mu);
+        if (!M.stop && !M.kick && wake > now) {
+            int64_t wait = wake - now;
+            if (wait > 1000)
+                wait = 1000; /* re-read parameters at least every second */
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            int64_t ns = ts.tv_nsec + (wait % 1000) * 1000000;
+            ts.tv_sec += wait / 1000 + ns / 1000000000;
+            ts.tv_nsec = ns % 1000000000;
+            pthread_cond_timedwait(&M.cv, &M.mu, &ts);
+        }
+        bool kicked = M.kick;
+        M.kick = false;
+        pthread_mutex_unlock(&M.mu);
+        if (kicked && !should_stop()) {
+            atomic_store(&M.next_due_ms, compute_next_due(s));
+            not_before = 0;
+        }
+    }
+    mf_storage_session_release(s);
+    mf_log(MF_LOG_INFO, "TTL", "TTL monitor stopped");
+    return NULL;
+}
+
+/* ---------- the write observer: earlier deadlines wake the monitor ---------- */
+
+static void
+observe_doc(mf_coll_t *c, const bson_t *doc)
+{
+    int64_t due = atomic_load(&M.next_due_ms);
+    for (int i = 0; i < c->nindexes; i++) {
+        int64_t secs, earliest;
+        mf_index_t *ix = c->indexes[i];
+        if (ix->is_id || ix->kp.nfields != 1 || !mf_ttl_index_seconds(ix->spec, &secs))
+            continue;
+        if (!doc_earliest_date(doc, ix->kp.fields[0], &earliest))
+            continue;
+        int64_t d = add_secs(earliest, secs);
+        if (d < due) {
+            atomic_store(&M.next_due_ms, d);
+            due = d;
+            pthread_mutex_lock(&M.mu);
+            pthread_cond_signal(&M.cv);
+            pthread_mutex_unlock(&M.mu);
+        }
+    }
+}
+
+static void
+obs_insert(void *arg, mf_coll_t *c, const bson_t *doc)
+{
+    (void)arg;
+    observe_doc(c, doc);
+}
+
+static void
+obs_update(void *arg, mf_coll_t *c, const bson_t *olddoc, const bson_t *newdoc)
+{
+    (void)arg;
+    (void)olddoc;
+    observe_doc(c, newdoc);
+}
+
+int
+mf_ttl_monitor_start(const mf_ttl_env_t *env, mf_error_t *err)
+{
+    mf_observer_t obs = {obs_insert, obs_update, NULL, NULL};
+
+    M.env = *env;
+    M.stop = false;
+    M.kick = false;
+    atomic_store(&M.next_due_ms, NO_DEADLINE);
+    mf_observer_set(&obs);
+    mf_param_on_change(on_param_change, NULL);
+    if (pthread_create(&M.thread, NULL, monitor_main, NULL) != 0)
+        return mf_err_set(err, MF_E_InternalError, "cannot start the TTL monitor thread");
+    M.running = true;
+    return 0;
+}
+
+void
+mf_ttl_monitor_stop(void)
+{
+    if (!M.running)
+        return;
+    pthread_mutex_lock(&M.mu);
+    M.stop = true;
+    pthread_cond_signal(&M.cv);
+    pthread_mutex_unlock(&M.mu);
+    pthread_join(M.thread, NULL);
+    M.running = false;
+}
+
+/* ---------- serverStatus ---------- */
+
+void
+mf_ttl_status_append(bson_t *doc)
+{
+    int64_t buckets[LAT_BUCKETS], count, max;
+    bson_t sub, hist;
+
+    BSON_APPEND_INT64(doc, "deletedDocuments", atomic_load(&M.deleted));
+    BSON_APPEND_INT64(doc, "passes", atomic_load(&M.passes));
+    BSON_APPEND_INT64(doc, "subPasses", atomic_load(&M.subpasses));
+
+    pthread_mutex_lock(&M.lat_mu);
+    memcpy(buckets, M.lat_buckets, sizeof(buckets));
+    count = M.lat_count;
+    max = M.lat_max;
+    pthread_mutex_unlock(&M.lat_mu);
+    BSON_APPEND_DOCUMENT_BEGIN(doc, "lateness", &sub);
+    BSON_APPEND_INT64(&sub, "count", count);
+    BSON_APPEND_INT64(&sub, "p50Ms", lateness_quantile(buckets, count, max, 0.50));
+    BSON_APPEND_INT64(&sub, "p99Ms", lateness_quantile(buckets, count, max, 0.99));
+    BSON_APPEND_INT64(&sub, "maxMs", max);
+    BSON_APPEND_DOCUMENT_BEGIN(&sub, "histogram", &hist);
+    for (int b = 0; b < LAT_BUCKETS; b++) {
+        if (buckets[b] == 0)
+            continue;
+        char key[32];
+        snprintf(key, sizeof(key), "lt%lldms", (long long)(b == 0 ? 1 : ((int64_t)1 << b)));
+        BSON_APPEND_INT64(&hist, key, buckets[b]);
+    }
+    bson_append_document_end(&sub, &hist);
+    bson_append_document_end(doc, &sub);
+
+    /* Backlog: keys already due, counted from the indexes (bounded work). */
+    int64_t backlog = 0;
+    bool capped = false;
+    if (M.running) {
+        mf_sess_t *s = mf_storage_session(M.env.st);
+        target_list_t l = {0};
+        int64_t now = now_ms(), cap = 1000000;
+        mf_catalog_rdlock(M.env.cat);
+        mf_catalog_coll_list(M.env.cat, NULL, collect_targets, &l);
+        for (int i = 0; i < l.n && backlog < cap; i++) {
+            mf_coll_t *c = refind(&l.v[i]);
+            int64_t secs;
+            mf_index_t *ix = c ? find_ttl_index(c, l.v[i].index, &secs) : NULL;
+            if (ix != NULL)
+                (void)index_deadline(s, ix, secs, now, &backlog, cap - backlog);
+        }
+        mf_catalog_unlock(M.env.cat);
+        free(l.v);
+        capped = backlog >= cap;
+    }
+    BSON_APPEND_INT64(doc, "backlog", backlog);
+    BSON_APPEND_BOOL(doc, "backlogIsLowerBound", capped);
+    int64_t due = atomic_load(&M.next_due_ms);
+    if (due == NO_DEADLINE)
+        BSON_APPEND_NULL(doc, "nextDueAt");
+    else
+        BSON_APPEND_DATE_TIME(doc, "nextDueAt", due);
+    BSON_APPEND_INT64(doc, "paceDocsPerSec", atomic_load(&M.pace_dps));
+    BSON_APPEND_BOOL(doc, "precise", mf_param_get("ttlMonitorPrecise") != 0);
+}

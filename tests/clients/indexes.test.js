@@ -1,0 +1,345 @@
+'use strict';
+// Index DDL as MongoDB 8.0 answers it: createIndexes / listIndexes /
+// dropIndexes, their options and every error code; multikey and parallel
+// arrays; currentOp / killOp; and the protocol gaps (transactions on a
+// standalone, retryable writes, sessions, write concerns).
+const assert = require('node:assert/strict');
+const { Long, UUID } = require('mongodb');
+const h = require('./harness');
+
+const srv = h.useServer();
+
+const names = async (c) => (await c.indexes()).map((i) => i.name);
+const create = (db, coll, indexes) => db.command({ createIndexes: coll, indexes });
+
+h.test('default names, compound and descending keys; listIndexes shows v, key, name', async () => {
+  const db = srv.freshDb('names');
+  const c = db.collection('c');
+  assert.equal(await c.createIndex({ a: 1, b: -1 }), 'a_1_b_-1');
+  assert.equal(await c.createIndex({ 'x.y': 1 }), 'x.y_1');
+  const idx = await c.indexes();
+  assert.deepEqual(idx[0], { v: 2, key: { _id: 1 }, name: '_id_' });
+  assert.deepEqual(idx[1], { v: 2, key: { a: 1, b: -1 }, name: 'a_1_b_-1' });
+  const r = await create(db, 'c', [{ key: { z: 1 }, name: 'zz' }]);
+  assert.equal(r.numIndexesBefore, 3);
+  assert.equal(r.numIndexesAfter, 4);
+  assert.equal(r.createdCollectionAutomatically, false);
+  const r2 = await create(db, 'new', [{ key: { z: 1 }, name: 'zz' }]);
+  assert.equal(r2.createdCollectionAutomatically, true);
+});
+
+h.test('identical createIndexes is a no-op with note "all indexes already exist"', async () => {
+  const db = srv.freshDb('noop');
+  await create(db, 'c', [{ key: { a: 1 }, name: 'a_1', unique: true }]);
+  const r = await create(db, 'c', [{ key: { a: 1 }, name: 'a_1', unique: true }]);
+  assert.equal(r.note, 'all indexes already exist');
+  assert.equal(r.numIndexesBefore, 2);
+  assert.equal(r.numIndexesAfter, 2);
+});
+
+h.test('conflicts: 85 same name+key other options, 85 same key other name, 86 same name other key', async () => {
+  const db = srv.freshDb('conf');
+  await create(db, 'c', [{ key: { a: 1 }, name: 'a_1' }]);
+  const e = await h.expectCode(create(db, 'c', [{ key: { a: 1 }, name: 'a_1', unique: true }]), 85,
+    /An equivalent index already exists with the same name but different options. Requested index: .*existing index: /);
+  assert.equal(e.codeName, 'IndexOptionsConflict');
+  await h.expectCode(create(db, 'c', [{ key: { a: 1 }, name: 'other', sparse: true }]), 85);
+  await h.expectCode(create(db, 'c', [{ key: { a: 1 }, name: 'other' }]), 85);
+  const e2 = await h.expectCode(create(db, 'c', [{ key: { b: 1 }, name: 'a_1' }]), 86);
+  assert.equal(e2.codeName, 'IndexKeySpecsConflict');
+  assert.deepEqual(await names(db.collection('c')), ['_id_', 'a_1']);
+});
+
+h.test('unique: duplicate insert gives 11000 with keyPattern and keyValue', async () => {
+  const c = srv.freshDb('uniq').collection('c');
+  await c.createIndex({ u: 1 }, { unique: true });
+  await c.insertOne({ u: 5 });
+  const e = await h.expectCode(c.insertOne({ u: 5 }), 11000);
+  assert.deepEqual(e.keyPattern || e.writeErrors?.[0]?.err?.keyPattern, { u: 1 });
+});
+
+h.test('a unique build over duplicates fails with 11000 and leaves nothing in the catalog', async () => {
+  const db = srv.freshDb('uniqbuild');
+  const c = db.collection('c');
+  await c.insertMany(Array.from({ length: 3000 }, (_, i) => ({ _id: i, u: i === 2999 ? 0 : i })));
+  await h.expectCode(create(db, 'c', [{ key: { v: 1 }, name: 'v_1' }, { key: { u: 1 }, name: 'u_1', unique: true }]), 11000);
+  assert.deepEqual(await names(c), ['_id_']);
+  const v = await db.command({ validate: 'c' });
+  assert.equal(v.valid, true);
+});
+
+h.test('sparse, partialFilterExpression, hidden and collation are stored and shown', async () => {
+  const db = srv.freshDb('opts');
+  const c = db.collection('c');
+  await c.createIndex({ s: 1 }, { sparse: true });
+  await c.createIndex({ p: 1 }, { partialFilterExpression: { p: { $gt: 5 }, q: { $exists: true } } });
+  await c.createIndex({ h: 1 }, { hidden: true });
+  await c.createIndex({ k: 1 }, { collation: { locale: 'simple' } });
+  await c.createIndex({ o: 1 }, { partialFilterExpression: { $or: [{ o: 1 }, { o: { $in: [2, 3] } }, { t: { $type: 'string' } }] } });
+  const idx = await c.indexes();
+  const by = Object.fromEntries(idx.map((i) => [i.name, i]));
+  assert.equal(by.s_1.sparse, true);
+  assert.deepEqual(by.p_1.partialFilterExpression, { p: { $gt: 5 }, q: { $exists: true } });
+  assert.equal(by.h_1.hidden, true);
+  assert.deepEqual(by.k_1.collation, { locale: 'simple' });
+  await c.insertMany([{ s: 1 }, {}, { p: 1 }, { p: 10, q: 1 }]);
+  const v = await db.command({ validate: 'c' });
+  assert.equal(v.valid, true);
+  assert.equal(Number(v.keysPerIndex.s_1), 1);
+  assert.equal(Number(v.keysPerIndex.p_1), 1);
+});
+
+h.test('unsupported partialFilterExpression operators are refused with 67', async () => {
+  const db = srv.freshDb('partbad');
+  for (const pf of [{ a: { $ne: 1 } }, { a: { $exists: false } }, { $nor: [{ a: 1 }] }, { a: { $nin: [1] } },
+    { a: { $not: { $gt: 1 } } }, { a: /x/ }]) {
+    await h.expectCode(create(db, 'c', [{ key: { a: 1 }, name: 'a_1', partialFilterExpression: pf }]), 67,
+      /Expression not supported in partial index/);
+  }
+  await h.expectCode(create(db, 'c', [{ key: { a: 1 }, name: 'a_1', partialFilterExpression: 5 }]), 14);
+  await h.expectCode(create(db, 'c', [{ key: { a: 1 }, name: 'a_1', sparse: true, partialFilterExpression: { a: 1 } }]), 67);
+});
+
+h.test('unknown index options are refused with 197 like MongoDB 8.0', async () => {
+  const db = srv.freshDb('unknown');
+  const e = await h.expectCode(create(db, 'c', [{ key: { a: 1 }, name: 'a_1', foo: 1 }]), 197,
+    /The field 'foo' is not valid for an index specification/);
+  assert.equal(e.codeName, 'InvalidIndexSpecificationOption');
+  // Accepted options the server does not act on are stored verbatim.
+  await create(db, 'c', [{ key: { a: 1 }, name: 'a_1', background: true, storageEngine: { wiredTiger: {} } }]);
+  const ix = (await db.collection('c').indexes()).find((i) => i.name === 'a_1');
+  assert.equal(ix.background, true);
+  assert.deepEqual(ix.storageEngine, { wiredTiger: {} });
+});
+
+h.test('invalid key patterns and option types: 67, 2, 14, 9', async () => {
+  const db = srv.freshDb('badkeys');
+  await h.expectCode(create(db, 'c', [{ key: {}, name: 'e' }]), 67, /Index keys cannot be empty/);
+  await h.expectCode(create(db, 'c', [{ key: { a: 0 }, name: 'z' }]), 67, /cannot be 0/);
+  await h.expectCode(create(db, 'c', [{ key: { a: 'text' }, name: 't' }]), 67);
+  await h.expectCode(create(db, 'c', [{ key: { a: '2dsphere' }, name: 't' }]), 67);
+  await h.expectCode(create(db, 'c', [{ key: { a: 'nosuch' }, name: 't' }]), 67, /Unknown index plugin/);
+  await h.expectCode(create(db, 'c', [{ key: { a: { x: 1 } }, name: 't' }]), 67);
+  await h.expectCode(create(db, 'c', [{ key: { $a: 1 }, name: 't' }]), 67);
+  await h.expectCode(create(db, 'c', [{ key: { 'a..b': 1 }, name: 't' }]), 67);
+  await h.expectCode(create(db, 'c', [{ key: 5, name: 't' }]), 14);
+  await h.expectCode(create(db, 'c', [{ key: { a: 1 }, name: 5 }]), 14);
+  await h.expectCode(create(db, 'c', [{ key: { a: 1 }, name: 'u', unique: 'yes' }]), 14);
+  await h.expectCode(create(db, 'c', [{ key: { a: 1 }, name: 'u', hidden: 1 }]), 14);
+  await h.expectCode(create(db, 'c', [{ key: { a: 1 }, name: '' }]), 67);
+  await h.expectCode(create(db, 'c', [{ key: { a: 1 }, name: '*' }]), 2);
+  await h.expectCode(create(db, 'c', [{ name: 'nokey' }]), 9);
+  await h.expectCode(create(db, 'c', []), 2);
+  // Duplicate fields in a key pattern: 2 BadValue (built raw; JS objects cannot repeat keys).
+  const { BSON } = require('mongodb');
+  const body = Buffer.from(BSON.serialize({ createIndexes: 'c', indexes: [{ key: { q: 1, r: 1 }, name: 'd' }], $db: db.databaseName }));
+  const at = body.indexOf(Buffer.from([0x10, 0x72, 0x00]));
+  body[at + 1] = 0x71;
+  const conn = await h.rawConnect(srv.port);
+  try {
+    const r = await conn.command(db.databaseName, {}, {}, { rawBody: body });
+    assert.equal(r.code, 2, JSON.stringify(r));
+    assert.match(r.errmsg, /The field 'q' appears multiple times in the index key pattern/);
+  } finally { conn.close(); }
+  // Nothing was created, not even the collection.
+  await h.expectCode(db.collection('c').indexes(), 26);
+});
+
+h.test('at most 64 indexes per collection (67 "too many indexes")', async () => {
+  const db = srv.freshDb('many');
+  const specs = Array.from({ length: 63 }, (_, i) => ({ key: { [`f${i}`]: 1 }, name: `f${i}_1` }));
+  await create(db, 'c', specs);
+  await h.expectCode(create(db, 'c', [{ key: { g: 1 }, name: 'g_1' }]), 67, /add index fails, too many indexes for .*c key:/);
+  assert.equal((await names(db.collection('c'))).length, 64);
+});
+
+h.test('large index keys are accepted (no key size limit since 4.2)', async () => {
+  const c = srv.freshDb('bigkey').collection('c');
+  await c.createIndex({ s: 1 });
+  await c.insertOne({ s: 'x'.repeat(5000) });
+  assert.equal(await c.countDocuments({ s: 'x'.repeat(5000) }), 1);
+});
+
+h.test('multikey: arrays index each element; compound over two arrays is 171 at build and insert', async () => {
+  const db = srv.freshDb('multi');
+  const c = db.collection('c');
+  await c.insertMany([{ a: [1, 2], b: [3, 4] }]);
+  await h.expectCode(c.createIndex({ a: 1, b: 1 }), 171, /cannot index parallel arrays/);
+  assert.deepEqual(await names(c), ['_id_']);
+  await c.deleteMany({});
+  await c.createIndex({ a: 1, b: 1 });
+  await c.insertOne({ a: [1, 2], b: 1 });
+  await h.expectCode(c.insertOne({ a: [1, 2], b: [1, 2] }), 171);
+  await h.expectCode(c.updateOne({ b: 1 }, { $set: { b: [5, 6] } }), 171);
+  assert.equal(await c.countDocuments(), 1);
+  const c2 = db.collection('c2');
+  await c2.createIndex({ 'items.sku': 1, 'items.qty': 1 });
+  await c2.insertOne({ items: [{ sku: 'a', qty: 1 }, { sku: 'b', qty: 2 }] });
+  const v = await db.command({ validate: 'c2' });
+  assert.equal(v.valid, true);
+  assert.equal(Number(v.keysPerIndex['items.sku_1_items.qty_1']), 2);
+});
+
+h.test('dropIndexes by name, key pattern, list of names and "*"; errors 27 and 72', async () => {
+  const db = srv.freshDb('drop');
+  const c = db.collection('c');
+  for (const k of ['a', 'b', 'c', 'd', 'e']) await c.createIndex({ [k]: 1 });
+  const r = await db.command({ dropIndexes: 'c', index: 'a_1' });
+  assert.equal(r.nIndexesWas, 6);
+  await db.command({ dropIndexes: 'c', index: { b: 1 } });
+  await db.command({ dropIndexes: 'c', index: ['c_1', 'd_1'] });
+  assert.deepEqual(await names(c), ['_id_', 'e_1']);
+  const e = await h.expectCode(db.command({ dropIndexes: 'c', index: 'nosuch' }), 27);
+  assert.equal(e.codeName, 'IndexNotFound');
+  await h.expectCode(db.command({ dropIndexes: 'c', index: { zz: 1 } }), 27);
+  await h.expectCode(db.command({ dropIndexes: 'c', index: ['e_1', 'nosuch'] }), 27);
+  assert.deepEqual(await names(c), ['_id_', 'e_1'], 'a failing list drops nothing');
+  const e72 = await h.expectCode(db.command({ dropIndexes: 'c', index: '_id_' }), 72, /cannot drop _id index/);
+  assert.equal(e72.codeName, 'InvalidOptions');
+  await h.expectCode(db.command({ dropIndexes: 'c', index: { _id: 1 } }), 72);
+  await db.command({ dropIndexes: 'c', index: '*' });
+  assert.deepEqual(await names(c), ['_id_']);
+  await h.expectCode(db.command({ dropIndexes: 'missing', index: '*' }), 26);
+});
+
+h.test('index definitions survive a restart', async () => {
+  const db = srv.freshDb('restart');
+  const c = db.collection('c');
+  await c.createIndex({ a: 1 }, { unique: true, partialFilterExpression: { a: { $gt: 0 } } });
+  await c.insertMany([{ a: 1 }, { a: -1 }, { a: -1 }]);
+  await srv.server.restart();
+  await srv.reconnect();
+  const c2 = srv.client.db(db.databaseName).collection('c');
+  const ix = (await c2.indexes()).find((i) => i.name === 'a_1');
+  assert.deepEqual(ix, { v: 2, key: { a: 1 }, name: 'a_1', unique: true, partialFilterExpression: { a: { $gt: 0 } } });
+  await h.expectCode(c2.insertOne({ a: 1 }), 11000);
+});
+
+h.test('currentOp lists running commands and filters; killOp answers; both admin-only', async () => {
+  const admin = srv.client.db('admin');
+  const r = await admin.command({ currentOp: 1 });
+  assert.ok(Array.isArray(r.inprog));
+  const me = r.inprog.find((o) => o.command && o.command.currentOp === 1);
+  assert.ok(me, 'currentOp shows itself');
+  assert.equal(me.op, 'command');
+  assert.match(me.desc, /^conn\d+$/);
+  assert.ok(me.client);
+  assert.equal(me.active, true);
+  const none = await admin.command({ currentOp: 1, ns: 'no.such' });
+  assert.equal(none.inprog.length, 0);
+  const k = await admin.command({ killOp: 1, op: 999999 });
+  assert.equal(k.info, 'attempting to kill op');
+  await h.expectCode(srv.client.db('x').command({ currentOp: 1 }), 13);
+});
+
+h.test('an index build over 200k documents shows progress in currentOp from another connection', { timeout: 240000 }, async () => {
+  const db = srv.freshDb('build');
+  const c = db.collection('c');
+  const N = 200000;
+  for (let i = 0; i < N; i += 10000) {
+    await c.insertMany(Array.from({ length: 10000 }, (_, j) => ({ _id: i + j, x: (i + j) % 977, s: `v${i + j}` })), { ordered: false });
+  }
+  const other = await srv.newClient();
+  const build = c.createIndex({ x: 1, s: 1 });
+  let seen = null;
+  let done = false;
+  build.finally(() => { done = true; });
+  while (!done) {
+    const r = await other.db('admin').command({ currentOp: 1, 'command.createIndexes': 'c' });
+    const op = r.inprog.find((o) => o.msg === 'Index Build: scanning collection');
+    if (op && op.progress && Number(op.progress.done) > 0) { seen = op; break; }
+    await h.sleep(20);
+  }
+  await build;
+  assert.ok(seen, 'currentOp never showed the build in progress');
+  assert.equal(Number(seen.progress.total) >= Number(seen.progress.done), true);
+  assert.equal(seen.ns, `${db.databaseName}.c`);
+  const log = await srv.client.db('admin').command({ getLog: 'global' });
+  assert.ok(log.log.some((l) => l.includes('Index Build: scanning collection')), 'progress logged');
+});
+
+h.test('killOp stops an index build: 11601 and no index left', { timeout: 240000 }, async () => {
+  const db = srv.freshDb('kill');
+  const c = db.collection('c');
+  for (let i = 0; i < 100000; i += 10000) {
+    await c.insertMany(Array.from({ length: 10000 }, (_, j) => ({ x: i + j })));
+  }
+  const other = await srv.newClient();
+  const build = c.createIndex({ x: 1 }).then(() => null, (e) => e);
+  let killed = false;
+  for (let t = 0; t < 2000 && !killed; t++) {
+    const r = await other.db('admin').command({ currentOp: 1, msg: 'Index Build: scanning collection', ns: `${db.databaseName}.c` });
+    if (r.inprog.length) {
+      await other.db('admin').command({ killOp: 1, op: r.inprog[0].opid });
+      killed = true;
+    } else {
+      await h.sleep(5);
+    }
+  }
+  const err = await build;
+  assert.ok(killed, 'the build never showed in currentOp');
+  if (process.env.MF_DEBUG) console.log('killOp result', err && err.code);
+  if (err) {
+    assert.equal(err.code, 11601);
+    assert.deepEqual(await names(c), ['_id_']);
+  } else {
+    // The kill can land after the last chunk; then the build has completed normally.
+    assert.deepEqual(await names(c), ['_id_', 'x_1']);
+  }
+});
+
+h.test('transactions on a standalone: 20 IllegalOperation; retryable writes run', async () => {
+  const db = srv.freshDb('txn');
+  const lsid = { id: new UUID() };
+  const conn = await h.rawConnect(srv.port);
+  try {
+    let r = await conn.command(db.databaseName, { insert: 'c', documents: [{ a: 1 }], lsid, txnNumber: Long.fromNumber(1), autocommit: false });
+    assert.equal(r.code, 20);
+    assert.equal(r.codeName, 'IllegalOperation');
+    assert.equal(r.errmsg, 'Transaction numbers are only allowed on a replica set member or mongos');
+    r = await conn.command(db.databaseName, { find: 'c', lsid, txnNumber: Long.fromNumber(2) });
+    assert.equal(r.code, 20);
+    r = await conn.command(db.databaseName, { insert: 'c', documents: [{ _id: 1 }], lsid, txnNumber: Long.fromNumber(3) });
+    assert.equal(r.ok, 1);
+    assert.equal(r.n, 1);
+    r = await conn.command(db.databaseName, { update: 'c', updates: [{ q: { _id: 1 }, u: { $set: { b: 1 } } }], lsid, txnNumber: Long.fromNumber(4) });
+    assert.equal(r.ok, 1);
+    r = await conn.command(db.databaseName, { findAndModify: 'c', query: { _id: 1 }, update: { $set: { b: 2 } }, lsid, txnNumber: Long.fromNumber(5) });
+    assert.equal(r.ok, 1);
+    r = await conn.command(db.databaseName, { delete: 'c', deletes: [{ q: { _id: 1 }, limit: 1 }], lsid, txnNumber: Long.fromNumber(6) });
+    assert.equal(r.ok, 1);
+    assert.equal(r.n, 1);
+  } finally { conn.close(); }
+  assert.equal(await db.collection('c').countDocuments(), 0);
+});
+
+h.test('sessions: lsid on reads and writes, startSession and endSessions', async () => {
+  const db = srv.freshDb('sess');
+  const session = srv.client.startSession();
+  await db.collection('c').insertOne({ a: 1 }, { session });
+  assert.equal((await db.collection('c').find({}, { session }).toArray()).length, 1);
+  await session.endSession();
+  const r = await srv.client.db('admin').command({ startSession: 1 });
+  assert.ok(r.id && r.id.id);
+  assert.equal(Number(r.timeoutMinutes), 30);
+});
+
+h.test('write concern w: 2 applies the write and reports writeConcernError 100; bad shapes fail', async () => {
+  const db = srv.freshDb('wc');
+  const conn = await h.rawConnect(srv.port);
+  try {
+    let r = await conn.command(db.databaseName, { insert: 'c', documents: [{ _id: 1 }], writeConcern: { w: 2 } });
+    assert.equal(r.ok, 1);
+    assert.equal(r.n, 1);
+    assert.deepEqual(r.writeConcernError, { code: 100, codeName: 'UnsatisfiableWriteConcern', errmsg: 'Not enough data-bearing nodes' });
+    r = await conn.command(db.databaseName, { insert: 'c', documents: [{ _id: 2 }], writeConcern: { w: -1 } });
+    assert.equal(r.code, 9);
+    r = await conn.command(db.databaseName, { insert: 'c', documents: [{ _id: 3 }], writeConcern: { w: true } });
+    assert.equal(r.code, 9);
+    r = await conn.command(db.databaseName, { insert: 'c', documents: [{ _id: 4 }], writeConcern: { j: 'x' } });
+    assert.equal(r.code, 14);
+    r = await conn.command(db.databaseName, { insert: 'c', documents: [{ _id: 5 }], writeConcern: 'majority' });
+    assert.equal(r.code, 14);
+  } finally { conn.close(); }
+  assert.equal(await db.collection('c').countDocuments(), 1);
+});

@@ -1,0 +1,204 @@
+/*
+ * test_index.c: index key generation (index.c): single and compound keys,
+ * multikey expansion, arrays shared by several fields, parallel arrays,
+ * missing fields as null, empty arrays as undefined, sparse skipping,
+ * positional paths and de-duplication. Keys are decoded back to JSON-ish
+ * text with mf_ks_decode so expectations read like MongoDB's key lists.
+ */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "index/index.h"
+
+/* Generates doc_json's keys for pattern_json and renders them as "[v0, v1] ..." sorted by key bytes. */
+static int
+keys_text(const char *pattern_json, bool sparse, const char *doc_json, char *out, size_t cap, bool *multikey,
+          bool *skip, int *code)
+{
+    bson_error_t berr;
+    bson_t *pat = bson_new_from_json((const uint8_t *)pattern_json, -1, &berr);
+    bson_t *doc = bson_new_from_json((const uint8_t *)doc_json, -1, &berr);
+    mf_keypattern_t kp;
+    mf_keyset_t ks;
+    mf_error_t err = {0};
+    int rc;
+
+    cr_assert(pat != NULL && doc != NULL, "bad test JSON: %s / %s", pattern_json, doc_json);
+    cr_assert_eq(mf_keypattern_parse(pat, &kp, &err), 0, "pattern %s: %s", pattern_json, err.msg);
+    mf_keyset_init(&ks);
+    rc = mf_index_keys(&kp, sparse, doc, &ks, skip, multikey, &err);
+    *code = rc == 0 ? 0 : err.code;
+    out[0] = '\0';
+    if (rc == 0) {
+        /* Sort keys by bytes (index order) with a simple insertion sort over indices. */
+        int order[64];
+        int n = ks.n < 64 ? ks.n : 64;
+        for (int i = 0; i < n; i++) {
+            int j = i;
+            order[i] = i;
+            while (j > 0) {
+                mf_keystring_t *a = &ks.keys[order[j - 1]], *b = &ks.keys[order[j]];
+                size_t m = a->len < b->len ? a->len : b->len;
+                int c = memcmp(a->data, b->data, m);
+                if (c < 0 || (c == 0 && a->len <= b->len))
+                    break;
+                int t = order[j - 1];
+                order[j - 1] = order[j];
+                order[j] = t;
+                j--;
+            }
+        }
+        size_t used = 0;
+        for (int i = 0; i < n; i++) {
+            bson_t dec = BSON_INITIALIZER;
+            cr_assert_eq(mf_ks_decode(ks.keys[order[i]].data, ks.keys[order[i]].len, kp.desc, kp.nfields, &dec, &err),
+                         0, "decode: %s", err.msg);
+            char *j = bson_as_relaxed_extended_json(&dec, NULL);
+            used += (size_t)snprintf(out + used, used < cap ? cap - used : 0, "%s%s", i ? " " : "", j);
+            bson_free(j);
+            bson_destroy(&dec);
+        }
+    }
+    mf_keyset_destroy(&ks);
+    mf_keypattern_destroy(&kp);
+    bson_destroy(pat);
+    bson_destroy(doc);
+    return rc;
+}
+
+#define EXPECT_KEYS(pattern, sparse, doc, want, want_multikey)                                                     \
+    do {                                                                                                           \
+        char got_[2048];                                                                                           \
+        bool mk_, skip_;                                                                                           \
+        int code_;                                                                                                 \
+        int rc_ = keys_text(pattern, sparse, doc, got_, sizeof(got_), &mk_, &skip_, &code_);                       \
+        cr_assert_eq(rc_, 0, "%s over %s failed with %d", pattern, doc, code_);                                    \
+        cr_assert_str_eq(got_, want, "%s over %s: got %s, want %s", pattern, doc, got_, want);                     \
+        cr_assert_eq(mk_, want_multikey, "%s over %s: multikey %d, want %d", pattern, doc, mk_, want_multikey);    \
+    } while (0)
+
+Test(index_keys, a_scalar_field_gives_one_key)
+{
+    EXPECT_KEYS("{\"a\": 1}", false, "{\"a\": 5}", "{ \"0\" : 5 }", false);
+}
+
+Test(index_keys, a_missing_field_indexes_as_null)
+{
+    EXPECT_KEYS("{\"a\": 1}", false, "{\"b\": 5}", "{ \"0\" : null }", false);
+    EXPECT_KEYS("{\"a.b\": 1}", false, "{\"a\": 5}", "{ \"0\" : null }", false);
+}
+
+Test(index_keys, a_compound_key_keeps_field_order)
+{
+    EXPECT_KEYS("{\"a\": 1, \"b\": -1}", false, "{\"b\": \"x\", \"a\": 2}", "{ \"0\" : 2, \"1\" : \"x\" }", false);
+}
+
+Test(index_keys, an_array_gives_one_key_per_element_and_is_multikey)
+{
+    EXPECT_KEYS("{\"a\": 1}", false, "{\"a\": [3, 1, 2]}", "{ \"0\" : 1 } { \"0\" : 2 } { \"0\" : 3 }", true);
+}
+
+Test(index_keys, duplicate_elements_give_one_key)
+{
+    EXPECT_KEYS("{\"a\": 1}", false, "{\"a\": [1, 1, 2, 1]}", "{ \"0\" : 1 } { \"0\" : 2 }", true);
+}
+
+Test(index_keys, a_single_element_array_is_still_multikey)
+{
+    EXPECT_KEYS("{\"a\": 1}", false, "{\"a\": [7]}", "{ \"0\" : 7 }", true);
+}
+
+Test(index_keys, an_empty_array_indexes_as_undefined)
+{
+    EXPECT_KEYS("{\"a\": 1}", false, "{\"a\": []}", "{ \"0\" : { \"$undefined\" : true } }", true);
+    EXPECT_KEYS("{\"a.b\": 1}", false, "{\"a\": []}", "{ \"0\" : null }", true);
+}
+
+Test(index_keys, a_compound_key_with_one_array_fixes_the_other_fields)
+{
+    EXPECT_KEYS("{\"a\": 1, \"b\": 1}", false, "{\"a\": [1, 2], \"b\": \"x\"}",
+                "{ \"0\" : 1, \"1\" : \"x\" } { \"0\" : 2, \"1\" : \"x\" }", true);
+}
+
+Test(index_keys, fields_under_the_same_array_expand_together)
+{
+    EXPECT_KEYS("{\"a.b\": 1, \"a.c\": 1}", false, "{\"a\": [{\"b\": 1, \"c\": 2}, {\"b\": 3, \"c\": 4}]}",
+                "{ \"0\" : 1, \"1\" : 2 } { \"0\" : 3, \"1\" : 4 }", true);
+}
+
+Test(index_keys, array_elements_that_are_not_documents_give_null_for_subpaths)
+{
+    EXPECT_KEYS("{\"a.b\": 1}", false, "{\"a\": [1, {\"b\": 2}]}", "{ \"0\" : null } { \"0\" : 2 }", true);
+}
+
+Test(index_keys, nested_arrays_in_a_path_expand_each_level)
+{
+    EXPECT_KEYS("{\"a.b.c\": 1}", false, "{\"a\": [{\"b\": [{\"c\": 1}, {\"c\": 2}]}, {\"b\": {\"c\": 3}}]}",
+                "{ \"0\" : 1 } { \"0\" : 2 } { \"0\" : 3 }", true);
+}
+
+Test(index_keys, an_array_inside_an_array_leaf_is_indexed_whole)
+{
+    EXPECT_KEYS("{\"a\": 1}", false, "{\"a\": [[1, 2], 3]}", "{ \"0\" : 3 } { \"0\" : [ 1, 2 ] }", true);
+}
+
+Test(index_keys, a_positional_path_indexes_one_element)
+{
+    EXPECT_KEYS("{\"a.1\": 1}", false, "{\"a\": [5, 6, 7]}", "{ \"0\" : 6 }", false);
+    EXPECT_KEYS("{\"a.0.b\": 1}", false, "{\"a\": [{\"b\": 9}, {\"b\": 8}]}", "{ \"0\" : 9 }", false);
+}
+
+Test(index_keys, parallel_arrays_are_refused_with_171)
+{
+    char got[256];
+    bool mk, skip;
+    int code;
+    int rc = keys_text("{\"a\": 1, \"b\": 1}", false, "{\"a\": [1, 2], \"b\": [3, 4]}", got, sizeof(got), &mk, &skip,
+                       &code);
+    cr_assert_eq(rc, -1, "parallel arrays accepted: %s", got);
+    cr_assert_eq(code, 171, "code %d, want 171", code);
+}
+
+Test(index_keys, two_arrays_in_different_documents_of_a_compound_key_are_parallel)
+{
+    char got[256];
+    bool mk, skip;
+    int code;
+    int rc = keys_text("{\"x.a\": 1, \"y.b\": 1}", false, "{\"x\": {\"a\": [1]}, \"y\": {\"b\": [2]}}", got,
+                       sizeof(got), &mk, &skip, &code);
+    cr_assert_eq(rc, -1, "parallel arrays accepted: %s", got);
+    cr_assert_eq(code, 171, "code %d, want 171", code);
+}
+
+Test(index_keys, sparse_skips_documents_missing_every_field)
+{
+    char got[256];
+    bool mk, skip;
+    int code;
+    cr_assert_eq(keys_text("{\"a\": 1, \"b\": 1}", true, "{\"c\": 1}", got, sizeof(got), &mk, &skip, &code), 0);
+    cr_assert(skip, "sparse index did not skip a document without its fields (keys %s)", got);
+    cr_assert_eq(keys_text("{\"a\": 1, \"b\": 1}", true, "{\"b\": 1}", got, sizeof(got), &mk, &skip, &code), 0);
+    cr_assert(!skip, "sparse compound index skipped a document with one of its fields");
+    cr_assert_str_eq(got, "{ \"0\" : null, \"1\" : 1 }", "got %s", got);
+}
+
+Test(index_keys, sparse_still_indexes_explicit_null)
+{
+    EXPECT_KEYS("{\"a\": 1}", true, "{\"a\": null}", "{ \"0\" : null }", false);
+}
+
+Test(index_keys, a_descending_field_decodes_back_to_its_value)
+{
+    EXPECT_KEYS("{\"a\": -1}", false, "{\"a\": [\"x\", \"y\"]}", "{ \"0\" : \"y\" } { \"0\" : \"x\" }", true);
+}
+
+Test(keypattern, string_and_non_numeric_directions_are_refused)
+{
+    bson_t *pat = bson_new_from_json((const uint8_t *)"{\"a\": \"text\"}", -1, NULL);
+    mf_keypattern_t kp;
+    mf_error_t err = {0};
+    cr_assert_eq(mf_keypattern_parse(pat, &kp, &err), -1, "text pattern accepted");
+    cr_assert_eq(err.code, 67, "code %d, want 67", err.code);
+    bson_destroy(pat);
+}

@@ -1,0 +1,213 @@
+/*
+ * test_plan.c: the planner's choices and index bounds, without storage (an
+ * in-memory mf_coll_t whose indexes are built from specs).
+ */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "query/plan.h"
+
+static mf_coll_t coll;
+
+static void
+add_index(const char *json, bool multikey)
+{
+    bson_error_t be;
+    mf_error_t err;
+    mf_index_t *ix = calloc(1, sizeof(*ix));
+    bson_iter_t it;
+    ix->spec = bson_new_from_json((const uint8_t *)json, -1, &be);
+    cr_assert(ix->spec != NULL, "bad spec %s", json);
+    cr_assert(bson_iter_init_find(&it, ix->spec, "name"));
+    ix->name = strdup(bson_iter_utf8(&it, NULL));
+    cr_assert(bson_iter_init_find(&it, ix->spec, "key"));
+    const uint8_t *data;
+    uint32_t len;
+    bson_t key;
+    bson_iter_document(&it, &len, &data);
+    bson_init_static(&key, data, len);
+    cr_assert_eq(mf_keypattern_parse(&key, &ix->kp, &err), 0);
+    ix->is_id = strcmp(ix->name, "_id_") == 0;
+    ix->unique = ix->is_id || (bson_iter_init_find(&it, ix->spec, "unique") && bson_iter_as_bool(&it));
+    ix->sparse = bson_iter_init_find(&it, ix->spec, "sparse") && bson_iter_as_bool(&it);
+    ix->multikey = multikey;
+    coll.indexes[coll.nindexes++] = ix;
+}
+
+static void
+setup(void)
+{
+    memset(&coll, 0, sizeof(coll));
+    coll.ns = "t.c";
+    add_index("{\"v\": 2, \"key\": {\"_id\": 1}, \"name\": \"_id_\"}", false);
+    add_index("{\"v\": 2, \"key\": {\"a\": 1}, \"name\": \"a_1\"}", false);
+    add_index("{\"v\": 2, \"key\": {\"b\": -1, \"c\": 1}, \"name\": \"b_-1_c_1\"}", false);
+    add_index("{\"v\": 2, \"key\": {\"t\": 1}, \"name\": \"t_1\"}", true);
+    add_index("{\"v\": 2, \"key\": {\"s\": 1}, \"name\": \"s_1\", \"sparse\": true}", false);
+    add_index("{\"v\": 2, \"key\": {\"h\": 1}, \"name\": \"h_1\", \"hidden\": true}", false);
+}
+
+static void
+teardown(void)
+{
+    for (int i = 0; i < coll.nindexes; i++) {
+        mf_index_t *ix = coll.indexes[i];
+        bson_destroy(ix->spec);
+        free(ix->name);
+        mf_keypattern_destroy(&ix->kp);
+        free(ix);
+    }
+}
+
+/* Plans filter (JSON) with optional sort and hint; returns the plan. */
+static mf_plan_t *
+plan_of(const char *filter, const char *sort, const char *hint_json)
+{
+    bson_error_t be;
+    mf_error_t err;
+    bson_t *f = bson_new_from_json((const uint8_t *)filter, -1, &be);
+    bson_t *s = sort ? bson_new_from_json((const uint8_t *)sort, -1, &be) : NULL;
+    bson_t *h = hint_json ? bson_new_from_json((const uint8_t *)hint_json, -1, &be) : NULL;
+    bson_iter_t it;
+    bson_value_t hv;
+    mf_plan_request_t req = {.filter = f, .sort = s};
+    if (h && bson_iter_init(&it, h) && bson_iter_next(&it)) {
+        hv = *bson_iter_value(&it);
+        req.hint = &hv;
+    }
+    mf_plan_t *p = NULL;
+    int rc = mf_plan_build(&coll, &req, &p, &err);
+    bson_destroy(f);
+    if (s)
+        bson_destroy(s);
+    if (h)
+        bson_destroy(h);
+    return rc == 0 ? p : NULL;
+}
+
+/* The JSON of the leaf's indexBounds. */
+static char *
+bounds_json(const mf_plan_t *p)
+{
+    return bson_as_relaxed_extended_json(p->leaf->bounds, NULL);
+}
+
+TestSuite(plan, .init = setup, .fini = teardown);
+
+Test(plan, id_equality_is_idhack)
+{
+    mf_plan_t *p = plan_of("{\"_id\": 5}", NULL, NULL);
+    cr_assert_eq(p->leaf->kind, MF_ST_IDHACK);
+    mf_plan_free(p);
+}
+
+Test(plan, equality_on_indexed_field_uses_point_bounds)
+{
+    mf_plan_t *p = plan_of("{\"a\": 5}", NULL, NULL);
+    cr_assert_eq(p->leaf->kind, MF_ST_IXSCAN);
+    cr_assert_str_eq(p->leaf->index_name, "a_1");
+    char *j = bounds_json(p);
+    cr_assert_str_eq(j, "{ \"a\" : [ \"[5, 5]\" ] }", "got %s", j);
+    cr_assert_eq(p->leaf->niv, 1u);
+    cr_assert_null(p->fetch->filter, "the equality is answered exactly by the bounds");
+    bson_free(j);
+    mf_plan_free(p);
+}
+
+Test(plan, range_is_type_bracketed)
+{
+    mf_plan_t *p = plan_of("{\"a\": {\"$gt\": 5}}", NULL, NULL);
+    char *j = bounds_json(p);
+    cr_assert_str_eq(j, "{ \"a\" : [ \"(5, inf.0]\" ] }", "got %s", j);
+    bson_free(j);
+    mf_plan_free(p);
+    p = plan_of("{\"a\": {\"$lt\": \"m\"}}", NULL, NULL);
+    j = bounds_json(p);
+    cr_assert_str_eq(j, "{ \"a\" : [ \"[\\\"\\\", \\\"m\\\")\" ] }", "got %s", j);
+    bson_free(j);
+    mf_plan_free(p);
+}
+
+Test(plan, in_gives_sorted_point_intervals)
+{
+    mf_plan_t *p = plan_of("{\"a\": {\"$in\": [3, 1, 2, 1]}}", NULL, NULL);
+    cr_assert_eq(p->leaf->niv, 3u, "niv %zu", p->leaf->niv);
+    char *j = bounds_json(p);
+    cr_assert_str_eq(j, "{ \"a\" : [ \"[1, 1]\", \"[2, 2]\", \"[3, 3]\" ] }", "got %s", j);
+    bson_free(j);
+    for (size_t i = 1; i < p->leaf->niv; i++)
+        cr_assert(memcmp(p->leaf->iv[i - 1].lo, p->leaf->iv[i].lo, p->leaf->iv[i].lolen) < 0);
+    mf_plan_free(p);
+}
+
+Test(plan, descending_field_reverses_interval_ends)
+{
+    mf_plan_t *p = plan_of("{\"b\": {\"$gte\": 1, \"$lt\": 9}}", NULL, NULL);
+    cr_assert_str_eq(p->leaf->index_name, "b_-1_c_1");
+    char *j = bounds_json(p);
+    cr_assert_str_eq(j, "{ \"b\" : [ \"(9, 1]\" ], \"c\" : [ \"[MinKey, MaxKey]\" ] }", "got %s", j);
+    bson_free(j);
+    cr_assert(p->leaf->iv[0].lo_incl == false && p->leaf->iv[0].hi_incl == true);
+    mf_plan_free(p);
+}
+
+Test(plan, multikey_range_uses_one_predicate)
+{
+    mf_plan_t *p = plan_of("{\"t\": {\"$gt\": 1, \"$lt\": 3}}", NULL, NULL);
+    cr_assert_str_eq(p->leaf->index_name, "t_1");
+    char *j = bounds_json(p);
+    cr_assert_str_eq(j, "{ \"t\" : [ \"(1, inf.0]\" ] }", "got %s", j);
+    bson_free(j);
+    cr_assert_not_null(p->fetch->filter, "the multikey predicate stays in FETCH");
+    mf_plan_free(p);
+}
+
+Test(plan, sort_by_index_avoids_sort_stage)
+{
+    mf_plan_t *p = plan_of("{}", "{\"a\": -1}", NULL);
+    cr_assert_eq(p->leaf->kind, MF_ST_IXSCAN);
+    cr_assert_eq(p->leaf->direction, -1);
+    cr_assert(p->sort_provided);
+    cr_assert_null(mf_plan_find_stage(p, MF_ST_SORT));
+    mf_plan_free(p);
+    p = plan_of("{}", "{\"t\": 1}", NULL);
+    cr_assert_not_null(mf_plan_find_stage(p, MF_ST_SORT), "multikey indexes cannot sort");
+    mf_plan_free(p);
+}
+
+Test(plan, hints)
+{
+    mf_plan_t *p = plan_of("{\"a\": 1}", NULL, "{\"h\": {\"$natural\": 1}}");
+    cr_assert_eq(p->leaf->kind, MF_ST_COLLSCAN);
+    mf_plan_free(p);
+    p = plan_of("{\"a\": 1}", NULL, "{\"h\": \"b_-1_c_1\"}");
+    cr_assert_str_eq(p->leaf->index_name, "b_-1_c_1");
+    mf_plan_free(p);
+    p = plan_of("{\"a\": 1}", NULL, "{\"h\": {\"b\": -1, \"c\": 1}}");
+    cr_assert_str_eq(p->leaf->index_name, "b_-1_c_1");
+    mf_plan_free(p);
+    cr_assert_null(plan_of("{\"a\": 1}", NULL, "{\"h\": \"nosuch\"}"));
+    cr_assert_null(plan_of("{\"h\": 1}", NULL, "{\"h\": \"h_1\"}"), "hidden indexes cannot be hinted");
+}
+
+Test(plan, hidden_and_sparse_rules)
+{
+    mf_plan_t *p = plan_of("{\"h\": 1}", NULL, NULL);
+    cr_assert_eq(p->leaf->kind, MF_ST_COLLSCAN);
+    mf_plan_free(p);
+    p = plan_of("{\"s\": null}", NULL, NULL);
+    cr_assert_eq(p->leaf->kind, MF_ST_COLLSCAN, "a sparse index cannot answer null");
+    mf_plan_free(p);
+    p = plan_of("{\"s\": 4}", NULL, NULL);
+    cr_assert_str_eq(p->leaf->index_name, "s_1");
+    mf_plan_free(p);
+}
+
+Test(plan, contradictory_range_scans_nothing)
+{
+    mf_plan_t *p = plan_of("{\"a\": {\"$gt\": 10, \"$lt\": 5}}", NULL, NULL);
+    cr_assert_eq(p->leaf->kind, MF_ST_IXSCAN);
+    cr_assert_eq(p->leaf->niv, 0u);
+    mf_plan_free(p);
+}
