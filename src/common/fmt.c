@@ -132,7 +132,11 @@ void
 mf_fmt_doc(const bson_t *doc, char *buf, size_t cap)
 {
     out_t o = {buf, cap, 0};
+    const uint8_t *data = bson_get_data(doc);
+    uint32_t len;
     if (cap)
         buf[0] = '\0';
-    fmt_container(&o, bson_get_data(doc), doc->len, false, 0);
+    /* The length from the bytes: callers sometimes hold a bson_t in memory not aligned as libbson declares. */
+    memcpy(&len, data, 4);
+    fmt_container(&o, data, BSON_UINT32_FROM_LE(len), false, 0);
 }
