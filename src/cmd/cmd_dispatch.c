@@ -18,11 +18,12 @@
 #include <string.h>
 
 #include "cmd/cmd.h"
+#include "cmd/profile.h"
 #include "cmd/curop.h"
 #include "common/log.h"
 #include "query/value.h"
 
-static const mf_cmd_def_t *tables[] = {mf_cmds_admin, mf_cmds_crud, mf_cmds_coll, mf_cmds_collmod};
+static const mf_cmd_def_t *tables[] = {mf_cmds_admin, mf_cmds_crud, mf_cmds_coll, mf_cmds_collmod, mf_cmds_profile};
 
 static const mf_cmd_def_t *
 lookup(const char *name)

@@ -13,6 +13,7 @@
 #include "cmd/cursor.h"
 #include "common/log.h"
 #include "query/value.h"
+#include "cmd/profile.h"
 #include "ttl/ttl.h"
 
 int64_t
@@ -242,6 +243,38 @@ foreground_ops(void *arg)
            atomic_load(&e->op_delete) + atomic_load(&e->op_getmore) + atomic_load(&e->op_command);
 }
 
+/* A TTL batch finished: profile it like the delete it is (SPEC D4). */
+static void
+ttl_batch_done(void *arg, const char *ns, const char *index, int64_t secs, int64_t deleted, int64_t millis)
+{
+    mf_engine_t *e = arg;
+    char db[128];
+    const char *dot = strchr(ns, '.');
+    if (dot == NULL || (size_t)(dot - ns) >= sizeof(db))
+        return;
+    memcpy(db, ns, (size_t)(dot - ns));
+    db[dot - ns] = '\0';
+    if (!mf_profile_wants(db, millis))
+        return;
+    bson_t entry, cmd;
+    bson_init(&entry);
+    BSON_APPEND_UTF8(&entry, "op", "remove");
+    BSON_APPEND_UTF8(&entry, "ns", ns);
+    BSON_APPEND_DOCUMENT_BEGIN(&entry, "command", &cmd);
+    BSON_APPEND_UTF8(&cmd, "delete", dot + 1);
+    BSON_APPEND_UTF8(&cmd, "ttlIndex", index);
+    BSON_APPEND_INT64(&cmd, "expireAfterSeconds", secs);
+    bson_append_document_end(&entry, &cmd);
+    BSON_APPEND_INT64(&entry, "ndeleted", deleted);
+    BSON_APPEND_INT64(&entry, "millis", millis);
+    BSON_APPEND_DATE_TIME(&entry, "ts", mf_now_ms());
+    BSON_APPEND_UTF8(&entry, "desc", "TTLMonitor");
+    BSON_APPEND_UTF8(&entry, "client", "TTLMonitor");
+    BSON_APPEND_UTF8(&entry, "user", "");
+    mf_profile_write(e, db, &entry);
+    bson_destroy(&entry);
+}
+
 int
 mf_engine_open(const char *dbpath, mf_engine_t **out, mf_error_t *err)
 {
@@ -260,7 +293,7 @@ mf_engine_open(const char *dbpath, mf_engine_t **out, mf_error_t *err)
     eng->start_mono_ms = mf_mono_ms();
     atomic_store(&eng->next_conn_id, 1);
     mf_ttl_env_t tenv = {eng->st, eng->cat, &eng->batched_deletes_docs, &eng->batched_deletes_batches,
-                         foreground_ops, eng};
+                         foreground_ops, ttl_batch_done, eng};
     if (mf_ttl_monitor_start(&tenv, err) != 0) {
         mf_catalog_close(eng->cat);
         mf_storage_close(eng->st);

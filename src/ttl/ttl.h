@@ -43,6 +43,11 @@ typedef struct mf_ttl_env {
     _Atomic int64_t *batched_batches; /* serverStatus().batchedDeletes.batches */
     /* Total foreground operations so far (any monotonic count); the pacer yields while it grows. */
     int64_t (*foreground_ops)(void *arg);
+    /*
+     * Called after each committed batch, with no lock held (the profiler
+     * records TTL deletes, SPEC D4). May be NULL.
+     */
+    void (*on_batch)(void *arg, const char *ns, const char *index, int64_t secs, int64_t deleted, int64_t millis);
     void *arg;
 } mf_ttl_env_t;
 

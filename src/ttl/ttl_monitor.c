@@ -522,6 +522,8 @@ visit(mf_sess_t *s, ttl_target_t *t)
                    t->index, err.msg);
 
         int64_t after = now_ms();
+        if (M.env.on_batch && st.deleted > 0)
+            M.env.on_batch(M.env.arg, t->ns, t->index, secs, st.deleted, (mono_us() - batch_start) / 1000);
         for (size_t i = 0; i < cx.nexp && (int64_t)i < st.deleted; i++)
             lateness_record(after - cx.expiries[i]);
         atomic_fetch_add(&M.deleted, st.deleted);

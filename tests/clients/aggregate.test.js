@@ -298,3 +298,44 @@ h.test('unordered bulkWrite continues past errors', async () => {
   assert.deepEqual(err.writeErrors.map((w) => [w.index, w.code]), [[0, 11000], [1, 14]]);
   assert.deepEqual((await c.find().toArray()).map((d) => d._id), [2]);
 });
+
+h.test('$out replaces the target collection', async () => {
+  const c = await sales('out');
+  const db = srv.client.db(c.dbName);
+  await db.collection('dest').insertOne({ _id: 'old' });
+  const r = await c.aggregate([{ $match: { item: 'a' } }, { $project: { qty: 1 } }, { $out: 'dest' }]).toArray();
+  assert.deepEqual(r, []);
+  assert.deepEqual(await db.collection('dest').find().sort({ _id: 1 }).toArray(), [{ _id: 1, qty: 2 }, { _id: 3, qty: 5 }]);
+});
+
+h.test('$merge inserts new and merges matching documents', async () => {
+  const c = await sales('merge');
+  const db = srv.client.db(c.dbName);
+  await db.collection('totals').insertOne({ _id: 'a', note: 'keep' });
+  await c.aggregate([{ $group: { _id: '$item', qty: { $sum: '$qty' } } }, { $merge: { into: 'totals' } }]).toArray();
+  assert.deepEqual(await db.collection('totals').find().sort({ _id: 1 }).toArray(), [
+    { _id: 'a', note: 'keep', qty: 7 }, { _id: 'b', qty: 4 }, { _id: 'c', qty: 4 },
+  ]);
+});
+
+h.test('$facet runs sub-pipelines over the same input', async () => {
+  const c = await sales('facet');
+  const r = await c.aggregate([{ $facet: {
+    cheap: [{ $match: { price: { $lt: 15 } } }, { $project: { _id: 1 } }, { $sort: { _id: 1 } }],
+    n: [{ $count: 'n' }],
+  } }]).toArray();
+  assert.deepEqual(r, [{ cheap: [{ _id: 1 }, { _id: 3 }, { _id: 4 }], n: [{ n: 5 }] }]);
+});
+
+h.test('$bucket groups by boundaries', async () => {
+  const c = await sales('bucket');
+  const r = await c.aggregate([{ $bucket: { groupBy: '$qty', boundaries: [0, 3, 6], output: { n: { $sum: 1 } } } }]).toArray();
+  assert.deepEqual(r, [{ _id: 0, n: 2 }, { _id: 3, n: 3 }]);
+});
+
+h.test('$sample returns the requested number of distinct documents', async () => {
+  const c = await sales('sample');
+  const r = await c.aggregate([{ $sample: { size: 3 } }]).toArray();
+  assert.equal(r.length, 3);
+  assert.equal(new Set(r.map((d) => d._id)).size, 3);
+});

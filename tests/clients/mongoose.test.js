@@ -107,6 +107,36 @@ h.test('aggregate through a model', async () => {
   assert.deepEqual(r, [{ _id: 10, n: 1 }, { _id: 20, n: 2 }]);
 });
 
+h.test('populate resolves references with a second query', async () => {
+  const Author = conn.model('Author', new mongoose.Schema({ name: String }));
+  const Book = conn.model('Book', new mongoose.Schema({
+    title: String, author: { type: mongoose.Schema.Types.ObjectId, ref: 'Author' },
+  }));
+  const a = await Author.create({ name: 'Le Guin' });
+  await Book.create([{ title: 'Earthsea', author: a._id }, { title: 'Dispossessed', author: a._id }]);
+  const books = await Book.find().sort({ title: 1 }).populate('author').lean();
+  assert.deepEqual(books.map((b) => [b.title, b.author.name]), [['Dispossessed', 'Le Guin'], ['Earthsea', 'Le Guin']]);
+});
+
+h.test('lean queries, cursors and bulkWrite through mongoose', async () => {
+  const Item = conn.model('Item', new mongoose.Schema({ n: Number }));
+  await Item.insertMany(Array.from({ length: 300 }, (_, i) => ({ n: i })));
+  let count = 0;
+  for await (const doc of Item.find().sort({ n: 1 }).cursor({ batchSize: 50 })) {
+    assert.equal(doc.n, count);
+    count += 1;
+  }
+  assert.equal(count, 300);
+  const r = await Item.bulkWrite([
+    { updateMany: { filter: { n: { $lt: 10 } }, update: { $set: { n: -1 } } } },
+    { deleteMany: { filter: { n: { $gte: 290 } } } },
+  ]);
+  assert.equal(r.modifiedCount, 10);
+  assert.equal(r.deletedCount, 10);
+  assert.equal(await Item.countDocuments({ n: -1 }), 10);
+  assert.equal(await Item.estimatedDocumentCount(), 290);
+});
+
 h.test('disconnect', async () => {
   await conn.close();
 });

@@ -1,0 +1,204 @@
+/*
+ * profile.c: the database profiler: the `profile` command and
+ * <db>.system.profile.
+ *
+ * Levels follow mongod: 0 off, 1 operations slower than slowms, 2 all. The
+ * level is per database and in memory (as mongod's is, unless set in its
+ * config). An entry is written after the operation has finished and released
+ * its locks, in its own transaction, into <db>.system.profile, created on
+ * first use as a capped collection of 1 MiB; the oldest entries are removed
+ * when it grows past that (capped semantics, kept here for this one
+ * collection). TTL deletes are profiled too (SPEC D4): the monitor reports
+ * each batch with op "remove" and the TTL index it came from.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "catalog/coll_write.h"
+#include "cmd/cmd.h"
+#include "cmd/profile.h"
+#include "common/log.h"
+#include "query/value.h"
+
+#define MAX_DBS 256
+#define PROFILE_CAP_BYTES (1024 * 1024)
+
+static struct {
+    pthread_mutex_t mu;
+    char db[MAX_DBS][64];
+    int level[MAX_DBS];
+    int n;
+    _Atomic int64_t slowms;
+    _Atomic int any_on; /* fast path: no database profiles */
+} P = {.mu = PTHREAD_MUTEX_INITIALIZER, .slowms = 100};
+
+int
+mf_profile_level(const char *db)
+{
+    if (atomic_load(&P.any_on) == 0)
+        return 0;
+    int level = 0;
+    pthread_mutex_lock(&P.mu);
+    for (int i = 0; i < P.n; i++) {
+        if (strcmp(P.db[i], db) == 0)
+            level = P.level[i];
+    }
+    pthread_mutex_unlock(&P.mu);
+    return level;
+}
+
+int64_t
+mf_profile_slowms(void)
+{
+    return atomic_load(&P.slowms);
+}
+
+static void
+set_level(const char *db, int level)
+{
+    pthread_mutex_lock(&P.mu);
+    int i;
+    for (i = 0; i < P.n; i++) {
+        if (strcmp(P.db[i], db) == 0)
+            break;
+    }
+    if (i == P.n && P.n < MAX_DBS) {
+        snprintf(P.db[i], sizeof(P.db[i]), "%s", db);
+        P.n++;
+    }
+    if (i < MAX_DBS)
+        P.level[i] = level;
+    int on = 0;
+    for (int k = 0; k < P.n; k++)
+        on |= P.level[k] != 0;
+    atomic_store(&P.any_on, on);
+    pthread_mutex_unlock(&P.mu);
+}
+
+bool
+mf_profile_wants(const char *db, int64_t millis)
+{
+    int level = mf_profile_level(db);
+    return level == 2 || (level == 1 && millis >= mf_profile_slowms());
+}
+
+/* Removes the oldest entries while the collection is over its cap. Catalog lock held shared. */
+static void
+trim(mf_sess_t *s, mf_coll_t *c)
+{
+    mf_cur_t *cur;
+    mf_error_t err;
+    while (atomic_load(&c->approx_size) > PROFILE_CAP_BYTES) {
+        if (mf_txn_begin(s, &err) != 0)
+            return;
+        if (mf_cur_open(s, c->uri, &cur, &err) != 0) {
+            mf_txn_abort(s);
+            return;
+        }
+        int r = mf_cur_next(cur);
+        int64_t rid = r == 0 ? mf_cur_rid(cur) : 0;
+        bson_t doc;
+        bool have = false;
+        if (r == 0) {
+            const uint8_t *v;
+            size_t len;
+            bson_t view;
+            mf_cur_value(cur, &v, &len);
+            if (bson_init_static(&view, v, len)) {
+                bson_copy_to(&view, &doc);
+                have = true;
+            }
+        }
+        mf_cur_close(cur);
+        if (!have || mf_coll_remove(s, c, rid, &doc, &err) != 0 || mf_txn_commit(s, false, &err) != 0) {
+            if (have)
+                bson_destroy(&doc);
+            mf_txn_abort(s);
+            return;
+        }
+        bson_destroy(&doc);
+    }
+}
+
+void
+mf_profile_write(mf_engine_t *eng, const char *db, const bson_t *entry)
+{
+    mf_catalog_t *cat = eng->cat;
+    mf_sess_t *s = mf_storage_session(eng->st);
+    mf_error_t err;
+    mf_coll_t *c;
+
+    mf_catalog_rdlock(cat);
+    c = mf_catalog_coll_find(cat, db, "system.profile");
+    if (c == NULL) {
+        bson_t opts;
+        mf_catalog_unlock(cat);
+        bson_init(&opts);
+        BSON_APPEND_BOOL(&opts, "capped", true);
+        BSON_APPEND_INT64(&opts, "size", PROFILE_CAP_BYTES);
+        mf_catalog_wrlock(cat);
+        if (mf_catalog_coll_find(cat, db, "system.profile") == NULL &&
+            mf_catalog_coll_create(cat, db, "system.profile", &opts, NULL, &err) != 0)
+            mf_log(MF_LOG_WARN, "COMMAND", "cannot create %s.system.profile: %s", db, err.msg);
+        mf_catalog_unlock(cat);
+        bson_destroy(&opts);
+        mf_catalog_rdlock(cat);
+        c = mf_catalog_coll_find(cat, db, "system.profile");
+    }
+    if (c != NULL) {
+        bson_t doc;
+        bson_oid_t oid;
+        bson_iter_t it;
+        bson_init(&doc);
+        bson_oid_init(&oid, NULL);
+        BSON_APPEND_OID(&doc, "_id", &oid);
+        bson_iter_init(&it, entry);
+        while (bson_iter_next(&it))
+            bson_append_value(&doc, bson_iter_key(&it), -1, bson_iter_value(&it));
+        for (int attempt = 0; attempt < 10; attempt++) {
+            if (mf_txn_begin(s, &err) != 0)
+                break;
+            int r = mf_coll_insert(s, c, &doc, NULL, &err);
+            if (r == 0 && mf_txn_commit(s, false, &err) == 0)
+                break;
+            mf_txn_abort(s);
+            if (r != MF_CONFLICT)
+                break;
+        }
+        bson_destroy(&doc);
+        trim(s, c);
+    }
+    mf_catalog_unlock(cat);
+    mf_storage_session_release(s);
+}
+
+static int
+cmd_profile(mf_op_t *op)
+{
+    bson_iter_t it;
+    bson_iter_init(&it, op->cmd);
+    bson_iter_next(&it);
+    const bson_value_t *v = bson_iter_value(&it);
+    if (!mf_value_is_number(v))
+        return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field 'profile.profile' is the wrong type '%s', expected type 'int'",
+                          mf_type_name(v->value_type));
+    int64_t level = (int64_t)mf_value_as_double(v);
+    if (level < -1 || level > 2)
+        return mf_err_set(&op->err, MF_E_BadValue, "Bad profiling level: %lld", (long long)level);
+    int was = mf_profile_level(op->db);
+    if (bson_iter_init_find(&it, op->cmd, "slowms") && mf_value_is_number(bson_iter_value(&it)))
+        atomic_store(&P.slowms, (int64_t)mf_value_as_double(bson_iter_value(&it)));
+    BSON_APPEND_INT32(op->reply, "was", was);
+    BSON_APPEND_INT64(op->reply, "slowms", atomic_load(&P.slowms));
+    BSON_APPEND_DOUBLE(op->reply, "sampleRate", 1.0);
+    if (level >= 0)
+        set_level(op->db, (int)level);
+    return 0;
+}
+
+const mf_cmd_def_t mf_cmds_profile[] = {
+    {"profile", cmd_profile, 0, NULL},
+    {NULL, NULL, 0, NULL},
+};
