@@ -490,7 +490,11 @@ cmd_kill_op(mf_op_t *op)
     return 0;
 }
 
+/* Defined in cmd_dispatch.c, which owns the command table. */
+int mf_cmd_list_commands(mf_op_t *op);
+
 const mf_cmd_def_t mf_cmds_admin[] = {
+    {"listCommands", mf_cmd_list_commands, MF_CMD_NO_DB},
     {"startSession", cmd_start_session, 0},
     {"currentOp", cmd_current_op, MF_CMD_ADMIN_ONLY},
     {"killOp", cmd_kill_op, MF_CMD_ADMIN_ONLY},

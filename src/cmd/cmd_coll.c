@@ -7,6 +7,16 @@
  * is using the collection. Statistics come from the collection's running
  * counts (approx_count / approx_size, exact after startup) and WiredTiger's
  * on-disk sizes.
+ *
+ * createIndexes validates every requested spec before touching the catalog
+ * (MongoDB 8.0's allowed fields, key pattern rules, option types, partial
+ * filter operators, TTL via mf_ttl_normalise_spec), checks conflicts against
+ * existing indexes and earlier specs of the same request (SPEC A6), then
+ * builds the new indexes one after another; a failure drops the ones this
+ * command built (and a collection it created), so a request takes effect
+ * whole or not at all. Builds report progress to the command's currentOp
+ * entry and stop on killOp. DDL that can change the set of TTL indexes calls
+ * mf_ttl_notify after it succeeds.
  */
 #include <stdarg.h>
 #include <stdio.h>

@@ -19,6 +19,7 @@
 
 #include "cmd/cmd.h"
 #include "cmd/profile.h"
+#include "query/expr.h"
 #include "cmd/curop.h"
 #include "common/log.h"
 #include "query/value.h"
@@ -35,6 +36,26 @@ lookup(const char *name)
         }
     }
     return NULL;
+}
+
+/* listCommands: every command in the table, with MongoDB's per-command fields. */
+int
+mf_cmd_list_commands(mf_op_t *op)
+{
+    bson_t all, one;
+    BSON_APPEND_DOCUMENT_BEGIN(op->reply, "commands", &all);
+    for (size_t t = 0; t < sizeof(tables) / sizeof(tables[0]); t++) {
+        for (const mf_cmd_def_t *d = tables[t]; d->name != NULL; d++) {
+            BSON_APPEND_DOCUMENT_BEGIN(&all, d->name, &one);
+            BSON_APPEND_UTF8(&one, "help", "");
+            BSON_APPEND_BOOL(&one, "requiresAuth", false);
+            BSON_APPEND_BOOL(&one, "secondaryOk", true);
+            BSON_APPEND_BOOL(&one, "adminOnly", (d->flags & MF_CMD_ADMIN_ONLY) != 0);
+            bson_append_document_end(&all, &one);
+        }
+    }
+    bson_append_document_end(op->reply, &all);
+    return 0;
 }
 
 /* Arguments every command accepts (MongoDB's IDL "generic arguments"). */
@@ -181,6 +202,122 @@ curop_register(mf_engine_t *eng, mf_client_t *client, const char *db, const char
     return cop;
 }
 
+/*
+ * Records a finished command in <db>.system.profile when the database
+ * profiles it (profile.c). Runs after the command released its locks.
+ */
+static void
+profile_op(mf_engine_t *eng, const mf_client_t *client, const char *db, const char *name, const bson_t *cmd,
+           const bson_t *reply, int64_t millis, const mf_error_t *err)
+{
+    bson_iter_t it;
+    char ns[300];
+    if (!mf_profile_wants(db, millis))
+        return;
+    bson_iter_init(&it, cmd);
+    bson_iter_next(&it);
+    if (BSON_ITER_HOLDS_UTF8(&it)) {
+        if (strcmp(bson_iter_utf8(&it, NULL), "system.profile") == 0)
+            return;
+        snprintf(ns, sizeof(ns), "%s.%s", db, bson_iter_utf8(&it, NULL));
+    } else {
+        snprintf(ns, sizeof(ns), "%s.$cmd", db);
+    }
+    bson_t e;
+    bson_init(&e);
+    BSON_APPEND_UTF8(&e, "op", curop_type(name));
+    BSON_APPEND_UTF8(&e, "ns", ns);
+    if (cmd->len < 64 * 1024) {
+        BSON_APPEND_DOCUMENT(&e, "command", cmd);
+    } else {
+        bson_t t;
+        BSON_APPEND_DOCUMENT_BEGIN(&e, "command", &t);
+        BSON_APPEND_UTF8(&t, "$truncated", name);
+        bson_append_document_end(&e, &t);
+    }
+    if (bson_iter_init_find(&it, reply, "n") && BSON_ITER_HOLDS_INT32(&it)) {
+        const char *field = strcmp(name, "insert") == 0 ? "ninserted" : strcmp(name, "delete") == 0 ? "ndeleted" : "nMatched";
+        BSON_APPEND_INT32(&e, field, bson_iter_int32(&it));
+    }
+    if (err != NULL) {
+        BSON_APPEND_UTF8(&e, "errMsg", err->msg);
+        BSON_APPEND_INT32(&e, "errCode", err->code);
+        BSON_APPEND_UTF8(&e, "errName", mf_err_codename(err->code));
+    }
+    BSON_APPEND_INT32(&e, "responseLength", (int32_t)reply->len);
+    BSON_APPEND_INT64(&e, "millis", millis);
+    BSON_APPEND_DATE_TIME(&e, "ts", mf_now_ms());
+    BSON_APPEND_UTF8(&e, "client", client ? client->remote : "");
+    BSON_APPEND_UTF8(&e, "user", "");
+    mf_profile_write(eng, db, &e);
+    bson_destroy(&e);
+}
+
+/*
+ * A command's `let` document: its variables are visible as $$name to every
+ * expression the command evaluates ($expr in filters, pipelines, updates).
+ * Each value is an expression evaluated once, before the command runs.
+ */
+#define MAX_LET 64
+typedef struct let_frame {
+    const char *names[MAX_LET];
+    bson_value_t vals[MAX_LET];
+    mf_expr_vars_t frame;
+    bool installed;
+} let_frame_t;
+
+static int
+let_begin(mf_op_t *op, let_frame_t *lf)
+{
+    bson_iter_t it, li;
+    size_t n = 0;
+    lf->installed = false;
+    if (!bson_iter_init_find(&it, op->cmd, "let"))
+        return 0;
+    if (!BSON_ITER_HOLDS_DOCUMENT(&it))
+        return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field '%s.let' is the wrong type '%s', expected type 'object'",
+                          op->name, mf_type_name(bson_iter_type(&it)));
+    bson_iter_recurse(&it, &li);
+    bson_t empty = BSON_INITIALIZER;
+    while (bson_iter_next(&li)) {
+        if (n == MAX_LET)
+            return mf_err_set(&op->err, MF_E_BadValue, "too many let variables");
+        const char *name = bson_iter_key(&li);
+        if (mf_expr_check_var_name(name, &op->err) != 0)
+            goto fail;
+        mf_expr_t *e = mf_expr_parse(bson_iter_value(&li), &op->err);
+        if (e == NULL)
+            goto fail;
+        int r = mf_expr_eval(e, &empty, &lf->vals[n], &op->err);
+        mf_expr_free(e);
+        if (r != 0)
+            goto fail;
+        lf->names[n++] = name;
+    }
+    lf->frame.names = lf->names;
+    lf->frame.vals = lf->vals;
+    lf->frame.n = n;
+    lf->frame.up = mf_expr_vars_current();
+    mf_expr_vars_set(&lf->frame);
+    lf->installed = true;
+    return 0;
+fail:
+    for (size_t i = 0; i < n; i++)
+        bson_value_destroy(&lf->vals[i]);
+    return -1;
+}
+
+static void
+let_end(let_frame_t *lf)
+{
+    if (!lf->installed)
+        return;
+    mf_expr_vars_set(lf->frame.up);
+    for (size_t i = 0; i < lf->frame.n; i++)
+        bson_value_destroy(&lf->vals[i]);
+    lf->installed = false;
+}
+
 static void
 error_reply(bson_t *reply, const mf_error_t *err)
 {
@@ -205,6 +342,8 @@ mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *
     const mf_cmd_def_t *def;
     mf_curop_t *cop = NULL;
     bool unsatisfiable = false;
+    int64_t started_ms = -1;
+    let_frame_t lf;
 
     memset(&op, 0, sizeof(op));
     op.eng = eng;
@@ -239,7 +378,12 @@ mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *
     cop = curop_register(eng, client, db, def->name, cmd);
     mf_curop_set_current(cop);
     op.sess = mf_storage_session(eng->st);
-    if (def->fn(&op) != 0) {
+    started_ms = mf_mono_ms();
+    if (let_begin(&op, &lf) != 0)
+        goto fail;
+    int hrc = def->fn(&op);
+    let_end(&lf);
+    if (hrc != 0) {
         if (mf_txn_active(op.sess))
             mf_txn_abort(op.sess);
         goto fail;
@@ -258,6 +402,7 @@ mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *
         bson_append_document_end(reply, &wce);
     }
     BSON_APPEND_DOUBLE(reply, "ok", 1.0);
+    profile_op(eng, client, db, def->name, cmd, reply, mf_mono_ms() - started_ms, NULL);
     return;
 
 fail:
@@ -270,4 +415,6 @@ fail:
     if (op.err.code == 0)
         mf_err_set(&op.err, MF_E_InternalError, "command failed without an error message");
     error_reply(reply, &op.err);
+    if (started_ms >= 0)
+        profile_op(eng, client, db, op.name, cmd, reply, mf_mono_ms() - started_ms, &op.err);
 }
