@@ -106,6 +106,10 @@ async function main() {
     });
     if (scanned !== N_SCANS * N_DOCS) console.log(`  (warning: scan returned ${scanned} docs)`);
 
+    await timed('server-side scan: countDocuments(score >= 0)', N_SCANS * N_DOCS, 'docs', async () => {
+      for (let s = 0; s < N_SCANS; s++) await coll.countDocuments({ score: { $gte: 0 } });
+    });
+
     const sel = await coll.countDocuments({ k: { $lt: 100 } });
     await timed('filter k < 100 (no index), docs returned', N_SCANS * sel, 'docs', async () => {
       for (let s = 0; s < N_SCANS; s++) await coll.find({ k: { $lt: 100 } }).toArray();

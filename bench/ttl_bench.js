@@ -158,6 +158,7 @@ function spawnServer(name, bin, args, dir) {
     if (entry.tail.length > 50) entry.tail.splice(0, entry.tail.length - 25);
   });
   proc.on('exit', (code, signal) => { entry.exited = { code, signal }; });
+  proc.on('error', (e) => { entry.exited = { error: e.message }; });
   children.push(entry);
   return entry;
 }
@@ -537,7 +538,7 @@ async function phase23Mayfly(db, fgDb, ingestRate) {
   const write2 = (i) => fgColl2.insertOne({ _id: base + i, v: PAYLOAD });
   const read2 = (j) => fgColl2.findOne({ _id: base + j });
   const m = await massExpiry('mayfly', () => coll.estimatedDocumentCount(), T, write2, read2);
-  log(`mayfly phase 2: all gone ${m.zeroAfterMs} ms after expiry (first deletion after ${m.firstAfterMs} ms)`);
+  log(`mayfly phase 2: all gone ${fmtMs(m.zeroAfterMs)} after expiry (first deletion after ${fmtMs(m.firstAfterMs)})`);
   const ss = await db.admin().command({ serverStatus: 1 });
   return { idle, ...m, ingest: N / loadMs * 1000, loadOverrunMs: Math.max(0, loadEnd - T),
     paceDocsPerSec: ss.metrics && ss.metrics.ttl ? ss.metrics.ttl.paceDocsPerSec : null };
@@ -563,7 +564,7 @@ async function phase23Redis(port, r, ingestRate) {
   const write2 = (i) => fgc.cmd('SET', `fg2:${i}`, PAYLOAD);
   const read2 = (j) => fgc.cmd('GET', `fg2:${j}`);
   const m = await massExpiry('redis', () => loader.cmd('DBSIZE'), T, write2, read2);
-  log(`redis phase 2: all gone ${m.zeroAfterMs} ms after expiry (first deletion after ${m.firstAfterMs} ms)`);
+  log(`redis phase 2: all gone ${fmtMs(m.zeroAfterMs)} after expiry (first deletion after ${fmtMs(m.firstAfterMs)})`);
   fgc.close();
   loader.close();
   return { idle, ...m, ingest: N / loadMs * 1000, loadOverrunMs: Math.max(0, loadEnd - T) };
@@ -617,7 +618,8 @@ async function main() {
     const rinfo = await r.cmd('INFO', 'server');
     const rver = (/redis_version:(\S+)/.exec(rinfo) || [])[1];
     log(`mayflyd ${bi.version} pid ${mayfly.proc.pid} port ${mPort}; redis ${rver} pid ${redis.proc.pid} port ${rPort}`);
-    log(`docs=${N} sample=${SAMPLE} poll=${POLL_MS}ms cores=${os.cpus().length}`);
+    log(`docs=${N} sample=${SAMPLE} poll=${POLL_MS}ms cores=${os.cpus().length} ` +
+      `loadavg=${os.loadavg().map((x) => x.toFixed(2)).join(' ')} (other work on the machine skews the figures)`);
     const db = client.db('ttlbench');
     const fgDb = fgClient.db('ttlbench');
 
@@ -626,6 +628,7 @@ async function main() {
     const calib = db.collection('calib');
     await calib.createIndex({ at: 1 }, { expireAfterSeconds: 0 });
     const far = Date.now() + 86400000;
+    await loadMongo(calib, 2000, -2000, () => far);   /* warm-up: connection pool, first pages */
     const mCal = calibN / (await loadMongo(calib, calibN, 0, () => far)) * 1000;
     await calib.drop();
     await r.cmd('SELECT', '3');
@@ -690,7 +693,8 @@ async function main() {
         `insert ${fmtMs(m23.write.p99)} vs ${fmtMs(m23.idle.write.p99)}, find ${fmtMs(m23.read.p99)} vs ${fmtMs(m23.idle.read.p99)}`, ok(t3)],
     ]);
     if (m23.paceDocsPerSec !== null) console.log(`mayfly serverStatus ttl.paceDocsPerSec after (2): ${fmtInt(m23.paceDocsPerSec)}`);
-    console.log(`total run time ${((Date.now() - tStart) / 1000).toFixed(0)} s`);
+    console.log(`total run time ${((Date.now() - tStart) / 1000).toFixed(0)} s; ` +
+      `loadavg at end ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}`);
   } finally {
     try { r.close(); } catch (_) { /* ignore */ }
     await client.close().catch(() => {});

@@ -416,7 +416,7 @@ cmd_find(mf_op_t *op)
 {
     const char *name;
     bson_t filter, projection, sort;
-    bool has_filter, has_proj, has_sort, present, single = false;
+    bool has_filter, has_proj, has_sort, present, single = false, tailable = false, await_data = false;
     int64_t skip, limit = 0, batch;
     mf_coll_t *c;
     mf_cursor_t *cur = NULL;
@@ -434,8 +434,12 @@ cmd_find(mf_op_t *op)
         mf_op_get_doc(op, "projection", &projection, &has_proj) != 0 ||
         mf_op_get_doc(op, "sort", &sort, &has_sort) != 0 || get_nonneg(op, "skip", &skip, &present, 0) != 0 ||
         get_nonneg(op, "batchSize", &batch, &present, FIRST_BATCH_DEFAULT) != 0 ||
-        mf_op_get_bool(op, "singleBatch", &single, &present) != 0)
+        mf_op_get_bool(op, "singleBatch", &single, &present) != 0 ||
+        mf_op_get_bool(op, "tailable", &tailable, &present) != 0 ||
+        mf_op_get_bool(op, "awaitData", &await_data, &present) != 0)
         return -1;
+    if (await_data && !tailable)
+        return mf_err_set(&op->err, MF_E_FailedToParse, "Cannot set 'awaitData' without also setting 'tailable'");
     if (mf_op_get_int64(op, "limit", &limit, &present) != 0)
         return -1;
     if (limit < 0) {
@@ -456,6 +460,15 @@ cmd_find(mf_op_t *op)
 
     if (coll_acquire(op, name, false, &c) != 0)
         goto out_unlock;
+    if (tailable && c != NULL) {
+        /* Tailable cursors need a capped collection (and are not resumable here beyond a normal cursor). */
+        bson_iter_t ci;
+        if (!(c->options && bson_iter_init_find(&ci, c->options, "capped") && bson_iter_as_bool(&ci))) {
+            mf_err_set(&op->err, MF_E_BadValue, "error processing query: ns=%s.%s: tailable cursor requested on non capped collection",
+                       op->db, name);
+            goto out_unlock;
+        }
+    }
     {
         mf_plan_request_t req = {.filter = has_filter ? &filter : NULL, .sort = srt ? &sort : NULL, .hint = hint};
         if (mf_plan_build(c, &req, &plan, &op->err) != 0)
@@ -551,7 +564,7 @@ cmd_get_more(mf_op_t *op)
 
     bson_iter_init(&it, op->cmd);
     bson_iter_next(&it);
-    if (!BSON_ITER_HOLDS_INT64(&it) && !BSON_ITER_HOLDS_INT32(&it))
+    if (!BSON_ITER_HOLDS_INT64(&it))
         return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field 'getMore.getMore' is the wrong type '%s', expected type 'long'",
                           mf_type_name(bson_iter_type(&it)));
     id = bson_iter_as_int64(&it);
@@ -1710,10 +1723,24 @@ cmd_distinct(mf_op_t *op)
 
 /* ---------- aggregate ---------- */
 
+/*
+ * A $out / $merge recorded by env->write_out while the pipeline runs under
+ * the catalog read lock, and performed by agg_write_perform after that lock
+ * is released (a write needs the write lock to create or replace the target,
+ * and the read lock must never be upgraded in place).
+ */
+typedef struct agg_write {
+    bool pending;
+    char *db, *coll;     /* owned */
+    mf_docvec_t docs;    /* owned */
+    bson_t *merge_spec;  /* owned; NULL for $out */
+} agg_write_t;
+
 typedef struct agg_scan_ctx {
     mf_op_t *op;
     const bson_t *only_doc;   /* $collStats: the pipeline's source is this one document */
     const bson_value_t *hint; /* the command's hint, or NULL */
+    agg_write_t *write;       /* where env->write_out records its work */
 } agg_scan_ctx_t;
 
 typedef struct agg_visit_adapter {
@@ -1767,6 +1794,344 @@ agg_current_op(void *ctx, const bson_t *spec, mf_docvec_t *out, mf_error_t *err)
     (void)err;
     mf_curop_report_each(push_curop_row, out);
     return 0;
+}
+
+/* env->write_out: validates the target and records the write (stealing the documents). */
+static int
+agg_write_out(void *ctx, const char *db, const char *coll, mf_docvec_t *docs, const bson_t *merge_spec,
+              mf_error_t *err)
+{
+    agg_scan_ctx_t *x = ctx;
+    agg_write_t *w = x->write;
+    const char *tdb = db ? db : x->op->db;
+
+    if (mf_catalog_check_db_name(tdb, err) != 0 || mf_catalog_check_coll_name(tdb, coll, err) != 0)
+        return -1;
+    if (strncmp(coll, "system.", 7) == 0)
+        return mf_err_set(err, MF_E_InvalidNamespace, "Invalid %s target namespace, %s.%s is not allowed",
+                          merge_spec ? "$merge" : "$out", tdb, coll);
+    w->pending = true;
+    w->db = bson_strdup(tdb);
+    w->coll = bson_strdup(coll);
+    w->docs = *docs;
+    mf_docvec_init(docs);
+    w->merge_spec = merge_spec ? bson_copy(merge_spec) : NULL;
+    return 0;
+}
+
+static void
+agg_write_destroy(agg_write_t *w)
+{
+    bson_free(w->db);
+    bson_free(w->coll);
+    mf_docvec_destroy(&w->docs);
+    if (w->merge_spec)
+        bson_destroy(w->merge_spec);
+}
+
+typedef struct out_ctx {
+    mf_sess_t *s;
+    mf_coll_t *c;
+    agg_write_t *w;
+    const char *on[32];  /* $merge: the 'on' fields */
+    int non;
+    const char *when_matched, *when_not_matched;
+    mf_op_t *op;
+} out_ctx_t;
+
+/* out_insert_item: inserts document i (with _id first, generated when absent). */
+static int
+out_insert_item(void *arg, size_t i, mf_error_t *err)
+{
+    out_ctx_t *x = arg;
+    const bson_t *doc = x->w->docs.docs[i];
+    bson_t fixed;
+    int ret;
+
+    if (id_is_first(doc))
+        return mf_coll_insert(x->s, x->c, doc, NULL, err);
+    doc_with_id_first(doc, &fixed);
+    ret = mf_coll_insert(x->s, x->c, &fixed, NULL, err);
+    bson_destroy(&fixed);
+    return ret;
+}
+
+/* merge_find: the record of x->c matching doc on the 'on' fields; 0 found, MF_NOTFOUND, or -1 / MF_CONFLICT. */
+typedef struct merge_find_ctx {
+    int64_t rid;
+    bool found;
+} merge_find_ctx_t;
+
+static int
+merge_find_visit(void *arg, int64_t rid, const bson_t *doc, const mf_match_details_t *d)
+{
+    merge_find_ctx_t *f = arg;
+    (void)doc;
+    (void)d;
+    f->rid = rid;
+    f->found = true;
+    return 1;
+}
+
+static int
+merge_find(out_ctx_t *x, const bson_t *doc, int64_t *rid, mf_error_t *err)
+{
+    bson_t filter = BSON_INITIALIZER;
+    bson_value_t v;
+    int ret;
+
+    for (int k = 0; k < x->non; k++) {
+        if (!mf_path_get(doc, x->on[k], &v) || v.value_type == BSON_TYPE_NULL || v.value_type == BSON_TYPE_ARRAY ||
+            v.value_type == BSON_TYPE_UNDEFINED) {
+            bson_destroy(&filter);
+            return mf_err_set(err, MF_E_Location51132,
+                              "$merge write error: 'on' field '%s' cannot be missing, null, undefined or an array",
+                              x->on[k]);
+        }
+        bson_append_value(&filter, x->on[k], -1, &v);
+    }
+    if (x->non == 1 && strcmp(x->on[0], "_id") == 0) {
+        bson_iter_t it;
+        bson_iter_init_find(&it, &filter, "_id");
+        ret = mf_coll_find_id(x->s, x->c, bson_iter_value(&it), rid, err);
+        bson_destroy(&filter);
+        return ret;
+    }
+    mf_matcher_t *m = mf_matcher_new(&filter, err);
+    if (m == NULL) {
+        bson_destroy(&filter);
+        return -1;
+    }
+    merge_find_ctx_t f = {0, false};
+    ret = mf_exec_scan(x->s, x->c, &filter, m, 0, merge_find_visit, &f, NULL, err);
+    mf_matcher_free(m);
+    bson_destroy(&filter);
+    if (ret != 0)
+        return ret;
+    if (!f.found)
+        return MF_NOTFOUND;
+    *rid = f.rid;
+    return 0;
+}
+
+/* merge_item: applies document i to the target as whenMatched / whenNotMatched say. */
+static int
+merge_item(void *arg, size_t i, mf_error_t *err)
+{
+    out_ctx_t *x = arg;
+    const bson_t *doc = x->w->docs.docs[i];
+    bson_iter_t it;
+    int64_t rid;
+    int ret;
+
+    if (x->non == 1 && strcmp(x->on[0], "_id") == 0 && !bson_iter_init_find(&it, doc, "_id"))
+        ret = MF_NOTFOUND; /* a generated _id matches nothing */
+    else
+        ret = merge_find(x, doc, &rid, err);
+    if (ret == MF_NOTFOUND) {
+        if (strcmp(x->when_not_matched, "discard") == 0)
+            return 0;
+        if (strcmp(x->when_not_matched, "fail") == 0)
+            return mf_err_set(err, MF_E_MergeStageNoMatchingDocument,
+                              "$merge could not find a matching document in the target collection for at least one "
+                              "document in the source collection");
+        return out_insert_item(arg, i, err);
+    }
+    if (ret != 0)
+        return ret;
+    if (strcmp(x->when_matched, "keepExisting") == 0)
+        return 0;
+    if (strcmp(x->when_matched, "fail") == 0) {
+        char *js = bson_as_relaxed_extended_json(doc, NULL);
+        mf_err_set(err, MF_E_DuplicateKey, "E11000 duplicate key error collection: %s.%s: $merge found a matching "
+                   "document for %s", x->c->db, x->c->name, js ? js : "");
+        bson_free(js);
+        return -1;
+    }
+    bson_t old, neu = BSON_INITIALIZER;
+    bson_value_t oid, nid;
+    if ((ret = mf_coll_fetch(x->s, x->c, rid, &old, err)) != 0)
+        return ret == MF_NOTFOUND ? MF_CONFLICT : ret;
+    bool has_oid = bson_iter_init_find(&it, &old, "_id");
+    if (has_oid)
+        oid = *bson_iter_value(&it);
+    bson_iter_t ni;
+    if (has_oid && bson_iter_init_find(&ni, doc, "_id")) {
+        nid = *bson_iter_value(&ni);
+        if (!mf_value_equal(&oid, &nid)) {
+            bson_destroy(&old);
+            return mf_err_set(err, MF_E_ImmutableField,
+                              "$merge failed to update the matching document, did you attempt to modify the _id or "
+                              "the shard key? :: caused by :: Performing an update on the path '_id' would modify the "
+                              "immutable field '_id'");
+        }
+    }
+    if (has_oid)
+        bson_append_value(&neu, "_id", 3, &oid);
+    if (strcmp(x->when_matched, "replace") == 0) {
+        bson_iter_init(&it, doc);
+        while (bson_iter_next(&it))
+            if (strcmp(bson_iter_key(&it), "_id") != 0)
+                bson_append_value(&neu, bson_iter_key(&it), (int)bson_iter_key_len(&it), bson_iter_value(&it));
+    } else {
+        /* merge: existing fields keep their place (with the new value), new fields are appended. */
+        bson_iter_init(&it, &old);
+        while (bson_iter_next(&it)) {
+            const char *k = bson_iter_key(&it);
+            if (strcmp(k, "_id") == 0)
+                continue;
+            if (bson_iter_init_find(&ni, doc, k))
+                bson_append_value(&neu, k, (int)bson_iter_key_len(&it), bson_iter_value(&ni));
+            else
+                bson_append_value(&neu, k, (int)bson_iter_key_len(&it), bson_iter_value(&it));
+        }
+        bson_iter_init(&ni, doc);
+        while (bson_iter_next(&ni)) {
+            const char *k = bson_iter_key(&ni);
+            if (strcmp(k, "_id") != 0 && !bson_iter_init_find(&it, &old, k))
+                bson_append_value(&neu, k, (int)bson_iter_key_len(&ni), bson_iter_value(&ni));
+        }
+    }
+    if (neu.len > MF_MAX_BSON_SIZE)
+        ret = mf_err_set(err, MF_E_BSONObjectTooLarge, "$merge: the resulting document is too large (%u bytes)",
+                         neu.len);
+    else if (mf_check_doc_for_storage(&neu, err) != 0)
+        ret = -1;
+    else if (!(neu.len == old.len && memcmp(bson_get_data(&neu), bson_get_data(&old), neu.len) == 0))
+        ret = mf_coll_replace(x->s, x->c, rid, &old, &neu, err);
+    else
+        ret = 0;
+    bson_destroy(&old);
+    bson_destroy(&neu);
+    return ret;
+}
+
+/* run_out_batches: runs fn over every recorded document; 0, or -1 with err. */
+static int
+run_out_batches(mf_op_t *op, out_ctx_t *x, mf_batch_item_fn fn, mf_error_t *err)
+{
+    size_t i = 0;
+    int r = mf_batch_run(op->sess, &i, x->w->docs.len, INSERT_CHUNK, want_durable(op), fn, NULL, x, err);
+    return r == 0 ? 0 : -1;
+}
+
+/*
+ * agg_do_out: $out. Under the catalog write lock (never taken while the read
+ * lock is held): creates a temporary collection with the target's options
+ * and secondary indexes, inserts the documents, then drops the target and
+ * renames the temporary collection over it. On failure the temporary
+ * collection is dropped and the target is left as it was.
+ */
+static int
+agg_do_out(mf_op_t *op, agg_write_t *w, mf_error_t *err)
+{
+    mf_catalog_t *cat = op->eng->cat;
+    char tmp[64], hex[25];
+    bson_oid_t oid;
+    mf_coll_t *target, *t = NULL;
+    int rc = -1;
+
+    for (size_t i = 0; i < w->docs.len; i++)
+        if (mf_check_doc_for_storage(w->docs.docs[i], err) != 0)
+            return -1;
+    bson_oid_init(&oid, NULL);
+    bson_oid_to_string(&oid, hex);
+    snprintf(tmp, sizeof tmp, "tmp.agg_out.%s", hex);
+    mf_catalog_wrlock(cat);
+    target = mf_catalog_coll_find(cat, w->db, w->coll);
+    if (mf_catalog_coll_create(cat, w->db, tmp, target ? target->options : NULL, &t, err) != 0)
+        goto out;
+    for (int k = 0; target && k < target->nindexes; k++) {
+        if (target->indexes[k]->is_id)
+            continue;
+        if (mf_catalog_index_add(cat, t, target->indexes[k]->spec, err) != 0)
+            goto drop_tmp;
+    }
+    {
+        out_ctx_t x;
+        memset(&x, 0, sizeof x);
+        x.s = op->sess;
+        x.c = t;
+        x.w = w;
+        x.op = op;
+        if (run_out_batches(op, &x, out_insert_item, err) != 0)
+            goto drop_tmp;
+    }
+    if (target && mf_catalog_coll_drop(cat, target, err) != 0)
+        goto drop_tmp;
+    if (mf_catalog_coll_rename(cat, t, w->db, w->coll, err) != 0)
+        goto drop_tmp;
+    rc = 0;
+    goto out;
+drop_tmp: {
+    mf_error_t e2;
+    mf_err_clear(&e2);
+    if (mf_catalog_coll_drop(cat, t, &e2) != 0)
+        mf_log(MF_LOG_WARN, "COMMAND", "$out: could not drop %s.%s: %s", w->db, tmp, e2.msg);
+}
+out:
+    mf_catalog_unlock(cat);
+    return rc;
+}
+
+/* agg_do_merge: $merge. Creates the target if needed (write lock), then writes under the read lock. */
+static int
+agg_do_merge(mf_op_t *op, agg_write_t *w, mf_error_t *err)
+{
+    mf_catalog_t *cat = op->eng->cat;
+    out_ctx_t x;
+    bson_iter_t it, ai;
+    mf_coll_t *c;
+    int rc;
+
+    memset(&x, 0, sizeof x);
+    x.s = op->sess;
+    x.w = w;
+    x.op = op;
+    x.when_matched = "merge";
+    x.when_not_matched = "insert";
+    if (bson_iter_init_find(&it, w->merge_spec, "on") && bson_iter_recurse(&it, &ai))
+        while (bson_iter_next(&ai) && x.non < 32)
+            x.on[x.non++] = bson_iter_utf8(&ai, NULL);
+    if (bson_iter_init_find(&it, w->merge_spec, "whenMatched"))
+        x.when_matched = bson_iter_utf8(&it, NULL);
+    if (bson_iter_init_find(&it, w->merge_spec, "whenNotMatched"))
+        x.when_not_matched = bson_iter_utf8(&it, NULL);
+    if (x.non == 0) {
+        x.on[0] = "_id";
+        x.non = 1;
+    }
+    for (size_t i = 0; i < w->docs.len; i++)
+        if (mf_check_doc_for_storage(w->docs.docs[i], err) != 0)
+            return -1;
+
+    mf_catalog_wrlock(cat);
+    if (mf_catalog_coll_find(cat, w->db, w->coll) == NULL &&
+        mf_catalog_coll_create(cat, w->db, w->coll, NULL, NULL, err) != 0) {
+        mf_catalog_unlock(cat);
+        return -1;
+    }
+    mf_catalog_unlock(cat);
+
+    mf_catalog_rdlock(cat);
+    c = mf_catalog_coll_find(cat, w->db, w->coll);
+    if (c == NULL) {
+        mf_catalog_unlock(cat);
+        return mf_err_set(err, MF_E_NamespaceNotFound, "collection %s.%s was dropped during $merge", w->db, w->coll);
+    }
+    x.c = c;
+    rc = run_out_batches(op, &x, merge_item, err);
+    mf_catalog_unlock(cat);
+    return rc;
+}
+
+/* agg_write_perform: performs a recorded $out / $merge. No catalog lock is held on entry. */
+static int
+agg_write_perform(mf_op_t *op, agg_write_t *w)
+{
+    if (!w->pending)
+        return 0;
+    return w->merge_spec ? agg_do_merge(op, w, &op->err) : agg_do_out(op, w, &op->err);
 }
 
 static int explain_aggregate(mf_op_t *op, const bson_t *cmd, const char *verbosity);
@@ -1864,11 +2229,15 @@ cmd_aggregate(mf_op_t *op)
         return mf_err_set(&op->err, MF_E_InvalidNamespace,
                           "{aggregate: 1} is not valid for this pipeline; a collection is required.");
     }
-    agg_scan_ctx_t sc = {op, collstats ? &stats_doc : NULL, hint};
+    agg_write_t aw;
+    memset(&aw, 0, sizeof aw);
+    mf_docvec_init(&aw.docs);
+    agg_scan_ctx_t sc = {op, collstats ? &stats_doc : NULL, hint, &aw};
     mf_agg_env_t env;
     memset(&env, 0, sizeof(env));
     env.scan = agg_scan;
     env.ctx = &sc;
+    env.write_out = agg_write_out;
     if (name == NULL && strcmp(op->db, "admin") == 0)
         env.current_op = agg_current_op;
     if (name == NULL)
@@ -1880,6 +2249,9 @@ cmd_aggregate(mf_op_t *op)
     mf_pipeline_free(pl);
     if (collstats)
         bson_destroy(&stats_doc);
+    if (rc == 0)
+        rc = agg_write_perform(op, &aw); /* $out / $merge, outside the read lock */
+    agg_write_destroy(&aw);
     if (rc != 0) {
         mf_cursor_free(cur);
         return -1;

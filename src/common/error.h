@@ -192,7 +192,29 @@
     X(28749, Location28749)                                                    \
     X(5858203, Location5858203)                                                \
     X(16867, Location16867)                                                    \
-    X(16868, Location16868)
+    X(16868, Location16868)                                                    \
+    X(40601, Location40601)                                                    \
+    X(13113, MergeStageNoMatchingDocument)                                     \
+    X(40192, Location40192)                                                    \
+    X(40193, Location40193)                                                    \
+    X(40194, Location40194)                                                    \
+    X(40199, Location40199)                                                    \
+    X(40600, Location40600)                                                    \
+    X(51047, Location51047)                                                    \
+    X(51132, Location51132)                                                    \
+    X(40200, Location40200)                                                    \
+    X(40202, Location40202)                                                    \
+    X(40196, Location40196)                                                    \
+    X(40197, Location40197)                                                    \
+    X(40198, Location40198)                                                    \
+    X(40201, Location40201)                                                    \
+    X(16990, Location16990)                                                    \
+    X(51182, Location51182)                                                    \
+    X(51134, Location51134)                                                    \
+    X(51186, Location51186)                                                    \
+    X(51187, Location51187)                                                    \
+    X(238, NotImplemented)                                                     \
+    X(40573, Location40573)
 
 /*
  * Symbolic names used by the code: MF_E_<CodeName>. A few codes have code

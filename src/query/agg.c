@@ -39,6 +39,12 @@
  * a $lookup; $currentOp asks env->current_op). $sample shuffles with a
  * per-run xorshift generator (partial Fisher-Yates) and keeps size documents.
  * $group's $stdDevPop/$stdDevSamp use Welford's running mean.
+ *
+ * $bucket is desugared at parse time, as MongoDB does, into a $group whose
+ * _id is a $switch over the boundaries, followed by a sort on _id. The
+ * write stages $out and $merge must be last; they hand their input to
+ * env->write_out (the command layer writes it, outside the catalog read
+ * lock) and produce no documents.
  */
 #include "query/agg.h"
 
@@ -56,7 +62,7 @@
 
 enum stage_kind { S_MATCH, S_PROJECT, S_ADDFIELDS, S_UNSET, S_SORT, S_LIMIT, S_SKIP, S_GROUP, S_COUNT,
                   S_UNWIND, S_REPLACEROOT, S_SORTBYCOUNT, S_LOOKUP, S_FACET, S_SAMPLE, S_CURRENTOP,
-                  S_DOCUMENTS };
+                  S_DOCUMENTS, S_BUCKET, S_OUT, S_MERGE };
 
 /* ---- projection trees ---- */
 
@@ -100,7 +106,7 @@ typedef struct stage {
     char *field;            /* $count name, $unwind path, $lookup as */
     char *index_field;      /* $unwind includeArrayIndex */
     bool preserve;          /* $unwind */
-    char *from, *local, *foreign; /* $lookup */
+    char *from, *local, *foreign; /* $lookup; $out/$merge: from = target collection, local = its db (or NULL) */
     struct mf_pipeline *sub;       /* $lookup pipeline */
     char **let_names;              /* $lookup let: variable names and their expressions */
     mf_expr_t **let_exprs;
@@ -114,6 +120,7 @@ struct mf_pipeline {
     stage_t *stages;
     size_t n;
     bool collectionless; /* first stage is $documents or $currentOp */
+    bool writes;         /* last stage is $out or $merge */
 };
 
 /* ------------------------------------------------------------------------ */
@@ -1455,6 +1462,316 @@ parse_current_op(stage_t *s, const bson_value_t *v, mf_error_t *err)
     return 0;
 }
 
+/*
+ * parse_bucket: $bucket is desugared as MongoDB does: a $group whose _id is
+ * {$switch: {branches: [{case: {$and: [{$gte: [groupBy, b_i]}, {$lt:
+ * [groupBy, b_i+1]}]}, then: b_i}...], default: default}} (40066 when a value
+ * falls outside every bucket and there is no default), followed by a sort on
+ * _id. output defaults to {count: {$sum: 1}}.
+ */
+static int
+parse_bucket(stage_t *s, const bson_value_t *v, mf_error_t *err)
+{
+    /* bson_iter_value points into the iterator, so each option is copied (shallowly) out of it. */
+    bson_value_t gb_v, bounds_v, dflt_v, output_v;
+    const bson_value_t *group_by = NULL, *bounds = NULL, *dflt = NULL, *output = NULL;
+    bson_iter_t it, bi;
+    bson_value_t prev;
+    size_t nb = 0;
+    int rc;
+
+    if (v->value_type != BSON_TYPE_DOCUMENT)
+        return mf_err_set(err, MF_E_Location40201, "Argument to $bucket stage must be an object, but found type: %s.",
+                          mf_type_name(v->value_type));
+    bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (strcmp(k, "groupBy") == 0)
+            group_by = (gb_v = *bson_iter_value(&it), &gb_v);
+        else if (strcmp(k, "boundaries") == 0)
+            bounds = (bounds_v = *bson_iter_value(&it), &bounds_v);
+        else if (strcmp(k, "default") == 0)
+            dflt = (dflt_v = *bson_iter_value(&it), &dflt_v);
+        else if (strcmp(k, "output") == 0)
+            output = (output_v = *bson_iter_value(&it), &output_v);
+        else
+            return mf_err_set(err, MF_E_Location40197, "Unrecognized option to $bucket: %s.", k);
+    }
+    if (group_by == NULL || bounds == NULL)
+        return mf_err_set(err, MF_E_Location40198,
+                          "$bucket requires 'groupBy' and 'boundaries' to be specified.");
+    if (!(group_by->value_type == BSON_TYPE_UTF8 && group_by->value.v_utf8.str[0] == '$') &&
+        !is_operator_doc(group_by))
+        return mf_err_set(err, MF_E_Location40202,
+                          "The $bucket 'groupBy' field must be defined as a $-prefixed path or an expression, but "
+                          "found: %s.",
+                          mf_type_name(group_by->value_type));
+    if (bounds->value_type != BSON_TYPE_ARRAY)
+        return mf_err_set(err, MF_E_Location40200,
+                          "The $bucket 'boundaries' field must be an array, but found type: %s.",
+                          mf_type_name(bounds->value_type));
+    if (output != NULL && output->value_type != BSON_TYPE_DOCUMENT)
+        return mf_err_set(err, MF_E_Location40196, "The $bucket 'output' field must be an object, but found type: %s.",
+                          mf_type_name(output->value_type));
+    bson_iter_init_from_data(&bi, bounds->value.v_doc.data, bounds->value.v_doc.data_len);
+    while (bson_iter_next(&bi)) {
+        const bson_value_t *b = bson_iter_value(&bi);
+        if (nb > 0) {
+            if (mf_value_type_rank(b->value_type) != mf_value_type_rank(prev.value_type))
+                return mf_err_set(err, MF_E_Location40193,
+                                  "All values in the the 'boundaries' option to $bucket must have the same type. "
+                                  "Found conflicting types %s and %s.",
+                                  mf_type_name(prev.value_type), mf_type_name(b->value_type));
+            if (mf_value_cmp(&prev, b) >= 0)
+                return mf_err_set(err, MF_E_Location40194,
+                                  "The 'boundaries' option to $bucket must be sorted in ascending order");
+        }
+        prev = *b;
+        nb++;
+    }
+    if (nb < 2)
+        return mf_err_set(err, MF_E_Location40192,
+                          "The $bucket 'boundaries' field must have at least 2 values, but found %zu value(s).", nb);
+
+    /* Build {_id: {$switch: ...}, <output>} and parse it as a $group. */
+    bson_t g, id, sw, br, dsw;
+    bson_t *lo_doc = NULL;
+    bson_value_t lo, hi;
+    size_t i = 0;
+    bson_init(&g);
+    bson_append_document_begin(&g, "_id", 3, &id);
+    bson_append_document_begin(&id, "$switch", 7, &sw);
+    bson_append_array_begin(&sw, "branches", 8, &br);
+    bson_iter_init_from_data(&bi, bounds->value.v_doc.data, bounds->value.v_doc.data_len);
+    while (bson_iter_next(&bi)) {
+        hi = *bson_iter_value(&bi);
+        if (i > 0) {
+            char key[24];
+            bson_t c, cs, an, ge, lt, l1, l2, th;
+            snprintf(key, sizeof key, "%zu", i - 1);
+            bson_append_document_begin(&br, key, -1, &c);
+            bson_append_document_begin(&c, "case", 4, &cs);
+            bson_append_array_begin(&cs, "$and", 4, &an);
+            bson_append_document_begin(&an, "0", 1, &ge);
+            bson_append_array_begin(&ge, "$gte", 4, &l1);
+            bson_append_value(&l1, "0", 1, group_by);
+            bson_append_document_begin(&l1, "1", 1, &th);
+            bson_append_value(&th, "$literal", 8, &lo);
+            bson_append_document_end(&l1, &th);
+            bson_append_array_end(&ge, &l1);
+            bson_append_document_end(&an, &ge);
+            bson_append_document_begin(&an, "1", 1, &lt);
+            bson_append_array_begin(&lt, "$lt", 3, &l2);
+            bson_append_value(&l2, "0", 1, group_by);
+            bson_append_document_begin(&l2, "1", 1, &th);
+            bson_append_value(&th, "$literal", 8, &hi);
+            bson_append_document_end(&l2, &th);
+            bson_append_array_end(&lt, &l2);
+            bson_append_document_end(&an, &lt);
+            bson_append_array_end(&cs, &an);
+            bson_append_document_end(&c, &cs);
+            bson_append_document_begin(&c, "then", 4, &th);
+            bson_append_value(&th, "$literal", 8, &lo);
+            bson_append_document_end(&c, &th);
+            bson_append_document_end(&br, &c);
+        } else {
+            lo_doc = bson_new();
+            bson_append_value(lo_doc, "v", 1, &hi);
+        }
+        lo = hi;
+        i++;
+    }
+    bson_append_array_end(&sw, &br);
+    if (dflt != NULL) {
+        /* The default must lie outside [first boundary, last boundary). */
+        bson_iter_t fi;
+        bson_iter_init_find(&fi, lo_doc, "v");
+        if (mf_value_type_rank(dflt->value_type) == mf_value_type_rank(lo.value_type) &&
+            mf_value_cmp(dflt, bson_iter_value(&fi)) >= 0 && mf_value_cmp(dflt, &lo) < 0) {
+            bson_destroy(lo_doc);
+            bson_destroy(&g);
+            return mf_err_set(err, MF_E_Location40199,
+                              "The $bucket 'default' field must be less than the lowest boundary or greater than "
+                              "or equal to the highest boundary.");
+        }
+        bson_append_document_begin(&sw, "default", 7, &dsw);
+        bson_append_value(&dsw, "$literal", 8, dflt);
+        bson_append_document_end(&sw, &dsw);
+    }
+    bson_destroy(lo_doc);
+    bson_append_document_end(&id, &sw);
+    bson_append_document_end(&g, &id);
+    if (output != NULL) {
+        bson_iter_init_from_data(&it, output->value.v_doc.data, output->value.v_doc.data_len);
+        while (bson_iter_next(&it))
+            bson_append_value(&g, bson_iter_key(&it), -1, bson_iter_value(&it));
+    } else {
+        bson_t cnt;
+        bson_append_document_begin(&g, "count", 5, &cnt);
+        BSON_APPEND_INT32(&cnt, "$sum", 1);
+        bson_append_document_end(&g, &cnt);
+    }
+    {
+        bson_value_t gv;
+        gv.value_type = BSON_TYPE_DOCUMENT;
+        gv.value.v_doc.data = (uint8_t *)bson_get_data(&g);
+        gv.value.v_doc.data_len = g.len;
+        rc = parse_group(s, &gv, err);
+    }
+    bson_destroy(&g);
+    if (rc < 0)
+        return -1;
+    bson_t *spec = BCON_NEW("_id", BCON_INT32(1));
+    s->sort = mf_sort_new(spec, err);
+    bson_destroy(spec);
+    return s->sort ? 0 : -1;
+}
+
+/* parse_target: a $out / $merge target: a collection name or {db, coll}. */
+static int
+parse_target(stage_t *s, const char *stage, const bson_value_t *v, mf_error_t *err)
+{
+    if (v->value_type == BSON_TYPE_UTF8) {
+        if (v->value.v_utf8.len == 0)
+            return mf_err_set(err, MF_E_InvalidNamespace, "Invalid %s target namespace: ''", stage);
+        s->from = bson_strdup(v->value.v_utf8.str);
+        return 0;
+    }
+    if (v->value_type != BSON_TYPE_DOCUMENT)
+        return mf_err_set(err, MF_E_Location16990, "%s only supports a string or object argument, but found %s",
+                          stage, mf_type_name(v->value_type));
+    bson_iter_t it;
+    bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (strcmp(k, "db") != 0 && strcmp(k, "coll") != 0 && !(strcmp(k, "timeseries") == 0 && stage[1] == 'o'))
+            return mf_err_set(err, MF_E_Location40415, "BSON field '%s.%s' is an unknown field.",
+                              stage[1] == 'o' ? "$out" : "$merge.into", k);
+        if (strcmp(k, "timeseries") == 0)
+            continue;
+        if (!BSON_ITER_HOLDS_UTF8(&it))
+            return mf_err_set(err, MF_E_TypeMismatch, "BSON field '%s.%s' is the wrong type '%s', expected type 'string'",
+                              stage[1] == 'o' ? "$out" : "$merge.into", k, mf_type_name(bson_iter_type(&it)));
+        char **dst = k[0] == 'd' ? &s->local : &s->from;
+        bson_free(*dst);
+        *dst = bson_strdup(bson_iter_utf8(&it, NULL));
+    }
+    if (s->from == NULL || s->from[0] == '\0')
+        return mf_err_set(err, MF_E_Location40414, "BSON field '%s.coll' is missing but a required field",
+                          stage[1] == 'o' ? "$out" : "$merge.into");
+    if (stage[1] == 'o' && s->local == NULL)
+        return mf_err_set(err, MF_E_Location40414, "BSON field '$out.db' is missing but a required field");
+    return 0;
+}
+
+/*
+ * parse_merge: $merge: "coll" or {into, on, let, whenMatched, whenNotMatched}.
+ * s->spec receives the normalised options {on: [fields], whenMatched: string,
+ * whenNotMatched: string} handed to env->write_out.
+ */
+static int
+parse_merge(stage_t *s, const bson_value_t *v, mf_error_t *err)
+{
+    const char *when_matched = "merge", *when_not_matched = "insert";
+    const bson_value_t *on = NULL;
+    bson_value_t on_v; /* a copy: bson_iter_value points into the iterator */
+    bson_iter_t it;
+
+    if (v->value_type == BSON_TYPE_UTF8) {
+        if (parse_target(s, "$merge", v, err) < 0)
+            return -1;
+    } else if (v->value_type != BSON_TYPE_DOCUMENT) {
+        return mf_err_set(err, MF_E_Location51182,
+                          "$merge only supports a string or object argument, not %s", mf_type_name(v->value_type));
+    } else {
+        bool have_into = false;
+        bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
+        while (bson_iter_next(&it)) {
+            const char *k = bson_iter_key(&it);
+            const bson_value_t *fv = bson_iter_value(&it);
+            if (strcmp(k, "into") == 0) {
+                if (fv->value_type != BSON_TYPE_UTF8 && fv->value_type != BSON_TYPE_DOCUMENT)
+                    return mf_err_set(err, MF_E_TypeMismatch,
+                                      "BSON field '$merge.into' is the wrong type '%s', expected types '[string, object]'",
+                                      mf_type_name(fv->value_type));
+                if (parse_target(s, "$merge", fv, err) < 0)
+                    return -1;
+                have_into = true;
+            } else if (strcmp(k, "on") == 0) {
+                on_v = *fv;
+                on = &on_v;
+            } else if (strcmp(k, "let") == 0) {
+                if (fv->value_type != BSON_TYPE_DOCUMENT)
+                    return mf_err_set(err, MF_E_TypeMismatch,
+                                      "BSON field '$merge.let' is the wrong type '%s', expected type 'object'",
+                                      mf_type_name(fv->value_type));
+            } else if (strcmp(k, "whenMatched") == 0 || strcmp(k, "whenNotMatched") == 0) {
+                bool matched = k[4] == 'M';
+                if (fv->value_type == BSON_TYPE_ARRAY && matched)
+                    return mf_err_set(err, MF_E_NotImplemented,
+                                      "$merge with a whenMatched pipeline is not supported");
+                if (fv->value_type != BSON_TYPE_UTF8)
+                    return mf_err_set(err, MF_E_TypeMismatch,
+                                      "BSON field '$merge.%s' is the wrong type '%s', expected type '%s'", k,
+                                      mf_type_name(fv->value_type), matched ? "[string, array]" : "string");
+                const char *val = fv->value.v_utf8.str;
+                bool ok = matched ? (strcmp(val, "replace") == 0 || strcmp(val, "keepExisting") == 0 ||
+                                     strcmp(val, "merge") == 0 || strcmp(val, "fail") == 0)
+                                  : (strcmp(val, "insert") == 0 || strcmp(val, "discard") == 0 ||
+                                     strcmp(val, "fail") == 0);
+                if (!ok)
+                    return mf_err_set(err, MF_E_BadValue,
+                                      "Enumeration value '%s' for field '$merge.%s' is not a valid value.", val, k);
+                if (matched)
+                    when_matched = val;
+                else
+                    when_not_matched = val;
+            } else {
+                return mf_err_set(err, MF_E_Location40415, "BSON field '$merge.%s' is an unknown field.", k);
+            }
+        }
+        if (!have_into)
+            return mf_err_set(err, MF_E_Location40414, "BSON field '$merge.into' is missing but a required field");
+    }
+
+    s->spec = bson_new();
+    bson_t arr;
+    bson_append_array_begin(s->spec, "on", 2, &arr);
+    if (on == NULL) {
+        BSON_APPEND_UTF8(&arr, "0", "_id");
+    } else if (on->value_type == BSON_TYPE_UTF8) {
+        BSON_APPEND_UTF8(&arr, "0", on->value.v_utf8.str);
+    } else if (on->value_type == BSON_TYPE_ARRAY) {
+        bson_iter_t oi;
+        int n = 0;
+        bson_iter_init_from_data(&oi, on->value.v_doc.data, on->value.v_doc.data_len);
+        while (bson_iter_next(&oi)) {
+            char key[16];
+            if (!BSON_ITER_HOLDS_UTF8(&oi)) {
+                bson_append_array_end(s->spec, &arr);
+                return mf_err_set(err, MF_E_Location51134,
+                                  "Array elements of $merge 'on' field must be strings, but found %s",
+                                  mf_type_name(bson_iter_type(&oi)));
+            }
+            snprintf(key, sizeof key, "%d", n++);
+            BSON_APPEND_UTF8(&arr, key, bson_iter_utf8(&oi, NULL));
+        }
+        if (n == 0) {
+            bson_append_array_end(s->spec, &arr);
+            return mf_err_set(err, MF_E_Location51187, "If explicitly specifying $merge 'on', must include at least one field");
+        }
+    } else {
+        bson_append_array_end(s->spec, &arr);
+        return mf_err_set(err, MF_E_Location51186,
+                          "$merge 'on' field must be either a string or an array of strings, but found %s",
+                          mf_type_name(on->value_type));
+    }
+    bson_append_array_end(s->spec, &arr);
+    BSON_APPEND_UTF8(s->spec, "whenMatched", when_matched);
+    BSON_APPEND_UTF8(s->spec, "whenNotMatched", when_not_matched);
+    return 0;
+}
+
 static int
 parse_stage(stage_t *s, const char *name, const bson_value_t *v, bool first, mf_error_t *err)
 {
@@ -1621,6 +1938,20 @@ parse_stage(stage_t *s, const char *name, const bson_value_t *v, bool first, mf_
         s->kind = S_SAMPLE;
         return parse_sample(s, v, err);
     }
+    if (strcmp(name, "$changeStream") == 0)
+        return mf_err_set(err, MF_E_Location40573, "The $changeStream stage is only supported on replica sets");
+    if (strcmp(name, "$bucket") == 0) {
+        s->kind = S_BUCKET;
+        return parse_bucket(s, v, err);
+    }
+    if (strcmp(name, "$out") == 0) {
+        s->kind = S_OUT;
+        return parse_target(s, name, v, err);
+    }
+    if (strcmp(name, "$merge") == 0) {
+        s->kind = S_MERGE;
+        return parse_merge(s, v, err);
+    }
     if (strcmp(name, "$currentOp") == 0 || strcmp(name, "$documents") == 0) {
         if (!first)
             return mf_err_set(err, MF_E_Location40602, "%s is only valid as the first stage in a pipeline", name);
@@ -1634,6 +1965,26 @@ parse_stage(stage_t *s, const char *name, const bson_value_t *v, bool first, mf_
         return s->expr ? 0 : -1;
     }
     return mf_err_set(err, MF_E_Location40324, "Unrecognized pipeline stage name: '%s'", name);
+}
+
+/* sub_pipeline_writes: true (with err) if a $lookup or $facet sub-pipeline of s ends in $out / $merge. */
+static bool
+sub_pipeline_writes(const stage_t *s, mf_error_t *err)
+{
+    const mf_pipeline_t *w = NULL;
+    if (s->kind == S_LOOKUP && s->sub && s->sub->writes)
+        w = s->sub;
+    for (size_t i = 0; w == NULL && s->kind == S_FACET && i < s->nfacets; i++)
+        if (s->facets[i]->writes)
+            w = s->facets[i];
+    if (w == NULL)
+        return false;
+    const char *name = w->stages[w->n - 1].kind == S_OUT ? "$out" : "$merge";
+    if (s->kind == S_LOOKUP)
+        mf_err_set(err, MF_E_Location51047, "%s is not allowed to be used within a $lookup stage", name);
+    else
+        mf_err_set(err, MF_E_Location40600, "%s is not allowed to be used within a $facet stage", name);
+    return true;
 }
 
 mf_pipeline_t *
@@ -1677,8 +2028,28 @@ mf_pipeline_new(const bson_value_t *pipeline, mf_error_t *err)
         }
         if (p->n == 1 && (s->kind == S_DOCUMENTS || s->kind == S_CURRENTOP))
             p->collectionless = true;
+        if (p->writes) {
+            /* A write stage parsed earlier is followed by this one. */
+            const stage_t *w = &p->stages[p->n - 2];
+            mf_err_set(err, MF_E_Location40601, "%s can only be the final stage in the pipeline",
+                       w->kind == S_OUT ? "$out" : "$merge");
+            mf_pipeline_free(p);
+            return NULL;
+        }
+        if (s->kind == S_OUT || s->kind == S_MERGE)
+            p->writes = true;
+        if (sub_pipeline_writes(s, err)) {
+            mf_pipeline_free(p);
+            return NULL;
+        }
     }
     return p;
+}
+
+bool
+mf_pipeline_writes(const mf_pipeline_t *p)
+{
+    return p != NULL && p->writes;
 }
 
 bool
@@ -2117,6 +2488,28 @@ run_stage(const stage_t *s, const mf_agg_env_t *env, mf_docvec_t *in, mf_docvec_
         mf_sort_docs(s->sort, grouped.docs, grouped.len);
         take_vec(out, &grouped);
         return 0;
+    }
+    case S_BUCKET: {
+        mf_docvec_t grouped;
+        mf_docvec_init(&grouped);
+        if (run_group(s, in, &grouped, err) < 0) {
+            mf_docvec_destroy(&grouped);
+            return -1;
+        }
+        mf_sort_docs(s->sort, grouped.docs, grouped.len);
+        take_vec(out, &grouped);
+        return 0;
+    }
+    case S_OUT:
+    case S_MERGE: {
+        int rc;
+        if (env == NULL || env->write_out == NULL)
+            rc = mf_err_set(err, MF_E_IllegalOperation, "%s is not supported in this context",
+                            s->kind == S_OUT ? "$out" : "$merge");
+        else
+            rc = env->write_out(env->ctx, s->local, s->from, in, s->kind == S_MERGE ? s->spec : NULL, err);
+        mf_docvec_destroy(in);
+        return rc < 0 ? -1 : 0;
     }
     case S_LOOKUP:
         return run_lookup(s, env, in, out, err);

@@ -7,9 +7,10 @@
  * $unset $sort $limit $skip $group (accumulators $sum $avg $min $max $first
  * $last $push $addToSet $count) $count $unwind (string and document forms,
  * includeArrayIndex, preserveNullAndEmptyArrays) $replaceRoot $replaceWith
- * $sortByCount $lookup $facet $sample, and the source stages $documents and
- * $currentOp. $group also has $mergeObjects $stdDevPop $stdDevSamp. Unknown
- * stage → 40324 ("Unrecognized pipeline stage name: '$foo'").
+ * $sortByCount $lookup $facet $sample $bucket, the source stages $documents
+ * and $currentOp, and the final write stages $out and $merge. $group also
+ * has $mergeObjects $stdDevPop $stdDevSamp. Unknown stage → 40324
+ * ("Unrecognized pipeline stage name: '$foo'").
  *
  * $lookup forms: equality (localField/foreignField), correlated subquery
  * (let + pipeline: the let variables, evaluated against each local document,
@@ -18,6 +19,12 @@
  * match selects the foreign documents, then the pipeline runs over them).
  * 'from' may be omitted when the sub-pipeline starts with $documents. The
  * foreign collection is read through env->scan.
+ *
+ * $out ("coll" or {db, coll}) and $merge ("coll" or {into, on, let,
+ * whenMatched, whenNotMatched}; whenMatched pipelines are not supported,
+ * 238 NotImplemented) must be last (40601) and may not appear inside $lookup
+ * (51047) or $facet (40600). Their documents go to env->write_out; the
+ * pipeline itself then returns no documents.
  *
  * Collectionless pipelines (aggregate: 1). A pipeline whose first stage is
  * $documents or $currentOp does not read a collection: mf_pipeline_run never
@@ -66,6 +73,22 @@ typedef struct mf_agg_env {
      * Later stages ($match, $project...) run over the rows as usual.
      */
     int (*current_op)(void *ctx, const bson_t *spec, mf_docvec_t *out, mf_error_t *err);
+    /*
+     * write_out (optional, may be NULL: then $out / $merge fail with 20
+     * IllegalOperation): receives the documents reaching a final $out or
+     * $merge stage. db is the target database, or NULL for the pipeline's
+     * own; coll the target collection. merge_spec is NULL for $out, and for
+     * $merge the normalised options {on: [field, ...], whenMatched:
+     * "replace"|"keepExisting"|"merge"|"fail", whenNotMatched:
+     * "insert"|"discard"|"fail"} (valid during the call). The callee may
+     * take ownership of documents in docs (leaving the vector empty); the
+     * pipeline destroys whatever is left. It may perform the writes at once
+     * or record them to perform after the pipeline returns (the command
+     * layer does the latter, outside the catalog read lock). Returns 0, or
+     * -1 with err.
+     */
+    int (*write_out)(void *ctx, const char *db, const char *coll, mf_docvec_t *docs, const bson_t *merge_spec,
+                     mf_error_t *err);
 } mf_agg_env_t;
 
 typedef struct mf_pipeline mf_pipeline_t;
@@ -92,6 +115,9 @@ bool mf_pipeline_is_collectionless(const mf_pipeline_t *p);
 
 /* mf_pipeline_is_current_op: true if p's first stage is $currentOp (which needs the admin database). */
 bool mf_pipeline_is_current_op(const mf_pipeline_t *p);
+
+/* mf_pipeline_writes: true if p ends with $out or $merge (its results go to env->write_out, none to out). */
+bool mf_pipeline_writes(const mf_pipeline_t *p);
 
 /* mf_pipeline_first_match: the filter of a leading $match stage, or NULL (valid while p lives). */
 const bson_t *mf_pipeline_first_match(const mf_pipeline_t *p);

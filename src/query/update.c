@@ -28,6 +28,7 @@
  */
 #include "query/update.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -843,12 +844,8 @@ mf_update_new(const bson_t *update, const bson_value_t *array_filters, mf_error_
             bson_string_free(s, true);
             goto fail;
         }
+        /* An empty operand ({$set: {}}) is a no-op since MongoDB 5.0. */
         bson_init_static(&opdoc, ov->value.v_doc.data, ov->value.v_doc.data_len);
-        if (bson_count_keys(&opdoc) == 0) {
-            mf_err_set(err, MF_E_FailedToParse, "'%s' is empty. You must specify a field like so: {%s: {<field>: ...}}",
-                       opname, opname);
-            goto fail;
-        }
         bson_iter_init(&fi, &opdoc);
         while (bson_iter_next(&fi)) {
             mod_t *m;
@@ -886,7 +883,8 @@ mf_update_new(const bson_t *update, const bson_value_t *array_filters, mf_error_
             goto fail;
         }
     }
-    qsort(u->mods, u->nmods, sizeof(mod_t), mod_sort_cmp);
+    if (u->nmods > 0)
+        qsort(u->mods, u->nmods, sizeof(mod_t), mod_sort_cmp);
     return u;
 
 fail:
@@ -1214,17 +1212,128 @@ slot_create(actx_t *c, node_t *cur, const char *curname, const char *key, node_t
     return 0;
 }
 
+/*
+ * Exact decimal arithmetic for $inc / $mul with Decimal128 operands
+ * (libbson has none). A finite decimal is sign * coef * 10^exp with coef
+ * below 10^34; sums and products that stay within that precision are exact,
+ * anything else (NaN, infinities, rounding needed) falls back to a double
+ * rounded to 15 digits, which is how MongoDB converts doubles to decimals.
+ */
+typedef struct {
+    bool neg;
+    unsigned __int128 coef;
+    int exp;
+} dec_t;
+
+#define DEC_MAX_COEF (((unsigned __int128)1000000000000000000ULL * 1000000000000000000ULL) / 100) /* 10^34 */
+
+/* dec_from_value: a finite number as dec_t (doubles through their 15-digit form); false if not representable. */
+static bool
+dec_from_value(const bson_value_t *v, dec_t *d)
+{
+    bson_decimal128_t dv;
+    char buf[64];
+
+    memset(d, 0, sizeof(*d));
+    switch (v->value_type) {
+    case BSON_TYPE_INT32:
+        d->neg = v->value.v_int32 < 0;
+        d->coef = d->neg ? (unsigned __int128)(-(int64_t)v->value.v_int32) : (unsigned __int128)v->value.v_int32;
+        return true;
+    case BSON_TYPE_INT64:
+        d->neg = v->value.v_int64 < 0;
+        d->coef = d->neg ? (unsigned __int128)(-(v->value.v_int64 + 1)) + 1 : (unsigned __int128)v->value.v_int64;
+        return true;
+    case BSON_TYPE_DOUBLE:
+        if (!isfinite(v->value.v_double))
+            return false;
+        snprintf(buf, sizeof(buf), "%.15g", v->value.v_double);
+        if (!bson_decimal128_from_string(buf, &dv))
+            return false;
+        break;
+    case BSON_TYPE_DECIMAL128:
+        dv = v->value.v_decimal128;
+        break;
+    default:
+        return false;
+    }
+    if (((dv.high >> 61) & 3) == 3)
+        return false; /* NaN, infinity or a non-canonical large coefficient */
+    d->neg = (dv.high >> 63) != 0;
+    d->exp = (int)((dv.high >> 49) & 0x3FFF) - 6176;
+    d->coef = ((unsigned __int128)(dv.high & 0x1FFFFFFFFFFFFULL) << 64) | dv.low;
+    return d->coef < DEC_MAX_COEF;
+}
+
+/* dec_arith: r = x + y or x * y when exact within 34 digits; false otherwise. r may alias x. */
+static bool
+dec_arith(bool mul, const dec_t *x, const dec_t *y, dec_t *r)
+{
+    dec_t a = *x, b = *y;
+
+    if (mul) {
+        unsigned __int128 c;
+        if (__builtin_mul_overflow(a.coef, b.coef, &c) || c >= DEC_MAX_COEF)
+            return false;
+        r->neg = a.neg != b.neg;
+        r->coef = c;
+        r->exp = a.exp + b.exp;
+    } else {
+        /* Align exponents by scaling the operand with the larger one. */
+        while (a.exp > b.exp) {
+            if (a.coef > DEC_MAX_COEF / 10)
+                return false;
+            a.coef *= 10;
+            a.exp--;
+        }
+        while (b.exp > a.exp) {
+            if (b.coef > DEC_MAX_COEF / 10)
+                return false;
+            b.coef *= 10;
+            b.exp--;
+        }
+        r->exp = a.exp;
+        if (a.neg == b.neg) {
+            r->neg = a.neg;
+            r->coef = a.coef + b.coef;
+            if (r->coef >= DEC_MAX_COEF)
+                return false;
+        } else if (a.coef >= b.coef) {
+            r->neg = a.neg;
+            r->coef = a.coef - b.coef;
+        } else {
+            r->neg = b.neg;
+            r->coef = b.coef - a.coef;
+        }
+    }
+    return r->exp >= -6176 && r->exp <= 6111;
+}
+
+/* dec_encode: d as a BID-encoded Decimal128. */
+static void
+dec_encode(const dec_t *d, bson_decimal128_t *out)
+{
+    out->low = (uint64_t)d->coef;
+    out->high = (d->neg ? (1ULL << 63) : 0) | ((uint64_t)(d->exp + 6176) << 49) | (uint64_t)(d->coef >> 64);
+}
+
 static int
 num_arith(bool mul, const bson_value_t *a, const bson_value_t *b, bson_value_t *out)
 {
     bson_type_t ta = a->value_type, tb = b->value_type;
 
     if (ta == BSON_TYPE_DECIMAL128 || tb == BSON_TYPE_DECIMAL128) {
-        double r = mul ? mf_value_as_double(a) * mf_value_as_double(b) : mf_value_as_double(a) + mf_value_as_double(b);
-        char buf[64];
-        snprintf(buf, sizeof(buf), "%.17g", r);
+        dec_t x, y;
         out->value_type = BSON_TYPE_DECIMAL128;
-        bson_decimal128_from_string(buf, &out->value.v_decimal128);
+        if (dec_from_value(a, &x) && dec_from_value(b, &y) && dec_arith(mul, &x, &y, &x)) {
+            dec_encode(&x, &out->value.v_decimal128);
+        } else {
+            double r =
+                mul ? mf_value_as_double(a) * mf_value_as_double(b) : mf_value_as_double(a) + mf_value_as_double(b);
+            char buf[64];
+            snprintf(buf, sizeof(buf), "%.15g", r);
+            bson_decimal128_from_string(buf, &out->value.v_decimal128);
+        }
         return 0;
     }
     if (ta == BSON_TYPE_DOUBLE || tb == BSON_TYPE_DOUBLE) {
@@ -1836,7 +1945,11 @@ mf_update_apply(const mf_update_t *u, const bson_t *doc, const mf_match_details_
 
     has_old = id_value(doc, &oid);
     has_new = id_value(&tmp, &nid);
-    if (has_old && !is_insert && (!has_new || !mf_value_equal(&oid, &nid))) {
+    /*
+     * _id is immutable; for an upsert's insert the seed's _id came from the
+     * query's equality, and changing it fails the same way.
+     */
+    if (has_old && (!has_new || !mf_value_equal(&oid, &nid))) {
         const char *path = "_id";
         for (size_t i = 0; i < u->nmods; i++) {
             const mod_t *m = &u->mods[i];

@@ -151,18 +151,22 @@ main(int argc, char **argv)
     }
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
+        int early = -1;
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             usage(stdout);
-            return 0;
-        }
-        if (strcmp(a, "--version") == 0) {
+            early = 0;
+        } else if (strcmp(a, "--version") == 0) {
             printf("mayflyd version v%s (MongoDB wire compatible)\n", MF_VERSION);
-            return 0;
-        }
-        if (strncmp(a, "--", 2) != 0) {
+            early = 0;
+        } else if (strncmp(a, "--", 2) != 0) {
             fprintf(stderr, "mayflyd: unexpected argument '%s'\n", a);
             usage(stderr);
-            return 2;
+            early = 2;
+        }
+        if (early >= 0) {
+            bson_destroy(argv_doc);
+            bson_destroy(parsed);
+            return early;
         }
         char name[64];
         const char *val;
@@ -174,12 +178,17 @@ main(int argc, char **argv)
             snprintf(name, sizeof(name), "%s", a + 2);
             if (i + 1 >= argc) {
                 fprintf(stderr, "mayflyd: option '%s' needs a value\n", a);
+                bson_destroy(argv_doc);
+                bson_destroy(parsed);
                 return 2;
             }
             val = argv[++i];
         }
-        if (apply_flag(&o, name, val, parsed) != 0)
+        if (apply_flag(&o, name, val, parsed) != 0) {
+            bson_destroy(argv_doc);
+            bson_destroy(parsed);
             return 2;
+        }
     }
 
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
@@ -203,6 +212,8 @@ main(int argc, char **argv)
            o.port, o.dbpath, workers);
     if (mf_engine_open(o.dbpath, &eng, &err) != 0) {
         mf_log(MF_LOG_ERROR, "STORAGE", "cannot open the database: %s", err.msg);
+        bson_destroy(argv_doc);
+        bson_destroy(parsed);
         return 1;
     }
     eng->cmdline_argv = argv_doc;

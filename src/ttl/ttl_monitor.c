@@ -69,6 +69,7 @@
 #define DATE_KEY_LEN 9
 #define NO_DEADLINE INT64_MAX
 #define LAT_BUCKETS 64
+#define HINT_SETTLE_MS 250
 
 /* One TTL index as a sub-pass sees it (copied out of the catalog). */
 typedef struct ttl_target {
@@ -89,7 +90,17 @@ static struct {
     pthread_cond_t cv;
     bool stop;
     bool kick;
-    _Atomic int64_t next_due_ms;
+    _Atomic int64_t next_due_ms; /* computed from the indexes (committed data) */
+    /*
+     * Hints from the write observer, kept apart from next_due_ms: the
+     * observer runs inside the writer's transaction, before commit, so a
+     * recompute running at the same moment cannot see that document. A hint
+     * is dropped only by a pass that started HINT_SETTLE_MS after it was
+     * recorded (by then its transaction has committed and the pass saw it).
+     * Guarded by mu.
+     */
+    int64_t hint_due;
+    int64_t hint_at;
     _Atomic int64_t deleted, passes, subpasses;
     _Atomic int64_t pace_dps;    /* deletions per second over the last visit that deleted */
     _Atomic int64_t last_pass_ms;
@@ -558,6 +569,28 @@ visit(mf_sess_t *s, ttl_target_t *t)
     return more;
 }
 
+/* The earliest deadline known: from the indexes, or a pending write hint. */
+static int64_t
+effective_due(void)
+{
+    int64_t due = atomic_load(&M.next_due_ms);
+    pthread_mutex_lock(&M.mu);
+    if (M.hint_due < due)
+        due = M.hint_due;
+    pthread_mutex_unlock(&M.mu);
+    return due;
+}
+
+/* After a pass that started at pass_start: drop hints that pass has surely seen. */
+static void
+settle_hints(int64_t pass_start)
+{
+    pthread_mutex_lock(&M.mu);
+    if (M.hint_due != NO_DEADLINE && M.hint_at + HINT_SETTLE_MS <= pass_start)
+        M.hint_due = NO_DEADLINE;
+    pthread_mutex_unlock(&M.mu);
+}
+
 /* ---------- passes ---------- */
 
 static void
@@ -650,25 +683,52 @@ monitor_main(void *arg)
         bool precise = mf_param_get("ttlMonitorPrecise") != 0;
         int64_t now = now_ms();
         int64_t periodic = last_pass_end + mf_param_get("ttlMonitorSleepSecs") * 1000;
-        int64_t due = atomic_load(&M.next_due_ms);
+        int64_t due = effective_due();
         if (due < not_before)
             due = not_before;
         if (enabled && (now >= periodic || (precise && due <= now))) {
             int64_t before = atomic_load(&M.deleted);
+            int64_t pass_start = now_ms();
             run_pass(s);
             last_pass_end = now_ms();
             int64_t next = compute_next_due(s);
             atomic_store(&M.next_due_ms, next);
+            settle_hints(pass_start);
+            if (effective_due() < next)
+                next = effective_due();
             /*
              * If something is still due but the pass could delete nothing
              * (every batch failed), do not spin: retry in a second.
              */
-            not_before = (next <= last_pass_end && atomic_load(&M.deleted) == before) ? last_pass_end + 1000 : 0;
+            if (next <= last_pass_end && atomic_load(&M.deleted) == before) {
+                /* A pending write hint: its transaction may not have committed yet; look again soon. */
+                pthread_mutex_lock(&M.mu);
+                bool hinted = M.hint_due != NO_DEADLINE;
+                pthread_mutex_unlock(&M.mu);
+                not_before = last_pass_end + (hinted ? 20 : 1000);
+            } else {
+                not_before = 0;
+            }
+            continue;
+        }
+        /*
+         * A write hint older than HINT_SETTLE_MS has committed by now: fold it
+         * into a fresh deadline from the indexes (so nextDueAt follows the
+         * data, even upwards after collMod raises N).
+         */
+        pthread_mutex_lock(&M.mu);
+        int64_t hint_settles = M.hint_due != NO_DEADLINE ? M.hint_at + HINT_SETTLE_MS : NO_DEADLINE;
+        pthread_mutex_unlock(&M.mu);
+        if (hint_settles <= now) {
+            atomic_store(&M.next_due_ms, compute_next_due(s));
+            settle_hints(now);
             continue;
         }
         int64_t wake = periodic;
         if (enabled && precise && due < wake)
             wake = due;
+        if (hint_settles < wake)
+            wake = hint_settles;
         pthread_mutex_lock(&M.mu);
         if (!M.stop && !M.kick && wake > now) {
             int64_t wait = wake - now;
@@ -685,7 +745,9 @@ monitor_main(void *arg)
         M.kick = false;
         pthread_mutex_unlock(&M.mu);
         if (kicked && !should_stop()) {
+            int64_t start = now_ms();
             atomic_store(&M.next_due_ms, compute_next_due(s));
+            settle_hints(start);
             not_before = 0;
         }
     }
@@ -699,7 +761,7 @@ monitor_main(void *arg)
 static void
 observe_doc(mf_coll_t *c, const bson_t *doc)
 {
-    int64_t due = atomic_load(&M.next_due_ms);
+    int64_t due = effective_due();
     for (int i = 0; i < c->nindexes; i++) {
         int64_t secs, earliest;
         mf_index_t *ix = c->indexes[i];
@@ -709,9 +771,11 @@ observe_doc(mf_coll_t *c, const bson_t *doc)
             continue;
         int64_t d = add_secs(earliest, secs);
         if (d < due) {
-            atomic_store(&M.next_due_ms, d);
             due = d;
             pthread_mutex_lock(&M.mu);
+            if (d < M.hint_due)
+                M.hint_due = d;
+            M.hint_at = now_ms();
             pthread_cond_signal(&M.cv);
             pthread_mutex_unlock(&M.mu);
         }
@@ -742,6 +806,7 @@ mf_ttl_monitor_start(const mf_ttl_env_t *env, mf_error_t *err)
     M.stop = false;
     M.kick = false;
     atomic_store(&M.next_due_ms, NO_DEADLINE);
+    M.hint_due = NO_DEADLINE;
     mf_observer_set(&obs);
     mf_param_on_change(on_param_change, NULL);
     if (pthread_create(&M.thread, NULL, monitor_main, NULL) != 0)
@@ -818,7 +883,7 @@ mf_ttl_status_append(bson_t *doc)
     }
     BSON_APPEND_INT64(doc, "backlog", backlog);
     BSON_APPEND_BOOL(doc, "backlogIsLowerBound", capped);
-    int64_t due = atomic_load(&M.next_due_ms);
+    int64_t due = effective_due();
     if (due == NO_DEADLINE)
         BSON_APPEND_NULL(doc, "nextDueAt");
     else

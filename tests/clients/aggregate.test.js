@@ -339,3 +339,39 @@ h.test('$sample returns the requested number of distinct documents', async () =>
   assert.equal(r.length, 3);
   assert.equal(new Set(r.map((d) => d._id)).size, 3);
 });
+
+h.test('array, conversion, date and conditional expressions', async () => {
+  const c = srv.freshDb('exprops2').collection('c');
+  await c.insertOne({ _id: 1, arr: [1, 2, 3, 4], n: '42', d: new Date(Date.UTC(2024, 0, 15, 10, 30, 0)), v: 7, o: { a: 1, b: 2 } });
+  const [r] = await c.aggregate([{ $project: {
+    _id: 0,
+    mapped: { $map: { input: '$arr', as: 'x', in: { $multiply: ['$$x', 10] } } },
+    filtered: { $filter: { input: '$arr', as: 'x', cond: { $gt: ['$$x', 2] } } },
+    reduced: { $reduce: { input: '$arr', initialValue: 0, in: { $add: ['$$value', '$$this'] } } },
+    toInt: { $toInt: '$n' }, toStr: { $toString: '$v' }, dstr: { $dateToString: { format: '%Y-%m-%d %H:%M', date: '$d' } },
+    sw: { $switch: { branches: [{ case: { $lt: ['$v', 5] }, then: 'low' }, { case: { $lt: ['$v', 10] }, then: 'mid' }], default: 'high' } },
+    slice: { $slice: ['$arr', 1, 2] }, rev: { $reverseArray: '$arr' }, cat: { $concatArrays: ['$arr', [5]] },
+    objArr: { $objectToArray: '$o' }, isArr: { $isArray: '$arr' }, typ: { $type: '$n' },
+    rnd: { $round: [{ $divide: ['$v', 3] }, 2] }, abs: { $abs: -3 }, maxA: { $max: '$arr' }, sumA: { $sum: '$arr' },
+    split: { $split: ['a,b,c', ','] }, trim: { $trim: { input: '  x  ' } },
+  } }]).toArray();
+  assert.deepEqual(r, {
+    mapped: [10, 20, 30, 40], filtered: [3, 4], reduced: 10, toInt: 42, toStr: '7', dstr: '2024-01-15 10:30',
+    sw: 'mid', slice: [2, 3], rev: [4, 3, 2, 1], cat: [1, 2, 3, 4, 5], objArr: [{ k: 'a', v: 1 }, { k: 'b', v: 2 }],
+    isArr: true, typ: 'string', rnd: 2.33, abs: 3, maxA: 4, sumA: 10, split: ['a', 'b', 'c'], trim: 'x',
+  });
+});
+
+h.test('$indexOfArray and $indexOfBytes', async () => {
+  const c = srv.freshDb('indexof').collection('c');
+  await c.insertOne({ arr: [1, 2, 3], s: 'hello' });
+  const [r] = await c.aggregate([{ $project: { _id: 0, i: { $indexOfArray: ['$arr', 3] }, j: { $indexOfBytes: ['$s', 'l'] } } }]).toArray();
+  assert.deepEqual(r, { i: 2, j: 2 });
+});
+
+h.test('expression errors: $divide by zero (2) and $toInt of a bad string (241)', async () => {
+  const c = srv.freshDb('exprerr').collection('c');
+  await c.insertOne({ a: 1, s: 'x' });
+  await h.expectCode(c.aggregate([{ $project: { q: { $divide: ['$a', 0] } } }]).toArray(), 2);
+  await h.expectCode(c.aggregate([{ $project: { q: { $toInt: '$s' } } }]).toArray(), 241);
+});

@@ -75,7 +75,7 @@ h.test('getMore errors: wrong collection 13, wrong type 14, unknown id 43', asyn
   await db.collection('c').insertMany(Array.from({ length: 10 }, (_, i) => ({ _id: i })));
   const r = await db.command({ find: 'c', batchSize: 2 });
   await h.expectCode(db.command({ getMore: cid(r.cursor.id), collection: 'other' }), 13);
-  await h.expectCode(db.command({ getMore: 5, collection: 'c' }), 14);
+  await h.expectCode(db.command({ getMore: 'abc', collection: 'c' }), 14);
   await h.expectCode(db.command({ getMore: Long.fromNumber(987654321), collection: 'c' }), 43);
   // The cursor is still usable after the failed attempts.
   const g = await db.command({ getMore: cid(r.cursor.id), collection: 'c' });

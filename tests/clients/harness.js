@@ -400,7 +400,14 @@ function decodeReply(msg) {
     if (msg[off] !== 0) throw new Error('unexpected first section kind ' + msg[off]);
     off += 1;
     const len = msg.readInt32LE(off);
-    return BSON.deserialize(msg.subarray(off, off + len), { promoteLongs: true });
+    const bytes = msg.subarray(off, off + len);
+    try {
+      return BSON.deserialize(bytes, { promoteLongs: true });
+    } catch (_) {
+      // Regular expressions JavaScript cannot compile (e.g. "(") stay BSONRegExp,
+      // and strings that are not valid UTF-8 (echoed from fuzzed input) are tolerated.
+      return BSON.deserialize(bytes, { promoteLongs: true, bsonRegExp: true, validation: { utf8: false } });
+    }
   }
   if (opCode === 1) { // OP_REPLY: header, flags, cursorId(8), startingFrom(4), numberReturned(4), docs
     const off = 16 + 4 + 8 + 4 + 4;

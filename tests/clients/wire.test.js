@@ -240,3 +240,17 @@ h.test('a client that disconnects while its reply is large is handled', async ()
   await h.sleep(100);
   await otherClientsOk();
 });
+
+h.test('300 simultaneous connections are all served', async () => {
+  const conns = await Promise.all(Array.from({ length: 300 }, () => h.rawConnect(srv.port)));
+  try {
+    const replies = await Promise.all(conns.map((c, i) => c.command('admin', { ping: 1, comment: i })));
+    assert.equal(replies.filter((r) => r && r.ok === 1).length, 300);
+    const st = await srv.client.db('admin').command({ serverStatus: 1 });
+    assert.ok(Number(st.connections.current) >= 300, `connections.current=${st.connections.current}`);
+  } finally {
+    for (const c of conns) c.close();
+  }
+  await h.sleep(200);
+  await otherClientsOk();
+});

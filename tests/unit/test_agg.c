@@ -98,6 +98,28 @@ fake_current_op(void *ctx, const bson_t *spec, mf_docvec_t *out, mf_error_t *err
     return 0;
 }
 
+/* A fake write_out: records the target, the merge options and the documents it received. */
+static bool with_write_out;
+static char last_write[1024];
+
+static int
+fake_write_out(void *ctx, const char *db, const char *coll, mf_docvec_t *docs, const bson_t *merge_spec,
+               mf_error_t *err)
+{
+    (void)ctx;
+    (void)err;
+    char *spec = merge_spec ? bson_as_relaxed_extended_json(merge_spec, NULL) : NULL;
+    int n = snprintf(last_write, sizeof last_write, "%s.%s %s n=%zu", db ? db : "-", coll, spec ? spec : "out",
+                     docs->len);
+    for (size_t i = 0; i < docs->len && n > 0 && (size_t)n < sizeof last_write; i++) {
+        char *j = bson_as_relaxed_extended_json(docs->docs[i], NULL);
+        n += snprintf(last_write + n, sizeof last_write - (size_t)n, " %s", j);
+        bson_free(j);
+    }
+    bson_free(spec);
+    return 0;
+}
+
 /* run: runs pipeline JSON (an array inside {"p": [...]}) on coll; returns the results as JSON. */
 static char *
 run(const char *coll, const char *pipeline_json, int *rc_out, mf_error_t *err)
@@ -105,7 +127,8 @@ run(const char *coll, const char *pipeline_json, int *rc_out, mf_error_t *err)
     bson_error_t berr;
     bson_t *w = bson_new_from_json((const uint8_t *)pipeline_json, -1, &berr);
     bson_iter_t it;
-    mf_agg_env_t env = {fake_scan, NULL, with_current_op ? fake_current_op : NULL};
+    mf_agg_env_t env = {fake_scan, NULL, with_current_op ? fake_current_op : NULL,
+                        with_write_out ? fake_write_out : NULL};
     mf_docvec_t out;
     bson_string_t *s = bson_string_new("[");
 
@@ -452,4 +475,74 @@ Test(agg, sample_stage)
     expect_err("{\"p\": [{\"$sample\": {\"size\": \"x\"}}]}", MF_E_Location28746, NULL);
     expect_err("{\"p\": [{\"$sample\": {\"size\": -1}}]}", MF_E_Location28747, NULL);
     expect_err("{\"p\": [{\"$sample\": {\"size\": 1, \"x\": 1}}]}", MF_E_Location28748, NULL);
+}
+
+Test(agg, bucket_groups_by_boundaries_and_sorts_by_id)
+{
+    expect("items",
+           "{\"p\": [{\"$bucket\": {\"groupBy\": \"$qty\", \"boundaries\": [0, 3, 6], \"default\": \"other\"}}]}",
+           "[{ \"_id\" : 0, \"count\" : 2 }, { \"_id\" : 3, \"count\" : 2 }, { \"_id\" : \"other\", \"count\" : 1 }]");
+    expect("items",
+           "{\"p\": [{\"$bucket\": {\"groupBy\": \"$qty\", \"boundaries\": [0, 8], "
+           "\"output\": {\"ids\": {\"$push\": \"$_id\"}, \"total\": {\"$sum\": \"$qty\"}}}}]}",
+           "[{ \"_id\" : 0, \"ids\" : [ 1, 2, 3, 4, 5 ], \"total\" : 18 }]");
+}
+
+Test(agg, bucket_validation)
+{
+    expect_err("{\"p\": [{\"$bucket\": {\"groupBy\": \"$qty\", \"boundaries\": [0, 3, 6]}}]}", MF_E_Location40066,
+               NULL);
+    expect_err("{\"p\": [{\"$bucket\": {\"groupBy\": \"$qty\", \"boundaries\": [0]}}]}", MF_E_Location40192, NULL);
+    expect_err("{\"p\": [{\"$bucket\": {\"groupBy\": \"$qty\", \"boundaries\": [3, 1]}}]}", MF_E_Location40194, NULL);
+    expect_err("{\"p\": [{\"$bucket\": {\"groupBy\": \"$qty\", \"boundaries\": [1, \"a\"]}}]}", MF_E_Location40193,
+               NULL);
+    expect_err("{\"p\": [{\"$bucket\": {\"groupBy\": \"$qty\", \"boundaries\": [0, 5], \"default\": 2}}]}",
+               MF_E_Location40199, NULL);
+    expect_err("{\"p\": [{\"$bucket\": {\"groupBy\": \"qty\", \"boundaries\": [0, 5]}}]}", MF_E_Location40202, NULL);
+    expect_err("{\"p\": [{\"$bucket\": {\"groupBy\": \"$qty\", \"boundaries\": 5}}]}", MF_E_Location40200, NULL);
+}
+
+Test(agg, out_and_merge_hand_their_documents_to_write_out)
+{
+    with_write_out = true;
+    expect("items", "{\"p\": [{\"$match\": {\"cat\": \"a\"}}, {\"$project\": {\"qty\": 1}}, {\"$out\": \"dest\"}]}",
+           "[]");
+    cr_assert_str_eq(last_write, "-.dest out n=2 { \"_id\" : 1, \"qty\" : 5 } { \"_id\" : 3, \"qty\" : 3 }");
+    expect("items", "{\"p\": [{\"$match\": {\"_id\": 2}}, {\"$out\": {\"db\": \"other\", \"coll\": \"x\"}}]}", "[]");
+    cr_assert(strncmp(last_write, "other.x out n=1", 15) == 0, "got %s", last_write);
+    expect("items", "{\"p\": [{\"$match\": {\"_id\": 2}}, {\"$project\": {\"_id\": 1}}, {\"$merge\": \"t\"}]}", "[]");
+    cr_assert_str_eq(last_write,
+                     "-.t { \"on\" : [ \"_id\" ], \"whenMatched\" : \"merge\", \"whenNotMatched\" : \"insert\" } "
+                     "n=1 { \"_id\" : 2 }");
+    expect("items",
+           "{\"p\": [{\"$match\": {\"_id\": 2}}, {\"$project\": {\"_id\": 1}}, {\"$merge\": {\"into\": {\"db\": \"d\", "
+           "\"coll\": \"t\"}, \"on\": [\"a\", \"b\"], \"whenMatched\": \"keepExisting\", \"whenNotMatched\": "
+           "\"discard\"}}]}",
+           "[]");
+    cr_assert_str_eq(last_write,
+                     "d.t { \"on\" : [ \"a\", \"b\" ], \"whenMatched\" : \"keepExisting\", \"whenNotMatched\" : "
+                     "\"discard\" } n=1 { \"_id\" : 2 }");
+    with_write_out = false;
+}
+
+Test(agg, out_and_merge_validation)
+{
+    with_write_out = true;
+    expect_err("{\"p\": [{\"$out\": \"dest\"}, {\"$limit\": 1}]}", MF_E_Location40601,
+               "$out can only be the final stage in the pipeline");
+    expect_err("{\"p\": [{\"$merge\": \"dest\"}, {\"$merge\": \"d2\"}]}", MF_E_Location40601, NULL);
+    expect_err("{\"p\": [{\"$facet\": {\"a\": [{\"$out\": \"x\"}]}}]}", MF_E_Location40600, NULL);
+    expect_err("{\"p\": [{\"$lookup\": {\"from\": \"cats\", \"as\": \"c\", \"pipeline\": [{\"$merge\": \"x\"}]}}]}",
+               MF_E_Location51047, NULL);
+    expect_err("{\"p\": [{\"$merge\": {\"into\": \"t\", \"whenMatched\": \"upsert\"}}]}", MF_E_BadValue, NULL);
+    expect_err("{\"p\": [{\"$merge\": {\"on\": \"_id\"}}]}", MF_E_Location40414, NULL);
+    expect_err("{\"p\": [{\"$merge\": {\"into\": \"t\", \"bogus\": 1}}]}", MF_E_Location40415, NULL);
+    expect_err("{\"p\": [{\"$out\": 5}]}", MF_E_Location16990, NULL);
+    with_write_out = false;
+    expect_err("{\"p\": [{\"$out\": \"dest\"}]}", MF_E_IllegalOperation, NULL);
+}
+
+Test(agg, change_stream_is_refused_on_a_standalone)
+{
+    expect_err("{\"p\": [{\"$changeStream\": {}}]}", MF_E_Location40573, "only supported on replica sets");
 }

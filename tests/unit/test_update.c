@@ -542,9 +542,34 @@ Test(update, unknown_modifier)
     expect_err("{'$foo': {'a': 1}}", "{'_id': 1}", 9, "Unknown modifier: $foo");
 }
 
-Test(update, empty_operator_document)
+Test(update, empty_operator_document_is_a_no_op)
 {
-    expect_err("{'$set': {}}", "{'_id': 1}", 9, "'$set' is empty. You must specify a field like so: ");
+    bson_t out;
+    bool changed = true;
+    mf_error_t err;
+
+    cr_assert_eq(run("{'$set': {}}", NULL, "{'_id': 1, 'a': 1}", -1, false, &out, &changed, &err), 0, "rc: %s",
+                 err.msg);
+    cr_assert(!changed, "an empty $set must not change the document");
+    bson_destroy(&out);
+    expect("{'$set': {}, '$inc': {'a': 1}}", "{'_id': 1, 'a': 1}", "{'_id': 1, 'a': 2}");
+}
+
+Test(update, inc_and_mul_with_decimal128_are_exact)
+{
+    expect("{'$inc': {'d': {'$numberDecimal': '2.2'}}}", "{'_id': 1, 'd': {'$numberDecimal': '1.1'}}",
+           "{'_id': 1, 'd': {'$numberDecimal': '3.3'}}");
+    expect("{'$inc': {'d': {'$numberDecimal': '-5.25'}}}", "{'_id': 1, 'd': 2}",
+           "{'_id': 1, 'd': {'$numberDecimal': '-3.25'}}");
+    expect("{'$mul': {'d': {'$numberDecimal': '1.5'}}}", "{'_id': 1, 'd': {'$numberDecimal': '2.0'}}",
+           "{'_id': 1, 'd': {'$numberDecimal': '3.00'}}");
+    expect("{'$inc': {'d': 0.1}}", "{'_id': 1, 'd': {'$numberDecimal': '0.2'}}",
+           "{'_id': 1, 'd': {'$numberDecimal': '0.3'}}");
+}
+
+Test(update, mul_of_int_by_double_is_double)
+{
+    expect("{'$mul': {'m': 1.5}}", "{'_id': 1, 'm': 3}", "{'_id': 1, 'm': 4.5}");
 }
 
 Test(update, operator_argument_must_be_document)
@@ -651,4 +676,16 @@ Test(update, upsert_seed_conflict)
 Test(update, upsert_insert_moves_id_first)
 {
     expect_full("{'$set': {'_id': 3, 'a': 1}}", NULL, "{}", -1, true, "{'_id': 3, 'a': 1}");
+}
+
+Test(update, upsert_changing_the_query_id_is_immutable_field)
+{
+    bson_t out;
+    bool changed;
+    mf_error_t err;
+
+    cr_assert_eq(run("{'$set': {'_id': 2}}", NULL, "{'_id': 1}", -1, true, &out, &changed, &err), -1);
+    cr_assert_eq(err.code, 66, "code %d (%s)", err.code, err.msg);
+    bson_destroy(&out);
+    expect_full("{'$set': {'_id': 1, 'a': 1}}", NULL, "{'_id': 1}", -1, true, "{'_id': 1, 'a': 1}");
 }

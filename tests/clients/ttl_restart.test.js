@@ -1,0 +1,97 @@
+'use strict';
+/*
+ * TTL expiry across restarts (SPEC D6): a TTL index and its pending expiries
+ * survive kill -9 and a clean restart; documents due while the server was
+ * down, or after it came back, are deleted; documents not due remain.
+ *
+ * The server runs with ttlMonitorSleepSecs=1 (precise expiry is on by default).
+ * Writes use j: true so that they survive kill -9 (README: Durability).
+ */
+const assert = require('node:assert/strict');
+const h = require('./harness');
+
+const srv = h.useServer({ args: ['--setParameter', 'ttlMonitorSleepSecs=1'] });
+
+async function waitFor(fn, msg, timeoutMs = 8000, intervalMs = 50) {
+  const deadline = Date.now() + timeoutMs;
+  let last;
+  for (;;) {
+    last = await fn();
+    if (last) return last;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms: ${msg} (last: ${JSON.stringify(last)})`);
+    await h.sleep(intervalMs);
+  }
+}
+
+async function ids(coll) {
+  return (await coll.find({}, { projection: { _id: 1 } }).sort({ _id: 1 }).toArray()).map((d) => d._id);
+}
+
+h.test('D6: kill -9 before documents are due, restart: they expire after the restart; documents not due remain', { timeout: 60000 }, async () => {
+  const dbName = srv.freshDb('restart9').databaseName;
+  let coll = srv.client.db(dbName).collection('c');
+  await coll.createIndex({ at: 1 }, { expireAfterSeconds: 0 });
+  const now = Date.now();
+  const due = now + 3000;
+  const docs = [];
+  for (let i = 0; i < 20; i++) docs.push({ _id: `due${String(i).padStart(2, '0')}`, at: new Date(due + i * 10) });
+  for (let i = 0; i < 5; i++) docs.push({ _id: `keep${i}`, at: new Date(now + 3600000) });
+  docs.push({ _id: 'nodate', at: 'tomorrow' });
+  await coll.insertMany(docs, { writeConcern: { w: 1, j: true } });
+  assert.equal(await coll.countDocuments(), 26);
+  assert.ok(Date.now() < due - 500, 'setup took too long: documents about to be due before the kill');
+
+  await srv.server.restart({ kill9: true });
+  await srv.reconnect();
+  coll = srv.client.db(dbName).collection('c');
+
+  const ix = (await coll.listIndexes().toArray()).find((i) => i.name === 'at_1');
+  assert.ok(ix, 'TTL index survived kill -9');
+  assert.equal(ix.expireAfterSeconds, 0);
+  if (Date.now() < due - 300) {
+    assert.equal(await coll.countDocuments(), 26, 'documents deleted before they were due');
+  }
+  await waitFor(async () => (await coll.countDocuments({ _id: /^due/ })) === 0, 'due documents expired after the restart', 10000);
+  assert.ok(Date.now() >= due, 'expired before they were due');
+  console.log(`D6 restart: due documents gone ${Date.now() - due} ms after their expiry`);
+  const s0 = (await srv.client.db('admin').command({ serverStatus: 1 })).metrics.ttl;
+  await waitFor(async () => (await srv.client.db('admin').command({ serverStatus: 1 })).metrics.ttl.passes >= s0.passes + 2,
+    'two more TTL passes', 6000);
+  assert.deepEqual(await ids(coll), ['keep0', 'keep1', 'keep2', 'keep3', 'keep4', 'nodate']);
+});
+
+h.test('D6: documents that became due while the server was down are deleted right after a clean restart', { timeout: 60000 }, async () => {
+  const dbName = srv.freshDb('restartclean').databaseName;
+  let coll = srv.client.db(dbName).collection('c');
+  await coll.createIndex({ at: 1 }, { expireAfterSeconds: 2 });
+  const now = Date.now();
+  await coll.insertMany([
+    { _id: 'a', at: new Date(now) }, { _id: 'b', at: new Date(now - 500) }, { _id: 'keep', at: new Date(now + 3600000) },
+  ]);
+  await srv.server.stop();
+  await h.sleep(Math.max(0, now + 2500 - Date.now()));
+  await srv.server.start();
+  await srv.reconnect();
+  coll = srv.client.db(dbName).collection('c');
+  await waitFor(async () => (await coll.countDocuments({ _id: { $in: ['a', 'b'] } })) === 0,
+    'documents due during the downtime deleted after restart', 5000);
+  assert.deepEqual(await ids(coll), ['keep']);
+});
+
+h.test('D6: collMod changes to N survive a restart', { timeout: 60000 }, async () => {
+  const dbName = srv.freshDb('restartcollmod').databaseName;
+  let db = srv.client.db(dbName);
+  await db.collection('c').createIndex({ at: 1 }, { expireAfterSeconds: 86400 });
+  await db.command({ collMod: 'c', index: { name: 'at_1', expireAfterSeconds: 60 } });
+  await db.collection('plain').createIndex({ at: 1 });
+  await db.command({ collMod: 'plain', index: { keyPattern: { at: 1 }, expireAfterSeconds: 30 } });
+  await srv.server.restart({ kill9: true });
+  await srv.reconnect();
+  db = srv.client.db(dbName);
+  const n = async (c) => (await db.collection(c).listIndexes().toArray()).find((i) => i.name === 'at_1').expireAfterSeconds;
+  assert.equal(await n('c'), 60);
+  assert.equal(await n('plain'), 30);
+  await db.collection('plain').insertMany([{ _id: 1, at: new Date(Date.now() - 40000) }, { _id: 2, at: new Date() }]);
+  await waitFor(async () => (await db.collection('plain').countDocuments({ _id: 1 })) === 0, 'converted index expires after restart');
+  assert.deepEqual(await ids(db.collection('plain')), [2]);
+});
