@@ -297,6 +297,16 @@ cmd_whatsmyuri(mf_op_t *op)
     return 0;
 }
 
+/*
+ * Authentication: mayfly has no users, so every attempt fails the way it
+ * does on a mongod where the user does not exist.
+ */
+static int
+cmd_auth_failed(mf_op_t *op)
+{
+    return mf_err_set(&op->err, MF_E_AuthenticationFailed, "Authentication failed.");
+}
+
 static int
 cmd_connection_status(mf_op_t *op)
 {
@@ -510,6 +520,9 @@ const mf_cmd_def_t mf_cmds_admin[] = {
     {"hostInfo", cmd_host_info, 0},
     {"whatsmyuri", cmd_whatsmyuri, 0},
     {"connectionStatus", cmd_connection_status, 0},
+    {"saslStart", cmd_auth_failed, 0},
+    {"saslContinue", cmd_auth_failed, 0},
+    {"authenticate", cmd_auth_failed, 0},
     {"getLog", cmd_get_log, MF_CMD_ADMIN_ONLY},
     {"getCmdLineOpts", cmd_get_cmd_line_opts, MF_CMD_ADMIN_ONLY},
     {"endSessions", cmd_ack, 0},

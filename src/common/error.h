@@ -30,6 +30,7 @@
     X(15, Overflow)                                                            \
     X(16, InvalidLength)                                                       \
     X(17, ProtocolError)                                                       \
+    X(18, AuthenticationFailed)                                                \
     X(20, IllegalOperation)                                                    \
     X(22, InvalidBSON)                                                         \
     X(24, LockTimeout)                                                         \
@@ -106,6 +107,7 @@
     X(31310, Location31310)                                                    \
     X(51246, Location51246)                                                    \
     X(51270, Location51270)                                                    \
+    X(40090, Location40090)                                                    \
     X(40156, Location40156)                                                    \
     X(40157, Location40157)                                                    \
     X(40160, Location40160)                                                    \

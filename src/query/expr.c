@@ -69,7 +69,7 @@ enum op_id {
     OP_ROUND, OP_TRUNC, OP_SQRT, OP_POW, OP_EXP, OP_LN, OP_LOG10, OP_LOG,
     OP_CONCAT, OP_TOLOWER, OP_TOUPPER, OP_SUBSTR, OP_SUBSTRBYTES, OP_SUBSTRCP,
     OP_STRLENCP, OP_STRLENBYTES, OP_SPLIT, OP_TRIM, OP_LTRIM, OP_RTRIM, OP_INDEXOFCP,
-    OP_INDEXOFBYTES, OP_STRCASECMP,
+    OP_INDEXOFBYTES, OP_INDEXOFARRAY, OP_STRCASECMP,
     OP_SIZE, OP_ARRAYELEMAT, OP_FIRST, OP_LAST, OP_IN, OP_CONCATARRAYS, OP_SLICE,
     OP_ISARRAY, OP_REVERSEARRAY, OP_RANGE, OP_FILTER, OP_MAP, OP_REDUCE,
     OP_SUM, OP_AVG, OP_MIN, OP_MAX, OP_STDDEVPOP, OP_STDDEVSAMP,
@@ -113,7 +113,7 @@ static const op_def_t OPS[] = {
     {"$strLenCP", OP_STRLENCP, A_POS, 1, 1}, {"$strLenBytes", OP_STRLENBYTES, A_POS, 1, 1},
     {"$split", OP_SPLIT, A_POS, 2, 2}, {"$trim", OP_TRIM, A_TRIM, 0, 0},
     {"$ltrim", OP_LTRIM, A_TRIM, 0, 0}, {"$rtrim", OP_RTRIM, A_TRIM, 0, 0},
-    {"$indexOfCP", OP_INDEXOFCP, A_POS, 2, 4}, {"$indexOfBytes", OP_INDEXOFBYTES, A_POS, 2, 4},
+    {"$indexOfCP", OP_INDEXOFCP, A_POS, 2, 4}, {"$indexOfBytes", OP_INDEXOFBYTES, A_POS, 2, 4}, {"$indexOfArray", OP_INDEXOFARRAY, A_POS, 2, 4},
     {"$strcasecmp", OP_STRCASECMP, A_POS, 2, 2},
     {"$size", OP_SIZE, A_POS, 1, 1}, {"$arrayElemAt", OP_ARRAYELEMAT, A_POS, 2, 2},
     {"$first", OP_FIRST, A_POS, 1, 1}, {"$last", OP_LAST, A_POS, 1, 1}, {"$in", OP_IN, A_POS, 2, 2},
@@ -2671,6 +2671,47 @@ ev_substr(int op, bson_value_t *v, ctx_t *c, bson_value_t *o)
     return 0;
 }
 
+/* $indexOfArray: [array, value, start?, end?] → first index of an equal element, or -1. */
+static int
+ev_index_of_array(bson_value_t *v, size_t n, ctx_t *c, bson_value_t *o)
+{
+    int64_t start = 0, end = INT64_MAX;
+    if (is_nullish(&v[0])) {
+        set_null(o);
+        return 0;
+    }
+    if (v[0].value_type != BSON_TYPE_ARRAY)
+        return mf_err_set(c->err, MF_E_Location40090, "$indexOfArray requires an array as a first argument, found: %s",
+                          tname(&v[0]));
+    for (size_t i = 2; i < n; i++) {
+        int64_t x;
+        if (!is_num(&v[i]) || !mf_value_as_int64(&v[i], &x))
+            return mf_err_set(c->err, MF_E_BadValue, "$indexOfArray %s index must resolve to a number",
+                              i == 2 ? "starting" : "ending");
+        if (x < 0)
+            return mf_err_set(c->err, MF_E_BadValue, "$indexOfArray %s index must be a non-negative number",
+                              i == 2 ? "starting" : "ending");
+        if (i == 2)
+            start = x;
+        else
+            end = x;
+    }
+    bson_t arr;
+    bson_iter_t it;
+    int64_t idx = 0;
+    set_i32(o, -1);
+    if (!bson_init_static(&arr, v[0].value.v_doc.data, v[0].value.v_doc.data_len) || !bson_iter_init(&it, &arr))
+        return 0;
+    while (bson_iter_next(&it) && idx < end) {
+        if (idx >= start && mf_value_equal(bson_iter_value(&it), &v[1])) {
+            set_i32(o, (int32_t)idx);
+            return 0;
+        }
+        idx++;
+    }
+    return 0;
+}
+
 static int
 ev_index_of(int op, bson_value_t *v, size_t n, ctx_t *c, bson_value_t *o)
 {
@@ -3600,6 +3641,7 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     case OP_SPLIT: rc = ev_split(v, c, o); break;
     case OP_INDEXOFCP:
     case OP_INDEXOFBYTES: rc = ev_index_of(id, v, n, c, o); break;
+    case OP_INDEXOFARRAY: rc = ev_index_of_array(v, n, c, o); break;
     case OP_STRCASECMP: {
         bson_value_t a, b;
         if (coerce_str(c, &v[0], &a) < 0) {

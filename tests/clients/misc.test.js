@@ -211,3 +211,14 @@ h.test('listCommands lists the CRUD commands; isdbgrid is not a command (not a m
   // mongod is not a mongos: isdbgrid is not a command.
   await h.expectCode(admin.command({ isdbgrid: 1 }), 59);
 });
+
+h.test('connecting with credentials for a user that does not exist fails with AuthenticationFailed (18)', async () => {
+  const { MongoClient } = require('mongodb');
+  const uri = `mongodb://nouser:nopass@127.0.0.1:${srv.port}/?directConnection=true&serverSelectionTimeoutMS=5000&authSource=admin`;
+  const cl = new MongoClient(uri);
+  try {
+    await h.expectCode(cl.connect(), 18);
+  } finally { await cl.close().catch(() => {}); }
+  // The server keeps serving unauthenticated clients.
+  assert.equal((await srv.client.db('admin').command({ ping: 1 })).ok, 1);
+});
