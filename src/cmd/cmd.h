@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "catalog/catalog.h"
+#include "common/clock.h"
 #include "common/error.h"
 #include "net/wire.h"
 #include "storage/storage.h"
@@ -103,9 +104,7 @@ void mf_engine_close(mf_engine_t *eng);
 void mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *cmd, const mf_docseq_t *seqs,
                 size_t nseqs, bool legacy, bson_t *reply);
 
-/* Helpers for handlers (cmd_util.c). */
-int64_t mf_now_ms(void);
-int64_t mf_mono_ms(void);
+/* Helpers for handlers (cmd_util.c). Clocks: common/clock.h. */
 
 /*
  * mf_op_docs: the documents of array field `field`, taken from the command

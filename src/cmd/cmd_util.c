@@ -16,22 +16,6 @@
 #include "cmd/profile.h"
 #include "ttl/ttl.h"
 
-int64_t
-mf_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-int64_t
-mf_mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static int
 wrong_type(mf_op_t *op, const char *field, bson_type_t got, const char *expected)
 {

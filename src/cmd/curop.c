@@ -10,6 +10,7 @@
  * other lock is taken while it is held, in particular never the catalog's.
  */
 #include "cmd/curop.h"
+#include "common/clock.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -42,21 +43,6 @@ static mf_curop_t *head, *tail;
 static int64_t next_opid = 1;
 static _Thread_local mf_curop_t *current_op;
 
-static int64_t
-mono_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
-static int64_t
-wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* A copy of command, or {$truncated: "<json prefix>"} when it is large. */
 static bson_t *
@@ -90,8 +76,8 @@ mf_curop_begin(const char *op_type, const char *ns, const char *desc, const bson
     snprintf(op->desc, sizeof(op->desc), "%s", desc ? desc : "");
     op->command = shown_command(command);
     op->client_id = client_id;
-    op->start_us = mono_us();
-    op->start_wall_ms = wall_ms();
+    op->start_us = mf_mono_us();
+    op->start_wall_ms = mf_now_ms();
     pthread_mutex_lock(&reg_lock);
     op->opid = next_opid++;
     op->prev = tail;
@@ -220,7 +206,7 @@ snapshot(int *n)
 {
     int cap = 16;
     bson_t *docs = malloc((size_t)cap * sizeof(*docs));
-    int64_t now = mono_us();
+    int64_t now = mf_mono_us();
     *n = 0;
     pthread_mutex_lock(&reg_lock);
     for (mf_curop_t *op = head; op; op = op->next) {

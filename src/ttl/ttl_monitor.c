@@ -57,6 +57,7 @@
 
 #include "catalog/coll_write.h"
 #include "cmd/curop.h"
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/params.h"
 #include "index/keystring.h"
@@ -111,21 +112,6 @@ static struct {
     int64_t lat_buckets[LAT_BUCKETS];
 } M = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER, .lat_mu = PTHREAD_MUTEX_INITIALIZER};
 
-static int64_t
-now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int64_t
-mono_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
 
 void
 mf_ttl_notify(void)
@@ -425,7 +411,7 @@ visit(mf_sess_t *s, ttl_target_t *t)
     bool batched = mf_param_get("ttlMonitorBatchDeletes") != 0;
     int64_t batch_docs = mf_param_get("ttlMonitorBatchDocs");
     int64_t yield_pct = mf_param_get("ttlMonitorYieldPercent");
-    int64_t start_us = mono_us(), deleted_here = 0;
+    int64_t start_us = mf_mono_us(), deleted_here = 0;
     size_t cap = (size_t)(batch_docs > 0 ? batch_docs : 500);
     int64_t *rids = malloc(cap * sizeof(*rids));
     int64_t *exps = malloc(cap * sizeof(*exps));
@@ -435,7 +421,7 @@ visit(mf_sess_t *s, ttl_target_t *t)
         if (should_stop() || mf_param_get("ttlMonitorEnabled") == 0)
             break;
         int64_t fg_before = foreground_ops();
-        int64_t batch_start = mono_us();
+        int64_t batch_start = mf_mono_us();
         mf_catalog_rdlock(M.env.cat);
         mf_coll_t *c = refind(t);
         int64_t secs;
@@ -446,7 +432,7 @@ visit(mf_sess_t *s, ttl_target_t *t)
             break;
         }
         t->secs = secs;
-        int64_t now = now_ms();
+        int64_t now = mf_now_ms();
         bool desc = ix->kp.desc[0];
         uint8_t lo[DATE_KEY_LEN], hi[DATE_KEY_LEN];
         int64_t cutoff = now - secs * 1000;
@@ -532,9 +518,9 @@ visit(mf_sess_t *s, ttl_target_t *t)
             mf_log(MF_LOG_WARN, "TTL", "deleting expired documents from %s (index %s) failed, will retry: %s", t->ns,
                    t->index, err.msg);
 
-        int64_t after = now_ms();
+        int64_t after = mf_now_ms();
         if (M.env.on_batch && st.deleted > 0)
-            M.env.on_batch(M.env.arg, t->ns, t->index, secs, st.deleted, (mono_us() - batch_start) / 1000);
+            M.env.on_batch(M.env.arg, t->ns, t->index, secs, st.deleted, (mf_mono_us() - batch_start) / 1000);
         for (size_t i = 0; i < cx.nexp && (int64_t)i < st.deleted; i++)
             lateness_record(after - cx.expiries[i]);
         atomic_fetch_add(&M.deleted, st.deleted);
@@ -543,7 +529,7 @@ visit(mf_sess_t *s, ttl_target_t *t)
             atomic_fetch_add(M.env.batched_batches, st.batches);
         }
         deleted_here += st.deleted;
-        int64_t elapsed_us = mono_us() - start_us;
+        int64_t elapsed_us = mf_mono_us() - start_us;
         if (elapsed_us > 0 && deleted_here > 0)
             atomic_store(&M.pace_dps, deleted_here * 1000000 / elapsed_us);
 
@@ -556,7 +542,7 @@ visit(mf_sess_t *s, ttl_target_t *t)
         }
         /* SPEC D9 (beyond): yield to foreground work between batches. */
         if (yield_pct > 0 && foreground_ops() != fg_before) {
-            int64_t pause_us = (mono_us() - batch_start) * yield_pct / 100;
+            int64_t pause_us = (mf_mono_us() - batch_start) * yield_pct / 100;
             if (pause_us > 0) {
                 struct timespec ts = {pause_us / 1000000, (long)(pause_us % 1000000) * 1000};
                 nanosleep(&ts, NULL);
@@ -605,7 +591,7 @@ run_pass(mf_sess_t *s)
         /* A sub-pass: a fresh snapshot of the TTL indexes, visited round-robin. */
         atomic_fetch_add(&M.subpasses, 1);
         subpass_secs = mf_param_get("ttlMonitorSubPassTargetSecs");
-        int64_t sub_start = mono_us();
+        int64_t sub_start = mf_mono_us();
         l.n = 0;
         mf_catalog_rdlock(M.env.cat);
         mf_catalog_coll_list(M.env.cat, NULL, collect_targets, &l);
@@ -622,14 +608,14 @@ run_pass(mf_sess_t *s)
                 if (visit(s, &l.v[i]))
                     any = true;
             }
-            if (any && subpass_secs > 0 && (mono_us() - sub_start) / 1000000 >= subpass_secs) {
+            if (any && subpass_secs > 0 && (mf_mono_us() - sub_start) / 1000000 >= subpass_secs) {
                 work_left = true; /* start a new sub-pass with the work that is left */
                 break;
             }
         }
     }
     free(l.v);
-    atomic_store(&M.last_pass_ms, now_ms());
+    atomic_store(&M.last_pass_ms, mf_now_ms());
 }
 
 /* Earliest deadline over every TTL index (NO_DEADLINE if none). */
@@ -637,7 +623,7 @@ static int64_t
 compute_next_due(mf_sess_t *s)
 {
     target_list_t l = {0};
-    int64_t best = NO_DEADLINE, now = now_ms();
+    int64_t best = NO_DEADLINE, now = mf_now_ms();
 
     mf_catalog_rdlock(M.env.cat);
     mf_catalog_coll_list(M.env.cat, NULL, collect_targets, &l);
@@ -681,16 +667,16 @@ monitor_main(void *arg)
             break;
         bool enabled = mf_param_get("ttlMonitorEnabled") != 0;
         bool precise = mf_param_get("ttlMonitorPrecise") != 0;
-        int64_t now = now_ms();
+        int64_t now = mf_now_ms();
         int64_t periodic = last_pass_end + mf_param_get("ttlMonitorSleepSecs") * 1000;
         int64_t due = effective_due();
         if (due < not_before)
             due = not_before;
         if (enabled && (now >= periodic || (precise && due <= now))) {
             int64_t before = atomic_load(&M.deleted);
-            int64_t pass_start = now_ms();
+            int64_t pass_start = mf_now_ms();
             run_pass(s);
-            last_pass_end = now_ms();
+            last_pass_end = mf_now_ms();
             int64_t next = compute_next_due(s);
             atomic_store(&M.next_due_ms, next);
             settle_hints(pass_start);
@@ -745,7 +731,7 @@ monitor_main(void *arg)
         M.kick = false;
         pthread_mutex_unlock(&M.mu);
         if (kicked && !should_stop()) {
-            int64_t start = now_ms();
+            int64_t start = mf_now_ms();
             atomic_store(&M.next_due_ms, compute_next_due(s));
             settle_hints(start);
             not_before = 0;
@@ -775,7 +761,7 @@ observe_doc(mf_coll_t *c, const bson_t *doc)
             pthread_mutex_lock(&M.mu);
             if (d < M.hint_due)
                 M.hint_due = d;
-            M.hint_at = now_ms();
+            M.hint_at = mf_now_ms();
             pthread_cond_signal(&M.cv);
             pthread_mutex_unlock(&M.mu);
         }
@@ -867,7 +853,7 @@ mf_ttl_status_append(bson_t *doc)
     if (M.running) {
         mf_sess_t *s = mf_storage_session(M.env.st);
         target_list_t l = {0};
-        int64_t now = now_ms(), cap = 1000000;
+        int64_t now = mf_now_ms(), cap = 1000000;
         mf_catalog_rdlock(M.env.cat);
         mf_catalog_coll_list(M.env.cat, NULL, collect_targets, &l);
         for (int i = 0; i < l.n && backlog < cap; i++) {

@@ -1,0 +1,42 @@
+/*
+ * clock.h: the two clocks mayfly reads.
+ *
+ * Wall-clock time (CLOCK_REALTIME) is what TTL expiry, Dates and log stamps
+ * are about; monotonic time (CLOCK_MONOTONIC) measures durations (uptime,
+ * command time, pacing), unaffected by clock jumps. Inline: these are read on
+ * hot paths.
+ */
+#ifndef MF_CLOCK_H
+#define MF_CLOCK_H
+
+#include <stdint.h>
+#include <time.h>
+
+/* mf_now_ms: wall-clock milliseconds since the Unix epoch. */
+static inline int64_t
+mf_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* mf_mono_ms: monotonic milliseconds (arbitrary origin). */
+static inline int64_t
+mf_mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* mf_mono_us: monotonic microseconds (arbitrary origin). */
+static inline int64_t
+mf_mono_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+#endif /* MF_CLOCK_H */
