@@ -21,20 +21,9 @@
 #include "cmd/cmd.h"
 #include "common/fmt.h"
 #include "common/log.h"
+#include "index/index.h"
 #include "query/value.h"
 #include "ttl/ttl.h"
-
-static bool
-spec_key(const bson_t *spec, bson_t *key)
-{
-    bson_iter_t it;
-    const uint8_t *data;
-    uint32_t len;
-    if (!bson_iter_init_find(&it, spec, "key") || !BSON_ITER_HOLDS_DOCUMENT(&it))
-        return false;
-    bson_iter_document(&it, &len, &data);
-    return bson_init_static(key, data, len);
-}
 
 /* Copies spec into out, replacing field `name` with v (appending it if absent); v NULL removes it. */
 static void
@@ -132,7 +121,7 @@ find_index(mf_coll_t *c, const index_mod_t *m)
         return mf_coll_index_by_name(c, m->name);
     for (int i = 0; i < c->nindexes; i++) {
         bson_t key;
-        if (spec_key(c->indexes[i]->spec, &key) && bson_equal(&key, &m->key))
+        if (mf_index_spec_key(c->indexes[i]->spec, &key) && bson_equal(&key, &m->key))
             return c->indexes[i];
     }
     return NULL;

@@ -333,3 +333,15 @@ mf_index_key_of_value(const bson_value_t *v, bool desc, mf_keystring_t *out, mf_
     mf_ks_reset(out);
     return mf_ks_append_value(out, v, desc, err);
 }
+
+bool
+mf_index_spec_key(const bson_t *spec, bson_t *key)
+{
+    bson_iter_t it;
+    const uint8_t *data;
+    uint32_t len;
+    if (!bson_iter_init_find(&it, spec, "key") || !BSON_ITER_HOLDS_DOCUMENT(&it))
+        return false;
+    bson_iter_document(&it, &len, &data);
+    return bson_init_static(key, data, len);
+}

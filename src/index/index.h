@@ -52,6 +52,13 @@ void mf_keyset_destroy(mf_keyset_t *ks);
 int mf_index_keys(const mf_keypattern_t *kp, bool sparse, const bson_t *doc, mf_keyset_t *out, bool *skip,
                   bool *multikey, mf_error_t *err) MF_WUR;
 
+/*
+ * mf_index_spec_key: points key at the key pattern of an index spec
+ * ({v, key: {...}, name, ...}); false if the spec has no key document. key is
+ * a static view valid while spec is.
+ */
+bool mf_index_spec_key(const bson_t *spec, bson_t *key);
+
 /* mf_index_key_of_value: the keystring of a single-field index for value v (for _id lookups). */
 int mf_index_key_of_value(const bson_value_t *v, bool desc, mf_keystring_t *out, mf_error_t *err) MF_WUR;
 

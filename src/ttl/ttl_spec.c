@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "common/fmt.h"
+#include "index/index.h"
 #include "query/value.h"
 #include "ttl/ttl.h"
 
@@ -59,18 +60,6 @@ mf_ttl_check_seconds(const bson_value_t *v, int32_t *out, mf_error_t *err)
     return 0;
 }
 
-static bool
-key_of(const bson_t *spec, bson_t *key)
-{
-    bson_iter_t it;
-    const uint8_t *data;
-    uint32_t len;
-    if (!bson_iter_init_find(&it, spec, "key") || !BSON_ITER_HOLDS_DOCUMENT(&it))
-        return false;
-    bson_iter_document(&it, &len, &data);
-    return bson_init_static(key, data, len);
-}
-
 int
 mf_ttl_normalise_spec(const bson_t *spec, bson_t *out, mf_error_t *err)
 {
@@ -84,7 +73,7 @@ mf_ttl_normalise_spec(const bson_t *spec, bson_t *out, mf_error_t *err)
         return 0;
     }
     mf_fmt_doc(spec, shown, sizeof(shown));
-    bool have_key = key_of(spec, &key);
+    bool have_key = mf_index_spec_key(spec, &key);
     if (have_key && bson_count_keys(&key) == 1 && bson_has_field(&key, "_id"))
         return mf_err_set(err, MF_E_InvalidIndexSpecificationOption,
                           "The field 'expireAfterSeconds' is not valid for an _id index specification. Specification: %s",
