@@ -8,6 +8,12 @@
  * the next start. Tables of dropped collections and indexes are dropped
  * after their entry is gone (a leftover table is garbage, never a dangling
  * entry).
+ *
+ * Option fields (capped limits, view flag, the parsed validator) are derived
+ * from c->options at load, at create and in every mf_catalog_coll_persist,
+ * always under the write lock, so readers holding the shared lock see one
+ * consistent validator; collMod, which replaces c->options and persists,
+ * needs nothing else.
  */
 #include "catalog/catalog.h"
 
@@ -18,6 +24,7 @@
 
 #include "common/log.h"
 #include "query/match.h"
+#include "query/value.h"
 
 #define CATALOG_URI "table:_mf_catalog"
 
@@ -59,11 +66,179 @@ index_free(mf_index_t *ix)
     free(ix);
 }
 
+/* The option fields of mf_coll_t, parsed from an options document. */
+typedef struct parsed_opts {
+    bool capped;
+    int64_t size, max;
+    bool view;
+    mf_matcher_t *validator;
+    int level, action;
+} parsed_opts_t;
+
+static int
+opt_int64(const bson_iter_t *it, const char *name, int64_t *out, mf_error_t *err)
+{
+    const bson_value_t *v = bson_iter_value((bson_iter_t *)it);
+    if (!mf_value_is_number(v))
+        return mf_err_set(err, MF_E_TypeMismatch, "BSON field 'create.%s' is the wrong type '%s', expected types '[long, int, decimal, double']",
+                          name, mf_type_name(v->value_type));
+    double d = mf_value_as_double(v);
+    if (!(d >= -9.2e18 && d <= 9.2e18))
+        return mf_err_set(err, MF_E_BadValue, "BSON field 'create.%s' is out of range", name);
+    *out = (int64_t)d;
+    return 0;
+}
+
+/*
+ * parse_options: derives the option fields from options (see catalog.h).
+ * On success the caller owns p->validator.
+ */
+static int
+parse_options(const bson_t *options, parsed_opts_t *p, mf_error_t *err)
+{
+    bson_iter_t it;
+    bool has_size = false;
+
+    memset(p, 0, sizeof(*p));
+    if (options == NULL || !bson_iter_init(&it, options))
+        return 0;
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (strcmp(k, "capped") == 0) {
+            p->capped = bson_iter_as_bool(&it);
+        } else if (strcmp(k, "size") == 0) {
+            if (opt_int64(&it, k, &p->size, err) != 0)
+                goto fail;
+            has_size = true;
+        } else if (strcmp(k, "max") == 0) {
+            if (opt_int64(&it, k, &p->max, err) != 0)
+                goto fail;
+        } else if (strcmp(k, "viewOn") == 0) {
+            if (!BSON_ITER_HOLDS_UTF8(&it)) {
+                mf_err_set(err, MF_E_TypeMismatch, "BSON field 'create.viewOn' is the wrong type '%s', expected type 'string'",
+                           mf_type_name(bson_iter_type(&it)));
+                goto fail;
+            }
+            if (bson_iter_utf8(&it, NULL)[0] == '\0') {
+                mf_err_set(err, MF_E_BadValue, "'viewOn' cannot be empty");
+                goto fail;
+            }
+            p->view = true;
+        } else if (strcmp(k, "pipeline") == 0) {
+            if (!BSON_ITER_HOLDS_ARRAY(&it)) {
+                mf_err_set(err, MF_E_TypeMismatch, "BSON field 'create.pipeline' is the wrong type '%s', expected type 'array'",
+                           mf_type_name(bson_iter_type(&it)));
+                goto fail;
+            }
+        } else if (strcmp(k, "validator") == 0) {
+            bson_t vd;
+            const uint8_t *data;
+            uint32_t len;
+            if (!BSON_ITER_HOLDS_DOCUMENT(&it)) {
+                mf_err_set(err, MF_E_TypeMismatch, "BSON field 'validator' is the wrong type '%s', expected type 'object'",
+                           mf_type_name(bson_iter_type(&it)));
+                goto fail;
+            }
+            bson_iter_document(&it, &len, &data);
+            if (!bson_init_static(&vd, data, len)) {
+                mf_err_set(err, MF_E_BadValue, "invalid validator document");
+                goto fail;
+            }
+            if (p->validator)
+                mf_matcher_free(p->validator);
+            p->validator = bson_empty(&vd) ? NULL : mf_matcher_new(&vd, err);
+            if (!bson_empty(&vd) && p->validator == NULL)
+                goto fail;
+        } else if (strcmp(k, "validationLevel") == 0 || strcmp(k, "validationAction") == 0) {
+            bool level = k[10] == 'L';
+            const char *v = BSON_ITER_HOLDS_UTF8(&it) ? bson_iter_utf8(&it, NULL) : "";
+            int code = -1;
+            if (level)
+                code = strcmp(v, "strict") == 0 ? MF_VALIDATION_STRICT
+                       : strcmp(v, "moderate") == 0 ? MF_VALIDATION_MODERATE
+                       : strcmp(v, "off") == 0 ? MF_VALIDATION_OFF : -1;
+            else
+                code = strcmp(v, "error") == 0 || strcmp(v, "errorAndLog") == 0 ? MF_VALIDATION_ERROR
+                       : strcmp(v, "warn") == 0 ? MF_VALIDATION_WARN : -1;
+            if (!BSON_ITER_HOLDS_UTF8(&it)) {
+                mf_err_set(err, MF_E_TypeMismatch, "BSON field '%s' is the wrong type '%s', expected type 'string'", k,
+                           mf_type_name(bson_iter_type(&it)));
+                goto fail;
+            }
+            if (code < 0) {
+                mf_err_set(err, MF_E_BadValue, "Enumeration value '%s' for field '%s' is not a valid value.", v, k);
+                goto fail;
+            }
+            if (level)
+                p->level = code;
+            else
+                p->action = code;
+        }
+    }
+    if (p->capped && !p->view) {
+        if (!has_size) {
+            mf_err_set(err, MF_E_InvalidOptions, "the 'size' field is required when 'capped' is true");
+            goto fail;
+        }
+        if (p->size <= 0) {
+            mf_err_set(err, MF_E_Location51024, "BSON field 'size' value must be >= 1, actual value '%lld'",
+                       (long long)p->size);
+            goto fail;
+        }
+        /* MongoDB caps at no less than 4096 bytes and rounds up to a multiple of 256. */
+        if (p->size <= 4096)
+            p->size = 4096;
+        else if (p->size % 256 != 0)
+            p->size += 256 - p->size % 256;
+        if (p->max < 0)
+            p->max = 0;
+    }
+    if (p->view && (p->capped || p->validator != NULL)) {
+        mf_err_set(err, MF_E_InvalidOptions, "Invalid view option: %s", p->capped ? "capped" : "validator");
+        goto fail;
+    }
+    return 0;
+fail:
+    if (p->validator)
+        mf_matcher_free(p->validator);
+    p->validator = NULL;
+    return -1;
+}
+
+int
+mf_coll_options_check(const bson_t *options, mf_error_t *err)
+{
+    parsed_opts_t p;
+    if (parse_options(options, &p, err) != 0)
+        return -1;
+    if (p.validator)
+        mf_matcher_free(p.validator);
+    return 0;
+}
+
+/* Installs p's fields on c (taking p's validator). Write lock held (or c not yet published). */
+static void
+apply_options(mf_coll_t *c, parsed_opts_t *p)
+{
+    if (c->validator)
+        mf_matcher_free(c->validator);
+    c->validator = p->validator;
+    p->validator = NULL;
+    c->capped = p->capped && !p->view;
+    c->capped_size = c->capped ? p->size : 0;
+    c->capped_max = c->capped ? p->max : 0;
+    c->is_view = p->view;
+    c->validation_level = p->level;
+    c->validation_action = p->action;
+}
+
 static void
 coll_free(mf_coll_t *c)
 {
     if (c == NULL)
         return;
+    if (c->validator)
+        mf_matcher_free(c->validator);
     for (int i = 0; i < c->nindexes; i++)
         index_free(c->indexes[i]);
     free(c->db);
@@ -189,6 +364,14 @@ coll_from_bson(const bson_t *doc, mf_error_t *err)
     } else {
         c->options = bson_new();
     }
+    {
+        parsed_opts_t po;
+        mf_error_t perr;
+        if (parse_options(c->options, &po, &perr) != 0)
+            mf_log(MF_LOG_ERROR, "STORAGE", "collection %s: ignoring unusable options: %s", c->ns, perr.msg);
+        else
+            apply_options(c, &po);
+    }
     if (bson_iter_init_find(&it, doc, "indexes") && BSON_ITER_HOLDS_ARRAY(&it) && bson_iter_recurse(&it, &ai)) {
         while (bson_iter_next(&ai)) {
             bson_iter_t f;
@@ -254,9 +437,16 @@ int
 mf_catalog_coll_persist(mf_catalog_t *cat, mf_coll_t *c, mf_error_t *err)
 {
     bson_t entry;
+    parsed_opts_t po;
+    if (parse_options(c->options, &po, err) != 0)
+        return -1;
     coll_to_bson(c, &entry);
     int ret = persist_bson(cat, c->ns, &entry, err);
     bson_destroy(&entry);
+    if (ret == 0)
+        apply_options(c, &po);
+    else if (po.validator)
+        mf_matcher_free(po.validator);
     return ret;
 }
 
@@ -477,8 +667,12 @@ mf_catalog_coll_create(mf_catalog_t *cat, const char *db, const char *name, cons
         return -1;
     if (mf_catalog_coll_find(cat, db, name) != NULL)
         return mf_err_set(err, MF_E_NamespaceExists, "Collection %s.%s already exists.", db, name);
+    parsed_opts_t po;
+    if (parse_options(options, &po, err) != 0)
+        return -1;
 
     mf_coll_t *c = calloc(1, sizeof(*c));
+    apply_options(c, &po);
     c->db = strdup(db);
     c->name = strdup(name);
     size_t nl = strlen(db) + strlen(name) + 2;
@@ -501,14 +695,17 @@ mf_catalog_coll_create(mf_catalog_t *cat, const char *db, const char *name, cons
     c->options = options ? bson_copy(options) : bson_new();
     atomic_store(&c->next_rid, 1);
 
-    id_index_spec(&idspec);
-    mf_index_t *ix = new_index(c, &idspec, err);
-    bson_destroy(&idspec);
-    if (ix == NULL)
-        goto err_free;
-    c->indexes[c->nindexes++] = ix;
+    mf_index_t *ix = NULL;
+    if (!c->is_view) {
+        id_index_spec(&idspec);
+        ix = new_index(c, &idspec, err);
+        bson_destroy(&idspec);
+        if (ix == NULL)
+            goto err_free;
+        c->indexes[c->nindexes++] = ix;
+    }
     if (mf_storage_create(s, c->uri, "key_format=q,value_format=u", err) != 0 ||
-        mf_storage_create(s, ix->uri, "key_format=u,value_format=u", err) != 0)
+        (ix != NULL && mf_storage_create(s, ix->uri, "key_format=u,value_format=u", err) != 0))
         goto err_free;
     if (mf_catalog_coll_persist(cat, c, err) != 0)
         goto err_drop;
@@ -520,7 +717,8 @@ mf_catalog_coll_create(mf_catalog_t *cat, const char *db, const char *name, cons
 
 err_drop:
     mf_storage_drop(cat->st, c->uri);
-    mf_storage_drop(cat->st, ix->uri);
+    if (ix != NULL)
+        mf_storage_drop(cat->st, ix->uri);
 err_free:
     coll_free(c);
     return -1;

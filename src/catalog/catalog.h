@@ -58,7 +58,29 @@ typedef struct mf_coll {
     _Atomic int64_t next_rid;
     _Atomic int64_t approx_count; /* maintained by writes; exact after startup count */
     _Atomic int64_t approx_size;  /* bytes of BSON */
+    /*
+     * Parsed from options by the catalog (at load, create and every
+     * mf_catalog_coll_persist, so a collMod that replaces options is seen):
+     * read them, never set them.
+     */
+    bool capped;
+    int64_t capped_size;              /* bytes (0 = no limit) */
+    int64_t capped_max;               /* documents (0 = no limit) */
+    bool is_view;                     /* options.viewOn: no documents, no indexes */
+    struct mf_matcher *validator;     /* options.validator parsed, or NULL */
+    int validation_level;             /* MF_VALIDATION_STRICT / _MODERATE / _OFF */
+    int validation_action;            /* MF_VALIDATION_ERROR / _WARN */
 } mf_coll_t;
+
+enum { MF_VALIDATION_STRICT = 0, MF_VALIDATION_MODERATE = 1, MF_VALIDATION_OFF = 2 };
+enum { MF_VALIDATION_ERROR = 0, MF_VALIDATION_WARN = 1 };
+
+/*
+ * mf_coll_options_check: validates collection options as create and collMod
+ * accept them (validator parses, validationLevel / validationAction known,
+ * capped size, view definition). Returns 0 or -1 with err.
+ */
+int mf_coll_options_check(const bson_t *options, mf_error_t *err) MF_WUR;
 
 typedef struct mf_catalog mf_catalog_t;
 
@@ -83,6 +105,8 @@ void mf_catalog_coll_list(mf_catalog_t *cat, const char *db, void (*fn)(void *ar
 /*
  * mf_catalog_coll_create: creates db.name with options (may be NULL) and its
  * _id index. Caller holds the write lock. NamespaceExists (48) if present.
+ * Options with viewOn make a view: a catalog entry (and an empty record
+ * table) without indexes.
  */
 int mf_catalog_coll_create(mf_catalog_t *cat, const char *db, const char *name, const bson_t *options,
                            mf_coll_t **out, mf_error_t *err) MF_WUR;
@@ -94,7 +118,11 @@ int mf_catalog_coll_drop(mf_catalog_t *cat, mf_coll_t *c, mf_error_t *err) MF_WU
 int mf_catalog_coll_rename(mf_catalog_t *cat, mf_coll_t *c, const char *to_db, const char *to_name,
                            mf_error_t *err) MF_WUR;
 
-/* mf_catalog_coll_persist: rewrites c's catalog entry (after an options or index change). */
+/*
+ * mf_catalog_coll_persist: rewrites c's catalog entry (after an options or
+ * index change) and re-derives the parsed option fields (validator, capped,
+ * view) from c->options. A bad validator fails it before anything is written.
+ */
 int mf_catalog_coll_persist(mf_catalog_t *cat, mf_coll_t *c, mf_error_t *err) MF_WUR;
 
 /*

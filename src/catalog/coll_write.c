@@ -6,6 +6,10 @@
  * touches no index table. Unique indexes detect duplicates by inserting the
  * key without overwrite: WiredTiger answers WT_DUPLICATE_KEY, which becomes
  * 11000 with MongoDB's message shape.
+ *
+ * Capped collections: after an insert the oldest records (lowest record
+ * ids, i.e. insertion order) are removed in the same transaction while the
+ * running count or size exceeds max / size; the new record is never removed.
  */
 #include "catalog/coll_write.h"
 
@@ -226,6 +230,98 @@ update_indexes(mf_sess_t *s, mf_coll_t *c, int64_t rid, const bson_t *olddoc, co
     return ret;
 }
 
+/*
+ * Removes the oldest records of capped collection c until it is within its
+ * limits, sparing record keep (the one just inserted). Same transaction.
+ */
+static int
+capped_trim(mf_sess_t *s, mf_coll_t *c, int64_t keep, mf_error_t *err)
+{
+    while ((c->capped_max > 0 && atomic_load(&c->approx_count) > c->capped_max) ||
+           (c->capped_size > 0 && atomic_load(&c->approx_size) > c->capped_size)) {
+        mf_cur_t *cur;
+        bson_t old;
+        int ret;
+        if (mf_cur_open(s, c->uri, &cur, err) != 0)
+            return -1;
+        ret = mf_cur_next(cur);
+        if (ret != 0) {
+            mf_cur_close(cur);
+            return ret == MF_NOTFOUND ? 0 : ret == MF_CONFLICT ? MF_CONFLICT : mf_err_set(err, MF_E_InternalError, "capped scan failed in %s", c->ns);
+        }
+        int64_t rid = mf_cur_rid(cur);
+        const uint8_t *v;
+        size_t len;
+        mf_cur_value(cur, &v, &len);
+        bson_t tmp;
+        bool ok = rid != keep && bson_init_static(&tmp, v, len);
+        if (ok)
+            bson_copy_to(&tmp, &old);
+        mf_cur_close(cur);
+        if (!ok)
+            return 0; /* only the new record is left */
+        ret = mf_coll_remove(s, c, rid, &old, err);
+        bson_destroy(&old);
+        if (ret == MF_NOTFOUND)
+            return MF_CONFLICT;
+        if (ret != 0)
+            return ret;
+    }
+    return 0;
+}
+
+int
+mf_coll_validate(mf_coll_t *c, const bson_t *newdoc, const bson_t *olddoc, mf_error_t *err)
+{
+    if (c->validator == NULL || c->validation_level == MF_VALIDATION_OFF)
+        return 0;
+    if (mf_matcher_match(c->validator, newdoc, NULL))
+        return 0;
+    if (olddoc != NULL && c->validation_level == MF_VALIDATION_MODERATE &&
+        !mf_matcher_match(c->validator, olddoc, NULL))
+        return 0;
+    bson_iter_t it;
+    bson_t spec, details, info, ei;
+    if (c->validation_action == MF_VALIDATION_WARN) {
+        mf_log(MF_LOG_WARN, "STORAGE", "Document would fail validation: namespace %s", c->ns);
+        return 0;
+    }
+    mf_err_set(err, MF_E_DocumentValidationFailure, "Document failed validation");
+    if (!bson_iter_init_find(&it, c->options, "validator") || !BSON_ITER_HOLDS_DOCUMENT(&it))
+        return -1;
+    const uint8_t *data;
+    uint32_t len;
+    bson_iter_document(&it, &len, &data);
+    if (!bson_init_static(&spec, data, len))
+        return -1;
+    for (uint32_t budget = 700; budget >= 100; budget /= 2) {
+        mf_matcher_failure_details(&spec, newdoc, &details, budget);
+        bson_init(&info);
+        BSON_APPEND_DOCUMENT_BEGIN(&info, "errInfo", &ei);
+        if (bson_iter_init_find(&it, newdoc, "_id"))
+            bson_append_value(&ei, "failingDocumentId", -1, bson_iter_value(&it));
+        BSON_APPEND_DOCUMENT(&ei, "details", &details);
+        bson_append_document_end(&info, &ei);
+        bson_destroy(&details);
+        bool fits = info.len <= sizeof(err->info);
+        if (fits)
+            mf_err_set_info(err, bson_get_data(&info), info.len);
+        bson_destroy(&info);
+        if (fits)
+            return -1;
+    }
+    /* Too large to explain: still say which rule kind failed. */
+    bson_init(&info);
+    BSON_APPEND_DOCUMENT_BEGIN(&info, "errInfo", &ei);
+    BSON_APPEND_DOCUMENT_BEGIN(&ei, "details", &details);
+    BSON_APPEND_UTF8(&details, "operatorName", "$and");
+    bson_append_document_end(&ei, &details);
+    bson_append_document_end(&info, &ei);
+    mf_err_set_info(err, bson_get_data(&info), info.len);
+    bson_destroy(&info);
+    return -1;
+}
+
 int
 mf_coll_insert(mf_sess_t *s, mf_coll_t *c, const bson_t *doc, int64_t *rid_out, mf_error_t *err)
 {
@@ -250,6 +346,8 @@ mf_coll_insert(mf_sess_t *s, mf_coll_t *c, const bson_t *doc, int64_t *rid_out, 
         *rid_out = rid;
     if (observer.on_insert)
         observer.on_insert(observer.arg, c, doc);
+    if (c->capped)
+        return capped_trim(s, c, rid, err);
     return 0;
 }
 

@@ -35,7 +35,12 @@ typedef struct mf_observer {
 /* mf_observer_set: installs the process-wide observer (copied). Call before serving. */
 void mf_observer_set(const mf_observer_t *obs);
 
-/* mf_coll_insert: inserts doc (which has its _id) as a new record; *rid_out gets its record id (may be NULL). */
+/*
+ * mf_coll_insert: inserts doc (which has its _id) as a new record; *rid_out
+ * gets its record id (may be NULL). On a capped collection the oldest
+ * records (lowest record ids) are removed in the same transaction until the
+ * collection is back within its size and max (never the new record itself).
+ */
 int mf_coll_insert(mf_sess_t *s, mf_coll_t *c, const bson_t *doc, int64_t *rid_out, mf_error_t *err) MF_WUR;
 
 /* mf_coll_replace: replaces record rid, whose current content is olddoc, with newdoc. */
@@ -56,5 +61,16 @@ int mf_coll_find_id(mf_sess_t *s, mf_coll_t *c, const bson_value_t *idv, int64_t
  * Returns 0, MF_NOTFOUND, or -1/MF_CONFLICT.
  */
 int mf_coll_fetch(mf_sess_t *s, mf_coll_t *c, int64_t rid, bson_t *out, mf_error_t *err) MF_WUR;
+
+/*
+ * mf_coll_validate: schema validation (collection option validator). newdoc
+ * is the document about to be written; olddoc the one it replaces (NULL for
+ * an insert or upsert). Returns 0 when the write may proceed: no validator,
+ * validationLevel "off", "moderate" with an olddoc that did not match
+ * either, a matching newdoc, or validationAction "warn" (the failure is
+ * logged). Otherwise -1 with 121 DocumentValidationFailure "Document failed
+ * validation" and err->info = {errInfo: {failingDocumentId, details}}.
+ */
+int mf_coll_validate(mf_coll_t *c, const bson_t *newdoc, const bson_t *olddoc, mf_error_t *err) MF_WUR;
 
 #endif /* MF_COLL_WRITE_H */

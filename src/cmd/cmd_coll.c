@@ -17,6 +17,10 @@
  * whole or not at all. Builds report progress to the command's currentOp
  * entry and stop on killOp. DDL that can change the set of TTL indexes calls
  * mf_ttl_notify after it succeeds.
+ *
+ * Views are catalog entries with viewOn (and an empty record table, no
+ * indexes): create checks their pipeline; listCollections shows type
+ * "view"; index commands, collStats and validate on a view answer 166.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -31,6 +35,7 @@
 #include "common/fmt.h"
 #include "common/log.h"
 #include "index/index.h"
+#include "query/agg.h"
 #include "query/match.h"
 #include "query/value.h"
 #include "ttl/ttl.h"
@@ -64,6 +69,38 @@ append_cursor(mf_op_t *op, const char *ns_coll, bson_t *batch)
 
 /* ---------- create / drop ---------- */
 
+/* 166 CommandNotSupportedOnView: c is a view and the command needs a collection. */
+static int
+refuse_view(mf_op_t *op, const mf_coll_t *c)
+{
+    return mf_err_set(&op->err, MF_E_CommandNotSupportedOnView, "Namespace %s is a view, not a collection", c->ns);
+}
+
+/*
+ * check_view_options: a view's pipeline must parse and may not write
+ * ($out / $merge). Options without viewOn pass.
+ */
+static int
+check_view_options(mf_op_t *op, const bson_t *opts)
+{
+    bson_iter_t it;
+    if (!bson_iter_init_find(&it, opts, "viewOn"))
+        return 0;
+    if (!bson_iter_init_find(&it, opts, "pipeline"))
+        return 0;
+    if (!BSON_ITER_HOLDS_ARRAY(&it))
+        return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field 'create.pipeline' is the wrong type '%s', expected type 'array'",
+                          mf_type_name(bson_iter_type(&it)));
+    mf_pipeline_t *pl = mf_pipeline_new(bson_iter_value(&it), &op->err);
+    if (pl == NULL)
+        return -1;
+    bool writes = mf_pipeline_writes(pl);
+    mf_pipeline_free(pl);
+    if (writes)
+        return mf_err_set(&op->err, MF_E_OptionNotSupportedOnView, "$out and $merge cannot be used in a view definition");
+    return 0;
+}
+
 static int
 cmd_create(mf_op_t *op)
 {
@@ -94,6 +131,10 @@ cmd_create(mf_op_t *op)
                               k, mf_type_name(bson_iter_type(&it)));
         }
         bson_append_value(&opts, k, -1, bson_iter_value(&it));
+    }
+    if (check_view_options(op, &opts) != 0 || mf_coll_options_check(&opts, &op->err) != 0) {
+        bson_destroy(&opts);
+        return -1;
     }
     mf_catalog_wrlock(op->eng->cat);
     c = mf_catalog_coll_find(op->eng->cat, op->db, name);
@@ -179,10 +220,16 @@ coll_info(const mf_coll_t *c, bool name_only, bson_t *out)
     bson_t sub;
     bson_init(out);
     BSON_APPEND_UTF8(out, "name", c->name);
-    BSON_APPEND_UTF8(out, "type", "collection");
+    BSON_APPEND_UTF8(out, "type", c->is_view ? "view" : "collection");
     if (name_only)
         return;
     BSON_APPEND_DOCUMENT(out, "options", c->options);
+    if (c->is_view) {
+        BSON_APPEND_DOCUMENT_BEGIN(out, "info", &sub);
+        BSON_APPEND_BOOL(&sub, "readOnly", true);
+        bson_append_document_end(out, &sub);
+        return;
+    }
     BSON_APPEND_DOCUMENT_BEGIN(out, "info", &sub);
     BSON_APPEND_BOOL(&sub, "readOnly", false);
     bson_append_binary(&sub, "uuid", -1, BSON_SUBTYPE_UUID, c->uuid, 16);
@@ -374,8 +421,7 @@ append_coll_stats(mf_op_t *op, mf_coll_t *c, int64_t scale, bson_t *out)
     int64_t count = atomic_load(&c->approx_count), size = atomic_load(&c->approx_size), isz = 0;
     int64_t storage = coll_disk_size(op, c, &isz);
     bson_t sizes;
-    bson_iter_t it;
-    bool capped = bson_iter_init_find(&it, c->options, "capped") && bson_iter_as_bool(&it);
+    bool capped = c->capped;
 
     BSON_APPEND_UTF8(out, "ns", c->ns);
     BSON_APPEND_INT64(out, "size", scale_div(size, scale));
@@ -385,6 +431,10 @@ append_coll_stats(mf_op_t *op, mf_coll_t *c, int64_t scale, bson_t *out)
     BSON_APPEND_INT64(out, "storageSize", scale_div(storage, scale));
     BSON_APPEND_INT64(out, "freeStorageSize", 0);
     BSON_APPEND_BOOL(out, "capped", capped);
+    if (capped) {
+        BSON_APPEND_INT64(out, "max", c->capped_max);
+        BSON_APPEND_INT64(out, "maxSize", scale_div(c->capped_size, scale));
+    }
     BSON_APPEND_INT32(out, "nindexes", c->nindexes);
     BSON_APPEND_DOCUMENT_BEGIN(out, "indexSizes", &sizes);
     for (int i = 0; i < c->nindexes; i++)
@@ -421,6 +471,10 @@ cmd_coll_stats(mf_op_t *op)
     if (c == NULL) {
         mf_catalog_unlock(op->eng->cat);
         return mf_err_set(&op->err, MF_E_NamespaceNotFound, "Collection [%s.%s] not found.", op->db, name);
+    }
+    if (c->is_view) {
+        mf_catalog_unlock(op->eng->cat);
+        return refuse_view(op, c);
     }
     append_coll_stats(op, c, scale, op->reply);
     mf_catalog_unlock(op->eng->cat);
@@ -519,6 +573,10 @@ cmd_validate(mf_op_t *op)
     if (c == NULL) {
         mf_catalog_unlock(op->eng->cat);
         return mf_err_set(&op->err, MF_E_NamespaceNotFound, "Collection '%s.%s' does not exist to validate.", op->db, name);
+    }
+    if (c->is_view) {
+        mf_catalog_unlock(op->eng->cat);
+        return refuse_view(op, c);
     }
     mf_keyset_init(&ks);
     bson_init(&errors);
@@ -648,6 +706,10 @@ cmd_list_indexes(mf_op_t *op)
     if (c == NULL) {
         mf_catalog_unlock(op->eng->cat);
         return mf_err_set(&op->err, MF_E_NamespaceNotFound, "ns does not exist: %s.%s", op->db, name);
+    }
+    if (c->is_view) {
+        mf_catalog_unlock(op->eng->cat);
+        return refuse_view(op, c);
     }
     bson_init(&batch);
     for (int i = 0; i < c->nindexes; i++) {
@@ -1180,6 +1242,10 @@ cmd_create_indexes(mf_op_t *op)
         }
         created_coll = true;
     }
+    if (c->is_view) {
+        rc = refuse_view(op, c);
+        goto out_unlock;
+    }
     before = c->nindexes;
     /* Conflicts against existing indexes and earlier specs of this request; keep[i] marks specs to build. */
     bool *keep = calloc(nspecs, sizeof(*keep));
@@ -1314,6 +1380,10 @@ cmd_drop_indexes(mf_op_t *op)
         mf_catalog_unlock(op->eng->cat);
         return mf_err_set(&op->err, MF_E_NamespaceNotFound, "ns not found %s.%s", op->db, name);
     }
+    if (c->is_view) {
+        mf_catalog_unlock(op->eng->cat);
+        return refuse_view(op, c);
+    }
     int was = c->nindexes;
     if (v->value_type == BSON_TYPE_UTF8 && strcmp(v->value.v_utf8.str, "*") == 0) {
         while (rc == 0 && c->nindexes > 1) {
@@ -1354,19 +1424,19 @@ cmd_drop_indexes(mf_op_t *op)
 }
 
 const mf_cmd_def_t mf_cmds_coll[] = {
-    {"create", cmd_create, 0},
-    {"drop", cmd_drop, 0},
-    {"dropDatabase", cmd_drop_database, 0},
-    {"listCollections", cmd_list_collections, 0},
-    {"listDatabases", cmd_list_databases, MF_CMD_ADMIN_ONLY},
-    {"renameCollection", cmd_rename_collection, MF_CMD_ADMIN_ONLY},
-    {"collStats", cmd_coll_stats, 0},
-    {"dbStats", cmd_db_stats, 0},
-    {"dbstats", cmd_db_stats, 0},
-    {"validate", cmd_validate, 0},
-    {"listIndexes", cmd_list_indexes, 0},
-    {"createIndexes", cmd_create_indexes, 0},
-    {"dropIndexes", cmd_drop_indexes, 0},
-    {"deleteIndexes", cmd_drop_indexes, 0},
-    {NULL, NULL, 0},
+    {"create", cmd_create, 0, NULL},
+    {"drop", cmd_drop, 0, NULL},
+    {"dropDatabase", cmd_drop_database, 0, NULL},
+    {"listCollections", cmd_list_collections, 0, NULL},
+    {"listDatabases", cmd_list_databases, MF_CMD_ADMIN_ONLY, NULL},
+    {"renameCollection", cmd_rename_collection, MF_CMD_ADMIN_ONLY, NULL},
+    {"collStats", cmd_coll_stats, 0, NULL},
+    {"dbStats", cmd_db_stats, 0, NULL},
+    {"dbstats", cmd_db_stats, 0, NULL},
+    {"validate", cmd_validate, 0, NULL},
+    {"listIndexes", cmd_list_indexes, 0, NULL},
+    {"createIndexes", cmd_create_indexes, 0, NULL},
+    {"dropIndexes", cmd_drop_indexes, 0, NULL},
+    {"deleteIndexes", cmd_drop_indexes, 0, NULL},
+    {NULL, NULL, 0, NULL},
 };

@@ -14,6 +14,17 @@
  * writeErrors, with ordered batches stopping there and unordered going on.
  * Multi-document deletes use chunks of batchedDeletesTargetBatchDocs and
  * count serverStatus().batchedDeletes (the path the TTL monitor will reuse).
+ *
+ * Schema validation: every document an insert, update, replacement, upsert
+ * or findAndModify writes passes mf_coll_validate inside its transaction
+ * (unless bypassDocumentValidation), so a failure is an ordinary per-document
+ * writeError (121 with errInfo). Views: writes answer 166; find, count and
+ * distinct on a view become the view's pipeline plus their own stages, and
+ * env->scan expands a view wherever a pipeline reads one (aggregate,
+ * $lookup, views on views). maxTimeMS: the read and write commands run with
+ * the calling thread's scan deadline set (with_time_limit, query/exec.h).
+ * Tailable finds (capped collections only) keep their COLLSCAN plan open at
+ * the end of the collection and resume after the last record on getMore.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,6 +60,11 @@ int mf_cmd_coll_stats_doc(mf_op_t *op, const char *name, bson_t *out);
 #define UPDATE_CHUNK 100
 
 /* ---------- shared helpers ---------- */
+
+/* Views (defined with aggregate below). */
+static int view_run(mf_op_t *op, const char *name, const bson_t *stages, mf_docvec_t *out);
+static void stage_doc(bson_t *stages, int *n, const char *stage, const bson_t *doc);
+static void stage_int(bson_t *stages, int *n, const char *stage, int64_t v);
 
 /* Takes the catalog lock shared and finds db.name; with create, creates it first. */
 static int
@@ -156,6 +172,21 @@ id_is_first(const bson_t *doc)
     return bson_iter_init(&it, doc) && bson_iter_next(&it) && strcmp(bson_iter_key(&it), "_id") == 0;
 }
 
+/* bypassDocumentValidation: true skips the collection's validator for this command. */
+static bool
+bypass_validation(mf_op_t *op)
+{
+    bson_iter_t it;
+    return bson_iter_init_find(&it, op->cmd, "bypassDocumentValidation") && bson_iter_as_bool(&it);
+}
+
+/* 166 CommandNotSupportedOnView for a write (or index DDL) aimed at view c. */
+static int
+view_write_error(mf_error_t *err, const mf_coll_t *c)
+{
+    return mf_err_set(err, MF_E_CommandNotSupportedOnView, "Namespace %s is a view, not a collection", c->ns);
+}
+
 /* ---------- insert ---------- */
 
 typedef struct insert_ctx {
@@ -164,6 +195,7 @@ typedef struct insert_ctx {
     bson_t *docs;
     size_t ndocs;
     int64_t inserted;
+    bool validate; /* check the collection's validator (no bypassDocumentValidation) */
 } insert_ctx_t;
 
 static int
@@ -176,12 +208,17 @@ insert_item(void *arg, size_t i, mf_error_t *err)
 
     if (mf_check_doc_for_storage(doc, err) != 0)
         return -1;
-    if (id_is_first(doc))
+    if (id_is_first(doc)) {
+        if (ctx->validate && mf_coll_validate(ctx->c, doc, NULL, err) != 0)
+            return -1;
         return mf_coll_insert(ctx->s, ctx->c, doc, NULL, err);
+    }
     doc_with_id_first(doc, &fixed);
     if (fixed.len > MF_MAX_BSON_SIZE)
         ret = mf_err_set(err, MF_E_BSONObjectTooLarge, "object to insert too large. size in bytes: %u, max size: %d",
                          fixed.len, MF_MAX_BSON_SIZE);
+    else if (ctx->validate && mf_coll_validate(ctx->c, &fixed, NULL, err) != 0)
+        ret = -1;
     else
         ret = mf_coll_insert(ctx->s, ctx->c, &fixed, NULL, err);
     bson_destroy(&fixed);
@@ -217,7 +254,13 @@ cmd_insert(mf_op_t *op)
         free(docs);
         return -1;
     }
-    insert_ctx_t ctx = {op->sess, c, docs, ndocs, 0};
+    if (c->is_view) {
+        view_write_error(&op->err, c);
+        mf_catalog_unlock(op->eng->cat);
+        free(docs);
+        return -1;
+    }
+    insert_ctx_t ctx = {op->sess, c, docs, ndocs, 0, !bypass_validation(op)};
     bson_t errs;
     int nerr = 0, rc = 0;
     bool durable = want_durable(op);
@@ -338,6 +381,8 @@ cursor_fill(mf_op_t *op, mf_cursor_t *cur, int64_t max, bson_t *arr, bool *exhau
         *exhausted = true;
         return 0;
     }
+    if (cur->plan != NULL && cur->plan->tailable && cur->limit_left != 0)
+        cur->plan->done = false; /* a tailable cursor looks again for documents inserted since */
     if (cur->limit_left == 0 || cur->plan == NULL || cur->plan->done) {
         *exhausted = true;
         return 0;
@@ -346,7 +391,7 @@ cursor_fill(mf_op_t *op, mf_cursor_t *cur, int64_t max, bson_t *arr, bool *exhau
         return 0;
     if (mf_exec_run(op->sess, c, cur->plan, cur->matcher, fill_visit, &f, &op->err) != 0)
         return -1;
-    *exhausted = cur->plan->done || cur->limit_left == 0;
+    *exhausted = (cur->plan->done && !cur->plan->tailable) || cur->limit_left == 0;
     return 0;
 }
 
@@ -440,6 +485,13 @@ cmd_find(mf_op_t *op)
         return -1;
     if (await_data && !tailable)
         return mf_err_set(&op->err, MF_E_FailedToParse, "Cannot set 'awaitData' without also setting 'tailable'");
+    if (tailable && has_sort && !bson_empty(&sort)) {
+        bson_iter_t si;
+        if (!(bson_iter_init(&si, &sort) && bson_iter_next(&si) && strcmp(bson_iter_key(&si), "$natural") == 0 &&
+              mf_value_as_double(bson_iter_value(&si)) > 0 && !bson_iter_next(&si)))
+            return mf_err_set(&op->err, MF_E_BadValue, "cannot use tailable option with a sort other than {$natural: 1}");
+        has_sort = false;
+    }
     if (mf_op_get_int64(op, "limit", &limit, &present) != 0)
         return -1;
     if (limit < 0) {
@@ -469,10 +521,34 @@ cmd_find(mf_op_t *op)
             goto out_unlock;
         }
     }
+    if (c != NULL && c->is_view) {
+        /* A find on a view is the view's pipeline followed by the find's own stages. */
+        bson_t stages;
+        int k = 0;
+        bson_init(&stages);
+        if (has_filter && !bson_empty(&filter))
+            stage_doc(&stages, &k, "$match", &filter);
+        if (srt)
+            stage_doc(&stages, &k, "$sort", &sort);
+        if (skip > 0)
+            stage_int(&stages, &k, "$skip", skip);
+        if (limit > 0)
+            stage_int(&stages, &k, "$limit", limit);
+        if (has_proj && !bson_empty(&projection))
+            stage_doc(&stages, &k, "$project", &projection);
+        cur = mf_cursor_new(MF_CURSOR_DOCS, op->db, name);
+        int vr = view_run(op, name, &stages, &cur->docs);
+        bson_destroy(&stages);
+        if (vr != 0)
+            goto out_unlock;
+        goto fill;
+    }
     {
-        mf_plan_request_t req = {.filter = has_filter ? &filter : NULL, .sort = srt ? &sort : NULL, .hint = hint};
+        mf_plan_request_t req = {.filter = has_filter ? &filter : NULL, .sort = srt ? &sort : NULL, .hint = hint,
+                                 .force_collscan = tailable};
         if (mf_plan_build(c, &req, &plan, &op->err) != 0)
             goto out_unlock;
+        plan->tailable = tailable;
     }
     cur = mf_cursor_new(srt && !plan->sort_provided ? MF_CURSOR_DOCS : MF_CURSOR_SCAN, op->db, name);
     if (c == NULL) {
@@ -517,6 +593,7 @@ cmd_find(mf_op_t *op)
         cur->plan = plan;
         plan = NULL;
     }
+fill:
     if (limit > 0 && batch > limit)
         batch = limit;
     {
@@ -528,7 +605,9 @@ cmd_find(mf_op_t *op)
             bson_destroy(&arr);
             goto out_unlock;
         }
-        if (!exhausted && !single) {
+        /* A tailable cursor stays open at the end unless the collection is empty (as mongod does). */
+        bool keep = !exhausted || (tailable && c != NULL && atomic_load(&c->approx_count) > 0);
+        if (keep && !single) {
             cur->client_id = op->client ? op->client->id : 0;
             id = mf_cursors_register(op->eng->cursors, cur);
             mf_cursors_checkin(op->eng->cursors, cur);
@@ -869,6 +948,7 @@ typedef struct upd_ctx {
     const int64_t *rids;
     uint8_t *slot; /* per rid: bit0 matched, bit1 modified */
     int64_t matched, modified;
+    bool validate; /* check the collection's validator */
 } upd_ctx_t;
 
 static int
@@ -894,6 +974,8 @@ upd_item(void *arg, size_t i, mf_error_t *err)
     ret = upd_spec_apply(x->u, &doc, &d, false, &out, &changed, err);
     if (ret == 0 && changed) {
         ret = mf_check_doc_for_storage(&out, err);
+        if (ret == 0 && x->validate)
+            ret = mf_coll_validate(x->c, &out, &doc, err);
         if (ret == 0)
             ret = mf_coll_replace(x->s, x->c, x->rids[i], &doc, &out, err);
     }
@@ -945,7 +1027,8 @@ do_upsert(mf_op_t *op, mf_coll_t *c, const bson_t *q, const upd_spec_t *u, bool 
     bson_destroy(&seed);
     doc_with_id_first(&out, &fixed);
     bson_destroy(&out);
-    if (mf_check_doc_for_storage(&fixed, &op->err) != 0) {
+    if (mf_check_doc_for_storage(&fixed, &op->err) != 0 ||
+        (!bypass_validation(op) && mf_coll_validate(c, &fixed, NULL, &op->err) != 0)) {
         bson_destroy(&fixed);
         return -1;
     }
@@ -1048,12 +1131,16 @@ update_one_stmt(mf_op_t *op, const char *name, const bson_t *stmt, bool durable,
         op->err = saved;
         goto out_unlock;
     }
+    if (c != NULL && c->is_view) {
+        view_write_error(e, c);
+        goto out_unlock;
+    }
     if (c != NULL) {
         mf_plan_request_t req = {.filter = &q, .hint = hint, .root = MF_PLAN_ROOT_UPDATE};
         rv.max = multi ? 0 : 1;
         if (mf_exec_query(op->sess, c, &req, m, rid_visit, &rv, NULL, e) != 0)
             goto out_unlock;
-        upd_ctx_t x = {op->sess, c, m, u, rv.v, calloc(rv.n + 1, 1), 0, 0};
+        upd_ctx_t x = {op->sess, c, m, u, rv.v, calloc(rv.n + 1, 1), 0, 0, !bypass_validation(op)};
         size_t start = 0;
         int r = mf_batch_run(op->sess, &start, rv.n, UPDATE_CHUNK, durable, upd_item, upd_commit, &x, e);
         free(x.slot);
@@ -1199,6 +1286,10 @@ delete_one_stmt(mf_op_t *op, const char *name, const bson_t *stmt, bool durable,
         return -1;
     mf_catalog_rdlock(op->eng->cat);
     c = mf_catalog_coll_find(op->eng->cat, op->db, name);
+    if (c != NULL && c->is_view) {
+        view_write_error(e, c);
+        goto out;
+    }
     if (c != NULL) {
         mf_plan_request_t req = {.filter = &q, .hint = hint,
                                  .root = limit == 0 ? MF_PLAN_ROOT_BATCHED_DELETE : MF_PLAN_ROOT_DELETE};
@@ -1395,6 +1486,10 @@ cmd_find_and_modify(mf_op_t *op)
         goto out;
     }
     locked = true;
+    if (c != NULL && c->is_view) {
+        view_write_error(&op->err, c);
+        goto out;
+    }
 
     bson_t le;
     for (int attempt = 0;; attempt++) {
@@ -1490,6 +1585,8 @@ cmd_find_and_modify(mf_op_t *op)
             r = upd_spec_apply(u, &doc, &d, false, &out_doc, &changed, &op->err);
             if (r == 0 && changed) {
                 r = mf_check_doc_for_storage(&out_doc, &op->err);
+                if (r == 0 && !bypass_validation(op))
+                    r = mf_coll_validate(c, &out_doc, &doc, &op->err);
                 if (r == 0)
                     r = mf_coll_replace(op->sess, c, rid, &doc, &out_doc, &op->err);
             }
@@ -1585,7 +1682,23 @@ cmd_count(mf_op_t *op)
         return -1;
     mf_catalog_rdlock(op->eng->cat);
     c = mf_catalog_coll_find(op->eng->cat, op->db, name);
-    if (c != NULL) {
+    if (c != NULL && c->is_view) {
+        bson_t stages;
+        mf_docvec_t res;
+        int k = 0;
+        bson_init(&stages);
+        if (has_query)
+            stage_doc(&stages, &k, "$match", &query);
+        if (x.skip > 0)
+            stage_int(&stages, &k, "$skip", x.skip);
+        if (x.limit > 0)
+            stage_int(&stages, &k, "$limit", x.limit);
+        mf_docvec_init(&res);
+        rc = view_run(op, name, &stages, &res);
+        x.n = (int64_t)res.len;
+        mf_docvec_destroy(&res);
+        bson_destroy(&stages);
+    } else if (c != NULL) {
         if ((!has_query || bson_empty(&query)) && hint == NULL) {
             int64_t total = atomic_load(&c->approx_count);
             total -= x.skip;
@@ -1678,7 +1791,20 @@ cmd_distinct(mf_op_t *op)
     distinct_ctx_t x = {key, &vals, 0};
     mf_catalog_rdlock(op->eng->cat);
     c = mf_catalog_coll_find(op->eng->cat, op->db, name);
-    if (c != NULL) {
+    if (c != NULL && c->is_view) {
+        bson_t stages;
+        mf_docvec_t res;
+        int k = 0;
+        bson_init(&stages);
+        if (has_query)
+            stage_doc(&stages, &k, "$match", &query);
+        mf_docvec_init(&res);
+        rc = view_run(op, name, &stages, &res);
+        for (size_t i = 0; rc == 0 && i < res.len; i++)
+            distinct_visit(&x, 0, res.docs[i], NULL);
+        mf_docvec_destroy(&res);
+        bson_destroy(&stages);
+    } else if (c != NULL) {
         mf_plan_request_t req = {.filter = has_query ? &query : NULL, .hint = hint};
         rc = mf_exec_query(op->sess, c, &req, m, distinct_visit, &x, NULL, &op->err);
     }
@@ -1741,6 +1867,7 @@ typedef struct agg_scan_ctx {
     const bson_t *only_doc;   /* $collStats: the pipeline's source is this one document */
     const bson_value_t *hint; /* the command's hint, or NULL */
     agg_write_t *write;       /* where env->write_out records its work */
+    int view_depth;           /* views being expanded (views on views) */
 } agg_scan_ctx_t;
 
 typedef struct agg_visit_adapter {
@@ -1757,6 +1884,76 @@ agg_adapter_visit(void *arg, int64_t rid, const bson_t *doc, const mf_match_deta
     return a->visit(a->arg, doc);
 }
 
+static int agg_scan(void *ctx, const char *coll, const bson_t *filter, mf_agg_visit_fn visit, void *arg,
+                    mf_error_t *err);
+
+/*
+ * view_scan: the documents of view v: its pipeline run over its viewOn
+ * source (itself possibly a view), then filtered by filter. Views are
+ * expanded at most 20 deep (165 ViewDepthLimitExceeded), as in MongoDB.
+ */
+static int
+view_scan(agg_scan_ctx_t *x, const mf_coll_t *v, const bson_t *filter, mf_agg_visit_fn visit, void *arg,
+          mf_error_t *err)
+{
+    bson_iter_t it;
+    const char *on = NULL;
+    bson_value_t empty_arr;
+    const bson_value_t *pv = NULL;
+    bson_t empty;
+    int rc = 0;
+
+    if (x->view_depth >= 20)
+        return mf_err_set(err, MF_E_ViewDepthLimitExceeded, "View depth too deep or view cycle detected; maximum depth is 20");
+    if (bson_iter_init_find(&it, v->options, "viewOn") && BSON_ITER_HOLDS_UTF8(&it))
+        on = bson_iter_utf8(&it, NULL);
+    if (on == NULL)
+        return 0;
+    bson_init(&empty);
+    if (bson_iter_init_find(&it, v->options, "pipeline") && BSON_ITER_HOLDS_ARRAY(&it)) {
+        pv = bson_iter_value(&it);
+    } else {
+        empty_arr.value_type = BSON_TYPE_ARRAY;
+        empty_arr.value.v_doc.data = (uint8_t *)bson_get_data(&empty);
+        empty_arr.value.v_doc.data_len = empty.len;
+        pv = &empty_arr;
+    }
+    mf_pipeline_t *pl = mf_pipeline_new(pv, err);
+    bson_destroy(&empty);
+    if (pl == NULL)
+        return -1;
+    mf_matcher_t *m = mf_matcher_new(filter, err);
+    if (m == NULL) {
+        mf_pipeline_free(pl);
+        return -1;
+    }
+    mf_agg_env_t env;
+    memset(&env, 0, sizeof(env));
+    env.scan = agg_scan;
+    env.ctx = x;
+    mf_docvec_t docs;
+    mf_docvec_init(&docs);
+    const bson_value_t *saved_hint = x->hint;
+    x->hint = NULL;
+    x->view_depth++;
+    rc = mf_pipeline_run(pl, &env, on, &docs, err);
+    x->view_depth--;
+    x->hint = saved_hint;
+    for (size_t i = 0; rc == 0 && i < docs.len; i++) {
+        if (!mf_matcher_match(m, docs.docs[i], NULL))
+            continue;
+        int r = visit(arg, docs.docs[i]);
+        if (r < 0)
+            rc = -1;
+        else if (r > 0)
+            break;
+    }
+    mf_docvec_destroy(&docs);
+    mf_matcher_free(m);
+    mf_pipeline_free(pl);
+    return rc;
+}
+
 /* env->scan: the catalog lock is already held (shared) by cmd_aggregate. */
 static int
 agg_scan(void *ctx, const char *coll, const bson_t *filter, mf_agg_visit_fn visit, void *arg, mf_error_t *err)
@@ -1769,6 +1966,8 @@ agg_scan(void *ctx, const char *coll, const bson_t *filter, mf_agg_visit_fn visi
     mf_coll_t *c = mf_catalog_coll_find(x->op->eng->cat, x->op->db, coll);
     if (c == NULL)
         return 0;
+    if (c->is_view)
+        return view_scan(x, c, filter, visit, arg, err);
     mf_matcher_t *m = mf_matcher_new(filter, err);
     if (m == NULL)
         return -1;
@@ -2136,6 +2335,54 @@ agg_write_perform(mf_op_t *op, agg_write_t *w)
 
 static int explain_aggregate(mf_op_t *op, const bson_t *cmd, const char *verbosity);
 
+/*
+ * view_run: runs stages (an array document; the stages a find, count or
+ * distinct becomes) over view `name`, appending the results to out. The
+ * caller holds the catalog lock shared. Returns 0 or -1 with op->err.
+ */
+static int
+view_run(mf_op_t *op, const char *name, const bson_t *stages, mf_docvec_t *out)
+{
+    bson_value_t pv;
+    pv.value_type = BSON_TYPE_ARRAY;
+    pv.value.v_doc.data = (uint8_t *)bson_get_data(stages);
+    pv.value.v_doc.data_len = stages->len;
+    mf_pipeline_t *pl = mf_pipeline_new(&pv, &op->err);
+    if (pl == NULL)
+        return -1;
+    agg_scan_ctx_t sc = {op, NULL, NULL, NULL, 0};
+    mf_agg_env_t env;
+    memset(&env, 0, sizeof(env));
+    env.scan = agg_scan;
+    env.ctx = &sc;
+    int rc = mf_pipeline_run(pl, &env, name, out, &op->err);
+    mf_pipeline_free(pl);
+    return rc;
+}
+
+/* Appends {<stage>: doc} as the next element of the stages array. */
+static void
+stage_doc(bson_t *stages, int *n, const char *stage, const bson_t *doc)
+{
+    char key[16];
+    bson_t st;
+    snprintf(key, sizeof(key), "%d", (*n)++);
+    BSON_APPEND_DOCUMENT_BEGIN(stages, key, &st);
+    BSON_APPEND_DOCUMENT(&st, stage, doc);
+    bson_append_document_end(stages, &st);
+}
+
+static void
+stage_int(bson_t *stages, int *n, const char *stage, int64_t v)
+{
+    char key[16];
+    bson_t st;
+    snprintf(key, sizeof(key), "%d", (*n)++);
+    BSON_APPEND_DOCUMENT_BEGIN(stages, key, &st);
+    BSON_APPEND_INT64(&st, stage, v);
+    bson_append_document_end(stages, &st);
+}
+
 static int
 cmd_aggregate(mf_op_t *op)
 {
@@ -2232,7 +2479,7 @@ cmd_aggregate(mf_op_t *op)
     agg_write_t aw;
     memset(&aw, 0, sizeof aw);
     mf_docvec_init(&aw.docs);
-    agg_scan_ctx_t sc = {op, collstats ? &stats_doc : NULL, hint, &aw};
+    agg_scan_ctx_t sc = {op, collstats ? &stats_doc : NULL, hint, &aw, 0};
     mf_agg_env_t env;
     memset(&env, 0, sizeof(env));
     env.scan = agg_scan;
@@ -2637,6 +2884,77 @@ cmd_explain(mf_op_t *op)
 }
 
 /* Each command's own fields, as MongoDB 8.0's IDL lists them. */
+/* ---------- maxTimeMS ---------- */
+
+/*
+ * with_time_limit: validates the command's maxTimeMS (a non-negative
+ * integer that fits in 32 bits, else 2 BadValue) and runs fn with the
+ * scan deadline set (query/exec.h), clearing it afterwards.
+ */
+static int
+with_time_limit(mf_op_t *op, mf_cmd_fn fn)
+{
+    bson_iter_t it;
+    int64_t ms = 0;
+    if (bson_iter_init_find(&it, op->cmd, "maxTimeMS")) {
+        const bson_value_t *v = bson_iter_value(&it);
+        if (!mf_value_is_number(v))
+            return mf_err_set(&op->err, MF_E_BadValue, "maxTimeMS must be a number");
+        double d = mf_value_as_double(v);
+        if (!(d >= 0) || d > 2147483647.0)
+            return mf_err_set(&op->err, MF_E_BadValue, "%s value for maxTimeMS is out of range", d < 0 ? "negative" : "large");
+        if (d != (double)(int64_t)d)
+            return mf_err_set(&op->err, MF_E_BadValue, "maxTimeMS has non-integral value");
+        ms = (int64_t)d;
+    }
+    mf_exec_set_time_limit(ms);
+    int rc = fn(op);
+    mf_exec_set_time_limit(0);
+    return rc;
+}
+
+static int
+cmd_find_timed(mf_op_t *op)
+{
+    return with_time_limit(op, cmd_find);
+}
+
+static int
+cmd_aggregate_timed(mf_op_t *op)
+{
+    return with_time_limit(op, cmd_aggregate);
+}
+
+static int
+cmd_count_timed(mf_op_t *op)
+{
+    return with_time_limit(op, cmd_count);
+}
+
+static int
+cmd_distinct_timed(mf_op_t *op)
+{
+    return with_time_limit(op, cmd_distinct);
+}
+
+static int
+cmd_update_timed(mf_op_t *op)
+{
+    return with_time_limit(op, cmd_update);
+}
+
+static int
+cmd_delete_timed(mf_op_t *op)
+{
+    return with_time_limit(op, cmd_delete);
+}
+
+static int
+cmd_find_and_modify_timed(mf_op_t *op)
+{
+    return with_time_limit(op, cmd_find_and_modify);
+}
+
 static const char *const insert_fields[] = {"documents", "ordered", "bypassDocumentValidation", NULL};
 static const char *const find_fields[] = {"filter", "projection", "sort", "hint", "skip", "limit", "batchSize",
                                           "singleBatch", "max", "min", "returnKey", "showRecordId", "tailable",
@@ -2657,16 +2975,16 @@ static const char *const aggregate_fields[] = {"pipeline", "explain", "allowDisk
 
 const mf_cmd_def_t mf_cmds_crud[] = {
     {"insert", cmd_insert, MF_CMD_WRITE, insert_fields},
-    {"find", cmd_find, 0, find_fields},
+    {"find", cmd_find_timed, 0, find_fields},
     {"getMore", cmd_get_more, 0, getmore_fields},
     {"killCursors", cmd_kill_cursors, 0, killcursors_fields},
-    {"update", cmd_update, MF_CMD_WRITE, update_fields},
-    {"delete", cmd_delete, MF_CMD_WRITE, delete_fields},
-    {"findAndModify", cmd_find_and_modify, 0, fam_fields},
-    {"findandmodify", cmd_find_and_modify, 0, fam_fields},
-    {"count", cmd_count, 0, count_fields},
-    {"distinct", cmd_distinct, 0, distinct_fields},
-    {"aggregate", cmd_aggregate, 0, aggregate_fields},
+    {"update", cmd_update_timed, MF_CMD_WRITE, update_fields},
+    {"delete", cmd_delete_timed, MF_CMD_WRITE, delete_fields},
+    {"findAndModify", cmd_find_and_modify_timed, 0, fam_fields},
+    {"findandmodify", cmd_find_and_modify_timed, 0, fam_fields},
+    {"count", cmd_count_timed, 0, count_fields},
+    {"distinct", cmd_distinct_timed, 0, distinct_fields},
+    {"aggregate", cmd_aggregate_timed, 0, aggregate_fields},
     {"explain", cmd_explain, 0, NULL},
     {NULL, NULL, 0, NULL},
 };

@@ -66,6 +66,7 @@
     X(121, DocumentValidationFailure)                                          \
     X(125, CommandFailed)                                                      \
     X(136, CappedPositionLost)                                                 \
+    X(165, ViewDepthLimitExceeded)                                             \
     X(166, CommandNotSupportedOnView)                                          \
     X(168, InvalidPipelineOperator)                                          \
     X(167, OptionNotSupportedOnView)                                           \

@@ -15,6 +15,10 @@
  * backward scan seeks there and steps back. Keys are unique in an index
  * table, so "past last_key" is exact even if documents changed meanwhile.
  * COLLSCAN resumes after p->last_rid.
+ *
+ * Time limits: a thread-local deadline (monotonic ms, 0 = none) set by the
+ * command layer; the scan loops look at the clock every kDeadlineEvery
+ * documents or keys, so the check costs nothing measurable.
  */
 #include "query/exec.h"
 
@@ -35,6 +39,24 @@ now_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+enum { kDeadlineEvery = 128 };
+
+static _Thread_local int64_t deadline_ms; /* monotonic; 0 = no limit */
+
+void
+mf_exec_set_time_limit(int64_t ms)
+{
+    deadline_ms = ms > 0 ? now_ms() + ms : 0;
+}
+
+int
+mf_exec_check_deadline(mf_error_t *err)
+{
+    if (deadline_ms != 0 && now_ms() >= deadline_ms)
+        return mf_err_set(err, MF_E_MaxTimeMSExpired, "operation exceeded time limit");
+    return 0;
 }
 
 static int
@@ -110,6 +132,10 @@ run_collscan(mf_sess_t *s, mf_coll_t *c, mf_plan_t *p, const mf_matcher_t *m, mf
         mf_cur_value(cur, &v, &len);
         st->docs_examined++;
         st->works++;
+        if (st->works % kDeadlineEvery == 0 && mf_exec_check_deadline(err) != 0) {
+            mf_cur_close(cur);
+            return -1;
+        }
         p->last_rid = rid;
         if (bson_init_static(&doc, v, len) && (m == NULL || mf_matcher_match(m, &doc, &d))) {
             st->n_returned++;
@@ -240,6 +266,10 @@ run_ixscan(mf_sess_t *s, mf_coll_t *c, mf_plan_t *p, const mf_matcher_t *m, mf_e
             size_t klen, vlen;
             mf_cur_key_bytes(icur, &key, &klen);
             st->works++;
+            if (st->works % kDeadlineEvery == 0 && mf_exec_check_deadline(err) != 0) {
+                rc = -1;
+                goto out;
+            }
             if (fwd) {
                 int r = mf_interval_key_cmp(key, klen, iv->hi, iv->hilen);
                 if (r > 0 || (r == 0 && !iv->hi_incl))

@@ -65,6 +65,16 @@ int mf_exec_query(mf_sess_t *s, mf_coll_t *c, const mf_plan_request_t *req, cons
 int mf_exec_scan(mf_sess_t *s, mf_coll_t *c, const bson_t *filter, const mf_matcher_t *m, int64_t after_rid,
                  mf_exec_visit_fn visit, void *arg, mf_exec_stats_t *stats, mf_error_t *err) MF_WUR;
 
+/*
+ * Time limits (maxTimeMS). mf_exec_set_time_limit sets the calling
+ * thread's deadline to now + ms (ms <= 0 clears it); the command layer sets
+ * it around one command and clears it after. Scans check it every few
+ * hundred documents and fail with 50 MaxTimeMSExpired "operation exceeded
+ * time limit"; mf_exec_check_deadline lets other loops do the same.
+ */
+void mf_exec_set_time_limit(int64_t ms);
+int mf_exec_check_deadline(mf_error_t *err) MF_WUR;
+
 /* mf_exec_id_equality: if filter is an equality on _id, points *v at the value and returns true. */
 bool mf_exec_id_equality(const bson_t *filter, bson_value_t *v);
 

@@ -30,10 +30,12 @@
 #include <pcre2.h>
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "query/expr.h"
+#include "query/jsonschema.h"
 #include "query/value.h"
 #include "query/path.h"
 
@@ -47,6 +49,7 @@ typedef enum kind {
     K_TRUE,
     K_FALSE,
     K_EXPR,
+    K_SCHEMA,
     /* Leaves below; the first group traverses array elements. */
     K_EQ,
     K_LT,
@@ -95,6 +98,7 @@ struct node {
     size_t nkids;
     size_t capkids;
     mf_expr_t *expr; /* K_EXPR */
+    mf_jsonschema_t *schema; /* K_SCHEMA */
 };
 
 struct mf_matcher {
@@ -148,6 +152,7 @@ node_free(node_t *n)
     free(n->kids);
     if (n->expr)
         mf_expr_free(n->expr);
+    mf_jsonschema_free(n->schema);
     free(n);
 }
 
@@ -868,6 +873,14 @@ parse_filter(const uint8_t *data, uint32_t len, int depth, mf_error_t *err)
                 }
                 n = node_new(K_EXPR, NULL);
                 n->expr = e;
+            } else if (strcmp(k, "$jsonSchema") == 0) {
+                mf_jsonschema_t *js = mf_jsonschema_new(v, err);
+                if (js == NULL) {
+                    node_free(root);
+                    return NULL;
+                }
+                n = node_new(K_SCHEMA, NULL);
+                n->schema = js;
             } else if (strcmp(k, "$where") == 0) {
                 mf_err_set(err, MF_E_BadValue, "$where is not allowed in this context");
             } else {
@@ -1166,6 +1179,11 @@ eval(const node_t *n, const ctx_t *c, int32_t *pos)
         bson_value_destroy(&out);
         return ok;
     }
+    case K_SCHEMA:
+        if (c->doc != NULL)
+            return mf_jsonschema_match(n->schema, c->doc);
+        return c->value != NULL && c->value->value_type == BSON_TYPE_DOCUMENT &&
+               mf_jsonschema_match_value(n->schema, c->value);
     default:
         break;
     }
@@ -1283,4 +1301,120 @@ mf_matcher_match_value(const mf_matcher_t *m, const bson_value_t *v)
         return eval(m->root, &c, &pos);
     }
     return false;
+}
+
+/* ---- validation failure details ---- */
+
+/* Fills out (initialised here) with the details of one top-level clause {k: v} failing on doc. */
+static void
+clause_details(const char *k, const bson_value_t *v, const bson_t *doc, bson_t *out, uint32_t max_bytes)
+{
+    bson_init(out);
+    if (strcmp(k, "$jsonSchema") == 0) {
+        mf_error_t err;
+        mf_jsonschema_t *js = mf_jsonschema_new(v, &err);
+        bson_t arr;
+        int n = 0;
+        BSON_APPEND_UTF8(out, "operatorName", "$jsonSchema");
+        BSON_APPEND_ARRAY_BEGIN(out, "schemaRulesNotSatisfied", &arr);
+        if (js != NULL)
+            mf_jsonschema_explain(js, doc, &arr, &n, max_bytes);
+        bson_append_array_end(out, &arr);
+        mf_jsonschema_free(js);
+        return;
+    }
+    const char *opname = k;
+    bson_iter_t it;
+    if (k[0] != '$') {
+        opname = "$eq";
+        if (v->value_type == BSON_TYPE_DOCUMENT && bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len) &&
+            bson_iter_next(&it) && bson_iter_key(&it)[0] == '$')
+            opname = bson_iter_key(&it);
+    }
+    BSON_APPEND_UTF8(out, "operatorName", opname);
+    bson_t spec;
+    BSON_APPEND_DOCUMENT_BEGIN(out, "specifiedAs", &spec);
+    if (v->value_type != BSON_TYPE_DOCUMENT || v->value.v_doc.data_len < max_bytes / 4)
+        bson_append_value(&spec, k, -1, v);
+    bson_append_document_end(out, &spec);
+    if (k[0] == '$') {
+        BSON_APPEND_UTF8(out, "reason", strcmp(k, "$expr") == 0 ? "expression did not match" : "clause did not match");
+        return;
+    }
+    bson_value_t found;
+    if (!mf_path_get(doc, k, &found)) {
+        BSON_APPEND_UTF8(out, "reason", "field was missing");
+        return;
+    }
+    const char *reason = "comparison failed";
+    if (strcmp(opname, "$type") == 0)
+        reason = "type did not match";
+    else if (strcmp(opname, "$exists") == 0)
+        reason = "field was present";
+    else if (strcmp(opname, "$regex") == 0)
+        reason = "regular expression did not match";
+    else if (strcmp(opname, "$eq") != 0 && strcmp(opname, "$gt") != 0 && strcmp(opname, "$gte") != 0 &&
+             strcmp(opname, "$lt") != 0 && strcmp(opname, "$lte") != 0 && strcmp(opname, "$ne") != 0)
+        reason = "clause did not match";
+    BSON_APPEND_UTF8(out, "reason", reason);
+    if ((found.value_type != BSON_TYPE_DOCUMENT && found.value_type != BSON_TYPE_ARRAY) ||
+        found.value.v_doc.data_len < max_bytes / 4)
+        bson_append_value(out, "consideredValue", -1, &found);
+    if (strcmp(opname, "$type") == 0)
+        BSON_APPEND_UTF8(out, "consideredType", mf_type_name(found.value_type));
+}
+
+void
+mf_matcher_failure_details(const bson_t *filter, const bson_t *doc, bson_t *out, uint32_t max_bytes)
+{
+    bson_iter_t it;
+    int nclauses = 0;
+
+    if (bson_iter_init(&it, filter)) {
+        while (bson_iter_next(&it)) {
+            if (strcmp(bson_iter_key(&it), "$comment") != 0)
+                nclauses++;
+        }
+    }
+    if (nclauses == 1 && bson_iter_init(&it, filter)) {
+        while (bson_iter_next(&it)) {
+            if (strcmp(bson_iter_key(&it), "$comment") != 0) {
+                clause_details(bson_iter_key(&it), bson_iter_value(&it), doc, out, max_bytes);
+                return;
+            }
+        }
+    }
+    bson_t arr;
+    int idx = 0, n = 0;
+    bson_init(out);
+    BSON_APPEND_UTF8(out, "operatorName", "$and");
+    BSON_APPEND_ARRAY_BEGIN(out, "clausesNotSatisfied", &arr);
+    if (bson_iter_init(&it, filter)) {
+        while (bson_iter_next(&it)) {
+            const char *k = bson_iter_key(&it);
+            if (strcmp(k, "$comment") == 0)
+                continue;
+            bson_t one, det;
+            mf_error_t err;
+            bson_init(&one);
+            bson_append_value(&one, k, -1, bson_iter_value(&it));
+            mf_matcher_t *m = mf_matcher_new(&one, &err);
+            bson_destroy(&one);
+            bool ok = m == NULL || mf_matcher_match(m, doc, NULL);
+            mf_matcher_free(m);
+            if (!ok && arr.len < max_bytes) {
+                char key[16];
+                bson_t e;
+                snprintf(key, sizeof(key), "%d", n++);
+                BSON_APPEND_DOCUMENT_BEGIN(&arr, key, &e);
+                BSON_APPEND_INT32(&e, "index", idx);
+                clause_details(k, bson_iter_value(&it), doc, &det, max_bytes / 2);
+                BSON_APPEND_DOCUMENT(&e, "details", &det);
+                bson_destroy(&det);
+                bson_append_document_end(&arr, &e);
+            }
+            idx++;
+        }
+    }
+    bson_append_array_end(out, &arr);
 }

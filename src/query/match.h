@@ -5,7 +5,7 @@
  * walks the tree and never re-reads the filter BSON. Supported: implicit
  * equality, $eq $ne $gt $gte $lt $lte $in $nin $and $or $nor $not $exists
  * $type $all $elemMatch $size $regex (with $options, and /re/ values) $mod
- * $expr, $comment (ignored), dotted paths with array traversal, comparison
+ * $expr, $jsonSchema (query/jsonschema.h), $comment (ignored), dotted paths with array traversal, comparison
  * across numeric types. Unknown $operators are refused with 2 BadValue
  * ("unknown operator: $foo"); unknown top-level operators likewise
  * ("unknown top level operator: $foo").
@@ -50,5 +50,16 @@ bool mf_matcher_match_value(const mf_matcher_t *m, const bson_value_t *v);
  * either a document of field conditions or an operator document ({$gte: 5}).
  */
 mf_matcher_t *mf_matcher_new_value(const bson_value_t *filter, mf_error_t *err);
+
+/*
+ * mf_matcher_failure_details: explains why doc does not match filter (a
+ * collection validator), in the shape of MongoDB's errInfo.details:
+ * {operatorName: "$jsonSchema", schemaRulesNotSatisfied: [...]} for a lone
+ * $jsonSchema, {operatorName: "$type", specifiedAs, reason, consideredValue,
+ * ...} for a lone clause, else {operatorName: "$and", clausesNotSatisfied:
+ * [{index, details}, ...]}. Initialises out (the caller destroys it). Stays
+ * near max_bytes by leaving out detail once the document grows past it.
+ */
+void mf_matcher_failure_details(const bson_t *filter, const bson_t *doc, bson_t *out, uint32_t max_bytes);
 
 #endif /* MF_MATCH_H */

@@ -120,6 +120,7 @@ typedef struct mf_plan {
     size_t last_key_len, last_key_cap;
     mf_ridset_t seen;   /* multikey de-duplication */
     int64_t exec_ms;
+    bool tailable;      /* a tailable cursor's COLLSCAN: may be resumed after reaching the end */
 } mf_plan_t;
 
 /*

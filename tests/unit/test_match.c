@@ -622,3 +622,55 @@ Test(match, expr_uses_aggregation_expressions)
     NO("{'$expr': 0}", "{'a': 1}");
     BAD("{'$expr': {'$foo': 1}}", MF_E_InvalidPipelineOperator, NULL);
 }
+
+/* ---- $jsonSchema (uses src/query/jsonschema.c) ---- */
+
+Test(match, json_schema_is_a_top_level_operator)
+{
+    const char *f = "{'%jsonSchema': {'bsonType': 'object', 'required': ['name'],"
+                    " 'properties': {'name': {'bsonType': 'string'}, 'age': {'bsonType': 'int', 'minimum': 0}}}}";
+    YES(f, "{'name': 'a', 'age': 3}");
+    YES(f, "{'name': 'a'}");
+    NO(f, "{'age': 3}");
+    NO(f, "{'name': 'a', 'age': -1}");
+    NO(f, "{'name': 5}");
+    YES("{'x': 1, '%jsonSchema': {'required': ['x']}}", "{'x': 1}");
+    NO("{'%or': [{'%jsonSchema': {'required': ['y']}}, {'x': 2}]}", "{'x': 1}");
+}
+
+Test(match, json_schema_unknown_keyword_is_refused)
+{
+    BAD("{'%jsonSchema': {'foo': 1}}", MF_E_FailedToParse, "Unknown $jsonSchema keyword: foo");
+    BAD("{'%jsonSchema': {'format': 'x'}}", MF_E_FailedToParse, "is not currently supported");
+    BAD("{'%jsonSchema': 5}", MF_E_TypeMismatch, NULL);
+}
+
+/* D: the failure details of filter on doc, as relaxed JSON (caller frees). */
+static char *
+D(const char *filter, const char *doc)
+{
+    bson_t *f = J(filter), *d = J(doc), out;
+    mf_matcher_failure_details(f, d, &out, 800);
+    char *s = bson_as_relaxed_extended_json(&out, NULL);
+    bson_destroy(&out);
+    bson_destroy(f);
+    bson_destroy(d);
+    return s;
+}
+
+Test(match, failure_details_name_the_failing_rules)
+{
+    char *s = D("{'%jsonSchema': {'required': ['a', 'b']}}", "{'a': 1}");
+    cr_assert(strstr(s, "\"operatorName\" : \"$jsonSchema\"") != NULL, "%s", s);
+    cr_assert(strstr(s, "\"missingProperties\" : [ \"b\" ]") != NULL, "%s", s);
+    bson_free(s);
+    s = D("{'a': {'%type': 'number'}}", "{'a': 'x'}");
+    cr_assert(strstr(s, "\"operatorName\" : \"$type\"") != NULL, "%s", s);
+    cr_assert(strstr(s, "\"consideredType\" : \"string\"") != NULL, "%s", s);
+    bson_free(s);
+    s = D("{'a': 1, 'b': {'%exists': true}}", "{'a': 1}");
+    cr_assert(strstr(s, "\"clausesNotSatisfied\"") != NULL, "%s", s);
+    cr_assert(strstr(s, "\"index\" : 1") != NULL, "%s", s);
+    cr_assert(strstr(s, "\"reason\" : \"field was missing\"") != NULL, "%s", s);
+    bson_free(s);
+}

@@ -1,0 +1,1012 @@
+/*
+ * jsonschema.c: the $jsonSchema operator (see jsonschema.h).
+ *
+ * Design: a schema is a node holding a list of rules, one per keyword, each
+ * with an owned copy of the keyword's value (for errInfo's specifiedAs) and
+ * its parsed parameters. A value satisfies a node when it satisfies every
+ * rule; a rule whose keyword only concerns another type passes. Keywords
+ * that depend on each other (additionalProperties needs the node's
+ * properties and patternProperties; additionalItems needs an array-form
+ * items; exclusiveMinimum needs minimum) are resolved at parse time, so
+ * matching never re-reads the schema BSON.
+ *
+ * Invariants: every node owns its rules, sub-nodes, value copies and
+ * compiled regexes; parse recursion is bounded by kMaxDepth; matching does
+ * not allocate except pcre2 match data.
+ */
+#include "query/jsonschema.h"
+
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "query/value.h"
+
+enum { kMaxDepth = 100 };
+
+typedef enum rkind {
+    R_TYPE,
+    R_REQUIRED,
+    R_PROPERTIES,
+    R_PATTERN_PROPS,
+    R_ADDL_PROPS,
+    R_DEPENDENCIES,
+    R_MINIMUM,
+    R_MAXIMUM,
+    R_MULTIPLE_OF,
+    R_MIN_LENGTH,
+    R_MAX_LENGTH,
+    R_PATTERN,
+    R_ENUM,
+    R_ITEMS,
+    R_ADDL_ITEMS,
+    R_MIN_ITEMS,
+    R_MAX_ITEMS,
+    R_UNIQUE_ITEMS,
+    R_MIN_PROPS,
+    R_MAX_PROPS,
+    R_ALL_OF,
+    R_ANY_OF,
+    R_ONE_OF,
+    R_NOT,
+} rkind_t;
+
+typedef struct jnode jnode_t;
+
+typedef struct rule {
+    rkind_t kind;
+    char *keyword;      /* owned; as written */
+    bson_value_t spec;  /* owned copy of the keyword's value */
+    bool types[256];    /* R_TYPE: accepted BSON type bytes (MinKey 0xff, MaxKey 0x7f) */
+    int64_t n;          /* lengths and counts */
+    bool exclusive;     /* R_MINIMUM / R_MAXIMUM */
+    bool flag;          /* R_UNIQUE_ITEMS: true; R_ADDL_*: the boolean form's value */
+    pcre2_code *rx;     /* R_PATTERN */
+    char **names;       /* R_REQUIRED, R_PROPERTIES, R_PATTERN_PROPS (patterns), R_DEPENDENCIES */
+    pcre2_code **rxs;   /* R_PATTERN_PROPS */
+    jnode_t **kids;     /* sub-schemas (one per name, per items entry, per allOf entry, ...) */
+    char ***deps;       /* R_DEPENDENCIES: NULL-terminated name lists (NULL when schema form) */
+    size_t count;       /* entries in names / kids */
+    jnode_t *sub;       /* R_ADDL_PROPS / R_ADDL_ITEMS schema form, R_NOT, R_ITEMS single form */
+} rule_t;
+
+struct jnode {
+    rule_t *rules;
+    size_t nrules, cap;
+    /* Resolved at parse time for additionalProperties / additionalItems. */
+    const rule_t *props, *patprops, *items;
+};
+
+struct mf_jsonschema {
+    jnode_t *root;
+};
+
+/* ---- freeing ---- */
+
+static void node_free(jnode_t *n);
+
+static void
+rule_free(rule_t *r)
+{
+    free(r->keyword);
+    bson_value_destroy(&r->spec);
+    if (r->rx)
+        pcre2_code_free(r->rx);
+    for (size_t i = 0; i < r->count; i++) {
+        if (r->names)
+            free(r->names[i]);
+        if (r->rxs && r->rxs[i])
+            pcre2_code_free(r->rxs[i]);
+        if (r->kids)
+            node_free(r->kids[i]);
+        if (r->deps && r->deps[i]) {
+            for (char **p = r->deps[i]; *p; p++)
+                free(*p);
+            free(r->deps[i]);
+        }
+    }
+    free(r->names);
+    free(r->rxs);
+    free(r->kids);
+    free(r->deps);
+    node_free(r->sub);
+}
+
+static void
+node_free(jnode_t *n)
+{
+    if (n == NULL)
+        return;
+    for (size_t i = 0; i < n->nrules; i++)
+        rule_free(&n->rules[i]);
+    free(n->rules);
+    free(n);
+}
+
+void
+mf_jsonschema_free(mf_jsonschema_t *s)
+{
+    if (s == NULL)
+        return;
+    node_free(s->root);
+    free(s);
+}
+
+/* ---- parsing ---- */
+
+static jnode_t *parse_node(const bson_value_t *v, int depth, mf_error_t *err);
+
+static rule_t *
+rule_add(jnode_t *n, rkind_t kind, const char *kw, const bson_value_t *spec)
+{
+    if (n->nrules == n->cap) {
+        n->cap = n->cap ? n->cap * 2 : 8;
+        n->rules = realloc(n->rules, n->cap * sizeof(*n->rules));
+        if (n->rules == NULL)
+            abort();
+    }
+    rule_t *r = &n->rules[n->nrules++];
+    memset(r, 0, sizeof(*r));
+    r->kind = kind;
+    r->keyword = strdup(kw);
+    bson_value_copy(spec, &r->spec);
+    return r;
+}
+
+static bool
+iter_array(const bson_value_t *v, bson_iter_t *it)
+{
+    return v->value_type == BSON_TYPE_ARRAY && bson_iter_init_from_data(it, v->value.v_doc.data, v->value.v_doc.data_len);
+}
+
+static bool
+iter_doc(const bson_value_t *v, bson_iter_t *it)
+{
+    return v->value_type == BSON_TYPE_DOCUMENT &&
+           bson_iter_init_from_data(it, v->value.v_doc.data, v->value.v_doc.data_len);
+}
+
+static pcre2_code *
+compile_rx(const char *pattern, size_t len, const char *kw, mf_error_t *err)
+{
+    int ec;
+    PCRE2_SIZE off;
+    pcre2_code *rx = pcre2_compile((PCRE2_SPTR)pattern, len, PCRE2_UTF, &ec, &off, NULL);
+    if (rx == NULL) {
+        PCRE2_UCHAR buf[256];
+        pcre2_get_error_message(ec, buf, sizeof(buf));
+        mf_err_set(err, MF_E_BadValue, "$jsonSchema keyword '%s' has an invalid regular expression: %s", kw,
+                   (char *)buf);
+    }
+    return rx;
+}
+
+static void
+mark_number_types(bool *types)
+{
+    types[BSON_TYPE_INT32] = types[BSON_TYPE_INT64] = types[BSON_TYPE_DOUBLE] = types[BSON_TYPE_DECIMAL128] = true;
+}
+
+static int
+add_type_name(rule_t *r, const char *kw, const char *name, mf_error_t *err)
+{
+    if (strcmp(kw, "type") == 0) {
+        static const struct {
+            const char *name;
+            int type;
+        } json[] = {{"object", BSON_TYPE_DOCUMENT}, {"array", BSON_TYPE_ARRAY}, {"boolean", BSON_TYPE_BOOL},
+                    {"string", BSON_TYPE_UTF8},     {"null", BSON_TYPE_NULL},   {"number", -2}};
+        if (strcmp(name, "integer") == 0)
+            return mf_err_set(err, MF_E_FailedToParse, "$jsonSchema type 'integer' is not currently supported.");
+        for (size_t i = 0; i < sizeof(json) / sizeof(json[0]); i++) {
+            if (strcmp(json[i].name, name) == 0) {
+                if (json[i].type == -2)
+                    mark_number_types(r->types);
+                else
+                    r->types[json[i].type] = true;
+                return 0;
+            }
+        }
+        return mf_err_set(err, MF_E_BadValue, "Unknown type name alias: %s", name);
+    }
+    int t = mf_type_alias(name);
+    if (t == -1)
+        return mf_err_set(err, MF_E_BadValue, "Unknown type name alias: %s", name);
+    if (t == -2)
+        mark_number_types(r->types);
+    else
+        r->types[t & 0xff] = true;
+    return 0;
+}
+
+static int
+parse_type(rule_t *r, const char *kw, const bson_value_t *v, mf_error_t *err)
+{
+    bson_iter_t it;
+    if (v->value_type == BSON_TYPE_UTF8)
+        return add_type_name(r, kw, v->value.v_utf8.str, err);
+    if (!iter_array(v, &it))
+        return mf_err_set(err, MF_E_TypeMismatch, "$jsonSchema keyword '%s' must be either a string or an array of strings",
+                          kw);
+    int k = 0;
+    while (bson_iter_next(&it)) {
+        if (!BSON_ITER_HOLDS_UTF8(&it))
+            return mf_err_set(err, MF_E_TypeMismatch, "$jsonSchema keyword '%s' array elements must be strings", kw);
+        if (add_type_name(r, kw, bson_iter_utf8(&it, NULL), err) != 0)
+            return -1;
+        k++;
+    }
+    if (k == 0)
+        return mf_err_set(err, MF_E_FailedToParse, "$jsonSchema keyword '%s' must name at least one type", kw);
+    return 0;
+}
+
+static int
+nonneg_int(const bson_value_t *v, const char *kw, int64_t *out, mf_error_t *err)
+{
+    if (!mf_value_is_number(v))
+        return mf_err_set(err, MF_E_TypeMismatch, "$jsonSchema keyword '%s' must be a number", kw);
+    if (!mf_value_as_int64(v, out))
+        return mf_err_set(err, MF_E_FailedToParse, "$jsonSchema keyword '%s' must be a representable as a long integer",
+                          kw);
+    if (*out < 0)
+        return mf_err_set(err, MF_E_FailedToParse, "$jsonSchema keyword '%s' must be a non-negative integer", kw);
+    return 0;
+}
+
+/* Parses an array of schemas into r->kids. */
+static int
+parse_schema_array(rule_t *r, const bson_value_t *v, const char *kw, int depth, bool allow_empty, mf_error_t *err)
+{
+    bson_iter_t it;
+    size_t cap = 0;
+    if (!iter_array(v, &it))
+        return mf_err_set(err, MF_E_TypeMismatch, "$jsonSchema keyword '%s' must be an array", kw);
+    while (bson_iter_next(&it)) {
+        if (!BSON_ITER_HOLDS_DOCUMENT(&it))
+            return mf_err_set(err, MF_E_TypeMismatch, "$jsonSchema keyword '%s' must be an array of objects", kw);
+        jnode_t *k = parse_node(bson_iter_value(&it), depth + 1, err);
+        if (k == NULL)
+            return -1;
+        if (r->count == cap) {
+            cap = cap ? cap * 2 : 4;
+            r->kids = realloc(r->kids, cap * sizeof(*r->kids));
+        }
+        r->kids[r->count++] = k;
+    }
+    if (r->count == 0 && !allow_empty)
+        return mf_err_set(err, MF_E_BadValue, "$jsonSchema keyword '%s' must be a non-empty array", kw);
+    return 0;
+}
+
+/* Parses a {name: schema} document into r->names / r->kids (names compiled as regexes when rx). */
+static int
+parse_schema_map(rule_t *r, const bson_value_t *v, const char *kw, bool rx, int depth, mf_error_t *err)
+{
+    bson_iter_t it;
+    size_t cap = 0;
+    if (!iter_doc(v, &it))
+        return mf_err_set(err, MF_E_TypeMismatch, "$jsonSchema keyword '%s' must be an object", kw);
+    while (bson_iter_next(&it)) {
+        if (!BSON_ITER_HOLDS_DOCUMENT(&it))
+            return mf_err_set(err, MF_E_TypeMismatch, "Nested schema for $jsonSchema property '%s' must be an object",
+                              bson_iter_key(&it));
+        if (r->count == cap) {
+            cap = cap ? cap * 2 : 4;
+            r->names = realloc(r->names, cap * sizeof(*r->names));
+            r->kids = realloc(r->kids, cap * sizeof(*r->kids));
+            if (rx)
+                r->rxs = realloc(r->rxs, cap * sizeof(*r->rxs));
+        }
+        size_t i = r->count;
+        r->names[i] = strdup(bson_iter_key(&it));
+        r->kids[i] = NULL;
+        if (rx)
+            r->rxs[i] = NULL;
+        r->count++;
+        if (rx && (r->rxs[i] = compile_rx(r->names[i], strlen(r->names[i]), kw, err)) == NULL)
+            return -1;
+        if ((r->kids[i] = parse_node(bson_iter_value(&it), depth + 1, err)) == NULL)
+            return -1;
+    }
+    return 0;
+}
+
+static int
+parse_required(rule_t *r, const bson_value_t *v, mf_error_t *err)
+{
+    bson_iter_t it;
+    size_t cap = 0;
+    if (!iter_array(v, &it))
+        return mf_err_set(err, MF_E_TypeMismatch, "$jsonSchema keyword 'required' must be an array");
+    while (bson_iter_next(&it)) {
+        if (!BSON_ITER_HOLDS_UTF8(&it))
+            return mf_err_set(err, MF_E_TypeMismatch,
+                              "$jsonSchema keyword 'required' must be an array of strings");
+        const char *name = bson_iter_utf8(&it, NULL);
+        for (size_t i = 0; i < r->count; i++) {
+            if (strcmp(r->names[i], name) == 0)
+                return mf_err_set(err, MF_E_FailedToParse,
+                                  "$jsonSchema keyword 'required' array cannot contain duplicate values");
+        }
+        if (r->count == cap) {
+            cap = cap ? cap * 2 : 4;
+            r->names = realloc(r->names, cap * sizeof(*r->names));
+        }
+        r->names[r->count++] = strdup(name);
+    }
+    if (r->count == 0)
+        return mf_err_set(err, MF_E_FailedToParse, "$jsonSchema keyword 'required' cannot be an empty array");
+    return 0;
+}
+
+static int
+parse_dependencies(rule_t *r, const bson_value_t *v, int depth, mf_error_t *err)
+{
+    bson_iter_t it;
+    size_t cap = 0;
+    if (!iter_doc(v, &it))
+        return mf_err_set(err, MF_E_TypeMismatch, "$jsonSchema keyword 'dependencies' must be an object");
+    while (bson_iter_next(&it)) {
+        if (r->count == cap) {
+            cap = cap ? cap * 2 : 4;
+            r->names = realloc(r->names, cap * sizeof(*r->names));
+            r->kids = realloc(r->kids, cap * sizeof(*r->kids));
+            r->deps = realloc(r->deps, cap * sizeof(*r->deps));
+        }
+        size_t i = r->count++;
+        r->names[i] = strdup(bson_iter_key(&it));
+        r->kids[i] = NULL;
+        r->deps[i] = NULL;
+        if (BSON_ITER_HOLDS_DOCUMENT(&it)) {
+            if ((r->kids[i] = parse_node(bson_iter_value(&it), depth + 1, err)) == NULL)
+                return -1;
+        } else if (BSON_ITER_HOLDS_ARRAY(&it)) {
+            bson_iter_t ai;
+            size_t n = 0;
+            bson_iter_recurse(&it, &ai);
+            while (bson_iter_next(&ai))
+                n++;
+            r->deps[i] = calloc(n + 1, sizeof(char *));
+            bson_iter_recurse(&it, &ai);
+            n = 0;
+            while (bson_iter_next(&ai)) {
+                if (!BSON_ITER_HOLDS_UTF8(&ai))
+                    return mf_err_set(err, MF_E_TypeMismatch,
+                                      "property '%s' in $jsonSchema keyword 'dependencies' must be an array of strings",
+                                      r->names[i]);
+                r->deps[i][n++] = strdup(bson_iter_utf8(&ai, NULL));
+            }
+        } else {
+            return mf_err_set(err, MF_E_TypeMismatch,
+                              "property '%s' in $jsonSchema keyword 'dependencies' must be either an object or an array",
+                              r->names[i]);
+        }
+    }
+    return 0;
+}
+
+static bool
+is_unsupported(const char *k)
+{
+    static const char *const kws[] = {"$ref", "$schema", "default", "definitions", "format", "id", NULL};
+    for (int i = 0; kws[i]; i++) {
+        if (strcmp(k, kws[i]) == 0)
+            return true;
+    }
+    return false;
+}
+
+static jnode_t *
+parse_node(const bson_value_t *v, int depth, mf_error_t *err)
+{
+    bson_iter_t it;
+    const bson_value_t *excl_min = NULL, *excl_max = NULL, *addl_items = NULL;
+    bool has_type = false, has_bson_type = false;
+    jnode_t *n;
+
+    if (depth > kMaxDepth) {
+        mf_err_set(err, MF_E_BadValue, "$jsonSchema exceeded maximum nesting depth of %d", kMaxDepth);
+        return NULL;
+    }
+    if (!iter_doc(v, &it)) {
+        mf_err_set(err, MF_E_TypeMismatch, "$jsonSchema must be an object");
+        return NULL;
+    }
+    n = calloc(1, sizeof(*n));
+    if (n == NULL)
+        abort();
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        const bson_value_t *kv = bson_iter_value(&it);
+        rule_t *r;
+        int rc = 0;
+
+        if (strcmp(k, "title") == 0 || strcmp(k, "description") == 0) {
+            if (kv->value_type != BSON_TYPE_UTF8) {
+                mf_err_set(err, MF_E_TypeMismatch, "$jsonSchema keyword '%s' must be a string", k);
+                goto fail;
+            }
+            continue;
+        }
+        if (strcmp(k, "exclusiveMinimum") == 0 || strcmp(k, "exclusiveMaximum") == 0) {
+            if (kv->value_type != BSON_TYPE_BOOL) {
+                mf_err_set(err, MF_E_TypeMismatch, "$jsonSchema keyword '%s' must be a boolean", k);
+                goto fail;
+            }
+            if (k[9] == 'M' && k[10] == 'i')
+                excl_min = kv;
+            else
+                excl_max = kv;
+            continue;
+        }
+        if (strcmp(k, "additionalItems") == 0) {
+            addl_items = kv;
+            continue;
+        }
+        if (strcmp(k, "bsonType") == 0 || strcmp(k, "type") == 0) {
+            if (k[0] == 't')
+                has_type = true;
+            else
+                has_bson_type = true;
+            if (has_type && has_bson_type) {
+                mf_err_set(err, MF_E_FailedToParse, "Cannot specify both $jsonSchema keywords 'type' and 'bsonType'");
+                goto fail;
+            }
+            r = rule_add(n, R_TYPE, k, kv);
+            rc = parse_type(r, k, kv, err);
+        } else if (strcmp(k, "required") == 0) {
+            r = rule_add(n, R_REQUIRED, k, kv);
+            rc = parse_required(r, kv, err);
+        } else if (strcmp(k, "properties") == 0) {
+            r = rule_add(n, R_PROPERTIES, k, kv);
+            rc = parse_schema_map(r, kv, k, false, depth, err);
+        } else if (strcmp(k, "patternProperties") == 0) {
+            r = rule_add(n, R_PATTERN_PROPS, k, kv);
+            rc = parse_schema_map(r, kv, k, true, depth, err);
+        } else if (strcmp(k, "additionalProperties") == 0) {
+            r = rule_add(n, R_ADDL_PROPS, k, kv);
+            if (kv->value_type == BSON_TYPE_BOOL)
+                r->flag = kv->value.v_bool;
+            else if (kv->value_type == BSON_TYPE_DOCUMENT)
+                rc = (r->sub = parse_node(kv, depth + 1, err)) == NULL ? -1 : 0;
+            else
+                rc = mf_err_set(err, MF_E_TypeMismatch,
+                                "$jsonSchema keyword 'additionalProperties' must be either an object or a boolean");
+        } else if (strcmp(k, "dependencies") == 0) {
+            r = rule_add(n, R_DEPENDENCIES, k, kv);
+            rc = parse_dependencies(r, kv, depth, err);
+        } else if (strcmp(k, "minimum") == 0 || strcmp(k, "maximum") == 0 || strcmp(k, "multipleOf") == 0) {
+            if (!mf_value_is_number(kv)) {
+                mf_err_set(err, MF_E_TypeMismatch, "$jsonSchema keyword '%s' must be a number", k);
+                goto fail;
+            }
+            r = rule_add(n, k[1] == 'i' ? R_MINIMUM : k[1] == 'a' ? R_MAXIMUM : R_MULTIPLE_OF, k, kv);
+            if (r->kind == R_MULTIPLE_OF && !(mf_value_as_double(kv) > 0))
+                rc = mf_err_set(err, MF_E_FailedToParse, "$jsonSchema keyword 'multipleOf' must have a positive value");
+        } else if (strcmp(k, "minLength") == 0 || strcmp(k, "maxLength") == 0) {
+            r = rule_add(n, k[1] == 'i' ? R_MIN_LENGTH : R_MAX_LENGTH, k, kv);
+            rc = nonneg_int(kv, k, &r->n, err);
+        } else if (strcmp(k, "minItems") == 0 || strcmp(k, "maxItems") == 0) {
+            r = rule_add(n, k[1] == 'i' ? R_MIN_ITEMS : R_MAX_ITEMS, k, kv);
+            rc = nonneg_int(kv, k, &r->n, err);
+        } else if (strcmp(k, "minProperties") == 0 || strcmp(k, "maxProperties") == 0) {
+            r = rule_add(n, k[1] == 'i' ? R_MIN_PROPS : R_MAX_PROPS, k, kv);
+            rc = nonneg_int(kv, k, &r->n, err);
+        } else if (strcmp(k, "pattern") == 0) {
+            if (kv->value_type != BSON_TYPE_UTF8) {
+                mf_err_set(err, MF_E_TypeMismatch, "$jsonSchema keyword 'pattern' must be a string");
+                goto fail;
+            }
+            r = rule_add(n, R_PATTERN, k, kv);
+            rc = (r->rx = compile_rx(kv->value.v_utf8.str, kv->value.v_utf8.len, k, err)) == NULL ? -1 : 0;
+        } else if (strcmp(k, "enum") == 0) {
+            bson_iter_t ei;
+            if (!iter_array(kv, &ei)) {
+                mf_err_set(err, MF_E_TypeMismatch, "$jsonSchema keyword 'enum' must be an array");
+                goto fail;
+            }
+            if (!bson_iter_next(&ei)) {
+                mf_err_set(err, MF_E_FailedToParse, "$jsonSchema keyword 'enum' cannot be an empty array");
+                goto fail;
+            }
+            rule_add(n, R_ENUM, k, kv);
+        } else if (strcmp(k, "items") == 0) {
+            r = rule_add(n, R_ITEMS, k, kv);
+            if (kv->value_type == BSON_TYPE_DOCUMENT)
+                rc = (r->sub = parse_node(kv, depth + 1, err)) == NULL ? -1 : 0;
+            else if (kv->value_type == BSON_TYPE_ARRAY)
+                rc = parse_schema_array(r, kv, k, depth, true, err);
+            else
+                rc = mf_err_set(err, MF_E_TypeMismatch, "$jsonSchema keyword 'items' must be an array or an object");
+        } else if (strcmp(k, "uniqueItems") == 0) {
+            if (kv->value_type != BSON_TYPE_BOOL) {
+                mf_err_set(err, MF_E_TypeMismatch, "$jsonSchema keyword 'uniqueItems' must be a boolean");
+                goto fail;
+            }
+            if (kv->value.v_bool)
+                rule_add(n, R_UNIQUE_ITEMS, k, kv);
+        } else if (strcmp(k, "allOf") == 0 || strcmp(k, "anyOf") == 0 || strcmp(k, "oneOf") == 0) {
+            r = rule_add(n, k[0] == 'o' ? R_ONE_OF : k[1] == 'l' ? R_ALL_OF : R_ANY_OF, k, kv);
+            rc = parse_schema_array(r, kv, k, depth, false, err);
+        } else if (strcmp(k, "not") == 0) {
+            if (kv->value_type != BSON_TYPE_DOCUMENT) {
+                mf_err_set(err, MF_E_TypeMismatch, "$jsonSchema keyword 'not' must be an object");
+                goto fail;
+            }
+            r = rule_add(n, R_NOT, k, kv);
+            rc = (r->sub = parse_node(kv, depth + 1, err)) == NULL ? -1 : 0;
+        } else if (is_unsupported(k)) {
+            mf_err_set(err, MF_E_FailedToParse, "$jsonSchema keyword '%s' is not currently supported", k);
+            goto fail;
+        } else {
+            mf_err_set(err, MF_E_FailedToParse, "Unknown $jsonSchema keyword: %s", k);
+            goto fail;
+        }
+        if (rc != 0)
+            goto fail;
+    }
+    /* Resolve the keywords that qualify others. */
+    for (size_t i = 0; i < n->nrules; i++) {
+        rule_t *r = &n->rules[i];
+        if (r->kind == R_PROPERTIES)
+            n->props = r;
+        else if (r->kind == R_PATTERN_PROPS)
+            n->patprops = r;
+        else if (r->kind == R_ITEMS)
+            n->items = r;
+    }
+    if (excl_min || excl_max) {
+        for (int pass = 0; pass < 2; pass++) {
+            const bson_value_t *ev = pass == 0 ? excl_min : excl_max;
+            rkind_t want = pass == 0 ? R_MINIMUM : R_MAXIMUM;
+            rule_t *found = NULL;
+            if (ev == NULL)
+                continue;
+            for (size_t i = 0; i < n->nrules; i++) {
+                if (n->rules[i].kind == want)
+                    found = &n->rules[i];
+            }
+            if (found == NULL) {
+                mf_err_set(err, MF_E_FailedToParse, "$jsonSchema keyword '%s' must be a present if %s is present",
+                           pass == 0 ? "minimum" : "maximum", pass == 0 ? "exclusiveMinimum" : "exclusiveMaximum");
+                goto fail;
+            }
+            found->exclusive = ev->value.v_bool;
+        }
+    }
+    if (addl_items) {
+        rule_t *r = rule_add(n, R_ADDL_ITEMS, "additionalItems", addl_items);
+        if (addl_items->value_type == BSON_TYPE_BOOL)
+            r->flag = addl_items->value.v_bool;
+        else if (addl_items->value_type == BSON_TYPE_DOCUMENT) {
+            if ((r->sub = parse_node(addl_items, depth + 1, err)) == NULL)
+                goto fail;
+        } else {
+            mf_err_set(err, MF_E_TypeMismatch,
+                       "$jsonSchema keyword 'additionalItems' must be either an object or a boolean");
+            goto fail;
+        }
+        /* rule_add may have moved the rules: re-resolve. */
+        for (size_t i = 0; i < n->nrules; i++) {
+            if (n->rules[i].kind == R_PROPERTIES)
+                n->props = &n->rules[i];
+            else if (n->rules[i].kind == R_PATTERN_PROPS)
+                n->patprops = &n->rules[i];
+            else if (n->rules[i].kind == R_ITEMS)
+                n->items = &n->rules[i];
+        }
+    }
+    return n;
+fail:
+    node_free(n);
+    return NULL;
+}
+
+mf_jsonschema_t *
+mf_jsonschema_new(const bson_value_t *schema, mf_error_t *err)
+{
+    if (schema->value_type != BSON_TYPE_DOCUMENT) {
+        mf_err_set(err, MF_E_TypeMismatch, "$jsonSchema must be an object");
+        return NULL;
+    }
+    jnode_t *root = parse_node(schema, 0, err);
+    if (root == NULL)
+        return NULL;
+    mf_jsonschema_t *s = calloc(1, sizeof(*s));
+    if (s == NULL)
+        abort();
+    s->root = root;
+    return s;
+}
+
+/* ---- matching ---- */
+
+static bool node_ok(const jnode_t *n, const bson_value_t *v);
+
+static bool
+rx_ok(const pcre2_code *rx, const char *s, size_t len)
+{
+    pcre2_match_data *md = pcre2_match_data_create_from_pattern(rx, NULL);
+    if (md == NULL)
+        return false;
+    int rc = pcre2_match(rx, (PCRE2_SPTR)s, len, 0, 0, md, NULL);
+    pcre2_match_data_free(md);
+    return rc >= 0;
+}
+
+static int64_t
+utf8_len(const char *s, size_t len)
+{
+    int64_t n = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (((unsigned char)s[i] & 0xc0) != 0x80)
+            n++;
+    }
+    return n;
+}
+
+static int64_t
+count_elems(const bson_value_t *v)
+{
+    bson_iter_t it;
+    int64_t n = 0;
+    if (!bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len))
+        return 0;
+    while (bson_iter_next(&it))
+        n++;
+    return n;
+}
+
+static bool
+is_obj(const bson_value_t *v)
+{
+    return v->value_type == BSON_TYPE_DOCUMENT;
+}
+
+static bool
+is_arr(const bson_value_t *v)
+{
+    return v->value_type == BSON_TYPE_ARRAY;
+}
+
+/* Does field name k match one of the node's properties or patternProperties? */
+static bool
+named_by(const jnode_t *n, const char *k)
+{
+    if (n->props) {
+        for (size_t i = 0; i < n->props->count; i++) {
+            if (strcmp(n->props->names[i], k) == 0)
+                return true;
+        }
+    }
+    if (n->patprops) {
+        for (size_t i = 0; i < n->patprops->count; i++) {
+            if (rx_ok(n->patprops->rxs[i], k, strlen(k)))
+                return true;
+        }
+    }
+    return false;
+}
+
+static bool
+has_field(const bson_value_t *v, const char *name)
+{
+    bson_iter_t it;
+    return bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len) && bson_iter_find(&it, name);
+}
+
+static bool
+rule_ok(const jnode_t *n, const rule_t *r, const bson_value_t *v)
+{
+    bson_iter_t it;
+
+    switch (r->kind) {
+    case R_TYPE:
+        return r->types[v->value_type & 0xff];
+    case R_REQUIRED:
+        if (!is_obj(v))
+            return true;
+        for (size_t i = 0; i < r->count; i++) {
+            if (!has_field(v, r->names[i]))
+                return false;
+        }
+        return true;
+    case R_PROPERTIES:
+        if (!is_obj(v))
+            return true;
+        for (size_t i = 0; i < r->count; i++) {
+            if (bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len) &&
+                bson_iter_find(&it, r->names[i]) && !node_ok(r->kids[i], bson_iter_value(&it)))
+                return false;
+        }
+        return true;
+    case R_PATTERN_PROPS:
+        if (!is_obj(v) || !bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len))
+            return true;
+        while (bson_iter_next(&it)) {
+            const char *k = bson_iter_key(&it);
+            for (size_t i = 0; i < r->count; i++) {
+                if (rx_ok(r->rxs[i], k, strlen(k)) && !node_ok(r->kids[i], bson_iter_value(&it)))
+                    return false;
+            }
+        }
+        return true;
+    case R_ADDL_PROPS:
+        if (!is_obj(v) || !bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len))
+            return true;
+        while (bson_iter_next(&it)) {
+            if (named_by(n, bson_iter_key(&it)))
+                continue;
+            if (r->sub ? !node_ok(r->sub, bson_iter_value(&it)) : !r->flag)
+                return false;
+        }
+        return true;
+    case R_DEPENDENCIES:
+        if (!is_obj(v))
+            return true;
+        for (size_t i = 0; i < r->count; i++) {
+            if (!has_field(v, r->names[i]))
+                continue;
+            if (r->kids[i] && !node_ok(r->kids[i], v))
+                return false;
+            if (r->deps[i]) {
+                for (char **p = r->deps[i]; *p; p++) {
+                    if (!has_field(v, *p))
+                        return false;
+                }
+            }
+        }
+        return true;
+    case R_MINIMUM:
+    case R_MAXIMUM: {
+        if (!mf_value_is_number(v))
+            return true;
+        int c = mf_value_cmp(v, &r->spec);
+        if (r->kind == R_MINIMUM)
+            return r->exclusive ? c > 0 : c >= 0;
+        return r->exclusive ? c < 0 : c <= 0;
+    }
+    case R_MULTIPLE_OF: {
+        if (!mf_value_is_number(v))
+            return true;
+        double q = mf_value_as_double(v) / mf_value_as_double(&r->spec);
+        return isfinite(q) && q == floor(q);
+    }
+    case R_MIN_LENGTH:
+    case R_MAX_LENGTH: {
+        if (v->value_type != BSON_TYPE_UTF8)
+            return true;
+        int64_t len = utf8_len(v->value.v_utf8.str, v->value.v_utf8.len);
+        return r->kind == R_MIN_LENGTH ? len >= r->n : len <= r->n;
+    }
+    case R_PATTERN:
+        if (v->value_type != BSON_TYPE_UTF8)
+            return true;
+        return rx_ok(r->rx, v->value.v_utf8.str, v->value.v_utf8.len);
+    case R_ENUM:
+        if (!iter_array(&r->spec, &it))
+            return false;
+        while (bson_iter_next(&it)) {
+            if (mf_value_equal(bson_iter_value(&it), v))
+                return true;
+        }
+        return false;
+    case R_ITEMS:
+        if (!is_arr(v) || !bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len))
+            return true;
+        for (size_t i = 0; bson_iter_next(&it); i++) {
+            if (r->sub) {
+                if (!node_ok(r->sub, bson_iter_value(&it)))
+                    return false;
+            } else if (i < r->count) {
+                if (!node_ok(r->kids[i], bson_iter_value(&it)))
+                    return false;
+            }
+        }
+        return true;
+    case R_ADDL_ITEMS:
+        /* Only meaningful with the array form of items. */
+        if (!is_arr(v) || n->items == NULL || n->items->sub != NULL ||
+            !bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len))
+            return true;
+        for (size_t i = 0; bson_iter_next(&it); i++) {
+            if (i < n->items->count)
+                continue;
+            if (r->sub ? !node_ok(r->sub, bson_iter_value(&it)) : !r->flag)
+                return false;
+        }
+        return true;
+    case R_MIN_ITEMS:
+    case R_MAX_ITEMS:
+        if (!is_arr(v))
+            return true;
+        return r->kind == R_MIN_ITEMS ? count_elems(v) >= r->n : count_elems(v) <= r->n;
+    case R_UNIQUE_ITEMS: {
+        bson_iter_t a, b;
+        if (!is_arr(v) || !bson_iter_init_from_data(&a, v->value.v_doc.data, v->value.v_doc.data_len))
+            return true;
+        for (size_t i = 0; bson_iter_next(&a); i++) {
+            bson_iter_init_from_data(&b, v->value.v_doc.data, v->value.v_doc.data_len);
+            for (size_t j = 0; j < i && bson_iter_next(&b); j++) {
+                if (mf_value_equal(bson_iter_value(&a), bson_iter_value(&b)))
+                    return false;
+            }
+        }
+        return true;
+    }
+    case R_MIN_PROPS:
+    case R_MAX_PROPS:
+        if (!is_obj(v))
+            return true;
+        return r->kind == R_MIN_PROPS ? count_elems(v) >= r->n : count_elems(v) <= r->n;
+    case R_ALL_OF:
+        for (size_t i = 0; i < r->count; i++) {
+            if (!node_ok(r->kids[i], v))
+                return false;
+        }
+        return true;
+    case R_ANY_OF:
+        for (size_t i = 0; i < r->count; i++) {
+            if (node_ok(r->kids[i], v))
+                return true;
+        }
+        return false;
+    case R_ONE_OF: {
+        int hits = 0;
+        for (size_t i = 0; i < r->count && hits < 2; i++)
+            hits += node_ok(r->kids[i], v);
+        return hits == 1;
+    }
+    case R_NOT:
+        return !node_ok(r->sub, v);
+    }
+    return false;
+}
+
+static bool
+node_ok(const jnode_t *n, const bson_value_t *v)
+{
+    for (size_t i = 0; i < n->nrules; i++) {
+        if (!rule_ok(n, &n->rules[i], v))
+            return false;
+    }
+    return true;
+}
+
+bool
+mf_jsonschema_match_value(const mf_jsonschema_t *s, const bson_value_t *v)
+{
+    if (v == NULL)
+        return false;
+    return node_ok(s->root, v);
+}
+
+bool
+mf_jsonschema_match(const mf_jsonschema_t *s, const bson_t *doc)
+{
+    bson_value_t v;
+    v.value_type = BSON_TYPE_DOCUMENT;
+    v.value.v_doc.data = (uint8_t *)bson_get_data(doc);
+    v.value.v_doc.data_len = doc->len;
+    return node_ok(s->root, &v);
+}
+
+/* ---- explaining a failure (errInfo.details.schemaRulesNotSatisfied) ---- */
+
+static const char *
+reason_of(const rule_t *r)
+{
+    switch (r->kind) {
+    case R_TYPE:
+        return "type did not match";
+    case R_MINIMUM:
+    case R_MAXIMUM:
+        return "comparison failed";
+    case R_MIN_LENGTH:
+    case R_MAX_LENGTH:
+        return "specified string length was not satisfied";
+    case R_PATTERN:
+        return "regular expression did not match";
+    case R_ENUM:
+        return "value was not found in enum";
+    case R_MIN_ITEMS:
+    case R_MAX_ITEMS:
+        return "array did not match specified length";
+    case R_UNIQUE_ITEMS:
+        return "found a duplicate item";
+    case R_MIN_PROPS:
+    case R_MAX_PROPS:
+        return "specified number of properties was not satisfied";
+    case R_ADDL_PROPS:
+        return "additional properties are not allowed";
+    case R_MULTIPLE_OF:
+        return "considered value is not a multiple of the specified value";
+    default:
+        return "did not match";
+    }
+}
+
+/* Appends one {operatorName, specifiedAs, reason, ...} entry for rule r failing on v. */
+static void
+explain_rule(const jnode_t *n, const rule_t *r, const bson_value_t *v, bson_t *arr, int *k, uint32_t max_bytes,
+             int depth)
+{
+    char key[16];
+    bson_t e, spec, sub;
+
+    snprintf(key, sizeof(key), "%d", (*k)++);
+    BSON_APPEND_DOCUMENT_BEGIN(arr, key, &e);
+    BSON_APPEND_UTF8(&e, "operatorName", r->keyword);
+    BSON_APPEND_DOCUMENT_BEGIN(&e, "specifiedAs", &spec);
+    if (r->spec.value_type != BSON_TYPE_DOCUMENT || r->spec.value.v_doc.data_len < 200)
+        bson_append_value(&spec, r->keyword, -1, &r->spec);
+    bson_append_document_end(&e, &spec);
+    if (r->kind == R_REQUIRED) {
+        int m = 0;
+        BSON_APPEND_ARRAY_BEGIN(&e, "missingProperties", &sub);
+        for (size_t i = 0; i < r->count; i++) {
+            if (!has_field(v, r->names[i])) {
+                snprintf(key, sizeof(key), "%d", m++);
+                BSON_APPEND_UTF8(&sub, key, r->names[i]);
+            }
+        }
+        bson_append_array_end(&e, &sub);
+    } else if (r->kind == R_PROPERTIES && depth < 4) {
+        int m = 0;
+        BSON_APPEND_ARRAY_BEGIN(&e, "propertiesNotSatisfied", &sub);
+        for (size_t i = 0; i < r->count; i++) {
+            bson_iter_t it;
+            if (!bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len) ||
+                !bson_iter_find(&it, r->names[i]) || node_ok(r->kids[i], bson_iter_value(&it)))
+                continue;
+            bson_t p, det;
+            const bson_value_t *pv = bson_iter_value(&it);
+            snprintf(key, sizeof(key), "%d", m++);
+            BSON_APPEND_DOCUMENT_BEGIN(&sub, key, &p);
+            BSON_APPEND_UTF8(&p, "propertyName", r->names[i]);
+            BSON_APPEND_ARRAY_BEGIN(&p, "details", &det);
+            int dk = 0;
+            const jnode_t *kid = r->kids[i];
+            for (size_t j = 0; j < kid->nrules; j++) {
+                if (!rule_ok(kid, &kid->rules[j], pv) && arr->len + e.len < max_bytes)
+                    explain_rule(kid, &kid->rules[j], pv, &det, &dk, max_bytes, depth + 1);
+            }
+            bson_append_array_end(&p, &det);
+            bson_append_document_end(&sub, &p);
+        }
+        bson_append_array_end(&e, &sub);
+    } else {
+        BSON_APPEND_UTF8(&e, "reason", reason_of(r));
+        if (r->kind == R_TYPE || r->kind == R_MINIMUM || r->kind == R_MAXIMUM || r->kind == R_ENUM ||
+            r->kind == R_MIN_LENGTH || r->kind == R_MAX_LENGTH || r->kind == R_PATTERN ||
+            r->kind == R_MULTIPLE_OF) {
+            if ((v->value_type != BSON_TYPE_DOCUMENT && v->value_type != BSON_TYPE_ARRAY) ||
+                v->value.v_doc.data_len < 200)
+                bson_append_value(&e, "consideredValue", -1, v);
+            if (r->kind == R_TYPE)
+                BSON_APPEND_UTF8(&e, "consideredType", mf_type_name(v->value_type));
+        }
+    }
+    bson_append_document_end(arr, &e);
+    (void)n;
+}
+
+void
+mf_jsonschema_explain(const mf_jsonschema_t *s, const bson_t *doc, bson_t *arr, int *n, uint32_t max_bytes)
+{
+    bson_value_t v;
+    v.value_type = BSON_TYPE_DOCUMENT;
+    v.value.v_doc.data = (uint8_t *)bson_get_data(doc);
+    v.value.v_doc.data_len = doc->len;
+    for (size_t i = 0; i < s->root->nrules; i++) {
+        if (arr->len >= max_bytes)
+            break;
+        if (!rule_ok(s->root, &s->root->rules[i], &v))
+            explain_rule(s->root, &s->root->rules[i], &v, arr, n, max_bytes, 0);
+    }
+}

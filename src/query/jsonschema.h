@@ -1,0 +1,52 @@
+/*
+ * jsonschema.h: MongoDB's $jsonSchema query operator (draft 4 subset).
+ *
+ * A schema is parsed once into a tree of rules and then applied to values.
+ * Keywords: bsonType, type (single or array; JSON type "integer" is
+ * refused as MongoDB refuses it), required, properties,
+ * additionalProperties (bool or schema), patternProperties, dependencies,
+ * minimum, maximum, exclusiveMinimum, exclusiveMaximum (draft 4 booleans),
+ * multipleOf, minLength, maxLength, pattern, enum, items (schema or array),
+ * additionalItems, minItems, maxItems, uniqueItems, minProperties,
+ * maxProperties, allOf, anyOf, oneOf, not; title and description are
+ * ignored. Keywords MongoDB knows but does not implement ($ref, format,
+ * default, definitions, id, $schema) are 9 FailedToParse "$jsonSchema
+ * keyword 'x' is not currently supported"; other unknown keywords are
+ * 9 FailedToParse "Unknown $jsonSchema keyword: x", as MongoDB 8.0 answers.
+ *
+ * As in MongoDB, type-specific keywords only constrain values of their type
+ * (minimum ignores strings, properties ignores arrays, ...).
+ */
+#ifndef MF_JSONSCHEMA_H
+#define MF_JSONSCHEMA_H
+
+#include <bson/bson.h>
+#include <stdbool.h>
+
+#include "common/error.h"
+
+typedef struct mf_jsonschema mf_jsonschema_t;
+
+/*
+ * mf_jsonschema_new: parses schema (must be a document). Returns NULL with
+ * err on a bad schema. The result does not reference schema's memory.
+ */
+mf_jsonschema_t *mf_jsonschema_new(const bson_value_t *schema, mf_error_t *err);
+void mf_jsonschema_free(mf_jsonschema_t *s);
+
+/* mf_jsonschema_match_value: true if v (NULL = missing, which never matches) satisfies s. */
+bool mf_jsonschema_match_value(const mf_jsonschema_t *s, const bson_value_t *v);
+
+/* mf_jsonschema_match: true if document doc satisfies s. */
+bool mf_jsonschema_match(const mf_jsonschema_t *s, const bson_t *doc);
+
+/*
+ * mf_jsonschema_explain: appends to arr (an array being built, next index
+ * *n) one entry per top-level rule that doc fails, in MongoDB's
+ * schemaRulesNotSatisfied shape ({operatorName, specifiedAs, reason, ...},
+ * with missingProperties for required and propertiesNotSatisfied for
+ * properties). Stops adding once arr exceeds max_bytes.
+ */
+void mf_jsonschema_explain(const mf_jsonschema_t *s, const bson_t *doc, bson_t *arr, int *n, uint32_t max_bytes);
+
+#endif /* MF_JSONSCHEMA_H */
