@@ -744,18 +744,6 @@ default_index_name(const bson_t *key, char *out, size_t cap)
     }
 }
 
-static bool
-spec_key(const bson_t *spec, bson_t *key)
-{
-    bson_iter_t it;
-    const uint8_t *data;
-    uint32_t len;
-    if (!bson_iter_init_find(&it, spec, "key") || !BSON_ITER_HOLDS_DOCUMENT(&it))
-        return false;
-    bson_iter_document(&it, &len, &data);
-    return bson_init_static(key, data, len);
-}
-
 /* Boolean-valued options compare by truth, with absent meaning false (MongoDB's compareIndexOptions). */
 static bool
 is_bool_option(const char *k)
@@ -995,7 +983,7 @@ normalise_spec(mf_op_t *op, const bson_t *req, bson_t *out, mf_error_t *err)
     if (!BSON_ITER_HOLDS_DOCUMENT(&it))
         return SPEC_ERR(err, MF_E_TypeMismatch, shown, "The field 'key' must be an object, but got %s",
                         mf_type_name(bson_iter_type(&it)));
-    spec_key(req, &key);
+    mf_index_spec_key(req, &key);
     if (check_key_pattern(&key, shown, err) != 0)
         return -1;
     if (bson_iter_init_find(&it, req, "name")) {
@@ -1136,8 +1124,8 @@ compare_specs(const bson_t *want, const bson_t *have, mf_error_t *err)
     char req[400], cur[400];
     int rc = 0;
 
-    spec_key(want, &wkey);
-    spec_key(have, &hkey);
+    mf_index_spec_key(want, &wkey);
+    mf_index_spec_key(have, &hkey);
     if (bson_iter_init_find(&it, want, "name") && BSON_ITER_HOLDS_UTF8(&it))
         wname = bson_iter_utf8(&it, NULL);
     if (bson_iter_init_find(&it, have, "name") && BSON_ITER_HOLDS_UTF8(&it))
@@ -1268,7 +1256,7 @@ cmd_create_indexes(mf_op_t *op)
             if (keep[i]) {
                 bson_t key;
                 char kshown[300];
-                spec_key(norm[i], &key);
+                mf_index_spec_key(norm[i], &key);
                 mf_fmt_doc(&key, kshown, sizeof(kshown));
                 rc = mf_err_set(&op->err, MF_E_CannotCreateIndex, "add index fails, too many indexes for %s key:%s",
                                 c->ns, kshown);
@@ -1337,7 +1325,7 @@ drop_one_index(mf_op_t *op, mf_coll_t *c, const bson_value_t *which)
         bson_init_static(&want, which->value.v_doc.data, which->value.v_doc.data_len);
         for (int i = 0; i < c->nindexes; i++) {
             bson_t key;
-            if (spec_key(c->indexes[i]->spec, &key) && bson_equal(&key, &want)) {
+            if (mf_index_spec_key(c->indexes[i]->spec, &key) && bson_equal(&key, &want)) {
                 ix = c->indexes[i];
                 break;
             }

@@ -22,6 +22,8 @@
  */
 #include "query/exec.h"
 
+#include "common/clock.h"
+
 #include <string.h>
 #include <time.h>
 
@@ -33,14 +35,6 @@ mf_exec_id_equality(const bson_t *filter, bson_value_t *v)
     return mf_plan_id_equality(filter, v);
 }
 
-static int64_t
-now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 enum { kDeadlineEvery = 128 };
 
 static _Thread_local int64_t deadline_ms; /* monotonic; 0 = no limit */
@@ -48,13 +42,13 @@ static _Thread_local int64_t deadline_ms; /* monotonic; 0 = no limit */
 void
 mf_exec_set_time_limit(int64_t ms)
 {
-    deadline_ms = ms > 0 ? now_ms() + ms : 0;
+    deadline_ms = ms > 0 ? mf_mono_ms() + ms : 0;
 }
 
 int
 mf_exec_check_deadline(mf_error_t *err)
 {
-    if (deadline_ms != 0 && now_ms() >= deadline_ms)
+    if (deadline_ms != 0 && mf_mono_ms() >= deadline_ms)
         return mf_err_set(err, MF_E_MaxTimeMSExpired, "operation exceeded time limit");
     return 0;
 }
@@ -337,7 +331,7 @@ int
 mf_exec_run(mf_sess_t *s, mf_coll_t *c, mf_plan_t *p, const mf_matcher_t *m, mf_exec_visit_fn visit, void *arg,
             mf_error_t *err)
 {
-    int64_t t0 = now_ms();
+    int64_t t0 = mf_mono_ms();
     int rc = 0;
     if (p->done || c == NULL)
         return 0;
@@ -355,7 +349,7 @@ mf_exec_run(mf_sess_t *s, mf_coll_t *c, mf_plan_t *p, const mf_matcher_t *m, mf_
         p->done = true;
         break;
     }
-    p->exec_ms += now_ms() - t0;
+    p->exec_ms += mf_mono_ms() - t0;
     return rc;
 }
 
