@@ -236,18 +236,27 @@ cmd_coll_mod(mf_op_t *op)
         rc = mf_err_set(&op->err, MF_E_NamespaceNotFound, "ns does not exist: %s.%s", op->db, name);
         goto out;
     }
-    if (has_index && (rc = apply_index_mod(op, c, &m)) != 0)
-        goto out;
+    /* Check the new collection options before changing anything (a failed collMod changes nothing). */
+    bson_t merged;
+    bson_init(&merged);
     if (!bson_empty(&opts)) {
-        bson_t merged;
         bson_iter_t oi;
-        bson_init(&merged);
         bson_iter_init(&oi, c->options);
         while (bson_iter_next(&oi)) {
             if (!bson_has_field(&opts, bson_iter_key(&oi)))
                 bson_append_value(&merged, bson_iter_key(&oi), -1, bson_iter_value(&oi));
         }
         bson_concat(&merged, &opts);
+        if ((rc = mf_coll_options_check(&merged, &op->err)) != 0) {
+            bson_destroy(&merged);
+            goto out;
+        }
+    }
+    if (has_index && (rc = apply_index_mod(op, c, &m)) != 0) {
+        bson_destroy(&merged);
+        goto out;
+    }
+    if (!bson_empty(&opts)) {
         bson_t *old = c->options;
         c->options = bson_copy(&merged);
         bson_destroy(&merged);
@@ -257,6 +266,8 @@ cmd_coll_mod(mf_op_t *op)
         } else {
             bson_destroy(old);
         }
+    } else {
+        bson_destroy(&merged);
     }
 out:
     mf_catalog_unlock(op->eng->cat);

@@ -218,13 +218,17 @@ mf_check_doc_for_storage(const bson_t *doc, mf_error_t *err)
     return check_depth(&it, 1, err);
 }
 
-/* The TTL pacer's view of foreground load: every client operation counted so far. */
+/*
+ * The TTL pacer's view of foreground load: client reads and writes counted
+ * so far. Other commands are left out: drivers send monitoring hellos all the
+ * time, and those must not slow expiry down.
+ */
 static int64_t
 foreground_ops(void *arg)
 {
     mf_engine_t *e = arg;
     return atomic_load(&e->op_insert) + atomic_load(&e->op_query) + atomic_load(&e->op_update) +
-           atomic_load(&e->op_delete) + atomic_load(&e->op_getmore) + atomic_load(&e->op_command);
+           atomic_load(&e->op_delete) + atomic_load(&e->op_getmore);
 }
 
 /* A TTL batch finished: profile it like the delete it is (SPEC D4). */

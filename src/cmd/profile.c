@@ -70,6 +70,8 @@ set_level(const char *db, int level)
     }
     if (i < MAX_DBS)
         P.level[i] = level;
+    else
+        mf_log(MF_LOG_WARN, "COMMAND", "profiler: more than %d databases, level for %s not kept", MAX_DBS, db);
     int on = 0;
     for (int k = 0; k < P.n; k++)
         on |= P.level[k] != 0;
@@ -184,12 +186,17 @@ cmd_profile(mf_op_t *op)
     if (!mf_value_is_number(v))
         return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field 'profile.profile' is the wrong type '%s', expected type 'int'",
                           mf_type_name(v->value_type));
-    int64_t level = (int64_t)mf_value_as_double(v);
-    if (level < -1 || level > 2)
-        return mf_err_set(&op->err, MF_E_BadValue, "Bad profiling level: %lld", (long long)level);
+    double dl = mf_value_as_double(v);
+    if (!(dl >= -1 && dl <= 2))
+        return mf_err_set(&op->err, MF_E_BadValue, "Bad profiling level: %g", dl);
+    int64_t level = (int64_t)dl;
     int was = mf_profile_level(op->db);
-    if (bson_iter_init_find(&it, op->cmd, "slowms") && mf_value_is_number(bson_iter_value(&it)))
-        atomic_store(&P.slowms, (int64_t)mf_value_as_double(bson_iter_value(&it)));
+    if (bson_iter_init_find(&it, op->cmd, "slowms") && mf_value_is_number(bson_iter_value(&it))) {
+        double ms = mf_value_as_double(bson_iter_value(&it));
+        if (!(ms >= 0 && ms <= 2147483647.0))
+            return mf_err_set(&op->err, MF_E_BadValue, "slowms must be between 0 and 2147483647");
+        atomic_store(&P.slowms, (int64_t)ms);
+    }
     BSON_APPEND_INT32(op->reply, "was", was);
     BSON_APPEND_INT64(op->reply, "slowms", atomic_load(&P.slowms));
     BSON_APPEND_DOUBLE(op->reply, "sampleRate", 1.0);

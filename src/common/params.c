@@ -16,11 +16,11 @@
 #define I64MAX INT64_MAX
 static mf_param_t params[] = {
     {"ttlMonitorEnabled", MF_PARAM_BOOL, 0, 1, false, true, true, 1, NULL},
-    {"ttlMonitorSleepSecs", MF_PARAM_INT, 0, I64MAX, true, true, true, 60, NULL},
+    {"ttlMonitorSleepSecs", MF_PARAM_INT, 0, INT32_MAX, true, true, true, 60, NULL},
     {"ttlMonitorBatchDeletes", MF_PARAM_BOOL, 0, 1, false, true, true, 1, NULL},
-    {"ttlIndexDeleteTargetDocs", MF_PARAM_INT, 0, I64MAX, false, true, true, 50000, NULL},
-    {"ttlIndexDeleteTargetTimeMS", MF_PARAM_INT, 0, I64MAX, false, true, true, 1000, NULL},
-    {"ttlMonitorSubPassTargetSecs", MF_PARAM_INT, 0, I64MAX, false, true, true, 60, NULL},
+    {"ttlIndexDeleteTargetDocs", MF_PARAM_INT, 0, INT32_MAX, false, true, true, 50000, NULL},
+    {"ttlIndexDeleteTargetTimeMS", MF_PARAM_INT, 0, INT32_MAX, false, true, true, 1000, NULL},
+    {"ttlMonitorSubPassTargetSecs", MF_PARAM_INT, 0, INT32_MAX, false, true, true, 60, NULL},
     /* mayfly's own (beyond MongoDB, SPEC D7/D9) */
     {"ttlMonitorPrecise", MF_PARAM_BOOL, 0, 1, false, true, true, 1, NULL},
     {"ttlMonitorBatchDocs", MF_PARAM_INT, 1, 100000, false, true, true, 500, NULL},

@@ -59,6 +59,14 @@ int64_t mf_storage_table_size(mf_sess_t *s, const char *uri);
 int mf_storage_create(mf_sess_t *s, const char *uri, const char *config, mf_error_t *err) MF_WUR;
 void mf_storage_drop(mf_storage_t *st, const char *uri);
 
+/*
+ * mf_storage_set_txn_hook: fn(committed) runs on the committing (or
+ * aborting) thread right after every transaction ends; one hook per
+ * process, set before serving. Used by the TTL monitor to learn that a write
+ * which moved its deadline has become visible.
+ */
+void mf_storage_set_txn_hook(void (*fn)(bool committed));
+
 /* Transactions on a session. commit with durable=true syncs the log before returning. */
 int mf_txn_begin(mf_sess_t *s, mf_error_t *err) MF_WUR;
 int mf_txn_commit(mf_sess_t *s, bool durable, mf_error_t *err) MF_WUR;

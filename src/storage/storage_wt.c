@@ -15,6 +15,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,10 +64,24 @@ struct mf_storage {
     /* Every thread's session, so close can release them (guarded by lock). */
     mf_sess_t **sessions;
     int nsessions, capsessions;
+    uint64_t gen;
 };
 
 static __thread mf_sess_t *tls_sess;
-static __thread mf_storage_t *tls_st;
+/*
+ * Which storage instance tls_sess belongs to: a generation number, not the
+ * pointer, because a storage reopened in the same process may get the old
+ * address back (an embedding application that closes and reopens).
+ */
+static __thread uint64_t tls_gen;
+static _Atomic uint64_t storage_gen;
+static void (*txn_hook)(bool committed);
+
+void
+mf_storage_set_txn_hook(void (*fn)(bool committed))
+{
+    txn_hook = fn;
+}
 
 static int
 map_ret(int ret)
@@ -123,7 +138,7 @@ flusher_main(void *arg)
 
     pthread_mutex_lock(&st->lock);
     while (!st->stopping) {
-        clock_gettime(CLOCK_REALTIME, &ts);
+        clock_gettime(CLOCK_MONOTONIC, &ts); /* the condvar waits on the monotonic clock */
         ts.tv_nsec += 100 * 1000 * 1000;
         if (ts.tv_nsec >= 1000000000L) {
             ts.tv_sec++;
@@ -153,7 +168,11 @@ mf_storage_open(const char *dbpath, mf_storage_t **out, mf_error_t *err)
         return mf_err_set(err, MF_E_InternalError, "cannot create dbpath %s: %s", dbpath, strerror(errno));
     st = calloc(1, sizeof(*st));
     pthread_mutex_init(&st->lock, NULL);
-    pthread_cond_init(&st->cond, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&st->cond, &ca);
+    pthread_condattr_destroy(&ca);
     ret = wiredtiger_open(dbpath, NULL,
                           "create,cache_size=1G,session_max=2000,"
                           "log=(enabled=true,file_max=100MB,archive=true),"
@@ -170,6 +189,7 @@ mf_storage_open(const char *dbpath, mf_storage_t **out, mf_error_t *err)
         free(st);
         return mf_err_set(err, MF_E_InternalError, "open_session: %s", wiredtiger_strerror(ret));
     }
+    st->gen = atomic_fetch_add(&storage_gen, 1) + 1;
     pthread_create(&st->flusher, NULL, flusher_main, st);
     *out = st;
     return 0;
@@ -210,7 +230,7 @@ mf_storage_close(mf_storage_t *st)
 mf_sess_t *
 mf_storage_session(mf_storage_t *st)
 {
-    if (tls_sess != NULL && tls_st == st)
+    if (tls_sess != NULL && tls_gen == st->gen)
         return tls_sess;
     mf_sess_t *s = calloc(1, sizeof(*s));
     int ret = st->conn->open_session(st->conn, NULL, "isolation=snapshot,cache_cursors=false", &s->wt);
@@ -227,7 +247,7 @@ mf_storage_session(mf_storage_t *st)
     st->sessions[st->nsessions++] = s;
     pthread_mutex_unlock(&st->lock);
     tls_sess = s;
-    tls_st = st;
+    tls_gen = st->gen;
     return s;
 }
 
@@ -291,6 +311,8 @@ mf_txn_commit(mf_sess_t *s, bool durable, mf_error_t *err)
 {
     int ret = s->wt->commit_transaction(s->wt, durable ? "sync=on" : NULL);
     s->in_txn = false;
+    if (txn_hook)
+        txn_hook(ret == 0);
     if (ret != 0)
         return wt_err(err, ret, "commit_transaction");
     return 0;
@@ -299,8 +321,11 @@ mf_txn_commit(mf_sess_t *s, bool durable, mf_error_t *err)
 void
 mf_txn_abort(mf_sess_t *s)
 {
-    if (s->in_txn)
+    if (s->in_txn) {
         s->wt->rollback_transaction(s->wt, NULL);
+        if (txn_hook)
+            txn_hook(false);
+    }
     s->in_txn = false;
 }
 

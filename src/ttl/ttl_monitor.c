@@ -53,7 +53,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "catalog/coll_write.h"
 #include "cmd/curop.h"
@@ -70,13 +73,12 @@
 #define DATE_KEY_LEN 9
 #define NO_DEADLINE INT64_MAX
 #define LAT_BUCKETS 64
-#define HINT_SETTLE_MS 250
 
 /* One TTL index as a sub-pass sees it (copied out of the catalog). */
 typedef struct ttl_target {
     char ns[256];
     uint8_t uuid[16];
-    char index[128];
+    char *index; /* owned; index names have no length limit */
     int64_t secs;
     bool more; /* hit a target on its last visit */
     uint8_t resume[DATE_KEY_LEN + 8];
@@ -92,16 +94,6 @@ static struct {
     bool stop;
     bool kick;
     _Atomic int64_t next_due_ms; /* computed from the indexes (committed data) */
-    /*
-     * Hints from the write observer, kept apart from next_due_ms: the
-     * observer runs inside the writer's transaction, before commit, so a
-     * recompute running at the same moment cannot see that document. A hint
-     * is dropped only by a pass that started HINT_SETTLE_MS after it was
-     * recorded (by then its transaction has committed and the pass saw it).
-     * Guarded by mu.
-     */
-    int64_t hint_due;
-    int64_t hint_at;
     _Atomic int64_t deleted, passes, subpasses;
     _Atomic int64_t pace_dps;    /* deletions per second over the last visit that deleted */
     _Atomic int64_t last_pass_ms;
@@ -284,9 +276,18 @@ collect_targets(void *arg, mf_coll_t *c)
         memset(t, 0, sizeof(*t));
         snprintf(t->ns, sizeof(t->ns), "%s", c->ns);
         memcpy(t->uuid, c->uuid, 16);
-        snprintf(t->index, sizeof(t->index), "%s", ix->name);
+        t->index = strdup(ix->name);
         t->secs = secs;
     }
+}
+
+/* Empties l, freeing what its targets own (l stays reusable). */
+static void
+targets_clear(target_list_t *l)
+{
+    for (int i = 0; i < l->n; i++)
+        free(l->v[i].index);
+    l->n = 0;
 }
 
 /* Finds the target's collection again (by namespace and UUID). Catalog lock held. */
@@ -363,7 +364,11 @@ typedef struct check_ctx {
     const mf_matcher_t *partial;
     int64_t *expiries; /* expiry time of each accepted document, for lateness */
     size_t nexp, capexp;
+    size_t committed; /* expiries[0..committed) belong to committed deletions */
 } check_ctx_t;
+
+/* Lateness bookkeeping of the monitor's own batch (set only on its thread, see on_txn_end). */
+static __thread check_ctx_t *tls_batch;
 
 static bool
 ttl_check(void *arg, int64_t rid, const bson_t *doc)
@@ -483,14 +488,21 @@ visit(mf_sess_t *s, ttl_target_t *t)
                 rids[n++] = rid;
             r = mf_cur_next(cur);
         }
-        /* Resume after the last key looked at, so skipped documents are not re-read forever. */
-        bool range_left = (r == 0 && n >= cap);
-        if (range_left && klen <= sizeof(t->resume)) {
+        /*
+         * Resume at the first key not taken (the cursor sits on it), so the
+         * next batch does not walk again over what this one deleted. Only a
+         * key still inside the due range is a resume point; any other key
+         * (longer, of another type) ends the range.
+         */
+        bool range_left = false;
+        t->resume_len = 0;
+        if (r == 0 && n >= cap) {
             mf_cur_key_bytes(cur, &k, &klen);
-            memcpy(t->resume, k, klen);
-            t->resume_len = klen;
-        } else {
-            t->resume_len = 0;
+            if (klen >= DATE_KEY_LEN && klen <= sizeof(t->resume) && memcmp(k, hi, DATE_KEY_LEN) <= 0) {
+                memcpy(t->resume, k, klen);
+                t->resume_len = klen;
+                range_left = true;
+            }
         }
         mf_cur_close(cur);
         if (n == 0) {
@@ -498,7 +510,7 @@ visit(mf_sess_t *s, ttl_target_t *t)
             break;
         }
 
-        check_ctx_t cx = {ix->kp.fields[0], secs, now, ix->partial, exps, 0, cap};
+        check_ctx_t cx = {ix->kp.fields[0], secs, now, ix->partial, exps, 0, cap, 0};
         mf_delete_stats_t st = {0, 0};
         bson_t desc_cmd;
         char cname[256];
@@ -510,7 +522,9 @@ visit(mf_sess_t *s, ttl_target_t *t)
         BSON_APPEND_INT64(&desc_cmd, "expireAfterSeconds", secs);
         mf_curop_t *op = mf_curop_begin("remove", t->ns, "TTLMonitor", &desc_cmd, 0);
         bson_destroy(&desc_cmd);
+        tls_batch = &cx;
         int rc = mf_delete_rids(s, c, rids, n, batched ? 0 : 1, false, ttl_check, &cx, &st, &err);
+        tls_batch = NULL;
         mf_curop_end(op);
         mf_catalog_unlock(M.env.cat);
         mf_storage_session_release(s);
@@ -521,7 +535,7 @@ visit(mf_sess_t *s, ttl_target_t *t)
         int64_t after = mf_now_ms();
         if (M.env.on_batch && st.deleted > 0)
             M.env.on_batch(M.env.arg, t->ns, t->index, secs, st.deleted, (mf_mono_us() - batch_start) / 1000);
-        for (size_t i = 0; i < cx.nexp && (int64_t)i < st.deleted; i++)
+        for (size_t i = 0; i < cx.committed; i++)
             lateness_record(after - cx.expiries[i]);
         atomic_fetch_add(&M.deleted, st.deleted);
         if (batched && M.env.batched_docs) {
@@ -555,28 +569,6 @@ visit(mf_sess_t *s, ttl_target_t *t)
     return more;
 }
 
-/* The earliest deadline known: from the indexes, or a pending write hint. */
-static int64_t
-effective_due(void)
-{
-    int64_t due = atomic_load(&M.next_due_ms);
-    pthread_mutex_lock(&M.mu);
-    if (M.hint_due < due)
-        due = M.hint_due;
-    pthread_mutex_unlock(&M.mu);
-    return due;
-}
-
-/* After a pass that started at pass_start: drop hints that pass has surely seen. */
-static void
-settle_hints(int64_t pass_start)
-{
-    pthread_mutex_lock(&M.mu);
-    if (M.hint_due != NO_DEADLINE && M.hint_at + HINT_SETTLE_MS <= pass_start)
-        M.hint_due = NO_DEADLINE;
-    pthread_mutex_unlock(&M.mu);
-}
-
 /* ---------- passes ---------- */
 
 static void
@@ -592,7 +584,7 @@ run_pass(mf_sess_t *s)
         atomic_fetch_add(&M.subpasses, 1);
         subpass_secs = mf_param_get("ttlMonitorSubPassTargetSecs");
         int64_t sub_start = mf_mono_us();
-        l.n = 0;
+        targets_clear(&l);
         mf_catalog_rdlock(M.env.cat);
         mf_catalog_coll_list(M.env.cat, NULL, collect_targets, &l);
         mf_catalog_unlock(M.env.cat);
@@ -614,6 +606,7 @@ run_pass(mf_sess_t *s)
             }
         }
     }
+    targets_clear(&l);
     free(l.v);
     atomic_store(&M.last_pass_ms, mf_now_ms());
 }
@@ -639,8 +632,41 @@ compute_next_due(mf_sess_t *s)
     }
     mf_catalog_unlock(M.env.cat);
     mf_storage_session_release(s);
+    targets_clear(&l);
     free(l.v);
     return best;
+}
+
+/*
+ * Waits on the monitor's condition variable (monotonic clock, so a wall
+ * clock jump cannot stall it) for at most wait_ms, unless kicked or stopped.
+ * Returns true if it was kicked (and clears the kick). Called with mu free.
+ */
+static bool
+wait_for(int64_t wait_ms)
+{
+    pthread_mutex_lock(&M.mu);
+    if (!M.stop && !M.kick && wait_ms > 0) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        int64_t ns = ts.tv_nsec + (wait_ms % 1000) * 1000000;
+        ts.tv_sec += wait_ms / 1000 + ns / 1000000000;
+        ts.tv_nsec = ns % 1000000000;
+        pthread_cond_timedwait(&M.cv, &M.mu, &ts);
+    }
+    bool kicked = M.kick;
+    M.kick = false;
+    pthread_mutex_unlock(&M.mu);
+    return kicked;
+}
+
+/* Milliseconds from now to t (a wall-clock ms), saturated to [0, cap]. */
+static int64_t
+ms_until(int64_t t, int64_t now, int64_t cap)
+{
+    if (t <= now)
+        return 0;
+    return t - now > cap ? cap : t - now;
 }
 
 /*
@@ -649,8 +675,9 @@ compute_next_due(mf_sess_t *s)
  *     (read afresh every turn, so a change takes effect at once, SPEC D1);
  *   - precisely (ttlMonitorPrecise): as soon as the earliest deadline has
  *     come (SPEC D7 beyond).
- * Otherwise it waits for the sooner of the two, or a kick: DDL asks for the
- * deadline to be recomputed; the observer lowers it itself.
+ * Otherwise it waits for the sooner of the two (at most a second, to re-read
+ * parameters) or a kick. A kick (DDL, setParameter, or a committed write
+ * that moved the deadline earlier) recomputes the deadline from the indexes.
  */
 static void *
 monitor_main(void *arg)
@@ -659,6 +686,9 @@ monitor_main(void *arg)
     int64_t last_pass_end = 0, not_before = 0;
     (void)arg;
 
+    /* SPEC D9: under CPU contention, client threads come first. */
+    if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10) != 0)
+        mf_log(MF_LOG_INFO, "TTL", "could not lower the TTL monitor's priority");
     mf_log(MF_LOG_INFO, "TTL", "TTL monitor started (sleep %llds, precise %s)",
            (long long)mf_param_get("ttlMonitorSleepSecs"), mf_param_get("ttlMonitorPrecise") ? "on" : "off");
     atomic_store(&M.next_due_ms, compute_next_due(s));
@@ -667,73 +697,33 @@ monitor_main(void *arg)
             break;
         bool enabled = mf_param_get("ttlMonitorEnabled") != 0;
         bool precise = mf_param_get("ttlMonitorPrecise") != 0;
+        int64_t sleep_ms = mf_param_get("ttlMonitorSleepSecs") * 1000; /* bounded: the parameter is an int32 */
         int64_t now = mf_now_ms();
-        int64_t periodic = last_pass_end + mf_param_get("ttlMonitorSleepSecs") * 1000;
-        int64_t due = effective_due();
+        int64_t periodic = last_pass_end + sleep_ms;
+        int64_t due = atomic_load(&M.next_due_ms);
         if (due < not_before)
             due = not_before;
         if (enabled && (now >= periodic || (precise && due <= now))) {
             int64_t before = atomic_load(&M.deleted);
-            int64_t pass_start = mf_now_ms();
             run_pass(s);
             last_pass_end = mf_now_ms();
             int64_t next = compute_next_due(s);
             atomic_store(&M.next_due_ms, next);
-            settle_hints(pass_start);
-            if (effective_due() < next)
-                next = effective_due();
             /*
-             * If something is still due but the pass could delete nothing
-             * (every batch failed), do not spin: retry in a second.
+             * Something still due that the pass could not delete (every batch
+             * failed): do not spin; try again in a second.
              */
-            if (next <= last_pass_end && atomic_load(&M.deleted) == before) {
-                /* A pending write hint: its transaction may not have committed yet; look again soon. */
-                pthread_mutex_lock(&M.mu);
-                bool hinted = M.hint_due != NO_DEADLINE;
-                pthread_mutex_unlock(&M.mu);
-                not_before = last_pass_end + (hinted ? 20 : 1000);
-            } else {
-                not_before = 0;
-            }
+            not_before = (next <= last_pass_end && atomic_load(&M.deleted) == before) ? last_pass_end + 1000 : 0;
             continue;
         }
-        /*
-         * A write hint older than HINT_SETTLE_MS has committed by now: fold it
-         * into a fresh deadline from the indexes (so nextDueAt follows the
-         * data, even upwards after collMod raises N).
-         */
-        pthread_mutex_lock(&M.mu);
-        int64_t hint_settles = M.hint_due != NO_DEADLINE ? M.hint_at + HINT_SETTLE_MS : NO_DEADLINE;
-        pthread_mutex_unlock(&M.mu);
-        if (hint_settles <= now) {
-            atomic_store(&M.next_due_ms, compute_next_due(s));
-            settle_hints(now);
-            continue;
+        int64_t wait = 1000; /* disabled, or nothing sooner: re-read parameters every second */
+        if (enabled) {
+            wait = ms_until(periodic, now, 1000);
+            if (precise)
+                wait = ms_until(due, now, wait);
         }
-        int64_t wake = periodic;
-        if (enabled && precise && due < wake)
-            wake = due;
-        if (hint_settles < wake)
-            wake = hint_settles;
-        pthread_mutex_lock(&M.mu);
-        if (!M.stop && !M.kick && wake > now) {
-            int64_t wait = wake - now;
-            if (wait > 1000)
-                wait = 1000; /* re-read parameters at least every second */
-            struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
-            int64_t ns = ts.tv_nsec + (wait % 1000) * 1000000;
-            ts.tv_sec += wait / 1000 + ns / 1000000000;
-            ts.tv_nsec = ns % 1000000000;
-            pthread_cond_timedwait(&M.cv, &M.mu, &ts);
-        }
-        bool kicked = M.kick;
-        M.kick = false;
-        pthread_mutex_unlock(&M.mu);
-        if (kicked && !should_stop()) {
-            int64_t start = mf_now_ms();
+        if (wait_for(wait) && !should_stop()) {
             atomic_store(&M.next_due_ms, compute_next_due(s));
-            settle_hints(start);
             not_before = 0;
         }
     }
@@ -744,10 +734,19 @@ monitor_main(void *arg)
 
 /* ---------- the write observer: earlier deadlines wake the monitor ---------- */
 
+/*
+ * The observer runs inside the writer's transaction, before it commits, so
+ * the monitor cannot see the document yet. It only marks the writing thread;
+ * the storage transaction hook kicks the monitor once that transaction has
+ * committed, and the monitor then recomputes its deadline from the index.
+ */
+static __thread bool tls_moved_deadline;
+
+
 static void
 observe_doc(mf_coll_t *c, const bson_t *doc)
 {
-    int64_t due = effective_due();
+    int64_t due = atomic_load(&M.next_due_ms);
     for (int i = 0; i < c->nindexes; i++) {
         int64_t secs, earliest;
         mf_index_t *ix = c->indexes[i];
@@ -755,17 +754,28 @@ observe_doc(mf_coll_t *c, const bson_t *doc)
             continue;
         if (!doc_earliest_date(doc, ix->kp.fields[0], &earliest))
             continue;
-        int64_t d = add_secs(earliest, secs);
-        if (d < due) {
-            due = d;
-            pthread_mutex_lock(&M.mu);
-            if (d < M.hint_due)
-                M.hint_due = d;
-            M.hint_at = mf_now_ms();
-            pthread_cond_signal(&M.cv);
-            pthread_mutex_unlock(&M.mu);
+        if (add_secs(earliest, secs) < due) {
+            tls_moved_deadline = true;
+            return;
         }
     }
+}
+
+static void
+on_txn_end(bool committed)
+{
+    if (tls_batch != NULL) {
+        /* The monitor's batch: keep the lateness of committed deletions only. */
+        if (committed)
+            tls_batch->committed = tls_batch->nexp;
+        else
+            tls_batch->nexp = tls_batch->committed;
+    }
+    if (!tls_moved_deadline)
+        return;
+    tls_moved_deadline = false;
+    if (committed)
+        mf_ttl_notify();
 }
 
 static void
@@ -789,11 +799,18 @@ mf_ttl_monitor_start(const mf_ttl_env_t *env, mf_error_t *err)
     mf_observer_t obs = {obs_insert, obs_update, NULL, NULL};
 
     M.env = *env;
+    /* The condition variable waits on the monotonic clock (wall-clock jumps must not stall it). */
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_destroy(&M.cv);
+    pthread_cond_init(&M.cv, &ca);
+    pthread_condattr_destroy(&ca);
     M.stop = false;
     M.kick = false;
     atomic_store(&M.next_due_ms, NO_DEADLINE);
-    M.hint_due = NO_DEADLINE;
     mf_observer_set(&obs);
+    mf_storage_set_txn_hook(on_txn_end);
     mf_param_on_change(on_param_change, NULL);
     if (pthread_create(&M.thread, NULL, monitor_main, NULL) != 0)
         return mf_err_set(err, MF_E_InternalError, "cannot start the TTL monitor thread");
@@ -864,12 +881,13 @@ mf_ttl_status_append(bson_t *doc)
                 (void)index_deadline(s, ix, secs, now, &backlog, cap - backlog);
         }
         mf_catalog_unlock(M.env.cat);
+        targets_clear(&l);
         free(l.v);
         capped = backlog >= cap;
     }
     BSON_APPEND_INT64(doc, "backlog", backlog);
     BSON_APPEND_BOOL(doc, "backlogIsLowerBound", capped);
-    int64_t due = effective_due();
+    int64_t due = atomic_load(&M.next_due_ms);
     if (due == NO_DEADLINE)
         BSON_APPEND_NULL(doc, "nextDueAt");
     else
