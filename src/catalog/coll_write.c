@@ -13,6 +13,7 @@
  */
 #include "catalog/coll_write.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -134,10 +135,13 @@ index_put(mf_sess_t *s, mf_coll_t *c, mf_index_t *ix, mf_cur_t *cur, mf_keystrin
 }
 
 static int
-index_del(mf_index_t *ix, mf_cur_t *cur, mf_keystring_t *key, int64_t rid, mf_error_t *err)
+index_del(mf_index_t *ix, mf_cur_t *cur, mf_keystring_t *key, int64_t rid, bool doc_removed, mf_error_t *err)
 {
     int ret;
-    if (ix->unique) {
+    if (ix->unique && doc_removed) {
+        /* The document owned this key (a unique key has one owner): remove it without a look-up. */
+        ret = mf_cur_remove_bytes(cur, key->data, key->len);
+    } else if (ix->unique) {
         /* Only remove the entry if it belongs to this record. */
         ret = mf_cur_search_bytes(cur, key->data, key->len);
         if (ret == 0) {
@@ -190,6 +194,44 @@ keyset_has(const mf_keyset_t *ks, const mf_keystring_t *k)
 }
 
 /*
+ * Per-thread key buffers, reused across documents so a write allocates
+ * nothing once warm. Freed by a thread-key destructor when the thread ends.
+ */
+typedef struct keybufs {
+    mf_keyset_t oldk, newk;
+} keybufs_t;
+
+static pthread_key_t keybufs_key;
+static pthread_once_t keybufs_once = PTHREAD_ONCE_INIT;
+
+static void
+keybufs_free(void *p)
+{
+    keybufs_t *kb = p;
+    mf_keyset_destroy(&kb->oldk);
+    mf_keyset_destroy(&kb->newk);
+    free(kb);
+}
+
+static void
+keybufs_init_key(void)
+{
+    pthread_key_create(&keybufs_key, keybufs_free);
+}
+
+static keybufs_t *
+thread_keybufs(void)
+{
+    pthread_once(&keybufs_once, keybufs_init_key);
+    keybufs_t *kb = pthread_getspecific(keybufs_key);
+    if (kb == NULL) {
+        kb = calloc(1, sizeof(*kb));
+        pthread_setspecific(keybufs_key, kb);
+    }
+    return kb;
+}
+
+/*
  * Applies the index changes of going from olddoc to newdoc (either may be
  * NULL) for record rid, across every index of c.
  */
@@ -197,36 +239,33 @@ static int
 update_indexes(mf_sess_t *s, mf_coll_t *c, int64_t rid, const bson_t *olddoc, const bson_t *newdoc,
                mf_error_t *err)
 {
-    mf_keyset_t oldk, newk;
+    keybufs_t *kb = thread_keybufs();
+    mf_keyset_t *oldk = &kb->oldk, *newk = &kb->newk;
     int ret = 0;
 
-    mf_keyset_init(&oldk);
-    mf_keyset_init(&newk);
     for (int i = 0; i < c->nindexes && ret == 0; i++) {
         mf_index_t *ix = c->indexes[i];
         mf_cur_t *cur;
-        if (keys_for(ix, olddoc, &oldk, err) != 0 || keys_for(ix, newdoc, &newk, err) != 0) {
+        if (keys_for(ix, olddoc, oldk, err) != 0 || keys_for(ix, newdoc, newk, err) != 0) {
             ret = -1;
             break;
         }
-        if (oldk.n == 0 && newk.n == 0)
+        if (oldk->n == 0 && newk->n == 0)
             continue;
         if (mf_cur_open(s, ix->uri, &cur, err) != 0) {
             ret = -1;
             break;
         }
-        for (int k = 0; k < oldk.n && ret == 0; k++) {
-            if (!keyset_has(&newk, &oldk.keys[k]))
-                ret = index_del(ix, cur, &oldk.keys[k], rid, err);
+        for (int k = 0; k < oldk->n && ret == 0; k++) {
+            if (!keyset_has(newk, &oldk->keys[k]))
+                ret = index_del(ix, cur, &oldk->keys[k], rid, newdoc == NULL, err);
         }
-        for (int k = 0; k < newk.n && ret == 0; k++) {
-            if (!keyset_has(&oldk, &newk.keys[k]))
-                ret = index_put(s, c, ix, cur, &newk.keys[k], rid, newdoc, err);
+        for (int k = 0; k < newk->n && ret == 0; k++) {
+            if (!keyset_has(oldk, &newk->keys[k]))
+                ret = index_put(s, c, ix, cur, &newk->keys[k], rid, newdoc, err);
         }
         mf_cur_close(cur);
     }
-    mf_keyset_destroy(&oldk);
-    mf_keyset_destroy(&newk);
     return ret;
 }
 
@@ -398,6 +437,54 @@ mf_coll_remove(mf_sess_t *s, mf_coll_t *c, int64_t rid, const bson_t *olddoc, mf
     atomic_fetch_sub(&c->approx_size, olddoc->len);
     if (observer.on_delete)
         observer.on_delete(observer.arg, c, olddoc);
+    return 0;
+}
+
+int
+mf_coll_remove_if(mf_sess_t *s, mf_coll_t *c, int64_t rid, bool (*check)(void *arg, int64_t rid, const bson_t *doc),
+                  void *arg, bool *removed, mf_error_t *err)
+{
+    mf_cur_t *cur;
+    const uint8_t *v;
+    size_t len;
+    bson_t doc;
+    int ret;
+
+    *removed = false;
+    if (mf_cur_open(s, c->uri, &cur, err) != 0)
+        return -1;
+    ret = mf_cur_search_rid(cur, rid);
+    if (ret != 0) {
+        mf_cur_close(cur);
+        return ret == MF_NOTFOUND ? 0 : ret == MF_CONFLICT ? MF_CONFLICT
+                                                           : mf_err_set(err, MF_E_InternalError, "record read failed in %s", c->ns);
+    }
+    /* The view stays valid while cur stays positioned: index work uses other cursors. */
+    mf_cur_value(cur, &v, &len);
+    if (!bson_init_static(&doc, v, len)) {
+        mf_cur_close(cur);
+        return mf_err_set(err, MF_E_InternalError, "corrupt record %lld in %s", (long long)rid, c->ns);
+    }
+    if (check != NULL && !check(arg, rid, &doc)) {
+        mf_cur_close(cur);
+        return 0;
+    }
+    ret = update_indexes(s, c, rid, &doc, NULL, err);
+    if (ret == 0 && observer.on_delete)
+        observer.on_delete(observer.arg, c, &doc);
+    uint32_t doclen = doc.len;
+    if (ret == 0)
+        ret = mf_cur_remove_rid(cur, rid);
+    mf_cur_close(cur);
+    if (ret == MF_CONFLICT)
+        return MF_CONFLICT;
+    if (ret == MF_NOTFOUND)
+        return 0;
+    if (ret != 0)
+        return err->code ? -1 : mf_err_set(err, MF_E_InternalError, "record remove failed in %s", c->ns);
+    atomic_fetch_sub(&c->approx_count, 1);
+    atomic_fetch_sub(&c->approx_size, doclen);
+    *removed = true;
     return 0;
 }
 

@@ -51,6 +51,16 @@ int mf_coll_replace(mf_sess_t *s, mf_coll_t *c, int64_t rid, const bson_t *olddo
 int mf_coll_remove(mf_sess_t *s, mf_coll_t *c, int64_t rid, const bson_t *olddoc, mf_error_t *err) MF_WUR;
 
 /*
+ * mf_coll_remove_if: deletes record rid if check(arg, rid, doc) accepts its
+ * current content (check may be NULL), reading and removing through one
+ * positioned cursor without copying the document. doc is valid only during
+ * check. *removed tells whether it was deleted; a missing record is not an
+ * error. Returns 0, MF_CONFLICT, or -1 with err.
+ */
+int mf_coll_remove_if(mf_sess_t *s, mf_coll_t *c, int64_t rid, bool (*check)(void *arg, int64_t rid, const bson_t *doc),
+                      void *arg, bool *removed, mf_error_t *err) MF_WUR;
+
+/*
  * mf_coll_find_id: looks up the document whose _id equals idv through the _id
  * index. Returns 0 with *rid set, MF_NOTFOUND, or -1/MF_CONFLICT.
  */

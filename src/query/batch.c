@@ -86,23 +86,9 @@ static int
 del_item(void *arg, size_t i, mf_error_t *err)
 {
     del_ctx_t *x = arg;
-    bson_t doc;
-    int ret;
-
-    x->slot[i] = 0;
-    ret = mf_coll_fetch(x->s, x->c, x->rids[i], &doc, err);
-    if (ret == MF_NOTFOUND)
-        return 0;
-    if (ret != 0)
-        return ret;
-    if (x->check == NULL || x->check(x->check_arg, x->rids[i], &doc)) {
-        ret = mf_coll_remove(x->s, x->c, x->rids[i], &doc, err);
-        if (ret == MF_NOTFOUND)
-            ret = 0;
-        else if (ret == 0)
-            x->slot[i] = 1;
-    }
-    bson_destroy(&doc);
+    bool removed = false;
+    int ret = mf_coll_remove_if(x->s, x->c, x->rids[i], x->check, x->check_arg, &removed, err);
+    x->slot[i] = removed ? 1 : 0;
     return ret;
 }
 
