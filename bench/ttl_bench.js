@@ -4,6 +4,7 @@
  * side by side in one run. Prints figures only; no assertions.
  *
  *   node bench/ttl_bench.js [--docs N] [--sample N] [--poll MS] [--spread SECS]
+ *   (MAYFLYD_ARGS="--setParameter name=value ..." passes extra flags to mayflyd)
  *   (or bash bench/ttl_bench.sh, which builds build/mayflyd first)
  *
  * Servers. mayflyd (binary from $MAYFLYD, default build/mayflyd, the release
@@ -598,7 +599,9 @@ async function main() {
   const tStart = Date.now();
   const mPort = await freePort();
   const mDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ttlbench-mayfly-'));
-  const mayfly = spawnServer('mayflyd', MAYFLYD, ['--port', String(mPort), '--bind_ip', '127.0.0.1', '--dbpath', mDir], mDir);
+  // MAYFLYD_ARGS: extra server flags, e.g. "--setParameter ttlMonitorYieldPercent=25".
+  const extra = (process.env.MAYFLYD_ARGS || '').split(/\s+/).filter(Boolean);
+  const mayfly = spawnServer('mayflyd', MAYFLYD, ['--port', String(mPort), '--bind_ip', '127.0.0.1', '--dbpath', mDir, ...extra], mDir);
   const rPort = await freePort();
   const rDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ttlbench-redis-'));
   const redis = spawnServer('redis-server', REDIS_SERVER, ['--port', String(rPort), '--bind', '127.0.0.1',

@@ -24,7 +24,7 @@ static mf_param_t params[] = {
     /* mayfly's own (beyond MongoDB, SPEC D7/D9) */
     {"ttlMonitorPrecise", MF_PARAM_BOOL, 0, 1, false, true, true, 1, NULL},
     {"ttlMonitorBatchDocs", MF_PARAM_INT, 1, 100000, false, true, true, 500, NULL},
-    {"ttlMonitorYieldPercent", MF_PARAM_INT, 0, 1000, false, true, true, 50, NULL},
+    {"ttlMonitorYieldPercent", MF_PARAM_INT, 0, 1000, false, true, true, 10, NULL},
     {"batchedDeletesTargetBatchDocs", MF_PARAM_INT, 0, I64MAX, false, true, true, 10, NULL},
     {"batchedDeletesTargetBatchTimeMS", MF_PARAM_INT, 0, I64MAX, false, true, true, 5, NULL},
     {"batchedDeletesTargetStagedDocBytes", MF_PARAM_INT, 0, I64MAX, false, true, true, 2097152, NULL},
