@@ -21,8 +21,8 @@
  * writeError (121 with errInfo). Views: writes answer 166; find, count and
  * distinct on a view become the view's pipeline plus their own stages, and
  * env->scan expands a view wherever a pipeline reads one (aggregate,
- * $lookup, views on views). maxTimeMS: the read and write commands run with
- * the calling thread's scan deadline set (with_time_limit, query/exec.h).
+ * $lookup, views on views). maxTimeMS: every command runs with the calling
+ * thread's scan deadline set by the dispatcher (cmd_dispatch.c, query/exec.h).
  * Tailable finds (capped collections only) keep their COLLSCAN plan open at
  * the end of the collection and resume after the last record on getMore.
  */
@@ -2884,77 +2884,6 @@ cmd_explain(mf_op_t *op)
 }
 
 /* Each command's own fields, as MongoDB 8.0's IDL lists them. */
-/* ---------- maxTimeMS ---------- */
-
-/*
- * with_time_limit: validates the command's maxTimeMS (a non-negative
- * integer that fits in 32 bits, else 2 BadValue) and runs fn with the
- * scan deadline set (query/exec.h), clearing it afterwards.
- */
-static int
-with_time_limit(mf_op_t *op, mf_cmd_fn fn)
-{
-    bson_iter_t it;
-    int64_t ms = 0;
-    if (bson_iter_init_find(&it, op->cmd, "maxTimeMS")) {
-        const bson_value_t *v = bson_iter_value(&it);
-        if (!mf_value_is_number(v))
-            return mf_err_set(&op->err, MF_E_BadValue, "maxTimeMS must be a number");
-        double d = mf_value_as_double(v);
-        if (!(d >= 0) || d > 2147483647.0)
-            return mf_err_set(&op->err, MF_E_BadValue, "%s value for maxTimeMS is out of range", d < 0 ? "negative" : "large");
-        if (d != (double)(int64_t)d)
-            return mf_err_set(&op->err, MF_E_BadValue, "maxTimeMS has non-integral value");
-        ms = (int64_t)d;
-    }
-    mf_exec_set_time_limit(ms);
-    int rc = fn(op);
-    mf_exec_set_time_limit(0);
-    return rc;
-}
-
-static int
-cmd_find_timed(mf_op_t *op)
-{
-    return with_time_limit(op, cmd_find);
-}
-
-static int
-cmd_aggregate_timed(mf_op_t *op)
-{
-    return with_time_limit(op, cmd_aggregate);
-}
-
-static int
-cmd_count_timed(mf_op_t *op)
-{
-    return with_time_limit(op, cmd_count);
-}
-
-static int
-cmd_distinct_timed(mf_op_t *op)
-{
-    return with_time_limit(op, cmd_distinct);
-}
-
-static int
-cmd_update_timed(mf_op_t *op)
-{
-    return with_time_limit(op, cmd_update);
-}
-
-static int
-cmd_delete_timed(mf_op_t *op)
-{
-    return with_time_limit(op, cmd_delete);
-}
-
-static int
-cmd_find_and_modify_timed(mf_op_t *op)
-{
-    return with_time_limit(op, cmd_find_and_modify);
-}
-
 static const char *const insert_fields[] = {"documents", "ordered", "bypassDocumentValidation", NULL};
 static const char *const find_fields[] = {"filter", "projection", "sort", "hint", "skip", "limit", "batchSize",
                                           "singleBatch", "max", "min", "returnKey", "showRecordId", "tailable",
@@ -2975,16 +2904,16 @@ static const char *const aggregate_fields[] = {"pipeline", "explain", "allowDisk
 
 const mf_cmd_def_t mf_cmds_crud[] = {
     {"insert", cmd_insert, MF_CMD_WRITE, insert_fields},
-    {"find", cmd_find_timed, 0, find_fields},
+    {"find", cmd_find, 0, find_fields},
     {"getMore", cmd_get_more, 0, getmore_fields},
     {"killCursors", cmd_kill_cursors, 0, killcursors_fields},
-    {"update", cmd_update_timed, MF_CMD_WRITE, update_fields},
-    {"delete", cmd_delete_timed, MF_CMD_WRITE, delete_fields},
-    {"findAndModify", cmd_find_and_modify_timed, 0, fam_fields},
-    {"findandmodify", cmd_find_and_modify_timed, 0, fam_fields},
-    {"count", cmd_count_timed, 0, count_fields},
-    {"distinct", cmd_distinct_timed, 0, distinct_fields},
-    {"aggregate", cmd_aggregate_timed, 0, aggregate_fields},
+    {"update", cmd_update, MF_CMD_WRITE, update_fields},
+    {"delete", cmd_delete, MF_CMD_WRITE, delete_fields},
+    {"findAndModify", cmd_find_and_modify, 0, fam_fields},
+    {"findandmodify", cmd_find_and_modify, 0, fam_fields},
+    {"count", cmd_count, 0, count_fields},
+    {"distinct", cmd_distinct, 0, distinct_fields},
+    {"aggregate", cmd_aggregate, 0, aggregate_fields},
     {"explain", cmd_explain, 0, NULL},
     {NULL, NULL, 0, NULL},
 };

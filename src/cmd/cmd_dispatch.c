@@ -20,6 +20,7 @@
 #include "cmd/cmd.h"
 #include "cmd/profile.h"
 #include "query/expr.h"
+#include "query/exec.h"
 #include "cmd/curop.h"
 #include "common/log.h"
 #include "query/value.h"
@@ -318,6 +319,30 @@ let_end(let_frame_t *lf)
     lf->installed = false;
 }
 
+/*
+ * maxTimeMS, a generic argument: a non-negative integer that fits in 32 bits
+ * (else 2 BadValue). The scans of query/exec.c check the deadline and fail
+ * with 50 MaxTimeMSExpired; 0 means no limit.
+ */
+static int
+time_limit(mf_op_t *op, int64_t *ms)
+{
+    bson_iter_t it;
+    *ms = 0;
+    if (!bson_iter_init_find(&it, op->cmd, "maxTimeMS"))
+        return 0;
+    const bson_value_t *v = bson_iter_value(&it);
+    if (!mf_value_is_number(v))
+        return mf_err_set(&op->err, MF_E_BadValue, "maxTimeMS must be a number");
+    double d = mf_value_as_double(v);
+    if (!(d >= 0) || d > 2147483647.0)
+        return mf_err_set(&op->err, MF_E_BadValue, "%s value for maxTimeMS is out of range", d < 0 ? "negative" : "large");
+    if (d != (double)(int64_t)d)
+        return mf_err_set(&op->err, MF_E_BadValue, "maxTimeMS has non-integral value");
+    *ms = (int64_t)d;
+    return 0;
+}
+
 static void
 error_reply(bson_t *reply, const mf_error_t *err)
 {
@@ -379,9 +404,12 @@ mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *
     mf_curop_set_current(cop);
     op.sess = mf_storage_session(eng->st);
     started_ms = mf_mono_ms();
-    if (let_begin(&op, &lf) != 0)
+    int64_t limit_ms;
+    if (time_limit(&op, &limit_ms) != 0 || let_begin(&op, &lf) != 0)
         goto fail;
+    mf_exec_set_time_limit(limit_ms);
     int hrc = def->fn(&op);
+    mf_exec_set_time_limit(0);
     let_end(&lf);
     if (hrc != 0) {
         if (mf_txn_active(op.sess))
