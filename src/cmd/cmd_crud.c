@@ -1727,24 +1727,10 @@ typedef struct distinct_ctx {
 } distinct_ctx_t;
 
 static bool
-distinct_path(void *arg, const bson_value_t *v, int32_t pos)
+distinct_path(void *arg, const bson_value_t *v)
 {
     distinct_ctx_t *x = arg;
     char key[16];
-    (void)pos;
-    if (v == NULL)
-        return false;
-    if (v->value_type == BSON_TYPE_ARRAY) {
-        bson_t arr;
-        bson_iter_t it;
-        if (bson_init_static(&arr, v->value.v_doc.data, v->value.v_doc.data_len) && bson_iter_init(&it, &arr)) {
-            while (bson_iter_next(&it)) {
-                snprintf(key, sizeof(key), "%d", x->n++);
-                bson_append_value(x->vals, key, -1, bson_iter_value(&it));
-            }
-        }
-        return false;
-    }
     snprintf(key, sizeof(key), "%d", x->n++);
     bson_append_value(x->vals, key, -1, v);
     return false;
@@ -1756,7 +1742,7 @@ distinct_visit(void *arg, int64_t rid, const bson_t *doc, const mf_match_details
     distinct_ctx_t *x = arg;
     (void)rid;
     (void)d;
-    mf_path_walk(doc, x->key, distinct_path, x);
+    mf_path_walk_leaves(doc, x->key, distinct_path, x);
     return 0;
 }
 

@@ -161,3 +161,36 @@ mf_path_get(const bson_t *doc, const char *path, bson_value_t *out)
         p = dot + 1;
     }
 }
+
+typedef struct leaf_ctx {
+    mf_path_leaf_fn visit;
+    void *arg;
+    bool stop;
+} leaf_ctx_t;
+
+static bool
+leaf_visit(void *arg, const bson_value_t *v, int32_t array_pos)
+{
+    leaf_ctx_t *x = arg;
+    (void)array_pos;
+    if (v == NULL)
+        return false;
+    if (v->value_type != BSON_TYPE_ARRAY) {
+        x->stop = x->visit(x->arg, v);
+        return x->stop;
+    }
+    bson_t arr;
+    bson_iter_t it;
+    if (bson_init_static(&arr, v->value.v_doc.data, v->value.v_doc.data_len) && bson_iter_init(&it, &arr)) {
+        while (!x->stop && bson_iter_next(&it))
+            x->stop = x->visit(x->arg, bson_iter_value(&it));
+    }
+    return x->stop;
+}
+
+void
+mf_path_walk_leaves(const bson_t *doc, const char *path, mf_path_leaf_fn visit, void *arg)
+{
+    leaf_ctx_t x = {visit, arg, false};
+    mf_path_walk(doc, path, leaf_visit, &x);
+}

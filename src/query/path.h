@@ -33,6 +33,15 @@ typedef bool (*mf_path_visit_fn)(void *arg, const bson_value_t *v, int32_t array
 void mf_path_walk(const bson_t *doc, const char *path, mf_path_visit_fn visit, void *arg);
 
 /*
+ * mf_path_walk_leaves: like mf_path_walk, but reports only present values,
+ * and a value that is an array is reported element by element (an empty
+ * array reports nothing). What distinct and TTL's "earliest date" need.
+ * visit returns true to stop.
+ */
+typedef bool (*mf_path_leaf_fn)(void *arg, const bson_value_t *v);
+void mf_path_walk_leaves(const bson_t *doc, const char *path, mf_path_leaf_fn visit, void *arg);
+
+/*
  * mf_path_get: the value at path when it is reached without traversing any
  * array (plain descent through documents, or numeric components indexing
  * arrays). Returns false if absent. *out points into doc.

@@ -195,32 +195,14 @@ typedef struct earliest_ctx {
     bool found;
 } earliest_ctx_t;
 
-static void
-consider(earliest_ctx_t *e, const bson_value_t *v)
+static bool
+consider(void *arg, const bson_value_t *v)
 {
+    earliest_ctx_t *e = arg;
     if (v->value_type == BSON_TYPE_DATE_TIME && (!e->found || v->value.v_datetime < e->min)) {
         e->min = v->value.v_datetime;
         e->found = true;
     }
-}
-
-static bool
-earliest_visit(void *arg, const bson_value_t *v, int32_t pos)
-{
-    earliest_ctx_t *e = arg;
-    (void)pos;
-    if (v == NULL)
-        return false;
-    if (v->value_type == BSON_TYPE_ARRAY) {
-        bson_t arr;
-        bson_iter_t it;
-        if (bson_init_static(&arr, v->value.v_doc.data, v->value.v_doc.data_len) && bson_iter_init(&it, &arr)) {
-            while (bson_iter_next(&it))
-                consider(e, bson_iter_value(&it));
-        }
-        return false;
-    }
-    consider(e, v);
     return false;
 }
 
@@ -229,7 +211,7 @@ static bool
 doc_earliest_date(const bson_t *doc, const char *field, int64_t *ms)
 {
     earliest_ctx_t e = {0, false};
-    mf_path_walk(doc, field, earliest_visit, &e);
+    mf_path_walk_leaves(doc, field, consider, &e);
     *ms = e.min;
     return e.found;
 }
