@@ -8,6 +8,14 @@
 
 #include "catalog/coll_write.h"
 
+static __thread int conflict_limit = 10000;
+
+void
+mf_batch_set_conflict_limit(int limit)
+{
+    conflict_limit = limit > 0 ? limit : 1;
+}
+
 void
 mf_batch_backoff(int attempt)
 {
@@ -37,7 +45,7 @@ mf_batch_run(mf_sess_t *s, size_t *start, size_t n, size_t chunk, bool durable, 
         }
         if (r == 0) {
             if (mf_txn_commit(s, durable, err) != 0) {
-                if (err->code == MF_E_WriteConflict && attempt++ < 10000) {
+                if (err->code == MF_E_WriteConflict && attempt++ < conflict_limit) {
                     mf_batch_backoff(attempt);
                     goto again;
                 }
@@ -52,7 +60,7 @@ mf_batch_run(mf_sess_t *s, size_t *start, size_t n, size_t chunk, bool durable, 
         }
         mf_txn_abort(s);
         if (r == MF_CONFLICT) {
-            if (attempt++ > 10000) {
+            if (attempt++ > conflict_limit) {
                 *start = j;
                 mf_err_set(err, MF_E_WriteConflict, "too many write conflicts");
                 return 1;

@@ -40,6 +40,14 @@ typedef void (*mf_batch_commit_fn)(void *arg, size_t from, size_t to);
 int mf_batch_run(mf_sess_t *s, size_t *start, size_t n, size_t chunk, bool durable, mf_batch_item_fn fn,
                  mf_batch_commit_fn on_commit, void *arg, mf_error_t *err) MF_WUR;
 
+/*
+ * mf_batch_set_conflict_limit: how many write-conflict retries of one chunk
+ * this thread's mf_batch_run makes before giving up with 112 WriteConflict
+ * (default 10000, in effect "until it goes through"). Background work that
+ * holds locks (the TTL monitor) sets a small limit and tries again later.
+ */
+void mf_batch_set_conflict_limit(int limit);
+
 /* mf_batch_backoff: sleeps a little longer for each attempt (write-conflict retry). */
 void mf_batch_backoff(int attempt);
 

@@ -668,6 +668,12 @@ monitor_main(void *arg)
     int64_t last_pass_end = 0, not_before = 0;
     (void)arg;
 
+    /*
+     * A batch runs under the catalog's shared lock: on repeated write
+     * conflicts give the batch up and retry on a later visit instead of
+     * holding the lock while backing off.
+     */
+    mf_batch_set_conflict_limit(5);
     /* SPEC D9: under CPU contention, client threads come first. */
     if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10) != 0)
         mf_log(MF_LOG_INFO, "TTL", "could not lower the TTL monitor's priority");
