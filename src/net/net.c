@@ -45,6 +45,8 @@ typedef struct conn {
     uint8_t *rbuf;
     size_t rlen, rcap;
     msgbuf_t *qhead, *qtail; /* complete messages waiting for the worker */
+    size_t qbytes;           /* their total size */
+    bool paused;             /* reading stopped: too much queued (backpressure) */
     bool busy;               /* a job is in flight */
     bool closing;
     bool handle_closed;      /* on_conn_closed has run */
@@ -86,7 +88,12 @@ typedef struct server {
     size_t nconns, capconns;
 } server_t;
 
+/* Queued request bytes per connection beyond which reading pauses. */
+#define MAX_QUEUED_BYTES (64u * 1024 * 1024)
+
 static void start_next(conn_t *c);
+static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
+static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
 static void free_conn_if_orphaned(conn_t *c);
 static void on_await_timer(uv_timer_t *t);
 
@@ -368,6 +375,11 @@ start_next(conn_t *c)
     c->qhead = m->next;
     if (c->qhead == NULL)
         c->qtail = NULL;
+    c->qbytes -= m->len;
+    if (c->paused && c->qbytes <= MAX_QUEUED_BYTES / 2) {
+        c->paused = false;
+        uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb);
+    }
     queue_job(c, m, 0);
 }
 
@@ -478,7 +490,16 @@ read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
         else
             c->qhead = m;
         c->qtail = m;
+        c->qbytes += m->len;
         off += (size_t)mlen;
+    }
+    /*
+     * Backpressure: a client that pipelines faster than its commands run
+     * stops being read (TCP then slows it down) until the queue drains.
+     */
+    if (!c->paused && (c->qbytes > MAX_QUEUED_BYTES || c->rlen > MAX_QUEUED_BYTES)) {
+        uv_read_stop((uv_stream_t *)&c->tcp);
+        c->paused = true;
     }
     if (off > 0) {
         memmove(c->rbuf, c->rbuf + off, c->rlen - off);
