@@ -19,6 +19,7 @@
 
 #include "cmd/cmd.h"
 #include "cmd/profile.h"
+#include "common/params.h"
 #include "query/expr.h"
 #include "query/exec.h"
 #include "cmd/curop.h"
@@ -431,6 +432,9 @@ mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *
     }
     BSON_APPEND_DOUBLE(reply, "ok", 1.0);
     profile_op(eng, client, db, def->name, cmd, reply, mf_mono_ms() - started_ms, NULL);
+    if (mf_param_get("logLevel") >= 1)
+        mf_log(MF_LOG_DEBUG, "COMMAND", "conn%lld: %s on %s ok, %lld ms", (long long)(client ? client->id : 0),
+               def->name, db, (long long)(mf_mono_ms() - started_ms));
     return;
 
 fail:
@@ -445,4 +449,7 @@ fail:
     error_reply(reply, &op.err);
     if (started_ms >= 0)
         profile_op(eng, client, db, op.name, cmd, reply, mf_mono_ms() - started_ms, &op.err);
+    if (mf_param_get("logLevel") >= 1)
+        mf_log(MF_LOG_DEBUG, "COMMAND", "conn%lld: %s on %s failed: %d %s", (long long)(client ? client->id : 0),
+               op.name ? op.name : "?", db, op.err.code, op.err.msg);
 }

@@ -13,6 +13,7 @@
 #define MF_LOG_INFO 'I'
 #define MF_LOG_WARN 'W'
 #define MF_LOG_ERROR 'E'
+#define MF_LOG_DEBUG 'D'
 
 /*
  * mf_log: writes one line. component is "NETWORK", "STORAGE", "COMMAND",
