@@ -303,7 +303,7 @@ index_from_spec(const bson_t *spec, const char *ident, mf_error_t *err)
 static void
 coll_to_bson(const mf_coll_t *c, bson_t *out)
 {
-    bson_t arr, child, sub;
+    bson_t arr, child;
     char key[16];
 
     bson_init(out);
@@ -323,7 +323,6 @@ coll_to_bson(const mf_coll_t *c, bson_t *out)
         bson_append_document_end(&arr, &child);
     }
     bson_append_array_end(out, &arr);
-    (void)sub;
 }
 
 static mf_coll_t *

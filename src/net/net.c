@@ -38,6 +38,16 @@ typedef struct msgbuf {
     struct msgbuf *next;
 } msgbuf_t;
 
+/* Frees one queued message (NULL is fine). */
+static void
+msgbuf_free(msgbuf_t *m)
+{
+    if (m == NULL)
+        return;
+    free(m->data);
+    free(m);
+}
+
 typedef struct conn {
     uv_tcp_t tcp;
     struct server *srv;
@@ -139,11 +149,8 @@ conn_close(conn_t *c, const char *why)
         /* A held hello reply will never be sent; the connection is no longer busy with it. */
         free(c->held);
         c->held = NULL;
-        if (c->held_req) {
-            free(c->held_req->data);
-            free(c->held_req);
-            c->held_req = NULL;
-        }
+        msgbuf_free(c->held_req);
+        c->held_req = NULL;
         c->busy = false;
     }
     uv_close((uv_handle_t *)&c->timer, on_timer_closed);
@@ -298,8 +305,7 @@ free_conn_if_orphaned(conn_t *c)
     while (c->qhead) {
         msgbuf_t *m = c->qhead;
         c->qhead = m->next;
-        free(m->data);
-        free(m);
+        msgbuf_free(m);
     }
     free(c->rbuf);
     free(c);
@@ -313,8 +319,7 @@ after_work_cb(uv_work_t *req, int status)
 
     c->busy = false;
     if (c->closing) {
-        free(job->msg->data);
-        free(job->msg);
+        msgbuf_free(job->msg);
         free(job->reply);
         free(job);
         /* If the close callbacks already ran, they left the memory to us. */
@@ -333,8 +338,7 @@ after_work_cb(uv_work_t *req, int status)
         if (job->exhaust) {
             job->msg = NULL; /* kept for the next round */
         } else {
-            free(job->msg->data);
-            free(job->msg);
+            msgbuf_free(job->msg);
         }
         c->busy = true;
         uv_timer_start(&c->timer, on_await_timer, (uint64_t)job->await_ms, 0);
@@ -351,10 +355,7 @@ after_work_cb(uv_work_t *req, int status)
             job->fatal = true;
         }
     }
-    if (job->msg) {
-        free(job->msg->data);
-        free(job->msg);
-    }
+    msgbuf_free(job->msg);
     if (job->fatal) {
         free(job);
         conn_close(c, "malformed or unsupported message");
@@ -394,10 +395,7 @@ on_await_timer(uv_timer_t *t)
     c->busy = false;
     if (c->closing) {
         free(reply);
-        if (req) {
-            free(req->data);
-            free(req);
-        }
+        msgbuf_free(req);
         return;
     }
     uv_write_t *w = malloc(sizeof(*w));
@@ -406,10 +404,7 @@ on_await_timer(uv_timer_t *t)
     if (uv_write(w, (uv_stream_t *)&c->tcp, &b, 1, on_write_done) != 0) {
         free(reply);
         free(w);
-        if (req) {
-            free(req->data);
-            free(req);
-        }
+        msgbuf_free(req);
         conn_close(c, "write failed");
         return;
     }
@@ -433,8 +428,7 @@ queue_job(conn_t *c, msgbuf_t *m, int32_t response_to)
     c->busy = true;
     if (uv_queue_work(c->srv->loop, &job->req, work_cb, after_work_cb) != 0) {
         c->busy = false;
-        free(m->data);
-        free(m);
+        msgbuf_free(m);
         free(job);
         conn_close(c, "cannot queue work");
     }

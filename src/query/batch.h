@@ -53,8 +53,6 @@ void mf_batch_backoff(int attempt);
 
 /* Predicate for mf_delete_rids: true if doc (record rid) should still be deleted. */
 typedef bool (*mf_delete_check_fn)(void *arg, int64_t rid, const bson_t *doc);
-/* Called after each committed batch with the documents it deleted (may be NULL). */
-typedef void (*mf_delete_batch_fn)(void *arg, const bson_t *const *docs, size_t ndocs);
 
 typedef struct mf_delete_stats {
     int64_t deleted;

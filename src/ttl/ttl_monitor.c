@@ -96,7 +96,6 @@ static struct {
     _Atomic int64_t next_due_ms; /* computed from the indexes (committed data) */
     _Atomic int64_t deleted, passes, subpasses;
     _Atomic int64_t pace_dps;    /* deletions per second over the last visit that deleted */
-    _Atomic int64_t last_pass_ms;
     /* lateness histogram: bucket i holds latenesses in [2^(i-1), 2^i) ms; bucket 0 is < 1 ms */
     pthread_mutex_t lat_mu;
     int64_t lat_count;
@@ -313,8 +312,9 @@ index_deadline(mf_sess_t *s, mf_index_t *ix, int64_t secs, int64_t now, int64_t 
     } else {
         /* Descending: the earliest date has the largest bytes; step back from just above the range. */
         uint8_t above[1] = {(uint8_t)((DATE_TAG ^ 0xFF) + 1)};
-        r = mf_cur_seek_bytes_ge(cur, above, 1);
-        r = (r == 0) ? mf_cur_prev(cur) : mf_cur_prev(cur);
+        /* Found or not, the earliest date is the entry just before that point. */
+        (void)mf_cur_seek_bytes_ge(cur, above, 1);
+        r = mf_cur_prev(cur);
     }
     if (r == 0) {
         mf_cur_key_bytes(cur, &k, &klen);
@@ -529,7 +529,7 @@ visit(mf_sess_t *s, ttl_target_t *t)
         if (elapsed_us > 0 && deleted_here > 0)
             atomic_store(&M.pace_dps, deleted_here * 1000000 / elapsed_us);
 
-        if (rc != 0 || (!range_left && st.deleted == 0 && (int64_t)n > 0 && t->resume_len == 0))
+        if (rc != 0 || (!range_left && st.deleted == 0))
             break; /* nothing deletable in what is left of the range */
         if ((target_docs > 0 && deleted_here >= target_docs) ||
             (target_ms > 0 && elapsed_us / 1000 >= target_ms)) {
@@ -590,7 +590,6 @@ run_pass(mf_sess_t *s)
     }
     targets_clear(&l);
     free(l.v);
-    atomic_store(&M.last_pass_ms, mf_now_ms());
 }
 
 /* Earliest deadline over every TTL index (NO_DEADLINE if none). */
