@@ -61,15 +61,22 @@ unit-run: $(UNIT_BINS)
 deps:
 	bash scripts/deps.sh
 
+# make test / run / bench install dependencies first and only then build, in
+# a sub-make: the sub-make probes for optional libraries (jemalloc) after
+# scripts/deps.sh has installed them, so a fresh machine's first build is
+# the same as every later one.
 test: deps
+	bash scripts/check-alloc.sh
 	$(MAKE) BUILD=build-asan all unit-run
 	bash scripts/test-clients.sh build-asan/mayflyd
 
-run: deps all
+run: deps
+	$(MAKE) all
 	mkdir -p data
 	./build/mayflyd --port 27017 --bind_ip 127.0.0.1 --dbpath ./data
 
-bench: deps all
+bench: deps
+	$(MAKE) all
 	bash bench/run.sh
 
 clean:

@@ -15,6 +15,7 @@
  * consistent validator; collMod, which replaces c->options and persists,
  * needs nothing else.
  */
+#include "common/alloc.h"
 #include "catalog/catalog.h"
 
 #include <pthread.h>
@@ -256,17 +257,17 @@ static mf_index_t *
 index_from_spec(const bson_t *spec, const char *ident, mf_error_t *err)
 {
     bson_iter_t it;
-    mf_index_t *ix = calloc(1, sizeof(*ix));
+    mf_index_t *ix = mf_calloc(1, sizeof(*ix));
 
     ix->spec = bson_copy(spec);
-    ix->ident = strdup(ident);
+    ix->ident = mf_strdup(ident);
     size_t ulen = strlen(ident) + 8;
-    ix->uri = malloc(ulen);
+    ix->uri = mf_malloc(ulen);
     snprintf(ix->uri, ulen, "table:%s", ident);
     if (bson_iter_init_find(&it, spec, "name") && BSON_ITER_HOLDS_UTF8(&it))
-        ix->name = strdup(bson_iter_utf8(&it, NULL));
+        ix->name = mf_strdup(bson_iter_utf8(&it, NULL));
     else
-        ix->name = strdup("?");
+        ix->name = mf_strdup("?");
     if (bson_iter_init_find(&it, spec, "key") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
         bson_t key;
         const uint8_t *data;
@@ -329,16 +330,16 @@ static mf_coll_t *
 coll_from_bson(const bson_t *doc, mf_error_t *err)
 {
     bson_iter_t it, ai;
-    mf_coll_t *c = calloc(1, sizeof(*c));
+    mf_coll_t *c = mf_calloc(1, sizeof(*c));
 
     if (bson_iter_init_find(&it, doc, "db"))
-        c->db = strdup(bson_iter_utf8(&it, NULL));
+        c->db = mf_strdup(bson_iter_utf8(&it, NULL));
     if (bson_iter_init_find(&it, doc, "name"))
-        c->name = strdup(bson_iter_utf8(&it, NULL));
+        c->name = mf_strdup(bson_iter_utf8(&it, NULL));
     if (bson_iter_init_find(&it, doc, "ns"))
-        c->ns = strdup(bson_iter_utf8(&it, NULL));
+        c->ns = mf_strdup(bson_iter_utf8(&it, NULL));
     if (bson_iter_init_find(&it, doc, "ident"))
-        c->ident = strdup(bson_iter_utf8(&it, NULL));
+        c->ident = mf_strdup(bson_iter_utf8(&it, NULL));
     if (bson_iter_init_find(&it, doc, "uuid") && BSON_ITER_HOLDS_BINARY(&it)) {
         const uint8_t *bin;
         uint32_t len;
@@ -353,7 +354,7 @@ coll_from_bson(const bson_t *doc, mf_error_t *err)
         return NULL;
     }
     size_t ulen = strlen(c->ident) + 8;
-    c->uri = malloc(ulen);
+    c->uri = mf_malloc(ulen);
     snprintf(c->uri, ulen, "table:%s", c->ident);
     if (bson_iter_init_find(&it, doc, "options") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
         const uint8_t *data;
@@ -460,7 +461,7 @@ catalog_insert(mf_catalog_t *cat, mf_coll_t *c)
 {
     if (cat->ncolls == cat->cap) {
         cat->cap = cat->cap ? cat->cap * 2 : 16;
-        cat->colls = realloc(cat->colls, (size_t)cat->cap * sizeof(*cat->colls));
+        cat->colls = mf_realloc(cat->colls, (size_t)cat->cap * sizeof(*cat->colls));
     }
     cat->colls[cat->ncolls++] = c;
     qsort(cat->colls, (size_t)cat->ncolls, sizeof(*cat->colls), coll_cmp);
@@ -508,7 +509,7 @@ coll_load_stats(mf_sess_t *s, mf_coll_t *c)
 int
 mf_catalog_open(mf_storage_t *st, mf_catalog_t **out, mf_error_t *err)
 {
-    mf_catalog_t *cat = calloc(1, sizeof(*cat));
+    mf_catalog_t *cat = mf_calloc(1, sizeof(*cat));
     mf_sess_t *s = mf_storage_session(st);
     mf_cur_t *cur;
 
@@ -670,12 +671,12 @@ mf_catalog_coll_create(mf_catalog_t *cat, const char *db, const char *name, cons
     if (parse_options(options, &po, err) != 0)
         return -1;
 
-    mf_coll_t *c = calloc(1, sizeof(*c));
+    mf_coll_t *c = mf_calloc(1, sizeof(*c));
     apply_options(c, &po);
-    c->db = strdup(db);
-    c->name = strdup(name);
+    c->db = mf_strdup(db);
+    c->name = mf_strdup(name);
     size_t nl = strlen(db) + strlen(name) + 2;
-    c->ns = malloc(nl);
+    c->ns = mf_malloc(nl);
     snprintf(c->ns, nl, "%s.%s", db, name);
     random_hex(hex, 16);
     for (int i = 0; i < 16; i++) {
@@ -687,9 +688,9 @@ mf_catalog_coll_create(mf_catalog_t *cat, const char *db, const char *name, cons
     c->uuid[8] = (uint8_t)((c->uuid[8] & 0x3f) | 0x80);
     char ident[64];
     snprintf(ident, sizeof(ident), "coll-%.16s", hex);
-    c->ident = strdup(ident);
+    c->ident = mf_strdup(ident);
     size_t ul = strlen(ident) + 8;
-    c->uri = malloc(ul);
+    c->uri = mf_malloc(ul);
     snprintf(c->uri, ul, "table:%s", ident);
     c->options = options ? bson_copy(options) : bson_new();
     atomic_store(&c->next_rid, 1);
@@ -747,10 +748,10 @@ mf_catalog_coll_rename(mf_catalog_t *cat, mf_coll_t *c, const char *to_db, const
         return -1;
     if (mf_catalog_coll_find(cat, to_db, to_name) != NULL)
         return mf_err_set(err, MF_E_NamespaceExists, "target namespace exists");
-    c->ns = malloc(nl);
+    c->ns = mf_malloc(nl);
     snprintf(c->ns, nl, "%s.%s", to_db, to_name);
-    c->db = strdup(to_db);
-    c->name = strdup(to_name);
+    c->db = mf_strdup(to_db);
+    c->name = mf_strdup(to_name);
     if (mf_catalog_coll_persist(cat, c, err) != 0 || persist_bson(cat, old_ns, NULL, err) != 0) {
         free(c->ns);
         free(c->db);

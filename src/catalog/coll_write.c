@@ -11,6 +11,7 @@
  * ids, i.e. insertion order) are removed in the same transaction while the
  * running count or size exceeds max / size; the new record is never removed.
  */
+#include "common/alloc.h"
 #include "catalog/coll_write.h"
 
 #include <pthread.h>
@@ -225,7 +226,7 @@ thread_keybufs(void)
     pthread_once(&keybufs_once, keybufs_init_key);
     keybufs_t *kb = pthread_getspecific(keybufs_key);
     if (kb == NULL) {
-        kb = calloc(1, sizeof(*kb));
+        kb = mf_calloc(1, sizeof(*kb));
         pthread_setspecific(keybufs_key, kb);
     }
     return kb;

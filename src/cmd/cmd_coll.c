@@ -28,6 +28,7 @@
 #include <string.h>
 #include <sys/statvfs.h>
 
+#include "common/alloc.h"
 #include "catalog/coll_write.h"
 #include "cmd/cmd.h"
 #include "cmd/curop.h"
@@ -188,7 +189,7 @@ collect_coll(void *arg, mf_coll_t *c)
     coll_list_t *l = arg;
     if (l->n == l->cap) {
         l->cap = l->cap ? l->cap * 2 : 16;
-        l->v = realloc(l->v, (size_t)l->cap * sizeof(*l->v));
+        l->v = mf_realloc(l->v, (size_t)l->cap * sizeof(*l->v));
     }
     l->v[l->n++] = c;
 }
@@ -1206,7 +1207,7 @@ cmd_create_indexes(mf_op_t *op)
         return mf_err_set(&op->err, MF_E_BadValue, "Must specify at least one index to create");
     }
     /* Validate every spec before touching the catalog. */
-    norm = calloc(nspecs, sizeof(*norm));
+    norm = mf_calloc(nspecs, sizeof(*norm));
     size_t nnorm = 0;
     for (; nnorm < nspecs; nnorm++) {
         bson_t one;
@@ -1236,7 +1237,7 @@ cmd_create_indexes(mf_op_t *op)
     }
     before = c->nindexes;
     /* Conflicts against existing indexes and earlier specs of this request; keep[i] marks specs to build. */
-    bool *keep = calloc(nspecs, sizeof(*keep));
+    bool *keep = mf_calloc(nspecs, sizeof(*keep));
     for (size_t i = 0; i < nspecs && rc == 0; i++) {
         int r = 0;
         for (int k = 0; k < c->nindexes && r == 0; k++)

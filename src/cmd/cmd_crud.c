@@ -31,6 +31,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/alloc.h"
 #include "catalog/coll_write.h"
 #include "cmd/cmd.h"
 #include "cmd/curop.h"
@@ -821,7 +822,7 @@ upd_spec_new(const bson_t *ud, const bson_value_t *pipeline, const bson_value_t 
 {
     static const char *const allowed[] = {"$addFields", "$set", "$project", "$unset", "$replaceRoot", "$replaceWith",
                                           NULL};
-    upd_spec_t *x = calloc(1, sizeof(*x));
+    upd_spec_t *x = mf_calloc(1, sizeof(*x));
     if (pipeline == NULL) {
         if ((x->u = mf_update_new(ud, af, err)) == NULL) {
             free(x);
@@ -934,7 +935,7 @@ rid_visit(void *arg, int64_t rid, const bson_t *doc, const mf_match_details_t *d
     (void)d;
     if (rv->n == rv->cap) {
         rv->cap = rv->cap ? rv->cap * 2 : 64;
-        rv->v = realloc(rv->v, rv->cap * sizeof(*rv->v));
+        rv->v = mf_realloc(rv->v, rv->cap * sizeof(*rv->v));
     }
     rv->v[rv->n++] = rid;
     return rv->max && rv->n >= rv->max ? 1 : 0;
@@ -1140,7 +1141,7 @@ update_one_stmt(mf_op_t *op, const char *name, const bson_t *stmt, bool durable,
         rv.max = multi ? 0 : 1;
         if (mf_exec_query(op->sess, c, &req, m, rid_visit, &rv, NULL, e) != 0)
             goto out_unlock;
-        upd_ctx_t x = {op->sess, c, m, u, rv.v, calloc(rv.n + 1, 1), 0, 0, !bypass_validation(op)};
+        upd_ctx_t x = {op->sess, c, m, u, rv.v, mf_calloc(rv.n + 1, 1), 0, 0, !bypass_validation(op)};
         size_t start = 0;
         int r = mf_batch_run(op->sess, &start, rv.n, UPDATE_CHUNK, durable, upd_item, upd_commit, &x, e);
         free(x.slot);
@@ -1801,8 +1802,8 @@ cmd_distinct(mf_op_t *op)
         return -1;
     }
     /* Sort, then keep the first of each run of equal values. */
-    bson_value_t *store = calloc((size_t)x.n + 1, sizeof(*store));
-    const bson_value_t **ptrs = calloc((size_t)x.n + 1, sizeof(*ptrs));
+    bson_value_t *store = mf_calloc((size_t)x.n + 1, sizeof(*store));
+    const bson_value_t **ptrs = mf_calloc((size_t)x.n + 1, sizeof(*ptrs));
     bson_iter_t it;
     int k = 0;
     bson_iter_init(&it, &vals);

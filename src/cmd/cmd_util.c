@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/alloc.h"
 #include "cmd/cmd.h"
 #include "cmd/cursor.h"
 #include "common/log.h"
@@ -266,7 +267,7 @@ ttl_batch_done(void *arg, const char *ns, const char *index, int64_t secs, int64
 int
 mf_engine_open(const char *dbpath, mf_engine_t **out, mf_error_t *err)
 {
-    mf_engine_t *eng = calloc(1, sizeof(*eng));
+    mf_engine_t *eng = mf_calloc(1, sizeof(*eng));
     if (mf_storage_open(dbpath, &eng->st, err) != 0) {
         free(eng);
         return -1;

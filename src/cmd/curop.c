@@ -9,6 +9,7 @@
  * mf_curop_killed without taking the mutex. The mutex is a leaf lock: no
  * other lock is taken while it is held, in particular never the catalog's.
  */
+#include "common/alloc.h"
 #include "cmd/curop.h"
 #include "common/clock.h"
 
@@ -70,9 +71,9 @@ shown_command(const bson_t *command)
 mf_curop_t *
 mf_curop_begin(const char *op_type, const char *ns, const char *desc, const bson_t *command, int64_t client_id)
 {
-    mf_curop_t *op = calloc(1, sizeof(*op));
+    mf_curop_t *op = mf_calloc(1, sizeof(*op));
     snprintf(op->op_type, sizeof(op->op_type), "%s", op_type ? op_type : "none");
-    op->ns = strdup(ns ? ns : "");
+    op->ns = mf_strdup(ns ? ns : "");
     snprintf(op->desc, sizeof(op->desc), "%s", desc ? desc : "");
     op->command = shown_command(command);
     op->client_id = client_id;
@@ -205,14 +206,14 @@ static bson_t *
 snapshot(int *n)
 {
     int cap = 16;
-    bson_t *docs = malloc((size_t)cap * sizeof(*docs));
+    bson_t *docs = mf_malloc((size_t)cap * sizeof(*docs));
     int64_t now = mf_mono_us();
     *n = 0;
     pthread_mutex_lock(&reg_lock);
     for (mf_curop_t *op = head; op; op = op->next) {
         if (*n == cap) {
             cap *= 2;
-            docs = realloc(docs, (size_t)cap * sizeof(*docs));
+            docs = mf_realloc(docs, (size_t)cap * sizeof(*docs));
         }
         op_doc(op, now, &docs[(*n)++]);
     }

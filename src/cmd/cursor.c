@@ -5,6 +5,7 @@
  * int63). A cursor killed while checked out is only marked; the command
  * holding it frees it at check-in, so no one frees memory in use.
  */
+#include "common/alloc.h"
 #include "cmd/cursor.h"
 
 #include <pthread.h>
@@ -25,7 +26,7 @@ struct mf_cursors {
 mf_cursors_t *
 mf_cursors_new(void)
 {
-    mf_cursors_t *t = calloc(1, sizeof(*t));
+    mf_cursors_t *t = mf_calloc(1, sizeof(*t));
     pthread_mutex_init(&t->lock, NULL);
     t->rng = (uint64_t)mf_now_ms() * 6364136223846793005ULL + 1442695040888963407ULL;
     return t;
@@ -62,10 +63,10 @@ mf_cursors_free(mf_cursors_t *t)
 mf_cursor_t *
 mf_cursor_new(int kind, const char *db, const char *coll)
 {
-    mf_cursor_t *c = calloc(1, sizeof(*c));
+    mf_cursor_t *c = mf_calloc(1, sizeof(*c));
     c->kind = kind;
-    c->db = strdup(db);
-    c->coll = strdup(coll);
+    c->db = mf_strdup(db);
+    c->coll = mf_strdup(coll);
     mf_docvec_init(&c->docs);
     c->limit_left = -1;
     return c;
@@ -99,7 +100,7 @@ mf_cursors_register(mf_cursors_t *t, mf_cursor_t *c)
     } while (c->id == 0 || find_slot(t, c->id) >= 0);
     if (t->n == t->cap) {
         t->cap = t->cap ? t->cap * 2 : 64;
-        t->slots = realloc(t->slots, t->cap * sizeof(*t->slots));
+        t->slots = mf_realloc(t->slots, t->cap * sizeof(*t->slots));
     }
     t->slots[t->n++] = c;
     c->in_use = true;

@@ -1,6 +1,7 @@
 /*
  * docvec.c: growable vector of owned BSON documents (see docvec.h).
  */
+#include "common/alloc.h"
 #include "common/docvec.h"
 
 #include <stdlib.h>
@@ -27,7 +28,7 @@ mf_docvec_push_steal(mf_docvec_t *v, bson_t *doc)
 {
     if (v->len == v->cap) {
         size_t ncap = v->cap ? v->cap * 2 : 16;
-        bson_t **n = realloc(v->docs, ncap * sizeof(*n));
+        bson_t **n = mf_realloc(v->docs, ncap * sizeof(*n));
         if (n == NULL)
             abort();
         v->docs = n;

@@ -4,6 +4,7 @@
  * The ring holds the last MF_LOG_RING lines under a mutex; it is the only
  * shared state. Formatting happens on the caller's stack.
  */
+#include "common/alloc.h"
 #include "common/log.h"
 
 #include <pthread.h>
@@ -70,7 +71,7 @@ mf_log(char severity, const char *component, const char *fmt, ...)
     line[n - 1] = '\0'; /* drop the newline for the ring */
     pthread_mutex_lock(&ring_lock);
     free(ring[ring_total % MF_LOG_RING]);
-    ring[ring_total % MF_LOG_RING] = strdup(line);
+    ring[ring_total % MF_LOG_RING] = mf_strdup(line);
     ring_total++;
     pthread_mutex_unlock(&ring_lock);
 }
@@ -84,7 +85,7 @@ mf_log_recent(char **out, int max, long *total)
     if (have > max)
         have = max;
     for (long i = ring_total - have; i < ring_total; i++)
-        out[n++] = strdup(ring[i % MF_LOG_RING]);
+        out[n++] = mf_strdup(ring[i % MF_LOG_RING]);
     if (total)
         *total = ring_total;
     pthread_mutex_unlock(&ring_lock);

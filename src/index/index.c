@@ -13,6 +13,7 @@
  * key whose fields are all missing. Keys equal to one already produced for
  * the document are dropped, so a document never holds a key twice.
  */
+#include "common/alloc.h"
 #include "index/index.h"
 
 #include <stdlib.h>
@@ -41,7 +42,7 @@ mf_keypattern_parse(const bson_t *key, mf_keypattern_t *kp, mf_error_t *err)
             return mf_err_set(err, MF_E_CannotCreateIndex, "Unknown index plugin '%s'",
                               v->value_type == BSON_TYPE_UTF8 ? v->value.v_utf8.str : "?");
         }
-        kp->fields[kp->nfields] = strdup(bson_iter_key(&it));
+        kp->fields[kp->nfields] = mf_strdup(bson_iter_key(&it));
         kp->desc[kp->nfields] = mf_value_as_double(v) < 0;
         kp->nfields++;
     }
@@ -84,7 +85,7 @@ keyset_add(mf_keyset_t *ks)
 {
     if (ks->n == ks->cap) {
         int ncap = ks->cap ? ks->cap * 2 : 4;
-        ks->keys = realloc(ks->keys, (size_t)ncap * sizeof(*ks->keys));
+        ks->keys = mf_realloc(ks->keys, (size_t)ncap * sizeof(*ks->keys));
         for (int i = ks->cap; i < ncap; i++)
             mf_ks_init(&ks->keys[i]);
         ks->cap = ncap;

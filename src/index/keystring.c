@@ -72,6 +72,7 @@
  * direction: byte-wise below / above every encoded value in that position.
  * They decode as MinKey / MaxKey.
  */
+#include "common/alloc.h"
 #include "index/keystring.h"
 
 #include <math.h>
@@ -139,7 +140,7 @@ grow(uint8_t **data, size_t *cap, size_t need)
         return;
     while (c < need)
         c *= 2;
-    p = realloc(*data, c);
+    p = mf_realloc(*data, c);
     if (p == NULL)
         abort(); /* Out of memory: nothing sensible to do in an encoder. */
     *data = p;
@@ -548,7 +549,7 @@ static int
 rd_escaped(reader_t *r, char **out, size_t *outlen)
 {
     size_t cap = 16, n = 0;
-    char *s = malloc(cap);
+    char *s = mf_malloc(cap);
     uint8_t b, c;
 
     if (s == NULL)
@@ -569,7 +570,7 @@ rd_escaped(reader_t *r, char **out, size_t *outlen)
         if (n + 2 > cap) {
             char *t;
             cap *= 2;
-            t = realloc(s, cap);
+            t = mf_realloc(s, cap);
             if (t == NULL) {
                 mf_err_set(r->err, MF_E_InternalError, "out of memory");
                 goto fail;
@@ -600,7 +601,7 @@ rd_cstring(reader_t *r, char **out)
             return -1;
         n++;
     } while (b != 0);
-    s = malloc(n);
+    s = mf_malloc(n);
     if (s == NULL)
         return mf_err_set(r->err, MF_E_InternalError, "out of memory");
     for (size_t i = 0; i < n; i++)
@@ -780,7 +781,7 @@ decode_content(reader_t *r, uint8_t tag, bson_t *out, const char *key, int keyle
             return -1;
         if (r->len - r->pos < n)
             return mf_err_set(r->err, MF_E_InvalidBSON, "truncated index key");
-        b = malloc(n ? n : 1);
+        b = mf_malloc(n ? n : 1);
         if (b == NULL)
             return mf_err_set(r->err, MF_E_InternalError, "out of memory");
         (void)rd_bytes(r, b, n);
@@ -837,7 +838,7 @@ decode_content(reader_t *r, uint8_t tag, bson_t *out, const char *key, int keyle
             return -1;
         if (n < 1 || r->len - r->pos < n - 1 + 12)
             return mf_err_set(r->err, MF_E_InvalidBSON, "truncated index key");
-        ns = malloc(n);
+        ns = mf_malloc(n);
         if (ns == NULL)
             return mf_err_set(r->err, MF_E_InternalError, "out of memory");
         (void)rd_bytes(r, (uint8_t *)ns, n - 1);

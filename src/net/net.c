@@ -19,6 +19,7 @@
  *     after-work callback (conn->jobs counts them).
  *   - A message that fails to parse closes its connection after logging.
  */
+#include "common/alloc.h"
 #include "net/net.h"
 
 #include <stdio.h>
@@ -346,7 +347,7 @@ after_work_cb(uv_work_t *req, int status)
         return;
     }
     if (job->reply) {
-        uv_write_t *w = malloc(sizeof(*w));
+        uv_write_t *w = mf_malloc(sizeof(*w));
         uv_buf_t b = uv_buf_init((char *)job->reply, (unsigned)job->reply_len);
         w->data = job->reply;
         if (uv_write(w, (uv_stream_t *)&c->tcp, &b, 1, on_write_done) != 0) {
@@ -398,7 +399,7 @@ on_await_timer(uv_timer_t *t)
         msgbuf_free(req);
         return;
     }
-    uv_write_t *w = malloc(sizeof(*w));
+    uv_write_t *w = mf_malloc(sizeof(*w));
     uv_buf_t b = uv_buf_init((char *)reply, (unsigned)c->held_len);
     w->data = reply;
     if (uv_write(w, (uv_stream_t *)&c->tcp, &b, 1, on_write_done) != 0) {
@@ -419,7 +420,7 @@ on_await_timer(uv_timer_t *t)
 static void
 queue_job(conn_t *c, msgbuf_t *m, int32_t response_to)
 {
-    job_t *job = calloc(1, sizeof(*job));
+    job_t *job = mf_calloc(1, sizeof(*job));
     job->conn = c;
     job->msg = m;
     job->req.data = job;
@@ -443,7 +444,7 @@ alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
         size_t ncap = c->rcap ? c->rcap : 65536;
         while (ncap - c->rlen < want)
             ncap *= 2;
-        c->rbuf = realloc(c->rbuf, ncap);
+        c->rbuf = mf_realloc(c->rbuf, ncap);
         c->rcap = ncap;
     }
     *buf = uv_buf_init((char *)c->rbuf + c->rlen, (unsigned)(c->rcap - c->rlen));
@@ -474,8 +475,8 @@ read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
         }
         if (c->rlen - off < (size_t)mlen)
             break;
-        msgbuf_t *m = malloc(sizeof(*m));
-        m->data = malloc((size_t)mlen);
+        msgbuf_t *m = mf_malloc(sizeof(*m));
+        m->data = mf_malloc((size_t)mlen);
         memcpy(m->data, c->rbuf + off, (size_t)mlen);
         m->len = (size_t)mlen;
         m->next = NULL;
@@ -514,7 +515,7 @@ on_connection(uv_stream_t *listener, int status)
     server_t *srv = listener->data;
     if (status < 0 || srv->stopping)
         return;
-    conn_t *c = calloc(1, sizeof(*c));
+    conn_t *c = mf_calloc(1, sizeof(*c));
     c->srv = srv;
     uv_tcp_init(srv->loop, &c->tcp);
     c->tcp.data = c;
@@ -544,7 +545,7 @@ on_connection(uv_stream_t *listener, int status)
     atomic_fetch_add(&srv->eng->conn_total, 1);
     if (srv->nconns == srv->capconns) {
         srv->capconns = srv->capconns ? srv->capconns * 2 : 64;
-        srv->conns = realloc(srv->conns, srv->capconns * sizeof(*srv->conns));
+        srv->conns = mf_realloc(srv->conns, srv->capconns * sizeof(*srv->conns));
     }
     srv->conns[srv->nconns++] = c;
     mf_log(MF_LOG_INFO, "NETWORK", "conn%lld: connection accepted from %s (%lld now open)", (long long)c->client.id,

@@ -21,6 +21,7 @@
  *     Overflow with MongoDB's wording, and a document over 16 MiB + 16 KiB is
  *     10334 BSONObjectTooLarge.
  */
+#include "common/alloc.h"
 #include "net/wire.h"
 
 #include <stdlib.h>
@@ -474,7 +475,7 @@ mf_wire_build_msg(int32_t request_id, int32_t response_to, uint32_t flags, const
 {
     bool crc = (flags & MF_MSG_CHECKSUM_PRESENT) != 0;
     size_t n = 16 + 4 + 1 + body->len + (crc ? 4 : 0);
-    uint8_t *p = malloc(n);
+    uint8_t *p = mf_malloc(n);
 
     if (p == NULL) {
         *len = 0;
@@ -494,7 +495,7 @@ uint8_t *
 mf_wire_build_reply(int32_t request_id, int32_t response_to, const bson_t *doc, size_t *len)
 {
     size_t n = 16 + 4 + 8 + 4 + 4 + doc->len;
-    uint8_t *p = malloc(n);
+    uint8_t *p = mf_malloc(n);
 
     if (p == NULL) {
         *len = 0;

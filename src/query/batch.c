@@ -1,6 +1,7 @@
 /*
  * batch.c: chunked transactions and the batched delete (see batch.h).
  */
+#include "common/alloc.h"
 #include "query/batch.h"
 
 #include <stdlib.h>
@@ -113,7 +114,7 @@ int
 mf_delete_rids(mf_sess_t *s, mf_coll_t *c, const int64_t *rids, size_t n, size_t batch_docs, bool durable,
                mf_delete_check_fn check, void *check_arg, mf_delete_stats_t *stats, mf_error_t *err)
 {
-    del_ctx_t x = {s, c, rids, calloc(n + 1, 1), check, check_arg, stats};
+    del_ctx_t x = {s, c, rids, mf_calloc(n + 1, 1), check, check_arg, stats};
     size_t start = 0;
     int r = mf_batch_run(s, &start, n, batch_docs, durable, del_item, del_commit, &x, err);
     free(x.slot);

@@ -20,6 +20,7 @@
  * command layer; the scan loops look at the clock every kDeadlineEvery
  * documents or keys, so the check costs nothing measurable.
  */
+#include "common/alloc.h"
 #include "query/exec.h"
 
 #include "common/clock.h"
@@ -158,7 +159,7 @@ save_key(mf_plan_t *p, const uint8_t *key, size_t len)
 {
     if (len > p->last_key_cap) {
         p->last_key_cap = len * 2 + 16;
-        p->last_key = realloc(p->last_key, p->last_key_cap);
+        p->last_key = mf_realloc(p->last_key, p->last_key_cap);
     }
     memcpy(p->last_key, key, len);
     p->last_key_len = len;
@@ -229,7 +230,7 @@ run_ixscan(mf_sess_t *s, mf_coll_t *c, mf_plan_t *p, const mf_matcher_t *m, mf_e
     }
     if (p->last_key_len + 16 > tmpcap)
         tmpcap = p->last_key_len + 16;
-    tmp = malloc(tmpcap);
+    tmp = mf_malloc(tmpcap);
 
     bool resume = p->started && p->last_key_len > 0;
     p->started = true;

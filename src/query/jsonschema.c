@@ -14,6 +14,7 @@
  * compiled regexes; parse recursion is bounded by kMaxDepth; matching does
  * not allocate except pcre2 match data.
  */
+#include "common/alloc.h"
 #include "query/jsonschema.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
@@ -145,14 +146,14 @@ rule_add(jnode_t *n, rkind_t kind, const char *kw, const bson_value_t *spec)
 {
     if (n->nrules == n->cap) {
         n->cap = n->cap ? n->cap * 2 : 8;
-        n->rules = realloc(n->rules, n->cap * sizeof(*n->rules));
+        n->rules = mf_realloc(n->rules, n->cap * sizeof(*n->rules));
         if (n->rules == NULL)
             abort();
     }
     rule_t *r = &n->rules[n->nrules++];
     memset(r, 0, sizeof(*r));
     r->kind = kind;
-    r->keyword = strdup(kw);
+    r->keyword = mf_strdup(kw);
     bson_value_copy(spec, &r->spec);
     return r;
 }
@@ -274,7 +275,7 @@ parse_schema_array(rule_t *r, const bson_value_t *v, const char *kw, int depth, 
             return -1;
         if (r->count == cap) {
             cap = cap ? cap * 2 : 4;
-            r->kids = realloc(r->kids, cap * sizeof(*r->kids));
+            r->kids = mf_realloc(r->kids, cap * sizeof(*r->kids));
         }
         r->kids[r->count++] = k;
     }
@@ -297,13 +298,13 @@ parse_schema_map(rule_t *r, const bson_value_t *v, const char *kw, bool rx, int 
                               bson_iter_key(&it));
         if (r->count == cap) {
             cap = cap ? cap * 2 : 4;
-            r->names = realloc(r->names, cap * sizeof(*r->names));
-            r->kids = realloc(r->kids, cap * sizeof(*r->kids));
+            r->names = mf_realloc(r->names, cap * sizeof(*r->names));
+            r->kids = mf_realloc(r->kids, cap * sizeof(*r->kids));
             if (rx)
-                r->rxs = realloc(r->rxs, cap * sizeof(*r->rxs));
+                r->rxs = mf_realloc(r->rxs, cap * sizeof(*r->rxs));
         }
         size_t i = r->count;
-        r->names[i] = strdup(bson_iter_key(&it));
+        r->names[i] = mf_strdup(bson_iter_key(&it));
         r->kids[i] = NULL;
         if (rx)
             r->rxs[i] = NULL;
@@ -335,9 +336,9 @@ parse_required(rule_t *r, const bson_value_t *v, mf_error_t *err)
         }
         if (r->count == cap) {
             cap = cap ? cap * 2 : 4;
-            r->names = realloc(r->names, cap * sizeof(*r->names));
+            r->names = mf_realloc(r->names, cap * sizeof(*r->names));
         }
-        r->names[r->count++] = strdup(name);
+        r->names[r->count++] = mf_strdup(name);
     }
     if (r->count == 0)
         return mf_err_set(err, MF_E_FailedToParse, "$jsonSchema keyword 'required' cannot be an empty array");
@@ -354,12 +355,12 @@ parse_dependencies(rule_t *r, const bson_value_t *v, int depth, mf_error_t *err)
     while (bson_iter_next(&it)) {
         if (r->count == cap) {
             cap = cap ? cap * 2 : 4;
-            r->names = realloc(r->names, cap * sizeof(*r->names));
-            r->kids = realloc(r->kids, cap * sizeof(*r->kids));
-            r->deps = realloc(r->deps, cap * sizeof(*r->deps));
+            r->names = mf_realloc(r->names, cap * sizeof(*r->names));
+            r->kids = mf_realloc(r->kids, cap * sizeof(*r->kids));
+            r->deps = mf_realloc(r->deps, cap * sizeof(*r->deps));
         }
         size_t i = r->count++;
-        r->names[i] = strdup(bson_iter_key(&it));
+        r->names[i] = mf_strdup(bson_iter_key(&it));
         r->kids[i] = NULL;
         r->deps[i] = NULL;
         if (BSON_ITER_HOLDS_DOCUMENT(&it)) {
@@ -371,7 +372,7 @@ parse_dependencies(rule_t *r, const bson_value_t *v, int depth, mf_error_t *err)
             bson_iter_recurse(&it, &ai);
             while (bson_iter_next(&ai))
                 n++;
-            r->deps[i] = calloc(n + 1, sizeof(char *));
+            r->deps[i] = mf_calloc(n + 1, sizeof(char *));
             bson_iter_recurse(&it, &ai);
             n = 0;
             while (bson_iter_next(&ai)) {
@@ -379,7 +380,7 @@ parse_dependencies(rule_t *r, const bson_value_t *v, int depth, mf_error_t *err)
                     return mf_err_set(err, MF_E_TypeMismatch,
                                       "property '%s' in $jsonSchema keyword 'dependencies' must be an array of strings",
                                       r->names[i]);
-                r->deps[i][n++] = strdup(bson_iter_utf8(&ai, NULL));
+                r->deps[i][n++] = mf_strdup(bson_iter_utf8(&ai, NULL));
             }
         } else {
             return mf_err_set(err, MF_E_TypeMismatch,
@@ -417,7 +418,7 @@ parse_node(const bson_value_t *v, int depth, mf_error_t *err)
         mf_err_set(err, MF_E_TypeMismatch, "$jsonSchema must be an object");
         return NULL;
     }
-    n = calloc(1, sizeof(*n));
+    n = mf_calloc(1, sizeof(*n));
     if (n == NULL)
         abort();
     while (bson_iter_next(&it)) {
@@ -617,7 +618,7 @@ mf_jsonschema_new(const bson_value_t *schema, mf_error_t *err)
     jnode_t *root = parse_node(schema, 0, err);
     if (root == NULL)
         return NULL;
-    mf_jsonschema_t *s = calloc(1, sizeof(*s));
+    mf_jsonschema_t *s = mf_calloc(1, sizeof(*s));
     if (s == NULL)
         abort();
     s->root = root;

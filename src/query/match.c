@@ -24,6 +24,7 @@
  * kMaxDepth so hostile filters cannot exhaust the stack; matching never
  * allocates except pcre2 match data and static bson_t views.
  */
+#include "common/alloc.h"
 #include "query/match.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
@@ -111,7 +112,7 @@ struct mf_matcher {
 static node_t *
 node_new(kind_t kind, const char *path)
 {
-    node_t *n = calloc(1, sizeof(*n));
+    node_t *n = mf_calloc(1, sizeof(*n));
 
     if (n == NULL)
         abort();
@@ -161,7 +162,7 @@ node_add(node_t *parent, node_t *kid)
 {
     if (parent->nkids == parent->capkids) {
         size_t cap = parent->capkids ? parent->capkids * 2 : 4;
-        node_t **k = realloc(parent->kids, cap * sizeof(*k));
+        node_t **k = mf_realloc(parent->kids, cap * sizeof(*k));
         if (k == NULL)
             abort();
         parent->kids = k;
@@ -218,7 +219,7 @@ rx_compile(const char *pattern, size_t plen, const char *flags, mf_error_t *err)
                    "Regular expression cannot contain an embedded null byte");
         return NULL;
     }
-    r = calloc(1, sizeof(*r));
+    r = mf_calloc(1, sizeof(*r));
     if (r == NULL)
         abort();
     r->code = pcre2_compile((PCRE2_SPTR)pattern, plen, opts, &errcode, &erroff, NULL);
@@ -352,8 +353,8 @@ parse_in(const char *path, const bson_value_t *arr, mf_error_t *err)
     while (bson_iter_next(&it))
         count++;
     n = node_new(K_IN, path);
-    n->vals = calloc(count ? count : 1, sizeof(*n->vals));
-    n->rxs = calloc(count ? count : 1, sizeof(*n->rxs));
+    n->vals = mf_calloc(count ? count : 1, sizeof(*n->vals));
+    n->rxs = mf_calloc(count ? count : 1, sizeof(*n->rxs));
     if (n->vals == NULL || n->rxs == NULL)
         abort();
     bson_iter_init_from_data(&it, arr->value.v_doc.data, arr->value.v_doc.data_len);
@@ -1205,7 +1206,7 @@ eval(const node_t *n, const ctx_t *c, int32_t *pos)
 mf_matcher_t *
 mf_matcher_new(const bson_t *filter, mf_error_t *err)
 {
-    mf_matcher_t *m = calloc(1, sizeof(*m));
+    mf_matcher_t *m = mf_calloc(1, sizeof(*m));
 
     if (m == NULL)
         abort();
@@ -1224,7 +1225,7 @@ mf_matcher_new(const bson_t *filter, mf_error_t *err)
 mf_matcher_t *
 mf_matcher_new_value(const bson_value_t *filter, mf_error_t *err)
 {
-    mf_matcher_t *m = calloc(1, sizeof(*m));
+    mf_matcher_t *m = mf_calloc(1, sizeof(*m));
     bson_iter_t it;
     const char *k;
 

@@ -19,6 +19,7 @@
  * constants, so they are only used while the request lives; the plan keeps
  * only owned bytes and an explain rendering.
  */
+#include "common/alloc.h"
 #include "query/plan.h"
 
 #include <math.h>
@@ -39,7 +40,7 @@ mf_ridset_add(mf_ridset_t *s, int64_t rid)
 {
     if ((s->n + 1) * 2 > s->cap) {
         size_t ncap = s->cap ? s->cap * 2 : 256;
-        int64_t *ns = calloc(ncap, sizeof(*ns));
+        int64_t *ns = mf_calloc(ncap, sizeof(*ns));
         for (size_t i = 0; i < s->cap; i++) {
             if (s->slots[i] != 0) {
                 size_t h = ((uint64_t)s->slots[i] * 0x9E3779B97F4A7C15ULL) & (ncap - 1);
@@ -138,7 +139,7 @@ typedef struct vlist {
 static void
 vlist_push(vlist_t *l, bson_value_t lo, bool li, bson_value_t hi, bool hincl)
 {
-    l->v = realloc(l->v, (l->n + 1) * sizeof(*l->v));
+    l->v = mf_realloc(l->v, (l->n + 1) * sizeof(*l->v));
     l->v[l->n].lo = lo;
     l->v[l->n].hi = hi;
     l->v[l->n].li = li;
@@ -608,7 +609,7 @@ partial_implied(const mf_index_t *ix, const preds_t *ps)
     bson_iter_t it, pi;
     if (!bson_iter_init_find(&it, ix->spec, "partialFilterExpression") || !BSON_ITER_HOLDS_DOCUMENT(&it))
         return false;
-    preds_t *pf = calloc(1, sizeof(*pf));
+    preds_t *pf = mf_calloc(1, sizeof(*pf));
     const uint8_t *data;
     uint32_t len;
     bson_t pdoc;
@@ -926,7 +927,7 @@ iv_cmp(const void *a, const void *b)
 static uint8_t *
 dup_bytes(const uint8_t *p, size_t n)
 {
-    uint8_t *d = malloc(n ? n : 1);
+    uint8_t *d = mf_malloc(n ? n : 1);
     if (n)
         memcpy(d, p, n);
     return d;
@@ -944,7 +945,7 @@ build_intervals(const cand_t *k, mf_stage_t *st)
     }
     for (int i = 0; i < nb; i++)
         total *= k->f[i].n;
-    st->iv = calloc(total ? total : 1, sizeof(*st->iv));
+    st->iv = mf_calloc(total ? total : 1, sizeof(*st->iv));
     st->niv = 0;
     size_t idx[MF_KP_MAX_FIELDS] = {0};
     mf_keystring_t lo, hi;
@@ -997,7 +998,7 @@ fail:
 static mf_stage_t *
 stage_new(mf_stage_kind_t kind, mf_stage_t *child)
 {
-    mf_stage_t *s = calloc(1, sizeof(*s));
+    mf_stage_t *s = mf_calloc(1, sizeof(*s));
     s->kind = kind;
     s->child = child;
     s->direction = 1;
@@ -1114,8 +1115,8 @@ projection_simple(const bson_t *proj)
 int
 mf_plan_build(const mf_coll_t *c, const mf_plan_request_t *req, mf_plan_t **out, mf_error_t *err)
 {
-    mf_plan_t *p = calloc(1, sizeof(*p));
-    preds_t *ps = calloc(1, sizeof(*ps));
+    mf_plan_t *p = mf_calloc(1, sizeof(*p));
+    preds_t *ps = mf_calloc(1, sizeof(*ps));
     cand_t *best = NULL;
     mf_stage_t *top;
     int natural_dir = 1;
@@ -1145,7 +1146,7 @@ mf_plan_build(const mf_coll_t *c, const mf_plan_request_t *req, mf_plan_t **out,
         p->sort_provided = true;
     } else {
         if (!natural && !req->force_collscan) {
-            cand_t *tmp = malloc(sizeof(*tmp));
+            cand_t *tmp = mf_malloc(sizeof(*tmp));
             int best_score = 0;
             for (int i = 0; i < c->nindexes; i++) {
                 mf_index_t *ix = c->indexes[i];
@@ -1167,7 +1168,7 @@ mf_plan_build(const mf_coll_t *c, const mf_plan_request_t *req, mf_plan_t **out,
                     }
                     best = tmp;
                     best_score = sc;
-                    tmp = malloc(sizeof(*tmp));
+                    tmp = mf_malloc(sizeof(*tmp));
                 } else {
                     cand_destroy(tmp);
                 }
@@ -1183,7 +1184,7 @@ mf_plan_build(const mf_coll_t *c, const mf_plan_request_t *req, mf_plan_t **out,
         } else {
             mf_stage_t *ix = stage_new(MF_ST_IXSCAN, NULL);
             bson_iter_t it;
-            ix->index_name = strdup(best->ix->name);
+            ix->index_name = mf_strdup(best->ix->name);
             ix->key_pattern = bson_new();
             if (bson_iter_init_find(&it, best->ix->spec, "key") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
                 const uint8_t *data;
@@ -1206,7 +1207,7 @@ mf_plan_build(const mf_coll_t *c, const mf_plan_request_t *req, mf_plan_t **out,
                     free(ix->iv[i].hi);
                 }
                 free(ix->iv);
-                ix->iv = calloc(1, sizeof(*ix->iv));
+                ix->iv = mf_calloc(1, sizeof(*ix->iv));
                 ix->iv[0].lo = dup_bytes(NULL, 0);
                 ix->iv[0].hi = dup_bytes(NULL, 0);
                 ix->iv[0].lo_incl = ix->iv[0].hi_incl = true;

@@ -22,6 +22,7 @@
  * Invariants: the tree owns its names, matchers and expressions; applying
  * never modifies the projection, so one projection may serve many documents.
  */
+#include "common/alloc.h"
 #include "query/project.h"
 
 #include <stdlib.h>
@@ -83,7 +84,7 @@ mf_projection_free(mf_projection_t *p)
 static pnode_t *
 pnode_new(pkind_t kind)
 {
-    pnode_t *n = calloc(1, sizeof(*n));
+    pnode_t *n = mf_calloc(1, sizeof(*n));
     n->kind = kind;
     return n;
 }
@@ -100,7 +101,7 @@ pnode_child(const pnode_t *n, const char *name)
 static void
 pnode_add(pnode_t *parent, pnode_t *kid)
 {
-    parent->kids = realloc(parent->kids, (parent->n + 1) * sizeof(pnode_t *));
+    parent->kids = mf_realloc(parent->kids, (parent->n + 1) * sizeof(pnode_t *));
     parent->kids[parent->n++] = kid;
 }
 
@@ -140,7 +141,7 @@ add_at_path(pnode_t *parent, const char *path, pnode_t *leaf, mf_error_t *err)
     }
     for (;;) {
         const char *dot = strchr(p, '.');
-        char *comp = dot ? strndup(p, (size_t)(dot - p)) : strdup(p);
+        char *comp = dot ? mf_strndup(p, (size_t)(dot - p)) : mf_strdup(p);
         pnode_t *child = pnode_child(cur, comp);
 
         if (!dot) {
@@ -340,7 +341,7 @@ parse_element(pctx_t *c, const char *key, const bson_value_t *v, pnode_t *parent
                     return mf_err_set(c->err, MF_E_BadValue, "Positional projection '%s' does not match the query "
                                                              "document.",
                                       key);
-                prefix = strndup(key, (size_t)pos);
+                prefix = mf_strndup(key, (size_t)pos);
                 rc = add_at_path(parent, prefix, pnode_new(P_POSITIONAL), c->err);
                 free(prefix);
                 if (rc < 0)
@@ -415,7 +416,7 @@ mark_computed(pnode_t *n)
 mf_projection_t *
 mf_projection_new(const bson_t *spec, mf_error_t *err)
 {
-    mf_projection_t *p = calloc(1, sizeof(*p));
+    mf_projection_t *p = mf_calloc(1, sizeof(*p));
     pctx_t c;
 
     memset(&c, 0, sizeof(c));
@@ -436,7 +437,7 @@ mf_projection_new(const bson_t *spec, mf_error_t *err)
     p->inclusion = c.inclusion;
     if (!c.id_specified && p->inclusion) {
         pnode_t *id = pnode_new(P_INCLUDE);
-        id->name = strdup("_id");
+        id->name = mf_strdup("_id");
         pnode_add(p->root, id);
     }
     if (!p->inclusion && c.id_included) {
@@ -644,7 +645,7 @@ static int
 apply_incl(actx_t *c, const pnode_t *node, const bson_t *in, bson_t *out)
 {
     bson_iter_t it;
-    bool *done = calloc(node->n ? node->n : 1, sizeof(bool));
+    bool *done = mf_calloc(node->n ? node->n : 1, sizeof(bool));
     int rc = 0;
 
     if (in && bson_iter_init(&it, in)) {

@@ -14,6 +14,7 @@
  * shallow bson_value_t copies that point into the documents being sorted and
  * never outlive the call that made them.
  */
+#include "common/alloc.h"
 #include "query/sort.h"
 
 #include <stdlib.h>
@@ -37,7 +38,7 @@ static const char kBadOrder[] = "$sort key ordering must be 1 (for ascending) or
 mf_sort_t *
 mf_sort_new(const bson_t *spec, mf_error_t *err)
 {
-    mf_sort_t *s = calloc(1, sizeof(*s));
+    mf_sort_t *s = mf_calloc(1, sizeof(*s));
     bson_iter_t it;
     uint32_t count;
 
@@ -50,7 +51,7 @@ mf_sort_new(const bson_t *spec, mf_error_t *err)
     count = bson_count_keys(spec);
     if (count == 0)
         return s;
-    s->fields = calloc(count, sizeof(*s->fields));
+    s->fields = mf_calloc(count, sizeof(*s->fields));
     if (s->fields == NULL || !bson_iter_init(&it, spec)) {
         mf_sort_free(s);
         mf_err_set(err, MF_E_InternalError, "out of memory");
@@ -199,9 +200,9 @@ mf_sort_docs(const mf_sort_t *s, bson_t **docs, size_t n)
 
     if (s == NULL || s->n == 0 || n < 2)
         return;
-    keys = calloc(n * s->n, sizeof(*keys));
-    items = calloc(n, sizeof(*items));
-    tmp = calloc(n, sizeof(*tmp));
+    keys = mf_calloc(n * s->n, sizeof(*keys));
+    items = mf_calloc(n, sizeof(*items));
+    tmp = mf_calloc(n, sizeof(*tmp));
     if (keys == NULL || items == NULL || tmp == NULL) {
         free(keys);
         free(items);

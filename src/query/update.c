@@ -26,6 +26,7 @@
  * the result with the input, which matches MongoDB's binary no-op rules ($set
  * of 1.0 over 1 is a change).
  */
+#include "common/alloc.h"
 #include "query/update.h"
 
 #include <math.h>
@@ -285,7 +286,7 @@ parse_path(mf_update_t *u, const char *path, path_t *out, mf_error_t *err)
     memset(out, 0, sizeof(*out));
     if (*path == '\0')
         return mf_err_set(err, MF_E_EmptyFieldName, "An empty update path is not valid.");
-    out->path = strdup(path);
+    out->path = mf_strdup(path);
     for (;;) {
         const char *dot = strchr(p, '.');
         size_t len = dot ? (size_t)(dot - p) : strlen(p);
@@ -296,14 +297,14 @@ parse_path(mf_update_t *u, const char *path, path_t *out, mf_error_t *err)
             return mf_err_set(err, MF_E_EmptyFieldName,
                               "The update path '%s' contains an empty field name, which is not allowed.", path);
         }
-        c.name = strndup(p, len);
+        c.name = mf_strndup(p, len);
         if (strcmp(c.name, "$") == 0) {
             c.kind = C_POS;
             npos++;
         } else if (strcmp(c.name, "$[]") == 0) {
             c.kind = C_ALL;
         } else if (len > 3 && c.name[0] == '$' && c.name[1] == '[' && c.name[len - 1] == ']') {
-            char *id = strndup(c.name + 2, len - 3);
+            char *id = mf_strndup(c.name + 2, len - 3);
             c.kind = C_FILTER;
             for (size_t i = 0; i < u->nfilters; i++) {
                 if (strcmp(u->filters[i].name, id) == 0) {
@@ -333,7 +334,7 @@ parse_path(mf_update_t *u, const char *path, path_t *out, mf_error_t *err)
                               "Cannot have positional (i.e. '$') element in the first component in path '%s'",
                               path);
         }
-        out->comps = realloc(out->comps, (out->n + 1) * sizeof(comp_t));
+        out->comps = mf_realloc(out->comps, (out->n + 1) * sizeof(comp_t));
         out->comps[out->n++] = c;
         if (!dot)
             break;
@@ -419,7 +420,7 @@ collect_array(mod_t *m, const bson_value_t *a)
     if (!bson_init_static(&arr, a->value.v_doc.data, a->value.v_doc.data_len) || !bson_iter_init(&it, &arr))
         return;
     while (bson_iter_next(&it)) {
-        m->each = realloc(m->each, (m->neach + 1) * sizeof(bson_value_t));
+        m->each = mf_realloc(m->each, (m->neach + 1) * sizeof(bson_value_t));
         m->each[m->neach++] = *bson_iter_value(&it);
     }
 }
@@ -438,7 +439,7 @@ parse_push(mod_t *m, mf_error_t *err)
             has_each = true;
     }
     if (!has_each) {
-        m->each = malloc(sizeof(bson_value_t));
+        m->each = mf_malloc(sizeof(bson_value_t));
         m->each[0] = m->val;
         m->neach = 1;
         return 0;
@@ -534,7 +535,7 @@ parse_add_to_set(mod_t *m, mf_error_t *err)
         collect_array(m, v);
         return 0;
     }
-    m->each = malloc(sizeof(bson_value_t));
+    m->each = mf_malloc(sizeof(bson_value_t));
     m->each[0] = m->val;
     m->neach = 1;
     return 0;
@@ -722,9 +723,9 @@ parse_filters(mf_update_t *u, const bson_value_t *af, mf_error_t *err)
             if (k[0] == '$')
                 continue; /* $and / $or etc.: the identifier comes from other fields */
             if (name == NULL) {
-                name = strndup(k, len);
+                name = mf_strndup(k, len);
             } else if (strlen(name) != len || strncmp(name, k, len) != 0) {
-                char *other = strndup(k, len);
+                char *other = mf_strndup(k, len);
                 mf_err_set(err, MF_E_FailedToParse,
                            "Error parsing array filter :: caused by :: Expected a single top-level field name, "
                            "found '%s' and '%s'",
@@ -763,7 +764,7 @@ parse_filters(mf_update_t *u, const bson_value_t *af, mf_error_t *err)
                 return -1;
             }
         }
-        u->filters = realloc(u->filters, (u->nfilters + 1) * sizeof(afilter_t));
+        u->filters = mf_realloc(u->filters, (u->nfilters + 1) * sizeof(afilter_t));
         u->filters[u->nfilters].name = name;
         u->filters[u->nfilters].used = false;
         u->filters[u->nfilters].m = mf_matcher_new_value(fv, err);
@@ -801,7 +802,7 @@ parse_replacement(mf_update_t *u, const bson_t *update, mf_error_t *err)
 mf_update_t *
 mf_update_new(const bson_t *update, const bson_value_t *array_filters, mf_error_t *err)
 {
-    mf_update_t *u = calloc(1, sizeof(*u));
+    mf_update_t *u = mf_calloc(1, sizeof(*u));
     bson_iter_t it;
 
     if (!bson_iter_init(&it, update)) {
@@ -849,7 +850,7 @@ mf_update_new(const bson_t *update, const bson_value_t *array_filters, mf_error_
         bson_iter_init(&fi, &opdoc);
         while (bson_iter_next(&fi)) {
             mod_t *m;
-            u->mods = realloc(u->mods, (u->nmods + 1) * sizeof(mod_t));
+            u->mods = mf_realloc(u->mods, (u->nmods + 1) * sizeof(mod_t));
             m = &u->mods[u->nmods++];
             memset(m, 0, sizeof(*m));
             m->op = OPS[op].op;
@@ -909,7 +910,7 @@ struct node {
 static node_t *
 node_new_value(const bson_value_t *v, bool copy)
 {
-    node_t *n = calloc(1, sizeof(*n));
+    node_t *n = mf_calloc(1, sizeof(*n));
     if (copy) {
         bson_value_copy(v, &n->v);
         n->owned = true;
@@ -922,7 +923,7 @@ node_new_value(const bson_value_t *v, bool copy)
 static node_t *
 node_new_container(bool array)
 {
-    node_t *n = calloc(1, sizeof(*n));
+    node_t *n = mf_calloc(1, sizeof(*n));
     n->v.value_type = array ? BSON_TYPE_ARRAY : BSON_TYPE_DOCUMENT;
     n->expanded = true;
     n->is_array = array;
@@ -1004,9 +1005,9 @@ node_push(node_t *n, char *key, node_t *kid)
 {
     if (n->n == n->cap) {
         n->cap = n->cap ? n->cap * 2 : 8;
-        n->kids = realloc(n->kids, n->cap * sizeof(node_t *));
+        n->kids = mf_realloc(n->kids, n->cap * sizeof(node_t *));
         if (!n->is_array)
-            n->keys = realloc(n->keys, n->cap * sizeof(char *));
+            n->keys = mf_realloc(n->keys, n->cap * sizeof(char *));
     }
     if (!n->is_array)
         n->keys[n->n] = key;
@@ -1047,7 +1048,7 @@ node_expand(node_t *n)
     if (!bson_init_static(&b, n->v.value.v_doc.data, n->v.value.v_doc.data_len) || !bson_iter_init(&it, &b))
         return;
     while (bson_iter_next(&it))
-        node_push(n, n->is_array ? NULL : strdup(bson_iter_key(&it)), node_new_value(bson_iter_value(&it), false));
+        node_push(n, n->is_array ? NULL : mf_strdup(bson_iter_key(&it)), node_new_value(bson_iter_value(&it), false));
 }
 
 static void node_append_to(bson_t *b, const char *key, int keylen, const node_t *n);
@@ -1208,7 +1209,7 @@ slot_create(actx_t *c, node_t *cur, const char *curname, const char *key, node_t
         node_push(cur, NULL, kid);
         return 0;
     }
-    node_push(cur, strdup(key), kid);
+    node_push(cur, mf_strdup(key), kid);
     return 0;
 }
 
@@ -1401,8 +1402,8 @@ sortel_cmp(const void *pa, const void *pb)
 static void
 push_sort(node_t *arr, const mod_t *m)
 {
-    sortel_t *els = calloc(arr->n ? arr->n : 1, sizeof(sortel_t));
-    node_t **kids = malloc((arr->n ? arr->n : 1) * sizeof(node_t *));
+    sortel_t *els = mf_calloc(arr->n ? arr->n : 1, sizeof(sortel_t));
+    node_t **kids = mf_malloc((arr->n ? arr->n : 1) * sizeof(node_t *));
 
     for (size_t i = 0; i < arr->n; i++) {
         node_value(arr->kids[i], &els[i].v, &els[i].owned);
@@ -2013,12 +2014,12 @@ seed_add(seed_t *s, const char *path, const bson_value_t *v, mf_error_t *err)
                               "cannot infer query fields to set, both paths '%s' and '%s' are matched", path,
                               s->paths[i]);
     }
-    s->paths = realloc(s->paths, (s->n + 1) * sizeof(char *));
-    s->paths[s->n++] = strdup(path);
+    s->paths = mf_realloc(s->paths, (s->n + 1) * sizeof(char *));
+    s->paths[s->n++] = mf_strdup(path);
 
     for (;;) {
         const char *dot = strchr(p, '.');
-        char *comp = dot ? strndup(p, (size_t)(dot - p)) : strdup(p);
+        char *comp = dot ? mf_strndup(p, (size_t)(dot - p)) : mf_strdup(p);
         node_t **slot = slot_find(cur, comp);
         if (!dot) {
             if (slot) {

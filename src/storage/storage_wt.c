@@ -11,6 +11,7 @@
  * unacknowledged-durability write is on disk within ~100 ms), retries pending
  * drops, and every 60 s WiredTiger checkpoints on its own (checkpoint=(wait=60)).
  */
+#include "common/alloc.h"
 #include "storage/storage.h"
 
 #include <errno.h>
@@ -166,7 +167,7 @@ mf_storage_open(const char *dbpath, mf_storage_t **out, mf_error_t *err)
 
     if (mkdir(dbpath, 0755) != 0 && errno != EEXIST)
         return mf_err_set(err, MF_E_InternalError, "cannot create dbpath %s: %s", dbpath, strerror(errno));
-    st = calloc(1, sizeof(*st));
+    st = mf_calloc(1, sizeof(*st));
     pthread_mutex_init(&st->lock, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
@@ -232,7 +233,7 @@ mf_storage_session(mf_storage_t *st)
 {
     if (tls_sess != NULL && tls_gen == st->gen)
         return tls_sess;
-    mf_sess_t *s = calloc(1, sizeof(*s));
+    mf_sess_t *s = mf_calloc(1, sizeof(*s));
     int ret = st->conn->open_session(st->conn, NULL, "isolation=snapshot,cache_cursors=false", &s->wt);
     if (ret != 0) {
         mf_log(MF_LOG_ERROR, "STORAGE", "open_session failed: %s", wiredtiger_strerror(ret));
@@ -242,7 +243,7 @@ mf_storage_session(mf_storage_t *st)
     pthread_mutex_lock(&st->lock);
     if (st->nsessions == st->capsessions) {
         st->capsessions = st->capsessions ? st->capsessions * 2 : 16;
-        st->sessions = realloc(st->sessions, (size_t)st->capsessions * sizeof(*st->sessions));
+        st->sessions = mf_realloc(st->sessions, (size_t)st->capsessions * sizeof(*st->sessions));
     }
     st->sessions[st->nsessions++] = s;
     pthread_mutex_unlock(&st->lock);
@@ -292,7 +293,7 @@ mf_storage_drop(mf_storage_t *st, const char *uri)
         return;
     pthread_mutex_lock(&st->lock);
     if (st->npending < MF_MAX_PENDING_DROPS)
-        st->pending_drops[st->npending++] = strdup(uri);
+        st->pending_drops[st->npending++] = mf_strdup(uri);
     pthread_mutex_unlock(&st->lock);
 }
 
@@ -350,7 +351,7 @@ mf_cur_open(mf_sess_t *s, const char *uri, mf_cur_t **out, mf_error_t *err)
     int ret = s->wt->open_cursor(s->wt, uri, NULL, "overwrite=false", &c);
     if (ret != 0)
         return wt_err(err, ret, "open_cursor");
-    mf_cur_t *mc = calloc(1, sizeof(*mc));
+    mf_cur_t *mc = mf_calloc(1, sizeof(*mc));
     mc->wt = c;
     mc->s = s;
     mc->rid_keys = strcmp(c->key_format, "q") == 0;

@@ -58,6 +58,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/alloc.h"
 #include "catalog/coll_write.h"
 #include "cmd/curop.h"
 #include "common/clock.h"
@@ -251,13 +252,13 @@ collect_targets(void *arg, mf_coll_t *c)
             continue;
         if (l->n == l->cap) {
             l->cap = l->cap ? l->cap * 2 : 8;
-            l->v = realloc(l->v, (size_t)l->cap * sizeof(*l->v));
+            l->v = mf_realloc(l->v, (size_t)l->cap * sizeof(*l->v));
         }
         ttl_target_t *t = &l->v[l->n++];
         memset(t, 0, sizeof(*t));
         snprintf(t->ns, sizeof(t->ns), "%s", c->ns);
         memcpy(t->uuid, c->uuid, 16);
-        t->index = strdup(ix->name);
+        t->index = mf_strdup(ix->name);
         t->secs = secs;
     }
 }
@@ -400,8 +401,8 @@ visit(mf_sess_t *s, ttl_target_t *t)
     int64_t yield_pct = mf_param_get("ttlMonitorYieldPercent");
     int64_t start_us = mf_mono_us(), deleted_here = 0;
     size_t cap = (size_t)(batch_docs > 0 ? batch_docs : 500);
-    int64_t *rids = malloc(cap * sizeof(*rids));
-    int64_t *exps = malloc(cap * sizeof(*exps));
+    int64_t *rids = mf_malloc(cap * sizeof(*rids));
+    int64_t *exps = mf_malloc(cap * sizeof(*exps));
     bool more = false;
 
     for (;;) {

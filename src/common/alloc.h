@@ -1,0 +1,31 @@
+/*
+ * alloc.h: the one allocation policy of the code base.
+ *
+ * Every heap allocation goes through these wrappers. On failure they write
+ * one log line to stderr and abort the process, as Redis's zmalloc does: a
+ * server that runs out of memory half-way through a write cannot be trusted
+ * to unwind correctly from every call site, while WiredTiger's journal makes
+ * an abort safe (committed data survives, uncommitted data was never
+ * acknowledged). So callers never check for NULL, and `p = mf_realloc(p, n)`
+ * is correct (the old block is never lost, because failure does not return).
+ *
+ * libbson's own bson_malloc family already aborts on failure the same way.
+ * scripts/check-alloc.sh fails the test run if a raw malloc, calloc, realloc,
+ * strdup or strndup appears in src/ outside alloc.c.
+ */
+#ifndef MF_ALLOC_H
+#define MF_ALLOC_H
+
+#include <stddef.h>
+
+/* mf_malloc: malloc(n) that never returns NULL (n == 0 allocates 1 byte). */
+void *mf_malloc(size_t n) __attribute__((malloc, returns_nonnull));
+/* mf_calloc: zeroed array of count items of size bytes; never NULL; aborts on overflow. */
+void *mf_calloc(size_t count, size_t size) __attribute__((malloc, returns_nonnull));
+/* mf_realloc: resizes p (may be NULL) to n bytes; never NULL. */
+void *mf_realloc(void *p, size_t n) __attribute__((returns_nonnull));
+/* mf_strdup / mf_strndup: copies of a NUL-terminated string; never NULL. */
+char *mf_strdup(const char *s) __attribute__((malloc, returns_nonnull));
+char *mf_strndup(const char *s, size_t n) __attribute__((malloc, returns_nonnull));
+
+#endif /* MF_ALLOC_H */
