@@ -360,12 +360,16 @@ fill_visit(void *arg, int64_t rid, const bson_t *doc, const mf_match_details_t *
  * Fills arr with up to max documents from cur. *exhausted tells whether the
  * cursor has nothing more. The catalog lock is held by the caller.
  */
+static int agg_stream_fill(mf_op_t *op, mf_cursor_t *cur, int64_t max, bson_t *arr, bool *exhausted);
+
 static int
 cursor_fill(mf_op_t *op, mf_cursor_t *cur, int64_t max, bson_t *arr, bool *exhausted)
 {
     fill_ctx_t f = {cur, arr, 0, max, 0, false, &op->err};
 
     *exhausted = false;
+    if (cur->kind == MF_CURSOR_EXT)
+        return agg_stream_fill(op, cur, max, arr, exhausted);
     if (cur->kind == MF_CURSOR_DOCS) {
         while (cur->pos < cur->docs.len && f.count < max && f.bytes < BATCH_BYTES_MAX) {
             char key[16];
@@ -1855,6 +1859,7 @@ typedef struct agg_scan_ctx {
     const bson_value_t *hint; /* the command's hint, or NULL */
     agg_write_t *write;       /* where env->write_out records its work */
     int view_depth;           /* views being expanded (views on views) */
+    struct agg_stream *stream; /* streaming source (env->pull), or NULL */
 } agg_scan_ctx_t;
 
 typedef struct agg_visit_adapter {
@@ -1963,6 +1968,178 @@ agg_scan(void *ctx, const char *coll, const bson_t *filter, mf_agg_visit_fn visi
     int rc = mf_exec_query(x->op->sess, c, &req, m, agg_adapter_visit, &a, NULL, err);
     mf_matcher_free(m);
     return rc;
+}
+
+/*
+ * Streaming aggregation. A pipeline over a collection runs its pushed-down
+ * prefix (mf_pipeline_pushdown: $match, an index-provided $sort, $skip,
+ * $limit) as the plan find would build, and pulls the rest through
+ * mf_agg_stream. The state lives in the cursor (MF_CURSOR_EXT) between
+ * getMores: the plan keeps its scan position (a WiredTiger cursor cannot
+ * outlive the command), so each batch re-seeks where the last stopped.
+ * op is rebound on every call; the catalog lock is held by the caller.
+ */
+typedef struct agg_stream {
+    agg_scan_ctx_t sc;        /* env->ctx for pull and for $lookup scans (sc.stream points back here) */
+    mf_pipeline_t *pl;        /* owned */
+    mf_agg_stream_t *stream;  /* owned */
+    mf_plan_t *plan;          /* owned: the pushed-down plan, with its position */
+    mf_matcher_t *m;          /* owned: the pushed-down filter */
+    int64_t skip_left, limit_left; /* pushed-down $skip / $limit still to apply (limit < 0: none) */
+    char *db, *coll;          /* owned */
+} agg_stream_t;
+
+static void
+agg_stream_free(void *arg)
+{
+    agg_stream_t *x = arg;
+    if (x == NULL)
+        return;
+    mf_agg_stream_free(x->stream);
+    mf_pipeline_free(x->pl);
+    mf_plan_free(x->plan);
+    mf_matcher_free(x->m);
+    free(x->db);
+    free(x->coll);
+    free(x);
+}
+
+typedef struct agg_pull_ctx {
+    agg_stream_t *x;
+    mf_docvec_t *out;
+    size_t max;
+} agg_pull_ctx_t;
+
+static int
+agg_pull_visit(void *arg, int64_t rid, const bson_t *doc, const mf_match_details_t *d)
+{
+    agg_pull_ctx_t *pc = arg;
+    (void)rid;
+    (void)d;
+    if (pc->x->skip_left > 0) {
+        pc->x->skip_left--;
+        return 0;
+    }
+    mf_docvec_push(pc->out, doc);
+    if (pc->x->limit_left > 0)
+        pc->x->limit_left--;
+    return pc->x->limit_left == 0 || pc->out->len >= pc->max ? 1 : 0;
+}
+
+/* env->pull: the next documents of the pushed-down plan (resumes its scan). */
+static int
+agg_pull(void *ctx, size_t max, mf_docvec_t *out, bool *eof, mf_error_t *err)
+{
+    agg_stream_t *x = ((agg_scan_ctx_t *)ctx)->stream;
+    mf_coll_t *c = mf_catalog_coll_find(x->sc.op->eng->cat, x->db, x->coll);
+    *eof = false;
+    if (c == NULL || x->plan->done || x->limit_left == 0) {
+        *eof = true;
+        return 0;
+    }
+    agg_pull_ctx_t pc = {x, out, max};
+    if (mf_exec_run(x->sc.op->sess, c, x->plan, x->m, agg_pull_visit, &pc, err) != 0)
+        return -1;
+    *eof = x->plan->done || x->limit_left == 0;
+    return 0;
+}
+
+/*
+ * agg_plan_prefix: plans pl's pushed-down prefix over c (may be NULL) as
+ * find would: the leading $sort is pushed down only when the chosen plan
+ * provides its order (else the pipeline's own spilling $sort runs it).
+ * Sets *pd and *plan (owned by the caller). Catalog lock held. 0 or -1.
+ */
+static int
+agg_plan_prefix(mf_op_t *op, const mf_coll_t *c, const mf_pipeline_t *pl, const bson_value_t *hint,
+                mf_agg_pushdown_t *pd, mf_plan_t **plan)
+{
+    mf_pipeline_pushdown(pl, true, pd);
+    for (int attempt = 0; attempt < 2; attempt++) {
+        mf_plan_request_t req = {.filter = pd->filter, .sort = pd->sort, .hint = hint, .skip = pd->skip,
+                                 .limit = pd->limit};
+        if (mf_plan_build(c, &req, plan, &op->err) != 0)
+            return -1;
+        if (pd->sort == NULL || (*plan)->sort == NULL)
+            return 0;
+        mf_plan_free(*plan);
+        *plan = NULL;
+        mf_pipeline_pushdown(pl, false, pd);
+    }
+    return 0;
+}
+
+/* agg_stream_fill: the next batch of a streaming aggregation cursor (catalog lock held). */
+static int
+agg_stream_fill(mf_op_t *op, mf_cursor_t *cur, int64_t max, bson_t *arr, bool *exhausted)
+{
+    agg_stream_t *x = cur->ext;
+    mf_agg_env_t env;
+    int64_t count = 0, bytes = 0;
+
+    memset(&env, 0, sizeof env);
+    x->sc.op = op;
+    env.scan = agg_scan;
+    env.pull = agg_pull;
+    env.ctx = &x->sc;
+    *exhausted = false;
+    while (count < max && bytes < BATCH_BYTES_MAX) {
+        bson_t *d;
+        char key[16];
+        if (mf_agg_stream_next(x->stream, &env, &d, &op->err) != 0)
+            return -1;
+        if (d == NULL) {
+            *exhausted = true;
+            break;
+        }
+        snprintf(key, sizeof(key), "%d", (int)count++);
+        BSON_APPEND_DOCUMENT(arr, key, d);
+        bytes += d->len;
+        bson_destroy(d);
+    }
+    return 0;
+}
+
+/*
+ * agg_stream_start: if pl can stream over collection name (a collection,
+ * not a view; no $out/$merge), makes cur an MF_CURSOR_EXT cursor owning pl
+ * and the plan, sets *started and returns 0. Otherwise leaves everything to
+ * the materialising path. Catalog lock held. 0 or -1 with op->err.
+ */
+static int
+agg_stream_start(mf_op_t *op, const char *name, mf_pipeline_t *pl, const bson_value_t *hint, bool allow_disk,
+                 mf_cursor_t *cur, bool *started)
+{
+    mf_coll_t *c = mf_catalog_coll_find(op->eng->cat, op->db, name);
+    mf_agg_pushdown_t pd;
+    mf_plan_t *plan = NULL;
+
+    *started = false;
+    if ((c != NULL && c->is_view) || mf_pipeline_writes(pl) || mf_pipeline_is_collectionless(pl))
+        return 0;
+    if (agg_plan_prefix(op, c, pl, hint, &pd, &plan) != 0)
+        return -1;
+    mf_matcher_t *m = mf_matcher_new(pd.filter, &op->err);
+    if (m == NULL) {
+        mf_plan_free(plan);
+        return -1;
+    }
+    agg_stream_t *x = mf_calloc(1, sizeof *x);
+    x->sc.op = op;
+    x->sc.stream = x;
+    x->pl = pl;
+    x->plan = plan;
+    x->m = m;
+    x->skip_left = pd.skip;
+    x->limit_left = pd.limit > 0 ? pd.limit : -1;
+    x->db = mf_strdup(op->db);
+    x->coll = mf_strdup(name);
+    x->stream = mf_agg_stream_new(pl, pd.nstages, allow_disk);
+    cur->kind = MF_CURSOR_EXT;
+    cur->ext = x;
+    cur->ext_free = agg_stream_free;
+    *started = true;
+    return 0;
 }
 
 static void
@@ -2410,6 +2587,13 @@ cmd_aggregate(mf_op_t *op)
                                   (long long)batch);
         }
     }
+    bool allow_disk = mf_param_get("allowDiskUseByDefault") != 0;
+    if (bson_iter_init_find(&ci, op->cmd, "allowDiskUse")) {
+        if (!BSON_ITER_HOLDS_BOOL(&ci))
+            return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field 'aggregate.allowDiskUse' is the wrong type '%s', expected type 'bool'",
+                              mf_type_name(bson_iter_type(&ci)));
+        allow_disk = bson_iter_bool(&ci);
+    }
     if (!has_cursor && !explain)
         return mf_err_set(&op->err, MF_E_FailedToParse,
                           "The 'cursor' option is required, except for aggregate with the explain argument");
@@ -2477,8 +2661,20 @@ cmd_aggregate(mf_op_t *op)
     if (name == NULL)
         name = "$cmd.aggregate";
     mf_cursor_t *cur = mf_cursor_new(MF_CURSOR_DOCS, op->db, name);
+    bson_t arr;
+    bool exhausted, streaming = false;
+    int64_t id = 0;
+    int rc = 0;
+    bson_init(&arr);
     mf_catalog_rdlock(op->eng->cat);
-    int rc = mf_pipeline_run(pl, &env, name, &cur->docs, &op->err);
+    if (!collstats && strcmp(name, "$cmd.aggregate") != 0)
+        rc = agg_stream_start(op, name, pl, hint, allow_disk, cur, &streaming);
+    if (rc == 0 && streaming) {
+        pl = NULL; /* owned by the cursor now */
+        rc = cursor_fill(op, cur, batch, &arr, &exhausted); /* the first batch, under the same lock */
+    } else if (rc == 0) {
+        rc = mf_pipeline_run(pl, &env, name, &cur->docs, &op->err);
+    }
     mf_catalog_unlock(op->eng->cat);
     mf_pipeline_free(pl);
     if (collstats)
@@ -2487,14 +2683,12 @@ cmd_aggregate(mf_op_t *op)
         rc = agg_write_perform(op, &aw); /* $out / $merge, outside the read lock */
     agg_write_destroy(&aw);
     if (rc != 0) {
+        bson_destroy(&arr);
         mf_cursor_free(cur);
         return -1;
     }
-    bson_t arr;
-    bool exhausted;
-    int64_t id = 0;
-    bson_init(&arr);
-    rc = cursor_fill(op, cur, batch, &arr, &exhausted);
+    if (!streaming)
+        rc = cursor_fill(op, cur, batch, &arr, &exhausted);
     if (!exhausted) {
         id = mf_cursors_register(op->eng->cursors, cur);
         mf_cursors_checkin(op->eng->cursors, cur);

@@ -13,6 +13,7 @@
 #include "cmd/cmd.h"
 #include "cmd/cursor.h"
 #include "common/log.h"
+#include "query/agg_spill.h"
 #include "query/value.h"
 #include "cmd/profile.h"
 #include "ttl/ttl.h"
@@ -278,6 +279,7 @@ mf_engine_open(const char *dbpath, mf_engine_t **out, mf_error_t *err)
         return -1;
     }
     eng->cursors = mf_cursors_new();
+    mf_spill_set_dir(dbpath); /* aggregation spill files: <dbpath>/_tmp, emptied at startup */
     eng->start_ms = mf_now_ms();
     eng->start_mono_ms = mf_mono_ms();
     atomic_store(&eng->next_conn_id, 1);

@@ -47,6 +47,8 @@ mf_cursor_free(mf_cursor_t *c)
     if (c->filter)
         bson_destroy(c->filter);
     mf_plan_free(c->plan);
+    if (c->ext != NULL && c->ext_free != NULL)
+        c->ext_free(c->ext);
     free(c);
 }
 

@@ -24,7 +24,12 @@
 
 typedef struct mf_cursors mf_cursors_t;
 
-enum { MF_CURSOR_DOCS = 1, MF_CURSOR_SCAN = 2 };
+/*
+ * MF_CURSOR_EXT: an opaque state owned by the command that created the
+ * cursor (a streaming aggregation), freed with ext_free when the cursor is
+ * freed (exhausted, killed, reaped).
+ */
+enum { MF_CURSOR_DOCS = 1, MF_CURSOR_SCAN = 2, MF_CURSOR_EXT = 3 };
 
 typedef struct mf_cursor {
     int64_t id;
@@ -42,6 +47,9 @@ typedef struct mf_cursor {
     int64_t skip_left;          /* documents still to skip */
     bson_t *filter;             /* owned copy of the filter (plan choice on resume) */
     mf_plan_t *plan;            /* owned, may be NULL: the plan being resumed (its position included) */
+    /* MF_CURSOR_EXT */
+    void *ext;                  /* owned through ext_free */
+    void (*ext_free)(void *ext);
     /* bookkeeping (table-owned) */
     int64_t last_used_ms;
     bool in_use;

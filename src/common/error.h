@@ -76,7 +76,8 @@
     X(201, InvalidUUID)                                                        \
     X(224, QueryFeatureNotAllowed)                                             \
     X(263, OperationNotSupportedInTransaction)                                 \
-    X(292, CursorInUse)                                 \
+    X(143, CursorInUse)                                                        \
+    X(292, QueryExceededMemoryLimitNoDiskUseAllowed)                           \
     X(10334, BSONObjectTooLarge)                                               \
     X(11000, DuplicateKey)                                                     \
     X(11600, InterruptedAtShutdown)                                            \

@@ -45,6 +45,15 @@
  * write stages $out and $merge must be last; they hand their input to
  * env->write_out (the command layer writes it, outside the catalog read
  * lock) and produce no documents.
+ *
+ * Streaming (mf_agg_stream_*, at the end of this file). The command layer
+ * asks mf_pipeline_pushdown which leading stages ($match, an index-provided
+ * $sort, $skip, $limit) the query planner can run, plans them as find
+ * would, and pulls the rest through a chain of per-stage iterators whose
+ * source is the plan (env->pull). Blocking stages hold a memory budget and
+ * spill to disk through agg_spill.c. mf_pipeline_run (materialising) is
+ * still used for views, $lookup/$facet sub-pipelines, collectionless
+ * pipelines and $out/$merge.
  */
 #include "query/agg.h"
 
@@ -54,6 +63,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/alloc.h"
+#include "common/params.h"
+#include "query/agg_spill.h"
+#include "query/exec.h"
 #include "query/expr.h"
 #include "query/match.h"
 #include "query/path.h"
@@ -1035,87 +1048,300 @@ acc_result(accst_t *a, int kind, bson_t *out, const char *field)
     }
 }
 
+/*
+ * A group table: groups in first-seen order plus a hash index. mem is an
+ * estimate of the bytes it holds (keys, accumulated arrays and documents),
+ * checked against internalDocumentSourceGroupMaxMemoryBytes by the
+ * streaming $group (see the stream section below).
+ */
+typedef struct gtable {
+    size_t nb, ng, ocap;
+    group_t **buckets, **order;
+    int64_t mem;
+} gtable_t;
+
+static void
+gt_init(gtable_t *t)
+{
+    memset(t, 0, sizeof *t);
+    t->nb = 64;
+    t->buckets = bson_malloc0(t->nb * sizeof *t->buckets);
+}
+
+/* Approximate memory of a value (for the group budget). */
+static int64_t
+vsize(const bson_value_t *v)
+{
+    switch (v->value_type) {
+    case BSON_TYPE_DOCUMENT:
+    case BSON_TYPE_ARRAY:
+        return 16 + (int64_t)v->value.v_doc.data_len;
+    case BSON_TYPE_UTF8:
+        return 16 + (int64_t)v->value.v_utf8.len;
+    case BSON_TYPE_BINARY:
+        return 16 + (int64_t)v->value.v_binary.data_len;
+    default:
+        return 16;
+    }
+}
+
+/* gt_find: the group for key (takes ownership of *key's contents when it creates one). */
+static group_t *
+gt_find(gtable_t *t, const stage_t *s, bson_value_t *key)
+{
+    uint64_t h = vhash(key, 1469598103934665603ULL);
+    group_t *g;
+    for (g = t->buckets[h % t->nb]; g; g = g->next_bucket)
+        if (mf_value_cmp(&g->key, key) == 0)
+            return g;
+    g = bson_malloc0(sizeof *g);
+    g->key = *key;
+    key->value_type = BSON_TYPE_EOD;
+    g->acc = bson_malloc0((s->naccs ? s->naccs : 1) * sizeof *g->acc);
+    for (size_t a = 0; a < s->naccs; a++)
+        acc_init(&g->acc[a], s->accs[a].kind);
+    g->next_bucket = t->buckets[h % t->nb];
+    t->buckets[h % t->nb] = g;
+    t->mem += 96 + vsize(&g->key) + 64 * (int64_t)s->naccs;
+    if (t->ng == t->ocap) {
+        t->ocap = t->ocap ? t->ocap * 2 : 64;
+        t->order = bson_realloc(t->order, t->ocap * sizeof *t->order);
+    }
+    t->order[t->ng++] = g;
+    if (t->ng > t->nb * 2) {
+        /* Grow the table and rehash. */
+        size_t nnb = t->nb * 4;
+        group_t **nbk = bson_malloc0(nnb * sizeof *nbk);
+        for (size_t j = 0; j < t->ng; j++) {
+            uint64_t hh = vhash(&t->order[j]->key, 1469598103934665603ULL);
+            t->order[j]->next_bucket = nbk[hh % nnb];
+            nbk[hh % nnb] = t->order[j];
+        }
+        bson_free(t->buckets);
+        t->buckets = nbk;
+        t->nb = nnb;
+    }
+    return g;
+}
+
+/* gt_add: folds doc into its group. Returns 0 or -1 with err. */
+static int
+gt_add(gtable_t *t, const stage_t *s, const bson_t *doc, mf_error_t *err)
+{
+    bson_value_t key;
+    if (mf_expr_eval(s->expr, doc, &key, err) < 0)
+        return -1;
+    if (key.value_type == BSON_TYPE_EOD)
+        key.value_type = BSON_TYPE_NULL;
+    group_t *g = gt_find(t, s, &key);
+    vfree(&key);
+    for (size_t a = 0; a < s->naccs; a++) {
+        bson_value_t v;
+        int kind = s->accs[a].kind;
+        v.value_type = BSON_TYPE_EOD;
+        if (s->accs[a].expr && mf_expr_eval(s->accs[a].expr, doc, &v, err) < 0)
+            return -1;
+        if (kind == AC_PUSH || kind == AC_ADDTOSET || kind == AC_MERGEOBJECTS)
+            t->mem += vsize(&v);
+        int rc = acc_update(&g->acc[a], kind, &v, err);
+        vfree(&v);
+        if (rc < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static void
+group_free(const stage_t *s, group_t *g)
+{
+    vfree(&g->key);
+    for (size_t a = 0; a < s->naccs; a++)
+        acc_free(&g->acc[a], s->accs[a].kind);
+    bson_free(g->acc);
+    bson_free(g);
+}
+
+/* gt_result: the output document of g. */
+static bson_t *
+gt_result(const stage_t *s, group_t *g)
+{
+    bson_t *d = bson_new();
+    bson_append_value(d, "_id", 3, &g->key);
+    for (size_t a = 0; a < s->naccs; a++)
+        acc_result(&g->acc[a], s->accs[a].kind, d, s->accs[a].field);
+    return d;
+}
+
+/* gt_clear: frees every group (emitting their results to out first when out is not NULL); t stays usable. */
+static void
+gt_clear(gtable_t *t, const stage_t *s, mf_docvec_t *out)
+{
+    for (size_t j = 0; j < t->ng; j++) {
+        if (out)
+            mf_docvec_push_steal(out, gt_result(s, t->order[j]));
+        group_free(s, t->order[j]);
+    }
+    t->ng = 0;
+    t->mem = 0;
+    memset(t->buckets, 0, t->nb * sizeof *t->buckets);
+}
+
+static void
+gt_destroy(gtable_t *t, const stage_t *s)
+{
+    gt_clear(t, s, NULL);
+    bson_free(t->order);
+    bson_free(t->buckets);
+    memset(t, 0, sizeof *t);
+}
+
+/*
+ * Partial group states (a spilling $group). acc_state appends one
+ * accumulator's state as a document {v, c, set, arr, mean, m2};
+ * acc_merge folds such a state into a live accumulator. States of one key
+ * are merged in input order, so $first keeps the earliest and $last the
+ * latest value.
+ */
+static void
+acc_state(const accst_t *a, int kind, bson_t *out, const char *key)
+{
+    bson_t st;
+    bson_append_document_begin(out, key, -1, &st);
+    if (a->v.value_type != BSON_TYPE_EOD)
+        bson_append_value(&st, "v", 1, &a->v);
+    bson_append_int64(&st, "c", 1, a->count);
+    bson_append_bool(&st, "set", 3, a->set);
+    if (kind == AC_PUSH || kind == AC_ADDTOSET)
+        bson_append_array(&st, "arr", 3, a->arr);
+    bson_append_double(&st, "mean", 4, a->mean);
+    bson_append_double(&st, "m2", 2, a->m2);
+    bson_append_document_end(out, &st);
+}
+
+static int
+acc_merge(accst_t *a, int kind, const bson_t *st, mf_error_t *err)
+{
+    bson_iter_t it;
+    bson_value_t v;
+    int64_t c = 0;
+    bool set = false;
+    double mean = 0, m2 = 0;
+
+    memset(&v, 0, sizeof v);
+    v.value_type = BSON_TYPE_EOD;
+    if (bson_iter_init_find(&it, st, "v"))
+        v = *bson_iter_value(&it);
+    if (bson_iter_init_find(&it, st, "c"))
+        c = bson_iter_as_int64(&it);
+    if (bson_iter_init_find(&it, st, "set"))
+        set = bson_iter_as_bool(&it);
+    if (bson_iter_init_find(&it, st, "mean"))
+        mean = bson_iter_double(&it);
+    if (bson_iter_init_find(&it, st, "m2"))
+        m2 = bson_iter_double(&it);
+    switch (kind) {
+    case AC_SUM:
+        mf_expr_num_add(&a->v, &v);
+        return 0;
+    case AC_AVG:
+        mf_expr_num_add(&a->v, &v);
+        a->count += c;
+        return 0;
+    case AC_COUNT:
+        a->count += c;
+        return 0;
+    case AC_STDDEVPOP:
+    case AC_STDDEVSAMP: {
+        /* Chan et al.'s pairwise combination of Welford states. */
+        int64_t n = a->count + c;
+        if (c == 0)
+            return 0;
+        double d = mean - a->mean;
+        a->m2 += m2 + d * d * (double)a->count * (double)c / (double)n;
+        a->mean += d * (double)c / (double)n;
+        a->count = n;
+        return 0;
+    }
+    case AC_FIRST:
+        if (!a->set && set) {
+            a->set = true;
+            vfree(&a->v);
+            vcopy(&a->v, &v);
+        }
+        return 0;
+    case AC_LAST:
+        if (set) {
+            a->set = true;
+            vfree(&a->v);
+            vcopy(&a->v, &v);
+        }
+        return 0;
+    case AC_MIN:
+    case AC_MAX:
+    case AC_MERGEOBJECTS:
+        return v.value_type == BSON_TYPE_EOD ? 0 : acc_update(a, kind, &v, err);
+    case AC_PUSH:
+    case AC_ADDTOSET:
+        if (bson_iter_init_find(&it, st, "arr") && BSON_ITER_HOLDS_ARRAY(&it)) {
+            bson_iter_t ai;
+            bson_iter_recurse(&it, &ai);
+            while (bson_iter_next(&ai))
+                if (acc_update(a, kind, bson_iter_value(&ai), err) < 0)
+                    return -1;
+        }
+        return 0;
+    default:
+        return 0;
+    }
+}
+
+/* gt_partial: g as a partial-state document {_id: key, s: [state, ...]}. */
+static bson_t *
+gt_partial(const stage_t *s, group_t *g)
+{
+    bson_t *d = bson_new(), arr;
+    bson_append_value(d, "_id", 3, &g->key);
+    bson_append_array_begin(d, "s", 1, &arr);
+    for (size_t a = 0; a < s->naccs; a++) {
+        char buf[16];
+        const char *key;
+        bson_uint32_to_string((uint32_t)a, &key, buf, sizeof buf);
+        acc_state(&g->acc[a], s->accs[a].kind, &arr, key);
+    }
+    bson_append_array_end(d, &arr);
+    return d;
+}
+
+/* partial_merge: folds partial-state document d into g. */
+static int
+partial_merge(const stage_t *s, group_t *g, const bson_t *d, mf_error_t *err)
+{
+    bson_iter_t it, ai;
+    if (!bson_iter_init_find(&it, d, "s") || !BSON_ITER_HOLDS_ARRAY(&it))
+        return mf_err_set(err, MF_E_InternalError, "corrupt spilled $group state");
+    bson_iter_recurse(&it, &ai);
+    for (size_t a = 0; a < s->naccs && bson_iter_next(&ai); a++) {
+        const uint8_t *data;
+        uint32_t len;
+        bson_t st;
+        bson_iter_document(&ai, &len, &data);
+        if (!bson_init_static(&st, data, len) || acc_merge(&g->acc[a], s->accs[a].kind, &st, err) < 0)
+            return -1;
+    }
+    return 0;
+}
+
 static int
 run_group(const stage_t *s, mf_docvec_t *in, mf_docvec_t *out, mf_error_t *err)
 {
-    size_t nb = 64, ng = 0;
-    group_t **buckets = bson_malloc0(nb * sizeof *buckets);
-    group_t **order = NULL;
-    size_t ocap = 0;
+    gtable_t t;
     int rc = 0;
 
-    for (size_t i = 0; i < in->len && rc == 0; i++) {
-        const bson_t *doc = in->docs[i];
-        bson_value_t key;
-        if (mf_expr_eval(s->expr, doc, &key, err) < 0) {
-            rc = -1;
-            break;
-        }
-        if (key.value_type == BSON_TYPE_EOD)
-            key.value_type = BSON_TYPE_NULL;
-        uint64_t h = vhash(&key, 1469598103934665603ULL);
-        group_t *g;
-        for (g = buckets[h % nb]; g; g = g->next_bucket)
-            if (mf_value_cmp(&g->key, &key) == 0)
-                break;
-        if (g == NULL) {
-            g = bson_malloc0(sizeof *g);
-            g->key = key;
-            key.value_type = BSON_TYPE_EOD;
-            g->acc = bson_malloc0((s->naccs ? s->naccs : 1) * sizeof *g->acc);
-            for (size_t a = 0; a < s->naccs; a++)
-                acc_init(&g->acc[a], s->accs[a].kind);
-            g->next_bucket = buckets[h % nb];
-            buckets[h % nb] = g;
-            if (ng == ocap) {
-                ocap = ocap ? ocap * 2 : 64;
-                order = bson_realloc(order, ocap * sizeof *order);
-            }
-            order[ng++] = g;
-            if (ng > nb * 2) {
-                /* Grow the table and rehash. */
-                size_t nnb = nb * 4;
-                group_t **nbk = bson_malloc0(nnb * sizeof *nbk);
-                for (size_t j = 0; j < ng; j++) {
-                    uint64_t hh = vhash(&order[j]->key, 1469598103934665603ULL);
-                    order[j]->next_bucket = nbk[hh % nnb];
-                    nbk[hh % nnb] = order[j];
-                }
-                bson_free(buckets);
-                buckets = nbk;
-                nb = nnb;
-            }
-        }
-        vfree(&key);
-        for (size_t a = 0; a < s->naccs && rc == 0; a++) {
-            bson_value_t v;
-            v.value_type = BSON_TYPE_EOD;
-            if (s->accs[a].expr && mf_expr_eval(s->accs[a].expr, doc, &v, err) < 0) {
-                rc = -1;
-                break;
-            }
-            if (acc_update(&g->acc[a], s->accs[a].kind, &v, err) < 0)
-                rc = -1;
-            vfree(&v);
-        }
-    }
-    for (size_t j = 0; j < ng; j++) {
-        group_t *g = order[j];
-        if (rc == 0) {
-            bson_t *d = bson_new();
-            bson_append_value(d, "_id", 3, &g->key);
-            for (size_t a = 0; a < s->naccs; a++)
-                acc_result(&g->acc[a], s->accs[a].kind, d, s->accs[a].field);
-            mf_docvec_push_steal(out, d);
-        }
-        vfree(&g->key);
-        for (size_t a = 0; a < s->naccs; a++)
-            acc_free(&g->acc[a], s->accs[a].kind);
-        bson_free(g->acc);
-        bson_free(g);
-    }
-    bson_free(order);
-    bson_free(buckets);
+    gt_init(&t);
+    for (size_t i = 0; i < in->len && rc == 0; i++)
+        rc = gt_add(&t, s, in->docs[i], err);
+    gt_clear(&t, s, rc == 0 ? out : NULL);
+    gt_destroy(&t, s);
     mf_docvec_destroy(in);
     return rc;
 }
@@ -1832,9 +2058,8 @@ parse_stage(stage_t *s, const char *name, const bson_value_t *v, bool first, mf_
             return mf_err_set(err, MF_E_Location15973, "the $sort key specification must be an object");
         if (is_empty_doc(v))
             return mf_err_set(err, MF_E_Location15976, "$sort stage must have at least one sort key");
-        bson_t spec;
-        bson_init_static(&spec, v->value.v_doc.data, v->value.v_doc.data_len);
-        s->sort = mf_sort_new(&spec, err);
+        s->spec = bson_new_from_data(v->value.v_doc.data, v->value.v_doc.data_len);
+        s->sort = mf_sort_new(s->spec, err);
         return s->sort ? 0 : -1;
     }
     if (strcmp(name, "$limit") == 0) {
@@ -2582,4 +2807,492 @@ mf_pipeline_run(const mf_pipeline_t *p, const mf_agg_env_t *env, const char *col
         return -1;
     take_vec(out, &docs);
     return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Push-down and streaming execution                                        */
+/* ------------------------------------------------------------------------ */
+
+void
+mf_pipeline_pushdown(const mf_pipeline_t *p, bool sort_ok, mf_agg_pushdown_t *pd)
+{
+    size_t i = 0;
+
+    memset(pd, 0, sizeof *pd);
+    if (p->collectionless || p->writes)
+        return;
+    if (i < p->n && p->stages[i].kind == S_MATCH)
+        pd->filter = p->stages[i++].spec;
+    if (sort_ok && i < p->n && p->stages[i].kind == S_SORT)
+        pd->sort = p->stages[i++].spec;
+    for (; i < p->n; i++) {
+        const stage_t *s = &p->stages[i];
+        if (s->kind == S_LIMIT) {
+            pd->limit = pd->limit > 0 && pd->limit < s->n ? pd->limit : s->n;
+        } else if (s->kind == S_SKIP) {
+            if (pd->limit > 0 && pd->limit <= s->n)
+                break; /* an empty result: leave it to the stages */
+            if (pd->limit > 0)
+                pd->limit -= s->n;
+            pd->skip += s->n;
+        } else {
+            break;
+        }
+    }
+    pd->nstages = i;
+}
+
+/*
+ * Streaming. Each stage of the pipeline past the pushed-down prefix is a
+ * node with next(): it pulls documents from the node before it (node -1 is
+ * the source, env->pull, which reads the planner's plan a few documents at
+ * a time). Per-document stages ($match, $project, $addFields, $unset,
+ * $unwind, $replaceRoot) run run_stage over a one-document vector;
+ * $limit/$skip count; $sort feeds an external sorter; $group, $bucket and
+ * $sortByCount fold into a group table that spills partial groups to a
+ * sorter ordered by _id past internalDocumentSourceGroupMaxMemoryBytes; the
+ * other stages ($lookup, $facet, $sample, $count) materialise their input
+ * and run as before. A node's buf holds documents produced but not yet
+ * pulled (owned from pos to len).
+ */
+typedef struct snode {
+    const stage_t *s;
+    mf_docvec_t buf;
+    size_t pos;
+    bool done;
+    int64_t count;         /* $limit / $skip */
+    mf_sorter_t *sorter;   /* $sort; $bucket / $sortByCount output order */
+    mf_sorter_t *gspill;   /* $group partial groups, by _id */
+    bool gdrained;
+    bson_t *gpending;      /* spilled $group: next partial state already read */
+    stage_t sbc;           /* $sortByCount: its $group */
+    acc_def_t sbc_acc;
+} snode_t;
+
+struct mf_agg_stream {
+    const mf_pipeline_t *p;
+    snode_t *nodes;
+    size_t n;
+    mf_docvec_t src;
+    size_t src_pos;
+    bool src_eof;
+    bool allow_disk;
+    int64_t spills;
+};
+
+mf_agg_stream_t *
+mf_agg_stream_new(const mf_pipeline_t *p, size_t first, bool allow_disk)
+{
+    mf_agg_stream_t *st = mf_calloc(1, sizeof *st);
+    st->p = p;
+    st->allow_disk = allow_disk;
+    st->n = first < p->n ? p->n - first : 0;
+    st->nodes = mf_calloc(st->n ? st->n : 1, sizeof *st->nodes);
+    for (size_t i = 0; i < st->n; i++) {
+        snode_t *nd = &st->nodes[i];
+        nd->s = &p->stages[first + i];
+        mf_docvec_init(&nd->buf);
+        if (nd->s->kind == S_SORTBYCOUNT) {
+            bson_value_t one;
+            mf_error_t e;
+            memset(&one, 0, sizeof one);
+            one.value_type = BSON_TYPE_INT32;
+            one.value.v_int32 = 1;
+            nd->sbc.kind = S_GROUP;
+            nd->sbc.expr = nd->s->expr;
+            nd->sbc_acc.field = "count";
+            nd->sbc_acc.kind = AC_SUM;
+            nd->sbc_acc.expr = mf_expr_parse(&one, &e);
+            nd->sbc.accs = &nd->sbc_acc;
+            nd->sbc.naccs = 1;
+        }
+    }
+    mf_docvec_init(&st->src);
+    return st;
+}
+
+static void
+buf_reset(snode_t *nd)
+{
+    for (size_t i = nd->pos; i < nd->buf.len; i++)
+        bson_destroy(nd->buf.docs[i]);
+    nd->buf.len = 0;
+    nd->pos = 0;
+}
+
+void
+mf_agg_stream_free(mf_agg_stream_t *st)
+{
+    if (st == NULL)
+        return;
+    for (size_t i = 0; i < st->n; i++) {
+        snode_t *nd = &st->nodes[i];
+        buf_reset(nd);
+        mf_docvec_destroy(&nd->buf);
+        mf_sorter_free(nd->sorter);
+        mf_sorter_free(nd->gspill);
+        if (nd->gpending)
+            bson_destroy(nd->gpending);
+        mf_expr_free(nd->sbc_acc.expr);
+    }
+    free(st->nodes);
+    for (size_t i = st->src_pos; i < st->src.len; i++)
+        bson_destroy(st->src.docs[i]);
+    st->src.len = 0;
+    mf_docvec_destroy(&st->src);
+    free(st);
+}
+
+int64_t
+mf_agg_stream_spills(const mf_agg_stream_t *st)
+{
+    int64_t n = st->spills;
+    for (size_t i = 0; i < st->n; i++) {
+        if (st->nodes[i].sorter)
+            n += mf_sorter_spilled(st->nodes[i].sorter);
+        if (st->nodes[i].gspill)
+            n += mf_sorter_spilled(st->nodes[i].gspill);
+    }
+    return n;
+}
+
+static int
+sort_stage_cmp(void *arg, const bson_t *a, const bson_t *b)
+{
+    return mf_sort_cmp((const mf_sort_t *)arg, a, b);
+}
+
+static int
+id_cmp(void *arg, const bson_t *a, const bson_t *b)
+{
+    bson_iter_t ia, ib;
+    bson_value_t na;
+    (void)arg;
+    memset(&na, 0, sizeof na);
+    na.value_type = BSON_TYPE_NULL;
+    bool ha = bson_iter_init_find(&ia, a, "_id"), hb = bson_iter_init_find(&ib, b, "_id");
+    return mf_value_cmp(ha ? bson_iter_value(&ia) : &na, hb ? bson_iter_value(&ib) : &na);
+}
+
+static int64_t
+param_or(const char *name, int64_t dflt)
+{
+    mf_param_t *pp = mf_param_find(name);
+    return pp ? mf_param_value(pp) : dflt;
+}
+
+static int node_next(mf_agg_stream_t *st, size_t i, const mf_agg_env_t *env, bson_t **out, mf_error_t *err);
+
+/* upstream: the next document for node i (from node i-1, or the source for node 0). */
+static int
+upstream(mf_agg_stream_t *st, size_t i, const mf_agg_env_t *env, bson_t **out, mf_error_t *err)
+{
+    if (i > 0)
+        return node_next(st, i - 1, env, out, err);
+    *out = NULL;
+    for (;;) {
+        if (st->src_pos < st->src.len) {
+            *out = st->src.docs[st->src_pos++];
+            return 0;
+        }
+        st->src.len = 0;
+        st->src_pos = 0;
+        if (st->src_eof)
+            return 0;
+        if (env == NULL || env->pull == NULL)
+            return mf_err_set(err, MF_E_InternalError, "streaming aggregation needs a source");
+        if (env->pull(env->ctx, 128, &st->src, &st->src_eof, err) < 0)
+            return -1;
+        if (st->src.len == 0 && !st->src_eof)
+            st->src_eof = true; /* a source that returns nothing has nothing more */
+    }
+}
+
+/* drain: every remaining upstream document of node i into v. */
+static int
+drain(mf_agg_stream_t *st, size_t i, const mf_agg_env_t *env, mf_docvec_t *v, mf_error_t *err)
+{
+    for (int64_t k = 1;; k++) {
+        bson_t *d;
+        if (upstream(st, i, env, &d, err) < 0)
+            return -1;
+        if (d == NULL)
+            return 0;
+        mf_docvec_push_steal(v, d);
+        if (k % 1024 == 0 && mf_exec_check_deadline(err) != 0)
+            return -1;
+    }
+}
+
+/*
+ * group_fill: runs a $group node to its end: folds all input into a group
+ * table; past the budget, partial groups go to a sorter by _id (292 without
+ * disk use). Unspilled, the results (first-seen order) go to nd->buf;
+ * spilled, group_next_spilled merges them in _id order.
+ */
+static int
+group_fill(mf_agg_stream_t *st, size_t i, const stage_t *gs, const mf_agg_env_t *env, mf_error_t *err)
+{
+    snode_t *nd = &st->nodes[i];
+    int64_t budget = param_or("internalDocumentSourceGroupMaxMemoryBytes", 104857600);
+    gtable_t t;
+    int rc = 0;
+
+    gt_init(&t);
+    for (int64_t k = 1; rc == 0; k++) {
+        bson_t *d;
+        if (upstream(st, i, env, &d, err) < 0) {
+            rc = -1;
+            break;
+        }
+        if (d == NULL)
+            break;
+        rc = gt_add(&t, gs, d, err);
+        bson_destroy(d);
+        if (rc == 0 && k % 1024 == 0)
+            rc = mf_exec_check_deadline(err);
+        if (rc == 0 && t.mem > budget) {
+            if (!st->allow_disk) {
+                rc = mf_err_set(err, MF_E_QueryExceededMemoryLimitNoDiskUseAllowed,
+                                "Exceeded memory limit for $group, but didn't allow external sort. Pass allowDiskUse:true to opt in.");
+                break;
+            }
+            if (nd->gspill == NULL)
+                nd->gspill = mf_sorter_new(id_cmp, NULL, 0, true, NULL);
+            for (size_t j = 0; j < t.ng && rc == 0; j++)
+                rc = mf_sorter_add(nd->gspill, gt_partial(gs, t.order[j]), err);
+            gt_clear(&t, gs, NULL);
+        }
+    }
+    if (rc == 0 && nd->gspill != NULL) {
+        for (size_t j = 0; j < t.ng && rc == 0; j++)
+            rc = mf_sorter_add(nd->gspill, gt_partial(gs, t.order[j]), err);
+        gt_clear(&t, gs, NULL);
+        if (rc == 0)
+            rc = mf_sorter_finish(nd->gspill, err);
+    }
+    gt_clear(&t, gs, rc == 0 ? &nd->buf : NULL);
+    gt_destroy(&t, gs);
+    nd->gdrained = true;
+    return rc;
+}
+
+/* group_next_spilled: the next final group of a spilled $group (NULL at the end). */
+static int
+group_next_spilled(snode_t *nd, const stage_t *gs, bson_t **out, mf_error_t *err)
+{
+    bson_t *d = nd->gpending;
+    int rc = 0;
+
+    *out = NULL;
+    nd->gpending = NULL;
+    if (d == NULL && mf_sorter_next(nd->gspill, &d, err) < 0)
+        return -1;
+    if (d == NULL)
+        return 0;
+    /* Partial states of one key are adjacent, in input order. */
+    group_t g;
+    bson_iter_t it;
+    memset(&g, 0, sizeof g);
+    if (bson_iter_init_find(&it, d, "_id"))
+        vcopy(&g.key, bson_iter_value(&it));
+    else
+        g.key.value_type = BSON_TYPE_NULL;
+    g.acc = bson_malloc0((gs->naccs ? gs->naccs : 1) * sizeof *g.acc);
+    for (size_t a = 0; a < gs->naccs; a++)
+        acc_init(&g.acc[a], gs->accs[a].kind);
+    while (d != NULL && rc == 0) {
+        bson_value_t k;
+        bson_iter_init_find(&it, d, "_id");
+        k = *bson_iter_value(&it);
+        if (mf_value_cmp(&k, &g.key) != 0)
+            break;
+        rc = partial_merge(gs, &g, d, err);
+        bson_destroy(d);
+        d = NULL;
+        if (rc == 0)
+            rc = mf_sorter_next(nd->gspill, &d, err);
+    }
+    nd->gpending = d;
+    if (rc == 0)
+        *out = gt_result(gs, &g);
+    vfree(&g.key);
+    for (size_t a = 0; a < gs->naccs; a++)
+        acc_free(&g.acc[a], gs->accs[a].kind);
+    bson_free(g.acc);
+    return rc;
+}
+
+static int
+node_next(mf_agg_stream_t *st, size_t i, const mf_agg_env_t *env, bson_t **out, mf_error_t *err)
+{
+    snode_t *nd = &st->nodes[i];
+    const stage_t *s = nd->s;
+
+    *out = NULL;
+    for (;;) {
+        bson_t *d;
+        if (nd->pos < nd->buf.len) {
+            *out = nd->buf.docs[nd->pos++];
+            return 0;
+        }
+        nd->buf.len = 0;
+        nd->pos = 0;
+        if (nd->done)
+            return 0;
+        switch (s->kind) {
+        case S_LIMIT:
+            if (nd->count >= s->n) {
+                nd->done = true;
+                continue;
+            }
+            if (upstream(st, i, env, out, err) < 0)
+                return -1;
+            if (*out == NULL)
+                nd->done = true;
+            nd->count++;
+            return 0;
+        case S_SKIP:
+            while (nd->count < s->n) {
+                if (upstream(st, i, env, &d, err) < 0)
+                    return -1;
+                if (d == NULL) {
+                    nd->done = true;
+                    return 0;
+                }
+                bson_destroy(d);
+                nd->count++;
+                if (nd->count % 1024 == 0 && mf_exec_check_deadline(err) != 0)
+                    return -1;
+            }
+            if (upstream(st, i, env, out, err) < 0)
+                return -1;
+            if (*out == NULL)
+                nd->done = true;
+            return 0;
+        case S_MATCH:
+            if (upstream(st, i, env, &d, err) < 0)
+                return -1;
+            if (d == NULL) {
+                nd->done = true;
+                continue;
+            }
+            if (mf_matcher_match(s->matcher, d, NULL)) {
+                *out = d;
+                return 0;
+            }
+            bson_destroy(d);
+            if (++nd->count % 1024 == 0 && mf_exec_check_deadline(err) != 0)
+                return -1;
+            continue;
+        case S_PROJECT:
+        case S_UNSET:
+        case S_ADDFIELDS:
+        case S_UNWIND:
+        case S_REPLACEROOT: {
+            mf_docvec_t in;
+            if (upstream(st, i, env, &d, err) < 0)
+                return -1;
+            if (d == NULL) {
+                nd->done = true;
+                continue;
+            }
+            mf_docvec_init(&in);
+            mf_docvec_push_steal(&in, d);
+            if (run_stage(s, env, &in, &nd->buf, err) < 0)
+                return -1;
+            continue;
+        }
+        case S_SORT:
+            if (nd->sorter == NULL) {
+                char msg[160];
+                int64_t budget = param_or("internalQueryMaxBlockingSortMemoryUsageBytes", 104857600);
+                snprintf(msg, sizeof msg,
+                         "Sort exceeded memory limit of %lld bytes, but did not opt in to external sorting.",
+                         (long long)budget);
+                nd->sorter = mf_sorter_new(sort_stage_cmp, s->sort, budget, st->allow_disk, msg);
+                for (;;) {
+                    if (upstream(st, i, env, &d, err) < 0)
+                        return -1;
+                    if (d == NULL)
+                        break;
+                    if (mf_sorter_add(nd->sorter, d, err) < 0)
+                        return -1;
+                }
+                if (mf_sorter_finish(nd->sorter, err) < 0)
+                    return -1;
+            }
+            if (mf_sorter_next(nd->sorter, out, err) < 0)
+                return -1;
+            if (*out == NULL)
+                nd->done = true;
+            return 0;
+        case S_GROUP:
+            if (!nd->gdrained && group_fill(st, i, s, env, err) < 0)
+                return -1;
+            if (nd->gspill == NULL) {
+                nd->done = true;
+                continue;
+            }
+            if (group_next_spilled(nd, s, out, err) < 0)
+                return -1;
+            if (*out == NULL)
+                nd->done = true;
+            return 0;
+        case S_BUCKET:
+        case S_SORTBYCOUNT: {
+            /* A $group, then its output sorted ($bucket: by _id; $sortByCount: by count). */
+            const stage_t *gs = s->kind == S_BUCKET ? s : &nd->sbc;
+            if (nd->sorter == NULL) {
+                int64_t budget = param_or("internalQueryMaxBlockingSortMemoryUsageBytes", 104857600);
+                if (group_fill(st, i, gs, env, err) < 0)
+                    return -1;
+                nd->sorter = mf_sorter_new(sort_stage_cmp, s->sort, budget, st->allow_disk,
+                                           "Sort exceeded memory limit, but did not opt in to external sorting.");
+                for (;;) {
+                    if (nd->gspill != NULL) {
+                        if (group_next_spilled(nd, gs, &d, err) < 0)
+                            return -1;
+                    } else {
+                        d = nd->pos < nd->buf.len ? nd->buf.docs[nd->pos++] : NULL;
+                    }
+                    if (d == NULL)
+                        break;
+                    if (mf_sorter_add(nd->sorter, d, err) < 0)
+                        return -1;
+                }
+                nd->buf.len = 0;
+                nd->pos = 0;
+                if (mf_sorter_finish(nd->sorter, err) < 0)
+                    return -1;
+            }
+            if (mf_sorter_next(nd->sorter, out, err) < 0)
+                return -1;
+            if (*out == NULL)
+                nd->done = true;
+            return 0;
+        }
+        default: {
+            /* Materialising stages: all input, then run as before. */
+            mf_docvec_t in;
+            mf_docvec_init(&in);
+            if (drain(st, i, env, &in, err) < 0) {
+                mf_docvec_destroy(&in);
+                return -1;
+            }
+            nd->done = true;
+            if (run_stage(s, env, &in, &nd->buf, err) < 0)
+                return -1;
+            continue;
+        }
+        }
+    }
+}
+
+int
+mf_agg_stream_next(mf_agg_stream_t *st, const mf_agg_env_t *env, bson_t **out, mf_error_t *err)
+{
+    if (st->n == 0)
+        return upstream(st, 0, env, out, err);
+    return node_next(st, st->n - 1, env, out, err);
 }

@@ -89,6 +89,13 @@ typedef struct mf_agg_env {
      */
     int (*write_out)(void *ctx, const char *db, const char *coll, mf_docvec_t *docs, const bson_t *merge_spec,
                      mf_error_t *err);
+    /*
+     * pull (streaming only, see mf_agg_stream_next): appends up to max
+     * documents (owned copies) of the pipeline's source, i.e. the
+     * pushed-down plan's output, to out, and sets *eof once the source has
+     * nothing more. Returns 0, or -1 with err.
+     */
+    int (*pull)(void *ctx, size_t max, mf_docvec_t *out, bool *eof, mf_error_t *err);
 } mf_agg_env_t;
 
 typedef struct mf_pipeline mf_pipeline_t;
@@ -121,5 +128,45 @@ bool mf_pipeline_writes(const mf_pipeline_t *p);
 
 /* mf_pipeline_first_match: the filter of a leading $match stage, or NULL (valid while p lives). */
 const bson_t *mf_pipeline_first_match(const mf_pipeline_t *p);
+
+/*
+ * Push-down. The leading stages the query planner can run as a find would:
+ * a $match (filter), then, only when sort_ok, a $sort (the caller passes
+ * sort_ok = false when the chosen plan cannot provide that order, so the
+ * pipeline's spilling $sort runs it instead), then any $skip / $limit
+ * (combined). nstages counts the stages absorbed; the pipeline from
+ * stage nstages on runs over the plan's output. Pointers are valid while p
+ * lives. Collectionless and writing pipelines absorb nothing.
+ */
+typedef struct mf_agg_pushdown {
+    const bson_t *filter; /* or NULL */
+    const bson_t *sort;   /* or NULL */
+    int64_t skip, limit;  /* 0 = none */
+    size_t nstages;
+} mf_agg_pushdown_t;
+
+void mf_pipeline_pushdown(const mf_pipeline_t *p, bool sort_ok, mf_agg_pushdown_t *pd);
+
+/*
+ * Streaming execution: stages first.. of p pull documents one at a time
+ * from env->pull through one iterator per stage, so a pipeline returns its
+ * first documents without reading its whole source, and a cursor can keep
+ * the stream between getMores (env may differ between calls: it is only
+ * used during the call). Blocking stages ($sort, $group, $bucket,
+ * $sortByCount) keep internalQueryMaxBlockingSortMemoryUsageBytes /
+ * internalDocumentSourceGroupMaxMemoryBytes in memory and spill sorted runs
+ * beyond (allow_disk), or fail with 292 QueryExceededMemoryLimitNoDiskUseAllowed.
+ * The stream does not own p, which must outlive it. Long loops check
+ * mf_exec_check_deadline.
+ */
+typedef struct mf_agg_stream mf_agg_stream_t;
+
+mf_agg_stream_t *mf_agg_stream_new(const mf_pipeline_t *p, size_t first, bool allow_disk);
+/* mf_agg_stream_free: frees st and removes its temporary files. NULL is a no-op. */
+void mf_agg_stream_free(mf_agg_stream_t *st);
+/* mf_agg_stream_next: the next result, owned by the caller (*out NULL at the end). 0 or -1 with err. */
+int mf_agg_stream_next(mf_agg_stream_t *st, const mf_agg_env_t *env, bson_t **out, mf_error_t *err) MF_WUR;
+/* mf_agg_stream_spills: sorted runs written to disk so far by st's stages. */
+int64_t mf_agg_stream_spills(const mf_agg_stream_t *st);
 
 #endif /* MF_AGG_H */

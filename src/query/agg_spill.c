@@ -1,0 +1,309 @@
+/*
+ * agg_spill.c: the external sorter (see agg_spill.h for the design).
+ *
+ * Memory estimate: a document costs its BSON length plus a fixed overhead
+ * for the bson_t and the pointer slot (kDocOverhead). Runs are stdio files
+ * with large buffers; a run is read back sequentially, one document at a
+ * time. Runs smaller than kMinRunBytes are not written: a tiny budget (tests
+ * lower it to force spilling) would otherwise open one file per document.
+ */
+#include "query/agg_spill.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/alloc.h"
+#include "query/exec.h"
+
+enum { kDocOverhead = 160, kMinRunBytes = 64 * 1024, kCheckEvery = 1024, kIoBuf = 256 * 1024 };
+
+static char spill_dir[1024];
+static _Atomic int64_t spill_seq;
+static _Atomic int64_t spill_open;
+
+typedef struct run {
+    FILE *f;
+    char *path;   /* owned */
+    char *iobuf;  /* owned, stdio buffer */
+    bson_t *head; /* owned: the run's next document, NULL when exhausted */
+} run_t;
+
+struct mf_sorter {
+    mf_sorter_cmp_fn cmp;
+    void *arg;
+    int64_t budget;
+    bool allow_disk;
+    char *errmsg;     /* owned */
+    bson_t **docs;    /* owned, in-memory documents */
+    size_t n, cap;
+    int64_t mem;
+    run_t *runs;      /* owned */
+    size_t nruns;
+    bool finished;
+    size_t mem_pos;   /* after finish: next in-memory document */
+    int64_t steps;    /* for the interruption check */
+};
+
+void
+mf_spill_set_dir(const char *dbpath)
+{
+    DIR *d;
+    struct dirent *e;
+
+    snprintf(spill_dir, sizeof spill_dir, "%s/_tmp", dbpath);
+    (void)mkdir(spill_dir, 0700);
+    /* Leftovers of an earlier process (crash, kill -9) are never needed again. */
+    if ((d = opendir(spill_dir)) == NULL)
+        return;
+    while ((e = readdir(d)) != NULL) {
+        char p[2048];
+        if (strncmp(e->d_name, "agg-", 4) != 0)
+            continue;
+        snprintf(p, sizeof p, "%s/%s", spill_dir, e->d_name);
+        (void)unlink(p);
+    }
+    closedir(d);
+}
+
+int64_t
+mf_spill_files_open(void)
+{
+    return atomic_load(&spill_open);
+}
+
+mf_sorter_t *
+mf_sorter_new(mf_sorter_cmp_fn cmp, void *arg, int64_t budget, bool allow_disk, const char *errmsg)
+{
+    mf_sorter_t *s = mf_calloc(1, sizeof *s);
+    s->cmp = cmp;
+    s->arg = arg;
+    s->budget = budget;
+    s->allow_disk = allow_disk;
+    s->errmsg = mf_strdup(errmsg ? errmsg : "memory limit exceeded");
+    return s;
+}
+
+static void
+run_close(run_t *r)
+{
+    if (r->f) {
+        fclose(r->f);
+        atomic_fetch_sub(&spill_open, 1);
+    }
+    if (r->path) {
+        (void)unlink(r->path);
+        free(r->path);
+    }
+    free(r->iobuf);
+    if (r->head)
+        bson_destroy(r->head);
+    memset(r, 0, sizeof *r);
+}
+
+void
+mf_sorter_free(mf_sorter_t *s)
+{
+    if (s == NULL)
+        return;
+    for (size_t i = s->mem_pos; i < s->n; i++)
+        bson_destroy(s->docs[i]);
+    free(s->docs);
+    for (size_t i = 0; i < s->nruns; i++)
+        run_close(&s->runs[i]);
+    free(s->runs);
+    free(s->errmsg);
+    free(s);
+}
+
+static int
+check_interrupt(mf_sorter_t *s, mf_error_t *err)
+{
+    if (++s->steps % kCheckEvery == 0)
+        return mf_exec_check_deadline(err);
+    return 0;
+}
+
+/* Stable merge sort of s->docs[0..n) by s->cmp. Returns 0 or -1 (interrupted). */
+static int
+sort_mem(mf_sorter_t *s, mf_error_t *err)
+{
+    size_t n = s->n;
+    if (n < 2)
+        return 0;
+    bson_t **a = s->docs, **b = mf_malloc(n * sizeof *b);
+    int rc = 0;
+    for (size_t w = 1; w < n && rc == 0; w *= 2) {
+        for (size_t lo = 0; lo < n; lo += 2 * w) {
+            size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+            size_t i = lo, j = mid, k = lo;
+            while (i < mid && j < hi)
+                b[k++] = s->cmp(s->arg, a[j], a[i]) < 0 ? a[j++] : a[i++];
+            while (i < mid)
+                b[k++] = a[i++];
+            while (j < hi)
+                b[k++] = a[j++];
+        }
+        bson_t **t = a;
+        a = b;
+        b = t;
+        if (mf_exec_check_deadline(err) != 0)
+            rc = -1;
+    }
+    if (a != s->docs) {
+        memcpy(s->docs, a, n * sizeof *a);
+        b = a;
+    }
+    free(b);
+    return rc;
+}
+
+/* Reads the next document of r into r->head (NULL at the end). */
+static int
+run_read(run_t *r, mf_error_t *err)
+{
+    uint8_t lenb[4];
+    int32_t len;
+
+    if (r->head) {
+        bson_destroy(r->head);
+        r->head = NULL;
+    }
+    if (fread(lenb, 1, 4, r->f) != 4)
+        return 0; /* end of run */
+    memcpy(&len, lenb, 4);
+    len = (int32_t)BSON_UINT32_FROM_LE((uint32_t)len);
+    if (len < 5)
+        return mf_err_set(err, MF_E_InternalError, "corrupt aggregation spill file %s", r->path);
+    uint8_t *buf = mf_malloc((size_t)len);
+    memcpy(buf, lenb, 4);
+    if (fread(buf + 4, 1, (size_t)len - 4, r->f) != (size_t)len - 4) {
+        free(buf);
+        return mf_err_set(err, MF_E_InternalError, "short read from aggregation spill file %s", r->path);
+    }
+    r->head = bson_new_from_data(buf, (size_t)len);
+    free(buf);
+    if (r->head == NULL)
+        return mf_err_set(err, MF_E_InternalError, "corrupt aggregation spill file %s", r->path);
+    return 0;
+}
+
+/* Sorts the in-memory documents and writes them as a new run. */
+static int
+spill(mf_sorter_t *s, mf_error_t *err)
+{
+    char path[1200];
+    const char *dir = spill_dir[0] ? spill_dir : (getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    run_t r;
+    int rc = 0;
+
+    if (sort_mem(s, err) != 0)
+        return -1;
+    memset(&r, 0, sizeof r);
+    snprintf(path, sizeof path, "%s/agg-%d-%lld.run", dir, (int)getpid(), (long long)atomic_fetch_add(&spill_seq, 1));
+    r.f = fopen(path, "w+b");
+    if (r.f == NULL)
+        return mf_err_set(err, MF_E_InternalError, "cannot create aggregation spill file %s: %s", path, strerror(errno));
+    atomic_fetch_add(&spill_open, 1);
+    r.path = mf_strdup(path);
+    r.iobuf = mf_malloc(kIoBuf);
+    setvbuf(r.f, r.iobuf, _IOFBF, kIoBuf);
+    for (size_t i = 0; i < s->n; i++) {
+        if (rc == 0 && fwrite(bson_get_data(s->docs[i]), 1, s->docs[i]->len, r.f) != s->docs[i]->len)
+            rc = mf_err_set(err, MF_E_InternalError, "cannot write aggregation spill file %s: %s", path, strerror(errno));
+        if (rc == 0 && check_interrupt(s, err) != 0)
+            rc = -1;
+        bson_destroy(s->docs[i]);
+    }
+    s->n = 0;
+    s->mem = 0;
+    if (rc == 0 && (fflush(r.f) != 0 || fseek(r.f, 0, SEEK_SET) != 0))
+        rc = mf_err_set(err, MF_E_InternalError, "cannot write aggregation spill file %s: %s", path, strerror(errno));
+    if (rc != 0) {
+        run_close(&r);
+        return -1;
+    }
+    s->runs = mf_realloc(s->runs, (s->nruns + 1) * sizeof *s->runs);
+    s->runs[s->nruns++] = r;
+    return 0;
+}
+
+int
+mf_sorter_add(mf_sorter_t *s, bson_t *doc, mf_error_t *err)
+{
+    if (s->n == s->cap) {
+        s->cap = s->cap ? s->cap * 2 : 256;
+        s->docs = mf_realloc(s->docs, s->cap * sizeof *s->docs);
+    }
+    s->docs[s->n++] = doc;
+    s->mem += (int64_t)doc->len + kDocOverhead;
+    if (check_interrupt(s, err) != 0)
+        return -1;
+    if (s->mem <= s->budget)
+        return 0;
+    if (!s->allow_disk)
+        return mf_err_set(err, MF_E_QueryExceededMemoryLimitNoDiskUseAllowed, "%s", s->errmsg);
+    if (s->mem < kMinRunBytes)
+        return 0;
+    return spill(s, err);
+}
+
+int
+mf_sorter_finish(mf_sorter_t *s, mf_error_t *err)
+{
+    s->finished = true;
+    s->mem_pos = 0;
+    if (sort_mem(s, err) != 0)
+        return -1;
+    for (size_t i = 0; i < s->nruns; i++)
+        if (run_read(&s->runs[i], err) != 0)
+            return -1;
+    return 0;
+}
+
+int
+mf_sorter_next(mf_sorter_t *s, bson_t **out, mf_error_t *err)
+{
+    const bson_t *best = s->mem_pos < s->n ? s->docs[s->mem_pos] : NULL;
+    ssize_t from = -1; /* -1: the in-memory run */
+
+    *out = NULL;
+    if (check_interrupt(s, err) != 0)
+        return -1;
+    /* Disk runs hold earlier input than the in-memory run: they win ties. */
+    for (size_t i = s->nruns; i-- > 0;) {
+        const bson_t *h = s->runs[i].head;
+        if (h != NULL && (best == NULL || s->cmp(s->arg, h, best) <= 0)) {
+            best = h;
+            from = (ssize_t)i;
+        }
+    }
+    if (best == NULL)
+        return 0;
+    if (from < 0) {
+        *out = s->docs[s->mem_pos];
+        s->docs[s->mem_pos++] = NULL;
+        s->mem -= (int64_t)(*out)->len + kDocOverhead;
+        return 0;
+    }
+    *out = s->runs[from].head;
+    s->runs[from].head = NULL;
+    return run_read(&s->runs[from], err);
+}
+
+int64_t
+mf_sorter_spilled(const mf_sorter_t *s)
+{
+    return (int64_t)s->nruns;
+}
+
+int64_t
+mf_sorter_mem(const mf_sorter_t *s)
+{
+    return s->mem;
+}

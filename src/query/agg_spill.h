@@ -1,0 +1,81 @@
+/*
+ * agg_spill.h: the external sorter behind the blocking aggregation stages.
+ *
+ * Design. A sorter collects documents in memory and keeps a running
+ * estimate of the bytes they hold. Past its budget it either fails (disk use
+ * not allowed: 292 QueryExceededMemoryLimitNoDiskUseAllowed, with the
+ * caller's message) or sorts what it holds (stable) and writes it as a
+ * sorted run to a temporary file under <dbpath>/_tmp/ (the documents' raw
+ * BSON, back to back: each starts with its own length). When input ends,
+ * the in-memory remainder is sorted and becomes the last run, and
+ * mf_sorter_next merges all runs k ways, holding one document per run in
+ * memory. Ties go to the earlier run, so the sort is stable overall (a
+ * $group that spills relies on it to keep $first/$last/$push in input order).
+ *
+ * Temporary files belong to their sorter: mf_sorter_free closes and removes
+ * them (cursor exhausted, killed, or reaped by the idle timeout), and
+ * mf_spill_set_dir removes leftovers of an earlier process at startup.
+ * Long loops (sorting, writing, merging) check the thread's interruption
+ * deadline (mf_exec_check_deadline in query/exec.h).
+ *
+ * A sorter is used by one thread at a time (a cursor is checked out
+ * exclusively); nothing in it is shared.
+ */
+#ifndef MF_AGG_SPILL_H
+#define MF_AGG_SPILL_H
+
+#include <bson/bson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/error.h"
+
+/* Comparison of two documents: <0, 0, >0. */
+typedef int (*mf_sorter_cmp_fn)(void *arg, const bson_t *a, const bson_t *b);
+
+typedef struct mf_sorter mf_sorter_t;
+
+/*
+ * mf_spill_set_dir: sets the directory under which temporary files go
+ * (<dbpath>/_tmp, created if needed) and removes any files left in it.
+ * Called once at engine start, before any sorter exists. Without it,
+ * sorters use $TMPDIR or /tmp.
+ */
+void mf_spill_set_dir(const char *dbpath);
+
+/* mf_spill_files_open: temporary run files currently open by all sorters (serverStatus / tests). */
+int64_t mf_spill_files_open(void);
+
+/*
+ * mf_sorter_new: a sorter ordering by cmp(arg, ...) (arg must outlive the
+ * sorter) with a memory budget of budget bytes. allow_disk false makes
+ * exceeding the budget fail with 292 and errmsg; errmsg is copied.
+ */
+mf_sorter_t *mf_sorter_new(mf_sorter_cmp_fn cmp, void *arg, int64_t budget, bool allow_disk, const char *errmsg);
+
+/* mf_sorter_free: frees s, its documents, and closes and removes its temporary files. NULL is a no-op. */
+void mf_sorter_free(mf_sorter_t *s);
+
+/*
+ * mf_sorter_add: adds doc; takes ownership of doc (heap bson_t). May write
+ * a sorted run to disk. Returns 0, or -1 with err (292, I/O 1 InternalError,
+ * or the interruption deadline).
+ */
+int mf_sorter_add(mf_sorter_t *s, bson_t *doc, mf_error_t *err) MF_WUR;
+
+/* mf_sorter_finish: no more input; prepares the merge. Returns 0 or -1 with err. */
+int mf_sorter_finish(mf_sorter_t *s, mf_error_t *err) MF_WUR;
+
+/*
+ * mf_sorter_next: the next document in order, owned by the caller (*out
+ * NULL at the end). Only after mf_sorter_finish. Returns 0 or -1 with err.
+ */
+int mf_sorter_next(mf_sorter_t *s, bson_t **out, mf_error_t *err) MF_WUR;
+
+/* mf_sorter_spilled: number of runs written to disk so far. */
+int64_t mf_sorter_spilled(const mf_sorter_t *s);
+
+/* mf_sorter_mem: the sorter's current estimate of the bytes it holds in memory. */
+int64_t mf_sorter_mem(const mf_sorter_t *s);
+
+#endif /* MF_AGG_SPILL_H */
