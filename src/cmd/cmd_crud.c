@@ -2857,12 +2857,16 @@ run_explain(mf_op_t *op, const char *coll, const mf_plan_request_t *req, int64_t
     bson_append_document_end(&qp, &wp);
     BSON_APPEND_ARRAY(&qp, "rejectedPlans", &empty);
     bson_append_document_end(op->reply, &qp);
+    /* An aggregation with stages left shows the plan's statistics under its $cursor stage, as MongoDB does. */
+    bool es_in_cursor = stages != NULL && !bson_empty(stages);
+    bson_t es_holder;
+    bson_init(&es_holder);
     if (exec) {
         int64_t nret = p->root->n_returned;
         if (p->root->kind == MF_ST_COUNT || p->root->kind == MF_ST_DELETE || p->root->kind == MF_ST_BATCHED_DELETE ||
             p->root->kind == MF_ST_UPDATE)
             nret = 0;
-        BSON_APPEND_DOCUMENT_BEGIN(op->reply, "executionStats", &es);
+        BSON_APPEND_DOCUMENT_BEGIN(es_in_cursor ? &es_holder : op->reply, "executionStats", &es);
         BSON_APPEND_BOOL(&es, "executionSuccess", true);
         BSON_APPEND_INT32(&es, "nReturned", (int32_t)nret);
         BSON_APPEND_INT32(&es, "executionTimeMillis", (int32_t)elapsed);
@@ -2874,7 +2878,7 @@ run_explain(mf_op_t *op, const char *coll, const mf_plan_request_t *req, int64_t
         bson_append_document_end(&es, &st);
         if (strcmp(verbosity, "allPlansExecution") == 0)
             BSON_APPEND_ARRAY(&es, "allPlansExecution", &empty);
-        bson_append_document_end(op->reply, &es);
+        bson_append_document_end(es_in_cursor ? &es_holder : op->reply, &es);
     }
     if (stages != NULL && !bson_empty(stages)) {
         bson_t arr, first, cd;
@@ -2890,6 +2894,9 @@ run_explain(mf_op_t *op, const char *coll, const mf_plan_request_t *req, int64_t
         bson_append_document_end(&qp, &wp);
         BSON_APPEND_ARRAY(&qp, "rejectedPlans", &empty);
         bson_append_document_end(&cd, &qp);
+        bson_iter_t esi;
+        if (bson_iter_init_find(&esi, &es_holder, "executionStats"))
+            bson_append_value(&cd, "executionStats", -1, bson_iter_value(&esi));
         bson_append_document_end(&first, &cd);
         bson_append_document_end(&arr, &first);
         bson_iter_init(&it, stages);
@@ -2900,6 +2907,7 @@ run_explain(mf_op_t *op, const char *coll, const mf_plan_request_t *req, int64_t
         }
         bson_append_array_end(op->reply, &arr);
     }
+    bson_destroy(&es_holder);
     bson_init(&cmdcopy);
     {
         bson_iter_t it;
@@ -2944,32 +2952,50 @@ explain_aggregate(mf_op_t *op, const bson_t *cmd, const char *verbosity)
     const char *coll = bson_iter_utf8(&it, NULL);
     if (!bson_iter_init_find(&it, cmd, "pipeline") || !BSON_ITER_HOLDS_ARRAY(&it))
         return mf_err_set(&op->err, MF_E_Location40414, "BSON field 'aggregate.pipeline' is missing but a required field");
-    /* Validate the whole pipeline as aggregate would. */
+    /*
+     * Validate the whole pipeline as aggregate would, and push down the
+     * same prefix the streaming run pushes down (agg_plan_prefix): the
+     * planner's tree goes under $cursor, the remaining stages follow it.
+     */
     mf_pipeline_t *pl = mf_pipeline_new(bson_iter_value(&it), &op->err);
     if (pl == NULL)
         return -1;
-    mf_pipeline_free(pl);
+    mf_agg_pushdown_t pd;
+    mf_plan_t *probe = NULL;
+    bool streams = !mf_pipeline_writes(pl);
+    mf_catalog_rdlock(op->eng->cat);
+    mf_coll_t *c = mf_catalog_coll_find(op->eng->cat, op->db, coll);
+    streams = streams && (c == NULL || !c->is_view);
+    int prc = streams ? agg_plan_prefix(op, c, pl, sub_hint(cmd, &hint_store), &pd, &probe) : 0;
+    mf_catalog_unlock(op->eng->cat);
+    mf_plan_free(probe);
+    if (prc != 0) {
+        mf_pipeline_free(pl);
+        return -1;
+    }
+    if (!streams)
+        memset(&pd, 0, sizeof pd);
+    if (pd.filter != NULL) {
+        bson_init_static(&filter, bson_get_data(pd.filter), pd.filter->len);
+        has_filter = true;
+    }
+    bson_t sort;
+    if (pd.sort != NULL)
+        bson_init_static(&sort, bson_get_data(pd.sort), pd.sort->len);
     bson_init(&rest);
     bson_iter_recurse(&it, &pi);
-    while (bson_iter_next(&pi)) {
-        bson_t stage;
-        if (k == 0 && !has_filter && BSON_ITER_HOLDS_DOCUMENT(&pi)) {
-            const uint8_t *data;
-            uint32_t len;
-            bson_iter_document(&pi, &len, &data);
-            if (bson_init_static(&stage, data, len) && sub_doc(&stage, "$match", &filter) &&
-                bson_count_keys(&stage) == 1) {
-                has_filter = true;
-                continue;
-            }
-        }
+    for (size_t i = 0; bson_iter_next(&pi); i++) {
         char key[16];
+        if (i < pd.nstages)
+            continue;
         snprintf(key, sizeof(key), "%d", k++);
         bson_append_value(&rest, key, -1, bson_iter_value(&pi));
     }
-    mf_plan_request_t req = {.filter = has_filter ? &filter : NULL, .hint = sub_hint(cmd, &hint_store)};
+    mf_plan_request_t req = {.filter = has_filter ? &filter : NULL, .sort = pd.sort ? &sort : NULL,
+                             .skip = pd.skip, .limit = pd.limit, .hint = sub_hint(cmd, &hint_store)};
     int rc = run_explain(op, coll, &req, 0, verbosity, cmd, &rest);
     bson_destroy(&rest);
+    mf_pipeline_free(pl);
     return rc;
 }
 
