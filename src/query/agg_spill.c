@@ -1,8 +1,11 @@
 /*
  * agg_spill.c: the external sorter (see agg_spill.h for the design).
  *
- * Memory estimate: a document costs its BSON length plus a fixed overhead
- * for the bson_t and the pointer slot (kDocOverhead). Runs are stdio files
+ * In memory, documents are kept as exact-size copies of their BSON bytes
+ * (a heap bson_t rounds its buffer up to a power of two, which would double
+ * the footprint of 1 KB documents); a document costs the allocator's real
+ * block size (malloc_usable_size) plus a fixed overhead for the allocator's
+ * bookkeeping and its pointer slot (kDocOverhead). Runs are stdio files
  * with large buffers; a run is read back sequentially, one document at a
  * time. Runs smaller than kMinRunBytes are not written: a tiny budget (tests
  * lower it to force spilling) would otherwise open one file per document.
@@ -11,6 +14,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <malloc.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,7 +25,7 @@
 #include "common/alloc.h"
 #include "query/exec.h"
 
-enum { kDocOverhead = 160, kMinRunBytes = 64 * 1024, kCheckEvery = 1024, kIoBuf = 256 * 1024 };
+enum { kDocOverhead = 16, kMinRunBytes = 64 * 1024, kCheckEvery = 1024, kIoBuf = 256 * 1024 };
 
 static char spill_dir[1024];
 static _Atomic int64_t spill_seq;
@@ -40,7 +44,7 @@ struct mf_sorter {
     int64_t budget;
     bool allow_disk;
     char *errmsg;     /* owned */
-    bson_t **docs;    /* owned, in-memory documents */
+    uint8_t **docs;   /* owned, in-memory documents (raw BSON, exact size) */
     size_t n, cap;
     int64_t mem;
     run_t *runs;      /* owned */
@@ -112,7 +116,7 @@ mf_sorter_free(mf_sorter_t *s)
     if (s == NULL)
         return;
     for (size_t i = s->mem_pos; i < s->n; i++)
-        bson_destroy(s->docs[i]);
+        free(s->docs[i]);
     free(s->docs);
     for (size_t i = 0; i < s->nruns; i++)
         run_close(&s->runs[i]);
@@ -129,6 +133,24 @@ check_interrupt(mf_sorter_t *s, mf_error_t *err)
     return 0;
 }
 
+static uint32_t
+raw_len(const uint8_t *d)
+{
+    uint32_t len;
+    memcpy(&len, d, 4);
+    return BSON_UINT32_FROM_LE(len);
+}
+
+/* raw_cmp: s->cmp over two raw BSON buffers. */
+static int
+raw_cmp(mf_sorter_t *s, const uint8_t *a, const uint8_t *b)
+{
+    bson_t ba, bb;
+    bson_init_static(&ba, a, raw_len(a));
+    bson_init_static(&bb, b, raw_len(b));
+    return s->cmp(s->arg, &ba, &bb);
+}
+
 /* Stable merge sort of s->docs[0..n) by s->cmp. Returns 0 or -1 (interrupted). */
 static int
 sort_mem(mf_sorter_t *s, mf_error_t *err)
@@ -136,20 +158,20 @@ sort_mem(mf_sorter_t *s, mf_error_t *err)
     size_t n = s->n;
     if (n < 2)
         return 0;
-    bson_t **a = s->docs, **b = mf_malloc(n * sizeof *b);
+    uint8_t **a = s->docs, **b = mf_malloc(n * sizeof *b);
     int rc = 0;
     for (size_t w = 1; w < n && rc == 0; w *= 2) {
         for (size_t lo = 0; lo < n; lo += 2 * w) {
             size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
             size_t i = lo, j = mid, k = lo;
             while (i < mid && j < hi)
-                b[k++] = s->cmp(s->arg, a[j], a[i]) < 0 ? a[j++] : a[i++];
+                b[k++] = raw_cmp(s, a[j], a[i]) < 0 ? a[j++] : a[i++];
             while (i < mid)
                 b[k++] = a[i++];
             while (j < hi)
                 b[k++] = a[j++];
         }
-        bson_t **t = a;
+        uint8_t **t = a;
         a = b;
         b = t;
         if (mf_exec_check_deadline(err) != 0)
@@ -214,11 +236,12 @@ spill(mf_sorter_t *s, mf_error_t *err)
     r.iobuf = mf_malloc(kIoBuf);
     setvbuf(r.f, r.iobuf, _IOFBF, kIoBuf);
     for (size_t i = 0; i < s->n; i++) {
-        if (rc == 0 && fwrite(bson_get_data(s->docs[i]), 1, s->docs[i]->len, r.f) != s->docs[i]->len)
+        uint32_t len = raw_len(s->docs[i]);
+        if (rc == 0 && fwrite(s->docs[i], 1, len, r.f) != len)
             rc = mf_err_set(err, MF_E_InternalError, "cannot write aggregation spill file %s: %s", path, strerror(errno));
         if (rc == 0 && check_interrupt(s, err) != 0)
             rc = -1;
-        bson_destroy(s->docs[i]);
+        free(s->docs[i]);
     }
     s->n = 0;
     s->mem = 0;
@@ -240,8 +263,10 @@ mf_sorter_add(mf_sorter_t *s, bson_t *doc, mf_error_t *err)
         s->cap = s->cap ? s->cap * 2 : 256;
         s->docs = mf_realloc(s->docs, s->cap * sizeof *s->docs);
     }
-    s->docs[s->n++] = doc;
-    s->mem += (int64_t)doc->len + kDocOverhead;
+    s->docs[s->n] = mf_malloc(doc->len);
+    memcpy(s->docs[s->n], bson_get_data(doc), doc->len);
+    s->mem += (int64_t)malloc_usable_size(s->docs[s->n++]) + kDocOverhead;
+    bson_destroy(doc);
     if (check_interrupt(s, err) != 0)
         return -1;
     if (s->mem <= s->budget)
@@ -269,8 +294,14 @@ mf_sorter_finish(mf_sorter_t *s, mf_error_t *err)
 int
 mf_sorter_next(mf_sorter_t *s, bson_t **out, mf_error_t *err)
 {
-    const bson_t *best = s->mem_pos < s->n ? s->docs[s->mem_pos] : NULL;
+    bson_t mem_head;
+    const bson_t *best = NULL;
     ssize_t from = -1; /* -1: the in-memory run */
+
+    if (s->mem_pos < s->n) {
+        bson_init_static(&mem_head, s->docs[s->mem_pos], raw_len(s->docs[s->mem_pos]));
+        best = &mem_head;
+    }
 
     *out = NULL;
     if (check_interrupt(s, err) != 0)
@@ -286,9 +317,11 @@ mf_sorter_next(mf_sorter_t *s, bson_t **out, mf_error_t *err)
     if (best == NULL)
         return 0;
     if (from < 0) {
-        *out = s->docs[s->mem_pos];
+        uint8_t *d = s->docs[s->mem_pos];
+        *out = bson_new_from_data(d, raw_len(d));
+        s->mem -= (int64_t)malloc_usable_size(d) + kDocOverhead;
+        free(d);
         s->docs[s->mem_pos++] = NULL;
-        s->mem -= (int64_t)(*out)->len + kDocOverhead;
         return 0;
     }
     *out = s->runs[from].head;

@@ -1,0 +1,179 @@
+'use strict';
+/*
+ * Streaming aggregation benchmark for mayflyd. Prints figures only; no
+ * assertions (a failed driver call still aborts the run).
+ *
+ *   node bench/agg_bench.js [--docs N] [--reps R]
+ *   (or bash bench/agg_bench.sh, which builds build/mayflyd first)
+ *
+ * Server. mayflyd (binary from $MAYFLYD, default build/mayflyd, the release
+ * build) is started on a free loopback port with a fresh temporary --dbpath
+ * (tests/clients/harness.js MayflyServer), stopped and removed at the end,
+ * also on error or Ctrl-C.
+ *
+ * Data: N documents (default 1,000,000) of about 1 KB: {_id: i, k, pad}
+ * where k = (i * 2654435761) mod 2^32 (unique, unrelated to _id order) and
+ * pad a 1,000-character string, loaded with insertMany(1,000).
+ *
+ * Phases:
+ *   1. aggregate([{$limit: 1}]) vs find().limit(1): R round trips each
+ *      (default 300, after 20 warm-up ones), mean and median latency in ms
+ *      and the ratio; explain executionStats docsExamined of both.
+ *   2. aggregate([{$sort: {k: 1}}]) over the whole collection with the
+ *      default 100 MB sort budget, so it spills sorted runs to <dbpath>/_tmp:
+ *      the cursor is drained (batchSize 1,000) counting documents and
+ *      checking the order, without keeping them. Before it, a collection
+ *      scan warms the WiredTiger cache (1 GB) so that cache growth is not
+ *      counted, and the server's VmHWM is reset (echo 5 >
+ *      /proc/<pid>/clear_refs); the figure is the peak RSS during the sort
+ *      (VmHWM) minus the RSS just before it. Elapsed time and docs/s.
+ */
+const fs = require('node:fs');
+const path = require('node:path');
+const { MongoClient } = require('mongodb');
+const { MayflyServer } = require('../tests/clients/harness');
+
+function arg(name, dflt) {
+  const i = process.argv.indexOf(`--${name}`);
+  if (i < 0) return dflt;
+  const v = Number(process.argv[i + 1]);
+  if (!Number.isFinite(v) || v <= 0) {
+    console.error(`agg_bench: --${name} needs a positive number`);
+    process.exit(2);
+  }
+  return v;
+}
+
+const N = Math.round(arg('docs', 1000000));
+const REPS = Math.round(arg('reps', 300));
+const BATCH = 1000;
+const PAD = 'p'.repeat(1000);
+
+function now() { return Number(process.hrtime.bigint()) / 1e6; }
+function kOf(i) { return Math.imul(i, 2654435761 | 0) >>> 0; }
+
+function procStatus(pid, key) {
+  try {
+    const m = fs.readFileSync(`/proc/${pid}/status`, 'utf8').match(new RegExp(`^${key}:\\s+(\\d+) kB`, 'm'));
+    return m ? Number(m[1]) : null;
+  } catch (_) { return null; }
+}
+
+function resetHwm(pid) {
+  try { fs.writeFileSync(`/proc/${pid}/clear_refs`, '5'); return true; } catch (_) { return false; }
+}
+
+function stats(xs) {
+  const s = [...xs].sort((a, b) => a - b);
+  return { mean: xs.reduce((a, b) => a + b, 0) / xs.length, median: s[s.length >> 1] };
+}
+
+let server = null;
+let lastTail = '';
+function cleanupSync() {
+  if (!server) return;
+  if (server.proc && !server.exitInfo) {
+    try { server.proc.kill('SIGKILL'); } catch (_) { /* already gone */ }
+  }
+  try { server.cleanup(); } catch (_) { /* best effort */ }
+  server = null;
+}
+process.on('exit', cleanupSync);
+for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
+  process.on(sig, () => { cleanupSync(); process.exit(130); });
+}
+
+async function load(coll) {
+  const t0 = now();
+  for (let base = 0; base < N; base += BATCH) {
+    const docs = [];
+    for (let i = base; i < Math.min(N, base + BATCH); i++) docs.push({ _id: i, k: kOf(i), pad: PAD });
+    await coll.insertMany(docs, { ordered: false });
+  }
+  const secs = (now() - t0) / 1000;
+  console.log(`loaded ${N} docs (~1 KB) in ${secs.toFixed(1)} s (${Math.round(N / secs)} docs/s)`);
+}
+
+async function timeIt(fn) {
+  for (let i = 0; i < 20; i++) await fn();
+  const xs = [];
+  for (let i = 0; i < REPS; i++) {
+    const t0 = now();
+    await fn();
+    xs.push(now() - t0);
+  }
+  return stats(xs);
+}
+
+async function phaseLimit(coll) {
+  console.log('\n1. aggregate([{$limit: 1}]) vs find().limit(1)');
+  const f = await timeIt(async () => { await coll.find().limit(1).toArray(); });
+  const a = await timeIt(async () => { await coll.aggregate([{ $limit: 1 }]).toArray(); });
+  console.log(`  find().limit(1):            mean ${f.mean.toFixed(3)} ms  median ${f.median.toFixed(3)} ms`);
+  console.log(`  aggregate([{$limit: 1}]):   mean ${a.mean.toFixed(3)} ms  median ${a.median.toFixed(3)} ms`);
+  console.log(`  ratio aggregate/find (median): ${(a.median / f.median).toFixed(2)}x`);
+  const fx = await coll.find().limit(1).explain('executionStats');
+  const ax = await coll.aggregate([{ $limit: 1 }]).explain('executionStats');
+  const ae = ax.stages ? ax.stages[0].$cursor.executionStats : ax.executionStats;
+  console.log(`  docsExamined: find ${fx.executionStats.totalDocsExamined}, aggregate ${ae.totalDocsExamined}`);
+}
+
+async function phaseSort(coll) {
+  console.log('\n2. aggregate([{$sort: {k: 1}}]) over the whole collection (100 MB budget: spills)');
+  const w0 = now();
+  const none = await coll.find({ nosuchfield: 1 }).toArray(); // full scan: warms the cache
+  console.log(`  warm-up collection scan: ${((now() - w0) / 1000).toFixed(1)} s (${none.length} matches)`);
+  const before = procStatus(server.pid, 'VmRSS');
+  const reset = resetHwm(server.pid);
+  const t0 = now();
+  let n = 0;
+  let prev = -1;
+  let ordered = true;
+  let firstMs = null;
+  const cur = coll.aggregate([{ $sort: { k: 1 } }, { $project: { k: 1 } }], { batchSize: 1000 });
+  for await (const d of cur) {
+    if (firstMs === null) firstMs = now() - t0;
+    if (d.k < prev) ordered = false;
+    prev = d.k;
+    n++;
+  }
+  const secs = (now() - t0) / 1000;
+  const hwm = procStatus(server.pid, 'VmHWM');
+  const after = procStatus(server.pid, 'VmRSS');
+  console.log(`  ${n} docs in ${secs.toFixed(1)} s (${Math.round(n / secs)} docs/s), first batch after ${(firstMs / 1000).toFixed(1)} s, ordered: ${ordered}`);
+  console.log(`  RSS before ${(before / 1024).toFixed(1)} MiB, peak during sort (VmHWM${reset ? ', reset before' : ', NOT reset'}) ` +
+    `${(hwm / 1024).toFixed(1)} MiB, after ${(after / 1024).toFixed(1)} MiB`);
+  console.log(`  peak RSS growth during the sort: ${((hwm - before) / 1024).toFixed(1)} MiB`);
+}
+
+async function main() {
+  const binary = process.env.MAYFLYD || path.join(__dirname, '..', 'build', 'mayflyd');
+  server = new MayflyServer({ binary: path.isAbsolute(binary) ? binary : path.resolve(binary) });
+  await server.start();
+  const client = new MongoClient(server.uri, { maxPoolSize: 4 });
+  try {
+    await client.connect();
+    const coll = client.db('aggbench').collection('c');
+    const info = await client.db('admin').command({ buildInfo: 1 });
+    console.log(`mayflyd ${info.version} pid ${server.pid} binary ${server.binary}; docs=${N} reps=${REPS}`);
+    await load(coll);
+    await phaseLimit(coll);
+    await phaseSort(coll);
+    const hwm = procStatus(server.pid, 'VmHWM');
+    console.log(`\nserver VmHWM at the end: ${(hwm / 1024).toFixed(1)} MiB`);
+  } finally {
+    await client.close().catch(() => {});
+    if (server) {
+      lastTail = server.stderrTail(30);
+      await server.stop();
+    }
+    cleanupSync();
+  }
+}
+
+main().catch((e) => {
+  console.error(e);
+  if (lastTail) console.error(`--- mayflyd stderr tail ---\n${lastTail}`);
+  cleanupSync();
+  process.exit(1);
+});
