@@ -23,10 +23,12 @@
  *      default 100 MB sort budget, so it spills sorted runs to <dbpath>/_tmp:
  *      the cursor is drained (batchSize 1,000) counting documents and
  *      checking the order, without keeping them. Before it, a collection
- *      scan warms the WiredTiger cache (1 GB) so that cache growth is not
- *      counted, and the server's VmHWM is reset (echo 5 >
- *      /proc/<pid>/clear_refs); the figure is the peak RSS during the sort
- *      (VmHWM) minus the RSS just before it. Elapsed time and docs/s.
+ *      scan warms the WiredTiger cache (1 GB), and the server's VmHWM is
+ *      reset (echo 5 > /proc/<pid>/clear_refs) before each measured drain;
+ *      the figure is the peak RSS during the drain (VmHWM) minus the RSS
+ *      just before it, for the sort and, as a baseline for cache and
+ *      allocator churn, for the same scan without the sort. Elapsed time
+ *      and docs/s.
  */
 const fs = require('node:fs');
 const path = require('node:path');
@@ -118,11 +120,8 @@ async function phaseLimit(coll) {
   console.log(`  docsExamined: find ${fx.executionStats.totalDocsExamined}, aggregate ${ae.totalDocsExamined}`);
 }
 
-async function phaseSort(coll) {
-  console.log('\n2. aggregate([{$sort: {k: 1}}]) over the whole collection (100 MB budget: spills)');
-  const w0 = now();
-  const none = await coll.find({ nosuchfield: 1 }).toArray(); // full scan: warms the cache
-  console.log(`  warm-up collection scan: ${((now() - w0) / 1000).toFixed(1)} s (${none.length} matches)`);
+/* Drains pipeline, resetting VmHWM first; returns {n, secs, firstMs, ordered, before, hwm, after} (RSS in kB). */
+async function drainMeasured(coll, pipeline) {
   const before = procStatus(server.pid, 'VmRSS');
   const reset = resetHwm(server.pid);
   const t0 = now();
@@ -130,20 +129,34 @@ async function phaseSort(coll) {
   let prev = -1;
   let ordered = true;
   let firstMs = null;
-  const cur = coll.aggregate([{ $sort: { k: 1 } }, { $project: { k: 1 } }], { batchSize: 1000 });
-  for await (const d of cur) {
+  for await (const d of coll.aggregate(pipeline, { batchSize: 1000 })) {
     if (firstMs === null) firstMs = now() - t0;
     if (d.k < prev) ordered = false;
     prev = d.k;
     n++;
   }
   const secs = (now() - t0) / 1000;
-  const hwm = procStatus(server.pid, 'VmHWM');
-  const after = procStatus(server.pid, 'VmRSS');
-  console.log(`  ${n} docs in ${secs.toFixed(1)} s (${Math.round(n / secs)} docs/s), first batch after ${(firstMs / 1000).toFixed(1)} s, ordered: ${ordered}`);
-  console.log(`  RSS before ${(before / 1024).toFixed(1)} MiB, peak during sort (VmHWM${reset ? ', reset before' : ', NOT reset'}) ` +
-    `${(hwm / 1024).toFixed(1)} MiB, after ${(after / 1024).toFixed(1)} MiB`);
-  console.log(`  peak RSS growth during the sort: ${((hwm - before) / 1024).toFixed(1)} MiB`);
+  return { n, secs, firstMs, ordered, reset, before, hwm: procStatus(server.pid, 'VmHWM'), after: procStatus(server.pid, 'VmRSS') };
+}
+
+function mib(kb) { return (kb / 1024).toFixed(1); }
+
+async function phaseSort(coll) {
+  console.log('\n2. aggregate([{$sort: {k: 1}}, {$project: {k: 1}}]) over the whole collection (100 MB budget: spills)');
+  const w0 = now();
+  const none = await coll.find({ nosuchfield: 1 }).toArray(); // full scan: warms the cache
+  console.log(`  warm-up collection scan: ${((now() - w0) / 1000).toFixed(1)} s (${none.length} matches)`);
+  // Baseline: the same full scan without the sort (WiredTiger cache churn, reply buffers).
+  const base = await drainMeasured(coll, [{ $project: { k: 1 } }]);
+  console.log(`  baseline, no sort: ${base.n} docs in ${base.secs.toFixed(1)} s; RSS before ${mib(base.before)} MiB, ` +
+    `peak ${mib(base.hwm)} MiB (VmHWM${base.reset ? ' reset before' : ' NOT reset'}): growth ${mib(base.hwm - base.before)} MiB`);
+  const r = await drainMeasured(coll, [{ $sort: { k: 1 } }, { $project: { k: 1 } }]);
+  console.log(`  sort: ${r.n} docs in ${r.secs.toFixed(1)} s (${Math.round(r.n / r.secs)} docs/s), ` +
+    `first batch after ${(r.firstMs / 1000).toFixed(1)} s, ordered: ${r.ordered}`);
+  console.log(`  sort: RSS before ${mib(r.before)} MiB, peak ${mib(r.hwm)} MiB (VmHWM${r.reset ? ' reset before' : ' NOT reset'}), ` +
+    `after ${mib(r.after)} MiB`);
+  console.log(`  peak RSS growth during the sort: ${mib(r.hwm - r.before)} MiB ` +
+    `(baseline scan without sort: ${mib(base.hwm - base.before)} MiB)`);
 }
 
 async function main() {
