@@ -107,6 +107,7 @@
     X(31275, Location31275)                                                    \
     X(31276, Location31276)                                                    \
     X(31310, Location31310)                                                    \
+    X(31324, Location31324)                                                    \
     X(51246, Location51246)                                                    \
     X(51270, Location51270)                                                    \
     X(40090, Location40090)                                                    \

@@ -70,6 +70,7 @@
 #include "query/expr.h"
 #include "query/match.h"
 #include "query/path.h"
+#include "query/project.h"
 #include "query/sort.h"
 #include "query/value.h"
 
@@ -112,7 +113,8 @@ typedef struct stage {
     mf_matcher_t *matcher;  /* $match */
     mf_sort_t *sort;        /* $sort, $sortByCount */
     int64_t n;              /* $limit, $skip, $sample size */
-    ptree_t proj;           /* $project, $unset, $addFields */
+    ptree_t proj;           /* $addFields */
+    mf_projection_t *projection; /* $project, $unset (query/project.c, shared with find) */
     mf_expr_t *expr;        /* $group _id, $replaceRoot, $sortByCount, $documents */
     acc_def_t *accs;        /* $group */
     size_t naccs;
@@ -483,252 +485,10 @@ parse_spec(pnode_t **nodes, size_t *n, const bson_value_t *spec, bool add_fields
     return 0;
 }
 
-/* check_mode: finds the projection's mode; conflicts → 31253/31254. */
-static int
-check_mode(const pnode_t *nodes, size_t n, bool top, const char *prefix, int *mode, mf_error_t *err)
-{
-    /* mode: 0 unknown, 1 inclusion, 2 exclusion */
-    for (size_t i = 0; i < n; i++) {
-        const pnode_t *p = &nodes[i];
-        char path[512];
-        snprintf(path, sizeof path, "%s%s%s", prefix, prefix[0] ? "." : "", p->name);
-        if (top && strcmp(p->name, "_id") == 0 && p->kind != P_SUB)
-            continue;
-        if (p->kind == P_SUB) {
-            if (check_mode(p->kids, p->nkids, false, path, mode, err) < 0)
-                return -1;
-            continue;
-        }
-        int m = p->kind == P_EXCLUDE ? 2 : 1;
-        if (*mode == 0) {
-            *mode = m;
-        } else if (*mode != m) {
-            if (m == 2)
-                return mf_err_set(err, MF_E_Location31254,
-                                  "Invalid $project :: caused by :: Cannot do exclusion on field %s in inclusion projection", path);
-            if (p->kind == P_EXPR)
-                return mf_err_set(err, MF_E_Location31252,
-                                  "Invalid $project :: caused by :: Cannot use expression other than $meta in exclusion projection");
-            return mf_err_set(err, MF_E_Location31253,
-                              "Invalid $project :: caused by :: Cannot do inclusion on field %s in exclusion projection", path);
-        }
-    }
-    return 0;
-}
-
-static int
-parse_project(ptree_t *t, const bson_value_t *spec, mf_error_t *err)
-{
-    int mode = 0;
-    pnode_t *id;
-
-    if (spec->value_type != BSON_TYPE_DOCUMENT)
-        return mf_err_set(err, MF_E_Location15969, "$project specification must be an object");
-    if (is_empty_doc(spec))
-        return mf_err_set(err, MF_E_Location51272,
-                          "Invalid $project :: caused by :: projection specification must have at least one field");
-    if (parse_spec(&t->nodes, &t->n, spec, false, "$project", err) < 0)
-        return -1;
-    if (check_mode(t->nodes, t->n, true, "", &mode, err) < 0)
-        return -1;
-    id = pnode_find(t->nodes, t->n, "_id", 3);
-    if (mode == 0)
-        mode = (id && id->kind == P_EXCLUDE) ? 2 : 1;
-    t->exclusion = mode == 2;
-    if (!t->exclusion && id == NULL) {
-        /* _id is included by default: put it first. */
-        pnode_t *p = pnode_add(&t->nodes, &t->n, "_id", 3);
-        pnode_t tmp = *p;
-        memmove(&t->nodes[1], &t->nodes[0], (t->n - 1) * sizeof *t->nodes);
-        t->nodes[0] = tmp;
-        t->nodes[0].kind = P_INCLUDE;
-    }
-    if (t->exclusion && id && id->kind == P_INCLUDE)
-        id->kind = P_SUB; /* an empty SUB in an exclusion projection keeps the field */
-    return 0;
-}
-
 /* ------------------------------------------------------------------------ */
 /* Projection application                                                   */
 /* ------------------------------------------------------------------------ */
 
-static bool
-has_computed(const pnode_t *nodes, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (nodes[i].kind == P_EXPR || (nodes[i].kind == P_SUB && has_computed(nodes[i].kids, nodes[i].nkids)))
-            return true;
-    return false;
-}
-
-static int incl_doc(const pnode_t *nodes, size_t n, const bson_value_t *in, const bson_t *root, bson_value_t *out,
-                    mf_error_t *err);
-
-/* incl_value: applies an inclusion SUB node's children to a value at that node. */
-static int
-incl_value(const pnode_t *p, const bson_value_t *v, const bson_t *root, bson_value_t *out, mf_error_t *err)
-{
-    if (v->value_type == BSON_TYPE_DOCUMENT)
-        return incl_doc(p->kids, p->nkids, v, root, out, err);
-    if (v->value_type == BSON_TYPE_ARRAY) {
-        bson_iter_t it;
-        bson_t arr = BSON_INITIALIZER;
-        uint32_t i = 0;
-        bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
-        while (bson_iter_next(&it)) {
-            const bson_value_t *e = bson_iter_value(&it);
-            bson_value_t r;
-            char buf[16];
-            const char *key;
-            if (e->value_type != BSON_TYPE_DOCUMENT && e->value_type != BSON_TYPE_ARRAY &&
-                !has_computed(p->kids, p->nkids))
-                continue;
-            if (incl_value(p, e, root, &r, err) < 0) {
-                bson_destroy(&arr);
-                return -1;
-            }
-            bson_uint32_to_string(i++, &key, buf, sizeof buf);
-            append_missing_ok(&arr, key, &r);
-            vfree(&r);
-        }
-        memset(out, 0, sizeof *out);
-        out->value_type = BSON_TYPE_ARRAY;
-        out->value.v_doc.data_len = arr.len;
-        out->value.v_doc.data = bson_malloc(arr.len);
-        memcpy(out->value.v_doc.data, bson_get_data(&arr), arr.len);
-        bson_destroy(&arr);
-        return 0;
-    }
-    if (has_computed(p->kids, p->nkids)) {
-        bson_value_t empty;
-        bson_t e = BSON_INITIALIZER;
-        doc_value(&e, &empty);
-        return incl_doc(p->kids, p->nkids, &empty, root, out, err);
-    }
-    memset(out, 0, sizeof *out);
-    out->value_type = BSON_TYPE_EOD;
-    return 0;
-}
-
-static int
-incl_doc(const pnode_t *nodes, size_t n, const bson_value_t *in, const bson_t *root, bson_value_t *out,
-         mf_error_t *err)
-{
-    bson_iter_t it;
-    bson_t b = BSON_INITIALIZER;
-    bool *done = bson_malloc0((n ? n : 1) * sizeof *done);
-
-    bson_iter_init_from_data(&it, in->value.v_doc.data, in->value.v_doc.data_len);
-    while (bson_iter_next(&it)) {
-        const char *k = bson_iter_key(&it);
-        pnode_t *p = pnode_find((pnode_t *)nodes, n, k, strlen(k));
-        if (p == NULL)
-            continue;
-        if (p->kind == P_INCLUDE) {
-            bson_append_value(&b, k, -1, bson_iter_value(&it));
-        } else if (p->kind == P_SUB) {
-            bson_value_t r;
-            if (incl_value(p, bson_iter_value(&it), root, &r, err) < 0) {
-                bson_destroy(&b);
-                bson_free(done);
-                return -1;
-            }
-            append_missing_ok(&b, k, &r);
-            vfree(&r);
-            done[p - nodes] = true;
-        }
-    }
-    for (size_t i = 0; i < n; i++) {
-        const pnode_t *p = &nodes[i];
-        bson_value_t r;
-        if (p->kind == P_EXPR) {
-            if (mf_expr_eval(p->expr, root, &r, err) < 0) {
-                bson_destroy(&b);
-                bson_free(done);
-                return -1;
-            }
-        } else if (p->kind == P_SUB && !done[i] && has_computed(p->kids, p->nkids)) {
-            bson_value_t missing;
-            missing.value_type = BSON_TYPE_EOD;
-            if (incl_value(p, &missing, root, &r, err) < 0) {
-                bson_destroy(&b);
-                bson_free(done);
-                return -1;
-            }
-        } else {
-            continue;
-        }
-        append_missing_ok(&b, p->name, &r);
-        vfree(&r);
-    }
-    bson_free(done);
-    memset(out, 0, sizeof *out);
-    out->value_type = BSON_TYPE_DOCUMENT;
-    out->value.v_doc.data_len = b.len;
-    out->value.v_doc.data = bson_malloc(b.len);
-    memcpy(out->value.v_doc.data, bson_get_data(&b), b.len);
-    bson_destroy(&b);
-    return 0;
-}
-
-static void excl_doc(const pnode_t *nodes, size_t n, const bson_value_t *in, bson_value_t *out);
-
-static void
-excl_value(const pnode_t *p, const bson_value_t *v, bson_value_t *out)
-{
-    if (v->value_type == BSON_TYPE_DOCUMENT) {
-        excl_doc(p->kids, p->nkids, v, out);
-    } else if (v->value_type == BSON_TYPE_ARRAY) {
-        bson_iter_t it;
-        bson_t arr = BSON_INITIALIZER;
-        uint32_t i = 0;
-        bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
-        while (bson_iter_next(&it)) {
-            bson_value_t r;
-            char buf[16];
-            const char *key;
-            excl_value(p, bson_iter_value(&it), &r);
-            bson_uint32_to_string(i++, &key, buf, sizeof buf);
-            append_missing_ok(&arr, key, &r);
-            vfree(&r);
-        }
-        memset(out, 0, sizeof *out);
-        out->value_type = BSON_TYPE_ARRAY;
-        out->value.v_doc.data_len = arr.len;
-        out->value.v_doc.data = bson_malloc(arr.len);
-        memcpy(out->value.v_doc.data, bson_get_data(&arr), arr.len);
-        bson_destroy(&arr);
-    } else {
-        vcopy(out, v);
-    }
-}
-
-static void
-excl_doc(const pnode_t *nodes, size_t n, const bson_value_t *in, bson_value_t *out)
-{
-    bson_iter_t it;
-    bson_t b = BSON_INITIALIZER;
-
-    bson_iter_init_from_data(&it, in->value.v_doc.data, in->value.v_doc.data_len);
-    while (bson_iter_next(&it)) {
-        const char *k = bson_iter_key(&it);
-        pnode_t *p = pnode_find((pnode_t *)nodes, n, k, strlen(k));
-        if (p == NULL) {
-            bson_append_value(&b, k, -1, bson_iter_value(&it));
-        } else if (p->kind == P_SUB) {
-            bson_value_t r;
-            excl_value(p, bson_iter_value(&it), &r);
-            append_missing_ok(&b, k, &r);
-            vfree(&r);
-        }
-    }
-    memset(out, 0, sizeof *out);
-    out->value_type = BSON_TYPE_DOCUMENT;
-    out->value.v_doc.data_len = b.len;
-    out->value.v_doc.data = bson_malloc(b.len);
-    memcpy(out->value.v_doc.data, bson_get_data(&b), b.len);
-    bson_destroy(&b);
-}
 
 static int add_fields_fl(const pnode_t *nodes, size_t n, fl_t *f, const bson_t *root, mf_error_t *err);
 
@@ -1358,6 +1118,7 @@ stage_free(stage_t *s)
     mf_matcher_free(s->matcher);
     mf_sort_free(s->sort);
     pnodes_free(s->proj.nodes, s->proj.n);
+    mf_projection_free(s->projection);
     mf_expr_free(s->expr);
     for (size_t i = 0; i < s->naccs; i++) {
         bson_free(s->accs[i].field);
@@ -2013,8 +1774,13 @@ parse_stage(stage_t *s, const char *name, const bson_value_t *v, bool first, mf_
         return s->matcher ? 0 : -1;
     }
     if (strcmp(name, "$project") == 0) {
+        bson_t spec;
         s->kind = S_PROJECT;
-        return parse_project(&s->proj, v, err);
+        if (v->value_type != BSON_TYPE_DOCUMENT)
+            return mf_err_set(err, MF_E_Location15969, "$project specification must be an object");
+        bson_init_static(&spec, v->value.v_doc.data, v->value.v_doc.data_len);
+        s->projection = mf_projection_new_agg(&spec, "$project", err);
+        return s->projection ? 0 : -1;
     }
     if (strcmp(name, "$addFields") == 0 || strcmp(name, "$set") == 0) {
         s->kind = S_ADDFIELDS;
@@ -2024,33 +1790,33 @@ parse_stage(stage_t *s, const char *name, const bson_value_t *v, bool first, mf_
         return parse_spec(&s->proj.nodes, &s->proj.n, v, true, name, err);
     }
     if (strcmp(name, "$unset") == 0) {
+        /* $unset is the exclusion projection of its fields. */
+        bson_t excl = BSON_INITIALIZER;
         s->kind = S_UNSET;
-        s->proj.exclusion = true;
         if (v->value_type == BSON_TYPE_UTF8) {
-            pnode_t *p = ptree_insert(&s->proj.nodes, &s->proj.n, v->value.v_utf8.str, "$unset", err);
-            if (p == NULL)
-                return -1;
-            p->kind = P_EXCLUDE;
-            return 0;
-        }
-        if (v->value_type != BSON_TYPE_ARRAY)
+            bson_append_int32(&excl, v->value.v_utf8.str, -1, 0);
+        } else if (v->value_type != BSON_TYPE_ARRAY) {
+            bson_destroy(&excl);
             return mf_err_set(err, MF_E_Location31002, "$unset specification must be a string or an array");
-        bson_iter_t it;
-        bool any = false;
-        bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
-        while (bson_iter_next(&it)) {
-            if (!BSON_ITER_HOLDS_UTF8(&it))
-                return mf_err_set(err, MF_E_Location31120,
-                                  "$unset specification must be a string or an array containing only string values");
-            pnode_t *p = ptree_insert(&s->proj.nodes, &s->proj.n, bson_iter_utf8(&it, NULL), "$unset", err);
-            if (p == NULL)
-                return -1;
-            p->kind = P_EXCLUDE;
-            any = true;
+        } else {
+            bson_iter_t it;
+            bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
+            while (bson_iter_next(&it)) {
+                if (!BSON_ITER_HOLDS_UTF8(&it)) {
+                    bson_destroy(&excl);
+                    return mf_err_set(err, MF_E_Location31120,
+                                      "$unset specification must be a string or an array containing only string values");
+                }
+                bson_append_int32(&excl, bson_iter_utf8(&it, NULL), -1, 0);
+            }
+            if (bson_empty(&excl)) {
+                bson_destroy(&excl);
+                return mf_err_set(err, MF_E_Location31119, "$unset specification must be a string or an array with at least one field");
+            }
         }
-        if (!any)
-            return mf_err_set(err, MF_E_Location31119, "$unset specification must be a string or an array with at least one field");
-        return 0;
+        s->projection = mf_projection_new_agg(&excl, "$unset", err);
+        bson_destroy(&excl);
+        return s->projection ? 0 : -1;
     }
     if (strcmp(name, "$sort") == 0) {
         s->kind = S_SORT;
@@ -2616,21 +2382,24 @@ run_stage(const stage_t *s, const mf_agg_env_t *env, mf_docvec_t *in, mf_docvec_
         for (size_t i = 0; i < in->len; i++) {
             bson_value_t dv, r;
             doc_value(in->docs[i], &dv);
-            if (s->kind == S_ADDFIELDS) {
-                fl_t f;
-                fl_from(&f, &dv);
-                if (add_fields_fl(s->proj.nodes, s->proj.n, &f, in->docs[i], err) < 0) {
-                    fl_free(&f);
+            if (s->kind != S_ADDFIELDS) {
+                bson_t *o = bson_new();
+                if (mf_projection_apply(s->projection, in->docs[i], NULL, o, err) < 0) {
+                    bson_destroy(o);
                     mf_docvec_destroy(in);
                     return -1;
                 }
-                fl_to_value(&f, &r);
-            } else if (s->proj.exclusion) {
-                excl_doc(s->proj.nodes, s->proj.n, &dv, &r);
-            } else if (incl_doc(s->proj.nodes, s->proj.n, &dv, in->docs[i], &r, err) < 0) {
+                mf_docvec_push_steal(out, o);
+                continue;
+            }
+            fl_t f;
+            fl_from(&f, &dv);
+            if (add_fields_fl(s->proj.nodes, s->proj.n, &f, in->docs[i], err) < 0) {
+                fl_free(&f);
                 mf_docvec_destroy(in);
                 return -1;
             }
+            fl_to_value(&f, &r);
             mf_docvec_push_steal(out, value_to_doc(&r));
             vfree(&r);
         }

@@ -19,12 +19,19 @@
  * exclusion projection copies everything except excluded leaves, recursing
  * the same way but keeping scalars inside arrays.
  *
+ * One engine for find and aggregation: $project and $unset are parsed by
+ * mf_projection_new_agg (a sub-document with one $-operator is an
+ * aggregation expression, e.g. $slice, instead of find's projection
+ * operator; positional paths are refused, 31324; errors read "Invalid
+ * $project :: caused by :: ...") and applied by the same code.
+ *
  * Invariants: the tree owns its names, matchers and expressions; applying
  * never modifies the projection, so one projection may serve many documents.
  */
 #include "common/alloc.h"
 #include "query/project.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,6 +62,7 @@ typedef struct {
     bool has_type, inclusion;
     bool id_specified, id_included, id_excluded;
     bool has_positional, has_elem_match, has_slice;
+    bool agg; /* an aggregation $project / $unset: operators are expressions, no positional */
     mf_error_t *err;
 } pctx_t;
 
@@ -270,6 +278,9 @@ parse_element(pctx_t *c, const char *key, const bson_value_t *v, pnode_t *parent
     ssize_t pos = positional_at(key);
     bool is_id = is_root && strcmp(key, "_id") == 0;
 
+    if (c->agg && pos >= 0)
+        return mf_err_set(c->err, MF_E_Location31324, "Cannot use positional projection in aggregation projection");
+
     if (v->value_type == BSON_TYPE_DOCUMENT) {
         bson_t sub;
         bson_iter_t it;
@@ -278,6 +289,9 @@ parse_element(pctx_t *c, const char *key, const bson_value_t *v, pnode_t *parent
             return mf_err_set(c->err, MF_E_BadValue,
                               "positional projection cannot be used with an expression or sub object");
         bson_init_static(&sub, v->value.v_doc.data, v->value.v_doc.data_len);
+        if (c->agg && bson_count_keys(&sub) == 1 && bson_iter_init(&it, &sub) && bson_iter_next(&it) &&
+            bson_iter_key(&it)[0] == '$')
+            return parse_expression(c, key, v, parent, false); /* $slice, $filter ...: aggregation expressions */
         if (bson_count_keys(&sub) == 1 && bson_iter_init(&it, &sub) && bson_iter_next(&it) &&
             bson_iter_key(&it)[0] == '$') {
             const char *op = bson_iter_key(&it);
@@ -413,14 +427,15 @@ mark_computed(pnode_t *n)
     return any;
 }
 
-mf_projection_t *
-mf_projection_new(const bson_t *spec, mf_error_t *err)
+static mf_projection_t *
+projection_new(const bson_t *spec, bool agg, mf_error_t *err)
 {
     mf_projection_t *p = mf_calloc(1, sizeof(*p));
     pctx_t c;
 
     memset(&c, 0, sizeof(c));
     c.err = err;
+    c.agg = agg;
     p->root = pnode_new(P_INNER);
     if (spec != NULL && parse_obj(&c, spec, p->root, true) < 0) {
         mf_projection_free(p);
@@ -451,6 +466,31 @@ mf_projection_new(const bson_t *spec, mf_error_t *err)
         }
     }
     mark_computed(p->root);
+    return p;
+}
+
+mf_projection_t *
+mf_projection_new(const bson_t *spec, mf_error_t *err)
+{
+    return projection_new(spec, false, err);
+}
+
+mf_projection_t *
+mf_projection_new_agg(const bson_t *spec, const char *stage, mf_error_t *err)
+{
+    mf_projection_t *p;
+
+    if (bson_empty(spec))
+        return mf_err_set(err, MF_E_Location51272, "Invalid %s :: caused by :: projection specification must have at least one field",
+                          stage),
+               NULL;
+    p = projection_new(spec, true, err);
+    if (p == NULL) {
+        /* MongoDB reports a stage's projection errors as "Invalid <stage> :: caused by :: <reason>". */
+        char reason[sizeof err->msg];
+        snprintf(reason, sizeof reason, "%s", err->msg);
+        snprintf(err->msg, sizeof err->msg, "Invalid %s :: caused by :: %.440s", stage, reason);
+    }
     return p;
 }
 

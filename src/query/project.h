@@ -1,5 +1,5 @@
 /*
- * project.h: find projections.
+ * project.h: projections, for find and for aggregation's $project / $unset.
  *
  * Inclusion ({a: 1, "b.c": 1}), exclusion ({a: 0}), _id included unless
  * {_id: 0}, dotted paths (through arrays of documents as MongoDB does),
@@ -22,6 +22,15 @@ typedef struct mf_projection mf_projection_t;
 /* mf_projection_new: parses spec; NULL with err on a bad spec. No references kept into spec. */
 mf_projection_t *mf_projection_new(const bson_t *spec, mf_error_t *err);
 void mf_projection_free(mf_projection_t *p);
+
+/*
+ * mf_projection_new_agg: parses the projection of an aggregation stage
+ * (stage is "$project" or "$unset", for messages): an empty spec is 51272;
+ * a sub-document with one $-operator is an aggregation expression ($slice
+ * included, not find's $slice); positional "a.$" is 31324; errors are
+ * prefixed "Invalid <stage> :: caused by :: ". NULL with err on error.
+ */
+mf_projection_t *mf_projection_new_agg(const bson_t *spec, const char *stage, mf_error_t *err);
 
 /*
  * mf_projection_apply: writes the projected doc into out, which the caller

@@ -201,3 +201,30 @@ h.test('killing a streaming cursor mid-way and a $sort + $limit over an unindexe
   const all = (await c.find({}, { projection: { v: 1, _id: 0 } }).toArray()).map((d) => d.v).sort((a, b) => b - a);
   assert.deepEqual(r.map((d) => d.v), all.slice(0, 2));
 });
+
+h.test('$project and $unset use the find projection engine (same results, MongoDB error codes)', async () => {
+  const c = srv.freshDb('proj').collection('c');
+  await c.insertMany([
+    { _id: 1, a: [{ b: 1, c: 2 }, { b: 3, c: 4 }, 5], x: { y: 1, z: 2 }, arr: [1, 2, 3, 4] },
+    { _id: 2, a: { b: 7, c: 8 }, x: 3, arr: [] },
+  ]);
+  for (const spec of [{ 'a.b': 1 }, { 'a.c': 0, x: 0 }, { _id: 0, 'x.z': 1, n: { $add: [1, 2] } }]) {
+    const viaFind = await c.find({}, { projection: spec }).sort({ _id: 1 }).toArray();
+    const viaAgg = await c.aggregate([{ $sort: { _id: 1 } }, { $project: spec }]).toArray();
+    assert.deepEqual(viaAgg, viaFind, JSON.stringify(spec));
+  }
+  // In a pipeline a one-operator sub-document is an expression: $slice is the expression, not find's $slice.
+  const sl = await c.aggregate([{ $match: { _id: 1 } }, { $project: { s: { $slice: ['$arr', 1, 2] } } }]).toArray();
+  assert.deepEqual(sl, [{ _id: 1, s: [2, 3] }]);
+  const un = await c.aggregate([{ $match: { _id: 1 } }, { $unset: ['a.c', 'x.y', 'arr'] }]).toArray();
+  assert.deepEqual(un, [{ _id: 1, a: [{ b: 1 }, { b: 3 }, 5], x: { z: 2 } }]);
+  await assert.rejects(c.aggregate([{ $project: { a: 1, x: 0 } }]).toArray(), (e) => {
+    assert.equal(e.code, 31254);
+    assert.match(e.message, /^Invalid \$project :: caused by :: Cannot do exclusion on field x in inclusion projection/);
+    return true;
+  });
+  await h.expectCode(c.findOne({}, { projection: { a: 1, x: 0 } }), 31254);
+  await h.expectCode(c.aggregate([{ $project: {} }]).toArray(), 51272);
+  await h.expectCode(c.aggregate([{ $project: { 'a.$': 1 } }]).toArray(), 31324);
+  await h.expectCode(c.aggregate([{ $project: { a: { $elemMatch: { b: 1 } } } }]).toArray(), 168);
+});
