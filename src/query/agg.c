@@ -2980,6 +2980,18 @@ node_next(mf_agg_stream_t *st, size_t i, const mf_agg_env_t *env, bson_t **out, 
                          "Sort exceeded memory limit of %lld bytes, but did not opt in to external sorting.",
                          (long long)budget);
                 nd->sorter = mf_sorter_new(sort_stage_cmp, s->sort, budget, st->allow_disk, msg);
+                /* $sort then [$skip...] $limit: a top-k sort (what MongoDB calls $sort with limit). */
+                int64_t k = 0;
+                for (size_t j = i + 1; j < st->n; j++) {
+                    if (st->nodes[j].s->kind == S_SKIP) {
+                        k += st->nodes[j].s->n;
+                    } else if (st->nodes[j].s->kind == S_LIMIT) {
+                        mf_sorter_set_limit(nd->sorter, k + st->nodes[j].s->n);
+                        break;
+                    } else {
+                        break;
+                    }
+                }
                 for (;;) {
                     if (upstream(st, i, env, &d, err) < 0)
                         return -1;

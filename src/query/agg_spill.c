@@ -52,6 +52,7 @@ struct mf_sorter {
     bool finished;
     size_t mem_pos;   /* after finish: next in-memory document */
     int64_t steps;    /* for the interruption check */
+    int64_t limit;    /* > 0: only the first limit documents are wanted (top-k) */
 };
 
 void
@@ -256,6 +257,26 @@ spill(mf_sorter_t *s, mf_error_t *err)
     return 0;
 }
 
+void
+mf_sorter_set_limit(mf_sorter_t *s, int64_t limit)
+{
+    s->limit = limit;
+}
+
+/* trim: keeps the first s->limit documents in order (stable), freeing the rest. */
+static int
+trim(mf_sorter_t *s, mf_error_t *err)
+{
+    if (sort_mem(s, err) != 0)
+        return -1;
+    for (size_t i = (size_t)s->limit; i < s->n; i++) {
+        s->mem -= (int64_t)malloc_usable_size(s->docs[i]) + kDocOverhead;
+        free(s->docs[i]);
+    }
+    s->n = (size_t)s->limit;
+    return 0;
+}
+
 int
 mf_sorter_add(mf_sorter_t *s, bson_t *doc, mf_error_t *err)
 {
@@ -268,6 +289,11 @@ mf_sorter_add(mf_sorter_t *s, bson_t *doc, mf_error_t *err)
     s->mem += (int64_t)malloc_usable_size(s->docs[s->n++]) + kDocOverhead;
     bson_destroy(doc);
     if (check_interrupt(s, err) != 0)
+        return -1;
+    /* Top-k: whenever twice the wanted count is held, the tail can never be returned. */
+    if (s->limit > 0 && s->n >= (size_t)s->limit * 2 + 1024 && trim(s, err) != 0)
+        return -1;
+    if (s->mem > s->budget && s->limit > 0 && s->n > (size_t)s->limit && trim(s, err) != 0)
         return -1;
     if (s->mem <= s->budget)
         return 0;

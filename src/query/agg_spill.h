@@ -72,6 +72,13 @@ int mf_sorter_finish(mf_sorter_t *s, mf_error_t *err) MF_WUR;
  */
 int mf_sorter_next(mf_sorter_t *s, bson_t **out, mf_error_t *err) MF_WUR;
 
+/*
+ * mf_sorter_set_limit: only the first limit documents in order will be read
+ * ($sort followed by $limit): the sorter keeps at most about twice that many
+ * in memory, discarding the tail, and spills only if those exceed the budget.
+ */
+void mf_sorter_set_limit(mf_sorter_t *s, int64_t limit);
+
 /* mf_sorter_spilled: number of runs written to disk so far. */
 int64_t mf_sorter_spilled(const mf_sorter_t *s);
 

@@ -181,6 +181,11 @@ h.test('allowDiskUse: false past the budget answers 292 QueryExceededMemoryLimit
     }
     // The default (allowDiskUseByDefault: true) spills instead.
     assert.equal((await c.aggregate([{ $sort: { v: 1 } }]).toArray()).length, 5000);
+    // $sort + $limit is a top-k sort: it holds about k documents, so it stays under the budget.
+    const top = await c.aggregate([{ $sort: { v: -1, _id: 1 } }, { $skip: 2 }, { $limit: 5 }, { $project: { v: 1 } }],
+      { allowDiskUse: false }).toArray();
+    const allV = (await c.find({}, { projection: { v: 1 } }).toArray()).sort((a, b) => b.v - a.v || a._id - b._id);
+    assert.deepEqual(top, allV.slice(2, 7));
     // Under the budget, allowDiskUse: false is fine.
     const small = await c.aggregate([{ $match: { _id: { $lt: 10 } } }, { $sort: { v: -1 } }], { allowDiskUse: false }).toArray();
     assert.equal(small.length, 10);
@@ -227,4 +232,15 @@ h.test('$project and $unset use the find projection engine (same results, MongoD
   await h.expectCode(c.aggregate([{ $project: {} }]).toArray(), 51272);
   await h.expectCode(c.aggregate([{ $project: { 'a.$': 1 } }]).toArray(), 31324);
   await h.expectCode(c.aggregate([{ $project: { a: { $elemMatch: { b: 1 } } } }]).toArray(), 168);
+});
+
+h.test('maxTimeMS interrupts a blocking pipeline (50 MaxTimeMSExpired)', async () => {
+  const c = big || await filled('maxtime', 100000, 16);
+  // Sorting and grouping 100k documents takes far longer than 1 ms; the stages check the deadline.
+  for (const p of [[{ $sort: { v: 1 } }], [{ $group: { _id: '$v', n: { $sum: 1 } } }],
+    [{ $project: { v: 1 } }, { $match: { nosuch: 1 } }]]) {
+    await h.expectCode(c.aggregate(p, { maxTimeMS: 1 }).toArray(), 50);
+  }
+  // The server is still fine afterwards.
+  assert.equal((await c.aggregate([{ $limit: 2 }]).toArray()).length, 2);
 });
