@@ -2826,11 +2826,14 @@ group_fill(mf_agg_stream_t *st, size_t i, const stage_t *gs, const mf_agg_env_t 
                                 "Exceeded memory limit for $group, but didn't allow external sort. Pass allowDiskUse:true to opt in.");
                 break;
             }
+            /* The table's partial groups become one sorted run on disk. */
             if (nd->gspill == NULL)
-                nd->gspill = mf_sorter_new(id_cmp, NULL, 0, true, NULL);
+                nd->gspill = mf_sorter_new(id_cmp, NULL, INT64_MAX, true, NULL);
             for (size_t j = 0; j < t.ng && rc == 0; j++)
                 rc = mf_sorter_add(nd->gspill, gt_partial(gs, t.order[j]), err);
             gt_clear(&t, gs, NULL);
+            if (rc == 0)
+                rc = mf_sorter_spill_now(nd->gspill, err);
         }
     }
     if (rc == 0 && nd->gspill != NULL) {

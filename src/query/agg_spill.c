@@ -25,7 +25,7 @@
 #include "common/alloc.h"
 #include "query/exec.h"
 
-enum { kDocOverhead = 16, kMinRunBytes = 64 * 1024, kCheckEvery = 1024, kIoBuf = 256 * 1024 };
+enum { kDocOverhead = 16, kMinRunBytes = 64 * 1024, kCheckEvery = 1024, kIoBuf = 64 * 1024, kMaxRuns = 64 };
 
 static char spill_dir[1024];
 static _Atomic int64_t spill_seq;
@@ -53,6 +53,7 @@ struct mf_sorter {
     size_t mem_pos;   /* after finish: next in-memory document */
     int64_t steps;    /* for the interruption check */
     int64_t limit;    /* > 0: only the first limit documents are wanted (top-k) */
+    int64_t spilled;  /* runs written (compaction merges them; this counts every one) */
 };
 
 void
@@ -216,45 +217,133 @@ run_read(run_t *r, mf_error_t *err)
     return 0;
 }
 
+/* run_create: a new empty run file open for writing and reading. */
+static int
+run_create(run_t *r, mf_error_t *err)
+{
+    char path[1200];
+    const char *dir = spill_dir[0] ? spill_dir : (getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+
+    memset(r, 0, sizeof *r);
+    snprintf(path, sizeof path, "%s/agg-%d-%lld.run", dir, (int)getpid(), (long long)atomic_fetch_add(&spill_seq, 1));
+    r->f = fopen(path, "w+b");
+    if (r->f == NULL)
+        return mf_err_set(err, MF_E_InternalError, "cannot create aggregation spill file %s: %s", path, strerror(errno));
+    atomic_fetch_add(&spill_open, 1);
+    r->path = mf_strdup(path);
+    r->iobuf = mf_malloc(kIoBuf);
+    setvbuf(r->f, r->iobuf, _IOFBF, kIoBuf);
+    return 0;
+}
+
+static int
+run_write(run_t *r, const uint8_t *data, uint32_t len, mf_error_t *err)
+{
+    if (fwrite(data, 1, len, r->f) != len)
+        return mf_err_set(err, MF_E_InternalError, "cannot write aggregation spill file %s: %s", r->path, strerror(errno));
+    return 0;
+}
+
+/* run_rewind: finishes writing r and positions it at its start for reading. */
+static int
+run_rewind(run_t *r, mf_error_t *err)
+{
+    if (fflush(r->f) != 0 || fseek(r->f, 0, SEEK_SET) != 0)
+        return mf_err_set(err, MF_E_InternalError, "cannot write aggregation spill file %s: %s", r->path, strerror(errno));
+    return 0;
+}
+
+/* pick: index of the run whose head sorts first (ties: the earliest run), or -1 when all are exhausted. */
+static ssize_t
+pick(mf_sorter_t *s, const bson_t *mem_head, ssize_t *from)
+{
+    const bson_t *best = mem_head;
+    *from = -1;
+    for (size_t i = s->nruns; i-- > 0;) {
+        const bson_t *h = s->runs[i].head;
+        if (h != NULL && (best == NULL || s->cmp(s->arg, h, best) <= 0)) {
+            best = h;
+            *from = (ssize_t)i;
+        }
+    }
+    return best == NULL ? -2 : *from;
+}
+
+/*
+ * compact: merges every run into one (a stable k-way merge into a new file),
+ * so a small budget over a large input never holds more than kMaxRuns files.
+ * Earlier runs hold earlier input, so the merged run precedes all later ones.
+ */
+static int
+compact(mf_sorter_t *s, mf_error_t *err)
+{
+    run_t out;
+    int rc = 0;
+    ssize_t from;
+
+    if (run_create(&out, err) != 0)
+        return -1;
+    for (size_t i = 0; i < s->nruns && rc == 0; i++)
+        rc = run_read(&s->runs[i], err);
+    while (rc == 0 && pick(s, NULL, &from) >= 0) {
+        run_t *r = &s->runs[from];
+        rc = run_write(&out, bson_get_data(r->head), r->head->len, err);
+        if (rc == 0)
+            rc = run_read(r, err);
+        if (rc == 0)
+            rc = check_interrupt(s, err);
+    }
+    if (rc == 0)
+        rc = run_rewind(&out, err);
+    for (size_t i = 0; i < s->nruns; i++)
+        run_close(&s->runs[i]);
+    s->nruns = 0;
+    if (rc != 0) {
+        run_close(&out);
+        return -1;
+    }
+    s->runs[s->nruns++] = out;
+    return 0;
+}
+
 /* Sorts the in-memory documents and writes them as a new run. */
 static int
 spill(mf_sorter_t *s, mf_error_t *err)
 {
-    char path[1200];
-    const char *dir = spill_dir[0] ? spill_dir : (getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
     run_t r;
     int rc = 0;
 
-    if (sort_mem(s, err) != 0)
+    if (s->n == 0)
+        return 0;
+    if (s->nruns >= kMaxRuns && compact(s, err) != 0)
         return -1;
-    memset(&r, 0, sizeof r);
-    snprintf(path, sizeof path, "%s/agg-%d-%lld.run", dir, (int)getpid(), (long long)atomic_fetch_add(&spill_seq, 1));
-    r.f = fopen(path, "w+b");
-    if (r.f == NULL)
-        return mf_err_set(err, MF_E_InternalError, "cannot create aggregation spill file %s: %s", path, strerror(errno));
-    atomic_fetch_add(&spill_open, 1);
-    r.path = mf_strdup(path);
-    r.iobuf = mf_malloc(kIoBuf);
-    setvbuf(r.f, r.iobuf, _IOFBF, kIoBuf);
+    if (sort_mem(s, err) != 0 || run_create(&r, err) != 0)
+        return -1;
     for (size_t i = 0; i < s->n; i++) {
-        uint32_t len = raw_len(s->docs[i]);
-        if (rc == 0 && fwrite(s->docs[i], 1, len, r.f) != len)
-            rc = mf_err_set(err, MF_E_InternalError, "cannot write aggregation spill file %s: %s", path, strerror(errno));
+        if (rc == 0)
+            rc = run_write(&r, s->docs[i], raw_len(s->docs[i]), err);
         if (rc == 0 && check_interrupt(s, err) != 0)
             rc = -1;
         free(s->docs[i]);
     }
     s->n = 0;
     s->mem = 0;
-    if (rc == 0 && (fflush(r.f) != 0 || fseek(r.f, 0, SEEK_SET) != 0))
-        rc = mf_err_set(err, MF_E_InternalError, "cannot write aggregation spill file %s: %s", path, strerror(errno));
+    if (rc == 0)
+        rc = run_rewind(&r, err);
     if (rc != 0) {
         run_close(&r);
         return -1;
     }
     s->runs = mf_realloc(s->runs, (s->nruns + 1) * sizeof *s->runs);
     s->runs[s->nruns++] = r;
+    s->spilled++;
     return 0;
+}
+
+int
+mf_sorter_spill_now(mf_sorter_t *s, mf_error_t *err)
+{
+    return spill(s, err);
 }
 
 void
@@ -333,14 +422,7 @@ mf_sorter_next(mf_sorter_t *s, bson_t **out, mf_error_t *err)
     if (check_interrupt(s, err) != 0)
         return -1;
     /* Disk runs hold earlier input than the in-memory run: they win ties. */
-    for (size_t i = s->nruns; i-- > 0;) {
-        const bson_t *h = s->runs[i].head;
-        if (h != NULL && (best == NULL || s->cmp(s->arg, h, best) <= 0)) {
-            best = h;
-            from = (ssize_t)i;
-        }
-    }
-    if (best == NULL)
+    if (pick(s, best, &from) == -2)
         return 0;
     if (from < 0) {
         uint8_t *d = s->docs[s->mem_pos];
@@ -358,7 +440,7 @@ mf_sorter_next(mf_sorter_t *s, bson_t **out, mf_error_t *err)
 int64_t
 mf_sorter_spilled(const mf_sorter_t *s)
 {
-    return (int64_t)s->nruns;
+    return s->spilled;
 }
 
 int64_t

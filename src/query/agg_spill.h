@@ -6,7 +6,8 @@
  * not allowed: 292 QueryExceededMemoryLimitNoDiskUseAllowed, with the
  * caller's message) or sorts what it holds (stable) and writes it as a
  * sorted run to a temporary file under <dbpath>/_tmp/ (the documents' raw
- * BSON, back to back: each starts with its own length). When input ends,
+ * BSON, back to back: each starts with its own length). At most 64 runs
+ * exist at once: beyond that the runs are first merged into one. When input ends,
  * the in-memory remainder is sorted and becomes the last run, and
  * mf_sorter_next merges all runs k ways, holding one document per run in
  * memory. Ties go to the earlier run, so the sort is stable overall (a
@@ -78,6 +79,9 @@ int mf_sorter_next(mf_sorter_t *s, bson_t **out, mf_error_t *err) MF_WUR;
  * in memory, discarding the tail, and spills only if those exceed the budget.
  */
 void mf_sorter_set_limit(mf_sorter_t *s, int64_t limit);
+
+/* mf_sorter_spill_now: writes what the sorter holds as a sorted run now (a $group flushing partial groups). */
+int mf_sorter_spill_now(mf_sorter_t *s, mf_error_t *err) MF_WUR;
 
 /* mf_sorter_spilled: number of runs written to disk so far. */
 int64_t mf_sorter_spilled(const mf_sorter_t *s);

@@ -147,3 +147,53 @@ Test(agg_spill, freeing_mid_merge_removes_files_and_startup_clears_leftovers)
     mf_spill_set_dir(dir);
     cr_assert_eq(count_files(), 0);
 }
+
+Test(agg_spill, many_runs_are_compacted_and_stay_stable)
+{
+    const int n = 40000;
+    mf_error_t err = {0};
+    mf_sorter_t *s = mf_sorter_new(by_k, NULL, 1, true, "over");
+    for (int i = 0; i < n; i++)
+        cr_assert_eq(mf_sorter_add(s, doc(i, (i * 31) % 11), &err), 0, "%s", err.msg);
+    cr_assert_gt(mf_sorter_spilled(s), 64, "runs written: %lld", (long long)mf_sorter_spilled(s));
+    cr_assert_leq(count_files(), 64, "files open at once: %d", count_files());
+    cr_assert_eq(mf_sorter_finish(s, &err), 0, "%s", err.msg);
+    int got = 0, prev_k = -1, prev_i = -1;
+    bson_t *d;
+    while (mf_sorter_next(s, &d, &err) == 0 && d != NULL) {
+        bson_iter_t it;
+        cr_assert(bson_iter_init_find(&it, d, "k"));
+        int k = bson_iter_int32(&it);
+        cr_assert(bson_iter_init_find(&it, d, "i"));
+        int i = bson_iter_int32(&it);
+        cr_assert_geq(k, prev_k);
+        if (k == prev_k)
+            cr_assert_gt(i, prev_i, "stable: input %d after %d for key %d", i, prev_i, k);
+        prev_k = k;
+        prev_i = i;
+        got++;
+        bson_destroy(d);
+    }
+    cr_assert_eq(got, n);
+    mf_sorter_free(s);
+    cr_assert_eq(count_files(), 0);
+}
+
+Test(agg_spill, top_k_keeps_only_the_first_documents_in_memory)
+{
+    mf_error_t err = {0};
+    mf_sorter_t *s = mf_sorter_new(by_k, NULL, 1 << 20, false, "over");
+    mf_sorter_set_limit(s, 10);
+    for (int i = 0; i < 100000; i++)
+        cr_assert_eq(mf_sorter_add(s, doc(i, 100000 - i), &err), 0, "%s", err.msg);
+    cr_assert_eq(mf_sorter_spilled(s), 0);
+    cr_assert_lt(mf_sorter_mem(s), 1 << 20);
+    cr_assert_eq(mf_sorter_finish(s, &err), 0);
+    bson_t *d;
+    bson_iter_t it;
+    cr_assert_eq(mf_sorter_next(s, &d, &err), 0);
+    cr_assert(bson_iter_init_find(&it, d, "k"));
+    cr_assert_eq(bson_iter_int32(&it), 1);
+    bson_destroy(d);
+    mf_sorter_free(s);
+}
