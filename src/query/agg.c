@@ -11,13 +11,9 @@
  * them; a stage that keeps a document moves the pointer and zeroes the
  * source vector's length before destroying it.
  *
- * Projections ($project, $unset, $addFields/$set) are parsed into a tree of
- * pnode_t: one node per field name, with dotted paths expanded into nested
- * SUB nodes. Inclusion projections keep the named fields in input order and
- * then append computed fields in spec order; exclusion projections copy
- * everything but the excluded fields; $addFields replaces fields in place
- * or appends them. Expressions are always evaluated against the whole
- * document ($$ROOT), whatever the nesting level of the node.
+ * Projections ($project, $unset, $addFields/$set) are query/project.c's,
+ * the engine find uses (mf_projection_new_agg, mf_projection_new_add_fields):
+ * one implementation, MongoDB's error codes for both.
  *
  * $group hashes group keys with a hash consistent with mf_value_cmp equality
  * (numbers hash by their double value) and keeps groups in first-seen order.
@@ -78,24 +74,6 @@ enum stage_kind { S_MATCH, S_PROJECT, S_ADDFIELDS, S_UNSET, S_SORT, S_LIMIT, S_S
                   S_UNWIND, S_REPLACEROOT, S_SORTBYCOUNT, S_LOOKUP, S_FACET, S_SAMPLE, S_CURRENTOP,
                   S_DOCUMENTS, S_BUCKET, S_OUT, S_MERGE };
 
-/* ---- projection trees ---- */
-
-enum pkind { P_INCLUDE, P_EXCLUDE, P_EXPR, P_SUB };
-
-typedef struct pnode {
-    char *name;
-    int kind;
-    mf_expr_t *expr;     /* P_EXPR */
-    struct pnode *kids;  /* P_SUB */
-    size_t nkids;
-} pnode_t;
-
-typedef struct ptree {
-    pnode_t *nodes;
-    size_t n;
-    bool exclusion;
-} ptree_t;
-
 /* ---- accumulators ---- */
 
 enum acc_kind { AC_SUM, AC_AVG, AC_MIN, AC_MAX, AC_FIRST, AC_LAST, AC_PUSH, AC_ADDTOSET, AC_COUNT, AC_MERGEOBJECTS,
@@ -113,8 +91,7 @@ typedef struct stage {
     mf_matcher_t *matcher;  /* $match */
     mf_sort_t *sort;        /* $sort, $sortByCount */
     int64_t n;              /* $limit, $skip, $sample size */
-    ptree_t proj;           /* $addFields */
-    mf_projection_t *projection; /* $project, $unset (query/project.c, shared with find) */
+    mf_projection_t *projection; /* $project, $unset, $addFields (query/project.c, shared with find) */
     mf_expr_t *expr;        /* $group _id, $replaceRoot, $sortByCount, $documents */
     acc_def_t *accs;        /* $group */
     size_t naccs;
@@ -178,13 +155,6 @@ take_vec(mf_docvec_t *out, mf_docvec_t *in)
         mf_docvec_push_steal(out, in->docs[i]);
     in->len = 0;
     mf_docvec_destroy(in);
-}
-
-static void
-append_missing_ok(bson_t *b, const char *key, const bson_value_t *v)
-{
-    if (v->value_type != BSON_TYPE_EOD)
-        bson_append_value(b, key, -1, v);
 }
 
 /* An ordered list of owned fields, for in-place edits of a document. */
@@ -361,75 +331,8 @@ get_path_nt(const bson_t *doc, const char *path, bson_value_t *out)
 }
 
 /* ------------------------------------------------------------------------ */
-/* Projection parsing                                                       */
+/* Spec helpers                                                             */
 /* ------------------------------------------------------------------------ */
-
-static void
-pnodes_free(pnode_t *n, size_t k)
-{
-    for (size_t i = 0; i < k; i++) {
-        bson_free(n[i].name);
-        mf_expr_free(n[i].expr);
-        pnodes_free(n[i].kids, n[i].nkids);
-    }
-    bson_free(n);
-}
-
-static pnode_t *
-pnode_find(pnode_t *nodes, size_t n, const char *name, size_t len)
-{
-    for (size_t i = 0; i < n; i++)
-        if (strlen(nodes[i].name) == len && memcmp(nodes[i].name, name, len) == 0)
-            return &nodes[i];
-    return NULL;
-}
-
-static pnode_t *
-pnode_add(pnode_t **nodes, size_t *n, const char *name, size_t len)
-{
-    *nodes = bson_realloc(*nodes, (*n + 1) * sizeof **nodes);
-    pnode_t *p = &(*nodes)[(*n)++];
-    memset(p, 0, sizeof *p);
-    p->name = bson_strndup(name, len);
-    return p;
-}
-
-/*
- * ptree_insert: places a leaf for dotted path at nodes; returns the leaf (its
- * kind still to set) or NULL with err on a path collision.
- */
-static pnode_t *
-ptree_insert(pnode_t **nodes, size_t *n, const char *path, const char *stage, mf_error_t *err)
-{
-    const char *dot = strchr(path, '.');
-    size_t len = dot ? (size_t)(dot - path) : strlen(path);
-    pnode_t *p;
-
-    if (len == 0) {
-        mf_err_set(err, MF_E_Location40352, "Invalid %s :: caused by :: FieldPath field names may not be empty strings.", stage);
-        return NULL;
-    }
-    if (path[0] == '$') {
-        mf_err_set(err, MF_E_Location16410, "Invalid %s :: caused by :: FieldPath field names may not start with '$'. Consider using $getField or $setField.", stage);
-        return NULL;
-    }
-    p = pnode_find(*nodes, *n, path, len);
-    if (dot == NULL) {
-        if (p != NULL) {
-            mf_err_set(err, MF_E_BadValue, "Invalid %s :: caused by :: Path collision at %s", stage, path);
-            return NULL;
-        }
-        return pnode_add(nodes, n, path, len);
-    }
-    if (p == NULL) {
-        p = pnode_add(nodes, n, path, len);
-        p->kind = P_SUB;
-    } else if (p->kind != P_SUB) {
-        mf_err_set(err, MF_E_BadValue, "Invalid %s :: caused by :: Path collision at %s", stage, path);
-        return NULL;
-    }
-    return ptree_insert(&p->kids, &p->nkids, dot + 1, stage, err);
-}
 
 static bool
 is_operator_doc(const bson_value_t *v)
@@ -447,106 +350,11 @@ is_empty_doc(const bson_value_t *v)
     return v->value_type == BSON_TYPE_DOCUMENT && v->value.v_doc.data_len <= 5;
 }
 
-/*
- * parse_spec: fills nodes from a projection-like spec document. With
- * add_fields, every leaf is an expression; otherwise booleans and numbers are
- * inclusion/exclusion flags.
- */
-static int
-parse_spec(pnode_t **nodes, size_t *n, const bson_value_t *spec, bool add_fields, const char *stage, mf_error_t *err)
-{
-    bson_iter_t it;
-
-    bson_iter_init_from_data(&it, spec->value.v_doc.data, spec->value.v_doc.data_len);
-    while (bson_iter_next(&it)) {
-        const char *k = bson_iter_key(&it);
-        const bson_value_t *v = bson_iter_value(&it);
-        pnode_t *p = ptree_insert(nodes, n, k, stage, err);
-        if (p == NULL)
-            return -1;
-        if (v->value_type == BSON_TYPE_DOCUMENT && !is_operator_doc(v) && !(add_fields && is_empty_doc(v))) {
-            if (is_empty_doc(v))
-                return mf_err_set(err, MF_E_Location51272, "Invalid %s :: caused by :: An empty sub-projection is not a valid value. Found empty object at path", stage);
-            p->kind = P_SUB;
-            if (parse_spec(&p->kids, &p->nkids, v, add_fields, stage, err) < 0)
-                return -1;
-            continue;
-        }
-        if (!add_fields && (v->value_type == BSON_TYPE_BOOL || mf_value_is_number(v))) {
-            bool on = v->value_type == BSON_TYPE_BOOL ? v->value.v_bool : mf_value_as_double(v) != 0;
-            p->kind = on ? P_INCLUDE : P_EXCLUDE;
-            continue;
-        }
-        p->kind = P_EXPR;
-        p->expr = mf_expr_parse(v, err);
-        if (p->expr == NULL)
-            return -1;
-    }
-    return 0;
-}
-
 /* ------------------------------------------------------------------------ */
 /* Projection application                                                   */
 /* ------------------------------------------------------------------------ */
 
 
-static int add_fields_fl(const pnode_t *nodes, size_t n, fl_t *f, const bson_t *root, mf_error_t *err);
-
-static int
-add_fields_value(const pnode_t *p, const bson_value_t *cur, const bson_t *root, bson_value_t *out, mf_error_t *err)
-{
-    if (cur != NULL && cur->value_type == BSON_TYPE_ARRAY) {
-        bson_iter_t it;
-        bson_t arr = BSON_INITIALIZER;
-        uint32_t i = 0;
-        bson_iter_init_from_data(&it, cur->value.v_doc.data, cur->value.v_doc.data_len);
-        while (bson_iter_next(&it)) {
-            bson_value_t r;
-            char buf[16];
-            const char *key;
-            if (add_fields_value(p, bson_iter_value(&it), root, &r, err) < 0) {
-                bson_destroy(&arr);
-                return -1;
-            }
-            bson_uint32_to_string(i++, &key, buf, sizeof buf);
-            append_missing_ok(&arr, key, &r);
-            vfree(&r);
-        }
-        memset(out, 0, sizeof *out);
-        out->value_type = BSON_TYPE_ARRAY;
-        out->value.v_doc.data_len = arr.len;
-        out->value.v_doc.data = bson_malloc(arr.len);
-        memcpy(out->value.v_doc.data, bson_get_data(&arr), arr.len);
-        bson_destroy(&arr);
-        return 0;
-    }
-    fl_t sub;
-    fl_from(&sub, cur);
-    if (add_fields_fl(p->kids, p->nkids, &sub, root, err) < 0) {
-        fl_free(&sub);
-        return -1;
-    }
-    fl_to_value(&sub, out);
-    return 0;
-}
-
-static int
-add_fields_fl(const pnode_t *nodes, size_t n, fl_t *f, const bson_t *root, mf_error_t *err)
-{
-    for (size_t i = 0; i < n; i++) {
-        const pnode_t *p = &nodes[i];
-        bson_value_t r;
-        if (p->kind == P_EXPR) {
-            if (mf_expr_eval(p->expr, root, &r, err) < 0)
-                return -1;
-        } else {
-            if (add_fields_value(p, fl_get(f, p->name), root, &r, err) < 0)
-                return -1;
-        }
-        fl_set(f, p->name, &r);
-    }
-    return 0;
-}
 
 /* ------------------------------------------------------------------------ */
 /* $group                                                                   */
@@ -1117,7 +925,6 @@ stage_free(stage_t *s)
         bson_destroy(s->spec);
     mf_matcher_free(s->matcher);
     mf_sort_free(s->sort);
-    pnodes_free(s->proj.nodes, s->proj.n);
     mf_projection_free(s->projection);
     mf_expr_free(s->expr);
     for (size_t i = 0; i < s->naccs; i++) {
@@ -1787,7 +1594,10 @@ parse_stage(stage_t *s, const char *name, const bson_value_t *v, bool first, mf_
         if (v->value_type != BSON_TYPE_DOCUMENT)
             return mf_err_set(err, MF_E_Location40272, "%s specification stage must be an object, got %s", name,
                               mf_type_name(v->value_type));
-        return parse_spec(&s->proj.nodes, &s->proj.n, v, true, name, err);
+        bson_t spec;
+        bson_init_static(&spec, v->value.v_doc.data, v->value.v_doc.data_len);
+        s->projection = mf_projection_new_add_fields(&spec, name, err);
+        return s->projection ? 0 : -1;
     }
     if (strcmp(name, "$unset") == 0) {
         /* $unset is the exclusion projection of its fields. */
@@ -2380,28 +2190,13 @@ run_stage(const stage_t *s, const mf_agg_env_t *env, mf_docvec_t *in, mf_docvec_
     case S_UNSET:
     case S_ADDFIELDS:
         for (size_t i = 0; i < in->len; i++) {
-            bson_value_t dv, r;
-            doc_value(in->docs[i], &dv);
-            if (s->kind != S_ADDFIELDS) {
-                bson_t *o = bson_new();
-                if (mf_projection_apply(s->projection, in->docs[i], NULL, o, err) < 0) {
-                    bson_destroy(o);
-                    mf_docvec_destroy(in);
-                    return -1;
-                }
-                mf_docvec_push_steal(out, o);
-                continue;
-            }
-            fl_t f;
-            fl_from(&f, &dv);
-            if (add_fields_fl(s->proj.nodes, s->proj.n, &f, in->docs[i], err) < 0) {
-                fl_free(&f);
+            bson_t *o = bson_new();
+            if (mf_projection_apply(s->projection, in->docs[i], NULL, o, err) < 0) {
+                bson_destroy(o);
                 mf_docvec_destroy(in);
                 return -1;
             }
-            fl_to_value(&f, &r);
-            mf_docvec_push_steal(out, value_to_doc(&r));
-            vfree(&r);
+            mf_docvec_push_steal(out, o);
         }
         mf_docvec_destroy(in);
         return 0;

@@ -56,13 +56,15 @@ struct pnode {
 struct mf_projection {
     pnode_t *root;
     bool inclusion;
+    bool add_fields; /* $addFields / $set: every leaf is an expression; all other fields are kept */
 };
 
 typedef struct {
     bool has_type, inclusion;
     bool id_specified, id_included, id_excluded;
     bool has_positional, has_elem_match, has_slice;
-    bool agg; /* an aggregation $project / $unset: operators are expressions, no positional */
+    bool agg;        /* an aggregation $project / $unset: operators are expressions, no positional */
+    bool add_fields; /* $addFields / $set: every value is an expression (or a sub-document of them) */
     mf_error_t *err;
 } pctx_t;
 
@@ -280,6 +282,26 @@ parse_element(pctx_t *c, const char *key, const bson_value_t *v, pnode_t *parent
 
     if (c->agg && pos >= 0)
         return mf_err_set(c->err, MF_E_Location31324, "Cannot use positional projection in aggregation projection");
+    if (c->add_fields) {
+        /* A sub-document of fields nests; anything else (1, true, {}, {$op: ...}) is an expression. */
+        bson_t sub;
+        bson_iter_t it;
+        if (v->value_type == BSON_TYPE_DOCUMENT) {
+            bson_init_static(&sub, v->value.v_doc.data, v->value.v_doc.data_len);
+            if (!bson_empty(&sub) && bson_iter_init(&it, &sub) && bson_iter_next(&it) && bson_iter_key(&it)[0] != '$') {
+                pnode_t *inner = pnode_new(P_INNER);
+                if (add_at_path(parent, key, inner, c->err) < 0)
+                    return -1;
+                return parse_obj(c, &sub, inner, false);
+            }
+        }
+        mf_expr_t *e = mf_expr_parse(v, c->err);
+        if (e == NULL)
+            return -1;
+        pnode_t *leaf = pnode_new(P_EXPR);
+        leaf->expr = e;
+        return add_at_path(parent, key, leaf, c->err);
+    }
 
     if (v->value_type == BSON_TYPE_DOCUMENT) {
         bson_t sub;
@@ -473,6 +495,28 @@ mf_projection_t *
 mf_projection_new(const bson_t *spec, mf_error_t *err)
 {
     return projection_new(spec, false, err);
+}
+
+mf_projection_t *
+mf_projection_new_add_fields(const bson_t *spec, const char *stage, mf_error_t *err)
+{
+    mf_projection_t *p = mf_calloc(1, sizeof(*p));
+    pctx_t c;
+
+    memset(&c, 0, sizeof(c));
+    c.err = err;
+    c.agg = true;
+    c.add_fields = true;
+    p->add_fields = true;
+    p->root = pnode_new(P_INNER);
+    if (parse_obj(&c, spec, p->root, true) < 0) {
+        char reason[sizeof err->msg];
+        mf_projection_free(p);
+        snprintf(reason, sizeof reason, "%s", err->msg);
+        snprintf(err->msg, sizeof err->msg, "Invalid %s :: caused by :: %.440s", stage, reason);
+        return NULL;
+    }
+    return p;
 }
 
 mf_projection_t *
@@ -791,13 +835,94 @@ apply_excl(actx_t *c, const pnode_t *node, const bson_t *in, bson_t *out)
     return rc;
 }
 
+/*
+ * $addFields. Fields of in are kept in order; a field named by a node is
+ * replaced in place (an expression's value, or for an inner node the
+ * sub-document with its fields added: through arrays element by element, a
+ * non-document becoming a document of just the added fields); named fields
+ * in doesn't have are appended in spec order. An expression that evaluates
+ * to missing ($$REMOVE, a missing path) removes the field.
+ */
+static int add_value(actx_t *c, const pnode_t *node, const bson_value_t *cur, bson_t *out, const char *key);
+
+static int
+apply_add(actx_t *c, const pnode_t *node, const bson_t *in, bson_t *out)
+{
+    bson_iter_t it;
+    bool *done = node->n ? mf_calloc(node->n, sizeof *done) : NULL;
+    int rc = 0;
+
+    if (in != NULL && bson_iter_init(&it, in)) {
+        while (rc == 0 && bson_iter_next(&it)) {
+            const char *key = bson_iter_key(&it);
+            size_t k;
+            for (k = 0; k < node->n && strcmp(node->kids[k]->name, key) != 0; k++)
+                ;
+            if (k == node->n) {
+                bson_append_value(out, key, -1, bson_iter_value(&it));
+                continue;
+            }
+            if (done[k])
+                continue; /* a duplicate field name in the input: the first one was replaced */
+            done[k] = true;
+            rc = add_value(c, node->kids[k], bson_iter_value(&it), out, key);
+        }
+    }
+    for (size_t k = 0; rc == 0 && k < node->n; k++)
+        if (!done[k])
+            rc = add_value(c, node->kids[k], NULL, out, node->kids[k]->name);
+    free(done);
+    return rc;
+}
+
+/* add_value: appends key: the value node gives to cur (NULL = missing). */
+static int
+add_value(actx_t *c, const pnode_t *node, const bson_value_t *cur, bson_t *out, const char *key)
+{
+    if (node->kind == P_EXPR) {
+        bson_value_t r;
+        if (mf_expr_eval(node->expr, c->root, &r, c->err) < 0)
+            return -1;
+        if (r.value_type != BSON_TYPE_EOD)
+            bson_append_value(out, key, -1, &r);
+        bson_value_destroy(&r);
+        return 0;
+    }
+    if (cur != NULL && cur->value_type == BSON_TYPE_ARRAY) {
+        bson_iter_t it;
+        bson_t arr;
+        uint32_t i = 0;
+        int rc = 0;
+        bson_append_array_begin(out, key, -1, &arr);
+        bson_iter_init_from_data(&it, cur->value.v_doc.data, cur->value.v_doc.data_len);
+        while (rc == 0 && bson_iter_next(&it)) {
+            char buf[16];
+            const char *k;
+            bson_uint32_to_string(i++, &k, buf, sizeof buf);
+            rc = add_value(c, node, bson_iter_value(&it), &arr, k);
+        }
+        bson_append_array_end(out, &arr);
+        return rc;
+    }
+    bson_t sub, in;
+    int rc;
+    bool is_doc = cur != NULL && cur->value_type == BSON_TYPE_DOCUMENT &&
+                  bson_init_static(&in, cur->value.v_doc.data, cur->value.v_doc.data_len);
+    bson_append_document_begin(out, key, -1, &sub);
+    rc = apply_add(c, node, is_doc ? &in : NULL, &sub);
+    bson_append_document_end(out, &sub);
+    return rc;
+}
+
 int
 mf_projection_apply(const mf_projection_t *p, const bson_t *doc, const mf_match_details_t *details, bson_t *out,
                     mf_error_t *err)
 {
     actx_t c = {doc, details, err};
     bson_t tmp = BSON_INITIALIZER;
-    int rc = p->inclusion ? apply_incl(&c, p->root, doc, &tmp) : apply_excl(&c, p->root, doc, &tmp);
+    int rc = p->add_fields ? apply_add(&c, p->root, doc, &tmp)
+             : p->inclusion ? apply_incl(&c, p->root, doc, &tmp)
+                            : apply_excl(&c, p->root, doc, &tmp);
 
     if (rc == 0)
         bson_concat(out, &tmp);

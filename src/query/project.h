@@ -33,6 +33,15 @@ void mf_projection_free(mf_projection_t *p);
 mf_projection_t *mf_projection_new_agg(const bson_t *spec, const char *stage, mf_error_t *err);
 
 /*
+ * mf_projection_new_add_fields: parses an $addFields / $set spec (stage
+ * names it in messages): every value is an expression except a
+ * sub-document of field names, which nests. mf_projection_apply then keeps
+ * every field of the document and sets the named ones (in place, or
+ * appended in spec order; through arrays element by element). NULL with err.
+ */
+mf_projection_t *mf_projection_new_add_fields(const bson_t *spec, const char *stage, mf_error_t *err);
+
+/*
  * mf_projection_apply: writes the projected doc into out, which the caller
  * has initialised (bson_init). details carries the matched array position for
  * "a.$" (may be NULL when the projection has no positional part).

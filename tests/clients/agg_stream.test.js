@@ -232,6 +232,11 @@ h.test('$project and $unset use the find projection engine (same results, MongoD
   await h.expectCode(c.aggregate([{ $project: {} }]).toArray(), 51272);
   await h.expectCode(c.aggregate([{ $project: { 'a.$': 1 } }]).toArray(), 31324);
   await h.expectCode(c.aggregate([{ $project: { a: { $elemMatch: { b: 1 } } } }]).toArray(), 168);
+  // $addFields / $set through the same engine: in place, appended, through arrays, $$REMOVE removes.
+  const af = await c.aggregate([{ $match: { _id: 1 } },
+    { $set: { 'a.c': 0, x: '$$REMOVE', n: { $size: '$arr' }, 'o.p': true, arr: { $literal: 1 } } }]).toArray();
+  assert.deepEqual(af, [{ _id: 1, a: [{ b: 1, c: 0 }, { b: 3, c: 0 }, { c: 0 }], arr: 1, n: 4, o: { p: true } }]);
+  await h.expectCode(c.aggregate([{ $addFields: { a: 1, 'a.b': 2 } }]).toArray(), [31249, 31250]);
 });
 
 h.test('maxTimeMS interrupts a blocking pipeline (50 MaxTimeMSExpired)', async () => {
