@@ -3,7 +3,7 @@
  * Streaming aggregation benchmark for mayflyd. Prints figures only; no
  * assertions (a failed driver call still aborts the run).
  *
- *   node bench/agg_bench.js [--docs N] [--reps R]
+ *   node bench/agg_bench.js [--docs N] [--reps R] [--budget-mb M]
  *   (or bash bench/agg_bench.sh, which builds build/mayflyd first)
  *
  * Server. mayflyd (binary from $MAYFLYD, default build/mayflyd, the release
@@ -21,6 +21,7 @@
  *      and the ratio; explain executionStats docsExamined of both.
  *   2. aggregate([{$sort: {k: 1}}]) over the whole collection with the
  *      default 100 MB sort budget, so it spills sorted runs to <dbpath>/_tmp:
+ *      (--budget-mb M sets internalQueryMaxBlockingSortMemoryUsageBytes first);
  *      the cursor is drained (batchSize 1,000) counting documents and
  *      checking the order, without keeping them. Before it, a collection
  *      scan warms the WiredTiger cache (1 GB), and the server's VmHWM is
@@ -48,6 +49,7 @@ function arg(name, dflt) {
 
 const N = Math.round(arg('docs', 1000000));
 const REPS = Math.round(arg('reps', 300));
+const BUDGET_MB = arg('budget-mb', 100);
 const BATCH = 1000;
 const PAD = 'p'.repeat(1000);
 
@@ -142,7 +144,8 @@ async function drainMeasured(coll, pipeline) {
 function mib(kb) { return (kb / 1024).toFixed(1); }
 
 async function phaseSort(coll) {
-  console.log('\n2. aggregate([{$sort: {k: 1}}, {$project: {k: 1}}]) over the whole collection (100 MB budget: spills)');
+  console.log(`\n2. aggregate([{$sort: {k: 1}}, {$project: {k: 1}}]) over the whole collection (${BUDGET_MB} MB budget: spills)`);
+  await coll.s.db.admin().command({ setParameter: 1, internalQueryMaxBlockingSortMemoryUsageBytes: Math.round(BUDGET_MB * 1048576) });
   const w0 = now();
   const none = await coll.find({ nosuchfield: 1 }).toArray(); // full scan: warms the cache
   console.log(`  warm-up collection scan: ${((now() - w0) / 1000).toFixed(1)} s (${none.length} matches)`);
