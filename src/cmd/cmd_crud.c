@@ -2973,8 +2973,12 @@ explain_aggregate(mf_op_t *op, const bson_t *cmd, const char *verbosity)
         mf_pipeline_free(pl);
         return -1;
     }
-    if (!streams)
+    if (!streams) {
+        /* Materialised ($out / $merge, views): the leading $match is still the scan's filter. */
         memset(&pd, 0, sizeof pd);
+        pd.filter = mf_pipeline_first_match(pl);
+        pd.nstages = pd.filter != NULL ? 1 : 0;
+    }
     if (pd.filter != NULL) {
         bson_init_static(&filter, bson_get_data(pd.filter), pd.filter->len);
         has_filter = true;

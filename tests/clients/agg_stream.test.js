@@ -92,6 +92,10 @@ h.test('a leading $match on an indexed field is an IXSCAN; an index-provided $so
   const names = stageNames(cursorStage(sx).queryPlanner.winningPlan);
   assert.ok(names.includes('IXSCAN') && !names.includes('SORT') && names.includes('LIMIT'), names.join(','));
   assert.equal(cursorStage(sx).executionStats.totalDocsExamined, 3);
+  // A writing pipeline materialises, but its leading $match is still planned (and explained) the same way.
+  const ox = await c.aggregate([{ $match: { g: 7 } }, { $out: 'out7' }]).explain('queryPlanner');
+  assert.ok(stageNames(ox.stages[0].$cursor.queryPlanner.winningPlan).includes('IXSCAN'));
+  assert.deepEqual(Object.keys(ox.stages[1]), ['$out']);
   const top = await c.aggregate([{ $sort: { g: -1 } }, { $limit: 3 }]).toArray();
   assert.deepEqual(top.map((d) => d.g), [999, 999, 999]);
 });
