@@ -31,6 +31,7 @@
 
 struct mf_catalog {
     mf_storage_t *st;
+    mf_observers_t *observers; /* the engine's; NULL until set */
     pthread_rwlock_t lock;
     mf_coll_t **colls;
     int ncolls;
@@ -456,9 +457,19 @@ coll_cmp(const void *a, const void *b)
     return strcmp((*(mf_coll_t *const *)a)->ns, (*(mf_coll_t *const *)b)->ns);
 }
 
+/* Reports a DDL change to the observers (catalog.h: after it committed, write lock held). */
+static void
+report_ddl(mf_catalog_t *cat, mf_ddl_kind_t kind, const mf_coll_t *c, const char *ns, const char *to_ns,
+           const bson_t *detail)
+{
+    mf_ddl_event_t ev = {kind, ns ? ns : c->ns, to_ns, c->uuid, detail};
+    mf_observers_ddl(cat->observers, &ev);
+}
+
 static void
 catalog_insert(mf_catalog_t *cat, mf_coll_t *c)
 {
+    c->observers = cat->observers;
     if (cat->ncolls == cat->cap) {
         cat->cap = cat->cap ? cat->cap * 2 : 16;
         cat->colls = mf_realloc(cat->colls, (size_t)cat->cap * sizeof(*cat->colls));
@@ -552,6 +563,20 @@ mf_catalog_close(mf_catalog_t *cat)
     free(cat->colls);
     pthread_rwlock_destroy(&cat->lock);
     free(cat);
+}
+
+void
+mf_catalog_set_observers(mf_catalog_t *cat, mf_observers_t *obs)
+{
+    cat->observers = obs;
+    for (int i = 0; i < cat->ncolls; i++)
+        cat->colls[i]->observers = obs;
+}
+
+mf_observers_t *
+mf_catalog_observers(mf_catalog_t *cat)
+{
+    return cat->observers;
 }
 
 mf_storage_t *
@@ -711,6 +736,7 @@ mf_catalog_coll_create(mf_catalog_t *cat, const char *db, const char *name, cons
         goto err_drop;
     catalog_insert(cat, c);
     mf_log(MF_LOG_INFO, "STORAGE", "createCollection %s", c->ns);
+    report_ddl(cat, MF_DDL_CREATE_COLL, c, NULL, NULL, c->options);
     if (out)
         *out = c;
     return 0;
@@ -734,6 +760,7 @@ mf_catalog_coll_drop(mf_catalog_t *cat, mf_coll_t *c, mf_error_t *err)
     for (int i = 0; i < c->nindexes; i++)
         mf_storage_drop(cat->st, c->indexes[i]->uri);
     mf_log(MF_LOG_INFO, "STORAGE", "dropCollection %s", c->ns);
+    report_ddl(cat, MF_DDL_DROP_COLL, c, NULL, NULL, NULL);
     coll_free(c);
     return 0;
 }
@@ -762,6 +789,7 @@ mf_catalog_coll_rename(mf_catalog_t *cat, mf_coll_t *c, const char *to_db, const
         return -1;
     }
     mf_log(MF_LOG_INFO, "STORAGE", "renameCollection %s to %s", old_ns, c->ns);
+    report_ddl(cat, MF_DDL_RENAME_COLL, c, old_ns, c->ns, NULL);
     free(old_ns);
     free(old_db);
     free(old_name);
@@ -807,6 +835,7 @@ mf_catalog_index_add_progress(mf_catalog_t *cat, mf_coll_t *c, const bson_t *spe
         return -1;
     }
     mf_log(MF_LOG_INFO, "INDEX", "Index build: done building index %s on ns %s", ix->name, c->ns);
+    report_ddl(cat, MF_DDL_CREATE_INDEX, c, NULL, NULL, ix->spec);
     return 0;
 }
 
@@ -829,6 +858,10 @@ mf_catalog_index_drop(mf_catalog_t *cat, mf_coll_t *c, mf_index_t *ix, mf_error_
         return -1;
     }
     mf_storage_drop(cat->st, ix->uri);
+    bson_t detail = BSON_INITIALIZER;
+    BSON_APPEND_UTF8(&detail, "index", ix->name);
+    report_ddl(cat, MF_DDL_DROP_INDEX, c, NULL, NULL, &detail);
+    bson_destroy(&detail);
     index_free(ix);
     return 0;
 }

@@ -26,6 +26,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "catalog/observer.h"
 #include "common/error.h"
 #include "index/index.h"
 #include "storage/storage.h"
@@ -55,6 +56,7 @@ typedef struct mf_coll {
     bson_t *options; /* owned; as given to create (minus the command's own fields) */
     mf_index_t *indexes[MF_MAX_INDEXES];
     int nindexes;
+    mf_observers_t *observers; /* the engine's write observers (set by the catalog) */
     _Atomic int64_t next_rid;
     _Atomic int64_t approx_count; /* maintained by writes; exact after startup count */
     _Atomic int64_t approx_size;  /* bytes of BSON */
@@ -88,6 +90,14 @@ typedef struct mf_catalog mf_catalog_t;
 int mf_catalog_open(mf_storage_t *st, mf_catalog_t **out, mf_error_t *err) MF_WUR;
 void mf_catalog_close(mf_catalog_t *cat);
 mf_storage_t *mf_catalog_storage(mf_catalog_t *cat);
+
+/*
+ * mf_catalog_set_observers: the write observers every collection reports to
+ * (document writes from coll_write.c, DDL from this module). Set once, before
+ * serving. mf_catalog_observers returns it.
+ */
+void mf_catalog_set_observers(mf_catalog_t *cat, mf_observers_t *obs);
+mf_observers_t *mf_catalog_observers(mf_catalog_t *cat);
 
 void mf_catalog_rdlock(mf_catalog_t *cat);
 void mf_catalog_wrlock(mf_catalog_t *cat);

@@ -25,13 +25,6 @@
 #include "query/match.h"
 #include "query/path.h"
 
-static mf_observer_t observer;
-
-void
-mf_observer_set(const mf_observer_t *obs)
-{
-    observer = *obs;
-}
 
 static void
 rid_be(int64_t rid, uint8_t out[8])
@@ -384,8 +377,7 @@ mf_coll_insert(mf_sess_t *s, mf_coll_t *c, const bson_t *doc, int64_t *rid_out, 
     atomic_fetch_add(&c->approx_size, doc->len);
     if (rid_out)
         *rid_out = rid;
-    if (observer.on_insert)
-        observer.on_insert(observer.arg, c, doc);
+    mf_observers_insert(c->observers, c, doc);
     if (c->capped)
         return capped_trim(s, c, rid, err);
     return 0;
@@ -410,8 +402,7 @@ mf_coll_replace(mf_sess_t *s, mf_coll_t *c, int64_t rid, const bson_t *olddoc, c
     if (ret != 0)
         return ret;
     atomic_fetch_add(&c->approx_size, (int64_t)newdoc->len - (int64_t)olddoc->len);
-    if (observer.on_update)
-        observer.on_update(observer.arg, c, olddoc, newdoc);
+    mf_observers_update(c->observers, c, olddoc, newdoc);
     return 0;
 }
 
@@ -436,8 +427,7 @@ mf_coll_remove(mf_sess_t *s, mf_coll_t *c, int64_t rid, const bson_t *olddoc, mf
         return ret;
     atomic_fetch_sub(&c->approx_count, 1);
     atomic_fetch_sub(&c->approx_size, olddoc->len);
-    if (observer.on_delete)
-        observer.on_delete(observer.arg, c, olddoc);
+    mf_observers_delete(c->observers, c, olddoc);
     return 0;
 }
 
@@ -471,8 +461,8 @@ mf_coll_remove_if(mf_sess_t *s, mf_coll_t *c, int64_t rid, bool (*check)(void *a
         return 0;
     }
     ret = update_indexes(s, c, rid, &doc, NULL, err);
-    if (ret == 0 && observer.on_delete)
-        observer.on_delete(observer.arg, c, &doc);
+    if (ret == 0)
+        mf_observers_delete(c->observers, c, &doc);
     uint32_t doclen = doc.len;
     if (ret == 0)
         ret = mf_cur_remove_rid(cur, rid);

@@ -12,9 +12,9 @@
  * (the caller aborts the transaction and retries); -1 with err set otherwise
  * (11000 DuplicateKey carries keyPattern and keyValue in err->info).
  *
- * The write observer is called after each successful write, inside the
- * transaction: today it counts and wakes the TTL monitor; replication will
- * append to the oplog there (DESIGN.md "the write observer").
+ * Each successful write is reported to the collection's observer list
+ * (catalog/observer.h) inside the transaction: opcounters and the TTL
+ * monitor's wake-ups today, the oplog with replication.
  */
 #ifndef MF_COLL_WRITE_H
 #define MF_COLL_WRITE_H
@@ -25,15 +25,6 @@
 #include "common/error.h"
 #include "storage/storage.h"
 
-typedef struct mf_observer {
-    void (*on_insert)(void *arg, mf_coll_t *c, const bson_t *doc);
-    void (*on_update)(void *arg, mf_coll_t *c, const bson_t *olddoc, const bson_t *newdoc);
-    void (*on_delete)(void *arg, mf_coll_t *c, const bson_t *olddoc);
-    void *arg;
-} mf_observer_t;
-
-/* mf_observer_set: installs the process-wide observer (copied). Call before serving. */
-void mf_observer_set(const mf_observer_t *obs);
 
 /*
  * mf_coll_insert: inserts doc (which has its _id) as a new record; *rid_out

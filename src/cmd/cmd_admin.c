@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "cmd/cmd.h"
-#include "cmd/curop.h"
+#include "common/curop.h"
 #include "cmd/cursor.h"
 #include "common/log.h"
 #include "common/params.h"
@@ -122,14 +122,14 @@ cmd_get_parameter(mf_op_t *op)
     bson_iter_next(&it);
     if (BSON_ITER_HOLDS_UTF8(&it) && strcmp(bson_iter_utf8(&it, NULL), "*") == 0) {
         struct param_ctx ctx = {op->reply};
-        mf_param_each(append_param, &ctx);
+        mf_param_each(op->eng->params, append_param, &ctx);
         return 0;
     }
     while (bson_iter_next(&it)) {
         const char *k = bson_iter_key(&it);
         if (k[0] == '$' || strcmp(k, "lsid") == 0 || strcmp(k, "comment") == 0)
             continue;
-        mf_param_t *p = mf_param_find(k);
+        mf_param_t *p = mf_param_find(op->eng->params, k);
         if (p == NULL)
             continue;
         mf_param_append(op->reply, p);
@@ -152,7 +152,7 @@ cmd_set_parameter(mf_op_t *op)
         const char *k = bson_iter_key(&it);
         if (k[0] == '$' || strcmp(k, "lsid") == 0 || strcmp(k, "comment") == 0)
             continue;
-        mf_param_t *p = mf_param_find(k);
+        mf_param_t *p = mf_param_find(op->eng->params, k);
         if (p == NULL)
             return mf_err_set(&op->err, MF_E_InvalidOptions,
                               "attempted to set unrecognized parameter [%s], use help:true to see options ", k);
@@ -235,9 +235,9 @@ cmd_server_status(mf_op_t *op)
     bson_append_document_end(r, &sub);
 
     BSON_APPEND_DOCUMENT_BEGIN(r, "storageEngine", &sub);
-    BSON_APPEND_UTF8(&sub, "name", "wiredTiger");
+    BSON_APPEND_UTF8(&sub, "name", e->in_memory ? "inMemory" : "wiredTiger");
     BSON_APPEND_BOOL(&sub, "supportsCommittedReads", true);
-    BSON_APPEND_BOOL(&sub, "persistent", true);
+    BSON_APPEND_BOOL(&sub, "persistent", !e->in_memory);
     bson_append_document_end(r, &sub);
 
     BSON_APPEND_DOCUMENT_BEGIN(r, "batchedDeletes", &sub);
@@ -247,7 +247,7 @@ cmd_server_status(mf_op_t *op)
 
     BSON_APPEND_DOCUMENT_BEGIN(r, "metrics", &sub);
     BSON_APPEND_DOCUMENT_BEGIN(&sub, "ttl", &sub2);
-    mf_ttl_status_append(&sub2);
+    mf_ttl_status_append(e->ttl, &sub2);
     bson_append_document_end(&sub, &sub2);
     BSON_APPEND_DOCUMENT_BEGIN(&sub, "cursor", &sub2);
     BSON_APPEND_INT64(&sub2, "timedOut", mf_cursors_timed_out(e->cursors));
@@ -474,7 +474,7 @@ cmd_current_op(mf_op_t *op)
     }
     bson_init(&inprog);
     ctx.arr = &inprog;
-    mf_curop_report_each(currentop_add, &ctx);
+    mf_curops_report_each(op->eng->curops, currentop_add, &ctx);
     BSON_APPEND_ARRAY(op->reply, "inprog", &inprog);
     bson_destroy(&inprog);
     mf_matcher_free(ctx.m);
@@ -494,7 +494,7 @@ cmd_kill_op(mf_op_t *op)
         return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field 'killOp.op' is the wrong type '%s', expected types '[long, int, decimal, double]'",
                           mf_type_name(v->value_type));
     int64_t opid = (int64_t)mf_value_as_double(v);
-    bool found = mf_curop_kill(opid);
+    bool found = mf_curops_kill(op->eng->curops, opid);
     mf_log(MF_LOG_INFO, "COMMAND", "going to kill op: %lld%s", (long long)opid, found ? "" : " (not found)");
     BSON_APPEND_UTF8(op->reply, "info", "attempting to kill op");
     return 0;

@@ -15,8 +15,9 @@
  * builds the new indexes one after another; a failure drops the ones this
  * command built (and a collection it created), so a request takes effect
  * whole or not at all. Builds report progress to the command's currentOp
- * entry and stop on killOp. DDL that can change the set of TTL indexes calls
- * mf_ttl_notify after it succeeds.
+ * entry and stop on killOp. Every catalog change is reported to the engine's
+ * write observers by the catalog itself (the TTL monitor recomputes its
+ * deadline on each).
  *
  * Views are catalog entries with viewOn (and an empty record table, no
  * indexes): create checks their pipeline; listCollections shows type
@@ -31,7 +32,7 @@
 #include "common/alloc.h"
 #include "catalog/coll_write.h"
 #include "cmd/cmd.h"
-#include "cmd/curop.h"
+#include "common/curop.h"
 #include "cmd/cursor.h"
 #include "common/fmt.h"
 #include "common/log.h"
@@ -173,8 +174,6 @@ cmd_drop(mf_op_t *op)
         }
     }
     mf_catalog_unlock(op->eng->cat);
-    if (rc == 0)
-        mf_ttl_notify();
     return rc;
 }
 
@@ -208,7 +207,6 @@ cmd_drop_database(mf_op_t *op)
     free(l.v);
     if (rc == 0) {
         BSON_APPEND_UTF8(op->reply, "dropped", op->db);
-        mf_ttl_notify();
     }
     return rc;
 }
@@ -402,8 +400,6 @@ cmd_rename_collection(mf_op_t *op)
     }
     rc = mf_catalog_coll_rename(op->eng->cat, c, tdb, tcoll, &op->err);
     mf_catalog_unlock(op->eng->cat);
-    if (rc == 0)
-        mf_ttl_notify();
     return rc;
 }
 
@@ -1304,8 +1300,6 @@ cmd_create_indexes(mf_op_t *op)
     free(keep);
 out_unlock:
     mf_catalog_unlock(op->eng->cat);
-    if (rc == 0)
-        mf_ttl_notify();
 out_free:
     for (size_t i = 0; i < nnorm; i++)
         bson_destroy(norm[i]);
@@ -1407,7 +1401,6 @@ cmd_drop_indexes(mf_op_t *op)
     mf_catalog_unlock(op->eng->cat);
     if (rc == 0) {
         BSON_APPEND_INT32(op->reply, "nIndexesWas", was);
-        mf_ttl_notify();
     }
     return rc;
 }

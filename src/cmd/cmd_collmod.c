@@ -270,10 +270,13 @@ cmd_coll_mod(mf_op_t *op)
         bson_destroy(&merged);
     }
 out:
+    if (rc == 0 && c != NULL) {
+        /* Reported while the catalog's exclusive lock is held, like every DDL change (catalog/observer.h). */
+        mf_ddl_event_t ev = {MF_DDL_COLLMOD, c->ns, NULL, c->uuid, op->cmd};
+        mf_observers_ddl(mf_catalog_observers(op->eng->cat), &ev);
+    }
     mf_catalog_unlock(op->eng->cat);
     bson_destroy(&opts);
-    if (rc == 0 && has_index)
-        mf_ttl_notify();
     return rc;
 }
 

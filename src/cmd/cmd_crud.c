@@ -34,7 +34,7 @@
 #include "common/alloc.h"
 #include "catalog/coll_write.h"
 #include "cmd/cmd.h"
-#include "cmd/curop.h"
+#include "common/curop.h"
 #include "cmd/cursor.h"
 #include "common/docvec.h"
 #include "common/log.h"
@@ -249,7 +249,6 @@ cmd_insert(mf_op_t *op)
         free(docs);
         return -1;
     }
-    atomic_fetch_add(&op->eng->op_insert, (int64_t)ndocs);
     if (coll_acquire(op, name, true, &c) != 0) {
         mf_catalog_unlock(op->eng->cat);
         free(docs);
@@ -1195,7 +1194,6 @@ cmd_update(mf_op_t *op)
         bool upserted = false;
         mf_error_t e;
         mf_err_clear(&e);
-        atomic_fetch_add(&op->eng->op_update, 1);
         if (update_one_stmt(op, name, &stmts[i], durable, &n, &nmod, &id, &upserted, &e) != 0) {
             append_write_error(&errs, &nerr, i, &e);
             n_total += n;
@@ -1300,7 +1298,7 @@ delete_one_stmt(mf_op_t *op, const char *name, const bson_t *stmt, bool durable,
         size_t chunk = 1;
         bool batched = limit == 0;
         if (batched) {
-            int64_t target = mf_param_get("batchedDeletesTargetBatchDocs");
+            int64_t target = mf_param_get(op->eng->params, "batchedDeletesTargetBatchDocs");
             chunk = target > 0 ? (size_t)target : 0;
         }
         mf_delete_stats_t st = {0, 0};
@@ -1344,7 +1342,6 @@ cmd_delete(mf_op_t *op)
         int64_t n = 0;
         mf_error_t e;
         mf_err_clear(&e);
-        atomic_fetch_add(&op->eng->op_delete, 1);
         int r = delete_one_stmt(op, name, &stmts[i], durable, &n, &e);
         total += n;
         if (r != 0) {
@@ -1478,10 +1475,6 @@ cmd_find_and_modify(mf_op_t *op)
         goto out;
     if (has_upd && (u = upd_spec_new(upl ? NULL : &upd, upl, af, &op->err)) == NULL)
         goto out;
-    if (remove)
-        atomic_fetch_add(&op->eng->op_delete, 1);
-    else
-        atomic_fetch_add(&op->eng->op_update, 1);
     if (coll_acquire(op, name, upsert, &c) != 0) {
         locked = true;
         goto out;
@@ -1975,10 +1968,10 @@ push_curop_row(void *arg, const bson_t *doc)
 static int
 agg_current_op(void *ctx, const bson_t *spec, mf_docvec_t *out, mf_error_t *err)
 {
-    (void)ctx;
+    agg_scan_ctx_t *x = ctx;
     (void)spec;
     (void)err;
-    mf_curop_report_each(push_curop_row, out);
+    mf_curops_report_each(x->op->eng->curops, push_curop_row, out);
     return 0;
 }
 

@@ -22,7 +22,7 @@
 #include "common/params.h"
 #include "query/expr.h"
 #include "query/exec.h"
-#include "cmd/curop.h"
+#include "common/curop.h"
 #include "common/log.h"
 #include "query/value.h"
 
@@ -38,6 +38,17 @@ lookup(const char *name)
         }
     }
     return NULL;
+}
+
+/* Client reads and writes of documents (the CRUD family): what the TTL pacer yields to. */
+static bool
+is_data_command(const mf_cmd_def_t *def)
+{
+    for (const mf_cmd_def_t *d = mf_cmds_crud; d->name != NULL; d++) {
+        if (d == def)
+            return strcmp(d->name, "killCursors") != 0;
+    }
+    return false;
 }
 
 /* listCommands: every command in the table, with MongoDB's per-command fields. */
@@ -190,7 +201,6 @@ curop_register(mf_engine_t *eng, mf_client_t *client, const char *db, const char
 {
     char ns[512], desc[32];
     bson_iter_t it;
-    (void)eng;
     if (bson_iter_init(&it, cmd) && bson_iter_next(&it) && BSON_ITER_HOLDS_UTF8(&it) && strcmp(name, "getMore") != 0)
         snprintf(ns, sizeof(ns), "%s.%s", db, bson_iter_utf8(&it, NULL));
     else if (strcmp(name, "getMore") == 0 && bson_iter_init_find(&it, cmd, "collection") && BSON_ITER_HOLDS_UTF8(&it))
@@ -198,7 +208,7 @@ curop_register(mf_engine_t *eng, mf_client_t *client, const char *db, const char
     else
         snprintf(ns, sizeof(ns), "%s.$cmd", db);
     snprintf(desc, sizeof(desc), "conn%lld", (long long)(client ? client->id : 0));
-    mf_curop_t *cop = mf_curop_begin(curop_type(name), ns, desc, cmd, client ? client->id : 0);
+    mf_curop_t *cop = mf_curop_begin(eng->curops, curop_type(name), ns, desc, cmd, client ? client->id : 0);
     if (client)
         mf_curop_set_client(cop, client->remote);
     return cop;
@@ -214,7 +224,7 @@ profile_op(mf_engine_t *eng, const mf_client_t *client, const char *db, const ch
 {
     bson_iter_t it;
     char ns[300];
-    if (!mf_profile_wants(db, millis))
+    if (!mf_profile_wants(eng->profiler, db, millis))
         return;
     bson_iter_init(&it, cmd);
     bson_iter_next(&it);
@@ -409,6 +419,10 @@ mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *
     if (time_limit(&op, &limit_ms) != 0 || let_begin(&op, &lf) != 0)
         goto fail;
     mf_exec_set_time_limit(limit_ms);
+    if (limit_ms > 0)
+        mf_curop_set_deadline(cop, mf_mono_ms() + limit_ms);
+    if (is_data_command(def))
+        atomic_fetch_add(&eng->fg_ops, 1);
     int hrc = def->fn(&op);
     mf_exec_set_time_limit(0);
     let_end(&lf);
@@ -432,7 +446,7 @@ mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *
     }
     BSON_APPEND_DOUBLE(reply, "ok", 1.0);
     profile_op(eng, client, db, def->name, cmd, reply, mf_mono_ms() - started_ms, NULL);
-    if (mf_param_get("logLevel") >= 1)
+    if (mf_param_get(eng->params, "logLevel") >= 1)
         mf_log(MF_LOG_DEBUG, "COMMAND", "conn%lld: %s on %s ok, %lld ms", (long long)(client ? client->id : 0),
                def->name, db, (long long)(mf_mono_ms() - started_ms));
     return;
@@ -449,7 +463,7 @@ fail:
     error_reply(reply, &op.err);
     if (started_ms >= 0)
         profile_op(eng, client, db, op.name, cmd, reply, mf_mono_ms() - started_ms, &op.err);
-    if (mf_param_get("logLevel") >= 1)
+    if (mf_param_get(eng->params, "logLevel") >= 1)
         mf_log(MF_LOG_DEBUG, "COMMAND", "conn%lld: %s on %s failed: %d %s", (long long)(client ? client->id : 0),
                op.name ? op.name : "?", db, op.err.code, op.err.msg);
 }

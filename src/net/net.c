@@ -92,7 +92,6 @@ typedef struct server {
     uv_loop_t *loop;
     uv_tcp_t listener;
     uv_signal_t sigint, sigterm;
-    uv_timer_t reaper;
     mf_engine_t *eng;
     bool stopping;
     conn_t **conns;
@@ -554,15 +553,6 @@ on_connection(uv_stream_t *listener, int status)
 }
 
 static void
-on_reaper(uv_timer_t *t)
-{
-    server_t *srv = t->data;
-    int n = mf_cursors_reap(srv->eng->cursors, mf_mono_ms(), mf_param_get("cursorTimeoutMillis"));
-    if (n > 0)
-        mf_log(MF_LOG_INFO, "QUERY", "reaped %d idle cursors", n);
-}
-
-static void
 on_signal(uv_signal_t *h, int signum)
 {
     server_t *srv = h->data;
@@ -573,8 +563,8 @@ on_signal(uv_signal_t *h, int signum)
     uv_close((uv_handle_t *)&srv->listener, NULL);
     uv_close((uv_handle_t *)&srv->sigint, NULL);
     uv_close((uv_handle_t *)&srv->sigterm, NULL);
-    uv_timer_stop(&srv->reaper);
-    uv_close((uv_handle_t *)&srv->reaper, NULL);
+    /* Running commands stop at their next yield point (11600) instead of being waited for. */
+    mf_engine_interrupt(srv->eng);
     /* Copy: conn_close's callbacks edit srv->conns later, not now. */
     for (size_t i = 0; i < srv->nconns; i++)
         conn_close(srv->conns[i], NULL);
@@ -610,9 +600,6 @@ mf_net_serve(mf_engine_t *eng, const char *bind_ip, int port, void (*ready)(void
     srv.sigint.data = srv.sigterm.data = &srv;
     uv_signal_start(&srv.sigint, on_signal, SIGINT);
     uv_signal_start(&srv.sigterm, on_signal, SIGTERM);
-    uv_timer_init(srv.loop, &srv.reaper);
-    srv.reaper.data = &srv;
-    uv_timer_start(&srv.reaper, on_reaper, 5000, 5000);
     mf_log(MF_LOG_INFO, "NETWORK", "Waiting for connections on %s:%d", bind_ip, port);
     if (ready)
         ready(ready_arg);

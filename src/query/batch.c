@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "catalog/coll_write.h"
+#include "common/curop.h"
 
 static __thread int conflict_limit = 10000;
 
@@ -36,6 +37,11 @@ mf_batch_run(mf_sess_t *s, size_t *start, size_t n, size_t chunk, bool durable, 
     while (i < n) {
         size_t end = i + chunk < n ? i + chunk : n, j;
         int r = 0;
+        /* A yield point: killOp, maxTimeMS and shutdown stop the write between chunks. */
+        if (mf_curop_check_current(err) != 0) {
+            *start = i;
+            return -1;
+        }
     again:
         if (mf_txn_begin(s, err) != 0)
             return -1;

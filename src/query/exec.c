@@ -24,6 +24,7 @@
 #include "query/exec.h"
 
 #include "common/clock.h"
+#include "common/curop.h"
 
 #include <string.h>
 #include <time.h>
@@ -51,7 +52,8 @@ mf_exec_check_deadline(mf_error_t *err)
 {
     if (deadline_ms != 0 && mf_mono_ms() >= deadline_ms)
         return mf_err_set(err, MF_E_MaxTimeMSExpired, "operation exceeded time limit");
-    return 0;
+    /* killOp and shutdown: the calling thread's registered operation (common/curop.h). */
+    return mf_curop_check_current(err);
 }
 
 static int

@@ -39,11 +39,24 @@ typedef struct mf_cur mf_cur_t;
 
 /* mf_storage_open: opens (creating if needed) the database at dbpath. */
 int mf_storage_open(const char *dbpath, mf_storage_t **out, mf_error_t *err) MF_WUR;
+/*
+ * mf_storage_open_ex: as mf_storage_open; with in_memory, WiredTiger keeps
+ * everything in its cache (no journal, no files in dbpath, which must exist)
+ * and the data is gone after close.
+ */
+int mf_storage_open_ex(const char *dbpath, bool in_memory, mf_storage_t **out, mf_error_t *err) MF_WUR;
 /* mf_storage_close: stops the flusher, checkpoints and closes. All sessions die with it. */
 void mf_storage_close(mf_storage_t *st);
 
-/* mf_storage_session: this thread's session, opened on first call. Never NULL (aborts on failure). */
+/* mf_storage_session: this thread's session on st, opened on first call. Never NULL (aborts on failure). */
 mf_sess_t *mf_storage_session(mf_storage_t *st);
+
+/*
+ * mf_storage_session_close_thread: closes the calling thread's session on st
+ * (if it has one), for a thread about to exit while st stays open. The
+ * session must have no transaction in progress.
+ */
+void mf_storage_session_close_thread(mf_storage_t *st);
 
 /*
  * mf_storage_session_release: closes the cursors s keeps cached. Called when
@@ -60,12 +73,12 @@ int mf_storage_create(mf_sess_t *s, const char *uri, const char *config, mf_erro
 void mf_storage_drop(mf_storage_t *st, const char *uri);
 
 /*
- * mf_storage_set_txn_hook: fn(committed) runs on the committing (or
- * aborting) thread right after every transaction ends; one hook per
- * process, set before serving. Used by the TTL monitor to learn that a write
- * which moved its deadline has become visible.
+ * mf_storage_set_txn_hook: fn(arg, committed) runs on the committing (or
+ * aborting) thread right after every transaction on st ends; one hook per
+ * storage, set before serving. The engine's observer list uses it to report
+ * commit and abort to its observers.
  */
-void mf_storage_set_txn_hook(void (*fn)(bool committed));
+void mf_storage_set_txn_hook(mf_storage_t *st, void (*fn)(void *arg, bool committed), void *arg);
 
 /* Transactions on a session. commit with durable=true syncs the log before returning. */
 int mf_txn_begin(mf_sess_t *s, mf_error_t *err) MF_WUR;

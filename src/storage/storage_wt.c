@@ -66,22 +66,32 @@ struct mf_storage {
     mf_sess_t **sessions;
     int nsessions, capsessions;
     uint64_t gen;
+    bool in_memory;
+    void (*txn_hook)(void *arg, bool committed);
+    void *txn_hook_arg;
 };
 
-static __thread mf_sess_t *tls_sess;
 /*
- * Which storage instance tls_sess belongs to: a generation number, not the
- * pointer, because a storage reopened in the same process may get the old
- * address back (an embedding application that closes and reopens).
+ * Each thread's sessions, one per storage instance it has used (an
+ * embedding application may have several engines open). An instance is
+ * known by a generation number, not its pointer, because a storage reopened
+ * in the same process may get the old address back. A thread using more
+ * than MF_TLS_SESSIONS instances opens a fresh session for the overflow,
+ * still owned (and closed) by its storage.
  */
-static __thread uint64_t tls_gen;
+#define MF_TLS_SESSIONS 8
+static __thread struct {
+    uint64_t gen;
+    mf_sess_t *s;
+} tls_sess[MF_TLS_SESSIONS];
+/* Process-wide source of unique storage generations (identity only, no state). */
 static _Atomic uint64_t storage_gen;
-static void (*txn_hook)(bool committed);
 
 void
-mf_storage_set_txn_hook(void (*fn)(bool committed))
+mf_storage_set_txn_hook(mf_storage_t *st, void (*fn)(void *arg, bool committed), void *arg)
 {
-    txn_hook = fn;
+    st->txn_hook_arg = arg;
+    st->txn_hook = fn;
 }
 
 static int
@@ -150,7 +160,8 @@ flusher_main(void *arg)
             break;
         int have_drops = st->npending;
         pthread_mutex_unlock(&st->lock);
-        (void)st->flush_sess->log_flush(st->flush_sess, "sync=on");
+        if (!st->in_memory)
+            (void)st->flush_sess->log_flush(st->flush_sess, "sync=on");
         if (have_drops)
             try_pending_drops(st);
         pthread_mutex_lock(&st->lock);
@@ -161,6 +172,12 @@ flusher_main(void *arg)
 
 int
 mf_storage_open(const char *dbpath, mf_storage_t **out, mf_error_t *err)
+{
+    return mf_storage_open_ex(dbpath, false, out, err);
+}
+
+int
+mf_storage_open_ex(const char *dbpath, bool in_memory, mf_storage_t **out, mf_error_t *err)
 {
     mf_storage_t *st;
     int ret;
@@ -174,12 +191,20 @@ mf_storage_open(const char *dbpath, mf_storage_t **out, mf_error_t *err)
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&st->cond, &ca);
     pthread_condattr_destroy(&ca);
+    /*
+     * In memory: no journal, no checkpoints, nothing written to dbpath (it
+     * only has to exist); the data goes with the last close. The cache must
+     * hold all of it.
+     */
     ret = wiredtiger_open(dbpath, NULL,
-                          "create,cache_size=1G,session_max=2000,"
-                          "log=(enabled=true,file_max=100MB,archive=true),"
-                          "transaction_sync=(enabled=false),checkpoint=(wait=60),"
-                          "eviction=(threads_min=1,threads_max=2),statistics=(fast)",
+                          in_memory ? "create,in_memory=true,cache_size=4G,session_max=2000,"
+                                      "eviction=(threads_min=1,threads_max=2),statistics=(fast)"
+                                    : "create,cache_size=1G,session_max=2000,"
+                                      "log=(enabled=true,file_max=100MB,archive=true),"
+                                      "transaction_sync=(enabled=false),checkpoint=(wait=60),"
+                                      "eviction=(threads_min=1,threads_max=2),statistics=(fast)",
                           &st->conn);
+    st->in_memory = in_memory;
     if (ret != 0) {
         free(st);
         return mf_err_set(err, MF_E_InternalError, "wiredtiger_open(%s): %s", dbpath, wiredtiger_strerror(ret));
@@ -231,8 +256,13 @@ mf_storage_close(mf_storage_t *st)
 mf_sess_t *
 mf_storage_session(mf_storage_t *st)
 {
-    if (tls_sess != NULL && tls_gen == st->gen)
-        return tls_sess;
+    int free_slot = -1;
+    for (int i = 0; i < MF_TLS_SESSIONS; i++) {
+        if (tls_sess[i].s != NULL && tls_sess[i].gen == st->gen)
+            return tls_sess[i].s;
+        if (free_slot < 0 && tls_sess[i].s == NULL)
+            free_slot = i;
+    }
     mf_sess_t *s = mf_calloc(1, sizeof(*s));
     int ret = st->conn->open_session(st->conn, NULL, "isolation=snapshot,cache_cursors=false", &s->wt);
     if (ret != 0) {
@@ -247,9 +277,38 @@ mf_storage_session(mf_storage_t *st)
     }
     st->sessions[st->nsessions++] = s;
     pthread_mutex_unlock(&st->lock);
-    tls_sess = s;
-    tls_gen = st->gen;
+    if (free_slot >= 0) {
+        tls_sess[free_slot].s = s;
+        tls_sess[free_slot].gen = st->gen;
+    }
     return s;
+}
+
+void
+mf_storage_session_close_thread(mf_storage_t *st)
+{
+    mf_sess_t *s = NULL;
+    for (int i = 0; i < MF_TLS_SESSIONS; i++) {
+        if (tls_sess[i].s != NULL && tls_sess[i].gen == st->gen) {
+            s = tls_sess[i].s;
+            tls_sess[i].s = NULL;
+            tls_sess[i].gen = 0;
+            break;
+        }
+    }
+    if (s == NULL)
+        return;
+    pthread_mutex_lock(&st->lock);
+    for (int i = 0; i < st->nsessions; i++) {
+        if (st->sessions[i] == s) {
+            st->sessions[i] = st->sessions[--st->nsessions];
+            break;
+        }
+    }
+    pthread_mutex_unlock(&st->lock);
+    mf_storage_session_release(s);
+    s->wt->close(s->wt, NULL);
+    free(s);
 }
 
 int64_t
@@ -312,8 +371,8 @@ mf_txn_commit(mf_sess_t *s, bool durable, mf_error_t *err)
 {
     int ret = s->wt->commit_transaction(s->wt, durable ? "sync=on" : NULL);
     s->in_txn = false;
-    if (txn_hook)
-        txn_hook(ret == 0);
+    if (s->st->txn_hook)
+        s->st->txn_hook(s->st->txn_hook_arg, ret == 0);
     if (ret != 0)
         return wt_err(err, ret, "commit_transaction");
     return 0;
@@ -324,8 +383,8 @@ mf_txn_abort(mf_sess_t *s)
 {
     if (s->in_txn) {
         s->wt->rollback_transaction(s->wt, NULL);
-        if (txn_hook)
-            txn_hook(false);
+        if (s->st->txn_hook)
+            s->st->txn_hook(s->st->txn_hook_arg, false);
     }
     s->in_txn = false;
 }
