@@ -18,7 +18,7 @@
  *   ttlMonitorSubPassTargetSecs; then a new one starts (SPEC D2).
  *
  *   A VISIT reads the TTL index itself: its keys are keystrings, and every
- *   Date key lies in one contiguous range (tag 0x78, keystring.c), so the
+ *   Date key lies in one contiguous range (mf_ks_date_key, keystring.h), so the
  *   documents due are exactly the keys in [Date(min), Date(now - N)]. It
  *   collects up to a batch of record ids from that range, then deletes them
  *   through mf_delete_rids (query/batch.c), the same path as a user's
@@ -71,9 +71,9 @@
 #include "query/path.h"
 #include "ttl/ttl.h"
 
-#define DATE_TAG 0x78
-#define DATE_KEY_LEN 9
+#define DATE_KEY_LEN MF_KS_DATE_LEN
 #define NO_DEADLINE INT64_MAX
+#define BACKLOG_CAP 1000000
 #define LAT_BUCKETS 64
 
 /* One TTL index as a sub-pass sees it (copied out of the catalog). */
@@ -97,7 +97,17 @@ struct mf_ttl_monitor {
     bool kick;
     _Atomic int64_t next_due_ms; /* computed from the indexes (committed data) */
     _Atomic int64_t deleted, passes, subpasses;
-    _Atomic int64_t pace_dps;    /* deletions per second over the last visit that deleted */
+    _Atomic int64_t pace_dps;
+    /*
+     * Backlog (SPEC D8 beyond): due keys counted by the monitor whenever it
+     * recomputes its deadline, lowered as it deletes. serverStatus asks for a
+     * fresh count (refresh_req) and waits a little for it (refresh_done,
+     * refresh_cv); it never reads an index itself.
+     */
+    _Atomic int64_t backlog;
+    _Atomic bool backlog_capped;
+    int64_t refresh_req, refresh_done; /* guarded by mu */
+    pthread_cond_t refresh_cv;    /* deletions per second over the last visit that deleted */
     /* lateness histogram: bucket i holds latenesses in [2^(i-1), 2^i) ms; bucket 0 is < 1 ms */
     pthread_mutex_t lat_mu;
     int64_t lat_count;
@@ -158,37 +168,6 @@ lateness_quantile(const int64_t *buckets, int64_t count, int64_t max, double q)
 }
 
 /* ---------- keys and dates ---------- */
-
-static void
-date_key(int64_t ms, bool desc, uint8_t out[DATE_KEY_LEN])
-{
-    uint64_t u = (uint64_t)ms ^ 0x8000000000000000ULL;
-    out[0] = DATE_TAG;
-    for (int i = 0; i < 8; i++)
-        out[1 + i] = (uint8_t)(u >> (56 - 8 * i));
-    if (desc) {
-        for (int i = 0; i < DATE_KEY_LEN; i++)
-            out[i] ^= 0xFF;
-    }
-}
-
-/* Decodes the Date at the start of key; false if the key is not a Date. */
-static bool
-key_date(const uint8_t *key, size_t len, bool desc, int64_t *ms)
-{
-    uint8_t b[DATE_KEY_LEN];
-    if (len < DATE_KEY_LEN)
-        return false;
-    for (int i = 0; i < DATE_KEY_LEN; i++)
-        b[i] = desc ? (uint8_t)(key[i] ^ 0xFF) : key[i];
-    if (b[0] != DATE_TAG)
-        return false;
-    uint64_t u = 0;
-    for (int i = 1; i < DATE_KEY_LEN; i++)
-        u = (u << 8) | b[i];
-    *ms = (int64_t)(u ^ 0x8000000000000000ULL);
-    return true;
-}
 
 typedef struct earliest_ctx {
     int64_t min;
@@ -308,18 +287,26 @@ index_deadline(mf_sess_t *s, mf_index_t *ix, int64_t secs, int64_t now, int64_t 
     if (mf_cur_open(s, ix->uri, &cur, &err) != 0)
         return NO_DEADLINE;
     if (!desc) {
-        date_key(INT64_MIN, false, lo);
+        mf_ks_date_key(INT64_MIN, false, lo);
         r = mf_cur_seek_bytes_ge(cur, lo, DATE_KEY_LEN);
     } else {
         /* Descending: the earliest date has the largest bytes; step back from just above the range. */
-        uint8_t above[1] = {(uint8_t)((DATE_TAG ^ 0xFF) + 1)};
+        uint8_t above[MF_KS_DATE_LEN];
+        mf_ks_date_key(0, true, above);
+        above[0]++; /* every descending Date key starts with the byte below */
         /* Found or not, the earliest date is the entry just before that point. */
-        (void)mf_cur_seek_bytes_ge(cur, above, 1);
-        r = mf_cur_prev(cur);
+        r = mf_cur_seek_bytes_ge(cur, above, 1);
+        r = r == 0 || r == MF_NOTFOUND ? mf_cur_prev(cur) : r;
+    }
+    if (r != 0 && r != MF_NOTFOUND) {
+        /* A storage error is not "nothing due": look again in a second. */
+        mf_cur_close(cur);
+        mf_log(MF_LOG_WARN, "TTL", "reading TTL index %s failed; retrying", ix->name);
+        return now + 1000;
     }
     if (r == 0) {
         mf_cur_key_bytes(cur, &k, &klen);
-        if (key_date(k, klen, desc, &ms))
+        if (mf_ks_date_from_key(k, klen, desc, &ms))
             deadline = add_secs(ms, secs);
     }
     if (backlog != NULL && deadline != NO_DEADLINE && deadline <= now) {
@@ -327,7 +314,7 @@ index_deadline(mf_sess_t *s, mf_index_t *ix, int64_t secs, int64_t now, int64_t 
         int64_t cutoff = now - secs * 1000;
         while (r == 0 && n < cap) {
             mf_cur_key_bytes(cur, &k, &klen);
-            if (!key_date(k, klen, desc, &ms) || ms > cutoff)
+            if (!mf_ks_date_from_key(k, klen, desc, &ms) || ms > cutoff)
                 break;
             n++;
             r = desc ? mf_cur_prev(cur) : mf_cur_next(cur);
@@ -428,11 +415,11 @@ visit(mf_ttl_monitor_t *m, mf_sess_t *s, ttl_target_t *t)
             cutoff = INT64_MIN; /* nothing can be due */
         /* Byte range of due keys: ascending [Date(min), Date(cutoff)]; descending mirrored. */
         if (!desc) {
-            date_key(INT64_MIN, false, lo);
-            date_key(cutoff, false, hi);
+            mf_ks_date_key(INT64_MIN, false, lo);
+            mf_ks_date_key(cutoff, false, hi);
         } else {
-            date_key(cutoff, true, lo);
-            date_key(INT64_MIN, true, hi);
+            mf_ks_date_key(cutoff, true, lo);
+            mf_ks_date_key(INT64_MIN, true, hi);
         }
         mf_cur_t *cur;
         mf_error_t err;
@@ -527,6 +514,9 @@ visit(mf_ttl_monitor_t *m, mf_sess_t *s, ttl_target_t *t)
         for (size_t i = 0; i < cx.committed; i++)
             lateness_record(m, after - cx.expiries[i]);
         atomic_fetch_add(&m->deleted, st.deleted);
+        int64_t b = atomic_load(&m->backlog);
+        while (b > 0 && !atomic_compare_exchange_weak(&m->backlog, &b, b > st.deleted ? b - st.deleted : 0))
+            ;
         if (batched && m->env.batched_docs) {
             atomic_fetch_add(m->env.batched_docs, st.deleted);
             atomic_fetch_add(m->env.batched_batches, st.batches);
@@ -604,8 +594,13 @@ static int64_t
 compute_next_due(mf_ttl_monitor_t *m, mf_sess_t *s)
 {
     target_list_t l = {0};
-    int64_t best = NO_DEADLINE, now = mf_now_ms();
+    int64_t best = NO_DEADLINE, now = mf_now_ms(), backlog = 0;
+    const int64_t cap = BACKLOG_CAP;
 
+    /* The refresh a reader may be waiting for covers from here on. */
+    pthread_mutex_lock(&m->mu);
+    int64_t gen = m->refresh_req;
+    pthread_mutex_unlock(&m->mu);
     mf_catalog_rdlock(m->env.cat);
     mf_catalog_coll_list(m->env.cat, NULL, collect_targets, &l);
     for (int i = 0; i < l.n; i++) {
@@ -614,11 +609,18 @@ compute_next_due(mf_ttl_monitor_t *m, mf_sess_t *s)
         mf_index_t *ix = c ? find_ttl_index(c, l.v[i].index, &secs) : NULL;
         if (ix == NULL)
             continue;
-        int64_t d = index_deadline(s, ix, secs, now, NULL, 0);
+        /* The backlog is counted here, on the monitor's thread (bounded), never by serverStatus. */
+        int64_t d = index_deadline(s, ix, secs, now, &backlog, cap > backlog ? cap - backlog : 0);
         if (d < best)
             best = d;
     }
     mf_catalog_unlock(m->env.cat);
+    atomic_store(&m->backlog, backlog);
+    atomic_store(&m->backlog_capped, backlog >= cap);
+    pthread_mutex_lock(&m->mu);
+    m->refresh_done = gen;
+    pthread_cond_broadcast(&m->refresh_cv);
+    pthread_mutex_unlock(&m->mu);
     mf_storage_session_release(s);
     targets_clear(&l);
     free(l.v);
@@ -809,6 +811,7 @@ mf_ttl_monitor_start(const mf_ttl_env_t *env, mf_ttl_monitor_t **out, mf_error_t
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&m->cv, &ca);
+    pthread_cond_init(&m->refresh_cv, &ca);
     pthread_condattr_destroy(&ca);
     atomic_store(&m->next_due_ms, NO_DEADLINE);
     if (mf_observers_add(env->observers, &obs, err) != 0)
@@ -824,6 +827,7 @@ mf_ttl_monitor_start(const mf_ttl_env_t *env, mf_ttl_monitor_t **out, mf_error_t
 
 err_free:
     /* An observer already added stays registered with arg m: only reached before serving, and the engine then fails to open. */
+    pthread_cond_destroy(&m->refresh_cv);
     pthread_cond_destroy(&m->cv);
     pthread_mutex_destroy(&m->mu);
     pthread_mutex_destroy(&m->lat_mu);
@@ -852,6 +856,7 @@ mf_ttl_monitor_free(mf_ttl_monitor_t *m)
     if (m == NULL)
         return;
     mf_ttl_monitor_stop(m);
+    pthread_cond_destroy(&m->refresh_cv);
     pthread_cond_destroy(&m->cv);
     pthread_mutex_destroy(&m->mu);
     pthread_mutex_destroy(&m->lat_mu);
@@ -891,27 +896,31 @@ mf_ttl_status_append(mf_ttl_monitor_t *m, bson_t *doc)
     bson_append_document_end(&sub, &hist);
     bson_append_document_end(doc, &sub);
 
-    /* Backlog: keys already due, counted from the indexes (bounded work). */
-    int64_t backlog = 0;
-    bool capped = false;
+    /*
+     * Backlog: ask the monitor for a fresh count and wait for it briefly (it
+     * is counted on the monitor's thread); while the monitor is busy with a
+     * pass, the count it keeps (lowered as it deletes) is reported.
+     */
     if (m->running) {
-        mf_sess_t *s = mf_storage_session(m->env.st);
-        target_list_t l = {0};
-        int64_t now = mf_now_ms(), cap = 1000000;
-        mf_catalog_rdlock(m->env.cat);
-        mf_catalog_coll_list(m->env.cat, NULL, collect_targets, &l);
-        for (int i = 0; i < l.n && backlog < cap; i++) {
-            mf_coll_t *c = refind(m, &l.v[i]);
-            int64_t secs;
-            mf_index_t *ix = c ? find_ttl_index(c, l.v[i].index, &secs) : NULL;
-            if (ix != NULL)
-                (void)index_deadline(s, ix, secs, now, &backlog, cap - backlog);
+        pthread_mutex_lock(&m->mu);
+        int64_t want = ++m->refresh_req;
+        m->kick = true;
+        pthread_cond_signal(&m->cv);
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        ts.tv_nsec += 250 * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
         }
-        mf_catalog_unlock(m->env.cat);
-        targets_clear(&l);
-        free(l.v);
-        capped = backlog >= cap;
+        while (m->refresh_done < want && !m->stop) {
+            if (pthread_cond_timedwait(&m->refresh_cv, &m->mu, &ts) != 0)
+                break;
+        }
+        pthread_mutex_unlock(&m->mu);
     }
+    int64_t backlog = atomic_load(&m->backlog);
+    bool capped = atomic_load(&m->backlog_capped);
     BSON_APPEND_INT64(doc, "backlog", backlog);
     BSON_APPEND_BOOL(doc, "backlogIsLowerBound", capped);
     int64_t due = atomic_load(&m->next_due_ms);
