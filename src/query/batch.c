@@ -46,6 +46,12 @@ mf_batch_run(mf_sess_t *s, size_t *start, size_t n, size_t chunk, bool durable, 
         if (mf_txn_begin(s, err) != 0)
             return -1;
         for (j = i; j < end; j++) {
+            /* Inside a large chunk too: every 256 items is a yield point (the chunk is rolled back). */
+            if ((j - i) % 256 == 255 && mf_curop_check_current(err) != 0) {
+                mf_txn_abort(s);
+                *start = i;
+                return -1;
+            }
             r = fn(arg, j, err);
             if (r != 0)
                 break;
