@@ -26,8 +26,8 @@
 #include "common/clock.h"
 #include "common/curop.h"
 #include "common/error.h"
+#include "common/limits.h"
 #include "common/params.h"
-#include "net/wire.h"
 #include "storage/storage.h"
 
 typedef struct mf_cursors mf_cursors_t;

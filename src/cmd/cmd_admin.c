@@ -22,7 +22,6 @@
 #include "cmd/cursor.h"
 #include "common/log.h"
 #include "common/params.h"
-#include "net/wire.h"
 #include "query/match.h"
 #include "query/value.h"
 #include "ttl/ttl.h"

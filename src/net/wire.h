@@ -32,6 +32,7 @@
 #include <stdint.h>
 
 #include "common/error.h"
+#include "common/limits.h"
 
 #define MF_OP_REPLY 1
 #define MF_OP_QUERY 2004
@@ -42,9 +43,6 @@
 #define MF_MSG_MORE_TO_COME (1u << 1)
 #define MF_MSG_EXHAUST_ALLOWED (1u << 16)
 
-#define MF_MAX_BSON_SIZE (16 * 1024 * 1024)
-#define MF_MAX_MESSAGE_SIZE 48000000
-#define MF_MAX_WRITE_BATCH 100000
 #define MF_MAX_SECTIONS 64
 
 typedef struct mf_msg_header {
@@ -54,12 +52,7 @@ typedef struct mf_msg_header {
     int32_t opcode;
 } mf_msg_header_t;
 
-/* A kind-1 document sequence: docs point into the message buffer. */
-typedef struct mf_docseq {
-    const char *identifier; /* points into the buffer, NUL-terminated */
-    bson_t *docs;           /* owned array of static bson_t views (bson_init_static) */
-    size_t ndocs;
-} mf_docseq_t;
+/* Kind-1 document sequences are mf_docseq_t (common/limits.h): docs point into the message buffer. */
 
 /*
  * A parsed request. All bson_t and strings point into the caller's message
