@@ -316,8 +316,10 @@ coll_to_bson(const mf_coll_t *c, bson_t *out)
     BSON_APPEND_UTF8(out, "ident", c->ident);
     BSON_APPEND_DOCUMENT(out, "options", c->options);
     BSON_APPEND_ARRAY_BEGIN(out, "indexes", &arr);
-    for (int i = 0; i < c->nindexes; i++) {
-        snprintf(key, sizeof(key), "%d", i);
+    for (int i = 0, n = 0; i < c->nindexes; i++) {
+        if (c->indexes[i]->building)
+            continue; /* stored when its build commits */
+        snprintf(key, sizeof(key), "%d", n++);
         BSON_APPEND_DOCUMENT_BEGIN(&arr, key, &child);
         BSON_APPEND_DOCUMENT(&child, "spec", c->indexes[i]->spec);
         BSON_APPEND_UTF8(&child, "ident", c->indexes[i]->ident);
@@ -863,5 +865,77 @@ mf_catalog_index_drop(mf_catalog_t *cat, mf_coll_t *c, mf_index_t *ix, mf_error_
     report_ddl(cat, MF_DDL_DROP_INDEX, c, NULL, NULL, &detail);
     bson_destroy(&detail);
     index_free(ix);
+    return 0;
+}
+
+/* ---------- background index builds ---------- */
+
+int
+mf_coll_ready_indexes(const mf_coll_t *c)
+{
+    int n = 0;
+    for (int i = 0; i < c->nindexes; i++)
+        n += !c->indexes[i]->building;
+    return n;
+}
+
+mf_coll_t *
+mf_catalog_coll_find_uuid(mf_catalog_t *cat, const uint8_t uuid[16])
+{
+    for (int i = 0; i < cat->ncolls; i++) {
+        if (memcmp(cat->colls[i]->uuid, uuid, 16) == 0)
+            return cat->colls[i];
+    }
+    return NULL;
+}
+
+int
+mf_catalog_index_begin(mf_catalog_t *cat, mf_coll_t *c, const bson_t *spec, mf_index_t **out, mf_error_t *err)
+{
+    mf_sess_t *s = mf_storage_session(cat->st);
+
+    if (c->nindexes >= MF_MAX_INDEXES)
+        return mf_err_set(err, MF_E_CannotCreateIndex, "add index fails, too many indexes for %s key:", c->ns);
+    mf_index_t *ix = new_index(c, spec, err);
+    if (ix == NULL)
+        return -1;
+    if (mf_storage_create(s, ix->uri, "key_format=u,value_format=u", err) != 0) {
+        index_free(ix);
+        return -1;
+    }
+    ix->building = true;
+    c->indexes[c->nindexes++] = ix;
+    *out = ix;
+    return 0;
+}
+
+void
+mf_catalog_index_abort(mf_catalog_t *cat, mf_coll_t *c, mf_index_t *ix)
+{
+    for (int i = 0; i < c->nindexes; i++) {
+        if (c->indexes[i] == ix) {
+            memmove(&c->indexes[i], &c->indexes[i + 1], (size_t)(c->nindexes - i - 1) * sizeof(ix));
+            c->nindexes--;
+            mf_storage_drop(cat->st, ix->uri);
+            index_free(ix);
+            return;
+        }
+    }
+}
+
+int
+mf_catalog_index_commit(mf_catalog_t *cat, mf_coll_t *c, mf_index_t *const *ixs, int n, mf_error_t *err)
+{
+    for (int i = 0; i < n; i++)
+        ixs[i]->building = false;
+    if (mf_catalog_coll_persist(cat, c, err) != 0) {
+        for (int i = 0; i < n; i++)
+            ixs[i]->building = true;
+        return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        mf_log(MF_LOG_INFO, "INDEX", "Index build: done building index %s on ns %s", ixs[i]->name, c->ns);
+        report_ddl(cat, MF_DDL_CREATE_INDEX, c, NULL, NULL, ixs[i]->spec);
+    }
     return 0;
 }

@@ -43,6 +43,12 @@ typedef struct mf_index {
     bool sparse;
     bool is_id;      /* the _id index */
     bool multikey;   /* some document gave more than one key */
+    /*
+     * Being built in the background (mf_catalog_index_build): writers keep
+     * it up to date, but queries, listIndexes, the TTL monitor and the
+     * stored catalog entry leave it out until the build commits.
+     */
+    bool building;
     struct mf_matcher *partial; /* partialFilterExpression, or NULL */
 } mf_index_t;
 
@@ -158,10 +164,43 @@ typedef bool (*mf_build_progress_fn)(void *arg, int64_t done, int64_t total);
 int mf_catalog_index_add_progress(mf_catalog_t *cat, mf_coll_t *c, const bson_t *spec, mf_build_progress_fn fn,
                                   void *arg, mf_error_t *err) MF_WUR;
 
+/*
+ * Background index builds (catalog/index_build.c drives them):
+ *   mf_catalog_index_begin  (write lock) adds an index built from spec to c
+ *                           with building set and creates its table; nothing
+ *                           is stored in the catalog yet.
+ *   mf_catalog_index_commit (write lock) clears building on ixs[0..n) and
+ *                           stores c's entry (one transaction); reports DDL.
+ *   mf_catalog_index_abort  (write lock) removes a building index and drops
+ *                           its table.
+ * mf_catalog_coll_find_uuid: the collection with that UUID, or NULL (any lock).
+ */
+int mf_catalog_index_begin(mf_catalog_t *cat, mf_coll_t *c, const bson_t *spec, mf_index_t **out,
+                           mf_error_t *err) MF_WUR;
+int mf_catalog_index_commit(mf_catalog_t *cat, mf_coll_t *c, mf_index_t *const *ixs, int n, mf_error_t *err) MF_WUR;
+void mf_catalog_index_abort(mf_catalog_t *cat, mf_coll_t *c, mf_index_t *ix);
+mf_coll_t *mf_catalog_coll_find_uuid(mf_catalog_t *cat, const uint8_t uuid[16]);
+
+/*
+ * mf_index_build_run: the scan phase of a background build of the indexes
+ * named names[0..n) (building) of the collection with uuid. Called with no
+ * catalog lock held: it takes the shared lock for one chunk of documents at
+ * a time (mf_coll_index_build_chunk), so reads, writes and other DDL go on
+ * between chunks; writers keep the building indexes up to date themselves.
+ * Reports progress to fn (returning false stops it with 11601) and checks
+ * the calling thread's operation for interruption. Fails with 276
+ * IndexBuildAborted if the collection or an index went away (dropped).
+ */
+int mf_index_build_run(mf_catalog_t *cat, const uint8_t uuid[16], char *const *names, int n, mf_build_progress_fn fn,
+                       void *arg, mf_error_t *err) MF_WUR;
+
 /* mf_catalog_index_drop: drops index ix of c. Write lock held. */
 int mf_catalog_index_drop(mf_catalog_t *cat, mf_coll_t *c, mf_index_t *ix, mf_error_t *err) MF_WUR;
 
 mf_index_t *mf_coll_index_by_name(mf_coll_t *c, const char *name);
+
+/* mf_coll_ready_indexes: c's indexes that are not being built (what listIndexes shows). */
+int mf_coll_ready_indexes(const mf_coll_t *c);
 
 /* mf_catalog_valid_db_name / coll_name: MongoDB's namespace rules (73 InvalidNamespace). */
 int mf_catalog_check_db_name(const char *db, mf_error_t *err) MF_WUR;

@@ -602,3 +602,74 @@ out:
     mf_cur_close(rc);
     return ret;
 }
+
+int
+mf_coll_index_build_chunk(mf_sess_t *s, mf_coll_t *c, mf_index_t *const *ixs, int n, int64_t *after,
+                          int64_t max_docs, int64_t *ndocs, bool *eof, mf_error_t *err)
+{
+    mf_cur_t *rc = NULL, *ic[MF_MAX_INDEXES] = {0};
+    mf_keyset_t ks;
+    int64_t last = *after, done = 0;
+    int ret = 0, r;
+
+    *eof = false;
+    mf_keyset_init(&ks);
+    if (mf_txn_begin(s, err) != 0) {
+        mf_keyset_destroy(&ks);
+        return -1;
+    }
+    if (mf_cur_open(s, c->uri, &rc, err) != 0) {
+        ret = -1;
+        goto out;
+    }
+    for (int i = 0; i < n; i++) {
+        if (mf_cur_open(s, ixs[i]->uri, &ic[i], err) != 0) {
+            ret = -1;
+            goto out;
+        }
+    }
+    r = mf_cur_seek_rid_ge(rc, *after + 1);
+    while (r == 0 && done < max_docs) {
+        const uint8_t *v;
+        size_t len;
+        bson_t doc;
+        int64_t rid = mf_cur_rid(rc);
+        if ((r = mf_cur_reserve(rc)) != 0)
+            break;
+        mf_cur_value(rc, &v, &len);
+        if (bson_init_static(&doc, v, len)) {
+            for (int i = 0; i < n && ret == 0; i++) {
+                if ((ret = keys_for(ixs[i], &doc, &ks, err)) != 0)
+                    break;
+                for (int k = 0; k < ks.n && ret == 0; k++)
+                    ret = index_put(s, c, ixs[i], ic[i], &ks.keys[k], rid, &doc, err);
+            }
+        }
+        if (ret != 0)
+            goto out;
+        last = rid;
+        done++;
+        r = mf_cur_next(rc);
+    }
+    if (r == MF_NOTFOUND)
+        *eof = true;
+    else if (r == MF_CONFLICT)
+        ret = MF_CONFLICT;
+    else if (r != 0)
+        ret = mf_err_set(err, MF_E_InternalError, "reading %s during an index build failed", c->ns);
+out:
+    for (int i = 0; i < n; i++)
+        mf_cur_close(ic[i]);
+    if (rc)
+        mf_cur_close(rc);
+    mf_keyset_destroy(&ks);
+    if (ret == 0) {
+        if (mf_txn_commit(s, false, err) != 0)
+            return err->code == MF_E_WriteConflict ? MF_CONFLICT : -1;
+        *after = last;
+        *ndocs = done;
+        return 0;
+    }
+    mf_txn_abort(s);
+    return ret;
+}

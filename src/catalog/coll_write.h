@@ -74,4 +74,19 @@ int mf_coll_fetch(mf_sess_t *s, mf_coll_t *c, int64_t rid, bson_t *out, mf_error
  */
 int mf_coll_validate(mf_coll_t *c, const bson_t *newdoc, const bson_t *olddoc, mf_error_t *err) MF_WUR;
 
+/*
+ * mf_coll_index_build_chunk: indexes up to max_docs documents of c, those
+ * with record ids above *after, into each of the n indexes ixs (being
+ * built), in one transaction on s. Each document read is reserved
+ * (mf_cur_reserve), so a concurrent update or delete of it conflicts instead
+ * of leaving a stale key; concurrent writers maintain the building indexes
+ * themselves. On success *after is the last record id indexed, *ndocs how
+ * many documents were, and *eof whether the collection has no more. Returns
+ * 0, MF_CONFLICT (nothing committed: retry the same chunk), or -1 with err
+ * (11000 for a duplicate in a unique index). Caller holds the catalog lock
+ * (shared is enough) and checks for interruption between chunks.
+ */
+int mf_coll_index_build_chunk(mf_sess_t *s, mf_coll_t *c, mf_index_t *const *ixs, int n, int64_t *after,
+                              int64_t max_docs, int64_t *ndocs, bool *eof, mf_error_t *err) MF_WUR;
+
 #endif /* MF_COLL_WRITE_H */

@@ -432,10 +432,13 @@ append_coll_stats(mf_op_t *op, mf_coll_t *c, int64_t scale, bson_t *out)
         BSON_APPEND_INT64(out, "max", c->capped_max);
         BSON_APPEND_INT64(out, "maxSize", scale_div(c->capped_size, scale));
     }
-    BSON_APPEND_INT32(out, "nindexes", c->nindexes);
+    BSON_APPEND_INT32(out, "nindexes", mf_coll_ready_indexes(c));
     BSON_APPEND_DOCUMENT_BEGIN(out, "indexSizes", &sizes);
-    for (int i = 0; i < c->nindexes; i++)
-        BSON_APPEND_INT64(&sizes, c->indexes[i]->name, scale_div(mf_storage_table_size(op->sess, c->indexes[i]->uri), scale));
+    for (int i = 0; i < c->nindexes; i++) {
+        if (!c->indexes[i]->building)
+            BSON_APPEND_INT64(&sizes, c->indexes[i]->name,
+                              scale_div(mf_storage_table_size(op->sess, c->indexes[i]->uri), scale));
+    }
     bson_append_document_end(out, &sizes);
     BSON_APPEND_INT64(out, "totalIndexSize", scale_div(isz, scale));
     BSON_APPEND_INT64(out, "totalSize", scale_div(storage + isz, scale));
@@ -525,7 +528,7 @@ cmd_db_stats(mf_op_t *op)
         data += atomic_load(&l.v[i]->approx_size);
         storage += coll_disk_size(op, l.v[i], &isz);
         isz_total += isz;
-        nidx += l.v[i]->nindexes;
+        nidx += mf_coll_ready_indexes(l.v[i]);
     }
     mf_catalog_unlock(op->eng->cat);
     BSON_APPEND_UTF8(op->reply, "db", op->db);
@@ -585,7 +588,8 @@ cmd_validate(mf_op_t *op)
     }
     mf_cur_t *ic[64] = {0};
     for (int i = 0; i < c->nindexes; i++) {
-        if (mf_cur_open(op->sess, c->indexes[i]->uri, &ic[i], &op->err) != 0)
+        /* An index still being built is checked once its build has committed. */
+        if (c->indexes[i]->building || mf_cur_open(op->sess, c->indexes[i]->uri, &ic[i], &op->err) != 0)
             ic[i] = NULL;
     }
     while (mf_cur_next(rc) == 0) {
@@ -602,6 +606,8 @@ cmd_validate(mf_op_t *op)
         for (int i = 0; i < c->nindexes; i++) {
             mf_index_t *ix = c->indexes[i];
             bool skip = false, mk = false;
+            if (ix->building)
+                continue;
             mf_error_t e;
             if (ic[i] == NULL)
                 continue;
@@ -641,6 +647,8 @@ cmd_validate(mf_op_t *op)
     bson_init(&details);
     for (int i = 0; i < c->nindexes; i++) {
         bson_t d;
+        if (c->indexes[i]->building)
+            continue;
         bool ok = actual[i] == expected[i];
         BSON_APPEND_INT64(&kpi, c->indexes[i]->name, actual[i]);
         BSON_APPEND_DOCUMENT_BEGIN(&details, c->indexes[i]->name, &d);
@@ -668,7 +676,7 @@ cmd_validate(mf_op_t *op)
     BSON_APPEND_INT64(op->reply, "nInvalidDocuments", corrupt);
     BSON_APPEND_INT64(op->reply, "nNonCompliantDocuments", 0);
     BSON_APPEND_INT64(op->reply, "nrecords", nrecords);
-    BSON_APPEND_INT32(op->reply, "nIndexes", c->nindexes);
+    BSON_APPEND_INT32(op->reply, "nIndexes", mf_coll_ready_indexes(c));
     BSON_APPEND_DOCUMENT(op->reply, "keysPerIndex", &kpi);
     BSON_APPEND_DOCUMENT(op->reply, "indexDetails", &details);
     BSON_APPEND_BOOL(op->reply, "valid", valid);
@@ -709,8 +717,10 @@ cmd_list_indexes(mf_op_t *op)
         return refuse_view(op, c);
     }
     bson_init(&batch);
-    for (int i = 0; i < c->nindexes; i++) {
-        snprintf(key, sizeof(key), "%d", i);
+    for (int i = 0, n = 0; i < c->nindexes; i++) {
+        if (c->indexes[i]->building)
+            continue; /* listed once built, as mongod lists them */
+        snprintf(key, sizeof(key), "%d", n++);
         BSON_APPEND_DOCUMENT(&batch, key, c->indexes[i]->spec);
     }
     mf_catalog_unlock(op->eng->cat);
@@ -1191,8 +1201,11 @@ cmd_create_indexes(mf_op_t *op)
     mf_coll_t *c;
     bool created_coll = false;
     int before, rc = 0;
-    char added[MF_MAX_INDEXES][256];
+    char *names[MF_MAX_INDEXES]; /* the indexes this request builds */
     int nadded = 0;
+    bool *keep = NULL;
+    uint8_t uuid[16];
+    char ns[512];
 
     if (mf_op_coll_name(op, &name) != 0)
         return -1;
@@ -1218,6 +1231,7 @@ cmd_create_indexes(mf_op_t *op)
     if (rc != 0)
         goto out_free;
 
+again:
     mf_catalog_wrlock(op->eng->cat);
     c = mf_catalog_coll_find(op->eng->cat, op->db, name);
     if (c == NULL) {
@@ -1231,13 +1245,17 @@ cmd_create_indexes(mf_op_t *op)
         rc = refuse_view(op, c);
         goto out_unlock;
     }
-    before = c->nindexes;
+    before = mf_coll_ready_indexes(c);
     /* Conflicts against existing indexes and earlier specs of this request; keep[i] marks specs to build. */
-    bool *keep = mf_calloc(nspecs, sizeof(*keep));
+    keep = mf_calloc(nspecs, sizeof(*keep));
+    bool wait_for_build = false;
     for (size_t i = 0; i < nspecs && rc == 0; i++) {
         int r = 0;
-        for (int k = 0; k < c->nindexes && r == 0; k++)
+        for (int k = 0; k < c->nindexes && r == 0; k++) {
             r = compare_specs(norm[i], c->indexes[k]->spec, &op->err);
+            if (r > 0 && c->indexes[k]->building)
+                wait_for_build = true; /* the same index, being built by another request */
+        }
         for (size_t j = 0; j < i && r == 0; j++) {
             if (keep[j])
                 r = compare_specs(norm[i], norm[j], &op->err);
@@ -1247,6 +1265,18 @@ cmd_create_indexes(mf_op_t *op)
         keep[i] = r == 0;
         if (keep[i])
             nnew++;
+    }
+    if (rc == 0 && wait_for_build) {
+        /* As mongod: a request for an index already being built waits for that build. */
+        mf_catalog_unlock(op->eng->cat);
+        free(keep);
+        keep = NULL;
+        nnew = 0;
+        struct timespec ts = {0, 20 * 1000000L};
+        nanosleep(&ts, NULL);
+        if ((rc = mf_curop_check_current(&op->err)) != 0)
+            goto out_free;
+        goto again;
     }
     if (rc == 0 && c->nindexes + (int)nnew > MF_MAX_INDEXES) {
         for (size_t i = 0; i < nspecs; i++) {
@@ -1261,46 +1291,79 @@ cmd_create_indexes(mf_op_t *op)
             }
         }
     }
+    /* Phase 1: every new index is added as building; writers maintain it from now on. */
     for (size_t i = 0; i < nspecs && rc == 0; i++) {
         bson_iter_t it;
+        mf_index_t *ix;
         if (!keep[i])
             continue;
         bson_iter_init_find(&it, norm[i], "name");
-        build_progress_t bp = {.cop = mf_curop_current(), .ns = c->ns, .index = bson_iter_utf8(&it, NULL),
-                               .last_decile = 0};
-        if (atomic_load(&c->approx_count) > 0)
-            mf_log(MF_LOG_INFO, "INDEX", "Index build: starting: %s on %s (%lld documents)", bp.index, c->ns,
-                   (long long)atomic_load(&c->approx_count));
-        if (mf_catalog_index_add_progress(op->eng->cat, c, norm[i], on_build_progress, &bp, &op->err) != 0) {
+        if (mf_catalog_index_begin(op->eng->cat, c, norm[i], &ix, &op->err) != 0) {
             rc = -1;
             break;
         }
-        snprintf(added[nadded++], sizeof(added[0]), "%s", bp.index);
+        names[nadded++] = mf_strdup(bson_iter_utf8(&it, NULL));
+    }
+    memcpy(uuid, c->uuid, 16);
+    snprintf(ns, sizeof(ns), "%s", c->ns);
+    if (rc == 0 && nadded > 0) {
+        /* Phase 2, without the exclusive lock: reads, writes and other DDL go on. */
+        int64_t ndocs = atomic_load(&c->approx_count);
+        mf_catalog_unlock(op->eng->cat);
+        build_progress_t bp = {.cop = mf_curop_current(), .ns = ns, .index = names[0], .last_decile = 0};
+        if (ndocs > 0)
+            mf_log(MF_LOG_INFO, "INDEX", "Index build: starting: %s%s on %s (%lld documents)", names[0],
+                   nadded > 1 ? " and others" : "", ns, (long long)ndocs);
+        rc = mf_index_build_run(op->eng->cat, uuid, names, nadded, on_build_progress, &bp, &op->err);
+        /* Phase 3: commit or abort, under the exclusive lock again. */
+        mf_catalog_wrlock(op->eng->cat);
+        c = mf_catalog_coll_find_uuid(op->eng->cat, uuid);
+        if (c == NULL && rc == 0)
+            rc = mf_err_set(&op->err, MF_E_IndexBuildAborted, "Index build aborted: %s: the collection was dropped",
+                            names[0]);
+        mf_index_t *ixs[MF_MAX_INDEXES];
+        int found = 0;
+        for (int i = 0; c != NULL && i < nadded; i++) {
+            mf_index_t *ix = mf_coll_index_by_name(c, names[i]);
+            if (ix != NULL && ix->building)
+                ixs[found++] = ix;
+        }
+        if (rc == 0 && found != nadded)
+            rc = mf_err_set(&op->err, MF_E_IndexBuildAborted, "Index build aborted: %s: the index was dropped",
+                            names[0]);
+        if (rc == 0 && mf_catalog_index_commit(op->eng->cat, c, ixs, found, &op->err) != 0)
+            rc = -1;
+        if (rc != 0) {
+            /* All or nothing: remove what this command added. */
+            for (int i = 0; i < found; i++)
+                mf_catalog_index_abort(op->eng->cat, c, ixs[i]);
+        }
+    } else if (rc != 0) {
+        for (int i = 0; i < nadded; i++) {
+            mf_index_t *ix = mf_coll_index_by_name(c, names[i]);
+            if (ix != NULL && ix->building)
+                mf_catalog_index_abort(op->eng->cat, c, ix);
+        }
     }
     if (rc != 0) {
-        /* All or nothing: drop what this command built before the failure. */
-        for (int i = 0; i < nadded; i++) {
-            mf_index_t *ix = mf_coll_index_by_name(c, added[i]);
-            mf_error_t e2 = {0};
-            if (ix && mf_catalog_index_drop(op->eng->cat, c, ix, &e2) != 0)
-                mf_log(MF_LOG_WARN, "INDEX", "could not roll back index %s on %s: %s", added[i], c->ns, e2.msg);
-        }
-        if (created_coll) {
+        if (created_coll && (c = mf_catalog_coll_find_uuid(op->eng->cat, uuid)) != NULL) {
             mf_error_t e2 = {0};
             if (mf_catalog_coll_drop(op->eng->cat, c, &e2) != 0)
                 mf_log(MF_LOG_WARN, "INDEX", "could not roll back collection %s.%s: %s", op->db, name, e2.msg);
         }
     } else {
         BSON_APPEND_INT32(op->reply, "numIndexesBefore", before);
-        BSON_APPEND_INT32(op->reply, "numIndexesAfter", c->nindexes);
+        BSON_APPEND_INT32(op->reply, "numIndexesAfter", mf_coll_ready_indexes(c));
         BSON_APPEND_BOOL(op->reply, "createdCollectionAutomatically", created_coll);
         if (nadded == 0)
             BSON_APPEND_UTF8(op->reply, "note", "all indexes already exist");
     }
-    free(keep);
 out_unlock:
     mf_catalog_unlock(op->eng->cat);
 out_free:
+    free(keep);
+    for (int i = 0; i < nadded; i++)
+        free(names[i]);
     for (size_t i = 0; i < nnorm; i++)
         bson_destroy(norm[i]);
     free(norm);

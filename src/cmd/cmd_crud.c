@@ -2221,6 +2221,8 @@ agg_do_out(mf_op_t *op, agg_write_t *w, mf_error_t *err)
     if (mf_catalog_coll_create(cat, w->db, tmp, target ? target->options : NULL, &t, err) != 0)
         goto out;
     for (int k = 0; target && k < target->nindexes; k++) {
+        if (target->indexes[k]->building)
+            continue;
         if (target->indexes[k]->is_id)
             continue;
         if (mf_catalog_index_add(cat, t, target->indexes[k]->spec, err) != 0)

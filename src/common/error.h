@@ -76,6 +76,7 @@
     X(201, InvalidUUID)                                                        \
     X(224, QueryFeatureNotAllowed)                                             \
     X(263, OperationNotSupportedInTransaction)                                 \
+    X(276, IndexBuildAborted)                                                  \
     X(292, CursorInUse)                                 \
     X(10334, BSONObjectTooLarge)                                               \
     X(11000, DuplicateKey)                                                     \

@@ -555,6 +555,8 @@ mf_plan_hint_index(const mf_coll_t *c, const bson_value_t *hint)
         return NULL;
     for (int i = 0; i < c->nindexes; i++) {
         mf_index_t *ix = c->indexes[i];
+        if (ix->building)
+            continue; /* not usable until its build commits */
         if (hint->value_type == BSON_TYPE_UTF8) {
             if (strcmp(ix->name, hint->value.v_utf8.str) == 0)
                 return ix;
@@ -1150,7 +1152,7 @@ mf_plan_build(const mf_coll_t *c, const mf_plan_request_t *req, mf_plan_t **out,
             int best_score = 0;
             for (int i = 0; i < c->nindexes; i++) {
                 mf_index_t *ix = c->indexes[i];
-                if (hinted != NULL && ix != hinted)
+                if (ix->building || (hinted != NULL && ix != hinted))
                     continue;
                 if (hinted == NULL && (mf_plan_index_hidden(ix) || (ix->partial && !partial_implied(ix, ps))))
                     continue;

@@ -116,6 +116,14 @@ int mf_cur_remove_rid(mf_cur_t *c, int64_t rid);
 int mf_cur_insert_bytes(mf_cur_t *c, const void *key, size_t klen, const void *val, size_t vlen);
 int mf_cur_put_bytes(mf_cur_t *c, const void *key, size_t klen, const void *val, size_t vlen);
 int mf_cur_remove_bytes(mf_cur_t *c, const void *key, size_t klen);
+/*
+ * mf_cur_reserve: reserves the record the cursor is on for the transaction
+ * (WT_CURSOR::reserve): a concurrent transaction that updates or removes it
+ * conflicts (MF_CONFLICT for one of the two) as if this one had written it.
+ * Background index builds use it so that no concurrent write can slip
+ * between reading a document and indexing it.
+ */
+int mf_cur_reserve(mf_cur_t *c);
 
 /* mf_storage_strerror: text for the last WiredTiger error code seen on c's session (for logs). */
 const char *mf_storage_strerror(int wt_ret);

@@ -518,6 +518,12 @@ mf_cur_seek_bytes_ge(mf_cur_t *c, const void *key, size_t len)
     return seek_ge(c);
 }
 
+int
+mf_cur_reserve(mf_cur_t *c)
+{
+    return map_ret(c->wt->reserve(c->wt));
+}
+
 int64_t
 mf_cur_rid(mf_cur_t *c)
 {

@@ -210,7 +210,7 @@ static mf_index_t *
 find_ttl_index(mf_coll_t *c, const char *name, int64_t *secs)
 {
     mf_index_t *ix = mf_coll_index_by_name(c, name);
-    if (ix == NULL || ix->kp.nfields != 1 || !mf_ttl_index_seconds(ix->spec, secs))
+    if (ix == NULL || ix->building || ix->kp.nfields != 1 || !mf_ttl_index_seconds(ix->spec, secs))
         return NULL;
     return ix;
 }
@@ -227,7 +227,7 @@ collect_targets(void *arg, mf_coll_t *c)
     for (int i = 0; i < c->nindexes; i++) {
         int64_t secs;
         mf_index_t *ix = c->indexes[i];
-        if (ix->is_id || ix->kp.nfields != 1 || !mf_ttl_index_seconds(ix->spec, &secs))
+        if (ix->is_id || ix->building || ix->kp.nfields != 1 || !mf_ttl_index_seconds(ix->spec, &secs))
             continue;
         if (l->n == l->cap) {
             l->cap = l->cap ? l->cap * 2 : 8;
@@ -746,7 +746,7 @@ observe_doc(mf_ttl_monitor_t *m, mf_coll_t *c, const bson_t *doc)
     for (int i = 0; i < c->nindexes; i++) {
         int64_t secs, earliest;
         mf_index_t *ix = c->indexes[i];
-        if (ix->is_id || ix->kp.nfields != 1 || !mf_ttl_index_seconds(ix->spec, &secs))
+        if (ix->is_id || ix->building || ix->kp.nfields != 1 || !mf_ttl_index_seconds(ix->spec, &secs))
             continue;
         if (!doc_earliest_date(doc, ix->kp.fields[0], &earliest))
             continue;
