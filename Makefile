@@ -52,9 +52,11 @@ $(BUILD)/libmayfly.a: $(OBJS)
 $(BUILD)/libmayfly.so: $(OBJS)
 	$(CC) -shared -Wl,-soname,libmayfly.so.8 $(LDFLAGS) -o $@ $^ $(LIBS)
 
-$(BUILD)/mayfly.pc: Makefile
+# Regenerated every time: it names PREFIX.
+.PHONY: $(BUILD)/mayfly.pc
+$(BUILD)/mayfly.pc:
 	@mkdir -p $(dir $@)
-	printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: mayfly\nDescription: embeddable MongoDB-compatible document engine with TTL indexes\nVersion: %s\nRequires: libbson-1.0\nLibs: -L$${libdir} -lmayfly\nLibs.private: -lwiredtiger -lpcre2-8 -luv -lpthread -lm\nCflags: -I$${includedir}\n' '$(PREFIX)' '$(VERSION)' > $@
+	@printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: mayfly\nDescription: embeddable MongoDB-compatible document engine with TTL indexes\nVersion: %s\nRequires: libbson-1.0\nLibs: -L$${libdir} -lmayfly\nLibs.private: -lwiredtiger -lpcre2-8 -luv -lpthread -lm\nCflags: -I$${includedir}\n' '$(PREFIX)' '$(VERSION)' > $@
 
 install: $(BUILD)/libmayfly.a $(BUILD)/libmayfly.so $(BUILD)/mayfly.pc $(BUILD)/mayflyd
 	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin
@@ -93,6 +95,7 @@ deps:
 test: deps
 	bash scripts/check-alloc.sh
 	$(MAKE) BUILD=build-asan all unit-run
+	bash scripts/test-install.sh
 	bash scripts/test-clients.sh build-asan/mayflyd
 
 run: deps
