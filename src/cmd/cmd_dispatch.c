@@ -14,6 +14,8 @@
  * one data-bearing node, answers w > 1 with a writeConcernError after the
  * write is applied (as mongod does).
  */
+#include "common/alloc.h"
+
 #include <stdio.h>
 #include <string.h>
 
