@@ -41,7 +41,15 @@ typedef struct mf_index {
     bool unique;
     bool sparse;
     bool is_id;      /* the _id index */
-    bool multikey;   /* some document gave more than one key */
+    /*
+     * multikey: some document gave (or may have given) more than one key.
+     * Set before the commit of the first multikey write (conservative: it
+     * may stay set after that transaction aborts), never cleared while the
+     * index lives. multikey_durable: a committed catalog entry says so, so
+     * writers need not write it again (mf_catalog_index_mark_multikey).
+     */
+    _Atomic bool multikey;
+    _Atomic bool multikey_durable;
     struct mf_matcher *partial; /* partialFilterExpression, or NULL */
 } mf_index_t;
 
@@ -56,8 +64,15 @@ typedef struct mf_coll {
     mf_index_t *indexes[MF_MAX_INDEXES];
     int nindexes;
     _Atomic int64_t next_rid;
-    _Atomic int64_t approx_count; /* maintained by writes; exact after startup count */
-    _Atomic int64_t approx_size;  /* bytes of BSON */
+    /*
+     * Document count and bytes of BSON, maintained by writes and kept in
+     * table:_mf_sizes (flushed about once a second and at close, as mongod's
+     * sizeStorer): after an unclean shutdown they may be slightly off until
+     * validate recounts them (mf_catalog_coll_set_sizes).
+     */
+    _Atomic int64_t approx_count;
+    _Atomic int64_t approx_size;
+    int64_t flushed_count, flushed_size; /* last values written to _mf_sizes (the flusher's) */
     /*
      * Parsed from options by the catalog (at load, create and every
      * mf_catalog_coll_persist, so a collMod that replaces options is seen):
@@ -84,9 +99,47 @@ int mf_coll_options_check(const bson_t *options, mf_error_t *err) MF_WUR;
 
 typedef struct mf_catalog mf_catalog_t;
 
-/* mf_catalog_open: loads the catalog from storage (creating its table). */
+/*
+ * mf_catalog_open: loads the catalog from storage (creating its tables):
+ * every entry, each collection's stored count and size (a full count only for
+ * a collection without one), its next record id (one cursor step), and drops
+ * coll-* / index-* tables that no entry names (left by a crash or a failed
+ * drop). A storage error fails the open with err set and a log line; nothing
+ * is half-loaded. Starts the once-a-second size flush.
+ */
 int mf_catalog_open(mf_storage_t *st, mf_catalog_t **out, mf_error_t *err) MF_WUR;
+/* mf_catalog_close: stops the size flush, writes the sizes (synced), frees everything. */
 void mf_catalog_close(mf_catalog_t *cat);
+
+/*
+ * mf_catalog_flush_sizes: writes every collection's count and size that
+ * changed since the last flush to table:_mf_sizes. Takes the lock shared.
+ * Returns 0 or -1 with err.
+ */
+int mf_catalog_flush_sizes(mf_catalog_t *cat, bool durable, mf_error_t *err) MF_WUR;
+
+/*
+ * mf_catalog_coll_set_sizes: replaces c's count and size with recounted
+ * values (validate). Caller holds the write lock, so no write is in flight.
+ */
+void mf_catalog_coll_set_sizes(mf_coll_t *c, int64_t count, int64_t size);
+
+/*
+ * mf_catalog_index_mark_multikey: records that ix of c is multikey, called by
+ * a writer inside its transaction on s (catalog lock shared) before it writes
+ * a document that gives ix more than one key. Sets ix->multikey at once and,
+ * until a committed entry says so, rewrites c's catalog entry in the same
+ * transaction, so the flag commits (or aborts) with the document. Two
+ * writers doing it at once conflict: one gets MF_CONFLICT and retries.
+ * Returns 0, MF_CONFLICT, or -1 with err.
+ */
+int mf_catalog_index_mark_multikey(mf_sess_t *s, mf_coll_t *c, mf_index_t *ix, mf_error_t *err) MF_WUR;
+
+/*
+ * mf_catalog_db_drop: drops every collection of db in one catalog
+ * transaction (all or none). Write lock held. *ndropped gets how many.
+ */
+int mf_catalog_db_drop(mf_catalog_t *cat, const char *db, int *ndropped, mf_error_t *err) MF_WUR;
 mf_storage_t *mf_catalog_storage(mf_catalog_t *cat);
 
 void mf_catalog_rdlock(mf_catalog_t *cat);
@@ -117,6 +170,14 @@ int mf_catalog_coll_drop(mf_catalog_t *cat, mf_coll_t *c, mf_error_t *err) MF_WU
 /* mf_catalog_coll_rename: renames c to to_db.to_name (must not exist). Write lock held. */
 int mf_catalog_coll_rename(mf_catalog_t *cat, mf_coll_t *c, const char *to_db, const char *to_name,
                            mf_error_t *err) MF_WUR;
+
+/*
+ * mf_catalog_coll_rename_replace: renames c to to_db.to_name, dropping target
+ * (the collection now there, may be NULL) in the same transaction
+ * (renameCollection with dropTarget). Write lock held.
+ */
+int mf_catalog_coll_rename_replace(mf_catalog_t *cat, mf_coll_t *c, mf_coll_t *target, const char *to_db,
+                                   const char *to_name, mf_error_t *err) MF_WUR;
 
 /*
  * mf_catalog_coll_persist: rewrites c's catalog entry (after an options or

@@ -197,15 +197,12 @@ collect_coll(void *arg, mf_coll_t *c)
 static int
 cmd_drop_database(mf_op_t *op)
 {
-    coll_list_t l = {0};
-    int rc = 0;
+    int rc, ndropped;
 
+    /* Every collection's entry goes in one catalog transaction: all or none. */
     mf_catalog_wrlock(op->eng->cat);
-    mf_catalog_coll_list(op->eng->cat, op->db, collect_coll, &l);
-    for (int i = 0; i < l.n && rc == 0; i++)
-        rc = mf_catalog_coll_drop(op->eng->cat, l.v[i], &op->err);
+    rc = mf_catalog_db_drop(op->eng->cat, op->db, &ndropped, &op->err);
     mf_catalog_unlock(op->eng->cat);
-    free(l.v);
     if (rc == 0) {
         BSON_APPEND_UTF8(op->reply, "dropped", op->db);
         mf_ttl_notify();
@@ -390,17 +387,12 @@ cmd_rename_collection(mf_op_t *op)
         mf_catalog_unlock(op->eng->cat);
         return mf_err_set(&op->err, MF_E_IllegalOperation, "Can't rename a collection to itself");
     }
-    if (t != NULL) {
-        if (!drop_target) {
-            mf_catalog_unlock(op->eng->cat);
-            return mf_err_set(&op->err, MF_E_NamespaceExists, "target namespace exists");
-        }
-        if (mf_catalog_coll_drop(op->eng->cat, t, &op->err) != 0) {
-            mf_catalog_unlock(op->eng->cat);
-            return -1;
-        }
+    if (t != NULL && !drop_target) {
+        mf_catalog_unlock(op->eng->cat);
+        return mf_err_set(&op->err, MF_E_NamespaceExists, "target namespace exists");
     }
-    rc = mf_catalog_coll_rename(op->eng->cat, c, tdb, tcoll, &op->err);
+    /* With dropTarget, the target's drop and the rename are one catalog transaction. */
+    rc = mf_catalog_coll_rename_replace(op->eng->cat, c, t, tdb, tcoll, &op->err);
     mf_catalog_unlock(op->eng->cat);
     if (rc == 0)
         mf_ttl_notify();
@@ -560,8 +552,9 @@ cmd_validate(mf_op_t *op)
     const char *name;
     mf_coll_t *c;
     mf_cur_t *rc = NULL;
-    int64_t nrecords = 0, missing = 0, extra = 0, corrupt = 0;
+    int64_t nrecords = 0, missing = 0, extra = 0, corrupt = 0, datasize = 0;
     int64_t expected[64] = {0}, actual[64] = {0};
+    int sret = MF_NOTFOUND; /* the first storage error of the scans (MF_NOTFOUND: none) */
     mf_keyset_t ks;
     bson_t errors, kpi, details;
     int nerrors = 0;
@@ -569,7 +562,12 @@ cmd_validate(mf_op_t *op)
 
     if (mf_op_coll_name(op, &name) != 0)
         return -1;
-    mf_catalog_rdlock(op->eng->cat);
+    /*
+     * Exclusive, as mongod's foreground validate: no write is in flight, so
+     * the recount below can replace the stored count and size (which may be
+     * off after an unclean shutdown).
+     */
+    mf_catalog_wrlock(op->eng->cat);
     c = mf_catalog_coll_find(op->eng->cat, op->db, name);
     if (c == NULL) {
         mf_catalog_unlock(op->eng->cat);
@@ -592,13 +590,15 @@ cmd_validate(mf_op_t *op)
         if (mf_cur_open(op->sess, c->indexes[i]->uri, &ic[i], &op->err) != 0)
             ic[i] = NULL;
     }
-    while (mf_cur_next(rc) == 0) {
+    int nr;
+    while ((nr = mf_cur_next(rc)) == 0) {
         const uint8_t *v;
         size_t len;
         bson_t doc;
         int64_t rid = mf_cur_rid(rc);
         mf_cur_value(rc, &v, &len);
         nrecords++;
+        datasize += (int64_t)len;
         if (!bson_init_static(&doc, v, len) || !bson_validate(&doc, BSON_VALIDATE_NONE, NULL)) {
             corrupt++;
             continue;
@@ -624,23 +624,43 @@ cmd_validate(mf_op_t *op)
                     r = mf_cur_search_bytes(ic[i], ks.keys[k].data, ks.keys[k].len);
                     ks.keys[k].len = base;
                 }
-                if (r != 0)
+                if (r == MF_NOTFOUND)
                     missing++;
+                else if (r != 0 && sret == MF_NOTFOUND)
+                    sret = r;
             }
         }
     }
+    if (nr != MF_NOTFOUND && sret == MF_NOTFOUND)
+        sret = nr;
     for (int i = 0; i < c->nindexes; i++) {
         if (ic[i] == NULL)
             continue;
         mf_cur_reset(ic[i]);
-        while (mf_cur_next(ic[i]) == 0)
+        while ((nr = mf_cur_next(ic[i])) == 0)
             actual[i]++;
+        if (nr != MF_NOTFOUND && sret == MF_NOTFOUND)
+            sret = nr;
         if (actual[i] > expected[i])
             extra += actual[i] - expected[i];
         mf_cur_close(ic[i]);
     }
     mf_cur_close(rc);
     mf_txn_abort(op->sess);
+    if (sret != MF_NOTFOUND) {
+        /* A storage error is never read as the end of the data: the check fails instead of reporting a short count. */
+        mf_catalog_unlock(op->eng->cat);
+        mf_keyset_destroy(&ks);
+        bson_destroy(&errors);
+        return mf_err_set(&op->err, sret == MF_CONFLICT ? MF_E_WriteConflict : MF_E_InternalError,
+                          "validate: storage error while reading %s", c->ns);
+    }
+    if (nrecords != atomic_load(&c->approx_count) || datasize != atomic_load(&c->approx_size)) {
+        mf_log(MF_LOG_INFO, "STORAGE", "validate %s: stored count %lld / size %lld corrected to %lld / %lld", c->ns,
+               (long long)atomic_load(&c->approx_count), (long long)atomic_load(&c->approx_size),
+               (long long)nrecords, (long long)datasize);
+        mf_catalog_coll_set_sizes(c, nrecords, datasize);
+    }
     bson_init(&kpi);
     bson_init(&details);
     for (int i = 0; i < c->nindexes; i++) {
