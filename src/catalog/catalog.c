@@ -1260,24 +1260,42 @@ mf_catalog_index_add_progress(mf_catalog_t *cat, mf_coll_t *c, const bson_t *spe
 }
 
 int
-mf_catalog_index_drop(mf_catalog_t *cat, mf_coll_t *c, mf_index_t *ix, mf_error_t *err)
+mf_catalog_index_drop_many(mf_catalog_t *cat, mf_coll_t *c, mf_index_t *const *ixs, int n, mf_error_t *err)
 {
-    int pos = -1;
-    for (int i = 0; i < c->nindexes; i++) {
-        if (c->indexes[i] == ix)
-            pos = i;
+    mf_index_t *saved[MF_MAX_INDEXES];
+    int nsaved = c->nindexes, keep = 0;
+
+    for (int k = 0; k < n; k++) {
+        bool found = false;
+        for (int i = 0; i < c->nindexes; i++)
+            found = found || c->indexes[i] == ixs[k];
+        if (!found)
+            return mf_err_set(err, MF_E_IndexNotFound, "index not found");
     }
-    if (pos < 0)
-        return mf_err_set(err, MF_E_IndexNotFound, "index not found");
-    memmove(&c->indexes[pos], &c->indexes[pos + 1], (size_t)(c->nindexes - pos - 1) * sizeof(ix));
-    c->nindexes--;
+    memcpy(saved, c->indexes, (size_t)nsaved * sizeof(*saved));
+    for (int i = 0; i < nsaved; i++) {
+        bool drop = false;
+        for (int k = 0; k < n; k++)
+            drop = drop || saved[i] == ixs[k];
+        if (!drop)
+            c->indexes[keep++] = saved[i];
+    }
+    c->nindexes = keep;
+    /* One entry rewrite: every index goes, or none. */
     if (mf_catalog_coll_persist(cat, c, err) != 0) {
-        memmove(&c->indexes[pos + 1], &c->indexes[pos], (size_t)(c->nindexes - pos) * sizeof(ix));
-        c->indexes[pos] = ix;
-        c->nindexes++;
+        memcpy(c->indexes, saved, (size_t)nsaved * sizeof(*saved));
+        c->nindexes = nsaved;
         return -1;
     }
-    mf_storage_drop(cat->st, ix->uri);
-    index_free(ix);
+    for (int k = 0; k < n; k++) {
+        mf_storage_drop(cat->st, ixs[k]->uri);
+        index_free(ixs[k]);
+    }
     return 0;
+}
+
+int
+mf_catalog_index_drop(mf_catalog_t *cat, mf_coll_t *c, mf_index_t *ix, mf_error_t *err)
+{
+    return mf_catalog_index_drop_many(cat, c, &ix, 1, err);
 }

@@ -211,6 +211,12 @@ int mf_catalog_index_add_progress(mf_catalog_t *cat, mf_coll_t *c, const bson_t 
 
 /* mf_catalog_index_drop: drops index ix of c. Write lock held. */
 int mf_catalog_index_drop(mf_catalog_t *cat, mf_coll_t *c, mf_index_t *ix, mf_error_t *err) MF_WUR;
+/*
+ * mf_catalog_index_drop_many: drops the n indexes ixs of c (distinct) with one
+ * catalog transaction: all or none. Write lock held. On success the
+ * mf_index_t objects are freed.
+ */
+int mf_catalog_index_drop_many(mf_catalog_t *cat, mf_coll_t *c, mf_index_t *const *ixs, int n, mf_error_t *err) MF_WUR;
 
 mf_index_t *mf_coll_index_by_name(mf_coll_t *c, const char *name);
 

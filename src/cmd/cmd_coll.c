@@ -1395,12 +1395,15 @@ cmd_drop_indexes(mf_op_t *op)
     }
     int was = c->nindexes;
     if (v->value_type == BSON_TYPE_UTF8 && strcmp(v->value.v_utf8.str, "*") == 0) {
-        while (rc == 0 && c->nindexes > 1) {
-            mf_index_t *ix = c->indexes[c->nindexes - 1];
-            if (ix->is_id)
-                ix = c->indexes[0];
-            rc = mf_catalog_index_drop(op->eng->cat, c, ix, &op->err);
+        /* Every index but _id, in one catalog transaction. */
+        mf_index_t *ixs[MF_MAX_INDEXES];
+        int n = 0;
+        for (int i = 0; i < c->nindexes; i++) {
+            if (!c->indexes[i]->is_id)
+                ixs[n++] = c->indexes[i];
         }
+        if (n > 0)
+            rc = mf_catalog_index_drop_many(op->eng->cat, c, ixs, n, &op->err);
     } else if (v->value_type == BSON_TYPE_ARRAY) {
         /* Every name must exist (and none be _id_) before anything is dropped. */
         bson_iter_t ai;
@@ -1415,12 +1418,20 @@ cmd_drop_indexes(mf_op_t *op)
             else if (mf_coll_index_by_name(c, bson_iter_utf8(&ai, NULL))->is_id)
                 rc = mf_err_set(&op->err, MF_E_InvalidOptions, "cannot drop _id index");
         }
+        /* The named indexes (each once), in one catalog transaction. */
+        mf_index_t *ixs[MF_MAX_INDEXES];
+        int n = 0;
         bson_iter_recurse(&it, &ai);
-        while (rc == 0 && bson_iter_next(&ai)) {
+        while (rc == 0 && bson_iter_next(&ai) && n < MF_MAX_INDEXES) {
             mf_index_t *ix = mf_coll_index_by_name(c, bson_iter_utf8(&ai, NULL));
-            if (ix != NULL)
-                rc = mf_catalog_index_drop(op->eng->cat, c, ix, &op->err);
+            bool dup = false;
+            for (int k = 0; k < n; k++)
+                dup = dup || ixs[k] == ix;
+            if (ix != NULL && !dup)
+                ixs[n++] = ix;
         }
+        if (rc == 0 && n > 0)
+            rc = mf_catalog_index_drop_many(op->eng->cat, c, ixs, n, &op->err);
     } else {
         rc = drop_one_index(op, c, v);
     }

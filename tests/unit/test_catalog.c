@@ -397,3 +397,38 @@ Test(catalog, stored_counts_after_reopen)
     mf_catalog_unlock(e.cat);
     env_destroy(&e);
 }
+
+Test(catalog, drop_many_indexes_is_one_transaction)
+{
+    env_t e;
+    mf_error_t err = {0};
+    env_init(&e);
+    mf_coll_t *c = create_coll(&e, "db", "ix");
+    add_index(&e, c, "{\"v\": 2, \"key\": {\"a\": 1}, \"name\": \"a_1\"}");
+    add_index(&e, c, "{\"v\": 2, \"key\": {\"b\": 1}, \"name\": \"b_1\"}");
+    mf_index_t *ixs[2] = {mf_coll_index_by_name(c, "a_1"), mf_coll_index_by_name(c, "b_1")};
+    /* The entry rewrite fails: both indexes stay, in memory and after a reopen. */
+    mf_storage_fault_set(e.st, "table:_mf_catalog", 0);
+    mf_catalog_wrlock(e.cat);
+    cr_assert_neq(mf_catalog_index_drop_many(e.cat, c, ixs, 2, &err), 0);
+    cr_assert_eq(c->nindexes, 3);
+    mf_catalog_unlock(e.cat);
+    env_close(&e);
+    env_open(&e);
+    mf_catalog_wrlock(e.cat);
+    c = mf_catalog_coll_find(e.cat, "db", "ix");
+    cr_assert_eq(c->nindexes, 3);
+    ixs[0] = mf_coll_index_by_name(c, "a_1");
+    ixs[1] = mf_coll_index_by_name(c, "b_1");
+    cr_assert_eq(mf_catalog_index_drop_many(e.cat, c, ixs, 2, &err), 0, "%s", err.msg);
+    cr_assert_eq(c->nindexes, 1);
+    mf_catalog_unlock(e.cat);
+    env_close(&e);
+    env_open(&e);
+    mf_catalog_rdlock(e.cat);
+    c = mf_catalog_coll_find(e.cat, "db", "ix");
+    cr_assert_eq(c->nindexes, 1);
+    cr_assert(c->indexes[0]->is_id);
+    mf_catalog_unlock(e.cat);
+    env_destroy(&e);
+}
