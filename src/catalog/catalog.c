@@ -748,13 +748,19 @@ out:
     return rc;
 }
 
-/* The flusher's once-a-second size flush. */
+static int flush_sizes(mf_catalog_t *cat, bool durable, bool try_lock, mf_error_t *err);
+
+/*
+ * The flusher's once-a-second size flush. It only tries the catalog lock: a
+ * long DDL (an index build) must not stall the flusher's log syncs; the
+ * sizes are written at the next tick instead.
+ */
 static void
 sizes_periodic(void *arg)
 {
     mf_catalog_t *cat = arg;
     mf_error_t err;
-    if (mf_catalog_flush_sizes(cat, false, &err) != 0 && !cat->flush_error_logged) {
+    if (flush_sizes(cat, false, true, &err) < 0 && !cat->flush_error_logged) {
         cat->flush_error_logged = true;
         mf_log(MF_LOG_WARN, "STORAGE", "storing collection sizes failed (will retry): %s", err.msg);
     }
@@ -763,12 +769,26 @@ sizes_periodic(void *arg)
 int
 mf_catalog_flush_sizes(mf_catalog_t *cat, bool durable, mf_error_t *err)
 {
+    return flush_sizes(cat, durable, false, err);
+}
+
+/* flush_sizes: see mf_catalog_flush_sizes; with try_lock, returns 1 (nothing done) if the lock is busy. */
+static int
+flush_sizes(mf_catalog_t *cat, bool durable, bool try_lock, mf_error_t *err)
+{
     mf_sess_t *s = mf_storage_session(cat->st);
     int rc = 0;
     int64_t *vals = NULL;
 
     pthread_mutex_lock(&cat->flush_lock);
-    pthread_rwlock_rdlock(&cat->lock);
+    if (try_lock) {
+        if (pthread_rwlock_tryrdlock(&cat->lock) != 0) {
+            pthread_mutex_unlock(&cat->flush_lock);
+            return 1;
+        }
+    } else {
+        pthread_rwlock_rdlock(&cat->lock);
+    }
     vals = mf_calloc((size_t)cat->ncolls * 2 + 1, sizeof(*vals));
     bool any = false;
     for (int i = 0; i < cat->ncolls && !any; i++) {

@@ -5,7 +5,8 @@
  * uses its own session (mf_sess_t), created on first use and kept for the
  * thread's life (WT sessions are not thread-safe). Tables:
  *
- *   table:_mf_catalog       key "S" namespace, value "u" BSON catalog entry
+ *   table:_mf_catalog       key "u" namespace, value "u" BSON catalog entry
+ *   table:_mf_sizes         key "u" collection ident, value "u" BSON {count, size}
  *   table:coll-<ident>      key "q" record id,  value "u" BSON document
  *   table:index-<ident>     key "u" keystring [+ record id], value "u"
  *

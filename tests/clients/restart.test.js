@@ -94,6 +94,21 @@ for (const kill9 of [false, true]) {
   });
 }
 
+h.test('concurrent first multikey writes (several connections) all succeed and the flag survives kill -9', async () => {
+  const dbName = srv.freshDb('mkc').databaseName;
+  const clients = await Promise.all(Array.from({ length: 4 }, () => srv.newClient()));
+  await clients[0].db(dbName).collection('c').createIndex({ tags: 1 });
+  // Every writer's first document is multikey: they race to make the flag durable (write conflicts are retried).
+  await Promise.all(clients.map((cl, k) => cl.db(dbName).collection('c').insertMany(
+    Array.from({ length: 25 }, (_, i) => ({ _id: k * 100 + i, tags: [k, i, 'x'] })), J)));
+  await restart(true);
+  const c = srv.client.db(dbName).collection('c');
+  assert.equal(await c.countDocuments({ tags: 'x' }), 100);
+  const got = await c.find({ tags: { $gte: 0 } }).toArray();
+  assert.equal(got.length, 100, `each document once, got ${got.length}`);
+  assert.equal(new Set(got.map((d) => d._id)).size, 100);
+});
+
 h.test('aborted (duplicate key) writes do not move the stored count', async () => {
   const dbName = srv.freshDb('dup').databaseName;
   let c = srv.client.db(dbName).collection('c');

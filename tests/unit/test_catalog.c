@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "catalog/catalog.h"
 #include "catalog/coll_write.h"
@@ -430,5 +431,57 @@ Test(catalog, drop_many_indexes_is_one_transaction)
     cr_assert_eq(c->nindexes, 1);
     cr_assert(c->indexes[0]->is_id);
     mf_catalog_unlock(e.cat);
+    env_destroy(&e);
+}
+
+/* The stored count of ident in table:_mf_sizes, or -1 if it has no entry. */
+static int64_t
+stored_count(env_t *e, const char *ident)
+{
+    mf_sess_t *s = mf_storage_session(e->st);
+    mf_cur_t *cur;
+    mf_error_t err = {0};
+    int64_t n = -1;
+    cr_assert_eq(mf_cur_open(s, "table:_mf_sizes", &cur, &err), 0, "%s", err.msg);
+    if (mf_cur_search_bytes(cur, ident, strlen(ident)) == 0) {
+        const uint8_t *v;
+        size_t len;
+        bson_t doc;
+        bson_iter_t it;
+        mf_cur_value(cur, &v, &len);
+        if (bson_init_static(&doc, v, len) && bson_iter_init_find(&it, &doc, "count"))
+            n = bson_iter_as_int64(&it);
+    }
+    mf_cur_close(cur);
+    mf_storage_session_release(s);
+    return n;
+}
+
+Test(catalog, sizes_flushed_in_background)
+{
+    env_t e;
+    env_init(&e);
+    mf_coll_t *c = create_coll(&e, "db", "bg");
+    char ident[64];
+    snprintf(ident, sizeof(ident), "%s", c->ident);
+    cr_assert_eq(stored_count(&e, ident), 0, "create stores a zero count in its transaction");
+    for (int i = 0; i < 7; i++) {
+        char json[32];
+        snprintf(json, sizeof(json), "{\"_id\": %d}", i);
+        insert_json(&e, c, json, true);
+    }
+    /* The flusher writes about once a second; allow many times that. */
+    int64_t n = -1;
+    for (int waited = 0; waited < 15000 && n != 7; waited += 50) {
+        usleep(50 * 1000);
+        n = stored_count(&e, ident);
+    }
+    cr_assert_eq(n, 7, "stored count %lld after waiting for the background flush", (long long)n);
+    /* A drop removes the stored sizes in its transaction. */
+    mf_error_t err = {0};
+    mf_catalog_wrlock(e.cat);
+    cr_assert_eq(mf_catalog_coll_drop(e.cat, c, &err), 0, "%s", err.msg);
+    mf_catalog_unlock(e.cat);
+    cr_assert_eq(stored_count(&e, ident), -1);
     env_destroy(&e);
 }
