@@ -555,6 +555,7 @@ cmd_validate(mf_op_t *op)
     int64_t nrecords = 0, missing = 0, extra = 0, corrupt = 0, datasize = 0;
     int64_t expected[64] = {0}, actual[64] = {0};
     int sret = MF_NOTFOUND; /* the first storage error of the scans (MF_NOTFOUND: none) */
+    bool saw_multikey[64] = {false};
     mf_keyset_t ks;
     bson_t errors, kpi, details;
     int nerrors = 0;
@@ -613,6 +614,7 @@ cmd_validate(mf_op_t *op)
                 continue;
             if (mf_index_keys(&ix->kp, ix->sparse, &doc, &ks, &skip, &mk, &e) != 0 || skip)
                 continue;
+            saw_multikey[i] = saw_multikey[i] || mk;
             for (int k = 0; k < ks.n; k++) {
                 int r;
                 expected[i]++;
@@ -661,6 +663,31 @@ cmd_validate(mf_op_t *op)
                (long long)nrecords, (long long)datasize);
         mf_catalog_coll_set_sizes(c, nrecords, datasize);
     }
+    /*
+     * Recompute the multikey flags: a document giving an index several keys
+     * while its flag is unset (data written before the flag was durable)
+     * would make queries return it more than once. Set and persist it.
+     */
+    bson_t warnings;
+    int nwarnings = 0;
+    bson_init(&warnings);
+    for (int i = 0; i < c->nindexes && i < 64; i++) {
+        if (!saw_multikey[i] || atomic_load(&c->indexes[i]->multikey))
+            continue;
+        char msg[300];
+        atomic_store(&c->indexes[i]->multikey, true);
+        snprintf(msg, sizeof(msg), "index %s is multikey but was not marked so: flag set", c->indexes[i]->name);
+        snprintf(key, sizeof(key), "%d", nwarnings++);
+        BSON_APPEND_UTF8(&warnings, key, msg);
+        mf_log(MF_LOG_WARN, "STORAGE", "validate %s: %s", c->ns, msg);
+    }
+    if (nwarnings > 0 && mf_catalog_coll_persist(op->eng->cat, c, &op->err) != 0) {
+        mf_catalog_unlock(op->eng->cat);
+        mf_keyset_destroy(&ks);
+        bson_destroy(&errors);
+        bson_destroy(&warnings);
+        return -1;
+    }
     bson_init(&kpi);
     bson_init(&details);
     for (int i = 0; i < c->nindexes; i++) {
@@ -697,7 +724,7 @@ cmd_validate(mf_op_t *op)
     BSON_APPEND_DOCUMENT(op->reply, "indexDetails", &details);
     BSON_APPEND_BOOL(op->reply, "valid", valid);
     BSON_APPEND_BOOL(op->reply, "repaired", false);
-    BSON_APPEND_ARRAY(op->reply, "warnings", &empty);
+    BSON_APPEND_ARRAY(op->reply, "warnings", &warnings);
     BSON_APPEND_ARRAY(op->reply, "errors", &errors);
     BSON_APPEND_INT64(op->reply, "missingIndexEntriesCount", missing);
     BSON_APPEND_INT64(op->reply, "extraIndexEntriesCount", extra);
@@ -707,6 +734,7 @@ cmd_validate(mf_op_t *op)
     bson_destroy(&kpi);
     bson_destroy(&details);
     bson_destroy(&errors);
+    bson_destroy(&warnings);
     return 0;
 }
 
