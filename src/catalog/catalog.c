@@ -1252,30 +1252,53 @@ int
 mf_catalog_index_add_progress(mf_catalog_t *cat, mf_coll_t *c, const bson_t *spec, mf_build_progress_fn fn,
                               void *arg, mf_error_t *err)
 {
-    mf_sess_t *s = mf_storage_session(cat->st);
+    return mf_catalog_index_add_many(cat, c, &spec, 1, fn, &arg, err);
+}
 
-    if (c->nindexes >= MF_MAX_INDEXES)
+int
+mf_catalog_index_add_many(mf_catalog_t *cat, mf_coll_t *c, const bson_t *const *specs, int n,
+                          mf_build_progress_fn fn, void *const *args, mf_error_t *err)
+{
+    mf_sess_t *s = mf_storage_session(cat->st);
+    mf_index_t *built[MF_MAX_INDEXES];
+    int nbuilt = 0, rc = 0;
+
+    if (n <= 0 || c->nindexes + n > MF_MAX_INDEXES)
         return mf_err_set(err, MF_E_CannotCreateIndex, "add index fails, too many indexes for %s key:", c->ns);
-    mf_index_t *ix = new_index(c, spec, err);
-    if (ix == NULL)
-        return -1;
-    if (mf_storage_create(s, ix->uri, "key_format=u,value_format=u", err) != 0) {
-        index_free(ix);
+    /* Build every index's table first (not yet in c, so writers, excluded anyway, never see them). */
+    for (int k = 0; k < n && rc == 0; k++) {
+        mf_index_t *ix = new_index(c, specs[k], err);
+        if (ix == NULL) {
+            rc = -1;
+            break;
+        }
+        if (mf_storage_create(s, ix->uri, "key_format=u,value_format=u", err) != 0) {
+            index_free(ix);
+            rc = -1;
+            break;
+        }
+        built[nbuilt++] = ix;
+        if (mf_coll_index_build(cat, c, ix, fn, args ? args[k] : NULL, err) != 0)
+            rc = -1;
+    }
+    if (rc == 0) {
+        /* Then one entry rewrite names them all. */
+        for (int k = 0; k < nbuilt; k++)
+            c->indexes[c->nindexes++] = built[k];
+        if (mf_catalog_coll_persist(cat, c, err) != 0) {
+            c->nindexes -= nbuilt;
+            rc = -1;
+        }
+    }
+    if (rc != 0) {
+        for (int k = 0; k < nbuilt; k++) {
+            mf_storage_drop(cat->st, built[k]->uri);
+            index_free(built[k]);
+        }
         return -1;
     }
-    if (mf_coll_index_build(cat, c, ix, fn, arg, err) != 0) {
-        mf_storage_drop(cat->st, ix->uri);
-        index_free(ix);
-        return -1;
-    }
-    c->indexes[c->nindexes++] = ix;
-    if (mf_catalog_coll_persist(cat, c, err) != 0) {
-        c->nindexes--;
-        mf_storage_drop(cat->st, ix->uri);
-        index_free(ix);
-        return -1;
-    }
-    mf_log(MF_LOG_INFO, "INDEX", "Index build: done building index %s on ns %s", ix->name, c->ns);
+    for (int k = 0; k < nbuilt; k++)
+        mf_log(MF_LOG_INFO, "INDEX", "Index build: done building index %s on ns %s", built[k]->name, c->ns);
     return 0;
 }
 

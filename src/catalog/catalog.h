@@ -209,6 +209,15 @@ typedef bool (*mf_build_progress_fn)(void *arg, int64_t done, int64_t total);
 int mf_catalog_index_add_progress(mf_catalog_t *cat, mf_coll_t *c, const bson_t *spec, mf_build_progress_fn fn,
                                   void *arg, mf_error_t *err) MF_WUR;
 
+/*
+ * mf_catalog_index_add_many: builds n indexes from specs (validated, distinct
+ * names) and names them all in one catalog transaction: all or none. fn (may
+ * be NULL) gets args[k] (args may be NULL) while index k builds. Write lock
+ * held.
+ */
+int mf_catalog_index_add_many(mf_catalog_t *cat, mf_coll_t *c, const bson_t *const *specs, int n,
+                              mf_build_progress_fn fn, void *const *args, mf_error_t *err) MF_WUR;
+
 /* mf_catalog_index_drop: drops index ix of c. Write lock held. */
 int mf_catalog_index_drop(mf_catalog_t *cat, mf_coll_t *c, mf_index_t *ix, mf_error_t *err) MF_WUR;
 /*

@@ -1243,7 +1243,6 @@ cmd_create_indexes(mf_op_t *op)
     mf_coll_t *c;
     bool created_coll = false;
     int before, rc = 0;
-    char added[MF_MAX_INDEXES][256];
     int nadded = 0;
 
     if (mf_op_coll_name(op, &name) != 0)
@@ -1313,30 +1312,31 @@ cmd_create_indexes(mf_op_t *op)
             }
         }
     }
-    for (size_t i = 0; i < nspecs && rc == 0; i++) {
-        bson_iter_t it;
-        if (!keep[i])
-            continue;
-        bson_iter_init_find(&it, norm[i], "name");
-        build_progress_t bp = {.cop = mf_curop_current(), .ns = c->ns, .index = bson_iter_utf8(&it, NULL),
-                               .last_decile = 0};
-        if (atomic_load(&c->approx_count) > 0)
-            mf_log(MF_LOG_INFO, "INDEX", "Index build: starting: %s on %s (%lld documents)", bp.index, c->ns,
-                   (long long)atomic_load(&c->approx_count));
-        if (mf_catalog_index_add_progress(op->eng->cat, c, norm[i], on_build_progress, &bp, &op->err) != 0) {
-            rc = -1;
-            break;
+    /* Every new index is built, then all are named in one catalog transaction: all or nothing. */
+    if (rc == 0 && nnew > 0) {
+        const bson_t **add = mf_calloc(nnew, sizeof(*add));
+        build_progress_t *bps = mf_calloc(nnew, sizeof(*bps));
+        void **args = mf_calloc(nnew, sizeof(*args));
+        for (size_t i = 0; i < nspecs; i++) {
+            bson_iter_t it;
+            if (!keep[i])
+                continue;
+            bson_iter_init_find(&it, norm[i], "name");
+            bps[nadded] = (build_progress_t){.cop = mf_curop_current(), .ns = c->ns, .index = bson_iter_utf8(&it, NULL),
+                                             .last_decile = 0};
+            if (atomic_load(&c->approx_count) > 0)
+                mf_log(MF_LOG_INFO, "INDEX", "Index build: starting: %s on %s (%lld documents)", bps[nadded].index,
+                       c->ns, (long long)atomic_load(&c->approx_count));
+            args[nadded] = &bps[nadded];
+            add[nadded++] = norm[i];
         }
-        snprintf(added[nadded++], sizeof(added[0]), "%s", bp.index);
+        if (mf_catalog_index_add_many(op->eng->cat, c, add, nadded, on_build_progress, args, &op->err) != 0)
+            rc = -1;
+        free(add);
+        free(bps);
+        free(args);
     }
     if (rc != 0) {
-        /* All or nothing: drop what this command built before the failure. */
-        for (int i = 0; i < nadded; i++) {
-            mf_index_t *ix = mf_coll_index_by_name(c, added[i]);
-            mf_error_t e2 = {0};
-            if (ix && mf_catalog_index_drop(op->eng->cat, c, ix, &e2) != 0)
-                mf_log(MF_LOG_WARN, "INDEX", "could not roll back index %s on %s: %s", added[i], c->ns, e2.msg);
-        }
         if (created_coll) {
             mf_error_t e2 = {0};
             if (mf_catalog_coll_drop(op->eng->cat, c, &e2) != 0)

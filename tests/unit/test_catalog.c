@@ -485,3 +485,48 @@ Test(catalog, sizes_flushed_in_background)
     cr_assert_eq(stored_count(&e, ident), -1);
     env_destroy(&e);
 }
+
+Test(catalog, add_many_indexes_is_all_or_nothing)
+{
+    env_t e;
+    mf_error_t err = {0};
+    bson_error_t berr;
+    env_init(&e);
+    mf_coll_t *c = create_coll(&e, "db", "many");
+    insert_json(&e, c, "{\"_id\": 1, \"a\": 1, \"b\": 5}", true);
+    insert_json(&e, c, "{\"_id\": 2, \"a\": 2, \"b\": 5}", true);
+    bson_t *ok = bson_new_from_json((const uint8_t *)"{\"v\": 2, \"key\": {\"a\": 1}, \"name\": \"a_1\"}", -1, &berr);
+    bson_t *dup = bson_new_from_json((const uint8_t *)"{\"v\": 2, \"key\": {\"b\": 1}, \"name\": \"b_1\", \"unique\": true}",
+                                     -1, &berr);
+    const bson_t *specs[2] = {ok, dup};
+    /* The second build fails (duplicate key): the first, already built, must not be named either. */
+    mf_catalog_wrlock(e.cat);
+    cr_assert_neq(mf_catalog_index_add_many(e.cat, c, specs, 2, NULL, NULL, &err), 0);
+    cr_assert_eq(err.code, 11000, "code %d: %s", err.code, err.msg);
+    cr_assert_eq(c->nindexes, 1);
+    mf_catalog_unlock(e.cat);
+    env_close(&e);
+    env_open(&e);
+    mf_catalog_wrlock(e.cat);
+    c = mf_catalog_coll_find(e.cat, "db", "many");
+    cr_assert_eq(c->nindexes, 1);
+    /* Without the bad one, both good specs land together. */
+    bson_t *ok2 = bson_new_from_json((const uint8_t *)"{\"v\": 2, \"key\": {\"b\": 1}, \"name\": \"b_1\"}", -1, &berr);
+    const bson_t *specs2[2] = {ok, ok2};
+    memset(&err, 0, sizeof(err));
+    cr_assert_eq(mf_catalog_index_add_many(e.cat, c, specs2, 2, NULL, NULL, &err), 0, "%s", err.msg);
+    cr_assert_eq(c->nindexes, 3);
+    mf_catalog_unlock(e.cat);
+    env_close(&e);
+    env_open(&e);
+    mf_catalog_rdlock(e.cat);
+    c = mf_catalog_coll_find(e.cat, "db", "many");
+    cr_assert_eq(c->nindexes, 3);
+    cr_assert_not_null(mf_coll_index_by_name(c, "a_1"));
+    cr_assert_not_null(mf_coll_index_by_name(c, "b_1"));
+    mf_catalog_unlock(e.cat);
+    bson_destroy(ok);
+    bson_destroy(ok2);
+    bson_destroy(dup);
+    env_destroy(&e);
+}
