@@ -7,11 +7,12 @@
  *   { ns, db, name, uuid: BinData(4), ident: "coll-<hex>",
  *     options: {...as given to create...},
  *     indexes: [ { spec: {v: 2, key: {...}, name: "...", <every other option
- *                 verbatim>}, ident: "index-<hex>", ready: true } ] }
+ *                 verbatim>}, ident: "index-<hex>", multikey: bool } ] }
  *
  * Index specs are stored verbatim, so an option this version does not know
  * survives a round trip through listIndexes. A database exists while it has
- * at least one collection.
+ * at least one collection. Each collection's count and size live apart, in
+ * table:_mf_sizes keyed by its ident (see catalog.c).
  *
  * Concurrency: one reader-writer lock guards the in-memory map. Commands hold
  * it shared while they use a collection (so a collection cannot be dropped
