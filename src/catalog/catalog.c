@@ -665,6 +665,8 @@ coll_load_stats(mf_sess_t *s, mf_cur_t *sizes, mf_coll_t *c, mf_error_t *err)
             goto err_close;
         mf_log(MF_LOG_INFO, "STORAGE", "collection %s: no stored size, counted %lld documents", c->ns,
                (long long)count);
+        /* Make the next flush store them, so the next start need not count again. */
+        c->flushed_count = -1;
     } else {
         mf_cur_close(cur);
         return scan_error(ret, "the stored size", c->ns, err);
@@ -672,8 +674,10 @@ coll_load_stats(mf_sess_t *s, mf_cur_t *sizes, mf_coll_t *c, mf_error_t *err)
     mf_cur_close(cur);
     atomic_store(&c->approx_count, count < 0 ? 0 : count);
     atomic_store(&c->approx_size, size < 0 ? 0 : size);
-    c->flushed_count = count;
-    c->flushed_size = size;
+    if (c->flushed_count != -1) {
+        c->flushed_count = count;
+        c->flushed_size = size;
+    }
     return 0;
 
 err_close:
@@ -842,7 +846,7 @@ mf_catalog_open(mf_storage_t *st, mf_catalog_t **out, mf_error_t *err)
     mf_catalog_t *cat = mf_calloc(1, sizeof(*cat));
     mf_sess_t *s = mf_storage_session(st);
     mf_cur_t *cur = NULL, *sizes = NULL;
-    int ret;
+    int ret, unreadable = 0;
 
     cat->st = st;
     pthread_rwlock_init(&cat->lock, NULL);
@@ -858,11 +862,13 @@ mf_catalog_open(mf_storage_t *st, mf_catalog_t **out, mf_error_t *err)
         mf_cur_value(cur, &v, &len);
         if (!bson_init_static(&doc, v, len)) {
             mf_log(MF_LOG_ERROR, "STORAGE", "skipping unreadable catalog entry (not BSON)");
+            unreadable++;
             continue;
         }
         mf_coll_t *c = coll_from_bson(&doc, err);
         if (c == NULL) {
             mf_log(MF_LOG_ERROR, "STORAGE", "skipping unreadable catalog entry: %s", err->msg);
+            unreadable++;
             continue;
         }
         catalog_insert(cat, c);
@@ -882,7 +888,10 @@ mf_catalog_open(mf_storage_t *st, mf_catalog_t **out, mf_error_t *err)
     mf_cur_close(sizes);
     sizes = NULL;
     mf_storage_session_release(s);
-    if (drop_orphans(cat, err) != 0)
+    /* An unreadable entry may name tables: then nothing counts as orphaned (never drop data on a guess). */
+    if (unreadable > 0)
+        mf_log(MF_LOG_WARN, "STORAGE", "%d unreadable catalog entries: not dropping unnamed tables", unreadable);
+    else if (drop_orphans(cat, err) != 0)
         goto err_free;
     mf_log(MF_LOG_INFO, "STORAGE", "catalog loaded: %d collections", cat->ncolls);
     mf_storage_set_periodic(st, sizes_periodic, cat);

@@ -530,3 +530,59 @@ Test(catalog, add_many_indexes_is_all_or_nothing)
     bson_destroy(dup);
     env_destroy(&e);
 }
+
+Test(catalog, missing_stored_sizes_are_counted_once_then_stored)
+{
+    env_t e;
+    mf_error_t err = {0};
+    env_init(&e);
+    mf_coll_t *c = create_coll(&e, "db", "legacy");
+    for (int i = 0; i < 12; i++) {
+        char json[32];
+        snprintf(json, sizeof(json), "{\"_id\": %d}", i);
+        insert_json(&e, c, json, true);
+    }
+    char ident[64];
+    snprintf(ident, sizeof(ident), "%s", c->ident);
+    env_close(&e);
+
+    /* Data from before sizes were stored: no entry. */
+    cr_assert_eq(mf_storage_open(e.dir, &e.st, &err), 0, "%s", err.msg);
+    mf_sess_t *s = mf_storage_session(e.st);
+    mf_cur_t *cur;
+    cr_assert_eq(mf_cur_open(s, "table:_mf_sizes", &cur, &err), 0);
+    cr_assert_eq(mf_cur_remove_bytes(cur, ident, strlen(ident)), 0);
+    mf_cur_close(cur);
+    mf_storage_session_release(s);
+    cr_assert_eq(mf_catalog_open(e.st, &e.cat, &err), 0, "%s", err.msg);
+    mf_catalog_rdlock(e.cat);
+    cr_assert_eq(atomic_load(&mf_catalog_coll_find(e.cat, "db", "legacy")->approx_count), 12);
+    mf_catalog_unlock(e.cat);
+    cr_assert_eq(mf_catalog_flush_sizes(e.cat, true, &err), 0, "%s", err.msg);
+    cr_assert_eq(stored_count(&e, ident), 12, "the counted size was not stored");
+    env_destroy(&e);
+}
+
+Test(catalog, unreadable_entry_keeps_unnamed_tables)
+{
+    env_t e;
+    mf_error_t err = {0};
+    env_init(&e);
+    create_coll(&e, "db", "good");
+    mf_sess_t *s = mf_storage_session(e.st);
+    mf_cur_t *cur;
+    cr_assert_eq(mf_storage_create(s, "table:coll-maybe", "key_format=q,value_format=u", &err), 0);
+    cr_assert_eq(mf_cur_open(s, "table:_mf_catalog", &cur, &err), 0);
+    cr_assert_eq(mf_cur_put_bytes(cur, "db.bad", 6, "garbage", 7), 0);
+    mf_cur_close(cur);
+    mf_storage_session_release(s);
+    env_close(&e);
+    env_open(&e);
+    mf_catalog_rdlock(e.cat);
+    cr_assert_not_null(mf_catalog_coll_find(e.cat, "db", "good"));
+    mf_catalog_unlock(e.cat);
+    int n = 0;
+    cr_assert_eq(mf_storage_list_tables(e.st, "table:coll-maybe", count_uri, &n, &err), 0);
+    cr_assert_eq(n, 1, "a table was dropped although an unreadable entry might name it");
+    env_destroy(&e);
+}
