@@ -469,10 +469,11 @@ mf_txn_on_end(mf_sess_t *s, void (*fn)(void *arg, bool committed), void *arg)
     }
     s->cbs[s->ncbs].fn = fn;
     s->cbs[s->ncbs].arg = arg;
-    s->ncbs++;    return true;
+    s->ncbs++;
+    return true;
 }
 
-/* Runs and clears s's end-of-transaction callbacks. */
+/* Runs and clears s's end-of-transaction callbacks (which must not register new ones: none does). */
 static void
 run_txn_cbs(mf_sess_t *s, bool committed)
 {
