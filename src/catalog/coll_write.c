@@ -159,9 +159,15 @@ index_del(mf_index_t *ix, mf_cur_t *cur, mf_keystring_t *key, int64_t rid, bool 
     return mf_err_set(err, MF_E_InternalError, "index remove failed on %s", ix->name);
 }
 
-/* Generates ix's keys for doc (empty set when the index does not cover doc). */
+/*
+ * Generates ix's keys for doc (empty set when the index does not cover doc).
+ * A multikey doc about to be written (s and c given) makes the flag durable
+ * in the caller's transaction (mf_catalog_index_mark_multikey); otherwise
+ * (an old document, or an index build whose DDL persists the flag) it is
+ * only set in memory. Returns 0, MF_CONFLICT, or -1 with err.
+ */
 static int
-keys_for(mf_index_t *ix, const bson_t *doc, mf_keyset_t *ks, mf_error_t *err)
+keys_for(mf_sess_t *s, mf_coll_t *c, mf_index_t *ix, const bson_t *doc, mf_keyset_t *ks, mf_error_t *err)
 {
     bool skip = false, multikey = false;
     if (doc == NULL || !index_covers(ix, doc)) {
@@ -172,8 +178,10 @@ keys_for(mf_index_t *ix, const bson_t *doc, mf_keyset_t *ks, mf_error_t *err)
         return -1;
     if (skip)
         ks->n = 0;
-    if (multikey && !ix->multikey)
-        ix->multikey = true;
+    if (multikey && s != NULL && !atomic_load(&ix->multikey_durable))
+        return mf_catalog_index_mark_multikey(s, c, ix, err);
+    if (multikey && !atomic_load(&ix->multikey))
+        atomic_store(&ix->multikey, true);
     return 0;
 }
 
@@ -191,8 +199,15 @@ keyset_has(const mf_keyset_t *ks, const mf_keystring_t *k)
  * Per-thread key buffers, reused across documents so a write allocates
  * nothing once warm. Freed by a thread-key destructor when the thread ends.
  */
+typedef struct size_delta {
+    mf_coll_t *c;
+    int64_t count, size;
+} size_delta_t;
+
 typedef struct keybufs {
     mf_keyset_t oldk, newk;
+    size_delta_t *deltas; /* count/size changes of the thread's open transaction, per collection */
+    int ndeltas, capdeltas;
 } keybufs_t;
 
 static pthread_key_t keybufs_key;
@@ -204,6 +219,7 @@ keybufs_free(void *p)
     keybufs_t *kb = p;
     mf_keyset_destroy(&kb->oldk);
     mf_keyset_destroy(&kb->newk);
+    free(kb->deltas);
     free(kb);
 }
 
@@ -226,6 +242,73 @@ thread_keybufs(void)
 }
 
 /*
+ * Count and size changes take effect when their transaction commits (an
+ * aborted or retried write must not move them: they are persisted in
+ * table:_mf_sizes and trusted at the next start). Until then they wait in a
+ * per-thread list; the storage end-of-transaction callback applies or drops
+ * them on the writing thread.
+ */
+static void
+sizes_txn_end(void *arg, bool committed)
+{
+    keybufs_t *kb = thread_keybufs();
+    for (int i = 0; i < kb->ndeltas; i++) {
+        if (kb->deltas[i].c != arg)
+            continue;
+        /* Only a commit touches c (the catalog lock is still held then); an abort only forgets. */
+        if (committed) {
+            atomic_fetch_add(&kb->deltas[i].c->approx_count, kb->deltas[i].count);
+            atomic_fetch_add(&kb->deltas[i].c->approx_size, kb->deltas[i].size);
+        }
+        kb->deltas[i] = kb->deltas[--kb->ndeltas];
+        return;
+    }
+}
+
+static void
+size_delta(mf_sess_t *s, mf_coll_t *c, int64_t count, int64_t size)
+{
+    if (!mf_txn_active(s)) {
+        atomic_fetch_add(&c->approx_count, count);
+        atomic_fetch_add(&c->approx_size, size);
+        return;
+    }
+    keybufs_t *kb = thread_keybufs();
+    size_delta_t *d = NULL;
+    for (int i = 0; i < kb->ndeltas && d == NULL; i++) {
+        if (kb->deltas[i].c == c)
+            d = &kb->deltas[i];
+    }
+    if (d == NULL) {
+        if (kb->ndeltas == kb->capdeltas) {
+            kb->capdeltas = kb->capdeltas ? kb->capdeltas * 2 : 4;
+            kb->deltas = mf_realloc(kb->deltas, (size_t)kb->capdeltas * sizeof(*kb->deltas));
+        }
+        d = &kb->deltas[kb->ndeltas++];
+        d->c = c;
+        d->count = d->size = 0;
+    }
+    d->count += count;
+    d->size += size;
+    mf_txn_on_end(s, sizes_txn_end, c);
+}
+
+/* c's count and size as this thread's open transaction sees them (committed plus its own changes). */
+static void
+sizes_seen(mf_coll_t *c, int64_t *count, int64_t *size)
+{
+    keybufs_t *kb = thread_keybufs();
+    *count = atomic_load(&c->approx_count);
+    *size = atomic_load(&c->approx_size);
+    for (int i = 0; i < kb->ndeltas; i++) {
+        if (kb->deltas[i].c == c) {
+            *count += kb->deltas[i].count;
+            *size += kb->deltas[i].size;
+        }
+    }
+}
+
+/*
  * Applies the index changes of going from olddoc to newdoc (either may be
  * NULL) for record rid, across every index of c.
  */
@@ -240,10 +323,8 @@ update_indexes(mf_sess_t *s, mf_coll_t *c, int64_t rid, const bson_t *olddoc, co
     for (int i = 0; i < c->nindexes && ret == 0; i++) {
         mf_index_t *ix = c->indexes[i];
         mf_cur_t *cur;
-        if (keys_for(ix, olddoc, oldk, err) != 0 || keys_for(ix, newdoc, newk, err) != 0) {
-            ret = -1;
+        if ((ret = keys_for(NULL, c, ix, olddoc, oldk, err)) != 0 || (ret = keys_for(s, c, ix, newdoc, newk, err)) != 0)
             break;
-        }
         if (oldk->n == 0 && newk->n == 0)
             continue;
         if (mf_cur_open(s, ix->uri, &cur, err) != 0) {
@@ -270,8 +351,11 @@ update_indexes(mf_sess_t *s, mf_coll_t *c, int64_t rid, const bson_t *olddoc, co
 static int
 capped_trim(mf_sess_t *s, mf_coll_t *c, int64_t keep, mf_error_t *err)
 {
-    while ((c->capped_max > 0 && atomic_load(&c->approx_count) > c->capped_max) ||
-           (c->capped_size > 0 && atomic_load(&c->approx_size) > c->capped_size)) {
+    for (;;) {
+        int64_t count, size;
+        sizes_seen(c, &count, &size);
+        if (!((c->capped_max > 0 && count > c->capped_max) || (c->capped_size > 0 && size > c->capped_size)))
+            break;
         mf_cur_t *cur;
         bson_t old;
         int ret;
@@ -373,8 +457,7 @@ mf_coll_insert(mf_sess_t *s, mf_coll_t *c, const bson_t *doc, int64_t *rid_out, 
     ret = update_indexes(s, c, rid, NULL, doc, err);
     if (ret != 0)
         return ret;
-    atomic_fetch_add(&c->approx_count, 1);
-    atomic_fetch_add(&c->approx_size, doc->len);
+    size_delta(s, c, 1, doc->len);
     if (rid_out)
         *rid_out = rid;
     mf_observers_insert(c->observers, c, doc);
@@ -401,7 +484,7 @@ mf_coll_replace(mf_sess_t *s, mf_coll_t *c, int64_t rid, const bson_t *olddoc, c
     ret = update_indexes(s, c, rid, olddoc, newdoc, err);
     if (ret != 0)
         return ret;
-    atomic_fetch_add(&c->approx_size, (int64_t)newdoc->len - (int64_t)olddoc->len);
+    size_delta(s, c, 0, (int64_t)newdoc->len - (int64_t)olddoc->len);
     mf_observers_update(c->observers, c, olddoc, newdoc);
     return 0;
 }
@@ -425,8 +508,7 @@ mf_coll_remove(mf_sess_t *s, mf_coll_t *c, int64_t rid, const bson_t *olddoc, mf
     ret = update_indexes(s, c, rid, olddoc, NULL, err);
     if (ret != 0)
         return ret;
-    atomic_fetch_sub(&c->approx_count, 1);
-    atomic_fetch_sub(&c->approx_size, olddoc->len);
+    size_delta(s, c, -1, -(int64_t)olddoc->len);
     mf_observers_delete(c->observers, c, olddoc);
     return 0;
 }
@@ -473,8 +555,7 @@ mf_coll_remove_if(mf_sess_t *s, mf_coll_t *c, int64_t rid, bool (*check)(void *a
         return 0;
     if (ret != 0)
         return err->code ? -1 : mf_err_set(err, MF_E_InternalError, "record remove failed in %s", c->ns);
-    atomic_fetch_sub(&c->approx_count, 1);
-    atomic_fetch_sub(&c->approx_size, doclen);
+    size_delta(s, c, -1, -(int64_t)doclen);
     *removed = true;
     return 0;
 }
@@ -562,7 +643,8 @@ mf_coll_index_build(mf_catalog_t *cat, mf_coll_t *c, mf_index_t *ix, mf_build_pr
         ret = -1;
         goto out;
     }
-    while (ret == 0 && mf_cur_next(rc) == 0) {
+    int nr = MF_NOTFOUND;
+    while (ret == 0 && (nr = mf_cur_next(rc)) == 0) {
         const uint8_t *v;
         size_t len;
         bson_t doc;
@@ -570,7 +652,7 @@ mf_coll_index_build(mf_catalog_t *cat, mf_coll_t *c, mf_index_t *ix, mf_build_pr
         mf_cur_value(rc, &v, &len);
         if (!bson_init_static(&doc, v, len))
             continue;
-        if (keys_for(ix, &doc, &ks, err) != 0) {
+        if (keys_for(NULL, c, ix, &doc, &ks, err) != 0) {
             ret = -1;
             break;
         }
@@ -588,6 +670,9 @@ mf_coll_index_build(mf_catalog_t *cat, mf_coll_t *c, mf_index_t *ix, mf_build_pr
                                  ix->name, c->ns);
         }
     }
+    /* A storage error ends the scan early: the build fails instead of leaving an index with missing keys. */
+    if (ret == 0 && nr != MF_NOTFOUND)
+        ret = nr == MF_CONFLICT ? MF_CONFLICT : mf_err_set(err, MF_E_InternalError, "storage error while scanning %s to build index %s", c->ns, ix->name);
     if (ret == 0 && fn != NULL)
         (void)fn(arg, done, done);
     if (ret == MF_CONFLICT)
@@ -639,7 +724,7 @@ mf_coll_index_build_chunk(mf_sess_t *s, mf_coll_t *c, mf_index_t *const *ixs, in
         mf_cur_value(rc, &v, &len);
         if (bson_init_static(&doc, v, len)) {
             for (int i = 0; i < n && ret == 0; i++) {
-                if ((ret = keys_for(ixs[i], &doc, &ks, err)) != 0)
+                if ((ret = keys_for(NULL, c, ixs[i], &doc, &ks, err)) != 0)
                     break;
                 for (int k = 0; k < ks.n && ret == 0; k++)
                     ret = index_put(s, c, ixs[i], ic[i], &ks.keys[k], rid, &doc, err);

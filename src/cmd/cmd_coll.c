@@ -196,15 +196,12 @@ collect_coll(void *arg, mf_coll_t *c)
 static int
 cmd_drop_database(mf_op_t *op)
 {
-    coll_list_t l = {0};
-    int rc = 0;
+    int rc, ndropped;
 
+    /* Every collection's entry goes in one catalog transaction: all or none. */
     mf_catalog_wrlock(op->eng->cat);
-    mf_catalog_coll_list(op->eng->cat, op->db, collect_coll, &l);
-    for (int i = 0; i < l.n && rc == 0; i++)
-        rc = mf_catalog_coll_drop(op->eng->cat, l.v[i], &op->err);
+    rc = mf_catalog_db_drop(op->eng->cat, op->db, &ndropped, &op->err);
     mf_catalog_unlock(op->eng->cat);
-    free(l.v);
     if (rc == 0) {
         BSON_APPEND_UTF8(op->reply, "dropped", op->db);
     }
@@ -388,17 +385,12 @@ cmd_rename_collection(mf_op_t *op)
         mf_catalog_unlock(op->eng->cat);
         return mf_err_set(&op->err, MF_E_IllegalOperation, "Can't rename a collection to itself");
     }
-    if (t != NULL) {
-        if (!drop_target) {
-            mf_catalog_unlock(op->eng->cat);
-            return mf_err_set(&op->err, MF_E_NamespaceExists, "target namespace exists");
-        }
-        if (mf_catalog_coll_drop(op->eng->cat, t, &op->err) != 0) {
-            mf_catalog_unlock(op->eng->cat);
-            return -1;
-        }
+    if (t != NULL && !drop_target) {
+        mf_catalog_unlock(op->eng->cat);
+        return mf_err_set(&op->err, MF_E_NamespaceExists, "target namespace exists");
     }
-    rc = mf_catalog_coll_rename(op->eng->cat, c, tdb, tcoll, &op->err);
+    /* With dropTarget, the target's drop and the rename are one catalog transaction. */
+    rc = mf_catalog_coll_rename_replace(op->eng->cat, c, t, tdb, tcoll, &op->err);
     mf_catalog_unlock(op->eng->cat);
     return rc;
 }
@@ -559,8 +551,10 @@ cmd_validate(mf_op_t *op)
     const char *name;
     mf_coll_t *c;
     mf_cur_t *rc = NULL;
-    int64_t nrecords = 0, missing = 0, extra = 0, corrupt = 0;
+    int64_t nrecords = 0, missing = 0, extra = 0, corrupt = 0, datasize = 0;
     int64_t expected[64] = {0}, actual[64] = {0};
+    int sret = MF_NOTFOUND; /* the first storage error of the scans (MF_NOTFOUND: none) */
+    bool saw_multikey[64] = {false};
     mf_keyset_t ks;
     bson_t errors, kpi, details;
     int nerrors = 0;
@@ -568,7 +562,12 @@ cmd_validate(mf_op_t *op)
 
     if (mf_op_coll_name(op, &name) != 0)
         return -1;
-    mf_catalog_rdlock(op->eng->cat);
+    /*
+     * Exclusive, as mongod's foreground validate: no write is in flight, so
+     * the recount below can replace the stored count and size (which may be
+     * off after an unclean shutdown).
+     */
+    mf_catalog_wrlock(op->eng->cat);
     c = mf_catalog_coll_find(op->eng->cat, op->db, name);
     if (c == NULL) {
         mf_catalog_unlock(op->eng->cat);
@@ -592,13 +591,15 @@ cmd_validate(mf_op_t *op)
         if (c->indexes[i]->building || mf_cur_open(op->sess, c->indexes[i]->uri, &ic[i], &op->err) != 0)
             ic[i] = NULL;
     }
-    while (mf_cur_next(rc) == 0) {
+    int nr;
+    while ((nr = mf_cur_next(rc)) == 0) {
         const uint8_t *v;
         size_t len;
         bson_t doc;
         int64_t rid = mf_cur_rid(rc);
         mf_cur_value(rc, &v, &len);
         nrecords++;
+        datasize += (int64_t)len;
         if (!bson_init_static(&doc, v, len) || !bson_validate(&doc, BSON_VALIDATE_NONE, NULL)) {
             corrupt++;
             continue;
@@ -615,6 +616,7 @@ cmd_validate(mf_op_t *op)
                 continue;
             if (mf_index_keys(&ix->kp, ix->sparse, &doc, &ks, &skip, &mk, &e) != 0 || skip)
                 continue;
+            saw_multikey[i] = saw_multikey[i] || mk;
             for (int k = 0; k < ks.n; k++) {
                 int r;
                 expected[i]++;
@@ -626,23 +628,68 @@ cmd_validate(mf_op_t *op)
                     r = mf_cur_search_bytes(ic[i], ks.keys[k].data, ks.keys[k].len);
                     ks.keys[k].len = base;
                 }
-                if (r != 0)
+                if (r == MF_NOTFOUND)
                     missing++;
+                else if (r != 0 && sret == MF_NOTFOUND)
+                    sret = r;
             }
         }
     }
+    if (nr != MF_NOTFOUND && sret == MF_NOTFOUND)
+        sret = nr;
     for (int i = 0; i < c->nindexes; i++) {
         if (ic[i] == NULL)
             continue;
         mf_cur_reset(ic[i]);
-        while (mf_cur_next(ic[i]) == 0)
+        while ((nr = mf_cur_next(ic[i])) == 0)
             actual[i]++;
+        if (nr != MF_NOTFOUND && sret == MF_NOTFOUND)
+            sret = nr;
         if (actual[i] > expected[i])
             extra += actual[i] - expected[i];
         mf_cur_close(ic[i]);
     }
     mf_cur_close(rc);
     mf_txn_abort(op->sess);
+    if (sret != MF_NOTFOUND) {
+        /* A storage error is never read as the end of the data: the check fails instead of reporting a short count. */
+        mf_catalog_unlock(op->eng->cat);
+        mf_keyset_destroy(&ks);
+        bson_destroy(&errors);
+        return mf_err_set(&op->err, sret == MF_CONFLICT ? MF_E_WriteConflict : MF_E_InternalError,
+                          "validate: storage error while reading %s", c->ns);
+    }
+    if (nrecords != atomic_load(&c->approx_count) || datasize != atomic_load(&c->approx_size)) {
+        mf_log(MF_LOG_INFO, "STORAGE", "validate %s: stored count %lld / size %lld corrected to %lld / %lld", c->ns,
+               (long long)atomic_load(&c->approx_count), (long long)atomic_load(&c->approx_size),
+               (long long)nrecords, (long long)datasize);
+        mf_catalog_coll_set_sizes(c, nrecords, datasize);
+    }
+    /*
+     * Recompute the multikey flags: a document giving an index several keys
+     * while its flag is unset (data written before the flag was durable)
+     * would make queries return it more than once. Set and persist it.
+     */
+    bson_t warnings;
+    int nwarnings = 0;
+    bson_init(&warnings);
+    for (int i = 0; i < c->nindexes && i < 64; i++) {
+        if (!saw_multikey[i] || atomic_load(&c->indexes[i]->multikey))
+            continue;
+        char msg[300];
+        atomic_store(&c->indexes[i]->multikey, true);
+        snprintf(msg, sizeof(msg), "index %s is multikey but was not marked so: flag set", c->indexes[i]->name);
+        snprintf(key, sizeof(key), "%d", nwarnings++);
+        BSON_APPEND_UTF8(&warnings, key, msg);
+        mf_log(MF_LOG_WARN, "STORAGE", "validate %s: %s", c->ns, msg);
+    }
+    if (nwarnings > 0 && mf_catalog_coll_persist(op->eng->cat, c, &op->err) != 0) {
+        mf_catalog_unlock(op->eng->cat);
+        mf_keyset_destroy(&ks);
+        bson_destroy(&errors);
+        bson_destroy(&warnings);
+        return -1;
+    }
     bson_init(&kpi);
     bson_init(&details);
     for (int i = 0; i < c->nindexes; i++) {
@@ -681,7 +728,7 @@ cmd_validate(mf_op_t *op)
     BSON_APPEND_DOCUMENT(op->reply, "indexDetails", &details);
     BSON_APPEND_BOOL(op->reply, "valid", valid);
     BSON_APPEND_BOOL(op->reply, "repaired", false);
-    BSON_APPEND_ARRAY(op->reply, "warnings", &empty);
+    BSON_APPEND_ARRAY(op->reply, "warnings", &warnings);
     BSON_APPEND_ARRAY(op->reply, "errors", &errors);
     BSON_APPEND_INT64(op->reply, "missingIndexEntriesCount", missing);
     BSON_APPEND_INT64(op->reply, "extraIndexEntriesCount", extra);
@@ -691,6 +738,7 @@ cmd_validate(mf_op_t *op)
     bson_destroy(&kpi);
     bson_destroy(&details);
     bson_destroy(&errors);
+    bson_destroy(&warnings);
     return 0;
 }
 
@@ -1432,12 +1480,15 @@ cmd_drop_indexes(mf_op_t *op)
     }
     int was = c->nindexes;
     if (v->value_type == BSON_TYPE_UTF8 && strcmp(v->value.v_utf8.str, "*") == 0) {
-        while (rc == 0 && c->nindexes > 1) {
-            mf_index_t *ix = c->indexes[c->nindexes - 1];
-            if (ix->is_id)
-                ix = c->indexes[0];
-            rc = mf_catalog_index_drop(op->eng->cat, c, ix, &op->err);
+        /* Every index but _id, in one catalog transaction. */
+        mf_index_t *ixs[MF_MAX_INDEXES];
+        int n = 0;
+        for (int i = 0; i < c->nindexes; i++) {
+            if (!c->indexes[i]->is_id)
+                ixs[n++] = c->indexes[i];
         }
+        if (n > 0)
+            rc = mf_catalog_index_drop_many(op->eng->cat, c, ixs, n, &op->err);
     } else if (v->value_type == BSON_TYPE_ARRAY) {
         /* Every name must exist (and none be _id_) before anything is dropped. */
         bson_iter_t ai;
@@ -1452,12 +1503,20 @@ cmd_drop_indexes(mf_op_t *op)
             else if (mf_coll_index_by_name(c, bson_iter_utf8(&ai, NULL))->is_id)
                 rc = mf_err_set(&op->err, MF_E_InvalidOptions, "cannot drop _id index");
         }
+        /* The named indexes (each once), in one catalog transaction. */
+        mf_index_t *ixs[MF_MAX_INDEXES];
+        int n = 0;
         bson_iter_recurse(&it, &ai);
-        while (rc == 0 && bson_iter_next(&ai)) {
+        while (rc == 0 && bson_iter_next(&ai) && n < MF_MAX_INDEXES) {
             mf_index_t *ix = mf_coll_index_by_name(c, bson_iter_utf8(&ai, NULL));
-            if (ix != NULL)
-                rc = mf_catalog_index_drop(op->eng->cat, c, ix, &op->err);
+            bool dup = false;
+            for (int k = 0; k < n; k++)
+                dup = dup || ixs[k] == ix;
+            if (ix != NULL && !dup)
+                ixs[n++] = ix;
         }
+        if (rc == 0 && n > 0)
+            rc = mf_catalog_index_drop_many(op->eng->cat, c, ixs, n, &op->err);
     } else {
         rc = drop_one_index(op, c, v);
     }

@@ -2238,9 +2238,8 @@ agg_do_out(mf_op_t *op, agg_write_t *w, mf_error_t *err)
         if (run_out_batches(op, &x, out_insert_item, err) != 0)
             goto drop_tmp;
     }
-    if (target && mf_catalog_coll_drop(cat, target, err) != 0)
-        goto drop_tmp;
-    if (mf_catalog_coll_rename(cat, t, w->db, w->coll, err) != 0)
+    /* The target's drop and the rename are one catalog transaction: a failure keeps the old target. */
+    if (mf_catalog_coll_rename_replace(cat, t, target, w->db, w->coll, err) != 0)
         goto drop_tmp;
     rc = 0;
     goto out;

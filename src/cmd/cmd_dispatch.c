@@ -14,6 +14,8 @@
  * one data-bearing node, answers w > 1 with a writeConcernError after the
  * write is applied (as mongod does).
  */
+#include "common/alloc.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -270,30 +272,40 @@ profile_op(mf_engine_t *eng, const mf_client_t *client, const char *db, const ch
  * expression the command evaluates ($expr in filters, pipelines, updates).
  * Each value is an expression evaluated once, before the command runs.
  */
-#define MAX_LET 64
 typedef struct let_frame {
-    const char *names[MAX_LET];
-    bson_value_t vals[MAX_LET];
+    const char **names;  /* owned array (names point into the command) */
+    bson_value_t *vals;  /* owned array, each value owned */
     mf_expr_vars_t frame;
     bool installed;
 } let_frame_t;
 
+/*
+ * let_begin: evaluates the command's let variables and installs them as the
+ * thread's ambient frame. MongoDB sets no limit on their number, so the
+ * arrays grow with the document (counted first). On failure nothing is left
+ * allocated; on success let_end frees everything.
+ */
 static int
 let_begin(mf_op_t *op, let_frame_t *lf)
 {
     bson_iter_t it, li;
-    size_t n = 0;
-    lf->installed = false;
+    size_t n = 0, cap = 0;
+    memset(lf, 0, sizeof(*lf));
     if (!bson_iter_init_find(&it, op->cmd, "let"))
         return 0;
     if (!BSON_ITER_HOLDS_DOCUMENT(&it))
         return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field '%s.let' is the wrong type '%s', expected type 'object'",
                           op->name, mf_type_name(bson_iter_type(&it)));
     bson_iter_recurse(&it, &li);
+    while (bson_iter_next(&li))
+        cap++;
+    if (cap == 0)
+        cap = 1;
+    lf->names = mf_calloc(cap, sizeof(*lf->names));
+    lf->vals = mf_calloc(cap, sizeof(*lf->vals));
+    bson_iter_recurse(&it, &li);
     bson_t empty = BSON_INITIALIZER;
-    while (bson_iter_next(&li)) {
-        if (n == MAX_LET)
-            return mf_err_set(&op->err, MF_E_BadValue, "too many let variables");
+    while (bson_iter_next(&li) && n < cap) {
         const char *name = bson_iter_key(&li);
         if (mf_expr_check_var_name(name, &op->err) != 0)
             goto fail;
@@ -316,6 +328,10 @@ let_begin(mf_op_t *op, let_frame_t *lf)
 fail:
     for (size_t i = 0; i < n; i++)
         bson_value_destroy(&lf->vals[i]);
+    free(lf->names);
+    free(lf->vals);
+    lf->names = NULL;
+    lf->vals = NULL;
     return -1;
 }
 
@@ -327,6 +343,10 @@ let_end(let_frame_t *lf)
     mf_expr_vars_set(lf->frame.up);
     for (size_t i = 0; i < lf->frame.n; i++)
         bson_value_destroy(&lf->vals[i]);
+    free(lf->names);
+    free(lf->vals);
+    lf->names = NULL;
+    lf->vals = NULL;
     lf->installed = false;
 }
 

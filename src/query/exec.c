@@ -287,6 +287,13 @@ run_ixscan(mf_sess_t *s, mf_coll_t *c, mf_plan_t *p, const mf_matcher_t *m, mf_e
             } else {
                 rid = klen >= 8 ? mf_ks_read_recordid(key, klen) : 0;
             }
+            /*
+             * Re-read the flag per key: a writer sets it before its first
+             * multikey document commits, so any key of such a document seen
+             * here is seen with the flag set, even when the scan began first.
+             */
+            if (!dedup && atomic_load(&ix->multikey))
+                dedup = true;
             if (rid <= 0 || (dedup && !mf_ridset_add(&p->seen, rid))) {
                 ret = fwd ? mf_cur_next(icur) : mf_cur_prev(icur);
                 continue;

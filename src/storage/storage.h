@@ -5,7 +5,8 @@
  * uses its own session (mf_sess_t), created on first use and kept for the
  * thread's life (WT sessions are not thread-safe). Tables:
  *
- *   table:_mf_catalog       key "S" namespace, value "u" BSON catalog entry
+ *   table:_mf_catalog       key "u" namespace, value "u" BSON catalog entry
+ *   table:_mf_sizes         key "u" collection ident, value "u" BSON {count, size}
  *   table:coll-<ident>      key "q" record id,  value "u" BSON document
  *   table:index-<ident>     key "u" keystring [+ record id], value "u"
  *
@@ -72,6 +73,35 @@ int64_t mf_storage_table_size(mf_sess_t *s, const char *uri);
 int mf_storage_create(mf_sess_t *s, const char *uri, const char *config, mf_error_t *err) MF_WUR;
 void mf_storage_drop(mf_storage_t *st, const char *uri);
 
+/* mf_storage_drop_later: queues uri for the flusher's next drop attempt (no attempt now). */
+void mf_storage_drop_later(mf_storage_t *st, const char *uri);
+/* mf_storage_pending_drops: how many drops are queued. */
+int mf_storage_pending_drops(mf_storage_t *st);
+/* mf_storage_retry_drops: retries every queued drop now (the flusher does it every 100 ms). */
+void mf_storage_retry_drops(mf_storage_t *st);
+
+/*
+ * mf_storage_list_tables: calls fn with every table uri starting with prefix
+ * (e.g. "table:coll-"), in key order. uri is valid only during the call.
+ * Returns 0 or -1 with err.
+ */
+int mf_storage_list_tables(mf_storage_t *st, const char *prefix, void (*fn)(void *arg, const char *uri), void *arg,
+                           mf_error_t *err) MF_WUR;
+
+/*
+ * mf_storage_set_periodic: fn(arg) runs on the flusher thread about once a
+ * second (NULL removes it). Setting waits for a running call to finish, so
+ * after mf_storage_set_periodic(st, NULL, NULL) returns, arg may be freed.
+ */
+void mf_storage_set_periodic(mf_storage_t *st, void (*fn)(void *arg), void *arg);
+
+/*
+ * mf_storage_fault_set (tests): after after_ops more cursor operations on
+ * table uri (any session), the next one fails with -1 as a WiredTiger error
+ * would, once; then the fault is disarmed. uri NULL disarms it.
+ */
+void mf_storage_fault_set(mf_storage_t *st, const char *uri, int after_ops);
+
 /*
  * mf_storage_set_txn_hook: fn(arg, committed) runs on the committing (or
  * aborting) thread right after every transaction on st ends; one hook per
@@ -85,6 +115,13 @@ int mf_txn_begin(mf_sess_t *s, mf_error_t *err) MF_WUR;
 int mf_txn_commit(mf_sess_t *s, bool durable, mf_error_t *err) MF_WUR;
 void mf_txn_abort(mf_sess_t *s);
 bool mf_txn_active(mf_sess_t *s);
+/*
+ * mf_txn_on_end: fn(arg, committed) runs once on this thread right after s's
+ * current transaction commits or rolls back (registering the same fn and arg
+ * twice in one transaction registers it once). arg must stay valid until then.
+ * Returns true if newly registered, false if already registered.
+ */
+bool mf_txn_on_end(mf_sess_t *s, void (*fn)(void *arg, bool committed), void *arg);
 
 /*
  * Cursors. A cursor is opened on a table in a session and closed with
