@@ -464,6 +464,13 @@ visit(mf_ttl_monitor_t *m, mf_sess_t *s, ttl_target_t *t)
          * key still inside the due range is a resume point; any other key
          * (longer, of another type) ends the range.
          */
+        if (r != 0 && r != MF_NOTFOUND) {
+            /* A storage error is not the end of the due range: give up this visit, retry on a later pass. */
+            mf_cur_close(cur);
+            mf_catalog_unlock(m->env.cat);
+            mf_log(MF_LOG_WARN, "TTL", "reading TTL index %s on %s failed; will retry", t->index, t->ns);
+            break;
+        }
         bool range_left = false;
         t->resume_len = 0;
         if (r == 0 && n >= cap) {
