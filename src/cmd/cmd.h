@@ -43,6 +43,16 @@ typedef struct mf_engine {
     _Atomic int64_t conn_current, conn_total, conn_active;
     _Atomic int64_t batched_deletes_docs, batched_deletes_batches;
     _Atomic int64_t next_conn_id;
+    /*
+     * Shutdown hook, NULL for none; set before serving. On SIGINT/SIGTERM the
+     * network layer (src/net/net.c) stops accepting and closes every
+     * connection (replies still being computed are dropped), then calls
+     * on_shutdown(on_shutdown_arg) once, on its I/O thread, before it waits
+     * for in-flight commands: the place to interrupt running operations
+     * (InterruptedAtShutdown) so that the wait ends promptly. Must not block.
+     */
+    void (*on_shutdown)(void *arg);
+    void *on_shutdown_arg;
 } mf_engine_t;
 
 /* Connection-level state a command may read (hello, whatsmyuri, ...). */

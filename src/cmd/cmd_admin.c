@@ -214,7 +214,8 @@ cmd_server_status(mf_op_t *op)
     BSON_APPEND_INT32(&sub, "current", (int32_t)atomic_load(&e->conn_current));
     BSON_APPEND_INT32(&sub, "available", 1000000 - (int32_t)atomic_load(&e->conn_current));
     BSON_APPEND_INT32(&sub, "totalCreated", (int32_t)atomic_load(&e->conn_total));
-    BSON_APPEND_INT32(&sub, "active", 1);
+    /* Connections with a command in progress, this one included (kept by src/net/net.c). */
+    BSON_APPEND_INT32(&sub, "active", (int32_t)atomic_load(&e->conn_active));
     bson_append_document_end(r, &sub);
 
     BSON_APPEND_DOCUMENT_BEGIN(r, "opcounters", &sub);

@@ -6,10 +6,13 @@
  *   --bind_ip ADDR        address to listen on (default 127.0.0.1)
  *   --dbpath DIR          data directory (default ./data)
  *   --setParameter k=v    a server parameter at startup (repeatable)
- *   --workers N           command worker threads (default: 4, or cores if more)
+ *   --workers N           command worker threads kept warm (default: 4, or cores if more)
+ *   --maxWorkers N        most command worker threads at once (default 512; the
+ *                         pool grows past --workers when every worker is busy)
  *   --config FILE         flags from a file, one "name = value" or "name: value" per line
  *   --version, --help
- * Shutdown on SIGINT/SIGTERM: stop accepting, finish in-flight commands,
+ * Shutdown on SIGINT/SIGTERM: stop accepting, call eng->on_shutdown (which
+ * interrupts running operations), finish in-flight commands,
  * close the engine (WiredTiger checkpoints on close), exit 0.
  */
 #include <signal.h>
@@ -41,13 +44,14 @@ typedef struct opts {
     char bind_ip[128];
     char dbpath[1024];
     int workers;
+    int max_workers;
 } opts_t;
 
 static void
 usage(FILE *f)
 {
     fprintf(f, "usage: mayflyd [--port N] [--bind_ip ADDR] [--dbpath DIR] [--setParameter name=value]...\n"
-               "               [--workers N] [--config FILE] [--version]\n");
+               "               [--workers N] [--maxWorkers N] [--config FILE] [--version]\n");
 }
 
 static int apply_flag(opts_t *o, const char *name, const char *val, bson_t *parsed);
@@ -113,6 +117,12 @@ apply_flag(opts_t *o, const char *name, const char *val, bson_t *parsed)
         o->workers = atoi(val);
         if (o->workers <= 0 || o->workers > 128) {
             fprintf(stderr, "mayflyd: bad --workers %s\n", val);
+            return -1;
+        }
+    } else if (strcmp(name, "maxWorkers") == 0) {
+        o->max_workers = atoi(val);
+        if (o->max_workers <= 0 || o->max_workers > 10000) {
+            fprintf(stderr, "mayflyd: bad --maxWorkers %s\n", val);
             return -1;
         }
     } else if (strcmp(name, "setParameter") == 0) {
@@ -193,9 +203,9 @@ main(int argc, char **argv)
 
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     int workers = o.workers ? o.workers : (cores > 4 ? (int)cores : 4);
-    char wbuf[16];
-    snprintf(wbuf, sizeof(wbuf), "%d", workers);
-    setenv("UV_THREADPOOL_SIZE", wbuf, 1);
+    int max_workers = o.max_workers ? o.max_workers : MF_NET_DEFAULT_MAX_WORKERS;
+    if (max_workers < workers)
+        max_workers = workers;
     signal(SIGPIPE, SIG_IGN);
 
     BSON_APPEND_DOCUMENT_BEGIN(parsed, "net", &net);
@@ -208,8 +218,8 @@ main(int argc, char **argv)
     BSON_APPEND_DOCUMENT_BEGIN(parsed, "setParameter", &sp);
     bson_append_document_end(parsed, &sp);
 
-    mf_log(MF_LOG_INFO, "CONTROL", "mayflyd %s starting: pid=%d port=%d dbpath=%s workers=%d", MF_VERSION, (int)getpid(),
-           o.port, o.dbpath, workers);
+    mf_log(MF_LOG_INFO, "CONTROL", "mayflyd %s starting: pid=%d port=%d dbpath=%s workers=%d maxWorkers=%d", MF_VERSION,
+           (int)getpid(), o.port, o.dbpath, workers, max_workers);
     if (mf_engine_open(o.dbpath, &eng, &err) != 0) {
         mf_log(MF_LOG_ERROR, "STORAGE", "cannot open the database: %s", err.msg);
         bson_destroy(argv_doc);
@@ -224,7 +234,9 @@ main(int argc, char **argv)
     snprintf(eng->host, sizeof(eng->host), "%s:%d", hn, o.port);
 
     int rc = 0;
-    if (mf_net_serve(eng, o.bind_ip, o.port, on_ready, NULL, &err) != 0) {
+    mf_net_opts_t no = {.bind_ip = o.bind_ip, .port = o.port, .workers = workers, .max_workers = max_workers,
+                        .ready = on_ready, .ready_arg = NULL};
+    if (mf_net_serve(eng, &no, &err) != 0) {
         mf_log(MF_LOG_ERROR, "NETWORK", "%s", err.msg);
         rc = 1;
     }

@@ -252,6 +252,30 @@ mf_storage_session(mf_storage_t *st)
     return s;
 }
 
+void
+mf_storage_session_close_thread(mf_storage_t *st)
+{
+    mf_sess_t *s = tls_sess;
+    if (s == NULL || tls_gen != st->gen)
+        return;
+    tls_sess = NULL;
+    tls_gen = 0;
+    pthread_mutex_lock(&st->lock);
+    for (int i = 0; i < st->nsessions; i++) {
+        if (st->sessions[i] == s) {
+            st->sessions[i] = st->sessions[--st->nsessions];
+            break;
+        }
+    }
+    pthread_mutex_unlock(&st->lock);
+    for (int k = 0; k < s->ncache; k++) {
+        s->cache[k]->wt->close(s->cache[k]->wt);
+        free(s->cache[k]);
+    }
+    s->wt->close(s->wt, NULL);
+    free(s);
+}
+
 int64_t
 mf_storage_table_size(mf_sess_t *s, const char *uri)
 {
