@@ -121,7 +121,8 @@ apply_flag(opts_t *o, const char *name, const char *val, bson_t *parsed)
         }
     } else if (strcmp(name, "maxWorkers") == 0) {
         o->max_workers = atoi(val);
-        if (o->max_workers <= 0 || o->max_workers > 10000) {
+        /* WiredTiger's session_max (2000, storage_wt.c) bounds threads that touch data. */
+        if (o->max_workers <= 0 || o->max_workers > 1024) {
             fprintf(stderr, "mayflyd: bad --maxWorkers %s\n", val);
             return -1;
         }

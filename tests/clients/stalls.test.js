@@ -11,6 +11,7 @@
 // finished", an ordering, and the slow queries are calibrated to run for
 // several seconds on this machine.
 const assert = require('node:assert/strict');
+const fs = require('node:fs');
 const { MongoClient } = require('mongodb');
 const h = require('./harness');
 
@@ -47,6 +48,15 @@ async function calibrate(coll) {
   return Math.max(work, Math.min(20000, Math.round(work * 2000 / ms)));
 }
 
+// The server's thread count (Linux /proc), or null where unavailable.
+function threadCount() {
+  try {
+    return fs.readdirSync(`/proc/${srv.server.pid}/task`).length;
+  } catch (_) {
+    return null;
+  }
+}
+
 async function clients(n) {
   const out = [];
   for (let i = 0; i < n; i++) out.push(await srv.newClient({ maxPoolSize: 2 }));
@@ -71,6 +81,7 @@ h.test('fast commands and a simple find answer while 8 slow queries run', { time
   await fillBig(big);
   await db.collection('small').insertMany([{ _id: 1, v: 'a' }, { _id: 2, v: 'b' }]);
   const work = await calibrate(big);
+  const threadsBefore = threadCount();
 
   const slowClients = await clients(NSLOW);
   const probe = await srv.newClient();
@@ -99,6 +110,11 @@ h.test('fast commands and a simple find answer while 8 slow queries run', { time
   // 8 slow queries plus this serverStatus are in progress.
   assert.ok(Number(status.connections.active) >= NSLOW + 1,
     `connections.active ${status.connections.active} counts the running commands`);
+  const threadsBusy = threadCount();
+  if (threadsBefore !== null) {
+    // 8 running queries need at least 4 workers beyond the 4 kept warm.
+    assert.ok(threadsBusy >= threadsBefore + NSLOW - 4, `threads grew: ${threadsBefore} -> ${threadsBusy}`);
+  }
 
   // A plain find on another collection from yet another client: the pool grew past the old 4.
   const small = await other.db(db.databaseName).collection('small').find({}).sort({ _id: 1 }).toArray();
@@ -124,6 +140,19 @@ h.test('fast commands and a simple find answer while 8 slow queries run', { time
     await h.sleep(100);
   }
   assert.equal(active, 1, 'connections.active is 1 (this serverStatus) once the slow queries are done');
+
+  // The extra workers retire after idling a few seconds (each closing its storage session).
+  if (threadsBefore !== null) {
+    let now;
+    for (;;) {
+      now = threadCount();
+      if (now <= threadsBefore + 1 || Date.now() > deadline + LIVENESS_MS) break;
+      await h.sleep(250);
+    }
+    assert.ok(now <= threadsBefore + 1, `idle workers retired: ${threadsBusy} -> ${now} (started at ${threadsBefore})`);
+    // And the server still serves data commands on the shrunk pool.
+    assert.equal(await big.countDocuments({ g: 0 }), Math.floor((NDOCS - 1) / 97) + 1);
+  }
 });
 
 h.test('connections.active is 1 on an idle server: the asking connection', async () => {
