@@ -82,6 +82,7 @@ typedef struct conn {
     bool paused;             /* reading stopped: too much queued (backpressure) */
     bool busy;               /* a job is in flight */
     bool closing;
+    bool draining;           /* shutting down: close once the reply being computed is written */
     bool handle_closed;      /* on_conn_closed has run */
     /*
      * Awaitable hello (the drivers' streaming monitor): the reply waits in
@@ -354,12 +355,42 @@ work_cb(mf_net_pool_job_t *pj)
     mf_wire_msg_destroy(&msg);
 }
 
+typedef struct write_req {
+    uv_write_t w;
+    uint8_t *buf;
+    bool close_after; /* the connection's last reply (shutdown) */
+} write_req_t;
+
 static void
 on_write_done(uv_write_t *w, int status)
 {
-    free(w->data);
-    free(w);
+    write_req_t *wr = (write_req_t *)w;
+    conn_t *c = w->handle->data;
+    if (wr->close_after)
+        conn_close(c, NULL); /* after a cancelled write (status < 0) too: it is already closing */
+    free(wr->buf);
+    free(wr);
     (void)status;
+}
+
+/*
+ * Writes reply bytes on c, taking ownership of buf (freed when written).
+ * With close_after, the connection closes once they are out. Returns 0, or
+ * -1 if the write could not start (buf is freed; the caller closes c).
+ */
+static int
+conn_write(conn_t *c, uint8_t *buf, size_t len, bool close_after)
+{
+    write_req_t *wr = mf_malloc(sizeof(*wr));
+    uv_buf_t b = uv_buf_init((char *)buf, (unsigned)len);
+    wr->buf = buf;
+    wr->close_after = close_after;
+    if (uv_write(&wr->w, (uv_stream_t *)&c->tcp, &b, 1, on_write_done) != 0) {
+        free(buf);
+        free(wr);
+        return -1;
+    }
+    return 0;
 }
 
 static void
@@ -391,6 +422,17 @@ after_work(job_t *job)
             free_conn_if_orphaned(c);
         return;
     }
+    if (c->draining) {
+        /* Shutting down: send this last reply (an awaitable hello too, at once), then close. */
+        msgbuf_free(job->msg);
+        if (job->reply == NULL || job->fatal || conn_write(c, job->reply, job->reply_len, true) != 0) {
+            if (job->fatal)
+                free(job->reply);
+            conn_close(c, NULL);
+        }
+        free(job);
+        return;
+    }
     if (job->reply && job->await_ms > 0 && !job->fatal) {
         /* Hold the reply; on_await_timer writes it (and, streaming, asks again). */
         c->held = job->reply;
@@ -408,16 +450,8 @@ after_work(job_t *job)
         free(job);
         return;
     }
-    if (job->reply) {
-        uv_write_t *w = mf_malloc(sizeof(*w));
-        uv_buf_t b = uv_buf_init((char *)job->reply, (unsigned)job->reply_len);
-        w->data = job->reply;
-        if (uv_write(w, (uv_stream_t *)&c->tcp, &b, 1, on_write_done) != 0) {
-            free(job->reply);
-            free(w);
-            job->fatal = true;
-        }
-    }
+    if (job->reply && conn_write(c, job->reply, job->reply_len, false) != 0)
+        job->fatal = true;
     msgbuf_free(job->msg);
     if (job->fatal) {
         free(job);
@@ -433,7 +467,7 @@ static void queue_job(conn_t *c, msgbuf_t *m, int32_t response_to);
 static void
 start_next(conn_t *c)
 {
-    if (c->busy || c->closing || c->qhead == NULL)
+    if (c->busy || c->closing || c->draining || c->qhead == NULL)
         return;
     msgbuf_t *m = c->qhead;
     c->qhead = m->next;
@@ -461,12 +495,7 @@ on_await_timer(uv_timer_t *t)
         msgbuf_free(req);
         return;
     }
-    uv_write_t *w = mf_malloc(sizeof(*w));
-    uv_buf_t b = uv_buf_init((char *)reply, (unsigned)c->held_len);
-    w->data = reply;
-    if (uv_write(w, (uv_stream_t *)&c->tcp, &b, 1, on_write_done) != 0) {
-        free(reply);
-        free(w);
+    if (conn_write(c, reply, c->held_len, false) != 0) {
         msgbuf_free(req);
         conn_close(c, "write failed");
         return;
@@ -710,9 +739,22 @@ on_signal(uv_signal_t *h, int signum)
     uv_close((uv_handle_t *)&srv->sigterm, NULL);
     uv_timer_stop(&srv->reaper);
     uv_close((uv_handle_t *)&srv->reaper, NULL);
-    /* Copy: conn_close's callbacks edit srv->conns later, not now. */
-    for (size_t i = 0; i < srv->nconns; i++)
-        conn_close(srv->conns[i], NULL);
+    /*
+     * Idle connections (and held hellos) close now; one with a command
+     * running stops reading and closes after writing that reply, so its
+     * client gets an answer (InterruptedAtShutdown once on_shutdown
+     * interrupts operations) rather than a dropped connection.
+     * conn_close's callbacks edit srv->conns later, not now.
+     */
+    for (size_t i = 0; i < srv->nconns; i++) {
+        conn_t *c = srv->conns[i];
+        if (c->busy && c->held == NULL && !c->closing) {
+            c->draining = true;
+            uv_read_stop((uv_stream_t *)&c->tcp);
+        } else {
+            conn_close(c, NULL);
+        }
+    }
     /* Let the engine interrupt what is running, then wait for it. */
     if (srv->eng->on_shutdown)
         srv->eng->on_shutdown(srv->eng->on_shutdown_arg);
