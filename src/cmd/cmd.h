@@ -45,11 +45,12 @@ typedef struct mf_engine {
     _Atomic int64_t next_conn_id;
     /*
      * Shutdown hook, NULL for none; set before serving. On SIGINT/SIGTERM the
-     * network layer (src/net/net.c) stops accepting and closes every
-     * connection (replies still being computed are dropped), then calls
-     * on_shutdown(on_shutdown_arg) once, on its I/O thread, before it waits
-     * for in-flight commands: the place to interrupt running operations
-     * (InterruptedAtShutdown) so that the wait ends promptly. Must not block.
+     * network layer (src/net/net.c) stops accepting and reading, closes idle
+     * connections, then calls on_shutdown(on_shutdown_arg) once, on its I/O
+     * thread, before it waits for the commands in flight (each one's reply
+     * is still written, then its connection closes): the place to interrupt
+     * running operations (InterruptedAtShutdown) so that the wait ends
+     * promptly. Must not block.
      */
     void (*on_shutdown)(void *arg);
     void *on_shutdown_arg;

@@ -32,10 +32,12 @@
  *   - A connection closed while a job is in flight is freed by that job's
  *     completion on the loop thread.
  *   - A message that fails to parse closes its connection after logging.
- *   - Shutdown (SIGINT/SIGTERM): stop accepting, close every connection,
- *     call eng->on_shutdown (the engine interrupts running operations there),
- *     then wait for the jobs in flight, logging every few seconds while any
- *     remain. When none remain, the done-list handle closes, uv_run returns,
+ *   - Shutdown (SIGINT/SIGTERM): stop accepting, close idle connections
+ *     (and held hellos); a connection with a job running stops reading and
+ *     closes once that reply is written (conn->draining), so its client gets
+ *     an answer. Then call eng->on_shutdown (the engine interrupts running
+ *     operations there) and wait for the jobs in flight, logging every few
+ *     seconds while any remain. When none remain, the done-list handle closes, uv_run returns,
  *     and the pools are joined (the caller then closes the engine).
  */
 #include "common/alloc.h"
