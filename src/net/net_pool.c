@@ -39,6 +39,8 @@
 
 enum { SLOT_FREE = 0, SLOT_RUNNING, SLOT_EXITED };
 
+#define WORKER_STACK_BYTES ((size_t)8 << 20)
+
 typedef struct slot {
     struct mf_net_pool *pool;
     pthread_t tid;
@@ -79,7 +81,15 @@ spawn_locked(mf_net_pool_t *p)
     if (free_slot == NULL)
         return -1; /* every slot holds a live or retiring thread: the queue waits */
     free_slot->pool = p;
-    int rc = pthread_create(&free_slot->tid, NULL, worker_main, free_slot);
+    /*
+     * 8 MiB stacks, as libuv gave its pool threads: commands recurse over
+     * documents nested up to 200 deep. Only touched pages cost memory.
+     */
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, WORKER_STACK_BYTES);
+    int rc = pthread_create(&free_slot->tid, &attr, worker_main, free_slot);
+    pthread_attr_destroy(&attr);
     if (rc != 0) {
         mf_log(MF_LOG_WARN, "NETWORK", "%s pool: cannot start a worker (%s); %d running", p->cfg.name, strerror(rc),
                p->nthreads);
