@@ -65,6 +65,17 @@ typedef struct mf_engine {
     _Atomic int64_t batched_deletes_docs, batched_deletes_batches;
     _Atomic int64_t next_conn_id;
     _Atomic int64_t fg_ops;   /* data commands started: the TTL pacer yields while it moves */
+    /*
+     * Shutdown hook, NULL for none; set before serving. On SIGINT/SIGTERM the
+     * network layer (src/net/net.c) stops accepting and reading, closes idle
+     * connections, then calls on_shutdown(on_shutdown_arg) once, on its I/O
+     * thread, before it waits for the commands in flight (each one's reply
+     * is still written, then its connection closes): the place to interrupt
+     * running operations (InterruptedAtShutdown) so that the wait ends
+     * promptly. Must not block.
+     */
+    void (*on_shutdown)(void *arg);
+    void *on_shutdown_arg;
 } mf_engine_t;
 
 /* Connection-level state a command may read (hello, whatsmyuri, ...). */

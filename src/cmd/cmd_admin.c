@@ -46,9 +46,11 @@ cmd_hello(mf_op_t *op)
     bool legacy_name = strcmp(op->name, "hello") != 0;
 
     pthread_once(&process_id_once, init_process_id);
-    if (bson_iter_init_find(&it, op->cmd, "helloOk") && bson_iter_as_bool(&it))
+    /* op->client is NULL for an embedded caller: no connection to remember helloOk on. */
+    bool hello_ok = bson_iter_init_find(&it, op->cmd, "helloOk") && bson_iter_as_bool(&it);
+    if (op->client != NULL && hello_ok)
         op->client->helloed = true;
-    if (op->client->helloed)
+    if (op->client != NULL ? op->client->helloed : hello_ok)
         BSON_APPEND_BOOL(r, "helloOk", true);
     BSON_APPEND_BOOL(r, legacy_name ? "ismaster" : "isWritablePrimary", true);
     BSON_APPEND_DOCUMENT_BEGIN(r, "topologyVersion", &tv);
@@ -60,7 +62,8 @@ cmd_hello(mf_op_t *op)
     BSON_APPEND_INT32(r, "maxWriteBatchSize", MF_MAX_WRITE_BATCH);
     BSON_APPEND_DATE_TIME(r, "localTime", mf_now_ms());
     BSON_APPEND_INT32(r, "logicalSessionTimeoutMinutes", 30);
-    BSON_APPEND_INT64(r, "connectionId", op->client->id);
+    if (op->client != NULL)
+        BSON_APPEND_INT64(r, "connectionId", op->client->id);
     BSON_APPEND_INT32(r, "minWireVersion", 0);
     BSON_APPEND_INT32(r, "maxWireVersion", MF_MAX_WIRE_VERSION);
     BSON_APPEND_BOOL(r, "readOnly", false);
@@ -213,7 +216,8 @@ cmd_server_status(mf_op_t *op)
     BSON_APPEND_INT32(&sub, "current", (int32_t)atomic_load(&e->conn_current));
     BSON_APPEND_INT32(&sub, "available", 1000000 - (int32_t)atomic_load(&e->conn_current));
     BSON_APPEND_INT32(&sub, "totalCreated", (int32_t)atomic_load(&e->conn_total));
-    BSON_APPEND_INT32(&sub, "active", 1);
+    /* Connections with a command in progress, this one included (kept by src/net/net.c). */
+    BSON_APPEND_INT32(&sub, "active", (int32_t)atomic_load(&e->conn_active));
     bson_append_document_end(r, &sub);
 
     BSON_APPEND_DOCUMENT_BEGIN(r, "opcounters", &sub);
@@ -292,7 +296,8 @@ cmd_host_info(mf_op_t *op)
 static int
 cmd_whatsmyuri(mf_op_t *op)
 {
-    BSON_APPEND_UTF8(op->reply, "you", op->client->remote);
+    /* An embedded caller (no client) has no address: answer an empty string. */
+    BSON_APPEND_UTF8(op->reply, "you", op->client != NULL ? op->client->remote : "");
     return 0;
 }
 

@@ -90,6 +90,16 @@ void mf_wire_msg_destroy(mf_msg_t *msg);
  */
 uint8_t *mf_wire_build_msg(int32_t request_id, int32_t response_to, uint32_t flags, const bson_t *body, size_t *len);
 
+/*
+ * mf_wire_peek_command: copies the command name (the first key of the body
+ * document; inside $query/query for a wrapped OP_QUERY) of the whole message
+ * buf/len into name (cap bytes, NUL-terminated) without parsing or
+ * validating the rest. Used on the I/O thread to pick a worker lane. Returns
+ * false if the message is not an OP_MSG / OP_QUERY, is truncated, or the name
+ * does not fit; the full parse later reports any real fault.
+ */
+bool mf_wire_peek_command(const uint8_t *buf, size_t len, char *name, size_t cap);
+
 /* mf_wire_build_reply: builds an OP_REPLY with one document (for OP_QUERY). Caller frees. */
 uint8_t *mf_wire_build_reply(int32_t request_id, int32_t response_to, const bson_t *doc, size_t *len);
 

@@ -6,12 +6,15 @@
  *   --bind_ip ADDR        address to listen on (default 127.0.0.1)
  *   --dbpath DIR          data directory (default ./data)
  *   --setParameter k=v    a server parameter at startup (repeatable)
- *   --workers N           command worker threads (default: 4, or cores if more)
+ *   --workers N           command worker threads kept warm (default: 4, or cores if more)
+ *   --maxWorkers N        most command worker threads at once (default 512; the
+ *                         pool grows past --workers when every worker is busy)
  *   --inMemory            keep all data in memory (WiredTiger in_memory): a throwaway
  *                         server for test suites; gone at shutdown
  *   --config FILE         flags from a file, one "name = value" or "name: value" per line
  *   --version, --help
- * Shutdown on SIGINT/SIGTERM: stop accepting, finish in-flight commands,
+ * Shutdown on SIGINT/SIGTERM: stop accepting, call eng->on_shutdown (which
+ * interrupts running operations), finish in-flight commands,
  * close the engine (WiredTiger checkpoints on close), exit 0.
  */
 #include <signal.h>
@@ -48,13 +51,14 @@ typedef struct opts {
     const char *set_params[64]; /* "name=value", point into argv or owned copies (config file) */
     size_t nset_params;
     mf_params_t *check;         /* validates --setParameter as it is read */
+    int max_workers;
 } opts_t;
 
 static void
 usage(FILE *f)
 {
     fprintf(f, "usage: mayflyd [--port N] [--bind_ip ADDR] [--dbpath DIR] [--setParameter name=value]...\n"
-               "               [--workers N] [--inMemory] [--config FILE] [--version]\n");
+               "               [--workers N] [--maxWorkers N] [--inMemory] [--config FILE] [--version]\n");
 }
 
 static int apply_flag(opts_t *o, const char *name, const char *val, bson_t *parsed);
@@ -131,6 +135,13 @@ apply_flag(opts_t *o, const char *name, const char *val, bson_t *parsed)
             fprintf(stderr, "mayflyd: bad --inMemory %s (true or false)\n", val);
             return -1;
         }
+    } else if (strcmp(name, "maxWorkers") == 0) {
+        o->max_workers = atoi(val);
+        /* WiredTiger's session_max (2000, storage_wt.c) bounds threads that touch data. */
+        if (o->max_workers <= 0 || o->max_workers > 1024) {
+            fprintf(stderr, "mayflyd: bad --maxWorkers %s\n", val);
+            return -1;
+        }
     } else if (strcmp(name, "setParameter") == 0) {
         if (mf_param_set_string(o->check, val, &err) != 0) {
             fprintf(stderr, "mayflyd: %s\n", err.msg);
@@ -149,6 +160,13 @@ apply_flag(opts_t *o, const char *name, const char *val, bson_t *parsed)
         return -1;
     }
     return 0;
+}
+
+/* The shutdown hook (net.c calls it on SIGINT/SIGTERM): running operations stop with 11600. */
+static void
+interrupt_engine(void *arg)
+{
+    mf_engine_interrupt(arg);
 }
 
 static void
@@ -226,9 +244,9 @@ main(int argc, char **argv)
 
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     int workers = o.workers ? o.workers : (cores > 4 ? (int)cores : 4);
-    char wbuf[16];
-    snprintf(wbuf, sizeof(wbuf), "%d", workers);
-    setenv("UV_THREADPOOL_SIZE", wbuf, 1);
+    int max_workers = o.max_workers ? o.max_workers : MF_NET_DEFAULT_MAX_WORKERS;
+    if (max_workers < workers)
+        max_workers = workers;
     signal(SIGPIPE, SIG_IGN);
 
     /* In memory without --dbpath: WiredTiger still wants a home directory, a scratch one. */
@@ -255,8 +273,8 @@ main(int argc, char **argv)
     BSON_APPEND_DOCUMENT_BEGIN(parsed, "setParameter", &sp);
     bson_append_document_end(parsed, &sp);
 
-    mf_log(MF_LOG_INFO, "CONTROL", "mayflyd %s starting: pid=%d port=%d dbpath=%s%s workers=%d", MF_VERSION,
-           (int)getpid(), o.port, o.dbpath, o.in_memory ? " (in memory)" : "", workers);
+    mf_log(MF_LOG_INFO, "CONTROL", "mayflyd %s starting: pid=%d port=%d dbpath=%s%s workers=%d maxWorkers=%d",
+           MF_VERSION, (int)getpid(), o.port, o.dbpath, o.in_memory ? " (in memory)" : "", workers, max_workers);
     mf_engine_opts_t eo = {.dbpath = o.dbpath, .in_memory = o.in_memory, .set_params = o.set_params,
                            .nset_params = o.nset_params};
     if (mf_engine_open(&eo, &eng, &err) != 0) {
@@ -272,7 +290,11 @@ main(int argc, char **argv)
     gethostname(hn, sizeof(hn) - 1);
     snprintf(eng->host, sizeof(eng->host), "%s:%d", hn, o.port);
 
-    if (mf_net_serve(eng, o.bind_ip, o.port, on_ready, NULL, &err) != 0) {
+    eng->on_shutdown = interrupt_engine;
+    eng->on_shutdown_arg = eng;
+    mf_net_opts_t no = {.bind_ip = o.bind_ip, .port = o.port, .workers = workers, .max_workers = max_workers,
+                        .ready = on_ready, .ready_arg = NULL};
+    if (mf_net_serve(eng, &no, &err) != 0) {
         mf_log(MF_LOG_ERROR, "NETWORK", "%s", err.msg);
         rc = 1;
     }

@@ -53,9 +53,10 @@ void mf_storage_close(mf_storage_t *st);
 mf_sess_t *mf_storage_session(mf_storage_t *st);
 
 /*
- * mf_storage_session_close_thread: closes the calling thread's session on st
- * (if it has one), for a thread about to exit while st stays open. The
- * session must have no transaction in progress.
+ * mf_storage_session_close_thread: closes the calling thread's session (if it
+ * has one on st) and forgets it, for a thread that is about to exit (a pool
+ * worker retiring while the server runs). The thread must have no
+ * transaction or cursor open; a later mf_storage_session opens a new one.
  */
 void mf_storage_session_close_thread(mf_storage_t *st);
 
