@@ -138,14 +138,17 @@ typedef struct vint {
 
 typedef struct vlist {
     vint_t *v;
-    size_t n;
+    size_t n, cap;
     bool all; /* [MinKey, MaxKey]: unbounded */
 } vlist_t;
 
 static void
 vlist_push(vlist_t *l, bson_value_t lo, bool li, bson_value_t hi, bool hincl)
 {
-    l->v = mf_realloc(l->v, (l->n + 1) * sizeof(*l->v));
+    if (l->n == l->cap) {
+        l->cap = l->cap ? l->cap * 2 : 4; /* doubling: a $in of n values costs O(n), not O(n^2) copies */
+        l->v = mf_realloc(l->v, l->cap * sizeof(*l->v));
+    }
     l->v[l->n].lo = lo;
     l->v[l->n].hi = hi;
     l->v[l->n].li = li;
@@ -243,14 +246,17 @@ point_ok(const bson_value_t *v)
 /* Strings made for bounds (regex prefixes), owned by the candidate whose intervals point at them. */
 typedef struct strpool {
     char **s;
-    size_t n;
+    size_t n, cap;
 } strpool_t;
 
 static char *
 pool_add(strpool_t *pool, const char *data, size_t len)
 {
     char *c = mf_strndup(data, len);
-    pool->s = mf_realloc(pool->s, (pool->n + 1) * sizeof(*pool->s));
+    if (pool->n == pool->cap) {
+        pool->cap = pool->cap ? pool->cap * 2 : 4;
+        pool->s = mf_realloc(pool->s, pool->cap * sizeof(*pool->s));
+    }
     pool->s[pool->n++] = c;
     return c;
 }
