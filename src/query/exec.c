@@ -204,18 +204,43 @@ seek_interval(mf_cur_t *cur, const mf_interval_t *iv, bool fwd, uint8_t *tmp)
 }
 
 /*
+ * Cursors an OR run shares between its inputs: opening a WiredTiger cursor
+ * costs far more than a seek, and a $or of 1,000 branches often uses only a
+ * few indexes. Up to kCurCache index cursors are kept, by index URI.
+ */
+enum { kCurCache = 8 };
+typedef struct cur_cache {
+    mf_cur_t *ccur; /* record cursor, NULL until first used */
+    const char *uri[kCurCache];
+    mf_cur_t *icur[kCurCache];
+    int n;
+} cur_cache_t;
+
+static void
+cur_cache_close(cur_cache_t *cc)
+{
+    for (int i = 0; i < cc->n; i++)
+        mf_cur_close(cc->icur[i]);
+    if (cc->ccur)
+        mf_cur_close(cc->ccur);
+    memset(cc, 0, sizeof(*cc));
+}
+
+/*
  * Runs (or resumes) the IXSCAN st and its FETCH. orst is the OR stage st is
  * an input of (record ids are then de-duplicated across all inputs), or
- * NULL. Returns 0 when st is exhausted, 1 when the visitor stopped the
- * scan, -1 on error.
+ * NULL. cc, when not NULL, lends and keeps the cursors (else they are
+ * opened and closed here). Returns 0 when st is exhausted, 1 when the
+ * visitor stopped the scan, -1 on error.
  */
 static int
-scan_index(mf_sess_t *s, mf_coll_t *c, mf_plan_t *p, mf_stage_t *st, mf_stage_t *orst, const mf_matcher_t *m,
-           mf_exec_visit_fn visit, void *arg, mf_error_t *err)
+scan_index(mf_sess_t *s, mf_coll_t *c, mf_plan_t *p, mf_stage_t *st, mf_stage_t *orst, cur_cache_t *cc,
+           const mf_matcher_t *m, mf_exec_visit_fn visit, void *arg, mf_error_t *err)
 {
     mf_stage_t *fetch = p->fetch;
     mf_index_t *ix = mf_coll_index_by_name(c, st->index_name);
     mf_cur_t *icur = NULL, *ccur = NULL;
+    bool own_icur = true, own_ccur = true;
     bool fwd = st->direction >= 0;
     uint8_t *tmp = NULL;
     size_t tmpcap = 0;
@@ -225,9 +250,30 @@ scan_index(mf_sess_t *s, mf_coll_t *c, mf_plan_t *p, mf_stage_t *st, mf_stage_t 
         return mf_err_set(err, MF_E_QueryPlanKilled, "query plan killed :: caused by :: index '%s' dropped",
                           st->index_name);
     bool dedup = ix->multikey || st->multikey || orst != NULL;
-    if (mf_cur_open(s, ix->uri, &icur, err) != 0)
+    if (cc != NULL) {
+        for (int i = 0; i < cc->n && icur == NULL; i++) {
+            if (strcmp(cc->uri[i], ix->uri) == 0)
+                icur = cc->icur[i];
+        }
+        own_icur = icur == NULL && cc->n == kCurCache;
+        own_ccur = false;
+    }
+    if (icur == NULL) {
+        if (mf_cur_open(s, ix->uri, &icur, err) != 0)
+            return -1;
+        if (cc != NULL && !own_icur) {
+            cc->uri[cc->n] = ix->uri;
+            cc->icur[cc->n++] = icur;
+        }
+    }
+    if (cc != NULL && cc->ccur == NULL && mf_cur_open(s, c->uri, &cc->ccur, err) != 0) {
+        if (own_icur)
+            mf_cur_close(icur);
         return -1;
-    if (mf_cur_open(s, c->uri, &ccur, err) != 0) {
+    }
+    if (cc != NULL) {
+        ccur = cc->ccur;
+    } else if (mf_cur_open(s, c->uri, &ccur, err) != 0) {
         mf_cur_close(icur);
         return -1;
     }
@@ -343,8 +389,10 @@ scan_index(mf_sess_t *s, mf_coll_t *c, mf_plan_t *p, mf_stage_t *st, mf_stage_t 
     }
 out:
     free(tmp);
-    mf_cur_close(ccur);
-    mf_cur_close(icur);
+    if (own_ccur)
+        mf_cur_close(ccur);
+    if (own_icur)
+        mf_cur_close(icur);
     return rc;
 }
 
@@ -352,7 +400,7 @@ static int
 run_ixscan(mf_sess_t *s, mf_coll_t *c, mf_plan_t *p, const mf_matcher_t *m, mf_exec_visit_fn visit, void *arg,
            mf_error_t *err)
 {
-    int rc = scan_index(s, c, p, p->leaf, NULL, m, visit, arg, err);
+    int rc = scan_index(s, c, p, p->leaf, NULL, NULL, m, visit, arg, err);
     if (rc == 0)
         p->done = true;
     return rc < 0 ? -1 : 0;
@@ -368,17 +416,21 @@ run_or(mf_sess_t *s, mf_coll_t *c, mf_plan_t *p, const mf_matcher_t *m, mf_exec_
        mf_error_t *err)
 {
     mf_stage_t *orst = p->leaf;
+    cur_cache_t cc = {0};
+    int rc = 0;
     while (p->cur_input < orst->ninputs) {
-        int rc = scan_index(s, c, p, orst->inputs[p->cur_input], orst, m, visit, arg, err);
-        if (rc < 0)
-            return -1;
-        if (rc > 0)
-            return 0;
+        rc = scan_index(s, c, p, orst->inputs[p->cur_input], orst, &cc, m, visit, arg, err);
+        if (rc != 0)
+            break;
         p->cur_input++;
         p->cur_iv = 0;
         p->last_key_len = 0;
     }
-    p->done = true;
+    cur_cache_close(&cc);
+    if (rc < 0)
+        return -1;
+    if (rc == 0)
+        p->done = true;
     return 0;
 }
 

@@ -862,49 +862,88 @@ or_branch_leaf(node_t *k)
     return NULL;
 }
 
+/* Moves leaf l's values and regexes (an equality or $in) into the $in node in. */
+static void
+in_absorb(node_t *in, node_t *l)
+{
+    if (l->kind == K_EQ) {
+        if (l->val.value_type == BSON_TYPE_NULL)
+            in->has_null = true;
+        in->vals[in->nvals++] = l->val; /* moved */
+        l->val.value_type = BSON_TYPE_EOD;
+        return;
+    }
+    in->has_null = in->has_null || l->has_null;
+    for (size_t j = 0; j < l->nvals; j++)
+        in->vals[in->nvals++] = l->vals[j];
+    for (size_t j = 0; j < l->nrxs; j++)
+        in->rxs[in->nrxs++] = l->rxs[j];
+    l->nvals = l->nrxs = 0;
+}
+
 /*
- * or_to_in: MongoDB's rewrite of a $or whose branches are all equalities (or
- * $in) on one path into a single $in ({$or: [{a: 1}, {a: 2}]} is {a: {$in:
- * [1, 2]}}), so a $or of N equalities costs O(log N) per document instead of
- * N branch evaluations. Takes ownership of orn; returns the node to use.
+ * or_to_in: MongoDB's rewrite of the branches of a $or that are equalities
+ * (or $in) on one path into one $in per path ({$or: [{a: 1}, {b: 2}, {a:
+ * 3}]} is {$or: [{a: {$in: [1, 3]}}, {b: 2}]}); when one $in is all that is
+ * left it replaces the $or. A $or of N equalities then costs O(log N) per
+ * document instead of N branch evaluations. Each $in takes the place of its
+ * path's first branch. Takes ownership of orn; returns the node to use.
  */
 static node_t *
 or_to_in(node_t *orn)
 {
-    size_t nv = 0, nr = 0;
-    node_t *in;
+    size_t n = orn->nkids, k = 0;
+    node_t **leaf = mf_calloc(n, sizeof(*leaf));
+    bool merged = false;
 
-    if (orn->nkids < 2)
-        return orn;
-    for (size_t i = 0; i < orn->nkids; i++) {
-        node_t *l = or_branch_leaf(orn->kids[i]);
-        if (l == NULL || strcmp(l->path, or_branch_leaf(orn->kids[0])->path) != 0)
-            return orn;
-        nv += l->kind == K_IN ? l->nvals : 1;
-        nr += l->kind == K_IN ? l->nrxs : 0;
-    }
-    in = node_new(K_IN, or_branch_leaf(orn->kids[0])->path);
-    in->vals = mf_calloc(nv ? nv : 1, sizeof(*in->vals));
-    in->rxs = mf_calloc(nr ? nr : 1, sizeof(*in->rxs));
-    for (size_t i = 0; i < orn->nkids; i++) {
-        node_t *l = or_branch_leaf(orn->kids[i]);
-        if (l->kind == K_EQ) {
-            if (l->val.value_type == BSON_TYPE_NULL)
-                in->has_null = true;
-            in->vals[in->nvals++] = l->val; /* moved */
-            l->val.value_type = BSON_TYPE_EOD;
+    for (size_t i = 0; i < n; i++)
+        leaf[i] = or_branch_leaf(orn->kids[i]);
+    for (size_t i = 0; i < n; i++) {
+        size_t nv = 0, nr = 0, same = 0;
+        if (leaf[i] == NULL)
             continue;
+        for (size_t j = i; j < n; j++) {
+            if (leaf[j] == NULL || strcmp(leaf[j]->path, leaf[i]->path) != 0)
+                continue;
+            same++;
+            nv += leaf[j]->kind == K_IN ? leaf[j]->nvals : 1;
+            nr += leaf[j]->kind == K_IN ? leaf[j]->nrxs : 0;
         }
-        in->has_null = in->has_null || l->has_null;
-        for (size_t j = 0; j < l->nvals; j++)
-            in->vals[in->nvals++] = l->vals[j];
-        for (size_t j = 0; j < l->nrxs; j++)
-            in->rxs[in->nrxs++] = l->rxs[j];
-        l->nvals = l->nrxs = 0;
+        if (same < 2)
+            continue;
+        node_t *in = node_new(K_IN, leaf[i]->path);
+        in->vals = mf_calloc(nv ? nv : 1, sizeof(*in->vals));
+        in->rxs = mf_calloc(nr ? nr : 1, sizeof(*in->rxs));
+        for (size_t j = n; j-- > i;) {
+            if (leaf[j] == NULL || strcmp(leaf[j]->path, in->path) != 0)
+                continue;
+            in_absorb(in, leaf[j]);
+            leaf[j] = NULL;
+            if (j != i) {
+                node_free(orn->kids[j]);
+                orn->kids[j] = NULL;
+            }
+        }
+        in_finish(in);
+        node_free(orn->kids[i]);
+        orn->kids[i] = in;
+        merged = true;
     }
-    node_free(orn);
-    in_finish(in);
-    return in;
+    free(leaf);
+    if (!merged)
+        return orn;
+    for (size_t i = 0; i < n; i++) {
+        if (orn->kids[i] != NULL)
+            orn->kids[k++] = orn->kids[i];
+    }
+    orn->nkids = k;
+    if (k == 1) {
+        node_t *only = orn->kids[0];
+        orn->nkids = 0;
+        node_free(orn);
+        return only;
+    }
+    return orn;
 }
 
 /* parse_logical: $and / $or / $nor operand. */

@@ -362,9 +362,15 @@ Test(match, or_of_equalities_on_one_path_is_an_in)
        "{'a': 'qq'}");
     YES("{'%or': [{'a': 1}, {'a': {'%eq': {'$regularExpression': {'pattern': '^q', 'options': ''}}}}]}",
         "{'a': {'$regularExpression': {'pattern': '^q', 'options': ''}}}");
-    /* Different paths stay a $or. */
+    /* Different paths stay a $or; equalities are grouped per path. */
     YES("{'%or': [{'a': 1}, {'b': 2}]}", "{'b': 2}");
     NO("{'%or': [{'a': 1}, {'b': 2}]}", "{'a': 2}");
+    YES("{'%or': [{'a': 1}, {'b': 2}, {'a': 3}, {'c': {'%gt': 5}}, {'b': 4}]}", "{'a': 3}");
+    YES("{'%or': [{'a': 1}, {'b': 2}, {'a': 3}, {'c': {'%gt': 5}}, {'b': 4}]}", "{'b': [0, 4]}");
+    YES("{'%or': [{'a': 1}, {'b': 2}, {'a': 3}, {'c': {'%gt': 5}}, {'b': 4}]}", "{'c': 6}");
+    NO("{'%or': [{'a': 1}, {'b': 2}, {'a': 3}, {'c': {'%gt': 5}}, {'b': 4}]}", "{'a': 2, 'b': 3, 'c': 5}");
+    YES("{'%or': [{'a': 1}, {'b': 2}, {'a': 3}, {'c': {'%gt': 5}}, {'b': null}]}", "{'a': 2}");
+    NO("{'%or': [{'a': 1}, {'b': 2}, {'a': 3}, {'c': {'%gt': 5}}, {'b': null}]}", "{'a': 2, 'b': 1}");
     /* $nor of the same shape is not rewritten. */
     NO("{'%nor': [{'a': 1}, {'a': 2}]}", "{'a': 2}");
     YES("{'%nor': [{'a': 1}, {'a': 2}]}", "{'a': 3}");
