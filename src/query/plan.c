@@ -1489,57 +1489,137 @@ find_or(const bson_t *filter, bson_iter_t *orit, int depth)
     return false;
 }
 
+/* A $or branch that is an equality / $in on path (for grouping), by position. */
+typedef struct obr {
+    const char *path;
+    size_t idx;
+} obr_t;
+
+static int
+obr_cmp(const void *a, const void *b)
+{
+    const obr_t *x = a, *y = b;
+    int r = strcmp(x->path, y->path);
+    if (r != 0)
+        return r;
+    return x->idx < y->idx ? -1 : (x->idx > y->idx ? 1 : 0);
+}
+
+/* Plans one $or branch (with the filter's other predicates ps) as an IXSCAN; NULL if no index bounds it. */
+static mf_stage_t *
+or_branch_stage(const mf_coll_t *c, const bson_t *branch, const preds_t *ps, preds_t *bp)
+{
+    mf_stage_t *st = NULL;
+    for (int i = 0; i < bp->nowned; i++)
+        bson_destroy(bp->owned[i]);
+    bp->nowned = 0;
+    memcpy(bp->p, ps->p, (size_t)ps->n * sizeof(ps->p[0]));
+    bp->n = ps->n;
+    collect_preds(branch, bp, -1, 1);
+    cand_t *k = best_candidate(c, bp, NULL, NULL);
+    if (k != NULL && cand_bounded(k))
+        st = ixscan_stage(k, 1);
+    if (k != NULL) {
+        cand_destroy(k);
+        free(k);
+    }
+    return st;
+}
+
 /*
  * An OR stage over one IXSCAN per branch of filter's $or, or NULL when some
  * branch can use no index. A branch is planned with its own predicates plus
  * the filter's other ones (ps): every document the filter matches matches
- * both, so the bounds stay loose, never tight.
+ * both, so the bounds stay loose, never tight. Branches that are equalities
+ * or $in on one path are planned together as one $in (one IXSCAN with point
+ * intervals, at the place of the path's first branch), as MongoDB rewrites
+ * them before planning; so 1,000 equality branches over two fields are two
+ * IXSCANs, not 1,000.
  */
 static mf_stage_t *
 or_stage(const mf_coll_t *c, const bson_t *filter, const preds_t *ps)
 {
     bson_iter_t orit, bi;
-    size_t nb = 0;
+    size_t nb = 0, ng = 0;
     if (!find_or(filter, &orit, 0) || !bson_iter_recurse(&orit, &bi))
         return NULL;
     while (bson_iter_next(&bi))
         nb++;
     if (nb == 0)
         return NULL;
+    bson_value_t *bv = mf_calloc(nb, sizeof(*bv));
+    obr_t *g = mf_calloc(nb, sizeof(*g));
+    size_t *leader = mf_calloc(nb, sizeof(*leader)); /* the group's first branch, or the branch itself */
+    bson_t **gdoc = mf_calloc(nb, sizeof(*gdoc));     /* leader's grouped {path: {$in: [...]}} */
     mf_stage_t *orst = stage_new(MF_ST_OR, NULL);
-    orst->inputs = mf_calloc(nb, sizeof(*orst->inputs));
     preds_t *bp = mf_calloc(1, sizeof(*bp));
+    size_t i = 0;
+
+    orst->inputs = mf_calloc(nb, sizeof(*orst->inputs));
     bson_iter_recurse(&orit, &bi);
-    while (bson_iter_next(&bi)) {
-        bson_t branch;
-        const bson_value_t *bv = bson_iter_value(&bi);
-        if (bv->value_type != BSON_TYPE_DOCUMENT ||
-            !bson_init_static(&branch, bv->value.v_doc.data, bv->value.v_doc.data_len))
-            goto fail;
-        for (int i = 0; i < bp->nowned; i++)
-            bson_destroy(bp->owned[i]);
-        bp->nowned = 0;
-        memcpy(bp->p, ps->p, (size_t)ps->n * sizeof(ps->p[0]));
-        bp->n = ps->n;
-        collect_preds(&branch, bp, -1, 1);
-        cand_t *k = best_candidate(c, bp, NULL, NULL);
-        if (k == NULL || !cand_bounded(k)) {
-            if (k) {
-                cand_destroy(k);
-                free(k);
-            }
-            goto fail;
+    for (i = 0; bson_iter_next(&bi); i++) {
+        arrb_t scratch = {.i = 0};
+        bv[i] = *bson_iter_value(&bi);
+        leader[i] = i;
+        bson_init(&scratch.arr);
+        const char *path = or_branch_values(&bv[i], &scratch);
+        bson_destroy(&scratch.arr);
+        if (path != NULL) {
+            g[ng].path = path;
+            g[ng++].idx = i;
         }
-        orst->inputs[orst->ninputs++] = ixscan_stage(k, 1);
-        cand_destroy(k);
-        free(k);
     }
+    qsort(g, ng, sizeof(*g), obr_cmp);
+    for (size_t r = 0; r < ng;) {
+        size_t e = r + 1;
+        while (e < ng && strcmp(g[e].path, g[r].path) == 0)
+            e++;
+        if (e - r >= 2) {
+            bson_t *doc = bson_new(), in;
+            arrb_t arr = {.i = 0};
+            BSON_APPEND_DOCUMENT_BEGIN(doc, g[r].path, &in);
+            BSON_APPEND_ARRAY_BEGIN(&in, "$in", &arr.arr);
+            for (size_t j = r; j < e; j++) {
+                leader[g[j].idx] = g[r].idx;
+                (void)or_branch_values(&bv[g[j].idx], &arr);
+            }
+            bson_append_array_end(&in, &arr.arr);
+            bson_append_document_end(doc, &in);
+            gdoc[g[r].idx] = doc;
+        }
+        r = e;
+    }
+    for (i = 0; i < nb; i++) {
+        bson_t branch;
+        mf_stage_t *st;
+        if (leader[i] != i)
+            continue; /* planned with its group's first branch */
+        if (gdoc[i] != NULL) {
+            st = or_branch_stage(c, gdoc[i], ps, bp);
+        } else if (bv[i].value_type == BSON_TYPE_DOCUMENT &&
+                   bson_init_static(&branch, bv[i].value.v_doc.data, bv[i].value.v_doc.data_len)) {
+            st = or_branch_stage(c, &branch, ps, bp);
+        } else {
+            st = NULL;
+        }
+        if (st == NULL)
+            break;
+        orst->inputs[orst->ninputs++] = st;
+    }
+    if (i < nb) {
+        stage_free(orst);
+        orst = NULL;
+    }
+    for (i = 0; i < nb; i++) {
+        if (gdoc[i] != NULL)
+            bson_destroy(gdoc[i]);
+    }
+    free(gdoc);
+    free(leader);
+    free(g);
+    free(bv);
     preds_free(bp);
     return orst;
-fail:
-    preds_free(bp);
-    stage_free(orst);
-    return NULL;
 }
 
 int

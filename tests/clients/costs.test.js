@@ -193,6 +193,30 @@ h.test('$or of 1,000 equalities on one field is one IXSCAN ($in), and right with
   assert.equal(await c.countDocuments({ $or: mb }), N / 2);
 });
 
+h.test('$or of 1,000 equality branches over two indexed fields: an OR of two IXSCANs', async () => {
+  const branches = [];
+  const want = new Set();
+  for (let i = 0; i < 1000; i++) {
+    if (i % 2) {
+      const id = (i * 37) % N;
+      branches.push({ k: 3 * id });
+      want.add(id);
+    } else {
+      branches.push({ g: `g${i % 200}` }); // g0..g99 exist; g100..g199 match nothing
+      if (i % 200 < 100) for (let j = i % 200; j < N; j += 100) want.add(j);
+    }
+  }
+  const filter = { $or: branches };
+  const ex = await c.find(filter).explain();
+  const wp = ex.queryPlanner.winningPlan;
+  assert.equal(wp.inputStage.stage, 'OR', `plan ${stageNames(wp)}`);
+  assert.deepEqual(wp.inputStage.inputStages.map((s) => s.indexName), ['g_1', 'k_1']);
+  assert.equal(wp.inputStage.inputStages[1].indexBounds.k.length, 500);
+  const got = (await c.find(filter).project({ _id: 1 }).batchSize(1000).toArray()).map((d) => d._id);
+  assert.equal(new Set(got).size, got.length, 'a document came back twice');
+  assert.deepEqual(got.sort((a, b) => a - b), [...want].sort((a, b) => a - b));
+});
+
 h.test('a document with a 40,000-element array is indexed and found by its elements', async () => {
   const a = db.collection('bigarr');
   await a.createIndex({ arr: 1 });

@@ -344,3 +344,23 @@ Test(plan, or_of_equalities_on_one_path_is_one_ixscan)
     bson_free(j);
     mf_plan_free(p);
 }
+
+/* In a union, equality branches on one path are one IXSCAN ($in), at the place of the path's first branch. */
+Test(plan, or_groups_equality_branches_per_path)
+{
+    mf_plan_t *p = plan_of("{\"$or\": [{\"a\": 3}, {\"_id\": 2}, {\"b\": {\"$gt\": 1}}, {\"a\": 1}, "
+                           "{\"_id\": {\"$in\": [5, 4]}}, {\"a\": {\"$eq\": 3}}]}",
+                           NULL, NULL);
+    cr_assert_eq(p->leaf->kind, MF_ST_OR, "leaf %s", mf_plan_stage_name(p->leaf->kind));
+    cr_assert_eq(p->leaf->ninputs, 3u, "inputs %zu", p->leaf->ninputs);
+    cr_assert_str_eq(p->leaf->inputs[0]->index_name, "a_1");
+    cr_assert_str_eq(p->leaf->inputs[1]->index_name, "_id_");
+    cr_assert_str_eq(p->leaf->inputs[2]->index_name, "b_-1_c_1");
+    char *j = bson_as_relaxed_extended_json(p->leaf->inputs[0]->bounds, NULL);
+    cr_assert_str_eq(j, "{ \"a\" : [ \"[1, 1]\", \"[3, 3]\" ] }", "got %s", j);
+    bson_free(j);
+    j = bson_as_relaxed_extended_json(p->leaf->inputs[1]->bounds, NULL);
+    cr_assert_str_eq(j, "{ \"_id\" : [ \"[2, 2]\", \"[4, 4]\", \"[5, 5]\" ] }", "got %s", j);
+    bson_free(j);
+    mf_plan_free(p);
+}
