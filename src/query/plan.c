@@ -5,10 +5,15 @@
  * Bounds are computed in two steps. First, per index field, a list of
  * value-space intervals (bson values with inclusivity, sorted, disjoint) is
  * derived from the filter's predicates on that path: equality and $in give
- * points, $gt/$gte/$lt/$lte give ranges clipped to the value's type bracket
- * (numbers [-inf, inf], strings ["", {}), ...). Predicates that cannot be
- * expressed ($ne, $regex, arrays, $exists ...) leave the field unbounded,
- * which is always safe because the matcher re-checks every document.
+ * points (a $in of n values is sorted and merged in O(n log n), with no cap
+ * on the leading field), $gt/$gte/$lt/$lte give ranges clipped to the
+ * value's type bracket (numbers [-inf, inf], strings ["", {}), ...), and a
+ * regex (alone or in $in) gives its literal prefix as a string range plus
+ * itself as a point. Predicates that cannot be expressed ($ne, $regex with
+ * $options, arrays, $exists ...) leave the field unbounded, which is always
+ * safe because the matcher re-checks every document. A $or whose branches
+ * are all equalities / $in on one path is one $in predicate; any other $or
+ * is planned as an index union (or_stage) when nothing else bounds the scan.
  * Second, the leading point fields and at most one following range field are
  * combined (cartesian product, capped) into keystring byte intervals; a
  * descending field inverts its bytes, which swaps the ends of its interval.
