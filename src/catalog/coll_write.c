@@ -185,14 +185,11 @@ keys_for(mf_sess_t *s, mf_coll_t *c, mf_index_t *ix, const bson_t *doc, mf_keyse
     return 0;
 }
 
+/* mf_index_keys leaves key sets sorted, so this is a binary search (updates of big arrays stay O(N log N)). */
 static bool
 keyset_has(const mf_keyset_t *ks, const mf_keystring_t *k)
 {
-    for (int i = 0; i < ks->n; i++) {
-        if (ks->keys[i].len == k->len && memcmp(ks->keys[i].data, k->data, k->len) == 0)
-            return true;
-    }
-    return false;
+    return mf_keyset_contains(ks, k);
 }
 
 /*
