@@ -3,12 +3,19 @@
 #
 # Two build trees: build/ (optimised) and build-asan/ (the test build, with
 # -fsanitize=address,undefined). Every src/**/*.c except src/server/main.c goes
-# into libmayfly.a, the engine library that unit tests link against.
+# into libmayfly.a, the engine library that unit tests link against, and (in
+# the release tree) libmayfly.so, which exports only the embedding API of
+# include/mayfly.h: everything is compiled with -fvisibility=hidden and the
+# API functions are marked MAYFLY_API. `make install` installs the libraries,
+# the header and a pkg-config file (PREFIX=/usr/local, DESTDIR for staging).
 
 CC      ?= cc
 PKGS    := libbson-1.0 libuv
-CSTD    := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers
-INCS     = -Isrc $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+CSTD    := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
+           -fvisibility=hidden -fPIC
+INCS     = -Iinclude -Isrc $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PREFIX  ?= /usr/local
+VERSION := 8.0.0
 LIBS     = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lwiredtiger -lpcre2-8 -lpthread -lm
 
 BUILD   ?= build
@@ -30,8 +37,9 @@ OBJS    := $(SRCS:%.c=$(BUILD)/%.o)
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
-.PHONY: all asan unit deps test run clean bench
-all: $(BUILD)/mayflyd
+.PHONY: all asan unit deps test run clean bench install lib
+all: $(BUILD)/mayflyd $(if $(filter build-asan,$(BUILD)),,$(BUILD)/libmayfly.so)
+lib: $(BUILD)/libmayfly.a $(BUILD)/libmayfly.so
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -40,6 +48,25 @@ $(BUILD)/%.o: %.c
 $(BUILD)/libmayfly.a: $(OBJS)
 	@rm -f $@
 	ar rcs $@ $^
+
+$(BUILD)/libmayfly.so: $(OBJS)
+	$(CC) -shared -Wl,-soname,libmayfly.so.8 $(LDFLAGS) -o $@ $^ $(LIBS)
+
+# Regenerated every time: it names PREFIX.
+.PHONY: $(BUILD)/mayfly.pc
+$(BUILD)/mayfly.pc:
+	@mkdir -p $(dir $@)
+	@printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: mayfly\nDescription: embeddable MongoDB-compatible document engine with TTL indexes\nVersion: %s\nRequires: libbson-1.0\nLibs: -L$${libdir} -lmayfly\nLibs.private: -lwiredtiger -lpcre2-8 -luv -lpthread -lm\nCflags: -I$${includedir}\n' '$(PREFIX)' '$(VERSION)' > $@
+
+install: $(BUILD)/libmayfly.a $(BUILD)/libmayfly.so $(BUILD)/mayfly.pc $(BUILD)/mayflyd
+	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin
+	install -m 644 $(BUILD)/libmayfly.a $(DESTDIR)$(PREFIX)/lib/libmayfly.a
+	install -m 755 $(BUILD)/libmayfly.so $(DESTDIR)$(PREFIX)/lib/libmayfly.so.$(VERSION)
+	ln -sf libmayfly.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libmayfly.so.8
+	ln -sf libmayfly.so.8 $(DESTDIR)$(PREFIX)/lib/libmayfly.so
+	install -m 644 include/mayfly.h $(DESTDIR)$(PREFIX)/include/mayfly.h
+	install -m 644 $(BUILD)/mayfly.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/mayfly.pc
+	install -m 755 $(BUILD)/mayflyd $(DESTDIR)$(PREFIX)/bin/mayflyd
 
 $(BUILD)/mayflyd: $(BUILD)/src/server/main.o $(BUILD)/libmayfly.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) $(MALLOC)
@@ -68,6 +95,7 @@ deps:
 test: deps
 	bash scripts/check-alloc.sh
 	$(MAKE) BUILD=build-asan all unit-run
+	bash scripts/test-install.sh
 	bash scripts/test-clients.sh build-asan/mayflyd
 
 run: deps

@@ -2,12 +2,27 @@
  * catalog.c: the in-memory catalog and its persistence (see catalog.h).
  *
  * The in-memory catalog is an array of mf_coll_t kept sorted by namespace,
- * guarded by one pthread rwlock. Each DDL operation writes the collection's
- * catalog entry in its own WiredTiger transaction, then updates memory: a
- * crash between the two leaves the persisted catalog, which is the truth at
- * the next start. Tables of dropped collections and indexes are dropped
- * after their entry is gone (a leftover table is garbage, never a dangling
- * entry).
+ * guarded by one pthread rwlock. Each DDL operation (create, drop, rename,
+ * index add/drop, collMod, dropDatabase) makes all its catalog changes in ONE
+ * WiredTiger transaction, committed with sync, then updates memory: a crash
+ * or a storage error at any point leaves either the old or the new catalog,
+ * never a mix (a rename never leaves two entries on one table). Tables are
+ * created before their entry commits and dropped after it is gone, so a
+ * crash leaves at worst an unnamed table, never a dangling entry; open drops
+ * every coll-* / index-* table that no entry names.
+ *
+ * Multikey: a writer that produces more than one key for an index whose
+ * committed entry does not say multikey rewrites the entry inside its own
+ * transaction (mf_catalog_index_mark_multikey), so the flag is durable
+ * exactly when the first multikey document is. A restart never forgets it,
+ * and queries keep de-duplicating record ids.
+ *
+ * Sizes (mongod's sizeStorer): each collection's document count and data size
+ * live in table:_mf_sizes (key: the collection's ident, value BSON {count,
+ * size}), written by the storage flusher about once a second and at close,
+ * and in the DDL transaction that creates or drops the collection. Open reads
+ * them instead of scanning documents; the next record id is one cursor step
+ * back from the end of the record table.
  *
  * Option fields (capped limits, view flag, the parsed validator) are derived
  * from c->options at load, at create and in every mf_catalog_coll_persist,
@@ -28,13 +43,17 @@
 #include "query/value.h"
 
 #define CATALOG_URI "table:_mf_catalog"
+#define SIZES_URI "table:_mf_sizes"
 
 struct mf_catalog {
     mf_storage_t *st;
+    mf_observers_t *observers; /* the engine's; NULL until set */
     pthread_rwlock_t lock;
     mf_coll_t **colls;
     int ncolls;
     int cap;
+    pthread_mutex_t flush_lock; /* one size flush at a time (flusher thread, close) */
+    bool flush_error_logged;
 };
 
 static void
@@ -315,12 +334,14 @@ coll_to_bson(const mf_coll_t *c, bson_t *out)
     BSON_APPEND_UTF8(out, "ident", c->ident);
     BSON_APPEND_DOCUMENT(out, "options", c->options);
     BSON_APPEND_ARRAY_BEGIN(out, "indexes", &arr);
-    for (int i = 0; i < c->nindexes; i++) {
-        snprintf(key, sizeof(key), "%d", i);
+    for (int i = 0, n = 0; i < c->nindexes; i++) {
+        if (c->indexes[i]->building)
+            continue; /* stored when its build commits */
+        snprintf(key, sizeof(key), "%d", n++);
         BSON_APPEND_DOCUMENT_BEGIN(&arr, key, &child);
         BSON_APPEND_DOCUMENT(&child, "spec", c->indexes[i]->spec);
         BSON_APPEND_UTF8(&child, "ident", c->indexes[i]->ident);
-        BSON_APPEND_BOOL(&child, "multikey", c->indexes[i]->multikey);
+        BSON_APPEND_BOOL(&child, "multikey", atomic_load(&c->indexes[i]->multikey));
         bson_append_document_end(&arr, &child);
     }
     bson_append_array_end(out, &arr);
@@ -400,37 +421,97 @@ coll_from_bson(const bson_t *doc, mf_error_t *err)
                 coll_free(c);
                 return NULL;
             }
-            ix->multikey = multikey;
+            atomic_store(&ix->multikey, multikey);
+            atomic_store(&ix->multikey_durable, multikey);
             c->indexes[c->nindexes++] = ix;
         }
     }
     return c;
 }
 
+/*
+ * entry_write: puts (entry != NULL) or removes ns's catalog entry inside the
+ * session's current transaction. Returns 0, MF_CONFLICT (err set), or -1
+ * with err.
+ */
 static int
-persist_bson(mf_catalog_t *cat, const char *ns, const bson_t *entry, mf_error_t *err)
+entry_write(mf_sess_t *s, const char *ns, const bson_t *entry, mf_error_t *err)
 {
-    mf_sess_t *s = mf_storage_session(cat->st);
     mf_cur_t *cur;
     int ret;
 
-    if (mf_txn_begin(s, err) != 0)
+    if (mf_cur_open(s, CATALOG_URI, &cur, err) != 0)
         return -1;
-    if (mf_cur_open(s, CATALOG_URI, &cur, err) != 0) {
-        mf_txn_abort(s);
-        return -1;
-    }
     if (entry)
         ret = mf_cur_put_bytes(cur, ns, strlen(ns), bson_get_data(entry), entry->len);
     else
         ret = mf_cur_remove_bytes(cur, ns, strlen(ns));
     mf_cur_close(cur);
-    if (ret != 0 && ret != MF_NOTFOUND) {
+    if (ret == 0 || (entry == NULL && ret == MF_NOTFOUND))
+        return 0;
+    if (ret == MF_CONFLICT) {
+        mf_err_set(err, MF_E_WriteConflict, "WriteConflict error: this operation conflicted with another operation. Please retry your operation or multi-document transaction.");
+        return MF_CONFLICT;
+    }
+    return mf_err_set(err, MF_E_InternalError, "catalog write failed for %s", ns);
+}
+
+/* sizes_write: puts (count >= 0) or removes (count < 0) ident's stored sizes in the current transaction. */
+static int
+sizes_write(mf_sess_t *s, const char *ident, int64_t count, int64_t size, mf_error_t *err)
+{
+    mf_cur_t *cur;
+    bson_t v;
+    int ret;
+
+    if (mf_cur_open(s, SIZES_URI, &cur, err) != 0)
+        return -1;
+    if (count >= 0) {
+        bson_init(&v);
+        BSON_APPEND_INT64(&v, "count", count);
+        BSON_APPEND_INT64(&v, "size", size);
+        ret = mf_cur_put_bytes(cur, ident, strlen(ident), bson_get_data(&v), v.len);
+        bson_destroy(&v);
+    } else {
+        ret = mf_cur_remove_bytes(cur, ident, strlen(ident));
+    }
+    mf_cur_close(cur);
+    if (ret == 0 || (count < 0 && ret == MF_NOTFOUND))
+        return 0;
+    if (ret == MF_CONFLICT) {
+        mf_err_set(err, MF_E_WriteConflict, "WriteConflict error: this operation conflicted with another operation. Please retry your operation or multi-document transaction.");
+        return MF_CONFLICT;
+    }
+    return mf_err_set(err, MF_E_InternalError, "size write failed for %s", ident);
+}
+
+/* ddl_begin / ddl_end: one DDL transaction on this thread's session; ddl_end commits with sync when rc is 0. */
+static int
+ddl_begin(mf_catalog_t *cat, mf_sess_t **s, mf_error_t *err)
+{
+    *s = mf_storage_session(cat->st);
+    return mf_txn_begin(*s, err);
+}
+
+static int
+ddl_end(mf_sess_t *s, int rc, mf_error_t *err)
+{
+    if (rc != 0) {
         mf_txn_abort(s);
-        return mf_err_set(err, MF_E_InternalError, "catalog write failed for %s", ns);
+        return -1;
     }
     /* DDL is always made durable before it is acknowledged. */
     return mf_txn_commit(s, true, err);
+}
+
+/* After c's entry committed (write lock held, so no writer is in flight): its multikey flags are durable. */
+static void
+mark_flags_durable(mf_coll_t *c)
+{
+    for (int i = 0; i < c->nindexes; i++) {
+        if (atomic_load(&c->indexes[i]->multikey))
+            atomic_store(&c->indexes[i]->multikey_durable, true);
+    }
 }
 
 int
@@ -438,15 +519,66 @@ mf_catalog_coll_persist(mf_catalog_t *cat, mf_coll_t *c, mf_error_t *err)
 {
     bson_t entry;
     parsed_opts_t po;
+    mf_sess_t *s;
+    int ret;
+
     if (parse_options(c->options, &po, err) != 0)
         return -1;
     coll_to_bson(c, &entry);
-    int ret = persist_bson(cat, c->ns, &entry, err);
-    bson_destroy(&entry);
+    ret = ddl_begin(cat, &s, err);
     if (ret == 0)
+        ret = ddl_end(s, entry_write(s, c->ns, &entry, err), err);
+    bson_destroy(&entry);
+    if (ret == 0) {
         apply_options(c, &po);
-    else if (po.validator)
+        mark_flags_durable(c);
+    } else if (po.validator) {
         mf_matcher_free(po.validator);
+    }
+    return ret;
+}
+
+/* Runs when a transaction that wrote a multikey flag ends (on its thread, catalog lock still held if committed). */
+static void
+multikey_txn_end(void *arg, bool committed)
+{
+    /* Only a commit touches ix: an abort may come after the lock was released. */
+    if (committed)
+        atomic_store(&((mf_index_t *)arg)->multikey_durable, true);
+}
+
+int
+mf_catalog_index_mark_multikey(mf_sess_t *s, mf_coll_t *c, mf_index_t *ix, mf_error_t *err)
+{
+    bson_t entry;
+    int ret;
+
+    /* In memory first: readers planning now de-duplicate (conservative if this transaction aborts). */
+    atomic_store(&ix->multikey, true);
+    if (atomic_load(&ix->multikey_durable))
+        return 0;
+    if (!mf_txn_active(s)) {
+        /* Every writer runs in a transaction; be safe anyway: a transaction of its own. */
+        if (mf_txn_begin(s, err) != 0)
+            return -1;
+        coll_to_bson(c, &entry);
+        ret = entry_write(s, c->ns, &entry, err);
+        bson_destroy(&entry);
+        if (ret != 0) {
+            mf_txn_abort(s);
+            return ret;
+        }
+        if (mf_txn_commit(s, true, err) != 0)
+            return -1;
+        atomic_store(&ix->multikey_durable, true);
+        return 0;
+    }
+    /* Once per transaction: the entry written below already carries the flag. */
+    if (!mf_txn_on_end(s, multikey_txn_end, ix))
+        return 0;
+    coll_to_bson(c, &entry);
+    ret = entry_write(s, c->ns, &entry, err);
+    bson_destroy(&entry);
     return ret;
 }
 
@@ -456,9 +588,19 @@ coll_cmp(const void *a, const void *b)
     return strcmp((*(mf_coll_t *const *)a)->ns, (*(mf_coll_t *const *)b)->ns);
 }
 
+/* Reports a DDL change to the observers (catalog.h: after it committed, write lock held). */
+static void
+report_ddl(mf_catalog_t *cat, mf_ddl_kind_t kind, const mf_coll_t *c, const char *ns, const char *to_ns,
+           const bson_t *detail)
+{
+    mf_ddl_event_t ev = {kind, ns ? ns : c->ns, to_ns, c->uuid, detail};
+    mf_observers_ddl(cat->observers, &ev);
+}
+
 static void
 catalog_insert(mf_catalog_t *cat, mf_coll_t *c)
 {
+    c->observers = cat->observers;
     if (cat->ncolls == cat->cap) {
         cat->cap = cat->cap ? cat->cap * 2 : 16;
         cat->colls = mf_realloc(cat->colls, (size_t)cat->cap * sizeof(*cat->colls));
@@ -479,29 +621,234 @@ catalog_remove(mf_catalog_t *cat, mf_coll_t *c)
     }
 }
 
-/* Reads the highest record id and the document count of a freshly loaded collection. */
-static void
-coll_load_stats(mf_sess_t *s, mf_coll_t *c)
+/* Maps a cursor status other than 0 / MF_NOTFOUND to err (storage errors surface, never read as the end). */
+static int
+scan_error(int ret, const char *what, const char *name, mf_error_t *err)
+{
+    if (ret == MF_CONFLICT)
+        return mf_err_set(err, MF_E_WriteConflict, "write conflict while reading %s of %s", what, name);
+    return mf_err_set(err, MF_E_InternalError, "storage error while reading %s of %s", what, name);
+}
+
+/*
+ * coll_load_stats: sets a freshly loaded collection's next record id (one
+ * step back from the end of its record table) and its count and size (from
+ * sizes, the _mf_sizes cursor; a full count only when it has no entry, as
+ * for data written before sizes were stored). Returns 0 or -1 with err.
+ */
+static int
+coll_load_stats(mf_sess_t *s, mf_cur_t *sizes, mf_coll_t *c, mf_error_t *err)
 {
     mf_cur_t *cur;
-    mf_error_t err;
     int64_t count = 0, size = 0;
+    int ret;
 
-    if (mf_cur_open(s, c->uri, &cur, &err) != 0)
-        return;
-    if (mf_cur_prev(cur) == 0)
+    if (mf_cur_open(s, c->uri, &cur, err) != 0)
+        return -1;
+    ret = mf_cur_prev(cur);
+    if (ret == 0)
         atomic_store(&c->next_rid, mf_cur_rid(cur) + 1);
-    else
+    else if (ret == MF_NOTFOUND)
         atomic_store(&c->next_rid, 1);
-    mf_cur_reset(cur);
-    while (mf_cur_next(cur) == 0) {
+    else
+        goto err_close;
+    ret = mf_cur_search_bytes(sizes, c->ident, strlen(c->ident));
+    if (ret == 0) {
         const uint8_t *v;
         size_t len;
-        mf_cur_value(cur, &v, &len);
-        count++;
-        size += (int64_t)len;
+        bson_t doc;
+        bson_iter_t it;
+        mf_cur_value(sizes, &v, &len);
+        if (bson_init_static(&doc, v, len)) {
+            if (bson_iter_init_find(&it, &doc, "count"))
+                count = bson_iter_as_int64(&it);
+            if (bson_iter_init_find(&it, &doc, "size"))
+                size = bson_iter_as_int64(&it);
+        }
+    } else if (ret == MF_NOTFOUND) {
+        mf_cur_reset(cur);
+        while ((ret = mf_cur_next(cur)) == 0) {
+            const uint8_t *v;
+            size_t len;
+            mf_cur_value(cur, &v, &len);
+            count++;
+            size += (int64_t)len;
+        }
+        if (ret != MF_NOTFOUND)
+            goto err_close;
+        mf_log(MF_LOG_INFO, "STORAGE", "collection %s: no stored size, counted %lld documents", c->ns,
+               (long long)count);
+        /* Make the next flush store them, so the next start need not count again. */
+        c->flushed_count = -1;
+    } else {
+        mf_cur_close(cur);
+        return scan_error(ret, "the stored size", c->ns, err);
     }
     mf_cur_close(cur);
+    atomic_store(&c->approx_count, count < 0 ? 0 : count);
+    atomic_store(&c->approx_size, size < 0 ? 0 : size);
+    if (c->flushed_count != -1) {
+        c->flushed_count = count;
+        c->flushed_size = size;
+    }
+    return 0;
+
+err_close:
+    mf_cur_close(cur);
+    return scan_error(ret, "the records", c->ns, err);
+}
+
+typedef struct name_list {
+    char **v;
+    int n, cap;
+} name_list_t;
+
+static void
+name_list_add(void *arg, const char *name)
+{
+    name_list_t *l = arg;
+    if (l->n == l->cap) {
+        l->cap = l->cap ? l->cap * 2 : 16;
+        l->v = mf_realloc(l->v, (size_t)l->cap * sizeof(*l->v));
+    }
+    l->v[l->n++] = mf_strdup(name);
+}
+
+static void
+name_list_free(name_list_t *l)
+{
+    for (int i = 0; i < l->n; i++)
+        free(l->v[i]);
+    free(l->v);
+}
+
+/* Is uri the record table or an index table of some loaded collection? */
+static bool
+catalog_names_uri(mf_catalog_t *cat, const char *uri)
+{
+    for (int i = 0; i < cat->ncolls; i++) {
+        mf_coll_t *c = cat->colls[i];
+        if (strcmp(c->uri, uri) == 0)
+            return true;
+        for (int k = 0; k < c->nindexes; k++) {
+            if (strcmp(c->indexes[k]->uri, uri) == 0)
+                return true;
+        }
+    }
+    return false;
+}
+
+/*
+ * drop_orphans: drops every coll-* / index-* table no entry names: tables of
+ * a DDL that crashed before its entry committed, and drops that were still
+ * pending at a crash (mf_storage_drop queues busy tables in memory only).
+ */
+static int
+drop_orphans(mf_catalog_t *cat, mf_error_t *err)
+{
+    name_list_t l = {0};
+    int rc = 0;
+
+    if (mf_storage_list_tables(cat->st, "table:coll-", name_list_add, &l, err) != 0 ||
+        mf_storage_list_tables(cat->st, "table:index-", name_list_add, &l, err) != 0) {
+        rc = -1;
+        goto out;
+    }
+    for (int i = 0; i < l.n; i++) {
+        if (catalog_names_uri(cat, l.v[i]))
+            continue;
+        mf_log(MF_LOG_INFO, "STORAGE", "dropping table %s: no catalog entry names it", l.v[i]);
+        mf_storage_drop(cat->st, l.v[i]);
+    }
+out:
+    name_list_free(&l);
+    return rc;
+}
+
+static int flush_sizes(mf_catalog_t *cat, bool durable, bool try_lock, mf_error_t *err);
+
+/*
+ * The flusher's once-a-second size flush. It only tries the catalog lock: a
+ * long DDL (an index build) must not stall the flusher's log syncs; the
+ * sizes are written at the next tick instead.
+ */
+static void
+sizes_periodic(void *arg)
+{
+    mf_catalog_t *cat = arg;
+    mf_error_t err;
+    if (flush_sizes(cat, false, true, &err) < 0 && !cat->flush_error_logged) {
+        cat->flush_error_logged = true;
+        mf_log(MF_LOG_WARN, "STORAGE", "storing collection sizes failed (will retry): %s", err.msg);
+    }
+}
+
+int
+mf_catalog_flush_sizes(mf_catalog_t *cat, bool durable, mf_error_t *err)
+{
+    return flush_sizes(cat, durable, false, err);
+}
+
+/* flush_sizes: see mf_catalog_flush_sizes; with try_lock, returns 1 (nothing done) if the lock is busy. */
+static int
+flush_sizes(mf_catalog_t *cat, bool durable, bool try_lock, mf_error_t *err)
+{
+    mf_sess_t *s = mf_storage_session(cat->st);
+    int rc = 0;
+    int64_t *vals = NULL;
+
+    pthread_mutex_lock(&cat->flush_lock);
+    if (try_lock) {
+        if (pthread_rwlock_tryrdlock(&cat->lock) != 0) {
+            pthread_mutex_unlock(&cat->flush_lock);
+            return 1;
+        }
+    } else {
+        pthread_rwlock_rdlock(&cat->lock);
+    }
+    vals = mf_calloc((size_t)cat->ncolls * 2 + 1, sizeof(*vals));
+    bool any = false;
+    for (int i = 0; i < cat->ncolls && !any; i++) {
+        mf_coll_t *c = cat->colls[i];
+        any = atomic_load(&c->approx_count) != c->flushed_count || atomic_load(&c->approx_size) != c->flushed_size;
+    }
+    if (!any)
+        goto out;
+    if (mf_txn_begin(s, err) != 0) {
+        rc = -1;
+        goto out;
+    }
+    for (int i = 0; i < cat->ncolls && rc == 0; i++) {
+        mf_coll_t *c = cat->colls[i];
+        vals[2 * i] = atomic_load(&c->approx_count);
+        vals[2 * i + 1] = atomic_load(&c->approx_size);
+        if (vals[2 * i] == c->flushed_count && vals[2 * i + 1] == c->flushed_size)
+            continue;
+        rc = sizes_write(s, c->ident, vals[2 * i] < 0 ? 0 : vals[2 * i], vals[2 * i + 1], err) != 0 ? -1 : 0;
+    }
+    if (rc != 0) {
+        mf_txn_abort(s);
+        goto out;
+    }
+    if (mf_txn_commit(s, durable, err) != 0) {
+        rc = -1;
+        goto out;
+    }
+    for (int i = 0; i < cat->ncolls; i++) {
+        cat->colls[i]->flushed_count = vals[2 * i];
+        cat->colls[i]->flushed_size = vals[2 * i + 1];
+    }
+out:
+    pthread_rwlock_unlock(&cat->lock);
+    mf_storage_session_release(s);
+    pthread_mutex_unlock(&cat->flush_lock);
+    free(vals);
+    return rc;
+}
+
+void
+mf_catalog_coll_set_sizes(mf_coll_t *c, int64_t count, int64_t size)
+{
     atomic_store(&c->approx_count, count);
     atomic_store(&c->approx_size, size);
 }
@@ -511,47 +858,103 @@ mf_catalog_open(mf_storage_t *st, mf_catalog_t **out, mf_error_t *err)
 {
     mf_catalog_t *cat = mf_calloc(1, sizeof(*cat));
     mf_sess_t *s = mf_storage_session(st);
-    mf_cur_t *cur;
+    mf_cur_t *cur = NULL, *sizes = NULL;
+    int ret, unreadable = 0;
 
     cat->st = st;
     pthread_rwlock_init(&cat->lock, NULL);
+    pthread_mutex_init(&cat->flush_lock, NULL);
     if (mf_storage_create(s, CATALOG_URI, "key_format=u,value_format=u", err) != 0 ||
-        mf_cur_open(s, CATALOG_URI, &cur, err) != 0) {
-        free(cat);
-        return -1;
-    }
-    while (mf_cur_next(cur) == 0) {
+        mf_storage_create(s, SIZES_URI, "key_format=u,value_format=u", err) != 0 ||
+        mf_cur_open(s, CATALOG_URI, &cur, err) != 0)
+        goto err_free;
+    while ((ret = mf_cur_next(cur)) == 0) {
         const uint8_t *v;
         size_t len;
         bson_t doc;
         mf_cur_value(cur, &v, &len);
-        if (!bson_init_static(&doc, v, len))
+        if (!bson_init_static(&doc, v, len)) {
+            mf_log(MF_LOG_ERROR, "STORAGE", "skipping unreadable catalog entry (not BSON)");
+            unreadable++;
             continue;
+        }
         mf_coll_t *c = coll_from_bson(&doc, err);
         if (c == NULL) {
             mf_log(MF_LOG_ERROR, "STORAGE", "skipping unreadable catalog entry: %s", err->msg);
+            unreadable++;
             continue;
         }
         catalog_insert(cat, c);
     }
     mf_cur_close(cur);
-    for (int i = 0; i < cat->ncolls; i++)
-        coll_load_stats(s, cat->colls[i]);
+    cur = NULL;
+    if (ret != MF_NOTFOUND) {
+        scan_error(ret, "the catalog", CATALOG_URI, err);
+        goto err_free;
+    }
+    if (mf_cur_open(s, SIZES_URI, &sizes, err) != 0)
+        goto err_free;
+    for (int i = 0; i < cat->ncolls; i++) {
+        if (coll_load_stats(s, sizes, cat->colls[i], err) != 0)
+            goto err_free;
+    }
+    mf_cur_close(sizes);
+    sizes = NULL;
+    mf_storage_session_release(s);
+    /* An unreadable entry may name tables: then nothing counts as orphaned (never drop data on a guess). */
+    if (unreadable > 0)
+        mf_log(MF_LOG_WARN, "STORAGE", "%d unreadable catalog entries: not dropping unnamed tables", unreadable);
+    else if (drop_orphans(cat, err) != 0)
+        goto err_free;
     mf_log(MF_LOG_INFO, "STORAGE", "catalog loaded: %d collections", cat->ncolls);
+    mf_storage_set_periodic(st, sizes_periodic, cat);
     *out = cat;
     return 0;
+
+err_free:
+    mf_log(MF_LOG_ERROR, "STORAGE", "cannot load the catalog: %s", err->msg);
+    mf_cur_close(sizes);
+    mf_cur_close(cur);
+    mf_storage_session_release(s);
+    for (int i = 0; i < cat->ncolls; i++)
+        coll_free(cat->colls[i]);
+    free(cat->colls);
+    pthread_rwlock_destroy(&cat->lock);
+    pthread_mutex_destroy(&cat->flush_lock);
+    free(cat);
+    return -1;
 }
 
 void
 mf_catalog_close(mf_catalog_t *cat)
 {
+    mf_error_t err;
+
     if (cat == NULL)
         return;
+    mf_storage_set_periodic(cat->st, NULL, NULL);
+    if (mf_catalog_flush_sizes(cat, true, &err) != 0)
+        mf_log(MF_LOG_WARN, "STORAGE", "storing collection sizes at shutdown failed: %s", err.msg);
     for (int i = 0; i < cat->ncolls; i++)
         coll_free(cat->colls[i]);
     free(cat->colls);
     pthread_rwlock_destroy(&cat->lock);
+    pthread_mutex_destroy(&cat->flush_lock);
     free(cat);
+}
+
+void
+mf_catalog_set_observers(mf_catalog_t *cat, mf_observers_t *obs)
+{
+    cat->observers = obs;
+    for (int i = 0; i < cat->ncolls; i++)
+        cat->colls[i]->observers = obs;
+}
+
+mf_observers_t *
+mf_catalog_observers(mf_catalog_t *cat)
+{
+    return cat->observers;
 }
 
 mf_storage_t *
@@ -707,10 +1110,25 @@ mf_catalog_coll_create(mf_catalog_t *cat, const char *db, const char *name, cons
     if (mf_storage_create(s, c->uri, "key_format=q,value_format=u", err) != 0 ||
         (ix != NULL && mf_storage_create(s, ix->uri, "key_format=u,value_format=u", err) != 0))
         goto err_free;
-    if (mf_catalog_coll_persist(cat, c, err) != 0)
-        goto err_drop;
+    {
+        /* The entry and its zero sizes in one synced transaction. */
+        bson_t entry;
+        mf_sess_t *ds;
+        coll_to_bson(c, &entry);
+        int rc = ddl_begin(cat, &ds, err);
+        if (rc == 0) {
+            rc = entry_write(ds, c->ns, &entry, err);
+            if (rc == 0)
+                rc = sizes_write(ds, c->ident, 0, 0, err);
+            rc = ddl_end(ds, rc, err);
+        }
+        bson_destroy(&entry);
+        if (rc != 0)
+            goto err_drop;
+    }
     catalog_insert(cat, c);
     mf_log(MF_LOG_INFO, "STORAGE", "createCollection %s", c->ns);
+    report_ddl(cat, MF_DDL_CREATE_COLL, c, NULL, NULL, c->options);
     if (out)
         *out = c;
     return 0;
@@ -724,35 +1142,109 @@ err_free:
     return -1;
 }
 
-int
-mf_catalog_coll_drop(mf_catalog_t *cat, mf_coll_t *c, mf_error_t *err)
+/* After c's entry is gone (committed): forget it and drop its tables. Write lock held. */
+static void
+coll_forget(mf_catalog_t *cat, mf_coll_t *c)
 {
-    if (persist_bson(cat, c->ns, NULL, err) != 0)
-        return -1;
     catalog_remove(cat, c);
     mf_storage_drop(cat->st, c->uri);
     for (int i = 0; i < c->nindexes; i++)
         mf_storage_drop(cat->st, c->indexes[i]->uri);
     mf_log(MF_LOG_INFO, "STORAGE", "dropCollection %s", c->ns);
+    report_ddl(cat, MF_DDL_DROP_COLL, c, NULL, NULL, NULL);
     coll_free(c);
-    return 0;
 }
 
 int
-mf_catalog_coll_rename(mf_catalog_t *cat, mf_coll_t *c, const char *to_db, const char *to_name, mf_error_t *err)
+mf_catalog_db_drop(mf_catalog_t *cat, const char *db, int *ndropped, mf_error_t *err)
+{
+    mf_sess_t *s;
+    mf_coll_t **v = NULL;
+    int n = 0, rc;
+
+    *ndropped = 0;
+    for (int i = 0; i < cat->ncolls; i++) {
+        if (strcmp(cat->colls[i]->db, db) == 0)
+            n++;
+    }
+    if (n == 0)
+        return 0;
+    v = mf_calloc((size_t)n, sizeof(*v));
+    n = 0;
+    for (int i = 0; i < cat->ncolls; i++) {
+        if (strcmp(cat->colls[i]->db, db) == 0)
+            v[n++] = cat->colls[i];
+    }
+    rc = ddl_begin(cat, &s, err);
+    if (rc == 0) {
+        for (int i = 0; i < n && rc == 0; i++) {
+            rc = entry_write(s, v[i]->ns, NULL, err);
+            if (rc == 0)
+                rc = sizes_write(s, v[i]->ident, -1, 0, err);
+        }
+        rc = ddl_end(s, rc, err);
+    }
+    if (rc == 0) {
+        for (int i = 0; i < n; i++)
+            coll_forget(cat, v[i]);
+        *ndropped = n;
+    }
+    free(v);
+    return rc;
+}
+
+int
+mf_catalog_coll_drop(mf_catalog_t *cat, mf_coll_t *c, mf_error_t *err)
+{
+    mf_sess_t *s;
+    int rc = ddl_begin(cat, &s, err);
+    if (rc == 0) {
+        rc = entry_write(s, c->ns, NULL, err);
+        if (rc == 0)
+            rc = sizes_write(s, c->ident, -1, 0, err);
+        rc = ddl_end(s, rc, err);
+    }
+    if (rc != 0)
+        return -1;
+    coll_forget(cat, c);
+    return 0;
+}
+
+/*
+ * rename_impl: renames c to to_db.to_name, replacing target (the collection
+ * there, or NULL) in the same transaction.
+ */
+static int
+rename_impl(mf_catalog_t *cat, mf_coll_t *c, mf_coll_t *target, const char *to_db, const char *to_name,
+            mf_error_t *err)
 {
     char *old_ns = c->ns, *old_db = c->db, *old_name = c->name;
     size_t nl = strlen(to_db) + strlen(to_name) + 2;
 
     if (mf_catalog_check_db_name(to_db, err) != 0 || mf_catalog_check_coll_name(to_db, to_name, err) != 0)
         return -1;
-    if (mf_catalog_coll_find(cat, to_db, to_name) != NULL)
+    if (mf_catalog_coll_find(cat, to_db, to_name) != target || target == c)
         return mf_err_set(err, MF_E_NamespaceExists, "target namespace exists");
     c->ns = mf_malloc(nl);
     snprintf(c->ns, nl, "%s.%s", to_db, to_name);
     c->db = mf_strdup(to_db);
     c->name = mf_strdup(to_name);
-    if (mf_catalog_coll_persist(cat, c, err) != 0 || persist_bson(cat, old_ns, NULL, err) != 0) {
+    /* The new entry and the old one's removal in one synced transaction: never two entries on one table. */
+    bson_t entry;
+    mf_sess_t *s;
+    coll_to_bson(c, &entry);
+    int rc = ddl_begin(cat, &s, err);
+    if (rc == 0) {
+        /* Overwriting the key also removes target's entry. */
+        rc = entry_write(s, c->ns, &entry, err);
+        if (rc == 0)
+            rc = entry_write(s, old_ns, NULL, err);
+        if (rc == 0 && target != NULL)
+            rc = sizes_write(s, target->ident, -1, 0, err);
+        rc = ddl_end(s, rc, err);
+    }
+    bson_destroy(&entry);
+    if (rc != 0) {
         free(c->ns);
         free(c->db);
         free(c->name);
@@ -761,12 +1253,28 @@ mf_catalog_coll_rename(mf_catalog_t *cat, mf_coll_t *c, const char *to_db, const
         c->name = old_name;
         return -1;
     }
+    if (target != NULL)
+        coll_forget(cat, target);
     mf_log(MF_LOG_INFO, "STORAGE", "renameCollection %s to %s", old_ns, c->ns);
+    report_ddl(cat, MF_DDL_RENAME_COLL, c, old_ns, c->ns, NULL);
     free(old_ns);
     free(old_db);
     free(old_name);
     qsort(cat->colls, (size_t)cat->ncolls, sizeof(*cat->colls), coll_cmp);
     return 0;
+}
+
+int
+mf_catalog_coll_rename(mf_catalog_t *cat, mf_coll_t *c, const char *to_db, const char *to_name, mf_error_t *err)
+{
+    return rename_impl(cat, c, NULL, to_db, to_name, err);
+}
+
+int
+mf_catalog_coll_rename_replace(mf_catalog_t *cat, mf_coll_t *c, mf_coll_t *target, const char *to_db,
+                               const char *to_name, mf_error_t *err)
+{
+    return rename_impl(cat, c, target, to_db, to_name, err);
 }
 
 /* Defined in coll_write.c: inserts every existing document's keys into ix. */
@@ -783,6 +1291,127 @@ int
 mf_catalog_index_add_progress(mf_catalog_t *cat, mf_coll_t *c, const bson_t *spec, mf_build_progress_fn fn,
                               void *arg, mf_error_t *err)
 {
+    return mf_catalog_index_add_many(cat, c, &spec, 1, fn, &arg, err);
+}
+
+int
+mf_catalog_index_add_many(mf_catalog_t *cat, mf_coll_t *c, const bson_t *const *specs, int n,
+                          mf_build_progress_fn fn, void *const *args, mf_error_t *err)
+{
+    mf_sess_t *s = mf_storage_session(cat->st);
+    mf_index_t *built[MF_MAX_INDEXES];
+    int nbuilt = 0, rc = 0;
+
+    if (n <= 0 || c->nindexes + n > MF_MAX_INDEXES)
+        return mf_err_set(err, MF_E_CannotCreateIndex, "add index fails, too many indexes for %s key:", c->ns);
+    /* Build every index's table first (not yet in c, so writers, excluded anyway, never see them). */
+    for (int k = 0; k < n && rc == 0; k++) {
+        mf_index_t *ix = new_index(c, specs[k], err);
+        if (ix == NULL) {
+            rc = -1;
+            break;
+        }
+        if (mf_storage_create(s, ix->uri, "key_format=u,value_format=u", err) != 0) {
+            index_free(ix);
+            rc = -1;
+            break;
+        }
+        built[nbuilt++] = ix;
+        if (mf_coll_index_build(cat, c, ix, fn, args ? args[k] : NULL, err) != 0)
+            rc = -1;
+    }
+    if (rc == 0) {
+        /* Then one entry rewrite names them all. */
+        for (int k = 0; k < nbuilt; k++)
+            c->indexes[c->nindexes++] = built[k];
+        if (mf_catalog_coll_persist(cat, c, err) != 0) {
+            c->nindexes -= nbuilt;
+            rc = -1;
+        }
+    }
+    if (rc != 0) {
+        for (int k = 0; k < nbuilt; k++) {
+            mf_storage_drop(cat->st, built[k]->uri);
+            index_free(built[k]);
+        }
+        return -1;
+    }
+    for (int k = 0; k < nbuilt; k++) {
+        mf_log(MF_LOG_INFO, "INDEX", "Index build: done building index %s on ns %s", built[k]->name, c->ns);
+        report_ddl(cat, MF_DDL_CREATE_INDEX, c, NULL, NULL, built[k]->spec);
+    }
+    return 0;
+}
+
+int
+mf_catalog_index_drop_many(mf_catalog_t *cat, mf_coll_t *c, mf_index_t *const *ixs, int n, mf_error_t *err)
+{
+    mf_index_t *saved[MF_MAX_INDEXES];
+    int nsaved = c->nindexes, keep = 0;
+
+    for (int k = 0; k < n; k++) {
+        bool found = false;
+        for (int i = 0; i < c->nindexes; i++)
+            found = found || c->indexes[i] == ixs[k];
+        if (!found)
+            return mf_err_set(err, MF_E_IndexNotFound, "index not found");
+    }
+    memcpy(saved, c->indexes, (size_t)nsaved * sizeof(*saved));
+    for (int i = 0; i < nsaved; i++) {
+        bool drop = false;
+        for (int k = 0; k < n; k++)
+            drop = drop || saved[i] == ixs[k];
+        if (!drop)
+            c->indexes[keep++] = saved[i];
+    }
+    c->nindexes = keep;
+    /* One entry rewrite: every index goes, or none. */
+    if (mf_catalog_coll_persist(cat, c, err) != 0) {
+        memcpy(c->indexes, saved, (size_t)nsaved * sizeof(*saved));
+        c->nindexes = nsaved;
+        return -1;
+    }
+    for (int k = 0; k < n; k++) {
+        mf_storage_drop(cat->st, ixs[k]->uri);
+        bson_t detail = BSON_INITIALIZER;
+        BSON_APPEND_UTF8(&detail, "index", ixs[k]->name);
+        report_ddl(cat, MF_DDL_DROP_INDEX, c, NULL, NULL, &detail);
+        bson_destroy(&detail);
+        index_free(ixs[k]);
+    }
+    return 0;
+}
+
+int
+mf_catalog_index_drop(mf_catalog_t *cat, mf_coll_t *c, mf_index_t *ix, mf_error_t *err)
+{
+    return mf_catalog_index_drop_many(cat, c, &ix, 1, err);
+}
+
+/* ---------- background index builds ---------- */
+
+int
+mf_coll_ready_indexes(const mf_coll_t *c)
+{
+    int n = 0;
+    for (int i = 0; i < c->nindexes; i++)
+        n += !c->indexes[i]->building;
+    return n;
+}
+
+mf_coll_t *
+mf_catalog_coll_find_uuid(mf_catalog_t *cat, const uint8_t uuid[16])
+{
+    for (int i = 0; i < cat->ncolls; i++) {
+        if (memcmp(cat->colls[i]->uuid, uuid, 16) == 0)
+            return cat->colls[i];
+    }
+    return NULL;
+}
+
+int
+mf_catalog_index_begin(mf_catalog_t *cat, mf_coll_t *c, const bson_t *spec, mf_index_t **out, mf_error_t *err)
+{
     mf_sess_t *s = mf_storage_session(cat->st);
 
     if (c->nindexes >= MF_MAX_INDEXES)
@@ -794,41 +1423,39 @@ mf_catalog_index_add_progress(mf_catalog_t *cat, mf_coll_t *c, const bson_t *spe
         index_free(ix);
         return -1;
     }
-    if (mf_coll_index_build(cat, c, ix, fn, arg, err) != 0) {
-        mf_storage_drop(cat->st, ix->uri);
-        index_free(ix);
-        return -1;
-    }
+    ix->building = true;
     c->indexes[c->nindexes++] = ix;
-    if (mf_catalog_coll_persist(cat, c, err) != 0) {
-        c->nindexes--;
-        mf_storage_drop(cat->st, ix->uri);
-        index_free(ix);
-        return -1;
-    }
-    mf_log(MF_LOG_INFO, "INDEX", "Index build: done building index %s on ns %s", ix->name, c->ns);
+    *out = ix;
     return 0;
 }
 
-int
-mf_catalog_index_drop(mf_catalog_t *cat, mf_coll_t *c, mf_index_t *ix, mf_error_t *err)
+void
+mf_catalog_index_abort(mf_catalog_t *cat, mf_coll_t *c, mf_index_t *ix)
 {
-    int pos = -1;
     for (int i = 0; i < c->nindexes; i++) {
-        if (c->indexes[i] == ix)
-            pos = i;
+        if (c->indexes[i] == ix) {
+            memmove(&c->indexes[i], &c->indexes[i + 1], (size_t)(c->nindexes - i - 1) * sizeof(ix));
+            c->nindexes--;
+            mf_storage_drop(cat->st, ix->uri);
+            index_free(ix);
+            return;
+        }
     }
-    if (pos < 0)
-        return mf_err_set(err, MF_E_IndexNotFound, "index not found");
-    memmove(&c->indexes[pos], &c->indexes[pos + 1], (size_t)(c->nindexes - pos - 1) * sizeof(ix));
-    c->nindexes--;
+}
+
+int
+mf_catalog_index_commit(mf_catalog_t *cat, mf_coll_t *c, mf_index_t *const *ixs, int n, mf_error_t *err)
+{
+    for (int i = 0; i < n; i++)
+        ixs[i]->building = false;
     if (mf_catalog_coll_persist(cat, c, err) != 0) {
-        memmove(&c->indexes[pos + 1], &c->indexes[pos], (size_t)(c->nindexes - pos) * sizeof(ix));
-        c->indexes[pos] = ix;
-        c->nindexes++;
+        for (int i = 0; i < n; i++)
+            ixs[i]->building = true;
         return -1;
     }
-    mf_storage_drop(cat->st, ix->uri);
-    index_free(ix);
+    for (int i = 0; i < n; i++) {
+        mf_log(MF_LOG_INFO, "INDEX", "Index build: done building index %s on ns %s", ixs[i]->name, c->ns);
+        report_ddl(cat, MF_DDL_CREATE_INDEX, c, NULL, NULL, ixs[i]->spec);
+    }
     return 0;
 }

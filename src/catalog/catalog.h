@@ -7,11 +7,12 @@
  *   { ns, db, name, uuid: BinData(4), ident: "coll-<hex>",
  *     options: {...as given to create...},
  *     indexes: [ { spec: {v: 2, key: {...}, name: "...", <every other option
- *                 verbatim>}, ident: "index-<hex>", ready: true } ] }
+ *                 verbatim>}, ident: "index-<hex>", multikey: bool } ] }
  *
  * Index specs are stored verbatim, so an option this version does not know
  * survives a round trip through listIndexes. A database exists while it has
- * at least one collection.
+ * at least one collection. Each collection's count and size live apart, in
+ * table:_mf_sizes keyed by its ident (see catalog.c).
  *
  * Concurrency: one reader-writer lock guards the in-memory map. Commands hold
  * it shared while they use a collection (so a collection cannot be dropped
@@ -26,6 +27,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "catalog/observer.h"
 #include "common/error.h"
 #include "index/index.h"
 #include "storage/storage.h"
@@ -41,7 +43,22 @@ typedef struct mf_index {
     bool unique;
     bool sparse;
     bool is_id;      /* the _id index */
-    bool multikey;   /* some document gave more than one key */
+    /*
+     * multikey: some document gave (or may have given) more than one key.
+     * Set before the commit of the first multikey write (conservative: it
+     * may stay set after that transaction aborts), never cleared while the
+     * index lives. multikey_durable: a committed catalog entry says so, so
+     * writers need not write it again (mf_catalog_index_mark_multikey).
+     */
+    _Atomic bool multikey;
+    _Atomic bool multikey_durable;
+    /*
+     * Being built in the background (mf_index_build_run): writers keep it
+     * up to date, but queries, listIndexes, the TTL monitor and the stored
+     * catalog entry leave it out until the build commits. Changed only under
+     * the exclusive catalog lock.
+     */
+    bool building;
     struct mf_matcher *partial; /* partialFilterExpression, or NULL */
 } mf_index_t;
 
@@ -55,9 +72,17 @@ typedef struct mf_coll {
     bson_t *options; /* owned; as given to create (minus the command's own fields) */
     mf_index_t *indexes[MF_MAX_INDEXES];
     int nindexes;
+    mf_observers_t *observers; /* the engine's write observers (set by the catalog) */
     _Atomic int64_t next_rid;
-    _Atomic int64_t approx_count; /* maintained by writes; exact after startup count */
-    _Atomic int64_t approx_size;  /* bytes of BSON */
+    /*
+     * Document count and bytes of BSON, maintained by writes and kept in
+     * table:_mf_sizes (flushed about once a second and at close, as mongod's
+     * sizeStorer): after an unclean shutdown they may be slightly off until
+     * validate recounts them (mf_catalog_coll_set_sizes).
+     */
+    _Atomic int64_t approx_count;
+    _Atomic int64_t approx_size;
+    int64_t flushed_count, flushed_size; /* last values written to _mf_sizes (the flusher's) */
     /*
      * Parsed from options by the catalog (at load, create and every
      * mf_catalog_coll_persist, so a collMod that replaces options is seen):
@@ -84,10 +109,56 @@ int mf_coll_options_check(const bson_t *options, mf_error_t *err) MF_WUR;
 
 typedef struct mf_catalog mf_catalog_t;
 
-/* mf_catalog_open: loads the catalog from storage (creating its table). */
+/*
+ * mf_catalog_open: loads the catalog from storage (creating its tables):
+ * every entry, each collection's stored count and size (a full count only for
+ * a collection without one), its next record id (one cursor step), and drops
+ * coll-* / index-* tables that no entry names (left by a crash or a failed
+ * drop). A storage error fails the open with err set and a log line; nothing
+ * is half-loaded. Starts the once-a-second size flush.
+ */
 int mf_catalog_open(mf_storage_t *st, mf_catalog_t **out, mf_error_t *err) MF_WUR;
+/* mf_catalog_close: stops the size flush, writes the sizes (synced), frees everything. */
 void mf_catalog_close(mf_catalog_t *cat);
+
+/*
+ * mf_catalog_flush_sizes: writes every collection's count and size that
+ * changed since the last flush to table:_mf_sizes. Takes the lock shared.
+ * Returns 0 or -1 with err.
+ */
+int mf_catalog_flush_sizes(mf_catalog_t *cat, bool durable, mf_error_t *err) MF_WUR;
+
+/*
+ * mf_catalog_coll_set_sizes: replaces c's count and size with recounted
+ * values (validate). Caller holds the write lock, so no write is in flight.
+ */
+void mf_catalog_coll_set_sizes(mf_coll_t *c, int64_t count, int64_t size);
+
+/*
+ * mf_catalog_index_mark_multikey: records that ix of c is multikey, called by
+ * a writer inside its transaction on s (catalog lock shared) before it writes
+ * a document that gives ix more than one key. Sets ix->multikey at once and,
+ * until a committed entry says so, rewrites c's catalog entry in the same
+ * transaction, so the flag commits (or aborts) with the document. Two
+ * writers doing it at once conflict: one gets MF_CONFLICT and retries.
+ * Returns 0, MF_CONFLICT, or -1 with err.
+ */
+int mf_catalog_index_mark_multikey(mf_sess_t *s, mf_coll_t *c, mf_index_t *ix, mf_error_t *err) MF_WUR;
+
+/*
+ * mf_catalog_db_drop: drops every collection of db in one catalog
+ * transaction (all or none). Write lock held. *ndropped gets how many.
+ */
+int mf_catalog_db_drop(mf_catalog_t *cat, const char *db, int *ndropped, mf_error_t *err) MF_WUR;
 mf_storage_t *mf_catalog_storage(mf_catalog_t *cat);
+
+/*
+ * mf_catalog_set_observers: the write observers every collection reports to
+ * (document writes from coll_write.c, DDL from this module). Set once, before
+ * serving. mf_catalog_observers returns it.
+ */
+void mf_catalog_set_observers(mf_catalog_t *cat, mf_observers_t *obs);
+mf_observers_t *mf_catalog_observers(mf_catalog_t *cat);
 
 void mf_catalog_rdlock(mf_catalog_t *cat);
 void mf_catalog_wrlock(mf_catalog_t *cat);
@@ -119,6 +190,14 @@ int mf_catalog_coll_rename(mf_catalog_t *cat, mf_coll_t *c, const char *to_db, c
                            mf_error_t *err) MF_WUR;
 
 /*
+ * mf_catalog_coll_rename_replace: renames c to to_db.to_name, dropping target
+ * (the collection now there, may be NULL) in the same transaction
+ * (renameCollection with dropTarget). Write lock held.
+ */
+int mf_catalog_coll_rename_replace(mf_catalog_t *cat, mf_coll_t *c, mf_coll_t *target, const char *to_db,
+                                   const char *to_name, mf_error_t *err) MF_WUR;
+
+/*
  * mf_catalog_coll_persist: rewrites c's catalog entry (after an options or
  * index change) and re-derives the parsed option fields (validator, capped,
  * view) from c->options. A bad validator fails it before anything is written.
@@ -148,10 +227,58 @@ typedef bool (*mf_build_progress_fn)(void *arg, int64_t done, int64_t total);
 int mf_catalog_index_add_progress(mf_catalog_t *cat, mf_coll_t *c, const bson_t *spec, mf_build_progress_fn fn,
                                   void *arg, mf_error_t *err) MF_WUR;
 
+/*
+ * Background index builds (catalog/index_build.c drives them):
+ *   mf_catalog_index_begin  (write lock) adds an index built from spec to c
+ *                           with building set and creates its table; nothing
+ *                           is stored in the catalog yet.
+ *   mf_catalog_index_commit (write lock) clears building on ixs[0..n) and
+ *                           stores c's entry (one transaction); reports DDL.
+ *   mf_catalog_index_abort  (write lock) removes a building index and drops
+ *                           its table.
+ * mf_catalog_coll_find_uuid: the collection with that UUID, or NULL (any lock).
+ */
+int mf_catalog_index_begin(mf_catalog_t *cat, mf_coll_t *c, const bson_t *spec, mf_index_t **out,
+                           mf_error_t *err) MF_WUR;
+int mf_catalog_index_commit(mf_catalog_t *cat, mf_coll_t *c, mf_index_t *const *ixs, int n, mf_error_t *err) MF_WUR;
+void mf_catalog_index_abort(mf_catalog_t *cat, mf_coll_t *c, mf_index_t *ix);
+mf_coll_t *mf_catalog_coll_find_uuid(mf_catalog_t *cat, const uint8_t uuid[16]);
+
+/*
+ * mf_index_build_run: the scan phase of a background build of the indexes
+ * named names[0..n) (building) of the collection with uuid. Called with no
+ * catalog lock held: it takes the shared lock for one chunk of documents at
+ * a time (mf_coll_index_build_chunk), so reads, writes and other DDL go on
+ * between chunks; writers keep the building indexes up to date themselves.
+ * Reports progress to fn (returning false stops it with 11601) and checks
+ * the calling thread's operation for interruption. Fails with 276
+ * IndexBuildAborted if the collection or an index went away (dropped).
+ */
+int mf_index_build_run(mf_catalog_t *cat, const uint8_t uuid[16], char *const *names, int n, mf_build_progress_fn fn,
+                       void *arg, mf_error_t *err) MF_WUR;
+
+/*
+ * mf_catalog_index_add_many: builds n indexes from specs (validated, distinct
+ * names) and names them all in one catalog transaction: all or none. fn (may
+ * be NULL) gets args[k] (args may be NULL) while index k builds. Write lock
+ * held.
+ */
+int mf_catalog_index_add_many(mf_catalog_t *cat, mf_coll_t *c, const bson_t *const *specs, int n,
+                              mf_build_progress_fn fn, void *const *args, mf_error_t *err) MF_WUR;
+
 /* mf_catalog_index_drop: drops index ix of c. Write lock held. */
 int mf_catalog_index_drop(mf_catalog_t *cat, mf_coll_t *c, mf_index_t *ix, mf_error_t *err) MF_WUR;
+/*
+ * mf_catalog_index_drop_many: drops the n indexes ixs of c (distinct) with one
+ * catalog transaction: all or none. Write lock held. On success the
+ * mf_index_t objects are freed.
+ */
+int mf_catalog_index_drop_many(mf_catalog_t *cat, mf_coll_t *c, mf_index_t *const *ixs, int n, mf_error_t *err) MF_WUR;
 
 mf_index_t *mf_coll_index_by_name(mf_coll_t *c, const char *name);
+
+/* mf_coll_ready_indexes: c's indexes that are not being built (what listIndexes shows). */
+int mf_coll_ready_indexes(const mf_coll_t *c);
 
 /* mf_catalog_valid_db_name / coll_name: MongoDB's namespace rules (73 InvalidNamespace). */
 int mf_catalog_check_db_name(const char *db, mf_error_t *err) MF_WUR;

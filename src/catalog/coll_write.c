@@ -25,13 +25,6 @@
 #include "query/match.h"
 #include "query/path.h"
 
-static mf_observer_t observer;
-
-void
-mf_observer_set(const mf_observer_t *obs)
-{
-    observer = *obs;
-}
 
 static void
 rid_be(int64_t rid, uint8_t out[8])
@@ -166,9 +159,15 @@ index_del(mf_index_t *ix, mf_cur_t *cur, mf_keystring_t *key, int64_t rid, bool 
     return mf_err_set(err, MF_E_InternalError, "index remove failed on %s", ix->name);
 }
 
-/* Generates ix's keys for doc (empty set when the index does not cover doc). */
+/*
+ * Generates ix's keys for doc (empty set when the index does not cover doc).
+ * A multikey doc about to be written (s and c given) makes the flag durable
+ * in the caller's transaction (mf_catalog_index_mark_multikey); otherwise
+ * (an old document, or an index build whose DDL persists the flag) it is
+ * only set in memory. Returns 0, MF_CONFLICT, or -1 with err.
+ */
 static int
-keys_for(mf_index_t *ix, const bson_t *doc, mf_keyset_t *ks, mf_error_t *err)
+keys_for(mf_sess_t *s, mf_coll_t *c, mf_index_t *ix, const bson_t *doc, mf_keyset_t *ks, mf_error_t *err)
 {
     bool skip = false, multikey = false;
     if (doc == NULL || !index_covers(ix, doc)) {
@@ -179,27 +178,33 @@ keys_for(mf_index_t *ix, const bson_t *doc, mf_keyset_t *ks, mf_error_t *err)
         return -1;
     if (skip)
         ks->n = 0;
-    if (multikey && !ix->multikey)
-        ix->multikey = true;
+    if (multikey && s != NULL && !atomic_load(&ix->multikey_durable))
+        return mf_catalog_index_mark_multikey(s, c, ix, err);
+    if (multikey && !atomic_load(&ix->multikey))
+        atomic_store(&ix->multikey, true);
     return 0;
 }
 
+/* mf_index_keys leaves key sets sorted, so this is a binary search (updates of big arrays stay O(N log N)). */
 static bool
 keyset_has(const mf_keyset_t *ks, const mf_keystring_t *k)
 {
-    for (int i = 0; i < ks->n; i++) {
-        if (ks->keys[i].len == k->len && memcmp(ks->keys[i].data, k->data, k->len) == 0)
-            return true;
-    }
-    return false;
+    return mf_keyset_contains(ks, k);
 }
 
 /*
  * Per-thread key buffers, reused across documents so a write allocates
  * nothing once warm. Freed by a thread-key destructor when the thread ends.
  */
+typedef struct size_delta {
+    mf_coll_t *c;
+    int64_t count, size;
+} size_delta_t;
+
 typedef struct keybufs {
     mf_keyset_t oldk, newk;
+    size_delta_t *deltas; /* count/size changes of the thread's open transaction, per collection */
+    int ndeltas, capdeltas;
 } keybufs_t;
 
 static pthread_key_t keybufs_key;
@@ -211,6 +216,7 @@ keybufs_free(void *p)
     keybufs_t *kb = p;
     mf_keyset_destroy(&kb->oldk);
     mf_keyset_destroy(&kb->newk);
+    free(kb->deltas);
     free(kb);
 }
 
@@ -233,6 +239,73 @@ thread_keybufs(void)
 }
 
 /*
+ * Count and size changes take effect when their transaction commits (an
+ * aborted or retried write must not move them: they are persisted in
+ * table:_mf_sizes and trusted at the next start). Until then they wait in a
+ * per-thread list; the storage end-of-transaction callback applies or drops
+ * them on the writing thread.
+ */
+static void
+sizes_txn_end(void *arg, bool committed)
+{
+    keybufs_t *kb = thread_keybufs();
+    for (int i = 0; i < kb->ndeltas; i++) {
+        if (kb->deltas[i].c != arg)
+            continue;
+        /* Only a commit touches c (the catalog lock is still held then); an abort only forgets. */
+        if (committed) {
+            atomic_fetch_add(&kb->deltas[i].c->approx_count, kb->deltas[i].count);
+            atomic_fetch_add(&kb->deltas[i].c->approx_size, kb->deltas[i].size);
+        }
+        kb->deltas[i] = kb->deltas[--kb->ndeltas];
+        return;
+    }
+}
+
+static void
+size_delta(mf_sess_t *s, mf_coll_t *c, int64_t count, int64_t size)
+{
+    if (!mf_txn_active(s)) {
+        atomic_fetch_add(&c->approx_count, count);
+        atomic_fetch_add(&c->approx_size, size);
+        return;
+    }
+    keybufs_t *kb = thread_keybufs();
+    size_delta_t *d = NULL;
+    for (int i = 0; i < kb->ndeltas && d == NULL; i++) {
+        if (kb->deltas[i].c == c)
+            d = &kb->deltas[i];
+    }
+    if (d == NULL) {
+        if (kb->ndeltas == kb->capdeltas) {
+            kb->capdeltas = kb->capdeltas ? kb->capdeltas * 2 : 4;
+            kb->deltas = mf_realloc(kb->deltas, (size_t)kb->capdeltas * sizeof(*kb->deltas));
+        }
+        d = &kb->deltas[kb->ndeltas++];
+        d->c = c;
+        d->count = d->size = 0;
+    }
+    d->count += count;
+    d->size += size;
+    mf_txn_on_end(s, sizes_txn_end, c);
+}
+
+/* c's count and size as this thread's open transaction sees them (committed plus its own changes). */
+static void
+sizes_seen(mf_coll_t *c, int64_t *count, int64_t *size)
+{
+    keybufs_t *kb = thread_keybufs();
+    *count = atomic_load(&c->approx_count);
+    *size = atomic_load(&c->approx_size);
+    for (int i = 0; i < kb->ndeltas; i++) {
+        if (kb->deltas[i].c == c) {
+            *count += kb->deltas[i].count;
+            *size += kb->deltas[i].size;
+        }
+    }
+}
+
+/*
  * Applies the index changes of going from olddoc to newdoc (either may be
  * NULL) for record rid, across every index of c.
  */
@@ -247,10 +320,8 @@ update_indexes(mf_sess_t *s, mf_coll_t *c, int64_t rid, const bson_t *olddoc, co
     for (int i = 0; i < c->nindexes && ret == 0; i++) {
         mf_index_t *ix = c->indexes[i];
         mf_cur_t *cur;
-        if (keys_for(ix, olddoc, oldk, err) != 0 || keys_for(ix, newdoc, newk, err) != 0) {
-            ret = -1;
+        if ((ret = keys_for(NULL, c, ix, olddoc, oldk, err)) != 0 || (ret = keys_for(s, c, ix, newdoc, newk, err)) != 0)
             break;
-        }
         if (oldk->n == 0 && newk->n == 0)
             continue;
         if (mf_cur_open(s, ix->uri, &cur, err) != 0) {
@@ -277,8 +348,11 @@ update_indexes(mf_sess_t *s, mf_coll_t *c, int64_t rid, const bson_t *olddoc, co
 static int
 capped_trim(mf_sess_t *s, mf_coll_t *c, int64_t keep, mf_error_t *err)
 {
-    while ((c->capped_max > 0 && atomic_load(&c->approx_count) > c->capped_max) ||
-           (c->capped_size > 0 && atomic_load(&c->approx_size) > c->capped_size)) {
+    for (;;) {
+        int64_t count, size;
+        sizes_seen(c, &count, &size);
+        if (!((c->capped_max > 0 && count > c->capped_max) || (c->capped_size > 0 && size > c->capped_size)))
+            break;
         mf_cur_t *cur;
         bson_t old;
         int ret;
@@ -380,12 +454,10 @@ mf_coll_insert(mf_sess_t *s, mf_coll_t *c, const bson_t *doc, int64_t *rid_out, 
     ret = update_indexes(s, c, rid, NULL, doc, err);
     if (ret != 0)
         return ret;
-    atomic_fetch_add(&c->approx_count, 1);
-    atomic_fetch_add(&c->approx_size, doc->len);
+    size_delta(s, c, 1, doc->len);
     if (rid_out)
         *rid_out = rid;
-    if (observer.on_insert)
-        observer.on_insert(observer.arg, c, doc);
+    mf_observers_insert(c->observers, c, doc);
     if (c->capped)
         return capped_trim(s, c, rid, err);
     return 0;
@@ -409,9 +481,8 @@ mf_coll_replace(mf_sess_t *s, mf_coll_t *c, int64_t rid, const bson_t *olddoc, c
     ret = update_indexes(s, c, rid, olddoc, newdoc, err);
     if (ret != 0)
         return ret;
-    atomic_fetch_add(&c->approx_size, (int64_t)newdoc->len - (int64_t)olddoc->len);
-    if (observer.on_update)
-        observer.on_update(observer.arg, c, olddoc, newdoc);
+    size_delta(s, c, 0, (int64_t)newdoc->len - (int64_t)olddoc->len);
+    mf_observers_update(c->observers, c, olddoc, newdoc);
     return 0;
 }
 
@@ -434,10 +505,8 @@ mf_coll_remove(mf_sess_t *s, mf_coll_t *c, int64_t rid, const bson_t *olddoc, mf
     ret = update_indexes(s, c, rid, olddoc, NULL, err);
     if (ret != 0)
         return ret;
-    atomic_fetch_sub(&c->approx_count, 1);
-    atomic_fetch_sub(&c->approx_size, olddoc->len);
-    if (observer.on_delete)
-        observer.on_delete(observer.arg, c, olddoc);
+    size_delta(s, c, -1, -(int64_t)olddoc->len);
+    mf_observers_delete(c->observers, c, olddoc);
     return 0;
 }
 
@@ -471,8 +540,8 @@ mf_coll_remove_if(mf_sess_t *s, mf_coll_t *c, int64_t rid, bool (*check)(void *a
         return 0;
     }
     ret = update_indexes(s, c, rid, &doc, NULL, err);
-    if (ret == 0 && observer.on_delete)
-        observer.on_delete(observer.arg, c, &doc);
+    if (ret == 0)
+        mf_observers_delete(c->observers, c, &doc);
     uint32_t doclen = doc.len;
     if (ret == 0)
         ret = mf_cur_remove_rid(cur, rid);
@@ -483,8 +552,7 @@ mf_coll_remove_if(mf_sess_t *s, mf_coll_t *c, int64_t rid, bool (*check)(void *a
         return 0;
     if (ret != 0)
         return err->code ? -1 : mf_err_set(err, MF_E_InternalError, "record remove failed in %s", c->ns);
-    atomic_fetch_sub(&c->approx_count, 1);
-    atomic_fetch_sub(&c->approx_size, doclen);
+    size_delta(s, c, -1, -(int64_t)doclen);
     *removed = true;
     return 0;
 }
@@ -572,7 +640,8 @@ mf_coll_index_build(mf_catalog_t *cat, mf_coll_t *c, mf_index_t *ix, mf_build_pr
         ret = -1;
         goto out;
     }
-    while (ret == 0 && mf_cur_next(rc) == 0) {
+    int nr = MF_NOTFOUND;
+    while (ret == 0 && (nr = mf_cur_next(rc)) == 0) {
         const uint8_t *v;
         size_t len;
         bson_t doc;
@@ -580,7 +649,7 @@ mf_coll_index_build(mf_catalog_t *cat, mf_coll_t *c, mf_index_t *ix, mf_build_pr
         mf_cur_value(rc, &v, &len);
         if (!bson_init_static(&doc, v, len))
             continue;
-        if (keys_for(ix, &doc, &ks, err) != 0) {
+        if (keys_for(NULL, c, ix, &doc, &ks, err) != 0) {
             ret = -1;
             break;
         }
@@ -598,6 +667,9 @@ mf_coll_index_build(mf_catalog_t *cat, mf_coll_t *c, mf_index_t *ix, mf_build_pr
                                  ix->name, c->ns);
         }
     }
+    /* A storage error ends the scan early: the build fails instead of leaving an index with missing keys. */
+    if (ret == 0 && nr != MF_NOTFOUND)
+        ret = nr == MF_CONFLICT ? MF_CONFLICT : mf_err_set(err, MF_E_InternalError, "storage error while scanning %s to build index %s", c->ns, ix->name);
     if (ret == 0 && fn != NULL)
         (void)fn(arg, done, done);
     if (ret == MF_CONFLICT)
@@ -610,5 +682,76 @@ out:
     mf_keyset_destroy(&ks);
     mf_cur_close(ic);
     mf_cur_close(rc);
+    return ret;
+}
+
+int
+mf_coll_index_build_chunk(mf_sess_t *s, mf_coll_t *c, mf_index_t *const *ixs, int n, int64_t *after,
+                          int64_t max_docs, int64_t *ndocs, bool *eof, mf_error_t *err)
+{
+    mf_cur_t *rc = NULL, *ic[MF_MAX_INDEXES] = {0};
+    mf_keyset_t ks;
+    int64_t last = *after, done = 0;
+    int ret = 0, r;
+
+    *eof = false;
+    mf_keyset_init(&ks);
+    if (mf_txn_begin(s, err) != 0) {
+        mf_keyset_destroy(&ks);
+        return -1;
+    }
+    if (mf_cur_open(s, c->uri, &rc, err) != 0) {
+        ret = -1;
+        goto out;
+    }
+    for (int i = 0; i < n; i++) {
+        if (mf_cur_open(s, ixs[i]->uri, &ic[i], err) != 0) {
+            ret = -1;
+            goto out;
+        }
+    }
+    r = mf_cur_seek_rid_ge(rc, *after + 1);
+    while (r == 0 && done < max_docs) {
+        const uint8_t *v;
+        size_t len;
+        bson_t doc;
+        int64_t rid = mf_cur_rid(rc);
+        if ((r = mf_cur_reserve(rc)) != 0)
+            break;
+        mf_cur_value(rc, &v, &len);
+        if (bson_init_static(&doc, v, len)) {
+            for (int i = 0; i < n && ret == 0; i++) {
+                if ((ret = keys_for(NULL, c, ixs[i], &doc, &ks, err)) != 0)
+                    break;
+                for (int k = 0; k < ks.n && ret == 0; k++)
+                    ret = index_put(s, c, ixs[i], ic[i], &ks.keys[k], rid, &doc, err);
+            }
+        }
+        if (ret != 0)
+            goto out;
+        last = rid;
+        done++;
+        r = mf_cur_next(rc);
+    }
+    if (r == MF_NOTFOUND)
+        *eof = true;
+    else if (r == MF_CONFLICT)
+        ret = MF_CONFLICT;
+    else if (r != 0)
+        ret = mf_err_set(err, MF_E_InternalError, "reading %s during an index build failed", c->ns);
+out:
+    for (int i = 0; i < n; i++)
+        mf_cur_close(ic[i]);
+    if (rc)
+        mf_cur_close(rc);
+    mf_keyset_destroy(&ks);
+    if (ret == 0) {
+        if (mf_txn_commit(s, false, err) != 0)
+            return err->code == MF_E_WriteConflict ? MF_CONFLICT : -1;
+        *after = last;
+        *ndocs = done;
+        return 0;
+    }
+    mf_txn_abort(s);
     return ret;
 }

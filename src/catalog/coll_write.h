@@ -12,9 +12,9 @@
  * (the caller aborts the transaction and retries); -1 with err set otherwise
  * (11000 DuplicateKey carries keyPattern and keyValue in err->info).
  *
- * The write observer is called after each successful write, inside the
- * transaction: today it counts and wakes the TTL monitor; replication will
- * append to the oplog there (DESIGN.md "the write observer").
+ * Each successful write is reported to the collection's observer list
+ * (catalog/observer.h) inside the transaction: opcounters and the TTL
+ * monitor's wake-ups today, the oplog with replication.
  */
 #ifndef MF_COLL_WRITE_H
 #define MF_COLL_WRITE_H
@@ -25,15 +25,6 @@
 #include "common/error.h"
 #include "storage/storage.h"
 
-typedef struct mf_observer {
-    void (*on_insert)(void *arg, mf_coll_t *c, const bson_t *doc);
-    void (*on_update)(void *arg, mf_coll_t *c, const bson_t *olddoc, const bson_t *newdoc);
-    void (*on_delete)(void *arg, mf_coll_t *c, const bson_t *olddoc);
-    void *arg;
-} mf_observer_t;
-
-/* mf_observer_set: installs the process-wide observer (copied). Call before serving. */
-void mf_observer_set(const mf_observer_t *obs);
 
 /*
  * mf_coll_insert: inserts doc (which has its _id) as a new record; *rid_out
@@ -82,5 +73,20 @@ int mf_coll_fetch(mf_sess_t *s, mf_coll_t *c, int64_t rid, bson_t *out, mf_error
  * validation" and err->info = {errInfo: {failingDocumentId, details}}.
  */
 int mf_coll_validate(mf_coll_t *c, const bson_t *newdoc, const bson_t *olddoc, mf_error_t *err) MF_WUR;
+
+/*
+ * mf_coll_index_build_chunk: indexes up to max_docs documents of c, those
+ * with record ids above *after, into each of the n indexes ixs (being
+ * built), in one transaction on s. Each document read is reserved
+ * (mf_cur_reserve), so a concurrent update or delete of it conflicts instead
+ * of leaving a stale key; concurrent writers maintain the building indexes
+ * themselves. On success *after is the last record id indexed, *ndocs how
+ * many documents were, and *eof whether the collection has no more. Returns
+ * 0, MF_CONFLICT (nothing committed: retry the same chunk), or -1 with err
+ * (11000 for a duplicate in a unique index). Caller holds the catalog lock
+ * (shared is enough) and checks for interruption between chunks.
+ */
+int mf_coll_index_build_chunk(mf_sess_t *s, mf_coll_t *c, mf_index_t *const *ixs, int n, int64_t *after,
+                              int64_t max_docs, int64_t *ndocs, bool *eof, mf_error_t *err) MF_WUR;
 
 #endif /* MF_COLL_WRITE_H */

@@ -18,11 +18,10 @@
 #include <unistd.h>
 
 #include "cmd/cmd.h"
-#include "cmd/curop.h"
+#include "common/curop.h"
 #include "cmd/cursor.h"
 #include "common/log.h"
 #include "common/params.h"
-#include "net/wire.h"
 #include "query/match.h"
 #include "query/value.h"
 #include "ttl/ttl.h"
@@ -47,9 +46,11 @@ cmd_hello(mf_op_t *op)
     bool legacy_name = strcmp(op->name, "hello") != 0;
 
     pthread_once(&process_id_once, init_process_id);
-    if (bson_iter_init_find(&it, op->cmd, "helloOk") && bson_iter_as_bool(&it))
+    /* op->client is NULL for an embedded caller: no connection to remember helloOk on. */
+    bool hello_ok = bson_iter_init_find(&it, op->cmd, "helloOk") && bson_iter_as_bool(&it);
+    if (op->client != NULL && hello_ok)
         op->client->helloed = true;
-    if (op->client->helloed)
+    if (op->client != NULL ? op->client->helloed : hello_ok)
         BSON_APPEND_BOOL(r, "helloOk", true);
     BSON_APPEND_BOOL(r, legacy_name ? "ismaster" : "isWritablePrimary", true);
     BSON_APPEND_DOCUMENT_BEGIN(r, "topologyVersion", &tv);
@@ -61,7 +62,8 @@ cmd_hello(mf_op_t *op)
     BSON_APPEND_INT32(r, "maxWriteBatchSize", MF_MAX_WRITE_BATCH);
     BSON_APPEND_DATE_TIME(r, "localTime", mf_now_ms());
     BSON_APPEND_INT32(r, "logicalSessionTimeoutMinutes", 30);
-    BSON_APPEND_INT64(r, "connectionId", op->client->id);
+    if (op->client != NULL)
+        BSON_APPEND_INT64(r, "connectionId", op->client->id);
     BSON_APPEND_INT32(r, "minWireVersion", 0);
     BSON_APPEND_INT32(r, "maxWireVersion", MF_MAX_WIRE_VERSION);
     BSON_APPEND_BOOL(r, "readOnly", false);
@@ -122,14 +124,14 @@ cmd_get_parameter(mf_op_t *op)
     bson_iter_next(&it);
     if (BSON_ITER_HOLDS_UTF8(&it) && strcmp(bson_iter_utf8(&it, NULL), "*") == 0) {
         struct param_ctx ctx = {op->reply};
-        mf_param_each(append_param, &ctx);
+        mf_param_each(op->eng->params, append_param, &ctx);
         return 0;
     }
     while (bson_iter_next(&it)) {
         const char *k = bson_iter_key(&it);
         if (k[0] == '$' || strcmp(k, "lsid") == 0 || strcmp(k, "comment") == 0)
             continue;
-        mf_param_t *p = mf_param_find(k);
+        mf_param_t *p = mf_param_find(op->eng->params, k);
         if (p == NULL)
             continue;
         mf_param_append(op->reply, p);
@@ -152,7 +154,7 @@ cmd_set_parameter(mf_op_t *op)
         const char *k = bson_iter_key(&it);
         if (k[0] == '$' || strcmp(k, "lsid") == 0 || strcmp(k, "comment") == 0)
             continue;
-        mf_param_t *p = mf_param_find(k);
+        mf_param_t *p = mf_param_find(op->eng->params, k);
         if (p == NULL)
             return mf_err_set(&op->err, MF_E_InvalidOptions,
                               "attempted to set unrecognized parameter [%s], use help:true to see options ", k);
@@ -214,7 +216,8 @@ cmd_server_status(mf_op_t *op)
     BSON_APPEND_INT32(&sub, "current", (int32_t)atomic_load(&e->conn_current));
     BSON_APPEND_INT32(&sub, "available", 1000000 - (int32_t)atomic_load(&e->conn_current));
     BSON_APPEND_INT32(&sub, "totalCreated", (int32_t)atomic_load(&e->conn_total));
-    BSON_APPEND_INT32(&sub, "active", 1);
+    /* Connections with a command in progress, this one included (kept by src/net/net.c). */
+    BSON_APPEND_INT32(&sub, "active", (int32_t)atomic_load(&e->conn_active));
     bson_append_document_end(r, &sub);
 
     BSON_APPEND_DOCUMENT_BEGIN(r, "opcounters", &sub);
@@ -235,9 +238,9 @@ cmd_server_status(mf_op_t *op)
     bson_append_document_end(r, &sub);
 
     BSON_APPEND_DOCUMENT_BEGIN(r, "storageEngine", &sub);
-    BSON_APPEND_UTF8(&sub, "name", "wiredTiger");
+    BSON_APPEND_UTF8(&sub, "name", e->in_memory ? "inMemory" : "wiredTiger");
     BSON_APPEND_BOOL(&sub, "supportsCommittedReads", true);
-    BSON_APPEND_BOOL(&sub, "persistent", true);
+    BSON_APPEND_BOOL(&sub, "persistent", !e->in_memory);
     bson_append_document_end(r, &sub);
 
     BSON_APPEND_DOCUMENT_BEGIN(r, "batchedDeletes", &sub);
@@ -247,7 +250,7 @@ cmd_server_status(mf_op_t *op)
 
     BSON_APPEND_DOCUMENT_BEGIN(r, "metrics", &sub);
     BSON_APPEND_DOCUMENT_BEGIN(&sub, "ttl", &sub2);
-    mf_ttl_status_append(&sub2);
+    mf_ttl_status_append(e->ttl, &sub2);
     bson_append_document_end(&sub, &sub2);
     BSON_APPEND_DOCUMENT_BEGIN(&sub, "cursor", &sub2);
     BSON_APPEND_INT64(&sub2, "timedOut", mf_cursors_timed_out(e->cursors));
@@ -293,7 +296,8 @@ cmd_host_info(mf_op_t *op)
 static int
 cmd_whatsmyuri(mf_op_t *op)
 {
-    BSON_APPEND_UTF8(op->reply, "you", op->client->remote);
+    /* An embedded caller (no client) has no address: answer an empty string. */
+    BSON_APPEND_UTF8(op->reply, "you", op->client != NULL ? op->client->remote : "");
     return 0;
 }
 
@@ -474,7 +478,7 @@ cmd_current_op(mf_op_t *op)
     }
     bson_init(&inprog);
     ctx.arr = &inprog;
-    mf_curop_report_each(currentop_add, &ctx);
+    mf_curops_report_each(op->eng->curops, currentop_add, &ctx);
     BSON_APPEND_ARRAY(op->reply, "inprog", &inprog);
     bson_destroy(&inprog);
     mf_matcher_free(ctx.m);
@@ -494,7 +498,7 @@ cmd_kill_op(mf_op_t *op)
         return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field 'killOp.op' is the wrong type '%s', expected types '[long, int, decimal, double]'",
                           mf_type_name(v->value_type));
     int64_t opid = (int64_t)mf_value_as_double(v);
-    bool found = mf_curop_kill(opid);
+    bool found = mf_curops_kill(op->eng->curops, opid);
     mf_log(MF_LOG_INFO, "COMMAND", "going to kill op: %lld%s", (long long)opid, found ? "" : " (not found)");
     BSON_APPEND_UTF8(op->reply, "info", "attempting to kill op");
     return 0;

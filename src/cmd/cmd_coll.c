@@ -15,8 +15,9 @@
  * builds the new indexes one after another; a failure drops the ones this
  * command built (and a collection it created), so a request takes effect
  * whole or not at all. Builds report progress to the command's currentOp
- * entry and stop on killOp. DDL that can change the set of TTL indexes calls
- * mf_ttl_notify after it succeeds.
+ * entry and stop on killOp. Every catalog change is reported to the engine's
+ * write observers by the catalog itself (the TTL monitor recomputes its
+ * deadline on each).
  *
  * Views are catalog entries with viewOn (and an empty record table, no
  * indexes): create checks their pipeline; listCollections shows type
@@ -31,7 +32,7 @@
 #include "common/alloc.h"
 #include "catalog/coll_write.h"
 #include "cmd/cmd.h"
-#include "cmd/curop.h"
+#include "common/curop.h"
 #include "cmd/cursor.h"
 #include "common/fmt.h"
 #include "common/log.h"
@@ -173,8 +174,6 @@ cmd_drop(mf_op_t *op)
         }
     }
     mf_catalog_unlock(op->eng->cat);
-    if (rc == 0)
-        mf_ttl_notify();
     return rc;
 }
 
@@ -197,18 +196,14 @@ collect_coll(void *arg, mf_coll_t *c)
 static int
 cmd_drop_database(mf_op_t *op)
 {
-    coll_list_t l = {0};
-    int rc = 0;
+    int rc, ndropped;
 
+    /* Every collection's entry goes in one catalog transaction: all or none. */
     mf_catalog_wrlock(op->eng->cat);
-    mf_catalog_coll_list(op->eng->cat, op->db, collect_coll, &l);
-    for (int i = 0; i < l.n && rc == 0; i++)
-        rc = mf_catalog_coll_drop(op->eng->cat, l.v[i], &op->err);
+    rc = mf_catalog_db_drop(op->eng->cat, op->db, &ndropped, &op->err);
     mf_catalog_unlock(op->eng->cat);
-    free(l.v);
     if (rc == 0) {
         BSON_APPEND_UTF8(op->reply, "dropped", op->db);
-        mf_ttl_notify();
     }
     return rc;
 }
@@ -390,20 +385,13 @@ cmd_rename_collection(mf_op_t *op)
         mf_catalog_unlock(op->eng->cat);
         return mf_err_set(&op->err, MF_E_IllegalOperation, "Can't rename a collection to itself");
     }
-    if (t != NULL) {
-        if (!drop_target) {
-            mf_catalog_unlock(op->eng->cat);
-            return mf_err_set(&op->err, MF_E_NamespaceExists, "target namespace exists");
-        }
-        if (mf_catalog_coll_drop(op->eng->cat, t, &op->err) != 0) {
-            mf_catalog_unlock(op->eng->cat);
-            return -1;
-        }
+    if (t != NULL && !drop_target) {
+        mf_catalog_unlock(op->eng->cat);
+        return mf_err_set(&op->err, MF_E_NamespaceExists, "target namespace exists");
     }
-    rc = mf_catalog_coll_rename(op->eng->cat, c, tdb, tcoll, &op->err);
+    /* With dropTarget, the target's drop and the rename are one catalog transaction. */
+    rc = mf_catalog_coll_rename_replace(op->eng->cat, c, t, tdb, tcoll, &op->err);
     mf_catalog_unlock(op->eng->cat);
-    if (rc == 0)
-        mf_ttl_notify();
     return rc;
 }
 
@@ -436,10 +424,13 @@ append_coll_stats(mf_op_t *op, mf_coll_t *c, int64_t scale, bson_t *out)
         BSON_APPEND_INT64(out, "max", c->capped_max);
         BSON_APPEND_INT64(out, "maxSize", scale_div(c->capped_size, scale));
     }
-    BSON_APPEND_INT32(out, "nindexes", c->nindexes);
+    BSON_APPEND_INT32(out, "nindexes", mf_coll_ready_indexes(c));
     BSON_APPEND_DOCUMENT_BEGIN(out, "indexSizes", &sizes);
-    for (int i = 0; i < c->nindexes; i++)
-        BSON_APPEND_INT64(&sizes, c->indexes[i]->name, scale_div(mf_storage_table_size(op->sess, c->indexes[i]->uri), scale));
+    for (int i = 0; i < c->nindexes; i++) {
+        if (!c->indexes[i]->building)
+            BSON_APPEND_INT64(&sizes, c->indexes[i]->name,
+                              scale_div(mf_storage_table_size(op->sess, c->indexes[i]->uri), scale));
+    }
     bson_append_document_end(out, &sizes);
     BSON_APPEND_INT64(out, "totalIndexSize", scale_div(isz, scale));
     BSON_APPEND_INT64(out, "totalSize", scale_div(storage + isz, scale));
@@ -529,7 +520,7 @@ cmd_db_stats(mf_op_t *op)
         data += atomic_load(&l.v[i]->approx_size);
         storage += coll_disk_size(op, l.v[i], &isz);
         isz_total += isz;
-        nidx += l.v[i]->nindexes;
+        nidx += mf_coll_ready_indexes(l.v[i]);
     }
     mf_catalog_unlock(op->eng->cat);
     BSON_APPEND_UTF8(op->reply, "db", op->db);
@@ -560,8 +551,10 @@ cmd_validate(mf_op_t *op)
     const char *name;
     mf_coll_t *c;
     mf_cur_t *rc = NULL;
-    int64_t nrecords = 0, missing = 0, extra = 0, corrupt = 0;
+    int64_t nrecords = 0, missing = 0, extra = 0, corrupt = 0, datasize = 0;
     int64_t expected[64] = {0}, actual[64] = {0};
+    int sret = MF_NOTFOUND; /* the first storage error of the scans (MF_NOTFOUND: none) */
+    bool saw_multikey[64] = {false};
     mf_keyset_t ks;
     bson_t errors, kpi, details;
     int nerrors = 0;
@@ -569,7 +562,12 @@ cmd_validate(mf_op_t *op)
 
     if (mf_op_coll_name(op, &name) != 0)
         return -1;
-    mf_catalog_rdlock(op->eng->cat);
+    /*
+     * Exclusive, as mongod's foreground validate: no write is in flight, so
+     * the recount below can replace the stored count and size (which may be
+     * off after an unclean shutdown).
+     */
+    mf_catalog_wrlock(op->eng->cat);
     c = mf_catalog_coll_find(op->eng->cat, op->db, name);
     if (c == NULL) {
         mf_catalog_unlock(op->eng->cat);
@@ -589,16 +587,19 @@ cmd_validate(mf_op_t *op)
     }
     mf_cur_t *ic[64] = {0};
     for (int i = 0; i < c->nindexes; i++) {
-        if (mf_cur_open(op->sess, c->indexes[i]->uri, &ic[i], &op->err) != 0)
+        /* An index still being built is checked once its build has committed. */
+        if (c->indexes[i]->building || mf_cur_open(op->sess, c->indexes[i]->uri, &ic[i], &op->err) != 0)
             ic[i] = NULL;
     }
-    while (mf_cur_next(rc) == 0) {
+    int nr;
+    while ((nr = mf_cur_next(rc)) == 0) {
         const uint8_t *v;
         size_t len;
         bson_t doc;
         int64_t rid = mf_cur_rid(rc);
         mf_cur_value(rc, &v, &len);
         nrecords++;
+        datasize += (int64_t)len;
         if (!bson_init_static(&doc, v, len) || !bson_validate(&doc, BSON_VALIDATE_NONE, NULL)) {
             corrupt++;
             continue;
@@ -606,6 +607,8 @@ cmd_validate(mf_op_t *op)
         for (int i = 0; i < c->nindexes; i++) {
             mf_index_t *ix = c->indexes[i];
             bool skip = false, mk = false;
+            if (ix->building)
+                continue;
             mf_error_t e;
             if (ic[i] == NULL)
                 continue;
@@ -613,6 +616,7 @@ cmd_validate(mf_op_t *op)
                 continue;
             if (mf_index_keys(&ix->kp, ix->sparse, &doc, &ks, &skip, &mk, &e) != 0 || skip)
                 continue;
+            saw_multikey[i] = saw_multikey[i] || mk;
             for (int k = 0; k < ks.n; k++) {
                 int r;
                 expected[i]++;
@@ -624,27 +628,74 @@ cmd_validate(mf_op_t *op)
                     r = mf_cur_search_bytes(ic[i], ks.keys[k].data, ks.keys[k].len);
                     ks.keys[k].len = base;
                 }
-                if (r != 0)
+                if (r == MF_NOTFOUND)
                     missing++;
+                else if (r != 0 && sret == MF_NOTFOUND)
+                    sret = r;
             }
         }
     }
+    if (nr != MF_NOTFOUND && sret == MF_NOTFOUND)
+        sret = nr;
     for (int i = 0; i < c->nindexes; i++) {
         if (ic[i] == NULL)
             continue;
         mf_cur_reset(ic[i]);
-        while (mf_cur_next(ic[i]) == 0)
+        while ((nr = mf_cur_next(ic[i])) == 0)
             actual[i]++;
+        if (nr != MF_NOTFOUND && sret == MF_NOTFOUND)
+            sret = nr;
         if (actual[i] > expected[i])
             extra += actual[i] - expected[i];
         mf_cur_close(ic[i]);
     }
     mf_cur_close(rc);
     mf_txn_abort(op->sess);
+    if (sret != MF_NOTFOUND) {
+        /* A storage error is never read as the end of the data: the check fails instead of reporting a short count. */
+        mf_catalog_unlock(op->eng->cat);
+        mf_keyset_destroy(&ks);
+        bson_destroy(&errors);
+        return mf_err_set(&op->err, sret == MF_CONFLICT ? MF_E_WriteConflict : MF_E_InternalError,
+                          "validate: storage error while reading %s", c->ns);
+    }
+    if (nrecords != atomic_load(&c->approx_count) || datasize != atomic_load(&c->approx_size)) {
+        mf_log(MF_LOG_INFO, "STORAGE", "validate %s: stored count %lld / size %lld corrected to %lld / %lld", c->ns,
+               (long long)atomic_load(&c->approx_count), (long long)atomic_load(&c->approx_size),
+               (long long)nrecords, (long long)datasize);
+        mf_catalog_coll_set_sizes(c, nrecords, datasize);
+    }
+    /*
+     * Recompute the multikey flags: a document giving an index several keys
+     * while its flag is unset (data written before the flag was durable)
+     * would make queries return it more than once. Set and persist it.
+     */
+    bson_t warnings;
+    int nwarnings = 0;
+    bson_init(&warnings);
+    for (int i = 0; i < c->nindexes && i < 64; i++) {
+        if (!saw_multikey[i] || atomic_load(&c->indexes[i]->multikey))
+            continue;
+        char msg[300];
+        atomic_store(&c->indexes[i]->multikey, true);
+        snprintf(msg, sizeof(msg), "index %s is multikey but was not marked so: flag set", c->indexes[i]->name);
+        snprintf(key, sizeof(key), "%d", nwarnings++);
+        BSON_APPEND_UTF8(&warnings, key, msg);
+        mf_log(MF_LOG_WARN, "STORAGE", "validate %s: %s", c->ns, msg);
+    }
+    if (nwarnings > 0 && mf_catalog_coll_persist(op->eng->cat, c, &op->err) != 0) {
+        mf_catalog_unlock(op->eng->cat);
+        mf_keyset_destroy(&ks);
+        bson_destroy(&errors);
+        bson_destroy(&warnings);
+        return -1;
+    }
     bson_init(&kpi);
     bson_init(&details);
     for (int i = 0; i < c->nindexes; i++) {
         bson_t d;
+        if (c->indexes[i]->building)
+            continue;
         bool ok = actual[i] == expected[i];
         BSON_APPEND_INT64(&kpi, c->indexes[i]->name, actual[i]);
         BSON_APPEND_DOCUMENT_BEGIN(&details, c->indexes[i]->name, &d);
@@ -672,12 +723,12 @@ cmd_validate(mf_op_t *op)
     BSON_APPEND_INT64(op->reply, "nInvalidDocuments", corrupt);
     BSON_APPEND_INT64(op->reply, "nNonCompliantDocuments", 0);
     BSON_APPEND_INT64(op->reply, "nrecords", nrecords);
-    BSON_APPEND_INT32(op->reply, "nIndexes", c->nindexes);
+    BSON_APPEND_INT32(op->reply, "nIndexes", mf_coll_ready_indexes(c));
     BSON_APPEND_DOCUMENT(op->reply, "keysPerIndex", &kpi);
     BSON_APPEND_DOCUMENT(op->reply, "indexDetails", &details);
     BSON_APPEND_BOOL(op->reply, "valid", valid);
     BSON_APPEND_BOOL(op->reply, "repaired", false);
-    BSON_APPEND_ARRAY(op->reply, "warnings", &empty);
+    BSON_APPEND_ARRAY(op->reply, "warnings", &warnings);
     BSON_APPEND_ARRAY(op->reply, "errors", &errors);
     BSON_APPEND_INT64(op->reply, "missingIndexEntriesCount", missing);
     BSON_APPEND_INT64(op->reply, "extraIndexEntriesCount", extra);
@@ -687,6 +738,7 @@ cmd_validate(mf_op_t *op)
     bson_destroy(&kpi);
     bson_destroy(&details);
     bson_destroy(&errors);
+    bson_destroy(&warnings);
     return 0;
 }
 
@@ -713,8 +765,10 @@ cmd_list_indexes(mf_op_t *op)
         return refuse_view(op, c);
     }
     bson_init(&batch);
-    for (int i = 0; i < c->nindexes; i++) {
-        snprintf(key, sizeof(key), "%d", i);
+    for (int i = 0, n = 0; i < c->nindexes; i++) {
+        if (c->indexes[i]->building)
+            continue; /* listed once built, as mongod lists them */
+        snprintf(key, sizeof(key), "%d", n++);
         BSON_APPEND_DOCUMENT(&batch, key, c->indexes[i]->spec);
     }
     mf_catalog_unlock(op->eng->cat);
@@ -1195,8 +1249,11 @@ cmd_create_indexes(mf_op_t *op)
     mf_coll_t *c;
     bool created_coll = false;
     int before, rc = 0;
-    char added[MF_MAX_INDEXES][256];
+    char *names[MF_MAX_INDEXES]; /* the indexes this request builds */
     int nadded = 0;
+    bool *keep = NULL;
+    uint8_t uuid[16];
+    char ns[512];
 
     if (mf_op_coll_name(op, &name) != 0)
         return -1;
@@ -1222,6 +1279,7 @@ cmd_create_indexes(mf_op_t *op)
     if (rc != 0)
         goto out_free;
 
+again:
     mf_catalog_wrlock(op->eng->cat);
     c = mf_catalog_coll_find(op->eng->cat, op->db, name);
     if (c == NULL) {
@@ -1235,13 +1293,17 @@ cmd_create_indexes(mf_op_t *op)
         rc = refuse_view(op, c);
         goto out_unlock;
     }
-    before = c->nindexes;
+    before = mf_coll_ready_indexes(c);
     /* Conflicts against existing indexes and earlier specs of this request; keep[i] marks specs to build. */
-    bool *keep = mf_calloc(nspecs, sizeof(*keep));
+    keep = mf_calloc(nspecs, sizeof(*keep));
+    bool wait_for_build = false;
     for (size_t i = 0; i < nspecs && rc == 0; i++) {
         int r = 0;
-        for (int k = 0; k < c->nindexes && r == 0; k++)
+        for (int k = 0; k < c->nindexes && r == 0; k++) {
             r = compare_specs(norm[i], c->indexes[k]->spec, &op->err);
+            if (r > 0 && c->indexes[k]->building)
+                wait_for_build = true; /* the same index, being built by another request */
+        }
         for (size_t j = 0; j < i && r == 0; j++) {
             if (keep[j])
                 r = compare_specs(norm[i], norm[j], &op->err);
@@ -1251,6 +1313,18 @@ cmd_create_indexes(mf_op_t *op)
         keep[i] = r == 0;
         if (keep[i])
             nnew++;
+    }
+    if (rc == 0 && wait_for_build) {
+        /* As mongod: a request for an index already being built waits for that build. */
+        mf_catalog_unlock(op->eng->cat);
+        free(keep);
+        keep = NULL;
+        nnew = 0;
+        struct timespec ts = {0, 20 * 1000000L};
+        nanosleep(&ts, NULL);
+        if ((rc = mf_curop_check_current(&op->err)) != 0)
+            goto out_free;
+        goto again;
     }
     if (rc == 0 && c->nindexes + (int)nnew > MF_MAX_INDEXES) {
         for (size_t i = 0; i < nspecs; i++) {
@@ -1265,48 +1339,79 @@ cmd_create_indexes(mf_op_t *op)
             }
         }
     }
+    /* Phase 1: every new index is added as building; writers maintain it from now on. */
     for (size_t i = 0; i < nspecs && rc == 0; i++) {
         bson_iter_t it;
+        mf_index_t *ix;
         if (!keep[i])
             continue;
         bson_iter_init_find(&it, norm[i], "name");
-        build_progress_t bp = {.cop = mf_curop_current(), .ns = c->ns, .index = bson_iter_utf8(&it, NULL),
-                               .last_decile = 0};
-        if (atomic_load(&c->approx_count) > 0)
-            mf_log(MF_LOG_INFO, "INDEX", "Index build: starting: %s on %s (%lld documents)", bp.index, c->ns,
-                   (long long)atomic_load(&c->approx_count));
-        if (mf_catalog_index_add_progress(op->eng->cat, c, norm[i], on_build_progress, &bp, &op->err) != 0) {
+        if (mf_catalog_index_begin(op->eng->cat, c, norm[i], &ix, &op->err) != 0) {
             rc = -1;
             break;
         }
-        snprintf(added[nadded++], sizeof(added[0]), "%s", bp.index);
+        names[nadded++] = mf_strdup(bson_iter_utf8(&it, NULL));
+    }
+    memcpy(uuid, c->uuid, 16);
+    snprintf(ns, sizeof(ns), "%s", c->ns);
+    if (rc == 0 && nadded > 0) {
+        /* Phase 2, without the exclusive lock: reads, writes and other DDL go on. */
+        int64_t ndocs = atomic_load(&c->approx_count);
+        mf_catalog_unlock(op->eng->cat);
+        build_progress_t bp = {.cop = mf_curop_current(), .ns = ns, .index = names[0], .last_decile = 0};
+        if (ndocs > 0)
+            mf_log(MF_LOG_INFO, "INDEX", "Index build: starting: %s%s on %s (%lld documents)", names[0],
+                   nadded > 1 ? " and others" : "", ns, (long long)ndocs);
+        rc = mf_index_build_run(op->eng->cat, uuid, names, nadded, on_build_progress, &bp, &op->err);
+        /* Phase 3: commit or abort, under the exclusive lock again. */
+        mf_catalog_wrlock(op->eng->cat);
+        c = mf_catalog_coll_find_uuid(op->eng->cat, uuid);
+        if (c == NULL && rc == 0)
+            rc = mf_err_set(&op->err, MF_E_IndexBuildAborted, "Index build aborted: %s: the collection was dropped",
+                            names[0]);
+        mf_index_t *ixs[MF_MAX_INDEXES];
+        int found = 0;
+        for (int i = 0; c != NULL && i < nadded; i++) {
+            mf_index_t *ix = mf_coll_index_by_name(c, names[i]);
+            if (ix != NULL && ix->building)
+                ixs[found++] = ix;
+        }
+        if (rc == 0 && found != nadded)
+            rc = mf_err_set(&op->err, MF_E_IndexBuildAborted, "Index build aborted: %s: the index was dropped",
+                            names[0]);
+        if (rc == 0 && mf_catalog_index_commit(op->eng->cat, c, ixs, found, &op->err) != 0)
+            rc = -1;
+        if (rc != 0) {
+            /* All or nothing: remove what this command added. */
+            for (int i = 0; i < found; i++)
+                mf_catalog_index_abort(op->eng->cat, c, ixs[i]);
+        }
+    } else if (rc != 0) {
+        for (int i = 0; i < nadded; i++) {
+            mf_index_t *ix = mf_coll_index_by_name(c, names[i]);
+            if (ix != NULL && ix->building)
+                mf_catalog_index_abort(op->eng->cat, c, ix);
+        }
     }
     if (rc != 0) {
-        /* All or nothing: drop what this command built before the failure. */
-        for (int i = 0; i < nadded; i++) {
-            mf_index_t *ix = mf_coll_index_by_name(c, added[i]);
-            mf_error_t e2 = {0};
-            if (ix && mf_catalog_index_drop(op->eng->cat, c, ix, &e2) != 0)
-                mf_log(MF_LOG_WARN, "INDEX", "could not roll back index %s on %s: %s", added[i], c->ns, e2.msg);
-        }
-        if (created_coll) {
+        if (created_coll && (c = mf_catalog_coll_find_uuid(op->eng->cat, uuid)) != NULL) {
             mf_error_t e2 = {0};
             if (mf_catalog_coll_drop(op->eng->cat, c, &e2) != 0)
                 mf_log(MF_LOG_WARN, "INDEX", "could not roll back collection %s.%s: %s", op->db, name, e2.msg);
         }
     } else {
         BSON_APPEND_INT32(op->reply, "numIndexesBefore", before);
-        BSON_APPEND_INT32(op->reply, "numIndexesAfter", c->nindexes);
+        BSON_APPEND_INT32(op->reply, "numIndexesAfter", mf_coll_ready_indexes(c));
         BSON_APPEND_BOOL(op->reply, "createdCollectionAutomatically", created_coll);
         if (nadded == 0)
             BSON_APPEND_UTF8(op->reply, "note", "all indexes already exist");
     }
-    free(keep);
 out_unlock:
     mf_catalog_unlock(op->eng->cat);
-    if (rc == 0)
-        mf_ttl_notify();
 out_free:
+    free(keep);
+    for (int i = 0; i < nadded; i++)
+        free(names[i]);
     for (size_t i = 0; i < nnorm; i++)
         bson_destroy(norm[i]);
     free(norm);
@@ -1375,12 +1480,15 @@ cmd_drop_indexes(mf_op_t *op)
     }
     int was = c->nindexes;
     if (v->value_type == BSON_TYPE_UTF8 && strcmp(v->value.v_utf8.str, "*") == 0) {
-        while (rc == 0 && c->nindexes > 1) {
-            mf_index_t *ix = c->indexes[c->nindexes - 1];
-            if (ix->is_id)
-                ix = c->indexes[0];
-            rc = mf_catalog_index_drop(op->eng->cat, c, ix, &op->err);
+        /* Every index but _id, in one catalog transaction. */
+        mf_index_t *ixs[MF_MAX_INDEXES];
+        int n = 0;
+        for (int i = 0; i < c->nindexes; i++) {
+            if (!c->indexes[i]->is_id)
+                ixs[n++] = c->indexes[i];
         }
+        if (n > 0)
+            rc = mf_catalog_index_drop_many(op->eng->cat, c, ixs, n, &op->err);
     } else if (v->value_type == BSON_TYPE_ARRAY) {
         /* Every name must exist (and none be _id_) before anything is dropped. */
         bson_iter_t ai;
@@ -1395,19 +1503,26 @@ cmd_drop_indexes(mf_op_t *op)
             else if (mf_coll_index_by_name(c, bson_iter_utf8(&ai, NULL))->is_id)
                 rc = mf_err_set(&op->err, MF_E_InvalidOptions, "cannot drop _id index");
         }
+        /* The named indexes (each once), in one catalog transaction. */
+        mf_index_t *ixs[MF_MAX_INDEXES];
+        int n = 0;
         bson_iter_recurse(&it, &ai);
-        while (rc == 0 && bson_iter_next(&ai)) {
+        while (rc == 0 && bson_iter_next(&ai) && n < MF_MAX_INDEXES) {
             mf_index_t *ix = mf_coll_index_by_name(c, bson_iter_utf8(&ai, NULL));
-            if (ix != NULL)
-                rc = mf_catalog_index_drop(op->eng->cat, c, ix, &op->err);
+            bool dup = false;
+            for (int k = 0; k < n; k++)
+                dup = dup || ixs[k] == ix;
+            if (ix != NULL && !dup)
+                ixs[n++] = ix;
         }
+        if (rc == 0 && n > 0)
+            rc = mf_catalog_index_drop_many(op->eng->cat, c, ixs, n, &op->err);
     } else {
         rc = drop_one_index(op, c, v);
     }
     mf_catalog_unlock(op->eng->cat);
     if (rc == 0) {
         BSON_APPEND_INT32(op->reply, "nIndexesWas", was);
-        mf_ttl_notify();
     }
     return rc;
 }

@@ -117,10 +117,14 @@ parse_index_mod(mf_op_t *op, bson_iter_t *idx, index_mod_t *m)
 static mf_index_t *
 find_index(mf_coll_t *c, const index_mod_t *m)
 {
-    if (m->has_name)
-        return mf_coll_index_by_name(c, m->name);
+    if (m->has_name) {
+        mf_index_t *ix = mf_coll_index_by_name(c, m->name);
+        return ix != NULL && !ix->building ? ix : NULL;
+    }
     for (int i = 0; i < c->nindexes; i++) {
         bson_t key;
+        if (c->indexes[i]->building)
+            continue;
         if (mf_index_spec_key(c->indexes[i]->spec, &key) && bson_equal(&key, &m->key))
             return c->indexes[i];
     }
@@ -270,10 +274,13 @@ cmd_coll_mod(mf_op_t *op)
         bson_destroy(&merged);
     }
 out:
+    if (rc == 0 && c != NULL) {
+        /* Reported while the catalog's exclusive lock is held, like every DDL change (catalog/observer.h). */
+        mf_ddl_event_t ev = {MF_DDL_COLLMOD, c->ns, NULL, c->uuid, op->cmd};
+        mf_observers_ddl(mf_catalog_observers(op->eng->cat), &ev);
+    }
     mf_catalog_unlock(op->eng->cat);
     bson_destroy(&opts);
-    if (rc == 0 && has_index)
-        mf_ttl_notify();
     return rc;
 }
 

@@ -34,7 +34,7 @@
 #include "common/alloc.h"
 #include "catalog/coll_write.h"
 #include "cmd/cmd.h"
-#include "cmd/curop.h"
+#include "common/curop.h"
 #include "cmd/cursor.h"
 #include "common/docvec.h"
 #include "common/log.h"
@@ -249,7 +249,6 @@ cmd_insert(mf_op_t *op)
         free(docs);
         return -1;
     }
-    atomic_fetch_add(&op->eng->op_insert, (int64_t)ndocs);
     if (coll_acquire(op, name, true, &c) != 0) {
         mf_catalog_unlock(op->eng->cat);
         free(docs);
@@ -1199,7 +1198,6 @@ cmd_update(mf_op_t *op)
         bool upserted = false;
         mf_error_t e;
         mf_err_clear(&e);
-        atomic_fetch_add(&op->eng->op_update, 1);
         if (update_one_stmt(op, name, &stmts[i], durable, &n, &nmod, &id, &upserted, &e) != 0) {
             append_write_error(&errs, &nerr, i, &e);
             n_total += n;
@@ -1304,7 +1302,7 @@ delete_one_stmt(mf_op_t *op, const char *name, const bson_t *stmt, bool durable,
         size_t chunk = 1;
         bool batched = limit == 0;
         if (batched) {
-            int64_t target = mf_param_get("batchedDeletesTargetBatchDocs");
+            int64_t target = mf_param_get(op->eng->params, "batchedDeletesTargetBatchDocs");
             chunk = target > 0 ? (size_t)target : 0;
         }
         mf_delete_stats_t st = {0, 0};
@@ -1348,7 +1346,6 @@ cmd_delete(mf_op_t *op)
         int64_t n = 0;
         mf_error_t e;
         mf_err_clear(&e);
-        atomic_fetch_add(&op->eng->op_delete, 1);
         int r = delete_one_stmt(op, name, &stmts[i], durable, &n, &e);
         total += n;
         if (r != 0) {
@@ -1482,10 +1479,6 @@ cmd_find_and_modify(mf_op_t *op)
         goto out;
     if (has_upd && (u = upd_spec_new(upl ? NULL : &upd, upl, af, &op->err)) == NULL)
         goto out;
-    if (remove)
-        atomic_fetch_add(&op->eng->op_delete, 1);
-    else
-        atomic_fetch_add(&op->eng->op_update, 1);
     if (coll_acquire(op, name, upsert, &c) != 0) {
         locked = true;
         goto out;
@@ -2134,7 +2127,11 @@ agg_stream_start(mf_op_t *op, const char *name, mf_pipeline_t *pl, const bson_va
     x->limit_left = pd.limit > 0 ? pd.limit : -1;
     x->db = mf_strdup(op->db);
     x->coll = mf_strdup(name);
-    x->stream = mf_agg_stream_new(pl, pd.nstages, allow_disk);
+    mf_agg_limits_t lim = {.allow_disk = allow_disk,
+                           .sort_bytes = mf_param_get(op->eng->params, "internalQueryMaxBlockingSortMemoryUsageBytes"),
+                           .group_bytes = mf_param_get(op->eng->params, "internalDocumentSourceGroupMaxMemoryBytes"),
+                           .tmp_dir = op->eng->tmp_dir};
+    x->stream = mf_agg_stream_new(pl, pd.nstages, &lim);
     cur->kind = MF_CURSOR_EXT;
     cur->ext = x;
     cur->ext_free = agg_stream_free;
@@ -2152,10 +2149,10 @@ push_curop_row(void *arg, const bson_t *doc)
 static int
 agg_current_op(void *ctx, const bson_t *spec, mf_docvec_t *out, mf_error_t *err)
 {
-    (void)ctx;
+    agg_scan_ctx_t *x = ctx;
     (void)spec;
     (void)err;
-    mf_curop_report_each(push_curop_row, out);
+    mf_curops_report_each(x->op->eng->curops, push_curop_row, out);
     return 0;
 }
 
@@ -2405,6 +2402,8 @@ agg_do_out(mf_op_t *op, agg_write_t *w, mf_error_t *err)
     if (mf_catalog_coll_create(cat, w->db, tmp, target ? target->options : NULL, &t, err) != 0)
         goto out;
     for (int k = 0; target && k < target->nindexes; k++) {
+        if (target->indexes[k]->building)
+            continue;
         if (target->indexes[k]->is_id)
             continue;
         if (mf_catalog_index_add(cat, t, target->indexes[k]->spec, err) != 0)
@@ -2420,9 +2419,8 @@ agg_do_out(mf_op_t *op, agg_write_t *w, mf_error_t *err)
         if (run_out_batches(op, &x, out_insert_item, err) != 0)
             goto drop_tmp;
     }
-    if (target && mf_catalog_coll_drop(cat, target, err) != 0)
-        goto drop_tmp;
-    if (mf_catalog_coll_rename(cat, t, w->db, w->coll, err) != 0)
+    /* The target's drop and the rename are one catalog transaction: a failure keeps the old target. */
+    if (mf_catalog_coll_rename_replace(cat, t, target, w->db, w->coll, err) != 0)
         goto drop_tmp;
     rc = 0;
     goto out;
@@ -2587,7 +2585,7 @@ cmd_aggregate(mf_op_t *op)
                                   (long long)batch);
         }
     }
-    bool allow_disk = mf_param_get("allowDiskUseByDefault") != 0;
+    bool allow_disk = mf_param_get(op->eng->params, "allowDiskUseByDefault") != 0;
     if (bson_iter_init_find(&ci, op->cmd, "allowDiskUse")) {
         if (!BSON_ITER_HOLDS_BOOL(&ci))
             return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field 'aggregate.allowDiskUse' is the wrong type '%s', expected type 'bool'",

@@ -14,6 +14,8 @@
  * one data-bearing node, answers w > 1 with a writeConcernError after the
  * write is applied (as mongod does).
  */
+#include "common/alloc.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -22,7 +24,7 @@
 #include "common/params.h"
 #include "query/expr.h"
 #include "query/exec.h"
-#include "cmd/curop.h"
+#include "common/curop.h"
 #include "common/log.h"
 #include "query/value.h"
 
@@ -38,6 +40,17 @@ lookup(const char *name)
         }
     }
     return NULL;
+}
+
+/* Client reads and writes of documents (the CRUD family): what the TTL pacer yields to. */
+static bool
+is_data_command(const mf_cmd_def_t *def)
+{
+    for (const mf_cmd_def_t *d = mf_cmds_crud; d->name != NULL; d++) {
+        if (d == def)
+            return strcmp(d->name, "killCursors") != 0;
+    }
+    return false;
 }
 
 /* listCommands: every command in the table, with MongoDB's per-command fields. */
@@ -190,7 +203,6 @@ curop_register(mf_engine_t *eng, mf_client_t *client, const char *db, const char
 {
     char ns[512], desc[32];
     bson_iter_t it;
-    (void)eng;
     if (bson_iter_init(&it, cmd) && bson_iter_next(&it) && BSON_ITER_HOLDS_UTF8(&it) && strcmp(name, "getMore") != 0)
         snprintf(ns, sizeof(ns), "%s.%s", db, bson_iter_utf8(&it, NULL));
     else if (strcmp(name, "getMore") == 0 && bson_iter_init_find(&it, cmd, "collection") && BSON_ITER_HOLDS_UTF8(&it))
@@ -198,7 +210,7 @@ curop_register(mf_engine_t *eng, mf_client_t *client, const char *db, const char
     else
         snprintf(ns, sizeof(ns), "%s.$cmd", db);
     snprintf(desc, sizeof(desc), "conn%lld", (long long)(client ? client->id : 0));
-    mf_curop_t *cop = mf_curop_begin(curop_type(name), ns, desc, cmd, client ? client->id : 0);
+    mf_curop_t *cop = mf_curop_begin(eng->curops, curop_type(name), ns, desc, cmd, client ? client->id : 0);
     if (client)
         mf_curop_set_client(cop, client->remote);
     return cop;
@@ -214,7 +226,7 @@ profile_op(mf_engine_t *eng, const mf_client_t *client, const char *db, const ch
 {
     bson_iter_t it;
     char ns[300];
-    if (!mf_profile_wants(db, millis))
+    if (!mf_profile_wants(eng->profiler, db, millis))
         return;
     bson_iter_init(&it, cmd);
     bson_iter_next(&it);
@@ -260,30 +272,40 @@ profile_op(mf_engine_t *eng, const mf_client_t *client, const char *db, const ch
  * expression the command evaluates ($expr in filters, pipelines, updates).
  * Each value is an expression evaluated once, before the command runs.
  */
-#define MAX_LET 64
 typedef struct let_frame {
-    const char *names[MAX_LET];
-    bson_value_t vals[MAX_LET];
+    const char **names;  /* owned array (names point into the command) */
+    bson_value_t *vals;  /* owned array, each value owned */
     mf_expr_vars_t frame;
     bool installed;
 } let_frame_t;
 
+/*
+ * let_begin: evaluates the command's let variables and installs them as the
+ * thread's ambient frame. MongoDB sets no limit on their number, so the
+ * arrays grow with the document (counted first). On failure nothing is left
+ * allocated; on success let_end frees everything.
+ */
 static int
 let_begin(mf_op_t *op, let_frame_t *lf)
 {
     bson_iter_t it, li;
-    size_t n = 0;
-    lf->installed = false;
+    size_t n = 0, cap = 0;
+    memset(lf, 0, sizeof(*lf));
     if (!bson_iter_init_find(&it, op->cmd, "let"))
         return 0;
     if (!BSON_ITER_HOLDS_DOCUMENT(&it))
         return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field '%s.let' is the wrong type '%s', expected type 'object'",
                           op->name, mf_type_name(bson_iter_type(&it)));
     bson_iter_recurse(&it, &li);
+    while (bson_iter_next(&li))
+        cap++;
+    if (cap == 0)
+        cap = 1;
+    lf->names = mf_calloc(cap, sizeof(*lf->names));
+    lf->vals = mf_calloc(cap, sizeof(*lf->vals));
+    bson_iter_recurse(&it, &li);
     bson_t empty = BSON_INITIALIZER;
-    while (bson_iter_next(&li)) {
-        if (n == MAX_LET)
-            return mf_err_set(&op->err, MF_E_BadValue, "too many let variables");
+    while (bson_iter_next(&li) && n < cap) {
         const char *name = bson_iter_key(&li);
         if (mf_expr_check_var_name(name, &op->err) != 0)
             goto fail;
@@ -306,6 +328,10 @@ let_begin(mf_op_t *op, let_frame_t *lf)
 fail:
     for (size_t i = 0; i < n; i++)
         bson_value_destroy(&lf->vals[i]);
+    free(lf->names);
+    free(lf->vals);
+    lf->names = NULL;
+    lf->vals = NULL;
     return -1;
 }
 
@@ -317,6 +343,10 @@ let_end(let_frame_t *lf)
     mf_expr_vars_set(lf->frame.up);
     for (size_t i = 0; i < lf->frame.n; i++)
         bson_value_destroy(&lf->vals[i]);
+    free(lf->names);
+    free(lf->vals);
+    lf->names = NULL;
+    lf->vals = NULL;
     lf->installed = false;
 }
 
@@ -409,6 +439,10 @@ mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *
     if (time_limit(&op, &limit_ms) != 0 || let_begin(&op, &lf) != 0)
         goto fail;
     mf_exec_set_time_limit(limit_ms);
+    if (limit_ms > 0)
+        mf_curop_set_deadline(cop, mf_mono_ms() + limit_ms);
+    if (is_data_command(def))
+        atomic_fetch_add(&eng->fg_ops, 1);
     int hrc = def->fn(&op);
     mf_exec_set_time_limit(0);
     let_end(&lf);
@@ -432,7 +466,7 @@ mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *
     }
     BSON_APPEND_DOUBLE(reply, "ok", 1.0);
     profile_op(eng, client, db, def->name, cmd, reply, mf_mono_ms() - started_ms, NULL);
-    if (mf_param_get("logLevel") >= 1)
+    if (mf_param_get(eng->params, "logLevel") >= 1)
         mf_log(MF_LOG_DEBUG, "COMMAND", "conn%lld: %s on %s ok, %lld ms", (long long)(client ? client->id : 0),
                def->name, db, (long long)(mf_mono_ms() - started_ms));
     return;
@@ -449,7 +483,7 @@ fail:
     error_reply(reply, &op.err);
     if (started_ms >= 0)
         profile_op(eng, client, db, op.name, cmd, reply, mf_mono_ms() - started_ms, &op.err);
-    if (mf_param_get("logLevel") >= 1)
+    if (mf_param_get(eng->params, "logLevel") >= 1)
         mf_log(MF_LOG_DEBUG, "COMMAND", "conn%lld: %s on %s failed: %d %s", (long long)(client ? client->id : 0),
                op.name ? op.name : "?", db, op.err.code, op.err.msg);
 }

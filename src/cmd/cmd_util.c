@@ -13,7 +13,6 @@
 #include "cmd/cmd.h"
 #include "cmd/cursor.h"
 #include "common/log.h"
-#include "query/agg_spill.h"
 #include "query/value.h"
 #include "cmd/profile.h"
 #include "ttl/ttl.h"
@@ -220,91 +219,3 @@ mf_check_doc_for_storage(const bson_t *doc, mf_error_t *err)
     return check_depth(&it, 1, err);
 }
 
-/*
- * The TTL pacer's view of foreground load: client reads and writes counted
- * so far. Other commands are left out: drivers send monitoring hellos all the
- * time, and those must not slow expiry down.
- */
-static int64_t
-foreground_ops(void *arg)
-{
-    mf_engine_t *e = arg;
-    return atomic_load(&e->op_insert) + atomic_load(&e->op_query) + atomic_load(&e->op_update) +
-           atomic_load(&e->op_delete) + atomic_load(&e->op_getmore);
-}
-
-/* A TTL batch finished: profile it like the delete it is (SPEC D4). */
-static void
-ttl_batch_done(void *arg, const char *ns, const char *index, int64_t secs, int64_t deleted, int64_t millis)
-{
-    mf_engine_t *e = arg;
-    char db[128];
-    const char *dot = strchr(ns, '.');
-    if (dot == NULL || (size_t)(dot - ns) >= sizeof(db))
-        return;
-    memcpy(db, ns, (size_t)(dot - ns));
-    db[dot - ns] = '\0';
-    if (!mf_profile_wants(db, millis))
-        return;
-    bson_t entry, cmd;
-    bson_init(&entry);
-    BSON_APPEND_UTF8(&entry, "op", "remove");
-    BSON_APPEND_UTF8(&entry, "ns", ns);
-    BSON_APPEND_DOCUMENT_BEGIN(&entry, "command", &cmd);
-    BSON_APPEND_UTF8(&cmd, "delete", dot + 1);
-    BSON_APPEND_UTF8(&cmd, "ttlIndex", index);
-    BSON_APPEND_INT64(&cmd, "expireAfterSeconds", secs);
-    bson_append_document_end(&entry, &cmd);
-    BSON_APPEND_INT64(&entry, "ndeleted", deleted);
-    BSON_APPEND_INT64(&entry, "millis", millis);
-    BSON_APPEND_DATE_TIME(&entry, "ts", mf_now_ms());
-    BSON_APPEND_UTF8(&entry, "desc", "TTLMonitor");
-    BSON_APPEND_UTF8(&entry, "client", "TTLMonitor");
-    BSON_APPEND_UTF8(&entry, "user", "");
-    mf_profile_write(e, db, &entry);
-    bson_destroy(&entry);
-}
-
-int
-mf_engine_open(const char *dbpath, mf_engine_t **out, mf_error_t *err)
-{
-    mf_engine_t *eng = mf_calloc(1, sizeof(*eng));
-    if (mf_storage_open(dbpath, &eng->st, err) != 0) {
-        free(eng);
-        return -1;
-    }
-    if (mf_catalog_open(eng->st, &eng->cat, err) != 0) {
-        mf_storage_close(eng->st);
-        free(eng);
-        return -1;
-    }
-    eng->cursors = mf_cursors_new();
-    mf_spill_set_dir(dbpath); /* aggregation spill files: <dbpath>/_tmp, emptied at startup */
-    eng->start_ms = mf_now_ms();
-    eng->start_mono_ms = mf_mono_ms();
-    atomic_store(&eng->next_conn_id, 1);
-    mf_ttl_env_t tenv = {eng->st, eng->cat, &eng->batched_deletes_docs, &eng->batched_deletes_batches,
-                         foreground_ops, ttl_batch_done, eng};
-    if (mf_ttl_monitor_start(&tenv, err) != 0) {
-        mf_catalog_close(eng->cat);
-        mf_storage_close(eng->st);
-        free(eng);
-        return -1;
-    }
-    *out = eng;
-    return 0;
-}
-
-void
-mf_engine_close(mf_engine_t *eng)
-{
-    mf_ttl_monitor_stop();
-    mf_cursors_free(eng->cursors);
-    mf_catalog_close(eng->cat);
-    mf_storage_close(eng->st);
-    if (eng->cmdline_argv)
-        bson_destroy(eng->cmdline_argv);
-    if (eng->cmdline_parsed)
-        bson_destroy(eng->cmdline_parsed);
-    free(eng);
-}

@@ -12,6 +12,7 @@
  * each batch with op "remove" and the TTL index it came from.
  */
 #include <pthread.h>
+#include "common/alloc.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,65 +26,84 @@
 #define MAX_DBS 256
 #define PROFILE_CAP_BYTES (1024 * 1024)
 
-static struct {
+/* An engine's profiler settings (mf_engine_t.profiler). */
+struct mf_profiler {
     pthread_mutex_t mu;
     char db[MAX_DBS][64];
     int level[MAX_DBS];
     int n;
     _Atomic int64_t slowms;
     _Atomic int any_on; /* fast path: no database profiles */
-} P = {.mu = PTHREAD_MUTEX_INITIALIZER, .slowms = 100};
+};
+
+mf_profiler_t *
+mf_profiler_new(void)
+{
+    mf_profiler_t *p = mf_calloc(1, sizeof(*p));
+    pthread_mutex_init(&p->mu, NULL);
+    atomic_store(&p->slowms, 100);
+    return p;
+}
+
+void
+mf_profiler_free(mf_profiler_t *p)
+{
+    if (p == NULL)
+        return;
+    pthread_mutex_destroy(&p->mu);
+    free(p);
+}
 
 int
-mf_profile_level(const char *db)
+mf_profile_level(mf_profiler_t *P, const char *db)
 {
-    if (atomic_load(&P.any_on) == 0)
+    if (atomic_load(&P->any_on) == 0)
         return 0;
     int level = 0;
-    pthread_mutex_lock(&P.mu);
-    for (int i = 0; i < P.n; i++) {
-        if (strcmp(P.db[i], db) == 0)
-            level = P.level[i];
+    pthread_mutex_lock(&P->mu);
+    for (int i = 0; i < P->n; i++) {
+        if (strcmp(P->db[i], db) == 0)
+            level = P->level[i];
     }
-    pthread_mutex_unlock(&P.mu);
+    pthread_mutex_unlock(&P->mu);
     return level;
 }
 
 int64_t
-mf_profile_slowms(void)
+mf_profile_slowms(mf_profiler_t *P)
 {
-    return atomic_load(&P.slowms);
+    return atomic_load(&P->slowms);
 }
 
 static void
-set_level(const char *db, int level)
+set_level(mf_profiler_t *P, const char *db, int level)
 {
-    pthread_mutex_lock(&P.mu);
+    pthread_mutex_lock(&P->mu);
     int i;
-    for (i = 0; i < P.n; i++) {
-        if (strcmp(P.db[i], db) == 0)
+    for (i = 0; i < P->n; i++) {
+        if (strcmp(P->db[i], db) == 0)
             break;
     }
-    if (i == P.n && P.n < MAX_DBS) {
-        snprintf(P.db[i], sizeof(P.db[i]), "%s", db);
-        P.n++;
+    if (i == P->n && P->n < MAX_DBS) {
+        snprintf(P->db[i], sizeof(P->db[i]), "%s", db);
+        P->n++;
     }
     if (i < MAX_DBS)
-        P.level[i] = level;
+        P->level[i] = level;
     else
         mf_log(MF_LOG_WARN, "COMMAND", "profiler: more than %d databases, level for %s not kept", MAX_DBS, db);
     int on = 0;
-    for (int k = 0; k < P.n; k++)
-        on |= P.level[k] != 0;
-    atomic_store(&P.any_on, on);
-    pthread_mutex_unlock(&P.mu);
+    for (int k = 0; k < P->n; k++)
+        on |= P->level[k] != 0;
+    atomic_store(&P->any_on, on);
+    pthread_mutex_unlock(&P->mu);
 }
 
 bool
-mf_profile_wants(const char *db, int64_t millis)
+mf_profile_wants(mf_profiler_t *P, const char *db, int64_t millis)
 {
-    int level = mf_profile_level(db);
-    return level == 2 || (level == 1 && millis >= mf_profile_slowms());
+    int level = mf_profile_level(P, db);
+    return level == 2 || (level == 1 && millis >= mf_profile_slowms(P));
 }
 
 /* Removes the oldest entries while the collection is over its cap. Catalog lock held shared. */
@@ -190,18 +210,19 @@ cmd_profile(mf_op_t *op)
     if (!(dl >= -1 && dl <= 2))
         return mf_err_set(&op->err, MF_E_BadValue, "Bad profiling level: %g", dl);
     int64_t level = (int64_t)dl;
-    int was = mf_profile_level(op->db);
+    mf_profiler_t *P = op->eng->profiler;
+    int was = mf_profile_level(P, op->db);
     if (bson_iter_init_find(&it, op->cmd, "slowms") && mf_value_is_number(bson_iter_value(&it))) {
         double ms = mf_value_as_double(bson_iter_value(&it));
         if (!(ms >= 0 && ms <= 2147483647.0))
             return mf_err_set(&op->err, MF_E_BadValue, "slowms must be between 0 and 2147483647");
-        atomic_store(&P.slowms, (int64_t)ms);
+        atomic_store(&P->slowms, (int64_t)ms);
     }
     BSON_APPEND_INT32(op->reply, "was", was);
-    BSON_APPEND_INT64(op->reply, "slowms", atomic_load(&P.slowms));
+    BSON_APPEND_INT64(op->reply, "slowms", atomic_load(&P->slowms));
     BSON_APPEND_DOUBLE(op->reply, "sampleRate", 1.0);
     if (level >= 0)
-        set_level(op->db, (int)level);
+        set_level(P, op->db, (int)level);
     return 0;
 }
 

@@ -10,12 +10,15 @@
 
 #include "cmd/cmd.h"
 
+/* mf_profiler_new / free: an engine's profiler settings (levels per database, slowms). */
+mf_profiler_t *mf_profiler_new(void);
+void mf_profiler_free(mf_profiler_t *p);
 /* mf_profile_level: 0, 1 or 2 for db (thread-safe, cheap when nothing profiles). */
-int mf_profile_level(const char *db);
+int mf_profile_level(mf_profiler_t *p, const char *db);
 /* mf_profile_slowms: the slow-operation threshold in ms. */
-int64_t mf_profile_slowms(void);
+int64_t mf_profile_slowms(mf_profiler_t *p);
 /* mf_profile_wants: whether an operation of millis ms on db is to be profiled. */
-bool mf_profile_wants(const char *db, int64_t millis);
+bool mf_profile_wants(mf_profiler_t *p, const char *db, int64_t millis);
 /*
  * mf_profile_write: appends entry (copied, given an _id) to db.system.profile.
  * Call with no catalog lock held and no transaction open on this thread.

@@ -77,6 +77,7 @@
     X(224, QueryFeatureNotAllowed)                                             \
     X(263, OperationNotSupportedInTransaction)                                 \
     X(143, CursorInUse)                                                        \
+    X(276, IndexBuildAborted)                                                  \
     X(292, QueryExceededMemoryLimitNoDiskUseAllowed)                           \
     X(10334, BSONObjectTooLarge)                                               \
     X(11000, DuplicateKey)                                                     \

@@ -4,17 +4,20 @@
  * Defaults and bounds are MongoDB 8.0's. The TTL parameters are used by the
  * TTL monitor (src/ttl); batchedDeletesTargetBatchDocs by batched deletes.
  */
+#include "common/alloc.h"
 #include "common/params.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
-#include "query/value.h"
 
 #define I64MAX INT64_MAX
-static mf_param_t params[] = {
+static const mf_param_t defaults[] = {
     {"ttlMonitorEnabled", MF_PARAM_BOOL, 0, 1, false, true, true, 1, NULL},
     {"ttlMonitorSleepSecs", MF_PARAM_INT, 0, INT32_MAX, true, true, true, 60, NULL},
     {"ttlMonitorBatchDeletes", MF_PARAM_BOOL, 0, 1, false, true, true, 1, NULL},
@@ -35,38 +38,98 @@ static mf_param_t params[] = {
     {"featureCompatibilityVersion", MF_PARAM_STRING, 0, 0, false, false, false, 0, "8.0"},
     {"authenticationMechanisms", MF_PARAM_STRING, 0, 0, false, false, false, 0, "SCRAM-SHA-1,SCRAM-SHA-256"},
 };
-#define NPARAMS (sizeof(params) / sizeof(params[0]))
+#define NPARAMS (sizeof(defaults) / sizeof(defaults[0]))
+#define MAX_LISTENERS 8
 
-static struct {
-    void (*fn)(void *, mf_param_t *);
-    void *arg;
-} listeners[8];
-static int nlisteners;
+struct mf_params {
+    mf_param_t tab[NPARAMS];
+    pthread_mutex_t mu; /* guards the listener list */
+    struct {
+        void (*fn)(void *, mf_param_t *);
+        void *arg;
+    } listeners[MAX_LISTENERS];
+    int nlisteners;
+};
+
+mf_params_t *
+mf_params_new(void)
+{
+    mf_params_t *ps = mf_calloc(1, sizeof(*ps));
+    for (size_t i = 0; i < NPARAMS; i++) {
+        ps->tab[i] = defaults[i];
+        atomic_store(&ps->tab[i].value, atomic_load(&defaults[i].value));
+        ps->tab[i].owner = ps;
+    }
+    pthread_mutex_init(&ps->mu, NULL);
+    return ps;
+}
+
+void
+mf_params_free(mf_params_t *ps)
+{
+    if (ps == NULL)
+        return;
+    pthread_mutex_destroy(&ps->mu);
+    free(ps);
+}
 
 mf_param_t *
-mf_param_find(const char *name)
+mf_param_find(mf_params_t *ps, const char *name)
 {
     for (size_t i = 0; i < NPARAMS; i++) {
-        if (strcmp(params[i].name, name) == 0)
-            return &params[i];
+        if (strcmp(ps->tab[i].name, name) == 0)
+            return &ps->tab[i];
     }
     return NULL;
 }
 
 int64_t
-mf_param_get(const char *name)
+mf_param_get(mf_params_t *ps, const char *name)
 {
-    mf_param_t *p = mf_param_find(name);
+    mf_param_t *p = mf_param_find(ps, name);
     return p ? p->value : 0;
 }
 
 void
-mf_param_on_change(void (*fn)(void *arg, mf_param_t *p), void *arg)
+mf_param_on_change(mf_params_t *ps, void (*fn)(void *arg, mf_param_t *p), void *arg)
 {
-    if (nlisteners < 8) {
-        listeners[nlisteners].fn = fn;
-        listeners[nlisteners].arg = arg;
-        nlisteners++;
+    pthread_mutex_lock(&ps->mu);
+    if (ps->nlisteners < MAX_LISTENERS) {
+        ps->listeners[ps->nlisteners].fn = fn;
+        ps->listeners[ps->nlisteners].arg = arg;
+        ps->nlisteners++;
+    }
+    pthread_mutex_unlock(&ps->mu);
+}
+
+/*
+ * Numeric BSON values as parameters accept them (int, long, double,
+ * decimal). Kept here rather than using query/value.h: common/ includes
+ * nothing above it.
+ */
+static bool
+is_number(const bson_value_t *v)
+{
+    return v->value_type == BSON_TYPE_INT32 || v->value_type == BSON_TYPE_INT64 ||
+           v->value_type == BSON_TYPE_DOUBLE || v->value_type == BSON_TYPE_DECIMAL128;
+}
+
+static double
+as_double(const bson_value_t *v)
+{
+    char buf[BSON_DECIMAL128_STRING];
+    switch (v->value_type) {
+    case BSON_TYPE_INT32:
+        return v->value.v_int32;
+    case BSON_TYPE_INT64:
+        return (double)v->value.v_int64;
+    case BSON_TYPE_DOUBLE:
+        return v->value.v_double;
+    case BSON_TYPE_DECIMAL128:
+        bson_decimal128_to_string(&v->value.v_decimal128, buf);
+        return strtod(buf, NULL);
+    default:
+        return 0;
     }
 }
 
@@ -80,9 +143,13 @@ set_int(mf_param_t *p, int64_t v, mf_error_t *err)
     if (v > p->max)
         return mf_err_set(err, MF_E_BadValue, "Invalid value for parameter %s: %lld is not less than or equal to %lld",
                           p->name, (long long)v, (long long)p->max);
+    mf_params_t *ps = p->owner;
     p->value = v;
-    for (int i = 0; i < nlisteners; i++)
-        listeners[i].fn(listeners[i].arg, p);
+    pthread_mutex_lock(&ps->mu);
+    int n = ps->nlisteners;
+    pthread_mutex_unlock(&ps->mu);
+    for (int i = 0; i < n; i++) /* entries below n never change once added */
+        ps->listeners[i].fn(ps->listeners[i].arg, p);
     return 0;
 }
 
@@ -95,26 +162,25 @@ mf_param_set_value(mf_param_t *p, const bson_value_t *v, bool at_startup, mf_err
     if (p->type == MF_PARAM_BOOL) {
         if (v->value_type == BSON_TYPE_BOOL)
             return set_int(p, v->value.v_bool, err);
-        if (mf_value_is_number(v))
-            return set_int(p, mf_value_as_double(v) != 0, err);
+        if (is_number(v))
+            return set_int(p, as_double(v) != 0, err);
         return mf_err_set(err, MF_E_BadValue, "Invalid value for parameter %s: expected a boolean", p->name);
     }
     if (p->type == MF_PARAM_INT) {
         int64_t iv;
-        if (!mf_value_is_number(v))
+        if (!is_number(v))
             return mf_err_set(err, MF_E_BadValue, "Invalid value for parameter %s: expected a number", p->name);
-        double d = mf_value_as_double(v);
+        double d = as_double(v);
         if (d != d || d > 9.2e18 || d < -9.2e18)
             return mf_err_set(err, MF_E_BadValue, "Invalid value for parameter %s: out of range", p->name);
-        if (!mf_value_as_int64(v, &iv))
-            iv = (int64_t)d;
+        iv = v->value_type == BSON_TYPE_INT64 ? v->value.v_int64 : (int64_t)d;
         return set_int(p, iv, err);
     }
     return mf_err_set(err, MF_E_IllegalOperation, "parameter %s is read-only", p->name);
 }
 
 int
-mf_param_set_string(const char *assignment, mf_error_t *err)
+mf_param_set_string(mf_params_t *ps, const char *assignment, mf_error_t *err)
 {
     char name[128];
     const char *eq = strchr(assignment, '=');
@@ -122,7 +188,7 @@ mf_param_set_string(const char *assignment, mf_error_t *err)
         return mf_err_set(err, MF_E_BadValue, "Illegal --setParameter parameter: \"%s\"", assignment);
     memcpy(name, assignment, (size_t)(eq - assignment));
     name[eq - assignment] = '\0';
-    mf_param_t *p = mf_param_find(name);
+    mf_param_t *p = mf_param_find(ps, name);
     if (p == NULL)
         return mf_err_set(err, MF_E_NoSuchKey, "Unknown --setParameter '%s'", name);
     const char *val = eq + 1;
@@ -172,8 +238,8 @@ mf_param_append(bson_t *doc, const mf_param_t *p)
 }
 
 void
-mf_param_each(void (*fn)(void *arg, mf_param_t *p), void *arg)
+mf_param_each(mf_params_t *ps, void (*fn)(void *arg, mf_param_t *p), void *arg)
 {
     for (size_t i = 0; i < NPARAMS; i++)
-        fn(arg, &params[i]);
+        fn(arg, &ps->tab[i]);
 }

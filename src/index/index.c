@@ -10,8 +10,10 @@
  * two different arrays are refused with 171 CannotIndexParallelArrays. A
  * missing path gives null, an empty array undefined (its subpaths null), a
  * non-document array element null for any subpath. A sparse index skips a
- * key whose fields are all missing. Keys equal to one already produced for
- * the document are dropped, so a document never holds a key twice.
+ * key whose fields are all missing. Once generated, the keys are sorted by
+ * their bytes and duplicates dropped (O(N log N) for N keys), so a document
+ * never holds a key twice and callers can search the set (mf_keyset_contains)
+ * in O(log N).
  */
 #include "common/alloc.h"
 #include "index/index.h"
@@ -22,6 +24,7 @@
 #include "query/value.h"
 
 #define MAX_KEYS_PER_DOC 1000000
+#define MAX_RAW_KEYS_PER_DOC (4 * MAX_KEYS_PER_DOC) /* before duplicates are removed */
 
 int
 mf_keypattern_parse(const bson_t *key, mf_keypattern_t *kp, mf_error_t *err)
@@ -198,7 +201,12 @@ dotted_or_array(const uint8_t *data, uint32_t len, const char **path, bson_value
     return false;
 }
 
-/* Appends the key made of the fixed values unless an equal key is already there. */
+/*
+ * Appends the key made of the fixed values. Duplicates are removed once all
+ * keys are out (keyset_sort_unique): a search per key made a document with an
+ * N-element array cost O(N^2). The raw count is capped too, so a document of
+ * many equal elements cannot grow the set without bound.
+ */
 static int
 emit_key(gen_ctx_t *g, const bson_value_t *fixed)
 {
@@ -207,16 +215,88 @@ emit_key(gen_ctx_t *g, const bson_value_t *fixed)
         if (mf_ks_append_value(key, &fixed[i], g->kp->desc[i], g->err) != 0)
             return -1;
     }
-    for (int j = 0; j < g->out->n - 1; j++) {
-        if (g->out->keys[j].len == key->len && memcmp(g->out->keys[j].data, key->data, key->len) == 0) {
-            g->out->n--;
-            break;
-        }
-    }
-    if (g->out->n > MAX_KEYS_PER_DOC)
+    if (g->out->n > MAX_RAW_KEYS_PER_DOC)
         return mf_err_set(g->err, MF_E_CannotCreateIndex, "too many index keys for one document (over %d)",
                           MAX_KEYS_PER_DOC);
     return 0;
+}
+
+/* Key bytes order, then generation order (the pointers are into one array), so the first of equal keys sorts first. */
+static int
+ks_ptr_cmp(const void *a, const void *b)
+{
+    const mf_keystring_t *x = *(const mf_keystring_t *const *)a, *y = *(const mf_keystring_t *const *)b;
+    size_t n = x->len < y->len ? x->len : y->len;
+    int r = n ? memcmp(x->data, y->data, n) : 0;
+    if (r != 0)
+        return r;
+    if (x->len != y->len)
+        return x->len < y->len ? -1 : 1;
+    return x < y ? -1 : (x > y ? 1 : 0);
+}
+
+static bool
+ks_same(const mf_keystring_t *x, const mf_keystring_t *y)
+{
+    return x->len == y->len && (x->len == 0 || memcmp(x->data, y->data, x->len) == 0);
+}
+
+/*
+ * Sorts ks by key bytes and drops duplicates, keeping the first generated of
+ * equal keys (its type bits: for [1, 1.0] the int32). O(N log N). Dropped
+ * keys move past ks->n with their buffers, which the set still owns and
+ * reuses. Sets of up to kStack keys use stack scratch space.
+ */
+static void
+keyset_sort_unique(mf_keyset_t *ks)
+{
+    enum { kStack = 32 };
+    mf_keystring_t *pstack[kStack];
+    mf_keystring_t sstack[kStack];
+    mf_keystring_t **ptr;
+    mf_keystring_t *sorted;
+    int n = ks->n, k = 0, d = ks->n;
+
+    if (n < 2)
+        return;
+    ptr = n <= kStack ? pstack : mf_malloc((size_t)n * sizeof(*ptr));
+    sorted = n <= kStack ? sstack : mf_malloc((size_t)n * sizeof(*sorted));
+    for (int i = 0; i < n; i++)
+        ptr[i] = &ks->keys[i];
+    qsort(ptr, (size_t)n, sizeof(*ptr), ks_ptr_cmp);
+    for (int i = 0; i < n; i++) {
+        if (k > 0 && ks_same(&sorted[k - 1], ptr[i]))
+            sorted[--d] = *ptr[i];
+        else
+            sorted[k++] = *ptr[i];
+    }
+    memcpy(ks->keys, sorted, (size_t)n * sizeof(*sorted));
+    ks->n = k;
+    if (ptr != pstack)
+        free(ptr);
+    if (sorted != sstack)
+        free(sorted);
+}
+
+bool
+mf_keyset_contains(const mf_keyset_t *ks, const mf_keystring_t *key)
+{
+    int lo = 0, hi = ks->n;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        const mf_keystring_t *m = &ks->keys[mid];
+        size_t n = m->len < key->len ? m->len : key->len;
+        int r = n ? memcmp(m->data, key->data, n) : 0;
+        if (r == 0 && m->len != key->len)
+            r = m->len < key->len ? -1 : 1;
+        if (r == 0)
+            return true;
+        if (r < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return false;
 }
 
 /*
@@ -321,6 +401,12 @@ mf_index_keys(const mf_keypattern_t *kp, bool sparse, const bson_t *doc, mf_keys
     if (gen_keys(&g, paths, fixed, bson_get_data(doc), doc->len, 0) != 0) {
         keyset_clear(out);
         return -1;
+    }
+    keyset_sort_unique(out);
+    if (out->n > MAX_KEYS_PER_DOC) {
+        keyset_clear(out);
+        return mf_err_set(err, MF_E_CannotCreateIndex, "too many index keys for one document (over %d)",
+                          MAX_KEYS_PER_DOC);
     }
     *multikey = g.multikey;
     if (out->n == 0)

@@ -47,10 +47,15 @@ void mf_keyset_destroy(mf_keyset_t *ks);
  * mf_index_keys: generates doc's keys for kp into out (cleared first).
  * *skip is set true when a sparse index should hold no entry for doc.
  * *multikey is set true when more than one key came out of an array.
- * Duplicate keys from one document are emitted once. Returns 0 or -1 with err.
+ * The keys come out sorted by their bytes, each once (of equal keys, the
+ * first generated is kept). O(N log N) in the number of keys. Returns 0 or
+ * -1 with err.
  */
 int mf_index_keys(const mf_keypattern_t *kp, bool sparse, const bson_t *doc, mf_keyset_t *out, bool *skip,
                   bool *multikey, mf_error_t *err) MF_WUR;
+
+/* mf_keyset_contains: whether ks (as mf_index_keys left it: sorted) holds key's bytes; O(log n). */
+bool mf_keyset_contains(const mf_keyset_t *ks, const mf_keystring_t *key);
 
 /*
  * mf_index_spec_key: points key at the key pattern of an index spec

@@ -899,3 +899,29 @@ mf_ks_decode_typed(const uint8_t *key, size_t len, const uint8_t *tb, size_t tbl
 
     return decode_all(&r, directions, n, out);
 }
+
+void
+mf_ks_date_key(int64_t ms, bool descending, uint8_t out[MF_KS_DATE_LEN])
+{
+    uint64_t u = (uint64_t)ms ^ 0x8000000000000000ull;
+    out[0] = TAG_DATE;
+    for (int i = 0; i < 8; i++)
+        out[1 + i] = (uint8_t)(u >> (56 - 8 * i));
+    if (descending) {
+        for (int i = 0; i < MF_KS_DATE_LEN; i++)
+            out[i] ^= 0xFF;
+    }
+}
+
+bool
+mf_ks_date_from_key(const uint8_t *key, size_t len, bool descending, int64_t *ms)
+{
+    uint8_t flip = descending ? 0xFF : 0x00;
+    if (len < MF_KS_DATE_LEN || (uint8_t)(key[0] ^ flip) != TAG_DATE)
+        return false;
+    uint64_t u = 0;
+    for (int i = 1; i < MF_KS_DATE_LEN; i++)
+        u = (u << 8) | (uint8_t)(key[i] ^ flip);
+    *ms = (int64_t)(u ^ 0x8000000000000000ull);
+    return true;
+}

@@ -55,6 +55,18 @@ void mf_ks_append_maxkey(mf_keystring_t *ks, bool descending);
 /* mf_ks_append_recordid: appends a record id (int64 > 0), fixed 8 bytes big-endian. */
 void mf_ks_append_recordid(mf_keystring_t *ks, int64_t rid);
 
+/*
+ * Dates as a single-field key (the TTL monitor's ranges). Every Date key of
+ * an index lies in one contiguous range, the tag followed by the
+ * sign-flipped big-endian milliseconds, MF_KS_DATE_LEN bytes; descending
+ * keys are the bytes inverted. mf_ks_date_key writes the key of ms;
+ * mf_ks_date_from_key reads the Date at the start of key (false if the key
+ * does not start with a Date).
+ */
+#define MF_KS_DATE_LEN 9
+void mf_ks_date_key(int64_t ms, bool descending, uint8_t out[MF_KS_DATE_LEN]);
+bool mf_ks_date_from_key(const uint8_t *key, size_t len, bool descending, int64_t *ms);
+
 /* mf_ks_read_recordid: the record id in the last 8 bytes of an encoded key of len bytes. */
 int64_t mf_ks_read_recordid(const uint8_t *key, size_t len);
 

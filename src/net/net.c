@@ -7,21 +7,43 @@
  *     into a per-connection buffer. The 4-byte length prefix is checked
  *     before the body is read: a length under 16 or over maxMessageSizeBytes
  *     closes the connection with a log line (never a crash).
- *   - Each complete message becomes a job run with uv_queue_work on libuv's
- *     thread pool (the workers; UV_THREADPOOL_SIZE is set from --workers
- *     before the pool starts). A worker parses the message (wire.c), runs the
- *     command (cmd/), and builds the reply bytes; it never touches libuv
- *     handles. The after-work callback, back on the loop thread, writes the
- *     reply and starts the connection's next message.
- *   - One connection has at most one job in flight, so its commands run in
- *     order; different connections run in parallel.
+ *   - Each complete message becomes a job on one of two worker pools
+ *     (net_pool.c), chosen by the command name (mf_wire_peek_command):
+ *       fast lane: commands that never touch collection data (hello, ping,
+ *                  serverStatus, currentOp, killOp, ... see fast_cmds), so
+ *                  they are never queued behind slow queries and drivers'
+ *                  monitors always get an answer;
+ *       data lane: everything else.
+ *     Both pools start a worker whenever a job is queued and none is idle
+ *     (data: up to --maxWorkers, default MF_NET_DEFAULT_MAX_WORKERS; fast: up
+ *     to FAST_MAX_WORKERS), keep --workers (data) / 1 (fast) warm, and retire
+ *     extra workers after WORKER_IDLE_MS idle; a retiring worker closes its
+ *     WiredTiger session first (mf_storage_session_close_thread).
+ *   - A worker parses the message (wire.c), runs the command (cmd/), and
+ *     builds the reply bytes; it never touches libuv handles. It then links
+ *     the job on the server's done list and wakes the loop (uv_async_send,
+ *     under the done-list lock, so the async handle cannot be closed between
+ *     the two). The loop drains the list (on_jobs_done): it writes the reply
+ *     and starts the connection's next message.
+ *   - One connection has at most one job in flight, whatever its lane, so its
+ *     commands run in order; different connections run in parallel.
+ *     eng->conn_active counts connections with a job in flight (a held
+ *     awaitable hello is waiting, not running, and does not count).
  *   - A connection closed while a job is in flight is freed by that job's
- *     after-work callback (conn->jobs counts them).
+ *     completion on the loop thread.
  *   - A message that fails to parse closes its connection after logging.
+ *   - Shutdown (SIGINT/SIGTERM): stop accepting, close idle connections
+ *     (and held hellos); a connection with a job running stops reading and
+ *     closes once that reply is written (conn->draining), so its client gets
+ *     an answer. Then call eng->on_shutdown (the engine interrupts running
+ *     operations there) and wait for the jobs in flight, logging every few
+ *     seconds while any remain. When none remain, the done-list handle closes, uv_run returns,
+ *     and the pools are joined (the caller then closes the engine).
  */
 #include "common/alloc.h"
 #include "net/net.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,7 +53,9 @@
 #include "cmd/cursor.h"
 #include "common/log.h"
 #include "common/params.h"
+#include "net/net_pool.h"
 #include "net/wire.h"
+#include "storage/storage.h"
 
 typedef struct msgbuf {
     uint8_t *data;
@@ -60,6 +84,7 @@ typedef struct conn {
     bool paused;             /* reading stopped: too much queued (backpressure) */
     bool busy;               /* a job is in flight */
     bool closing;
+    bool draining;           /* shutting down: close once the reply being computed is written */
     bool handle_closed;      /* on_conn_closed has run */
     /*
      * Awaitable hello (the drivers' streaming monitor): the reply waits in
@@ -76,7 +101,8 @@ typedef struct conn {
 } conn_t;
 
 typedef struct job {
-    uv_work_t req;
+    mf_net_pool_job_t pj; /* first: the pool hands it back */
+    struct job *done_next; /* the server's done list */
     conn_t *conn;
     msgbuf_t *msg;
     uint8_t *reply;
@@ -92,15 +118,54 @@ typedef struct server {
     uv_loop_t *loop;
     uv_tcp_t listener;
     uv_signal_t sigint, sigterm;
-    uv_timer_t reaper;
     mf_engine_t *eng;
     bool stopping;
     conn_t **conns;
     size_t nconns, capconns;
+    /* Worker lanes (see the header comment). */
+    mf_net_pool_t *fast_pool, *data_pool;
+    /* Finished jobs, linked by workers, drained on the loop thread. */
+    uv_async_t done_async;
+    pthread_mutex_t done_lock;
+    job_t *done_head, *done_tail;
+    int64_t inflight;       /* jobs submitted and not yet drained (loop thread only) */
+    uv_timer_t stop_timer;  /* shutdown progress log while jobs remain */
+    bool stop_timer_open;
+    bool done_async_open;
 } server_t;
 
 /* Queued request bytes per connection beyond which reading pauses. */
 #define MAX_QUEUED_BYTES (64u * 1024 * 1024)
+/* The fast lane's worker cap: its commands take microseconds. */
+#define FAST_MAX_WORKERS 64
+/* Workers above the warm count exit after idling this long. */
+#define WORKER_IDLE_MS 5000
+/* While shutting down, log the jobs still running this often. */
+#define STOP_LOG_MS 5000
+
+/*
+ * Commands that never touch collection data (nor wait on a collection's
+ * locks): they run on the fast lane. Names as sent (case-sensitive, as in
+ * mongod's command lookup).
+ */
+static const char *const fast_cmds[] = {
+    "hello", "isMaster", "ismaster", "ping", "buildInfo", "buildinfo", "serverStatus", "currentOp", "killOp",
+    "getParameter", "whatsmyuri", "connectionStatus", "hostInfo", "getLog", "listCommands", "getCmdLineOpts",
+    "startSession", "endSessions", "killSessions", "killAllSessions", "refreshSessions", "logout", "saslStart",
+    "saslContinue", "authenticate", "replSetGetStatus", "getDefaultRWConcern", NULL};
+
+/* True if the message is a command for the fast lane. */
+static bool
+is_fast_message(const msgbuf_t *m)
+{
+    char name[64];
+    if (!mf_wire_peek_command(m->data, m->len, name, sizeof(name)))
+        return false;
+    for (int i = 0; fast_cmds[i]; i++)
+        if (strcmp(name, fast_cmds[i]) == 0)
+            return true;
+    return false;
+}
 
 static void start_next(conn_t *c);
 static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
@@ -201,9 +266,9 @@ awaitable_hello(const bson_t *body, const bson_t *reply)
 
 /* Worker thread: parse, run, build the reply. Touches no libuv handle. */
 static void
-work_cb(uv_work_t *req)
+work_cb(mf_net_pool_job_t *pj)
 {
-    job_t *job = req->data;
+    job_t *job = (job_t *)pj;
     conn_t *c = job->conn;
     mf_engine_t *eng = c->srv->eng;
     mf_msg_t msg;
@@ -291,12 +356,42 @@ work_cb(uv_work_t *req)
     mf_wire_msg_destroy(&msg);
 }
 
+typedef struct write_req {
+    uv_write_t w;
+    uint8_t *buf;
+    bool close_after; /* the connection's last reply (shutdown) */
+} write_req_t;
+
 static void
 on_write_done(uv_write_t *w, int status)
 {
-    free(w->data);
-    free(w);
+    write_req_t *wr = (write_req_t *)w;
+    conn_t *c = w->handle->data;
+    if (wr->close_after)
+        conn_close(c, NULL); /* after a cancelled write (status < 0) too: it is already closing */
+    free(wr->buf);
+    free(wr);
     (void)status;
+}
+
+/*
+ * Writes reply bytes on c, taking ownership of buf (freed when written).
+ * With close_after, the connection closes once they are out. Returns 0, or
+ * -1 if the write could not start (buf is freed; the caller closes c).
+ */
+static int
+conn_write(conn_t *c, uint8_t *buf, size_t len, bool close_after)
+{
+    write_req_t *wr = mf_malloc(sizeof(*wr));
+    uv_buf_t b = uv_buf_init((char *)buf, (unsigned)len);
+    wr->buf = buf;
+    wr->close_after = close_after;
+    if (uv_write(&wr->w, (uv_stream_t *)&c->tcp, &b, 1, on_write_done) != 0) {
+        free(buf);
+        free(wr);
+        return -1;
+    }
+    return 0;
 }
 
 static void
@@ -312,10 +407,10 @@ free_conn_if_orphaned(conn_t *c)
     free(c);
 }
 
+/* Loop thread: a job has finished; send its reply and go on with the connection. */
 static void
-after_work_cb(uv_work_t *req, int status)
+after_work(job_t *job)
 {
-    job_t *job = req->data;
     conn_t *c = job->conn;
 
     c->busy = false;
@@ -328,7 +423,17 @@ after_work_cb(uv_work_t *req, int status)
             free_conn_if_orphaned(c);
         return;
     }
-    (void)status;
+    if (c->draining) {
+        /* Shutting down: send this last reply (an awaitable hello too, at once), then close. */
+        msgbuf_free(job->msg);
+        if (job->reply == NULL || job->fatal || conn_write(c, job->reply, job->reply_len, true) != 0) {
+            if (job->fatal)
+                free(job->reply);
+            conn_close(c, NULL);
+        }
+        free(job);
+        return;
+    }
     if (job->reply && job->await_ms > 0 && !job->fatal) {
         /* Hold the reply; on_await_timer writes it (and, streaming, asks again). */
         c->held = job->reply;
@@ -346,16 +451,8 @@ after_work_cb(uv_work_t *req, int status)
         free(job);
         return;
     }
-    if (job->reply) {
-        uv_write_t *w = mf_malloc(sizeof(*w));
-        uv_buf_t b = uv_buf_init((char *)job->reply, (unsigned)job->reply_len);
-        w->data = job->reply;
-        if (uv_write(w, (uv_stream_t *)&c->tcp, &b, 1, on_write_done) != 0) {
-            free(job->reply);
-            free(w);
-            job->fatal = true;
-        }
-    }
+    if (job->reply && conn_write(c, job->reply, job->reply_len, false) != 0)
+        job->fatal = true;
     msgbuf_free(job->msg);
     if (job->fatal) {
         free(job);
@@ -371,7 +468,7 @@ static void queue_job(conn_t *c, msgbuf_t *m, int32_t response_to);
 static void
 start_next(conn_t *c)
 {
-    if (c->busy || c->closing || c->qhead == NULL)
+    if (c->busy || c->closing || c->draining || c->qhead == NULL)
         return;
     msgbuf_t *m = c->qhead;
     c->qhead = m->next;
@@ -399,12 +496,7 @@ on_await_timer(uv_timer_t *t)
         msgbuf_free(req);
         return;
     }
-    uv_write_t *w = mf_malloc(sizeof(*w));
-    uv_buf_t b = uv_buf_init((char *)reply, (unsigned)c->held_len);
-    w->data = reply;
-    if (uv_write(w, (uv_stream_t *)&c->tcp, &b, 1, on_write_done) != 0) {
-        free(reply);
-        free(w);
+    if (conn_write(c, reply, c->held_len, false) != 0) {
         msgbuf_free(req);
         conn_close(c, "write failed");
         return;
@@ -420,19 +512,65 @@ on_await_timer(uv_timer_t *t)
 static void
 queue_job(conn_t *c, msgbuf_t *m, int32_t response_to)
 {
+    server_t *srv = c->srv;
     job_t *job = mf_calloc(1, sizeof(*job));
+    job->pj.work = work_cb;
     job->conn = c;
     job->msg = m;
-    job->req.data = job;
     job->response_to = response_to;
     job->reply_id = atomic_fetch_add(&next_reply_id, 1);
     c->busy = true;
-    if (uv_queue_work(c->srv->loop, &job->req, work_cb, after_work_cb) != 0) {
-        c->busy = false;
-        msgbuf_free(m);
-        free(job);
-        conn_close(c, "cannot queue work");
+    srv->inflight++;
+    atomic_fetch_add(&srv->eng->conn_active, 1);
+    mf_net_pool_submit(is_fast_message(m) ? srv->fast_pool : srv->data_pool, &job->pj);
+}
+
+/* Worker thread, after work_cb: hand the job back to the loop. */
+static void
+on_pool_job_done(mf_net_pool_job_t *pj, void *arg)
+{
+    server_t *srv = arg;
+    job_t *job = (job_t *)pj;
+    pthread_mutex_lock(&srv->done_lock);
+    job->done_next = NULL;
+    if (srv->done_tail)
+        srv->done_tail->done_next = job;
+    else
+        srv->done_head = job;
+    srv->done_tail = job;
+    /* Under the lock: the loop cannot drain this job and close the handle before the send. */
+    uv_async_send(&srv->done_async);
+    pthread_mutex_unlock(&srv->done_lock);
+}
+
+/* Worker thread about to exit: release its storage session. */
+static void
+on_pool_thread_exit(void *arg)
+{
+    server_t *srv = arg;
+    mf_storage_session_close_thread(srv->eng->st);
+}
+
+static void maybe_finish_stop(server_t *srv);
+
+/* Loop thread: drain the finished jobs. */
+static void
+on_jobs_done(uv_async_t *a)
+{
+    server_t *srv = a->data;
+    pthread_mutex_lock(&srv->done_lock);
+    job_t *job = srv->done_head;
+    srv->done_head = srv->done_tail = NULL;
+    pthread_mutex_unlock(&srv->done_lock);
+    while (job != NULL) {
+        job_t *next = job->done_next;
+        srv->inflight--;
+        atomic_fetch_sub(&srv->eng->conn_active, 1);
+        after_work(job);
+        job = next;
     }
+    if (srv->stopping)
+        maybe_finish_stop(srv);
 }
 
 static void
@@ -553,13 +691,31 @@ on_connection(uv_stream_t *listener, int status)
     uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb);
 }
 
+/*
+ * Loop thread, while stopping: once no job is in flight, close the handles
+ * that keep the loop alive, so uv_run returns.
+ */
 static void
-on_reaper(uv_timer_t *t)
+maybe_finish_stop(server_t *srv)
+{
+    if (srv->inflight > 0)
+        return;
+    if (srv->stop_timer_open) {
+        srv->stop_timer_open = false;
+        uv_timer_stop(&srv->stop_timer);
+        uv_close((uv_handle_t *)&srv->stop_timer, NULL);
+    }
+    if (srv->done_async_open) {
+        srv->done_async_open = false;
+        uv_close((uv_handle_t *)&srv->done_async, NULL);
+    }
+}
+
+static void
+on_stop_timer(uv_timer_t *t)
 {
     server_t *srv = t->data;
-    int n = mf_cursors_reap(srv->eng->cursors, mf_mono_ms(), mf_param_get("cursorTimeoutMillis"));
-    if (n > 0)
-        mf_log(MF_LOG_INFO, "QUERY", "reaped %d idle cursors", n);
+    mf_log(MF_LOG_INFO, "CONTROL", "shutdown: waiting for %lld command(s) in progress", (long long)srv->inflight);
 }
 
 static void
@@ -573,20 +729,43 @@ on_signal(uv_signal_t *h, int signum)
     uv_close((uv_handle_t *)&srv->listener, NULL);
     uv_close((uv_handle_t *)&srv->sigint, NULL);
     uv_close((uv_handle_t *)&srv->sigterm, NULL);
-    uv_timer_stop(&srv->reaper);
-    uv_close((uv_handle_t *)&srv->reaper, NULL);
-    /* Copy: conn_close's callbacks edit srv->conns later, not now. */
-    for (size_t i = 0; i < srv->nconns; i++)
-        conn_close(srv->conns[i], NULL);
+    /*
+     * Idle connections (and held hellos) close now; one with a command
+     * running stops reading and closes after writing that reply, so its
+     * client gets an answer (InterruptedAtShutdown once on_shutdown
+     * interrupts operations) rather than a dropped connection.
+     * conn_close's callbacks edit srv->conns later, not now.
+     */
+    for (size_t i = 0; i < srv->nconns; i++) {
+        conn_t *c = srv->conns[i];
+        if (c->busy && c->held == NULL && !c->closing) {
+            c->draining = true;
+            uv_read_stop((uv_stream_t *)&c->tcp);
+        } else {
+            conn_close(c, NULL);
+        }
+    }
+    /* Let the engine interrupt what is running, then wait for it. */
+    if (srv->eng->on_shutdown)
+        srv->eng->on_shutdown(srv->eng->on_shutdown_arg);
+    if (srv->inflight > 0) {
+        mf_log(MF_LOG_INFO, "CONTROL", "shutdown: waiting for %lld command(s) in progress", (long long)srv->inflight);
+        uv_timer_init(srv->loop, &srv->stop_timer);
+        srv->stop_timer.data = srv;
+        srv->stop_timer_open = true;
+        uv_timer_start(&srv->stop_timer, on_stop_timer, STOP_LOG_MS, STOP_LOG_MS);
+    }
+    maybe_finish_stop(srv);
 }
 
 int
-mf_net_serve(mf_engine_t *eng, const char *bind_ip, int port, void (*ready)(void *), void *ready_arg,
-             mf_error_t *err)
+mf_net_serve(mf_engine_t *eng, const mf_net_opts_t *opts, mf_error_t *err)
 {
     server_t srv;
     struct sockaddr_storage addr;
-    int r;
+    const char *bind_ip = opts->bind_ip;
+    int port = opts->port;
+    int r, rc = 0;
 
     memset(&srv, 0, sizeof(srv));
     srv.loop = uv_default_loop();
@@ -597,28 +776,60 @@ mf_net_serve(mf_engine_t *eng, const char *bind_ip, int port, void (*ready)(void
         r = uv_ip4_addr(bind_ip, port, (struct sockaddr_in *)&addr);
     if (r != 0)
         return mf_err_set(err, MF_E_BadValue, "invalid --bind_ip %s: %s", bind_ip, uv_strerror(r));
+
+    int warm = opts->workers > 0 ? opts->workers : 1;
+    int cap = opts->max_workers > 0 ? opts->max_workers : MF_NET_DEFAULT_MAX_WORKERS;
+    if (cap < warm)
+        cap = warm;
+    mf_net_pool_config_t pc = {.name = "mf-data", .warm = warm, .cap = cap, .idle_ms = WORKER_IDLE_MS,
+                               .done = on_pool_job_done, .thread_exit = on_pool_thread_exit, .arg = &srv};
+    pthread_mutex_init(&srv.done_lock, NULL);
+    uv_async_init(srv.loop, &srv.done_async, on_jobs_done);
+    srv.done_async.data = &srv;
+    srv.done_async_open = true;
+    if (mf_net_pool_create(&pc, &srv.data_pool, err) != 0) {
+        rc = -1;
+        goto err_close_async;
+    }
+    pc.name = "mf-fast";
+    pc.warm = 1;
+    pc.cap = FAST_MAX_WORKERS;
+    if (mf_net_pool_create(&pc, &srv.fast_pool, err) != 0) {
+        rc = -1;
+        goto err_close_async;
+    }
+
     uv_tcp_init(srv.loop, &srv.listener);
     srv.listener.data = &srv;
     if ((r = uv_tcp_bind(&srv.listener, (struct sockaddr *)&addr, 0)) != 0 ||
         (r = uv_listen((uv_stream_t *)&srv.listener, 511, on_connection)) != 0) {
         uv_close((uv_handle_t *)&srv.listener, NULL);
-        uv_run(srv.loop, UV_RUN_DEFAULT);
-        return mf_err_set(err, MF_E_HostUnreachable, "cannot listen on %s:%d: %s", bind_ip, port, uv_strerror(r));
+        rc = mf_err_set(err, MF_E_HostUnreachable, "cannot listen on %s:%d: %s", bind_ip, port, uv_strerror(r));
+        goto err_close_async;
     }
     uv_signal_init(srv.loop, &srv.sigint);
     uv_signal_init(srv.loop, &srv.sigterm);
     srv.sigint.data = srv.sigterm.data = &srv;
     uv_signal_start(&srv.sigint, on_signal, SIGINT);
     uv_signal_start(&srv.sigterm, on_signal, SIGTERM);
-    uv_timer_init(srv.loop, &srv.reaper);
-    srv.reaper.data = &srv;
-    uv_timer_start(&srv.reaper, on_reaper, 5000, 5000);
-    mf_log(MF_LOG_INFO, "NETWORK", "Waiting for connections on %s:%d", bind_ip, port);
-    if (ready)
-        ready(ready_arg);
-    /* Runs until every handle is closed and every queued job has finished. */
+    mf_log(MF_LOG_INFO, "NETWORK", "Waiting for connections on %s:%d (workers: %d warm, up to %d)", bind_ip, port,
+           warm, cap);
+    if (opts->ready)
+        opts->ready(opts->ready_arg);
+    /* Runs until every handle is closed: after a signal, once no job is in flight. */
     uv_run(srv.loop, UV_RUN_DEFAULT);
+    goto done;
+
+err_close_async:
+    srv.done_async_open = false;
+    uv_close((uv_handle_t *)&srv.done_async, NULL);
+    uv_run(srv.loop, UV_RUN_DEFAULT);
+done:
+    /* No job is queued or running now; joining runs each worker's thread_exit. */
+    mf_net_pool_destroy(srv.fast_pool);
+    mf_net_pool_destroy(srv.data_pool);
+    pthread_mutex_destroy(&srv.done_lock);
     free(srv.conns);
     uv_loop_close(srv.loop);
-    return 0;
+    return rc;
 }

@@ -8,12 +8,28 @@
 #include "common/error.h"
 
 /*
- * mf_net_serve: listens on bind_ip:port and serves until SIGINT/SIGTERM, then
- * closes every connection and returns once in-flight commands have finished
- * (the caller then closes the engine, which checkpoints). ready(arg) is called
- * once the listener is up. Returns 0, or -1 with err if it cannot listen.
+ * The data lane's default worker cap: mongod runs a thread per connection;
+ * 512 concurrent commands is far past what 2-16 cores serve usefully, and
+ * bounds threads (stacks are reserved lazily, so idle ones cost little).
  */
-int mf_net_serve(mf_engine_t *eng, const char *bind_ip, int port, void (*ready)(void *), void *ready_arg,
-                 mf_error_t *err) MF_WUR;
+#define MF_NET_DEFAULT_MAX_WORKERS 512
+
+typedef struct mf_net_opts {
+    const char *bind_ip;
+    int port;
+    int workers;     /* data-lane workers kept warm (>= 1) */
+    int max_workers; /* data-lane cap; 0 = MF_NET_DEFAULT_MAX_WORKERS; raised to workers if lower */
+    void (*ready)(void *arg); /* called once the listener is up, or NULL */
+    void *ready_arg;
+} mf_net_opts_t;
+
+/*
+ * mf_net_serve: listens on opts->bind_ip:port and serves until SIGINT/SIGTERM,
+ * then closes every connection, calls eng->on_shutdown (if set), and returns
+ * once in-flight commands have finished and every worker has exited (the
+ * caller then closes the engine, which checkpoints). Returns 0, or -1 with
+ * err if it cannot listen or start workers.
+ */
+int mf_net_serve(mf_engine_t *eng, const mf_net_opts_t *opts, mf_error_t *err) MF_WUR;
 
 #endif /* MF_NET_H */

@@ -510,3 +510,75 @@ mf_wire_build_reply(int32_t request_id, int32_t response_to, const bson_t *doc, 
     *len = n;
     return p;
 }
+
+/*
+ * First key of the BSON document at doc (avail bytes readable) into name.
+ * If descend is set and that key is $query/query holding a document, the
+ * first key of that document instead (legacy wrapped commands).
+ */
+static bool
+peek_first_key(const uint8_t *doc, size_t avail, bool descend, char *name, size_t cap)
+{
+    if (avail < 5)
+        return false;
+    int32_t dlen = rd_i32(doc);
+    if (dlen < 5 || (size_t)dlen > avail)
+        return false;
+    uint8_t type = doc[4];
+    if (type == 0)
+        return false;
+    const uint8_t *key = doc + 5, *end = doc + dlen;
+    const uint8_t *nul = memchr(key, 0, (size_t)(end - key));
+    if (nul == NULL)
+        return false;
+    size_t klen = (size_t)(nul - key);
+    if (descend && type == 0x03 && (strcmp((const char *)key, "$query") == 0 || strcmp((const char *)key, "query") == 0))
+        return peek_first_key(nul + 1, (size_t)(end - (nul + 1)), false, name, cap);
+    if (klen == 0 || klen >= cap)
+        return false;
+    memcpy(name, key, klen + 1);
+    return true;
+}
+
+bool
+mf_wire_peek_command(const uint8_t *buf, size_t len, char *name, size_t cap)
+{
+    mf_msg_header_t hdr;
+    if (len < 16 || cap == 0)
+        return false;
+    mf_wire_read_header(buf, &hdr);
+    if (hdr.length < 16 || (size_t)hdr.length != len)
+        return false;
+    if (hdr.opcode == MF_OP_MSG) {
+        size_t off = 20;
+        if (len < off)
+            return false;
+        uint32_t flags = rd_u32(buf + 16);
+        size_t end = (flags & MF_MSG_CHECKSUM_PRESENT) ? len - 4 : len;
+        while (off < end) {
+            uint8_t kind = buf[off++];
+            if (kind == 0)
+                return peek_first_key(buf + off, end - off, false, name, cap);
+            if (kind != 1 || end - off < 4)
+                return false;
+            int32_t slen = rd_i32(buf + off);
+            if (slen < 4 || (size_t)slen > end - off)
+                return false;
+            off += (size_t)slen;
+        }
+        return false;
+    }
+    if (hdr.opcode == MF_OP_QUERY) {
+        size_t off = 20;
+        if (len <= off)
+            return false;
+        const uint8_t *nul = memchr(buf + off, 0, len - off);
+        if (nul == NULL)
+            return false;
+        off = (size_t)(nul - buf) + 1 + 8; /* numberToSkip, numberToReturn */
+        if (off >= len)
+            return false;
+        return peek_first_key(buf + off, len - off, true, name, cap);
+    }
+    return false;
+}

@@ -32,6 +32,7 @@
 #include <stdint.h>
 
 #include "common/error.h"
+#include "common/limits.h"
 
 #define MF_OP_REPLY 1
 #define MF_OP_QUERY 2004
@@ -42,9 +43,6 @@
 #define MF_MSG_MORE_TO_COME (1u << 1)
 #define MF_MSG_EXHAUST_ALLOWED (1u << 16)
 
-#define MF_MAX_BSON_SIZE (16 * 1024 * 1024)
-#define MF_MAX_MESSAGE_SIZE 48000000
-#define MF_MAX_WRITE_BATCH 100000
 #define MF_MAX_SECTIONS 64
 
 typedef struct mf_msg_header {
@@ -54,12 +52,7 @@ typedef struct mf_msg_header {
     int32_t opcode;
 } mf_msg_header_t;
 
-/* A kind-1 document sequence: docs point into the message buffer. */
-typedef struct mf_docseq {
-    const char *identifier; /* points into the buffer, NUL-terminated */
-    bson_t *docs;           /* owned array of static bson_t views (bson_init_static) */
-    size_t ndocs;
-} mf_docseq_t;
+/* Kind-1 document sequences are mf_docseq_t (common/limits.h): docs point into the message buffer. */
 
 /*
  * A parsed request. All bson_t and strings point into the caller's message
@@ -96,6 +89,16 @@ void mf_wire_msg_destroy(mf_msg_t *msg);
  * body. Returns a malloc'd buffer (caller frees) and its length in *len.
  */
 uint8_t *mf_wire_build_msg(int32_t request_id, int32_t response_to, uint32_t flags, const bson_t *body, size_t *len);
+
+/*
+ * mf_wire_peek_command: copies the command name (the first key of the body
+ * document; inside $query/query for a wrapped OP_QUERY) of the whole message
+ * buf/len into name (cap bytes, NUL-terminated) without parsing or
+ * validating the rest. Used on the I/O thread to pick a worker lane. Returns
+ * false if the message is not an OP_MSG / OP_QUERY, is truncated, or the name
+ * does not fit; the full parse later reports any real fault.
+ */
+bool mf_wire_peek_command(const uint8_t *buf, size_t len, char *name, size_t cap);
 
 /* mf_wire_build_reply: builds an OP_REPLY with one document (for OP_QUERY). Caller frees. */
 uint8_t *mf_wire_build_reply(int32_t request_id, int32_t response_to, const bson_t *doc, size_t *len);

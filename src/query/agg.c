@@ -60,7 +60,6 @@
 #include <time.h>
 
 #include "common/alloc.h"
-#include "common/params.h"
 #include "query/agg_spill.h"
 #include "query/exec.h"
 #include "query/expr.h"
@@ -2441,15 +2440,20 @@ struct mf_agg_stream {
     size_t src_pos;
     bool src_eof;
     bool allow_disk;
+    int64_t sort_bytes, group_bytes;
+    char *tmp_dir; /* owned, may be NULL */
     int64_t spills;
 };
 
 mf_agg_stream_t *
-mf_agg_stream_new(const mf_pipeline_t *p, size_t first, bool allow_disk)
+mf_agg_stream_new(const mf_pipeline_t *p, size_t first, const mf_agg_limits_t *lim)
 {
     mf_agg_stream_t *st = mf_calloc(1, sizeof *st);
     st->p = p;
-    st->allow_disk = allow_disk;
+    st->allow_disk = lim->allow_disk;
+    st->sort_bytes = lim->sort_bytes;
+    st->group_bytes = lim->group_bytes;
+    st->tmp_dir = lim->tmp_dir ? mf_strdup(lim->tmp_dir) : NULL;
     st->n = first < p->n ? p->n - first : 0;
     st->nodes = mf_calloc(st->n ? st->n : 1, sizeof *st->nodes);
     for (size_t i = 0; i < st->n; i++) {
@@ -2500,6 +2504,7 @@ mf_agg_stream_free(mf_agg_stream_t *st)
         mf_expr_free(nd->sbc_acc.expr);
     }
     free(st->nodes);
+    free(st->tmp_dir);
     for (size_t i = st->src_pos; i < st->src.len; i++)
         bson_destroy(st->src.docs[i]);
     st->src.len = 0;
@@ -2536,13 +2541,6 @@ id_cmp(void *arg, const bson_t *a, const bson_t *b)
     na.value_type = BSON_TYPE_NULL;
     bool ha = bson_iter_init_find(&ia, a, "_id"), hb = bson_iter_init_find(&ib, b, "_id");
     return mf_value_cmp(ha ? bson_iter_value(&ia) : &na, hb ? bson_iter_value(&ib) : &na);
-}
-
-static int64_t
-param_or(const char *name, int64_t dflt)
-{
-    mf_param_t *pp = mf_param_find(name);
-    return pp ? mf_param_value(pp) : dflt;
 }
 
 static int node_next(mf_agg_stream_t *st, size_t i, const mf_agg_env_t *env, bson_t **out, mf_error_t *err);
@@ -2598,7 +2596,7 @@ static int
 group_fill(mf_agg_stream_t *st, size_t i, const stage_t *gs, const mf_agg_env_t *env, mf_error_t *err)
 {
     snode_t *nd = &st->nodes[i];
-    int64_t budget = param_or("internalDocumentSourceGroupMaxMemoryBytes", 104857600);
+    int64_t budget = st->group_bytes;
     gtable_t t;
     int rc = 0;
 
@@ -2623,7 +2621,7 @@ group_fill(mf_agg_stream_t *st, size_t i, const stage_t *gs, const mf_agg_env_t 
             }
             /* The table's partial groups become one sorted run on disk. */
             if (nd->gspill == NULL)
-                nd->gspill = mf_sorter_new(id_cmp, NULL, INT64_MAX, true, NULL);
+                nd->gspill = mf_sorter_new(id_cmp, NULL, INT64_MAX, true, NULL, st->tmp_dir);
             for (size_t j = 0; j < t.ng && rc == 0; j++)
                 rc = mf_sorter_add(nd->gspill, gt_partial(gs, t.order[j]), err);
             gt_clear(&t, gs, NULL);
@@ -2773,11 +2771,11 @@ node_next(mf_agg_stream_t *st, size_t i, const mf_agg_env_t *env, bson_t **out, 
         case S_SORT:
             if (nd->sorter == NULL) {
                 char msg[160];
-                int64_t budget = param_or("internalQueryMaxBlockingSortMemoryUsageBytes", 104857600);
+                int64_t budget = st->sort_bytes;
                 snprintf(msg, sizeof msg,
                          "Sort exceeded memory limit of %lld bytes, but did not opt in to external sorting.",
                          (long long)budget);
-                nd->sorter = mf_sorter_new(sort_stage_cmp, s->sort, budget, st->allow_disk, msg);
+                nd->sorter = mf_sorter_new(sort_stage_cmp, s->sort, budget, st->allow_disk, msg, st->tmp_dir);
                 /* $sort then [$skip...] $limit: a top-k sort (what MongoDB calls $sort with limit). */
                 int64_t k = 0;
                 for (size_t j = i + 1; j < st->n; j++) {
@@ -2823,11 +2821,12 @@ node_next(mf_agg_stream_t *st, size_t i, const mf_agg_env_t *env, bson_t **out, 
             /* A $group, then its output sorted ($bucket: by _id; $sortByCount: by count). */
             const stage_t *gs = s->kind == S_BUCKET ? s : &nd->sbc;
             if (nd->sorter == NULL) {
-                int64_t budget = param_or("internalQueryMaxBlockingSortMemoryUsageBytes", 104857600);
+                int64_t budget = st->sort_bytes;
                 if (group_fill(st, i, gs, env, err) < 0)
                     return -1;
                 nd->sorter = mf_sorter_new(sort_stage_cmp, s->sort, budget, st->allow_disk,
-                                           "Sort exceeded memory limit, but did not opt in to external sorting.");
+                                           "Sort exceeded memory limit, but did not opt in to external sorting.",
+                                           st->tmp_dir);
                 for (;;) {
                     if (nd->gspill != NULL) {
                         if (group_next_spilled(nd, gs, &d, err) < 0)

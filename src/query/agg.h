@@ -161,7 +161,16 @@ void mf_pipeline_pushdown(const mf_pipeline_t *p, bool sort_ok, mf_agg_pushdown_
  */
 typedef struct mf_agg_stream mf_agg_stream_t;
 
-mf_agg_stream_t *mf_agg_stream_new(const mf_pipeline_t *p, size_t first, bool allow_disk);
+/* What a streaming run may use: the budgets (bytes) and whether and where it may spill. */
+typedef struct mf_agg_limits {
+    bool allow_disk;
+    int64_t sort_bytes;  /* internalQueryMaxBlockingSortMemoryUsageBytes */
+    int64_t group_bytes; /* internalDocumentSourceGroupMaxMemoryBytes */
+    const char *tmp_dir; /* spill files; NULL: $TMPDIR or /tmp */
+} mf_agg_limits_t;
+
+/* mf_agg_stream_new: a stream over stages first.. of p (lim is copied). */
+mf_agg_stream_t *mf_agg_stream_new(const mf_pipeline_t *p, size_t first, const mf_agg_limits_t *lim);
 /* mf_agg_stream_free: frees st and removes its temporary files. NULL is a no-op. */
 void mf_agg_stream_free(mf_agg_stream_t *st);
 /* mf_agg_stream_next: the next result, owned by the caller (*out NULL at the end). 0 or -1 with err. */

@@ -27,7 +27,6 @@
 
 enum { kDocOverhead = 16, kMinRunBytes = 64 * 1024, kCheckEvery = 1024, kIoBuf = 64 * 1024, kMaxRuns = 64 };
 
-static char spill_dir[1024];
 static _Atomic int64_t spill_seq;
 static _Atomic int64_t spill_open;
 
@@ -44,6 +43,7 @@ struct mf_sorter {
     int64_t budget;
     bool allow_disk;
     char *errmsg;     /* owned */
+    char *dir;        /* owned, NULL: $TMPDIR or /tmp */
     uint8_t **docs;   /* owned, in-memory documents (raw BSON, exact size) */
     size_t n, cap;
     int64_t mem;
@@ -56,25 +56,28 @@ struct mf_sorter {
     int64_t spilled;  /* runs written (compaction merges them; this counts every one) */
 };
 
-void
-mf_spill_set_dir(const char *dbpath)
+char *
+mf_spill_dir_prepare(const char *dbpath)
 {
     DIR *d;
     struct dirent *e;
+    size_t n = strlen(dbpath) + 8;
+    char *dir = mf_malloc(n);
 
-    snprintf(spill_dir, sizeof spill_dir, "%s/_tmp", dbpath);
-    (void)mkdir(spill_dir, 0700);
+    snprintf(dir, n, "%s/_tmp", dbpath);
+    (void)mkdir(dir, 0700);
     /* Leftovers of an earlier process (crash, kill -9) are never needed again. */
-    if ((d = opendir(spill_dir)) == NULL)
-        return;
+    if ((d = opendir(dir)) == NULL)
+        return dir;
     while ((e = readdir(d)) != NULL) {
-        char p[2048];
+        char p[4096];
         if (strncmp(e->d_name, "agg-", 4) != 0)
             continue;
-        snprintf(p, sizeof p, "%s/%s", spill_dir, e->d_name);
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
         (void)unlink(p);
     }
     closedir(d);
+    return dir;
 }
 
 int64_t
@@ -84,9 +87,10 @@ mf_spill_files_open(void)
 }
 
 mf_sorter_t *
-mf_sorter_new(mf_sorter_cmp_fn cmp, void *arg, int64_t budget, bool allow_disk, const char *errmsg)
+mf_sorter_new(mf_sorter_cmp_fn cmp, void *arg, int64_t budget, bool allow_disk, const char *errmsg, const char *dir)
 {
     mf_sorter_t *s = mf_calloc(1, sizeof *s);
+    s->dir = dir ? mf_strdup(dir) : NULL;
     s->cmp = cmp;
     s->arg = arg;
     s->budget = budget;
@@ -124,6 +128,7 @@ mf_sorter_free(mf_sorter_t *s)
         run_close(&s->runs[i]);
     free(s->runs);
     free(s->errmsg);
+    free(s->dir);
     free(s);
 }
 
@@ -219,10 +224,10 @@ run_read(run_t *r, mf_error_t *err)
 
 /* run_create: a new empty run file open for writing and reading. */
 static int
-run_create(run_t *r, mf_error_t *err)
+run_create(const mf_sorter_t *s, run_t *r, mf_error_t *err)
 {
-    char path[1200];
-    const char *dir = spill_dir[0] ? spill_dir : (getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    char path[4096];
+    const char *dir = s->dir ? s->dir : (getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
 
     memset(r, 0, sizeof *r);
     snprintf(path, sizeof path, "%s/agg-%d-%lld.run", dir, (int)getpid(), (long long)atomic_fetch_add(&spill_seq, 1));
@@ -281,7 +286,7 @@ compact(mf_sorter_t *s, mf_error_t *err)
     int rc = 0;
     ssize_t from;
 
-    if (run_create(&out, err) != 0)
+    if (run_create(s, &out, err) != 0)
         return -1;
     for (size_t i = 0; i < s->nruns && rc == 0; i++)
         rc = run_read(&s->runs[i], err);
@@ -317,7 +322,7 @@ spill(mf_sorter_t *s, mf_error_t *err)
         return 0;
     if (s->nruns >= kMaxRuns && compact(s, err) != 0)
         return -1;
-    if (sort_mem(s, err) != 0 || run_create(&r, err) != 0)
+    if (sort_mem(s, err) != 0 || run_create(s, &r, err) != 0)
         return -1;
     for (size_t i = 0; i < s->n; i++) {
         if (rc == 0)

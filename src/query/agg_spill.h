@@ -15,7 +15,7 @@
  *
  * Temporary files belong to their sorter: mf_sorter_free closes and removes
  * them (cursor exhausted, killed, or reaped by the idle timeout), and
- * mf_spill_set_dir removes leftovers of an earlier process at startup.
+ * mf_spill_dir_prepare removes leftovers of an earlier process at startup.
  * Long loops (sorting, writing, merging) check the thread's interruption
  * deadline (mf_exec_check_deadline in query/exec.h).
  *
@@ -37,22 +37,23 @@ typedef int (*mf_sorter_cmp_fn)(void *arg, const bson_t *a, const bson_t *b);
 typedef struct mf_sorter mf_sorter_t;
 
 /*
- * mf_spill_set_dir: sets the directory under which temporary files go
- * (<dbpath>/_tmp, created if needed) and removes any files left in it.
- * Called once at engine start, before any sorter exists. Without it,
- * sorters use $TMPDIR or /tmp.
+ * mf_spill_dir_prepare: the directory for an engine's temporary files,
+ * <dbpath>/_tmp (created if needed), emptied of any files left by an
+ * earlier process. Returns an owned string (free), never NULL.
  */
-void mf_spill_set_dir(const char *dbpath);
+char *mf_spill_dir_prepare(const char *dbpath);
 
 /* mf_spill_files_open: temporary run files currently open by all sorters (serverStatus / tests). */
 int64_t mf_spill_files_open(void);
 
 /*
  * mf_sorter_new: a sorter ordering by cmp(arg, ...) (arg must outlive the
- * sorter) with a memory budget of budget bytes. allow_disk false makes
- * exceeding the budget fail with 292 and errmsg; errmsg is copied.
+ * sorter) with a memory budget of budget bytes, writing its runs under dir
+ * (NULL: $TMPDIR or /tmp; copied). allow_disk false makes exceeding the
+ * budget fail with 292 and errmsg; errmsg is copied.
  */
-mf_sorter_t *mf_sorter_new(mf_sorter_cmp_fn cmp, void *arg, int64_t budget, bool allow_disk, const char *errmsg);
+mf_sorter_t *mf_sorter_new(mf_sorter_cmp_fn cmp, void *arg, int64_t budget, bool allow_disk, const char *errmsg,
+                           const char *dir);
 
 /* mf_sorter_free: frees s, its documents, and closes and removes its temporary files. NULL is a no-op. */
 void mf_sorter_free(mf_sorter_t *s);

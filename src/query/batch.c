@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "catalog/coll_write.h"
+#include "common/curop.h"
 
 static __thread int conflict_limit = 10000;
 
@@ -36,10 +37,21 @@ mf_batch_run(mf_sess_t *s, size_t *start, size_t n, size_t chunk, bool durable, 
     while (i < n) {
         size_t end = i + chunk < n ? i + chunk : n, j;
         int r = 0;
+        /* A yield point: killOp, maxTimeMS and shutdown stop the write between chunks. */
+        if (mf_curop_check_current(err) != 0) {
+            *start = i;
+            return -1;
+        }
     again:
         if (mf_txn_begin(s, err) != 0)
             return -1;
         for (j = i; j < end; j++) {
+            /* Inside a large chunk too: every 256 items is a yield point (the chunk is rolled back). */
+            if ((j - i) % 256 == 255 && mf_curop_check_current(err) != 0) {
+                mf_txn_abort(s);
+                *start = i;
+                return -1;
+            }
             r = fn(arg, j, err);
             if (r != 0)
                 break;

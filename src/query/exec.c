@@ -14,7 +14,9 @@
  * scan order). A resumed forward scan seeks to last_key and steps past it; a
  * backward scan seeks there and steps back. Keys are unique in an index
  * table, so "past last_key" is exact even if documents changed meanwhile.
- * COLLSCAN resumes after p->last_rid.
+ * COLLSCAN resumes after p->last_rid. OR (an index union) runs its IXSCAN
+ * inputs one after another, each as above, with p->cur_input the input
+ * being scanned; record ids are de-duplicated across inputs in p->seen.
  *
  * Time limits: a thread-local deadline (monotonic ms, 0 = none) set by the
  * command layer; the scan loops look at the clock every kDeadlineEvery
@@ -24,6 +26,7 @@
 #include "query/exec.h"
 
 #include "common/clock.h"
+#include "common/curop.h"
 
 #include <string.h>
 #include <time.h>
@@ -51,7 +54,8 @@ mf_exec_check_deadline(mf_error_t *err)
 {
     if (deadline_ms != 0 && mf_mono_ms() >= deadline_ms)
         return mf_err_set(err, MF_E_MaxTimeMSExpired, "operation exceeded time limit");
-    return 0;
+    /* killOp and shutdown: the calling thread's registered operation (common/curop.h). */
+    return mf_curop_check_current(err);
 }
 
 static int
@@ -201,13 +205,44 @@ seek_interval(mf_cur_t *cur, const mf_interval_t *iv, bool fwd, uint8_t *tmp)
     return mf_cur_prev(cur);
 }
 
-static int
-run_ixscan(mf_sess_t *s, mf_coll_t *c, mf_plan_t *p, const mf_matcher_t *m, mf_exec_visit_fn visit, void *arg,
-           mf_error_t *err)
+/*
+ * Cursors an OR run shares between its inputs: opening a WiredTiger cursor
+ * costs far more than a seek, and a $or of 1,000 branches often uses only a
+ * few indexes. Up to kCurCache index cursors are kept, by index URI.
+ */
+enum { kCurCache = 8 };
+typedef struct cur_cache {
+    mf_cur_t *ccur; /* record cursor, NULL until first used */
+    const char *uri[kCurCache];
+    mf_cur_t *icur[kCurCache];
+    int n;
+} cur_cache_t;
+
+static void
+cur_cache_close(cur_cache_t *cc)
 {
-    mf_stage_t *st = p->leaf, *fetch = p->fetch;
+    for (int i = 0; i < cc->n; i++)
+        mf_cur_close(cc->icur[i]);
+    if (cc->ccur)
+        mf_cur_close(cc->ccur);
+    memset(cc, 0, sizeof(*cc));
+}
+
+/*
+ * Runs (or resumes) the IXSCAN st and its FETCH. orst is the OR stage st is
+ * an input of (record ids are then de-duplicated across all inputs), or
+ * NULL. cc, when not NULL, lends and keeps the cursors (else they are
+ * opened and closed here). Returns 0 when st is exhausted, 1 when the
+ * visitor stopped the scan, -1 on error.
+ */
+static int
+scan_index(mf_sess_t *s, mf_coll_t *c, mf_plan_t *p, mf_stage_t *st, mf_stage_t *orst, cur_cache_t *cc,
+           const mf_matcher_t *m, mf_exec_visit_fn visit, void *arg, mf_error_t *err)
+{
+    mf_stage_t *fetch = p->fetch;
     mf_index_t *ix = mf_coll_index_by_name(c, st->index_name);
     mf_cur_t *icur = NULL, *ccur = NULL;
+    bool own_icur = true, own_ccur = true;
     bool fwd = st->direction >= 0;
     uint8_t *tmp = NULL;
     size_t tmpcap = 0;
@@ -216,10 +251,31 @@ run_ixscan(mf_sess_t *s, mf_coll_t *c, mf_plan_t *p, const mf_matcher_t *m, mf_e
     if (ix == NULL)
         return mf_err_set(err, MF_E_QueryPlanKilled, "query plan killed :: caused by :: index '%s' dropped",
                           st->index_name);
-    bool dedup = ix->multikey || st->multikey;
-    if (mf_cur_open(s, ix->uri, &icur, err) != 0)
+    bool dedup = ix->multikey || st->multikey || orst != NULL;
+    if (cc != NULL) {
+        for (int i = 0; i < cc->n && icur == NULL; i++) {
+            if (strcmp(cc->uri[i], ix->uri) == 0)
+                icur = cc->icur[i];
+        }
+        own_icur = icur == NULL && cc->n == kCurCache;
+        own_ccur = false;
+    }
+    if (icur == NULL) {
+        if (mf_cur_open(s, ix->uri, &icur, err) != 0)
+            return -1;
+        if (cc != NULL && !own_icur) {
+            cc->uri[cc->n] = ix->uri;
+            cc->icur[cc->n++] = icur;
+        }
+    }
+    if (cc != NULL && cc->ccur == NULL && mf_cur_open(s, c->uri, &cc->ccur, err) != 0) {
+        if (own_icur)
+            mf_cur_close(icur);
         return -1;
-    if (mf_cur_open(s, c->uri, &ccur, err) != 0) {
+    }
+    if (cc != NULL) {
+        ccur = cc->ccur;
+    } else if (mf_cur_open(s, c->uri, &ccur, err) != 0) {
         mf_cur_close(icur);
         return -1;
     }
@@ -275,6 +331,8 @@ run_ixscan(mf_sess_t *s, mf_coll_t *c, mf_plan_t *p, const mf_matcher_t *m, mf_e
                     break;
             }
             st->keys_examined++;
+            if (orst)
+                orst->keys_examined++;
             save_key(p, key, klen);
             int64_t rid;
             if (ix->unique) {
@@ -285,11 +343,27 @@ run_ixscan(mf_sess_t *s, mf_coll_t *c, mf_plan_t *p, const mf_matcher_t *m, mf_e
             } else {
                 rid = klen >= 8 ? mf_ks_read_recordid(key, klen) : 0;
             }
+            /*
+             * Re-read the flag per key: a writer sets it before its first
+             * multikey document commits, so any key of such a document seen
+             * here is seen with the flag set, even when the scan began first.
+             */
+            if (!dedup && atomic_load(&ix->multikey))
+                dedup = true;
+            if (orst && rid > 0) {
+                st->n_returned++;
+                orst->dups_tested++;
+            }
             if (rid <= 0 || (dedup && !mf_ridset_add(&p->seen, rid))) {
+                if (orst && rid > 0)
+                    orst->dups_dropped++;
                 ret = fwd ? mf_cur_next(icur) : mf_cur_prev(icur);
                 continue;
             }
-            st->n_returned++;
+            if (orst)
+                orst->n_returned++;
+            else
+                st->n_returned++;
             int fr = mf_cur_search_rid(ccur, rid);
             if (fr == 0) {
                 const uint8_t *dv;
@@ -306,8 +380,10 @@ run_ixscan(mf_sess_t *s, mf_coll_t *c, mf_plan_t *p, const mf_matcher_t *m, mf_e
                         rc = -1;
                         goto out;
                     }
-                    if (r > 0)
+                    if (r > 0) {
+                        rc = 1;
                         goto out;
+                    }
                 }
             } else if (fr != MF_NOTFOUND) {
                 rc = storage_err(fr, c, err);
@@ -320,12 +396,51 @@ run_ixscan(mf_sess_t *s, mf_coll_t *c, mf_plan_t *p, const mf_matcher_t *m, mf_e
             goto out;
         }
     }
-    p->done = true;
 out:
     free(tmp);
-    mf_cur_close(ccur);
-    mf_cur_close(icur);
+    if (own_ccur)
+        mf_cur_close(ccur);
+    if (own_icur)
+        mf_cur_close(icur);
     return rc;
+}
+
+static int
+run_ixscan(mf_sess_t *s, mf_coll_t *c, mf_plan_t *p, const mf_matcher_t *m, mf_exec_visit_fn visit, void *arg,
+           mf_error_t *err)
+{
+    int rc = scan_index(s, c, p, p->leaf, NULL, NULL, m, visit, arg, err);
+    if (rc == 0)
+        p->done = true;
+    return rc < 0 ? -1 : 0;
+}
+
+/*
+ * OR: the inputs one after another (p->cur_input), each resumable as a lone
+ * IXSCAN; a record id seen from an earlier input (or earlier in this one) is
+ * dropped, so each document is fetched and returned once.
+ */
+static int
+run_or(mf_sess_t *s, mf_coll_t *c, mf_plan_t *p, const mf_matcher_t *m, mf_exec_visit_fn visit, void *arg,
+       mf_error_t *err)
+{
+    mf_stage_t *orst = p->leaf;
+    cur_cache_t cc = {0};
+    int rc = 0;
+    while (p->cur_input < orst->ninputs) {
+        rc = scan_index(s, c, p, orst->inputs[p->cur_input], orst, &cc, m, visit, arg, err);
+        if (rc != 0)
+            break;
+        p->cur_input++;
+        p->cur_iv = 0;
+        p->last_key_len = 0;
+    }
+    cur_cache_close(&cc);
+    if (rc < 0)
+        return -1;
+    if (rc == 0)
+        p->done = true;
+    return 0;
 }
 
 int
@@ -345,6 +460,9 @@ mf_exec_run(mf_sess_t *s, mf_coll_t *c, mf_plan_t *p, const mf_matcher_t *m, mf_
         break;
     case MF_ST_IXSCAN:
         rc = run_ixscan(s, c, p, m, visit, arg, err);
+        break;
+    case MF_ST_OR:
+        rc = run_or(s, c, p, m, visit, arg, err);
         break;
     default:
         p->done = true;

@@ -70,7 +70,11 @@ int mf_exec_scan(mf_sess_t *s, mf_coll_t *c, const bson_t *filter, const mf_matc
  * thread's deadline to now + ms (ms <= 0 clears it); the command layer sets
  * it around one command and clears it after. Scans check it every few
  * hundred documents and fail with 50 MaxTimeMSExpired "operation exceeded
- * time limit"; mf_exec_check_deadline lets other loops do the same.
+ * time limit"; mf_exec_check_deadline lets other loops do the same. It is
+ * also the interruption check: it fails with 11601 Interrupted after killOp
+ * and 11600 InterruptedAtShutdown at shutdown (the calling thread's
+ * operation, common/curop.h), so every loop that checks the time limit can
+ * be killed too.
  */
 void mf_exec_set_time_limit(int64_t ms);
 int mf_exec_check_deadline(mf_error_t *err) MF_WUR;

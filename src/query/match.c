@@ -8,7 +8,11 @@
  * copy of their operand. Negated operators are built from positive ones:
  * $ne = NOT $eq, $nin = NOT $in, $exists:false = NOT exists, $not = NOT of
  * the operator conjunction. Regexes are compiled with pcre2 at parse time and
- * only matched afterwards.
+ * only matched afterwards. A $in list is sorted in BSON order and
+ * de-duplicated at parse time, so testing a value is a binary search
+ * (O(log n) per value, whatever the list size); its regexes are kept apart
+ * and tried as patterns. A $or whose branches are all equalities or $in on
+ * one path is parsed as one $in, as MongoDB rewrites it.
  *
  * Matching a leaf with a path walks the document with mf_path_walk; each
  * value reached is tested as is, and, for the operators MongoDB applies to
@@ -334,6 +338,56 @@ regex_leaf(const char *path, const char *pattern, size_t plen, const char *flags
     return n;
 }
 
+static int
+in_val_cmp(const void *a, const void *b)
+{
+    return mf_value_cmp(a, b);
+}
+
+/*
+ * in_finish: sorts n's equality values in BSON order and drops duplicates, so
+ * that in_has is a binary search. mf_value_cmp orders numbers by value across
+ * int32/int64/double/decimal128 (1, 1.0 and NumberLong(1) are one entry), and
+ * two values compare equal exactly when compare_ok(K_EQ) accepts them, so the
+ * lookup keeps $in's equality semantics.
+ */
+static void
+in_finish(node_t *n)
+{
+    size_t k = 0;
+
+    if (n->nvals < 2)
+        return;
+    qsort(n->vals, n->nvals, sizeof(*n->vals), in_val_cmp);
+    for (size_t i = 0; i < n->nvals; i++) {
+        if (k > 0 && mf_value_cmp(&n->vals[k - 1], &n->vals[i]) == 0) {
+            bson_value_destroy(&n->vals[i]);
+            continue;
+        }
+        n->vals[k++] = n->vals[i];
+    }
+    n->nvals = k;
+}
+
+/* in_has: whether v equals one of n's (sorted) equality values; O(log n). */
+static bool
+in_has(const node_t *n, const bson_value_t *v)
+{
+    size_t lo = 0, hi = n->nvals;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = mf_value_cmp(&n->vals[mid], v);
+        if (c == 0)
+            return true;
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return false;
+}
+
 /* parse_in: fills a K_IN node from an array operand of $in / $nin. */
 static node_t *
 parse_in(const char *path, const bson_value_t *arr, mf_error_t *err)
@@ -379,6 +433,7 @@ parse_in(const char *path, const bson_value_t *arr, mf_error_t *err)
             bson_value_copy(e, &n->vals[n->nvals++]);
         }
     }
+    in_finish(n);
     return n;
 }
 
@@ -791,6 +846,106 @@ parse_field(const char *path, const bson_value_t *v, int depth, mf_error_t *err)
     return leaf_value(K_EQ, path, v);
 }
 
+/* or_branch_leaf: the single equality or $in leaf a $or branch reduces to, or NULL. */
+static node_t *
+or_branch_leaf(node_t *k)
+{
+    while (k->kind == K_AND && k->nkids == 1)
+        k = k->kids[0];
+    if (k->path == NULL)
+        return NULL;
+    if (k->kind == K_IN)
+        return k;
+    /* {$eq: /re/} matches only that regex value, while a regex in $in is a pattern. */
+    if (k->kind == K_EQ && k->val.value_type != BSON_TYPE_REGEX)
+        return k;
+    return NULL;
+}
+
+/* Moves leaf l's values and regexes (an equality or $in) into the $in node in. */
+static void
+in_absorb(node_t *in, node_t *l)
+{
+    if (l->kind == K_EQ) {
+        if (l->val.value_type == BSON_TYPE_NULL)
+            in->has_null = true;
+        in->vals[in->nvals++] = l->val; /* moved */
+        l->val.value_type = BSON_TYPE_EOD;
+        return;
+    }
+    in->has_null = in->has_null || l->has_null;
+    for (size_t j = 0; j < l->nvals; j++)
+        in->vals[in->nvals++] = l->vals[j];
+    for (size_t j = 0; j < l->nrxs; j++)
+        in->rxs[in->nrxs++] = l->rxs[j];
+    l->nvals = l->nrxs = 0;
+}
+
+/*
+ * or_to_in: MongoDB's rewrite of the branches of a $or that are equalities
+ * (or $in) on one path into one $in per path ({$or: [{a: 1}, {b: 2}, {a:
+ * 3}]} is {$or: [{a: {$in: [1, 3]}}, {b: 2}]}); when one $in is all that is
+ * left it replaces the $or. A $or of N equalities then costs O(log N) per
+ * document instead of N branch evaluations. Each $in takes the place of its
+ * path's first branch. Takes ownership of orn; returns the node to use.
+ */
+static node_t *
+or_to_in(node_t *orn)
+{
+    size_t n = orn->nkids, k = 0;
+    node_t **leaf = mf_calloc(n, sizeof(*leaf));
+    bool merged = false;
+
+    for (size_t i = 0; i < n; i++)
+        leaf[i] = or_branch_leaf(orn->kids[i]);
+    for (size_t i = 0; i < n; i++) {
+        size_t nv = 0, nr = 0, same = 0;
+        if (leaf[i] == NULL)
+            continue;
+        for (size_t j = i; j < n; j++) {
+            if (leaf[j] == NULL || strcmp(leaf[j]->path, leaf[i]->path) != 0)
+                continue;
+            same++;
+            nv += leaf[j]->kind == K_IN ? leaf[j]->nvals : 1;
+            nr += leaf[j]->kind == K_IN ? leaf[j]->nrxs : 0;
+        }
+        if (same < 2)
+            continue;
+        node_t *in = node_new(K_IN, leaf[i]->path);
+        in->vals = mf_calloc(nv ? nv : 1, sizeof(*in->vals));
+        in->rxs = mf_calloc(nr ? nr : 1, sizeof(*in->rxs));
+        for (size_t j = n; j-- > i;) {
+            if (leaf[j] == NULL || strcmp(leaf[j]->path, in->path) != 0)
+                continue;
+            in_absorb(in, leaf[j]);
+            leaf[j] = NULL;
+            if (j != i) {
+                node_free(orn->kids[j]);
+                orn->kids[j] = NULL;
+            }
+        }
+        in_finish(in);
+        node_free(orn->kids[i]);
+        orn->kids[i] = in;
+        merged = true;
+    }
+    free(leaf);
+    if (!merged)
+        return orn;
+    for (size_t i = 0; i < n; i++) {
+        if (orn->kids[i] != NULL)
+            orn->kids[k++] = orn->kids[i];
+    }
+    orn->nkids = k;
+    if (k == 1) {
+        node_t *only = orn->kids[0];
+        orn->nkids = 0;
+        node_free(orn);
+        return only;
+    }
+    return orn;
+}
+
 /* parse_logical: $and / $or / $nor operand. */
 static node_t *
 parse_logical(kind_t kind, const char *name, const bson_value_t *v, int depth, mf_error_t *err)
@@ -829,6 +984,8 @@ parse_logical(kind_t kind, const char *name, const bson_value_t *v, int depth, m
         node_free(n);
         return NULL;
     }
+    if (kind == K_OR)
+        return or_to_in(n);
     return n;
 }
 
@@ -1013,9 +1170,8 @@ single(const node_t *n, const bson_value_t *v, int32_t *pos)
     case K_IN:
         if (v == NULL)
             return n->has_null;
-        for (size_t i = 0; i < n->nvals; i++)
-            if (compare_ok(K_EQ, v, &n->vals[i]))
-                return true;
+        if (in_has(n, v))
+            return true;
         for (size_t i = 0; i < n->nrxs; i++)
             if (rx_match_value(n->rxs[i], v))
                 return true;

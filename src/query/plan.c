@@ -5,10 +5,15 @@
  * Bounds are computed in two steps. First, per index field, a list of
  * value-space intervals (bson values with inclusivity, sorted, disjoint) is
  * derived from the filter's predicates on that path: equality and $in give
- * points, $gt/$gte/$lt/$lte give ranges clipped to the value's type bracket
- * (numbers [-inf, inf], strings ["", {}), ...). Predicates that cannot be
- * expressed ($ne, $regex, arrays, $exists ...) leave the field unbounded,
- * which is always safe because the matcher re-checks every document.
+ * points (a $in of n values is sorted and merged in O(n log n), with no cap
+ * on the leading field), $gt/$gte/$lt/$lte give ranges clipped to the
+ * value's type bracket (numbers [-inf, inf], strings ["", {}), ...), and a
+ * regex (alone or in $in) gives its literal prefix as a string range plus
+ * itself as a point. Predicates that cannot be expressed ($ne, $regex with
+ * $options, arrays, $exists ...) leave the field unbounded, which is always
+ * safe because the matcher re-checks every document. A $or whose branches
+ * are all equalities / $in on one path is one $in predicate; any other $or
+ * is planned as an index union (or_stage) when nothing else bounds the scan.
  * Second, the leading point fields and at most one following range field are
  * combined (cartesian product, capped) into keystring byte intervals; a
  * descending field inverts its bytes, which swaps the ends of its interval.
@@ -22,6 +27,7 @@
 #include "common/alloc.h"
 #include "query/plan.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,7 +37,12 @@
 #include "query/value.h"
 
 #define MAX_PREDS 128
-#define MAX_INTERVALS 1024
+/*
+ * Cap on the cartesian product of several bounded fields' intervals. The
+ * leading field is never capped: a $in of any size gives one point per
+ * distinct value (one interval each, built in O(n log n)).
+ */
+#define MAX_PRODUCT_INTERVALS 65536
 
 /* ---------- record-id set ---------- */
 
@@ -132,14 +143,17 @@ typedef struct vint {
 
 typedef struct vlist {
     vint_t *v;
-    size_t n;
+    size_t n, cap;
     bool all; /* [MinKey, MaxKey]: unbounded */
 } vlist_t;
 
 static void
 vlist_push(vlist_t *l, bson_value_t lo, bool li, bson_value_t hi, bool hincl)
 {
-    l->v = mf_realloc(l->v, (l->n + 1) * sizeof(*l->v));
+    if (l->n == l->cap) {
+        l->cap = l->cap ? l->cap * 2 : 4; /* doubling: a $in of n values costs O(n), not O(n^2) copies */
+        l->v = mf_realloc(l->v, l->cap * sizeof(*l->v));
+    }
     l->v[l->n].lo = lo;
     l->v[l->n].hi = hi;
     l->v[l->n].li = li;
@@ -234,6 +248,132 @@ point_ok(const bson_value_t *v)
     }
 }
 
+/* Strings made for bounds (regex prefixes), owned by the candidate whose intervals point at them. */
+typedef struct strpool {
+    char **s;
+    size_t n, cap;
+} strpool_t;
+
+static char *
+pool_add(strpool_t *pool, const char *data, size_t len)
+{
+    char *c = mf_strndup(data, len);
+    if (pool->n == pool->cap) {
+        pool->cap = pool->cap ? pool->cap * 2 : 4;
+        pool->s = mf_realloc(pool->s, pool->cap * sizeof(*pool->s));
+    }
+    pool->s[pool->n++] = c;
+    return c;
+}
+
+static void
+pool_destroy(strpool_t *pool)
+{
+    for (size_t i = 0; i < pool->n; i++)
+        free(pool->s[i]);
+    free(pool->s);
+    memset(pool, 0, sizeof(*pool));
+}
+
+/*
+ * regex_prefix: MongoDB's simpleRegex: the literal prefix every string
+ * matching re (with flags) starts with. False when re is not anchored (^ or
+ * \A), is case-insensitive, multi-line with ^, extended, or has an
+ * alternation; then only the whole string bracket bounds it. The prefix is
+ * appended to out (may stay empty, e.g. for /^.x/).
+ */
+static bool
+regex_prefix(const char *re, const char *flags, bson_string_t *out)
+{
+    bool multiline_ok;
+    const char *p;
+
+    if (re[0] == '\\' && re[1] == 'A') {
+        multiline_ok = true;
+        p = re + 2;
+    } else if (re[0] == '^') {
+        multiline_ok = false;
+        p = re + 1;
+    } else {
+        return false;
+    }
+    for (const char *f = flags ? flags : ""; *f; f++) {
+        if (*f == 'i' || *f == 'x' || (*f == 'm' && !multiline_ok))
+            return false;
+    }
+    if (strchr(re, '|') != NULL)
+        return false; /* /^ab|cd/ also matches "xcd" */
+    while (*p) {
+        unsigned char c = (unsigned char)*p;
+        if (c == '\\') {
+            c = (unsigned char)p[1];
+            if (c == 'Q') { /* \Q...\E quotes literally */
+                p += 2;
+                while (*p && !(p[0] == '\\' && p[1] == 'E'))
+                    bson_string_append_c(out, *p++);
+                if (*p == '\0')
+                    break;
+                p += 2;
+                continue;
+            }
+            if (c == '\0' || isalnum(c) || c >= 0x80)
+                break; /* \d, \w, \1 ...: a class or a reference, not a literal */
+            bson_string_append_c(out, (char)c);
+            p += 2;
+            continue;
+        }
+        if (c == '*' || c == '?' || c == '{') {
+            /* The previous character may occur zero times: it is not part of the prefix. */
+            if (out->len > 0) {
+                /* Drop the whole previous UTF-8 character. */
+                uint32_t l = out->len - 1;
+                while (l > 0 && ((unsigned char)out->str[l] & 0xC0) == 0x80)
+                    l--;
+                out->str[l] = '\0';
+                out->len = l;
+            }
+            break;
+        }
+        if (strchr("^$.[()+", (int)c) != NULL)
+            break;
+        bson_string_append_c(out, (char)c);
+        p++;
+    }
+    return true;
+}
+
+/*
+ * Interval list of a regex value rv (a /re/ literal or a regex in $in): the
+ * strings starting with its literal prefix (["ab", "ac") for /^ab/), or all
+ * strings ["", {}) when it has none, plus the regex value itself, which a
+ * regex also matches. Never exact: the matcher re-checks.
+ */
+static void
+regex_list(const bson_value_t *rv, strpool_t *pool, vlist_t *out)
+{
+    bson_string_t *pre = bson_string_new(NULL);
+    bool anchored = regex_prefix(rv->value.v_regex.regex, rv->value.v_regex.options, pre);
+    size_t len = pre->len;
+
+    while (anchored && len > 0 && (unsigned char)pre->str[len - 1] == 0xFF)
+        len--;
+    if (anchored && len > 0) {
+        bson_value_t lo = {.value_type = BSON_TYPE_UTF8}, hi = {.value_type = BSON_TYPE_UTF8};
+        char *l = pool_add(pool, pre->str, pre->len);
+        char *h = pool_add(pool, pre->str, len);
+        h[len - 1] = (char)((unsigned char)h[len - 1] + 1);
+        lo.value.v_utf8.str = l;
+        lo.value.v_utf8.len = pre->len;
+        hi.value.v_utf8.str = h;
+        hi.value.v_utf8.len = (uint32_t)len;
+        vlist_push(out, lo, true, hi, false);
+    } else {
+        vlist_push(out, v_type_only(BSON_TYPE_UTF8), true, v_type_only(BSON_TYPE_DOCUMENT), false);
+    }
+    vlist_push(out, *rv, true, *rv, true);
+    bson_string_free(pre, true);
+}
+
 /* Interval list of an equality on v; false if not indexable. *exact: bounds equal the predicate. */
 static bool
 eq_list(const bson_value_t *v, vlist_t *out, bool *exact)
@@ -262,13 +402,18 @@ vint_lo_cmp(const void *a, const void *b)
  * document). Returns false when the predicate gives no usable bound.
  */
 static bool
-pred_list(const bson_value_t *pv, bool multikey, vlist_t *out, bool *exact)
+pred_list(const bson_value_t *pv, bool multikey, strpool_t *pool, vlist_t *out, bool *exact)
 {
     bson_t d;
     bson_iter_t it;
     *exact = true;
+    if (pv->value_type == BSON_TYPE_REGEX) {
+        regex_list(pv, pool, out);
+        *exact = false;
+        return true;
+    }
     if (pv->value_type != BSON_TYPE_DOCUMENT)
-        return pv->value_type == BSON_TYPE_REGEX ? false : eq_list(pv, out, exact);
+        return eq_list(pv, out, exact);
     if (!bson_init_static(&d, pv->value.v_doc.data, pv->value.v_doc.data_len) || !bson_iter_init(&it, &d))
         return false;
     if (!bson_iter_next(&it) || bson_iter_key(&it)[0] != '$')
@@ -299,12 +444,17 @@ pred_list(const bson_value_t *pv, bool multikey, vlist_t *out, bool *exact)
             bool ok = bson_init_static(&arr, v->value.v_doc.data, v->value.v_doc.data_len) && bson_iter_init(&ai, &arr);
             while (ok && bson_iter_next(&ai)) {
                 bool ex = true;
-                if (!eq_list(bson_iter_value(&ai), &tmp, &ex))
+                const bson_value_t *e = bson_iter_value(&ai);
+                if (e->value_type == BSON_TYPE_REGEX) {
+                    regex_list(e, pool, &tmp);
+                    ex = false;
+                } else if (!eq_list(e, &tmp, &ex)) {
                     ok = false;
+                }
                 if (!ex)
                     *exact = false;
             }
-            if (!ok || tmp.n == 0 || tmp.n > MAX_INTERVALS) {
+            if (!ok || tmp.n == 0) {
                 free(tmp.v);
                 if (ok && tmp.n == 0) {
                     /* $in: [] matches nothing: an empty list. */
@@ -383,13 +533,13 @@ inexact:
     return false;
 }
 
-/* Intersects two sorted disjoint lists into out. */
+/* Intersects two sorted disjoint lists into out: a merge, O(|a| + |b|). */
 static void
 vlist_intersect(const vlist_t *a, const vlist_t *b, vlist_t *out)
 {
     memset(out, 0, sizeof(*out));
-    for (size_t i = 0; i < a->n; i++) {
-        for (size_t j = 0; j < b->n; j++) {
+    for (size_t i = 0, j = 0; i < a->n && j < b->n;) {
+        {
             vint_t r = a->v[i];
             int c = mf_value_cmp(&b->v[j].lo, &r.lo);
             if (c > 0 || (c == 0 && !b->v[j].li)) {
@@ -405,6 +555,12 @@ vlist_intersect(const vlist_t *a, const vlist_t *b, vlist_t *out)
             if (c < 0 || (c == 0 && r.li && r.hincl))
                 vlist_push(out, r.lo, r.li, r.hi, r.hincl);
         }
+        /* Advance the interval that ends first; the other may meet the next one. */
+        int c = mf_value_cmp(&a->v[i].hi, &b->v[j].hi);
+        if (c < 0 || (c == 0 && !a->v[i].hincl))
+            i++;
+        else
+            j++;
     }
 }
 
@@ -420,7 +576,107 @@ typedef struct pred {
 typedef struct preds {
     pred_t p[MAX_PREDS];
     int n;
+    bson_t *owned[8]; /* synthesized operands ($or read as $in) that preds point into */
+    int nowned;
 } preds_t;
+
+static void add_pred(preds_t *ps, const char *path, const bson_value_t *v, int elem, bool em);
+
+static void
+preds_free(preds_t *ps)
+{
+    for (int i = 0; i < ps->nowned; i++)
+        bson_destroy(ps->owned[i]);
+    free(ps);
+}
+
+/* Appends values to an array under consecutive index keys. */
+typedef struct arrb {
+    bson_t arr;
+    uint32_t i;
+} arrb_t;
+
+static void
+arrb_append(arrb_t *a, const bson_value_t *v)
+{
+    char buf[16];
+    const char *key;
+    size_t kl = bson_uint32_to_string(a->i++, &key, buf, sizeof(buf));
+    bson_append_value(&a->arr, key, (int)kl, v);
+}
+
+/*
+ * The path of a $or branch that is a single equality or $in ({a: 5}, {a:
+ * {$eq: 5}}, {a: {$in: [...]}}), with its values appended to arr; NULL if
+ * the branch is anything else. A regex literal or {$eq: /re/} is not one
+ * (the matcher keeps those as they are, see match.c or_to_in).
+ */
+static const char *
+or_branch_values(const bson_value_t *b, arrb_t *arr)
+{
+    bson_iter_t it, op;
+    if (b->value_type != BSON_TYPE_DOCUMENT || !bson_iter_init_from_data(&it, b->value.v_doc.data, b->value.v_doc.data_len) ||
+        !bson_iter_next(&it))
+        return NULL;
+    const char *path = bson_iter_key(&it);
+    const bson_value_t *v = bson_iter_value(&it);
+    bson_iter_t rest = it;
+    if (path[0] == '$' || bson_iter_next(&rest) || v->value_type == BSON_TYPE_REGEX)
+        return NULL;
+    if (v->value_type == BSON_TYPE_DOCUMENT && bson_iter_recurse(&it, &op) && bson_iter_next(&op) &&
+        bson_iter_key(&op)[0] == '$') {
+        const char *o = bson_iter_key(&op);
+        const bson_value_t *ov = bson_iter_value(&op);
+        bson_iter_t more = op;
+        if (bson_iter_next(&more))
+            return NULL;
+        if (strcmp(o, "$eq") == 0 && ov->value_type != BSON_TYPE_REGEX) {
+            arrb_append(arr, ov);
+            return path;
+        }
+        if (strcmp(o, "$in") == 0 && ov->value_type == BSON_TYPE_ARRAY) {
+            bson_iter_t ai;
+            if (!bson_iter_recurse(&op, &ai))
+                return NULL;
+            while (bson_iter_next(&ai))
+                arrb_append(arr, bson_iter_value(&ai));
+            return path;
+        }
+        return NULL;
+    }
+    arrb_append(arr, v);
+    return path;
+}
+
+/* A $or of equalities / $in on one path, as the predicate {path: {$in: [...]}} (MongoDB's rewrite). */
+static void
+add_or_as_in(preds_t *ps, const bson_iter_t *orit, int elem)
+{
+    bson_iter_t ai;
+    const char *path = NULL;
+    bool ok = true;
+    if (ps->nowned >= (int)(sizeof(ps->owned) / sizeof(ps->owned[0])) || !bson_iter_recurse(orit, &ai))
+        return;
+    bson_t *doc = bson_new();
+    arrb_t arr = {.i = 0};
+    BSON_APPEND_ARRAY_BEGIN(doc, "$in", &arr.arr);
+    while (ok && bson_iter_next(&ai)) {
+        const char *p = or_branch_values(bson_iter_value(&ai), &arr);
+        ok = p != NULL && (path == NULL || strcmp(p, path) == 0);
+        if (path == NULL)
+            path = p;
+    }
+    bson_append_array_end(doc, &arr.arr);
+    if (!ok || path == NULL) {
+        bson_destroy(doc);
+        return;
+    }
+    ps->owned[ps->nowned++] = doc;
+    bson_value_t v = {.value_type = BSON_TYPE_DOCUMENT};
+    v.value.v_doc.data = (uint8_t *)bson_get_data(doc);
+    v.value.v_doc.data_len = doc->len;
+    add_pred(ps, path, &v, elem, true);
+}
 
 static void
 add_pred(preds_t *ps, const char *path, const bson_value_t *v, int elem, bool em)
@@ -459,6 +715,10 @@ collect_preds(const bson_t *filter, preds_t *ps, int elem_base, int depth)
                         collect_preds(&sub, ps, elem, depth + 1);
                 }
             }
+            continue;
+        }
+        if (strcmp(k, "$or") == 0 && BSON_ITER_HOLDS_ARRAY(&it)) {
+            add_or_as_in(ps, &it, elem);
             continue;
         }
         if (k[0] == '$')
@@ -555,6 +815,8 @@ mf_plan_hint_index(const mf_coll_t *c, const bson_value_t *hint)
         return NULL;
     for (int i = 0; i < c->nindexes; i++) {
         mf_index_t *ix = c->indexes[i];
+        if (ix->building)
+            continue; /* not usable until its build commits */
         if (hint->value_type == BSON_TYPE_UTF8) {
             if (strcmp(ix->name, hint->value.v_utf8.str) == 0)
                 return ix;
@@ -631,7 +893,7 @@ partial_implied(const mf_index_t *ix, const preds_t *ps)
         }
         ok = found;
     }
-    free(pf);
+    preds_free(pf);
     return ok;
 }
 
@@ -648,6 +910,7 @@ typedef struct cand {
     bool used[MAX_PREDS];
     bool inexact[MAX_PREDS];
     int sort_dir;  /* 0 no sort provided, 1 forward, -1 backward */
+    strpool_t pool; /* strings the intervals point at (regex prefixes) */
 } cand_t;
 
 static void
@@ -655,6 +918,7 @@ cand_destroy(cand_t *k)
 {
     for (int i = 0; i < MF_KP_MAX_FIELDS; i++)
         free(k->f[i].v);
+    pool_destroy(&k->pool);
 }
 
 static bool
@@ -684,7 +948,7 @@ analyse(mf_index_t *ix, const preds_t *ps, cand_t *k)
             }
             vlist_t l = {0};
             bool exact = true;
-            if (!pred_list(&ps->p[j].v, ix->multikey, &l, &exact)) {
+            if (!pred_list(&ps->p[j].v, ix->multikey, &k->pool, &l, &exact)) {
                 free(l.v);
                 k->inexact[j] = true;
                 continue;
@@ -717,7 +981,7 @@ analyse(mf_index_t *ix, const preds_t *ps, cand_t *k)
         bool points = true;
         for (size_t j = 0; j < k->f[i].n; j++)
             points = points && is_point(&k->f[i].v[j]);
-        if (product * k->f[i].n > MAX_INTERVALS)
+        if (i > 0 && product * k->f[i].n > MAX_PRODUCT_INTERVALS)
             break;
         product *= k->f[i].n;
         k->nbounded = i + 1;
@@ -836,6 +1100,10 @@ fmt_value(bson_string_t *s, const bson_value_t *v)
     }
     case BSON_TYPE_DATE_TIME:
         bson_string_append_printf(s, "new Date(%lld)", (long long)v->value.v_datetime);
+        return;
+    case BSON_TYPE_REGEX:
+        bson_string_append_printf(s, "/%s/%s", v->value.v_regex.regex,
+                                  v->value.v_regex.options ? v->value.v_regex.options : "");
         return;
     case BSON_TYPE_TIMESTAMP:
         bson_string_append_printf(s, "Timestamp(%u, %u)", v->value.v_timestamp.timestamp,
@@ -1024,6 +1292,9 @@ stage_free(mf_stage_t *s)
             bson_destroy(s->filter);
         if (s->spec)
             bson_destroy(s->spec);
+        for (size_t i = 0; i < s->ninputs; i++)
+            stage_free(s->inputs[i]);
+        free(s->inputs);
         free(s);
         s = c;
     }
@@ -1056,7 +1327,7 @@ mf_plan_stage_name(mf_stage_kind_t kind)
 {
     static const char *names[] = {"EOF", "COLLSCAN", "IXSCAN", "IDHACK", "FETCH", "SORT", "SKIP", "LIMIT",
                                   "PROJECTION_SIMPLE", "PROJECTION_DEFAULT", "COUNT", "DELETE",
-                                  "BATCHED_DELETE", "UPDATE"};
+                                  "BATCHED_DELETE", "UPDATE", "OR"};
     return (unsigned)kind < sizeof(names) / sizeof(names[0]) ? names[kind] : "UNKNOWN";
 }
 
@@ -1112,6 +1383,252 @@ projection_simple(const bson_t *proj)
     return true;
 }
 
+/* Whether k bounds the scan (points, a range, or nothing to scan), not only provides the sort. */
+static bool
+cand_bounded(const cand_t *k)
+{
+    return k->empty || k->npoints > 0 || k->range;
+}
+
+/*
+ * The best usable index of c for ps (and sort), or NULL. With hinted, only
+ * that index (any score). The result is owned by the caller (cand_destroy,
+ * free).
+ */
+static cand_t *
+best_candidate(const mf_coll_t *c, const preds_t *ps, const bson_t *sort, mf_index_t *hinted)
+{
+    cand_t *best = NULL, *tmp = mf_malloc(sizeof(*tmp));
+    int best_score = 0;
+    for (int i = 0; i < c->nindexes; i++) {
+        mf_index_t *ix = c->indexes[i];
+        if (ix->building || (hinted != NULL && ix != hinted))
+            continue;
+        if (hinted == NULL && (mf_plan_index_hidden(ix) || (ix->partial && !partial_implied(ix, ps))))
+            continue;
+        analyse(ix, ps, tmp);
+        check_sort(tmp, sort);
+        if (hinted == NULL && ix->sparse && !tmp->null_ok) {
+            cand_destroy(tmp);
+            continue;
+        }
+        int sc = hinted ? 1 : score(tmp);
+        if (sc > best_score) {
+            if (best) {
+                cand_destroy(best);
+                free(best);
+            }
+            best = tmp;
+            best_score = sc;
+            tmp = mf_malloc(sizeof(*tmp));
+        } else {
+            cand_destroy(tmp);
+        }
+    }
+    free(tmp);
+    return best;
+}
+
+/* An IXSCAN stage for candidate k scanned in direction dir (1 / -1). */
+static mf_stage_t *
+ixscan_stage(const cand_t *k, int dir)
+{
+    mf_stage_t *ix = stage_new(MF_ST_IXSCAN, NULL);
+    bson_iter_t it;
+    ix->index_name = mf_strdup(k->ix->name);
+    if (bson_iter_init_find(&it, k->ix->spec, "key") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+        const uint8_t *data;
+        uint32_t len;
+        bson_iter_document(&it, &len, &data);
+        ix->key_pattern = bson_new_from_data(data, len);
+    } else {
+        ix->key_pattern = bson_new();
+    }
+    ix->multikey = k->ix->multikey;
+    ix->unique = k->ix->unique;
+    ix->sparse = k->ix->sparse;
+    ix->partial = k->ix->partial != NULL;
+    ix->direction = dir;
+    ix->bounds = bson_new();
+    render_bounds(k, ix->direction, ix->bounds);
+    if (build_intervals(k, ix) != 0) {
+        /* An unencodable bound: fall back to the whole index. */
+        for (size_t i = 0; i < ix->niv; i++) {
+            free(ix->iv[i].lo);
+            free(ix->iv[i].hi);
+        }
+        free(ix->iv);
+        ix->iv = mf_calloc(1, sizeof(*ix->iv));
+        ix->iv[0].lo = dup_bytes(NULL, 0);
+        ix->iv[0].hi = dup_bytes(NULL, 0);
+        ix->iv[0].lo_incl = ix->iv[0].hi_incl = true;
+        ix->niv = 1;
+    }
+    return ix;
+}
+
+/* The first $or array of filter's top level or of a top-level $and's children (a view), for an index union. */
+static bool
+find_or(const bson_t *filter, bson_iter_t *orit, int depth)
+{
+    bson_iter_t it;
+    if (filter == NULL || depth > 2 || !bson_iter_init(&it, filter))
+        return false;
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (strcmp(k, "$or") == 0 && BSON_ITER_HOLDS_ARRAY(&it)) {
+            *orit = it;
+            return true;
+        }
+        if (strcmp(k, "$and") == 0 && BSON_ITER_HOLDS_ARRAY(&it)) {
+            bson_iter_t ai;
+            bson_iter_recurse(&it, &ai);
+            while (bson_iter_next(&ai)) {
+                bson_t sub;
+                if (BSON_ITER_HOLDS_DOCUMENT(&ai) &&
+                    bson_init_static(&sub, bson_iter_value(&ai)->value.v_doc.data,
+                                     bson_iter_value(&ai)->value.v_doc.data_len) &&
+                    find_or(&sub, orit, depth + 1))
+                    return true;
+            }
+        }
+    }
+    return false;
+}
+
+/* A $or branch that is an equality / $in on path (for grouping), by position. */
+typedef struct obr {
+    const char *path;
+    size_t idx;
+} obr_t;
+
+static int
+obr_cmp(const void *a, const void *b)
+{
+    const obr_t *x = a, *y = b;
+    int r = strcmp(x->path, y->path);
+    if (r != 0)
+        return r;
+    return x->idx < y->idx ? -1 : (x->idx > y->idx ? 1 : 0);
+}
+
+/* Plans one $or branch (with the filter's other predicates ps) as an IXSCAN; NULL if no index bounds it. */
+static mf_stage_t *
+or_branch_stage(const mf_coll_t *c, const bson_t *branch, const preds_t *ps, preds_t *bp)
+{
+    mf_stage_t *st = NULL;
+    for (int i = 0; i < bp->nowned; i++)
+        bson_destroy(bp->owned[i]);
+    bp->nowned = 0;
+    memcpy(bp->p, ps->p, (size_t)ps->n * sizeof(ps->p[0]));
+    bp->n = ps->n;
+    collect_preds(branch, bp, -1, 1);
+    cand_t *k = best_candidate(c, bp, NULL, NULL);
+    if (k != NULL && cand_bounded(k))
+        st = ixscan_stage(k, 1);
+    if (k != NULL) {
+        cand_destroy(k);
+        free(k);
+    }
+    return st;
+}
+
+/*
+ * An OR stage over one IXSCAN per branch of filter's $or, or NULL when some
+ * branch can use no index. A branch is planned with its own predicates plus
+ * the filter's other ones (ps): every document the filter matches matches
+ * both, so the bounds stay loose, never tight. Branches that are equalities
+ * or $in on one path are planned together as one $in (one IXSCAN with point
+ * intervals, at the place of the path's first branch), as MongoDB rewrites
+ * them before planning; so 1,000 equality branches over two fields are two
+ * IXSCANs, not 1,000.
+ */
+static mf_stage_t *
+or_stage(const mf_coll_t *c, const bson_t *filter, const preds_t *ps)
+{
+    bson_iter_t orit, bi;
+    size_t nb = 0, ng = 0;
+    if (!find_or(filter, &orit, 0) || !bson_iter_recurse(&orit, &bi))
+        return NULL;
+    while (bson_iter_next(&bi))
+        nb++;
+    if (nb == 0)
+        return NULL;
+    bson_value_t *bv = mf_calloc(nb, sizeof(*bv));
+    obr_t *g = mf_calloc(nb, sizeof(*g));
+    size_t *leader = mf_calloc(nb, sizeof(*leader)); /* the group's first branch, or the branch itself */
+    bson_t **gdoc = mf_calloc(nb, sizeof(*gdoc));     /* leader's grouped {path: {$in: [...]}} */
+    mf_stage_t *orst = stage_new(MF_ST_OR, NULL);
+    preds_t *bp = mf_calloc(1, sizeof(*bp));
+    size_t i = 0;
+
+    orst->inputs = mf_calloc(nb, sizeof(*orst->inputs));
+    bson_iter_recurse(&orit, &bi);
+    for (i = 0; bson_iter_next(&bi); i++) {
+        arrb_t scratch = {.i = 0};
+        bv[i] = *bson_iter_value(&bi);
+        leader[i] = i;
+        bson_init(&scratch.arr);
+        const char *path = or_branch_values(&bv[i], &scratch);
+        bson_destroy(&scratch.arr);
+        if (path != NULL) {
+            g[ng].path = path;
+            g[ng++].idx = i;
+        }
+    }
+    qsort(g, ng, sizeof(*g), obr_cmp);
+    for (size_t r = 0; r < ng;) {
+        size_t e = r + 1;
+        while (e < ng && strcmp(g[e].path, g[r].path) == 0)
+            e++;
+        if (e - r >= 2) {
+            bson_t *doc = bson_new(), in;
+            arrb_t arr = {.i = 0};
+            BSON_APPEND_DOCUMENT_BEGIN(doc, g[r].path, &in);
+            BSON_APPEND_ARRAY_BEGIN(&in, "$in", &arr.arr);
+            for (size_t j = r; j < e; j++) {
+                leader[g[j].idx] = g[r].idx;
+                (void)or_branch_values(&bv[g[j].idx], &arr);
+            }
+            bson_append_array_end(&in, &arr.arr);
+            bson_append_document_end(doc, &in);
+            gdoc[g[r].idx] = doc;
+        }
+        r = e;
+    }
+    for (i = 0; i < nb; i++) {
+        bson_t branch;
+        mf_stage_t *st;
+        if (leader[i] != i)
+            continue; /* planned with its group's first branch */
+        if (gdoc[i] != NULL) {
+            st = or_branch_stage(c, gdoc[i], ps, bp);
+        } else if (bv[i].value_type == BSON_TYPE_DOCUMENT &&
+                   bson_init_static(&branch, bv[i].value.v_doc.data, bv[i].value.v_doc.data_len)) {
+            st = or_branch_stage(c, &branch, ps, bp);
+        } else {
+            st = NULL;
+        }
+        if (st == NULL)
+            break;
+        orst->inputs[orst->ninputs++] = st;
+    }
+    if (i < nb) {
+        stage_free(orst);
+        orst = NULL;
+    }
+    for (i = 0; i < nb; i++) {
+        if (gdoc[i] != NULL)
+            bson_destroy(gdoc[i]);
+    }
+    free(gdoc);
+    free(leader);
+    free(g);
+    free(bv);
+    preds_free(bp);
+    return orst;
+}
+
 int
 mf_plan_build(const mf_coll_t *c, const mf_plan_request_t *req, mf_plan_t **out, mf_error_t *err)
 {
@@ -1129,7 +1646,7 @@ mf_plan_build(const mf_coll_t *c, const mf_plan_request_t *req, mf_plan_t **out,
     if (c != NULL && !natural && !hint_empty(req->hint)) {
         hinted = mf_plan_hint_index(c, req->hint);
         if (hinted == NULL || mf_plan_index_hidden(hinted)) {
-            free(ps);
+            preds_free(ps);
             free(p);
             return mf_err_set(err, MF_E_BadValue, "hint provided does not correspond to an existing index");
         }
@@ -1145,74 +1662,29 @@ mf_plan_build(const mf_coll_t *c, const mf_plan_request_t *req, mf_plan_t **out,
         top = p->leaf;
         p->sort_provided = true;
     } else {
-        if (!natural && !req->force_collscan) {
-            cand_t *tmp = mf_malloc(sizeof(*tmp));
-            int best_score = 0;
-            for (int i = 0; i < c->nindexes; i++) {
-                mf_index_t *ix = c->indexes[i];
-                if (hinted != NULL && ix != hinted)
-                    continue;
-                if (hinted == NULL && (mf_plan_index_hidden(ix) || (ix->partial && !partial_implied(ix, ps))))
-                    continue;
-                analyse(ix, ps, tmp);
-                check_sort(tmp, req->sort);
-                if (hinted == NULL && ix->sparse && !tmp->null_ok) {
-                    cand_destroy(tmp);
-                    continue;
-                }
-                int sc = hinted ? 1 : score(tmp);
-                if (sc > best_score) {
-                    if (best) {
-                        cand_destroy(best);
-                        free(best);
-                    }
-                    best = tmp;
-                    best_score = sc;
-                    tmp = mf_malloc(sizeof(*tmp));
-                } else {
-                    cand_destroy(tmp);
-                }
+        mf_stage_t *orst = NULL;
+        if (!natural && !req->force_collscan)
+            best = best_candidate(c, ps, req->sort, hinted);
+        if (!natural && !req->force_collscan && hinted == NULL && (best == NULL || !cand_bounded(best)))
+            orst = or_stage(c, req->filter, ps);
+        if (orst != NULL) {
+            if (best) {
+                cand_destroy(best);
+                free(best);
             }
-            free(tmp);
-        }
-        if (best == NULL) {
+            p->leaf = orst;
+            p->fetch = stage_new(MF_ST_FETCH, orst);
+            p->fetch->filter = residual_filter(req->filter, ps, NULL);
+            top = p->fetch;
+            p->sort_provided = !has_sort;
+        } else if (best == NULL) {
             p->leaf = stage_new(MF_ST_COLLSCAN, NULL);
             p->leaf->direction = natural_dir;
             p->leaf->filter = residual_filter(req->filter, ps, NULL);
             top = p->leaf;
             p->sort_provided = !has_sort;
         } else {
-            mf_stage_t *ix = stage_new(MF_ST_IXSCAN, NULL);
-            bson_iter_t it;
-            ix->index_name = mf_strdup(best->ix->name);
-            ix->key_pattern = bson_new();
-            if (bson_iter_init_find(&it, best->ix->spec, "key") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
-                const uint8_t *data;
-                uint32_t len;
-                bson_iter_document(&it, &len, &data);
-                bson_destroy(ix->key_pattern);
-                ix->key_pattern = bson_new_from_data(data, len);
-            }
-            ix->multikey = best->ix->multikey;
-            ix->unique = best->ix->unique;
-            ix->sparse = best->ix->sparse;
-            ix->partial = best->ix->partial != NULL;
-            ix->direction = best->sort_dir < 0 ? -1 : 1;
-            ix->bounds = bson_new();
-            render_bounds(best, ix->direction, ix->bounds);
-            if (build_intervals(best, ix) != 0) {
-                /* An unencodable bound: fall back to the whole index. */
-                for (size_t i = 0; i < ix->niv; i++) {
-                    free(ix->iv[i].lo);
-                    free(ix->iv[i].hi);
-                }
-                free(ix->iv);
-                ix->iv = mf_calloc(1, sizeof(*ix->iv));
-                ix->iv[0].lo = dup_bytes(NULL, 0);
-                ix->iv[0].hi = dup_bytes(NULL, 0);
-                ix->iv[0].lo_incl = ix->iv[0].hi_incl = true;
-                ix->niv = 1;
-            }
+            mf_stage_t *ix = ixscan_stage(best, best->sort_dir < 0 ? -1 : 1);
             p->leaf = ix;
             p->fetch = stage_new(MF_ST_FETCH, ix);
             p->fetch->filter = residual_filter(req->filter, ps, best);
@@ -1259,7 +1731,7 @@ mf_plan_build(const mf_coll_t *c, const mf_plan_request_t *req, mf_plan_t **out,
         break;
     }
     p->root = top;
-    free(ps);
+    preds_free(ps);
     *out = p;
     return 0;
 }
@@ -1343,6 +1815,24 @@ explain_stage(const mf_plan_t *p, const mf_stage_t *s, bool stats, bson_t *out)
             BSON_APPEND_INT32(out, "seeks", (int32_t)(s->niv > 0 ? s->niv : 1));
             BSON_APPEND_INT32(out, "dupsTested", (int32_t)(s->multikey ? s->keys_examined : 0));
         }
+    }
+    if (stats && s->kind == MF_ST_OR) {
+        BSON_APPEND_INT32(out, "dupsTested", (int32_t)s->dups_tested);
+        BSON_APPEND_INT32(out, "dupsDropped", (int32_t)s->dups_dropped);
+    }
+    if (s->kind == MF_ST_OR) {
+        bson_t arr;
+        BSON_APPEND_ARRAY_BEGIN(out, "inputStages", &arr);
+        for (size_t i = 0; i < s->ninputs; i++) {
+            bson_t in;
+            char key[16];
+            const char *k;
+            size_t kl = bson_uint32_to_string((uint32_t)i, &k, key, sizeof(key));
+            bson_append_document_begin(&arr, k, (int)kl, &in);
+            explain_stage(p, s->inputs[i], stats, &in);
+            bson_append_document_end(&arr, &in);
+        }
+        bson_append_array_end(out, &arr);
     }
     if (s->child) {
         bson_t in;

@@ -15,14 +15,24 @@
  *   2. IDHACK: the filter is an equality on _id.
  *   3. The best usable index by score: point equality on the leading field(s)
  *      beats a range on the leading field beats only providing the sort.
- *   4. COLLSCAN.
+ *   4. Index union: when no index bounds the filter's own predicates and
+ *      every branch of its $or can use an index (the branch's predicates
+ *      plus the filter's others), an OR stage over one IXSCAN per branch
+ *      under one FETCH, de-duplicating record ids (MongoDB's OR stage).
+ *      A $or whose branches are all equalities / $in on one path is first
+ *      read as one $in (MongoDB's rewrite), so it is a single IXSCAN.
+ *   5. COLLSCAN.
  * Usable: not hidden; partial only if the filter contains the partial filter's
  * predicates literally; sparse only if the bounds on a field exclude null.
  *
  * Index bounds are intervals over keystring bytes (prefix semantics: a key is
  * inside when its leading bytes compare inside the bound), built from point
  * equalities and $in on leading fields, then at most one range field, with
- * MongoDB's type bracketing. Bounds may be looser than the filter, never
+ * MongoDB's type bracketing. A $in of any size gives sorted, de-duplicated
+ * point intervals on the leading field (the product of several fields is
+ * capped); a regex in $in, or a lone regex, gives its literal prefix as a
+ * string range (["ab", "ac") for /^ab/) or all strings, plus the regex
+ * value itself as a point, and is never exact. Bounds may be looser than the filter, never
  * tighter: the matcher is re-applied to every fetched document. On a
  * multikey index only the leading field is bounded and only one range
  * predicate is used; record ids are de-duplicated during the scan.
@@ -56,6 +66,7 @@ typedef enum mf_stage_kind {
     MF_ST_DELETE,
     MF_ST_BATCHED_DELETE,
     MF_ST_UPDATE,
+    MF_ST_OR,
 } mf_stage_kind_t;
 
 /* One index interval over keystring bytes, lo <= hi byte-wise (scan order ascending). */
@@ -83,6 +94,10 @@ typedef struct mf_stage {
     bson_t *filter;
     bson_t *spec;
     int64_t amount; /* SKIP / LIMIT amount; SORT limitAmount (0 = none) */
+    /* OR: one IXSCAN per $or branch (owned); record ids are de-duplicated across them */
+    struct mf_stage **inputs;
+    size_t ninputs;
+    int64_t dups_tested, dups_dropped;
 } mf_stage_t;
 
 /* What the plan's root is (the command around the scan). */
@@ -106,19 +121,20 @@ typedef struct mf_ridset {
 
 typedef struct mf_plan {
     mf_stage_t *root;
-    mf_stage_t *leaf;   /* COLLSCAN, IXSCAN, IDHACK or EOF */
-    mf_stage_t *fetch;  /* FETCH above an IXSCAN, else NULL */
+    mf_stage_t *leaf;   /* COLLSCAN, IXSCAN, IDHACK, OR or EOF */
+    mf_stage_t *fetch;  /* FETCH above an IXSCAN or OR, else NULL */
     mf_stage_t *sort;   /* SORT stage (in-memory sort needed), else NULL */
     bool sort_provided; /* no sort requested, or the access path yields the sort order */
     bool id_is_eq;      /* IDHACK: idv holds the _id value */
     bson_value_t idv;   /* owned copy */
     /* execution position (exec.c) */
     bool started, done;
-    size_t cur_iv;      /* interval being scanned */
+    size_t cur_input;   /* OR: input being scanned */
+    size_t cur_iv;      /* interval being scanned (of the current input for OR) */
     int64_t last_rid;   /* COLLSCAN position */
     uint8_t *last_key;  /* IXSCAN position: last key returned (owned) */
     size_t last_key_len, last_key_cap;
-    mf_ridset_t seen;   /* multikey de-duplication */
+    mf_ridset_t seen;   /* multikey and OR de-duplication */
     int64_t exec_ms;
     bool tailable;      /* a tailable cursor's COLLSCAN: may be resumed after reaching the end */
 } mf_plan_t;

@@ -6,10 +6,15 @@
  *   --bind_ip ADDR        address to listen on (default 127.0.0.1)
  *   --dbpath DIR          data directory (default ./data)
  *   --setParameter k=v    a server parameter at startup (repeatable)
- *   --workers N           command worker threads (default: 4, or cores if more)
+ *   --workers N           command worker threads kept warm (default: 4, or cores if more)
+ *   --maxWorkers N        most command worker threads at once (default 512; the
+ *                         pool grows past --workers when every worker is busy)
+ *   --inMemory            keep all data in memory (WiredTiger in_memory): a throwaway
+ *                         server for test suites; gone at shutdown
  *   --config FILE         flags from a file, one "name = value" or "name: value" per line
  *   --version, --help
- * Shutdown on SIGINT/SIGTERM: stop accepting, finish in-flight commands,
+ * Shutdown on SIGINT/SIGTERM: stop accepting, call eng->on_shutdown (which
+ * interrupts running operations), finish in-flight commands,
  * close the engine (WiredTiger checkpoints on close), exit 0.
  */
 #include <signal.h>
@@ -19,6 +24,7 @@
 #include <unistd.h>
 
 #include "cmd/cmd.h"
+#include "common/alloc.h"
 #include "common/log.h"
 #include "common/params.h"
 #include "net/net.h"
@@ -41,13 +47,18 @@ typedef struct opts {
     char bind_ip[128];
     char dbpath[1024];
     int workers;
+    bool in_memory;
+    const char *set_params[64]; /* "name=value", point into argv or owned copies (config file) */
+    size_t nset_params;
+    mf_params_t *check;         /* validates --setParameter as it is read */
+    int max_workers;
 } opts_t;
 
 static void
 usage(FILE *f)
 {
     fprintf(f, "usage: mayflyd [--port N] [--bind_ip ADDR] [--dbpath DIR] [--setParameter name=value]...\n"
-               "               [--workers N] [--config FILE] [--version]\n");
+               "               [--workers N] [--maxWorkers N] [--inMemory] [--config FILE] [--version]\n");
 }
 
 static int apply_flag(opts_t *o, const char *name, const char *val, bson_t *parsed);
@@ -115,11 +126,32 @@ apply_flag(opts_t *o, const char *name, const char *val, bson_t *parsed)
             fprintf(stderr, "mayflyd: bad --workers %s\n", val);
             return -1;
         }
+    } else if (strcmp(name, "inMemory") == 0) {
+        if (strcmp(val, "true") == 0 || strcmp(val, "1") == 0) {
+            o->in_memory = true;
+        } else if (strcmp(val, "false") == 0 || strcmp(val, "0") == 0) {
+            o->in_memory = false;
+        } else {
+            fprintf(stderr, "mayflyd: bad --inMemory %s (true or false)\n", val);
+            return -1;
+        }
+    } else if (strcmp(name, "maxWorkers") == 0) {
+        o->max_workers = atoi(val);
+        /* WiredTiger's session_max (2000, storage_wt.c) bounds threads that touch data. */
+        if (o->max_workers <= 0 || o->max_workers > 1024) {
+            fprintf(stderr, "mayflyd: bad --maxWorkers %s\n", val);
+            return -1;
+        }
     } else if (strcmp(name, "setParameter") == 0) {
-        if (mf_param_set_string(val, &err) != 0) {
+        if (mf_param_set_string(o->check, val, &err) != 0) {
             fprintf(stderr, "mayflyd: %s\n", err.msg);
             return -1;
         }
+        if (o->nset_params == sizeof(o->set_params) / sizeof(o->set_params[0])) {
+            fprintf(stderr, "mayflyd: too many --setParameter\n");
+            return -1;
+        }
+        o->set_params[o->nset_params++] = mf_strdup(val);
     } else if (strcmp(name, "config") == 0) {
         return load_config(o, val, parsed);
     } else {
@@ -130,10 +162,28 @@ apply_flag(opts_t *o, const char *name, const char *val, bson_t *parsed)
     return 0;
 }
 
+/* The shutdown hook (net.c calls it on SIGINT/SIGTERM): running operations stop with 11600. */
+static void
+interrupt_engine(void *arg)
+{
+    mf_engine_interrupt(arg);
+}
+
 static void
 on_ready(void *arg)
 {
     (void)arg;
+}
+
+/* Frees what apply_flag collected. */
+static void
+opts_free(opts_t *o)
+{
+    for (size_t i = 0; i < o->nset_params; i++)
+        free((char *)o->set_params[i]);
+    o->nset_params = 0;
+    mf_params_free(o->check);
+    o->check = NULL;
 }
 
 int
@@ -143,30 +193,28 @@ main(int argc, char **argv)
     bson_t *argv_doc = bson_new(), *parsed = bson_new(), net, storage, sp;
     mf_engine_t *eng;
     mf_error_t err;
-    char key[16];
+    char key[16], memdir[64] = "";
+    bool dbpath_given = false;
+    int rc = 0;
 
+    o.check = mf_params_new();
     for (int i = 0; i < argc; i++) {
         snprintf(key, sizeof(key), "%d", i);
         bson_append_utf8(argv_doc, key, -1, argv[i], -1);
     }
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        int early = -1;
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             usage(stdout);
-            early = 0;
+            goto done;
         } else if (strcmp(a, "--version") == 0) {
             printf("mayflyd version v%s (MongoDB wire compatible)\n", MF_VERSION);
-            early = 0;
+            goto done;
         } else if (strncmp(a, "--", 2) != 0) {
             fprintf(stderr, "mayflyd: unexpected argument '%s'\n", a);
             usage(stderr);
-            early = 2;
-        }
-        if (early >= 0) {
-            bson_destroy(argv_doc);
-            bson_destroy(parsed);
-            return early;
+            rc = 2;
+            goto done;
         }
         char name[64];
         const char *val;
@@ -174,29 +222,44 @@ main(int argc, char **argv)
         if (eq && strncmp(a + 2, "setParameter", 12) != 0) {
             snprintf(name, sizeof(name), "%.*s", (int)(eq - a - 2), a + 2);
             val = eq + 1;
+        } else if (strcmp(a, "--inMemory") == 0 && (i + 1 >= argc || strncmp(argv[i + 1], "--", 2) == 0)) {
+            snprintf(name, sizeof(name), "inMemory");
+            val = "true"; /* a bare switch */
         } else {
             snprintf(name, sizeof(name), "%s", a + 2);
             if (i + 1 >= argc) {
                 fprintf(stderr, "mayflyd: option '%s' needs a value\n", a);
-                bson_destroy(argv_doc);
-                bson_destroy(parsed);
-                return 2;
+                rc = 2;
+                goto done;
             }
             val = argv[++i];
         }
+        if (strcmp(name, "dbpath") == 0)
+            dbpath_given = true;
         if (apply_flag(&o, name, val, parsed) != 0) {
-            bson_destroy(argv_doc);
-            bson_destroy(parsed);
-            return 2;
+            rc = 2;
+            goto done;
         }
     }
 
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     int workers = o.workers ? o.workers : (cores > 4 ? (int)cores : 4);
-    char wbuf[16];
-    snprintf(wbuf, sizeof(wbuf), "%d", workers);
-    setenv("UV_THREADPOOL_SIZE", wbuf, 1);
+    int max_workers = o.max_workers ? o.max_workers : MF_NET_DEFAULT_MAX_WORKERS;
+    if (max_workers < workers)
+        max_workers = workers;
     signal(SIGPIPE, SIG_IGN);
+
+    /* In memory without --dbpath: WiredTiger still wants a home directory, a scratch one. */
+    if (o.in_memory && !dbpath_given) {
+        snprintf(memdir, sizeof(memdir), "/tmp/mayfly-mem-XXXXXX");
+        if (mkdtemp(memdir) == NULL) {
+            fprintf(stderr, "mayflyd: cannot create a scratch directory for --inMemory\n");
+            memdir[0] = '\0';
+            rc = 1;
+            goto done;
+        }
+        snprintf(o.dbpath, sizeof(o.dbpath), "%s", memdir);
+    }
 
     BSON_APPEND_DOCUMENT_BEGIN(parsed, "net", &net);
     BSON_APPEND_UTF8(&net, "bindIp", o.bind_ip);
@@ -204,32 +267,48 @@ main(int argc, char **argv)
     bson_append_document_end(parsed, &net);
     BSON_APPEND_DOCUMENT_BEGIN(parsed, "storage", &storage);
     BSON_APPEND_UTF8(&storage, "dbPath", o.dbpath);
+    if (o.in_memory)
+        BSON_APPEND_UTF8(&storage, "engine", "inMemory");
     bson_append_document_end(parsed, &storage);
     BSON_APPEND_DOCUMENT_BEGIN(parsed, "setParameter", &sp);
     bson_append_document_end(parsed, &sp);
 
-    mf_log(MF_LOG_INFO, "CONTROL", "mayflyd %s starting: pid=%d port=%d dbpath=%s workers=%d", MF_VERSION, (int)getpid(),
-           o.port, o.dbpath, workers);
-    if (mf_engine_open(o.dbpath, &eng, &err) != 0) {
+    mf_log(MF_LOG_INFO, "CONTROL", "mayflyd %s starting: pid=%d port=%d dbpath=%s%s workers=%d maxWorkers=%d",
+           MF_VERSION, (int)getpid(), o.port, o.dbpath, o.in_memory ? " (in memory)" : "", workers, max_workers);
+    mf_engine_opts_t eo = {.dbpath = o.dbpath, .in_memory = o.in_memory, .set_params = o.set_params,
+                           .nset_params = o.nset_params};
+    if (mf_engine_open(&eo, &eng, &err) != 0) {
         mf_log(MF_LOG_ERROR, "STORAGE", "cannot open the database: %s", err.msg);
-        bson_destroy(argv_doc);
-        bson_destroy(parsed);
-        return 1;
+        rc = 1;
+        goto done;
     }
     eng->cmdline_argv = argv_doc;
     eng->cmdline_parsed = parsed;
+    argv_doc = parsed = NULL; /* owned by the engine now */
     eng->port = o.port;
     char hn[200] = "localhost";
     gethostname(hn, sizeof(hn) - 1);
     snprintf(eng->host, sizeof(eng->host), "%s:%d", hn, o.port);
 
-    int rc = 0;
-    if (mf_net_serve(eng, o.bind_ip, o.port, on_ready, NULL, &err) != 0) {
+    eng->on_shutdown = interrupt_engine;
+    eng->on_shutdown_arg = eng;
+    mf_net_opts_t no = {.bind_ip = o.bind_ip, .port = o.port, .workers = workers, .max_workers = max_workers,
+                        .ready = on_ready, .ready_arg = NULL};
+    if (mf_net_serve(eng, &no, &err) != 0) {
         mf_log(MF_LOG_ERROR, "NETWORK", "%s", err.msg);
         rc = 1;
     }
-    mf_log(MF_LOG_INFO, "STORAGE", "closing the database (checkpoint)");
+    mf_log(MF_LOG_INFO, "STORAGE", "closing the database%s", o.in_memory ? "" : " (checkpoint)");
     mf_engine_close(eng);
     mf_log(MF_LOG_INFO, "CONTROL", "shutdown complete");
+
+done:
+    if (memdir[0] != '\0')
+        rmdir(memdir); /* empty: in-memory WiredTiger writes nothing there */
+    if (argv_doc)
+        bson_destroy(argv_doc);
+    if (parsed)
+        bson_destroy(parsed);
+    opts_free(&o);
     return rc;
 }

@@ -5,7 +5,8 @@
  * uses its own session (mf_sess_t), created on first use and kept for the
  * thread's life (WT sessions are not thread-safe). Tables:
  *
- *   table:_mf_catalog       key "S" namespace, value "u" BSON catalog entry
+ *   table:_mf_catalog       key "u" namespace, value "u" BSON catalog entry
+ *   table:_mf_sizes         key "u" collection ident, value "u" BSON {count, size}
  *   table:coll-<ident>      key "q" record id,  value "u" BSON document
  *   table:index-<ident>     key "u" keystring [+ record id], value "u"
  *
@@ -39,11 +40,25 @@ typedef struct mf_cur mf_cur_t;
 
 /* mf_storage_open: opens (creating if needed) the database at dbpath. */
 int mf_storage_open(const char *dbpath, mf_storage_t **out, mf_error_t *err) MF_WUR;
+/*
+ * mf_storage_open_ex: as mf_storage_open; with in_memory, WiredTiger keeps
+ * everything in its cache (no journal, no files in dbpath, which must exist)
+ * and the data is gone after close.
+ */
+int mf_storage_open_ex(const char *dbpath, bool in_memory, mf_storage_t **out, mf_error_t *err) MF_WUR;
 /* mf_storage_close: stops the flusher, checkpoints and closes. All sessions die with it. */
 void mf_storage_close(mf_storage_t *st);
 
-/* mf_storage_session: this thread's session, opened on first call. Never NULL (aborts on failure). */
+/* mf_storage_session: this thread's session on st, opened on first call. Never NULL (aborts on failure). */
 mf_sess_t *mf_storage_session(mf_storage_t *st);
+
+/*
+ * mf_storage_session_close_thread: closes the calling thread's session (if it
+ * has one on st) and forgets it, for a thread that is about to exit (a pool
+ * worker retiring while the server runs). The thread must have no
+ * transaction or cursor open; a later mf_storage_session opens a new one.
+ */
+void mf_storage_session_close_thread(mf_storage_t *st);
 
 /*
  * mf_storage_session_release: closes the cursors s keeps cached. Called when
@@ -59,19 +74,55 @@ int64_t mf_storage_table_size(mf_sess_t *s, const char *uri);
 int mf_storage_create(mf_sess_t *s, const char *uri, const char *config, mf_error_t *err) MF_WUR;
 void mf_storage_drop(mf_storage_t *st, const char *uri);
 
+/* mf_storage_drop_later: queues uri for the flusher's next drop attempt (no attempt now). */
+void mf_storage_drop_later(mf_storage_t *st, const char *uri);
+/* mf_storage_pending_drops: how many drops are queued. */
+int mf_storage_pending_drops(mf_storage_t *st);
+/* mf_storage_retry_drops: retries every queued drop now (the flusher does it every 100 ms). */
+void mf_storage_retry_drops(mf_storage_t *st);
+
 /*
- * mf_storage_set_txn_hook: fn(committed) runs on the committing (or
- * aborting) thread right after every transaction ends; one hook per
- * process, set before serving. Used by the TTL monitor to learn that a write
- * which moved its deadline has become visible.
+ * mf_storage_list_tables: calls fn with every table uri starting with prefix
+ * (e.g. "table:coll-"), in key order. uri is valid only during the call.
+ * Returns 0 or -1 with err.
  */
-void mf_storage_set_txn_hook(void (*fn)(bool committed));
+int mf_storage_list_tables(mf_storage_t *st, const char *prefix, void (*fn)(void *arg, const char *uri), void *arg,
+                           mf_error_t *err) MF_WUR;
+
+/*
+ * mf_storage_set_periodic: fn(arg) runs on the flusher thread about once a
+ * second (NULL removes it). Setting waits for a running call to finish, so
+ * after mf_storage_set_periodic(st, NULL, NULL) returns, arg may be freed.
+ */
+void mf_storage_set_periodic(mf_storage_t *st, void (*fn)(void *arg), void *arg);
+
+/*
+ * mf_storage_fault_set (tests): after after_ops more cursor operations on
+ * table uri (any session), the next one fails with -1 as a WiredTiger error
+ * would, once; then the fault is disarmed. uri NULL disarms it.
+ */
+void mf_storage_fault_set(mf_storage_t *st, const char *uri, int after_ops);
+
+/*
+ * mf_storage_set_txn_hook: fn(arg, committed) runs on the committing (or
+ * aborting) thread right after every transaction on st ends; one hook per
+ * storage, set before serving. The engine's observer list uses it to report
+ * commit and abort to its observers.
+ */
+void mf_storage_set_txn_hook(mf_storage_t *st, void (*fn)(void *arg, bool committed), void *arg);
 
 /* Transactions on a session. commit with durable=true syncs the log before returning. */
 int mf_txn_begin(mf_sess_t *s, mf_error_t *err) MF_WUR;
 int mf_txn_commit(mf_sess_t *s, bool durable, mf_error_t *err) MF_WUR;
 void mf_txn_abort(mf_sess_t *s);
 bool mf_txn_active(mf_sess_t *s);
+/*
+ * mf_txn_on_end: fn(arg, committed) runs once on this thread right after s's
+ * current transaction commits or rolls back (registering the same fn and arg
+ * twice in one transaction registers it once). arg must stay valid until then.
+ * Returns true if newly registered, false if already registered.
+ */
+bool mf_txn_on_end(mf_sess_t *s, void (*fn)(void *arg, bool committed), void *arg);
 
 /*
  * Cursors. A cursor is opened on a table in a session and closed with
@@ -103,6 +154,14 @@ int mf_cur_remove_rid(mf_cur_t *c, int64_t rid);
 int mf_cur_insert_bytes(mf_cur_t *c, const void *key, size_t klen, const void *val, size_t vlen);
 int mf_cur_put_bytes(mf_cur_t *c, const void *key, size_t klen, const void *val, size_t vlen);
 int mf_cur_remove_bytes(mf_cur_t *c, const void *key, size_t klen);
+/*
+ * mf_cur_reserve: reserves the record the cursor is on for the transaction
+ * (WT_CURSOR::reserve): a concurrent transaction that updates or removes it
+ * conflicts (MF_CONFLICT for one of the two) as if this one had written it.
+ * Background index builds use it so that no concurrent write can slip
+ * between reading a document and indexing it.
+ */
+int mf_cur_reserve(mf_cur_t *c);
 
 /* mf_storage_strerror: text for the last WiredTiger error code seen on c's session (for logs). */
 const char *mf_storage_strerror(int wt_ret);

@@ -9,7 +9,19 @@
  *
  * The flusher thread wakes every 100 ms: it syncs the log (so an
  * unacknowledged-durability write is on disk within ~100 ms), retries pending
- * drops, and every 60 s WiredTiger checkpoints on its own (checkpoint=(wait=60)).
+ * drops, runs the periodic hook (the catalog's size flush) about once a
+ * second, and every 60 s WiredTiger checkpoints on its own
+ * (checkpoint=(wait=60)). Pending drops live in a growable list; they are not
+ * persisted here: the catalog drops every coll-* / index-* table it does not
+ * name when it opens, which also covers a crash before a retry succeeded.
+ *
+ * Fault injection (tests only, per storage, no process globals):
+ * mf_storage_fault_set arms a countdown on one table; the cursor operation
+ * that exhausts it fails once with -1 as a WiredTiger error would (EIO).
+ * When unarmed the cost is one relaxed atomic load per cursor operation.
+ *
+ * End-of-transaction callbacks (mf_txn_on_end) are per session and run on
+ * the session's thread right after commit or rollback, then are cleared.
  */
 #include "common/alloc.h"
 #include "storage/storage.h"
@@ -27,6 +39,11 @@
 #include "common/log.h"
 
 #define MF_CURSOR_CACHE 32
+
+typedef struct txn_cb {
+    void (*fn)(void *arg, bool committed);
+    void *arg;
+} txn_cb_t;
 
 struct mf_cur {
     WT_CURSOR *wt;
@@ -49,9 +66,9 @@ struct mf_sess {
     bool in_txn;
     mf_cur_t *cache[MF_CURSOR_CACHE];
     int ncache;
+    txn_cb_t *cbs; /* end-of-transaction callbacks, growable */
+    int ncbs, capcbs;
 };
-
-#define MF_MAX_PENDING_DROPS 256
 
 struct mf_storage {
     WT_CONNECTION *conn;
@@ -59,29 +76,48 @@ struct mf_storage {
     pthread_mutex_t lock;
     pthread_cond_t cond;
     bool stopping;
-    char *pending_drops[MF_MAX_PENDING_DROPS];
-    int npending;
+    char **pending_drops; /* growable, guarded by lock */
+    int npending, cappending;
+    /* Periodic hook: called by the flusher about once a second, under hook_lock. */
+    pthread_mutex_t hook_lock;
+    void (*periodic)(void *arg);
+    void *periodic_arg;
+    /* Fault injection (see the file comment); guarded by fault_lock. */
+    _Atomic bool fault_armed;
+    pthread_mutex_t fault_lock;
+    char *fault_uri;
+    int fault_left;
     WT_SESSION *flush_sess;
     /* Every thread's session, so close can release them (guarded by lock). */
     mf_sess_t **sessions;
     int nsessions, capsessions;
     uint64_t gen;
+    bool in_memory;
+    void (*txn_hook)(void *arg, bool committed);
+    void *txn_hook_arg;
 };
 
-static __thread mf_sess_t *tls_sess;
 /*
- * Which storage instance tls_sess belongs to: a generation number, not the
- * pointer, because a storage reopened in the same process may get the old
- * address back (an embedding application that closes and reopens).
+ * Each thread's sessions, one per storage instance it has used (an
+ * embedding application may have several engines open). An instance is
+ * known by a generation number, not its pointer, because a storage reopened
+ * in the same process may get the old address back. A thread using more
+ * than MF_TLS_SESSIONS instances opens a fresh session for the overflow,
+ * still owned (and closed) by its storage.
  */
-static __thread uint64_t tls_gen;
+#define MF_TLS_SESSIONS 8
+static __thread struct {
+    uint64_t gen;
+    mf_sess_t *s;
+} tls_sess[MF_TLS_SESSIONS];
+/* Process-wide source of unique storage generations (identity only, no state). */
 static _Atomic uint64_t storage_gen;
-static void (*txn_hook)(bool committed);
 
 void
-mf_storage_set_txn_hook(void (*fn)(bool committed))
+mf_storage_set_txn_hook(mf_storage_t *st, void (*fn)(void *arg, bool committed), void *arg)
 {
-    txn_hook = fn;
+    st->txn_hook_arg = arg;
+    st->txn_hook = fn;
 }
 
 static int
@@ -115,6 +151,21 @@ wt_err(mf_error_t *err, int ret, const char *what)
     return mf_err_set(err, MF_E_InternalError, "%s: %s", what, wiredtiger_strerror(ret));
 }
 
+/* Queues uri for a later drop (st->lock held). Ignores a uri already queued. */
+static void
+pending_add_locked(mf_storage_t *st, const char *uri)
+{
+    for (int i = 0; i < st->npending; i++) {
+        if (strcmp(st->pending_drops[i], uri) == 0)
+            return;
+    }
+    if (st->npending == st->cappending) {
+        st->cappending = st->cappending ? st->cappending * 2 : 16;
+        st->pending_drops = mf_realloc(st->pending_drops, (size_t)st->cappending * sizeof(*st->pending_drops));
+    }
+    st->pending_drops[st->npending++] = mf_strdup(uri);
+}
+
 static void
 try_pending_drops(mf_storage_t *st)
 {
@@ -136,6 +187,7 @@ flusher_main(void *arg)
 {
     mf_storage_t *st = arg;
     struct timespec ts;
+    unsigned ticks = 0;
 
     pthread_mutex_lock(&st->lock);
     while (!st->stopping) {
@@ -150,9 +202,16 @@ flusher_main(void *arg)
             break;
         int have_drops = st->npending;
         pthread_mutex_unlock(&st->lock);
-        (void)st->flush_sess->log_flush(st->flush_sess, "sync=on");
+        if (!st->in_memory)
+            (void)st->flush_sess->log_flush(st->flush_sess, "sync=on");
         if (have_drops)
             try_pending_drops(st);
+        if (++ticks % 10 == 0) {
+            pthread_mutex_lock(&st->hook_lock);
+            if (st->periodic)
+                st->periodic(st->periodic_arg);
+            pthread_mutex_unlock(&st->hook_lock);
+        }
         pthread_mutex_lock(&st->lock);
     }
     pthread_mutex_unlock(&st->lock);
@@ -162,6 +221,12 @@ flusher_main(void *arg)
 int
 mf_storage_open(const char *dbpath, mf_storage_t **out, mf_error_t *err)
 {
+    return mf_storage_open_ex(dbpath, false, out, err);
+}
+
+int
+mf_storage_open_ex(const char *dbpath, bool in_memory, mf_storage_t **out, mf_error_t *err)
+{
     mf_storage_t *st;
     int ret;
 
@@ -169,24 +234,42 @@ mf_storage_open(const char *dbpath, mf_storage_t **out, mf_error_t *err)
         return mf_err_set(err, MF_E_InternalError, "cannot create dbpath %s: %s", dbpath, strerror(errno));
     st = mf_calloc(1, sizeof(*st));
     pthread_mutex_init(&st->lock, NULL);
+    pthread_mutex_init(&st->hook_lock, NULL);
+    pthread_mutex_init(&st->fault_lock, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&st->cond, &ca);
     pthread_condattr_destroy(&ca);
+    /*
+     * In memory: no journal, no checkpoints, nothing written to dbpath (it
+     * only has to exist); the data goes with the last close. The cache must
+     * hold all of it.
+     */
     ret = wiredtiger_open(dbpath, NULL,
-                          "create,cache_size=1G,session_max=2000,"
-                          "log=(enabled=true,file_max=100MB,archive=true),"
-                          "transaction_sync=(enabled=false),checkpoint=(wait=60),"
-                          "eviction=(threads_min=1,threads_max=2),statistics=(fast)",
+                          in_memory ? "create,in_memory=true,cache_size=4G,session_max=2000,"
+                                      "eviction=(threads_min=1,threads_max=2),statistics=(fast)"
+                                    : "create,cache_size=1G,session_max=2000,"
+                                      "log=(enabled=true,file_max=100MB,archive=true),"
+                                      "transaction_sync=(enabled=false),checkpoint=(wait=60),"
+                                      "eviction=(threads_min=1,threads_max=2),statistics=(fast)",
                           &st->conn);
+    st->in_memory = in_memory;
     if (ret != 0) {
+        pthread_mutex_destroy(&st->lock);
+        pthread_mutex_destroy(&st->hook_lock);
+        pthread_mutex_destroy(&st->fault_lock);
+        pthread_cond_destroy(&st->cond);
         free(st);
         return mf_err_set(err, MF_E_InternalError, "wiredtiger_open(%s): %s", dbpath, wiredtiger_strerror(ret));
     }
     ret = st->conn->open_session(st->conn, NULL, NULL, &st->flush_sess);
     if (ret != 0) {
         st->conn->close(st->conn, NULL);
+        pthread_mutex_destroy(&st->lock);
+        pthread_mutex_destroy(&st->hook_lock);
+        pthread_mutex_destroy(&st->fault_lock);
+        pthread_cond_destroy(&st->cond);
         free(st);
         return mf_err_set(err, MF_E_InternalError, "open_session: %s", wiredtiger_strerror(ret));
     }
@@ -216,6 +299,7 @@ mf_storage_close(mf_storage_t *st)
             free(s->cache[k]);
         }
         s->wt->close(s->wt, NULL);
+        free(s->cbs);
         free(s);
     }
     free(st->sessions);
@@ -223,7 +307,11 @@ mf_storage_close(mf_storage_t *st)
     st->conn->close(st->conn, NULL);
     for (int i = 0; i < st->npending; i++)
         free(st->pending_drops[i]);
+    free(st->pending_drops);
+    free(st->fault_uri);
     pthread_mutex_destroy(&st->lock);
+    pthread_mutex_destroy(&st->hook_lock);
+    pthread_mutex_destroy(&st->fault_lock);
     pthread_cond_destroy(&st->cond);
     free(st);
 }
@@ -231,8 +319,13 @@ mf_storage_close(mf_storage_t *st)
 mf_sess_t *
 mf_storage_session(mf_storage_t *st)
 {
-    if (tls_sess != NULL && tls_gen == st->gen)
-        return tls_sess;
+    int free_slot = -1;
+    for (int i = 0; i < MF_TLS_SESSIONS; i++) {
+        if (tls_sess[i].s != NULL && tls_sess[i].gen == st->gen)
+            return tls_sess[i].s;
+        if (free_slot < 0 && tls_sess[i].s == NULL)
+            free_slot = i;
+    }
     mf_sess_t *s = mf_calloc(1, sizeof(*s));
     int ret = st->conn->open_session(st->conn, NULL, "isolation=snapshot,cache_cursors=false", &s->wt);
     if (ret != 0) {
@@ -247,9 +340,39 @@ mf_storage_session(mf_storage_t *st)
     }
     st->sessions[st->nsessions++] = s;
     pthread_mutex_unlock(&st->lock);
-    tls_sess = s;
-    tls_gen = st->gen;
+    if (free_slot >= 0) {
+        tls_sess[free_slot].s = s;
+        tls_sess[free_slot].gen = st->gen;
+    }
     return s;
+}
+
+void
+mf_storage_session_close_thread(mf_storage_t *st)
+{
+    mf_sess_t *s = NULL;
+    for (int i = 0; i < MF_TLS_SESSIONS; i++) {
+        if (tls_sess[i].s != NULL && tls_sess[i].gen == st->gen) {
+            s = tls_sess[i].s;
+            tls_sess[i].s = NULL;
+            tls_sess[i].gen = 0;
+            break;
+        }
+    }
+    if (s == NULL)
+        return;
+    pthread_mutex_lock(&st->lock);
+    for (int i = 0; i < st->nsessions; i++) {
+        if (st->sessions[i] == s) {
+            st->sessions[i] = st->sessions[--st->nsessions];
+            break;
+        }
+    }
+    pthread_mutex_unlock(&st->lock);
+    mf_storage_session_release(s);
+    s->wt->close(s->wt, NULL);
+    free(s->cbs);
+    free(s);
 }
 
 int64_t
@@ -292,9 +415,132 @@ mf_storage_drop(mf_storage_t *st, const char *uri)
     if (ret == 0 || ret == ENOENT)
         return;
     pthread_mutex_lock(&st->lock);
-    if (st->npending < MF_MAX_PENDING_DROPS)
-        st->pending_drops[st->npending++] = mf_strdup(uri);
+    pending_add_locked(st, uri);
     pthread_mutex_unlock(&st->lock);
+}
+
+void
+mf_storage_drop_later(mf_storage_t *st, const char *uri)
+{
+    pthread_mutex_lock(&st->lock);
+    pending_add_locked(st, uri);
+    pthread_mutex_unlock(&st->lock);
+}
+
+int
+mf_storage_pending_drops(mf_storage_t *st)
+{
+    pthread_mutex_lock(&st->lock);
+    int n = st->npending;
+    pthread_mutex_unlock(&st->lock);
+    return n;
+}
+
+void
+mf_storage_retry_drops(mf_storage_t *st)
+{
+    try_pending_drops(st);
+}
+
+int
+mf_storage_list_tables(mf_storage_t *st, const char *prefix, void (*fn)(void *arg, const char *uri), void *arg,
+                       mf_error_t *err)
+{
+    mf_sess_t *s = mf_storage_session(st);
+    WT_CURSOR *c;
+    const char *key;
+    size_t plen = strlen(prefix);
+    int ret = s->wt->open_cursor(s->wt, "metadata:", NULL, NULL, &c);
+    if (ret != 0)
+        return wt_err(err, ret, "open metadata cursor");
+    c->set_key(c, prefix);
+    int exact;
+    ret = c->search_near(c, &exact);
+    if (ret == 0 && exact < 0)
+        ret = c->next(c);
+    while (ret == 0) {
+        if ((ret = c->get_key(c, &key)) != 0)
+            break;
+        if (strncmp(key, prefix, plen) != 0)
+            break;
+        fn(arg, key);
+        ret = c->next(c);
+    }
+    c->close(c);
+    if (ret != 0 && ret != WT_NOTFOUND)
+        return wt_err(err, ret, "metadata scan");
+    return 0;
+}
+
+void
+mf_storage_set_periodic(mf_storage_t *st, void (*fn)(void *arg), void *arg)
+{
+    pthread_mutex_lock(&st->hook_lock);
+    st->periodic = fn;
+    st->periodic_arg = arg;
+    pthread_mutex_unlock(&st->hook_lock);
+}
+
+void
+mf_storage_fault_set(mf_storage_t *st, const char *uri, int after_ops)
+{
+    pthread_mutex_lock(&st->fault_lock);
+    free(st->fault_uri);
+    st->fault_uri = uri ? mf_strdup(uri) : NULL;
+    st->fault_left = after_ops;
+    atomic_store(&st->fault_armed, uri != NULL);
+    pthread_mutex_unlock(&st->fault_lock);
+}
+
+/*
+ * fault_hit: true when this operation on c must fail (the armed countdown on
+ * c's table ran out); disarms itself then.
+ */
+static bool
+fault_hit(mf_cur_t *c)
+{
+    mf_storage_t *st = c->s->st;
+    bool hit = false;
+    if (!atomic_load_explicit(&st->fault_armed, memory_order_relaxed))
+        return false;
+    pthread_mutex_lock(&st->fault_lock);
+    if (st->fault_uri != NULL && strcmp(st->fault_uri, c->uri) == 0) {
+        if (st->fault_left-- <= 0) {
+            hit = true;
+            free(st->fault_uri);
+            st->fault_uri = NULL;
+            atomic_store(&st->fault_armed, false);
+        }
+    }
+    pthread_mutex_unlock(&st->fault_lock);
+    return hit;
+}
+
+bool
+mf_txn_on_end(mf_sess_t *s, void (*fn)(void *arg, bool committed), void *arg)
+{
+    for (int i = 0; i < s->ncbs; i++) {
+        if (s->cbs[i].fn == fn && s->cbs[i].arg == arg)
+            return false;
+    }
+    if (s->ncbs == s->capcbs) {
+        s->capcbs = s->capcbs ? s->capcbs * 2 : 4;
+        s->cbs = mf_realloc(s->cbs, (size_t)s->capcbs * sizeof(*s->cbs));
+    }
+    s->cbs[s->ncbs].fn = fn;
+    s->cbs[s->ncbs].arg = arg;
+    s->ncbs++;
+    return true;
+}
+
+/* Runs and clears s's end-of-transaction callbacks (which must not register new ones: none does). */
+static void
+run_txn_cbs(mf_sess_t *s, bool committed)
+{
+    int n = s->ncbs;
+    s->ncbs = 0;
+    for (int i = 0; i < n; i++)
+        s->cbs[i].fn(s->cbs[i].arg, committed);
 }
 
 int
@@ -312,8 +558,9 @@ mf_txn_commit(mf_sess_t *s, bool durable, mf_error_t *err)
 {
     int ret = s->wt->commit_transaction(s->wt, durable ? "sync=on" : NULL);
     s->in_txn = false;
-    if (txn_hook)
-        txn_hook(ret == 0);
+    run_txn_cbs(s, ret == 0);
+    if (s->st->txn_hook)
+        s->st->txn_hook(s->st->txn_hook_arg, ret == 0);
     if (ret != 0)
         return wt_err(err, ret, "commit_transaction");
     return 0;
@@ -324,8 +571,9 @@ mf_txn_abort(mf_sess_t *s)
 {
     if (s->in_txn) {
         s->wt->rollback_transaction(s->wt, NULL);
-        if (txn_hook)
-            txn_hook(false);
+        run_txn_cbs(s, false);
+        if (s->st->txn_hook)
+            s->st->txn_hook(s->st->txn_hook_arg, false);
     }
     s->in_txn = false;
 }
@@ -399,12 +647,16 @@ mf_storage_session_release(mf_sess_t *s)
 int
 mf_cur_next(mf_cur_t *c)
 {
+    if (fault_hit(c))
+        return -1;
     return map_ret(c->wt->next(c->wt));
 }
 
 int
 mf_cur_prev(mf_cur_t *c)
 {
+    if (fault_hit(c))
+        return -1;
     return map_ret(c->wt->prev(c->wt));
 }
 
@@ -417,6 +669,8 @@ mf_cur_reset(mf_cur_t *c)
 int
 mf_cur_search_rid(mf_cur_t *c, int64_t rid)
 {
+    if (fault_hit(c))
+        return -1;
     c->wt->set_key(c->wt, rid);
     return map_ret(c->wt->search(c->wt));
 }
@@ -425,6 +679,8 @@ int
 mf_cur_search_bytes(mf_cur_t *c, const void *key, size_t len)
 {
     WT_ITEM k = {.data = key, .size = len};
+    if (fault_hit(c))
+        return -1;
     c->wt->set_key(c->wt, &k);
     return map_ret(c->wt->search(c->wt));
 }
@@ -447,6 +703,8 @@ seek_ge(mf_cur_t *c)
 int
 mf_cur_seek_rid_ge(mf_cur_t *c, int64_t rid)
 {
+    if (fault_hit(c))
+        return -1;
     c->wt->set_key(c->wt, rid);
     return seek_ge(c);
 }
@@ -455,8 +713,16 @@ int
 mf_cur_seek_bytes_ge(mf_cur_t *c, const void *key, size_t len)
 {
     WT_ITEM k = {.data = key, .size = len};
+    if (fault_hit(c))
+        return -1;
     c->wt->set_key(c->wt, &k);
     return seek_ge(c);
+}
+
+int
+mf_cur_reserve(mf_cur_t *c)
+{
+    return map_ret(c->wt->reserve(c->wt));
 }
 
 int64_t
@@ -489,6 +755,8 @@ int
 mf_cur_insert_rid(mf_cur_t *c, int64_t rid, const void *val, size_t len)
 {
     WT_ITEM v = {.data = val, .size = len};
+    if (fault_hit(c))
+        return -1;
     c->wt->set_key(c->wt, rid);
     c->wt->set_value(c->wt, &v);
     return map_ret(c->wt->insert(c->wt));
@@ -498,6 +766,8 @@ int
 mf_cur_update_rid(mf_cur_t *c, int64_t rid, const void *val, size_t len)
 {
     WT_ITEM v = {.data = val, .size = len};
+    if (fault_hit(c))
+        return -1;
     c->wt->set_key(c->wt, rid);
     c->wt->set_value(c->wt, &v);
     return map_ret(c->wt->update(c->wt));
@@ -506,6 +776,8 @@ mf_cur_update_rid(mf_cur_t *c, int64_t rid, const void *val, size_t len)
 int
 mf_cur_remove_rid(mf_cur_t *c, int64_t rid)
 {
+    if (fault_hit(c))
+        return -1;
     c->wt->set_key(c->wt, rid);
     return map_ret(c->wt->remove(c->wt));
 }
@@ -514,6 +786,8 @@ int
 mf_cur_insert_bytes(mf_cur_t *c, const void *key, size_t klen, const void *val, size_t vlen)
 {
     WT_ITEM k = {.data = key, .size = klen}, v = {.data = val, .size = vlen};
+    if (fault_hit(c))
+        return -1;
     c->wt->set_key(c->wt, &k);
     c->wt->set_value(c->wt, &v);
     return map_ret(c->wt->insert(c->wt));
@@ -524,6 +798,8 @@ mf_cur_put_bytes(mf_cur_t *c, const void *key, size_t klen, const void *val, siz
 {
     WT_ITEM k = {.data = key, .size = klen}, v = {.data = val, .size = vlen};
     int ret;
+    if (fault_hit(c))
+        return -1;
     c->wt->set_key(c->wt, &k);
     c->wt->set_value(c->wt, &v);
     ret = c->wt->insert(c->wt);
@@ -539,6 +815,8 @@ int
 mf_cur_remove_bytes(mf_cur_t *c, const void *key, size_t klen)
 {
     WT_ITEM k = {.data = key, .size = klen};
+    if (fault_hit(c))
+        return -1;
     c->wt->set_key(c->wt, &k);
     return map_ret(c->wt->remove(c->wt));
 }

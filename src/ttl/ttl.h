@@ -14,7 +14,10 @@
 #include <stdbool.h>
 
 #include "catalog/catalog.h"
+#include "catalog/observer.h"
+#include "common/curop.h"
 #include "common/error.h"
+#include "common/params.h"
 
 /*
  * mf_ttl_normalise_spec: validates the expireAfterSeconds of a createIndexes
@@ -39,6 +42,9 @@ bool mf_ttl_index_seconds(const bson_t *spec, int64_t *secs);
 typedef struct mf_ttl_env {
     mf_storage_t *st;
     mf_catalog_t *cat;
+    mf_params_t *params;         /* the engine's parameters (ttl*) */
+    mf_curops_t *curops;         /* batches register here (currentOp, killOp) */
+    mf_observers_t *observers;   /* the monitor adds itself (wake-ups) */
     _Atomic int64_t *batched_docs;    /* serverStatus().batchedDeletes.docs */
     _Atomic int64_t *batched_batches; /* serverStatus().batchedDeletes.batches */
     /* Total foreground operations so far (any monotonic count); the pacer yields while it grows. */
@@ -51,15 +57,23 @@ typedef struct mf_ttl_env {
     void *arg;
 } mf_ttl_env_t;
 
-/*
- * mf_ttl_monitor_start: starts the monitor thread (it idles while
- * ttlMonitorEnabled is false) and installs the write observer that wakes it
- * for earlier deadlines. Returns 0, or -1 with err.
- */
-int mf_ttl_monitor_start(const mf_ttl_env_t *env, mf_error_t *err) MF_WUR;
+typedef struct mf_ttl_monitor mf_ttl_monitor_t;
 
-/* mf_ttl_monitor_stop: stops and joins the thread (a batch in flight finishes first). */
-void mf_ttl_monitor_stop(void);
+/*
+ * mf_ttl_monitor_start: starts an engine's monitor thread (it idles while
+ * ttlMonitorEnabled is false) and adds the write observer that wakes it for
+ * earlier deadlines and on DDL. Returns 0 with *out set, or -1 with err.
+ */
+int mf_ttl_monitor_start(const mf_ttl_env_t *env, mf_ttl_monitor_t **out, mf_error_t *err) MF_WUR;
+
+/*
+ * mf_ttl_monitor_stop: stops and joins the thread (a batch in flight stops
+ * at its next yield point if interrupted, else finishes). Idempotent.
+ */
+void mf_ttl_monitor_stop(mf_ttl_monitor_t *m);
+
+/* mf_ttl_monitor_free: stops (if needed) and frees m, once no write can reach its observer (NULL is ignored). */
+void mf_ttl_monitor_free(mf_ttl_monitor_t *m);
 
 /*
  * mf_ttl_status_append: appends the monitor's metrics to doc (the
@@ -68,13 +82,13 @@ void mf_ttl_monitor_stop(void);
  * nextDueAt and pace. Reads the catalog (takes its shared lock) for the
  * backlog estimate unless cat is NULL.
  */
-void mf_ttl_status_append(bson_t *doc);
+void mf_ttl_status_append(mf_ttl_monitor_t *m, bson_t *doc);
 
 /*
- * mf_ttl_notify: tells the monitor that the set of TTL indexes or their N
- * changed (createIndexes, dropIndexes, collMod, drop, rename), so it
- * recomputes its next deadline now. Cheap; callable with any lock held.
+ * mf_ttl_notify: tells the monitor to recompute its next deadline now (it
+ * does so by itself on every DDL event it observes). Cheap; callable with
+ * any lock held.
  */
-void mf_ttl_notify(void);
+void mf_ttl_notify(mf_ttl_monitor_t *m);
 
 #endif /* MF_TTL_H */

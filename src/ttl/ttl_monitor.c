@@ -18,7 +18,7 @@
  *   ttlMonitorSubPassTargetSecs; then a new one starts (SPEC D2).
  *
  *   A VISIT reads the TTL index itself: its keys are keystrings, and every
- *   Date key lies in one contiguous range (tag 0x78, keystring.c), so the
+ *   Date key lies in one contiguous range (mf_ks_date_key, keystring.h), so the
  *   documents due are exactly the keys in [Date(min), Date(now - N)]. It
  *   collects up to a batch of record ids from that range, then deletes them
  *   through mf_delete_rids (query/batch.c), the same path as a user's
@@ -60,7 +60,8 @@
 
 #include "common/alloc.h"
 #include "catalog/coll_write.h"
-#include "cmd/curop.h"
+#include "catalog/observer.h"
+#include "common/curop.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/params.h"
@@ -70,9 +71,9 @@
 #include "query/path.h"
 #include "ttl/ttl.h"
 
-#define DATE_TAG 0x78
-#define DATE_KEY_LEN 9
+#define DATE_KEY_LEN MF_KS_DATE_LEN
 #define NO_DEADLINE INT64_MAX
+#define BACKLOG_CAP 1000000
 #define LAT_BUCKETS 64
 
 /* One TTL index as a sub-pass sees it (copied out of the catalog). */
@@ -86,7 +87,7 @@ typedef struct ttl_target {
     size_t resume_len; /* 0: start of the Date range */
 } ttl_target_t;
 
-static struct {
+struct mf_ttl_monitor {
     mf_ttl_env_t env;
     pthread_t thread;
     bool running;
@@ -96,48 +97,57 @@ static struct {
     bool kick;
     _Atomic int64_t next_due_ms; /* computed from the indexes (committed data) */
     _Atomic int64_t deleted, passes, subpasses;
-    _Atomic int64_t pace_dps;    /* deletions per second over the last visit that deleted */
+    _Atomic int64_t pace_dps;
+    /*
+     * Backlog (SPEC D8 beyond): due keys counted by the monitor whenever it
+     * recomputes its deadline, lowered as it deletes. serverStatus asks for a
+     * fresh count (refresh_req) and waits a little for it (refresh_done,
+     * refresh_cv); it never reads an index itself.
+     */
+    _Atomic int64_t backlog;
+    _Atomic bool backlog_capped;
+    int64_t refresh_req, refresh_done; /* guarded by mu */
+    pthread_cond_t refresh_cv;    /* deletions per second over the last visit that deleted */
     /* lateness histogram: bucket i holds latenesses in [2^(i-1), 2^i) ms; bucket 0 is < 1 ms */
     pthread_mutex_t lat_mu;
     int64_t lat_count;
     int64_t lat_max;
     int64_t lat_buckets[LAT_BUCKETS];
-} M = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER, .lat_mu = PTHREAD_MUTEX_INITIALIZER};
+};
 
 
 void
-mf_ttl_notify(void)
+mf_ttl_notify(mf_ttl_monitor_t *m)
 {
-    pthread_mutex_lock(&M.mu);
-    M.kick = true;
-    pthread_cond_signal(&M.cv);
-    pthread_mutex_unlock(&M.mu);
+    pthread_mutex_lock(&m->mu);
+    m->kick = true;
+    pthread_cond_signal(&m->cv);
+    pthread_mutex_unlock(&m->mu);
 }
 
 static void
 on_param_change(void *arg, mf_param_t *p)
 {
-    (void)arg;
     if (strncmp(p->name, "ttl", 3) == 0)
-        mf_ttl_notify();
+        mf_ttl_notify(arg);
 }
 
 /* ---------- lateness histogram ---------- */
 
 static void
-lateness_record(int64_t ms)
+lateness_record(mf_ttl_monitor_t *m, int64_t ms)
 {
     int b = 0;
     if (ms < 0)
         ms = 0;
     while (b < LAT_BUCKETS - 1 && ms >= ((int64_t)1 << b))
         b++;
-    pthread_mutex_lock(&M.lat_mu);
-    M.lat_buckets[b]++;
-    M.lat_count++;
-    if (ms > M.lat_max)
-        M.lat_max = ms;
-    pthread_mutex_unlock(&M.lat_mu);
+    pthread_mutex_lock(&m->lat_mu);
+    m->lat_buckets[b]++;
+    m->lat_count++;
+    if (ms > m->lat_max)
+        m->lat_max = ms;
+    pthread_mutex_unlock(&m->lat_mu);
 }
 
 /* Upper edge (ms) of the bucket holding quantile q. */
@@ -158,37 +168,6 @@ lateness_quantile(const int64_t *buckets, int64_t count, int64_t max, double q)
 }
 
 /* ---------- keys and dates ---------- */
-
-static void
-date_key(int64_t ms, bool desc, uint8_t out[DATE_KEY_LEN])
-{
-    uint64_t u = (uint64_t)ms ^ 0x8000000000000000ULL;
-    out[0] = DATE_TAG;
-    for (int i = 0; i < 8; i++)
-        out[1 + i] = (uint8_t)(u >> (56 - 8 * i));
-    if (desc) {
-        for (int i = 0; i < DATE_KEY_LEN; i++)
-            out[i] ^= 0xFF;
-    }
-}
-
-/* Decodes the Date at the start of key; false if the key is not a Date. */
-static bool
-key_date(const uint8_t *key, size_t len, bool desc, int64_t *ms)
-{
-    uint8_t b[DATE_KEY_LEN];
-    if (len < DATE_KEY_LEN)
-        return false;
-    for (int i = 0; i < DATE_KEY_LEN; i++)
-        b[i] = desc ? (uint8_t)(key[i] ^ 0xFF) : key[i];
-    if (b[0] != DATE_TAG)
-        return false;
-    uint64_t u = 0;
-    for (int i = 1; i < DATE_KEY_LEN; i++)
-        u = (u << 8) | b[i];
-    *ms = (int64_t)(u ^ 0x8000000000000000ULL);
-    return true;
-}
 
 typedef struct earliest_ctx {
     int64_t min;
@@ -231,7 +210,7 @@ static mf_index_t *
 find_ttl_index(mf_coll_t *c, const char *name, int64_t *secs)
 {
     mf_index_t *ix = mf_coll_index_by_name(c, name);
-    if (ix == NULL || ix->kp.nfields != 1 || !mf_ttl_index_seconds(ix->spec, secs))
+    if (ix == NULL || ix->building || ix->kp.nfields != 1 || !mf_ttl_index_seconds(ix->spec, secs))
         return NULL;
     return ix;
 }
@@ -248,7 +227,7 @@ collect_targets(void *arg, mf_coll_t *c)
     for (int i = 0; i < c->nindexes; i++) {
         int64_t secs;
         mf_index_t *ix = c->indexes[i];
-        if (ix->is_id || ix->kp.nfields != 1 || !mf_ttl_index_seconds(ix->spec, &secs))
+        if (ix->is_id || ix->building || ix->kp.nfields != 1 || !mf_ttl_index_seconds(ix->spec, &secs))
             continue;
         if (l->n == l->cap) {
             l->cap = l->cap ? l->cap * 2 : 8;
@@ -274,7 +253,7 @@ targets_clear(target_list_t *l)
 
 /* Finds the target's collection again (by namespace and UUID). Catalog lock held. */
 static mf_coll_t *
-refind(const ttl_target_t *t)
+refind(mf_ttl_monitor_t *m, const ttl_target_t *t)
 {
     char db[128];
     const char *dot = strchr(t->ns, '.');
@@ -282,7 +261,7 @@ refind(const ttl_target_t *t)
         return NULL;
     memcpy(db, t->ns, (size_t)(dot - t->ns));
     db[dot - t->ns] = '\0';
-    mf_coll_t *c = mf_catalog_coll_find(M.env.cat, db, dot + 1);
+    mf_coll_t *c = mf_catalog_coll_find(m->env.cat, db, dot + 1);
     if (c == NULL || memcmp(c->uuid, t->uuid, 16) != 0)
         return NULL;
     return c;
@@ -308,18 +287,26 @@ index_deadline(mf_sess_t *s, mf_index_t *ix, int64_t secs, int64_t now, int64_t 
     if (mf_cur_open(s, ix->uri, &cur, &err) != 0)
         return NO_DEADLINE;
     if (!desc) {
-        date_key(INT64_MIN, false, lo);
+        mf_ks_date_key(INT64_MIN, false, lo);
         r = mf_cur_seek_bytes_ge(cur, lo, DATE_KEY_LEN);
     } else {
         /* Descending: the earliest date has the largest bytes; step back from just above the range. */
-        uint8_t above[1] = {(uint8_t)((DATE_TAG ^ 0xFF) + 1)};
+        uint8_t above[MF_KS_DATE_LEN];
+        mf_ks_date_key(0, true, above);
+        above[0]++; /* every descending Date key starts with the byte below */
         /* Found or not, the earliest date is the entry just before that point. */
-        (void)mf_cur_seek_bytes_ge(cur, above, 1);
-        r = mf_cur_prev(cur);
+        r = mf_cur_seek_bytes_ge(cur, above, 1);
+        r = r == 0 || r == MF_NOTFOUND ? mf_cur_prev(cur) : r;
+    }
+    if (r != 0 && r != MF_NOTFOUND) {
+        /* A storage error is not "nothing due": look again in a second. */
+        mf_cur_close(cur);
+        mf_log(MF_LOG_WARN, "TTL", "reading TTL index %s failed; retrying", ix->name);
+        return now + 1000;
     }
     if (r == 0) {
         mf_cur_key_bytes(cur, &k, &klen);
-        if (key_date(k, klen, desc, &ms))
+        if (mf_ks_date_from_key(k, klen, desc, &ms))
             deadline = add_secs(ms, secs);
     }
     if (backlog != NULL && deadline != NO_DEADLINE && deadline <= now) {
@@ -327,7 +314,7 @@ index_deadline(mf_sess_t *s, mf_index_t *ix, int64_t secs, int64_t now, int64_t 
         int64_t cutoff = now - secs * 1000;
         while (r == 0 && n < cap) {
             mf_cur_key_bytes(cur, &k, &klen);
-            if (!key_date(k, klen, desc, &ms) || ms > cutoff)
+            if (!mf_ks_date_from_key(k, klen, desc, &ms) || ms > cutoff)
                 break;
             n++;
             r = desc ? mf_cur_prev(cur) : mf_cur_next(cur);
@@ -373,17 +360,17 @@ ttl_check(void *arg, int64_t rid, const bson_t *doc)
 }
 
 static int64_t
-foreground_ops(void)
+foreground_ops(mf_ttl_monitor_t *m)
 {
-    return M.env.foreground_ops ? M.env.foreground_ops(M.env.arg) : 0;
+    return m->env.foreground_ops ? m->env.foreground_ops(m->env.arg) : 0;
 }
 
 static bool
-should_stop(void)
+should_stop(mf_ttl_monitor_t *m)
 {
-    pthread_mutex_lock(&M.mu);
-    bool s = M.stop;
-    pthread_mutex_unlock(&M.mu);
+    pthread_mutex_lock(&m->mu);
+    bool s = m->stop;
+    pthread_mutex_unlock(&m->mu);
     return s;
 }
 
@@ -392,13 +379,13 @@ should_stop(void)
  * Returns true if it stopped because of a target (more may be due).
  */
 static bool
-visit(mf_sess_t *s, ttl_target_t *t)
+visit(mf_ttl_monitor_t *m, mf_sess_t *s, ttl_target_t *t)
 {
-    int64_t target_docs = mf_param_get("ttlIndexDeleteTargetDocs");
-    int64_t target_ms = mf_param_get("ttlIndexDeleteTargetTimeMS");
-    bool batched = mf_param_get("ttlMonitorBatchDeletes") != 0;
-    int64_t batch_docs = mf_param_get("ttlMonitorBatchDocs");
-    int64_t yield_pct = mf_param_get("ttlMonitorYieldPercent");
+    int64_t target_docs = mf_param_get(m->env.params, "ttlIndexDeleteTargetDocs");
+    int64_t target_ms = mf_param_get(m->env.params, "ttlIndexDeleteTargetTimeMS");
+    bool batched = mf_param_get(m->env.params, "ttlMonitorBatchDeletes") != 0;
+    int64_t batch_docs = mf_param_get(m->env.params, "ttlMonitorBatchDocs");
+    int64_t yield_pct = mf_param_get(m->env.params, "ttlMonitorYieldPercent");
     int64_t start_us = mf_mono_us(), deleted_here = 0;
     size_t cap = (size_t)(batch_docs > 0 ? batch_docs : 500);
     int64_t *rids = mf_malloc(cap * sizeof(*rids));
@@ -406,17 +393,17 @@ visit(mf_sess_t *s, ttl_target_t *t)
     bool more = false;
 
     for (;;) {
-        if (should_stop() || mf_param_get("ttlMonitorEnabled") == 0)
+        if (should_stop(m) || mf_param_get(m->env.params, "ttlMonitorEnabled") == 0)
             break;
-        int64_t fg_before = foreground_ops();
+        int64_t fg_before = foreground_ops(m);
         int64_t batch_start = mf_mono_us();
-        mf_catalog_rdlock(M.env.cat);
-        mf_coll_t *c = refind(t);
+        mf_catalog_rdlock(m->env.cat);
+        mf_coll_t *c = refind(m, t);
         int64_t secs;
         mf_index_t *ix = c ? find_ttl_index(c, t->index, &secs) : NULL;
         if (ix == NULL) {
             /* Dropped (collection or index) or no longer TTL: nothing to do (SPEC D6). */
-            mf_catalog_unlock(M.env.cat);
+            mf_catalog_unlock(m->env.cat);
             break;
         }
         t->secs = secs;
@@ -428,17 +415,17 @@ visit(mf_sess_t *s, ttl_target_t *t)
             cutoff = INT64_MIN; /* nothing can be due */
         /* Byte range of due keys: ascending [Date(min), Date(cutoff)]; descending mirrored. */
         if (!desc) {
-            date_key(INT64_MIN, false, lo);
-            date_key(cutoff, false, hi);
+            mf_ks_date_key(INT64_MIN, false, lo);
+            mf_ks_date_key(cutoff, false, hi);
         } else {
-            date_key(cutoff, true, lo);
-            date_key(INT64_MIN, true, hi);
+            mf_ks_date_key(cutoff, true, lo);
+            mf_ks_date_key(INT64_MIN, true, hi);
         }
         mf_cur_t *cur;
         mf_error_t err;
         size_t n = 0;
         if (mf_cur_open(s, ix->uri, &cur, &err) != 0) {
-            mf_catalog_unlock(M.env.cat);
+            mf_catalog_unlock(m->env.cat);
             mf_log(MF_LOG_WARN, "TTL", "cannot open index %s on %s: %s", t->index, t->ns, err.msg);
             break;
         }
@@ -477,6 +464,13 @@ visit(mf_sess_t *s, ttl_target_t *t)
          * key still inside the due range is a resume point; any other key
          * (longer, of another type) ends the range.
          */
+        if (r != 0 && r != MF_NOTFOUND) {
+            /* A storage error is not the end of the due range: give up this visit, retry on a later pass. */
+            mf_cur_close(cur);
+            mf_catalog_unlock(m->env.cat);
+            mf_log(MF_LOG_WARN, "TTL", "reading TTL index %s on %s failed; will retry", t->index, t->ns);
+            break;
+        }
         bool range_left = false;
         t->resume_len = 0;
         if (r == 0 && n >= cap) {
@@ -489,7 +483,7 @@ visit(mf_sess_t *s, ttl_target_t *t)
         }
         mf_cur_close(cur);
         if (n == 0) {
-            mf_catalog_unlock(M.env.cat);
+            mf_catalog_unlock(m->env.cat);
             break;
         }
 
@@ -503,32 +497,41 @@ visit(mf_sess_t *s, ttl_target_t *t)
         BSON_APPEND_UTF8(&desc_cmd, "delete", cname);
         BSON_APPEND_UTF8(&desc_cmd, "ttlIndex", t->index);
         BSON_APPEND_INT64(&desc_cmd, "expireAfterSeconds", secs);
-        mf_curop_t *op = mf_curop_begin("remove", t->ns, "TTLMonitor", &desc_cmd, 0);
+        mf_curop_t *op = mf_curop_begin(m->env.curops, "remove", t->ns, "TTLMonitor", &desc_cmd, 0);
         bson_destroy(&desc_cmd);
         tls_batch = &cx;
+        mf_curop_set_current(op);
         int rc = mf_delete_rids(s, c, rids, n, batched ? 0 : 1, false, ttl_check, &cx, &st, &err);
+        mf_curop_set_current(NULL);
         tls_batch = NULL;
         mf_curop_end(op);
-        mf_catalog_unlock(M.env.cat);
+        mf_catalog_unlock(m->env.cat);
         mf_storage_session_release(s);
-        if (rc != 0)
+        bool interrupted = rc != 0 && (err.code == MF_E_Interrupted || err.code == MF_E_InterruptedAtShutdown);
+        if (interrupted)
+            mf_log(MF_LOG_INFO, "TTL", "TTL batch on %s (index %s) interrupted: %d %s", t->ns, t->index, err.code,
+                   err.msg);
+        else if (rc != 0)
             mf_log(MF_LOG_WARN, "TTL", "deleting expired documents from %s (index %s) failed, will retry: %s", t->ns,
                    t->index, err.msg);
 
         int64_t after = mf_now_ms();
-        if (M.env.on_batch && st.deleted > 0)
-            M.env.on_batch(M.env.arg, t->ns, t->index, secs, st.deleted, (mf_mono_us() - batch_start) / 1000);
+        if (m->env.on_batch && st.deleted > 0)
+            m->env.on_batch(m->env.arg, t->ns, t->index, secs, st.deleted, (mf_mono_us() - batch_start) / 1000);
         for (size_t i = 0; i < cx.committed; i++)
-            lateness_record(after - cx.expiries[i]);
-        atomic_fetch_add(&M.deleted, st.deleted);
-        if (batched && M.env.batched_docs) {
-            atomic_fetch_add(M.env.batched_docs, st.deleted);
-            atomic_fetch_add(M.env.batched_batches, st.batches);
+            lateness_record(m, after - cx.expiries[i]);
+        atomic_fetch_add(&m->deleted, st.deleted);
+        int64_t b = atomic_load(&m->backlog);
+        while (b > 0 && !atomic_compare_exchange_weak(&m->backlog, &b, b > st.deleted ? b - st.deleted : 0))
+            ;
+        if (batched && m->env.batched_docs) {
+            atomic_fetch_add(m->env.batched_docs, st.deleted);
+            atomic_fetch_add(m->env.batched_batches, st.batches);
         }
         deleted_here += st.deleted;
         int64_t elapsed_us = mf_mono_us() - start_us;
         if (elapsed_us > 0 && deleted_here > 0)
-            atomic_store(&M.pace_dps, deleted_here * 1000000 / elapsed_us);
+            atomic_store(&m->pace_dps, deleted_here * 1000000 / elapsed_us);
 
         if (rc != 0 || (!range_left && st.deleted == 0))
             break; /* nothing deletable in what is left of the range */
@@ -538,7 +541,7 @@ visit(mf_sess_t *s, ttl_target_t *t)
             break;
         }
         /* SPEC D9 (beyond): yield to foreground work between batches. */
-        if (yield_pct > 0 && foreground_ops() != fg_before) {
+        if (yield_pct > 0 && foreground_ops(m) != fg_before) {
             int64_t pause_us = (mf_mono_us() - batch_start) * yield_pct / 100;
             if (pause_us > 0) {
                 struct timespec ts = {pause_us / 1000000, (long)(pause_us % 1000000) * 1000};
@@ -555,32 +558,32 @@ visit(mf_sess_t *s, ttl_target_t *t)
 /* ---------- passes ---------- */
 
 static void
-run_pass(mf_sess_t *s)
+run_pass(mf_ttl_monitor_t *m, mf_sess_t *s)
 {
     int64_t subpass_secs;
     target_list_t l = {0};
     bool work_left = true;
 
-    atomic_fetch_add(&M.passes, 1);
-    while (work_left && !should_stop() && mf_param_get("ttlMonitorEnabled") != 0) {
+    atomic_fetch_add(&m->passes, 1);
+    while (work_left && !should_stop(m) && mf_param_get(m->env.params, "ttlMonitorEnabled") != 0) {
         /* A sub-pass: a fresh snapshot of the TTL indexes, visited round-robin. */
-        atomic_fetch_add(&M.subpasses, 1);
-        subpass_secs = mf_param_get("ttlMonitorSubPassTargetSecs");
+        atomic_fetch_add(&m->subpasses, 1);
+        subpass_secs = mf_param_get(m->env.params, "ttlMonitorSubPassTargetSecs");
         int64_t sub_start = mf_mono_us();
         targets_clear(&l);
-        mf_catalog_rdlock(M.env.cat);
-        mf_catalog_coll_list(M.env.cat, NULL, collect_targets, &l);
-        mf_catalog_unlock(M.env.cat);
+        mf_catalog_rdlock(m->env.cat);
+        mf_catalog_coll_list(m->env.cat, NULL, collect_targets, &l);
+        mf_catalog_unlock(m->env.cat);
         for (int i = 0; i < l.n; i++)
             l.v[i].more = true;
         work_left = false;
         bool any = true;
-        while (any && !should_stop()) {
+        while (any && !should_stop(m)) {
             any = false;
             for (int i = 0; i < l.n; i++) {
                 if (!l.v[i].more)
                     continue;
-                if (visit(s, &l.v[i]))
+                if (visit(m, s, &l.v[i]))
                     any = true;
             }
             if (any && subpass_secs > 0 && (mf_mono_us() - sub_start) / 1000000 >= subpass_secs) {
@@ -595,24 +598,36 @@ run_pass(mf_sess_t *s)
 
 /* Earliest deadline over every TTL index (NO_DEADLINE if none). */
 static int64_t
-compute_next_due(mf_sess_t *s)
+compute_next_due(mf_ttl_monitor_t *m, mf_sess_t *s)
 {
     target_list_t l = {0};
-    int64_t best = NO_DEADLINE, now = mf_now_ms();
+    int64_t best = NO_DEADLINE, now = mf_now_ms(), backlog = 0;
+    const int64_t cap = BACKLOG_CAP;
 
-    mf_catalog_rdlock(M.env.cat);
-    mf_catalog_coll_list(M.env.cat, NULL, collect_targets, &l);
+    /* The refresh a reader may be waiting for covers from here on. */
+    pthread_mutex_lock(&m->mu);
+    int64_t gen = m->refresh_req;
+    pthread_mutex_unlock(&m->mu);
+    mf_catalog_rdlock(m->env.cat);
+    mf_catalog_coll_list(m->env.cat, NULL, collect_targets, &l);
     for (int i = 0; i < l.n; i++) {
-        mf_coll_t *c = refind(&l.v[i]);
+        mf_coll_t *c = refind(m, &l.v[i]);
         int64_t secs;
         mf_index_t *ix = c ? find_ttl_index(c, l.v[i].index, &secs) : NULL;
         if (ix == NULL)
             continue;
-        int64_t d = index_deadline(s, ix, secs, now, NULL, 0);
+        /* The backlog is counted here, on the monitor's thread (bounded), never by serverStatus. */
+        int64_t d = index_deadline(s, ix, secs, now, &backlog, cap > backlog ? cap - backlog : 0);
         if (d < best)
             best = d;
     }
-    mf_catalog_unlock(M.env.cat);
+    mf_catalog_unlock(m->env.cat);
+    atomic_store(&m->backlog, backlog);
+    atomic_store(&m->backlog_capped, backlog >= cap);
+    pthread_mutex_lock(&m->mu);
+    m->refresh_done = gen;
+    pthread_cond_broadcast(&m->refresh_cv);
+    pthread_mutex_unlock(&m->mu);
     mf_storage_session_release(s);
     targets_clear(&l);
     free(l.v);
@@ -625,20 +640,20 @@ compute_next_due(mf_sess_t *s)
  * Returns true if it was kicked (and clears the kick). Called with mu free.
  */
 static bool
-wait_for(int64_t wait_ms)
+wait_for(mf_ttl_monitor_t *m, int64_t wait_ms)
 {
-    pthread_mutex_lock(&M.mu);
-    if (!M.stop && !M.kick && wait_ms > 0) {
+    pthread_mutex_lock(&m->mu);
+    if (!m->stop && !m->kick && wait_ms > 0) {
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
         int64_t ns = ts.tv_nsec + (wait_ms % 1000) * 1000000;
         ts.tv_sec += wait_ms / 1000 + ns / 1000000000;
         ts.tv_nsec = ns % 1000000000;
-        pthread_cond_timedwait(&M.cv, &M.mu, &ts);
+        pthread_cond_timedwait(&m->cv, &m->mu, &ts);
     }
-    bool kicked = M.kick;
-    M.kick = false;
-    pthread_mutex_unlock(&M.mu);
+    bool kicked = m->kick;
+    m->kick = false;
+    pthread_mutex_unlock(&m->mu);
     return kicked;
 }
 
@@ -664,9 +679,9 @@ ms_until(int64_t t, int64_t now, int64_t cap)
 static void *
 monitor_main(void *arg)
 {
-    mf_sess_t *s = mf_storage_session(M.env.st);
+    mf_ttl_monitor_t *m = arg;
+    mf_sess_t *s = mf_storage_session(m->env.st);
     int64_t last_pass_end = 0, not_before = 0;
-    (void)arg;
 
     /*
      * A batch runs under the catalog's shared lock: on repeated write
@@ -678,30 +693,30 @@ monitor_main(void *arg)
     if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10) != 0)
         mf_log(MF_LOG_INFO, "TTL", "could not lower the TTL monitor's priority");
     mf_log(MF_LOG_INFO, "TTL", "TTL monitor started (sleep %llds, precise %s)",
-           (long long)mf_param_get("ttlMonitorSleepSecs"), mf_param_get("ttlMonitorPrecise") ? "on" : "off");
-    atomic_store(&M.next_due_ms, compute_next_due(s));
+           (long long)mf_param_get(m->env.params, "ttlMonitorSleepSecs"), mf_param_get(m->env.params, "ttlMonitorPrecise") ? "on" : "off");
+    atomic_store(&m->next_due_ms, compute_next_due(m, s));
     for (;;) {
-        if (should_stop())
+        if (should_stop(m))
             break;
-        bool enabled = mf_param_get("ttlMonitorEnabled") != 0;
-        bool precise = mf_param_get("ttlMonitorPrecise") != 0;
-        int64_t sleep_ms = mf_param_get("ttlMonitorSleepSecs") * 1000; /* bounded: the parameter is an int32 */
+        bool enabled = mf_param_get(m->env.params, "ttlMonitorEnabled") != 0;
+        bool precise = mf_param_get(m->env.params, "ttlMonitorPrecise") != 0;
+        int64_t sleep_ms = mf_param_get(m->env.params, "ttlMonitorSleepSecs") * 1000; /* bounded: the parameter is an int32 */
         int64_t now = mf_now_ms();
         int64_t periodic = last_pass_end + sleep_ms;
-        int64_t due = atomic_load(&M.next_due_ms);
+        int64_t due = atomic_load(&m->next_due_ms);
         if (due < not_before)
             due = not_before;
         if (enabled && (now >= periodic || (precise && due <= now))) {
-            int64_t before = atomic_load(&M.deleted);
-            run_pass(s);
+            int64_t before = atomic_load(&m->deleted);
+            run_pass(m, s);
             last_pass_end = mf_now_ms();
-            int64_t next = compute_next_due(s);
-            atomic_store(&M.next_due_ms, next);
+            int64_t next = compute_next_due(m, s);
+            atomic_store(&m->next_due_ms, next);
             /*
              * Something still due that the pass could not delete (every batch
              * failed): do not spin; try again in a second.
              */
-            not_before = (next <= last_pass_end && atomic_load(&M.deleted) == before) ? last_pass_end + 1000 : 0;
+            not_before = (next <= last_pass_end && atomic_load(&m->deleted) == before) ? last_pass_end + 1000 : 0;
             continue;
         }
         int64_t wait = 1000; /* disabled, or nothing sooner: re-read parameters every second */
@@ -710,12 +725,12 @@ monitor_main(void *arg)
             if (precise)
                 wait = ms_until(due, now, wait);
         }
-        if (wait_for(wait) && !should_stop()) {
-            atomic_store(&M.next_due_ms, compute_next_due(s));
+        if (wait_for(m, wait) && !should_stop(m)) {
+            atomic_store(&m->next_due_ms, compute_next_due(m, s));
             not_before = 0;
         }
     }
-    mf_storage_session_release(s);
+    mf_storage_session_close_thread(m->env.st);
     mf_log(MF_LOG_INFO, "TTL", "TTL monitor stopped");
     return NULL;
 }
@@ -724,34 +739,35 @@ monitor_main(void *arg)
 
 /*
  * The observer runs inside the writer's transaction, before it commits, so
- * the monitor cannot see the document yet. It only marks the writing thread;
- * the storage transaction hook kicks the monitor once that transaction has
- * committed, and the monitor then recomputes its deadline from the index.
+ * the monitor cannot see the document yet. It only marks the writing thread
+ * with the monitor to wake; the observer list's on_txn_end then kicks that
+ * monitor once the transaction has committed, and the monitor recomputes its
+ * deadline from the index. No wake-up is lost and none relies on timing.
  */
-static __thread bool tls_moved_deadline;
-
+static __thread mf_ttl_monitor_t *tls_moved_deadline;
 
 static void
-observe_doc(mf_coll_t *c, const bson_t *doc)
+observe_doc(mf_ttl_monitor_t *m, mf_coll_t *c, const bson_t *doc)
 {
-    int64_t due = atomic_load(&M.next_due_ms);
+    int64_t due = atomic_load(&m->next_due_ms);
     for (int i = 0; i < c->nindexes; i++) {
         int64_t secs, earliest;
         mf_index_t *ix = c->indexes[i];
-        if (ix->is_id || ix->kp.nfields != 1 || !mf_ttl_index_seconds(ix->spec, &secs))
+        if (ix->is_id || ix->building || ix->kp.nfields != 1 || !mf_ttl_index_seconds(ix->spec, &secs))
             continue;
         if (!doc_earliest_date(doc, ix->kp.fields[0], &earliest))
             continue;
         if (add_secs(earliest, secs) < due) {
-            tls_moved_deadline = true;
+            tls_moved_deadline = m;
             return;
         }
     }
 }
 
 static void
-on_txn_end(bool committed)
+obs_txn_end(void *arg, bool committed)
 {
+    mf_ttl_monitor_t *m = arg;
     if (tls_batch != NULL) {
         /* The monitor's batch: keep the lateness of committed deletions only. */
         if (committed)
@@ -759,83 +775,118 @@ on_txn_end(bool committed)
         else
             tls_batch->nexp = tls_batch->committed;
     }
-    if (!tls_moved_deadline)
+    if (tls_moved_deadline != m)
         return;
-    tls_moved_deadline = false;
+    tls_moved_deadline = NULL;
     if (committed)
-        mf_ttl_notify();
+        mf_ttl_notify(m);
 }
 
 static void
 obs_insert(void *arg, mf_coll_t *c, const bson_t *doc)
 {
-    (void)arg;
-    observe_doc(c, doc);
+    observe_doc(arg, c, doc);
 }
 
 static void
 obs_update(void *arg, mf_coll_t *c, const bson_t *olddoc, const bson_t *newdoc)
 {
-    (void)arg;
     (void)olddoc;
-    observe_doc(c, newdoc);
+    observe_doc(arg, c, newdoc);
+}
+
+/* DDL can add, drop, move or change a TTL index: recompute the deadline. */
+static void
+obs_ddl(void *arg, const mf_ddl_event_t *ev)
+{
+    (void)ev;
+    mf_ttl_notify(arg);
 }
 
 int
-mf_ttl_monitor_start(const mf_ttl_env_t *env, mf_error_t *err)
+mf_ttl_monitor_start(const mf_ttl_env_t *env, mf_ttl_monitor_t **out, mf_error_t *err)
 {
-    mf_observer_t obs = {obs_insert, obs_update, NULL, NULL};
+    mf_ttl_monitor_t *m = mf_calloc(1, sizeof(*m));
+    mf_observer_t obs = {.on_insert = obs_insert, .on_update = obs_update, .on_ddl = obs_ddl,
+                         .on_txn_end = obs_txn_end, .arg = m};
 
-    M.env = *env;
+    m->env = *env;
+    pthread_mutex_init(&m->mu, NULL);
+    pthread_mutex_init(&m->lat_mu, NULL);
     /* The condition variable waits on the monotonic clock (wall-clock jumps must not stall it). */
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_destroy(&M.cv);
-    pthread_cond_init(&M.cv, &ca);
+    pthread_cond_init(&m->cv, &ca);
+    pthread_cond_init(&m->refresh_cv, &ca);
     pthread_condattr_destroy(&ca);
-    M.stop = false;
-    M.kick = false;
-    atomic_store(&M.next_due_ms, NO_DEADLINE);
-    mf_observer_set(&obs);
-    mf_storage_set_txn_hook(on_txn_end);
-    mf_param_on_change(on_param_change, NULL);
-    if (pthread_create(&M.thread, NULL, monitor_main, NULL) != 0)
-        return mf_err_set(err, MF_E_InternalError, "cannot start the TTL monitor thread");
-    M.running = true;
+    atomic_store(&m->next_due_ms, NO_DEADLINE);
+    if (mf_observers_add(env->observers, &obs, err) != 0)
+        goto err_free;
+    mf_param_on_change(env->params, on_param_change, m);
+    if (pthread_create(&m->thread, NULL, monitor_main, m) != 0) {
+        mf_err_set(err, MF_E_InternalError, "cannot start the TTL monitor thread");
+        goto err_free;
+    }
+    m->running = true;
+    *out = m;
     return 0;
+
+err_free:
+    /* An observer already added stays registered with arg m: only reached before serving, and the engine then fails to open. */
+    pthread_cond_destroy(&m->refresh_cv);
+    pthread_cond_destroy(&m->cv);
+    pthread_mutex_destroy(&m->mu);
+    pthread_mutex_destroy(&m->lat_mu);
+    free(m);
+    return -1;
 }
 
 void
-mf_ttl_monitor_stop(void)
+mf_ttl_monitor_stop(mf_ttl_monitor_t *m)
 {
-    if (!M.running)
+    if (m == NULL)
         return;
-    pthread_mutex_lock(&M.mu);
-    M.stop = true;
-    pthread_cond_signal(&M.cv);
-    pthread_mutex_unlock(&M.mu);
-    pthread_join(M.thread, NULL);
-    M.running = false;
+    if (m->running) {
+        pthread_mutex_lock(&m->mu);
+        m->stop = true;
+        pthread_cond_signal(&m->cv);
+        pthread_mutex_unlock(&m->mu);
+        pthread_join(m->thread, NULL);
+        m->running = false;
+    }
+}
+
+void
+mf_ttl_monitor_free(mf_ttl_monitor_t *m)
+{
+    if (m == NULL)
+        return;
+    mf_ttl_monitor_stop(m);
+    pthread_cond_destroy(&m->refresh_cv);
+    pthread_cond_destroy(&m->cv);
+    pthread_mutex_destroy(&m->mu);
+    pthread_mutex_destroy(&m->lat_mu);
+    free(m);
 }
 
 /* ---------- serverStatus ---------- */
 
 void
-mf_ttl_status_append(bson_t *doc)
+mf_ttl_status_append(mf_ttl_monitor_t *m, bson_t *doc)
 {
     int64_t buckets[LAT_BUCKETS], count, max;
     bson_t sub, hist;
 
-    BSON_APPEND_INT64(doc, "deletedDocuments", atomic_load(&M.deleted));
-    BSON_APPEND_INT64(doc, "passes", atomic_load(&M.passes));
-    BSON_APPEND_INT64(doc, "subPasses", atomic_load(&M.subpasses));
+    BSON_APPEND_INT64(doc, "deletedDocuments", atomic_load(&m->deleted));
+    BSON_APPEND_INT64(doc, "passes", atomic_load(&m->passes));
+    BSON_APPEND_INT64(doc, "subPasses", atomic_load(&m->subpasses));
 
-    pthread_mutex_lock(&M.lat_mu);
-    memcpy(buckets, M.lat_buckets, sizeof(buckets));
-    count = M.lat_count;
-    max = M.lat_max;
-    pthread_mutex_unlock(&M.lat_mu);
+    pthread_mutex_lock(&m->lat_mu);
+    memcpy(buckets, m->lat_buckets, sizeof(buckets));
+    count = m->lat_count;
+    max = m->lat_max;
+    pthread_mutex_unlock(&m->lat_mu);
     BSON_APPEND_DOCUMENT_BEGIN(doc, "lateness", &sub);
     BSON_APPEND_INT64(&sub, "count", count);
     BSON_APPEND_INT64(&sub, "p50Ms", lateness_quantile(buckets, count, max, 0.50));
@@ -852,34 +903,38 @@ mf_ttl_status_append(bson_t *doc)
     bson_append_document_end(&sub, &hist);
     bson_append_document_end(doc, &sub);
 
-    /* Backlog: keys already due, counted from the indexes (bounded work). */
-    int64_t backlog = 0;
-    bool capped = false;
-    if (M.running) {
-        mf_sess_t *s = mf_storage_session(M.env.st);
-        target_list_t l = {0};
-        int64_t now = mf_now_ms(), cap = 1000000;
-        mf_catalog_rdlock(M.env.cat);
-        mf_catalog_coll_list(M.env.cat, NULL, collect_targets, &l);
-        for (int i = 0; i < l.n && backlog < cap; i++) {
-            mf_coll_t *c = refind(&l.v[i]);
-            int64_t secs;
-            mf_index_t *ix = c ? find_ttl_index(c, l.v[i].index, &secs) : NULL;
-            if (ix != NULL)
-                (void)index_deadline(s, ix, secs, now, &backlog, cap - backlog);
+    /*
+     * Backlog: ask the monitor for a fresh count and wait for it briefly (it
+     * is counted on the monitor's thread); while the monitor is busy with a
+     * pass, the count it keeps (lowered as it deletes) is reported.
+     */
+    if (m->running) {
+        pthread_mutex_lock(&m->mu);
+        int64_t want = ++m->refresh_req;
+        m->kick = true;
+        pthread_cond_signal(&m->cv);
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        ts.tv_nsec += 250 * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
         }
-        mf_catalog_unlock(M.env.cat);
-        targets_clear(&l);
-        free(l.v);
-        capped = backlog >= cap;
+        while (m->refresh_done < want && !m->stop) {
+            if (pthread_cond_timedwait(&m->refresh_cv, &m->mu, &ts) != 0)
+                break;
+        }
+        pthread_mutex_unlock(&m->mu);
     }
+    int64_t backlog = atomic_load(&m->backlog);
+    bool capped = atomic_load(&m->backlog_capped);
     BSON_APPEND_INT64(doc, "backlog", backlog);
     BSON_APPEND_BOOL(doc, "backlogIsLowerBound", capped);
-    int64_t due = atomic_load(&M.next_due_ms);
+    int64_t due = atomic_load(&m->next_due_ms);
     if (due == NO_DEADLINE)
         BSON_APPEND_NULL(doc, "nextDueAt");
     else
         BSON_APPEND_DATE_TIME(doc, "nextDueAt", due);
-    BSON_APPEND_INT64(doc, "paceDocsPerSec", atomic_load(&M.pace_dps));
-    BSON_APPEND_BOOL(doc, "precise", mf_param_get("ttlMonitorPrecise") != 0);
+    BSON_APPEND_INT64(doc, "paceDocsPerSec", atomic_load(&m->pace_dps));
+    BSON_APPEND_BOOL(doc, "precise", mf_param_get(m->env.params, "ttlMonitorPrecise") != 0);
 }

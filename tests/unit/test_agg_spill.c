@@ -13,6 +13,7 @@
 #include "query/agg_spill.h"
 
 static char dir[256];
+static char *spill_dir; /* <dir>/_tmp, from mf_spill_dir_prepare */
 
 static int
 count_files(void)
@@ -37,13 +38,14 @@ setup(void)
 {
     snprintf(dir, sizeof dir, "/tmp/mf-spill-XXXXXX");
     cr_assert_not_null(mkdtemp(dir));
-    mf_spill_set_dir(dir);
+    spill_dir = mf_spill_dir_prepare(dir);
 }
 
 static void
 teardown(void)
 {
     char cmd[300];
+    free(spill_dir);
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     cr_assert_eq(system(cmd), 0);
 }
@@ -77,7 +79,7 @@ Test(agg_spill, spills_runs_and_merges_stably)
 {
     const int n = 5000;
     mf_error_t err = {0};
-    mf_sorter_t *s = mf_sorter_new(by_k, NULL, 100000, true, "over");
+    mf_sorter_t *s = mf_sorter_new(by_k, NULL, 100000, true, "over", spill_dir);
     for (int i = 0; i < n; i++)
         cr_assert_eq(mf_sorter_add(s, doc(i, (i * 7919) % 97), &err), 0, "%s", err.msg);
     cr_assert_gt(mf_sorter_spilled(s), 1, "runs written: %lld", (long long)mf_sorter_spilled(s));
@@ -111,7 +113,7 @@ Test(agg_spill, spills_runs_and_merges_stably)
 Test(agg_spill, without_disk_use_the_budget_is_292)
 {
     mf_error_t err = {0};
-    mf_sorter_t *s = mf_sorter_new(by_k, NULL, 10000, false, "Sort exceeded memory limit");
+    mf_sorter_t *s = mf_sorter_new(by_k, NULL, 10000, false, "Sort exceeded memory limit", spill_dir);
     int rc = 0;
     for (int i = 0; i < 1000 && rc == 0; i++)
         rc = mf_sorter_add(s, doc(i, i), &err);
@@ -125,7 +127,7 @@ Test(agg_spill, without_disk_use_the_budget_is_292)
 Test(agg_spill, freeing_mid_merge_removes_files_and_startup_clears_leftovers)
 {
     mf_error_t err = {0};
-    mf_sorter_t *s = mf_sorter_new(by_k, NULL, 1000, true, "over");
+    mf_sorter_t *s = mf_sorter_new(by_k, NULL, 1000, true, "over", spill_dir);
     for (int i = 0; i < 3000; i++)
         cr_assert_eq(mf_sorter_add(s, doc(i, 3000 - i), &err), 0, "%s", err.msg);
     cr_assert_eq(mf_sorter_finish(s, &err), 0);
@@ -137,14 +139,14 @@ Test(agg_spill, freeing_mid_merge_removes_files_and_startup_clears_leftovers)
     mf_sorter_free(s);
     cr_assert_eq(count_files(), 0);
 
-    /* A file left by an earlier process is removed by mf_spill_set_dir. */
+    /* A file left by an earlier process is removed by mf_spill_dir_prepare. */
     char p[320];
     snprintf(p, sizeof p, "%s/_tmp/agg-1-1.run", dir);
     FILE *f = fopen(p, "w");
     cr_assert_not_null(f);
     fclose(f);
     cr_assert_eq(count_files(), 1);
-    mf_spill_set_dir(dir);
+    free(mf_spill_dir_prepare(dir));
     cr_assert_eq(count_files(), 0);
 }
 
@@ -152,7 +154,7 @@ Test(agg_spill, many_runs_are_compacted_and_stay_stable)
 {
     const int n = 40000;
     mf_error_t err = {0};
-    mf_sorter_t *s = mf_sorter_new(by_k, NULL, 1, true, "over");
+    mf_sorter_t *s = mf_sorter_new(by_k, NULL, 1, true, "over", spill_dir);
     for (int i = 0; i < n; i++)
         cr_assert_eq(mf_sorter_add(s, doc(i, (i * 31) % 11), &err), 0, "%s", err.msg);
     cr_assert_gt(mf_sorter_spilled(s), 64, "runs written: %lld", (long long)mf_sorter_spilled(s));
@@ -182,7 +184,7 @@ Test(agg_spill, many_runs_are_compacted_and_stay_stable)
 Test(agg_spill, top_k_keeps_only_the_first_documents_in_memory)
 {
     mf_error_t err = {0};
-    mf_sorter_t *s = mf_sorter_new(by_k, NULL, 1 << 20, false, "over");
+    mf_sorter_t *s = mf_sorter_new(by_k, NULL, 1 << 20, false, "over", spill_dir);
     mf_sorter_set_limit(s, 10);
     for (int i = 0; i < 100000; i++)
         cr_assert_eq(mf_sorter_add(s, doc(i, 100000 - i), &err), 0, "%s", err.msg);

@@ -202,3 +202,138 @@ Test(keypattern, string_and_non_numeric_directions_are_refused)
     cr_assert_eq(err.code, 67, "code %d, want 67", err.code);
     bson_destroy(pat);
 }
+
+/* Builds {a: [elements...]} with n elements: i % distinct (int32), every third one as a double. */
+static bson_t *
+big_array_doc(int n, int distinct)
+{
+    bson_t *doc = bson_new(), arr;
+    char key[16];
+    BSON_APPEND_ARRAY_BEGIN(doc, "a", &arr);
+    for (int i = 0; i < n; i++) {
+        snprintf(key, sizeof(key), "%d", i);
+        int v = (n - 1 - i) % distinct;
+        if (i % 3 == 0)
+            BSON_APPEND_DOUBLE(&arr, key, v);
+        else
+            BSON_APPEND_INT32(&arr, key, v);
+    }
+    bson_append_array_end(doc, &arr);
+    return doc;
+}
+
+static int
+key_cmp(const mf_keystring_t *x, const mf_keystring_t *y)
+{
+    size_t m = x->len < y->len ? x->len : y->len;
+    int c = memcmp(x->data, y->data, m);
+    return c != 0 ? c : (x->len < y->len ? -1 : (x->len > y->len ? 1 : 0));
+}
+
+/* Keys come out sorted by bytes, each once; equal numbers of different types (5 and 5.0) are one key. */
+Test(index_keys, big_arrays_give_sorted_unique_keys)
+{
+    bson_error_t berr;
+    bson_t *pat = bson_new_from_json((const uint8_t *)"{\"a\": 1}", -1, &berr);
+    mf_keypattern_t kp;
+    mf_keyset_t ks;
+    mf_error_t err = {0};
+    bool skip, mk;
+    cr_assert_eq(mf_keypattern_parse(pat, &kp, &err), 0);
+    mf_keyset_init(&ks);
+    /* 40,000 elements, 1,000 distinct values: 1,000 keys. */
+    bson_t *doc = big_array_doc(40000, 1000);
+    cr_assert_eq(mf_index_keys(&kp, false, doc, &ks, &skip, &mk, &err), 0, "%s", err.msg);
+    cr_assert_eq(ks.n, 1000, "got %d keys, want 1000", ks.n);
+    cr_assert(mk);
+    for (int i = 1; i < ks.n; i++)
+        cr_assert_lt(key_cmp(&ks.keys[i - 1], &ks.keys[i]), 0, "keys %d and %d out of order or equal", i - 1, i);
+    /* Every value is found by mf_keyset_contains; values not in the array are not. */
+    mf_keystring_t probe;
+    mf_ks_init(&probe);
+    for (int v = -5; v < 1005; v++) {
+        bson_value_t bv = {.value_type = BSON_TYPE_INT64};
+        bv.value.v_int64 = v;
+        cr_assert_eq(mf_index_key_of_value(&bv, false, &probe, &err), 0);
+        cr_assert_eq(mf_keyset_contains(&ks, &probe), v >= 0 && v < 1000, "value %d", v);
+    }
+    bson_destroy(doc);
+    /* The set is reused: all 40,000 distinct, then a small array again. */
+    doc = big_array_doc(40000, 40000);
+    cr_assert_eq(mf_index_keys(&kp, false, doc, &ks, &skip, &mk, &err), 0, "%s", err.msg);
+    cr_assert_eq(ks.n, 40000, "got %d keys, want 40000", ks.n);
+    for (int i = 1; i < ks.n; i++)
+        cr_assert_lt(key_cmp(&ks.keys[i - 1], &ks.keys[i]), 0, "keys %d and %d out of order or equal", i - 1, i);
+    bson_destroy(doc);
+    doc = big_array_doc(3, 2);
+    cr_assert_eq(mf_index_keys(&kp, false, doc, &ks, &skip, &mk, &err), 0, "%s", err.msg);
+    cr_assert_eq(ks.n, 2, "got %d keys, want 2", ks.n);
+    bson_destroy(doc);
+    mf_ks_destroy(&probe);
+    mf_keyset_destroy(&ks);
+    mf_keypattern_destroy(&kp);
+    bson_destroy(pat);
+}
+
+/* Of equal keys the first generated is kept, with its type bits: [1, 1.0] keeps the int32. */
+Test(index_keys, duplicates_keep_the_first_generated_type)
+{
+    EXPECT_KEYS("{\"a\": 1}", false, "{\"a\": [2, 1, 1.5, 1.0, {\"$numberLong\": \"2\"}]}",
+                "{ \"0\" : 1 } { \"0\" : 1.5 } { \"0\" : 2 }", true);
+    bson_error_t berr;
+    bson_t *pat = bson_new_from_json((const uint8_t *)"{\"a\": 1}", -1, &berr);
+    bson_t *doc = bson_new_from_json((const uint8_t *)"{\"a\": [1, 1.0]}", -1, &berr);
+    mf_keypattern_t kp;
+    mf_keyset_t ks;
+    mf_error_t err = {0};
+    bool skip, mk;
+    bson_t dec = BSON_INITIALIZER;
+    bson_iter_t it;
+    size_t tblen;
+    cr_assert_eq(mf_keypattern_parse(pat, &kp, &err), 0);
+    mf_keyset_init(&ks);
+    cr_assert_eq(mf_index_keys(&kp, false, doc, &ks, &skip, &mk, &err), 0);
+    cr_assert_eq(ks.n, 1);
+    const uint8_t *tb = mf_ks_typebits(&ks.keys[0], &tblen);
+    cr_assert_eq(mf_ks_decode_typed(ks.keys[0].data, ks.keys[0].len, tb, tblen, kp.desc, kp.nfields, &dec, &err), 0);
+    cr_assert(bson_iter_init_find(&it, &dec, "0"));
+    cr_assert_eq(bson_iter_type(&it), BSON_TYPE_INT32, "kept type %d, want int32", bson_iter_type(&it));
+    bson_destroy(&dec);
+    mf_keyset_destroy(&ks);
+    mf_keypattern_destroy(&kp);
+    bson_destroy(pat);
+    bson_destroy(doc);
+}
+
+/* A compound multikey index over a big array: one key per distinct element, the scalar field fixed. */
+Test(index_keys, compound_multikey_over_a_big_array_and_parallel_arrays_still_refused)
+{
+    bson_error_t berr;
+    bson_t *pat = bson_new_from_json((const uint8_t *)"{\"b\": 1, \"a\": -1}", -1, &berr);
+    mf_keypattern_t kp;
+    mf_keyset_t ks;
+    mf_error_t err = {0};
+    bool skip, mk;
+    cr_assert_eq(mf_keypattern_parse(pat, &kp, &err), 0);
+    mf_keyset_init(&ks);
+    bson_t *doc = big_array_doc(5000, 2500);
+    BSON_APPEND_UTF8(doc, "b", "x");
+    cr_assert_eq(mf_index_keys(&kp, false, doc, &ks, &skip, &mk, &err), 0, "%s", err.msg);
+    cr_assert_eq(ks.n, 2500, "got %d keys", ks.n);
+    for (int i = 1; i < ks.n; i++)
+        cr_assert_lt(key_cmp(&ks.keys[i - 1], &ks.keys[i]), 0);
+    bson_destroy(doc);
+    doc = big_array_doc(5000, 2500);
+    bson_t arr;
+    BSON_APPEND_ARRAY_BEGIN(doc, "b", &arr);
+    BSON_APPEND_INT32(&arr, "0", 1);
+    BSON_APPEND_INT32(&arr, "1", 2);
+    bson_append_array_end(doc, &arr);
+    cr_assert_eq(mf_index_keys(&kp, false, doc, &ks, &skip, &mk, &err), -1);
+    cr_assert_eq(err.code, 171, "code %d, want 171", err.code);
+    cr_assert_eq(ks.n, 0);
+    bson_destroy(doc);
+    mf_keyset_destroy(&ks);
+    mf_keypattern_destroy(&kp);
+    bson_destroy(pat);
+}

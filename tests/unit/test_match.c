@@ -277,6 +277,107 @@ Test(match, in_with_values_arrays_null_and_regexes)
     BAD("{'a': {'$in': [{'$gt': 1}]}}", MF_E_BadValue, "cannot nest $ under $in");
 }
 
+/* A $in list is sorted and de-duplicated once at parse time and searched per value. */
+Test(match, in_lookup_uses_bson_order_with_mixed_numeric_types)
+{
+    /* 1, 1.0 and NumberLong(1) are one value; the document's type does not matter. */
+    YES("{'a': {'$in': [3, {'$numberLong': '1'}, 1.0, 1, 'x']}}", "{'a': 1}");
+    YES("{'a': {'$in': [3, {'$numberLong': '1'}, 'x']}}", "{'a': 1.0}");
+    YES("{'a': {'$in': [3, 1.0, 'x']}}", "{'a': {'$numberLong': '1'}}");
+    YES("{'a': {'$in': [3, {'$numberDecimal': '2.5'}, 'x']}}", "{'a': 2.5}");
+    NO("{'a': {'$in': [3, 1.0, 'x']}}", "{'a': 2}");
+    /* Values of other types never equal a number, even where they sort next to it. */
+    NO("{'a': {'$in': [1, 2, 3]}}", "{'a': '1'}");
+    NO("{'a': {'$in': [null]}}", "{'a': false}");
+    YES("{'a': {'$in': [{'$numberDouble': 'NaN'}]}}", "{'a': {'$numberDouble': 'NaN'}}");
+    NO("{'a': {'$in': [{'$numberDouble': 'NaN'}, 0]}}", "{'a': 1}");
+    /* Arrays: any element, or the whole array, in the list. */
+    YES("{'a': {'$in': [9, 8, 7]}}", "{'a': [1, 2, 8]}");
+    YES("{'a': {'$in': [9, [1, 2]]}}", "{'a': [1, 2]}");
+    YES("{'a': {'$in': [9, [1, 2]]}}", "{'a': [[1, 2], 5]}");
+    NO("{'a': {'$in': [9, [2, 1]]}}", "{'a': [1, 2]}");
+    /* null matches missing and null, not undefined-free other values. */
+    YES("{'a': {'$in': [5, null, 4]}}", "{'b': 1}");
+    YES("{'a': {'$in': [5, null, 4]}}", "{'a': null}");
+    YES("{'a.b': {'$in': [5, null]}}", "{'a': [{'b': 1}, {'c': 1}]}");
+    NO("{'a': {'$in': [5, 4]}}", "{'b': 1}");
+    /* Regex elements are still tested as patterns, beside the sorted values. */
+    YES("{'a': {'$in': [5, {'$regularExpression': {'pattern': 'b.d', 'options': ''}}, 4]}}", "{'a': 'abcd'}");
+    YES("{'a': {'$in': [5, {'$regularExpression': {'pattern': 'b.d', 'options': ''}}, 4]}}", "{'a': 4.0}");
+    NO("{'a': {'$in': [5, {'$regularExpression': {'pattern': 'b.d', 'options': ''}}, 4]}}", "{'a': 'bd'}");
+    /* $nin is the negation. */
+    NO("{'a': {'$nin': [3, {'$numberLong': '1'}]}}", "{'a': 1.0}");
+    YES("{'a': {'$nin': [3, {'$numberLong': '1'}]}}", "{'a': [2, 4]}");
+    NO("{'a': {'$nin': [3, null]}}", "{}");
+}
+
+/* A large list: every member is found, non-members are not (the lookup is a binary search). */
+Test(match, in_with_ten_thousand_values)
+{
+    bson_t *f = bson_new(), inner, arr;
+    mf_error_t err = {0};
+    char key[16];
+
+    BSON_APPEND_DOCUMENT_BEGIN(f, "a", &inner);
+    BSON_APPEND_ARRAY_BEGIN(&inner, "$in", &arr);
+    for (int i = 0; i < 10000; i++) {
+        snprintf(key, sizeof(key), "%d", i);
+        if (i % 3 == 0)
+            BSON_APPEND_INT64(&arr, key, (int64_t)(9999 - i) * 2);
+        else if (i % 3 == 1)
+            BSON_APPEND_DOUBLE(&arr, key, (double)(9999 - i) * 2);
+        else
+            BSON_APPEND_INT32(&arr, key, (9999 - i) * 2);
+    }
+    bson_append_array_end(&inner, &arr);
+    bson_append_document_end(f, &inner);
+    mf_matcher_t *m = mf_matcher_new(f, &err);
+    cr_assert_not_null(m, "%s", err.msg);
+    for (int v = -3; v < 20003; v++) {
+        bson_t *d = bson_new();
+        if (v % 2)
+            BSON_APPEND_DOUBLE(d, "a", v);
+        else
+            BSON_APPEND_INT32(d, "a", v);
+        bool want = v >= 0 && v <= 19998 && v % 2 == 0;
+        cr_assert_eq(mf_matcher_match(m, d, NULL), want, "value %d: expected %d", v, want);
+        bson_destroy(d);
+    }
+    mf_matcher_free(m);
+    bson_destroy(f);
+}
+
+/* $or of equalities on one path behaves as $in (MongoDB rewrites it so). */
+Test(match, or_of_equalities_on_one_path_is_an_in)
+{
+    YES("{'%or': [{'a': 1}, {'a': 2}, {'a': {'%eq': 3}}]}", "{'a': 3.0}");
+    NO("{'%or': [{'a': 1}, {'a': 2}, {'a': {'%eq': 3}}]}", "{'a': 4}");
+    YES("{'%or': [{'a': 1}, {'a': {'%in': [7, 8]}}]}", "{'a': [0, 8]}");
+    YES("{'%or': [{'a': 1}, {'a': null}]}", "{}");
+    NO("{'%or': [{'a': 1}, {'a': 2}]}", "{}");
+    YES("{'%or': [{'a': 1}, {'a': {'%in': [{'$regularExpression': {'pattern': '^q', 'options': ''}}]}}]}",
+        "{'a': 'qq'}");
+    /* {$eq: /re/} matches the regex value only, so it is not rewritten into a pattern. */
+    NO("{'%or': [{'a': 1}, {'a': {'%eq': {'$regularExpression': {'pattern': '^q', 'options': ''}}}}]}",
+       "{'a': 'qq'}");
+    YES("{'%or': [{'a': 1}, {'a': {'%eq': {'$regularExpression': {'pattern': '^q', 'options': ''}}}}]}",
+        "{'a': {'$regularExpression': {'pattern': '^q', 'options': ''}}}");
+    /* Different paths stay a $or; equalities are grouped per path. */
+    YES("{'%or': [{'a': 1}, {'b': 2}]}", "{'b': 2}");
+    NO("{'%or': [{'a': 1}, {'b': 2}]}", "{'a': 2}");
+    YES("{'%or': [{'a': 1}, {'b': 2}, {'a': 3}, {'c': {'%gt': 5}}, {'b': 4}]}", "{'a': 3}");
+    YES("{'%or': [{'a': 1}, {'b': 2}, {'a': 3}, {'c': {'%gt': 5}}, {'b': 4}]}", "{'b': [0, 4]}");
+    YES("{'%or': [{'a': 1}, {'b': 2}, {'a': 3}, {'c': {'%gt': 5}}, {'b': 4}]}", "{'c': 6}");
+    NO("{'%or': [{'a': 1}, {'b': 2}, {'a': 3}, {'c': {'%gt': 5}}, {'b': 4}]}", "{'a': 2, 'b': 3, 'c': 5}");
+    YES("{'%or': [{'a': 1}, {'b': 2}, {'a': 3}, {'c': {'%gt': 5}}, {'b': null}]}", "{'a': 2}");
+    NO("{'%or': [{'a': 1}, {'b': 2}, {'a': 3}, {'c': {'%gt': 5}}, {'b': null}]}", "{'a': 2, 'b': 1}");
+    /* $nor of the same shape is not rewritten. */
+    NO("{'%nor': [{'a': 1}, {'a': 2}]}", "{'a': 2}");
+    YES("{'%nor': [{'a': 1}, {'a': 2}]}", "{'a': 3}");
+    /* The positional detail is the matching element. */
+    cr_assert_eq(POS("{'%or': [{'a': 5}, {'a': 6}]}", "{'a': [1, 6]}"), 1);
+}
+
 Test(match, exists)
 {
     YES("{'a': {'$exists': true}}", "{'a': null}");

@@ -211,3 +211,156 @@ Test(plan, contradictory_range_scans_nothing)
     cr_assert_eq(p->leaf->niv, 0u);
     mf_plan_free(p);
 }
+
+/* Builds {field: {$in: [n ints, shuffled, with duplicates]}} as JSON. */
+static char *
+big_in_json(const char *field, int n)
+{
+    size_t cap = (size_t)n * 16 + 64, used = 0;
+    char *buf = malloc(cap);
+    used += (size_t)snprintf(buf, cap, "{\"%s\": {\"$in\": [", field);
+    for (int i = 0; i < n; i++)
+        used += (size_t)snprintf(buf + used, cap - used, "%s%d", i ? ", " : "", (i * 7919) % n);
+    used += (size_t)snprintf(buf + used, cap - used, ", 0, 1]}}");
+    return buf;
+}
+
+/* A $in of 10,000 values is an IXSCAN with one sorted point interval per distinct value, on _id and elsewhere. */
+Test(plan, a_huge_in_is_an_ixscan_of_sorted_points)
+{
+    const char *fields[] = {"_id", "a"};
+    const char *names[] = {"_id_", "a_1"};
+    for (int f = 0; f < 2; f++) {
+        char *q = big_in_json(fields[f], 10000);
+        mf_plan_t *p = plan_of(q, NULL, NULL);
+        free(q);
+        cr_assert_not_null(p);
+        cr_assert_eq(p->leaf->kind, MF_ST_IXSCAN, "%s: leaf %s", fields[f], mf_plan_stage_name(p->leaf->kind));
+        cr_assert_str_eq(p->leaf->index_name, names[f]);
+        cr_assert_eq(p->leaf->niv, 10000u, "niv %zu", p->leaf->niv);
+        for (size_t i = 1; i < p->leaf->niv; i++) {
+            const mf_interval_t *x = &p->leaf->iv[i - 1], *y = &p->leaf->iv[i];
+            cr_assert(mf_interval_key_cmp(x->hi, x->hilen, y->lo, y->lolen) < 0, "intervals %zu, %zu overlap", i - 1, i);
+        }
+        /* Explain prints every interval, in order. */
+        bson_iter_t it, ai;
+        cr_assert(bson_iter_init_find(&it, p->leaf->bounds, fields[f]) && bson_iter_recurse(&it, &ai));
+        int n = 0;
+        while (bson_iter_next(&ai)) {
+            char want[32];
+            snprintf(want, sizeof(want), "[%d, %d]", n, n);
+            cr_assert_str_eq(bson_iter_utf8(&ai, NULL), want);
+            n++;
+        }
+        cr_assert_eq(n, 10000);
+        mf_plan_free(p);
+    }
+}
+
+/* Regexes in $in: a prefix regex gives a string range, another all strings; the regex value is a point too. */
+Test(plan, regex_in_in_gives_prefix_ranges_and_is_never_exact)
+{
+    mf_plan_t *p = plan_of("{\"a\": {\"$in\": [5, {\"$regularExpression\": {\"pattern\": \"^ab\", \"options\": \"\"}}]}}",
+                           NULL, NULL);
+    cr_assert_eq(p->leaf->kind, MF_ST_IXSCAN);
+    char *j = bounds_json(p);
+    cr_assert_str_eq(j, "{ \"a\" : [ \"[5, 5]\", \"[\\\"ab\\\", \\\"ac\\\")\", \"[/^ab/, /^ab/]\" ] }", "got %s", j);
+    bson_free(j);
+    cr_assert_not_null(p->fetch->filter, "a regex bound is not exact: the filter stays");
+    mf_plan_free(p);
+    /* Not a prefix (unanchored, case-insensitive, alternation, optional last char). */
+    const char *loose[] = {"b", "^ab|c", "^a.*"};
+    const char *opts[] = {"", "", ""};
+    for (int i = 0; i < 3; i++) {
+        char q[256];
+        snprintf(q, sizeof(q), "{\"a\": {\"$in\": [{\"$regularExpression\": {\"pattern\": \"%s\", \"options\": \"%s\"}}]}}",
+                 loose[i], opts[i]);
+        p = plan_of(q, NULL, NULL);
+        j = bounds_json(p);
+        cr_assert(strstr(j, "[\\\"\\\", {})") != NULL || (i == 2 && strstr(j, "[\\\"a\\\", \\\"b\\\")") != NULL),
+                  "%s: got %s", loose[i], j);
+        bson_free(j);
+        mf_plan_free(p);
+    }
+    p = plan_of("{\"a\": {\"$regularExpression\": {\"pattern\": \"^ab?\", \"options\": \"i\"}}}", NULL, NULL);
+    j = bounds_json(p);
+    cr_assert(strstr(j, "[\\\"\\\", {})") != NULL, "case-insensitive: got %s", j);
+    bson_free(j);
+    mf_plan_free(p);
+    p = plan_of("{\"a\": {\"$regularExpression\": {\"pattern\": \"^x\\\\.y*\", \"options\": \"\"}}}", NULL, NULL);
+    j = bounds_json(p);
+    cr_assert(strstr(j, "[\\\"x.\\\", \\\"x/\\\")") != NULL, "escaped dot, optional y: got %s", j);
+    bson_free(j);
+    mf_plan_free(p);
+}
+
+/* $or with every branch indexed is an OR of IXSCANs under one FETCH. */
+Test(plan, or_of_indexed_branches_is_an_index_union)
+{
+    mf_plan_t *p = plan_of("{\"$or\": [{\"a\": 1}, {\"b\": {\"$gt\": 3}}, {\"_id\": 7}]}", NULL, NULL);
+    cr_assert_eq(p->leaf->kind, MF_ST_OR, "leaf %s", mf_plan_stage_name(p->leaf->kind));
+    cr_assert_eq(p->fetch->kind, MF_ST_FETCH);
+    cr_assert_eq(p->fetch->child, p->leaf);
+    cr_assert_eq(p->leaf->ninputs, 3u);
+    cr_assert_str_eq(p->leaf->inputs[0]->index_name, "a_1");
+    cr_assert_str_eq(p->leaf->inputs[1]->index_name, "b_-1_c_1");
+    cr_assert_str_eq(p->leaf->inputs[2]->index_name, "_id_");
+    bson_t ex = BSON_INITIALIZER;
+    mf_plan_explain(p, false, &ex);
+    char *j = bson_as_relaxed_extended_json(&ex, NULL);
+    cr_assert(strstr(j, "\"stage\" : \"FETCH\", \"filter\"") != NULL && strstr(j, "\"stage\" : \"OR\", \"inputStages\" : [ { \"stage\" : \"IXSCAN\"") != NULL,
+              "got %s", j);
+    bson_free(j);
+    bson_destroy(&ex);
+    mf_plan_free(p);
+    /* A branch without an index: no union, a collection scan. */
+    p = plan_of("{\"$or\": [{\"a\": 1}, {\"zz\": 2}]}", NULL, NULL);
+    cr_assert_eq(p->leaf->kind, MF_ST_COLLSCAN);
+    mf_plan_free(p);
+    /* An indexed predicate beside the $or wins over a union. */
+    p = plan_of("{\"a\": 4, \"$or\": [{\"b\": 1}, {\"_id\": 2}]}", NULL, NULL);
+    cr_assert_eq(p->leaf->kind, MF_ST_IXSCAN);
+    cr_assert_str_eq(p->leaf->index_name, "a_1");
+    mf_plan_free(p);
+    /* With a sort, a SORT stage above the union. */
+    p = plan_of("{\"$or\": [{\"a\": 1}, {\"_id\": 2}]}", "{\"a\": 1}", NULL);
+    cr_assert_eq(p->leaf->kind, MF_ST_OR);
+    cr_assert_not_null(p->sort);
+    mf_plan_free(p);
+    /* A hint disables the union. */
+    p = plan_of("{\"$or\": [{\"a\": 1}, {\"_id\": 2}]}", NULL, "{\"h\": \"a_1\"}");
+    cr_assert_eq(p->leaf->kind, MF_ST_IXSCAN);
+    mf_plan_free(p);
+}
+
+/* $or of equalities on one path is read as $in: one IXSCAN with point intervals. */
+Test(plan, or_of_equalities_on_one_path_is_one_ixscan)
+{
+    mf_plan_t *p = plan_of("{\"$or\": [{\"a\": 3}, {\"a\": {\"$eq\": 1}}, {\"a\": {\"$in\": [2, 3]}}]}", NULL, NULL);
+    cr_assert_eq(p->leaf->kind, MF_ST_IXSCAN, "leaf %s", mf_plan_stage_name(p->leaf->kind));
+    cr_assert_str_eq(p->leaf->index_name, "a_1");
+    char *j = bounds_json(p);
+    cr_assert_str_eq(j, "{ \"a\" : [ \"[1, 1]\", \"[2, 2]\", \"[3, 3]\" ] }", "got %s", j);
+    bson_free(j);
+    mf_plan_free(p);
+}
+
+/* In a union, equality branches on one path are one IXSCAN ($in), at the place of the path's first branch. */
+Test(plan, or_groups_equality_branches_per_path)
+{
+    mf_plan_t *p = plan_of("{\"$or\": [{\"a\": 3}, {\"_id\": 2}, {\"b\": {\"$gt\": 1}}, {\"a\": 1}, "
+                           "{\"_id\": {\"$in\": [5, 4]}}, {\"a\": {\"$eq\": 3}}]}",
+                           NULL, NULL);
+    cr_assert_eq(p->leaf->kind, MF_ST_OR, "leaf %s", mf_plan_stage_name(p->leaf->kind));
+    cr_assert_eq(p->leaf->ninputs, 3u, "inputs %zu", p->leaf->ninputs);
+    cr_assert_str_eq(p->leaf->inputs[0]->index_name, "a_1");
+    cr_assert_str_eq(p->leaf->inputs[1]->index_name, "_id_");
+    cr_assert_str_eq(p->leaf->inputs[2]->index_name, "b_-1_c_1");
+    char *j = bson_as_relaxed_extended_json(p->leaf->inputs[0]->bounds, NULL);
+    cr_assert_str_eq(j, "{ \"a\" : [ \"[1, 1]\", \"[3, 3]\" ] }", "got %s", j);
+    bson_free(j);
+    j = bson_as_relaxed_extended_json(p->leaf->inputs[1]->bounds, NULL);
+    cr_assert_str_eq(j, "{ \"_id\" : [ \"[2, 2]\", \"[4, 4]\", \"[5, 5]\" ] }", "got %s", j);
+    bson_free(j);
+    mf_plan_free(p);
+}

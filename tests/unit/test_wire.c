@@ -637,3 +637,110 @@ Test(wire, destroy_of_zeroed_or_failed_message_is_harmless)
     cr_assert_eq(mf_wire_parse(junk, sizeof junk, &msg, &err), -1);
     mf_wire_msg_destroy(&msg);
 }
+
+/* ---- mf_wire_peek_command: the I/O thread's lane choice ---- */
+
+/* An OP_MSG with an optional kind-1 section before the body. */
+static buf_t
+peek_msg(const char *json, bool seq_first)
+{
+    buf_t b = {0};
+    bson_error_t berr;
+    bson_t *doc = bson_new_from_json((const uint8_t *)json, -1, &berr);
+    cr_assert_not_null(doc);
+    put_i32(&b, 0);
+    put_i32(&b, 7);
+    put_i32(&b, 0);
+    put_i32(&b, MF_OP_MSG);
+    put_i32(&b, 0);
+    if (seq_first) {
+        bson_t *d = BCON_NEW("x", BCON_INT32(1));
+        put_u8(&b, 1);
+        put_i32(&b, (int32_t)(4 + 10 + d->len));
+        put(&b, "documents", 10);
+        put(&b, bson_get_data(d), d->len);
+        bson_destroy(d);
+    }
+    put_u8(&b, 0);
+    put(&b, bson_get_data(doc), doc->len);
+    bson_destroy(doc);
+    uint32_t n = (uint32_t)b.n;
+    uint8_t x[4] = {(uint8_t)n, (uint8_t)(n >> 8), (uint8_t)(n >> 16), (uint8_t)(n >> 24)};
+    memcpy(b.p, x, 4);
+    return b;
+}
+
+/* Peeks at the first n bytes of b as a message of its own (length field patched), in an exact-size copy. */
+static bool
+peek_truncated(const buf_t *b, size_t n, char *name, size_t cap)
+{
+    uint8_t *m = malloc(n ? n : 1);
+    memcpy(m, b->p, n);
+    if (n >= 4) {
+        uint8_t x[4] = {(uint8_t)n, (uint8_t)(n >> 8), (uint8_t)(n >> 16), (uint8_t)(n >> 24)};
+        memcpy(m, x, 4);
+    }
+    bool ok = mf_wire_peek_command(m, n, name, cap);
+    free(m);
+    return ok;
+}
+
+Test(wire_peek, op_msg_names)
+{
+    char name[32];
+    buf_t b = peek_msg("{\"hello\": 1, \"$db\": \"admin\"}", false);
+    cr_assert(mf_wire_peek_command(b.p, b.n, name, sizeof(name)));
+    cr_assert_str_eq(name, "hello");
+    free(b.p);
+    b = peek_msg("{\"insert\": \"c\", \"$db\": \"test\"}", true);
+    cr_assert(mf_wire_peek_command(b.p, b.n, name, sizeof(name)), "kind-1 section before the body is skipped");
+    cr_assert_str_eq(name, "insert");
+    /* Too small a buffer for the name: no answer rather than a truncated one. */
+    cr_assert_not(mf_wire_peek_command(b.p, b.n, name, 4));
+    /* Every truncation is refused without reading past the end. */
+    for (size_t n = 0; n < b.n; n++) {
+        cr_assert_not(mf_wire_peek_command(b.p, n, name, sizeof(name)), "truncated to %zu", n);
+        (void)peek_truncated(&b, n, name, sizeof(name)); /* may answer or not; must not read past n */
+    }
+    free(b.p);
+    b = peek_msg("{}", false);
+    cr_assert_not(mf_wire_peek_command(b.p, b.n, name, sizeof(name)), "empty body has no command");
+    free(b.p);
+}
+
+Test(wire_peek, op_query_names_and_wrapped)
+{
+    const char *cases[][2] = {{"{\"isMaster\": 1}", "isMaster"},
+                              {"{\"$query\": {\"ping\": 1}, \"$readPreference\": {}}", "ping"},
+                              {"{\"query\": {\"find\": \"c\"}}", "find"}};
+    for (size_t k = 0; k < 3; k++) {
+        buf_t b = {0};
+        bson_error_t berr;
+        bson_t *doc = bson_new_from_json((const uint8_t *)cases[k][0], -1, &berr);
+        char name[32];
+        put_i32(&b, 0);
+        put_i32(&b, 9);
+        put_i32(&b, 0);
+        put_i32(&b, MF_OP_QUERY);
+        put_i32(&b, 0);
+        put(&b, "admin.$cmd", 11);
+        put_i32(&b, 0);
+        put_i32(&b, -1);
+        put(&b, bson_get_data(doc), doc->len);
+        bson_destroy(doc);
+        uint32_t n = (uint32_t)b.n;
+        uint8_t x[4] = {(uint8_t)n, (uint8_t)(n >> 8), (uint8_t)(n >> 16), (uint8_t)(n >> 24)};
+        memcpy(b.p, x, 4);
+        cr_assert(mf_wire_peek_command(b.p, b.n, name, sizeof(name)), "%s", cases[k][0]);
+        cr_assert_str_eq(name, cases[k][1]);
+        for (size_t t = 0; t < b.n; t++) {
+            cr_assert_not(mf_wire_peek_command(b.p, t, name, sizeof(name)));
+            (void)peek_truncated(&b, t, name, sizeof(name));
+        }
+        free(b.p);
+    }
+    uint8_t junk[40];
+    memset(junk, 0xff, sizeof(junk));
+    char name[8];
+    cr_assert_not(mf_wire_peek_command(junk, sizeof(junk), name, sizeof(name)));
+}

@@ -10,7 +10,7 @@
  * other lock is taken while it is held, in particular never the catalog's.
  */
 #include "common/alloc.h"
-#include "cmd/curop.h"
+#include "common/curop.h"
 #include "common/clock.h"
 
 #include <pthread.h>
@@ -22,7 +22,16 @@
 
 #define MAX_COMMAND_SHOWN 1024
 
+struct mf_curops {
+    pthread_mutex_t lock;
+    mf_curop_t *head, *tail;
+    int64_t next_opid;
+    int count;
+    _Atomic int kill_all; /* nonzero: every operation is killed with this code */
+};
+
 struct mf_curop {
+    mf_curops_t *reg;
     struct mf_curop *prev, *next;
     int64_t opid;
     int64_t client_id;
@@ -36,13 +45,30 @@ struct mf_curop {
     char msg[96];         /* guarded by the registry mutex */
     _Atomic int64_t done, total;
     _Atomic bool has_progress;
-    _Atomic bool killed;
+    _Atomic int kill_code;   /* 0 while alive */
+    _Atomic int64_t deadline; /* monotonic ms, 0 = none */
 };
 
-static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
-static mf_curop_t *head, *tail;
-static int64_t next_opid = 1;
+/* The calling thread's operation: per-thread state, not shared. */
 static _Thread_local mf_curop_t *current_op;
+
+mf_curops_t *
+mf_curops_new(void)
+{
+    mf_curops_t *reg = mf_calloc(1, sizeof(*reg));
+    pthread_mutex_init(&reg->lock, NULL);
+    reg->next_opid = 1;
+    return reg;
+}
+
+void
+mf_curops_free(mf_curops_t *reg)
+{
+    if (reg == NULL)
+        return;
+    pthread_mutex_destroy(&reg->lock);
+    free(reg);
+}
 
 
 /* A copy of command, or {$truncated: "<json prefix>"} when it is large. */
@@ -69,7 +95,7 @@ shown_command(const bson_t *command)
 }
 
 mf_curop_t *
-mf_curop_begin(const char *op_type, const char *ns, const char *desc, const bson_t *command, int64_t client_id)
+mf_curop_begin(mf_curops_t *reg, const char *op_type, const char *ns, const char *desc, const bson_t *command, int64_t client_id)
 {
     mf_curop_t *op = mf_calloc(1, sizeof(*op));
     snprintf(op->op_type, sizeof(op->op_type), "%s", op_type ? op_type : "none");
@@ -79,15 +105,18 @@ mf_curop_begin(const char *op_type, const char *ns, const char *desc, const bson
     op->client_id = client_id;
     op->start_us = mf_mono_us();
     op->start_wall_ms = mf_now_ms();
-    pthread_mutex_lock(&reg_lock);
-    op->opid = next_opid++;
-    op->prev = tail;
-    if (tail)
-        tail->next = op;
+    op->reg = reg;
+    pthread_mutex_lock(&reg->lock);
+    op->opid = reg->next_opid++;
+    op->prev = reg->tail;
+    if (reg->tail)
+        reg->tail->next = op;
     else
-        head = op;
-    tail = op;
-    pthread_mutex_unlock(&reg_lock);
+        reg->head = op;
+    reg->tail = op;
+    reg->count++;
+    atomic_store(&op->kill_code, atomic_load(&reg->kill_all));
+    pthread_mutex_unlock(&reg->lock);
     return op;
 }
 
@@ -96,9 +125,9 @@ mf_curop_set_client(mf_curop_t *op, const char *remote)
 {
     if (op == NULL || remote == NULL)
         return;
-    pthread_mutex_lock(&reg_lock);
+    pthread_mutex_lock(&op->reg->lock);
     snprintf(op->client, sizeof(op->client), "%s", remote);
-    pthread_mutex_unlock(&reg_lock);
+    pthread_mutex_unlock(&op->reg->lock);
 }
 
 void
@@ -106,9 +135,9 @@ mf_curop_set_progress(mf_curop_t *op, const char *msg, int64_t done, int64_t tot
 {
     if (op == NULL)
         return;
-    pthread_mutex_lock(&reg_lock);
+    pthread_mutex_lock(&op->reg->lock);
     snprintf(op->msg, sizeof(op->msg), "%s", msg ? msg : "");
-    pthread_mutex_unlock(&reg_lock);
+    pthread_mutex_unlock(&op->reg->lock);
     atomic_store(&op->done, done);
     atomic_store(&op->total, total);
     atomic_store(&op->has_progress, true);
@@ -117,7 +146,43 @@ mf_curop_set_progress(mf_curop_t *op, const char *msg, int64_t done, int64_t tot
 bool
 mf_curop_killed(const mf_curop_t *op)
 {
-    return op != NULL && atomic_load(&((mf_curop_t *)op)->killed);
+    return op != NULL && atomic_load(&((mf_curop_t *)op)->kill_code) != 0;
+}
+
+void
+mf_curop_set_deadline(mf_curop_t *op, int64_t mono_ms)
+{
+    if (op != NULL)
+        atomic_store(&op->deadline, mono_ms);
+}
+
+int
+mf_curop_check(const mf_curop_t *cop, mf_error_t *err)
+{
+    mf_curop_t *op = (mf_curop_t *)cop;
+    if (op == NULL)
+        return 0;
+    int code = atomic_load(&op->kill_code);
+    if (code == MF_E_InterruptedAtShutdown)
+        return mf_err_set(err, code, "interrupted at shutdown");
+    if (code != 0)
+        return mf_err_set(err, code, "operation was interrupted");
+    int64_t d = atomic_load(&op->deadline);
+    if (d != 0 && mf_mono_ms() >= d)
+        return mf_err_set(err, MF_E_MaxTimeMSExpired, "operation exceeded time limit");
+    return 0;
+}
+
+int
+mf_curop_check_current(mf_error_t *err)
+{
+    return mf_curop_check(current_op, err);
+}
+
+bool
+mf_curop_is_background(const mf_curop_t *op)
+{
+    return op != NULL && strncmp(op->desc, "conn", 4) != 0;
 }
 
 int64_t
@@ -131,16 +196,18 @@ mf_curop_end(mf_curop_t *op)
 {
     if (op == NULL)
         return;
-    pthread_mutex_lock(&reg_lock);
+    mf_curops_t *reg = op->reg;
+    pthread_mutex_lock(&reg->lock);
     if (op->prev)
         op->prev->next = op->next;
     else
-        head = op->next;
+        reg->head = op->next;
     if (op->next)
         op->next->prev = op->prev;
     else
-        tail = op->prev;
-    pthread_mutex_unlock(&reg_lock);
+        reg->tail = op->prev;
+    reg->count--;
+    pthread_mutex_unlock(&reg->lock);
     if (current_op == op)
         current_op = NULL;
     bson_destroy(op->command);
@@ -197,35 +264,35 @@ op_doc(const mf_curop_t *op, int64_t now_us, bson_t *out)
     }
     BSON_APPEND_INT64(out, "numYields", 0);
     BSON_APPEND_BOOL(out, "waitingForLock", false);
-    if (atomic_load(&((mf_curop_t *)op)->killed))
+    if (atomic_load(&((mf_curop_t *)op)->kill_code) != 0)
         BSON_APPEND_BOOL(out, "killPending", true);
 }
 
 /* Snapshot of every entry's document, taken under the mutex. */
 static bson_t *
-snapshot(int *n)
+snapshot(mf_curops_t *reg, int *n)
 {
     int cap = 16;
     bson_t *docs = mf_malloc((size_t)cap * sizeof(*docs));
     int64_t now = mf_mono_us();
     *n = 0;
-    pthread_mutex_lock(&reg_lock);
-    for (mf_curop_t *op = head; op; op = op->next) {
+    pthread_mutex_lock(&reg->lock);
+    for (mf_curop_t *op = reg->head; op; op = op->next) {
         if (*n == cap) {
             cap *= 2;
             docs = mf_realloc(docs, (size_t)cap * sizeof(*docs));
         }
         op_doc(op, now, &docs[(*n)++]);
     }
-    pthread_mutex_unlock(&reg_lock);
+    pthread_mutex_unlock(&reg->lock);
     return docs;
 }
 
 void
-mf_curop_report_each(void (*fn)(void *arg, const bson_t *doc), void *arg)
+mf_curops_report_each(mf_curops_t *reg, void (*fn)(void *arg, const bson_t *doc), void *arg)
 {
     int n;
-    bson_t *docs = snapshot(&n);
+    bson_t *docs = snapshot(reg, &n);
     for (int i = 0; i < n; i++) {
         fn(arg, &docs[i]);
         bson_destroy(&docs[i]);
@@ -248,24 +315,44 @@ append_doc(void *arg, const bson_t *doc)
 }
 
 void
-mf_curop_report(bson_t *arr, int *count)
+mf_curops_report(mf_curops_t *reg, bson_t *arr, int *count)
 {
     report_ctx_t rc = {arr, count};
-    mf_curop_report_each(append_doc, &rc);
+    mf_curops_report_each(reg, append_doc, &rc);
 }
 
 bool
-mf_curop_kill(int64_t opid)
+mf_curops_kill(mf_curops_t *reg, int64_t opid)
 {
     bool found = false;
-    pthread_mutex_lock(&reg_lock);
-    for (mf_curop_t *op = head; op; op = op->next) {
+    pthread_mutex_lock(&reg->lock);
+    for (mf_curop_t *op = reg->head; op; op = op->next) {
         if (op->opid == opid) {
-            atomic_store(&op->killed, true);
+            int none = 0;
+            atomic_compare_exchange_strong(&op->kill_code, &none, MF_E_Interrupted);
             found = true;
             break;
         }
     }
-    pthread_mutex_unlock(&reg_lock);
+    pthread_mutex_unlock(&reg->lock);
     return found;
+}
+
+void
+mf_curops_interrupt_all(mf_curops_t *reg, int code)
+{
+    pthread_mutex_lock(&reg->lock);
+    atomic_store(&reg->kill_all, code);
+    for (mf_curop_t *op = reg->head; op; op = op->next)
+        atomic_store(&op->kill_code, code);
+    pthread_mutex_unlock(&reg->lock);
+}
+
+int
+mf_curops_count(mf_curops_t *reg)
+{
+    pthread_mutex_lock(&reg->lock);
+    int n = reg->count;
+    pthread_mutex_unlock(&reg->lock);
+    return n;
 }

@@ -1,0 +1,81 @@
+/*
+ * index_build.c: the scan phase of background index builds (catalog.h).
+ *
+ * A build has three phases, like MongoDB's hybrid builds:
+ *   1. begin (exclusive catalog lock, brief): the index is added to the
+ *      collection marked building, its table created. From here on every
+ *      insert, update and delete of the collection maintains it.
+ *   2. scan (this file; shared lock one chunk at a time): the existing
+ *      documents are indexed in chunks of BUILD_CHUNK documents, each in its
+ *      own transaction, in record-id order, resuming after the last record
+ *      id done. Each document read is reserved in the chunk's transaction,
+ *      so a concurrent write of the same document conflicts with the chunk
+ *      (one of them retries) instead of slipping between the read and the
+ *      key insert; a key a writer already inserted is found and accepted.
+ *      Between chunks the lock is released: DDL, other collections' work and
+ *      the TTL monitor are never held up for more than one chunk.
+ *   3. commit (exclusive lock, brief): building is cleared and the catalog
+ *      entry stored; or, on failure, the index is removed and its table
+ *      dropped.
+ * The collection is found again by UUID and the indexes by name for every
+ * chunk, so a rename during the build is followed and a drop aborts it
+ * (276 IndexBuildAborted).
+ */
+#include <string.h>
+#include <time.h>
+
+#include "catalog/catalog.h"
+#include "catalog/coll_write.h"
+#include "common/curop.h"
+#include "common/log.h"
+
+#define BUILD_CHUNK 1000
+#define BUILD_MAX_CONFLICTS 10000
+
+int
+mf_index_build_run(mf_catalog_t *cat, const uint8_t uuid[16], char *const *names, int n, mf_build_progress_fn fn,
+                   void *arg, mf_error_t *err)
+{
+    mf_sess_t *s = mf_storage_session(mf_catalog_storage(cat));
+    mf_index_t *ixs[MF_MAX_INDEXES];
+    int64_t after = 0, done = 0;
+    int conflicts = 0;
+    bool eof = false;
+
+    while (!eof) {
+        if (mf_curop_check_current(err) != 0)
+            return -1;
+        mf_catalog_rdlock(cat);
+        mf_coll_t *c = mf_catalog_coll_find_uuid(cat, uuid);
+        int found = 0;
+        for (int i = 0; c != NULL && i < n; i++) {
+            mf_index_t *ix = mf_coll_index_by_name(c, names[i]);
+            if (ix != NULL && ix->building)
+                ixs[found++] = ix;
+        }
+        if (c == NULL || found != n) {
+            mf_catalog_unlock(cat);
+            return mf_err_set(err, MF_E_IndexBuildAborted, "Index build aborted: %s: the %s was dropped", names[0],
+                              c == NULL ? "collection" : "index");
+        }
+        int64_t total = atomic_load(&c->approx_count), ndocs = 0;
+        int r = mf_coll_index_build_chunk(s, c, ixs, n, &after, BUILD_CHUNK, &ndocs, &eof, err);
+        mf_catalog_unlock(cat);
+        mf_storage_session_release(s);
+        if (r == MF_CONFLICT) {
+            /* A concurrent write of a document in this chunk: back off and redo the chunk. */
+            if (++conflicts > BUILD_MAX_CONFLICTS)
+                return mf_err_set(err, MF_E_WriteConflict, "index build: too many write conflicts");
+            struct timespec ts = {0, (long)(conflicts < 10 ? conflicts * 100000 : 1000000)};
+            nanosleep(&ts, NULL);
+            continue;
+        }
+        if (r != 0)
+            return -1;
+        conflicts = 0;
+        done += ndocs;
+        if (fn != NULL && !fn(arg, done, eof ? done : total))
+            return mf_err_set(err, MF_E_Interrupted, "Index build aborted: %s: operation was interrupted", names[0]);
+    }
+    return 0;
+}

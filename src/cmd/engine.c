@@ -1,0 +1,257 @@
+/*
+ * engine.c: the engine handle's life: open, interrupt, close.
+ *
+ * An engine owns, and frees in reverse order: its parameters, its operation
+ * registry, storage (WiredTiger, on disk or in memory), the catalog, the
+ * write observer list (opcounters and the TTL monitor observe it), the TTL
+ * monitor, the profiler's settings, the cursor table and the thread that
+ * reaps idle cursors. Nothing lives in process globals, so any number of
+ * engines can be open in one process, each expiring its own data
+ * (tests/unit/test_api.c opens two).
+ *
+ * Opcounters come from the observer list: every document inserted, updated
+ * or deleted by a client command counts once (background work such as the
+ * TTL monitor does not count, as in mongod). The TTL pacer watches a
+ * separate counter of data commands started (fg_ops).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/alloc.h"
+#include "cmd/cmd.h"
+#include "cmd/cursor.h"
+#include "cmd/profile.h"
+#include "common/log.h"
+#include "query/agg_spill.h"
+#include "ttl/ttl.h"
+
+/* The TTL pacer's view of foreground load: data commands started so far. */
+static int64_t
+foreground_ops(void *arg)
+{
+    mf_engine_t *e = arg;
+    return atomic_load(&e->fg_ops);
+}
+
+/* A TTL batch finished: profile it like the delete it is (SPEC D4). */
+static void
+ttl_batch_done(void *arg, const char *ns, const char *index, int64_t secs, int64_t deleted, int64_t millis)
+{
+    mf_engine_t *e = arg;
+    char db[128];
+    const char *dot = strchr(ns, '.');
+    if (dot == NULL || (size_t)(dot - ns) >= sizeof(db))
+        return;
+    memcpy(db, ns, (size_t)(dot - ns));
+    db[dot - ns] = '\0';
+    if (!mf_profile_wants(e->profiler, db, millis))
+        return;
+    bson_t entry, cmd;
+    bson_init(&entry);
+    BSON_APPEND_UTF8(&entry, "op", "remove");
+    BSON_APPEND_UTF8(&entry, "ns", ns);
+    BSON_APPEND_DOCUMENT_BEGIN(&entry, "command", &cmd);
+    BSON_APPEND_UTF8(&cmd, "delete", dot + 1);
+    BSON_APPEND_UTF8(&cmd, "ttlIndex", index);
+    BSON_APPEND_INT64(&cmd, "expireAfterSeconds", secs);
+    bson_append_document_end(&entry, &cmd);
+    BSON_APPEND_INT64(&entry, "ndeleted", deleted);
+    BSON_APPEND_INT64(&entry, "millis", millis);
+    BSON_APPEND_DATE_TIME(&entry, "ts", mf_now_ms());
+    BSON_APPEND_UTF8(&entry, "desc", "TTLMonitor");
+    BSON_APPEND_UTF8(&entry, "client", "TTLMonitor");
+    BSON_APPEND_UTF8(&entry, "user", "");
+    mf_profile_write(e, db, &entry);
+    bson_destroy(&entry);
+}
+
+/* ---------- opcounters, from the write observer ---------- */
+
+/*
+ * Counts are kept per thread until the transaction ends, so a write retried
+ * after a conflict, or rolled back, is not counted. (Per-thread state of one
+ * transaction, not shared: the observer list reports a transaction's end on
+ * the thread that ran it.)
+ */
+static _Thread_local struct {
+    int64_t ins, upd, del;
+} pending;
+
+/* Writes by background work (the TTL monitor) are not client operations. */
+static bool
+counted(void)
+{
+    return !mf_curop_is_background(mf_curop_current());
+}
+
+static void
+count_insert(void *arg, mf_coll_t *c, const bson_t *doc)
+{
+    if (counted())
+        pending.ins++;
+}
+
+static void
+count_update(void *arg, mf_coll_t *c, const bson_t *olddoc, const bson_t *newdoc)
+{
+    if (counted())
+        pending.upd++;
+}
+
+static void
+count_delete(void *arg, mf_coll_t *c, const bson_t *olddoc)
+{
+    if (counted())
+        pending.del++;
+}
+
+static void
+count_txn_end(void *arg, bool committed)
+{
+    mf_engine_t *e = arg;
+    if (committed) {
+        if (pending.ins)
+            atomic_fetch_add(&e->op_insert, pending.ins);
+        if (pending.upd)
+            atomic_fetch_add(&e->op_update, pending.upd);
+        if (pending.del)
+            atomic_fetch_add(&e->op_delete, pending.del);
+    }
+    pending.ins = pending.upd = pending.del = 0;
+}
+
+/* ---------- the cursor reaper ---------- */
+
+static void *
+reaper_main(void *arg)
+{
+    mf_engine_t *e = arg;
+    pthread_mutex_lock(&e->reaper_mu);
+    while (!e->reaper_stop) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        ts.tv_sec += 1;
+        pthread_cond_timedwait(&e->reaper_cv, &e->reaper_mu, &ts);
+        if (e->reaper_stop)
+            break;
+        pthread_mutex_unlock(&e->reaper_mu);
+        int n = mf_cursors_reap(e->cursors, mf_mono_ms(), mf_param_get(e->params, "cursorTimeoutMillis"));
+        if (n > 0)
+            mf_log(MF_LOG_INFO, "QUERY", "reaped %d idle cursors", n);
+        pthread_mutex_lock(&e->reaper_mu);
+    }
+    pthread_mutex_unlock(&e->reaper_mu);
+    return NULL;
+}
+
+/* ---------- open / close ---------- */
+
+int
+mf_engine_open(const mf_engine_opts_t *opts, mf_engine_t **out, mf_error_t *err)
+{
+    mf_engine_t *eng = mf_calloc(1, sizeof(*eng));
+    const char *dbpath = opts->dbpath ? opts->dbpath : "./data";
+
+    eng->params = mf_params_new();
+    eng->curops = mf_curops_new();
+    eng->profiler = mf_profiler_new();
+    eng->in_memory = opts->in_memory;
+    for (size_t i = 0; i < opts->nset_params; i++) {
+        if (mf_param_set_string(eng->params, opts->set_params[i], err) != 0)
+            goto err_free;
+    }
+    if (mf_storage_open_ex(dbpath, opts->in_memory, &eng->st, err) != 0)
+        goto err_free;
+    eng->observers = mf_observers_new(eng->st);
+    mf_observer_t counters = {.on_insert = count_insert, .on_update = count_update, .on_delete = count_delete,
+                              .on_txn_end = count_txn_end, .arg = eng};
+    if (mf_observers_add(eng->observers, &counters, err) != 0)
+        goto err_storage;
+    if (mf_catalog_open(eng->st, &eng->cat, err) != 0)
+        goto err_storage;
+    mf_catalog_set_observers(eng->cat, eng->observers);
+    eng->cursors = mf_cursors_new();
+    if (!opts->in_memory)
+        eng->tmp_dir = mf_spill_dir_prepare(dbpath); /* emptied of an earlier process's spill files */
+    eng->start_ms = mf_now_ms();
+    eng->start_mono_ms = mf_mono_ms();
+    atomic_store(&eng->next_conn_id, 1);
+    mf_ttl_env_t tenv = {.st = eng->st,
+                         .cat = eng->cat,
+                         .params = eng->params,
+                         .curops = eng->curops,
+                         .observers = eng->observers,
+                         .batched_docs = &eng->batched_deletes_docs,
+                         .batched_batches = &eng->batched_deletes_batches,
+                         .foreground_ops = foreground_ops,
+                         .on_batch = ttl_batch_done,
+                         .arg = eng};
+    if (mf_ttl_monitor_start(&tenv, &eng->ttl, err) != 0)
+        goto err_catalog;
+    pthread_mutex_init(&eng->reaper_mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&eng->reaper_cv, &ca);
+    pthread_condattr_destroy(&ca);
+    if (pthread_create(&eng->reaper, NULL, reaper_main, eng) != 0) {
+        mf_err_set(err, MF_E_InternalError, "cannot start the cursor reaper thread");
+        pthread_cond_destroy(&eng->reaper_cv);
+        pthread_mutex_destroy(&eng->reaper_mu);
+        mf_ttl_monitor_free(eng->ttl);
+        goto err_catalog;
+    }
+    *out = eng;
+    return 0;
+
+err_catalog:
+    mf_cursors_free(eng->cursors);
+    free(eng->tmp_dir);
+    mf_catalog_close(eng->cat);
+err_storage:
+    mf_storage_close(eng->st);
+    mf_observers_free(eng->observers);
+err_free:
+    mf_profiler_free(eng->profiler);
+    mf_curops_free(eng->curops);
+    mf_params_free(eng->params);
+    free(eng);
+    return -1;
+}
+
+void
+mf_engine_interrupt(mf_engine_t *eng)
+{
+    mf_curops_interrupt_all(eng->curops, MF_E_InterruptedAtShutdown);
+}
+
+void
+mf_engine_close(mf_engine_t *eng)
+{
+    if (eng == NULL)
+        return;
+    mf_engine_interrupt(eng);
+    pthread_mutex_lock(&eng->reaper_mu);
+    eng->reaper_stop = true;
+    pthread_cond_signal(&eng->reaper_cv);
+    pthread_mutex_unlock(&eng->reaper_mu);
+    pthread_join(eng->reaper, NULL);
+    pthread_cond_destroy(&eng->reaper_cv);
+    pthread_mutex_destroy(&eng->reaper_mu);
+    mf_ttl_monitor_stop(eng->ttl);
+    mf_cursors_free(eng->cursors); /* removes the spill files of open aggregation cursors */
+    free(eng->tmp_dir);
+    mf_catalog_close(eng->cat);
+    mf_storage_close(eng->st);
+    mf_ttl_monitor_free(eng->ttl);
+    mf_observers_free(eng->observers);
+    mf_profiler_free(eng->profiler);
+    mf_curops_free(eng->curops);
+    mf_params_free(eng->params);
+    if (eng->cmdline_argv)
+        bson_destroy(eng->cmdline_argv);
+    if (eng->cmdline_parsed)
+        bson_destroy(eng->cmdline_parsed);
+    free(eng);
+}

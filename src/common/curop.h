@@ -1,0 +1,116 @@
+/*
+ * curop.h: the registry of operations in flight, for currentOp and killOp,
+ * and interruption.
+ *
+ * Every engine owns one registry (mf_curops_t). Every command run by
+ * mf_cmd_run registers itself for its duration; a background task (an index
+ * build, a TTL deletion batch) registers itself the same way. Entries are
+ * owned by the registry; a caller keeps the pointer mf_curop_begin returned
+ * until it calls mf_curop_end, and may update progress in between. All
+ * functions are thread-safe (one mutex, never held while calling out), and
+ * none takes the catalog lock, so currentOp answers while DDL holds it.
+ *
+ * Interruption: killOp (mf_curops_kill) and shutdown (mf_curops_interrupt_all)
+ * set an operation's kill code; every long loop calls mf_curop_check (or
+ * mf_curop_check_current for the calling thread's operation) at its yield
+ * points, which fails with that code (11601 Interrupted, 11600
+ * InterruptedAtShutdown) or with 50 MaxTimeMSExpired once the operation's
+ * deadline has passed. This module sits in common/ so that every layer
+ * (query execution, the TTL monitor, index builds) can check it.
+ */
+#ifndef MF_CUROP_H
+#define MF_CUROP_H
+
+#include <bson/bson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/error.h"
+
+typedef struct mf_curop mf_curop_t;
+typedef struct mf_curops mf_curops_t;
+
+/* mf_curops_new / mf_curops_free: an engine's registry. Free only when no operation is registered. */
+mf_curops_t *mf_curops_new(void);
+void mf_curops_free(mf_curops_t *reg);
+
+/*
+ * mf_curop_begin: registers an operation. op_type is MongoDB's "op" field
+ * ("command", "query", "insert", "update", "remove", "getmore", "none"); ns is
+ * "db.coll" (may be ""); desc is the thread description currentOp shows
+ * ("conn12", "TTLMonitor", "IndexBuildsCoordinator"); command may be NULL
+ * (copied; one over 1 KB is shown as {$truncated: "<text>"} like mongod);
+ * client_id is the connection id (0 for background work).
+ * Returns the entry; never NULL.
+ */
+mf_curop_t *mf_curop_begin(mf_curops_t *reg, const char *op_type, const char *ns, const char *desc, const bson_t *command,
+                           int64_t client_id);
+
+/* mf_curop_set_client: records the client's address ("127.0.0.1:53211") shown as "client". */
+void mf_curop_set_client(mf_curop_t *op, const char *remote);
+
+/* mf_curop_set_progress: sets msg and progress {done, total} shown by currentOp. */
+void mf_curop_set_progress(mf_curop_t *op, const char *msg, int64_t done, int64_t total);
+
+/* mf_curop_killed: true once killOp or shutdown targeted this operation (NULL: false). */
+bool mf_curop_killed(const mf_curop_t *op);
+
+/* mf_curop_set_deadline: the operation fails with 50 once the monotonic clock passes mono_ms (0: none). */
+void mf_curop_set_deadline(mf_curop_t *op, int64_t mono_ms);
+
+/*
+ * mf_curop_check: the yield-point check. Returns 0 if op (may be NULL) may go
+ * on; otherwise -1 with err set: 11601 Interrupted "operation was
+ * interrupted" after killOp, 11600 InterruptedAtShutdown at shutdown, 50
+ * MaxTimeMSExpired "operation exceeded time limit" past its deadline.
+ * mf_curop_check_current checks the calling thread's current operation.
+ */
+int mf_curop_check(const mf_curop_t *op, mf_error_t *err) MF_WUR;
+int mf_curop_check_current(mf_error_t *err) MF_WUR;
+
+/* mf_curop_is_background: true for an operation of the server's own (desc not "conn<N>": TTLMonitor ...). */
+bool mf_curop_is_background(const mf_curop_t *op);
+
+/* mf_curop_opid: the operation's id. */
+int64_t mf_curop_opid(const mf_curop_t *op);
+
+/* mf_curop_end: unregisters and frees op (NULL is ignored). */
+void mf_curop_end(mf_curop_t *op);
+
+/*
+ * mf_curop_set_current / mf_curop_current: the calling thread's current
+ * operation (set by mf_cmd_run around a command), so code below the command
+ * (an index build) can report progress on it. NULL when none.
+ */
+void mf_curop_set_current(mf_curop_t *op);
+mf_curop_t *mf_curop_current(void);
+
+/*
+ * mf_curop_report: appends one document per registered operation to the
+ * array builder arr (opid, active, op, ns, desc, command, secs_running,
+ * microsecs_running, msg, progress, client/connectionId), keys "<*count>",
+ * "<*count + 1>" ..., advancing *count. include_idle has no effect (mayfly
+ * registers active operations only).
+ */
+void mf_curops_report(mf_curops_t *reg, bson_t *arr, int *count);
+
+/*
+ * mf_curop_report_each: calls fn with each operation's currentOp document
+ * (valid during the call), outside the registry's mutex, in opid order.
+ */
+void mf_curops_report_each(mf_curops_t *reg, void (*fn)(void *arg, const bson_t *doc), void *arg);
+
+/* mf_curops_kill: marks opid killed (11601 at its next check); false if unknown. */
+bool mf_curops_kill(mf_curops_t *reg, int64_t opid);
+
+/*
+ * mf_curops_interrupt_all: marks every registered operation, and every one
+ * registered from now on, killed with code (11600 InterruptedAtShutdown at
+ * shutdown).
+ */
+void mf_curops_interrupt_all(mf_curops_t *reg, int code);
+
+/* mf_curops_count: operations registered now. */
+int mf_curops_count(mf_curops_t *reg);
+
+#endif /* MF_CUROP_H */

@@ -1,0 +1,28 @@
+/*
+ * limits.h: the limits MongoDB 8.0 advertises in hello and enforces, and the
+ * shape of a command's document sequences: what both the engine (cmd/) and
+ * the wire protocol (net/) need, kept here so that the engine does not
+ * include the wire protocol's header.
+ */
+#ifndef MF_LIMITS_H
+#define MF_LIMITS_H
+
+#include <bson/bson.h>
+#include <stddef.h>
+
+#define MF_MAX_BSON_SIZE (16 * 1024 * 1024) /* maxBsonObjectSize */
+#define MF_MAX_MESSAGE_SIZE 48000000        /* maxMessageSizeBytes */
+#define MF_MAX_WRITE_BATCH 100000           /* maxWriteBatchSize */
+
+/*
+ * A kind-1 document sequence of an OP_MSG (or any list of documents a
+ * command takes beside its body): docs are static views into a buffer that
+ * outlives the command.
+ */
+typedef struct mf_docseq {
+    const char *identifier; /* NUL-terminated */
+    bson_t *docs;           /* owned array of static bson_t views (bson_init_static) */
+    size_t ndocs;
+} mf_docseq_t;
+
+#endif /* MF_LIMITS_H */

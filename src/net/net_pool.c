@@ -1,0 +1,252 @@
+/*
+ * net_pool.c: a worker pool that grows with demand and shrinks when idle.
+ *
+ * Why: libuv's thread pool has a fixed size, so a few slow commands used to
+ * hold every worker while hello/ping from other clients waited behind them
+ * (drivers then mark the server down). mongod runs a thread per connection;
+ * this pool gets the same effect without a thread per idle connection.
+ *
+ * Design:
+ *   - One mutex guards a FIFO of jobs and the counters; one condition
+ *     variable (on the monotonic clock) wakes idle workers.
+ *   - submit queues the job, and if more jobs are queued than workers are
+ *     idle, starts a new worker (up to cfg.cap). Beyond the cap, jobs wait in
+ *     the FIFO for the next free worker.
+ *   - cfg.warm workers start with the pool and never retire. A worker above
+ *     that count that idles cfg.idle_ms exits; before it does, it runs
+ *     cfg.thread_exit (net.c closes the thread's WiredTiger session there).
+ *   - Threads live in a fixed array of cfg.cap slots (RUNNING / EXITED /
+ *     FREE). A retired thread marks its slot EXITED as its last locked act;
+ *     whoever next needs the slot joins it, so no thread is left unjoined and
+ *     no pool memory is touched after destroy.
+ *   - destroy lets the workers drain the queue, then stops and joins all.
+ *
+ * Invariants: nthreads counts workers that have not decided to exit;
+ * nidle <= nthreads; a slot is FREE only once its thread has been joined.
+ * No process globals: all state hangs off the mf_net_pool_t.
+ */
+#include "common/alloc.h"
+#include "net/net_pool.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/log.h"
+
+enum { SLOT_FREE = 0, SLOT_RUNNING, SLOT_EXITED };
+
+#define WORKER_STACK_BYTES ((size_t)8 << 20)
+
+typedef struct slot {
+    struct mf_net_pool *pool;
+    pthread_t tid;
+    int state;
+} slot_t;
+
+struct mf_net_pool {
+    mf_net_pool_config_t cfg;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    mf_net_pool_job_t *head, *tail;
+    int queued;
+    int nthreads;
+    int nidle;
+    int peak;
+    int64_t started, retired;
+    bool stopping;
+    slot_t *slots; /* cfg.cap of them */
+};
+
+static void *worker_main(void *arg);
+
+/* Starts one worker. Caller holds p->lock. Returns 0, or -1 if none could start. */
+static int
+spawn_locked(mf_net_pool_t *p)
+{
+    slot_t *free_slot = NULL;
+    for (int i = 0; i < p->cfg.cap && free_slot == NULL; i++) {
+        slot_t *s = &p->slots[i];
+        if (s->state == SLOT_EXITED) {
+            /* Its thread has released the lock for the last time: the join is immediate. */
+            pthread_join(s->tid, NULL);
+            s->state = SLOT_FREE;
+        }
+        if (s->state == SLOT_FREE)
+            free_slot = &p->slots[i];
+    }
+    if (free_slot == NULL)
+        return -1; /* every slot holds a live or retiring thread: the queue waits */
+    free_slot->pool = p;
+    /*
+     * 8 MiB stacks, as libuv gave its pool threads: commands recurse over
+     * documents nested up to 200 deep. Only touched pages cost memory.
+     */
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, WORKER_STACK_BYTES);
+    int rc = pthread_create(&free_slot->tid, &attr, worker_main, free_slot);
+    pthread_attr_destroy(&attr);
+    if (rc != 0) {
+        mf_log(MF_LOG_WARN, "NETWORK", "%s pool: cannot start a worker (%s); %d running", p->cfg.name, strerror(rc),
+               p->nthreads);
+        return -1;
+    }
+    free_slot->state = SLOT_RUNNING;
+    p->nthreads++;
+    p->started++;
+    if (p->nthreads > p->peak)
+        p->peak = p->nthreads;
+    return 0;
+}
+
+static void *
+worker_main(void *arg)
+{
+    slot_t *self = arg;
+    mf_net_pool_t *p = self->pool;
+    char name[16];
+
+    snprintf(name, sizeof(name), "%.10s", p->cfg.name);
+    pthread_setname_np(pthread_self(), name);
+    pthread_mutex_lock(&p->lock);
+    for (;;) {
+        if (p->head != NULL) {
+            mf_net_pool_job_t *job = p->head;
+            p->head = job->next;
+            if (p->head == NULL)
+                p->tail = NULL;
+            p->queued--;
+            pthread_mutex_unlock(&p->lock);
+            job->next = NULL;
+            job->work(job);
+            if (p->cfg.done)
+                p->cfg.done(job, p->cfg.arg);
+            pthread_mutex_lock(&p->lock);
+            continue;
+        }
+        if (p->stopping)
+            break;
+        int rc = 0;
+        p->nidle++;
+        if (p->nthreads > p->cfg.warm) {
+            struct timespec ts;
+            clock_gettime(CLOCK_MONOTONIC, &ts);
+            ts.tv_sec += p->cfg.idle_ms / 1000;
+            ts.tv_nsec += (long)(p->cfg.idle_ms % 1000) * 1000000L;
+            if (ts.tv_nsec >= 1000000000L) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000L;
+            }
+            rc = pthread_cond_timedwait(&p->cond, &p->lock, &ts);
+        } else {
+            pthread_cond_wait(&p->cond, &p->lock);
+        }
+        p->nidle--;
+        if (rc == ETIMEDOUT && p->head == NULL && !p->stopping && p->nthreads > p->cfg.warm) {
+            p->retired++;
+            break;
+        }
+    }
+    p->nthreads--;
+    pthread_mutex_unlock(&p->lock);
+    if (p->cfg.thread_exit)
+        p->cfg.thread_exit(p->cfg.arg);
+    pthread_mutex_lock(&p->lock);
+    self->state = SLOT_EXITED;
+    pthread_mutex_unlock(&p->lock);
+    return NULL;
+}
+
+int
+mf_net_pool_create(const mf_net_pool_config_t *cfg, mf_net_pool_t **out, mf_error_t *err)
+{
+    mf_net_pool_t *p = mf_calloc(1, sizeof(*p));
+    pthread_condattr_t ca;
+
+    p->cfg = *cfg;
+    if (p->cfg.warm < 1)
+        p->cfg.warm = 1;
+    if (p->cfg.cap < p->cfg.warm)
+        p->cfg.cap = p->cfg.warm;
+    if (p->cfg.idle_ms <= 0)
+        p->cfg.idle_ms = 1;
+    p->slots = mf_calloc((size_t)p->cfg.cap, sizeof(*p->slots));
+    pthread_mutex_init(&p->lock, NULL);
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&p->cond, &ca);
+    pthread_condattr_destroy(&ca);
+    pthread_mutex_lock(&p->lock);
+    for (int i = 0; i < p->cfg.warm; i++)
+        if (spawn_locked(p) != 0)
+            break;
+    int n = p->nthreads;
+    pthread_mutex_unlock(&p->lock);
+    if (n == 0) {
+        pthread_mutex_destroy(&p->lock);
+        pthread_cond_destroy(&p->cond);
+        free(p->slots);
+        free(p);
+        return mf_err_set(err, MF_E_InternalError, "cannot start any %s worker thread", cfg->name);
+    }
+    *out = p;
+    return 0;
+}
+
+void
+mf_net_pool_submit(mf_net_pool_t *p, mf_net_pool_job_t *job)
+{
+    job->next = NULL;
+    pthread_mutex_lock(&p->lock);
+    if (p->tail)
+        p->tail->next = job;
+    else
+        p->head = job;
+    p->tail = job;
+    p->queued++;
+    /* Every idle worker will take one queued job; start one for each job beyond that. */
+    if (p->queued > p->nidle && p->nthreads < p->cfg.cap)
+        (void)spawn_locked(p);
+    pthread_cond_signal(&p->cond);
+    pthread_mutex_unlock(&p->lock);
+}
+
+void
+mf_net_pool_stats(mf_net_pool_t *p, mf_net_pool_stats_t *out)
+{
+    pthread_mutex_lock(&p->lock);
+    out->threads = p->nthreads;
+    out->idle = p->nidle;
+    out->queued = p->queued;
+    out->peak = p->peak;
+    out->started = p->started;
+    out->retired = p->retired;
+    pthread_mutex_unlock(&p->lock);
+}
+
+void
+mf_net_pool_destroy(mf_net_pool_t *p)
+{
+    if (p == NULL)
+        return;
+    pthread_mutex_lock(&p->lock);
+    p->stopping = true;
+    pthread_cond_broadcast(&p->cond);
+    pthread_mutex_unlock(&p->lock);
+    /* No submit runs concurrently with destroy, so no slot changes hands from here on. */
+    for (int i = 0; i < p->cfg.cap; i++) {
+        pthread_mutex_lock(&p->lock);
+        int state = p->slots[i].state;
+        pthread_mutex_unlock(&p->lock);
+        if (state != SLOT_FREE)
+            pthread_join(p->slots[i].tid, NULL);
+    }
+    pthread_mutex_destroy(&p->lock);
+    pthread_cond_destroy(&p->cond);
+    free(p->slots);
+    free(p);
+}

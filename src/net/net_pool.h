@@ -1,0 +1,72 @@
+/*
+ * net_pool.h: a worker pool that grows with demand (see net_pool.c).
+ *
+ * mayfly runs commands on its own pools instead of libuv's fixed thread pool,
+ * so that slow commands cannot starve the rest: a job queued while no worker
+ * is idle starts a new worker, up to a cap, the way mongod runs one thread per
+ * connection. Workers above the warm count retire after idling a few seconds.
+ */
+#ifndef MF_NET_POOL_H
+#define MF_NET_POOL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/error.h"
+
+typedef struct mf_net_pool mf_net_pool_t;
+
+/*
+ * One unit of work. The caller allocates it (usually embedded in a larger
+ * struct) and keeps it alive until done runs; the pool only links it.
+ */
+typedef struct mf_net_pool_job {
+    struct mf_net_pool_job *next; /* the pool's queue link */
+    void (*work)(struct mf_net_pool_job *job);
+} mf_net_pool_job_t;
+
+typedef struct mf_net_pool_config {
+    const char *name;    /* thread name prefix (at most 10 characters shown) */
+    int warm;            /* workers started up front and never retired (>= 1) */
+    int cap;             /* most workers at once (>= warm) */
+    int idle_ms;         /* a worker above warm exits after idling this long */
+    /* Runs on the worker thread after each job->work (not under any pool lock). */
+    void (*done)(mf_net_pool_job_t *job, void *arg);
+    /* Runs on a worker thread just before it exits (retired or at destroy). */
+    void (*thread_exit)(void *arg);
+    void *arg;
+} mf_net_pool_config_t;
+
+/* Counters for logs and tests; a snapshot taken under the pool's lock. */
+typedef struct mf_net_pool_stats {
+    int threads;     /* alive now */
+    int idle;        /* waiting for a job */
+    int queued;      /* jobs not yet picked up */
+    int peak;        /* most threads alive at once so far */
+    int64_t started; /* threads started so far */
+    int64_t retired; /* threads that exited because they idled */
+} mf_net_pool_stats_t;
+
+/*
+ * mf_net_pool_create: starts cfg->warm workers. Returns 0 and *out, or -1 with
+ * err if not even one thread could start. cfg is copied; cfg->name must stay
+ * valid for the pool's life.
+ */
+int mf_net_pool_create(const mf_net_pool_config_t *cfg, mf_net_pool_t **out, mf_error_t *err) MF_WUR;
+
+/*
+ * mf_net_pool_submit: queues job (FIFO) and starts a worker if none is idle
+ * and the cap allows. Any thread may call it. The pool does not own job.
+ */
+void mf_net_pool_submit(mf_net_pool_t *p, mf_net_pool_job_t *job);
+
+/* mf_net_pool_stats: a consistent snapshot of the counters. */
+void mf_net_pool_stats(mf_net_pool_t *p, mf_net_pool_stats_t *out);
+
+/*
+ * mf_net_pool_destroy: runs the jobs still queued, then stops and joins every
+ * worker (each runs thread_exit) and frees the pool. NULL is fine.
+ */
+void mf_net_pool_destroy(mf_net_pool_t *p);
+
+#endif /* MF_NET_POOL_H */

@@ -1,0 +1,160 @@
+'use strict';
+/*
+ * Background index builds (issue 7): reads and writes of the same
+ * collection, other collections and fast commands go on while an index is
+ * built; writes made during the build end up in the index; killOp, a drop
+ * of the collection and a duplicate key abort the build cleanly; a second
+ * request for the same index waits for the first.
+ */
+const assert = require('node:assert/strict');
+const h = require('./harness');
+
+const srv = h.useServer();
+
+async function fill(coll, n, extra = () => ({})) {
+  const pad = 'p'.repeat(300);
+  for (let base = 0; base < n; base += 5000) {
+    const docs = [];
+    for (let i = base; i < Math.min(n, base + 5000); i++) docs.push({ _id: i, k: (i * 7919) % n, pad, ...extra(i) });
+    await coll.insertMany(docs, { ordered: false });
+  }
+}
+
+/* Resolves once an index build on ns shows in currentOp. */
+async function buildStarted(ns) {
+  const admin = srv.client.db('admin');
+  const deadline = Date.now() + 30000;
+  while (Date.now() < deadline) {
+    const r = await admin.command({ currentOp: 1, ns });
+    const op = r.inprog.find((o) => o.command && o.command.createIndexes);
+    if (op) return op;
+    await h.sleep(2);
+  }
+  throw new Error(`no index build on ${ns} in currentOp`);
+}
+
+h.test('reads, writes and other collections go on during a build, and writes made during it are indexed',
+  { timeout: 240000 }, async () => {
+    const db = srv.freshDb('ixb');
+    const coll = db.collection('big');
+    await fill(coll, 300000);
+    const other = db.collection('other');
+    await other.insertOne({ _id: 'x' });
+
+    let done = false;
+    const build = coll.createIndex({ k: 1 }).then((r) => { done = true; return r; });
+    await buildStarted(coll.namespace);
+    const c2 = await srv.newClient();
+    const coll2 = c2.db(db.databaseName).collection('big');
+    const other2 = c2.db(db.databaseName).collection('other');
+    let duringBuild = 0;
+    let next = 1000000;
+    const inserted = [];
+    const removed = [];
+    while (!done) {
+      const id = next++;
+      await coll2.insertOne({ _id: id, k: -id });
+      inserted.push(id);
+      await coll2.deleteOne({ _id: id - 1000000 });
+      removed.push(id - 1000000);
+      await coll2.updateOne({ _id: id - 1000000 + 150000 }, { $set: { k: -id - 0.5 } });
+      assert.ok(await coll2.findOne({ _id: id }));
+      assert.ok(await other2.findOne({ _id: 'x' }));
+      await other2.updateOne({ _id: 'x' }, { $inc: { n: 1 } });
+      await c2.db('admin').command({ ping: 1 });
+      if (!done) duringBuild++;
+    }
+    await build;
+    assert.ok(duringBuild > 0, 'operations completed while the build ran');
+    // The index reflects every write made during the build.
+    for (const id of inserted.slice(0, 200)) {
+      const d = await coll.find({ k: -id }).hint({ k: 1 }).toArray();
+      assert.equal(d.length, 1, `inserted ${id} found through the new index`);
+    }
+    for (const id of removed.slice(0, 200)) {
+      const r = await coll.find({ _id: id }).hint({ k: 1 }).toArray();
+      assert.equal(r.length, 0, `removed ${id} not found through the new index`);
+    }
+    const total = await coll.countDocuments({});
+    const viaIndex = await coll.countDocuments({ k: { $gte: -1e12 } }, { hint: { k: 1 } });
+    assert.equal(viaIndex, total, 'one index key per document');
+    const v = await db.command({ validate: 'big' });
+    assert.equal(v.valid, true, JSON.stringify(v.errors));
+    await c2.close();
+  });
+
+h.test('killOp aborts a build with 11601 and leaves no index behind', { timeout: 240000 }, async () => {
+  const db = srv.freshDb('ixkill');
+  const coll = db.collection('big');
+  await fill(coll, 200000);
+  const build = coll.createIndex({ pad: 1, k: 1 }).then(() => null, (e) => e);
+  const op = await buildStarted(coll.namespace);
+  await srv.client.db('admin').command({ killOp: 1, op: op.opid });
+  const err = await build;
+  assert.ok(err, 'the build failed');
+  assert.equal(err.code, 11601, err.message);
+  const names = (await coll.listIndexes().toArray()).map((i) => i.name);
+  assert.deepEqual(names, ['_id_']);
+  await coll.insertOne({ _id: 'after', k: 1 });
+  assert.equal(await coll.countDocuments({ _id: 'after' }), 1);
+});
+
+h.test('dropping the collection aborts its build with 276 IndexBuildAborted', { timeout: 240000 }, async () => {
+  const db = srv.freshDb('ixdrop');
+  const coll = db.collection('big');
+  await fill(coll, 200000);
+  const build = coll.createIndex({ pad: 1, k: 1 }).then(() => null, (e) => e);
+  await buildStarted(coll.namespace);
+  await coll.drop();
+  const err = await build;
+  assert.ok(err, 'the build failed');
+  assert.equal(err.code, 276, err.message);
+  assert.equal(err.codeName, 'IndexBuildAborted');
+  const colls = await db.listCollections().toArray();
+  assert.equal(colls.length, 0);
+});
+
+h.test('a second request for the same index waits for the build and both succeed', { timeout: 240000 }, async () => {
+  const db = srv.freshDb('ixtwice');
+  const coll = db.collection('big');
+  await fill(coll, 100000);
+  const first = coll.createIndex({ k: 1 });
+  await buildStarted(coll.namespace);
+  const c2 = await srv.newClient();
+  const second = c2.db(db.databaseName).command({ createIndexes: 'big', indexes: [{ key: { k: 1 }, name: 'k_1' }] });
+  const [a, b] = await Promise.all([first, second]);
+  assert.equal(a, 'k_1');
+  assert.equal(b.ok, 1);
+  assert.equal(b.numIndexesAfter, 2);
+  assert.equal((await coll.listIndexes().toArray()).length, 2);
+  await c2.close();
+});
+
+h.test('a unique build over duplicates fails with 11000 and leaves no index', { timeout: 120000 }, async () => {
+  const db = srv.freshDb('ixuniq');
+  const coll = db.collection('c');
+  await fill(coll, 20000, (i) => ({ dup: i === 19999 ? 0 : i }));
+  const err = await coll.createIndex({ dup: 1 }, { unique: true }).then(() => null, (e) => e);
+  assert.ok(err);
+  assert.equal(err.code, 11000, err.message);
+  assert.deepEqual((await coll.listIndexes().toArray()).map((i) => i.name), ['_id_']);
+});
+
+h.test('an index being built is not listed, used or shown by collStats until it is ready', { timeout: 240000 }, async () => {
+  const db = srv.freshDb('ixhidden');
+  const coll = db.collection('big');
+  await fill(coll, 200000);
+  const build = coll.createIndex({ pad: 1, k: 1 });
+  await buildStarted(coll.namespace);
+  const c2 = await srv.newClient();
+  const names = (await c2.db(db.databaseName).collection('big').listIndexes().toArray()).map((i) => i.name);
+  const stats = await c2.db(db.databaseName).command({ collStats: 'big' });
+  const plan = await c2.db(db.databaseName).collection('big').find({ pad: 'p', k: 5 }).explain();
+  await c2.close();
+  await build;
+  // Read while the build ran (it takes seconds on 200,000 documents, the reads milliseconds).
+  assert.deepEqual(names, ['_id_']);
+  assert.equal(stats.nindexes, 1);
+  assert.doesNotMatch(JSON.stringify(plan.queryPlanner.winningPlan), /pad_1_k_1/);
+  assert.equal((await coll.listIndexes().toArray()).length, 2);
+});

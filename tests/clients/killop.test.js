@@ -1,0 +1,177 @@
+'use strict';
+/*
+ * killOp and interruption (issue 7): a killed find, aggregate, update,
+ * delete or TTL batch stops at its next yield point with 11601 Interrupted;
+ * SIGTERM interrupts what is running instead of waiting for it.
+ *
+ * Each test starts a slow operation on one connection, finds it in
+ * currentOp from another, kills it, and checks the error the first
+ * connection gets and that the server carries on.
+ */
+const assert = require('node:assert/strict');
+const h = require('./harness');
+
+const srv = h.useServer();
+
+/* A filter every document fails, expensive enough that a scan of the collection takes a while. */
+const SLOW_FILTER = {
+  $expr: { $eq: [{ $strLenCP: { $concat: ['$s', '$s', '$s', '$s', '$s', '$s'] } }, -1] },
+};
+
+async function fill(coll, n) {
+  const s = 'a fairly long string that the slow filter concatenates six times';
+  for (let base = 0; base < n; base += 5000) {
+    const docs = [];
+    for (let i = base; i < Math.min(n, base + 5000); i++) docs.push({ _id: i, s, k: i % 7 });
+    await coll.insertMany(docs, { ordered: false });
+  }
+}
+
+/* Polls currentOp until an operation matching pred shows up; returns its opid. */
+async function waitForOp(admin, pred, what) {
+  const deadline = Date.now() + 30000;
+  while (Date.now() < deadline) {
+    const r = await admin.command({ currentOp: 1 });
+    const op = r.inprog.find(pred);
+    if (op) return op.opid;
+    await h.sleep(5);
+  }
+  throw new Error(`${what} never showed in currentOp`);
+}
+
+/* Runs op() on its own connection, kills it once it shows in currentOp, and returns its error. */
+async function killWhileRunning(pred, what, op) {
+  const other = await srv.newClient();
+  try {
+    const running = op(other).then(() => null, (e) => e);
+    const opid = await waitForOp(srv.client.db('admin'), pred, what);
+    const r = await srv.client.db('admin').command({ killOp: 1, op: opid });
+    assert.equal(r.ok, 1);
+    const err = await running;
+    assert.ok(err, `${what} was killed, so it must fail`);
+    return err;
+  } finally {
+    await other.close();
+  }
+}
+
+let big;
+h.test('setup: a collection large enough that a scan takes a while', { timeout: 240000 }, async () => {
+  big = srv.client.db('killop').collection('big');
+  await fill(big, 150000);
+  assert.equal(await big.estimatedDocumentCount(), 150000);
+});
+
+h.test('a killed find fails with 11601 Interrupted', { timeout: 120000 }, async () => {
+  const err = await killWhileRunning((o) => o.ns === 'killop.big' && o.op === 'query', 'find',
+    (c) => c.db('killop').collection('big').find(SLOW_FILTER).toArray());
+  assert.equal(err.code, 11601, err.message);
+  assert.equal(err.codeName, 'Interrupted');
+  let want = 0;
+  for (let i = 0; i < 150000; i++) if (i % 7 === 3) want++;
+  assert.equal(await big.countDocuments({ k: 3 }), want, 'the server carries on');
+});
+
+h.test('a killed aggregate fails with 11601 Interrupted', { timeout: 120000 }, async () => {
+  const err = await killWhileRunning((o) => o.ns === 'killop.big' && o.command && o.command.aggregate, 'aggregate',
+    (c) => c.db('killop').collection('big').aggregate([{ $match: SLOW_FILTER }, { $group: { _id: '$k', n: { $sum: 1 } } }]).toArray());
+  assert.equal(err.code, 11601, err.message);
+});
+
+h.test('a killed updateMany stops with 11601 and what it did is whole documents', { timeout: 120000 }, async () => {
+  const err = await killWhileRunning((o) => o.ns === 'killop.big' && o.op === 'update', 'updateMany',
+    (c) => c.db('killop').collection('big').updateMany(
+      { $expr: { $ne: [{ $strLenCP: { $concat: ['$s', '$s', '$s', '$s'] } }, -1] } },
+      [{ $set: { touched: true, t: { $concat: ['$s', '$s'] } } }]));
+  assert.equal(err.code, 11601, `${err.code} ${err.message}`);
+  // Whatever was updated before the kill is updated whole (both fields), nothing half-done.
+  const partial = await big.countDocuments({ touched: true, t: { $exists: false } });
+  assert.equal(partial, 0);
+});
+
+h.test('a killed deleteMany stops with 11601 and leaves the rest', { timeout: 120000 }, async () => {
+  const coll = srv.client.db('killop').collection('del');
+  await fill(coll, 150000);
+  const err = await killWhileRunning((o) => o.ns === 'killop.del' && o.op === 'remove', 'deleteMany',
+    (c) => c.db('killop').collection('del').deleteMany({ $expr: { $ne: [{ $strLenCP: { $concat: ['$s', '$s', '$s', '$s'] } }, -1] } }));
+  assert.equal(err.code, 11601, `${err.code} ${err.message}`);
+  const left = await coll.countDocuments();
+  assert.ok(left > 0 && left < 150000 + 1, `documents left after the kill: ${left}`);
+});
+
+h.test('a killed TTL batch stops with 11601 and the monitor deletes the rest later', { timeout: 180000 }, async () => {
+  const admin = srv.client.db('admin');
+  const coll = srv.client.db('killop').collection('ttl');
+  await admin.command({ setParameter: 1, ttlMonitorEnabled: false });
+  try {
+    await coll.createIndex({ at: 1 }, { expireAfterSeconds: 0 });
+    const past = new Date(Date.now() - 60000);
+    for (let base = 0; base < 200000; base += 10000) {
+      await coll.insertMany(Array.from({ length: 10000 }, (_, i) => ({ _id: base + i, at: past, pad: 'x'.repeat(200) })));
+    }
+    // One big batch in one transaction, so the kill lands inside it.
+    await admin.command({ setParameter: 1, ttlMonitorBatchDocs: 100000, ttlIndexDeleteTargetDocs: 0, ttlIndexDeleteTargetTimeMS: 0 });
+  } finally {
+    await admin.command({ setParameter: 1, ttlMonitorEnabled: true });
+  }
+  let opid = null;
+  const deadline = Date.now() + 30000;
+  while (opid === null && Date.now() < deadline) {
+    const r = await admin.command({ currentOp: 1, desc: 'TTLMonitor' });
+    if (r.inprog.length > 0) opid = r.inprog[0].opid;
+    else await h.sleep(1);
+  }
+  assert.ok(opid !== null, 'a TTL batch showed in currentOp');
+  await admin.command({ killOp: 1, op: opid });
+  // The kill is logged by the monitor with its code.
+  let logged = false;
+  const logDeadline = Date.now() + 30000;
+  while (!logged && Date.now() < logDeadline) {
+    const log = await admin.command({ getLog: 'global' });
+    logged = log.log.some((l) => /TTL batch .* interrupted: 11601/.test(l));
+    if (!logged) await h.sleep(50);
+  }
+  assert.ok(logged, 'the TTL batch reported 11601 Interrupted');
+  await admin.command({ setParameter: 1, ttlMonitorBatchDocs: 500, ttlIndexDeleteTargetDocs: 50000, ttlIndexDeleteTargetTimeMS: 1000 });
+  // The monitor goes on and deletes everything due.
+  const goneBy = Date.now() + 120000;
+  while (Date.now() < goneBy && (await coll.estimatedDocumentCount()) > 0) await h.sleep(200);
+  assert.equal(await coll.countDocuments(), 0);
+});
+
+h.test('killOp of an unknown opid answers ok, as mongod does', async () => {
+  const r = await srv.client.db('admin').command({ killOp: 1, op: 987654321 });
+  assert.equal(r.ok, 1);
+});
+
+h.test('SIGTERM interrupts a running query and the server shuts down cleanly', { timeout: 120000 }, async () => {
+  const s = new h.MayflyServer();
+  await s.start();
+  const { MongoClient } = require('mongodb');
+  const c = new MongoClient(s.uri);
+  try {
+    const coll = c.db('t').collection('big');
+    await fill(coll, 100000);
+    const running = coll.find({ $expr: { $eq: [{ $strLenCP: { $concat: ['$s', '$s', '$s', '$s', '$s', '$s', '$s', '$s'] } }, -1] } })
+      .toArray().then(() => null, (e) => e);
+    const admin = c.db('admin');
+    await waitForOp(admin, (o) => o.ns === 't.big' && o.op === 'query', 'find');
+    const t0 = Date.now();
+    s.expectingExit = true;
+    s.proc.kill('SIGTERM');
+    const err = await running;
+    assert.ok(err, 'the query did not run to completion');
+    const info = await s.waitExit(60000);
+    assert.equal(info.code, 0, `clean exit: ${JSON.stringify(info)}`);
+    assert.ok(Date.now() - t0 < 60000);
+    // Restart on the same data: everything is there.
+    await s.start();
+    const c2 = new MongoClient(s.uri);
+    assert.equal(await c2.db('t').collection('big').countDocuments(), 100000);
+    await c2.close();
+  } finally {
+    await c.close().catch(() => {});
+    await s.stop().catch(() => {});
+    s.cleanup();
+  }
+});

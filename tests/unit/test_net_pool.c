@@ -1,0 +1,229 @@
+/*
+ * test_net_pool.c: the growing worker pool (src/net/net_pool.c).
+ *
+ * Growth is shown without timing: N jobs that each wait until all N are
+ * running can only finish if the pool started N workers (a fixed pool
+ * smaller than N would hang, which the suite's timeout turns into a
+ * failure). The cap, FIFO order, retirement of idle extras (with
+ * thread_exit run on each), and destroy draining the queue are checked
+ * through the pool's counters.
+ */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "net/net_pool.h"
+
+typedef struct gate {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int arrived;
+    int need;      /* jobs wait until this many have arrived (0: do not wait) */
+    bool open;     /* or until opened */
+    int running, max_running;
+    _Atomic int done, exits;
+    int order[64];
+    _Atomic int norder;
+} gate_t;
+
+typedef struct tjob {
+    mf_net_pool_job_t pj;
+    gate_t *g;
+    int id;
+} tjob_t;
+
+static void
+gate_init(gate_t *g, int need)
+{
+    memset(g, 0, sizeof(*g));
+    pthread_mutex_init(&g->lock, NULL);
+    pthread_cond_init(&g->cond, NULL);
+    g->need = need;
+}
+
+static void
+work(mf_net_pool_job_t *pj)
+{
+    tjob_t *j = (tjob_t *)pj;
+    gate_t *g = j->g;
+    pthread_mutex_lock(&g->lock);
+    g->arrived++;
+    g->running++;
+    if (g->running > g->max_running)
+        g->max_running = g->running;
+    pthread_cond_broadcast(&g->cond);
+    while (!g->open && g->arrived < g->need)
+        pthread_cond_wait(&g->cond, &g->lock);
+    g->running--;
+    pthread_mutex_unlock(&g->lock);
+    int k = atomic_fetch_add(&g->norder, 1);
+    if (k < 64)
+        g->order[k] = j->id;
+}
+
+static void
+done(mf_net_pool_job_t *pj, void *arg)
+{
+    gate_t *g = arg;
+    (void)pj;
+    atomic_fetch_add(&g->done, 1);
+}
+
+static void
+thread_exit(void *arg)
+{
+    gate_t *g = arg;
+    atomic_fetch_add(&g->exits, 1);
+}
+
+static void
+open_gate(gate_t *g)
+{
+    pthread_mutex_lock(&g->lock);
+    g->open = true;
+    pthread_cond_broadcast(&g->cond);
+    pthread_mutex_unlock(&g->lock);
+}
+
+static void
+wait_done(gate_t *g, int n)
+{
+    for (int i = 0; i < 60000 && atomic_load(&g->done) < n; i++)
+        usleep(1000);
+    cr_assert_eq(atomic_load(&g->done), n, "%d of %d jobs done", atomic_load(&g->done), n);
+}
+
+static mf_net_pool_t *
+make_pool(gate_t *g, int warm, int cap, int idle_ms)
+{
+    mf_net_pool_t *p;
+    mf_error_t err;
+    mf_net_pool_config_t cfg = {.name = "test", .warm = warm, .cap = cap, .idle_ms = idle_ms, .done = done,
+                                .thread_exit = thread_exit, .arg = g};
+    cr_assert_eq(mf_net_pool_create(&cfg, &p, &err), 0);
+    return p;
+}
+
+TestSuite(net_pool, .timeout = 60);
+
+Test(net_pool, grows_past_warm_when_every_worker_is_busy)
+{
+    enum { N = 12 };
+    gate_t g;
+    tjob_t jobs[N];
+    gate_init(&g, N);
+    mf_net_pool_t *p = make_pool(&g, 2, 64, 60000);
+    for (int i = 0; i < N; i++) {
+        jobs[i] = (tjob_t){.g = &g, .id = i};
+        jobs[i].pj.work = work;
+        mf_net_pool_submit(p, &jobs[i].pj);
+    }
+    wait_done(&g, N); /* only possible if N jobs ran at once */
+    cr_assert_eq(g.max_running, N);
+    mf_net_pool_stats_t st;
+    mf_net_pool_stats(p, &st);
+    cr_assert_geq(st.peak, N, "peak %d", st.peak);
+    cr_assert_leq(st.peak, 64);
+    mf_net_pool_destroy(p);
+    cr_assert_eq(atomic_load(&g.exits), (int)st.started, "every started worker ran thread_exit (%d of %lld)",
+                 atomic_load(&g.exits), (long long)st.started);
+}
+
+Test(net_pool, cap_bounds_threads_and_the_rest_queue)
+{
+    enum { N = 20, CAP = 3 };
+    gate_t g;
+    tjob_t jobs[N];
+    gate_init(&g, 1000); /* held until opened */
+    mf_net_pool_t *p = make_pool(&g, 1, CAP, 60000);
+    for (int i = 0; i < N; i++) {
+        jobs[i] = (tjob_t){.g = &g, .id = i};
+        jobs[i].pj.work = work;
+        mf_net_pool_submit(p, &jobs[i].pj);
+    }
+    /* The first CAP jobs hold every worker; the rest queue. */
+    for (int i = 0; i < 10000; i++) {
+        pthread_mutex_lock(&g.lock);
+        int r = g.running;
+        pthread_mutex_unlock(&g.lock);
+        if (r == CAP)
+            break;
+        usleep(1000);
+    }
+    mf_net_pool_stats_t st;
+    mf_net_pool_stats(p, &st);
+    cr_assert_eq(st.threads, CAP, "threads %d", st.threads);
+    cr_assert_eq(st.queued, N - CAP, "queued %d", st.queued);
+    open_gate(&g);
+    wait_done(&g, N);
+    cr_assert_leq(g.max_running, CAP);
+    mf_net_pool_destroy(p);
+}
+
+Test(net_pool, idle_extra_workers_retire_and_warm_ones_stay)
+{
+    enum { N = 6 };
+    gate_t g;
+    tjob_t jobs[N];
+    gate_init(&g, N);
+    mf_net_pool_t *p = make_pool(&g, 2, 16, 50);
+    for (int i = 0; i < N; i++) {
+        jobs[i] = (tjob_t){.g = &g, .id = i};
+        jobs[i].pj.work = work;
+        mf_net_pool_submit(p, &jobs[i].pj);
+    }
+    wait_done(&g, N);
+    mf_net_pool_stats_t st;
+    for (int i = 0; i < 20000; i++) {
+        mf_net_pool_stats(p, &st);
+        if (st.threads == 2)
+            break;
+        usleep(1000);
+    }
+    cr_assert_eq(st.threads, 2, "back to the warm count, got %d", st.threads);
+    cr_assert_geq(st.retired, N - 2, "retired %lld", (long long)st.retired);
+    for (int i = 0; i < 20000 && atomic_load(&g.exits) < (int)st.retired; i++)
+        usleep(1000);
+    cr_assert_eq(atomic_load(&g.exits), (int)st.retired, "a retiring worker runs thread_exit");
+    /* The pool still grows again after shrinking. */
+    gate_t g2;
+    gate_init(&g2, N);
+    for (int i = 0; i < N; i++) {
+        jobs[i] = (tjob_t){.g = &g2, .id = i};
+        jobs[i].pj.work = work;
+        mf_net_pool_submit(p, &jobs[i].pj);
+    }
+    for (int i = 0; i < 60000; i++) {
+        pthread_mutex_lock(&g2.lock);
+        int a = g2.arrived;
+        pthread_mutex_unlock(&g2.lock);
+        if (a == N)
+            break;
+        usleep(1000);
+    }
+    cr_assert_eq(g2.max_running, N);
+    mf_net_pool_destroy(p); /* waits for the jobs (their gate is met) */
+}
+
+Test(net_pool, destroy_runs_queued_jobs)
+{
+    enum { N = 10 };
+    gate_t g;
+    tjob_t jobs[N];
+    gate_init(&g, 0);
+    g.open = true;
+    mf_net_pool_t *p = make_pool(&g, 1, 1, 60000);
+    for (int i = 0; i < N; i++) {
+        jobs[i] = (tjob_t){.g = &g, .id = i};
+        jobs[i].pj.work = work;
+        mf_net_pool_submit(p, &jobs[i].pj);
+    }
+    mf_net_pool_destroy(p);
+    cr_assert_eq(atomic_load(&g.done), N);
+    for (int k = 0; k < N; k++)
+        cr_assert_eq(g.order[k], k, "one worker runs the queue in order");
+}
