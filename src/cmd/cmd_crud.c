@@ -1979,6 +1979,7 @@ typedef struct agg_stream {
     mf_plan_t *plan;          /* owned: the pushed-down plan, with its position */
     mf_matcher_t *m;          /* owned: the pushed-down filter */
     int64_t skip_left, limit_left; /* pushed-down $skip / $limit still to apply (limit < 0: none) */
+    const mf_projection_t *proj;   /* pushed-down $project (owned by pl), or NULL */
     char *db, *coll;          /* owned */
 } agg_stream_t;
 
@@ -2001,6 +2002,7 @@ typedef struct agg_pull_ctx {
     agg_stream_t *x;
     mf_docvec_t *out;
     size_t max;
+    mf_error_t *err;
 } agg_pull_ctx_t;
 
 static int
@@ -2013,7 +2015,16 @@ agg_pull_visit(void *arg, int64_t rid, const bson_t *doc, const mf_match_details
         pc->x->skip_left--;
         return 0;
     }
-    mf_docvec_push(pc->out, doc);
+    if (pc->x->proj != NULL) {
+        bson_t *o = bson_new();
+        if (mf_projection_apply(pc->x->proj, doc, NULL, o, pc->err) != 0) {
+            bson_destroy(o);
+            return -1;
+        }
+        mf_docvec_push_steal(pc->out, o);
+    } else {
+        mf_docvec_push(pc->out, doc);
+    }
     if (pc->x->limit_left > 0)
         pc->x->limit_left--;
     return pc->x->limit_left == 0 || pc->out->len >= pc->max ? 1 : 0;
@@ -2030,7 +2041,7 @@ agg_pull(void *ctx, size_t max, mf_docvec_t *out, bool *eof, mf_error_t *err)
         *eof = true;
         return 0;
     }
-    agg_pull_ctx_t pc = {x, out, max};
+    agg_pull_ctx_t pc = {x, out, max, err};
     if (mf_exec_run(x->sc.op->sess, c, x->plan, x->m, agg_pull_visit, &pc, err) != 0)
         return -1;
     *eof = x->plan->done || x->limit_left == 0;
@@ -2050,7 +2061,7 @@ agg_plan_prefix(mf_op_t *op, const mf_coll_t *c, const mf_pipeline_t *pl, const 
     mf_pipeline_pushdown(pl, true, pd);
     for (int attempt = 0; attempt < 2; attempt++) {
         mf_plan_request_t req = {.filter = pd->filter, .sort = pd->sort, .hint = hint, .skip = pd->skip,
-                                 .limit = pd->limit};
+                                 .limit = pd->limit, .projection = pd->project_spec};
         if (mf_plan_build(c, &req, plan, &op->err) != 0)
             return -1;
         if (pd->sort == NULL || (*plan)->sort == NULL)
@@ -2125,6 +2136,7 @@ agg_stream_start(mf_op_t *op, const char *name, mf_pipeline_t *pl, const bson_va
     x->m = m;
     x->skip_left = pd.skip;
     x->limit_left = pd.limit > 0 ? pd.limit : -1;
+    x->proj = pd.project;
     x->db = mf_strdup(op->db);
     x->coll = mf_strdup(name);
     mf_agg_limits_t lim = {.allow_disk = allow_disk,
@@ -2993,8 +3005,12 @@ explain_aggregate(mf_op_t *op, const bson_t *cmd, const char *verbosity)
         snprintf(key, sizeof(key), "%d", k++);
         bson_append_value(&rest, key, -1, bson_iter_value(&pi));
     }
+    bson_t proj;
+    if (pd.project_spec != NULL)
+        bson_init_static(&proj, bson_get_data(pd.project_spec), pd.project_spec->len);
     mf_plan_request_t req = {.filter = has_filter ? &filter : NULL, .sort = pd.sort ? &sort : NULL,
-                             .skip = pd.skip, .limit = pd.limit, .hint = sub_hint(cmd, &hint_store)};
+                             .skip = pd.skip, .limit = pd.limit, .hint = sub_hint(cmd, &hint_store),
+                             .projection = pd.project_spec ? &proj : NULL};
     int rc = run_explain(op, coll, &req, 0, verbosity, cmd, &rest);
     bson_destroy(&rest);
     mf_pipeline_free(pl);

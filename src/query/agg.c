@@ -1580,12 +1580,11 @@ parse_stage(stage_t *s, const char *name, const bson_value_t *v, bool first, mf_
         return s->matcher ? 0 : -1;
     }
     if (strcmp(name, "$project") == 0) {
-        bson_t spec;
         s->kind = S_PROJECT;
         if (v->value_type != BSON_TYPE_DOCUMENT)
             return mf_err_set(err, MF_E_Location15969, "$project specification must be an object");
-        bson_init_static(&spec, v->value.v_doc.data, v->value.v_doc.data_len);
-        s->projection = mf_projection_new_agg(&spec, "$project", err);
+        s->spec = bson_new_from_data(v->value.v_doc.data, v->value.v_doc.data_len);
+        s->projection = mf_projection_new_agg(s->spec, "$project", err);
         return s->projection ? 0 : -1;
     }
     if (strcmp(name, "$addFields") == 0 || strcmp(name, "$set") == 0) {
@@ -2401,6 +2400,10 @@ mf_pipeline_pushdown(const mf_pipeline_t *p, bool sort_ok, mf_agg_pushdown_t *pd
         } else {
             break;
         }
+    }
+    if (i < p->n && p->stages[i].kind == S_PROJECT) {
+        pd->project_spec = p->stages[i].spec;
+        pd->project = p->stages[i++].projection;
     }
     pd->nstages = i;
 }

@@ -134,7 +134,8 @@ const bson_t *mf_pipeline_first_match(const mf_pipeline_t *p);
  * a $match (filter), then, only when sort_ok, a $sort (the caller passes
  * sort_ok = false when the chosen plan cannot provide that order, so the
  * pipeline's spilling $sort runs it instead), then any $skip / $limit
- * (combined). nstages counts the stages absorbed; the pipeline from
+ * (combined), then a $project (applied to each document the plan returns,
+ * and shown as the plan's PROJECTION stage). nstages counts the stages absorbed; the pipeline from
  * stage nstages on runs over the plan's output. Pointers are valid while p
  * lives. Collectionless and writing pipelines absorb nothing.
  */
@@ -142,6 +143,8 @@ typedef struct mf_agg_pushdown {
     const bson_t *filter; /* or NULL */
     const bson_t *sort;   /* or NULL */
     int64_t skip, limit;  /* 0 = none */
+    const bson_t *project_spec;           /* a $project right after them (the plan's PROJECTION), or NULL */
+    const struct mf_projection *project;  /* its parsed form (mf_projection_apply), NULL with it */
     size_t nstages;
 } mf_agg_pushdown_t;
 

@@ -67,11 +67,17 @@ h.test('$limit: 1 over 100k documents returns one document and examines one', { 
     `pushed-down LIMIT: ${JSON.stringify(cs.queryPlanner.winningPlan)}`);
   assert.equal(cs.executionStats.totalDocsExamined, 1);
   assert.equal(cs.executionStats.nReturned, 1);
-  // With a stage left after the limit, the plan shows under $cursor with its own statistics.
-  const ex2 = await big.aggregate([{ $limit: 1 }, { $project: { v: 1 } }]).explain('executionStats');
+  // A $project after the limit is pushed down too (the plan's PROJECTION); a stage left after it
+  // shows after $cursor, which carries the plan's own statistics.
+  const ex2 = await big.aggregate([{ $limit: 1 }, { $project: { v: 1 } }, { $addFields: { w: 1 } }])
+    .explain('executionStats');
   assert.ok(ex2.stages, 'stages after $cursor');
   assert.equal(ex2.stages[0].$cursor.executionStats.totalDocsExamined, 1);
-  assert.deepEqual(Object.keys(ex2.stages[1]), ['$project']);
+  const names2 = stageNames(ex2.stages[0].$cursor.queryPlanner.winningPlan);
+  assert.ok(names2[0].startsWith('PROJECTION') && names2.includes('LIMIT'), names2.join(','));
+  assert.deepEqual(Object.keys(ex2.stages[1]), ['$addFields']);
+  const r2 = await big.aggregate([{ $limit: 1 }, { $project: { v: 1 } }, { $addFields: { w: 1 } }]).toArray();
+  assert.deepEqual(Object.keys(r2[0]), ['_id', 'v', 'w']);
   // Same cost as find().limit(1).
   const fx = await big.find().limit(1).explain('executionStats');
   assert.equal(fx.executionStats.totalDocsExamined, cs.executionStats.totalDocsExamined);
