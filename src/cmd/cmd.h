@@ -159,6 +159,15 @@ void mf_engine_close(mf_engine_t *eng);
 void mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *cmd, const mf_docseq_t *seqs,
                 size_t nseqs, bool legacy, bson_t *reply);
 
+/*
+ * mf_cmd_error_reply: replaces reply's content with MongoDB's error reply
+ * {ok: 0, errmsg, code, codeName, ...err->info} (the network layer uses it
+ * for requests that never reach a command). mf_cmd_legacy_query_error: the
+ * OP_QUERY refusal shape ({$err, code, ok: 0, errmsg}).
+ */
+void mf_cmd_error_reply(bson_t *reply, const mf_error_t *err);
+void mf_cmd_legacy_query_error(bson_t *reply, const mf_error_t *err, const char *dollar_err);
+
 /* Helpers for handlers (cmd_util.c). Clocks: common/clock.h. */
 
 /*
