@@ -128,9 +128,7 @@ reaper_main(void *arg)
     mf_engine_t *e = arg;
     pthread_mutex_lock(&e->reaper_mu);
     while (!e->reaper_stop) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        ts.tv_sec += 1;
+        struct timespec ts = mf_mono_deadline(1000);
         pthread_cond_timedwait(&e->reaper_cv, &e->reaper_mu, &ts);
         if (e->reaper_stop)
             break;
