@@ -39,8 +39,8 @@
 #include <string.h>
 
 #include "common/log.h"
-#include "query/match.h"
-#include "query/value.h"
+#include "doc/match.h"
+#include "doc/value.h"
 
 #define CATALOG_URI "table:_mf_catalog"
 #define SIZES_URI "table:_mf_sizes"

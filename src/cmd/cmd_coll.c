@@ -38,8 +38,8 @@
 #include "common/log.h"
 #include "index/index.h"
 #include "query/agg.h"
-#include "query/match.h"
-#include "query/value.h"
+#include "doc/match.h"
+#include "doc/value.h"
 #include "ttl/ttl.h"
 
 /* Fields of a command that are the protocol's, not the command's options. */

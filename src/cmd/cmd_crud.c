@@ -42,12 +42,12 @@
 #include "query/agg.h"
 #include "query/batch.h"
 #include "query/exec.h"
-#include "query/match.h"
-#include "query/path.h"
-#include "query/project.h"
-#include "query/sort.h"
-#include "query/update.h"
-#include "query/value.h"
+#include "doc/match.h"
+#include "doc/path.h"
+#include "doc/project.h"
+#include "doc/sort.h"
+#include "doc/update.h"
+#include "doc/value.h"
 
 /* cmd_coll.c: the document $collStats yields for db.name. */
 int mf_cmd_coll_stats_doc(mf_op_t *op, const char *name, bson_t *out);

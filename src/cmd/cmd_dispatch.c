@@ -22,11 +22,11 @@
 #include "cmd/cmd.h"
 #include "cmd/profile.h"
 #include "common/params.h"
-#include "query/expr.h"
+#include "doc/expr.h"
 #include "query/exec.h"
 #include "common/curop.h"
 #include "common/log.h"
-#include "query/value.h"
+#include "doc/value.h"
 
 static const mf_cmd_def_t *tables[] = {mf_cmds_admin, mf_cmds_crud, mf_cmds_coll, mf_cmds_collmod, mf_cmds_profile};
 

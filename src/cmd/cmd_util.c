@@ -13,7 +13,7 @@
 #include "cmd/cmd.h"
 #include "cmd/cursor.h"
 #include "common/log.h"
-#include "query/value.h"
+#include "doc/value.h"
 #include "cmd/profile.h"
 #include "ttl/ttl.h"
 

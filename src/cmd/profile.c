@@ -21,7 +21,7 @@
 #include "cmd/cmd.h"
 #include "cmd/profile.h"
 #include "common/log.h"
-#include "query/value.h"
+#include "doc/value.h"
 
 #define MAX_DBS 256
 #define PROFILE_CAP_BYTES (1024 * 1024)

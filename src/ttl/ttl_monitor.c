@@ -67,8 +67,8 @@
 #include "common/params.h"
 #include "index/keystring.h"
 #include "query/batch.h"
-#include "query/match.h"
-#include "query/path.h"
+#include "doc/match.h"
+#include "doc/path.h"
 #include "ttl/ttl.h"
 
 #define DATE_KEY_LEN MF_KS_DATE_LEN
