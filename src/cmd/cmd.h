@@ -81,7 +81,7 @@ typedef struct mf_engine {
 /* Connection-level state a command may read (hello, whatsmyuri, ...). */
 typedef struct mf_client {
     int64_t id;
-    char remote[64];  /* "127.0.0.1:53211" */
+    char remote[80];  /* "127.0.0.1:53211" (an IPv6 address of up to 63 characters and a port fit) */
     bool helloed;     /* has done the handshake */
 } mf_client_t;
 
