@@ -19,7 +19,7 @@
 
 #include "cmd/cmd.h"
 #include "common/curop.h"
-#include "cmd/cursor.h"
+#include "engine/cursor.h"
 #include "common/log.h"
 #include "common/params.h"
 #include "doc/match.h"

@@ -33,7 +33,7 @@
 #include "catalog/coll_write.h"
 #include "cmd/cmd.h"
 #include "common/curop.h"
-#include "cmd/cursor.h"
+#include "engine/cursor.h"
 #include "common/fmt.h"
 #include "common/log.h"
 #include "index/index.h"

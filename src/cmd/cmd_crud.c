@@ -35,7 +35,7 @@
 #include "catalog/coll_write.h"
 #include "cmd/cmd.h"
 #include "common/curop.h"
-#include "cmd/cursor.h"
+#include "engine/cursor.h"
 #include "common/docvec.h"
 #include "common/log.h"
 #include "common/params.h"

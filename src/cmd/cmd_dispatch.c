@@ -21,6 +21,7 @@
 
 #include "cmd/cmd.h"
 #include "cmd/profile.h"
+#include "engine/profiler.h"
 #include "common/params.h"
 #include "doc/expr.h"
 #include "query/exec.h"

@@ -11,7 +11,7 @@
 
 #include "common/alloc.h"
 #include "cmd/cmd.h"
-#include "cmd/cursor.h"
+#include "engine/cursor.h"
 #include "common/log.h"
 #include "doc/value.h"
 #include "cmd/profile.h"

@@ -50,7 +50,7 @@
 #include <uv.h>
 
 #include "cmd/cmd.h"
-#include "cmd/cursor.h"
+#include "engine/cursor.h"
 #include "common/log.h"
 #include "common/params.h"
 #include "net/net_pool.h"

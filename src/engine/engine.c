@@ -19,9 +19,10 @@
 #include <time.h>
 
 #include "common/alloc.h"
-#include "cmd/cmd.h"
-#include "cmd/cursor.h"
-#include "cmd/profile.h"
+#include "common/clock.h"
+#include "engine/engine.h"
+#include "engine/cursor.h"
+#include "engine/profiler.h"
 #include "common/log.h"
 #include "ttl/ttl.h"
 
