@@ -39,8 +39,8 @@
 #include <string.h>
 
 #include "common/log.h"
-#include "query/match.h"
-#include "query/value.h"
+#include "doc/match.h"
+#include "doc/value.h"
 
 #define CATALOG_URI "table:_mf_catalog"
 #define SIZES_URI "table:_mf_sizes"
@@ -430,6 +430,24 @@ coll_from_bson(const bson_t *doc, mf_error_t *err)
 }
 
 /*
+ * write_result: the outcome of one put or remove (removing: a missing key is
+ * fine) on a catalog table: 0, MF_CONFLICT with err set (WriteConflict), or
+ * -1 with err set.
+ */
+static int
+write_result(int ret, bool removing, const char *what, const char *key, mf_error_t *err)
+{
+    if (ret == 0 || (removing && ret == MF_NOTFOUND))
+        return 0;
+    if (ret == MF_CONFLICT) {
+        mf_err_set(err, MF_E_WriteConflict, "WriteConflict error: this operation conflicted with another operation. "
+                                            "Please retry your operation or multi-document transaction.");
+        return MF_CONFLICT;
+    }
+    return mf_err_set(err, MF_E_InternalError, "%s write failed for %s", what, key);
+}
+
+/*
  * entry_write: puts (entry != NULL) or removes ns's catalog entry inside the
  * session's current transaction. Returns 0, MF_CONFLICT (err set), or -1
  * with err.
@@ -447,13 +465,7 @@ entry_write(mf_sess_t *s, const char *ns, const bson_t *entry, mf_error_t *err)
     else
         ret = mf_cur_remove_bytes(cur, ns, strlen(ns));
     mf_cur_close(cur);
-    if (ret == 0 || (entry == NULL && ret == MF_NOTFOUND))
-        return 0;
-    if (ret == MF_CONFLICT) {
-        mf_err_set(err, MF_E_WriteConflict, "WriteConflict error: this operation conflicted with another operation. Please retry your operation or multi-document transaction.");
-        return MF_CONFLICT;
-    }
-    return mf_err_set(err, MF_E_InternalError, "catalog write failed for %s", ns);
+    return write_result(ret, entry == NULL, "catalog", ns, err);
 }
 
 /* sizes_write: puts (count >= 0) or removes (count < 0) ident's stored sizes in the current transaction. */
@@ -476,13 +488,7 @@ sizes_write(mf_sess_t *s, const char *ident, int64_t count, int64_t size, mf_err
         ret = mf_cur_remove_bytes(cur, ident, strlen(ident));
     }
     mf_cur_close(cur);
-    if (ret == 0 || (count < 0 && ret == MF_NOTFOUND))
-        return 0;
-    if (ret == MF_CONFLICT) {
-        mf_err_set(err, MF_E_WriteConflict, "WriteConflict error: this operation conflicted with another operation. Please retry your operation or multi-document transaction.");
-        return MF_CONFLICT;
-    }
-    return mf_err_set(err, MF_E_InternalError, "size write failed for %s", ident);
+    return write_result(ret, count < 0, "size", ident, err);
 }
 
 /* ddl_begin / ddl_end: one DDL transaction on this thread's session; ddl_end commits with sync when rc is 0. */

@@ -22,8 +22,8 @@
 #include "common/fmt.h"
 #include "common/log.h"
 #include "index/index.h"
-#include "query/match.h"
-#include "query/path.h"
+#include "doc/match.h"
+#include "doc/path.h"
 
 
 static void

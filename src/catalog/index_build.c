@@ -8,7 +8,10 @@
  *   2. scan (this file; shared lock one chunk at a time): the existing
  *      documents are indexed in chunks of BUILD_CHUNK documents, each in its
  *      own transaction, in record-id order, resuming after the last record
- *      id done. Each document read is reserved in the chunk's transaction,
+ *      id done (the chunk halves after a write conflict, down to one
+ *      document, and doubles back after each success, so a build on a
+ *      collection under heavy writes redoes little and keeps moving). Each
+ *      document read is reserved in the chunk's transaction,
  *      so a concurrent write of the same document conflicts with the chunk
  *      (one of them retries) instead of slipping between the read and the
  *      key insert; a key a writer already inserted is found and accepted.
@@ -30,7 +33,7 @@
 #include "common/log.h"
 
 #define BUILD_CHUNK 1000
-#define BUILD_MAX_CONFLICTS 10000
+#define BUILD_MAX_CONFLICTS 100000
 
 int
 mf_index_build_run(mf_catalog_t *cat, const uint8_t uuid[16], char *const *names, int n, mf_build_progress_fn fn,
@@ -38,7 +41,7 @@ mf_index_build_run(mf_catalog_t *cat, const uint8_t uuid[16], char *const *names
 {
     mf_sess_t *s = mf_storage_session(mf_catalog_storage(cat));
     mf_index_t *ixs[MF_MAX_INDEXES];
-    int64_t after = 0, done = 0;
+    int64_t after = 0, done = 0, chunk = BUILD_CHUNK;
     int conflicts = 0;
     bool eof = false;
 
@@ -59,13 +62,15 @@ mf_index_build_run(mf_catalog_t *cat, const uint8_t uuid[16], char *const *names
                               c == NULL ? "collection" : "index");
         }
         int64_t total = atomic_load(&c->approx_count), ndocs = 0;
-        int r = mf_coll_index_build_chunk(s, c, ixs, n, &after, BUILD_CHUNK, &ndocs, &eof, err);
+        int r = mf_coll_index_build_chunk(s, c, ixs, n, &after, chunk, &ndocs, &eof, err);
         mf_catalog_unlock(cat);
         mf_storage_session_release(s);
         if (r == MF_CONFLICT) {
             /* A concurrent write of a document in this chunk: back off and redo the chunk. */
             if (++conflicts > BUILD_MAX_CONFLICTS)
                 return mf_err_set(err, MF_E_WriteConflict, "index build: too many write conflicts");
+            if (chunk > 1)
+                chunk /= 2;
             struct timespec ts = {0, (long)(conflicts < 10 ? conflicts * 100000 : 1000000)};
             nanosleep(&ts, NULL);
             continue;
@@ -73,6 +78,8 @@ mf_index_build_run(mf_catalog_t *cat, const uint8_t uuid[16], char *const *names
         if (r != 0)
             return -1;
         conflicts = 0;
+        if (chunk < BUILD_CHUNK)
+            chunk *= 2;
         done += ndocs;
         if (fn != NULL && !fn(arg, done, eof ? done : total))
             return mf_err_set(err, MF_E_Interrupted, "Index build aborted: %s: operation was interrupted", names[0]);

@@ -19,11 +19,11 @@
 
 #include "cmd/cmd.h"
 #include "common/curop.h"
-#include "cmd/cursor.h"
+#include "engine/cursor.h"
 #include "common/log.h"
 #include "common/params.h"
-#include "query/match.h"
-#include "query/value.h"
+#include "doc/match.h"
+#include "doc/value.h"
 #include "ttl/ttl.h"
 
 #define MF_VERSION "8.0.0"

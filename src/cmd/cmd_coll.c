@@ -33,13 +33,13 @@
 #include "catalog/coll_write.h"
 #include "cmd/cmd.h"
 #include "common/curop.h"
-#include "cmd/cursor.h"
+#include "engine/cursor.h"
 #include "common/fmt.h"
 #include "common/log.h"
 #include "index/index.h"
 #include "query/agg.h"
-#include "query/match.h"
-#include "query/value.h"
+#include "doc/match.h"
+#include "doc/value.h"
 #include "ttl/ttl.h"
 
 /* Fields of a command that are the protocol's, not the command's options. */

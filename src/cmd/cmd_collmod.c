@@ -22,7 +22,7 @@
 #include "common/fmt.h"
 #include "common/log.h"
 #include "index/index.h"
-#include "query/value.h"
+#include "doc/value.h"
 #include "ttl/ttl.h"
 
 /* Copies spec into out, replacing field `name` with v (appending it if absent); v NULL removes it. */

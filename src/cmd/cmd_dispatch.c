@@ -21,12 +21,13 @@
 
 #include "cmd/cmd.h"
 #include "cmd/profile.h"
+#include "engine/profiler.h"
 #include "common/params.h"
-#include "query/expr.h"
+#include "doc/expr.h"
 #include "query/exec.h"
 #include "common/curop.h"
 #include "common/log.h"
-#include "query/value.h"
+#include "doc/value.h"
 
 static const mf_cmd_def_t *tables[] = {mf_cmds_admin, mf_cmds_crud, mf_cmds_coll, mf_cmds_collmod, mf_cmds_profile};
 
@@ -40,6 +41,16 @@ lookup(const char *name)
         }
     }
     return NULL;
+}
+
+void
+mf_cmd_legacy_query_error(bson_t *reply, const mf_error_t *err, const char *dollar_err)
+{
+    bson_reinit(reply);
+    BSON_APPEND_UTF8(reply, "$err", dollar_err);
+    BSON_APPEND_INT32(reply, "code", err->code);
+    BSON_APPEND_DOUBLE(reply, "ok", 0.0);
+    BSON_APPEND_UTF8(reply, "errmsg", err->msg);
 }
 
 /* Client reads and writes of documents (the CRUD family): what the TTL pacer yields to. */
@@ -374,8 +385,8 @@ time_limit(mf_op_t *op, int64_t *ms)
     return 0;
 }
 
-static void
-error_reply(bson_t *reply, const mf_error_t *err)
+void
+mf_cmd_error_reply(bson_t *reply, const mf_error_t *err)
 {
     bson_reinit(reply);
     BSON_APPEND_DOUBLE(reply, "ok", 0.0);
@@ -480,7 +491,7 @@ fail:
     }
     if (op.err.code == 0)
         mf_err_set(&op.err, MF_E_InternalError, "command failed without an error message");
-    error_reply(reply, &op.err);
+    mf_cmd_error_reply(reply, &op.err);
     if (started_ms >= 0)
         profile_op(eng, client, db, op.name, cmd, reply, mf_mono_ms() - started_ms, &op.err);
     if (mf_param_get(eng->params, "logLevel") >= 1)

@@ -11,9 +11,9 @@
 
 #include "common/alloc.h"
 #include "cmd/cmd.h"
-#include "cmd/cursor.h"
+#include "engine/cursor.h"
 #include "common/log.h"
-#include "query/value.h"
+#include "doc/value.h"
 #include "cmd/profile.h"
 #include "ttl/ttl.h"
 

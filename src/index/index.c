@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "query/value.h"
+#include "doc/value.h"
 
 #define MAX_KEYS_PER_DOC 1000000
 #define MAX_RAW_KEYS_PER_DOC (4 * MAX_KEYS_PER_DOC) /* before duplicates are removed */

@@ -50,7 +50,7 @@
 #include <uv.h>
 
 #include "cmd/cmd.h"
-#include "cmd/cursor.h"
+#include "engine/cursor.h"
 #include "common/log.h"
 #include "common/params.h"
 #include "net/net_pool.h"
@@ -289,10 +289,7 @@ work_cb(mf_net_pool_job_t *pj)
          */
         if (err.code != MF_E_ProtocolError && (hdr.opcode == MF_OP_MSG || hdr.opcode == MF_OP_QUERY)) {
             bson_init(&reply);
-            BSON_APPEND_DOUBLE(&reply, "ok", 0.0);
-            BSON_APPEND_UTF8(&reply, "errmsg", err.msg);
-            BSON_APPEND_INT32(&reply, "code", err.code);
-            BSON_APPEND_UTF8(&reply, "codeName", mf_err_codename(err.code));
+            mf_cmd_error_reply(&reply, &err);
             if (hdr.opcode == MF_OP_MSG)
                 job->reply = mf_wire_build_msg(job->reply_id, hdr.request_id, 0, &reply, &job->reply_len);
             else
@@ -310,10 +307,9 @@ work_cb(mf_net_pool_job_t *pj)
         if (bson_iter_init_find(&it, &msg.body, "$db") && BSON_ITER_HOLDS_UTF8(&it))
             db = bson_iter_utf8(&it, NULL);
         if (db == NULL) {
-            BSON_APPEND_DOUBLE(&reply, "ok", 0.0);
-            BSON_APPEND_UTF8(&reply, "errmsg", "OP_MSG requests require a $db argument");
-            BSON_APPEND_INT32(&reply, "code", MF_E_Location40571);
-            BSON_APPEND_UTF8(&reply, "codeName", mf_err_codename(MF_E_Location40571));
+            mf_error_t e;
+            mf_err_set(&e, MF_E_Location40571, "OP_MSG requests require a $db argument");
+            mf_cmd_error_reply(&reply, &e);
         } else {
             mf_cmd_run(eng, &c->client, db, &msg.body, msg.seqs, msg.nseqs, false, &reply);
             job->await_ms = awaitable_hello(&msg.body, &reply);
@@ -327,10 +323,9 @@ work_cb(mf_net_pool_job_t *pj)
         const char *dot = strchr(ns, '.');
         size_t dl = dot ? (size_t)(dot - ns) : strlen(ns);
         if (dot == NULL || strcmp(dot + 1, "$cmd") != 0 || dl >= sizeof(dbname)) {
-            BSON_APPEND_UTF8(&reply, "$err", "OP_QUERY is no longer supported except for commands on <db>.$cmd");
-            BSON_APPEND_INT32(&reply, "code", MF_E_Location5739101);
-            BSON_APPEND_DOUBLE(&reply, "ok", 0.0);
-            BSON_APPEND_UTF8(&reply, "errmsg", "OP_QUERY is no longer supported");
+            mf_error_t e;
+            mf_err_set(&e, MF_E_Location5739101, "OP_QUERY is no longer supported");
+            mf_cmd_legacy_query_error(&reply, &e, "OP_QUERY is no longer supported except for commands on <db>.$cmd");
         } else {
             memcpy(dbname, ns, dl);
             dbname[dl] = '\0';

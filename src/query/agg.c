@@ -60,14 +60,14 @@
 #include <time.h>
 
 #include "common/alloc.h"
+#include "doc/expr.h"
+#include "doc/match.h"
+#include "doc/path.h"
+#include "doc/project.h"
+#include "doc/sort.h"
+#include "doc/value.h"
 #include "query/agg_spill.h"
 #include "query/exec.h"
-#include "query/expr.h"
-#include "query/match.h"
-#include "query/path.h"
-#include "query/project.h"
-#include "query/sort.h"
-#include "query/value.h"
 
 enum stage_kind { S_MATCH, S_PROJECT, S_ADDFIELDS, S_UNSET, S_SORT, S_LIMIT, S_SKIP, S_GROUP, S_COUNT,
                   S_UNWIND, S_REPLACEROOT, S_SORTBYCOUNT, S_LOOKUP, S_FACET, S_SAMPLE, S_CURRENTOP,

@@ -21,7 +21,7 @@
 
 #include "catalog/catalog.h"
 #include "common/error.h"
-#include "query/match.h"
+#include "doc/match.h"
 #include "query/plan.h"
 #include "storage/storage.h"
 

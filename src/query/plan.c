@@ -34,7 +34,7 @@
 #include <string.h>
 
 #include "index/keystring.h"
-#include "query/value.h"
+#include "doc/value.h"
 
 #define MAX_PREDS 128
 /*

@@ -36,6 +36,7 @@
 #include <time.h>
 #include <wiredtiger.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 
 #define MF_CURSOR_CACHE 32
@@ -191,12 +192,7 @@ flusher_main(void *arg)
 
     pthread_mutex_lock(&st->lock);
     while (!st->stopping) {
-        clock_gettime(CLOCK_MONOTONIC, &ts); /* the condvar waits on the monotonic clock */
-        ts.tv_nsec += 100 * 1000 * 1000;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
+        ts = mf_mono_deadline(100); /* the condvar waits on the monotonic clock */
         pthread_cond_timedwait(&st->cond, &st->lock, &ts);
         if (st->stopping)
             break;

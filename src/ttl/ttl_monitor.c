@@ -67,8 +67,8 @@
 #include "common/params.h"
 #include "index/keystring.h"
 #include "query/batch.h"
-#include "query/match.h"
-#include "query/path.h"
+#include "doc/match.h"
+#include "doc/path.h"
 #include "ttl/ttl.h"
 
 #define DATE_KEY_LEN MF_KS_DATE_LEN
@@ -644,11 +644,7 @@ wait_for(mf_ttl_monitor_t *m, int64_t wait_ms)
 {
     pthread_mutex_lock(&m->mu);
     if (!m->stop && !m->kick && wait_ms > 0) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        int64_t ns = ts.tv_nsec + (wait_ms % 1000) * 1000000;
-        ts.tv_sec += wait_ms / 1000 + ns / 1000000000;
-        ts.tv_nsec = ns % 1000000000;
+        struct timespec ts = mf_mono_deadline(wait_ms);
         pthread_cond_timedwait(&m->cv, &m->mu, &ts);
     }
     bool kicked = m->kick;
@@ -913,13 +909,7 @@ mf_ttl_status_append(mf_ttl_monitor_t *m, bson_t *doc)
         int64_t want = ++m->refresh_req;
         m->kick = true;
         pthread_cond_signal(&m->cv);
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        ts.tv_nsec += 250 * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
+        struct timespec ts = mf_mono_deadline(250);
         while (m->refresh_done < want && !m->stop) {
             if (pthread_cond_timedwait(&m->refresh_cv, &m->mu, &ts) != 0)
                 break;

@@ -20,7 +20,7 @@
 
 #include "common/fmt.h"
 #include "index/index.h"
-#include "query/value.h"
+#include "doc/value.h"
 #include "ttl/ttl.h"
 
 /* Truncates v toward zero into an int64, saturating like MongoDB's safeNumberLong. */

@@ -37,7 +37,7 @@ h.test('reads, writes and other collections go on during a build, and writes mad
   { timeout: 240000 }, async () => {
     const db = srv.freshDb('ixb');
     const coll = db.collection('big');
-    await fill(coll, 300000);
+    await fill(coll, 100000);
     const other = db.collection('other');
     await other.insertOne({ _id: 'x' });
 
@@ -57,7 +57,7 @@ h.test('reads, writes and other collections go on during a build, and writes mad
       inserted.push(id);
       await coll2.deleteOne({ _id: id - 1000000 });
       removed.push(id - 1000000);
-      await coll2.updateOne({ _id: id - 1000000 + 150000 }, { $set: { k: -id - 0.5 } });
+      await coll2.updateOne({ _id: id - 1000000 + 50000 }, { $set: { k: -id - 0.5 } });
       assert.ok(await coll2.findOne({ _id: id }));
       assert.ok(await other2.findOne({ _id: 'x' }));
       await other2.updateOne({ _id: 'x' }, { $inc: { n: 1 } });
@@ -86,7 +86,7 @@ h.test('reads, writes and other collections go on during a build, and writes mad
 h.test('killOp aborts a build with 11601 and leaves no index behind', { timeout: 240000 }, async () => {
   const db = srv.freshDb('ixkill');
   const coll = db.collection('big');
-  await fill(coll, 200000);
+  await fill(coll, 100000);
   const build = coll.createIndex({ pad: 1, k: 1 }).then(() => null, (e) => e);
   const op = await buildStarted(coll.namespace);
   await srv.client.db('admin').command({ killOp: 1, op: op.opid });
@@ -102,7 +102,7 @@ h.test('killOp aborts a build with 11601 and leaves no index behind', { timeout:
 h.test('dropping the collection aborts its build with 276 IndexBuildAborted', { timeout: 240000 }, async () => {
   const db = srv.freshDb('ixdrop');
   const coll = db.collection('big');
-  await fill(coll, 200000);
+  await fill(coll, 100000);
   const build = coll.createIndex({ pad: 1, k: 1 }).then(() => null, (e) => e);
   await buildStarted(coll.namespace);
   await coll.drop();
@@ -143,7 +143,7 @@ h.test('a unique build over duplicates fails with 11000 and leaves no index', { 
 h.test('an index being built is not listed, used or shown by collStats until it is ready', { timeout: 240000 }, async () => {
   const db = srv.freshDb('ixhidden');
   const coll = db.collection('big');
-  await fill(coll, 200000);
+  await fill(coll, 100000);
   const build = coll.createIndex({ pad: 1, k: 1 });
   await buildStarted(coll.namespace);
   const c2 = await srv.newClient();

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "query/agg.h"
-#include "query/match.h"
+#include "doc/match.h"
 
 typedef struct fake {
     const char *name;

@@ -5,8 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "query/expr.h"
-#include "query/value.h"
+#include "doc/expr.h"
+#include "doc/value.h"
 
 /* eval_json: evaluates the expression in {"e": <expr>} against doc; returns 0/-1. */
 static int

@@ -6,7 +6,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "query/jsonschema.h"
+#include "doc/jsonschema.h"
 
 static bson_t *
 J(const char *json)

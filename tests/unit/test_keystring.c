@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "index/keystring.h"
-#include "query/value.h"
+#include "doc/value.h"
 
 #define MAXV 128
 

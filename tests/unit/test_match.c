@@ -6,8 +6,8 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "query/match.h"
-#include "query/path.h"
+#include "doc/match.h"
+#include "doc/path.h"
 
 /* fix_keys: copies src into dst renaming keys that start with '%' to start with '$'. */
 static void

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "query/project.h"
+#include "doc/project.h"
 
 static bson_t *
 J(const char *json)

@@ -4,7 +4,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "query/sort.h"
+#include "doc/sort.h"
 
 static bson_t *
 J(const char *json)

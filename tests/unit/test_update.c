@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "query/update.h"
+#include "doc/update.h"
 
 /* J: parses relaxed extended JSON written with single quotes. Caller destroys. */
 static bson_t *

@@ -5,7 +5,7 @@
 #include <criterion/criterion.h>
 #include <math.h>
 
-#include "query/value.h"
+#include "doc/value.h"
 
 static bson_value_t
 i32(int32_t x)

@@ -29,14 +29,14 @@
  * never modifies the projection, so one projection may serve many documents.
  */
 #include "common/alloc.h"
-#include "query/project.h"
+#include "doc/project.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "query/expr.h"
-#include "query/value.h"
+#include "doc/expr.h"
+#include "doc/value.h"
 
 typedef enum { P_INNER, P_INCLUDE, P_EXCLUDE, P_EXPR, P_SLICE, P_ELEMMATCH, P_POSITIONAL } pkind_t;
 

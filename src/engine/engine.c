@@ -19,9 +19,10 @@
 #include <time.h>
 
 #include "common/alloc.h"
-#include "cmd/cmd.h"
-#include "cmd/cursor.h"
-#include "cmd/profile.h"
+#include "common/clock.h"
+#include "engine/engine.h"
+#include "engine/cursor.h"
+#include "engine/profiler.h"
 #include "common/log.h"
 #include "query/agg_spill.h"
 #include "ttl/ttl.h"
@@ -129,9 +130,7 @@ reaper_main(void *arg)
     mf_engine_t *e = arg;
     pthread_mutex_lock(&e->reaper_mu);
     while (!e->reaper_stop) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        ts.tv_sec += 1;
+        struct timespec ts = mf_mono_deadline(1000);
         pthread_cond_timedwait(&e->reaper_cv, &e->reaper_mu, &ts);
         if (e->reaper_stop)
             break;

@@ -37,7 +37,7 @@
  * Invariant: every value produced by ev() is owned by its caller and must be
  * released with vfree() (bson_value_destroy, which is a no-op for EOD).
  */
-#include "query/expr.h"
+#include "doc/expr.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <ctype.h>
@@ -52,7 +52,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "query/value.h"
+#include "doc/value.h"
 
 /* ------------------------------------------------------------------------ */
 /* Node layout                                                              */

@@ -27,7 +27,7 @@
  * of 1.0 over 1 is a change).
  */
 #include "common/alloc.h"
-#include "query/update.h"
+#include "doc/update.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -36,8 +36,8 @@
 #include <sys/time.h>
 #include <time.h>
 
-#include "query/sort.h"
-#include "query/value.h"
+#include "doc/sort.h"
+#include "doc/value.h"
 
 /* ------------------------------------------------------------------------ */
 /* Debug formatting of values, in the style of MongoDB's BSONElement::toString. */

@@ -20,7 +20,7 @@
 #include <stdbool.h>
 
 #include "common/error.h"
-#include "query/match.h"
+#include "doc/match.h"
 
 typedef struct mf_update mf_update_t;
 

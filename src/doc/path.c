@@ -14,7 +14,7 @@
  * of path components; visited values point into the caller's document. The
  * first array traversed fixes array_pos for everything below it.
  */
-#include "query/path.h"
+#include "doc/path.h"
 
 #include <string.h>
 

@@ -6,14 +6,15 @@
  * holding it frees it at check-in, so no one frees memory in use.
  */
 #include "common/alloc.h"
-#include "cmd/cursor.h"
+#include "engine/cursor.h"
 
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cmd/cmd.h"
+#include "common/clock.h"
+#include "engine/engine.h"
 
 struct mf_cursors {
     pthread_mutex_t lock;

@@ -15,13 +15,13 @@
  * never outlive the call that made them.
  */
 #include "common/alloc.h"
-#include "query/sort.h"
+#include "doc/sort.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "query/path.h"
-#include "query/value.h"
+#include "doc/path.h"
+#include "doc/value.h"
 
 typedef struct sort_field {
     char *path; /* owned */

@@ -18,9 +18,9 @@
 #include <stdint.h>
 
 #include "common/docvec.h"
-#include "query/match.h"
+#include "doc/match.h"
 #include "query/plan.h"
-#include "query/project.h"
+#include "doc/project.h"
 
 typedef struct mf_cursors mf_cursors_t;
 

@@ -15,7 +15,7 @@
  * not allocate except pcre2 match data.
  */
 #include "common/alloc.h"
-#include "query/jsonschema.h"
+#include "doc/jsonschema.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
@@ -25,7 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "query/value.h"
+#include "doc/value.h"
 
 enum { kMaxDepth = 100 };
 

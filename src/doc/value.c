@@ -17,7 +17,7 @@
  * Invariants: the module is pure; nothing here allocates except transient
  * stack buffers, and no function keeps a reference to its arguments.
  */
-#include "query/value.h"
+#include "doc/value.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -29,7 +29,7 @@
  * allocates except pcre2 match data and static bson_t views.
  */
 #include "common/alloc.h"
-#include "query/match.h"
+#include "doc/match.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
@@ -39,10 +39,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "query/expr.h"
-#include "query/jsonschema.h"
-#include "query/value.h"
-#include "query/path.h"
+#include "doc/expr.h"
+#include "doc/jsonschema.h"
+#include "doc/value.h"
+#include "doc/path.h"
 
 enum { kMaxDepth = 100 };
 

@@ -15,7 +15,7 @@
 #include <bson/bson.h>
 
 #include "common/error.h"
-#include "query/match.h"
+#include "doc/match.h"
 
 typedef struct mf_projection mf_projection_t;
 

@@ -1,0 +1,107 @@
+/*
+ * engine.h: the engine handle, one open database.
+ *
+ * Everything one open database needs hangs off mf_engine_t (no process
+ * globals): storage, catalog, the cursor table, parameters, the operation
+ * registry, the write observers, the TTL monitor, the profiler's settings
+ * and the cursor reaper. mf_engine_open builds them in order and
+ * mf_engine_close tears them down in reverse, so two engines can be open in
+ * one process and each expires its own data. The command layer (cmd/) runs
+ * commands against an engine; include/mayfly.h is the public face of it.
+ *
+ * Fields are set by mf_engine_open (and, before serving, by the front end:
+ * cmdline, host, port, on_shutdown) and immutable after that, except the
+ * atomics and the structures with their own locks.
+ */
+#ifndef MF_ENGINE_H
+#define MF_ENGINE_H
+
+#include <bson/bson.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "catalog/catalog.h"
+#include "catalog/observer.h"
+#include "common/curop.h"
+#include "common/error.h"
+#include "common/params.h"
+#include "storage/storage.h"
+
+typedef struct mf_cursors mf_cursors_t;
+typedef struct mf_profiler mf_profiler_t;
+typedef struct mf_ttl_monitor mf_ttl_monitor_t;
+
+/*
+ * The engine handle: everything one open database needs hangs off it (no
+ * process globals), so two engines can be open in one process, each with
+ * its own parameters, operations, observers, TTL monitor and cursors.
+ */
+typedef struct mf_engine {
+    mf_storage_t *st;
+    mf_catalog_t *cat;
+    mf_cursors_t *cursors;
+    mf_params_t *params;         /* server parameters */
+    mf_curops_t *curops;         /* operations in flight (currentOp, killOp) */
+    mf_observers_t *observers;   /* write observers: opcounters, TTL wake-ups */
+    mf_ttl_monitor_t *ttl;       /* the TTL monitor */
+    mf_profiler_t *profiler;     /* profiling levels */
+    bool in_memory;              /* WiredTiger in memory (--inMemory) */
+    char *tmp_dir;               /* aggregation spill files (<dbpath>/_tmp), NULL in memory ($TMPDIR) */
+    pthread_t reaper;            /* closes idle cursors */
+    pthread_mutex_t reaper_mu;
+    pthread_cond_t reaper_cv;
+    bool reaper_stop;
+    int64_t start_ms;         /* wall clock at start, ms since epoch */
+    int64_t start_mono_ms;    /* monotonic clock at start */
+    char host[256];           /* "hostname:port" for hello.me */
+    int port;
+    bson_t *cmdline_argv;     /* getCmdLineOpts.argv */
+    bson_t *cmdline_parsed;   /* getCmdLineOpts.parsed */
+    /* serverStatus counters (opcounters, connections, TTL) */
+    _Atomic int64_t op_insert, op_query, op_update, op_delete, op_getmore, op_command;
+    _Atomic int64_t conn_current, conn_total, conn_active;
+    _Atomic int64_t batched_deletes_docs, batched_deletes_batches;
+    _Atomic int64_t next_conn_id;
+    _Atomic int64_t fg_ops;   /* data commands started: the TTL pacer yields while it moves */
+    /*
+     * Shutdown hook, NULL for none; set before serving. On SIGINT/SIGTERM the
+     * network layer (src/net/net.c) stops accepting and reading, closes idle
+     * connections, then calls on_shutdown(on_shutdown_arg) once, on its I/O
+     * thread, before it waits for the commands in flight (each one's reply
+     * is still written, then its connection closes): the place to interrupt
+     * running operations (InterruptedAtShutdown) so that the wait ends
+     * promptly. Must not block.
+     */
+    void (*on_shutdown)(void *arg);
+    void *on_shutdown_arg;
+} mf_engine_t;
+
+/*
+ * Engine options: dbpath (must exist or be creatable; with in_memory only a
+ * scratch home for WiredTiger), in_memory, and parameter assignments
+ * ("name=value", as --setParameter) applied before anything starts.
+ */
+typedef struct mf_engine_opts {
+    const char *dbpath;
+    bool in_memory;
+    const char *const *set_params;
+    size_t nset_params;
+} mf_engine_opts_t;
+
+/*
+ * mf_engine_open: opens storage and catalog, starts the TTL monitor and the
+ * cursor reaper. Returns 0 with *out, or -1 with err (nothing left open).
+ */
+int mf_engine_open(const mf_engine_opts_t *opts, mf_engine_t **out, mf_error_t *err) MF_WUR;
+/*
+ * mf_engine_interrupt: interrupts every operation in flight and every one
+ * started from now on (11600 InterruptedAtShutdown): the first step of a
+ * shutdown, so close does not wait for long queries.
+ */
+void mf_engine_interrupt(mf_engine_t *eng);
+/* mf_engine_close: stops background work, checkpoints and frees eng. No command may be running. */
+void mf_engine_close(mf_engine_t *eng);
+
+#endif /* MF_ENGINE_H */

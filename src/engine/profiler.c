@@ -1,0 +1,203 @@
+/*
+ * profiler.c: the database profiler's settings and <db>.system.profile (the
+ * `profile` command itself is in cmd/profile.c).
+ *
+ * Levels follow mongod: 0 off, 1 operations slower than slowms, 2 all. The
+ * level is per database and in memory (as mongod's is, unless set in its
+ * config). An entry is written after the operation has finished and released
+ * its locks, in its own transaction, into <db>.system.profile, created on
+ * first use as a capped collection of 1 MiB; the oldest entries are removed
+ * when it grows past that (capped semantics, kept here for this one
+ * collection). TTL deletes are profiled too (SPEC D4): the monitor reports
+ * each batch with op "remove" and the TTL index it came from.
+ */
+#include <pthread.h>
+#include "common/alloc.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "catalog/coll_write.h"
+#include "engine/engine.h"
+#include "engine/profiler.h"
+#include "common/log.h"
+
+#define MAX_DBS 256
+#define PROFILE_CAP_BYTES (1024 * 1024)
+
+/* An engine's profiler settings (mf_engine_t.profiler). */
+struct mf_profiler {
+    pthread_mutex_t mu;
+    char db[MAX_DBS][64];
+    int level[MAX_DBS];
+    int n;
+    _Atomic int64_t slowms;
+    _Atomic int any_on; /* fast path: no database profiles */
+};
+
+mf_profiler_t *
+mf_profiler_new(void)
+{
+    mf_profiler_t *p = mf_calloc(1, sizeof(*p));
+    pthread_mutex_init(&p->mu, NULL);
+    atomic_store(&p->slowms, 100);
+    return p;
+}
+
+void
+mf_profiler_free(mf_profiler_t *p)
+{
+    if (p == NULL)
+        return;
+    pthread_mutex_destroy(&p->mu);
+    free(p);
+}
+
+int
+mf_profile_level(mf_profiler_t *P, const char *db)
+{
+    if (atomic_load(&P->any_on) == 0)
+        return 0;
+    int level = 0;
+    pthread_mutex_lock(&P->mu);
+    for (int i = 0; i < P->n; i++) {
+        if (strcmp(P->db[i], db) == 0)
+            level = P->level[i];
+    }
+    pthread_mutex_unlock(&P->mu);
+    return level;
+}
+
+int64_t
+mf_profile_slowms(mf_profiler_t *P)
+{
+    return atomic_load(&P->slowms);
+}
+
+void
+mf_profile_set_level(mf_profiler_t *P, const char *db, int level)
+{
+    pthread_mutex_lock(&P->mu);
+    int i;
+    for (i = 0; i < P->n; i++) {
+        if (strcmp(P->db[i], db) == 0)
+            break;
+    }
+    if (i == P->n && P->n < MAX_DBS) {
+        snprintf(P->db[i], sizeof(P->db[i]), "%s", db);
+        P->n++;
+    }
+    if (i < MAX_DBS)
+        P->level[i] = level;
+    else
+        mf_log(MF_LOG_WARN, "COMMAND", "profiler: more than %d databases, level for %s not kept", MAX_DBS, db);
+    int on = 0;
+    for (int k = 0; k < P->n; k++)
+        on |= P->level[k] != 0;
+    atomic_store(&P->any_on, on);
+    pthread_mutex_unlock(&P->mu);
+}
+
+bool
+mf_profile_wants(mf_profiler_t *P, const char *db, int64_t millis)
+{
+    int level = mf_profile_level(P, db);
+    return level == 2 || (level == 1 && millis >= mf_profile_slowms(P));
+}
+
+/* Removes the oldest entries while the collection is over its cap. Catalog lock held shared. */
+static void
+trim(mf_sess_t *s, mf_coll_t *c)
+{
+    mf_cur_t *cur;
+    mf_error_t err;
+    while (atomic_load(&c->approx_size) > PROFILE_CAP_BYTES) {
+        if (mf_txn_begin(s, &err) != 0)
+            return;
+        if (mf_cur_open(s, c->uri, &cur, &err) != 0) {
+            mf_txn_abort(s);
+            return;
+        }
+        int r = mf_cur_next(cur);
+        int64_t rid = r == 0 ? mf_cur_rid(cur) : 0;
+        bson_t doc;
+        bool have = false;
+        if (r == 0) {
+            const uint8_t *v;
+            size_t len;
+            bson_t view;
+            mf_cur_value(cur, &v, &len);
+            if (bson_init_static(&view, v, len)) {
+                bson_copy_to(&view, &doc);
+                have = true;
+            }
+        }
+        mf_cur_close(cur);
+        if (!have || mf_coll_remove(s, c, rid, &doc, &err) != 0 || mf_txn_commit(s, false, &err) != 0) {
+            if (have)
+                bson_destroy(&doc);
+            mf_txn_abort(s);
+            return;
+        }
+        bson_destroy(&doc);
+    }
+}
+
+void
+mf_profile_write(mf_engine_t *eng, const char *db, const bson_t *entry)
+{
+    mf_catalog_t *cat = eng->cat;
+    mf_sess_t *s = mf_storage_session(eng->st);
+    mf_error_t err;
+    mf_coll_t *c;
+
+    mf_catalog_rdlock(cat);
+    c = mf_catalog_coll_find(cat, db, "system.profile");
+    if (c == NULL) {
+        bson_t opts;
+        mf_catalog_unlock(cat);
+        bson_init(&opts);
+        BSON_APPEND_BOOL(&opts, "capped", true);
+        BSON_APPEND_INT64(&opts, "size", PROFILE_CAP_BYTES);
+        mf_catalog_wrlock(cat);
+        if (mf_catalog_coll_find(cat, db, "system.profile") == NULL &&
+            mf_catalog_coll_create(cat, db, "system.profile", &opts, NULL, &err) != 0)
+            mf_log(MF_LOG_WARN, "COMMAND", "cannot create %s.system.profile: %s", db, err.msg);
+        mf_catalog_unlock(cat);
+        bson_destroy(&opts);
+        mf_catalog_rdlock(cat);
+        c = mf_catalog_coll_find(cat, db, "system.profile");
+    }
+    if (c != NULL) {
+        bson_t doc;
+        bson_oid_t oid;
+        bson_iter_t it;
+        bson_init(&doc);
+        bson_oid_init(&oid, NULL);
+        BSON_APPEND_OID(&doc, "_id", &oid);
+        bson_iter_init(&it, entry);
+        while (bson_iter_next(&it))
+            bson_append_value(&doc, bson_iter_key(&it), -1, bson_iter_value(&it));
+        for (int attempt = 0; attempt < 10; attempt++) {
+            if (mf_txn_begin(s, &err) != 0)
+                break;
+            int r = mf_coll_insert(s, c, &doc, NULL, &err);
+            if (r == 0 && mf_txn_commit(s, false, &err) == 0)
+                break;
+            mf_txn_abort(s);
+            if (r != MF_CONFLICT)
+                break;
+        }
+        bson_destroy(&doc);
+        trim(s, c);
+    }
+    mf_catalog_unlock(cat);
+    mf_storage_session_release(s);
+}
+
+
+int64_t
+mf_profile_set_slowms(mf_profiler_t *P, int64_t ms)
+{
+    return atomic_exchange(&P->slowms, ms);
+}
