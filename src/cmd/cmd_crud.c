@@ -1966,7 +1966,7 @@ agg_scan(void *ctx, const char *coll, const bson_t *filter, mf_agg_visit_fn visi
 /*
  * Streaming aggregation. A pipeline over a collection runs its pushed-down
  * prefix (mf_pipeline_pushdown: $match, an index-provided $sort, $skip,
- * $limit) as the plan find would build, and pulls the rest through
+ * $limit, $project) as the plan find would build, and pulls the rest through
  * mf_agg_stream. The state lives in the cursor (MF_CURSOR_EXT) between
  * getMores: the plan keeps its scan position (a WiredTiger cursor cannot
  * outlive the command), so each batch re-seeks where the last stopped.
