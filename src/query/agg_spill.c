@@ -1,11 +1,15 @@
 /*
  * agg_spill.c: the external sorter (see agg_spill.h for the design).
  *
- * In memory, documents are kept as exact-size copies of their BSON bytes
- * (a heap bson_t rounds its buffer up to a power of two, which would double
- * the footprint of 1 KB documents); a document costs the allocator's real
- * block size (malloc_usable_size) plus a fixed overhead for the allocator's
- * bookkeeping and its pointer slot (kDocOverhead). Runs are stdio files
+ * In memory, documents are copies of their BSON bytes packed into chunks
+ * of a sixteenth of the budget (16 KiB to 1 MiB) (bump allocation; a larger document gets a chunk of its own). A
+ * heap bson_t per document would round its buffer up to a power of two
+ * (doubling the footprint of 1 KB documents), and freeing a run's documents
+ * one by one after each spill lets the allocator's pages drift apart from
+ * the next run's, so the process grew well past the budget. Chunks are
+ * reused run after run: the memory counted against the budget is the
+ * chunks in use plus a pointer per document, and that is what the process
+ * holds. Runs are stdio files
  * with large buffers; a run is read back sequentially, one document at a
  * time. Runs smaller than kMinRunBytes are not written: a tiny budget (tests
  * lower it to force spilling) would otherwise open one file per document.
@@ -14,7 +18,6 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <malloc.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,7 +28,13 @@
 #include "common/alloc.h"
 #include "query/exec.h"
 
-enum { kDocOverhead = 16, kMinRunBytes = 64 * 1024, kCheckEvery = 1024, kIoBuf = 64 * 1024, kMaxRuns = 64 };
+enum { kDocOverhead = 8, kMinRunBytes = 64 * 1024, kCheckEvery = 1024, kIoBuf = 64 * 1024, kMaxRuns = 64,
+       kChunk = 1024 * 1024 };
+
+typedef struct chunk {
+    uint8_t *data; /* owned */
+    size_t cap, used;
+} chunk_t;
 
 static _Atomic int64_t spill_seq;
 static _Atomic int64_t spill_open;
@@ -44,7 +53,10 @@ struct mf_sorter {
     bool allow_disk;
     char *errmsg;     /* owned */
     char *dir;        /* owned, NULL: $TMPDIR or /tmp */
-    uint8_t **docs;   /* owned, in-memory documents (raw BSON, exact size) */
+    uint8_t **docs;   /* in-memory documents (raw BSON) inside chunks */
+    chunk_t *chunks;  /* owned; chunks[0..cur] in use, the rest kept for reuse */
+    size_t nchunks, cur;
+    size_t chunk_size; /* budget / 16, within [16 KiB, 1 MiB] */
     size_t n, cap;
     int64_t mem;
     run_t *runs;      /* owned */
@@ -91,6 +103,7 @@ mf_sorter_new(mf_sorter_cmp_fn cmp, void *arg, int64_t budget, bool allow_disk, 
 {
     mf_sorter_t *s = mf_calloc(1, sizeof *s);
     s->dir = dir ? mf_strdup(dir) : NULL;
+    s->chunk_size = budget / 16 > kChunk ? kChunk : budget / 16 < 16384 ? 16384 : (size_t)(budget / 16);
     s->cmp = cmp;
     s->arg = arg;
     s->budget = budget;
@@ -121,8 +134,9 @@ mf_sorter_free(mf_sorter_t *s)
 {
     if (s == NULL)
         return;
-    for (size_t i = s->mem_pos; i < s->n; i++)
-        free(s->docs[i]);
+    for (size_t i = 0; i < s->nchunks; i++)
+        free(s->chunks[i].data);
+    free(s->chunks);
     free(s->docs);
     for (size_t i = 0; i < s->nruns; i++)
         run_close(&s->runs[i]);
@@ -138,6 +152,42 @@ check_interrupt(mf_sorter_t *s, mf_error_t *err)
     if (++s->steps % kCheckEvery == 0)
         return mf_exec_check_deadline(err);
     return 0;
+}
+
+/*
+ * chunk_alloc: n bytes in the current chunk, else in the next one (a kept
+ * chunk when it is big enough, else a new one: 1 MiB, or n for a bigger
+ * document). A chunk's capacity counts in s->mem from when it comes into use.
+ */
+static uint8_t *
+chunk_alloc(mf_sorter_t *s, size_t n)
+{
+    if (s->cur == 0 || s->chunks[s->cur - 1].cap - s->chunks[s->cur - 1].used < n) {
+        if (s->cur >= s->nchunks || s->chunks[s->cur].cap < n) {
+            size_t cap = n > s->chunk_size ? n : s->chunk_size;
+            s->chunks = mf_realloc(s->chunks, (s->nchunks + 1) * sizeof *s->chunks);
+            memmove(&s->chunks[s->cur + 1], &s->chunks[s->cur], (s->nchunks - s->cur) * sizeof *s->chunks);
+            s->nchunks++;
+            s->chunks[s->cur].data = mf_malloc(cap);
+            s->chunks[s->cur].cap = cap;
+        }
+        s->chunks[s->cur].used = 0;
+        s->mem += (int64_t)s->chunks[s->cur].cap;
+        s->cur++;
+    }
+    chunk_t *c = &s->chunks[s->cur - 1];
+    uint8_t *p = c->data + c->used;
+    c->used += n;
+    return p;
+}
+
+/* chunks_reset: no document is held any more (spilled); the chunks stay for the next run. */
+static void
+chunks_reset(mf_sorter_t *s)
+{
+    s->cur = 0;
+    s->n = 0;
+    s->mem = 0;
 }
 
 static uint32_t
@@ -258,13 +308,18 @@ run_rewind(run_t *r, mf_error_t *err)
     return 0;
 }
 
-/* pick: index of the run whose head sorts first (ties: the earliest run), or -1 when all are exhausted. */
+/*
+ * pick: among runs [lo, hi) and mem_head (the in-memory run's next
+ * document, may be NULL), the one whose head sorts first; ties go to the
+ * earliest run (the in-memory run is the latest). Sets *from to the run
+ * index, or -1 for the in-memory run; returns -2 when all are exhausted.
+ */
 static ssize_t
-pick(mf_sorter_t *s, const bson_t *mem_head, ssize_t *from)
+pick(mf_sorter_t *s, size_t lo, size_t hi, const bson_t *mem_head, ssize_t *from)
 {
     const bson_t *best = mem_head;
     *from = -1;
-    for (size_t i = s->nruns; i-- > 0;) {
+    for (size_t i = hi; i-- > lo;) {
         const bson_t *h = s->runs[i].head;
         if (h != NULL && (best == NULL || s->cmp(s->arg, h, best) <= 0)) {
             best = h;
@@ -275,12 +330,14 @@ pick(mf_sorter_t *s, const bson_t *mem_head, ssize_t *from)
 }
 
 /*
- * compact: merges every run into one (a stable k-way merge into a new file),
- * so a small budget over a large input never holds more than kMaxRuns files.
- * Earlier runs hold earlier input, so the merged run precedes all later ones.
+ * compact: merges runs [lo, nruns) into one (a stable k-way merge into a new
+ * file), so a small budget over a large input never holds more than
+ * kMaxRuns files. The newest half is merged each time, so older data is
+ * rewritten only a logarithmic number of times. Runs are in input order, so
+ * the merged run takes the place of the runs it replaces.
  */
 static int
-compact(mf_sorter_t *s, mf_error_t *err)
+compact(mf_sorter_t *s, size_t lo, mf_error_t *err)
 {
     run_t out;
     int rc = 0;
@@ -288,9 +345,9 @@ compact(mf_sorter_t *s, mf_error_t *err)
 
     if (run_create(s, &out, err) != 0)
         return -1;
-    for (size_t i = 0; i < s->nruns && rc == 0; i++)
+    for (size_t i = lo; i < s->nruns && rc == 0; i++)
         rc = run_read(&s->runs[i], err);
-    while (rc == 0 && pick(s, NULL, &from) >= 0) {
+    while (rc == 0 && pick(s, lo, s->nruns, NULL, &from) >= 0) {
         run_t *r = &s->runs[from];
         rc = run_write(&out, bson_get_data(r->head), r->head->len, err);
         if (rc == 0)
@@ -300,9 +357,9 @@ compact(mf_sorter_t *s, mf_error_t *err)
     }
     if (rc == 0)
         rc = run_rewind(&out, err);
-    for (size_t i = 0; i < s->nruns; i++)
+    for (size_t i = lo; i < s->nruns; i++)
         run_close(&s->runs[i]);
-    s->nruns = 0;
+    s->nruns = lo;
     if (rc != 0) {
         run_close(&out);
         return -1;
@@ -320,7 +377,7 @@ spill(mf_sorter_t *s, mf_error_t *err)
 
     if (s->n == 0)
         return 0;
-    if (s->nruns >= kMaxRuns && compact(s, err) != 0)
+    if (s->nruns >= kMaxRuns && compact(s, s->nruns - kMaxRuns / 2, err) != 0)
         return -1;
     if (sort_mem(s, err) != 0 || run_create(s, &r, err) != 0)
         return -1;
@@ -329,10 +386,8 @@ spill(mf_sorter_t *s, mf_error_t *err)
             rc = run_write(&r, s->docs[i], raw_len(s->docs[i]), err);
         if (rc == 0 && check_interrupt(s, err) != 0)
             rc = -1;
-        free(s->docs[i]);
     }
-    s->n = 0;
-    s->mem = 0;
+    chunks_reset(s);
     if (rc == 0)
         rc = run_rewind(&r, err);
     if (rc != 0) {
@@ -357,17 +412,30 @@ mf_sorter_set_limit(mf_sorter_t *s, int64_t limit)
     s->limit = limit;
 }
 
-/* trim: keeps the first s->limit documents in order (stable), freeing the rest. */
+/* trim: keeps the first s->limit documents in order (stable), releasing the rest. */
 static int
 trim(mf_sorter_t *s, mf_error_t *err)
 {
+    size_t keep = (size_t)s->limit;
     if (sort_mem(s, err) != 0)
         return -1;
-    for (size_t i = (size_t)s->limit; i < s->n; i++) {
-        s->mem -= (int64_t)malloc_usable_size(s->docs[i]) + kDocOverhead;
-        free(s->docs[i]);
+    /* Copy the survivors out, then back into the reset chunks (in order). */
+    uint8_t **tmp = mf_malloc(keep * sizeof *tmp);
+    for (size_t i = 0; i < keep; i++) {
+        uint32_t len = raw_len(s->docs[i]);
+        tmp[i] = mf_malloc(len);
+        memcpy(tmp[i], s->docs[i], len);
     }
-    s->n = (size_t)s->limit;
+    chunks_reset(s);
+    for (size_t i = 0; i < keep; i++) {
+        uint32_t len = raw_len(tmp[i]);
+        s->docs[i] = chunk_alloc(s, len);
+        memcpy(s->docs[i], tmp[i], len);
+        s->mem += kDocOverhead;
+        free(tmp[i]);
+    }
+    s->n = keep;
+    free(tmp);
     return 0;
 }
 
@@ -378,9 +446,9 @@ mf_sorter_add(mf_sorter_t *s, bson_t *doc, mf_error_t *err)
         s->cap = s->cap ? s->cap * 2 : 256;
         s->docs = mf_realloc(s->docs, s->cap * sizeof *s->docs);
     }
-    s->docs[s->n] = mf_malloc(doc->len);
-    memcpy(s->docs[s->n], bson_get_data(doc), doc->len);
-    s->mem += (int64_t)malloc_usable_size(s->docs[s->n++]) + kDocOverhead;
+    s->docs[s->n] = chunk_alloc(s, doc->len);
+    memcpy(s->docs[s->n++], bson_get_data(doc), doc->len);
+    s->mem += kDocOverhead;
     bson_destroy(doc);
     if (check_interrupt(s, err) != 0)
         return -1;
@@ -427,14 +495,11 @@ mf_sorter_next(mf_sorter_t *s, bson_t **out, mf_error_t *err)
     if (check_interrupt(s, err) != 0)
         return -1;
     /* Disk runs hold earlier input than the in-memory run: they win ties. */
-    if (pick(s, best, &from) == -2)
+    if (pick(s, 0, s->nruns, best, &from) == -2)
         return 0;
     if (from < 0) {
-        uint8_t *d = s->docs[s->mem_pos];
-        *out = bson_new_from_data(d, raw_len(d));
-        s->mem -= (int64_t)malloc_usable_size(d) + kDocOverhead;
-        free(d);
-        s->docs[s->mem_pos++] = NULL;
+        uint8_t *d = s->docs[s->mem_pos++];
+        *out = bson_new_from_data(d, raw_len(d)); /* the chunk is released with the sorter */
         return 0;
     }
     *out = s->runs[from].head;
