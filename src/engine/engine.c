@@ -170,6 +170,7 @@ mf_engine_open(const mf_engine_opts_t *opts, mf_engine_t **out, mf_error_t *err)
         goto err_storage;
     mf_catalog_set_observers(eng->cat, eng->observers);
     eng->cursors = mf_cursors_new();
+    bson_oid_init(&eng->process_id, NULL);
     eng->start_ms = mf_now_ms();
     eng->start_mono_ms = mf_mono_ms();
     atomic_store(&eng->next_conn_id, 1);
