@@ -29,15 +29,6 @@
 #define MF_VERSION "8.0.0"
 #define MF_MAX_WIRE_VERSION 21
 
-static bson_oid_t process_id;
-static pthread_once_t process_id_once = PTHREAD_ONCE_INIT;
-
-static void
-init_process_id(void)
-{
-    bson_oid_init(&process_id, NULL);
-}
-
 static int
 cmd_hello(mf_op_t *op)
 {
@@ -45,7 +36,6 @@ cmd_hello(mf_op_t *op)
     bson_iter_t it;
     bool legacy_name = strcmp(op->name, "hello") != 0;
 
-    pthread_once(&process_id_once, init_process_id);
     /* op->client is NULL for an embedded caller: no connection to remember helloOk on. */
     bool hello_ok = bson_iter_init_find(&it, op->cmd, "helloOk") && bson_iter_as_bool(&it);
     if (op->client != NULL && hello_ok)
@@ -54,7 +44,7 @@ cmd_hello(mf_op_t *op)
         BSON_APPEND_BOOL(r, "helloOk", true);
     BSON_APPEND_BOOL(r, legacy_name ? "ismaster" : "isWritablePrimary", true);
     BSON_APPEND_DOCUMENT_BEGIN(r, "topologyVersion", &tv);
-    BSON_APPEND_OID(&tv, "processId", &process_id);
+    BSON_APPEND_OID(&tv, "processId", &op->eng->process_id);
     BSON_APPEND_INT64(&tv, "counter", 0);
     bson_append_document_end(r, &tv);
     BSON_APPEND_INT32(r, "maxBsonObjectSize", MF_MAX_BSON_SIZE);

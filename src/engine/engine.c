@@ -173,6 +173,7 @@ mf_engine_open(const mf_engine_opts_t *opts, mf_engine_t **out, mf_error_t *err)
     eng->cursors = mf_cursors_new();
     if (!opts->in_memory)
         eng->tmp_dir = mf_spill_dir_prepare(dbpath); /* emptied of an earlier process's spill files */
+    bson_oid_init(&eng->process_id, NULL);
     eng->start_ms = mf_now_ms();
     eng->start_mono_ms = mf_mono_ms();
     atomic_store(&eng->next_conn_id, 1);

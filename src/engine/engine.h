@@ -53,6 +53,7 @@ typedef struct mf_engine {
     pthread_mutex_t reaper_mu;
     pthread_cond_t reaper_cv;
     bool reaper_stop;
+    bson_oid_t process_id;    /* hello's topologyVersion.processId: one per engine */
     int64_t start_ms;         /* wall clock at start, ms since epoch */
     int64_t start_mono_ms;    /* monotonic clock at start */
     char host[256];           /* "hostname:port" for hello.me */
