@@ -1,0 +1,907 @@
+/*
+ * cmd_agg.c: the aggregate command. The pipeline runs in query/agg.c; this
+ * file gives it its environment (scans of collections and views, $currentOp,
+ * $out/$merge writes), pushes a leading $match/$sort/$skip/$limit/$project
+ * down into the query planner, streams the rest through the stage iterators
+ * and keeps what is left in a cursor for getMore.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "common/alloc.h"
+#include "catalog/coll_write.h"
+#include "cmd/cmd.h"
+#include "common/curop.h"
+#include "engine/cursor.h"
+#include "common/docvec.h"
+#include "common/log.h"
+#include "common/params.h"
+#include "query/agg.h"
+#include "query/batch.h"
+#include "query/exec.h"
+#include "doc/match.h"
+#include "doc/path.h"
+#include "doc/project.h"
+#include "doc/sort.h"
+#include "doc/update.h"
+#include "doc/value.h"
+#include "cmd/crud.h"
+
+/* ---------- aggregate ---------- */
+
+/*
+ * A $out / $merge recorded by env->write_out while the pipeline runs under
+ * the catalog read lock, and performed by agg_write_perform after that lock
+ * is released (a write needs the write lock to create or replace the target,
+ * and the read lock must never be upgraded in place).
+ */
+typedef struct agg_write {
+    bool pending;
+    char *db, *coll;     /* owned */
+    mf_docvec_t docs;    /* owned */
+    bson_t *merge_spec;  /* owned; NULL for $out */
+} agg_write_t;
+
+typedef struct agg_scan_ctx {
+    mf_op_t *op;
+    const bson_t *only_doc;   /* $collStats: the pipeline's source is this one document */
+    const bson_value_t *hint; /* the command's hint, or NULL */
+    agg_write_t *write;       /* where env->write_out records its work */
+    int view_depth;           /* views being expanded (views on views) */
+    struct agg_stream *stream; /* streaming source (env->pull), or NULL */
+} agg_scan_ctx_t;
+
+typedef struct agg_visit_adapter {
+    mf_agg_visit_fn visit;
+    void *arg;
+} agg_visit_adapter_t;
+
+static int
+agg_adapter_visit(void *arg, int64_t rid, const bson_t *doc, const mf_match_details_t *d)
+{
+    agg_visit_adapter_t *a = arg;
+    (void)rid;
+    (void)d;
+    return a->visit(a->arg, doc);
+}
+
+static int agg_scan(void *ctx, const char *coll, const bson_t *filter, mf_agg_visit_fn visit, void *arg,
+                    mf_error_t *err);
+
+/*
+ * view_scan: the documents of view v: its pipeline run over its viewOn
+ * source (itself possibly a view), then filtered by filter. Views are
+ * expanded at most 20 deep (165 ViewDepthLimitExceeded), as in MongoDB.
+ */
+static int
+view_scan(agg_scan_ctx_t *x, const mf_coll_t *v, const bson_t *filter, mf_agg_visit_fn visit, void *arg,
+          mf_error_t *err)
+{
+    bson_iter_t it;
+    const char *on = NULL;
+    bson_value_t empty_arr;
+    const bson_value_t *pv = NULL;
+    bson_t empty;
+    int rc = 0;
+
+    if (x->view_depth >= 20)
+        return mf_err_set(err, MF_E_ViewDepthLimitExceeded, "View depth too deep or view cycle detected; maximum depth is 20");
+    if (bson_iter_init_find(&it, v->options, "viewOn") && BSON_ITER_HOLDS_UTF8(&it))
+        on = bson_iter_utf8(&it, NULL);
+    if (on == NULL)
+        return 0;
+    bson_init(&empty);
+    if (bson_iter_init_find(&it, v->options, "pipeline") && BSON_ITER_HOLDS_ARRAY(&it)) {
+        pv = bson_iter_value(&it);
+    } else {
+        empty_arr.value_type = BSON_TYPE_ARRAY;
+        empty_arr.value.v_doc.data = (uint8_t *)bson_get_data(&empty);
+        empty_arr.value.v_doc.data_len = empty.len;
+        pv = &empty_arr;
+    }
+    mf_pipeline_t *pl = mf_pipeline_new(pv, err);
+    bson_destroy(&empty);
+    if (pl == NULL)
+        return -1;
+    mf_matcher_t *m = mf_matcher_new(filter, err);
+    if (m == NULL) {
+        mf_pipeline_free(pl);
+        return -1;
+    }
+    mf_agg_env_t env;
+    memset(&env, 0, sizeof(env));
+    env.scan = agg_scan;
+    env.ctx = x;
+    mf_docvec_t docs;
+    mf_docvec_init(&docs);
+    const bson_value_t *saved_hint = x->hint;
+    x->hint = NULL;
+    x->view_depth++;
+    rc = mf_pipeline_run(pl, &env, on, &docs, err);
+    x->view_depth--;
+    x->hint = saved_hint;
+    for (size_t i = 0; rc == 0 && i < docs.len; i++) {
+        if (!mf_matcher_match(m, docs.docs[i], NULL))
+            continue;
+        int r = visit(arg, docs.docs[i]);
+        if (r < 0)
+            rc = -1;
+        else if (r > 0)
+            break;
+    }
+    mf_docvec_destroy(&docs);
+    mf_matcher_free(m);
+    mf_pipeline_free(pl);
+    return rc;
+}
+
+/* env->scan: the catalog lock is already held (shared) by mf_cmd_aggregate. */
+static int
+agg_scan(void *ctx, const char *coll, const bson_t *filter, mf_agg_visit_fn visit, void *arg, mf_error_t *err)
+{
+    agg_scan_ctx_t *x = ctx;
+    if (x->only_doc != NULL) {
+        int r = visit(arg, x->only_doc);
+        return r < 0 ? -1 : 0;
+    }
+    mf_coll_t *c = mf_catalog_coll_find(x->op->eng->cat, x->op->db, coll);
+    if (c == NULL)
+        return 0;
+    if (c->is_view)
+        return view_scan(x, c, filter, visit, arg, err);
+    mf_matcher_t *m = mf_matcher_new(filter, err);
+    if (m == NULL)
+        return -1;
+    agg_visit_adapter_t a = {visit, arg};
+    mf_plan_request_t req = {.filter = filter, .hint = x->hint};
+    int rc = mf_exec_query(x->op->sess, c, &req, m, agg_adapter_visit, &a, NULL, err);
+    mf_matcher_free(m);
+    return rc;
+}
+
+/*
+ * Streaming aggregation. A pipeline over a collection runs its pushed-down
+ * prefix (mf_pipeline_pushdown: $match, an index-provided $sort, $skip,
+ * $limit, $project) as the plan find would build, and pulls the rest through
+ * mf_agg_stream. The state lives in the cursor (MF_CURSOR_EXT) between
+ * getMores: the plan keeps its scan position (a WiredTiger cursor cannot
+ * outlive the command), so each batch re-seeks where the last stopped.
+ * op is rebound on every call; the catalog lock is held by the caller.
+ */
+typedef struct agg_stream {
+    agg_scan_ctx_t sc;        /* env->ctx for pull and for $lookup scans (sc.stream points back here) */
+    mf_pipeline_t *pl;        /* owned */
+    mf_agg_stream_t *stream;  /* owned */
+    mf_plan_t *plan;          /* owned: the pushed-down plan, with its position */
+    mf_matcher_t *m;          /* owned: the pushed-down filter */
+    int64_t skip_left, limit_left; /* pushed-down $skip / $limit still to apply (limit < 0: none) */
+    const mf_projection_t *proj;   /* pushed-down $project (owned by pl), or NULL */
+    char *db, *coll;          /* owned */
+} agg_stream_t;
+
+static void
+agg_stream_free(void *arg)
+{
+    agg_stream_t *x = arg;
+    if (x == NULL)
+        return;
+    mf_agg_stream_free(x->stream);
+    mf_pipeline_free(x->pl);
+    mf_plan_free(x->plan);
+    mf_matcher_free(x->m);
+    free(x->db);
+    free(x->coll);
+    free(x);
+}
+
+typedef struct agg_pull_ctx {
+    agg_stream_t *x;
+    mf_docvec_t *out;
+    size_t max;
+    mf_error_t *err;
+} agg_pull_ctx_t;
+
+static int
+agg_pull_visit(void *arg, int64_t rid, const bson_t *doc, const mf_match_details_t *d)
+{
+    agg_pull_ctx_t *pc = arg;
+    (void)rid;
+    (void)d;
+    if (pc->x->skip_left > 0) {
+        pc->x->skip_left--;
+        return 0;
+    }
+    if (pc->x->proj != NULL) {
+        bson_t *o = bson_new();
+        if (mf_projection_apply(pc->x->proj, doc, NULL, o, pc->err) != 0) {
+            bson_destroy(o);
+            return -1;
+        }
+        mf_docvec_push_steal(pc->out, o);
+    } else {
+        mf_docvec_push(pc->out, doc);
+    }
+    if (pc->x->limit_left > 0)
+        pc->x->limit_left--;
+    return pc->x->limit_left == 0 || pc->out->len >= pc->max ? 1 : 0;
+}
+
+/* env->pull: the next documents of the pushed-down plan (resumes its scan). */
+static int
+agg_pull(void *ctx, size_t max, mf_docvec_t *out, bool *eof, mf_error_t *err)
+{
+    agg_stream_t *x = ((agg_scan_ctx_t *)ctx)->stream;
+    mf_coll_t *c = mf_catalog_coll_find(x->sc.op->eng->cat, x->db, x->coll);
+    *eof = false;
+    if (c == NULL || x->plan->done || x->limit_left == 0) {
+        *eof = true;
+        return 0;
+    }
+    agg_pull_ctx_t pc = {x, out, max, err};
+    if (mf_exec_run(x->sc.op->sess, c, x->plan, x->m, agg_pull_visit, &pc, err) != 0)
+        return -1;
+    *eof = x->plan->done || x->limit_left == 0;
+    return 0;
+}
+
+/*
+ * mf_crud_agg_plan_prefix: plans pl's pushed-down prefix over c (may be NULL) as
+ * find would: the leading $sort is pushed down only when the chosen plan
+ * provides its order (else the pipeline's own spilling $sort runs it).
+ * Sets *pd and *plan (owned by the caller). Catalog lock held. 0 or -1.
+ */
+int
+mf_crud_agg_plan_prefix(mf_op_t *op, const mf_coll_t *c, const mf_pipeline_t *pl, const bson_value_t *hint,
+                mf_agg_pushdown_t *pd, mf_plan_t **plan)
+{
+    mf_pipeline_pushdown(pl, true, pd);
+    for (int attempt = 0; attempt < 2; attempt++) {
+        mf_plan_request_t req = {.filter = pd->filter, .sort = pd->sort, .hint = hint, .skip = pd->skip,
+                                 .limit = pd->limit, .projection = pd->project_spec};
+        if (mf_plan_build(c, &req, plan, &op->err) != 0)
+            return -1;
+        if (pd->sort == NULL || (*plan)->sort == NULL)
+            return 0;
+        mf_plan_free(*plan);
+        *plan = NULL;
+        mf_pipeline_pushdown(pl, false, pd);
+    }
+    return 0;
+}
+
+/* mf_crud_agg_stream_fill: the next batch of a streaming aggregation cursor (catalog lock held). */
+int
+mf_crud_agg_stream_fill(mf_op_t *op, mf_cursor_t *cur, int64_t max, bson_t *arr, bool *exhausted)
+{
+    agg_stream_t *x = cur->ext;
+    mf_agg_env_t env;
+    int64_t count = 0, bytes = 0;
+
+    memset(&env, 0, sizeof env);
+    x->sc.op = op;
+    env.scan = agg_scan;
+    env.pull = agg_pull;
+    env.ctx = &x->sc;
+    *exhausted = false;
+    while (count < max && bytes < BATCH_BYTES_MAX) {
+        bson_t *d;
+        char key[16];
+        if (mf_agg_stream_next(x->stream, &env, &d, &op->err) != 0)
+            return -1;
+        if (d == NULL) {
+            *exhausted = true;
+            break;
+        }
+        snprintf(key, sizeof(key), "%d", (int)count++);
+        BSON_APPEND_DOCUMENT(arr, key, d);
+        bytes += d->len;
+        bson_destroy(d);
+    }
+    return 0;
+}
+
+/*
+ * agg_stream_start: if pl can stream over collection name (a collection,
+ * not a view; no $out/$merge), makes cur an MF_CURSOR_EXT cursor owning pl
+ * and the plan, sets *started and returns 0. Otherwise leaves everything to
+ * the materialising path. Catalog lock held. 0 or -1 with op->err.
+ */
+static int
+agg_stream_start(mf_op_t *op, const char *name, mf_pipeline_t *pl, const bson_value_t *hint, bool allow_disk,
+                 mf_cursor_t *cur, bool *started)
+{
+    mf_coll_t *c = mf_catalog_coll_find(op->eng->cat, op->db, name);
+    mf_agg_pushdown_t pd;
+    mf_plan_t *plan = NULL;
+
+    *started = false;
+    if ((c != NULL && c->is_view) || mf_pipeline_writes(pl) || mf_pipeline_is_collectionless(pl))
+        return 0;
+    if (mf_crud_agg_plan_prefix(op, c, pl, hint, &pd, &plan) != 0)
+        return -1;
+    mf_matcher_t *m = mf_matcher_new(pd.filter, &op->err);
+    if (m == NULL) {
+        mf_plan_free(plan);
+        return -1;
+    }
+    agg_stream_t *x = mf_calloc(1, sizeof *x);
+    x->sc.op = op;
+    x->sc.stream = x;
+    x->pl = pl;
+    x->plan = plan;
+    x->m = m;
+    x->skip_left = pd.skip;
+    x->limit_left = pd.limit > 0 ? pd.limit : -1;
+    x->proj = pd.project;
+    x->db = mf_strdup(op->db);
+    x->coll = mf_strdup(name);
+    mf_agg_limits_t lim = {.allow_disk = allow_disk,
+                           .sort_bytes = mf_param_get(op->eng->params, "internalQueryMaxBlockingSortMemoryUsageBytes"),
+                           .group_bytes = mf_param_get(op->eng->params, "internalDocumentSourceGroupMaxMemoryBytes"),
+                           .tmp_dir = op->eng->tmp_dir};
+    x->stream = mf_agg_stream_new(pl, pd.nstages, &lim);
+    cur->kind = MF_CURSOR_EXT;
+    cur->ext = x;
+    cur->ext_free = agg_stream_free;
+    *started = true;
+    return 0;
+}
+
+static void
+push_curop_row(void *arg, const bson_t *doc)
+{
+    mf_docvec_push((mf_docvec_t *)arg, doc);
+}
+
+/* env->current_op: the rows of $currentOp (the registry of operations in flight). */
+static int
+agg_current_op(void *ctx, const bson_t *spec, mf_docvec_t *out, mf_error_t *err)
+{
+    agg_scan_ctx_t *x = ctx;
+    (void)spec;
+    (void)err;
+    mf_curops_report_each(x->op->eng->curops, push_curop_row, out);
+    return 0;
+}
+
+/* env->write_out: validates the target and records the write (stealing the documents). */
+static int
+agg_write_out(void *ctx, const char *db, const char *coll, mf_docvec_t *docs, const bson_t *merge_spec,
+              mf_error_t *err)
+{
+    agg_scan_ctx_t *x = ctx;
+    agg_write_t *w = x->write;
+    const char *tdb = db ? db : x->op->db;
+
+    if (mf_catalog_check_db_name(tdb, err) != 0 || mf_catalog_check_coll_name(tdb, coll, err) != 0)
+        return -1;
+    if (strncmp(coll, "system.", 7) == 0)
+        return mf_err_set(err, MF_E_InvalidNamespace, "Invalid %s target namespace, %s.%s is not allowed",
+                          merge_spec ? "$merge" : "$out", tdb, coll);
+    w->pending = true;
+    w->db = bson_strdup(tdb);
+    w->coll = bson_strdup(coll);
+    w->docs = *docs;
+    mf_docvec_init(docs);
+    w->merge_spec = merge_spec ? bson_copy(merge_spec) : NULL;
+    return 0;
+}
+
+static void
+agg_write_destroy(agg_write_t *w)
+{
+    bson_free(w->db);
+    bson_free(w->coll);
+    mf_docvec_destroy(&w->docs);
+    if (w->merge_spec)
+        bson_destroy(w->merge_spec);
+}
+
+typedef struct out_ctx {
+    mf_sess_t *s;
+    mf_coll_t *c;
+    agg_write_t *w;
+    const char *on[32];  /* $merge: the 'on' fields */
+    int non;
+    const char *when_matched, *when_not_matched;
+    mf_op_t *op;
+} out_ctx_t;
+
+/* out_insert_item: inserts document i (with _id first, generated when absent). */
+static int
+out_insert_item(void *arg, size_t i, mf_error_t *err)
+{
+    out_ctx_t *x = arg;
+    const bson_t *doc = x->w->docs.docs[i];
+    bson_t fixed;
+    int ret;
+
+    if (mf_crud_id_is_first(doc))
+        return mf_coll_insert(x->s, x->c, doc, NULL, err);
+    mf_crud_doc_with_id_first(doc, &fixed);
+    ret = mf_coll_insert(x->s, x->c, &fixed, NULL, err);
+    bson_destroy(&fixed);
+    return ret;
+}
+
+/* merge_find: the record of x->c matching doc on the 'on' fields; 0 found, MF_NOTFOUND, or -1 / MF_CONFLICT. */
+typedef struct merge_find_ctx {
+    int64_t rid;
+    bool found;
+} merge_find_ctx_t;
+
+static int
+merge_find_visit(void *arg, int64_t rid, const bson_t *doc, const mf_match_details_t *d)
+{
+    merge_find_ctx_t *f = arg;
+    (void)doc;
+    (void)d;
+    f->rid = rid;
+    f->found = true;
+    return 1;
+}
+
+static int
+merge_find(out_ctx_t *x, const bson_t *doc, int64_t *rid, mf_error_t *err)
+{
+    bson_t filter = BSON_INITIALIZER;
+    bson_value_t v;
+    int ret;
+
+    for (int k = 0; k < x->non; k++) {
+        if (!mf_path_get(doc, x->on[k], &v) || v.value_type == BSON_TYPE_NULL || v.value_type == BSON_TYPE_ARRAY ||
+            v.value_type == BSON_TYPE_UNDEFINED) {
+            bson_destroy(&filter);
+            return mf_err_set(err, MF_E_Location51132,
+                              "$merge write error: 'on' field '%s' cannot be missing, null, undefined or an array",
+                              x->on[k]);
+        }
+        bson_append_value(&filter, x->on[k], -1, &v);
+    }
+    if (x->non == 1 && strcmp(x->on[0], "_id") == 0) {
+        bson_iter_t it;
+        bson_iter_init_find(&it, &filter, "_id");
+        ret = mf_coll_find_id(x->s, x->c, bson_iter_value(&it), rid, err);
+        bson_destroy(&filter);
+        return ret;
+    }
+    mf_matcher_t *m = mf_matcher_new(&filter, err);
+    if (m == NULL) {
+        bson_destroy(&filter);
+        return -1;
+    }
+    merge_find_ctx_t f = {0, false};
+    ret = mf_exec_scan(x->s, x->c, &filter, m, 0, merge_find_visit, &f, NULL, err);
+    mf_matcher_free(m);
+    bson_destroy(&filter);
+    if (ret != 0)
+        return ret;
+    if (!f.found)
+        return MF_NOTFOUND;
+    *rid = f.rid;
+    return 0;
+}
+
+/* merge_item: applies document i to the target as whenMatched / whenNotMatched say. */
+static int
+merge_item(void *arg, size_t i, mf_error_t *err)
+{
+    out_ctx_t *x = arg;
+    const bson_t *doc = x->w->docs.docs[i];
+    bson_iter_t it;
+    int64_t rid;
+    int ret;
+
+    if (x->non == 1 && strcmp(x->on[0], "_id") == 0 && !bson_iter_init_find(&it, doc, "_id"))
+        ret = MF_NOTFOUND; /* a generated _id matches nothing */
+    else
+        ret = merge_find(x, doc, &rid, err);
+    if (ret == MF_NOTFOUND) {
+        if (strcmp(x->when_not_matched, "discard") == 0)
+            return 0;
+        if (strcmp(x->when_not_matched, "fail") == 0)
+            return mf_err_set(err, MF_E_MergeStageNoMatchingDocument,
+                              "$merge could not find a matching document in the target collection for at least one "
+                              "document in the source collection");
+        return out_insert_item(arg, i, err);
+    }
+    if (ret != 0)
+        return ret;
+    if (strcmp(x->when_matched, "keepExisting") == 0)
+        return 0;
+    if (strcmp(x->when_matched, "fail") == 0) {
+        char *js = bson_as_relaxed_extended_json(doc, NULL);
+        mf_err_set(err, MF_E_DuplicateKey, "E11000 duplicate key error collection: %s.%s: $merge found a matching "
+                   "document for %s", x->c->db, x->c->name, js ? js : "");
+        bson_free(js);
+        return -1;
+    }
+    bson_t old, neu = BSON_INITIALIZER;
+    bson_value_t oid, nid;
+    if ((ret = mf_coll_fetch(x->s, x->c, rid, &old, err)) != 0)
+        return ret == MF_NOTFOUND ? MF_CONFLICT : ret;
+    bool has_oid = bson_iter_init_find(&it, &old, "_id");
+    if (has_oid)
+        oid = *bson_iter_value(&it);
+    bson_iter_t ni;
+    if (has_oid && bson_iter_init_find(&ni, doc, "_id")) {
+        nid = *bson_iter_value(&ni);
+        if (!mf_value_equal(&oid, &nid)) {
+            bson_destroy(&old);
+            return mf_err_set(err, MF_E_ImmutableField,
+                              "$merge failed to update the matching document, did you attempt to modify the _id or "
+                              "the shard key? :: caused by :: Performing an update on the path '_id' would modify the "
+                              "immutable field '_id'");
+        }
+    }
+    if (has_oid)
+        bson_append_value(&neu, "_id", 3, &oid);
+    if (strcmp(x->when_matched, "replace") == 0) {
+        bson_iter_init(&it, doc);
+        while (bson_iter_next(&it))
+            if (strcmp(bson_iter_key(&it), "_id") != 0)
+                bson_append_value(&neu, bson_iter_key(&it), (int)bson_iter_key_len(&it), bson_iter_value(&it));
+    } else {
+        /* merge: existing fields keep their place (with the new value), new fields are appended. */
+        bson_iter_init(&it, &old);
+        while (bson_iter_next(&it)) {
+            const char *k = bson_iter_key(&it);
+            if (strcmp(k, "_id") == 0)
+                continue;
+            if (bson_iter_init_find(&ni, doc, k))
+                bson_append_value(&neu, k, (int)bson_iter_key_len(&it), bson_iter_value(&ni));
+            else
+                bson_append_value(&neu, k, (int)bson_iter_key_len(&it), bson_iter_value(&it));
+        }
+        bson_iter_init(&ni, doc);
+        while (bson_iter_next(&ni)) {
+            const char *k = bson_iter_key(&ni);
+            if (strcmp(k, "_id") != 0 && !bson_iter_init_find(&it, &old, k))
+                bson_append_value(&neu, k, (int)bson_iter_key_len(&ni), bson_iter_value(&ni));
+        }
+    }
+    if (neu.len > MF_MAX_BSON_SIZE)
+        ret = mf_err_set(err, MF_E_BSONObjectTooLarge, "$merge: the resulting document is too large (%u bytes)",
+                         neu.len);
+    else if (mf_check_doc_for_storage(&neu, err) != 0)
+        ret = -1;
+    else if (!(neu.len == old.len && memcmp(bson_get_data(&neu), bson_get_data(&old), neu.len) == 0))
+        ret = mf_coll_replace(x->s, x->c, rid, &old, &neu, err);
+    else
+        ret = 0;
+    bson_destroy(&old);
+    bson_destroy(&neu);
+    return ret;
+}
+
+/* run_out_batches: runs fn over every recorded document; 0, or -1 with err. */
+static int
+run_out_batches(mf_op_t *op, out_ctx_t *x, mf_batch_item_fn fn, mf_error_t *err)
+{
+    size_t i = 0;
+    int r = mf_batch_run(op->sess, &i, x->w->docs.len, INSERT_CHUNK, mf_crud_want_durable(op), fn, NULL, x, err);
+    return r == 0 ? 0 : -1;
+}
+
+/*
+ * agg_do_out: $out. Under the catalog write lock (never taken while the read
+ * lock is held): creates a temporary collection with the target's options
+ * and secondary indexes, inserts the documents, then drops the target and
+ * renames the temporary collection over it. On failure the temporary
+ * collection is dropped and the target is left as it was.
+ */
+static int
+agg_do_out(mf_op_t *op, agg_write_t *w, mf_error_t *err)
+{
+    mf_catalog_t *cat = op->eng->cat;
+    char tmp[64], hex[25];
+    bson_oid_t oid;
+    mf_coll_t *target, *t = NULL;
+    int rc = -1;
+
+    for (size_t i = 0; i < w->docs.len; i++)
+        if (mf_check_doc_for_storage(w->docs.docs[i], err) != 0)
+            return -1;
+    bson_oid_init(&oid, NULL);
+    bson_oid_to_string(&oid, hex);
+    snprintf(tmp, sizeof tmp, "tmp.agg_out.%s", hex);
+    mf_catalog_wrlock(cat);
+    target = mf_catalog_coll_find(cat, w->db, w->coll);
+    if (mf_catalog_coll_create(cat, w->db, tmp, target ? target->options : NULL, &t, err) != 0)
+        goto out;
+    for (int k = 0; target && k < target->nindexes; k++) {
+        if (target->indexes[k]->building)
+            continue;
+        if (target->indexes[k]->is_id)
+            continue;
+        if (mf_catalog_index_add(cat, t, target->indexes[k]->spec, err) != 0)
+            goto drop_tmp;
+    }
+    {
+        out_ctx_t x;
+        memset(&x, 0, sizeof x);
+        x.s = op->sess;
+        x.c = t;
+        x.w = w;
+        x.op = op;
+        if (run_out_batches(op, &x, out_insert_item, err) != 0)
+            goto drop_tmp;
+    }
+    /* The target's drop and the rename are one catalog transaction: a failure keeps the old target. */
+    if (mf_catalog_coll_rename_replace(cat, t, target, w->db, w->coll, err) != 0)
+        goto drop_tmp;
+    rc = 0;
+    goto out;
+drop_tmp: {
+    mf_error_t e2;
+    mf_err_clear(&e2);
+    if (mf_catalog_coll_drop(cat, t, &e2) != 0)
+        mf_log(MF_LOG_WARN, "COMMAND", "$out: could not drop %s.%s: %s", w->db, tmp, e2.msg);
+}
+out:
+    mf_catalog_unlock(cat);
+    return rc;
+}
+
+/* agg_do_merge: $merge. Creates the target if needed (write lock), then writes under the read lock. */
+static int
+agg_do_merge(mf_op_t *op, agg_write_t *w, mf_error_t *err)
+{
+    mf_catalog_t *cat = op->eng->cat;
+    out_ctx_t x;
+    bson_iter_t it, ai;
+    mf_coll_t *c;
+    int rc;
+
+    memset(&x, 0, sizeof x);
+    x.s = op->sess;
+    x.w = w;
+    x.op = op;
+    x.when_matched = "merge";
+    x.when_not_matched = "insert";
+    if (bson_iter_init_find(&it, w->merge_spec, "on") && bson_iter_recurse(&it, &ai))
+        while (bson_iter_next(&ai) && x.non < 32)
+            x.on[x.non++] = bson_iter_utf8(&ai, NULL);
+    if (bson_iter_init_find(&it, w->merge_spec, "whenMatched"))
+        x.when_matched = bson_iter_utf8(&it, NULL);
+    if (bson_iter_init_find(&it, w->merge_spec, "whenNotMatched"))
+        x.when_not_matched = bson_iter_utf8(&it, NULL);
+    if (x.non == 0) {
+        x.on[0] = "_id";
+        x.non = 1;
+    }
+    for (size_t i = 0; i < w->docs.len; i++)
+        if (mf_check_doc_for_storage(w->docs.docs[i], err) != 0)
+            return -1;
+
+    mf_catalog_wrlock(cat);
+    if (mf_catalog_coll_find(cat, w->db, w->coll) == NULL &&
+        mf_catalog_coll_create(cat, w->db, w->coll, NULL, NULL, err) != 0) {
+        mf_catalog_unlock(cat);
+        return -1;
+    }
+    mf_catalog_unlock(cat);
+
+    mf_catalog_rdlock(cat);
+    c = mf_catalog_coll_find(cat, w->db, w->coll);
+    if (c == NULL) {
+        mf_catalog_unlock(cat);
+        return mf_err_set(err, MF_E_NamespaceNotFound, "collection %s.%s was dropped during $merge", w->db, w->coll);
+    }
+    x.c = c;
+    rc = run_out_batches(op, &x, merge_item, err);
+    mf_catalog_unlock(cat);
+    return rc;
+}
+
+/* agg_write_perform: performs a recorded $out / $merge. No catalog lock is held on entry. */
+static int
+agg_write_perform(mf_op_t *op, agg_write_t *w)
+{
+    if (!w->pending)
+        return 0;
+    return w->merge_spec ? agg_do_merge(op, w, &op->err) : agg_do_out(op, w, &op->err);
+}
+
+
+/*
+ * mf_crud_view_run: runs stages (an array document; the stages a find, count or
+ * distinct becomes) over view `name`, appending the results to out. The
+ * caller holds the catalog lock shared. Returns 0 or -1 with op->err.
+ */
+int
+mf_crud_view_run(mf_op_t *op, const char *name, const bson_t *stages, mf_docvec_t *out)
+{
+    bson_value_t pv;
+    pv.value_type = BSON_TYPE_ARRAY;
+    pv.value.v_doc.data = (uint8_t *)bson_get_data(stages);
+    pv.value.v_doc.data_len = stages->len;
+    mf_pipeline_t *pl = mf_pipeline_new(&pv, &op->err);
+    if (pl == NULL)
+        return -1;
+    agg_scan_ctx_t sc = {op, NULL, NULL, NULL, 0};
+    mf_agg_env_t env;
+    memset(&env, 0, sizeof(env));
+    env.scan = agg_scan;
+    env.ctx = &sc;
+    int rc = mf_pipeline_run(pl, &env, name, out, &op->err);
+    mf_pipeline_free(pl);
+    return rc;
+}
+
+/* Appends {<stage>: doc} as the next element of the stages array. */
+void
+mf_crud_stage_doc(bson_t *stages, int *n, const char *stage, const bson_t *doc)
+{
+    char key[16];
+    bson_t st;
+    snprintf(key, sizeof(key), "%d", (*n)++);
+    BSON_APPEND_DOCUMENT_BEGIN(stages, key, &st);
+    BSON_APPEND_DOCUMENT(&st, stage, doc);
+    bson_append_document_end(stages, &st);
+}
+
+void
+mf_crud_stage_int(bson_t *stages, int *n, const char *stage, int64_t v)
+{
+    char key[16];
+    bson_t st;
+    snprintf(key, sizeof(key), "%d", (*n)++);
+    BSON_APPEND_DOCUMENT_BEGIN(stages, key, &st);
+    BSON_APPEND_INT64(&st, stage, v);
+    bson_append_document_end(stages, &st);
+}
+
+int
+mf_cmd_aggregate(mf_op_t *op)
+{
+    bson_iter_t it, ci;
+    const char *name = NULL;
+    int64_t batch = FIRST_BATCH_DEFAULT;
+    mf_pipeline_t *pl;
+    bool has_cursor = false, explain = false, present;
+
+    bson_iter_init(&it, op->cmd);
+    bson_iter_next(&it);
+    if (BSON_ITER_HOLDS_UTF8(&it)) {
+        if (mf_op_coll_name(op, &name) != 0)
+            return -1;
+    } else if (!mf_value_is_number(bson_iter_value(&it)) || mf_value_as_double(bson_iter_value(&it)) != 1) {
+        return mf_err_set(&op->err, MF_E_FailedToParse,
+                          "Invalid command format: the 'aggregate' field must specify a collection name or 1");
+    }
+    if (!bson_iter_init_find(&it, op->cmd, "pipeline"))
+        return mf_err_set(&op->err, MF_E_Location40414, "BSON field 'aggregate.pipeline' is missing but a required field");
+    if (!BSON_ITER_HOLDS_ARRAY(&it))
+        return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field 'aggregate.pipeline' is the wrong type '%s', expected type 'array'",
+                          mf_type_name(bson_iter_type(&it)));
+    if (mf_op_get_bool(op, "explain", &explain, &present) != 0)
+        return -1;
+    if (bson_iter_init_find(&ci, op->cmd, "cursor")) {
+        if (!BSON_ITER_HOLDS_DOCUMENT(&ci))
+            return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field 'aggregate.cursor' is the wrong type '%s', expected type 'object'",
+                              mf_type_name(bson_iter_type(&ci)));
+        has_cursor = true;
+        bson_iter_t bi;
+        if (bson_iter_recurse(&ci, &bi) && bson_iter_find(&bi, "batchSize")) {
+            if (!mf_value_is_number(bson_iter_value(&bi)))
+                return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field 'aggregate.cursor.batchSize' is the wrong type");
+            batch = (int64_t)mf_value_as_double(bson_iter_value(&bi));
+            if (batch < 0)
+                return mf_err_set(&op->err, MF_E_Location51024, "BSON field 'batchSize' value must be >= 0, actual value '%lld'",
+                                  (long long)batch);
+        }
+    }
+    bool allow_disk = mf_param_get(op->eng->params, "allowDiskUseByDefault") != 0;
+    if (bson_iter_init_find(&ci, op->cmd, "allowDiskUse")) {
+        if (!BSON_ITER_HOLDS_BOOL(&ci))
+            return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field 'aggregate.allowDiskUse' is the wrong type '%s', expected type 'bool'",
+                              mf_type_name(bson_iter_type(&ci)));
+        allow_disk = bson_iter_bool(&ci);
+    }
+    if (!has_cursor && !explain)
+        return mf_err_set(&op->err, MF_E_FailedToParse,
+                          "The 'cursor' option is required, except for aggregate with the explain argument");
+    if (explain && name != NULL)
+        return mf_crud_explain_aggregate(op, op->cmd, "queryPlanner");
+    const bson_value_t *hint = NULL;
+    bson_value_t hint_store;
+    if (mf_crud_get_hint(op, op->cmd, &hint, &hint_store) != 0)
+        return -1;
+    /*
+     * A leading $collStats stage makes the collection's statistics document
+     * the pipeline's only input (mongosh's db.c.stats() sends it).
+     */
+    bson_t rest, stats_doc;
+    bool collstats = false;
+    const bson_value_t *pv = bson_iter_value(&it);
+    bson_value_t rest_v;
+    if (name != NULL) {
+        bson_t arr;
+        bson_iter_t si, first;
+        bson_init_static(&arr, pv->value.v_doc.data, pv->value.v_doc.data_len);
+        if (bson_iter_init(&si, &arr) && bson_iter_next(&si) && BSON_ITER_HOLDS_DOCUMENT(&si) &&
+            bson_iter_recurse(&si, &first) && bson_iter_next(&first) &&
+            strcmp(bson_iter_key(&first), "$collStats") == 0) {
+            int k = 0;
+            char key[16];
+            if (mf_cmd_coll_stats_doc(op, name, &stats_doc) != 0)
+                return -1;
+            collstats = true;
+            bson_init(&rest);
+            while (bson_iter_next(&si)) {
+                snprintf(key, sizeof(key), "%d", k++);
+                bson_append_value(&rest, key, -1, bson_iter_value(&si));
+            }
+            rest_v.value_type = BSON_TYPE_ARRAY;
+            rest_v.value.v_doc.data = (uint8_t *)bson_get_data(&rest);
+            rest_v.value.v_doc.data_len = rest.len;
+            pv = &rest_v;
+        }
+    }
+    pl = mf_pipeline_new(pv, &op->err);
+    if (collstats)
+        bson_destroy(&rest);
+    if (pl == NULL) {
+        if (collstats)
+            bson_destroy(&stats_doc);
+        return -1;
+    }
+    if (name == NULL && !mf_pipeline_is_collectionless(pl)) {
+        mf_pipeline_free(pl);
+        return mf_err_set(&op->err, MF_E_InvalidNamespace,
+                          "{aggregate: 1} is not valid for this pipeline; a collection is required.");
+    }
+    agg_write_t aw;
+    memset(&aw, 0, sizeof aw);
+    mf_docvec_init(&aw.docs);
+    agg_scan_ctx_t sc = {op, collstats ? &stats_doc : NULL, hint, &aw, 0};
+    mf_agg_env_t env;
+    memset(&env, 0, sizeof(env));
+    env.scan = agg_scan;
+    env.ctx = &sc;
+    env.write_out = agg_write_out;
+    if (name == NULL && strcmp(op->db, "admin") == 0)
+        env.current_op = agg_current_op;
+    if (name == NULL)
+        name = "$cmd.aggregate";
+    mf_cursor_t *cur = mf_cursor_new(MF_CURSOR_DOCS, op->db, name);
+    bson_t arr;
+    bool exhausted, streaming = false;
+    int64_t id = 0;
+    int rc = 0;
+    bson_init(&arr);
+    mf_catalog_rdlock(op->eng->cat);
+    if (!collstats && strcmp(name, "$cmd.aggregate") != 0)
+        rc = agg_stream_start(op, name, pl, hint, allow_disk, cur, &streaming);
+    if (rc == 0 && streaming) {
+        pl = NULL; /* owned by the cursor now */
+        rc = mf_crud_cursor_fill(op, cur, batch, &arr, &exhausted); /* the first batch, under the same lock */
+    } else if (rc == 0) {
+        rc = mf_pipeline_run(pl, &env, name, &cur->docs, &op->err);
+    }
+    mf_catalog_unlock(op->eng->cat);
+    mf_pipeline_free(pl);
+    if (collstats)
+        bson_destroy(&stats_doc);
+    if (rc == 0)
+        rc = agg_write_perform(op, &aw); /* $out / $merge, outside the read lock */
+    agg_write_destroy(&aw);
+    if (rc != 0) {
+        bson_destroy(&arr);
+        mf_cursor_free(cur);
+        return -1;
+    }
+    if (!streaming)
+        rc = mf_crud_cursor_fill(op, cur, batch, &arr, &exhausted);
+    if (!exhausted) {
+        id = mf_cursors_register(op->eng->cursors, cur);
+        mf_cursors_checkin(op->eng->cursors, cur);
+    } else {
+        mf_cursor_free(cur);
+    }
+    mf_crud_append_cursor_reply(op, "firstBatch", &arr, id, name);
+    bson_destroy(&arr);
+    return rc;
+}

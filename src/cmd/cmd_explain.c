@@ -1,0 +1,425 @@
+/*
+ * cmd_explain.c: explain for find, count, distinct, update, delete,
+ * findAndModify and aggregate: the plan that runs (query/plan.c), printed
+ * as MongoDB prints it, with executionStats when asked.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "common/alloc.h"
+#include "catalog/coll_write.h"
+#include "cmd/cmd.h"
+#include "common/curop.h"
+#include "engine/cursor.h"
+#include "common/docvec.h"
+#include "common/log.h"
+#include "common/params.h"
+#include "query/agg.h"
+#include "query/batch.h"
+#include "query/exec.h"
+#include "doc/match.h"
+#include "doc/path.h"
+#include "doc/project.h"
+#include "doc/sort.h"
+#include "doc/update.h"
+#include "doc/value.h"
+#include "cmd/crud.h"
+
+/* ---------- explain ---------- */
+
+/*
+ * explain builds the same plan the command would run (mf_plan_build) and,
+ * for executionStats / allPlansExecution, runs its access path with a
+ * counting visitor that plays the stages above it (SKIP, LIMIT, SORT's
+ * limit), then fills their counters. Nothing is written: explain of a
+ * delete or update only selects the documents it would change.
+ */
+typedef struct explain_ctx {
+    int64_t skip_left, limit, n;
+    bool sorted;
+} explain_ctx_t;
+
+static int
+explain_visit(void *arg, int64_t rid, const bson_t *doc, const mf_match_details_t *d)
+{
+    explain_ctx_t *x = arg;
+    (void)rid;
+    (void)doc;
+    (void)d;
+    if (x->sorted)
+        return 0;
+    if (x->skip_left > 0) {
+        x->skip_left--;
+        return 0;
+    }
+    x->n++;
+    return x->limit > 0 && x->n >= x->limit ? 1 : 0;
+}
+
+/* Fills the counters of the stages above the access path from what it returned. */
+static void
+explain_propagate(mf_plan_t *p, int64_t limit_one)
+{
+    mf_stage_t *chain[32];
+    int n = 0;
+    for (mf_stage_t *s = p->root; s && n < 32; s = s->child)
+        chain[n++] = s;
+    int64_t cnt = p->fetch ? p->fetch->n_returned : p->leaf->n_returned;
+    for (int i = n - 1; i >= 0; i--) {
+        mf_stage_t *s = chain[i];
+        if (s == p->leaf || s == p->fetch)
+            continue;
+        switch (s->kind) {
+        case MF_ST_SORT:
+            s->works = cnt + 1;
+            if (s->amount > 0 && cnt > s->amount)
+                cnt = s->amount;
+            break;
+        case MF_ST_SKIP:
+            s->works = cnt + 1;
+            cnt = cnt > s->amount ? cnt - s->amount : 0;
+            break;
+        case MF_ST_LIMIT:
+            if (cnt > s->amount)
+                cnt = s->amount;
+            break;
+        case MF_ST_COUNT:
+        case MF_ST_DELETE:
+        case MF_ST_BATCHED_DELETE:
+        case MF_ST_UPDATE:
+            if (limit_one && cnt > 1)
+                cnt = 1;
+            s->n_returned = 0;
+            s->works = cnt + 1;
+            continue;
+        default:
+            break;
+        }
+        s->n_returned = cnt;
+    }
+}
+
+static bool
+sub_doc(const bson_t *doc, const char *key, bson_t *out)
+{
+    bson_iter_t it;
+    const uint8_t *data;
+    uint32_t len;
+    if (!bson_iter_init_find(&it, doc, key) || !BSON_ITER_HOLDS_DOCUMENT(&it))
+        return false;
+    bson_iter_document(&it, &len, &data);
+    return bson_init_static(out, data, len);
+}
+
+static int64_t
+sub_int(const bson_t *doc, const char *key)
+{
+    bson_iter_t it;
+    if (!bson_iter_init_find(&it, doc, key) || !mf_value_is_number(bson_iter_value(&it)))
+        return 0;
+    return (int64_t)mf_value_as_double(bson_iter_value(&it));
+}
+
+static const bson_value_t *
+sub_hint(const bson_t *doc, bson_value_t *store)
+{
+    bson_iter_t it;
+    if (!bson_iter_init_find(&it, doc, "hint") || (!BSON_ITER_HOLDS_UTF8(&it) && !BSON_ITER_HOLDS_DOCUMENT(&it)))
+        return NULL;
+    *store = *bson_iter_value(&it);
+    return store;
+}
+
+/*
+ * run_explain: plans req over op->db.coll, executes it when verbosity asks,
+ * and appends the explain reply. stages (array, may be NULL) are the
+ * aggregation stages after the leading $match.
+ */
+static int
+run_explain(mf_op_t *op, const char *coll, const mf_plan_request_t *req, int64_t limit_one, const char *verbosity,
+            const bson_t *inner, const bson_t *stages)
+{
+    bool exec = strcmp(verbosity, "queryPlanner") != 0;
+    if (exec && strcmp(verbosity, "executionStats") != 0 && strcmp(verbosity, "allPlansExecution") != 0)
+        return mf_err_set(&op->err, MF_E_BadValue,
+                          "verbosity string must be one of {'queryPlanner', 'executionStats', 'allPlansExecution'}");
+    mf_matcher_t *m = mf_matcher_new(req->filter, &op->err);
+    if (m == NULL)
+        return -1;
+    mf_plan_t *p = NULL;
+    int64_t t0 = mf_mono_ms();
+    mf_catalog_rdlock(op->eng->cat);
+    mf_coll_t *c = mf_catalog_coll_find(op->eng->cat, op->db, coll);
+    int rc = mf_plan_build(c, req, &p, &op->err);
+    if (rc == 0 && exec) {
+        explain_ctx_t x = {req->skip, req->limit > 0 ? req->limit : limit_one, 0, p->sort != NULL};
+        rc = mf_exec_run(op->sess, c, p, m, explain_visit, &x, &op->err);
+        explain_propagate(p, limit_one);
+    }
+    mf_catalog_unlock(op->eng->cat);
+    mf_matcher_free(m);
+    if (rc != 0) {
+        mf_plan_free(p);
+        return -1;
+    }
+    int64_t elapsed = mf_mono_ms() - t0;
+    char ns[512];
+    bson_t qp, wp, es, st, si, cmdcopy, empty;
+    snprintf(ns, sizeof(ns), "%s.%s", op->db, coll);
+    bson_init(&empty);
+
+    BSON_APPEND_DOCUMENT_BEGIN(op->reply, "queryPlanner", &qp);
+    BSON_APPEND_UTF8(&qp, "namespace", ns);
+    BSON_APPEND_DOCUMENT(&qp, "parsedQuery", req->filter ? req->filter : &empty);
+    BSON_APPEND_BOOL(&qp, "indexFilterSet", false);
+    BSON_APPEND_BOOL(&qp, "maxIndexedOrSolutionsReached", false);
+    BSON_APPEND_BOOL(&qp, "maxIndexedAndSolutionsReached", false);
+    BSON_APPEND_BOOL(&qp, "maxScansToExplodeReached", false);
+    BSON_APPEND_BOOL(&qp, "prunedSimilarIndexes", false);
+    BSON_APPEND_DOCUMENT_BEGIN(&qp, "winningPlan", &wp);
+    BSON_APPEND_BOOL(&wp, "isCached", false);
+    mf_plan_explain(p, false, &wp);
+    bson_append_document_end(&qp, &wp);
+    BSON_APPEND_ARRAY(&qp, "rejectedPlans", &empty);
+    bson_append_document_end(op->reply, &qp);
+    /* An aggregation with stages left shows the plan's statistics under its $cursor stage, as MongoDB does. */
+    bool es_in_cursor = stages != NULL && !bson_empty(stages);
+    bson_t es_holder;
+    bson_init(&es_holder);
+    if (exec) {
+        int64_t nret = p->root->n_returned;
+        if (p->root->kind == MF_ST_COUNT || p->root->kind == MF_ST_DELETE || p->root->kind == MF_ST_BATCHED_DELETE ||
+            p->root->kind == MF_ST_UPDATE)
+            nret = 0;
+        BSON_APPEND_DOCUMENT_BEGIN(es_in_cursor ? &es_holder : op->reply, "executionStats", &es);
+        BSON_APPEND_BOOL(&es, "executionSuccess", true);
+        BSON_APPEND_INT32(&es, "nReturned", (int32_t)nret);
+        BSON_APPEND_INT32(&es, "executionTimeMillis", (int32_t)elapsed);
+        BSON_APPEND_INT32(&es, "totalKeysExamined", (int32_t)p->leaf->keys_examined);
+        BSON_APPEND_INT32(&es, "totalDocsExamined",
+                          (int32_t)(p->fetch ? p->fetch->docs_examined : p->leaf->docs_examined));
+        BSON_APPEND_DOCUMENT_BEGIN(&es, "executionStages", &st);
+        mf_plan_explain(p, true, &st);
+        bson_append_document_end(&es, &st);
+        if (strcmp(verbosity, "allPlansExecution") == 0)
+            BSON_APPEND_ARRAY(&es, "allPlansExecution", &empty);
+        bson_append_document_end(es_in_cursor ? &es_holder : op->reply, &es);
+    }
+    if (stages != NULL && !bson_empty(stages)) {
+        bson_t arr, first, cd;
+        bson_iter_t it;
+        int k = 1;
+        BSON_APPEND_ARRAY_BEGIN(op->reply, "stages", &arr);
+        BSON_APPEND_DOCUMENT_BEGIN(&arr, "0", &first);
+        BSON_APPEND_DOCUMENT_BEGIN(&first, "$cursor", &cd);
+        BSON_APPEND_DOCUMENT_BEGIN(&cd, "queryPlanner", &qp);
+        BSON_APPEND_UTF8(&qp, "namespace", ns);
+        BSON_APPEND_DOCUMENT_BEGIN(&qp, "winningPlan", &wp);
+        mf_plan_explain(p, false, &wp);
+        bson_append_document_end(&qp, &wp);
+        BSON_APPEND_ARRAY(&qp, "rejectedPlans", &empty);
+        bson_append_document_end(&cd, &qp);
+        bson_iter_t esi;
+        if (bson_iter_init_find(&esi, &es_holder, "executionStats"))
+            bson_append_value(&cd, "executionStats", -1, bson_iter_value(&esi));
+        bson_append_document_end(&first, &cd);
+        bson_append_document_end(&arr, &first);
+        bson_iter_init(&it, stages);
+        while (bson_iter_next(&it)) {
+            char key[16];
+            snprintf(key, sizeof(key), "%d", k++);
+            bson_append_value(&arr, key, -1, bson_iter_value(&it));
+        }
+        bson_append_array_end(op->reply, &arr);
+    }
+    bson_destroy(&es_holder);
+    bson_init(&cmdcopy);
+    {
+        bson_iter_t it;
+        bson_iter_init(&it, inner);
+        while (bson_iter_next(&it)) {
+            if (strcmp(bson_iter_key(&it), "explain") != 0 && strcmp(bson_iter_key(&it), "$db") != 0)
+                bson_append_value(&cmdcopy, bson_iter_key(&it), -1, bson_iter_value(&it));
+        }
+        BSON_APPEND_UTF8(&cmdcopy, "$db", op->db);
+    }
+    BSON_APPEND_DOCUMENT(op->reply, "command", &cmdcopy);
+    bson_destroy(&cmdcopy);
+    BSON_APPEND_DOCUMENT_BEGIN(op->reply, "serverInfo", &si);
+    {
+        char host[256];
+        snprintf(host, sizeof(host), "%s", op->eng->host);
+        char *colon = strrchr(host, ':');
+        if (colon)
+            *colon = '\0';
+        BSON_APPEND_UTF8(&si, "host", host);
+    }
+    BSON_APPEND_INT32(&si, "port", op->eng->port);
+    BSON_APPEND_UTF8(&si, "version", MF_VERSION);
+    BSON_APPEND_UTF8(&si, "gitVersion", "mayfly");
+    bson_append_document_end(op->reply, &si);
+    BSON_APPEND_UTF8(op->reply, "explainVersion", "1");
+    bson_destroy(&empty);
+    mf_plan_free(p);
+    return 0;
+}
+
+int
+mf_crud_explain_aggregate(mf_op_t *op, const bson_t *cmd, const char *verbosity)
+{
+    bson_iter_t it, pi;
+    bson_t filter, rest;
+    bson_value_t hint_store;
+    bool has_filter = false;
+    int k = 0;
+    if (!bson_iter_init(&it, cmd) || !bson_iter_next(&it) || !BSON_ITER_HOLDS_UTF8(&it))
+        return mf_err_set(&op->err, MF_E_InvalidNamespace, "explain of {aggregate: 1} is not supported");
+    const char *coll = bson_iter_utf8(&it, NULL);
+    if (!bson_iter_init_find(&it, cmd, "pipeline") || !BSON_ITER_HOLDS_ARRAY(&it))
+        return mf_err_set(&op->err, MF_E_Location40414, "BSON field 'aggregate.pipeline' is missing but a required field");
+    /*
+     * Validate the whole pipeline as aggregate would, and push down the
+     * same prefix the streaming run pushes down (mf_crud_agg_plan_prefix): the
+     * planner's tree goes under $cursor, the remaining stages follow it.
+     */
+    mf_pipeline_t *pl = mf_pipeline_new(bson_iter_value(&it), &op->err);
+    if (pl == NULL)
+        return -1;
+    mf_agg_pushdown_t pd;
+    mf_plan_t *probe = NULL;
+    bool streams = !mf_pipeline_writes(pl);
+    mf_catalog_rdlock(op->eng->cat);
+    mf_coll_t *c = mf_catalog_coll_find(op->eng->cat, op->db, coll);
+    streams = streams && (c == NULL || !c->is_view);
+    int prc = streams ? mf_crud_agg_plan_prefix(op, c, pl, sub_hint(cmd, &hint_store), &pd, &probe) : 0;
+    mf_catalog_unlock(op->eng->cat);
+    mf_plan_free(probe);
+    if (prc != 0) {
+        mf_pipeline_free(pl);
+        return -1;
+    }
+    if (!streams) {
+        /* Materialised ($out / $merge, views): the leading $match is still the scan's filter. */
+        memset(&pd, 0, sizeof pd);
+        pd.filter = mf_pipeline_first_match(pl);
+        pd.nstages = pd.filter != NULL ? 1 : 0;
+    }
+    if (pd.filter != NULL) {
+        bson_init_static(&filter, bson_get_data(pd.filter), pd.filter->len);
+        has_filter = true;
+    }
+    bson_t sort;
+    if (pd.sort != NULL)
+        bson_init_static(&sort, bson_get_data(pd.sort), pd.sort->len);
+    bson_init(&rest);
+    bson_iter_recurse(&it, &pi);
+    for (size_t i = 0; bson_iter_next(&pi); i++) {
+        char key[16];
+        if (i < pd.nstages)
+            continue;
+        snprintf(key, sizeof(key), "%d", k++);
+        bson_append_value(&rest, key, -1, bson_iter_value(&pi));
+    }
+    bson_t proj;
+    if (pd.project_spec != NULL)
+        bson_init_static(&proj, bson_get_data(pd.project_spec), pd.project_spec->len);
+    mf_plan_request_t req = {.filter = has_filter ? &filter : NULL, .sort = pd.sort ? &sort : NULL,
+                             .skip = pd.skip, .limit = pd.limit, .hint = sub_hint(cmd, &hint_store),
+                             .projection = pd.project_spec ? &proj : NULL};
+    int rc = run_explain(op, coll, &req, 0, verbosity, cmd, &rest);
+    bson_destroy(&rest);
+    mf_pipeline_free(pl);
+    return rc;
+}
+
+int
+mf_cmd_explain(mf_op_t *op)
+{
+    bson_t inner, filter, sort, proj, stmt;
+    bson_value_t hint_store;
+    bson_iter_t it;
+    const char *verbosity = "allPlansExecution";
+    bool present;
+
+    if (!sub_doc(op->cmd, "explain", &inner))
+        return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field 'explain.explain' is the wrong type, expected type 'object'");
+    if (mf_op_get_string(op, "verbosity", &verbosity, &present) != 0)
+        return -1;
+    if (!present)
+        verbosity = "allPlansExecution";
+    if (!bson_iter_init(&it, &inner) || !bson_iter_next(&it))
+        return mf_err_set(&op->err, MF_E_FailedToParse, "explain command requires a nested object");
+    const char *kind = bson_iter_key(&it);
+    if (strcmp(kind, "aggregate") == 0)
+        return mf_crud_explain_aggregate(op, &inner, verbosity);
+    if (!BSON_ITER_HOLDS_UTF8(&it))
+        return mf_err_set(&op->err, MF_E_InvalidNamespace, "collection name has invalid type %s",
+                          mf_type_name(bson_iter_type(&it)));
+    const char *coll = bson_iter_utf8(&it, NULL);
+    mf_plan_request_t req = {0};
+    int64_t limit_one = 0;
+    if (strcmp(kind, "find") == 0) {
+        req.filter = sub_doc(&inner, "filter", &filter) ? &filter : NULL;
+        req.sort = sub_doc(&inner, "sort", &sort) ? &sort : NULL;
+        req.projection = sub_doc(&inner, "projection", &proj) ? &proj : NULL;
+        req.skip = sub_int(&inner, "skip");
+        req.limit = sub_int(&inner, "limit");
+        if (req.limit < 0)
+            req.limit = -req.limit;
+        req.hint = sub_hint(&inner, &hint_store);
+    } else if (strcmp(kind, "count") == 0) {
+        req.filter = sub_doc(&inner, "query", &filter) ? &filter : NULL;
+        req.skip = sub_int(&inner, "skip");
+        req.limit = sub_int(&inner, "limit");
+        if (req.limit < 0)
+            req.limit = -req.limit;
+        req.hint = sub_hint(&inner, &hint_store);
+        req.root = MF_PLAN_ROOT_COUNT;
+    } else if (strcmp(kind, "distinct") == 0) {
+        req.filter = sub_doc(&inner, "query", &filter) ? &filter : NULL;
+        req.hint = sub_hint(&inner, &hint_store);
+    } else if (strcmp(kind, "delete") == 0 || strcmp(kind, "update") == 0) {
+        bool del = kind[0] == 'd';
+        bson_t arr;
+        bson_iter_t ai;
+        const uint8_t *adata;
+        uint32_t alen;
+        bool ok = bson_iter_init_find(&ai, &inner, del ? "deletes" : "updates") && BSON_ITER_HOLDS_ARRAY(&ai);
+        if (ok) {
+            bson_iter_array(&ai, &alen, &adata);
+            ok = bson_init_static(&arr, adata, alen);
+        }
+        if (!ok || !bson_iter_init(&it, &arr) || !bson_iter_next(&it) || !BSON_ITER_HOLDS_DOCUMENT(&it))
+            return mf_err_set(&op->err, MF_E_Location40414, "BSON field '%s.%s' is missing but a required field", kind,
+                              del ? "deletes" : "updates");
+        const uint8_t *data;
+        uint32_t len;
+        bson_iter_document(&it, &len, &data);
+        if (!bson_init_static(&stmt, data, len))
+            return mf_err_set(&op->err, MF_E_InvalidBSON, "invalid statement");
+        req.filter = sub_doc(&stmt, "q", &filter) ? &filter : NULL;
+        req.hint = sub_hint(&stmt, &hint_store);
+        if (del) {
+            bool one = sub_int(&stmt, "limit") != 0;
+            req.root = one ? MF_PLAN_ROOT_DELETE : MF_PLAN_ROOT_BATCHED_DELETE;
+            limit_one = one ? 1 : 0;
+        } else {
+            bson_iter_t mi;
+            bool multi = bson_iter_init_find(&mi, &stmt, "multi") && bson_iter_as_bool(&mi);
+            req.root = MF_PLAN_ROOT_UPDATE;
+            limit_one = multi ? 0 : 1;
+        }
+    } else if (strcmp(kind, "findAndModify") == 0 || strcmp(kind, "findandmodify") == 0) {
+        bson_iter_t ri;
+        bool remove = bson_iter_init_find(&ri, &inner, "remove") && bson_iter_as_bool(&ri);
+        req.filter = sub_doc(&inner, "query", &filter) ? &filter : NULL;
+        req.sort = sub_doc(&inner, "sort", &sort) ? &sort : NULL;
+        req.hint = sub_hint(&inner, &hint_store);
+        req.root = remove ? MF_PLAN_ROOT_DELETE : MF_PLAN_ROOT_UPDATE;
+        limit_one = 1;
+    } else {
+        return mf_err_set(&op->err, MF_E_CommandNotFound, "Explain failed due to unknown command: %s", kind);
+    }
+    return run_explain(op, coll, &req, limit_one, verbosity, &inner, NULL);
+}

@@ -1,0 +1,661 @@
+/*
+ * cmd_find.c: find, getMore, killCursors, count and distinct (see
+ * cmd_crud.c for how reads run). A find's first batch comes from a plan
+ * (query/plan.c); what is left is kept in the engine's cursor table
+ * (engine/cursor.c), either as a resumable plan or materialised, and
+ * getMore continues it.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "common/alloc.h"
+#include "catalog/coll_write.h"
+#include "cmd/cmd.h"
+#include "common/curop.h"
+#include "engine/cursor.h"
+#include "common/docvec.h"
+#include "common/log.h"
+#include "common/params.h"
+#include "query/agg.h"
+#include "query/batch.h"
+#include "query/exec.h"
+#include "doc/match.h"
+#include "doc/path.h"
+#include "doc/project.h"
+#include "doc/sort.h"
+#include "doc/update.h"
+#include "doc/value.h"
+#include "cmd/crud.h"
+
+/* ---------- find / getMore ---------- */
+
+typedef struct fill_ctx {
+    mf_cursor_t *cur;
+    bson_t *arr;
+    int count;
+    int64_t max;
+    size_t bytes;
+    bool full;
+    mf_error_t *err;
+} fill_ctx_t;
+
+static int
+append_projected(fill_ctx_t *f, const bson_t *doc, const mf_match_details_t *d)
+{
+    char key[16];
+    bson_t out;
+    const bson_t *emit = doc;
+
+    if (f->cur->proj) {
+        bson_init(&out);
+        if (mf_projection_apply(f->cur->proj, doc, d, &out, f->err) != 0) {
+            bson_destroy(&out);
+            return -1;
+        }
+        emit = &out;
+    }
+    snprintf(key, sizeof(key), "%d", f->count);
+    BSON_APPEND_DOCUMENT(f->arr, key, emit);
+    f->bytes += emit->len;
+    f->count++;
+    if (emit == &out)
+        bson_destroy(&out);
+    return 0;
+}
+
+static int
+fill_visit(void *arg, int64_t rid, const bson_t *doc, const mf_match_details_t *d)
+{
+    fill_ctx_t *f = arg;
+    mf_cursor_t *cur = f->cur;
+
+    cur->last_rid = rid;
+    if (cur->skip_left > 0) {
+        cur->skip_left--;
+        return 0;
+    }
+    if (cur->limit_left == 0)
+        return 1;
+    if (append_projected(f, doc, d) != 0)
+        return -1;
+    if (cur->limit_left > 0)
+        cur->limit_left--;
+    if (cur->limit_left == 0)
+        return 1;
+    if (f->count >= f->max || f->bytes >= BATCH_BYTES_MAX) {
+        f->full = true; /* this document is consumed; the plan resumes after it */
+        return 1;
+    }
+    return 0;
+}
+
+/*
+ * Fills arr with up to max documents from cur. *exhausted tells whether the
+ * cursor has nothing more. The catalog lock is held by the caller.
+ */
+
+int
+mf_crud_cursor_fill(mf_op_t *op, mf_cursor_t *cur, int64_t max, bson_t *arr, bool *exhausted)
+{
+    fill_ctx_t f = {cur, arr, 0, max, 0, false, &op->err};
+
+    *exhausted = false;
+    if (cur->kind == MF_CURSOR_EXT)
+        return mf_crud_agg_stream_fill(op, cur, max, arr, exhausted);
+    if (cur->kind == MF_CURSOR_DOCS) {
+        while (cur->pos < cur->docs.len && f.count < max && f.bytes < BATCH_BYTES_MAX) {
+            char key[16];
+            const bson_t *d = cur->docs.docs[cur->pos++];
+            snprintf(key, sizeof(key), "%d", f.count++);
+            BSON_APPEND_DOCUMENT(arr, key, d);
+            f.bytes += d->len;
+        }
+        *exhausted = cur->pos >= cur->docs.len;
+        return 0;
+    }
+    mf_coll_t *c = mf_catalog_coll_find(op->eng->cat, cur->db, cur->coll);
+    if (c == NULL) {
+        *exhausted = true;
+        return 0;
+    }
+    if (cur->plan != NULL && cur->plan->tailable && cur->limit_left != 0)
+        cur->plan->done = false; /* a tailable cursor looks again for documents inserted since */
+    if (cur->limit_left == 0 || cur->plan == NULL || cur->plan->done) {
+        *exhausted = true;
+        return 0;
+    }
+    if (max <= 0)
+        return 0;
+    if (mf_exec_run(op->sess, c, cur->plan, cur->matcher, fill_visit, &f, &op->err) != 0)
+        return -1;
+    *exhausted = (cur->plan->done && !cur->plan->tailable) || cur->limit_left == 0;
+    return 0;
+}
+
+/* Appends {cursor: {<batch>: arr, id, ns}} to the reply. */
+void
+mf_crud_append_cursor_reply(mf_op_t *op, const char *batch_name, bson_t *arr, int64_t id, const char *coll)
+{
+    bson_t cd;
+    char ns[512];
+    snprintf(ns, sizeof(ns), "%s.%s", op->db, coll);
+    BSON_APPEND_DOCUMENT_BEGIN(op->reply, "cursor", &cd);
+    BSON_APPEND_ARRAY(&cd, batch_name, arr);
+    BSON_APPEND_INT64(&cd, "id", id);
+    BSON_APPEND_UTF8(&cd, "ns", ns);
+    bson_append_document_end(op->reply, &cd);
+}
+
+typedef struct collect_ctx {
+    mf_docvec_t *out;
+} collect_ctx_t;
+
+static int
+collect_visit(void *arg, int64_t rid, const bson_t *doc, const mf_match_details_t *d)
+{
+    mf_docvec_push(((collect_ctx_t *)arg)->out, doc);
+    (void)rid;
+    (void)d;
+    return 0;
+}
+
+static int
+get_nonneg(mf_op_t *op, const char *field, int64_t *out, bool *present, int64_t dflt)
+{
+    *out = dflt;
+    if (mf_op_get_int64(op, field, out, present) != 0)
+        return -1;
+    if (!*present)
+        *out = dflt;
+    if (*out < 0)
+        return mf_err_set(&op->err, MF_E_Location51024, "BSON field '%s' value must be >= 0, actual value '%lld'",
+                          field, (long long)*out);
+    return 0;
+}
+
+/*
+ * mf_crud_get_hint: the "hint" field of doc (a command or a statement): an index
+ * name or a key pattern ({$natural: 1} included). *hint is a view into doc,
+ * NULL when absent. A hint of another type is 2 BadValue.
+ */
+int
+mf_crud_get_hint(mf_op_t *op, const bson_t *doc, const bson_value_t **hint, bson_value_t *store)
+{
+    bson_iter_t it;
+    *hint = NULL;
+    if (!bson_iter_init_find(&it, doc, "hint"))
+        return 0;
+    if (!BSON_ITER_HOLDS_UTF8(&it) && !BSON_ITER_HOLDS_DOCUMENT(&it))
+        return mf_err_set(&op->err, MF_E_BadValue, "hint must be a string or an object, not %s",
+                          mf_type_name(bson_iter_type(&it)));
+    *store = *bson_iter_value(&it); /* the iterator's value slot does not outlive it */
+    *hint = store;
+    return 0;
+}
+
+int
+mf_cmd_find(mf_op_t *op)
+{
+    const char *name;
+    bson_t filter, projection, sort;
+    bool has_filter, has_proj, has_sort, present, single = false, tailable = false, await_data = false;
+    int64_t skip, limit = 0, batch;
+    mf_coll_t *c;
+    mf_cursor_t *cur = NULL;
+    mf_plan_t *plan = NULL;
+    const bson_value_t *hint = NULL;
+    bson_value_t hint_store;
+    mf_matcher_t *m = NULL;
+    mf_projection_t *p = NULL;
+    mf_sort_t *srt = NULL;
+    int rc = -1;
+
+    if (mf_op_coll_name(op, &name) != 0)
+        return -1;
+    if (mf_op_get_doc(op, "filter", &filter, &has_filter) != 0 ||
+        mf_op_get_doc(op, "projection", &projection, &has_proj) != 0 ||
+        mf_op_get_doc(op, "sort", &sort, &has_sort) != 0 || get_nonneg(op, "skip", &skip, &present, 0) != 0 ||
+        get_nonneg(op, "batchSize", &batch, &present, FIRST_BATCH_DEFAULT) != 0 ||
+        mf_op_get_bool(op, "singleBatch", &single, &present) != 0 ||
+        mf_op_get_bool(op, "tailable", &tailable, &present) != 0 ||
+        mf_op_get_bool(op, "awaitData", &await_data, &present) != 0)
+        return -1;
+    if (await_data && !tailable)
+        return mf_err_set(&op->err, MF_E_FailedToParse, "Cannot set 'awaitData' without also setting 'tailable'");
+    if (tailable && has_sort && !bson_empty(&sort)) {
+        bson_iter_t si;
+        if (!(bson_iter_init(&si, &sort) && bson_iter_next(&si) && strcmp(bson_iter_key(&si), "$natural") == 0 &&
+              mf_value_as_double(bson_iter_value(&si)) > 0 && !bson_iter_next(&si)))
+            return mf_err_set(&op->err, MF_E_BadValue, "cannot use tailable option with a sort other than {$natural: 1}");
+        has_sort = false;
+    }
+    if (mf_op_get_int64(op, "limit", &limit, &present) != 0)
+        return -1;
+    if (limit < 0) {
+        if (mf_err_set(&op->err, MF_E_Location51024, "BSON field 'limit' value must be >= 0, actual value '%lld'",
+                       (long long)limit))
+            return -1;
+    }
+    if (mf_crud_get_hint(op, op->cmd, &hint, &hint_store) != 0)
+        return -1;
+    atomic_fetch_add(&op->eng->op_query, 1);
+
+    if ((m = mf_matcher_new(has_filter ? &filter : NULL, &op->err)) == NULL)
+        return -1;
+    if (has_proj && !bson_empty(&projection) && (p = mf_projection_new(&projection, &op->err)) == NULL)
+        goto out;
+    if (has_sort && !bson_empty(&sort) && (srt = mf_sort_new(&sort, &op->err)) == NULL)
+        goto out;
+
+    if (mf_crud_coll_acquire(op, name, false, &c) != 0)
+        goto out_unlock;
+    if (tailable && c != NULL) {
+        /* Tailable cursors need a capped collection (and are not resumable here beyond a normal cursor). */
+        bson_iter_t ci;
+        if (!(c->options && bson_iter_init_find(&ci, c->options, "capped") && bson_iter_as_bool(&ci))) {
+            mf_err_set(&op->err, MF_E_BadValue, "error processing query: ns=%s.%s: tailable cursor requested on non capped collection",
+                       op->db, name);
+            goto out_unlock;
+        }
+    }
+    if (c != NULL && c->is_view) {
+        /* A find on a view is the view's pipeline followed by the find's own stages. */
+        bson_t stages;
+        int k = 0;
+        bson_init(&stages);
+        if (has_filter && !bson_empty(&filter))
+            mf_crud_stage_doc(&stages, &k, "$match", &filter);
+        if (srt)
+            mf_crud_stage_doc(&stages, &k, "$sort", &sort);
+        if (skip > 0)
+            mf_crud_stage_int(&stages, &k, "$skip", skip);
+        if (limit > 0)
+            mf_crud_stage_int(&stages, &k, "$limit", limit);
+        if (has_proj && !bson_empty(&projection))
+            mf_crud_stage_doc(&stages, &k, "$project", &projection);
+        cur = mf_cursor_new(MF_CURSOR_DOCS, op->db, name);
+        int vr = mf_crud_view_run(op, name, &stages, &cur->docs);
+        bson_destroy(&stages);
+        if (vr != 0)
+            goto out_unlock;
+        goto fill;
+    }
+    {
+        mf_plan_request_t req = {.filter = has_filter ? &filter : NULL, .sort = srt ? &sort : NULL, .hint = hint,
+                                 .force_collscan = tailable};
+        if (mf_plan_build(c, &req, &plan, &op->err) != 0)
+            goto out_unlock;
+        plan->tailable = tailable;
+    }
+    cur = mf_cursor_new(srt && !plan->sort_provided ? MF_CURSOR_DOCS : MF_CURSOR_SCAN, op->db, name);
+    if (c == NULL) {
+        cur->kind = MF_CURSOR_DOCS; /* empty */
+    } else if (cur->kind == MF_CURSOR_DOCS) {
+        mf_docvec_t all;
+        collect_ctx_t cc = {&all};
+        mf_docvec_init(&all);
+        if (mf_exec_run(op->sess, c, plan, m, collect_visit, &cc, &op->err) != 0) {
+            mf_docvec_destroy(&all);
+            goto out_unlock;
+        }
+        mf_sort_docs(srt, all.docs, all.len);
+        size_t from = (size_t)(skip < (int64_t)all.len ? skip : (int64_t)all.len);
+        size_t to = limit > 0 && (int64_t)(all.len - from) > limit ? from + (size_t)limit : all.len;
+        for (size_t i = from; i < to; i++) {
+            if (p) {
+                bson_t *out = bson_new();
+                mf_match_details_t d = {.array_pos = -1};
+                mf_matcher_match(m, all.docs[i], &d);
+                if (mf_projection_apply(p, all.docs[i], &d, out, &op->err) != 0) {
+                    bson_destroy(out);
+                    mf_docvec_destroy(&all);
+                    goto out_unlock;
+                }
+                mf_docvec_push_steal(&cur->docs, out);
+            } else {
+                mf_docvec_push_steal(&cur->docs, all.docs[i]);
+                all.docs[i] = bson_new();
+            }
+        }
+        mf_docvec_destroy(&all);
+    } else {
+        cur->matcher = m;
+        m = NULL;
+        cur->proj = p;
+        p = NULL;
+        cur->skip_left = skip;
+        cur->limit_left = limit > 0 ? limit : -1;
+        if (has_filter)
+            cur->filter = bson_copy(&filter);
+        cur->plan = plan;
+        plan = NULL;
+    }
+fill:
+    if (limit > 0 && batch > limit)
+        batch = limit;
+    {
+        bson_t arr;
+        bool exhausted;
+        int64_t id = 0;
+        bson_init(&arr);
+        if (mf_crud_cursor_fill(op, cur, batch, &arr, &exhausted) != 0) {
+            bson_destroy(&arr);
+            goto out_unlock;
+        }
+        /* A tailable cursor stays open at the end unless the collection is empty (as mongod does). */
+        bool keep = !exhausted || (tailable && c != NULL && atomic_load(&c->approx_count) > 0);
+        if (keep && !single) {
+            cur->client_id = op->client ? op->client->id : 0;
+            id = mf_cursors_register(op->eng->cursors, cur);
+            mf_cursors_checkin(op->eng->cursors, cur);
+            cur = NULL;
+        }
+        mf_crud_append_cursor_reply(op, "firstBatch", &arr, id, name);
+        bson_destroy(&arr);
+    }
+    rc = 0;
+out_unlock:
+    mf_catalog_unlock(op->eng->cat);
+out:
+    if (cur)
+        mf_cursor_free(cur);
+    mf_plan_free(plan);
+    if (m)
+        mf_matcher_free(m);
+    if (p)
+        mf_projection_free(p);
+    if (srt)
+        mf_sort_free(srt);
+    return rc;
+}
+
+int
+mf_cmd_get_more(mf_op_t *op)
+{
+    bson_iter_t it;
+    int64_t id, batch;
+    bool present, busy, exhausted;
+    const char *coll = NULL;
+    mf_cursor_t *cur;
+
+    bson_iter_init(&it, op->cmd);
+    bson_iter_next(&it);
+    if (!BSON_ITER_HOLDS_INT64(&it))
+        return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field 'getMore.getMore' is the wrong type '%s', expected type 'long'",
+                          mf_type_name(bson_iter_type(&it)));
+    id = bson_iter_as_int64(&it);
+    if (mf_op_get_string(op, "collection", &coll, &present) != 0)
+        return -1;
+    if (!present)
+        return mf_err_set(&op->err, MF_E_Location40414, "BSON field 'getMore.collection' is missing but a required field");
+    if (get_nonneg(op, "batchSize", &batch, &present, INT32_MAX) != 0)
+        return -1;
+    if (batch == 0)
+        batch = INT32_MAX;
+    atomic_fetch_add(&op->eng->op_getmore, 1);
+    cur = mf_cursors_checkout(op->eng->cursors, id, &busy);
+    if (cur == NULL) {
+        if (busy)
+            return mf_err_set(&op->err, MF_E_CursorInUse, "cursor id %lld is already in use", (long long)id);
+        return mf_err_set(&op->err, MF_E_CursorNotFound, "cursor id %lld not found", (long long)id);
+    }
+    if (strcmp(cur->coll, coll) != 0 || strcmp(cur->db, op->db) != 0) {
+        mf_cursors_checkin(op->eng->cursors, cur);
+        return mf_err_set(&op->err, MF_E_Unauthorized, "Requested getMore on namespace '%s.%s', but cursor belongs to a different namespace %s.%s",
+                          op->db, coll, cur->db, cur->coll);
+    }
+    bson_t arr;
+    bson_init(&arr);
+    mf_catalog_rdlock(op->eng->cat);
+    int r = mf_crud_cursor_fill(op, cur, batch, &arr, &exhausted);
+    mf_catalog_unlock(op->eng->cat);
+    if (r != 0) {
+        bson_destroy(&arr);
+        mf_cursors_release(op->eng->cursors, cur);
+        return -1;
+    }
+    char name[256];
+    snprintf(name, sizeof(name), "%s", cur->coll);
+    if (exhausted) {
+        mf_cursors_release(op->eng->cursors, cur);
+        id = 0;
+    } else {
+        mf_cursors_checkin(op->eng->cursors, cur);
+    }
+    mf_crud_append_cursor_reply(op, "nextBatch", &arr, id, name);
+    bson_destroy(&arr);
+    return 0;
+}
+
+int
+mf_cmd_kill_cursors(mf_op_t *op)
+{
+    bson_iter_t it, ai;
+    bson_t killed, notfound, empty;
+    int nk = 0, nn = 0;
+    char key[16];
+
+    if (!bson_iter_init_find(&it, op->cmd, "cursors") || !BSON_ITER_HOLDS_ARRAY(&it))
+        return mf_err_set(&op->err, MF_E_Location40414, "BSON field 'killCursors.cursors' is missing but a required field");
+    bson_init(&killed);
+    bson_init(&notfound);
+    bson_init(&empty);
+    bson_iter_recurse(&it, &ai);
+    while (bson_iter_next(&ai)) {
+        int64_t id = bson_iter_as_int64(&ai);
+        if (mf_cursors_kill(op->eng->cursors, id)) {
+            snprintf(key, sizeof(key), "%d", nk++);
+            BSON_APPEND_INT64(&killed, key, id);
+        } else {
+            snprintf(key, sizeof(key), "%d", nn++);
+            BSON_APPEND_INT64(&notfound, key, id);
+        }
+    }
+    BSON_APPEND_ARRAY(op->reply, "cursorsKilled", &killed);
+    BSON_APPEND_ARRAY(op->reply, "cursorsNotFound", &notfound);
+    BSON_APPEND_ARRAY(op->reply, "cursorsAlive", &empty);
+    BSON_APPEND_ARRAY(op->reply, "cursorsUnknown", &empty);
+    bson_destroy(&killed);
+    bson_destroy(&notfound);
+    bson_destroy(&empty);
+    return 0;
+}
+
+/* ---------- count / distinct ---------- */
+
+typedef struct count_ctx {
+    int64_t n, skip, limit;
+} count_ctx_t;
+
+static int
+count_visit(void *arg, int64_t rid, const bson_t *doc, const mf_match_details_t *d)
+{
+    count_ctx_t *x = arg;
+    (void)rid;
+    (void)doc;
+    (void)d;
+    if (x->skip > 0) {
+        x->skip--;
+        return 0;
+    }
+    x->n++;
+    return x->limit > 0 && x->n >= x->limit ? 1 : 0;
+}
+
+int
+mf_cmd_count(mf_op_t *op)
+{
+    const char *name;
+    bson_t query;
+    bool has_query, present;
+    count_ctx_t x = {0, 0, 0};
+    mf_coll_t *c;
+    mf_matcher_t *m;
+    const bson_value_t *hint;
+    bson_value_t hint_store;
+    int rc = 0;
+
+    if (mf_crud_get_hint(op, op->cmd, &hint, &hint_store) != 0)
+        return -1;
+    if (mf_op_coll_name(op, &name) != 0 || mf_op_get_doc(op, "query", &query, &has_query) != 0 ||
+        mf_op_get_int64(op, "skip", &x.skip, &present) != 0 || mf_op_get_int64(op, "limit", &x.limit, &present) != 0)
+        return -1;
+    if (x.skip < 0)
+        return mf_err_set(&op->err, MF_E_BadValue, "skip value is negative in count query");
+    if (x.limit < 0)
+        x.limit = -x.limit;
+    if ((m = mf_matcher_new(has_query ? &query : NULL, &op->err)) == NULL)
+        return -1;
+    mf_catalog_rdlock(op->eng->cat);
+    c = mf_catalog_coll_find(op->eng->cat, op->db, name);
+    if (c != NULL && c->is_view) {
+        bson_t stages;
+        mf_docvec_t res;
+        int k = 0;
+        bson_init(&stages);
+        if (has_query)
+            mf_crud_stage_doc(&stages, &k, "$match", &query);
+        if (x.skip > 0)
+            mf_crud_stage_int(&stages, &k, "$skip", x.skip);
+        if (x.limit > 0)
+            mf_crud_stage_int(&stages, &k, "$limit", x.limit);
+        mf_docvec_init(&res);
+        rc = mf_crud_view_run(op, name, &stages, &res);
+        x.n = (int64_t)res.len;
+        mf_docvec_destroy(&res);
+        bson_destroy(&stages);
+    } else if (c != NULL) {
+        if ((!has_query || bson_empty(&query)) && hint == NULL) {
+            int64_t total = atomic_load(&c->approx_count);
+            total -= x.skip;
+            if (total < 0)
+                total = 0;
+            if (x.limit > 0 && total > x.limit)
+                total = x.limit;
+            x.n = total;
+        } else {
+            mf_plan_request_t req = {.filter = has_query ? &query : NULL, .hint = hint, .root = MF_PLAN_ROOT_COUNT};
+            rc = mf_exec_query(op->sess, c, &req, m, count_visit, &x, NULL, &op->err);
+        }
+    }
+    mf_catalog_unlock(op->eng->cat);
+    mf_matcher_free(m);
+    if (rc != 0)
+        return -1;
+    BSON_APPEND_INT32(op->reply, "n", (int32_t)x.n);
+    return 0;
+}
+
+typedef struct distinct_ctx {
+    const char *key;
+    bson_t *vals; /* holder document keeping values alive */
+    int n;
+} distinct_ctx_t;
+
+static bool
+distinct_path(void *arg, const bson_value_t *v)
+{
+    distinct_ctx_t *x = arg;
+    char key[16];
+    snprintf(key, sizeof(key), "%d", x->n++);
+    bson_append_value(x->vals, key, -1, v);
+    return false;
+}
+
+static int
+distinct_visit(void *arg, int64_t rid, const bson_t *doc, const mf_match_details_t *d)
+{
+    distinct_ctx_t *x = arg;
+    (void)rid;
+    (void)d;
+    mf_path_walk_leaves(doc, x->key, distinct_path, x);
+    return 0;
+}
+
+static int
+value_ptr_cmp(const void *a, const void *b)
+{
+    return mf_value_cmp(*(const bson_value_t *const *)a, *(const bson_value_t *const *)b);
+}
+
+int
+mf_cmd_distinct(mf_op_t *op)
+{
+    const char *name, *key;
+    bson_t query, vals, out;
+    bool has_query, present;
+    mf_coll_t *c;
+    mf_matcher_t *m;
+    const bson_value_t *hint;
+    bson_value_t hint_store;
+    int rc = 0;
+
+    if (mf_crud_get_hint(op, op->cmd, &hint, &hint_store) != 0)
+        return -1;
+    if (mf_op_coll_name(op, &name) != 0 || mf_op_get_string(op, "key", &key, &present) != 0 ||
+        mf_op_get_doc(op, "query", &query, &has_query) != 0)
+        return -1;
+    if (!present)
+        return mf_err_set(&op->err, MF_E_Location40414, "BSON field 'distinct.key' is missing but a required field");
+    if ((m = mf_matcher_new(has_query ? &query : NULL, &op->err)) == NULL)
+        return -1;
+    bson_init(&vals);
+    distinct_ctx_t x = {key, &vals, 0};
+    mf_catalog_rdlock(op->eng->cat);
+    c = mf_catalog_coll_find(op->eng->cat, op->db, name);
+    if (c != NULL && c->is_view) {
+        bson_t stages;
+        mf_docvec_t res;
+        int k = 0;
+        bson_init(&stages);
+        if (has_query)
+            mf_crud_stage_doc(&stages, &k, "$match", &query);
+        mf_docvec_init(&res);
+        rc = mf_crud_view_run(op, name, &stages, &res);
+        for (size_t i = 0; rc == 0 && i < res.len; i++)
+            distinct_visit(&x, 0, res.docs[i], NULL);
+        mf_docvec_destroy(&res);
+        bson_destroy(&stages);
+    } else if (c != NULL) {
+        mf_plan_request_t req = {.filter = has_query ? &query : NULL, .hint = hint};
+        rc = mf_exec_query(op->sess, c, &req, m, distinct_visit, &x, NULL, &op->err);
+    }
+    mf_catalog_unlock(op->eng->cat);
+    mf_matcher_free(m);
+    if (rc != 0) {
+        bson_destroy(&vals);
+        return -1;
+    }
+    /* Sort, then keep the first of each run of equal values. */
+    bson_value_t *store = mf_calloc((size_t)x.n + 1, sizeof(*store));
+    const bson_value_t **ptrs = mf_calloc((size_t)x.n + 1, sizeof(*ptrs));
+    bson_iter_t it;
+    int k = 0;
+    bson_iter_init(&it, &vals);
+    while (bson_iter_next(&it) && k < x.n) {
+        store[k] = *bson_iter_value(&it);
+        ptrs[k] = &store[k];
+        k++;
+    }
+    qsort(ptrs, (size_t)k, sizeof(*ptrs), value_ptr_cmp);
+    bson_init(&out);
+    int outn = 0;
+    for (int i = 0; i < k; i++) {
+        if (i > 0 && mf_value_cmp(ptrs[i], ptrs[i - 1]) == 0)
+            continue;
+        char kb[16];
+        snprintf(kb, sizeof(kb), "%d", outn++);
+        bson_append_value(&out, kb, -1, ptrs[i]);
+    }
+    if (out.len > MF_MAX_BSON_SIZE) {
+        rc = mf_err_set(&op->err, MF_E_Location17217, "distinct too big, 16mb cap");
+    } else {
+        BSON_APPEND_ARRAY(op->reply, "values", &out);
+    }
+    bson_destroy(&out);
+    free(store);
+    free(ptrs);
+    bson_destroy(&vals);
+    return rc;
+}

@@ -1,0 +1,123 @@
+/*
+ * crud.h: what the CRUD command family (cmd_crud.c, cmd_find.c,
+ * cmd_write.c, cmd_agg.c, cmd_explain.c) shares: the command handlers the
+ * table in cmd_crud.c names, and helpers one file uses from another. Private
+ * to src/cmd/.
+ */
+#ifndef MF_CRUD_H
+#define MF_CRUD_H
+
+#include <bson/bson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cmd/cmd.h"
+#include "common/docvec.h"
+#include "engine/cursor.h"
+#include "query/agg.h"
+#include "query/plan.h"
+
+/* cmd_coll.c: the document $collStats yields for db.name. */
+int mf_cmd_coll_stats_doc(mf_op_t *op, const char *name, bson_t *out);
+
+#ifndef MF_VERSION
+#define MF_VERSION "8.0.0" /* as cmd_admin.c reports it */
+#endif
+#define FIRST_BATCH_DEFAULT 101
+#define BATCH_BYTES_MAX (16 * 1024 * 1024 - 64 * 1024)
+#define INSERT_CHUNK 500
+#define UPDATE_CHUNK 100
+
+/* ---------- shared helpers (cmd_crud.c) ---------- */
+
+/* Takes the catalog lock shared and finds db.name; with create, creates it first. */
+int mf_crud_coll_acquire(mf_op_t *op, const char *name, bool create, mf_coll_t **out);
+
+bool mf_crud_want_durable(mf_op_t *op);
+
+void mf_crud_append_write_error(bson_t *arr, int *nerr, size_t index, const mf_error_t *err);
+
+int mf_crud_check_batch_size(mf_op_t *op, size_t n);
+
+int mf_crud_get_ordered(mf_op_t *op, bool *ordered);
+
+/* Copies doc into out with _id first (generating an ObjectId if absent). */
+void mf_crud_doc_with_id_first(const bson_t *doc, bson_t *out);
+
+bool mf_crud_id_is_first(const bson_t *doc);
+
+/* bypassDocumentValidation: true skips the collection's validator for this command. */
+bool mf_crud_bypass_validation(mf_op_t *op);
+
+/* 166 CommandNotSupportedOnView for a write (or index DDL) aimed at view c. */
+int mf_crud_view_write_error(mf_error_t *err, const mf_coll_t *c);
+
+/* ---------- find, getMore, count, distinct (cmd_find.c) ---------- */
+
+int mf_crud_cursor_fill(mf_op_t *op, mf_cursor_t *cur, int64_t max, bson_t *arr, bool *exhausted);
+
+/* Appends {cursor: {<batch>: arr, id, ns}} to the reply. */
+void mf_crud_append_cursor_reply(mf_op_t *op, const char *batch_name, bson_t *arr, int64_t id, const char *coll);
+
+/*
+ * mf_crud_get_hint: the "hint" field of doc (a command or a statement): an index
+ * name or a key pattern ({$natural: 1} included). *hint is a view into doc,
+ * NULL when absent. A hint of another type is 2 BadValue.
+ */
+int mf_crud_get_hint(mf_op_t *op, const bson_t *doc, const bson_value_t **hint, bson_value_t *store);
+
+int mf_cmd_find(mf_op_t *op);
+
+int mf_cmd_get_more(mf_op_t *op);
+
+int mf_cmd_kill_cursors(mf_op_t *op);
+
+int mf_cmd_count(mf_op_t *op);
+
+int mf_cmd_distinct(mf_op_t *op);
+
+/* ---------- insert, update, delete, findAndModify (cmd_write.c) ---------- */
+
+int mf_cmd_insert(mf_op_t *op);
+
+int mf_cmd_update(mf_op_t *op);
+
+int mf_cmd_delete(mf_op_t *op);
+
+int mf_cmd_find_and_modify(mf_op_t *op);
+
+/* ---------- aggregate (cmd_agg.c) ---------- */
+
+/*
+ * mf_crud_agg_plan_prefix: plans pl's pushed-down prefix over c (may be NULL) as
+ * find would: the leading $sort is pushed down only when the chosen plan
+ * provides its order (else the pipeline's own spilling $sort runs it).
+ * Sets *pd and *plan (owned by the caller). Catalog lock held. 0 or -1.
+ */
+int mf_crud_agg_plan_prefix(mf_op_t *op, const mf_coll_t *c, const mf_pipeline_t *pl, const bson_value_t *hint,
+                mf_agg_pushdown_t *pd, mf_plan_t **plan);
+
+/* mf_crud_agg_stream_fill: the next batch of a streaming aggregation cursor (catalog lock held). */
+int mf_crud_agg_stream_fill(mf_op_t *op, mf_cursor_t *cur, int64_t max, bson_t *arr, bool *exhausted);
+
+/*
+ * mf_crud_view_run: runs stages (an array document; the stages a find, count or
+ * distinct becomes) over view `name`, appending the results to out. The
+ * caller holds the catalog lock shared. Returns 0 or -1 with op->err.
+ */
+int mf_crud_view_run(mf_op_t *op, const char *name, const bson_t *stages, mf_docvec_t *out);
+
+/* Appends {<stage>: doc} as the next element of the stages array. */
+void mf_crud_stage_doc(bson_t *stages, int *n, const char *stage, const bson_t *doc);
+
+void mf_crud_stage_int(bson_t *stages, int *n, const char *stage, int64_t v);
+
+int mf_cmd_aggregate(mf_op_t *op);
+
+/* ---------- explain (cmd_explain.c) ---------- */
+
+int mf_crud_explain_aggregate(mf_op_t *op, const bson_t *cmd, const char *verbosity);
+
+int mf_cmd_explain(mf_op_t *op);
+
+#endif /* MF_CRUD_H */
