@@ -48,7 +48,8 @@
 struct mf_catalog {
     mf_storage_t *st;
     mf_observers_t *observers; /* the engine's; NULL until set */
-    pthread_rwlock_t lock;
+    pthread_rwlock_t lock;  /* the map (colls[]) only: held for a lookup or a map change, never while waiting */
+    pthread_mutex_t ddl_mu; /* one catalog change at a time, taken inside DDL functions after collection locks */
     mf_coll_t **colls;
     int ncolls;
     int cap;
@@ -257,6 +258,7 @@ coll_free(mf_coll_t *c)
 {
     if (c == NULL)
         return;
+    pthread_rwlock_destroy(&c->lock);
     if (c->validator)
         mf_matcher_free(c->validator);
     for (int i = 0; i < c->nindexes; i++)
@@ -269,6 +271,289 @@ coll_free(mf_coll_t *c)
     if (c->options)
         bson_destroy(c->options);
     free(c);
+}
+
+/* ---------- Locking ----------
+ *
+ * Each collection has a reader-writer lock and a reference count. A thread's
+ * lock session (below) records every collection it has found and locked;
+ * mf_catalog_unlock at depth 0 releases them all. The map lock (cat->lock)
+ * is held only to look a collection up and pin it (refs + 1); the
+ * collection's own lock is then taken without the map lock, so a thread
+ * waiting for a collection never holds up lookups of others. After the wait
+ * the collection is checked again: dropped meanwhile gives NULL, renamed
+ * meanwhile retries the lookup.
+ *
+ * Deadlocks: readers take shared locks only; DDL takes exclusive ones. A
+ * DDL's first exclusive lock is waited for without limit (it holds no other
+ * collection). A further one (rename onto an existing target, dropDatabase)
+ * is waited for at most LOCK_TIMEOUT_MS: a reader holding that collection
+ * might be waiting for one the DDL holds ($lookup from it), and the timeout
+ * breaks that cycle (the DDL then fails or skips, logged). Sessions that
+ * lock many collections (listCollections, the TTL monitor, dropDatabase) do
+ * so in namespace order, as they come from the sorted map, so they never
+ * form a cycle among themselves.
+ */
+#define LOCK_TIMEOUT_MS 10000
+#define SESSION_INLINE 32
+
+typedef struct held {
+    mf_coll_t *c;
+    bool excl;
+} held_t;
+
+/* The calling thread's lock session (per-thread state of the command it runs). */
+typedef struct lock_session {
+    mf_catalog_t *cat;
+    int depth;
+    bool excl;
+    int n, cap, nexcl;
+    held_t inline_v[SESSION_INLINE];
+    held_t *v; /* inline_v or a heap array past SESSION_INLINE */
+} lock_session_t;
+
+static _Thread_local lock_session_t T;
+
+static void
+coll_unref(mf_coll_t *c)
+{
+    if (atomic_fetch_sub(&c->refs, 1) == 1)
+        coll_free(c);
+}
+
+static held_t *
+session_find(mf_coll_t *c)
+{
+    for (int i = 0; i < T.n; i++) {
+        if (T.v[i].c == c)
+            return &T.v[i];
+    }
+    return NULL;
+}
+
+static void
+session_add(mf_coll_t *c, bool excl)
+{
+    if (T.v == NULL) {
+        T.v = T.inline_v;
+        T.cap = SESSION_INLINE;
+    }
+    if (T.n == T.cap) {
+        held_t *nv = mf_malloc((size_t)T.cap * 2 * sizeof(*nv));
+        memcpy(nv, T.v, (size_t)T.n * sizeof(*nv));
+        if (T.v != T.inline_v)
+            free(T.v);
+        T.v = nv;
+        T.cap *= 2;
+    }
+    T.v[T.n].c = c;
+    T.v[T.n].excl = excl;
+    T.n++;
+    if (excl)
+        T.nexcl++;
+}
+
+static void
+session_release(void)
+{
+    for (int i = T.n - 1; i >= 0; i--) {
+        pthread_rwlock_unlock(&T.v[i].c->lock);
+        coll_unref(T.v[i].c);
+    }
+    if (T.v != T.inline_v)
+        free(T.v);
+    T.v = NULL;
+    T.n = T.cap = T.nexcl = 0;
+}
+
+/*
+ * Locks pinned collection c for the session (shared, or exclusive in a DDL
+ * session). Returns true when held (the pin now belongs to the session),
+ * false when the wait timed out (the pin is dropped).
+ */
+static bool
+session_lock(mf_coll_t *c)
+{
+    bool excl = T.excl;
+    held_t *h = session_find(c);
+    if (h != NULL) {
+        coll_unref(c); /* the session's pin already holds it */
+        return true;
+    }
+    int r;
+    if (!excl) {
+        r = pthread_rwlock_rdlock(&c->lock);
+    } else if (T.nexcl == 0) {
+        r = pthread_rwlock_wrlock(&c->lock);
+    } else {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts); /* timedwrlock measures CLOCK_REALTIME */
+        ts.tv_sec += LOCK_TIMEOUT_MS / 1000;
+        r = pthread_rwlock_timedwrlock(&c->lock, &ts);
+        if (r != 0)
+            mf_log(MF_LOG_WARN, "STORAGE", "could not lock %s within %d ms for a catalog change", c->ns,
+                   LOCK_TIMEOUT_MS);
+    }
+    if (r != 0) {
+        coll_unref(c);
+        return false;
+    }
+    session_add(c, excl);
+    return true;
+}
+
+/* Drops c from the session (after a lookup found it renamed or dropped under the wait). */
+static void
+session_forget(mf_coll_t *c)
+{
+    for (int i = 0; i < T.n; i++) {
+        if (T.v[i].c == c) {
+            if (T.v[i].excl)
+                T.nexcl--;
+            T.v[i] = T.v[--T.n];
+            pthread_rwlock_unlock(&c->lock);
+            coll_unref(c);
+            return;
+        }
+    }
+}
+
+void
+mf_catalog_rdlock(mf_catalog_t *cat)
+{
+    if (T.depth++ == 0) {
+        T.cat = cat;
+        T.excl = false;
+    }
+}
+
+void
+mf_catalog_wrlock(mf_catalog_t *cat)
+{
+    if (T.depth++ == 0)
+        T.cat = cat;
+    T.excl = true; /* collections found from now on are locked exclusively */
+}
+
+void
+mf_catalog_unlock(mf_catalog_t *cat)
+{
+    (void)cat;
+    if (T.depth > 0 && --T.depth == 0) {
+        session_release();
+        T.cat = NULL;
+        T.excl = false;
+    }
+}
+
+static mf_coll_t *
+lookup(mf_catalog_t *cat, const char *db, const char *name)
+{
+    size_t dl = strlen(db);
+    for (int i = 0; i < cat->ncolls; i++) {
+        mf_coll_t *c = cat->colls[i];
+        if (strncmp(c->ns, db, dl) == 0 && c->ns[dl] == '.' && strcmp(c->ns + dl + 1, name) == 0)
+            return c;
+    }
+    return NULL;
+}
+
+static bool
+ns_is(const mf_coll_t *c, const char *db, const char *name)
+{
+    size_t dl = strlen(db);
+    return strncmp(c->ns, db, dl) == 0 && c->ns[dl] == '.' && strcmp(c->ns + dl + 1, name) == 0;
+}
+
+mf_coll_t *
+mf_catalog_coll_find(mf_catalog_t *cat, const char *db, const char *name)
+{
+    for (;;) {
+        pthread_rwlock_rdlock(&cat->lock);
+        mf_coll_t *c = lookup(cat, db, name);
+        if (c != NULL)
+            atomic_fetch_add(&c->refs, 1);
+        pthread_rwlock_unlock(&cat->lock);
+        if (c == NULL)
+            return NULL;
+        if (T.depth == 0) {
+            /* No session (start-up, tests of the catalog alone): the caller owns all access. */
+            coll_unref(c);
+            return c;
+        }
+        if (!session_lock(c))
+            return NULL;
+        if (!c->dropped && ns_is(c, db, name))
+            return c;
+        bool dropped = c->dropped;
+        session_forget(c);
+        if (dropped)
+            return NULL;
+        /* Renamed while we waited: look the name up again. */
+    }
+}
+
+mf_coll_t *
+mf_catalog_coll_find_uuid(mf_catalog_t *cat, const uint8_t uuid[16])
+{
+    pthread_rwlock_rdlock(&cat->lock);
+    mf_coll_t *c = NULL;
+    for (int i = 0; i < cat->ncolls; i++) {
+        if (memcmp(cat->colls[i]->uuid, uuid, 16) == 0) {
+            c = cat->colls[i];
+            atomic_fetch_add(&c->refs, 1);
+            break;
+        }
+    }
+    pthread_rwlock_unlock(&cat->lock);
+    if (c == NULL)
+        return NULL;
+    if (T.depth == 0) {
+        coll_unref(c);
+        return c;
+    }
+    if (!session_lock(c))
+        return NULL;
+    if (c->dropped) {
+        session_forget(c);
+        return NULL;
+    }
+    return c;
+}
+
+void
+mf_catalog_coll_list(mf_catalog_t *cat, const char *db, void (*fn)(void *arg, mf_coll_t *c), void *arg)
+{
+    mf_coll_t **v;
+    int n = 0;
+
+    pthread_rwlock_rdlock(&cat->lock);
+    v = mf_malloc(((size_t)cat->ncolls + 1) * sizeof(*v));
+    for (int i = 0; i < cat->ncolls; i++) {
+        if (db == NULL || strcmp(cat->colls[i]->db, db) == 0) {
+            v[n] = cat->colls[i];
+            atomic_fetch_add(&v[n]->refs, 1);
+            n++;
+        }
+    }
+    pthread_rwlock_unlock(&cat->lock);
+    /* In namespace order (the map is sorted): see "Deadlocks" above. */
+    for (int i = 0; i < n; i++) {
+        mf_coll_t *c = v[i];
+        if (T.depth == 0) {
+            fn(arg, c);
+            coll_unref(c);
+            continue;
+        }
+        if (!session_lock(c))
+            continue;
+        if (c->dropped) {
+            session_forget(c);
+            continue;
+        }
+        fn(arg, c);
+    }
+    free(v);
 }
 
 /* Builds an mf_index_t from a spec and an ident. Returns NULL with err on a bad spec. */
@@ -969,44 +1254,10 @@ mf_catalog_storage(mf_catalog_t *cat)
     return cat->st;
 }
 
-void
-mf_catalog_rdlock(mf_catalog_t *cat)
-{
-    pthread_rwlock_rdlock(&cat->lock);
-}
 
-void
-mf_catalog_wrlock(mf_catalog_t *cat)
-{
-    pthread_rwlock_wrlock(&cat->lock);
-}
 
-void
-mf_catalog_unlock(mf_catalog_t *cat)
-{
-    pthread_rwlock_unlock(&cat->lock);
-}
 
-mf_coll_t *
-mf_catalog_coll_find(mf_catalog_t *cat, const char *db, const char *name)
-{
-    size_t dl = strlen(db);
-    for (int i = 0; i < cat->ncolls; i++) {
-        mf_coll_t *c = cat->colls[i];
-        if (strncmp(c->ns, db, dl) == 0 && c->ns[dl] == '.' && strcmp(c->ns + dl + 1, name) == 0)
-            return c;
-    }
-    return NULL;
-}
 
-void
-mf_catalog_coll_list(mf_catalog_t *cat, const char *db, void (*fn)(void *arg, mf_coll_t *c), void *arg)
-{
-    for (int i = 0; i < cat->ncolls; i++) {
-        if (db == NULL || strcmp(cat->colls[i]->db, db) == 0)
-            fn(arg, cat->colls[i]);
-    }
-}
 
 mf_index_t *
 mf_coll_index_by_name(mf_coll_t *c, const char *name)
@@ -1405,15 +1656,6 @@ mf_coll_ready_indexes(const mf_coll_t *c)
     return n;
 }
 
-mf_coll_t *
-mf_catalog_coll_find_uuid(mf_catalog_t *cat, const uint8_t uuid[16])
-{
-    for (int i = 0; i < cat->ncolls; i++) {
-        if (memcmp(cat->colls[i]->uuid, uuid, 16) == 0)
-            return cat->colls[i];
-    }
-    return NULL;
-}
 
 int
 mf_catalog_index_begin(mf_catalog_t *cat, mf_coll_t *c, const bson_t *spec, mf_index_t **out, mf_error_t *err)
