@@ -262,7 +262,10 @@ mf_coll_t *mf_catalog_coll_find_uuid(mf_catalog_t *cat, const uint8_t uuid[16]);
 
 /*
  * mf_index_build_run: the scan phase of a background build of the indexes
- * named names[0..n) (building) of the collection with uuid. Called with no
+ * named names[0..n), whose tables are idents[0..n) (building: a request
+ * knows its indexes by table, so an index of the same name dropped and added
+ * again by another request is not taken for its own), of the collection
+ * with uuid. Called with no
  * catalog lock held: it takes the shared lock for one chunk of documents at
  * a time (mf_coll_index_build_chunk), so reads, writes and other DDL go on
  * between chunks; writers keep the building indexes up to date themselves.
@@ -270,8 +273,8 @@ mf_coll_t *mf_catalog_coll_find_uuid(mf_catalog_t *cat, const uint8_t uuid[16]);
  * the calling thread's operation for interruption. Fails with 276
  * IndexBuildAborted if the collection or an index went away (dropped).
  */
-int mf_index_build_run(mf_catalog_t *cat, const uint8_t uuid[16], char *const *names, int n, mf_build_progress_fn fn,
-                       void *arg, mf_error_t *err) MF_WUR;
+int mf_index_build_run(mf_catalog_t *cat, const uint8_t uuid[16], char *const *names, char *const *idents, int n,
+                       mf_build_progress_fn fn, void *arg, mf_error_t *err) MF_WUR;
 
 /*
  * mf_catalog_index_add_many: builds n indexes from specs (validated, distinct

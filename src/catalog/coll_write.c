@@ -132,8 +132,12 @@ static int
 index_del(mf_index_t *ix, mf_cur_t *cur, mf_keystring_t *key, int64_t rid, bool doc_removed, mf_error_t *err)
 {
     int ret;
-    if (ix->unique && doc_removed) {
-        /* The document owned this key (a unique key has one owner): remove it without a look-up. */
+    if (ix->unique && doc_removed && !ix->building) {
+        /*
+         * The document owned this key (a unique key has one owner) -- except
+         * during a build, when a document not yet scanned may hold a value
+         * that a writer has already given a scanned one: then check.
+         */
         ret = mf_cur_remove_bytes(cur, key->data, key->len);
     } else if (ix->unique) {
         /* Only remove the entry if it belongs to this record. */

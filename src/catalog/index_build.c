@@ -36,8 +36,8 @@
 #define BUILD_MAX_CONFLICTS 100000
 
 int
-mf_index_build_run(mf_catalog_t *cat, const uint8_t uuid[16], char *const *names, int n, mf_build_progress_fn fn,
-                   void *arg, mf_error_t *err)
+mf_index_build_run(mf_catalog_t *cat, const uint8_t uuid[16], char *const *names, char *const *idents, int n,
+                   mf_build_progress_fn fn, void *arg, mf_error_t *err)
 {
     mf_sess_t *s = mf_storage_session(mf_catalog_storage(cat));
     mf_index_t *ixs[MF_MAX_INDEXES];
@@ -53,7 +53,8 @@ mf_index_build_run(mf_catalog_t *cat, const uint8_t uuid[16], char *const *names
         int found = 0;
         for (int i = 0; c != NULL && i < n; i++) {
             mf_index_t *ix = mf_coll_index_by_name(c, names[i]);
-            if (ix != NULL && ix->building)
+            /* This request's index: same name and same table (a dropped and re-added one is another build's). */
+            if (ix != NULL && ix->building && strcmp(ix->ident, idents[i]) == 0)
                 ixs[found++] = ix;
         }
         if (c == NULL || found != n) {
@@ -81,8 +82,12 @@ mf_index_build_run(mf_catalog_t *cat, const uint8_t uuid[16], char *const *names
         if (chunk < BUILD_CHUNK)
             chunk *= 2;
         done += ndocs;
-        if (fn != NULL && !fn(arg, done, eof ? done : total))
+        if (fn != NULL && !fn(arg, done, eof ? done : total)) {
+            /* Stopped: report the operation's own reason (11601 killOp, 11600 shutdown, 50 maxTimeMS). */
+            if (mf_curop_check_current(err) != 0)
+                return -1;
             return mf_err_set(err, MF_E_Interrupted, "Index build aborted: %s: operation was interrupted", names[0]);
+        }
     }
     return 0;
 }

@@ -165,7 +165,7 @@ cmd_drop(mf_op_t *op)
     mf_catalog_wrlock(op->eng->cat);
     c = mf_catalog_coll_find(op->eng->cat, op->db, name);
     if (c != NULL) {
-        int nidx = c->nindexes;
+        int nidx = mf_coll_ready_indexes(c);
         snprintf(ns, sizeof(ns), "%s", c->ns);
         rc = mf_catalog_coll_drop(op->eng->cat, c, &op->err);
         if (rc == 0) {
@@ -279,8 +279,10 @@ coll_disk_size(mf_op_t *op, const mf_coll_t *c, int64_t *index_size)
 {
     int64_t total = mf_storage_table_size(op->sess, c->uri);
     int64_t idx = 0;
-    for (int i = 0; i < c->nindexes; i++)
-        idx += mf_storage_table_size(op->sess, c->indexes[i]->uri);
+    for (int i = 0; i < c->nindexes; i++) {
+        if (!c->indexes[i]->building)
+            idx += mf_storage_table_size(op->sess, c->indexes[i]->uri);
+    }
     if (index_size)
         *index_size = idx;
     return total;
@@ -1249,7 +1251,8 @@ cmd_create_indexes(mf_op_t *op)
     mf_coll_t *c;
     bool created_coll = false;
     int before, rc = 0;
-    char *names[MF_MAX_INDEXES]; /* the indexes this request builds */
+    char *names[MF_MAX_INDEXES];  /* the indexes this request builds */
+    char *idents[MF_MAX_INDEXES]; /* and their tables (their identity) */
     int nadded = 0;
     bool *keep = NULL;
     uint8_t uuid[16];
@@ -1350,7 +1353,8 @@ again:
             rc = -1;
             break;
         }
-        names[nadded++] = mf_strdup(bson_iter_utf8(&it, NULL));
+        names[nadded] = mf_strdup(bson_iter_utf8(&it, NULL));
+        idents[nadded++] = mf_strdup(ix->ident);
     }
     memcpy(uuid, c->uuid, 16);
     snprintf(ns, sizeof(ns), "%s", c->ns);
@@ -1362,7 +1366,7 @@ again:
         if (ndocs > 0)
             mf_log(MF_LOG_INFO, "INDEX", "Index build: starting: %s%s on %s (%lld documents)", names[0],
                    nadded > 1 ? " and others" : "", ns, (long long)ndocs);
-        rc = mf_index_build_run(op->eng->cat, uuid, names, nadded, on_build_progress, &bp, &op->err);
+        rc = mf_index_build_run(op->eng->cat, uuid, names, idents, nadded, on_build_progress, &bp, &op->err);
         /* Phase 3: commit or abort, under the exclusive lock again. */
         mf_catalog_wrlock(op->eng->cat);
         c = mf_catalog_coll_find_uuid(op->eng->cat, uuid);
@@ -1373,7 +1377,7 @@ again:
         int found = 0;
         for (int i = 0; c != NULL && i < nadded; i++) {
             mf_index_t *ix = mf_coll_index_by_name(c, names[i]);
-            if (ix != NULL && ix->building)
+            if (ix != NULL && ix->building && strcmp(ix->ident, idents[i]) == 0)
                 ixs[found++] = ix;
         }
         if (rc == 0 && found != nadded)
@@ -1389,12 +1393,18 @@ again:
     } else if (rc != 0) {
         for (int i = 0; i < nadded; i++) {
             mf_index_t *ix = mf_coll_index_by_name(c, names[i]);
-            if (ix != NULL && ix->building)
+            if (ix != NULL && ix->building && strcmp(ix->ident, idents[i]) == 0)
                 mf_catalog_index_abort(op->eng->cat, c, ix);
         }
     }
     if (rc != 0) {
-        if (created_coll && (c = mf_catalog_coll_find_uuid(op->eng->cat, uuid)) != NULL) {
+        /*
+         * The collection this request created goes too, unless others have
+         * written to it since (the lock was released during the build): their
+         * acknowledged documents stay, as with mongod.
+         */
+        if (created_coll && (c = mf_catalog_coll_find_uuid(op->eng->cat, uuid)) != NULL &&
+            atomic_load(&c->approx_count) == 0) {
             mf_error_t e2 = {0};
             if (mf_catalog_coll_drop(op->eng->cat, c, &e2) != 0)
                 mf_log(MF_LOG_WARN, "INDEX", "could not roll back collection %s.%s: %s", op->db, name, e2.msg);
@@ -1410,8 +1420,10 @@ out_unlock:
     mf_catalog_unlock(op->eng->cat);
 out_free:
     free(keep);
-    for (int i = 0; i < nadded; i++)
+    for (int i = 0; i < nadded; i++) {
         free(names[i]);
+        free(idents[i]);
+    }
     for (size_t i = 0; i < nnorm; i++)
         bson_destroy(norm[i]);
     free(norm);
@@ -1478,7 +1490,7 @@ cmd_drop_indexes(mf_op_t *op)
         mf_catalog_unlock(op->eng->cat);
         return refuse_view(op, c);
     }
-    int was = c->nindexes;
+    int was = mf_coll_ready_indexes(c);
     if (v->value_type == BSON_TYPE_UTF8 && strcmp(v->value.v_utf8.str, "*") == 0) {
         /* Every index but _id, in one catalog transaction. */
         mf_index_t *ixs[MF_MAX_INDEXES];

@@ -79,11 +79,15 @@ static _Thread_local struct {
     int64_t ins, upd, del;
 } pending;
 
-/* Writes by background work (the TTL monitor) are not client operations. */
+/*
+ * Only writes made by a client command count: not background work (the TTL
+ * monitor) nor what the server writes after a command ended (the profiler).
+ */
 static bool
 counted(void)
 {
-    return !mf_curop_is_background(mf_curop_current());
+    mf_curop_t *op = mf_curop_current();
+    return op != NULL && !mf_curop_is_background(op);
 }
 
 static void

@@ -248,7 +248,8 @@ scan_index(mf_sess_t *s, mf_coll_t *c, mf_plan_t *p, mf_stage_t *st, mf_stage_t 
     size_t tmpcap = 0;
     int ret = MF_NOTFOUND, rc = 0;
 
-    if (ix == NULL)
+    /* Dropped, or dropped and being (or been) built again: the resumed plan cannot go on. */
+    if (ix == NULL || ix->building || (st->index_ident != NULL && strcmp(ix->ident, st->index_ident) != 0))
         return mf_err_set(err, MF_E_QueryPlanKilled, "query plan killed :: caused by :: index '%s' dropped",
                           st->index_name);
     bool dedup = ix->multikey || st->multikey || orst != NULL;

@@ -1279,6 +1279,7 @@ stage_free(mf_stage_t *s)
     while (s) {
         mf_stage_t *c = s->child;
         free(s->index_name);
+        free(s->index_ident);
         if (s->key_pattern)
             bson_destroy(s->key_pattern);
         if (s->bounds)
@@ -1436,6 +1437,7 @@ ixscan_stage(const cand_t *k, int dir)
     mf_stage_t *ix = stage_new(MF_ST_IXSCAN, NULL);
     bson_iter_t it;
     ix->index_name = mf_strdup(k->ix->name);
+    ix->index_ident = mf_strdup(k->ix->ident);
     if (bson_iter_init_find(&it, k->ix->spec, "key") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
         const uint8_t *data;
         uint32_t len;

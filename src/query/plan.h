@@ -85,6 +85,7 @@ typedef struct mf_stage {
     int direction; /* 1 forward, -1 backward */
     /* IXSCAN */
     char *index_name;     /* owned */
+    char *index_ident;    /* owned: which index of that name (a dropped and rebuilt one differs) */
     bson_t *key_pattern;  /* owned */
     bool multikey, unique, sparse, partial;
     bson_t *bounds;       /* owned: explain indexBounds {field: ["[5, 5]"]} */

@@ -110,7 +110,9 @@ struct mf_storage {
 static __thread struct {
     uint64_t gen;
     mf_sess_t *s;
+    uint64_t used; /* tls_clock when last returned: the least recently used slot is reused */
 } tls_sess[MF_TLS_SESSIONS];
+static __thread uint64_t tls_clock;
 /* Process-wide source of unique storage generations (identity only, no state). */
 static _Atomic uint64_t storage_gen;
 
@@ -315,13 +317,25 @@ mf_storage_close(mf_storage_t *st)
 mf_sess_t *
 mf_storage_session(mf_storage_t *st)
 {
-    int free_slot = -1;
+    int free_slot = -1, lru = 0;
     for (int i = 0; i < MF_TLS_SESSIONS; i++) {
-        if (tls_sess[i].s != NULL && tls_sess[i].gen == st->gen)
+        if (tls_sess[i].s != NULL && tls_sess[i].gen == st->gen) {
+            tls_sess[i].used = ++tls_clock;
             return tls_sess[i].s;
+        }
         if (free_slot < 0 && tls_sess[i].s == NULL)
             free_slot = i;
+        if (tls_sess[i].used < tls_sess[lru].used)
+            lru = i;
     }
+    /*
+     * Every slot taken: reuse the least recently used one. Its session stays
+     * owned by its storage (closed with it, or already gone with a closed
+     * one, which is the usual case: an application that closes and reopens
+     * databases), only this thread's shortcut to it is forgotten.
+     */
+    if (free_slot < 0)
+        free_slot = lru;
     mf_sess_t *s = mf_calloc(1, sizeof(*s));
     int ret = st->conn->open_session(st->conn, NULL, "isolation=snapshot,cache_cursors=false", &s->wt);
     if (ret != 0) {
@@ -336,10 +350,9 @@ mf_storage_session(mf_storage_t *st)
     }
     st->sessions[st->nsessions++] = s;
     pthread_mutex_unlock(&st->lock);
-    if (free_slot >= 0) {
-        tls_sess[free_slot].s = s;
-        tls_sess[free_slot].gen = st->gen;
-    }
+    tls_sess[free_slot].s = s;
+    tls_sess[free_slot].gen = st->gen;
+    tls_sess[free_slot].used = ++tls_clock;
     return s;
 }
 

@@ -96,6 +96,14 @@ struct mf_ttl_monitor {
     bool stop;
     bool kick;
     _Atomic int64_t next_due_ms; /* computed from the indexes (committed data) */
+    /*
+     * What a write is compared with to decide whether to wake the monitor:
+     * next_due_ms once computed, but "no deadline" from the start of a pass
+     * or a recomputation until its result is known, so a write that commits
+     * while the monitor is looking (its index already read) still wakes it.
+     */
+    _Atomic int64_t watch_due;
+    _Atomic bool busy; /* in a pass: serverStatus does not wait for a fresh backlog */
     _Atomic int64_t deleted, passes, subpasses;
     _Atomic int64_t pace_dps;
     /*
@@ -604,6 +612,7 @@ compute_next_due(mf_ttl_monitor_t *m, mf_sess_t *s)
     int64_t best = NO_DEADLINE, now = mf_now_ms(), backlog = 0;
     const int64_t cap = BACKLOG_CAP;
 
+    atomic_store(&m->watch_due, NO_DEADLINE);
     /* The refresh a reader may be waiting for covers from here on. */
     pthread_mutex_lock(&m->mu);
     int64_t gen = m->refresh_req;
@@ -631,6 +640,7 @@ compute_next_due(mf_ttl_monitor_t *m, mf_sess_t *s)
     mf_storage_session_release(s);
     targets_clear(&l);
     free(l.v);
+    atomic_store(&m->watch_due, best);
     return best;
 }
 
@@ -704,7 +714,10 @@ monitor_main(void *arg)
             due = not_before;
         if (enabled && (now >= periodic || (precise && due <= now))) {
             int64_t before = atomic_load(&m->deleted);
+            atomic_store(&m->watch_due, NO_DEADLINE);
+            atomic_store(&m->busy, true);
             run_pass(m, s);
+            atomic_store(&m->busy, false);
             last_pass_end = mf_now_ms();
             int64_t next = compute_next_due(m, s);
             atomic_store(&m->next_due_ms, next);
@@ -745,7 +758,7 @@ static __thread mf_ttl_monitor_t *tls_moved_deadline;
 static void
 observe_doc(mf_ttl_monitor_t *m, mf_coll_t *c, const bson_t *doc)
 {
-    int64_t due = atomic_load(&m->next_due_ms);
+    int64_t due = atomic_load(&m->watch_due);
     for (int i = 0; i < c->nindexes; i++) {
         int64_t secs, earliest;
         mf_index_t *ix = c->indexes[i];
@@ -817,6 +830,7 @@ mf_ttl_monitor_start(const mf_ttl_env_t *env, mf_ttl_monitor_t **out, mf_error_t
     pthread_cond_init(&m->refresh_cv, &ca);
     pthread_condattr_destroy(&ca);
     atomic_store(&m->next_due_ms, NO_DEADLINE);
+    atomic_store(&m->watch_due, NO_DEADLINE);
     if (mf_observers_add(env->observers, &obs, err) != 0)
         goto err_free;
     mf_param_on_change(env->params, on_param_change, m);
@@ -904,7 +918,7 @@ mf_ttl_status_append(mf_ttl_monitor_t *m, bson_t *doc)
      * is counted on the monitor's thread); while the monitor is busy with a
      * pass, the count it keeps (lowered as it deletes) is reported.
      */
-    if (m->running) {
+    if (m->running && !atomic_load(&m->busy)) {
         pthread_mutex_lock(&m->mu);
         int64_t want = ++m->refresh_req;
         m->kick = true;

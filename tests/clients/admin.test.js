@@ -498,3 +498,21 @@ h.test('the driver monitor stays healthy: no pool clears or heartbeat failures o
   } finally { await cl.close(); }
   assert.deepEqual(events, []);
 });
+
+/* Found in review: writes the server makes on its own (the profiler) are not client operations. */
+h.test('serverStatus opcounters do not count the profiler\'s own writes', async () => {
+  const db = srv.freshDb('opcprof');
+  await db.collection('c').insertOne({ a: 1 });
+  await db.command({ profile: 2 });
+  try {
+    const before = (await srv.client.db('admin').command({ serverStatus: 1 })).opcounters;
+    await db.collection('c').find({}).toArray();
+    await db.collection('c').find({ a: 1 }).toArray();
+    const after = (await srv.client.db('admin').command({ serverStatus: 1 })).opcounters;
+    assert.equal(num(after.insert) - num(before.insert), 0, 'profile entries are not inserts');
+    assert.equal(num(after.delete) - num(before.delete), 0);
+    assert.ok(await db.collection('system.profile').countDocuments() >= 2, 'the finds were profiled');
+  } finally {
+    await db.command({ profile: 0 });
+  }
+});

@@ -158,3 +158,72 @@ h.test('an index being built is not listed, used or shown by collStats until it 
   assert.doesNotMatch(JSON.stringify(plan.queryPlanner.winningPlan), /pad_1_k_1/);
   assert.equal((await coll.listIndexes().toArray()).length, 2);
 });
+
+/* Found in review: a unique key given to a scanned document, then deleted from an unscanned one. */
+h.test('a unique build under updates and deletes of the same values keeps every key', { timeout: 240000 }, async () => {
+  const db = srv.freshDb('ixuniqrace');
+  const coll = db.collection('big');
+  const N = 100000;
+  await fill(coll, N, (i) => ({ a: i }));
+  let done = false;
+  const build = coll.createIndex({ a: 1 }, { unique: true }).then(() => { done = true; return null; }, (e) => { done = true; return e; });
+  await buildStarted(coll.namespace);
+  const c2 = await srv.newClient();
+  const coll2 = c2.db(db.databaseName).collection('big');
+  // Low _ids are scanned first; the high ones are not yet: move a value from a high document to a low one, then delete the high one.
+  let moved = 0;
+  for (let j = 0; j < 40 && !done; j++) {
+    const hi = N - 1 - j;
+    await coll2.updateOne({ _id: hi }, { $set: { a: -1 - j } }); // frees value hi
+    await coll2.updateOne({ _id: j }, { $set: { a: hi } });     // gives it to a scanned document
+    await coll2.deleteOne({ _id: hi });
+    moved++;
+  }
+  await c2.close();
+  const err = await build;
+  assert.equal(err, null, err && err.message);
+  assert.ok(moved > 0);
+  const v = await db.command({ validate: 'big' });
+  assert.equal(v.valid, true, JSON.stringify(v.errors));
+  assert.equal(await coll.countDocuments({ a: { $gte: -1e9 } }, { hint: { a: 1 } }), await coll.countDocuments({}));
+  for (let j = 0; j < moved; j++) {
+    assert.equal(await coll.countDocuments({ a: N - 1 - j }, { hint: { a: 1 } }), 1, `value ${N - 1 - j} found once`);
+  }
+});
+
+/* Found in review: a request must know its index by table, not by name. */
+h.test('an index dropped and added again during a build: the second request builds it whole', { timeout: 240000 }, async () => {
+  const db = srv.freshDb('ixreadd');
+  const coll = db.collection('big');
+  await fill(coll, 100000);
+  const first = coll.createIndex({ k: 1 }).then(() => null, (e) => e);
+  await buildStarted(coll.namespace);
+  const c2 = await srv.newClient();
+  const db2 = c2.db(db.databaseName);
+  await db2.command({ dropIndexes: 'big', index: 'k_1' });
+  const second = await db2.command({ createIndexes: 'big', indexes: [{ key: { k: 1 }, name: 'k_1' }] }).then(() => null, (e) => e);
+  await c2.close();
+  const e1 = await first;
+  assert.equal(second, null, second && second.message);
+  if (e1 !== null) assert.equal(e1.code, 276, e1.message);
+  const names = (await coll.listIndexes().toArray()).map((i) => i.name);
+  assert.deepEqual(names, ['_id_', 'k_1']);
+  assert.equal(await coll.countDocuments({ k: { $gte: 0 } }, { hint: { k: 1 } }), 100000);
+  const v = await db.command({ validate: 'big' });
+  assert.equal(v.valid, true, JSON.stringify(v.errors));
+});
+
+/* Found in review: a cursor over an index must not continue on another index of the same name. */
+h.test('getMore over an index that was dropped and rebuilt fails with QueryPlanKilled', { timeout: 120000 }, async () => {
+  const db = srv.freshDb('ixgetmore');
+  const coll = db.collection('c');
+  await fill(coll, 5000);
+  await coll.createIndex({ k: 1 });
+  const cur = await db.command({ find: 'c', filter: { k: { $gte: 0 } }, hint: { k: 1 }, batchSize: 10 });
+  assert.equal(cur.cursor.firstBatch.length, 10);
+  await coll.dropIndex('k_1');
+  await coll.createIndex({ k: 1 });
+  const err = await db.command({ getMore: cur.cursor.id, collection: 'c', batchSize: 100000 }).then(() => null, (e) => e);
+  assert.ok(err, 'the getMore failed');
+  assert.equal(err.code, 175, err.message);
+});

@@ -413,3 +413,22 @@ Test(api, max_time_ms_stops_a_long_find)
     cr_assert_eq(code, 50, "MaxTimeMSExpired, got %d", code);
     mf_db_close(db);
 }
+
+/*
+ * Found in review: a thread that opened and closed more databases than it
+ * has session slots must reuse a slot, not open a new WiredTiger session for
+ * every call (which ran out of sessions and aborted).
+ */
+Test(api, reopening_many_databases_on_one_thread_reuses_sessions, .timeout = 120)
+{
+    for (int round = 0; round < 12; round++) {
+        mf_db *db = open_db(NULL, "{\"inMemory\": true}");
+        ok_json(db, "t", "{\"insert\": \"c\", \"documents\": [{\"a\": 1}]}");
+        mf_db_close(db);
+    }
+    mf_db *db = open_db(NULL, "{\"inMemory\": true}");
+    for (int i = 0; i < 3000; i++)
+        ok_json(db, "t", "{\"insert\": \"c\", \"documents\": [{\"a\": 1}]}");
+    cr_assert_eq(count_docs(db, "t", "c", NULL), 3000);
+    mf_db_close(db);
+}
