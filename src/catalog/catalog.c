@@ -273,6 +273,23 @@ coll_free(mf_coll_t *c)
     free(c);
 }
 
+/* A growable array of collections, filled by mf_catalog_coll_list. */
+typedef struct coll_vec {
+    mf_coll_t **v;
+    int n, cap;
+} coll_vec_t;
+
+static void
+collect_into(void *arg, mf_coll_t *c)
+{
+    coll_vec_t *cv = arg;
+    if (cv->n == cv->cap) {
+        cv->cap = cv->cap ? cv->cap * 2 : 16;
+        cv->v = mf_realloc(cv->v, (size_t)cv->cap * sizeof(*cv->v));
+    }
+    cv->v[cv->n++] = c;
+}
+
 /* ---------- Locking ----------
  *
  * Each collection has a reader-writer lock and a reference count. A thread's
@@ -632,11 +649,21 @@ coll_to_bson(const mf_coll_t *c, bson_t *out)
     bson_append_array_end(out, &arr);
 }
 
+/* A new collection object: its lock, and the catalog's reference. */
+static mf_coll_t *
+coll_alloc(void)
+{
+    mf_coll_t *c = mf_calloc(1, sizeof(*c));
+    pthread_rwlock_init(&c->lock, NULL);
+    atomic_store(&c->refs, 1);
+    return c;
+}
+
 static mf_coll_t *
 coll_from_bson(const bson_t *doc, mf_error_t *err)
 {
     bson_iter_t it, ai;
-    mf_coll_t *c = mf_calloc(1, sizeof(*c));
+    mf_coll_t *c = coll_alloc();
 
     if (bson_iter_init_find(&it, doc, "db"))
         c->db = mf_strdup(bson_iter_utf8(&it, NULL));
@@ -888,28 +915,35 @@ report_ddl(mf_catalog_t *cat, mf_ddl_kind_t kind, const mf_coll_t *c, const char
     mf_observers_ddl(cat->observers, &ev);
 }
 
+/* Adds c to the map (taking the map lock: lookups never see it half-added). */
 static void
 catalog_insert(mf_catalog_t *cat, mf_coll_t *c)
 {
     c->observers = cat->observers;
+    pthread_rwlock_wrlock(&cat->lock);
     if (cat->ncolls == cat->cap) {
         cat->cap = cat->cap ? cat->cap * 2 : 16;
         cat->colls = mf_realloc(cat->colls, (size_t)cat->cap * sizeof(*cat->colls));
     }
     cat->colls[cat->ncolls++] = c;
     qsort(cat->colls, (size_t)cat->ncolls, sizeof(*cat->colls), coll_cmp);
+    pthread_rwlock_unlock(&cat->lock);
 }
 
+/* Removes c from the map and marks it dropped (those waiting for its lock see that). */
 static void
 catalog_remove(mf_catalog_t *cat, mf_coll_t *c)
 {
+    pthread_rwlock_wrlock(&cat->lock);
     for (int i = 0; i < cat->ncolls; i++) {
         if (cat->colls[i] == c) {
             memmove(&cat->colls[i], &cat->colls[i + 1], (size_t)(cat->ncolls - i - 1) * sizeof(*cat->colls));
             cat->ncolls--;
-            return;
+            break;
         }
     }
+    c->dropped = true;
+    pthread_rwlock_unlock(&cat->lock);
 }
 
 /* Maps a cursor status other than 0 / MF_NOTFOUND to err (storage errors surface, never read as the end). */
@@ -1154,6 +1188,7 @@ mf_catalog_open(mf_storage_t *st, mf_catalog_t **out, mf_error_t *err)
 
     cat->st = st;
     pthread_rwlock_init(&cat->lock, NULL);
+    pthread_mutex_init(&cat->ddl_mu, NULL);
     pthread_mutex_init(&cat->flush_lock, NULL);
     if (mf_storage_create(s, CATALOG_URI, "key_format=u,value_format=u", err) != 0 ||
         mf_storage_create(s, SIZES_URI, "key_format=u,value_format=u", err) != 0 ||
@@ -1211,6 +1246,7 @@ err_free:
         coll_free(cat->colls[i]);
     free(cat->colls);
     pthread_rwlock_destroy(&cat->lock);
+    pthread_mutex_destroy(&cat->ddl_mu);
     pthread_mutex_destroy(&cat->flush_lock);
     free(cat);
     return -1;
@@ -1230,6 +1266,7 @@ mf_catalog_close(mf_catalog_t *cat)
         coll_free(cat->colls[i]);
     free(cat->colls);
     pthread_rwlock_destroy(&cat->lock);
+    pthread_mutex_destroy(&cat->ddl_mu);
     pthread_mutex_destroy(&cat->flush_lock);
     free(cat);
 }
@@ -1325,13 +1362,20 @@ mf_catalog_coll_create(mf_catalog_t *cat, const char *db, const char *name, cons
 
     if (mf_catalog_check_db_name(db, err) != 0 || mf_catalog_check_coll_name(db, name, err) != 0)
         return -1;
-    if (mf_catalog_coll_find(cat, db, name) != NULL)
-        return mf_err_set(err, MF_E_NamespaceExists, "Collection %s.%s already exists.", db, name);
     parsed_opts_t po;
     if (parse_options(options, &po, err) != 0)
         return -1;
+    /* One creation at a time: the name is checked and taken under ddl_mu. */
+    pthread_mutex_lock(&cat->ddl_mu);
+    pthread_rwlock_rdlock(&cat->lock);
+    bool exists = lookup(cat, db, name) != NULL;
+    pthread_rwlock_unlock(&cat->lock);
+    if (exists) {
+        pthread_mutex_unlock(&cat->ddl_mu);
+        return mf_err_set(err, MF_E_NamespaceExists, "Collection %s.%s already exists.", db, name);
+    }
 
-    mf_coll_t *c = mf_calloc(1, sizeof(*c));
+    mf_coll_t *c = coll_alloc();
     apply_options(c, &po);
     c->db = mf_strdup(db);
     c->name = mf_strdup(name);
@@ -1383,7 +1427,17 @@ mf_catalog_coll_create(mf_catalog_t *cat, const char *db, const char *name, cons
         if (rc != 0)
             goto err_drop;
     }
+    if (T.depth > 0) {
+        /* The creating session holds it, as if it had found it (exclusive in a DDL session). */
+        if (T.excl)
+            pthread_rwlock_wrlock(&c->lock);
+        else
+            pthread_rwlock_rdlock(&c->lock);
+        atomic_fetch_add(&c->refs, 1);
+        session_add(c, T.excl);
+    }
     catalog_insert(cat, c);
+    pthread_mutex_unlock(&cat->ddl_mu);
     mf_log(MF_LOG_INFO, "STORAGE", "createCollection %s", c->ns);
     report_ddl(cat, MF_DDL_CREATE_COLL, c, NULL, NULL, c->options);
     if (out)
@@ -1395,6 +1449,7 @@ err_drop:
     if (ix != NULL)
         mf_storage_drop(cat->st, ix->uri);
 err_free:
+    pthread_mutex_unlock(&cat->ddl_mu);
     coll_free(c);
     return -1;
 }
@@ -1409,28 +1464,25 @@ coll_forget(mf_catalog_t *cat, mf_coll_t *c)
         mf_storage_drop(cat->st, c->indexes[i]->uri);
     mf_log(MF_LOG_INFO, "STORAGE", "dropCollection %s", c->ns);
     report_ddl(cat, MF_DDL_DROP_COLL, c, NULL, NULL, NULL);
-    coll_free(c);
+    coll_unref(c); /* the catalog's reference; freed once no session holds it */
 }
 
 int
 mf_catalog_db_drop(mf_catalog_t *cat, const char *db, int *ndropped, mf_error_t *err)
 {
     mf_sess_t *s;
-    mf_coll_t **v = NULL;
-    int n = 0, rc;
+    coll_vec_t cv = {0};
+    mf_coll_t **v;
+    int n, rc;
 
     *ndropped = 0;
-    for (int i = 0; i < cat->ncolls; i++) {
-        if (strcmp(cat->colls[i]->db, db) == 0)
-            n++;
-    }
-    if (n == 0)
+    /* Every collection of db, locked by the caller's (DDL) session. */
+    mf_catalog_coll_list(cat, db, collect_into, &cv);
+    v = cv.v;
+    n = cv.n;
+    if (n == 0) {
+        free(v);
         return 0;
-    v = mf_calloc((size_t)n, sizeof(*v));
-    n = 0;
-    for (int i = 0; i < cat->ncolls; i++) {
-        if (strcmp(cat->colls[i]->db, db) == 0)
-            v[n++] = cat->colls[i];
     }
     rc = ddl_begin(cat, &s, err);
     if (rc == 0) {
@@ -1476,16 +1528,29 @@ rename_impl(mf_catalog_t *cat, mf_coll_t *c, mf_coll_t *target, const char *to_d
             mf_error_t *err)
 {
     char *old_ns = c->ns, *old_db = c->db, *old_name = c->name;
+    char *new_ns, *new_db, *new_name;
     size_t nl = strlen(to_db) + strlen(to_name) + 2;
 
     if (mf_catalog_check_db_name(to_db, err) != 0 || mf_catalog_check_coll_name(to_db, to_name, err) != 0)
         return -1;
-    if (mf_catalog_coll_find(cat, to_db, to_name) != target || target == c)
+    pthread_mutex_lock(&cat->ddl_mu);
+    pthread_rwlock_rdlock(&cat->lock);
+    mf_coll_t *there = lookup(cat, to_db, to_name);
+    pthread_rwlock_unlock(&cat->lock);
+    if (there != target || target == c) {
+        pthread_mutex_unlock(&cat->ddl_mu);
         return mf_err_set(err, MF_E_NamespaceExists, "target namespace exists");
-    c->ns = mf_malloc(nl);
-    snprintf(c->ns, nl, "%s.%s", to_db, to_name);
-    c->db = mf_strdup(to_db);
-    c->name = mf_strdup(to_name);
+    }
+    new_ns = mf_malloc(nl);
+    snprintf(new_ns, nl, "%s.%s", to_db, to_name);
+    new_db = mf_strdup(to_db);
+    new_name = mf_strdup(to_name);
+    /* Names change under the map lock: a lookup sees the old or the new one, never half. */
+    pthread_rwlock_wrlock(&cat->lock);
+    c->ns = new_ns;
+    c->db = new_db;
+    c->name = new_name;
+    pthread_rwlock_unlock(&cat->lock);
     /* The new entry and the old one's removal in one synced transaction: never two entries on one table. */
     bson_t entry;
     mf_sess_t *s;
@@ -1502,22 +1567,28 @@ rename_impl(mf_catalog_t *cat, mf_coll_t *c, mf_coll_t *target, const char *to_d
     }
     bson_destroy(&entry);
     if (rc != 0) {
-        free(c->ns);
-        free(c->db);
-        free(c->name);
+        pthread_rwlock_wrlock(&cat->lock);
         c->ns = old_ns;
         c->db = old_db;
         c->name = old_name;
+        pthread_rwlock_unlock(&cat->lock);
+        free(new_ns);
+        free(new_db);
+        free(new_name);
+        pthread_mutex_unlock(&cat->ddl_mu);
         return -1;
     }
     if (target != NULL)
         coll_forget(cat, target);
+    pthread_rwlock_wrlock(&cat->lock);
+    qsort(cat->colls, (size_t)cat->ncolls, sizeof(*cat->colls), coll_cmp);
+    pthread_rwlock_unlock(&cat->lock);
+    pthread_mutex_unlock(&cat->ddl_mu);
     mf_log(MF_LOG_INFO, "STORAGE", "renameCollection %s to %s", old_ns, c->ns);
     report_ddl(cat, MF_DDL_RENAME_COLL, c, old_ns, c->ns, NULL);
     free(old_ns);
     free(old_db);
     free(old_name);
-    qsort(cat->colls, (size_t)cat->ncolls, sizeof(*cat->colls), coll_cmp);
     return 0;
 }
 
