@@ -1437,7 +1437,7 @@ ixscan_stage(const cand_t *k, int dir)
     mf_stage_t *ix = stage_new(MF_ST_IXSCAN, NULL);
     bson_iter_t it;
     ix->index_name = mf_strdup(k->ix->name);
-    ix->index_ident = mf_strdup(k->ix->ident);
+    ix->index_ident = k->ix->ident ? mf_strdup(k->ix->ident) : NULL; /* unit tests build indexes without tables */
     if (bson_iter_init_find(&it, k->ix->spec, "key") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
         const uint8_t *data;
         uint32_t len;
