@@ -325,6 +325,7 @@ typedef struct lock_session {
     int depth;
     bool excl;
     int n, cap, nexcl;
+    bool timed_out; /* a bounded wait gave up (checked by DDL that must not skip a collection) */
     held_t inline_v[SESSION_INLINE];
     held_t *v; /* inline_v or a heap array past SESSION_INLINE */
 } lock_session_t;
@@ -407,9 +408,11 @@ session_lock(mf_coll_t *c)
         clock_gettime(CLOCK_REALTIME, &ts); /* timedwrlock measures CLOCK_REALTIME */
         ts.tv_sec += LOCK_TIMEOUT_MS / 1000;
         r = pthread_rwlock_timedwrlock(&c->lock, &ts);
-        if (r != 0)
+        if (r != 0) {
+            T.timed_out = true;
             mf_log(MF_LOG_WARN, "STORAGE", "could not lock %s within %d ms for a catalog change", c->ns,
                    LOCK_TIMEOUT_MS);
+        }
     }
     if (r != 0) {
         coll_unref(c);
@@ -1477,9 +1480,15 @@ mf_catalog_db_drop(mf_catalog_t *cat, const char *db, int *ndropped, mf_error_t 
 
     *ndropped = 0;
     /* Every collection of db, locked by the caller's (DDL) session. */
+    T.timed_out = false;
     mf_catalog_coll_list(cat, db, collect_into, &cv);
     v = cv.v;
     n = cv.n;
+    if (T.timed_out) {
+        free(v);
+        return mf_err_set(err, MF_E_LockTimeout, "dropDatabase %s: a collection stayed in use for %d ms; nothing dropped",
+                          db, LOCK_TIMEOUT_MS);
+    }
     if (n == 0) {
         free(v);
         return 0;
