@@ -48,7 +48,8 @@
 struct mf_catalog {
     mf_storage_t *st;
     mf_observers_t *observers; /* the engine's; NULL until set */
-    pthread_rwlock_t lock;
+    pthread_rwlock_t lock;  /* the map (colls[]) only: held for a lookup or a map change, never while waiting */
+    pthread_mutex_t ddl_mu; /* one catalog change at a time, taken inside DDL functions after collection locks */
     mf_coll_t **colls;
     int ncolls;
     int cap;
@@ -257,6 +258,7 @@ coll_free(mf_coll_t *c)
 {
     if (c == NULL)
         return;
+    pthread_rwlock_destroy(&c->lock);
     if (c->validator)
         mf_matcher_free(c->validator);
     for (int i = 0; i < c->nindexes; i++)
@@ -269,6 +271,309 @@ coll_free(mf_coll_t *c)
     if (c->options)
         bson_destroy(c->options);
     free(c);
+}
+
+/* A growable array of collections, filled by mf_catalog_coll_list. */
+typedef struct coll_vec {
+    mf_coll_t **v;
+    int n, cap;
+} coll_vec_t;
+
+static void
+collect_into(void *arg, mf_coll_t *c)
+{
+    coll_vec_t *cv = arg;
+    if (cv->n == cv->cap) {
+        cv->cap = cv->cap ? cv->cap * 2 : 16;
+        cv->v = mf_realloc(cv->v, (size_t)cv->cap * sizeof(*cv->v));
+    }
+    cv->v[cv->n++] = c;
+}
+
+/* ---------- Locking ----------
+ *
+ * Each collection has a reader-writer lock and a reference count. A thread's
+ * lock session (below) records every collection it has found and locked;
+ * mf_catalog_unlock at depth 0 releases them all. The map lock (cat->lock)
+ * is held only to look a collection up and pin it (refs + 1); the
+ * collection's own lock is then taken without the map lock, so a thread
+ * waiting for a collection never holds up lookups of others. After the wait
+ * the collection is checked again: dropped meanwhile gives NULL, renamed
+ * meanwhile retries the lookup.
+ *
+ * Deadlocks: readers take shared locks only; DDL takes exclusive ones. A
+ * DDL's first exclusive lock is waited for without limit (it holds no other
+ * collection). A further one (rename onto an existing target, dropDatabase)
+ * is waited for at most LOCK_TIMEOUT_MS: a reader holding that collection
+ * might be waiting for one the DDL holds ($lookup from it), and the timeout
+ * breaks that cycle (the DDL then fails or skips, logged). Sessions that
+ * lock many collections (listCollections, the TTL monitor, dropDatabase) do
+ * so in namespace order, as they come from the sorted map, so they never
+ * form a cycle among themselves.
+ */
+#define LOCK_TIMEOUT_MS 10000
+#define SESSION_INLINE 32
+
+typedef struct held {
+    mf_coll_t *c;
+    bool excl;
+} held_t;
+
+/* The calling thread's lock session (per-thread state of the command it runs). */
+typedef struct lock_session {
+    mf_catalog_t *cat;
+    int depth;
+    bool excl;
+    int n, cap, nexcl;
+    bool timed_out; /* a bounded wait gave up (checked by DDL that must not skip a collection) */
+    held_t inline_v[SESSION_INLINE];
+    held_t *v; /* inline_v or a heap array past SESSION_INLINE */
+} lock_session_t;
+
+static _Thread_local lock_session_t T;
+
+static void
+coll_unref(mf_coll_t *c)
+{
+    if (atomic_fetch_sub(&c->refs, 1) == 1)
+        coll_free(c);
+}
+
+static held_t *
+session_find(mf_coll_t *c)
+{
+    for (int i = 0; i < T.n; i++) {
+        if (T.v[i].c == c)
+            return &T.v[i];
+    }
+    return NULL;
+}
+
+static void
+session_add(mf_coll_t *c, bool excl)
+{
+    if (T.v == NULL) {
+        T.v = T.inline_v;
+        T.cap = SESSION_INLINE;
+    }
+    if (T.n == T.cap) {
+        held_t *nv = mf_malloc((size_t)T.cap * 2 * sizeof(*nv));
+        memcpy(nv, T.v, (size_t)T.n * sizeof(*nv));
+        if (T.v != T.inline_v)
+            free(T.v);
+        T.v = nv;
+        T.cap *= 2;
+    }
+    T.v[T.n].c = c;
+    T.v[T.n].excl = excl;
+    T.n++;
+    if (excl)
+        T.nexcl++;
+}
+
+static void
+session_release(void)
+{
+    for (int i = T.n - 1; i >= 0; i--) {
+        pthread_rwlock_unlock(&T.v[i].c->lock);
+        coll_unref(T.v[i].c);
+    }
+    if (T.v != T.inline_v)
+        free(T.v);
+    T.v = NULL;
+    T.n = T.cap = T.nexcl = 0;
+}
+
+/*
+ * Locks pinned collection c for the session (shared, or exclusive in a DDL
+ * session). Returns true when held (the pin now belongs to the session),
+ * false when the wait timed out (the pin is dropped).
+ */
+static bool
+session_lock(mf_coll_t *c)
+{
+    bool excl = T.excl;
+    held_t *h = session_find(c);
+    if (h != NULL) {
+        coll_unref(c); /* the session's pin already holds it */
+        return true;
+    }
+    int r;
+    if (!excl) {
+        r = pthread_rwlock_rdlock(&c->lock);
+    } else if (T.nexcl == 0) {
+        r = pthread_rwlock_wrlock(&c->lock);
+    } else {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts); /* timedwrlock measures CLOCK_REALTIME */
+        ts.tv_sec += LOCK_TIMEOUT_MS / 1000;
+        r = pthread_rwlock_timedwrlock(&c->lock, &ts);
+        if (r != 0) {
+            T.timed_out = true;
+            mf_log(MF_LOG_WARN, "STORAGE", "could not lock %s within %d ms for a catalog change", c->ns,
+                   LOCK_TIMEOUT_MS);
+        }
+    }
+    if (r != 0) {
+        coll_unref(c);
+        return false;
+    }
+    session_add(c, excl);
+    return true;
+}
+
+/* Drops c from the session (after a lookup found it renamed or dropped under the wait). */
+static void
+session_forget(mf_coll_t *c)
+{
+    for (int i = 0; i < T.n; i++) {
+        if (T.v[i].c == c) {
+            if (T.v[i].excl)
+                T.nexcl--;
+            T.v[i] = T.v[--T.n];
+            pthread_rwlock_unlock(&c->lock);
+            coll_unref(c);
+            return;
+        }
+    }
+}
+
+void
+mf_catalog_rdlock(mf_catalog_t *cat)
+{
+    if (T.depth++ == 0) {
+        T.cat = cat;
+        T.excl = false;
+    }
+}
+
+void
+mf_catalog_wrlock(mf_catalog_t *cat)
+{
+    if (T.depth++ == 0)
+        T.cat = cat;
+    T.excl = true; /* collections found from now on are locked exclusively */
+}
+
+void
+mf_catalog_unlock(mf_catalog_t *cat)
+{
+    (void)cat;
+    if (T.depth > 0 && --T.depth == 0) {
+        session_release();
+        T.cat = NULL;
+        T.excl = false;
+    }
+}
+
+static mf_coll_t *
+lookup(mf_catalog_t *cat, const char *db, const char *name)
+{
+    size_t dl = strlen(db);
+    for (int i = 0; i < cat->ncolls; i++) {
+        mf_coll_t *c = cat->colls[i];
+        if (strncmp(c->ns, db, dl) == 0 && c->ns[dl] == '.' && strcmp(c->ns + dl + 1, name) == 0)
+            return c;
+    }
+    return NULL;
+}
+
+static bool
+ns_is(const mf_coll_t *c, const char *db, const char *name)
+{
+    size_t dl = strlen(db);
+    return strncmp(c->ns, db, dl) == 0 && c->ns[dl] == '.' && strcmp(c->ns + dl + 1, name) == 0;
+}
+
+mf_coll_t *
+mf_catalog_coll_find(mf_catalog_t *cat, const char *db, const char *name)
+{
+    for (;;) {
+        pthread_rwlock_rdlock(&cat->lock);
+        mf_coll_t *c = lookup(cat, db, name);
+        if (c != NULL)
+            atomic_fetch_add(&c->refs, 1);
+        pthread_rwlock_unlock(&cat->lock);
+        if (c == NULL)
+            return NULL;
+        if (T.depth == 0) {
+            /* No session (start-up, tests of the catalog alone): the caller owns all access. */
+            coll_unref(c);
+            return c;
+        }
+        if (!session_lock(c))
+            return NULL;
+        if (!c->dropped && ns_is(c, db, name))
+            return c;
+        bool dropped = c->dropped;
+        session_forget(c);
+        if (dropped)
+            return NULL;
+        /* Renamed while we waited: look the name up again. */
+    }
+}
+
+mf_coll_t *
+mf_catalog_coll_find_uuid(mf_catalog_t *cat, const uint8_t uuid[16])
+{
+    pthread_rwlock_rdlock(&cat->lock);
+    mf_coll_t *c = NULL;
+    for (int i = 0; i < cat->ncolls; i++) {
+        if (memcmp(cat->colls[i]->uuid, uuid, 16) == 0) {
+            c = cat->colls[i];
+            atomic_fetch_add(&c->refs, 1);
+            break;
+        }
+    }
+    pthread_rwlock_unlock(&cat->lock);
+    if (c == NULL)
+        return NULL;
+    if (T.depth == 0) {
+        coll_unref(c);
+        return c;
+    }
+    if (!session_lock(c))
+        return NULL;
+    if (c->dropped) {
+        session_forget(c);
+        return NULL;
+    }
+    return c;
+}
+
+void
+mf_catalog_coll_list(mf_catalog_t *cat, const char *db, void (*fn)(void *arg, mf_coll_t *c), void *arg)
+{
+    mf_coll_t **v;
+    int n = 0;
+
+    pthread_rwlock_rdlock(&cat->lock);
+    v = mf_malloc(((size_t)cat->ncolls + 1) * sizeof(*v));
+    for (int i = 0; i < cat->ncolls; i++) {
+        if (db == NULL || strcmp(cat->colls[i]->db, db) == 0) {
+            v[n] = cat->colls[i];
+            atomic_fetch_add(&v[n]->refs, 1);
+            n++;
+        }
+    }
+    pthread_rwlock_unlock(&cat->lock);
+    /* In namespace order (the map is sorted): see "Deadlocks" above. */
+    for (int i = 0; i < n; i++) {
+        mf_coll_t *c = v[i];
+        if (T.depth == 0) {
+            fn(arg, c);
+            coll_unref(c);
+            continue;
+        }
+        if (!session_lock(c))
+            continue;
+        if (c->dropped) {
+            session_forget(c);
+            continue;
+        }
+        fn(arg, c);
+    }
+    free(v);
 }
 
 /* Builds an mf_index_t from a spec and an ident. Returns NULL with err on a bad spec. */
@@ -347,11 +652,21 @@ coll_to_bson(const mf_coll_t *c, bson_t *out)
     bson_append_array_end(out, &arr);
 }
 
+/* A new collection object: its lock, and the catalog's reference. */
+static mf_coll_t *
+coll_alloc(void)
+{
+    mf_coll_t *c = mf_calloc(1, sizeof(*c));
+    pthread_rwlock_init(&c->lock, NULL);
+    atomic_store(&c->refs, 1);
+    return c;
+}
+
 static mf_coll_t *
 coll_from_bson(const bson_t *doc, mf_error_t *err)
 {
     bson_iter_t it, ai;
-    mf_coll_t *c = mf_calloc(1, sizeof(*c));
+    mf_coll_t *c = coll_alloc();
 
     if (bson_iter_init_find(&it, doc, "db"))
         c->db = mf_strdup(bson_iter_utf8(&it, NULL));
@@ -603,28 +918,35 @@ report_ddl(mf_catalog_t *cat, mf_ddl_kind_t kind, const mf_coll_t *c, const char
     mf_observers_ddl(cat->observers, &ev);
 }
 
+/* Adds c to the map (taking the map lock: lookups never see it half-added). */
 static void
 catalog_insert(mf_catalog_t *cat, mf_coll_t *c)
 {
     c->observers = cat->observers;
+    pthread_rwlock_wrlock(&cat->lock);
     if (cat->ncolls == cat->cap) {
         cat->cap = cat->cap ? cat->cap * 2 : 16;
         cat->colls = mf_realloc(cat->colls, (size_t)cat->cap * sizeof(*cat->colls));
     }
     cat->colls[cat->ncolls++] = c;
     qsort(cat->colls, (size_t)cat->ncolls, sizeof(*cat->colls), coll_cmp);
+    pthread_rwlock_unlock(&cat->lock);
 }
 
+/* Removes c from the map and marks it dropped (those waiting for its lock see that). */
 static void
 catalog_remove(mf_catalog_t *cat, mf_coll_t *c)
 {
+    pthread_rwlock_wrlock(&cat->lock);
     for (int i = 0; i < cat->ncolls; i++) {
         if (cat->colls[i] == c) {
             memmove(&cat->colls[i], &cat->colls[i + 1], (size_t)(cat->ncolls - i - 1) * sizeof(*cat->colls));
             cat->ncolls--;
-            return;
+            break;
         }
     }
+    c->dropped = true;
+    pthread_rwlock_unlock(&cat->lock);
 }
 
 /* Maps a cursor status other than 0 / MF_NOTFOUND to err (storage errors surface, never read as the end). */
@@ -869,6 +1191,7 @@ mf_catalog_open(mf_storage_t *st, mf_catalog_t **out, mf_error_t *err)
 
     cat->st = st;
     pthread_rwlock_init(&cat->lock, NULL);
+    pthread_mutex_init(&cat->ddl_mu, NULL);
     pthread_mutex_init(&cat->flush_lock, NULL);
     if (mf_storage_create(s, CATALOG_URI, "key_format=u,value_format=u", err) != 0 ||
         mf_storage_create(s, SIZES_URI, "key_format=u,value_format=u", err) != 0 ||
@@ -926,6 +1249,7 @@ err_free:
         coll_free(cat->colls[i]);
     free(cat->colls);
     pthread_rwlock_destroy(&cat->lock);
+    pthread_mutex_destroy(&cat->ddl_mu);
     pthread_mutex_destroy(&cat->flush_lock);
     free(cat);
     return -1;
@@ -945,6 +1269,7 @@ mf_catalog_close(mf_catalog_t *cat)
         coll_free(cat->colls[i]);
     free(cat->colls);
     pthread_rwlock_destroy(&cat->lock);
+    pthread_mutex_destroy(&cat->ddl_mu);
     pthread_mutex_destroy(&cat->flush_lock);
     free(cat);
 }
@@ -969,44 +1294,10 @@ mf_catalog_storage(mf_catalog_t *cat)
     return cat->st;
 }
 
-void
-mf_catalog_rdlock(mf_catalog_t *cat)
-{
-    pthread_rwlock_rdlock(&cat->lock);
-}
 
-void
-mf_catalog_wrlock(mf_catalog_t *cat)
-{
-    pthread_rwlock_wrlock(&cat->lock);
-}
 
-void
-mf_catalog_unlock(mf_catalog_t *cat)
-{
-    pthread_rwlock_unlock(&cat->lock);
-}
 
-mf_coll_t *
-mf_catalog_coll_find(mf_catalog_t *cat, const char *db, const char *name)
-{
-    size_t dl = strlen(db);
-    for (int i = 0; i < cat->ncolls; i++) {
-        mf_coll_t *c = cat->colls[i];
-        if (strncmp(c->ns, db, dl) == 0 && c->ns[dl] == '.' && strcmp(c->ns + dl + 1, name) == 0)
-            return c;
-    }
-    return NULL;
-}
 
-void
-mf_catalog_coll_list(mf_catalog_t *cat, const char *db, void (*fn)(void *arg, mf_coll_t *c), void *arg)
-{
-    for (int i = 0; i < cat->ncolls; i++) {
-        if (db == NULL || strcmp(cat->colls[i]->db, db) == 0)
-            fn(arg, cat->colls[i]);
-    }
-}
 
 mf_index_t *
 mf_coll_index_by_name(mf_coll_t *c, const char *name)
@@ -1074,13 +1365,20 @@ mf_catalog_coll_create(mf_catalog_t *cat, const char *db, const char *name, cons
 
     if (mf_catalog_check_db_name(db, err) != 0 || mf_catalog_check_coll_name(db, name, err) != 0)
         return -1;
-    if (mf_catalog_coll_find(cat, db, name) != NULL)
-        return mf_err_set(err, MF_E_NamespaceExists, "Collection %s.%s already exists.", db, name);
     parsed_opts_t po;
     if (parse_options(options, &po, err) != 0)
         return -1;
+    /* One creation at a time: the name is checked and taken under ddl_mu. */
+    pthread_mutex_lock(&cat->ddl_mu);
+    pthread_rwlock_rdlock(&cat->lock);
+    bool exists = lookup(cat, db, name) != NULL;
+    pthread_rwlock_unlock(&cat->lock);
+    if (exists) {
+        pthread_mutex_unlock(&cat->ddl_mu);
+        return mf_err_set(err, MF_E_NamespaceExists, "Collection %s.%s already exists.", db, name);
+    }
 
-    mf_coll_t *c = mf_calloc(1, sizeof(*c));
+    mf_coll_t *c = coll_alloc();
     apply_options(c, &po);
     c->db = mf_strdup(db);
     c->name = mf_strdup(name);
@@ -1132,7 +1430,17 @@ mf_catalog_coll_create(mf_catalog_t *cat, const char *db, const char *name, cons
         if (rc != 0)
             goto err_drop;
     }
+    if (T.depth > 0) {
+        /* The creating session holds it, as if it had found it (exclusive in a DDL session). */
+        if (T.excl)
+            pthread_rwlock_wrlock(&c->lock);
+        else
+            pthread_rwlock_rdlock(&c->lock);
+        atomic_fetch_add(&c->refs, 1);
+        session_add(c, T.excl);
+    }
     catalog_insert(cat, c);
+    pthread_mutex_unlock(&cat->ddl_mu);
     mf_log(MF_LOG_INFO, "STORAGE", "createCollection %s", c->ns);
     report_ddl(cat, MF_DDL_CREATE_COLL, c, NULL, NULL, c->options);
     if (out)
@@ -1144,6 +1452,7 @@ err_drop:
     if (ix != NULL)
         mf_storage_drop(cat->st, ix->uri);
 err_free:
+    pthread_mutex_unlock(&cat->ddl_mu);
     coll_free(c);
     return -1;
 }
@@ -1158,28 +1467,31 @@ coll_forget(mf_catalog_t *cat, mf_coll_t *c)
         mf_storage_drop(cat->st, c->indexes[i]->uri);
     mf_log(MF_LOG_INFO, "STORAGE", "dropCollection %s", c->ns);
     report_ddl(cat, MF_DDL_DROP_COLL, c, NULL, NULL, NULL);
-    coll_free(c);
+    coll_unref(c); /* the catalog's reference; freed once no session holds it */
 }
 
 int
 mf_catalog_db_drop(mf_catalog_t *cat, const char *db, int *ndropped, mf_error_t *err)
 {
     mf_sess_t *s;
-    mf_coll_t **v = NULL;
-    int n = 0, rc;
+    coll_vec_t cv = {0};
+    mf_coll_t **v;
+    int n, rc;
 
     *ndropped = 0;
-    for (int i = 0; i < cat->ncolls; i++) {
-        if (strcmp(cat->colls[i]->db, db) == 0)
-            n++;
+    /* Every collection of db, locked by the caller's (DDL) session. */
+    T.timed_out = false;
+    mf_catalog_coll_list(cat, db, collect_into, &cv);
+    v = cv.v;
+    n = cv.n;
+    if (T.timed_out) {
+        free(v);
+        return mf_err_set(err, MF_E_LockTimeout, "dropDatabase %s: a collection stayed in use for %d ms; nothing dropped",
+                          db, LOCK_TIMEOUT_MS);
     }
-    if (n == 0)
+    if (n == 0) {
+        free(v);
         return 0;
-    v = mf_calloc((size_t)n, sizeof(*v));
-    n = 0;
-    for (int i = 0; i < cat->ncolls; i++) {
-        if (strcmp(cat->colls[i]->db, db) == 0)
-            v[n++] = cat->colls[i];
     }
     rc = ddl_begin(cat, &s, err);
     if (rc == 0) {
@@ -1225,16 +1537,29 @@ rename_impl(mf_catalog_t *cat, mf_coll_t *c, mf_coll_t *target, const char *to_d
             mf_error_t *err)
 {
     char *old_ns = c->ns, *old_db = c->db, *old_name = c->name;
+    char *new_ns, *new_db, *new_name;
     size_t nl = strlen(to_db) + strlen(to_name) + 2;
 
     if (mf_catalog_check_db_name(to_db, err) != 0 || mf_catalog_check_coll_name(to_db, to_name, err) != 0)
         return -1;
-    if (mf_catalog_coll_find(cat, to_db, to_name) != target || target == c)
+    pthread_mutex_lock(&cat->ddl_mu);
+    pthread_rwlock_rdlock(&cat->lock);
+    mf_coll_t *there = lookup(cat, to_db, to_name);
+    pthread_rwlock_unlock(&cat->lock);
+    if (there != target || target == c) {
+        pthread_mutex_unlock(&cat->ddl_mu);
         return mf_err_set(err, MF_E_NamespaceExists, "target namespace exists");
-    c->ns = mf_malloc(nl);
-    snprintf(c->ns, nl, "%s.%s", to_db, to_name);
-    c->db = mf_strdup(to_db);
-    c->name = mf_strdup(to_name);
+    }
+    new_ns = mf_malloc(nl);
+    snprintf(new_ns, nl, "%s.%s", to_db, to_name);
+    new_db = mf_strdup(to_db);
+    new_name = mf_strdup(to_name);
+    /* Names change under the map lock: a lookup sees the old or the new one, never half. */
+    pthread_rwlock_wrlock(&cat->lock);
+    c->ns = new_ns;
+    c->db = new_db;
+    c->name = new_name;
+    pthread_rwlock_unlock(&cat->lock);
     /* The new entry and the old one's removal in one synced transaction: never two entries on one table. */
     bson_t entry;
     mf_sess_t *s;
@@ -1251,22 +1576,28 @@ rename_impl(mf_catalog_t *cat, mf_coll_t *c, mf_coll_t *target, const char *to_d
     }
     bson_destroy(&entry);
     if (rc != 0) {
-        free(c->ns);
-        free(c->db);
-        free(c->name);
+        pthread_rwlock_wrlock(&cat->lock);
         c->ns = old_ns;
         c->db = old_db;
         c->name = old_name;
+        pthread_rwlock_unlock(&cat->lock);
+        free(new_ns);
+        free(new_db);
+        free(new_name);
+        pthread_mutex_unlock(&cat->ddl_mu);
         return -1;
     }
     if (target != NULL)
         coll_forget(cat, target);
+    pthread_rwlock_wrlock(&cat->lock);
+    qsort(cat->colls, (size_t)cat->ncolls, sizeof(*cat->colls), coll_cmp);
+    pthread_rwlock_unlock(&cat->lock);
+    pthread_mutex_unlock(&cat->ddl_mu);
     mf_log(MF_LOG_INFO, "STORAGE", "renameCollection %s to %s", old_ns, c->ns);
     report_ddl(cat, MF_DDL_RENAME_COLL, c, old_ns, c->ns, NULL);
     free(old_ns);
     free(old_db);
     free(old_name);
-    qsort(cat->colls, (size_t)cat->ncolls, sizeof(*cat->colls), coll_cmp);
     return 0;
 }
 
@@ -1405,15 +1736,6 @@ mf_coll_ready_indexes(const mf_coll_t *c)
     return n;
 }
 
-mf_coll_t *
-mf_catalog_coll_find_uuid(mf_catalog_t *cat, const uint8_t uuid[16])
-{
-    for (int i = 0; i < cat->ncolls; i++) {
-        if (memcmp(cat->colls[i]->uuid, uuid, 16) == 0)
-            return cat->colls[i];
-    }
-    return NULL;
-}
 
 int
 mf_catalog_index_begin(mf_catalog_t *cat, mf_coll_t *c, const bson_t *spec, mf_index_t **out, mf_error_t *err)

@@ -14,15 +14,22 @@
  * at least one collection. Each collection's count and size live apart, in
  * table:_mf_sizes keyed by its ident (see catalog.c).
  *
- * Concurrency: one reader-writer lock guards the in-memory map. Commands hold
- * it shared while they use a collection (so a collection cannot be dropped
- * under them) and exclusively for DDL. mf_coll_t objects are owned by the
- * catalog and valid only while the caller holds the lock.
+ * Concurrency: locks per collection. A thread opens a lock session with
+ * mf_catalog_rdlock (to read or write documents) or mf_catalog_wrlock (for
+ * DDL) and closes it with mf_catalog_unlock; every collection it finds
+ * (mf_catalog_coll_find, _find_uuid, _coll_list) during the session is
+ * locked, shared or exclusive, until the session ends, so a collection
+ * cannot be dropped or changed under a reader, and DDL on one collection
+ * waits only for that collection's readers, never for other collections'
+ * commands. The map itself has its own lock, held only for the lookup.
+ * mf_coll_t objects are owned by the catalog and valid only while the
+ * caller's session holds them.
  */
 #ifndef MF_CATALOG_H
 #define MF_CATALOG_H
 
 #include <bson/bson.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -73,6 +80,15 @@ typedef struct mf_coll {
     mf_index_t *indexes[MF_MAX_INDEXES];
     int nindexes;
     mf_observers_t *observers; /* the engine's write observers (set by the catalog) */
+    /*
+     * Per-collection lock (catalog.c "Locking"): shared while a command
+     * reads or writes the collection, exclusive for DDL on it. refs counts
+     * the catalog's own reference and every thread that found it; the
+     * object is freed when a dropped collection's last reference goes.
+     */
+    pthread_rwlock_t lock;
+    _Atomic int refs;
+    bool dropped;
     _Atomic int64_t next_rid;
     /*
      * Document count and bytes of BSON, maintained by writes and kept in

@@ -12,7 +12,7 @@
  *     commit or abort, so an observer can buffer what a transaction did and
  *     publish it only if it committed (the TTL monitor's wake-ups; an oplog);
  *   - DDL (create, drop, rename, index build, index drop, collMod), after the
- *     catalog change has committed, while the catalog's exclusive lock is
+ *     catalog change has committed, while the collection's exclusive lock is
  *     still held, so no document write of the same collection interleaves.
  * Commit order: WiredTiger serialises conflicting transactions, and each
  * on_txn_end runs after its commit, so per document the observers see

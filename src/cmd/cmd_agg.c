@@ -677,10 +677,11 @@ agg_do_merge(mf_op_t *op, agg_write_t *w, mf_error_t *err)
 
     mf_catalog_wrlock(cat);
     if (mf_catalog_coll_find(cat, w->db, w->coll) == NULL &&
-        mf_catalog_coll_create(cat, w->db, w->coll, NULL, NULL, err) != 0) {
+        mf_catalog_coll_create(cat, w->db, w->coll, NULL, NULL, err) != 0 && err->code != MF_E_NamespaceExists) {
         mf_catalog_unlock(cat);
         return -1;
     }
+    mf_err_clear(err); /* NamespaceExists: another request created it first */
     mf_catalog_unlock(cat);
 
     mf_catalog_rdlock(cat);

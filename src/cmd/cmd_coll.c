@@ -1287,6 +1287,12 @@ again:
     c = mf_catalog_coll_find(op->eng->cat, op->db, name);
     if (c == NULL) {
         if (mf_catalog_coll_create(op->eng->cat, op->db, name, NULL, &c, &op->err) != 0) {
+            if (op->err.code == MF_E_NamespaceExists) {
+                /* Created by another request meanwhile: start over with it. */
+                mf_catalog_unlock(op->eng->cat);
+                mf_err_clear(&op->err);
+                goto again;
+            }
             rc = -1;
             goto out_unlock;
         }
