@@ -285,6 +285,17 @@ int mf_index_build_run(mf_catalog_t *cat, const uint8_t uuid[16], char *const *n
 int mf_catalog_index_add_many(mf_catalog_t *cat, mf_coll_t *c, const bson_t *const *specs, int n,
                               mf_build_progress_fn fn, void *const *args, mf_error_t *err) MF_WUR;
 
+/*
+ * mf_catalog_validate: the validate command's check of c (catalog/validate.c),
+ * appending mongod's report fields to report (ns, nInvalidDocuments,
+ * nrecords, nIndexes, keysPerIndex, indexDetails, valid, warnings, errors,
+ * missingIndexEntriesCount, extraIndexEntriesCount, ...). Replaces c's stored
+ * count and size with the recount and stores a missing multikey flag.
+ * Caller holds c exclusively (a DDL session). Returns 0, or -1 with err (a
+ * storage error fails the check).
+ */
+int mf_catalog_validate(mf_catalog_t *cat, mf_sess_t *s, mf_coll_t *c, bson_t *report, mf_error_t *err) MF_WUR;
+
 /* mf_catalog_index_drop: drops index ix of c. Write lock held. */
 int mf_catalog_index_drop(mf_catalog_t *cat, mf_coll_t *c, mf_index_t *ix, mf_error_t *err) MF_WUR;
 /*
