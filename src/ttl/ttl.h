@@ -18,25 +18,9 @@
 #include "common/curop.h"
 #include "common/error.h"
 #include "common/params.h"
+#include "index/index_spec.h"
 
-/*
- * mf_ttl_normalise_spec: validates the expireAfterSeconds of a createIndexes
- * spec that has one (SPEC A2-A4: numeric, not NaN, 0..2147483647, truncated
- * to an integer; single field; not _id) and writes the spec to store into
- * out (initialised here; N stored as an int32 when integral). Returns 0, or
- * -1 with err (67 CannotCreateIndex / 197 InvalidIndexSpecificationOption)
- * and out untouched.
- */
-int mf_ttl_normalise_spec(const bson_t *spec, bson_t *out, mf_error_t *err) MF_WUR;
-
-/*
- * mf_ttl_check_seconds: checks an expireAfterSeconds value (rules 1-4 of
- * ttl_spec.c) and gives its truncated value. Returns 0, or -1 with err (67).
- */
-int mf_ttl_check_seconds(const bson_value_t *v, int32_t *out, mf_error_t *err) MF_WUR;
-
-/* mf_ttl_index_seconds: true if spec is a TTL index spec; *secs gets N. */
-bool mf_ttl_index_seconds(const bson_t *spec, int64_t *secs);
+/* The TTL option of index specs (mf_ttl_normalise_spec, _check_seconds, _index_seconds): index/index_spec.h. */
 
 /* What the monitor needs from the engine; everything stays owned by the engine. */
 typedef struct mf_ttl_env {

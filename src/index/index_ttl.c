@@ -1,5 +1,5 @@
 /*
- * ttl_spec.c: validation of expireAfterSeconds (SPEC A2-A4, B3).
+ * index_ttl.c: validation of expireAfterSeconds (SPEC A2-A4, B3).
  *
  * MongoDB 8.0's rules for a secondary TTL index, in its order:
  *   1. the value must be a number (int, long, double, decimal) → 67;
@@ -21,7 +21,7 @@
 #include "common/fmt.h"
 #include "index/index.h"
 #include "doc/value.h"
-#include "ttl/ttl.h"
+#include "index/index_spec.h"
 
 /* Truncates v toward zero into an int64, saturating like MongoDB's safeNumberLong. */
 static int64_t

@@ -1,0 +1,456 @@
+/*
+ * index_spec.c: validation of createIndexes specs with MongoDB 8.0's rules
+ * (index_key_validate.cpp): allowed fields (197 otherwise), key patterns,
+ * names, partial filter expressions, the TTL option (index_ttl.c), and the
+ * default name; and the comparison of a requested spec with an existing one
+ * (85 IndexOptionsConflict, 86 IndexKeySpecsConflict, or "already exists").
+ * Pure functions over BSON: createIndexes (cmd/) calls them before touching
+ * the catalog.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/alloc.h"
+#include "common/fmt.h"
+#include "doc/match.h"
+#include "doc/value.h"
+#include "index/index.h"
+#include "index/index_spec.h"
+
+/* Builds the default index name: field_1_other_-1. */
+static void
+default_index_name(const bson_t *key, char *out, size_t cap)
+{
+    bson_iter_t it;
+    size_t n = 0;
+    out[0] = '\0';
+    bson_iter_init(&it, key);
+    while (bson_iter_next(&it) && n < cap) {
+        char val[64];
+        const bson_value_t *v = bson_iter_value(&it);
+        if (v->value_type == BSON_TYPE_UTF8)
+            snprintf(val, sizeof(val), "%s", v->value.v_utf8.str);
+        else if (v->value_type == BSON_TYPE_DOUBLE && v->value.v_double != (double)(int64_t)v->value.v_double)
+            snprintf(val, sizeof(val), "%g", v->value.v_double);
+        else
+            snprintf(val, sizeof(val), "%lld", (long long)mf_value_as_double(v));
+        n += (size_t)snprintf(out + n, cap - n, "%s%s_%s", n ? "_" : "", bson_iter_key(&it), val);
+    }
+}
+
+/* Boolean-valued options compare by truth, with absent meaning false (MongoDB's compareIndexOptions). */
+static bool
+is_bool_option(const char *k)
+{
+    return strcmp(k, "unique") == 0 || strcmp(k, "sparse") == 0 || strcmp(k, "hidden") == 0 ||
+           strcmp(k, "dropDups") == 0 || strcmp(k, "prepareUnique") == 0;
+}
+
+/*
+ * Options that define an index's identity for conflict checks: everything
+ * but v, name, key, ns, background and storageEngine; boolean options
+ * normalised to true (and left out when false), in name order so the
+ * order they were given in does not matter.
+ */
+static void
+identity_options(const bson_t *spec, bson_t *out)
+{
+    static const char *skip[] = {"v", "name", "key", "ns", "background", "storageEngine", NULL};
+    const char *keys[64];
+    const bson_value_t *vals[64];
+    int n = 0;
+    bson_iter_t it;
+
+    bson_init(out);
+    bson_iter_init(&it, spec);
+    while (bson_iter_next(&it) && n < 64) {
+        const char *k = bson_iter_key(&it);
+        bool skipped = false;
+        for (int i = 0; skip[i]; i++)
+            skipped = skipped || strcmp(k, skip[i]) == 0;
+        if (skipped)
+            continue;
+        if (is_bool_option(k) && !bson_iter_as_bool(&it))
+            continue;
+        int pos = n++;
+        while (pos > 0 && strcmp(keys[pos - 1], k) > 0) {
+            keys[pos] = keys[pos - 1];
+            vals[pos] = vals[pos - 1];
+            pos--;
+        }
+        keys[pos] = k;
+        vals[pos] = bson_iter_value(&it);
+    }
+    for (int i = 0; i < n; i++) {
+        if (is_bool_option(keys[i]))
+            BSON_APPEND_BOOL(out, keys[i], true);
+        else
+            bson_append_value(out, keys[i], -1, vals[i]);
+    }
+}
+
+/* The index spec fields MongoDB 8.0 accepts (index_key_validate.cpp); any other is 197. */
+static const char *const allowed_spec_fields[] = {
+    "v", "key", "name", "ns", "unique", "sparse", "partialFilterExpression", "expireAfterSeconds", "hidden",
+    "collation", "background", "storageEngine", "weights", "default_language", "language_override",
+    "textIndexVersion", "2dsphereIndexVersion", "bits", "min", "max", "dropDups", "prepareUnique",
+    "wildcardProjection", "coarsestIndexedLevel", "finestIndexedLevel", "clustered", "columnstoreProjection",
+    "columnstoreCompressor", "originalSpec", NULL};
+
+/* Index plugins MongoDB knows (string key pattern values); mayfly builds none of them. */
+static const char *const known_plugins[] = {"2d", "2dsphere", "2dsphere_bucket", "text", "hashed", "wildcard",
+                                            "columnstore", NULL};
+
+#define SPEC_ERR(err, code, shown, ...) spec_err(err, code, shown, __VA_ARGS__)
+
+static int __attribute__((format(printf, 4, 5)))
+spec_err(mf_error_t *err, int code, const char *shown, const char *fmt, ...)
+{
+    char why[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof(why), fmt, ap);
+    va_end(ap);
+    return mf_err_set(err, code, "Error in specification %s :: caused by :: %s", shown, why);
+}
+
+/* Checks a key pattern with MongoDB's rules (validateKeyPattern and the duplicate-field check). */
+static int
+check_key_pattern(const bson_t *key, const char *shown, mf_error_t *err)
+{
+    bson_iter_t it, jt;
+    char kshown[300];
+
+    if (key->len > 2048)
+        return SPEC_ERR(err, MF_E_CannotCreateIndex, shown, "Index key pattern too large.");
+    if (bson_empty(key))
+        return SPEC_ERR(err, MF_E_CannotCreateIndex, shown, "Index keys cannot be empty.");
+    bson_iter_init(&it, key);
+    while (bson_iter_next(&it)) {
+        const char *f = bson_iter_key(&it);
+        const bson_value_t *v = bson_iter_value(&it);
+        bson_iter_init(&jt, key);
+        while (bson_iter_next(&jt) && bson_iter_key(&jt) != f) {
+            if (strcmp(bson_iter_key(&jt), f) == 0) {
+                mf_fmt_doc(key, kshown, sizeof(kshown));
+                return SPEC_ERR(err, MF_E_BadValue, shown,
+                                "The field '%s' appears multiple times in the index key pattern %s", f, kshown);
+            }
+        }
+        if (v->value_type == BSON_TYPE_UTF8) {
+            const char *p = v->value.v_utf8.str;
+            bool known = false;
+            for (int i = 0; known_plugins[i]; i++)
+                known = known || strcmp(known_plugins[i], p) == 0;
+            if (p[0] == '\0')
+                return SPEC_ERR(err, MF_E_CannotCreateIndex, shown, "Values in the index key pattern cannot be empty strings");
+            if (!known)
+                return SPEC_ERR(err, MF_E_CannotCreateIndex, shown, "Unknown index plugin '%s'", p);
+            return SPEC_ERR(err, MF_E_CannotCreateIndex, shown, "mayfly does not support '%s' indexes", p);
+        }
+        if (!mf_value_is_number(v))
+            return SPEC_ERR(err, MF_E_CannotCreateIndex, shown,
+                            "Values in v:2 index key pattern cannot be of type %s. Only numbers > 0, numbers < 0, and strings are allowed.",
+                            mf_type_name(v->value_type));
+        double d = mf_value_as_double(v);
+        if (d != d)
+            return SPEC_ERR(err, MF_E_CannotCreateIndex, shown, "Values in the index key pattern cannot be NaN.");
+        if (d == 0.0)
+            return SPEC_ERR(err, MF_E_CannotCreateIndex, shown, "Values in the index key pattern cannot be 0.");
+        if (f[0] == '\0')
+            return SPEC_ERR(err, MF_E_CannotCreateIndex, shown, "Index keys cannot be an empty field.");
+        const char *part = f;
+        for (int i = 0;; i++) {
+            const char *dot = strchr(part, '.');
+            size_t plen = dot ? (size_t)(dot - part) : strlen(part);
+            if (plen == 0)
+                return SPEC_ERR(err, MF_E_CannotCreateIndex, shown, "Index keys cannot contain an empty field.");
+            if (part[0] == '$' && !(i > 0 && ((plen == 3 && (strncmp(part, "$db", 3) == 0 || strncmp(part, "$id", 3) == 0)) ||
+                                              (plen == 4 && strncmp(part, "$ref", 4) == 0))))
+                return SPEC_ERR(err, MF_E_CannotCreateIndex, shown,
+                                "Index key contains an illegal field name: field name starts with '$'.");
+            if (dot == NULL)
+                break;
+            part = dot + 1;
+        }
+    }
+    return 0;
+}
+
+/*
+ * Checks that a partialFilterExpression uses only what MongoDB 8.0 allows in
+ * a partial index: equality, $exists: true, $gt/$gte/$lt/$lte, $type, $in,
+ * and $and / $or over those. *bad gets a description of the first other
+ * expression. Returns true when supported.
+ */
+static bool
+partial_supported(const bson_t *f, int depth, char *bad, size_t cap)
+{
+    bson_iter_t it;
+    if (depth > 4 * 2) {
+        snprintf(bad, cap, "$and/$or nested too deeply");
+        return false;
+    }
+    bson_iter_init(&it, f);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        const bson_value_t *v = bson_iter_value(&it);
+        if (k[0] == '$') {
+            if ((strcmp(k, "$and") == 0 || strcmp(k, "$or") == 0) && v->value_type == BSON_TYPE_ARRAY) {
+                bson_iter_t ai;
+                bson_iter_recurse(&it, &ai);
+                while (bson_iter_next(&ai)) {
+                    bson_t sub;
+                    const uint8_t *d;
+                    uint32_t l;
+                    if (!BSON_ITER_HOLDS_DOCUMENT(&ai))
+                        continue; /* the matcher reports the shape error */
+                    bson_iter_document(&ai, &l, &d);
+                    if (bson_init_static(&sub, d, l) && !partial_supported(&sub, depth + 1, bad, cap))
+                        return false;
+                }
+                continue;
+            }
+            snprintf(bad, cap, "%s", k);
+            return false;
+        }
+        if (v->value_type == BSON_TYPE_REGEX) {
+            snprintf(bad, cap, "%s $regex", k);
+            return false;
+        }
+        if (v->value_type != BSON_TYPE_DOCUMENT)
+            continue;
+        bson_iter_t oi;
+        bson_iter_recurse(&it, &oi);
+        if (!bson_iter_next(&oi) || bson_iter_key(&oi)[0] != '$')
+            continue; /* equality with a document */
+        do {
+            const char *op = bson_iter_key(&oi);
+            char val[120];
+            mf_fmt_value(bson_iter_value(&oi), val, sizeof(val));
+            if (strcmp(op, "$exists") == 0) {
+                if (!bson_iter_as_bool(&oi)) {
+                    snprintf(bad, cap, "%s $exists %s", k, val);
+                    return false;
+                }
+            } else if (strcmp(op, "$eq") != 0 && strcmp(op, "$gt") != 0 && strcmp(op, "$gte") != 0 &&
+                       strcmp(op, "$lt") != 0 && strcmp(op, "$lte") != 0 && strcmp(op, "$type") != 0 &&
+                       strcmp(op, "$in") != 0) {
+                snprintf(bad, cap, "%s %s %s", k, op, val);
+                return false;
+            }
+        } while (bson_iter_next(&oi));
+    }
+    return true;
+}
+
+/*
+ * Validates one requested spec and normalises it into out (v, key, name,
+ * then every other option verbatim, in the order given). A spec with
+ * expireAfterSeconds goes through mf_ttl_normalise_spec, whose output is
+ * what is stored. Returns 0, or -1 with err (out untouched).
+ */
+int
+mf_index_spec_normalise(const bson_t *req, bson_t *out, mf_error_t *err)
+{
+    bson_t key, built;
+    bson_iter_t it;
+    char name[1024];
+    const char *given_name = NULL;
+    char shown[600];
+    bool has_partial = false, sparse = false, has_ttl = false, hidden = false;
+    const bson_value_t *version = NULL;
+
+    mf_fmt_doc(req, shown, sizeof(shown));
+    bson_iter_init(&it, req);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        bool ok = false;
+        for (int i = 0; allowed_spec_fields[i]; i++)
+            ok = ok || strcmp(allowed_spec_fields[i], k) == 0;
+        if (!ok)
+            return SPEC_ERR(err, MF_E_InvalidIndexSpecificationOption, shown,
+                            "The field '%s' is not valid for an index specification. Specification: %s", k, shown);
+    }
+    if (!bson_iter_init_find(&it, req, "key"))
+        return SPEC_ERR(err, MF_E_FailedToParse, shown, "The 'key' field is a required property of an index specification");
+    if (!BSON_ITER_HOLDS_DOCUMENT(&it))
+        return SPEC_ERR(err, MF_E_TypeMismatch, shown, "The field 'key' must be an object, but got %s",
+                        mf_type_name(bson_iter_type(&it)));
+    mf_index_spec_key(req, &key);
+    if (check_key_pattern(&key, shown, err) != 0)
+        return -1;
+    if (bson_iter_init_find(&it, req, "name")) {
+        if (!BSON_ITER_HOLDS_UTF8(&it))
+            return SPEC_ERR(err, MF_E_TypeMismatch, shown, "The field 'name' must be a string, but got %s",
+                            mf_type_name(bson_iter_type(&it)));
+        given_name = bson_iter_utf8(&it, NULL);
+        if (given_name[0] == '\0')
+            return SPEC_ERR(err, MF_E_CannotCreateIndex, shown, "index name cannot be empty");
+        if (strcmp(given_name, "*") == 0)
+            return mf_err_set(err, MF_E_BadValue, "The index name '*' is not valid.");
+    }
+    bson_iter_init(&it, req);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        const bson_value_t *v = bson_iter_value(&it);
+        char val[200];
+        if (is_bool_option(k) && strcmp(k, "hidden") != 0) {
+            if (!BSON_ITER_HOLDS_BOOL(&it) && !mf_value_is_number(v)) {
+                mf_fmt_value(v, val, sizeof(val));
+                return SPEC_ERR(err, MF_E_TypeMismatch, shown, "The field '%s has value %s: %s, which is not convertible to bool",
+                                k, k, val);
+            }
+            if (strcmp(k, "sparse") == 0)
+                sparse = bson_iter_as_bool(&it);
+        } else if (strcmp(k, "background") == 0) {
+            if (!BSON_ITER_HOLDS_BOOL(&it) && !mf_value_is_number(v)) {
+                mf_fmt_value(v, val, sizeof(val));
+                return SPEC_ERR(err, MF_E_TypeMismatch, shown, "The field 'background has value background: %s, which is not convertible to bool", val);
+            }
+        } else if (strcmp(k, "hidden") == 0) {
+            if (!BSON_ITER_HOLDS_BOOL(&it))
+                return SPEC_ERR(err, MF_E_TypeMismatch, shown, "The field 'hidden' must be a bool, but got %s",
+                                mf_type_name(v->value_type));
+            hidden = bson_iter_bool(&it);
+        } else if (strcmp(k, "partialFilterExpression") == 0 || strcmp(k, "collation") == 0 ||
+                   strcmp(k, "storageEngine") == 0 || strcmp(k, "originalSpec") == 0) {
+            if (!BSON_ITER_HOLDS_DOCUMENT(&it))
+                return SPEC_ERR(err, MF_E_TypeMismatch, shown, "The field '%s' must be an object, but got %s", k,
+                                mf_type_name(v->value_type));
+            if (strcmp(k, "partialFilterExpression") == 0)
+                has_partial = true;
+            else if (strcmp(k, "collation") == 0 && v->value.v_doc.data_len <= 5)
+                return SPEC_ERR(err, MF_E_BadValue, shown, "The field 'collation' cannot be an empty object.");
+        } else if (strcmp(k, "v") == 0) {
+            if (!mf_value_is_number(v))
+                return SPEC_ERR(err, MF_E_TypeMismatch, shown, "The field 'v' must be a number, but got %s",
+                                mf_type_name(v->value_type));
+            double d = mf_value_as_double(v);
+            if (d != 1 && d != 2)
+                return mf_err_set(err, MF_E_CannotCreateIndex,
+                                  "Invalid index specification %s; cannot create an index with v=%g", shown, d);
+            version = v;
+        } else if (strcmp(k, "expireAfterSeconds") == 0) {
+            has_ttl = true;
+        }
+    }
+    if (sparse && has_partial)
+        return SPEC_ERR(err, MF_E_CannotCreateIndex, shown, "cannot mix \"partialFilterExpression\" and \"sparse\" options");
+    if (has_partial) {
+        bson_t pf;
+        char bad[200];
+        const uint8_t *d;
+        uint32_t l;
+        bson_iter_init_find(&it, req, "partialFilterExpression");
+        bson_iter_document(&it, &l, &d);
+        if (!bson_init_static(&pf, d, l))
+            return SPEC_ERR(err, MF_E_FailedToParse, shown, "bad partialFilterExpression");
+        mf_matcher_t *m = mf_matcher_new(&pf, err);
+        if (m == NULL)
+            return -1;
+        mf_matcher_free(m);
+        if (!partial_supported(&pf, 0, bad, sizeof(bad)))
+            return SPEC_ERR(err, MF_E_CannotCreateIndex, shown, "Expression not supported in partial index: %s", bad);
+    }
+    bool is_id_key = bson_count_keys(&key) == 1 && bson_has_field(&key, "_id");
+    if (is_id_key && given_name && strcmp(given_name, "_id_") == 0) {
+        bson_iter_t kt;
+        bson_iter_init(&kt, &key);
+        bson_iter_next(&kt);
+        if (mf_value_as_double(bson_iter_value(&kt)) != 1.0) {
+            char kshown[200];
+            mf_fmt_doc(&key, kshown, sizeof(kshown));
+            return mf_err_set(err, MF_E_BadValue, "The field 'key' for an _id index must be {_id: 1}, but got %s", kshown);
+        }
+        bson_iter_init(&it, req);
+        while (bson_iter_next(&it)) {
+            const char *k = bson_iter_key(&it);
+            if (strcmp(k, "v") && strcmp(k, "key") && strcmp(k, "name") && strcmp(k, "ns") && strcmp(k, "collation"))
+                return mf_err_set(err, MF_E_InvalidIndexSpecificationOption,
+                                  "The field '%s' is not valid for an _id index specification. Specification: %s", k, shown);
+        }
+    }
+    if (hidden && given_name && strcmp(given_name, "_id_") == 0)
+        return mf_err_set(err, MF_E_BadValue, "can't hide _id index");
+    if (given_name == NULL)
+        default_index_name(&key, name, sizeof(name));
+    bson_init(&built);
+    if (version)
+        bson_append_value(&built, "v", -1, version);
+    else
+        BSON_APPEND_INT32(&built, "v", 2);
+    BSON_APPEND_DOCUMENT(&built, "key", &key);
+    BSON_APPEND_UTF8(&built, "name", given_name ? given_name : name);
+    bson_iter_init(&it, req);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (strcmp(k, "v") == 0 || strcmp(k, "name") == 0 || strcmp(k, "key") == 0 || strcmp(k, "ns") == 0)
+            continue;
+        bson_append_value(&built, k, -1, bson_iter_value(&it));
+    }
+    if (has_ttl) {
+        bson_t ttl;
+        if (mf_ttl_normalise_spec(&built, &ttl, err) != 0) {
+            bson_destroy(&built);
+            return -1;
+        }
+        bson_destroy(&built);
+        bson_steal(out, &ttl);
+                return 0;
+    }
+    bson_steal(out, &built);
+    return 0;
+}
+
+/*
+ * Compares a requested (normalised) spec with an existing one (SPEC A6).
+ * Returns 0 when unrelated, 1 when identical (nothing to do), or -1 with
+ * err for a conflict.
+ */
+int
+mf_index_spec_compare(const bson_t *want, const bson_t *have, mf_error_t *err)
+{
+    bson_t wkey, hkey, wopts, hopts;
+    bson_iter_t it;
+    const char *wname = "", *hname = "";
+    char req[400], cur[400];
+    int rc = 0;
+
+    mf_index_spec_key(want, &wkey);
+    mf_index_spec_key(have, &hkey);
+    if (bson_iter_init_find(&it, want, "name") && BSON_ITER_HOLDS_UTF8(&it))
+        wname = bson_iter_utf8(&it, NULL);
+    if (bson_iter_init_find(&it, have, "name") && BSON_ITER_HOLDS_UTF8(&it))
+        hname = bson_iter_utf8(&it, NULL);
+    bool same_name = strcmp(wname, hname) == 0;
+    bool same_key = bson_equal(&wkey, &hkey);
+    if (!same_name && !same_key)
+        return 0;
+    identity_options(want, &wopts);
+    identity_options(have, &hopts);
+    bool same_opts = bson_equal(&wopts, &hopts);
+    bson_destroy(&wopts);
+    bson_destroy(&hopts);
+    mf_fmt_doc(want, req, sizeof(req));
+    mf_fmt_doc(have, cur, sizeof(cur));
+    if (same_name && same_key && same_opts)
+        rc = 1;
+    else if (same_name && same_key)
+        rc = mf_err_set(err, MF_E_IndexOptionsConflict,
+                        "An equivalent index already exists with the same name but different options. Requested index: %s, existing index: %s",
+                        req, cur);
+    else if (same_name)
+        rc = mf_err_set(err, MF_E_IndexKeySpecsConflict,
+                        "An existing index has the same name as the requested index. When index names are not specified, they are auto generated and can cause conflicts. Please refer to our documentation. Requested index: %s, existing index: %s",
+                        req, cur);
+    else if (same_opts)
+        rc = mf_err_set(err, MF_E_IndexOptionsConflict, "Index already exists with a different name: %s", hname);
+    else
+        rc = mf_err_set(err, MF_E_IndexOptionsConflict,
+                        "An equivalent index already exists with a different name and options. Requested index: %s, existing index: %s",
+                        req, cur);
+    return rc;
+}
+

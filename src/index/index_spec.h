@@ -1,0 +1,50 @@
+/*
+ * index_spec.h: index specs as createIndexes and collMod accept them:
+ * validation and normalisation (index_spec.c) and the TTL option
+ * expireAfterSeconds (index_ttl.c, SPEC A2-A4).
+ */
+#ifndef MF_INDEX_SPEC_H
+#define MF_INDEX_SPEC_H
+
+#include <bson/bson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/error.h"
+
+/*
+ * mf_index_spec_normalise: validates a requested index spec and writes the
+ * spec to store into out (initialised here on success): v: 2, key, name
+ * (the default one when absent), the accepted options verbatim, TTL
+ * normalised. Returns 0, or -1 with err (MongoDB's code and message).
+ */
+int mf_index_spec_normalise(const bson_t *req, bson_t *out, mf_error_t *err) MF_WUR;
+
+/*
+ * mf_index_spec_compare: compares a normalised requested spec with an
+ * existing one. Returns 0 when they are unrelated, 1 when the same index
+ * already exists, or -1 with err (85 IndexOptionsConflict, 86
+ * IndexKeySpecsConflict).
+ */
+int mf_index_spec_compare(const bson_t *want, const bson_t *have, mf_error_t *err) MF_WUR;
+
+/*
+ * mf_ttl_normalise_spec: validates the expireAfterSeconds of a createIndexes
+ * spec that has one (SPEC A2-A4: numeric, not NaN, 0..2147483647, truncated
+ * to an integer; single field; not _id) and writes the spec to store into
+ * out (initialised here; N stored as an int32 when integral). Returns 0, or
+ * -1 with err (67 CannotCreateIndex / 197 InvalidIndexSpecificationOption)
+ * and out untouched.
+ */
+int mf_ttl_normalise_spec(const bson_t *spec, bson_t *out, mf_error_t *err) MF_WUR;
+
+/*
+ * mf_ttl_check_seconds: checks an expireAfterSeconds value (rules 1-4 of
+ * index_ttl.c) and gives its truncated value. Returns 0, or -1 with err (67).
+ */
+int mf_ttl_check_seconds(const bson_value_t *v, int32_t *out, mf_error_t *err) MF_WUR;
+
+/* mf_ttl_index_seconds: true if spec is a TTL index spec; *secs gets N. */
+bool mf_ttl_index_seconds(const bson_t *spec, int64_t *secs);
+
+#endif /* MF_INDEX_SPEC_H */
