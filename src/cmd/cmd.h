@@ -23,6 +23,7 @@
 #include "common/clock.h"
 #include "common/error.h"
 #include "common/limits.h"
+#include "doc/check.h"
 #include "engine/engine.h"
 
 
@@ -111,7 +112,5 @@ int mf_op_get_string(mf_op_t *op, const char *field, const char **out, bool *pre
 /* mf_op_coll_name: the collection named by the command's first field (must be a string). */
 int mf_op_coll_name(mf_op_t *op, const char **name) MF_WUR;
 
-/* mf_check_doc_for_storage: depth, size and field-name checks before a document is written. */
-int mf_check_doc_for_storage(const bson_t *doc, mf_error_t *err) MF_WUR;
 
 #endif /* MF_CMD_H */

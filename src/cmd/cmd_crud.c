@@ -137,33 +137,6 @@ mf_crud_get_ordered(mf_op_t *op, bool *ordered)
     return mf_op_get_bool(op, "ordered", ordered, &present);
 }
 
-/* Copies doc into out with _id first (generating an ObjectId if absent). */
-void
-mf_crud_doc_with_id_first(const bson_t *doc, bson_t *out)
-{
-    bson_iter_t it;
-    bson_init(out);
-    if (bson_iter_init_find(&it, doc, "_id")) {
-        bson_append_value(out, "_id", 3, bson_iter_value(&it));
-    } else {
-        bson_oid_t oid;
-        bson_oid_init(&oid, NULL);
-        BSON_APPEND_OID(out, "_id", &oid);
-    }
-    bson_iter_init(&it, doc);
-    while (bson_iter_next(&it)) {
-        if (strcmp(bson_iter_key(&it), "_id") != 0)
-            bson_append_value(out, bson_iter_key(&it), (int)bson_iter_key_len(&it), bson_iter_value(&it));
-    }
-}
-
-bool
-mf_crud_id_is_first(const bson_t *doc)
-{
-    bson_iter_t it;
-    return bson_iter_init(&it, doc) && bson_iter_next(&it) && strcmp(bson_iter_key(&it), "_id") == 0;
-}
-
 /* bypassDocumentValidation: true skips the collection's validator for this command. */
 bool
 mf_crud_bypass_validation(mf_op_t *op)

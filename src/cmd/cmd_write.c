@@ -115,12 +115,12 @@ insert_item(void *arg, size_t i, mf_error_t *err)
 
     if (mf_check_doc_for_storage(doc, err) != 0)
         return -1;
-    if (mf_crud_id_is_first(doc)) {
+    if (mf_doc_id_is_first(doc)) {
         if (ctx->validate && mf_coll_validate(ctx->c, doc, NULL, err) != 0)
             return -1;
         return mf_coll_insert(ctx->s, ctx->c, doc, NULL, err);
     }
-    mf_crud_doc_with_id_first(doc, &fixed);
+    mf_doc_with_id_first(doc, &fixed);
     if (fixed.len > MF_MAX_BSON_SIZE)
         ret = mf_err_set(err, MF_E_BSONObjectTooLarge, "object to insert too large. size in bytes: %u, max size: %d",
                          fixed.len, MF_MAX_BSON_SIZE);
@@ -434,7 +434,7 @@ do_upsert(mf_op_t *op, mf_coll_t *c, const bson_t *q, const upd_spec_t *u, bool 
         return -1;
     }
     bson_destroy(&seed);
-    mf_crud_doc_with_id_first(&out, &fixed);
+    mf_doc_with_id_first(&out, &fixed);
     bson_destroy(&out);
     if (mf_check_doc_for_storage(&fixed, &op->err) != 0 ||
         (!mf_crud_bypass_validation(op) && mf_coll_validate(c, &fixed, NULL, &op->err) != 0)) {

@@ -41,11 +41,6 @@ int mf_crud_check_batch_size(mf_op_t *op, size_t n);
 
 int mf_crud_get_ordered(mf_op_t *op, bool *ordered);
 
-/* Copies doc into out with _id first (generating an ObjectId if absent). */
-void mf_crud_doc_with_id_first(const bson_t *doc, bson_t *out);
-
-bool mf_crud_id_is_first(const bson_t *doc);
-
 /* bypassDocumentValidation: true skips the collection's validator for this command. */
 bool mf_crud_bypass_validation(mf_op_t *op);
 

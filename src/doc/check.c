@@ -1,0 +1,89 @@
+/*
+ * check.c: what a document must satisfy to be stored (mf_check_doc_for_storage:
+ * size, nesting depth, field names) and the _id-first shape every stored
+ * document has (mf_doc_with_id_first). Pure functions over BSON.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "common/limits.h"
+#include "doc/check.h"
+#include "doc/value.h"
+
+static int
+check_depth(bson_iter_t *it, int depth, mf_error_t *err)
+{
+    while (bson_iter_next(it)) {
+        if (BSON_ITER_HOLDS_DOCUMENT(it) || BSON_ITER_HOLDS_ARRAY(it)) {
+            bson_iter_t child;
+            if (depth + 1 > 100)
+                return mf_err_set(err, MF_E_Overflow, "Document exceeds maximum nesting depth of 100");
+            if (!bson_iter_recurse(it, &child))
+                return mf_err_set(err, MF_E_InvalidBSON, "invalid embedded document");
+            if (check_depth(&child, depth + 1, err) != 0)
+                return -1;
+        }
+    }
+    return 0;
+}
+
+int
+mf_check_doc_for_storage(const bson_t *doc, mf_error_t *err)
+{
+    bson_iter_t it;
+    if (doc->len > MF_MAX_BSON_SIZE)
+        return mf_err_set(err, MF_E_BSONObjectTooLarge, "object to insert too large. size in bytes: %u, max size: %d",
+                          doc->len, MF_MAX_BSON_SIZE);
+    if (!bson_iter_init(&it, doc))
+        return mf_err_set(err, MF_E_InvalidBSON, "invalid BSON document");
+    while (bson_iter_next(&it)) {
+        /* MongoDB 5.0+ stores $-prefixed field names; only _id's subfields are refused. */
+        const char *k = bson_iter_key(&it);
+        if (strcmp(k, "_id") == 0) {
+            bson_type_t t = bson_iter_type(&it);
+            if (t == BSON_TYPE_ARRAY || t == BSON_TYPE_REGEX || t == BSON_TYPE_UNDEFINED)
+                return mf_err_set(err, MF_E_BadValue, "can't use a%s %s for _id",
+                                  t == BSON_TYPE_ARRAY ? "n" : "", mf_type_name(t));
+            if (t == BSON_TYPE_DOCUMENT) {
+                bson_iter_t child;
+                bson_iter_recurse(&it, &child);
+                while (bson_iter_next(&child)) {
+                    if (bson_iter_key(&child)[0] == '$')
+                        return mf_err_set(err, MF_E_DollarPrefixedFieldName,
+                                          "_id fields may not contain '$'-prefixed fields: %s is not valid for storage.",
+                                          bson_iter_key(&child));
+                }
+            }
+        }
+    }
+    bson_iter_init(&it, doc);
+    return check_depth(&it, 1, err);
+}
+
+/* Copies doc into out with _id first (generating an ObjectId if absent). */
+void
+mf_doc_with_id_first(const bson_t *doc, bson_t *out)
+{
+    bson_iter_t it;
+    bson_init(out);
+    if (bson_iter_init_find(&it, doc, "_id")) {
+        bson_append_value(out, "_id", 3, bson_iter_value(&it));
+    } else {
+        bson_oid_t oid;
+        bson_oid_init(&oid, NULL);
+        BSON_APPEND_OID(out, "_id", &oid);
+    }
+    bson_iter_init(&it, doc);
+    while (bson_iter_next(&it)) {
+        if (strcmp(bson_iter_key(&it), "_id") != 0)
+            bson_append_value(out, bson_iter_key(&it), (int)bson_iter_key_len(&it), bson_iter_value(&it));
+    }
+}
+
+bool
+mf_doc_id_is_first(const bson_t *doc)
+{
+    bson_iter_t it;
+    return bson_iter_init(&it, doc) && bson_iter_next(&it) && strcmp(bson_iter_key(&it), "_id") == 0;
+}
+

@@ -1,0 +1,332 @@
+/*
+ * agg_write.c: the writes of $out and $merge (see agg_write.h).
+ *
+ * $out builds the new contents beside the target: a temporary collection
+ * with the target's options and secondary indexes, filled in chunked
+ * transactions, then renamed over the target with the target's drop in the
+ * same catalog transaction, so a failure leaves the old target whole.
+ * $merge creates the target if needed, then applies each document by its
+ * 'on' fields (whenMatched: merge, replace, keepExisting, fail;
+ * whenNotMatched: insert, discard, fail) in chunked transactions.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "catalog/coll_write.h"
+#include "common/limits.h"
+#include "common/log.h"
+#include "doc/check.h"
+#include "doc/match.h"
+#include "doc/path.h"
+#include "doc/value.h"
+#include "query/agg_write.h"
+#include "query/batch.h"
+#include "query/exec.h"
+
+#define OUT_CHUNK 500 /* documents per transaction */
+
+typedef struct out_ctx {
+    mf_sess_t *s;
+    mf_coll_t *c;
+    const char *on[32];  /* $merge: the 'on' fields */
+    int non;
+    const char *when_matched, *when_not_matched;
+    /* the write to perform */
+    mf_docvec_t *docs;
+    const char *db, *coll;
+    bool durable;
+} out_ctx_t;
+
+/* out_insert_item: inserts document i (with _id first, generated when absent). */
+static int
+out_insert_item(void *arg, size_t i, mf_error_t *err)
+{
+    out_ctx_t *x = arg;
+    const bson_t *doc = x->docs->docs[i];
+    bson_t fixed;
+    int ret;
+
+    if (mf_doc_id_is_first(doc))
+        return mf_coll_insert(x->s, x->c, doc, NULL, err);
+    mf_doc_with_id_first(doc, &fixed);
+    ret = mf_coll_insert(x->s, x->c, &fixed, NULL, err);
+    bson_destroy(&fixed);
+    return ret;
+}
+
+/* merge_find: the record of x->c matching doc on the 'on' fields; 0 found, MF_NOTFOUND, or -1 / MF_CONFLICT. */
+typedef struct merge_find_ctx {
+    int64_t rid;
+    bool found;
+} merge_find_ctx_t;
+
+static int
+merge_find_visit(void *arg, int64_t rid, const bson_t *doc, const mf_match_details_t *d)
+{
+    merge_find_ctx_t *f = arg;
+    (void)doc;
+    (void)d;
+    f->rid = rid;
+    f->found = true;
+    return 1;
+}
+
+static int
+merge_find(out_ctx_t *x, const bson_t *doc, int64_t *rid, mf_error_t *err)
+{
+    bson_t filter = BSON_INITIALIZER;
+    bson_value_t v;
+    int ret;
+
+    for (int k = 0; k < x->non; k++) {
+        if (!mf_path_get(doc, x->on[k], &v) || v.value_type == BSON_TYPE_NULL || v.value_type == BSON_TYPE_ARRAY ||
+            v.value_type == BSON_TYPE_UNDEFINED) {
+            bson_destroy(&filter);
+            return mf_err_set(err, MF_E_Location51132,
+                              "$merge write error: 'on' field '%s' cannot be missing, null, undefined or an array",
+                              x->on[k]);
+        }
+        bson_append_value(&filter, x->on[k], -1, &v);
+    }
+    if (x->non == 1 && strcmp(x->on[0], "_id") == 0) {
+        bson_iter_t it;
+        bson_iter_init_find(&it, &filter, "_id");
+        ret = mf_coll_find_id(x->s, x->c, bson_iter_value(&it), rid, err);
+        bson_destroy(&filter);
+        return ret;
+    }
+    mf_matcher_t *m = mf_matcher_new(&filter, err);
+    if (m == NULL) {
+        bson_destroy(&filter);
+        return -1;
+    }
+    merge_find_ctx_t f = {0, false};
+    ret = mf_exec_scan(x->s, x->c, &filter, m, 0, merge_find_visit, &f, NULL, err);
+    mf_matcher_free(m);
+    bson_destroy(&filter);
+    if (ret != 0)
+        return ret;
+    if (!f.found)
+        return MF_NOTFOUND;
+    *rid = f.rid;
+    return 0;
+}
+
+/* merge_item: applies document i to the target as whenMatched / whenNotMatched say. */
+static int
+merge_item(void *arg, size_t i, mf_error_t *err)
+{
+    out_ctx_t *x = arg;
+    const bson_t *doc = x->docs->docs[i];
+    bson_iter_t it;
+    int64_t rid;
+    int ret;
+
+    if (x->non == 1 && strcmp(x->on[0], "_id") == 0 && !bson_iter_init_find(&it, doc, "_id"))
+        ret = MF_NOTFOUND; /* a generated _id matches nothing */
+    else
+        ret = merge_find(x, doc, &rid, err);
+    if (ret == MF_NOTFOUND) {
+        if (strcmp(x->when_not_matched, "discard") == 0)
+            return 0;
+        if (strcmp(x->when_not_matched, "fail") == 0)
+            return mf_err_set(err, MF_E_MergeStageNoMatchingDocument,
+                              "$merge could not find a matching document in the target collection for at least one "
+                              "document in the source collection");
+        return out_insert_item(arg, i, err);
+    }
+    if (ret != 0)
+        return ret;
+    if (strcmp(x->when_matched, "keepExisting") == 0)
+        return 0;
+    if (strcmp(x->when_matched, "fail") == 0) {
+        char *js = bson_as_relaxed_extended_json(doc, NULL);
+        mf_err_set(err, MF_E_DuplicateKey, "E11000 duplicate key error collection: %s.%s: $merge found a matching "
+                   "document for %s", x->c->db, x->c->name, js ? js : "");
+        bson_free(js);
+        return -1;
+    }
+    bson_t old, neu = BSON_INITIALIZER;
+    bson_value_t oid, nid;
+    if ((ret = mf_coll_fetch(x->s, x->c, rid, &old, err)) != 0)
+        return ret == MF_NOTFOUND ? MF_CONFLICT : ret;
+    bool has_oid = bson_iter_init_find(&it, &old, "_id");
+    if (has_oid)
+        oid = *bson_iter_value(&it);
+    bson_iter_t ni;
+    if (has_oid && bson_iter_init_find(&ni, doc, "_id")) {
+        nid = *bson_iter_value(&ni);
+        if (!mf_value_equal(&oid, &nid)) {
+            bson_destroy(&old);
+            return mf_err_set(err, MF_E_ImmutableField,
+                              "$merge failed to update the matching document, did you attempt to modify the _id or "
+                              "the shard key? :: caused by :: Performing an update on the path '_id' would modify the "
+                              "immutable field '_id'");
+        }
+    }
+    if (has_oid)
+        bson_append_value(&neu, "_id", 3, &oid);
+    if (strcmp(x->when_matched, "replace") == 0) {
+        bson_iter_init(&it, doc);
+        while (bson_iter_next(&it))
+            if (strcmp(bson_iter_key(&it), "_id") != 0)
+                bson_append_value(&neu, bson_iter_key(&it), (int)bson_iter_key_len(&it), bson_iter_value(&it));
+    } else {
+        /* merge: existing fields keep their place (with the new value), new fields are appended. */
+        bson_iter_init(&it, &old);
+        while (bson_iter_next(&it)) {
+            const char *k = bson_iter_key(&it);
+            if (strcmp(k, "_id") == 0)
+                continue;
+            if (bson_iter_init_find(&ni, doc, k))
+                bson_append_value(&neu, k, (int)bson_iter_key_len(&it), bson_iter_value(&ni));
+            else
+                bson_append_value(&neu, k, (int)bson_iter_key_len(&it), bson_iter_value(&it));
+        }
+        bson_iter_init(&ni, doc);
+        while (bson_iter_next(&ni)) {
+            const char *k = bson_iter_key(&ni);
+            if (strcmp(k, "_id") != 0 && !bson_iter_init_find(&it, &old, k))
+                bson_append_value(&neu, k, (int)bson_iter_key_len(&ni), bson_iter_value(&ni));
+        }
+    }
+    if (neu.len > MF_MAX_BSON_SIZE)
+        ret = mf_err_set(err, MF_E_BSONObjectTooLarge, "$merge: the resulting document is too large (%u bytes)",
+                         neu.len);
+    else if (mf_check_doc_for_storage(&neu, err) != 0)
+        ret = -1;
+    else if (!(neu.len == old.len && memcmp(bson_get_data(&neu), bson_get_data(&old), neu.len) == 0))
+        ret = mf_coll_replace(x->s, x->c, rid, &old, &neu, err);
+    else
+        ret = 0;
+    bson_destroy(&old);
+    bson_destroy(&neu);
+    return ret;
+}
+
+/* run_out_batches: runs fn over every recorded document; 0, or -1 with err. */
+static int
+run_out_batches(out_ctx_t *x, mf_batch_item_fn fn, mf_error_t *err)
+{
+    size_t i = 0;
+    int r = mf_batch_run(x->s, &i, x->docs->len, OUT_CHUNK, x->durable, fn, NULL, x, err);
+    return r == 0 ? 0 : -1;
+}
+
+/*
+ * do_out: $out. Under the catalog write lock (never taken while the read
+ * lock is held): creates a temporary collection with the target's options
+ * and secondary indexes, inserts the documents, then drops the target and
+ * renames the temporary collection over it. On failure the temporary
+ * collection is dropped and the target is left as it was.
+ */
+static int
+do_out(mf_catalog_t *cat, out_ctx_t *w, mf_error_t *err)
+{
+    char tmp[64], hex[25];
+    bson_oid_t oid;
+    mf_coll_t *target, *t = NULL;
+    int rc = -1;
+
+    for (size_t i = 0; i < w->docs->len; i++)
+        if (mf_check_doc_for_storage(w->docs->docs[i], err) != 0)
+            return -1;
+    bson_oid_init(&oid, NULL);
+    bson_oid_to_string(&oid, hex);
+    snprintf(tmp, sizeof tmp, "tmp.agg_out.%s", hex);
+    mf_catalog_wrlock(cat);
+    target = mf_catalog_coll_find(cat, w->db, w->coll);
+    if (mf_catalog_coll_create(cat, w->db, tmp, target ? target->options : NULL, &t, err) != 0)
+        goto out;
+    for (int k = 0; target && k < target->nindexes; k++) {
+        if (target->indexes[k]->building)
+            continue;
+        if (target->indexes[k]->is_id)
+            continue;
+        if (mf_catalog_index_add(cat, t, target->indexes[k]->spec, err) != 0)
+            goto drop_tmp;
+    }
+    {
+        out_ctx_t x = *w;
+        x.c = t;
+        if (run_out_batches(&x, out_insert_item, err) != 0)
+            goto drop_tmp;
+    }
+    /* The target's drop and the rename are one catalog transaction: a failure keeps the old target. */
+    if (mf_catalog_coll_rename_replace(cat, t, target, w->db, w->coll, err) != 0)
+        goto drop_tmp;
+    rc = 0;
+    goto out;
+drop_tmp: {
+    mf_error_t e2;
+    mf_err_clear(&e2);
+    if (mf_catalog_coll_drop(cat, t, &e2) != 0)
+        mf_log(MF_LOG_WARN, "COMMAND", "$out: could not drop %s.%s: %s", w->db, tmp, e2.msg);
+}
+out:
+    mf_catalog_unlock(cat);
+    return rc;
+}
+
+/* do_merge: $merge. Creates the target if needed (write lock), then writes under the read lock. */
+static int
+do_merge(mf_catalog_t *cat, out_ctx_t *w, const bson_t *merge_spec, mf_error_t *err)
+{
+    out_ctx_t x;
+    bson_iter_t it, ai;
+    mf_coll_t *c;
+    int rc;
+
+    x = *w;
+    x.when_matched = "merge";
+    x.when_not_matched = "insert";
+    if (bson_iter_init_find(&it, merge_spec, "on") && bson_iter_recurse(&it, &ai))
+        while (bson_iter_next(&ai) && x.non < 32)
+            x.on[x.non++] = bson_iter_utf8(&ai, NULL);
+    if (bson_iter_init_find(&it, merge_spec, "whenMatched"))
+        x.when_matched = bson_iter_utf8(&it, NULL);
+    if (bson_iter_init_find(&it, merge_spec, "whenNotMatched"))
+        x.when_not_matched = bson_iter_utf8(&it, NULL);
+    if (x.non == 0) {
+        x.on[0] = "_id";
+        x.non = 1;
+    }
+    for (size_t i = 0; i < w->docs->len; i++)
+        if (mf_check_doc_for_storage(w->docs->docs[i], err) != 0)
+            return -1;
+
+    mf_catalog_wrlock(cat);
+    if (mf_catalog_coll_find(cat, w->db, w->coll) == NULL &&
+        mf_catalog_coll_create(cat, w->db, w->coll, NULL, NULL, err) != 0 && err->code != MF_E_NamespaceExists) {
+        mf_catalog_unlock(cat);
+        return -1;
+    }
+    mf_err_clear(err); /* NamespaceExists: another request created it first */
+    mf_catalog_unlock(cat);
+
+    mf_catalog_rdlock(cat);
+    c = mf_catalog_coll_find(cat, w->db, w->coll);
+    if (c == NULL) {
+        mf_catalog_unlock(cat);
+        return mf_err_set(err, MF_E_NamespaceNotFound, "collection %s.%s was dropped during $merge", w->db, w->coll);
+    }
+    x.c = c;
+    rc = run_out_batches(&x, merge_item, err);
+    mf_catalog_unlock(cat);
+    return rc;
+}
+
+
+int
+mf_agg_write(mf_catalog_t *cat, mf_sess_t *s, bool durable, const char *db, const char *coll, mf_docvec_t *docs,
+             const bson_t *merge_spec, mf_error_t *err)
+{
+    out_ctx_t w;
+    memset(&w, 0, sizeof w);
+    w.s = s;
+    w.durable = durable;
+    w.db = db;
+    w.coll = coll;
+    w.docs = docs;
+    return merge_spec ? do_merge(cat, &w, merge_spec, err) : do_out(cat, &w, err);
+}
