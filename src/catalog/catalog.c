@@ -466,6 +466,18 @@ mf_catalog_unlock(mf_catalog_t *cat)
     }
 }
 
+bool
+mf_catalog_session_end_all(void)
+{
+    if (T.depth == 0)
+        return false;
+    T.depth = 0;
+    session_release();
+    T.cat = NULL;
+    T.excl = false;
+    return true;
+}
+
 static mf_coll_t *
 lookup(mf_catalog_t *cat, const char *db, const char *name)
 {

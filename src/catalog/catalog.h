@@ -176,6 +176,13 @@ mf_storage_t *mf_catalog_storage(mf_catalog_t *cat);
 void mf_catalog_set_observers(mf_catalog_t *cat, mf_observers_t *obs);
 mf_observers_t *mf_catalog_observers(mf_catalog_t *cat);
 
+/*
+ * mf_catalog_session_end_all: ends the calling thread's lock session if one
+ * is still open (releasing every collection it holds) and says whether one
+ * was. The command layer calls it after each command as a safety net: a
+ * handler that returned without unlocking must not leave collections locked.
+ */
+bool mf_catalog_session_end_all(void);
 void mf_catalog_rdlock(mf_catalog_t *cat);
 void mf_catalog_wrlock(mf_catalog_t *cat);
 void mf_catalog_unlock(mf_catalog_t *cat);

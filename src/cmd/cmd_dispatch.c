@@ -455,6 +455,8 @@ mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *
     if (is_data_command(def))
         atomic_fetch_add(&eng->fg_ops, 1);
     int hrc = def->fn(&op);
+    if (mf_catalog_session_end_all())
+        mf_log(MF_LOG_ERROR, "COMMAND", "%s returned with collections still locked; released", def->name);
     mf_exec_set_time_limit(0);
     let_end(&lf);
     if (hrc != 0) {
