@@ -438,6 +438,29 @@ session_forget(mf_coll_t *c)
     }
 }
 
+/*
+ * session_take: makes pinned collection c the session's (locked until the
+ * session ends). Without a session (start-up, tests of the catalog alone)
+ * the caller owns all access and the pin is simply dropped. Returns false,
+ * the pin dropped, when c was dropped while we waited or a bounded wait
+ * gave up.
+ */
+static bool
+session_take(mf_coll_t *c)
+{
+    if (T.depth == 0) {
+        coll_unref(c);
+        return true;
+    }
+    if (!session_lock(c))
+        return false;
+    if (c->dropped) {
+        session_forget(c);
+        return false;
+    }
+    return true;
+}
+
 void
 mf_catalog_rdlock(mf_catalog_t *cat)
 {
@@ -506,22 +529,12 @@ mf_catalog_coll_find(mf_catalog_t *cat, const char *db, const char *name)
         if (c != NULL)
             atomic_fetch_add(&c->refs, 1);
         pthread_rwlock_unlock(&cat->lock);
-        if (c == NULL)
+        if (c == NULL || !session_take(c))
             return NULL;
-        if (T.depth == 0) {
-            /* No session (start-up, tests of the catalog alone): the caller owns all access. */
-            coll_unref(c);
+        if (ns_is(c, db, name))
             return c;
-        }
-        if (!session_lock(c))
-            return NULL;
-        if (!c->dropped && ns_is(c, db, name))
-            return c;
-        bool dropped = c->dropped;
-        session_forget(c);
-        if (dropped)
-            return NULL;
         /* Renamed while we waited: look the name up again. */
+        session_forget(c);
     }
 }
 
@@ -538,19 +551,7 @@ mf_catalog_coll_find_uuid(mf_catalog_t *cat, const uint8_t uuid[16])
         }
     }
     pthread_rwlock_unlock(&cat->lock);
-    if (c == NULL)
-        return NULL;
-    if (T.depth == 0) {
-        coll_unref(c);
-        return c;
-    }
-    if (!session_lock(c))
-        return NULL;
-    if (c->dropped) {
-        session_forget(c);
-        return NULL;
-    }
-    return c;
+    return c != NULL && session_take(c) ? c : NULL;
 }
 
 void
@@ -571,19 +572,8 @@ mf_catalog_coll_list(mf_catalog_t *cat, const char *db, void (*fn)(void *arg, mf
     pthread_rwlock_unlock(&cat->lock);
     /* In namespace order (the map is sorted): see "Deadlocks" above. */
     for (int i = 0; i < n; i++) {
-        mf_coll_t *c = v[i];
-        if (T.depth == 0) {
-            fn(arg, c);
-            coll_unref(c);
-            continue;
-        }
-        if (!session_lock(c))
-            continue;
-        if (c->dropped) {
-            session_forget(c);
-            continue;
-        }
-        fn(arg, c);
+        if (session_take(v[i]))
+            fn(arg, v[i]);
     }
     free(v);
 }
