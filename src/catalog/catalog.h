@@ -268,6 +268,14 @@ void mf_catalog_index_abort(mf_catalog_t *cat, mf_coll_t *c, mf_index_t *ix);
 mf_coll_t *mf_catalog_coll_find_uuid(mf_catalog_t *cat, const uint8_t uuid[16]);
 
 /*
+ * mf_coll_building_indexes: the indexes of c that one build request added:
+ * named names[i] with table idents[i] and still building. Stores them in out
+ * (room for n) and returns how many were found (fewer than n: some were
+ * dropped, or dropped and added again by another request). Lock held.
+ */
+int mf_coll_building_indexes(mf_coll_t *c, char *const *names, char *const *idents, int n, mf_index_t **out);
+
+/*
  * mf_index_build_run: the scan phase of a background build of the indexes
  * named names[0..n), whose tables are idents[0..n) (building: a request
  * knows its indexes by table, so an index of the same name dropped and added

@@ -36,6 +36,19 @@
 #define BUILD_MAX_CONFLICTS 100000
 
 int
+mf_coll_building_indexes(mf_coll_t *c, char *const *names, char *const *idents, int n, mf_index_t **out)
+{
+    int found = 0;
+    for (int i = 0; i < n; i++) {
+        mf_index_t *ix = mf_coll_index_by_name(c, names[i]);
+        /* This request's index: same name and same table (a dropped and re-added one is another build's). */
+        if (ix != NULL && ix->building && strcmp(ix->ident, idents[i]) == 0)
+            out[found++] = ix;
+    }
+    return found;
+}
+
+int
 mf_index_build_run(mf_catalog_t *cat, const uint8_t uuid[16], char *const *names, char *const *idents, int n,
                    mf_build_progress_fn fn, void *arg, mf_error_t *err)
 {
@@ -50,13 +63,7 @@ mf_index_build_run(mf_catalog_t *cat, const uint8_t uuid[16], char *const *names
             return -1;
         mf_catalog_rdlock(cat);
         mf_coll_t *c = mf_catalog_coll_find_uuid(cat, uuid);
-        int found = 0;
-        for (int i = 0; c != NULL && i < n; i++) {
-            mf_index_t *ix = mf_coll_index_by_name(c, names[i]);
-            /* This request's index: same name and same table (a dropped and re-added one is another build's). */
-            if (ix != NULL && ix->building && strcmp(ix->ident, idents[i]) == 0)
-                ixs[found++] = ix;
-        }
+        int found = c != NULL ? mf_coll_building_indexes(c, names, idents, n, ixs) : 0;
         if (c == NULL || found != n) {
             mf_catalog_unlock(cat);
             return mf_err_set(err, MF_E_IndexBuildAborted, "Index build aborted: %s: the %s was dropped", names[0],

@@ -775,12 +775,7 @@ again:
             rc = mf_err_set(&op->err, MF_E_IndexBuildAborted, "Index build aborted: %s: the collection was dropped",
                             names[0]);
         mf_index_t *ixs[MF_MAX_INDEXES];
-        int found = 0;
-        for (int i = 0; c != NULL && i < nadded; i++) {
-            mf_index_t *ix = mf_coll_index_by_name(c, names[i]);
-            if (ix != NULL && ix->building && strcmp(ix->ident, idents[i]) == 0)
-                ixs[found++] = ix;
-        }
+        int found = c != NULL ? mf_coll_building_indexes(c, names, idents, nadded, ixs) : 0;
         if (rc == 0 && found != nadded)
             rc = mf_err_set(&op->err, MF_E_IndexBuildAborted, "Index build aborted: %s: the index was dropped",
                             names[0]);
@@ -792,11 +787,10 @@ again:
                 mf_catalog_index_abort(op->eng->cat, c, ixs[i]);
         }
     } else if (rc != 0) {
-        for (int i = 0; i < nadded; i++) {
-            mf_index_t *ix = mf_coll_index_by_name(c, names[i]);
-            if (ix != NULL && ix->building && strcmp(ix->ident, idents[i]) == 0)
-                mf_catalog_index_abort(op->eng->cat, c, ix);
-        }
+        mf_index_t *ixs[MF_MAX_INDEXES];
+        int found = mf_coll_building_indexes(c, names, idents, nadded, ixs);
+        for (int i = 0; i < found; i++)
+            mf_catalog_index_abort(op->eng->cat, c, ixs[i]);
     }
     if (rc != 0) {
         /*
