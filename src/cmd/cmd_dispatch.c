@@ -24,7 +24,6 @@
 #include "engine/profiler.h"
 #include "common/params.h"
 #include "doc/expr.h"
-#include "query/exec.h"
 #include "common/curop.h"
 #include "common/log.h"
 #include "doc/value.h"
@@ -363,8 +362,9 @@ let_end(let_frame_t *lf)
 
 /*
  * maxTimeMS, a generic argument: a non-negative integer that fits in 32 bits
- * (else 2 BadValue). The scans of query/exec.c check the deadline and fail
- * with 50 MaxTimeMSExpired; 0 means no limit.
+ * (else 2 BadValue). It becomes the operation's deadline (common/curop.h),
+ * which every yield point checks, failing with 50 MaxTimeMSExpired; 0 means
+ * no limit.
  */
 static int
 time_limit(mf_op_t *op, int64_t *ms)
@@ -449,7 +449,6 @@ mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *
     int64_t limit_ms;
     if (time_limit(&op, &limit_ms) != 0 || let_begin(&op, &lf) != 0)
         goto fail;
-    mf_exec_set_time_limit(limit_ms);
     if (limit_ms > 0)
         mf_curop_set_deadline(cop, mf_mono_ms() + limit_ms);
     if (is_data_command(def))
@@ -457,7 +456,6 @@ mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *
     int hrc = def->fn(&op);
     if (mf_catalog_session_end_all())
         mf_log(MF_LOG_ERROR, "COMMAND", "%s returned with collections still locked; released", def->name);
-    mf_exec_set_time_limit(0);
     let_end(&lf);
     if (hrc != 0) {
         if (mf_txn_active(op.sess))

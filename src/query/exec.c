@@ -41,20 +41,10 @@ mf_exec_id_equality(const bson_t *filter, bson_value_t *v)
 
 enum { kDeadlineEvery = 128 };
 
-static _Thread_local int64_t deadline_ms; /* monotonic; 0 = no limit */
-
-void
-mf_exec_set_time_limit(int64_t ms)
-{
-    deadline_ms = ms > 0 ? mf_mono_ms() + ms : 0;
-}
-
 int
 mf_exec_check_deadline(mf_error_t *err)
 {
-    if (deadline_ms != 0 && mf_mono_ms() >= deadline_ms)
-        return mf_err_set(err, MF_E_MaxTimeMSExpired, "operation exceeded time limit");
-    /* killOp and shutdown: the calling thread's registered operation (common/curop.h). */
+    /* maxTimeMS, killOp and shutdown: the calling thread's registered operation (common/curop.h). */
     return mf_curop_check_current(err);
 }
 

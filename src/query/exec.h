@@ -66,17 +66,12 @@ int mf_exec_scan(mf_sess_t *s, mf_coll_t *c, const bson_t *filter, const mf_matc
                  mf_exec_visit_fn visit, void *arg, mf_exec_stats_t *stats, mf_error_t *err) MF_WUR;
 
 /*
- * Time limits (maxTimeMS). mf_exec_set_time_limit sets the calling
- * thread's deadline to now + ms (ms <= 0 clears it); the command layer sets
- * it around one command and clears it after. Scans check it every few
- * hundred documents and fail with 50 MaxTimeMSExpired "operation exceeded
- * time limit"; mf_exec_check_deadline lets other loops do the same. It is
- * also the interruption check: it fails with 11601 Interrupted after killOp
- * and 11600 InterruptedAtShutdown at shutdown (the calling thread's
- * operation, common/curop.h), so every loop that checks the time limit can
- * be killed too.
+ * mf_exec_check_deadline: the yield-point check of scans (every few hundred
+ * documents) and of any other long loop: the calling thread's operation
+ * (common/curop.h), whose deadline the command layer sets from maxTimeMS.
+ * Fails with 50 MaxTimeMSExpired "operation exceeded time limit", 11601
+ * Interrupted after killOp, or 11600 InterruptedAtShutdown.
  */
-void mf_exec_set_time_limit(int64_t ms);
 int mf_exec_check_deadline(mf_error_t *err) MF_WUR;
 
 /* mf_exec_id_equality: if filter is an equality on _id, points *v at the value and returns true. */
