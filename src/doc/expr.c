@@ -35,7 +35,7 @@
  * any change to their interfaces.
  *
  * Invariant: every value produced by ev() is owned by its caller and must be
- * released with vfree() (bson_value_destroy, which is a no-op for EOD).
+ * released with mf_value_free() (bson_value_destroy, which is a no-op for EOD).
  */
 #include "doc/expr.h"
 
@@ -232,25 +232,6 @@ mf_expr_check_var_name(const char *name, mf_error_t *err)
 /* ------------------------------------------------------------------------ */
 /* Value helpers                                                            */
 /* ------------------------------------------------------------------------ */
-
-static void
-vfree(bson_value_t *v)
-{
-    if (v->value_type != BSON_TYPE_EOD)
-        bson_value_destroy(v);
-    v->value_type = BSON_TYPE_EOD;
-}
-
-static void
-vcopy(bson_value_t *dst, const bson_value_t *src)
-{
-    if (src == NULL || src->value_type == BSON_TYPE_EOD) {
-        memset(dst, 0, sizeof *dst);
-        dst->value_type = BSON_TYPE_EOD;
-        return;
-    }
-    bson_value_copy(src, dst);
-}
 
 static void
 set_missing(bson_value_t *o)
@@ -590,7 +571,7 @@ mf_expr_num_add(bson_value_t *acc, const bson_value_t *v)
     }
     if (is_num(v))
         num_add(&n, v);
-    vfree(acc);
+    mf_value_free(acc);
     num_result(&n, acc);
 }
 
@@ -789,7 +770,7 @@ mf_expr_free(mf_expr_t *e)
 {
     if (e == NULL)
         return;
-    vfree(&e->lit);
+    mf_value_free(&e->lit);
     for (size_t i = 0; i < e->npath; i++)
         bson_free(e->path[i]);
     bson_free(e->path);
@@ -807,7 +788,7 @@ static mf_expr_t *
 lit_new(const bson_value_t *v)
 {
     mf_expr_t *e = node_new(K_LIT);
-    vcopy(&e->lit, v);
+    mf_value_copy(&e->lit, v);
     return e;
 }
 
@@ -1161,7 +1142,7 @@ parse_op(mf_expr_t *e, const bson_value_t *arg, const scope_t *sc, mf_error_t *e
                     rc = parse_slot(e, 3, &it, sc, err);
             }
         }
-        vfree(&body);
+        mf_value_free(&body);
         if (rc < 0)
             return -1;
         if (require(e, 0, "input", err) < 0 || require(e, 1, op->form == A_MAP ? "in" : "cond", err) < 0)
@@ -1431,7 +1412,7 @@ walk_path(const bson_value_t *v, char *const *path, size_t n, bson_value_t *o)
     bson_iter_t it;
 
     if (n == 0) {
-        vcopy(o, v);
+        mf_value_copy(o, v);
         return;
     }
     if (v->value_type == BSON_TYPE_DOCUMENT) {
@@ -1455,7 +1436,7 @@ walk_path(const bson_value_t *v, char *const *path, size_t n, bson_value_t *o)
             walk_path(ev_, path, n, &r);
             if (r.value_type != BSON_TYPE_EOD)
                 ab_push(&ab, &r);
-            vfree(&r);
+            mf_value_free(&r);
         }
         ab_finish(&ab, o);
         return;
@@ -1489,7 +1470,7 @@ eval_args(const mf_expr_t *e, ctx_t *c, bson_value_t **vals)
     for (size_t i = 0; i < e->nargs; i++) {
         if (e->args[i] && ev(e->args[i], c, &v[i]) < 0) {
             for (size_t j = 0; j < i; j++)
-                vfree(&v[j]);
+                mf_value_free(&v[j]);
             bson_free(v);
             return -1;
         }
@@ -1502,7 +1483,7 @@ static void
 free_vals(bson_value_t *v, size_t n)
 {
     for (size_t i = 0; i < n; i++)
-        vfree(&v[i]);
+        mf_value_free(&v[i]);
     bson_free(v);
 }
 
@@ -1764,7 +1745,7 @@ ev_unary_math(int op, const char *name, const bson_value_t *a, ctx_t *c, bson_va
     case OP_CEIL:
     case OP_FLOOR:
         if (a->value_type == BSON_TYPE_INT32 || a->value_type == BSON_TYPE_INT64) {
-            vcopy(o, a);
+            mf_value_copy(o, a);
             return 0;
         }
         x = op == OP_CEIL ? ceil(x) : floor(x);
@@ -1815,7 +1796,7 @@ ev_round(int op, const bson_value_t *a, const bson_value_t *p, ctx_t *c, bson_va
     double x = as_dbl(a), m = pow(10.0, (double)(place < 0 ? -place : place)), r;
     bool is_int = a->value_type == BSON_TYPE_INT32 || a->value_type == BSON_TYPE_INT64;
     if (is_int && place >= 0) {
-        vcopy(o, a);
+        mf_value_copy(o, a);
         return 0;
     }
     if (place >= 0) {
@@ -1909,7 +1890,7 @@ ev_array_elem_at(const char *name, const bson_value_t *a, const bson_value_t *id
         bson_value_t s;
         if (to_string(idx, &s)) {
             snprintf(buf, sizeof buf, "%s", s.value.v_utf8.str);
-            vfree(&s);
+            mf_value_free(&s);
         } else {
             buf[0] = 0;
         }
@@ -1922,7 +1903,7 @@ ev_array_elem_at(const char *name, const bson_value_t *a, const bson_value_t *id
     if (i < 0 || i >= (int64_t)el.n)
         set_missing(o);
     else
-        vcopy(o, &el.v[i]);
+        mf_value_copy(o, &el.v[i]);
     elems_free(&el);
     return 0;
 }
@@ -1943,7 +1924,7 @@ ev_first_last(bool first, const bson_value_t *a, ctx_t *c, bson_value_t *o)
     if (el.n == 0)
         set_missing(o);
     else
-        vcopy(o, &el.v[first ? 0 : el.n - 1]);
+        mf_value_copy(o, &el.v[first ? 0 : el.n - 1]);
     elems_free(&el);
     return 0;
 }
@@ -2167,7 +2148,7 @@ ev_accum(int op, const bson_value_t *v, size_t n, bson_value_t *o)
                 best = &items[i];
         }
         if (best)
-            vcopy(o, best);
+            mf_value_copy(o, best);
         else
             set_null(o);
     }
@@ -2380,7 +2361,7 @@ convert(ctx_t *c, const bson_value_t *v, int to, bson_value_t *o)
             break;
         case BSON_TYPE_DECIMAL128:
             if (to == BSON_TYPE_DECIMAL128) {
-                vcopy(o, v);
+                mf_value_copy(o, v);
                 return 0;
             }
             d = as_dbl(v);
@@ -2422,7 +2403,7 @@ convert(ctx_t *c, const bson_value_t *v, int to, bson_value_t *o)
     case BSON_TYPE_DATE_TIME:
         switch (v->value_type) {
         case BSON_TYPE_DATE_TIME:
-            vcopy(o, v);
+            mf_value_copy(o, v);
             return 0;
         case BSON_TYPE_INT64:
             set_date(o, v->value.v_int64);
@@ -2451,7 +2432,7 @@ convert(ctx_t *c, const bson_value_t *v, int to, bson_value_t *o)
         }
     case BSON_TYPE_OID:
         if (v->value_type == BSON_TYPE_OID) {
-            vcopy(o, v);
+            mf_value_copy(o, v);
             return 0;
         }
         if (v->value_type == BSON_TYPE_UTF8) {
@@ -2468,7 +2449,7 @@ convert(ctx_t *c, const bson_value_t *v, int to, bson_value_t *o)
         return conv_fail(c, NULL, v, tgt);
     default:
         if ((int)v->value_type == to) {
-            vcopy(o, v);
+            mf_value_copy(o, v);
             return 0;
         }
         return conv_fail(c, NULL, v, tgt);
@@ -2485,7 +2466,7 @@ ev_convert(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     if (ev(e->args[0], c, &in) < 0)
         return -1;
     if (ev(e->args[1], c, &to) < 0) {
-        vfree(&in);
+        mf_value_free(&in);
         return -1;
     }
     if (is_nullish(&to)) {
@@ -2526,8 +2507,8 @@ ev_convert(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         }
     }
 done:
-    vfree(&in);
-    vfree(&to);
+    mf_value_free(&in);
+    mf_value_free(&to);
     return rc;
 }
 
@@ -2568,7 +2549,7 @@ ev_trim(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     if (ev(e->args[0], c, &in) < 0)
         return -1;
     if (e->nargs > 1 && e->args[1] && ev(e->args[1], c, &ch) < 0) {
-        vfree(&in);
+        mf_value_free(&in);
         return -1;
     }
     if (is_nullish(&in) || (e->nargs > 1 && e->args[1] && is_nullish(&ch))) {
@@ -2621,8 +2602,8 @@ ev_trim(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     }
 done:
     bson_free(chars);
-    vfree(&in);
-    vfree(&ch);
+    mf_value_free(&in);
+    mf_value_free(&ch);
     return rc;
 }
 
@@ -2636,12 +2617,12 @@ ev_substr(int op, bson_value_t *v, ctx_t *c, bson_value_t *o)
     if (coerce_str(c, &v[0], &s) < 0)
         return -1;
     if (!is_num(&v[1])) {
-        vfree(&s);
+        mf_value_free(&s);
         return mf_err_set(c->err, MF_E_BadValue, "%s: starting index must be a numeric type (is BSON type %s)", name,
                           tname(&v[1]));
     }
     if (!is_num(&v[2])) {
-        vfree(&s);
+        mf_value_free(&s);
         return mf_err_set(c->err, MF_E_BadValue, "%s: length must be a numeric type (is BSON type %s)", name,
                           tname(&v[2]));
     }
@@ -2651,7 +2632,7 @@ ev_substr(int op, bson_value_t *v, ctx_t *c, bson_value_t *o)
     size_t n = s.value.v_utf8.len;
     if (op == OP_SUBSTRCP) {
         if (start < 0 || len < 0) {
-            vfree(&s);
+            mf_value_free(&s);
             return mf_err_set(c->err, MF_E_BadValue, "$substrCP: the %s must be a nonnegative integer.",
                               start < 0 ? "starting index" : "length argument");
         }
@@ -2667,7 +2648,7 @@ ev_substr(int op, bson_value_t *v, ctx_t *c, bson_value_t *o)
             set_strn(o, str + start, l);
         }
     }
-    vfree(&s);
+    mf_value_free(&s);
     return 0;
 }
 
@@ -2800,7 +2781,7 @@ ev_split(bson_value_t *v, ctx_t *c, bson_value_t *o)
         if (memcmp(s + i, d, dn) == 0) {
             set_strn(&piece, s + last, i - last);
             ab_push(&ab, &piece);
-            vfree(&piece);
+            mf_value_free(&piece);
             i += dn;
             last = i;
         } else {
@@ -2809,7 +2790,7 @@ ev_split(bson_value_t *v, ctx_t *c, bson_value_t *o)
     }
     set_strn(&piece, s + last, sn - last);
     ab_push(&ab, &piece);
-    vfree(&piece);
+    mf_value_free(&piece);
     ab_finish(&ab, o);
     return 0;
 }
@@ -2901,32 +2882,32 @@ ev_datepart(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     set_missing(&tz);
     if (e->nargs > 1 && e->args[1]) {
         if (ev(e->args[1], c, &tz) < 0) {
-            vfree(&d);
+            mf_value_free(&d);
             return -1;
         }
         if (is_nullish(&tz)) {
-            vfree(&d);
-            vfree(&tz);
+            mf_value_free(&d);
+            mf_value_free(&tz);
             set_null(o);
             return 0;
         }
         if (parse_tz(c, &tz, &tzmin) < 0) {
-            vfree(&d);
-            vfree(&tz);
+            mf_value_free(&d);
+            mf_value_free(&tz);
             return -1;
         }
     }
-    vfree(&tz);
+    mf_value_free(&tz);
     if (is_nullish(&d)) {
         set_null(o);
         return 0;
     }
     if (!get_date(&d, &ms)) {
         int rc = mf_err_set(c->err, MF_E_Location16006, "can't convert from BSON type %s to Date", tname(&d));
-        vfree(&d);
+        mf_value_free(&d);
         return rc;
     }
-    vfree(&d);
+    mf_value_free(&d);
     date_tm(ms, tzmin, &tm, &millis);
     switch (e->op->id) {
     case OP_YEAR: set_i32(o, tm.tm_year + 1900); break;
@@ -3007,7 +2988,7 @@ ev_date_to_string(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     }
     if (is_nullish(&v[0])) {
         if (e->args[3])
-            vcopy(o, &v[3]);
+            mf_value_copy(o, &v[3]);
         else
             set_null(o);
         goto done;
@@ -3077,8 +3058,8 @@ fields_set(fields_t *f, const char *k, size_t kl, const bson_value_t *v)
 {
     for (size_t i = 0; i < f->n; i++)
         if (strlen(f->k[i]) == kl && memcmp(f->k[i], k, kl) == 0) {
-            vfree(&f->v[i]);
-            vcopy(&f->v[i], v);
+            mf_value_free(&f->v[i]);
+            mf_value_copy(&f->v[i], v);
             return;
         }
     if (f->n == f->cap) {
@@ -3087,7 +3068,7 @@ fields_set(fields_t *f, const char *k, size_t kl, const bson_value_t *v)
         f->v = bson_realloc(f->v, f->cap * sizeof *f->v);
     }
     f->k[f->n] = bson_strndup(k, kl);
-    vcopy(&f->v[f->n], v);
+    mf_value_copy(&f->v[f->n], v);
     f->n++;
 }
 
@@ -3100,7 +3081,7 @@ fields_finish(fields_t *f, bson_value_t *o)
         if (f->v[i].value_type != BSON_TYPE_EOD)
             bson_append_value(&b, f->k[i], -1, &f->v[i]);
         bson_free(f->k[i]);
-        vfree(&f->v[i]);
+        mf_value_free(&f->v[i]);
     }
     bson_free(f->k);
     bson_free(f->v);
@@ -3112,7 +3093,7 @@ fields_abort(fields_t *f)
 {
     for (size_t i = 0; i < f->n; i++) {
         bson_free(f->k[i]);
-        vfree(&f->v[i]);
+        mf_value_free(&f->v[i]);
     }
     bson_free(f->k);
     bson_free(f->v);
@@ -3171,7 +3152,7 @@ ev_object_to_array(const bson_value_t *a, ctx_t *c, bson_value_t *o)
         bson_append_value(&kv, "v", 1, bson_iter_value(&it));
         take_bson(&d, &kv, false);
         ab_push(&ab, &d);
-        vfree(&d);
+        mf_value_free(&d);
     }
     ab_finish(&ab, o);
     return 0;
@@ -3272,29 +3253,29 @@ ev_map_filter(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     if (ev(e->args[0], c, &in) < 0)
         return -1;
     if (is_nullish(&in)) {
-        vfree(&in);
+        mf_value_free(&in);
         set_null(o);
         return 0;
     }
     if (in.value_type != BSON_TYPE_ARRAY) {
         rc = is_map ? mf_err_set(c->err, MF_E_Location16883, "input to $map must be an array not %s", tname(&in))
                     : mf_err_set(c->err, MF_E_Location28651, "input to $filter must be an array not %s", tname(&in));
-        vfree(&in);
+        mf_value_free(&in);
         return rc;
     }
     if (!is_map && e->nargs > 3 && e->args[3]) {
         if (ev(e->args[3], c, &lim) < 0) {
-            vfree(&in);
+            mf_value_free(&in);
             return -1;
         }
         if (!is_nullish(&lim)) {
             if (!mf_value_as_int64(&lim, &limit) || limit < 1 || limit > INT32_MAX) {
-                vfree(&lim);
-                vfree(&in);
+                mf_value_free(&lim);
+                mf_value_free(&in);
                 return mf_err_set(c->err, MF_E_BadValue, "$filter: limit must be represented as a 32-bit integral value greater than 0");
             }
         }
-        vfree(&lim);
+        mf_value_free(&lim);
     }
     elems_of(&in, &el);
     ab_init(&ab);
@@ -3316,7 +3297,7 @@ ev_map_filter(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
                 taken++;
             }
         }
-        vfree(&r);
+        mf_value_free(&r);
         if (!is_map && limit >= 0 && taken >= limit)
             break;
     }
@@ -3326,7 +3307,7 @@ ev_map_filter(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     else
         bson_destroy(&ab.b);
     elems_free(&el);
-    vfree(&in);
+    mf_value_free(&in);
     return rc;
 }
 
@@ -3341,17 +3322,17 @@ ev_reduce(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     if (ev(e->args[0], c, &in) < 0)
         return -1;
     if (is_nullish(&in)) {
-        vfree(&in);
+        mf_value_free(&in);
         set_null(o);
         return 0;
     }
     if (in.value_type != BSON_TYPE_ARRAY) {
         int rc = mf_err_set(c->err, MF_E_BadValue, "$reduce requires input to be an array, found: %s", tname(&in));
-        vfree(&in);
+        mf_value_free(&in);
         return rc;
     }
     if (ev(e->args[1], c, &acc) < 0) {
-        vfree(&in);
+        mf_value_free(&in);
         return -1;
     }
     elems_of(&in, &el);
@@ -3367,17 +3348,17 @@ ev_reduce(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         int rc = ev(e->args[2], c, &r);
         c->vars = saved;
         if (rc < 0) {
-            vfree(&acc);
+            mf_value_free(&acc);
             elems_free(&el);
-            vfree(&in);
+            mf_value_free(&in);
             return -1;
         }
-        vfree(&acc);
+        mf_value_free(&acc);
         acc = r;
     }
     *o = acc;
     elems_free(&el);
-    vfree(&in);
+    mf_value_free(&in);
     return 0;
 }
 
@@ -3411,7 +3392,7 @@ ev_let(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         c->vars = saved;
     }
     for (size_t i = 0; i < done; i++)
-        vfree(&vals[i]);
+        mf_value_free(&vals[i]);
     bson_free(vals);
     bson_free(bs);
     return rc;
@@ -3427,7 +3408,7 @@ ev_switch(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         if (ev(e->args[2 * i], c, &r) < 0)
             return -1;
         bool t = truthy(&r);
-        vfree(&r);
+        mf_value_free(&r);
         if (t)
             return ev(e->args[2 * i + 1], c, o);
     }
@@ -3450,7 +3431,7 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     /* Operators that control evaluation of their own arguments. */
     switch (id) {
     case OP_LITERAL:
-        vcopy(o, &e->args[0]->lit);
+        mf_value_copy(o, &e->args[0]->lit);
         return 0;
     case OP_AND:
     case OP_OR:
@@ -3459,7 +3440,7 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
             if (ev(e->args[i], c, &r) < 0)
                 return -1;
             bool t = truthy(&r);
-            vfree(&r);
+            mf_value_free(&r);
             if (id == OP_AND && !t) {
                 set_bool(o, false);
                 return 0;
@@ -3476,7 +3457,7 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         if (ev(e->args[0], c, &r) < 0)
             return -1;
         bool t = truthy(&r);
-        vfree(&r);
+        mf_value_free(&r);
         return ev(e->args[t ? 1 : 2], c, o);
     }
     case OP_IFNULL:
@@ -3485,7 +3466,7 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
                 return -1;
             if (i == n - 1 || !is_nullish(o))
                 return 0;
-            vfree(o);
+            mf_value_free(o);
         }
         set_null(o);
         return 0;
@@ -3523,7 +3504,7 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
             in.value_type = BSON_TYPE_DOCUMENT;
             if (bson_iter_init_from_data(&it, in.value.v_doc.data, in.value.v_doc.data_len) &&
                 bson_iter_find(&it, e->args[0]->lit.value.v_utf8.str))
-                vcopy(o, bson_iter_value(&it));
+                mf_value_copy(o, bson_iter_value(&it));
             else
                 set_missing(o);
             return 0;
@@ -3540,11 +3521,11 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
                             tname(&in));
         } else if (bson_iter_init_from_data(&it, in.value.v_doc.data, in.value.v_doc.data_len) &&
                    bson_iter_find(&it, e->args[0]->lit.value.v_utf8.str)) {
-            vcopy(o, bson_iter_value(&it));
+            mf_value_copy(o, bson_iter_value(&it));
         } else {
             set_missing(o);
         }
-        vfree(&in);
+        mf_value_free(&in);
         return rc;
     }
     default:
@@ -3649,14 +3630,14 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
             break;
         }
         if (coerce_str(c, &v[1], &b) < 0) {
-            vfree(&a);
+            mf_value_free(&a);
             rc = -1;
             break;
         }
         int r = strcasecmp(a.value.v_utf8.str, b.value.v_utf8.str);
         set_i32(o, r < 0 ? -1 : r > 0 ? 1 : 0);
-        vfree(&a);
-        vfree(&b);
+        mf_value_free(&a);
+        mf_value_free(&b);
         break;
     }
     case OP_SIZE:
@@ -3833,7 +3814,7 @@ ev(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     set_missing(o);
     switch (e->kind) {
     case K_LIT:
-        vcopy(o, &e->lit);
+        mf_value_copy(o, &e->lit);
         return 0;
     case K_FIELD:
         walk_path(&c->rootv, e->path, e->npath, o);
@@ -3872,7 +3853,7 @@ ev(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
             }
             if (r.value_type != BSON_TYPE_EOD)
                 bson_append_value(&b, e->keys[i], -1, &r);
-            vfree(&r);
+            mf_value_free(&r);
         }
         take_bson(o, &b, false);
         return 0;
@@ -3887,7 +3868,7 @@ ev(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
                 return -1;
             }
             ab_push(&ab, &r);
-            vfree(&r);
+            mf_value_free(&r);
         }
         ab_finish(&ab, o);
         return 0;
@@ -3919,6 +3900,6 @@ mf_expr_eval(const mf_expr_t *e, const bson_t *root, bson_value_t *out, mf_error
     c.err = err;
     int rc = ev(e, &c, out);
     if (rc < 0)
-        vfree(out);
+        mf_value_free(out);
     return rc;
 }

@@ -15,6 +15,7 @@
 #define MF_VALUE_H
 
 #include <bson/bson.h>
+#include <string.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -26,6 +27,27 @@ int mf_value_cmp(const bson_value_t *a, const bson_value_t *b);
 
 /* mf_value_equal: mf_value_cmp(a, b) == 0 (so 1 == 1.0 == NumberLong(1)). */
 bool mf_value_equal(const bson_value_t *a, const bson_value_t *b);
+
+/* mf_value_free: destroys v (if it holds a value) and leaves it missing (EOD). */
+static inline void
+mf_value_free(bson_value_t *v)
+{
+    if (v->value_type != BSON_TYPE_EOD)
+        bson_value_destroy(v);
+    v->value_type = BSON_TYPE_EOD;
+}
+
+/* mf_value_copy: dst becomes a deep copy of src, or missing (EOD) when src is NULL or missing. */
+static inline void
+mf_value_copy(bson_value_t *dst, const bson_value_t *src)
+{
+    if (src == NULL || src->value_type == BSON_TYPE_EOD) {
+        memset(dst, 0, sizeof *dst);
+        dst->value_type = BSON_TYPE_EOD;
+        return;
+    }
+    bson_value_copy(src, dst);
+}
 
 /* mf_doc_cmp: compares two documents as mf_value_cmp compares embedded documents. */
 int mf_doc_cmp(const bson_t *a, const bson_t *b);

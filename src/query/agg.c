@@ -119,25 +119,6 @@ struct mf_pipeline {
 /* ------------------------------------------------------------------------ */
 
 static void
-vfree(bson_value_t *v)
-{
-    if (v->value_type != BSON_TYPE_EOD)
-        bson_value_destroy(v);
-    v->value_type = BSON_TYPE_EOD;
-}
-
-static void
-vcopy(bson_value_t *dst, const bson_value_t *src)
-{
-    if (src == NULL || src->value_type == BSON_TYPE_EOD) {
-        memset(dst, 0, sizeof *dst);
-        dst->value_type = BSON_TYPE_EOD;
-        return;
-    }
-    bson_value_copy(src, dst);
-}
-
-static void
 doc_value(const bson_t *b, bson_value_t *v)
 {
     memset(v, 0, sizeof *v);
@@ -187,7 +168,7 @@ fl_from(fl_t *f, const bson_value_t *doc)
     bson_iter_init_from_data(&it, doc->value.v_doc.data, doc->value.v_doc.data_len);
     while (bson_iter_next(&it)) {
         bson_value_t c;
-        vcopy(&c, bson_iter_value(&it));
+        mf_value_copy(&c, bson_iter_value(&it));
         fl_push(f, bson_iter_key(&it), &c);
     }
 }
@@ -207,7 +188,7 @@ fl_set(fl_t *f, const char *k, bson_value_t *v)
 {
     for (size_t i = 0; i < f->n; i++) {
         if (strcmp(f->k[i], k) == 0) {
-            vfree(&f->v[i]);
+            mf_value_free(&f->v[i]);
             if (v->value_type == BSON_TYPE_EOD) {
                 bson_free(f->k[i]);
                 memmove(&f->k[i], &f->k[i + 1], (f->n - i - 1) * sizeof *f->k);
@@ -228,7 +209,7 @@ fl_free(fl_t *f)
 {
     for (size_t i = 0; i < f->n; i++) {
         bson_free(f->k[i]);
-        vfree(&f->v[i]);
+        mf_value_free(&f->v[i]);
     }
     bson_free(f->k);
     bson_free(f->v);
@@ -274,7 +255,7 @@ set_path(const bson_value_t *cur, const char *path, const bson_value_t *v, bson_
     if (dot) {
         set_path(fl_get(&f, head), dot + 1, v, &child);
     } else {
-        vcopy(&child, v);
+        mf_value_copy(&child, v);
     }
     fl_set(&f, head, &child);
     bson_free(head);
@@ -291,7 +272,7 @@ doc_set_path(const bson_t *doc, const char *path, const bson_value_t *v)
     doc_value(doc, &cur);
     set_path(&cur, path, v, &res);
     out = value_to_doc(&res);
-    vfree(&res);
+    mf_value_free(&res);
     return out;
 }
 
@@ -453,11 +434,11 @@ acc_init(accst_t *a, int kind)
 static void
 acc_free(accst_t *a, int kind)
 {
-    vfree(&a->v);
+    mf_value_free(&a->v);
     if (kind == AC_PUSH || kind == AC_ADDTOSET)
         bson_destroy(a->arr);
     for (size_t i = 0; i < a->nseen; i++)
-        vfree(&a->seen[i]);
+        mf_value_free(&a->seen[i]);
     bson_free(a->seen);
 }
 
@@ -497,19 +478,19 @@ acc_update(accst_t *a, int kind, const bson_value_t *v, mf_error_t *err)
             break;
         if (a->v.value_type == BSON_TYPE_EOD ||
             (kind == AC_MIN ? mf_value_cmp(v, &a->v) < 0 : mf_value_cmp(v, &a->v) > 0)) {
-            vfree(&a->v);
-            vcopy(&a->v, v);
+            mf_value_free(&a->v);
+            mf_value_copy(&a->v, v);
         }
         break;
     case AC_FIRST:
         if (!a->set) {
             a->set = true;
-            vcopy(&a->v, v);
+            mf_value_copy(&a->v, v);
         }
         break;
     case AC_LAST:
-        vfree(&a->v);
-        vcopy(&a->v, v);
+        mf_value_free(&a->v);
+        mf_value_copy(&a->v, v);
         a->set = true;
         break;
     case AC_PUSH:
@@ -525,7 +506,7 @@ acc_update(accst_t *a, int kind, const bson_value_t *v, mf_error_t *err)
             if (mf_value_cmp(&a->seen[i], v) == 0)
                 return 0;
         a->seen = bson_realloc(a->seen, (a->nseen + 1) * sizeof *a->seen);
-        vcopy(&a->seen[a->nseen++], v);
+        mf_value_copy(&a->seen[a->nseen++], v);
         bson_uint32_to_string(a->arrn++, &key, buf, sizeof buf);
         bson_append_value(a->arr, key, -1, v);
         break;
@@ -541,10 +522,10 @@ acc_update(accst_t *a, int kind, const bson_value_t *v, mf_error_t *err)
         bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
         while (bson_iter_next(&it)) {
             bson_value_t c;
-            vcopy(&c, bson_iter_value(&it));
+            mf_value_copy(&c, bson_iter_value(&it));
             fl_set(&f, bson_iter_key(&it), &c);
         }
-        vfree(&a->v);
+        mf_value_free(&a->v);
         fl_to_value(&f, &a->v);
         break;
     }
@@ -701,7 +682,7 @@ gt_add(gtable_t *t, const stage_t *s, const bson_t *doc, mf_error_t *err)
     if (key.value_type == BSON_TYPE_EOD)
         key.value_type = BSON_TYPE_NULL;
     group_t *g = gt_find(t, s, &key);
-    vfree(&key);
+    mf_value_free(&key);
     for (size_t a = 0; a < s->naccs; a++) {
         bson_value_t v;
         int kind = s->accs[a].kind;
@@ -711,7 +692,7 @@ gt_add(gtable_t *t, const stage_t *s, const bson_t *doc, mf_error_t *err)
         if (kind == AC_PUSH || kind == AC_ADDTOSET || kind == AC_MERGEOBJECTS)
             t->mem += vsize(&v);
         int rc = acc_update(&g->acc[a], kind, &v, err);
-        vfree(&v);
+        mf_value_free(&v);
         if (rc < 0)
             return -1;
     }
@@ -721,7 +702,7 @@ gt_add(gtable_t *t, const stage_t *s, const bson_t *doc, mf_error_t *err)
 static void
 group_free(const stage_t *s, group_t *g)
 {
-    vfree(&g->key);
+    mf_value_free(&g->key);
     for (size_t a = 0; a < s->naccs; a++)
         acc_free(&g->acc[a], s->accs[a].kind);
     bson_free(g->acc);
@@ -832,15 +813,15 @@ acc_merge(accst_t *a, int kind, const bson_t *st, mf_error_t *err)
     case AC_FIRST:
         if (!a->set && set) {
             a->set = true;
-            vfree(&a->v);
-            vcopy(&a->v, &v);
+            mf_value_free(&a->v);
+            mf_value_copy(&a->v, &v);
         }
         return 0;
     case AC_LAST:
         if (set) {
             a->set = true;
-            vfree(&a->v);
-            vcopy(&a->v, &v);
+            mf_value_free(&a->v);
+            mf_value_copy(&a->v, &v);
         }
         return 0;
     case AC_MIN:
@@ -1944,7 +1925,7 @@ run_sub(const stage_t *s, const mf_agg_env_t *env, const bson_t *local, mf_docve
         mf_docvec_destroy(docs);
     }
     for (size_t i = 0; i < s->nlet; i++)
-        vfree(&vals[i]);
+        mf_value_free(&vals[i]);
     bson_free(vals);
     return rc;
 }
@@ -2043,7 +2024,7 @@ run_unwind(const stage_t *s, mf_docvec_t *in, mf_docvec_t *out)
             int64_t k = 0;
             bson_value_t arr;
             bool any = false;
-            vcopy(&arr, &v); /* v points into doc, which each output rebuilds from */
+            mf_value_copy(&arr, &v); /* v points into doc, which each output rebuilds from */
             bson_iter_init_from_data(&it, arr.value.v_doc.data, arr.value.v_doc.data_len);
             while (bson_iter_next(&it)) {
                 bson_t *o = doc_set_path(doc, s->field, bson_iter_value(&it));
@@ -2060,7 +2041,7 @@ run_unwind(const stage_t *s, mf_docvec_t *in, mf_docvec_t *out)
                 k++;
                 mf_docvec_push_steal(out, o);
             }
-            vfree(&arr);
+            mf_value_free(&arr);
             if (!any && s->preserve) {
                 bson_value_t missing;
                 missing.value_type = BSON_TYPE_EOD;
@@ -2135,7 +2116,7 @@ run_documents(const stage_t *s, mf_docvec_t *in, mf_docvec_t *out, mf_error_t *e
     if (mf_expr_eval(s->expr, NULL, &r, err) < 0)
         return -1;
     if (r.value_type != BSON_TYPE_ARRAY) {
-        vfree(&r);
+        mf_value_free(&r);
         return mf_err_set(err, MF_E_Location5858203, "error during $documents stage :: caused by :: an array is expected");
     }
     bson_iter_init_from_data(&it, r.value.v_doc.data, r.value.v_doc.data_len);
@@ -2144,12 +2125,12 @@ run_documents(const stage_t *s, mf_docvec_t *in, mf_docvec_t *out, mf_error_t *e
             mf_err_set(err, MF_E_Location40228,
                        "'newRoot' expression must evaluate to an object, but resulting value was: %s. Type of resulting value: '%s'.",
                        "...", mf_type_name(bson_iter_type(&it)));
-            vfree(&r);
+            mf_value_free(&r);
             return -1;
         }
         mf_docvec_push_steal(out, value_to_doc(bson_iter_value(&it)));
     }
-    vfree(&r);
+    mf_value_free(&r);
     return 0;
 }
 
@@ -2242,12 +2223,12 @@ run_stage(const stage_t *s, const mf_agg_env_t *env, mf_docvec_t *in, mf_docvec_
                            "'newRoot' expression must evaluate to an object, but resulting value was: %s. Type of resulting value: '%s'.",
                            r.value_type == BSON_TYPE_EOD ? "MISSING" : "...",
                            r.value_type == BSON_TYPE_EOD ? "missing" : mf_type_name(r.value_type));
-                vfree(&r);
+                mf_value_free(&r);
                 mf_docvec_destroy(in);
                 return -1;
             }
             mf_docvec_push_steal(out, value_to_doc(&r));
-            vfree(&r);
+            mf_value_free(&r);
         }
         mf_docvec_destroy(in);
         return 0;
@@ -2663,7 +2644,7 @@ group_next_spilled(snode_t *nd, const stage_t *gs, bson_t **out, mf_error_t *err
     bson_iter_t it;
     memset(&g, 0, sizeof g);
     if (bson_iter_init_find(&it, d, "_id"))
-        vcopy(&g.key, bson_iter_value(&it));
+        mf_value_copy(&g.key, bson_iter_value(&it));
     else
         g.key.value_type = BSON_TYPE_NULL;
     g.acc = bson_malloc0((gs->naccs ? gs->naccs : 1) * sizeof *g.acc);
@@ -2684,7 +2665,7 @@ group_next_spilled(snode_t *nd, const stage_t *gs, bson_t **out, mf_error_t *err
     nd->gpending = d;
     if (rc == 0)
         *out = gt_result(gs, &g);
-    vfree(&g.key);
+    mf_value_free(&g.key);
     for (size_t a = 0; a < gs->naccs; a++)
         acc_free(&g.acc[a], gs->accs[a].kind);
     bson_free(g.acc);
