@@ -18,7 +18,6 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,8 +35,6 @@ typedef struct chunk {
     size_t cap, used;
 } chunk_t;
 
-static _Atomic int64_t spill_seq;
-static _Atomic int64_t spill_open;
 
 typedef struct run {
     FILE *f;
@@ -92,11 +89,6 @@ mf_spill_dir_prepare(const char *dbpath)
     return dir;
 }
 
-int64_t
-mf_spill_files_open(void)
-{
-    return atomic_load(&spill_open);
-}
 
 mf_sorter_t *
 mf_sorter_new(mf_sorter_cmp_fn cmp, void *arg, int64_t budget, bool allow_disk, const char *errmsg, const char *dir)
@@ -117,7 +109,6 @@ run_close(run_t *r)
 {
     if (r->f) {
         fclose(r->f);
-        atomic_fetch_sub(&spill_open, 1);
     }
     if (r->path) {
         (void)unlink(r->path);
@@ -280,11 +271,17 @@ run_create(const mf_sorter_t *s, run_t *r, mf_error_t *err)
     const char *dir = s->dir ? s->dir : (getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
 
     memset(r, 0, sizeof *r);
-    snprintf(path, sizeof path, "%s/agg-%d-%lld.run", dir, (int)getpid(), (long long)atomic_fetch_add(&spill_seq, 1));
-    r->f = fopen(path, "w+b");
-    if (r->f == NULL)
-        return mf_err_set(err, MF_E_InternalError, "cannot create aggregation spill file %s: %s", path, strerror(errno));
-    atomic_fetch_add(&spill_open, 1);
+    /* A unique name from mkstemps: no counter shared between sorters or engines. */
+    snprintf(path, sizeof path, "%s/agg-XXXXXX.run", dir);
+    int fd = mkstemps(path, 4);
+    if (fd < 0 || (r->f = fdopen(fd, "w+b")) == NULL) {
+        int e = errno;
+        if (fd >= 0) {
+            close(fd);
+            (void)unlink(path);
+        }
+        return mf_err_set(err, MF_E_InternalError, "cannot create aggregation spill file %s: %s", path, strerror(e));
+    }
     r->path = mf_strdup(path);
     r->iobuf = mf_malloc(kIoBuf);
     setvbuf(r->f, r->iobuf, _IOFBF, kIoBuf);

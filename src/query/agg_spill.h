@@ -43,8 +43,6 @@ typedef struct mf_sorter mf_sorter_t;
  */
 char *mf_spill_dir_prepare(const char *dbpath);
 
-/* mf_spill_files_open: temporary run files currently open by all sorters (serverStatus / tests). */
-int64_t mf_spill_files_open(void);
 
 /*
  * mf_sorter_new: a sorter ordering by cmp(arg, ...) (arg must outlive the
