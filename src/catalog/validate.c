@@ -8,12 +8,14 @@
  * The stored count and size are replaced by the recount, and a multikey flag
  * that should be set but is not (data written before the flag was durable)
  * is set and stored. A storage error fails the check instead of reading as
- * the end of the data. The report has mongod's fields.
+ * the end of the data. Every 1024 records or index entries the check
+ * yields to killOp, maxTimeMS and shutdown. The report has mongod's fields.
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "catalog/catalog.h"
+#include "common/curop.h"
 #include "common/log.h"
 #include "doc/match.h"
 #include "index/index.h"
@@ -48,7 +50,13 @@ mf_catalog_validate(mf_catalog_t *cat, mf_sess_t *s, mf_coll_t *c, bson_t *repor
             ic[i] = NULL;
     }
     int nr;
+    bool interrupted = false;
     while ((nr = mf_cur_next(rc)) == 0) {
+        /* A yield point every 1024 records: killOp, maxTimeMS and shutdown stop a long check. */
+        if ((nrecords & 1023) == 1023 && mf_curop_check_current(err) != 0) {
+            interrupted = true;
+            break;
+        }
         const uint8_t *v;
         size_t len;
         bson_t doc;
@@ -97,8 +105,10 @@ mf_catalog_validate(mf_catalog_t *cat, mf_sess_t *s, mf_coll_t *c, bson_t *repor
         if (ic[i] == NULL)
             continue;
         mf_cur_reset(ic[i]);
-        while ((nr = mf_cur_next(ic[i])) == 0)
-            actual[i]++;
+        while (!interrupted && (nr = mf_cur_next(ic[i])) == 0) {
+            if ((++actual[i] & 1023) == 0 && mf_curop_check_current(err) != 0)
+                interrupted = true;
+        }
         if (nr != MF_NOTFOUND && sret == MF_NOTFOUND)
             sret = nr;
         if (actual[i] > expected[i])
@@ -107,6 +117,8 @@ mf_catalog_validate(mf_catalog_t *cat, mf_sess_t *s, mf_coll_t *c, bson_t *repor
     }
     mf_cur_close(rc);
     mf_txn_abort(s);
+    if (interrupted)
+        goto err_free;
     if (sret != MF_NOTFOUND) {
         /* A storage error is never read as the end of the data: the check fails instead of reporting a short count. */
         mf_err_set(err, sret == MF_CONFLICT ? MF_E_WriteConflict : MF_E_InternalError,

@@ -175,3 +175,11 @@ h.test('SIGTERM interrupts a running query and the server shuts down cleanly', {
     s.cleanup();
   }
 });
+
+h.test('validate yields to maxTimeMS (50) on a large collection', { timeout: 120000 }, async () => {
+  const err = await srv.client.db('killop').command({ validate: 'big', maxTimeMS: 1 }).then(() => null, (e) => e);
+  assert.ok(err, 'validate stopped');
+  assert.equal(err.code, 50, err.message);
+  const ok = await srv.client.db('killop').command({ validate: 'big' });
+  assert.equal(ok.valid, true);
+});
