@@ -67,75 +67,13 @@ agg_adapter_visit(void *arg, int64_t rid, const bson_t *doc, const mf_match_deta
     return a->visit(a->arg, doc);
 }
 
+/* Views nest at most this deep (165 ViewDepthLimitExceeded beyond), as in MongoDB. */
+#define MF_VIEW_DEPTH_MAX 20
+
 static int agg_scan(void *ctx, const char *coll, const bson_t *filter, mf_agg_visit_fn visit, void *arg,
                     mf_error_t *err);
-
-/*
- * view_scan: the documents of view v: its pipeline run over its viewOn
- * source (itself possibly a view), then filtered by filter. Views are
- * expanded at most 20 deep (165 ViewDepthLimitExceeded), as in MongoDB.
- */
-static int
-view_scan(agg_scan_ctx_t *x, const mf_coll_t *v, const bson_t *filter, mf_agg_visit_fn visit, void *arg,
-          mf_error_t *err)
-{
-    bson_iter_t it;
-    const char *on = NULL;
-    bson_value_t empty_arr;
-    const bson_value_t *pv = NULL;
-    bson_t empty;
-    int rc = 0;
-
-    if (x->view_depth >= 20)
-        return mf_err_set(err, MF_E_ViewDepthLimitExceeded, "View depth too deep or view cycle detected; maximum depth is 20");
-    if (bson_iter_init_find(&it, v->options, "viewOn") && BSON_ITER_HOLDS_UTF8(&it))
-        on = bson_iter_utf8(&it, NULL);
-    if (on == NULL)
-        return 0;
-    bson_init(&empty);
-    if (bson_iter_init_find(&it, v->options, "pipeline") && BSON_ITER_HOLDS_ARRAY(&it)) {
-        pv = bson_iter_value(&it);
-    } else {
-        empty_arr.value_type = BSON_TYPE_ARRAY;
-        empty_arr.value.v_doc.data = (uint8_t *)bson_get_data(&empty);
-        empty_arr.value.v_doc.data_len = empty.len;
-        pv = &empty_arr;
-    }
-    mf_pipeline_t *pl = mf_pipeline_new(pv, err);
-    bson_destroy(&empty);
-    if (pl == NULL)
-        return -1;
-    mf_matcher_t *m = mf_matcher_new(filter, err);
-    if (m == NULL) {
-        mf_pipeline_free(pl);
-        return -1;
-    }
-    mf_agg_env_t env;
-    memset(&env, 0, sizeof(env));
-    env.scan = agg_scan;
-    env.ctx = x;
-    mf_docvec_t docs;
-    mf_docvec_init(&docs);
-    const bson_value_t *saved_hint = x->hint;
-    x->hint = NULL;
-    x->view_depth++;
-    rc = mf_pipeline_run(pl, &env, on, &docs, err);
-    x->view_depth--;
-    x->hint = saved_hint;
-    for (size_t i = 0; rc == 0 && i < docs.len; i++) {
-        if (!mf_matcher_match(m, docs.docs[i], NULL))
-            continue;
-        int r = visit(arg, docs.docs[i]);
-        if (r < 0)
-            rc = -1;
-        else if (r > 0)
-            break;
-    }
-    mf_docvec_destroy(&docs);
-    mf_matcher_free(m);
-    mf_pipeline_free(pl);
-    return rc;
-}
+static int view_scan(agg_scan_ctx_t *x, const char *name, const bson_t *filter, mf_agg_visit_fn visit, void *arg,
+                     mf_error_t *err);
 
 /* env->scan: the catalog lock is already held (shared) by mf_cmd_aggregate. */
 static int
@@ -150,7 +88,7 @@ agg_scan(void *ctx, const char *coll, const bson_t *filter, mf_agg_visit_fn visi
     if (c == NULL)
         return 0;
     if (c->is_view)
-        return view_scan(x, c, filter, visit, arg, err);
+        return view_scan(x, coll, filter, visit, arg, err);
     mf_matcher_t *m = mf_matcher_new(filter, err);
     if (m == NULL)
         return -1;
@@ -179,6 +117,9 @@ typedef struct agg_stream {
     int64_t skip_left, limit_left; /* pushed-down $skip / $limit still to apply (limit < 0: none) */
     const mf_projection_t *proj;   /* pushed-down $project (owned by pl), or NULL */
     char *db, *coll;          /* owned */
+    /* A find's own projection, applied to each result (find semantics: positional, $slice, $elemMatch). */
+    mf_projection_t *out_proj; /* owned, or NULL */
+    mf_matcher_t *out_m;       /* owned: the find's filter, for the positional operator's match details */
 } agg_stream_t;
 
 static void
@@ -191,6 +132,9 @@ agg_stream_free(void *arg)
     mf_pipeline_free(x->pl);
     mf_plan_free(x->plan);
     mf_matcher_free(x->m);
+    if (x->out_proj)
+        mf_projection_free(x->out_proj);
+    mf_matcher_free(x->out_m);
     free(x->db);
     free(x->coll);
     free(x);
@@ -294,8 +238,20 @@ mf_crud_agg_stream_fill(mf_op_t *op, mf_cursor_t *cur, int64_t max, bson_t *arr,
             *exhausted = true;
             break;
         }
-        snprintf(key, sizeof(key), "%d", (int)count++);
-        BSON_APPEND_DOCUMENT(arr, key, d);
+                if (x->out_proj != NULL) {
+            bson_t *o = bson_new();
+            mf_match_details_t md = {.array_pos = -1};
+            if (x->out_m != NULL)
+                mf_matcher_match(x->out_m, d, &md);
+            int pr = mf_projection_apply(x->out_proj, d, &md, o, &op->err);
+            bson_destroy(d);
+            if (pr != 0) {
+                bson_destroy(o);
+                return -1;
+            }
+            d = o;
+        }
+        snprintf(key, sizeof(key), "%d", (int)count++); BSON_APPEND_DOCUMENT(arr, key, d);
         bytes += d->len;
         bson_destroy(d);
     }
@@ -303,32 +259,106 @@ mf_crud_agg_stream_fill(mf_op_t *op, mf_cursor_t *cur, int64_t max, bson_t *arr,
 }
 
 /*
- * agg_stream_start: if pl can stream over collection name (a collection,
- * not a view; no $out/$merge), makes cur an MF_CURSOR_EXT cursor owning pl
- * and the plan, sets *started and returns 0. Otherwise leaves everything to
- * the materialising path. Catalog lock held. 0 or -1 with op->err.
+ * mf_crud_view_resolve: the collection under view `name` and the pipeline
+ * that reads it, as MongoDB resolves views: the definitions from the
+ * innermost view out to `name`'s, then `stages` (an array value, or NULL),
+ * appended to *all (an initialised array document). A name that is not a
+ * view resolves to itself. *depth counts views already being expanded
+ * around this one (a $lookup from a view inside a view) and grows by the
+ * views resolved; more than 20 in all answer 165. Catalog lock held. Sets
+ * *base (owned by the caller). 0, or -1 with err.
  */
-static int
-agg_stream_start(mf_op_t *op, const char *name, mf_pipeline_t *pl, const bson_value_t *hint, bool allow_disk,
-                 mf_cursor_t *cur, bool *started)
+int
+mf_crud_view_resolve(mf_op_t *op, const char *name, const bson_value_t *stages, int *depth, char **base, bson_t *all,
+                     mf_error_t *err)
 {
-    mf_coll_t *c = mf_catalog_coll_find(op->eng->cat, op->db, name);
+    bson_value_t defs[MF_VIEW_DEPTH_MAX]; /* shallow: the data stays in the views' options */
+    const char *cur = name;
+    size_t n = 0;
+    bson_iter_t it, si;
+    uint32_t k = 0;
+
+    *base = NULL;
+    for (;;) {
+        mf_coll_t *c = mf_catalog_coll_find(op->eng->cat, op->db, cur);
+        if (c == NULL || !c->is_view)
+            break;
+        if (*depth + (int)n >= MF_VIEW_DEPTH_MAX)
+            return mf_err_set(err, MF_E_ViewDepthLimitExceeded,
+                              "View depth too deep or view cycle detected; maximum depth is %d", MF_VIEW_DEPTH_MAX);
+        memset(&defs[n], 0, sizeof defs[n]);
+        if (bson_iter_init_find(&it, c->options, "pipeline") && BSON_ITER_HOLDS_ARRAY(&it))
+            defs[n] = *bson_iter_value(&it);
+        n++;
+        if (!bson_iter_init_find(&it, c->options, "viewOn") || !BSON_ITER_HOLDS_UTF8(&it))
+            break;
+        cur = bson_iter_utf8(&it, NULL);
+    }
+    for (size_t v = n + 1; v-- > 0;) {
+        const bson_value_t *pv = v == 0 ? stages : &defs[v - 1];
+        if (pv == NULL || pv->value_type != BSON_TYPE_ARRAY)
+            continue;
+        bson_iter_init_from_data(&si, pv->value.v_doc.data, pv->value.v_doc.data_len);
+        while (bson_iter_next(&si)) {
+            char key[16];
+            const char *kp;
+            bson_uint32_to_string(k++, &kp, key, sizeof key);
+            bson_append_value(all, kp, -1, bson_iter_value(&si));
+        }
+    }
+    *base = mf_strdup(cur);
+    *depth += (int)n;
+    return 0;
+}
+
+/* view_resolve: mf_crud_view_resolve, parsed. The pipeline is owned by the caller; NULL with err. */
+static mf_pipeline_t *
+view_resolve(mf_op_t *op, const char *name, const bson_value_t *stages, int *depth, char **base, mf_error_t *err)
+{
+    bson_t all = BSON_INITIALIZER;
+    mf_pipeline_t *pl = NULL;
+
+    if (mf_crud_view_resolve(op, name, stages, depth, base, &all, err) == 0) {
+        bson_value_t av = {.value_type = BSON_TYPE_ARRAY};
+        av.value.v_doc.data = (uint8_t *)bson_get_data(&all);
+        av.value.v_doc.data_len = all.len;
+        pl = mf_pipeline_new(&av, err);
+        if (pl == NULL) {
+            free(*base);
+            *base = NULL;
+        }
+    }
+    bson_destroy(&all);
+    return pl;
+}
+
+/*
+ * agg_stream_new: a streaming run of pl (stolen) over collection coll (a
+ * collection, not a view, possibly missing): the pushed-down prefix is
+ * planned as find would plan it, the rest goes through mf_agg_stream.
+ * view_depth: views already expanded around it. Catalog lock held. Returns
+ * the state (owned by the caller, free with agg_stream_free), or NULL with
+ * op->err (pl freed).
+ */
+static agg_stream_t *
+agg_stream_new(mf_op_t *op, const char *coll, mf_pipeline_t *pl, const bson_value_t *hint, bool allow_disk,
+               int view_depth)
+{
+    mf_coll_t *c = mf_catalog_coll_find(op->eng->cat, op->db, coll);
     mf_agg_pushdown_t pd;
     mf_plan_t *plan = NULL;
+    mf_matcher_t *m = NULL;
 
-    *started = false;
-    if ((c != NULL && c->is_view) || mf_pipeline_writes(pl) || mf_pipeline_is_collectionless(pl))
-        return 0;
-    if (mf_crud_agg_plan_prefix(op, c, pl, hint, &pd, &plan) != 0)
-        return -1;
-    mf_matcher_t *m = mf_matcher_new(pd.filter, &op->err);
-    if (m == NULL) {
+    if (mf_crud_agg_plan_prefix(op, c, pl, hint, &pd, &plan) != 0 ||
+        (m = mf_matcher_new(pd.filter, &op->err)) == NULL) {
         mf_plan_free(plan);
-        return -1;
+        mf_pipeline_free(pl);
+        return NULL;
     }
     agg_stream_t *x = mf_calloc(1, sizeof *x);
     x->sc.op = op;
     x->sc.stream = x;
+    x->sc.view_depth = view_depth;
     x->pl = pl;
     x->plan = plan;
     x->m = m;
@@ -336,12 +366,132 @@ agg_stream_start(mf_op_t *op, const char *name, mf_pipeline_t *pl, const bson_va
     x->limit_left = pd.limit > 0 ? pd.limit : -1;
     x->proj = pd.project;
     x->db = mf_strdup(op->db);
-    x->coll = mf_strdup(name);
+    x->coll = mf_strdup(coll);
     mf_agg_limits_t lim = {.allow_disk = allow_disk,
                            .sort_bytes = mf_param_get(op->eng->params, "internalQueryMaxBlockingSortMemoryUsageBytes"),
                            .group_bytes = mf_param_get(op->eng->params, "internalDocumentSourceGroupMaxMemoryBytes"),
                            .tmp_dir = op->eng->tmp_dir};
     x->stream = mf_agg_stream_new(pl, pd.nstages, &lim);
+    return x;
+}
+
+static bool
+allow_disk_default(mf_op_t *op)
+{
+    return mf_param_get(op->eng->params, "allowDiskUseByDefault") != 0;
+}
+
+/*
+ * view_stream: a streaming run of `stages` (array value or NULL) over view
+ * `name`, resolved to its collection. Catalog lock held. The state is owned
+ * by the caller; NULL with err.
+ */
+static agg_stream_t *
+view_stream(mf_op_t *op, const char *name, const bson_value_t *stages, int depth, bool allow_disk, mf_error_t *err)
+{
+    char *base = NULL;
+    mf_pipeline_t *pl = view_resolve(op, name, stages, &depth, &base, err);
+    agg_stream_t *x = NULL;
+
+    if (pl != NULL) {
+        x = agg_stream_new(op, base, pl, NULL, allow_disk, depth);
+        if (x == NULL && err != &op->err)
+            *err = op->err;
+    }
+    free(base);
+    return x;
+}
+
+/* view_each: calls visit for every result of stages over view name (0 or -1 with err; visit > 0 stops). */
+static int
+view_each(mf_op_t *op, const char *name, const bson_value_t *stages, int depth, mf_agg_visit_fn visit, void *arg,
+          mf_error_t *err)
+{
+    agg_stream_t *x = view_stream(op, name, stages, depth, allow_disk_default(op), err);
+    mf_agg_env_t env;
+    int rc = 0;
+
+    if (x == NULL)
+        return -1;
+    memset(&env, 0, sizeof env);
+    env.scan = agg_scan;
+    env.pull = agg_pull;
+    env.ctx = &x->sc;
+    for (;;) {
+        bson_t *d;
+        if (mf_agg_stream_next(x->stream, &env, &d, err) != 0) {
+            rc = -1;
+            break;
+        }
+        if (d == NULL)
+            break;
+        int r = visit(arg, d);
+        bson_destroy(d);
+        if (r != 0) {
+            rc = r < 0 ? -1 : 0;
+            break;
+        }
+    }
+    agg_stream_free(x);
+    return rc;
+}
+
+/*
+ * view_scan (env->scan of a view): the documents of view `name` that match
+ * filter, streamed through the view's resolved pipeline with the filter as
+ * a last $match (so it is pushed down when the view allows).
+ */
+static int
+view_scan(agg_scan_ctx_t *x, const char *name, const bson_t *filter, mf_agg_visit_fn visit, void *arg,
+          mf_error_t *err)
+{
+    bson_t stages = BSON_INITIALIZER;
+    int k = 0;
+
+    if (filter != NULL && !bson_empty(filter))
+        mf_crud_stage_doc(&stages, &k, "$match", filter);
+    bson_value_t sv = {.value_type = BSON_TYPE_ARRAY};
+    sv.value.v_doc.data = (uint8_t *)bson_get_data(&stages);
+    sv.value.v_doc.data_len = stages.len;
+    int rc = view_each(x->op, name, &sv, x->view_depth, visit, arg, err);
+    bson_destroy(&stages);
+    return rc;
+}
+
+/*
+ * agg_stream_start: if *plp can stream over `name` (a collection or a
+ * view; no $out/$merge), makes cur an MF_CURSOR_EXT cursor owning the
+ * pipeline (a view's resolved one replaces *plp, which is freed) and the
+ * plan, sets *plp NULL and *started, and returns 0. Otherwise leaves
+ * everything to the materialising path. pv: the command's pipeline array.
+ * Catalog lock held. 0 or -1 with op->err.
+ */
+static int
+agg_stream_start(mf_op_t *op, const char *name, mf_pipeline_t **plp, const bson_value_t *pv,
+                 const bson_value_t *hint, bool allow_disk, mf_cursor_t *cur, bool *started)
+{
+    mf_coll_t *c = mf_catalog_coll_find(op->eng->cat, op->db, name);
+    agg_stream_t *x;
+
+    *started = false;
+    if (mf_pipeline_writes(*plp) || mf_pipeline_is_collectionless(*plp))
+        return 0;
+    if (c != NULL && c->is_view) {
+        char *base = NULL;
+        int depth = 0;
+        mf_pipeline_t *vpl = view_resolve(op, name, pv, &depth, &base, &op->err);
+        if (vpl == NULL)
+            return -1;
+        x = agg_stream_new(op, base, vpl, NULL, allow_disk, depth);
+        free(base);
+    } else {
+        x = agg_stream_new(op, name, *plp, hint, allow_disk, 0);
+        *plp = NULL;
+    }
+    if (x == NULL)
+        return -1;
+    mf_pipeline_free(*plp);
+    *plp = NULL;
     cur->kind = MF_CURSOR_EXT;
     cur->ext = x;
     cur->ext_free = agg_stream_free;
@@ -410,29 +560,48 @@ agg_write_perform(mf_op_t *op, agg_write_t *w)
 }
 
 
-/*
- * mf_crud_view_run: runs stages (an array document; the stages a find, count or
- * distinct becomes) over view `name`, appending the results to out. The
- * caller holds the catalog lock shared. Returns 0 or -1 with op->err.
- */
-int
-mf_crud_view_run(mf_op_t *op, const char *name, const bson_t *stages, mf_docvec_t *out)
+/* A bson_t array document as an array value (valid while stages is). */
+static bson_value_t
+array_value(const bson_t *stages)
 {
-    bson_value_t pv;
-    pv.value_type = BSON_TYPE_ARRAY;
-    pv.value.v_doc.data = (uint8_t *)bson_get_data(stages);
-    pv.value.v_doc.data_len = stages->len;
-    mf_pipeline_t *pl = mf_pipeline_new(&pv, &op->err);
-    if (pl == NULL)
+    bson_value_t v = {.value_type = BSON_TYPE_ARRAY};
+    v.value.v_doc.data = (uint8_t *)bson_get_data(stages);
+    v.value.v_doc.data_len = stages->len;
+    return v;
+}
+
+int
+mf_crud_view_each(mf_op_t *op, const char *name, const bson_t *stages, mf_agg_visit_fn visit, void *arg)
+{
+    bson_value_t sv = array_value(stages);
+    return view_each(op, name, &sv, 0, visit, arg, &op->err);
+}
+
+int
+mf_crud_view_cursor(mf_op_t *op, const char *name, const bson_t *stages, const bson_value_t *hint, bool allow_disk,
+                    mf_projection_t *proj, mf_matcher_t *m, mf_cursor_t *cur)
+{
+    bson_value_t sv = array_value(stages);
+    char *base = NULL;
+    int depth = 0;
+    agg_stream_t *x = NULL;
+    mf_pipeline_t *pl = view_resolve(op, name, &sv, &depth, &base, &op->err);
+
+    if (pl != NULL)
+        x = agg_stream_new(op, base, pl, depth > 0 ? NULL : hint, allow_disk, depth);
+    free(base);
+    if (x == NULL) {
+        if (proj)
+            mf_projection_free(proj);
+        mf_matcher_free(m);
         return -1;
-    agg_scan_ctx_t sc = {op, NULL, NULL, NULL, 0};
-    mf_agg_env_t env;
-    memset(&env, 0, sizeof(env));
-    env.scan = agg_scan;
-    env.ctx = &sc;
-    int rc = mf_pipeline_run(pl, &env, name, out, &op->err);
-    mf_pipeline_free(pl);
-    return rc;
+    }
+    x->out_proj = proj;
+    x->out_m = m;
+    cur->kind = MF_CURSOR_EXT;
+    cur->ext = x;
+    cur->ext_free = agg_stream_free;
+    return 0;
 }
 
 /* Appends {<stage>: doc} as the next element of the stages array. */
@@ -498,7 +667,7 @@ mf_cmd_aggregate(mf_op_t *op)
                                   (long long)batch);
         }
     }
-    bool allow_disk = mf_param_get(op->eng->params, "allowDiskUseByDefault") != 0;
+    bool allow_disk = allow_disk_default(op);
     if (bson_iter_init_find(&ci, op->cmd, "allowDiskUse")) {
         if (!BSON_ITER_HOLDS_BOOL(&ci))
             return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field 'aggregate.allowDiskUse' is the wrong type '%s', expected type 'bool'",
@@ -579,9 +748,8 @@ mf_cmd_aggregate(mf_op_t *op)
     bson_init(&arr);
     mf_catalog_rdlock(op->eng->cat);
     if (!collstats && strcmp(name, "$cmd.aggregate") != 0)
-        rc = agg_stream_start(op, name, pl, hint, allow_disk, cur, &streaming);
+        rc = agg_stream_start(op, name, &pl, pv, hint, allow_disk, cur, &streaming);
     if (rc == 0 && streaming) {
-        pl = NULL; /* owned by the cursor now */
         rc = mf_crud_cursor_fill(op, cur, batch, &arr, &exhausted); /* the first batch, under the same lock */
     } else if (rc == 0) {
         rc = mf_pipeline_run(pl, &env, name, &cur->docs, &op->err);

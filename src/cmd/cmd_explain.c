@@ -265,6 +265,44 @@ run_explain(mf_op_t *op, const char *coll, const mf_plan_request_t *req, int64_t
     return 0;
 }
 
+static bool
+is_view(mf_op_t *op, const char *coll)
+{
+    mf_catalog_rdlock(op->eng->cat);
+    mf_coll_t *c = mf_catalog_coll_find(op->eng->cat, op->db, coll);
+    bool v = c != NULL && c->is_view;
+    mf_catalog_unlock(op->eng->cat);
+    return v;
+}
+
+/* A find on a view explains as the aggregate it runs: the view's pipeline, then $match $sort $skip $limit $project. */
+static int
+explain_find_on_view(mf_op_t *op, const char *coll, const bson_t *inner, const char *verbosity)
+{
+    bson_t filter, sort, proj, stages, cmd;
+    int k = 0;
+    int64_t n;
+
+    bson_init(&stages);
+    if (sub_doc(inner, "filter", &filter) && !bson_empty(&filter))
+        mf_crud_stage_doc(&stages, &k, "$match", &filter);
+    if (sub_doc(inner, "sort", &sort) && !bson_empty(&sort))
+        mf_crud_stage_doc(&stages, &k, "$sort", &sort);
+    if ((n = sub_int(inner, "skip")) > 0)
+        mf_crud_stage_int(&stages, &k, "$skip", n);
+    if ((n = sub_int(inner, "limit")) != 0)
+        mf_crud_stage_int(&stages, &k, "$limit", n < 0 ? -n : n);
+    if (sub_doc(inner, "projection", &proj) && !bson_empty(&proj))
+        mf_crud_stage_doc(&stages, &k, "$project", &proj);
+    bson_init(&cmd);
+    BSON_APPEND_UTF8(&cmd, "aggregate", coll);
+    BSON_APPEND_ARRAY(&cmd, "pipeline", &stages);
+    int rc = mf_crud_explain_aggregate(op, &cmd, verbosity);
+    bson_destroy(&cmd);
+    bson_destroy(&stages);
+    return rc;
+}
+
 int
 mf_crud_explain_aggregate(mf_op_t *op, const bson_t *cmd, const char *verbosity)
 {
@@ -283,20 +321,40 @@ mf_crud_explain_aggregate(mf_op_t *op, const bson_t *cmd, const char *verbosity)
      * same prefix the streaming run pushes down (mf_crud_agg_plan_prefix): the
      * planner's tree goes under $cursor, the remaining stages follow it.
      */
-    mf_pipeline_t *pl = mf_pipeline_new(bson_iter_value(&it), &op->err);
+    bson_value_t pv = *bson_iter_value(&it);
+    mf_pipeline_t *pl = mf_pipeline_new(&pv, &op->err);
     if (pl == NULL)
         return -1;
+    /* A view explains as the pipeline that runs: its resolved pipeline over its collection (as in MongoDB). */
+    bson_t resolved = BSON_INITIALIZER;
+    char *base = NULL;
     mf_agg_pushdown_t pd;
     mf_plan_t *probe = NULL;
     bool streams = !mf_pipeline_writes(pl);
+    int prc = 0;
     mf_catalog_rdlock(op->eng->cat);
     mf_coll_t *c = mf_catalog_coll_find(op->eng->cat, op->db, coll);
-    streams = streams && (c == NULL || !c->is_view);
-    int prc = streams ? mf_crud_agg_plan_prefix(op, c, pl, sub_hint(cmd, &hint_store), &pd, &probe) : 0;
+    if (c != NULL && c->is_view && streams) {
+        int depth = 0;
+        prc = mf_crud_view_resolve(op, coll, &pv, &depth, &base, &resolved, &op->err);
+        if (prc == 0) {
+            mf_pipeline_free(pl);
+            pv.value.v_doc.data = (uint8_t *)bson_get_data(&resolved);
+            pv.value.v_doc.data_len = resolved.len;
+            pl = mf_pipeline_new(&pv, &op->err);
+            prc = pl == NULL ? -1 : 0;
+            coll = base;
+            c = mf_catalog_coll_find(op->eng->cat, op->db, coll);
+        }
+    }
+    if (prc == 0 && streams)
+        prc = mf_crud_agg_plan_prefix(op, c, pl, c != NULL && base == NULL ? sub_hint(cmd, &hint_store) : NULL, &pd, &probe);
     mf_catalog_unlock(op->eng->cat);
     mf_plan_free(probe);
     if (prc != 0) {
         mf_pipeline_free(pl);
+        bson_destroy(&resolved);
+        free(base);
         return -1;
     }
     if (!streams) {
@@ -313,7 +371,7 @@ mf_crud_explain_aggregate(mf_op_t *op, const bson_t *cmd, const char *verbosity)
     if (pd.sort != NULL)
         bson_init_static(&sort, bson_get_data(pd.sort), pd.sort->len);
     bson_init(&rest);
-    bson_iter_recurse(&it, &pi);
+    bson_iter_init_from_data(&pi, pv.value.v_doc.data, pv.value.v_doc.data_len);
     for (size_t i = 0; bson_iter_next(&pi); i++) {
         char key[16];
         if (i < pd.nstages)
@@ -325,11 +383,13 @@ mf_crud_explain_aggregate(mf_op_t *op, const bson_t *cmd, const char *verbosity)
     if (pd.project_spec != NULL)
         bson_init_static(&proj, bson_get_data(pd.project_spec), pd.project_spec->len);
     mf_plan_request_t req = {.filter = has_filter ? &filter : NULL, .sort = pd.sort ? &sort : NULL,
-                             .skip = pd.skip, .limit = pd.limit, .hint = sub_hint(cmd, &hint_store),
+                             .skip = pd.skip, .limit = pd.limit, .hint = base ? NULL : sub_hint(cmd, &hint_store),
                              .projection = pd.project_spec ? &proj : NULL};
     int rc = run_explain(op, coll, &req, 0, verbosity, cmd, &rest);
     bson_destroy(&rest);
     mf_pipeline_free(pl);
+    bson_destroy(&resolved);
+    free(base);
     return rc;
 }
 
@@ -359,6 +419,8 @@ mf_cmd_explain(mf_op_t *op)
     const char *coll = bson_iter_utf8(&it, NULL);
     mf_plan_request_t req = {0};
     int64_t limit_one = 0;
+    if (strcmp(kind, "find") == 0 && is_view(op, coll))
+        return explain_find_on_view(op, coll, &inner, verbosity);
     if (strcmp(kind, "find") == 0) {
         req.filter = sub_doc(&inner, "filter", &filter) ? &filter : NULL;
         req.sort = sub_doc(&inner, "sort", &sort) ? &sort : NULL;

@@ -147,19 +147,6 @@ mf_crud_append_cursor_reply(mf_op_t *op, const char *batch_name, bson_t *arr, in
     bson_append_document_end(op->reply, &cd);
 }
 
-typedef struct collect_ctx {
-    mf_docvec_t *out;
-} collect_ctx_t;
-
-static int
-collect_visit(void *arg, int64_t rid, const bson_t *doc, const mf_match_details_t *d)
-{
-    mf_docvec_push(((collect_ctx_t *)arg)->out, doc);
-    (void)rid;
-    (void)d;
-    return 0;
-}
-
 static int
 get_nonneg(mf_op_t *op, const char *field, int64_t *out, bool *present, int64_t dflt)
 {
@@ -200,6 +187,7 @@ mf_cmd_find(mf_op_t *op)
     const char *name;
     bson_t filter, projection, sort;
     bool has_filter, has_proj, has_sort, present, single = false, tailable = false, await_data = false;
+    bool allow_disk = mf_param_get(op->eng->params, "allowDiskUseByDefault") != 0;
     int64_t skip, limit = 0, batch;
     mf_coll_t *c;
     mf_cursor_t *cur = NULL;
@@ -219,7 +207,8 @@ mf_cmd_find(mf_op_t *op)
         get_nonneg(op, "batchSize", &batch, &present, FIRST_BATCH_DEFAULT) != 0 ||
         mf_op_get_bool(op, "singleBatch", &single, &present) != 0 ||
         mf_op_get_bool(op, "tailable", &tailable, &present) != 0 ||
-        mf_op_get_bool(op, "awaitData", &await_data, &present) != 0)
+        mf_op_get_bool(op, "awaitData", &await_data, &present) != 0 ||
+        mf_op_get_bool(op, "allowDiskUse", &allow_disk, &present) != 0)
         return -1;
     if (await_data && !tailable)
         return mf_err_set(&op->err, MF_E_FailedToParse, "Cannot set 'awaitData' without also setting 'tailable'");
@@ -259,8 +248,20 @@ mf_cmd_find(mf_op_t *op)
             goto out_unlock;
         }
     }
-    if (c != NULL && c->is_view) {
-        /* A find on a view is the view's pipeline followed by the find's own stages. */
+    if (c != NULL && !c->is_view) {
+        mf_plan_request_t req = {.filter = has_filter ? &filter : NULL, .sort = srt ? &sort : NULL, .hint = hint,
+                                 .force_collscan = tailable};
+        if (mf_plan_build(c, &req, &plan, &op->err) != 0)
+            goto out_unlock;
+        plan->tailable = tailable;
+    }
+    if (c != NULL && (c->is_view || (srt && !plan->sort_provided))) {
+        /*
+         * A find on a view is the view's pipeline followed by the find's own
+         * stages; a sort no index provides is a blocking $sort. Both stream
+         * through the aggregation pipeline (the sort keeps its memory budget
+         * and spills); the find's projection applies to each result.
+         */
         bson_t stages;
         int k = 0;
         bson_init(&stages);
@@ -272,53 +273,20 @@ mf_cmd_find(mf_op_t *op)
             mf_crud_stage_int(&stages, &k, "$skip", skip);
         if (limit > 0)
             mf_crud_stage_int(&stages, &k, "$limit", limit);
-        if (has_proj && !bson_empty(&projection))
-            mf_crud_stage_doc(&stages, &k, "$project", &projection);
+        mf_plan_free(plan);
+        plan = NULL;
         cur = mf_cursor_new(MF_CURSOR_DOCS, op->db, name);
-        int vr = mf_crud_view_run(op, name, &stages, &cur->docs);
+        int vr = mf_crud_view_cursor(op, name, &stages, hint, allow_disk, p, m, cur);
+        p = NULL;
+        m = NULL;
         bson_destroy(&stages);
         if (vr != 0)
             goto out_unlock;
         goto fill;
     }
-    {
-        mf_plan_request_t req = {.filter = has_filter ? &filter : NULL, .sort = srt ? &sort : NULL, .hint = hint,
-                                 .force_collscan = tailable};
-        if (mf_plan_build(c, &req, &plan, &op->err) != 0)
-            goto out_unlock;
-        plan->tailable = tailable;
-    }
-    cur = mf_cursor_new(srt && !plan->sort_provided ? MF_CURSOR_DOCS : MF_CURSOR_SCAN, op->db, name);
+    cur = mf_cursor_new(MF_CURSOR_SCAN, op->db, name);
     if (c == NULL) {
         cur->kind = MF_CURSOR_DOCS; /* empty */
-    } else if (cur->kind == MF_CURSOR_DOCS) {
-        mf_docvec_t all;
-        collect_ctx_t cc = {&all};
-        mf_docvec_init(&all);
-        if (mf_exec_run(op->sess, c, plan, m, collect_visit, &cc, &op->err) != 0) {
-            mf_docvec_destroy(&all);
-            goto out_unlock;
-        }
-        mf_sort_docs(srt, all.docs, all.len);
-        size_t from = (size_t)(skip < (int64_t)all.len ? skip : (int64_t)all.len);
-        size_t to = limit > 0 && (int64_t)(all.len - from) > limit ? from + (size_t)limit : all.len;
-        for (size_t i = from; i < to; i++) {
-            if (p) {
-                bson_t *out = bson_new();
-                mf_match_details_t d = {.array_pos = -1};
-                mf_matcher_match(m, all.docs[i], &d);
-                if (mf_projection_apply(p, all.docs[i], &d, out, &op->err) != 0) {
-                    bson_destroy(out);
-                    mf_docvec_destroy(&all);
-                    goto out_unlock;
-                }
-                mf_docvec_push_steal(&cur->docs, out);
-            } else {
-                mf_docvec_push_steal(&cur->docs, all.docs[i]);
-                all.docs[i] = bson_new();
-            }
-        }
-        mf_docvec_destroy(&all);
     } else {
         cur->matcher = m;
         m = NULL;
@@ -483,6 +451,15 @@ count_visit(void *arg, int64_t rid, const bson_t *doc, const mf_match_details_t 
     return x->limit > 0 && x->n >= x->limit ? 1 : 0;
 }
 
+/* A view's count: its pipeline already applied the skip and limit. */
+static int
+view_count_visit(void *arg, const bson_t *doc)
+{
+    (void)doc;
+    (*(int64_t *)arg)++;
+    return 0;
+}
+
 int
 mf_cmd_count(mf_op_t *op)
 {
@@ -511,7 +488,6 @@ mf_cmd_count(mf_op_t *op)
     c = mf_catalog_coll_find(op->eng->cat, op->db, name);
     if (c != NULL && c->is_view) {
         bson_t stages;
-        mf_docvec_t res;
         int k = 0;
         bson_init(&stages);
         if (has_query)
@@ -520,10 +496,7 @@ mf_cmd_count(mf_op_t *op)
             mf_crud_stage_int(&stages, &k, "$skip", x.skip);
         if (x.limit > 0)
             mf_crud_stage_int(&stages, &k, "$limit", x.limit);
-        mf_docvec_init(&res);
-        rc = mf_crud_view_run(op, name, &stages, &res);
-        x.n = (int64_t)res.len;
-        mf_docvec_destroy(&res);
+        rc = mf_crud_view_each(op, name, &stages, view_count_visit, &x.n);
         bson_destroy(&stages);
     } else if (c != NULL) {
         if ((!has_query || bson_empty(&query)) && hint == NULL) {
@@ -574,6 +547,12 @@ distinct_visit(void *arg, int64_t rid, const bson_t *doc, const mf_match_details
 }
 
 static int
+view_distinct_visit(void *arg, const bson_t *doc)
+{
+    return distinct_visit(arg, 0, doc, NULL);
+}
+
+static int
 value_ptr_cmp(const void *a, const void *b)
 {
     return mf_value_cmp(*(const bson_value_t *const *)a, *(const bson_value_t *const *)b);
@@ -606,16 +585,11 @@ mf_cmd_distinct(mf_op_t *op)
     c = mf_catalog_coll_find(op->eng->cat, op->db, name);
     if (c != NULL && c->is_view) {
         bson_t stages;
-        mf_docvec_t res;
         int k = 0;
         bson_init(&stages);
         if (has_query)
             mf_crud_stage_doc(&stages, &k, "$match", &query);
-        mf_docvec_init(&res);
-        rc = mf_crud_view_run(op, name, &stages, &res);
-        for (size_t i = 0; rc == 0 && i < res.len; i++)
-            distinct_visit(&x, 0, res.docs[i], NULL);
-        mf_docvec_destroy(&res);
+        rc = mf_crud_view_each(op, name, &stages, view_distinct_visit, &x);
         bson_destroy(&stages);
     } else if (c != NULL) {
         mf_plan_request_t req = {.filter = has_query ? &query : NULL, .hint = hint};

@@ -13,6 +13,8 @@
 
 #include "cmd/cmd.h"
 #include "common/docvec.h"
+#include "doc/match.h"
+#include "doc/project.h"
 #include "engine/cursor.h"
 #include "query/agg.h"
 #include "query/plan.h"
@@ -96,11 +98,30 @@ int mf_crud_agg_plan_prefix(mf_op_t *op, const mf_coll_t *c, const mf_pipeline_t
 int mf_crud_agg_stream_fill(mf_op_t *op, mf_cursor_t *cur, int64_t max, bson_t *arr, bool *exhausted);
 
 /*
- * mf_crud_view_run: runs stages (an array document; the stages a find, count or
- * distinct becomes) over view `name`, appending the results to out. The
- * caller holds the catalog lock shared. Returns 0 or -1 with op->err.
+ * Views. A read of a view is the view's pipeline (resolved through views on
+ * views down to a collection) followed by the reader's own stages, streamed
+ * as aggregate streams a pipeline over a collection, with the leading
+ * $match/$sort/$skip/$limit/$project pushed into the planner.
+ *
+ * mf_crud_view_each: calls visit for every result of stages (an array
+ *   document: the stages a count or distinct becomes) over view name;
+ *   visit returning > 0 stops early. 0 or -1 with op->err.
+ * mf_crud_view_cursor: makes cur a streaming (MF_CURSOR_EXT) cursor over
+ *   the results of stages over name, a view or a collection (a find on a
+ *   view, or a find whose sort no index provides: the $sort then keeps the
+ *   sort memory budget and spills, or answers 292 without allow_disk).
+ *   hint applies to a collection only. proj (find semantics, may be NULL)
+ *   is applied to each result, with m (the find's filter, may be NULL) for
+ *   the positional operator; both are stolen, even on failure. 0 or -1
+ *   with op->err.
+ * mf_crud_view_resolve: (cmd_agg.c) the resolved pipeline and collection.
+ * All: the caller holds the catalog lock shared.
  */
-int mf_crud_view_run(mf_op_t *op, const char *name, const bson_t *stages, mf_docvec_t *out);
+int mf_crud_view_resolve(mf_op_t *op, const char *name, const bson_value_t *stages, int *depth, char **base, bson_t *all,
+                         mf_error_t *err);
+int mf_crud_view_each(mf_op_t *op, const char *name, const bson_t *stages, mf_agg_visit_fn visit, void *arg);
+int mf_crud_view_cursor(mf_op_t *op, const char *name, const bson_t *stages, const bson_value_t *hint, bool allow_disk,
+                        mf_projection_t *proj, mf_matcher_t *m, mf_cursor_t *cur);
 
 /* Appends {<stage>: doc} as the next element of the stages array. */
 void mf_crud_stage_doc(bson_t *stages, int *n, const char *stage, const bson_t *doc);

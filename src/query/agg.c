@@ -1930,31 +1930,32 @@ run_sub(const stage_t *s, const mf_agg_env_t *env, const bson_t *local, mf_docve
     return rc;
 }
 
+/*
+ * run_lookup: for each local document, the foreign documents it joins:
+ * env->scan of 'from' with {<foreignField>: {$in: <local values>}} (the
+ * planner uses an index on foreignField when there is one), or all of
+ * 'from' for a pure sub-pipeline; the sub-pipeline, if any, then runs over
+ * them. One scan per local document, as MongoDB's classic $lookup does, so
+ * the input streams and memory is bounded by one document's matches.
+ */
 static int
 run_lookup(const stage_t *s, const mf_agg_env_t *env, mf_docvec_t *in, mf_docvec_t *out, mf_error_t *err)
 {
-    mf_docvec_t foreign;
+    bool scans = s->from != NULL && (s->sub == NULL || !s->sub->collectionless);
     int rc = 0;
 
-    mf_docvec_init(&foreign);
-    if (s->from != NULL && (s->sub == NULL || !s->sub->collectionless)) {
-        if (env == NULL || env->scan == NULL) {
-            mf_docvec_destroy(in);
-            return mf_err_set(err, MF_E_InternalError, "$lookup needs a collection scanner");
-        }
-        if (env->scan(env->ctx, s->from, NULL, collect_visit, &foreign, err) < 0) {
-            mf_docvec_destroy(in);
-            mf_docvec_destroy(&foreign);
-            return -1;
-        }
+    if (scans && (env == NULL || env->scan == NULL)) {
+        mf_docvec_destroy(in);
+        return mf_err_set(err, MF_E_InternalError, "$lookup needs a collection scanner");
     }
     for (size_t i = 0; i < in->len && rc == 0; i++) {
         bson_t *doc = in->docs[i];
+        bson_t filter = BSON_INITIALIZER;
         mf_docvec_t matched;
         mf_docvec_init(&matched);
         if (s->local) {
             lvals_t l;
-            bson_t filter = BSON_INITIALIZER, cond;
+            bson_t cond;
             bson_init(&l.arr);
             l.n = 0;
             l.saw_missing = false;
@@ -1969,23 +1970,14 @@ run_lookup(const stage_t *s, const mf_agg_env_t *env, mf_docvec_t *in, mf_docvec
             bson_append_array(&cond, "$in", 3, &l.arr);
             bson_append_document_end(&filter, &cond);
             bson_destroy(&l.arr);
-            mf_matcher_t *m = mf_matcher_new(&filter, err);
-            bson_destroy(&filter);
-            if (m == NULL) {
-                rc = -1;
-                break;
-            }
-            for (size_t j = 0; j < foreign.len; j++)
-                if (mf_matcher_match(m, foreign.docs[j], NULL))
-                    mf_docvec_push(&matched, foreign.docs[j]);
-            mf_matcher_free(m);
-        } else {
-            for (size_t j = 0; j < foreign.len; j++)
-                mf_docvec_push(&matched, foreign.docs[j]);
         }
-        if (s->sub && run_sub(s, env, doc, &matched, err) < 0) {
+        if (scans)
+            rc = env->scan(env->ctx, s->from, s->local ? &filter : NULL, collect_visit, &matched, err);
+        bson_destroy(&filter);
+        if (rc == 0 && s->sub)
+            rc = run_sub(s, env, doc, &matched, err);
+        if (rc != 0) {
             mf_docvec_destroy(&matched);
-            rc = -1;
             break;
         }
         bson_t arr = BSON_INITIALIZER;
@@ -2004,7 +1996,6 @@ run_lookup(const stage_t *s, const mf_agg_env_t *env, mf_docvec_t *in, mf_docvec
         mf_docvec_push_steal(out, doc_set_path(doc, s->field, &av));
         bson_destroy(&arr);
     }
-    mf_docvec_destroy(&foreign);
     mf_docvec_destroy(in);
     return rc;
 }
@@ -2394,13 +2385,14 @@ mf_pipeline_pushdown(const mf_pipeline_t *p, bool sort_ok, mf_agg_pushdown_t *pd
  * node with next(): it pulls documents from the node before it (node -1 is
  * the source, env->pull, which reads the planner's plan a few documents at
  * a time). Per-document stages ($match, $project, $addFields, $unset,
- * $unwind, $replaceRoot) run run_stage over a one-document vector;
- * $limit/$skip count; $sort feeds an external sorter; $group, $bucket and
- * $sortByCount fold into a group table that spills partial groups to a
- * sorter ordered by _id past internalDocumentSourceGroupMaxMemoryBytes; the
- * other stages ($lookup, $facet, $sample, $count) materialise their input
- * and run as before. A node's buf holds documents produced but not yet
- * pulled (owned from pos to len).
+ * $unwind, $replaceRoot, and $lookup with one scan of the foreign
+ * collection per document) run run_stage over a one-document vector;
+ * $limit/$skip/$count count; $sample keeps a reservoir of its size; $sort
+ * feeds an external sorter; $group, $bucket and $sortByCount fold into a
+ * group table that spills partial groups to a sorter ordered by _id past
+ * internalDocumentSourceGroupMaxMemoryBytes. Only $facet materialises its
+ * input (every facet reads all of it). A node's buf holds documents
+ * produced but not yet pulled (owned from pos to len).
  */
 typedef struct snode {
     const stage_t *s;
@@ -2672,6 +2664,54 @@ group_next_spilled(snode_t *nd, const stage_t *gs, bson_t **out, mf_error_t *err
     return rc;
 }
 
+/*
+ * sample_fill: a $sample node reads all its input keeping a uniform random
+ * sample of at most size documents (reservoir sampling, so memory is the
+ * sample's, not the input's), then shuffles it into nd->buf.
+ */
+static int
+sample_fill(mf_agg_stream_t *st, size_t i, const mf_agg_env_t *env, mf_error_t *err)
+{
+    snode_t *nd = &st->nodes[i];
+    struct timespec ts;
+    uint64_t rs;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    rs = ((uint64_t)ts.tv_sec * 1000000007ULL) ^ (uint64_t)ts.tv_nsec ^ (uint64_t)(uintptr_t)nd;
+    if (rs == 0)
+        rs = 0x9e3779b97f4a7c15ULL;
+    for (;;) {
+        bson_t *d;
+        if (upstream(st, i, env, &d, err) < 0)
+            return -1;
+        if (d == NULL)
+            break;
+        nd->count++;
+        if ((int64_t)nd->buf.len < nd->s->n) {
+            mf_docvec_push_steal(&nd->buf, d);
+        } else {
+            uint64_t j = xorshift(&rs) % (uint64_t)nd->count;
+            if (j < nd->buf.len) {
+                bson_destroy(nd->buf.docs[j]);
+                nd->buf.docs[j] = d;
+            } else {
+                bson_destroy(d);
+            }
+        }
+        if (nd->count % 1024 == 0 && mf_exec_check_deadline(err) != 0)
+            return -1;
+    }
+    for (size_t k = nd->buf.len; k > 1; k--) {
+        size_t j = (size_t)(xorshift(&rs) % k);
+        bson_t *t = nd->buf.docs[k - 1];
+        nd->buf.docs[k - 1] = nd->buf.docs[j];
+        nd->buf.docs[j] = t;
+    }
+    nd->pos = 0;
+    nd->done = true;
+    return 0;
+}
+
 static int
 node_next(mf_agg_stream_t *st, size_t i, const mf_agg_env_t *env, bson_t **out, mf_error_t *err)
 {
@@ -2738,6 +2778,7 @@ node_next(mf_agg_stream_t *st, size_t i, const mf_agg_env_t *env, bson_t **out, 
         case S_UNSET:
         case S_ADDFIELDS:
         case S_UNWIND:
+        case S_LOOKUP:
         case S_REPLACEROOT: {
             mf_docvec_t in;
             if (upstream(st, i, env, &d, err) < 0)
@@ -2834,6 +2875,31 @@ node_next(mf_agg_stream_t *st, size_t i, const mf_agg_env_t *env, bson_t **out, 
                 nd->done = true;
             return 0;
         }
+        case S_COUNT:
+            while (!nd->done) {
+                if (upstream(st, i, env, &d, err) < 0)
+                    return -1;
+                if (d == NULL) {
+                    nd->done = true;
+                    break;
+                }
+                bson_destroy(d);
+                if (++nd->count % 1024 == 0 && mf_exec_check_deadline(err) != 0)
+                    return -1;
+            }
+            if (nd->count > 0) {
+                bson_t *c = bson_new();
+                if (nd->count <= INT32_MAX)
+                    bson_append_int32(c, s->field, -1, (int32_t)nd->count);
+                else
+                    bson_append_int64(c, s->field, -1, nd->count);
+                mf_docvec_push_steal(&nd->buf, c);
+            }
+            continue;
+        case S_SAMPLE:
+            if (sample_fill(st, i, env, err) < 0)
+                return -1;
+            continue;
         default: {
             /* Materialising stages: all input, then run as before. */
             mf_docvec_t in;

@@ -1,0 +1,202 @@
+'use strict';
+// Views and the stages that used to collect their whole input ($lookup,
+// $sample, $count) run through the streaming pipeline: a read of a view is
+// the view's pipeline (resolved through views on views) followed by the
+// reader's stages, over the underlying collection, with the same memory
+// budgets and cursors as aggregate over a collection. Through the Node driver.
+const assert = require('node:assert/strict');
+const h = require('./harness');
+
+const srv = h.useServer();
+
+const SMALL_BUDGET = 100000; // bytes
+const DEFAULT_BUDGET = 104857600;
+
+async function setSortBudget(bytes) {
+  await srv.client.db('admin').command({ setParameter: 1, internalQueryMaxBlockingSortMemoryUsageBytes: bytes });
+}
+
+async function filled(db, n, pad = 200) {
+  const c = db.collection('base');
+  const filler = 'x'.repeat(pad);
+  const docs = [];
+  for (let i = 0; i < n; i++) docs.push({ _id: i, g: i % 10, v: (i * 7919) % 100003, pad: filler });
+  await c.insertMany(docs);
+  return c;
+}
+
+h.test('a $sort over a view keeps the sort memory budget: 292 without disk use, spills with it', async () => {
+  const db = srv.freshDb('vs_budget');
+  await filled(db, 3000);
+  await db.createCollection('even', { viewOn: 'base', pipeline: [{ $match: { g: { $in: [0, 2, 4, 6, 8] } } }] });
+  await setSortBudget(SMALL_BUDGET);
+  try {
+    await assert.rejects(
+      db.collection('even').aggregate([{ $sort: { v: 1 } }], { allowDiskUse: false }).toArray(),
+      (e) => e.code === 292 && e.codeName === 'QueryExceededMemoryLimitNoDiskUseAllowed');
+    await assert.rejects(
+      db.collection('even').find({}, { allowDiskUse: false }).sort({ v: -1 }).toArray(),
+      (e) => e.code === 292);
+    const sorted = await db.collection('even').aggregate([{ $sort: { v: 1 } }, { $project: { pad: 0 } }]).toArray();
+    assert.equal(sorted.length, 1500);
+    for (let i = 1; i < sorted.length; i++) assert.ok(sorted[i - 1].v <= sorted[i].v, `sorted at ${i}`);
+    assert.ok(sorted.every((d) => d.g % 2 === 0));
+  } finally {
+    await setSortBudget(DEFAULT_BUDGET);
+  }
+});
+
+h.test('find on a view returns a cursor that resumes across getMore, with filter, sort, skip, limit and projection', async () => {
+  const db = srv.freshDb('vs_find');
+  await filled(db, 2000);
+  await db.createCollection('small', { viewOn: 'base', pipeline: [{ $match: { v: { $lt: 50000 } } }, { $project: { pad: 0 } }] });
+  const all = await db.collection('base').find({ v: { $lt: 50000 } }, { projection: { pad: 0 } }).toArray();
+  const expect = all.filter((d) => d.g === 3).sort((a, b) => a.v - b.v).slice(5, 5 + 40).map((d) => ({ _id: d._id, v: d.v }));
+  const cur = db.collection('small').find({ g: 3 }, { projection: { _id: 1, v: 1 } }).sort({ v: 1 }).skip(5).limit(40).batchSize(7);
+  const got = await cur.toArray();
+  assert.deepEqual(got, expect);
+
+  // The first batch is partial: the rest comes by getMore from the view's cursor.
+  const first = await db.command({ find: 'small', filter: {}, batchSize: 3 });
+  assert.equal(first.cursor.firstBatch.length, 3);
+  assert.notEqual(Number(first.cursor.id), 0);
+  assert.equal(first.cursor.ns, `${db.databaseName}.small`);
+  let n = 3;
+  let id = first.cursor.id;
+  while (Number(id) !== 0) {
+    const more = await db.command({ getMore: id, collection: 'small', batchSize: 500 });
+    n += more.cursor.nextBatch.length;
+    id = more.cursor.id;
+  }
+  assert.equal(n, all.length);
+  assert.ok(first.cursor.firstBatch.every((d) => d.pad === undefined), 'the view projection applies');
+});
+
+h.test('count, countDocuments and distinct on a view, and views on views', async () => {
+  const db = srv.freshDb('vs_count');
+  await filled(db, 1000);
+  await db.createCollection('v1', { viewOn: 'base', pipeline: [{ $match: { g: { $lt: 5 } } }] });
+  await db.createCollection('v2', { viewOn: 'v1', pipeline: [{ $addFields: { h: { $mod: ['$_id', 3] } } }] });
+  assert.equal((await db.command({ count: 'v2', query: { h: 0 } })).n, [...Array(1000).keys()].filter((i) => i % 10 < 5 && i % 3 === 0).length);
+  assert.equal((await db.command({ count: 'v2', query: {}, skip: 10, limit: 7 })).n, 7);
+  assert.equal(await db.collection('v2').countDocuments({ g: 4 }), 100);
+  assert.deepEqual((await db.collection('v2').distinct('h')).sort(), [0, 1, 2]);
+  assert.deepEqual((await db.collection('v2').distinct('g', { h: 1 })).sort(), [0, 1, 2, 3, 4]);
+  const counted = await db.collection('v2').aggregate([{ $count: 'n' }]).toArray();
+  assert.deepEqual(counted, [{ n: 500 }]);
+});
+
+h.test('a chain of views deeper than 20 answers 165 ViewDepthLimitExceeded', async () => {
+  const db = srv.freshDb('vs_depth');
+  await db.collection('base').insertOne({ _id: 1 });
+  let on = 'base';
+  for (let i = 1; i <= 21; i++) {
+    await db.createCollection(`d${i}`, { viewOn: on, pipeline: [] });
+    on = `d${i}`;
+  }
+  assert.equal((await db.collection('d20').find().toArray()).length, 1);
+  await assert.rejects(db.collection('d21').find().toArray(), (e) => e.code === 165);
+  await assert.rejects(db.collection('d21').aggregate([]).toArray(), (e) => e.code === 165);
+});
+
+h.test('$lookup streams its input: equality (with an index, arrays, missing fields), from a view, and let + pipeline', async () => {
+  const db = srv.freshDb('vs_lookup');
+  const orders = db.collection('orders');
+  const items = db.collection('items');
+  await items.createIndex({ sku: 1 });
+  const it = [];
+  for (let i = 0; i < 500; i++) it.push({ _id: i, sku: `s${i % 100}`, qty: i });
+  it.push({ _id: 'nosku', qty: -1 });
+  await items.insertMany(it);
+  const od = [];
+  for (let i = 0; i < 300; i++) od.push({ _id: i, sku: i % 3 === 0 ? [`s${i % 100}`, `s${(i + 1) % 100}`] : `s${i % 100}` });
+  od.push({ _id: 'none' }); // missing localField matches foreign docs with a missing/null sku
+  await orders.insertMany(od);
+  const out = await orders.aggregate([
+    { $lookup: { from: 'items', localField: 'sku', foreignField: 'sku', as: 'm' } },
+    { $project: { n: { $size: '$m' }, ids: '$m._id' } },
+  ]).toArray();
+  assert.equal(out.length, 301);
+  for (const d of out) {
+    if (d._id === 'none') {
+      assert.deepEqual(d.ids, ['nosku']);
+    } else {
+      const want = d._id % 3 === 0 ? 10 : 5;
+      assert.equal(d.n, want, `order ${d._id}`);
+    }
+  }
+  await db.createCollection('bigItems', { viewOn: 'items', pipeline: [{ $match: { qty: { $gte: 250 } } }] });
+  const fromView = await orders.aggregate([
+    { $match: { _id: 7 } },
+    { $lookup: { from: 'bigItems', localField: 'sku', foreignField: 'sku', as: 'm' } },
+  ]).toArray();
+  assert.deepEqual(fromView[0].m.map((m) => m._id).sort((a, b) => a - b), [307, 407]);
+  const sub = await orders.aggregate([
+    { $match: { _id: { $in: [1, 2] } } },
+    { $lookup: { from: 'items', let: { s: '$sku' }, pipeline: [{ $match: { $expr: { $eq: ['$sku', '$$s'] } } }, { $count: 'c' }], as: 'k' } },
+    { $sort: { _id: 1 } },
+  ]).toArray();
+  assert.deepEqual(sub.map((d) => d.k), [[{ c: 5 }], [{ c: 5 }]]);
+});
+
+h.test('$sample keeps only its sample: distinct documents from the input, all of them when the input is smaller', async () => {
+  const db = srv.freshDb('vs_sample');
+  await filled(db, 2000, 10);
+  // The input passes a stage $sample cannot see through, so the reservoir runs (not a pushed-down random cursor).
+  const s = await db.collection('base').aggregate([{ $match: { g: 1 } }, { $addFields: { k: 1 } }, { $sample: { size: 25 } }]).toArray();
+  assert.equal(s.length, 25);
+  assert.equal(new Set(s.map((d) => d._id)).size, 25);
+  assert.ok(s.every((d) => d.g === 1 && d.k === 1));
+  const all = await db.collection('base').aggregate([{ $match: { g: 2 } }, { $sample: { size: 1000 } }]).toArray();
+  assert.equal(all.length, 200);
+  assert.equal(new Set(all.map((d) => d._id)).size, 200);
+  // Over many runs, every document of a small input gets picked sometimes.
+  const seen = new Set();
+  for (let r = 0; r < 60; r++) {
+    for (const d of await db.collection('base').aggregate([{ $match: { _id: { $lt: 10 } } }, { $sample: { size: 2 } }]).toArray()) seen.add(d._id);
+  }
+  assert.equal(seen.size, 10);
+  // $count of nothing is no document at all, as in MongoDB.
+  assert.deepEqual(await db.collection('base').aggregate([{ $match: { g: 99 } }, { $count: 'n' }]).toArray(), []);
+});
+
+h.test('find with a sort no index provides is a budgeted blocking sort: 292 without disk use, spills with it, find projections still apply', async () => {
+  const db = srv.freshDb('vs_findsort');
+  const c = await filled(db, 3000);
+  await c.updateMany({}, [{ $set: { arr: [{ k: 1, w: '$v' }, { k: 2, w: '$g' }] } }]);
+  await setSortBudget(SMALL_BUDGET);
+  try {
+    await assert.rejects(c.find({}, { allowDiskUse: false }).sort({ v: 1 }).toArray(), (e) => e.code === 292);
+    // An index that provides the order needs no blocking sort, even without disk use.
+    await c.createIndex({ v: 1 });
+    assert.equal((await c.find({}, { allowDiskUse: false }).sort({ v: 1 }).limit(5).toArray()).length, 5);
+    await c.dropIndex('v_1');
+    // A top-k sort (limit) fits in the budget without disk.
+    const top = await c.find({ g: 2 }, { allowDiskUse: false, projection: { _id: 1, v: 1 } }).sort({ v: -1 }).limit(3).toArray();
+    const want = [...Array(3000).keys()].filter((i) => i % 10 === 2).map((i) => ({ _id: i, v: (i * 7919) % 100003 }))
+      .sort((a, b) => b.v - a.v).slice(0, 3);
+    assert.deepEqual(top, want);
+    // With disk use (the default) the whole sort spills and the positional projection still sees the filter.
+    const got = await c.find({ 'arr.k': 2 }, { projection: { 'arr.$': 1, v: 1 } }).sort({ v: 1, _id: 1 }).skip(10).batchSize(100).toArray();
+    assert.equal(got.length, 2990);
+    for (let i = 1; i < got.length; i++) assert.ok(got[i - 1].v <= got[i].v);
+    assert.ok(got.every((d) => d.arr.length === 1 && d.arr[0].k === 2 && d.pad === undefined));
+  } finally {
+    await setSortBudget(DEFAULT_BUDGET);
+  }
+});
+
+h.test('explain on a view shows the plan that runs: the resolved pipeline over the view\'s collection, using its indexes', async () => {
+  const db = srv.freshDb('vs_explain');
+  const c = await filled(db, 500, 10);
+  await c.createIndex({ v: 1 });
+  await db.createCollection('lowv', { viewOn: 'base', pipeline: [{ $match: { v: { $lt: 1000 } } }] });
+  const ex = await db.collection('lowv').aggregate([{ $limit: 2 }]).explain('queryPlanner');
+  const plan = ex.stages ? ex.stages[0].$cursor.queryPlanner : ex.queryPlanner;
+  assert.equal(plan.namespace, `${db.databaseName}.base`);
+  assert.match(JSON.stringify(plan.winningPlan), /IXSCAN/);
+  const fx = await db.collection('lowv').find({ g: 1 }).sort({ v: 1 }).explain('queryPlanner');
+  const fplan = fx.stages ? fx.stages[0].$cursor.queryPlanner : fx.queryPlanner;
+  assert.equal(fplan.namespace, `${db.databaseName}.base`);
+  assert.match(JSON.stringify(fplan.winningPlan), /IXSCAN/);
+});
