@@ -460,7 +460,8 @@ view_scan(agg_scan_ctx_t *x, const char *name, const bson_t *filter, mf_agg_visi
 
 /*
  * agg_stream_start: if *plp can stream over `name` (a collection or a
- * view; no $out/$merge), makes cur an MF_CURSOR_EXT cursor owning the
+ * view; ending in $out/$merge only for_write, when the caller writes what
+ * it pulls), makes cur an MF_CURSOR_EXT cursor owning the
  * pipeline (a view's resolved one replaces *plp, which is freed) and the
  * plan, sets *plp NULL and *started, and returns 0. Otherwise leaves
  * everything to the materialising path. pv: the command's pipeline array.
@@ -468,13 +469,13 @@ view_scan(agg_scan_ctx_t *x, const char *name, const bson_t *filter, mf_agg_visi
  */
 static int
 agg_stream_start(mf_op_t *op, const char *name, mf_pipeline_t **plp, const bson_value_t *pv,
-                 const bson_value_t *hint, bool allow_disk, mf_cursor_t *cur, bool *started)
+                 const bson_value_t *hint, bool allow_disk, bool for_write, mf_cursor_t *cur, bool *started)
 {
     mf_coll_t *c = mf_catalog_coll_find(op->eng->cat, op->db, name);
     agg_stream_t *x;
 
     *started = false;
-    if (mf_pipeline_writes(*plp) || mf_pipeline_is_collectionless(*plp))
+    if ((mf_pipeline_writes(*plp) && !for_write) || mf_pipeline_is_collectionless(*plp))
         return 0;
     if (c != NULL && c->is_view) {
         char *base = NULL;
@@ -497,6 +498,116 @@ agg_stream_start(mf_op_t *op, const char *name, mf_pipeline_t **plp, const bson_
     cur->ext_free = agg_stream_free;
     *started = true;
     return 0;
+}
+
+/* check_write_target: the checks MongoDB makes of an $out / $merge target namespace. */
+static int
+check_write_target(const char *db, const char *coll, bool merge, mf_error_t *err)
+{
+    if (mf_catalog_check_db_name(db, err) != 0 || mf_catalog_check_coll_name(db, coll, err) != 0)
+        return -1;
+    if (strncmp(coll, "system.", 7) == 0)
+        return mf_err_set(err, MF_E_InvalidNamespace, "Invalid %s target namespace, %s.%s is not allowed",
+                          merge ? "$merge" : "$out", db, coll);
+    return 0;
+}
+
+#define WRITE_BATCH_DOCS 1000
+#define WRITE_BATCH_BYTES (16 * 1024 * 1024)
+
+/*
+ * agg_write_stream: runs a pipeline ending in $out / $merge as a stream
+ * into an mf_agg_writer, a batch at a time: each batch is read under the
+ * catalog read lock (the stream keeps its position between batches, as a
+ * cursor does between getMores) and written with no lock held, so memory is
+ * one batch, not the whole output. A $merge into the collection it reads
+ * falls back to the materialising path (*wrote stays false): reading what it
+ * writes could see its own output. Called with no catalog lock held. On
+ * success *plp is consumed (NULL) and *wrote set. 0 or -1 with op->err.
+ */
+static int
+agg_write_stream(mf_op_t *op, const char *name, mf_pipeline_t **plp, const bson_value_t *pv,
+                 const bson_value_t *hint, bool allow_disk, bool *wrote)
+{
+    const char *tdb, *tcoll;
+    const bson_t *mspec;
+    mf_agg_writer_t *wr = NULL;
+    agg_stream_t *x = NULL;
+    mf_cursor_t *holder = NULL;
+    char *base = NULL;
+    int rc = -1;
+
+    *wrote = false;
+    if (mf_pipeline_is_collectionless(*plp) || !mf_pipeline_write_target(*plp, &tdb, &tcoll, &mspec))
+        return 0;
+    if (tdb == NULL)
+        tdb = op->db;
+    if (check_write_target(tdb, tcoll, mspec != NULL, &op->err) != 0)
+        return -1;
+    if (mspec != NULL) {
+        bson_t scratch = BSON_INITIALIZER;
+        int depth = 0;
+        mf_catalog_rdlock(op->eng->cat);
+        int r = mf_crud_view_resolve(op, name, NULL, &depth, &base, &scratch, &op->err);
+        mf_catalog_unlock(op->eng->cat);
+        bson_destroy(&scratch);
+        if (r != 0)
+            return -1;
+        bool same = strcmp(tdb, op->db) == 0 && strcmp(tcoll, base) == 0;
+        free(base);
+        if (same)
+            return 0;
+    }
+    /* The writer first ($out's temporary collection), copying the target names out of the pipeline. */
+    wr = mf_agg_writer_begin(op->eng->cat, op->sess, mf_crud_want_durable(op), tdb, tcoll, mspec, &op->err);
+    if (wr == NULL)
+        return -1;
+    holder = mf_cursor_new(MF_CURSOR_DOCS, op->db, name);
+    mf_catalog_rdlock(op->eng->cat);
+    bool started = false;
+    rc = agg_stream_start(op, name, plp, pv, hint, allow_disk, true, holder, &started);
+    mf_catalog_unlock(op->eng->cat);
+    if (rc != 0 || !started) {
+        rc = started ? rc : mf_err_set(&op->err, MF_E_InternalError, "$out / $merge pipeline did not stream");
+        goto out;
+    }
+    x = holder->ext;
+    for (bool eof = false; !eof;) {
+        mf_docvec_t batch;
+        int64_t bytes = 0;
+        mf_agg_env_t env;
+        memset(&env, 0, sizeof env);
+        env.scan = agg_scan;
+        env.pull = agg_pull;
+        env.ctx = &x->sc;
+        x->sc.op = op;
+        mf_docvec_init(&batch);
+        mf_catalog_rdlock(op->eng->cat);
+        while (batch.len < WRITE_BATCH_DOCS && bytes < WRITE_BATCH_BYTES) {
+            bson_t *d;
+            if ((rc = mf_agg_stream_next(x->stream, &env, &d, &op->err)) != 0)
+                break;
+            if (d == NULL) {
+                eof = true;
+                break;
+            }
+            bytes += d->len;
+            mf_docvec_push_steal(&batch, d);
+        }
+        mf_catalog_unlock(op->eng->cat);
+        if (rc == 0 && batch.len > 0)
+            rc = mf_agg_writer_append(wr, &batch, &op->err);
+        mf_docvec_destroy(&batch);
+        if (rc != 0)
+            goto out;
+    }
+    rc = mf_agg_writer_commit(wr, &op->err);
+    if (rc == 0)
+        *wrote = true;
+out:
+    mf_agg_writer_free(wr);
+    mf_cursor_free(holder);
+    return rc;
 }
 
 static void
@@ -525,11 +636,8 @@ agg_write_out(void *ctx, const char *db, const char *coll, mf_docvec_t *docs, co
     agg_write_t *w = x->write;
     const char *tdb = db ? db : x->op->db;
 
-    if (mf_catalog_check_db_name(tdb, err) != 0 || mf_catalog_check_coll_name(tdb, coll, err) != 0)
+    if (check_write_target(tdb, coll, merge_spec != NULL, err) != 0)
         return -1;
-    if (strncmp(coll, "system.", 7) == 0)
-        return mf_err_set(err, MF_E_InvalidNamespace, "Invalid %s target namespace, %s.%s is not allowed",
-                          merge_spec ? "$merge" : "$out", tdb, coll);
     w->pending = true;
     w->db = bson_strdup(tdb);
     w->coll = bson_strdup(coll);
@@ -746,10 +854,15 @@ mf_cmd_aggregate(mf_op_t *op)
     int64_t id = 0;
     int rc = 0;
     bson_init(&arr);
+    bool wrote = false;
+    if (!collstats && strcmp(name, "$cmd.aggregate") != 0 && mf_pipeline_writes(pl))
+        rc = agg_write_stream(op, name, &pl, pv, hint, allow_disk, &wrote);
     mf_catalog_rdlock(op->eng->cat);
-    if (!collstats && strcmp(name, "$cmd.aggregate") != 0)
-        rc = agg_stream_start(op, name, &pl, pv, hint, allow_disk, cur, &streaming);
-    if (rc == 0 && streaming) {
+    if (rc != 0 || wrote)
+        ; /* streamed into $out / $merge: no documents to return */
+    else if (!collstats && strcmp(name, "$cmd.aggregate") != 0)
+        rc = agg_stream_start(op, name, &pl, pv, hint, allow_disk, false, cur, &streaming);
+    if (rc == 0 && (streaming || wrote)) {
         rc = mf_crud_cursor_fill(op, cur, batch, &arr, &exhausted); /* the first batch, under the same lock */
     } else if (rc == 0) {
         rc = mf_pipeline_run(pl, &env, name, &cur->docs, &op->err);

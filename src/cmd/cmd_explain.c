@@ -330,7 +330,7 @@ mf_crud_explain_aggregate(mf_op_t *op, const bson_t *cmd, const char *verbosity)
     char *base = NULL;
     mf_agg_pushdown_t pd;
     mf_plan_t *probe = NULL;
-    bool streams = !mf_pipeline_writes(pl);
+    bool streams = !mf_pipeline_is_collectionless(pl); /* $out / $merge pipelines stream too */
     int prc = 0;
     mf_catalog_rdlock(op->eng->cat);
     mf_coll_t *c = mf_catalog_coll_find(op->eng->cat, op->db, coll);

@@ -1833,6 +1833,18 @@ mf_pipeline_writes(const mf_pipeline_t *p)
 }
 
 bool
+mf_pipeline_write_target(const mf_pipeline_t *p, const char **db, const char **coll, const bson_t **merge_spec)
+{
+    if (p == NULL || !p->writes || p->n == 0)
+        return false;
+    const stage_t *s = &p->stages[p->n - 1];
+    *db = s->local;
+    *coll = s->from;
+    *merge_spec = s->kind == S_MERGE ? s->spec : NULL;
+    return true;
+}
+
+bool
 mf_pipeline_is_collectionless(const mf_pipeline_t *p)
 {
     return p != NULL && p->collectionless;
@@ -2353,7 +2365,7 @@ mf_pipeline_pushdown(const mf_pipeline_t *p, bool sort_ok, mf_agg_pushdown_t *pd
     size_t i = 0;
 
     memset(pd, 0, sizeof *pd);
-    if (p->collectionless || p->writes)
+    if (p->collectionless)
         return;
     if (i < p->n && p->stages[i].kind == S_MATCH)
         pd->filter = p->stages[i++].spec;
@@ -2875,6 +2887,14 @@ node_next(mf_agg_stream_t *st, size_t i, const mf_agg_env_t *env, bson_t **out, 
                 nd->done = true;
             return 0;
         }
+        case S_OUT:
+        case S_MERGE:
+            /* A streaming writer (the caller) takes the documents: pass them through. */
+            if (upstream(st, i, env, out, err) < 0)
+                return -1;
+            if (*out == NULL)
+                nd->done = true;
+            return 0;
         case S_COUNT:
             while (!nd->done) {
                 if (upstream(st, i, env, &d, err) < 0)

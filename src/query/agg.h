@@ -126,6 +126,16 @@ bool mf_pipeline_is_current_op(const mf_pipeline_t *p);
 /* mf_pipeline_writes: true if p ends with $out or $merge (its results go to env->write_out, none to out). */
 bool mf_pipeline_writes(const mf_pipeline_t *p);
 
+/*
+ * mf_pipeline_write_target: for a pipeline ending with $out or $merge, its
+ * target (db NULL = the pipeline's own database) and merge_spec (NULL for
+ * $out), valid while p lives; false otherwise. A stream (mf_agg_stream)
+ * passes the documents reaching that stage through to its caller, which
+ * writes them (the materialising mf_pipeline_run hands them to
+ * env->write_out instead).
+ */
+bool mf_pipeline_write_target(const mf_pipeline_t *p, const char **db, const char **coll, const bson_t **merge_spec);
+
 /* mf_pipeline_first_match: the filter of a leading $match stage, or NULL (valid while p lives). */
 const bson_t *mf_pipeline_first_match(const mf_pipeline_t *p);
 
@@ -137,7 +147,7 @@ const bson_t *mf_pipeline_first_match(const mf_pipeline_t *p);
  * (combined), then a $project (applied to each document the plan returns,
  * and shown as the plan's PROJECTION stage). nstages counts the stages absorbed; the pipeline from
  * stage nstages on runs over the plan's output. Pointers are valid while p
- * lives. Collectionless and writing pipelines absorb nothing.
+ * lives. Collectionless pipelines absorb nothing.
  */
 typedef struct mf_agg_pushdown {
     const bson_t *filter; /* or NULL */

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "catalog/coll_write.h"
+#include "common/alloc.h"
 #include "common/limits.h"
 #include "common/log.h"
 #include "doc/check.h"
@@ -204,7 +205,7 @@ merge_item(void *arg, size_t i, mf_error_t *err)
     return ret;
 }
 
-/* run_out_batches: runs fn over every recorded document; 0, or -1 with err. */
+/* run_out_batches: runs fn over every document of x->docs; 0, or -1 with err. */
 static int
 run_out_batches(out_ctx_t *x, mf_batch_item_fn fn, mf_error_t *err)
 {
@@ -214,119 +215,192 @@ run_out_batches(out_ctx_t *x, mf_batch_item_fn fn, mf_error_t *err)
 }
 
 /*
- * do_out: $out. Under the catalog write lock (never taken while the read
- * lock is held): creates a temporary collection with the target's options
- * and secondary indexes, inserts the documents, then drops the target and
- * renames the temporary collection over it. On failure the temporary
- * collection is dropped and the target is left as it was.
+ * The writer. $out: begin creates the temporary collection (tmp.agg_out.<oid>,
+ * with the target's options and secondary indexes) under the write lock;
+ * each append inserts a batch under the read lock; commit drops the target
+ * and renames the temporary collection over it in one catalog transaction;
+ * free without commit drops the temporary collection. $merge: begin creates
+ * the target if needed; each append merges a batch. No catalog lock is held
+ * between calls, so a pipeline can stream into its writer batch by batch.
  */
-static int
-do_out(mf_catalog_t *cat, out_ctx_t *w, mf_error_t *err)
+struct mf_agg_writer {
+    mf_catalog_t *cat;
+    out_ctx_t w;          /* db, coll point at the owned copies below */
+    char *db, *coll;      /* owned */
+    char tmp[64];         /* $out: the temporary collection ("" when none) */
+    bson_t *merge_spec;   /* owned, NULL for $out */
+    bool committed;
+};
+
+/* drop_tmp: drops $out's temporary collection, if it exists (logs a failure). */
+static void
+drop_tmp(mf_agg_writer_t *wr)
 {
-    char tmp[64], hex[25];
+    mf_error_t e2;
+    mf_err_clear(&e2);
+    mf_catalog_wrlock(wr->cat);
+    mf_coll_t *t = mf_catalog_coll_find(wr->cat, wr->db, wr->tmp);
+    if (t != NULL && mf_catalog_coll_drop(wr->cat, t, &e2) != 0)
+        mf_log(MF_LOG_WARN, "COMMAND", "$out: could not drop %s.%s: %s", wr->db, wr->tmp, e2.msg);
+    mf_catalog_unlock(wr->cat);
+    wr->tmp[0] = '\0';
+}
+
+/* out_begin: creates the temporary collection, with the target's options and secondary indexes. */
+static int
+out_begin(mf_agg_writer_t *wr, mf_error_t *err)
+{
+    char hex[25];
     bson_oid_t oid;
     mf_coll_t *target, *t = NULL;
     int rc = -1;
 
-    for (size_t i = 0; i < w->docs->len; i++)
-        if (mf_check_doc_for_storage(w->docs->docs[i], err) != 0)
-            return -1;
     bson_oid_init(&oid, NULL);
     bson_oid_to_string(&oid, hex);
-    snprintf(tmp, sizeof tmp, "tmp.agg_out.%s", hex);
-    mf_catalog_wrlock(cat);
-    target = mf_catalog_coll_find(cat, w->db, w->coll);
-    if (mf_catalog_coll_create(cat, w->db, tmp, target ? target->options : NULL, &t, err) != 0)
+    mf_catalog_wrlock(wr->cat);
+    target = mf_catalog_coll_find(wr->cat, wr->db, wr->coll);
+    snprintf(wr->tmp, sizeof wr->tmp, "%s%s", MF_AGG_OUT_TMP_PREFIX, hex);
+    if (mf_catalog_coll_create(wr->cat, wr->db, wr->tmp, target ? target->options : NULL, &t, err) != 0) {
+        wr->tmp[0] = '\0';
         goto out;
+    }
     for (int k = 0; target && k < target->nindexes; k++) {
-        if (target->indexes[k]->building)
+        if (target->indexes[k]->building || target->indexes[k]->is_id)
             continue;
-        if (target->indexes[k]->is_id)
-            continue;
-        if (mf_catalog_index_add(cat, t, target->indexes[k]->spec, err) != 0)
-            goto drop_tmp;
+        if (mf_catalog_index_add(wr->cat, t, target->indexes[k]->spec, err) != 0)
+            goto out;
     }
-    {
-        out_ctx_t x = *w;
-        x.c = t;
-        if (run_out_batches(&x, out_insert_item, err) != 0)
-            goto drop_tmp;
-    }
-    /* The target's drop and the rename are one catalog transaction: a failure keeps the old target. */
-    if (mf_catalog_coll_rename_replace(cat, t, target, w->db, w->coll, err) != 0)
-        goto drop_tmp;
     rc = 0;
-    goto out;
-drop_tmp: {
-    mf_error_t e2;
-    mf_err_clear(&e2);
-    if (mf_catalog_coll_drop(cat, t, &e2) != 0)
-        mf_log(MF_LOG_WARN, "COMMAND", "$out: could not drop %s.%s: %s", w->db, tmp, e2.msg);
-}
 out:
-    mf_catalog_unlock(cat);
+    mf_catalog_unlock(wr->cat);
+    if (rc != 0 && wr->tmp[0])
+        drop_tmp(wr);
     return rc;
 }
 
-/* do_merge: $merge. Creates the target if needed (write lock), then writes under the read lock. */
+/* merge_begin: parses the $merge spec; creates the target if needed. */
 static int
-do_merge(mf_catalog_t *cat, out_ctx_t *w, const bson_t *merge_spec, mf_error_t *err)
+merge_begin(mf_agg_writer_t *wr, mf_error_t *err)
 {
-    out_ctx_t x;
+    out_ctx_t *x = &wr->w;
     bson_iter_t it, ai;
-    mf_coll_t *c;
-    int rc;
 
-    x = *w;
-    x.when_matched = "merge";
-    x.when_not_matched = "insert";
-    if (bson_iter_init_find(&it, merge_spec, "on") && bson_iter_recurse(&it, &ai))
-        while (bson_iter_next(&ai) && x.non < 32)
-            x.on[x.non++] = bson_iter_utf8(&ai, NULL);
-    if (bson_iter_init_find(&it, merge_spec, "whenMatched"))
-        x.when_matched = bson_iter_utf8(&it, NULL);
-    if (bson_iter_init_find(&it, merge_spec, "whenNotMatched"))
-        x.when_not_matched = bson_iter_utf8(&it, NULL);
-    if (x.non == 0) {
-        x.on[0] = "_id";
-        x.non = 1;
+    x->when_matched = "merge";
+    x->when_not_matched = "insert";
+    if (bson_iter_init_find(&it, wr->merge_spec, "on") && bson_iter_recurse(&it, &ai))
+        while (bson_iter_next(&ai) && x->non < 32)
+            x->on[x->non++] = bson_iter_utf8(&ai, NULL);
+    if (bson_iter_init_find(&it, wr->merge_spec, "whenMatched"))
+        x->when_matched = bson_iter_utf8(&it, NULL);
+    if (bson_iter_init_find(&it, wr->merge_spec, "whenNotMatched"))
+        x->when_not_matched = bson_iter_utf8(&it, NULL);
+    if (x->non == 0) {
+        x->on[0] = "_id";
+        x->non = 1;
     }
-    for (size_t i = 0; i < w->docs->len; i++)
-        if (mf_check_doc_for_storage(w->docs->docs[i], err) != 0)
-            return -1;
-
-    mf_catalog_wrlock(cat);
-    if (mf_catalog_coll_find(cat, w->db, w->coll) == NULL &&
-        mf_catalog_coll_create(cat, w->db, w->coll, NULL, NULL, err) != 0 && err->code != MF_E_NamespaceExists) {
-        mf_catalog_unlock(cat);
+    mf_catalog_wrlock(wr->cat);
+    if (mf_catalog_coll_find(wr->cat, wr->db, wr->coll) == NULL &&
+        mf_catalog_coll_create(wr->cat, wr->db, wr->coll, NULL, NULL, err) != 0 && err->code != MF_E_NamespaceExists) {
+        mf_catalog_unlock(wr->cat);
         return -1;
     }
     mf_err_clear(err); /* NamespaceExists: another request created it first */
-    mf_catalog_unlock(cat);
+    mf_catalog_unlock(wr->cat);
+    return 0;
+}
 
-    mf_catalog_rdlock(cat);
-    c = mf_catalog_coll_find(cat, w->db, w->coll);
-    if (c == NULL) {
-        mf_catalog_unlock(cat);
-        return mf_err_set(err, MF_E_NamespaceNotFound, "collection %s.%s was dropped during $merge", w->db, w->coll);
+mf_agg_writer_t *
+mf_agg_writer_begin(mf_catalog_t *cat, mf_sess_t *s, bool durable, const char *db, const char *coll,
+                    const bson_t *merge_spec, mf_error_t *err)
+{
+    mf_agg_writer_t *wr = mf_calloc(1, sizeof *wr);
+    wr->cat = cat;
+    wr->db = mf_strdup(db);
+    wr->coll = mf_strdup(coll);
+    wr->merge_spec = merge_spec ? bson_copy(merge_spec) : NULL;
+    wr->w.s = s;
+    wr->w.durable = durable;
+    wr->w.db = wr->db;
+    wr->w.coll = wr->coll;
+    if ((merge_spec ? merge_begin(wr, err) : out_begin(wr, err)) != 0) {
+        mf_agg_writer_free(wr);
+        return NULL;
     }
-    x.c = c;
-    rc = run_out_batches(&x, merge_item, err);
-    mf_catalog_unlock(cat);
+    return wr;
+}
+
+int
+mf_agg_writer_append(mf_agg_writer_t *wr, mf_docvec_t *docs, mf_error_t *err)
+{
+    const char *name = wr->merge_spec ? wr->coll : wr->tmp;
+    out_ctx_t x = wr->w;
+    int rc;
+
+    for (size_t i = 0; i < docs->len; i++)
+        if (mf_check_doc_for_storage(docs->docs[i], err) != 0)
+            return -1;
+    mf_catalog_rdlock(wr->cat);
+    x.c = mf_catalog_coll_find(wr->cat, wr->db, name);
+    x.docs = docs;
+    if (x.c == NULL)
+        rc = mf_err_set(err, MF_E_NamespaceNotFound, "collection %s.%s was dropped during %s", wr->db, name,
+                        wr->merge_spec ? "$merge" : "$out");
+    else
+        rc = run_out_batches(&x, wr->merge_spec ? merge_item : out_insert_item, err);
+    mf_catalog_unlock(wr->cat);
     return rc;
 }
 
+int
+mf_agg_writer_commit(mf_agg_writer_t *wr, mf_error_t *err)
+{
+    int rc = 0;
+
+    if (wr->merge_spec == NULL) {
+        /* The target's drop and the rename are one catalog transaction: a failure keeps the old target. */
+        mf_catalog_wrlock(wr->cat);
+        mf_coll_t *t = mf_catalog_coll_find(wr->cat, wr->db, wr->tmp);
+        mf_coll_t *target = mf_catalog_coll_find(wr->cat, wr->db, wr->coll);
+        if (t == NULL)
+            rc = mf_err_set(err, MF_E_NamespaceNotFound, "collection %s.%s was dropped during $out", wr->db, wr->tmp);
+        else
+            rc = mf_catalog_coll_rename_replace(wr->cat, t, target, wr->db, wr->coll, err);
+        mf_catalog_unlock(wr->cat);
+        if (rc != 0)
+            return -1;
+        wr->tmp[0] = '\0';
+    }
+    wr->committed = true;
+    return 0;
+}
+
+void
+mf_agg_writer_free(mf_agg_writer_t *wr)
+{
+    if (wr == NULL)
+        return;
+    if (!wr->committed && wr->tmp[0])
+        drop_tmp(wr);
+    if (wr->merge_spec)
+        bson_destroy(wr->merge_spec);
+    free(wr->db);
+    free(wr->coll);
+    free(wr);
+}
 
 int
 mf_agg_write(mf_catalog_t *cat, mf_sess_t *s, bool durable, const char *db, const char *coll, mf_docvec_t *docs,
              const bson_t *merge_spec, mf_error_t *err)
 {
-    out_ctx_t w;
-    memset(&w, 0, sizeof w);
-    w.s = s;
-    w.durable = durable;
-    w.db = db;
-    w.coll = coll;
-    w.docs = docs;
-    return merge_spec ? do_merge(cat, &w, merge_spec, err) : do_out(cat, &w, err);
+    for (size_t i = 0; i < docs->len; i++)
+        if (mf_check_doc_for_storage(docs->docs[i], err) != 0)
+            return -1;
+    mf_agg_writer_t *wr = mf_agg_writer_begin(cat, s, durable, db, coll, merge_spec, err);
+    if (wr == NULL)
+        return -1;
+    int rc = mf_agg_writer_append(wr, docs, err);
+    if (rc == 0)
+        rc = mf_agg_writer_commit(wr, err);
+    mf_agg_writer_free(wr);
+    return rc;
 }

@@ -22,4 +22,23 @@
 int mf_agg_write(mf_catalog_t *cat, mf_sess_t *s, bool durable, const char *db, const char *coll, mf_docvec_t *docs,
                  const bson_t *merge_spec, mf_error_t *err) MF_WUR;
 
+/* Collections named so are $out's work in progress: dropped at start-up (a crash left them). */
+#define MF_AGG_OUT_TMP_PREFIX "tmp.agg_out."
+
+/*
+ * A writer lets a pipeline stream its output: begin, append batches, commit,
+ * free (free without commit undoes an $out: the target is untouched). Each
+ * call takes catalog lock sessions itself: call with none held. append
+ * checks every document for storage first (a failure writes nothing of that
+ * batch) and does not take ownership of docs. begin returns the writer
+ * (owned by the caller), or NULL with err; the others 0 or -1 with err.
+ */
+typedef struct mf_agg_writer mf_agg_writer_t;
+
+mf_agg_writer_t *mf_agg_writer_begin(mf_catalog_t *cat, mf_sess_t *s, bool durable, const char *db, const char *coll,
+                                     const bson_t *merge_spec, mf_error_t *err);
+int mf_agg_writer_append(mf_agg_writer_t *wr, mf_docvec_t *docs, mf_error_t *err) MF_WUR;
+int mf_agg_writer_commit(mf_agg_writer_t *wr, mf_error_t *err) MF_WUR;
+void mf_agg_writer_free(mf_agg_writer_t *wr);
+
 #endif /* MF_AGG_WRITE_H */

@@ -1,0 +1,97 @@
+'use strict';
+// $out and $merge stream: the pipeline's output goes to the target a batch
+// at a time (reading under the collection's lock, writing without it), so
+// memory is one batch, not the whole output. $out still replaces its target
+// atomically: any failure (memory limit, maxTimeMS, a bad document) leaves
+// the old target whole and no temporary collection behind, and a temporary
+// collection left by a crash is dropped at start-up. Through the Node driver.
+const assert = require('node:assert/strict');
+const h = require('./harness');
+
+const srv = h.useServer();
+const J = { writeConcern: { w: 1, j: true } };
+
+async function filled(db, n, pad = 100) {
+  const c = db.collection('src');
+  const filler = 'x'.repeat(pad);
+  for (let base = 0; base < n; base += 5000) {
+    const docs = [];
+    for (let i = base; i < Math.min(n, base + 5000); i++) docs.push({ _id: i, g: i % 7, v: (i * 7919) % 100003, pad: filler });
+    await c.insertMany(docs);
+  }
+  return c;
+}
+
+async function tempCollections(db) {
+  return (await db.listCollections({}, { nameOnly: true }).toArray()).map((c) => c.name).filter((n) => n.startsWith('tmp.agg_out.'));
+}
+
+h.test('$out of 25,000 documents (many batches) writes exactly the pipeline output, keeping the target\'s indexes', async () => {
+  const db = srv.freshDb('os_big');
+  const src = await filled(db, 25000);
+  await db.collection('dst').insertOne({ _id: 'old' });
+  await db.collection('dst').createIndex({ v: 1 });
+  const r = await src.aggregate([{ $match: { g: { $ne: 3 } } }, { $project: { pad: 0 } }, { $out: 'dst' }]).toArray();
+  assert.deepEqual(r, []);
+  const dst = db.collection('dst');
+  const want = [...Array(25000).keys()].filter((i) => i % 7 !== 3).length;
+  assert.equal(await dst.countDocuments(), want);
+  assert.equal(await dst.countDocuments({ _id: 'old' }), 0);
+  assert.equal(await dst.countDocuments({ pad: { $exists: true } }), 0);
+  assert.ok((await dst.indexes()).some((i) => i.name === 'v_1'));
+  assert.deepEqual(await tempCollections(db), []);
+  // $out onto the collection it reads replaces it with its own output.
+  await src.aggregate([{ $match: { g: 0 } }, { $out: 'src' }]).toArray();
+  assert.equal(await src.countDocuments(), [...Array(25000).keys()].filter((i) => i % 7 === 0).length);
+});
+
+h.test('a failing $out leaves the old target whole and no temporary collection: 292, maxTimeMS, a bad document', async () => {
+  const db = srv.freshDb('os_fail');
+  const src = await filled(db, 20000);
+  await db.collection('dst').insertMany([{ _id: 1, keep: true }, { _id: 2, keep: true }]);
+  await srv.client.db('admin').command({ setParameter: 1, internalQueryMaxBlockingSortMemoryUsageBytes: 100000 });
+  try {
+    await assert.rejects(src.aggregate([{ $sort: { v: 1 } }, { $out: 'dst' }], { allowDiskUse: false }).toArray(), (e) => e.code === 292);
+  } finally {
+    await srv.client.db('admin').command({ setParameter: 1, internalQueryMaxBlockingSortMemoryUsageBytes: 104857600 });
+  }
+  await assert.rejects(
+    db.command({ aggregate: 'src', pipeline: [{ $addFields: { w: { $range: [0, 200] } } }, { $out: 'dst' }], cursor: {}, maxTimeMS: 1 }),
+    (e) => e.code === 50);
+  // The failing document comes after several full batches have been written to the temporary collection.
+  await assert.rejects(
+    src.aggregate([{ $sort: { _id: 1 } }, { $addFields: { _id: { $cond: [{ $eq: ['$_id', 15000] }, { $literal: [1, 2] }, '$_id'] } } }, { $out: 'dst' }]).toArray());
+  assert.deepEqual(await db.collection('dst').find().sort({ _id: 1 }).toArray(), [{ _id: 1, keep: true }, { _id: 2, keep: true }]);
+  assert.deepEqual(await tempCollections(db), []);
+});
+
+h.test('$merge streams into its target, and into the collection it reads (then it collects first)', async () => {
+  const db = srv.freshDb('os_merge');
+  const src = await filled(db, 12000, 10);
+  await db.collection('tot').insertOne({ _id: 0, seen: 'before' });
+  await src.aggregate([{ $project: { g: 1 } }, { $merge: { into: 'tot', whenMatched: 'merge', whenNotMatched: 'insert' } }]).toArray();
+  assert.equal(await db.collection('tot').countDocuments(), 12000);
+  assert.deepEqual(await db.collection('tot').findOne({ _id: 0 }), { _id: 0, seen: 'before', g: 0 });
+  await src.aggregate([{ $match: { g: 2 } }, { $project: { twice: { $multiply: ['$v', 2] } } }, { $merge: { into: 'src', whenMatched: 'merge' } }]).toArray();
+  assert.equal(await src.countDocuments(), 12000);
+  assert.equal(await src.countDocuments({ twice: { $exists: true } }), [...Array(12000).keys()].filter((i) => i % 7 === 2).length);
+  const d = await src.findOne({ _id: 9 });
+  assert.equal(d.twice, d.v * 2);
+  // Through a view: the view's pipeline runs first.
+  await db.createCollection('g1', { viewOn: 'src', pipeline: [{ $match: { g: 1 } }] });
+  await db.collection('g1').aggregate([{ $group: { _id: 'g1', n: { $sum: 1 } } }, { $merge: { into: 'stats' } }]).toArray();
+  assert.equal((await db.collection('stats').findOne({ _id: 'g1' })).n, [...Array(12000).keys()].filter((i) => i % 7 === 1).length);
+});
+
+h.test('a temporary $out collection left by a crash is dropped at start-up', async () => {
+  const dbName = srv.freshDb('os_crash').databaseName;
+  let db = srv.client.db(dbName);
+  await db.createCollection('tmp.agg_out.0123456789abcdef01234567');
+  await db.collection('tmp.agg_out.0123456789abcdef01234567').insertOne({ _id: 1 }, J);
+  await db.collection('kept').insertOne({ _id: 1 }, J);
+  await srv.server.restart({ kill9: true });
+  await srv.reconnect();
+  db = srv.client.db(dbName);
+  assert.deepEqual(await tempCollections(db), []);
+  assert.equal(await db.collection('kept').countDocuments(), 1);
+});
