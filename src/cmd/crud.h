@@ -27,8 +27,6 @@ int mf_cmd_coll_stats_doc(mf_op_t *op, const char *name, bson_t *out);
 #endif
 #define FIRST_BATCH_DEFAULT 101
 #define BATCH_BYTES_MAX (16 * 1024 * 1024 - 64 * 1024)
-#define INSERT_CHUNK 500
-#define UPDATE_CHUNK 100
 
 /* ---------- shared helpers (cmd_crud.c) ---------- */
 

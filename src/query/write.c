@@ -1,0 +1,856 @@
+/*
+ * write.c: insert, update, delete and findAndModify against a collection
+ * (see write.h).
+ *
+ * Every multi-document write runs in two phases. First the statement's
+ * filter is planned (the plan's root is UPDATE, DELETE or BATCHED_DELETE,
+ * as explain shows it) and the matching record ids are collected, up to one
+ * when the statement touches a single document. Then the records are
+ * written in chunked transactions (mf_batch_run, mf_delete_rids): each is
+ * re-fetched and re-matched inside its transaction, so a document changed
+ * or deleted since the scan is judged on what it is now, and a write
+ * conflict retries the chunk. Per-record outcomes go into a slot array that
+ * is folded into the counters only when a chunk commits, so the counters
+ * never include rolled-back work.
+ *
+ * An update is an update document (doc/update.h: operators or a
+ * replacement) or a pipeline (pipeline-style update: $set/$addFields/
+ * $unset/$project/$replaceRoot/$replaceWith stages), run over a source that
+ * yields just the document being updated. An upsert that matched nothing
+ * builds its document from the filter's equalities and the update, and
+ * inserts it in its own transaction.
+ *
+ * findAndModify finds one record (the first in sort order; a sort that no
+ * index provides is a scan keeping the best document), then re-reads,
+ * re-matches and writes it in one transaction, starting over when the
+ * record went away or the transaction conflicted.
+ *
+ * The catalog lock is held shared for the whole of one call (taken
+ * exclusive briefly when an insert or upsert creates the collection).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "catalog/coll_write.h"
+#include "common/alloc.h"
+#include "common/docvec.h"
+#include "common/limits.h"
+#include "doc/check.h"
+#include "doc/match.h"
+#include "doc/project.h"
+#include "doc/sort.h"
+#include "doc/update.h"
+#include "doc/value.h"
+#include "query/agg.h"
+#include "query/batch.h"
+#include "query/exec.h"
+#include "query/write.h"
+
+#define INSERT_CHUNK 500 /* inserted documents per transaction */
+#define UPDATE_CHUNK 100 /* updated documents per transaction */
+#define WRITE_ATTEMPTS 1000 /* retries of a one-document write (upsert, findAndModify) that conflicts */
+
+/*
+ * coll_acquire: opens a shared lock session and finds db.name for a write
+ * (*out NULL when missing); with create, a missing collection is created
+ * first (under a short exclusive session). A view fails with 166
+ * CommandNotSupportedOnView. On return the thread holds a shared lock
+ * session, whether it failed or not: the caller ends it. Returns 0, or -1
+ * with err.
+ */
+static int
+coll_acquire(mf_catalog_t *cat, const char *db, const char *name, bool create, mf_coll_t **out, mf_error_t *err)
+{
+    mf_catalog_rdlock(cat);
+    *out = mf_catalog_coll_find(cat, db, name);
+    if (*out == NULL && create) {
+        mf_catalog_unlock(cat);
+        mf_catalog_wrlock(cat);
+        /* Another writer may create it first (locks are per collection): then it exists, as wanted. */
+        if (mf_catalog_coll_find(cat, db, name) == NULL) {
+            if (mf_catalog_coll_create(cat, db, name, NULL, NULL, err) != 0 && err->code != MF_E_NamespaceExists) {
+                mf_catalog_unlock(cat);
+                mf_catalog_rdlock(cat);
+                return -1;
+            }
+            mf_err_clear(err);
+        }
+        mf_catalog_unlock(cat);
+        mf_catalog_rdlock(cat);
+        *out = mf_catalog_coll_find(cat, db, name);
+        if (*out == NULL)
+            return mf_err_set(err, MF_E_NamespaceNotFound, "collection %s.%s was dropped concurrently", db, name);
+    }
+    if (*out != NULL && (*out)->is_view)
+        return mf_err_set(err, MF_E_CommandNotSupportedOnView, "Namespace %s is a view, not a collection",
+                          (*out)->ns);
+    return 0;
+}
+
+/* ---------- insert ---------- */
+
+typedef struct insert_ctx {
+    mf_sess_t *s;
+    mf_coll_t *c;
+    const bson_t *docs;
+    int64_t inserted;
+    bool validate; /* check the collection's validator (no bypassDocumentValidation) */
+} insert_ctx_t;
+
+static int
+insert_item(void *arg, size_t i, mf_error_t *err)
+{
+    insert_ctx_t *ctx = arg;
+    const bson_t *doc = &ctx->docs[i];
+    bson_t fixed;
+    int ret;
+
+    if (mf_check_doc_for_storage(doc, err) != 0)
+        return -1;
+    if (mf_doc_id_is_first(doc)) {
+        if (ctx->validate && mf_coll_validate(ctx->c, doc, NULL, err) != 0)
+            return -1;
+        return mf_coll_insert(ctx->s, ctx->c, doc, NULL, err);
+    }
+    mf_doc_with_id_first(doc, &fixed);
+    if (fixed.len > MF_MAX_BSON_SIZE)
+        ret = mf_err_set(err, MF_E_BSONObjectTooLarge, "object to insert too large. size in bytes: %u, max size: %d",
+                         fixed.len, MF_MAX_BSON_SIZE);
+    else if (ctx->validate && mf_coll_validate(ctx->c, &fixed, NULL, err) != 0)
+        ret = -1;
+    else
+        ret = mf_coll_insert(ctx->s, ctx->c, &fixed, NULL, err);
+    bson_destroy(&fixed);
+    return ret;
+}
+
+static void
+insert_commit(void *arg, size_t from, size_t to)
+{
+    ((insert_ctx_t *)arg)->inserted += (int64_t)(to - from);
+}
+
+int
+mf_write_insert(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool validate, const char *db, const char *coll,
+                const bson_t *docs, size_t n, bool ordered, mf_write_error_fn on_error, void *arg, int64_t *inserted,
+                mf_error_t *err)
+{
+    insert_ctx_t x = {s, NULL, docs, 0, validate};
+    size_t i = 0;
+    int rc = -1;
+
+    if (coll_acquire(cat, db, coll, true, &x.c, err) != 0)
+        goto out;
+    while (i < n) {
+        mf_error_t e;
+        mf_err_clear(&e);
+        int r = mf_batch_run(s, &i, n, INSERT_CHUNK, durable, insert_item, insert_commit, &x, &e);
+        if (r == 0)
+            break;
+        if (r < 0) {
+            *err = e;
+            goto out;
+        }
+        on_error(arg, i, &e);
+        i++;
+        if (ordered)
+            break;
+    }
+    rc = 0;
+out:
+    mf_catalog_unlock(cat);
+    *inserted = x.inserted;
+    return rc;
+}
+
+/* ---------- update specs: an update document or a pipeline ---------- */
+
+typedef struct upd_spec {
+    mf_update_t *u;
+    mf_pipeline_t *pl;
+} upd_spec_t;
+
+static void
+upd_spec_free(upd_spec_t *x)
+{
+    if (x == NULL)
+        return;
+    if (x->u)
+        mf_update_free(x->u);
+    if (x->pl)
+        mf_pipeline_free(x->pl);
+    free(x);
+}
+
+/*
+ * upd_spec_new: from an update document ud, or a pipeline (an array value)
+ * when pipeline is not NULL; af is arrayFilters (or NULL). Returns the spec,
+ * which the caller frees with upd_spec_free, or NULL with err.
+ */
+static upd_spec_t *
+upd_spec_new(const bson_t *ud, const bson_value_t *pipeline, const bson_value_t *af, mf_error_t *err)
+{
+    static const char *const allowed[] = {"$addFields", "$set", "$project", "$unset", "$replaceRoot", "$replaceWith",
+                                          NULL};
+    upd_spec_t *x = mf_calloc(1, sizeof(*x));
+    if (pipeline == NULL) {
+        if ((x->u = mf_update_new(ud, af, err)) == NULL) {
+            free(x);
+            return NULL;
+        }
+        return x;
+    }
+    if (af != NULL) {
+        mf_err_set(err, MF_E_FailedToParse, "arrayFilters may not be specified for pipeline-style updates");
+        free(x);
+        return NULL;
+    }
+    bson_t arr;
+    bson_iter_t it, st;
+    if (bson_init_static(&arr, pipeline->value.v_doc.data, pipeline->value.v_doc.data_len) && bson_iter_init(&it, &arr)) {
+        while (bson_iter_next(&it)) {
+            if (!BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &st) || !bson_iter_next(&st))
+                continue; /* mf_pipeline_new reports malformed stages */
+            const char *name = bson_iter_key(&st);
+            bool ok = false;
+            for (const char *const *a = allowed; *a; a++)
+                ok = ok || strcmp(*a, name) == 0;
+            if (!ok && name[0] == '$') {
+                mf_err_set(err, MF_E_InvalidOptions, "%s is not allowed to be used within an update", name);
+                free(x);
+                return NULL;
+            }
+        }
+    }
+    if ((x->pl = mf_pipeline_new(pipeline, err)) == NULL) {
+        free(x);
+        return NULL;
+    }
+    return x;
+}
+
+static bool
+upd_spec_is_replacement(const upd_spec_t *x)
+{
+    return x->u != NULL && mf_update_is_replacement(x->u);
+}
+
+/* one_doc_scan: the source of a pipeline-style update: the one document in ctx. */
+static int
+one_doc_scan(void *ctx, const char *coll, const bson_t *filter, mf_agg_visit_fn visit, void *arg, mf_error_t *err)
+{
+    (void)coll;
+    (void)filter;
+    (void)err;
+    return visit(arg, (const bson_t *)ctx) < 0 ? -1 : 0;
+}
+
+/* upd_spec_apply: as mf_update_apply (out initialised by the caller). */
+static int
+upd_spec_apply(const upd_spec_t *x, const bson_t *doc, const mf_match_details_t *d, bool is_insert, bson_t *out,
+               bool *changed, mf_error_t *err)
+{
+    if (x->u)
+        return mf_update_apply(x->u, doc, d, is_insert, out, changed, err);
+    mf_agg_env_t env;
+    mf_docvec_t res;
+    bson_iter_t oi, ni;
+    int rc = 0;
+    memset(&env, 0, sizeof(env));
+    env.scan = one_doc_scan;
+    env.ctx = (void *)doc;
+    mf_docvec_init(&res);
+    if (mf_pipeline_run(x->pl, &env, "", &res, err) != 0) {
+        mf_docvec_destroy(&res);
+        return -1;
+    }
+    if (res.len != 1) {
+        mf_docvec_destroy(&res);
+        return mf_err_set(err, MF_E_FailedToParse, "pipeline-style update must produce exactly one document");
+    }
+    const bson_t *r = res.docs[0];
+    bool old_id = bson_iter_init_find(&oi, doc, "_id");
+    bool new_id = bson_iter_init_find(&ni, r, "_id");
+    if (old_id && new_id && !(mf_value_equal(bson_iter_value(&oi), bson_iter_value(&ni)) &&
+                              bson_iter_type(&oi) == bson_iter_type(&ni))) {
+        rc = mf_err_set(err, MF_E_ImmutableField,
+                        "Performing an update on the path '_id' would modify the immutable field '_id'");
+    } else {
+        bson_iter_t it;
+        if (old_id)
+            bson_append_value(out, "_id", 3, bson_iter_value(&oi));
+        else if (new_id)
+            bson_append_value(out, "_id", 3, bson_iter_value(&ni));
+        bson_iter_init(&it, r);
+        while (bson_iter_next(&it)) {
+            if (strcmp(bson_iter_key(&it), "_id") != 0)
+                bson_append_value(out, bson_iter_key(&it), (int)bson_iter_key_len(&it), bson_iter_value(&it));
+        }
+        *changed = is_insert || out->len != doc->len || memcmp(bson_get_data(out), bson_get_data(doc), doc->len) != 0;
+    }
+    mf_docvec_destroy(&res);
+    return rc;
+}
+
+/* ---------- statements ---------- */
+
+/* The fields update and delete statements share: the filter and the hint, views into the statement. */
+typedef struct stmt_common {
+    bson_t q;
+    bool have_q;
+    const bson_value_t *hint; /* NULL when absent, else &hint_store */
+    bson_value_t hint_store;
+} stmt_common_t;
+
+/*
+ * stmt_common_parse: parses the field at it into sc when it is q or hint
+ * (*taken true), else leaves it to the caller (*taken false). what names the
+ * statement in messages ("update.updates"). Returns 0, or -1 with err.
+ */
+static int
+stmt_common_parse(bson_iter_t *it, const char *what, stmt_common_t *sc, bool *taken, mf_error_t *err)
+{
+    const char *k = bson_iter_key(it);
+    const uint8_t *data;
+    uint32_t len;
+
+    *taken = true;
+    if (strcmp(k, "q") == 0) {
+        if (!BSON_ITER_HOLDS_DOCUMENT(it))
+            return mf_err_set(err, MF_E_TypeMismatch, "BSON field '%s.q' is the wrong type '%s', expected type 'object'",
+                              what, mf_type_name(bson_iter_type(it)));
+        bson_iter_document(it, &len, &data);
+        sc->have_q = bson_init_static(&sc->q, data, len);
+    } else if (strcmp(k, "hint") == 0) {
+        if (!BSON_ITER_HOLDS_UTF8(it) && !BSON_ITER_HOLDS_DOCUMENT(it))
+            return mf_err_set(err, MF_E_BadValue, "hint must be a string or an object");
+        sc->hint_store = *bson_iter_value(it);
+        sc->hint = &sc->hint_store;
+    } else {
+        *taken = false;
+    }
+    return 0;
+}
+
+/* ---------- update ---------- */
+
+/* The target record ids of a statement, collected by rid_visit. */
+typedef struct rid_vec {
+    int64_t *v;
+    size_t n, cap;
+    size_t max; /* 0 = unlimited */
+} rid_vec_t;
+
+static int
+rid_visit(void *arg, int64_t rid, const bson_t *doc, const mf_match_details_t *d)
+{
+    rid_vec_t *rv = arg;
+    (void)doc;
+    (void)d;
+    if (rv->n == rv->cap) {
+        rv->cap = rv->cap ? rv->cap * 2 : 64;
+        rv->v = mf_realloc(rv->v, rv->cap * sizeof(*rv->v));
+    }
+    rv->v[rv->n++] = rid;
+    return rv->max && rv->n >= rv->max ? 1 : 0;
+}
+
+typedef struct upd_ctx {
+    mf_sess_t *s;
+    mf_coll_t *c;
+    const mf_matcher_t *m;
+    const upd_spec_t *u;
+    const int64_t *rids;
+    uint8_t *slot; /* per rid: bit0 matched, bit1 modified */
+    int64_t matched, modified;
+    bool validate; /* check the collection's validator */
+} upd_ctx_t;
+
+/* upd_item: re-fetches and re-matches record i, then updates it (inside the chunk's transaction). */
+static int
+upd_item(void *arg, size_t i, mf_error_t *err)
+{
+    upd_ctx_t *x = arg;
+    bson_t doc, out;
+    bool changed = false;
+    mf_match_details_t d = {.array_pos = -1};
+    int ret;
+
+    x->slot[i] = 0;
+    ret = mf_coll_fetch(x->s, x->c, x->rids[i], &doc, err);
+    if (ret == MF_NOTFOUND)
+        return 0;
+    if (ret != 0)
+        return ret;
+    if (!mf_matcher_match(x->m, &doc, &d)) {
+        bson_destroy(&doc);
+        return 0;
+    }
+    bson_init(&out);
+    ret = upd_spec_apply(x->u, &doc, &d, false, &out, &changed, err);
+    if (ret == 0 && changed) {
+        ret = mf_check_doc_for_storage(&out, err);
+        if (ret == 0 && x->validate)
+            ret = mf_coll_validate(x->c, &out, &doc, err);
+        if (ret == 0)
+            ret = mf_coll_replace(x->s, x->c, x->rids[i], &doc, &out, err);
+    }
+    if (ret == 0)
+        x->slot[i] = (uint8_t)(1 | (changed ? 2 : 0));
+    bson_destroy(&out);
+    bson_destroy(&doc);
+    return ret;
+}
+
+static void
+upd_commit(void *arg, size_t from, size_t to)
+{
+    upd_ctx_t *x = arg;
+    for (size_t i = from; i < to; i++) {
+        if (x->slot[i] & 1)
+            x->matched++;
+        if (x->slot[i] & 2)
+            x->modified++;
+    }
+}
+
+/*
+ * do_upsert: builds the upsert document from filter q and update u and
+ * inserts it into c (catalog lock held) in its own transaction. *idv gets a
+ * copy of its _id (the caller destroys it); *inserted, when not NULL, a copy
+ * of the document (the caller destroys it). Returns 0, or -1 with err.
+ */
+static int
+do_upsert(mf_sess_t *s, mf_coll_t *c, bool durable, bool validate, const bson_t *q, const upd_spec_t *u,
+          bson_value_t *idv, bson_t *inserted, mf_error_t *err)
+{
+    bson_t seed, out, fixed;
+    bool changed;
+    bson_iter_t it;
+    int ret;
+
+    bson_init(&seed);
+    if (upd_spec_is_replacement(u)) {
+        /* A replacement upsert takes _id from the query when the replacement has none. */
+        bson_value_t qid;
+        if (mf_exec_id_equality(q, &qid))
+            bson_append_value(&seed, "_id", 3, &qid);
+    } else if (mf_update_upsert_seed(q, &seed, err) != 0) {
+        bson_destroy(&seed);
+        return -1;
+    }
+    bson_init(&out);
+    if (upd_spec_apply(u, &seed, NULL, true, &out, &changed, err) != 0) {
+        bson_destroy(&seed);
+        bson_destroy(&out);
+        return -1;
+    }
+    bson_destroy(&seed);
+    mf_doc_with_id_first(&out, &fixed);
+    bson_destroy(&out);
+    if (mf_check_doc_for_storage(&fixed, err) != 0 || (validate && mf_coll_validate(c, &fixed, NULL, err) != 0)) {
+        bson_destroy(&fixed);
+        return -1;
+    }
+    for (int attempt = 0;; attempt++) {
+        if (mf_txn_begin(s, err) != 0)
+            break;
+        ret = mf_coll_insert(s, c, &fixed, NULL, err);
+        if (ret == 0)
+            ret = mf_txn_commit(s, durable, err);
+        else
+            mf_txn_abort(s);
+        if (ret == MF_CONFLICT || (ret != 0 && err->code == MF_E_WriteConflict && attempt < WRITE_ATTEMPTS)) {
+            mf_batch_backoff(attempt);
+            continue;
+        }
+        if (ret == 0) {
+            bson_iter_init_find(&it, &fixed, "_id");
+            bson_value_copy(bson_iter_value(&it), idv);
+            if (inserted)
+                bson_copy_to(&fixed, inserted);
+        }
+        bson_destroy(&fixed);
+        return ret == 0 ? 0 : -1;
+    }
+    bson_destroy(&fixed);
+    return -1;
+}
+
+int
+mf_write_update(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool validate, const char *db, const char *coll,
+                const bson_t *stmt, mf_write_update_result_t *res, mf_error_t *err)
+{
+    bson_iter_t it;
+    bson_t ud;
+    stmt_common_t sc = {.have_q = false, .hint = NULL};
+    const bson_value_t *af = NULL, *upl = NULL;
+    bson_value_t af_store, upl_store;
+    bool upsert = false, multi = false, have_u = false, taken;
+    mf_matcher_t *m = NULL;
+    upd_spec_t *u = NULL;
+    mf_coll_t *c = NULL;
+    rid_vec_t rv = {0};
+    int rc = -1;
+
+    memset(res, 0, sizeof *res);
+    bson_iter_init(&it, stmt);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (stmt_common_parse(&it, "update.updates", &sc, &taken, err) != 0)
+            return -1;
+        if (taken)
+            continue;
+        if (strcmp(k, "u") == 0) {
+            const uint8_t *data;
+            uint32_t len;
+            if (BSON_ITER_HOLDS_ARRAY(&it)) {
+                upl_store = *bson_iter_value(&it);
+                upl = &upl_store;
+                have_u = true;
+                continue;
+            }
+            if (!BSON_ITER_HOLDS_DOCUMENT(&it))
+                return mf_err_set(err, MF_E_FailedToParse, "Update argument must be either an object or an array");
+            bson_iter_document(&it, &len, &data);
+            have_u = bson_init_static(&ud, data, len);
+        } else if (strcmp(k, "upsert") == 0) {
+            upsert = bson_iter_as_bool(&it);
+        } else if (strcmp(k, "multi") == 0) {
+            multi = bson_iter_as_bool(&it);
+        } else if (strcmp(k, "arrayFilters") == 0) {
+            if (!BSON_ITER_HOLDS_ARRAY(&it))
+                return mf_err_set(err, MF_E_TypeMismatch,
+                                  "BSON field 'update.updates.arrayFilters' is the wrong type '%s', expected type "
+                                  "'array'",
+                                  mf_type_name(bson_iter_type(&it)));
+            af_store = *bson_iter_value(&it);
+            af = &af_store;
+        }
+    }
+    if (!sc.have_q)
+        return mf_err_set(err, MF_E_Location40414, "BSON field 'update.updates.q' is missing but a required field");
+    if (!have_u)
+        return mf_err_set(err, MF_E_Location40414, "BSON field 'update.updates.u' is missing but a required field");
+    if ((m = mf_matcher_new(&sc.q, err)) == NULL)
+        return -1;
+    if ((u = upd_spec_new(upl ? NULL : &ud, upl, af, err)) == NULL)
+        goto out;
+    if (multi && upd_spec_is_replacement(u)) {
+        mf_err_set(err, MF_E_FailedToParse, "multi update is not supported for replacement-style update");
+        goto out;
+    }
+    if (coll_acquire(cat, db, coll, upsert, &c, err) != 0)
+        goto out_unlock;
+    if (c != NULL) {
+        mf_plan_request_t req = {.filter = &sc.q, .hint = sc.hint, .root = MF_PLAN_ROOT_UPDATE};
+        rv.max = multi ? 0 : 1;
+        if (mf_exec_query(s, c, &req, m, rid_visit, &rv, NULL, err) != 0)
+            goto out_unlock;
+        upd_ctx_t x = {s, c, m, u, rv.v, mf_calloc(rv.n + 1, 1), 0, 0, validate};
+        size_t start = 0;
+        int r = mf_batch_run(s, &start, rv.n, UPDATE_CHUNK, durable, upd_item, upd_commit, &x, err);
+        free(x.slot);
+        res->matched = x.matched;
+        res->modified = x.modified;
+        if (r != 0)
+            goto out_unlock;
+    }
+    if (res->matched == 0 && upsert && c != NULL) {
+        if (do_upsert(s, c, durable, validate, &sc.q, u, &res->upserted_id, NULL, err) != 0)
+            goto out_unlock;
+        res->upserted = true;
+        res->matched = 1;
+    }
+    rc = 0;
+out_unlock:
+    mf_catalog_unlock(cat);
+out:
+    free(rv.v);
+    mf_matcher_free(m);
+    upd_spec_free(u);
+    return rc;
+}
+
+/* ---------- delete ---------- */
+
+/* del_check: whether a record's current document still matches the statement's filter (arg). */
+static bool
+del_check(void *arg, int64_t rid, const bson_t *doc)
+{
+    (void)rid;
+    return mf_matcher_match((const mf_matcher_t *)arg, doc, NULL);
+}
+
+int
+mf_write_delete(mf_catalog_t *cat, mf_sess_t *s, bool durable, const char *db, const char *coll,
+                const bson_t *stmt, int64_t batch_docs, mf_write_delete_result_t *res, mf_error_t *err)
+{
+    bson_iter_t it;
+    stmt_common_t sc = {.have_q = false, .hint = NULL};
+    bool have_limit = false, taken;
+    int64_t limit = 0;
+    mf_matcher_t *m;
+    mf_coll_t *c;
+    rid_vec_t rv = {0};
+    int rc = -1;
+
+    memset(res, 0, sizeof *res);
+    bson_iter_init(&it, stmt);
+    while (bson_iter_next(&it)) {
+        if (stmt_common_parse(&it, "delete.deletes", &sc, &taken, err) != 0)
+            return -1;
+        if (!taken && strcmp(bson_iter_key(&it), "limit") == 0) {
+            if (!mf_value_is_number(bson_iter_value(&it)))
+                return mf_err_set(err, MF_E_TypeMismatch,
+                                  "BSON field 'delete.deletes.limit' is the wrong type '%s', expected type 'number'",
+                                  mf_type_name(bson_iter_type(&it)));
+            limit = (int64_t)mf_value_as_double(bson_iter_value(&it));
+            have_limit = true;
+        }
+    }
+    if (!sc.have_q)
+        return mf_err_set(err, MF_E_Location40414, "BSON field 'delete.deletes.q' is missing but a required field");
+    if (!have_limit)
+        return mf_err_set(err, MF_E_Location40414,
+                          "BSON field 'delete.deletes.limit' is missing but a required field");
+    if (limit != 0 && limit != 1)
+        return mf_err_set(err, MF_E_FailedToParse, "The limit field in delete objects must be 0 or 1. Got %lld",
+                          (long long)limit);
+    if ((m = mf_matcher_new(&sc.q, err)) == NULL)
+        return -1;
+    if (coll_acquire(cat, db, coll, false, &c, err) != 0)
+        goto out;
+    if (c != NULL) {
+        mf_plan_request_t req = {.filter = &sc.q, .hint = sc.hint,
+                                 .root = limit == 0 ? MF_PLAN_ROOT_BATCHED_DELETE : MF_PLAN_ROOT_DELETE};
+        rv.max = (size_t)limit;
+        if (mf_exec_query(s, c, &req, m, rid_visit, &rv, NULL, err) != 0)
+            goto out;
+        size_t chunk = 1;
+        bool batched = limit == 0;
+        if (batched)
+            chunk = batch_docs > 0 ? (size_t)batch_docs : 0;
+        mf_delete_stats_t st = {0, 0};
+        int r = mf_delete_rids(s, c, rv.v, rv.n, chunk, durable, del_check, m, &st, err);
+        res->deleted = st.deleted;
+        res->batches = st.batches;
+        res->batched = batched && rv.n > 0;
+        if (r != 0)
+            goto out;
+    }
+    rc = 0;
+out:
+    mf_catalog_unlock(cat);
+    free(rv.v);
+    mf_matcher_free(m);
+    return rc;
+}
+
+/* ---------- findAndModify ---------- */
+
+typedef struct first_ctx {
+    int64_t rid;
+    bool found;
+} first_ctx_t;
+
+/* first_visit: keeps the first matching record and stops the scan. */
+static int
+first_visit(void *arg, int64_t rid, const bson_t *doc, const mf_match_details_t *d)
+{
+    first_ctx_t *f = arg;
+    f->rid = rid;
+    f->found = true;
+    (void)doc;
+    (void)d;
+    return 1;
+}
+
+typedef struct sorted_first_ctx {
+    const mf_sort_t *s;
+    bson_t *best; /* a copy of the best document so far, or NULL */
+    int64_t rid;
+} sorted_first_ctx_t;
+
+/* sorted_first_visit: keeps the record that sorts first (for a sort no index provides). */
+static int
+sorted_first_visit(void *arg, int64_t rid, const bson_t *doc, const mf_match_details_t *d)
+{
+    sorted_first_ctx_t *f = arg;
+    (void)d;
+    if (f->best == NULL || mf_sort_cmp(f->s, doc, f->best) < 0) {
+        if (f->best)
+            bson_destroy(f->best);
+        f->best = bson_copy(doc);
+        f->rid = rid;
+    }
+    return 0;
+}
+
+/* project_into: out (initialised here, the caller destroys it) gets doc projected by p (NULL: all of doc). */
+static int
+project_into(const mf_projection_t *p, const bson_t *doc, bson_t *out, mf_error_t *err)
+{
+    if (p == NULL) {
+        bson_copy_to(doc, out);
+        return 0;
+    }
+    bson_init(out);
+    if (mf_projection_apply(p, doc, NULL, out, err) != 0) {
+        bson_destroy(out);
+        return -1;
+    }
+    return 0;
+}
+
+int
+mf_write_find_and_modify(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool validate, const char *db,
+                         const char *coll, const mf_write_fam_t *f, mf_write_fam_result_t *res, mf_error_t *err)
+{
+    mf_matcher_t *m = NULL;
+    mf_sort_t *srt = NULL;
+    mf_projection_t *p = NULL;
+    upd_spec_t *u = NULL;
+    mf_coll_t *c = NULL;
+    mf_plan_t *plan = NULL;
+    int rc = -1;
+
+    memset(res, 0, sizeof *res);
+    if ((m = mf_matcher_new(f->query, err)) == NULL)
+        return -1;
+    if (f->sort && !bson_empty(f->sort) && (srt = mf_sort_new(f->sort, err)) == NULL)
+        goto out;
+    if (f->fields && !bson_empty(f->fields) && (p = mf_projection_new(f->fields, err)) == NULL)
+        goto out;
+    if ((f->update || f->pipeline) && (u = upd_spec_new(f->update, f->pipeline, f->array_filters, err)) == NULL)
+        goto out;
+    if (coll_acquire(cat, db, coll, f->upsert, &c, err) != 0)
+        goto out_unlock;
+
+    for (int attempt = 0;; attempt++) {
+        int64_t rid = 0;
+        bool found = false;
+        bson_t doc, out_doc;
+        bool changed = false;
+        int r = 0;
+
+        if (c != NULL) {
+            mf_plan_request_t req = {.filter = f->query, .sort = srt ? f->sort : NULL, .hint = f->hint,
+                                     .root = f->remove ? MF_PLAN_ROOT_DELETE : MF_PLAN_ROOT_UPDATE};
+            mf_plan_free(plan);
+            if (mf_plan_build(c, &req, &plan, err) != 0)
+                goto out_unlock;
+            if (srt && !plan->sort_provided) {
+                sorted_first_ctx_t sf = {srt, NULL, 0};
+                if (mf_exec_run(s, c, plan, m, sorted_first_visit, &sf, err) != 0)
+                    goto out_unlock;
+                if (sf.best) {
+                    found = true;
+                    rid = sf.rid;
+                    bson_destroy(sf.best);
+                }
+            } else {
+                first_ctx_t ff = {0, false};
+                if (mf_exec_run(s, c, plan, m, first_visit, &ff, err) != 0)
+                    goto out_unlock;
+                found = ff.found;
+                rid = ff.rid;
+            }
+        }
+        if (!found) {
+            if (f->upsert && c != NULL) {
+                bson_t inserted;
+                if (do_upsert(s, c, durable, validate, f->query ? f->query : &(bson_t)BSON_INITIALIZER, u,
+                              &res->upserted_id, &inserted, err) != 0)
+                    goto out_unlock;
+                res->n = 1;
+                res->upserted = true;
+                if (f->want_new && project_into(p, &inserted, &res->value, err) != 0) {
+                    bson_destroy(&inserted);
+                    goto out_unlock;
+                }
+                res->has_value = f->want_new;
+                bson_destroy(&inserted);
+                rc = 0;
+                goto out_unlock;
+            }
+            rc = 0; /* nothing matched: n 0, value null */
+            goto out_unlock;
+        }
+        if (mf_txn_begin(s, err) != 0)
+            goto out_unlock;
+        r = mf_coll_fetch(s, c, rid, &doc, err);
+        if (r == MF_NOTFOUND) {
+            mf_txn_abort(s);
+            continue; /* deleted since the scan: look again */
+        }
+        if (r != 0) {
+            mf_txn_abort(s);
+            if (r == MF_CONFLICT && attempt < WRITE_ATTEMPTS) {
+                mf_batch_backoff(attempt);
+                continue;
+            }
+            goto out_unlock;
+        }
+        mf_match_details_t d = {.array_pos = -1};
+        if (!mf_matcher_match(m, &doc, &d)) {
+            bson_destroy(&doc);
+            mf_txn_abort(s);
+            continue;
+        }
+        bson_init(&out_doc);
+        if (f->remove) {
+            r = mf_coll_remove(s, c, rid, &doc, err);
+        } else {
+            r = upd_spec_apply(u, &doc, &d, false, &out_doc, &changed, err);
+            if (r == 0 && changed) {
+                r = mf_check_doc_for_storage(&out_doc, err);
+                if (r == 0 && validate)
+                    r = mf_coll_validate(c, &out_doc, &doc, err);
+                if (r == 0)
+                    r = mf_coll_replace(s, c, rid, &doc, &out_doc, err);
+            }
+        }
+        if (r == 0)
+            r = mf_txn_commit(s, durable, err);
+        else
+            mf_txn_abort(s);
+        if (r != 0) {
+            bson_destroy(&doc);
+            bson_destroy(&out_doc);
+            if ((r == MF_CONFLICT || err->code == MF_E_WriteConflict) && attempt < WRITE_ATTEMPTS) {
+                mf_err_clear(err);
+                mf_batch_backoff(attempt);
+                continue;
+            }
+            goto out_unlock;
+        }
+        res->n = 1;
+        res->updated_existing = !f->remove;
+        const bson_t *img = (!f->remove && f->want_new) ? (changed ? &out_doc : &doc) : &doc;
+        r = project_into(p, img, &res->value, err);
+        bson_destroy(&doc);
+        bson_destroy(&out_doc);
+        if (r != 0)
+            goto out_unlock;
+        res->has_value = true;
+        rc = 0;
+        goto out_unlock;
+    }
+out_unlock:
+    mf_catalog_unlock(cat);
+out:
+    if (rc != 0 && res->upserted) {
+        bson_value_destroy(&res->upserted_id);
+        res->upserted = false;
+    }
+    mf_matcher_free(m);
+    if (srt)
+        mf_sort_free(srt);
+    if (p)
+        mf_projection_free(p);
+    upd_spec_free(u);
+    mf_plan_free(plan);
+    return rc;
+}
