@@ -1789,3 +1789,30 @@ mf_catalog_index_commit(mf_catalog_t *cat, mf_coll_t *c, mf_index_t *const *ixs,
     }
     return 0;
 }
+
+int
+mf_catalog_coll_acquire(mf_catalog_t *cat, const char *db, const char *name, bool create, mf_coll_t **out,
+                        mf_error_t *err)
+{
+    mf_catalog_rdlock(cat);
+    *out = mf_catalog_coll_find(cat, db, name);
+    if (*out != NULL || !create)
+        return 0;
+    mf_catalog_unlock(cat);
+    mf_catalog_wrlock(cat);
+    /* Another writer may create it first (locks are per collection): then it exists, as wanted. */
+    if (mf_catalog_coll_find(cat, db, name) == NULL) {
+        if (mf_catalog_coll_create(cat, db, name, NULL, NULL, err) != 0 && err->code != MF_E_NamespaceExists) {
+            mf_catalog_unlock(cat);
+            mf_catalog_rdlock(cat);
+            return -1;
+        }
+        mf_err_clear(err);
+    }
+    mf_catalog_unlock(cat);
+    mf_catalog_rdlock(cat);
+    *out = mf_catalog_coll_find(cat, db, name);
+    if (*out == NULL)
+        return mf_err_set(err, MF_E_NamespaceNotFound, "collection %s.%s was dropped concurrently", db, name);
+    return 0;
+}

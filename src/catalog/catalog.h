@@ -197,6 +197,16 @@ mf_coll_t *mf_catalog_coll_find(mf_catalog_t *cat, const char *db, const char *n
 void mf_catalog_coll_list(mf_catalog_t *cat, const char *db, void (*fn)(void *arg, mf_coll_t *c), void *arg);
 
 /*
+ * mf_catalog_coll_acquire: opens a shared lock session and finds db.name
+ * (*out NULL when missing); with create, a missing collection is created
+ * first under a short exclusive session (another thread creating it first
+ * is fine). On return the thread holds a shared lock session, failed or
+ * not: the caller ends it with mf_catalog_unlock. 0, or -1 with err.
+ */
+int mf_catalog_coll_acquire(mf_catalog_t *cat, const char *db, const char *name, bool create, mf_coll_t **out,
+                            mf_error_t *err) MF_WUR;
+
+/*
  * mf_catalog_coll_create: creates db.name with options (may be NULL) and its
  * _id index. Caller holds the write lock. NamespaceExists (48) if present.
  * Options with viewOn make a view: a catalog entry (and an empty record

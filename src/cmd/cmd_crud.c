@@ -59,29 +59,7 @@
 int
 mf_crud_coll_acquire(mf_op_t *op, const char *name, bool create, mf_coll_t **out)
 {
-    mf_catalog_t *cat = op->eng->cat;
-    mf_catalog_rdlock(cat);
-    *out = mf_catalog_coll_find(cat, op->db, name);
-    if (*out != NULL || !create)
-        return 0;
-    mf_catalog_unlock(cat);
-    mf_catalog_wrlock(cat);
-    /* Another writer may create it first (locks are per collection): then it exists, as wanted. */
-    if (mf_catalog_coll_find(cat, op->db, name) == NULL) {
-        if (mf_catalog_coll_create(cat, op->db, name, NULL, NULL, &op->err) != 0 &&
-            op->err.code != MF_E_NamespaceExists) {
-            mf_catalog_unlock(cat);
-            mf_catalog_rdlock(cat);
-            return -1;
-        }
-        mf_err_clear(&op->err);
-    }
-    mf_catalog_unlock(cat);
-    mf_catalog_rdlock(cat);
-    *out = mf_catalog_coll_find(cat, op->db, name);
-    if (*out == NULL)
-        return mf_err_set(&op->err, MF_E_NamespaceNotFound, "collection %s.%s was dropped concurrently", op->db, name);
-    return 0;
+    return mf_catalog_coll_acquire(op->eng->cat, op->db, name, create, out, &op->err);
 }
 
 bool

@@ -56,22 +56,6 @@ out_insert_item(void *arg, size_t i, mf_error_t *err)
 }
 
 /* merge_find: the record of x->c matching doc on the 'on' fields; 0 found, MF_NOTFOUND, or -1 / MF_CONFLICT. */
-typedef struct merge_find_ctx {
-    int64_t rid;
-    bool found;
-} merge_find_ctx_t;
-
-static int
-merge_find_visit(void *arg, int64_t rid, const bson_t *doc, const mf_match_details_t *d)
-{
-    merge_find_ctx_t *f = arg;
-    (void)doc;
-    (void)d;
-    f->rid = rid;
-    f->found = true;
-    return 1;
-}
-
 static int
 merge_find(out_ctx_t *x, const bson_t *doc, int64_t *rid, mf_error_t *err)
 {
@@ -101,8 +85,8 @@ merge_find(out_ctx_t *x, const bson_t *doc, int64_t *rid, mf_error_t *err)
         bson_destroy(&filter);
         return -1;
     }
-    merge_find_ctx_t f = {0, false};
-    ret = mf_exec_scan(x->s, x->c, &filter, m, 0, merge_find_visit, &f, NULL, err);
+    mf_exec_first_t f = {0, false};
+    ret = mf_exec_scan(x->s, x->c, &filter, m, 0, mf_exec_first_visit, &f, NULL, err);
     mf_matcher_free(m);
     bson_destroy(&filter);
     if (ret != 0)

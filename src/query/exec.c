@@ -501,3 +501,14 @@ mf_exec_scan(mf_sess_t *s, mf_coll_t *c, const bson_t *filter, const mf_matcher_
     mf_plan_free(p);
     return rc;
 }
+
+int
+mf_exec_first_visit(void *arg, int64_t rid, const bson_t *doc, const mf_match_details_t *details)
+{
+    mf_exec_first_t *f = arg;
+    (void)doc;
+    (void)details;
+    f->rid = rid;
+    f->found = true;
+    return 1;
+}

@@ -46,6 +46,16 @@ typedef struct mf_exec_stats {
  * WriteConflict; an index dropped since the plan was built is 175
  * QueryPlanKilled).
  */
+/*
+ * mf_exec_first_visit: a visitor keeping the first record it is given and
+ * stopping the scan; arg is an mf_exec_first_t initialised to {0, false}.
+ */
+typedef struct mf_exec_first {
+    int64_t rid;
+    bool found;
+} mf_exec_first_t;
+int mf_exec_first_visit(void *arg, int64_t rid, const bson_t *doc, const mf_match_details_t *details);
+
 int mf_exec_run(mf_sess_t *s, mf_coll_t *c, mf_plan_t *p, const mf_matcher_t *m, mf_exec_visit_fn visit, void *arg,
                 mf_error_t *err) MF_WUR;
 

@@ -62,26 +62,8 @@
 static int
 coll_acquire(mf_catalog_t *cat, const char *db, const char *name, bool create, mf_coll_t **out, mf_error_t *err)
 {
-    mf_catalog_rdlock(cat);
-    *out = mf_catalog_coll_find(cat, db, name);
-    if (*out == NULL && create) {
-        mf_catalog_unlock(cat);
-        mf_catalog_wrlock(cat);
-        /* Another writer may create it first (locks are per collection): then it exists, as wanted. */
-        if (mf_catalog_coll_find(cat, db, name) == NULL) {
-            if (mf_catalog_coll_create(cat, db, name, NULL, NULL, err) != 0 && err->code != MF_E_NamespaceExists) {
-                mf_catalog_unlock(cat);
-                mf_catalog_rdlock(cat);
-                return -1;
-            }
-            mf_err_clear(err);
-        }
-        mf_catalog_unlock(cat);
-        mf_catalog_rdlock(cat);
-        *out = mf_catalog_coll_find(cat, db, name);
-        if (*out == NULL)
-            return mf_err_set(err, MF_E_NamespaceNotFound, "collection %s.%s was dropped concurrently", db, name);
-    }
+    if (mf_catalog_coll_acquire(cat, db, name, create, out, err) != 0)
+        return -1;
     if (*out != NULL && (*out)->is_view)
         return mf_err_set(err, MF_E_CommandNotSupportedOnView, "Namespace %s is a view, not a collection",
                           (*out)->ns);
@@ -650,23 +632,6 @@ out:
 
 /* ---------- findAndModify ---------- */
 
-typedef struct first_ctx {
-    int64_t rid;
-    bool found;
-} first_ctx_t;
-
-/* first_visit: keeps the first matching record and stops the scan. */
-static int
-first_visit(void *arg, int64_t rid, const bson_t *doc, const mf_match_details_t *d)
-{
-    first_ctx_t *f = arg;
-    f->rid = rid;
-    f->found = true;
-    (void)doc;
-    (void)d;
-    return 1;
-}
-
 typedef struct sorted_first_ctx {
     const mf_sort_t *s;
     bson_t *best; /* a copy of the best document so far, or NULL */
@@ -751,8 +716,8 @@ mf_write_find_and_modify(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool val
                     bson_destroy(sf.best);
                 }
             } else {
-                first_ctx_t ff = {0, false};
-                if (mf_exec_run(s, c, plan, m, first_visit, &ff, err) != 0)
+                mf_exec_first_t ff = {0, false};
+                if (mf_exec_run(s, c, plan, m, mf_exec_first_visit, &ff, err) != 0)
                     goto out_unlock;
                 found = ff.found;
                 rid = ff.rid;
