@@ -92,6 +92,8 @@ typedef struct parsed_opts {
     bool capped;
     int64_t size, max;
     bool view;
+    bool timeseries;
+    int64_t expire; /* expireAfterSeconds, or -1 */
     mf_matcher_t *validator;
     int level, action;
 } parsed_opts_t;
@@ -121,11 +123,16 @@ parse_options(const bson_t *options, parsed_opts_t *p, mf_error_t *err)
     bool has_size = false;
 
     memset(p, 0, sizeof(*p));
+    p->expire = -1;
     if (options == NULL || !bson_iter_init(&it, options))
         return 0;
     while (bson_iter_next(&it)) {
         const char *k = bson_iter_key(&it);
-        if (strcmp(k, "capped") == 0) {
+        if (strcmp(k, "timeseries") == 0 && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+            p->timeseries = true;
+        } else if (strcmp(k, "expireAfterSeconds") == 0 && mf_value_is_number(bson_iter_value(&it))) {
+            p->expire = bson_iter_as_int64(&it);
+        } else if (strcmp(k, "capped") == 0) {
             p->capped = bson_iter_as_bool(&it);
         } else if (strcmp(k, "size") == 0) {
             if (opt_int64(&it, k, &p->size, err) != 0)
@@ -249,6 +256,8 @@ apply_options(mf_coll_t *c, parsed_opts_t *p)
     c->capped_size = c->capped ? p->size : 0;
     c->capped_max = c->capped ? p->max : 0;
     c->is_view = p->view;
+    c->is_timeseries = p->timeseries;
+    c->ts_expire = p->timeseries ? p->expire : -1;
     c->validation_level = p->level;
     c->validation_action = p->action;
 }
@@ -259,6 +268,9 @@ coll_free(mf_coll_t *c)
     if (c == NULL)
         return;
     pthread_rwlock_destroy(&c->lock);
+    if (c->ts_state != NULL && c->ts_state_free != NULL)
+        c->ts_state_free(c->ts_state);
+    pthread_mutex_destroy(&c->ts_mu);
     if (c->validator)
         mf_matcher_free(c->validator);
     for (int i = 0; i < c->nindexes; i++)
@@ -660,6 +672,8 @@ coll_alloc(void)
 {
     mf_coll_t *c = mf_calloc(1, sizeof(*c));
     pthread_rwlock_init(&c->lock, NULL);
+    pthread_mutex_init(&c->ts_mu, NULL);
+    c->ts_expire = -1;
     atomic_store(&c->refs, 1);
     return c;
 }

@@ -108,9 +108,19 @@ typedef struct mf_coll {
     int64_t capped_size;              /* bytes (0 = no limit) */
     int64_t capped_max;               /* documents (0 = no limit) */
     bool is_view;                     /* options.viewOn: no documents, no indexes */
+    bool is_timeseries;               /* options.timeseries: the view and its system.buckets.<name> */
+    int64_t ts_expire;                /* options.expireAfterSeconds of a time-series collection, or -1 */
     struct mf_matcher *validator;     /* options.validator parsed, or NULL */
     int validation_level;             /* MF_VALIDATION_STRICT / _MODERATE / _OFF */
     int validation_action;            /* MF_VALIDATION_ERROR / _WARN */
+    /*
+     * State a higher layer keeps with the collection (the open buckets of a
+     * time-series collection): set once under ts_mu by its owner, freed with
+     * the collection by ts_state_free.
+     */
+    pthread_mutex_t ts_mu;
+    void *ts_state;
+    void (*ts_state_free)(void *);
 } mf_coll_t;
 
 enum { MF_VALIDATION_STRICT = 0, MF_VALIDATION_MODERATE = 1, MF_VALIDATION_OFF = 2 };

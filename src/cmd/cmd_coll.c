@@ -32,6 +32,7 @@
 #include "common/alloc.h"
 #include "catalog/coll_write.h"
 #include "cmd/cmd.h"
+#include "catalog/timeseries.h"
 #include "index/index_spec.h"
 #include "common/curop.h"
 #include "engine/cursor.h"
@@ -104,6 +105,63 @@ check_view_options(mf_op_t *op, const bson_t *opts)
     return 0;
 }
 
+/*
+ * create_timeseries: create with a timeseries option (SPEC F1): only the
+ * options MongoDB allows beside it, normalized as MongoDB stores them; an
+ * existing time-series collection with the same options is success.
+ */
+static int
+create_timeseries(mf_op_t *op, const char *name, const bson_t *opts)
+{
+    static const char *allowed[] = {"timeseries", "expireAfterSeconds", "storageEngine", "indexOptionDefaults",
+                                    "collation", NULL};
+    char ns[512];
+    bson_iter_t it;
+    bson_t ts;
+    int64_t expire = -1;
+    int rc = 0;
+
+    snprintf(ns, sizeof ns, "%s.%s", op->db, name);
+    bson_iter_init(&it, opts);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        bool ok = strcmp(k, "capped") == 0 && !bson_iter_as_bool(&it);
+        for (int i = 0; !ok && allowed[i]; i++)
+            ok = strcmp(k, allowed[i]) == 0;
+        if (!ok)
+            return mf_err_set(&op->err, MF_E_InvalidOptions, "%s: 'timeseries' is not allowed with '%s'", ns, k);
+        if (strcmp(k, "expireAfterSeconds") == 0) {
+            const bson_value_t *v = bson_iter_value(&it);
+            if (!mf_value_is_number(v))
+                return mf_err_set(&op->err, MF_E_TypeMismatch,
+                                  "BSON field 'create.expireAfterSeconds' is the wrong type '%s', expected types '[long, int, decimal, double]'",
+                                  mf_type_name(v->value_type));
+            if (mf_value_as_double(v) < 0)
+                return mf_err_set(&op->err, MF_E_Location51024,
+                                  "BSON field 'create.expireAfterSeconds' value must be >= 0, actual value '%lld'",
+                                  (long long)mf_value_as_double(v));
+            expire = (int64_t)mf_value_as_double(v);
+        }
+    }
+    if (!bson_iter_init_find(&it, opts, "timeseries") ||
+        mf_ts_options_normalize(ns, bson_iter_value(&it), &ts, &op->err) != 0)
+        return -1;
+    mf_catalog_wrlock(op->eng->cat);
+    mf_coll_t *c = mf_catalog_coll_find(op->eng->cat, op->db, name);
+    if (c != NULL) {
+        bson_t cur;
+        mf_coll_t *b = mf_ts_buckets_of(op->eng->cat, c);
+        /* MongoDB 7+: the same time-series collection again is success. */
+        if (b == NULL || !mf_ts_options_of(c, &cur) || !bson_equal(&cur, &ts) || b->ts_expire != expire)
+            rc = mf_err_set(&op->err, MF_E_NamespaceExists, "Collection %s.%s already exists.", op->db, name);
+    } else {
+        rc = mf_ts_create(op->eng->cat, op->db, name, &ts, expire, &op->err);
+    }
+    mf_catalog_unlock(op->eng->cat);
+    bson_destroy(&ts);
+    return rc;
+}
+
 static int
 cmd_create(mf_op_t *op)
 {
@@ -134,6 +192,17 @@ cmd_create(mf_op_t *op)
                               k, mf_type_name(bson_iter_type(&it)));
         }
         bson_append_value(&opts, k, -1, bson_iter_value(&it));
+    }
+    bson_iter_t ti;
+    if (bson_iter_init_find(&ti, &opts, "timeseries")) {
+        rc = create_timeseries(op, name, &opts);
+        bson_destroy(&opts);
+        return rc;
+    }
+    if (bson_iter_init_find(&ti, &opts, "expireAfterSeconds")) {
+        bson_destroy(&opts);
+        return mf_err_set(&op->err, MF_E_InvalidOptions,
+                          "'expireAfterSeconds' is only supported on time-series collections or when the 'clusteredIndex' option is specified");
     }
     if (check_view_options(op, &opts) != 0 || mf_coll_options_check(&opts, &op->err) != 0) {
         bson_destroy(&opts);
@@ -167,8 +236,14 @@ cmd_drop(mf_op_t *op)
     c = mf_catalog_coll_find(op->eng->cat, op->db, name);
     if (c != NULL) {
         int nidx = mf_coll_ready_indexes(c);
+        mf_coll_t *b = mf_ts_buckets_of(op->eng->cat, c);
         snprintf(ns, sizeof(ns), "%s", c->ns);
-        rc = mf_catalog_coll_drop(op->eng->cat, c, &op->err);
+        /* A time-series collection: its buckets, then the view (start-up drops a view a crash left alone). */
+        if (b != NULL)
+            nidx = mf_coll_ready_indexes(b);
+        rc = b != NULL ? mf_catalog_coll_drop(op->eng->cat, b, &op->err) : 0;
+        if (rc == 0)
+            rc = mf_catalog_coll_drop(op->eng->cat, c, &op->err);
         if (rc == 0) {
             BSON_APPEND_UTF8(op->reply, "ns", ns);
             BSON_APPEND_INT32(op->reply, "nIndexesWas", nidx);
@@ -212,11 +287,29 @@ cmd_drop_database(mf_op_t *op)
 /* ---------- listCollections / listDatabases ---------- */
 
 static void
-coll_info(const mf_coll_t *c, bool name_only, bson_t *out)
+coll_info(mf_catalog_t *cat, const mf_coll_t *c, bool name_only, bson_t *out)
 {
-    bson_t sub;
+    bson_t sub, ts;
     bson_init(out);
     BSON_APPEND_UTF8(out, "name", c->name);
+    if (c->is_view && mf_ts_options_of(c, &ts)) {
+        /* A time-series collection: its options as given (expiry from its buckets). */
+        mf_coll_t *b = mf_ts_buckets_of(cat, c);
+        BSON_APPEND_UTF8(out, "type", "timeseries");
+        if (name_only)
+            return;
+        BSON_APPEND_DOCUMENT_BEGIN(out, "options", &sub);
+        BSON_APPEND_DOCUMENT(&sub, "timeseries", &ts);
+        if (b != NULL && b->ts_expire >= 0)
+            BSON_APPEND_INT64(&sub, "expireAfterSeconds", b->ts_expire);
+        bson_append_document_end(out, &sub);
+        BSON_APPEND_DOCUMENT_BEGIN(out, "info", &sub);
+        BSON_APPEND_BOOL(&sub, "readOnly", false);
+        if (b != NULL)
+            bson_append_binary(&sub, "uuid", -1, BSON_SUBTYPE_UUID, b->uuid, 16);
+        bson_append_document_end(out, &sub);
+        return;
+    }
     BSON_APPEND_UTF8(out, "type", c->is_view ? "view" : "collection");
     if (name_only)
         return;
@@ -254,11 +347,11 @@ cmd_list_collections(mf_op_t *op)
     for (int i = 0; i < l.n; i++) {
         bson_t full, shown;
         char key[16];
-        coll_info(l.v[i], false, &full);
+        coll_info(op->eng->cat, l.v[i], false, &full);
         if (mf_matcher_match(m, &full, NULL)) {
             snprintf(key, sizeof(key), "%d", k++);
             if (name_only) {
-                coll_info(l.v[i], true, &shown);
+                coll_info(op->eng->cat, l.v[i], true, &shown);
                 BSON_APPEND_DOCUMENT(&batch, key, &shown);
                 bson_destroy(&shown);
             } else {

@@ -26,6 +26,7 @@
 #include "common/log.h"
 #include "query/agg_spill.h"
 #include "query/agg_write.h"
+#include "catalog/timeseries.h"
 #include "ttl/ttl.h"
 
 /* The TTL pacer's view of foreground load: data commands started so far. */
@@ -220,6 +221,7 @@ mf_engine_open(const mf_engine_opts_t *opts, mf_engine_t **out, mf_error_t *err)
         goto err_storage;
     mf_catalog_set_observers(eng->cat, eng->observers);
     drop_temp_collections(eng->cat);
+    mf_ts_drop_orphans(eng->cat);
     eng->cursors = mf_cursors_new();
     if (!opts->in_memory)
         eng->tmp_dir = mf_spill_dir_prepare(dbpath); /* emptied of an earlier process's spill files */

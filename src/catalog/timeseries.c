@@ -1,0 +1,327 @@
+/*
+ * timeseries.c: time-series collections in the catalog (see timeseries.h).
+ *
+ * Option validation follows MongoDB 8.0's create command and its
+ * TimeseriesOptions IDL (strict fields, safeInt spans >= 1) and
+ * validateAndSetBucketingParameters: granularity fixes both spans (seconds:
+ * 3600/60, minutes: 86400/3600, hours: 2592000/86400); the custom form needs
+ * bucketMaxSpanSeconds and bucketRoundingSeconds together and equal.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "catalog/timeseries.h"
+#include "common/alloc.h"
+#include "common/log.h"
+#include "doc/value.h"
+
+static const struct {
+    const char *name;
+    int64_t span, rounding;
+} granularities[] = {
+    {"seconds", 3600, 60},
+    {"minutes", 86400, 3600},
+    {"hours", 2592000, 86400},
+};
+
+static int
+span_field(const bson_iter_t *it, const char *k, int64_t *out, mf_error_t *err)
+{
+    const bson_value_t *v = bson_iter_value((bson_iter_t *)it);
+    if (!mf_value_is_number(v))
+        return mf_err_set(err, MF_E_TypeMismatch, "BSON field 'timeseries.%s' is the wrong type '%s', expected types '[long, int, decimal, double]'",
+                          k, mf_type_name(v->value_type));
+    double d = mf_value_as_double(v);
+    if (d < 1)
+        return mf_err_set(err, MF_E_Location51024, "BSON field 'timeseries.%s' value must be >= 1, actual value '%lld'", k,
+                          (long long)d);
+    if (d > MF_TS_MAX_SPAN_LIMIT)
+        return mf_err_set(err, MF_E_Location51024, "BSON field 'timeseries.%s' value must be <= %d, actual value '%lld'",
+                          k, MF_TS_MAX_SPAN_LIMIT, (long long)d);
+    *out = (int64_t)d;
+    return 0;
+}
+
+static int
+string_field(const bson_iter_t *it, const char *k, const char **out, mf_error_t *err)
+{
+    if (!BSON_ITER_HOLDS_UTF8(it))
+        return mf_err_set(err, MF_E_TypeMismatch, "BSON field 'timeseries.%s' is the wrong type '%s', expected type 'string'",
+                          k, mf_type_name(bson_iter_type(it)));
+    *out = bson_iter_utf8(it, NULL);
+    return 0;
+}
+
+int
+mf_ts_options_normalize(const char *ns, const bson_value_t *ts, bson_t *out, mf_error_t *err)
+{
+    const char *time = NULL, *meta = NULL, *gran = NULL;
+    int64_t span = 0, rounding = 0;
+    int gi = -1;
+    bson_iter_t it;
+
+    bson_init(out);
+    if (ts->value_type != BSON_TYPE_DOCUMENT)
+        return mf_err_set(err, MF_E_TypeMismatch, "BSON field 'create.timeseries' is the wrong type '%s', expected type 'object'",
+                          mf_type_name(ts->value_type));
+    bson_iter_init_from_data(&it, ts->value.v_doc.data, ts->value.v_doc.data_len);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        int rc;
+        if (strcmp(k, "timeField") == 0)
+            rc = string_field(&it, k, &time, err);
+        else if (strcmp(k, "metaField") == 0)
+            rc = string_field(&it, k, &meta, err);
+        else if (strcmp(k, "granularity") == 0)
+            rc = string_field(&it, k, &gran, err);
+        else if (strcmp(k, "bucketMaxSpanSeconds") == 0)
+            rc = span_field(&it, k, &span, err);
+        else if (strcmp(k, "bucketRoundingSeconds") == 0)
+            rc = span_field(&it, k, &rounding, err);
+        else
+            rc = mf_err_set(err, MF_E_Location40415, "BSON field 'timeseries.%s' is an unknown field.", k);
+        if (rc != 0)
+            return -1;
+    }
+    if (time == NULL)
+        return mf_err_set(err, MF_E_Location40414, "BSON field 'timeseries.timeField' is missing but a required field");
+    if (gran != NULL) {
+        for (size_t i = 0; i < sizeof granularities / sizeof granularities[0]; i++)
+            if (strcmp(gran, granularities[i].name) == 0)
+                gi = (int)i;
+        if (gi < 0)
+            return mf_err_set(err, MF_E_BadValue, "Enumeration value '%s' for field 'timeseries.granularity' is not a valid value.",
+                              gran);
+    }
+    if (strchr(time, '.') != NULL)
+        return mf_err_set(err, MF_E_InvalidOptions, "%s: 'timeField' must be a top-level field and not contain a '.'", ns);
+    if (strcmp(time, "_id") == 0)
+        return mf_err_set(err, MF_E_InvalidOptions, "'timeField' cannot be \"_id\"");
+    if (meta != NULL) {
+        if (strcmp(meta, "_id") == 0)
+            return mf_err_set(err, MF_E_InvalidOptions, "'metaField' cannot be \"_id\"");
+        if (strcmp(meta, time) == 0)
+            return mf_err_set(err, MF_E_InvalidOptions, "'metaField' cannot be the same as 'timeField'");
+        if (strchr(meta, '.') != NULL)
+            return mf_err_set(err, MF_E_InvalidOptions, "%s: 'metaField' must be a top-level field and not contain a '.'", ns);
+    }
+    if (gi >= 0) {
+        if (span != 0 && span != granularities[gi].span)
+            return mf_err_set(err, MF_E_InvalidOptions,
+                              "Timeseries 'bucketMaxSpanSeconds' is not configurable to a value other than the default of %lld for the provided granularity",
+                              (long long)granularities[gi].span);
+        if (rounding != 0 && rounding != granularities[gi].rounding)
+            return mf_err_set(err, MF_E_InvalidOptions,
+                              "Timeseries 'bucketRoundingSeconds' is not configurable to a value other than the default of %lld for the provided granularity",
+                              (long long)granularities[gi].rounding);
+    } else if ((span != 0) != (rounding != 0)) {
+        return mf_err_set(err, MF_E_InvalidOptions,
+                          "Timeseries 'bucketMaxSpanSeconds' and 'bucketRoundingSeconds' need to be set alongside each other");
+    } else if (span != rounding) {
+        return mf_err_set(err, MF_E_InvalidOptions, "Timeseries 'bucketRoundingSeconds' needs to be equal to 'bucketMaxSpanSeconds'");
+    } else if (span == 0) {
+        gi = 0; /* the default: seconds */
+    }
+    BSON_APPEND_UTF8(out, "timeField", time);
+    if (meta != NULL)
+        BSON_APPEND_UTF8(out, "metaField", meta);
+    if (gi >= 0) {
+        BSON_APPEND_UTF8(out, "granularity", granularities[gi].name);
+        BSON_APPEND_INT32(out, "bucketMaxSpanSeconds", (int32_t)granularities[gi].span);
+    } else {
+        BSON_APPEND_INT32(out, "bucketRoundingSeconds", (int32_t)rounding);
+        BSON_APPEND_INT32(out, "bucketMaxSpanSeconds", (int32_t)span);
+    }
+    return 0;
+}
+
+void
+mf_ts_buckets_name(const char *name, char *out, size_t outlen)
+{
+    snprintf(out, outlen, "%s%s", MF_TS_BUCKETS_PREFIX, name);
+}
+
+bool
+mf_ts_options_of(const mf_coll_t *c, bson_t *ts)
+{
+    bson_iter_t it;
+    const uint8_t *data;
+    uint32_t len;
+
+    if (c == NULL || !c->is_timeseries || !bson_iter_init_find(&it, c->options, "timeseries") ||
+        !BSON_ITER_HOLDS_DOCUMENT(&it))
+        return false;
+    bson_iter_document(&it, &len, &data);
+    return bson_init_static(ts, data, len);
+}
+
+/* index_spec: {v: 2, key: <key>, name: <name>} into spec (initialised here). */
+static void
+index_spec(bson_t *spec, const bson_t *key, const char *name)
+{
+    bson_init(spec);
+    BSON_APPEND_INT32(spec, "v", 2);
+    BSON_APPEND_DOCUMENT(spec, "key", key);
+    BSON_APPEND_UTF8(spec, "name", name);
+}
+
+/* buckets_indexes: the time index, and with a metaField MongoDB's default one. */
+static int
+buckets_indexes(mf_catalog_t *cat, mf_coll_t *b, const char *time, const char *meta, mf_error_t *err)
+{
+    char minf[300], maxf[300], name[700];
+    bson_t key, spec;
+    int rc;
+
+    snprintf(minf, sizeof minf, "control.min.%s", time);
+    snprintf(maxf, sizeof maxf, "control.max.%s", time);
+    bson_init(&key);
+    BSON_APPEND_INT32(&key, minf, 1);
+    snprintf(name, sizeof name, "%s_1", minf);
+    index_spec(&spec, &key, name);
+    rc = mf_catalog_index_add(cat, b, &spec, err);
+    bson_destroy(&spec);
+    bson_destroy(&key);
+    if (rc != 0 || meta == NULL)
+        return rc;
+    bson_init(&key);
+    BSON_APPEND_INT32(&key, "meta", 1);
+    BSON_APPEND_INT32(&key, minf, 1);
+    BSON_APPEND_INT32(&key, maxf, 1);
+    snprintf(name, sizeof name, "%s_1_%s_1", meta, time);
+    index_spec(&spec, &key, name);
+    rc = mf_catalog_index_add(cat, b, &spec, err);
+    bson_destroy(&spec);
+    bson_destroy(&key);
+    return rc;
+}
+
+int
+mf_ts_create(mf_catalog_t *cat, const char *db, const char *name, const bson_t *ts, int64_t expire, mf_error_t *err)
+{
+    char bname[256];
+    bson_t bopts, vopts, pipeline, stage, unpack;
+    bson_iter_t it;
+    const char *time = NULL, *meta = NULL;
+    int32_t span = 0;
+    mf_coll_t *b = NULL;
+    int rc = -1;
+
+    if (bson_iter_init_find(&it, ts, "timeField"))
+        time = bson_iter_utf8(&it, NULL);
+    if (bson_iter_init_find(&it, ts, "metaField"))
+        meta = bson_iter_utf8(&it, NULL);
+    if (bson_iter_init_find(&it, ts, "bucketMaxSpanSeconds"))
+        span = bson_iter_int32(&it);
+    mf_ts_buckets_name(name, bname, sizeof bname);
+    if (mf_catalog_coll_find(cat, db, name) != NULL || mf_catalog_coll_find(cat, db, bname) != NULL)
+        return mf_err_set(err, MF_E_NamespaceExists, "Collection %s.%s already exists.", db, name);
+
+    bson_init(&bopts);
+    BSON_APPEND_DOCUMENT(&bopts, "timeseries", ts);
+    if (expire >= 0)
+        BSON_APPEND_INT64(&bopts, "expireAfterSeconds", expire);
+    bson_init(&vopts);
+    BSON_APPEND_UTF8(&vopts, "viewOn", bname);
+    BSON_APPEND_ARRAY_BEGIN(&vopts, "pipeline", &pipeline);
+    BSON_APPEND_DOCUMENT_BEGIN(&pipeline, "0", &stage);
+    BSON_APPEND_DOCUMENT_BEGIN(&stage, "$_internalUnpackBucket", &unpack);
+    BSON_APPEND_UTF8(&unpack, "timeField", time);
+    if (meta != NULL)
+        BSON_APPEND_UTF8(&unpack, "metaField", meta);
+    BSON_APPEND_INT32(&unpack, "bucketMaxSpanSeconds", span);
+    bson_append_document_end(&stage, &unpack);
+    bson_append_document_end(&pipeline, &stage);
+    bson_append_array_end(&vopts, &pipeline);
+    BSON_APPEND_DOCUMENT(&vopts, "timeseries", ts);
+
+    if (mf_catalog_coll_create(cat, db, bname, &bopts, &b, err) != 0)
+        goto out;
+    if (buckets_indexes(cat, b, time, meta, err) != 0 || mf_catalog_coll_create(cat, db, name, &vopts, NULL, err) != 0) {
+        mf_error_t e2;
+        mf_err_clear(&e2);
+        if (mf_catalog_coll_drop(cat, b, &e2) != 0)
+            mf_log(MF_LOG_WARN, "STORAGE", "could not drop %s.%s after a failed create: %s", db, bname, e2.msg);
+        goto out;
+    }
+    rc = 0;
+out:
+    bson_destroy(&bopts);
+    bson_destroy(&vopts);
+    return rc;
+}
+
+mf_coll_t *
+mf_ts_buckets_of(mf_catalog_t *cat, const mf_coll_t *v)
+{
+    char bname[256];
+    if (v == NULL || !v->is_view || !v->is_timeseries)
+        return NULL;
+    mf_ts_buckets_name(v->name, bname, sizeof bname);
+    mf_coll_t *b = mf_catalog_coll_find(cat, v->db, bname);
+    return b != NULL && !b->is_view ? b : NULL;
+}
+
+typedef struct ts_list {
+    char *db[256], *name[256];
+    bool view[256];
+    size_t n;
+} ts_list_t;
+
+/* note_ts (an mf_catalog_coll_list visitor): every time-series entry (looked at after the listing). */
+static void
+note_ts(void *arg, mf_coll_t *c)
+{
+    ts_list_t *l = arg;
+    if (!c->is_timeseries || l->n >= 256)
+        return;
+    l->db[l->n] = mf_strdup(c->db);
+    l->view[l->n] = c->is_view;
+    l->name[l->n++] = mf_strdup(c->name);
+}
+
+/* is_orphan: entry i of l lacks its other half. Catalog lock held. */
+static bool
+is_orphan(mf_catalog_t *cat, const ts_list_t *l, size_t i)
+{
+    char other[256];
+    size_t pl = strlen(MF_TS_BUCKETS_PREFIX);
+    if (l->view[i]) {
+        mf_ts_buckets_name(l->name[i], other, sizeof other);
+        mf_coll_t *b = mf_catalog_coll_find(cat, l->db[i], other);
+        return b == NULL || b->is_view;
+    }
+    if (strncmp(l->name[i], MF_TS_BUCKETS_PREFIX, pl) != 0)
+        return false;
+    mf_coll_t *v = mf_catalog_coll_find(cat, l->db[i], l->name[i] + pl);
+    return v == NULL || !v->is_view || !v->is_timeseries;
+}
+
+void
+mf_ts_drop_orphans(mf_catalog_t *cat)
+{
+    ts_list_t l = {.n = 0};
+
+    mf_catalog_rdlock(cat);
+    mf_catalog_coll_list(cat, NULL, note_ts, &l);
+    mf_catalog_unlock(cat);
+    for (size_t i = 0; i < l.n; i++) {
+        mf_error_t e;
+        mf_err_clear(&e);
+        mf_catalog_wrlock(cat);
+        if (is_orphan(cat, &l, i)) {
+            mf_coll_t *c = mf_catalog_coll_find(cat, l.db[i], l.name[i]);
+            if (c != NULL && mf_catalog_coll_drop(cat, c, &e) != 0)
+                mf_log(MF_LOG_WARN, "STORAGE", "could not drop %s.%s (half of a time-series collection): %s", l.db[i],
+                       l.name[i], e.msg);
+            else if (c != NULL)
+                mf_log(MF_LOG_INFO, "STORAGE", "dropped %s.%s: half of a time-series collection a crash left", l.db[i],
+                       l.name[i]);
+        }
+        mf_catalog_unlock(cat);
+    }
+    for (size_t i = 0; i < l.n; i++) {
+        free(l.db[i]);
+        free(l.name[i]);
+    }
+}
