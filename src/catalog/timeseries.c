@@ -155,6 +155,32 @@ mf_ts_options_of(const mf_coll_t *c, bson_t *ts)
     return bson_init_static(ts, data, len);
 }
 
+bool
+mf_ts_spec_of(const mf_coll_t *c, mf_ts_spec_t *spec)
+{
+    bson_t ts;
+    bson_iter_t it;
+
+    memset(spec, 0, sizeof *spec);
+    if (!mf_ts_options_of(c, &ts) || !bson_iter_init_find(&it, &ts, "timeField") || !BSON_ITER_HOLDS_UTF8(&it))
+        return false;
+    spec->time_field = bson_iter_utf8(&it, NULL);
+    if (bson_iter_init_find(&it, &ts, "metaField") && BSON_ITER_HOLDS_UTF8(&it))
+        spec->meta_field = bson_iter_utf8(&it, NULL);
+    if (bson_iter_init_find(&it, &ts, "granularity") && BSON_ITER_HOLDS_UTF8(&it))
+        if (mf_ts_granularity_spans(bson_iter_utf8(&it, NULL), &spec->max_span_s, &spec->rounding_s) != 0)
+            spec->max_span_s = 0;
+    if (bson_iter_init_find(&it, &ts, "bucketMaxSpanSeconds") && mf_value_is_number(bson_iter_value(&it)))
+        spec->max_span_s = bson_iter_as_int64(&it);
+    if (bson_iter_init_find(&it, &ts, "bucketRoundingSeconds") && mf_value_is_number(bson_iter_value(&it)))
+        spec->rounding_s = bson_iter_as_int64(&it);
+    if (spec->max_span_s <= 0)
+        spec->max_span_s = 3600;
+    if (spec->rounding_s <= 0)
+        spec->rounding_s = 60;
+    return true;
+}
+
 /* index_spec: {v: 2, key: <key>, name: <name>} into spec (initialised here). */
 static void
 index_spec(bson_t *spec, const bson_t *key, const char *name)
@@ -165,7 +191,11 @@ index_spec(bson_t *spec, const bson_t *key, const char *name)
     BSON_APPEND_UTF8(spec, "name", name);
 }
 
-/* buckets_indexes: the time index, and with a metaField MongoDB's default one. */
+/*
+ * buckets_indexes: the time index {control.min.<time>: 1, _id: 1} (its key
+ * differs from a user's TTL index {control.min.<time>: 1}, which may sit
+ * beside it), and with a metaField MongoDB's default one.
+ */
 static int
 buckets_indexes(mf_catalog_t *cat, mf_coll_t *b, const char *time, const char *meta, mf_error_t *err)
 {
@@ -177,7 +207,8 @@ buckets_indexes(mf_catalog_t *cat, mf_coll_t *b, const char *time, const char *m
     snprintf(maxf, sizeof maxf, "control.max.%s", time);
     bson_init(&key);
     BSON_APPEND_INT32(&key, minf, 1);
-    snprintf(name, sizeof name, "%s_1", minf);
+    BSON_APPEND_INT32(&key, "_id", 1);
+    snprintf(name, sizeof name, "%s_1__id_1", minf);
     index_spec(&spec, &key, name);
     rc = mf_catalog_index_add(cat, b, &spec, err);
     bson_destroy(&spec);
@@ -324,4 +355,235 @@ mf_ts_drop_orphans(mf_catalog_t *cat)
         free(l.db[i]);
         free(l.name[i]);
     }
+}
+
+/* ---------- index translation ---------- */
+
+static bool
+is_meta_path(const mf_ts_spec_t *spec, const char *f)
+{
+    size_t ml = spec->meta_field ? strlen(spec->meta_field) : 0;
+    return ml > 0 && strncmp(f, spec->meta_field, ml) == 0 && (f[ml] == '\0' || f[ml] == '.');
+}
+
+void
+mf_ts_key_to_buckets(const mf_ts_spec_t *spec, const bson_t *key, bool ttl, bson_t *out)
+{
+    bson_iter_t it;
+    char a[600], b[600];
+
+    bson_init(out);
+    bson_iter_init(&it, key);
+    while (bson_iter_next(&it)) {
+        const char *f = bson_iter_key(&it);
+        const bson_value_t *dir = bson_iter_value(&it);
+        bool desc = mf_value_is_number(dir) && mf_value_as_double(dir) < 0;
+        if (is_meta_path(spec, f)) {
+            snprintf(a, sizeof a, "meta%s", f + strlen(spec->meta_field));
+            bson_append_value(out, a, -1, dir);
+            continue;
+        }
+        snprintf(a, sizeof a, "control.%s.%s", desc ? "max" : "min", f);
+        snprintf(b, sizeof b, "control.%s.%s", desc ? "min" : "max", f);
+        bson_append_value(out, a, -1, dir);
+        if (!ttl)
+            bson_append_value(out, b, -1, dir);
+    }
+}
+
+/* auto_name: MongoDB's generated index name for key ("a_1_b_-1"). */
+static void
+auto_name(const bson_t *key, char *out, size_t outlen)
+{
+    bson_iter_t it;
+    size_t n = 0;
+    out[0] = '\0';
+    bson_iter_init(&it, key);
+    while (bson_iter_next(&it) && n < outlen) {
+        const bson_value_t *v = bson_iter_value(&it);
+        char dir[64];
+        if (v->value_type == BSON_TYPE_UTF8)
+            snprintf(dir, sizeof dir, "%s", v->value.v_utf8.str);
+        else
+            snprintf(dir, sizeof dir, "%lld", (long long)mf_value_as_double(v));
+        n += (size_t)snprintf(out + n, outlen - n, "%s%s_%s", n ? "_" : "", bson_iter_key(&it), dir);
+    }
+}
+
+int
+mf_ts_index_to_buckets(const mf_ts_spec_t *spec, const bson_t *user, bson_t *out, mf_error_t *err)
+{
+    bson_iter_t it;
+    bson_t key, pf, bpf;
+    bool have_key = false, ttl = false, have_pf = false, have_name = false;
+    char name[512];
+
+    bson_init(out);
+    bson_iter_init(&it, user);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        const uint8_t *data;
+        uint32_t len;
+        if (strcmp(k, "key") == 0 && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+            bson_iter_document(&it, &len, &data);
+            bson_init_static(&key, data, len);
+            have_key = true;
+        } else if (strcmp(k, "partialFilterExpression") == 0 && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+            bson_iter_document(&it, &len, &data);
+            bson_init_static(&pf, data, len);
+            have_pf = true;
+        } else if (strcmp(k, "expireAfterSeconds") == 0) {
+            ttl = true;
+        } else if (strcmp(k, "unique") == 0 && bson_iter_as_bool(&it)) {
+            return mf_err_set(err, MF_E_InvalidOptions, "Unique indexes are not supported on time-series collections");
+        } else if (strcmp(k, "name") == 0) {
+            have_name = true;
+        }
+    }
+    if (!have_key)
+        return 0; /* the spec checks report it */
+    bson_init(&bpf);
+    if (have_pf && !mf_bucket_filter_meta_only(spec, &pf, &bpf)) {
+        bson_destroy(&bpf);
+        return mf_err_set(err, MF_E_InvalidOptions,
+                          ttl ? "TTL indexes on time-series collections require a partialFilterExpression on the metaField"
+                              : "Partial indexes on time-series collections may only refer to the metaField");
+    }
+    if (ttl) {
+        bson_iter_t ki;
+        if (!have_pf) {
+            bson_destroy(&bpf);
+            return mf_err_set(err, MF_E_InvalidOptions,
+                              "TTL indexes on time-series collections require a partialFilterExpression on the metaField");
+        }
+        if (bson_count_keys(&key) != 1) {
+            bson_destroy(&bpf);
+            return mf_err_set(err, MF_E_CannotCreateIndex, "TTL indexes are single-field indexes, compound indexes do not support TTL.");
+        }
+        bson_iter_init(&ki, &key);
+        bson_iter_next(&ki);
+        if (strcmp(bson_iter_key(&ki), spec->time_field) != 0) {
+            bson_destroy(&bpf);
+            return mf_err_set(err, MF_E_InvalidOptions, "TTL indexes on non-time fields are not supported on time-series collections");
+        }
+    }
+    bson_iter_init(&it, user);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (strcmp(k, "key") == 0) {
+            bson_t bk;
+            mf_ts_key_to_buckets(spec, &key, ttl, &bk);
+            BSON_APPEND_DOCUMENT(out, "key", &bk);
+            bson_destroy(&bk);
+        } else if (strcmp(k, "partialFilterExpression") == 0) {
+            BSON_APPEND_DOCUMENT(out, k, &bpf);
+        } else {
+            bson_append_value(out, k, -1, bson_iter_value(&it));
+        }
+    }
+    if (!have_name) {
+        auto_name(&key, name, sizeof name);
+        BSON_APPEND_UTF8(out, "name", name);
+    }
+    bson_destroy(&bpf);
+    return 0;
+}
+
+/* rename_meta: a bucket-level filter with "meta" paths back under the metaField. */
+static void
+rename_meta(const mf_ts_spec_t *spec, const bson_t *in, bson_t *out)
+{
+    bson_iter_t it;
+    char f[600];
+    bson_init(out);
+    bson_iter_init(&it, in);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (spec->meta_field && strncmp(k, "meta", 4) == 0 && (k[4] == '\0' || k[4] == '.')) {
+            snprintf(f, sizeof f, "%s%s", spec->meta_field, k + 4);
+            bson_append_value(out, f, -1, bson_iter_value(&it));
+        } else if ((strcmp(k, "$and") == 0 || strcmp(k, "$or") == 0 || strcmp(k, "$nor") == 0) &&
+                   BSON_ITER_HOLDS_ARRAY(&it)) {
+            bson_iter_t ai;
+            bson_t arr;
+            bson_append_array_begin(out, k, -1, &arr);
+            bson_iter_recurse(&it, &ai);
+            while (bson_iter_next(&ai)) {
+                if (BSON_ITER_HOLDS_DOCUMENT(&ai)) {
+                    const uint8_t *data;
+                    uint32_t len;
+                    bson_t sub, conv;
+                    bson_iter_document(&ai, &len, &data);
+                    bson_init_static(&sub, data, len);
+                    rename_meta(spec, &sub, &conv);
+                    bson_append_document(&arr, bson_iter_key(&ai), -1, &conv);
+                    bson_destroy(&conv);
+                } else {
+                    bson_append_value(&arr, bson_iter_key(&ai), -1, bson_iter_value(&ai));
+                }
+            }
+            bson_append_array_end(out, &arr);
+        } else {
+            bson_append_value(out, k, -1, bson_iter_value(&it));
+        }
+    }
+}
+
+bool
+mf_ts_index_from_buckets(const mf_ts_spec_t *spec, const bson_t *bspec, bson_t *out)
+{
+    bson_iter_t it, ki;
+    char minf[300], maxf[300], f[600];
+
+    snprintf(minf, sizeof minf, "control.min.");
+    snprintf(maxf, sizeof maxf, "control.max.");
+    if (!bson_iter_init_find(&it, bspec, "key") || !BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &ki))
+        return false;
+    /* Hidden: _id and the time index {control.min.<time>: 1, _id: 1}. */
+    bson_t key;
+    bson_init(&key);
+    bool hidden = false;
+    while (bson_iter_next(&ki)) {
+        const char *k = bson_iter_key(&ki);
+        if (strcmp(k, "_id") == 0) {
+            hidden = true;
+            break;
+        }
+        if (strncmp(k, "meta", 4) == 0 && (k[4] == '\0' || k[4] == '.') && spec->meta_field) {
+            snprintf(f, sizeof f, "%s%s", spec->meta_field, k + 4);
+            bson_append_value(&key, f, -1, bson_iter_value(&ki));
+        } else if (strncmp(k, minf, strlen(minf)) == 0 || strncmp(k, maxf, strlen(maxf)) == 0) {
+            /* control.min.f then control.max.f (or max then min, descending) are one user field. */
+            const char *uf = k + strlen(minf);
+            if (!bson_has_field(&key, uf))
+                bson_append_value(&key, uf, -1, bson_iter_value(&ki));
+        } else {
+            bson_append_value(&key, k, -1, bson_iter_value(&ki));
+        }
+    }
+    if (hidden) {
+        bson_destroy(&key);
+        return false;
+    }
+    bson_init(out);
+    bson_iter_init(&it, bspec);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (strcmp(k, "key") == 0) {
+            BSON_APPEND_DOCUMENT(out, "key", &key);
+        } else if (strcmp(k, "partialFilterExpression") == 0 && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+            const uint8_t *data;
+            uint32_t len;
+            bson_t pf, upf;
+            bson_iter_document(&it, &len, &data);
+            bson_init_static(&pf, data, len);
+            rename_meta(spec, &pf, &upf);
+            BSON_APPEND_DOCUMENT(out, k, &upf);
+            bson_destroy(&upf);
+        } else {
+            bson_append_value(out, k, -1, bson_iter_value(&it));
+        }
+    }
+    bson_destroy(&key);
+    return true;
 }

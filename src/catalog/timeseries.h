@@ -6,7 +6,7 @@
  *   system.buckets.<name>  a real collection of bucket documents
  *                          (doc/bucket.h), options {timeseries,
  *                          expireAfterSeconds?}. Indexes: _id; the time
- *                          index {control.min.<time>: 1} (the TTL monitor's
+ *                          index {control.min.<time>: 1, _id: 1} (the TTL monitor's
  *                          range for the collection's expiry, and bucket
  *                          skipping for time ranges); with a metaField,
  *                          MongoDB's default {meta: 1, control.min.<time>:
@@ -31,6 +31,7 @@
 
 #include "catalog/catalog.h"
 #include "common/error.h"
+#include "doc/bucket.h"
 
 #define MF_TS_BUCKETS_PREFIX "system.buckets."
 #define MF_TS_MAX_SPAN_LIMIT 31536000 /* seconds: bucketMaxSpanSeconds' upper bound (one year) */
@@ -73,6 +74,34 @@ mf_coll_t *mf_ts_buckets_of(mf_catalog_t *cat, const mf_coll_t *v);
  * a document aliasing c->options; false when c is not time-series.
  */
 bool mf_ts_options_of(const mf_coll_t *c, bson_t *ts);
+
+/*
+ * mf_ts_spec_of: c's bucketing spec (view or buckets collection); its
+ * strings alias c->options. False when c is not time-series.
+ */
+bool mf_ts_spec_of(const mf_coll_t *c, mf_ts_spec_t *spec);
+
+/*
+ * mf_ts_index_to_buckets: a createIndexes spec on time-series collection
+ * (spec) as the index of its buckets collection, as MongoDB 8.0 translates
+ * it: the timeField becomes control.min/max.<time> (control.min only for a
+ * TTL index), the metaField "meta", other fields their control.min/max;
+ * the name stays the user's (generated from the user's key when absent); a
+ * partialFilterExpression must be on the metaField only (72). A TTL index
+ * must be on the timeField alone (72, 67 when compound) with such a
+ * filter (72). unique: 72. out is initialised by the callee. 0 or -1.
+ */
+int mf_ts_index_to_buckets(const mf_ts_spec_t *spec, const bson_t *user, bson_t *out, mf_error_t *err) MF_WUR;
+
+/*
+ * mf_ts_index_from_buckets: a buckets index spec as users see it on the
+ * time-series collection (out initialised by the callee), or false for the
+ * indexes users do not see (_id, the time index).
+ */
+bool mf_ts_index_from_buckets(const mf_ts_spec_t *spec, const bson_t *bspec, bson_t *out);
+
+/* mf_ts_key_to_buckets: a user key pattern in buckets form (out initialised by the callee). */
+void mf_ts_key_to_buckets(const mf_ts_spec_t *spec, const bson_t *key, bool ttl, bson_t *out);
 
 /*
  * mf_ts_drop_orphans: drops the half of a time-series collection a crash

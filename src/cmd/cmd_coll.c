@@ -533,6 +533,131 @@ append_coll_stats(mf_op_t *op, mf_coll_t *c, int64_t scale, bson_t *out)
     BSON_APPEND_INT64(out, "scaleFactor", scale);
 }
 
+/* ---------- time-series redirection ---------- */
+
+/*
+ * ts_command: when `name` is a time-series collection, op->cmd rewritten
+ * for its buckets collection into *out (initialised here) and 1:
+ * the collection name, each createIndexes spec translated
+ * (mf_ts_index_to_buckets), a dropIndexes key translated and "*" turned
+ * into the user-visible index names (the time index stays). 0 when it is
+ * not time-series; -1 with op->err.
+ */
+static int
+ts_command(mf_op_t *op, const char *name, bson_t *out)
+{
+    mf_coll_t *v, *b;
+    mf_ts_spec_t spec;
+    bson_iter_t it;
+    char bname[256];
+    int rc = 1;
+
+    mf_catalog_rdlock(op->eng->cat);
+    v = mf_catalog_coll_find(op->eng->cat, op->db, name);
+    b = mf_ts_buckets_of(op->eng->cat, v);
+    if (b == NULL || !mf_ts_spec_of(b, &spec)) {
+        mf_catalog_unlock(op->eng->cat);
+        return 0;
+    }
+    mf_ts_buckets_name(name, bname, sizeof bname);
+    bson_init(out);
+    bson_iter_init(&it, op->cmd);
+    bson_iter_next(&it);
+    BSON_APPEND_UTF8(out, bson_iter_key(&it), bname);
+    while (rc == 1 && bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (strcmp(k, "indexes") == 0 && BSON_ITER_HOLDS_ARRAY(&it)) {
+            bson_iter_t ai;
+            bson_t arr;
+            bson_append_array_begin(out, k, -1, &arr);
+            bson_iter_recurse(&it, &ai);
+            while (rc == 1 && bson_iter_next(&ai)) {
+                const uint8_t *data;
+                uint32_t len;
+                bson_t u, t;
+                if (!BSON_ITER_HOLDS_DOCUMENT(&ai)) {
+                    bson_append_value(&arr, bson_iter_key(&ai), -1, bson_iter_value(&ai));
+                    continue;
+                }
+                bson_iter_document(&ai, &len, &data);
+                bson_init_static(&u, data, len);
+                if (mf_ts_index_to_buckets(&spec, &u, &t, &op->err) != 0)
+                    rc = -1;
+                else
+                    bson_append_document(&arr, bson_iter_key(&ai), -1, &t);
+                bson_destroy(&t);
+            }
+            bson_append_array_end(out, &arr);
+        } else if (strcmp(k, "index") == 0 && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+            const uint8_t *data;
+            uint32_t len;
+            bson_t key, bk;
+            bson_iter_document(&it, &len, &data);
+            bson_init_static(&key, data, len);
+            mf_ts_key_to_buckets(&spec, &key, false, &bk);
+            BSON_APPEND_DOCUMENT(out, k, &bk);
+            bson_destroy(&bk);
+        } else if (strcmp(k, "index") == 0 && BSON_ITER_HOLDS_UTF8(&it) && strcmp(bson_iter_utf8(&it, NULL), "*") == 0) {
+            bson_t arr, shown;
+            int n = 0;
+            bson_append_array_begin(out, k, -1, &arr);
+            for (int i = 0; i < b->nindexes; i++) {
+                char key[16];
+                if (b->indexes[i]->building || !mf_ts_index_from_buckets(&spec, b->indexes[i]->spec, &shown))
+                    continue;
+                bson_destroy(&shown);
+                snprintf(key, sizeof key, "%d", n++);
+                BSON_APPEND_UTF8(&arr, key, b->indexes[i]->name);
+            }
+            bson_append_array_end(out, &arr);
+        } else {
+            bson_append_value(out, k, -1, bson_iter_value(&it));
+        }
+    }
+    mf_catalog_unlock(op->eng->cat);
+    if (rc < 0)
+        bson_destroy(out);
+    return rc;
+}
+
+/* ts_redirect: runs fn on the buckets collection when `name` is time-series (*done); 0 or -1. */
+static int
+ts_redirect(mf_op_t *op, const char *name, mf_cmd_fn fn, bool *done)
+{
+    bson_t tcmd;
+    *done = false;
+    int t = ts_command(op, name, &tcmd);
+    if (t <= 0)
+        return t;
+    const bson_t *saved = op->cmd;
+    const mf_docseq_t *seqs = op->seqs;
+    size_t nseqs = op->nseqs;
+    op->cmd = &tcmd;
+    op->seqs = NULL;
+    op->nseqs = 0;
+    int rc = fn(op);
+    op->cmd = saved;
+    op->seqs = seqs;
+    op->nseqs = nseqs;
+    bson_destroy(&tcmd);
+    *done = true;
+    return rc;
+}
+
+/* ts_stats: the timeseries section of a time-series collection's stats (buckets b of view name). */
+static void
+ts_stats(mf_op_t *op, const mf_coll_t *b, bson_t *out)
+{
+    bson_t ts;
+    int64_t n = atomic_load(&b->approx_count), size = atomic_load(&b->approx_size);
+    BSON_APPEND_DOCUMENT_BEGIN(out, "timeseries", &ts);
+    BSON_APPEND_UTF8(&ts, "bucketsNs", b->ns);
+    BSON_APPEND_INT64(&ts, "bucketCount", n);
+    BSON_APPEND_INT64(&ts, "avgBucketSize", n > 0 ? size / n : 0);
+    bson_append_document_end(out, &ts);
+    (void)op;
+}
+
 static int
 get_scale(mf_op_t *op, int64_t *scale)
 {
@@ -560,11 +685,14 @@ cmd_coll_stats(mf_op_t *op)
         mf_catalog_unlock(op->eng->cat);
         return mf_err_set(&op->err, MF_E_NamespaceNotFound, "Collection [%s.%s] not found.", op->db, name);
     }
-    if (c->is_view) {
+    mf_coll_t *b = mf_ts_buckets_of(op->eng->cat, c);
+    if (c->is_view && b == NULL) {
         mf_catalog_unlock(op->eng->cat);
         return refuse_view(op, c);
     }
-    append_coll_stats(op, c, scale, op->reply);
+    append_coll_stats(op, b ? b : c, scale, op->reply);
+    if (b != NULL)
+        ts_stats(op, b, op->reply);
     mf_catalog_unlock(op->eng->cat);
     return 0;
 }
@@ -591,10 +719,14 @@ mf_cmd_coll_stats_doc(mf_op_t *op, const char *name, bson_t *out)
         bson_destroy(out);
         return mf_err_set(&op->err, MF_E_NamespaceNotFound, "Collection [%s] not found.", ns);
     }
+    mf_coll_t *b = mf_ts_buckets_of(op->eng->cat, c);
     BSON_APPEND_DOCUMENT_BEGIN(out, "storageStats", &ss);
-    append_coll_stats(op, c, 1, &ss);
+    append_coll_stats(op, b ? b : c, 1, &ss);
+    if (b != NULL)
+        ts_stats(op, b, &ss);
     bson_append_document_end(out, &ss);
-    BSON_APPEND_INT64(out, "count", atomic_load(&c->approx_count));
+    if (b == NULL)
+        BSON_APPEND_INT64(out, "count", atomic_load(&c->approx_count));
     mf_catalog_unlock(op->eng->cat);
     return 0;
 }
@@ -651,6 +783,12 @@ cmd_validate(mf_op_t *op)
 
     if (mf_op_coll_name(op, &name) != 0)
         return -1;
+    {
+        bool done;
+        int trc = ts_redirect(op, name, cmd_validate, &done);
+        if (done || trc != 0)
+            return trc;
+    }
     /*
      * Exclusive, as mongod's foreground validate: no write is in flight, so
      * the recount can replace the stored count and size (which may be off
@@ -687,16 +825,29 @@ cmd_list_indexes(mf_op_t *op)
         mf_catalog_unlock(op->eng->cat);
         return mf_err_set(&op->err, MF_E_NamespaceNotFound, "ns does not exist: %s.%s", op->db, name);
     }
-    if (c->is_view) {
+    mf_coll_t *b = mf_ts_buckets_of(op->eng->cat, c);
+    mf_ts_spec_t spec;
+    if (c->is_view && (b == NULL || !mf_ts_spec_of(b, &spec))) {
         mf_catalog_unlock(op->eng->cat);
         return refuse_view(op, c);
     }
     bson_init(&batch);
-    for (int i = 0, n = 0; i < c->nindexes; i++) {
-        if (c->indexes[i]->building)
+    for (int i = 0, n = 0; i < (b ? b : c)->nindexes; i++) {
+        mf_index_t *ix = (b ? b : c)->indexes[i];
+        bson_t shown;
+        if (ix->building)
             continue; /* listed once built, as mongod lists them */
+        if (b != NULL) {
+            /* A time-series collection lists its buckets' indexes as users defined them. */
+            if (!mf_ts_index_from_buckets(&spec, ix->spec, &shown))
+                continue;
+            snprintf(key, sizeof(key), "%d", n++);
+            BSON_APPEND_DOCUMENT(&batch, key, &shown);
+            bson_destroy(&shown);
+            continue;
+        }
         snprintf(key, sizeof(key), "%d", n++);
-        BSON_APPEND_DOCUMENT(&batch, key, c->indexes[i]->spec);
+        BSON_APPEND_DOCUMENT(&batch, key, ix->spec);
     }
     mf_catalog_unlock(op->eng->cat);
     snprintf(cname, sizeof(cname), "$cmd.listIndexes.%s", name);
@@ -748,6 +899,12 @@ cmd_create_indexes(mf_op_t *op)
 
     if (mf_op_coll_name(op, &name) != 0)
         return -1;
+    {
+        bool done;
+        int trc = ts_redirect(op, name, cmd_create_indexes, &done);
+        if (done || trc != 0)
+            return trc;
+    }
     if (mf_op_docs(op, "indexes", false, &specs, &nspecs) != 0)
         return -1;
     if (nspecs == 0) {
@@ -961,6 +1118,12 @@ cmd_drop_indexes(mf_op_t *op)
 
     if (mf_op_coll_name(op, &name) != 0)
         return -1;
+    {
+        bool done;
+        int trc = ts_redirect(op, name, cmd_drop_indexes, &done);
+        if (done || trc != 0)
+            return trc;
+    }
     if (!bson_iter_init_find(&it, op->cmd, "index"))
         return mf_err_set(&op->err, MF_E_Location40414, "BSON field 'dropIndexes.index' is missing but a required field");
     const bson_value_t *v = bson_iter_value(&it);

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "cmd/cmd.h"
+#include "catalog/timeseries.h"
 #include "common/fmt.h"
 #include "common/log.h"
 #include "index/index.h"
@@ -192,15 +193,199 @@ apply_index_mod(mf_op_t *op, mf_coll_t *c, const index_mod_t *m)
     return 0;
 }
 
+/*
+ * Time-series collMod (SPEC F5): expireAfterSeconds (a number >= 0, or
+ * "off" to remove it) and timeseries.granularity (seconds -> minutes ->
+ * hours only) or bucketMaxSpanSeconds + bucketRoundingSeconds (equal, never
+ * smaller), as MongoDB 8.0 allows. The buckets collection holds the
+ * options; the view's copy of timeseries follows. Exclusive session held.
+ */
+typedef struct ts_mod {
+    bool has_expire, expire_off;
+    int64_t expire;
+    bson_t ts;       /* the new timeseries options (valid when has_ts) */
+    bool has_ts;
+} ts_mod_t;
+
+static int
+parse_ts_expire(mf_op_t *op, const bson_value_t *v, ts_mod_t *tm)
+{
+    tm->has_expire = true;
+    if (v->value_type == BSON_TYPE_UTF8) {
+        if (strcmp(v->value.v_utf8.str, "off") != 0)
+            return mf_err_set(&op->err, MF_E_InvalidOptions, "Invalid string value for the 'clusteredIndex::expireAfterSeconds' option. Got: '%s'. Accepted value is 'off'",
+                              v->value.v_utf8.str);
+        tm->expire_off = true;
+        return 0;
+    }
+    if (!mf_value_is_number(v))
+        return mf_err_set(&op->err, MF_E_InvalidOptions, "'expireAfterSeconds' must be a number or the string 'off', not %s",
+                          mf_type_name(v->value_type));
+    double d = mf_value_as_double(v);
+    if (!(d >= 0))
+        return mf_err_set(&op->err, MF_E_InvalidOptions, "'expireAfterSeconds' must be a positive number or the string 'off'");
+    tm->expire = (int64_t)d;
+    return 0;
+}
+
+/* ts_mod_options: the new timeseries options for change mod of current cur (into tm->ts). */
+static int
+ts_mod_options(mf_op_t *op, const bson_t *cur, const bson_value_t *mod, ts_mod_t *tm)
+{
+    static const char *order[] = {"seconds", "minutes", "hours"};
+    bson_iter_t it;
+    const char *gran = NULL, *cur_gran = NULL;
+    int64_t span = 0, rounding = 0, cur_span = 0, cur_rounding = 0;
+
+    if (mod->value_type != BSON_TYPE_DOCUMENT)
+        return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field 'collMod.timeseries' is the wrong type '%s', expected type 'object'",
+                          mf_type_name(mod->value_type));
+    bson_iter_init_from_data(&it, mod->value.v_doc.data, mod->value.v_doc.data_len);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (strcmp(k, "granularity") == 0 && BSON_ITER_HOLDS_UTF8(&it))
+            gran = bson_iter_utf8(&it, NULL);
+        else if (strcmp(k, "bucketMaxSpanSeconds") == 0 && mf_value_is_number(bson_iter_value(&it)))
+            span = bson_iter_as_int64(&it);
+        else if (strcmp(k, "bucketRoundingSeconds") == 0 && mf_value_is_number(bson_iter_value(&it)))
+            rounding = bson_iter_as_int64(&it);
+        else
+            return mf_err_set(&op->err, MF_E_Location40415, "BSON field 'collMod.timeseries.%s' is an unknown field.", k);
+    }
+    bson_iter_init(&it, cur);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (strcmp(k, "granularity") == 0)
+            cur_gran = bson_iter_utf8(&it, NULL);
+        else if (strcmp(k, "bucketMaxSpanSeconds") == 0)
+            cur_span = bson_iter_as_int64(&it);
+        else if (strcmp(k, "bucketRoundingSeconds") == 0)
+            cur_rounding = bson_iter_as_int64(&it);
+    }
+    if (gran != NULL) {
+        int from = -1, to = -1;
+        for (int i = 0; i < 3; i++) {
+            if (cur_gran && strcmp(cur_gran, order[i]) == 0)
+                from = i;
+            if (strcmp(gran, order[i]) == 0)
+                to = i;
+        }
+        if (to < 0)
+            return mf_err_set(&op->err, MF_E_BadValue, "Enumeration value '%s' for field 'collMod.timeseries.granularity' is not a valid value.",
+                              gran);
+        if (from < 0 || to < from)
+            return mf_err_set(&op->err, MF_E_InvalidOptions,
+                              "Invalid transition for timeseries.granularity. Can only transition from 'seconds' to 'minutes' or 'minutes' to 'hours'.");
+        static const int32_t spans[] = {3600, 86400, 2592000};
+        bson_init(&tm->ts);
+        bson_iter_init(&it, cur);
+        while (bson_iter_next(&it)) {
+            const char *k = bson_iter_key(&it);
+            if (strcmp(k, "granularity") == 0)
+                BSON_APPEND_UTF8(&tm->ts, "granularity", order[to]);
+            else if (strcmp(k, "bucketMaxSpanSeconds") == 0)
+                BSON_APPEND_INT32(&tm->ts, "bucketMaxSpanSeconds", spans[to]);
+            else
+                bson_append_value(&tm->ts, k, -1, bson_iter_value(&it));
+        }
+        tm->has_ts = true;
+        return 0;
+    }
+    if (span == 0 && rounding == 0)
+        return 0;
+    if (span == 0 || rounding == 0)
+        return mf_err_set(&op->err, MF_E_InvalidOptions,
+                          "Timeseries 'bucketMaxSpanSeconds' and 'bucketRoundingSeconds' need to be set alongside each other");
+    if (span != rounding)
+        return mf_err_set(&op->err, MF_E_InvalidOptions, "Timeseries 'bucketRoundingSeconds' needs to be equal to 'bucketMaxSpanSeconds'");
+    if (cur_rounding == 0 && cur_gran != NULL)
+        cur_rounding = strcmp(cur_gran, "seconds") == 0 ? 60 : strcmp(cur_gran, "minutes") == 0 ? 3600 : 86400;
+    if (cur_span > span)
+        return mf_err_set(&op->err, MF_E_InvalidOptions, "Timeseries 'bucketMaxSpanSeconds' needs to be equal or greater to transition");
+    if (cur_rounding > rounding)
+        return mf_err_set(&op->err, MF_E_InvalidOptions, "Timeseries 'bucketRoundingSeconds' needs to be equal or greater to transition");
+    bson_init(&tm->ts);
+    bson_iter_init(&it, cur);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (strcmp(k, "timeField") == 0 || strcmp(k, "metaField") == 0)
+            bson_append_value(&tm->ts, k, -1, bson_iter_value(&it));
+    }
+    BSON_APPEND_INT32(&tm->ts, "bucketRoundingSeconds", (int32_t)rounding);
+    BSON_APPEND_INT32(&tm->ts, "bucketMaxSpanSeconds", (int32_t)span);
+    tm->has_ts = true;
+    return 0;
+}
+
+/* options_with: c's options with timeseries replaced (when ts) and expireAfterSeconds set or removed. */
+static bson_t *
+options_with(const bson_t *opts, const bson_t *ts, const ts_mod_t *tm)
+{
+    bson_t *out = bson_new();
+    bson_iter_t it;
+    bson_iter_init(&it, opts);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (strcmp(k, "timeseries") == 0 && ts != NULL)
+            BSON_APPEND_DOCUMENT(out, k, ts);
+        else if (strcmp(k, "expireAfterSeconds") != 0 || !tm->has_expire)
+            bson_append_value(out, k, -1, bson_iter_value(&it));
+    }
+    if (tm->has_expire && !tm->expire_off)
+        BSON_APPEND_INT64(out, "expireAfterSeconds", tm->expire);
+    return out;
+}
+
+/* set_options: replaces c's options and persists them (restored on failure). */
+static int
+set_options(mf_op_t *op, mf_coll_t *c, bson_t *opts)
+{
+    bson_t *old = c->options;
+    c->options = opts;
+    if (mf_catalog_coll_persist(op->eng->cat, c, &op->err) != 0) {
+        c->options = old;
+        bson_destroy(opts);
+        return -1;
+    }
+    bson_destroy(old);
+    return 0;
+}
+
+static int
+coll_mod_timeseries(mf_op_t *op, mf_coll_t *v, const ts_mod_t *tm)
+{
+    mf_coll_t *b = mf_ts_buckets_of(op->eng->cat, v);
+    if (b == NULL)
+        return mf_err_set(&op->err, MF_E_NamespaceNotFound, "ns does not exist: %s.%s%s", op->db, MF_TS_BUCKETS_PREFIX, v->name);
+    if (tm->has_expire && b->ts_expire >= 0)
+        BSON_APPEND_INT64(op->reply, "expireAfterSeconds_old", b->ts_expire);
+    if (set_options(op, b, options_with(b->options, tm->has_ts ? &tm->ts : NULL, tm)) != 0)
+        return -1;
+    if (tm->has_ts) {
+        ts_mod_t none = {0};
+        if (set_options(op, v, options_with(v->options, &tm->ts, &none)) != 0)
+            return -1;
+    }
+    if (tm->has_expire && !tm->expire_off)
+        BSON_APPEND_INT64(op->reply, "expireAfterSeconds_new", tm->expire);
+    mf_log(MF_LOG_INFO, "COMMAND", "collMod %s (time-series)", v->ns);
+    return 0;
+}
+
 static int
 cmd_coll_mod(mf_op_t *op)
 {
     const char *name;
     bson_iter_t it;
     index_mod_t m;
-    bool has_index = false;
+    bool has_index = false, has_ts_val = false;
     bson_t opts;
+    bson_value_t ts_val;
+    ts_mod_t tm;
     int rc = 0;
+
+    memset(&tm, 0, sizeof tm);
+    memset(&ts_val, 0, sizeof ts_val);
 
     if (mf_op_coll_name(op, &name) != 0)
         return -1;
@@ -220,9 +405,13 @@ cmd_coll_mod(mf_op_t *op)
                    strcmp(k, "validationAction") == 0) {
             bson_append_value(&opts, k, -1, bson_iter_value(&it));
         } else if (strcmp(k, "expireAfterSeconds") == 0) {
-            bson_destroy(&opts);
-            return mf_err_set(&op->err, MF_E_InvalidOptions,
-                              "collMod expireAfterSeconds is only supported on time-series or clustered collections");
+            if (parse_ts_expire(op, bson_iter_value(&it), &tm) != 0) {
+                bson_destroy(&opts);
+                return -1;
+            }
+        } else if (strcmp(k, "timeseries") == 0) {
+            ts_val = *bson_iter_value(&it);
+            has_ts_val = true;
         } else if (k[0] == '$' || strcmp(k, "lsid") == 0 || strcmp(k, "writeConcern") == 0 ||
                    strcmp(k, "comment") == 0 || strcmp(k, "maxTimeMS") == 0 || strcmp(k, "txnNumber") == 0 ||
                    strcmp(k, "apiVersion") == 0 || strcmp(k, "apiStrict") == 0 ||
@@ -238,6 +427,23 @@ cmd_coll_mod(mf_op_t *op)
     mf_coll_t *c = mf_catalog_coll_find(op->eng->cat, op->db, name);
     if (c == NULL) {
         rc = mf_err_set(&op->err, MF_E_NamespaceNotFound, "ns does not exist: %s.%s", op->db, name);
+        goto out;
+    }
+    if (c->is_view && c->is_timeseries) {
+        bson_t cur;
+        if (has_index || !bson_empty(&opts)) {
+            rc = mf_err_set(&op->err, MF_E_InvalidOptions, "collMod on a time-series collection accepts only expireAfterSeconds and timeseries");
+            goto out;
+        }
+        if (has_ts_val && mf_ts_options_of(c, &cur) && (rc = ts_mod_options(op, &cur, &ts_val, &tm)) != 0)
+            goto out;
+        rc = coll_mod_timeseries(op, c, &tm);
+        goto out;
+    }
+    if (tm.has_expire || has_ts_val) {
+        rc = mf_err_set(&op->err, MF_E_InvalidOptions,
+                        "collMod %s is only supported on time-series or clustered collections",
+                        tm.has_expire ? "expireAfterSeconds" : "timeseries");
         goto out;
     }
     /* Check the new collection options before changing anything (a failed collMod changes nothing). */
@@ -281,6 +487,8 @@ out:
     }
     mf_catalog_unlock(op->eng->cat);
     bson_destroy(&opts);
+    if (tm.has_ts)
+        bson_destroy(&tm.ts);
     return rc;
 }
 

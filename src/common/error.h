@@ -126,6 +126,7 @@
     X(51075, Location51075)                                                    \
     X(51091, Location51091)                                                    \
     X(5739101, Location5739101)                                                    \
+    X(5346500, Location5346500)                                                    \
     X(51108, Location51108)                                                    \
     X(241, ConversionFailure)                                                  \
     X(15947, Location15947)                                                    \

@@ -679,7 +679,7 @@ static int
 unpack_check_data(mf_bucket_unpacker_t *u, bson_iter_t *it, mf_error_t *err)
 {
     bson_iter_t col;
-    uint32_t max_end = 0, entries, end;
+    uint32_t max_end = 0, entries = 0, end = 0;
 
     if (!BSON_ITER_HOLDS_DOCUMENT(it) || !bson_iter_recurse(it, &col))
         return mf_err_set(err, MF_E_BadValue, "time-series bucket data is not a document");

@@ -60,6 +60,7 @@
 #include <time.h>
 
 #include "common/alloc.h"
+#include "doc/bucket.h"
 #include "doc/expr.h"
 #include "doc/match.h"
 #include "doc/path.h"
@@ -71,7 +72,7 @@
 
 enum stage_kind { S_MATCH, S_PROJECT, S_ADDFIELDS, S_UNSET, S_SORT, S_LIMIT, S_SKIP, S_GROUP, S_COUNT,
                   S_UNWIND, S_REPLACEROOT, S_SORTBYCOUNT, S_LOOKUP, S_FACET, S_SAMPLE, S_CURRENTOP,
-                  S_DOCUMENTS, S_BUCKET, S_OUT, S_MERGE };
+                  S_DOCUMENTS, S_BUCKET, S_OUT, S_MERGE, S_UNPACK };
 
 /* ---- accumulators ---- */
 
@@ -1546,11 +1547,110 @@ parse_merge(stage_t *s, const bson_value_t *v, mf_error_t *err)
     return 0;
 }
 
+/*
+ * $_internalUnpackBucket {timeField, metaField?, bucketMaxSpanSeconds}: the
+ * measurements of each bucket document (doc/bucket.h), as a time-series
+ * view's pipeline reads them. s->field: timeField, s->local: metaField,
+ * s->n: bucketMaxSpanSeconds.
+ */
+static int
+parse_unpack(stage_t *s, const bson_value_t *v, mf_error_t *err)
+{
+    bson_iter_t it;
+    s->kind = S_UNPACK;
+    if (v->value_type != BSON_TYPE_DOCUMENT)
+        return mf_err_set(err, MF_E_Location5346500, "$_internalUnpackBucket specification must be an object, got %s",
+                          mf_type_name(v->value_type));
+    bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (strcmp(k, "timeField") == 0 && BSON_ITER_HOLDS_UTF8(&it))
+            s->field = bson_strdup(bson_iter_utf8(&it, NULL));
+        else if (strcmp(k, "metaField") == 0 && BSON_ITER_HOLDS_UTF8(&it))
+            s->local = bson_strdup(bson_iter_utf8(&it, NULL));
+        else if (strcmp(k, "bucketMaxSpanSeconds") == 0 && mf_value_is_number(bson_iter_value(&it)))
+            s->n = bson_iter_as_int64(&it);
+    }
+    if (s->field == NULL)
+        return mf_err_set(err, MF_E_Location5346500, "$_internalUnpackBucket specification must include a 'timeField'");
+    if (s->n <= 0)
+        s->n = 3600;
+    return 0;
+}
+
+static mf_ts_spec_t
+unpack_spec(const stage_t *s)
+{
+    mf_ts_spec_t spec = {.time_field = s->field, .meta_field = s->local, .max_span_s = s->n, .rounding_s = s->n};
+    return spec;
+}
+
+/* run_unpack: the measurements of every bucket of in (a malformed bucket fails with 2). */
+static int
+run_unpack(const stage_t *s, mf_docvec_t *in, mf_docvec_t *out, mf_error_t *err)
+{
+    mf_ts_spec_t spec = unpack_spec(s);
+    int rc = 0;
+    for (size_t i = 0; i < in->len && rc == 0; i++) {
+        mf_bucket_unpacker_t *u = mf_bucket_unpacker_new(&spec, in->docs[i], err);
+        if (u == NULL) {
+            rc = -1;
+            break;
+        }
+        bson_t m; /* initialised by the unpacker */
+        while (mf_bucket_unpacker_next(u, &m) == 1) {
+            mf_docvec_push_steal(out, bson_copy(&m));
+            bson_destroy(&m);
+        }
+        mf_bucket_unpacker_free(u);
+    }
+    mf_docvec_destroy(in);
+    return rc;
+}
+
+/*
+ * push_bucket_filters: a $match right after $_internalUnpackBucket also
+ * gets a bucket-level $match before it (mf_bucket_filter_from_match: the
+ * metaField and time bounds on meta and control.min/max), so buckets that
+ * cannot match are skipped, through an index when one fits. The exact
+ * $match stays after the unpacking.
+ */
+static int
+push_bucket_filters(mf_pipeline_t *p, mf_error_t *err)
+{
+    for (size_t i = 0; i + 1 < p->n; i++) {
+        if (p->stages[i].kind != S_UNPACK || p->stages[i + 1].kind != S_MATCH)
+            continue;
+        mf_ts_spec_t spec = unpack_spec(&p->stages[i]);
+        bson_t bf;
+        mf_bucket_filter_from_match(&spec, p->stages[i + 1].spec, &bf);
+        if (bson_empty(&bf)) {
+            bson_destroy(&bf);
+            continue;
+        }
+        p->stages = bson_realloc(p->stages, (p->n + 1) * sizeof *p->stages);
+        memmove(&p->stages[i + 1], &p->stages[i], (p->n - i) * sizeof *p->stages);
+        p->n++;
+        stage_t *m = &p->stages[i];
+        memset(m, 0, sizeof *m);
+        m->kind = S_MATCH;
+        m->spec = bson_copy(&bf);
+        bson_destroy(&bf);
+        if ((m->matcher = mf_matcher_new(m->spec, err)) == NULL)
+            return -1;
+        i++; /* past the unpack */
+    }
+    return 0;
+}
+
 static int
 parse_stage(stage_t *s, const char *name, const bson_value_t *v, bool first, mf_error_t *err)
 {
     int64_t n;
     int r;
+
+    if (strcmp(name, "$_internalUnpackBucket") == 0)
+        return parse_unpack(s, v, err);
 
     if (strcmp(name, "$match") == 0) {
         s->kind = S_MATCH;
@@ -1822,6 +1922,10 @@ mf_pipeline_new(const bson_value_t *pipeline, mf_error_t *err)
             mf_pipeline_free(p);
             return NULL;
         }
+    }
+    if (push_bucket_filters(p, err) != 0) {
+        mf_pipeline_free(p);
+        return NULL;
     }
     return p;
 }
@@ -2284,6 +2388,8 @@ run_stage(const stage_t *s, const mf_agg_env_t *env, mf_docvec_t *in, mf_docvec_
     }
     case S_LOOKUP:
         return run_lookup(s, env, in, out, err);
+    case S_UNPACK:
+        return run_unpack(s, in, out, err);
     case S_FACET: {
         bson_t *d = bson_new();
         for (size_t f = 0; f < s->nfacets; f++) {
@@ -2791,6 +2897,7 @@ node_next(mf_agg_stream_t *st, size_t i, const mf_agg_env_t *env, bson_t **out, 
         case S_ADDFIELDS:
         case S_UNWIND:
         case S_LOOKUP:
+        case S_UNPACK:
         case S_REPLACEROOT: {
             mf_docvec_t in;
             if (upstream(st, i, env, &d, err) < 0)

@@ -46,6 +46,7 @@
 #include "query/batch.h"
 #include "query/exec.h"
 #include "query/write.h"
+#include "query/ts_write.h"
 
 #define INSERT_CHUNK 500 /* inserted documents per transaction */
 #define UPDATE_CHUNK 100 /* updated documents per transaction */
@@ -121,6 +122,9 @@ mf_write_insert(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool validate, co
     insert_ctx_t x = {s, NULL, docs, 0, validate};
     size_t i = 0;
     int rc = -1;
+
+    if (mf_ts_is_timeseries(cat, db, coll))
+        return mf_ts_insert(cat, s, durable, db, coll, docs, n, ordered, on_error, arg, inserted, err);
 
     if (coll_acquire(cat, db, coll, true, &x.c, err) != 0)
         goto out;
@@ -477,6 +481,8 @@ mf_write_update(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool validate, co
     int rc = -1;
 
     memset(res, 0, sizeof *res);
+    if (mf_ts_is_timeseries(cat, db, coll))
+        return mf_ts_update(cat, s, durable, db, coll, stmt, res, err);
     bson_iter_init(&it, stmt);
     while (bson_iter_next(&it)) {
         const char *k = bson_iter_key(&it);
@@ -579,6 +585,8 @@ mf_write_delete(mf_catalog_t *cat, mf_sess_t *s, bool durable, const char *db, c
     int rc = -1;
 
     memset(res, 0, sizeof *res);
+    if (mf_ts_is_timeseries(cat, db, coll))
+        return mf_ts_delete(cat, s, durable, db, coll, stmt, res, err);
     bson_iter_init(&it, stmt);
     while (bson_iter_next(&it)) {
         if (stmt_common_parse(&it, "delete.deletes", &sc, &taken, err) != 0)

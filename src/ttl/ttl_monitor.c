@@ -61,6 +61,7 @@
 #include "common/alloc.h"
 #include "catalog/coll_write.h"
 #include "catalog/observer.h"
+#include "catalog/timeseries.h"
 #include "common/curop.h"
 #include "common/clock.h"
 #include "common/log.h"
@@ -214,11 +215,53 @@ add_secs(int64_t date_ms, int64_t secs)
 
 /* ---------- the catalog view ---------- */
 
+/*
+ * ttl_secs: whether ix is a TTL index of c, and *secs, the seconds after
+ * its first key's Date that a document is due. Ordinary collections: a
+ * single-field index with expireAfterSeconds. A time-series buckets
+ * collection (SPEC F2/F3): indexes led by control.min.<timeField>; the time
+ * index carries the collection's expireAfterSeconds, a TTL index (a partial
+ * one on the metaField) its own; both plus bucketMaxSpanSeconds, because the
+ * key is the bucket's rounded start and a bucket may hold measurements up
+ * to start + span: it goes at start + span + N (MongoDB 8.0's
+ * safeExpirationDate), never while one of its measurements is not due.
+ */
+static bool
+ttl_secs(const mf_coll_t *c, const mf_index_t *ix, int64_t *secs)
+{
+    if (ix->is_id || ix->building)
+        return false;
+    if (c->is_timeseries && !c->is_view) {
+        mf_ts_spec_t spec;
+        char minf[300];
+        int64_t n;
+        if (!mf_ts_spec_of(c, &spec))
+            return false;
+        snprintf(minf, sizeof minf, "control.min.%s", spec.time_field);
+        if (strcmp(ix->kp.fields[0], minf) != 0 || ix->kp.desc[0])
+            return false;
+        if (mf_ttl_index_seconds(ix->spec, &n)) {
+            if (ix->kp.nfields != 1)
+                return false;
+        } else {
+            /* The time index {control.min.<time>: 1, _id: 1}: the collection's expiry. */
+            if (ix->kp.nfields != 2 || strcmp(ix->kp.fields[1], "_id") != 0 || c->ts_expire < 0)
+                return false;
+            n = c->ts_expire;
+        }
+        if (n > INT64_MAX / 2000 - spec.max_span_s)
+            return false;
+        *secs = n + spec.max_span_s;
+        return true;
+    }
+    return ix->kp.nfields == 1 && mf_ttl_index_seconds(ix->spec, secs);
+}
+
 static mf_index_t *
 find_ttl_index(mf_coll_t *c, const char *name, int64_t *secs)
 {
     mf_index_t *ix = mf_coll_index_by_name(c, name);
-    if (ix == NULL || ix->building || ix->kp.nfields != 1 || !mf_ttl_index_seconds(ix->spec, secs))
+    if (ix == NULL || !ttl_secs(c, ix, secs))
         return NULL;
     return ix;
 }
@@ -235,7 +278,7 @@ collect_targets(void *arg, mf_coll_t *c)
     for (int i = 0; i < c->nindexes; i++) {
         int64_t secs;
         mf_index_t *ix = c->indexes[i];
-        if (ix->is_id || ix->building || ix->kp.nfields != 1 || !mf_ttl_index_seconds(ix->spec, &secs))
+        if (!ttl_secs(c, ix, &secs))
             continue;
         if (l->n == l->cap) {
             l->cap = l->cap ? l->cap * 2 : 8;
@@ -762,7 +805,7 @@ observe_doc(mf_ttl_monitor_t *m, mf_coll_t *c, const bson_t *doc)
     for (int i = 0; i < c->nindexes; i++) {
         int64_t secs, earliest;
         mf_index_t *ix = c->indexes[i];
-        if (ix->is_id || ix->building || ix->kp.nfields != 1 || !mf_ttl_index_seconds(ix->spec, &secs))
+        if (!ttl_secs(c, ix, &secs))
             continue;
         if (!doc_earliest_date(doc, ix->kp.fields[0], &earliest))
             continue;

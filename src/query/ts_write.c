@@ -1,0 +1,752 @@
+/*
+ * ts_write.c: writes to time-series collections (see ts_write.h).
+ *
+ * Inserts. Each buckets collection keeps its open buckets in memory
+ * (mf_coll_t.ts_state, under ts_mu, so inserts into one time-series
+ * collection run one at a time; others are not affected): a hash table
+ * from the metaField value to the bucket being filled, with the record id
+ * and length of its stored form. A measurement goes into its meta's open
+ * bucket while mf_bucket_fits (time span from the bucket's rounded start,
+ * 1,000 measurements, 128,000 bytes); otherwise a new bucket replaces it.
+ * A chunk of measurements is one transaction: the buckets it touched are
+ * written once each at its end (inserted, or replaced in place). An open
+ * bucket already stored is checked against storage the first time a chunk
+ * touches it (same stored length, or it is reloaded from the stored
+ * document; gone, and a new bucket starts), so deletes and TTL expiry never
+ * lose or resurrect measurements. Any failure or write conflict drops the
+ * whole in-memory state (the next chunk starts new buckets), and a conflict
+ * retries the chunk. Per-measurement errors are reported only once the
+ * chunk commits, so a retry cannot report one twice.
+ *
+ * Deletes and updates take ts_mu too and drop the in-memory state.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "catalog/coll_write.h"
+#include "catalog/timeseries.h"
+#include "common/alloc.h"
+#include "common/curop.h"
+#include "doc/bucket.h"
+#include "doc/check.h"
+#include "doc/match.h"
+#include "doc/update.h"
+#include "doc/value.h"
+#include "query/batch.h"
+#include "query/exec.h"
+#include "query/ts_write.h"
+
+#define TS_HASH 1024
+#define TS_CHUNK 10000 /* measurements per transaction */
+#define TS_ATTEMPTS 1000
+
+typedef struct open_bucket {
+    struct open_bucket *next; /* hash chain, or the closed list */
+    uint8_t *key;             /* the meta value as a one-field document's bytes (NULL: no meta) */
+    size_t keylen;
+    uint64_t hash;
+    mf_bucket_t *b;
+    int64_t rid;         /* 0: not stored yet */
+    uint32_t stored_len; /* length of the stored document this state matches */
+    bool dirty;          /* changed in this chunk */
+    bool checked;        /* checked against storage in this chunk */
+} open_bucket_t;
+
+typedef struct ts_state {
+    open_bucket_t *tab[TS_HASH];
+    open_bucket_t *closed; /* replaced in this chunk: written at its end, then freed */
+} ts_state_t;
+
+static void
+ob_free(open_bucket_t *o)
+{
+    mf_bucket_free(o->b);
+    free(o->key);
+    free(o);
+}
+
+static void
+state_clear(ts_state_t *st)
+{
+    for (int i = 0; i < TS_HASH; i++) {
+        while (st->tab[i]) {
+            open_bucket_t *o = st->tab[i];
+            st->tab[i] = o->next;
+            ob_free(o);
+        }
+    }
+    while (st->closed) {
+        open_bucket_t *o = st->closed;
+        st->closed = o->next;
+        ob_free(o);
+    }
+}
+
+static void
+state_free(void *arg)
+{
+    ts_state_t *st = arg;
+    state_clear(st);
+    free(st);
+}
+
+/* The collection's state, created on first use. ts_mu held. */
+static ts_state_t *
+state_of(mf_coll_t *b)
+{
+    if (b->ts_state == NULL) {
+        b->ts_state = mf_calloc(1, sizeof(ts_state_t));
+        b->ts_state_free = state_free;
+    }
+    return b->ts_state;
+}
+
+static uint64_t
+fnv(const uint8_t *p, size_t n)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ p[i]) * 1099511628211ULL;
+    return h;
+}
+
+/* meta_key: the meta value's bytes as {"": meta} (key NULL when there is none). */
+static void
+meta_key(const bson_value_t *meta, bson_t *holder, const uint8_t **key, size_t *keylen)
+{
+    bson_init(holder);
+    *key = NULL;
+    *keylen = 0;
+    if (meta == NULL)
+        return;
+    bson_append_value(holder, "", 0, meta);
+    *key = bson_get_data(holder);
+    *keylen = holder->len;
+}
+
+static open_bucket_t **
+lookup(ts_state_t *st, const uint8_t *key, size_t keylen, uint64_t h)
+{
+    open_bucket_t **pp = &st->tab[h % TS_HASH];
+    for (; *pp; pp = &(*pp)->next) {
+        open_bucket_t *o = *pp;
+        if (o->hash == h && o->keylen == keylen && (keylen == 0 || memcmp(o->key, key, keylen) == 0))
+            return pp;
+    }
+    return pp;
+}
+
+/*
+ * check_stored: makes o match its stored document in this transaction:
+ * unchanged (same length), reloaded, or gone (*gone). 0, MF_CONFLICT, -1.
+ */
+static int
+check_stored(mf_sess_t *s, mf_coll_t *c, const mf_ts_spec_t *spec, open_bucket_t *o, bool *gone, mf_error_t *err)
+{
+    bson_t doc;
+    *gone = false;
+    if (o->rid == 0 || o->checked)
+        return 0;
+    int r = mf_coll_fetch(s, c, o->rid, &doc, err);
+    if (r == MF_NOTFOUND) {
+        *gone = true;
+        return 0;
+    }
+    if (r != 0)
+        return r;
+    if (doc.len != o->stored_len) {
+        mf_bucket_t *nb = mf_bucket_from_doc(spec, &doc, err);
+        if (nb == NULL) {
+            bson_destroy(&doc);
+            *gone = true; /* not a bucket we can extend: leave it as it is, start a new one */
+            mf_err_clear(err);
+            return 0;
+        }
+        mf_bucket_free(o->b);
+        o->b = nb;
+        o->stored_len = doc.len;
+    }
+    bson_destroy(&doc);
+    o->checked = true;
+    return 0;
+}
+
+/* flush_one: writes o if dirty (insert, or replace of its stored form). 0, MF_CONFLICT, -1. */
+static int
+flush_one(mf_sess_t *s, mf_coll_t *c, open_bucket_t *o, mf_error_t *err)
+{
+    bson_t doc, old;
+    int r;
+
+    if (!o->dirty)
+        return 0;
+    mf_bucket_to_doc(o->b, &doc);
+    if (o->rid == 0) {
+        r = mf_coll_insert(s, c, &doc, &o->rid, err);
+    } else {
+        r = mf_coll_fetch(s, c, o->rid, &old, err);
+        if (r == 0) {
+            r = mf_coll_replace(s, c, o->rid, &old, &doc, err);
+            bson_destroy(&old);
+        }
+    }
+    if (r == 0)
+        o->stored_len = doc.len;
+    bson_destroy(&doc);
+    return r;
+}
+
+static int
+flush_all(mf_sess_t *s, mf_coll_t *c, ts_state_t *st, mf_error_t *err)
+{
+    for (open_bucket_t *o = st->closed; o; o = o->next) {
+        int r = flush_one(s, c, o, err);
+        if (r != 0)
+            return r;
+    }
+    for (int i = 0; i < TS_HASH; i++)
+        for (open_bucket_t *o = st->tab[i]; o; o = o->next) {
+            int r = flush_one(s, c, o, err);
+            if (r != 0)
+                return r;
+        }
+    return 0;
+}
+
+/* After a commit: nothing dirty, closed buckets freed, every open one to be checked again next chunk. */
+static void
+state_committed(ts_state_t *st)
+{
+    while (st->closed) {
+        open_bucket_t *o = st->closed;
+        st->closed = o->next;
+        ob_free(o);
+    }
+    for (int i = 0; i < TS_HASH; i++)
+        for (open_bucket_t *o = st->tab[i]; o; o = o->next)
+            o->dirty = o->checked = false;
+}
+
+typedef struct doc_error {
+    size_t index;
+    mf_error_t err;
+} doc_error_t;
+
+/*
+ * measurement_check: the measurement's time (a Date) and its storage form
+ * (with _id, appended when missing) in *out. 0, or -1 with err.
+ */
+static int
+measurement_check(const mf_ts_spec_t *spec, const bson_t *doc, int64_t *t, bson_t *out, mf_error_t *err)
+{
+    bson_iter_t it;
+    if (!bson_iter_init_find(&it, doc, spec->time_field) || !BSON_ITER_HOLDS_DATE_TIME(&it))
+        return mf_err_set(err, MF_E_BadValue, "'%s' must be present and contain a valid BSON UTC datetime value",
+                          spec->time_field);
+    *t = bson_iter_date_time(&it);
+    if (mf_check_doc_for_storage(doc, err) != 0)
+        return -1;
+    bson_copy_to(doc, out);
+    if (!bson_iter_init_find(&it, doc, "_id")) {
+        bson_oid_t oid;
+        bson_oid_init(&oid, NULL);
+        BSON_APPEND_OID(out, "_id", &oid);
+    }
+    return 0;
+}
+
+/* add_one: measurement m (time t) into its meta's bucket. 0, MF_CONFLICT, -1. */
+static int
+add_one(mf_sess_t *s, mf_coll_t *c, const mf_ts_spec_t *spec, ts_state_t *st, const bson_t *m, int64_t t,
+        mf_error_t *err)
+{
+    bson_iter_t it;
+    const bson_value_t *meta = NULL;
+    bson_value_t meta_v;
+    bson_t holder;
+    const uint8_t *key;
+    size_t keylen;
+    int rc = 0;
+
+    if (spec->meta_field != NULL && bson_iter_init_find(&it, m, spec->meta_field)) {
+        meta_v = *bson_iter_value(&it);
+        meta = &meta_v;
+    }
+    meta_key(meta, &holder, &key, &keylen);
+    uint64_t h = fnv(key ? key : (const uint8_t *)"", keylen);
+    open_bucket_t **pp = lookup(st, key, keylen, h), *o = *pp;
+    if (o != NULL) {
+        bool gone;
+        if ((rc = check_stored(s, c, spec, o, &gone, err)) != 0)
+            goto out;
+        if (gone || !mf_bucket_fits(o->b, t, m->len, MF_TS_BUCKET_MAX_COUNT, MF_TS_BUCKET_MAX_BYTES)) {
+            /* Close it: written at the chunk's end if this chunk changed it, then freed. */
+            *pp = o->next;
+            o->next = st->closed;
+            st->closed = o;
+            if (gone)
+                o->dirty = false;
+            o = NULL;
+        }
+    }
+    if (o == NULL) {
+        o = mf_calloc(1, sizeof *o);
+        o->b = mf_bucket_new(spec, meta, t);
+        o->hash = h;
+        o->keylen = keylen;
+        if (keylen) {
+            o->key = mf_malloc(keylen);
+            memcpy(o->key, key, keylen);
+        }
+        o->checked = true;
+        o->next = st->tab[h % TS_HASH];
+        st->tab[h % TS_HASH] = o;
+    }
+    if ((rc = mf_bucket_add(o->b, m, err)) == 0)
+        o->dirty = true;
+out:
+    bson_destroy(&holder);
+    return rc;
+}
+
+bool
+mf_ts_is_timeseries(mf_catalog_t *cat, const char *db, const char *coll)
+{
+    mf_catalog_rdlock(cat);
+    mf_coll_t *c = mf_catalog_coll_find(cat, db, coll);
+    bool ts = c != NULL && c->is_view && c->is_timeseries;
+    mf_catalog_unlock(cat);
+    return ts;
+}
+
+/* buckets_acquire: a shared session holding time-series view db.coll's buckets (*b) and their spec. */
+static int
+buckets_acquire(mf_catalog_t *cat, const char *db, const char *coll, mf_coll_t **b, mf_ts_spec_t *spec, mf_error_t *err)
+{
+    mf_catalog_rdlock(cat);
+    mf_coll_t *v = mf_catalog_coll_find(cat, db, coll);
+    *b = mf_ts_buckets_of(cat, v);
+    if (*b == NULL || !mf_ts_spec_of(*b, spec))
+        return mf_err_set(err, MF_E_NamespaceNotFound, "time-series collection %s.%s has no buckets collection", db, coll);
+    return 0;
+}
+
+int
+mf_ts_insert(mf_catalog_t *cat, mf_sess_t *s, bool durable, const char *db, const char *coll, const bson_t *docs,
+             size_t n, bool ordered, mf_write_error_fn on_error, void *arg, int64_t *inserted, mf_error_t *err)
+{
+    mf_coll_t *b;
+    mf_ts_spec_t spec;
+    doc_error_t *errs = NULL;
+    size_t nerrs = 0, start = 0;
+    bool stop = false;
+    int rc = -1;
+
+    *inserted = 0;
+    if (buckets_acquire(cat, db, coll, &b, &spec, err) != 0)
+        goto out_unlock;
+    pthread_mutex_lock(&b->ts_mu);
+    ts_state_t *st = state_of(b);
+    errs = mf_calloc(TS_CHUNK, sizeof *errs);
+    while (start < n && !stop) {
+        size_t end = start + TS_CHUNK < n ? start + TS_CHUNK : n, stop_at = end;
+        int64_t ok = 0;
+        int r = 0;
+        for (int attempt = 0;; attempt++) {
+            if (mf_curop_check_current(err) != 0)
+                goto out;
+            nerrs = 0;
+            ok = 0;
+            stop_at = end;
+            if (mf_txn_begin(s, err) != 0)
+                goto out;
+            r = 0;
+            for (size_t i = start; i < end && r == 0; i++) {
+                bson_t m;
+                int64_t t = 0;
+                mf_error_t e;
+                mf_err_clear(&e);
+                if (measurement_check(&spec, &docs[i], &t, &m, &e) != 0) {
+                    errs[nerrs].index = i;
+                    errs[nerrs++].err = e;
+                    if (ordered) {
+                        stop_at = i;
+                        break;
+                    }
+                    continue;
+                }
+                r = add_one(s, b, &spec, st, &m, t, err);
+                bson_destroy(&m);
+                if (r == 0)
+                    ok++;
+            }
+            if (r == 0)
+                r = flush_all(s, b, st, err);
+            if (r == 0) {
+                r = mf_txn_commit(s, durable, err);
+                if (r == 0)
+                    break;
+            } else {
+                mf_txn_abort(s);
+            }
+            state_clear(st);
+            if (r != MF_CONFLICT || attempt >= TS_ATTEMPTS)
+                goto out;
+            mf_err_clear(err);
+            mf_batch_backoff(attempt);
+        }
+        state_committed(st);
+        *inserted += ok;
+        for (size_t k = 0; k < nerrs; k++)
+            on_error(arg, errs[k].index, &errs[k].err);
+        stop = stop_at < end;
+        start = end;
+    }
+    rc = 0;
+out:
+    pthread_mutex_unlock(&b->ts_mu);
+out_unlock:
+    mf_catalog_unlock(cat);
+    free(errs);
+    return rc;
+}
+
+/* ---------- deletes ---------- */
+
+typedef struct rids {
+    int64_t *v;
+    size_t n, cap;
+} rids_t;
+
+static int
+rid_visit(void *arg, int64_t rid, const bson_t *doc, const mf_match_details_t *d)
+{
+    rids_t *r = arg;
+    (void)doc;
+    (void)d;
+    if (r->n == r->cap) {
+        r->cap = r->cap ? r->cap * 2 : 64;
+        r->v = mf_realloc(r->v, r->cap * sizeof *r->v);
+    }
+    r->v[r->n++] = rid;
+    return 0;
+}
+
+/*
+ * rewrite_bucket: bucket doc without the measurements m matches (at most
+ * *budget of them when budget >= 0): *removed of them; *out (initialised
+ * here) the rewritten bucket, or *empty when none remains. 0 or -1.
+ */
+static int
+rewrite_bucket(const mf_ts_spec_t *spec, const bson_t *doc, const mf_matcher_t *m, int64_t budget, int64_t *removed,
+               bool *empty, bson_t *out, mf_error_t *err)
+{
+    mf_bucket_unpacker_t *u = mf_bucket_unpacker_new(spec, doc, err);
+    mf_bucket_t *nb = NULL;
+    bson_t meas;
+    int rc = 0;
+
+    *removed = 0;
+    *empty = true;
+    if (u == NULL)
+        return -1;
+    while (rc == 0 && mf_bucket_unpacker_next(u, &meas) == 1) {
+        if ((budget < 0 || *removed < budget) && mf_matcher_match(m, &meas, NULL)) {
+            (*removed)++;
+        } else {
+            bson_iter_t it;
+            int64_t t = 0;
+            if (bson_iter_init_find(&it, &meas, spec->time_field) && BSON_ITER_HOLDS_DATE_TIME(&it))
+                t = bson_iter_date_time(&it);
+            if (nb == NULL) {
+                const bson_value_t *meta = NULL;
+                bson_value_t mv;
+                if (spec->meta_field != NULL && bson_iter_init_find(&it, &meas, spec->meta_field)) {
+                    mv = *bson_iter_value(&it);
+                    meta = &mv;
+                }
+                nb = mf_bucket_new(spec, meta, t);
+            }
+            rc = mf_bucket_add(nb, &meas, err);
+        }
+        bson_destroy(&meas);
+    }
+    mf_bucket_unpacker_free(u);
+    if (rc == 0 && nb != NULL) {
+        *empty = false;
+        mf_bucket_to_doc(nb, out);
+    }
+    mf_bucket_free(nb);
+    return rc;
+}
+
+int
+mf_ts_delete(mf_catalog_t *cat, mf_sess_t *s, bool durable, const char *db, const char *coll, const bson_t *stmt,
+             mf_write_delete_result_t *res, mf_error_t *err)
+{
+    bson_iter_t it;
+    bson_t q, bf;
+    mf_coll_t *b;
+    mf_ts_spec_t spec;
+    int64_t limit = 0;
+    bool have_q = false;
+    mf_matcher_t *m = NULL, *bm = NULL;
+    rids_t rv = {0};
+    int rc = -1;
+
+    memset(res, 0, sizeof *res);
+    bson_init(&bf);
+    if (bson_iter_init_find(&it, stmt, "q") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+        const uint8_t *data;
+        uint32_t len;
+        bson_iter_document(&it, &len, &data);
+        bson_init_static(&q, data, len);
+        have_q = true;
+    }
+    if (bson_iter_init_find(&it, stmt, "limit") && mf_value_is_number(bson_iter_value(&it)))
+        limit = (int64_t)mf_value_as_double(bson_iter_value(&it));
+    if (!have_q)
+        return mf_err_set(err, MF_E_Location40414, "BSON field 'delete.deletes.q' is missing but a required field");
+    if ((m = mf_matcher_new(&q, err)) == NULL)
+        return -1;
+    if (buckets_acquire(cat, db, coll, &b, &spec, err) != 0)
+        goto out_unlock;
+    pthread_mutex_lock(&b->ts_mu);
+    if (b->ts_state != NULL)
+        state_clear(b->ts_state); /* the open buckets may change: start new ones after this */
+    bool meta_only = limit == 0 && mf_bucket_filter_meta_only(&spec, &q, &bf);
+    if (!meta_only) {
+        bson_destroy(&bf);
+        mf_bucket_filter_from_match(&spec, &q, &bf);
+    }
+    if ((bm = mf_matcher_new(&bf, err)) == NULL)
+        goto out;
+    {
+        mf_plan_request_t req = {.filter = &bf};
+        if (mf_exec_query(s, b, &req, bm, rid_visit, &rv, NULL, err) != 0)
+            goto out;
+    }
+    /* One bucket per transaction: each is either deleted or rewritten whole. */
+    for (size_t i = 0; i < rv.n; i++) {
+        if (limit > 0 && res->deleted >= limit)
+            break;
+        if (mf_curop_check_current(err) != 0)
+            goto out;
+        for (int attempt = 0;; attempt++) {
+            bson_t doc, neu;
+            int64_t removed = 0;
+            bool empty = true;
+            int r = mf_txn_begin(s, err);
+            if (r != 0)
+                goto out;
+            r = mf_coll_fetch(s, b, rv.v[i], &doc, err);
+            if (r == MF_NOTFOUND) {
+                mf_txn_abort(s);
+                mf_err_clear(err);
+                break;
+            }
+            if (r == 0) {
+                if (meta_only) {
+                    mf_bucket_unpacker_t *u = mf_bucket_unpacker_new(&spec, &doc, err);
+                    removed = u ? (int64_t)mf_bucket_unpacker_count(u) : 0;
+                    mf_bucket_unpacker_free(u);
+                    r = mf_coll_remove(s, b, rv.v[i], &doc, err);
+                } else {
+                    r = rewrite_bucket(&spec, &doc, m, limit > 0 ? limit - res->deleted : -1, &removed, &empty, &neu,
+                                       err);
+                    if (r == 0 && removed > 0)
+                        r = empty ? mf_coll_remove(s, b, rv.v[i], &doc, err)
+                                  : mf_coll_replace(s, b, rv.v[i], &doc, &neu, err);
+                    if (r == 0 && !empty)
+                        bson_destroy(&neu);
+                }
+                bson_destroy(&doc);
+            }
+            if (r == 0 && (r = mf_txn_commit(s, durable, err)) == 0) {
+                res->deleted += removed;
+                res->batches++;
+                break;
+            }
+            if (r != 0 && mf_txn_active(s))
+                mf_txn_abort(s);
+            if (r != MF_CONFLICT || attempt >= TS_ATTEMPTS)
+                goto out;
+            mf_err_clear(err);
+            mf_batch_backoff(attempt);
+        }
+    }
+    res->batched = limit == 0 && res->deleted > 0;
+    rc = 0;
+out:
+    pthread_mutex_unlock(&b->ts_mu);
+out_unlock:
+    mf_catalog_unlock(cat);
+    mf_matcher_free(m);
+    mf_matcher_free(bm);
+    bson_destroy(&bf);
+    free(rv.v);
+    return rc;
+}
+
+/* ---------- updates ---------- */
+
+/* meta_path: path is the metaField or below it. */
+static bool
+meta_path(const mf_ts_spec_t *spec, const char *path)
+{
+    size_t ml = strlen(spec->meta_field);
+    return strncmp(path, spec->meta_field, ml) == 0 && (path[ml] == '\0' || path[ml] == '.');
+}
+
+/* update_meta_only: every operator of update u names only metaField paths. */
+static bool
+update_meta_only(const mf_ts_spec_t *spec, const bson_t *u)
+{
+    bson_iter_t it, f;
+    if (spec->meta_field == NULL || !bson_iter_init(&it, u))
+        return false;
+    while (bson_iter_next(&it)) {
+        if (bson_iter_key(&it)[0] != '$' || !BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &f))
+            return false;
+        while (bson_iter_next(&f)) {
+            if (!meta_path(spec, bson_iter_key(&f)))
+                return false;
+            if (strcmp(bson_iter_key(&it), "$rename") == 0 &&
+                (!BSON_ITER_HOLDS_UTF8(&f) || !meta_path(spec, bson_iter_utf8(&f, NULL))))
+                return false;
+        }
+    }
+    return true;
+}
+
+int
+mf_ts_update(mf_catalog_t *cat, mf_sess_t *s, bool durable, const char *db, const char *coll, const bson_t *stmt,
+             mf_write_update_result_t *res, mf_error_t *err)
+{
+    bson_iter_t it;
+    bson_t q, u, bf;
+    mf_coll_t *b;
+    mf_ts_spec_t spec;
+    bool multi = false, have_q = false, have_u = false, upsert = false;
+    mf_update_t *up = NULL;
+    mf_matcher_t *bm = NULL;
+    rids_t rv = {0};
+    int rc = -1;
+
+    memset(res, 0, sizeof *res);
+    bson_init(&bf);
+    bson_iter_init(&it, stmt);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        const uint8_t *data;
+        uint32_t len;
+        if (strcmp(k, "q") == 0 && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+            bson_iter_document(&it, &len, &data);
+            bson_init_static(&q, data, len);
+            have_q = true;
+        } else if (strcmp(k, "u") == 0 && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+            bson_iter_document(&it, &len, &data);
+            bson_init_static(&u, data, len);
+            have_u = true;
+        } else if (strcmp(k, "multi") == 0) {
+            multi = bson_iter_as_bool(&it);
+        } else if (strcmp(k, "upsert") == 0) {
+            upsert = bson_iter_as_bool(&it);
+        }
+    }
+    if (buckets_acquire(cat, db, coll, &b, &spec, err) != 0)
+        goto out_unlock;
+    if (!have_q || !have_u || !multi || upsert || !mf_bucket_filter_meta_only(&spec, &q, &bf) ||
+        !update_meta_only(&spec, &u)) {
+        mf_err_set(err, MF_E_InvalidOptions,
+                   spec.meta_field == NULL
+                       ? "Cannot perform an update on a time-series collection that does not have a metaField"
+                       : "Cannot perform an update on a time-series collection unless it is multi, not an upsert, "
+                         "and its query and update reference only the metaField '%s'",
+                   spec.meta_field);
+        goto out_unlock;
+    }
+    if ((up = mf_update_new(&u, NULL, err)) == NULL || (bm = mf_matcher_new(&bf, err)) == NULL)
+        goto out_unlock;
+    pthread_mutex_lock(&b->ts_mu);
+    if (b->ts_state != NULL)
+        state_clear(b->ts_state);
+    {
+        mf_plan_request_t req = {.filter = &bf};
+        if (mf_exec_query(s, b, &req, bm, rid_visit, &rv, NULL, err) != 0)
+            goto out;
+    }
+    for (size_t i = 0; i < rv.n; i++) {
+        if (mf_curop_check_current(err) != 0)
+            goto out;
+        for (int attempt = 0;; attempt++) {
+            bson_t doc, metadoc, newmeta, neu;
+            bool changed = false;
+            int64_t count = 0;
+            int r = mf_txn_begin(s, err);
+            if (r != 0)
+                goto out;
+            r = mf_coll_fetch(s, b, rv.v[i], &doc, err);
+            if (r == MF_NOTFOUND) {
+                mf_txn_abort(s);
+                mf_err_clear(err);
+                break;
+            }
+            if (r == 0) {
+                /* Apply the update to {<metaField>: meta}; the bucket takes the result's metaField as its meta. */
+                bson_init(&metadoc);
+                if (bson_iter_init_find(&it, &doc, "meta"))
+                    bson_append_value(&metadoc, spec.meta_field, -1, bson_iter_value(&it));
+                bson_init(&newmeta);
+                r = mf_update_apply(up, &metadoc, NULL, false, &newmeta, &changed, err);
+                if (r == 0) {
+                    mf_bucket_unpacker_t *pk = mf_bucket_unpacker_new(&spec, &doc, err);
+                    count = pk ? (int64_t)mf_bucket_unpacker_count(pk) : 0;
+                    mf_bucket_unpacker_free(pk);
+                }
+                if (r == 0 && changed) {
+                    bson_iter_t di;
+                    bson_init(&neu);
+                    bson_iter_init(&di, &doc);
+                    while (bson_iter_next(&di)) {
+                        if (strcmp(bson_iter_key(&di), "meta") == 0)
+                            continue;
+                        bson_append_value(&neu, bson_iter_key(&di), -1, bson_iter_value(&di));
+                        if (strcmp(bson_iter_key(&di), "control") == 0 &&
+                            bson_iter_init_find(&it, &newmeta, spec.meta_field))
+                            bson_append_value(&neu, "meta", 4, bson_iter_value(&it));
+                    }
+                    r = mf_coll_replace(s, b, rv.v[i], &doc, &neu, err);
+                    bson_destroy(&neu);
+                }
+                bson_destroy(&metadoc);
+                bson_destroy(&newmeta);
+                bson_destroy(&doc);
+            }
+            if (r == 0 && (r = mf_txn_commit(s, durable, err)) == 0) {
+                res->matched += count;
+                if (changed)
+                    res->modified += count;
+                break;
+            }
+            if (r != 0 && mf_txn_active(s))
+                mf_txn_abort(s);
+            if (r != MF_CONFLICT || attempt >= TS_ATTEMPTS)
+                goto out;
+            mf_err_clear(err);
+            mf_batch_backoff(attempt);
+        }
+    }
+    rc = 0;
+out:
+    pthread_mutex_unlock(&b->ts_mu);
+out_unlock:
+    mf_catalog_unlock(cat);
+    if (up)
+        mf_update_free(up);
+    mf_matcher_free(bm);
+    bson_destroy(&bf);
+    free(rv.v);
+    return rc;
+}

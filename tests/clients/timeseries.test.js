@@ -1,0 +1,285 @@
+'use strict';
+// Time-series collections (SPEC F1-F5) through the Node.js driver: creation
+// and its bad input, storage in MongoDB-shaped buckets, reads that unpack
+// them, bucket expiry at start + bucketMaxSpanSeconds + N (never before),
+// partial TTL on the metaField, dates outside 1970-2038, collMod, and a
+// kill -9 in the middle of a mass bucket expiry.
+const assert = require('node:assert/strict');
+const h = require('./harness');
+
+const srv = h.useServer();
+const J = { writeConcern: { w: 1, j: true } };
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+async function waitFor(fn, ms, step = 20) {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await fn();
+    if (v || Date.now() > end) return v;
+    await sleep(step);
+  }
+}
+
+h.test('F1 the seeds\' weather24h example: a time-series view over system.buckets, listed as MongoDB 8.0 lists it', async () => {
+  const db = srv.freshDb('ts_f1');
+  await db.createCollection('weather24h', { timeseries: { timeField: 'timestamp', metaField: 'sensor', granularity: 'hours' }, expireAfterSeconds: 86400 });
+  const info = (await db.listCollections({ name: 'weather24h' }).toArray())[0];
+  assert.equal(info.type, 'timeseries');
+  assert.deepEqual(info.options, {
+    timeseries: { timeField: 'timestamp', metaField: 'sensor', granularity: 'hours', bucketMaxSpanSeconds: 2592000 },
+    expireAfterSeconds: 86400,
+  });
+  const buckets = (await db.listCollections({ name: 'system.buckets.weather24h' }).toArray())[0];
+  assert.equal(buckets.type, 'collection');
+  // The same create again is success; different options are 48.
+  await db.createCollection('weather24h', { timeseries: { timeField: 'timestamp', metaField: 'sensor', granularity: 'hours' }, expireAfterSeconds: 86400 });
+  await assert.rejects(db.createCollection('weather24h', { timeseries: { timeField: 'timestamp' } }), (e) => e.code === 48);
+  // The default index, as users see it.
+  const idx = await db.collection('weather24h').indexes();
+  assert.deepEqual(idx.map((i) => [i.name, i.key]), [['sensor_1_timestamp_1', { sensor: 1, timestamp: 1 }]]);
+  // The custom form.
+  await db.createCollection('custom', { timeseries: { timeField: 't', bucketMaxSpanSeconds: 600, bucketRoundingSeconds: 600 } });
+  const c = (await db.listCollections({ name: 'custom' }).toArray())[0];
+  assert.deepEqual(c.options.timeseries, { timeField: 't', bucketRoundingSeconds: 600, bucketMaxSpanSeconds: 600 });
+  // Default granularity.
+  await db.createCollection('plain', { timeseries: { timeField: 't' } });
+  const p = (await db.listCollections({ name: 'plain' }).toArray())[0];
+  assert.deepEqual(p.options.timeseries, { timeField: 't', granularity: 'seconds', bucketMaxSpanSeconds: 3600 });
+});
+
+h.test('F1 bad input: each refused with MongoDB\'s code, nothing half-created', async () => {
+  const db = srv.freshDb('ts_bad');
+  const cases = [
+    [{ metaField: 'm' }, 40414],
+    [{ timeField: 't', metaField: 't' }, 72],
+    [{ timeField: '_id' }, 72],
+    [{ timeField: 'a.b' }, 72],
+    [{ timeField: 't', metaField: '_id' }, 72],
+    [{ timeField: 't', metaField: 'm.x' }, 72],
+    [{ timeField: 't', granularity: 'days' }, 2],
+    [{ timeField: 't', bucketMaxSpanSeconds: 100 }, 72],
+    [{ timeField: 't', bucketMaxSpanSeconds: 100, bucketRoundingSeconds: 50 }, 72],
+    [{ timeField: 't', granularity: 'hours', bucketMaxSpanSeconds: 100 }, 72],
+    [{ timeField: 't', bucketMaxSpanSeconds: 0, bucketRoundingSeconds: 0 }, 51024],
+    [{ timeField: 't', other: 1 }, 40415],
+    [{ timeField: 5 }, 14],
+  ];
+  for (const [ts, code] of cases) {
+    await assert.rejects(db.createCollection('bad', { timeseries: ts }), (e) => e.code === code, JSON.stringify(ts));
+  }
+  await assert.rejects(db.createCollection('bad', { timeseries: { timeField: 't' }, capped: true, size: 1000 }), (e) => e.code === 72);
+  await assert.rejects(db.createCollection('bad', { expireAfterSeconds: 10 }), (e) => e.code === 72);
+  await assert.rejects(db.createCollection('bad', { timeseries: { timeField: 't' }, expireAfterSeconds: -1 }), (e) => e.code === 51024);
+  assert.deepEqual(await db.listCollections().toArray(), []);
+});
+
+h.test('F1 storage in buckets: MongoDB\'s bucket shape, 1,000 measurements per bucket, reads unpack them field for field', async () => {
+  const db = srv.freshDb('ts_store');
+  await db.createCollection('w', { timeseries: { timeField: 'timestamp', metaField: 'sensor', granularity: 'hours' } });
+  const w = db.collection('w');
+  const base = Date.parse('2024-05-01T00:00:00Z');
+  const docs = [];
+  for (let i = 0; i < 2500; i++) {
+    const d = { sensor: `s${i % 2}`, timestamp: new Date(base + i * 1000), temp: i % 37, _id: i };
+    if (i % 10 === 0) d.extra = { nested: [i, 'x'], flag: true };
+    docs.push(d);
+  }
+  docs.push({ timestamp: new Date(base), temp: -1, _id: 'nometa' });
+  await w.insertMany(docs, { ordered: false });
+  const buckets = await db.collection('system.buckets.w').find().toArray();
+  assert.equal(buckets.length, 2 + 2 + 1); // 1,250 per sensor: 1,000 + 250 each, and the no-meta one
+  const b0 = buckets.find((b) => b.meta === 's0');
+  assert.deepEqual(Object.keys(b0), ['_id', 'control', 'meta', 'data']);
+  assert.equal(b0.control.version, 1);
+  assert.equal(b0.control.min.timestamp.getTime(), base); // rounded down to the day
+  assert.ok(b0.control.max.timestamp >= b0.control.min.timestamp);
+  assert.equal(Object.keys(b0.data.temp).length, 1000);
+  assert.ok(!('sensor' in b0.data));
+
+  // Field for field as inserted.
+  const back = await w.find({ _id: { $in: [0, 1, 10, 'nometa'] } }).sort({ _id: 1 }).toArray();
+  const want = docs.filter((d) => [0, 1, 10, 'nometa'].includes(d._id));
+  const norm = (d) => JSON.stringify(Object.keys(d).sort().map((k) => [k, d[k]]));
+  assert.deepEqual(back.map(norm).sort(), want.map(norm).sort());
+
+  // Filters on time and meta, projection, sort, count, aggregate.
+  const t0 = new Date(base + 100 * 1000);
+  const t1 = new Date(base + 200 * 1000);
+  const r = await w.find({ sensor: 's1', timestamp: { $gte: t0, $lt: t1 } }, { projection: { _id: 0, temp: 1 } }).sort({ timestamp: -1 }).toArray();
+  assert.equal(r.length, 50);
+  assert.deepEqual(r[0], { temp: 199 % 37 });
+  assert.equal(await w.countDocuments({ sensor: 's0' }), 1250);
+  assert.equal(await w.countDocuments({ timestamp: { $lt: new Date(base + 10 * 1000) } }), 11);
+  const g = await w.aggregate([
+    { $match: { sensor: { $in: ['s0', 's1'] } } },
+    { $group: { _id: '$sensor', n: { $sum: 1 }, max: { $max: '$temp' } } },
+    { $sort: { _id: 1 } },
+    { $project: { _id: 1, n: 1, max: 1 } },
+  ]).toArray();
+  assert.deepEqual(g, [{ _id: 's0', n: 1250, max: 36 }, { _id: 's1', n: 1250, max: 36 }]);
+  const bk = await w.aggregate([{ $bucket: { groupBy: '$temp', boundaries: [0, 10, 40], default: 'neg' } }]).toArray();
+  assert.equal(bk.reduce((a, b) => a + b.count, 0), 2501);
+  // The plan skips buckets through the meta index.
+  const ex = await w.find({ sensor: 's1' }).explain('queryPlanner');
+  assert.match(JSON.stringify(ex), /sensor_1_timestamp_1/);
+  // Stats.
+  const st = await db.command({ collStats: 'w' });
+  assert.equal(st.timeseries.bucketsNs, `${db.databaseName}.system.buckets.w`);
+  assert.equal(st.timeseries.bucketCount, 5);
+  const cs = await w.aggregate([{ $collStats: { storageStats: {} } }]).toArray();
+  assert.equal(cs[0].storageStats.timeseries.bucketCount, 5);
+});
+
+h.test('F1 inserts: a measurement without a Date timeField is 2; ordered stops there, unordered goes on', async () => {
+  const db = srv.freshDb('ts_ins');
+  await db.createCollection('w', { timeseries: { timeField: 't', metaField: 'm' } });
+  const w = db.collection('w');
+  const now = new Date();
+  const batch = [{ m: 1, t: now, v: 1 }, { m: 1, t: 'not a date', v: 2 }, { m: 1, v: 3 }, { m: 2, t: now, v: 4 }];
+  await assert.rejects(w.insertMany(batch, { ordered: true }), (e) => {
+    assert.equal(e.writeErrors.length, 1);
+    assert.equal(e.writeErrors[0].code, 2);
+    assert.equal(e.writeErrors[0].index, 1);
+    assert.match(e.writeErrors[0].errmsg, /'t' must be present and contain a valid BSON UTC datetime value/);
+    return true;
+  });
+  assert.equal(await w.countDocuments(), 1);
+  await assert.rejects(w.insertMany(batch, { ordered: false }), (e) => e.writeErrors.length === 2 && e.result.insertedCount === 2);
+  assert.equal(await w.countDocuments(), 3);
+  assert.deepEqual((await w.find({}, { projection: { _id: 0, v: 1 } }).sort({ v: 1 }).toArray()).map((d) => d.v), [1, 1, 4]);
+});
+
+h.test('F1 deletes and updates: by metaField whole buckets go; other deletes rewrite buckets; updates on other fields are 72', async () => {
+  const db = srv.freshDb('ts_del');
+  await db.createCollection('w', { timeseries: { timeField: 't', metaField: 'm' } });
+  const w = db.collection('w');
+  const base = Date.now() - 3600e3;
+  const docs = [];
+  for (let i = 0; i < 300; i++) docs.push({ m: { site: `a${i % 3}` }, t: new Date(base + i * 1000), v: i });
+  await w.insertMany(docs);
+  assert.equal((await w.deleteMany({ 'm.site': 'a0' })).deletedCount, 100);
+  assert.equal((await w.deleteMany({ v: { $gte: 290 } })).deletedCount, 7); // 290..299 without the a0 ones
+  assert.equal(await w.countDocuments(), 193);
+  assert.equal((await w.deleteOne({ 'm.site': 'a1' })).deletedCount, 1);
+  assert.equal(await w.countDocuments({ 'm.site': 'a1' }), 96);
+  const u = await w.updateMany({ 'm.site': 'a2' }, { $set: { 'm.site': 'b2' } });
+  assert.equal(u.matchedCount, 96);
+  assert.equal(await w.countDocuments({ 'm.site': 'b2' }), 96);
+  await assert.rejects(w.updateMany({ v: 5 }, { $set: { v: 6 } }), (e) => e.code === 72);
+  // Inserting after deletes and updates goes on correctly.
+  await w.insertOne({ m: { site: 'b2' }, t: new Date(base), v: 1000 });
+  assert.equal(await w.countDocuments({ 'm.site': 'b2' }), 97);
+});
+
+h.test('F2 a bucket goes at its rounded start + bucketMaxSpanSeconds + N: never before, within a second after', async () => {
+  const db = srv.freshDb('ts_f2');
+  const span = 2;
+  await db.createCollection('w', { timeseries: { timeField: 't', metaField: 'm', bucketMaxSpanSeconds: span, bucketRoundingSeconds: span }, expireAfterSeconds: 1 });
+  const w = db.collection('w');
+  const now = Date.now();
+  await w.insertMany([{ m: 'due', t: new Date(now) }, { m: 'later', t: new Date(now + 60000) }]);
+  const due = Math.floor(now / (span * 1000)) * span * 1000 + span * 1000 + 1000;
+  let goneAt = 0;
+  await waitFor(async () => {
+    const n = await w.countDocuments({ m: 'due' });
+    if (n === 0) goneAt = Date.now();
+    if (n === 1) assert.ok(Date.now() <= due + 5, 'still there before it is due');
+    return n === 0;
+  }, 8000, 10);
+  assert.ok(goneAt > 0, 'the due bucket expired');
+  assert.ok(goneAt >= due, `not before it was due (gone ${goneAt - due} ms after)`);
+  assert.ok(goneAt - due < 1000, `within a second (${goneAt - due} ms)`);
+  assert.equal(await w.countDocuments({ m: 'later' }), 1);
+  const st = await db.admin().command({ serverStatus: 1 });
+  assert.ok(st.metrics.ttl.deletedDocuments >= 1);
+});
+
+h.test('F3 a partial TTL index on the metaField expires matching buckets sooner; bad partial TTL indexes are refused', async () => {
+  const db = srv.freshDb('ts_f3');
+  await db.createCollection('w', { timeseries: { timeField: 'timestamp', metaField: 'sensor', bucketMaxSpanSeconds: 1, bucketRoundingSeconds: 1 }, expireAfterSeconds: 3600 });
+  const w = db.collection('w');
+  await assert.rejects(w.createIndex({ timestamp: 1 }, { expireAfterSeconds: 1 }), (e) => e.code === 72);
+  await assert.rejects(w.createIndex({ timestamp: 1 }, { expireAfterSeconds: 1, partialFilterExpression: { temp: { $gt: 5 } } }), (e) => e.code === 72);
+  await assert.rejects(w.createIndex({ temp: 1 }, { expireAfterSeconds: 1, partialFilterExpression: { sensor: 'x' } }), (e) => e.code === 72);
+  await assert.rejects(w.createIndex({ timestamp: 1 }, { unique: true }), (e) => e.code === 72);
+  await w.createIndex({ timestamp: 1 }, { expireAfterSeconds: 1, partialFilterExpression: { sensor: { $eq: 'MDB_NYC' } } });
+  const ix = (await w.indexes()).find((i) => i.name === 'timestamp_1');
+  assert.deepEqual(ix.key, { timestamp: 1 });
+  assert.equal(ix.expireAfterSeconds, 1);
+  assert.deepEqual(ix.partialFilterExpression, { sensor: { $eq: 'MDB_NYC' } });
+  const now = new Date();
+  await w.insertMany([{ sensor: 'MDB_NYC', timestamp: now, temp: 1 }, { sensor: 'MDB_SF', timestamp: now, temp: 2 }]);
+  assert.ok(await waitFor(async () => (await w.countDocuments({ sensor: 'MDB_NYC' })) === 0, 6000));
+  assert.equal(await w.countDocuments({ sensor: 'MDB_SF' }), 1);
+  await w.dropIndex('timestamp_1');
+  assert.deepEqual((await w.indexes()).map((i) => i.name), ['sensor_1_timestamp_1']);
+});
+
+h.test('F4 measurements before 1970 and after 2038 are stored, read back and expire, and never stop expiry of the rest', async () => {
+  const db = srv.freshDb('ts_f4');
+  await db.createCollection('w', { timeseries: { timeField: 't', metaField: 'm', bucketMaxSpanSeconds: 1, bucketRoundingSeconds: 1 }, expireAfterSeconds: 1 });
+  const w = db.collection('w');
+  const old = new Date('1960-06-01T12:00:00Z');
+  const far = new Date('2100-01-01T00:00:00Z');
+  await w.insertMany([{ m: 'old', t: old }, { m: 'far', t: far }]);
+  const back = await w.find({ m: 'far' }).toArray();
+  assert.equal(back[0].t.getTime(), far.getTime());
+  assert.ok(await waitFor(async () => (await w.countDocuments({ m: 'old' })) === 0, 3000), 'the 1960 bucket expired');
+  await w.insertOne({ m: 'now', t: new Date() });
+  assert.ok(await waitFor(async () => (await w.countDocuments({ m: 'now' })) === 0, 6000), 'expiry goes on beside a 2100 bucket');
+  assert.equal(await w.countDocuments({ m: 'far' }), 1);
+  assert.equal(await w.countDocuments({ t: { $gt: new Date('2038-01-19T03:14:08Z') } }), 1);
+});
+
+h.test('F5 collMod sets, changes and removes expireAfterSeconds; bad values are 72', async () => {
+  const db = srv.freshDb('ts_f5');
+  await db.createCollection('weather24h', { timeseries: { timeField: 'timestamp', metaField: 'sensor', granularity: 'hours' }, expireAfterSeconds: 86400 });
+  const opts = async () => (await db.listCollections({ name: 'weather24h' }).toArray())[0].options;
+  await db.command({ collMod: 'weather24h', expireAfterSeconds: 600 });
+  assert.equal((await opts()).expireAfterSeconds, 600);
+  await db.command({ collMod: 'weather24h', expireAfterSeconds: 'off' });
+  assert.equal((await opts()).expireAfterSeconds, undefined);
+  await assert.rejects(db.command({ collMod: 'weather24h', expireAfterSeconds: 'soon' }), (e) => e.code === 72);
+  await assert.rejects(db.command({ collMod: 'weather24h', expireAfterSeconds: -5 }), (e) => e.code === 72);
+  await assert.rejects(db.command({ collMod: 'weather24h', timeseries: { granularity: 'seconds' } }), (e) => e.code === 72);
+  await db.createCollection('plain');
+  await assert.rejects(db.command({ collMod: 'plain', expireAfterSeconds: 10 }), (e) => e.code === 72);
+  // Setting it makes due buckets go at once.
+  await db.createCollection('w2', { timeseries: { timeField: 't', bucketMaxSpanSeconds: 1, bucketRoundingSeconds: 1 } });
+  await db.collection('w2').insertOne({ t: new Date(Date.now() - 60000) });
+  await sleep(300);
+  assert.equal(await db.collection('w2').countDocuments(), 1);
+  await db.command({ collMod: 'w2', expireAfterSeconds: 10 });
+  assert.ok(await waitFor(async () => (await db.collection('w2').countDocuments()) === 0, 3000));
+  // granularity only grows.
+  await db.command({ collMod: 'weather24h', timeseries: { granularity: 'hours' } });
+  await db.createCollection('g', { timeseries: { timeField: 't', granularity: 'seconds' } });
+  await db.command({ collMod: 'g', timeseries: { granularity: 'minutes' } });
+  assert.equal((await db.listCollections({ name: 'g' }).toArray())[0].options.timeseries.bucketMaxSpanSeconds, 86400);
+});
+
+h.test('F2 kill -9 during a mass bucket expiry: after restart every bucket not due is intact and validate is clean', async () => {
+  const dbName = srv.freshDb('ts_crash').databaseName;
+  let db = srv.client.db(dbName);
+  await db.createCollection('w', { timeseries: { timeField: 't', metaField: 'm', bucketMaxSpanSeconds: 1, bucketRoundingSeconds: 1 } });
+  const w = db.collection('w');
+  const now = Date.now();
+  for (let k = 0; k < 4; k++) {
+    const docs = [];
+    for (let i = 0; i < 5000; i++) docs.push({ m: `due${i % 500}`, t: new Date(now - 7200e3 + k * 5000 + (i % 10) * 100), v: i });
+    await w.insertMany(docs, J);
+  }
+  const keep = [];
+  for (let i = 0; i < 300; i++) keep.push({ m: `keep${i % 30}`, t: new Date(now + 3600e3 + i * 1000), v: i });
+  await w.insertMany(keep, J);
+  await db.command({ collMod: 'w', expireAfterSeconds: 60 }, J);
+  await sleep(30);
+  await srv.server.restart({ kill9: true });
+  await srv.reconnect();
+  db = srv.client.db(dbName);
+  const v = await db.command({ validate: 'w' });
+  assert.equal(v.valid, true, JSON.stringify(v));
+  assert.equal(await db.collection('w').countDocuments({ m: /^keep/ }), 300);
+  assert.ok(await waitFor(async () => (await db.collection('w').countDocuments({ m: /^due/ })) === 0, 20000), 'the due buckets finish expiring');
+  assert.equal(await db.collection('w').countDocuments(), 300);
+});
