@@ -28,6 +28,7 @@
 #include "catalog/timeseries.h"
 #include "common/alloc.h"
 #include "common/curop.h"
+#include "common/docvec.h"
 #include "doc/bucket.h"
 #include "doc/check.h"
 #include "doc/match.h"
@@ -434,51 +435,155 @@ rid_visit(void *arg, int64_t rid, const bson_t *doc, const mf_match_details_t *d
 }
 
 /*
- * rewrite_bucket: bucket doc without the measurements m matches (at most
- * *budget of them when budget >= 0): *removed of them; *out (initialised
- * here) the rewritten bucket, or *empty when none remains. 0 or -1.
+ * A measurement-level rewrite of one bucket: each measurement is offered
+ * to an edit function, which keeps it (returns 0, *out untouched), drops it
+ * (1), or replaces it (2, *out initialised with the new measurement). A
+ * replacement that still belongs here (same meta, time within the bucket's
+ * span) stays in the bucket; one that does not moves to a bucket of its
+ * own. The rewritten bucket starts where the old one did, so its expiry
+ * never comes earlier for a measurement that stays.
  */
+typedef int (*edit_fn)(void *arg, const bson_t *meas, bson_t *out, mf_error_t *err);
+
+typedef struct rewrite {
+    mf_bucket_t *keep;  /* the rewritten bucket (NULL while empty) */
+    mf_docvec_t moved;  /* replacements that leave the bucket */
+    int64_t edited;     /* measurements dropped or replaced */
+} rewrite_t;
+
+static const bson_value_t *
+meta_of(const mf_ts_spec_t *spec, const bson_t *doc, const char *field, bson_value_t *store)
+{
+    bson_iter_t it;
+    if (spec->meta_field == NULL || !bson_iter_init_find(&it, doc, field))
+        return NULL;
+    *store = *bson_iter_value(&it);
+    return store;
+}
+
+static bool
+same_meta(const bson_value_t *a, const bson_value_t *b)
+{
+    if (a == NULL || b == NULL)
+        return a == b;
+    return mf_value_cmp(a, b) == 0 && a->value_type == b->value_type;
+}
+
+/* rewrite_bucket: applies edit to every measurement of bucket doc into *rw (caller frees with rewrite_free). */
 static int
-rewrite_bucket(const mf_ts_spec_t *spec, const bson_t *doc, const mf_matcher_t *m, int64_t budget, int64_t *removed,
-               bool *empty, bson_t *out, mf_error_t *err)
+rewrite_bucket(const mf_ts_spec_t *spec, const bson_t *doc, edit_fn edit, void *arg, rewrite_t *rw, mf_error_t *err)
 {
     mf_bucket_unpacker_t *u = mf_bucket_unpacker_new(spec, doc, err);
-    mf_bucket_t *nb = NULL;
+    bson_value_t bm_store, nm_store;
+    const bson_value_t *bmeta = meta_of(spec, doc, "meta", &bm_store);
+    char minf[300];
+    bson_iter_t it;
+    int64_t start = 0;
     bson_t meas;
     int rc = 0;
 
-    *removed = 0;
-    *empty = true;
+    memset(rw, 0, sizeof *rw);
+    mf_docvec_init(&rw->moved);
     if (u == NULL)
         return -1;
+    snprintf(minf, sizeof minf, "control.min.%s", spec->time_field);
+    if (bson_iter_init(&it, doc) && bson_iter_find_descendant(&it, minf, &it) && BSON_ITER_HOLDS_DATE_TIME(&it))
+        start = bson_iter_date_time(&it);
     while (rc == 0 && mf_bucket_unpacker_next(u, &meas) == 1) {
-        if ((budget < 0 || *removed < budget) && mf_matcher_match(m, &meas, NULL)) {
-            (*removed)++;
+        bson_t out;
+        const bson_t *put = &meas;
+        int r = edit(arg, &meas, &out, err);
+        if (r < 0) {
+            rc = -1;
+        } else if (r == 1) {
+            rw->edited++;
         } else {
-            bson_iter_t it;
-            int64_t t = 0;
-            if (bson_iter_init_find(&it, &meas, spec->time_field) && BSON_ITER_HOLDS_DATE_TIME(&it))
-                t = bson_iter_date_time(&it);
-            if (nb == NULL) {
-                const bson_value_t *meta = NULL;
-                bson_value_t mv;
-                if (spec->meta_field != NULL && bson_iter_init_find(&it, &meas, spec->meta_field)) {
-                    mv = *bson_iter_value(&it);
-                    meta = &mv;
+            if (r == 2) {
+                rw->edited++;
+                put = &out;
+                bson_iter_t ti;
+                int64_t t = bson_iter_init_find(&ti, &out, spec->time_field) ? bson_iter_date_time(&ti) : 0;
+                if (!same_meta(meta_of(spec, &out, spec->meta_field, &nm_store), bmeta) || t < start ||
+                    t >= start + spec->max_span_s * 1000) {
+                    mf_docvec_push(&rw->moved, &out);
+                    put = NULL;
                 }
-                nb = mf_bucket_new(spec, meta, t);
             }
-            rc = mf_bucket_add(nb, &meas, err);
+            if (put != NULL) {
+                if (rw->keep == NULL)
+                    rw->keep = mf_bucket_new(spec, bmeta, start);
+                rc = mf_bucket_add(rw->keep, put, err);
+            }
+            if (r == 2)
+                bson_destroy(&out);
         }
         bson_destroy(&meas);
     }
     mf_bucket_unpacker_free(u);
-    if (rc == 0 && nb != NULL) {
-        *empty = false;
-        mf_bucket_to_doc(nb, out);
-    }
-    mf_bucket_free(nb);
     return rc;
+}
+
+static void
+rewrite_free(rewrite_t *rw)
+{
+    mf_bucket_free(rw->keep);
+    mf_docvec_destroy(&rw->moved);
+}
+
+/*
+ * rewrite_apply: writes rw over bucket rid (old content doc) in the
+ * caller's transaction: replaced, or removed when nothing stays; each moved
+ * measurement goes into a new bucket of its own. 0, MF_CONFLICT, -1.
+ */
+static int
+rewrite_apply(mf_sess_t *s, mf_coll_t *b, const mf_ts_spec_t *spec, int64_t rid, const bson_t *doc, rewrite_t *rw,
+              mf_error_t *err)
+{
+    int r;
+    if (rw->keep != NULL) {
+        bson_t neu;
+        mf_bucket_to_doc(rw->keep, &neu);
+        r = mf_coll_replace(s, b, rid, doc, &neu, err);
+        bson_destroy(&neu);
+    } else {
+        r = mf_coll_remove(s, b, rid, doc, err);
+    }
+    for (size_t i = 0; r == 0 && i < rw->moved.len; i++) {
+        const bson_t *m = rw->moved.docs[i];
+        bson_value_t ms;
+        bson_iter_t ti;
+        int64_t t = bson_iter_init_find(&ti, m, spec->time_field) ? bson_iter_date_time(&ti) : 0;
+        mf_bucket_t *nb = mf_bucket_new(spec, meta_of(spec, m, spec->meta_field, &ms), t);
+        r = mf_bucket_add(nb, m, err);
+        if (r == 0) {
+            bson_t nd;
+            mf_bucket_to_doc(nb, &nd);
+            r = mf_coll_insert(s, b, &nd, NULL, err);
+            bson_destroy(&nd);
+        }
+        mf_bucket_free(nb);
+    }
+    return r;
+}
+
+/* The delete's edit: drop what the filter matches, up to the budget (< 0: all). */
+typedef struct del_edit {
+    const mf_matcher_t *m;
+    int64_t budget;
+} del_edit_t;
+
+static int
+del_edit(void *arg, const bson_t *meas, bson_t *out, mf_error_t *err)
+{
+    del_edit_t *x = arg;
+    (void)out;
+    (void)err;
+    if (x->budget != 0 && mf_matcher_match(x->m, meas, NULL)) {
+        if (x->budget > 0)
+            x->budget--;
+        return 1;
+    }
+    return 0;
 }
 
 int
@@ -534,9 +639,8 @@ mf_ts_delete(mf_catalog_t *cat, mf_sess_t *s, bool durable, const char *db, cons
         if (mf_curop_check_current(err) != 0)
             goto out;
         for (int attempt = 0;; attempt++) {
-            bson_t doc, neu;
+            bson_t doc;
             int64_t removed = 0;
-            bool empty = true;
             int r = mf_txn_begin(s, err);
             if (r != 0)
                 goto out;
@@ -553,13 +657,13 @@ mf_ts_delete(mf_catalog_t *cat, mf_sess_t *s, bool durable, const char *db, cons
                     mf_bucket_unpacker_free(u);
                     r = mf_coll_remove(s, b, rv.v[i], &doc, err);
                 } else {
-                    r = rewrite_bucket(&spec, &doc, m, limit > 0 ? limit - res->deleted : -1, &removed, &empty, &neu,
-                                       err);
+                    del_edit_t de = {m, limit > 0 ? limit - res->deleted : -1};
+                    rewrite_t rw;
+                    r = rewrite_bucket(&spec, &doc, del_edit, &de, &rw, err);
+                    removed = rw.edited;
                     if (r == 0 && removed > 0)
-                        r = empty ? mf_coll_remove(s, b, rv.v[i], &doc, err)
-                                  : mf_coll_replace(s, b, rv.v[i], &doc, &neu, err);
-                    if (r == 0 && !empty)
-                        bson_destroy(&neu);
+                        r = rewrite_apply(s, b, &spec, rv.v[i], &doc, &rw, err);
+                    rewrite_free(&rw);
                 }
                 bson_destroy(&doc);
             }
@@ -620,6 +724,228 @@ update_meta_only(const mf_ts_spec_t *spec, const bson_t *u)
     return true;
 }
 
+/* The update's edit: apply the update to what the filter matches, up to the budget (< 0: all). */
+typedef struct upd_edit {
+    const mf_ts_spec_t *spec;
+    const mf_matcher_t *m;
+    const mf_update_t *up;
+    int64_t budget;
+    int64_t matched, modified;
+} upd_edit_t;
+
+static int
+check_time(const mf_ts_spec_t *spec, const bson_t *m, mf_error_t *err)
+{
+    bson_iter_t it;
+    if (!bson_iter_init_find(&it, m, spec->time_field) || !BSON_ITER_HOLDS_DATE_TIME(&it))
+        return mf_err_set(err, MF_E_BadValue, "'%s' must be present and contain a valid BSON UTC datetime value",
+                          spec->time_field);
+    return mf_check_doc_for_storage(m, err);
+}
+
+static int
+upd_edit(void *arg, const bson_t *meas, bson_t *out, mf_error_t *err)
+{
+    upd_edit_t *x = arg;
+    mf_match_details_t d = {.array_pos = -1};
+    bool changed = false;
+
+    if (x->budget == 0 || !mf_matcher_match(x->m, meas, &d))
+        return 0;
+    if (x->budget > 0)
+        x->budget--;
+    x->matched++;
+    bson_init(out);
+    if (mf_update_apply(x->up, meas, &d, false, out, &changed, err) != 0 || (changed && check_time(x->spec, out, err) != 0)) {
+        bson_destroy(out);
+        return -1;
+    }
+    if (!changed) {
+        bson_destroy(out);
+        return 0;
+    }
+    x->modified++;
+    return 2;
+}
+
+/* meta_update: a multi update of the metaField only, applied to whole buckets (no unpacking). */
+static int
+meta_update(mf_sess_t *s, mf_coll_t *b, const mf_ts_spec_t *spec, bool durable, const mf_update_t *up, const rids_t *rv,
+            mf_write_update_result_t *res, mf_error_t *err)
+{
+    bson_iter_t it;
+    for (size_t i = 0; i < rv->n; i++) {
+        if (mf_curop_check_current(err) != 0)
+            return -1;
+        for (int attempt = 0;; attempt++) {
+            bson_t doc, metadoc, newmeta, neu;
+            bool changed = false;
+            int64_t count = 0;
+            int r = mf_txn_begin(s, err);
+            if (r != 0)
+                return -1;
+            r = mf_coll_fetch(s, b, rv->v[i], &doc, err);
+            if (r == MF_NOTFOUND) {
+                mf_txn_abort(s);
+                mf_err_clear(err);
+                break;
+            }
+            if (r == 0) {
+                /* Apply the update to {<metaField>: meta}; the bucket takes the result's metaField as its meta. */
+                bson_init(&metadoc);
+                if (bson_iter_init_find(&it, &doc, "meta"))
+                    bson_append_value(&metadoc, spec->meta_field, -1, bson_iter_value(&it));
+                bson_init(&newmeta);
+                r = mf_update_apply(up, &metadoc, NULL, false, &newmeta, &changed, err);
+                if (r == 0) {
+                    mf_bucket_unpacker_t *pk = mf_bucket_unpacker_new(spec, &doc, err);
+                    count = pk ? (int64_t)mf_bucket_unpacker_count(pk) : 0;
+                    mf_bucket_unpacker_free(pk);
+                }
+                if (r == 0 && changed) {
+                    bson_iter_t di;
+                    bson_init(&neu);
+                    bson_iter_init(&di, &doc);
+                    while (bson_iter_next(&di)) {
+                        if (strcmp(bson_iter_key(&di), "meta") == 0)
+                            continue;
+                        bson_append_value(&neu, bson_iter_key(&di), -1, bson_iter_value(&di));
+                        if (strcmp(bson_iter_key(&di), "control") == 0 &&
+                            bson_iter_init_find(&it, &newmeta, spec->meta_field))
+                            bson_append_value(&neu, "meta", 4, bson_iter_value(&it));
+                    }
+                    r = mf_coll_replace(s, b, rv->v[i], &doc, &neu, err);
+                    bson_destroy(&neu);
+                }
+                bson_destroy(&metadoc);
+                bson_destroy(&newmeta);
+                bson_destroy(&doc);
+            }
+            if (r == 0 && (r = mf_txn_commit(s, durable, err)) == 0) {
+                res->matched += count;
+                if (changed)
+                    res->modified += count;
+                break;
+            }
+            if (r != 0 && mf_txn_active(s))
+                mf_txn_abort(s);
+            if (r != MF_CONFLICT || attempt >= TS_ATTEMPTS)
+                return -1;
+            mf_err_clear(err);
+            mf_batch_backoff(attempt);
+        }
+    }
+    return 0;
+}
+
+/* measurement_update: the general path: each candidate bucket rewritten measurement by measurement. */
+static int
+measurement_update(mf_sess_t *s, mf_coll_t *b, const mf_ts_spec_t *spec, bool durable, upd_edit_t *ue,
+                   const rids_t *rv, mf_write_update_result_t *res, mf_error_t *err)
+{
+    for (size_t i = 0; i < rv->n && ue->budget != 0; i++) {
+        if (mf_curop_check_current(err) != 0)
+            return -1;
+        int64_t budget0 = ue->budget, matched0 = ue->matched, modified0 = ue->modified;
+        for (int attempt = 0;; attempt++) {
+            bson_t doc;
+            rewrite_t rw;
+            ue->budget = budget0;
+            ue->matched = matched0;
+            ue->modified = modified0;
+            int r = mf_txn_begin(s, err);
+            if (r != 0)
+                return -1;
+            r = mf_coll_fetch(s, b, rv->v[i], &doc, err);
+            if (r == MF_NOTFOUND) {
+                mf_txn_abort(s);
+                mf_err_clear(err);
+                break;
+            }
+            if (r == 0) {
+                r = rewrite_bucket(spec, &doc, upd_edit, ue, &rw, err);
+                if (r == 0 && rw.edited > 0)
+                    r = rewrite_apply(s, b, spec, rv->v[i], &doc, &rw, err);
+                rewrite_free(&rw);
+                bson_destroy(&doc);
+            }
+            if (r == 0 && (r = mf_txn_commit(s, durable, err)) == 0)
+                break;
+            if (r != 0 && mf_txn_active(s))
+                mf_txn_abort(s);
+            if (r != MF_CONFLICT || attempt >= TS_ATTEMPTS)
+                return -1;
+            mf_err_clear(err);
+            mf_batch_backoff(attempt);
+        }
+    }
+    res->matched = ue->matched;
+    res->modified = ue->modified;
+    return 0;
+}
+
+/* upsert_one: no measurement matched an upsert: the one built from its query and update goes in a new bucket. */
+static int
+upsert_one(mf_sess_t *s, mf_coll_t *b, const mf_ts_spec_t *spec, bool durable, const bson_t *q, const mf_update_t *up,
+           mf_write_update_result_t *res, mf_error_t *err)
+{
+    bson_t seed, m, full;
+    bool changed;
+    bson_iter_t it;
+    int rc = -1;
+
+    bson_init(&seed);
+    bson_init(&m);
+    if (mf_update_upsert_seed(q, &seed, err) != 0)
+        goto out;
+    if (mf_update_apply(up, &seed, NULL, true, &m, &changed, err) != 0)
+        goto out;
+    bson_init(&full);
+    bson_copy_to_excluding_noinit(&m, &full, "", NULL);
+    if (!bson_iter_init_find(&it, &m, "_id")) {
+        bson_oid_t oid;
+        bson_oid_init(&oid, NULL);
+        BSON_APPEND_OID(&full, "_id", &oid);
+    }
+    if (check_time(spec, &full, err) == 0) {
+        bson_value_t ms;
+        bson_iter_t ti;
+        int64_t t = bson_iter_init_find(&ti, &full, spec->time_field) ? bson_iter_date_time(&ti) : 0;
+        for (int attempt = 0;; attempt++) {
+            mf_bucket_t *nb = mf_bucket_new(spec, meta_of(spec, &full, spec->meta_field, &ms), t);
+            bson_t nd;
+            int r = mf_bucket_add(nb, &full, err);
+            if (r == 0 && (r = mf_txn_begin(s, err)) == 0) {
+                mf_bucket_to_doc(nb, &nd);
+                r = mf_coll_insert(s, b, &nd, NULL, err);
+                bson_destroy(&nd);
+                if (r == 0)
+                    r = mf_txn_commit(s, durable, err);
+                else
+                    mf_txn_abort(s);
+            }
+            mf_bucket_free(nb);
+            if (r == 0) {
+                bson_iter_init_find(&it, &full, "_id");
+                res->upserted = true;
+                bson_value_copy(bson_iter_value(&it), &res->upserted_id);
+                res->matched = 1;
+                rc = 0;
+                break;
+            }
+            if (r != MF_CONFLICT || attempt >= TS_ATTEMPTS)
+                break;
+            mf_err_clear(err);
+            mf_batch_backoff(attempt);
+        }
+    }
+    bson_destroy(&full);
+out:
+    bson_destroy(&seed);
+    bson_destroy(&m);
+    return rc;
+}
+
 int
 mf_ts_update(mf_catalog_t *cat, mf_sess_t *s, bool durable, const char *db, const char *coll, const bson_t *stmt,
              mf_write_update_result_t *res, mf_error_t *err)
@@ -628,9 +954,11 @@ mf_ts_update(mf_catalog_t *cat, mf_sess_t *s, bool durable, const char *db, cons
     bson_t q, u, bf;
     mf_coll_t *b;
     mf_ts_spec_t spec;
-    bool multi = false, have_q = false, have_u = false, upsert = false;
+    bool multi = false, have_q = false, have_u = false, upsert = false, pipeline = false;
+    const bson_value_t *af = NULL;
+    bson_value_t af_store;
     mf_update_t *up = NULL;
-    mf_matcher_t *bm = NULL;
+    mf_matcher_t *bm = NULL, *m = NULL;
     rids_t rv = {0};
     int rc = -1;
 
@@ -649,102 +977,58 @@ mf_ts_update(mf_catalog_t *cat, mf_sess_t *s, bool durable, const char *db, cons
             bson_iter_document(&it, &len, &data);
             bson_init_static(&u, data, len);
             have_u = true;
+        } else if (strcmp(k, "u") == 0 && BSON_ITER_HOLDS_ARRAY(&it)) {
+            pipeline = true;
         } else if (strcmp(k, "multi") == 0) {
             multi = bson_iter_as_bool(&it);
         } else if (strcmp(k, "upsert") == 0) {
             upsert = bson_iter_as_bool(&it);
+        } else if (strcmp(k, "arrayFilters") == 0 && BSON_ITER_HOLDS_ARRAY(&it)) {
+            af_store = *bson_iter_value(&it);
+            af = &af_store;
         }
     }
+    if (pipeline)
+        return mf_err_set(err, MF_E_InvalidOptions, "Pipeline updates are not supported on time-series collections");
+    if (!have_q || !have_u)
+        return mf_err_set(err, MF_E_Location40414, "BSON field 'update.updates.%s' is missing but a required field",
+                          have_q ? "u" : "q");
+    if ((up = mf_update_new(&u, af, err)) == NULL || (m = mf_matcher_new(&q, err)) == NULL)
+        goto out_free;
     if (buckets_acquire(cat, db, coll, &b, &spec, err) != 0)
-        goto out_unlock;
-    if (!have_q || !have_u || !multi || upsert || !mf_bucket_filter_meta_only(&spec, &q, &bf) ||
-        !update_meta_only(&spec, &u)) {
-        mf_err_set(err, MF_E_InvalidOptions,
-                   spec.meta_field == NULL
-                       ? "Cannot perform an update on a time-series collection that does not have a metaField"
-                       : "Cannot perform an update on a time-series collection unless it is multi, not an upsert, "
-                         "and its query and update reference only the metaField '%s'",
-                   spec.meta_field);
-        goto out_unlock;
-    }
-    if ((up = mf_update_new(&u, NULL, err)) == NULL || (bm = mf_matcher_new(&bf, err)) == NULL)
         goto out_unlock;
     pthread_mutex_lock(&b->ts_mu);
     if (b->ts_state != NULL)
-        state_clear(b->ts_state);
+        state_clear(b->ts_state); /* the open buckets may change: start new ones after this */
+    bool whole = multi && !mf_update_is_replacement(up) && mf_bucket_filter_meta_only(&spec, &q, &bf) &&
+                 update_meta_only(&spec, &u);
+    if (!whole) {
+        bson_destroy(&bf);
+        mf_bucket_filter_from_match(&spec, &q, &bf);
+    }
+    if ((bm = mf_matcher_new(&bf, err)) == NULL)
+        goto out;
     {
         mf_plan_request_t req = {.filter = &bf};
         if (mf_exec_query(s, b, &req, bm, rid_visit, &rv, NULL, err) != 0)
             goto out;
     }
-    for (size_t i = 0; i < rv.n; i++) {
-        if (mf_curop_check_current(err) != 0)
-            goto out;
-        for (int attempt = 0;; attempt++) {
-            bson_t doc, metadoc, newmeta, neu;
-            bool changed = false;
-            int64_t count = 0;
-            int r = mf_txn_begin(s, err);
-            if (r != 0)
-                goto out;
-            r = mf_coll_fetch(s, b, rv.v[i], &doc, err);
-            if (r == MF_NOTFOUND) {
-                mf_txn_abort(s);
-                mf_err_clear(err);
-                break;
-            }
-            if (r == 0) {
-                /* Apply the update to {<metaField>: meta}; the bucket takes the result's metaField as its meta. */
-                bson_init(&metadoc);
-                if (bson_iter_init_find(&it, &doc, "meta"))
-                    bson_append_value(&metadoc, spec.meta_field, -1, bson_iter_value(&it));
-                bson_init(&newmeta);
-                r = mf_update_apply(up, &metadoc, NULL, false, &newmeta, &changed, err);
-                if (r == 0) {
-                    mf_bucket_unpacker_t *pk = mf_bucket_unpacker_new(&spec, &doc, err);
-                    count = pk ? (int64_t)mf_bucket_unpacker_count(pk) : 0;
-                    mf_bucket_unpacker_free(pk);
-                }
-                if (r == 0 && changed) {
-                    bson_iter_t di;
-                    bson_init(&neu);
-                    bson_iter_init(&di, &doc);
-                    while (bson_iter_next(&di)) {
-                        if (strcmp(bson_iter_key(&di), "meta") == 0)
-                            continue;
-                        bson_append_value(&neu, bson_iter_key(&di), -1, bson_iter_value(&di));
-                        if (strcmp(bson_iter_key(&di), "control") == 0 &&
-                            bson_iter_init_find(&it, &newmeta, spec.meta_field))
-                            bson_append_value(&neu, "meta", 4, bson_iter_value(&it));
-                    }
-                    r = mf_coll_replace(s, b, rv.v[i], &doc, &neu, err);
-                    bson_destroy(&neu);
-                }
-                bson_destroy(&metadoc);
-                bson_destroy(&newmeta);
-                bson_destroy(&doc);
-            }
-            if (r == 0 && (r = mf_txn_commit(s, durable, err)) == 0) {
-                res->matched += count;
-                if (changed)
-                    res->modified += count;
-                break;
-            }
-            if (r != 0 && mf_txn_active(s))
-                mf_txn_abort(s);
-            if (r != MF_CONFLICT || attempt >= TS_ATTEMPTS)
-                goto out;
-            mf_err_clear(err);
-            mf_batch_backoff(attempt);
-        }
+    if (whole) {
+        rc = meta_update(s, b, &spec, durable, up, &rv, res, err);
+    } else {
+        upd_edit_t ue = {&spec, m, up, multi ? -1 : 1, 0, 0};
+        rc = measurement_update(s, b, &spec, durable, &ue, &rv, res, err);
     }
-    rc = 0;
+    if (rc == 0 && upsert && res->matched == 0)
+        rc = upsert_one(s, b, &spec, durable, &q, up, res, err);
 out:
     pthread_mutex_unlock(&b->ts_mu);
 out_unlock:
     mf_catalog_unlock(cat);
+out_free:
     if (up)
         mf_update_free(up);
+    mf_matcher_free(m);
     mf_matcher_free(bm);
     bson_destroy(&bf);
     free(rv.v);

@@ -149,7 +149,7 @@ h.test('F1 inserts: a measurement without a Date timeField is 2; ordered stops t
   assert.deepEqual((await w.find({}, { projection: { _id: 0, v: 1 } }).sort({ v: 1 }).toArray()).map((d) => d.v), [1, 1, 4]);
 });
 
-h.test('F1 deletes and updates: by metaField whole buckets go; other deletes rewrite buckets; updates on other fields are 72', async () => {
+h.test('F1 deletes and updates: by metaField whole buckets go; others rewrite buckets measurement by measurement; arbitrary updates and upserts as in MongoDB 8.0', async () => {
   const db = srv.freshDb('ts_del');
   await db.createCollection('w', { timeseries: { timeField: 't', metaField: 'm' } });
   const w = db.collection('w');
@@ -165,10 +165,28 @@ h.test('F1 deletes and updates: by metaField whole buckets go; other deletes rew
   const u = await w.updateMany({ 'm.site': 'a2' }, { $set: { 'm.site': 'b2' } });
   assert.equal(u.matchedCount, 96);
   assert.equal(await w.countDocuments({ 'm.site': 'b2' }), 96);
-  await assert.rejects(w.updateMany({ v: 5 }, { $set: { v: 6 } }), (e) => e.code === 72);
+  // Arbitrary updates (MongoDB 7.0+): measurement fields, updateOne, moving to another meta, upsert.
+  const r1 = await w.updateMany({ v: { $lt: 30 }, 'm.site': 'a1' }, { $inc: { v: 1000 } });
+  assert.equal(r1.matchedCount, 9); // 1, 4, ... 28, less the one deleteOne took
+  assert.equal(r1.modifiedCount, 9);
+  assert.equal(await w.countDocuments({ v: { $gte: 1000 } }), 9);
+  const r2 = await w.updateOne({ 'm.site': 'b2' }, { $set: { flag: true } });
+  assert.equal(r2.modifiedCount, 1);
+  assert.equal(await w.countDocuments({ flag: true }), 1);
+  await w.updateMany({ v: { $in: [5, 8] } }, { $set: { 'm.site': 'moved' } });
+  assert.equal(await w.countDocuments({ 'm.site': 'moved' }), 2);
+  assert.deepEqual((await w.find({ 'm.site': 'moved' }, { projection: { _id: 0, v: 1 } }).sort({ v: 1 }).toArray()).map((d) => d.v), [5, 8]);
+  const up = await w.updateOne({ 'm.site': 'new', v: 7777 }, { $set: { t: new Date(base) } }, { upsert: true });
+  assert.equal(up.upsertedCount, 1);
+  assert.equal(await w.countDocuments({ 'm.site': 'new', v: 7777 }), 1);
+  // An update that leaves a measurement without a Date timeField is refused (2) and changes nothing.
+  await assert.rejects(w.updateMany({ v: 11 }, { $set: { t: 'later' } }), (e) => e.code === 2);
+  await assert.rejects(w.updateMany({ v: 11 }, { $unset: { t: '' } }), (e) => e.code === 2);
+  assert.equal((await w.findOne({ v: 11 })).t.getTime(), base + 11000);
+  assert.equal(await w.countDocuments(), 193); // 193 - deleteOne + the upsert
   // Inserting after deletes and updates goes on correctly.
   await w.insertOne({ m: { site: 'b2' }, t: new Date(base), v: 1000 });
-  assert.equal(await w.countDocuments({ 'm.site': 'b2' }), 97);
+  assert.equal(await w.countDocuments({ 'm.site': 'b2' }), 95); // 96, less v 5 and 8 moved, plus this one
 });
 
 h.test('F2 a bucket goes at its rounded start + bucketMaxSpanSeconds + N: never before, within a second after', async () => {
