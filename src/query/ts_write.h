@@ -4,8 +4,7 @@
  * Inserts group measurements into buckets (doc/bucket.h) of the view's
  * system.buckets collection; deletes remove whole buckets when the filter
  * is on the metaField only, and otherwise rewrite each candidate bucket
- * without the matching measurements; updates apply to the metaField of
- * whole buckets. Each takes its own catalog lock session (call with none
+ * without the matching measurements; updates likewise (mf_ts_update). Each takes its own catalog lock session (call with none
  * held) and reports like its mf_write_* counterpart (query/write.h), with
  * counts in measurements.
  */
@@ -47,11 +46,13 @@ int mf_ts_delete(mf_catalog_t *cat, mf_sess_t *s, bool durable, const char *db, 
                  mf_write_delete_result_t *res, mf_error_t *err) MF_WUR;
 
 /*
- * mf_ts_update: one statement of an update command on time-series db.coll.
- * Supported as MongoDB supports it on every version: multi: true, a filter
- * on the metaField only, an update document whose operators change only
- * the metaField; anything else answers 72 InvalidOptions. res counts
- * measurements.
+ * mf_ts_update: one statement of an update command on time-series db.coll,
+ * as MongoDB 8.0 runs it: any filter and update document (a pipeline is 72),
+ * multi or not, upsert. A multi update of the metaField alone, filtered on
+ * the metaField alone, changes whole buckets; anything else rewrites each
+ * candidate bucket measurement by measurement (a measurement whose meta or
+ * time no longer fits its bucket moves to a bucket of its own). A result
+ * without a Date in the timeField is 2 BadValue. res counts measurements.
  */
 int mf_ts_update(mf_catalog_t *cat, mf_sess_t *s, bool durable, const char *db, const char *coll, const bson_t *stmt,
                  mf_write_update_result_t *res, mf_error_t *err) MF_WUR;
