@@ -4,9 +4,10 @@
  * Inserts group measurements into buckets (doc/bucket.h) of the view's
  * system.buckets collection; deletes remove whole buckets when the filter
  * is on the metaField only, and otherwise rewrite each candidate bucket
- * without the matching measurements; updates likewise (mf_ts_update). Each takes its own catalog lock session (call with none
- * held) and reports like its mf_write_* counterpart (query/write.h), with
- * counts in measurements.
+ * without the matching measurements; updates likewise (mf_ts_update).
+ * Each takes its own catalog lock session (call with none held) and
+ * reports like its mf_write_* counterpart (query/write.h), with counts in
+ * measurements.
  */
 #ifndef MF_TS_WRITE_H
 #define MF_TS_WRITE_H
