@@ -149,13 +149,13 @@ async function lateness(db) {
   let early = 0;
   let prev = Date.now();
   while (due.size > 0) {
-    const before = Date.now();
     const present = new Set((await buckets.find({}, { projection: { meta: 1 } }).toArray()).map((b) => b.meta));
     const now = Date.now();
     for (const [s, d] of due) {
       if (!present.has(s)) {
-        const at = (prev + before) / 2;
-        if (before < d) early++;
+        /* Gone between the previous reply (prev) and this one (now). Early only if gone by a reply that came before it was due. */
+        const at = (prev + now) / 2;
+        if (now < d) early++;
         late.push(Math.max(0, at - d));
         due.delete(s);
       }

@@ -1427,8 +1427,10 @@ mf_catalog_coll_create(mf_catalog_t *cat, const char *db, const char *name, cons
             goto err_free;
         c->indexes[c->nindexes++] = ix;
     }
-    if (mf_storage_create(s, c->uri, "key_format=q,value_format=u", err) != 0 ||
-        (ix != NULL && mf_storage_create(s, ix->uri, "key_format=u,value_format=u", err) != 0))
+    if (mf_storage_create(s, c->uri,
+                          mf_storage_table_config(cat->st, c->is_timeseries ? MF_TABLE_DOCS_DENSE : MF_TABLE_DOCS),
+                          err) != 0 ||
+        (ix != NULL && mf_storage_create(s, ix->uri, mf_storage_table_config(cat->st, MF_TABLE_INDEX), err) != 0))
         goto err_free;
     {
         /* The entry and its zero sizes in one synced transaction. */
@@ -1664,7 +1666,7 @@ mf_catalog_index_add_many(mf_catalog_t *cat, mf_coll_t *c, const bson_t *const *
             rc = -1;
             break;
         }
-        if (mf_storage_create(s, ix->uri, "key_format=u,value_format=u", err) != 0) {
+        if (mf_storage_create(s, ix->uri, mf_storage_table_config(cat->st, MF_TABLE_INDEX), err) != 0) {
             index_free(ix);
             rc = -1;
             break;
@@ -1763,7 +1765,7 @@ mf_catalog_index_begin(mf_catalog_t *cat, mf_coll_t *c, const bson_t *spec, mf_i
     mf_index_t *ix = new_index(c, spec, err);
     if (ix == NULL)
         return -1;
-    if (mf_storage_create(s, ix->uri, "key_format=u,value_format=u", err) != 0) {
+    if (mf_storage_create(s, ix->uri, mf_storage_table_config(cat->st, MF_TABLE_INDEX), err) != 0) {
         index_free(ix);
         return -1;
     }

@@ -70,6 +70,16 @@ void mf_storage_session_release(mf_sess_t *s);
 /* mf_storage_size: bytes on disk of a table ("table:..."), 0 if unknown. */
 int64_t mf_storage_table_size(mf_sess_t *s, const char *uri);
 
+/*
+ * mf_storage_table_config: the creation config for a table of kind
+ * MF_TABLE_DOCS (a collection's records: snappy, as mongod), MF_TABLE_DOCS_DENSE
+ * (time-series buckets: zlib, whose columns compress far better) or
+ * MF_TABLE_INDEX (keys: prefix compression, as mongod); without the
+ * compressor extensions, uncompressed. Static string.
+ */
+enum { MF_TABLE_DOCS = 0, MF_TABLE_DOCS_DENSE = 1, MF_TABLE_INDEX = 2 };
+const char *mf_storage_table_config(mf_storage_t *st, int kind);
+
 /* Table management. create is idempotent. drop is deferred if the table is busy. */
 int mf_storage_create(mf_sess_t *s, const char *uri, const char *config, mf_error_t *err) MF_WUR;
 void mf_storage_drop(mf_storage_t *st, const char *uri);

@@ -29,7 +29,9 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <dlfcn.h>
 #include <stdio.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -94,6 +96,7 @@ struct mf_storage {
     int nsessions, capsessions;
     uint64_t gen;
     bool in_memory;
+    bool has_snappy, has_zlib; /* block compressors loaded (WiredTiger's own extensions, when installed) */
     void (*txn_hook)(void *arg, bool committed);
     void *txn_hook_arg;
 };
@@ -222,6 +225,57 @@ mf_storage_open(const char *dbpath, mf_storage_t **out, mf_error_t *err)
     return mf_storage_open_ex(dbpath, false, out, err);
 }
 
+/*
+ * compressor_extensions: WiredTiger's snappy and zlib block compressors are
+ * extension libraries installed beside libwiredtiger (Debian's
+ * libwiredtiger0 ships them). Found there, they are loaded (",extensions=[...]"
+ * into ext) and tables get compressed as mongod's are; absent, tables are
+ * created uncompressed. Tables keep the compressor they were created with.
+ */
+static void
+compressor_extensions(mf_storage_t *st, char *ext, size_t extlen)
+{
+    Dl_info info;
+    char dir[512], snappy[700], zlib[700];
+    size_t n = 0;
+
+    ext[0] = '\0';
+    if (dladdr((void *)wiredtiger_open, &info) == 0 || info.dli_fname == NULL)
+        return;
+    snprintf(dir, sizeof dir, "%s", info.dli_fname);
+    char *slash = strrchr(dir, '/');
+    if (slash == NULL)
+        return;
+    *slash = '\0';
+    snprintf(snappy, sizeof snappy, "%s/libwiredtiger_snappy.so", dir);
+    snprintf(zlib, sizeof zlib, "%s/libwiredtiger_zlib.so", dir);
+    st->has_snappy = access(snappy, R_OK) == 0;
+    st->has_zlib = access(zlib, R_OK) == 0;
+    if (!st->has_snappy && !st->has_zlib)
+        return;
+    n += (size_t)snprintf(ext + n, extlen - n, ",extensions=[");
+    if (st->has_snappy)
+        n += (size_t)snprintf(ext + n, extlen - n, "\"%s\"%s", snappy, st->has_zlib ? "," : "");
+    if (st->has_zlib)
+        n += (size_t)snprintf(ext + n, extlen - n, "\"%s\"", zlib);
+    snprintf(ext + n, extlen - n, "]");
+}
+
+const char *
+mf_storage_table_config(mf_storage_t *st, int kind)
+{
+    switch (kind) {
+    case MF_TABLE_DOCS_DENSE:
+        if (st->has_zlib)
+            return "key_format=q,value_format=u,block_compressor=zlib";
+        /* fall through */
+    case MF_TABLE_DOCS:
+        return st->has_snappy ? "key_format=q,value_format=u,block_compressor=snappy" : "key_format=q,value_format=u";
+    default:
+        return "key_format=u,value_format=u,prefix_compression=true";
+    }
+}
+
 int
 mf_storage_open_ex(const char *dbpath, bool in_memory, mf_storage_t **out, mf_error_t *err)
 {
@@ -244,14 +298,17 @@ mf_storage_open_ex(const char *dbpath, bool in_memory, mf_storage_t **out, mf_er
      * only has to exist); the data goes with the last close. The cache must
      * hold all of it.
      */
-    ret = wiredtiger_open(dbpath, NULL,
-                          in_memory ? "create,in_memory=true,cache_size=4G,session_max=2000,"
-                                      "eviction=(threads_min=1,threads_max=2),statistics=(fast)"
-                                    : "create,cache_size=1G,session_max=2000,"
-                                      "log=(enabled=true,file_max=100MB,archive=true),"
-                                      "transaction_sync=(enabled=false),checkpoint=(wait=60),"
-                                      "eviction=(threads_min=1,threads_max=2),statistics=(fast)",
-                          &st->conn);
+    char config[2048], ext[1200];
+    compressor_extensions(st, ext, sizeof ext);
+    snprintf(config, sizeof config, "%s%s",
+             in_memory ? "create,in_memory=true,cache_size=4G,session_max=2000,"
+                         "eviction=(threads_min=1,threads_max=2),statistics=(fast)"
+                       : "create,cache_size=1G,session_max=2000,"
+                         "log=(enabled=true,file_max=100MB,archive=true),"
+                         "transaction_sync=(enabled=false),checkpoint=(wait=60),"
+                         "eviction=(threads_min=1,threads_max=2),statistics=(fast)",
+             ext);
+    ret = wiredtiger_open(dbpath, NULL, config, &st->conn);
     st->in_memory = in_memory;
     if (ret != 0) {
         pthread_mutex_destroy(&st->lock);
