@@ -476,6 +476,12 @@ cmd_rename_collection(mf_op_t *op)
         mf_catalog_unlock(op->eng->cat);
         return mf_err_set(&op->err, MF_E_NamespaceNotFound, "Source collection %s does not exist", from);
     }
+    if (c->is_timeseries || strncmp(tcoll, MF_TS_BUCKETS_PREFIX, strlen(MF_TS_BUCKETS_PREFIX)) == 0) {
+        mf_catalog_unlock(op->eng->cat);
+        return mf_err_set(&op->err, MF_E_IllegalOperation,
+                          c->is_timeseries ? "Renaming a timeseries collection is not allowed"
+                                           : "Renaming to a bucket namespace is not allowed");
+    }
     t = mf_catalog_coll_find(op->eng->cat, tdb, tcoll);
     if (t == c) {
         mf_catalog_unlock(op->eng->cat);

@@ -71,6 +71,12 @@ h.test('F1 bad input: each refused with MongoDB\'s code, nothing half-created', 
   await assert.rejects(db.createCollection('bad', { expireAfterSeconds: 10 }), (e) => e.code === 72);
   await assert.rejects(db.createCollection('bad', { timeseries: { timeField: 't' }, expireAfterSeconds: -1 }), (e) => e.code === 51024);
   assert.deepEqual(await db.listCollections().toArray(), []);
+  // Renames are refused (IllegalOperation), as in MongoDB.
+  await db.createCollection('ts', { timeseries: { timeField: 't' } });
+  const ren = (from, to) => srv.client.db('admin').command({ renameCollection: `${db.databaseName}.${from}`, to: `${db.databaseName}.${to}` });
+  await assert.rejects(ren('ts', 'ts2'), (e) => e.code === 20 && /Renaming a timeseries collection is not allowed/.test(e.message));
+  await db.createCollection('plain');
+  await assert.rejects(ren('plain', 'system.buckets.x'), (e) => e.code === 20);
 });
 
 h.test('F1 storage in buckets: MongoDB\'s bucket shape, 1,000 measurements per bucket, reads unpack them field for field', async () => {
