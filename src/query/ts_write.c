@@ -435,6 +435,62 @@ rid_visit(void *arg, int64_t rid, const bson_t *doc, const mf_match_details_t *d
 }
 
 /*
+ * Per-bucket work for deletes and updates: each bucket of the candidate
+ * list in its own transaction, re-read inside it (a bucket gone meanwhile
+ * is skipped). ops->work does the write on its current content; a write
+ * conflict retries the bucket after ops->reset drops what the failed
+ * attempt counted, and ops->commit folds the attempt's counts in once it
+ * committed. ops->stop (may be NULL) ends the loop early. Interruption
+ * (killOp, maxTimeMS, shutdown) is checked between buckets.
+ */
+typedef struct bucket_ops {
+    int (*work)(void *arg, mf_sess_t *s, mf_coll_t *b, int64_t rid, const bson_t *doc, mf_error_t *err);
+    void (*reset)(void *arg);
+    void (*commit)(void *arg);
+    bool (*stop)(void *arg);
+    void *arg;
+} bucket_ops_t;
+
+static int
+for_each_bucket(mf_sess_t *s, mf_coll_t *b, bool durable, const rids_t *rv, const bucket_ops_t *ops, mf_error_t *err)
+{
+    for (size_t i = 0; i < rv->n; i++) {
+        if (ops->stop != NULL && ops->stop(ops->arg))
+            break;
+        if (mf_curop_check_current(err) != 0)
+            return -1;
+        for (int attempt = 0;; attempt++) {
+            bson_t doc;
+            ops->reset(ops->arg);
+            int r = mf_txn_begin(s, err);
+            if (r != 0)
+                return -1;
+            r = mf_coll_fetch(s, b, rv->v[i], &doc, err);
+            if (r == MF_NOTFOUND) {
+                mf_txn_abort(s);
+                mf_err_clear(err);
+                break;
+            }
+            if (r == 0) {
+                r = ops->work(ops->arg, s, b, rv->v[i], &doc, err);
+                bson_destroy(&doc);
+            }
+            if (r == 0 && (r = mf_txn_commit(s, durable, err)) == 0) {
+                ops->commit(ops->arg);
+                break;
+            }
+            if (r != 0 && mf_txn_active(s))
+                mf_txn_abort(s);
+            if (r != MF_CONFLICT || attempt >= TS_ATTEMPTS)
+                return -1;
+            mf_err_clear(err);
+            mf_batch_backoff(attempt);
+        }
+    }
+    return 0;
+}
+
+/*
  * A measurement-level rewrite of one bucket: each measurement is offered
  * to an edit function, which keeps it (returns 0, *out untouched), drops it
  * (1), or replaces it (2, *out initialised with the new measurement). A
@@ -586,6 +642,57 @@ del_edit(void *arg, const bson_t *meas, bson_t *out, mf_error_t *err)
     return 0;
 }
 
+typedef struct del_ctx {
+    const mf_ts_spec_t *spec;
+    const mf_matcher_t *m;
+    bool meta_only;
+    int64_t limit;
+    mf_write_delete_result_t *res;
+    int64_t removed; /* in the attempt */
+} del_ctx_t;
+
+static int
+del_work(void *arg, mf_sess_t *s, mf_coll_t *b, int64_t rid, const bson_t *doc, mf_error_t *err)
+{
+    del_ctx_t *x = arg;
+    int r;
+    if (x->meta_only) {
+        mf_bucket_unpacker_t *u = mf_bucket_unpacker_new(x->spec, doc, err);
+        x->removed = u ? (int64_t)mf_bucket_unpacker_count(u) : 0;
+        mf_bucket_unpacker_free(u);
+        return mf_coll_remove(s, b, rid, doc, err);
+    }
+    del_edit_t de = {x->m, x->limit > 0 ? x->limit - x->res->deleted : -1};
+    rewrite_t rw;
+    r = rewrite_bucket(x->spec, doc, del_edit, &de, &rw, err);
+    x->removed = rw.edited;
+    if (r == 0 && x->removed > 0)
+        r = rewrite_apply(s, b, x->spec, rid, doc, &rw, err);
+    rewrite_free(&rw);
+    return r;
+}
+
+static void
+del_reset(void *arg)
+{
+    ((del_ctx_t *)arg)->removed = 0;
+}
+
+static void
+del_commit(void *arg)
+{
+    del_ctx_t *x = arg;
+    x->res->deleted += x->removed;
+    x->res->batches++;
+}
+
+static bool
+del_stop(void *arg)
+{
+    del_ctx_t *x = arg;
+    return x->limit > 0 && x->res->deleted >= x->limit;
+}
+
 int
 mf_ts_delete(mf_catalog_t *cat, mf_sess_t *s, bool durable, const char *db, const char *coll, const bson_t *stmt,
              mf_write_delete_result_t *res, mf_error_t *err)
@@ -633,53 +740,10 @@ mf_ts_delete(mf_catalog_t *cat, mf_sess_t *s, bool durable, const char *db, cons
             goto out;
     }
     /* One bucket per transaction: each is either deleted or rewritten whole. */
-    for (size_t i = 0; i < rv.n; i++) {
-        if (limit > 0 && res->deleted >= limit)
-            break;
-        if (mf_curop_check_current(err) != 0)
-            goto out;
-        for (int attempt = 0;; attempt++) {
-            bson_t doc;
-            int64_t removed = 0;
-            int r = mf_txn_begin(s, err);
-            if (r != 0)
-                goto out;
-            r = mf_coll_fetch(s, b, rv.v[i], &doc, err);
-            if (r == MF_NOTFOUND) {
-                mf_txn_abort(s);
-                mf_err_clear(err);
-                break;
-            }
-            if (r == 0) {
-                if (meta_only) {
-                    mf_bucket_unpacker_t *u = mf_bucket_unpacker_new(&spec, &doc, err);
-                    removed = u ? (int64_t)mf_bucket_unpacker_count(u) : 0;
-                    mf_bucket_unpacker_free(u);
-                    r = mf_coll_remove(s, b, rv.v[i], &doc, err);
-                } else {
-                    del_edit_t de = {m, limit > 0 ? limit - res->deleted : -1};
-                    rewrite_t rw;
-                    r = rewrite_bucket(&spec, &doc, del_edit, &de, &rw, err);
-                    removed = rw.edited;
-                    if (r == 0 && removed > 0)
-                        r = rewrite_apply(s, b, &spec, rv.v[i], &doc, &rw, err);
-                    rewrite_free(&rw);
-                }
-                bson_destroy(&doc);
-            }
-            if (r == 0 && (r = mf_txn_commit(s, durable, err)) == 0) {
-                res->deleted += removed;
-                res->batches++;
-                break;
-            }
-            if (r != 0 && mf_txn_active(s))
-                mf_txn_abort(s);
-            if (r != MF_CONFLICT || attempt >= TS_ATTEMPTS)
-                goto out;
-            mf_err_clear(err);
-            mf_batch_backoff(attempt);
-        }
-    }
+    del_ctx_t dx = {&spec, m, meta_only, limit, res, 0};
+    bucket_ops_t ops = {del_work, del_reset, del_commit, del_stop, &dx};
+    if (for_each_bucket(s, b, durable, &rv, &ops, err) != 0)
+        goto out;
     res->batched = limit == 0 && res->deleted > 0;
     rc = 0;
 out:
@@ -769,119 +833,105 @@ upd_edit(void *arg, const bson_t *meas, bson_t *out, mf_error_t *err)
 }
 
 /* meta_update: a multi update of the metaField only, applied to whole buckets (no unpacking). */
+typedef struct meta_ctx {
+    const mf_ts_spec_t *spec;
+    const mf_update_t *up;
+    mf_write_update_result_t *res;
+    int64_t count; /* in the attempt */
+    bool changed;
+} meta_ctx_t;
+
 static int
-meta_update(mf_sess_t *s, mf_coll_t *b, const mf_ts_spec_t *spec, bool durable, const mf_update_t *up, const rids_t *rv,
-            mf_write_update_result_t *res, mf_error_t *err)
+meta_work(void *arg, mf_sess_t *s, mf_coll_t *b, int64_t rid, const bson_t *doc, mf_error_t *err)
 {
-    bson_iter_t it;
-    for (size_t i = 0; i < rv->n; i++) {
-        if (mf_curop_check_current(err) != 0)
-            return -1;
-        for (int attempt = 0;; attempt++) {
-            bson_t doc, metadoc, newmeta, neu;
-            bool changed = false;
-            int64_t count = 0;
-            int r = mf_txn_begin(s, err);
-            if (r != 0)
-                return -1;
-            r = mf_coll_fetch(s, b, rv->v[i], &doc, err);
-            if (r == MF_NOTFOUND) {
-                mf_txn_abort(s);
-                mf_err_clear(err);
-                break;
-            }
-            if (r == 0) {
-                /* Apply the update to {<metaField>: meta}; the bucket takes the result's metaField as its meta. */
-                bson_init(&metadoc);
-                if (bson_iter_init_find(&it, &doc, "meta"))
-                    bson_append_value(&metadoc, spec->meta_field, -1, bson_iter_value(&it));
-                bson_init(&newmeta);
-                r = mf_update_apply(up, &metadoc, NULL, false, &newmeta, &changed, err);
-                if (r == 0) {
-                    mf_bucket_unpacker_t *pk = mf_bucket_unpacker_new(spec, &doc, err);
-                    count = pk ? (int64_t)mf_bucket_unpacker_count(pk) : 0;
-                    mf_bucket_unpacker_free(pk);
-                }
-                if (r == 0 && changed) {
-                    bson_iter_t di;
-                    bson_init(&neu);
-                    bson_iter_init(&di, &doc);
-                    while (bson_iter_next(&di)) {
-                        if (strcmp(bson_iter_key(&di), "meta") == 0)
-                            continue;
-                        bson_append_value(&neu, bson_iter_key(&di), -1, bson_iter_value(&di));
-                        if (strcmp(bson_iter_key(&di), "control") == 0 &&
-                            bson_iter_init_find(&it, &newmeta, spec->meta_field))
-                            bson_append_value(&neu, "meta", 4, bson_iter_value(&it));
-                    }
-                    r = mf_coll_replace(s, b, rv->v[i], &doc, &neu, err);
-                    bson_destroy(&neu);
-                }
-                bson_destroy(&metadoc);
-                bson_destroy(&newmeta);
-                bson_destroy(&doc);
-            }
-            if (r == 0 && (r = mf_txn_commit(s, durable, err)) == 0) {
-                res->matched += count;
-                if (changed)
-                    res->modified += count;
-                break;
-            }
-            if (r != 0 && mf_txn_active(s))
-                mf_txn_abort(s);
-            if (r != MF_CONFLICT || attempt >= TS_ATTEMPTS)
-                return -1;
-            mf_err_clear(err);
-            mf_batch_backoff(attempt);
-        }
+    meta_ctx_t *x = arg;
+    bson_iter_t it, di;
+    bson_t metadoc, newmeta, neu;
+    int r;
+
+    /* Apply the update to {<metaField>: meta}; the bucket takes the result's metaField as its meta. */
+    bson_init(&metadoc);
+    if (bson_iter_init_find(&it, doc, "meta"))
+        bson_append_value(&metadoc, x->spec->meta_field, -1, bson_iter_value(&it));
+    bson_init(&newmeta);
+    r = mf_update_apply(x->up, &metadoc, NULL, false, &newmeta, &x->changed, err);
+    if (r == 0) {
+        mf_bucket_unpacker_t *pk = mf_bucket_unpacker_new(x->spec, doc, err);
+        x->count = pk ? (int64_t)mf_bucket_unpacker_count(pk) : 0;
+        mf_bucket_unpacker_free(pk);
     }
-    return 0;
+    if (r == 0 && x->changed) {
+        bson_init(&neu);
+        bson_iter_init(&di, doc);
+        while (bson_iter_next(&di)) {
+            if (strcmp(bson_iter_key(&di), "meta") == 0)
+                continue;
+            bson_append_value(&neu, bson_iter_key(&di), -1, bson_iter_value(&di));
+            if (strcmp(bson_iter_key(&di), "control") == 0 && bson_iter_init_find(&it, &newmeta, x->spec->meta_field))
+                bson_append_value(&neu, "meta", 4, bson_iter_value(&it));
+        }
+        r = mf_coll_replace(s, b, rid, doc, &neu, err);
+        bson_destroy(&neu);
+    }
+    bson_destroy(&metadoc);
+    bson_destroy(&newmeta);
+    return r;
 }
 
-/* measurement_update: the general path: each candidate bucket rewritten measurement by measurement. */
-static int
-measurement_update(mf_sess_t *s, mf_coll_t *b, const mf_ts_spec_t *spec, bool durable, upd_edit_t *ue,
-                   const rids_t *rv, mf_write_update_result_t *res, mf_error_t *err)
+static void
+meta_reset(void *arg)
 {
-    for (size_t i = 0; i < rv->n && ue->budget != 0; i++) {
-        if (mf_curop_check_current(err) != 0)
-            return -1;
-        int64_t budget0 = ue->budget, matched0 = ue->matched, modified0 = ue->modified;
-        for (int attempt = 0;; attempt++) {
-            bson_t doc;
-            rewrite_t rw;
-            ue->budget = budget0;
-            ue->matched = matched0;
-            ue->modified = modified0;
-            int r = mf_txn_begin(s, err);
-            if (r != 0)
-                return -1;
-            r = mf_coll_fetch(s, b, rv->v[i], &doc, err);
-            if (r == MF_NOTFOUND) {
-                mf_txn_abort(s);
-                mf_err_clear(err);
-                break;
-            }
-            if (r == 0) {
-                r = rewrite_bucket(spec, &doc, upd_edit, ue, &rw, err);
-                if (r == 0 && rw.edited > 0)
-                    r = rewrite_apply(s, b, spec, rv->v[i], &doc, &rw, err);
-                rewrite_free(&rw);
-                bson_destroy(&doc);
-            }
-            if (r == 0 && (r = mf_txn_commit(s, durable, err)) == 0)
-                break;
-            if (r != 0 && mf_txn_active(s))
-                mf_txn_abort(s);
-            if (r != MF_CONFLICT || attempt >= TS_ATTEMPTS)
-                return -1;
-            mf_err_clear(err);
-            mf_batch_backoff(attempt);
-        }
-    }
-    res->matched = ue->matched;
-    res->modified = ue->modified;
-    return 0;
+    meta_ctx_t *x = arg;
+    x->count = 0;
+    x->changed = false;
+}
+
+static void
+meta_commit(void *arg)
+{
+    meta_ctx_t *x = arg;
+    x->res->matched += x->count;
+    if (x->changed)
+        x->res->modified += x->count;
+}
+
+/* The general path: each candidate bucket rewritten measurement by measurement (upd_edit). */
+typedef struct meas_ctx {
+    const mf_ts_spec_t *spec;
+    upd_edit_t *ue;
+    upd_edit_t committed; /* the counts as of the last commit */
+} meas_ctx_t;
+
+static int
+meas_work(void *arg, mf_sess_t *s, mf_coll_t *b, int64_t rid, const bson_t *doc, mf_error_t *err)
+{
+    meas_ctx_t *x = arg;
+    rewrite_t rw;
+    int r = rewrite_bucket(x->spec, doc, upd_edit, x->ue, &rw, err);
+    if (r == 0 && rw.edited > 0)
+        r = rewrite_apply(s, b, x->spec, rid, doc, &rw, err);
+    rewrite_free(&rw);
+    return r;
+}
+
+static void
+meas_reset(void *arg)
+{
+    meas_ctx_t *x = arg;
+    *x->ue = x->committed;
+}
+
+static void
+meas_commit(void *arg)
+{
+    meas_ctx_t *x = arg;
+    x->committed = *x->ue;
+}
+
+static bool
+meas_stop(void *arg)
+{
+    return ((meas_ctx_t *)arg)->ue->budget == 0;
 }
 
 /* upsert_one: no measurement matched an upsert: the one built from its query and update goes in a new bucket. */
@@ -1014,10 +1064,16 @@ mf_ts_update(mf_catalog_t *cat, mf_sess_t *s, bool durable, const char *db, cons
             goto out;
     }
     if (whole) {
-        rc = meta_update(s, b, &spec, durable, up, &rv, res, err);
+        meta_ctx_t mx = {&spec, up, res, 0, false};
+        bucket_ops_t ops = {meta_work, meta_reset, meta_commit, NULL, &mx};
+        rc = for_each_bucket(s, b, durable, &rv, &ops, err);
     } else {
         upd_edit_t ue = {&spec, m, up, multi ? -1 : 1, 0, 0};
-        rc = measurement_update(s, b, &spec, durable, &ue, &rv, res, err);
+        meas_ctx_t mx = {&spec, &ue, ue};
+        bucket_ops_t ops = {meas_work, meas_reset, meas_commit, meas_stop, &mx};
+        rc = for_each_bucket(s, b, durable, &rv, &ops, err);
+        res->matched = mx.committed.matched;
+        res->modified = mx.committed.modified;
     }
     if (rc == 0 && upsert && res->matched == 0)
         rc = upsert_one(s, b, &spec, durable, &q, up, res, err);
