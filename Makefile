@@ -29,7 +29,11 @@ OPT     := -O2 -g
 # the sanitizer's allocator.
 MALLOC  := $(shell test -e /usr/lib/x86_64-linux-gnu/libjemalloc.so -o -e /usr/lib/aarch64-linux-gnu/libjemalloc.so && echo -ljemalloc)
 endif
-CFLAGS  += $(CSTD) $(OPT)
+# With jemalloc linked, code may ask it to return free pages to the OS (the
+# external sorter does after each spill; src/query/agg_spill.c). It declares
+# mallctl weak, so libmayfly.so still loads in a host without jemalloc.
+ALLOC_DEFS := $(if $(MALLOC),-DMF_HAVE_JEMALLOC)
+CFLAGS  += $(CSTD) $(OPT) $(ALLOC_DEFS)
 LDFLAGS += $(filter -fsanitize%,$(OPT))
 
 SRCS    := $(shell find src -name '*.c' ! -path 'src/server/main.c' | sort)

@@ -2,22 +2,50 @@
  * agg_spill.c: the external sorter (see agg_spill.h for the design).
  *
  * In memory, documents are copies of their BSON bytes packed into chunks
- * of a sixteenth of the budget (16 KiB to 1 MiB) (bump allocation; a larger document gets a chunk of its own). A
- * heap bson_t per document would round its buffer up to a power of two
- * (doubling the footprint of 1 KB documents), and freeing a run's documents
- * one by one after each spill lets the allocator's pages drift apart from
- * the next run's, so the process grew well past the budget. Chunks are
- * reused run after run: the memory counted against the budget is the
- * chunks in use plus a pointer per document, and that is what the process
- * holds. Runs are stdio files
- * with large buffers; a run is read back sequentially, one document at a
- * time. Runs smaller than kMinRunBytes are not written: a tiny budget (tests
- * lower it to force spilling) would otherwise open one file per document.
+ * (bump allocation) of a power of two bytes, the largest not above a
+ * sixteenth of the budget, within 4 KiB to 1 MiB: power-of-two sizes are
+ * allocator size classes, so a chunk costs what it is asked for. A larger
+ * document gets a chunk of its own. A heap bson_t per document would round
+ * its buffer up to a power of two (doubling the footprint of 1 KB
+ * documents), and freeing a run's documents one by one after each spill lets
+ * the allocator's pages drift apart from the next run's, so the process grew
+ * well past the budget. Chunks are reused run after run.
+ *
+ * Accounting. What counts against the budget is what the sorter has
+ * allocated: the chunks in use, the pointer array as allocated (its
+ * capacity, not its length) and the scratch array of the merge sort (a
+ * pointer per document, allocated while a run is sorted). So the budget
+ * bounds the sorter's real footprint, as MongoDB's sorter counts each
+ * document's size with its overhead.
+ *
+ * Memory given back. A large sort streams its whole input through the
+ * WiredTiger cache; when the data is larger than the cache, every page read
+ * evicts another, and the evicted pages' memory is freed into whichever
+ * allocator arena allocated it (often another worker's, idle now), where it
+ * stays resident: jemalloc returns an arena's dirty pages only as that arena
+ * is used. Over a 1 GB sort that retained memory grew the process by more
+ * than the budget itself, and returning it only at each spill still let a
+ * budget's worth pile up between spills. So every kReleaseBytes of input the
+ * sorter asks the allocator to return free pages to the OS
+ * (release_free_memory: jemalloc's purge of every arena when the server
+ * links jemalloc, a build-time probe; glibc's malloc_trim otherwise; a
+ * no-op under the sanitizers), and again when it frees its in-memory run
+ * (finish, the last in-memory document, free). Only memory that is already
+ * free goes back, never the sorter's own chunks, which stay for the next
+ * run; a sort of less than kReleaseBytes never asks.
+ *
+ * Runs are stdio files with large buffers; a run is read back sequentially,
+ * one document at a time. Runs smaller than kMinRunBytes are not written: a
+ * tiny budget (tests lower it to force spilling) would otherwise open one
+ * file per document.
  */
 #include "query/agg_spill.h"
 
 #include <dirent.h>
 #include <errno.h>
+#if !defined(MF_HAVE_JEMALLOC) && defined(__GLIBC__)
+#include <malloc.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,8 +55,33 @@
 #include "common/alloc.h"
 #include "query/exec.h"
 
-enum { kDocOverhead = 8, kMinRunBytes = 64 * 1024, kCheckEvery = 1024, kIoBuf = 64 * 1024, kMaxRuns = 64,
-       kChunk = 1024 * 1024 };
+enum { kMinRunBytes = 64 * 1024, kCheckEvery = 1024, kIoBuf = 64 * 1024, kMaxRuns = 64, kChunkMin = 4 * 1024,
+       kChunkMax = 1024 * 1024, kReleaseBytes = 16 * 1024 * 1024 };
+
+#ifdef MF_HAVE_JEMALLOC
+/*
+ * jemalloc's control interface. Weak: the objects that the server links
+ * with jemalloc also go into libmayfly.so, whose host process may use
+ * another allocator; there mallctl is NULL and nothing is released.
+ */
+extern int mallctl(const char *name, void *oldp, size_t *oldlenp, void *newp, size_t newlen) __attribute__((weak));
+#endif
+
+/*
+ * release_free_memory: asks the allocator to return the pages of freed
+ * memory to the OS now, in every arena, instead of when (if ever) its decay
+ * timer gets round to it. Only memory that is already free is affected.
+ */
+static void
+release_free_memory(void)
+{
+#if defined(MF_HAVE_JEMALLOC)
+    if (mallctl != NULL)
+        (void)mallctl("arena.4096.purge", NULL, NULL, NULL, 0); /* 4096: MALLCTL_ARENAS_ALL */
+#elif defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__)
+    (void)malloc_trim(0);
+#endif
+}
 
 typedef struct chunk {
     uint8_t *data; /* owned */
@@ -50,12 +103,13 @@ struct mf_sorter {
     bool allow_disk;
     char *errmsg;     /* owned */
     char *dir;        /* owned, NULL: $TMPDIR or /tmp */
-    uint8_t **docs;   /* in-memory documents (raw BSON) inside chunks */
-    chunk_t *chunks;  /* owned; chunks[0..cur] in use, the rest kept for reuse */
+    uint8_t **docs;   /* owned array (cap entries): in-memory documents (raw BSON) inside chunks */
+    chunk_t *chunks;  /* owned; chunks[0..cur) in use, the rest kept for reuse */
     size_t nchunks, cur;
-    size_t chunk_size; /* budget / 16, within [16 KiB, 1 MiB] */
+    size_t chunk_size; /* a power of two <= budget / 16, within [4 KiB, 1 MiB] */
     size_t n, cap;
-    int64_t mem;
+    int64_t chunk_mem; /* capacity of chunks[0..cur) */
+    int64_t unreleased; /* input bytes since the allocator last returned free memory */
     run_t *runs;      /* owned */
     size_t nruns;
     bool finished;
@@ -95,7 +149,9 @@ mf_sorter_new(mf_sorter_cmp_fn cmp, void *arg, int64_t budget, bool allow_disk, 
 {
     mf_sorter_t *s = mf_calloc(1, sizeof *s);
     s->dir = dir ? mf_strdup(dir) : NULL;
-    s->chunk_size = budget / 16 > kChunk ? kChunk : budget / 16 < 16384 ? 16384 : (size_t)(budget / 16);
+    s->chunk_size = kChunkMin;
+    while (s->chunk_size < kChunkMax && (int64_t)s->chunk_size * 2 <= budget / 16)
+        s->chunk_size *= 2;
     s->cmp = cmp;
     s->arg = arg;
     s->budget = budget;
@@ -120,14 +176,41 @@ run_close(run_t *r)
     memset(r, 0, sizeof *r);
 }
 
+/* mem_used: the bytes the sorter's in-memory run costs (see "Accounting" above). */
+static int64_t
+mem_used(const mf_sorter_t *s)
+{
+    return s->chunk_mem + (int64_t)(s->cap + s->n) * (int64_t)sizeof *s->docs;
+}
+
+/*
+ * chunks_free: frees chunks[from..nchunks) (unused ones, or all of them with
+ * from 0, when no document is held in them any more). Returns the bytes freed.
+ */
+static size_t
+chunks_free(mf_sorter_t *s, size_t from)
+{
+    size_t freed = 0;
+    for (size_t i = from; i < s->nchunks; i++) {
+        freed += s->chunks[i].cap;
+        free(s->chunks[i].data);
+    }
+    s->nchunks = from;
+    if (from == 0) {
+        free(s->chunks);
+        s->chunks = NULL;
+        s->cur = 0;
+        s->chunk_mem = 0;
+    }
+    return freed;
+}
+
 void
 mf_sorter_free(mf_sorter_t *s)
 {
     if (s == NULL)
         return;
-    for (size_t i = 0; i < s->nchunks; i++)
-        free(s->chunks[i].data);
-    free(s->chunks);
+    size_t freed = chunks_free(s, 0);
     free(s->docs);
     for (size_t i = 0; i < s->nruns; i++)
         run_close(&s->runs[i]);
@@ -135,6 +218,8 @@ mf_sorter_free(mf_sorter_t *s)
     free(s->errmsg);
     free(s->dir);
     free(s);
+    if (freed >= kReleaseBytes)
+        release_free_memory();
 }
 
 static int
@@ -148,7 +233,7 @@ check_interrupt(mf_sorter_t *s, mf_error_t *err)
 /*
  * chunk_alloc: n bytes in the current chunk, else in the next one (a kept
  * chunk when it is big enough, else a new one: 1 MiB, or n for a bigger
- * document). A chunk's capacity counts in s->mem from when it comes into use.
+ * document). A chunk's capacity counts in s->chunk_mem from when it comes into use.
  */
 static uint8_t *
 chunk_alloc(mf_sorter_t *s, size_t n)
@@ -163,7 +248,7 @@ chunk_alloc(mf_sorter_t *s, size_t n)
             s->chunks[s->cur].cap = cap;
         }
         s->chunks[s->cur].used = 0;
-        s->mem += (int64_t)s->chunks[s->cur].cap;
+        s->chunk_mem += (int64_t)s->chunks[s->cur].cap;
         s->cur++;
     }
     chunk_t *c = &s->chunks[s->cur - 1];
@@ -178,7 +263,7 @@ chunks_reset(mf_sorter_t *s)
 {
     s->cur = 0;
     s->n = 0;
-    s->mem = 0;
+    s->chunk_mem = 0;
 }
 
 static uint32_t
@@ -428,7 +513,6 @@ trim(mf_sorter_t *s, mf_error_t *err)
         uint32_t len = raw_len(tmp[i]);
         s->docs[i] = chunk_alloc(s, len);
         memcpy(s->docs[i], tmp[i], len);
-        s->mem += kDocOverhead;
         free(tmp[i]);
     }
     s->n = keep;
@@ -445,20 +529,25 @@ mf_sorter_add(mf_sorter_t *s, bson_t *doc, mf_error_t *err)
     }
     s->docs[s->n] = chunk_alloc(s, doc->len);
     memcpy(s->docs[s->n++], bson_get_data(doc), doc->len);
-    s->mem += kDocOverhead;
+    /* The scan that feeds a long sort churns the storage cache: hand back what that freed (see the top). */
+    s->unreleased += doc->len;
+    if (s->unreleased >= kReleaseBytes) {
+        release_free_memory();
+        s->unreleased = 0;
+    }
     bson_destroy(doc);
     if (check_interrupt(s, err) != 0)
         return -1;
     /* Top-k: whenever twice the wanted count is held, the tail can never be returned. */
     if (s->limit > 0 && s->n >= (size_t)s->limit * 2 + 1024 && trim(s, err) != 0)
         return -1;
-    if (s->mem > s->budget && s->limit > 0 && s->n > (size_t)s->limit && trim(s, err) != 0)
+    if (mem_used(s) > s->budget && s->limit > 0 && s->n > (size_t)s->limit && trim(s, err) != 0)
         return -1;
-    if (s->mem <= s->budget)
+    if (mem_used(s) <= s->budget)
         return 0;
     if (!s->allow_disk)
         return mf_err_set(err, MF_E_QueryExceededMemoryLimitNoDiskUseAllowed, "%s", s->errmsg);
-    if (s->mem < kMinRunBytes)
+    if (mem_used(s) < kMinRunBytes)
         return 0;
     return spill(s, err);
 }
@@ -470,6 +559,9 @@ mf_sorter_finish(mf_sorter_t *s, mf_error_t *err)
     s->mem_pos = 0;
     if (sort_mem(s, err) != 0)
         return -1;
+    /* Chunks kept for a next run that will not come. */
+    if (chunks_free(s, s->cur) >= kReleaseBytes)
+        release_free_memory();
     for (size_t i = 0; i < s->nruns; i++)
         if (run_read(&s->runs[i], err) != 0)
             return -1;
@@ -496,7 +588,16 @@ mf_sorter_next(mf_sorter_t *s, bson_t **out, mf_error_t *err)
         return 0;
     if (from < 0) {
         uint8_t *d = s->docs[s->mem_pos++];
-        *out = bson_new_from_data(d, raw_len(d)); /* the chunk is released with the sorter */
+        *out = bson_new_from_data(d, raw_len(d));
+        if (s->mem_pos == s->n) {
+            /* The in-memory run is exhausted: its chunks go now, not when the cursor does. */
+            size_t freed = chunks_free(s, 0);
+            free(s->docs);
+            s->docs = NULL;
+            s->n = s->cap = s->mem_pos = 0;
+            if (freed >= kReleaseBytes)
+                release_free_memory();
+        }
         return 0;
     }
     *out = s->runs[from].head;
@@ -513,5 +614,5 @@ mf_sorter_spilled(const mf_sorter_t *s)
 int64_t
 mf_sorter_mem(const mf_sorter_t *s)
 {
-    return s->mem;
+    return mem_used(s);
 }

@@ -1,8 +1,9 @@
 /*
  * agg_spill.h: the external sorter behind the blocking aggregation stages.
  *
- * Design. A sorter collects documents in memory and keeps a running
- * estimate of the bytes they hold. Past its budget it either fails (disk use
+ * Design. A sorter collects documents in memory and counts the bytes it
+ * has allocated for them (documents packed in chunks, pointer arrays; see
+ * agg_spill.c). Past its budget it either fails (disk use
  * not allowed: 292 QueryExceededMemoryLimitNoDiskUseAllowed, with the
  * caller's message) or sorts what it holds (stable) and writes it as a
  * sorted run to a temporary file under <dbpath>/_tmp/ (the documents' raw
@@ -12,6 +13,9 @@
  * mf_sorter_next merges all runs k ways, holding one document per run in
  * memory. Ties go to the earlier run, so the sort is stable overall (a
  * $group that spills relies on it to keep $first/$last/$push in input order).
+ * Every 16 MiB of input, and when its in-memory run is released, a sorter
+ * asks the allocator to return free pages to the OS (jemalloc, when linked),
+ * so storage-cache churn during a long sort does not pile up in the process.
  *
  * Temporary files belong to their sorter: mf_sorter_free closes and removes
  * them (cursor exhausted, killed, or reaped by the idle timeout), and
@@ -85,7 +89,7 @@ int mf_sorter_spill_now(mf_sorter_t *s, mf_error_t *err) MF_WUR;
 /* mf_sorter_spilled: number of runs written to disk so far. */
 int64_t mf_sorter_spilled(const mf_sorter_t *s);
 
-/* mf_sorter_mem: the sorter's current estimate of the bytes it holds in memory. */
+/* mf_sorter_mem: the bytes the sorter's in-memory run has allocated now (what counts against the budget). */
 int64_t mf_sorter_mem(const mf_sorter_t *s);
 
 #endif /* MF_AGG_SPILL_H */

@@ -1,7 +1,8 @@
 /*
  * test_agg_spill.c: the external sorter (src/query/agg_spill.c): sorted runs
  * on disk past the budget, a stable k-way merge, 292 without disk use, and
- * temporary files removed when the sorter is freed and at startup.
+ * temporary files removed when the sorter is freed and at startup, and the
+ * memory accounting (what counts against the budget is what is allocated).
  */
 #include <criterion/criterion.h>
 #include <dirent.h>
@@ -213,5 +214,69 @@ Test(agg_spill, top_k_keeps_only_the_first_documents_in_memory)
     cr_assert(bson_iter_init_find(&it, d, "k"));
     cr_assert_eq(bson_iter_int32(&it), 1);
     bson_destroy(d);
+    mf_sorter_free(s);
+}
+
+Test(agg_spill, the_budget_counts_documents_and_pointer_arrays)
+{
+    mf_error_t err = {0};
+    const int n = 500;
+    int64_t bytes = 0;
+    /* A 100,000-byte budget: 4 KiB chunks (a power of two up to a sixteenth of it). */
+    mf_sorter_t *s = mf_sorter_new(by_k, NULL, 100000, false, "over", spill_dir);
+    for (int i = 0; i < n; i++) {
+        bson_t *d = doc(i, n - i);
+        bytes += d->len;
+        cr_assert_eq(mf_sorter_add(s, d, &err), 0, "%s", err.msg);
+    }
+    /* The documents, the pointer array (512 entries) and the sort's scratch pointers (one per document). */
+    int64_t floor = bytes + (512 + n) * (int64_t)sizeof(void *);
+    cr_assert_geq(mf_sorter_mem(s), floor, "accounted %lld, allocated at least %lld", (long long)mf_sorter_mem(s),
+                  (long long)floor);
+    /* Chunks add at most a document's worth of slack each, plus the last chunk's free space. */
+    cr_assert_leq(mf_sorter_mem(s), floor + (bytes / 4096 + 2) * 150 + 4096, "accounted %lld for %lld", (long long)mf_sorter_mem(s),
+                  (long long)floor);
+    cr_assert_eq(mf_sorter_finish(s, &err), 0, "%s", err.msg);
+    bson_t *d;
+    int got = 0;
+    while (mf_sorter_next(s, &d, &err) == 0 && d != NULL) {
+        got++;
+        bson_destroy(d);
+    }
+    cr_assert_eq(got, n);
+    cr_assert_eq(mf_sorter_mem(s), 0, "the drained in-memory run is released: %lld", (long long)mf_sorter_mem(s));
+    mf_sorter_free(s);
+}
+
+Test(agg_spill, a_spilling_sorter_stays_within_its_budget)
+{
+    mf_error_t err = {0};
+    const int64_t budget = 200000;
+    mf_sorter_t *s = mf_sorter_new(by_k, NULL, budget, true, "over", spill_dir);
+    for (int i = 0; i < 20000; i++) {
+        cr_assert_eq(mf_sorter_add(s, doc(i, (i * 7919) % 1000), &err), 0, "%s", err.msg);
+        cr_assert_leq(mf_sorter_mem(s), budget, "after %d documents: %lld bytes held", i + 1,
+                      (long long)mf_sorter_mem(s));
+    }
+    cr_assert_gt(mf_sorter_spilled(s), 5);
+    mf_sorter_free(s);
+}
+
+Test(agg_spill, without_disk_use_292_comes_when_the_documents_reach_the_budget)
+{
+    /* Neither much earlier (MongoDB fails once the input exceeds the budget) nor later. */
+    mf_error_t err = {0};
+    const int64_t budget = 100000;
+    int64_t bytes = 0;
+    int rc = 0;
+    mf_sorter_t *s = mf_sorter_new(by_k, NULL, budget, false, "over", spill_dir);
+    while (rc == 0) {
+        bson_t *d = doc(0, 0);
+        bytes += d->len;
+        rc = mf_sorter_add(s, d, &err);
+    }
+    cr_assert_eq(err.code, MF_E_QueryExceededMemoryLimitNoDiskUseAllowed);
+    cr_assert_geq(bytes, budget * 8 / 10, "failed after %lld bytes of documents", (long long)bytes);
+    cr_assert_leq(bytes, budget, "failed after %lld bytes of documents", (long long)bytes);
     mf_sorter_free(s);
 }
