@@ -73,6 +73,7 @@ extern const mf_cmd_def_t mf_cmds_admin[];
 extern const mf_cmd_def_t mf_cmds_crud[];
 extern const mf_cmd_def_t mf_cmds_coll[];
 extern const mf_cmd_def_t mf_cmds_collmod[];
+extern const mf_cmd_def_t mf_cmds_compact[]; /* compact, fsync, fsyncUnlock (cmd_compact.c) */
 
 
 /*

@@ -28,7 +28,8 @@
 #include "common/log.h"
 #include "doc/value.h"
 
-static const mf_cmd_def_t *tables[] = {mf_cmds_admin, mf_cmds_crud, mf_cmds_coll, mf_cmds_collmod, mf_cmds_profile};
+static const mf_cmd_def_t *tables[] = {mf_cmds_admin,   mf_cmds_crud,    mf_cmds_coll,
+                                         mf_cmds_collmod, mf_cmds_compact, mf_cmds_profile};
 
 static const mf_cmd_def_t *
 lookup(const char *name)

@@ -67,7 +67,7 @@ void mf_storage_session_close_thread(mf_storage_t *st);
  */
 void mf_storage_session_release(mf_sess_t *s);
 
-/* mf_storage_size: bytes on disk of a table ("table:..."), 0 if unknown. */
+/* mf_storage_table_size: bytes on disk of a table's file ("table:..."), 0 if unknown. */
 int64_t mf_storage_table_size(mf_sess_t *s, const char *uri);
 
 /*
@@ -79,6 +79,35 @@ int64_t mf_storage_table_size(mf_sess_t *s, const char *uri);
  */
 enum { MF_TABLE_DOCS = 0, MF_TABLE_DOCS_DENSE = 1, MF_TABLE_INDEX = 2 };
 const char *mf_storage_table_config(mf_storage_t *st, int kind);
+
+/*
+ * mf_storage_table_space: the size of table uri's file and the bytes inside
+ * it that are free for reuse (blocks no checkpoint needs any more; known as of
+ * the last checkpoint), as collStats' storageSize and freeStorageSize.
+ * Both 0 in memory. Returns 0 or -1 with err.
+ */
+int mf_storage_table_space(mf_sess_t *s, const char *uri, int64_t *file_bytes, int64_t *free_bytes,
+                           mf_error_t *err) MF_WUR;
+
+/*
+ * mf_storage_checkpoint: writes a checkpoint of every table
+ * (WT_SESSION::checkpoint), so the table files alone hold every committed
+ * write and the blocks deletions freed become reusable. s must have no
+ * transaction open. Nothing to do in memory. Returns 0 or -1 with err.
+ */
+int mf_storage_checkpoint(mf_sess_t *s, mf_error_t *err) MF_WUR;
+
+/*
+ * mf_storage_compact: WT_SESSION::compact on table uri: moves the blocks at
+ * the end of its file into free space earlier in it and truncates the file,
+ * so the space of deleted data goes back to the file system. s must have no
+ * transaction open (its cached cursors are closed first). Writes to the
+ * table while it runs make it less effective, so callers keep writers out.
+ * Runs in rounds of about a second and checks the calling thread's operation
+ * between them (common/curop.h: killOp, maxTimeMS, shutdown), failing with
+ * its error. Nothing to do in memory. Returns 0 or -1 with err.
+ */
+int mf_storage_compact(mf_sess_t *s, const char *uri, mf_error_t *err) MF_WUR;
 
 /* Table management. create is idempotent. drop is deferred if the table is busy. */
 int mf_storage_create(mf_sess_t *s, const char *uri, const char *config, mf_error_t *err) MF_WUR;

@@ -22,6 +22,11 @@
  *
  * End-of-transaction callbacks (mf_txn_on_end) are per session and run on
  * the session's thread right after commit or rollback, then are cleared.
+ *
+ * Space (compact, fsync, collStats): a table's size is its file's size;
+ * deletions free blocks inside the file, which a checkpoint makes reusable,
+ * and WT_SESSION::compact moves live blocks off the end of the file and
+ * truncates it (mf_storage_compact, in interruptible rounds).
  */
 #include "common/alloc.h"
 #include "storage/storage.h"
@@ -39,6 +44,7 @@
 #include <wiredtiger.h>
 
 #include "common/clock.h"
+#include "common/curop.h"
 #include "common/log.h"
 
 #define MF_CURSOR_CACHE 32
@@ -441,26 +447,109 @@ mf_storage_session_close_thread(mf_storage_t *st)
     free(s);
 }
 
-int64_t
-mf_storage_table_size(mf_sess_t *s, const char *uri)
+/*
+ * file_stats: reads n statistics (WT_STAT_DSRC_* keys) of table uri's file
+ * into vals (0 where missing) through a statistics cursor opened with config
+ * ("statistics=(size)": only the file size, from the file system;
+ * "statistics=(fast)": the block manager's counters too). Returns 0, or the
+ * WiredTiger error of opening the cursor.
+ */
+static int
+file_stats(mf_sess_t *s, const char *uri, const char *config, const int *keys, int64_t *vals, int n)
 {
     WT_CURSOR *c;
     char stat_uri[512];
-    int64_t total = 0;
     const char *name = strchr(uri, ':');
 
+    for (int i = 0; i < n; i++)
+        vals[i] = 0;
     snprintf(stat_uri, sizeof(stat_uri), "statistics:file:%s.wt", name ? name + 1 : uri);
-    if (s->wt->open_cursor(s->wt, stat_uri, NULL, "statistics=(size)", &c) != 0)
-        return 0;
-    c->set_key(c, WT_STAT_DSRC_BLOCK_SIZE);
-    if (c->search(c) == 0) {
+    int ret = s->wt->open_cursor(s->wt, stat_uri, NULL, config, &c);
+    if (ret != 0)
+        return ret;
+    for (int i = 0; i < n; i++) {
         const char *desc, *pvalue;
-        int64_t value;
-        if (c->get_value(c, &desc, &pvalue, &value) == 0)
-            total = value;
+        c->set_key(c, keys[i]);
+        if (c->search(c) == 0)
+            (void)c->get_value(c, &desc, &pvalue, &vals[i]);
     }
     c->close(c);
-    return total;
+    return 0;
+}
+
+int64_t
+mf_storage_table_size(mf_sess_t *s, const char *uri)
+{
+    static const int key = WT_STAT_DSRC_BLOCK_SIZE;
+    int64_t size;
+    return file_stats(s, uri, "statistics=(size)", &key, &size, 1) == 0 ? size : 0;
+}
+
+int
+mf_storage_table_space(mf_sess_t *s, const char *uri, int64_t *file_bytes, int64_t *free_bytes, mf_error_t *err)
+{
+    static const int keys[2] = {WT_STAT_DSRC_BLOCK_SIZE, WT_STAT_DSRC_BLOCK_REUSE_BYTES};
+    int64_t vals[2];
+    *file_bytes = *free_bytes = 0;
+    if (s->st->in_memory)
+        return 0;
+    int ret = file_stats(s, uri, "statistics=(fast)", keys, vals, 2);
+    if (ret != 0)
+        return wt_err(err, ret, "table statistics");
+    *file_bytes = vals[0];
+    *free_bytes = vals[1];
+    return 0;
+}
+
+int
+mf_storage_checkpoint(mf_sess_t *s, mf_error_t *err)
+{
+    if (s->st->in_memory)
+        return 0;
+    int ret = s->wt->checkpoint(s->wt, NULL);
+    if (ret != 0)
+        return wt_err(err, ret, "checkpoint");
+    return 0;
+}
+
+/*
+ * Compaction runs in rounds: WT_SESSION::compact with a timeout of one
+ * second returns ETIMEDOUT when there is more to do (after at least one pass
+ * over the file; what it moved stays moved), so between rounds the calling
+ * operation can be killed, time out or be stopped by shutdown. EBUSY (the
+ * file is in use by a drop or another checkpoint) and WT_ROLLBACK are
+ * retried after a short pause, at most COMPACT_BUSY_RETRIES times in a row (about 2 s).
+ */
+#define COMPACT_BUSY_RETRIES 200
+#define COMPACT_BUSY_PAUSE_MS 10
+
+int
+mf_storage_compact(mf_sess_t *s, const char *uri, mf_error_t *err)
+{
+    int busy = 0;
+
+    if (s->st->in_memory)
+        return 0;
+    if (s->in_txn)
+        return mf_err_set(err, MF_E_InternalError, "compact %s: a transaction is open", uri);
+    mf_storage_session_release(s); /* compact wants no cursor of ours on the file */
+    for (;;) {
+        if (mf_curop_check_current(err) != 0)
+            return -1;
+        int ret = s->wt->compact(s->wt, uri, "timeout=1");
+        if (ret == 0)
+            return 0;
+        if (ret == ETIMEDOUT) {
+            busy = 0;
+            continue;
+        }
+        if ((ret == EBUSY || ret == WT_ROLLBACK) && ++busy <= COMPACT_BUSY_RETRIES) {
+            struct timespec ts = {0, COMPACT_BUSY_PAUSE_MS * 1000000L};
+            nanosleep(&ts, NULL);
+            continue;
+        }
+        return wt_err(err, ret, "compact");
+    }
 }
 
 int

@@ -17,7 +17,7 @@
  *   const srv = h.useServer();          // registers before/after hooks
  *   h.test('name', async () => { const db = srv.freshDb(); ... });
  */
-const { spawn } = require('node:child_process');
+const { execFile, spawn } = require('node:child_process');
 const fs = require('node:fs');
 const net = require('node:net');
 const os = require('node:os');
@@ -417,6 +417,28 @@ function decodeReply(msg) {
   return { __opCode: opCode, __raw: msg };
 }
 
+const MONGOSH = path.join(REPO_ROOT, 'node_modules', '.bin', 'mongosh');
+
+/*
+ * Runs script with mongosh --eval against database dbName of the server on
+ * port; resolves with its trimmed stdout, rejects (with stdout and stderr in
+ * the message) if mongosh fails or runs over 45 s.
+ */
+function mongosh(port, dbName, script) {
+  const uri = `mongodb://127.0.0.1:${port}/${dbName}?directConnection=true&serverSelectionTimeoutMS=5000`;
+  return new Promise((resolve, reject) => {
+    execFile(MONGOSH, [uri, '--quiet', '--norc', '--eval', script], {
+      timeout: 45000, env: { ...process.env, MONGOSH_SKIP_NODE_VERSION_CHECK: '1', NO_COLOR: '1' },
+    }, (err, stdout, stderr) => {
+      if (err) {
+        err.message += `\nstdout: ${stdout}\nstderr: ${stderr}`;
+        return reject(err);
+      }
+      resolve(stdout.trim());
+    });
+  });
+}
+
 async function rawConnect(port) {
   const c = new RawConn(port);
   await c.connect();
@@ -425,5 +447,5 @@ async function rawConnect(port) {
 
 module.exports = {
   REPO_ROOT, MayflyServer, useServer, test, expectCode, freePort, sleep,
-  buildOpMsg, rawConnect, RawConn, binaryPath,
+  buildOpMsg, rawConnect, RawConn, binaryPath, mongosh,
 };

@@ -1,0 +1,178 @@
+/*
+ * test_storage.c: the storage adapter's space functions (SPEC G3), socket-free:
+ * a table's file grows with its data, deletions leave its size alone but
+ * make space free for reuse once a checkpoint has run, and compaction gives
+ * that space back to the file system, keeping every remaining record;
+ * compaction stops with the calling operation's kill code; in memory there is
+ * nothing to checkpoint or compact.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/curop.h"
+#include "storage/storage.h"
+
+#define URI "table:coll-test"
+#define NRECORDS 30000
+#define RECORD_BYTES 1000
+
+typedef struct env {
+    char dir[64];
+    mf_storage_t *st;
+    mf_sess_t *s;
+} env_t;
+
+static void
+env_init(env_t *e, bool in_memory)
+{
+    mf_error_t err = {0};
+    snprintf(e->dir, sizeof(e->dir), "/tmp/mf-test-storage-XXXXXX");
+    cr_assert_not_null(mkdtemp(e->dir));
+    cr_assert_eq(mf_storage_open_ex(e->dir, in_memory, &e->st, &err), 0, "open: %s", err.msg);
+    e->s = mf_storage_session(e->st);
+    cr_assert_eq(mf_storage_create(e->s, URI, "key_format=q,value_format=u", &err), 0, "create: %s", err.msg);
+}
+
+static void
+env_destroy(env_t *e)
+{
+    char cmd[128];
+    mf_storage_close(e->st);
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", e->dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+/* Writes records 0..n-1 of RECORD_BYTES pseudo-random bytes (incompressible, like the client test's). */
+static void
+fill(env_t *e, int n)
+{
+    mf_error_t err = {0};
+    mf_cur_t *c;
+    uint8_t buf[RECORD_BYTES];
+    uint32_t x = 12345;
+    cr_assert_eq(mf_txn_begin(e->s, &err), 0);
+    cr_assert_eq(mf_cur_open(e->s, URI, &c, &err), 0, "%s", err.msg);
+    for (int i = 0; i < n; i++) {
+        for (size_t k = 0; k < sizeof(buf); k++) {
+            x = x * 1103515245u + 12345u;
+            buf[k] = (uint8_t)(x >> 16);
+        }
+        cr_assert_eq(mf_cur_insert_rid(c, i, buf, sizeof(buf)), 0);
+    }
+    mf_cur_close(c);
+    cr_assert_eq(mf_txn_commit(e->s, false, &err), 0, "%s", err.msg);
+}
+
+/* Removes every record whose id is not a multiple of 10. */
+static void
+delete_most(env_t *e, int n)
+{
+    mf_error_t err = {0};
+    mf_cur_t *c;
+    cr_assert_eq(mf_txn_begin(e->s, &err), 0);
+    cr_assert_eq(mf_cur_open(e->s, URI, &c, &err), 0, "%s", err.msg);
+    for (int i = 0; i < n; i++) {
+        if (i % 10 != 0)
+            cr_assert_eq(mf_cur_remove_rid(c, i), 0);
+    }
+    mf_cur_close(c);
+    cr_assert_eq(mf_txn_commit(e->s, false, &err), 0, "%s", err.msg);
+}
+
+static int
+count_records(env_t *e)
+{
+    mf_error_t err = {0};
+    mf_cur_t *c;
+    int n = 0;
+    cr_assert_eq(mf_cur_open(e->s, URI, &c, &err), 0, "%s", err.msg);
+    while (mf_cur_next(c) == 0) {
+        cr_assert_eq(mf_cur_rid(c) % 10, 0, "record %lld should be gone", (long long)mf_cur_rid(c));
+        const uint8_t *v;
+        size_t len;
+        mf_cur_value(c, &v, &len);
+        cr_assert_eq(len, RECORD_BYTES);
+        n++;
+    }
+    mf_cur_close(c);
+    mf_storage_session_release(e->s);
+    return n;
+}
+
+Test(storage, compact_returns_the_space_of_deleted_records)
+{
+    env_t e;
+    mf_error_t err = {0};
+    int64_t file0, free0, file1, free1, file2, free2;
+
+    env_init(&e, false);
+    fill(&e, NRECORDS);
+    cr_assert_eq(mf_storage_checkpoint(e.s, &err), 0, "%s", err.msg);
+    cr_assert_eq(mf_storage_table_space(e.s, URI, &file0, &free0, &err), 0, "%s", err.msg);
+    cr_assert_gt(file0, (int64_t)NRECORDS * RECORD_BYTES, "file %lld", (long long)file0);
+    cr_assert_eq(mf_storage_table_size(e.s, URI), file0);
+
+    delete_most(&e, NRECORDS);
+    cr_assert_eq(mf_storage_checkpoint(e.s, &err), 0, "%s", err.msg);
+    cr_assert_eq(mf_storage_table_space(e.s, URI, &file1, &free1, &err), 0, "%s", err.msg);
+    cr_assert_geq(file1, file0 * 9 / 10, "deleting does not shrink the file: %lld -> %lld", (long long)file0,
+                  (long long)file1);
+    cr_assert_gt(free1, file0 * 8 / 10, "free after the deletions: %lld of %lld", (long long)free1, (long long)file1);
+
+    cr_assert_eq(mf_storage_compact(e.s, URI, &err), 0, "%s", err.msg);
+    cr_assert_eq(mf_storage_table_space(e.s, URI, &file2, &free2, &err), 0, "%s", err.msg);
+    cr_assert_lt(file2, file1 / 4, "compact: %lld -> %lld bytes", (long long)file1, (long long)file2);
+    cr_assert_lt(free2, free1 / 10);
+    cr_assert_eq(count_records(&e), NRECORDS / 10);
+    env_destroy(&e);
+}
+
+Test(storage, compact_stops_when_the_operation_is_killed)
+{
+    env_t e;
+    mf_error_t err = {0};
+    int64_t before, after, free_bytes;
+
+    env_init(&e, false);
+    fill(&e, NRECORDS);
+    cr_assert_eq(mf_storage_checkpoint(e.s, &err), 0, "%s", err.msg);
+    delete_most(&e, NRECORDS);
+    cr_assert_eq(mf_storage_checkpoint(e.s, &err), 0, "%s", err.msg);
+    cr_assert_eq(mf_storage_table_space(e.s, URI, &before, &free_bytes, &err), 0, "%s", err.msg);
+
+    mf_curops_t *reg = mf_curops_new();
+    mf_curop_t *op = mf_curop_begin(reg, "command", "test.c", "conn1", NULL, 1);
+    mf_curop_set_current(op);
+    cr_assert(mf_curops_kill(reg, mf_curop_opid(op)));
+    cr_assert_eq(mf_storage_compact(e.s, URI, &err), -1);
+    cr_assert_eq(err.code, 11601, "code %d: %s", err.code, err.msg);
+    mf_curop_set_current(NULL);
+    mf_curop_end(op);
+    mf_curops_free(reg);
+
+    cr_assert_eq(mf_storage_table_space(e.s, URI, &after, &free_bytes, &err), 0, "%s", err.msg);
+    cr_assert_eq(after, before, "a killed compact did nothing: %lld -> %lld", (long long)before, (long long)after);
+    cr_assert_eq(count_records(&e), NRECORDS / 10);
+    env_destroy(&e);
+}
+
+Test(storage, in_memory_has_nothing_to_checkpoint_or_compact)
+{
+    env_t e;
+    mf_error_t err = {0};
+    int64_t file_bytes = -1, free_bytes = -1;
+
+    env_init(&e, true);
+    fill(&e, 1000);
+    delete_most(&e, 1000);
+    cr_assert_eq(mf_storage_checkpoint(e.s, &err), 0, "%s", err.msg);
+    cr_assert_eq(mf_storage_compact(e.s, URI, &err), 0, "%s", err.msg);
+    cr_assert_eq(mf_storage_table_space(e.s, URI, &file_bytes, &free_bytes, &err), 0, "%s", err.msg);
+    cr_assert_eq(file_bytes, 0);
+    cr_assert_eq(free_bytes, 0);
+    cr_assert_eq(count_records(&e), 100);
+    env_destroy(&e);
+}
