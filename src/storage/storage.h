@@ -75,7 +75,11 @@ int64_t mf_storage_table_size(mf_sess_t *s, const char *uri);
  * MF_TABLE_DOCS (a collection's records: snappy, as mongod), MF_TABLE_DOCS_DENSE
  * (time-series buckets: zlib, whose columns compress far better) or
  * MF_TABLE_INDEX (keys: prefix compression, as mongod); without the
- * compressor extensions, uncompressed. Static string.
+ * compressor extensions, uncompressed. Static string. As in mongod, document
+ * tables keep every document on its leaf page (leaf_value_max=64MB):
+ * WiredTiger would otherwise store a document over about 15 KB (a
+ * time-series bucket, say) as an overflow item, which compaction cannot
+ * move, so the space deleting such documents frees could not be given back.
  */
 enum { MF_TABLE_DOCS = 0, MF_TABLE_DOCS_DENSE = 1, MF_TABLE_INDEX = 2 };
 const char *mf_storage_table_config(mf_storage_t *st, int kind);

@@ -273,10 +273,11 @@ mf_storage_table_config(mf_storage_t *st, int kind)
     switch (kind) {
     case MF_TABLE_DOCS_DENSE:
         if (st->has_zlib)
-            return "key_format=q,value_format=u,block_compressor=zlib";
+            return "key_format=q,value_format=u,leaf_value_max=64MB,block_compressor=zlib";
         /* fall through */
     case MF_TABLE_DOCS:
-        return st->has_snappy ? "key_format=q,value_format=u,block_compressor=snappy" : "key_format=q,value_format=u";
+        return st->has_snappy ? "key_format=q,value_format=u,leaf_value_max=64MB,block_compressor=snappy"
+                              : "key_format=q,value_format=u,leaf_value_max=64MB";
     default:
         return "key_format=u,value_format=u,prefix_compression=true";
     }
