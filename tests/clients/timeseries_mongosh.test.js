@@ -6,26 +6,12 @@
  * getCollectionInfos().
  */
 const assert = require('node:assert/strict');
-const { execFile } = require('node:child_process');
-const path = require('node:path');
 const h = require('./harness');
 
 const srv = h.useServer();
-const MONGOSH = path.join(h.REPO_ROOT, 'node_modules', '.bin', 'mongosh');
 
 function mongosh(dbName, script) {
-  const uri = `mongodb://127.0.0.1:${srv.port}/${dbName}?directConnection=true&serverSelectionTimeoutMS=5000`;
-  return new Promise((resolve, reject) => {
-    execFile(MONGOSH, [uri, '--quiet', '--norc', '--eval', script], {
-      timeout: 45000, env: { ...process.env, MONGOSH_SKIP_NODE_VERSION_CHECK: '1', NO_COLOR: '1' },
-    }, (err, stdout, stderr) => {
-      if (err) {
-        err.message += `\nstdout: ${stdout}\nstderr: ${stderr}`;
-        return reject(err);
-      }
-      resolve(stdout.trim());
-    });
-  });
+  return h.mongosh(srv.port, dbName, script);
 }
 
 h.test('F1/F5 (mongosh): the seeds\' weather24h collection, its measurements, stats() and collMod', { timeout: 120000 }, async () => {
