@@ -520,7 +520,11 @@ append_coll_stats(mf_op_t *op, mf_coll_t *c, int64_t scale, bson_t *out)
     if (count > 0)
         BSON_APPEND_INT64(out, "avgObjSize", size / count);
     BSON_APPEND_INT64(out, "storageSize", scale_div(storage, scale));
-    BSON_APPEND_INT64(out, "freeStorageSize", 0);
+    int64_t file_bytes = 0, free_bytes = 0;
+    mf_error_t serr;
+    if (mf_storage_table_space(op->sess, c->uri, &file_bytes, &free_bytes, &serr) != 0)
+        free_bytes = 0;
+    BSON_APPEND_INT64(out, "freeStorageSize", scale_div(free_bytes, scale));
     BSON_APPEND_BOOL(out, "capped", capped);
     if (capped) {
         BSON_APPEND_INT64(out, "max", c->capped_max);
