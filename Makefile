@@ -33,6 +33,9 @@ endif
 # external sorter does after each spill; src/query/agg_spill.c). It declares
 # mallctl weak, so libmayfly.so still loads in a host without jemalloc.
 ALLOC_DEFS := $(if $(MALLOC),-DMF_HAVE_JEMALLOC)
+# The zstd block compressor for WiredTiger (ext/wt_zstd), built when libzstd's
+# header is there (scripts/deps.sh installs it; probed after deps has run).
+ZSTD_EXT := $(if $(wildcard /usr/include/zstd.h),$(BUILD)/libmayfly_wt_zstd.so)
 CFLAGS  += $(CSTD) $(OPT) $(ALLOC_DEFS)
 LDFLAGS += $(filter -fsanitize%,$(OPT))
 
@@ -42,7 +45,7 @@ UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
 .PHONY: all asan unit deps test run clean bench install lib
-all: $(BUILD)/mayflyd $(if $(filter build-asan,$(BUILD)),,$(BUILD)/libmayfly.so)
+all: $(BUILD)/mayflyd $(if $(filter build-asan,$(BUILD)),,$(BUILD)/libmayfly.so) $(ZSTD_EXT)
 lib: $(BUILD)/libmayfly.a $(BUILD)/libmayfly.so
 
 $(BUILD)/%.o: %.c
@@ -55,6 +58,11 @@ $(BUILD)/libmayfly.a: $(OBJS)
 
 $(BUILD)/libmayfly.so: $(OBJS)
 	$(CC) -shared -Wl,-soname,libmayfly.so.8 $(LDFLAGS) -o $@ $^ $(LIBS)
+
+# A WiredTiger extension library, loaded by WiredTiger itself: no sanitizers, only libzstd.
+$(BUILD)/libmayfly_wt_zstd.so: ext/wt_zstd/wt_zstd.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CSTD) -O2 -g -fPIC -shared -fvisibility=hidden -o $@ $< -lzstd
 
 # Regenerated every time: it names PREFIX.
 .PHONY: $(BUILD)/mayfly.pc
@@ -71,6 +79,7 @@ install: $(BUILD)/libmayfly.a $(BUILD)/libmayfly.so $(BUILD)/mayfly.pc $(BUILD)/
 	install -m 644 include/mayfly.h $(DESTDIR)$(PREFIX)/include/mayfly.h
 	install -m 644 $(BUILD)/mayfly.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/mayfly.pc
 	install -m 755 $(BUILD)/mayflyd $(DESTDIR)$(PREFIX)/bin/mayflyd
+	$(if $(ZSTD_EXT),install -m 755 $(ZSTD_EXT) $(DESTDIR)$(PREFIX)/lib/libmayfly_wt_zstd.so)
 
 $(BUILD)/mayflyd: $(BUILD)/src/server/main.o $(BUILD)/libmayfly.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) $(MALLOC)

@@ -114,6 +114,8 @@ async function onDisk(db, name) {
     /* an older server without fsync: sizes are as of the last checkpoint */
   }
   const st = await db.command({ collStats: name });
+  if (process.env.TS_BENCH_VERBOSE)
+    console.log(`  ${name}: storageSize ${st.storageSize} indexes ${JSON.stringify(st.indexSizes)} size ${st.size}`);
   return st.storageSize + st.totalIndexSize;
 }
 

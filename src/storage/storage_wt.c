@@ -103,6 +103,7 @@ struct mf_storage {
     uint64_t gen;
     bool in_memory;
     bool has_snappy, has_zlib; /* block compressors loaded (WiredTiger's own extensions, when installed) */
+    bool has_zstd;             /* ext/wt_zstd (libmayfly_wt_zstd.so) loaded */
     void (*txn_hook)(void *arg, bool committed);
     void *txn_hook_arg;
 };
@@ -231,10 +232,52 @@ mf_storage_open(const char *dbpath, mf_storage_t **out, mf_error_t *err)
     return mf_storage_open_ex(dbpath, false, out, err);
 }
 
+/* dir_of: the directory part of path into out ("" when there is none). */
+static void
+dir_of(const char *path, char *out, size_t outlen)
+{
+    snprintf(out, outlen, "%s", path);
+    char *slash = strrchr(out, '/');
+    if (slash != NULL)
+        *slash = '\0';
+    else
+        out[0] = '\0';
+}
+
+/*
+ * find_zstd_ext: libmayfly_wt_zstd.so (ext/wt_zstd) beside the running
+ * binary, beside the library this code is in (libmayfly.so), or in the lib
+ * directory next to an installed bin/. True with its path in out.
+ */
+static bool
+find_zstd_ext(char *out, size_t outlen)
+{
+    char dirs[3][600], self[512];
+    Dl_info info;
+    int n = 0;
+    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+
+    if (len > 0) {
+        self[len] = '\0';
+        dir_of(self, dirs[n], sizeof dirs[n]);
+        snprintf(dirs[n + 1], sizeof dirs[n + 1], "%.512s/../lib", dirs[n]);
+        n += 2;
+    }
+    if (dladdr((void *)find_zstd_ext, &info) != 0 && info.dli_fname != NULL)
+        dir_of(info.dli_fname, dirs[n++], sizeof dirs[0]);
+    for (int i = 0; i < n; i++) {
+        snprintf(out, outlen, "%.600s/libmayfly_wt_zstd.so", dirs[i][0] ? dirs[i] : ".");
+        if (access(out, R_OK) == 0)
+            return true;
+    }
+    return false;
+}
+
 /*
  * compressor_extensions: WiredTiger's snappy and zlib block compressors are
  * extension libraries installed beside libwiredtiger (Debian's
- * libwiredtiger0 ships them). Found there, they are loaded (",extensions=[...]"
+ * libwiredtiger0 ships them), and mayfly's zstd one (ext/wt_zstd) sits
+ * beside mayflyd or libmayfly.so. Those found are loaded (",extensions=[...]"
  * into ext) and tables get compressed as mongod's are; absent, tables are
  * created uncompressed. Tables keep the compressor they were created with.
  */
@@ -242,29 +285,30 @@ static void
 compressor_extensions(mf_storage_t *st, char *ext, size_t extlen)
 {
     Dl_info info;
-    char dir[512], snappy[700], zlib[700];
+    char dir[512], snappy[700], zlib[700], zstd[700];
+    const char *libs[3];
+    int nlibs = 0;
     size_t n = 0;
 
     ext[0] = '\0';
-    if (dladdr((void *)wiredtiger_open, &info) == 0 || info.dli_fname == NULL)
-        return;
-    snprintf(dir, sizeof dir, "%s", info.dli_fname);
-    char *slash = strrchr(dir, '/');
-    if (slash == NULL)
-        return;
-    *slash = '\0';
-    snprintf(snappy, sizeof snappy, "%s/libwiredtiger_snappy.so", dir);
-    snprintf(zlib, sizeof zlib, "%s/libwiredtiger_zlib.so", dir);
-    st->has_snappy = access(snappy, R_OK) == 0;
-    st->has_zlib = access(zlib, R_OK) == 0;
-    if (!st->has_snappy && !st->has_zlib)
+    if (dladdr((void *)wiredtiger_open, &info) != 0 && info.dli_fname != NULL) {
+        dir_of(info.dli_fname, dir, sizeof dir);
+        snprintf(snappy, sizeof snappy, "%s/libwiredtiger_snappy.so", dir);
+        snprintf(zlib, sizeof zlib, "%s/libwiredtiger_zlib.so", dir);
+        if ((st->has_snappy = access(snappy, R_OK) == 0))
+            libs[nlibs++] = snappy;
+        if ((st->has_zlib = access(zlib, R_OK) == 0))
+            libs[nlibs++] = zlib;
+    }
+    if ((st->has_zstd = find_zstd_ext(zstd, sizeof zstd)))
+        libs[nlibs++] = zstd;
+    if (nlibs == 0)
         return;
     n += (size_t)snprintf(ext + n, extlen - n, ",extensions=[");
-    if (st->has_snappy)
-        n += (size_t)snprintf(ext + n, extlen - n, "\"%s\"%s", snappy, st->has_zlib ? "," : "");
-    if (st->has_zlib)
-        n += (size_t)snprintf(ext + n, extlen - n, "\"%s\"", zlib);
-    snprintf(ext + n, extlen - n, "]");
+    for (int i = 0; i < nlibs && n < extlen; i++)
+        n += (size_t)snprintf(ext + n, extlen - n, "%s\"%s\"", i ? "," : "", libs[i]);
+    if (n < extlen)
+        snprintf(ext + n, extlen - n, "]");
 }
 
 const char *
@@ -272,6 +316,8 @@ mf_storage_table_config(mf_storage_t *st, int kind)
 {
     switch (kind) {
     case MF_TABLE_DOCS_DENSE:
+        if (st->has_zstd)
+            return "key_format=q,value_format=u,leaf_value_max=64MB,block_compressor=zstd";
         if (st->has_zlib)
             return "key_format=q,value_format=u,leaf_value_max=64MB,block_compressor=zlib";
         /* fall through */
@@ -305,7 +351,7 @@ mf_storage_open_ex(const char *dbpath, bool in_memory, mf_storage_t **out, mf_er
      * only has to exist); the data goes with the last close. The cache must
      * hold all of it.
      */
-    char config[2048], ext[1200];
+    char config[4096], ext[2400];
     compressor_extensions(st, ext, sizeof ext);
     snprintf(config, sizeof config, "%s%s",
              in_memory ? "create,in_memory=true,cache_size=4G,session_max=2000,"
