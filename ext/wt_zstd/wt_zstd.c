@@ -7,9 +7,11 @@
  * Debian's WiredTiger ships snappy and zlib compressors only. mayfly uses
  * this one for time-series buckets: a bucket's columns are long runs of
  * similar values, and zstd's larger window and entropy coding keep about a
- * third less than zlib on them (bench/ts_bench.js). The page format is
- * zstd's own frame, nothing around it: the frame header holds the content
- * size, and WiredTiger records the page's compressed and full lengths.
+ * third less than zlib on them (bench/ts_bench.js). Page format: the
+ * frame's length (8 bytes, little-endian), then the zstd frame. The length
+ * is needed because WiredTiger pads a block to its allocation size and
+ * hands decompress the whole block: zstd must not read the padding as
+ * another frame (WiredTiger's own snappy and zstd compressors do the same).
  *
  * The storage layer (src/storage/storage_wt.c) looks for this library
  * beside the running binary and libmayfly.so; without it, new bucket
@@ -24,6 +26,7 @@
 #include <zstd.h>
 
 #define MF_ZSTD_LEVEL 3
+#define LEN_BYTES 8 /* the compressed length, before the frame */
 
 typedef struct zstd_compressor {
     WT_COMPRESSOR c; /* first: WiredTiger hands back this pointer */
@@ -36,14 +39,20 @@ zc_compress(WT_COMPRESSOR *compressor, WT_SESSION *session, uint8_t *src, size_t
 {
     zstd_compressor_t *z = (zstd_compressor_t *)compressor;
     (void)session;
-    size_t n = ZSTD_compress(dst, dst_len, src, src_len, z->level);
-    if (ZSTD_isError(n) || n >= src_len) {
+    if (dst_len <= LEN_BYTES) {
+        *compression_failed = 1;
+        return 0;
+    }
+    size_t n = ZSTD_compress(dst + LEN_BYTES, dst_len - LEN_BYTES, src, src_len, z->level);
+    if (ZSTD_isError(n) || n + LEN_BYTES >= src_len) {
         /* Does not fit (or does not pay): WiredTiger writes the page uncompressed. */
         *compression_failed = 1;
         return 0;
     }
+    for (int i = 0; i < LEN_BYTES; i++)
+        dst[i] = (uint8_t)((uint64_t)n >> (8 * i));
     *compression_failed = 0;
-    *result_lenp = n;
+    *result_lenp = n + LEN_BYTES;
     return 0;
 }
 
@@ -51,9 +60,16 @@ static int
 zc_decompress(WT_COMPRESSOR *compressor, WT_SESSION *session, uint8_t *src, size_t src_len, uint8_t *dst,
               size_t dst_len, size_t *result_lenp)
 {
+    uint64_t len = 0;
     (void)compressor;
     (void)session;
-    size_t n = ZSTD_decompress(dst, dst_len, src, src_len);
+    if (src_len < LEN_BYTES)
+        return EIO;
+    for (int i = 0; i < LEN_BYTES; i++)
+        len |= (uint64_t)src[i] << (8 * i);
+    if (len > src_len - LEN_BYTES)
+        return EIO;
+    size_t n = ZSTD_decompress(dst, dst_len, src + LEN_BYTES, (size_t)len);
     if (ZSTD_isError(n))
         return EIO;
     *result_lenp = n;
@@ -66,7 +82,7 @@ zc_pre_size(WT_COMPRESSOR *compressor, WT_SESSION *session, uint8_t *src, size_t
     (void)compressor;
     (void)session;
     (void)src;
-    *result_lenp = ZSTD_compressBound(src_len);
+    *result_lenp = ZSTD_compressBound(src_len) + LEN_BYTES;
     return 0;
 }
 
