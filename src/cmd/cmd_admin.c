@@ -371,9 +371,13 @@ cmd_ack(mf_op_t *op)
     return 0;
 }
 
+/* Replica-set commands on a standalone: 76 NoReplicationEnabled, with mongod's messages. */
 static int
 cmd_no_repl(mf_op_t *op)
 {
+    if (strcmp(op->name, "replSetInitiate") == 0)
+        return mf_err_set(&op->err, MF_E_NoReplicationEnabled,
+                          "This node was not started with replication enabled.");
     return mf_err_set(&op->err, MF_E_NoReplicationEnabled, "not running with --replSet");
 }
 
@@ -525,6 +529,13 @@ const mf_cmd_def_t mf_cmds_admin[] = {
     {"refreshSessions", cmd_ack, 0},
     {"logout", cmd_ack, 0},
     {"replSetGetStatus", cmd_no_repl, MF_CMD_ADMIN_ONLY},
+    {"replSetInitiate", cmd_no_repl, MF_CMD_ADMIN_ONLY},
+    {"replSetGetConfig", cmd_no_repl, MF_CMD_ADMIN_ONLY},
+    {"replSetReconfig", cmd_no_repl, MF_CMD_ADMIN_ONLY},
+    {"replSetStepDown", cmd_no_repl, MF_CMD_ADMIN_ONLY},
+    {"replSetFreeze", cmd_no_repl, MF_CMD_ADMIN_ONLY},
+    {"replSetSyncFrom", cmd_no_repl, MF_CMD_ADMIN_ONLY},
+    {"replSetMaintenance", cmd_no_repl, MF_CMD_ADMIN_ONLY},
     {"getDefaultRWConcern", cmd_get_default_rw_concern, MF_CMD_ADMIN_ONLY},
     {NULL, NULL, 0},
 };

@@ -516,3 +516,19 @@ h.test('serverStatus opcounters do not count the profiler\'s own writes', async 
     await db.command({ profile: 0 });
   }
 });
+
+h.test('replica-set commands on a standalone answer 76 NoReplicationEnabled', async () => {
+  const admin = srv.client.db('admin');
+  const cmds = [
+    { replSetGetStatus: 1 },
+    { replSetInitiate: { _id: 'rs0', members: [{ _id: 0, host: '127.0.0.1:1' }] } },
+    { replSetGetConfig: 1 },
+    { replSetReconfig: { _id: 'rs0', version: 2, members: [] } },
+    { replSetStepDown: 60 },
+    { replSetFreeze: 10 },
+  ];
+  for (const cmd of cmds) {
+    await assert.rejects(admin.command(cmd), (e) => e.code === 76 && e.codeName === 'NoReplicationEnabled', JSON.stringify(cmd));
+  }
+  await assert.rejects(admin.command({ replSetInitiate: {} }), (e) => /not started with replication enabled/.test(e.message));
+});
