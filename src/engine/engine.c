@@ -229,6 +229,19 @@ mf_engine_open(const mf_engine_opts_t *opts, mf_engine_t **out, mf_error_t *err)
     eng->start_ms = mf_now_ms();
     eng->start_mono_ms = mf_mono_ms();
     atomic_store(&eng->next_conn_id, 1);
+    /*
+     * SPEC E3: a replica-set member restarted as a standalone (its
+     * local.system.replset still holds the set's config) must not expire
+     * documents on its own: only a primary does. Until this build runs
+     * replica sets, every node is a standalone.
+     */
+    const char *ttl_off = NULL;
+    mf_catalog_rdlock(eng->cat);
+    mf_coll_t *rs = mf_catalog_coll_find(eng->cat, "local", "system.replset");
+    if (rs != NULL && atomic_load(&rs->approx_count) > 0)
+        ttl_off = "this node holds a replica-set configuration (local.system.replset) but was started without "
+                  "--replSet; a member taken out of its set does not expire documents";
+    mf_catalog_unlock(eng->cat);
     mf_ttl_env_t tenv = {.st = eng->st,
                          .cat = eng->cat,
                          .params = eng->params,
@@ -238,7 +251,8 @@ mf_engine_open(const mf_engine_opts_t *opts, mf_engine_t **out, mf_error_t *err)
                          .batched_batches = &eng->batched_deletes_batches,
                          .foreground_ops = foreground_ops,
                          .on_batch = ttl_batch_done,
-                         .arg = eng};
+                         .arg = eng,
+                         .disabled_reason = ttl_off};
     if (mf_ttl_monitor_start(&tenv, &eng->ttl, err) != 0)
         goto err_catalog;
     pthread_mutex_init(&eng->reaper_mu, NULL);

@@ -39,6 +39,12 @@ typedef struct mf_ttl_env {
      */
     void (*on_batch)(void *arg, const char *ns, const char *index, int64_t secs, int64_t deleted, int64_t millis);
     void *arg;
+    /*
+     * Why this node must not expire anything, or NULL (SPEC E3: a replica-set
+     * member restarted as a standalone). The monitor then never runs a pass
+     * and logs the reason once.
+     */
+    const char *disabled_reason;
 } mf_ttl_env_t;
 
 typedef struct mf_ttl_monitor mf_ttl_monitor_t;

@@ -744,10 +744,12 @@ monitor_main(void *arg)
     mf_log(MF_LOG_INFO, "TTL", "TTL monitor started (sleep %llds, precise %s)",
            (long long)mf_param_get(m->env.params, "ttlMonitorSleepSecs"), mf_param_get(m->env.params, "ttlMonitorPrecise") ? "on" : "off");
     atomic_store(&m->next_due_ms, compute_next_due(m, s));
+    if (m->env.disabled_reason != NULL)
+        mf_log(MF_LOG_WARN, "TTL", "TTL monitor not running: %s", m->env.disabled_reason);
     for (;;) {
         if (should_stop(m))
             break;
-        bool enabled = mf_param_get(m->env.params, "ttlMonitorEnabled") != 0;
+        bool enabled = mf_param_get(m->env.params, "ttlMonitorEnabled") != 0 && m->env.disabled_reason == NULL;
         bool precise = mf_param_get(m->env.params, "ttlMonitorPrecise") != 0;
         int64_t sleep_ms = mf_param_get(m->env.params, "ttlMonitorSleepSecs") * 1000; /* bounded: the parameter is an int32 */
         int64_t now = mf_now_ms();
