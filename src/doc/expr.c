@@ -76,7 +76,7 @@ enum op_id {
     OP_TYPE, OP_TOSTRING, OP_TOINT, OP_TOLONG, OP_TODOUBLE, OP_TODECIMAL, OP_TOBOOL,
     OP_TODATE, OP_TOOBJECTID, OP_CONVERT, OP_ISNUMBER,
     OP_YEAR, OP_MONTH, OP_DAYOFMONTH, OP_HOUR, OP_MINUTE, OP_SECOND, OP_MILLISECOND,
-    OP_DAYOFWEEK, OP_DAYOFYEAR, OP_DATETOSTRING,
+    OP_DAYOFWEEK, OP_DAYOFYEAR, OP_DATETOSTRING, OP_DATETRUNC, OP_DATEADD, OP_DATESUBTRACT, OP_DATEDIFF,
     OP_MERGEOBJECTS, OP_OBJECTTOARRAY, OP_ARRAYTOOBJECT,
     OP_SETUNION, OP_SETINTERSECTION, OP_SETDIFFERENCE, OP_SETISSUBSET, OP_SETEQUALS,
     OP_ANYELEMENTTRUE, OP_ALLELEMENTSTRUE, OP_GETFIELD, OP_REGEXMATCH, OP_LET,
@@ -85,7 +85,7 @@ enum op_id {
 
 /* How an operator's arguments are written. */
 enum argform { A_POS, A_COND, A_SWITCH, A_MAP, A_FILTER, A_REDUCE, A_LET, A_CONVERT, A_TRIM,
-               A_DATETOSTRING, A_REGEX, A_GETFIELD, A_DATEPART, A_LITERAL };
+               A_DATETOSTRING, A_REGEX, A_GETFIELD, A_DATEPART, A_LITERAL, A_DATEARITH };
 
 typedef struct op_def {
     const char *name;
@@ -135,6 +135,8 @@ static const op_def_t OPS[] = {
     {"$millisecond", OP_MILLISECOND, A_DATEPART, 1, 1},
     {"$dayOfWeek", OP_DAYOFWEEK, A_DATEPART, 1, 1}, {"$dayOfYear", OP_DAYOFYEAR, A_DATEPART, 1, 1},
     {"$dateToString", OP_DATETOSTRING, A_DATETOSTRING, 0, 0},
+    {"$dateTrunc", OP_DATETRUNC, A_DATEARITH, 0, 0}, {"$dateAdd", OP_DATEADD, A_DATEARITH, 0, 0},
+    {"$dateSubtract", OP_DATESUBTRACT, A_DATEARITH, 0, 0}, {"$dateDiff", OP_DATEDIFF, A_DATEARITH, 0, 0},
     {"$mergeObjects", OP_MERGEOBJECTS, A_POS, 0, -1},
     {"$objectToArray", OP_OBJECTTOARRAY, A_POS, 1, 1},
     {"$arrayToObject", OP_ARRAYTOOBJECT, A_POS, 1, 1},
@@ -1242,6 +1244,22 @@ parse_op(mf_expr_t *e, const bson_value_t *arg, const scope_t *sc, mf_error_t *e
         if (named_form(e, arg, names, sc, err) < 0)
             return -1;
         return require(e, 0, "date", err);
+    }
+    case A_DATEARITH: {
+        /* Slots: $dateTrunc {date, unit, binSize, timezone, startOfWeek}; $dateAdd / $dateSubtract
+           {startDate, unit, amount, timezone}; $dateDiff {startDate, endDate, unit, timezone, startOfWeek}. */
+        static const char *const trunc_names[] = {"date", "unit", "binSize", "timezone", "startOfWeek", NULL};
+        static const char *const add_names[] = {"startDate", "unit", "amount", "timezone", NULL};
+        static const char *const diff_names[] = {"startDate", "endDate", "unit", "timezone", "startOfWeek", NULL};
+        const char *const *names = op->id == OP_DATETRUNC ? trunc_names : op->id == OP_DATEDIFF ? diff_names : add_names;
+        if (arg->value_type != BSON_TYPE_DOCUMENT)
+            return mf_err_set(err, MF_E_FailedToParse, "%s only supports an object as its argument", op->name);
+        if (named_form(e, arg, names, sc, err) < 0)
+            return -1;
+        for (int i = 0; i < (op->id == OP_DATETRUNC ? 2 : 3); i++)
+            if (require(e, (size_t)i, names[i], err) < 0)
+                return -1;
+        return 0;
     }
     case A_REGEX: {
         static const char *const names[] = {"input", "regex", "options", NULL};
@@ -2952,6 +2970,195 @@ iso_week(const struct tm *tm, int *week, int *year)
     *year = y;
 }
 
+/* ---- date arithmetic ($dateTrunc, $dateAdd, $dateSubtract, $dateDiff) ---- */
+
+/* Days since 1970-01-01 of a proleptic Gregorian date, and back (H. Hinnant's algorithms). */
+static int64_t
+days_from_civil(int64_t y, int m, int d)
+{
+    y -= m <= 2;
+    int64_t era = (y >= 0 ? y : y - 399) / 400;
+    int64_t yoe = y - era * 400;
+    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + doe - 719468;
+}
+
+static void
+civil_from_days(int64_t z, int64_t *y, int *m, int *d)
+{
+    z += 719468;
+    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+    int64_t doe = z - era * 146097;
+    int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    int64_t mp = (5 * doy + 2) / 153;
+    *d = (int)(doy - (153 * mp + 2) / 5 + 1);
+    *m = (int)(mp < 10 ? mp + 3 : mp - 9);
+    *y = yoe + era * 400 + (*m <= 2);
+}
+
+enum { U_MS, U_SECOND, U_MINUTE, U_HOUR, U_DAY, U_WEEK, U_MONTH, U_QUARTER, U_YEAR };
+
+static int
+parse_unit(ctx_t *c, const char *opname, const bson_value_t *v, int *unit)
+{
+    static const char *const names[] = {"millisecond", "second", "minute", "hour", "day", "week",
+                                         "month", "quarter", "year", NULL};
+    if (v->value_type == BSON_TYPE_UTF8)
+        for (int i = 0; names[i]; i++)
+            if (strcmp(v->value.v_utf8.str, names[i]) == 0) {
+                *unit = i;
+                return 0;
+            }
+    return mf_err_set(c->err, MF_E_BadValue, "%s requires 'unit' to be a string naming a time unit, found: %s", opname,
+                      v->value_type == BSON_TYPE_UTF8 ? v->value.v_utf8.str : tname(v));
+}
+
+/* startOfWeek: 0 = Sunday ... 6 = Saturday (default Sunday). */
+static int
+parse_week_start(ctx_t *c, const bson_value_t *v, int *dow)
+{
+    static const char *const days[] = {"sunday", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday"};
+    static const char *const abbr[] = {"sun", "mon", "tue", "wed", "thu", "fri", "sat"};
+    if (v->value_type == BSON_TYPE_UTF8)
+        for (int i = 0; i < 7; i++)
+            if (strcasecmp(v->value.v_utf8.str, days[i]) == 0 || strcasecmp(v->value.v_utf8.str, abbr[i]) == 0) {
+                *dow = i;
+                return 0;
+            }
+    return mf_err_set(c->err, MF_E_BadValue, "startOfWeek must be a day of the week, found: %s",
+                      v->value_type == BSON_TYPE_UTF8 ? v->value.v_utf8.str : tname(v));
+}
+
+static const int64_t unit_ms[] = {1, 1000, 60000, 3600000, 86400000, 604800000};
+
+/* months_of: local ms -> (months since year 0, ms into that month); for month/quarter/year units. */
+static int64_t
+months_of(int64_t local_ms, int64_t *rest)
+{
+    int64_t days = floordiv(local_ms, 86400000), y;
+    int m, d;
+    civil_from_days(days, &y, &m, &d);
+    *rest = local_ms - days_from_civil(y, m, 1) * 86400000;
+    return y * 12 + (m - 1);
+}
+
+static int64_t
+month_start_ms(int64_t months)
+{
+    int64_t y = floordiv(months, 12);
+    int m = (int)(months - y * 12) + 1;
+    return days_from_civil(y, m, 1) * 86400000;
+}
+
+/* add_months: local ms + n months, the day clamped to the target month's last day (as MongoDB). */
+static int64_t
+add_months(int64_t local_ms, int64_t n)
+{
+    int64_t days = floordiv(local_ms, 86400000), y;
+    int m, d;
+    civil_from_days(days, &y, &m, &d);
+    int64_t tod = local_ms - days * 86400000;
+    int64_t mm = y * 12 + (m - 1) + n;
+    int64_t ny = floordiv(mm, 12);
+    int nm = (int)(mm - ny * 12) + 1;
+    int64_t next_first = nm == 12 ? days_from_civil(ny + 1, 1, 1) : days_from_civil(ny, nm + 1, 1);
+    int last = (int)(next_first - days_from_civil(ny, nm, 1));
+    return days_from_civil(ny, nm, d > last ? last : d) * 86400000 + tod;
+}
+
+static int
+ev_date_arith(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
+{
+    const char *opname = e->op->name;
+    int id = e->op->id, unit = 0, dow = 0, tzmin = 0, rc = 0;
+    const size_t tz_slot = 3; /* every form has timezone in slot 3 */
+    bson_value_t *v;
+
+    if (eval_args(e, c, &v) < 0)
+        return -1;
+    for (size_t i = 0; i < e->nargs; i++) {
+        if (e->args[i] != NULL && is_nullish(&v[i])) {
+            set_null(o);
+            goto done;
+        }
+    }
+    if (parse_unit(c, opname, &v[id == OP_DATEDIFF ? 2 : 1], &unit) < 0 ||
+        (e->nargs > tz_slot && e->args[tz_slot] && parse_tz(c, &v[tz_slot], &tzmin) < 0) ||
+        (e->nargs > 4 && e->args[4] && parse_week_start(c, &v[4], &dow) < 0)) {
+        rc = -1;
+        goto done;
+    }
+    int64_t tz = (int64_t)tzmin * 60000, start;
+    if (!get_date(&v[0], &start)) {
+        rc = mf_err_set(c->err, MF_E_BadValue, "%s requires '%s' to be a date, but got %s", opname,
+                        id == OP_DATETRUNC ? "date" : "startDate", tname(&v[0]));
+        goto done;
+    }
+    int64_t local = start + tz;
+    if (id == OP_DATETRUNC) {
+        int64_t bin = 1;
+        if (e->nargs > 2 && e->args[2] && (!mf_value_as_int64(&v[2], &bin) || bin <= 0)) {
+            rc = mf_err_set(c->err, MF_E_BadValue, "$dateTrunc requires 'binSize' to be a positive 64-bit integer, but got %s",
+                            tname(&v[2]));
+            goto done;
+        }
+        int64_t out;
+        if (unit <= U_WEEK) {
+            /* Bins of binSize units from 2000-01-01 (weeks: from the first startOfWeek on or after it). */
+            int64_t ref = days_from_civil(2000, 1, 1) * 86400000;
+            if (unit == U_WEEK) {
+                int ref_dow = 6; /* 2000-01-01 was a Saturday */
+                ref += (int64_t)((dow - ref_dow + 7) % 7) * 86400000;
+            }
+            int64_t width = unit_ms[unit] * bin;
+            out = ref + floordiv(local - ref, width) * width;
+        } else {
+            int64_t rest, months = months_of(local, &rest) - 2000 * 12;
+            int64_t per = (unit == U_MONTH ? 1 : unit == U_QUARTER ? 3 : 12) * bin;
+            out = month_start_ms(2000 * 12 + floordiv(months, per) * per);
+        }
+        set_date(o, out - tz);
+    } else if (id == OP_DATEADD || id == OP_DATESUBTRACT) {
+        int64_t amount;
+        if (!mf_value_as_int64(&v[2], &amount) || (v[2].value_type == BSON_TYPE_DOUBLE && v[2].value.v_double != (double)amount)) {
+            rc = mf_err_set(c->err, MF_E_BadValue, "%s requires 'amount' to be an integer, but got %s", opname, tname(&v[2]));
+            goto done;
+        }
+        if (id == OP_DATESUBTRACT)
+            amount = -amount;
+        int64_t out;
+        if (unit <= U_WEEK)
+            out = local + amount * unit_ms[unit];
+        else
+            out = add_months(local, amount * (unit == U_MONTH ? 1 : unit == U_QUARTER ? 3 : 12));
+        set_date(o, out - tz);
+    } else {
+        int64_t end, r1, r2, n;
+        if (!get_date(&v[1], &end)) {
+            rc = mf_err_set(c->err, MF_E_BadValue, "$dateDiff requires 'endDate' to be a date, but got %s", tname(&v[1]));
+            goto done;
+        }
+        int64_t lend = end + tz;
+        if (unit < U_WEEK) {
+            n = floordiv(lend, unit_ms[unit]) - floordiv(local, unit_ms[unit]);
+        } else if (unit == U_WEEK) {
+            /* Week boundaries: startOfWeek at midnight. 1970-01-01 was a Thursday (4). */
+            int64_t shift = (int64_t)((4 - dow + 7) % 7) * 86400000;
+            n = floordiv(lend + shift, unit_ms[U_WEEK]) - floordiv(local + shift, unit_ms[U_WEEK]);
+        } else {
+            int64_t m1 = months_of(local, &r1), m2 = months_of(lend, &r2);
+            int64_t per = unit == U_MONTH ? 1 : unit == U_QUARTER ? 3 : 12;
+            n = floordiv(m2, per) - floordiv(m1, per);
+        }
+        set_i64(o, n);
+    }
+done:
+    free_vals(v, e->nargs);
+    return rc;
+}
+
 static int
 ev_date_to_string(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
 {
@@ -3487,6 +3694,11 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         return ev_trim(e, c, o);
     case OP_DATETOSTRING:
         return ev_date_to_string(e, c, o);
+    case OP_DATETRUNC:
+    case OP_DATEADD:
+    case OP_DATESUBTRACT:
+    case OP_DATEDIFF:
+        return ev_date_arith(e, c, o);
     case OP_REGEXMATCH:
         return ev_regex_match(e, c, o);
     case OP_YEAR: case OP_MONTH: case OP_DAYOFMONTH: case OP_HOUR: case OP_MINUTE: case OP_SECOND:

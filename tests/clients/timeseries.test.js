@@ -327,3 +327,55 @@ h.test('F1 buckets written to disk (fsync, clean restart) read back whole: the c
   assert.equal(sum[0].s, (49999 * 50000) / 2 * 0.5);
   assert.equal((await db.command({ validate: 'w' })).valid, true);
 });
+
+h.test('F1 aggregate over measurements with $dateTrunc / $dateAdd / $dateSubtract / $dateDiff (MongoDB 5.0+ date arithmetic)', async () => {
+  const db = srv.freshDb('ts_dates');
+  await db.createCollection('w', { timeseries: { timeField: 't', metaField: 'm', granularity: 'minutes' } });
+  const base = Date.parse('2024-03-15T10:00:00Z');
+  const docs = [];
+  for (let i = 0; i < 240; i++) docs.push({ m: 'a', t: new Date(base + i * 60000), v: i });
+  await db.collection('w').insertMany(docs);
+  const hourly = await db.collection('w').aggregate([
+    { $group: { _id: { $dateTrunc: { date: '$t', unit: 'hour' } }, n: { $sum: 1 }, first: { $min: '$v' } } },
+    { $sort: { _id: 1 } },
+  ]).toArray();
+  assert.deepEqual(hourly.map((b) => [b._id.toISOString(), b.n, b.first]), [
+    ['2024-03-15T10:00:00.000Z', 60, 0], ['2024-03-15T11:00:00.000Z', 60, 60],
+    ['2024-03-15T12:00:00.000Z', 60, 120], ['2024-03-15T13:00:00.000Z', 60, 180],
+  ]);
+  const d = new Date('2024-03-15T10:47:13.500Z');
+  const [r] = await db.aggregate([{ $documents: [{ d, j: new Date('2024-01-31T12:00:00Z'), l: new Date('2024-02-29T00:00:00Z') }] }, {
+    $project: {
+      _id: 0,
+      m15: { $dateTrunc: { date: '$d', unit: 'minute', binSize: 15 } },
+      w: { $dateTrunc: { date: '$d', unit: 'week' } },
+      wm: { $dateTrunc: { date: '$d', unit: 'week', startOfWeek: 'monday' } },
+      q: { $dateTrunc: { date: '$d', unit: 'quarter' } },
+      dtz: { $dateTrunc: { date: '$d', unit: 'day', timezone: '+05:30' } },
+      a1: { $dateAdd: { startDate: '$j', unit: 'month', amount: 1 } },
+      a2: { $dateAdd: { startDate: '$l', unit: 'year', amount: 1 } },
+      s1: { $dateSubtract: { startDate: '$d', unit: 'day', amount: 1 } },
+      df1: { $dateDiff: { startDate: '$j', endDate: new Date('2024-03-01T00:00:00Z'), unit: 'month' } },
+      df2: { $dateDiff: { startDate: new Date('2023-12-31T23:59:59Z'), endDate: new Date('2024-01-01T00:00:00Z'), unit: 'year' } },
+      df4: { $dateDiff: { startDate: '$j', endDate: '$d', unit: 'week' } },
+      dn: { $dateTrunc: { date: null, unit: 'day' } },
+    },
+  }]).toArray();
+  const iso = (x) => x.toISOString();
+  assert.equal(iso(r.m15), '2024-03-15T10:45:00.000Z');
+  assert.equal(iso(r.w), '2024-03-10T00:00:00.000Z');
+  assert.equal(iso(r.wm), '2024-03-11T00:00:00.000Z');
+  assert.equal(iso(r.q), '2024-01-01T00:00:00.000Z');
+  assert.equal(iso(r.dtz), '2024-03-14T18:30:00.000Z');
+  assert.equal(iso(r.a1), '2024-02-29T12:00:00.000Z');
+  assert.equal(iso(r.a2), '2025-02-28T00:00:00.000Z');
+  assert.equal(iso(r.s1), '2024-03-14T10:47:13.500Z');
+  assert.equal(Number(r.df1), 2);
+  assert.equal(Number(r.df2), 1);
+  assert.equal(Number(r.df4), 6);
+  assert.equal(r.dn, null);
+  await assert.rejects(db.aggregate([{ $documents: [{}] }, { $project: { x: { $dateTrunc: { date: '$$NOW', unit: 'fortnight' } } } }]).toArray(),
+    (e) => e.code === 2);
+  await assert.rejects(db.aggregate([{ $documents: [{}] }, { $project: { x: { $dateAdd: { startDate: '$$NOW', unit: 'day' } } } }]).toArray(),
+    (e) => e.code === 9);
+});
