@@ -33,6 +33,7 @@
     X(18, AuthenticationFailed)                                                \
     X(20, IllegalOperation)                                                    \
     X(22, InvalidBSON)                                                         \
+    X(23, AlreadyInitialized)                                                  \
     X(24, LockTimeout)                                                         \
     X(26, NamespaceNotFound)                                                   \
     X(27, IndexNotFound)                                                       \
@@ -63,6 +64,7 @@
     X(100, UnsatisfiableWriteConcern)                                          \
     X(112, WriteConflict)                                                      \
     X(115, CommandNotSupported)                                                \
+    X(117, ConflictingOperationInProgress)                                     \
     X(121, DocumentValidationFailure)                                          \
     X(125, CommandFailed)                                                      \
     X(136, CappedPositionLost)                                                 \
@@ -79,7 +81,9 @@
     X(143, CursorInUse)                                                        \
     X(276, IndexBuildAborted)                                                  \
     X(292, QueryExceededMemoryLimitNoDiskUseAllowed)                           \
+    X(189, PrimarySteppedDown)                                                 \
     X(10334, BSONObjectTooLarge)                                               \
+    X(10107, NotWritablePrimary)                                               \
     X(11000, DuplicateKey)                                                     \
     X(11600, InterruptedAtShutdown)                                            \
     X(11601, Interrupted)                                                      \

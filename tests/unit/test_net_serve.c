@@ -18,6 +18,7 @@
 
 #include "net/net.h"
 #include "net/wire.h"
+#include "unit_util.h"
 
 typedef struct ctx {
     mf_engine_t *eng;
@@ -52,18 +53,6 @@ serve_main(void *arg)
                        .ready = on_ready, .ready_arg = c};
     c->rc = mf_net_serve(c->eng, &o, &err);
     return NULL;
-}
-
-static int
-free_port(void)
-{
-    int s = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t l = sizeof(a);
-    cr_assert_eq(bind(s, (struct sockaddr *)&a, sizeof(a)), 0);
-    cr_assert_eq(getsockname(s, (struct sockaddr *)&a, &l), 0);
-    close(s);
-    return ntohs(a.sin_port);
 }
 
 /* Sends an OP_MSG with body json on a new connection; returns the socket. */
@@ -118,7 +107,7 @@ Test(net_serve, serves_and_calls_the_shutdown_hook_once, .timeout = 120)
     cr_assert_eq(mf_engine_open(&(mf_engine_opts_t){.dbpath = dir}, &c.eng, &err), 0, "%s", err.msg);
     c.eng->on_shutdown = on_shutdown;
     c.eng->on_shutdown_arg = &c;
-    c.port = free_port();
+    c.port = unit_free_port();
     /* libuv's SIGTERM handler is process-wide; block it here so the loop thread takes it. */
     sigset_t set, old;
     sigemptyset(&set);
