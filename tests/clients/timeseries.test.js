@@ -379,3 +379,31 @@ h.test('F1 aggregate over measurements with $dateTrunc / $dateAdd / $dateSubtrac
   await assert.rejects(db.aggregate([{ $documents: [{}] }, { $project: { x: { $dateAdd: { startDate: '$$NOW', unit: 'day' } } } }]).toArray(),
     (e) => e.code === 9);
 });
+
+h.test('F1 bad input: malformed documents written straight into system.buckets never crash reads, writes or expiry', async () => {
+  const db = srv.freshDb('ts_garbage');
+  await db.createCollection('w', { timeseries: { timeField: 't', metaField: 'm', bucketMaxSpanSeconds: 1, bucketRoundingSeconds: 1 }, expireAfterSeconds: 1 });
+  const w = db.collection('w');
+  const b = db.collection('system.buckets.w');
+  await w.insertOne({ m: 'ok', t: new Date(Date.now() + 3600e3), v: 1 });
+  const junk = [
+    { _id: 1, control: 'nope' },
+    { _id: 2, control: { version: 1, min: { t: new Date(0) }, max: { t: new Date(0) } }, meta: 'ok', data: { t: { 0: 'not a date' } } },
+    { _id: 3, control: { version: 9 }, data: {} },
+    { _id: 4, control: { version: 1, min: { t: new Date(0) }, max: { t: new Date(0) } }, data: { t: [1, 2, 3] } },
+    { _id: 5, control: { version: 1, min: { t: new Date(0) }, max: { t: new Date(0) } }, meta: 'ok', data: { t: { 0: new Date(0), 5: new Date(1) } } },
+  ];
+  await b.insertMany(junk);
+  await assert.rejects(w.find({}).toArray(), (e) => typeof e.code === 'number');
+  // The server carries on: writes, a delete by meta, and expiry of the well-formed bucket still work.
+  await w.insertOne({ m: 'ok', t: new Date(), v: 2 });
+  await w.deleteMany({ m: 'nothing' });
+  await w.insertOne({ m: 'soon', t: new Date(), v: 3 });
+  await h.sleep(3500);
+  assert.equal(await b.countDocuments({ meta: 'soon' }), 0, 'the well-formed due bucket expired');
+  const ping = await db.admin().command({ ping: 1 });
+  assert.equal(ping.ok, 1);
+  await b.deleteMany({ _id: { $in: [1, 2, 3, 4, 5] } });
+  // v 2 and v 3 were due after 2 s (span 1 + N 1) and went; v 1 is an hour ahead.
+  assert.deepEqual((await w.find({}, { projection: { _id: 0, v: 1 } }).sort({ v: 1 }).toArray()).map((d) => d.v), [1]);
+});
