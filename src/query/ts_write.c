@@ -642,6 +642,34 @@ del_edit(void *arg, const bson_t *meas, bson_t *out, mf_error_t *err)
     return 0;
 }
 
+/*
+ * candidates: the record ids of the buckets of b that may hold a
+ * measurement matching q, into rv. whole: q is on the metaField alone and
+ * *bf already holds its bucket-level form (a whole-bucket write); else *bf
+ * is replaced by the conservative bucket filter from q. The open buckets
+ * are dropped first (ts_mu held): the write may change them. 0 or -1.
+ */
+static int
+candidates(mf_sess_t *s, mf_coll_t *b, const mf_ts_spec_t *spec, const bson_t *q, bool whole, bson_t *bf,
+           rids_t *rv, mf_error_t *err)
+{
+    mf_matcher_t *bm;
+    int rc;
+
+    if (b->ts_state != NULL)
+        state_clear(b->ts_state);
+    if (!whole) {
+        bson_destroy(bf);
+        mf_bucket_filter_from_match(spec, q, bf);
+    }
+    if ((bm = mf_matcher_new(bf, err)) == NULL)
+        return -1;
+    mf_plan_request_t req = {.filter = bf};
+    rc = mf_exec_query(s, b, &req, bm, rid_visit, rv, NULL, err);
+    mf_matcher_free(bm);
+    return rc;
+}
+
 typedef struct del_ctx {
     const mf_ts_spec_t *spec;
     const mf_matcher_t *m;
@@ -703,7 +731,7 @@ mf_ts_delete(mf_catalog_t *cat, mf_sess_t *s, bool durable, const char *db, cons
     mf_ts_spec_t spec;
     int64_t limit = 0;
     bool have_q = false;
-    mf_matcher_t *m = NULL, *bm = NULL;
+    mf_matcher_t *m = NULL;
     rids_t rv = {0};
     int rc = -1;
 
@@ -725,20 +753,9 @@ mf_ts_delete(mf_catalog_t *cat, mf_sess_t *s, bool durable, const char *db, cons
     if (buckets_acquire(cat, db, coll, &b, &spec, err) != 0)
         goto out_unlock;
     pthread_mutex_lock(&b->ts_mu);
-    if (b->ts_state != NULL)
-        state_clear(b->ts_state); /* the open buckets may change: start new ones after this */
     bool meta_only = limit == 0 && mf_bucket_filter_meta_only(&spec, &q, &bf);
-    if (!meta_only) {
-        bson_destroy(&bf);
-        mf_bucket_filter_from_match(&spec, &q, &bf);
-    }
-    if ((bm = mf_matcher_new(&bf, err)) == NULL)
+    if (candidates(s, b, &spec, &q, meta_only, &bf, &rv, err) != 0)
         goto out;
-    {
-        mf_plan_request_t req = {.filter = &bf};
-        if (mf_exec_query(s, b, &req, bm, rid_visit, &rv, NULL, err) != 0)
-            goto out;
-    }
     /* One bucket per transaction: each is either deleted or rewritten whole. */
     del_ctx_t dx = {&spec, m, meta_only, limit, res, 0};
     bucket_ops_t ops = {del_work, del_reset, del_commit, del_stop, &dx};
@@ -751,7 +768,6 @@ out:
 out_unlock:
     mf_catalog_unlock(cat);
     mf_matcher_free(m);
-    mf_matcher_free(bm);
     bson_destroy(&bf);
     free(rv.v);
     return rc;
@@ -1008,7 +1024,7 @@ mf_ts_update(mf_catalog_t *cat, mf_sess_t *s, bool durable, const char *db, cons
     const bson_value_t *af = NULL;
     bson_value_t af_store;
     mf_update_t *up = NULL;
-    mf_matcher_t *bm = NULL, *m = NULL;
+    mf_matcher_t *m = NULL;
     rids_t rv = {0};
     int rc = -1;
 
@@ -1048,21 +1064,10 @@ mf_ts_update(mf_catalog_t *cat, mf_sess_t *s, bool durable, const char *db, cons
     if (buckets_acquire(cat, db, coll, &b, &spec, err) != 0)
         goto out_unlock;
     pthread_mutex_lock(&b->ts_mu);
-    if (b->ts_state != NULL)
-        state_clear(b->ts_state); /* the open buckets may change: start new ones after this */
     bool whole = multi && !mf_update_is_replacement(up) && mf_bucket_filter_meta_only(&spec, &q, &bf) &&
                  update_meta_only(&spec, &u);
-    if (!whole) {
-        bson_destroy(&bf);
-        mf_bucket_filter_from_match(&spec, &q, &bf);
-    }
-    if ((bm = mf_matcher_new(&bf, err)) == NULL)
+    if (candidates(s, b, &spec, &q, whole, &bf, &rv, err) != 0)
         goto out;
-    {
-        mf_plan_request_t req = {.filter = &bf};
-        if (mf_exec_query(s, b, &req, bm, rid_visit, &rv, NULL, err) != 0)
-            goto out;
-    }
     if (whole) {
         meta_ctx_t mx = {&spec, up, res, 0, false};
         bucket_ops_t ops = {meta_work, meta_reset, meta_commit, NULL, &mx};
@@ -1085,7 +1090,6 @@ out_free:
     if (up)
         mf_update_free(up);
     mf_matcher_free(m);
-    mf_matcher_free(bm);
     bson_destroy(&bf);
     free(rv.v);
     return rc;
