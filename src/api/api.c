@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "api/api_internal.h"
 #include "cmd/cmd.h"
 #include "common/alloc.h"
 
@@ -161,6 +162,12 @@ mf_db_close(mf_db *db)
     if (db->scratch[0] != '\0')
         rmdir(db->scratch);
     free(db);
+}
+
+mf_engine_t *
+mf_db_engine(mf_db *db)
+{
+    return db->eng;
 }
 
 MAYFLY_API const char *

@@ -260,6 +260,8 @@ mf_index_spec_normalise(const bson_t *req, bson_t *out, mf_error_t *err)
     const char *given_name = NULL;
     char shown[600];
     bool has_partial = false, sparse = false, has_ttl = false, hidden = false;
+    /* A copy: bson_iter_value points into the iterator, which moves on (a number, so nothing to free). */
+    bson_value_t version_value;
     const bson_value_t *version = NULL;
 
     mf_fmt_doc(req, shown, sizeof(shown));
@@ -331,7 +333,8 @@ mf_index_spec_normalise(const bson_t *req, bson_t *out, mf_error_t *err)
             if (d != 1 && d != 2)
                 return mf_err_set(err, MF_E_CannotCreateIndex,
                                   "Invalid index specification %s; cannot create an index with v=%g", shown, d);
-            version = v;
+            version_value = *v;
+            version = &version_value;
         } else if (strcmp(k, "expireAfterSeconds") == 0) {
             has_ttl = true;
         }

@@ -1,0 +1,474 @@
+/*
+ * oplog.c: the oplog observer and applier (see oplog.h).
+ *
+ * Buffering. Document writes are reported on the writing thread inside its
+ * transaction, and that transaction's end on the same thread
+ * (catalog/observer.h). Each thread keeps, in a thread-local list, one
+ * buffer per oplog it has reported to in its open transaction (normally
+ * one: a thread runs one transaction at a time, on one engine; the list
+ * only keeps two oplogs on one engine apart). on_txn_end hands the buffer
+ * to the sink if the transaction committed and frees it either way, so
+ * nothing outlives a transaction and nothing is shared between threads.
+ * This thread-local is the only state outside mf_oplog_t, keyed by it.
+ */
+#include "repl/oplog.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd/cmd.h"
+#include "common/alloc.h"
+
+struct mf_oplog {
+    mf_oplog_sink_fn sink;
+    void *arg;
+};
+
+/* One open transaction's ops for one oplog. */
+typedef struct txn_buf {
+    const mf_oplog_t *owner;
+    bson_t *ops; /* the array being built (heap: bson_t wants more alignment than calloc gives) */
+    uint32_t n;
+    struct txn_buf *next;
+} txn_buf_t;
+
+static _Thread_local txn_buf_t *tls_bufs;
+
+/* ---------- gathering ---------- */
+
+/* Whether writes to ns are replicated: not `local`, not system.profile (as in mongod). */
+static bool
+logged_ns(const char *ns)
+{
+    if (strncmp(ns, "local.", 6) == 0)
+        return false;
+    const char *dot = strchr(ns, '.');
+    return dot == NULL || strcmp(dot + 1, "system.profile") != 0;
+}
+
+static txn_buf_t *
+buf_for(const mf_oplog_t *log)
+{
+    for (txn_buf_t *b = tls_bufs; b != NULL; b = b->next) {
+        if (b->owner == log)
+            return b;
+    }
+    txn_buf_t *b = mf_calloc(1, sizeof(*b));
+    b->owner = log;
+    b->ops = bson_new();
+    b->next = tls_bufs;
+    tls_bufs = b;
+    return b;
+}
+
+/* Appends {op, ns, ui, o, o2} (o2 may be NULL) to arr under key. */
+static void
+append_op(bson_t *arr, const char *key, const char *op, const char *ns, const uint8_t *uuid, const bson_t *o,
+          const bson_t *o2)
+{
+    bson_t d;
+    bson_append_document_begin(arr, key, -1, &d);
+    BSON_APPEND_UTF8(&d, "op", op);
+    BSON_APPEND_UTF8(&d, "ns", ns);
+    if (uuid != NULL)
+        BSON_APPEND_BINARY(&d, "ui", BSON_SUBTYPE_UUID, uuid, 16);
+    BSON_APPEND_DOCUMENT(&d, "o", o);
+    if (o2 != NULL)
+        BSON_APPEND_DOCUMENT(&d, "o2", o2);
+    bson_append_document_end(arr, &d);
+}
+
+static void
+buffer_op(const mf_oplog_t *log, const char *op, mf_coll_t *c, const bson_t *o, const bson_t *o2)
+{
+    if (!logged_ns(c->ns))
+        return;
+    txn_buf_t *b = buf_for(log);
+    char idx[16];
+    const char *key;
+    bson_uint32_to_string(b->n++, &key, idx, sizeof(idx));
+    append_op(b->ops, key, op, c->ns, c->uuid, o, o2);
+}
+
+/* {_id: doc._id} into out (initialised here); an _id-less document gives {}. */
+static void
+id_doc(const bson_t *doc, bson_t *out)
+{
+    bson_iter_t it;
+    bson_init(out);
+    if (bson_iter_init_find(&it, doc, "_id"))
+        bson_append_value(out, "_id", 3, bson_iter_value(&it));
+}
+
+static void
+on_insert(void *arg, mf_coll_t *c, const bson_t *doc)
+{
+    buffer_op(arg, "i", c, doc, NULL);
+}
+
+static void
+on_update(void *arg, mf_coll_t *c, const bson_t *olddoc, const bson_t *newdoc)
+{
+    bson_t id;
+    id_doc(newdoc, &id);
+    buffer_op(arg, "u", c, newdoc, &id);
+    bson_destroy(&id);
+}
+
+static void
+on_delete(void *arg, mf_coll_t *c, const bson_t *olddoc)
+{
+    bson_t id;
+    id_doc(olddoc, &id);
+    buffer_op(arg, "d", c, &id, NULL);
+    bson_destroy(&id);
+}
+
+static void
+on_txn_end(void *arg, bool committed)
+{
+    const mf_oplog_t *log = arg;
+    for (txn_buf_t **p = &tls_bufs; *p != NULL; p = &(*p)->next) {
+        txn_buf_t *b = *p;
+        if (b->owner != log)
+            continue;
+        *p = b->next;
+        if (committed && b->n > 0) {
+            bson_t entry;
+            bson_init(&entry);
+            BSON_APPEND_ARRAY(&entry, "ops", b->ops);
+            log->sink(log->arg, &entry);
+            bson_destroy(&entry);
+        }
+        bson_destroy(b->ops);
+        free(b);
+        return;
+    }
+}
+
+/* Command fields that belong to the request, not to the change (collMod's detail is the whole command). */
+static bool
+request_field(const char *k)
+{
+    static const char *const names[] = {"lsid", "txnNumber", "autocommit", "startTransaction", "writeConcern",
+                                        "readConcern", "maxTimeMS", "comment", "apiVersion", "apiStrict",
+                                        "apiDeprecationErrors", NULL};
+    if (k[0] == '$')
+        return true;
+    for (int i = 0; names[i] != NULL; i++) {
+        if (strcmp(k, names[i]) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* Appends to o {first: value} then detail's fields (request fields and first itself skipped). */
+static void
+append_detail(bson_t *o, const bson_t *detail, const char *first)
+{
+    bson_iter_t it;
+    if (detail == NULL || !bson_iter_init(&it, detail))
+        return;
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (strcmp(k, first) == 0 || request_field(k))
+            continue;
+        bson_append_value(o, k, -1, bson_iter_value(&it));
+    }
+}
+
+/* A DDL change is committed already: one entry with one "c" op, now. */
+static void
+on_ddl(void *arg, const mf_ddl_event_t *ev)
+{
+    const mf_oplog_t *log = arg;
+    if (!logged_ns(ev->ns))
+        return;
+    const char *dot = strchr(ev->ns, '.');
+    if (dot == NULL)
+        return;
+    const char *coll = dot + 1;
+    char cmd_ns[160];
+    snprintf(cmd_ns, sizeof(cmd_ns), "%.*s.$cmd", (int)(dot - ev->ns), ev->ns);
+
+    bson_t o, entry, ops;
+    bson_init(&o);
+    switch (ev->kind) {
+    case MF_DDL_CREATE_COLL:
+        BSON_APPEND_UTF8(&o, "create", coll);
+        append_detail(&o, ev->detail, "create");
+        break;
+    case MF_DDL_DROP_COLL:
+        BSON_APPEND_UTF8(&o, "drop", coll);
+        break;
+    case MF_DDL_RENAME_COLL:
+        BSON_APPEND_UTF8(&o, "renameCollection", ev->ns);
+        BSON_APPEND_UTF8(&o, "to", ev->to_ns);
+        break;
+    case MF_DDL_CREATE_INDEX:
+        BSON_APPEND_UTF8(&o, "createIndexes", coll);
+        append_detail(&o, ev->detail, "createIndexes");
+        break;
+    case MF_DDL_DROP_INDEX:
+        BSON_APPEND_UTF8(&o, "dropIndexes", coll);
+        append_detail(&o, ev->detail, "dropIndexes");
+        break;
+    case MF_DDL_COLLMOD:
+        BSON_APPEND_UTF8(&o, "collMod", coll);
+        append_detail(&o, ev->detail, "collMod");
+        break;
+    default:
+        bson_destroy(&o);
+        return;
+    }
+    bson_init(&entry);
+    BSON_APPEND_ARRAY_BEGIN(&entry, "ops", &ops);
+    append_op(&ops, "0", "c", cmd_ns, ev->uuid, &o, NULL);
+    bson_append_array_end(&entry, &ops);
+    log->sink(log->arg, &entry);
+    bson_destroy(&entry);
+    bson_destroy(&o);
+}
+
+int
+mf_oplog_attach(mf_engine_t *eng, mf_oplog_sink_fn sink, void *arg, mf_oplog_t **out, mf_error_t *err)
+{
+    mf_oplog_t *log = mf_calloc(1, sizeof(*log));
+    log->sink = sink;
+    log->arg = arg;
+    mf_observer_t o = {.on_insert = on_insert, .on_update = on_update, .on_delete = on_delete, .on_ddl = on_ddl,
+                       .on_txn_end = on_txn_end, .arg = log};
+    if (mf_observers_add(eng->observers, &o, err) != 0) {
+        free(log);
+        return -1;
+    }
+    *out = log;
+    return 0;
+}
+
+void
+mf_oplog_free(mf_oplog_t *log)
+{
+    free(log);
+}
+
+/* ---------- applying ---------- */
+
+/*
+ * Runs cmd on db through the command layer. Returns 0 when it succeeded or
+ * failed with one of the tolerated codes (0-terminated), else -1 with err.
+ */
+static int
+run_cmd(mf_engine_t *eng, const char *db, const bson_t *cmd, const int *tolerated, mf_error_t *err)
+{
+    mf_client_t client = {.id = 0, .remote = "oplog", .helloed = true};
+    bson_t reply;
+    bson_iter_t it;
+    int rc = 0;
+
+    bson_init(&reply);
+    mf_cmd_run(eng, &client, db, cmd, NULL, 0, false, &reply);
+    if (bson_iter_init_find(&it, &reply, "ok") && bson_iter_as_double(&it) == 1.0) {
+        /* A write command reports a failed document in writeErrors with ok: 1. */
+        if (bson_iter_init_find(&it, &reply, "writeErrors")) {
+            bson_iter_t we;
+            int code = MF_E_InternalError;
+            const char *msg = "write error";
+            if (bson_iter_recurse(&it, &we) && bson_iter_next(&we) && BSON_ITER_HOLDS_DOCUMENT(&we)) {
+                bson_iter_t f;
+                bson_iter_recurse(&we, &f);
+                while (bson_iter_next(&f)) {
+                    if (strcmp(bson_iter_key(&f), "code") == 0)
+                        code = (int)bson_iter_as_int64(&f);
+                    else if (strcmp(bson_iter_key(&f), "errmsg") == 0 && BSON_ITER_HOLDS_UTF8(&f))
+                        msg = bson_iter_utf8(&f, NULL);
+                }
+            }
+            rc = mf_err_set(err, code, "oplog apply: %s", msg);
+        }
+        goto out;
+    }
+    int code = MF_E_InternalError;
+    if (bson_iter_init_find(&it, &reply, "code"))
+        code = (int)bson_iter_as_int64(&it);
+    for (int i = 0; tolerated[i] != 0; i++) {
+        if (code == tolerated[i])
+            goto out;
+    }
+    const char *msg = "command failed";
+    if (bson_iter_init_find(&it, &reply, "errmsg") && BSON_ITER_HOLDS_UTF8(&it))
+        msg = bson_iter_utf8(&it, NULL);
+    rc = mf_err_set(err, code, "oplog apply: %s", msg);
+out:
+    bson_destroy(&reply);
+    return rc;
+}
+
+/* The fields of one op; o and o2 are views into the entry (valid while it is). */
+typedef struct {
+    const char *op;
+    const char *ns;
+    bson_t o, o2;
+    bool has_o, has_o2;
+} op_fields_t;
+
+static int
+parse_op(bson_iter_t *el, op_fields_t *f, mf_error_t *err)
+{
+    bson_iter_t it;
+    memset(f, 0, sizeof(*f));
+    if (!BSON_ITER_HOLDS_DOCUMENT(el) || !bson_iter_recurse(el, &it))
+        return mf_err_set(err, MF_E_BadValue, "oplog entry: an op must be a document");
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (strcmp(k, "op") == 0 && BSON_ITER_HOLDS_UTF8(&it)) {
+            f->op = bson_iter_utf8(&it, NULL);
+        } else if (strcmp(k, "ns") == 0 && BSON_ITER_HOLDS_UTF8(&it)) {
+            f->ns = bson_iter_utf8(&it, NULL);
+        } else if ((strcmp(k, "o") == 0 || strcmp(k, "o2") == 0) && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+            const uint8_t *data;
+            uint32_t len;
+            bool is_o = k[1] == '\0';
+            bson_iter_document(&it, &len, &data);
+            if (!bson_init_static(is_o ? &f->o : &f->o2, data, len))
+                return mf_err_set(err, MF_E_BadValue, "oplog entry: malformed %s", k);
+            *(is_o ? &f->has_o : &f->has_o2) = true;
+        }
+    }
+    if (f->op == NULL || f->ns == NULL || !f->has_o || strchr(f->ns, '.') == NULL)
+        return mf_err_set(err, MF_E_BadValue, "oplog entry: an op needs op, ns and o");
+    return 0;
+}
+
+/* "i" and "u": replace the document with that _id, inserting it when missing. */
+static int
+apply_upsert(mf_engine_t *eng, const char *db, const char *coll, const op_fields_t *f, mf_error_t *err)
+{
+    static const int none[] = {0};
+    bson_t cmd, ups, u, q;
+    bson_iter_t it;
+
+    if (!bson_iter_init_find(&it, &f->o, "_id"))
+        return mf_err_set(err, MF_E_BadValue, "oplog entry: %s op on %s without _id", f->op, f->ns);
+    bson_init(&cmd);
+    BSON_APPEND_UTF8(&cmd, "update", coll);
+    BSON_APPEND_ARRAY_BEGIN(&cmd, "updates", &ups);
+    BSON_APPEND_DOCUMENT_BEGIN(&ups, "0", &u);
+    BSON_APPEND_DOCUMENT_BEGIN(&u, "q", &q);
+    bson_append_value(&q, "_id", 3, bson_iter_value(&it));
+    bson_append_document_end(&u, &q);
+    BSON_APPEND_DOCUMENT(&u, "u", &f->o);
+    BSON_APPEND_BOOL(&u, "upsert", true);
+    bson_append_document_end(&ups, &u);
+    bson_append_array_end(&cmd, &ups);
+    BSON_APPEND_BOOL(&cmd, "bypassDocumentValidation", true);
+    int rc = run_cmd(eng, db, &cmd, none, err);
+    bson_destroy(&cmd);
+    return rc;
+}
+
+/* "d": delete the document with that _id (already gone is fine). */
+static int
+apply_delete(mf_engine_t *eng, const char *db, const char *coll, const op_fields_t *f, mf_error_t *err)
+{
+    static const int none[] = {0};
+    bson_t cmd, dels, d;
+    bson_init(&cmd);
+    BSON_APPEND_UTF8(&cmd, "delete", coll);
+    BSON_APPEND_ARRAY_BEGIN(&cmd, "deletes", &dels);
+    BSON_APPEND_DOCUMENT_BEGIN(&dels, "0", &d);
+    BSON_APPEND_DOCUMENT(&d, "q", &f->o);
+    BSON_APPEND_INT32(&d, "limit", 1);
+    bson_append_document_end(&dels, &d);
+    bson_append_array_end(&cmd, &dels);
+    int rc = run_cmd(eng, db, &cmd, none, err);
+    bson_destroy(&cmd);
+    return rc;
+}
+
+/* "c": the DDL command, tolerating what a second application meets. */
+static int
+apply_command(mf_engine_t *eng, const char *db, const op_fields_t *f, mf_error_t *err)
+{
+    static const int exists[] = {MF_E_NamespaceExists, 0};
+    static const int missing[] = {MF_E_NamespaceNotFound, 0};
+    static const int ix_missing[] = {MF_E_NamespaceNotFound, MF_E_IndexNotFound, 0};
+    /* A same-named index with another spec: a replay meets it before the log's later drop and re-create. */
+    static const int ix_conflict[] = {MF_E_IndexOptionsConflict, MF_E_IndexKeySpecsConflict, 0};
+    bson_iter_t it;
+    int rc;
+
+    if (!bson_iter_init(&it, &f->o) || !bson_iter_next(&it) || !BSON_ITER_HOLDS_UTF8(&it))
+        return mf_err_set(err, MF_E_BadValue, "oplog entry: a c op needs a command");
+    const char *name = bson_iter_key(&it);
+    const char *target = bson_iter_utf8(&it, NULL);
+
+    if (strcmp(name, "create") == 0)
+        return run_cmd(eng, db, &f->o, exists, err);
+    if (strcmp(name, "drop") == 0 || strcmp(name, "collMod") == 0)
+        return run_cmd(eng, db, &f->o, missing, err);
+    if (strcmp(name, "dropIndexes") == 0)
+        return run_cmd(eng, db, &f->o, ix_missing, err);
+    if (strcmp(name, "createIndexes") == 0) {
+        /* o is {createIndexes: coll, <spec>}: the command takes the spec in an array. */
+        bson_t cmd, arr, spec;
+        bson_init(&cmd);
+        BSON_APPEND_UTF8(&cmd, "createIndexes", target);
+        BSON_APPEND_ARRAY_BEGIN(&cmd, "indexes", &arr);
+        BSON_APPEND_DOCUMENT_BEGIN(&arr, "0", &spec);
+        while (bson_iter_next(&it))
+            bson_append_value(&spec, bson_iter_key(&it), -1, bson_iter_value(&it));
+        bson_append_document_end(&arr, &spec);
+        bson_append_array_end(&cmd, &arr);
+        rc = run_cmd(eng, db, &cmd, ix_conflict, err);
+        bson_destroy(&cmd);
+        return rc;
+    }
+    if (strcmp(name, "renameCollection") == 0) {
+        /*
+         * Always with dropTarget: in log order the target was absent when
+         * the rename first ran, so dropping it only matters on a replay,
+         * where the target holds an older copy of the same collection.
+         */
+        bson_t cmd;
+        bson_init(&cmd);
+        bson_copy_to_excluding_noinit(&f->o, &cmd, "dropTarget", NULL);
+        BSON_APPEND_BOOL(&cmd, "dropTarget", true);
+        rc = run_cmd(eng, "admin", &cmd, missing, err);
+        bson_destroy(&cmd);
+        return rc;
+    }
+    return mf_err_set(err, MF_E_BadValue, "oplog entry: unknown command %s", name);
+}
+
+int
+mf_oplog_apply(mf_engine_t *eng, const bson_t *entry, mf_error_t *err)
+{
+    bson_iter_t it, el;
+
+    if (!bson_iter_init_find(&it, entry, "ops") || !BSON_ITER_HOLDS_ARRAY(&it) || !bson_iter_recurse(&it, &el))
+        return mf_err_set(err, MF_E_BadValue, "oplog entry: ops must be an array");
+    while (bson_iter_next(&el)) {
+        op_fields_t f;
+        char db[128];
+        if (parse_op(&el, &f, err) != 0)
+            return -1;
+        const char *dot = strchr(f.ns, '.');
+        if ((size_t)(dot - f.ns) >= sizeof(db))
+            return mf_err_set(err, MF_E_InvalidNamespace, "oplog entry: namespace too long: %s", f.ns);
+        memcpy(db, f.ns, (size_t)(dot - f.ns));
+        db[dot - f.ns] = '\0';
+        int rc;
+        if (strcmp(f.op, "i") == 0 || strcmp(f.op, "u") == 0)
+            rc = apply_upsert(eng, db, dot + 1, &f, err);
+        else if (strcmp(f.op, "d") == 0)
+            rc = apply_delete(eng, db, dot + 1, &f, err);
+        else if (strcmp(f.op, "c") == 0)
+            rc = apply_command(eng, db, &f, err);
+        else
+            rc = mf_err_set(err, MF_E_BadValue, "oplog entry: unknown op %s", f.op);
+        if (rc != 0)
+            return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,69 @@
+/*
+ * oplog.h: the oplog observer and the applier of its entries (the
+ * replica-set foundation; ARCHITECTURE.md "Replication (foundation)").
+ *
+ * The observer (catalog/observer.h) gathers what one write transaction did
+ * and, when that transaction commits, hands one entry to a sink:
+ *
+ *     {ops: [{op: "i", ns: "db.c", ui: UUID, o: <the inserted document>},
+ *            {op: "u", ns, ui, o: <the new full document>, o2: {_id}},
+ *            {op: "d", ns, ui, o: {_id}},
+ *            {op: "c", ns: "db.$cmd", ui, o: <command>}, ...]}
+ *
+ * Field names are those of MongoDB's oplog; unlike mongod's, an update
+ * carries the whole new image, not a diff, so applying it is a replace. DDL
+ * (create with its options, drop, renameCollection, createIndexes with one
+ * spec, dropIndexes with one name, collMod) is reported after the catalog
+ * change committed, so each DDL change is an entry of its own with one "c"
+ * op, handed to the sink at once. An aborted transaction hands nothing.
+ * Not logged: the `local` database and system.profile collections (as in
+ * mongod).
+ *
+ * mf_oplog_apply replays an entry on another engine, idempotently, through
+ * the command layer (the same mf_cmd_run as clients): "i" and "u" replace
+ * by _id with upsert (document validation bypassed), "d" deletes by _id
+ * (a missing document is fine), "c" runs the command and tolerates "already
+ * exists" and "not found"; a rename replaces its target, so replaying a log
+ * from its start converges on the same state. Collections are matched by
+ * name: each member's collections have their own UUIDs for now (ui is
+ * carried for the later by-UUID apply of the replication plan).
+ */
+#ifndef MF_OPLOG_H
+#define MF_OPLOG_H
+
+#include <bson/bson.h>
+
+#include "common/error.h"
+#include "engine/engine.h"
+
+typedef struct mf_oplog mf_oplog_t;
+
+/*
+ * The sink: called once per committed entry, on the writing thread, right
+ * after the commit (document writes) or with the catalog's exclusive lock
+ * held (DDL), so it must be quick and must not write through the engine.
+ * entry is valid only during the call. Entries of one collection arrive in
+ * commit order; the caller orders entries of concurrent writers if it needs
+ * one global order (the replication plan's sequence lock).
+ */
+typedef void (*mf_oplog_sink_fn)(void *arg, const bson_t *entry);
+
+/*
+ * mf_oplog_attach: registers an oplog observer on eng's write observers
+ * (before eng serves). Returns 0 with *out, or -1 with err (the observer
+ * list is full). Observers are never removed, so free *out with
+ * mf_oplog_free only after eng is closed.
+ */
+int mf_oplog_attach(mf_engine_t *eng, mf_oplog_sink_fn sink, void *arg, mf_oplog_t **out, mf_error_t *err) MF_WUR;
+
+/* mf_oplog_free: frees an oplog whose engine is closed. NULL is ignored. */
+void mf_oplog_free(mf_oplog_t *log);
+
+/*
+ * mf_oplog_apply: applies every op of entry to eng, in order. Returns 0, or
+ * -1 with err (a malformed entry, or a command that failed for another
+ * reason than the tolerated ones); ops before the failing one stay applied.
+ */
+int mf_oplog_apply(mf_engine_t *eng, const bson_t *entry, mf_error_t *err) MF_WUR;
+
+#endif /* MF_OPLOG_H */
