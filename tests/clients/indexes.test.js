@@ -343,3 +343,12 @@ h.test('write concern w: 2 applies the write and reports writeConcernError 100; 
   } finally { conn.close(); }
   assert.equal(await db.collection('c').countDocuments(), 1);
 });
+
+h.test('createIndexes with an explicit v keeps it: {v: 2, unique: true} lists v 2 and unique true', async () => {
+  const db = srv.freshDb('ixv');
+  await db.command({ createIndexes: 'c', indexes: [{ key: { a: 1 }, name: 'a_1', v: 2, unique: true, sparse: false }] });
+  const ix = (await db.collection('c').indexes()).find((i) => i.name === 'a_1');
+  assert.equal(ix.v, 2);
+  assert.equal(ix.unique, true);
+  assert.equal(ix.sparse, false);
+});
