@@ -311,6 +311,16 @@ mf_crud_view_resolve(mf_op_t *op, const char *name, const bson_value_t *stages, 
     return 0;
 }
 
+/* A bson_t array document as an array value (valid while stages is). */
+static bson_value_t
+array_value(const bson_t *stages)
+{
+    bson_value_t v = {.value_type = BSON_TYPE_ARRAY};
+    v.value.v_doc.data = (uint8_t *)bson_get_data(stages);
+    v.value.v_doc.data_len = stages->len;
+    return v;
+}
+
 /* view_resolve: mf_crud_view_resolve, parsed. The pipeline is owned by the caller; NULL with err. */
 static mf_pipeline_t *
 view_resolve(mf_op_t *op, const char *name, const bson_value_t *stages, int *depth, char **base, mf_error_t *err)
@@ -319,9 +329,7 @@ view_resolve(mf_op_t *op, const char *name, const bson_value_t *stages, int *dep
     mf_pipeline_t *pl = NULL;
 
     if (mf_crud_view_resolve(op, name, stages, depth, base, &all, err) == 0) {
-        bson_value_t av = {.value_type = BSON_TYPE_ARRAY};
-        av.value.v_doc.data = (uint8_t *)bson_get_data(&all);
-        av.value.v_doc.data_len = all.len;
+        bson_value_t av = array_value(&all);
         pl = mf_pipeline_new(&av, err);
         if (pl == NULL) {
             free(*base);
@@ -382,19 +390,22 @@ allow_disk_default(mf_op_t *op)
 }
 
 /*
- * view_stream: a streaming run of `stages` (array value or NULL) over view
- * `name`, resolved to its collection. Catalog lock held. The state is owned
- * by the caller; NULL with err.
+ * view_stream: a streaming run of `stages` (array value or NULL) over
+ * `name`, a view resolved to its collection, or a collection. hint applies
+ * only to a collection (a view's pipeline is planned without it). Catalog
+ * lock held. The state is owned by the caller; NULL with err.
  */
 static agg_stream_t *
-view_stream(mf_op_t *op, const char *name, const bson_value_t *stages, int depth, bool allow_disk, mf_error_t *err)
+view_stream(mf_op_t *op, const char *name, const bson_value_t *stages, int depth, const bson_value_t *hint,
+            bool allow_disk, mf_error_t *err)
 {
     char *base = NULL;
+    int depth0 = depth;
     mf_pipeline_t *pl = view_resolve(op, name, stages, &depth, &base, err);
     agg_stream_t *x = NULL;
 
     if (pl != NULL) {
-        x = agg_stream_new(op, base, pl, NULL, allow_disk, depth);
+        x = agg_stream_new(op, base, pl, depth == depth0 ? hint : NULL, allow_disk, depth);
         if (x == NULL && err != &op->err)
             *err = op->err;
     }
@@ -407,7 +418,7 @@ static int
 view_each(mf_op_t *op, const char *name, const bson_value_t *stages, int depth, mf_agg_visit_fn visit, void *arg,
           mf_error_t *err)
 {
-    agg_stream_t *x = view_stream(op, name, stages, depth, allow_disk_default(op), err);
+    agg_stream_t *x = view_stream(op, name, stages, depth, NULL, allow_disk_default(op), err);
     mf_agg_env_t env;
     int rc = 0;
 
@@ -450,12 +461,19 @@ view_scan(agg_scan_ctx_t *x, const char *name, const bson_t *filter, mf_agg_visi
 
     if (filter != NULL && !bson_empty(filter))
         mf_crud_stage_doc(&stages, &k, "$match", filter);
-    bson_value_t sv = {.value_type = BSON_TYPE_ARRAY};
-    sv.value.v_doc.data = (uint8_t *)bson_get_data(&stages);
-    sv.value.v_doc.data_len = stages.len;
+    bson_value_t sv = array_value(&stages);
     int rc = view_each(x->op, name, &sv, x->view_depth, visit, arg, err);
     bson_destroy(&stages);
     return rc;
+}
+
+/* cursor_take: cur becomes the streaming cursor owning x. */
+static void
+cursor_take(mf_cursor_t *cur, agg_stream_t *x)
+{
+    cur->kind = MF_CURSOR_EXT;
+    cur->ext = x;
+    cur->ext_free = agg_stream_free;
 }
 
 /*
@@ -478,13 +496,7 @@ agg_stream_start(mf_op_t *op, const char *name, mf_pipeline_t **plp, const bson_
     if ((mf_pipeline_writes(*plp) && !for_write) || mf_pipeline_is_collectionless(*plp))
         return 0;
     if (c != NULL && c->is_view) {
-        char *base = NULL;
-        int depth = 0;
-        mf_pipeline_t *vpl = view_resolve(op, name, pv, &depth, &base, &op->err);
-        if (vpl == NULL)
-            return -1;
-        x = agg_stream_new(op, base, vpl, NULL, allow_disk, depth);
-        free(base);
+        x = view_stream(op, name, pv, 0, NULL, allow_disk, &op->err);
     } else {
         x = agg_stream_new(op, name, *plp, hint, allow_disk, 0);
         *plp = NULL;
@@ -493,9 +505,7 @@ agg_stream_start(mf_op_t *op, const char *name, mf_pipeline_t **plp, const bson_
         return -1;
     mf_pipeline_free(*plp);
     *plp = NULL;
-    cur->kind = MF_CURSOR_EXT;
-    cur->ext = x;
-    cur->ext_free = agg_stream_free;
+    cursor_take(cur, x);
     *started = true;
     return 0;
 }
@@ -668,16 +678,6 @@ agg_write_perform(mf_op_t *op, agg_write_t *w)
 }
 
 
-/* A bson_t array document as an array value (valid while stages is). */
-static bson_value_t
-array_value(const bson_t *stages)
-{
-    bson_value_t v = {.value_type = BSON_TYPE_ARRAY};
-    v.value.v_doc.data = (uint8_t *)bson_get_data(stages);
-    v.value.v_doc.data_len = stages->len;
-    return v;
-}
-
 int
 mf_crud_view_each(mf_op_t *op, const char *name, const bson_t *stages, mf_agg_visit_fn visit, void *arg)
 {
@@ -690,14 +690,8 @@ mf_crud_view_cursor(mf_op_t *op, const char *name, const bson_t *stages, const b
                     mf_projection_t *proj, mf_matcher_t *m, mf_cursor_t *cur)
 {
     bson_value_t sv = array_value(stages);
-    char *base = NULL;
-    int depth = 0;
-    agg_stream_t *x = NULL;
-    mf_pipeline_t *pl = view_resolve(op, name, &sv, &depth, &base, &op->err);
+    agg_stream_t *x = view_stream(op, name, &sv, 0, hint, allow_disk, &op->err);
 
-    if (pl != NULL)
-        x = agg_stream_new(op, base, pl, depth > 0 ? NULL : hint, allow_disk, depth);
-    free(base);
     if (x == NULL) {
         if (proj)
             mf_projection_free(proj);
@@ -706,9 +700,7 @@ mf_crud_view_cursor(mf_op_t *op, const char *name, const bson_t *stages, const b
     }
     x->out_proj = proj;
     x->out_m = m;
-    cur->kind = MF_CURSOR_EXT;
-    cur->ext = x;
-    cur->ext_free = agg_stream_free;
+    cursor_take(cur, x);
     return 0;
 }
 

@@ -2186,17 +2186,22 @@ xorshift(uint64_t *st)
     return *st = x;
 }
 
+/* xorshift_seed: a fresh non-zero state from the clock and salt (an address unique to the run). */
+static uint64_t
+xorshift_seed(const void *salt)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t st = ((uint64_t)ts.tv_sec * 1000000007ULL) ^ (uint64_t)ts.tv_nsec ^ (uint64_t)(uintptr_t)salt;
+    return st != 0 ? st : 0x9e3779b97f4a7c15ULL;
+}
+
 static void
 run_sample(const stage_t *s, mf_docvec_t *in, mf_docvec_t *out)
 {
-    struct timespec ts;
-    uint64_t st;
+    uint64_t st = xorshift_seed(in->docs);
     size_t k = (uint64_t)s->n < in->len ? (size_t)s->n : in->len;
 
-    clock_gettime(CLOCK_REALTIME, &ts);
-    st = ((uint64_t)ts.tv_sec * 1000000007ULL) ^ (uint64_t)ts.tv_nsec ^ (uint64_t)(uintptr_t)in->docs;
-    if (st == 0)
-        st = 0x9e3779b97f4a7c15ULL;
     /* Partial Fisher-Yates: the first k slots become a uniform random sample in random order. */
     for (size_t i = 0; i < k; i++) {
         size_t j = i + (size_t)(xorshift(&st) % (in->len - i));
@@ -2791,13 +2796,8 @@ static int
 sample_fill(mf_agg_stream_t *st, size_t i, const mf_agg_env_t *env, mf_error_t *err)
 {
     snode_t *nd = &st->nodes[i];
-    struct timespec ts;
-    uint64_t rs;
+    uint64_t rs = xorshift_seed(nd);
 
-    clock_gettime(CLOCK_REALTIME, &ts);
-    rs = ((uint64_t)ts.tv_sec * 1000000007ULL) ^ (uint64_t)ts.tv_nsec ^ (uint64_t)(uintptr_t)nd;
-    if (rs == 0)
-        rs = 0x9e3779b97f4a7c15ULL;
     for (;;) {
         bson_t *d;
         if (upstream(st, i, env, &d, err) < 0)
