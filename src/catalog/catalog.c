@@ -1832,3 +1832,52 @@ mf_catalog_coll_acquire(mf_catalog_t *cat, const char *db, const char *name, boo
         return mf_err_set(err, MF_E_NamespaceNotFound, "collection %s.%s was dropped concurrently", db, name);
     return 0;
 }
+
+typedef struct sweep_list {
+    char **db, **name;
+    size_t n, cap;
+    bool (*candidate)(const mf_coll_t *c);
+} sweep_list_t;
+
+static void
+note_candidate(void *arg, mf_coll_t *c)
+{
+    sweep_list_t *l = arg;
+    if (!l->candidate(c))
+        return;
+    if (l->n == l->cap) {
+        l->cap = l->cap ? l->cap * 2 : 16;
+        l->db = mf_realloc(l->db, l->cap * sizeof *l->db);
+        l->name = mf_realloc(l->name, l->cap * sizeof *l->name);
+    }
+    l->db[l->n] = mf_strdup(c->db);
+    l->name[l->n++] = mf_strdup(c->name);
+}
+
+void
+mf_catalog_drop_where(mf_catalog_t *cat, bool (*candidate)(const mf_coll_t *c),
+                      bool (*doomed)(mf_catalog_t *cat, const mf_coll_t *c), const char *why)
+{
+    sweep_list_t l = {.candidate = candidate};
+
+    mf_catalog_rdlock(cat);
+    mf_catalog_coll_list(cat, NULL, note_candidate, &l);
+    mf_catalog_unlock(cat);
+    for (size_t i = 0; i < l.n; i++) {
+        mf_error_t e;
+        mf_err_clear(&e);
+        mf_catalog_wrlock(cat);
+        mf_coll_t *c = mf_catalog_coll_find(cat, l.db[i], l.name[i]);
+        if (c != NULL && (doomed == NULL || doomed(cat, c))) {
+            if (mf_catalog_coll_drop(cat, c, &e) != 0)
+                mf_log(MF_LOG_WARN, "STORAGE", "could not drop %s.%s (%s): %s", l.db[i], l.name[i], why, e.msg);
+            else
+                mf_log(MF_LOG_INFO, "STORAGE", "dropped %s.%s: %s", l.db[i], l.name[i], why);
+        }
+        mf_catalog_unlock(cat);
+        free(l.db[i]);
+        free(l.name[i]);
+    }
+    free(l.db);
+    free(l.name);
+}

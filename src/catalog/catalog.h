@@ -207,6 +207,18 @@ mf_coll_t *mf_catalog_coll_find(mf_catalog_t *cat, const char *db, const char *n
 void mf_catalog_coll_list(mf_catalog_t *cat, const char *db, void (*fn)(void *arg, mf_coll_t *c), void *arg);
 
 /*
+ * mf_catalog_drop_where: a start-up sweep. Drops every collection that
+ * candidate accepts (judged while the catalog is listed: it must not call
+ * the catalog) and then doomed accepts (judged again under the exclusive
+ * session of its drop, where it may look other collections up; NULL
+ * accepts all), each in its own exclusive session. Each drop is logged
+ * with why; a failed one is logged and the sweep goes on. Call with no
+ * lock session open.
+ */
+void mf_catalog_drop_where(mf_catalog_t *cat, bool (*candidate)(const mf_coll_t *c),
+                           bool (*doomed)(mf_catalog_t *cat, const mf_coll_t *c), const char *why);
+
+/*
  * mf_catalog_coll_acquire: opens a shared lock session and finds db.name
  * (*out NULL when missing); with create, a missing collection is created
  * first under a short exclusive session (another thread creating it first

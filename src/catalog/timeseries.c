@@ -293,68 +293,33 @@ mf_ts_buckets_of(mf_catalog_t *cat, const mf_coll_t *v)
     return b != NULL && !b->is_view ? b : NULL;
 }
 
-typedef struct ts_list {
-    char *db[256], *name[256];
-    bool view[256];
-    size_t n;
-} ts_list_t;
-
-/* note_ts (an mf_catalog_coll_list visitor): every time-series entry (looked at after the listing). */
-static void
-note_ts(void *arg, mf_coll_t *c)
+static bool
+is_timeseries_entry(const mf_coll_t *c)
 {
-    ts_list_t *l = arg;
-    if (!c->is_timeseries || l->n >= 256)
-        return;
-    l->db[l->n] = mf_strdup(c->db);
-    l->view[l->n] = c->is_view;
-    l->name[l->n++] = mf_strdup(c->name);
+    return c->is_timeseries;
 }
 
-/* is_orphan: entry i of l lacks its other half. Catalog lock held. */
+/* is_orphan: c, a time-series view or buckets collection, lacks its other half. Catalog lock held. */
 static bool
-is_orphan(mf_catalog_t *cat, const ts_list_t *l, size_t i)
+is_orphan(mf_catalog_t *cat, const mf_coll_t *c)
 {
     char other[256];
     size_t pl = strlen(MF_TS_BUCKETS_PREFIX);
-    if (l->view[i]) {
-        mf_ts_buckets_name(l->name[i], other, sizeof other);
-        mf_coll_t *b = mf_catalog_coll_find(cat, l->db[i], other);
+    if (c->is_view) {
+        mf_ts_buckets_name(c->name, other, sizeof other);
+        mf_coll_t *b = mf_catalog_coll_find(cat, c->db, other);
         return b == NULL || b->is_view;
     }
-    if (strncmp(l->name[i], MF_TS_BUCKETS_PREFIX, pl) != 0)
+    if (strncmp(c->name, MF_TS_BUCKETS_PREFIX, pl) != 0)
         return false;
-    mf_coll_t *v = mf_catalog_coll_find(cat, l->db[i], l->name[i] + pl);
+    mf_coll_t *v = mf_catalog_coll_find(cat, c->db, c->name + pl);
     return v == NULL || !v->is_view || !v->is_timeseries;
 }
 
 void
 mf_ts_drop_orphans(mf_catalog_t *cat)
 {
-    ts_list_t l = {.n = 0};
-
-    mf_catalog_rdlock(cat);
-    mf_catalog_coll_list(cat, NULL, note_ts, &l);
-    mf_catalog_unlock(cat);
-    for (size_t i = 0; i < l.n; i++) {
-        mf_error_t e;
-        mf_err_clear(&e);
-        mf_catalog_wrlock(cat);
-        if (is_orphan(cat, &l, i)) {
-            mf_coll_t *c = mf_catalog_coll_find(cat, l.db[i], l.name[i]);
-            if (c != NULL && mf_catalog_coll_drop(cat, c, &e) != 0)
-                mf_log(MF_LOG_WARN, "STORAGE", "could not drop %s.%s (half of a time-series collection): %s", l.db[i],
-                       l.name[i], e.msg);
-            else if (c != NULL)
-                mf_log(MF_LOG_INFO, "STORAGE", "dropped %s.%s: half of a time-series collection a crash left", l.db[i],
-                       l.name[i]);
-        }
-        mf_catalog_unlock(cat);
-    }
-    for (size_t i = 0; i < l.n; i++) {
-        free(l.db[i]);
-        free(l.name[i]);
-    }
+    mf_catalog_drop_where(cat, is_timeseries_entry, is_orphan, "half of a time-series collection a crash left");
 }
 
 /* ---------- index translation ---------- */

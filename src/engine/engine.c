@@ -152,48 +152,11 @@ reaper_main(void *arg)
 
 /* ---------- open / close ---------- */
 
-typedef struct temp_list {
-    char *ns[64];
-    char *db[64];
-    size_t n;
-} temp_list_t;
-
-static void
-note_temp(void *arg, mf_coll_t *c)
+/* An $out that a crash interrupted leaves its temporary collection (tmp.agg_out.*): start-up drops it, as mongod does. */
+static bool
+is_agg_out_temp(const mf_coll_t *c)
 {
-    temp_list_t *t = arg;
-    if (t->n < 64 && strncmp(c->name, MF_AGG_OUT_TMP_PREFIX, strlen(MF_AGG_OUT_TMP_PREFIX)) == 0) {
-        t->db[t->n] = mf_strdup(c->db);
-        t->ns[t->n++] = mf_strdup(c->name);
-    }
-}
-
-/*
- * drop_temp_collections: an $out that a crash interrupted leaves its
- * temporary collection (tmp.agg_out.*); drop them at start-up, as mongod
- * does. A failure is logged and start-up goes on (the target is intact).
- */
-static void
-drop_temp_collections(mf_catalog_t *cat)
-{
-    temp_list_t t = {.n = 0};
-    mf_catalog_rdlock(cat);
-    mf_catalog_coll_list(cat, NULL, note_temp, &t);
-    mf_catalog_unlock(cat);
-    for (size_t i = 0; i < t.n; i++) {
-        mf_error_t e;
-        mf_err_clear(&e);
-        mf_catalog_wrlock(cat);
-        mf_coll_t *c = mf_catalog_coll_find(cat, t.db[i], t.ns[i]);
-        if (c != NULL && mf_catalog_coll_drop(cat, c, &e) != 0)
-            mf_log(MF_LOG_WARN, "STORAGE", "could not drop temporary collection %s.%s: %s", t.db[i], t.ns[i], e.msg);
-        else if (c != NULL)
-            mf_log(MF_LOG_INFO, "STORAGE", "dropped temporary collection %s.%s left by an interrupted $out", t.db[i],
-                   t.ns[i]);
-        mf_catalog_unlock(cat);
-        free(t.db[i]);
-        free(t.ns[i]);
-    }
+    return strncmp(c->name, MF_AGG_OUT_TMP_PREFIX, strlen(MF_AGG_OUT_TMP_PREFIX)) == 0;
 }
 
 int
@@ -220,7 +183,7 @@ mf_engine_open(const mf_engine_opts_t *opts, mf_engine_t **out, mf_error_t *err)
     if (mf_catalog_open(eng->st, &eng->cat, err) != 0)
         goto err_storage;
     mf_catalog_set_observers(eng->cat, eng->observers);
-    drop_temp_collections(eng->cat);
+    mf_catalog_drop_where(eng->cat, is_agg_out_temp, NULL, "a temporary collection left by an interrupted $out");
     mf_ts_drop_orphans(eng->cat);
     eng->cursors = mf_cursors_new();
     if (!opts->in_memory)

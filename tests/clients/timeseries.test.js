@@ -407,3 +407,17 @@ h.test('F1 bad input: malformed documents written straight into system.buckets n
   // v 2 and v 3 were due after 2 s (span 1 + N 1) and went; v 1 is an hour ahead.
   assert.deepEqual((await w.find({}, { projection: { _id: 0, v: 1 } }).sort({ v: 1 }).toArray()).map((d) => d.v), [1]);
 });
+
+h.test('F1 a time-series view left without its buckets is dropped at start-up (as after a crash between the two)', async () => {
+  const dbName = srv.freshDb('ts_orphan').databaseName;
+  let db = srv.client.db(dbName);
+  await db.createCollection('w', { timeseries: { timeField: 't' } });
+  await db.createCollection('keep', { timeseries: { timeField: 't' } });
+  await db.collection('system.buckets.w').drop();
+  await srv.server.restart({ kill9: true });
+  await srv.reconnect();
+  db = srv.client.db(dbName);
+  const names = (await db.listCollections({}, { nameOnly: true }).toArray()).map((c) => c.name).sort();
+  assert.deepEqual(names, ['keep', 'system.buckets.keep']);
+  assert.match(srv.server.stderrTail(200), /half of a time-series collection a crash left/);
+});
