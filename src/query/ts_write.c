@@ -234,6 +234,41 @@ typedef struct doc_error {
     mf_error_t err;
 } doc_error_t;
 
+/* check_time: m has a Date in the timeField (else 2, MongoDB's message) and can be stored. 0 or -1. */
+static int
+check_time(const mf_ts_spec_t *spec, const bson_t *m, mf_error_t *err)
+{
+    bson_iter_t it;
+    if (!bson_iter_init_find(&it, m, spec->time_field) || !BSON_ITER_HOLDS_DATE_TIME(&it))
+        return mf_err_set(err, MF_E_BadValue, "'%s' must be present and contain a valid BSON UTC datetime value",
+                          spec->time_field);
+    return mf_check_doc_for_storage(m, err);
+}
+
+/* time_of: the Date in m's timeField (0 when there is none: callers have checked it). */
+static int64_t
+time_of(const mf_ts_spec_t *spec, const bson_t *m)
+{
+    bson_iter_t it;
+    if (!bson_iter_init_find(&it, m, spec->time_field) || !BSON_ITER_HOLDS_DATE_TIME(&it))
+        return 0;
+    return bson_iter_date_time(&it);
+}
+
+/*
+ * meta_of: doc's field (a measurement's metaField, or a bucket's "meta")
+ * into *store, or NULL when absent or the collection has no metaField.
+ */
+static const bson_value_t *
+meta_of(const mf_ts_spec_t *spec, const bson_t *doc, const char *field, bson_value_t *store)
+{
+    bson_iter_t it;
+    if (spec->meta_field == NULL || !bson_iter_init_find(&it, doc, field))
+        return NULL;
+    *store = *bson_iter_value(&it);
+    return store;
+}
+
 /*
  * measurement_check: the measurement's time (a Date) and its storage form
  * (with _id, appended when missing) in *out. 0, or -1 with err.
@@ -242,12 +277,9 @@ static int
 measurement_check(const mf_ts_spec_t *spec, const bson_t *doc, int64_t *t, bson_t *out, mf_error_t *err)
 {
     bson_iter_t it;
-    if (!bson_iter_init_find(&it, doc, spec->time_field) || !BSON_ITER_HOLDS_DATE_TIME(&it))
-        return mf_err_set(err, MF_E_BadValue, "'%s' must be present and contain a valid BSON UTC datetime value",
-                          spec->time_field);
-    *t = bson_iter_date_time(&it);
-    if (mf_check_doc_for_storage(doc, err) != 0)
+    if (check_time(spec, doc, err) != 0)
         return -1;
+    *t = time_of(spec, doc);
     bson_copy_to(doc, out);
     if (!bson_iter_init_find(&it, doc, "_id")) {
         bson_oid_t oid;
@@ -262,18 +294,13 @@ static int
 add_one(mf_sess_t *s, mf_coll_t *c, const mf_ts_spec_t *spec, ts_state_t *st, const bson_t *m, int64_t t,
         mf_error_t *err)
 {
-    bson_iter_t it;
-    const bson_value_t *meta = NULL;
     bson_value_t meta_v;
+    const bson_value_t *meta = meta_of(spec, m, spec->meta_field, &meta_v);
     bson_t holder;
     const uint8_t *key;
     size_t keylen;
     int rc = 0;
 
-    if (spec->meta_field != NULL && bson_iter_init_find(&it, m, spec->meta_field)) {
-        meta_v = *bson_iter_value(&it);
-        meta = &meta_v;
-    }
     meta_key(meta, &holder, &key, &keylen);
     uint64_t h = fnv(key ? key : (const uint8_t *)"", keylen);
     open_bucket_t **pp = lookup(st, key, keylen, h), *o = *pp;
@@ -507,15 +534,6 @@ typedef struct rewrite {
     int64_t edited;     /* measurements dropped or replaced */
 } rewrite_t;
 
-static const bson_value_t *
-meta_of(const mf_ts_spec_t *spec, const bson_t *doc, const char *field, bson_value_t *store)
-{
-    bson_iter_t it;
-    if (spec->meta_field == NULL || !bson_iter_init_find(&it, doc, field))
-        return NULL;
-    *store = *bson_iter_value(&it);
-    return store;
-}
 
 static bool
 same_meta(const bson_value_t *a, const bson_value_t *b)
@@ -557,8 +575,7 @@ rewrite_bucket(const mf_ts_spec_t *spec, const bson_t *doc, edit_fn edit, void *
             if (r == 2) {
                 rw->edited++;
                 put = &out;
-                bson_iter_t ti;
-                int64_t t = bson_iter_init_find(&ti, &out, spec->time_field) ? bson_iter_date_time(&ti) : 0;
+                int64_t t = time_of(spec, &out);
                 if (!same_meta(meta_of(spec, &out, spec->meta_field, &nm_store), bmeta) || t < start ||
                     t >= start + spec->max_span_s * 1000) {
                     mf_docvec_push(&rw->moved, &out);
@@ -607,8 +624,7 @@ rewrite_apply(mf_sess_t *s, mf_coll_t *b, const mf_ts_spec_t *spec, int64_t rid,
     for (size_t i = 0; r == 0 && i < rw->moved.len; i++) {
         const bson_t *m = rw->moved.docs[i];
         bson_value_t ms;
-        bson_iter_t ti;
-        int64_t t = bson_iter_init_find(&ti, m, spec->time_field) ? bson_iter_date_time(&ti) : 0;
+        int64_t t = time_of(spec, m);
         mf_bucket_t *nb = mf_bucket_new(spec, meta_of(spec, m, spec->meta_field, &ms), t);
         r = mf_bucket_add(nb, m, err);
         if (r == 0) {
@@ -814,16 +830,6 @@ typedef struct upd_edit {
 } upd_edit_t;
 
 static int
-check_time(const mf_ts_spec_t *spec, const bson_t *m, mf_error_t *err)
-{
-    bson_iter_t it;
-    if (!bson_iter_init_find(&it, m, spec->time_field) || !BSON_ITER_HOLDS_DATE_TIME(&it))
-        return mf_err_set(err, MF_E_BadValue, "'%s' must be present and contain a valid BSON UTC datetime value",
-                          spec->time_field);
-    return mf_check_doc_for_storage(m, err);
-}
-
-static int
 upd_edit(void *arg, const bson_t *meas, bson_t *out, mf_error_t *err)
 {
     upd_edit_t *x = arg;
@@ -975,8 +981,7 @@ upsert_one(mf_sess_t *s, mf_coll_t *b, const mf_ts_spec_t *spec, bool durable, c
     }
     if (check_time(spec, &full, err) == 0) {
         bson_value_t ms;
-        bson_iter_t ti;
-        int64_t t = bson_iter_init_find(&ti, &full, spec->time_field) ? bson_iter_date_time(&ti) : 0;
+        int64_t t = time_of(spec, &full);
         for (int attempt = 0;; attempt++) {
             mf_bucket_t *nb = mf_bucket_new(spec, meta_of(spec, &full, spec->meta_field, &ms), t);
             bson_t nd;
