@@ -37,11 +37,27 @@ txn_end(void *arg, bool committed)
     }
 }
 
+/* Before a commit: observers with a prepare step may still veto it (replication). */
+static int
+txn_prepare(void *arg, mf_sess_t *s, mf_error_t *err)
+{
+    mf_observers_t *obs = arg;
+    if (tls_reported != obs)
+        return 0;
+    int n = atomic_load(&obs->n);
+    for (int i = 0; i < n; i++) {
+        if (obs->list[i].on_txn_prepare && obs->list[i].on_txn_prepare(obs->list[i].arg, s, err) != 0)
+            return -1;
+    }
+    return 0;
+}
+
 mf_observers_t *
 mf_observers_new(mf_storage_t *st)
 {
     mf_observers_t *obs = mf_calloc(1, sizeof(*obs));
     mf_storage_set_txn_hook(st, txn_end, obs);
+    mf_storage_set_precommit_hook(st, txn_prepare, obs);
     return obs;
 }
 

@@ -58,6 +58,12 @@ typedef struct mf_observer {
     void (*on_delete)(void *arg, struct mf_coll *c, const bson_t *olddoc);
     void (*on_ddl)(void *arg, const mf_ddl_event_t *ev);
     void (*on_txn_end)(void *arg, bool committed);
+    /*
+     * Just before such a transaction commits, on its thread, inside it (s
+     * may still be written): non-zero vetoes the commit (the transaction
+     * rolls back, on_txn_end(false) follows) with err set. May block.
+     */
+    int (*on_txn_prepare)(void *arg, mf_sess_t *s, mf_error_t *err);
     void *arg;
 } mf_observer_t;
 

@@ -32,6 +32,7 @@ typedef struct mf_client {
     int64_t id;
     char remote[80];  /* "127.0.0.1:53211" (an IPv6 address of up to 63 characters and a port fit) */
     bool helloed;     /* has done the handshake */
+    bool internal;    /* replication's own writes (the applier): not subject to the member's state */
 } mf_client_t;
 
 /* The operation context handed to each command handler. */

@@ -42,10 +42,13 @@ cmd_hello(mf_op_t *op)
         op->client->helloed = true;
     if (op->client != NULL ? op->client->helloed : hello_ok)
         BSON_APPEND_BOOL(r, "helloOk", true);
-    BSON_APPEND_BOOL(r, legacy_name ? "ismaster" : "isWritablePrimary", true);
+    if (op->eng->repl != NULL)
+        op->eng->repl->hello(op->eng->repl_arg, op->cmd, legacy_name, r);
+    else
+        BSON_APPEND_BOOL(r, legacy_name ? "ismaster" : "isWritablePrimary", true);
     BSON_APPEND_DOCUMENT_BEGIN(r, "topologyVersion", &tv);
     BSON_APPEND_OID(&tv, "processId", &op->eng->process_id);
-    BSON_APPEND_INT64(&tv, "counter", 0);
+    BSON_APPEND_INT64(&tv, "counter", atomic_load(&op->eng->topology_version));
     bson_append_document_end(r, &tv);
     BSON_APPEND_INT32(r, "maxBsonObjectSize", MF_MAX_BSON_SIZE);
     BSON_APPEND_INT32(r, "maxMessageSizeBytes", MF_MAX_MESSAGE_SIZE);
@@ -371,10 +374,15 @@ cmd_ack(mf_op_t *op)
     return 0;
 }
 
-/* Replica-set commands on a standalone: 76 NoReplicationEnabled, with mongod's messages. */
+/*
+ * Replica-set commands: replication's (eng->repl->command) on a member; on
+ * a standalone 76 NoReplicationEnabled, with mongod's messages.
+ */
 static int
-cmd_no_repl(mf_op_t *op)
+cmd_repl(mf_op_t *op)
 {
+    if (op->eng->repl != NULL)
+        return op->eng->repl->command(op->eng->repl_arg, op->name, op->cmd, op->reply, &op->err);
     if (strcmp(op->name, "replSetInitiate") == 0)
         return mf_err_set(&op->err, MF_E_NoReplicationEnabled,
                           "This node was not started with replication enabled.");
@@ -528,14 +536,17 @@ const mf_cmd_def_t mf_cmds_admin[] = {
     {"killAllSessions", cmd_ack, 0},
     {"refreshSessions", cmd_ack, 0},
     {"logout", cmd_ack, 0},
-    {"replSetGetStatus", cmd_no_repl, MF_CMD_ADMIN_ONLY},
-    {"replSetInitiate", cmd_no_repl, MF_CMD_ADMIN_ONLY},
-    {"replSetGetConfig", cmd_no_repl, MF_CMD_ADMIN_ONLY},
-    {"replSetReconfig", cmd_no_repl, MF_CMD_ADMIN_ONLY},
-    {"replSetStepDown", cmd_no_repl, MF_CMD_ADMIN_ONLY},
-    {"replSetFreeze", cmd_no_repl, MF_CMD_ADMIN_ONLY},
-    {"replSetSyncFrom", cmd_no_repl, MF_CMD_ADMIN_ONLY},
-    {"replSetMaintenance", cmd_no_repl, MF_CMD_ADMIN_ONLY},
+    {"replSetGetStatus", cmd_repl, MF_CMD_ADMIN_ONLY},
+    {"replSetInitiate", cmd_repl, MF_CMD_ADMIN_ONLY},
+    {"replSetGetConfig", cmd_repl, MF_CMD_ADMIN_ONLY},
+    {"replSetReconfig", cmd_repl, MF_CMD_ADMIN_ONLY},
+    {"replSetStepDown", cmd_repl, MF_CMD_ADMIN_ONLY},
+    {"replSetFreeze", cmd_repl, MF_CMD_ADMIN_ONLY},
+    {"replSetSyncFrom", cmd_repl, MF_CMD_ADMIN_ONLY},
+    {"replSetMaintenance", cmd_repl, MF_CMD_ADMIN_ONLY},
+    /* Members' own: a member's raft address and state (replSetInitiate, heartbeats), joining a set. */
+    {"_mfReplInfo", cmd_repl, MF_CMD_ADMIN_ONLY},
+    {"_mfReplJoin", cmd_repl, MF_CMD_ADMIN_ONLY},
     {"getDefaultRWConcern", cmd_get_default_rw_concern, MF_CMD_ADMIN_ONLY},
     {NULL, NULL, 0},
 };

@@ -168,8 +168,8 @@ check_write_concern(mf_op_t *op, bool *unsatisfiable)
                 if (w != w || w < 0 || w > 50)
                     return mf_err_set(&op->err, MF_E_FailedToParse,
                                       "w has to be a non-negative number and not greater than 50; found: %g", w);
-                if (w > 1)
-                    *unsatisfiable = true;
+                if (w > 1 && op->eng->repl == NULL)
+                    *unsatisfiable = true; /* a member's replication decides for itself */
             } else if (v->value_type != BSON_TYPE_DOCUMENT) {
                 return mf_err_set(&op->err, MF_E_FailedToParse, "w has to be a number, string, or object");
             }
@@ -187,6 +187,71 @@ check_write_concern(mf_op_t *op, bool *unsatisfiable)
                    strcmp(k, "wElectionId") != 0) {
             return mf_err_set(&op->err, MF_E_FailedToParse, "unrecognized write concern field: %s", k);
         }
+    }
+    return 0;
+}
+
+/* True if the pipeline array in cmd's "pipeline" ends in $out or $merge. */
+static bool
+pipeline_writes(const bson_t *cmd)
+{
+    bson_iter_t it, st, f;
+    bool writes = false;
+    if (!bson_iter_init_find(&it, cmd, "pipeline") || !BSON_ITER_HOLDS_ARRAY(&it) || !bson_iter_recurse(&it, &st))
+        return false;
+    while (bson_iter_next(&st)) {
+        if (BSON_ITER_HOLDS_DOCUMENT(&st) && bson_iter_recurse(&st, &f) && bson_iter_next(&f))
+            writes = strcmp(bson_iter_key(&f), "$out") == 0 || strcmp(bson_iter_key(&f), "$merge") == 0;
+    }
+    return writes;
+}
+
+/* What a command does, for a replica-set member's admission check (MongoDB's secondaryOk rules). */
+static mf_repl_kind_t
+repl_kind(const mf_cmd_def_t *def, const bson_t *cmd)
+{
+    static const char *const writes[] = {"findAndModify", "findandmodify", "create", "drop", "dropDatabase",
+                                         "createIndexes", "dropIndexes", "deleteIndexes", "collMod",
+                                         "renameCollection", "convertToCapped", "cloneCollectionAsCapped",
+                                         "bulkWrite", NULL};
+    static const char *const reads[] = {"find", "count", "distinct", "listCollections", "listIndexes", "collStats",
+                                        "dbStats", "dataSize", "dbHash", "dbhash", "validate", "explain", NULL};
+    if (def->flags & MF_CMD_WRITE)
+        return MF_REPL_WRITE;
+    if (strcmp(def->name, "aggregate") == 0)
+        return pipeline_writes(cmd) ? MF_REPL_WRITE : MF_REPL_READ;
+    for (int i = 0; writes[i]; i++)
+        if (strcmp(def->name, writes[i]) == 0)
+            return MF_REPL_WRITE;
+    for (int i = 0; reads[i]; i++)
+        if (strcmp(def->name, reads[i]) == 0)
+            return MF_REPL_READ;
+    return MF_REPL_OTHER;
+}
+
+/* True if the request allows a secondary to answer: a $readPreference whose mode is not primary. */
+static bool
+secondary_ok(const bson_t *cmd)
+{
+    bson_iter_t it, m;
+    if (!bson_iter_init_find(&it, cmd, "$readPreference") || !BSON_ITER_HOLDS_DOCUMENT(&it) ||
+        !bson_iter_recurse(&it, &m) || !bson_iter_find(&m, "mode") || !BSON_ITER_HOLDS_UTF8(&m))
+        return false;
+    return strcmp(bson_iter_utf8(&m, NULL), "primary") != 0;
+}
+
+/* The write concern's wtimeout in ms (0: none). */
+static int64_t
+wtimeout_of(const bson_t *cmd)
+{
+    bson_iter_t it, w;
+    if (!bson_iter_init_find(&it, cmd, "writeConcern") || !BSON_ITER_HOLDS_DOCUMENT(&it) ||
+        !bson_iter_recurse(&it, &w))
+        return 0;
+    while (bson_iter_next(&w)) {
+        if ((strcmp(bson_iter_key(&w), "wtimeout") == 0 || strcmp(bson_iter_key(&w), "wtimeoutMS") == 0) &&
+            BSON_ITER_HOLDS_NUMBER(&w))
+            return bson_iter_as_int64(&w) > 0 ? bson_iter_as_int64(&w) : 0;
     }
     return 0;
 }
@@ -443,6 +508,9 @@ mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *
         atomic_fetch_add(&eng->op_command, 1);
     if (check_fields(def, &op) != 0 || check_txn_fields(&op) != 0 || check_write_concern(&op, &unsatisfiable) != 0)
         goto fail;
+    if (eng->repl != NULL && !(client != NULL && client->internal) &&
+        eng->repl->admit(eng->repl_arg, db, repl_kind(def, cmd), secondary_ok(cmd), &op.err) != 0)
+        goto fail;
     cop = curop_register(eng, client, db, def->name, cmd);
     mf_curop_set_current(cop);
     op.sess = mf_storage_session(eng->st);
@@ -454,9 +522,13 @@ mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *
         mf_curop_set_deadline(cop, mf_mono_ms() + limit_ms);
     if (is_data_command(def))
         atomic_fetch_add(&eng->fg_ops, 1);
+    if (eng->repl != NULL)
+        eng->repl->command_begin(eng->repl_arg, wtimeout_of(cmd));
     int hrc = def->fn(&op);
     if (mf_catalog_session_end_all())
         mf_log(MF_LOG_ERROR, "COMMAND", "%s returned with collections still locked; released", def->name);
+    if (eng->repl != NULL)
+        eng->repl->command_end(eng->repl_arg); /* no lock held: a DDL waits here for its entry */
     let_end(&lf);
     if (hrc != 0) {
         if (mf_txn_active(op.sess))

@@ -83,6 +83,18 @@
     X(292, QueryExceededMemoryLimitNoDiskUseAllowed)                           \
     X(189, PrimarySteppedDown)                                                 \
     X(10334, BSONObjectTooLarge)                                               \
+    X(64, WriteConcernFailed)                                                  \
+    X(74, NodeNotFound)                                                        \
+    X(93, InvalidReplicaSetConfig)                                             \
+    X(94, NotYetInitialized)                                                   \
+    X(95, NotSecondary)                                                        \
+    X(103, NewReplicaSetConfigurationIncompatible)                             \
+    X(262, ExceededTimeLimit)                                                  \
+    X(11602, InterruptedDueToReplStateChange)                                  \
+    X(13435, NotPrimaryNoSecondaryOk)                                          \
+    X(13436, NotPrimaryOrSecondary)                                            \
+    X(91, ShutdownInProgress)                                                  \
+    X(89, NetworkTimeout)                                                      \
     X(10107, NotWritablePrimary)                                               \
     X(11000, DuplicateKey)                                                     \
     X(11600, InterruptedAtShutdown)                                            \

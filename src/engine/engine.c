@@ -163,6 +163,7 @@ int
 mf_engine_open(const mf_engine_opts_t *opts, mf_engine_t **out, mf_error_t *err)
 {
     mf_engine_t *eng = mf_calloc(1, sizeof(*eng));
+    pthread_mutex_init(&eng->topo_mu, NULL);
     const char *dbpath = opts->dbpath ? opts->dbpath : "./data";
 
     eng->params = mf_params_new();
@@ -201,7 +202,7 @@ mf_engine_open(const mf_engine_opts_t *opts, mf_engine_t **out, mf_error_t *err)
     const char *ttl_off = NULL;
     mf_catalog_rdlock(eng->cat);
     mf_coll_t *rs = mf_catalog_coll_find(eng->cat, "local", "system.replset");
-    if (rs != NULL && atomic_load(&rs->approx_count) > 0)
+    if (rs != NULL && atomic_load(&rs->approx_count) > 0 && !opts->repl_member)
         ttl_off = "this node holds a replica-set configuration (local.system.replset) but was started without "
                   "--replSet; a member taken out of its set does not expire documents";
     mf_catalog_unlock(eng->cat);
@@ -215,7 +216,8 @@ mf_engine_open(const mf_engine_opts_t *opts, mf_engine_t **out, mf_error_t *err)
                          .foreground_ops = foreground_ops,
                          .on_batch = ttl_batch_done,
                          .arg = eng,
-                         .disabled_reason = ttl_off};
+                         .disabled_reason = ttl_off,
+                         .paused_reason = opts->repl_member ? "this replica-set member is not primary" : NULL};
     if (mf_ttl_monitor_start(&tenv, &eng->ttl, err) != 0)
         goto err_catalog;
     pthread_mutex_init(&eng->reaper_mu, NULL);
@@ -245,6 +247,7 @@ err_free:
     mf_profiler_free(eng->profiler);
     mf_curops_free(eng->curops);
     mf_params_free(eng->params);
+    pthread_mutex_destroy(&eng->topo_mu);
     free(eng);
     return -1;
 }
@@ -253,6 +256,25 @@ void
 mf_engine_interrupt(mf_engine_t *eng)
 {
     mf_curops_interrupt_all(eng->curops, MF_E_InterruptedAtShutdown);
+}
+
+void
+mf_engine_topology_changed(mf_engine_t *eng)
+{
+    atomic_fetch_add(&eng->topology_version, 1);
+    pthread_mutex_lock(&eng->topo_mu);
+    if (eng->on_topology)
+        eng->on_topology(eng->on_topology_arg);
+    pthread_mutex_unlock(&eng->topo_mu);
+}
+
+void
+mf_engine_set_topology_hook(mf_engine_t *eng, void (*fn)(void *arg), void *arg)
+{
+    pthread_mutex_lock(&eng->topo_mu);
+    eng->on_topology = fn;
+    eng->on_topology_arg = arg;
+    pthread_mutex_unlock(&eng->topo_mu);
 }
 
 void
@@ -282,5 +304,6 @@ mf_engine_close(mf_engine_t *eng)
         bson_destroy(eng->cmdline_argv);
     if (eng->cmdline_parsed)
         bson_destroy(eng->cmdline_parsed);
+    pthread_mutex_destroy(&eng->topo_mu);
     free(eng);
 }

@@ -30,6 +30,34 @@
 #include "storage/storage.h"
 
 typedef struct mf_cursors mf_cursors_t;
+
+/* What a command does, for replication's admission check (mf_repl_hooks_t.admit). */
+typedef enum { MF_REPL_OTHER = 0, MF_REPL_READ, MF_REPL_WRITE } mf_repl_kind_t;
+
+/*
+ * Replication's face to the command layer: src/repl/repl.c fills one in and
+ * hangs it on the engine (eng->repl, before serving); NULL on a standalone.
+ * The command layer is below replication, so it calls up only through these.
+ */
+typedef struct mf_repl_hooks {
+    /*
+     * hello / isMaster: appends the writable-primary flag (ismaster under
+     * the legacy names), secondary, and the set's fields (setName, hosts,
+     * primary, me, setVersion, electionId, lastWrite).
+     */
+    void (*hello)(void *arg, const bson_t *cmd, bool legacy_name, bson_t *reply);
+    /* May a command of this kind on db run on this member now? 0, or -1 with err (10107, 13435). */
+    int (*admit)(void *arg, const char *db, mf_repl_kind_t kind, bool secondary_ok, mf_error_t *err);
+    /* The replSet* commands (and the members' internal ones): fills reply; 0 or -1 with err. */
+    int (*command)(void *arg, const char *name, const bson_t *cmd, bson_t *reply, mf_error_t *err);
+    /*
+     * Around every command, on its thread: begin with the write concern's
+     * wtimeout (ms, 0 none) for the writes it makes; end once it is done and
+     * holds no lock (a DDL command waits there for its log entry's commit).
+     */
+    void (*command_begin)(void *arg, int64_t wtimeout_ms);
+    void (*command_end)(void *arg);
+} mf_repl_hooks_t;
 typedef struct mf_profiler mf_profiler_t;
 typedef struct mf_ttl_monitor mf_ttl_monitor_t;
 
@@ -54,6 +82,12 @@ typedef struct mf_engine {
     pthread_cond_t reaper_cv;
     bool reaper_stop;
     bson_oid_t process_id;    /* hello's topologyVersion.processId: one per engine */
+    _Atomic int64_t topology_version; /* hello's topologyVersion.counter: bumped on every role change */
+    pthread_mutex_t topo_mu;          /* guards on_topology (mf_engine_set_topology_hook) */
+    void (*on_topology)(void *arg);   /* the network layer's: answer held awaitable hellos now */
+    void *on_topology_arg;
+    const mf_repl_hooks_t *repl; /* NULL: a standalone server */
+    void *repl_arg;
     int64_t start_ms;         /* wall clock at start, ms since epoch */
     int64_t start_mono_ms;    /* monotonic clock at start */
     char host[256];           /* "hostname:port" for hello.me */
@@ -89,6 +123,7 @@ typedef struct mf_engine_opts {
     bool in_memory;
     const char *const *set_params;
     size_t nset_params;
+    bool repl_member; /* started with --replSet: the TTL monitor starts paused until this member is primary */
 } mf_engine_opts_t;
 
 /*
@@ -102,6 +137,13 @@ int mf_engine_open(const mf_engine_opts_t *opts, mf_engine_t **out, mf_error_t *
  * shutdown, so close does not wait for long queries.
  */
 void mf_engine_interrupt(mf_engine_t *eng);
+/*
+ * mf_engine_topology_changed: bumps topology_version and wakes the awaitable
+ * hellos waiting on it (on_topology). Any thread.
+ */
+void mf_engine_topology_changed(mf_engine_t *eng);
+/* mf_engine_set_topology_hook: sets (or with NULL clears) on_topology; after it returns the old hook is not running. */
+void mf_engine_set_topology_hook(mf_engine_t *eng, void (*fn)(void *arg), void *arg);
 /* mf_engine_close: stops background work, checkpoints and frees eng. No command may be running. */
 void mf_engine_close(mf_engine_t *eng);
 

@@ -95,8 +95,11 @@ typedef struct conn {
     bool timer_closed;
     uint8_t *held;
     size_t held_len;
-    msgbuf_t *held_req;
+    msgbuf_t *held_req;      /* the hello request, re-run on a topology change (and, streaming, after each reply) */
     int32_t held_reply_id;
+    int32_t held_response_to; /* what the held reply answers (its job's response_to) */
+    int64_t held_counter;     /* the topologyVersion counter in the held reply */
+    int64_t held_seen;        /* the counter the held job compared against (its seen_counter) */
     bool held_exhaust;
 } conn_t;
 
@@ -112,6 +115,8 @@ typedef struct job {
     bool exhaust;        /* ... and keep streaming replies (moreToCome) */
     int32_t response_to; /* 0: the request's id; else answer to this (exhaust chain) */
     int32_t reply_id;    /* the requestID written in the reply */
+    int64_t seen_counter; /* exhaust chain: the topologyVersion counter last sent (-1: the request's own) */
+    int64_t counter;      /* the counter in this job's hello reply */
 } job_t;
 
 typedef struct server {
@@ -132,6 +137,8 @@ typedef struct server {
     uv_timer_t stop_timer;  /* shutdown progress log while jobs remain */
     bool stop_timer_open;
     bool done_async_open;
+    uv_async_t topo_async;  /* the engine's topology changed: answer the held hellos */
+    bool topo_async_open;
 } server_t;
 
 /* Queued request bytes per connection beyond which reading pauses. */
@@ -200,6 +207,39 @@ on_timer_closed(uv_handle_t *h)
         free_conn_if_orphaned(c);
 }
 
+static void queue_job(conn_t *c, msgbuf_t *m, int32_t response_to, int64_t seen_counter);
+
+/*
+ * Loop thread: the engine's topology changed (a replica-set member's role):
+ * every held hello is run again now, and answers at once with the new
+ * topologyVersion (streaming ones keep streaming).
+ */
+static void
+on_topology_async(uv_async_t *a)
+{
+    server_t *srv = a->data;
+    for (size_t i = 0; i < srv->nconns; i++) {
+        conn_t *c = srv->conns[i];
+        if (c->held == NULL || c->closing || c->draining)
+            continue;
+        uv_timer_stop(&c->timer);
+        free(c->held);
+        c->held = NULL;
+        msgbuf_t *req = c->held_req;
+        c->held_req = NULL;
+        c->busy = false;
+        queue_job(c, req, c->held_response_to, c->held_seen);
+    }
+}
+
+/* Any thread (the engine calls it under its topology lock). */
+static void
+on_topology(void *arg)
+{
+    server_t *srv = arg;
+    uv_async_send(&srv->topo_async);
+}
+
 static void
 conn_close(conn_t *c, const char *why)
 {
@@ -232,10 +272,12 @@ static _Atomic int32_t next_reply_id = 1;
  * maxAwaitTimeMS. Returns that time, or 0 to answer at once.
  */
 static int64_t
-awaitable_hello(const bson_t *body, const bson_t *reply)
+awaitable_hello(const bson_t *body, const bson_t *reply, int64_t seen_counter, bool *awaitable, int64_t *counter)
 {
     bson_iter_t it, a, b;
     const char *name;
+    *awaitable = false;
+    *counter = 0;
     if (!bson_iter_init(&it, body) || !bson_iter_next(&it))
         return 0;
     name = bson_iter_key(&it);
@@ -261,7 +303,13 @@ awaitable_hello(const bson_t *body, const bson_t *reply)
         !BSON_ITER_HOLDS_OID(&pa) || !BSON_ITER_HOLDS_OID(&pb) ||
         !bson_oid_equal(bson_iter_oid(&pa), bson_iter_oid(&pb)))
         return 0;
-    return ms;
+    *awaitable = true;
+    if (bson_iter_init_find(&pb, &tb, "counter") && BSON_ITER_HOLDS_NUMBER(&pb))
+        *counter = bson_iter_as_int64(&pb);
+    int64_t theirs = seen_counter;
+    if (theirs < 0)
+        theirs = bson_iter_init_find(&pa, &ta, "counter") && BSON_ITER_HOLDS_NUMBER(&pa) ? bson_iter_as_int64(&pa) : -1;
+    return theirs == *counter ? ms : 0; /* a changed topology answers at once */
 }
 
 /* Worker thread: parse, run, build the reply. Touches no libuv handle. */
@@ -312,8 +360,9 @@ work_cb(mf_net_pool_job_t *pj)
             mf_cmd_error_reply(&reply, &e);
         } else {
             mf_cmd_run(eng, &c->client, db, &msg.body, msg.seqs, msg.nseqs, false, &reply);
-            job->await_ms = awaitable_hello(&msg.body, &reply);
-            job->exhaust = job->await_ms > 0 && (msg.flags & MF_MSG_EXHAUST_ALLOWED);
+            bool awaitable;
+            job->await_ms = awaitable_hello(&msg.body, &reply, job->seen_counter, &awaitable, &job->counter);
+            job->exhaust = awaitable && (msg.flags & MF_MSG_EXHAUST_ALLOWED);
         }
         if (!(msg.flags & MF_MSG_MORE_TO_COME))
             job->reply = mf_wire_build_msg(job->reply_id, job->response_to ? job->response_to : msg.hdr.request_id,
@@ -435,12 +484,11 @@ after_work(job_t *job)
         c->held_len = job->reply_len;
         c->held_exhaust = job->exhaust;
         c->held_reply_id = job->reply_id;
-        c->held_req = job->exhaust ? job->msg : NULL;
-        if (job->exhaust) {
-            job->msg = NULL; /* kept for the next round */
-        } else {
-            msgbuf_free(job->msg);
-        }
+        c->held_response_to = job->response_to;
+        c->held_counter = job->counter;
+        c->held_seen = job->seen_counter;
+        c->held_req = job->msg; /* kept: re-run on a topology change, and streaming, after the reply */
+        job->msg = NULL;
         c->busy = true;
         uv_timer_start(&c->timer, on_await_timer, (uint64_t)job->await_ms, 0);
         free(job);
@@ -448,17 +496,26 @@ after_work(job_t *job)
     }
     if (job->reply && conn_write(c, job->reply, job->reply_len, false) != 0)
         job->fatal = true;
-    msgbuf_free(job->msg);
     if (job->fatal) {
+        msgbuf_free(job->msg);
         free(job);
         conn_close(c, "malformed or unsupported message");
         return;
     }
+    if (job->exhaust) {
+        /* Streaming, and the topology had changed: answered at once; the stream goes on from this reply. */
+        msgbuf_t *req = job->msg;
+        int32_t rid = job->reply_id;
+        int64_t counter = job->counter;
+        free(job);
+        queue_job(c, req, rid, counter);
+        return;
+    }
+    msgbuf_free(job->msg);
     free(job);
     start_next(c);
 }
 
-static void queue_job(conn_t *c, msgbuf_t *m, int32_t response_to);
 
 static void
 start_next(conn_t *c)
@@ -474,7 +531,7 @@ start_next(conn_t *c)
         c->paused = false;
         uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb);
     }
-    queue_job(c, m, 0);
+    queue_job(c, m, 0, -1);
 }
 
 static void
@@ -498,14 +555,15 @@ on_await_timer(uv_timer_t *t)
     }
     if (req != NULL && c->held_exhaust) {
         /* Streaming: run the hello again; its reply answers the one just sent. */
-        queue_job(c, req, c->held_reply_id);
+        queue_job(c, req, c->held_reply_id, c->held_counter);
         return;
     }
+    msgbuf_free(req);
     start_next(c);
 }
 
 static void
-queue_job(conn_t *c, msgbuf_t *m, int32_t response_to)
+queue_job(conn_t *c, msgbuf_t *m, int32_t response_to, int64_t seen_counter)
 {
     server_t *srv = c->srv;
     job_t *job = mf_calloc(1, sizeof(*job));
@@ -513,6 +571,7 @@ queue_job(conn_t *c, msgbuf_t *m, int32_t response_to)
     job->conn = c;
     job->msg = m;
     job->response_to = response_to;
+    job->seen_counter = seen_counter;
     job->reply_id = atomic_fetch_add(&next_reply_id, 1);
     c->busy = true;
     srv->inflight++;
@@ -704,6 +763,11 @@ maybe_finish_stop(server_t *srv)
         srv->done_async_open = false;
         uv_close((uv_handle_t *)&srv->done_async, NULL);
     }
+    if (srv->topo_async_open) {
+        srv->topo_async_open = false;
+        mf_engine_set_topology_hook(srv->eng, NULL, NULL);
+        uv_close((uv_handle_t *)&srv->topo_async, NULL);
+    }
 }
 
 static void
@@ -782,6 +846,10 @@ mf_net_serve(mf_engine_t *eng, const mf_net_opts_t *opts, mf_error_t *err)
     uv_async_init(srv.loop, &srv.done_async, on_jobs_done);
     srv.done_async.data = &srv;
     srv.done_async_open = true;
+    uv_async_init(srv.loop, &srv.topo_async, on_topology_async);
+    srv.topo_async.data = &srv;
+    srv.topo_async_open = true;
+    mf_engine_set_topology_hook(eng, on_topology, &srv);
     if (mf_net_pool_create(&pc, &srv.data_pool, err) != 0) {
         rc = -1;
         goto err_close_async;
@@ -818,6 +886,9 @@ mf_net_serve(mf_engine_t *eng, const mf_net_opts_t *opts, mf_error_t *err)
 err_close_async:
     srv.done_async_open = false;
     uv_close((uv_handle_t *)&srv.done_async, NULL);
+    srv.topo_async_open = false;
+    mf_engine_set_topology_hook(eng, NULL, NULL);
+    uv_close((uv_handle_t *)&srv.topo_async, NULL);
     uv_run(srv.loop, UV_RUN_DEFAULT);
 done:
     /* No job is queued or running now; joining runs each worker's thread_exit. */

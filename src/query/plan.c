@@ -1642,6 +1642,17 @@ mf_plan_build(const mf_coll_t *c, const mf_plan_request_t *req, mf_plan_t **out,
     bool natural = hint_natural(req->hint, &natural_dir);
     bool has_sort = req->sort != NULL && !bson_empty(req->sort);
     mf_index_t *hinted = NULL;
+    bson_iter_t si;
+    /* sort {$natural: d} alone is a collection scan in that direction (tools tailing local.oplog.rs use -1). */
+    if (has_sort && bson_iter_init(&si, req->sort) && bson_iter_next(&si) &&
+        strcmp(bson_iter_key(&si), "$natural") == 0 && BSON_ITER_HOLDS_NUMBER(&si)) {
+        int d = bson_iter_as_int64(&si) < 0 ? -1 : 1;
+        if (!bson_iter_next(&si) && (!natural || d == natural_dir)) {
+            natural = true;
+            natural_dir = d;
+            has_sort = false;
+        }
+    }
 
     *out = NULL;
     collect_preds(req->filter, ps, 0, 0);

@@ -21,6 +21,7 @@
 
 struct mf_oplog {
     mf_oplog_sink_fn sink;
+    mf_oplog_prepare_fn prepare; /* NULL: document writes go to sink after the commit */
     void *arg;
 };
 
@@ -124,6 +125,32 @@ on_delete(void *arg, mf_coll_t *c, const bson_t *olddoc)
     bson_destroy(&id);
 }
 
+/* The open transaction's ops as an entry {ops: [...]} into entry (initialised here). */
+static void
+entry_of(const txn_buf_t *b, bson_t *entry)
+{
+    bson_init(entry);
+    BSON_APPEND_ARRAY(entry, "ops", b->ops);
+}
+
+static int
+on_txn_prepare(void *arg, mf_sess_t *s, mf_error_t *err)
+{
+    const mf_oplog_t *log = arg;
+    if (log->prepare == NULL)
+        return 0;
+    for (txn_buf_t *b = tls_bufs; b != NULL; b = b->next) {
+        if (b->owner != log || b->n == 0)
+            continue;
+        bson_t entry;
+        entry_of(b, &entry);
+        int rc = log->prepare(log->arg, &entry, s, err);
+        bson_destroy(&entry);
+        return rc;
+    }
+    return 0;
+}
+
 static void
 on_txn_end(void *arg, bool committed)
 {
@@ -133,10 +160,9 @@ on_txn_end(void *arg, bool committed)
         if (b->owner != log)
             continue;
         *p = b->next;
-        if (committed && b->n > 0) {
+        if (committed && b->n > 0 && log->prepare == NULL) {
             bson_t entry;
-            bson_init(&entry);
-            BSON_APPEND_ARRAY(&entry, "ops", b->ops);
+            entry_of(b, &entry);
             log->sink(log->arg, &entry);
             bson_destroy(&entry);
         }
@@ -237,13 +263,19 @@ mf_oplog_attach(mf_engine_t *eng, mf_oplog_sink_fn sink, void *arg, mf_oplog_t *
     log->sink = sink;
     log->arg = arg;
     mf_observer_t o = {.on_insert = on_insert, .on_update = on_update, .on_delete = on_delete, .on_ddl = on_ddl,
-                       .on_txn_end = on_txn_end, .arg = log};
+                       .on_txn_end = on_txn_end, .on_txn_prepare = on_txn_prepare, .arg = log};
     if (mf_observers_add(eng->observers, &o, err) != 0) {
         free(log);
         return -1;
     }
     *out = log;
     return 0;
+}
+
+void
+mf_oplog_set_prepare(mf_oplog_t *log, mf_oplog_prepare_fn prepare)
+{
+    log->prepare = prepare;
 }
 
 void
@@ -261,7 +293,7 @@ mf_oplog_free(mf_oplog_t *log)
 static int
 run_cmd(mf_engine_t *eng, const char *db, const bson_t *cmd, const int *tolerated, mf_error_t *err)
 {
-    mf_client_t client = {.id = 0, .remote = "oplog", .helloed = true};
+    mf_client_t client = {.id = 0, .remote = "oplog", .helloed = true, .internal = true};
     bson_t reply;
     bson_iter_t it;
     int rc = 0;

@@ -56,6 +56,21 @@ typedef void (*mf_oplog_sink_fn)(void *arg, const bson_t *entry);
  */
 int mf_oplog_attach(mf_engine_t *eng, mf_oplog_sink_fn sink, void *arg, mf_oplog_t **out, mf_error_t *err) MF_WUR;
 
+/*
+ * The prepare sink: called with a document-write transaction's entry just
+ * before it commits, on the writing thread, inside the transaction (s may
+ * still be written, in it). Non-zero rolls the transaction back with err.
+ * May block (replication waits here for the entry's raft commit).
+ */
+typedef int (*mf_oplog_prepare_fn)(void *arg, const bson_t *entry, mf_sess_t *s, mf_error_t *err);
+
+/*
+ * mf_oplog_set_prepare: document-write entries go to prepare before each
+ * commit instead of to the sink after it (DDL entries still go to the sink,
+ * after their catalog change committed). Set before eng serves.
+ */
+void mf_oplog_set_prepare(mf_oplog_t *log, mf_oplog_prepare_fn prepare);
+
 /* mf_oplog_free: frees an oplog whose engine is closed. NULL is ignored. */
 void mf_oplog_free(mf_oplog_t *log);
 

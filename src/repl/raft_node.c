@@ -36,7 +36,7 @@
 /* How often the role and leader are polled, in milliseconds. */
 #define STATE_POLL_MS 20
 
-typedef enum req_kind { REQ_SUBMIT, REQ_ADD_VOTER, REQ_REMOVE } req_kind_t;
+typedef enum req_kind { REQ_SUBMIT, REQ_ADD_VOTER, REQ_REMOVE, REQ_TRANSFER } req_kind_t;
 
 /* One queued request; owned by the queue, then by raft while in flight. */
 typedef struct req {
@@ -51,6 +51,7 @@ typedef struct req {
     union {
         struct raft_apply apply;
         struct raft_change change;
+        struct raft_transfer transfer;
     } r;
 } req_t;
 
@@ -84,6 +85,7 @@ struct mf_raft_node {
     mf_raft_role_t role;
     uint64_t leader_id;
     char *leader_address;
+    uint64_t term, commit_index;
 
     bool close_started; /* loop thread only */
 };
@@ -229,6 +231,8 @@ poll_state(mf_raft_node_t *node)
         laddr = NULL;
 
     pthread_mutex_lock(&node->lock);
+    node->term = node->raft.current_term;
+    node->commit_index = node->raft.commit_index;
     bool changed = role != node->role || lid != node->leader_id ||
                    (laddr && (!node->leader_address || strcmp(laddr, node->leader_address) != 0));
     if (changed) {
@@ -267,7 +271,16 @@ req_free(req_t *req)
 static const char *
 req_what(const req_t *req)
 {
-    return req->kind == REQ_SUBMIT ? "submit" : req->kind == REQ_REMOVE ? "remove" : "add voter";
+    switch (req->kind) {
+    case REQ_SUBMIT:
+        return "submit";
+    case REQ_REMOVE:
+        return "remove";
+    case REQ_TRANSFER:
+        return "transfer leadership";
+    default:
+        return "add voter";
+    }
 }
 
 /* Calls the request's done callback with rv mapped to an error (0: success), then frees it. */
@@ -313,6 +326,25 @@ added_cb(struct raft_change *c, int status)
         req_finish(req, rv, 0);
 }
 
+/* A leadership transfer ended: it worked if another member leads now. */
+static void
+transfer_cb(struct raft_transfer *t)
+{
+    req_t *req = t->data;
+    raft_id lid = 0;
+    const char *laddr = NULL;
+    raft_leader(&req->node->raft, &lid, &laddr);
+    poll_state(req->node);
+    if (lid != 0 && lid != req->node->id) {
+        req_finish(req, 0, 0);
+    } else {
+        mf_error_t err;
+        mf_err_set(&err, MF_E_ExceededTimeLimit, "no electable member caught up in time to take over");
+        req->done(req->arg, 0, &err);
+        req_free(req);
+    }
+}
+
 /* Hands one request to raft; failures complete it at once. */
 static void
 req_start(mf_raft_node_t *node, req_t *req)
@@ -328,6 +360,10 @@ req_start(mf_raft_node_t *node, req_t *req)
     case REQ_ADD_VOTER:
         req->r.change.data = req;
         rv = raft_add(&node->raft, &req->r.change, req->id, req->address, added_cb);
+        break;
+    case REQ_TRANSFER:
+        req->r.transfer.data = req;
+        rv = raft_transfer(&node->raft, &req->r.transfer, req->id, transfer_cb);
         break;
     case REQ_REMOVE:
     default:
@@ -641,6 +677,25 @@ mf_raft_node_remove(mf_raft_node_t *node, uint64_t id, mf_raft_done_fn done, voi
     req_t *req = req_new(node, REQ_REMOVE, done, arg);
     req->id = id;
     return enqueue(node, req, err);
+}
+
+int
+mf_raft_node_transfer(mf_raft_node_t *node, uint64_t id, mf_raft_done_fn done, void *arg, mf_error_t *err)
+{
+    req_t *req = req_new(node, REQ_TRANSFER, done, arg);
+    req->id = id;
+    return enqueue(node, req, err);
+}
+
+void
+mf_raft_node_progress(mf_raft_node_t *node, uint64_t *term, uint64_t *commit_index)
+{
+    pthread_mutex_lock(&node->lock);
+    if (term)
+        *term = node->term;
+    if (commit_index)
+        *commit_index = node->commit_index;
+    pthread_mutex_unlock(&node->lock);
 }
 
 bool

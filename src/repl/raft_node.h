@@ -148,6 +148,17 @@ int mf_raft_node_add_voter(mf_raft_node_t *node, uint64_t id, const char *addres
 int mf_raft_node_remove(mf_raft_node_t *node, uint64_t id, mf_raft_done_fn done, void *arg, mf_error_t *err) MF_WUR;
 
 /*
+ * mf_raft_node_transfer: on the leader, hands leadership to member id (0:
+ * the most caught-up voter raft picks). Any thread; as submit: done gets
+ * NULL once another member leads, 262 ExceededTimeLimit when none took
+ * over within an election timeout.
+ */
+int mf_raft_node_transfer(mf_raft_node_t *node, uint64_t id, mf_raft_done_fn done, void *arg, mf_error_t *err) MF_WUR;
+
+/* mf_raft_node_progress: the current term and commit index as last seen on the loop thread. Any thread. */
+void mf_raft_node_progress(mf_raft_node_t *node, uint64_t *term, uint64_t *commit_index);
+
+/*
  * mf_raft_node_leader: the leader this member knows of. Any thread. Returns
  * true with *id and address (NUL-terminated, truncated to size) set, or false
  * when none is known (both then zero/empty). id and address may be NULL.

@@ -11,6 +11,9 @@
  *                         pool grows past --workers when every worker is busy)
  *   --inMemory            keep all data in memory (WiredTiger in_memory): a throwaway
  *                         server for test suites; gone at shutdown
+ *   --replSet NAME        run as a member of replica set NAME (src/repl/repl.h)
+ *   --raftPort N          the port raft listens on (default: --port + 10000)
+ *   --oplogSize MB        local.oplog.rs's size cap (default 1024)
  *   --config FILE         flags from a file, one "name = value" or "name: value" per line
  *   --version, --help
  * Shutdown on SIGINT/SIGTERM: stop accepting, call eng->on_shutdown (which
@@ -28,6 +31,7 @@
 #include "common/log.h"
 #include "common/params.h"
 #include "net/net.h"
+#include "repl/repl.h"
 
 #define MF_VERSION "8.0.0"
 
@@ -52,13 +56,17 @@ typedef struct opts {
     size_t nset_params;
     mf_params_t *check;         /* validates --setParameter as it is read */
     int max_workers;
+    char repl_set[128];
+    int raft_port;
+    int64_t oplog_size_mb;
 } opts_t;
 
 static void
 usage(FILE *f)
 {
     fprintf(f, "usage: mayflyd [--port N] [--bind_ip ADDR] [--dbpath DIR] [--setParameter name=value]...\n"
-               "               [--workers N] [--maxWorkers N] [--inMemory] [--config FILE] [--version]\n");
+               "               [--workers N] [--maxWorkers N] [--inMemory] [--replSet NAME] [--raftPort N]\n"
+               "               [--oplogSize MB] [--config FILE] [--version]\n");
 }
 
 static int apply_flag(opts_t *o, const char *name, const char *val, bson_t *parsed);
@@ -95,6 +103,10 @@ load_config(opts_t *o, const char *path, bson_t *parsed)
             name = "bind_ip";
         else if (strcmp(name, "dbPath") == 0)
             name = "dbpath";
+        else if (strcmp(name, "replSetName") == 0)
+            name = "replSet";
+        else if (strcmp(name, "oplogSizeMB") == 0)
+            name = "oplogSize";
         if (*val == '\0')
             continue;
         if (apply_flag(o, name, val, parsed) != 0) {
@@ -140,6 +152,24 @@ apply_flag(opts_t *o, const char *name, const char *val, bson_t *parsed)
         /* WiredTiger's session_max (2000, storage_wt.c) bounds threads that touch data. */
         if (o->max_workers <= 0 || o->max_workers > 1024) {
             fprintf(stderr, "mayflyd: bad --maxWorkers %s\n", val);
+            return -1;
+        }
+    } else if (strcmp(name, "replSet") == 0) {
+        if (val[0] == '\0' || strlen(val) >= sizeof(o->repl_set) || strchr(val, '/') != NULL) {
+            fprintf(stderr, "mayflyd: bad --replSet %s\n", val);
+            return -1;
+        }
+        snprintf(o->repl_set, sizeof(o->repl_set), "%s", val);
+    } else if (strcmp(name, "raftPort") == 0) {
+        o->raft_port = atoi(val);
+        if (o->raft_port <= 0 || o->raft_port > 65535) {
+            fprintf(stderr, "mayflyd: bad --raftPort %s\n", val);
+            return -1;
+        }
+    } else if (strcmp(name, "oplogSize") == 0) {
+        o->oplog_size_mb = atoll(val);
+        if (o->oplog_size_mb <= 0 || o->oplog_size_mb > 1024 * 1024) {
+            fprintf(stderr, "mayflyd: bad --oplogSize %s\n", val);
             return -1;
         }
     } else if (strcmp(name, "setParameter") == 0) {
@@ -270,13 +300,20 @@ main(int argc, char **argv)
     if (o.in_memory)
         BSON_APPEND_UTF8(&storage, "engine", "inMemory");
     bson_append_document_end(parsed, &storage);
+    if (o.repl_set[0] != '\0') {
+        bson_t rs;
+        BSON_APPEND_DOCUMENT_BEGIN(parsed, "replication", &rs);
+        BSON_APPEND_UTF8(&rs, "replSet", o.repl_set);
+        bson_append_document_end(parsed, &rs);
+    }
     BSON_APPEND_DOCUMENT_BEGIN(parsed, "setParameter", &sp);
     bson_append_document_end(parsed, &sp);
 
     mf_log(MF_LOG_INFO, "CONTROL", "mayflyd %s starting: pid=%d port=%d dbpath=%s%s workers=%d maxWorkers=%d",
            MF_VERSION, (int)getpid(), o.port, o.dbpath, o.in_memory ? " (in memory)" : "", workers, max_workers);
     mf_engine_opts_t eo = {.dbpath = o.dbpath, .in_memory = o.in_memory, .set_params = o.set_params,
-                           .nset_params = o.nset_params};
+                           .nset_params = o.nset_params, .repl_member = o.repl_set[0] != '\0'};
+    mf_repl_t *repl = NULL;
     if (mf_engine_open(&eo, &eng, &err) != 0) {
         mf_log(MF_LOG_ERROR, "STORAGE", "cannot open the database: %s", err.msg);
         rc = 1;
@@ -292,14 +329,29 @@ main(int argc, char **argv)
 
     eng->on_shutdown = interrupt_engine;
     eng->on_shutdown_arg = eng;
+    if (o.repl_set[0] != '\0') {
+        int raft_port = o.raft_port ? o.raft_port : o.port + 10000;
+        mf_repl_opts_t ro = {.set_name = o.repl_set, .bind_ip = o.bind_ip, .port = o.port, .raft_port = raft_port,
+                             .dbpath = o.dbpath, .oplog_size_mb = o.oplog_size_mb};
+        if (raft_port > 65535 || mf_repl_open(eng, &ro, &repl, &err) != 0) {
+            mf_log(MF_LOG_ERROR, "REPL", "cannot start replication: %s",
+                   raft_port > 65535 ? "--raftPort is needed: --port + 10000 is beyond 65535" : err.msg);
+            mf_engine_close(eng);
+            rc = 1;
+            goto done;
+        }
+        mf_log(MF_LOG_INFO, "REPL", "member of replica set %s, raft port %d", o.repl_set, raft_port);
+    }
     mf_net_opts_t no = {.bind_ip = o.bind_ip, .port = o.port, .workers = workers, .max_workers = max_workers,
                         .ready = on_ready, .ready_arg = NULL};
     if (mf_net_serve(eng, &no, &err) != 0) {
         mf_log(MF_LOG_ERROR, "NETWORK", "%s", err.msg);
         rc = 1;
     }
+    mf_repl_close(repl);
     mf_log(MF_LOG_INFO, "STORAGE", "closing the database%s", o.in_memory ? "" : " (checkpoint)");
     mf_engine_close(eng);
+    mf_repl_free(repl);
     mf_log(MF_LOG_INFO, "CONTROL", "shutdown complete");
 
 done:

@@ -154,6 +154,16 @@ void mf_storage_fault_set(mf_storage_t *st, const char *uri, int after_ops);
  */
 void mf_storage_set_txn_hook(mf_storage_t *st, void (*fn)(void *arg, bool committed), void *arg);
 
+/*
+ * mf_storage_set_precommit_hook: fn(arg, s, err) runs on the committing
+ * thread inside every transaction on st, just before its commit: it may
+ * still write through s (in the same transaction) and may block. A non-zero
+ * return rolls the transaction back and mf_txn_commit fails with fn's err.
+ * One hook per storage, set before serving (the observer list's prepare
+ * step: replication holds a commit until its raft entry is committed).
+ */
+void mf_storage_set_precommit_hook(mf_storage_t *st, int (*fn)(void *arg, mf_sess_t *s, mf_error_t *err), void *arg);
+
 /* Transactions on a session. commit with durable=true syncs the log before returning. */
 int mf_txn_begin(mf_sess_t *s, mf_error_t *err) MF_WUR;
 int mf_txn_commit(mf_sess_t *s, bool durable, mf_error_t *err) MF_WUR;

@@ -106,6 +106,8 @@ struct mf_storage {
     bool has_zstd;             /* ext/wt_zstd (libmayfly_wt_zstd.so) loaded */
     void (*txn_hook)(void *arg, bool committed);
     void *txn_hook_arg;
+    int (*precommit_hook)(void *arg, mf_sess_t *s, mf_error_t *err);
+    void *precommit_hook_arg;
 };
 
 /*
@@ -131,6 +133,13 @@ mf_storage_set_txn_hook(mf_storage_t *st, void (*fn)(void *arg, bool committed),
 {
     st->txn_hook_arg = arg;
     st->txn_hook = fn;
+}
+
+void
+mf_storage_set_precommit_hook(mf_storage_t *st, int (*fn)(void *arg, mf_sess_t *s, mf_error_t *err), void *arg)
+{
+    st->precommit_hook_arg = arg;
+    st->precommit_hook = fn;
 }
 
 static int
@@ -758,6 +767,10 @@ mf_txn_begin(mf_sess_t *s, mf_error_t *err)
 int
 mf_txn_commit(mf_sess_t *s, bool durable, mf_error_t *err)
 {
+    if (s->st->precommit_hook && s->st->precommit_hook(s->st->precommit_hook_arg, s, err) != 0) {
+        mf_txn_abort(s);
+        return -1;
+    }
     int ret = s->wt->commit_transaction(s->wt, durable ? "sync=on" : NULL);
     s->in_txn = false;
     run_txn_cbs(s, ret == 0);

@@ -45,6 +45,8 @@ typedef struct mf_ttl_env {
      * and logs the reason once.
      */
     const char *disabled_reason;
+    /* The initial pause (mf_ttl_monitor_pause), NULL for none: a replica-set member starts paused. */
+    const char *paused_reason;
 } mf_ttl_env_t;
 
 typedef struct mf_ttl_monitor mf_ttl_monitor_t;
@@ -61,6 +63,13 @@ int mf_ttl_monitor_start(const mf_ttl_env_t *env, mf_ttl_monitor_t **out, mf_err
  * at its next yield point if interrupted, else finishes). Idempotent.
  */
 void mf_ttl_monitor_stop(mf_ttl_monitor_t *m);
+
+/*
+ * mf_ttl_monitor_pause: reason (a static string) pauses passes (SPEC E1: a
+ * member that is not primary deletes nothing) and kills the batch in flight
+ * (E2: a step-down interrupts a pass); NULL resumes them. Any thread.
+ */
+void mf_ttl_monitor_pause(mf_ttl_monitor_t *m, const char *reason);
 
 /* mf_ttl_monitor_free: stops (if needed) and frees m, once no write can reach its observer (NULL is ignored). */
 void mf_ttl_monitor_free(mf_ttl_monitor_t *m);

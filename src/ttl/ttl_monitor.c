@@ -105,6 +105,9 @@ struct mf_ttl_monitor {
      */
     _Atomic int64_t watch_due;
     _Atomic bool busy; /* in a pass: serverStatus does not wait for a fresh backlog */
+    /* Why passes are paused now (mf_ttl_monitor_pause: a replica-set member that is not primary), or NULL. */
+    _Atomic(const char *) paused;
+    _Atomic int64_t batch_opid; /* the batch in flight's operation id, 0 if none (a pause kills it) */
     _Atomic int64_t deleted, passes, subpasses;
     _Atomic int64_t pace_dps;
     /*
@@ -132,6 +135,20 @@ mf_ttl_notify(mf_ttl_monitor_t *m)
     m->kick = true;
     pthread_cond_signal(&m->cv);
     pthread_mutex_unlock(&m->mu);
+}
+
+void
+mf_ttl_monitor_pause(mf_ttl_monitor_t *m, const char *reason)
+{
+    const char *old = atomic_exchange(&m->paused, reason);
+    if ((old == NULL) != (reason == NULL))
+        mf_log(MF_LOG_INFO, "TTL", "TTL monitor %s%s", reason ? "paused: " : "resumed", reason ? reason : "");
+    if (reason != NULL) {
+        int64_t opid = atomic_load(&m->batch_opid);
+        if (opid != 0)
+            mf_curops_kill(m->env.curops, opid); /* SPEC E2: the batch in flight stops at its next yield point */
+    }
+    mf_ttl_notify(m);
 }
 
 static void
@@ -416,6 +433,14 @@ foreground_ops(mf_ttl_monitor_t *m)
     return m->env.foreground_ops ? m->env.foreground_ops(m->env.arg) : 0;
 }
 
+/* True when passes must not run: parameter off, E3's reason, or a pause (not primary). */
+static bool
+idle(mf_ttl_monitor_t *m)
+{
+    return mf_param_get(m->env.params, "ttlMonitorEnabled") == 0 || m->env.disabled_reason != NULL ||
+           atomic_load(&m->paused) != NULL;
+}
+
 static bool
 should_stop(mf_ttl_monitor_t *m)
 {
@@ -444,7 +469,7 @@ visit(mf_ttl_monitor_t *m, mf_sess_t *s, ttl_target_t *t)
     bool more = false;
 
     for (;;) {
-        if (should_stop(m) || mf_param_get(m->env.params, "ttlMonitorEnabled") == 0)
+        if (should_stop(m) || idle(m))
             break;
         int64_t fg_before = foreground_ops(m);
         int64_t batch_start = mf_mono_us();
@@ -551,10 +576,12 @@ visit(mf_ttl_monitor_t *m, mf_sess_t *s, ttl_target_t *t)
         mf_curop_t *op = mf_curop_begin(m->env.curops, "remove", t->ns, "TTLMonitor", &desc_cmd, 0);
         bson_destroy(&desc_cmd);
         tls_batch = &cx;
+        atomic_store(&m->batch_opid, mf_curop_opid(op));
         mf_curop_set_current(op);
         int rc = mf_delete_rids(s, c, rids, n, batched ? 0 : 1, false, ttl_check, &cx, &st, &err);
         mf_curop_set_current(NULL);
         tls_batch = NULL;
+        atomic_store(&m->batch_opid, 0);
         mf_curop_end(op);
         mf_catalog_unlock(m->env.cat);
         mf_storage_session_release(s);
@@ -616,7 +643,7 @@ run_pass(mf_ttl_monitor_t *m, mf_sess_t *s)
     bool work_left = true;
 
     atomic_fetch_add(&m->passes, 1);
-    while (work_left && !should_stop(m) && mf_param_get(m->env.params, "ttlMonitorEnabled") != 0) {
+    while (work_left && !should_stop(m) && !idle(m)) {
         /* A sub-pass: a fresh snapshot of the TTL indexes, visited round-robin. */
         atomic_fetch_add(&m->subpasses, 1);
         subpass_secs = mf_param_get(m->env.params, "ttlMonitorSubPassTargetSecs");
@@ -749,7 +776,7 @@ monitor_main(void *arg)
     for (;;) {
         if (should_stop(m))
             break;
-        bool enabled = mf_param_get(m->env.params, "ttlMonitorEnabled") != 0 && m->env.disabled_reason == NULL;
+        bool enabled = !idle(m);
         bool precise = mf_param_get(m->env.params, "ttlMonitorPrecise") != 0;
         int64_t sleep_ms = mf_param_get(m->env.params, "ttlMonitorSleepSecs") * 1000; /* bounded: the parameter is an int32 */
         int64_t now = mf_now_ms();
@@ -865,6 +892,7 @@ mf_ttl_monitor_start(const mf_ttl_env_t *env, mf_ttl_monitor_t **out, mf_error_t
                          .on_txn_end = obs_txn_end, .arg = m};
 
     m->env = *env;
+    atomic_store(&m->paused, env->paused_reason);
     pthread_mutex_init(&m->mu, NULL);
     pthread_mutex_init(&m->lat_mu, NULL);
     /* The condition variable waits on the monotonic clock (wall-clock jumps must not stall it). */

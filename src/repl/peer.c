@@ -1,0 +1,226 @@
+/*
+ * peer.c: one blocking command to another member over the wire protocol
+ * (see peer.h). A fresh TCP connection per call: members talk rarely
+ * (initiate, reconfig, a heartbeat a second), so a connection pool would be
+ * more code than it saves.
+ */
+#include "repl/peer.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "common/alloc.h"
+#include "common/clock.h"
+#include "common/limits.h"
+
+#define OP_MSG 2013
+
+int
+mf_peer_split_host(const char *host, char *name, size_t size, int *port)
+{
+    const char *colon = strrchr(host, ':');
+    if (colon == NULL || colon == host || (size_t)(colon - host) >= size)
+        return -1;
+    char *end;
+    long p = strtol(colon + 1, &end, 10);
+    if (*end != '\0' || p <= 0 || p > 65535)
+        return -1;
+    memcpy(name, host, (size_t)(colon - host));
+    name[colon - host] = '\0';
+    *port = (int)p;
+    return 0;
+}
+
+/* Waits until fd is ready for events or the deadline passes. Returns 0, or -1 (errno ETIMEDOUT on time-out). */
+static int
+wait_fd(int fd, short events, int64_t deadline)
+{
+    for (;;) {
+        int64_t left = deadline - mf_mono_ms();
+        if (left <= 0) {
+            errno = ETIMEDOUT;
+            return -1;
+        }
+        struct pollfd p = {.fd = fd, .events = events};
+        int r = poll(&p, 1, (int)left);
+        if (r > 0)
+            return 0;
+        if (r < 0 && errno != EINTR)
+            return -1;
+    }
+}
+
+static int
+connect_to(const char *host, int64_t deadline, mf_error_t *err)
+{
+    char name[256], port_s[16];
+    int port;
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res = NULL;
+    if (mf_peer_split_host(host, name, sizeof(name), &port) != 0) {
+        mf_err_set(err, MF_E_FailedToParse, "bad host:port '%s'", host);
+        return -1;
+    }
+    snprintf(port_s, sizeof(port_s), "%d", port);
+    int gai = getaddrinfo(name, port_s, &hints, &res);
+    if (gai != 0) {
+        mf_err_set(err, MF_E_HostUnreachable, "cannot resolve %s: %s", name, gai_strerror(gai));
+        return -1;
+    }
+    int fd = -1;
+    for (struct addrinfo *ai = res; ai != NULL && fd < 0; ai = ai->ai_next) {
+        fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol);
+        if (fd < 0)
+            continue;
+        if (connect(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
+            int ok = errno == EINPROGRESS && wait_fd(fd, POLLOUT, deadline) == 0;
+            int soerr = 0;
+            socklen_t sl = sizeof(soerr);
+            if (!ok || getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) != 0 || soerr != 0) {
+                if (soerr != 0)
+                    errno = soerr;
+                close(fd);
+                fd = -1;
+            }
+        }
+    }
+    freeaddrinfo(res);
+    if (fd < 0)
+        mf_err_set(err, MF_E_HostUnreachable, "cannot connect to %s: %s", host, strerror(errno));
+    return fd;
+}
+
+static int
+send_all(int fd, const uint8_t *p, size_t n, int64_t deadline)
+{
+    while (n > 0) {
+        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+        if (w > 0) {
+            p += w;
+            n -= (size_t)w;
+        } else if (w < 0 && (errno == EAGAIN || errno == EINTR)) {
+            if (wait_fd(fd, POLLOUT, deadline) != 0)
+                return -1;
+        } else {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int
+recv_all(int fd, uint8_t *p, size_t n, int64_t deadline)
+{
+    while (n > 0) {
+        ssize_t r = recv(fd, p, n, 0);
+        if (r > 0) {
+            p += r;
+            n -= (size_t)r;
+        } else if (r < 0 && (errno == EAGAIN || errno == EINTR)) {
+            if (wait_fd(fd, POLLIN, deadline) != 0)
+                return -1;
+        } else {
+            if (r == 0)
+                errno = ECONNRESET;
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void
+put_i32(uint8_t *p, int32_t v)
+{
+    uint32_t u = (uint32_t)v;
+    p[0] = (uint8_t)u;
+    p[1] = (uint8_t)(u >> 8);
+    p[2] = (uint8_t)(u >> 16);
+    p[3] = (uint8_t)(u >> 24);
+}
+
+static int32_t
+get_i32(const uint8_t *p)
+{
+    return (int32_t)((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
+}
+
+int
+mf_peer_call(const char *host, const char *db, const bson_t *cmd, int timeout_ms, bson_t *reply, mf_error_t *err)
+{
+    int64_t deadline = mf_mono_ms() + (timeout_ms > 0 ? timeout_ms : 10000);
+    bson_t body;
+    uint8_t *msg = NULL, *in = NULL;
+    int rc = -1;
+
+    bson_init(reply);
+    bson_init(&body);
+    bson_concat(&body, cmd);
+    BSON_APPEND_UTF8(&body, "$db", db);
+    size_t total = 16 + 4 + 1 + body.len;
+    msg = mf_malloc(total);
+    put_i32(msg, (int32_t)total);
+    put_i32(msg + 4, 1);
+    put_i32(msg + 8, 0);
+    put_i32(msg + 12, OP_MSG);
+    put_i32(msg + 16, 0);
+    msg[20] = 0;
+    memcpy(msg + 21, bson_get_data(&body), body.len);
+
+    int fd = connect_to(host, deadline, err);
+    if (fd < 0)
+        goto out;
+    uint8_t hdr[16];
+    if (send_all(fd, msg, total, deadline) != 0 || recv_all(fd, hdr, sizeof(hdr), deadline) != 0) {
+        mf_err_set(err, errno == ETIMEDOUT ? MF_E_NetworkTimeout : MF_E_HostUnreachable, "%s: %s", host,
+                   strerror(errno));
+        goto out_close;
+    }
+    int32_t len = get_i32(hdr);
+    if (len < 16 + 5 + 5 || len > MF_MAX_MESSAGE_SIZE || get_i32(hdr + 12) != OP_MSG) {
+        mf_err_set(err, MF_E_ProtocolError, "%s answered with a malformed message", host);
+        goto out_close;
+    }
+    in = mf_malloc((size_t)len - 16);
+    if (recv_all(fd, in, (size_t)len - 16, deadline) != 0) {
+        mf_err_set(err, errno == ETIMEDOUT ? MF_E_NetworkTimeout : MF_E_HostUnreachable, "%s: %s", host,
+                   strerror(errno));
+        goto out_close;
+    }
+    bson_t r;
+    if (in[4] != 0 || !bson_init_static(&r, in + 5, (size_t)len - 16 - 5) || !bson_validate(&r, 0, NULL)) {
+        mf_err_set(err, MF_E_ProtocolError, "%s answered with a malformed reply", host);
+        goto out_close;
+    }
+    bson_concat(reply, &r);
+    rc = 0;
+out_close:
+    close(fd);
+out:
+    free(in);
+    free(msg);
+    bson_destroy(&body);
+    return rc;
+}
+
+int
+mf_peer_command(const char *host, const bson_t *cmd, int timeout_ms, bson_t *reply, mf_error_t *err)
+{
+    bson_iter_t it;
+    if (mf_peer_call(host, "admin", cmd, timeout_ms, reply, err) != 0)
+        return -1;
+    if (bson_iter_init_find(&it, reply, "ok") && bson_iter_as_double(&it) == 1.0)
+        return 0;
+    int code = MF_E_InternalError;
+    const char *msg = "command failed";
+    if (bson_iter_init_find(&it, reply, "code"))
+        code = (int)bson_iter_as_int64(&it);
+    if (bson_iter_init_find(&it, reply, "errmsg") && BSON_ITER_HOLDS_UTF8(&it))
+        msg = bson_iter_utf8(&it, NULL);
+    return mf_err_set(err, code, "%s", msg);
+}

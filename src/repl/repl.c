@@ -1,0 +1,2094 @@
+/*
+ * repl.c: the replica-set member (see repl.h for the model).
+ *
+ * Entries. Each raft entry is a BSON document
+ *     {k: "ops"|"ddl"|"noop"|"config", m: <origin raft id>, e: <origin's
+ *      process epoch>, s: <origin's sequence number>, t: <term>, w: <wall ms>,
+ *      o: <oplog entry {ops: [...]}> | cfg: <replica-set config>}
+ * m/e/s name the entry's writer: the applier recognises the entries this
+ * process submitted and hands them back to their writers instead of
+ * applying them a second time.
+ *
+ * The writer's turn. A primary's writer (oplog prepare step, inside its
+ * WiredTiger transaction) registers a waiter, submits, and sleeps. The
+ * applier takes committed entries in log order; for a waiter's entry it
+ * sets W_TURN and sleeps until the writer has recorded the applied index
+ * in its transaction and committed (W_DONE) or failed (W_FAILED: the
+ * applier then applies the entry itself). So local commits follow log
+ * order exactly, the applied index moves with the data, and an entry whose
+ * writer gave up (time-out, lost primary role) is still applied if raft
+ * commits it. A writer holds its collection's lock while it waits, so the
+ * applier never takes a catalog lock for an entry of this process (its
+ * local.oplog.rs and config writes go to other threads).
+ *
+ * Becoming writable. A new leader first commits a no-op entry of its own
+ * (drain): once the applier reaches it, everything earlier leaders
+ * committed is applied here, and only then does hello say
+ * isWritablePrimary and the TTL monitor resume.
+ *
+ * Locks: r->mu guards everything shared (role, config, waiters, queues,
+ * applied optime, member states); r->cv signals changes of any of it.
+ */
+#include "repl/repl.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <uv.h>
+
+#include "cmd/cmd.h"
+#include "common/alloc.h"
+#include "common/clock.h"
+#include "common/log.h"
+#include "repl/oplog.h"
+#include "repl/peer.h"
+#include "repl/raft_node.h"
+#include "ttl/ttl.h"
+
+#define MAX_MEMBERS 50
+#define HEARTBEAT_MS 1000
+#define PEER_TIMEOUT_MS 2000
+#define ELECTION_TIMEOUT_MS 600
+#define RAFT_HEARTBEAT_MS 100
+#define APPLIED_URI "table:mf_repl_applied"
+#define DDL_WAIT_MS 30000
+
+/* MongoDB's member states. */
+enum { ST_STARTUP = 0, ST_PRIMARY = 1, ST_SECONDARY = 2, ST_RECOVERING = 3, ST_UNKNOWN = 6, ST_REMOVED = 10 };
+
+static const char *
+state_str(int st)
+{
+    switch (st) {
+    case ST_PRIMARY:
+        return "PRIMARY";
+    case ST_SECONDARY:
+        return "SECONDARY";
+    case ST_RECOVERING:
+        return "RECOVERING";
+    case ST_REMOVED:
+        return "REMOVED";
+    case ST_STARTUP:
+        return "STARTUP";
+    default:
+        return "UNKNOWN";
+    }
+}
+
+typedef enum { W_WAITING, W_TURN, W_DONE, W_FAILED, W_APPLIED } wstate_t;
+
+/* A writer waiting for its entry (doc writes: its turn; DDL: its application). */
+typedef struct waiter {
+    struct waiter *next;
+    struct mf_repl *r;
+    uint64_t seq;
+    bool ddl;
+    wstate_t state;
+    uint64_t index, term;
+    int64_t wall;
+    mf_error_t err; /* the submit's failure, if any */
+    bool failed;
+} waiter_t;
+
+/* A committed entry on its way to the applier, or an applied one to local.oplog.rs. */
+typedef struct qent {
+    struct qent *next;
+    uint64_t index;
+    uint32_t ts_secs, ts_inc; /* oplog writer: the first op's timestamp */
+    size_t len;
+    uint8_t data[];
+} qent_t;
+
+typedef struct member {
+    int id;
+    char host[256];
+    /* from heartbeats (self: from this process) */
+    int health; /* -1 not yet known, 0 down, 1 up */
+    int state;
+    int64_t last_hb_ms, last_ok_ms, ping_ms, up_since_ms;
+    uint64_t applied_index, applied_term;
+    int64_t applied_wall;
+    uint32_t ts_secs, ts_inc;
+    char msg[160];
+} member_t;
+
+struct mf_repl {
+    mf_engine_t *eng;
+    char set_name[128], bind_ip[128], raft_dir[1100];
+    int port, raft_port;
+    int64_t oplog_size;
+    int64_t epoch;
+
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool stop;
+
+    /* config (NULL until initiated) */
+    bson_t *config;
+    int64_t config_version;
+    member_t members[MAX_MEMBERS];
+    int nmembers, self; /* self: index in members, -1 when not in the config */
+
+    /* raft */
+    uv_loop_t loop;
+    bool loop_inited;
+    pthread_t loop_thread;
+    bool loop_running;
+    mf_raft_node_t *node;
+    mf_raft_role_t role;
+    uint64_t leader_id, term;
+    bool writable;
+    uint64_t drain_seq;
+    uint64_t next_seq;
+    waiter_t *waiters;
+    int64_t frozen_until_ms;
+
+    /* applier */
+    pthread_t applier;
+    qent_t *qhead, *qtail;
+    uint64_t applied_index, applied_term;
+    int64_t applied_wall, last_wall;
+    uint32_t ts_secs, ts_inc;
+
+    /* local.oplog.rs writer, config persistence, heartbeats */
+    pthread_t oplog_thread, hb_thread;
+    qent_t *ohead, *otail;
+    bson_t *config_to_save;
+    bool threads_started;
+
+    mf_oplog_t *oplog;
+    int64_t started_ms;
+};
+
+static _Thread_local bool tls_applying;       /* this thread applies entries: its writes are not logged */
+static _Thread_local int64_t tls_wtimeout;    /* the command's wtimeout (ms), 0 none */
+static _Thread_local waiter_t *tls_ddl_waiter; /* the last DDL entry this thread's command logged */
+
+/* ---------- small helpers ---------- */
+
+static mf_client_t *
+internal_client(mf_client_t *c)
+{
+    memset(c, 0, sizeof(*c));
+    snprintf(c->remote, sizeof(c->remote), "replication");
+    c->helloed = true;
+    c->internal = true;
+    return c;
+}
+
+/* Runs cmd on db locally as replication. Returns 0, or -1 with err unless its code is in tolerated (0-ended). */
+static int
+run_local(mf_repl_t *r, const char *db, const bson_t *cmd, const int *tolerated, mf_error_t *err)
+{
+    mf_client_t ic;
+    bson_t reply;
+    bson_iter_t it;
+    int rc = 0;
+    bson_init(&reply);
+    mf_cmd_run(r->eng, internal_client(&ic), db, cmd, NULL, 0, false, &reply);
+    if (bson_iter_init_find(&it, &reply, "ok") && bson_iter_as_double(&it) == 1.0) {
+        if (bson_iter_init_find(&it, &reply, "writeErrors"))
+            rc = mf_err_set(err, MF_E_InternalError, "replication: a local write failed");
+    } else {
+        int code = bson_iter_init_find(&it, &reply, "code") ? (int)bson_iter_as_int64(&it) : MF_E_InternalError;
+        rc = -1;
+        for (int i = 0; tolerated && tolerated[i]; i++)
+            if (tolerated[i] == code)
+                rc = 0;
+        if (rc != 0)
+            mf_err_set(err, code, "%s",
+                       bson_iter_init_find(&it, &reply, "errmsg") && BSON_ITER_HOLDS_UTF8(&it)
+                           ? bson_iter_utf8(&it, NULL) : "command failed");
+    }
+    bson_destroy(&reply);
+    return rc;
+}
+
+static uint64_t
+raft_id_of(int member_id)
+{
+    return (uint64_t)member_id + 1;
+}
+
+/* The member state of this process (r->mu held). */
+static int
+self_state(const mf_repl_t *r)
+{
+    if (r->config == NULL)
+        return ST_STARTUP;
+    if (r->self < 0)
+        return ST_REMOVED;
+    if (r->writable)
+        return ST_PRIMARY;
+    if (r->role == MF_RAFT_ROLE_FOLLOWER || r->role == MF_RAFT_ROLE_LEADER || r->role == MF_RAFT_ROLE_CANDIDATE)
+        return ST_SECONDARY;
+    return ST_STARTUP;
+}
+
+/* The member index of raft server id (r->mu held), or -1. */
+static int
+member_of_raft(const mf_repl_t *r, uint64_t id)
+{
+    for (int i = 0; i < r->nmembers; i++)
+        if (raft_id_of(r->members[i].id) == id)
+            return i;
+    return -1;
+}
+
+static void
+append_optime(bson_t *b, const char *key, uint32_t secs, uint32_t inc, uint64_t term)
+{
+    bson_t o;
+    BSON_APPEND_DOCUMENT_BEGIN(b, key, &o);
+    BSON_APPEND_TIMESTAMP(&o, "ts", secs, inc);
+    BSON_APPEND_INT64(&o, "t", (int64_t)term);
+    bson_append_document_end(b, &o);
+}
+
+/* electionId: MongoDB's ObjectId 7fffffff + the term as 8 bytes, so later terms compare greater. */
+static void
+election_id(uint64_t term, bson_oid_t *oid)
+{
+    uint8_t *b = oid->bytes;
+    b[0] = 0x7f;
+    b[1] = b[2] = b[3] = 0xff;
+    for (int i = 0; i < 8; i++)
+        b[4 + i] = (uint8_t)(term >> (56 - 8 * i));
+}
+
+/* Whether host "name:port" names this process (its client port on a local name). */
+static bool
+host_is_me(const mf_repl_t *r, const char *host)
+{
+    char name[256], hn[256] = "";
+    int port;
+    if (mf_peer_split_host(host, name, sizeof(name), &port) != 0 || port != r->port)
+        return false;
+    gethostname(hn, sizeof(hn) - 1);
+    return strcmp(name, "127.0.0.1") == 0 || strcmp(name, "localhost") == 0 || strcmp(name, "::1") == 0 ||
+           strcmp(name, hn) == 0 || strcmp(name, r->bind_ip) == 0;
+}
+
+/* ---------- the config ---------- */
+
+/*
+ * Checks a replica-set config as MongoDB does (93 InvalidReplicaSetConfig)
+ * and fills members (ids and hosts). Returns 0, or -1 with err.
+ */
+static int
+parse_config(mf_repl_t *r, const bson_t *cfg, member_t *members, int *n, int64_t *version, mf_error_t *err)
+{
+    bson_iter_t it, mi, f;
+    bool have_id = false, have_members = false;
+    *n = 0;
+    *version = 1;
+    if (!bson_iter_init(&it, cfg))
+        return mf_err_set(err, MF_E_InvalidReplicaSetConfig, "invalid replica set config");
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (strcmp(k, "_id") == 0) {
+            if (!BSON_ITER_HOLDS_UTF8(&it))
+                return mf_err_set(err, MF_E_TypeMismatch, "BSON field '_id' is the wrong type, expected type 'string'");
+            if (strcmp(bson_iter_utf8(&it, NULL), r->set_name) != 0)
+                return mf_err_set(err, MF_E_InvalidReplicaSetConfig,
+                                  "Attempting to initiate a replica set with name %s, but command line reports %s; "
+                                  "rejecting", bson_iter_utf8(&it, NULL), r->set_name);
+            have_id = true;
+        } else if (strcmp(k, "version") == 0) {
+            if (!BSON_ITER_HOLDS_NUMBER(&it) || bson_iter_as_int64(&it) < 1)
+                return mf_err_set(err, MF_E_InvalidReplicaSetConfig, "version field value must be a positive number");
+            *version = bson_iter_as_int64(&it);
+        } else if (strcmp(k, "members") == 0) {
+            if (!BSON_ITER_HOLDS_ARRAY(&it))
+                return mf_err_set(err, MF_E_TypeMismatch, "BSON field 'members' is the wrong type, expected type 'array'");
+            have_members = true;
+            bson_iter_recurse(&it, &mi);
+            while (bson_iter_next(&mi)) {
+                if (*n == MAX_MEMBERS)
+                    return mf_err_set(err, MF_E_InvalidReplicaSetConfig, "Replica set configuration contains %d "
+                                      "members, but must have at most %d members.", *n + 1, MAX_MEMBERS);
+                member_t *m = &members[*n];
+                memset(m, 0, sizeof(*m));
+                m->id = -1;
+                if (!BSON_ITER_HOLDS_DOCUMENT(&mi))
+                    return mf_err_set(err, MF_E_TypeMismatch, "a member must be an object");
+                bson_iter_recurse(&mi, &f);
+                while (bson_iter_next(&f)) {
+                    const char *fk = bson_iter_key(&f);
+                    if (strcmp(fk, "_id") == 0 && BSON_ITER_HOLDS_NUMBER(&f)) {
+                        m->id = (int)bson_iter_as_int64(&f);
+                    } else if (strcmp(fk, "host") == 0 && BSON_ITER_HOLDS_UTF8(&f)) {
+                        snprintf(m->host, sizeof(m->host), "%s", bson_iter_utf8(&f, NULL));
+                    } else if (strcmp(fk, "votes") == 0 || strcmp(fk, "priority") == 0 || strcmp(fk, "hidden") == 0 ||
+                               strcmp(fk, "arbiterOnly") == 0 || strcmp(fk, "buildIndexes") == 0 ||
+                               strcmp(fk, "tags") == 0 || strcmp(fk, "secondaryDelaySecs") == 0) {
+                        continue; /* accepted; raft makes every member an equal voter */
+                    } else {
+                        return mf_err_set(err, MF_E_BadValue, "Unexpected field %s in replica set member configuration", fk);
+                    }
+                }
+                if (m->id < 0 || m->id > 255)
+                    return mf_err_set(err, MF_E_BadValue, "_id field value of %d is out of range (0-255)", m->id);
+                char name[256];
+                int port;
+                if (m->host[0] == '\0' || mf_peer_split_host(m->host, name, sizeof(name), &port) != 0)
+                    return mf_err_set(err, MF_E_InvalidReplicaSetConfig, "member %d needs a host of the form name:port", m->id);
+                for (int j = 0; j < *n; j++) {
+                    if (members[j].id == m->id)
+                        return mf_err_set(err, MF_E_InvalidReplicaSetConfig, "Found two member configurations with "
+                                          "same _id field, members.%d._id == members.%d._id == %d", j, *n, m->id);
+                    if (strcmp(members[j].host, m->host) == 0)
+                        return mf_err_set(err, MF_E_InvalidReplicaSetConfig, "Found two member configurations with "
+                                          "same host field, members.%d.host == members.%d.host == %s", j, *n, m->host);
+                }
+                m->health = -1;
+                (*n)++;
+            }
+        } else if (strcmp(k, "term") == 0 || strcmp(k, "protocolVersion") == 0 || strcmp(k, "settings") == 0 ||
+                   strcmp(k, "writeConcernMajorityJournalDefault") == 0 || strcmp(k, "configsvr") == 0 ||
+                   strcmp(k, "replicaSetId") == 0) {
+            continue;
+        } else {
+            return mf_err_set(err, MF_E_BadValue, "Unexpected field %s in replica set configuration", k);
+        }
+    }
+    if (!have_id)
+        return mf_err_set(err, MF_E_InvalidReplicaSetConfig, "Missing expected field \"_id\"");
+    if (!have_members || *n == 0)
+        return mf_err_set(err, MF_E_InvalidReplicaSetConfig, "Replica set configuration must contain at least one member");
+    if (*n % 2 == 0)
+        mf_log(MF_LOG_WARN, "REPL", "replica set %s has an even number of voters (%d): an odd number survives the "
+               "same failures with one member fewer", r->set_name, *n);
+    return 0;
+}
+
+/* Installs cfg as the current config (r->mu held). */
+static void
+install_config(mf_repl_t *r, const bson_t *cfg, const member_t *members, int n, int64_t version)
+{
+    member_t old[MAX_MEMBERS];
+    int nold = r->nmembers;
+    memcpy(old, r->members, sizeof(old));
+    if (r->config)
+        bson_destroy(r->config);
+    r->config = bson_copy(cfg);
+    r->config_version = version;
+    r->nmembers = n;
+    r->self = -1;
+    for (int i = 0; i < n; i++) {
+        r->members[i] = members[i];
+        for (int j = 0; j < nold; j++) /* keep what heartbeats learned */
+            if (old[j].id == members[i].id && strcmp(old[j].host, members[i].host) == 0)
+                r->members[i] = old[j];
+        if (host_is_me(r, members[i].host))
+            r->self = i;
+    }
+}
+
+/* Writes cfg to local.system.replset (replacing any earlier one). Not on the applier (see the header). */
+static int
+save_config(mf_repl_t *r, const bson_t *cfg, mf_error_t *err)
+{
+    bson_t cmd, ups, u, q;
+    bson_init(&cmd);
+    BSON_APPEND_UTF8(&cmd, "update", "system.replset");
+    BSON_APPEND_ARRAY_BEGIN(&cmd, "updates", &ups);
+    BSON_APPEND_DOCUMENT_BEGIN(&ups, "0", &u);
+    BSON_APPEND_DOCUMENT_BEGIN(&u, "q", &q);
+    bson_append_document_end(&u, &q);
+    BSON_APPEND_DOCUMENT(&u, "u", cfg);
+    BSON_APPEND_BOOL(&u, "upsert", true);
+    bson_append_document_end(&ups, &u);
+    bson_append_array_end(&cmd, &ups);
+    bson_t wc;
+    BSON_APPEND_DOCUMENT_BEGIN(&cmd, "writeConcern", &wc);
+    BSON_APPEND_BOOL(&wc, "j", true);
+    bson_append_document_end(&cmd, &wc);
+    int rc = run_local(r, "local", &cmd, NULL, err);
+    bson_destroy(&cmd);
+    return rc;
+}
+
+/* The stored config of this set, or NULL (caller destroys). */
+static bson_t *
+load_config(mf_repl_t *r)
+{
+    mf_client_t ic;
+    bson_t cmd, reply;
+    bson_iter_t it, b, d;
+    bson_t *cfg = NULL;
+    bson_init(&cmd);
+    BSON_APPEND_UTF8(&cmd, "find", "system.replset");
+    BSON_APPEND_INT32(&cmd, "limit", 1);
+    bson_init(&reply);
+    mf_cmd_run(r->eng, internal_client(&ic), "local", &cmd, NULL, 0, false, &reply);
+    if (bson_iter_init(&it, &reply) && bson_iter_find_descendant(&it, "cursor.firstBatch", &b) &&
+        BSON_ITER_HOLDS_ARRAY(&b) && bson_iter_recurse(&b, &d) && bson_iter_next(&d) && BSON_ITER_HOLDS_DOCUMENT(&d)) {
+        const uint8_t *data;
+        uint32_t len;
+        bson_iter_document(&d, &len, &data);
+        cfg = bson_new_from_data(data, len);
+    }
+    bson_destroy(&reply);
+    bson_destroy(&cmd);
+    return cfg;
+}
+
+/* ---------- the applied index (stored with the data) ---------- */
+
+/*
+ * Records entry index as applied, in s's open transaction (or in one of its
+ * own when none is open). One row per index, so writers in consecutive
+ * turns never update the same row (their snapshots would conflict).
+ */
+static int
+record_applied(mf_sess_t *s, uint64_t index, uint64_t term, int64_t wall, mf_error_t *err)
+{
+    bool own_txn = !mf_txn_active(s);
+    mf_cur_t *c;
+    bson_t v;
+    if (own_txn && mf_txn_begin(s, err) != 0)
+        return -1;
+    if (mf_cur_open(s, APPLIED_URI, &c, err) != 0)
+        goto fail;
+    bson_init(&v);
+    BSON_APPEND_INT64(&v, "t", (int64_t)term);
+    BSON_APPEND_DATE_TIME(&v, "w", wall);
+    int ret = mf_cur_insert_rid(c, (int64_t)index, bson_get_data(&v), v.len);
+    /* Every 1,000 entries, forget rows far behind (only the newest is ever read). */
+    if (ret == 0 && index % 1000 == 0 && index > 2000) {
+        for (int rr = mf_cur_seek_rid_ge(c, 1); rr == 0 && mf_cur_rid(c) < (int64_t)index - 1000; rr = mf_cur_next(c))
+            (void)mf_cur_remove_rid(c, mf_cur_rid(c));
+    }
+    mf_cur_close(c);
+    bson_destroy(&v);
+    if (ret != 0 && ret != MF_DUPKEY) {
+        mf_err_set(err, MF_E_WriteConflict, "recording the applied raft index %llu failed", (unsigned long long)index);
+        goto fail;
+    }
+    if (own_txn && mf_txn_commit(s, false, err) != 0)
+        return -1;
+    return 0;
+fail:
+    if (own_txn)
+        mf_txn_abort(s);
+    return -1;
+}
+
+/* Reads the newest applied index into r (at open). */
+static void
+load_applied(mf_repl_t *r)
+{
+    mf_sess_t *s = mf_storage_session(r->eng->st);
+    mf_cur_t *c;
+    mf_error_t err;
+    if (mf_storage_create(s, APPLIED_URI, "key_format=q,value_format=u", &err) != 0)
+        mf_log(MF_LOG_ERROR, "REPL", "cannot create %s: %s", APPLIED_URI, err.msg);
+    if (mf_cur_open(s, APPLIED_URI, &c, &err) == 0) {
+        if (mf_cur_prev(c) == 0) {
+            const uint8_t *val;
+            size_t len;
+            bson_t v;
+            bson_iter_t it;
+            r->applied_index = (uint64_t)mf_cur_rid(c);
+            mf_cur_value(c, &val, &len);
+            if (bson_init_static(&v, val, len)) {
+                if (bson_iter_init_find(&it, &v, "t"))
+                    r->applied_term = (uint64_t)bson_iter_as_int64(&it);
+                if (bson_iter_init_find(&it, &v, "w") && BSON_ITER_HOLDS_DATE_TIME(&it))
+                    r->applied_wall = r->last_wall = bson_iter_date_time(&it);
+            }
+            r->ts_secs = (uint32_t)(r->applied_wall / 1000);
+            r->ts_inc = 1u << 20; /* later than any op of that second before the restart */
+        }
+        mf_cur_close(c);
+    }
+    mf_storage_session_release(s);
+}
+
+/* ---------- raft callbacks (loop thread) ---------- */
+
+static void
+wake_waiters_failed(mf_repl_t *r, int code, const char *msg)
+{
+    for (waiter_t *w = r->waiters; w; w = w->next) {
+        if (w->state == W_WAITING && !w->failed) {
+            w->failed = true;
+            mf_err_set(&w->err, code, "%s", msg);
+        }
+    }
+}
+
+static int
+on_apply(void *arg, uint64_t index, const void *payload, size_t len)
+{
+    mf_repl_t *r = arg;
+    qent_t *q = mf_malloc(sizeof(*q) + len);
+    q->next = NULL;
+    q->index = index;
+    q->len = len;
+    memcpy(q->data, payload, len);
+    pthread_mutex_lock(&r->mu);
+    if (r->qtail)
+        r->qtail->next = q;
+    else
+        r->qhead = q;
+    r->qtail = q;
+    pthread_cond_broadcast(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+    return 0;
+}
+
+static void submit_noop(mf_repl_t *r, uint64_t seq, uint64_t term);
+
+static void
+on_state(void *arg, mf_raft_role_t role, uint64_t leader_id, const char *leader_address)
+{
+    mf_repl_t *r = arg;
+    uint64_t term = 0, seq = 0;
+    bool lost, won;
+    mf_raft_node_progress(r->node, &term, NULL);
+    pthread_mutex_lock(&r->mu);
+    lost = r->role == MF_RAFT_ROLE_LEADER && role != MF_RAFT_ROLE_LEADER;
+    won = r->role != MF_RAFT_ROLE_LEADER && role == MF_RAFT_ROLE_LEADER;
+    r->role = role;
+    r->leader_id = leader_id;
+    r->term = term;
+    if (lost || won) {
+        r->writable = false;
+        wake_waiters_failed(r, MF_E_InterruptedDueToReplStateChange, "operation was interrupted because a node "
+                            "stepped down from primary");
+    }
+    if (won)
+        r->drain_seq = seq = ++r->next_seq;
+    pthread_cond_broadcast(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+    if (lost || won)
+        mf_ttl_monitor_pause(r->eng->ttl, "this replica-set member is not primary");
+    if (won) {
+        mf_log(MF_LOG_INFO, "REPL", "elected primary of %s in term %llu; applying what earlier primaries committed",
+               r->set_name, (unsigned long long)term);
+        submit_noop(r, seq, term);
+    }
+    mf_engine_topology_changed(r->eng);
+}
+
+/* ---------- submitting ---------- */
+
+static void
+submit_done(void *arg, uint64_t index, const mf_error_t *err)
+{
+    (void)arg;
+    (void)index;
+    (void)err; /* writers learn their entry's fate from the applier or from a role change */
+}
+
+/*
+ * Builds the payload of an entry of kind k with body (key bkey) and submits
+ * it. r->mu held (so the node cannot be closed under it).
+ */
+static int
+submit_entry(mf_repl_t *r, const char *k, const char *bkey, const bson_t *body, uint64_t seq, uint64_t term,
+             mf_error_t *err)
+{
+    bson_t p;
+    int64_t now = mf_now_ms();
+    if (r->node == NULL || r->stop)
+        return mf_err_set(err, MF_E_InterruptedAtShutdown, "replication is shutting down");
+    if (now <= r->last_wall)
+        now = r->last_wall; /* walls never go backwards in the log */
+    r->last_wall = now;
+    bson_init(&p);
+    BSON_APPEND_UTF8(&p, "k", k);
+    BSON_APPEND_INT64(&p, "m", (int64_t)raft_id_of(r->self >= 0 ? r->members[r->self].id : 0));
+    BSON_APPEND_INT64(&p, "e", r->epoch);
+    BSON_APPEND_INT64(&p, "s", (int64_t)seq);
+    BSON_APPEND_INT64(&p, "t", (int64_t)term);
+    BSON_APPEND_DATE_TIME(&p, "w", now);
+    if (body)
+        BSON_APPEND_DOCUMENT(&p, bkey, body);
+    int rc = mf_raft_node_submit(r->node, bson_get_data(&p), p.len, submit_done, r, err);
+    bson_destroy(&p);
+    return rc;
+}
+
+static void
+submit_noop(mf_repl_t *r, uint64_t seq, uint64_t term)
+{
+    mf_error_t err;
+    pthread_mutex_lock(&r->mu);
+    int rc = submit_entry(r, "noop", NULL, NULL, seq, term, &err);
+    pthread_mutex_unlock(&r->mu);
+    if (rc != 0)
+        mf_log(MF_LOG_WARN, "REPL", "cannot log the new primary's no-op: %s", err.msg);
+}
+
+static void
+waiter_unlink(mf_repl_t *r, waiter_t *w)
+{
+    for (waiter_t **p = &r->waiters; *p; p = &(*p)->next) {
+        if (*p == w) {
+            *p = w->next;
+            return;
+        }
+    }
+}
+
+/* After the writer's commit: tell the applier (which frees the waiter). */
+static void
+writer_committed(void *arg, bool committed)
+{
+    waiter_t *w = arg;
+    mf_repl_t *r = w->r;
+    pthread_mutex_lock(&r->mu);
+    w->state = committed ? W_DONE : W_FAILED;
+    pthread_cond_broadcast(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+}
+
+/* The deadline for a writer's wait (wtimeout, else none but the role). */
+static bool
+wait_until(mf_repl_t *r, int64_t deadline_ms)
+{
+    if (deadline_ms == 0) {
+        pthread_cond_wait(&r->cv, &r->mu);
+        return true;
+    }
+    int64_t left = deadline_ms - mf_mono_ms();
+    if (left <= 0)
+        return false;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_sec += left / 1000;
+    ts.tv_nsec += (left % 1000) * 1000000;
+    if (ts.tv_nsec >= 1000000000) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000;
+    }
+    pthread_cond_timedwait(&r->cv, &r->mu, &ts);
+    return true;
+}
+
+/*
+ * The oplog's prepare step (writer thread, inside its transaction): logs
+ * the entry and waits for its turn (see the header comment).
+ */
+static int
+prepare(void *arg, const bson_t *entry, mf_sess_t *s, mf_error_t *err)
+{
+    mf_repl_t *r = arg;
+    if (tls_applying)
+        return 0;
+    pthread_mutex_lock(&r->mu);
+    if (!r->writable) {
+        pthread_mutex_unlock(&r->mu);
+        return mf_err_set(err, MF_E_NotWritablePrimary, "not primary");
+    }
+    waiter_t *w = mf_calloc(1, sizeof(*w));
+    w->r = r;
+    w->seq = ++r->next_seq;
+    w->next = r->waiters;
+    r->waiters = w;
+    int rc = submit_entry(r, "ops", "o", entry, w->seq, r->term, err);
+    int64_t deadline = tls_wtimeout > 0 ? mf_mono_ms() + tls_wtimeout : 0;
+    if (rc != 0) {
+        waiter_unlink(r, w);
+        pthread_mutex_unlock(&r->mu);
+        free(w);
+        return -1;
+    }
+    while (w->state == W_WAITING && !w->failed && !r->stop) {
+        if (!wait_until(r, deadline))
+            break;
+    }
+    if (w->state != W_TURN) {
+        /* Gave up: if raft commits the entry anyway, the applier applies it. */
+        if (w->failed)
+            *err = w->err;
+        else if (r->stop)
+            mf_err_set(err, MF_E_InterruptedAtShutdown, "interrupted at shutdown");
+        else
+            mf_err_set(err, MF_E_WriteConcernFailed, "waiting for replication timed out");
+        waiter_unlink(r, w);
+        pthread_mutex_unlock(&r->mu);
+        free(w);
+        return -1;
+    }
+    uint64_t index = w->index, wterm = w->term;
+    int64_t wall = w->wall;
+    pthread_mutex_unlock(&r->mu);
+    /* Our turn: the applied index goes in with the data; the applier waits for the commit. */
+    if (record_applied(s, index, wterm, wall, err) != 0) {
+        pthread_mutex_lock(&r->mu);
+        w->state = W_FAILED;
+        pthread_cond_broadcast(&r->cv);
+        pthread_mutex_unlock(&r->mu);
+        return -1;
+    }
+    if (!mf_txn_on_end(s, writer_committed, w)) {
+        pthread_mutex_lock(&r->mu);
+        w->state = W_FAILED;
+        pthread_cond_broadcast(&r->cv);
+        pthread_mutex_unlock(&r->mu);
+        return mf_err_set(err, MF_E_InternalError, "replication: commit callback already registered");
+    }
+    return 0;
+}
+
+/* The DDL sink: the catalog change has committed; log it now and let the command wait at its end. */
+static void
+ddl_sink(void *arg, const bson_t *entry)
+{
+    mf_repl_t *r = arg;
+    mf_error_t err;
+    if (tls_applying)
+        return;
+    pthread_mutex_lock(&r->mu);
+    if (r->node == NULL || r->role != MF_RAFT_ROLE_LEADER) {
+        pthread_mutex_unlock(&r->mu);
+        mf_log(MF_LOG_ERROR, "REPL", "a DDL change committed on a member that is not primary; not replicated");
+        return;
+    }
+    waiter_t *w = mf_calloc(1, sizeof(*w));
+    w->r = r;
+    w->seq = ++r->next_seq;
+    w->ddl = true;
+    w->next = r->waiters;
+    r->waiters = w;
+    int rc = submit_entry(r, "ddl", "o", entry, w->seq, r->term, &err);
+    if (rc != 0)
+        waiter_unlink(r, w);
+    pthread_mutex_unlock(&r->mu);
+    if (rc != 0) {
+        free(w);
+        mf_log(MF_LOG_ERROR, "REPL", "cannot log a DDL change: %s", err.msg);
+        return;
+    }
+    if (tls_ddl_waiter != NULL) {
+        /* A command with several DDL changes waits for its last one only (log order). */
+        pthread_mutex_lock(&r->mu);
+        waiter_t *old = tls_ddl_waiter;
+        if (old->state == W_APPLIED || old->failed) {
+            waiter_unlink(r, old);
+            free(old);
+        } else {
+            old->ddl = false; /* the applier frees it when it gets there */
+            old->state = W_DONE;
+        }
+        pthread_mutex_unlock(&r->mu);
+    }
+    tls_ddl_waiter = w;
+}
+
+/* ---------- the applier ---------- */
+
+typedef struct {
+    const char *k;
+    uint64_t m, s, t;
+    int64_t e, w;
+    bson_t body;
+    bool has_body;
+} payload_t;
+
+static int
+parse_payload(const qent_t *q, payload_t *p)
+{
+    bson_t b;
+    bson_iter_t it;
+    memset(p, 0, sizeof(*p));
+    p->k = "";
+    if (!bson_init_static(&b, q->data, q->len) || !bson_iter_init(&it, &b))
+        return -1;
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (strcmp(k, "k") == 0 && BSON_ITER_HOLDS_UTF8(&it))
+            p->k = bson_iter_utf8(&it, NULL);
+        else if (strcmp(k, "m") == 0)
+            p->m = (uint64_t)bson_iter_as_int64(&it);
+        else if (strcmp(k, "e") == 0)
+            p->e = bson_iter_as_int64(&it);
+        else if (strcmp(k, "s") == 0)
+            p->s = (uint64_t)bson_iter_as_int64(&it);
+        else if (strcmp(k, "t") == 0)
+            p->t = (uint64_t)bson_iter_as_int64(&it);
+        else if (strcmp(k, "w") == 0 && BSON_ITER_HOLDS_DATE_TIME(&it))
+            p->w = bson_iter_date_time(&it);
+        else if ((strcmp(k, "o") == 0 || strcmp(k, "cfg") == 0) && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+            const uint8_t *d;
+            uint32_t l;
+            bson_iter_document(&it, &l, &d);
+            p->has_body = bson_init_static(&p->body, d, l);
+        }
+    }
+    return 0;
+}
+
+static waiter_t *
+find_waiter(mf_repl_t *r, uint64_t seq)
+{
+    for (waiter_t *w = r->waiters; w; w = w->next)
+        if (w->seq == seq)
+            return w;
+    return NULL;
+}
+
+/* The number of oplog documents an entry makes. */
+static uint32_t
+ops_in(const payload_t *p)
+{
+    bson_iter_t it, a;
+    uint32_t n = 0;
+    if ((strcmp(p->k, "ops") == 0 || strcmp(p->k, "ddl") == 0) && p->has_body &&
+        bson_iter_init_find(&it, &p->body, "ops") && bson_iter_recurse(&it, &a)) {
+        while (bson_iter_next(&a))
+            n++;
+    }
+    return n ? n : 1;
+}
+
+/* A config entry: install it now, save it from another thread (see the header comment). */
+static void
+apply_config(mf_repl_t *r, const payload_t *p)
+{
+    member_t members[MAX_MEMBERS];
+    int n;
+    int64_t version;
+    mf_error_t err;
+    if (!p->has_body || parse_config(r, &p->body, members, &n, &version, &err) != 0) {
+        mf_log(MF_LOG_ERROR, "REPL", "ignoring a malformed config entry");
+        return;
+    }
+    pthread_mutex_lock(&r->mu);
+    install_config(r, &p->body, members, n, version);
+    if (r->config_to_save)
+        bson_destroy(r->config_to_save);
+    r->config_to_save = bson_copy(&p->body);
+    pthread_cond_broadcast(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+    mf_log(MF_LOG_INFO, "REPL", "replica set config version %lld installed", (long long)version);
+    mf_engine_topology_changed(r->eng);
+}
+
+/* Applies entry q (unless applied before a restart). Returns true if it was applied now. */
+static bool
+apply_one(mf_repl_t *r, mf_sess_t *s, qent_t *q)
+{
+    payload_t p;
+    mf_error_t err;
+    bool recorded = false;
+    if (parse_payload(q, &p) != 0) {
+        mf_log(MF_LOG_ERROR, "REPL", "raft entry %llu is not a mayfly entry; skipped", (unsigned long long)q->index);
+        return false;
+    }
+    pthread_mutex_lock(&r->mu);
+    bool skip = q->index <= r->applied_index;
+    uint64_t self_raft = r->self >= 0 ? raft_id_of(r->members[r->self].id) : 0;
+    bool own = p.m == self_raft && p.e == r->epoch;
+    pthread_mutex_unlock(&r->mu);
+    if (skip)
+        return false;
+
+    if (strcmp(p.k, "ops") == 0 || strcmp(p.k, "ddl") == 0) {
+        bool handled = false;
+        if (own) {
+            pthread_mutex_lock(&r->mu);
+            waiter_t *w = find_waiter(r, p.s);
+            if (w != NULL && strcmp(p.k, "ops") == 0 && w->state == W_WAITING && !w->failed) {
+                w->state = W_TURN;
+                w->index = q->index;
+                w->term = p.t;
+                w->wall = p.w;
+                pthread_cond_broadcast(&r->cv);
+                while (w->state == W_TURN)
+                    pthread_cond_wait(&r->cv, &r->mu);
+                handled = w->state == W_DONE;
+                recorded = handled;
+                waiter_unlink(r, w);
+                free(w);
+            } else if (strcmp(p.k, "ddl") == 0) {
+                handled = true; /* committed before it was logged */
+                if (w != NULL) {
+                    if (w->ddl) {
+                        w->state = W_APPLIED;
+                    } else {
+                        waiter_unlink(r, w);
+                        free(w);
+                    }
+                }
+            }
+            pthread_mutex_unlock(&r->mu);
+        }
+        if (!handled && p.has_body) {
+            tls_applying = true;
+            if (mf_oplog_apply(r->eng, &p.body, &err) != 0)
+                mf_log(MF_LOG_ERROR, "REPL", "applying raft entry %llu failed: %d %s", (unsigned long long)q->index,
+                       err.code, err.msg);
+            tls_applying = false;
+        }
+    } else if (strcmp(p.k, "config") == 0) {
+        apply_config(r, &p);
+    }
+    if (!recorded && record_applied(s, q->index, p.t, p.w, &err) != 0)
+        mf_log(MF_LOG_ERROR, "REPL", "recording raft entry %llu as applied failed: %s", (unsigned long long)q->index,
+               err.msg);
+
+    /* The applied optime, and this entry's oplog documents' timestamps. */
+    uint32_t n = ops_in(&p);
+    bool drained = false;
+    pthread_mutex_lock(&r->mu);
+    uint32_t secs = (uint32_t)(p.w / 1000);
+    if (secs > r->ts_secs) {
+        r->ts_secs = secs;
+        r->ts_inc = 0;
+    }
+    q->ts_secs = r->ts_secs;
+    q->ts_inc = r->ts_inc + 1;
+    r->ts_inc += n;
+    r->applied_index = q->index;
+    r->applied_term = p.t;
+    r->applied_wall = p.w;
+    if (p.w > r->last_wall)
+        r->last_wall = p.w;
+    if (own && strcmp(p.k, "noop") == 0 && p.s == r->drain_seq && r->role == MF_RAFT_ROLE_LEADER && !r->writable) {
+        r->writable = true;
+        drained = true;
+    }
+    pthread_cond_broadcast(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+    if (drained) {
+        mf_log(MF_LOG_INFO, "REPL", "this member is primary of %s and accepts writes", r->set_name);
+        mf_ttl_monitor_pause(r->eng->ttl, NULL);
+        mf_engine_topology_changed(r->eng);
+    }
+    return true;
+}
+
+static void *
+applier_main(void *arg)
+{
+    mf_repl_t *r = arg;
+    mf_sess_t *s = mf_storage_session(r->eng->st);
+    for (;;) {
+        pthread_mutex_lock(&r->mu);
+        while (!r->stop && r->qhead == NULL)
+            pthread_cond_wait(&r->cv, &r->mu);
+        qent_t *q = r->qhead;
+        if (q == NULL) {
+            pthread_mutex_unlock(&r->mu);
+            break;
+        }
+        r->qhead = q->next;
+        if (r->qhead == NULL)
+            r->qtail = NULL;
+        pthread_mutex_unlock(&r->mu);
+        if (!apply_one(r, s, q)) {
+            free(q);
+            mf_storage_session_release(s);
+            continue;
+        }
+        /* On to local.oplog.rs. */
+        q->next = NULL;
+        pthread_mutex_lock(&r->mu);
+        if (r->otail)
+            r->otail->next = q;
+        else
+            r->ohead = q;
+        r->otail = q;
+        pthread_cond_broadcast(&r->cv);
+        pthread_mutex_unlock(&r->mu);
+        mf_storage_session_release(s);
+    }
+    mf_storage_session_close_thread(r->eng->st);
+    return NULL;
+}
+
+/* ---------- local.oplog.rs ---------- */
+
+/* Appends the oplog documents of entry q to arr (keys from *n on). */
+static void
+oplog_docs(const qent_t *q, bson_t *arr, uint32_t *n)
+{
+    payload_t p;
+    char key[16];
+    const char *kp;
+    bson_t d;
+    if (parse_payload(q, &p) != 0)
+        return;
+    uint32_t inc = q->ts_inc;
+    bson_iter_t it, a, f;
+    if ((strcmp(p.k, "ops") == 0 || strcmp(p.k, "ddl") == 0) && p.has_body &&
+        bson_iter_init_find(&it, &p.body, "ops") && bson_iter_recurse(&it, &a)) {
+        while (bson_iter_next(&a)) {
+            if (!BSON_ITER_HOLDS_DOCUMENT(&a) || !bson_iter_recurse(&a, &f))
+                continue;
+            bson_uint32_to_string((*n)++, &kp, key, sizeof(key));
+            bson_append_document_begin(arr, kp, -1, &d);
+            BSON_APPEND_TIMESTAMP(&d, "ts", q->ts_secs, inc++);
+            BSON_APPEND_INT64(&d, "t", (int64_t)p.t);
+            BSON_APPEND_INT32(&d, "v", 2);
+            while (bson_iter_next(&f))
+                bson_append_value(&d, bson_iter_key(&f), -1, bson_iter_value(&f));
+            BSON_APPEND_DATE_TIME(&d, "wall", p.w);
+            bson_append_document_end(arr, &d);
+        }
+        return;
+    }
+    bson_t o;
+    bson_uint32_to_string((*n)++, &kp, key, sizeof(key));
+    bson_append_document_begin(arr, kp, -1, &d);
+    BSON_APPEND_TIMESTAMP(&d, "ts", q->ts_secs, inc);
+    BSON_APPEND_INT64(&d, "t", (int64_t)p.t);
+    BSON_APPEND_INT32(&d, "v", 2);
+    BSON_APPEND_UTF8(&d, "op", "n");
+    BSON_APPEND_UTF8(&d, "ns", "");
+    BSON_APPEND_DOCUMENT_BEGIN(&d, "o", &o);
+    BSON_APPEND_UTF8(&o, "msg", strcmp(p.k, "config") == 0 ? "Reconfig set" : "new primary");
+    bson_append_document_end(&d, &o);
+    BSON_APPEND_DATE_TIME(&d, "wall", p.w);
+    bson_append_document_end(arr, &d);
+}
+
+static void *
+oplog_main(void *arg)
+{
+    mf_repl_t *r = arg;
+    for (;;) {
+        pthread_mutex_lock(&r->mu);
+        while (!r->stop && r->ohead == NULL && r->config_to_save == NULL)
+            pthread_cond_wait(&r->cv, &r->mu);
+        qent_t *list = r->ohead;
+        r->ohead = r->otail = NULL;
+        bson_t *cfg = r->config_to_save;
+        r->config_to_save = NULL;
+        bool stop = r->stop;
+        pthread_mutex_unlock(&r->mu);
+        mf_error_t err;
+        if (cfg != NULL) {
+            if (save_config(r, cfg, &err) != 0)
+                mf_log(MF_LOG_ERROR, "REPL", "cannot save the replica set config: %s", err.msg);
+            bson_destroy(cfg);
+        }
+        while (list != NULL) {
+            /* Up to ~1,000 documents per insert. */
+            bson_t cmd, arr;
+            uint32_t n = 0;
+            bson_init(&cmd);
+            BSON_APPEND_UTF8(&cmd, "insert", "oplog.rs");
+            BSON_APPEND_ARRAY_BEGIN(&cmd, "documents", &arr);
+            while (list != NULL && n < 1000 && arr.len < 8 * 1024 * 1024) {
+                qent_t *q = list;
+                list = q->next;
+                oplog_docs(q, &arr, &n);
+                free(q);
+            }
+            bson_append_array_end(&cmd, &arr);
+            if (n > 0 && run_local(r, "local", &cmd, NULL, &err) != 0)
+                mf_log(MF_LOG_WARN, "REPL", "writing local.oplog.rs failed: %s", err.msg);
+            bson_destroy(&cmd);
+        }
+        if (stop)
+            break;
+    }
+    mf_storage_session_close_thread(r->eng->st);
+    return NULL;
+}
+
+/* ---------- heartbeats ---------- */
+
+static void
+heartbeat_round(mf_repl_t *r)
+{
+    char hosts[MAX_MEMBERS][256];
+    int ids[MAX_MEMBERS], n = 0;
+    pthread_mutex_lock(&r->mu);
+    for (int i = 0; i < r->nmembers; i++) {
+        if (i == r->self)
+            continue;
+        snprintf(hosts[n], sizeof(hosts[n]), "%s", r->members[i].host);
+        ids[n++] = r->members[i].id;
+    }
+    pthread_mutex_unlock(&r->mu);
+    for (int i = 0; i < n; i++) {
+        bson_t cmd, reply;
+        bson_iter_t it;
+        mf_error_t err;
+        int64_t t0 = mf_mono_ms();
+        bson_init(&cmd);
+        BSON_APPEND_INT32(&cmd, "_mfReplInfo", 1);
+        int rc = mf_peer_command(hosts[i], &cmd, PEER_TIMEOUT_MS, &reply, &err);
+        int64_t ping = mf_mono_ms() - t0;
+        pthread_mutex_lock(&r->mu);
+        for (int j = 0; j < r->nmembers; j++) {
+            member_t *m = &r->members[j];
+            if (m->id != ids[i] || strcmp(m->host, hosts[i]) != 0)
+                continue;
+            m->last_hb_ms = mf_now_ms();
+            if (rc != 0) {
+                m->health = 0;
+                m->state = ST_UNKNOWN;
+                m->up_since_ms = 0;
+                snprintf(m->msg, sizeof(m->msg), "%.150s", err.msg);
+                break;
+            }
+            if (m->health != 1)
+                m->up_since_ms = mf_now_ms();
+            m->health = 1;
+            m->ping_ms = ping;
+            m->last_ok_ms = mf_now_ms();
+            m->msg[0] = '\0';
+            if (bson_iter_init_find(&it, &reply, "state"))
+                m->state = (int)bson_iter_as_int64(&it);
+            if (bson_iter_init_find(&it, &reply, "appliedIndex"))
+                m->applied_index = (uint64_t)bson_iter_as_int64(&it);
+            if (bson_iter_init_find(&it, &reply, "appliedTerm"))
+                m->applied_term = (uint64_t)bson_iter_as_int64(&it);
+            if (bson_iter_init_find(&it, &reply, "appliedWall") && BSON_ITER_HOLDS_DATE_TIME(&it))
+                m->applied_wall = bson_iter_date_time(&it);
+            if (bson_iter_init_find(&it, &reply, "ts") && BSON_ITER_HOLDS_TIMESTAMP(&it))
+                bson_iter_timestamp(&it, &m->ts_secs, &m->ts_inc);
+            break;
+        }
+        pthread_mutex_unlock(&r->mu);
+        bson_destroy(&cmd);
+        bson_destroy(&reply);
+    }
+}
+
+static void *
+heartbeat_main(void *arg)
+{
+    mf_repl_t *r = arg;
+    heartbeat_round(r);
+    for (;;) {
+        pthread_mutex_lock(&r->mu);
+        int64_t until = mf_mono_ms() + HEARTBEAT_MS;
+        while (!r->stop && wait_until(r, until))
+            ;
+        bool stop = r->stop;
+        bool frozen_leader = r->writable && r->frozen_until_ms > mf_mono_ms() && r->nmembers > 1;
+        pthread_mutex_unlock(&r->mu);
+        if (stop)
+            break;
+        if (frozen_leader) {
+            mf_error_t err;
+            pthread_mutex_lock(&r->mu);
+            int rc = r->node ? mf_raft_node_transfer(r->node, 0, submit_done, r, &err)
+                             : mf_err_set(&err, MF_E_InterruptedAtShutdown, "closing");
+            pthread_mutex_unlock(&r->mu);
+            if (rc != 0)
+                mf_log(MF_LOG_WARN, "REPL", "frozen, but cannot hand the primary role over: %s", err.msg);
+        }
+        heartbeat_round(r);
+    }
+    return NULL;
+}
+
+/* ---------- starting raft ---------- */
+
+static void *
+loop_main(void *arg)
+{
+    mf_repl_t *r = arg;
+    uv_run(&r->loop, UV_RUN_DEFAULT);
+    return NULL;
+}
+
+static void
+start_threads(mf_repl_t *r)
+{
+    if (r->threads_started)
+        return;
+    r->threads_started = true;
+    if (pthread_create(&r->applier, NULL, applier_main, r) != 0 ||
+        pthread_create(&r->oplog_thread, NULL, oplog_main, r) != 0 ||
+        pthread_create(&r->hb_thread, NULL, heartbeat_main, r) != 0) {
+        mf_log(MF_LOG_ERROR, "REPL", "cannot start the replication threads");
+        abort();
+    }
+}
+
+/*
+ * Opens and starts this member's raft node (bootstrapping it with servers
+ * when n > 0), then runs its loop in a thread. Called once per process, from
+ * open or from a command thread, with the config installed.
+ */
+static int
+start_raft(mf_repl_t *r, const mf_raft_server_t *servers, size_t n, mf_error_t *err)
+{
+    char name[256], address[300];
+    int port;
+    pthread_mutex_lock(&r->mu);
+    if (r->node != NULL) {
+        pthread_mutex_unlock(&r->mu);
+        return mf_err_set(err, MF_E_AlreadyInitialized, "already initialized");
+    }
+    if (r->self < 0) {
+        pthread_mutex_unlock(&r->mu);
+        return mf_err_set(err, MF_E_NodeNotFound, "this member is not in the replica set config");
+    }
+    uint64_t id = raft_id_of(r->members[r->self].id);
+    if (mf_peer_split_host(r->members[r->self].host, name, sizeof(name), &port) != 0)
+        snprintf(name, sizeof(name), "%s", r->bind_ip);
+    pthread_mutex_unlock(&r->mu);
+    snprintf(address, sizeof(address), "%s:%d", name, r->raft_port);
+    if (mkdir(r->raft_dir, 0700) != 0 && errno != EEXIST)
+        return mf_err_set(err, MF_E_InternalError, "cannot create %s: %s", r->raft_dir, strerror(errno));
+    if (!r->loop_inited) {
+        uv_loop_init(&r->loop);
+        r->loop_inited = true;
+    }
+    mf_raft_node_opts_t o = {.id = id, .address = address, .dir = r->raft_dir, .loop = &r->loop,
+                             .apply = on_apply, .on_state = on_state, .arg = r,
+                             .election_timeout_ms = ELECTION_TIMEOUT_MS, .heartbeat_timeout_ms = RAFT_HEARTBEAT_MS};
+    mf_raft_node_t *node = mf_raft_node_open(&o, err);
+    if (node == NULL) {
+        uv_run(&r->loop, UV_RUN_NOWAIT);
+        return -1;
+    }
+    if ((n > 0 && mf_raft_node_bootstrap(node, servers, n, err) != 0) || mf_raft_node_start(node, err) != 0) {
+        mf_raft_node_close(node, NULL, NULL);
+        uv_run(&r->loop, UV_RUN_DEFAULT);
+        return -1;
+    }
+    pthread_mutex_lock(&r->mu);
+    r->node = node;
+    pthread_mutex_unlock(&r->mu);
+    start_threads(r);
+    if (pthread_create(&r->loop_thread, NULL, loop_main, r) != 0) {
+        mf_log(MF_LOG_ERROR, "REPL", "cannot start the raft thread");
+        abort();
+    }
+    r->loop_running = true;
+    mf_log(MF_LOG_INFO, "REPL", "raft member %llu of %s listening on %s", (unsigned long long)id, r->set_name, address);
+    return 0;
+}
+
+/* ---------- commands ---------- */
+
+/* Asks host for its raft port; checks its set name. */
+static int
+peer_raft_address(mf_repl_t *r, const char *host, char *address, size_t size, bool *initialized, mf_error_t *err)
+{
+    bson_t cmd, reply;
+    bson_iter_t it;
+    char name[256];
+    int port;
+    bson_init(&cmd);
+    BSON_APPEND_INT32(&cmd, "_mfReplInfo", 1);
+    int rc = mf_peer_command(host, &cmd, PEER_TIMEOUT_MS, &reply, err);
+    bson_destroy(&cmd);
+    if (rc != 0) {
+        mf_err_set(err, MF_E_NodeNotFound, "replSetInitiate quorum check failed because not all proposed set "
+                   "members responded affirmatively: %s failed with %s", host, err->msg);
+        bson_destroy(&reply);
+        return -1;
+    }
+    const char *set = bson_iter_init_find(&it, &reply, "setName") && BSON_ITER_HOLDS_UTF8(&it)
+                          ? bson_iter_utf8(&it, NULL) : "";
+    if (strcmp(set, r->set_name) != 0) {
+        mf_err_set(err, MF_E_InvalidReplicaSetConfig, "member %s reports replica set name '%s', not '%s'", host, set,
+                   r->set_name);
+        bson_destroy(&reply);
+        return -1;
+    }
+    *initialized = bson_iter_init_find(&it, &reply, "initialized") && bson_iter_as_bool(&it);
+    port = bson_iter_init_find(&it, &reply, "raftPort") ? (int)bson_iter_as_int64(&it) : 0;
+    bson_destroy(&reply);
+    int p2;
+    if (port <= 0 || mf_peer_split_host(host, name, sizeof(name), &p2) != 0)
+        return mf_err_set(err, MF_E_NodeNotFound, "member %s did not report its raft port", host);
+    snprintf(address, size, "%s:%d", name, port);
+    return 0;
+}
+
+/* {_id: set, version: 1, members: [{_id: 0, host: <this member>}]}: rs.initiate() without a config. */
+static void
+default_config(mf_repl_t *r, bson_t *cfg)
+{
+    bson_t ms, m;
+    char host[300];
+    snprintf(host, sizeof(host), "%s:%d", strcmp(r->bind_ip, "0.0.0.0") == 0 ? "127.0.0.1" : r->bind_ip, r->port);
+    bson_init(cfg);
+    BSON_APPEND_UTF8(cfg, "_id", r->set_name);
+    BSON_APPEND_INT32(cfg, "version", 1);
+    BSON_APPEND_ARRAY_BEGIN(cfg, "members", &ms);
+    BSON_APPEND_DOCUMENT_BEGIN(&ms, "0", &m);
+    BSON_APPEND_INT32(&m, "_id", 0);
+    BSON_APPEND_UTF8(&m, "host", host);
+    bson_append_document_end(&ms, &m);
+    bson_append_array_end(cfg, &ms);
+}
+
+/* A copy of cfg with version set (and term). */
+static void
+versioned_config(const bson_t *cfg, int64_t version, uint64_t term, bson_t *out)
+{
+    bson_init(out);
+    bson_copy_to_excluding_noinit(cfg, out, "version", "term", NULL);
+    BSON_APPEND_INT32(out, "version", (int32_t)version);
+    BSON_APPEND_INT64(out, "term", (int64_t)term);
+}
+
+static int
+cmd_initiate(mf_repl_t *r, const bson_t *cmd, bson_t *reply, mf_error_t *err)
+{
+    bson_iter_t it;
+    bson_t given, cfg;
+    member_t members[MAX_MEMBERS];
+    mf_raft_server_t servers[MAX_MEMBERS];
+    char addrs[MAX_MEMBERS][300];
+    int n;
+    int64_t version;
+    int rc = -1;
+
+    pthread_mutex_lock(&r->mu);
+    bool have = r->config != NULL;
+    pthread_mutex_unlock(&r->mu);
+    if (have)
+        return mf_err_set(err, MF_E_AlreadyInitialized, "already initialized");
+    bson_init(&given);
+    bson_iter_init(&it, cmd);
+    bson_iter_next(&it);
+    if (BSON_ITER_HOLDS_DOCUMENT(&it)) {
+        const uint8_t *d;
+        uint32_t l;
+        bson_iter_document(&it, &l, &d);
+        bson_destroy(&given);
+        bson_init_static(&given, d, l);
+    }
+    if (bson_empty(&given)) {
+        default_config(r, &cfg);
+    } else {
+        if (parse_config(r, &given, members, &n, &version, err) != 0)
+            return -1;
+        versioned_config(&given, version, 0, &cfg);
+    }
+    if (parse_config(r, &cfg, members, &n, &version, err) != 0)
+        goto out;
+    int self = -1;
+    for (int i = 0; i < n; i++)
+        if (host_is_me(r, members[i].host))
+            self = i;
+    if (self < 0) {
+        mf_err_set(err, MF_E_InvalidReplicaSetConfig, "No host described in new configuration with {version: 1, "
+                   "term: 0} for replica set %s maps to this node", r->set_name);
+        goto out;
+    }
+    for (int i = 0; i < n; i++) {
+        bool initialized = false;
+        servers[i].id = raft_id_of(members[i].id);
+        servers[i].address = addrs[i];
+        if (i == self) {
+            char name[256];
+            int port;
+            if (mf_peer_split_host(members[i].host, name, sizeof(name), &port) != 0)
+                snprintf(name, sizeof(name), "%s", r->bind_ip);
+            snprintf(addrs[i], sizeof(addrs[i]), "%s:%d", name, r->raft_port);
+            continue;
+        }
+        if (peer_raft_address(r, members[i].host, addrs[i], sizeof(addrs[i]), &initialized, err) != 0)
+            goto out;
+        if (initialized) {
+            mf_err_set(err, MF_E_InvalidReplicaSetConfig, "member %s is already initialized", members[i].host);
+            goto out;
+        }
+    }
+    /* Every other member first: each bootstraps raft with the same list and starts. */
+    for (int i = 0; i < n; i++) {
+        if (i == self)
+            continue;
+        bson_t join, arr, sv, rep;
+        char key[16];
+        const char *kp;
+        bson_init(&join);
+        BSON_APPEND_INT32(&join, "_mfReplJoin", 1);
+        BSON_APPEND_DOCUMENT(&join, "config", &cfg);
+        BSON_APPEND_BOOL(&join, "bootstrap", true);
+        BSON_APPEND_ARRAY_BEGIN(&join, "servers", &arr);
+        for (int j = 0; j < n; j++) {
+            bson_uint32_to_string((uint32_t)j, &kp, key, sizeof(key));
+            bson_append_document_begin(&arr, kp, -1, &sv);
+            BSON_APPEND_INT64(&sv, "id", (int64_t)servers[j].id);
+            BSON_APPEND_UTF8(&sv, "address", servers[j].address);
+            bson_append_document_end(&arr, &sv);
+        }
+        bson_append_array_end(&join, &arr);
+        int jrc = mf_peer_command(members[i].host, &join, PEER_TIMEOUT_MS * 5, &rep, err);
+        bson_destroy(&join);
+        bson_destroy(&rep);
+        if (jrc != 0)
+            goto out;
+    }
+    pthread_mutex_lock(&r->mu);
+    install_config(r, &cfg, members, n, version);
+    pthread_mutex_unlock(&r->mu);
+    if (save_config(r, &cfg, err) != 0 || start_raft(r, servers, (size_t)n, err) != 0)
+        goto out;
+    mf_log(MF_LOG_INFO, "REPL", "replica set %s initiated with %d member(s)", r->set_name, n);
+    mf_engine_topology_changed(r->eng);
+    rc = 0;
+out:
+    bson_destroy(&cfg);
+    return rc;
+}
+
+/* _mfReplJoin {config, servers, bootstrap}: an initiating or reconfiguring primary makes this member join. */
+static int
+cmd_join(mf_repl_t *r, const bson_t *cmd, mf_error_t *err)
+{
+    bson_iter_t it, a, f;
+    bson_t cfg;
+    member_t members[MAX_MEMBERS];
+    mf_raft_server_t servers[MAX_MEMBERS];
+    char addrs[MAX_MEMBERS][300];
+    int n, ns = 0;
+    int64_t version;
+    bool bootstrap = bson_iter_init_find(&it, cmd, "bootstrap") && bson_iter_as_bool(&it);
+    if (!bson_iter_init_find(&it, cmd, "config") || !BSON_ITER_HOLDS_DOCUMENT(&it))
+        return mf_err_set(err, MF_E_BadValue, "_mfReplJoin needs a config");
+    const uint8_t *d;
+    uint32_t l;
+    bson_iter_document(&it, &l, &d);
+    bson_init_static(&cfg, d, l);
+    if (parse_config(r, &cfg, members, &n, &version, err) != 0)
+        return -1;
+    if (bootstrap && bson_iter_init_find(&it, cmd, "servers") && bson_iter_recurse(&it, &a)) {
+        while (bson_iter_next(&a) && ns < MAX_MEMBERS) {
+            if (!bson_iter_recurse(&a, &f))
+                continue;
+            servers[ns].id = 0;
+            addrs[ns][0] = '\0';
+            while (bson_iter_next(&f)) {
+                if (strcmp(bson_iter_key(&f), "id") == 0)
+                    servers[ns].id = (uint64_t)bson_iter_as_int64(&f);
+                else if (strcmp(bson_iter_key(&f), "address") == 0 && BSON_ITER_HOLDS_UTF8(&f))
+                    snprintf(addrs[ns], sizeof(addrs[ns]), "%s", bson_iter_utf8(&f, NULL));
+            }
+            servers[ns].address = addrs[ns];
+            ns++;
+        }
+    }
+    pthread_mutex_lock(&r->mu);
+    bool have = r->node != NULL;
+    if (!have)
+        install_config(r, &cfg, members, n, version);
+    pthread_mutex_unlock(&r->mu);
+    if (have)
+        return mf_err_set(err, MF_E_AlreadyInitialized, "already initialized");
+    if (save_config(r, &cfg, err) != 0 || start_raft(r, servers, bootstrap ? (size_t)ns : 0, err) != 0)
+        return -1;
+    mf_engine_topology_changed(r->eng);
+    return 0;
+}
+
+/* What a raft membership change waits on. */
+typedef struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool done;
+    mf_error_t err;
+} change_wait_t;
+
+static void
+change_done(void *arg, uint64_t index, const mf_error_t *err)
+{
+    change_wait_t *w = arg;
+    pthread_mutex_lock(&w->mu);
+    w->done = true;
+    if (err)
+        w->err = *err;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
+/* Runs a raft membership change (add: address != NULL) and waits for it. */
+static int
+change_membership(mf_repl_t *r, uint64_t id, const char *address, bool transfer, mf_error_t *err)
+{
+    change_wait_t w = {.done = false};
+    pthread_mutex_init(&w.mu, NULL);
+    pthread_cond_init(&w.cv, NULL);
+    pthread_mutex_lock(&r->mu);
+    mf_raft_node_t *node = r->stop ? NULL : r->node;
+    int rc = node == NULL ? mf_err_set(err, MF_E_InterruptedAtShutdown, "replication is shutting down")
+             : transfer   ? mf_raft_node_transfer(node, id, change_done, &w, err)
+             : address    ? mf_raft_node_add_voter(node, id, address, change_done, &w, err)
+                          : mf_raft_node_remove(node, id, change_done, &w, err);
+    pthread_mutex_unlock(&r->mu);
+    if (rc == 0) {
+        pthread_mutex_lock(&w.mu);
+        while (!w.done)
+            pthread_cond_wait(&w.cv, &w.mu);
+        pthread_mutex_unlock(&w.mu);
+        if (w.err.code != 0) {
+            *err = w.err;
+            rc = -1;
+        }
+    }
+    pthread_cond_destroy(&w.cv);
+    pthread_mutex_destroy(&w.mu);
+    return rc;
+}
+
+/* Waits until this member has applied index (or the deadline). */
+static bool
+wait_applied(mf_repl_t *r, uint64_t index, int64_t timeout_ms)
+{
+    int64_t deadline = mf_mono_ms() + timeout_ms;
+    pthread_mutex_lock(&r->mu);
+    while (r->applied_index < index && !r->stop && wait_until(r, deadline))
+        ;
+    bool ok = r->applied_index >= index;
+    pthread_mutex_unlock(&r->mu);
+    return ok;
+}
+
+static int
+cmd_reconfig(mf_repl_t *r, const bson_t *cmd, mf_error_t *err)
+{
+    bson_iter_t it;
+    member_t members[MAX_MEMBERS], old[MAX_MEMBERS];
+    int n, nold;
+    int64_t version;
+    if (!bson_iter_init(&it, cmd) || !bson_iter_next(&it) || !BSON_ITER_HOLDS_DOCUMENT(&it))
+        return mf_err_set(err, MF_E_TypeMismatch, "replSetReconfig needs a config object");
+    const uint8_t *d;
+    uint32_t l;
+    bson_t given;
+    bson_iter_document(&it, &l, &d);
+    bson_init_static(&given, d, l);
+    if (parse_config(r, &given, members, &n, &version, err) != 0)
+        return -1;
+    pthread_mutex_lock(&r->mu);
+    if (r->config == NULL) {
+        pthread_mutex_unlock(&r->mu);
+        return mf_err_set(err, MF_E_NotYetInitialized, "no replset config has been received");
+    }
+    if (!r->writable) {
+        pthread_mutex_unlock(&r->mu);
+        return mf_err_set(err, MF_E_NotWritablePrimary, "replSetReconfig should only be run on a writable PRIMARY. "
+                          "Current state %s;", state_str(self_state(r)));
+    }
+    if (version <= r->config_version) {
+        int64_t cur = r->config_version;
+        pthread_mutex_unlock(&r->mu);
+        return mf_err_set(err, MF_E_NewReplicaSetConfigurationIncompatible, "New config is rejected :: caused by :: "
+                          "version field value of %lld is not greater than the current version %lld",
+                          (long long)version, (long long)cur);
+    }
+    nold = r->nmembers;
+    memcpy(old, r->members, sizeof(old));
+    uint64_t term = r->term;
+    pthread_mutex_unlock(&r->mu);
+
+    /* Added members: learn their raft address, make them join, add them to raft. */
+    for (int i = 0; i < n; i++) {
+        bool known = false;
+        for (int j = 0; j < nold; j++)
+            known |= old[j].id == members[i].id;
+        if (known)
+            continue;
+        char addr[300];
+        bool initialized = false;
+        if (peer_raft_address(r, members[i].host, addr, sizeof(addr), &initialized, err) != 0)
+            return -1;
+        bson_t join, rep, cfg;
+        versioned_config(&given, version, term, &cfg);
+        bson_init(&join);
+        BSON_APPEND_INT32(&join, "_mfReplJoin", 1);
+        BSON_APPEND_DOCUMENT(&join, "config", &cfg);
+        BSON_APPEND_BOOL(&join, "bootstrap", false);
+        int jrc = initialized ? 0 : mf_peer_command(members[i].host, &join, PEER_TIMEOUT_MS * 5, &rep, err);
+        if (!initialized)
+            bson_destroy(&rep);
+        bson_destroy(&join);
+        bson_destroy(&cfg);
+        if (jrc != 0 || change_membership(r, raft_id_of(members[i].id), addr, false, err) != 0)
+            return -1;
+        mf_log(MF_LOG_INFO, "REPL", "added member %s (raft %s)", members[i].host, addr);
+    }
+    for (int j = 0; j < nold; j++) {
+        bool kept = false;
+        for (int i = 0; i < n; i++)
+            kept |= old[j].id == members[i].id;
+        if (!kept) {
+            if (change_membership(r, raft_id_of(old[j].id), NULL, false, err) != 0)
+                return -1;
+            mf_log(MF_LOG_INFO, "REPL", "removed member %s", old[j].host);
+        }
+    }
+    /* The new config itself, as an entry every member installs. */
+    bson_t cfg;
+    mf_error_t serr;
+    versioned_config(&given, version, term, &cfg);
+    pthread_mutex_lock(&r->mu);
+    uint64_t seq = ++r->next_seq;
+    pthread_mutex_unlock(&r->mu);
+    bson_t p;
+    bson_init(&p);
+    BSON_APPEND_UTF8(&p, "k", "config");
+    BSON_APPEND_INT64(&p, "m", 0);
+    BSON_APPEND_INT64(&p, "e", r->epoch);
+    BSON_APPEND_INT64(&p, "s", (int64_t)seq);
+    BSON_APPEND_INT64(&p, "t", (int64_t)term);
+    BSON_APPEND_DATE_TIME(&p, "w", mf_now_ms());
+    BSON_APPEND_DOCUMENT(&p, "cfg", &cfg);
+    uint64_t index = 0;
+    pthread_mutex_lock(&r->mu);
+    mf_raft_node_t *node = r->stop ? NULL : r->node;
+    pthread_mutex_unlock(&r->mu);
+    int rc = node ? mf_raft_node_submit_wait(node, bson_get_data(&p), p.len, &index, &serr)
+                  : mf_err_set(&serr, MF_E_InterruptedAtShutdown, "replication is shutting down");
+    bson_destroy(&p);
+    bson_destroy(&cfg);
+    if (rc != 0) {
+        *err = serr;
+        return -1;
+    }
+    wait_applied(r, index, 10000);
+    return 0;
+}
+
+static int
+cmd_step_down(mf_repl_t *r, const bson_t *cmd, mf_error_t *err)
+{
+    bson_iter_t it;
+    int64_t secs = 60;
+    bson_iter_init(&it, cmd);
+    bson_iter_next(&it);
+    if (BSON_ITER_HOLDS_NUMBER(&it))
+        secs = bson_iter_as_int64(&it);
+    pthread_mutex_lock(&r->mu);
+    bool ok = r->writable;
+    int nm = r->nmembers;
+    if (ok) {
+        r->writable = false;
+        r->frozen_until_ms = mf_mono_ms() + secs * 1000;
+        wake_waiters_failed(r, MF_E_InterruptedDueToReplStateChange, "operation was interrupted because a node "
+                            "stepped down from primary");
+        pthread_cond_broadcast(&r->cv);
+    }
+    pthread_mutex_unlock(&r->mu);
+    if (!ok)
+        return mf_err_set(err, MF_E_NotWritablePrimary, "not primary so can't step down");
+    mf_ttl_monitor_pause(r->eng->ttl, "this replica-set member stepped down");
+    mf_engine_topology_changed(r->eng);
+    if (nm < 2)
+        return mf_err_set(err, MF_E_ExceededTimeLimit, "No electable secondaries caught up as of %s",
+                          "now; this member is the only one");
+    if (change_membership(r, 0, NULL, true, err) != 0) {
+        /* Nobody took over: stay primary (drained already). */
+        pthread_mutex_lock(&r->mu);
+        if (r->role == MF_RAFT_ROLE_LEADER) {
+            r->writable = true;
+            r->frozen_until_ms = 0;
+        }
+        pthread_mutex_unlock(&r->mu);
+        mf_ttl_monitor_pause(r->eng->ttl, NULL);
+        mf_engine_topology_changed(r->eng);
+        return -1;
+    }
+    mf_log(MF_LOG_INFO, "REPL", "stepped down from primary; not seeking election for %lld s", (long long)secs);
+    return 0;
+}
+
+static int
+cmd_freeze(mf_repl_t *r, const bson_t *cmd, bson_t *reply, mf_error_t *err)
+{
+    bson_iter_t it;
+    bson_iter_init(&it, cmd);
+    bson_iter_next(&it);
+    int64_t secs = BSON_ITER_HOLDS_NUMBER(&it) ? bson_iter_as_int64(&it) : 0;
+    pthread_mutex_lock(&r->mu);
+    if (r->writable) {
+        pthread_mutex_unlock(&r->mu);
+        return mf_err_set(err, MF_E_NotSecondary, "cannot freeze node when primary or running for election. state: Primary");
+    }
+    r->frozen_until_ms = secs > 0 ? mf_mono_ms() + secs * 1000 : 0;
+    pthread_mutex_unlock(&r->mu);
+    if (secs == 0)
+        BSON_APPEND_UTF8(reply, "info", "unfreezing");
+    return 0;
+}
+
+static void
+append_member_status(mf_repl_t *r, bson_t *arr, int i, int64_t now)
+{
+    member_t *m = &r->members[i];
+    bson_t d;
+    char key[16];
+    const char *kp;
+    bool self = i == r->self;
+    bson_uint32_to_string((uint32_t)i, &kp, key, sizeof(key));
+    bson_append_document_begin(arr, kp, -1, &d);
+    BSON_APPEND_INT32(&d, "_id", m->id);
+    BSON_APPEND_UTF8(&d, "name", m->host);
+    int st = self ? self_state(r) : (m->health == 1 ? m->state : ST_UNKNOWN);
+    BSON_APPEND_DOUBLE(&d, "health", self ? 1.0 : (m->health == 1 ? 1.0 : 0.0));
+    BSON_APPEND_INT32(&d, "state", st);
+    BSON_APPEND_UTF8(&d, "stateStr", self ? state_str(st) : (m->health == 1 ? state_str(st) : "(not reachable/healthy)"));
+    int64_t up = self ? (now - r->started_ms) / 1000 : (m->health == 1 ? (now - m->up_since_ms) / 1000 : 0);
+    BSON_APPEND_INT64(&d, "uptime", up);
+    uint32_t ts_s = self ? r->ts_secs : m->ts_secs, ts_i = self ? r->ts_inc : m->ts_inc;
+    uint64_t t = self ? r->applied_term : m->applied_term;
+    int64_t wall = self ? r->applied_wall : m->applied_wall;
+    append_optime(&d, "optime", ts_s, ts_i, t);
+    BSON_APPEND_DATE_TIME(&d, "optimeDate", (ts_s * (int64_t)1000));
+    if (!self) {
+        append_optime(&d, "optimeDurable", ts_s, ts_i, t);
+        BSON_APPEND_DATE_TIME(&d, "optimeDurableDate", ts_s * (int64_t)1000);
+    }
+    BSON_APPEND_DATE_TIME(&d, "lastAppliedWallTime", wall);
+    BSON_APPEND_DATE_TIME(&d, "lastDurableWallTime", wall);
+    if (!self) {
+        BSON_APPEND_DATE_TIME(&d, "lastHeartbeat", m->last_hb_ms);
+        BSON_APPEND_DATE_TIME(&d, "lastHeartbeatRecv", m->last_ok_ms);
+        BSON_APPEND_INT64(&d, "pingMs", m->ping_ms);
+        BSON_APPEND_UTF8(&d, "lastHeartbeatMessage", m->msg);
+    }
+    BSON_APPEND_UTF8(&d, "syncSourceHost", "");
+    BSON_APPEND_INT32(&d, "syncSourceId", -1);
+    BSON_APPEND_UTF8(&d, "infoMessage", "");
+    if (st == ST_PRIMARY) {
+        bson_oid_t eid;
+        election_id(self ? r->term : t, &eid);
+        BSON_APPEND_OID(&d, "electionId", &eid);
+    }
+    BSON_APPEND_INT64(&d, "configVersion", r->config_version);
+    BSON_APPEND_INT64(&d, "configTerm", (int64_t)r->term);
+    if (self)
+        BSON_APPEND_BOOL(&d, "self", true);
+    bson_append_document_end(arr, &d);
+}
+
+static int
+cmd_status(mf_repl_t *r, bson_t *reply, mf_error_t *err)
+{
+    bson_t arr, o;
+    int64_t now = mf_now_ms();
+    pthread_mutex_lock(&r->mu);
+    if (r->config == NULL) {
+        pthread_mutex_unlock(&r->mu);
+        return mf_err_set(err, MF_E_NotYetInitialized, "no replset config has been received");
+    }
+    int voters = r->nmembers;
+    BSON_APPEND_UTF8(reply, "set", r->set_name);
+    BSON_APPEND_DATE_TIME(reply, "date", now);
+    BSON_APPEND_INT32(reply, "myState", self_state(r));
+    BSON_APPEND_INT64(reply, "term", (int64_t)r->term);
+    BSON_APPEND_INT32(reply, "syncSourceId", -1);
+    BSON_APPEND_INT32(reply, "heartbeatIntervalMillis", HEARTBEAT_MS);
+    BSON_APPEND_INT32(reply, "majorityVoteCount", voters / 2 + 1);
+    BSON_APPEND_INT32(reply, "writeMajorityCount", voters / 2 + 1);
+    BSON_APPEND_INT32(reply, "votingMembersCount", voters);
+    BSON_APPEND_INT32(reply, "writableVotingMembersCount", voters);
+    BSON_APPEND_DOCUMENT_BEGIN(reply, "optimes", &o);
+    append_optime(&o, "lastCommittedOpTime", r->ts_secs, r->ts_inc, r->applied_term);
+    BSON_APPEND_DATE_TIME(&o, "lastCommittedWallTime", r->applied_wall);
+    append_optime(&o, "readConcernMajorityOpTime", r->ts_secs, r->ts_inc, r->applied_term);
+    append_optime(&o, "appliedOpTime", r->ts_secs, r->ts_inc, r->applied_term);
+    append_optime(&o, "durableOpTime", r->ts_secs, r->ts_inc, r->applied_term);
+    BSON_APPEND_DATE_TIME(&o, "lastAppliedWallTime", r->applied_wall);
+    BSON_APPEND_DATE_TIME(&o, "lastDurableWallTime", r->applied_wall);
+    bson_append_document_end(reply, &o);
+    BSON_APPEND_ARRAY_BEGIN(reply, "members", &arr);
+    for (int i = 0; i < r->nmembers; i++)
+        append_member_status(r, &arr, i, now);
+    bson_append_array_end(reply, &arr);
+    pthread_mutex_unlock(&r->mu);
+    return 0;
+}
+
+static int
+cmd_info(mf_repl_t *r, bson_t *reply)
+{
+    pthread_mutex_lock(&r->mu);
+    BSON_APPEND_UTF8(reply, "setName", r->set_name);
+    BSON_APPEND_INT32(reply, "raftPort", r->raft_port);
+    BSON_APPEND_BOOL(reply, "initialized", r->node != NULL);
+    BSON_APPEND_INT32(reply, "state", self_state(r));
+    BSON_APPEND_INT64(reply, "appliedIndex", (int64_t)r->applied_index);
+    BSON_APPEND_INT64(reply, "appliedTerm", (int64_t)r->applied_term);
+    BSON_APPEND_DATE_TIME(reply, "appliedWall", r->applied_wall);
+    BSON_APPEND_TIMESTAMP(reply, "ts", r->ts_secs, r->ts_inc);
+    BSON_APPEND_INT64(reply, "configVersion", r->config_version);
+    pthread_mutex_unlock(&r->mu);
+    return 0;
+}
+
+static int
+hook_command(void *arg, const char *name, const bson_t *cmd, bson_t *reply, mf_error_t *err)
+{
+    mf_repl_t *r = arg;
+    if (strcmp(name, "replSetInitiate") == 0)
+        return cmd_initiate(r, cmd, reply, err);
+    if (strcmp(name, "_mfReplJoin") == 0)
+        return cmd_join(r, cmd, err);
+    if (strcmp(name, "_mfReplInfo") == 0)
+        return cmd_info(r, reply);
+    if (strcmp(name, "replSetGetStatus") == 0)
+        return cmd_status(r, reply, err);
+    if (strcmp(name, "replSetGetConfig") == 0) {
+        pthread_mutex_lock(&r->mu);
+        if (r->config == NULL) {
+            pthread_mutex_unlock(&r->mu);
+            return mf_err_set(err, MF_E_NotYetInitialized, "no replset config has been received");
+        }
+        bson_t cfg;
+        versioned_config(r->config, r->config_version, r->term, &cfg);
+        BSON_APPEND_DOCUMENT(reply, "config", &cfg);
+        bson_destroy(&cfg);
+        pthread_mutex_unlock(&r->mu);
+        return 0;
+    }
+    if (r->config == NULL && r->node == NULL)
+        return mf_err_set(err, MF_E_NotYetInitialized, "no replset config has been received");
+    if (strcmp(name, "replSetReconfig") == 0)
+        return cmd_reconfig(r, cmd, err);
+    if (strcmp(name, "replSetStepDown") == 0)
+        return cmd_step_down(r, cmd, err);
+    if (strcmp(name, "replSetFreeze") == 0)
+        return cmd_freeze(r, cmd, reply, err);
+    return mf_err_set(err, MF_E_CommandNotSupported, "%s is not supported by mayfly's raft replica sets", name);
+}
+
+/* ---------- hooks for the command layer ---------- */
+
+static void
+hook_hello(void *arg, const bson_t *cmd, bool legacy_name, bson_t *reply)
+{
+    mf_repl_t *r = arg;
+    bson_t arr, lw;
+    pthread_mutex_lock(&r->mu);
+    int st = self_state(r);
+    BSON_APPEND_BOOL(reply, legacy_name ? "ismaster" : "isWritablePrimary", st == ST_PRIMARY);
+    BSON_APPEND_BOOL(reply, "secondary", st == ST_SECONDARY);
+    BSON_APPEND_UTF8(reply, "setName", r->set_name);
+    if (r->config == NULL || r->self < 0) {
+        BSON_APPEND_BOOL(reply, "isreplicaset", true);
+        BSON_APPEND_UTF8(reply, "info", "Does not have a valid replica set config");
+        pthread_mutex_unlock(&r->mu);
+        return;
+    }
+    BSON_APPEND_INT64(reply, "setVersion", r->config_version);
+    BSON_APPEND_ARRAY_BEGIN(reply, "hosts", &arr);
+    for (int i = 0; i < r->nmembers; i++) {
+        char key[16];
+        const char *kp;
+        bson_uint32_to_string((uint32_t)i, &kp, key, sizeof(key));
+        bson_append_utf8(&arr, kp, -1, r->members[i].host, -1);
+    }
+    bson_append_array_end(reply, &arr);
+    int li = member_of_raft(r, r->leader_id);
+    bool leader_ready = li >= 0 && (li != r->self || r->writable);
+    if (leader_ready)
+        BSON_APPEND_UTF8(reply, "primary", r->members[li].host);
+    BSON_APPEND_UTF8(reply, "me", r->members[r->self].host);
+    if (st == ST_PRIMARY) {
+        bson_oid_t eid;
+        election_id(r->term, &eid);
+        BSON_APPEND_OID(reply, "electionId", &eid);
+    }
+    BSON_APPEND_DOCUMENT_BEGIN(reply, "lastWrite", &lw);
+    append_optime(&lw, "opTime", r->ts_secs, r->ts_inc, r->applied_term);
+    BSON_APPEND_DATE_TIME(&lw, "lastWriteDate", r->ts_secs * (int64_t)1000);
+    append_optime(&lw, "majorityOpTime", r->ts_secs, r->ts_inc, r->applied_term);
+    BSON_APPEND_DATE_TIME(&lw, "majorityWriteDate", r->ts_secs * (int64_t)1000);
+    bson_append_document_end(reply, &lw);
+    pthread_mutex_unlock(&r->mu);
+}
+
+static int
+hook_admit(void *arg, const char *db, mf_repl_kind_t kind, bool secondary_ok, mf_error_t *err)
+{
+    mf_repl_t *r = arg;
+    if (kind == MF_REPL_OTHER || strcmp(db, "local") == 0)
+        return 0;
+    pthread_mutex_lock(&r->mu);
+    int st = self_state(r);
+    pthread_mutex_unlock(&r->mu);
+    if (st == ST_PRIMARY)
+        return 0;
+    if (kind == MF_REPL_WRITE)
+        return mf_err_set(err, MF_E_NotWritablePrimary, "not primary");
+    if (!secondary_ok)
+        return mf_err_set(err, MF_E_NotPrimaryNoSecondaryOk, "not primary and secondaryOk=false");
+    if (st != ST_SECONDARY)
+        return mf_err_set(err, MF_E_NotPrimaryOrSecondary, "node is not in primary or recovering state");
+    return 0;
+}
+
+static void
+hook_command_begin(void *arg, int64_t wtimeout_ms)
+{
+    tls_wtimeout = wtimeout_ms > 0 ? wtimeout_ms : 0;
+}
+
+static void
+hook_command_end(void *arg)
+{
+    mf_repl_t *r = arg;
+    tls_wtimeout = 0;
+    if (tls_ddl_waiter == NULL)
+        return;
+    /* The command is over: it answers once its DDL change is applied here (so majority-committed). */
+    waiter_t *w = tls_ddl_waiter;
+    tls_ddl_waiter = NULL;
+    int64_t deadline = mf_mono_ms() + DDL_WAIT_MS;
+    pthread_mutex_lock(&r->mu);
+    while (w->state != W_APPLIED && !w->failed && !r->stop && wait_until(r, deadline))
+        ;
+    if (w->state == W_APPLIED || w->failed) {
+        waiter_unlink(r, w);
+        free(w);
+    } else {
+        w->ddl = false; /* the applier frees it when it gets there */
+        w->state = W_DONE;
+    }
+    pthread_mutex_unlock(&r->mu);
+}
+
+static const mf_repl_hooks_t hooks = {
+    .hello = hook_hello,
+    .admit = hook_admit,
+    .command = hook_command,
+    .command_begin = hook_command_begin,
+    .command_end = hook_command_end,
+};
+
+/* ---------- open and close ---------- */
+
+int
+mf_repl_open(mf_engine_t *eng, const mf_repl_opts_t *o, mf_repl_t **out, mf_error_t *err)
+{
+    static const int exists[] = {MF_E_NamespaceExists, 0};
+    mf_repl_t *r = mf_calloc(1, sizeof(*r));
+    r->eng = eng;
+    snprintf(r->set_name, sizeof(r->set_name), "%s", o->set_name);
+    snprintf(r->bind_ip, sizeof(r->bind_ip), "%s", o->bind_ip ? o->bind_ip : "127.0.0.1");
+    snprintf(r->raft_dir, sizeof(r->raft_dir), "%s/raft", o->dbpath);
+    r->port = o->port;
+    r->raft_port = o->raft_port > 0 ? o->raft_port : o->port + 10000;
+    r->oplog_size = (o->oplog_size_mb > 0 ? o->oplog_size_mb : 1024) * 1024 * 1024;
+    r->self = -1;
+    r->started_ms = mf_now_ms();
+    bson_oid_t oid;
+    bson_oid_init(&oid, NULL);
+    memcpy(&r->epoch, oid.bytes + 4, sizeof(r->epoch));
+    r->epoch &= INT64_MAX;
+    pthread_mutex_init(&r->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&r->cv, &ca);
+    pthread_condattr_destroy(&ca);
+
+    /* local.oplog.rs (capped) and local.system.replset exist before anything is logged. */
+    bson_t cmd;
+    bson_init(&cmd);
+    BSON_APPEND_UTF8(&cmd, "create", "oplog.rs");
+    BSON_APPEND_BOOL(&cmd, "capped", true);
+    BSON_APPEND_INT64(&cmd, "size", r->oplog_size);
+    int rc = run_local(r, "local", &cmd, exists, err);
+    bson_reinit(&cmd);
+    BSON_APPEND_UTF8(&cmd, "create", "system.replset");
+    if (rc == 0)
+        rc = run_local(r, "local", &cmd, exists, err);
+    bson_destroy(&cmd);
+    if (rc != 0)
+        goto fail;
+    load_applied(r);
+    if (mf_oplog_attach(eng, ddl_sink, r, &r->oplog, err) != 0)
+        goto fail;
+    mf_oplog_set_prepare(r->oplog, prepare);
+    eng->repl = &hooks;
+    eng->repl_arg = r;
+
+    bson_t *cfg = load_config(r);
+    if (cfg != NULL) {
+        member_t members[MAX_MEMBERS];
+        int n;
+        int64_t version;
+        mf_error_t cerr;
+        if (parse_config(r, cfg, members, &n, &version, &cerr) != 0) {
+            mf_log(MF_LOG_WARN, "REPL", "the stored replica set config is not usable here: %s", cerr.msg);
+        } else {
+            pthread_mutex_lock(&r->mu);
+            install_config(r, cfg, members, n, version);
+            pthread_mutex_unlock(&r->mu);
+            if (start_raft(r, NULL, 0, &cerr) != 0)
+                mf_log(MF_LOG_ERROR, "REPL", "cannot start raft: %s", cerr.msg);
+        }
+        bson_destroy(cfg);
+    } else {
+        mf_log(MF_LOG_INFO, "REPL", "replica set %s: no config yet; waiting for replSetInitiate", r->set_name);
+    }
+    *out = r;
+    return 0;
+fail:
+    pthread_cond_destroy(&r->cv);
+    pthread_mutex_destroy(&r->mu);
+    free(r);
+    return -1;
+}
+
+void
+mf_repl_close(mf_repl_t *r)
+{
+    if (r == NULL)
+        return;
+    pthread_mutex_lock(&r->mu);
+    r->stop = true;
+    r->writable = false;
+    wake_waiters_failed(r, MF_E_InterruptedAtShutdown, "interrupted at shutdown");
+    pthread_cond_broadcast(&r->cv);
+    mf_raft_node_t *node = r->node;
+    r->node = NULL; /* submitters check it under r->mu */
+    pthread_mutex_unlock(&r->mu);
+    if (node != NULL)
+        mf_raft_node_close(node, NULL, NULL);
+    if (r->loop_running)
+        pthread_join(r->loop_thread, NULL);
+    if (r->threads_started) {
+        pthread_join(r->applier, NULL);
+        pthread_join(r->oplog_thread, NULL);
+        pthread_join(r->hb_thread, NULL);
+    }
+    if (r->loop_inited)
+        uv_loop_close(&r->loop);
+    r->loop_inited = r->loop_running = r->threads_started = false;
+}
+
+void
+mf_repl_free(mf_repl_t *r)
+{
+    if (r == NULL)
+        return;
+    mf_oplog_free(r->oplog);
+    while (r->qhead) {
+        qent_t *q = r->qhead;
+        r->qhead = q->next;
+        free(q);
+    }
+    while (r->ohead) {
+        qent_t *q = r->ohead;
+        r->ohead = q->next;
+        free(q);
+    }
+    while (r->waiters) {
+        waiter_t *w = r->waiters;
+        r->waiters = w->next;
+        free(w);
+    }
+    if (r->config_to_save)
+        bson_destroy(r->config_to_save);
+    if (r->config)
+        bson_destroy(r->config);
+    pthread_cond_destroy(&r->cv);
+    pthread_mutex_destroy(&r->mu);
+    free(r);
+}
