@@ -256,6 +256,54 @@ wtimeout_of(const bson_t *cmd)
     return 0;
 }
 
+/* Codes that mean "this member is not (or no longer) primary" or "interrupted by a role change". */
+static bool
+not_primary_code(int code)
+{
+    return code == MF_E_NotWritablePrimary || code == MF_E_InterruptedDueToReplStateChange ||
+           code == MF_E_PrimarySteppedDown || code == MF_E_NotPrimaryNoSecondaryOk ||
+           code == MF_E_NotPrimaryOrSecondary || code == MF_E_InterruptedAtShutdown ||
+           code == MF_E_ShutdownInProgress;
+}
+
+/* If reply's writeErrors hold a not-primary error, sets err to it and returns true. */
+static bool
+not_primary_write_error(const bson_t *reply, mf_error_t *err)
+{
+    bson_iter_t it, a, f;
+    if (!bson_iter_init_find(&it, reply, "writeErrors") || !bson_iter_recurse(&it, &a))
+        return false;
+    while (bson_iter_next(&a)) {
+        int code = 0;
+        const char *msg = "not primary";
+        if (!bson_iter_recurse(&a, &f))
+            continue;
+        while (bson_iter_next(&f)) {
+            if (strcmp(bson_iter_key(&f), "code") == 0)
+                code = (int)bson_iter_as_int64(&f);
+            else if (strcmp(bson_iter_key(&f), "errmsg") == 0 && BSON_ITER_HOLDS_UTF8(&f))
+                msg = bson_iter_utf8(&f, NULL);
+        }
+        if (not_primary_code(code)) {
+            mf_err_set(err, code, "%s", msg);
+            return true;
+        }
+    }
+    return false;
+}
+
+/* A retryable write (txnNumber) failing for a role change gets errorLabels: ["RetryableWriteError"]. */
+static void
+add_retry_label(const bson_t *cmd, bson_t *reply, int code)
+{
+    bson_t arr;
+    if (!not_primary_code(code) || !bson_has_field(cmd, "txnNumber") || bson_has_field(reply, "errorLabels"))
+        return;
+    BSON_APPEND_ARRAY_BEGIN(reply, "errorLabels", &arr);
+    BSON_APPEND_UTF8(&arr, "0", "RetryableWriteError");
+    bson_append_array_end(reply, &arr);
+}
+
 /* MongoDB's currentOp "op" for a command. */
 static const char *
 curop_type(const char *name)
@@ -522,13 +570,17 @@ mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *
         mf_curop_set_deadline(cop, mf_mono_ms() + limit_ms);
     if (is_data_command(def))
         atomic_fetch_add(&eng->fg_ops, 1);
-    if (eng->repl != NULL)
-        eng->repl->command_begin(eng->repl_arg, wtimeout_of(cmd));
-    int hrc = def->fn(&op);
+    int brc = eng->repl != NULL ? eng->repl->command_begin(eng->repl_arg, def->name, cmd, wtimeout_of(cmd), reply,
+                                                           &op.err)
+                                : 0;
+    int hrc = brc == 0 ? def->fn(&op) : brc < 0 ? -1 : 0;
     if (mf_catalog_session_end_all())
         mf_log(MF_LOG_ERROR, "COMMAND", "%s returned with collections still locked; released", def->name);
-    if (eng->repl != NULL)
+    if (eng->repl != NULL) {
         eng->repl->command_end(eng->repl_arg); /* no lock held: a DDL waits here for its entry */
+        if (hrc == 0 && not_primary_write_error(reply, &op.err))
+            hrc = -1; /* as mongod: the command fails as a whole, so drivers find the new primary and retry */
+    }
     let_end(&lf);
     if (hrc != 0) {
         if (mf_txn_active(op.sess))
@@ -565,6 +617,8 @@ fail:
     if (op.err.code == 0)
         mf_err_set(&op.err, MF_E_InternalError, "command failed without an error message");
     mf_cmd_error_reply(reply, &op.err);
+    if (eng->repl != NULL)
+        add_retry_label(cmd, reply, op.err.code);
     if (started_ms >= 0)
         profile_op(eng, client, db, op.name, cmd, reply, mf_mono_ms() - started_ms, &op.err);
     if (mf_param_get(eng->params, "logLevel") >= 1)

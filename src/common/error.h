@@ -95,6 +95,7 @@
     X(13436, NotPrimaryOrSecondary)                                            \
     X(91, ShutdownInProgress)                                                  \
     X(89, NetworkTimeout)                                                      \
+    X(225, TransactionTooOld)                                                  \
     X(10107, NotWritablePrimary)                                               \
     X(11000, DuplicateKey)                                                     \
     X(11600, InterruptedAtShutdown)                                            \

@@ -52,10 +52,16 @@ typedef struct mf_repl_hooks {
     int (*command)(void *arg, const char *name, const bson_t *cmd, bson_t *reply, mf_error_t *err);
     /*
      * Around every command, on its thread: begin with the write concern's
-     * wtimeout (ms, 0 none) for the writes it makes; end once it is done and
+     * wtimeout (ms, 0 none) for the writes it makes (and the command, for
+     * retryable writes); end once it is done and
      * holds no lock (a DDL command waits there for its log entry's commit).
      */
-    void (*command_begin)(void *arg, int64_t wtimeout_ms);
+    /*
+     * begin may answer the command itself (a retried retryable write): it
+     * then fills reply and returns 1; -1 fails the command with err; 0 runs it.
+     */
+    int (*command_begin)(void *arg, const char *name, const bson_t *cmd, int64_t wtimeout_ms, bson_t *reply,
+                         mf_error_t *err);
     void (*command_end)(void *arg);
 } mf_repl_hooks_t;
 typedef struct mf_profiler mf_profiler_t;

@@ -168,6 +168,24 @@ static _Thread_local bool tls_applying;       /* this thread applies entries: it
 static _Thread_local int64_t tls_wtimeout;    /* the command's wtimeout (ms), 0 none */
 static _Thread_local waiter_t *tls_ddl_waiter; /* the last DDL entry this thread's command logged */
 
+/*
+ * Retryable writes: the insert, update or delete command this thread runs
+ * with lsid and txnNumber. Each entry it logs carries x: {id, txn, i, u, d}
+ * (the statements' ops so far), and every member stores that row, keyed by
+ * the session id, with the entry's data (SESSIONS_URI). A retry of the same
+ * txnNumber (a driver resending after a failover) is answered from the row
+ * instead of running again, on whichever member is primary by then.
+ */
+typedef struct {
+    bool active;
+    uint8_t id[16];
+    int64_t txn;
+    int64_t i, u, d;
+} sess_t;
+static _Thread_local sess_t tls_sess;
+#define SESSIONS_URI "table:mf_repl_sessions"
+
+
 /* ---------- small helpers ---------- */
 
 static mf_client_t *
@@ -446,13 +464,29 @@ load_config(mf_repl_t *r)
  * turns never update the same row (their snapshots would conflict).
  */
 static int
-record_applied(mf_sess_t *s, uint64_t index, uint64_t term, int64_t wall, mf_error_t *err)
+record_applied(mf_sess_t *s, uint64_t index, uint64_t term, int64_t wall, const bson_t *x, mf_error_t *err)
 {
     bool own_txn = !mf_txn_active(s);
     mf_cur_t *c;
     bson_t v;
+    bson_iter_t it;
     if (own_txn && mf_txn_begin(s, err) != 0)
         return -1;
+    if (x != NULL && bson_iter_init_find(&it, x, "id") && BSON_ITER_HOLDS_BINARY(&it)) {
+        /* The retryable write's session row goes in with the data. */
+        const uint8_t *id;
+        uint32_t idlen;
+        bson_subtype_t st;
+        bson_iter_binary(&it, &st, &idlen, &id);
+        if (mf_cur_open(s, SESSIONS_URI, &c, err) != 0)
+            goto fail;
+        int sret = mf_cur_put_bytes(c, id, idlen, bson_get_data(x), x->len);
+        mf_cur_close(c);
+        if (sret != 0) {
+            mf_err_set(err, MF_E_WriteConflict, "recording a retryable write failed");
+            goto fail;
+        }
+    }
     if (mf_cur_open(s, APPLIED_URI, &c, err) != 0)
         goto fail;
     bson_init(&v);
@@ -488,6 +522,8 @@ load_applied(mf_repl_t *r)
     mf_error_t err;
     if (mf_storage_create(s, APPLIED_URI, "key_format=q,value_format=u", &err) != 0)
         mf_log(MF_LOG_ERROR, "REPL", "cannot create %s: %s", APPLIED_URI, err.msg);
+    if (mf_storage_create(s, SESSIONS_URI, "key_format=u,value_format=u", &err) != 0)
+        mf_log(MF_LOG_ERROR, "REPL", "cannot create %s: %s", SESSIONS_URI, err.msg);
     if (mf_cur_open(s, APPLIED_URI, &c, &err) == 0) {
         if (mf_cur_prev(c) == 0) {
             const uint8_t *val;
@@ -592,8 +628,8 @@ submit_done(void *arg, uint64_t index, const mf_error_t *err)
  * it. r->mu held (so the node cannot be closed under it).
  */
 static int
-submit_entry(mf_repl_t *r, const char *k, const char *bkey, const bson_t *body, uint64_t seq, uint64_t term,
-             mf_error_t *err)
+submit_entry_x(mf_repl_t *r, const char *k, const char *bkey, const bson_t *body, const bson_t *x, uint64_t seq,
+               uint64_t term, mf_error_t *err)
 {
     bson_t p;
     int64_t now = mf_now_ms();
@@ -611,9 +647,41 @@ submit_entry(mf_repl_t *r, const char *k, const char *bkey, const bson_t *body, 
     BSON_APPEND_DATE_TIME(&p, "w", now);
     if (body)
         BSON_APPEND_DOCUMENT(&p, bkey, body);
+    if (x)
+        BSON_APPEND_DOCUMENT(&p, "x", x);
     int rc = mf_raft_node_submit(r->node, bson_get_data(&p), p.len, submit_done, r, err);
     bson_destroy(&p);
     return rc;
+}
+
+static int
+submit_entry(mf_repl_t *r, const char *k, const char *bkey, const bson_t *body, uint64_t seq, uint64_t term,
+             mf_error_t *err)
+{
+    return submit_entry_x(r, k, bkey, body, NULL, seq, term, err);
+}
+
+/* The retryable-write row for this thread's command after entry: counts its ops into tls_sess; x initialised here. */
+static void
+sess_row(const bson_t *entry, bson_t *x)
+{
+    bson_iter_t it, a, f;
+    if (bson_iter_init_find(&it, entry, "ops") && bson_iter_recurse(&it, &a)) {
+        while (bson_iter_next(&a)) {
+            if (bson_iter_recurse(&a, &f) && bson_iter_find(&f, "op") && BSON_ITER_HOLDS_UTF8(&f)) {
+                char op = bson_iter_utf8(&f, NULL)[0];
+                tls_sess.i += op == 'i';
+                tls_sess.u += op == 'u';
+                tls_sess.d += op == 'd';
+            }
+        }
+    }
+    bson_init(x);
+    BSON_APPEND_BINARY(x, "id", BSON_SUBTYPE_UUID, tls_sess.id, 16);
+    BSON_APPEND_INT64(x, "txn", tls_sess.txn);
+    BSON_APPEND_INT64(x, "i", tls_sess.i);
+    BSON_APPEND_INT64(x, "u", tls_sess.u);
+    BSON_APPEND_INT64(x, "d", tls_sess.d);
 }
 
 static void
@@ -693,12 +761,18 @@ prepare(void *arg, const bson_t *entry, mf_sess_t *s, mf_error_t *err)
     w->seq = ++r->next_seq;
     w->next = r->waiters;
     r->waiters = w;
-    int rc = submit_entry(r, "ops", "o", entry, w->seq, r->term, err);
+    bson_t x;
+    bool has_x = tls_sess.active;
+    if (has_x)
+        sess_row(entry, &x);
+    int rc = submit_entry_x(r, "ops", "o", entry, has_x ? &x : NULL, w->seq, r->term, err);
     int64_t deadline = tls_wtimeout > 0 ? mf_mono_ms() + tls_wtimeout : 0;
     if (rc != 0) {
         waiter_unlink(r, w);
         pthread_mutex_unlock(&r->mu);
         free(w);
+        if (has_x)
+            bson_destroy(&x);
         return -1;
     }
     while (w->state == W_WAITING && !w->failed && !r->stop) {
@@ -716,13 +790,18 @@ prepare(void *arg, const bson_t *entry, mf_sess_t *s, mf_error_t *err)
         waiter_unlink(r, w);
         pthread_mutex_unlock(&r->mu);
         free(w);
+        if (has_x)
+            bson_destroy(&x);
         return -1;
     }
     uint64_t index = w->index, wterm = w->term;
     int64_t wall = w->wall;
     pthread_mutex_unlock(&r->mu);
     /* Our turn: the applied index goes in with the data; the applier waits for the commit. */
-    if (record_applied(s, index, wterm, wall, err) != 0) {
+    int rrc = record_applied(s, index, wterm, wall, has_x ? &x : NULL, err);
+    if (has_x)
+        bson_destroy(&x);
+    if (rrc != 0) {
         pthread_mutex_lock(&r->mu);
         w->state = W_FAILED;
         pthread_cond_broadcast(&r->cv);
@@ -792,6 +871,8 @@ typedef struct {
     int64_t e, w;
     bson_t body;
     bool has_body;
+    bson_t x;
+    bool has_x;
 } payload_t;
 
 static int
@@ -822,6 +903,11 @@ parse_payload(const qent_t *q, payload_t *p)
             uint32_t l;
             bson_iter_document(&it, &l, &d);
             p->has_body = bson_init_static(&p->body, d, l);
+        } else if (strcmp(k, "x") == 0 && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+            const uint8_t *d;
+            uint32_t l;
+            bson_iter_document(&it, &l, &d);
+            p->has_x = bson_init_static(&p->x, d, l);
         }
     }
     return 0;
@@ -932,7 +1018,7 @@ apply_one(mf_repl_t *r, mf_sess_t *s, qent_t *q)
     } else if (strcmp(p.k, "config") == 0) {
         apply_config(r, &p);
     }
-    if (!recorded && record_applied(s, q->index, p.t, p.w, &err) != 0)
+    if (!recorded && record_applied(s, q->index, p.t, p.w, p.has_x ? &p.x : NULL, &err) != 0)
         mf_log(MF_LOG_ERROR, "REPL", "recording raft entry %llu as applied failed: %s", (unsigned long long)q->index,
                err.msg);
 
@@ -1323,14 +1409,104 @@ default_config(mf_repl_t *r, bson_t *cfg)
     bson_append_array_end(cfg, &ms);
 }
 
-/* A copy of cfg with version set (and term). */
+/*
+ * cfg as MongoDB shows and stores it (out initialised here): _id, version,
+ * term, every member with its defaults filled in, protocolVersion and
+ * settings (with a replicaSetId, kept from cfg or made here).
+ */
 static void
 versioned_config(const bson_t *cfg, int64_t version, uint64_t term, bson_t *out)
 {
+    bson_iter_t it, mi, f;
+    bson_t ms, m, st, gd, empty;
     bson_init(out);
-    bson_copy_to_excluding_noinit(cfg, out, "version", "term", NULL);
+    bson_init(&empty);
+    if (bson_iter_init_find(&it, cfg, "_id"))
+        bson_append_value(out, "_id", 3, bson_iter_value(&it));
     BSON_APPEND_INT32(out, "version", (int32_t)version);
     BSON_APPEND_INT64(out, "term", (int64_t)term);
+    BSON_APPEND_ARRAY_BEGIN(out, "members", &ms);
+    if (bson_iter_init_find(&it, cfg, "members") && bson_iter_recurse(&it, &mi)) {
+        uint32_t i = 0;
+        while (bson_iter_next(&mi)) {
+            char key[16];
+            const char *kp;
+            static const char *const defaults[] = {"arbiterOnly", "buildIndexes", "hidden", "priority", "tags",
+                                                   "secondaryDelaySecs", "votes", NULL};
+            if (!bson_iter_recurse(&mi, &f))
+                continue;
+            bson_uint32_to_string(i++, &kp, key, sizeof(key));
+            bson_append_document_begin(&ms, kp, -1, &m);
+            while (bson_iter_next(&f))
+                bson_append_value(&m, bson_iter_key(&f), -1, bson_iter_value(&f));
+            for (int d = 0; defaults[d]; d++) {
+                bson_iter_recurse(&mi, &f);
+                if (bson_iter_find(&f, defaults[d]))
+                    continue;
+                switch (d) {
+                case 0:
+                case 2:
+                    BSON_APPEND_BOOL(&m, defaults[d], false);
+                    break;
+                case 1:
+                    BSON_APPEND_BOOL(&m, defaults[d], true);
+                    break;
+                case 3:
+                    BSON_APPEND_INT32(&m, defaults[d], 1);
+                    break;
+                case 4:
+                    BSON_APPEND_DOCUMENT(&m, defaults[d], &empty);
+                    break;
+                case 5:
+                    BSON_APPEND_INT64(&m, defaults[d], 0);
+                    break;
+                default:
+                    BSON_APPEND_INT32(&m, defaults[d], 1);
+                }
+            }
+            bson_append_document_end(&ms, &m);
+        }
+    }
+    bson_append_array_end(out, &ms);
+    BSON_APPEND_INT64(out, "protocolVersion", 1);
+    BSON_APPEND_BOOL(out, "writeConcernMajorityJournalDefault", true);
+    BSON_APPEND_DOCUMENT_BEGIN(out, "settings", &st);
+    bson_t given = BSON_INITIALIZER;
+    if (bson_iter_init_find(&it, cfg, "settings") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+        const uint8_t *d;
+        uint32_t l;
+        bson_iter_document(&it, &l, &d);
+        bson_init_static(&given, d, l);
+    }
+    bson_iter_t gi;
+    if (bson_iter_init(&gi, &given))
+        while (bson_iter_next(&gi))
+            bson_append_value(&st, bson_iter_key(&gi), -1, bson_iter_value(&gi));
+    if (!bson_has_field(&given, "chainingAllowed"))
+        BSON_APPEND_BOOL(&st, "chainingAllowed", false);
+    if (!bson_has_field(&given, "heartbeatIntervalMillis"))
+        BSON_APPEND_INT32(&st, "heartbeatIntervalMillis", HEARTBEAT_MS);
+    if (!bson_has_field(&given, "heartbeatTimeoutSecs"))
+        BSON_APPEND_INT32(&st, "heartbeatTimeoutSecs", PEER_TIMEOUT_MS / 1000);
+    if (!bson_has_field(&given, "electionTimeoutMillis"))
+        BSON_APPEND_INT32(&st, "electionTimeoutMillis", ELECTION_TIMEOUT_MS);
+    if (!bson_has_field(&given, "catchUpTimeoutMillis"))
+        BSON_APPEND_INT32(&st, "catchUpTimeoutMillis", -1);
+    if (!bson_has_field(&given, "getLastErrorModes"))
+        BSON_APPEND_DOCUMENT(&st, "getLastErrorModes", &empty);
+    if (!bson_has_field(&given, "getLastErrorDefaults")) {
+        BSON_APPEND_DOCUMENT_BEGIN(&st, "getLastErrorDefaults", &gd);
+        BSON_APPEND_INT32(&gd, "w", 1);
+        BSON_APPEND_INT32(&gd, "wtimeout", 0);
+        bson_append_document_end(&st, &gd);
+    }
+    if (!bson_has_field(&given, "replicaSetId")) {
+        bson_oid_t oid;
+        bson_oid_init(&oid, NULL);
+        BSON_APPEND_OID(&st, "replicaSetId", &oid);
+    }
+    bson_append_document_end(out, &st);
+    bson_destroy(&empty);
 }
 
 static int
@@ -1361,7 +1537,10 @@ cmd_initiate(mf_repl_t *r, const bson_t *cmd, bson_t *reply, mf_error_t *err)
         bson_init_static(&given, d, l);
     }
     if (bson_empty(&given)) {
-        default_config(r, &cfg);
+        bson_t dflt;
+        default_config(r, &dflt);
+        versioned_config(&dflt, 1, 0, &cfg);
+        bson_destroy(&dflt);
     } else {
         if (parse_config(r, &given, members, &n, &version, err) != 0)
             return -1;
@@ -1922,10 +2101,97 @@ hook_admit(void *arg, const char *db, mf_repl_kind_t kind, bool secondary_ok, mf
     return 0;
 }
 
-static void
-hook_command_begin(void *arg, int64_t wtimeout_ms)
+/* The session id (lsid.id, 16 bytes) and txnNumber of a retryable write command, if it is one. */
+static bool
+retryable_write(const char *name, const bson_t *cmd, uint8_t id[16], int64_t *txn)
 {
+    bson_iter_t it, l;
+    const uint8_t *b;
+    uint32_t len;
+    bson_subtype_t st;
+    if (strcmp(name, "insert") != 0 && strcmp(name, "update") != 0 && strcmp(name, "delete") != 0)
+        return false;
+    if (!bson_iter_init_find(&it, cmd, "txnNumber") || !BSON_ITER_HOLDS_NUMBER(&it) || bson_has_field(cmd, "autocommit"))
+        return false;
+    *txn = bson_iter_as_int64(&it);
+    if (!bson_iter_init_find(&it, cmd, "lsid") || !BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &l) ||
+        !bson_iter_find(&l, "id") || !BSON_ITER_HOLDS_BINARY(&l))
+        return false;
+    bson_iter_binary(&l, &st, &len, &b);
+    if (len != 16)
+        return false;
+    memcpy(id, b, 16);
+    return true;
+}
+
+/* The stored row of session id, into row (initialised here when found). */
+static bool
+sess_lookup(mf_repl_t *r, const uint8_t id[16], bson_t *row)
+{
+    mf_sess_t *s = mf_storage_session(r->eng->st);
+    mf_cur_t *c;
+    mf_error_t err;
+    bool found = false;
+    if (mf_cur_open(s, SESSIONS_URI, &c, &err) == 0) {
+        if (mf_cur_search_bytes(c, id, 16) == 0) {
+            const uint8_t *v;
+            size_t vl;
+            bson_t tmp;
+            mf_cur_value(c, &v, &vl);
+            if (bson_init_static(&tmp, v, vl)) {
+                bson_init(row);
+                bson_concat(row, &tmp);
+                found = true;
+            }
+        }
+        mf_cur_close(c);
+    }
+    mf_storage_session_release(s);
+    return found;
+}
+
+static int
+hook_command_begin(void *arg, const char *name, const bson_t *cmd, int64_t wtimeout_ms, bson_t *reply, mf_error_t *err)
+{
+    mf_repl_t *r = arg;
+    uint8_t id[16];
+    int64_t txn;
+    bson_t row;
+    bson_iter_t it;
     tls_wtimeout = wtimeout_ms > 0 ? wtimeout_ms : 0;
+    memset(&tls_sess, 0, sizeof(tls_sess));
+    if (!retryable_write(name, cmd, id, &txn))
+        return 0;
+    if (sess_lookup(r, id, &row)) {
+        int64_t stored = bson_iter_init_find(&it, &row, "txn") ? bson_iter_as_int64(&it) : -1;
+        if (stored > txn) {
+            bson_destroy(&row);
+            return mf_err_set(err, MF_E_TransactionTooOld, "Retryable write with txnNumber %lld is prohibited on "
+                              "session because a newer retryable write with txnNumber %lld has already started on "
+                              "this session.", (long long)txn, (long long)stored);
+        }
+        if (stored == txn) {
+            /* Done already (a retry): answer with what it did, without running it again. */
+            int64_t i = bson_iter_init_find(&it, &row, "i") ? bson_iter_as_int64(&it) : 0;
+            int64_t u = bson_iter_init_find(&it, &row, "u") ? bson_iter_as_int64(&it) : 0;
+            int64_t d = bson_iter_init_find(&it, &row, "d") ? bson_iter_as_int64(&it) : 0;
+            bson_destroy(&row);
+            if (strcmp(name, "insert") == 0) {
+                BSON_APPEND_INT32(reply, "n", (int32_t)i);
+            } else if (strcmp(name, "delete") == 0) {
+                BSON_APPEND_INT32(reply, "n", (int32_t)d);
+            } else {
+                BSON_APPEND_INT32(reply, "n", (int32_t)(u + i));
+                BSON_APPEND_INT32(reply, "nModified", (int32_t)u);
+            }
+            return 1;
+        }
+        bson_destroy(&row);
+    }
+    tls_sess.active = true;
+    memcpy(tls_sess.id, id, 16);
+    tls_sess.txn = txn;
+    return 0;
 }
 
 static void
@@ -1933,6 +2199,7 @@ hook_command_end(void *arg)
 {
     mf_repl_t *r = arg;
     tls_wtimeout = 0;
+    tls_sess.active = false;
     if (tls_ddl_waiter == NULL)
         return;
     /* The command is over: it answers once its DDL change is applied here (so majority-committed). */
