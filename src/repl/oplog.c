@@ -372,50 +372,99 @@ parse_op(bson_iter_t *el, op_fields_t *f, mf_error_t *err)
     return 0;
 }
 
-/* "i" and "u": replace the document with that _id, inserting it when missing. */
+/*
+ * A run of consecutive document ops of one kind on one namespace, applied
+ * as one command: "i" and "u" replace the document with that _id (inserting
+ * it when missing), "d" deletes the documents with those _ids (gone
+ * already is fine). A TTL batch of 1,000 deletions is one delete command.
+ */
+typedef struct doc_run {
+    char db[128];
+    const char *coll;
+    bool del;
+    bson_t cmd, arr; /* arr is open inside cmd */
+    bson_t ids;      /* "d": the _ids, open inside arr's statement */
+    bson_t stmt, q, in;
+    uint32_t n;
+    bool open;
+} doc_run_t;
+
+#define RUN_MAX_OPS 1000
+#define RUN_MAX_BYTES (8 * 1024 * 1024)
+
+static void
+run_begin(doc_run_t *run, const char *db, const char *coll, bool del)
+{
+    snprintf(run->db, sizeof(run->db), "%s", db);
+    run->coll = coll;
+    run->del = del;
+    run->n = 0;
+    run->open = true;
+    bson_init(&run->cmd);
+    BSON_APPEND_UTF8(&run->cmd, del ? "delete" : "update", coll);
+    BSON_APPEND_ARRAY_BEGIN(&run->cmd, del ? "deletes" : "updates", &run->arr);
+    if (del) {
+        BSON_APPEND_DOCUMENT_BEGIN(&run->arr, "0", &run->stmt);
+        BSON_APPEND_DOCUMENT_BEGIN(&run->stmt, "q", &run->q);
+        BSON_APPEND_DOCUMENT_BEGIN(&run->q, "_id", &run->in);
+        BSON_APPEND_ARRAY_BEGIN(&run->in, "$in", &run->ids);
+    }
+}
+
+/* Runs and frees the open run (if any). */
 static int
-apply_upsert(mf_engine_t *eng, const char *db, const char *coll, const op_fields_t *f, mf_error_t *err)
+run_flush(mf_engine_t *eng, doc_run_t *run, mf_error_t *err)
 {
     static const int none[] = {0};
-    bson_t cmd, ups, u, q;
-    bson_iter_t it;
+    if (!run->open)
+        return 0;
+    run->open = false;
+    if (run->del) {
+        bson_append_array_end(&run->in, &run->ids);
+        bson_append_document_end(&run->q, &run->in);
+        bson_append_document_end(&run->stmt, &run->q);
+        BSON_APPEND_INT32(&run->stmt, "limit", 0);
+        bson_append_document_end(&run->arr, &run->stmt);
+    }
+    bson_append_array_end(&run->cmd, &run->arr);
+    if (!run->del)
+        BSON_APPEND_BOOL(&run->cmd, "bypassDocumentValidation", true);
+    int rc = run_cmd(eng, run->db, &run->cmd, none, err);
+    bson_destroy(&run->cmd);
+    return rc;
+}
 
+/* Adds one "i", "u" or "d" op to the run, flushing it first when the op does not belong to it. */
+static int
+run_add(mf_engine_t *eng, doc_run_t *run, const char *db, const char *coll, const op_fields_t *f, mf_error_t *err)
+{
+    bool del = f->op[0] == 'd';
+    bson_iter_t it;
+    char key[16];
+    const char *kp;
     if (!bson_iter_init_find(&it, &f->o, "_id"))
         return mf_err_set(err, MF_E_BadValue, "oplog entry: %s op on %s without _id", f->op, f->ns);
-    bson_init(&cmd);
-    BSON_APPEND_UTF8(&cmd, "update", coll);
-    BSON_APPEND_ARRAY_BEGIN(&cmd, "updates", &ups);
-    BSON_APPEND_DOCUMENT_BEGIN(&ups, "0", &u);
+    if (run->open && (run->del != del || strcmp(run->db, db) != 0 || strcmp(run->coll, coll) != 0 ||
+                      run->n >= RUN_MAX_OPS || run->cmd.len > RUN_MAX_BYTES)) {
+        if (run_flush(eng, run, err) != 0)
+            return -1;
+    }
+    if (!run->open)
+        run_begin(run, db, coll, del);
+    bson_uint32_to_string(run->n++, &kp, key, sizeof(key));
+    if (del) {
+        bson_append_value(&run->ids, kp, -1, bson_iter_value(&it));
+        return 0;
+    }
+    bson_t u, q;
+    bson_append_document_begin(&run->arr, kp, -1, &u);
     BSON_APPEND_DOCUMENT_BEGIN(&u, "q", &q);
     bson_append_value(&q, "_id", 3, bson_iter_value(&it));
     bson_append_document_end(&u, &q);
     BSON_APPEND_DOCUMENT(&u, "u", &f->o);
     BSON_APPEND_BOOL(&u, "upsert", true);
-    bson_append_document_end(&ups, &u);
-    bson_append_array_end(&cmd, &ups);
-    BSON_APPEND_BOOL(&cmd, "bypassDocumentValidation", true);
-    int rc = run_cmd(eng, db, &cmd, none, err);
-    bson_destroy(&cmd);
-    return rc;
-}
-
-/* "d": delete the document with that _id (already gone is fine). */
-static int
-apply_delete(mf_engine_t *eng, const char *db, const char *coll, const op_fields_t *f, mf_error_t *err)
-{
-    static const int none[] = {0};
-    bson_t cmd, dels, d;
-    bson_init(&cmd);
-    BSON_APPEND_UTF8(&cmd, "delete", coll);
-    BSON_APPEND_ARRAY_BEGIN(&cmd, "deletes", &dels);
-    BSON_APPEND_DOCUMENT_BEGIN(&dels, "0", &d);
-    BSON_APPEND_DOCUMENT(&d, "q", &f->o);
-    BSON_APPEND_INT32(&d, "limit", 1);
-    bson_append_document_end(&dels, &d);
-    bson_append_array_end(&cmd, &dels);
-    int rc = run_cmd(eng, db, &cmd, none, err);
-    bson_destroy(&cmd);
-    return rc;
+    bson_append_document_end(&run->arr, &u);
+    return 0;
 }
 
 /* "c": the DDL command, tolerating what a second application meets. */
@@ -477,6 +526,7 @@ int
 mf_oplog_apply(mf_engine_t *eng, const bson_t *entry, mf_error_t *err)
 {
     bson_iter_t it, el;
+    doc_run_t run = {.open = false};
 
     if (!bson_iter_init_find(&it, entry, "ops") || !BSON_ITER_HOLDS_ARRAY(&it) || !bson_iter_recurse(&it, &el))
         return mf_err_set(err, MF_E_BadValue, "oplog entry: ops must be an array");
@@ -484,23 +534,27 @@ mf_oplog_apply(mf_engine_t *eng, const bson_t *entry, mf_error_t *err)
         op_fields_t f;
         char db[128];
         if (parse_op(&el, &f, err) != 0)
-            return -1;
+            goto fail;
         const char *dot = strchr(f.ns, '.');
-        if ((size_t)(dot - f.ns) >= sizeof(db))
-            return mf_err_set(err, MF_E_InvalidNamespace, "oplog entry: namespace too long: %s", f.ns);
+        if ((size_t)(dot - f.ns) >= sizeof(db)) {
+            mf_err_set(err, MF_E_InvalidNamespace, "oplog entry: namespace too long: %s", f.ns);
+            goto fail;
+        }
         memcpy(db, f.ns, (size_t)(dot - f.ns));
         db[dot - f.ns] = '\0';
         int rc;
-        if (strcmp(f.op, "i") == 0 || strcmp(f.op, "u") == 0)
-            rc = apply_upsert(eng, db, dot + 1, &f, err);
-        else if (strcmp(f.op, "d") == 0)
-            rc = apply_delete(eng, db, dot + 1, &f, err);
+        if (strcmp(f.op, "i") == 0 || strcmp(f.op, "u") == 0 || strcmp(f.op, "d") == 0)
+            rc = run_add(eng, &run, db, dot + 1, &f, err);
         else if (strcmp(f.op, "c") == 0)
-            rc = apply_command(eng, db, &f, err);
+            rc = run_flush(eng, &run, err) == 0 ? apply_command(eng, db, &f, err) : -1;
         else
             rc = mf_err_set(err, MF_E_BadValue, "oplog entry: unknown op %s", f.op);
         if (rc != 0)
-            return -1;
+            goto fail;
     }
-    return 0;
+    return run_flush(eng, &run, err);
+fail:
+    if (run.open)
+        bson_destroy(&run.cmd);
+    return -1;
 }
