@@ -27,6 +27,9 @@ static const mf_param_t defaults[] = {
     /* mayfly's own (beyond MongoDB, SPEC D7/D9) */
     {"ttlMonitorPrecise", MF_PARAM_BOOL, 0, 1, false, true, true, 1, NULL},
     {"ttlMonitorBatchDocs", MF_PARAM_INT, 1, 100000, false, true, true, 500, NULL},
+    /* Replica sets: raft entries between snapshots, and entries kept behind one (src/repl/repl.c). */
+    {"replSnapshotThreshold", MF_PARAM_INT, 8, INT32_MAX, false, true, false, 8192, NULL},
+    {"replSnapshotTrailing", MF_PARAM_INT, 0, INT32_MAX, false, true, false, 4096, NULL},
     {"ttlMonitorYieldPercent", MF_PARAM_INT, 0, 1000, false, true, true, 10, NULL},
     {"batchedDeletesTargetBatchDocs", MF_PARAM_INT, 0, I64MAX, false, true, true, 10, NULL},
     {"cursorTimeoutMillis", MF_PARAM_INT, 0, I64MAX, false, true, true, 600000, NULL},

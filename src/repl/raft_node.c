@@ -72,6 +72,8 @@ struct mf_raft_node {
     char *address;
     char *dir;
     mf_raft_apply_fn apply;
+    mf_raft_snapshot_fn snapshot;
+    mf_raft_restore_fn restore;
     mf_raft_state_fn on_state;
     void *arg;
     uint64_t last_applied; /* index of the last entry handed to apply */
@@ -203,18 +205,54 @@ fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void **result)
     return 0;
 }
 
-/* Snapshots are not implemented: raft never asks (threshold UINT_MAX) and none is ever sent. */
+/* A snapshot: the owner's payload behind the same header as entries, in one raft_malloc'd buffer. */
 static int
 fsm_snapshot(struct raft_fsm *fsm, struct raft_buffer *bufs[], unsigned *n_bufs)
 {
-    return RAFT_NOTFOUND;
+    mf_raft_node_t *node = fsm->data;
+    void *payload = NULL;
+    size_t len = 0;
+    if (node->snapshot == NULL ||
+        node->snapshot(node->arg, raft_last_applied(&node->raft), &payload, &len) != 0 || len > UINT32_MAX / 2) {
+        free(payload);
+        return RAFT_NOTFOUND;
+    }
+    size_t total = ENTRY_HEADER + ((len + 7) & ~(size_t)7);
+    struct raft_buffer *b = raft_malloc(sizeof(*b));
+    uint8_t *p = raft_malloc(total);
+    if (b == NULL || p == NULL) {
+        raft_free(b);
+        raft_free(p);
+        free(payload);
+        return RAFT_NOMEM;
+    }
+    put_u32le(p, ENTRY_MAGIC);
+    put_u32le(p + 4, (uint32_t)len);
+    memcpy(p + ENTRY_HEADER, payload, len);
+    memset(p + ENTRY_HEADER + len, 0, total - ENTRY_HEADER - len);
+    free(payload);
+    b->base = p;
+    b->len = total;
+    *bufs = b;
+    *n_bufs = 1;
+    return 0;
 }
 
+/* A snapshot to start from (at start-up, or sent by the leader): the owner's restore; the buffer is ours to free. */
 static int
 fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
 {
-    mf_log(MF_LOG_ERROR, "REPL", "raft snapshot received, but snapshots are not supported yet");
-    return RAFT_NOTFOUND;
+    mf_raft_node_t *node = fsm->data;
+    const uint8_t *p = buf->base;
+    if (node->restore == NULL || buf->len < ENTRY_HEADER || get_u32le(p) != ENTRY_MAGIC ||
+        get_u32le(p + 4) > buf->len - ENTRY_HEADER) {
+        mf_log(MF_LOG_ERROR, "REPL", "raft snapshot is malformed or unexpected (%zu bytes)", buf->len);
+        return RAFT_MALFORMED;
+    }
+    if (node->restore(node->arg, p + ENTRY_HEADER, get_u32le(p + 4)) != 0)
+        return RAFT_IOERR;
+    raft_free(buf->base);
+    return 0;
 }
 
 /* ---- role and leader (loop thread) ---- */
@@ -360,6 +398,8 @@ req_start(mf_raft_node_t *node, req_t *req)
     case REQ_ADD_VOTER:
         req->r.change.data = req;
         rv = raft_add(&node->raft, &req->r.change, req->id, req->address, added_cb);
+        if (rv == RAFT_DUPLICATEID) /* added by an earlier try whose promotion failed: promote it now */
+            rv = raft_assign(&node->raft, &req->r.change, req->id, RAFT_VOTER, change_cb);
         break;
     case REQ_TRANSFER:
         req->r.transfer.data = req;
@@ -500,6 +540,8 @@ mf_raft_node_open(const mf_raft_node_opts_t *opts, mf_error_t *err)
     node->address = mf_strdup(opts->address);
     node->dir = mf_strdup(opts->dir);
     node->apply = opts->apply;
+    node->snapshot = opts->snapshot;
+    node->restore = opts->restore;
     node->on_state = opts->on_state;
     node->arg = opts->arg;
     pthread_mutex_init(&node->lock, NULL);
@@ -542,8 +584,11 @@ mf_raft_node_open(const mf_raft_node_opts_t *opts, mf_error_t *err)
         raft_set_election_timeout(&node->raft, opts->election_timeout_ms);
     if (opts->heartbeat_timeout_ms)
         raft_set_heartbeat_timeout(&node->raft, opts->heartbeat_timeout_ms);
-    /* No snapshots yet (see raft_node.h): raft must never ask the stub for one. */
-    raft_set_snapshot_threshold(&node->raft, UINT_MAX);
+    /* Without a snapshot callback raft must never ask for one (see raft_node.h). */
+    raft_set_snapshot_threshold(&node->raft, opts->snapshot == NULL ? UINT_MAX
+                                             : opts->snapshot_threshold ? opts->snapshot_threshold : 1024);
+    if (opts->snapshot != NULL && opts->snapshot_trailing)
+        raft_set_snapshot_trailing(&node->raft, opts->snapshot_trailing);
     return node;
 
 err_close_io:

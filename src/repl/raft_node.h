@@ -22,12 +22,17 @@
  * "MFRN" and the payload's real length, both little-endian uint32) followed
  * by the payload and zero padding; apply gets the exact payload back.
  *
- * Snapshots are not implemented yet: the snapshot threshold is set so high
- * that raft never takes one, so the log grows without bound, and a member
- * can only catch up from the log (a new member replays it from index 1).
+ * Snapshots. With a snapshot callback, raft takes a snapshot every
+ * snapshot_threshold applied entries (keeping snapshot_trailing entries
+ * behind it) and truncates its log there: the snapshot's payload is what the
+ * owner's callback returns (a small marker; the owner's data is its own
+ * business, see repl.c's initial sync). A member that starts from a snapshot,
+ * or is sent one because it is too far behind, gets restore with that
+ * payload, in log order before the entries that follow it. Without a
+ * snapshot callback raft never takes one and the log grows without bound.
  * libraft keeps no applied index on disk: after a restart it applies the
- * committed log again from the start (later: from the last snapshot), so the
- * state machine must skip the indexes it has already applied.
+ * committed log again from its last snapshot, so the state machine must skip
+ * the indexes it has already applied.
  *
  * Processes using a node should ignore SIGPIPE (mayflyd does), as raft's
  * transport writes to sockets whose peer may be gone.
@@ -75,6 +80,15 @@ typedef void (*mf_raft_state_fn)(void *arg, mf_raft_role_t role, uint64_t leader
  */
 typedef void (*mf_raft_done_fn)(void *arg, uint64_t index, const mf_error_t *err);
 
+/*
+ * Snapshots (see the header comment), on the loop thread. snapshot returns
+ * a payload (mf_malloc'd; the node frees it) for the state at applied index
+ * index, or -1. restore gets a snapshot's payload (valid during the call);
+ * it must not block; 0, or -1 to fail the restore.
+ */
+typedef int (*mf_raft_snapshot_fn)(void *arg, uint64_t index, void **payload, size_t *len);
+typedef int (*mf_raft_restore_fn)(void *arg, const void *payload, size_t len);
+
 /* Called once the node is closed, on the loop thread; the node is freed right after it returns. */
 typedef void (*mf_raft_close_fn)(void *arg);
 
@@ -88,6 +102,10 @@ typedef struct mf_raft_node_opts {
     void *arg;               /* passed to apply and on_state */
     unsigned election_timeout_ms;  /* 0: raft's default (1000); randomised between 1x and 2x */
     unsigned heartbeat_timeout_ms; /* 0: raft's default (100); must be below the election timeout */
+    mf_raft_snapshot_fn snapshot;  /* NULL: no snapshots */
+    mf_raft_restore_fn restore;    /* required with snapshot */
+    unsigned snapshot_threshold;   /* 0: raft's default (1024) */
+    unsigned snapshot_trailing;    /* 0: raft's default (128) */
 } mf_raft_node_opts_t;
 
 typedef struct mf_raft_server {

@@ -58,7 +58,8 @@
 #define DDL_WAIT_MS 30000
 
 /* MongoDB's member states. */
-enum { ST_STARTUP = 0, ST_PRIMARY = 1, ST_SECONDARY = 2, ST_RECOVERING = 3, ST_UNKNOWN = 6, ST_REMOVED = 10 };
+enum { ST_STARTUP = 0, ST_PRIMARY = 1, ST_SECONDARY = 2, ST_RECOVERING = 3, ST_STARTUP2 = 5, ST_UNKNOWN = 6,
+       ST_REMOVED = 10 };
 
 static const char *
 state_str(int st)
@@ -74,6 +75,8 @@ state_str(int st)
         return "REMOVED";
     case ST_STARTUP:
         return "STARTUP";
+    case ST_STARTUP2:
+        return "STARTUP2";
     default:
         return "UNKNOWN";
     }
@@ -153,6 +156,7 @@ struct mf_repl {
     uint64_t applied_index, applied_term;
     int64_t applied_wall, last_wall;
     uint32_t ts_secs, ts_inc;
+    bool syncing; /* an initial sync is copying the primary's data (STARTUP2) */
 
     /* local.oplog.rs writer, config persistence, heartbeats */
     pthread_t oplog_thread, hb_thread;
@@ -240,6 +244,8 @@ self_state(const mf_repl_t *r)
         return ST_STARTUP;
     if (r->self < 0)
         return ST_REMOVED;
+    if (r->syncing)
+        return ST_STARTUP2;
     if (r->writable)
         return ST_PRIMARY;
     if (r->role == MF_RAFT_ROLE_FOLLOWER || r->role == MF_RAFT_ROLE_LEADER || r->role == MF_RAFT_ROLE_CANDIDATE)
@@ -577,6 +583,40 @@ on_apply(void *arg, uint64_t index, const void *payload, size_t len)
     pthread_cond_broadcast(&r->cv);
     pthread_mutex_unlock(&r->mu);
     return 0;
+}
+
+/* A raft snapshot's payload: a marker of the index (the data is copied by initial sync, not shipped by raft). */
+static int
+on_snapshot(void *arg, uint64_t index, void **payload, size_t *len)
+{
+    mf_repl_t *r = arg;
+    bson_t m;
+    pthread_mutex_lock(&r->mu);
+    uint64_t term = r->term;
+    int64_t wall = r->last_wall;
+    pthread_mutex_unlock(&r->mu);
+    bson_init(&m);
+    BSON_APPEND_UTF8(&m, "k", "restore");
+    BSON_APPEND_INT64(&m, "i", (int64_t)index);
+    BSON_APPEND_INT64(&m, "t", (int64_t)term);
+    BSON_APPEND_DATE_TIME(&m, "w", wall);
+    *len = m.len;
+    *payload = mf_malloc(m.len);
+    memcpy(*payload, bson_get_data(&m), m.len);
+    bson_destroy(&m);
+    mf_log(MF_LOG_INFO, "REPL", "raft snapshot at index %llu: the log before it is truncated", (unsigned long long)index);
+    return 0;
+}
+
+/* A snapshot to start from: queued for the applier like an entry at the snapshot's index. */
+static int
+on_restore(void *arg, const void *payload, size_t len)
+{
+    bson_t m;
+    bson_iter_t it;
+    if (!bson_init_static(&m, payload, len) || !bson_iter_init_find(&it, &m, "i"))
+        return -1;
+    return on_apply(arg, (uint64_t)bson_iter_as_int64(&it), payload, len);
 }
 
 static void submit_noop(mf_repl_t *r, uint64_t seq, uint64_t term);
@@ -959,6 +999,320 @@ apply_config(mf_repl_t *r, const payload_t *p)
     mf_engine_topology_changed(r->eng);
 }
 
+/* ---------- initial sync (a snapshot this member does not hold) ---------- */
+
+/* Calls fn on every document a cursor command cmd on db at host returns (firstBatch, then getMores). */
+static int
+remote_each(const char *host, const char *db, const bson_t *cmd, int (*fn)(void *arg, const bson_t *doc), void *arg,
+            mf_error_t *err)
+{
+    bson_t reply, more;
+    bson_iter_t it, b, d;
+    int64_t id = 0;
+    char coll[256] = "";
+    int rc = 0;
+    if (mf_peer_call(host, db, cmd, 30000, &reply, err) != 0)
+        return -1;
+    for (;;) {
+        if (!bson_iter_init_find(&it, &reply, "ok") || bson_iter_as_double(&it) != 1.0) {
+            rc = mf_err_set(err, MF_E_CommandFailed, "initial sync: a read from %s failed", host);
+            break;
+        }
+        bson_iter_init(&it, &reply);
+        if (bson_iter_find_descendant(&it, "cursor.id", &b))
+            id = bson_iter_as_int64(&b);
+        bson_iter_init(&it, &reply);
+        if (coll[0] == '\0' && bson_iter_find_descendant(&it, "cursor.ns", &b) && BSON_ITER_HOLDS_UTF8(&b)) {
+            const char *ns = strchr(bson_iter_utf8(&b, NULL), '.');
+            snprintf(coll, sizeof(coll), "%s", ns ? ns + 1 : "");
+        }
+        bson_iter_init(&it, &reply);
+        if ((bson_iter_find_descendant(&it, "cursor.firstBatch", &b) ||
+             (bson_iter_init(&it, &reply) && bson_iter_find_descendant(&it, "cursor.nextBatch", &b))) &&
+            bson_iter_recurse(&b, &d)) {
+            while (rc == 0 && bson_iter_next(&d)) {
+                const uint8_t *data;
+                uint32_t len;
+                bson_t doc;
+                if (!BSON_ITER_HOLDS_DOCUMENT(&d))
+                    continue;
+                bson_iter_document(&d, &len, &data);
+                if (bson_init_static(&doc, data, len))
+                    rc = fn(arg, &doc);
+            }
+        }
+        bson_destroy(&reply);
+        if (rc != 0 || id == 0)
+            return rc;
+        bson_init(&more);
+        BSON_APPEND_INT64(&more, "getMore", id);
+        BSON_APPEND_UTF8(&more, "collection", coll);
+        int prc = mf_peer_call(host, db, &more, 30000, &reply, err);
+        bson_destroy(&more);
+        if (prc != 0)
+            return -1;
+    }
+    bson_destroy(&reply);
+    return rc;
+}
+
+typedef struct {
+    mf_repl_t *r;
+    const char *host;
+    char db[128];
+    bson_t names; /* unused by copies of index specs */
+    bson_t batch, docs; /* documents being copied (docs open inside batch) */
+    uint32_t ndocs;
+    const char *coll;
+    mf_error_t err;
+} sync_ctx_t;
+
+static void
+batch_begin(sync_ctx_t *sc)
+{
+    bson_init(&sc->batch);
+    BSON_APPEND_UTF8(&sc->batch, "insert", sc->coll);
+    BSON_APPEND_BOOL(&sc->batch, "bypassDocumentValidation", true);
+    BSON_APPEND_ARRAY_BEGIN(&sc->batch, "documents", &sc->docs);
+    sc->ndocs = 0;
+}
+
+static int
+batch_flush(sync_ctx_t *sc)
+{
+    bson_append_array_end(&sc->batch, &sc->docs);
+    int rc = sc->ndocs > 0 ? run_local(sc->r, sc->db, &sc->batch, NULL, &sc->err) : 0;
+    bson_destroy(&sc->batch);
+    return rc;
+}
+
+static int
+copy_doc(void *arg, const bson_t *doc)
+{
+    sync_ctx_t *sc = arg;
+    char key[16];
+    const char *kp;
+    if (sc->ndocs >= 1000 || sc->batch.len + doc->len > 8 * 1024 * 1024) {
+        if (batch_flush(sc) != 0)
+            return -1;
+        batch_begin(sc);
+    }
+    bson_uint32_to_string(sc->ndocs++, &kp, key, sizeof(key));
+    bson_append_document(&sc->docs, kp, -1, doc);
+    return sc->r->stop ? -1 : 0;
+}
+
+/* One collection (or view) listed by listCollections: create it, copy its documents and indexes. */
+static int
+copy_collection(void *arg, const bson_t *info)
+{
+    static const int exists[] = {MF_E_NamespaceExists, 0};
+    static const int ix_ok[] = {MF_E_IndexOptionsConflict, MF_E_IndexKeySpecsConflict, 0};
+    sync_ctx_t *sc = arg;
+    bson_iter_t it, o;
+    const char *name = bson_iter_init_find(&it, info, "name") && BSON_ITER_HOLDS_UTF8(&it) ? bson_iter_utf8(&it, NULL) : NULL;
+    const char *type = bson_iter_init_find(&it, info, "type") && BSON_ITER_HOLDS_UTF8(&it) ? bson_iter_utf8(&it, NULL)
+                                                                                           : "collection";
+    if (name == NULL)
+        return 0;
+    bson_t cmd;
+    bson_init(&cmd);
+    BSON_APPEND_UTF8(&cmd, "create", name);
+    if (bson_iter_init_find(&it, info, "options") && bson_iter_recurse(&it, &o)) {
+        while (bson_iter_next(&o)) {
+            if (strcmp(bson_iter_key(&o), "uuid") != 0)
+                bson_append_value(&cmd, bson_iter_key(&o), -1, bson_iter_value(&o));
+        }
+    }
+    int rc = run_local(sc->r, sc->db, &cmd, exists, &sc->err);
+    bson_destroy(&cmd);
+    if (rc != 0 || strcmp(type, "collection") != 0)
+        return rc;
+    /* The documents. */
+    sc->coll = name;
+    batch_begin(sc);
+    bson_init(&cmd);
+    BSON_APPEND_UTF8(&cmd, "find", name);
+    BSON_APPEND_INT32(&cmd, "batchSize", 5000);
+    rc = remote_each(sc->host, sc->db, &cmd, copy_doc, sc, &sc->err);
+    bson_destroy(&cmd);
+    if (rc == 0)
+        rc = batch_flush(sc);
+    else
+        bson_destroy(&sc->batch);
+    if (rc != 0)
+        return rc;
+    /* The indexes (the _id index exists already). */
+    bson_t specs, ci;
+    sync_ctx_t ix = {.r = sc->r, .host = sc->host};
+    bson_init(&ix.names);
+    bson_init(&cmd);
+    BSON_APPEND_UTF8(&cmd, "listIndexes", name);
+    /* The document copier's batch collects the index specs. */
+    ix.coll = name;
+    batch_begin(&ix);
+    rc = remote_each(sc->host, sc->db, &cmd, copy_doc, &ix, &sc->err);
+    bson_destroy(&cmd);
+    bson_append_array_end(&ix.batch, &ix.docs);
+    bson_iter_t di, spec;
+    uint32_t nspec = 0;
+    bson_init(&ci);
+    BSON_APPEND_UTF8(&ci, "createIndexes", name);
+    BSON_APPEND_ARRAY_BEGIN(&ci, "indexes", &specs);
+    if (rc == 0 && bson_iter_init_find(&di, &ix.batch, "documents") && bson_iter_recurse(&di, &spec)) {
+        while (bson_iter_next(&spec)) {
+            bson_iter_t f;
+            char key[16];
+            const char *kp;
+            bson_t one;
+            if (!bson_iter_recurse(&spec, &f) || !bson_iter_find(&f, "name") || !BSON_ITER_HOLDS_UTF8(&f) ||
+                strcmp(bson_iter_utf8(&f, NULL), "_id_") == 0)
+                continue;
+            bson_uint32_to_string(nspec++, &kp, key, sizeof(key));
+            bson_append_document_begin(&specs, kp, -1, &one);
+            bson_iter_recurse(&spec, &f);
+            while (bson_iter_next(&f))
+                if (strcmp(bson_iter_key(&f), "ns") != 0)
+                    bson_append_value(&one, bson_iter_key(&f), -1, bson_iter_value(&f));
+            bson_append_document_end(&specs, &one);
+        }
+    }
+    bson_append_array_end(&ci, &specs);
+    if (rc == 0 && nspec > 0)
+        rc = run_local(sc->r, sc->db, &ci, ix_ok, &sc->err);
+    bson_destroy(&ci);
+    bson_destroy(&ix.batch);
+    bson_destroy(&ix.names);
+    return rc;
+}
+
+/* Replaces every database but local with a copy of host's. Returns 0, or -1 with sc->err. */
+static int
+clone_from(mf_repl_t *r, const char *host, mf_error_t *err)
+{
+    sync_ctx_t sc = {.r = r, .host = host};
+    bson_t cmd;
+    int rc;
+    static const int none[] = {MF_E_NamespaceNotFound, 0};
+
+    /* Drop what this member holds. */
+    mf_client_t ic;
+    bson_t reply;
+    bson_init(&cmd);
+    BSON_APPEND_INT32(&cmd, "listDatabases", 1);
+    BSON_APPEND_BOOL(&cmd, "nameOnly", true);
+    bson_init(&reply);
+    mf_cmd_run(r->eng, internal_client(&ic), "admin", &cmd, NULL, 0, false, &reply);
+    bson_iter_t dbs, one, f;
+    if (bson_iter_init_find(&dbs, &reply, "databases") && bson_iter_recurse(&dbs, &one)) {
+        while (bson_iter_next(&one)) {
+            if (!bson_iter_recurse(&one, &f) || !bson_iter_find(&f, "name") || !BSON_ITER_HOLDS_UTF8(&f) ||
+                strcmp(bson_iter_utf8(&f, NULL), "local") == 0)
+                continue;
+            bson_t drop;
+            bson_init(&drop);
+            BSON_APPEND_INT32(&drop, "dropDatabase", 1);
+            (void)run_local(r, bson_iter_utf8(&f, NULL), &drop, none, err);
+            bson_destroy(&drop);
+        }
+    }
+    bson_destroy(&reply);
+
+    /* Copy the primary's. */
+    bson_init(&sc.names);
+    rc = mf_peer_call(host, "admin", &cmd, 30000, &reply, err);
+    bson_destroy(&cmd);
+    if (rc != 0)
+        goto out;
+    uint32_t ndb = 0;
+    char dbnames[64][128];
+    if (bson_iter_init_find(&dbs, &reply, "databases") && bson_iter_recurse(&dbs, &one)) {
+        while (bson_iter_next(&one) && ndb < 64) {
+            if (bson_iter_recurse(&one, &f) && bson_iter_find(&f, "name") && BSON_ITER_HOLDS_UTF8(&f) &&
+                strcmp(bson_iter_utf8(&f, NULL), "local") != 0)
+                snprintf(dbnames[ndb++], sizeof(dbnames[0]), "%.127s", bson_iter_utf8(&f, NULL));
+        }
+    }
+    bson_destroy(&reply);
+    for (uint32_t i = 0; i < ndb && rc == 0 && !r->stop; i++) {
+        snprintf(sc.db, sizeof(sc.db), "%.127s", dbnames[i]);
+        bson_init(&cmd);
+        BSON_APPEND_INT32(&cmd, "listCollections", 1);
+        rc = remote_each(host, sc.db, &cmd, copy_collection, &sc, err);
+        bson_destroy(&cmd);
+        if (rc != 0 && sc.err.code != 0)
+            *err = sc.err;
+        mf_log(MF_LOG_INFO, "REPL", "initial sync: database %s copied from %s", sc.db, host);
+    }
+    if (r->stop)
+        rc = mf_err_set(err, MF_E_InterruptedAtShutdown, "initial sync interrupted at shutdown");
+out:
+    bson_destroy(&sc.names);
+    return rc;
+}
+
+/*
+ * Brings this member to a snapshot at raft index `index` it does not hold:
+ * copies the data of the primary once that has applied the index (entries
+ * after it follow in the log and are applied on top, idempotently).
+ * Retries until it succeeds or the member shuts down.
+ */
+static void
+initial_sync(mf_repl_t *r, mf_sess_t *s, uint64_t index, uint64_t term, int64_t wall)
+{
+    mf_error_t err;
+    mf_log(MF_LOG_INFO, "REPL", "initial sync: this member needs the data up to raft index %llu from the primary",
+           (unsigned long long)index);
+    pthread_mutex_lock(&r->mu);
+    r->syncing = true;
+    pthread_mutex_unlock(&r->mu);
+    mf_engine_topology_changed(r->eng);
+    for (int attempt = 0; !r->stop; attempt++) {
+        char host[256] = "";
+        if (attempt > 0) {
+            pthread_mutex_lock(&r->mu);
+            int64_t until = mf_mono_ms() + 500;
+            while (!r->stop && wait_until(r, until))
+                ;
+            pthread_mutex_unlock(&r->mu);
+        }
+        pthread_mutex_lock(&r->mu);
+        int li = member_of_raft(r, r->leader_id);
+        if (li >= 0 && li != r->self)
+            snprintf(host, sizeof(host), "%s", r->members[li].host);
+        pthread_mutex_unlock(&r->mu);
+        if (host[0] == '\0')
+            continue;
+        bson_t cmd, reply;
+        bson_iter_t it;
+        bson_init(&cmd);
+        BSON_APPEND_INT32(&cmd, "_mfReplInfo", 1);
+        int rc = mf_peer_command(host, &cmd, PEER_TIMEOUT_MS, &reply, &err);
+        bson_destroy(&cmd);
+        uint64_t theirs = rc == 0 && bson_iter_init_find(&it, &reply, "appliedIndex") ? (uint64_t)bson_iter_as_int64(&it) : 0;
+        bool ok = rc == 0 && bson_iter_init_find(&it, &reply, "state") && bson_iter_as_int64(&it) == ST_PRIMARY;
+        bson_destroy(&reply);
+        if (!ok || theirs < index)
+            continue;
+        tls_applying = true;
+        rc = clone_from(r, host, &err);
+        tls_applying = false;
+        if (rc != 0) {
+            mf_log(MF_LOG_WARN, "REPL", "initial sync from %s failed, retrying: %s", host, err.msg);
+            continue;
+        }
+        if (record_applied(s, index, term, wall, NULL, &err) != 0)
+            mf_log(MF_LOG_ERROR, "REPL", "initial sync: recording raft index %llu failed: %s",
+                   (unsigned long long)index, err.msg);
+        mf_log(MF_LOG_INFO, "REPL", "initial sync from %s done (raft index %llu)", host, (unsigned long long)index);
+        break;
+    }
+    pthread_mutex_lock(&r->mu);
+    r->syncing = false;
+    pthread_mutex_unlock(&r->mu);
+    mf_engine_topology_changed(r->eng);
+}
+
 /* Applies entry q (unless applied before a restart). Returns true if it was applied now. */
 static bool
 apply_one(mf_repl_t *r, mf_sess_t *s, qent_t *q)
@@ -977,6 +1331,16 @@ apply_one(mf_repl_t *r, mf_sess_t *s, qent_t *q)
     pthread_mutex_unlock(&r->mu);
     if (skip)
         return false;
+    if (strcmp(p.k, "restore") == 0) {
+        initial_sync(r, s, q->index, p.t, p.w);
+        pthread_mutex_lock(&r->mu);
+        r->applied_index = q->index;
+        r->applied_term = p.t;
+        r->applied_wall = p.w;
+        pthread_cond_broadcast(&r->cv);
+        pthread_mutex_unlock(&r->mu);
+        return false;
+    }
 
     if (strcmp(p.k, "ops") == 0 || strcmp(p.k, "ddl") == 0) {
         bool handled = false;
@@ -1329,7 +1693,10 @@ start_raft(mf_repl_t *r, const mf_raft_server_t *servers, size_t n, mf_error_t *
     }
     mf_raft_node_opts_t o = {.id = id, .address = address, .dir = r->raft_dir, .loop = &r->loop,
                              .apply = on_apply, .on_state = on_state, .arg = r,
-                             .election_timeout_ms = ELECTION_TIMEOUT_MS, .heartbeat_timeout_ms = RAFT_HEARTBEAT_MS};
+                             .election_timeout_ms = ELECTION_TIMEOUT_MS, .heartbeat_timeout_ms = RAFT_HEARTBEAT_MS,
+                             .snapshot = on_snapshot, .restore = on_restore,
+                             .snapshot_threshold = (unsigned)mf_param_get(r->eng->params, "replSnapshotThreshold"),
+                             .snapshot_trailing = (unsigned)mf_param_get(r->eng->params, "replSnapshotTrailing")};
     mf_raft_node_t *node = mf_raft_node_open(&o, err);
     if (node == NULL) {
         uv_run(&r->loop, UV_RUN_NOWAIT);
@@ -1786,7 +2153,18 @@ cmd_reconfig(mf_repl_t *r, const bson_t *cmd, mf_error_t *err)
             bson_destroy(&rep);
         bson_destroy(&join);
         bson_destroy(&cfg);
-        if (jrc != 0 || change_membership(r, raft_id_of(members[i].id), addr, false, err) != 0)
+        if (jrc != 0)
+            return -1;
+        /* Raft catches the new member up before it votes; a first connection may still be coming up. */
+        int arc = -1;
+        for (int attempt = 0; attempt < 20 && arc != 0 && !r->stop; attempt++) {
+            if (attempt > 0)
+                usleep(250 * 1000);
+            arc = change_membership(r, raft_id_of(members[i].id), addr, false, err);
+            if (arc != 0 && err->code != MF_E_InternalError && err->code != MF_E_ConflictingOperationInProgress)
+                break;
+        }
+        if (arc != 0)
             return -1;
         mf_log(MF_LOG_INFO, "REPL", "added member %s (raft %s)", members[i].host, addr);
     }
