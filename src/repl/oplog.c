@@ -18,6 +18,7 @@
 
 #include "cmd/cmd.h"
 #include "common/alloc.h"
+#include "doc/value.h"
 
 struct mf_oplog {
     mf_oplog_sink_fn sink;
@@ -111,7 +112,8 @@ static void
 on_update(void *arg, mf_coll_t *c, const bson_t *olddoc, const bson_t *newdoc)
 {
     bson_t id;
-    id_doc(newdoc, &id);
+    /* o2 names the document that was replaced (a time-series bucket rewrite may give the new one another _id). */
+    id_doc(olddoc, &id);
     buffer_op(arg, "u", c, newdoc, &id);
     bson_destroy(&id);
 }
@@ -484,8 +486,31 @@ apply_command(mf_engine_t *eng, const char *db, const op_fields_t *f, mf_error_t
     const char *name = bson_iter_key(&it);
     const char *target = bson_iter_utf8(&it, NULL);
 
-    if (strcmp(name, "create") == 0)
+    if (strcmp(name, "create") == 0) {
+        bson_iter_t o;
+        /*
+         * A time-series collection is logged as its two catalog entries:
+         * the buckets collection (with the timeseries options), then the
+         * view over it. Creating the collection by its name makes both, as
+         * on the primary; the view's own entry then has nothing to add.
+         */
+        if (strncmp(target, "system.buckets.", 15) == 0 && bson_has_field(&f->o, "timeseries")) {
+            bson_t cmd;
+            bson_init(&cmd);
+            BSON_APPEND_UTF8(&cmd, "create", target + 15);
+            bson_iter_init(&o, &f->o);
+            bson_iter_next(&o);
+            while (bson_iter_next(&o))
+                bson_append_value(&cmd, bson_iter_key(&o), -1, bson_iter_value(&o));
+            rc = run_cmd(eng, db, &cmd, exists, err);
+            bson_destroy(&cmd);
+            return rc;
+        }
+        if (bson_iter_init_find(&o, &f->o, "viewOn") && BSON_ITER_HOLDS_UTF8(&o) &&
+            strncmp(bson_iter_utf8(&o, NULL), "system.buckets.", 15) == 0)
+            return 0;
         return run_cmd(eng, db, &f->o, exists, err);
+    }
     if (strcmp(name, "drop") == 0 || strcmp(name, "collMod") == 0)
         return run_cmd(eng, db, &f->o, missing, err);
     if (strcmp(name, "dropIndexes") == 0)
@@ -543,12 +568,23 @@ mf_oplog_apply(mf_engine_t *eng, const bson_t *entry, mf_error_t *err)
         memcpy(db, f.ns, (size_t)(dot - f.ns));
         db[dot - f.ns] = '\0';
         int rc;
-        if (strcmp(f.op, "i") == 0 || strcmp(f.op, "u") == 0 || strcmp(f.op, "d") == 0)
+        bson_iter_t a, b;
+        if (strcmp(f.op, "u") == 0 && f.has_o2 && bson_iter_init_find(&a, &f.o, "_id") &&
+            bson_iter_init_find(&b, &f.o2, "_id") && !mf_value_equal(bson_iter_value(&a), bson_iter_value(&b))) {
+            /* The replacement has another _id: delete the old document, then insert the new one. */
+            op_fields_t del = f;
+            del.op = "d";
+            del.o = f.o2;
+            rc = run_add(eng, &run, db, dot + 1, &del, err);
+            if (rc == 0)
+                rc = run_add(eng, &run, db, dot + 1, &f, err);
+        } else if (strcmp(f.op, "i") == 0 || strcmp(f.op, "u") == 0 || strcmp(f.op, "d") == 0) {
             rc = run_add(eng, &run, db, dot + 1, &f, err);
-        else if (strcmp(f.op, "c") == 0)
+        } else if (strcmp(f.op, "c") == 0) {
             rc = run_flush(eng, &run, err) == 0 ? apply_command(eng, db, &f, err) : -1;
-        else
+        } else {
             rc = mf_err_set(err, MF_E_BadValue, "oplog entry: unknown op %s", f.op);
+        }
         if (rc != 0)
             goto fail;
     }
