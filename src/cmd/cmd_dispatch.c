@@ -292,6 +292,62 @@ not_primary_write_error(const bson_t *reply, mf_error_t *err)
     return false;
 }
 
+/*
+ * A write whose replication timed out (64 WriteConcernFailed, the write
+ * concern's wtimeout) is reported as MongoDB does: not a writeError but the
+ * reply's writeConcernError {code: 64, errInfo: {wtimeout: true}}.
+ */
+static void
+wtimeout_to_write_concern_error(bson_t *reply)
+{
+    bson_iter_t it, a, f;
+    bool found = false;
+    char msg[256] = "waiting for replication timed out";
+    if (!bson_iter_init_find(&it, reply, "writeErrors") || !bson_iter_recurse(&it, &a))
+        return;
+    while (bson_iter_next(&a) && !found) {
+        if (bson_iter_recurse(&a, &f) && bson_iter_find(&f, "code") && bson_iter_as_int64(&f) == MF_E_WriteConcernFailed)
+            found = true;
+    }
+    if (!found)
+        return;
+    bson_t out, errs, wce, info;
+    uint32_t n = 0;
+    bson_init(&out);
+    bson_iter_init(&it, reply);
+    while (bson_iter_next(&it)) {
+        if (strcmp(bson_iter_key(&it), "writeErrors") != 0) {
+            bson_append_value(&out, bson_iter_key(&it), -1, bson_iter_value(&it));
+            continue;
+        }
+        bson_init(&errs);
+        bson_iter_recurse(&it, &a);
+        while (bson_iter_next(&a)) {
+            if (bson_iter_recurse(&a, &f) && bson_iter_find(&f, "code") &&
+                bson_iter_as_int64(&f) == MF_E_WriteConcernFailed)
+                continue;
+            char key[16];
+            const char *kp;
+            bson_uint32_to_string(n++, &kp, key, sizeof(key));
+            bson_append_value(&errs, kp, -1, bson_iter_value(&a));
+        }
+        if (n > 0)
+            BSON_APPEND_ARRAY(&out, "writeErrors", &errs);
+        bson_destroy(&errs);
+    }
+    BSON_APPEND_DOCUMENT_BEGIN(&out, "writeConcernError", &wce);
+    BSON_APPEND_INT32(&wce, "code", MF_E_WriteConcernFailed);
+    BSON_APPEND_UTF8(&wce, "codeName", mf_err_codename(MF_E_WriteConcernFailed));
+    BSON_APPEND_UTF8(&wce, "errmsg", msg);
+    BSON_APPEND_DOCUMENT_BEGIN(&wce, "errInfo", &info);
+    BSON_APPEND_BOOL(&info, "wtimeout", true);
+    bson_append_document_end(&wce, &info);
+    bson_append_document_end(&out, &wce);
+    bson_reinit(reply);
+    bson_concat(reply, &out);
+    bson_destroy(&out);
+}
+
 /* A retryable write (txnNumber) failing for a role change gets errorLabels: ["RetryableWriteError"]. */
 static void
 add_retry_label(const bson_t *cmd, bson_t *reply, int code)
@@ -580,6 +636,8 @@ mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *
         eng->repl->command_end(eng->repl_arg); /* no lock held: a DDL waits here for its entry */
         if (hrc == 0 && not_primary_write_error(reply, &op.err))
             hrc = -1; /* as mongod: the command fails as a whole, so drivers find the new primary and retry */
+        else if (hrc == 0)
+            wtimeout_to_write_concern_error(reply);
     }
     let_end(&lf);
     if (hrc != 0) {
