@@ -28,15 +28,17 @@ REPO_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 class Server:
     """A mayflyd process on a free port with a private temporary dbpath."""
 
-    def __init__(self):
+    def __init__(self, args=None, port=None):
         binary = os.environ.get("MAYFLYD", "build-asan/mayflyd")
+        self.args = args or []
         self.binary = binary if os.path.isabs(binary) else os.path.join(REPO_ROOT, binary)
         self.dbpath = tempfile.mkdtemp(prefix="mayfly-pytest-")
-        self.port = None
+        self.port = port
         self.proc = None
         self.stderr_lines = []
 
-    def _free_port(self):
+    @staticmethod
+    def _free_port():
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             return s.getsockname()[1]
@@ -56,7 +58,7 @@ class Server:
         if self.port is None:
             self.port = self._free_port()
         self.proc = subprocess.Popen(
-            [self.binary, "--port", str(self.port), "--bind_ip", "127.0.0.1", "--dbpath", self.dbpath],
+            [self.binary, "--port", str(self.port), "--bind_ip", "127.0.0.1", "--dbpath", self.dbpath] + self.args,
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         self.drainer = threading.Thread(target=self._drain, daemon=True)
         self.drainer.start()
@@ -267,6 +269,69 @@ def test_bulk_write():
     ])
     eq((r.inserted_count, r.modified_count, r.upserted_count, r.deleted_count), (1, 1, 1, 1), "bulk counts")
     eq(list(c.find()), [{"_id": 2, "x": 2}], "final contents")
+
+
+def _wait_for(pred, what, timeout=20):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            v = pred()
+            if v:
+                return v
+        except Exception:  # noqa: BLE001 - members are coming and going
+            pass
+        time.sleep(0.1)
+    raise AssertionError("timed out waiting for " + what)
+
+
+@test
+def test_replica_set_discovery_writes_reads_and_failover():
+    """Issue 9 through pymongo: a 3-member set found from a replicaSet URI, writes on the primary read back
+    from a secondary, and after kill -9 of the primary pymongo follows the new one with nothing acknowledged lost."""
+    from pymongo import ReadPreference
+    from pymongo.errors import AutoReconnect  # NotMasterError (3.x) and NotPrimaryError (4.x) derive from it
+    members = []
+    try:
+        for _ in range(3):
+            port, raft = Server._free_port(), Server._free_port()
+            m = Server(args=["--replSet", "pyrs", "--raftPort", str(raft)], port=port)
+            m.start()
+            members.append(m)
+        hosts = ["127.0.0.1:%d" % m.port for m in members]
+        direct = MongoClient(hosts[0], directConnection=True) if pymongo.version_tuple >= (3, 11) else MongoClient(hosts[0])
+        direct.admin.command("replSetInitiate", {"_id": "pyrs", "members": [{"_id": i, "host": h} for i, h in enumerate(hosts)]})
+        direct.close()
+        client = MongoClient("mongodb://%s/?replicaSet=pyrs&serverSelectionTimeoutMS=15000" % ",".join(hosts))
+        try:
+            coll = client.pydb.get_collection("c", write_concern=pymongo.WriteConcern(w="majority"))
+            for i in range(50):
+                coll.insert_one({"_id": i})
+            primary = client.primary
+            eq(primary is not None, True, "a primary is found")
+            sec = client.pydb.get_collection("c", read_preference=ReadPreference.SECONDARY)
+            _wait_for(lambda: sec.count_documents({}) == 50, "the secondaries to hold the 50 documents")
+            # kill -9 the primary; pymongo must find the new one and acknowledged writes must all be there.
+            victim = [m for m in members if m.port == primary[1]][0]
+            victim.proc.kill()
+            victim.proc.wait(5)
+
+            def write_more():
+                try:
+                    coll.insert_one({"_id": 50})
+                    return True
+                except AutoReconnect:
+                    return False
+                except DuplicateKeyError:
+                    return True  # a retried insert that had gone through
+            _wait_for(write_more, "a write on the new primary")
+            eq(client.primary != primary, True, "another member is primary")
+            eq(sorted(d["_id"] for d in coll.find()), list(range(51)), "every acknowledged write survives the failover")
+        finally:
+            client.close()
+    finally:
+        for m in members:
+            m.stop()
+            m.cleanup()
 
 
 def main():
