@@ -352,7 +352,7 @@ parse_config(mf_repl_t *r, const bson_t *cfg, member_t *members, int *n, int64_t
                                strcmp(fk, "tags") == 0 || strcmp(fk, "secondaryDelaySecs") == 0) {
                         continue; /* accepted; raft makes every member an equal voter */
                     } else {
-                        return mf_err_set(err, MF_E_BadValue, "Unexpected field %s in replica set member configuration", fk);
+                        return mf_err_set(err, MF_E_Location40415, "BSON field 'MemberConfig.%s' is an unknown field.", fk);
                     }
                 }
                 if (m->id < 0 || m->id > 255)
@@ -377,7 +377,7 @@ parse_config(mf_repl_t *r, const bson_t *cfg, member_t *members, int *n, int64_t
                    strcmp(k, "replicaSetId") == 0) {
             continue;
         } else {
-            return mf_err_set(err, MF_E_BadValue, "Unexpected field %s in replica set configuration", k);
+            return mf_err_set(err, MF_E_Location40415, "BSON field 'ReplSetConfig.%s' is an unknown field.", k);
         }
     }
     if (!have_id)
@@ -2107,8 +2107,11 @@ cmd_reconfig(mf_repl_t *r, const bson_t *cmd, mf_error_t *err)
     bson_t given;
     bson_iter_document(&it, &l, &d);
     bson_init_static(&given, d, l);
-    if (parse_config(r, &given, members, &n, &version, err) != 0)
+    if (parse_config(r, &given, members, &n, &version, err) != 0) {
+        if (err->code == MF_E_InvalidReplicaSetConfig)
+            err->code = MF_E_NewReplicaSetConfigurationIncompatible; /* as mongod: a reconfig's validation fails with 103 */
         return -1;
+    }
     pthread_mutex_lock(&r->mu);
     if (r->config == NULL) {
         pthread_mutex_unlock(&r->mu);
