@@ -1409,13 +1409,29 @@ mf_catalog_coll_create(mf_catalog_t *cat, const char *db, const char *name, cons
     }
     c->uuid[6] = (uint8_t)((c->uuid[6] & 0x0f) | 0x40);
     c->uuid[8] = (uint8_t)((c->uuid[8] & 0x3f) | 0x80);
+    /* A replica set's secondary creates the collection with the primary's UUID (options.uuid, not stored). */
+    bson_iter_t ui;
+    bson_t stored;
+    bson_init(&stored);
+    if (options != NULL && bson_iter_init_find(&ui, options, "uuid") && BSON_ITER_HOLDS_BINARY(&ui)) {
+        const uint8_t *bin;
+        uint32_t blen;
+        bson_subtype_t st;
+        bson_iter_binary(&ui, &st, &blen, &bin);
+        if (blen == 16)
+            memcpy(c->uuid, bin, 16);
+        bson_copy_to_excluding_noinit(options, &stored, "uuid", NULL);
+    } else if (options != NULL) {
+        bson_concat(&stored, options);
+    }
     char ident[64];
     snprintf(ident, sizeof(ident), "coll-%.16s", hex);
     c->ident = mf_strdup(ident);
     size_t ul = strlen(ident) + 8;
     c->uri = mf_malloc(ul);
     snprintf(c->uri, ul, "table:%s", ident);
-    c->options = options ? bson_copy(options) : bson_new();
+    c->options = bson_copy(&stored);
+    bson_destroy(&stored);
     atomic_store(&c->next_rid, 1);
 
     mf_index_t *ix = NULL;

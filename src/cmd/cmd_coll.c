@@ -180,6 +180,10 @@ cmd_create(mf_op_t *op)
         const char *k = bson_iter_key(&it);
         if (is_generic_field(k))
             continue;
+        if (strcmp(k, "uuid") == 0 && !(op->client != NULL && op->client->internal)) {
+            bson_destroy(&opts);
+            return mf_err_set(&op->err, MF_E_Location40415, "BSON field 'create.uuid' is an unknown field.");
+        }
         if (strcmp(k, "capped") == 0 && !BSON_ITER_HOLDS_BOOL(&it) && !mf_value_is_number(bson_iter_value(&it))) {
             bson_destroy(&opts);
             return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field 'create.capped' is the wrong type '%s', expected type 'bool'",

@@ -348,12 +348,25 @@ wtimeout_to_write_concern_error(bson_t *reply)
     bson_destroy(&out);
 }
 
-/* A retryable write (txnNumber) failing for a role change gets errorLabels: ["RetryableWriteError"]. */
+/*
+ * A not-primary error on a replica-set member carries the member's
+ * topologyVersion (drivers compare it with what they know before marking
+ * the server unknown), and for a retryable write (txnNumber) errorLabels:
+ * ["RetryableWriteError"], as mongod's.
+ */
 static void
-add_retry_label(const bson_t *cmd, bson_t *reply, int code)
+add_not_primary_fields(mf_engine_t *eng, const bson_t *cmd, bson_t *reply, int code)
 {
-    bson_t arr;
-    if (!not_primary_code(code) || !bson_has_field(cmd, "txnNumber") || bson_has_field(reply, "errorLabels"))
+    bson_t arr, tv;
+    if (!not_primary_code(code))
+        return;
+    if (!bson_has_field(reply, "topologyVersion")) {
+        BSON_APPEND_DOCUMENT_BEGIN(reply, "topologyVersion", &tv);
+        BSON_APPEND_OID(&tv, "processId", &eng->process_id);
+        BSON_APPEND_INT64(&tv, "counter", atomic_load(&eng->topology_version));
+        bson_append_document_end(reply, &tv);
+    }
+    if (!bson_has_field(cmd, "txnNumber") || bson_has_field(reply, "errorLabels"))
         return;
     BSON_APPEND_ARRAY_BEGIN(reply, "errorLabels", &arr);
     BSON_APPEND_UTF8(&arr, "0", "RetryableWriteError");
@@ -676,7 +689,7 @@ fail:
         mf_err_set(&op.err, MF_E_InternalError, "command failed without an error message");
     mf_cmd_error_reply(reply, &op.err);
     if (eng->repl != NULL)
-        add_retry_label(cmd, reply, op.err.code);
+        add_not_primary_fields(eng, cmd, reply, op.err.code);
     if (started_ms >= 0)
         profile_op(eng, client, db, op.name, cmd, reply, mf_mono_ms() - started_ms, &op.err);
     if (mf_param_get(eng->params, "logLevel") >= 1)

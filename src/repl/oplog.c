@@ -344,6 +344,8 @@ typedef struct {
     const char *ns;
     bson_t o, o2;
     bool has_o, has_o2;
+    uint8_t ui[16];
+    bool has_ui;
 } op_fields_t;
 
 static int
@@ -359,6 +361,15 @@ parse_op(bson_iter_t *el, op_fields_t *f, mf_error_t *err)
             f->op = bson_iter_utf8(&it, NULL);
         } else if (strcmp(k, "ns") == 0 && BSON_ITER_HOLDS_UTF8(&it)) {
             f->ns = bson_iter_utf8(&it, NULL);
+        } else if (strcmp(k, "ui") == 0 && BSON_ITER_HOLDS_BINARY(&it)) {
+            const uint8_t *bin;
+            uint32_t blen;
+            bson_subtype_t st;
+            bson_iter_binary(&it, &st, &blen, &bin);
+            if (blen == 16) {
+                memcpy(f->ui, bin, 16);
+                f->has_ui = true;
+            }
         } else if ((strcmp(k, "o") == 0 || strcmp(k, "o2") == 0) && BSON_ITER_HOLDS_DOCUMENT(&it)) {
             const uint8_t *data;
             uint32_t len;
@@ -509,7 +520,16 @@ apply_command(mf_engine_t *eng, const char *db, const op_fields_t *f, mf_error_t
         if (bson_iter_init_find(&o, &f->o, "viewOn") && BSON_ITER_HOLDS_UTF8(&o) &&
             strncmp(bson_iter_utf8(&o, NULL), "system.buckets.", 15) == 0)
             return 0;
-        return run_cmd(eng, db, &f->o, exists, err);
+        if (!f->has_ui)
+            return run_cmd(eng, db, &f->o, exists, err);
+        /* The primary's UUID, so a collection is the same one on every member. */
+        bson_t cmd;
+        bson_init(&cmd);
+        bson_concat(&cmd, &f->o);
+        BSON_APPEND_BINARY(&cmd, "uuid", BSON_SUBTYPE_UUID, f->ui, 16);
+        rc = run_cmd(eng, db, &cmd, exists, err);
+        bson_destroy(&cmd);
+        return rc;
     }
     if (strcmp(name, "drop") == 0 || strcmp(name, "collMod") == 0)
         return run_cmd(eng, db, &f->o, missing, err);

@@ -384,10 +384,16 @@ parse_config(mf_repl_t *r, const bson_t *cfg, member_t *members, int *n, int64_t
         return mf_err_set(err, MF_E_InvalidReplicaSetConfig, "Missing expected field \"_id\"");
     if (!have_members || *n == 0)
         return mf_err_set(err, MF_E_InvalidReplicaSetConfig, "Replica set configuration must contain at least one member");
-    if (*n % 2 == 0)
-        mf_log(MF_LOG_WARN, "REPL", "replica set %s has an even number of voters (%d): an odd number survives the "
-               "same failures with one member fewer", r->set_name, *n);
     return 0;
+}
+
+/* Allowed, but worth a warning (as mongod's startup warnings): an even number of voters. */
+static void
+warn_even(const mf_repl_t *r, int n)
+{
+    if (n % 2 == 0)
+        mf_log(MF_LOG_WARN, "REPL", "replica set %s has an even number of voters (%d): an odd number survives the "
+               "same failures with one member fewer", r->set_name, n);
 }
 
 /* Installs cfg as the current config (r->mu held). */
@@ -1124,6 +1130,10 @@ copy_collection(void *arg, const bson_t *info)
                 bson_append_value(&cmd, bson_iter_key(&o), -1, bson_iter_value(&o));
         }
     }
+    bson_iter_t ii;
+    if (strcmp(type, "collection") == 0 && bson_iter_init_find(&it, info, "info") && bson_iter_recurse(&it, &ii) &&
+        bson_iter_find(&ii, "uuid") && BSON_ITER_HOLDS_BINARY(&ii))
+        bson_append_value(&cmd, "uuid", 4, bson_iter_value(&ii)); /* the same collection as the primary's */
     int rc = run_local(sc->r, sc->db, &cmd, exists, &sc->err);
     bson_destroy(&cmd);
     if (rc != 0 || strcmp(type, "collection") != 0)
@@ -1549,10 +1559,56 @@ oplog_main(void *arg)
 
 /* ---------- heartbeats ---------- */
 
+/*
+ * A member that raft no longer includes (removed by a reconfig) never
+ * receives the config entry that removed it: it learns the newer config
+ * from a heartbeat reply and installs it, so it reports REMOVED.
+ */
+static void
+adopt_newer_config(mf_repl_t *r, const char *host)
+{
+    bson_t cmd, reply;
+    bson_iter_t it;
+    mf_error_t err;
+    member_t members[MAX_MEMBERS];
+    int n;
+    int64_t version;
+    bson_init(&cmd);
+    BSON_APPEND_INT32(&cmd, "replSetGetConfig", 1);
+    int rc = mf_peer_command(host, &cmd, PEER_TIMEOUT_MS, &reply, &err);
+    bson_destroy(&cmd);
+    if (rc == 0 && bson_iter_init_find(&it, &reply, "config") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+        const uint8_t *d;
+        uint32_t l;
+        bson_t cfg;
+        bson_iter_document(&it, &l, &d);
+        if (bson_init_static(&cfg, d, l) && parse_config(r, &cfg, members, &n, &version, &err) == 0) {
+            pthread_mutex_lock(&r->mu);
+            bool newer = version > r->config_version;
+            if (newer) {
+                install_config(r, &cfg, members, n, version);
+                if (r->config_to_save)
+                    bson_destroy(r->config_to_save);
+                r->config_to_save = bson_copy(&cfg);
+                pthread_cond_broadcast(&r->cv);
+            }
+            bool removed = r->self < 0;
+            pthread_mutex_unlock(&r->mu);
+            if (newer) {
+                mf_log(MF_LOG_INFO, "REPL", "replica set config version %lld learned from %s%s", (long long)version,
+                       host, removed ? ": this member is no longer in the set (REMOVED)" : "");
+                mf_engine_topology_changed(r->eng);
+            }
+        }
+    }
+    bson_destroy(&reply);
+}
+
 static void
 heartbeat_round(mf_repl_t *r)
 {
     char hosts[MAX_MEMBERS][256];
+    char newer_host[256] = "";
     int ids[MAX_MEMBERS], n = 0;
     pthread_mutex_lock(&r->mu);
     for (int i = 0; i < r->nmembers; i++) {
@@ -1600,12 +1656,17 @@ heartbeat_round(mf_repl_t *r)
                 m->applied_wall = bson_iter_date_time(&it);
             if (bson_iter_init_find(&it, &reply, "ts") && BSON_ITER_HOLDS_TIMESTAMP(&it))
                 bson_iter_timestamp(&it, &m->ts_secs, &m->ts_inc);
+            if (bson_iter_init_find(&it, &reply, "configVersion") && bson_iter_as_int64(&it) > r->config_version &&
+                r->config != NULL)
+                snprintf(newer_host, sizeof(newer_host), "%.255s", hosts[i]);
             break;
         }
         pthread_mutex_unlock(&r->mu);
         bson_destroy(&cmd);
         bson_destroy(&reply);
     }
+    if (newer_host[0] != '\0')
+        adopt_newer_config(r, newer_host);
 }
 
 static void *
@@ -1915,6 +1976,7 @@ cmd_initiate(mf_repl_t *r, const bson_t *cmd, bson_t *reply, mf_error_t *err)
     }
     if (parse_config(r, &cfg, members, &n, &version, err) != 0)
         goto out;
+    warn_even(r, n);
     int self = -1;
     for (int i = 0; i < n; i++)
         if (host_is_me(r, members[i].host))
@@ -2133,6 +2195,7 @@ cmd_reconfig(mf_repl_t *r, const bson_t *cmd, mf_error_t *err)
     memcpy(old, r->members, sizeof(old));
     uint64_t term = r->term;
     pthread_mutex_unlock(&r->mu);
+    warn_even(r, n);
 
     /* Added members: learn their raft address, make them join, add them to raft. */
     for (int i = 0; i < n; i++) {
