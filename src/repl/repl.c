@@ -43,6 +43,7 @@
 #include "cmd/cmd.h"
 #include "common/alloc.h"
 #include "common/clock.h"
+#include "common/curop.h"
 #include "common/log.h"
 #include "repl/oplog.h"
 #include "repl/peer.h"
@@ -821,9 +822,18 @@ prepare(void *arg, const bson_t *entry, mf_sess_t *s, mf_error_t *err)
             bson_destroy(&x);
         return -1;
     }
+    /* Wakes at least every 100 ms to honour killOp, maxTimeMS and shutdown (the operation's own checks). */
+    mf_error_t ierr = {0};
+    bool interrupted = false;
     while (w->state == W_WAITING && !w->failed && !r->stop) {
-        if (!wait_until(r, deadline))
+        int64_t now = mf_mono_ms(), step = now + 100;
+        if (deadline != 0 && deadline <= now)
             break;
+        wait_until(r, deadline != 0 && deadline < step ? deadline : step);
+        if (w->state == W_WAITING && mf_curop_check_current(&ierr) != 0) {
+            interrupted = true;
+            break;
+        }
     }
     if (w->state != W_TURN) {
         /* Gave up: if raft commits the entry anyway, the applier applies it. */
@@ -831,6 +841,8 @@ prepare(void *arg, const bson_t *entry, mf_sess_t *s, mf_error_t *err)
             *err = w->err;
         else if (r->stop)
             mf_err_set(err, MF_E_InterruptedAtShutdown, "interrupted at shutdown");
+        else if (interrupted)
+            *err = ierr;
         else
             mf_err_set(err, MF_E_WriteConcernFailed, "waiting for replication timed out");
         waiter_unlink(r, w);
