@@ -292,6 +292,48 @@ not_primary_write_error(const bson_t *reply, mf_error_t *err)
     return false;
 }
 
+/* The writeConcernError of a write whose replication outlived its wtimeout, appended to parent. */
+static void
+append_wtimeout_error(bson_t *parent)
+{
+    bson_t wce, info;
+    BSON_APPEND_DOCUMENT_BEGIN(parent, "writeConcernError", &wce);
+    BSON_APPEND_INT32(&wce, "code", MF_E_WriteConcernFailed);
+    BSON_APPEND_UTF8(&wce, "codeName", mf_err_codename(MF_E_WriteConcernFailed));
+    BSON_APPEND_UTF8(&wce, "errmsg", "waiting for replication timed out");
+    BSON_APPEND_DOCUMENT_BEGIN(&wce, "errInfo", &info);
+    BSON_APPEND_BOOL(&info, "wtimeout", true);
+    bson_append_document_end(&wce, &info);
+    bson_append_document_end(parent, &wce);
+}
+
+/*
+ * An insert, update or delete that failed only because its replication
+ * outlived the write concern's wtimeout answers as mongod does: ok, the
+ * statements it wrote counted (raft may still commit them, and then every
+ * member applies them), and writeConcernError 64. Returns true if reply now
+ * holds that answer.
+ */
+static bool
+wtimeout_reply(mf_engine_t *eng, const char *name, bson_t *reply)
+{
+    int64_t c[3] = {0, 0, 0};
+    if ((strcmp(name, "insert") != 0 && strcmp(name, "update") != 0 && strcmp(name, "delete") != 0) ||
+        !eng->repl->wtimeout_counts(eng->repl_arg, c))
+        return false;
+    bson_reinit(reply);
+    if (strcmp(name, "insert") == 0) {
+        BSON_APPEND_INT32(reply, "n", (int32_t)c[0]);
+    } else if (strcmp(name, "delete") == 0) {
+        BSON_APPEND_INT32(reply, "n", (int32_t)c[2]);
+    } else {
+        BSON_APPEND_INT32(reply, "n", (int32_t)(c[1] + c[0]));
+        BSON_APPEND_INT32(reply, "nModified", (int32_t)c[1]);
+    }
+    append_wtimeout_error(reply);
+    return true;
+}
+
 /*
  * A write whose replication timed out (64 WriteConcernFailed, the write
  * concern's wtimeout) is reported as MongoDB does: not a writeError but the
@@ -302,7 +344,6 @@ wtimeout_to_write_concern_error(bson_t *reply)
 {
     bson_iter_t it, a, f;
     bool found = false;
-    char msg[256] = "waiting for replication timed out";
     if (!bson_iter_init_find(&it, reply, "writeErrors") || !bson_iter_recurse(&it, &a))
         return;
     while (bson_iter_next(&a) && !found) {
@@ -311,7 +352,7 @@ wtimeout_to_write_concern_error(bson_t *reply)
     }
     if (!found)
         return;
-    bson_t out, errs, wce, info;
+    bson_t out, errs;
     uint32_t n = 0;
     bson_init(&out);
     bson_iter_init(&it, reply);
@@ -335,14 +376,7 @@ wtimeout_to_write_concern_error(bson_t *reply)
             BSON_APPEND_ARRAY(&out, "writeErrors", &errs);
         bson_destroy(&errs);
     }
-    BSON_APPEND_DOCUMENT_BEGIN(&out, "writeConcernError", &wce);
-    BSON_APPEND_INT32(&wce, "code", MF_E_WriteConcernFailed);
-    BSON_APPEND_UTF8(&wce, "codeName", mf_err_codename(MF_E_WriteConcernFailed));
-    BSON_APPEND_UTF8(&wce, "errmsg", msg);
-    BSON_APPEND_DOCUMENT_BEGIN(&wce, "errInfo", &info);
-    BSON_APPEND_BOOL(&info, "wtimeout", true);
-    bson_append_document_end(&wce, &info);
-    bson_append_document_end(&out, &wce);
+    append_wtimeout_error(&out);
     bson_reinit(reply);
     bson_concat(reply, &out);
     bson_destroy(&out);
@@ -653,6 +687,8 @@ mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *
             wtimeout_to_write_concern_error(reply);
     }
     let_end(&lf);
+    if (hrc != 0 && eng->repl != NULL && op.err.code == MF_E_WriteConcernFailed && wtimeout_reply(eng, def->name, reply))
+        hrc = 0;
     if (hrc != 0) {
         if (mf_txn_active(op.sess))
             mf_txn_abort(op.sess);

@@ -63,6 +63,12 @@ typedef struct mf_repl_hooks {
     int (*command_begin)(void *arg, const char *name, const bson_t *cmd, int64_t wtimeout_ms, bson_t *reply,
                          mf_error_t *err);
     void (*command_end)(void *arg);
+    /*
+     * After a command failed with 64 WriteConcernFailed (its wtimeout ran
+     * out): the inserts, updates and deletes it had written (counts[0..2]),
+     * which raft may still commit; false if none.
+     */
+    bool (*wtimeout_counts)(void *arg, int64_t counts[3]);
 } mf_repl_hooks_t;
 typedef struct mf_profiler mf_profiler_t;
 typedef struct mf_ttl_monitor mf_ttl_monitor_t;

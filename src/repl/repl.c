@@ -188,6 +188,8 @@ typedef struct {
     int64_t i, u, d;
 } sess_t;
 static _Thread_local sess_t tls_sess;
+/* The ops (inserts, updates, deletes) of this thread's command whose replication outlived its wtimeout. */
+static _Thread_local int64_t tls_wto[3];
 #define SESSIONS_URI "table:mf_repl_sessions"
 
 
@@ -708,6 +710,23 @@ submit_entry(mf_repl_t *r, const char *k, const char *bkey, const bson_t *body, 
     return submit_entry_x(r, k, bkey, body, NULL, seq, term, err);
 }
 
+/* Adds entry's inserts, updates and deletes to counts[0..2]. */
+static void
+count_ops(const bson_t *entry, int64_t counts[3])
+{
+    bson_iter_t it, a, f;
+    if (!bson_iter_init_find(&it, entry, "ops") || !bson_iter_recurse(&it, &a))
+        return;
+    while (bson_iter_next(&a)) {
+        if (bson_iter_recurse(&a, &f) && bson_iter_find(&f, "op") && BSON_ITER_HOLDS_UTF8(&f)) {
+            char op = bson_iter_utf8(&f, NULL)[0];
+            counts[0] += op == 'i';
+            counts[1] += op == 'u';
+            counts[2] += op == 'd';
+        }
+    }
+}
+
 /* The retryable-write row for this thread's command after entry: counts its ops into tls_sess; x initialised here. */
 static void
 sess_row(const bson_t *entry, bson_t *x)
@@ -843,8 +862,10 @@ prepare(void *arg, const bson_t *entry, mf_sess_t *s, mf_error_t *err)
             mf_err_set(err, MF_E_InterruptedAtShutdown, "interrupted at shutdown");
         else if (interrupted)
             *err = ierr;
-        else
+        else {
             mf_err_set(err, MF_E_WriteConcernFailed, "waiting for replication timed out");
+            count_ops(entry, tls_wto);
+        }
         waiter_unlink(r, w);
         pthread_mutex_unlock(&r->mu);
         free(w);
@@ -2616,6 +2637,7 @@ hook_command_begin(void *arg, const char *name, const bson_t *cmd, int64_t wtime
     bson_iter_t it;
     tls_wtimeout = wtimeout_ms > 0 ? wtimeout_ms : 0;
     memset(&tls_sess, 0, sizeof(tls_sess));
+    memset(tls_wto, 0, sizeof(tls_wto));
     if (!retryable_write(name, cmd, id, &txn))
         return 0;
     if (sess_lookup(r, id, &row)) {
@@ -2675,7 +2697,15 @@ hook_command_end(void *arg)
     pthread_mutex_unlock(&r->mu);
 }
 
+static bool
+hook_wtimeout_counts(void *arg, int64_t counts[3])
+{
+    memcpy(counts, tls_wto, sizeof(tls_wto));
+    return tls_wto[0] + tls_wto[1] + tls_wto[2] > 0;
+}
+
 static const mf_repl_hooks_t hooks = {
+    .wtimeout_counts = hook_wtimeout_counts,
     .hello = hook_hello,
     .admit = hook_admit,
     .command = hook_command,
