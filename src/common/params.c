@@ -30,6 +30,9 @@ static const mf_param_t defaults[] = {
     /* Replica sets: raft entries between snapshots, and entries kept behind one (src/repl/repl.c). */
     {"replSnapshotThreshold", MF_PARAM_INT, 8, INT32_MAX, false, true, false, 8192, NULL},
     {"replSnapshotTrailing", MF_PARAM_INT, 0, INT32_MAX, false, true, false, 4096, NULL},
+    /* Raft's election timeout (randomised up to twice this) and leader heartbeat, ms. */
+    {"replElectionTimeoutMillis", MF_PARAM_INT, 100, 60000, false, true, false, 500, NULL},
+    {"replHeartbeatMillis", MF_PARAM_INT, 10, 10000, false, true, false, 50, NULL},
     {"ttlMonitorYieldPercent", MF_PARAM_INT, 0, 1000, false, true, true, 10, NULL},
     {"batchedDeletesTargetBatchDocs", MF_PARAM_INT, 0, I64MAX, false, true, true, 10, NULL},
     {"cursorTimeoutMillis", MF_PARAM_INT, 0, I64MAX, false, true, true, 600000, NULL},

@@ -53,8 +53,7 @@
 #define MAX_MEMBERS 50
 #define HEARTBEAT_MS 1000
 #define PEER_TIMEOUT_MS 2000
-#define ELECTION_TIMEOUT_MS 600
-#define RAFT_HEARTBEAT_MS 100
+#define ELECTION_TIMEOUT_MS 500 /* replElectionTimeoutMillis's default */
 #define APPLIED_URI "table:mf_repl_applied"
 #define DDL_WAIT_MS 30000
 
@@ -1787,7 +1786,8 @@ start_raft(mf_repl_t *r, const mf_raft_server_t *servers, size_t n, mf_error_t *
     }
     mf_raft_node_opts_t o = {.id = id, .address = address, .dir = r->raft_dir, .loop = &r->loop,
                              .apply = on_apply, .on_state = on_state, .arg = r,
-                             .election_timeout_ms = ELECTION_TIMEOUT_MS, .heartbeat_timeout_ms = RAFT_HEARTBEAT_MS,
+                             .election_timeout_ms = (unsigned)mf_param_get(r->eng->params, "replElectionTimeoutMillis"),
+                             .heartbeat_timeout_ms = (unsigned)mf_param_get(r->eng->params, "replHeartbeatMillis"),
                              .snapshot = on_snapshot, .restore = on_restore,
                              .snapshot_threshold = (unsigned)mf_param_get(r->eng->params, "replSnapshotThreshold"),
                              .snapshot_trailing = (unsigned)mf_param_get(r->eng->params, "replSnapshotTrailing")};
@@ -1950,7 +1950,7 @@ versioned_config(const bson_t *cfg, int64_t version, uint64_t term, bson_t *out)
     if (!bson_has_field(&given, "heartbeatTimeoutSecs"))
         BSON_APPEND_INT32(&st, "heartbeatTimeoutSecs", PEER_TIMEOUT_MS / 1000);
     if (!bson_has_field(&given, "electionTimeoutMillis"))
-        BSON_APPEND_INT32(&st, "electionTimeoutMillis", ELECTION_TIMEOUT_MS);
+        BSON_APPEND_INT32(&st, "electionTimeoutMillis", ELECTION_TIMEOUT_MS); /* the default; replElectionTimeoutMillis */
     if (!bson_has_field(&given, "catchUpTimeoutMillis"))
         BSON_APPEND_INT32(&st, "catchUpTimeoutMillis", -1);
     if (!bson_has_field(&given, "getLastErrorModes"))
