@@ -116,6 +116,32 @@ opt_int64(const bson_iter_t *it, const char *name, int64_t *out, mf_error_t *err
  * parse_options: derives the option fields from options (see catalog.h).
  * On success the caller owns p->validator.
  */
+/* Whether a collection of cat has that UUID (takes the catalog's lock briefly). */
+static bool
+uuid_taken(mf_catalog_t *cat, const uint8_t uuid[16])
+{
+    bool taken = false;
+    pthread_rwlock_rdlock(&cat->lock);
+    for (int i = 0; i < cat->ncolls && !taken; i++)
+        taken = memcmp(cat->colls[i]->uuid, uuid, 16) == 0;
+    pthread_rwlock_unlock(&cat->lock);
+    return taken;
+}
+
+/* Copies the 16-byte binary at it into uuid; anything else leaves uuid as it was. */
+static void
+uuid_of(const bson_iter_t *it, uint8_t uuid[16])
+{
+    const uint8_t *bin;
+    uint32_t len;
+    bson_subtype_t st;
+    if (!BSON_ITER_HOLDS_BINARY(it))
+        return;
+    bson_iter_binary(it, &st, &len, &bin);
+    if (len == 16)
+        memcpy(uuid, bin, 16);
+}
+
 static int
 parse_options(const bson_t *options, parsed_opts_t *p, mf_error_t *err)
 {
@@ -692,14 +718,8 @@ coll_from_bson(const bson_t *doc, mf_error_t *err)
         c->ns = mf_strdup(bson_iter_utf8(&it, NULL));
     if (bson_iter_init_find(&it, doc, "ident"))
         c->ident = mf_strdup(bson_iter_utf8(&it, NULL));
-    if (bson_iter_init_find(&it, doc, "uuid") && BSON_ITER_HOLDS_BINARY(&it)) {
-        const uint8_t *bin;
-        uint32_t len;
-        bson_subtype_t st;
-        bson_iter_binary(&it, &st, &len, &bin);
-        if (len == 16)
-            memcpy(c->uuid, bin, 16);
-    }
+    if (bson_iter_init_find(&it, doc, "uuid"))
+        uuid_of(&it, c->uuid);
     if (c->db == NULL || c->name == NULL || c->ns == NULL || c->ident == NULL) {
         coll_free(c);
         mf_err_set(err, MF_E_InternalError, "corrupt catalog entry");
@@ -1413,13 +1433,13 @@ mf_catalog_coll_create(mf_catalog_t *cat, const char *db, const char *name, cons
     bson_iter_t ui;
     bson_t stored;
     bson_init(&stored);
-    if (options != NULL && bson_iter_init_find(&ui, options, "uuid") && BSON_ITER_HOLDS_BINARY(&ui)) {
-        const uint8_t *bin;
-        uint32_t blen;
-        bson_subtype_t st;
-        bson_iter_binary(&ui, &st, &blen, &bin);
-        if (blen == 16)
-            memcpy(c->uuid, bin, 16);
+    if (options != NULL && bson_iter_init_find(&ui, options, "uuid")) {
+        /* Taken already (a log replayed from further back than needed): the collection keeps a fresh one. */
+        uint8_t want[16];
+        memcpy(want, c->uuid, 16);
+        uuid_of(&ui, want);
+        if (!uuid_taken(cat, want))
+            memcpy(c->uuid, want, 16);
         bson_copy_to_excluding_noinit(options, &stored, "uuid", NULL);
     } else if (options != NULL) {
         bson_concat(&stored, options);

@@ -573,23 +573,30 @@ wake_waiters_failed(mf_repl_t *r, int code, const char *msg)
     }
 }
 
+/* Appends q to the FIFO head/tail (one of r's queues) and wakes r's threads. */
+static void
+qpush(mf_repl_t *r, qent_t **head, qent_t **tail, qent_t *q)
+{
+    q->next = NULL;
+    pthread_mutex_lock(&r->mu);
+    if (*tail)
+        (*tail)->next = q;
+    else
+        *head = q;
+    *tail = q;
+    pthread_cond_broadcast(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+}
+
 static int
 on_apply(void *arg, uint64_t index, const void *payload, size_t len)
 {
     mf_repl_t *r = arg;
     qent_t *q = mf_malloc(sizeof(*q) + len);
-    q->next = NULL;
     q->index = index;
     q->len = len;
     memcpy(q->data, payload, len);
-    pthread_mutex_lock(&r->mu);
-    if (r->qtail)
-        r->qtail->next = q;
-    else
-        r->qhead = q;
-    r->qtail = q;
-    pthread_cond_broadcast(&r->cv);
-    pthread_mutex_unlock(&r->mu);
+    qpush(r, &r->qhead, &r->qtail, q);
     return 0;
 }
 
@@ -1482,16 +1489,7 @@ applier_main(void *arg)
             mf_storage_session_release(s);
             continue;
         }
-        /* On to local.oplog.rs. */
-        q->next = NULL;
-        pthread_mutex_lock(&r->mu);
-        if (r->otail)
-            r->otail->next = q;
-        else
-            r->ohead = q;
-        r->otail = q;
-        pthread_cond_broadcast(&r->cv);
-        pthread_mutex_unlock(&r->mu);
+        qpush(r, &r->ohead, &r->otail, q); /* on to local.oplog.rs */
         mf_storage_session_release(s);
     }
     mf_storage_session_close_thread(r->eng->st);
