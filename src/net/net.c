@@ -159,7 +159,8 @@ static const char *const fast_cmds[] = {
     "hello", "isMaster", "ismaster", "ping", "buildInfo", "buildinfo", "serverStatus", "currentOp", "killOp",
     "getParameter", "whatsmyuri", "connectionStatus", "hostInfo", "getLog", "listCommands", "getCmdLineOpts",
     "startSession", "endSessions", "killSessions", "killAllSessions", "refreshSessions", "logout", "saslStart",
-    "saslContinue", "authenticate", "replSetGetStatus", "getDefaultRWConcern", NULL};
+    "saslContinue", "authenticate", "replSetGetStatus", "replSetGetConfig", "_mfReplInfo", "getDefaultRWConcern",
+    NULL};
 
 /* True if the message is a command for the fast lane. */
 static bool
