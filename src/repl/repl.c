@@ -89,6 +89,7 @@ typedef struct waiter {
     struct waiter *next;
     struct mf_repl *r;
     uint64_t seq;
+    bool has_deadline; /* the writer waits until a wtimeout */
     bool ddl;
     wstate_t state;
     uint64_t index, term;
@@ -566,6 +567,13 @@ static void
 wake_waiters_failed(mf_repl_t *r, int code, const char *msg)
 {
     for (waiter_t *w = r->waiters; w; w = w->next) {
+        /*
+         * A writer with a wtimeout waits on through a role change: its entry
+         * may still commit under the next leader (then it commits too), and
+         * if not, its wtimeout answers (64), as the client asked.
+         */
+        if (w->has_deadline && code == MF_E_InterruptedDueToReplStateChange)
+            continue;
         if (w->state == W_WAITING && !w->failed) {
             w->failed = true;
             mf_err_set(&w->err, code, "%s", msg);
@@ -831,6 +839,7 @@ prepare(void *arg, const bson_t *entry, mf_sess_t *s, mf_error_t *err)
     waiter_t *w = mf_calloc(1, sizeof(*w));
     w->r = r;
     w->seq = ++r->next_seq;
+    w->has_deadline = tls_wtimeout > 0;
     w->next = r->waiters;
     r->waiters = w;
     bson_t x;
