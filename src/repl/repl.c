@@ -90,6 +90,7 @@ typedef struct waiter {
     struct mf_repl *r;
     uint64_t seq;
     bool has_deadline; /* the writer waits until a wtimeout */
+    pthread_cond_t cv; /* the writer sleeps on it (a waiter for doc writes; DDL waiters use r->cv) */
     bool ddl;
     wstate_t state;
     uint64_t index, term;
@@ -128,7 +129,15 @@ struct mf_repl {
     int64_t epoch;
 
     pthread_mutex_t mu;
-    pthread_cond_t cv;
+    /*
+     * Condition variables, all under mu, each woken only for its own
+     * sleepers (one shared one woke every writer on every entry): cv for
+     * the rare state changes (applied index, role, config) that DDL waiters
+     * and reconfig wait on; work_cv for the applier (its queue, a writer's
+     * commit); oplog_cv for the local.oplog.rs thread; stop_cv for the
+     * heartbeat and initial-sync sleeps. Each writer has its own (waiter_t).
+     */
+    pthread_cond_t cv, work_cv, oplog_cv, stop_cv;
     bool stop;
 
     /* config (NULL until initiated) */
@@ -158,6 +167,7 @@ struct mf_repl {
     int64_t applied_wall, last_wall;
     uint32_t ts_secs, ts_inc;
     bool syncing; /* an initial sync is copying the primary's data (STARTUP2) */
+    uint64_t oplog_written; /* the raft index of the newest entry in local.oplog.rs (read at open) */
 
     /* local.oplog.rs writer, config persistence, heartbeats */
     pthread_t oplog_thread, hb_thread;
@@ -168,6 +178,26 @@ struct mf_repl {
     mf_oplog_t *oplog;
     int64_t started_ms;
 };
+
+static waiter_t *
+waiter_new(struct mf_repl *r)
+{
+    waiter_t *w = mf_calloc(1, sizeof(*w));
+    w->r = r;
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&w->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    return w;
+}
+
+static void
+waiter_free(waiter_t *w)
+{
+    pthread_cond_destroy(&w->cv);
+    free(w);
+}
 
 static _Thread_local bool tls_applying;       /* this thread applies entries: its writes are not logged */
 static _Thread_local int64_t tls_wtimeout;    /* the command's wtimeout (ms), 0 none */
@@ -577,13 +607,15 @@ wake_waiters_failed(mf_repl_t *r, int code, const char *msg)
         if (w->state == W_WAITING && !w->failed) {
             w->failed = true;
             mf_err_set(&w->err, code, "%s", msg);
+            if (!w->ddl)
+                pthread_cond_signal(&w->cv);
         }
     }
 }
 
-/* Appends q to the FIFO head/tail (one of r's queues) and wakes r's threads. */
+/* Appends q to the FIFO head/tail (one of r's queues) and wakes its thread (cv). */
 static void
-qpush(mf_repl_t *r, qent_t **head, qent_t **tail, qent_t *q)
+qpush(mf_repl_t *r, qent_t **head, qent_t **tail, qent_t *q, pthread_cond_t *cv)
 {
     q->next = NULL;
     pthread_mutex_lock(&r->mu);
@@ -592,7 +624,7 @@ qpush(mf_repl_t *r, qent_t **head, qent_t **tail, qent_t *q)
     else
         *head = q;
     *tail = q;
-    pthread_cond_broadcast(&r->cv);
+    pthread_cond_signal(cv);
     pthread_mutex_unlock(&r->mu);
 }
 
@@ -604,7 +636,7 @@ on_apply(void *arg, uint64_t index, const void *payload, size_t len)
     q->index = index;
     q->len = len;
     memcpy(q->data, payload, len);
-    qpush(r, &r->qhead, &r->qtail, q);
+    qpush(r, &r->qhead, &r->qtail, q, &r->work_cv);
     return 0;
 }
 
@@ -794,16 +826,19 @@ writer_committed(void *arg, bool committed)
     mf_repl_t *r = w->r;
     pthread_mutex_lock(&r->mu);
     w->state = committed ? W_DONE : W_FAILED;
-    pthread_cond_broadcast(&r->cv);
+    pthread_cond_signal(&r->work_cv);
     pthread_mutex_unlock(&r->mu);
 }
 
-/* The deadline for a writer's wait (wtimeout, else none but the role). */
+/*
+ * Sleeps on cv (r->mu held) until woken or deadline_ms (monotonic; 0: no
+ * deadline). Returns false without sleeping once the deadline has passed.
+ */
 static bool
-wait_until(mf_repl_t *r, int64_t deadline_ms)
+wait_until(mf_repl_t *r, pthread_cond_t *cv, int64_t deadline_ms)
 {
     if (deadline_ms == 0) {
-        pthread_cond_wait(&r->cv, &r->mu);
+        pthread_cond_wait(cv, &r->mu);
         return true;
     }
     int64_t left = deadline_ms - mf_mono_ms();
@@ -817,7 +852,7 @@ wait_until(mf_repl_t *r, int64_t deadline_ms)
         ts.tv_sec++;
         ts.tv_nsec -= 1000000000;
     }
-    pthread_cond_timedwait(&r->cv, &r->mu, &ts);
+    pthread_cond_timedwait(cv, &r->mu, &ts);
     return true;
 }
 
@@ -836,8 +871,7 @@ prepare(void *arg, const bson_t *entry, mf_sess_t *s, mf_error_t *err)
         pthread_mutex_unlock(&r->mu);
         return mf_err_set(err, MF_E_NotWritablePrimary, "not primary");
     }
-    waiter_t *w = mf_calloc(1, sizeof(*w));
-    w->r = r;
+    waiter_t *w = waiter_new(r);
     w->seq = ++r->next_seq;
     w->has_deadline = tls_wtimeout > 0;
     w->next = r->waiters;
@@ -851,7 +885,7 @@ prepare(void *arg, const bson_t *entry, mf_sess_t *s, mf_error_t *err)
     if (rc != 0) {
         waiter_unlink(r, w);
         pthread_mutex_unlock(&r->mu);
-        free(w);
+        waiter_free(w);
         if (has_x)
             bson_destroy(&x);
         return -1;
@@ -863,7 +897,7 @@ prepare(void *arg, const bson_t *entry, mf_sess_t *s, mf_error_t *err)
         int64_t now = mf_mono_ms(), step = now + 100;
         if (deadline != 0 && deadline <= now)
             break;
-        wait_until(r, deadline != 0 && deadline < step ? deadline : step);
+        wait_until(r, &w->cv, deadline != 0 && deadline < step ? deadline : step);
         if (w->state == W_WAITING && mf_curop_check_current(&ierr) != 0) {
             interrupted = true;
             break;
@@ -883,7 +917,7 @@ prepare(void *arg, const bson_t *entry, mf_sess_t *s, mf_error_t *err)
         }
         waiter_unlink(r, w);
         pthread_mutex_unlock(&r->mu);
-        free(w);
+        waiter_free(w);
         if (has_x)
             bson_destroy(&x);
         return -1;
@@ -898,14 +932,14 @@ prepare(void *arg, const bson_t *entry, mf_sess_t *s, mf_error_t *err)
     if (rrc != 0) {
         pthread_mutex_lock(&r->mu);
         w->state = W_FAILED;
-        pthread_cond_broadcast(&r->cv);
+        pthread_cond_signal(&r->work_cv);
         pthread_mutex_unlock(&r->mu);
         return -1;
     }
     if (!mf_txn_on_end(s, writer_committed, w)) {
         pthread_mutex_lock(&r->mu);
         w->state = W_FAILED;
-        pthread_cond_broadcast(&r->cv);
+        pthread_cond_signal(&r->work_cv);
         pthread_mutex_unlock(&r->mu);
         return mf_err_set(err, MF_E_InternalError, "replication: commit callback already registered");
     }
@@ -926,8 +960,7 @@ ddl_sink(void *arg, const bson_t *entry)
         mf_log(MF_LOG_ERROR, "REPL", "a DDL change committed on a member that is not primary; not replicated");
         return;
     }
-    waiter_t *w = mf_calloc(1, sizeof(*w));
-    w->r = r;
+    waiter_t *w = waiter_new(r);
     w->seq = ++r->next_seq;
     w->ddl = true;
     w->next = r->waiters;
@@ -937,7 +970,7 @@ ddl_sink(void *arg, const bson_t *entry)
         waiter_unlink(r, w);
     pthread_mutex_unlock(&r->mu);
     if (rc != 0) {
-        free(w);
+        waiter_free(w);
         mf_log(MF_LOG_ERROR, "REPL", "cannot log a DDL change: %s", err.msg);
         return;
     }
@@ -1030,6 +1063,20 @@ ops_in(const payload_t *p)
     return n ? n : 1;
 }
 
+/* The timestamp of entry q's first oplog document, from its wall clock; r->mu held. */
+static void
+stamp_ts(mf_repl_t *r, qent_t *q, const payload_t *p)
+{
+    uint32_t secs = (uint32_t)(p->w / 1000);
+    if (secs > r->ts_secs) {
+        r->ts_secs = secs;
+        r->ts_inc = 0;
+    }
+    q->ts_secs = r->ts_secs;
+    q->ts_inc = r->ts_inc + 1;
+    r->ts_inc += ops_in(p);
+}
+
 /* A config entry: install it now, save it from another thread (see the header comment). */
 static void
 apply_config(mf_repl_t *r, const payload_t *p)
@@ -1047,6 +1094,7 @@ apply_config(mf_repl_t *r, const payload_t *p)
     if (r->config_to_save)
         bson_destroy(r->config_to_save);
     r->config_to_save = bson_copy(&p->body);
+    pthread_cond_signal(&r->oplog_cv);
     pthread_cond_broadcast(&r->cv);
     pthread_mutex_unlock(&r->mu);
     mf_log(MF_LOG_INFO, "REPL", "replica set config version %lld installed", (long long)version);
@@ -1330,7 +1378,7 @@ initial_sync(mf_repl_t *r, mf_sess_t *s, uint64_t index, uint64_t term, int64_t 
         if (attempt > 0) {
             pthread_mutex_lock(&r->mu);
             int64_t until = mf_mono_ms() + 500;
-            while (!r->stop && wait_until(r, until))
+            while (!r->stop && wait_until(r, &r->stop_cv, until))
                 ;
             pthread_mutex_unlock(&r->mu);
         }
@@ -1386,9 +1434,16 @@ apply_one(mf_repl_t *r, mf_sess_t *s, qent_t *q)
     bool skip = q->index <= r->applied_index;
     uint64_t self_raft = r->self >= 0 ? raft_id_of(r->members[r->self].id) : 0;
     bool own = p.m == self_raft && p.e == r->epoch;
+    /*
+     * Applied before a restart, but its local.oplog.rs documents were not
+     * written yet (that thread trails the data): write them now.
+     */
+    bool oplog_only = skip && q->index > r->oplog_written && strcmp(p.k, "restore") != 0;
+    if (oplog_only)
+        stamp_ts(r, q, &p);
     pthread_mutex_unlock(&r->mu);
     if (skip)
-        return false;
+        return oplog_only;
     if (strcmp(p.k, "restore") == 0) {
         initial_sync(r, s, q->index, p.t, p.w);
         pthread_mutex_lock(&r->mu);
@@ -1410,13 +1465,13 @@ apply_one(mf_repl_t *r, mf_sess_t *s, qent_t *q)
                 w->index = q->index;
                 w->term = p.t;
                 w->wall = p.w;
-                pthread_cond_broadcast(&r->cv);
+                pthread_cond_signal(&w->cv);
                 while (w->state == W_TURN)
-                    pthread_cond_wait(&r->cv, &r->mu);
+                    pthread_cond_wait(&r->work_cv, &r->mu);
                 handled = w->state == W_DONE;
                 recorded = handled;
                 waiter_unlink(r, w);
-                free(w);
+                waiter_free(w);
             } else if (strcmp(p.k, "ddl") == 0) {
                 handled = true; /* committed before it was logged */
                 if (w != NULL) {
@@ -1424,7 +1479,7 @@ apply_one(mf_repl_t *r, mf_sess_t *s, qent_t *q)
                         w->state = W_APPLIED;
                     } else {
                         waiter_unlink(r, w);
-                        free(w);
+                        waiter_free(w);
                     }
                 }
             }
@@ -1445,17 +1500,9 @@ apply_one(mf_repl_t *r, mf_sess_t *s, qent_t *q)
                err.msg);
 
     /* The applied optime, and this entry's oplog documents' timestamps. */
-    uint32_t n = ops_in(&p);
     bool drained = false;
     pthread_mutex_lock(&r->mu);
-    uint32_t secs = (uint32_t)(p.w / 1000);
-    if (secs > r->ts_secs) {
-        r->ts_secs = secs;
-        r->ts_inc = 0;
-    }
-    q->ts_secs = r->ts_secs;
-    q->ts_inc = r->ts_inc + 1;
-    r->ts_inc += n;
+    stamp_ts(r, q, &p);
     r->applied_index = q->index;
     r->applied_term = p.t;
     r->applied_wall = p.w;
@@ -1483,7 +1530,7 @@ applier_main(void *arg)
     for (;;) {
         pthread_mutex_lock(&r->mu);
         while (!r->stop && r->qhead == NULL)
-            pthread_cond_wait(&r->cv, &r->mu);
+            pthread_cond_wait(&r->work_cv, &r->mu);
         qent_t *q = r->qhead;
         if (q == NULL) {
             pthread_mutex_unlock(&r->mu);
@@ -1498,7 +1545,7 @@ applier_main(void *arg)
             mf_storage_session_release(s);
             continue;
         }
-        qpush(r, &r->ohead, &r->otail, q); /* on to local.oplog.rs */
+        qpush(r, &r->ohead, &r->otail, q, &r->oplog_cv); /* on to local.oplog.rs */
         mf_storage_session_release(s);
     }
     mf_storage_session_close_thread(r->eng->st);
@@ -1506,6 +1553,43 @@ applier_main(void *arg)
 }
 
 /* ---------- local.oplog.rs ---------- */
+
+/*
+ * local.oplog.rs documents' _id: the raft index and the op's place in its
+ * entry, so the newest _id tells which entry was written last (MongoDB's
+ * oplog has no _id; tools ignore it).
+ */
+#define OPLOG_OPS_BITS 20
+
+static int64_t
+oplog_id(uint64_t index, uint32_t k)
+{
+    return (int64_t)(index << OPLOG_OPS_BITS | (k & ((1u << OPLOG_OPS_BITS) - 1)));
+}
+
+/* The raft index of the newest document in local.oplog.rs, 0 if none. */
+static uint64_t
+oplog_newest(mf_repl_t *r)
+{
+    mf_client_t ic;
+    bson_t cmd, reply, sort;
+    bson_iter_t it;
+    uint64_t index = 0;
+    bson_init(&cmd);
+    BSON_APPEND_UTF8(&cmd, "find", "oplog.rs");
+    BSON_APPEND_DOCUMENT_BEGIN(&cmd, "sort", &sort);
+    BSON_APPEND_INT32(&sort, "_id", -1);
+    bson_append_document_end(&cmd, &sort);
+    BSON_APPEND_INT32(&cmd, "limit", 1);
+    bson_init(&reply);
+    mf_cmd_run(r->eng, internal_client(&ic), "local", &cmd, NULL, 0, false, &reply);
+    if (bson_iter_init(&it, &reply) && bson_iter_find_descendant(&it, "cursor.firstBatch.0._id", &it) &&
+        BSON_ITER_HOLDS_INT64(&it) && bson_iter_int64(&it) > 0)
+        index = (uint64_t)bson_iter_int64(&it) >> OPLOG_OPS_BITS;
+    bson_destroy(&reply);
+    bson_destroy(&cmd);
+    return index;
+}
 
 /* Appends the oplog documents of entry q to arr (keys from *n on). */
 static void
@@ -1526,6 +1610,7 @@ oplog_docs(const qent_t *q, bson_t *arr, uint32_t *n)
                 continue;
             bson_uint32_to_string((*n)++, &kp, key, sizeof(key));
             bson_append_document_begin(arr, kp, -1, &d);
+            BSON_APPEND_INT64(&d, "_id", oplog_id(q->index, inc - q->ts_inc));
             BSON_APPEND_TIMESTAMP(&d, "ts", q->ts_secs, inc++);
             BSON_APPEND_INT64(&d, "t", (int64_t)p.t);
             BSON_APPEND_INT32(&d, "v", 2);
@@ -1539,6 +1624,7 @@ oplog_docs(const qent_t *q, bson_t *arr, uint32_t *n)
     bson_t o;
     bson_uint32_to_string((*n)++, &kp, key, sizeof(key));
     bson_append_document_begin(arr, kp, -1, &d);
+    BSON_APPEND_INT64(&d, "_id", oplog_id(q->index, 0));
     BSON_APPEND_TIMESTAMP(&d, "ts", q->ts_secs, inc);
     BSON_APPEND_INT64(&d, "t", (int64_t)p.t);
     BSON_APPEND_INT32(&d, "v", 2);
@@ -1558,7 +1644,7 @@ oplog_main(void *arg)
     for (;;) {
         pthread_mutex_lock(&r->mu);
         while (!r->stop && r->ohead == NULL && r->config_to_save == NULL)
-            pthread_cond_wait(&r->cv, &r->mu);
+            pthread_cond_wait(&r->oplog_cv, &r->mu);
         qent_t *list = r->ohead;
         r->ohead = r->otail = NULL;
         bson_t *cfg = r->config_to_save;
@@ -1629,6 +1715,7 @@ adopt_newer_config(mf_repl_t *r, const char *host)
                 if (r->config_to_save)
                     bson_destroy(r->config_to_save);
                 r->config_to_save = bson_copy(&cfg);
+                pthread_cond_signal(&r->oplog_cv);
                 pthread_cond_broadcast(&r->cv);
             }
             bool removed = r->self < 0;
@@ -1716,7 +1803,7 @@ heartbeat_main(void *arg)
     for (;;) {
         pthread_mutex_lock(&r->mu);
         int64_t until = mf_mono_ms() + HEARTBEAT_MS;
-        while (!r->stop && wait_until(r, until))
+        while (!r->stop && wait_until(r, &r->stop_cv, until))
             ;
         bool stop = r->stop;
         bool frozen_leader = r->writable && r->frozen_until_ms > mf_mono_ms() && r->nmembers > 1;
@@ -2188,7 +2275,7 @@ wait_applied(mf_repl_t *r, uint64_t index, int64_t timeout_ms)
 {
     int64_t deadline = mf_mono_ms() + timeout_ms;
     pthread_mutex_lock(&r->mu);
-    while (r->applied_index < index && !r->stop && wait_until(r, deadline))
+    while (r->applied_index < index && !r->stop && wait_until(r, &r->cv, deadline))
         ;
     bool ok = r->applied_index >= index;
     pthread_mutex_unlock(&r->mu);
@@ -2692,11 +2779,11 @@ hook_command_end(void *arg)
     tls_ddl_waiter = NULL;
     int64_t deadline = mf_mono_ms() + DDL_WAIT_MS;
     pthread_mutex_lock(&r->mu);
-    while (w->state != W_APPLIED && !w->failed && !r->stop && wait_until(r, deadline))
+    while (w->state != W_APPLIED && !w->failed && !r->stop && wait_until(r, &r->cv, deadline))
         ;
     if (w->state == W_APPLIED || w->failed) {
         waiter_unlink(r, w);
-        free(w);
+        waiter_free(w);
     } else {
         w->ddl = false; /* the applier frees it when it gets there */
         w->state = W_DONE;
@@ -2745,6 +2832,9 @@ mf_repl_open(mf_engine_t *eng, const mf_repl_opts_t *o, mf_repl_t **out, mf_erro
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&r->cv, &ca);
+    pthread_cond_init(&r->work_cv, &ca);
+    pthread_cond_init(&r->oplog_cv, &ca);
+    pthread_cond_init(&r->stop_cv, &ca);
     pthread_condattr_destroy(&ca);
 
     /* local.oplog.rs (capped) and local.system.replset exist before anything is logged. */
@@ -2762,6 +2852,7 @@ mf_repl_open(mf_engine_t *eng, const mf_repl_opts_t *o, mf_repl_t **out, mf_erro
     if (rc != 0)
         goto fail;
     load_applied(r);
+    r->oplog_written = oplog_newest(r);
     if (mf_oplog_attach(eng, ddl_sink, r, &r->oplog, err) != 0)
         goto fail;
     mf_oplog_set_prepare(r->oplog, prepare);
@@ -2791,6 +2882,9 @@ mf_repl_open(mf_engine_t *eng, const mf_repl_opts_t *o, mf_repl_t **out, mf_erro
     return 0;
 fail:
     pthread_cond_destroy(&r->cv);
+    pthread_cond_destroy(&r->work_cv);
+    pthread_cond_destroy(&r->oplog_cv);
+    pthread_cond_destroy(&r->stop_cv);
     pthread_mutex_destroy(&r->mu);
     free(r);
     return -1;
@@ -2806,6 +2900,9 @@ mf_repl_close(mf_repl_t *r)
     r->writable = false;
     wake_waiters_failed(r, MF_E_InterruptedAtShutdown, "interrupted at shutdown");
     pthread_cond_broadcast(&r->cv);
+    pthread_cond_broadcast(&r->work_cv);
+    pthread_cond_broadcast(&r->oplog_cv);
+    pthread_cond_broadcast(&r->stop_cv);
     mf_raft_node_t *node = r->node;
     r->node = NULL; /* submitters check it under r->mu */
     pthread_mutex_unlock(&r->mu);
@@ -2842,13 +2939,16 @@ mf_repl_free(mf_repl_t *r)
     while (r->waiters) {
         waiter_t *w = r->waiters;
         r->waiters = w->next;
-        free(w);
+        waiter_free(w);
     }
     if (r->config_to_save)
         bson_destroy(r->config_to_save);
     if (r->config)
         bson_destroy(r->config);
     pthread_cond_destroy(&r->cv);
+    pthread_cond_destroy(&r->work_cv);
+    pthread_cond_destroy(&r->oplog_cv);
+    pthread_cond_destroy(&r->stop_cv);
     pthread_mutex_destroy(&r->mu);
     free(r);
 }
