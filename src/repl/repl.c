@@ -697,6 +697,7 @@ on_state(void *arg, mf_raft_role_t role, uint64_t leader_id, const char *leader_
     if (won)
         r->drain_seq = seq = ++r->next_seq;
     pthread_cond_broadcast(&r->cv);
+    pthread_cond_signal(&r->stop_cv); /* a heartbeat round now: replSetGetStatus shows the new roles */
     pthread_mutex_unlock(&r->mu);
     if (lost || won)
         mf_ttl_monitor_pause(r->eng->ttl, "this replica-set member is not primary");
@@ -1803,8 +1804,8 @@ heartbeat_main(void *arg)
     for (;;) {
         pthread_mutex_lock(&r->mu);
         int64_t until = mf_mono_ms() + HEARTBEAT_MS;
-        while (!r->stop && wait_until(r, &r->stop_cv, until))
-            ;
+        if (!r->stop) /* one sleep: a role change wakes it early (on_state) */
+            wait_until(r, &r->stop_cv, until);
         bool stop = r->stop;
         bool frozen_leader = r->writable && r->frozen_until_ms > mf_mono_ms() && r->nmembers > 1;
         pthread_mutex_unlock(&r->mu);
@@ -2478,6 +2479,9 @@ append_member_status(mf_repl_t *r, bson_t *arr, int i, int64_t now)
     BSON_APPEND_INT32(&d, "_id", m->id);
     BSON_APPEND_UTF8(&d, "name", m->host);
     int st = self ? self_state(r) : (m->health == 1 ? m->state : ST_UNKNOWN);
+    /* A heartbeat up to a second old may still say PRIMARY for a member raft no longer follows. */
+    if (!self && st == ST_PRIMARY && raft_id_of(m->id) != r->leader_id)
+        st = ST_SECONDARY;
     BSON_APPEND_DOUBLE(&d, "health", self ? 1.0 : (m->health == 1 ? 1.0 : 0.0));
     BSON_APPEND_INT32(&d, "state", st);
     BSON_APPEND_UTF8(&d, "stateStr", self ? state_str(st) : (m->health == 1 ? state_str(st) : "(not reachable/healthy)"));
