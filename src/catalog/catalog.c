@@ -1349,7 +1349,8 @@ int
 mf_catalog_check_db_name(const char *db, mf_error_t *err)
 {
     size_t n = strlen(db);
-    if (n == 0 || n >= 64 || strpbrk(db, "/\\. \"$") != NULL)
+    /* Names must be valid UTF-8: drivers decode them in listDatabases replies. */
+    if (n == 0 || n >= 64 || strpbrk(db, "/\\. \"$") != NULL || !bson_utf8_validate(db, n, false))
         return mf_err_set(err, MF_E_InvalidNamespace, "Invalid database name: '%s'", db);
     return 0;
 }
@@ -1359,7 +1360,7 @@ mf_catalog_check_coll_name(const char *db, const char *name, mf_error_t *err)
 {
     if (name[0] == '\0')
         return mf_err_set(err, MF_E_InvalidNamespace, "Invalid namespace specified '%s.'", db);
-    if (strchr(name, '$') != NULL || name[0] == '.')
+    if (strchr(name, '$') != NULL || name[0] == '.' || !bson_utf8_validate(name, strlen(name), false))
         return mf_err_set(err, MF_E_InvalidNamespace, "Invalid collection name: %s", name);
     if (strlen(db) + 1 + strlen(name) > 255)
         return mf_err_set(err, MF_E_InvalidNamespace, "Fully qualified namespace is too long. Namespace: %s.%s Max: 255",

@@ -474,6 +474,10 @@ cmd_rename_collection(mf_op_t *op)
         return mf_err_set(&op->err, MF_E_InvalidNamespace, "Invalid source namespace: %s", from);
     if (split_ns(to, tdb, sizeof(tdb), &tcoll) != 0)
         return mf_err_set(&op->err, MF_E_InvalidNamespace, "Invalid target namespace: %s", to);
+    /* Users do not create system collections by renaming (buckets get their own message below). */
+    if (strncmp(tcoll, "system.", 7) == 0 && strncmp(tcoll, MF_TS_BUCKETS_PREFIX, strlen(MF_TS_BUCKETS_PREFIX)) != 0)
+        return mf_err_set(&op->err, MF_E_IllegalOperation, "error with target namespace: Invalid system namespace: %s",
+                          to);
     mf_catalog_wrlock(op->eng->cat);
     c = mf_catalog_coll_find(op->eng->cat, fdb, fcoll);
     if (c == NULL) {

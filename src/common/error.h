@@ -40,6 +40,7 @@
     X(28, PathNotViable)                                                       \
     X(29, NonExistentPath)                                                     \
     X(31, RoleNotFound)                                                        \
+    X(34, CannotBackfillArray)                                                 \
     X(40, ConflictingUpdateOperators)                                          \
     X(43, CursorNotFound)                                                      \
     X(48, NamespaceExists)                                                     \

@@ -16,8 +16,9 @@ check_depth(bson_iter_t *it, int depth, mf_error_t *err)
     while (bson_iter_next(it)) {
         if (BSON_ITER_HOLDS_DOCUMENT(it) || BSON_ITER_HOLDS_ARRAY(it)) {
             bson_iter_t child;
-            if (depth + 1 > 100)
-                return mf_err_set(err, MF_E_Overflow, "Document exceeds maximum nesting depth of 100");
+            if (depth + 1 > MF_MAX_STORED_DEPTH)
+                return mf_err_set(err, MF_E_Overflow, "Document exceeds maximum nesting depth of %d",
+                                  MF_MAX_STORED_DEPTH);
             if (!bson_iter_recurse(it, &child))
                 return mf_err_set(err, MF_E_InvalidBSON, "invalid embedded document");
             if (check_depth(&child, depth + 1, err) != 0)

@@ -28,6 +28,7 @@
  */
 #include "common/alloc.h"
 #include "doc/update.h"
+#include "common/limits.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -1201,6 +1202,13 @@ slot_create(actx_t *c, node_t *cur, const char *curname, const char *key, node_t
             mf_err_set(c->err, MF_E_PathNotViable, "Cannot create field '%s' in element {%s: %s}", key,
                        curname ? curname : "", s);
             bson_free(s);
+            node_free(kid);
+            return -1;
+        }
+        /* As MongoDB: at most 1,500,000 nulls of padding (a huge index must not build a huge array). */
+        if (idx > cur->n && idx - cur->n > MF_MAX_ARRAY_PADDING) {
+            mf_err_set(c->err, MF_E_CannotBackfillArray, "can't backfill more than %d elements",
+                       MF_MAX_ARRAY_PADDING);
             node_free(kid);
             return -1;
         }

@@ -353,11 +353,17 @@ work_cb(mf_net_pool_job_t *pj)
     if (msg.hdr.opcode == MF_OP_MSG) {
         bson_iter_t it;
         const char *db = NULL;
+        uint32_t dblen = 0;
         if (bson_iter_init_find(&it, &msg.body, "$db") && BSON_ITER_HOLDS_UTF8(&it))
-            db = bson_iter_utf8(&it, NULL);
+            db = bson_iter_utf8(&it, &dblen);
         if (db == NULL) {
             mf_error_t e;
             mf_err_set(&e, MF_E_Location40571, "OP_MSG requests require a $db argument");
+            mf_cmd_error_reply(&reply, &e);
+        } else if (strlen(db) != dblen) {
+            /* "secret\0evil" must not read, write or drop "secret". */
+            mf_error_t e;
+            mf_err_set(&e, MF_E_InvalidNamespace, "Invalid database name: contains a NUL byte");
             mf_cmd_error_reply(&reply, &e);
         } else {
             mf_cmd_run(eng, &c->client, db, &msg.body, msg.seqs, msg.nseqs, false, &reply);

@@ -596,8 +596,13 @@ visit(mf_ttl_monitor_t *m, mf_sess_t *s, ttl_target_t *t)
         int64_t after = mf_now_ms();
         if (m->env.on_batch && st.deleted > 0)
             m->env.on_batch(m->env.arg, t->ns, t->index, secs, st.deleted, (mf_mono_us() - batch_start) / 1000);
-        for (size_t i = 0; i < cx.committed; i++)
-            lateness_record(m, after - cx.expiries[i]);
+        for (size_t i = 0; i < cx.committed; i++) {
+            /* A date near the minimum Date expires at about INT64_MIN: the difference saturates. */
+            int64_t late;
+            if (__builtin_sub_overflow(after, cx.expiries[i], &late))
+                late = INT64_MAX;
+            lateness_record(m, late);
+        }
         atomic_fetch_add(&m->deleted, st.deleted);
         int64_t b = atomic_load(&m->backlog);
         while (b > 0 && !atomic_compare_exchange_weak(&m->backlog, &b, b > st.deleted ? b - st.deleted : 0))

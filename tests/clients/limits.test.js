@@ -1,0 +1,135 @@
+'use strict';
+/*
+ * Issue 10's limits found "as a new user would", each answered with
+ * MongoDB's code while the connection and server carry on:
+ *   - an update padding an array past 1,500,000 elements (34 CannotBackfillArray),
+ *   - stored nesting depth: 180 levels kept, 181 refused (15 Overflow),
+ *   - a $db holding a NUL byte (73, and the database before the NUL untouched),
+ *   - database and collection names that are not UTF-8 (73; listings keep working),
+ *   - renameCollection to a system.* name (20 IllegalOperation),
+ *   - a TTL date near the minimum Date (expires; no arithmetic overflow).
+ */
+const assert = require('node:assert/strict');
+const { BSON } = require('mongodb');
+const h = require('./harness');
+
+const srv = h.useServer();
+
+async function raw(db, cmd, opts) {
+  const conn = await h.rawConnect(srv.port);
+  try {
+    const r = await conn.command(db, cmd, undefined, opts);
+    assert.ok(r, 'the server replied (did not close the connection)');
+    return r;
+  } finally { conn.close(); }
+}
+
+function code(r) {
+  if (r.ok === 0) return r.code;
+  if (r.writeErrors && r.writeErrors.length) return r.writeErrors[0].code;
+  return undefined;
+}
+
+async function stillServing() {
+  assert.equal((await srv.client.db('admin').command({ ping: 1 })).ok, 1);
+}
+
+function nested(levels) {
+  // levels counts the stored document itself: {_id, d: {n: {n: ... {leaf}}}}
+  let d = { leaf: 1 };
+  for (let i = 0; i < levels - 2; i++) d = { n: d };
+  return d;
+}
+
+h.test('an update that would pad an array past 1,500,000 elements answers 34 at once and changes nothing', async () => {
+  const c = srv.freshDb('pad').collection('c');
+  await c.insertOne({ _id: 1, arr: [1] });
+  const t0 = Date.now();
+  await assert.rejects(c.updateOne({ _id: 1 }, { $set: { 'arr.100000000': 1 } }), (e) => e.code === 34 &&
+    /can't backfill more than 1500000 elements/.test(e.message));
+  console.log(`# refused after ${Date.now() - t0} ms`);
+  assert.deepEqual(await c.findOne({ _id: 1 }), { _id: 1, arr: [1] });
+  await c.updateOne({ _id: 1 }, { $set: { 'arr.5': 6 } });
+  assert.deepEqual((await c.findOne({ _id: 1 })).arr, [1, null, null, null, null, 6]);
+  await stillServing();
+});
+
+h.test('stored documents may nest 180 levels; 181 answers 15 Overflow', async () => {
+  const c = srv.freshDb('depth').collection('c');
+  await c.insertOne({ _id: 180, d: nested(180) });
+  const back = await c.findOne({ _id: 180 });
+  let depth = 1;
+  for (let d = back.d; d && typeof d === 'object'; d = d.n) depth++;
+  assert.equal(depth, 180);
+  const r = await raw(c.dbName, { insert: 'c', documents: [{ _id: 181, d: nested(181) }] });
+  assert.equal(code(r), 15, JSON.stringify(r).slice(0, 300));
+  assert.equal(await c.countDocuments(), 1);
+  await stillServing();
+});
+
+h.test('a $db holding a NUL byte answers 73 and never reaches the database named before the NUL', async () => {
+  const secret = srv.client.db('secret_nul').collection('c');
+  await secret.insertOne({ _id: 'keep' });
+  for (const cmd of [{ find: 'c' }, { insert: 'c', documents: [{ _id: 'evil' }] }, { dropDatabase: 1 }, { drop: 'c' }]) {
+    const r = await raw('secret_nul\u0000evil', cmd);
+    assert.equal(r.ok, 0, `${JSON.stringify(cmd)}: ${JSON.stringify(r)}`);
+    assert.equal(r.code, 73);
+  }
+  assert.deepEqual(await secret.find().toArray(), [{ _id: 'keep' }]);
+  await stillServing();
+});
+
+/* An OP_MSG body {create: <2 bytes>, $db: db} whose name bytes are 0xC3 0x28 (not UTF-8). */
+function createWithBadName(db) {
+  const body = Buffer.from(BSON.serialize({ create: 'ZZ', $db: db }));
+  const at = body.indexOf(Buffer.from('ZZ\0'));
+  body[at] = 0xc3;
+  body[at + 1] = 0x28;
+  return body;
+}
+
+h.test('database and collection names that are not UTF-8 answer 73; listDatabases and listCollections keep working', async () => {
+  const db = srv.freshDb('utf8');
+  await db.collection('ok').insertOne({ _id: 1 });
+  const r = await raw(db.databaseName, {}, { rawBody: createWithBadName(db.databaseName) });
+  assert.equal(r.code, 73, JSON.stringify(r));
+  const dbBody = Buffer.from(BSON.serialize({ insert: 'c', documents: [{ _id: 1 }], $db: 'badZZ' }));
+  const at = dbBody.indexOf(Buffer.from('badZZ\0'));
+  dbBody[at + 3] = 0xc3;
+  dbBody[at + 4] = 0x28;
+  const r2 = await raw('x', {}, { rawBody: dbBody });
+  assert.equal(r2.code, 73, JSON.stringify(r2));
+  // Every driver can still list what exists.
+  assert.deepEqual((await db.listCollections().toArray()).map((x) => x.name), ['ok']);
+  const names = (await srv.client.db('admin').admin().listDatabases()).databases.map((d) => d.name);
+  assert.ok(names.includes(db.databaseName));
+  await stillServing();
+});
+
+h.test('renameCollection to a system.* name answers 20 IllegalOperation and leaves the collection', async () => {
+  const db = srv.freshDb('sysren');
+  await db.collection('c').insertOne({ _id: 1 });
+  for (const to of ['system.js2', 'system.users', 'system.views']) {
+    await assert.rejects(srv.client.db('admin').command({ renameCollection: `${db.databaseName}.c`, to: `${db.databaseName}.${to}` }),
+      (e) => e.code === 20 && /Invalid system namespace/.test(e.message), to);
+  }
+  assert.deepEqual((await db.listCollections().toArray()).map((x) => x.name), ['c']);
+  await stillServing();
+});
+
+h.test('a TTL date near the minimum Date expires without arithmetic overflow', { timeout: 30000 }, async () => {
+  const c = srv.freshDb('mindate').collection('c');
+  await c.createIndex({ at: 1 }, { expireAfterSeconds: 0 });
+  await c.insertMany([
+    { _id: 'min', at: new Date(-8640000000000000) },
+    { _id: 'old', at: new Date(-62135596800000) },
+    { _id: 'future', at: new Date(Date.now() + 3600e3) },
+  ]);
+  const deadline = Date.now() + 10000;
+  while ((await c.countDocuments({ _id: { $in: ['min', 'old'] } })) > 0 && Date.now() < deadline) await h.sleep(100);
+  assert.deepEqual((await c.find().toArray()).map((d) => d._id), ['future']);
+  const st = await srv.client.db('admin').command({ serverStatus: 1 });
+  assert.ok(st.metrics.ttl.deletedDocuments >= 2);
+  assert.ok(Number(st.metrics.ttl.lateness.maxMs) >= 0);
+  await stillServing();
+});
