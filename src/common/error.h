@@ -107,6 +107,7 @@
     X(15998, Location15998)                                                    \
     X(16410, Location16410)                                                    \
     X(16436, Location16436)                                                    \
+    X(16493, Location16493)                                                    \
     X(16554, TypeMismatch16554)                                                \
     X(16555, Location16555)                                                    \
     X(16608, Location16608)                                                    \

@@ -38,6 +38,7 @@
  * released with mf_value_free() (bson_value_destroy, which is a no-op for EOD).
  */
 #include "doc/expr.h"
+#include "common/limits.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <ctype.h>
@@ -2868,6 +2869,10 @@ ev_regex_match(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
             goto done;
         }
     }
+    if (strlen(pat) > MF_MAX_REGEX_LENGTH) {
+        rc = mf_err_set(c->err, MF_E_Location51091, "Regular expression is invalid: pattern string is too long");
+        goto done;
+    }
     re = pcre2_compile((PCRE2_SPTR)pat, PCRE2_ZERO_TERMINATED, flags, &errcode, &erroff, NULL);
     if (re == NULL) {
         rc = mf_err_set(c->err, MF_E_BadValue, "Invalid Regex in $regexMatch");
@@ -3785,7 +3790,6 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     case OP_TRUNC: rc = ev_round(id, &v[0], n > 1 ? &v[1] : NULL, c, o); break;
     case OP_POW: rc = ev_pow(&v[0], &v[1], c, o); break;
     case OP_CONCAT: {
-        bson_string_t *s;
         bool null = false;
         for (size_t i = 0; i < n; i++) {
             if (is_nullish(&v[i])) {
@@ -3801,11 +3805,24 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
             set_null(o);
             break;
         }
-        s = bson_string_new(NULL);
+        /* Lengths, not C strings: a string may hold NUL bytes. At most 16 MB, as MongoDB. */
+        size_t total = 0;
         for (size_t i = 0; i < n; i++)
-            bson_string_append(s, v[i].value.v_utf8.str);
-        set_strn(o, s->str, s->len);
-        bson_string_free(s, true);
+            total += v[i].value.v_utf8.len;
+        if (total > MF_MAX_BSON_SIZE) {
+            rc = mf_err_set(c->err, MF_E_Location16493, "Tried to create string longer than 16MB");
+            break;
+        }
+        memset(o, 0, sizeof *o);
+        o->value_type = BSON_TYPE_UTF8;
+        o->value.v_utf8.str = bson_malloc(total + 1);
+        o->value.v_utf8.len = (uint32_t)total;
+        total = 0;
+        for (size_t i = 0; i < n; i++) {
+            memcpy(o->value.v_utf8.str + total, v[i].value.v_utf8.str, v[i].value.v_utf8.len);
+            total += v[i].value.v_utf8.len;
+        }
+        o->value.v_utf8.str[total] = '\0';
         break;
     }
     case OP_TOLOWER:

@@ -30,6 +30,7 @@
  */
 #include "common/alloc.h"
 #include "doc/match.h"
+#include "common/limits.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
@@ -221,6 +222,10 @@ rx_compile(const char *pattern, size_t plen, const char *flags, mf_error_t *err)
     if (memchr(pattern, '\0', plen) != NULL) {
         mf_err_set(err, MF_E_Location51091,
                    "Regular expression cannot contain an embedded null byte");
+        return NULL;
+    }
+    if (plen > MF_MAX_REGEX_LENGTH) {
+        mf_err_set(err, MF_E_Location51091, "Regular expression is invalid: pattern string is too long");
         return NULL;
     }
     r = mf_calloc(1, sizeof(*r));

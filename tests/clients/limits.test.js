@@ -133,3 +133,26 @@ h.test('a TTL date near the minimum Date expires without arithmetic overflow', {
   assert.ok(Number(st.metrics.ttl.lateness.maxMs) >= 0);
   await stillServing();
 });
+
+h.test('$concat and $reduce stop at 16 MB strings (16493) instead of building 128 MB; $concat keeps NUL bytes', { timeout: 60000 }, async () => {
+  const c = srv.freshDb('strcap').collection('c');
+  await c.insertOne({ _id: 1, s: 'x'.repeat(1 << 20), z: 'z\u0000z' });
+  const t0 = Date.now();
+  await assert.rejects(c.aggregate([{ $project: { big: { $reduce: {
+    input: { $range: [0, 128] }, initialValue: '', in: { $concat: ['$$value', '$s'] } } } } }]).toArray(),
+  (e) => e.code === 16493 && /longer than 16MB/.test(e.message));
+  console.log(`# refused after ${Date.now() - t0} ms`);
+  const ok = await c.aggregate([{ $project: { _id: 0, n: { $strLenBytes: { $concat: ['$s', '$s'] } }, z: { $concat: ['a', '$z', 'b'] } } }]).toArray();
+  assert.deepEqual(ok, [{ n: 2 << 20, z: 'az\u0000zb' }]);
+  await stillServing();
+});
+
+h.test('$regex patterns longer than 32,764 bytes answer 51091; 32,764 is accepted', async () => {
+  const c = srv.freshDb('relen').collection('c');
+  await c.insertOne({ _id: 1, z: 'c'.repeat(40000) });
+  assert.equal(await c.countDocuments({ z: { $regex: 'c'.repeat(32764) } }), 1);
+  await assert.rejects(c.countDocuments({ z: { $regex: 'c'.repeat(32765) } }), (e) => e.code === 51091);
+  await assert.rejects(c.aggregate([{ $project: { m: { $regexMatch: { input: '$z', regex: 'c'.repeat(32765) } } } }]).toArray(),
+    (e) => e.code === 51091);
+  await stillServing();
+});
