@@ -69,6 +69,7 @@
     X(121, DocumentValidationFailure)                                          \
     X(125, CommandFailed)                                                      \
     X(136, CappedPositionLost)                                                 \
+    X(146, ExceededMemoryLimit)                                                \
     X(165, ViewDepthLimitExceeded)                                             \
     X(166, CommandNotSupportedOnView)                                          \
     X(168, InvalidPipelineOperator)                                          \

@@ -52,6 +52,7 @@
  * pipelines and $out/$merge.
  */
 #include "query/agg.h"
+#include "common/limits.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -499,6 +500,9 @@ acc_update(accst_t *a, int kind, const bson_value_t *v, mf_error_t *err)
             break;
         bson_uint32_to_string(a->arrn++, &key, buf, sizeof buf);
         bson_append_value(a->arr, key, -1, v);
+        if (a->arr->len > MF_MAX_ACCUMULATOR_BYTES) /* one group's array cannot spill: MongoDB's 100 MB cap */
+            return mf_err_set(err, MF_E_ExceededMemoryLimit, "$push used too much memory and cannot spill to disk. "
+                              "Memory limit: %d bytes", MF_MAX_ACCUMULATOR_BYTES);
         break;
     case AC_ADDTOSET:
         if (v->value_type == BSON_TYPE_EOD)
@@ -510,6 +514,9 @@ acc_update(accst_t *a, int kind, const bson_value_t *v, mf_error_t *err)
         mf_value_copy(&a->seen[a->nseen++], v);
         bson_uint32_to_string(a->arrn++, &key, buf, sizeof buf);
         bson_append_value(a->arr, key, -1, v);
+        if (a->arr->len > MF_MAX_ACCUMULATOR_BYTES)
+            return mf_err_set(err, MF_E_ExceededMemoryLimit, "$addToSet used too much memory and cannot spill to "
+                              "disk. Memory limit: %d bytes", MF_MAX_ACCUMULATOR_BYTES);
         break;
     case AC_MERGEOBJECTS: {
         fl_t f;

@@ -156,3 +156,18 @@ h.test('$regex patterns longer than 32,764 bytes answer 51091; 32,764 is accepte
     (e) => e.code === 51091);
   await stillServing();
 });
+
+h.test('$group $push and $addToSet stop at 100 MB per group (146 ExceededMemoryLimit); smaller groups work', { timeout: 120000 }, async () => {
+  const c = srv.freshDb('pushcap').collection('c');
+  const mb = 'p'.repeat(1 << 20);
+  for (let i = 0; i < 110; i += 10) {
+    await c.insertMany(Array.from({ length: 10 }, (_, k) => ({ _id: i + k, s: `${i + k}${mb}` })));
+  }
+  for (const acc of ['$push', '$addToSet']) {
+    await assert.rejects(c.aggregate([{ $group: { _id: null, all: { [acc]: '$s' } } }]).toArray(),
+      (e) => e.code === 146 && /used too much memory and cannot spill to disk/.test(e.message), acc);
+  }
+  const small = await c.aggregate([{ $match: { _id: { $lt: 5 } } }, { $group: { _id: null, n: { $push: '$_id' } } }]).toArray();
+  assert.deepEqual(small[0].n.sort(), [0, 1, 2, 3, 4]);
+  await stillServing();
+});
