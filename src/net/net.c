@@ -137,6 +137,7 @@ typedef struct server {
     uv_timer_t stop_timer;  /* shutdown progress log while jobs remain */
     bool stop_timer_open;
     bool done_async_open;
+    int max_conns;          /* --maxConns */
     uv_async_t topo_async;  /* the engine's topology changed: answer the held hellos */
     bool topo_async_open;
 } server_t;
@@ -722,6 +723,12 @@ on_connection(uv_stream_t *listener, int status)
         uv_close((uv_handle_t *)&c->tcp, (uv_close_cb)free);
         return;
     }
+    if (srv->nconns >= (size_t)srv->max_conns) {
+        /* As mongod: over --maxConns a new connection is closed at once; the open ones carry on. */
+        mf_log(MF_LOG_WARN, "NETWORK", "connection refused because too many open connections: %zu", srv->nconns);
+        uv_close((uv_handle_t *)&c->tcp, (uv_close_cb)free);
+        return;
+    }
     uv_tcp_nodelay(&c->tcp, 1);
     uv_timer_init(srv->loop, &c->timer);
     c->timer.data = c;
@@ -836,6 +843,7 @@ mf_net_serve(mf_engine_t *eng, const mf_net_opts_t *opts, mf_error_t *err)
     memset(&srv, 0, sizeof(srv));
     srv.loop = uv_default_loop();
     srv.eng = eng;
+    srv.max_conns = opts->max_conns > 0 ? opts->max_conns : 1000000;
     if (strchr(bind_ip, ':'))
         r = uv_ip6_addr(bind_ip, port, (struct sockaddr_in6 *)&addr);
     else

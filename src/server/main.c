@@ -11,6 +11,8 @@
  *                         pool grows past --workers when every worker is busy)
  *   --inMemory            keep all data in memory (WiredTiger in_memory): a throwaway
  *                         server for test suites; gone at shutdown
+ *   --maxConns N          connections open at once; more are closed at once (default 1,000,000;
+ *                         net.maxIncomingConnections in the config file)
  *   --replSet NAME        run as a member of replica set NAME (src/repl/repl.h)
  *   --raftPort N          the port raft listens on (default: --port + 10000)
  *   --oplogSize MB        local.oplog.rs's size cap (default 1024)
@@ -56,6 +58,7 @@ typedef struct opts {
     size_t nset_params;
     mf_params_t *check;         /* validates --setParameter as it is read */
     int max_workers;
+    int max_conns;
     char repl_set[128];
     int raft_port;
     int64_t oplog_size_mb;
@@ -65,7 +68,7 @@ static void
 usage(FILE *f)
 {
     fprintf(f, "usage: mayflyd [--port N] [--bind_ip ADDR] [--dbpath DIR] [--setParameter name=value]...\n"
-               "               [--workers N] [--maxWorkers N] [--inMemory] [--replSet NAME] [--raftPort N]\n"
+               "               [--workers N] [--maxWorkers N] [--maxConns N] [--inMemory] [--replSet NAME] [--raftPort N]\n"
                "               [--oplogSize MB] [--config FILE] [--version]\n");
 }
 
@@ -105,6 +108,8 @@ load_config(opts_t *o, const char *path, bson_t *parsed)
             name = "dbpath";
         else if (strcmp(name, "replSetName") == 0)
             name = "replSet";
+        else if (strcmp(name, "maxIncomingConnections") == 0)
+            name = "maxConns";
         else if (strcmp(name, "oplogSizeMB") == 0)
             name = "oplogSize";
         if (*val == '\0')
@@ -152,6 +157,12 @@ apply_flag(opts_t *o, const char *name, const char *val, bson_t *parsed)
         /* WiredTiger's session_max (2000, storage_wt.c) bounds threads that touch data. */
         if (o->max_workers <= 0 || o->max_workers > 1024) {
             fprintf(stderr, "mayflyd: bad --maxWorkers %s\n", val);
+            return -1;
+        }
+    } else if (strcmp(name, "maxConns") == 0) {
+        o->max_conns = atoi(val);
+        if (o->max_conns <= 0) {
+            fprintf(stderr, "mayflyd: bad --maxConns %s\n", val);
             return -1;
         }
     } else if (strcmp(name, "replSet") == 0) {
@@ -343,7 +354,7 @@ main(int argc, char **argv)
         mf_log(MF_LOG_INFO, "REPL", "member of replica set %s, raft port %d", o.repl_set, raft_port);
     }
     mf_net_opts_t no = {.bind_ip = o.bind_ip, .port = o.port, .workers = workers, .max_workers = max_workers,
-                        .ready = on_ready, .ready_arg = NULL};
+                        .max_conns = o.max_conns, .ready = on_ready, .ready_arg = NULL};
     if (mf_net_serve(eng, &no, &err) != 0) {
         mf_log(MF_LOG_ERROR, "NETWORK", "%s", err.msg);
         rc = 1;

@@ -171,3 +171,31 @@ h.test('$group $push and $addToSet stop at 100 MB per group (146 ExceededMemoryL
   assert.deepEqual(small[0].n.sort(), [0, 1, 2, 3, 4]);
   await stillServing();
 });
+
+h.test('--maxConns: past the limit a new connection is closed at once; open ones carry on and a freed slot is reused', { timeout: 60000 }, async () => {
+  const s = new h.MayflyServer({ args: ['--maxConns', '3'] });
+  await s.start();
+  const conns = [];
+  try {
+    await h.sleep(200); // the start-up probe's connection has closed
+    for (let i = 0; i < 3; i++) {
+      const c = await h.rawConnect(s.port);
+      conns.push(c);
+      assert.equal((await c.command('admin', { ping: 1 })).ok, 1);
+    }
+    const extra = await h.rawConnect(s.port);
+    assert.equal(await extra.command('admin', { ping: 1 }), null, 'the fourth connection is closed without an answer');
+    extra.close();
+    for (const c of conns) assert.equal((await c.command('admin', { ping: 1 })).ok, 1, 'the open ones still answer');
+    conns.shift().close();
+    await h.sleep(200);
+    const again = await h.rawConnect(s.port);
+    conns.push(again);
+    assert.equal((await again.command('admin', { ping: 1 })).ok, 1, 'a freed slot takes a new connection');
+    assert.match(s.stderrTail(100), /connection refused because too many open connections: 3/);
+  } finally {
+    for (const c of conns) c.close();
+    await s.stop();
+    s.cleanup && s.cleanup();
+  }
+});
