@@ -336,9 +336,10 @@ cmd_get_log(mf_op_t *op)
         return 0;
     }
     if (strcmp(which, "startupWarnings") == 0) {
-        BSON_APPEND_INT32(op->reply, "totalLinesWritten", 0);
-        BSON_APPEND_ARRAY_BEGIN(op->reply, "log", &arr);
-        bson_append_array_end(op->reply, &arr);
+        bson_t empty = BSON_INITIALIZER;
+        const bson_t *w = op->eng->startup_warnings ? op->eng->startup_warnings : &empty;
+        BSON_APPEND_INT32(op->reply, "totalLinesWritten", (int32_t)bson_count_keys(w));
+        BSON_APPEND_ARRAY(op->reply, "log", w);
         return 0;
     }
     if (strcmp(which, "global") != 0)

@@ -300,6 +300,8 @@ mf_engine_close(mf_engine_t *eng)
     mf_profiler_free(eng->profiler);
     mf_curops_free(eng->curops);
     mf_params_free(eng->params);
+    if (eng->startup_warnings)
+        bson_destroy(eng->startup_warnings);
     if (eng->cmdline_argv)
         bson_destroy(eng->cmdline_argv);
     if (eng->cmdline_parsed)

@@ -105,6 +105,7 @@ typedef struct mf_engine {
     char host[256];           /* "hostname:port" for hello.me */
     int port;
     bson_t *cmdline_argv;     /* getCmdLineOpts.argv */
+    bson_t *startup_warnings; /* getLog "startupWarnings": log lines (an array of strings), or NULL; set before serving */
     bson_t *cmdline_parsed;   /* getCmdLineOpts.parsed */
     /* serverStatus counters (opcounters, connections, TTL) */
     _Atomic int64_t op_insert, op_query, op_update, op_delete, op_getmore, op_command;

@@ -216,6 +216,59 @@ on_ready(void *arg)
     (void)arg;
 }
 
+/* Whether addr (a --bind_ip list) names only loopback addresses. */
+static bool
+loopback_only(const char *addr)
+{
+    char buf[128];
+    snprintf(buf, sizeof(buf), "%s", addr);
+    for (char *save = NULL, *a = strtok_r(buf, ",", &save); a != NULL; a = strtok_r(NULL, ",", &save)) {
+        while (*a == ' ')
+            a++;
+        if (strncmp(a, "127.", 4) != 0 && strcmp(a, "::1") != 0 && strcmp(a, "localhost") != 0)
+            return false;
+    }
+    return true;
+}
+
+/*
+ * mongod's startup warnings: logged, and kept for getLog "startupWarnings"
+ * (the drivers' and mongosh's banner). Without access control (there is no
+ * --auth yet) every client can read and write everything, which matters most
+ * when the server listens beyond loopback.
+ */
+static void
+startup_warnings(mf_engine_t *eng, const char *bind_ip)
+{
+    const char *msgs[2];
+    char bound[300];
+    int n = 0;
+    msgs[n++] = "Access control is not enabled for the database. Read and write access to data and configuration is "
+                "unrestricted";
+    if (!loopback_only(bind_ip)) {
+        snprintf(bound, sizeof(bound), "This server is bound to %s and can be reached from other hosts: anyone who "
+                 "can connect can read and write everything. Bind it to 127.0.0.1 or keep it behind a firewall",
+                 bind_ip);
+        msgs[n++] = bound;
+    }
+    eng->startup_warnings = bson_new();
+    for (int i = 0; i < n; i++) {
+        char key[16], line[600];
+        mf_log(MF_LOG_WARN, "CONTROL", "%s", msgs[i]);
+        snprintf(key, sizeof(key), "%d", i);
+        bson_t doc;
+        bson_init(&doc);
+        BSON_APPEND_UTF8(&doc, "s", "W");
+        BSON_APPEND_UTF8(&doc, "c", "CONTROL");
+        BSON_APPEND_UTF8(&doc, "msg", msgs[i]);
+        char *json = bson_as_relaxed_extended_json(&doc, NULL);
+        snprintf(line, sizeof(line), "%s", json ? json : msgs[i]);
+        bson_free(json);
+        bson_destroy(&doc);
+        bson_append_utf8(eng->startup_warnings, key, -1, line, -1);
+    }
+}
+
 /* Frees what apply_flag collected. */
 static void
 opts_free(opts_t *o)
@@ -340,6 +393,7 @@ main(int argc, char **argv)
 
     eng->on_shutdown = interrupt_engine;
     eng->on_shutdown_arg = eng;
+    startup_warnings(eng, o.bind_ip);
     if (o.repl_set[0] != '\0') {
         int raft_port = o.raft_port ? o.raft_port : o.port + 10000;
         mf_repl_opts_t ro = {.set_name = o.repl_set, .bind_ip = o.bind_ip, .port = o.port, .raft_port = raft_port,

@@ -199,3 +199,24 @@ h.test('--maxConns: past the limit a new connection is closed at once; open ones
     s.cleanup && s.cleanup();
   }
 });
+
+h.test('startup warnings: no access control is always warned; listening beyond loopback is warned too; getLog shows them', { timeout: 60000 }, async () => {
+  const local = await srv.client.db('admin').command({ getLog: 'startupWarnings' });
+  assert.equal(local.log.length, 1, JSON.stringify(local.log));
+  assert.match(local.log[0], /Access control is not enabled for the database/);
+  assert.match(srv.server.stderrTail(400), /Access control is not enabled/);
+
+  const s = new h.MayflyServer({ args: ['--bind_ip', '0.0.0.0'] });
+  await s.start();
+  try {
+    assert.match(s.stderrTail(200), /This server is bound to 0\.0\.0\.0 and can be reached from other hosts/);
+    const conn = await h.rawConnect(s.port);
+    const r = await conn.command('admin', { getLog: 'startupWarnings' });
+    conn.close();
+    assert.equal(r.log.length, 2);
+    assert.match(r.log[1], /bound to 0\.0\.0\.0/);
+  } finally {
+    await s.stop();
+    s.cleanup();
+  }
+});
