@@ -128,6 +128,29 @@ static __thread uint64_t tls_clock;
 /* Process-wide source of unique storage generations (identity only, no state). */
 static _Atomic uint64_t storage_gen;
 
+/*
+ * WiredTiger's errors go to the log. A panic (WT_PANIC: e.g. the disk filled
+ * up in the middle of a write) leaves the connection unusable: answering
+ * ping while every data command fails would hide that from a supervisor, so
+ * the process stops at once, as mongod does (its fatal assertion), and a
+ * restart recovers from the journal.
+ */
+static int
+wt_handle_error(WT_EVENT_HANDLER *handler, WT_SESSION *session, int error, const char *message)
+{
+    (void)handler;
+    (void)session;
+    if (error == WT_PANIC) {
+        mf_log(MF_LOG_ERROR, "STORAGE", "WiredTiger panic, stopping the server (a restart recovers from the "
+               "journal): %s", message);
+        abort();
+    }
+    mf_log(MF_LOG_ERROR, "STORAGE", "WiredTiger: %s", message);
+    return 0;
+}
+
+static WT_EVENT_HANDLER wt_events = {.handle_error = wt_handle_error};
+
 void
 mf_storage_set_txn_hook(mf_storage_t *st, void (*fn)(void *arg, bool committed), void *arg)
 {
@@ -370,7 +393,7 @@ mf_storage_open_ex(const char *dbpath, bool in_memory, mf_storage_t **out, mf_er
                          "transaction_sync=(enabled=false),checkpoint=(wait=60),"
                          "eviction=(threads_min=1,threads_max=2),statistics=(fast)",
              ext);
-    ret = wiredtiger_open(dbpath, NULL, config, &st->conn);
+    ret = wiredtiger_open(dbpath, &wt_events, config, &st->conn);
     st->in_memory = in_memory;
     if (ret != 0) {
         pthread_mutex_destroy(&st->lock);
