@@ -409,10 +409,55 @@ typedef struct accst {
     bool set;          /* first: already set */
     bson_t *arr;       /* push / addToSet (heap: bson_t needs 128-byte alignment) */
     uint32_t arrn;
-    bson_value_t *seen; /* addToSet: borrowed copies for uniqueness (owned copies) */
-    size_t nseen;
+    bson_value_t *seen; /* addToSet: the distinct values so far (owned copies) */
+    size_t nseen, capseen;
+    uint32_t *hseen;    /* addToSet: open-addressing index into seen (slot = index + 1, 0 empty) */
+    size_t hcap;        /* its size, a power of two, at least twice nseen */
     double mean, m2;    /* stdDevPop/stdDevSamp: Welford's running mean and sum of squares */
 } accst_t;
+
+/* Places seen[i] in the hash index (which has room). */
+static void
+seen_index(accst_t *a, size_t i)
+{
+    size_t mask = a->hcap - 1, h = (size_t)vhash(&a->seen[i], 1469598103934665603ULL) & mask;
+    while (a->hseen[h] != 0)
+        h = (h + 1) & mask;
+    a->hseen[h] = (uint32_t)(i + 1);
+}
+
+/*
+ * $addToSet: true if v is in the set already; else adds a copy of v and
+ * returns false. A hash index keeps this O(1) (a scan per value made 1 M
+ * distinct values cost 10^12 comparisons).
+ */
+static bool
+seen_add(accst_t *a, const bson_value_t *v)
+{
+    if (a->hcap > 0) {
+        size_t mask = a->hcap - 1, h = (size_t)vhash(v, 1469598103934665603ULL) & mask;
+        for (; a->hseen[h] != 0; h = (h + 1) & mask)
+            if (mf_value_cmp(&a->seen[a->hseen[h] - 1], v) == 0)
+                return true;
+    }
+    if (a->nseen == a->capseen) {
+        a->capseen = a->capseen ? a->capseen * 2 : 8;
+        a->seen = bson_realloc(a->seen, a->capseen * sizeof *a->seen);
+    }
+    mf_value_copy(&a->seen[a->nseen++], v);
+    if (a->nseen * 2 > a->hcap) {
+        a->hcap = a->hcap ? a->hcap * 2 : 16;
+        while (a->nseen * 2 > a->hcap)
+            a->hcap *= 2;
+        bson_free(a->hseen);
+        a->hseen = bson_malloc0(a->hcap * sizeof *a->hseen);
+        for (size_t i = 0; i < a->nseen; i++)
+            seen_index(a, i);
+    } else {
+        seen_index(a, a->nseen - 1);
+    }
+    return false;
+}
 
 typedef struct group {
     bson_value_t key;
@@ -442,6 +487,7 @@ acc_free(accst_t *a, int kind)
     for (size_t i = 0; i < a->nseen; i++)
         mf_value_free(&a->seen[i]);
     bson_free(a->seen);
+    bson_free(a->hseen);
 }
 
 static int
@@ -507,11 +553,8 @@ acc_update(accst_t *a, int kind, const bson_value_t *v, mf_error_t *err)
     case AC_ADDTOSET:
         if (v->value_type == BSON_TYPE_EOD)
             break;
-        for (size_t i = 0; i < a->nseen; i++)
-            if (mf_value_cmp(&a->seen[i], v) == 0)
-                return 0;
-        a->seen = bson_realloc(a->seen, (a->nseen + 1) * sizeof *a->seen);
-        mf_value_copy(&a->seen[a->nseen++], v);
+        if (seen_add(a, v))
+            return 0; /* already in the set */
         bson_uint32_to_string(a->arrn++, &key, buf, sizeof buf);
         bson_append_value(a->arr, key, -1, v);
         if (a->arr->len > MF_MAX_ACCUMULATOR_BYTES)

@@ -220,3 +220,17 @@ h.test('startup warnings: no access control is always warned; listening beyond l
     s.cleanup();
   }
 });
+
+h.test('$addToSet over 200,000 distinct values is a hash set, not a scan per value (was 2*10^10 comparisons)', { timeout: 120000 }, async () => {
+  const c = srv.freshDb('addset').collection('c');
+  for (let i = 0; i < 200000; i += 10000) {
+    await c.insertMany(Array.from({ length: 10000 }, (_, k) => ({ v: i + k, dup: (i + k) % 7, num: (i + k) % 3 === 0 ? 1.0 : 1 })));
+  }
+  const t0 = Date.now();
+  const [r] = await c.aggregate([{ $group: { _id: null, s: { $addToSet: '$v' }, d: { $addToSet: '$dup' }, n: { $addToSet: '$num' } } }]).toArray();
+  console.log(`# $addToSet of 200,000 distinct values: ${Date.now() - t0} ms`);
+  assert.equal(r.s.length, 200000);
+  assert.deepEqual(r.d.sort(), [0, 1, 2, 3, 4, 5, 6]);
+  assert.equal(r.n.length, 1, '1.0 and 1 are the same value, as in MongoDB');
+  await stillServing();
+});
