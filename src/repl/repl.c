@@ -947,6 +947,22 @@ prepare(void *arg, const bson_t *entry, mf_sess_t *s, mf_error_t *err)
     return 0;
 }
 
+/*
+ * A DDL waiter its command no longer waits for (r->mu held): freed now if
+ * its entry was applied (or failed), else left for the applier to free.
+ */
+static void
+ddl_waiter_release(mf_repl_t *r, waiter_t *w)
+{
+    if (w->state == W_APPLIED || w->failed) {
+        waiter_unlink(r, w);
+        waiter_free(w);
+    } else {
+        w->ddl = false;
+        w->state = W_DONE;
+    }
+}
+
 /* The DDL sink: the catalog change has committed; log it now and let the command wait at its end. */
 static void
 ddl_sink(void *arg, const bson_t *entry)
@@ -978,14 +994,7 @@ ddl_sink(void *arg, const bson_t *entry)
     if (tls_ddl_waiter != NULL) {
         /* A command with several DDL changes waits for its last one only (log order). */
         pthread_mutex_lock(&r->mu);
-        waiter_t *old = tls_ddl_waiter;
-        if (old->state == W_APPLIED || old->failed) {
-            waiter_unlink(r, old);
-            free(old);
-        } else {
-            old->ddl = false; /* the applier frees it when it gets there */
-            old->state = W_DONE;
-        }
+        ddl_waiter_release(r, tls_ddl_waiter);
         pthread_mutex_unlock(&r->mu);
     }
     tls_ddl_waiter = w;
@@ -2785,13 +2794,7 @@ hook_command_end(void *arg)
     pthread_mutex_lock(&r->mu);
     while (w->state != W_APPLIED && !w->failed && !r->stop && wait_until(r, &r->cv, deadline))
         ;
-    if (w->state == W_APPLIED || w->failed) {
-        waiter_unlink(r, w);
-        waiter_free(w);
-    } else {
-        w->ddl = false; /* the applier frees it when it gets there */
-        w->state = W_DONE;
-    }
+    ddl_waiter_release(r, w);
     pthread_mutex_unlock(&r->mu);
 }
 
