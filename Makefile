@@ -1,8 +1,9 @@
 # mayfly build. `make` builds build/mayflyd; `make run` and `make test` do all
 # set-up on a fresh Debian 12 machine (see README.md).
 #
-# Two build trees: build/ (optimised) and build-asan/ (the test build, with
-# -fsanitize=address,undefined). Every src/**/*.c except src/server/main.c goes
+# Three build trees: build/ (optimised), build-asan/ (the test build, with
+# -fsanitize=address,undefined) and build-fuzz/ (clang-14, for the libFuzzer
+# targets of fuzz/; `make fuzz`, `make fuzz-run`). Every src/**/*.c except src/server/main.c goes
 # into libmayfly.a, the engine library that unit tests link against, and (in
 # the release tree) libmayfly.so, which exports only the embedding API of
 # include/mayfly.h: everything is compiled with -fvisibility=hidden and the
@@ -21,6 +22,11 @@ LIBS     = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lwiredtiger -lpcre2-8
 BUILD   ?= build
 ifeq ($(BUILD),build-asan)
 OPT     := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
+MALLOC  :=
+else ifeq ($(BUILD),build-fuzz)
+# The engine instrumented for libFuzzer (coverage only: the fuzzer's main is
+# linked into each target) with ASan and UBSan, compiled by $(FUZZ_CC).
+OPT     := -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined
 MALLOC  :=
 else
 OPT     := -O2 -g
@@ -44,7 +50,7 @@ OBJS    := $(SRCS:%.c=$(BUILD)/%.o)
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
-.PHONY: all asan unit deps test run clean bench install lib
+.PHONY: all asan unit deps test run clean bench install lib fuzz fuzz-bins fuzz-run
 all: $(BUILD)/mayflyd $(if $(filter build-asan,$(BUILD)),,$(BUILD)/libmayfly.so) $(ZSTD_EXT)
 lib: $(BUILD)/libmayfly.a $(BUILD)/libmayfly.so
 
@@ -109,6 +115,7 @@ test: deps
 	bash scripts/check-alloc.sh
 	$(MAKE) BUILD=build-asan all unit-run
 	bash scripts/test-install.sh
+	$(MAKE) fuzz-run FUZZ_SECONDS=30
 	bash scripts/test-clients.sh build-asan/mayflyd
 
 run: deps
@@ -120,7 +127,33 @@ bench: deps
 	$(MAKE) all
 	bash bench/run.sh
 
+# Fuzzing (fuzz/README.md): one libFuzzer binary per fuzz/fuzz_<name>.c,
+# linked against the engine compiled into build-fuzz/ by clang-14 with
+# -fsanitize=fuzzer-no-link,address,undefined. `make fuzz` builds them;
+# `make fuzz-run FUZZ_SECONDS=N [FUZZ_TARGETS="wire bson"]` runs each for N
+# seconds on its seed corpus (fuzz/corpus/<name>/) and fails on any crash,
+# leak, timeout or broken invariant (the input is saved under fuzz/crashes/).
+# No clang-14 is an error, never a silent skip: scripts/deps.sh installs it.
+FUZZ_CC      ?= clang-14
+FUZZ_TARGETS ?= wire bson match update agg keystring scram
+FUZZ_SECONDS ?= 30
+FUZZ_BINS    := $(patsubst %,build-fuzz/fuzz/fuzz_%,$(FUZZ_TARGETS))
+
+fuzz:
+	@command -v $(FUZZ_CC) >/dev/null 2>&1 || { echo "fuzz: $(FUZZ_CC) not found (Debian packages clang-14 and libclang-rt-14-dev; scripts/deps.sh installs them)" >&2; exit 1; }
+	@mkdir -p build-fuzz && echo '*' > build-fuzz/.gitignore
+	$(MAKE) BUILD=build-fuzz CC=$(FUZZ_CC) fuzz-bins
+
+fuzz-bins: $(FUZZ_BINS)
+
+build-fuzz/fuzz/fuzz_%: fuzz/fuzz_%.c fuzz/fuzz_common.h build-fuzz/libmayfly.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(INCS) -Ifuzz -fsanitize=fuzzer,address,undefined -o $@ $< build-fuzz/libmayfly.a $(LIBS)
+
+fuzz-run: fuzz
+	bash scripts/fuzz-run.sh $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-fuzz
 
 -include $(OBJS:.o=.d)

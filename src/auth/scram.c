@@ -282,11 +282,15 @@ mf_scram_client_final(mf_scram_t *s, const char *msg, size_t len, char **out, mf
     /* "c=<b64 gs2 header>,r=<nonce>[,extensions],p=<proof>" */
     if (len < 2 || strncmp(msg, "c=", 2) != 0)
         return auth_failed(err, "SCRAM client-final message must start with c=");
-    const char *r = strstr(msg, ",r=");
+    /* msg is len bytes, not NUL-terminated (a BinData payload): searches stay within it. */
+    const char *r = NULL;
     const char *pp = NULL;
-    for (const char *q = msg; q + 3 <= end; q++)
-        if (strncmp(q, ",p=", 3) == 0)
+    for (const char *q = msg; q + 3 <= end; q++) {
+        if (r == NULL && memcmp(q, ",r=", 3) == 0)
+            r = q; /* the first one */
+        if (memcmp(q, ",p=", 3) == 0)
             pp = q; /* the last one: the proof closes the message */
+    }
     if (r == NULL || pp == NULL || r > pp)
         return auth_failed(err, "SCRAM client-final message needs r= and p=");
     /* The channel binding must be base64 of the gs2 header without binding ("n,," or "y,,": biws / eSws). */

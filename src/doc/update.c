@@ -94,7 +94,8 @@ fmt_value(bson_string_t *s, const bson_value_t *v)
         break;
     case BSON_TYPE_DOUBLE: {
         double d = v->value.v_double;
-        if (d == (double)(long long)d && d < 1e15 && d > -1e15)
+        /* Range first: converting a double beyond long long (1e308, NaN) is undefined. */
+        if (d < 1e15 && d > -1e15 && d == (double)(long long)d)
             bson_string_append_printf(s, "%.1f", d);
         else
             bson_string_append_printf(s, "%.17g", d);

@@ -1459,6 +1459,7 @@ parse_target(stage_t *s, const char *stage, const bson_value_t *v, mf_error_t *e
     if (v->value_type == BSON_TYPE_UTF8) {
         if (v->value.v_utf8.len == 0)
             return mf_err_set(err, MF_E_InvalidNamespace, "Invalid %s target namespace: ''", stage);
+        bson_free(s->from); /* a repeated "into" replaces the earlier one */
         s->from = bson_strdup(v->value.v_utf8.str);
         return 0;
     }
