@@ -288,12 +288,8 @@ mf_oplog_free(mf_oplog_t *log)
 
 /* ---------- applying ---------- */
 
-/*
- * Runs cmd on db through the command layer. Returns 0 when it succeeded or
- * failed with one of the tolerated codes (0-terminated), else -1 with err.
- */
-static int
-run_cmd(mf_engine_t *eng, const char *db, const bson_t *cmd, const int *tolerated, mf_error_t *err)
+int
+mf_oplog_run(mf_engine_t *eng, const char *db, const bson_t *cmd, const int *tolerated, mf_error_t *err)
 {
     mf_client_t client = {.id = 0, .remote = "oplog", .helloed = true, .internal = true};
     bson_t reply;
@@ -318,21 +314,21 @@ run_cmd(mf_engine_t *eng, const char *db, const bson_t *cmd, const int *tolerate
                         msg = bson_iter_utf8(&f, NULL);
                 }
             }
-            rc = mf_err_set(err, code, "oplog apply: %s", msg);
+            rc = mf_err_set(err, code, "replication: %s", msg);
         }
         goto out;
     }
     int code = MF_E_InternalError;
     if (bson_iter_init_find(&it, &reply, "code"))
         code = (int)bson_iter_as_int64(&it);
-    for (int i = 0; tolerated[i] != 0; i++) {
+    for (int i = 0; tolerated != NULL && tolerated[i] != 0; i++) {
         if (code == tolerated[i])
             goto out;
     }
     const char *msg = "command failed";
     if (bson_iter_init_find(&it, &reply, "errmsg") && BSON_ITER_HOLDS_UTF8(&it))
         msg = bson_iter_utf8(&it, NULL);
-    rc = mf_err_set(err, code, "oplog apply: %s", msg);
+    rc = mf_err_set(err, code, "replication: %s", msg);
 out:
     bson_destroy(&reply);
     return rc;
@@ -442,7 +438,7 @@ run_flush(mf_engine_t *eng, doc_run_t *run, mf_error_t *err)
     bson_append_array_end(&run->cmd, &run->arr);
     if (!run->del)
         BSON_APPEND_BOOL(&run->cmd, "bypassDocumentValidation", true);
-    int rc = run_cmd(eng, run->db, &run->cmd, none, err);
+    int rc = mf_oplog_run(eng, run->db, &run->cmd, none, err);
     bson_destroy(&run->cmd);
     return rc;
 }
@@ -513,7 +509,7 @@ apply_command(mf_engine_t *eng, const char *db, const op_fields_t *f, mf_error_t
             bson_iter_next(&o);
             while (bson_iter_next(&o))
                 bson_append_value(&cmd, bson_iter_key(&o), -1, bson_iter_value(&o));
-            rc = run_cmd(eng, db, &cmd, exists, err);
+            rc = mf_oplog_run(eng, db, &cmd, exists, err);
             bson_destroy(&cmd);
             return rc;
         }
@@ -521,20 +517,20 @@ apply_command(mf_engine_t *eng, const char *db, const op_fields_t *f, mf_error_t
             strncmp(bson_iter_utf8(&o, NULL), "system.buckets.", 15) == 0)
             return 0;
         if (!f->has_ui)
-            return run_cmd(eng, db, &f->o, exists, err);
+            return mf_oplog_run(eng, db, &f->o, exists, err);
         /* The primary's UUID, so a collection is the same one on every member. */
         bson_t cmd;
         bson_init(&cmd);
         bson_concat(&cmd, &f->o);
         BSON_APPEND_BINARY(&cmd, "uuid", BSON_SUBTYPE_UUID, f->ui, 16);
-        rc = run_cmd(eng, db, &cmd, exists, err);
+        rc = mf_oplog_run(eng, db, &cmd, exists, err);
         bson_destroy(&cmd);
         return rc;
     }
     if (strcmp(name, "drop") == 0 || strcmp(name, "collMod") == 0)
-        return run_cmd(eng, db, &f->o, missing, err);
+        return mf_oplog_run(eng, db, &f->o, missing, err);
     if (strcmp(name, "dropIndexes") == 0)
-        return run_cmd(eng, db, &f->o, ix_missing, err);
+        return mf_oplog_run(eng, db, &f->o, ix_missing, err);
     if (strcmp(name, "createIndexes") == 0) {
         /* o is {createIndexes: coll, <spec>}: the command takes the spec in an array. */
         bson_t cmd, arr, spec;
@@ -546,7 +542,7 @@ apply_command(mf_engine_t *eng, const char *db, const op_fields_t *f, mf_error_t
             bson_append_value(&spec, bson_iter_key(&it), -1, bson_iter_value(&it));
         bson_append_document_end(&arr, &spec);
         bson_append_array_end(&cmd, &arr);
-        rc = run_cmd(eng, db, &cmd, ix_conflict, err);
+        rc = mf_oplog_run(eng, db, &cmd, ix_conflict, err);
         bson_destroy(&cmd);
         return rc;
     }
@@ -560,7 +556,7 @@ apply_command(mf_engine_t *eng, const char *db, const op_fields_t *f, mf_error_t
         bson_init(&cmd);
         bson_copy_to_excluding_noinit(&f->o, &cmd, "dropTarget", NULL);
         BSON_APPEND_BOOL(&cmd, "dropTarget", true);
-        rc = run_cmd(eng, "admin", &cmd, missing, err);
+        rc = mf_oplog_run(eng, "admin", &cmd, missing, err);
         bson_destroy(&cmd);
         return rc;
     }

@@ -75,6 +75,15 @@ void mf_oplog_set_prepare(mf_oplog_t *log, mf_oplog_prepare_fn prepare);
 void mf_oplog_free(mf_oplog_t *log);
 
 /*
+ * mf_oplog_run: runs cmd on db through the command layer as replication (an
+ * internal client: no admission check, nothing logged again on a member
+ * that applies). Returns 0 when it succeeded or failed with one of the
+ * tolerated codes (0-terminated; NULL for none), else -1 with err (a write
+ * command's first writeError counts as its failure).
+ */
+int mf_oplog_run(mf_engine_t *eng, const char *db, const bson_t *cmd, const int *tolerated, mf_error_t *err) MF_WUR;
+
+/*
  * mf_oplog_apply: applies every op of entry to eng, in order. Returns 0, or
  * -1 with err (a malformed entry, or a command that failed for another
  * reason than the tolerated ones); ops before the failing one stay applied.

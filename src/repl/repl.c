@@ -215,7 +215,7 @@ typedef struct {
     bool active;
     uint8_t id[16];
     int64_t txn;
-    int64_t i, u, d;
+    int64_t ops[3]; /* inserts, updates, deletes logged so far (count_ops) */
 } sess_t;
 static _Thread_local sess_t tls_sess;
 /* The ops (inserts, updates, deletes) of this thread's command whose replication outlived its wtimeout. */
@@ -233,34 +233,6 @@ internal_client(mf_client_t *c)
     c->helloed = true;
     c->internal = true;
     return c;
-}
-
-/* Runs cmd on db locally as replication. Returns 0, or -1 with err unless its code is in tolerated (0-ended). */
-static int
-run_local(mf_repl_t *r, const char *db, const bson_t *cmd, const int *tolerated, mf_error_t *err)
-{
-    mf_client_t ic;
-    bson_t reply;
-    bson_iter_t it;
-    int rc = 0;
-    bson_init(&reply);
-    mf_cmd_run(r->eng, internal_client(&ic), db, cmd, NULL, 0, false, &reply);
-    if (bson_iter_init_find(&it, &reply, "ok") && bson_iter_as_double(&it) == 1.0) {
-        if (bson_iter_init_find(&it, &reply, "writeErrors"))
-            rc = mf_err_set(err, MF_E_InternalError, "replication: a local write failed");
-    } else {
-        int code = bson_iter_init_find(&it, &reply, "code") ? (int)bson_iter_as_int64(&it) : MF_E_InternalError;
-        rc = -1;
-        for (int i = 0; tolerated && tolerated[i]; i++)
-            if (tolerated[i] == code)
-                rc = 0;
-        if (rc != 0)
-            mf_err_set(err, code, "%s",
-                       bson_iter_init_find(&it, &reply, "errmsg") && BSON_ITER_HOLDS_UTF8(&it)
-                           ? bson_iter_utf8(&it, NULL) : "command failed");
-    }
-    bson_destroy(&reply);
-    return rc;
 }
 
 static uint64_t
@@ -471,7 +443,7 @@ save_config(mf_repl_t *r, const bson_t *cfg, mf_error_t *err)
     BSON_APPEND_DOCUMENT_BEGIN(&cmd, "writeConcern", &wc);
     BSON_APPEND_BOOL(&wc, "j", true);
     bson_append_document_end(&cmd, &wc);
-    int rc = run_local(r, "local", &cmd, NULL, err);
+    int rc = mf_oplog_run(r->eng, "local", &cmd, NULL, err);
     bson_destroy(&cmd);
     return rc;
 }
@@ -778,23 +750,13 @@ count_ops(const bson_t *entry, int64_t counts[3])
 static void
 sess_row(const bson_t *entry, bson_t *x)
 {
-    bson_iter_t it, a, f;
-    if (bson_iter_init_find(&it, entry, "ops") && bson_iter_recurse(&it, &a)) {
-        while (bson_iter_next(&a)) {
-            if (bson_iter_recurse(&a, &f) && bson_iter_find(&f, "op") && BSON_ITER_HOLDS_UTF8(&f)) {
-                char op = bson_iter_utf8(&f, NULL)[0];
-                tls_sess.i += op == 'i';
-                tls_sess.u += op == 'u';
-                tls_sess.d += op == 'd';
-            }
-        }
-    }
+    count_ops(entry, tls_sess.ops);
     bson_init(x);
     BSON_APPEND_BINARY(x, "id", BSON_SUBTYPE_UUID, tls_sess.id, 16);
     BSON_APPEND_INT64(x, "txn", tls_sess.txn);
-    BSON_APPEND_INT64(x, "i", tls_sess.i);
-    BSON_APPEND_INT64(x, "u", tls_sess.u);
-    BSON_APPEND_INT64(x, "d", tls_sess.d);
+    BSON_APPEND_INT64(x, "i", tls_sess.ops[0]);
+    BSON_APPEND_INT64(x, "u", tls_sess.ops[1]);
+    BSON_APPEND_INT64(x, "d", tls_sess.ops[2]);
 }
 
 static void
@@ -883,14 +845,8 @@ prepare(void *arg, const bson_t *entry, mf_sess_t *s, mf_error_t *err)
         sess_row(entry, &x);
     int rc = submit_entry_x(r, "ops", "o", entry, has_x ? &x : NULL, w->seq, r->term, err);
     int64_t deadline = tls_wtimeout > 0 ? mf_mono_ms() + tls_wtimeout : 0;
-    if (rc != 0) {
-        waiter_unlink(r, w);
-        pthread_mutex_unlock(&r->mu);
-        waiter_free(w);
-        if (has_x)
-            bson_destroy(&x);
-        return -1;
-    }
+    if (rc != 0)
+        goto give_up;
     /* Wakes at least every 100 ms to honour killOp, maxTimeMS and shutdown (the operation's own checks). */
     mf_error_t ierr = {0};
     bool interrupted = false;
@@ -905,7 +861,6 @@ prepare(void *arg, const bson_t *entry, mf_sess_t *s, mf_error_t *err)
         }
     }
     if (w->state != W_TURN) {
-        /* Gave up: if raft commits the entry anyway, the applier applies it. */
         if (w->failed)
             *err = w->err;
         else if (r->stop)
@@ -916,12 +871,7 @@ prepare(void *arg, const bson_t *entry, mf_sess_t *s, mf_error_t *err)
             mf_err_set(err, MF_E_WriteConcernFailed, "waiting for replication timed out");
             count_ops(entry, tls_wto);
         }
-        waiter_unlink(r, w);
-        pthread_mutex_unlock(&r->mu);
-        waiter_free(w);
-        if (has_x)
-            bson_destroy(&x);
-        return -1;
+        goto give_up;
     }
     uint64_t index = w->index, wterm = w->term;
     int64_t wall = w->wall;
@@ -930,21 +880,20 @@ prepare(void *arg, const bson_t *entry, mf_sess_t *s, mf_error_t *err)
     int rrc = record_applied(s, index, wterm, wall, has_x ? &x : NULL, err);
     if (has_x)
         bson_destroy(&x);
-    if (rrc != 0) {
-        pthread_mutex_lock(&r->mu);
-        w->state = W_FAILED;
-        pthread_cond_signal(&r->work_cv);
-        pthread_mutex_unlock(&r->mu);
-        return -1;
-    }
-    if (!mf_txn_on_end(s, writer_committed, w)) {
-        pthread_mutex_lock(&r->mu);
-        w->state = W_FAILED;
-        pthread_cond_signal(&r->work_cv);
-        pthread_mutex_unlock(&r->mu);
-        return mf_err_set(err, MF_E_InternalError, "replication: commit callback already registered");
-    }
-    return 0;
+    if (rrc == 0 && !mf_txn_on_end(s, writer_committed, w))
+        rrc = mf_err_set(err, MF_E_InternalError, "replication: commit callback already registered");
+    if (rrc != 0)
+        writer_committed(w, false); /* the turn failed: the applier applies the entry itself */
+    return rrc;
+
+give_up:
+    /* r->mu held. If raft commits the entry anyway, the applier applies it. */
+    waiter_unlink(r, w);
+    pthread_mutex_unlock(&r->mu);
+    waiter_free(w);
+    if (has_x)
+        bson_destroy(&x);
+    return -1;
 }
 
 /*
@@ -1172,7 +1121,6 @@ typedef struct {
     mf_repl_t *r;
     const char *host;
     char db[128];
-    bson_t names; /* unused by copies of index specs */
     bson_t batch, docs; /* documents being copied (docs open inside batch) */
     uint32_t ndocs;
     const char *coll;
@@ -1193,7 +1141,7 @@ static int
 batch_flush(sync_ctx_t *sc)
 {
     bson_append_array_end(&sc->batch, &sc->docs);
-    int rc = sc->ndocs > 0 ? run_local(sc->r, sc->db, &sc->batch, NULL, &sc->err) : 0;
+    int rc = sc->ndocs > 0 ? mf_oplog_run(sc->r->eng, sc->db, &sc->batch, NULL, &sc->err) : 0;
     bson_destroy(&sc->batch);
     return rc;
 }
@@ -1240,7 +1188,7 @@ copy_collection(void *arg, const bson_t *info)
     if (strcmp(type, "collection") == 0 && bson_iter_init_find(&it, info, "info") && bson_iter_recurse(&it, &ii) &&
         bson_iter_find(&ii, "uuid") && BSON_ITER_HOLDS_BINARY(&ii))
         bson_append_value(&cmd, "uuid", 4, bson_iter_value(&ii)); /* the same collection as the primary's */
-    int rc = run_local(sc->r, sc->db, &cmd, exists, &sc->err);
+    int rc = mf_oplog_run(sc->r->eng, sc->db, &cmd, exists, &sc->err);
     bson_destroy(&cmd);
     if (rc != 0 || strcmp(type, "collection") != 0)
         return rc;
@@ -1261,7 +1209,6 @@ copy_collection(void *arg, const bson_t *info)
     /* The indexes (the _id index exists already). */
     bson_t specs, ci;
     sync_ctx_t ix = {.r = sc->r, .host = sc->host};
-    bson_init(&ix.names);
     bson_init(&cmd);
     BSON_APPEND_UTF8(&cmd, "listIndexes", name);
     /* The document copier's batch collects the index specs. */
@@ -1295,10 +1242,9 @@ copy_collection(void *arg, const bson_t *info)
     }
     bson_append_array_end(&ci, &specs);
     if (rc == 0 && nspec > 0)
-        rc = run_local(sc->r, sc->db, &ci, ix_ok, &sc->err);
+        rc = mf_oplog_run(sc->r->eng, sc->db, &ci, ix_ok, &sc->err);
     bson_destroy(&ci);
     bson_destroy(&ix.batch);
-    bson_destroy(&ix.names);
     return rc;
 }
 
@@ -1328,18 +1274,18 @@ clone_from(mf_repl_t *r, const char *host, mf_error_t *err)
             bson_t drop;
             bson_init(&drop);
             BSON_APPEND_INT32(&drop, "dropDatabase", 1);
-            (void)run_local(r, bson_iter_utf8(&f, NULL), &drop, none, err);
+            if (mf_oplog_run(r->eng, bson_iter_utf8(&f, NULL), &drop, none, err) != 0)
+                mf_log(MF_LOG_WARN, "REPL", "initial sync: dropping %s failed: %s", bson_iter_utf8(&f, NULL), err->msg);
             bson_destroy(&drop);
         }
     }
     bson_destroy(&reply);
 
     /* Copy the primary's. */
-    bson_init(&sc.names);
     rc = mf_peer_call(host, "admin", &cmd, 30000, &reply, err);
     bson_destroy(&cmd);
     if (rc != 0)
-        goto out;
+        return rc;
     uint32_t ndb = 0;
     char dbnames[64][128];
     if (bson_iter_init_find(&dbs, &reply, "databases") && bson_iter_recurse(&dbs, &one)) {
@@ -1362,8 +1308,6 @@ clone_from(mf_repl_t *r, const char *host, mf_error_t *err)
     }
     if (r->stop)
         rc = mf_err_set(err, MF_E_InterruptedAtShutdown, "initial sync interrupted at shutdown");
-out:
-    bson_destroy(&sc.names);
     return rc;
 }
 
@@ -1681,7 +1625,7 @@ oplog_main(void *arg)
                 free(q);
             }
             bson_append_array_end(&cmd, &arr);
-            if (n > 0 && run_local(r, "local", &cmd, NULL, &err) != 0)
+            if (n > 0 && mf_oplog_run(r->eng, "local", &cmd, NULL, &err) != 0)
                 mf_log(MF_LOG_WARN, "REPL", "writing local.oplog.rs failed: %s", err.msg);
             bson_destroy(&cmd);
         }
@@ -2850,11 +2794,11 @@ mf_repl_open(mf_engine_t *eng, const mf_repl_opts_t *o, mf_repl_t **out, mf_erro
     BSON_APPEND_UTF8(&cmd, "create", "oplog.rs");
     BSON_APPEND_BOOL(&cmd, "capped", true);
     BSON_APPEND_INT64(&cmd, "size", r->oplog_size);
-    int rc = run_local(r, "local", &cmd, exists, err);
+    int rc = mf_oplog_run(r->eng, "local", &cmd, exists, err);
     bson_reinit(&cmd);
     BSON_APPEND_UTF8(&cmd, "create", "system.replset");
     if (rc == 0)
-        rc = run_local(r, "local", &cmd, exists, err);
+        rc = mf_oplog_run(r->eng, "local", &cmd, exists, err);
     bson_destroy(&cmd);
     if (rc != 0)
         goto fail;
