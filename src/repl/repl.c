@@ -1258,6 +1258,7 @@ clone_from(mf_repl_t *r, const char *host, mf_error_t *err)
     static const int none[] = {MF_E_NamespaceNotFound, 0};
 
     /* Drop what this member holds. */
+    bool dropped_all = true;
     mf_client_t ic;
     bson_t reply;
     bson_init(&cmd);
@@ -1275,11 +1276,15 @@ clone_from(mf_repl_t *r, const char *host, mf_error_t *err)
             bson_init(&drop);
             BSON_APPEND_INT32(&drop, "dropDatabase", 1);
             if (mf_oplog_run(r->eng, bson_iter_utf8(&f, NULL), &drop, none, err) != 0)
-                mf_log(MF_LOG_WARN, "REPL", "initial sync: dropping %s failed: %s", bson_iter_utf8(&f, NULL), err->msg);
+                dropped_all = false;
             bson_destroy(&drop);
         }
     }
     bson_destroy(&reply);
+    if (!dropped_all) {
+        bson_destroy(&cmd);
+        return -1; /* err says which; the sync is tried again */
+    }
 
     /* Copy the primary's. */
     rc = mf_peer_call(host, "admin", &cmd, 30000, &reply, err);
@@ -1304,7 +1309,8 @@ clone_from(mf_repl_t *r, const char *host, mf_error_t *err)
         bson_destroy(&cmd);
         if (rc != 0 && sc.err.code != 0)
             *err = sc.err;
-        mf_log(MF_LOG_INFO, "REPL", "initial sync: database %s copied from %s", sc.db, host);
+        else if (rc == 0)
+            mf_log(MF_LOG_INFO, "REPL", "initial sync: database %s copied from %s", sc.db, host);
     }
     if (r->stop)
         rc = mf_err_set(err, MF_E_InterruptedAtShutdown, "initial sync interrupted at shutdown");
