@@ -88,10 +88,10 @@
  */
 const { spawn } = require('node:child_process');
 const fs = require('node:fs');
-const net = require('node:net');
 const os = require('node:os');
 const path = require('node:path');
 const { MongoClient } = require('mongodb');
+const { freePort, tryConnect } = require('../tests/clients/harness');
 
 const REPO_ROOT = path.resolve(__dirname, '..');
 const DB = 'crashloop';
@@ -137,27 +137,6 @@ function within(promise, ms, onTimeout) {
 
 /* ---------- the server ---------- */
 
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.unref();
-    s.on('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-function tryConnect(port) {
-  return new Promise((resolve) => {
-    const sock = net.connect({ port, host: '127.0.0.1' });
-    const done = (ok) => { sock.destroy(); resolve(ok); };
-    sock.once('connect', () => done(true));
-    sock.once('error', () => done(false));
-    sock.setTimeout(1000, () => done(false));
-  });
-}
 
 function fileTail(file, n) {
   try {

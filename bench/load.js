@@ -56,6 +56,7 @@ const net = require('node:net');
 const os = require('node:os');
 const path = require('node:path');
 const { BSON, MongoClient } = require('mongodb');
+const { freePort, tryConnect } = require('../tests/clients/harness');
 
 const REPO_ROOT = path.resolve(__dirname, '..');
 const OP_MSG = 2013;
@@ -92,27 +93,6 @@ function parseArgs(argv) {
 
 function sleep(ms) { return new Promise((r) => setTimeout(r, ms)); }
 
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.unref();
-    s.on('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-function tryConnect(port) {
-  return new Promise((resolve) => {
-    const sock = net.connect({ port, host: '127.0.0.1' });
-    const done = (ok) => { sock.destroy(); resolve(ok); };
-    sock.once('connect', () => done(true));
-    sock.once('error', () => done(false));
-    sock.setTimeout(1000, () => done(false));
-  });
-}
 
 function softNofile(pid = 'self') {
   const m = /Max open files\s+(\S+)\s+(\S+)/.exec(fs.readFileSync(`/proc/${pid}/limits`, 'utf8'));

@@ -62,6 +62,7 @@ const net = require('node:net');
 const os = require('node:os');
 const path = require('node:path');
 const { MongoClient } = require('mongodb');
+const { freePort, tryConnect } = require('../tests/clients/harness');
 
 /* ---------- arguments ---------- */
 
@@ -96,27 +97,6 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const hr = () => Number(process.hrtime.bigint()) / 1e6;   /* monotonic ms */
 const log = (...a) => console.log(`[${new Date().toISOString().slice(11, 23)}]`, ...a);
 
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.unref();
-    s.on('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-function tryConnect(port) {
-  return new Promise((resolve) => {
-    const sock = net.connect({ port, host: '127.0.0.1' });
-    const done = (ok) => { sock.destroy(); resolve(ok); };
-    sock.once('connect', () => done(true));
-    sock.once('error', () => done(false));
-    sock.setTimeout(1000, () => done(false));
-  });
-}
 
 function procKb(pid, key) {
   try {

@@ -446,6 +446,6 @@ async function rawConnect(port) {
 }
 
 module.exports = {
-  REPO_ROOT, MayflyServer, useServer, test, expectCode, freePort, sleep,
+  REPO_ROOT, MayflyServer, useServer, test, expectCode, freePort, tryConnect, sleep,
   buildOpMsg, rawConnect, RawConn, binaryPath, mongosh,
 };
