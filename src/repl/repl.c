@@ -512,7 +512,9 @@ record_applied(mf_sess_t *s, uint64_t index, uint64_t term, int64_t wall, const 
     int ret = mf_cur_insert_rid(c, (int64_t)index, bson_get_data(&v), v.len);
     /* Every 1,000 entries, forget rows far behind (only the newest is ever read). */
     if (ret == 0 && index % 1000 == 0 && index > 2000) {
-        for (int rr = mf_cur_seek_rid_ge(c, 1); rr == 0 && mf_cur_rid(c) < (int64_t)index - 1000; rr = mf_cur_next(c))
+        /* The prune 1,000 entries ago left nothing below index - 2000: start there, not at the table's start. */
+        for (int rr = mf_cur_seek_rid_ge(c, (int64_t)index - 2000); rr == 0 && mf_cur_rid(c) < (int64_t)index - 1000;
+             rr = mf_cur_next(c))
             (void)mf_cur_remove_rid(c, mf_cur_rid(c));
     }
     mf_cur_close(c);
