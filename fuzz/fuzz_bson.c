@@ -12,11 +12,11 @@
  * one document the three framings agree (same verdict, same error code); an
  * accepted document is walked to its end with bson_iter; libbson's own
  * bson_validate agrees with the wire's verdict both ways: whatever the wire
- * accepts libbson accepts (bson_validate plus a full iteration; see
+ * accepts libbson accepts (bson_validate plus fuzz_well_formed; see
  * lib_strict_ok), and a document libbson accepts that nests at most
  * 150 levels is not refused as invalid BSON (the server must not turn away
  * documents drivers may send); a failed storage check carries an error code;
- * the _id-first copy is valid BSON, starts with _id, and passes the storage
+ * the _id-first copy is well-formed BSON, starts with _id, and passes the storage
  * check whenever the original did.
  */
 #include "fuzz_common.h"
@@ -54,36 +54,15 @@ depth_of(const uint8_t *data, uint32_t len, int depth)
  * lib_strict_ok: libbson's verdict, made strict. bson_validate (libbson
  * 1.23) alone misses corruption after a code-with-scope element (it accepts
  * {c: Code("f()", {x: 1}), i: 1, <unknown type 0x74>}) and a code-with-scope
- * whose code string does not end with a NUL, so the document is also
- * iterated to its end, every level, and must stop without an error.
+ * whose code string does not end with a NUL, so the document must also be
+ * well formed to the end (fuzz_well_formed).
  */
-static bool
-iter_clean(const uint8_t *data, uint32_t len, int depth)
-{
-    bson_iter_t it;
-
-    if (depth > 1000 || !bson_iter_init_from_data(&it, data, len))
-        return false;
-    while (bson_iter_next(&it)) {
-        const bson_value_t *v = bson_iter_value(&it);
-        if ((v->value_type == BSON_TYPE_DOCUMENT || v->value_type == BSON_TYPE_ARRAY) &&
-            !iter_clean(v->value.v_doc.data, v->value.v_doc.data_len, depth + 1))
-            return false;
-        /* libbson does not check that the code of a code-with-scope ends with its NUL. */
-        if (v->value_type == BSON_TYPE_CODEWSCOPE &&
-            (v->value.v_codewscope.code[v->value.v_codewscope.code_len] != 0 ||
-             !iter_clean(v->value.v_codewscope.scope_data, v->value.v_codewscope.scope_len, depth + 1)))
-            return false;
-    }
-    return it.err_off == 0;
-}
-
 static bool
 lib_strict_ok(const uint8_t *data, size_t size)
 {
     bson_t view;
     return size <= UINT32_MAX && fuzz_get_u32(data) == size && bson_init_static(&view, data, size) &&
-           bson_validate(&view, BSON_VALIDATE_NONE, NULL) && iter_clean(data, (uint32_t)size, 0);
+           bson_validate(&view, BSON_VALIDATE_NONE, NULL) && fuzz_well_formed(data, (uint32_t)size, 0);
 }
 
 /* parse_framed: mf_wire_parse of frame; the error code (0 if accepted). */
@@ -183,7 +162,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (code_orig != 0)
         FUZZ_CHECK(err.code != 0, "storage check failed without a code");
     mf_doc_with_id_first(&view, &fixed);
-    FUZZ_CHECK(bson_validate(&fixed, BSON_VALIDATE_NONE, NULL), "_id-first copy is not valid BSON");
+    FUZZ_CHECK(FUZZ_DOC_OK(&fixed), "_id-first copy is not well-formed BSON");
     FUZZ_CHECK(mf_doc_id_is_first(&fixed), "_id-first copy does not start with _id");
     if (code_orig == 0 && fixed.len <= MF_MAX_BSON_SIZE) {
         mf_err_clear(&err);

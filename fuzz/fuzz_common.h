@@ -193,4 +193,36 @@ fuzz_walk(const uint8_t *data, uint32_t len, int depth)
     return n;
 }
 
+/*
+ * fuzz_well_formed: whether data/len is a structurally sound document:
+ * bson_iter reaches the end of it and of every nested document, array and
+ * code-with-scope scope without an error, and every code-with-scope's code
+ * ends with its NUL. The targets check results with this rather than with
+ * bson_validate, whose verdict (libbson 1.23) depends on where it stops: it
+ * stops early, reporting success, at some elements (after a code-with-scope,
+ * a code string holding a NUL), and otherwise refuses field names that are
+ * not UTF-8, which clients can send and MongoDB stores.
+ */
+static inline bool
+fuzz_well_formed(const uint8_t *data, uint32_t len, int depth)
+{
+    bson_iter_t it;
+
+    if (depth > 1000 || !bson_iter_init_from_data(&it, data, len))
+        return false;
+    while (bson_iter_next(&it)) {
+        const bson_value_t *v = bson_iter_value(&it);
+        if ((v->value_type == BSON_TYPE_DOCUMENT || v->value_type == BSON_TYPE_ARRAY) &&
+            !fuzz_well_formed(v->value.v_doc.data, v->value.v_doc.data_len, depth + 1))
+            return false;
+        if (v->value_type == BSON_TYPE_CODEWSCOPE &&
+            (v->value.v_codewscope.code[v->value.v_codewscope.code_len] != 0 ||
+             !fuzz_well_formed(v->value.v_codewscope.scope_data, v->value.v_codewscope.scope_len, depth + 1)))
+            return false;
+    }
+    return it.err_off == 0;
+}
+
+#define FUZZ_DOC_OK(b) fuzz_well_formed(bson_get_data(b), (b)->len, 0)
+
 #endif /* MF_FUZZ_COMMON_H */

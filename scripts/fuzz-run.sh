@@ -43,8 +43,8 @@ for n in "${names[@]}"; do
         -print_final_stats=1 -artifact_prefix="fuzz/crashes/$n-" "${dict[@]}" \
         "$work" "fuzz/corpus/$n" >"$log" 2>&1
     rc=$?
-    execs=$(grep -E '^stat::number_of_executed_units' "$log" | awk '{print $2}')
-    last=$(grep -E '^#[0-9]+' "$log" | tail -1)
+    execs=$(grep -aE '^stat::number_of_executed_units' "$log" | awk '{print $2}')
+    last=$(grep -aE '^#[0-9]+' "$log" | tail -1)
     cov=$(echo "$last" | grep -oE 'cov: [0-9]+' | awk '{print $2}')
     ft=$(echo "$last" | grep -oE 'ft: [0-9]+' | awk '{print $2}')
     corp=$(echo "$last" | grep -oE 'corp: [0-9]+' | awk '{print $2}')
@@ -54,7 +54,7 @@ for n in "${names[@]}"; do
         failed+=("$n")
         echo "---- fuzz $n failed; the end of $log:" >&2
         tail -n 60 "$log" >&2
-        grep -E 'Test unit written to' "$log" >&2
+        grep -aE 'Test unit written to' "$log" >&2
     fi
 done
 if [ "${#failed[@]}" -gt 0 ]; then

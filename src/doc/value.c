@@ -368,8 +368,15 @@ mf_value_cmp(const bson_value_t *a, const bson_value_t *b)
         return c < 0 ? -1 : (c > 0 ? 1 : 0);
     }
     case BSON_TYPE_DBPOINTER: {
-        int c = cmp_bytes(a->value.v_dbpointer.collection, a->value.v_dbpointer.collection_len,
-                          b->value.v_dbpointer.collection, b->value.v_dbpointer.collection_len);
+        /*
+         * MongoDB compares DBPointers by value size first, then bytes (its
+         * compareElementValues), i.e. the shorter namespace first: the order
+         * the index keys (keystring.c) already have.
+         */
+        uint32_t la = a->value.v_dbpointer.collection_len, lb = b->value.v_dbpointer.collection_len;
+        if (la != lb)
+            return la < lb ? -1 : 1;
+        int c = cmp_bytes(a->value.v_dbpointer.collection, la, b->value.v_dbpointer.collection, lb);
         if (c != 0)
             return c;
         return cmp_bytes((const char *)a->value.v_dbpointer.oid.bytes, 12,

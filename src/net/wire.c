@@ -197,6 +197,14 @@ check_document(const uint8_t *doc, size_t doclen, mf_error_t *err)
             if (l < 0)
                 return mf_err_set(err, MF_E_InvalidBSON, "invalid BSON: bad binary length");
             need = 5 + (size_t)l;
+            /*
+             * The old binary subtype (2) repeats its length inside: it must
+             * be l - 4, or libbson's iterator stops at this element and every
+             * later field of the document is silently unseen.
+             */
+            if (doc[p + 4] == 0x02 &&
+                (l < 4 || need > end - p || rd_i32(doc + p + 5) != l - 4))
+                return mf_err_set(err, MF_E_InvalidBSON, "invalid BSON: bad binary subtype 2 length");
             break;
         case 0x0B: { /* regex: two cstrings */
             ptrdiff_t a = cstr_len(doc + p, doc + end), b;
