@@ -330,3 +330,58 @@ out:
     free(auth);
     return rc;
 }
+
+void
+mf_scram_cred_append(bson_t *parent, const char *key, const mf_scram_cred_t *cred)
+{
+    bson_t d;
+    size_t kl = mf_scram_key_len(cred->mech);
+    char *salt = b64(cred->salt, cred->salt_len), *sk = b64(cred->stored_key, kl), *vk = b64(cred->server_key, kl);
+    BSON_APPEND_DOCUMENT_BEGIN(parent, key, &d);
+    BSON_APPEND_INT32(&d, "iterationCount", cred->iterations);
+    BSON_APPEND_UTF8(&d, "salt", salt);
+    BSON_APPEND_UTF8(&d, "storedKey", sk);
+    BSON_APPEND_UTF8(&d, "serverKey", vk);
+    bson_append_document_end(parent, &d);
+    free(salt);
+    free(sk);
+    free(vk);
+}
+
+int
+mf_scram_cred_read(mf_scram_mech_t mech, const bson_t *doc, mf_scram_cred_t *out)
+{
+    bson_iter_t it;
+    size_t kl = mf_scram_key_len(mech);
+    bool have_salt = false, have_sk = false, have_vk = false;
+    memset(out, 0, sizeof(*out));
+    out->mech = mech;
+    if (!bson_iter_init(&it, doc))
+        return -1;
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        uint32_t len = 0;
+        if (strcmp(k, "iterationCount") == 0 && BSON_ITER_HOLDS_NUMBER(&it)) {
+            int64_t n = bson_iter_as_int64(&it);
+            out->iterations = n >= 4096 && n <= 100000000 ? (int)n : 0;
+        } else if (BSON_ITER_HOLDS_UTF8(&it)) {
+            const char *v = bson_iter_utf8(&it, &len);
+            if (strcmp(k, "salt") == 0) {
+                int n = unb64(v, len, out->salt, sizeof(out->salt));
+                have_salt = n > 0;
+                out->salt_len = n > 0 ? (size_t)n : 0;
+            } else if (strcmp(k, "storedKey") == 0) {
+                have_sk = unb64(v, len, out->stored_key, sizeof(out->stored_key)) == (int)kl;
+            } else if (strcmp(k, "serverKey") == 0) {
+                have_vk = unb64(v, len, out->server_key, sizeof(out->server_key)) == (int)kl;
+            }
+        }
+    }
+    return out->iterations > 0 && have_salt && have_sk && have_vk ? 0 : -1;
+}
+
+int
+mf_scram_random(uint8_t *out, size_t n)
+{
+    return RAND_bytes(out, (int)n) == 1 ? 0 : -1;
+}

@@ -23,6 +23,7 @@
 #ifndef MF_SCRAM_H
 #define MF_SCRAM_H
 
+#include <bson/bson.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -94,5 +95,17 @@ int mf_scram_server_first(mf_scram_t *s, const mf_scram_cred_t *cred, const char
  * the proof is right, else -1 with err 18 AuthenticationFailed.
  */
 int mf_scram_client_final(mf_scram_t *s, const char *msg, size_t len, char **out, mf_error_t *err) MF_WUR;
+
+/*
+ * mf_scram_cred_append: appends the credential as admin.system.users keeps
+ * it, {iterationCount, salt, storedKey, serverKey} (base64 strings), to
+ * parent under key. mf_scram_cred_read: the reverse for mech from such a
+ * document; 0, or -1 if it is missing or malformed.
+ */
+void mf_scram_cred_append(bson_t *parent, const char *key, const mf_scram_cred_t *cred);
+int mf_scram_cred_read(mf_scram_mech_t mech, const bson_t *doc, mf_scram_cred_t *out);
+
+/* mf_scram_random: n cryptographically random bytes (OpenSSL's RAND_bytes). 0, or -1 if none are available. */
+int mf_scram_random(uint8_t *out, size_t n);
 
 #endif /* MF_SCRAM_H */

@@ -27,13 +27,24 @@
 #include "engine/engine.h"
 
 
-/* Connection-level state a command may read (hello, whatsmyuri, ...). */
+typedef struct mf_client_auth mf_client_auth_t; /* cmd_auth.c */
+
+/*
+ * Connection-level state a command may read (hello, whatsmyuri, ...). A
+ * connection runs one command at a time, so none of it needs a lock.
+ */
 typedef struct mf_client {
     int64_t id;
     char remote[80];  /* "127.0.0.1:53211" (an IPv6 address of up to 63 characters and a port fit) */
     bool helloed;     /* has done the handshake */
-    bool internal;    /* replication's own writes (the applier): not subject to the member's state */
+    bool internal;    /* replication's own writes (the applier): not subject to the member's state or to access control */
+    bool net;         /* a network connection: subject to access control when it is on */
+    bool loopback;    /* from 127.0.0.0/8 or ::1 (the localhost exception) */
+    mf_client_auth_t *auth; /* authentication state, NULL until first used; owned, freed by mf_client_release */
 } mf_client_t;
+
+/* mf_client_release: frees what commands attached to c (its authentication state). Call when c goes away. */
+void mf_client_release(mf_client_t *c);
 
 /* The operation context handed to each command handler. */
 typedef struct mf_op {
@@ -75,6 +86,18 @@ extern const mf_cmd_def_t mf_cmds_crud[];
 extern const mf_cmd_def_t mf_cmds_coll[];
 extern const mf_cmd_def_t mf_cmds_collmod[];
 extern const mf_cmd_def_t mf_cmds_compact[]; /* compact, fsync, fsyncUnlock (cmd_compact.c) */
+extern const mf_cmd_def_t mf_cmds_auth[];    /* SASL, connectionStatus, logout, user management (cmd_auth.c) */
+
+/*
+ * Access control (cmd_auth.c). mf_cmd_authorize: with --auth, whether the
+ * caller may run command name on op->db (0, or -1 with 13 Unauthorized in
+ * op->err); always 0 for trusted callers. mf_cmd_may_see_db: whether
+ * listDatabases shows db to the caller. mf_cmd_auth_hello: hello's
+ * saslSupportedMechs and speculativeAuthenticate answers.
+ */
+int mf_cmd_authorize(mf_op_t *op, const char *name) MF_WUR;
+bool mf_cmd_may_see_db(mf_op_t *op, const char *db);
+void mf_cmd_auth_hello(mf_op_t *op);
 
 
 /*

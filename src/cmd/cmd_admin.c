@@ -60,6 +60,7 @@ cmd_hello(mf_op_t *op)
     BSON_APPEND_INT32(r, "minWireVersion", 0);
     BSON_APPEND_INT32(r, "maxWireVersion", MF_MAX_WIRE_VERSION);
     BSON_APPEND_BOOL(r, "readOnly", false);
+    mf_cmd_auth_hello(op);
     return 0;
 }
 
@@ -305,19 +306,6 @@ cmd_auth_failed(mf_op_t *op)
 }
 
 static int
-cmd_connection_status(mf_op_t *op)
-{
-    bson_t ai, a;
-    BSON_APPEND_DOCUMENT_BEGIN(op->reply, "authInfo", &ai);
-    BSON_APPEND_ARRAY_BEGIN(&ai, "authenticatedUsers", &a);
-    bson_append_array_end(&ai, &a);
-    BSON_APPEND_ARRAY_BEGIN(&ai, "authenticatedUserRoles", &a);
-    bson_append_array_end(&ai, &a);
-    bson_append_document_end(op->reply, &ai);
-    return 0;
-}
-
-static int
 cmd_get_log(mf_op_t *op)
 {
     bson_iter_t it;
@@ -526,9 +514,6 @@ const mf_cmd_def_t mf_cmds_admin[] = {
     {"serverStatus", cmd_server_status, 0},
     {"hostInfo", cmd_host_info, 0},
     {"whatsmyuri", cmd_whatsmyuri, 0},
-    {"connectionStatus", cmd_connection_status, 0},
-    {"saslStart", cmd_auth_failed, 0},
-    {"saslContinue", cmd_auth_failed, 0},
     {"authenticate", cmd_auth_failed, 0},
     {"getLog", cmd_get_log, MF_CMD_ADMIN_ONLY},
     {"getCmdLineOpts", cmd_get_cmd_line_opts, MF_CMD_ADMIN_ONLY},
@@ -536,7 +521,6 @@ const mf_cmd_def_t mf_cmds_admin[] = {
     {"killSessions", cmd_ack, 0},
     {"killAllSessions", cmd_ack, 0},
     {"refreshSessions", cmd_ack, 0},
-    {"logout", cmd_ack, 0},
     {"replSetGetStatus", cmd_repl, MF_CMD_ADMIN_ONLY},
     {"replSetInitiate", cmd_repl, MF_CMD_ADMIN_ONLY},
     {"replSetGetConfig", cmd_repl, MF_CMD_ADMIN_ONLY},

@@ -411,6 +411,10 @@ cmd_list_databases(mf_op_t *op)
             int64_t isz = 0;
             size += coll_disk_size(op, l.v[j], &isz) + isz;
         }
+        if (!mf_cmd_may_see_db(op, db)) {
+            i = j;
+            continue;
+        }
         bson_t d;
         bson_init(&d);
         BSON_APPEND_UTF8(&d, "name", db);

@@ -28,8 +28,8 @@
 #include "common/log.h"
 #include "doc/value.h"
 
-static const mf_cmd_def_t *tables[] = {mf_cmds_admin,   mf_cmds_crud,    mf_cmds_coll,
-                                         mf_cmds_collmod, mf_cmds_compact, mf_cmds_profile};
+static const mf_cmd_def_t *tables[] = {mf_cmds_admin,   mf_cmds_crud,    mf_cmds_coll,   mf_cmds_collmod,
+                                         mf_cmds_compact, mf_cmds_profile, mf_cmds_auth};
 
 static const mf_cmd_def_t *
 lookup(const char *name)
@@ -655,6 +655,8 @@ mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *
         mf_err_set(&op.err, MF_E_Unauthorized, "%s may only be run against the admin database.", op.name);
         goto fail;
     }
+    if (mf_cmd_authorize(&op, def->name) != 0)
+        goto fail;
     if (!(def->flags & MF_CMD_WRITE) && strcmp(def->name, "find") != 0 && strcmp(def->name, "getMore") != 0)
         atomic_fetch_add(&eng->op_command, 1);
     if (check_fields(def, &op) != 0 || check_txn_fields(&op) != 0 || check_write_concern(&op, &unsatisfiable) != 0)

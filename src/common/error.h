@@ -23,8 +23,9 @@
     X(4, NoSuchKey)                                                            \
     X(6, HostUnreachable)                                                      \
     X(9, FailedToParse)                                                        \
-    X(10, UserNotFound)                                                        \
-    X(11, UnsupportedFormat)                                                   \
+    X(10, CannotMutateObject)                                                  \
+    X(11, UserNotFound)                                                        \
+    X(12, UnsupportedFormat)                                                   \
     X(13, Unauthorized)                                                        \
     X(14, TypeMismatch)                                                        \
     X(15, Overflow)                                                            \
@@ -70,6 +71,10 @@
     X(125, CommandFailed)                                                      \
     X(136, CappedPositionLost)                                                 \
     X(146, ExceededMemoryLimit)                                                \
+    X(140, InvalidSSLConfiguration)                                            \
+    X(141, SSLHandshakeFailed)                                                 \
+    X(334, MechanismUnavailable)                                               \
+    X(51003, UserAlreadyExists)                                                \
     X(165, ViewDepthLimitExceeded)                                             \
     X(166, CommandNotSupportedOnView)                                          \
     X(168, InvalidPipelineOperator)                                          \

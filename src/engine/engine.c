@@ -20,6 +20,7 @@
 
 #include "common/alloc.h"
 #include "common/clock.h"
+#include "auth/users.h"
 #include "engine/engine.h"
 #include "engine/cursor.h"
 #include "engine/profiler.h"
@@ -179,8 +180,10 @@ mf_engine_open(const mf_engine_opts_t *opts, mf_engine_t **out, mf_error_t *err)
     eng->observers = mf_observers_new(eng->st);
     mf_observer_t counters = {.on_insert = count_insert, .on_update = count_update, .on_delete = count_delete,
                               .on_txn_end = count_txn_end, .arg = eng};
-    if (mf_observers_add(eng->observers, &counters, err) != 0)
+    mf_observer_t users = mf_users_watch(&eng->users_gen);
+    if (mf_observers_add(eng->observers, &counters, err) != 0 || mf_observers_add(eng->observers, &users, err) != 0)
         goto err_storage;
+    eng->auth_enabled = opts->auth;
     if (mf_catalog_open(eng->st, &eng->cat, err) != 0)
         goto err_storage;
     mf_catalog_set_observers(eng->cat, eng->observers);

@@ -98,6 +98,8 @@ typedef struct mf_engine {
     pthread_mutex_t topo_mu;          /* guards on_topology (mf_engine_set_topology_hook) */
     void (*on_topology)(void *arg);   /* the network layer's: answer held awaitable hellos now */
     void *on_topology_arg;
+    bool auth_enabled;           /* access control (--auth, --keyFile): cmd/cmd_auth.c checks every network command */
+    _Atomic int64_t users_gen;   /* bumped on every change to admin.system.users (auth/users.h) */
     const mf_repl_hooks_t *repl; /* NULL: a standalone server */
     void *repl_arg;
     int64_t start_ms;         /* wall clock at start, ms since epoch */
@@ -137,6 +139,7 @@ typedef struct mf_engine_opts {
     const char *const *set_params;
     size_t nset_params;
     bool repl_member; /* started with --replSet: the TTL monitor starts paused until this member is primary */
+    bool auth;        /* access control on (--auth) */
 } mf_engine_opts_t;
 
 /*

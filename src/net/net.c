@@ -456,6 +456,7 @@ free_conn_if_orphaned(conn_t *c)
         msgbuf_free(m);
     }
     free(c->rbuf);
+    mf_client_release(&c->client);
     free(c);
 }
 
@@ -747,6 +748,8 @@ on_connection(uv_stream_t *listener, int status)
         }
     }
     snprintf(c->client.remote, sizeof(c->client.remote), "%s:%d", ip, port);
+    c->client.net = true;
+    c->client.loopback = strncmp(ip, "127.", 4) == 0 || strcmp(ip, "::1") == 0 || strncmp(ip, "::ffff:127.", 11) == 0;
     atomic_fetch_add(&srv->eng->conn_current, 1);
     atomic_fetch_add(&srv->eng->conn_total, 1);
     if (srv->nconns == srv->capconns) {

@@ -62,6 +62,8 @@ typedef struct opts {
     char repl_set[128];
     int raft_port;
     int64_t oplog_size_mb;
+    bool auth;             /* --auth, security.authorization: enabled */
+    char key_file[1024];   /* --keyFile, security.keyFile: members authenticate to each other (implies auth) */
 } opts_t;
 
 static void
@@ -69,7 +71,7 @@ usage(FILE *f)
 {
     fprintf(f, "usage: mayflyd [--port N] [--bind_ip ADDR] [--dbpath DIR] [--setParameter name=value]...\n"
                "               [--workers N] [--maxWorkers N] [--maxConns N] [--inMemory] [--replSet NAME] [--raftPort N]\n"
-               "               [--oplogSize MB] [--config FILE] [--version]\n");
+               "               [--oplogSize MB] [--auth] [--keyFile FILE] [--config FILE] [--version]\n");
 }
 
 static int apply_flag(opts_t *o, const char *name, const char *val, bson_t *parsed);
@@ -183,6 +185,23 @@ apply_flag(opts_t *o, const char *name, const char *val, bson_t *parsed)
             fprintf(stderr, "mayflyd: bad --oplogSize %s\n", val);
             return -1;
         }
+    } else if (strcmp(name, "auth") == 0 || strcmp(name, "authorization") == 0) {
+        if (strcmp(val, "true") == 0 || strcmp(val, "enabled") == 0) {
+            o->auth = true;
+        } else if (strcmp(val, "false") == 0 || strcmp(val, "disabled") == 0) {
+            o->auth = false;
+        } else {
+            fprintf(stderr, "mayflyd: bad security.authorization %s (enabled or disabled)\n", val);
+            return -1;
+        }
+    } else if (strcmp(name, "noauth") == 0) {
+        o->auth = false;
+    } else if (strcmp(name, "keyFile") == 0) {
+        if (val[0] == '\0' || strlen(val) >= sizeof(o->key_file)) {
+            fprintf(stderr, "mayflyd: bad --keyFile %s\n", val);
+            return -1;
+        }
+        snprintf(o->key_file, sizeof(o->key_file), "%s", val);
     } else if (strcmp(name, "setParameter") == 0) {
         if (mf_param_set_string(o->check, val, &err) != 0) {
             fprintf(stderr, "mayflyd: %s\n", err.msg);
@@ -233,16 +252,18 @@ loopback_only(const char *addr)
 
 /*
  * mongod's startup warnings: logged, and kept for getLog "startupWarnings"
- * (the drivers' and mongosh's banner). Without access control (there is no
- * --auth yet) every client can read and write everything, which matters most
- * when the server listens beyond loopback.
+ * (the drivers' and mongosh's banner). Without access control (--auth)
+ * every client can read and write everything, which matters most when the
+ * server listens beyond loopback.
  */
 static void
-startup_warnings(mf_engine_t *eng, const char *bind_ip)
+startup_warnings(mf_engine_t *eng, const char *bind_ip, bool auth)
 {
     const char *msgs[2];
     char bound[300];
     int n = 0;
+    if (auth)
+        return;
     msgs[n++] = "Access control is not enabled for the database. Read and write access to data and configuration is "
                 "unrestricted";
     if (!loopback_only(bind_ip)) {
@@ -316,8 +337,9 @@ main(int argc, char **argv)
         if (eq && strncmp(a + 2, "setParameter", 12) != 0) {
             snprintf(name, sizeof(name), "%.*s", (int)(eq - a - 2), a + 2);
             val = eq + 1;
-        } else if (strcmp(a, "--inMemory") == 0 && (i + 1 >= argc || strncmp(argv[i + 1], "--", 2) == 0)) {
-            snprintf(name, sizeof(name), "inMemory");
+        } else if ((strcmp(a, "--inMemory") == 0 || strcmp(a, "--auth") == 0 || strcmp(a, "--noauth") == 0) &&
+                   (i + 1 >= argc || strncmp(argv[i + 1], "--", 2) == 0)) {
+            snprintf(name, sizeof(name), "%s", a + 2);
             val = "true"; /* a bare switch */
         } else {
             snprintf(name, sizeof(name), "%s", a + 2);
@@ -370,13 +392,22 @@ main(int argc, char **argv)
         BSON_APPEND_UTF8(&rs, "replSet", o.repl_set);
         bson_append_document_end(parsed, &rs);
     }
+    if (o.auth || o.key_file[0] != '\0') {
+        bson_t sec;
+        BSON_APPEND_DOCUMENT_BEGIN(parsed, "security", &sec);
+        BSON_APPEND_UTF8(&sec, "authorization", "enabled");
+        if (o.key_file[0] != '\0')
+            BSON_APPEND_UTF8(&sec, "keyFile", o.key_file);
+        bson_append_document_end(parsed, &sec);
+    }
     BSON_APPEND_DOCUMENT_BEGIN(parsed, "setParameter", &sp);
     bson_append_document_end(parsed, &sp);
 
     mf_log(MF_LOG_INFO, "CONTROL", "mayflyd %s starting: pid=%d port=%d dbpath=%s%s workers=%d maxWorkers=%d",
            MF_VERSION, (int)getpid(), o.port, o.dbpath, o.in_memory ? " (in memory)" : "", workers, max_workers);
     mf_engine_opts_t eo = {.dbpath = o.dbpath, .in_memory = o.in_memory, .set_params = o.set_params,
-                           .nset_params = o.nset_params, .repl_member = o.repl_set[0] != '\0'};
+                           .nset_params = o.nset_params, .repl_member = o.repl_set[0] != '\0',
+                           .auth = o.auth || o.key_file[0] != '\0'};
     mf_repl_t *repl = NULL;
     if (mf_engine_open(&eo, &eng, &err) != 0) {
         mf_log(MF_LOG_ERROR, "STORAGE", "cannot open the database: %s", err.msg);
@@ -393,7 +424,7 @@ main(int argc, char **argv)
 
     eng->on_shutdown = interrupt_engine;
     eng->on_shutdown_arg = eng;
-    startup_warnings(eng, o.bind_ip);
+    startup_warnings(eng, o.bind_ip, eng->auth_enabled);
     if (o.repl_set[0] != '\0') {
         int raft_port = o.raft_port ? o.raft_port : o.port + 10000;
         mf_repl_opts_t ro = {.set_name = o.repl_set, .bind_ip = o.bind_ip, .port = o.port, .raft_port = raft_port,

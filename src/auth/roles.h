@@ -1,0 +1,95 @@
+/*
+ * roles.h: MongoDB's built-in roles as privilege sets (issue 10's
+ * authorization).
+ *
+ * MongoDB grants privileges as (resource, actions) pairs; a role is a named
+ * set of them. mayfly keeps the built-in roles only, and groups MongoDB's
+ * ~150 actions into the few dozen that its commands check (MF_ACT_*: on a
+ * database's collections; MF_CACT_*: on the cluster). A user's privileges
+ * (mf_privs_t) are the union of its roles':
+ *
+ *   - per database: actions on that database's collections;
+ *   - any: actions on every database except local and config (the
+ *     *AnyDatabase roles, clusterMonitor's statistics);
+ *   - all: actions on every database including local and config (root and
+ *     the members' internal __system user);
+ *   - cluster: server-wide actions (serverStatus, setParameter, replSet*).
+ *
+ * Two collections are not covered by data privileges, as in MongoDB:
+ * admin.system.users needs user administration on admin (so readWrite on
+ * admin, or readWriteAnyDatabase, cannot write credentials and escalate),
+ * and <db>.system.profile may also be read with the profiling privilege
+ * (dbAdmin). Everything here is plain data: no locks, no I/O.
+ */
+#ifndef MF_ROLES_H
+#define MF_ROLES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Actions on a database's collections. */
+#define MF_ACT_FIND (1u << 0)
+#define MF_ACT_INSERT (1u << 1)
+#define MF_ACT_UPDATE (1u << 2)
+#define MF_ACT_REMOVE (1u << 3)
+#define MF_ACT_LIST_COLLECTIONS (1u << 4)
+#define MF_ACT_LIST_INDEXES (1u << 5)
+#define MF_ACT_STATS (1u << 6) /* collStats, dbStats, indexStats */
+#define MF_ACT_KILL_CURSORS (1u << 7)
+#define MF_ACT_CREATE_COLLECTION (1u << 8)
+#define MF_ACT_CREATE_INDEX (1u << 9)
+#define MF_ACT_DROP_COLLECTION (1u << 10)
+#define MF_ACT_DROP_INDEX (1u << 11)
+#define MF_ACT_RENAME_SAME_DB (1u << 12)
+#define MF_ACT_COLLMOD (1u << 13)
+#define MF_ACT_COMPACT (1u << 14)
+#define MF_ACT_VALIDATE (1u << 15)
+#define MF_ACT_PROFILE (1u << 16) /* enableProfiler */
+#define MF_ACT_DROP_DATABASE (1u << 17)
+#define MF_ACT_BYPASS_VALIDATION (1u << 18)
+#define MF_ACT_USER_ADMIN (1u << 19) /* createUser, dropUser, grantRole, revokeRole, changePassword */
+#define MF_ACT_VIEW_USER (1u << 20)
+
+/* Cluster actions. */
+#define MF_CACT_LIST_DATABASES (1u << 0)
+#define MF_CACT_MONITOR (1u << 1)  /* serverStatus, currentOp, getLog, getCmdLineOpts, replSetGetStatus ... */
+#define MF_CACT_ADMIN (1u << 2)    /* setParameter, killOp, fsync, replSetReconfig, shutdown ... */
+#define MF_CACT_INTERNAL (1u << 3) /* the members' own commands (__system only) */
+
+#define MF_PRIVS_MAX_DBS 32
+
+typedef struct mf_privs {
+    uint32_t any;     /* every database but local and config */
+    uint32_t all;     /* every database */
+    uint32_t cluster; /* MF_CACT_* */
+    size_t n;
+    struct {
+        char db[64];
+        uint32_t acts;
+    } dbs[MF_PRIVS_MAX_DBS];
+} mf_privs_t;
+
+/*
+ * mf_role_exists: whether role is a built-in role on db (the *AnyDatabase
+ * roles, clusterMonitor, clusterAdmin and root exist only on admin, as in
+ * MongoDB; __system only on admin and only for members).
+ */
+bool mf_role_exists(const char *role, const char *db);
+
+/* mf_privs_add_role: adds role@db's privileges to p (an unknown role adds nothing). */
+void mf_privs_add_role(mf_privs_t *p, const char *role, const char *db);
+
+/*
+ * mf_privs_allow: whether p holds every action in acts on db.coll (coll may
+ * be NULL or "" for the database itself).
+ */
+bool mf_privs_allow(const mf_privs_t *p, const char *db, const char *coll, uint32_t acts);
+
+/* mf_privs_cluster: whether p holds every cluster action in cacts. */
+bool mf_privs_cluster(const mf_privs_t *p, uint32_t cacts);
+
+/* mf_privs_any_on: whether p holds any action at all on db (listDatabases' authorizedDatabases). */
+bool mf_privs_any_on(const mf_privs_t *p, const char *db);
+
+#endif /* MF_ROLES_H */

@@ -1,0 +1,356 @@
+/*
+ * users.c: admin.system.users (see users.h).
+ *
+ * Each write is one transaction on the thread's storage session, retried on
+ * a write conflict (another connection changing the same user), committed
+ * durably: an acknowledged createUser survives kill -9.
+ */
+#include "auth/users.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "catalog/coll_write.h"
+#include "common/alloc.h"
+#include "storage/storage.h"
+
+#define WRITE_ATTEMPTS 20
+
+typedef enum { W_INSERT, W_REPLACE, W_REMOVE } wkind_t;
+
+/* "<db>.<user>" into out; the callers checked that it fits. */
+static void
+user_id(const char *db, const char *user, char *out, size_t cap)
+{
+    size_t dl = strlen(db), ul = strlen(user);
+    if (dl + ul + 2 > cap)
+        dl = ul = 0;
+    memcpy(out, db, dl);
+    out[dl] = '.';
+    memcpy(out + dl + 1, user, ul);
+    out[dl + 1 + ul] = '\0';
+}
+
+int
+mf_users_get(mf_catalog_t *cat, const char *db, const char *user, bson_t *out, mf_error_t *err)
+{
+    mf_sess_t *s = mf_storage_session(mf_catalog_storage(cat));
+    mf_coll_t *c = NULL;
+    char id[512];
+    bson_value_t idv;
+    int64_t rid;
+    int rc;
+
+    if (strlen(db) + strlen(user) + 2 > sizeof(id))
+        return MF_NOTFOUND;
+    user_id(db, user, id, sizeof(id));
+    idv.value_type = BSON_TYPE_UTF8;
+    idv.value.v_utf8.str = id;
+    idv.value.v_utf8.len = (uint32_t)strlen(id);
+    if (mf_catalog_coll_acquire(cat, MF_USERS_DB, MF_USERS_COLL, false, &c, err) != 0) {
+        rc = -1;
+        goto done;
+    }
+    if (c == NULL) {
+        rc = MF_NOTFOUND;
+        goto done;
+    }
+    for (int attempt = 0;; attempt++) {
+        if (mf_txn_begin(s, err) != 0) {
+            rc = -1;
+            break;
+        }
+        rc = mf_coll_find_id(s, c, &idv, &rid, err);
+        if (rc == 0)
+            rc = mf_coll_fetch(s, c, rid, out, err);
+        mf_txn_abort(s);
+        if (rc != MF_CONFLICT || attempt == WRITE_ATTEMPTS)
+            break;
+    }
+    if (rc == MF_CONFLICT)
+        rc = mf_err_set(err, MF_E_WriteConflict, "reading user %s@%s conflicted", user, db);
+done:
+    mf_catalog_unlock(cat);
+    mf_storage_session_release(s);
+    return rc;
+}
+
+/* One write of a user document in its own durable transaction. doc: the new document (insert, replace). */
+static int
+write_user(mf_catalog_t *cat, wkind_t kind, const char *db, const char *user, const bson_t *doc, mf_error_t *err)
+{
+    mf_sess_t *s = mf_storage_session(mf_catalog_storage(cat));
+    mf_coll_t *c = NULL;
+    char id[512];
+    bson_value_t idv;
+    int rc = -1;
+
+    if (strlen(db) + strlen(user) + 2 > sizeof(id)) {
+        mf_err_set(err, MF_E_BadValue, "user name too long");
+        goto out;
+    }
+    user_id(db, user, id, sizeof(id));
+    idv.value_type = BSON_TYPE_UTF8;
+    idv.value.v_utf8.str = id;
+    idv.value.v_utf8.len = (uint32_t)strlen(id);
+    if (mf_catalog_coll_acquire(cat, MF_USERS_DB, MF_USERS_COLL, kind == W_INSERT, &c, err) != 0)
+        goto done;
+    if (c == NULL) {
+        mf_err_set(err, MF_E_UserNotFound, "User '%s@%s' not found", user, db);
+        goto done;
+    }
+    for (int attempt = 0;; attempt++) {
+        int64_t rid = 0;
+        bson_t old;
+        bool have_old = false;
+        if (mf_txn_begin(s, err) != 0)
+            goto done;
+        rc = mf_coll_find_id(s, c, &idv, &rid, err);
+        if (rc == 0 && kind == W_INSERT) {
+            rc = mf_err_set(err, MF_E_UserAlreadyExists, "User \"%s@%s\" already exists", user, db);
+        } else if (rc == MF_NOTFOUND && kind != W_INSERT) {
+            rc = mf_err_set(err, MF_E_UserNotFound, "User '%s@%s' not found", user, db);
+        } else if (rc == MF_NOTFOUND) {
+            rc = mf_coll_insert(s, c, doc, NULL, err);
+        } else if (rc == 0) {
+            rc = mf_coll_fetch(s, c, rid, &old, err);
+            have_old = rc == 0;
+            if (rc == 0)
+                rc = kind == W_REPLACE ? mf_coll_replace(s, c, rid, &old, doc, err) : mf_coll_remove(s, c, rid, &old, err);
+        }
+        if (have_old)
+            bson_destroy(&old);
+        if (rc == 0)
+            rc = mf_txn_commit(s, true, err);
+        else
+            mf_txn_abort(s);
+        if (rc != MF_CONFLICT)
+            break;
+        if (attempt == WRITE_ATTEMPTS) {
+            rc = mf_err_set(err, MF_E_WriteConflict, "writing user %s@%s kept conflicting", user, db);
+            break;
+        }
+    }
+done:
+    mf_catalog_unlock(cat);
+out:
+    mf_storage_session_release(s);
+    return rc == 0 ? 0 : -1;
+}
+
+/* The user and db fields of a user document. */
+static int
+doc_names(const bson_t *doc, const char **db, const char **user, mf_error_t *err)
+{
+    bson_iter_t it;
+    *db = *user = NULL;
+    if (bson_iter_init_find(&it, doc, "user") && BSON_ITER_HOLDS_UTF8(&it))
+        *user = bson_iter_utf8(&it, NULL);
+    if (bson_iter_init_find(&it, doc, "db") && BSON_ITER_HOLDS_UTF8(&it))
+        *db = bson_iter_utf8(&it, NULL);
+    if (*db == NULL || *user == NULL)
+        return mf_err_set(err, MF_E_BadValue, "a user document needs user and db strings");
+    return 0;
+}
+
+int
+mf_users_insert(mf_catalog_t *cat, const bson_t *doc, mf_error_t *err)
+{
+    const char *db, *user;
+    if (doc_names(doc, &db, &user, err) != 0)
+        return -1;
+    return write_user(cat, W_INSERT, db, user, doc, err);
+}
+
+int
+mf_users_replace(mf_catalog_t *cat, const bson_t *doc, mf_error_t *err)
+{
+    const char *db, *user;
+    if (doc_names(doc, &db, &user, err) != 0)
+        return -1;
+    return write_user(cat, W_REPLACE, db, user, doc, err);
+}
+
+int
+mf_users_remove(mf_catalog_t *cat, const char *db, const char *user, mf_error_t *err)
+{
+    return write_user(cat, W_REMOVE, db, user, NULL, err);
+}
+
+int
+mf_users_each(mf_catalog_t *cat, const char *db, int (*fn)(void *arg, const bson_t *user), void *arg,
+              mf_error_t *err)
+{
+    mf_sess_t *s = mf_storage_session(mf_catalog_storage(cat));
+    mf_coll_t *c = NULL;
+    mf_cur_t *cur = NULL;
+    int rc = -1;
+
+    if (mf_catalog_coll_acquire(cat, MF_USERS_DB, MF_USERS_COLL, false, &c, err) != 0)
+        goto done;
+    rc = 0;
+    if (c == NULL)
+        goto done;
+    if (mf_txn_begin(s, err) != 0) {
+        rc = -1;
+        goto done;
+    }
+    if (mf_cur_open(s, c->uri, &cur, err) != 0) {
+        rc = -1;
+        goto abort;
+    }
+    int r;
+    while ((r = mf_cur_next(cur)) == 0) {
+        const uint8_t *v;
+        size_t len;
+        bson_t view;
+        bson_iter_t it;
+        mf_cur_value(cur, &v, &len);
+        if (!bson_init_static(&view, v, len))
+            continue;
+        if (db != NULL && !(bson_iter_init_find(&it, &view, "db") && BSON_ITER_HOLDS_UTF8(&it) &&
+                            strcmp(bson_iter_utf8(&it, NULL), db) == 0))
+            continue;
+        if (fn(arg, &view) != 0)
+            break;
+    }
+    if (r != 0 && r != MF_NOTFOUND)
+        rc = mf_err_set(err, MF_E_WriteConflict, "reading admin.system.users was interrupted by a conflict");
+    mf_cur_close(cur);
+abort:
+    mf_txn_abort(s);
+done:
+    mf_catalog_unlock(cat);
+    mf_storage_session_release(s);
+    return rc;
+}
+
+static int
+stop_at_first(void *arg, const bson_t *user)
+{
+    (void)user;
+    *(bool *)arg = true;
+    return 1;
+}
+
+bool
+mf_users_exist(mf_catalog_t *cat)
+{
+    bool any = false;
+    mf_error_t err;
+    if (mf_users_each(cat, NULL, stop_at_first, &any, &err) != 0)
+        return true; /* cannot tell: the localhost exception stays closed */
+    return any;
+}
+
+int
+mf_users_credentials(bson_t *doc, const char *user, const char *password, unsigned mechs, mf_error_t *err)
+{
+    bson_t creds;
+    mf_scram_cred_t c1, c256;
+    if ((mechs & MF_MECH_SHA1) != 0) {
+        char hashed[33];
+        mf_scram_sha1_password(user, password, hashed);
+        int r = mf_scram_make_cred(MF_SCRAM_SHA1, hashed, NULL, 0, 10000, &c1, err);
+        memset(hashed, 0, sizeof(hashed));
+        if (r != 0)
+            return -1;
+    }
+    if ((mechs & MF_MECH_SHA256) != 0 && mf_scram_make_cred(MF_SCRAM_SHA256, password, NULL, 0, 15000, &c256, err) != 0)
+        return -1;
+    BSON_APPEND_DOCUMENT_BEGIN(doc, "credentials", &creds);
+    if ((mechs & MF_MECH_SHA1) != 0)
+        mf_scram_cred_append(&creds, "SCRAM-SHA-1", &c1);
+    if ((mechs & MF_MECH_SHA256) != 0)
+        mf_scram_cred_append(&creds, "SCRAM-SHA-256", &c256);
+    bson_append_document_end(doc, &creds);
+    return 0;
+}
+
+int
+mf_users_cred(const bson_t *user, mf_scram_mech_t mech, mf_scram_cred_t *out)
+{
+    bson_iter_t it, c;
+    const uint8_t *data;
+    uint32_t len;
+    bson_t d;
+    if (!bson_iter_init_find(&it, user, "credentials") || !BSON_ITER_HOLDS_DOCUMENT(&it) ||
+        !bson_iter_recurse(&it, &c) || !bson_iter_find(&c, mech == MF_SCRAM_SHA1 ? "SCRAM-SHA-1" : "SCRAM-SHA-256") ||
+        !BSON_ITER_HOLDS_DOCUMENT(&c))
+        return -1;
+    bson_iter_document(&c, &len, &data);
+    if (!bson_init_static(&d, data, len))
+        return -1;
+    return mf_scram_cred_read(mech, &d, out);
+}
+
+/* Observer callbacks: any change to admin.system.users bumps the generation. */
+static bool
+is_users(const struct mf_coll *c)
+{
+    return strcmp(c->db, MF_USERS_DB) == 0 && strcmp(c->name, MF_USERS_COLL) == 0;
+}
+
+static _Thread_local bool tls_users_written;
+
+static void
+bump(void *arg)
+{
+    atomic_fetch_add((_Atomic int64_t *)arg, 1);
+}
+
+static void
+on_insert(void *arg, struct mf_coll *c, const bson_t *doc)
+{
+    (void)doc;
+    if (is_users(c)) {
+        tls_users_written = true;
+        bump(arg);
+    }
+}
+
+static void
+on_update(void *arg, struct mf_coll *c, const bson_t *olddoc, const bson_t *newdoc)
+{
+    (void)olddoc;
+    on_insert(arg, c, newdoc);
+}
+
+static void
+on_delete(void *arg, struct mf_coll *c, const bson_t *olddoc)
+{
+    on_insert(arg, c, olddoc);
+}
+
+/* After the commit too: a reader that refreshed between the write and its commit saw the old users. */
+static void
+on_txn_end(void *arg, bool committed)
+{
+    (void)committed;
+    if (tls_users_written) {
+        tls_users_written = false;
+        bump(arg);
+    }
+}
+
+static void
+on_ddl(void *arg, const mf_ddl_event_t *ev)
+{
+    if (strcmp(ev->ns, MF_USERS_DB "." MF_USERS_COLL) == 0 ||
+        (ev->to_ns != NULL && strcmp(ev->to_ns, MF_USERS_DB "." MF_USERS_COLL) == 0))
+        bump(arg);
+}
+
+mf_observer_t
+mf_users_watch(_Atomic int64_t *gen)
+{
+    mf_observer_t o;
+    memset(&o, 0, sizeof(o));
+    o.on_insert = on_insert;
+    o.on_update = on_update;
+    o.on_delete = on_delete;
+    o.on_txn_end = on_txn_end;
+    o.on_ddl = on_ddl;
+    o.arg = (void *)gen;
+    return o;
+}

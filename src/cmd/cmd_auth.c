@@ -1,0 +1,1423 @@
+/*
+ * cmd_auth.c: authentication and authorization (issue 10).
+ *
+ * Authentication. saslStart / saslContinue run a SCRAM-SHA-1 or -256
+ * conversation (auth/scram.h) against the user's stored credential
+ * (auth/users.h); hello's speculativeAuthenticate runs the same saslStart
+ * inside the handshake, and hello's saslSupportedMechs names the mechanisms
+ * a user has, as mongod's. A connection's state (mf_client_auth_t) holds
+ * the conversation in progress and, once it succeeds, the user; one user
+ * per connection, as MongoDB 6.0+ (a new authentication replaces the old).
+ *
+ * Authorization. With access control on (--auth), mf_cmd_authorize runs
+ * before every command of a network client (replication's internal client
+ * and the embedding API are trusted): a few commands need no
+ * authentication (hello, ping, buildInfo, the SASL commands, logout,
+ * connectionStatus, ...); every other one needs an authenticated user
+ * whose roles (auth/roles.h) grant the command's actions on its database
+ * and collection, or on the cluster, else 13 Unauthorized. The actions a
+ * command needs are in one table below (rules[]); a command missing from
+ * it needs cluster administration, so a new command is closed until it is
+ * classified. Privileges are computed once per connection and recomputed
+ * when admin.system.users changes (the engine's users_gen).
+ *
+ * The localhost exception: with no user at all, a loopback client may run
+ * createUser on admin, and nothing else, so the first user can be made.
+ *
+ * User management: createUser, updateUser, dropUser,
+ * dropAllUsersFromDatabase, usersInfo, grantRolesToUser,
+ * revokeRolesFromUser, rolesInfo (built-in roles only).
+ */
+#include "common/alloc.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "auth/roles.h"
+#include "auth/scram.h"
+#include "auth/users.h"
+#include "cmd/cmd.h"
+#include "common/log.h"
+#include "doc/value.h"
+
+struct mf_client_auth {
+    bool authed;
+    char user[256];
+    char db[128];
+    mf_privs_t privs;
+    int64_t gen;     /* eng->users_gen when privs were computed */
+    bson_t roles;    /* the user's roles array (connectionStatus) */
+    /* The SASL conversation in progress, NULL for none. */
+    mf_scram_t *conv;
+    mf_scram_mech_t conv_mech;
+    int32_t conv_id;
+    int conv_step;   /* 1: server-first sent; 2: server-final sent, waiting for the empty exchange */
+    bool conv_skip_empty;
+    char conv_db[128];
+    char conv_user[256];
+};
+
+static mf_client_auth_t *
+client_auth(mf_client_t *c)
+{
+    if (c->auth == NULL) {
+        c->auth = mf_calloc(1, sizeof(*c->auth));
+        bson_init(&c->auth->roles);
+        c->auth->gen = -1;
+    }
+    return c->auth;
+}
+
+static void
+conv_end(mf_client_auth_t *a)
+{
+    if (a->conv != NULL)
+        mf_scram_free(a->conv);
+    a->conv = NULL;
+    a->conv_step = 0;
+}
+
+void
+mf_client_release(mf_client_t *c)
+{
+    if (c->auth == NULL)
+        return;
+    conv_end(c->auth);
+    bson_destroy(&c->auth->roles);
+    free(c->auth);
+    c->auth = NULL;
+}
+
+/* Whether access control applies to this command's caller. */
+static bool
+checked(const mf_op_t *op)
+{
+    return op->eng->auth_enabled && op->client != NULL && op->client->net && !op->client->internal;
+}
+
+/* ---------- privileges ---------- */
+
+/* (Re)computes the connection's privileges from its user's roles. */
+static void
+load_privs(mf_engine_t *eng, mf_client_auth_t *a)
+{
+    bson_t user;
+    bson_iter_t it, r, f;
+    mf_error_t err;
+    int64_t gen = atomic_load(&eng->users_gen);
+
+    memset(&a->privs, 0, sizeof(a->privs));
+    bson_reinit(&a->roles);
+    a->gen = gen;
+    if (!a->authed)
+        return;
+    if (mf_users_get(eng->cat, a->db, a->user, &user, &err) != 0)
+        return; /* dropped: authenticated, but with no privileges left */
+    if (bson_iter_init_find(&it, &user, "roles") && BSON_ITER_HOLDS_ARRAY(&it)) {
+        const uint8_t *data;
+        uint32_t len;
+        bson_iter_array(&it, &len, &data);
+        bson_t arr;
+        if (bson_init_static(&arr, data, len))
+            bson_copy_to_excluding_noinit(&arr, &a->roles, "", NULL);
+        bson_iter_recurse(&it, &r);
+        while (bson_iter_next(&r)) {
+            const char *role = NULL, *db = NULL;
+            if (!BSON_ITER_HOLDS_DOCUMENT(&r) || !bson_iter_recurse(&r, &f))
+                continue;
+            while (bson_iter_next(&f)) {
+                if (strcmp(bson_iter_key(&f), "role") == 0 && BSON_ITER_HOLDS_UTF8(&f))
+                    role = bson_iter_utf8(&f, NULL);
+                else if (strcmp(bson_iter_key(&f), "db") == 0 && BSON_ITER_HOLDS_UTF8(&f))
+                    db = bson_iter_utf8(&f, NULL);
+            }
+            if (role != NULL && db != NULL)
+                mf_privs_add_role(&a->privs, role, db);
+        }
+    }
+    bson_destroy(&user);
+}
+
+/* The caller's privileges, refreshed if the users changed since they were computed. NULL: not authenticated. */
+static const mf_privs_t *
+privs_of(mf_op_t *op)
+{
+    mf_client_auth_t *a = op->client->auth;
+    if (a == NULL || !a->authed)
+        return NULL;
+    if (a->gen != atomic_load(&op->eng->users_gen))
+        load_privs(op->eng, a);
+    return &a->privs;
+}
+
+bool
+mf_cmd_may_see_db(mf_op_t *op, const char *db)
+{
+    if (!checked(op))
+        return true;
+    const mf_privs_t *p = privs_of(op);
+    return p != NULL && (mf_privs_cluster(p, MF_CACT_LIST_DATABASES) || mf_privs_any_on(p, db));
+}
+
+/* ---------- what each command needs ---------- */
+
+typedef enum {
+    R_OPEN,    /* no authentication needed */
+    R_AUTHED,  /* any authenticated user */
+    R_DATA,    /* acts on the command's database and collection (first field, when a string) */
+    R_CLUSTER, /* cluster acts */
+    R_SPECIAL, /* decided by special() */
+} rule_kind_t;
+
+typedef struct rule {
+    const char *name;
+    rule_kind_t kind;
+    uint32_t acts;
+} rule_t;
+
+static const rule_t rules[] = {
+    {"hello", R_OPEN, 0},
+    {"isMaster", R_OPEN, 0},
+    {"ismaster", R_OPEN, 0},
+    {"ping", R_OPEN, 0},
+    {"buildInfo", R_OPEN, 0},
+    {"buildinfo", R_OPEN, 0},
+    {"saslStart", R_OPEN, 0},
+    {"saslContinue", R_OPEN, 0},
+    {"authenticate", R_OPEN, 0},
+    {"logout", R_OPEN, 0},
+    {"connectionStatus", R_OPEN, 0},
+    {"endSessions", R_OPEN, 0},
+    {"whatsmyuri", R_OPEN, 0},
+    {"listCommands", R_OPEN, 0},
+    {"startSession", R_AUTHED, 0},
+    {"refreshSessions", R_AUTHED, 0},
+    {"killSessions", R_AUTHED, 0},
+    {"usersInfo", R_SPECIAL, MF_ACT_VIEW_USER},
+    {"rolesInfo", R_AUTHED, 0},
+    {"listDatabases", R_AUTHED, 0}, /* answers only the databases the user may see (mf_cmd_may_see_db) */
+    {"find", R_DATA, MF_ACT_FIND},
+    {"count", R_DATA, MF_ACT_FIND},
+    {"distinct", R_DATA, MF_ACT_FIND},
+    {"getMore", R_SPECIAL, MF_ACT_FIND},
+    {"killCursors", R_DATA, MF_ACT_KILL_CURSORS},
+    {"insert", R_DATA, MF_ACT_INSERT},
+    {"update", R_SPECIAL, MF_ACT_UPDATE},
+    {"delete", R_DATA, MF_ACT_REMOVE},
+    {"findAndModify", R_SPECIAL, MF_ACT_FIND},
+    {"findandmodify", R_SPECIAL, MF_ACT_FIND},
+    {"aggregate", R_SPECIAL, MF_ACT_FIND},
+    {"explain", R_SPECIAL, 0},
+    {"create", R_DATA, MF_ACT_CREATE_COLLECTION},
+    {"drop", R_DATA, MF_ACT_DROP_COLLECTION},
+    {"dropDatabase", R_DATA, MF_ACT_DROP_DATABASE},
+    {"listCollections", R_SPECIAL, MF_ACT_LIST_COLLECTIONS},
+    {"listIndexes", R_DATA, MF_ACT_LIST_INDEXES},
+    {"collStats", R_DATA, MF_ACT_STATS},
+    {"dbStats", R_DATA, MF_ACT_STATS},
+    {"dbstats", R_DATA, MF_ACT_STATS},
+    {"validate", R_DATA, MF_ACT_VALIDATE},
+    {"createIndexes", R_DATA, MF_ACT_CREATE_INDEX},
+    {"dropIndexes", R_DATA, MF_ACT_DROP_INDEX},
+    {"deleteIndexes", R_DATA, MF_ACT_DROP_INDEX},
+    {"collMod", R_DATA, MF_ACT_COLLMOD},
+    {"compact", R_DATA, MF_ACT_COMPACT},
+    {"profile", R_DATA, MF_ACT_PROFILE},
+    {"renameCollection", R_SPECIAL, 0},
+    {"createUser", R_SPECIAL, MF_ACT_USER_ADMIN},
+    {"updateUser", R_SPECIAL, MF_ACT_USER_ADMIN},
+    {"grantRolesToUser", R_SPECIAL, MF_ACT_USER_ADMIN},
+    {"revokeRolesFromUser", R_SPECIAL, MF_ACT_USER_ADMIN},
+    {"dropUser", R_DATA, MF_ACT_USER_ADMIN},
+    {"dropAllUsersFromDatabase", R_DATA, MF_ACT_USER_ADMIN},
+    {"serverStatus", R_CLUSTER, MF_CACT_MONITOR},
+    {"hostInfo", R_CLUSTER, MF_CACT_MONITOR},
+    {"getLog", R_CLUSTER, MF_CACT_MONITOR},
+    {"getCmdLineOpts", R_CLUSTER, MF_CACT_MONITOR},
+    {"getParameter", R_CLUSTER, MF_CACT_MONITOR},
+    {"currentOp", R_CLUSTER, MF_CACT_MONITOR},
+    {"replSetGetStatus", R_CLUSTER, MF_CACT_MONITOR},
+    {"replSetGetConfig", R_CLUSTER, MF_CACT_MONITOR},
+    {"getDefaultRWConcern", R_CLUSTER, MF_CACT_MONITOR},
+    {"setParameter", R_CLUSTER, MF_CACT_ADMIN},
+    {"killOp", R_CLUSTER, MF_CACT_ADMIN},
+    {"killAllSessions", R_CLUSTER, MF_CACT_ADMIN},
+    {"fsync", R_CLUSTER, MF_CACT_ADMIN},
+    {"fsyncUnlock", R_CLUSTER, MF_CACT_ADMIN},
+    {"shutdown", R_CLUSTER, MF_CACT_ADMIN},
+    {"replSetInitiate", R_CLUSTER, MF_CACT_ADMIN},
+    {"replSetReconfig", R_CLUSTER, MF_CACT_ADMIN},
+    {"replSetStepDown", R_CLUSTER, MF_CACT_ADMIN},
+    {"replSetFreeze", R_CLUSTER, MF_CACT_ADMIN},
+    {"replSetSyncFrom", R_CLUSTER, MF_CACT_ADMIN},
+    {"replSetMaintenance", R_CLUSTER, MF_CACT_ADMIN},
+    {"_mfReplInfo", R_CLUSTER, MF_CACT_INTERNAL},
+    {"_mfReplJoin", R_CLUSTER, MF_CACT_INTERNAL},
+};
+
+static const rule_t *
+rule_of(const char *name)
+{
+    for (size_t i = 0; i < sizeof(rules) / sizeof(rules[0]); i++) {
+        if (strcmp(rules[i].name, name) == 0)
+            return &rules[i];
+    }
+    return NULL;
+}
+
+/* The collection a command's first field names (a string), else NULL. */
+static const char *
+first_coll(const bson_t *cmd)
+{
+    bson_iter_t it;
+    if (bson_iter_init(&it, cmd) && bson_iter_next(&it) && BSON_ITER_HOLDS_UTF8(&it))
+        return bson_iter_utf8(&it, NULL);
+    return NULL;
+}
+
+/* Whether any value under it (recursively) is a document with key `key`. */
+static bool
+has_key_deep(bson_iter_t *it, const char *const *keys, int depth)
+{
+    while (bson_iter_next(it)) {
+        for (int i = 0; keys[i] != NULL; i++) {
+            if (strcmp(bson_iter_key(it), keys[i]) == 0)
+                return true;
+        }
+        bson_iter_t sub;
+        if ((BSON_ITER_HOLDS_DOCUMENT(it) || BSON_ITER_HOLDS_ARRAY(it)) && depth < 64 && bson_iter_recurse(it, &sub) &&
+            has_key_deep(&sub, keys, depth + 1))
+            return true;
+    }
+    return false;
+}
+
+static bool
+cmd_has_key(const bson_t *cmd, const char *field, const char *const *keys)
+{
+    bson_iter_t it, sub;
+    if (!bson_iter_init_find(&it, cmd, field) || !(BSON_ITER_HOLDS_DOCUMENT(&it) || BSON_ITER_HOLDS_ARRAY(&it)) ||
+        !bson_iter_recurse(&it, &sub))
+        return false;
+    return has_key_deep(&sub, keys, 0);
+}
+
+/* Whether any statement of an update (in the command or its kind-1 "updates" sequence) upserts. */
+static bool
+upserts(const mf_op_t *op, const bson_t *cmd)
+{
+    static const char *const k[] = {"upsert", NULL};
+    bson_iter_t it;
+    if (cmd_has_key(cmd, "updates", k))
+        return true;
+    if (bson_iter_init_find(&it, cmd, "upsert") && bson_iter_as_bool(&it))
+        return true;
+    for (size_t i = 0; op->seqs != NULL && i < op->nseqs; i++) {
+        if (strcmp(op->seqs[i].identifier, "updates") != 0)
+            continue;
+        for (size_t j = 0; j < op->seqs[i].ndocs; j++) {
+            if (bson_iter_init_find(&it, &op->seqs[i].docs[j], "upsert") && bson_iter_as_bool(&it))
+                return true;
+        }
+    }
+    return false;
+}
+
+static int
+denied(mf_op_t *op, const char *db, const char *name)
+{
+    return mf_err_set(&op->err, MF_E_Unauthorized, "not authorized on %s to execute command { %s: ... }", db, name);
+}
+
+/* Roles named by a user command: each needs user administration on its database (MongoDB's grantRole). */
+static bool
+may_grant_roles(const mf_privs_t *p, const bson_t *cmd, const char *db)
+{
+    bson_iter_t it, r, f;
+    if (!bson_iter_init_find(&it, cmd, "roles") || !BSON_ITER_HOLDS_ARRAY(&it) || !bson_iter_recurse(&it, &r))
+        return true;
+    while (bson_iter_next(&r)) {
+        const char *rdb = db;
+        if (BSON_ITER_HOLDS_DOCUMENT(&r) && bson_iter_recurse(&r, &f) && bson_iter_find(&f, "db") &&
+            BSON_ITER_HOLDS_UTF8(&f))
+            rdb = bson_iter_utf8(&f, NULL);
+        if (!mf_privs_allow(p, rdb, NULL, MF_ACT_USER_ADMIN))
+            return false;
+    }
+    return true;
+}
+
+/* The user names usersInfo asks about all belong to the caller. */
+static bool
+only_self(mf_op_t *op, const bson_t *cmd, const char *db)
+{
+    mf_client_auth_t *a = op->client->auth;
+    bson_iter_t it, arr, f;
+    if (!bson_iter_init_find(&it, cmd, "usersInfo"))
+        return false;
+    if (BSON_ITER_HOLDS_UTF8(&it))
+        return strcmp(bson_iter_utf8(&it, NULL), a->user) == 0 && strcmp(db, a->db) == 0;
+    if (BSON_ITER_HOLDS_DOCUMENT(&it) || BSON_ITER_HOLDS_ARRAY(&it)) {
+        bool doc = BSON_ITER_HOLDS_DOCUMENT(&it), any = false;
+        bson_iter_recurse(&it, &arr);
+        if (doc) {
+            const char *u = NULL, *d = db;
+            while (bson_iter_next(&arr)) {
+                if (strcmp(bson_iter_key(&arr), "user") == 0 && BSON_ITER_HOLDS_UTF8(&arr))
+                    u = bson_iter_utf8(&arr, NULL);
+                else if (strcmp(bson_iter_key(&arr), "db") == 0 && BSON_ITER_HOLDS_UTF8(&arr))
+                    d = bson_iter_utf8(&arr, NULL);
+                else
+                    return false;
+            }
+            return u != NULL && strcmp(u, a->user) == 0 && strcmp(d, a->db) == 0;
+        }
+        while (bson_iter_next(&arr)) {
+            const char *u = NULL, *d = db;
+            if (BSON_ITER_HOLDS_UTF8(&arr)) {
+                u = bson_iter_utf8(&arr, NULL);
+            } else if (BSON_ITER_HOLDS_DOCUMENT(&arr) && bson_iter_recurse(&arr, &f)) {
+                while (bson_iter_next(&f)) {
+                    if (strcmp(bson_iter_key(&f), "user") == 0 && BSON_ITER_HOLDS_UTF8(&f))
+                        u = bson_iter_utf8(&f, NULL);
+                    else if (strcmp(bson_iter_key(&f), "db") == 0 && BSON_ITER_HOLDS_UTF8(&f))
+                        d = bson_iter_utf8(&f, NULL);
+                }
+            }
+            if (u == NULL || strcmp(u, a->user) != 0 || strcmp(d, a->db) != 0)
+                return false;
+            any = true;
+        }
+        return any;
+    }
+    return false;
+}
+
+static int check_command(mf_op_t *op, const mf_privs_t *p, const char *db, const char *name, const bson_t *cmd,
+                         int depth);
+
+/* Splits "db.coll" into db (copied into buf) and *coll. False if there is no dot. */
+static bool
+split_ns(const char *ns, char *buf, size_t cap, const char **coll)
+{
+    const char *dot = strchr(ns, '.');
+    if (dot == NULL || (size_t)(dot - ns) >= cap)
+        return false;
+    memcpy(buf, ns, (size_t)(dot - ns));
+    buf[dot - ns] = '\0';
+    *coll = dot + 1;
+    return true;
+}
+
+static int
+special(mf_op_t *op, const mf_privs_t *p, const rule_t *r, const char *db, const char *name, const bson_t *cmd,
+        int depth)
+{
+    const char *coll = first_coll(cmd);
+    bson_iter_t it;
+    static const char *const writes[] = {"$out", "$merge", NULL};
+    static const char *const curop[] = {"$currentOp", NULL};
+
+    if (strcmp(name, "update") == 0)
+        return mf_privs_allow(p, db, coll, MF_ACT_UPDATE | (upserts(op, cmd) ? MF_ACT_INSERT : 0)) ? 0 : denied(op, db, name);
+    if (strcmp(name, "findAndModify") == 0 || strcmp(name, "findandmodify") == 0) {
+        bool remove = bson_iter_init_find(&it, cmd, "remove") && bson_iter_as_bool(&it);
+        uint32_t acts = MF_ACT_FIND | (remove ? MF_ACT_REMOVE : MF_ACT_UPDATE) | (upserts(op, cmd) ? MF_ACT_INSERT : 0);
+        return mf_privs_allow(p, db, coll, acts) ? 0 : denied(op, db, name);
+    }
+    if (strcmp(name, "getMore") == 0) {
+        const char *c = bson_iter_init_find(&it, cmd, "collection") && BSON_ITER_HOLDS_UTF8(&it) ? bson_iter_utf8(&it, NULL) : NULL;
+        return mf_privs_allow(p, db, c, MF_ACT_FIND) ? 0 : denied(op, db, name);
+    }
+    if (strcmp(name, "aggregate") == 0) {
+        if (cmd_has_key(cmd, "pipeline", curop) && !mf_privs_cluster(p, MF_CACT_MONITOR))
+            return denied(op, db, name);
+        uint32_t acts = MF_ACT_FIND;
+        if (cmd_has_key(cmd, "pipeline", writes))
+            acts |= MF_ACT_INSERT | MF_ACT_REMOVE | MF_ACT_UPDATE;
+        if (!mf_privs_allow(p, db, coll, acts) && !(coll == NULL && !(acts & ~MF_ACT_FIND) && cmd_has_key(cmd, "pipeline", curop)))
+            return denied(op, db, name);
+        return 0;
+    }
+    if (strcmp(name, "explain") == 0) {
+        if (!bson_iter_init_find(&it, cmd, "explain") || !BSON_ITER_HOLDS_DOCUMENT(&it) || depth > 2)
+            return 0; /* the command reports its own shape error */
+        const uint8_t *data;
+        uint32_t len;
+        bson_t inner;
+        bson_iter_t in;
+        bson_iter_document(&it, &len, &data);
+        if (!bson_init_static(&inner, data, len) || !bson_iter_init(&in, &inner) || !bson_iter_next(&in))
+            return 0;
+        return check_command(op, p, db, bson_iter_key(&in), &inner, depth + 1);
+    }
+    if (strcmp(name, "listCollections") == 0) {
+        /* authorizedCollections + nameOnly: any privilege on the database is enough, as in MongoDB. */
+        bool authorized = bson_iter_init_find(&it, cmd, "authorizedCollections") && bson_iter_as_bool(&it);
+        if (mf_privs_allow(p, db, NULL, MF_ACT_LIST_COLLECTIONS) || (authorized && mf_privs_any_on(p, db)))
+            return 0;
+        return denied(op, db, name);
+    }
+    if (strcmp(name, "renameCollection") == 0) {
+        const char *from = coll, *to = NULL, *fc, *tc;
+        char fdb[128], tdb[128];
+        bool drop_target = bson_iter_init_find(&it, cmd, "dropTarget") && bson_iter_as_bool(&it);
+        if (bson_iter_init_find(&it, cmd, "to") && BSON_ITER_HOLDS_UTF8(&it))
+            to = bson_iter_utf8(&it, NULL);
+        if (from == NULL || to == NULL || !split_ns(from, fdb, sizeof(fdb), &fc) || !split_ns(to, tdb, sizeof(tdb), &tc))
+            return mf_privs_cluster(p, MF_CACT_ADMIN) ? 0 : denied(op, db, name);
+        bool ok;
+        if (strcmp(fdb, tdb) == 0)
+            ok = mf_privs_allow(p, fdb, fc, MF_ACT_RENAME_SAME_DB) &&
+                 (!drop_target || mf_privs_allow(p, tdb, tc, MF_ACT_DROP_COLLECTION));
+        else
+            ok = mf_privs_allow(p, fdb, fc, MF_ACT_FIND | MF_ACT_REMOVE | MF_ACT_DROP_COLLECTION) &&
+                 mf_privs_allow(p, tdb, tc, MF_ACT_INSERT | MF_ACT_CREATE_COLLECTION | MF_ACT_CREATE_INDEX |
+                                                (drop_target ? MF_ACT_DROP_COLLECTION : 0));
+        return ok ? 0 : denied(op, fdb, name);
+    }
+    if (strcmp(name, "usersInfo") == 0) {
+        if (mf_privs_allow(p, db, NULL, MF_ACT_VIEW_USER) || only_self(op, cmd, db))
+            return 0;
+        return denied(op, db, name);
+    }
+    /* createUser, updateUser, grantRolesToUser, revokeRolesFromUser */
+    if (!mf_privs_allow(p, db, NULL, r->acts) || !may_grant_roles(p, cmd, db))
+        return denied(op, db, name);
+    return 0;
+}
+
+static int
+check_command(mf_op_t *op, const mf_privs_t *p, const char *db, const char *name, const bson_t *cmd, int depth)
+{
+    const rule_t *r = rule_of(name);
+    if (r == NULL)
+        return mf_privs_cluster(p, MF_CACT_ADMIN) ? 0 : denied(op, db, name);
+    switch (r->kind) {
+    case R_OPEN:
+    case R_AUTHED:
+        return 0;
+    case R_DATA:
+        return mf_privs_allow(p, db, first_coll(cmd), r->acts) ? 0 : denied(op, db, name);
+    case R_CLUSTER:
+        return mf_privs_cluster(p, r->acts) ? 0 : denied(op, db, name);
+    case R_SPECIAL:
+        return special(op, p, r, db, name, cmd, depth);
+    }
+    return denied(op, db, name);
+}
+
+static bool
+loopback(const mf_client_t *c)
+{
+    return c->loopback;
+}
+
+int
+mf_cmd_authorize(mf_op_t *op, const char *name)
+{
+    if (!checked(op))
+        return 0;
+    const rule_t *r = rule_of(name);
+    if (r != NULL && r->kind == R_OPEN)
+        return 0;
+    const mf_privs_t *p = privs_of(op);
+    if (p == NULL) {
+        /* The localhost exception: the first user, on admin, from this machine. */
+        if (strcmp(name, "createUser") == 0 && strcmp(op->db, "admin") == 0 && loopback(op->client) &&
+            !mf_users_exist(op->eng->cat))
+            return 0;
+        return mf_err_set(&op->err, MF_E_Unauthorized, "Command %s requires authentication", name);
+    }
+    return check_command(op, p, op->db, name, op->cmd, 0);
+}
+
+/* ---------- SASL ---------- */
+
+/* The SASL payload (BinData, or a string as some clients send) of cmd. */
+static bool
+payload_of(const bson_t *cmd, const char **data, uint32_t *len)
+{
+    bson_iter_t it;
+    bson_subtype_t st;
+    if (!bson_iter_init_find(&it, cmd, "payload"))
+        return false;
+    if (BSON_ITER_HOLDS_BINARY(&it)) {
+        bson_iter_binary(&it, &st, len, (const uint8_t **)data);
+        return true;
+    }
+    if (BSON_ITER_HOLDS_UTF8(&it)) {
+        *data = bson_iter_utf8(&it, len);
+        return true;
+    }
+    return false;
+}
+
+static void
+append_payload(bson_t *out, const char *p, size_t len)
+{
+    bson_append_binary(out, "payload", -1, BSON_SUBTYPE_BINARY, (const uint8_t *)p, (uint32_t)len);
+}
+
+static int
+auth_failed(mf_op_t *op, mf_client_auth_t *a, const char *why)
+{
+    mf_log(MF_LOG_INFO, "ACCESS", "conn%lld: authentication failed for %s@%s from %s: %s", (long long)op->client->id,
+           a->conv_user[0] ? a->conv_user : "?", a->conv_db, op->client->remote, why);
+    conv_end(a);
+    return mf_err_set(&op->err, MF_E_AuthenticationFailed, "Authentication failed.");
+}
+
+/*
+ * sasl_start: begins a conversation for db with cmd's mechanism and payload
+ * and appends {conversationId, done, payload} to out. saslStart and hello's
+ * speculativeAuthenticate. 0, or -1 with op->err.
+ */
+static int
+sasl_start(mf_op_t *op, const char *db, const bson_t *cmd, bson_t *out)
+{
+    mf_client_auth_t *a = client_auth(op->client);
+    bson_iter_t it, o;
+    const char *mech_name, *payload;
+    uint32_t plen;
+    char *server_first = NULL;
+    bson_t user;
+    mf_scram_cred_t cred;
+
+    conv_end(a);
+    snprintf(a->conv_db, sizeof(a->conv_db), "%s", db);
+    a->conv_user[0] = '\0';
+    if (!bson_iter_init_find(&it, cmd, "mechanism") || !BSON_ITER_HOLDS_UTF8(&it))
+        return mf_err_set(&op->err, MF_E_BadValue, "BSON field 'saslStart.mechanism' is missing but a required field");
+    mech_name = bson_iter_utf8(&it, NULL);
+    mf_scram_mech_t mech = mf_scram_mech_of(mech_name);
+    if (mech == 0)
+        return mf_err_set(&op->err, MF_E_MechanismUnavailable,
+                          "Received authentication for mechanism %s which is unknown or not enabled", mech_name);
+    if (!payload_of(cmd, &payload, &plen))
+        return mf_err_set(&op->err, MF_E_BadValue, "BSON field 'saslStart.payload' is missing but a required field");
+    a->conv_skip_empty = bson_iter_init_find(&it, cmd, "options") && BSON_ITER_HOLDS_DOCUMENT(&it) &&
+                         bson_iter_recurse(&it, &o) && bson_iter_find(&o, "skipEmptyExchange") && bson_iter_as_bool(&o);
+    a->conv = mf_scram_new(mech);
+    a->conv_mech = mech;
+    if (mf_scram_client_first(a->conv, payload, plen, &op->err) != 0)
+        return auth_failed(op, a, op->err.msg);
+    snprintf(a->conv_user, sizeof(a->conv_user), "%s", mf_scram_user(a->conv));
+    int r = mf_users_get(op->eng->cat, db, a->conv_user, &user, &op->err);
+    if (r != 0)
+        return auth_failed(op, a, r == MF_NOTFOUND ? "UserNotFound: no such user" : op->err.msg);
+    r = mf_users_cred(&user, mech, &cred);
+    bson_destroy(&user);
+    if (r != 0)
+        return auth_failed(op, a, "the user has no credentials for this mechanism");
+    if (mf_scram_server_first(a->conv, &cred, NULL, &server_first, &op->err) != 0)
+        return auth_failed(op, a, op->err.msg);
+    a->conv_id = 1;
+    a->conv_step = 1;
+    BSON_APPEND_INT32(out, "conversationId", a->conv_id);
+    BSON_APPEND_BOOL(out, "done", false);
+    append_payload(out, server_first, strlen(server_first));
+    free(server_first);
+    return 0;
+}
+
+static int
+cmd_sasl_start(mf_op_t *op)
+{
+    return sasl_start(op, op->db, op->cmd, op->reply);
+}
+
+static int
+cmd_sasl_continue(mf_op_t *op)
+{
+    mf_client_auth_t *a = client_auth(op->client);
+    bson_iter_t it;
+    const char *payload;
+    uint32_t plen;
+    char *server_final = NULL;
+
+    if (a->conv == NULL)
+        return mf_err_set(&op->err, MF_E_ProtocolError, "No SASL session state found");
+    if (!bson_iter_init_find(&it, op->cmd, "conversationId") || !BSON_ITER_HOLDS_NUMBER(&it) ||
+        bson_iter_as_int64(&it) != a->conv_id) {
+        conv_end(a);
+        return mf_err_set(&op->err, MF_E_ProtocolError, "sasl: Mismatched conversation id");
+    }
+    if (strcmp(op->db, a->conv_db) != 0)
+        return auth_failed(op, a, "saslContinue on another database than saslStart");
+    if (!payload_of(op->cmd, &payload, &plen))
+        return mf_err_set(&op->err, MF_E_BadValue, "BSON field 'saslContinue.payload' is missing but a required field");
+    if (a->conv_step == 2) {
+        /* The empty exchange after the server's final message (clients that do not skip it). */
+        conv_end(a);
+        BSON_APPEND_INT32(op->reply, "conversationId", a->conv_id);
+        BSON_APPEND_BOOL(op->reply, "done", true);
+        append_payload(op->reply, "", 0);
+        return 0;
+    }
+    if (mf_scram_client_final(a->conv, payload, plen, &server_final, &op->err) != 0)
+        return auth_failed(op, a, "SCRAM proof mismatch (wrong password)");
+    a->authed = true;
+    snprintf(a->user, sizeof(a->user), "%s", a->conv_user);
+    snprintf(a->db, sizeof(a->db), "%s", a->conv_db);
+    load_privs(op->eng, a);
+    mf_log(MF_LOG_INFO, "ACCESS", "conn%lld: successfully authenticated as %s@%s (%s) from %s",
+           (long long)op->client->id, a->user, a->db, a->conv_mech == MF_SCRAM_SHA1 ? "SCRAM-SHA-1" : "SCRAM-SHA-256",
+           op->client->remote);
+    BSON_APPEND_INT32(op->reply, "conversationId", a->conv_id);
+    BSON_APPEND_BOOL(op->reply, "done", a->conv_skip_empty);
+    append_payload(op->reply, server_final, strlen(server_final));
+    free(server_final);
+    if (a->conv_skip_empty)
+        conv_end(a);
+    else
+        a->conv_step = 2;
+    return 0;
+}
+
+/*
+ * mf_cmd_auth_hello: hello's authentication fields. saslSupportedMechs
+ * "<db>.<user>" answers the user's mechanisms; speculativeAuthenticate runs
+ * saslStart and answers its reply (a failure leaves the field out, and the
+ * driver authenticates the long way, as with mongod).
+ */
+void
+mf_cmd_auth_hello(mf_op_t *op)
+{
+    bson_iter_t it;
+    if (op->client == NULL || !op->client->net)
+        return;
+    if (bson_iter_init_find(&it, op->cmd, "saslSupportedMechs") && BSON_ITER_HOLDS_UTF8(&it)) {
+        const char *v = bson_iter_utf8(&it, NULL), *dot = strchr(v, '.');
+        char db[128];
+        bson_t user, arr;
+        mf_error_t err;
+        if (dot != NULL && (size_t)(dot - v) < sizeof(db)) {
+            memcpy(db, v, (size_t)(dot - v));
+            db[dot - v] = '\0';
+            if (mf_users_get(op->eng->cat, db, dot + 1, &user, &err) == 0) {
+                mf_scram_cred_t c;
+                bool sha1 = mf_users_cred(&user, MF_SCRAM_SHA1, &c) == 0;
+                BSON_APPEND_ARRAY_BEGIN(op->reply, "saslSupportedMechs", &arr);
+                if (sha1)
+                    BSON_APPEND_UTF8(&arr, "0", "SCRAM-SHA-1");
+                if (mf_users_cred(&user, MF_SCRAM_SHA256, &c) == 0)
+                    BSON_APPEND_UTF8(&arr, sha1 ? "1" : "0", "SCRAM-SHA-256");
+                bson_append_array_end(op->reply, &arr);
+                bson_destroy(&user);
+            }
+        }
+    }
+    if (bson_iter_init_find(&it, op->cmd, "speculativeAuthenticate") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+        const uint8_t *data;
+        uint32_t len;
+        bson_t spec, out;
+        bson_iter_t d;
+        bson_iter_document(&it, &len, &data);
+        if (!bson_init_static(&spec, data, len))
+            return;
+        const char *db = bson_iter_init_find(&d, &spec, "db") && BSON_ITER_HOLDS_UTF8(&d) ? bson_iter_utf8(&d, NULL) : "admin";
+        if (!bson_iter_init_find(&d, &spec, "saslStart"))
+            return; /* MONGODB-X509 and others: not offered */
+        bson_init(&out);
+        mf_error_t saved = op->err;
+        if (sasl_start(op, db, &spec, &out) == 0)
+            BSON_APPEND_DOCUMENT(op->reply, "speculativeAuthenticate", &out);
+        op->err = saved;
+        bson_destroy(&out);
+    }
+}
+
+static int
+cmd_logout(mf_op_t *op)
+{
+    mf_client_auth_t *a = op->client != NULL ? op->client->auth : NULL;
+    if (a != NULL && a->authed && strcmp(a->db, op->db) == 0) {
+        mf_log(MF_LOG_INFO, "ACCESS", "conn%lld: %s@%s logged out", (long long)op->client->id, a->user, a->db);
+        a->authed = false;
+        a->user[0] = a->db[0] = '\0';
+        load_privs(op->eng, a);
+    }
+    return 0;
+}
+
+static int
+cmd_connection_status(mf_op_t *op)
+{
+    bson_t ai, arr, u;
+    mf_client_auth_t *a = op->client != NULL ? op->client->auth : NULL;
+    if (a != NULL && a->authed && a->gen != atomic_load(&op->eng->users_gen))
+        load_privs(op->eng, a);
+    BSON_APPEND_DOCUMENT_BEGIN(op->reply, "authInfo", &ai);
+    BSON_APPEND_ARRAY_BEGIN(&ai, "authenticatedUsers", &arr);
+    if (a != NULL && a->authed) {
+        BSON_APPEND_DOCUMENT_BEGIN(&arr, "0", &u);
+        BSON_APPEND_UTF8(&u, "user", a->user);
+        BSON_APPEND_UTF8(&u, "db", a->db);
+        bson_append_document_end(&arr, &u);
+    }
+    bson_append_array_end(&ai, &arr);
+    if (a != NULL && a->authed)
+        BSON_APPEND_ARRAY(&ai, "authenticatedUserRoles", &a->roles);
+    else {
+        BSON_APPEND_ARRAY_BEGIN(&ai, "authenticatedUserRoles", &arr);
+        bson_append_array_end(&ai, &arr);
+    }
+    bson_append_document_end(op->reply, &ai);
+    return 0;
+}
+
+/* ---------- user management ---------- */
+
+/*
+ * Parses a roles array ("name" for a role on db, or {role, db}) into out
+ * (an array of {role, db}), checking each exists. 0, or -1 with op->err.
+ */
+static int
+parse_roles(mf_op_t *op, const bson_iter_t *field, bson_t *out)
+{
+    bson_iter_t r, f;
+    uint32_t n = 0;
+    if (!BSON_ITER_HOLDS_ARRAY(field))
+        return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field '%s.roles' is the wrong type '%s', expected type 'array'",
+                          op->name, mf_type_name(bson_iter_type(field)));
+    bson_iter_recurse(field, &r);
+    while (bson_iter_next(&r)) {
+        const char *role = NULL, *db = op->db;
+        if (BSON_ITER_HOLDS_UTF8(&r)) {
+            role = bson_iter_utf8(&r, NULL);
+        } else if (BSON_ITER_HOLDS_DOCUMENT(&r)) {
+            bson_iter_recurse(&r, &f);
+            while (bson_iter_next(&f)) {
+                if (strcmp(bson_iter_key(&f), "role") == 0 && BSON_ITER_HOLDS_UTF8(&f))
+                    role = bson_iter_utf8(&f, NULL);
+                else if (strcmp(bson_iter_key(&f), "db") == 0 && BSON_ITER_HOLDS_UTF8(&f))
+                    db = bson_iter_utf8(&f, NULL);
+            }
+            if (role == NULL)
+                return mf_err_set(&op->err, MF_E_BadValue, "Missing expected field \"role\"");
+        } else {
+            return mf_err_set(&op->err, MF_E_BadValue, "Role names must be either strings or objects");
+        }
+        if (!mf_role_exists(role, db) || strcmp(role, "__system") == 0)
+            return mf_err_set(&op->err, MF_E_RoleNotFound, "Could not find role: %s@%s", role, db);
+        /* The same role twice is kept once. */
+        bson_iter_t seen, sf;
+        bool dup = false;
+        bson_iter_init(&seen, out);
+        while (!dup && bson_iter_next(&seen)) {
+            const char *sr = NULL, *sd = NULL;
+            bson_iter_recurse(&seen, &sf);
+            while (bson_iter_next(&sf)) {
+                if (strcmp(bson_iter_key(&sf), "role") == 0)
+                    sr = bson_iter_utf8(&sf, NULL);
+                else
+                    sd = bson_iter_utf8(&sf, NULL);
+            }
+            dup = sr != NULL && sd != NULL && strcmp(sr, role) == 0 && strcmp(sd, db) == 0;
+        }
+        if (dup)
+            continue;
+        char key[16];
+        const char *kp;
+        bson_t one;
+        bson_uint32_to_string(n++, &kp, key, sizeof(key));
+        BSON_APPEND_DOCUMENT_BEGIN(out, kp, &one);
+        BSON_APPEND_UTF8(&one, "role", role);
+        BSON_APPEND_UTF8(&one, "db", db);
+        bson_append_document_end(out, &one);
+    }
+    return 0;
+}
+
+/* The mechanisms field of createUser/updateUser (MF_MECH_*). */
+static int
+parse_mechs(mf_op_t *op, unsigned *mechs)
+{
+    bson_iter_t it, m;
+    *mechs = MF_MECH_SHA1 | MF_MECH_SHA256;
+    if (!bson_iter_init_find(&it, op->cmd, "mechanisms"))
+        return 0;
+    if (!BSON_ITER_HOLDS_ARRAY(&it))
+        return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field '%s.mechanisms' is the wrong type '%s', expected type 'array'",
+                          op->name, mf_type_name(bson_iter_type(&it)));
+    *mechs = 0;
+    bson_iter_recurse(&it, &m);
+    while (bson_iter_next(&m)) {
+        const char *s = BSON_ITER_HOLDS_UTF8(&m) ? bson_iter_utf8(&m, NULL) : "";
+        if (strcmp(s, "SCRAM-SHA-1") == 0)
+            *mechs |= MF_MECH_SHA1;
+        else if (strcmp(s, "SCRAM-SHA-256") == 0)
+            *mechs |= MF_MECH_SHA256;
+        else
+            return mf_err_set(&op->err, MF_E_BadValue, "Unknown auth mechanism '%s'", s);
+    }
+    if (*mechs == 0)
+        return mf_err_set(&op->err, MF_E_BadValue, "mechanisms field must not be empty");
+    return 0;
+}
+
+static int
+user_name_arg(mf_op_t *op, const char **name)
+{
+    bson_iter_t it;
+    bson_iter_init(&it, op->cmd);
+    bson_iter_next(&it);
+    if (!BSON_ITER_HOLDS_UTF8(&it))
+        return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field '%s' is the wrong type '%s', expected type 'string'",
+                          op->name, mf_type_name(bson_iter_type(&it)));
+    *name = bson_iter_utf8(&it, NULL);
+    if ((*name)[0] == '\0')
+        return mf_err_set(&op->err, MF_E_BadValue, "User document needs 'user' field to be non-empty");
+    if (strcmp(op->db, "local") == 0)
+        return mf_err_set(&op->err, MF_E_BadValue, "Cannot create users in the local database");
+    return 0;
+}
+
+static int
+password_arg(mf_op_t *op, const char **pwd, bool *present)
+{
+    bson_iter_t it;
+    *present = bson_iter_init_find(&it, op->cmd, "pwd");
+    if (!*present)
+        return 0;
+    if (!BSON_ITER_HOLDS_UTF8(&it))
+        return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field '%s.pwd' is the wrong type '%s', expected type 'string'",
+                          op->name, mf_type_name(bson_iter_type(&it)));
+    *pwd = bson_iter_utf8(&it, NULL);
+    if ((*pwd)[0] == '\0')
+        return mf_err_set(&op->err, MF_E_BadValue, "Password cannot be empty");
+    return 0;
+}
+
+/* Builds a user document from parts: _id, userId, user, db, credentials, customData, roles. */
+static void
+build_user(bson_t *doc, const char *db, const char *name, const uint8_t uuid[16], const bson_t *creds,
+           const bson_t *custom, const bson_t *roles)
+{
+    char id[512];
+    snprintf(id, sizeof(id), "%s.%s", db, name);
+    BSON_APPEND_UTF8(doc, "_id", id);
+    bson_append_binary(doc, "userId", -1, BSON_SUBTYPE_UUID, uuid, 16);
+    BSON_APPEND_UTF8(doc, "user", name);
+    BSON_APPEND_UTF8(doc, "db", db);
+    if (creds != NULL)
+        BSON_APPEND_DOCUMENT(doc, "credentials", creds);
+    if (custom != NULL)
+        BSON_APPEND_DOCUMENT(doc, "customData", custom);
+    BSON_APPEND_ARRAY(doc, "roles", roles);
+}
+
+static int
+custom_data_arg(mf_op_t *op, bson_t *out, bool *present)
+{
+    return mf_op_get_doc(op, "customData", out, present);
+}
+
+static int
+cmd_create_user(mf_op_t *op)
+{
+    const char *name, *pwd = NULL;
+    bool has_pwd, has_custom;
+    bson_iter_t it;
+    bson_t roles = BSON_INITIALIZER, doc = BSON_INITIALIZER, creds_holder = BSON_INITIALIZER, custom, creds;
+    unsigned mechs;
+    uint8_t uuid[16];
+    int rc = -1;
+
+    if (user_name_arg(op, &name) != 0 || password_arg(op, &pwd, &has_pwd) != 0 || parse_mechs(op, &mechs) != 0 ||
+        custom_data_arg(op, &custom, &has_custom) != 0)
+        goto done;
+    if (!has_pwd && strcmp(op->db, "$external") != 0) {
+        mf_err_set(&op->err, MF_E_BadValue,
+                   "Must provide a 'pwd' field for all user documents, except those with '$external' as the user's source db");
+        goto done;
+    }
+    if (!bson_iter_init_find(&it, op->cmd, "roles")) {
+        mf_err_set(&op->err, MF_E_Location40414, "BSON field 'createUser.roles' is missing but a required field");
+        goto done;
+    }
+    if (parse_roles(op, &it, &roles) != 0)
+        goto done;
+    if (has_pwd && mf_users_credentials(&creds_holder, name, pwd, mechs, &op->err) != 0)
+        goto done;
+    if (mf_scram_random(uuid, sizeof(uuid)) != 0) {
+        mf_err_set(&op->err, MF_E_InternalError, "no random bytes for a user id");
+        goto done;
+    }
+    uuid[6] = (uint8_t)((uuid[6] & 0x0f) | 0x40);
+    uuid[8] = (uint8_t)((uuid[8] & 0x3f) | 0x80);
+    bool have_creds = has_pwd && bson_iter_init_find(&it, &creds_holder, "credentials");
+    if (have_creds) {
+        const uint8_t *data;
+        uint32_t len;
+        bson_iter_document(&it, &len, &data);
+        bson_init_static(&creds, data, len);
+    }
+    build_user(&doc, op->db, name, uuid, have_creds ? &creds : NULL, has_custom ? &custom : NULL, &roles);
+    if (mf_users_insert(op->eng->cat, &doc, &op->err) != 0)
+        goto done;
+    mf_log(MF_LOG_INFO, "ACCESS", "created user %s@%s", name, op->db);
+    rc = 0;
+done:
+    bson_destroy(&roles);
+    bson_destroy(&doc);
+    bson_destroy(&creds_holder);
+    return rc;
+}
+
+/*
+ * Rewrites user name@op->db: change(arg, old, new) appends every field of
+ * the new document but _id, userId, user, db (which are kept).
+ */
+static int
+rewrite_user(mf_op_t *op, const char *name, int (*change)(mf_op_t *op, const bson_t *old, bson_t *out, void *arg),
+             void *arg)
+{
+    bson_t old, doc = BSON_INITIALIZER;
+    bson_iter_t it;
+    int r = mf_users_get(op->eng->cat, op->db, name, &old, &op->err);
+    if (r == MF_NOTFOUND)
+        return mf_err_set(&op->err, MF_E_UserNotFound, "User '%s@%s' not found", name, op->db);
+    if (r != 0)
+        return -1;
+    bson_iter_init(&it, &old);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (strcmp(k, "_id") == 0 || strcmp(k, "userId") == 0 || strcmp(k, "user") == 0 || strcmp(k, "db") == 0)
+            bson_append_value(&doc, k, -1, bson_iter_value(&it));
+    }
+    r = change(op, &old, &doc, arg);
+    if (r == 0)
+        r = mf_users_replace(op->eng->cat, &doc, &op->err);
+    bson_destroy(&old);
+    bson_destroy(&doc);
+    return r;
+}
+
+/* Copies field k of old into out unless the command replaces it. */
+static void
+keep_field(const bson_t *old, bson_t *out, const char *k)
+{
+    bson_iter_t it;
+    if (bson_iter_init_find(&it, old, k))
+        bson_append_value(out, k, -1, bson_iter_value(&it));
+}
+
+typedef struct update_args {
+    const char *name;
+} update_args_t;
+
+static int
+update_change(mf_op_t *op, const bson_t *old, bson_t *out, void *arg)
+{
+    update_args_t *ua = arg;
+    const char *pwd = NULL;
+    bool has_pwd, has_custom, mechs_given;
+    unsigned mechs;
+    bson_t custom, roles = BSON_INITIALIZER;
+    bson_iter_t it;
+    int rc = -1;
+
+    mechs_given = bson_has_field(op->cmd, "mechanisms");
+    if (password_arg(op, &pwd, &has_pwd) != 0 || parse_mechs(op, &mechs) != 0 ||
+        custom_data_arg(op, &custom, &has_custom) != 0)
+        goto done;
+    if (mechs_given && !has_pwd) {
+        /* Restricting mechanisms without a new password: keep only those credentials. */
+        bson_t creds;
+        bson_iter_t c;
+        BSON_APPEND_DOCUMENT_BEGIN(out, "credentials", &creds);
+        if (bson_iter_init_find(&it, old, "credentials") && bson_iter_recurse(&it, &c)) {
+            while (bson_iter_next(&c)) {
+                const char *k = bson_iter_key(&c);
+                if ((strcmp(k, "SCRAM-SHA-1") == 0 && (mechs & MF_MECH_SHA1)) ||
+                    (strcmp(k, "SCRAM-SHA-256") == 0 && (mechs & MF_MECH_SHA256)))
+                    bson_append_value(&creds, k, -1, bson_iter_value(&c));
+            }
+        }
+        bson_append_document_end(out, &creds);
+    } else if (has_pwd) {
+        if (mf_users_credentials(out, ua->name, pwd, mechs, &op->err) != 0)
+            goto done;
+    } else {
+        keep_field(old, out, "credentials");
+    }
+    if (has_custom)
+        BSON_APPEND_DOCUMENT(out, "customData", &custom);
+    else
+        keep_field(old, out, "customData");
+    if (bson_iter_init_find(&it, op->cmd, "roles")) {
+        if (parse_roles(op, &it, &roles) != 0)
+            goto done;
+        BSON_APPEND_ARRAY(out, "roles", &roles);
+    } else {
+        keep_field(old, out, "roles");
+    }
+    rc = 0;
+done:
+    bson_destroy(&roles);
+    return rc;
+}
+
+static int
+cmd_update_user(mf_op_t *op)
+{
+    update_args_t ua;
+    if (user_name_arg(op, &ua.name) != 0)
+        return -1;
+    if (!bson_has_field(op->cmd, "pwd") && !bson_has_field(op->cmd, "roles") && !bson_has_field(op->cmd, "customData") &&
+        !bson_has_field(op->cmd, "mechanisms"))
+        return mf_err_set(&op->err, MF_E_BadValue, "Must specify at least one field to update in updateUser");
+    return rewrite_user(op, ua.name, update_change, &ua);
+}
+
+typedef struct grant_args {
+    bson_t *roles; /* parsed {role, db} array */
+    bool revoke;
+} grant_args_t;
+
+static bool
+role_in(const bson_t *arr, const char *role, const char *db)
+{
+    bson_iter_t it, f;
+    bson_iter_init(&it, arr);
+    while (bson_iter_next(&it)) {
+        const char *r = NULL, *d = NULL;
+        if (!BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &f))
+            continue;
+        while (bson_iter_next(&f)) {
+            if (strcmp(bson_iter_key(&f), "role") == 0 && BSON_ITER_HOLDS_UTF8(&f))
+                r = bson_iter_utf8(&f, NULL);
+            else if (strcmp(bson_iter_key(&f), "db") == 0 && BSON_ITER_HOLDS_UTF8(&f))
+                d = bson_iter_utf8(&f, NULL);
+        }
+        if (r != NULL && d != NULL && strcmp(r, role) == 0 && strcmp(d, db) == 0)
+            return true;
+    }
+    return false;
+}
+
+static int
+grant_change(mf_op_t *op, const bson_t *old, bson_t *out, void *arg)
+{
+    grant_args_t *ga = arg;
+    bson_iter_t it, r, f;
+    bson_t roles;
+    uint32_t n = 0;
+    char key[16];
+    const char *kp;
+    (void)op;
+    keep_field(old, out, "credentials");
+    keep_field(old, out, "customData");
+    BSON_APPEND_ARRAY_BEGIN(out, "roles", &roles);
+    /* The old roles, minus the revoked ones. */
+    if (bson_iter_init_find(&it, old, "roles") && BSON_ITER_HOLDS_ARRAY(&it) && bson_iter_recurse(&it, &r)) {
+        while (bson_iter_next(&r)) {
+            const char *role = NULL, *db = NULL;
+            if (!BSON_ITER_HOLDS_DOCUMENT(&r) || !bson_iter_recurse(&r, &f))
+                continue;
+            while (bson_iter_next(&f)) {
+                if (strcmp(bson_iter_key(&f), "role") == 0 && BSON_ITER_HOLDS_UTF8(&f))
+                    role = bson_iter_utf8(&f, NULL);
+                else if (strcmp(bson_iter_key(&f), "db") == 0 && BSON_ITER_HOLDS_UTF8(&f))
+                    db = bson_iter_utf8(&f, NULL);
+            }
+            if (role == NULL || db == NULL || (ga->revoke && role_in(ga->roles, role, db)))
+                continue;
+            bson_uint32_to_string(n++, &kp, key, sizeof(key));
+            bson_append_value(&roles, kp, -1, bson_iter_value(&r));
+        }
+    }
+    /* The granted ones not held yet. */
+    if (!ga->revoke) {
+        bson_iter_init(&r, ga->roles);
+        bson_iter_t oldroles;
+        bson_t oldarr;
+        bool have_old = bson_iter_init_find(&oldroles, old, "roles") && BSON_ITER_HOLDS_ARRAY(&oldroles);
+        const uint8_t *data;
+        uint32_t len;
+        if (have_old) {
+            bson_iter_array(&oldroles, &len, &data);
+            have_old = bson_init_static(&oldarr, data, len);
+        }
+        while (bson_iter_next(&r)) {
+            bson_iter_t rf;
+            const char *role = NULL, *db = NULL;
+            bson_iter_recurse(&r, &rf);
+            while (bson_iter_next(&rf)) {
+                if (strcmp(bson_iter_key(&rf), "role") == 0)
+                    role = bson_iter_utf8(&rf, NULL);
+                else
+                    db = bson_iter_utf8(&rf, NULL);
+            }
+            if (have_old && role_in(&oldarr, role, db))
+                continue;
+            bson_uint32_to_string(n++, &kp, key, sizeof(key));
+            bson_append_value(&roles, kp, -1, bson_iter_value(&r));
+        }
+    }
+    bson_append_array_end(out, &roles);
+    return 0;
+}
+
+static int
+cmd_grant_revoke(mf_op_t *op)
+{
+    const char *name;
+    bson_iter_t it;
+    bson_t roles = BSON_INITIALIZER;
+    grant_args_t ga = {&roles, strcmp(op->name, "revokeRolesFromUser") == 0};
+    int rc = -1;
+    if (user_name_arg(op, &name) != 0)
+        goto done;
+    if (!bson_iter_init_find(&it, op->cmd, "roles")) {
+        mf_err_set(&op->err, MF_E_Location40414, "BSON field '%s.roles' is missing but a required field", op->name);
+        goto done;
+    }
+    if (parse_roles(op, &it, &roles) != 0)
+        goto done;
+    rc = rewrite_user(op, name, grant_change, &ga);
+done:
+    bson_destroy(&roles);
+    return rc;
+}
+
+static int
+cmd_drop_user(mf_op_t *op)
+{
+    const char *name;
+    if (user_name_arg(op, &name) != 0)
+        return -1;
+    if (mf_users_remove(op->eng->cat, op->db, name, &op->err) != 0)
+        return -1;
+    mf_log(MF_LOG_INFO, "ACCESS", "dropped user %s@%s", name, op->db);
+    return 0;
+}
+
+typedef struct name_list {
+    char **v;
+    size_t n, cap;
+} name_list_t;
+
+static int
+collect_name(void *arg, const bson_t *user)
+{
+    name_list_t *l = arg;
+    bson_iter_t it;
+    if (!bson_iter_init_find(&it, user, "user") || !BSON_ITER_HOLDS_UTF8(&it))
+        return 0;
+    if (l->n == l->cap) {
+        l->cap = l->cap ? l->cap * 2 : 16;
+        l->v = mf_realloc(l->v, l->cap * sizeof(*l->v));
+    }
+    l->v[l->n++] = mf_strdup(bson_iter_utf8(&it, NULL));
+    return 0;
+}
+
+static int
+cmd_drop_all_users(mf_op_t *op)
+{
+    name_list_t l = {0};
+    int rc = mf_users_each(op->eng->cat, op->db, collect_name, &l, &op->err);
+    int32_t n = 0;
+    for (size_t i = 0; i < l.n; i++) {
+        mf_error_t err;
+        if (rc == 0 && mf_users_remove(op->eng->cat, op->db, l.v[i], &err) == 0)
+            n++;
+        free(l.v[i]);
+    }
+    free(l.v);
+    if (rc != 0)
+        return -1;
+    BSON_APPEND_INT32(op->reply, "n", n);
+    return 0;
+}
+
+/* usersInfo's view of a user document: without credentials unless asked, with mechanisms. */
+typedef struct users_out {
+    bson_t *arr;
+    uint32_t n;
+    bool show_credentials, show_custom;
+    bool by_name;
+} users_out_t;
+
+static void
+append_user_info(users_out_t *uo, const bson_t *user)
+{
+    bson_t one, mechs;
+    bson_iter_t it, c;
+    char key[16];
+    const char *kp;
+    bson_uint32_to_string(uo->n++, &kp, key, sizeof(key));
+    BSON_APPEND_DOCUMENT_BEGIN(uo->arr, kp, &one);
+    bson_iter_init(&it, user);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if ((strcmp(k, "credentials") == 0 && !uo->show_credentials) || (strcmp(k, "customData") == 0 && !uo->show_custom))
+            continue;
+        bson_append_value(&one, k, -1, bson_iter_value(&it));
+    }
+    BSON_APPEND_ARRAY_BEGIN(&one, "mechanisms", &mechs);
+    uint32_t m = 0;
+    if (bson_iter_init_find(&it, user, "credentials") && bson_iter_recurse(&it, &c)) {
+        while (bson_iter_next(&c)) {
+            bson_uint32_to_string(m++, &kp, key, sizeof(key));
+            BSON_APPEND_UTF8(&mechs, kp, bson_iter_key(&c));
+        }
+    }
+    bson_append_array_end(&one, &mechs);
+    bson_append_document_end(uo->arr, &one);
+}
+
+static int
+each_user_info(void *arg, const bson_t *user)
+{
+    append_user_info(arg, user);
+    return 0;
+}
+
+static void
+user_info_one(mf_op_t *op, users_out_t *uo, const char *db, const char *name)
+{
+    bson_t user;
+    mf_error_t err;
+    if (mf_users_get(op->eng->cat, db, name, &user, &err) == 0) {
+        append_user_info(uo, &user);
+        bson_destroy(&user);
+    }
+}
+
+static int
+cmd_users_info(mf_op_t *op)
+{
+    bson_iter_t it, a, f;
+    bson_t arr;
+    users_out_t uo = {&arr, 0, false, true, false};
+    bool present;
+    int rc = 0;
+
+    if (mf_op_get_bool(op, "showCredentials", &uo.show_credentials, &present) != 0)
+        return -1;
+    bson_iter_init(&it, op->cmd);
+    bson_iter_next(&it);
+    bson_init(&arr);
+    if (BSON_ITER_HOLDS_NUMBER(&it)) {
+        rc = mf_users_each(op->eng->cat, op->db, each_user_info, &uo, &op->err);
+    } else if (BSON_ITER_HOLDS_UTF8(&it)) {
+        user_info_one(op, &uo, op->db, bson_iter_utf8(&it, NULL));
+    } else if (BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &a) && bson_iter_find(&a, "forAllDBs")) {
+        /* Every database's users: user administration on every database. */
+        const mf_privs_t *p = checked(op) ? privs_of(op) : NULL;
+        if (checked(op) && (p == NULL || !((p->all | p->any) & MF_ACT_VIEW_USER))) {
+            bson_destroy(&arr);
+            return denied(op, op->db, op->name);
+        }
+        rc = mf_users_each(op->eng->cat, NULL, each_user_info, &uo, &op->err);
+    } else if (BSON_ITER_HOLDS_DOCUMENT(&it) || BSON_ITER_HOLDS_ARRAY(&it)) {
+        bool single = BSON_ITER_HOLDS_DOCUMENT(&it);
+        bson_iter_recurse(&it, &a);
+        if (single) {
+            const char *u = NULL, *d = op->db;
+            while (bson_iter_next(&a)) {
+                if (strcmp(bson_iter_key(&a), "user") == 0 && BSON_ITER_HOLDS_UTF8(&a))
+                    u = bson_iter_utf8(&a, NULL);
+                else if (strcmp(bson_iter_key(&a), "db") == 0 && BSON_ITER_HOLDS_UTF8(&a))
+                    d = bson_iter_utf8(&a, NULL);
+            }
+            if (u == NULL) {
+                bson_destroy(&arr);
+                return mf_err_set(&op->err, MF_E_BadValue, "User name must contain 'user' and 'db' fields");
+            }
+            user_info_one(op, &uo, d, u);
+        } else {
+            while (bson_iter_next(&a)) {
+                const char *u = NULL, *d = op->db;
+                if (BSON_ITER_HOLDS_UTF8(&a)) {
+                    u = bson_iter_utf8(&a, NULL);
+                } else if (BSON_ITER_HOLDS_DOCUMENT(&a) && bson_iter_recurse(&a, &f)) {
+                    while (bson_iter_next(&f)) {
+                        if (strcmp(bson_iter_key(&f), "user") == 0 && BSON_ITER_HOLDS_UTF8(&f))
+                            u = bson_iter_utf8(&f, NULL);
+                        else if (strcmp(bson_iter_key(&f), "db") == 0 && BSON_ITER_HOLDS_UTF8(&f))
+                            d = bson_iter_utf8(&f, NULL);
+                    }
+                }
+                if (u != NULL)
+                    user_info_one(op, &uo, d, u);
+            }
+        }
+    } else {
+        bson_destroy(&arr);
+        return mf_err_set(&op->err, MF_E_BadValue, "User name must be either a string or an object");
+    }
+    if (rc == 0)
+        BSON_APPEND_ARRAY(op->reply, "users", &arr);
+    bson_destroy(&arr);
+    return rc;
+}
+
+/* rolesInfo: the built-in roles asked for ({rolesInfo: 1, showBuiltinRoles: true}, a name, or {role, db}). */
+static int
+cmd_roles_info(mf_op_t *op)
+{
+    static const char *const names[] = {"read", "readWrite", "dbAdmin", "userAdmin", "dbOwner", "clusterMonitor",
+                                        "clusterManager", "hostManager", "clusterAdmin", "readAnyDatabase",
+                                        "readWriteAnyDatabase", "userAdminAnyDatabase", "dbAdminAnyDatabase",
+                                        "root", NULL};
+    bson_iter_t it, a;
+    bson_t arr, one, empty;
+    uint32_t n = 0;
+    char key[16];
+    const char *kp;
+    bool show_builtin = bson_iter_init_find(&it, op->cmd, "showBuiltinRoles") && bson_iter_as_bool(&it);
+    const char *want = NULL, *want_db = op->db;
+
+    bson_iter_init(&it, op->cmd);
+    bson_iter_next(&it);
+    if (BSON_ITER_HOLDS_UTF8(&it)) {
+        want = bson_iter_utf8(&it, NULL);
+    } else if (BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &a)) {
+        while (bson_iter_next(&a)) {
+            if (strcmp(bson_iter_key(&a), "role") == 0 && BSON_ITER_HOLDS_UTF8(&a))
+                want = bson_iter_utf8(&a, NULL);
+            else if (strcmp(bson_iter_key(&a), "db") == 0 && BSON_ITER_HOLDS_UTF8(&a))
+                want_db = bson_iter_utf8(&a, NULL);
+        }
+    }
+    bson_init(&arr);
+    for (int i = 0; names[i] != NULL; i++) {
+        if (want != NULL ? strcmp(names[i], want) != 0 || !mf_role_exists(want, want_db)
+                         : !show_builtin || !mf_role_exists(names[i], op->db))
+            continue;
+        bson_uint32_to_string(n++, &kp, key, sizeof(key));
+        BSON_APPEND_DOCUMENT_BEGIN(&arr, kp, &one);
+        BSON_APPEND_UTF8(&one, "role", names[i]);
+        BSON_APPEND_UTF8(&one, "db", want != NULL ? want_db : op->db);
+        BSON_APPEND_BOOL(&one, "isBuiltin", true);
+        BSON_APPEND_ARRAY_BEGIN(&one, "roles", &empty);
+        bson_append_array_end(&one, &empty);
+        BSON_APPEND_ARRAY_BEGIN(&one, "inheritedRoles", &empty);
+        bson_append_array_end(&one, &empty);
+        bson_append_document_end(&arr, &one);
+    }
+    BSON_APPEND_ARRAY(op->reply, "roles", &arr);
+    bson_destroy(&arr);
+    return 0;
+}
+
+const mf_cmd_def_t mf_cmds_auth[] = {
+    {"saslStart", cmd_sasl_start, MF_CMD_NO_DB, NULL},
+    {"saslContinue", cmd_sasl_continue, MF_CMD_NO_DB, NULL},
+    {"logout", cmd_logout, 0, NULL},
+    {"connectionStatus", cmd_connection_status, 0, NULL},
+    {"createUser", cmd_create_user, 0, NULL},
+    {"updateUser", cmd_update_user, 0, NULL},
+    {"dropUser", cmd_drop_user, 0, NULL},
+    {"dropAllUsersFromDatabase", cmd_drop_all_users, 0, NULL},
+    {"usersInfo", cmd_users_info, 0, NULL},
+    {"grantRolesToUser", cmd_grant_revoke, 0, NULL},
+    {"revokeRolesFromUser", cmd_grant_revoke, 0, NULL},
+    {"rolesInfo", cmd_roles_info, 0, NULL},
+    {NULL, NULL, 0, NULL},
+};
