@@ -30,6 +30,7 @@ struct mf_scram {
     char *nonce; /* client nonce + server nonce */
     mf_scram_cred_t cred;
     int step; /* 0 new, 1 client-first parsed, 2 server-first sent, 3 done */
+    uint8_t expect_sig[MF_SCRAM_MAX_KEY]; /* client side: the server signature the server-final must carry */
 };
 
 static const EVP_MD *
@@ -384,4 +385,125 @@ int
 mf_scram_random(uint8_t *out, size_t n)
 {
     return RAND_bytes(out, (int)n) == 1 ? 0 : -1;
+}
+
+/* ---------- the client side (members authenticating to each other with the keyFile) ---------- */
+
+/* user with ',' and '=' escaped as SCRAM wants (=2C, =3D), malloc'd. */
+static char *
+escape_name(const char *user)
+{
+    char *out = mf_malloc(strlen(user) * 3 + 1), *o = out;
+    for (const char *p = user; *p; p++) {
+        if (*p == ',' || *p == '=') {
+            memcpy(o, *p == ',' ? "=2C" : "=3D", 3);
+            o += 3;
+        } else {
+            *o++ = *p;
+        }
+    }
+    *o = '\0';
+    return out;
+}
+
+int
+mf_scram_client_begin(mf_scram_t *s, const char *user, char **out, mf_error_t *err)
+{
+    uint8_t r[24];
+    if (s->step != 0)
+        return auth_failed(err, "SCRAM conversation out of order");
+    if (RAND_bytes(r, sizeof(r)) != 1)
+        return mf_err_set(err, MF_E_InternalError, "no random bytes for a SCRAM nonce");
+    s->client_nonce = b64(r, sizeof(r));
+    char *name = escape_name(user);
+    size_t bl = strlen(name) + strlen(s->client_nonce) + 8;
+    s->client_first_bare = mf_malloc(bl);
+    snprintf(s->client_first_bare, bl, "n=%s,r=%s", name, s->client_nonce);
+    free(name);
+    size_t ol = strlen(s->client_first_bare) + 4;
+    *out = mf_malloc(ol);
+    snprintf(*out, ol, "n,,%s", s->client_first_bare);
+    s->step = 1;
+    return 0;
+}
+
+int
+mf_scram_client_respond(mf_scram_t *s, const char *password, const char *msg, size_t len, char **out,
+                        mf_error_t *err)
+{
+    size_t kl = mf_scram_key_len(s->mech);
+    uint8_t salt[MF_SCRAM_MAX_SALT], salted[MF_SCRAM_MAX_KEY], client_key[MF_SCRAM_MAX_KEY],
+        stored[MF_SCRAM_MAX_KEY], server_key[MF_SCRAM_MAX_KEY], sig[MF_SCRAM_MAX_KEY];
+    char *nonce = NULL, *salt64 = NULL, *iters = NULL, *auth = NULL, *proof = NULL, *wo_proof = NULL;
+    int rc = -1;
+
+    if (s->step != 1 || len == 0 || len > MAX_MSG || memchr(msg, '\0', len) != NULL)
+        return auth_failed(err, "SCRAM conversation out of order");
+    s->step = 3;
+    const char *end = msg + len, *p = msg;
+    while (p < end) {
+        if (end - p >= 2 && p[1] == '=') {
+            char **dst = p[0] == 'r' ? &nonce : p[0] == 's' ? &salt64 : p[0] == 'i' ? &iters : NULL;
+            if (dst != NULL && *dst == NULL)
+                *dst = attr_value(p + 2, end, false);
+        }
+        const char *c = memchr(p, ',', (size_t)(end - p));
+        p = c == NULL ? end : c + 1;
+    }
+    long n = iters != NULL ? strtol(iters, NULL, 10) : 0;
+    int sl = salt64 != NULL ? unb64(salt64, strlen(salt64), salt, sizeof(salt)) : -1;
+    if (nonce == NULL || strncmp(nonce, s->client_nonce, strlen(s->client_nonce)) != 0 ||
+        strlen(nonce) == strlen(s->client_nonce) || sl <= 0 || n < 4096 || n > 10000000) {
+        auth_failed(err, "malformed SCRAM server-first message");
+        goto out;
+    }
+    s->server_first = mf_malloc(len + 1);
+    memcpy(s->server_first, msg, len);
+    s->server_first[len] = '\0';
+    size_t wl = strlen(nonce) + 16;
+    wo_proof = mf_malloc(wl);
+    snprintf(wo_proof, wl, "c=biws,r=%s", nonce);
+    size_t al = strlen(s->client_first_bare) + len + strlen(wo_proof) + 3;
+    auth = mf_malloc(al);
+    int an = snprintf(auth, al, "%s,%s,%s", s->client_first_bare, s->server_first, wo_proof);
+    if (PKCS5_PBKDF2_HMAC(password, (int)strlen(password), salt, sl, (int)n, md_of(s->mech), (int)kl, salted) != 1 ||
+        hmac(s->mech, salted, kl, "Client Key", 10, client_key) != 0 || hash(s->mech, client_key, kl, stored) != 0 ||
+        hmac(s->mech, stored, kl, auth, (size_t)an, sig) != 0 ||
+        hmac(s->mech, salted, kl, "Server Key", 10, server_key) != 0 ||
+        hmac(s->mech, server_key, kl, auth, (size_t)an, s->expect_sig) != 0) {
+        mf_err_set(err, MF_E_InternalError, "SCRAM computation failed");
+        goto out;
+    }
+    for (size_t i = 0; i < kl; i++)
+        client_key[i] ^= sig[i];
+    proof = b64(client_key, kl);
+    size_t ol = strlen(wo_proof) + strlen(proof) + 4;
+    *out = mf_malloc(ol);
+    snprintf(*out, ol, "%s,p=%s", wo_proof, proof);
+    s->step = 2;
+    rc = 0;
+out:
+    OPENSSL_cleanse(salted, sizeof(salted));
+    OPENSSL_cleanse(client_key, sizeof(client_key));
+    free(nonce);
+    free(salt64);
+    free(iters);
+    free(auth);
+    free(proof);
+    free(wo_proof);
+    return rc;
+}
+
+int
+mf_scram_client_check(mf_scram_t *s, const char *msg, size_t len, mf_error_t *err)
+{
+    size_t kl = mf_scram_key_len(s->mech);
+    uint8_t v[MF_SCRAM_MAX_KEY];
+    if (s->step != 2)
+        return auth_failed(err, "SCRAM conversation out of order");
+    s->step = 3;
+    if (len < 3 || len > MAX_MSG || strncmp(msg, "v=", 2) != 0 || unb64(msg + 2, len - 2, v, sizeof(v)) != (int)kl ||
+        CRYPTO_memcmp(v, s->expect_sig, kl) != 0)
+        return auth_failed(err, "the server's SCRAM signature does not match");
+    return 0;
 }

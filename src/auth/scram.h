@@ -105,6 +105,20 @@ int mf_scram_client_final(mf_scram_t *s, const char *msg, size_t len, char **out
 void mf_scram_cred_append(bson_t *parent, const char *key, const mf_scram_cred_t *cred);
 int mf_scram_cred_read(mf_scram_mech_t mech, const bson_t *doc, mf_scram_cred_t *out);
 
+/*
+ * The client side (a replica-set member authenticating to another with the
+ * keyFile). mf_scram_client_begin: the client-first message for user into
+ * *out (malloc'd). mf_scram_client_respond: given the server-first message,
+ * the client-final (with the proof for password, already the mechanism's
+ * input) into *out (malloc'd). mf_scram_client_check: the server-final's
+ * signature must be the one the password implies. Each returns 0, or -1
+ * with err (18 for anything malformed or wrong).
+ */
+int mf_scram_client_begin(mf_scram_t *s, const char *user, char **out, mf_error_t *err) MF_WUR;
+int mf_scram_client_respond(mf_scram_t *s, const char *password, const char *msg, size_t len, char **out,
+                            mf_error_t *err) MF_WUR;
+int mf_scram_client_check(mf_scram_t *s, const char *msg, size_t len, mf_error_t *err) MF_WUR;
+
 /* mf_scram_random: n cryptographically random bytes (OpenSSL's RAND_bytes). 0, or -1 if none are available. */
 int mf_scram_random(uint8_t *out, size_t n);
 

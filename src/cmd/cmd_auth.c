@@ -22,7 +22,10 @@
  * when admin.system.users changes (the engine's users_gen).
  *
  * The localhost exception: with no user at all, a loopback client may run
- * createUser on admin, and nothing else, so the first user can be made.
+ * createUser on admin, so the first user can be made, and replSetInitiate
+ * (a keyFile replica set takes users only once it has a primary: mongod's
+ * "deploy a replica set with keyfile authentication" does the same), and
+ * nothing else.
  *
  * User management: createUser, updateUser, dropUser,
  * dropAllUsersFromDatabase, usersInfo, grantRolesToUser,
@@ -88,6 +91,13 @@ mf_client_release(mf_client_t *c)
     c->auth = NULL;
 }
 
+/* __system@local: the members' internal user (--keyFile). */
+static bool
+is_system_user(const char *db, const char *user)
+{
+    return strcmp(db, "local") == 0 && strcmp(user, "__system") == 0;
+}
+
 /* Whether access control applies to this command's caller. */
 static bool
 checked(const mf_op_t *op)
@@ -111,6 +121,10 @@ load_privs(mf_engine_t *eng, mf_client_auth_t *a)
     a->gen = gen;
     if (!a->authed)
         return;
+    if (is_system_user(a->db, a->user)) {
+        mf_privs_add_role(&a->privs, "__system", "admin");
+        return;
+    }
     if (mf_users_get(eng->cat, a->db, a->user, &user, &err) != 0)
         return; /* dropped: authenticated, but with no privileges left */
     if (bson_iter_init_find(&it, &user, "roles") && BSON_ITER_HOLDS_ARRAY(&it)) {
@@ -524,8 +538,8 @@ mf_cmd_authorize(mf_op_t *op, const char *name)
     const mf_privs_t *p = privs_of(op);
     if (p == NULL) {
         /* The localhost exception: the first user, on admin, from this machine. */
-        if (strcmp(name, "createUser") == 0 && strcmp(op->db, "admin") == 0 && loopback(op->client) &&
-            !mf_users_exist(op->eng->cat))
+        if (((strcmp(name, "createUser") == 0 && strcmp(op->db, "admin") == 0) || strcmp(name, "replSetInitiate") == 0) &&
+            loopback(op->client) && !mf_users_exist(op->eng->cat))
             return 0;
         return mf_err_set(&op->err, MF_E_Unauthorized, "Command %s requires authentication", name);
     }
@@ -603,6 +617,13 @@ sasl_start(mf_op_t *op, const char *db, const bson_t *cmd, bson_t *out)
     if (mf_scram_client_first(a->conv, payload, plen, &op->err) != 0)
         return auth_failed(op, a, op->err.msg);
     snprintf(a->conv_user, sizeof(a->conv_user), "%s", mf_scram_user(a->conv));
+    if (is_system_user(db, a->conv_user)) {
+        /* The members' internal user: its credential comes from the keyFile, never from system.users. */
+        if (op->eng->cluster_cred == NULL || mech != MF_SCRAM_SHA256)
+            return auth_failed(op, a, "no keyFile: the members' internal user cannot authenticate");
+        cred = *op->eng->cluster_cred;
+        goto server_first;
+    }
     int r = mf_users_get(op->eng->cat, db, a->conv_user, &user, &op->err);
     if (r != 0)
         return auth_failed(op, a, r == MF_NOTFOUND ? "UserNotFound: no such user" : op->err.msg);
@@ -610,6 +631,7 @@ sasl_start(mf_op_t *op, const char *db, const bson_t *cmd, bson_t *out)
     bson_destroy(&user);
     if (r != 0)
         return auth_failed(op, a, "the user has no credentials for this mechanism");
+server_first:
     if (mf_scram_server_first(a->conv, &cred, NULL, &server_first, &op->err) != 0)
         return auth_failed(op, a, op->err.msg);
     a->conv_id = 1;

@@ -310,5 +310,6 @@ mf_engine_close(mf_engine_t *eng)
     if (eng->cmdline_parsed)
         bson_destroy(eng->cmdline_parsed);
     pthread_mutex_destroy(&eng->topo_mu);
+    free(eng->cluster_cred);
     free(eng);
 }

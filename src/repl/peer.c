@@ -16,6 +16,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "auth/scram.h"
 #include "common/alloc.h"
 #include "common/clock.h"
 #include "common/limits.h"
@@ -150,15 +151,15 @@ get_i32(const uint8_t *p)
     return (int32_t)((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
 }
 
-int
-mf_peer_call(const char *host, const char *db, const bson_t *cmd, int timeout_ms, bson_t *reply, mf_error_t *err)
+/* One OP_MSG request of cmd on db over fd and its reply into reply (appended). 0, or -1 with err. */
+static int
+roundtrip(int fd, const char *host, const char *db, const bson_t *cmd, int64_t deadline, bson_t *reply,
+          mf_error_t *err)
 {
-    int64_t deadline = mf_mono_ms() + (timeout_ms > 0 ? timeout_ms : 10000);
     bson_t body;
     uint8_t *msg = NULL, *in = NULL;
     int rc = -1;
 
-    bson_init(reply);
     bson_init(&body);
     bson_concat(&body, cmd);
     BSON_APPEND_UTF8(&body, "$db", db);
@@ -172,35 +173,30 @@ mf_peer_call(const char *host, const char *db, const bson_t *cmd, int timeout_ms
     msg[20] = 0;
     memcpy(msg + 21, bson_get_data(&body), body.len);
 
-    int fd = connect_to(host, deadline, err);
-    if (fd < 0)
-        goto out;
     uint8_t hdr[16];
     if (send_all(fd, msg, total, deadline) != 0 || recv_all(fd, hdr, sizeof(hdr), deadline) != 0) {
         mf_err_set(err, errno == ETIMEDOUT ? MF_E_NetworkTimeout : MF_E_HostUnreachable, "%s: %s", host,
                    strerror(errno));
-        goto out_close;
+        goto out;
     }
     int32_t len = get_i32(hdr);
     if (len < 16 + 5 + 5 || len > MF_MAX_MESSAGE_SIZE || get_i32(hdr + 12) != OP_MSG) {
         mf_err_set(err, MF_E_ProtocolError, "%s answered with a malformed message", host);
-        goto out_close;
+        goto out;
     }
     in = mf_malloc((size_t)len - 16);
     if (recv_all(fd, in, (size_t)len - 16, deadline) != 0) {
         mf_err_set(err, errno == ETIMEDOUT ? MF_E_NetworkTimeout : MF_E_HostUnreachable, "%s: %s", host,
                    strerror(errno));
-        goto out_close;
+        goto out;
     }
     bson_t r;
     if (in[4] != 0 || !bson_init_static(&r, in + 5, (size_t)len - 16 - 5) || !bson_validate(&r, 0, NULL)) {
         mf_err_set(err, MF_E_ProtocolError, "%s answered with a malformed reply", host);
-        goto out_close;
+        goto out;
     }
     bson_concat(reply, &r);
     rc = 0;
-out_close:
-    close(fd);
 out:
     free(in);
     free(msg);
@@ -208,11 +204,104 @@ out:
     return rc;
 }
 
-int
-mf_peer_command(const char *host, const bson_t *cmd, int timeout_ms, bson_t *reply, mf_error_t *err)
+/* The payload of a SASL reply (BinData), or NULL; with *done. */
+static const char *
+sasl_payload(const bson_t *reply, uint32_t *len, bool *done, int32_t *conv)
 {
     bson_iter_t it;
-    if (mf_peer_call(host, "admin", cmd, timeout_ms, reply, err) != 0)
+    const uint8_t *data = NULL;
+    bson_subtype_t st;
+    *done = bson_iter_init_find(&it, reply, "done") && bson_iter_as_bool(&it);
+    *conv = bson_iter_init_find(&it, reply, "conversationId") ? (int32_t)bson_iter_as_int64(&it) : 0;
+    if (!bson_iter_init_find(&it, reply, "payload") || !BSON_ITER_HOLDS_BINARY(&it))
+        return NULL;
+    bson_iter_binary(&it, &st, len, &data);
+    return (const char *)data;
+}
+
+/*
+ * Authenticates the connection fd as the members' internal user
+ * (__system@local, SCRAM-SHA-256, the keyFile's key as the password), as
+ * mongod's internal authentication does. 0, or -1 with err.
+ */
+static int
+authenticate(int fd, const char *host, const char *key, int64_t deadline, mf_error_t *err)
+{
+    mf_scram_t *s = mf_scram_new(MF_SCRAM_SHA256);
+    char *first = NULL, *final = NULL;
+    bson_t cmd, reply;
+    const char *p;
+    uint32_t plen;
+    bool done;
+    int32_t conv;
+    int rc = -1;
+
+    bson_init(&cmd);
+    bson_init(&reply);
+    if (mf_scram_client_begin(s, "__system", &first, err) != 0)
+        goto out;
+    BSON_APPEND_INT32(&cmd, "saslStart", 1);
+    BSON_APPEND_UTF8(&cmd, "mechanism", "SCRAM-SHA-256");
+    bson_append_binary(&cmd, "payload", -1, BSON_SUBTYPE_BINARY, (const uint8_t *)first, (uint32_t)strlen(first));
+    bson_t opts;
+    BSON_APPEND_DOCUMENT_BEGIN(&cmd, "options", &opts);
+    BSON_APPEND_BOOL(&opts, "skipEmptyExchange", true);
+    bson_append_document_end(&cmd, &opts);
+    if (roundtrip(fd, host, "local", &cmd, deadline, &reply, err) != 0)
+        goto out;
+    if ((p = sasl_payload(&reply, &plen, &done, &conv)) == NULL) {
+        mf_err_set(err, MF_E_AuthenticationFailed, "%s refused the members' authentication (is its keyFile the same?)",
+                   host);
+        goto out;
+    }
+    if (mf_scram_client_respond(s, key, p, plen, &final, err) != 0)
+        goto out;
+    bson_reinit(&cmd);
+    bson_reinit(&reply);
+    BSON_APPEND_INT32(&cmd, "saslContinue", 1);
+    BSON_APPEND_INT32(&cmd, "conversationId", conv);
+    bson_append_binary(&cmd, "payload", -1, BSON_SUBTYPE_BINARY, (const uint8_t *)final, (uint32_t)strlen(final));
+    if (roundtrip(fd, host, "local", &cmd, deadline, &reply, err) != 0)
+        goto out;
+    if ((p = sasl_payload(&reply, &plen, &done, &conv)) == NULL) {
+        mf_err_set(err, MF_E_AuthenticationFailed, "%s refused the members' authentication (is its keyFile the same?)",
+                   host);
+        goto out;
+    }
+    if (mf_scram_client_check(s, p, plen, err) != 0)
+        goto out;
+    rc = 0;
+out:
+    free(first);
+    free(final);
+    bson_destroy(&cmd);
+    bson_destroy(&reply);
+    mf_scram_free(s);
+    return rc;
+}
+
+int
+mf_peer_call(const char *host, const char *db, const bson_t *cmd, const char *key, int timeout_ms, bson_t *reply,
+             mf_error_t *err)
+{
+    int64_t deadline = mf_mono_ms() + (timeout_ms > 0 ? timeout_ms : 10000);
+    int rc = -1;
+
+    bson_init(reply);
+    int fd = connect_to(host, deadline, err);
+    if (fd < 0)
+        return -1;
+    if (key == NULL || authenticate(fd, host, key, deadline, err) == 0)
+        rc = roundtrip(fd, host, db, cmd, deadline, reply, err);
+    close(fd);
+    return rc;
+}
+
+int
+mf_peer_command(const char *host, const bson_t *cmd, const char *key, int timeout_ms, bson_t *reply, mf_error_t *err)
+{
+    bson_iter_t it;
+    if (mf_peer_call(host, "admin", cmd, key, timeout_ms, reply, err) != 0)
         return -1;
     if (bson_iter_init_find(&it, reply, "ok") && bson_iter_as_double(&it) == 1.0)
         return 0;

@@ -127,6 +127,7 @@ struct mf_repl {
     int port, raft_port;
     int64_t oplog_size;
     int64_t epoch;
+    char *key;   /* the keyFile's key: members authenticate to each other with it (NULL: no keyFile) */
 
     pthread_mutex_t mu;
     /*
@@ -1066,7 +1067,7 @@ apply_config(mf_repl_t *r, const payload_t *p)
 
 /* Calls fn on every document a cursor command cmd on db at host returns (firstBatch, then getMores). */
 static int
-remote_each(const char *host, const char *db, const bson_t *cmd, int (*fn)(void *arg, const bson_t *doc), void *arg,
+remote_each(const char *host, const char *key, const char *db, const bson_t *cmd, int (*fn)(void *arg, const bson_t *doc), void *arg,
             mf_error_t *err)
 {
     bson_t reply, more;
@@ -1074,7 +1075,7 @@ remote_each(const char *host, const char *db, const bson_t *cmd, int (*fn)(void 
     int64_t id = 0;
     char coll[256] = "";
     int rc = 0;
-    if (mf_peer_call(host, db, cmd, 30000, &reply, err) != 0)
+    if (mf_peer_call(host, db, cmd, key, 30000, &reply, err) != 0)
         return -1;
     for (;;) {
         if (!bson_iter_init_find(&it, &reply, "ok") || bson_iter_as_double(&it) != 1.0) {
@@ -1110,7 +1111,7 @@ remote_each(const char *host, const char *db, const bson_t *cmd, int (*fn)(void 
         bson_init(&more);
         BSON_APPEND_INT64(&more, "getMore", id);
         BSON_APPEND_UTF8(&more, "collection", coll);
-        int prc = mf_peer_call(host, db, &more, 30000, &reply, err);
+        int prc = mf_peer_call(host, db, &more, key, 30000, &reply, err);
         bson_destroy(&more);
         if (prc != 0)
             return -1;
@@ -1200,7 +1201,7 @@ copy_collection(void *arg, const bson_t *info)
     bson_init(&cmd);
     BSON_APPEND_UTF8(&cmd, "find", name);
     BSON_APPEND_INT32(&cmd, "batchSize", 5000);
-    rc = remote_each(sc->host, sc->db, &cmd, copy_doc, sc, &sc->err);
+    rc = remote_each(sc->host, sc->r->key, sc->db, &cmd, copy_doc, sc, &sc->err);
     bson_destroy(&cmd);
     if (rc == 0)
         rc = batch_flush(sc);
@@ -1216,7 +1217,7 @@ copy_collection(void *arg, const bson_t *info)
     /* The document copier's batch collects the index specs. */
     ix.coll = name;
     batch_begin(&ix);
-    rc = remote_each(sc->host, sc->db, &cmd, copy_doc, &ix, &sc->err);
+    rc = remote_each(sc->host, sc->r->key, sc->db, &cmd, copy_doc, &ix, &sc->err);
     bson_destroy(&cmd);
     bson_append_array_end(&ix.batch, &ix.docs);
     bson_iter_t di, spec;
@@ -1289,7 +1290,7 @@ clone_from(mf_repl_t *r, const char *host, mf_error_t *err)
     }
 
     /* Copy the primary's. */
-    rc = mf_peer_call(host, "admin", &cmd, 30000, &reply, err);
+    rc = mf_peer_call(host, "admin", &cmd, r->key, 30000, &reply, err);
     bson_destroy(&cmd);
     if (rc != 0)
         return rc;
@@ -1307,7 +1308,7 @@ clone_from(mf_repl_t *r, const char *host, mf_error_t *err)
         snprintf(sc.db, sizeof(sc.db), "%.127s", dbnames[i]);
         bson_init(&cmd);
         BSON_APPEND_INT32(&cmd, "listCollections", 1);
-        rc = remote_each(host, sc.db, &cmd, copy_collection, &sc, err);
+        rc = remote_each(host, r->key, sc.db, &cmd, copy_collection, &sc, err);
         bson_destroy(&cmd);
         if (rc != 0 && sc.err.code != 0)
             *err = sc.err;
@@ -1355,7 +1356,7 @@ initial_sync(mf_repl_t *r, mf_sess_t *s, uint64_t index, uint64_t term, int64_t 
         bson_iter_t it;
         bson_init(&cmd);
         BSON_APPEND_INT32(&cmd, "_mfReplInfo", 1);
-        int rc = mf_peer_command(host, &cmd, PEER_TIMEOUT_MS, &reply, &err);
+        int rc = mf_peer_command(host, &cmd, r->key, PEER_TIMEOUT_MS, &reply, &err);
         bson_destroy(&cmd);
         uint64_t theirs = rc == 0 && bson_iter_init_find(&it, &reply, "appliedIndex") ? (uint64_t)bson_iter_as_int64(&it) : 0;
         bool ok = rc == 0 && bson_iter_init_find(&it, &reply, "state") && bson_iter_as_int64(&it) == ST_PRIMARY;
@@ -1662,7 +1663,7 @@ adopt_newer_config(mf_repl_t *r, const char *host)
     int64_t version;
     bson_init(&cmd);
     BSON_APPEND_INT32(&cmd, "replSetGetConfig", 1);
-    int rc = mf_peer_command(host, &cmd, PEER_TIMEOUT_MS, &reply, &err);
+    int rc = mf_peer_command(host, &cmd, r->key, PEER_TIMEOUT_MS, &reply, &err);
     bson_destroy(&cmd);
     if (rc == 0 && bson_iter_init_find(&it, &reply, "config") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
         const uint8_t *d;
@@ -1713,7 +1714,7 @@ heartbeat_round(mf_repl_t *r)
         int64_t t0 = mf_mono_ms();
         bson_init(&cmd);
         BSON_APPEND_INT32(&cmd, "_mfReplInfo", 1);
-        int rc = mf_peer_command(hosts[i], &cmd, PEER_TIMEOUT_MS, &reply, &err);
+        int rc = mf_peer_command(hosts[i], &cmd, r->key, PEER_TIMEOUT_MS, &reply, &err);
         int64_t ping = mf_mono_ms() - t0;
         pthread_mutex_lock(&r->mu);
         for (int j = 0; j < r->nmembers; j++) {
@@ -1882,7 +1883,7 @@ peer_raft_address(mf_repl_t *r, const char *host, char *address, size_t size, bo
     int port;
     bson_init(&cmd);
     BSON_APPEND_INT32(&cmd, "_mfReplInfo", 1);
-    int rc = mf_peer_command(host, &cmd, PEER_TIMEOUT_MS, &reply, err);
+    int rc = mf_peer_command(host, &cmd, r->key, PEER_TIMEOUT_MS, &reply, err);
     bson_destroy(&cmd);
     if (rc != 0) {
         mf_err_set(err, MF_E_NodeNotFound, "replSetInitiate quorum check failed because not all proposed set "
@@ -2114,7 +2115,7 @@ cmd_initiate(mf_repl_t *r, const bson_t *cmd, bson_t *reply, mf_error_t *err)
             bson_append_document_end(&arr, &sv);
         }
         bson_append_array_end(&join, &arr);
-        int jrc = mf_peer_command(members[i].host, &join, PEER_TIMEOUT_MS * 5, &rep, err);
+        int jrc = mf_peer_command(members[i].host, &join, r->key, PEER_TIMEOUT_MS * 5, &rep, err);
         bson_destroy(&join);
         bson_destroy(&rep);
         if (jrc != 0)
@@ -2303,7 +2304,7 @@ cmd_reconfig(mf_repl_t *r, const bson_t *cmd, mf_error_t *err)
         BSON_APPEND_INT32(&join, "_mfReplJoin", 1);
         BSON_APPEND_DOCUMENT(&join, "config", &cfg);
         BSON_APPEND_BOOL(&join, "bootstrap", false);
-        int jrc = initialized ? 0 : mf_peer_command(members[i].host, &join, PEER_TIMEOUT_MS * 5, &rep, err);
+        int jrc = initialized ? 0 : mf_peer_command(members[i].host, &join, r->key, PEER_TIMEOUT_MS * 5, &rep, err);
         if (!initialized)
             bson_destroy(&rep);
         bson_destroy(&join);
@@ -2774,6 +2775,7 @@ mf_repl_open(mf_engine_t *eng, const mf_repl_opts_t *o, mf_repl_t **out, mf_erro
     static const int exists[] = {MF_E_NamespaceExists, 0};
     mf_repl_t *r = mf_calloc(1, sizeof(*r));
     r->eng = eng;
+    r->key = o->key != NULL ? mf_strdup(o->key) : NULL;
     snprintf(r->set_name, sizeof(r->set_name), "%s", o->set_name);
     snprintf(r->bind_ip, sizeof(r->bind_ip), "%s", o->bind_ip ? o->bind_ip : "127.0.0.1");
     snprintf(r->raft_dir, sizeof(r->raft_dir), "%s/raft", o->dbpath);
@@ -2909,5 +2911,6 @@ mf_repl_free(mf_repl_t *r)
     pthread_cond_destroy(&r->oplog_cv);
     pthread_cond_destroy(&r->stop_cv);
     pthread_mutex_destroy(&r->mu);
+    free(r->key);
     free(r);
 }

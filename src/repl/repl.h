@@ -42,6 +42,7 @@ typedef struct mf_repl_opts {
     int raft_port;        /* --raftPort (0: port + 10000) */
     const char *dbpath;   /* raft's log lives in <dbpath>/raft */
     int64_t oplog_size_mb; /* local.oplog.rs's cap (0: 1024) */
+    const char *key;       /* the keyFile's key (copied), NULL for none: peer connections authenticate as __system */
 } mf_repl_opts_t;
 
 /*

@@ -16,18 +16,25 @@
  *   --replSet NAME        run as a member of replica set NAME (src/repl/repl.h)
  *   --raftPort N          the port raft listens on (default: --port + 10000)
  *   --oplogSize MB        local.oplog.rs's size cap (default 1024)
+ *   --auth                access control on (security.authorization: enabled): SCRAM users,
+ *                         built-in roles (src/cmd/cmd_auth.c); --noauth turns it off again
+ *   --keyFile FILE        members authenticate to each other with this key (SCRAM as
+ *                         __system@local); implies --auth (security.keyFile)
  *   --config FILE         flags from a file, one "name = value" or "name: value" per line
  *   --version, --help
  * Shutdown on SIGINT/SIGTERM: stop accepting, call eng->on_shutdown (which
  * interrupts running operations), finish in-flight commands,
  * close the engine (WiredTiger checkpoints on close), exit 0.
  */
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "auth/scram.h"
 #include "cmd/cmd.h"
 #include "common/alloc.h"
 #include "common/log.h"
@@ -290,6 +297,48 @@ startup_warnings(mf_engine_t *eng, const char *bind_ip, bool auth)
     }
 }
 
+/*
+ * read_key_file: the keyFile's key into key (cap bytes), as mongod reads
+ * it: whitespace is dropped, what remains must be 6 to 1024 base64
+ * characters, and the file must not be readable by group or others.
+ * Returns 0, or -1 with a message on stderr.
+ */
+static int
+read_key_file(const char *path, char *key, size_t cap)
+{
+    struct stat st;
+    size_t n = 0;
+    int ch;
+    FILE *f;
+    if (stat(path, &st) != 0 || (f = fopen(path, "r")) == NULL) {
+        fprintf(stderr, "mayflyd: cannot read the keyFile %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    if ((st.st_mode & 077) != 0) {
+        fprintf(stderr, "mayflyd: permissions on %s are too open (chmod 400 or 600 it)\n", path);
+        fclose(f);
+        return -1;
+    }
+    while ((ch = fgetc(f)) != EOF) {
+        if (ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r')
+            continue;
+        if (!((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '+' ||
+              ch == '/' || ch == '=') || n + 1 >= cap) {
+            fprintf(stderr, "mayflyd: the keyFile %s must hold 6 to 1024 base64 characters\n", path);
+            fclose(f);
+            return -1;
+        }
+        key[n++] = (char)ch;
+    }
+    fclose(f);
+    key[n] = '\0';
+    if (n < 6) {
+        fprintf(stderr, "mayflyd: the keyFile %s must hold 6 to 1024 base64 characters\n", path);
+        return -1;
+    }
+    return 0;
+}
+
 /* Frees what apply_flag collected. */
 static void
 opts_free(opts_t *o)
@@ -308,7 +357,7 @@ main(int argc, char **argv)
     bson_t *argv_doc = bson_new(), *parsed = bson_new(), net, storage, sp;
     mf_engine_t *eng;
     mf_error_t err;
-    char key[16], memdir[64] = "";
+    char key[16], memdir[64] = "", cluster_key[1025] = "";
     bool dbpath_given = false;
     int rc = 0;
 
@@ -356,6 +405,11 @@ main(int argc, char **argv)
             rc = 2;
             goto done;
         }
+    }
+
+    if (o.key_file[0] != '\0' && read_key_file(o.key_file, cluster_key, sizeof(cluster_key)) != 0) {
+        rc = 2;
+        goto done;
     }
 
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
@@ -425,10 +479,20 @@ main(int argc, char **argv)
     eng->on_shutdown = interrupt_engine;
     eng->on_shutdown_arg = eng;
     startup_warnings(eng, o.bind_ip, eng->auth_enabled);
+    if (cluster_key[0] != '\0') {
+        eng->cluster_cred = mf_malloc(sizeof(*eng->cluster_cred));
+        if (mf_scram_make_cred(MF_SCRAM_SHA256, cluster_key, NULL, 0, 15000, eng->cluster_cred, &err) != 0) {
+            mf_log(MF_LOG_ERROR, "ACCESS", "cannot derive the keyFile's credential: %s", err.msg);
+            mf_engine_close(eng);
+            rc = 1;
+            goto done;
+        }
+    }
     if (o.repl_set[0] != '\0') {
         int raft_port = o.raft_port ? o.raft_port : o.port + 10000;
         mf_repl_opts_t ro = {.set_name = o.repl_set, .bind_ip = o.bind_ip, .port = o.port, .raft_port = raft_port,
-                             .dbpath = o.dbpath, .oplog_size_mb = o.oplog_size_mb};
+                             .dbpath = o.dbpath, .oplog_size_mb = o.oplog_size_mb,
+                             .key = cluster_key[0] != '\0' ? cluster_key : NULL};
         if (raft_port > 65535 || mf_repl_open(eng, &ro, &repl, &err) != 0) {
             mf_log(MF_LOG_ERROR, "REPL", "cannot start replication: %s",
                    raft_port > 65535 ? "--raftPort is needed: --port + 10000 is beyond 65535" : err.msg);

@@ -162,3 +162,67 @@ Test(scram, credentials_need_4096_iterations_and_never_hold_the_password)
     cr_assert_eq(mf_scram_mech_of("SCRAM-SHA-256"), MF_SCRAM_SHA256);
     cr_assert_eq(mf_scram_mech_of("PLAIN"), 0);
 }
+
+/* The client side (members' keyFile authentication) against the server side, both mechanisms. */
+static void
+client_server_round(mf_scram_mech_t mech, const char *stored_pw, const char *client_pw, bool expect_ok)
+{
+    mf_scram_cred_t cred;
+    mf_error_t err;
+    char *cf = NULL, *sf = NULL, *cfin = NULL, *sfin = NULL;
+    cr_assert_eq(mf_scram_make_cred(mech, stored_pw, NULL, 0, 4096, &cred, &err), 0);
+    mf_scram_t *cli = mf_scram_new(mech), *srv = mf_scram_new(mech);
+    cr_assert_eq(mf_scram_client_begin(cli, "__sys,tem=", &cf, &err), 0);
+    cr_assert_eq(mf_scram_client_first(srv, cf, strlen(cf), &err), 0);
+    cr_assert_str_eq(mf_scram_user(srv), "__sys,tem=", "the server decodes the client's escapes");
+    cr_assert_eq(mf_scram_server_first(srv, &cred, NULL, &sf, &err), 0);
+    cr_assert_eq(mf_scram_client_respond(cli, client_pw, sf, strlen(sf), &cfin, &err), 0);
+    int r = mf_scram_client_final(srv, cfin, strlen(cfin), &sfin, &err);
+    if (expect_ok) {
+        cr_assert_eq(r, 0, "the right key is accepted: %s", err.msg);
+        cr_assert_eq(mf_scram_client_check(cli, sfin, strlen(sfin), &err), 0, "the server proves it knows the key");
+        /* A server-final with another signature is refused. */
+        mf_scram_t *cli2 = mf_scram_new(mech);
+        char *cf2 = NULL;
+        cr_assert_eq(mf_scram_client_check(cli2, sfin, strlen(sfin), &err), -1, "out of order");
+        cr_assert_eq(mf_scram_client_begin(cli2, "x", &cf2, &err), 0);
+        free(cf2);
+        mf_scram_free(cli2);
+    } else {
+        cr_assert_eq(r, -1, "a wrong key is refused");
+        cr_assert_eq(err.code, MF_E_AuthenticationFailed);
+    }
+    free(cf);
+    free(sf);
+    free(cfin);
+    free(sfin);
+    mf_scram_free(cli);
+    mf_scram_free(srv);
+}
+
+Test(scram, the_client_side_authenticates_against_the_server_side)
+{
+    client_server_round(MF_SCRAM_SHA256, "c2VjcmV0a2V5", "c2VjcmV0a2V5", true);
+    client_server_round(MF_SCRAM_SHA1, "pencil", "pencil", true);
+    client_server_round(MF_SCRAM_SHA256, "c2VjcmV0a2V5", "b3RoZXJrZXk=", false);
+}
+
+Test(scram, the_client_refuses_a_bad_server_first)
+{
+    mf_error_t err;
+    char *cf = NULL, *out = NULL;
+    mf_scram_t *cli = mf_scram_new(MF_SCRAM_SHA256);
+    cr_assert_eq(mf_scram_client_begin(cli, "u", &cf, &err), 0);
+    const char *bad = "r=notmynonce,s=QSXCR+Q6sek8bf92,i=4096";
+    cr_assert_eq(mf_scram_client_respond(cli, "pw", bad, strlen(bad), &out, &err), -1, "a nonce that does not extend ours");
+    free(cf);
+    mf_scram_free(cli);
+    cli = mf_scram_new(MF_SCRAM_SHA256);
+    cr_assert_eq(mf_scram_client_begin(cli, "u", &cf, &err), 0);
+    /* Our nonce is after "r=" in cf ("n,,n=u,r=<nonce>"): an iteration count below 4096 is refused. */
+    char msg[256];
+    snprintf(msg, sizeof(msg), "r=%sXYZ,s=QSXCR+Q6sek8bf92,i=100", strstr(cf, "r=") + 2);
+    cr_assert_eq(mf_scram_client_respond(cli, "pw", msg, strlen(msg), &out, &err), -1, "too few iterations");
+    free(cf);
+    mf_scram_free(cli);
+}
