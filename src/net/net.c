@@ -54,6 +54,7 @@
 #include "common/log.h"
 #include "common/params.h"
 #include "net/net_pool.h"
+#include "net/tls.h"
 #include "net/wire.h"
 #include "storage/storage.h"
 
@@ -101,6 +102,16 @@ typedef struct conn {
     int64_t held_counter;     /* the topologyVersion counter in the held reply */
     int64_t held_seen;        /* the counter the held job compared against (its seen_counter) */
     bool held_exhaust;
+    /*
+     * TLS (tls.h): the first byte a client sends tells a TLS handshake
+     * (0x16, a handshake record) from a plain message, as mongod tells
+     * them apart under allowTLS / preferTLS. With tls set, what read_cb
+     * receives is ciphertext, decrypted into rbuf, and replies are
+     * encrypted on their way out.
+     */
+    bool sniffed;
+    mf_tls_conn_t *tls;
+    bool tls_logged;
 } conn_t;
 
 typedef struct job {
@@ -140,6 +151,8 @@ typedef struct server {
     int max_conns;          /* --maxConns */
     uv_async_t topo_async;  /* the engine's topology changed: answer the held hellos */
     bool topo_async_open;
+    mf_tls_mode_t tls_mode; /* --tlsMode */
+    mf_tls_ctx_t *tls;      /* NULL when TLS is disabled */
 } server_t;
 
 /* Queued request bytes per connection beyond which reading pauses. */
@@ -432,7 +445,7 @@ on_write_done(uv_write_t *w, int status)
  * -1 if the write could not start (buf is freed; the caller closes c).
  */
 static int
-conn_write(conn_t *c, uint8_t *buf, size_t len, bool close_after)
+raw_write(conn_t *c, uint8_t *buf, size_t len, bool close_after)
 {
     write_req_t *wr = mf_malloc(sizeof(*wr));
     uv_buf_t b = uv_buf_init((char *)buf, (unsigned)len);
@@ -446,6 +459,40 @@ conn_write(conn_t *c, uint8_t *buf, size_t len, bool close_after)
     return 0;
 }
 
+/* Sends the ciphertext OpenSSL has waiting (handshake messages, records, alerts). 0, or -1 (the caller closes c). */
+static int
+tls_flush(conn_t *c, bool close_after)
+{
+    uint8_t *out;
+    size_t n;
+    if (!mf_tls_take_out(c->tls, &out, &n)) {
+        if (close_after)
+            conn_close(c, NULL);
+        return 0;
+    }
+    return raw_write(c, out, n, close_after);
+}
+
+/*
+ * Writes reply bytes on c (encrypted first on a TLS connection), taking
+ * ownership of buf. With close_after, the connection closes once they are
+ * out. Returns 0, or -1 if the write could not start (the caller closes c).
+ */
+static int
+conn_write(conn_t *c, uint8_t *buf, size_t len, bool close_after)
+{
+    if (c->tls == NULL)
+        return raw_write(c, buf, len, close_after);
+    mf_error_t err;
+    int r = mf_tls_write(c->tls, buf, len, &err);
+    free(buf);
+    if (r != 0) {
+        mf_log(MF_LOG_WARN, "NETWORK", "conn%lld: %s", (long long)c->client.id, err.msg);
+        return -1;
+    }
+    return tls_flush(c, close_after);
+}
+
 static void
 free_conn_if_orphaned(conn_t *c)
 {
@@ -456,6 +503,7 @@ free_conn_if_orphaned(conn_t *c)
         msgbuf_free(m);
     }
     free(c->rbuf);
+    mf_tls_conn_free(c->tls);
     mf_client_release(&c->client);
     free(c);
 }
@@ -651,6 +699,47 @@ alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
     *buf = uv_buf_init((char *)c->rbuf + c->rlen, (unsigned)(c->rcap - c->rlen));
 }
 
+/*
+ * n bytes of ciphertext arrived at rbuf + rlen: hands them to OpenSSL and
+ * decrypts whatever it can into rbuf from rlen on, then sends what the
+ * handshake wants sent. Returns 0, or -1 when the connection was closed
+ * (a failed handshake, a broken record).
+ */
+static int
+tls_input(conn_t *c, size_t n)
+{
+    mf_error_t err;
+    mf_tls_feed(c->tls, c->rbuf + c->rlen, n);
+    for (;;) {
+        if (c->rcap - c->rlen < 16384) {
+            size_t ncap = c->rcap ? c->rcap * 2 : 65536;
+            c->rbuf = mf_realloc(c->rbuf, ncap);
+            c->rcap = ncap;
+        }
+        ssize_t r = mf_tls_read(c->tls, c->rbuf + c->rlen, c->rcap - c->rlen, &err);
+        if (r < 0) {
+            (void)tls_flush(c, false); /* the alert, if OpenSSL made one */
+            conn_close(c, err.msg);
+            return -1;
+        }
+        if (r == 0)
+            break;
+        c->rlen += (size_t)r;
+        if (!c->tls_logged) {
+            char how[400];
+            c->tls_logged = true;
+            mf_tls_describe(c->tls, how, sizeof(how));
+            mf_log(MF_LOG_INFO, "NETWORK", "conn%lld: TLS connection from %s (%s)", (long long)c->client.id,
+                   c->client.remote, how);
+        }
+    }
+    if (tls_flush(c, false) != 0) {
+        conn_close(c, "cannot write the TLS handshake");
+        return -1;
+    }
+    return 0;
+}
+
 static void
 read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
@@ -662,7 +751,27 @@ read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
             mf_log(MF_LOG_INFO, "NETWORK", "conn%lld: connection ended", (long long)c->client.id);
         return;
     }
-    c->rlen += (size_t)nread;
+    if (nread > 0 && !c->sniffed) {
+        server_t *srv = c->srv;
+        bool handshake = c->rbuf[c->rlen] == 0x16;
+        c->sniffed = true;
+        if (handshake && srv->tls == NULL) {
+            conn_close(c, "a TLS handshake, but TLS is disabled (--tlsMode)");
+            return;
+        }
+        if (!handshake && srv->tls_mode == MF_TLS_REQUIRE) {
+            conn_close(c, "a connection without TLS, but --tlsMode is requireTLS");
+            return;
+        }
+        if (handshake)
+            c->tls = mf_tls_conn_new(srv->tls);
+    }
+    if (c->tls != NULL) {
+        if (nread > 0 && tls_input(c, (size_t)nread) != 0)
+            return;
+    } else {
+        c->rlen += (size_t)nread;
+    }
     size_t off = 0;
     while (c->rlen - off >= 4) {
         int32_t mlen;
@@ -853,6 +962,11 @@ mf_net_serve(mf_engine_t *eng, const mf_net_opts_t *opts, mf_error_t *err)
         r = uv_ip4_addr(bind_ip, port, (struct sockaddr_in *)&addr);
     if (r != 0)
         return mf_err_set(err, MF_E_BadValue, "invalid --bind_ip %s: %s", bind_ip, uv_strerror(r));
+    if (opts->tls != NULL && opts->tls->mode != MF_TLS_DISABLED) {
+        if (mf_tls_ctx_new(opts->tls, &srv.tls, err) != 0)
+            return -1;
+        srv.tls_mode = opts->tls->mode;
+    }
 
     int warm = opts->workers > 0 ? opts->workers : 1;
     int cap = opts->max_workers > 0 ? opts->max_workers : MF_NET_DEFAULT_MAX_WORKERS;
@@ -914,6 +1028,7 @@ done:
     mf_net_pool_destroy(srv.data_pool);
     pthread_mutex_destroy(&srv.done_lock);
     free(srv.conns);
+    mf_tls_ctx_free(srv.tls);
     uv_loop_close(srv.loop);
     return rc;
 }

@@ -6,6 +6,7 @@
 
 #include "cmd/cmd.h"
 #include "common/error.h"
+#include "net/tls.h"
 
 /*
  * The data lane's default worker cap: mongod runs a thread per connection;
@@ -20,6 +21,7 @@ typedef struct mf_net_opts {
     int workers;     /* data-lane workers kept warm (>= 1) */
     int max_workers; /* data-lane cap; 0 = MF_NET_DEFAULT_MAX_WORKERS; raised to workers if lower */
     int max_conns;   /* --maxConns: connections open at once beyond which new ones are closed at once; 0 = 1,000,000 */
+    const mf_tls_opts_t *tls; /* --tlsMode and its files; NULL: TLS disabled */
     void (*ready)(void *arg); /* called once the listener is up, or NULL */
     void *ready_arg;
 } mf_net_opts_t;

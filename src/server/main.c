@@ -20,6 +20,10 @@
  *                         built-in roles (src/cmd/cmd_auth.c); --noauth turns it off again
  *   --keyFile FILE        members authenticate to each other with this key (SCRAM as
  *                         __system@local); implies --auth (security.keyFile)
+ *   --tlsMode MODE        disabled (default), allowTLS, preferTLS or requireTLS (src/net/tls.h);
+ *                         with --tlsCertificateKeyFile PEM, --tlsCAFile PEM (client certificates
+ *                         required unless --tlsAllowConnectionsWithoutCertificates),
+ *                         --tlsAllowInvalidCertificates; the ssl* spellings too
  *   --config FILE         flags from a file, one "name = value" or "name: value" per line
  *   --version, --help
  * Shutdown on SIGINT/SIGTERM: stop accepting, call eng->on_shutdown (which
@@ -71,6 +75,8 @@ typedef struct opts {
     int64_t oplog_size_mb;
     bool auth;             /* --auth, security.authorization: enabled */
     char key_file[1024];   /* --keyFile, security.keyFile: members authenticate to each other (implies auth) */
+    mf_tls_opts_t tls;     /* --tlsMode and friends (net.tls.* in the config file) */
+    char tls_cert[1024], tls_ca[1024];
 } opts_t;
 
 static void
@@ -78,7 +84,9 @@ usage(FILE *f)
 {
     fprintf(f, "usage: mayflyd [--port N] [--bind_ip ADDR] [--dbpath DIR] [--setParameter name=value]...\n"
                "               [--workers N] [--maxWorkers N] [--maxConns N] [--inMemory] [--replSet NAME] [--raftPort N]\n"
-               "               [--oplogSize MB] [--auth] [--keyFile FILE] [--config FILE] [--version]\n");
+               "               [--oplogSize MB] [--auth] [--keyFile FILE] [--config FILE] [--version]\n"
+               "               [--tlsMode disabled|allowTLS|preferTLS|requireTLS] [--tlsCertificateKeyFile PEM]\n"
+               "               [--tlsCAFile PEM] [--tlsAllowConnectionsWithoutCertificates] [--tlsAllowInvalidCertificates]\n");
 }
 
 static int apply_flag(opts_t *o, const char *name, const char *val, bson_t *parsed);
@@ -121,6 +129,16 @@ load_config(opts_t *o, const char *path, bson_t *parsed)
             name = "maxConns";
         else if (strcmp(name, "oplogSizeMB") == 0)
             name = "oplogSize";
+        else if (strcmp(name, "mode") == 0) /* net.tls.mode */
+            name = "tlsMode";
+        else if (strcmp(name, "certificateKeyFile") == 0)
+            name = "tlsCertificateKeyFile";
+        else if (strcmp(name, "CAFile") == 0)
+            name = "tlsCAFile";
+        else if (strcmp(name, "allowConnectionsWithoutCertificates") == 0)
+            name = "tlsAllowConnectionsWithoutCertificates";
+        else if (strcmp(name, "allowInvalidCertificates") == 0)
+            name = "tlsAllowInvalidCertificates";
         if (*val == '\0')
             continue;
         if (apply_flag(o, name, val, parsed) != 0) {
@@ -201,6 +219,27 @@ apply_flag(opts_t *o, const char *name, const char *val, bson_t *parsed)
             fprintf(stderr, "mayflyd: bad security.authorization %s (enabled or disabled)\n", val);
             return -1;
         }
+    } else if (strcmp(name, "tlsMode") == 0 || strcmp(name, "sslMode") == 0) {
+        static const char *const ssl_names[] = {"disabled", "allowSSL", "preferSSL", "requireSSL"};
+        static const char *const tls_names[] = {"disabled", "allowTLS", "preferTLS", "requireTLS"};
+        for (int i = 0; i < 4; i++) {
+            if (strcmp(val, ssl_names[i]) == 0)
+                val = tls_names[i];
+        }
+        if (mf_tls_mode_parse(val, &o->tls.mode) != 0) {
+            fprintf(stderr, "mayflyd: bad --tlsMode %s (disabled, allowTLS, preferTLS or requireTLS)\n", val);
+            return -1;
+        }
+    } else if (strcmp(name, "tlsCertificateKeyFile") == 0 || strcmp(name, "sslPEMKeyFile") == 0) {
+        snprintf(o->tls_cert, sizeof(o->tls_cert), "%s", val);
+        o->tls.cert_key_file = o->tls_cert;
+    } else if (strcmp(name, "tlsCAFile") == 0 || strcmp(name, "sslCAFile") == 0) {
+        snprintf(o->tls_ca, sizeof(o->tls_ca), "%s", val);
+        o->tls.ca_file = o->tls_ca;
+    } else if (strcmp(name, "tlsAllowConnectionsWithoutCertificates") == 0) {
+        o->tls.allow_no_client_cert = strcmp(val, "false") != 0;
+    } else if (strcmp(name, "tlsAllowInvalidCertificates") == 0) {
+        o->tls.allow_invalid_certs = strcmp(val, "false") != 0;
     } else if (strcmp(name, "noauth") == 0) {
         o->auth = false;
     } else if (strcmp(name, "keyFile") == 0) {
@@ -386,7 +425,9 @@ main(int argc, char **argv)
         if (eq && strncmp(a + 2, "setParameter", 12) != 0) {
             snprintf(name, sizeof(name), "%.*s", (int)(eq - a - 2), a + 2);
             val = eq + 1;
-        } else if ((strcmp(a, "--inMemory") == 0 || strcmp(a, "--auth") == 0 || strcmp(a, "--noauth") == 0) &&
+        } else if ((strcmp(a, "--inMemory") == 0 || strcmp(a, "--auth") == 0 || strcmp(a, "--noauth") == 0 ||
+                    strcmp(a, "--tlsAllowConnectionsWithoutCertificates") == 0 ||
+                    strcmp(a, "--tlsAllowInvalidCertificates") == 0) &&
                    (i + 1 >= argc || strncmp(argv[i + 1], "--", 2) == 0)) {
             snprintf(name, sizeof(name), "%s", a + 2);
             val = "true"; /* a bare switch */
@@ -503,7 +544,7 @@ main(int argc, char **argv)
         mf_log(MF_LOG_INFO, "REPL", "member of replica set %s, raft port %d", o.repl_set, raft_port);
     }
     mf_net_opts_t no = {.bind_ip = o.bind_ip, .port = o.port, .workers = workers, .max_workers = max_workers,
-                        .max_conns = o.max_conns, .ready = on_ready, .ready_arg = NULL};
+                        .max_conns = o.max_conns, .tls = &o.tls, .ready = on_ready, .ready_arg = NULL};
     if (mf_net_serve(eng, &no, &err) != 0) {
         mf_log(MF_LOG_ERROR, "NETWORK", "%s", err.msg);
         rc = 1;
