@@ -32,9 +32,10 @@ node_rc=$?
 
 py_rc=0
 if [ "$#" -eq 0 ]; then
-    echo "== pymongo suite"
-    /usr/bin/python3 tests/clients/test_pymongo.py
-    py_rc=$?
+    for py in tests/clients/test_pymongo*.py; do
+        echo "== pymongo suite: $py"
+        /usr/bin/python3 "$py" || py_rc=1
+    done
 fi
 
 echo "== client suites: node exit $node_rc, pymongo exit $py_rc"
