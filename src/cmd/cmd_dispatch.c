@@ -213,7 +213,8 @@ repl_kind(const mf_cmd_def_t *def, const bson_t *cmd)
     static const char *const writes[] = {"findAndModify", "findandmodify", "create", "drop", "dropDatabase",
                                          "createIndexes", "dropIndexes", "deleteIndexes", "collMod",
                                          "renameCollection", "convertToCapped", "cloneCollectionAsCapped",
-                                         "bulkWrite", NULL};
+                                         "bulkWrite", "createUser", "updateUser", "dropUser",
+                                         "dropAllUsersFromDatabase", "grantRolesToUser", "revokeRolesFromUser", NULL};
     static const char *const reads[] = {"find", "count", "distinct", "listCollections", "listIndexes", "collStats",
                                         "dbStats", "dataSize", "dbHash", "dbhash", "validate", "explain", NULL};
     if (def->flags & MF_CMD_WRITE)

@@ -47,6 +47,7 @@
 #include <limits.h>
 #include <math.h>
 #include <pcre2.h>
+#include "doc/rx.h"
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -2879,11 +2880,15 @@ ev_regex_match(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         goto done;
     }
     {
-        pcre2_match_data *md = pcre2_match_data_create_from_pattern(re, NULL);
-        int m = pcre2_match(re, (PCRE2_SPTR)v[0].value.v_utf8.str, v[0].value.v_utf8.len, 0, 0, md, NULL);
-        set_bool(o, m >= 0);
-        pcre2_match_data_free(md);
+        int prc, m = mf_rx_match(re, v[0].value.v_utf8.str, v[0].value.v_utf8.len, &prc);
         pcre2_code_free(re);
+        if (m < 0) {
+            rc = mf_err_set(c->err, MF_E_Location51156,
+                            "Error occurred while executing the regular expression in $regexMatch. Result code: %d",
+                            prc);
+            goto done;
+        }
+        set_bool(o, m == 1);
     }
 done:
     free_vals(v, e->nargs);

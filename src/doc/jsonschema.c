@@ -19,6 +19,7 @@
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
+#include "doc/rx.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -632,12 +633,7 @@ static bool node_ok(const jnode_t *n, const bson_value_t *v);
 static bool
 rx_ok(const pcre2_code *rx, const char *s, size_t len)
 {
-    pcre2_match_data *md = pcre2_match_data_create_from_pattern(rx, NULL);
-    if (md == NULL)
-        return false;
-    int rc = pcre2_match(rx, (PCRE2_SPTR)s, len, 0, 0, md, NULL);
-    pcre2_match_data_free(md);
-    return rc >= 0;
+    return mf_rx_match(rx, s, len, NULL) == 1;
 }
 
 static int64_t

@@ -34,6 +34,7 @@
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
+#include "doc/rx.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -247,14 +248,8 @@ rx_compile(const char *pattern, size_t plen, const char *flags, mf_error_t *err)
 static bool
 rx_match_str(const rx_t *r, const char *s, size_t len)
 {
-    pcre2_match_data *md = pcre2_match_data_create_from_pattern(r->code, NULL);
-    int rc;
-
-    if (md == NULL)
-        return false;
-    rc = pcre2_match(r->code, (PCRE2_SPTR)s, len, 0, 0, md, NULL);
-    pcre2_match_data_free(md);
-    return rc >= 0;
+    /* Past the backtracking budget (rx.h) a string does not match, as mongod treats a failed match. */
+    return mf_rx_match(r->code, s, len, NULL) == 1;
 }
 
 /* rx_match_value: a regex matches strings and symbols by content, and a regex value equal to itself. */

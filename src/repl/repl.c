@@ -1886,8 +1886,10 @@ peer_raft_address(mf_repl_t *r, const char *host, char *address, size_t size, bo
     int rc = mf_peer_command(host, &cmd, r->key, PEER_TIMEOUT_MS, &reply, err);
     bson_destroy(&cmd);
     if (rc != 0) {
-        mf_err_set(err, MF_E_NodeNotFound, "replSetInitiate quorum check failed because not all proposed set "
-                   "members responded affirmatively: %s failed with %s", host, err->msg);
+        char cause[sizeof(err->msg)];
+        snprintf(cause, sizeof(cause), "%s", err->msg); /* err->msg is overwritten below */
+        mf_err_set(err, MF_E_NodeNotFound, "quorum check failed because not all proposed set members responded "
+                   "affirmatively: %s failed with %s", host, cause);
         bson_destroy(&reply);
         return -1;
     }
