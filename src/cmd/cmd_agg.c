@@ -874,6 +874,7 @@ mf_cmd_aggregate(mf_op_t *op)
     if (!streaming)
         rc = mf_crud_cursor_fill(op, cur, batch, &arr, &exhausted);
     if (!exhausted) {
+        mf_cmd_auth_owner(op, cur->owner, sizeof(cur->owner));
         id = mf_cursors_register(op->eng->cursors, cur);
         mf_cursors_checkin(op->eng->cursors, cur);
     } else {

@@ -173,6 +173,16 @@ mf_cmd_may_see_db(mf_op_t *op, const char *db)
     return p != NULL && (mf_privs_cluster(p, MF_CACT_LIST_DATABASES) || mf_privs_any_on(p, db));
 }
 
+void
+mf_cmd_auth_owner(mf_op_t *op, char *out, size_t cap)
+{
+    mf_client_auth_t *a = op->client != NULL ? op->client->auth : NULL;
+    if (!checked(op) || a == NULL || !a->authed)
+        snprintf(out, cap, "%s", "");
+    else
+        snprintf(out, cap, "%s@%s", a->user, a->db);
+}
+
 /* ---------- what each command needs ---------- */
 
 typedef enum {

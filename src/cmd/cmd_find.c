@@ -315,6 +315,7 @@ fill:
         bool keep = !exhausted || (tailable && c != NULL && atomic_load(&c->approx_count) > 0);
         if (keep && !single) {
             cur->client_id = op->client ? op->client->id : 0;
+            mf_cmd_auth_owner(op, cur->owner, sizeof(cur->owner));
             id = mf_cursors_register(op->eng->cursors, cur);
             mf_cursors_checkin(op->eng->cursors, cur);
             cur = NULL;
@@ -368,6 +369,13 @@ mf_cmd_get_more(mf_op_t *op)
             return mf_err_set(&op->err, MF_E_CursorInUse, "cursor id %lld is already in use", (long long)id);
         return mf_err_set(&op->err, MF_E_CursorNotFound, "cursor id %lld not found", (long long)id);
     }
+    char me[400];
+    mf_cmd_auth_owner(op, me, sizeof(me));
+    if (strcmp(cur->owner, me) != 0) {
+        mf_cursors_checkin(op->eng->cursors, cur);
+        return mf_err_set(&op->err, MF_E_Unauthorized, "cursor id %lld was not created by the authenticated user",
+                          (long long)id);
+    }
     if (strcmp(cur->coll, coll) != 0 || strcmp(cur->db, op->db) != 0) {
         mf_cursors_checkin(op->eng->cursors, cur);
         return mf_err_set(&op->err, MF_E_Unauthorized, "Requested getMore on namespace '%s.%s', but cursor belongs to a different namespace %s.%s",
@@ -412,7 +420,17 @@ mf_cmd_kill_cursors(mf_op_t *op)
     bson_iter_recurse(&it, &ai);
     while (bson_iter_next(&ai)) {
         int64_t id = bson_iter_as_int64(&ai);
-        if (mf_cursors_kill(op->eng->cursors, id)) {
+        char me[400];
+        mf_cmd_auth_owner(op, me, sizeof(me));
+        int k = mf_cursors_kill(op->eng->cursors, id, me);
+        if (k < 0) {
+            bson_destroy(&killed);
+            bson_destroy(&notfound);
+            bson_destroy(&empty);
+            return mf_err_set(&op->err, MF_E_Unauthorized, "not authorized to kill cursor id %lld: another user opened it",
+                              (long long)id);
+        }
+        if (k > 0) {
             snprintf(key, sizeof(key), "%d", nk++);
             BSON_APPEND_INT64(&killed, key, id);
         } else {

@@ -159,15 +159,19 @@ mf_cursors_release(mf_cursors_t *t, mf_cursor_t *c)
     mf_cursor_free(c);
 }
 
-bool
-mf_cursors_kill(mf_cursors_t *t, int64_t id)
+int
+mf_cursors_kill(mf_cursors_t *t, int64_t id, const char *owner)
 {
     mf_cursor_t *victim = NULL;
     pthread_mutex_lock(&t->lock);
     ssize_t i = find_slot(t, id);
     if (i < 0) {
         pthread_mutex_unlock(&t->lock);
-        return false;
+        return 0;
+    }
+    if (owner != NULL && strcmp(t->slots[i]->owner, owner) != 0) {
+        pthread_mutex_unlock(&t->lock);
+        return -1;
     }
     if (t->slots[i]->in_use) {
         t->slots[i]->killed = true;
@@ -177,7 +181,7 @@ mf_cursors_kill(mf_cursors_t *t, int64_t id)
     }
     pthread_mutex_unlock(&t->lock);
     mf_cursor_free(victim);
-    return true;
+    return 1;
 }
 
 int

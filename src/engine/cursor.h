@@ -55,6 +55,7 @@ typedef struct mf_cursor {
     bool in_use;
     bool killed;
     int64_t client_id;
+    char owner[400];  /* "user@db" who opened it, "" without access control: only they may use or kill it */
 } mf_cursor_t;
 
 mf_cursors_t *mf_cursors_new(void);
@@ -72,8 +73,11 @@ mf_cursor_t *mf_cursors_checkout(mf_cursors_t *t, int64_t id, bool *busy);
 void mf_cursors_checkin(mf_cursors_t *t, mf_cursor_t *c);
 /* mf_cursors_release: removes a checked-out c from the table and frees it. */
 void mf_cursors_release(mf_cursors_t *t, mf_cursor_t *c);
-/* mf_cursors_kill: kills cursor id; returns false if unknown. */
-bool mf_cursors_kill(mf_cursors_t *t, int64_t id);
+/*
+ * mf_cursors_kill: kills cursor id if owner (NULL: anyone) opened it.
+ * Returns 1 when killed, 0 if unknown, -1 if another user's.
+ */
+int mf_cursors_kill(mf_cursors_t *t, int64_t id, const char *owner);
 /* mf_cursors_reap: kills cursors idle for more than timeout_ms. Returns how many. */
 int mf_cursors_reap(mf_cursors_t *t, int64_t now_ms, int64_t timeout_ms);
 /* mf_cursors_open_count: number of live cursors. */

@@ -990,3 +990,37 @@ h.test('a YAML --config with security.authorization: enabled turns access contro
     if (ok) assert.equal(info && info.code, 0, `the config-file server shuts down cleanly: ${JSON.stringify(info)}`);
   }
 });
+
+/* ------------------------------------------- cursors and live privileges */
+
+h.test('a cursor belongs to the user who opened it: getMore or killCursors by another user answers 13', async () => {
+  await seed('curown', 'c', Array.from({ length: 10 }, (_, i) => ({ _id: i })));
+  const a = await makeUser('curA', ['readAnyDatabase']);
+  const b = await makeUser('curB', ['readAnyDatabase']);
+  const first = await a.db('curown').command({ find: 'c', batchSize: 2 });
+  const id = first.cursor.id;
+  assert.ok(id && id.toString() !== '0', 'the find leaves a cursor open');
+  await denied('getMore of another user\'s cursor', b.db('curown').command({ getMore: id, collection: 'c', batchSize: 2 }));
+  await denied('killCursors of another user\'s cursor', b.db('curown').command({ killCursors: 'c', cursors: [id] }));
+  const more = await a.db('curown').command({ getMore: id, collection: 'c', batchSize: 2 });
+  assert.equal(more.cursor.nextBatch.length, 2, 'the owner carries on reading after the refusals');
+  const k = await a.db('curown').command({ killCursors: 'c', cursors: [id] });
+  assert.equal(k.cursorsKilled.length, 1, 'the owner may kill it');
+});
+
+h.test('granting and revoking roles changes what an already logged-in connection may do', async () => {
+  await seed('liveprivs');
+  const c = await makeUser('liveUser', [{ role: 'read', db: 'liveprivs' }]);
+  const coll = c.db('liveprivs').collection('c');
+  await denied('insert with read only', coll.insertOne({ _id: 'x' }));
+  const r = await root();
+  await r.db('admin').command({ grantRolesToUser: 'liveUser', roles: [{ role: 'readWrite', db: 'liveprivs' }] });
+  await allowed('insert on the same connection after the grant', coll.insertOne({ _id: 'x' }));
+  await r.db('admin').command({ revokeRolesFromUser: 'liveUser', roles: [{ role: 'readWrite', db: 'liveprivs' }] });
+  await denied('insert on the same connection after the revoke', coll.insertOne({ _id: 'y' }));
+  assert.equal(await coll.countDocuments(), 3, 'read is still granted');
+  await r.db('admin').command({ dropUser: 'liveUser' });
+  await denied('find on the same connection after dropUser', coll.findOne());
+  const st = await connStatus(c);
+  assert.deepEqual(st.authenticatedUserRoles, [], 'a dropped user keeps no roles');
+});

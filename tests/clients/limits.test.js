@@ -157,6 +157,20 @@ h.test('$regex patterns longer than 32,764 bytes answer 51091; 32,764 is accepte
   await stillServing();
 });
 
+h.test('a catastrophic $regex is bounded: it does not match (as mongod), $regexMatch answers 51156, the server stays responsive', { timeout: 120000 }, async () => {
+  const db = srv.freshDb('rxbomb');
+  await db.collection('c').insertMany(Array.from({ length: 20 }, (_, i) => ({ _id: i, s: 'a'.repeat(40) + 'b' })));
+  await db.collection('c').insertOne({ _id: 'ok', s: 'aaaa' });
+  // (a+)+$ on 40 a's and a b backtracks 2^40 ways: unbounded, one document would pin a core for hours.
+  const slow = db.collection('c').countDocuments({ s: { $regex: '^(a+)+$' } });
+  const other = await srv.newClient();
+  assert.equal((await other.db('admin').command({ ping: 1 })).ok, 1, 'another client is answered meanwhile');
+  assert.equal(await slow, 1, 'only the short string matches; the budget-exhausted ones count as no match');
+  await h.expectCode(db.collection('c').aggregate([
+    { $project: { m: { $regexMatch: { input: '$s', regex: '^(a+)+$' } } } }]).toArray(), 51156);
+  assert.equal(await db.collection('c').countDocuments({ s: { $regex: '^a+b$' } }), 20, 'ordinary patterns still match');
+});
+
 h.test('$group $push and $addToSet stop at 100 MB per group (146 ExceededMemoryLimit); smaller groups work', { timeout: 120000 }, async () => {
   const c = srv.freshDb('pushcap').collection('c');
   const mb = 'p'.repeat(1 << 20);
