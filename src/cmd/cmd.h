@@ -136,6 +136,15 @@ int mf_op_get_int64(mf_op_t *op, const char *field, int64_t *out, bool *present)
 int mf_op_get_bool(mf_op_t *op, const char *field, bool *out, bool *present) MF_WUR;
 int mf_op_get_string(mf_op_t *op, const char *field, const char **out, bool *present) MF_WUR;
 
+/*
+ * mf_cmd_cursor_register: registers cur (checked out) for the caller (its
+ * connection and user) within the maxOpenCursors and
+ * maxOpenCursorsPerConnection limits. Returns its id, or -1 with op->err
+ * (146, cur not taken: the caller frees it).
+ */
+struct mf_cursor;
+int64_t mf_cmd_cursor_register(mf_op_t *op, struct mf_cursor *cur);
+
 /* mf_op_coll_name: the collection named by the command's first field (must be a string). */
 int mf_op_coll_name(mf_op_t *op, const char **name) MF_WUR;
 

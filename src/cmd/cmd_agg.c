@@ -873,9 +873,13 @@ mf_cmd_aggregate(mf_op_t *op)
     }
     if (!streaming)
         rc = mf_crud_cursor_fill(op, cur, batch, &arr, &exhausted);
-    if (!exhausted) {
-        mf_cmd_auth_owner(op, cur->owner, sizeof(cur->owner));
-        id = mf_cursors_register(op->eng->cursors, cur);
+    if (rc == 0 && !exhausted) {
+        id = mf_cmd_cursor_register(op, cur);
+        if (id < 0) {
+            bson_destroy(&arr);
+            mf_cursor_free(cur);
+            return -1;
+        }
         mf_cursors_checkin(op->eng->cursors, cur);
     } else {
         mf_cursor_free(cur);

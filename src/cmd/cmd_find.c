@@ -314,9 +314,11 @@ fill:
         /* A tailable cursor stays open at the end unless the collection is empty (as mongod does). */
         bool keep = !exhausted || (tailable && c != NULL && atomic_load(&c->approx_count) > 0);
         if (keep && !single) {
-            cur->client_id = op->client ? op->client->id : 0;
-            mf_cmd_auth_owner(op, cur->owner, sizeof(cur->owner));
-            id = mf_cursors_register(op->eng->cursors, cur);
+            id = mf_cmd_cursor_register(op, cur);
+            if (id < 0) {
+                bson_destroy(&arr);
+                goto out_unlock;
+            }
             mf_cursors_checkin(op->eng->cursors, cur);
             cur = NULL;
         }

@@ -170,3 +170,19 @@ mf_op_coll_name(mf_op_t *op, const char **name)
 }
 
 
+
+int64_t
+mf_cmd_cursor_register(mf_op_t *op, mf_cursor_t *cur)
+{
+    int64_t total = mf_param_get(op->eng->params, "maxOpenCursors");
+    int64_t per_conn = mf_param_get(op->eng->params, "maxOpenCursorsPerConnection");
+    cur->client_id = op->client != NULL ? op->client->id : 0;
+    mf_cmd_auth_owner(op, cur->owner, sizeof(cur->owner));
+    int64_t id = mf_cursors_register(op->eng->cursors, cur, total, cur->client_id != 0 ? per_conn : 0);
+    if (id < 0)
+        mf_err_set(&op->err, MF_E_ExceededMemoryLimit,
+                   "too many open cursors (maxOpenCursors %lld in all, maxOpenCursorsPerConnection %lld per "
+                   "connection): close or exhaust some first",
+                   (long long)total, (long long)per_conn);
+    return id;
+}

@@ -36,6 +36,9 @@ static const mf_param_t defaults[] = {
     {"ttlMonitorYieldPercent", MF_PARAM_INT, 0, 1000, false, true, true, 10, NULL},
     {"batchedDeletesTargetBatchDocs", MF_PARAM_INT, 0, I64MAX, false, true, true, 10, NULL},
     {"cursorTimeoutMillis", MF_PARAM_INT, 0, I64MAX, false, true, true, 600000, NULL},
+    /* Open cursors in all and per connection: past them a command that would leave one open answers 146. */
+    {"maxOpenCursors", MF_PARAM_INT, 1, I64MAX, false, true, true, 1000000, NULL},
+    {"maxOpenCursorsPerConnection", MF_PARAM_INT, 1, I64MAX, false, true, true, 20000, NULL},
     /* Blocking aggregation stages ($sort, $group, $bucket) spill to disk beyond these (src/query/agg_spill.c). */
     {"internalQueryMaxBlockingSortMemoryUsageBytes", MF_PARAM_INT, 0, I64MAX, false, true, true, 104857600, NULL},
     {"internalDocumentSourceGroupMaxMemoryBytes", MF_PARAM_INT, 1, I64MAX, false, true, true, 104857600, NULL},

@@ -16,10 +16,100 @@
 #include "common/clock.h"
 #include "engine/engine.h"
 
+/*
+ * An int64 -> int64 hash map, open addressing with linear probing and
+ * backward-shift deletion (no tombstones), kept at most half full. Key 0 is
+ * "empty": cursor ids are never 0, and client ids are stored plus one.
+ */
+typedef struct imap {
+    struct {
+        int64_t k, v;
+    } *e;
+    size_t cap, n; /* cap: 0 or a power of two */
+} imap_t;
+
+static size_t
+imap_home(const imap_t *m, int64_t k)
+{
+    uint64_t h = (uint64_t)k * 0x9E3779B97F4A7C15ULL;
+    return (size_t)(h >> 17) & (m->cap - 1);
+}
+
+/* The entry holding k, or -1. */
+static ssize_t
+imap_find(const imap_t *m, int64_t k)
+{
+    if (m->cap == 0)
+        return -1;
+    for (size_t i = imap_home(m, k);; i = (i + 1) & (m->cap - 1)) {
+        if (m->e[i].k == k)
+            return (ssize_t)i;
+        if (m->e[i].k == 0)
+            return -1;
+    }
+}
+
+static void imap_put(imap_t *m, int64_t k, int64_t v);
+
+static void
+imap_grow(imap_t *m)
+{
+    imap_t old = *m;
+    m->cap = old.cap ? old.cap * 2 : 64;
+    m->e = mf_calloc(m->cap, sizeof(*m->e));
+    m->n = 0;
+    for (size_t i = 0; i < old.cap; i++) {
+        if (old.e[i].k != 0)
+            imap_put(m, old.e[i].k, old.e[i].v);
+    }
+    free(old.e);
+}
+
+/* Sets k's value (adding k if absent). */
+static void
+imap_put(imap_t *m, int64_t k, int64_t v)
+{
+    if ((m->n + 1) * 2 > m->cap)
+        imap_grow(m);
+    size_t i = imap_home(m, k);
+    while (m->e[i].k != 0 && m->e[i].k != k)
+        i = (i + 1) & (m->cap - 1);
+    if (m->e[i].k == 0)
+        m->n++;
+    m->e[i].k = k;
+    m->e[i].v = v;
+}
+
+static void
+imap_del(imap_t *m, int64_t k)
+{
+    ssize_t f = imap_find(m, k);
+    if (f < 0)
+        return;
+    size_t i = (size_t)f, j = i;
+    m->e[i].k = 0;
+    m->n--;
+    /* Shift back the entries of the probe run that could not sit where they wanted while i was taken. */
+    for (;;) {
+        j = (j + 1) & (m->cap - 1);
+        if (m->e[j].k == 0)
+            return;
+        size_t home = imap_home(m, m->e[j].k);
+        bool movable = i <= j ? (home <= i || home > j) : (home <= i && home > j);
+        if (movable) {
+            m->e[i] = m->e[j];
+            m->e[j].k = 0;
+            i = j;
+        }
+    }
+}
+
 struct mf_cursors {
     pthread_mutex_t lock;
-    mf_cursor_t **slots; /* chained by linear probing is overkill; use a simple vector */
+    mf_cursor_t **slots; /* the open cursors, in no order */
     size_t n, cap;
+    imap_t by_id;        /* cursor id -> its index in slots */
+    imap_t per_client;   /* client id + 1 -> how many open cursors it has */
     int64_t timed_out;
     uint64_t rng;
 };
@@ -59,6 +149,8 @@ mf_cursors_free(mf_cursors_t *t)
     for (size_t i = 0; i < t->n; i++)
         mf_cursor_free(t->slots[i]);
     free(t->slots);
+    free(t->by_id.e);
+    free(t->per_client.e);
     pthread_mutex_destroy(&t->lock);
     free(t);
 }
@@ -78,23 +170,47 @@ mf_cursor_new(int kind, const char *db, const char *coll)
 static ssize_t
 find_slot(mf_cursors_t *t, int64_t id)
 {
-    for (size_t i = 0; i < t->n; i++) {
-        if (t->slots[i]->id == id)
-            return (ssize_t)i;
-    }
-    return -1;
+    ssize_t e = imap_find(&t->by_id, id);
+    return e < 0 ? -1 : (ssize_t)t->by_id.e[e].v;
+}
+
+static int64_t
+client_count(mf_cursors_t *t, int64_t client_id)
+{
+    ssize_t e = imap_find(&t->per_client, client_id + 1);
+    return e < 0 ? 0 : t->per_client.e[e].v;
+}
+
+static void
+client_add(mf_cursors_t *t, int64_t client_id, int64_t d)
+{
+    int64_t n = client_count(t, client_id) + d;
+    if (n > 0)
+        imap_put(&t->per_client, client_id + 1, n);
+    else
+        imap_del(&t->per_client, client_id + 1);
 }
 
 static void
 remove_slot(mf_cursors_t *t, size_t i)
 {
+    mf_cursor_t *gone = t->slots[i];
+    imap_del(&t->by_id, gone->id);
+    client_add(t, gone->client_id, -1);
     t->slots[i] = t->slots[--t->n];
+    if (i < t->n)
+        imap_put(&t->by_id, t->slots[i]->id, (int64_t)i);
 }
 
 int64_t
-mf_cursors_register(mf_cursors_t *t, mf_cursor_t *c)
+mf_cursors_register(mf_cursors_t *t, mf_cursor_t *c, int64_t max_total, int64_t max_per_client)
 {
     pthread_mutex_lock(&t->lock);
+    if ((max_total > 0 && (int64_t)t->n >= max_total) ||
+        (max_per_client > 0 && client_count(t, c->client_id) >= max_per_client)) {
+        pthread_mutex_unlock(&t->lock);
+        return -1;
+    }
     do {
         t->rng ^= t->rng << 13;
         t->rng ^= t->rng >> 7;
@@ -105,6 +221,8 @@ mf_cursors_register(mf_cursors_t *t, mf_cursor_t *c)
         t->cap = t->cap ? t->cap * 2 : 64;
         t->slots = mf_realloc(t->slots, t->cap * sizeof(*t->slots));
     }
+    imap_put(&t->by_id, c->id, (int64_t)t->n);
+    client_add(t, c->client_id, 1);
     t->slots[t->n++] = c;
     c->in_use = true;
     c->last_used_ms = mf_mono_ms();

@@ -65,8 +65,14 @@ void mf_cursors_free(mf_cursors_t *t);
 mf_cursor_t *mf_cursor_new(int kind, const char *db, const char *coll);
 void mf_cursor_free(mf_cursor_t *c);
 
-/* mf_cursors_register: takes ownership of c, gives it a fresh id; c stays checked out. */
-int64_t mf_cursors_register(mf_cursors_t *t, mf_cursor_t *c);
+/*
+ * mf_cursors_register: takes ownership of c (its client_id set), gives it a
+ * fresh id and returns it; c stays checked out. -1 (c not taken) when
+ * max_total cursors are open, or max_per_client of c's client (0: no
+ * limit). Lookups by id are a hash probe: no cost grows with the number of
+ * open cursors.
+ */
+int64_t mf_cursors_register(mf_cursors_t *t, mf_cursor_t *c, int64_t max_total, int64_t max_per_client);
 /* mf_cursors_checkout: exclusive use of cursor id, or NULL (unknown, or busy: *busy set). */
 mf_cursor_t *mf_cursors_checkout(mf_cursors_t *t, int64_t id, bool *busy);
 /* mf_cursors_checkin: returns c to the table (or frees it if it was killed meanwhile). */

@@ -171,6 +171,35 @@ h.test('a catastrophic $regex is bounded: it does not match (as mongod), $regexM
   assert.equal(await db.collection('c').countDocuments({ s: { $regex: '^a+b$' } }), 20, 'ordinary patterns still match');
 });
 
+h.test('open cursors are capped per connection (maxOpenCursorsPerConnection) and in all (maxOpenCursors): 146, then freed slots are reused', async () => {
+  const db = srv.freshDb('curcap');
+  await db.collection('c').insertMany(Array.from({ length: 5 }, (_, i) => ({ _id: i })));
+  const admin = srv.client.db('admin');
+  const one = await srv.newClient({ maxPoolSize: 1 });
+  const odb = one.db(db.databaseName);
+  await admin.command({ setParameter: 1, maxOpenCursorsPerConnection: 3 });
+  try {
+    const ids = [];
+    for (let i = 0; i < 3; i++) ids.push((await odb.command({ find: 'c', batchSize: 1 })).cursor.id);
+    await h.expectCode(odb.command({ find: 'c', batchSize: 1 }), 146);
+    await h.expectCode(odb.command({ aggregate: 'c', pipeline: [], cursor: { batchSize: 1 } }), 146);
+    assert.equal((await odb.command({ find: 'c' })).cursor.id.toString(), '0', 'a query that leaves no cursor open still runs');
+    const other = await srv.newClient({ maxPoolSize: 1 });
+    const oc = await other.db(db.databaseName).command({ find: 'c', batchSize: 1 });
+    assert.notEqual(oc.cursor.id.toString(), '0', 'another connection has its own allowance');
+    await odb.command({ killCursors: 'c', cursors: [ids[0]] });
+    const again = await odb.command({ find: 'c', batchSize: 1 });
+    assert.notEqual(again.cursor.id.toString(), '0', 'a killed cursor frees its slot');
+    const more = await odb.command({ getMore: ids[1], collection: 'c', batchSize: 1 });
+    assert.equal(more.cursor.nextBatch.length, 1, 'open cursors keep working at the cap');
+    await admin.command({ setParameter: 1, maxOpenCursors: 1 });
+    await h.expectCode(other.db(db.databaseName).command({ find: 'c', batchSize: 1 }), 146);
+  } finally {
+    await admin.command({ setParameter: 1, maxOpenCursorsPerConnection: 20000 });
+    await admin.command({ setParameter: 1, maxOpenCursors: 1000000 });
+  }
+});
+
 h.test('$group $push and $addToSet stop at 100 MB per group (146 ExceededMemoryLimit); smaller groups work', { timeout: 120000 }, async () => {
   const c = srv.freshDb('pushcap').collection('c');
   const mb = 'p'.repeat(1 << 20);
