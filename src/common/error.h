@@ -151,6 +151,7 @@
     X(51075, Location51075)                                                    \
     X(51091, Location51091)                                                    \
     X(51156, Location51156)                                                    \
+    X(7749501, Location7749501)                                                \
     X(5739101, Location5739101)                                                    \
     X(5346500, Location5346500)                                                    \
     X(51108, Location51108)                                                    \

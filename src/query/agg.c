@@ -1950,6 +1950,12 @@ mf_pipeline_new(const bson_value_t *pipeline, mf_error_t *err)
             mf_pipeline_free(p);
             return NULL;
         }
+        if (p->n == MF_MAX_PIPELINE_STAGES) {
+            mf_err_set(err, MF_E_Location7749501, "Pipeline length must be no longer than %d stages.",
+                       MF_MAX_PIPELINE_STAGES);
+            mf_pipeline_free(p);
+            return NULL;
+        }
         p->stages = bson_realloc(p->stages, (p->n + 1) * sizeof *p->stages);
         stage_t *s = &p->stages[p->n++];
         memset(s, 0, sizeof *s);

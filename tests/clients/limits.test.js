@@ -200,6 +200,15 @@ h.test('open cursors are capped per connection (maxOpenCursorsPerConnection) and
   }
 });
 
+h.test('a pipeline of more than 1,000 stages answers 7749501; 1,000 run', async () => {
+  const db = srv.freshDb('pipelen');
+  await db.collection('c').insertOne({ _id: 1 });
+  const stages = (n) => Array.from({ length: n }, () => ({ $match: { _id: 1 } }));
+  assert.equal((await db.collection('c').aggregate(stages(1000)).toArray()).length, 1);
+  await h.expectCode(db.collection('c').aggregate(stages(1001)).toArray(), 7749501);
+  await h.expectCode(db.collection('c').aggregate([{ $facet: { f: stages(1001) } }]).toArray(), 7749501);
+});
+
 h.test('$group $push and $addToSet stop at 100 MB per group (146 ExceededMemoryLimit); smaller groups work', { timeout: 120000 }, async () => {
   const c = srv.freshDb('pushcap').collection('c');
   const mb = 'p'.repeat(1 << 20);
