@@ -6,6 +6,7 @@
  */
 #include "repl/peer.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -15,6 +16,10 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 
 #include "auth/scram.h"
 #include "common/alloc.h"
@@ -97,16 +102,48 @@ connect_to(const char *host, int64_t deadline, mf_error_t *err)
     return fd;
 }
 
+/* One connection to a member: a socket, with TLS over it when the member set speaks TLS. */
+typedef struct chan {
+    int fd;
+    SSL *ssl; /* NULL: plain TCP */
+} chan_t;
+
+/* Waits as OpenSSL asks after a non-blocking call returned r. 0 to retry, -1 on failure. */
 static int
-send_all(int fd, const uint8_t *p, size_t n, int64_t deadline)
+ssl_wait(chan_t *ch, int r, int64_t deadline)
+{
+    switch (SSL_get_error(ch->ssl, r)) {
+    case SSL_ERROR_WANT_READ:
+        return wait_fd(ch->fd, POLLIN, deadline);
+    case SSL_ERROR_WANT_WRITE:
+        return wait_fd(ch->fd, POLLOUT, deadline);
+    default:
+        ERR_clear_error();
+        errno = ECONNRESET;
+        return -1;
+    }
+}
+
+static int
+send_all(chan_t *ch, const uint8_t *p, size_t n, int64_t deadline)
 {
     while (n > 0) {
-        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+        if (ch->ssl != NULL) {
+            int w = SSL_write(ch->ssl, p, n > INT32_MAX ? INT32_MAX : (int)n);
+            if (w > 0) {
+                p += w;
+                n -= (size_t)w;
+            } else if (ssl_wait(ch, w, deadline) != 0) {
+                return -1;
+            }
+            continue;
+        }
+        ssize_t w = send(ch->fd, p, n, MSG_NOSIGNAL);
         if (w > 0) {
             p += w;
             n -= (size_t)w;
         } else if (w < 0 && (errno == EAGAIN || errno == EINTR)) {
-            if (wait_fd(fd, POLLOUT, deadline) != 0)
+            if (wait_fd(ch->fd, POLLOUT, deadline) != 0)
                 return -1;
         } else {
             return -1;
@@ -116,15 +153,25 @@ send_all(int fd, const uint8_t *p, size_t n, int64_t deadline)
 }
 
 static int
-recv_all(int fd, uint8_t *p, size_t n, int64_t deadline)
+recv_all(chan_t *ch, uint8_t *p, size_t n, int64_t deadline)
 {
     while (n > 0) {
-        ssize_t r = recv(fd, p, n, 0);
+        if (ch->ssl != NULL) {
+            int r = SSL_read(ch->ssl, p, n > INT32_MAX ? INT32_MAX : (int)n);
+            if (r > 0) {
+                p += r;
+                n -= (size_t)r;
+            } else if (ssl_wait(ch, r, deadline) != 0) {
+                return -1;
+            }
+            continue;
+        }
+        ssize_t r = recv(ch->fd, p, n, 0);
         if (r > 0) {
             p += r;
             n -= (size_t)r;
         } else if (r < 0 && (errno == EAGAIN || errno == EINTR)) {
-            if (wait_fd(fd, POLLIN, deadline) != 0)
+            if (wait_fd(ch->fd, POLLIN, deadline) != 0)
                 return -1;
         } else {
             if (r == 0)
@@ -133,6 +180,77 @@ recv_all(int fd, uint8_t *p, size_t n, int64_t deadline)
         }
     }
     return 0;
+}
+
+int
+mf_peer_tls_new(const char *cert_key_file, const char *ca_file, void **out, mf_error_t *err)
+{
+    SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+    if (ctx == NULL)
+        return mf_err_set(err, MF_E_InvalidSSLConfiguration, "cannot create a TLS client context");
+    SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+    /* The member's own certificate, for members that require client certificates (mongod's default). */
+    if (cert_key_file != NULL && (SSL_CTX_use_certificate_chain_file(ctx, cert_key_file) != 1 ||
+                                  SSL_CTX_use_PrivateKey_file(ctx, cert_key_file, SSL_FILETYPE_PEM) != 1)) {
+        SSL_CTX_free(ctx);
+        ERR_clear_error();
+        return mf_err_set(err, MF_E_InvalidSSLConfiguration, "cannot read %s for TLS to the other members",
+                          cert_key_file);
+    }
+    if (ca_file != NULL) {
+        if (SSL_CTX_load_verify_locations(ctx, ca_file, NULL) != 1) {
+            SSL_CTX_free(ctx);
+            ERR_clear_error();
+            return mf_err_set(err, MF_E_InvalidSSLConfiguration, "cannot read tlsCAFile %s", ca_file);
+        }
+        SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+    } else {
+        SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, NULL);
+    }
+    *out = ctx;
+    return 0;
+}
+
+void
+mf_peer_tls_free(void *ctx)
+{
+    SSL_CTX_free(ctx);
+}
+
+/* The TLS handshake on ch->fd (connected, non-blocking) for host. 0, or -1 with err. */
+static int
+tls_start(chan_t *ch, void *ctx, const char *host, int64_t deadline, mf_error_t *err)
+{
+    char name[256];
+    int port;
+    ch->ssl = SSL_new(ctx);
+    if (ch->ssl == NULL || SSL_set_fd(ch->ssl, ch->fd) != 1)
+        return mf_err_set(err, MF_E_SSLHandshakeFailed, "cannot start TLS to %s", host);
+    if (mf_peer_split_host(host, name, sizeof(name), &port) == 0) {
+        /* The certificate must name the member (when verified): by IP address or host name. */
+        unsigned char addr[16];
+        if (inet_pton(AF_INET, name, addr) == 1 || inet_pton(AF_INET6, name, addr) == 1) {
+            X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ch->ssl), name);
+        } else {
+            SSL_set_tlsext_host_name(ch->ssl, name);
+            SSL_set1_host(ch->ssl, name);
+        }
+    }
+    for (;;) {
+        int r = SSL_connect(ch->ssl);
+        if (r == 1)
+            return 0;
+        int e = SSL_get_error(ch->ssl, r);
+        if ((e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) || ssl_wait(ch, r, deadline) != 0) {
+            char why[200] = "";
+            unsigned long code = ERR_get_error();
+            if (code != 0)
+                ERR_error_string_n(code, why, sizeof(why));
+            ERR_clear_error();
+            return mf_err_set(err, MF_E_SSLHandshakeFailed, "TLS handshake with %s failed: %s", host,
+                              why[0] ? why : "the connection closed");
+        }
+    }
 }
 
 static void
@@ -153,7 +271,7 @@ get_i32(const uint8_t *p)
 
 /* One OP_MSG request of cmd on db over fd and its reply into reply (appended). 0, or -1 with err. */
 static int
-roundtrip(int fd, const char *host, const char *db, const bson_t *cmd, int64_t deadline, bson_t *reply,
+roundtrip(chan_t *fd, const char *host, const char *db, const bson_t *cmd, int64_t deadline, bson_t *reply,
           mf_error_t *err)
 {
     bson_t body;
@@ -225,7 +343,7 @@ sasl_payload(const bson_t *reply, uint32_t *len, bool *done, int32_t *conv)
  * mongod's internal authentication does. 0, or -1 with err.
  */
 static int
-authenticate(int fd, const char *host, const char *key, int64_t deadline, mf_error_t *err)
+authenticate(chan_t *fd, const char *host, const char *key, int64_t deadline, mf_error_t *err)
 {
     mf_scram_t *s = mf_scram_new(MF_SCRAM_SHA256);
     char *first = NULL, *final = NULL;
@@ -281,27 +399,35 @@ out:
 }
 
 int
-mf_peer_call(const char *host, const char *db, const bson_t *cmd, const char *key, int timeout_ms, bson_t *reply,
-             mf_error_t *err)
+mf_peer_call(const char *host, const char *db, const bson_t *cmd, const mf_peer_sec_t *sec, int timeout_ms,
+             bson_t *reply, mf_error_t *err)
 {
     int64_t deadline = mf_mono_ms() + (timeout_ms > 0 ? timeout_ms : 10000);
+    chan_t ch = {.fd = -1, .ssl = NULL};
     int rc = -1;
 
     bson_init(reply);
-    int fd = connect_to(host, deadline, err);
-    if (fd < 0)
+    ch.fd = connect_to(host, deadline, err);
+    if (ch.fd < 0)
         return -1;
-    if (key == NULL || authenticate(fd, host, key, deadline, err) == 0)
-        rc = roundtrip(fd, host, db, cmd, deadline, reply, err);
-    close(fd);
+    if ((sec == NULL || sec->tls == NULL || tls_start(&ch, sec->tls, host, deadline, err) == 0) &&
+        (sec == NULL || sec->key == NULL || authenticate(&ch, host, sec->key, deadline, err) == 0))
+        rc = roundtrip(&ch, host, db, cmd, deadline, reply, err);
+    if (ch.ssl != NULL) {
+        SSL_shutdown(ch.ssl); /* close_notify, best effort: the socket is non-blocking */
+        SSL_free(ch.ssl);
+        ERR_clear_error();
+    }
+    close(ch.fd);
     return rc;
 }
 
 int
-mf_peer_command(const char *host, const bson_t *cmd, const char *key, int timeout_ms, bson_t *reply, mf_error_t *err)
+mf_peer_command(const char *host, const bson_t *cmd, const mf_peer_sec_t *sec, int timeout_ms, bson_t *reply,
+                mf_error_t *err)
 {
     bson_iter_t it;
-    if (mf_peer_call(host, "admin", cmd, key, timeout_ms, reply, err) != 0)
+    if (mf_peer_call(host, "admin", cmd, sec, timeout_ms, reply, err) != 0)
         return -1;
     if (bson_iter_init_find(&it, reply, "ok") && bson_iter_as_double(&it) == 1.0)
         return 0;

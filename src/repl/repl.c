@@ -128,6 +128,7 @@ struct mf_repl {
     int64_t oplog_size;
     int64_t epoch;
     char *key;   /* the keyFile's key: members authenticate to each other with it (NULL: no keyFile) */
+    mf_peer_sec_t sec; /* key and TLS for the connections to the other members */
 
     pthread_mutex_t mu;
     /*
@@ -1067,7 +1068,7 @@ apply_config(mf_repl_t *r, const payload_t *p)
 
 /* Calls fn on every document a cursor command cmd on db at host returns (firstBatch, then getMores). */
 static int
-remote_each(const char *host, const char *key, const char *db, const bson_t *cmd, int (*fn)(void *arg, const bson_t *doc), void *arg,
+remote_each(const char *host, const mf_peer_sec_t *sec, const char *db, const bson_t *cmd, int (*fn)(void *arg, const bson_t *doc), void *arg,
             mf_error_t *err)
 {
     bson_t reply, more;
@@ -1075,7 +1076,7 @@ remote_each(const char *host, const char *key, const char *db, const bson_t *cmd
     int64_t id = 0;
     char coll[256] = "";
     int rc = 0;
-    if (mf_peer_call(host, db, cmd, key, 30000, &reply, err) != 0)
+    if (mf_peer_call(host, db, cmd, sec, 30000, &reply, err) != 0)
         return -1;
     for (;;) {
         if (!bson_iter_init_find(&it, &reply, "ok") || bson_iter_as_double(&it) != 1.0) {
@@ -1111,7 +1112,7 @@ remote_each(const char *host, const char *key, const char *db, const bson_t *cmd
         bson_init(&more);
         BSON_APPEND_INT64(&more, "getMore", id);
         BSON_APPEND_UTF8(&more, "collection", coll);
-        int prc = mf_peer_call(host, db, &more, key, 30000, &reply, err);
+        int prc = mf_peer_call(host, db, &more, sec, 30000, &reply, err);
         bson_destroy(&more);
         if (prc != 0)
             return -1;
@@ -1201,7 +1202,7 @@ copy_collection(void *arg, const bson_t *info)
     bson_init(&cmd);
     BSON_APPEND_UTF8(&cmd, "find", name);
     BSON_APPEND_INT32(&cmd, "batchSize", 5000);
-    rc = remote_each(sc->host, sc->r->key, sc->db, &cmd, copy_doc, sc, &sc->err);
+    rc = remote_each(sc->host, &sc->r->sec, sc->db, &cmd, copy_doc, sc, &sc->err);
     bson_destroy(&cmd);
     if (rc == 0)
         rc = batch_flush(sc);
@@ -1217,7 +1218,7 @@ copy_collection(void *arg, const bson_t *info)
     /* The document copier's batch collects the index specs. */
     ix.coll = name;
     batch_begin(&ix);
-    rc = remote_each(sc->host, sc->r->key, sc->db, &cmd, copy_doc, &ix, &sc->err);
+    rc = remote_each(sc->host, &sc->r->sec, sc->db, &cmd, copy_doc, &ix, &sc->err);
     bson_destroy(&cmd);
     bson_append_array_end(&ix.batch, &ix.docs);
     bson_iter_t di, spec;
@@ -1290,7 +1291,7 @@ clone_from(mf_repl_t *r, const char *host, mf_error_t *err)
     }
 
     /* Copy the primary's. */
-    rc = mf_peer_call(host, "admin", &cmd, r->key, 30000, &reply, err);
+    rc = mf_peer_call(host, "admin", &cmd, &r->sec, 30000, &reply, err);
     bson_destroy(&cmd);
     if (rc != 0)
         return rc;
@@ -1308,7 +1309,7 @@ clone_from(mf_repl_t *r, const char *host, mf_error_t *err)
         snprintf(sc.db, sizeof(sc.db), "%.127s", dbnames[i]);
         bson_init(&cmd);
         BSON_APPEND_INT32(&cmd, "listCollections", 1);
-        rc = remote_each(host, r->key, sc.db, &cmd, copy_collection, &sc, err);
+        rc = remote_each(host, &r->sec, sc.db, &cmd, copy_collection, &sc, err);
         bson_destroy(&cmd);
         if (rc != 0 && sc.err.code != 0)
             *err = sc.err;
@@ -1356,7 +1357,7 @@ initial_sync(mf_repl_t *r, mf_sess_t *s, uint64_t index, uint64_t term, int64_t 
         bson_iter_t it;
         bson_init(&cmd);
         BSON_APPEND_INT32(&cmd, "_mfReplInfo", 1);
-        int rc = mf_peer_command(host, &cmd, r->key, PEER_TIMEOUT_MS, &reply, &err);
+        int rc = mf_peer_command(host, &cmd, &r->sec, PEER_TIMEOUT_MS, &reply, &err);
         bson_destroy(&cmd);
         uint64_t theirs = rc == 0 && bson_iter_init_find(&it, &reply, "appliedIndex") ? (uint64_t)bson_iter_as_int64(&it) : 0;
         bool ok = rc == 0 && bson_iter_init_find(&it, &reply, "state") && bson_iter_as_int64(&it) == ST_PRIMARY;
@@ -1663,7 +1664,7 @@ adopt_newer_config(mf_repl_t *r, const char *host)
     int64_t version;
     bson_init(&cmd);
     BSON_APPEND_INT32(&cmd, "replSetGetConfig", 1);
-    int rc = mf_peer_command(host, &cmd, r->key, PEER_TIMEOUT_MS, &reply, &err);
+    int rc = mf_peer_command(host, &cmd, &r->sec, PEER_TIMEOUT_MS, &reply, &err);
     bson_destroy(&cmd);
     if (rc == 0 && bson_iter_init_find(&it, &reply, "config") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
         const uint8_t *d;
@@ -1714,7 +1715,7 @@ heartbeat_round(mf_repl_t *r)
         int64_t t0 = mf_mono_ms();
         bson_init(&cmd);
         BSON_APPEND_INT32(&cmd, "_mfReplInfo", 1);
-        int rc = mf_peer_command(hosts[i], &cmd, r->key, PEER_TIMEOUT_MS, &reply, &err);
+        int rc = mf_peer_command(hosts[i], &cmd, &r->sec, PEER_TIMEOUT_MS, &reply, &err);
         int64_t ping = mf_mono_ms() - t0;
         pthread_mutex_lock(&r->mu);
         for (int j = 0; j < r->nmembers; j++) {
@@ -1883,7 +1884,7 @@ peer_raft_address(mf_repl_t *r, const char *host, char *address, size_t size, bo
     int port;
     bson_init(&cmd);
     BSON_APPEND_INT32(&cmd, "_mfReplInfo", 1);
-    int rc = mf_peer_command(host, &cmd, r->key, PEER_TIMEOUT_MS, &reply, err);
+    int rc = mf_peer_command(host, &cmd, &r->sec, PEER_TIMEOUT_MS, &reply, err);
     bson_destroy(&cmd);
     if (rc != 0) {
         char cause[sizeof(err->msg)];
@@ -2117,7 +2118,7 @@ cmd_initiate(mf_repl_t *r, const bson_t *cmd, bson_t *reply, mf_error_t *err)
             bson_append_document_end(&arr, &sv);
         }
         bson_append_array_end(&join, &arr);
-        int jrc = mf_peer_command(members[i].host, &join, r->key, PEER_TIMEOUT_MS * 5, &rep, err);
+        int jrc = mf_peer_command(members[i].host, &join, &r->sec, PEER_TIMEOUT_MS * 5, &rep, err);
         bson_destroy(&join);
         bson_destroy(&rep);
         if (jrc != 0)
@@ -2306,7 +2307,7 @@ cmd_reconfig(mf_repl_t *r, const bson_t *cmd, mf_error_t *err)
         BSON_APPEND_INT32(&join, "_mfReplJoin", 1);
         BSON_APPEND_DOCUMENT(&join, "config", &cfg);
         BSON_APPEND_BOOL(&join, "bootstrap", false);
-        int jrc = initialized ? 0 : mf_peer_command(members[i].host, &join, r->key, PEER_TIMEOUT_MS * 5, &rep, err);
+        int jrc = initialized ? 0 : mf_peer_command(members[i].host, &join, &r->sec, PEER_TIMEOUT_MS * 5, &rep, err);
         if (!initialized)
             bson_destroy(&rep);
         bson_destroy(&join);
@@ -2778,6 +2779,12 @@ mf_repl_open(mf_engine_t *eng, const mf_repl_opts_t *o, mf_repl_t **out, mf_erro
     mf_repl_t *r = mf_calloc(1, sizeof(*r));
     r->eng = eng;
     r->key = o->key != NULL ? mf_strdup(o->key) : NULL;
+    r->sec.key = r->key;
+    if (o->tls && mf_peer_tls_new(o->tls_cert_key_file, o->tls_ca_file, &r->sec.tls, err) != 0) {
+        free(r->key);
+        free(r);
+        return -1;
+    }
     snprintf(r->set_name, sizeof(r->set_name), "%s", o->set_name);
     snprintf(r->bind_ip, sizeof(r->bind_ip), "%s", o->bind_ip ? o->bind_ip : "127.0.0.1");
     snprintf(r->raft_dir, sizeof(r->raft_dir), "%s/raft", o->dbpath);
@@ -2914,5 +2921,6 @@ mf_repl_free(mf_repl_t *r)
     pthread_cond_destroy(&r->stop_cv);
     pthread_mutex_destroy(&r->mu);
     free(r->key);
+    mf_peer_tls_free(r->sec.tls);
     free(r);
 }

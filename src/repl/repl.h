@@ -43,6 +43,8 @@ typedef struct mf_repl_opts {
     const char *dbpath;   /* raft's log lives in <dbpath>/raft */
     int64_t oplog_size_mb; /* local.oplog.rs's cap (0: 1024) */
     const char *key;       /* the keyFile's key (copied), NULL for none: peer connections authenticate as __system */
+    bool tls;              /* connect to the other members over TLS (--tlsMode preferTLS or requireTLS) */
+    const char *tls_cert_key_file, *tls_ca_file; /* this member's certificate, the CAs to verify theirs (may be NULL) */
 } mf_repl_opts_t;
 
 /*

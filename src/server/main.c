@@ -533,7 +533,9 @@ main(int argc, char **argv)
         int raft_port = o.raft_port ? o.raft_port : o.port + 10000;
         mf_repl_opts_t ro = {.set_name = o.repl_set, .bind_ip = o.bind_ip, .port = o.port, .raft_port = raft_port,
                              .dbpath = o.dbpath, .oplog_size_mb = o.oplog_size_mb,
-                             .key = cluster_key[0] != '\0' ? cluster_key : NULL};
+                             .key = cluster_key[0] != '\0' ? cluster_key : NULL,
+                             .tls = o.tls.mode == MF_TLS_PREFER || o.tls.mode == MF_TLS_REQUIRE,
+                             .tls_cert_key_file = o.tls.cert_key_file, .tls_ca_file = o.tls.ca_file};
         if (raft_port > 65535 || mf_repl_open(eng, &ro, &repl, &err) != 0) {
             mf_log(MF_LOG_ERROR, "REPL", "cannot start replication: %s",
                    raft_port > 65535 ? "--raftPort is needed: --port + 10000 is beyond 65535" : err.msg);
