@@ -1918,6 +1918,8 @@ sub_pipeline_writes(const stage_t *s, mf_error_t *err)
     return true;
 }
 
+static void limit_before_projections(mf_pipeline_t *p);
+
 mf_pipeline_t *
 mf_pipeline_new(const bson_value_t *pipeline, mf_error_t *err)
 {
@@ -1984,7 +1986,29 @@ mf_pipeline_new(const bson_value_t *pipeline, mf_error_t *err)
         mf_pipeline_free(p);
         return NULL;
     }
+    limit_before_projections(p);
     return p;
+}
+
+/*
+ * MongoDB's "$project + $skip/$limit" optimisation: a $skip or $limit right
+ * after stages that reshape each document one for one ($project, $addFields /
+ * $set, $unset) moves in front of them, so expressions are never evaluated
+ * (nor fail) for documents the $limit drops. The results are the same.
+ */
+static void
+limit_before_projections(mf_pipeline_t *p)
+{
+    for (size_t i = 1; i < p->n; i++) {
+        for (size_t j = i; j > 0 && (p->stages[j].kind == S_LIMIT || p->stages[j].kind == S_SKIP); j--) {
+            enum stage_kind prev = p->stages[j - 1].kind;
+            if (prev != S_PROJECT && prev != S_ADDFIELDS && prev != S_UNSET)
+                break;
+            stage_t t = p->stages[j - 1];
+            p->stages[j - 1] = p->stages[j];
+            p->stages[j] = t;
+        }
+    }
 }
 
 bool

@@ -236,9 +236,10 @@ apply_flag(opts_t *o, const char *name, const char *val, bson_t *parsed)
     } else if (strcmp(name, "tlsCAFile") == 0 || strcmp(name, "sslCAFile") == 0) {
         snprintf(o->tls_ca, sizeof(o->tls_ca), "%s", val);
         o->tls.ca_file = o->tls_ca;
-    } else if (strcmp(name, "tlsAllowConnectionsWithoutCertificates") == 0) {
+    } else if (strcmp(name, "tlsAllowConnectionsWithoutCertificates") == 0 ||
+               strcmp(name, "sslAllowConnectionsWithoutCertificates") == 0) {
         o->tls.allow_no_client_cert = strcmp(val, "false") != 0;
-    } else if (strcmp(name, "tlsAllowInvalidCertificates") == 0) {
+    } else if (strcmp(name, "tlsAllowInvalidCertificates") == 0 || strcmp(name, "sslAllowInvalidCertificates") == 0) {
         o->tls.allow_invalid_certs = strcmp(val, "false") != 0;
     } else if (strcmp(name, "noauth") == 0) {
         o->auth = false;
@@ -427,7 +428,9 @@ main(int argc, char **argv)
             val = eq + 1;
         } else if ((strcmp(a, "--inMemory") == 0 || strcmp(a, "--auth") == 0 || strcmp(a, "--noauth") == 0 ||
                     strcmp(a, "--tlsAllowConnectionsWithoutCertificates") == 0 ||
-                    strcmp(a, "--tlsAllowInvalidCertificates") == 0) &&
+                    strcmp(a, "--tlsAllowInvalidCertificates") == 0 ||
+                    strcmp(a, "--sslAllowConnectionsWithoutCertificates") == 0 ||
+                    strcmp(a, "--sslAllowInvalidCertificates") == 0) &&
                    (i + 1 >= argc || strncmp(argv[i + 1], "--", 2) == 0)) {
             snprintf(name, sizeof(name), "%s", a + 2);
             val = "true"; /* a bare switch */

@@ -375,3 +375,13 @@ h.test('expression errors: $divide by zero (2) and $toInt of a bad string (241)'
   await h.expectCode(c.aggregate([{ $project: { q: { $divide: ['$a', 0] } } }]).toArray(), 2);
   await h.expectCode(c.aggregate([{ $project: { q: { $toInt: '$s' } } }]).toArray(), 241);
 });
+
+h.test('$limit and $skip after $project/$set/$unset run first (MongoDB\'s optimisation): a dropped document never fails an expression', async () => {
+  const db = srv.freshDb('limitfirst');
+  await db.collection('c').insertMany([{ _id: 1, a: 2 }, { _id: 2, a: 'not a number' }]);
+  const one = await db.collection('c').aggregate([{ $sort: { _id: 1 } }, { $project: { y: { $multiply: ['$a', 2] } } }, { $limit: 1 }]).toArray();
+  assert.deepEqual(one, [{ _id: 1, y: 4 }]);
+  const skipped = await db.collection('c').aggregate([{ $sort: { _id: -1 } }, { $set: { y: { $multiply: ['$a', 2] } } }, { $unset: 'a' }, { $skip: 1 }, { $limit: 1 }]).toArray();
+  assert.deepEqual(skipped, [{ _id: 1, y: 4 }]);
+  await h.expectCode(db.collection('c').aggregate([{ $project: { y: { $multiply: ['$a', 2] } } }]).toArray(), 16555);
+});
