@@ -105,6 +105,39 @@ checked(const mf_op_t *op)
     return op->eng->auth_enabled && op->client != NULL && op->client->net && !op->client->internal;
 }
 
+/*
+ * name_of: the user or role it names: a string (on dflt_db), or a document
+ * {<key>: name, db: name} whose missing db is dflt_db. False if it is
+ * neither or the document has no string <key>; *other (may be NULL) tells
+ * whether the document has fields besides those two.
+ */
+static bool
+name_of(const bson_iter_t *it, const char *key, const char *dflt_db, const char **name, const char **db, bool *other)
+{
+    bson_iter_t f;
+    *name = NULL;
+    *db = dflt_db;
+    if (other != NULL)
+        *other = false;
+    if (BSON_ITER_HOLDS_UTF8(it)) {
+        *name = bson_iter_utf8(it, NULL);
+        return true;
+    }
+    if (!BSON_ITER_HOLDS_DOCUMENT(it) || !bson_iter_recurse(it, &f))
+        return false;
+    while (bson_iter_next(&f)) {
+        if (strcmp(bson_iter_key(&f), key) == 0 && BSON_ITER_HOLDS_UTF8(&f))
+            *name = bson_iter_utf8(&f, NULL);
+        else if (strcmp(bson_iter_key(&f), "db") == 0 && BSON_ITER_HOLDS_UTF8(&f))
+            *db = bson_iter_utf8(&f, NULL);
+        else if (other != NULL)
+            *other = true;
+    }
+    return *name != NULL;
+}
+
+static bool role_in(const bson_t *arr, const char *role, const char *db);
+
 /* ---------- privileges ---------- */
 
 /* (Re)computes the connection's privileges from its user's roles. */
@@ -112,7 +145,7 @@ static void
 load_privs(mf_engine_t *eng, mf_client_auth_t *a)
 {
     bson_t user;
-    bson_iter_t it, r, f;
+    bson_iter_t it, r;
     mf_error_t err;
     int64_t gen = atomic_load(&eng->users_gen);
 
@@ -136,16 +169,8 @@ load_privs(mf_engine_t *eng, mf_client_auth_t *a)
             bson_copy_to_excluding_noinit(&arr, &a->roles, "", NULL);
         bson_iter_recurse(&it, &r);
         while (bson_iter_next(&r)) {
-            const char *role = NULL, *db = NULL;
-            if (!BSON_ITER_HOLDS_DOCUMENT(&r) || !bson_iter_recurse(&r, &f))
-                continue;
-            while (bson_iter_next(&f)) {
-                if (strcmp(bson_iter_key(&f), "role") == 0 && BSON_ITER_HOLDS_UTF8(&f))
-                    role = bson_iter_utf8(&f, NULL);
-                else if (strcmp(bson_iter_key(&f), "db") == 0 && BSON_ITER_HOLDS_UTF8(&f))
-                    db = bson_iter_utf8(&f, NULL);
-            }
-            if (role != NULL && db != NULL)
+            const char *role, *db;
+            if (BSON_ITER_HOLDS_DOCUMENT(&r) && name_of(&r, "role", NULL, &role, &db, NULL) && db != NULL)
                 mf_privs_add_role(&a->privs, role, db);
         }
     }
@@ -376,39 +401,20 @@ static bool
 only_self(mf_op_t *op, const bson_t *cmd, const char *db)
 {
     mf_client_auth_t *a = op->client->auth;
-    bson_iter_t it, arr, f;
+    bson_iter_t it, arr;
     if (!bson_iter_init_find(&it, cmd, "usersInfo"))
         return false;
     if (BSON_ITER_HOLDS_UTF8(&it))
         return strcmp(bson_iter_utf8(&it, NULL), a->user) == 0 && strcmp(db, a->db) == 0;
     if (BSON_ITER_HOLDS_DOCUMENT(&it) || BSON_ITER_HOLDS_ARRAY(&it)) {
-        bool doc = BSON_ITER_HOLDS_DOCUMENT(&it), any = false;
+        const char *u, *d;
+        bool other, any = false;
+        if (BSON_ITER_HOLDS_DOCUMENT(&it))
+            return name_of(&it, "user", db, &u, &d, &other) && !other && strcmp(u, a->user) == 0 &&
+                   strcmp(d, a->db) == 0;
         bson_iter_recurse(&it, &arr);
-        if (doc) {
-            const char *u = NULL, *d = db;
-            while (bson_iter_next(&arr)) {
-                if (strcmp(bson_iter_key(&arr), "user") == 0 && BSON_ITER_HOLDS_UTF8(&arr))
-                    u = bson_iter_utf8(&arr, NULL);
-                else if (strcmp(bson_iter_key(&arr), "db") == 0 && BSON_ITER_HOLDS_UTF8(&arr))
-                    d = bson_iter_utf8(&arr, NULL);
-                else
-                    return false;
-            }
-            return u != NULL && strcmp(u, a->user) == 0 && strcmp(d, a->db) == 0;
-        }
         while (bson_iter_next(&arr)) {
-            const char *u = NULL, *d = db;
-            if (BSON_ITER_HOLDS_UTF8(&arr)) {
-                u = bson_iter_utf8(&arr, NULL);
-            } else if (BSON_ITER_HOLDS_DOCUMENT(&arr) && bson_iter_recurse(&arr, &f)) {
-                while (bson_iter_next(&f)) {
-                    if (strcmp(bson_iter_key(&f), "user") == 0 && BSON_ITER_HOLDS_UTF8(&f))
-                        u = bson_iter_utf8(&f, NULL);
-                    else if (strcmp(bson_iter_key(&f), "db") == 0 && BSON_ITER_HOLDS_UTF8(&f))
-                        d = bson_iter_utf8(&f, NULL);
-                }
-            }
-            if (u == NULL || strcmp(u, a->user) != 0 || strcmp(d, a->db) != 0)
+            if (!name_of(&arr, "user", db, &u, &d, NULL) || strcmp(u, a->user) != 0 || strcmp(d, a->db) != 0)
                 return false;
             any = true;
         }
@@ -808,48 +814,22 @@ cmd_connection_status(mf_op_t *op)
 static int
 parse_roles(mf_op_t *op, const bson_iter_t *field, bson_t *out)
 {
-    bson_iter_t r, f;
+    bson_iter_t r;
     uint32_t n = 0;
     if (!BSON_ITER_HOLDS_ARRAY(field))
         return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field '%s.roles' is the wrong type '%s', expected type 'array'",
                           op->name, mf_type_name(bson_iter_type(field)));
     bson_iter_recurse(field, &r);
     while (bson_iter_next(&r)) {
-        const char *role = NULL, *db = op->db;
-        if (BSON_ITER_HOLDS_UTF8(&r)) {
-            role = bson_iter_utf8(&r, NULL);
-        } else if (BSON_ITER_HOLDS_DOCUMENT(&r)) {
-            bson_iter_recurse(&r, &f);
-            while (bson_iter_next(&f)) {
-                if (strcmp(bson_iter_key(&f), "role") == 0 && BSON_ITER_HOLDS_UTF8(&f))
-                    role = bson_iter_utf8(&f, NULL);
-                else if (strcmp(bson_iter_key(&f), "db") == 0 && BSON_ITER_HOLDS_UTF8(&f))
-                    db = bson_iter_utf8(&f, NULL);
-            }
-            if (role == NULL)
-                return mf_err_set(&op->err, MF_E_BadValue, "Missing expected field \"role\"");
-        } else {
-            return mf_err_set(&op->err, MF_E_BadValue, "Role names must be either strings or objects");
-        }
+        const char *role, *db;
+        if (!name_of(&r, "role", op->db, &role, &db, NULL))
+            return mf_err_set(&op->err, MF_E_BadValue,
+                              BSON_ITER_HOLDS_DOCUMENT(&r) ? "Missing expected field \"role\""
+                                                           : "Role names must be either strings or objects");
         if (!mf_role_exists(role, db) || strcmp(role, "__system") == 0)
             return mf_err_set(&op->err, MF_E_RoleNotFound, "Could not find role: %s@%s", role, db);
-        /* The same role twice is kept once. */
-        bson_iter_t seen, sf;
-        bool dup = false;
-        bson_iter_init(&seen, out);
-        while (!dup && bson_iter_next(&seen)) {
-            const char *sr = NULL, *sd = NULL;
-            bson_iter_recurse(&seen, &sf);
-            while (bson_iter_next(&sf)) {
-                if (strcmp(bson_iter_key(&sf), "role") == 0)
-                    sr = bson_iter_utf8(&sf, NULL);
-                else
-                    sd = bson_iter_utf8(&sf, NULL);
-            }
-            dup = sr != NULL && sd != NULL && strcmp(sr, role) == 0 && strcmp(sd, db) == 0;
-        }
-        if (dup)
-            continue;
+        if (role_in(out, role, db))
+            continue; /* the same role twice is kept once */
         char key[16];
         const char *kp;
         bson_t one;
@@ -1112,19 +1092,12 @@ typedef struct grant_args {
 static bool
 role_in(const bson_t *arr, const char *role, const char *db)
 {
-    bson_iter_t it, f;
+    bson_iter_t it;
     bson_iter_init(&it, arr);
     while (bson_iter_next(&it)) {
-        const char *r = NULL, *d = NULL;
-        if (!BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &f))
-            continue;
-        while (bson_iter_next(&f)) {
-            if (strcmp(bson_iter_key(&f), "role") == 0 && BSON_ITER_HOLDS_UTF8(&f))
-                r = bson_iter_utf8(&f, NULL);
-            else if (strcmp(bson_iter_key(&f), "db") == 0 && BSON_ITER_HOLDS_UTF8(&f))
-                d = bson_iter_utf8(&f, NULL);
-        }
-        if (r != NULL && d != NULL && strcmp(r, role) == 0 && strcmp(d, db) == 0)
+        const char *r, *d;
+        if (BSON_ITER_HOLDS_DOCUMENT(&it) && name_of(&it, "role", NULL, &r, &d, NULL) && d != NULL &&
+            strcmp(r, role) == 0 && strcmp(d, db) == 0)
             return true;
     }
     return false;
@@ -1134,7 +1107,7 @@ static int
 grant_change(mf_op_t *op, const bson_t *old, bson_t *out, void *arg)
 {
     grant_args_t *ga = arg;
-    bson_iter_t it, r, f;
+    bson_iter_t it, r;
     bson_t roles;
     uint32_t n = 0;
     char key[16];
@@ -1146,16 +1119,9 @@ grant_change(mf_op_t *op, const bson_t *old, bson_t *out, void *arg)
     /* The old roles, minus the revoked ones. */
     if (bson_iter_init_find(&it, old, "roles") && BSON_ITER_HOLDS_ARRAY(&it) && bson_iter_recurse(&it, &r)) {
         while (bson_iter_next(&r)) {
-            const char *role = NULL, *db = NULL;
-            if (!BSON_ITER_HOLDS_DOCUMENT(&r) || !bson_iter_recurse(&r, &f))
-                continue;
-            while (bson_iter_next(&f)) {
-                if (strcmp(bson_iter_key(&f), "role") == 0 && BSON_ITER_HOLDS_UTF8(&f))
-                    role = bson_iter_utf8(&f, NULL);
-                else if (strcmp(bson_iter_key(&f), "db") == 0 && BSON_ITER_HOLDS_UTF8(&f))
-                    db = bson_iter_utf8(&f, NULL);
-            }
-            if (role == NULL || db == NULL || (ga->revoke && role_in(ga->roles, role, db)))
+            const char *role, *db;
+            if (!BSON_ITER_HOLDS_DOCUMENT(&r) || !name_of(&r, "role", NULL, &role, &db, NULL) || db == NULL ||
+                (ga->revoke && role_in(ga->roles, role, db)))
                 continue;
             bson_uint32_to_string(n++, &kp, key, sizeof(key));
             bson_append_value(&roles, kp, -1, bson_iter_value(&r));
@@ -1174,16 +1140,8 @@ grant_change(mf_op_t *op, const bson_t *old, bson_t *out, void *arg)
             have_old = bson_init_static(&oldarr, data, len);
         }
         while (bson_iter_next(&r)) {
-            bson_iter_t rf;
-            const char *role = NULL, *db = NULL;
-            bson_iter_recurse(&r, &rf);
-            while (bson_iter_next(&rf)) {
-                if (strcmp(bson_iter_key(&rf), "role") == 0)
-                    role = bson_iter_utf8(&rf, NULL);
-                else
-                    db = bson_iter_utf8(&rf, NULL);
-            }
-            if (have_old && role_in(&oldarr, role, db))
+            const char *role, *db;
+            if (!name_of(&r, "role", NULL, &role, &db, NULL) || db == NULL || (have_old && role_in(&oldarr, role, db)))
                 continue;
             bson_uint32_to_string(n++, &kp, key, sizeof(key));
             bson_append_value(&roles, kp, -1, bson_iter_value(&r));
@@ -1323,7 +1281,7 @@ user_info_one(mf_op_t *op, users_out_t *uo, const char *db, const char *name)
 static int
 cmd_users_info(mf_op_t *op)
 {
-    bson_iter_t it, a, f;
+    bson_iter_t it, a;
     bson_t arr;
     users_out_t uo = {&arr, 0, false, true, false};
     bool present;
@@ -1347,35 +1305,17 @@ cmd_users_info(mf_op_t *op)
         }
         rc = mf_users_each(op->eng->cat, NULL, each_user_info, &uo, &op->err);
     } else if (BSON_ITER_HOLDS_DOCUMENT(&it) || BSON_ITER_HOLDS_ARRAY(&it)) {
-        bool single = BSON_ITER_HOLDS_DOCUMENT(&it);
-        bson_iter_recurse(&it, &a);
-        if (single) {
-            const char *u = NULL, *d = op->db;
-            while (bson_iter_next(&a)) {
-                if (strcmp(bson_iter_key(&a), "user") == 0 && BSON_ITER_HOLDS_UTF8(&a))
-                    u = bson_iter_utf8(&a, NULL);
-                else if (strcmp(bson_iter_key(&a), "db") == 0 && BSON_ITER_HOLDS_UTF8(&a))
-                    d = bson_iter_utf8(&a, NULL);
-            }
-            if (u == NULL) {
+        const char *u, *d;
+        if (BSON_ITER_HOLDS_DOCUMENT(&it)) {
+            if (!name_of(&it, "user", op->db, &u, &d, NULL)) {
                 bson_destroy(&arr);
                 return mf_err_set(&op->err, MF_E_BadValue, "User name must contain 'user' and 'db' fields");
             }
             user_info_one(op, &uo, d, u);
         } else {
+            bson_iter_recurse(&it, &a);
             while (bson_iter_next(&a)) {
-                const char *u = NULL, *d = op->db;
-                if (BSON_ITER_HOLDS_UTF8(&a)) {
-                    u = bson_iter_utf8(&a, NULL);
-                } else if (BSON_ITER_HOLDS_DOCUMENT(&a) && bson_iter_recurse(&a, &f)) {
-                    while (bson_iter_next(&f)) {
-                        if (strcmp(bson_iter_key(&f), "user") == 0 && BSON_ITER_HOLDS_UTF8(&f))
-                            u = bson_iter_utf8(&f, NULL);
-                        else if (strcmp(bson_iter_key(&f), "db") == 0 && BSON_ITER_HOLDS_UTF8(&f))
-                            d = bson_iter_utf8(&f, NULL);
-                    }
-                }
-                if (u != NULL)
+                if (name_of(&a, "user", op->db, &u, &d, NULL))
                     user_info_one(op, &uo, d, u);
             }
         }
@@ -1397,7 +1337,7 @@ cmd_roles_info(mf_op_t *op)
                                         "clusterManager", "hostManager", "clusterAdmin", "readAnyDatabase",
                                         "readWriteAnyDatabase", "userAdminAnyDatabase", "dbAdminAnyDatabase",
                                         "root", NULL};
-    bson_iter_t it, a;
+    bson_iter_t it;
     bson_t arr, one, empty;
     uint32_t n = 0;
     char key[16];
@@ -1407,16 +1347,8 @@ cmd_roles_info(mf_op_t *op)
 
     bson_iter_init(&it, op->cmd);
     bson_iter_next(&it);
-    if (BSON_ITER_HOLDS_UTF8(&it)) {
-        want = bson_iter_utf8(&it, NULL);
-    } else if (BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &a)) {
-        while (bson_iter_next(&a)) {
-            if (strcmp(bson_iter_key(&a), "role") == 0 && BSON_ITER_HOLDS_UTF8(&a))
-                want = bson_iter_utf8(&a, NULL);
-            else if (strcmp(bson_iter_key(&a), "db") == 0 && BSON_ITER_HOLDS_UTF8(&a))
-                want_db = bson_iter_utf8(&a, NULL);
-        }
-    }
+    if (!name_of(&it, "role", op->db, &want, &want_db, NULL))
+        want = NULL;
     bson_init(&arr);
     for (int i = 0; names[i] != NULL; i++) {
         if (want != NULL ? strcmp(names[i], want) != 0 || !mf_role_exists(want, want_db)
