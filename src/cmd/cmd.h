@@ -98,6 +98,8 @@ extern const mf_cmd_def_t mf_cmds_auth[];    /* SASL, connectionStatus, logout, 
 int mf_cmd_authorize(mf_op_t *op, const char *name) MF_WUR;
 bool mf_cmd_may_see_db(mf_op_t *op, const char *db);
 void mf_cmd_auth_hello(mf_op_t *op);
+/* mf_cmd_requires_auth: whether command name needs a logged-in user under --auth (listCommands' requiresAuth). */
+bool mf_cmd_requires_auth(const char *name);
 /* mf_cmd_auth_owner: "user@db" of the caller into out (cap bytes), "" when access control does not apply. */
 void mf_cmd_auth_owner(mf_op_t *op, char *out, size_t cap);
 

@@ -537,6 +537,13 @@ check_command(mf_op_t *op, const mf_privs_t *p, const char *db, const char *name
     return denied(op, db, name);
 }
 
+bool
+mf_cmd_requires_auth(const char *name)
+{
+    const rule_t *r = rule_of(name);
+    return r == NULL || r->kind != R_OPEN;
+}
+
 static bool
 loopback(const mf_client_t *c)
 {

@@ -74,7 +74,7 @@ mf_cmd_list_commands(mf_op_t *op)
         for (const mf_cmd_def_t *d = tables[t]; d->name != NULL; d++) {
             BSON_APPEND_DOCUMENT_BEGIN(&all, d->name, &one);
             BSON_APPEND_UTF8(&one, "help", "");
-            BSON_APPEND_BOOL(&one, "requiresAuth", false);
+            BSON_APPEND_BOOL(&one, "requiresAuth", mf_cmd_requires_auth(d->name));
             BSON_APPEND_BOOL(&one, "secondaryOk", true);
             BSON_APPEND_BOOL(&one, "adminOnly", (d->flags & MF_CMD_ADMIN_ONLY) != 0);
             bson_append_document_end(&all, &one);

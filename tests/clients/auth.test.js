@@ -1024,3 +1024,13 @@ h.test('granting and revoking roles changes what an already logged-in connection
   const st = await connStatus(c);
   assert.deepEqual(st.authenticatedUserRoles, [], 'a dropped user keeps no roles');
 });
+
+h.test('listCommands says which commands need a login (requiresAuth)', async () => {
+  const r = await srv.client.db('admin').command({ listCommands: 1 });
+  for (const name of ['hello', 'ping', 'saslStart', 'saslContinue', 'logout', 'connectionStatus']) {
+    assert.equal(r.commands[name].requiresAuth, false, `${name} runs without a login`);
+  }
+  for (const name of ['find', 'insert', 'createUser', 'serverStatus', 'listDatabases', 'aggregate']) {
+    assert.equal(r.commands[name].requiresAuth, true, `${name} needs a login`);
+  }
+});
