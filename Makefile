@@ -88,7 +88,7 @@ install: $(BUILD)/libmayfly.a $(BUILD)/libmayfly.so $(BUILD)/mayfly.pc $(BUILD)/
 	$(if $(ZSTD_EXT),install -m 755 $(ZSTD_EXT) $(DESTDIR)$(PREFIX)/lib/libmayfly_wt_zstd.so)
 
 $(BUILD)/mayflyd: $(BUILD)/src/server/main.o $(BUILD)/libmayfly.a
-	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) $(MALLOC)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) -lyaml $(MALLOC)
 
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libmayfly.a
 	@mkdir -p $(dir $@)

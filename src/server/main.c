@@ -24,19 +24,26 @@
  *                         with --tlsCertificateKeyFile PEM, --tlsCAFile PEM (client certificates
  *                         required unless --tlsAllowConnectionsWithoutCertificates),
  *                         --tlsAllowInvalidCertificates; the ssl* spellings too
- *   --config FILE         flags from a file, one "name = value" or "name: value" per line
+ *   --logpath FILE        the JSON log to FILE instead of stderr (--logappend: append);
+ *                         SIGUSR1 reopens it for log rotation
+ *   --config FILE         mongod.conf (YAML, libyaml: net.port, net.bindIp, storage.dbPath,
+ *                         security.*, net.tls.*, replication.*, systemLog.*, setParameter);
+ *                         unknown keys stop start-up; a flat "name = value" file still works
  *   --version, --help
  * Shutdown on SIGINT/SIGTERM: stop accepting, call eng->on_shutdown (which
  * interrupts running operations), finish in-flight commands,
  * close the engine (WiredTiger checkpoints on close), exit 0.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <yaml.h>
 
 #include "auth/scram.h"
 #include "cmd/cmd.h"
@@ -77,6 +84,8 @@ typedef struct opts {
     char key_file[1024];   /* --keyFile, security.keyFile: members authenticate to each other (implies auth) */
     mf_tls_opts_t tls;     /* --tlsMode and friends (net.tls.* in the config file) */
     char tls_cert[1024], tls_ca[1024];
+    char log_path[1024];   /* --logpath, systemLog.path: the JSON log goes there instead of stderr */
+    bool log_append;       /* --logappend, systemLog.logAppend */
 } opts_t;
 
 static void
@@ -86,13 +95,15 @@ usage(FILE *f)
                "               [--workers N] [--maxWorkers N] [--maxConns N] [--inMemory] [--replSet NAME] [--raftPort N]\n"
                "               [--oplogSize MB] [--auth] [--keyFile FILE] [--config FILE] [--version]\n"
                "               [--tlsMode disabled|allowTLS|preferTLS|requireTLS] [--tlsCertificateKeyFile PEM]\n"
-               "               [--tlsCAFile PEM] [--tlsAllowConnectionsWithoutCertificates] [--tlsAllowInvalidCertificates]\n");
+               "               [--tlsCAFile PEM] [--tlsAllowConnectionsWithoutCertificates] [--tlsAllowInvalidCertificates]\n"
+               "               [--logpath FILE] [--logappend]\n");
 }
 
 static int apply_flag(opts_t *o, const char *name, const char *val, bson_t *parsed);
+static int load_config(opts_t *o, const char *path, bson_t *parsed);
 
 static int
-load_config(opts_t *o, const char *path, bson_t *parsed)
+load_flat_config(opts_t *o, const char *path, bson_t *parsed)
 {
     FILE *f = fopen(path, "r");
     char line[1024];
@@ -148,6 +159,159 @@ load_config(opts_t *o, const char *path, bson_t *parsed)
     }
     fclose(f);
     return 0;
+}
+
+/*
+ * mongod.conf (YAML, read with libyaml): each scalar leaf is one flag, named
+ * by its path (yaml_names). A top-level leaf may also be a flag's own name
+ * (the flat "name: value" format this server read before); setParameter's
+ * children are server parameters. Anything else is an unknown option and
+ * stops start-up, as mongod does.
+ */
+static const struct {
+    const char *path, *flag;
+} yaml_names[] = {
+    {"net.port", "port"},
+    {"net.bindIp", "bind_ip"},
+    {"net.maxIncomingConnections", "maxConns"},
+    {"net.tls.mode", "tlsMode"},
+    {"net.tls.certificateKeyFile", "tlsCertificateKeyFile"},
+    {"net.tls.CAFile", "tlsCAFile"},
+    {"net.tls.allowConnectionsWithoutCertificates", "tlsAllowConnectionsWithoutCertificates"},
+    {"net.tls.allowInvalidCertificates", "tlsAllowInvalidCertificates"},
+    {"net.ssl.mode", "sslMode"},
+    {"net.ssl.PEMKeyFile", "sslPEMKeyFile"},
+    {"net.ssl.CAFile", "sslCAFile"},
+    {"storage.dbPath", "dbpath"},
+    {"storage.inMemory", "inMemory"},
+    {"security.authorization", "authorization"},
+    {"security.keyFile", "keyFile"},
+    {"replication.replSetName", "replSet"},
+    {"replication.oplogSizeMB", "oplogSize"},
+    {"replication.raftPort", "raftPort"},
+    {"systemLog.path", "logpath"},
+    {"systemLog.destination", "logDestination"},
+    {"systemLog.logAppend", "logAppend"},
+};
+
+/* Applies the scalar leaves under node (a mapping at path prefix). 0, or -1 with a message on stderr. */
+static int
+yaml_walk(opts_t *o, yaml_document_t *doc, yaml_node_t *node, const char *prefix, bson_t *parsed, int depth)
+{
+    if (node == NULL || node->type != YAML_MAPPING_NODE || depth > 8) {
+        fprintf(stderr, "mayflyd: config file: %s must be a mapping\n", prefix[0] ? prefix : "the document");
+        return -1;
+    }
+    for (yaml_node_pair_t *p = node->data.mapping.pairs.start; p < node->data.mapping.pairs.top; p++) {
+        yaml_node_t *k = yaml_document_get_node(doc, p->key), *v = yaml_document_get_node(doc, p->value);
+        char path[512];
+        if (k == NULL || v == NULL || k->type != YAML_SCALAR_NODE) {
+            fprintf(stderr, "mayflyd: config file: keys must be plain names\n");
+            return -1;
+        }
+        snprintf(path, sizeof(path), "%s%s%s", prefix, prefix[0] ? "." : "", (const char *)k->data.scalar.value);
+        if (v->type == YAML_MAPPING_NODE) {
+            if (yaml_walk(o, doc, v, path, parsed, depth + 1) != 0)
+                return -1;
+            continue;
+        }
+        if (v->type != YAML_SCALAR_NODE) {
+            fprintf(stderr, "mayflyd: config file: %s: lists are not supported\n", path);
+            return -1;
+        }
+        const char *val = (const char *)v->data.scalar.value, *flag = NULL;
+        if (strncmp(path, "setParameter.", 13) == 0) {
+            char assign[1024];
+            snprintf(assign, sizeof(assign), "%s=%s", path + 13, val);
+            if (apply_flag(o, "setParameter", assign, parsed) != 0)
+                return -1;
+            continue;
+        }
+        for (size_t i = 0; i < sizeof(yaml_names) / sizeof(yaml_names[0]) && flag == NULL; i++) {
+            if (strcmp(yaml_names[i].path, path) == 0)
+                flag = yaml_names[i].flag;
+        }
+        if (flag == NULL && depth == 0) {
+            /* The flat format's own names, with its aliases. */
+            static const char *const alias[][2] = {{"bindIp", "bind_ip"}, {"dbPath", "dbpath"},
+                                                   {"replSetName", "replSet"}, {"maxIncomingConnections", "maxConns"},
+                                                   {"oplogSizeMB", "oplogSize"}};
+            flag = path;
+            for (size_t i = 0; i < sizeof(alias) / sizeof(alias[0]); i++) {
+                if (strcmp(alias[i][0], path) == 0)
+                    flag = alias[i][1];
+            }
+        }
+        if (flag == NULL) {
+            fprintf(stderr, "mayflyd: config file: unrecognised option '%s'\n", path);
+            return -1;
+        }
+        if (val[0] != '\0' && apply_flag(o, flag, val, parsed) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Whether every line of f that says something is a flat "name = value" (not YAML's "name: value"). */
+static bool
+flat_file(FILE *f)
+{
+    char line[1024];
+    bool any = false;
+    rewind(f);
+    while (fgets(line, sizeof(line), f)) {
+        const char *p = line + strspn(line, " \t");
+        if (*p == '#' || *p == '\n' || *p == '\r' || *p == '\0')
+            continue;
+        const char *eq = strchr(p, '='), *colon = strchr(p, ':');
+        if (eq == NULL || (colon != NULL && colon < eq))
+            return false;
+        any = true;
+    }
+    return any;
+}
+
+/*
+ * load_config: a YAML file (mongod.conf) when it parses as a YAML mapping;
+ * the flat "name = value" lines of earlier versions otherwise; anything
+ * else is a YAML error with its line.
+ */
+static int
+load_config(opts_t *o, const char *path, bson_t *parsed)
+{
+    FILE *f = fopen(path, "rb");
+    yaml_parser_t parser;
+    yaml_document_t doc;
+    int rc = -1;
+    if (f == NULL) {
+        fprintf(stderr, "mayflyd: cannot open config file %s\n", path);
+        return -1;
+    }
+    if (!yaml_parser_initialize(&parser)) {
+        fclose(f);
+        fprintf(stderr, "mayflyd: cannot start the YAML parser\n");
+        return -1;
+    }
+    yaml_parser_set_input_file(&parser, f);
+    bool loaded = yaml_parser_load(&parser, &doc) != 0;
+    yaml_node_t *root = loaded ? yaml_document_get_root_node(&doc) : NULL;
+    if (root != NULL && root->type == YAML_MAPPING_NODE) {
+        rc = yaml_walk(o, &doc, root, "", parsed, 0);
+    } else if (root == NULL && loaded) {
+        rc = 0; /* an empty file */
+    } else if (flat_file(f)) {
+        rc = load_flat_config(o, path, parsed);
+    } else if (!loaded) {
+        fprintf(stderr, "mayflyd: config file %s: YAML error at line %zu: %s\n", path, parser.problem_mark.line + 1,
+                parser.problem ? parser.problem : "unreadable");
+    } else {
+        fprintf(stderr, "mayflyd: config file %s: the document must be a mapping\n", path);
+    }
+    if (loaded)
+        yaml_document_delete(&doc);
+    yaml_parser_delete(&parser);
+    fclose(f);
+    return rc;
 }
 
 static int
@@ -241,6 +405,20 @@ apply_flag(opts_t *o, const char *name, const char *val, bson_t *parsed)
         o->tls.allow_no_client_cert = strcmp(val, "false") != 0;
     } else if (strcmp(name, "tlsAllowInvalidCertificates") == 0 || strcmp(name, "sslAllowInvalidCertificates") == 0) {
         o->tls.allow_invalid_certs = strcmp(val, "false") != 0;
+    } else if (strcmp(name, "logpath") == 0) {
+        if (val[0] == '\0' || strlen(val) >= sizeof(o->log_path)) {
+            fprintf(stderr, "mayflyd: bad --logpath %s\n", val);
+            return -1;
+        }
+        snprintf(o->log_path, sizeof(o->log_path), "%s", val);
+    } else if (strcmp(name, "logappend") == 0 || strcmp(name, "logAppend") == 0) {
+        o->log_append = strcmp(val, "false") != 0;
+    } else if (strcmp(name, "logDestination") == 0) {
+        if (strcmp(val, "file") != 0 && strcmp(val, "syslog") != 0) {
+            fprintf(stderr, "mayflyd: bad systemLog.destination %s (file)\n", val);
+            return -1;
+        }
+        /* file: systemLog.path says where; syslog is not supported: the log stays on stderr. */
     } else if (strcmp(name, "noauth") == 0) {
         o->auth = false;
     } else if (strcmp(name, "keyFile") == 0) {
@@ -379,6 +557,35 @@ read_key_file(const char *path, char *key, size_t cap)
     return 0;
 }
 
+/*
+ * --logpath: the log (JSON lines on stderr) goes to a file instead, and
+ * SIGUSR1 reopens it (after logrotate has moved it away: mongod's
+ * systemLog.logRotate: reopen). The path is kept where the handler can
+ * read it; open and dup2 are async-signal-safe.
+ */
+static char log_reopen_path[1024];
+
+static int
+log_open(const char *path, bool append)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : O_TRUNC), 0644);
+    if (fd < 0)
+        return -1;
+    int r = dup2(fd, STDERR_FILENO);
+    close(fd);
+    return r < 0 ? -1 : 0;
+}
+
+static void
+on_sigusr1(int sig)
+{
+    int saved = errno;
+    (void)sig;
+    if (log_reopen_path[0] != '\0')
+        (void)log_open(log_reopen_path, true);
+    errno = saved;
+}
+
 /* Frees what apply_flag collected. */
 static void
 opts_free(opts_t *o)
@@ -427,6 +634,7 @@ main(int argc, char **argv)
             snprintf(name, sizeof(name), "%.*s", (int)(eq - a - 2), a + 2);
             val = eq + 1;
         } else if ((strcmp(a, "--inMemory") == 0 || strcmp(a, "--auth") == 0 || strcmp(a, "--noauth") == 0 ||
+                    strcmp(a, "--logappend") == 0 ||
                     strcmp(a, "--tlsAllowConnectionsWithoutCertificates") == 0 ||
                     strcmp(a, "--tlsAllowInvalidCertificates") == 0 ||
                     strcmp(a, "--sslAllowConnectionsWithoutCertificates") == 0 ||
@@ -451,6 +659,15 @@ main(int argc, char **argv)
         }
     }
 
+    if (o.log_path[0] != '\0') {
+        if (log_open(o.log_path, o.log_append) != 0) {
+            fprintf(stderr, "mayflyd: cannot open the log file %s: %s\n", o.log_path, strerror(errno));
+            rc = 2;
+            goto done;
+        }
+        snprintf(log_reopen_path, sizeof(log_reopen_path), "%s", o.log_path);
+        signal(SIGUSR1, on_sigusr1);
+    }
     if (o.key_file[0] != '\0' && read_key_file(o.key_file, cluster_key, sizeof(cluster_key)) != 0) {
         rc = 2;
         goto done;

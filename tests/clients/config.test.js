@@ -1,0 +1,109 @@
+'use strict';
+/*
+ * mongod.conf (issue 11's "a real mongod.conf", first part): --config reads
+ * mongod's YAML with libyaml: nested sections (net, storage, security,
+ * replication, systemLog, setParameter as a mapping of parameters), unknown
+ * keys stop start-up with a clear message, the older flat "name = value"
+ * file still works, and systemLog.path sends the JSON log to a file that
+ * SIGTERM-free rotation (mv + SIGUSR1) reopens.
+ *
+ * The harness gives --port and --dbpath on the command line; the files here
+ * set everything else.
+ */
+const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const { spawnSync } = require('node:child_process');
+const { MongoClient } = require('mongodb');
+const h = require('./harness');
+
+const DIR = fs.mkdtempSync(path.join(os.tmpdir(), 'mayfly-config-'));
+function conf(name, text) {
+  const f = path.join(DIR, name);
+  fs.writeFileSync(f, text);
+  return f;
+}
+
+async function withServer(args, fn) {
+  const s = new h.MayflyServer({ args });
+  await s.start();
+  try {
+    await fn(s);
+  } finally {
+    const info = await s.stop();
+    s.cleanup();
+    assert.equal(info && info.code, 0, `clean shutdown: ${JSON.stringify(info)}`);
+  }
+}
+
+h.test('a nested mongod.conf: net, security, setParameter and systemLog sections all take effect', { timeout: 60000 }, async () => {
+  const log = path.join(DIR, 'mongod.log');
+  const file = conf('mongod.conf', [
+    '# a mongod.conf as mongod reads it',
+    'net:',
+    '  bindIp: 127.0.0.1',
+    '  maxIncomingConnections: 500',
+    'security:',
+    '  authorization: enabled',
+    'setParameter:',
+    '  cursorTimeoutMillis: 123456',
+    '  ttlMonitorSleepSecs: 7',
+    'systemLog:',
+    '  destination: file',
+    `  path: ${log}`,
+    '  logAppend: true',
+    '',
+  ].join('\n'));
+  await withServer(['--config', file], async (s) => {
+    const anon = new MongoClient(s.uri);
+    try {
+      await h.expectCode(anon.db('t').collection('c').findOne(), 13);
+      await anon.db('admin').command({ createUser: 'cfg', pwd: 'cfg-pw', roles: ['root'] });
+    } finally { await anon.close(true); }
+    const c = new MongoClient(`mongodb://cfg:cfg-pw@127.0.0.1:${s.port}/?directConnection=true&authSource=admin`);
+    try {
+      const p = await c.db('admin').command({ getParameter: 1, cursorTimeoutMillis: 1, ttlMonitorSleepSecs: 1 });
+      assert.equal(Number(p.cursorTimeoutMillis), 123456);
+      assert.equal(Number(p.ttlMonitorSleepSecs), 7);
+      const opts = await c.db('admin').command({ getCmdLineOpts: 1 });
+      assert.equal(opts.parsed.security.authorization, 'enabled');
+    } finally { await c.close(true); }
+    assert.match(fs.readFileSync(log, 'utf8'), /"c":"ACCESS"/, 'the log went to systemLog.path');
+    assert.equal(s.stderrTail(5).trim(), '', 'nothing on stderr once the log file is open');
+    // Rotation: move the file away, SIGUSR1, and new lines land in a fresh file at the path.
+    fs.renameSync(log, `${log}.1`);
+    process.kill(s.pid, 'SIGUSR1');
+    await h.sleep(200);
+    const again = new MongoClient(`mongodb://cfg:cfg-pw@127.0.0.1:${s.port}/?directConnection=true&authSource=admin`);
+    try { await again.db('admin').command({ ping: 1 }); } finally { await again.close(true); }
+    assert.ok(fs.existsSync(log), 'SIGUSR1 reopened systemLog.path');
+    assert.match(fs.readFileSync(log, 'utf8'), /connection accepted/, 'new lines go to the reopened file');
+  });
+});
+
+h.test('an unknown key stops start-up with its dotted name; a list where a value belongs too', () => {
+  for (const [text, want] of [
+    ['net:\n  bindIp: 127.0.0.1\n  colour: blue\n', /unrecognised option 'net\.colour'/],
+    ['security:\n  authorization: sometimes\n', /authorization/],
+    ['net:\n  bindIp: [127.0.0.1, localhost]\n', /lists are not supported/],
+    ['net:\n  port: 1\n   bindIp: x\n  - oops\n', /YAML error at line/],
+  ]) {
+    const r = spawnSync(h.binaryPath(), ['--port', '1', '--dbpath', DIR, '--config', conf('bad.conf', text)],
+      { encoding: 'utf8', timeout: 20000 });
+    assert.equal(r.status, 2, `exit status 2 for ${JSON.stringify(text)}: ${r.stderr}`);
+    assert.match(r.stderr, want);
+  }
+});
+
+h.test('the flat "name = value" file of earlier versions still works', { timeout: 60000 }, async () => {
+  const file = conf('flat.conf', 'auth = true\nsetParameter = cursorTimeoutMillis=54321\n');
+  await withServer(['--config', file], async (s) => {
+    const c = new MongoClient(s.uri);
+    try {
+      await h.expectCode(c.db('t').collection('c').findOne(), 13);
+    } finally { await c.close(true); }
+  });
+});
+
+h.test('cleanup', () => fs.rmSync(DIR, { recursive: true, force: true }));
