@@ -17,97 +17,19 @@ OperationFailure 18; a read-only user's insert OperationFailure 13; a
 SCRAM-SHA-1-only user; updateUser pwd; usersInfo; logout through
 connectionStatus; credentials across a SIGTERM restart.
 """
-import os
-import shutil
 import signal
-import socket
-import subprocess
 import sys
-import tempfile
-import threading
 import time
 import traceback
 
 from pymongo import MongoClient
 from pymongo.errors import OperationFailure
 
-REPO_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+from mayfly_server import Server
+
 
 ROOT_USER = "root"
 ROOT_PWD = "r00t-Secret!pw"
-
-
-class Server:
-    """A mayflyd process on a free port with a private temporary dbpath."""
-
-    def __init__(self, args=None, port=None):
-        binary = os.environ.get("MAYFLYD", "build-asan/mayflyd")
-        self.args = args or []
-        self.binary = binary if os.path.isabs(binary) else os.path.join(REPO_ROOT, binary)
-        self.dbpath = tempfile.mkdtemp(prefix="mayfly-pyauth-")
-        self.port = port
-        self.proc = None
-        self.stderr_lines = []
-
-    @staticmethod
-    def _free_port():
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            return s.getsockname()[1]
-
-    def _drain(self):
-        for line in self.proc.stderr:
-            self.stderr_lines.append(line.decode("utf-8", "replace").rstrip("\n"))
-            if len(self.stderr_lines) > 1000:
-                del self.stderr_lines[:500]
-
-    def tail(self, n=30):
-        return "\n".join(self.stderr_lines[-n:])
-
-    def start(self):
-        if not os.path.exists(self.binary):
-            raise RuntimeError("mayflyd binary not found at %s (set MAYFLYD)" % self.binary)
-        if self.port is None:
-            self.port = self._free_port()
-        self.proc = subprocess.Popen(
-            [self.binary, "--port", str(self.port), "--bind_ip", "127.0.0.1", "--dbpath", self.dbpath] + self.args,
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        self.drainer = threading.Thread(target=self._drain, daemon=True)
-        self.drainer.start()
-        deadline = time.time() + 20
-        while time.time() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError("mayflyd exited during start-up (%s)\n%s" % (self.proc.returncode, self.tail()))
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
-                    return
-            except OSError:
-                time.sleep(0.05)
-        self.proc.kill()
-        raise RuntimeError("mayflyd did not accept connections within 20 s\n" + self.tail())
-
-    def stop(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
-                return "forced"
-        if self.proc:
-            # Let the reader thread collect everything written at exit (sanitizer reports).
-            self.drainer.join(5)
-        return self.proc.returncode if self.proc else None
-
-    def restart(self):
-        """SIGTERM, then start again on the same port and dbpath; returns the exit status."""
-        rc = self.stop()
-        self.start()
-        return rc
-
-    def cleanup(self):
-        shutil.rmtree(self.dbpath, ignore_errors=True)
 
 
 SERVER = None
