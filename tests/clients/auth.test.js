@@ -31,7 +31,6 @@ const crypto = require('node:crypto');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { execFile } = require('node:child_process');
 const { MongoClient } = require('mongodb');
 const h = require('./harness');
 
@@ -39,7 +38,6 @@ const srv = h.useServer({ args: ['--auth'] });
 
 const ROOT_USER = 'root';
 const ROOT_PWD = 'r00t-Secret!pw';
-const MONGOSH = path.join(h.REPO_ROOT, 'node_modules', '.bin', 'mongosh');
 
 /* ---------------------------------------------------------------- helpers */
 
@@ -237,22 +235,6 @@ async function rawLogin(conn, mech, user, pwd, { db = 'admin', badProof = false 
   });
   if (r1.ok !== 1) return r1;
   return scramContinue(conn, db, sc, r1, { badProof });
-}
-
-/* ------------------------------------------------------------ mongosh */
-
-function mongoshAt(uri, script) {
-  return new Promise((resolve, reject) => {
-    execFile(MONGOSH, [uri, '--quiet', '--norc', '--eval', script], {
-      timeout: 45000, env: { ...process.env, MONGOSH_SKIP_NODE_VERSION_CHECK: '1', NO_COLOR: '1' },
-    }, (err, stdout, stderr) => {
-      if (err) {
-        err.message += `\nstdout: ${stdout}\nstderr: ${stderr}`;
-        return reject(err);
-      }
-      resolve(stdout.trim());
-    });
-  });
 }
 
 /* =================================================== unauthenticated clients */
@@ -915,7 +897,7 @@ h.test('mongosh logs in from a credentialed URI and with db.auth(); show dbs wor
   await seed('shdb', 'c', [{ _id: 1, who: 'shell' }]);
   await makeUser('shreader', [{ role: 'read', db: 'shdb' }], { login: false });
   const uri = authUri('shreader', pwdOf('shreader'), { db: 'shdb' });
-  const out = await mongoshAt(uri, `
+  const out = await h.mongoshUri(uri, `
     print("users=" + JSON.stringify(db.runCommand({ connectionStatus: 1 }).authInfo.authenticatedUsers.map((u) => u.user)));
     print("docs=" + JSON.stringify(db.c.find().toArray()));
     try { db.c.insertOne({ _id: 2 }); print("insert=ok"); } catch (e) { print("insert=" + e.code); }
@@ -925,7 +907,7 @@ h.test('mongosh logs in from a credentialed URI and with db.auth(); show dbs wor
   assert.match(out, /insert=13/, `a read-only user's insert in mongosh: 13: ${out}`);
 
   const plain = `mongodb://127.0.0.1:${srv.port}/admin?directConnection=true&serverSelectionTimeoutMS=5000`;
-  const out2 = await mongoshAt(plain, `
+  const out2 = await h.mongoshUri(plain, `
     try { db.getSiblingDB("shdb").c.findOne(); print("before=ok"); } catch (e) { print("before=" + e.code); }
     const r = db.auth(${JSON.stringify(ROOT_USER)}, ${JSON.stringify(ROOT_PWD)});
     print("auth=" + r.ok);
@@ -935,7 +917,7 @@ h.test('mongosh logs in from a credentialed URI and with db.auth(); show dbs wor
   assert.match(out2, /auth=1/, `db.auth() in mongosh: ${out2}`);
   assert.match(out2, /after=\{"_id":1,"who":"shell"\}/, out2);
 
-  const out3 = await mongoshAt(authUri(ROOT_USER, ROOT_PWD, { db: 'admin' }), 'show dbs');
+  const out3 = await h.mongoshUri(authUri(ROOT_USER, ROOT_PWD, { db: 'admin' }), 'show dbs');
   assert.match(out3, /^shdb\s/m, `show dbs lists shdb: ${out3}`);
   assert.match(out3, /^admin\s/m, `show dbs lists admin: ${out3}`);
 });

@@ -425,7 +425,11 @@ const MONGOSH = path.join(REPO_ROOT, 'node_modules', '.bin', 'mongosh');
  * the message) if mongosh fails or runs over 45 s.
  */
 function mongosh(port, dbName, script) {
-  const uri = `mongodb://127.0.0.1:${port}/${dbName}?directConnection=true&serverSelectionTimeoutMS=5000`;
+  return mongoshUri(`mongodb://127.0.0.1:${port}/${dbName}?directConnection=true&serverSelectionTimeoutMS=5000`, script);
+}
+
+/* mongosh --eval script against uri (credentials, TLS options ...); resolves to its trimmed stdout. */
+function mongoshUri(uri, script) {
   return new Promise((resolve, reject) => {
     execFile(MONGOSH, [uri, '--quiet', '--norc', '--eval', script], {
       timeout: 45000, env: { ...process.env, MONGOSH_SKIP_NODE_VERSION_CHECK: '1', NO_COLOR: '1' },
@@ -447,5 +451,5 @@ async function rawConnect(port) {
 
 module.exports = {
   REPO_ROOT, MayflyServer, useServer, test, expectCode, freePort, tryConnect, sleep,
-  buildOpMsg, rawConnect, RawConn, binaryPath, mongosh,
+  buildOpMsg, rawConnect, RawConn, binaryPath, mongosh, mongoshUri,
 };

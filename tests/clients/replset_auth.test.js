@@ -97,6 +97,26 @@ async function connect(uri, what) {
   return c;
 }
 
+/*
+ * A client logged in through uri, retried until the login works (a user
+ * reaches a member by replication); closed by the harness's after hook.
+ * opts: rs.waitUntil's {timeoutMs, what}.
+ */
+function loginOnceReplicated(uri, opts) {
+  return rs.waitUntil(async () => {
+    const cl = new MongoClient(uri, { maxPoolSize: 1 });
+    try {
+      await cl.connect();
+      await cl.db('admin').command({ ping: 1 });
+      rs.clients.push(cl);
+      return cl;
+    } catch (e) {
+      await cl.close(true).catch(() => {});
+      throw e;
+    }
+  }, opts);
+}
+
 let adminSet = null;   /* root user, replica-set URI */
 function admin() { assert.ok(adminSet, 'the root user exists (an earlier test creates it)'); return adminSet; }
 
@@ -276,18 +296,7 @@ R.test('a readWrite user created on the primary logs in on the secondaries; its 
   for (const i of secs) {
     const uri = directUri(rs.members[i].port, APP, APP_PWD).replace('authSource=admin', `authSource=${APP_DB}`);
     // The user reaches the secondary by replication: retry the login until it has.
-    const c = await rs.waitUntil(async () => {
-      const cl = new MongoClient(uri, { maxPoolSize: 1 });
-      try {
-        await cl.connect();
-        await cl.db('admin').command({ ping: 1 });
-        rs.clients.push(cl);
-        return cl;
-      } catch (e) {
-        await cl.close(true).catch(() => {});
-        throw e;
-      }
-    }, { what: `${APP}@${APP_DB} to log in on secondary ${i}` });
+    const c = await loginOnceReplicated(uri, { what: `${APP}@${APP_DB} to log in on secondary ${i}` });
     const st = await c.db('admin').command({ connectionStatus: 1 });
     assert.deepEqual(st.authInfo.authenticatedUsers, [{ user: APP, db: APP_DB }]);
     const doc = await rs.waitUntil(() => c.db(APP_DB).collection('c').findOne({ _id: 'app' }),
@@ -320,18 +329,8 @@ R.test('a spare with the same key joins through replSetReconfig, catches up, and
   spare.inSet = true;
   await rs.waitForSecondary(SPARE, { timeoutMs: 40000 });
 
-  const c = await rs.waitUntil(async () => {
-    const cl = new MongoClient(directUri(spare.port, ADMIN, ADMIN_PWD), { maxPoolSize: 1 });
-    try {
-      await cl.connect();
-      await cl.db('admin').command({ ping: 1 });
-      rs.clients.push(cl);
-      return cl;
-    } catch (e) {
-      await cl.close(true).catch(() => {});
-      throw e;
-    }
-  }, { timeoutMs: 20000, what: `${ADMIN} to log in on the new member` });
+  const c = await loginOnceReplicated(directUri(spare.port, ADMIN, ADMIN_PWD),
+    { timeoutMs: 20000, what: `${ADMIN} to log in on the new member` });
   const docs = await rs.waitUntil(async () => {
     const d = await c.db(APP_DB).collection('c').find({}).sort({ _id: 1 }).toArray();
     return d.length === 3 ? d : null;
