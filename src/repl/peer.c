@@ -124,62 +124,54 @@ ssl_wait(chan_t *ch, int r, int64_t deadline)
     }
 }
 
+/*
+ * Moves all n bytes at p over ch, writing them (write) or reading them,
+ * waiting as the socket or OpenSSL asks until deadline. 0, or -1 with errno
+ * (ETIMEDOUT past the deadline; ECONNRESET if the peer closed).
+ */
 static int
-send_all(chan_t *ch, const uint8_t *p, size_t n, int64_t deadline)
+chan_io(chan_t *ch, uint8_t *p, size_t n, bool write, int64_t deadline)
 {
     while (n > 0) {
+        ssize_t r;
         if (ch->ssl != NULL) {
-            int w = SSL_write(ch->ssl, p, n > INT32_MAX ? INT32_MAX : (int)n);
-            if (w > 0) {
-                p += w;
-                n -= (size_t)w;
-            } else if (ssl_wait(ch, w, deadline) != 0) {
+            int c = n > INT32_MAX ? INT32_MAX : (int)n;
+            int k = write ? SSL_write(ch->ssl, p, c) : SSL_read(ch->ssl, p, c);
+            if (k <= 0) {
+                if (ssl_wait(ch, k, deadline) != 0)
+                    return -1;
+                continue;
+            }
+            r = k;
+        } else {
+            r = write ? send(ch->fd, p, n, MSG_NOSIGNAL) : recv(ch->fd, p, n, 0);
+            if (r < 0 && (errno == EAGAIN || errno == EINTR)) {
+                if (wait_fd(ch->fd, write ? POLLOUT : POLLIN, deadline) != 0)
+                    return -1;
+                continue;
+            }
+            if (r <= 0) {
+                if (r == 0)
+                    errno = ECONNRESET;
                 return -1;
             }
-            continue;
         }
-        ssize_t w = send(ch->fd, p, n, MSG_NOSIGNAL);
-        if (w > 0) {
-            p += w;
-            n -= (size_t)w;
-        } else if (w < 0 && (errno == EAGAIN || errno == EINTR)) {
-            if (wait_fd(ch->fd, POLLOUT, deadline) != 0)
-                return -1;
-        } else {
-            return -1;
-        }
+        p += r;
+        n -= (size_t)r;
     }
     return 0;
 }
 
 static int
+send_all(chan_t *ch, const uint8_t *p, size_t n, int64_t deadline)
+{
+    return chan_io(ch, (uint8_t *)p, n, true, deadline);
+}
+
+static int
 recv_all(chan_t *ch, uint8_t *p, size_t n, int64_t deadline)
 {
-    while (n > 0) {
-        if (ch->ssl != NULL) {
-            int r = SSL_read(ch->ssl, p, n > INT32_MAX ? INT32_MAX : (int)n);
-            if (r > 0) {
-                p += r;
-                n -= (size_t)r;
-            } else if (ssl_wait(ch, r, deadline) != 0) {
-                return -1;
-            }
-            continue;
-        }
-        ssize_t r = recv(ch->fd, p, n, 0);
-        if (r > 0) {
-            p += r;
-            n -= (size_t)r;
-        } else if (r < 0 && (errno == EAGAIN || errno == EINTR)) {
-            if (wait_fd(ch->fd, POLLIN, deadline) != 0)
-                return -1;
-        } else {
-            if (r == 0)
-                errno = ECONNRESET;
-            return -1;
-        }
-    }
-    return 0;
+    return chan_io(ch, p, n, false, deadline);
 }
 
 int
