@@ -2880,7 +2880,7 @@ ev_regex_match(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         goto done;
     }
     {
-        int prc, m = mf_rx_match(re, v[0].value.v_utf8.str, v[0].value.v_utf8.len, &prc);
+        int prc, m = mf_rx_match(re, NULL, v[0].value.v_utf8.str, v[0].value.v_utf8.len, &prc);
         pcre2_code_free(re);
         if (m < 0) {
             rc = mf_err_set(c->err, MF_E_Location51156,

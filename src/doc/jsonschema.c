@@ -633,7 +633,7 @@ static bool node_ok(const jnode_t *n, const bson_value_t *v);
 static bool
 rx_ok(const pcre2_code *rx, const char *s, size_t len)
 {
-    return mf_rx_match(rx, s, len, NULL) == 1;
+    return mf_rx_match(rx, NULL, s, len, NULL) == 1;
 }
 
 static int64_t

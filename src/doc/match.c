@@ -76,6 +76,7 @@ typedef enum kind {
 
 typedef struct rx {
     pcre2_code *code;
+    pcre2_match_context *mc; /* the match budget (rx.h), made once: matches only read it */
     char *pattern; /* owned */
     char *flags;   /* owned, sorted as given */
 } rx_t;
@@ -134,6 +135,7 @@ rx_free(rx_t *r)
     if (r == NULL)
         return;
     pcre2_code_free(r->code);
+    pcre2_match_context_free(r->mc);
     bson_free(r->pattern);
     bson_free(r->flags);
     free(r);
@@ -240,6 +242,7 @@ rx_compile(const char *pattern, size_t plen, const char *flags, mf_error_t *err)
         free(r);
         return NULL;
     }
+    r->mc = mf_rx_context();
     r->pattern = bson_strndup(pattern, plen);
     r->flags = bson_strdup(flags);
     return r;
@@ -249,7 +252,7 @@ static bool
 rx_match_str(const rx_t *r, const char *s, size_t len)
 {
     /* Past the backtracking budget (rx.h) a string does not match, as mongod treats a failed match. */
-    return mf_rx_match(r->code, s, len, NULL) == 1;
+    return mf_rx_match(r->code, r->mc, s, len, NULL) == 1;
 }
 
 /* rx_match_value: a regex matches strings and symbols by content, and a regex value equal to itself. */

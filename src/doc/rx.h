@@ -25,10 +25,18 @@
 #define MF_RX_HEAP_KB 8192u
 
 /*
- * mf_rx_match: matches s (len bytes) against re within the budget. Returns
- * 1 (match), 0 (no match), or -1 when the budget ran out or PCRE2 failed
- * (its error code in *pcre_rc when not NULL).
+ * mf_rx_context: a match context holding the budget (NULL only when out of
+ * memory), for a pattern used many times; the caller frees it with
+ * pcre2_match_context_free. Matching only reads it, so threads may share it.
  */
-int mf_rx_match(const pcre2_code *re, const char *s, size_t len, int *pcre_rc);
+pcre2_match_context *mf_rx_context(void);
+
+/*
+ * mf_rx_match: matches s (len bytes) against re within the budget of mc
+ * (NULL: a context made for this one match). Returns 1 (match), 0 (no
+ * match), or -1 when the budget ran out or PCRE2 failed (its error code in
+ * *pcre_rc when not NULL).
+ */
+int mf_rx_match(const pcre2_code *re, const pcre2_match_context *mc, const char *s, size_t len, int *pcre_rc);
 
 #endif /* MF_RX_H */
