@@ -18,35 +18,35 @@
 
 typedef enum { W_INSERT, W_REPLACE, W_REMOVE } wkind_t;
 
-/* "<db>.<user>" into out; the callers checked that it fits. */
-static void
-user_id(const char *db, const char *user, char *out, size_t cap)
+/* The user's _id "<db>.<user>" in buf (cap bytes) and *idv (pointing into buf); false if it does not fit. */
+static bool
+user_id(const char *db, const char *user, char *buf, size_t cap, bson_value_t *idv)
 {
     size_t dl = strlen(db), ul = strlen(user);
     if (dl + ul + 2 > cap)
-        dl = ul = 0;
-    memcpy(out, db, dl);
-    out[dl] = '.';
-    memcpy(out + dl + 1, user, ul);
-    out[dl + 1 + ul] = '\0';
+        return false;
+    memcpy(buf, db, dl);
+    buf[dl] = '.';
+    memcpy(buf + dl + 1, user, ul);
+    buf[dl + 1 + ul] = '\0';
+    idv->value_type = BSON_TYPE_UTF8;
+    idv->value.v_utf8.str = buf;
+    idv->value.v_utf8.len = (uint32_t)(dl + 1 + ul);
+    return true;
 }
 
 int
 mf_users_get(mf_catalog_t *cat, const char *db, const char *user, bson_t *out, mf_error_t *err)
 {
-    mf_sess_t *s = mf_storage_session(mf_catalog_storage(cat));
     mf_coll_t *c = NULL;
     char id[512];
     bson_value_t idv;
     int64_t rid;
     int rc;
 
-    if (strlen(db) + strlen(user) + 2 > sizeof(id))
+    if (!user_id(db, user, id, sizeof(id), &idv))
         return MF_NOTFOUND;
-    user_id(db, user, id, sizeof(id));
-    idv.value_type = BSON_TYPE_UTF8;
-    idv.value.v_utf8.str = id;
-    idv.value.v_utf8.len = (uint32_t)strlen(id);
+    mf_sess_t *s = mf_storage_session(mf_catalog_storage(cat));
     if (mf_catalog_coll_acquire(cat, MF_USERS_DB, MF_USERS_COLL, false, &c, err) != 0) {
         rc = -1;
         goto done;
@@ -79,20 +79,14 @@ done:
 static int
 write_user(mf_catalog_t *cat, wkind_t kind, const char *db, const char *user, const bson_t *doc, mf_error_t *err)
 {
-    mf_sess_t *s = mf_storage_session(mf_catalog_storage(cat));
     mf_coll_t *c = NULL;
     char id[512];
     bson_value_t idv;
     int rc = -1;
 
-    if (strlen(db) + strlen(user) + 2 > sizeof(id)) {
-        mf_err_set(err, MF_E_BadValue, "user name too long");
-        goto out;
-    }
-    user_id(db, user, id, sizeof(id));
-    idv.value_type = BSON_TYPE_UTF8;
-    idv.value.v_utf8.str = id;
-    idv.value.v_utf8.len = (uint32_t)strlen(id);
+    if (!user_id(db, user, id, sizeof(id), &idv))
+        return mf_err_set(err, MF_E_BadValue, "user name too long");
+    mf_sess_t *s = mf_storage_session(mf_catalog_storage(cat));
     if (mf_catalog_coll_acquire(cat, MF_USERS_DB, MF_USERS_COLL, kind == W_INSERT, &c, err) != 0)
         goto done;
     if (c == NULL) {
@@ -133,7 +127,6 @@ write_user(mf_catalog_t *cat, wkind_t kind, const char *db, const char *user, co
     }
 done:
     mf_catalog_unlock(cat);
-out:
     mf_storage_session_release(s);
     return rc == 0 ? 0 : -1;
 }

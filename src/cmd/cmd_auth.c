@@ -544,12 +544,6 @@ mf_cmd_requires_auth(const char *name)
     return r == NULL || r->kind != R_OPEN;
 }
 
-static bool
-loopback(const mf_client_t *c)
-{
-    return c->loopback;
-}
-
 int
 mf_cmd_authorize(mf_op_t *op, const char *name)
 {
@@ -562,7 +556,7 @@ mf_cmd_authorize(mf_op_t *op, const char *name)
     if (p == NULL) {
         /* The localhost exception: the first user, on admin, from this machine. */
         if (((strcmp(name, "createUser") == 0 && strcmp(op->db, "admin") == 0) || strcmp(name, "replSetInitiate") == 0) &&
-            loopback(op->client) && !mf_users_exist(op->eng->cat))
+            op->client->loopback && !mf_users_exist(op->eng->cat))
             return 0;
         return mf_err_set(&op->err, MF_E_Unauthorized, "Command %s requires authentication", name);
     }
@@ -928,12 +922,6 @@ build_user(bson_t *doc, const char *db, const char *name, const uint8_t uuid[16]
 }
 
 static int
-custom_data_arg(mf_op_t *op, bson_t *out, bool *present)
-{
-    return mf_op_get_doc(op, "customData", out, present);
-}
-
-static int
 cmd_create_user(mf_op_t *op)
 {
     const char *name, *pwd = NULL;
@@ -945,7 +933,7 @@ cmd_create_user(mf_op_t *op)
     int rc = -1;
 
     if (user_name_arg(op, &name) != 0 || password_arg(op, &pwd, &has_pwd) != 0 || parse_mechs(op, &mechs) != 0 ||
-        custom_data_arg(op, &custom, &has_custom) != 0)
+        mf_op_get_doc(op, "customData", &custom, &has_custom) != 0)
         goto done;
     if (!has_pwd && strcmp(op->db, "$external") != 0) {
         mf_err_set(&op->err, MF_E_BadValue,
@@ -1023,14 +1011,10 @@ keep_field(const bson_t *old, bson_t *out, const char *k)
         bson_append_value(out, k, -1, bson_iter_value(&it));
 }
 
-typedef struct update_args {
-    const char *name;
-} update_args_t;
-
 static int
 update_change(mf_op_t *op, const bson_t *old, bson_t *out, void *arg)
 {
-    update_args_t *ua = arg;
+    const char *name = arg; /* the user's */
     const char *pwd = NULL;
     bool has_pwd, has_custom, mechs_given;
     unsigned mechs;
@@ -1040,7 +1024,7 @@ update_change(mf_op_t *op, const bson_t *old, bson_t *out, void *arg)
 
     mechs_given = bson_has_field(op->cmd, "mechanisms");
     if (password_arg(op, &pwd, &has_pwd) != 0 || parse_mechs(op, &mechs) != 0 ||
-        custom_data_arg(op, &custom, &has_custom) != 0)
+        mf_op_get_doc(op, "customData", &custom, &has_custom) != 0)
         goto done;
     if (mechs_given && !has_pwd) {
         /* Restricting mechanisms without a new password: keep only those credentials. */
@@ -1057,7 +1041,7 @@ update_change(mf_op_t *op, const bson_t *old, bson_t *out, void *arg)
         }
         bson_append_document_end(out, &creds);
     } else if (has_pwd) {
-        if (mf_users_credentials(out, ua->name, pwd, mechs, &op->err) != 0)
+        if (mf_users_credentials(out, name, pwd, mechs, &op->err) != 0)
             goto done;
     } else {
         keep_field(old, out, "credentials");
@@ -1082,13 +1066,13 @@ done:
 static int
 cmd_update_user(mf_op_t *op)
 {
-    update_args_t ua;
-    if (user_name_arg(op, &ua.name) != 0)
+    const char *name;
+    if (user_name_arg(op, &name) != 0)
         return -1;
     if (!bson_has_field(op->cmd, "pwd") && !bson_has_field(op->cmd, "roles") && !bson_has_field(op->cmd, "customData") &&
         !bson_has_field(op->cmd, "mechanisms"))
         return mf_err_set(&op->err, MF_E_BadValue, "Must specify at least one field to update in updateUser");
-    return rewrite_user(op, ua.name, update_change, &ua);
+    return rewrite_user(op, name, update_change, (void *)name);
 }
 
 typedef struct grant_args {
