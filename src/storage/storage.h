@@ -178,6 +178,16 @@ bool mf_txn_active(mf_sess_t *s);
 bool mf_txn_on_end(mf_sess_t *s, void (*fn)(void *arg, bool committed), void *arg);
 
 /*
+ * mf_txn_on_prepare: fn(arg, s, err) runs at the start of mf_txn_commit of
+ * s's current transaction, inside it (it may still write; the engine's
+ * pre-commit hook, replication's, runs after it); non-zero vetoes the commit
+ * (the transaction rolls back and mf_txn_commit fails with err). One step per
+ * transaction: returns false if another fn/arg is already registered, true
+ * if fn/arg is (now) the one. Cleared when the transaction ends.
+ */
+bool mf_txn_on_prepare(mf_sess_t *s, int (*fn)(void *arg, mf_sess_t *s, mf_error_t *err), void *arg);
+
+/*
  * Cursors. A cursor is opened on a table in a session and closed with
  * mf_cur_close; it must not outlive the session's current command. Keys are
  * either record ids (record tables) or byte strings (index and catalog

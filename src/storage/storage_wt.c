@@ -77,6 +77,9 @@ struct mf_sess {
     int ncache;
     txn_cb_t *cbs; /* end-of-transaction callbacks, growable */
     int ncbs, capcbs;
+    /* The transaction's own pre-commit step (mf_txn_on_prepare), cleared when it ends. */
+    int (*prep_fn)(void *arg, mf_sess_t *s, mf_error_t *err);
+    void *prep_arg;
 };
 
 struct mf_storage {
@@ -767,12 +770,24 @@ mf_txn_on_end(mf_sess_t *s, void (*fn)(void *arg, bool committed), void *arg)
     return true;
 }
 
+bool
+mf_txn_on_prepare(mf_sess_t *s, int (*fn)(void *arg, mf_sess_t *s, mf_error_t *err), void *arg)
+{
+    if (s->prep_fn != NULL)
+        return s->prep_fn == fn && s->prep_arg == arg;
+    s->prep_fn = fn;
+    s->prep_arg = arg;
+    return true;
+}
+
 /* Runs and clears s's end-of-transaction callbacks (which must not register new ones: none does). */
 static void
 run_txn_cbs(mf_sess_t *s, bool committed)
 {
     int n = s->ncbs;
     s->ncbs = 0;
+    s->prep_fn = NULL;
+    s->prep_arg = NULL;
     for (int i = 0; i < n; i++)
         s->cbs[i].fn(s->cbs[i].arg, committed);
 }
@@ -790,6 +805,11 @@ mf_txn_begin(mf_sess_t *s, mf_error_t *err)
 int
 mf_txn_commit(mf_sess_t *s, bool durable, mf_error_t *err)
 {
+    /* The transaction's own step first (it may still write), then the engine-wide hook (replication). */
+    if (s->prep_fn != NULL && s->prep_fn(s->prep_arg, s, err) != 0) {
+        mf_txn_abort(s);
+        return -1;
+    }
     if (s->st->precommit_hook && s->st->precommit_hook(s->st->precommit_hook_arg, s, err) != 0) {
         mf_txn_abort(s);
         return -1;
