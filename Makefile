@@ -46,7 +46,10 @@ CFLAGS  += $(CSTD) $(OPT) $(ALLOC_DEFS)
 LDFLAGS += $(filter -fsanitize%,$(OPT))
 
 SRCS    := $(shell find src -name '*.c' ! -path 'src/server/main.c' | sort)
-OBJS    := $(SRCS:%.c=$(BUILD)/%.o)
+# The console's page, script and style (src/http/console/) are compiled in,
+# as byte arrays that scripts/embed.sh writes (the server reads no file to serve them).
+CONSOLE := $(sort $(wildcard src/http/console/*))
+OBJS    := $(SRCS:%.c=$(BUILD)/%.o) $(BUILD)/gen/console_assets.o
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
@@ -57,6 +60,13 @@ lib: $(BUILD)/libmayfly.a $(BUILD)/libmayfly.so
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(INCS) -MMD -MP -c $< -o $@
+
+$(BUILD)/gen/console_assets.c: $(CONSOLE) scripts/embed.sh
+	@mkdir -p $(dir $@)
+	sh scripts/embed.sh $@ $(CONSOLE)
+
+$(BUILD)/gen/console_assets.o: $(BUILD)/gen/console_assets.c
+	$(CC) $(CFLAGS) $(INCS) -c $< -o $@
 
 $(BUILD)/libmayfly.a: $(OBJS)
 	@rm -f $@

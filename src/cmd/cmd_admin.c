@@ -237,6 +237,15 @@ cmd_server_status(mf_op_t *op)
     BSON_APPEND_BOOL(&sub, "persistent", !e->in_memory);
     bson_append_document_end(r, &sub);
 
+    int64_t cache_bytes, cache_max;
+    mf_storage_cache_stats(op->sess, &cache_bytes, &cache_max);
+    BSON_APPEND_DOCUMENT_BEGIN(r, "wiredTiger", &sub);
+    BSON_APPEND_DOCUMENT_BEGIN(&sub, "cache", &sub2);
+    BSON_APPEND_INT64(&sub2, "bytes currently in the cache", cache_bytes);
+    BSON_APPEND_INT64(&sub2, "maximum bytes configured", cache_max);
+    bson_append_document_end(&sub, &sub2);
+    bson_append_document_end(r, &sub);
+
     BSON_APPEND_DOCUMENT_BEGIN(r, "batchedDeletes", &sub);
     BSON_APPEND_INT64(&sub, "batches", atomic_load(&e->batched_deletes_batches));
     BSON_APPEND_INT64(&sub, "docs", atomic_load(&e->batched_deletes_docs));

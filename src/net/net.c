@@ -153,6 +153,8 @@ typedef struct server {
     bool topo_async_open;
     mf_tls_mode_t tls_mode; /* --tlsMode */
     mf_tls_ctx_t *tls;      /* NULL when TLS is disabled */
+    void (*detach)(void *arg); /* mf_net_opts_t's other front ends */
+    void *attach_arg;
 } server_t;
 
 /* Queued request bytes per connection beyond which reading pauses. */
@@ -912,6 +914,8 @@ on_signal(uv_signal_t *h, int signum)
     srv->stopping = true;
     mf_log(MF_LOG_INFO, "CONTROL", "received signal %d (%s), shutting down", signum, signum == SIGINT ? "SIGINT" : "SIGTERM");
     uv_close((uv_handle_t *)&srv->listener, NULL);
+    if (srv->detach)
+        srv->detach(srv->attach_arg);
     uv_close((uv_handle_t *)&srv->sigint, NULL);
     uv_close((uv_handle_t *)&srv->sigterm, NULL);
     /*
@@ -1002,6 +1006,13 @@ mf_net_serve(mf_engine_t *eng, const mf_net_opts_t *opts, mf_error_t *err)
         rc = mf_err_set(err, MF_E_HostUnreachable, "cannot listen on %s:%d: %s", bind_ip, port, uv_strerror(r));
         goto err_close_async;
     }
+    if (opts->attach != NULL && opts->attach(opts->attach_arg, srv.loop, err) != 0) {
+        uv_close((uv_handle_t *)&srv.listener, NULL);
+        rc = -1;
+        goto err_close_async;
+    }
+    srv.detach = opts->detach;
+    srv.attach_arg = opts->attach_arg;
     uv_signal_init(srv.loop, &srv.sigint);
     uv_signal_init(srv.loop, &srv.sigterm);
     srv.sigint.data = srv.sigterm.data = &srv;

@@ -24,6 +24,14 @@ typedef struct mf_net_opts {
     const mf_tls_opts_t *tls; /* --tlsMode and its files; NULL: TLS disabled */
     void (*ready)(void *arg); /* called once the listener is up, or NULL */
     void *ready_arg;
+    /*
+     * Other front ends on the same loop (the HTTP port): attach runs once the
+     * listener is up (non-zero stops start-up, err set); detach runs at
+     * shutdown, when the listener closes. Either may be NULL.
+     */
+    int (*attach)(void *arg, void *uv_loop, mf_error_t *err);
+    void (*detach)(void *arg);
+    void *attach_arg;
 } mf_net_opts_t;
 
 /*

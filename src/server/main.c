@@ -24,6 +24,8 @@
  *                         with --tlsCertificateKeyFile PEM, --tlsCAFile PEM (client certificates
  *                         required unless --tlsAllowConnectionsWithoutCertificates),
  *                         --tlsAllowInvalidCertificates; the ssl* spellings too
+ *   --httpPort N          the HTTP port: TTL console, /api/ttl, /metrics (default: --port + 1000;
+ *                         0: none; net.http.port; src/http/)
  *   --logpath FILE        the JSON log to FILE instead of stderr (--logappend: append);
  *                         SIGUSR1 reopens it for log rotation
  *   --config FILE         mongod.conf (YAML, libyaml: net.port, net.bindIp, storage.dbPath,
@@ -50,6 +52,7 @@
 #include "common/alloc.h"
 #include "common/log.h"
 #include "common/params.h"
+#include "http/http.h"
 #include "net/net.h"
 #include "repl/repl.h"
 
@@ -64,6 +67,28 @@ const char *
 __lsan_default_suppressions(void)
 {
     return "leak:libwiredtiger.so\n";
+}
+
+/* The HTTP port as a front end of the network loop (mf_net_opts_t attach/detach). */
+typedef struct http_front {
+    mf_engine_t *eng;
+    mf_http_opts_t opts;
+    mf_http_t *http;
+} http_front_t;
+
+static int
+http_attach(void *arg, void *loop, mf_error_t *err)
+{
+    http_front_t *f = arg;
+    return mf_http_start(f->eng, loop, &f->opts, &f->http, err);
+}
+
+static void
+http_detach(void *arg)
+{
+    http_front_t *f = arg;
+    mf_http_stop(f->http);
+    f->http = NULL;
 }
 
 typedef struct opts {
@@ -86,6 +111,7 @@ typedef struct opts {
     char tls_cert[1024], tls_ca[1024];
     char log_path[1024];   /* --logpath, systemLog.path: the JSON log goes there instead of stderr */
     bool log_append;       /* --logappend, systemLog.logAppend */
+    int http_port;         /* --httpPort, net.http.port: -1 for the default (port + 1000), 0 for none */
 } opts_t;
 
 static void
@@ -96,7 +122,7 @@ usage(FILE *f)
                "               [--oplogSize MB] [--auth] [--keyFile FILE] [--config FILE] [--version]\n"
                "               [--tlsMode disabled|allowTLS|preferTLS|requireTLS] [--tlsCertificateKeyFile PEM]\n"
                "               [--tlsCAFile PEM] [--tlsAllowConnectionsWithoutCertificates] [--tlsAllowInvalidCertificates]\n"
-               "               [--logpath FILE] [--logappend]\n");
+               "               [--logpath FILE] [--logappend] [--httpPort N]\n");
 }
 
 static int apply_flag(opts_t *o, const char *name, const char *val, bson_t *parsed);
@@ -174,6 +200,7 @@ static const struct {
     {"net.port", "port"},
     {"net.bindIp", "bind_ip"},
     {"net.maxIncomingConnections", "maxConns"},
+    {"net.http.port", "httpPort"},
     {"net.tls.mode", "tlsMode"},
     {"net.tls.certificateKeyFile", "tlsCertificateKeyFile"},
     {"net.tls.CAFile", "tlsCAFile"},
@@ -324,6 +351,14 @@ apply_flag(opts_t *o, const char *name, const char *val, bson_t *parsed)
             fprintf(stderr, "mayflyd: bad --port %s\n", val);
             return -1;
         }
+    } else if (strcmp(name, "httpPort") == 0) {
+        char *end;
+        long v = strtol(val, &end, 10);
+        if (*val == '\0' || *end != '\0' || v < 0 || v > 65535) {
+            fprintf(stderr, "mayflyd: bad --httpPort %s (0 turns the HTTP port off)\n", val);
+            return -1;
+        }
+        o->http_port = (int)v;
     } else if (strcmp(name, "bind_ip") == 0) {
         snprintf(o->bind_ip, sizeof(o->bind_ip), "%s", val);
     } else if (strcmp(name, "dbpath") == 0) {
@@ -600,7 +635,7 @@ opts_free(opts_t *o)
 int
 main(int argc, char **argv)
 {
-    opts_t o = {.port = 27017, .bind_ip = "127.0.0.1", .dbpath = "./data", .workers = 0};
+    opts_t o = {.port = 27017, .bind_ip = "127.0.0.1", .dbpath = "./data", .workers = 0, .http_port = -1};
     bson_t *argv_doc = bson_new(), *parsed = bson_new(), net, storage, sp;
     mf_engine_t *eng;
     mf_error_t err;
@@ -765,8 +800,14 @@ main(int argc, char **argv)
         }
         mf_log(MF_LOG_INFO, "REPL", "member of replica set %s, raft port %d", o.repl_set, raft_port);
     }
+    /* The HTTP port (console, /api/ttl, /metrics) shares the network loop. */
+    http_front_t hf = {.eng = eng,
+                       .opts = {.bind_ip = o.bind_ip,
+                                .port = o.http_port >= 0 ? o.http_port : (o.port + 1000 <= 65535 ? o.port + 1000 : 0),
+                                .port_given = o.http_port >= 0}};
     mf_net_opts_t no = {.bind_ip = o.bind_ip, .port = o.port, .workers = workers, .max_workers = max_workers,
-                        .max_conns = o.max_conns, .tls = &o.tls, .ready = on_ready, .ready_arg = NULL};
+                        .max_conns = o.max_conns, .tls = &o.tls, .ready = on_ready, .ready_arg = NULL,
+                        .attach = http_attach, .detach = http_detach, .attach_arg = &hf};
     if (mf_net_serve(eng, &no, &err) != 0) {
         mf_log(MF_LOG_ERROR, "NETWORK", "%s", err.msg);
         rc = 1;

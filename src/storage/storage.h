@@ -69,6 +69,8 @@ void mf_storage_session_release(mf_sess_t *s);
 
 /* mf_storage_table_size: bytes on disk of a table's file ("table:..."), 0 if unknown. */
 int64_t mf_storage_table_size(mf_sess_t *s, const char *uri);
+/* mf_storage_cache_stats: bytes in WiredTiger's cache now and its configured size (0s if unknown). */
+void mf_storage_cache_stats(mf_sess_t *s, int64_t *bytes, int64_t *max_bytes);
 
 /*
  * mf_storage_table_config: the creation config for a table of kind

@@ -559,6 +559,25 @@ file_stats(mf_sess_t *s, const char *uri, const char *config, const int *keys, i
     return 0;
 }
 
+void
+mf_storage_cache_stats(mf_sess_t *s, int64_t *bytes, int64_t *max_bytes)
+{
+    WT_CURSOR *c;
+    static const int keys[2] = {WT_STAT_CONN_CACHE_BYTES_INUSE, WT_STAT_CONN_CACHE_BYTES_MAX};
+    int64_t *vals[2] = {bytes, max_bytes};
+
+    *bytes = *max_bytes = 0;
+    if (s->wt->open_cursor(s->wt, "statistics:", NULL, "statistics=(fast)", &c) != 0)
+        return;
+    for (int i = 0; i < 2; i++) {
+        const char *desc, *pvalue;
+        c->set_key(c, keys[i]);
+        if (c->search(c) == 0)
+            (void)c->get_value(c, &desc, &pvalue, vals[i]);
+    }
+    c->close(c);
+}
+
 int64_t
 mf_storage_table_size(mf_sess_t *s, const char *uri)
 {

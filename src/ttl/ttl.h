@@ -84,6 +84,16 @@ void mf_ttl_monitor_free(mf_ttl_monitor_t *m);
 void mf_ttl_status_append(mf_ttl_monitor_t *m, bson_t *doc);
 
 /*
+ * mf_ttl_indexes_append: appends one document per TTL index to the array arr
+ * (the console's list, GET /api/ttl): db, collection, name, key,
+ * expireAfterSeconds, archive, nextDueAt (Date, or null when no document is
+ * indexed by a Date) and backlog (documents due now). Like
+ * mf_ttl_status_append, it asks the monitor for fresh counts and waits up to
+ * 250 ms for them.
+ */
+void mf_ttl_indexes_append(mf_ttl_monitor_t *m, bson_t *arr);
+
+/*
  * mf_ttl_notify: tells the monitor to recompute its next deadline now (it
  * does so by itself on every DDL event it observes). Cheap; callable with
  * any lock held.

@@ -76,6 +76,7 @@
 #define NO_DEADLINE INT64_MAX
 #define BACKLOG_CAP 1000000
 #define LAT_BUCKETS 64
+#define RATE_SECS 10
 
 /* One TTL index as a sub-pass sees it (copied out of the catalog). */
 typedef struct ttl_target {
@@ -87,6 +88,18 @@ typedef struct ttl_target {
     uint8_t resume[DATE_KEY_LEN + 8];
     size_t resume_len; /* 0: start of the Date range */
 } ttl_target_t;
+
+/* One TTL index as the console shows it (mf_ttl_indexes_append). */
+typedef struct idx_snap {
+    char ns[256];
+    char *index;    /* owned */
+    char field[256]; /* the key's field */
+    int desc;       /* -1 for a descending key, else 1 */
+    int64_t secs;   /* expireAfterSeconds as specified (not the bucket span a time-series adds) */
+    bool archive;   /* the index's archive option (SPEC I2) */
+    int64_t due;    /* NO_DEADLINE if nothing is indexed by a Date */
+    int64_t backlog;
+} idx_snap_t;
 
 struct mf_ttl_monitor {
     mf_ttl_env_t env;
@@ -120,8 +133,18 @@ struct mf_ttl_monitor {
     _Atomic bool backlog_capped;
     int64_t refresh_req, refresh_done; /* guarded by mu */
     pthread_cond_t refresh_cv;    /* deletions per second over the last visit that deleted */
+    /*
+     * Per-index view for the console (mf_ttl_indexes_append): rebuilt with
+     * every deadline recomputation, each backlog lowered as its index's
+     * batches commit. Guarded by lat_mu.
+     */
+    idx_snap_t *snap;
+    int nsnap, capsnap;
     /* lateness histogram: bucket i holds latenesses in [2^(i-1), 2^i) ms; bucket 0 is < 1 ms */
     pthread_mutex_t lat_mu;
+    int64_t lat_sum;   /* ms, for Prometheus's _sum */
+    /* Deletions in each of the last RATE_SECS wall seconds (rate[s % RATE_SECS], stamped with s). */
+    int64_t rate_n[RATE_SECS], rate_sec[RATE_SECS];
     int64_t lat_count;
     int64_t lat_max;
     int64_t lat_buckets[LAT_BUCKETS];
@@ -171,6 +194,15 @@ lateness_record(mf_ttl_monitor_t *m, int64_t ms)
     pthread_mutex_lock(&m->lat_mu);
     m->lat_buckets[b]++;
     m->lat_count++;
+    if (m->lat_sum <= INT64_MAX - ms)
+        m->lat_sum += ms;
+    int64_t sec = mf_mono_ms() / 1000;
+    int slot = (int)(sec % RATE_SECS);
+    if (m->rate_sec[slot] != sec) {
+        m->rate_sec[slot] = sec;
+        m->rate_n[slot] = 0;
+    }
+    m->rate_n[slot]++;
     if (ms > m->lat_max)
         m->lat_max = ms;
     pthread_mutex_unlock(&m->lat_mu);
@@ -393,6 +425,46 @@ index_deadline(mf_sess_t *s, mf_index_t *ix, int64_t secs, int64_t now, int64_t 
     return deadline;
 }
 
+/* Fills e for index ix of collection c (catalog lock held). */
+static void
+snap_fill(idx_snap_t *e, const mf_coll_t *c, const mf_index_t *ix, int64_t due, int64_t backlog)
+{
+    bson_iter_t it;
+    int64_t n;
+
+    snprintf(e->ns, sizeof(e->ns), "%s", c->ns);
+    e->index = mf_strdup(ix->name);
+    snprintf(e->field, sizeof(e->field), "%s", ix->kp.fields[0]);
+    e->desc = ix->kp.desc[0] ? -1 : 1;
+    e->secs = mf_ttl_index_seconds(ix->spec, &n) ? n : c->ts_expire;
+    e->archive = bson_iter_init_find(&it, ix->spec, "archive") && BSON_ITER_HOLDS_BOOL(&it) && bson_iter_bool(&it);
+    e->due = due;
+    e->backlog = backlog;
+}
+
+static void
+snap_free(idx_snap_t *v, int n)
+{
+    for (int i = 0; i < n; i++)
+        free(v[i].index);
+    free(v);
+}
+
+/* Lowers the console's backlog of index (ns, name) by n after a committed batch. */
+static void
+snap_deleted(mf_ttl_monitor_t *m, const char *ns, const char *name, int64_t n)
+{
+    pthread_mutex_lock(&m->lat_mu);
+    for (int i = 0; i < m->nsnap; i++) {
+        idx_snap_t *e = &m->snap[i];
+        if (strcmp(e->ns, ns) == 0 && strcmp(e->index, name) == 0) {
+            e->backlog = e->backlog > n ? e->backlog - n : 0;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&m->lat_mu);
+}
+
 /* ---------- one visit ---------- */
 
 typedef struct check_ctx {
@@ -604,6 +676,8 @@ visit(mf_ttl_monitor_t *m, mf_sess_t *s, ttl_target_t *t)
             lateness_record(m, late);
         }
         atomic_fetch_add(&m->deleted, st.deleted);
+        if (st.deleted > 0)
+            snap_deleted(m, t->ns, t->index, st.deleted);
         int64_t b = atomic_load(&m->backlog);
         while (b > 0 && !atomic_compare_exchange_weak(&m->backlog, &b, b > st.deleted ? b - st.deleted : 0))
             ;
@@ -694,6 +768,8 @@ compute_next_due(mf_ttl_monitor_t *m, mf_sess_t *s)
     pthread_mutex_unlock(&m->mu);
     mf_catalog_rdlock(m->env.cat);
     mf_catalog_coll_list(m->env.cat, NULL, collect_targets, &l);
+    idx_snap_t *snap = l.n ? mf_calloc((size_t)l.n, sizeof(*snap)) : NULL;
+    int nsnap = 0;
     for (int i = 0; i < l.n; i++) {
         mf_coll_t *c = refind(m, &l.v[i]);
         int64_t secs;
@@ -701,11 +777,18 @@ compute_next_due(mf_ttl_monitor_t *m, mf_sess_t *s)
         if (ix == NULL)
             continue;
         /* The backlog is counted here, on the monitor's thread (bounded), never by serverStatus. */
+        int64_t before = backlog;
         int64_t d = index_deadline(s, ix, secs, now, &backlog, cap > backlog ? cap - backlog : 0);
         if (d < best)
             best = d;
+        snap_fill(&snap[nsnap++], c, ix, d, backlog - before);
     }
     mf_catalog_unlock(m->env.cat);
+    pthread_mutex_lock(&m->lat_mu);
+    snap_free(m->snap, m->nsnap);
+    m->snap = snap;
+    m->nsnap = nsnap;
+    pthread_mutex_unlock(&m->lat_mu);
     atomic_store(&m->backlog, backlog);
     atomic_store(&m->backlog_capped, backlog >= cap);
     pthread_mutex_lock(&m->mu);
@@ -951,6 +1034,7 @@ mf_ttl_monitor_free(mf_ttl_monitor_t *m)
     if (m == NULL)
         return;
     mf_ttl_monitor_stop(m);
+    snap_free(m->snap, m->nsnap);
     pthread_cond_destroy(&m->refresh_cv);
     pthread_cond_destroy(&m->cv);
     pthread_mutex_destroy(&m->mu);
@@ -959,6 +1043,61 @@ mf_ttl_monitor_free(mf_ttl_monitor_t *m)
 }
 
 /* ---------- serverStatus ---------- */
+
+/*
+ * Asks the monitor for a fresh backlog count and waits for it briefly (it is
+ * counted on the monitor's thread); while the monitor is busy with a pass,
+ * the counts it keeps (lowered as it deletes) stand.
+ */
+static void
+refresh(mf_ttl_monitor_t *m)
+{
+    if (!m->running || atomic_load(&m->busy))
+        return;
+    pthread_mutex_lock(&m->mu);
+    int64_t want = ++m->refresh_req;
+    m->kick = true;
+    pthread_cond_signal(&m->cv);
+    struct timespec ts = mf_mono_deadline(250);
+    while (m->refresh_done < want && !m->stop) {
+        if (pthread_cond_timedwait(&m->refresh_cv, &m->mu, &ts) != 0)
+            break;
+    }
+    pthread_mutex_unlock(&m->mu);
+}
+
+void
+mf_ttl_indexes_append(mf_ttl_monitor_t *m, bson_t *arr)
+{
+    char key[16];
+    bson_t e, k;
+
+    refresh(m);
+    pthread_mutex_lock(&m->lat_mu);
+    for (int i = 0; i < m->nsnap; i++) {
+        const idx_snap_t *x = &m->snap[i];
+        const char *dot = strchr(x->ns, '.');
+        size_t dblen = dot ? (size_t)(dot - x->ns) : strlen(x->ns);
+        const char *kp;
+        bson_uint32_to_string((uint32_t)i, &kp, key, sizeof(key));
+        BSON_APPEND_DOCUMENT_BEGIN(arr, kp, &e);
+        bson_append_utf8(&e, "db", 2, x->ns, (int)dblen);
+        BSON_APPEND_UTF8(&e, "collection", dot ? dot + 1 : "");
+        BSON_APPEND_UTF8(&e, "name", x->index);
+        BSON_APPEND_DOCUMENT_BEGIN(&e, "key", &k);
+        BSON_APPEND_INT32(&k, x->field, x->desc);
+        bson_append_document_end(&e, &k);
+        BSON_APPEND_INT64(&e, "expireAfterSeconds", x->secs);
+        BSON_APPEND_BOOL(&e, "archive", x->archive);
+        if (x->due == NO_DEADLINE)
+            BSON_APPEND_NULL(&e, "nextDueAt");
+        else
+            BSON_APPEND_DATE_TIME(&e, "nextDueAt", x->due);
+        BSON_APPEND_INT64(&e, "backlog", x->backlog);
+        bson_append_document_end(arr, &e);
+    }
+    pthread_mutex_unlock(&m->lat_mu);
+}
 
 void
 mf_ttl_status_append(mf_ttl_monitor_t *m, bson_t *doc)
@@ -974,9 +1113,17 @@ mf_ttl_status_append(mf_ttl_monitor_t *m, bson_t *doc)
     memcpy(buckets, m->lat_buckets, sizeof(buckets));
     count = m->lat_count;
     max = m->lat_max;
+    int64_t sum = m->lat_sum, recent = 0, now_sec = mf_mono_ms() / 1000;
+    for (int i = 0; i < RATE_SECS; i++) {
+        /* The last RATE_SECS whole seconds, not the one in progress. */
+        if (m->rate_sec[i] < now_sec && m->rate_sec[i] >= now_sec - RATE_SECS)
+            recent += m->rate_n[i];
+    }
     pthread_mutex_unlock(&m->lat_mu);
+    BSON_APPEND_DOUBLE(doc, "deletesPerSecond", (double)recent / RATE_SECS);
     BSON_APPEND_DOCUMENT_BEGIN(doc, "lateness", &sub);
     BSON_APPEND_INT64(&sub, "count", count);
+    BSON_APPEND_INT64(&sub, "sumMs", sum);
     BSON_APPEND_INT64(&sub, "p50Ms", lateness_quantile(buckets, count, max, 0.50));
     BSON_APPEND_INT64(&sub, "p99Ms", lateness_quantile(buckets, count, max, 0.99));
     BSON_APPEND_INT64(&sub, "maxMs", max);
@@ -996,18 +1143,7 @@ mf_ttl_status_append(mf_ttl_monitor_t *m, bson_t *doc)
      * is counted on the monitor's thread); while the monitor is busy with a
      * pass, the count it keeps (lowered as it deletes) is reported.
      */
-    if (m->running && !atomic_load(&m->busy)) {
-        pthread_mutex_lock(&m->mu);
-        int64_t want = ++m->refresh_req;
-        m->kick = true;
-        pthread_cond_signal(&m->cv);
-        struct timespec ts = mf_mono_deadline(250);
-        while (m->refresh_done < want && !m->stop) {
-            if (pthread_cond_timedwait(&m->refresh_cv, &m->mu, &ts) != 0)
-                break;
-        }
-        pthread_mutex_unlock(&m->mu);
-    }
+    refresh(m);
     int64_t backlog = atomic_load(&m->backlog);
     bool capped = atomic_load(&m->backlog_capped);
     BSON_APPEND_INT64(doc, "backlog", backlog);
