@@ -48,12 +48,13 @@ spec_with(const bson_t *spec, const char *name, const bson_value_t *v, bson_t *o
 }
 
 typedef struct index_mod {
-    bool has_name, has_key, has_secs, has_hidden;
+    bool has_name, has_key, has_secs, has_hidden, has_archive;
     const char *name;
     bson_t key;
     const bson_value_t *secs_v;
     int32_t secs;
     bool hidden;
+    bool archive; /* mayfly: archive-on-expire (SPEC I2) */
 } index_mod_t;
 
 /* Parses and checks the `index` sub-document (everything that needs no catalog). */
@@ -92,6 +93,12 @@ parse_index_mod(mf_op_t *op, bson_iter_t *idx, index_mod_t *m)
                                   mf_type_name(bson_iter_type(&it)));
             m->hidden = bson_iter_bool(&it);
             m->has_hidden = true;
+        } else if (strcmp(k, "archive") == 0) {
+            if (!BSON_ITER_HOLDS_BOOL(&it))
+                return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field 'collMod.index.archive' is the wrong type '%s', expected type 'bool'",
+                                  mf_type_name(bson_iter_type(&it)));
+            m->archive = bson_iter_bool(&it);
+            m->has_archive = true;
         } else {
             return mf_err_set(&op->err, MF_E_InvalidOptions, "'%s' option not supported in collMod index", k);
         }
@@ -100,8 +107,8 @@ parse_index_mod(mf_op_t *op, bson_iter_t *idx, index_mod_t *m)
         return mf_err_set(&op->err, MF_E_InvalidOptions, "Cannot specify both key pattern and name.");
     if (!m->has_name && !m->has_key)
         return mf_err_set(&op->err, MF_E_InvalidOptions, "Must specify either index name or key pattern.");
-    if (!m->has_secs && !m->has_hidden)
-        return mf_err_set(&op->err, MF_E_InvalidOptions, "no expireAfterSeconds or hidden field");
+    if (!m->has_secs && !m->has_hidden && !m->has_archive)
+        return mf_err_set(&op->err, MF_E_InvalidOptions, "no expireAfterSeconds, hidden or archive field");
     if (m->has_secs) {
         const bson_value_t *v = m->secs_v;
         if (!mf_value_is_number(v))
@@ -177,6 +184,22 @@ apply_index_mod(mf_op_t *op, mf_coll_t *c, const index_mod_t *m)
         BSON_APPEND_BOOL(op->reply, "hidden_old", old);
         BSON_APPEND_BOOL(op->reply, "hidden_new", m->hidden);
         spec_with(&cur, "hidden", m->hidden ? &hv : NULL, &next);
+        bson_destroy(&cur);
+        bson_steal(&cur, &next);
+    }
+    if (m->has_archive) {
+        int64_t n;
+        if (!mf_ttl_index_seconds(&cur, &n)) {
+            bson_destroy(&cur);
+            return mf_err_set(&op->err, MF_E_InvalidOptions,
+                              "the archive option is only valid on a TTL index (one with expireAfterSeconds)");
+        }
+        bool old = bson_iter_init_find(&it, &cur, "archive") && bson_iter_as_bool(&it);
+        bson_value_t av = {.value_type = BSON_TYPE_BOOL};
+        av.value.v_bool = true;
+        BSON_APPEND_BOOL(op->reply, "archive_old", old);
+        BSON_APPEND_BOOL(op->reply, "archive_new", m->archive);
+        spec_with(&cur, "archive", m->archive ? &av : NULL, &next);
         bson_destroy(&cur);
         bson_steal(&cur, &next);
     }

@@ -93,6 +93,7 @@ identity_options(const bson_t *spec, bson_t *out)
 /* The index spec fields MongoDB 8.0 accepts (index_key_validate.cpp); any other is 197. */
 static const char *const allowed_spec_fields[] = {
     "v", "key", "name", "ns", "unique", "sparse", "partialFilterExpression", "expireAfterSeconds", "hidden",
+    "archive", /* mayfly: archive-on-expire (SPEC I2) */
     "collation", "background", "storageEngine", "weights", "default_language", "language_override",
     "textIndexVersion", "2dsphereIndexVersion", "bits", "min", "max", "dropDups", "prepareUnique",
     "wildcardProjection", "coarsestIndexedLevel", "finestIndexedLevel", "clustered", "columnstoreProjection",
@@ -259,7 +260,7 @@ mf_index_spec_normalise(const bson_t *req, bson_t *out, mf_error_t *err)
     char name[1024];
     const char *given_name = NULL;
     char shown[600];
-    bool has_partial = false, sparse = false, has_ttl = false, hidden = false;
+    bool has_partial = false, sparse = false, has_ttl = false, hidden = false, has_archive = false;
     /* A copy: bson_iter_value points into the iterator, which moves on (a number, so nothing to free). */
     bson_value_t version_value;
     const bson_value_t *version = NULL;
@@ -316,6 +317,11 @@ mf_index_spec_normalise(const bson_t *req, bson_t *out, mf_error_t *err)
                 return SPEC_ERR(err, MF_E_TypeMismatch, shown, "The field 'hidden' must be a bool, but got %s",
                                 mf_type_name(v->value_type));
             hidden = bson_iter_bool(&it);
+        } else if (strcmp(k, "archive") == 0) {
+            if (!BSON_ITER_HOLDS_BOOL(&it))
+                return SPEC_ERR(err, MF_E_TypeMismatch, shown, "The field 'archive' must be a bool, but got %s",
+                                mf_type_name(v->value_type));
+            has_archive = true;
         } else if (strcmp(k, "partialFilterExpression") == 0 || strcmp(k, "collation") == 0 ||
                    strcmp(k, "storageEngine") == 0 || strcmp(k, "originalSpec") == 0) {
             if (!BSON_ITER_HOLDS_DOCUMENT(&it))
@@ -339,6 +345,9 @@ mf_index_spec_normalise(const bson_t *req, bson_t *out, mf_error_t *err)
             has_ttl = true;
         }
     }
+    if (has_archive && !has_ttl)
+        return SPEC_ERR(err, MF_E_CannotCreateIndex, shown,
+                        "The field 'archive' is only valid for a TTL index (one with 'expireAfterSeconds')");
     if (sparse && has_partial)
         return SPEC_ERR(err, MF_E_CannotCreateIndex, shown, "cannot mix \"partialFilterExpression\" and \"sparse\" options");
     if (has_partial) {

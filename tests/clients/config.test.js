@@ -5,7 +5,9 @@
  * replication, systemLog, setParameter as a mapping of parameters), unknown
  * keys stop start-up with a clear message, the older flat "name = value"
  * file still works, and systemLog.path sends the JSON log to a file that
- * SIGTERM-free rotation (mv + SIGUSR1) reopens.
+ * SIGTERM-free rotation (mv + SIGUSR1) reopens. net.http.port moves the
+ * HTTP port (0: none); a busy explicit one stops start-up, a busy default
+ * one is logged and skipped.
  *
  * The harness gives --port and --dbpath on the command line; the files here
  * set everything else.
@@ -104,6 +106,56 @@ h.test('the flat "name = value" file of earlier versions still works', { timeout
       await h.expectCode(c.db('t').collection('c').findOne(), 13);
     } finally { await c.close(true); }
   });
+});
+
+async function httpGet(port, p) {
+  const r = await fetch(`http://127.0.0.1:${port}${p}`);
+  return { status: r.status, body: await r.text() };
+}
+
+h.test('net.http.port in mongod.conf moves the HTTP port; 0 turns it off', { timeout: 60000 }, async () => {
+  const port = await h.freePort();
+  const file = conf('http.conf', `net:\n  bindIp: 127.0.0.1\n  http:\n    port: ${port}\n`);
+  await withServer(['--config', file], async () => {
+    const r = await httpGet(port, '/api/ttl');
+    assert.equal(r.status, 200);
+    assert.ok(Array.isArray(JSON.parse(r.body).indexes));
+  });
+  const off = conf('http-off.conf', 'net:\n  http:\n    port: 0\n');
+  await withServer(['--config', off], async (s) => {
+    assert.equal(await h.tryConnect(s.port + 1000), false, 'no HTTP listener on the default port');
+    assert.match(s.stderrTail(400), /"Waiting for connections/);
+    assert.doesNotMatch(s.stderrTail(400), /HTTP console and metrics on/);
+  });
+});
+
+h.test('a busy --httpPort stops start-up; a busy default HTTP port is logged and skipped', { timeout: 60000 }, async () => {
+  const net = require('node:net');
+  const blocker = net.createServer();
+  const busy = await h.freePort();
+  await new Promise((res) => blocker.listen(busy, '127.0.0.1', res));
+  try {
+    const r = spawnSync(h.binaryPath(), ['--port', String(await h.freePort()), '--dbpath', fs.mkdtempSync(path.join(DIR, 'd')),
+      '--httpPort', String(busy)], { encoding: 'utf8', timeout: 30000 });
+    assert.notEqual(r.status, 0, 'start-up fails');
+    assert.match(r.stderr, /cannot listen for HTTP on 127\.0\.0\.1:\d+/);
+    // The default (port + 1000) busy: the server runs without the HTTP port and says why.
+    const s = new h.MayflyServer({});
+    s.port = busy - 1000;
+    if (s.port > 1024 && await h.tryConnect(s.port) === false) {
+      await s.start();
+      try {
+        const c = new MongoClient(s.uri);
+        try { assert.equal((await c.db('admin').command({ ping: 1 })).ok, 1); } finally { await c.close(true); }
+        assert.match(s.stderrTail(400), /HTTP port 127\.0\.0\.1:\d+ is not available/);
+      } finally {
+        await s.stop();
+        s.cleanup();
+      }
+    }
+  } finally {
+    blocker.close();
+  }
 });
 
 h.test('cleanup', () => fs.rmSync(DIR, { recursive: true, force: true }));
