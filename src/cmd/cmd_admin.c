@@ -17,6 +17,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include "archive/archive.h"
 #include "cmd/cmd.h"
 #include "common/curop.h"
 #include "engine/cursor.h"
@@ -189,6 +190,57 @@ read_mem(int64_t *rss_mb, int64_t *virt_mb)
     fclose(f);
 }
 
+typedef struct archive_list {
+    mf_engine_t *eng;
+    bson_t *arr;
+    int n;
+    mf_archive_stats_t total;
+} archive_list_t;
+
+static void
+archive_coll(void *arg, mf_coll_t *c)
+{
+    archive_list_t *l = arg;
+    mf_archive_stats_t st;
+    char key[16];
+    const char *kp;
+    bson_t e;
+
+    mf_archive_stats(l->eng->archive, c->uuid, &st);
+    if (st.segments == 0 && st.docs == 0)
+        return;
+    bson_uint32_to_string((uint32_t)l->n++, &kp, key, sizeof(key));
+    BSON_APPEND_DOCUMENT_BEGIN(l->arr, kp, &e);
+    BSON_APPEND_UTF8(&e, "db", c->db);
+    BSON_APPEND_UTF8(&e, "collection", c->name);
+    BSON_APPEND_INT64(&e, "bytes", st.bytes);
+    BSON_APPEND_INT64(&e, "documents", st.docs);
+    BSON_APPEND_INT64(&e, "segments", st.segments);
+    bson_append_document_end(l->arr, &e);
+}
+
+/* serverStatus().archive (mayfly, SPEC I2): archive totals and each collection's share. */
+static void
+append_archive_status(mf_engine_t *e, bson_t *r)
+{
+    bson_t sub, arr;
+    archive_list_t l = {e, &arr, 0, {0}};
+
+    if (e->archive == NULL)
+        return;
+    mf_archive_stats(e->archive, NULL, &l.total);
+    BSON_APPEND_DOCUMENT_BEGIN(r, "archive", &sub);
+    BSON_APPEND_INT64(&sub, "bytes", l.total.bytes);
+    BSON_APPEND_INT64(&sub, "documents", l.total.docs);
+    BSON_APPEND_INT64(&sub, "segments", l.total.segments);
+    BSON_APPEND_ARRAY_BEGIN(&sub, "collections", &arr);
+    mf_catalog_rdlock(e->cat);
+    mf_catalog_coll_list(e->cat, NULL, archive_coll, &l);
+    mf_catalog_unlock(e->cat);
+    bson_append_array_end(&sub, &arr);
+    bson_append_document_end(r, &sub);
+}
+
 static int
 cmd_server_status(mf_op_t *op)
 {
@@ -245,6 +297,8 @@ cmd_server_status(mf_op_t *op)
     BSON_APPEND_INT64(&sub2, "maximum bytes configured", cache_max);
     bson_append_document_end(&sub, &sub2);
     bson_append_document_end(r, &sub);
+
+    append_archive_status(e, r);
 
     BSON_APPEND_DOCUMENT_BEGIN(r, "batchedDeletes", &sub);
     BSON_APPEND_INT64(&sub, "batches", atomic_load(&e->batched_deletes_batches));

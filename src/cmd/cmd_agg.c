@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "archive/archive.h"
 #include "common/alloc.h"
 #include "catalog/coll_write.h"
 #include "cmd/cmd.h"
@@ -51,6 +52,10 @@ typedef struct agg_scan_ctx {
     agg_write_t *write;       /* where env->write_out records its work */
     int view_depth;           /* views being expanded (views on views) */
     struct agg_stream *stream; /* streaming source (env->pull), or NULL */
+    /* $archived (SPEC I2): the first scan reads this collection's archive instead (archive_pending). */
+    bool archive_pending;
+    uint8_t archive_uuid[16];
+    bool archive_none; /* the collection does not exist (or is a view): its archive is empty */
 } agg_scan_ctx_t;
 
 typedef struct agg_visit_adapter {
@@ -76,6 +81,34 @@ static int view_scan(agg_scan_ctx_t *x, const char *name, const bson_t *filter, 
                      mf_error_t *err);
 
 /* env->scan: the catalog lock is already held (shared) by mf_cmd_aggregate. */
+/*
+ * $archived's source: the collection's archived documents, oldest first
+ * (every stage after it runs on them as usual). Checks for interruption
+ * (killOp, maxTimeMS, shutdown) every 256 documents.
+ */
+static int
+archive_scan(agg_scan_ctx_t *x, mf_agg_visit_fn visit, void *arg, mf_error_t *err)
+{
+    mf_archive_reader_t *r;
+    const bson_t *doc;
+    int rc, n = 0;
+
+    if (mf_archive_reader_open(x->op->eng->archive, x->archive_uuid, &r, err) != 0)
+        return -1;
+    while ((rc = mf_archive_reader_next(r, &doc, err)) == 1) {
+        if ((++n & 255) == 0 && mf_curop_check_current(err) != 0) {
+            rc = -1;
+            break;
+        }
+        if (visit(arg, doc) < 0) {
+            rc = -1;
+            break;
+        }
+    }
+    mf_archive_reader_close(r);
+    return rc < 0 ? -1 : 0;
+}
+
 static int
 agg_scan(void *ctx, const char *coll, const bson_t *filter, mf_agg_visit_fn visit, void *arg, mf_error_t *err)
 {
@@ -83,6 +116,10 @@ agg_scan(void *ctx, const char *coll, const bson_t *filter, mf_agg_visit_fn visi
     if (x->only_doc != NULL) {
         int r = visit(arg, x->only_doc);
         return r < 0 ? -1 : 0;
+    }
+    if (x->archive_pending) {
+        x->archive_pending = false;
+        return x->archive_none ? 0 : archive_scan(x, visit, arg, err);
     }
     mf_coll_t *c = mf_catalog_coll_find(x->op->eng->cat, x->op->db, coll);
     if (c == NULL)
@@ -788,7 +825,8 @@ mf_cmd_aggregate(mf_op_t *op)
      * the pipeline's only input (mongosh's db.c.stats() sends it).
      */
     bson_t rest, stats_doc;
-    bool collstats = false;
+    bool collstats = false, archived = false, archive_none = false;
+    uint8_t archive_uuid[16] = {0};
     const bson_value_t *pv = bson_iter_value(&it);
     bson_value_t rest_v;
     if (name != NULL) {
@@ -797,12 +835,25 @@ mf_cmd_aggregate(mf_op_t *op)
         bson_init_static(&arr, pv->value.v_doc.data, pv->value.v_doc.data_len);
         if (bson_iter_init(&si, &arr) && bson_iter_next(&si) && BSON_ITER_HOLDS_DOCUMENT(&si) &&
             bson_iter_recurse(&si, &first) && bson_iter_next(&first) &&
-            strcmp(bson_iter_key(&first), "$collStats") == 0) {
+            (strcmp(bson_iter_key(&first), "$collStats") == 0 || strcmp(bson_iter_key(&first), "$archived") == 0)) {
             int k = 0;
             char key[16];
-            if (mf_cmd_coll_stats_doc(op, name, &stats_doc) != 0)
+            if (bson_iter_key(&first)[1] == 'a') {
+                /* $archived: {} (SPEC I2): the source is the collection's archive. */
+                if (!BSON_ITER_HOLDS_DOCUMENT(&first) || bson_iter_value(&first)->value.v_doc.data_len != 5)
+                    return mf_err_set(&op->err, MF_E_FailedToParse,
+                                      "the $archived stage takes an empty document: {$archived: {}}");
+                archived = true;
+                mf_catalog_rdlock(op->eng->cat);
+                mf_coll_t *ac = mf_catalog_coll_find(op->eng->cat, op->db, name);
+                archive_none = ac == NULL || ac->is_view;
+                if (!archive_none)
+                    memcpy(archive_uuid, ac->uuid, 16);
+                mf_catalog_unlock(op->eng->cat);
+            } else if (mf_cmd_coll_stats_doc(op, name, &stats_doc) != 0) {
                 return -1;
-            collstats = true;
+            }
+            collstats = !archived;
             bson_init(&rest);
             while (bson_iter_next(&si)) {
                 snprintf(key, sizeof(key), "%d", k++);
@@ -815,7 +866,7 @@ mf_cmd_aggregate(mf_op_t *op)
         }
     }
     pl = mf_pipeline_new(pv, &op->err);
-    if (collstats)
+    if (collstats || archived)
         bson_destroy(&rest);
     if (pl == NULL) {
         if (collstats)
@@ -831,6 +882,9 @@ mf_cmd_aggregate(mf_op_t *op)
     memset(&aw, 0, sizeof aw);
     mf_docvec_init(&aw.docs);
     agg_scan_ctx_t sc = {op, collstats ? &stats_doc : NULL, hint, &aw, 0};
+    sc.archive_pending = archived;
+    sc.archive_none = archive_none;
+    memcpy(sc.archive_uuid, archive_uuid, 16);
     mf_agg_env_t env;
     memset(&env, 0, sizeof(env));
     env.scan = agg_scan;
@@ -847,12 +901,14 @@ mf_cmd_aggregate(mf_op_t *op)
     int rc = 0;
     bson_init(&arr);
     bool wrote = false;
-    if (!collstats && strcmp(name, "$cmd.aggregate") != 0 && mf_pipeline_writes(pl))
+    /* $collStats and $archived pipelines run over their own source, not streamed from the collection. */
+    bool own_source = collstats || archived;
+    if (!own_source && strcmp(name, "$cmd.aggregate") != 0 && mf_pipeline_writes(pl))
         rc = agg_write_stream(op, name, &pl, pv, hint, allow_disk, &wrote);
     mf_catalog_rdlock(op->eng->cat);
     if (rc != 0 || wrote)
         ; /* streamed into $out / $merge: no documents to return */
-    else if (!collstats && strcmp(name, "$cmd.aggregate") != 0)
+    else if (!own_source && strcmp(name, "$cmd.aggregate") != 0)
         rc = agg_stream_start(op, name, &pl, pv, hint, allow_disk, false, cur, &streaming);
     if (rc == 0 && (streaming || wrote)) {
         rc = mf_crud_cursor_fill(op, cur, batch, &arr, &exhausted); /* the first batch, under the same lock */

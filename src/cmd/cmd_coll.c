@@ -29,6 +29,7 @@
 #include <string.h>
 #include <sys/statvfs.h>
 
+#include "archive/archive.h"
 #include "common/alloc.h"
 #include "catalog/coll_write.h"
 #include "cmd/cmd.h"
@@ -553,6 +554,12 @@ append_coll_stats(mf_op_t *op, mf_coll_t *c, int64_t scale, bson_t *out)
     BSON_APPEND_INT64(out, "totalIndexSize", scale_div(isz, scale));
     BSON_APPEND_INT64(out, "totalSize", scale_div(storage + isz, scale));
     BSON_APPEND_INT64(out, "scaleFactor", scale);
+    /* SPEC I2 (mayfly): the collection's expiry archive, compressed. */
+    mf_archive_stats_t as;
+    mf_archive_stats(op->eng->archive, c->uuid, &as);
+    BSON_APPEND_INT64(out, "archiveSize", scale_div(as.bytes, scale));
+    BSON_APPEND_INT64(out, "archiveCount", as.docs);
+    BSON_APPEND_INT64(out, "archiveSegments", as.segments);
 }
 
 /* ---------- time-series redirection ---------- */

@@ -29,6 +29,7 @@
 #include "query/agg_write.h"
 #include "catalog/timeseries.h"
 #include "ttl/ttl.h"
+#include "archive/archive.h"
 
 /* The TTL pacer's view of foreground load: data commands started so far. */
 static int64_t
@@ -160,6 +161,28 @@ is_agg_out_temp(const mf_coll_t *c)
     return strncmp(c->name, MF_AGG_OUT_TMP_PREFIX, strlen(MF_AGG_OUT_TMP_PREFIX)) == 0;
 }
 
+/*
+ * SPEC I2: a dropped collection's archive goes with it. DDL is reported
+ * after its transaction committed, on the dropping thread, so the archive's
+ * own transaction can use that thread's session.
+ */
+static void
+archive_on_ddl(void *arg, const mf_ddl_event_t *ev)
+{
+    mf_engine_t *eng = arg;
+    mf_error_t err;
+    if (ev->kind != MF_DDL_DROP_COLL || eng->archive == NULL)
+        return;
+    mf_archive_stats_t st;
+    mf_archive_stats(eng->archive, ev->uuid, &st);
+    if (st.segments == 0)
+        return;
+    mf_sess_t *s = mf_storage_session(eng->st);
+    if (mf_txn_active(s) || mf_archive_drop(eng->archive, s, ev->uuid, &err) != 0)
+        mf_log(MF_LOG_WARN, "STORAGE", "the archive of dropped collection %s was not removed: %s", ev->ns,
+               mf_txn_active(s) ? "a transaction is open" : err.msg);
+}
+
 int
 mf_engine_open(const mf_engine_opts_t *opts, mf_engine_t **out, mf_error_t *err)
 {
@@ -202,6 +225,14 @@ mf_engine_open(const mf_engine_opts_t *opts, mf_engine_t **out, mf_error_t *err)
      * documents on its own: only a primary does. Until this build runs
      * replica sets, every node is a standalone.
      */
+    /* SPEC I2: the archive, recovered to what committed (its files cut to their committed lengths). */
+    char archive_dir[4096];
+    snprintf(archive_dir, sizeof(archive_dir), "%s/archive", dbpath);
+    if (mf_archive_open(eng->st, archive_dir, 0, !opts->in_memory, &eng->archive, err) != 0)
+        goto err_catalog;
+    mf_observer_t arch = {.on_ddl = archive_on_ddl, .arg = eng};
+    if (mf_observers_add(eng->observers, &arch, err) != 0)
+        goto err_catalog;
     const char *ttl_off = NULL;
     mf_catalog_rdlock(eng->cat);
     mf_coll_t *rs = mf_catalog_coll_find(eng->cat, "local", "system.replset");
@@ -220,7 +251,8 @@ mf_engine_open(const mf_engine_opts_t *opts, mf_engine_t **out, mf_error_t *err)
                          .on_batch = ttl_batch_done,
                          .arg = eng,
                          .disabled_reason = ttl_off,
-                         .paused_reason = opts->repl_member ? "this replica-set member is not primary" : NULL};
+                         .paused_reason = opts->repl_member ? "this replica-set member is not primary" : NULL,
+                         .archive = eng->archive};
     if (mf_ttl_monitor_start(&tenv, &eng->ttl, err) != 0)
         goto err_catalog;
     pthread_mutex_init(&eng->reaper_mu, NULL);
@@ -240,6 +272,7 @@ mf_engine_open(const mf_engine_opts_t *opts, mf_engine_t **out, mf_error_t *err)
     return 0;
 
 err_catalog:
+    mf_archive_close(eng->archive);
     mf_cursors_free(eng->cursors);
     free(eng->tmp_dir);
     mf_catalog_close(eng->cat);
@@ -297,6 +330,7 @@ mf_engine_close(mf_engine_t *eng)
     mf_cursors_free(eng->cursors); /* removes the spill files of open aggregation cursors */
     free(eng->tmp_dir);
     mf_catalog_close(eng->cat);
+    mf_archive_close(eng->archive);
     mf_storage_close(eng->st);
     mf_ttl_monitor_free(eng->ttl);
     mf_observers_free(eng->observers);

@@ -86,6 +86,7 @@ typedef struct mf_engine {
     mf_curops_t *curops;         /* operations in flight (currentOp, killOp) */
     mf_observers_t *observers;   /* write observers: opcounters, TTL wake-ups */
     mf_ttl_monitor_t *ttl;       /* the TTL monitor */
+    struct mf_archive *archive;  /* archive-on-expire's segments under <dbpath>/archive (archive/archive.h) */
     mf_profiler_t *profiler;     /* profiling levels */
     bool in_memory;              /* WiredTiger in memory (--inMemory) */
     char *tmp_dir;               /* aggregation spill files (<dbpath>/_tmp), NULL in memory ($TMPDIR) */

@@ -47,6 +47,12 @@ typedef struct mf_ttl_env {
     const char *disabled_reason;
     /* The initial pause (mf_ttl_monitor_pause), NULL for none: a replica-set member starts paused. */
     const char *paused_reason;
+    /*
+     * Archive-on-expire (SPEC I2): documents of an index with archive: true
+     * are staged here inside the transaction that deletes them; the
+     * monitor also applies archiveRetentionSeconds. NULL: no archive.
+     */
+    struct mf_archive *archive;
 } mf_ttl_env_t;
 
 typedef struct mf_ttl_monitor mf_ttl_monitor_t;

@@ -59,6 +59,7 @@
 #include <unistd.h>
 
 #include "common/alloc.h"
+#include "archive/archive.h"
 #include "catalog/coll_write.h"
 #include "catalog/observer.h"
 #include "catalog/timeseries.h"
@@ -475,6 +476,10 @@ typedef struct check_ctx {
     int64_t *expiries; /* expiry time of each accepted document, for lateness */
     size_t nexp, capexp;
     size_t committed; /* expiries[0..committed) belong to committed deletions */
+    /* SPEC I2: archive each accepted document first (NULL: the index does not archive). */
+    mf_archive_t *archive;
+    mf_sess_t *s;
+    const uint8_t *uuid;
 } check_ctx_t;
 
 /* Lateness bookkeeping of the monitor's own batch (set only on its thread, see on_txn_end). */
@@ -494,6 +499,14 @@ ttl_check(void *arg, int64_t rid, const bson_t *doc)
         return false;
     if (x->partial != NULL && !mf_matcher_match(x->partial, doc, NULL))
         return false;
+    if (x->archive != NULL) {
+        /* Never deleted without being archived: a document that cannot be staged stays. */
+        mf_error_t err;
+        if (mf_archive_stage(x->archive, x->s, x->uuid, doc, &err) != 0) {
+            mf_log(MF_LOG_WARN, "TTL", "cannot archive an expired document, keeping it: %s", err.msg);
+            return false;
+        }
+    }
     if (x->nexp < x->capexp)
         x->expiries[x->nexp++] = expiry;
     return true;
@@ -635,7 +648,11 @@ visit(mf_ttl_monitor_t *m, mf_sess_t *s, ttl_target_t *t)
             break;
         }
 
-        check_ctx_t cx = {ix->kp.fields[0], secs, now, ix->partial, exps, 0, cap, 0};
+        bson_iter_t ait;
+        bool archive = m->env.archive != NULL && !c->is_timeseries && bson_iter_init_find(&ait, ix->spec, "archive") &&
+                       BSON_ITER_HOLDS_BOOL(&ait) && bson_iter_bool(&ait);
+        check_ctx_t cx = {ix->kp.fields[0], secs, now, ix->partial, exps, 0, cap, 0,
+                          archive ? m->env.archive : NULL, s, c->uuid};
         mf_delete_stats_t st = {0, 0};
         bson_t desc_cmd;
         char cname[256];
@@ -861,9 +878,22 @@ monitor_main(void *arg)
     atomic_store(&m->next_due_ms, compute_next_due(m, s));
     if (m->env.disabled_reason != NULL)
         mf_log(MF_LOG_WARN, "TTL", "TTL monitor not running: %s", m->env.disabled_reason);
+    int64_t last_retention = 0;
     for (;;) {
         if (should_stop(m))
             break;
+        int64_t retention = mf_param_get(m->env.params, "archiveRetentionSeconds");
+        if (m->env.archive != NULL && retention > 0 && mf_mono_ms() - last_retention >= 1000) {
+            /* SPEC I2: archive segments older than archiveRetentionSeconds go (checked every second). */
+            mf_error_t err;
+            int64_t removed = 0;
+            last_retention = mf_mono_ms();
+            if (mf_archive_expire(m->env.archive, s, mf_now_ms() - retention * 1000, &removed, &err) != 0)
+                mf_log(MF_LOG_WARN, "TTL", "archive retention failed, will retry: %s", err.msg);
+            else if (removed > 0)
+                mf_log(MF_LOG_INFO, "TTL", "archive retention removed %lld segment(s)", (long long)removed);
+            mf_storage_session_release(s);
+        }
         bool enabled = !idle(m);
         bool precise = mf_param_get(m->env.params, "ttlMonitorPrecise") != 0;
         int64_t sleep_ms = mf_param_get(m->env.params, "ttlMonitorSleepSecs") * 1000; /* bounded: the parameter is an int32 */
