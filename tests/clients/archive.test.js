@@ -33,10 +33,12 @@ const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const path = require('node:path');
 const {
-  BSON, EJSON, Binary, BSONRegExp, BSONSymbol, Code, Decimal128, Double, Int32, Long, MaxKey, MinKey, ObjectId,
+  BSON, Binary, BSONRegExp, BSONSymbol, Code, Decimal128, Double, Int32, Long, MaxKey, MinKey, ObjectId,
   Timestamp, UUID,
 } = require('mongodb');
 const h = require('./harness');
+
+const { EJSON } = BSON;
 
 const srv = h.useServer({ args: ['--setParameter', 'ttlMonitorSleepSecs=1'] });
 
@@ -230,6 +232,76 @@ h.test('$archived returns every expired document of an archive: true index byte 
   }
 });
 
+h.test('large documents (8 MB, and one near the 16 MB limit) are archived and read back intact', async () => {
+  const db = srv.freshDb('large');
+  const coll = db.collection('c');
+  await archiveIndex(db, 'c');
+  const big = 'b'.repeat(8 * 1024 * 1024);
+  const huge = Buffer.alloc(16 * 1024 * 1024 - 1024, 0x5a);
+  await setMonitor(false);
+  try {
+    await coll.insertOne({ _id: 'big', t: past(), s: big });
+    await coll.insertOne({ _id: 'huge', t: past(), b: new Binary(huge, 0) });
+    await coll.insertMany(Array.from({ length: 10 }, (_, i) => ({ _id: `small${i}`, t: past(), i })));
+  } finally {
+    await setMonitor(true);
+  }
+  await waitEmpty(coll, 30000);
+  const got = await coll.aggregate([{ $archived: {} }, { $sort: { _id: 1 } }]).toArray();
+  assert.deepEqual(got.map((d) => d._id), ['big', 'huge', ...Array.from({ length: 10 }, (_, i) => `small${i}`)]);
+  assert.equal(got[0].s.length, big.length);
+  assert.ok(got[0].s === big, 'the 8 MB string is intact');
+  assert.ok(Buffer.from(got[1].b.buffer).equals(huge), 'the ~16 MB binary is intact');
+  const sizes = await coll.aggregate([{ $archived: {} }, { $project: { l: { $strLenBytes: { $ifNull: ['$s', ''] } } } }, { $match: { l: { $gt: 0 } } }]).toArray();
+  assert.deepEqual(sizes, [{ _id: 'big', l: big.length }]);
+});
+
+h.test('concurrent updates while an archive: true index expires: every document archived at most once, never both archived and kept', async (t) => {
+  const db = srv.freshDb('race');
+  const coll = db.collection('c');
+  await archiveIndex(db, 'c');
+  const N = 4000;
+  await setMonitor(false);
+  await coll.insertMany(Array.from({ length: N }, (_, i) => ({ _id: i, t: past(), n: 0 })), { ordered: false });
+  let stop = false;
+  let bumps = 0;
+  const rescued = new Set();
+  const writers = [
+    // Bumps a counter on everything still there.
+    (async () => { while (!stop) { await coll.updateMany({}, { $inc: { n: 1 } }); bumps += 1; } })(),
+    // Moves some documents' expiry to the future (they must stay, and not be archived).
+    (async () => {
+      for (let i = 0; i < N && !stop; i += 37) {
+        const r = await coll.updateOne({ _id: i }, { $set: { t: new Date(Date.now() + 3600e3) } });
+        if (r.modifiedCount === 1) rescued.add(i);
+      }
+    })(),
+    // Deletes some by hand (not expired: not archived).
+    (async () => {
+      for (let i = 5; i < N && !stop; i += 53) await coll.deleteOne({ _id: i });
+    })(),
+  ];
+  await setMonitor(true);
+  await waitFor(async () => (await coll.countDocuments({ t: { $lt: new Date() } })) === 0, 'every expired document deleted', 30000);
+  stop = true;
+  await Promise.all(writers);
+  await waitFor(async () => (await coll.countDocuments({ t: { $lt: new Date() } })) === 0, 'every expired document deleted (after writers stopped)', 10000);
+  const remaining = (await coll.find({}, { projection: { _id: 1 } }).toArray()).map((d) => d._id);
+  const arch = (await coll.aggregate([{ $archived: {} }, { $project: { _id: 1, t: 1 } }]).toArray());
+  const ids = arch.map((d) => d._id);
+  const set = new Set(ids);
+  const bumped = arch.length ? (await coll.aggregate([{ $archived: {} }, { $match: { n: { $gt: 0 } } }, { $count: 'n' }]).toArray()) : [];
+  t.diagnostic(`${bumps} updateMany passes, ${rescued.size} rescued, ${remaining.length} remaining, ${ids.length} archived ` +
+    `(${bumped.length ? bumped[0].n : 0} of them after at least one update)`);
+  assert.equal(set.size, ids.length, `${ids.length - set.size} documents archived twice`);
+  const both = remaining.filter((id) => set.has(id));
+  assert.deepEqual(both, [], 'documents both archived and still in the collection');
+  for (const id of rescued) assert.ok(remaining.includes(id), `document ${id} moved to the future before expiring is still there`);
+  assert.ok(arch.every((d) => d.t < new Date()), 'only expired versions are archived');
+  assert.ok(ids.length + remaining.length <= N);
+  assert.ok(ids.length >= N - rescued.size - Math.ceil(N / 53), `archived ${ids.length}: every document not rescued nor deleted by hand`);
+});
+
 h.test('$archived composes with $match, $sort, $project, $group and $count', async () => {
   const db = srv.freshDb('compose');
   const coll = db.collection('c');
@@ -391,13 +463,18 @@ h.test('kill -9 during a mass expiry, 3 rounds: archived and remaining _ids are 
     const docs = Array.from({ length: N }, (_, i) => ({ _id: i, t: new Date(Date.now() - 1000 - i), r: round, pad: 'p'.repeat(40) }));
     await db.collection(cname).insertMany(docs, { ordered: false });
     await setMonitor(true);
-    // Kill as soon as some, not all, are gone.
+    // Kill once part of the collection is gone: a different share each round (TTL deletes reach the
+    // journal within ~100 ms, like MongoDB's journalCommitInterval, so killing at the very first
+    // deletion would mostly test a crash that lost them all).
+    const target = Math.floor(N * [0.7, 0.5, 0.25][round % 3]);
     let seen = N;
-    const deadline = Date.now() + 20000;
+    const tOn = Date.now();
+    const deadline = tOn + 30000;
     while (Date.now() < deadline) {
       seen = await db.collection(cname).estimatedDocumentCount();
-      if (seen < N) break;
+      if (seen <= target) break;
     }
+    const killAfter = Date.now() - tOn;
     // Restart with the monitor held, to look at the crash point itself.
     extra.push('--setParameter', 'ttlMonitorEnabled=false');
     try {
@@ -410,7 +487,7 @@ h.test('kill -9 during a mass expiry, 3 rounds: archived and remaining _ids are 
     const coll = db.collection(cname);
     const remaining = (await coll.find({}, { projection: { _id: 1 } }).toArray()).map((d) => d._id);
     const arch = (await coll.aggregate([{ $archived: {} }, { $project: { _id: 1 } }]).toArray()).map((d) => d._id);
-    t.diagnostic(`round ${round}: count ${seen} seen before kill -9; after restart ${remaining.length} remaining, ${arch.length} archived`);
+    t.diagnostic(`round ${round}: count ${seen} seen ${killAfter} ms after the monitor was enabled, then kill -9; after restart ${remaining.length} remaining, ${arch.length} archived`);
     if (remaining.length > 0 && remaining.length < N) midway += 1;
     const archSet = new Set(arch);
     assert.equal(archSet.size, arch.length, `round ${round}: duplicate _ids in the archive after kill -9 (${arch.length - archSet.size})`);
