@@ -166,4 +166,4 @@ fuzz-run: fuzz
 clean:
 	rm -rf build build-asan build-fuzz
 
--include $(OBJS:.o=.d)
+-include $(OBJS:.o=.d) $(BUILD)/src/server/main.d
