@@ -61,6 +61,10 @@ void mf_archive_close(mf_archive_t *a);
  * The first call in a transaction registers the session's pre-commit step and
  * an end callback; if the transaction rolls back, the staged documents are
  * forgotten. Returns 0, or -1 with err (the caller should abort).
+ * At commit, if another transaction's append to the same collection has
+ * written its frame but not yet ended (or a drop of it runs), this one's
+ * commit fails with WriteConflict (it would meet the other's row anyway);
+ * the caller retries as for any write conflict.
  */
 int mf_archive_stage(mf_archive_t *a, mf_sess_t *s, const uint8_t uuid[16], const bson_t *doc, mf_error_t *err) MF_WUR;
 
@@ -79,6 +83,8 @@ void mf_archive_reader_close(mf_archive_reader_t *r);
 /*
  * mf_archive_drop: removes uuid's archive (its rows, in a transaction of
  * session s's own, and its files). Nothing to remove is not an error.
+ * s must have no transaction open. WriteConflict while an append to uuid is
+ * being committed.
  */
 int mf_archive_drop(mf_archive_t *a, mf_sess_t *s, const uint8_t uuid[16], mf_error_t *err) MF_WUR;
 
@@ -86,7 +92,9 @@ int mf_archive_drop(mf_archive_t *a, mf_sess_t *s, const uint8_t uuid[16], mf_er
  * mf_archive_expire: retention (archiveRetentionSeconds): removes every
  * segment whose last document was archived before cutoff_ms, closing the
  * current segment first if it is one of them. *removed gets the number of
- * segments removed (may be NULL).
+ * segments removed (may be NULL). s must have no transaction open (the
+ * rows go in a transaction of its own). A collection whose append is being
+ * committed at that moment is left for the next call.
  */
 int mf_archive_expire(mf_archive_t *a, mf_sess_t *s, int64_t cutoff_ms, int64_t *removed, mf_error_t *err) MF_WUR;
 
