@@ -157,6 +157,8 @@ typedef struct agg_stream {
     /* A find's own projection, applied to each result (find semantics: positional, $slice, $elemMatch). */
     mf_projection_t *out_proj; /* owned, or NULL */
     mf_matcher_t *out_m;       /* owned: the find's filter, for the positional operator's match details */
+    /* $archived (SPEC I2): the source is this archive reader instead of a plan (plan is NULL). Owned. */
+    mf_archive_reader_t *archive;
 } agg_stream_t;
 
 static void
@@ -172,6 +174,7 @@ agg_stream_free(void *arg)
     if (x->out_proj)
         mf_projection_free(x->out_proj);
     mf_matcher_free(x->out_m);
+    mf_archive_reader_close(x->archive);
     free(x->db);
     free(x->coll);
     free(x);
@@ -214,6 +217,18 @@ static int
 agg_pull(void *ctx, size_t max, mf_docvec_t *out, bool *eof, mf_error_t *err)
 {
     agg_stream_t *x = ((agg_scan_ctx_t *)ctx)->stream;
+    if (x->archive != NULL) {
+        /* $archived: the next documents of the archive (the reader keeps its place between getMores). */
+        const bson_t *doc;
+        int r = 0;
+        *eof = false;
+        while (out->len < max && (r = mf_archive_reader_next(x->archive, &doc, err)) == 1)
+            mf_docvec_push(out, doc);
+        if (r < 0)
+            return -1;
+        *eof = r == 0;
+        return mf_curop_check_current(err) != 0 ? -1 : 0;
+    }
     mf_coll_t *c = mf_catalog_coll_find(x->sc.op->eng->cat, x->db, x->coll);
     *eof = false;
     if (c == NULL || x->plan->done || x->limit_left == 0) {
@@ -417,6 +432,31 @@ agg_stream_new(mf_op_t *op, const char *coll, mf_pipeline_t *pl, const bson_valu
                            .group_bytes = mf_param_get(op->eng->params, "internalDocumentSourceGroupMaxMemoryBytes"),
                            .tmp_dir = op->eng->tmp_dir};
     x->stream = mf_agg_stream_new(pl, pd.nstages, &lim);
+    return x;
+}
+
+/* archive_stream_new: a streaming run of pl (taken) over collection coll's archive (uuid). NULL with op->err. */
+static agg_stream_t *
+archive_stream_new(mf_op_t *op, const char *coll, mf_pipeline_t *pl, const uint8_t uuid[16], bool allow_disk)
+{
+    mf_archive_reader_t *r;
+    if (mf_archive_reader_open(op->eng->archive, uuid, &r, &op->err) != 0) {
+        mf_pipeline_free(pl);
+        return NULL;
+    }
+    agg_stream_t *x = mf_calloc(1, sizeof *x);
+    x->sc.op = op;
+    x->sc.stream = x;
+    x->pl = pl;
+    x->archive = r;
+    x->limit_left = -1;
+    x->db = mf_strdup(op->db);
+    x->coll = mf_strdup(coll);
+    mf_agg_limits_t lim = {.allow_disk = allow_disk,
+                           .sort_bytes = mf_param_get(op->eng->params, "internalQueryMaxBlockingSortMemoryUsageBytes"),
+                           .group_bytes = mf_param_get(op->eng->params, "internalDocumentSourceGroupMaxMemoryBytes"),
+                           .tmp_dir = op->eng->tmp_dir};
+    x->stream = mf_agg_stream_new(pl, 0, &lim); /* nothing pushed down: every stage runs on the stream */
     return x;
 }
 
@@ -906,6 +946,17 @@ mf_cmd_aggregate(mf_op_t *op)
     if (!own_source && strcmp(name, "$cmd.aggregate") != 0 && mf_pipeline_writes(pl))
         rc = agg_write_stream(op, name, &pl, pv, hint, allow_disk, &wrote);
     mf_catalog_rdlock(op->eng->cat);
+    if (rc == 0 && archived && !archive_none && !mf_pipeline_writes(pl)) {
+        /* $archived streams from the archive, so a large one is never held in memory whole. */
+        agg_stream_t *x = archive_stream_new(op, name, pl, archive_uuid, allow_disk);
+        pl = NULL;
+        if (x == NULL) {
+            rc = -1;
+        } else {
+            cursor_take(cur, x);
+            streaming = true;
+        }
+    }
     if (rc != 0 || wrote)
         ; /* streamed into $out / $merge: no documents to return */
     else if (!own_source && strcmp(name, "$cmd.aggregate") != 0)
