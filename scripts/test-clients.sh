@@ -16,7 +16,7 @@ if [ ! -x "$bin" ]; then
     exit 2
 fi
 export MAYFLYD="$bin"
-if [ ! -d node_modules/mongodb ]; then
+if [ ! -d node_modules/mongodb ] || [ ! -d node_modules/puppeteer-core ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
     npm ci --no-audit --no-fund --loglevel=error || exit 2
 fi
 

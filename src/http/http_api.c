@@ -469,6 +469,7 @@ check_seconds(const bson_t *doc, bool required, bool *present, bson_value_t *v, 
     bson_value_copy(bson_iter_value(&it), v);
     if (mf_ttl_check_seconds(v, &secs, &err) != 0) {
         bson_value_destroy(v);
+        *present = false; /* nothing left for the caller to free */
         respond_err(resp, &err);
         return -1;
     }
