@@ -607,6 +607,20 @@ h.test('bad input: negative expireAfterSeconds answers 400 code 67; nothing is c
   assert.equal((await listIndex(db.collection('d'), 'at_1')).expireAfterSeconds, 10);
 });
 
+h.test('bad input: a non-numeric expireAfterSeconds (string, object, null, bool) answers 400 with code 67; the server lives on', async () => {
+  const db = srv.freshDb('nonnum');
+  await db.collection('d').createIndex({ at: 1 }, { expireAfterSeconds: 10 });
+  for (const v of ['3600', 'abc', { n: 1 }, null, true, [1]]) {
+    const r = await request({ method: 'POST', body: { db: db.databaseName, collection: 'c', key: 'at', expireAfterSeconds: v } });
+    assertApiError(r, 400, 67, `POST expireAfterSeconds ${JSON.stringify(v)}`);
+    const p = await request({ method: 'PATCH', body: { db: db.databaseName, collection: 'd', name: 'at_1', expireAfterSeconds: v } });
+    assertApiError(p, 400, undefined, `PATCH expireAfterSeconds ${JSON.stringify(v)}`);
+  }
+  assert.equal((await srv.client.db('admin').command({ ping: 1 })).ok, 1);
+  assert.equal((await listIndex(db.collection('d'), 'at_1')).expireAfterSeconds, 10);
+  assert.equal((await request({ path: '/api/ttl' })).status, 200);
+});
+
 h.test('bad input: malformed JSON answers 400 code 9 FailedToParse', async () => {
   for (const [method, body] of [['POST', '{"db": "x", "collection": '], ['POST', 'not json'], ['PATCH', '{"db":"x",}']]) {
     const r = await request({ method, body });
