@@ -593,6 +593,16 @@ mf_catalog_coll_find_uuid(mf_catalog_t *cat, const uint8_t uuid[16])
 }
 
 void
+mf_catalog_names(mf_catalog_t *cat, void (*fn)(void *arg, const char *db, const char *name, const uint8_t uuid[16]),
+                 void *arg)
+{
+    pthread_rwlock_rdlock(&cat->lock);
+    for (int i = 0; i < cat->ncolls; i++)
+        fn(arg, cat->colls[i]->db, cat->colls[i]->name, cat->colls[i]->uuid);
+    pthread_rwlock_unlock(&cat->lock);
+}
+
+void
 mf_catalog_coll_list(mf_catalog_t *cat, const char *db, void (*fn)(void *arg, mf_coll_t *c), void *arg)
 {
     mf_coll_t **v;

@@ -205,6 +205,15 @@ mf_coll_t *mf_catalog_coll_find(mf_catalog_t *cat, const char *db, const char *n
  * db is NULL), in namespace order. Caller holds the lock.
  */
 void mf_catalog_coll_list(mf_catalog_t *cat, const char *db, void (*fn)(void *arg, mf_coll_t *c), void *arg);
+/*
+ * mf_catalog_names: calls fn with every collection's names and UUID, under
+ * the map lock only: no collection is locked, so it never waits for a
+ * command or DDL (for status reports: serverStatus runs on the fast lane).
+ * The strings are valid during the call; fn must not block or call into the
+ * catalog. No lock session needed.
+ */
+void mf_catalog_names(mf_catalog_t *cat, void (*fn)(void *arg, const char *db, const char *name, const uint8_t uuid[16]),
+                      void *arg);
 
 /*
  * mf_catalog_drop_where: a start-up sweep. Drops every collection that

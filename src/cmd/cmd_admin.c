@@ -198,7 +198,7 @@ typedef struct archive_list {
 } archive_list_t;
 
 static void
-archive_coll(void *arg, mf_coll_t *c)
+archive_coll(void *arg, const char *db, const char *name, const uint8_t uuid[16])
 {
     archive_list_t *l = arg;
     mf_archive_stats_t st;
@@ -206,13 +206,13 @@ archive_coll(void *arg, mf_coll_t *c)
     const char *kp;
     bson_t e;
 
-    mf_archive_stats(l->eng->archive, c->uuid, &st);
+    mf_archive_stats(l->eng->archive, uuid, &st);
     if (st.segments == 0 && st.docs == 0)
         return;
     bson_uint32_to_string((uint32_t)l->n++, &kp, key, sizeof(key));
     BSON_APPEND_DOCUMENT_BEGIN(l->arr, kp, &e);
-    BSON_APPEND_UTF8(&e, "db", c->db);
-    BSON_APPEND_UTF8(&e, "collection", c->name);
+    BSON_APPEND_UTF8(&e, "db", db);
+    BSON_APPEND_UTF8(&e, "collection", name);
     BSON_APPEND_INT64(&e, "bytes", st.bytes);
     BSON_APPEND_INT64(&e, "documents", st.docs);
     BSON_APPEND_INT64(&e, "segments", st.segments);
@@ -234,9 +234,7 @@ append_archive_status(mf_engine_t *e, bson_t *r)
     BSON_APPEND_INT64(&sub, "documents", l.total.docs);
     BSON_APPEND_INT64(&sub, "segments", l.total.segments);
     BSON_APPEND_ARRAY_BEGIN(&sub, "collections", &arr);
-    mf_catalog_rdlock(e->cat);
-    mf_catalog_coll_list(e->cat, NULL, archive_coll, &l);
-    mf_catalog_unlock(e->cat);
+    mf_catalog_names(e->cat, archive_coll, &l); /* locks no collection: serverStatus never waits for DDL */
     bson_append_array_end(&sub, &arr);
     bson_append_document_end(r, &sub);
 }
