@@ -400,6 +400,17 @@ view_resolve(mf_op_t *op, const char *name, const bson_value_t *stages, int *dep
  * the state (owned by the caller, free with agg_stream_free), or NULL with
  * op->err (pl freed).
  */
+/* The memory budgets of blocking stages (server parameters) and where they spill. */
+static mf_agg_limits_t
+agg_limits(mf_op_t *op, bool allow_disk)
+{
+    mf_agg_limits_t lim = {.allow_disk = allow_disk,
+                           .sort_bytes = mf_param_get(op->eng->params, "internalQueryMaxBlockingSortMemoryUsageBytes"),
+                           .group_bytes = mf_param_get(op->eng->params, "internalDocumentSourceGroupMaxMemoryBytes"),
+                           .tmp_dir = op->eng->tmp_dir};
+    return lim;
+}
+
 static agg_stream_t *
 agg_stream_new(mf_op_t *op, const char *coll, mf_pipeline_t *pl, const bson_value_t *hint, bool allow_disk,
                int view_depth)
@@ -427,10 +438,7 @@ agg_stream_new(mf_op_t *op, const char *coll, mf_pipeline_t *pl, const bson_valu
     x->proj = pd.project;
     x->db = mf_strdup(op->db);
     x->coll = mf_strdup(coll);
-    mf_agg_limits_t lim = {.allow_disk = allow_disk,
-                           .sort_bytes = mf_param_get(op->eng->params, "internalQueryMaxBlockingSortMemoryUsageBytes"),
-                           .group_bytes = mf_param_get(op->eng->params, "internalDocumentSourceGroupMaxMemoryBytes"),
-                           .tmp_dir = op->eng->tmp_dir};
+    mf_agg_limits_t lim = agg_limits(op, allow_disk);
     x->stream = mf_agg_stream_new(pl, pd.nstages, &lim);
     return x;
 }
@@ -452,10 +460,7 @@ archive_stream_new(mf_op_t *op, const char *coll, mf_pipeline_t *pl, const uint8
     x->limit_left = -1;
     x->db = mf_strdup(op->db);
     x->coll = mf_strdup(coll);
-    mf_agg_limits_t lim = {.allow_disk = allow_disk,
-                           .sort_bytes = mf_param_get(op->eng->params, "internalQueryMaxBlockingSortMemoryUsageBytes"),
-                           .group_bytes = mf_param_get(op->eng->params, "internalDocumentSourceGroupMaxMemoryBytes"),
-                           .tmp_dir = op->eng->tmp_dir};
+    mf_agg_limits_t lim = agg_limits(op, allow_disk);
     x->stream = mf_agg_stream_new(pl, 0, &lim); /* nothing pushed down: every stage runs on the stream */
     return x;
 }

@@ -53,12 +53,6 @@ typedef struct hjob {
     mf_http_resp_t resp;
 } hjob_t;
 
-/* A growable byte string. */
-typedef struct hbuf {
-    char *p;
-    size_t len, cap;
-} hbuf_t;
-
 struct hconn {
     uv_tcp_t tcp;
     uv_timer_t idle;
@@ -67,13 +61,13 @@ struct hconn {
     char remote[80];
     bool loopback;
     /* The request being parsed. */
-    hbuf_t url, body, hfield, hvalue, authz, ctype;
+    mf_http_buf_t url, body, hfield, hvalue, authz, ctype;
     size_t header_bytes;
     bool hvalue_open;  /* the last callback was a header value */
     bool complete;     /* a whole request is in */
     int fail_status;   /* a limit was hit: answer this and close */
     /* Bytes read but not yet parsed (received while a request was being answered). */
-    hbuf_t unparsed;
+    mf_http_buf_t unparsed;
     bool busy;         /* a job is in flight */
     bool closing;
     bool close_after;  /* close once the response is written */
@@ -104,8 +98,8 @@ static void maybe_free(mf_http_t *h);
 
 /* ---------- small helpers ---------- */
 
-static void
-hbuf_add(hbuf_t *b, const char *p, size_t n)
+void
+mf_http_buf_add(mf_http_buf_t *b, const char *p, size_t n)
 {
     if (b->len + n + 1 > b->cap) {
         size_t cap = b->cap ? b->cap : 64;
@@ -119,23 +113,23 @@ hbuf_add(hbuf_t *b, const char *p, size_t n)
     b->p[b->len] = '\0';
 }
 
-static void
-hbuf_reset(hbuf_t *b)
+void
+mf_http_buf_reset(mf_http_buf_t *b)
 {
     b->len = 0;
     if (b->p)
         b->p[0] = '\0';
 }
 
-static void
-hbuf_free(hbuf_t *b)
+void
+mf_http_buf_free(mf_http_buf_t *b)
 {
     free(b->p);
     memset(b, 0, sizeof(*b));
 }
 
 static const char *
-hbuf_str(const hbuf_t *b)
+hbuf_str(const mf_http_buf_t *b)
 {
     return b->p ? b->p : "";
 }
@@ -146,12 +140,12 @@ static int
 on_message_begin(http_parser *p)
 {
     hconn_t *c = p->data;
-    hbuf_reset(&c->url);
-    hbuf_reset(&c->body);
-    hbuf_reset(&c->hfield);
-    hbuf_reset(&c->hvalue);
-    hbuf_reset(&c->authz);
-    hbuf_reset(&c->ctype);
+    mf_http_buf_reset(&c->url);
+    mf_http_buf_reset(&c->body);
+    mf_http_buf_reset(&c->hfield);
+    mf_http_buf_reset(&c->hvalue);
+    mf_http_buf_reset(&c->authz);
+    mf_http_buf_reset(&c->ctype);
     c->header_bytes = 0;
     c->hvalue_open = false;
     return 0;
@@ -165,7 +159,7 @@ on_url(http_parser *p, const char *at, size_t n)
         c->fail_status = 414;
         return -1;
     }
-    hbuf_add(&c->url, at, n);
+    mf_http_buf_add(&c->url, at, n);
     return 0;
 }
 
@@ -176,14 +170,14 @@ header_done(hconn_t *c)
     if (!c->hvalue_open)
         return;
     if (strcasecmp(hbuf_str(&c->hfield), "authorization") == 0) {
-        hbuf_reset(&c->authz);
-        hbuf_add(&c->authz, hbuf_str(&c->hvalue), c->hvalue.len);
+        mf_http_buf_reset(&c->authz);
+        mf_http_buf_add(&c->authz, hbuf_str(&c->hvalue), c->hvalue.len);
     } else if (strcasecmp(hbuf_str(&c->hfield), "content-type") == 0) {
-        hbuf_reset(&c->ctype);
-        hbuf_add(&c->ctype, hbuf_str(&c->hvalue), c->hvalue.len);
+        mf_http_buf_reset(&c->ctype);
+        mf_http_buf_add(&c->ctype, hbuf_str(&c->hvalue), c->hvalue.len);
     }
-    hbuf_reset(&c->hfield);
-    hbuf_reset(&c->hvalue);
+    mf_http_buf_reset(&c->hfield);
+    mf_http_buf_reset(&c->hvalue);
     c->hvalue_open = false;
 }
 
@@ -205,7 +199,7 @@ on_header_field(http_parser *p, const char *at, size_t n)
     if (header_bytes(c, n) != 0)
         return -1;
     header_done(c);
-    hbuf_add(&c->hfield, at, n);
+    mf_http_buf_add(&c->hfield, at, n);
     return 0;
 }
 
@@ -215,7 +209,7 @@ on_header_value(http_parser *p, const char *at, size_t n)
     hconn_t *c = p->data;
     if (header_bytes(c, n) != 0)
         return -1;
-    hbuf_add(&c->hvalue, at, n);
+    mf_http_buf_add(&c->hvalue, at, n);
     c->hvalue_open = true;
     return 0;
 }
@@ -240,7 +234,7 @@ on_body(http_parser *p, const char *at, size_t n)
         c->fail_status = 413;
         return -1;
     }
-    hbuf_add(&c->body, at, n);
+    mf_http_buf_add(&c->body, at, n);
     return 0;
 }
 
@@ -502,7 +496,7 @@ read_cb(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 {
     hconn_t *c = st->data;
     if (nread > 0 && !c->closing) {
-        hbuf_add(&c->unparsed, buf->base, (size_t)nread);
+        mf_http_buf_add(&c->unparsed, buf->base, (size_t)nread);
         uv_timer_again(&c->idle);
     }
     free(buf->base);
@@ -529,13 +523,13 @@ on_conn_handle_closed(uv_handle_t *hd)
             break;
         }
     }
-    hbuf_free(&c->url);
-    hbuf_free(&c->body);
-    hbuf_free(&c->hfield);
-    hbuf_free(&c->hvalue);
-    hbuf_free(&c->authz);
-    hbuf_free(&c->ctype);
-    hbuf_free(&c->unparsed);
+    mf_http_buf_free(&c->url);
+    mf_http_buf_free(&c->body);
+    mf_http_buf_free(&c->hfield);
+    mf_http_buf_free(&c->hvalue);
+    mf_http_buf_free(&c->authz);
+    mf_http_buf_free(&c->ctype);
+    mf_http_buf_free(&c->unparsed);
     free(c);
     maybe_free(h);
 }

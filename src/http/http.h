@@ -65,6 +65,19 @@ typedef struct mf_http_resp {
 } mf_http_resp_t;
 
 /*
+ * A growable byte string, NUL-terminated after len (p is NULL until the first
+ * add). mf_http_buf_add appends n bytes; _reset empties it (keeping the
+ * memory); _free releases it. The HTTP module's own helper.
+ */
+typedef struct mf_http_buf {
+    char *p;
+    size_t len, cap;
+} mf_http_buf_t;
+void mf_http_buf_add(mf_http_buf_t *b, const char *p, size_t n);
+void mf_http_buf_reset(mf_http_buf_t *b);
+void mf_http_buf_free(mf_http_buf_t *b);
+
+/*
  * mf_http_route: answers one request (http_api.c). Runs on an HTTP worker
  * thread, may run commands (it uses that thread's storage session) and may
  * block for as long as they take.

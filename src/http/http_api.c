@@ -44,32 +44,14 @@
 #define JSON_TYPE "application/json; charset=utf-8"
 #define PROM_TYPE "text/plain; version=0.0.4; charset=utf-8"
 
-/* ---------- a growable string ---------- */
+/* ---------- writing text ---------- */
 
-typedef struct sbuf {
-    char *p;
-    size_t len, cap;
-} sbuf_t;
-
-static void
-sb_addn(sbuf_t *b, const char *s, size_t n)
-{
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->len + n + 1)
-            cap *= 2;
-        b->p = mf_realloc(b->p, cap);
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = '\0';
-}
+typedef mf_http_buf_t sbuf_t;
 
 static void
 sb_add(sbuf_t *b, const char *s)
 {
-    sb_addn(b, s, strlen(s));
+    mf_http_buf_add(b, s, strlen(s));
 }
 
 static void __attribute__((format(printf, 2, 3)))
@@ -83,14 +65,14 @@ sb_printf(sbuf_t *b, const char *fmt, ...)
     if (n < 0)
         return;
     if ((size_t)n < sizeof(tmp)) {
-        sb_addn(b, tmp, (size_t)n);
+        mf_http_buf_add(b, tmp, (size_t)n);
         return;
     }
     char *big = mf_malloc((size_t)n + 1);
     va_start(ap, fmt);
     vsnprintf(big, (size_t)n + 1, fmt, ap);
     va_end(ap);
-    sb_addn(b, big, (size_t)n);
+    mf_http_buf_add(b, big, (size_t)n);
     free(big);
 }
 
@@ -104,11 +86,11 @@ json_string(sbuf_t *b, const char *s, size_t n)
         unsigned char ch = (unsigned char)s[i];
         if (ch == '"' || ch == '\\') {
             char e[2] = {'\\', (char)ch};
-            sb_addn(b, e, 2);
+            mf_http_buf_add(b, e, 2);
         } else if (ch < 0x20) {
             sb_printf(b, "\\u%04x", ch);
         } else {
-            sb_addn(b, (const char *)&s[i], 1);
+            mf_http_buf_add(b, (const char *)&s[i], 1);
         }
     }
     sb_add(b, "\"");
@@ -672,7 +654,7 @@ label(sbuf_t *b, const char *k, const char *v, size_t n, bool first)
         else if (v[i] == '\n')
             sb_add(b, "\\n");
         else
-            sb_addn(b, &v[i], 1);
+            mf_http_buf_add(b, &v[i], 1);
     }
     sb_add(b, "\"");
 }
