@@ -8,6 +8,8 @@
  * deleted before it is due (checked against the `wall` of each delete's
  * oplog entry). E3 with a real member: restarted without --replSet on its
  * dbpath, it runs no TTL monitor and logs why (last: the member stays out).
+ * I2 in a set: an archive: true index replicates; the primary's monitor
+ * archives what it expires, exactly once; secondaries archive nothing.
  */
 const assert = require('node:assert/strict');
 const { MongoClient } = require('mongodb');
@@ -195,6 +197,32 @@ R.test('E2 a step-down interrupts the pass in flight; the new primary carries on
     }
   } finally {
     await rs.setParameterAll({ ttlMonitorBatchDocs: 500 });
+  }
+});
+
+R.test('I2 in a replica set: the primary archives what it expires, the option replicates, secondaries archive nothing of it', { timeout: 90000 }, async () => {
+  const p = await rs.waitForPrimary();
+  const db = rs.freshDb('i2');
+  const dbName = db.databaseName;
+  await db.command({ createIndexes: 'c', indexes: [{ key: { at: 1 }, name: 'at_1', expireAfterSeconds: 0, archive: true }], ...MAJ });
+  // The index option is replicated with the index: every member lists it.
+  await rs.waitUntil(async () => {
+    const specs = await rs.onEach((i) => rs.reader(i).db(dbName).collection('c').listIndexes().toArray());
+    return Object.values(specs).every((l) => l.some((x) => x.name === 'at_1' && x.archive === true));
+  }, { what: 'archive: true on every member' });
+  const N = 300;
+  const t0 = Date.now();
+  await db.collection('c').insertMany(Array.from({ length: N }, (_, k) => ({ _id: k, at: new Date(t0 - 1000), v: `doc ${k}` })), MAJ);
+  await waitCounts(dbName, {}, 0, 'the documents to expire on every member', 20000);
+  const archived = async (i) => (await rs.reader(i).db(dbName).collection('c').aggregate([{ $archived: {} }, { $sort: { _id: 1 } }]).toArray());
+  const onPrimary = await archived(p);
+  assert.deepEqual(onPrimary.map((d) => d._id), Array.from({ length: N }, (_, k) => k), 'each expired document archived once, on the primary');
+  assert.equal(onPrimary[7].v, 'doc 7');
+  const st = await rs.direct(p).db(dbName).command({ collStats: 'c' });
+  assert.equal(st.archiveCount, N);
+  for (const i of [0, 1, 2].filter((x) => x !== p)) {
+    // A secondary applied the deletes but expired nothing itself: its archive of the collection is empty.
+    assert.deepEqual(await archived(i), [], `member ${i} (secondary) archived nothing`);
   }
 });
 
