@@ -5,9 +5,9 @@
  *
  * Layout: <dir>/<uuid as 32 hex digits>/<segment number, 8 digits>.zst, one
  * directory per collection (its UUID, so a rename keeps its archive and a
- * drop removes it). A segment is a sequence of zstd frames, one per archiving
- * transaction; a frame's content is the BSON documents of that transaction,
- * back to back. A segment is closed when it passes the segment size, and a
+ * drop removes it). A segment is a sequence of zstd frames, one per 256 KB
+ * chunk of an archiving transaction's documents; a frame's content is BSON
+ * documents back to back. A segment is closed when it passes the segment size, and a
  * new one started.
  *
  * Exactly once: every segment has a row in the WiredTiger table
@@ -15,7 +15,7 @@
  * documents, first and last archive time). A transaction that deletes
  * archived documents stages them (mf_archive_stage); at its commit (a
  * pre-commit step on the session, storage.h mf_txn_on_prepare) the staged
- * documents become one frame, written at the segment's committed end and
+ * documents become frames, written at the segment's committed end and
  * fsynced, and the row's new length is written in that same transaction.
  * So the deletes and the new length commit together or not at all. Bytes
  * past a committed length (a transaction that rolled back, or was lost to
