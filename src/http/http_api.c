@@ -11,8 +11,8 @@
  *   GET  /metrics     Prometheus text exposition format 0.0.4
  *
  * Access: with access control off, reads are open and writes are taken only
- * from loopback (403 otherwise). With it on, every request but the static
- * files needs HTTP Basic credentials of a user (401 with WWW-Authenticate
+ * from loopback (403 otherwise). With it on, every request, the console's
+ * files included (so the browser asks at once), needs HTTP Basic credentials of a user (401 with WWW-Authenticate
  * otherwise). They are checked by a real SCRAM conversation with the command
  * layer (saslStart/saslContinue through mf_cmd_run, the client side of
  * auth/scram.c), so the request then runs as that user and every command it
@@ -78,13 +78,21 @@ sb_printf(sbuf_t *b, const char *fmt, ...)
 
 /* ---------- JSON out ---------- */
 
+/*
+ * A JSON string. Text that is not valid UTF-8 (an error message cut inside a
+ * character, a request's own bytes quoted back) has its non-ASCII bytes
+ * written as '?', so the answer is always valid JSON in UTF-8.
+ */
 static void
 json_string(sbuf_t *b, const char *s, size_t n)
 {
+    bool valid = bson_utf8_validate(s, n, true);
     sb_add(b, "\"");
     for (size_t i = 0; i < n; i++) {
         unsigned char ch = (unsigned char)s[i];
-        if (ch == '"' || ch == '\\') {
+        if (ch >= 0x80 && !valid) {
+            sb_add(b, "?");
+        } else if (ch == '"' || ch == '\\') {
             char e[2] = {'\\', (char)ch};
             mf_http_buf_add(b, e, 2);
         } else if (ch < 0x20) {
@@ -370,9 +378,13 @@ client_for(mf_engine_t *eng, const mf_http_req_t *req, bool write, mf_client_t *
     unsigned char *dec = mf_malloc(n + 4);
     int dl = n > 0 && n % 4 == 0 && n < 4096 ? EVP_DecodeBlock(dec, (const unsigned char *)a, (int)n) : -1;
     if (dl >= 0) {
-        for (size_t i = n; i > 0 && a[i - 1] == '='; i--)
-            dl--;
-        dec[dl] = '\0';
+        /* EVP_DecodeBlock counts padding as data: at most two '=' end a valid block. */
+        int pad = 0;
+        for (size_t i = n; i > 0 && a[i - 1] == '=' && pad < 3; i--)
+            pad++;
+        dl = pad > 2 || pad > dl ? -1 : dl - pad;
+        if (dl >= 0)
+            dec[dl] = '\0';
     }
     char *colon = dl > 0 ? memchr(dec, ':', (size_t)dl) : NULL;
     int rc = -1;
@@ -426,7 +438,9 @@ need_string(const bson_t *doc, const char *f, mf_http_resp_t *resp)
         respond_error(resp, 40414, msg);
         return NULL;
     }
-    if (!BSON_ITER_HOLDS_UTF8(&it) || bson_iter_utf8(&it, NULL)[0] == '\0') {
+    uint32_t len = 0;
+    if (!BSON_ITER_HOLDS_UTF8(&it) || bson_iter_utf8(&it, &len)[0] == '\0' || strlen(bson_iter_utf8(&it, NULL)) != len) {
+        /* A NUL inside would cut the name the command sees: refused, not truncated. */
         snprintf(msg, sizeof(msg), "BSON field '%s' is the wrong type '%s', expected a non-empty string", f,
                  mf_type_name(bson_iter_type(&it)));
         respond_error(resp, MF_E_TypeMismatch, msg);
@@ -521,6 +535,14 @@ api_ttl_post(mf_engine_t *eng, mf_client_t *cl, const mf_http_req_t *req, mf_htt
     bson_init(&key);
     if ((bson_iter_init_find(&it, &body, "key") || bson_iter_init_find(&it, &body, "field")) &&
         BSON_ITER_HOLDS_UTF8(&it) && bson_iter_utf8(&it, NULL)[0] != '\0') {
+        uint32_t flen;
+        const char *field = bson_iter_utf8(&it, &flen);
+        if (strlen(field) != flen || flen > sizeof(name) - 8) {
+            respond_error(resp, MF_E_CannotCreateIndex,
+                          "the key's field name must have no NUL and at most 590 bytes");
+            bson_destroy(&key);
+            goto out;
+        }
         BSON_APPEND_INT32(&key, bson_iter_utf8(&it, NULL), 1);
         snprintf(name, sizeof(name), "%s_1", bson_iter_utf8(&it, NULL));
     } else if (bson_iter_init_find(&it, &body, "key") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
@@ -537,6 +559,11 @@ api_ttl_post(mf_engine_t *eng, mf_client_t *cl, const mf_http_req_t *req, mf_htt
         bson_iter_t kit;
         bson_iter_init(&kit, &k);
         bson_iter_next(&kit);
+        if (strlen(bson_iter_key(&kit)) > sizeof(name) - 32) {
+            respond_error(resp, MF_E_CannotCreateIndex, "the key's field name must have at most 568 bytes");
+            bson_destroy(&key);
+            goto out;
+        }
         snprintf(name, sizeof(name), "%s_%lld", bson_iter_key(&kit),
                  BSON_ITER_HOLDS_NUMBER(&kit) ? (long long)bson_iter_as_int64(&kit) : 1LL);
     } else {
