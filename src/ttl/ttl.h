@@ -93,9 +93,10 @@ void mf_ttl_status_append(mf_ttl_monitor_t *m, bson_t *doc);
  * mf_ttl_indexes_append: appends one document per TTL index to the array arr
  * (the console's list, GET /api/ttl): db, collection, name, key,
  * expireAfterSeconds, archive, nextDueAt (Date, or null when no document is
- * indexed by a Date) and backlog (documents due now). Like
- * mf_ttl_status_append, it asks the monitor for fresh counts and waits up to
- * 250 ms for them.
+ * indexed by a Date) and backlog (documents due now), as of the monitor's
+ * last recount. It does not ask for a fresh count itself: call
+ * mf_ttl_status_append first (it does, waiting up to 250 ms), as
+ * serverStatus does, so one request costs one recount.
  */
 void mf_ttl_indexes_append(mf_ttl_monitor_t *m, bson_t *arr);
 

@@ -1111,7 +1111,7 @@ mf_ttl_indexes_append(mf_ttl_monitor_t *m, bson_t *arr)
     char key[16];
     bson_t e, k;
 
-    refresh(m);
+    /* No refresh of its own: callers read serverStatus first, whose mf_ttl_status_append just refreshed. */
     pthread_mutex_lock(&m->lat_mu);
     for (int i = 0; i < m->nsnap; i++) {
         const idx_snap_t *x = &m->snap[i];
