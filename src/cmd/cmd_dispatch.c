@@ -28,13 +28,22 @@
 #include "common/log.h"
 #include "doc/value.h"
 
-static const mf_cmd_def_t *tables[] = {mf_cmds_admin,   mf_cmds_crud,    mf_cmds_coll,   mf_cmds_collmod,
-                                         mf_cmds_compact, mf_cmds_profile, mf_cmds_auth};
+static const mf_cmd_def_t *tables[] = {mf_cmds_admin,   mf_cmds_crud,    mf_cmds_coll, mf_cmds_collmod,
+                                         mf_cmds_compact, mf_cmds_profile, mf_cmds_auth, mf_cmds_test};
+
+/* Whether table t exists on this engine: the test commands only with enableTestCommands=1, as in mongod. */
+static bool
+table_enabled(mf_engine_t *eng, const mf_cmd_def_t *t)
+{
+    return t != mf_cmds_test || mf_param_get(eng->params, "enableTestCommands") != 0;
+}
 
 static const mf_cmd_def_t *
-lookup(const char *name)
+lookup(mf_engine_t *eng, const char *name)
 {
     for (size_t t = 0; t < sizeof(tables) / sizeof(tables[0]); t++) {
+        if (!table_enabled(eng, tables[t]))
+            continue;
         for (const mf_cmd_def_t *d = tables[t]; d->name != NULL; d++) {
             if (strcmp(d->name, name) == 0)
                 return d;
@@ -71,6 +80,8 @@ mf_cmd_list_commands(mf_op_t *op)
     bson_t all, one;
     BSON_APPEND_DOCUMENT_BEGIN(op->reply, "commands", &all);
     for (size_t t = 0; t < sizeof(tables) / sizeof(tables[0]); t++) {
+        if (!table_enabled(op->eng, tables[t]))
+            continue;
         for (const mf_cmd_def_t *d = tables[t]; d->name != NULL; d++) {
             BSON_APPEND_DOCUMENT_BEGIN(&all, d->name, &one);
             BSON_APPEND_UTF8(&one, "help", "");
@@ -609,8 +620,16 @@ mf_cmd_error_reply(bson_t *reply, const mf_error_t *err)
     bson_reinit(reply);
     BSON_APPEND_DOUBLE(reply, "ok", 0.0);
     BSON_APPEND_UTF8(reply, "errmsg", err->msg);
-    BSON_APPEND_INT32(reply, "code", err->code ? err->code : MF_E_InternalError);
-    BSON_APPEND_UTF8(reply, "codeName", mf_err_codename(err->code ? err->code : MF_E_InternalError));
+    int code = err->code ? err->code : MF_E_InternalError;
+    const char *name = mf_err_codename(code);
+    char located[32];
+    if (strcmp(name, "UnknownError") == 0 && code != MF_E_UnknownError) {
+        /* A code outside the table (failCommand's errorCode): mongod names it Location<code>. */
+        snprintf(located, sizeof(located), "Location%d", code);
+        name = located;
+    }
+    BSON_APPEND_INT32(reply, "code", code);
+    BSON_APPEND_UTF8(reply, "codeName", name);
     if (err->info_len > 0) {
         bson_t info;
         if (bson_init_static(&info, err->info, err->info_len))
@@ -629,7 +648,10 @@ mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *
     bool unsatisfiable = false;
     int64_t started_ms = -1;
     let_frame_t lf;
+    bson_t fp_labels; /* failCommand's errorLabels, if it gave any (an array) */
 
+    bson_init(&fp_labels);
+    memset(&lf, 0, sizeof(lf));
     memset(&op, 0, sizeof(op));
     op.eng = eng;
     op.client = client;
@@ -645,7 +667,7 @@ mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *
         goto fail;
     }
     op.name = bson_iter_key(&it);
-    def = lookup(op.name);
+    def = lookup(eng, op.name);
     if (def == NULL) {
         mf_err_set(&op.err, MF_E_CommandNotFound, "no such command: '%s'", op.name);
         goto fail;
@@ -674,6 +696,12 @@ mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *
         goto fail;
     if (limit_ms > 0)
         mf_curop_set_deadline(cop, mf_mono_ms() + limit_ms);
+    if (limit_ms > 0 && mf_failpoint_max_time(&op)) {
+        mf_err_set(&op.err, MF_E_MaxTimeMSExpired, "operation exceeded time limit");
+        goto fail_let;
+    }
+    if (mf_failcommand_before(&op, &fp_labels) != 0)
+        goto fail_let;
     if (is_data_command(def))
         atomic_fetch_add(&eng->fg_ops, 1);
     int brc = eng->repl != NULL ? eng->repl->command_begin(eng->repl_arg, def->name, cmd, wtimeout_of(cmd), reply,
@@ -690,6 +718,8 @@ mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *
             wtimeout_to_write_concern_error(reply);
     }
     let_end(&lf);
+    if (hrc == 0)
+        mf_failcommand_after(&op, reply);
     if (hrc != 0 && eng->repl != NULL && op.err.code == MF_E_WriteConcernFailed && wtimeout_reply(eng, def->name, reply))
         hrc = 0;
     if (hrc != 0) {
@@ -711,12 +741,15 @@ mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *
         bson_append_document_end(reply, &wce);
     }
     BSON_APPEND_DOUBLE(reply, "ok", 1.0);
+    bson_destroy(&fp_labels);
     profile_op(eng, client, db, def->name, cmd, reply, mf_mono_ms() - started_ms, NULL);
     if (mf_param_get(eng->params, "logLevel") >= 1)
         mf_log(MF_LOG_DEBUG, "COMMAND", "conn%lld: %s on %s ok, %lld ms", (long long)(client ? client->id : 0),
                def->name, db, (long long)(mf_mono_ms() - started_ms));
     return;
 
+fail_let:
+    let_end(&lf);
 fail:
     if (op.sess)
         mf_storage_session_release(op.sess);
@@ -729,6 +762,9 @@ fail:
     mf_cmd_error_reply(reply, &op.err);
     if (eng->repl != NULL)
         add_not_primary_fields(eng, cmd, reply, op.err.code);
+    if (op.name != NULL)
+        mf_failcommand_labels(&op, &fp_labels, reply);
+    bson_destroy(&fp_labels);
     if (started_ms >= 0)
         profile_op(eng, client, db, op.name, cmd, reply, mf_mono_ms() - started_ms, &op.err);
     if (mf_param_get(eng->params, "logLevel") >= 1)

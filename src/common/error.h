@@ -22,6 +22,7 @@
     X(2, BadValue)                                                             \
     X(4, NoSuchKey)                                                            \
     X(6, HostUnreachable)                                                      \
+    X(8, UnknownError)                                                         \
     X(9, FailedToParse)                                                        \
     X(10, CannotMutateObject)                                                  \
     X(11, UserNotFound)                                                        \
@@ -97,6 +98,7 @@
     X(95, NotSecondary)                                                        \
     X(103, NewReplicaSetConfigurationIncompatible)                             \
     X(262, ExceededTimeLimit)                                                  \
+    X(266, FailPointSetFailed)                                                 \
     X(11602, InterruptedDueToReplStateChange)                                  \
     X(13435, NotPrimaryNoSecondaryOk)                                          \
     X(13436, NotPrimaryOrSecondary)                                            \
@@ -146,6 +148,7 @@
     X(40353, Location40353)                                                    \
     X(40414, Location40414)                                                    \
     X(40415, Location40415)                                                    \
+    X(50985, Location50985)                                                    \
     X(40571, Location40571)                                                    \
     X(51024, Location51024)                                                    \
     X(51075, Location51075)                                                    \
