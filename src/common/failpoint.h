@@ -23,10 +23,7 @@
  *   hangTTLMonitorBetweenPasses the TTL monitor runs no pass while it is on
  *   ttlMonitorFailBatch         a TTL delete batch fails before it commits (the
  *                               documents stay; the monitor retries), data
- *                               {errorCode} optional
- *   failStorageCommit           a client write's WiredTiger commit is refused
- *                               (the write fails with data.errorCode, default 8
- *                               UnknownError, and nothing of it is kept)
+ *                               {errorCode} optional (default 112 WriteConflict)
  *
  * Thread safety: every function may be called from any thread. Evaluation
  * (mf_failpoint_eval) takes the point's mutex only when the point is on.
