@@ -135,7 +135,7 @@ static bool
 is_retryable_write(const char *name)
 {
     return strcmp(name, "insert") == 0 || strcmp(name, "update") == 0 || strcmp(name, "delete") == 0 ||
-           strcmp(name, "findAndModify") == 0 || strcmp(name, "findandmodify") == 0;
+           strcmp(name, "findAndModify") == 0 || strcmp(name, "findandmodify") == 0 || strcmp(name, "bulkWrite") == 0;
 }
 
 /* Refuses multi-document transactions: a standalone has no transaction numbers outside retryable writes. */

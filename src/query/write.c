@@ -473,7 +473,8 @@ mf_write_update(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool validate, co
     stmt_common_t sc = {.have_q = false, .hint = NULL};
     const bson_value_t *af = NULL, *upl = NULL;
     bson_value_t af_store, upl_store;
-    bool upsert = false, multi = false, have_u = false, taken;
+    bool upsert = false, multi = false, have_u = false, have_sort = false, taken;
+    bson_t sort;
     mf_matcher_t *m = NULL;
     upd_spec_t *u = NULL;
     mf_coll_t *c = NULL;
@@ -507,6 +508,11 @@ mf_write_update(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool validate, co
             upsert = bson_iter_as_bool(&it);
         } else if (strcmp(k, "multi") == 0) {
             multi = bson_iter_as_bool(&it);
+        } else if (strcmp(k, "sort") == 0 && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+            const uint8_t *data;
+            uint32_t len;
+            bson_iter_document(&it, &len, &data);
+            have_sort = bson_init_static(&sort, data, len) && !bson_empty(&sort);
         } else if (strcmp(k, "arrayFilters") == 0) {
             if (!BSON_ITER_HOLDS_ARRAY(&it))
                 return mf_err_set(err, MF_E_TypeMismatch,
@@ -521,6 +527,24 @@ mf_write_update(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool validate, co
         return mf_err_set(err, MF_E_Location40414, "BSON field 'update.updates.q' is missing but a required field");
     if (!have_u)
         return mf_err_set(err, MF_E_Location40414, "BSON field 'update.updates.u' is missing but a required field");
+    if (have_sort && multi)
+        return mf_err_set(err, MF_E_FailedToParse, "Cannot specify sort with multi=true");
+    if (have_sort) {
+        /* 8.0's updateOne/replaceOne sort: the first document in sort order, as findAndModify picks it. */
+        mf_write_fam_t f = {.query = &sc.q, .sort = &sort, .update = upl ? NULL : &ud, .pipeline = upl,
+                            .array_filters = af, .hint = sc.hint, .upsert = upsert};
+        mf_write_fam_result_t fr;
+        if (mf_write_find_and_modify(cat, s, durable, validate, db, coll, &f, &fr, err) != 0)
+            return -1;
+        res->matched = fr.n;
+        res->modified = fr.modified ? 1 : 0;
+        res->upserted = fr.upserted;
+        if (fr.upserted)
+            res->upserted_id = fr.upserted_id;
+        if (fr.has_value)
+            bson_destroy(&fr.value);
+        return 0;
+    }
     if ((m = mf_matcher_new(&sc.q, err)) == NULL)
         return -1;
     if ((u = upd_spec_new(upl ? NULL : &ud, upl, af, err)) == NULL)
@@ -801,6 +825,7 @@ mf_write_find_and_modify(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool val
         }
         res->n = 1;
         res->updated_existing = !f->remove;
+        res->modified = changed;
         const bson_t *img = (!f->remove && f->want_new) ? (changed ? &out_doc : &doc) : &doc;
         r = project_into(p, img, &res->value, err);
         bson_destroy(&doc);

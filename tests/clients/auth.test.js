@@ -1016,3 +1016,18 @@ h.test('listCommands says which commands need a login (requiresAuth)', async () 
     assert.equal(r.commands[name].requiresAuth, true, `${name} needs a login`);
   }
 });
+
+h.test('bulkWrite needs the write actions of its ops on every namespace of nsInfo', async () => {
+  const c = await makeUser('bwuser', [{ role: 'readWrite', db: 'bwa' }, { role: 'read', db: 'bwb' }]);
+  const admin = c.db('admin');
+  const r = await allowed('bulkWrite into a readWrite database', admin.command({
+    bulkWrite: 1, ops: [{ insert: 0, document: { _id: 1 } }, { update: 0, filter: { _id: 1 }, updateMods: { $set: { a: 1 } } }],
+    nsInfo: [{ ns: 'bwa.c' }],
+  }));
+  assert.equal(r.nInserted, 1);
+  await denied('bulkWrite touching a read-only database', admin.command({
+    bulkWrite: 1, ops: [{ insert: 0, document: { _id: 2 } }, { delete: 1, filter: {} }],
+    nsInfo: [{ ns: 'bwa.c' }, { ns: 'bwb.c' }],
+  }));
+  assert.equal(await c.db('bwa').collection('c').countDocuments({ _id: 2 }), 0, 'nothing written when refused');
+});
