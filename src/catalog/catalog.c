@@ -32,6 +32,7 @@
  */
 #include "common/alloc.h"
 #include "catalog/catalog.h"
+#include "doc/collation.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -651,6 +652,11 @@ index_from_spec(const bson_t *spec, const char *ident, mf_error_t *err)
             index_free(ix);
             return NULL;
         }
+    }
+    if (bson_iter_init_find(&it, spec, "collation") &&
+        mf_collation_from_value(bson_iter_value(&it), &ix->kp.collation, err) != 0) {
+        index_free(ix);
+        return NULL;
     }
     if (bson_iter_init_find(&it, spec, "unique"))
         ix->unique = bson_iter_as_bool(&it);

@@ -33,6 +33,7 @@
 #include "common/alloc.h"
 #include "catalog/coll_write.h"
 #include "cmd/cmd.h"
+#include "doc/collation.h"
 #include "catalog/timeseries.h"
 #include "index/index_spec.h"
 #include "common/curop.h"
@@ -195,6 +196,22 @@ cmd_create(mf_op_t *op)
             bson_destroy(&opts);
             return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field 'create.%s' is the wrong type '%s', expected type 'object'",
                               k, mf_type_name(bson_iter_type(&it)));
+        }
+        if (strcmp(k, "collation") == 0) {
+            /* The collection's default collation, kept in full as listCollections shows it (simple: none). */
+            mf_collation_t *coll;
+            bson_t cs;
+            if (mf_collation_from_value(bson_iter_value(&it), &coll, &op->err) != 0) {
+                bson_destroy(&opts);
+                return -1;
+            }
+            if (coll != NULL) {
+                bson_append_document_begin(&opts, "collation", -1, &cs);
+                mf_collation_append_spec(coll, &cs);
+                bson_append_document_end(&opts, &cs);
+                mf_collation_free(coll);
+            }
+            continue;
         }
         bson_append_value(&opts, k, -1, bson_iter_value(&it));
     }
@@ -977,6 +994,15 @@ again:
         goto out_unlock;
     }
     before = mf_coll_ready_indexes(c);
+    /* An index without a collation of its own takes the collection's default (as mongod). */
+    bson_iter_t dci;
+    if (c->options != NULL && bson_iter_init_find(&dci, c->options, "collation") && BSON_ITER_HOLDS_DOCUMENT(&dci)) {
+        for (size_t i = 0; i < nspecs; i++) {
+            if (bson_has_field(norm[i], "collation"))
+                continue;
+            bson_append_value(norm[i], "collation", -1, bson_iter_value(&dci));
+        }
+    }
     /* Conflicts against existing indexes and earlier specs of this request; keep[i] marks specs to build. */
     keep = mf_calloc(nspecs, sizeof(*keep));
     bool wait_for_build = false;

@@ -23,6 +23,7 @@
 #include "cmd/profile.h"
 #include "engine/profiler.h"
 #include "common/params.h"
+#include "doc/collation.h"
 #include "doc/expr.h"
 #include "common/curop.h"
 #include "common/log.h"
@@ -614,6 +615,57 @@ time_limit(mf_op_t *op, int64_t *ms)
     return 0;
 }
 
+/*
+ * The collation a CRUD command runs under (doc/collation.h): its
+ * "collation" argument (explain: the explained command's), else the default
+ * of the collection or view it names; NULL for the simple one. Installed as
+ * the thread's collation for the handler, so every comparison follows it.
+ */
+static int
+collation_begin(mf_op_t *op, const mf_cmd_def_t *def, mf_collation_t **out)
+{
+    bson_iter_t it, in;
+    const bson_t *cmd = op->cmd;
+    bson_t inner, spec;
+    bool have = false;
+    *out = NULL;
+    if (!is_data_command(def) && strcmp(def->name, "explain") != 0)
+        return 0;
+    if (strcmp(def->name, "explain") == 0) {
+        const uint8_t *d;
+        uint32_t l;
+        if (!bson_iter_init_find(&it, cmd, "explain") || !BSON_ITER_HOLDS_DOCUMENT(&it))
+            return 0;
+        bson_iter_document(&it, &l, &d);
+        if (!bson_init_static(&inner, d, l))
+            return 0;
+        cmd = &inner;
+    }
+    if (bson_iter_init_find(&it, cmd, "collation"))
+        return mf_collation_from_value(bson_iter_value(&it), out, &op->err);
+    if (!bson_iter_init(&it, cmd) || !bson_iter_next(&it) || !BSON_ITER_HOLDS_UTF8(&it))
+        return 0;
+    mf_catalog_rdlock(op->eng->cat);
+    mf_coll_t *c = mf_catalog_coll_find(op->eng->cat, op->db, bson_iter_utf8(&it, NULL));
+    if (c != NULL && c->options != NULL && bson_iter_init_find(&in, c->options, "collation") &&
+        BSON_ITER_HOLDS_DOCUMENT(&in)) {
+        const uint8_t *d;
+        uint32_t l;
+        bson_iter_document(&in, &l, &d);
+        bson_init(&spec);
+        bson_t tmp;
+        if (bson_init_static(&tmp, d, l))
+            bson_concat(&spec, &tmp);
+        have = true;
+    }
+    mf_catalog_unlock(op->eng->cat);
+    if (!have)
+        return 0;
+    int rc = mf_collation_new(&spec, out, &op->err);
+    bson_destroy(&spec);
+    return rc;
+}
+
 void
 mf_cmd_error_reply(bson_t *reply, const mf_error_t *err)
 {
@@ -649,6 +701,7 @@ mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *
     int64_t started_ms = -1;
     let_frame_t lf;
     bson_t fp_labels; /* failCommand's errorLabels, if it gave any (an array) */
+    mf_collation_t *coll = NULL; /* the command's collation, installed while the handler runs */
 
     bson_init(&fp_labels);
     memset(&lf, 0, sizeof(lf));
@@ -702,12 +755,18 @@ mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *
     }
     if (mf_failcommand_before(&op, &fp_labels) != 0)
         goto fail_let;
+    if (collation_begin(&op, def, &coll) != 0)
+        goto fail_let;
+    mf_collation_set_current(coll);
     if (is_data_command(def))
         atomic_fetch_add(&eng->fg_ops, 1);
     int brc = eng->repl != NULL ? eng->repl->command_begin(eng->repl_arg, def->name, cmd, wtimeout_of(cmd), reply,
                                                            &op.err)
                                 : 0;
     int hrc = brc == 0 ? def->fn(&op) : brc < 0 ? -1 : 0;
+    mf_collation_set_current(NULL);
+    mf_collation_free(coll);
+    coll = NULL;
     if (mf_catalog_session_end_all())
         mf_log(MF_LOG_ERROR, "COMMAND", "%s returned with collections still locked; released", def->name);
     if (eng->repl != NULL) {
@@ -751,6 +810,8 @@ mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *
 fail_let:
     let_end(&lf);
 fail:
+    mf_collation_set_current(NULL);
+    mf_collation_free(coll);
     if (op.sess)
         mf_storage_session_release(op.sess);
     if (cop) {

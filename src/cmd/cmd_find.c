@@ -27,6 +27,7 @@
 #include "doc/update.h"
 #include "doc/value.h"
 #include "cmd/crud.h"
+#include "doc/collation.h"
 
 /* ---------- find / getMore ---------- */
 
@@ -385,9 +386,16 @@ mf_cmd_get_more(mf_op_t *op)
     }
     bson_t arr;
     bson_init(&arr);
+    /* The collation of the command that opened the cursor applies to what it still matches and sorts. */
+    mf_collation_t *cc = NULL;
+    const mf_collation_t *saved = mf_collation_current();
+    if (cur->collation != NULL && mf_collation_new(cur->collation, &cc, &op->err) == 0)
+        mf_collation_set_current(cc);
     mf_catalog_rdlock(op->eng->cat);
     int r = mf_crud_cursor_fill(op, cur, batch, &arr, &exhausted);
     mf_catalog_unlock(op->eng->cat);
+    mf_collation_set_current(saved);
+    mf_collation_free(cc);
     if (r != 0) {
         bson_destroy(&arr);
         mf_cursors_release(op->eng->cursors, cur);

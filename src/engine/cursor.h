@@ -50,6 +50,7 @@ typedef struct mf_cursor {
     /* MF_CURSOR_EXT */
     void *ext;                  /* owned through ext_free */
     void (*ext_free)(void *ext);
+    bson_t *collation;          /* owned, or NULL: the collation spec of the command that opened it (getMore reinstalls it) */
     /* bookkeeping (table-owned) */
     int64_t last_used_ms;
     bool in_use;

@@ -52,6 +52,7 @@
  * pipelines and $out/$merge.
  */
 #include "query/agg.h"
+#include "doc/collation.h"
 #include "common/limits.h"
 
 #include <math.h>
@@ -372,9 +373,20 @@ vhash(const bson_value_t *v, uint64_t h)
         return mix(h, &d, sizeof d);
     }
     case BSON_TYPE_UTF8:
-        return mix(h, v->value.v_utf8.str, v->value.v_utf8.len);
-    case BSON_TYPE_SYMBOL:
-        return mix(h, v->value.v_symbol.symbol, v->value.v_symbol.len);
+    case BSON_TYPE_SYMBOL: {
+        const char *s = v->value_type == BSON_TYPE_UTF8 ? v->value.v_utf8.str : v->value.v_symbol.symbol;
+        size_t len = v->value_type == BSON_TYPE_UTF8 ? v->value.v_utf8.len : v->value.v_symbol.len;
+        const mf_collation_t *coll = mf_collation_current();
+        if (coll != NULL) {
+            /* Strings equal under the collation must hash alike: hash the sort key. */
+            uint8_t *kb = NULL;
+            size_t cap = 0, n = mf_collation_key(coll, s, len, &kb, &cap);
+            h = mix(h, kb, n);
+            free(kb);
+            return h;
+        }
+        return mix(h, s, len);
+    }
     case BSON_TYPE_DOCUMENT:
     case BSON_TYPE_ARRAY:
         bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);

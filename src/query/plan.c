@@ -34,6 +34,7 @@
 #include <string.h>
 
 #include "index/keystring.h"
+#include "doc/collation.h"
 #include "doc/value.h"
 
 #define MAX_PREDS 128
@@ -348,6 +349,13 @@ regex_prefix(const char *re, const char *flags, bson_string_t *out)
  * strings ["", {}) when it has none, plus the regex value itself, which a
  * regex also matches. Never exact: the matcher re-checks.
  */
+/*
+ * The collation of the index whose bounds are being built (NULL: simple):
+ * enc() encodes strings as its sort keys, and a regex's literal prefix,
+ * which says nothing about collation order, gives no string range.
+ */
+static _Thread_local const mf_collation_t *tls_bounds_coll;
+
 static void
 regex_list(const bson_value_t *rv, strpool_t *pool, vlist_t *out)
 {
@@ -357,7 +365,7 @@ regex_list(const bson_value_t *rv, strpool_t *pool, vlist_t *out)
 
     while (anchored && len > 0 && (unsigned char)pre->str[len - 1] == 0xFF)
         len--;
-    if (anchored && len > 0) {
+    if (anchored && len > 0 && tls_bounds_coll == NULL) {
         bson_value_t lo = {.value_type = BSON_TYPE_UTF8}, hi = {.value_type = BSON_TYPE_UTF8};
         char *l = pool_add(pool, pre->str, pre->len);
         char *h = pool_add(pool, pre->str, len);
@@ -1179,7 +1187,7 @@ static int
 enc(mf_keystring_t *ks, const bson_value_t *v, bool desc)
 {
     mf_error_t e;
-    return mf_ks_append_value(ks, v, desc, &e);
+    return mf_index_append_component(ks, v, desc, tls_bounds_coll, &e);
 }
 
 static int
@@ -1202,8 +1210,19 @@ dup_bytes(const uint8_t *p, size_t n)
 }
 
 /* Builds the byte intervals of k into st. Returns 0 or -1 (encoding failed). */
+static int build_intervals_coll(const cand_t *k, mf_stage_t *st);
+
 static int
 build_intervals(const cand_t *k, mf_stage_t *st)
+{
+    tls_bounds_coll = k->ix->kp.collation;
+    int rc = build_intervals_coll(k, st);
+    tls_bounds_coll = NULL;
+    return rc;
+}
+
+static int
+build_intervals_coll(const cand_t *k, mf_stage_t *st)
 {
     int nb = k->nbounded;
     size_t total = 1;
@@ -1396,6 +1415,16 @@ cand_bounded(const cand_t *k)
  * that index (any score). The result is owned by the caller (cand_destroy,
  * free).
  */
+/* True if c's _id index compares binary (the _id lookup shortcut is exact only then). */
+static bool
+id_index_simple(const mf_coll_t *c)
+{
+    for (int i = 0; i < c->nindexes; i++)
+        if (c->indexes[i]->is_id)
+            return c->indexes[i]->kp.collation == NULL;
+    return false;
+}
+
 static cand_t *
 best_candidate(const mf_coll_t *c, const preds_t *ps, const bson_t *sort, mf_index_t *hinted)
 {
@@ -1407,7 +1436,12 @@ best_candidate(const mf_coll_t *c, const preds_t *ps, const bson_t *sort, mf_ind
             continue;
         if (hinted == NULL && (mf_plan_index_hidden(ix) || (ix->partial && !partial_implied(ix, ps))))
             continue;
+        /* Only an index with the query's collation orders and compares strings as the query does. */
+        if (!mf_collation_equal(ix->kp.collation, mf_collation_current()))
+            continue;
+        tls_bounds_coll = ix->kp.collation;
         analyse(ix, ps, tmp);
+        tls_bounds_coll = NULL;
         check_sort(tmp, sort);
         if (hinted == NULL && ix->sparse && !tmp->null_ok) {
             cand_destroy(tmp);
@@ -1668,7 +1702,8 @@ mf_plan_build(const mf_coll_t *c, const mf_plan_request_t *req, mf_plan_t **out,
     if (c == NULL) {
         p->leaf = stage_new(MF_ST_EOF, NULL);
         top = p->leaf;
-    } else if (!natural && hinted == NULL && !req->force_collscan && mf_plan_id_equality(req->filter, &idv)) {
+    } else if (!natural && hinted == NULL && !req->force_collscan && mf_collation_current() == NULL &&
+               id_index_simple(c) && mf_plan_id_equality(req->filter, &idv)) {
         p->leaf = stage_new(MF_ST_IDHACK, NULL);
         p->id_is_eq = true;
         bson_value_copy(&idv, &p->idv);

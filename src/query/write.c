@@ -40,6 +40,7 @@
 #include "doc/match.h"
 #include "doc/project.h"
 #include "doc/sort.h"
+#include "doc/collation.h"
 #include "doc/update.h"
 #include "doc/value.h"
 #include "query/agg.h"
@@ -464,9 +465,9 @@ do_upsert(mf_sess_t *s, mf_coll_t *c, bool durable, bool validate, const bson_t 
     return -1;
 }
 
-int
-mf_write_update(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool validate, const char *db, const char *coll,
-                const bson_t *stmt, mf_write_update_result_t *res, mf_error_t *err)
+static int
+write_update(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool validate, const char *db, const char *coll,
+             const bson_t *stmt, mf_write_update_result_t *res, mf_error_t *err)
 {
     bson_iter_t it;
     bson_t ud;
@@ -595,9 +596,9 @@ del_check(void *arg, int64_t rid, const bson_t *doc)
     return mf_matcher_match((const mf_matcher_t *)arg, doc, NULL);
 }
 
-int
-mf_write_delete(mf_catalog_t *cat, mf_sess_t *s, bool durable, const char *db, const char *coll,
-                const bson_t *stmt, int64_t batch_docs, mf_write_delete_result_t *res, mf_error_t *err)
+static int
+write_delete(mf_catalog_t *cat, mf_sess_t *s, bool durable, const char *db, const char *coll, const bson_t *stmt,
+             int64_t batch_docs, mf_write_delete_result_t *res, mf_error_t *err)
 {
     bson_iter_t it;
     stmt_common_t sc = {.have_q = false, .hint = NULL};
@@ -850,5 +851,65 @@ out:
         mf_projection_free(p);
     upd_spec_free(u);
     mf_plan_free(plan);
+    return rc;
+}
+
+/*
+ * A statement's own collation replaces the command's (and the collection's
+ * default) while it runs: installed as the thread's collation
+ * (doc/collation.h), the previous one put back after.
+ */
+static int
+stmt_collation_begin(const bson_t *stmt, mf_collation_t **coll, const mf_collation_t **saved, bool *set,
+                     mf_error_t *err)
+{
+    bson_iter_t it;
+    *coll = NULL;
+    *set = false;
+    *saved = mf_collation_current();
+    if (!bson_iter_init_find(&it, stmt, "collation"))
+        return 0;
+    if (mf_collation_from_value(bson_iter_value(&it), coll, err) != 0)
+        return -1;
+    mf_collation_set_current(*coll);
+    *set = true;
+    return 0;
+}
+
+static void
+stmt_collation_end(mf_collation_t *coll, const mf_collation_t *saved, bool set)
+{
+    if (set)
+        mf_collation_set_current(saved);
+    mf_collation_free(coll);
+}
+
+int
+mf_write_update(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool validate, const char *db, const char *coll,
+                const bson_t *stmt, mf_write_update_result_t *res, mf_error_t *err)
+{
+    mf_collation_t *c;
+    const mf_collation_t *saved;
+    bool set;
+    memset(res, 0, sizeof *res);
+    if (stmt_collation_begin(stmt, &c, &saved, &set, err) != 0)
+        return -1;
+    int rc = write_update(cat, s, durable, validate, db, coll, stmt, res, err);
+    stmt_collation_end(c, saved, set);
+    return rc;
+}
+
+int
+mf_write_delete(mf_catalog_t *cat, mf_sess_t *s, bool durable, const char *db, const char *coll, const bson_t *stmt,
+                int64_t batch_docs, mf_write_delete_result_t *res, mf_error_t *err)
+{
+    mf_collation_t *c;
+    const mf_collation_t *saved;
+    bool set;
+    memset(res, 0, sizeof *res);
+    if (stmt_collation_begin(stmt, &c, &saved, &set, err) != 0)
+        return -1;
+    int rc = write_delete(cat, s, durable, db, coll, stmt, batch_docs, res, err);
+    stmt_collation_end(c, saved, set);
     return rc;
 }

@@ -194,6 +194,56 @@ def test_bulk_write():
     eq(list(c.find()), [{"_id": 2, "x": 2}], "final contents")
 
 
+@test
+def test_fail_point_retried_read_and_closed_connection():
+    """configureFailPoint/failCommand through pymongo: a retryable error and a dropped connection are retried."""
+    coll = fresh_db().fp
+    coll.insert_many([{"_id": 1}, {"_id": 2}])
+    admin = CLIENT.admin
+    before = admin.command("configureFailPoint", "failCommand", mode={"times": 1},
+                           data={"failCommands": ["find"], "errorCode": 89})["count"]
+    eq(sorted(d["_id"] for d in coll.find()), [1, 2], "find retried after 89 NetworkTimeout")
+    admin.command("configureFailPoint", "failCommand", mode={"times": 1},
+                  data={"failCommands": ["find"], "closeConnection": True})
+    eq(coll.find_one({"_id": 2}), {"_id": 2}, "find retried after the connection closed")
+    after = admin.command("configureFailPoint", "failCommand", mode="off")["count"]
+    eq(after - before, 2, "both activations counted")
+    admin.command("configureFailPoint", "failCommand", mode={"times": 1},
+                  data={"failCommands": ["insert"], "errorCode": 2})
+    try:
+        coll.insert_one({"_id": 3})
+        raise AssertionError("the insert should have failed")
+    except OperationFailure as e:
+        eq(e.code, 2, "errorCode")
+    eq(coll.count_documents({"_id": 3}), 0, "nothing inserted")
+    try:
+        admin.command("configureFailPoint", "nope", mode="alwaysOn")
+        raise AssertionError("an unknown fail point should be refused")
+    except OperationFailure as e:
+        eq(e.code, 266, "FailPointSetFailed")
+
+
+@test
+def test_collation():
+    """Collation through pymongo: distinct, find, sort and a unique index with strength 2."""
+    from pymongo.collation import Collation
+    coll = fresh_db().coll
+    coll.insert_many([{"w": "ping"}, {"w": "PING"}, {"w": "pong"}])
+    ci = Collation(locale="en_US", strength=2)
+    eq(len(coll.distinct("w", {"w": {"$in": ["ping", "pong"]}}, collation=ci)), 2, "distinct")
+    eq(coll.count_documents({"w": "Ping"}, collation=ci), 2, "count")
+    eq([d["w"] for d in coll.find({}, {"_id": 0}).sort("w", 1).collation(Collation(locale="en"))],
+       ["ping", "PING", "pong"], "sort")
+    other = fresh_db().u
+    other.create_index("name", unique=True, collation=ci)
+    other.insert_one({"name": "Alice"})
+    try:
+        other.insert_one({"name": "ALICE"})
+        raise AssertionError("a case-insensitive unique index should refuse ALICE")
+    except DuplicateKeyError:
+        pass
+
+
 def _wait_for(pred, what, timeout=20):
     deadline = time.time() + timeout
     while time.time() < deadline:
@@ -260,7 +310,7 @@ def test_replica_set_discovery_writes_reads_and_failover():
 def main():
     global SERVER, CLIENT
     passed = failed = 0
-    SERVER = Server()
+    SERVER = Server(["--setParameter", "enableTestCommands=1"])
     try:
         SERVER.start()
         CLIENT = MongoClient(SERVER.uri)
