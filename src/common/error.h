@@ -149,6 +149,10 @@
     X(40414, Location40414)                                                    \
     X(40415, Location40415)                                                    \
     X(50985, Location50985)                                                    \
+    X(6026500, Location6026500)                                                  \
+    X(5979704, Location5979704)                                                  \
+    X(5979703, Location5979703)                                                  \
+    X(5979700, Location5979700)                                                  \
     X(40571, Location40571)                                                    \
     X(51024, Location51024)                                                    \
     X(51075, Location51075)                                                    \

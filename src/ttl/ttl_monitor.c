@@ -280,8 +280,15 @@ add_secs(int64_t date_ms, int64_t secs)
 static bool
 ttl_secs(const mf_coll_t *c, const mf_index_t *ix, int64_t *secs)
 {
-    if (ix->is_id || ix->building)
+    if (ix->building)
         return false;
+    if (ix->is_id) {
+        /* A clustered collection's expireAfterSeconds makes its _id index a TTL index (dates in _id expire). */
+        if (!c->clustered || c->clustered_expire < 0)
+            return false;
+        *secs = c->clustered_expire;
+        return true;
+    }
     if (c->is_timeseries && !c->is_view) {
         mf_ts_spec_t spec;
         char minf[300];
