@@ -248,7 +248,63 @@
     X(51186, Location51186)                                                    \
     X(51187, Location51187)                                                    \
     X(238, NotImplemented)                                                     \
-    X(40573, Location40573)
+    X(40573, Location40573)                                                    \
+    X(40515, Location40515)                                                    \
+    X(40516, Location40516)                                                    \
+    X(40517, Location40517)                                                    \
+    X(40518, Location40518)                                                    \
+    X(40519, Location40519)                                                    \
+    X(40520, Location40520)                                                    \
+    X(40521, Location40521)                                                    \
+    X(40522, Location40522)                                                    \
+    X(40523, Location40523)                                                    \
+    X(40524, Location40524)                                                    \
+    X(40525, Location40525)                                                    \
+    X(40489, Location40489)                                                    \
+    X(31034, Location31034)                                                    \
+    X(31095, Location31095)                                                    \
+    X(40540, Location40540)                                                    \
+    X(40541, Location40541)                                                    \
+    X(40542, Location40542)                                                    \
+    X(40684, Location40684)                                                    \
+    X(18533, Location18533)                                                    \
+    X(18534, Location18534)                                                    \
+    X(18535, Location18535)                                                    \
+    X(18536, Location18536)                                                    \
+    X(18628, Location18628)                                                    \
+    X(18629, Location18629)                                                    \
+    X(40535, Location40535)                                                    \
+    X(40536, Location40536)                                                    \
+    X(40539, Location40539)                                                    \
+    X(5166301, Location5166301)                                                \
+    X(5166302, Location5166302)                                                \
+    X(5166303, Location5166303)                                                \
+    X(5166304, Location5166304)                                                \
+    X(5166305, Location5166305)                                                \
+    X(5166307, Location5166307)                                                \
+    X(5166308, Location5166308)                                                \
+    X(5166400, Location5166400)                                                \
+    X(5166401, Location5166401)                                                \
+    X(5166402, Location5166402)                                                \
+    X(5166403, Location5166403)                                                \
+    X(5166405, Location5166405)                                                \
+    X(5166406, Location5166406)                                                \
+    X(5976500, Location5976500)                                                \
+    X(6045000, Location6045000)                                                \
+    X(5439000, Location5439000)                                                \
+    X(5439001, Location5439001)                                                \
+    X(5439002, Location5439002)                                                \
+    X(5439004, Location5439004)                                                \
+    X(5439006, Location5439006)                                                \
+    X(5439007, Location5439007)                                                \
+    X(5439008, Location5439008)                                                \
+    X(5439009, Location5439009)                                                \
+    X(5439010, Location5439010)                                                \
+    X(5439013, Location5439013)                                                \
+    X(5439015, Location5439015)                                                \
+    X(5439016, Location5439016)                                                \
+    X(5439017, Location5439017)                                                \
+    X(5439018, Location5439018)
 
 /*
  * Symbolic names used by the code: MF_E_<CodeName>. A few codes have code

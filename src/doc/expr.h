@@ -13,7 +13,11 @@
  * $isArray $reverseArray $range $filter $map $reduce $sum $avg $min $max
  * (array forms) $type $toString $toInt $toLong $toDouble $toDecimal $toBool
  * $toDate $toObjectId $convert $isNumber $year $month $dayOfMonth $hour
- * $minute $second $millisecond $dayOfWeek $dayOfYear $dateToString
+ * $minute $second $millisecond $dayOfWeek $dayOfYear $week $isoWeek
+ * $isoWeekYear $isoDayOfWeek (a date, [date] or {date, timezone}) $dateToString
+ * $dateFromString $dateFromParts $dateToParts $dateTrunc $dateAdd
+ * $dateSubtract $dateDiff (time zones: Olson names from the system tz
+ * database or "+HH", "+HHMM", "+HH:MM" offsets, doc/tz.h)
  * $mergeObjects $objectToArray $arrayToObject $setUnion $setIntersection
  * $setDifference $setIsSubset $anyElementTrue $allElementsTrue $getField
  * $regexMatch $stdDevPop $stdDevSamp (array forms). Unknown "$op" → 168

@@ -1,0 +1,260 @@
+'use strict';
+// Aggregation expression operators added for MongoDB 8.0 parity: the date
+// family ($dateFromParts, $dateToParts, $dateFromString, $week, $isoWeek...,
+// time zones by Olson name or offset), strings ($replaceOne, $replaceAll,
+// $regexFind, $regexFindAll), arrays and fields ($sortArray, $zip,
+// $setField, $unsetField) and the rest ($sigmoid, $rand, bitwise, $tsSecond,
+// $tsIncrement, $toUUID, $median, $percentile). Expected values and error
+// codes are MongoDB's documented ones.
+const assert = require('node:assert/strict');
+const { Timestamp, Long, Decimal128, Binary } = require('mongodb');
+const h = require('./harness');
+
+const srv = h.useServer();
+
+const D = (s) => new Date(s);
+
+/* ev: the value of expr over doc ($documents, one document). */
+async function ev(db, expr, doc = {}) {
+  const r = await db.aggregate([{ $documents: [{ $literal: doc }] }, { $project: { _id: 0, r: expr } }]).toArray();
+  return r[0].r;
+}
+
+/* evs: the values of several expressions over doc, in one aggregate. */
+async function evs(db, exprs, doc = {}) {
+  const proj = { _id: 0 };
+  exprs.forEach((e, i) => { proj['r' + i] = e; });
+  const r = await db.aggregate([{ $documents: [{ $literal: doc }] }, { $project: proj }]).toArray();
+  return exprs.map((_, i) => r[0]['r' + i]);
+}
+
+async function rejects(db, expr, code, doc = {}) {
+  await assert.rejects(ev(db, expr, doc), (e) => {
+    assert.equal(e.code, code, `${JSON.stringify(expr)}: got ${e.code} ${e.message}`);
+    return true;
+  });
+}
+
+/* ------------------------------------------------------------------ dates */
+
+h.test('$dateFromParts: calendar and ISO forms, carrying, time zones', async () => {
+  const db = srv.freshDb('dfp');
+  const r = await evs(db, [
+    { $dateFromParts: { year: 2017, month: 2, day: 8, hour: 12 } },
+    { $dateFromParts: { isoWeekYear: 2017, isoWeek: 6, isoDayOfWeek: 3, hour: 12 } },
+    { $dateFromParts: { year: 2016, month: 12, day: 31, hour: 23, minute: 46, second: 12, timezone: 'America/New_York' } },
+    { $dateFromParts: { year: 2017, month: 14, day: 1, hour: 12 } },
+    { $dateFromParts: { year: 2017, month: 0, day: 1 } },
+    { $dateFromParts: { year: 2017, month: 1, day: 0 } },
+    { $dateFromParts: { year: 2017, month: 1, day: 1, hour: -1, minute: 70, millisecond: 5000 } },
+    { $dateFromParts: { year: 2017, timezone: '+05:30' } },
+    { $dateFromParts: { year: '$y', month: '$m' } },
+    { $dateFromParts: { year: 2017, timezone: null } },
+    { $dateFromParts: { year: 2020, month: 7, day: 1, timezone: 'Europe/Paris' } },
+  ], { y: 2019, m: null });
+  assert.deepEqual(r, [
+    D('2017-02-08T12:00:00Z'), D('2017-02-08T12:00:00Z'), D('2017-01-01T04:46:12Z'),
+    D('2018-02-01T12:00:00Z'), D('2016-12-01T00:00:00Z'), D('2016-12-31T00:00:00Z'),
+    D('2017-01-01T00:10:05Z'), D('2016-12-31T18:30:00Z'), null, null, D('2020-06-30T22:00:00Z'),
+  ]);
+  await rejects(db, { $dateFromParts: { year: 0 } }, 40523);
+  await rejects(db, { $dateFromParts: { isoWeekYear: 10000 } }, 31095);
+  await rejects(db, { $dateFromParts: { year: 2017, month: 40000 } }, 31034);
+  await rejects(db, { $dateFromParts: { year: 2017.5 } }, 40515);
+  await rejects(db, { $dateFromParts: { year: 'x' } }, 40515);
+  await rejects(db, { $dateFromParts: { year: 2017, timezone: 'Foo/Bar' } }, 40485);
+  await rejects(db, { $dateFromParts: { year: 2017, timezone: 5 } }, 40517);
+  await rejects(db, { $dateFromParts: { year: 2017, isoWeek: 3 } }, 40489);
+  await rejects(db, { $dateFromParts: { isoWeekYear: 2017, day: 3 } }, 40525);
+  await rejects(db, { $dateFromParts: { month: 3 } }, 40516);
+  await rejects(db, { $dateFromParts: { year: 2017, foo: 3 } }, 40518);
+  await rejects(db, { $dateFromParts: 2017 }, 40519);
+});
+
+h.test('$dateToParts: calendar and iso8601 parts, time zones', async () => {
+  const db = srv.freshDb('dtp');
+  const date = D('2017-01-01T01:29:09.123Z');
+  const r = await evs(db, [
+    { $dateToParts: { date: '$d' } },
+    { $dateToParts: { date: '$d', timezone: 'America/New_York' } },
+    { $dateToParts: { date: '$d', iso8601: true } },
+    { $dateToParts: { date: '$d', timezone: '-0130' } },
+    { $dateToParts: { date: '$none' } },
+    { $dateToParts: { date: '$d', iso8601: null } },
+  ], { d: date });
+  assert.deepEqual(r, [
+    { year: 2017, month: 1, day: 1, hour: 1, minute: 29, second: 9, millisecond: 123 },
+    { year: 2016, month: 12, day: 31, hour: 20, minute: 29, second: 9, millisecond: 123 },
+    { isoWeekYear: 2016, isoWeek: 52, isoDayOfWeek: 7, hour: 1, minute: 29, second: 9, millisecond: 123 },
+    { year: 2016, month: 12, day: 31, hour: 23, minute: 59, second: 9, millisecond: 123 },
+    null, null,
+  ]);
+  await rejects(db, { $dateToParts: { date: '$d', iso8601: 1 } }, 40521, { d: date });
+  await rejects(db, { $dateToParts: { date: 'x' } }, 16006);
+  await rejects(db, { $dateToParts: { timezone: 'UTC' } }, 40522);
+  await rejects(db, { $dateToParts: { date: '$d', x: 1 } }, 40520);
+  await rejects(db, { $dateToParts: '$d' }, 40524);
+});
+
+h.test('$dateFromString: free form, formats, timezone, onError and onNull', async () => {
+  const db = srv.freshDb('dfs');
+  const r = await evs(db, [
+    { $dateFromString: { dateString: '2017-02-08T12:10:40.787', timezone: 'America/New_York' } },
+    { $dateFromString: { dateString: '15-06-2018', format: '%d-%m-%Y' } },
+    { $dateFromString: { dateString: '2017-07-04T11:56:02+0200' } },
+    { $dateFromString: { dateString: '2017-07-04T11:56:02.5Z' } },
+    { $dateFromString: { dateString: 'Feb 8, 2017' } },
+    { $dateFromString: { dateString: '2017-02-08' } },
+    { $dateFromString: { dateString: '2017-W06-3', format: '%G-W%V-%u' } },
+    { $dateFromString: { dateString: '2018 045', format: '%Y %j' } },
+    { $dateFromString: { dateString: '03 Mar 2019 10:00 -0500', format: '%d %b %Y %H:%M %z' } },
+    { $dateFromString: { dateString: 'oops', onError: 'bad' } },
+    { $dateFromString: { dateString: '$missing', onNull: 'nul' } },
+    { $dateFromString: { dateString: null } },
+    { $dateFromString: { dateString: 42, onError: 'notstring' } },
+    { $dateFromString: { dateString: '2017-02-08', format: null } },
+  ]);
+  assert.deepEqual(r, [
+    D('2017-02-08T17:10:40.787Z'), D('2018-06-15T00:00:00Z'), D('2017-07-04T09:56:02Z'),
+    D('2017-07-04T11:56:02.500Z'), D('2017-02-08T00:00:00Z'), D('2017-02-08T00:00:00Z'),
+    D('2017-02-08T00:00:00Z'), D('2018-02-14T00:00:00Z'), D('2019-03-03T15:00:00Z'),
+    'bad', 'nul', null, 'notstring', null,
+  ]);
+  await rejects(db, { $dateFromString: { dateString: 'oops' } }, 241);
+  await rejects(db, { $dateFromString: { dateString: '2017-13-45' } }, 241);
+  await rejects(db, { $dateFromString: { dateString: '2017-07-04T11:56:02Z', timezone: 'Europe/Paris' } }, 241);
+  await rejects(db, { $dateFromString: { dateString: '2018', format: '%Y' } }, 241);
+  await rejects(db, { $dateFromString: { dateString: '2018-03-20', format: '%Y-%m-%d%' } }, 18535);
+  await rejects(db, { $dateFromString: { dateString: '2018-03-20', format: '%Y-%m-%q' } }, 18536);
+  await rejects(db, { $dateFromString: { dateString: '2018-03-20', format: 1 } }, 40684);
+  await rejects(db, { $dateFromString: { dateString: '2018-03-20', timezone: 'Nowhere/X' } }, 40485);
+  await rejects(db, { $dateFromString: { format: '%Y' } }, 40542);
+  await rejects(db, { $dateFromString: { dateString: 'x', y: 1 } }, 40541);
+  await rejects(db, { $dateFromString: 'x' }, 40540);
+});
+
+h.test('$week, $isoWeek, $isoWeekYear, $isoDayOfWeek and date parts with {date, timezone}', async () => {
+  const db = srv.freshDb('week');
+  const r = await evs(db, [
+    { $week: D('2014-01-01T08:15:39.736Z') },
+    { $week: D('2016-12-31T00:00:00Z') },
+    { $isoWeek: D('2016-01-01T00:00:00Z') },
+    { $isoWeekYear: D('2016-01-01T00:00:00Z') },
+    { $isoDayOfWeek: D('2016-01-01T00:00:00Z') },
+    { $isoDayOfWeek: [D('2016-01-03T00:00:00Z')] },
+    { $hour: { date: D('2016-07-01T12:00:00Z'), timezone: 'America/New_York' } },
+    { $hour: { date: D('2016-01-01T12:00:00Z'), timezone: 'America/New_York' } },
+    { $hour: { date: D('2060-07-01T12:00:00Z'), timezone: 'America/New_York' } },
+    { $minute: { date: D('2016-01-01T12:00:00Z'), timezone: '+05:30' } },
+    { $dayOfWeek: { date: D('2016-01-01T23:00:00Z'), timezone: 'Asia/Tokyo' } },
+    { $year: { date: '$nothing' } },
+    { $month: { date: D('2016-01-01T12:00:00Z'), timezone: null } },
+    { $type: { $isoWeekYear: D('2016-01-01T00:00:00Z') } },
+    { $type: { $isoWeek: D('2016-01-01T00:00:00Z') } },
+  ]);
+  assert.deepEqual(r, [0, 52, 53, 2015, 5, 7, 8, 7, 8, 30, 7, null, null, 'long', 'int']);
+  await rejects(db, { $hour: { date: D('2016-01-01T12:00:00Z'), tz: 'x' } }, 40535);
+  await rejects(db, { $hour: [1, 2] }, 40536);
+  await rejects(db, { $hour: {} }, 40539);
+  await rejects(db, { $hour: 'abc' }, 16006);
+  await rejects(db, { $week: { date: D('2016-01-01T12:00:00Z'), timezone: 'Mars/Base' } }, 40485);
+  await rejects(db, { $week: { date: D('2016-01-01T12:00:00Z'), timezone: 3 } }, 40517);
+});
+
+h.test('$dateToString: time zones, %z %Z %b %B %U %w and format errors', async () => {
+  const db = srv.freshDb('dts');
+  const r = await evs(db, [
+    { $dateToString: { date: D('2016-01-01T12:00:00Z'), timezone: 'Asia/Kolkata' } },
+    { $dateToString: { date: D('2016-01-01T12:00:00Z') } },
+    { $dateToString: { date: D('2016-01-01T12:00:00Z'), format: '%z %Z %b %B %U %w %u %j', timezone: 'Asia/Kolkata' } },
+    { $dateToString: { date: D('2016-07-01T12:00:00Z'), format: '%H:%M%z', timezone: 'America/New_York' } },
+    { $dateToString: { date: null, onNull: 'none' } },
+  ]);
+  assert.deepEqual(r, ['2016-01-01T17:30:00.000', '2016-01-01T12:00:00.000Z',
+    '+0530 +330 Jan January 00 6 5 001', '08:00-0400', 'none']);
+  await rejects(db, { $dateToString: { date: D('2016-01-01T12:00:00Z'), format: '%n' } }, 18536);
+  await rejects(db, { $dateToString: { date: D('2016-01-01T12:00:00Z'), format: '%' } }, 18535);
+  await rejects(db, { $dateToString: { date: D('2016-01-01T12:00:00Z'), format: 5 } }, 18533);
+  await rejects(db, { $dateToString: { format: '%Y' } }, 18628);
+  await rejects(db, { $dateToString: { date: 1, x: 1 } }, 18534);
+  await rejects(db, { $dateToString: 1 }, 18629);
+});
+
+h.test('$dateTrunc, $dateAdd, $dateSubtract, $dateDiff with units, binSize, startOfWeek and zones', async () => {
+  const db = srv.freshDb('darith');
+  const r = await evs(db, [
+    { $dateTrunc: { date: D('2020-05-18T14:10:30Z'), unit: 'week', binSize: 2, timezone: 'America/Los_Angeles', startOfWeek: 'Monday' } },
+    { $dateTrunc: { date: D('2020-05-18T14:10:30Z'), unit: 'hour', binSize: 3 } },
+    { $dateTrunc: { date: D('2020-05-18T14:10:30Z'), unit: 'month', binSize: 5 } },
+    { $dateTrunc: { date: D('2020-05-18T14:10:30Z'), unit: 'day', timezone: 'Europe/Paris' } },
+    { $dateTrunc: { date: D('2020-05-18T14:10:30Z'), unit: 'quarter' } },
+    { $dateTrunc: { date: D('2020-05-18T14:10:30Z'), unit: 'week' } },
+    { $dateAdd: { startDate: D('2020-01-31T12:00:00Z'), unit: 'month', amount: 1 } },
+    { $dateAdd: { startDate: D('2021-03-13T12:00:00Z'), unit: 'day', amount: 1, timezone: 'America/New_York' } },
+    { $dateAdd: { startDate: D('2020-11-01T05:50:02Z'), unit: 'hour', amount: 1, timezone: 'America/New_York' } },
+    { $dateSubtract: { startDate: D('2021-03-31T12:00:00Z'), unit: 'month', amount: 1 } },
+    { $dateSubtract: { startDate: D('2021-03-31T12:00:00Z'), unit: 'quarter', amount: 1.0 } },
+    { $dateDiff: { startDate: D('2020-12-31T23:59:00Z'), endDate: D('2021-01-01T00:01:00Z'), unit: 'year' } },
+    { $dateDiff: { startDate: D('2021-01-01T00:00:00Z'), endDate: D('2021-01-10T00:00:00Z'), unit: 'week', startOfWeek: 'mon' } },
+    { $dateDiff: { startDate: D('2021-01-01T00:00:00Z'), endDate: D('2021-01-10T00:00:00Z'), unit: 'week' } },
+    { $dateDiff: { startDate: D('2021-01-01T00:00:00Z'), endDate: D('2020-12-31T23:59:59.500Z'), unit: 'second' } },
+    { $dateDiff: { startDate: D('2021-01-01T00:00:00Z'), endDate: D('2021-01-01T00:00:01Z'), unit: 'millisecond' } },
+    { $dateDiff: { startDate: D('2021-01-01T00:00:00Z'), endDate: null, unit: 'day' } },
+    { $dateAdd: { startDate: D('2021-01-01T00:00:00Z'), unit: 'day', amount: '$none' } },
+  ]);
+  assert.deepEqual(r, [
+    D('2020-05-11T07:00:00Z'), D('2020-05-18T12:00:00Z'), D('2020-01-01T00:00:00Z'), D('2020-05-17T22:00:00Z'),
+    D('2020-04-01T00:00:00Z'), D('2020-05-17T00:00:00Z'),
+    D('2020-02-29T12:00:00Z'), D('2021-03-14T11:00:00Z'), D('2020-11-01T06:50:02Z'), D('2021-02-28T12:00:00Z'),
+    D('2020-12-31T12:00:00Z'),
+    1, 1, 2, -1, 1000, null, null,
+  ]);
+  const base = { date: D('2020-05-18T14:10:30Z'), unit: 'day' };
+  await rejects(db, { $dateTrunc: { ...base, unit: 'days' } }, 9);
+  await rejects(db, { $dateTrunc: { ...base, unit: 1 } }, 5439013);
+  await rejects(db, { $dateTrunc: { ...base, binSize: 0 } }, 5439018);
+  await rejects(db, { $dateTrunc: { ...base, binSize: 1.5 } }, 5439017);
+  await rejects(db, { $dateTrunc: { ...base, unit: 'week', startOfWeek: 'someday' } }, 5439016);
+  await rejects(db, { $dateTrunc: { ...base, unit: 'week', startOfWeek: 1 } }, 5439015);
+  await rejects(db, { $dateTrunc: { ...base, timezone: 'Bad/Zone' } }, 40485);
+  await rejects(db, { $dateTrunc: { ...base, date: 'x' } }, 5166307);
+  await rejects(db, { $dateTrunc: { unit: 'day' } }, 5439009);
+  await rejects(db, { $dateTrunc: { date: '$d' } }, 5439010);
+  await rejects(db, { $dateTrunc: { ...base, bad: 1 } }, 5439008);
+  await rejects(db, { $dateTrunc: 1 }, 5439007);
+  const add = { startDate: D('2021-01-01T00:00:00Z'), unit: 'day', amount: 1 };
+  await rejects(db, { $dateAdd: { ...add, amount: 1.5 } }, 5166405);
+  await rejects(db, { $dateAdd: { ...add, startDate: 'x' } }, 5166403);
+  await rejects(db, { $dateAdd: { ...add, unit: 'year', amount: 9999999999 } }, 5976500);
+  await rejects(db, { $dateAdd: { ...add, unit: 'millenium' } }, 9);
+  await rejects(db, { $dateAdd: { startDate: D('2021-01-01T00:00:00Z'), unit: 'day' } }, 5166402);
+  await rejects(db, { $dateAdd: { ...add, x: 1 } }, 5166401);
+  await rejects(db, { $dateSubtract: 1 }, 5166400);
+  await rejects(db, { $dateSubtract: { ...add, amount: Long.MIN_VALUE } }, 6045000);
+  const diff = { startDate: D('2021-01-01T00:00:00Z'), endDate: D('2021-02-01T00:00:00Z'), unit: 'day' };
+  await rejects(db, { $dateDiff: { ...diff, endDate: 'x' } }, 5166307);
+  await rejects(db, { $dateDiff: { ...diff, timezone: 'Nope' } }, 40485);
+  await rejects(db, { $dateDiff: { startDate: 1, endDate: 2 } }, 5166305);
+  await rejects(db, { $dateDiff: { startDate: 1, unit: 'day' } }, 5166304);
+  await rejects(db, { $dateDiff: { endDate: 1, unit: 'day' } }, 5166303);
+  await rejects(db, { $dateDiff: { ...diff, y: 1 } }, 5166302);
+  await rejects(db, { $dateDiff: [] }, 5166301);
+});
+
+h.test('date operators over stored documents with per-document time zones', async () => {
+  const c = srv.freshDb('dstore').collection('c');
+  await c.insertMany([
+    { _id: 1, d: D('2021-06-15T10:00:00Z'), tz: 'Australia/Sydney' },
+    { _id: 2, d: D('2021-06-15T10:00:00Z'), tz: '-07:00' },
+    { _id: 3, d: D('2021-06-15T10:00:00Z'), tz: null },
+  ]);
+  const r = await c.aggregate([
+    { $sort: { _id: 1 } },
+    { $project: { h: { $hour: { date: '$d', timezone: '$tz' } }, s: { $dateToString: { date: '$d', format: '%Y-%m-%d %H:%M', timezone: '$tz' } } } },
+  ]).toArray();
+  assert.deepEqual(r, [
+    { _id: 1, h: 20, s: '2021-06-15 20:00' },
+    { _id: 2, h: 3, s: '2021-06-15 03:00' },
+    { _id: 3, h: null, s: null },
+  ]);
+});
