@@ -304,7 +304,27 @@
     X(5439015, Location5439015)                                                \
     X(5439016, Location5439016)                                                \
     X(5439017, Location5439017)                                                \
-    X(5439018, Location5439018)
+    X(5439018, Location5439018)                                                \
+    X(51103, Location51103)                                                    \
+    X(51104, Location51104)                                                    \
+    X(51105, Location51105)                                                    \
+    X(51106, Location51106)                                                    \
+    X(51107, Location51107)                                                    \
+    X(51109, Location51109)                                                    \
+    X(51110, Location51110)                                                    \
+    X(51111, Location51111)                                                    \
+    X(51151, Location51151)                                                    \
+    X(31022, Location31022)                                                    \
+    X(31023, Location31023)                                                    \
+    X(31024, Location31024)                                                    \
+    X(51744, Location51744)                                                    \
+    X(51745, Location51745)                                                    \
+    X(51746, Location51746)                                                    \
+    X(51747, Location51747)                                                    \
+    X(51748, Location51748)                                                    \
+    X(51749, Location51749)                                                    \
+    X(51750, Location51750)                                                    \
+    X(51751, Location51751)
 
 /*
  * Symbolic names used by the code: MF_E_<CodeName>. A few codes have code

@@ -91,14 +91,15 @@ enum op_id {
     OP_DATEFROMPARTS, OP_DATETOPARTS, OP_DATEFROMSTRING, OP_DATETOSTRING, OP_DATETRUNC, OP_DATEADD, OP_DATESUBTRACT, OP_DATEDIFF,
     OP_MERGEOBJECTS, OP_OBJECTTOARRAY, OP_ARRAYTOOBJECT,
     OP_SETUNION, OP_SETINTERSECTION, OP_SETDIFFERENCE, OP_SETISSUBSET, OP_SETEQUALS,
-    OP_ANYELEMENTTRUE, OP_ALLELEMENTSTRUE, OP_GETFIELD, OP_REGEXMATCH, OP_LET,
+    OP_ANYELEMENTTRUE, OP_ALLELEMENTSTRUE, OP_GETFIELD, OP_REGEXMATCH, OP_REGEXFIND, OP_REGEXFINDALL,
+    OP_REPLACEONE, OP_REPLACEALL, OP_LET,
     OP_LITERAL,
 };
 
 /* How an operator's arguments are written. */
 enum argform { A_POS, A_COND, A_SWITCH, A_MAP, A_FILTER, A_REDUCE, A_LET, A_CONVERT, A_TRIM,
                A_DATETOSTRING, A_REGEX, A_GETFIELD, A_DATEPART, A_LITERAL, A_DATEARITH,
-               A_DATEFROMPARTS, A_DATETOPARTS, A_DATEFROMSTRING };
+               A_DATEFROMPARTS, A_DATETOPARTS, A_DATEFROMSTRING, A_REPLACE };
 
 typedef struct op_def {
     const char *name;
@@ -164,6 +165,8 @@ static const op_def_t OPS[] = {
     {"$anyElementTrue", OP_ANYELEMENTTRUE, A_POS, 1, 1},
     {"$allElementsTrue", OP_ALLELEMENTSTRUE, A_POS, 1, 1},
     {"$getField", OP_GETFIELD, A_GETFIELD, 0, 0}, {"$regexMatch", OP_REGEXMATCH, A_REGEX, 0, 0},
+    {"$regexFind", OP_REGEXFIND, A_REGEX, 0, 0}, {"$regexFindAll", OP_REGEXFINDALL, A_REGEX, 0, 0},
+    {"$replaceOne", OP_REPLACEONE, A_REPLACE, 0, 0}, {"$replaceAll", OP_REPLACEALL, A_REPLACE, 0, 0},
     {"$let", OP_LET, A_LET, 0, 0}, {"$literal", OP_LITERAL, A_LITERAL, 0, 0},
     {NULL, 0, 0, 0, 0},
 };
@@ -699,6 +702,41 @@ to_string(const bson_value_t *v, bson_value_t *o)
     }
     set_str(o, buf);
     return true;
+}
+
+/* value_str: a short rendering of v for error messages. */
+static void
+value_str(const bson_value_t *v, char *buf, size_t n)
+{
+    bson_value_t s;
+    if (v->value_type == BSON_TYPE_UTF8) {
+        snprintf(buf, n, "\"%s\"", v->value.v_utf8.str);
+    } else if (to_string(v, &s)) {
+        snprintf(buf, n, "%s", s.value.v_utf8.str);
+        mf_value_free(&s);
+    } else {
+        snprintf(buf, n, "%s", tname(v));
+    }
+}
+
+/* integral64: MongoDB's Value::integral64Bit: an integer, or a double/decimal with an integral value in int64 range. */
+static bool
+integral64(const bson_value_t *v, int64_t *out)
+{
+    double d;
+    switch (v->value_type) {
+    case BSON_TYPE_INT32: *out = v->value.v_int32; return true;
+    case BSON_TYPE_INT64: *out = v->value.v_int64; return true;
+    case BSON_TYPE_DOUBLE:
+    case BSON_TYPE_DECIMAL128:
+        d = as_dbl(v);
+        if (!isfinite(d) || d != floor(d) || d < -9223372036854775808.0 || d >= 9223372036854775808.0)
+            return false;
+        *out = (int64_t)d;
+        return true;
+    default:
+        return false;
+    }
 }
 
 /* coerce_str: $toLower/$substr argument rule: nullish → "", else to_string or 16007. */
@@ -1396,11 +1434,47 @@ parse_op(mf_expr_t *e, const bson_value_t *arg, const scope_t *sc, mf_error_t *e
         return 0;
     }
     case A_REGEX: {
-        static const char *const names[] = {"input", "regex", "options", NULL};
-        if (named_form(e, arg, names, sc, err) < 0)
-            return -1;
-        if (require(e, 0, "input", err) < 0 || require(e, 1, "regex", err) < 0)
-            return -1;
+        if (arg->value_type != BSON_TYPE_DOCUMENT)
+            return mf_err_set(err, MF_E_Location51103, "%s expects an object of named arguments but found: %s",
+                              op->name, tname(arg));
+        while (e->nargs < 3)
+            add_arg(e, NULL);
+        bson_iter_init_from_data(&it, arg->value.v_doc.data, arg->value.v_doc.data_len);
+        while (bson_iter_next(&it)) {
+            const char *k = bson_iter_key(&it);
+            int slot = strcmp(k, "input") == 0 ? 0 : strcmp(k, "regex") == 0 ? 1 : strcmp(k, "options") == 0 ? 2 : -1;
+            if (slot < 0)
+                return mf_err_set(err, MF_E_Location31024, "%s found an unknown argument: %s", op->name, k);
+            if (parse_slot(e, (size_t)slot, &it, sc, err) < 0)
+                return -1;
+        }
+        if (e->args[0] == NULL)
+            return mf_err_set(err, MF_E_Location31022, "%s requires 'input' parameter", op->name);
+        if (e->args[1] == NULL)
+            return mf_err_set(err, MF_E_Location31023, "%s requires 'regex' parameter", op->name);
+        return 0;
+    }
+    case A_REPLACE: {
+        if (arg->value_type != BSON_TYPE_DOCUMENT)
+            return mf_err_set(err, MF_E_Location51751, "%s requires an object as an argument, found: %s", op->name,
+                              tname(arg));
+        while (e->nargs < 3)
+            add_arg(e, NULL);
+        bson_iter_init_from_data(&it, arg->value.v_doc.data, arg->value.v_doc.data_len);
+        while (bson_iter_next(&it)) {
+            const char *k = bson_iter_key(&it);
+            int slot = strcmp(k, "input") == 0 ? 0 : strcmp(k, "find") == 0 ? 1 : strcmp(k, "replacement") == 0 ? 2 : -1;
+            if (slot < 0)
+                return mf_err_set(err, MF_E_Location51750, "%s found an unknown argument: %s", op->name, k);
+            if (parse_slot(e, (size_t)slot, &it, sc, err) < 0)
+                return -1;
+        }
+        if (e->args[0] == NULL)
+            return mf_err_set(err, MF_E_Location51749, "%s requires 'input' to be specified", op->name);
+        if (e->args[1] == NULL)
+            return mf_err_set(err, MF_E_Location51748, "%s requires 'find' to be specified", op->name);
+        if (e->args[2] == NULL)
+            return mf_err_set(err, MF_E_Location51747, "%s requires 'replacement' to be specified", op->name);
         return 0;
     }
     case A_GETFIELD: {
@@ -2937,80 +3011,309 @@ ev_split(bson_value_t *v, ctx_t *c, bson_value_t *o)
     return 0;
 }
 
-static int
-ev_regex_match(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
-{
-    bson_value_t *v;
-    const char *pat = NULL, *opts = "";
-    uint32_t flags = PCRE2_UTF;
-    int rc = 0, errcode;
-    PCRE2_SIZE erroff;
+/* ---- regular expressions: $regexMatch, $regexFind, $regexFindAll ---- */
+
+/* A compiled $regex* operation over one input (MongoDB's RegexExecutionState). */
+typedef struct rxrun {
     pcre2_code *re;
+    pcre2_match_data *md;
+    pcre2_match_context *mc;
+    const char *in;
+    size_t len;
+    size_t pos, cp; /* next start: byte offset and code point index */
+} rxrun_t;
+
+static void
+rx_free(rxrun_t *r)
+{
+    pcre2_match_data_free(r->md);
+    pcre2_match_context_free(r->mc);
+    pcre2_code_free(r->re);
+}
+
+/*
+ * rx_start: MongoDB's buildInitialState over the evaluated input, regex and
+ * options v[0..2]: validates them (51105 51106 51107 51109 51110 51108 51111
+ * 51104) and compiles. Returns 1 when input or regex is nullish, 0 ready, -1.
+ */
+static int
+rx_start(const char *op, ctx_t *c, const bson_value_t *v, rxrun_t *r)
+{
+    const char *pat = NULL, *opts = NULL;
+    size_t patlen = 0;
+    uint32_t flags = PCRE2_UTF;
+    int errcode;
+    PCRE2_SIZE erroff;
+
+    memset(r, 0, sizeof *r);
+    if (!is_nullish(&v[1]) && v[1].value_type != BSON_TYPE_UTF8 && v[1].value_type != BSON_TYPE_REGEX)
+        return mf_err_set(c->err, MF_E_Location51105, "%s needs 'regex' to be of type string or regex", op);
+    if (!is_nullish(&v[2]) && v[2].value_type != BSON_TYPE_UTF8)
+        return mf_err_set(c->err, MF_E_Location51106, "%s needs 'options' to be of type string", op);
+    if (v[1].value_type == BSON_TYPE_REGEX) {
+        pat = v[1].value.v_regex.regex;
+        patlen = strlen(pat);
+        if (!is_nullish(&v[2]) && v[1].value.v_regex.options[0])
+            return mf_err_set(c->err, MF_E_Location51107,
+                              "%s: found regex option(s) specified in both 'regex' and 'option' fields", op);
+        if (v[1].value.v_regex.options[0])
+            opts = v[1].value.v_regex.options;
+    } else if (v[1].value_type == BSON_TYPE_UTF8) {
+        pat = v[1].value.v_utf8.str;
+        patlen = v[1].value.v_utf8.len;
+    }
+    if (!is_nullish(&v[2])) {
+        opts = v[2].value.v_utf8.str;
+        if (strlen(opts) != v[2].value.v_utf8.len)
+            return mf_err_set(c->err, MF_E_Location51110,
+                              "%s: regular expression options cannot contain an embedded null byte", op);
+    }
+    if (pat != NULL && strlen(pat) != patlen)
+        return mf_err_set(c->err, MF_E_Location51109, "%s: regular expression cannot contain an embedded null byte", op);
+    if (pat != NULL) {
+        for (const char *p = opts ? opts : ""; *p; p++) {
+            switch (*p) {
+            case 'i': flags |= PCRE2_CASELESS; break;
+            case 'm': flags |= PCRE2_MULTILINE; break;
+            case 's': flags |= PCRE2_DOTALL; break;
+            case 'x': flags |= PCRE2_EXTENDED; break;
+            case 'u': break;
+            default:
+                return mf_err_set(c->err, MF_E_Location51108, "%s invalid flag in regex options: %c", op, *p);
+            }
+        }
+        if (patlen > MF_MAX_REGEX_LENGTH)
+            return mf_err_set(c->err, MF_E_Location51091, "Regular expression is invalid: pattern string is too long");
+        r->re = pcre2_compile((PCRE2_SPTR)pat, patlen, flags, &errcode, &erroff, NULL);
+        if (r->re == NULL) {
+            PCRE2_UCHAR msg[160];
+            pcre2_get_error_message(errcode, msg, sizeof msg);
+            return mf_err_set(c->err, MF_E_Location51111, "Invalid Regex in %s: %s", op, (const char *)msg);
+        }
+    }
+    if (!is_nullish(&v[0]) && v[0].value_type != BSON_TYPE_UTF8) {
+        rx_free(r);
+        memset(r, 0, sizeof *r);
+        return mf_err_set(c->err, MF_E_Location51104, "%s needs 'input' to be of type string", op);
+    }
+    if (is_nullish(&v[0]) || r->re == NULL) {
+        rx_free(r);
+        memset(r, 0, sizeof *r);
+        return 1;
+    }
+    r->in = v[0].value.v_utf8.str;
+    r->len = v[0].value.v_utf8.len;
+    r->md = pcre2_match_data_create_from_pattern(r->re, NULL);
+    r->mc = mf_rx_context();
+    if (r->md == NULL || r->mc == NULL) {
+        rx_free(r);
+        memset(r, 0, sizeof *r);
+        return mf_err_set(c->err, MF_E_InternalError, "out of memory");
+    }
+    return 0;
+}
+
+/* rx_next: the next match from r->pos as {match, idx, captures} (null when none); -1 with 51156. */
+static int
+rx_next(const char *op, ctx_t *c, rxrun_t *r, bson_value_t *o)
+{
+    int rc = pcre2_match(r->re, (PCRE2_SPTR)r->in, r->len, r->pos, 0, r->md, r->mc);
+    PCRE2_SIZE *ov;
+    uint32_t ncap;
+
+    if (rc == PCRE2_ERROR_NOMATCH) {
+        set_null(o);
+        return 0;
+    }
+    if (rc < 0)
+        return mf_err_set(c->err, MF_E_Location51156,
+                          "Error occurred while executing the regular expression in %s. Result code: %d", op, rc);
+    ov = pcre2_get_ovector_pointer(r->md);
+    pcre2_pattern_info(r->re, PCRE2_INFO_CAPTURECOUNT, &ncap);
+    r->cp += cp_count(r->in + r->pos, ov[0] - r->pos);
+    r->pos = ov[0];
+    {
+        bson_t b = BSON_INITIALIZER, caps;
+        bson_append_utf8(&b, "match", 5, r->in + ov[0], (int)(ov[1] - ov[0]));
+        bson_append_int32(&b, "idx", 3, (int32_t)r->cp);
+        bson_append_array_begin(&b, "captures", 8, &caps);
+        for (uint32_t i = 1; i <= ncap; i++) {
+            char kb[16];
+            const char *key;
+            bson_uint32_to_string(i - 1, &key, kb, sizeof kb);
+            if ((int)i < rc && ov[2 * i] != PCRE2_UNSET)
+                bson_append_utf8(&caps, key, -1, r->in + ov[2 * i], (int)(ov[2 * i + 1] - ov[2 * i]));
+            else
+                bson_append_null(&caps, key, -1);
+        }
+        bson_append_array_end(&b, &caps);
+        take_bson(o, &b, false);
+    }
+    return 0;
+}
+
+static int
+ev_regex(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
+{
+    const char *op = e->op->name;
+    bson_value_t *v;
+    rxrun_t r;
+    int rc = 0, st;
 
     if (eval_args(e, c, &v) < 0)
         return -1;
-    if (v[1].value_type == BSON_TYPE_REGEX) {
-        pat = v[1].value.v_regex.regex;
-        opts = v[1].value.v_regex.options;
-    } else if (v[1].value_type == BSON_TYPE_UTF8) {
-        pat = v[1].value.v_utf8.str;
-    } else if (!is_nullish(&v[1])) {
-        rc = mf_err_set(c->err, MF_E_BadValue, "$regexMatch needs 'regex' to be of type string or regex");
+    st = rx_start(op, c, v, &r);
+    if (st < 0) {
+        rc = -1;
         goto done;
     }
-    if (e->nargs > 2 && v[2].value_type != BSON_TYPE_EOD && !is_nullish(&v[2])) {
-        if (v[2].value_type != BSON_TYPE_UTF8) {
-            rc = mf_err_set(c->err, MF_E_BadValue, "$regexMatch needs 'options' to be of type string");
+    if (st > 0) {
+        if (e->op->id == OP_REGEXMATCH)
+            set_bool(o, false);
+        else if (e->op->id == OP_REGEXFIND)
+            set_null(o);
+        else
+            take_bson(o, bson_new(), true);
+        goto done;
+    }
+    if (e->op->id == OP_REGEXMATCH) {
+        int prc, m = mf_rx_match(r.re, r.mc, r.in, r.len, &prc);
+        if (m < 0)
+            rc = mf_err_set(c->err, MF_E_Location51156,
+                            "Error occurred while executing the regular expression in %s. Result code: %d", op, prc);
+        else
+            set_bool(o, m == 1);
+    } else if (e->op->id == OP_REGEXFIND) {
+        rc = rx_next(op, c, &r, o);
+    } else {
+        abuild_t ab;
+        size_t total = 0;
+        ab_init(&ab);
+        do {
+            bson_value_t m;
+            if (rx_next(op, c, &r, &m) < 0) {
+                rc = -1;
+                break;
+            }
+            if (m.value_type == BSON_TYPE_NULL)
+                break;
+            total += m.value.v_doc.data_len;
+            if (total > MF_MAX_BSON_SIZE * 4) {
+                mf_value_free(&m);
+                rc = mf_err_set(c->err, MF_E_Location51151,
+                                "%s: the size of buffer to store output exceeded the 64MB limit", op);
+                break;
+            }
+            ab_push(&ab, &m);
+            mf_value_free(&m);
+            PCRE2_SIZE *ov = pcre2_get_ovector_pointer(r.md);
+            size_t mlen = ov[1] - ov[0];
+            if (mlen == 0) {
+                /* An empty match: step over one code point so the next search moves on. */
+                if (r.pos >= r.len)
+                    continue;
+                r.pos += (size_t)u8len((unsigned char)r.in[r.pos]);
+                r.cp++;
+                continue;
+            }
+            r.cp += cp_count(r.in + r.pos, mlen);
+            r.pos += mlen;
+        } while (r.pos < r.len);
+        if (rc == 0)
+            ab_finish(&ab, o);
+        else
+            bson_destroy(&ab.b);
+    }
+    rx_free(&r);
+done:
+    free_vals(v, e->nargs);
+    return rc;
+}
+
+/* ---- $replaceOne, $replaceAll ---- */
+
+static int
+ev_replace(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
+{
+    const char *op = e->op->name;
+    bson_value_t *v;
+    int rc = 0;
+    char buf[160];
+    static const char *const what[] = {"input", "find", "replacement"};
+    static const int codes[] = {MF_E_Location51746, MF_E_Location51745, MF_E_Location51744};
+
+    if (eval_args(e, c, &v) < 0)
+        return -1;
+    for (int i = 0; i < 3; i++)
+        if (!is_nullish(&v[i]) && v[i].value_type != BSON_TYPE_UTF8) {
+            value_str(&v[i], buf, sizeof buf);
+            rc = mf_err_set(c->err, codes[i], "%s requires that '%s' be a string, found: %s", op, what[i], buf);
             goto done;
         }
-        if (v[1].value_type == BSON_TYPE_REGEX && opts[0]) {
-            rc = mf_err_set(c->err, MF_E_BadValue, "$regexMatch: found regex option(s) specified in both 'regex' and 'option' fields");
-            goto done;
-        }
-        opts = v[2].value.v_utf8.str;
-    }
-    if (is_nullish(&v[0])) {
-        set_bool(o, false);
-        goto done;
-    }
-    if (v[0].value_type != BSON_TYPE_UTF8) {
-        rc = mf_err_set(c->err, MF_E_BadValue, "$regexMatch needs 'input' to be of type string");
-        goto done;
-    }
-    if (pat == NULL) {
-        set_bool(o, false);
-        goto done;
-    }
-    for (const char *p = opts; *p; p++) {
-        switch (*p) {
-        case 'i': flags |= PCRE2_CASELESS; break;
-        case 'm': flags |= PCRE2_MULTILINE; break;
-        case 's': flags |= PCRE2_DOTALL; break;
-        case 'x': flags |= PCRE2_EXTENDED; break;
-        default:
-            rc = mf_err_set(c->err, MF_E_Location51091, "$regexMatch invalid flag in regex options: %c", *p);
-            goto done;
-        }
-    }
-    if (strlen(pat) > MF_MAX_REGEX_LENGTH) {
-        rc = mf_err_set(c->err, MF_E_Location51091, "Regular expression is invalid: pattern string is too long");
-        goto done;
-    }
-    re = pcre2_compile((PCRE2_SPTR)pat, PCRE2_ZERO_TERMINATED, flags, &errcode, &erroff, NULL);
-    if (re == NULL) {
-        rc = mf_err_set(c->err, MF_E_BadValue, "Invalid Regex in $regexMatch");
+    if (is_nullish(&v[0]) || is_nullish(&v[1]) || is_nullish(&v[2])) {
+        set_null(o);
         goto done;
     }
     {
-        int prc, m = mf_rx_match(re, NULL, v[0].value.v_utf8.str, v[0].value.v_utf8.len, &prc);
-        pcre2_code_free(re);
-        if (m < 0) {
-            rc = mf_err_set(c->err, MF_E_Location51156,
-                            "Error occurred while executing the regular expression in $regexMatch. Result code: %d",
-                            prc);
-            goto done;
+        const char *in = v[0].value.v_utf8.str, *f = v[1].value.v_utf8.str, *rep = v[2].value.v_utf8.str;
+        size_t il = v[0].value.v_utf8.len, fl = v[1].value.v_utf8.len, rl = v[2].value.v_utf8.len, i = 0;
+        bool all = e->op->id == OP_REPLACEALL;
+        char *out = NULL;
+        size_t ol = 0, cap = 0;
+#define PUT(p, n)                                                                                                      \
+    do {                                                                                                               \
+        size_t n_ = (n);                                                                                               \
+        if (ol + n_ > MF_MAX_BSON_SIZE) {                                                                              \
+            bson_free(out);                                                                                            \
+            rc = mf_err_set(c->err, MF_E_Location16493, "Tried to create string longer than 16MB");                  \
+            goto done;                                                                                                 \
+        }                                                                                                              \
+        if (ol + n_ + 1 > cap) {                                                                                       \
+            cap = (ol + n_ + 1) * 2;                                                                                   \
+            out = bson_realloc(out, cap);                                                                              \
+        }                                                                                                              \
+        if (n_)                                                                                                        \
+            memcpy(out + ol, (p), n_);                                                                                 \
+        ol += n_;                                                                                                      \
+    } while (0)
+        if (fl == 0) {
+            /* An empty 'find' matches before the first code point (and, for $replaceAll, before
+               every one and at the end). */
+            PUT(rep, rl);
+            while (all && i < il) {
+                size_t l = (size_t)u8len((unsigned char)in[i]);
+                if (i + l > il)
+                    l = il - i;
+                PUT(in + i, l);
+                PUT(rep, rl);
+                i += l;
+            }
+            PUT(in + i, il - i);
+        } else {
+            for (;;) {
+                const char *hit = memmem(in + i, il - i, f, fl);
+                if (hit == NULL) {
+                    PUT(in + i, il - i);
+                    break;
+                }
+                size_t k = (size_t)(hit - in);
+                PUT(in + i, k - i);
+                PUT(rep, rl);
+                i = k + fl;
+                if (!all) {
+                    PUT(in + i, il - i);
+                    break;
+                }
+            }
         }
-        set_bool(o, m == 1);
+#undef PUT
+        memset(o, 0, sizeof *o);
+        o->value_type = BSON_TYPE_UTF8;
+        if (out == NULL)
+            out = bson_malloc(1);
+        out[ol] = '\0';
+        o->value.v_utf8.str = out;
+        o->value.v_utf8.len = (uint32_t)ol;
     }
 done:
     free_vals(v, e->nargs);
@@ -3171,41 +3474,6 @@ static bool
 has_slot(const mf_expr_t *e, size_t i)
 {
     return i < e->nargs && e->args[i] != NULL;
-}
-
-/* value_str: a short rendering of v for error messages. */
-static void
-value_str(const bson_value_t *v, char *buf, size_t n)
-{
-    bson_value_t s;
-    if (v->value_type == BSON_TYPE_UTF8) {
-        snprintf(buf, n, "\"%s\"", v->value.v_utf8.str);
-    } else if (to_string(v, &s)) {
-        snprintf(buf, n, "%s", s.value.v_utf8.str);
-        mf_value_free(&s);
-    } else {
-        snprintf(buf, n, "%s", tname(v));
-    }
-}
-
-/* integral64: MongoDB's Value::integral64Bit: an integer, or a double/decimal with an integral value in int64 range. */
-static bool
-integral64(const bson_value_t *v, int64_t *out)
-{
-    double d;
-    switch (v->value_type) {
-    case BSON_TYPE_INT32: *out = v->value.v_int32; return true;
-    case BSON_TYPE_INT64: *out = v->value.v_int64; return true;
-    case BSON_TYPE_DOUBLE:
-    case BSON_TYPE_DECIMAL128:
-        d = as_dbl(v);
-        if (!isfinite(d) || d != floor(d) || d < -9223372036854775808.0 || d >= 9223372036854775808.0)
-            return false;
-        *out = (int64_t)d;
-        return true;
-    default:
-        return false;
-    }
 }
 
 /* ---- date parts: $year ... $isoWeekYear ---- */
@@ -4878,7 +5146,12 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     case OP_DATEDIFF:
         return ev_date_arith(e, c, o);
     case OP_REGEXMATCH:
-        return ev_regex_match(e, c, o);
+    case OP_REGEXFIND:
+    case OP_REGEXFINDALL:
+        return ev_regex(e, c, o);
+    case OP_REPLACEONE:
+    case OP_REPLACEALL:
+        return ev_replace(e, c, o);
     case OP_YEAR: case OP_MONTH: case OP_DAYOFMONTH: case OP_HOUR: case OP_MINUTE: case OP_SECOND:
     case OP_MILLISECOND: case OP_DAYOFWEEK: case OP_DAYOFYEAR:
     case OP_WEEK: case OP_ISOWEEK: case OP_ISOWEEKYEAR: case OP_ISODAYOFWEEK:

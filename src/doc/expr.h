@@ -20,7 +20,8 @@
  * database or "+HH", "+HHMM", "+HH:MM" offsets, doc/tz.h)
  * $mergeObjects $objectToArray $arrayToObject $setUnion $setIntersection
  * $setDifference $setIsSubset $anyElementTrue $allElementsTrue $getField
- * $regexMatch $stdDevPop $stdDevSamp (array forms). Unknown "$op" → 168
+ * $regexMatch $regexFind $regexFindAll $replaceOne $replaceAll $stdDevPop
+ * $stdDevSamp (array forms). Unknown "$op" → 168
  * InvalidPipelineOperator
  * ("Unrecognized expression '$foo'").
  */

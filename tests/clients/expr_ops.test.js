@@ -258,3 +258,68 @@ h.test('date operators over stored documents with per-document time zones', asyn
     { _id: 3, h: null, s: null },
   ]);
 });
+
+/* ---------------------------------------------------------------- strings */
+
+h.test('$replaceOne and $replaceAll', async () => {
+  const db = srv.freshDb('replace');
+  const s = 'blue paint with blue paintbrush';
+  const r = await evs(db, [
+    { $replaceOne: { input: s, find: 'blue paint', replacement: 'red paint' } },
+    { $replaceAll: { input: s, find: 'blue paint', replacement: 'red paint' } },
+    { $replaceAll: { input: 'abc', find: '', replacement: '-' } },
+    { $replaceOne: { input: 'abc', find: '', replacement: '-' } },
+    { $replaceAll: { input: 'aaa', find: 'aa', replacement: 'b' } },
+    { $replaceOne: { input: 'café', find: 'x', replacement: 'y' } },
+    { $replaceAll: { input: null, find: 'a', replacement: 'b' } },
+    { $replaceAll: { input: 'a', find: '$missing', replacement: 'b' } },
+  ]);
+  assert.deepEqual(r, ['red paint with blue paintbrush', 'red paint with red paintbrush', '-a-b-c-', '-abc', 'ba', 'café', null, null]);
+  await rejects(db, { $replaceAll: { input: 5, find: 'a', replacement: 'b' } }, 51746);
+  await rejects(db, { $replaceOne: { input: 'a', find: 5, replacement: 'b' } }, 51745);
+  await rejects(db, { $replaceOne: { input: 'a', find: 'a', replacement: null, x: 1 } }, 51750);
+  await rejects(db, { $replaceOne: { input: null, find: 'a', replacement: 1 } }, 51744);
+  await rejects(db, { $replaceAll: { find: 'a', replacement: 'b' } }, 51749);
+  await rejects(db, { $replaceAll: { input: 'a', replacement: 'b' } }, 51748);
+  await rejects(db, { $replaceAll: { input: 'a', find: 'a' } }, 51747);
+  await rejects(db, { $replaceAll: 'a' }, 51751);
+});
+
+h.test('$regexFind and $regexFindAll: {match, idx, captures} with code point indexes', async () => {
+  const db = srv.freshDb('rxfind');
+  const r = await evs(db, [
+    { $regexFind: { input: 'Single LINE description.', regex: 'line', options: 'i' } },
+    { $regexFind: { input: 'héllo wörld', regex: 'w(ö)(x)?' } },
+    { $regexFind: { input: 'abc', regex: /B/i } },
+    { $regexFind: { input: 'abc', regex: 'z' } },
+    { $regexFind: { input: null, regex: 'a' } },
+    { $regexFindAll: { input: 'abcabc', regex: '(b)c' } },
+    { $regexFindAll: { input: 'abc', regex: 'x*' } },
+    { $regexFindAll: { input: '', regex: 'x*' } },
+    { $regexFindAll: { input: '$missing', regex: 'a' } },
+    { $regexFindAll: { input: 'a\nb', regex: '^.', options: 'm' } },
+    { $regexMatch: { input: 'abc', regex: /B/i } },
+  ]);
+  assert.deepEqual(r, [
+    { match: 'LINE', idx: 7, captures: [] },
+    { match: 'wö', idx: 6, captures: ['ö', null] },
+    { match: 'b', idx: 1, captures: [] },
+    null, null,
+    [{ match: 'bc', idx: 1, captures: ['b'] }, { match: 'bc', idx: 4, captures: ['b'] }],
+    [{ match: '', idx: 0, captures: [] }, { match: '', idx: 1, captures: [] }, { match: '', idx: 2, captures: [] }],
+    [{ match: '', idx: 0, captures: [] }],
+    [],
+    [{ match: 'a', idx: 0, captures: [] }, { match: 'b', idx: 2, captures: [] }],
+    true,
+  ]);
+  await rejects(db, { $regexFind: { input: 'abc', regex: /b/i, options: 'i' } }, 51107);
+  await rejects(db, { $regexFind: { input: 'abc', regex: 'b', options: 'q' } }, 51108);
+  await rejects(db, { $regexFindAll: { input: 'abc', regex: '(' } }, 51111);
+  await rejects(db, { $regexFind: { input: 1, regex: 'b' } }, 51104);
+  await rejects(db, { $regexFind: { input: 'abc', regex: 1 } }, 51105);
+  await rejects(db, { $regexFind: { input: 'abc', regex: 'b', options: 1 } }, 51106);
+  await rejects(db, { $regexFind: { regex: 'abc' } }, 31022);
+  await rejects(db, { $regexFindAll: { input: 'abc' } }, 31023);
+  await rejects(db, { $regexMatch: { input: 'abc', regex: 'a', x: 1 } }, 31024);
+  await rejects(db, { $regexFind: 'abc' }, 51103);
+});
