@@ -324,7 +324,38 @@
     X(51748, Location51748)                                                    \
     X(51749, Location51749)                                                    \
     X(51750, Location51750)                                                    \
-    X(51751, Location51751)
+    X(51751, Location51751)                                                    \
+    X(2942500, Location2942500)                                                \
+    X(2942501, Location2942501)                                                \
+    X(2942502, Location2942502)                                                \
+    X(2942503, Location2942503)                                                \
+    X(2942504, Location2942504)                                                \
+    X(2942505, Location2942505)                                                \
+    X(2942506, Location2942506)                                                \
+    X(15974, Location15974)                                                    \
+    X(15975, Location15975)                                                    \
+    X(34460, Location34460)                                                    \
+    X(34461, Location34461)                                                    \
+    X(34462, Location34462)                                                    \
+    X(34463, Location34463)                                                    \
+    X(34464, Location34464)                                                    \
+    X(34465, Location34465)                                                    \
+    X(34466, Location34466)                                                    \
+    X(34467, Location34467)                                                    \
+    X(34468, Location34468)                                                    \
+    X(4161100, Location4161100)                                                \
+    X(4161101, Location4161101)                                                \
+    X(4161102, Location4161102)                                                \
+    X(4161103, Location4161103)                                                \
+    X(4161105, Location4161105)                                                \
+    X(4161106, Location4161106)                                                \
+    X(4161107, Location4161107)                                                \
+    X(4161108, Location4161108)                                                \
+    X(4161109, Location4161109)                                                \
+    X(3041701, Location3041701)                                                \
+    X(3041702, Location3041702)                                                \
+    X(3041703, Location3041703)                                                \
+    X(3041704, Location3041704)
 
 /*
  * Symbolic names used by the code: MF_E_<CodeName>. A few codes have code

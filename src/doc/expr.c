@@ -62,6 +62,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "doc/sort.h"
 #include "doc/tz.h"
 #include "doc/value.h"
 
@@ -91,7 +92,7 @@ enum op_id {
     OP_DATEFROMPARTS, OP_DATETOPARTS, OP_DATEFROMSTRING, OP_DATETOSTRING, OP_DATETRUNC, OP_DATEADD, OP_DATESUBTRACT, OP_DATEDIFF,
     OP_MERGEOBJECTS, OP_OBJECTTOARRAY, OP_ARRAYTOOBJECT,
     OP_SETUNION, OP_SETINTERSECTION, OP_SETDIFFERENCE, OP_SETISSUBSET, OP_SETEQUALS,
-    OP_ANYELEMENTTRUE, OP_ALLELEMENTSTRUE, OP_GETFIELD, OP_REGEXMATCH, OP_REGEXFIND, OP_REGEXFINDALL,
+    OP_ANYELEMENTTRUE, OP_ALLELEMENTSTRUE, OP_GETFIELD, OP_SETFIELD, OP_UNSETFIELD, OP_SORTARRAY, OP_ZIP, OP_REGEXMATCH, OP_REGEXFIND, OP_REGEXFINDALL,
     OP_REPLACEONE, OP_REPLACEALL, OP_LET,
     OP_LITERAL,
 };
@@ -99,7 +100,8 @@ enum op_id {
 /* How an operator's arguments are written. */
 enum argform { A_POS, A_COND, A_SWITCH, A_MAP, A_FILTER, A_REDUCE, A_LET, A_CONVERT, A_TRIM,
                A_DATETOSTRING, A_REGEX, A_GETFIELD, A_DATEPART, A_LITERAL, A_DATEARITH,
-               A_DATEFROMPARTS, A_DATETOPARTS, A_DATEFROMSTRING, A_REPLACE };
+               A_DATEFROMPARTS, A_DATETOPARTS, A_DATEFROMSTRING, A_REPLACE,
+               A_SETFIELD, A_SORTARRAY, A_ZIP };
 
 typedef struct op_def {
     const char *name;
@@ -164,7 +166,9 @@ static const op_def_t OPS[] = {
     {"$setEquals", OP_SETEQUALS, A_POS, 2, -1},
     {"$anyElementTrue", OP_ANYELEMENTTRUE, A_POS, 1, 1},
     {"$allElementsTrue", OP_ALLELEMENTSTRUE, A_POS, 1, 1},
-    {"$getField", OP_GETFIELD, A_GETFIELD, 0, 0}, {"$regexMatch", OP_REGEXMATCH, A_REGEX, 0, 0},
+    {"$getField", OP_GETFIELD, A_GETFIELD, 0, 0}, {"$setField", OP_SETFIELD, A_SETFIELD, 0, 0},
+    {"$unsetField", OP_UNSETFIELD, A_SETFIELD, 0, 0}, {"$sortArray", OP_SORTARRAY, A_SORTARRAY, 0, 0},
+    {"$zip", OP_ZIP, A_ZIP, 0, 0}, {"$regexMatch", OP_REGEXMATCH, A_REGEX, 0, 0},
     {"$regexFind", OP_REGEXFIND, A_REGEX, 0, 0}, {"$regexFindAll", OP_REGEXFINDALL, A_REGEX, 0, 0},
     {"$replaceOne", OP_REPLACEONE, A_REPLACE, 0, 0}, {"$replaceAll", OP_REPLACEALL, A_REPLACE, 0, 0},
     {"$let", OP_LET, A_LET, 0, 0}, {"$literal", OP_LITERAL, A_LITERAL, 0, 0},
@@ -184,6 +188,9 @@ struct mf_expr {
     char **keys;        /* K_OBJ field names; $let variable names (owned) */
     size_t nkeys;
     mf_tz_t *tz;        /* K_OP with a constant timezone argument: the zone, opened at parse (owned) */
+    mf_sort_t *sort;    /* $sortArray by a document pattern (owned) */
+    size_t ninputs;     /* $zip: args[0..ninputs) are the inputs, the rest the defaults */
+    bool flag;          /* $zip useLongestLength; $sortArray descending whole values */
 };
 
 /* A parse-time scope of user variable names. */
@@ -840,6 +847,7 @@ mf_expr_free(mf_expr_t *e)
         bson_free(e->keys[i]);
     bson_free(e->keys);
     mf_tz_free(e->tz);
+    mf_sort_free(e->sort);
     bson_free(e);
 }
 
@@ -1478,26 +1486,206 @@ parse_op(mf_expr_t *e, const bson_value_t *arg, const scope_t *sc, mf_error_t *e
         return 0;
     }
     case A_GETFIELD: {
-        static const char *const names[] = {"field", "input", NULL};
-        if (arg->value_type != BSON_TYPE_DOCUMENT) {
-            add_arg(e, parse(arg, sc, err));
-            if (e->args[0] == NULL)
-                return -1;
-            add_arg(e, NULL);
-        } else {
+        /* slots: field, input (NULL: $$CURRENT) */
+        add_arg(e, NULL);
+        add_arg(e, NULL);
+        bool current = false;
+        if (arg->value_type == BSON_TYPE_DOCUMENT) {
             bson_iter_init_from_data(&it, arg->value.v_doc.data, arg->value.v_doc.data_len);
-            if (bson_iter_next(&it) && bson_iter_key(&it)[0] == '$') {
-                add_arg(e, parse(arg, sc, err));
-                if (e->args[0] == NULL)
-                    return -1;
-                add_arg(e, NULL);
-            } else if (named_form(e, arg, names, sc, err) < 0 || require(e, 0, "field", err) < 0) {
+            while (bson_iter_next(&it)) {
+                const char *k = bson_iter_key(&it);
+                if (e->args[0] == NULL && e->args[1] == NULL && k[0] == '$') {
+                    /* an expression: the field name, read from $$CURRENT */
+                    if ((e->args[0] = parse(arg, sc, err)) == NULL)
+                        return -1;
+                    current = true;
+                    break;
+                } else if (strcmp(k, "field") == 0) {
+                    if (parse_slot(e, 0, &it, sc, err) < 0)
+                        return -1;
+                } else if (strcmp(k, "input") == 0) {
+                    if (parse_slot(e, 1, &it, sc, err) < 0)
+                        return -1;
+                } else {
+                    return mf_err_set(err, MF_E_Location3041701, "$getField found an unknown argument: %s", k);
+                }
+            }
+        } else {
+            if ((e->args[0] = parse(arg, sc, err)) == NULL)
                 return -1;
+            current = true;
+        }
+        if (e->args[0] == NULL)
+            return mf_err_set(err, MF_E_Location3041702, "$getField requires 'field' to be specified");
+        if (e->args[1] == NULL && !current)
+            return mf_err_set(err, MF_E_Location3041703, "$getField requires 'input' to be specified");
+        const mf_expr_t *f = e->args[0];
+        if (f->kind == K_OP && f->op->id == OP_LITERAL)
+            f = f->args[0];
+        if (f->kind == K_LIT && f->lit.value_type != BSON_TYPE_UTF8)
+            return mf_err_set(err, MF_E_Location3041704, "$getField requires 'field' to evaluate to type String, but got %s",
+                              tname(&f->lit));
+        return 0;
+    }
+    case A_SETFIELD: {
+        /* slots: field, input, value ($unsetField: no value, the field is removed) */
+        bool set = op->id == OP_SETFIELD;
+        if (arg->value_type != BSON_TYPE_DOCUMENT)
+            return mf_err_set(err, MF_E_Location4161100, "%s only supports an object as its argument", op->name);
+        add_arg(e, NULL);
+        add_arg(e, NULL);
+        add_arg(e, NULL);
+        bson_iter_init_from_data(&it, arg->value.v_doc.data, arg->value.v_doc.data_len);
+        while (bson_iter_next(&it)) {
+            const char *k = bson_iter_key(&it);
+            int slot = strcmp(k, "field") == 0 ? 0 : strcmp(k, "input") == 0 ? 1 : set && strcmp(k, "value") == 0 ? 2 : -1;
+            if (slot < 0)
+                return mf_err_set(err, MF_E_Location4161101, "%s found an unknown argument: %s", op->name, k);
+            if (parse_slot(e, (size_t)slot, &it, sc, err) < 0)
+                return -1;
+        }
+        if (e->args[0] == NULL)
+            return mf_err_set(err, MF_E_Location4161102, "%s requires 'field' to be specified", op->name);
+        if (set && e->args[2] == NULL)
+            return mf_err_set(err, MF_E_Location4161103, "%s requires 'value' to be specified", op->name);
+        if (e->args[1] == NULL)
+            return mf_err_set(err, MF_E_Location4161109, "%s requires 'input' to be specified", op->name);
+        mf_expr_t *f = e->args[0];
+        if (f->kind == K_OP && f->op->id == OP_LITERAL) /* {$literal: ...} is a constant */
+            f = f->args[0];
+        if (f->kind == K_FIELD || f->kind == K_VAR) {
+            bson_iter_init_from_data(&it, arg->value.v_doc.data, arg->value.v_doc.data_len);
+            bson_iter_find(&it, "field");
+            const char *fp = BSON_ITER_HOLDS_UTF8(&it) ? bson_iter_utf8(&it, NULL) : "";
+            return mf_err_set(err, MF_E_Location4161108,
+                              "'%s' is a field path reference which is not allowed in this context. Did you mean {$literal: '%s'}?",
+                              fp, fp);
+        }
+        if (f->kind != K_LIT)
+            return mf_err_set(err, MF_E_Location4161106,
+                              "%s requires 'field' to evaluate to a constant, but got a non-constant argument", op->name);
+        if (f->lit.value_type != BSON_TYPE_UTF8)
+            return mf_err_set(err, MF_E_Location4161107, "%s requires 'field' to evaluate to type String, but got %s",
+                              op->name, tname(&f->lit));
+        e->name = bson_strndup(f->lit.value.v_utf8.str, f->lit.value.v_utf8.len);
+        return 0;
+    }
+    case A_SORTARRAY: {
+        bool have_sort = false;
+        bson_iter_t sb;
+        if (arg->value_type != BSON_TYPE_DOCUMENT)
+            return mf_err_set(err, MF_E_Location2942500, "$sortArray requires an object as an argument, found: %s",
+                              tname(arg));
+        add_arg(e, NULL);
+        bson_iter_init_from_data(&it, arg->value.v_doc.data, arg->value.v_doc.data_len);
+        while (bson_iter_next(&it)) {
+            const char *k = bson_iter_key(&it);
+            if (strcmp(k, "input") == 0) {
+                if (parse_slot(e, 0, &it, sc, err) < 0)
+                    return -1;
+            } else if (strcmp(k, "sortBy") == 0) {
+                have_sort = true;
+                sb = it;
+            } else {
+                return mf_err_set(err, MF_E_Location2942501, "$sortArray found an unknown argument: %s", k);
             }
         }
-        if (e->args[0]->kind != K_LIT || e->args[0]->lit.value_type != BSON_TYPE_UTF8)
-            return mf_err_set(err, MF_E_FailedToParse,
-                              "$getField requires 'field' to evaluate to a constant string");
+        if (e->args[0] == NULL)
+            return mf_err_set(err, MF_E_Location2942502, "$sortArray requires 'input' to be specified");
+        if (!have_sort)
+            return mf_err_set(err, MF_E_Location2942503, "$sortArray requires 'sortBy' to be specified");
+        const bson_value_t *sv = bson_iter_value(&sb);
+        if (is_num(sv)) {
+            double d = as_dbl(sv);
+            if (d != 1 && d != -1)
+                return mf_err_set(err, MF_E_Location2942506, "The $sort element value must be either 1 or -1");
+            e->flag = d == -1;
+            return 0;
+        }
+        if (sv->value_type != BSON_TYPE_DOCUMENT)
+            return mf_err_set(err, MF_E_Location2942505, "$sortArray requires sortBy to be either 1, -1 or an object, found: %s",
+                              tname(sv));
+        bson_t spec;
+        bson_iter_t si;
+        if (!bson_init_static(&spec, sv->value.v_doc.data, sv->value.v_doc.data_len) || bson_count_keys(&spec) == 0)
+            return mf_err_set(err, MF_E_Location15976, "$sort stage must have at least one sort key");
+        bson_iter_init(&si, &spec);
+        while (bson_iter_next(&si)) {
+            const bson_value_t *d = bson_iter_value(&si);
+            if (!is_num(d))
+                return mf_err_set(err, MF_E_Location15974, "Illegal key in $sort specification: %s", bson_iter_key(&si));
+            if (as_dbl(d) != 1 && as_dbl(d) != -1)
+                return mf_err_set(err, MF_E_Location15975,
+                                  "$sort key ordering must be 1 (for ascending) or -1 (for descending)");
+        }
+        e->sort = mf_sort_new(&spec, err);
+        return e->sort ? 0 : -1;
+    }
+    case A_ZIP: {
+        bool have_inputs = false, longest = false;
+        bson_iter_t sub;
+        mf_expr_t **defs = NULL;
+        size_t nd = 0;
+        int rc = 0;
+        if (arg->value_type != BSON_TYPE_DOCUMENT)
+            return mf_err_set(err, MF_E_Location34460, "$zip only supports an object as an argument, found %s", tname(arg));
+        bson_iter_init_from_data(&it, arg->value.v_doc.data, arg->value.v_doc.data_len);
+        while (rc == 0 && bson_iter_next(&it)) {
+            const char *k = bson_iter_key(&it);
+            if (strcmp(k, "inputs") == 0) {
+                if (!BSON_ITER_HOLDS_ARRAY(&it)) {
+                    rc = mf_err_set(err, MF_E_Location34461, "inputs must be an array of expressions, found %s",
+                                    mf_type_name(bson_iter_type(&it)));
+                    break;
+                }
+                have_inputs = true;
+                bson_iter_recurse(&it, &sub);
+                while (bson_iter_next(&sub))
+                    if (parse_slot(e, e->nargs, &sub, sc, err) < 0) {
+                        rc = -1;
+                        break;
+                    }
+            } else if (strcmp(k, "defaults") == 0) {
+                if (!BSON_ITER_HOLDS_ARRAY(&it)) {
+                    rc = mf_err_set(err, MF_E_Location34462, "defaults must be an array of expressions, found %s",
+                                    mf_type_name(bson_iter_type(&it)));
+                    break;
+                }
+                bson_iter_recurse(&it, &sub);
+                while (bson_iter_next(&sub)) {
+                    mf_expr_t *d = parse(bson_iter_value(&sub), sc, err);
+                    if (d == NULL) {
+                        rc = -1;
+                        break;
+                    }
+                    defs = bson_realloc(defs, (nd + 1) * sizeof *defs);
+                    defs[nd++] = d;
+                }
+            } else if (strcmp(k, "useLongestLength") == 0) {
+                if (!BSON_ITER_HOLDS_BOOL(&it)) {
+                    rc = mf_err_set(err, MF_E_Location34463, "useLongestLength must be a bool, found %s",
+                                    mf_type_name(bson_iter_type(&it)));
+                    break;
+                }
+                longest = bson_iter_bool(&it);
+            } else {
+                rc = mf_err_set(err, MF_E_Location34464, "$zip found an unknown argument: %s", k);
+            }
+        }
+        (void)have_inputs;
+        e->ninputs = e->nargs;
+        e->flag = longest;
+        for (size_t i = 0; i < nd; i++)
+            add_arg(e, defs[i]);
+        bson_free(defs);
+        if (rc < 0)
+            return -1;
+        if (e->ninputs == 0)
+            return mf_err_set(err, MF_E_Location34465, "$zip requires at least one input array");
+        if (!longest && nd > 0)
+            return mf_err_set(err, MF_E_Location34466, "cannot specify defaults unless useLongestLength is true");
+        if (nd > 0 && nd != e->ninputs)
+            return mf_err_set(err, MF_E_Location34467, "defaults and inputs must have the same length");
         return 0;
     }
     default:
@@ -3316,6 +3504,265 @@ ev_replace(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         o->value.v_utf8.len = (uint32_t)ol;
     }
 done:
+    free_vals(v, e->nargs);
+    return rc;
+}
+
+/* ---- $getField, $setField, $unsetField ---- */
+
+static int
+ev_get_field(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
+{
+    bson_value_t f, in;
+    bson_iter_t it;
+    int rc = 0;
+
+    set_missing(&in);
+    if (ev(e->args[0], c, &f) < 0)
+        return -1;
+    if (f.value_type != BSON_TYPE_UTF8) {
+        rc = mf_err_set(c->err, MF_E_Location3041704,
+                        "$getField requires 'field' to evaluate to type String, but got %s", tname(&f));
+        goto done;
+    }
+    if (e->args[1] == NULL) {
+        in = c->rootv;
+        in.value_type = BSON_TYPE_DOCUMENT;
+        if (bson_iter_init_from_data(&it, in.value.v_doc.data, in.value.v_doc.data_len) &&
+            bson_iter_find_w_len(&it, f.value.v_utf8.str, (int)f.value.v_utf8.len))
+            mf_value_copy(o, bson_iter_value(&it));
+        else
+            set_missing(o);
+        set_missing(&in);
+        goto done;
+    }
+    if (ev(e->args[1], c, &in) < 0) {
+        rc = -1;
+        goto done;
+    }
+    if (in.value_type == BSON_TYPE_EOD)
+        set_missing(o);
+    else if (is_nullish(&in))
+        set_null(o);
+    else if (in.value_type == BSON_TYPE_DOCUMENT && bson_iter_init_from_data(&it, in.value.v_doc.data, in.value.v_doc.data_len) &&
+             bson_iter_find_w_len(&it, f.value.v_utf8.str, (int)f.value.v_utf8.len))
+        mf_value_copy(o, bson_iter_value(&it));
+    else
+        set_missing(o);
+done:
+    mf_value_free(&f);
+    mf_value_free(&in);
+    return rc;
+}
+
+/* $setField (slots field, input, value) and $unsetField (field, input): e->name is the field. */
+static int
+ev_set_field(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
+{
+    bson_value_t in, val;
+    bson_iter_t it;
+    bson_t b = BSON_INITIALIZER;
+    bool placed = false;
+    int rc = 0;
+
+    set_missing(&val);
+    if (ev(e->args[1], c, &in) < 0)
+        return -1;
+    if (is_nullish(&in)) {
+        set_null(o);
+        goto done;
+    }
+    if (in.value_type != BSON_TYPE_DOCUMENT) {
+        rc = mf_err_set(c->err, MF_E_Location4161105, "%s requires 'input' to evaluate to type Object", e->op->name);
+        goto done;
+    }
+    if (e->op->id == OP_SETFIELD && ev(e->args[2], c, &val) < 0) {
+        rc = -1;
+        goto done;
+    }
+    bson_iter_init_from_data(&it, in.value.v_doc.data, in.value.v_doc.data_len);
+    while (bson_iter_next(&it)) {
+        if (strcmp(bson_iter_key(&it), e->name) == 0) {
+            if (!placed && val.value_type != BSON_TYPE_EOD)
+                bson_append_value(&b, e->name, -1, &val);
+            placed = true;
+            continue;
+        }
+        bson_append_value(&b, bson_iter_key(&it), -1, bson_iter_value(&it));
+    }
+    if (!placed && val.value_type != BSON_TYPE_EOD)
+        bson_append_value(&b, e->name, -1, &val);
+    take_bson(o, &b, false);
+    goto out;
+done:
+    bson_destroy(&b);
+out:
+    mf_value_free(&in);
+    mf_value_free(&val);
+    return rc;
+}
+
+/* ---- $sortArray ---- */
+
+typedef struct sa_ctx {
+    const mf_sort_t *sort; /* NULL: whole values */
+    int dir;
+    const bson_value_t *v;
+    bson_t *docs; /* views of document elements (sort by pattern) */
+    bool *isdoc;
+} sa_ctx_t;
+
+static int
+sa_cmp(const sa_ctx_t *s, size_t a, size_t b)
+{
+    if (s->sort == NULL)
+        return s->dir * cmpv(&s->v[a], &s->v[b]);
+    static const uint8_t empty[5] = {5, 0, 0, 0, 0};
+    bson_t ea, eb;
+    const bson_t *da = &s->docs[a], *db = &s->docs[b];
+    if (!s->isdoc[a]) {
+        bson_init_static(&ea, empty, 5);
+        da = &ea;
+    }
+    if (!s->isdoc[b]) {
+        bson_init_static(&eb, empty, 5);
+        db = &eb;
+    }
+    return mf_sort_cmp(s->sort, da, db);
+}
+
+/* sa_merge: stable merge sort of idx[0..n) with tmp as scratch. */
+static void
+sa_merge(const sa_ctx_t *s, size_t *idx, size_t *tmp, size_t n)
+{
+    if (n < 2)
+        return;
+    size_t h = n / 2, i = 0, j = h, k = 0;
+    sa_merge(s, idx, tmp, h);
+    sa_merge(s, idx + h, tmp, n - h);
+    while (i < h && j < n)
+        tmp[k++] = sa_cmp(s, idx[j], idx[i]) < 0 ? idx[j++] : idx[i++];
+    while (i < h)
+        tmp[k++] = idx[i++];
+    while (j < n)
+        tmp[k++] = idx[j++];
+    memcpy(idx, tmp, n * sizeof *idx);
+}
+
+static int
+ev_sort_array(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
+{
+    bson_value_t in;
+    elems_t el;
+    sa_ctx_t s;
+    abuild_t ab;
+
+    if (ev(e->args[0], c, &in) < 0)
+        return -1;
+    if (is_nullish(&in)) {
+        mf_value_free(&in);
+        set_null(o);
+        return 0;
+    }
+    if (in.value_type != BSON_TYPE_ARRAY) {
+        int rc = mf_err_set(c->err, MF_E_Location2942504,
+                            "The input argument to $sortArray must be an array, but was of type: %s", tname(&in));
+        mf_value_free(&in);
+        return rc;
+    }
+    elems_of(&in, &el);
+    memset(&s, 0, sizeof s);
+    s.sort = e->sort;
+    s.dir = e->flag ? -1 : 1;
+    s.v = el.v;
+    size_t *idx = bson_malloc((el.n + 1) * sizeof *idx), *tmp = bson_malloc((el.n + 1) * sizeof *tmp);
+    for (size_t i = 0; i < el.n; i++)
+        idx[i] = i;
+    if (s.sort != NULL) {
+        s.docs = bson_malloc0((el.n + 1) * sizeof *s.docs);
+        s.isdoc = bson_malloc0((el.n + 1) * sizeof *s.isdoc);
+        for (size_t i = 0; i < el.n; i++)
+            if (el.v[i].value_type == BSON_TYPE_DOCUMENT)
+                s.isdoc[i] = bson_init_static(&s.docs[i], el.v[i].value.v_doc.data, el.v[i].value.v_doc.data_len);
+    }
+    sa_merge(&s, idx, tmp, el.n);
+    ab_init(&ab);
+    for (size_t i = 0; i < el.n; i++)
+        ab_push(&ab, &el.v[idx[i]]);
+    ab_finish(&ab, o);
+    bson_free(idx);
+    bson_free(tmp);
+    bson_free(s.docs);
+    bson_free(s.isdoc);
+    elems_free(&el);
+    mf_value_free(&in);
+    return 0;
+}
+
+/* ---- $zip: slots inputs[0..ninputs), then defaults ---- */
+
+static int
+ev_zip(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
+{
+    size_t ni = e->ninputs, nd = e->nargs - ni, maxn = 0, minn = SIZE_MAX;
+    bson_value_t *v;
+    elems_t *el;
+    int rc = 0;
+    size_t got = 0;
+
+    v = bson_malloc0((e->nargs + 1) * sizeof *v);
+    el = bson_malloc0((ni + 1) * sizeof *el);
+    for (size_t i = 0; i < e->nargs; i++)
+        set_missing(&v[i]);
+    for (size_t i = 0; i < ni; i++) {
+        if (ev(e->args[i], c, &v[i]) < 0) {
+            rc = -1;
+            goto done;
+        }
+        if (is_nullish(&v[i])) {
+            set_null(o);
+            goto done;
+        }
+        if (v[i].value_type != BSON_TYPE_ARRAY) {
+            char buf[160];
+            value_str(&v[i], buf, sizeof buf);
+            rc = mf_err_set(c->err, MF_E_Location34468, "$zip found a non-array expression in input: %s", buf);
+            goto done;
+        }
+        elems_of(&v[i], &el[i]);
+        got = i + 1;
+        if (el[i].n > maxn)
+            maxn = el[i].n;
+        if (el[i].n < minn)
+            minn = el[i].n;
+    }
+    for (size_t i = ni; i < e->nargs; i++)
+        if (ev(e->args[i], c, &v[i]) < 0) {
+            rc = -1;
+            goto done;
+        }
+    {
+        size_t n = e->flag ? maxn : minn;
+        abuild_t out;
+        bson_value_t nul;
+        set_null(&nul);
+        ab_init(&out);
+        for (size_t r = 0; r < n; r++) {
+            abuild_t row;
+            bson_value_t rv;
+            ab_init(&row);
+            for (size_t i = 0; i < ni; i++)
+                ab_push(&row, r < el[i].n ? &el[i].v[r] : nd ? &v[ni + i] : &nul);
+            ab_finish(&row, &rv);
+            ab_push(&out, &rv);
+            mf_value_free(&rv);
+        }
+        ab_finish(&out, o);
+    }
+done:
+    for (size_t i = 0; i < got; i++)
+        elems_free(&el[i]);
+    bson_free(el);
     free_vals(v, e->nargs);
     return rc;
 }
@@ -5166,38 +5613,15 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         return ev_add(e, c, o);
     case OP_MULTIPLY:
         return ev_multiply(e, c, o);
-    case OP_GETFIELD: {
-        bson_value_t in;
-        bson_iter_t it;
-        if (e->args[1] == NULL) {
-            in = c->rootv;
-            in.value_type = BSON_TYPE_DOCUMENT;
-            if (bson_iter_init_from_data(&it, in.value.v_doc.data, in.value.v_doc.data_len) &&
-                bson_iter_find(&it, e->args[0]->lit.value.v_utf8.str))
-                mf_value_copy(o, bson_iter_value(&it));
-            else
-                set_missing(o);
-            return 0;
-        }
-        if (ev(e->args[1], c, &in) < 0)
-            return -1;
-        if (is_nullish(&in)) {
-            if (in.value_type == BSON_TYPE_EOD)
-                set_missing(o);
-            else
-                set_null(o);
-        } else if (in.value_type != BSON_TYPE_DOCUMENT) {
-            rc = mf_err_set(c->err, MF_E_BadValue, "$getField requires 'input' to evaluate to type Object, but got %s",
-                            tname(&in));
-        } else if (bson_iter_init_from_data(&it, in.value.v_doc.data, in.value.v_doc.data_len) &&
-                   bson_iter_find(&it, e->args[0]->lit.value.v_utf8.str)) {
-            mf_value_copy(o, bson_iter_value(&it));
-        } else {
-            set_missing(o);
-        }
-        mf_value_free(&in);
-        return rc;
-    }
+    case OP_GETFIELD:
+        return ev_get_field(e, c, o);
+    case OP_SETFIELD:
+    case OP_UNSETFIELD:
+        return ev_set_field(e, c, o);
+    case OP_SORTARRAY:
+        return ev_sort_array(e, c, o);
+    case OP_ZIP:
+        return ev_zip(e, c, o);
     default:
         break;
     }

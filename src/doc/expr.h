@@ -20,6 +20,7 @@
  * database or "+HH", "+HHMM", "+HH:MM" offsets, doc/tz.h)
  * $mergeObjects $objectToArray $arrayToObject $setUnion $setIntersection
  * $setDifference $setIsSubset $anyElementTrue $allElementsTrue $getField
+ * $setField $unsetField $sortArray $zip
  * $regexMatch $regexFind $regexFindAll $replaceOne $replaceAll $stdDevPop
  * $stdDevSamp (array forms). Unknown "$op" → 168
  * InvalidPipelineOperator

@@ -323,3 +323,111 @@ h.test('$regexFind and $regexFindAll: {match, idx, captures} with code point ind
   await rejects(db, { $regexMatch: { input: 'abc', regex: 'a', x: 1 } }, 31024);
   await rejects(db, { $regexFind: 'abc' }, 51103);
 });
+
+/* ------------------------------------------------------- arrays and fields */
+
+h.test('$sortArray by whole values or a document pattern', async () => {
+  const db = srv.freshDb('sortarray');
+  const team = [
+    { name: 'pat', age: 30, address: { street: '12 Baker St', city: 'London' } },
+    { name: 'dallas', age: 36, address: { street: '12 Cowper St', city: 'Palo Alto' } },
+    { name: 'charlie', age: 42, address: { street: '12 French St', city: 'New Brunswick' } },
+  ];
+  const r = await evs(db, [
+    { $sortArray: { input: '$team', sortBy: { name: 1 } } },
+    { $sortArray: { input: '$team', sortBy: { 'address.city': -1 } } },
+    { $sortArray: { input: [1, 4, 1, 6, 12, 5], sortBy: 1 } },
+    { $sortArray: { input: [20, 4, { a: 'Free' }, 6, 21, 5, 'Gratis', { a: null }, { a: { sale: true, price: 19 } }, 10.23, { a: 'On sale' }], sortBy: 1 } },
+    { $sortArray: { input: [3, 1, 2], sortBy: -1.0 } },
+    { $sortArray: { input: [{ a: 2, b: 1 }, { a: 1, b: 2 }, { a: 2, b: 0 }], sortBy: { a: 1, b: -1 } } },
+    { $sortArray: { input: '$missing', sortBy: 1 } },
+    { $sortArray: { input: [], sortBy: { a: 1 } } },
+  ], { team });
+  assert.deepEqual(r[0].map((d) => d.name), ['charlie', 'dallas', 'pat']);
+  assert.deepEqual(r[1].map((d) => d.name), ['dallas', 'charlie', 'pat']);
+  assert.deepEqual(r[2], [1, 1, 4, 5, 6, 12]);
+  assert.deepEqual(r[3], [4, 5, 6, 10.23, 20, 21, 'Gratis', { a: null }, { a: 'Free' }, { a: 'On sale' }, { a: { sale: true, price: 19 } }]);
+  assert.deepEqual(r[4], [3, 2, 1]);
+  assert.deepEqual(r[5], [{ a: 1, b: 2 }, { a: 2, b: 1 }, { a: 2, b: 0 }]);
+  assert.equal(r[6], null);
+  assert.deepEqual(r[7], []);
+  await rejects(db, { $sortArray: { input: 5, sortBy: 1 } }, 2942504);
+  await rejects(db, { $sortArray: { input: [1], sortBy: 2 } }, 2942506);
+  await rejects(db, { $sortArray: { input: [1], sortBy: {} } }, 15976);
+  await rejects(db, { $sortArray: { input: [1], sortBy: { a: 0 } } }, 15975);
+  await rejects(db, { $sortArray: { input: [1] } }, 2942503);
+  await rejects(db, { $sortArray: { sortBy: 1 } }, 2942502);
+  await rejects(db, { $sortArray: { input: [1], sortBy: 1, x: 1 } }, 2942501);
+  await rejects(db, { $sortArray: [1] }, 2942500);
+});
+
+h.test('$zip with useLongestLength and defaults', async () => {
+  const db = srv.freshDb('zip');
+  const r = await evs(db, [
+    { $zip: { inputs: [[1, 2, 3], ['a', 'b']] } },
+    { $zip: { inputs: [[1, 2, 3], ['a', 'b']], useLongestLength: true } },
+    { $zip: { inputs: ['$x', ['a', 'b']], useLongestLength: true, defaults: [0, 'z'] } },
+    { $zip: { inputs: [[1], '$missing'] } },
+    { $zip: { inputs: [[], [1]] } },
+  ], { x: [1, 2, 3] });
+  assert.deepEqual(r, [[[1, 'a'], [2, 'b']], [[1, 'a'], [2, 'b'], [3, null]], [[1, 'a'], [2, 'b'], [3, 'z']], null, []]);
+  await rejects(db, { $zip: { inputs: [[1], 3] } }, 34468);
+  await rejects(db, { $zip: { inputs: [[1]], defaults: [1] } }, 34466);
+  await rejects(db, { $zip: { inputs: [[1]], defaults: [1, 2], useLongestLength: true } }, 34467);
+  await rejects(db, { $zip: { inputs: [] } }, 34465);
+  await rejects(db, { $zip: {} }, 34465);
+  await rejects(db, { $zip: { inputs: [[1]], x: 1 } }, 34464);
+  await rejects(db, { $zip: { inputs: [[1]], useLongestLength: 1 } }, 34463);
+  await rejects(db, { $zip: { inputs: [[1]], defaults: 1 } }, 34462);
+  await rejects(db, { $zip: { inputs: 1 } }, 34461);
+  await rejects(db, { $zip: [] }, 34460);
+});
+
+h.test('$setField, $unsetField and $getField with dotted and dollar field names', async () => {
+  const db = srv.freshDb('fields');
+  const doc = { _id: 1, 'price.usd': 45.99, $price: 10, x: { a: 1, b: 2 } };
+  await db.collection('c').insertOne(doc);
+  const r = await db.collection('c').aggregate([{ $project: {
+    _id: 0,
+    set: { $setField: { field: 'price.usd', input: '$$ROOT', value: 49.99 } },
+    add: { $setField: { field: 'new.field', input: '$x', value: true } },
+    rm: { $setField: { field: 'a', input: '$x', value: '$$REMOVE' } },
+    unset: { $unsetField: { field: 'price.usd', input: '$$ROOT' } },
+    unsetDollar: { $unsetField: { field: { $literal: '$price' }, input: '$$ROOT' } },
+    nul: { $setField: { field: 'a', input: '$missing', value: 1 } },
+    get: { $getField: 'price.usd' },
+    getDollar: { $getField: { $literal: '$price' } },
+    getIn: { $getField: { field: 'b', input: '$x' } },
+    getNonObj: { $type: { $getField: { field: 'b', input: 5 } } },
+    getNull: { $getField: { field: 'b', input: null } },
+    getDyn: { $getField: { field: { $concat: ['a'] }, input: '$x' } },
+  } }]).toArray();
+  assert.deepEqual(r, [{
+    set: { _id: 1, 'price.usd': 49.99, $price: 10, x: { a: 1, b: 2 } },
+    add: { a: 1, b: 2, 'new.field': true },
+    rm: { b: 2 },
+    unset: { _id: 1, $price: 10, x: { a: 1, b: 2 } },
+    unsetDollar: { _id: 1, 'price.usd': 45.99, x: { a: 1, b: 2 } },
+    nul: null,
+    get: 45.99,
+    getDollar: 10,
+    getIn: 2,
+    getNonObj: 'missing',
+    getNull: null,
+    getDyn: 1,
+  }]);
+  await rejects(db, { $setField: { field: 'a', input: 5, value: 1 } }, 4161105);
+  await rejects(db, { $setField: { field: '$a', input: {}, value: 1 } }, 4161108);
+  await rejects(db, { $setField: { field: { $concat: ['a'] }, input: {}, value: 1 } }, 4161106);
+  await rejects(db, { $setField: { field: 1, input: {}, value: 1 } }, 4161107);
+  await rejects(db, { $setField: { field: 'a', value: 1 } }, 4161109);
+  await rejects(db, { $setField: { field: 'a', input: {} } }, 4161103);
+  await rejects(db, { $setField: { input: {}, value: 1 } }, 4161102);
+  await rejects(db, { $unsetField: { field: 'a', input: {}, value: 1 } }, 4161101);
+  await rejects(db, { $unsetField: 'a' }, 4161100);
+  await rejects(db, { $getField: { field: 'a' } }, 3041703);
+  await rejects(db, { $getField: { input: {} } }, 3041702);
+  await rejects(db, { $getField: { field: 'a', input: {}, y: 1 } }, 3041701);
+  await rejects(db, { $getField: 5 }, 3041704);
+  await rejects(db, { $getField: '$nope' }, 3041704);
+});
