@@ -355,7 +355,16 @@
     X(3041701, Location3041701)                                                \
     X(3041702, Location3041702)                                                \
     X(3041703, Location3041703)                                                \
-    X(3041704, Location3041704)
+    X(3041704, Location3041704)                                                \
+    X(5687301, Location5687301)                                                \
+    X(5687302, Location5687302)                                                \
+    X(10065, Location10065)                                                    \
+    X(3040501, Location3040501)                                                \
+    X(7436200, Location7436200)                                                \
+    X(7436201, Location7436201)                                                \
+    X(7750301, Location7750301)                                                \
+    X(7750302, Location7750302)                                                \
+    X(7750303, Location7750303)
 
 /*
  * Symbolic names used by the code: MF_E_<CodeName>. A few codes have code

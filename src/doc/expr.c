@@ -92,7 +92,8 @@ enum op_id {
     OP_DATEFROMPARTS, OP_DATETOPARTS, OP_DATEFROMSTRING, OP_DATETOSTRING, OP_DATETRUNC, OP_DATEADD, OP_DATESUBTRACT, OP_DATEDIFF,
     OP_MERGEOBJECTS, OP_OBJECTTOARRAY, OP_ARRAYTOOBJECT,
     OP_SETUNION, OP_SETINTERSECTION, OP_SETDIFFERENCE, OP_SETISSUBSET, OP_SETEQUALS,
-    OP_ANYELEMENTTRUE, OP_ALLELEMENTSTRUE, OP_GETFIELD, OP_SETFIELD, OP_UNSETFIELD, OP_SORTARRAY, OP_ZIP, OP_REGEXMATCH, OP_REGEXFIND, OP_REGEXFINDALL,
+    OP_ANYELEMENTTRUE, OP_ALLELEMENTSTRUE, OP_GETFIELD, OP_SETFIELD, OP_UNSETFIELD, OP_SORTARRAY, OP_ZIP, OP_BITAND, OP_BITOR, OP_BITXOR, OP_BITNOT,
+    OP_TSSECOND, OP_TSINCREMENT, OP_TOUUID, OP_RAND, OP_MEDIAN, OP_PERCENTILE, OP_SIGMOID, OP_REGEXMATCH, OP_REGEXFIND, OP_REGEXFINDALL,
     OP_REPLACEONE, OP_REPLACEALL, OP_LET,
     OP_LITERAL,
 };
@@ -101,7 +102,7 @@ enum op_id {
 enum argform { A_POS, A_COND, A_SWITCH, A_MAP, A_FILTER, A_REDUCE, A_LET, A_CONVERT, A_TRIM,
                A_DATETOSTRING, A_REGEX, A_GETFIELD, A_DATEPART, A_LITERAL, A_DATEARITH,
                A_DATEFROMPARTS, A_DATETOPARTS, A_DATEFROMSTRING, A_REPLACE,
-               A_SETFIELD, A_SORTARRAY, A_ZIP };
+               A_SETFIELD, A_SORTARRAY, A_ZIP, A_RAND, A_QUANTILE, A_SIGMOID };
 
 typedef struct op_def {
     const char *name;
@@ -168,7 +169,12 @@ static const op_def_t OPS[] = {
     {"$allElementsTrue", OP_ALLELEMENTSTRUE, A_POS, 1, 1},
     {"$getField", OP_GETFIELD, A_GETFIELD, 0, 0}, {"$setField", OP_SETFIELD, A_SETFIELD, 0, 0},
     {"$unsetField", OP_UNSETFIELD, A_SETFIELD, 0, 0}, {"$sortArray", OP_SORTARRAY, A_SORTARRAY, 0, 0},
-    {"$zip", OP_ZIP, A_ZIP, 0, 0}, {"$regexMatch", OP_REGEXMATCH, A_REGEX, 0, 0},
+    {"$zip", OP_ZIP, A_ZIP, 0, 0},
+    {"$bitAnd", OP_BITAND, A_POS, 0, -1}, {"$bitOr", OP_BITOR, A_POS, 0, -1}, {"$bitXor", OP_BITXOR, A_POS, 0, -1},
+    {"$bitNot", OP_BITNOT, A_POS, 1, 1}, {"$tsSecond", OP_TSSECOND, A_POS, 1, 1},
+    {"$tsIncrement", OP_TSINCREMENT, A_POS, 1, 1}, {"$toUUID", OP_TOUUID, A_POS, 1, 1},
+    {"$rand", OP_RAND, A_RAND, 0, 0}, {"$median", OP_MEDIAN, A_QUANTILE, 0, 0},
+    {"$percentile", OP_PERCENTILE, A_QUANTILE, 0, 0}, {"$sigmoid", OP_SIGMOID, A_SIGMOID, 0, 0}, {"$regexMatch", OP_REGEXMATCH, A_REGEX, 0, 0},
     {"$regexFind", OP_REGEXFIND, A_REGEX, 0, 0}, {"$regexFindAll", OP_REGEXFINDALL, A_REGEX, 0, 0},
     {"$replaceOne", OP_REPLACEONE, A_REPLACE, 0, 0}, {"$replaceAll", OP_REPLACEALL, A_REPLACE, 0, 0},
     {"$let", OP_LET, A_LET, 0, 0}, {"$literal", OP_LITERAL, A_LITERAL, 0, 0},
@@ -191,6 +197,8 @@ struct mf_expr {
     mf_sort_t *sort;    /* $sortArray by a document pattern (owned) */
     size_t ninputs;     /* $zip: args[0..ninputs) are the inputs, the rest the defaults */
     bool flag;          /* $zip useLongestLength; $sortArray descending whole values */
+    double *ps;         /* $percentile: the p values (owned) */
+    size_t nps;
 };
 
 /* A parse-time scope of user variable names. */
@@ -848,6 +856,7 @@ mf_expr_free(mf_expr_t *e)
     bson_free(e->keys);
     mf_tz_free(e->tz);
     mf_sort_free(e->sort);
+    bson_free(e->ps);
     bson_free(e);
 }
 
@@ -1433,7 +1442,7 @@ parse_op(mf_expr_t *e, const bson_value_t *arg, const scope_t *sc, mf_error_t *e
             if (arg->value_type != BSON_TYPE_DOCUMENT)
                 return mf_err_set(err, MF_E_Location5166400, "%s expects an object as its argument", op->name);
             if (named_args(e, arg, add_names, sc, err, MF_E_Location5166401,
-                           ". Expected arguments startDate, unit, amount, and optionally timezone.") < 0)
+                           ". Expected arguments are startDate, unit, amount, and optionally timezone.") < 0)
                 return -1;
             if (!e->args[0] || !e->args[1] || !e->args[2])
                 return mf_err_set(err, MF_E_Location5166402, "%s requires startDate, unit, and amount to be present",
@@ -1688,6 +1697,77 @@ parse_op(mf_expr_t *e, const bson_value_t *arg, const scope_t *sc, mf_error_t *e
             return mf_err_set(err, MF_E_Location34467, "defaults and inputs must have the same length");
         return 0;
     }
+    case A_RAND: {
+        if (arg->value_type != BSON_TYPE_DOCUMENT && arg->value_type != BSON_TYPE_ARRAY)
+            return mf_err_set(err, MF_E_Location10065, "invalid parameter: expected an object ($rand)");
+        if (arg->value.v_doc.data_len > 5)
+            return mf_err_set(err, MF_E_Location3040501, "$rand does not currently accept arguments");
+        return 0;
+    }
+    case A_QUANTILE: {
+        bool med = op->id == OP_MEDIAN;
+        bool have_p = false, have_m = false;
+        bson_iter_t pi, mi;
+        char buf[160];
+        if (arg->value_type != BSON_TYPE_DOCUMENT) {
+            value_str(arg, buf, sizeof buf);
+            return mf_err_set(err, med ? MF_E_Location7436201 : MF_E_Location7436200,
+                              "specification must be an object; found %s: %s", op->name, buf);
+        }
+        add_arg(e, NULL);
+        bson_iter_init_from_data(&it, arg->value.v_doc.data, arg->value.v_doc.data_len);
+        while (bson_iter_next(&it)) {
+            const char *k = bson_iter_key(&it);
+            if (strcmp(k, "input") == 0) {
+                if (parse_slot(e, 0, &it, sc, err) < 0)
+                    return -1;
+            } else if (!med && strcmp(k, "p") == 0) {
+                have_p = true;
+                pi = it;
+            } else if (strcmp(k, "method") == 0) {
+                have_m = true;
+                mi = it;
+            } else {
+                return mf_err_set(err, MF_E_Location40415, "BSON field '%s.%s' is an unknown field.", op->name, k);
+            }
+        }
+        if (e->args[0] == NULL)
+            return mf_err_set(err, MF_E_Location40414, "BSON field '%s.input' is missing but a required field", op->name);
+        if (!med && !have_p)
+            return mf_err_set(err, MF_E_Location40414, "BSON field '%s.p' is missing but a required field", op->name);
+        if (!have_m)
+            return mf_err_set(err, MF_E_Location40414, "BSON field '%s.method' is missing but a required field", op->name);
+        if (!med) {
+            const bson_value_t *pv = bson_iter_value(&pi);
+            bson_iter_t ai;
+            value_str(pv, buf, sizeof buf);
+            if (pv->value_type != BSON_TYPE_ARRAY || pv->value.v_doc.data_len <= 5)
+                return mf_err_set(err, MF_E_Location7750301,
+                                  "The $percentile 'p' field must be an array of numbers from [0.0, 1.0], but found: %s", buf);
+            bson_iter_recurse(&pi, &ai);
+            while (bson_iter_next(&ai)) {
+                const bson_value_t *x = bson_iter_value(&ai);
+                value_str(x, buf, sizeof buf);
+                if (!is_num(x))
+                    return mf_err_set(err, MF_E_Location7750302,
+                                      "The $percentile 'p' field must be an array of numbers from [0.0, 1.0], but found: %s",
+                                      buf);
+                double d = as_dbl(x);
+                if (!(d >= 0 && d <= 1))
+                    return mf_err_set(err, MF_E_Location7750303,
+                                      "The $percentile 'p' field must be an array of numbers from [0.0, 1.0], but found: %s",
+                                      buf);
+                e->ps = bson_realloc(e->ps, (e->nps + 1) * sizeof *e->ps);
+                e->ps[e->nps++] = d;
+            }
+        }
+        if (!BSON_ITER_HOLDS_UTF8(&mi))
+            return mf_err_set(err, MF_E_TypeMismatch, "BSON field '%s.method' is the wrong type '%s', expected type 'string'",
+                              op->name, mf_type_name(bson_iter_type(&mi)));
+        if (strcmp(bson_iter_utf8(&mi, NULL), "approximate") != 0)
+            return mf_err_set(err, MF_E_BadValue, "Currently only 'approximate' can be used as percentile 'method'.");
+        return 0;
+    }
     default:
         return mf_err_set(err, MF_E_InternalError, "unhandled operator form");
     }
@@ -1733,6 +1813,33 @@ parse_doc(const bson_value_t *v, const scope_t *sc, mf_error_t *err)
         if (op == NULL) {
             mf_err_set(err, MF_E_InvalidPipelineOperator, "Unrecognized expression '%s'", first);
             return NULL;
+        }
+        if (op->id == OP_SIGMOID) {
+            /* MongoDB desugars {$sigmoid: x} into {$divide: [1, {$add: [1, {$exp: {$multiply: [-1, x]}}]}]}. */
+            bson_t d = BSON_INITIALIZER, a1, a2, a3, a4, e1, e2, e3;
+            bson_value_t dv;
+            BSON_APPEND_ARRAY_BEGIN(&d, "$divide", &a1);
+            BSON_APPEND_INT32(&a1, "0", 1);
+            BSON_APPEND_DOCUMENT_BEGIN(&a1, "1", &e1);
+            BSON_APPEND_ARRAY_BEGIN(&e1, "$add", &a2);
+            BSON_APPEND_INT32(&a2, "0", 1);
+            BSON_APPEND_DOCUMENT_BEGIN(&a2, "1", &e2);
+            BSON_APPEND_ARRAY_BEGIN(&e2, "$exp", &a3);
+            BSON_APPEND_DOCUMENT_BEGIN(&a3, "0", &e3);
+            BSON_APPEND_ARRAY_BEGIN(&e3, "$multiply", &a4);
+            BSON_APPEND_INT32(&a4, "0", -1);
+            bson_append_value(&a4, "1", 1, bson_iter_value(&it));
+            bson_append_array_end(&e3, &a4);
+            bson_append_document_end(&a3, &e3);
+            bson_append_array_end(&e2, &a3);
+            bson_append_document_end(&a2, &e2);
+            bson_append_array_end(&e1, &a2);
+            bson_append_document_end(&a1, &e1);
+            bson_append_array_end(&d, &a1);
+            take_bson(&dv, &d, false);
+            e = parse(&dv, sc, err);
+            mf_value_free(&dv);
+            return e;
         }
         e = node_new(K_OP);
         e->op = op;
@@ -1822,6 +1929,8 @@ mf_expr_is_constant(const mf_expr_t *e)
     case K_VAR:
         return false;
     default:
+        if (e->kind == K_OP && e->op->id == OP_RAND)
+            return false;
         for (size_t i = 0; i < e->nargs; i++)
             if (!mf_expr_is_constant(e->args[i]))
                 return false;
@@ -3767,6 +3876,184 @@ done:
     return rc;
 }
 
+/* ---- bitwise, timestamps, $toUUID, $rand, $median, $percentile ---- */
+
+static int
+ev_bitwise(int op, const bson_value_t *v, size_t n, ctx_t *c, bson_value_t *o)
+{
+    const char *name = op == OP_BITAND ? "$bitAnd" : op == OP_BITOR ? "$bitOr" : "$bitXor";
+    int64_t acc = op == OP_BITAND ? -1 : 0;
+    bool wide = false;
+
+    for (size_t i = 0; i < n; i++) {
+        if (is_nullish(&v[i])) {
+            set_null(o);
+            return 0;
+        }
+        if (v[i].value_type != BSON_TYPE_INT32 && v[i].value_type != BSON_TYPE_INT64)
+            return mf_err_set(c->err, MF_E_TypeMismatch, "%s only supports int and long operands.", name);
+        int64_t x = as_i64(&v[i]);
+        wide |= v[i].value_type == BSON_TYPE_INT64;
+        acc = op == OP_BITAND ? (acc & x) : op == OP_BITOR ? (acc | x) : (acc ^ x);
+    }
+    if (wide)
+        set_i64(o, acc);
+    else
+        set_i32(o, (int32_t)acc);
+    return 0;
+}
+
+static int
+ev_bitnot(const bson_value_t *a, ctx_t *c, bson_value_t *o)
+{
+    if (is_nullish(a))
+        set_null(o);
+    else if (a->value_type == BSON_TYPE_INT32)
+        set_i32(o, ~a->value.v_int32);
+    else if (a->value_type == BSON_TYPE_INT64)
+        set_i64(o, ~a->value.v_int64);
+    else if (is_num(a))
+        return mf_err_set(c->err, MF_E_TypeMismatch, "$bitNot only supports int and long, not: %s.", tname(a));
+    else
+        return mf_err_set(c->err, MF_E_Location28765, "$bitNot only supports numeric types, not %s", tname(a));
+    return 0;
+}
+
+static int
+ev_ts_part(int op, const bson_value_t *a, ctx_t *c, bson_value_t *o)
+{
+    if (is_nullish(a)) {
+        set_null(o);
+        return 0;
+    }
+    if (a->value_type != BSON_TYPE_TIMESTAMP)
+        return mf_err_set(c->err, op == OP_TSSECOND ? MF_E_Location5687301 : MF_E_Location5687302,
+                          " Argument to %s must be a timestamp, but is %s", op == OP_TSSECOND ? "$tsSecond" : "$tsIncrement",
+                          tname(a));
+    set_i64(o, op == OP_TSSECOND ? (int64_t)a->value.v_timestamp.timestamp : (int64_t)a->value.v_timestamp.increment);
+    return 0;
+}
+
+static int
+hexval(char ch)
+{
+    if (ch >= '0' && ch <= '9')
+        return ch - '0';
+    if (ch >= 'a' && ch <= 'f')
+        return ch - 'a' + 10;
+    if (ch >= 'A' && ch <= 'F')
+        return ch - 'A' + 10;
+    return -1;
+}
+
+/* ev_to_uuid: {$convert: {input, to: {type: "binData", subtype: 4}, format: "uuid"}}. */
+static int
+ev_to_uuid(const bson_value_t *a, ctx_t *c, bson_value_t *o)
+{
+    uint8_t bytes[16];
+    char buf[160];
+
+    if (is_nullish(a)) {
+        set_null(o);
+        return 0;
+    }
+    if (a->value_type != BSON_TYPE_UTF8)
+        return mf_err_set(c->err, MF_E_ConversionFailure,
+                          "Unsupported conversion from %s to binData in $convert with no onError value", tname(a));
+    const char *s = a->value.v_utf8.str;
+    bool ok = a->value.v_utf8.len == 36;
+    for (int i = 0, k = 0; ok && i < 36; i++) {
+        if (i == 8 || i == 13 || i == 18 || i == 23) {
+            ok = s[i] == '-';
+            continue;
+        }
+        int hi = hexval(s[i]), lo = i + 1 < 36 ? hexval(s[i + 1]) : -1;
+        if (hi < 0 || lo < 0) {
+            ok = false;
+            break;
+        }
+        bytes[k++] = (uint8_t)(hi << 4 | lo);
+        i++;
+    }
+    if (!ok) {
+        value_str(a, buf, sizeof buf);
+        return mf_err_set(c->err, MF_E_ConversionFailure,
+                          "Failed to parse BinData %s in $convert with no onError value: Invalid UUID string: %s", buf, buf);
+    }
+    memset(o, 0, sizeof *o);
+    o->value_type = BSON_TYPE_BINARY;
+    o->value.v_binary.subtype = BSON_SUBTYPE_UUID;
+    o->value.v_binary.data_len = 16;
+    o->value.v_binary.data = bson_malloc(16);
+    memcpy(o->value.v_binary.data, bytes, 16);
+    return 0;
+}
+
+/* ev_rand: a double in [0, 1) from the C library's arc4random (thread-safe, no state of ours). */
+static void
+ev_rand(bson_value_t *o)
+{
+    uint64_t r = ((uint64_t)arc4random() << 32 | arc4random()) >> 11;
+    set_dbl(o, (double)r / 9007199254740992.0);
+}
+
+static int
+dbl_cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y ? 1 : 0;
+}
+
+/* ev_quantile: $median / $percentile over the numbers of the input (a number or an array). */
+static int
+ev_quantile(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
+{
+    bson_value_t in;
+    double *xs = NULL;
+    size_t n = 0;
+
+    if (ev(e->args[0], c, &in) < 0)
+        return -1;
+    if (in.value_type == BSON_TYPE_ARRAY) {
+        elems_t el;
+        elems_of(&in, &el);
+        xs = bson_malloc((el.n + 1) * sizeof *xs);
+        for (size_t i = 0; i < el.n; i++)
+            if (is_num(&el.v[i]) && !isnan(as_dbl(&el.v[i])))
+                xs[n++] = as_dbl(&el.v[i]);
+        elems_free(&el);
+    } else if (is_num(&in) && !isnan(as_dbl(&in))) {
+        xs = bson_malloc(sizeof *xs);
+        xs[n++] = as_dbl(&in);
+    }
+    mf_value_free(&in);
+    if (n > 1)
+        qsort(xs, n, sizeof *xs, dbl_cmp);
+    /* The value of rank ceil(p * n) (MongoDB's discrete percentile, which its t-digest yields for small inputs). */
+#define PCT(p) (xs[(size_t)(ceil((p) * (double)n) < 1 ? 0 : ceil((p) * (double)n) > (double)n ? n - 1 : ceil((p) * (double)n) - 1)])
+    if (e->op->id == OP_MEDIAN) {
+        if (n == 0)
+            set_null(o);
+        else
+            set_dbl(o, PCT(0.5));
+    } else {
+        abuild_t ab;
+        bson_value_t x;
+        ab_init(&ab);
+        for (size_t i = 0; i < e->nps; i++) {
+            if (n == 0)
+                set_null(&x);
+            else
+                set_dbl(&x, PCT(e->ps[i]));
+            ab_push(&ab, &x);
+        }
+        ab_finish(&ab, o);
+    }
+#undef PCT
+    bson_free(xs);
+    return 0;
+}
+
 /* ---- dates ---- */
 
 /*
@@ -5620,6 +5907,12 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         return ev_set_field(e, c, o);
     case OP_SORTARRAY:
         return ev_sort_array(e, c, o);
+    case OP_RAND:
+        ev_rand(o);
+        return 0;
+    case OP_MEDIAN:
+    case OP_PERCENTILE:
+        return ev_quantile(e, c, o);
     case OP_ZIP:
         return ev_zip(e, c, o);
     default:
@@ -5862,6 +6155,13 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     case OP_TYPE:
         set_str(o, v[0].value_type == BSON_TYPE_EOD ? "missing" : mf_type_name(v[0].value_type));
         break;
+    case OP_BITAND:
+    case OP_BITOR:
+    case OP_BITXOR: rc = ev_bitwise(id, v, n, c, o); break;
+    case OP_BITNOT: rc = ev_bitnot(&v[0], c, o); break;
+    case OP_TSSECOND:
+    case OP_TSINCREMENT: rc = ev_ts_part(id, &v[0], c, o); break;
+    case OP_TOUUID: rc = ev_to_uuid(&v[0], c, o); break;
     case OP_TOSTRING:
     case OP_TOINT:
     case OP_TOLONG:

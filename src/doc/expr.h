@@ -20,7 +20,9 @@
  * database or "+HH", "+HHMM", "+HH:MM" offsets, doc/tz.h)
  * $mergeObjects $objectToArray $arrayToObject $setUnion $setIntersection
  * $setDifference $setIsSubset $anyElementTrue $allElementsTrue $getField
- * $setField $unsetField $sortArray $zip
+ * $setField $unsetField $sortArray $zip $bitAnd $bitOr $bitXor $bitNot
+ * $tsSecond $tsIncrement $toUUID $sigmoid $rand $median $percentile
+ * (expression forms, method 'approximate')
  * $regexMatch $regexFind $regexFindAll $replaceOne $replaceAll $stdDevPop
  * $stdDevSamp (array forms). Unknown "$op" → 168
  * InvalidPipelineOperator

@@ -431,3 +431,78 @@ h.test('$setField, $unsetField and $getField with dotted and dollar field names'
   await rejects(db, { $getField: 5 }, 3041704);
   await rejects(db, { $getField: '$nope' }, 3041704);
 });
+
+/* ------------------------------------------------------------------- misc */
+
+h.test('$bitAnd, $bitOr, $bitXor, $bitNot', async () => {
+  const db = srv.freshDb('bits');
+  const r = await evs(db, [
+    { $bitAnd: [12, 10] }, { $bitOr: [12, 10] }, { $bitXor: [12, 10] }, { $bitAnd: [] },
+    { $bitNot: 5 }, { $type: { $bitOr: [1, Long.fromNumber(2)] } }, { $type: { $bitNot: Long.fromNumber(5) } },
+    { $bitOr: [1, null] }, { $bitNot: '$missing' },
+  ]);
+  assert.deepEqual(r, [8, 14, 6, -1, -6, 'long', 'long', null, null]);
+  await rejects(db, { $bitAnd: [1, 1.5] }, 14);
+  await rejects(db, { $bitXor: [1, 'a'] }, 14);
+  await rejects(db, { $bitNot: 1.5 }, 14);
+  await rejects(db, { $bitNot: 'a' }, 28765);
+  await rejects(db, { $bitNot: [1, 2] }, 16020);
+});
+
+h.test('$tsSecond, $tsIncrement, $toUUID, $sigmoid, $rand', async () => {
+  const db = srv.freshDb('misc');
+  const ts = new Timestamp({ t: 1622731060, i: 3 });
+  const r = await evs(db, [
+    { $tsSecond: '$ts' }, { $tsIncrement: '$ts' }, { $type: { $tsSecond: '$ts' } }, { $tsSecond: null },
+    { $toUUID: '0e3b9063-8abd-4eb3-9f9f-f4c59fd30a60' }, { $toUUID: null },
+    { $sigmoid: 0 }, { $sigmoid: 2 }, { $sigmoid: null }, { $type: { $sigmoid: new Decimal128('1') } },
+    { $type: { $rand: {} } }, { $lt: [{ $rand: [] }, 1] },
+  ], { ts });
+  assert.equal(r[0], 1622731060);
+  assert.equal(r[1], 3);
+  assert.equal(r[2], 'long');
+  assert.equal(r[3], null);
+  assert.ok(r[4] instanceof Binary && r[4].sub_type === 4);
+  assert.equal(r[4].toString('hex'), '0e3b90638abd4eb39f9ff4c59fd30a60');
+  assert.equal(r[5], null);
+  assert.equal(r[6], 0.5);
+  assert.ok(Math.abs(r[7] - 0.8807970779778823) < 1e-12);
+  assert.deepEqual(r.slice(8), [null, 'decimal', 'double', true]);
+  await rejects(db, { $tsSecond: 5 }, 5687301);
+  await rejects(db, { $tsIncrement: 'x' }, 5687302);
+  await rejects(db, { $toUUID: 'not-a-uuid' }, 241);
+  await rejects(db, { $toUUID: 5 }, 241);
+  await rejects(db, { $sigmoid: 'a' }, 16555);
+  await rejects(db, { $rand: { a: 1 } }, 3040501);
+  await rejects(db, { $rand: 5 }, 10065);
+  // $rand is evaluated per document, never folded into one constant.
+  const c = db.collection('r');
+  await c.insertMany(Array.from({ length: 20 }, (_, i) => ({ _id: i })));
+  const vals = (await c.aggregate([{ $project: { x: { $rand: {} } } }]).toArray()).map((d) => d.x);
+  assert.ok(new Set(vals).size > 1 && vals.every((x) => x >= 0 && x < 1));
+});
+
+h.test('$median and $percentile expressions (method approximate)', async () => {
+  const db = srv.freshDb('pct');
+  const r = await evs(db, [
+    { $median: { input: ['$t1', '$t2', '$t3'], method: 'approximate' } },
+    { $percentile: { input: ['$t1', '$t2', '$t3', 'x'], p: [0.5, 0.95, 0], method: 'approximate' } },
+    { $percentile: { input: 'x', p: [0.5, 0.9], method: 'approximate' } },
+    { $median: { input: 5, method: 'approximate' } },
+    { $median: { input: [], method: 'approximate' } },
+    { $type: { $median: { input: [1, 2], method: 'approximate' } } },
+  ], { t1: 62, t2: 81, t3: 80 });
+  assert.deepEqual(r, [80, [80, 81, 62], [null, null], 5, null, 'double']);
+  await rejects(db, { $median: 5 }, 7436201);
+  await rejects(db, { $percentile: 5 }, 7436200);
+  await rejects(db, { $median: { input: 5, method: 'exact' } }, 2);
+  await rejects(db, { $median: { input: 5, method: 1 } }, 14);
+  await rejects(db, { $median: { input: 5 } }, 40414);
+  await rejects(db, { $median: { method: 'approximate' } }, 40414);
+  await rejects(db, { $median: { input: 5, p: [0.5], method: 'approximate' } }, 40415);
+  await rejects(db, { $percentile: { input: 5, method: 'approximate' } }, 40414);
+  await rejects(db, { $percentile: { input: 5, p: 0.5, method: 'approximate' } }, 7750301);
+  await rejects(db, { $percentile: { input: 5, p: [], method: 'approximate' } }, 7750301);
+  await rejects(db, { $percentile: { input: 5, p: ['a'], method: 'approximate' } }, 7750302);
+  await rejects(db, { $percentile: { input: 5, p: [1.5], method: 'approximate' } }, 7750303);
+});
