@@ -4601,8 +4601,28 @@ parse_date_auto(const char *str, dparse_t *r)
 
     while (*p == ' ')
         p++;
+    {
+        /* a leading day name ("Tue, 04 Jul 2017 ..."), ignored as timelib does */
+        static const char *const days[] = {"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"};
+        for (int i = 0; i < 7; i++) {
+            size_t fl = strlen(days[i]);
+            size_t l = strncasecmp(p, days[i], fl) == 0 ? fl
+                     : strncasecmp(p, days[i], 3) == 0 && !isalpha((unsigned char)p[3]) ? 3 : 0;
+            if (l) {
+                p += l;
+                if (*p == ',')
+                    p++;
+                while (*p == ' ')
+                    p++;
+                break;
+            }
+        }
+    }
     q = p;
-    if ((a = read_num(&q, 4, 4)) >= 0 && (*q == '-' || *q == '/') && !isdigit((unsigned char)p[4 + 0]) ) {
+    if ((a = read_num(&q, 8, 8)) >= 0 && !isdigit((unsigned char)*q)) {
+        /* YYYYMMDD */
+        r->y = a / 10000, r->m = a / 100 % 100, r->d = a % 100;
+    } else if ((q = p, a = read_num(&q, 4, 4)) >= 0 && (*q == '-' || *q == '/')) {
         char sep = *q++;
         if (sep == '-' && *q == 'W') {
             /* ISO week date: YYYY-Www[-D] */
@@ -4640,8 +4660,13 @@ parse_date_auto(const char *str, dparse_t *r)
         if ((b = read_num(&q, 1, 2)) < 0 || *q++ != '/' || (cc = read_num(&q, 4, 4)) < 0)
             goto bad;
         r->y = cc, r->m = a, r->d = b;
-    } else if ((q = p, (a = read_num(&q, 1, 2)) >= 0) && (*q == ' ' || *q == '-')) {
-        /* DD Month YYYY, DD-Mon-YYYY */
+    } else if ((q = p, (a = read_num(&q, 1, 2)) >= 0) &&
+               (*q == ' ' || *q == '-' || ((strncasecmp(q, "st", 2) == 0 || strncasecmp(q, "nd", 2) == 0 ||
+                                           strncasecmp(q, "rd", 2) == 0 || strncasecmp(q, "th", 2) == 0) &&
+                                          q[2] == ' '))) {
+        /* DD Month YYYY, DD-Mon-YYYY, 4th July 2017 */
+        if (isalpha((unsigned char)*q))
+            q += 2;
         char sep = *q++;
         if ((mon = read_month_name(&q)) == 0 || (*q != sep && !(sep == ' ' && *q == ',')))
             goto bad;
@@ -4657,6 +4682,9 @@ parse_date_auto(const char *str, dparse_t *r)
             q++;
         if ((a = read_num(&q, 1, 2)) < 0)
             goto bad;
+        if (strncasecmp(q, "st", 2) == 0 || strncasecmp(q, "nd", 2) == 0 || strncasecmp(q, "rd", 2) == 0 ||
+            strncasecmp(q, "th", 2) == 0)
+            q += 2;
         if (*q == ',')
             q++;
         while (*q == ' ' || *q == '-')
@@ -4685,6 +4713,19 @@ parse_date_auto(const char *str, dparse_t *r)
     }
     while (*p == ' ')
         p++;
+    if (r->has_h && (strncasecmp(p, "am", 2) == 0 || strncasecmp(p, "pm", 2) == 0 || strncasecmp(p, "a.m.", 4) == 0 ||
+                     strncasecmp(p, "p.m.", 4) == 0)) {
+        bool pm = tolower((unsigned char)*p) == 'p';
+        if (r->h < 1 || r->h > 12) {
+            r->errmsg = "Unexpected character";
+            r->errpos = (size_t)(p - str);
+            return false;
+        }
+        r->h = r->h % 12 + (pm ? 12 : 0);
+        p += p[1] == '.' ? 4 : 2;
+        while (*p == ' ')
+            p++;
+    }
     if (*p && read_offset(&p, &r->off)) {
         r->has_off = true;
         while (*p == ' ')

@@ -339,7 +339,8 @@ mf_tz_open(const char *name)
 
     if (z == NULL)
         return NULL;
-    if (parse_fixed(name, &z->fixed_off)) {
+    if (parse_fixed(name, &z->fixed_off) || strcmp(name, "UTC") == 0) {
+        /* MongoDB takes "UTC" as its UTC zone, not as a zone of the database */
         z->fixed = true;
         return z;
     }

@@ -506,3 +506,25 @@ h.test('$median and $percentile expressions (method approximate)', async () => {
   await rejects(db, { $percentile: { input: 5, p: ['a'], method: 'approximate' } }, 7750302);
   await rejects(db, { $percentile: { input: 5, p: [1.5], method: 'approximate' } }, 7750303);
 });
+
+h.test('$dateFromString free-form strings: day names, ordinals, am/pm, compact dates, offsets', async () => {
+  const db = srv.freshDb('dfs2');
+  const r = await evs(db, [
+    { $dateFromString: { dateString: 'Tue, 04 Jul 2017 11:56:02 GMT' } },
+    { $dateFromString: { dateString: 'July 4th, 2017' } },
+    { $dateFromString: { dateString: '4th July 2017 11:56 pm' } },
+    { $dateFromString: { dateString: '20170704' } },
+    { $dateFromString: { dateString: '2017-07' } },
+    { $dateFromString: { dateString: '2017-07-04 11:56:02.813 +01:30' } },
+    { $dateFromString: { dateString: '1960-07-10T12:10:37.448Z' } },
+    { $dateFromString: { dateString: '07/04/2017' } },
+    { $dateFromString: { dateString: '2017-07-04T11:56:02Z', timezone: 'UTC' } },
+  ]);
+  assert.deepEqual(r, [
+    D('2017-07-04T11:56:02Z'), D('2017-07-04T00:00:00Z'), D('2017-07-04T23:56:00Z'), D('2017-07-04T00:00:00Z'),
+    D('2017-07-01T00:00:00Z'), D('2017-07-04T10:26:02.813Z'), D('1960-07-10T12:10:37.448Z'), D('2017-07-04T00:00:00Z'),
+    D('2017-07-04T11:56:02Z'),
+  ]);
+  await rejects(db, { $dateFromString: { dateString: '2017-07-04T11:56:02 Europe/London' } }, 241);
+  await rejects(db, { $dateFromString: { dateString: '2017-07-04T25:56:02' } }, 241);
+});
