@@ -1943,6 +1943,8 @@ mf_expr_is_constant(const mf_expr_t *e)
 /* ------------------------------------------------------------------------ */
 
 static int ev(const mf_expr_t *e, ctx_t *c, bson_value_t *o);
+struct mf_tz;
+static int date_from_string(ctx_t *c, const char *str, const char *fmt, const mf_tz_t *z, bool tz_given, int64_t *ms);
 
 /*
  * walk_path: the aggregation field-path rule. Documents are descended by
@@ -2704,74 +2706,6 @@ parse_double_str(const char *s, double *out)
     return true;
 }
 
-/* parse_date_str: ISO-8601 "YYYY-MM-DD[(T| )HH:MM[:SS[.mmm]]][Z|±hh[:mm]]". */
-static bool
-parse_date_str(const char *s, int64_t *ms)
-{
-    int Y, M, D, h = 0, m = 0, sec = 0, milli = 0, n = 0, tz = 0;
-    struct tm tm;
-
-    if (sscanf(s, "%4d-%2d-%2d%n", &Y, &M, &D, &n) != 3 || n != 10)
-        return false;
-    s += n;
-    if (*s == 'T' || *s == ' ') {
-        s++;
-        if (sscanf(s, "%2d:%2d%n", &h, &m, &n) != 2 || n != 5)
-            return false;
-        s += n;
-        if (*s == ':') {
-            if (sscanf(s + 1, "%2d%n", &sec, &n) != 1 || n != 2)
-                return false;
-            s += 3;
-            if (*s == '.') {
-                int digits = 0;
-                s++;
-                milli = 0;
-                while (isdigit((unsigned char)*s)) {
-                    if (digits < 3) {
-                        milli = milli * 10 + (*s - '0');
-                        digits++;
-                    }
-                    s++;
-                }
-                if (digits == 0)
-                    return false;
-                while (digits < 3) {
-                    milli *= 10;
-                    digits++;
-                }
-            }
-        }
-        if (*s == 'Z') {
-            s++;
-        } else if (*s == '+' || *s == '-') {
-            int sign = *s == '-' ? -1 : 1, th = 0, tmn = 0;
-            s++;
-            if (sscanf(s, "%2d", &th) != 1)
-                return false;
-            s += 2;
-            if (*s == ':')
-                s++;
-            if (isdigit((unsigned char)*s)) {
-                if (sscanf(s, "%2d", &tmn) != 1)
-                    return false;
-                s += 2;
-            }
-            tz = sign * (th * 60 + tmn);
-        }
-    }
-    if (*s != '\0' || M < 1 || M > 12 || D < 1 || D > 31 || h > 23 || m > 59 || sec > 60)
-        return false;
-    memset(&tm, 0, sizeof tm);
-    tm.tm_year = Y - 1900;
-    tm.tm_mon = M - 1;
-    tm.tm_mday = D;
-    tm.tm_hour = h;
-    tm.tm_min = m;
-    tm.tm_sec = sec;
-    *ms = (int64_t)timegm(&tm) * 1000 + milli - (int64_t)tz * 60000;
-    return true;
-}
 
 static int
 conv_fail(ctx_t *c, const char *fmt, const bson_value_t *v, const char *target)
@@ -2934,7 +2868,9 @@ convert(ctx_t *c, const bson_value_t *v, int to, bson_value_t *o)
             set_date(o, l);
             return 0;
         case BSON_TYPE_UTF8:
-            if (!parse_date_str(v->value.v_utf8.str, &l)) {
+            if (date_from_string(c, v->value.v_utf8.str, NULL, NULL, false, &l) < 0) {
+                /* the same parser as $dateFromString, as MongoDB's */
+                mf_err_clear(c->err);
                 snprintf(msg, sizeof msg, "Error parsing date string '%.200s'", v->value.v_utf8.str);
                 return conv_fail(c, msg, v, tgt);
             }

@@ -350,10 +350,11 @@ mf_tz_open(const char *name)
     f = fopen(path, "rb");
     if (f == NULL)
         goto fail;
-    buf = malloc(TZ_MAX_FILE);
-    if (buf == NULL)
+    if (fseek(f, 0, SEEK_END) != 0 || (len = (size_t)ftell(f)) == 0 || len > TZ_MAX_FILE || fseek(f, 0, SEEK_SET) != 0)
         goto fail;
-    len = fread(buf, 1, TZ_MAX_FILE, f);
+    buf = malloc(len);
+    if (buf == NULL || fread(buf, 1, len, f) != len)
+        goto fail;
     if (!load_tzif(z, buf, len))
         goto fail;
     fclose(f);
