@@ -16,7 +16,7 @@
  *
  * Matching a leaf with a path walks the document with mf_path_walk; each
  * value reached is tested as is, and, for the operators MongoDB applies to
- * array elements (comparisons, $in, $regex, $type, $mod), each element of a
+ * array elements (comparisons, $in, $regex, $type, $mod, the $bits* tests), each element of a
  * reached array is tested too. A missing field is tested as "missing", which
  * only null equality ($eq/$lte/$gte/$in with null) and negations accept.
  * Comparisons are type-bracketed: values of different canonical types never
@@ -67,6 +67,10 @@ typedef enum kind {
     K_REGEX,
     K_TYPE,
     K_MOD,
+    K_BITS_ALL_SET,
+    K_BITS_ALL_CLEAR,
+    K_BITS_ANY_SET,
+    K_BITS_ANY_CLEAR,
     /* Leaves that look at the reached value only. */
     K_EXISTS,
     K_SIZE,
@@ -101,6 +105,10 @@ struct node {
     int64_t size;
     /* K_MOD */
     int64_t divisor, remainder;
+    /* K_BITS_*: the mask numbers are tested with, the positions BinData is tested at. */
+    uint64_t bitmask;
+    uint32_t *bitpos;
+    size_t nbitpos;
     /* Logical nodes, K_ELEM_OBJ (one child: the sub-filter), K_ELEM_VAL. */
     node_t **kids;
     size_t nkids;
@@ -156,6 +164,7 @@ node_free(node_t *n)
     for (size_t i = 0; i < n->nrxs; i++)
         rx_free(n->rxs[i]);
     free(n->rxs);
+    free(n->bitpos);
     for (size_t i = 0; i < n->nkids; i++)
         node_free(n->kids[i]);
     free(n->kids);
@@ -594,6 +603,181 @@ parse_mod(const char *path, const bson_value_t *v, mf_error_t *err)
     return n;
 }
 
+/* ---- bit tests ($bitsAllSet, $bitsAllClear, $bitsAnySet, $bitsAnyClear) ---- */
+
+/*
+ * fmt_elem: "name: value" as mongod's BSONElement::toString(true, true) writes
+ * an element in parse errors (numbers, strings, BinData; other types by name).
+ */
+static void
+fmt_elem(char *buf, size_t size, const char *name, const bson_value_t *v)
+{
+    switch (v->value_type) {
+    case BSON_TYPE_INT32:
+        snprintf(buf, size, "%s: %d", name, v->value.v_int32);
+        break;
+    case BSON_TYPE_INT64:
+        snprintf(buf, size, "%s: %lld", name, (long long)v->value.v_int64);
+        break;
+    case BSON_TYPE_DOUBLE: {
+        double d = v->value.v_double;
+        if (isnan(d))
+            snprintf(buf, size, "%s: nan", name);
+        else if (isinf(d))
+            snprintf(buf, size, "%s: %sinf", name, d < 0 ? "-" : "");
+        else if (d < 1e15 && d > -1e15 && d == trunc(d))
+            snprintf(buf, size, "%s: %.1f", name, d);
+        else
+            snprintf(buf, size, "%s: %.17g", name, d);
+        break;
+    }
+    case BSON_TYPE_DECIMAL128: {
+        char dec[BSON_DECIMAL128_STRING];
+        bson_decimal128_to_string(&v->value.v_decimal128, dec);
+        snprintf(buf, size, "%s: %s", name, dec);
+        break;
+    }
+    case BSON_TYPE_UTF8:
+        snprintf(buf, size, "%s: \"%.*s\"", name, (int)(v->value.v_utf8.len > 160 ? 150 : v->value.v_utf8.len),
+                 v->value.v_utf8.str);
+        break;
+    case BSON_TYPE_BOOL:
+        snprintf(buf, size, "%s: %s", name, v->value.v_bool ? "true" : "false");
+        break;
+    case BSON_TYPE_NULL:
+        snprintf(buf, size, "%s: null", name);
+        break;
+    default:
+        snprintf(buf, size, "%s: %s", name, mf_type_name(v->value_type));
+        break;
+    }
+}
+
+/*
+ * bits_integer: mongod's BSONElement::parseIntegerElementToLong for a bit
+ * test operand named name: a number holding an exact 64-bit integer. Fails
+ * with 9 FailedToParse and mongod's message, prefixed by prefix.
+ */
+static int
+bits_integer(const char *prefix, const char *name, const bson_value_t *v, int64_t *out, mf_error_t *err)
+{
+    char shown[256];
+
+    fmt_elem(shown, sizeof(shown), name, v);
+    if (!mf_value_is_number(v))
+        return mf_err_set(err, MF_E_FailedToParse, "%sExpected a number in: %s", prefix, shown);
+    if (v->value_type == BSON_TYPE_DOUBLE) {
+        double d = v->value.v_double;
+        if (isnan(d))
+            return mf_err_set(err, MF_E_FailedToParse, "%sExpected an integer, but found NaN in: %s", prefix, shown);
+        if (d >= 9223372036854775808.0 || d < -9223372036854775808.0)
+            return mf_err_set(err, MF_E_FailedToParse, "%sCannot represent as a 64-bit integer: %s", prefix, shown);
+        if (d != trunc(d))
+            return mf_err_set(err, MF_E_FailedToParse, "%sExpected an integer: %s", prefix, shown);
+        *out = (int64_t)d;
+        return 0;
+    }
+    if (!mf_value_as_int64(v, out))
+        return mf_err_set(err, MF_E_FailedToParse, "%sCannot represent as a 64-bit integer: %s", prefix, shown);
+    return 0;
+}
+
+static void
+bits_push(node_t *n, uint32_t pos)
+{
+    uint32_t *p = mf_realloc(n->bitpos, (n->nbitpos + 1) * sizeof(*p));
+
+    if (p == NULL)
+        abort();
+    n->bitpos = p;
+    n->bitpos[n->nbitpos++] = pos;
+}
+
+/*
+ * parse_bits: a bit test leaf. The operand is an array of bit positions
+ * (non-negative 32-bit integers; else 2 BadValue "Failed to parse bit
+ * position. ..."), a non-negative 64-bit integer mask (else 9 FailedToParse)
+ * or a BinData mask (little-endian bytes); anything else is 2 BadValue. As in
+ * mongod, a position past 63 tests a number's sign bit (numbers are
+ * sign-extended), and a BinData mask's first eight bytes form the numeric
+ * mask with each byte sign-extended as a C char (so a byte >= 0x80 also sets
+ * every higher bit), a non-zero byte past the eighth setting the sign bit.
+ */
+static node_t *
+parse_bits(kind_t kind, const char *op, const char *path, const bson_value_t *v, mf_error_t *err)
+{
+    node_t *n = node_new(kind, path);
+
+    if (v->value_type == BSON_TYPE_ARRAY) {
+        bson_iter_t it;
+        if (bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len)) {
+            while (bson_iter_next(&it)) {
+                const bson_value_t *e = bson_iter_value(&it);
+                char shown[256];
+                int64_t pos;
+                if (bits_integer("Failed to parse bit position. ", bson_iter_key(&it), e, &pos, err) < 0) {
+                    if (err != NULL)
+                        err->code = MF_E_BadValue; /* mongod wraps the parse error in BadValue */
+                    goto err_free_node;
+                }
+                fmt_elem(shown, sizeof(shown), bson_iter_key(&it), e);
+                if (pos < INT32_MIN || pos > INT32_MAX) {
+                    mf_err_set(err, MF_E_BadValue, "Failed to parse bit position. Cannot represent %s in an int",
+                               shown);
+                    goto err_free_node;
+                }
+                if (pos < 0) {
+                    mf_err_set(err, MF_E_BadValue,
+                               "Failed to parse bit position. Expected a non-negative number in: %s", shown);
+                    goto err_free_node;
+                }
+                bits_push(n, (uint32_t)pos);
+                n->bitmask |= 1ULL << (pos > 63 ? 63 : pos);
+            }
+        }
+        return n;
+    }
+    if (mf_value_is_number(v)) {
+        int64_t mask;
+        if (bits_integer("", op, v, &mask, err) < 0)
+            goto err_free_node;
+        if (mask < 0) {
+            char shown[256];
+            fmt_elem(shown, sizeof(shown), op, v);
+            mf_err_set(err, MF_E_FailedToParse, "Expected a non-negative number in: %s", shown);
+            goto err_free_node;
+        }
+        n->bitmask = (uint64_t)mask;
+        for (uint32_t b = 0; b < 64; b++)
+            if (n->bitmask & (1ULL << b))
+                bits_push(n, b);
+        return n;
+    }
+    if (v->value_type == BSON_TYPE_BINARY) {
+        const uint8_t *data = v->value.v_binary.data;
+        for (uint32_t i = 0; i < v->value.v_binary.data_len; i++) {
+            if (data[i] == 0)
+                continue;
+            if (i < 8)
+                n->bitmask |= (uint64_t)(int64_t)(int8_t)data[i] << (i * 8);
+            else
+                n->bitmask |= 1ULL << 63;
+            for (uint32_t b = 0; b < 8; b++)
+                if (data[i] & (1u << b))
+                    bits_push(n, i * 8 + b);
+        }
+        return n;
+    }
+    {
+        char shown[256];
+        fmt_elem(shown, sizeof(shown), op, v);
+        mf_err_set(err, MF_E_BadValue, "%s takes an Array, a number, or a BinData but received: %s", op, shown);
+    }
+err_free_node:
+    node_free(n);
+    return NULL;
+}
+
 /* parse_all: $all: AND of equalities/regexes, or AND of $elemMatch nodes. */
 static node_t *
 parse_all(const char *path, const bson_value_t *v, int depth, mf_error_t *err)
@@ -786,6 +970,14 @@ parse_ops(node_t *out, const char *path, const bson_value_t *opdoc, int depth, b
             n = parse_mod(path, v, err);
         } else if (strcmp(op, "$all") == 0) {
             n = parse_all(path, v, depth, err);
+        } else if (strcmp(op, "$bitsAllSet") == 0) {
+            n = parse_bits(K_BITS_ALL_SET, op, path, v, err);
+        } else if (strcmp(op, "$bitsAllClear") == 0) {
+            n = parse_bits(K_BITS_ALL_CLEAR, op, path, v, err);
+        } else if (strcmp(op, "$bitsAnySet") == 0) {
+            n = parse_bits(K_BITS_ANY_SET, op, path, v, err);
+        } else if (strcmp(op, "$bitsAnyClear") == 0) {
+            n = parse_bits(K_BITS_ANY_CLEAR, op, path, v, err);
         } else if (strcmp(op, "$elemMatch") == 0) {
             n = parse_elem_match(path, v, depth, err);
         } else if (strcmp(op, "$not") == 0) {
@@ -1143,6 +1335,61 @@ mod_ok(const node_t *n, const bson_value_t *v)
     return x % n->divisor == n->remainder;
 }
 
+/*
+ * bits_ok: a bit test on one value. BinData is tested at the bit positions
+ * (bytes little-endian, missing bytes clear); a number only when it holds a
+ * 64-bit integer exactly (NaN, fractional or out-of-range doubles never
+ * match), with the numeric mask; every other type never matches.
+ */
+static bool
+bits_ok(const node_t *n, const bson_value_t *v)
+{
+    bool all = n->kind == K_BITS_ALL_SET || n->kind == K_BITS_ALL_CLEAR;
+    bool want_set = n->kind == K_BITS_ALL_SET || n->kind == K_BITS_ANY_SET;
+    uint64_t x;
+
+    if (v->value_type == BSON_TYPE_BINARY) {
+        for (size_t i = 0; i < n->nbitpos; i++) {
+            uint32_t p = n->bitpos[i];
+            bool set = p / 8 < v->value.v_binary.data_len && (v->value.v_binary.data[p / 8] & (1u << (p % 8)));
+            if (set == want_set && !all)
+                return true;
+            if (set != want_set && all)
+                return false;
+        }
+        return all;
+    }
+    switch (v->value_type) {
+    case BSON_TYPE_INT32:
+        x = (uint64_t)(int64_t)v->value.v_int32;
+        break;
+    case BSON_TYPE_INT64:
+        x = (uint64_t)v->value.v_int64;
+        break;
+    case BSON_TYPE_DOUBLE: {
+        double d = v->value.v_double;
+        if (isnan(d) || d >= 9223372036854775808.0 || d < -9223372036854775808.0 || d != trunc(d))
+            return false;
+        x = (uint64_t)(int64_t)d;
+        break;
+    }
+    case BSON_TYPE_DECIMAL128: {
+        /* mongod reads a decimal with Decimal128::toLong: rounded half to even, invalid as INT64_MIN. */
+        double d = mf_value_as_double(v);
+        if (isnan(d) || d >= 9223372036854775808.0 || d < -9223372036854775808.0)
+            x = (uint64_t)INT64_MIN;
+        else
+            x = (uint64_t)(int64_t)nearbyint(d);
+        break;
+    }
+    default:
+        return false;
+    }
+    if (!want_set)
+        x = ~x;
+    return all ? (x & n->bitmask) == n->bitmask : (x & n->bitmask) != 0;
+}
+
 static bool
 array_count_is(const bson_value_t *v, int64_t want)
 {
@@ -1185,6 +1432,11 @@ single(const node_t *n, const bson_value_t *v, int32_t *pos)
         return v != NULL && type_ok(n, v);
     case K_MOD:
         return v != NULL && mod_ok(n, v);
+    case K_BITS_ALL_SET:
+    case K_BITS_ALL_CLEAR:
+    case K_BITS_ANY_SET:
+    case K_BITS_ANY_CLEAR:
+        return v != NULL && bits_ok(n, v);
     case K_EXISTS:
         return v != NULL;
     case K_SIZE:
@@ -1232,7 +1484,7 @@ single(const node_t *n, const bson_value_t *v, int32_t *pos)
 static bool
 traverses(kind_t k)
 {
-    return k >= K_EQ && k <= K_MOD;
+    return k >= K_EQ && k <= K_BITS_ANY_CLEAR;
 }
 
 /* leaf_at: tests a reached value, then (if allowed) its array elements; *pos = element index. */

@@ -5,6 +5,9 @@
  * walks the tree and never re-reads the filter BSON. Supported: implicit
  * equality, $eq $ne $gt $gte $lt $lte $in $nin $and $or $nor $not $exists
  * $type $all $elemMatch $size $regex (with $options, and /re/ values) $mod
+ * $bitsAllSet $bitsAllClear $bitsAnySet $bitsAnyClear (a bitmask number,
+ * BinData or a list of bit positions; numbers are tested only when they hold
+ * a 64-bit integer, sign-extended, BinData little-endian and zero-extended)
  * $expr, $jsonSchema (query/jsonschema.h), $comment (ignored), dotted paths with array traversal, comparison
  * across numeric types. Unknown $operators are refused with 2 BadValue
  * ("unknown operator: $foo"); unknown top-level operators likewise

@@ -1,0 +1,195 @@
+'use strict';
+// The bit query operators ($bitsAllSet, $bitsAllClear, $bitsAnySet,
+// $bitsAnyClear) and the $bit update operator through the Node driver, to
+// MongoDB 8.0 behaviour: the manual's examples with the manual's results,
+// argument forms and their error codes (mongod's expression_parser.cpp and
+// bit_node.cpp), and the contexts a filter appears in.
+const assert = require('node:assert/strict');
+const { Binary, Long, Int32, Double, Decimal128 } = require('mongodb');
+const h = require('./harness');
+
+const srv = h.useServer();
+
+function bin(b64) { return new Binary(Buffer.from(b64, 'base64'), 0); }
+
+/* The manual's collection (reference/operator/query/bitsAllSet and the others). */
+async function docsFixture(tag) {
+  const c = srv.freshDb(tag).collection('collection');
+  await c.insertMany([
+    { _id: 1, a: 54, binaryValueofA: '00110110' },
+    { _id: 2, a: 20, binaryValueofA: '00010100' },
+    { _id: 3, a: new Double(20.0), binaryValueofA: '00010100' },
+    { _id: 4, a: bin('Zg=='), binaryValueofA: '01100110' },
+  ]);
+  return c;
+}
+
+async function ids(c, filter) {
+  return (await c.find(filter).sort({ _id: 1 }).toArray()).map((d) => d._id);
+}
+
+// ------------------------------------------------------- the manual's examples
+
+h.test('$bitsAllSet: the manual\'s position list, integer and BinData bitmask examples', async () => {
+  const c = await docsFixture('allset');
+  assert.deepEqual(await ids(c, { a: { $bitsAllSet: [1, 5] } }), [1, 4]);
+  assert.deepEqual(await ids(c, { a: { $bitsAllSet: 50 } }), [1]);
+  assert.deepEqual(await ids(c, { a: { $bitsAllSet: bin('MA==') } }), [1]);
+});
+
+h.test('$bitsAllClear: the manual\'s examples', async () => {
+  const c = await docsFixture('allclear');
+  assert.deepEqual(await ids(c, { a: { $bitsAllClear: [1, 5] } }), [2, 3]);
+  assert.deepEqual(await ids(c, { a: { $bitsAllClear: 35 } }), [2, 3]);
+  assert.deepEqual(await ids(c, { a: { $bitsAllClear: bin('IA==') } }), [2, 3]);
+});
+
+h.test('$bitsAnySet: the manual\'s examples', async () => {
+  const c = await docsFixture('anyset');
+  assert.deepEqual(await ids(c, { a: { $bitsAnySet: [1, 5] } }), [1, 4]);
+  assert.deepEqual(await ids(c, { a: { $bitsAnySet: 35 } }), [1, 4]);
+  assert.deepEqual(await ids(c, { a: { $bitsAnySet: bin('MA==') } }), [1, 2, 3, 4]);
+});
+
+h.test('$bitsAnyClear: the manual\'s examples', async () => {
+  const c = await docsFixture('anyclear');
+  assert.deepEqual(await ids(c, { a: { $bitsAnyClear: [1, 5] } }), [2, 3]);
+  assert.deepEqual(await ids(c, { a: { $bitsAnyClear: 35 } }), [1, 2, 3, 4]);
+  assert.deepEqual(await ids(c, { a: { $bitsAnyClear: bin('MA==') } }), [2, 3, 4]);
+});
+
+h.test('numbers are sign-extended, BinData zero-extended (the manual\'s -5 / +5 and ww== examples)', async () => {
+  const c = srv.freshDb('ext').collection('c');
+  await c.insertMany([{ _id: 1, a: -5 }, { _id: 2, a: 5 }, { _id: 3, a: bin('ww==') }]);
+  assert.deepEqual(await ids(c, { a: { $bitsAllSet: [200] } }), [1]);
+  assert.deepEqual(await ids(c, { a: { $bitsAllClear: [200] } }), [2, 3]);
+  // x = 11000011: every bit other than 0, 1, 6 and 7 is clear (5 = 101 has bit 2).
+  assert.deepEqual(await ids(c, { a: { $bitsAllClear: [2, 3, 4, 5, 8, 100] } }), [3]);
+  assert.deepEqual(await ids(c, { a: { $bitsAllClear: [3, 4, 5, 8, 100] } }), [2, 3]);
+  assert.deepEqual(await ids(c, { a: { $bitsAllSet: [0, 1, 6, 7] } }), [1, 3]);
+  // -5 is ...11111011 in two's complement.
+  assert.deepEqual(await ids(c, { a: { $bitsAllSet: [0, 1, 3, 63] } }), [1]);
+  assert.deepEqual(await ids(c, { a: { $bitsAnyClear: [2] } }), [1, 3]);
+  assert.deepEqual(await ids(c, { a: { $bitsAllSet: Long.fromString('9223372036854775807') } }), []);
+});
+
+// ------------------------------------------------------- which values take part
+
+h.test('only whole numbers of every numeric type and BinData are tested; other types never match', async () => {
+  const c = srv.freshDb('types').collection('c');
+  await c.insertMany([
+    { _id: 1, a: new Int32(3) },
+    { _id: 2, a: Long.fromNumber(3) },
+    { _id: 3, a: new Double(3.0) },
+    { _id: 4, a: new Double(3.5) },
+    { _id: 5, a: Decimal128.fromString('3') },
+    { _id: 6, a: '3' },
+    { _id: 7, a: true },
+    { _id: 8, a: null },
+    { _id: 9 },
+    { _id: 10, a: new Double(1e300) },
+    { _id: 11, a: new Double(NaN) },
+    { _id: 12, a: new Date(3) },
+    { _id: 13, a: { x: 3 } },
+  ]);
+  assert.deepEqual(await ids(c, { a: { $bitsAllSet: 3 } }), [1, 2, 3, 5]);
+  assert.deepEqual(await ids(c, { a: { $bitsAnyClear: 3 } }), []);
+  assert.deepEqual(await ids(c, { a: { $bitsAllClear: 4 } }), [1, 2, 3, 5]);
+  // 3.5, 1e300 (beyond int64) and NaN never match, not even an empty position list.
+  assert.deepEqual(await ids(c, { a: { $bitsAllClear: [] } }), [1, 2, 3, 5]);
+  assert.deepEqual(await ids(c, { a: { $bitsAnySet: [] } }), []);
+  assert.deepEqual(await ids(c, { a: { $not: { $bitsAllSet: 1 } } }), [4, 6, 7, 8, 9, 10, 11, 12, 13]);
+});
+
+h.test('arrays match when one element matches; $elemMatch, $not and $nor compose', async () => {
+  const c = srv.freshDb('arr').collection('c');
+  await c.insertMany([
+    { _id: 1, a: [1, 2, 'x'] },
+    { _id: 2, a: [4, 8] },
+    { _id: 3, a: 6 },
+    { _id: 4, a: 'no' },
+    { _id: 5, b: [{ f: 7 }, { f: 8 }] },
+  ]);
+  assert.deepEqual(await ids(c, { a: { $bitsAllSet: [1] } }), [1, 3]);
+  assert.deepEqual(await ids(c, { a: { $elemMatch: { $bitsAllSet: 8, $gt: 4 } } }), [2]);
+  assert.deepEqual(await ids(c, { a: { $elemMatch: { $bitsAnySet: 1 } } }), [1]);
+  assert.deepEqual(await ids(c, { a: { $not: { $bitsAnySet: [1] } } }), [2, 4, 5]);
+  // [1, 2, 'x'] has 2, with bit 0 clear.
+  assert.deepEqual(await ids(c, { $nor: [{ a: { $bitsAllClear: 1 } }] }), [4, 5]);
+  assert.deepEqual(await ids(c, { b: { $elemMatch: { f: { $bitsAllSet: [0, 1, 2] } } } }), [5]);
+  assert.deepEqual(await ids(c, { 'b.f': { $bitsAllSet: 8 } }), [5]);
+  assert.deepEqual(await ids(c, { $or: [{ a: { $bitsAllSet: 4 } }, { 'b.f': { $bitsAnySet: 1 } }] }), [2, 3, 5]);
+});
+
+h.test('count, delete, update filters and aggregate $match use the bit tests', async () => {
+  const c = await docsFixture('ctx');
+  assert.equal(await c.countDocuments({ a: { $bitsAnySet: [1, 5] } }), 2);
+  assert.equal((await c.db.command({ count: 'collection', query: { a: { $bitsAllSet: 4 } } })).n, 4);
+  const agg = await c.aggregate([{ $match: { a: { $bitsAllClear: [1, 5] } } }, { $sort: { _id: 1 } }]).toArray();
+  assert.deepEqual(agg.map((d) => d._id), [2, 3]);
+  const u = await c.updateMany({ a: { $bitsAllSet: [2, 4] } }, { $set: { hit: true } });
+  assert.equal(u.matchedCount, 3);
+  assert.deepEqual(await ids(c, { hit: true }), [1, 2, 3]);
+  const d = await c.deleteMany({ a: { $bitsAnyClear: [1] } });
+  assert.equal(d.deletedCount, 2);
+  assert.deepEqual(await ids(c, {}), [1, 4]);
+});
+
+h.test('an indexed field gives the same answers (the index is not used for the bit test)', async () => {
+  const c = srv.freshDb('ix').collection('c');
+  const docs = [];
+  for (let i = 0; i < 64; i++) docs.push({ _id: i, a: i, s: i % 3 });
+  await c.insertMany(docs);
+  const want = await ids(c, { a: { $bitsAllSet: [0, 3] }, s: 1 });
+  await c.createIndex({ a: 1 });
+  await c.createIndex({ s: 1 });
+  await c.createIndex({ a: 1, s: 1 }, { sparse: true });
+  assert.deepEqual(await ids(c, { a: { $bitsAllSet: [0, 3] }, s: 1 }), want);
+  assert.deepEqual(want, docs.filter((d) => (d.a & 9) === 9 && d.s === 1).map((d) => d._id));
+  assert.deepEqual(await ids(c, { a: { $bitsAllSet: [0, 3] } }),
+    docs.filter((d) => (d.a & 9) === 9).map((d) => d._id));
+  const hinted = await c.find({ a: { $bitsAnyClear: 1 } }).hint({ a: 1 }).sort({ _id: 1 }).toArray();
+  assert.deepEqual(hinted.map((d) => d._id), docs.filter((d) => (d.a & 1) === 0).map((d) => d._id));
+});
+
+// ------------------------------------------------------- argument errors
+
+h.test('a bitmask must be a non-negative whole 64-bit number: 9 FailedToParse', async () => {
+  const c = await docsFixture('maskerr');
+  for (const op of ['$bitsAllSet', '$bitsAllClear', '$bitsAnySet', '$bitsAnyClear']) {
+    await h.expectCode(c.find({ a: { [op]: -1 } }).toArray(), 9, /Expected a non-negative number in/);
+    await h.expectCode(c.find({ a: { [op]: 1.5 } }).toArray(), 9, /Expected an integer/);
+    await h.expectCode(c.find({ a: { [op]: NaN } }).toArray(), 9, /found NaN/);
+    await h.expectCode(c.find({ a: { [op]: 1e20 } }).toArray(), 9, /Cannot represent as a 64-bit integer/);
+    await h.expectCode(c.find({ a: { [op]: Decimal128.fromString('2.5') } }).toArray(), 9);
+  }
+  // A whole double and a Long are fine.
+  assert.deepEqual(await ids(c, { a: { $bitsAllSet: new Double(4.0) } }), [1, 2, 3, 4]);
+  assert.deepEqual(await ids(c, { a: { $bitsAllSet: Long.fromNumber(4) } }), [1, 2, 3, 4]);
+});
+
+h.test('bit positions must be non-negative 32-bit integers: 2 BadValue', async () => {
+  const c = await docsFixture('poserr');
+  await h.expectCode(c.find({ a: { $bitsAllSet: [-1] } }).toArray(), 2,
+    /Failed to parse bit position\. Expected a non-negative number in/);
+  await h.expectCode(c.find({ a: { $bitsAllSet: [1.5] } }).toArray(), 2, /Failed to parse bit position/);
+  await h.expectCode(c.find({ a: { $bitsAnySet: ['1'] } }).toArray(), 2, /Expected a number in/);
+  await h.expectCode(c.find({ a: { $bitsAnyClear: [1, null] } }).toArray(), 2);
+  await h.expectCode(c.find({ a: { $bitsAllClear: [2147483648] } }).toArray(), 2, /in an int/);
+  await h.expectCode(c.find({ a: { $bitsAllClear: [NaN] } }).toArray(), 2);
+  assert.deepEqual(await ids(c, { a: { $bitsAllSet: [new Double(1.0), Long.fromNumber(5)] } }), [1, 4]);
+});
+
+h.test('other operand types: 2 BadValue "takes an Array, a number, or a BinData"', async () => {
+  const c = await docsFixture('typeerr');
+  for (const bad of ['1', null, true, { x: 1 }, new Date(0)]) {
+    await h.expectCode(c.find({ a: { $bitsAllSet: bad } }).toArray(), 2,
+      /\$bitsAllSet takes an Array, a number, or a BinData but received/);
+  }
+  await h.expectCode(c.countDocuments({ a: { $bitsAnyClear: 'x' } }), 2);
+  await h.expectCode(c.deleteMany({ a: { $bitsAnySet: -3 } }), 9);
+  await h.expectCode(c.updateOne({ a: { $bitsAllClear: [-3] } }, { $set: { x: 1 } }), 2);
+  await h.expectCode(c.aggregate([{ $match: { a: { $bitsAllSet: {} } } }]).toArray(), 2);
+  await h.expectCode(c.find({ a: { $elemMatch: { $bitsAllSet: 'x' } } }).toArray(), 2);
+  await h.expectCode(c.find({ a: { $not: { $bitsAllSet: 0.5 } } }).toArray(), 9);
+});
