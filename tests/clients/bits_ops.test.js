@@ -193,3 +193,104 @@ h.test('other operand types: 2 BadValue "takes an Array, a number, or a BinData"
   await h.expectCode(c.find({ a: { $elemMatch: { $bitsAllSet: 'x' } } }).toArray(), 2);
   await h.expectCode(c.find({ a: { $not: { $bitsAllSet: 0.5 } } }).toArray(), 9);
 });
+
+// ------------------------------------------------------- $bit update operator
+
+async function typeOf(c, id, field) {
+  const r = await c.aggregate([{ $match: { _id: id } }, { $project: { t: { $type: `$${field}` } } }]).toArray();
+  return r[0].t;
+}
+
+h.test('$bit: the manual\'s and / or / xor examples', async () => {
+  const c = srv.freshDb('bitdocs').collection('switches');
+  await c.insertMany([
+    { _id: 1, expdata: new Int32(13) },
+    { _id: 2, expdata: new Int32(3) },
+    { _id: 3, expdata: new Int32(1) },
+  ]);
+  let r = await c.updateOne({ _id: 1 }, { $bit: { expdata: { and: new Int32(10) } } });
+  assert.equal(r.modifiedCount, 1);
+  r = await c.updateOne({ _id: 2 }, { $bit: { expdata: { or: new Int32(5) } } });
+  assert.equal(r.modifiedCount, 1);
+  r = await c.updateOne({ _id: 3 }, { $bit: { expdata: { xor: new Int32(5) } } });
+  assert.equal(r.modifiedCount, 1);
+  assert.deepEqual(await c.find().sort({ _id: 1 }).toArray(),
+    [{ _id: 1, expdata: 8 }, { _id: 2, expdata: 7 }, { _id: 3, expdata: 4 }]);
+  for (const id of [1, 2, 3]) assert.equal(await typeOf(c, id, 'expdata'), 'int');
+  // The manual's NumberLong form: int op long gives a long.
+  await c.updateOne({ _id: 3 }, { $bit: { expdata: { xor: Long.fromNumber(1) } } });
+  assert.deepEqual(await c.findOne({ _id: 3 }), { _id: 3, expdata: 5 });
+  assert.equal(await typeOf(c, 3, 'expdata'), 'long');
+});
+
+h.test('$bit: types, operation order, missing fields, no-ops and negative values', async () => {
+  const c = srv.freshDb('bittypes').collection('c');
+  await c.insertMany([{ _id: 1, a: Long.fromNumber(12), b: new Int32(6) }]);
+  await c.updateOne({ _id: 1 }, { $bit: { a: { and: new Int32(4) }, b: { or: new Int32(1), and: new Int32(3) } } });
+  assert.deepEqual(await c.findOne({ _id: 1 }), { _id: 1, a: 4, b: 3 });
+  assert.equal(await typeOf(c, 1, 'a'), 'long');
+  assert.equal(await typeOf(c, 1, 'b'), 'int');
+  // A missing field starts from int32 0.
+  await c.updateOne({ _id: 1 }, { $bit: { m: { or: new Int32(5) }, n: { xor: Long.fromNumber(3) }, 'o.p': { and: new Int32(7) } } });
+  assert.deepEqual(await c.findOne({ _id: 1 }), { _id: 1, a: 4, b: 3, m: 5, n: 3, o: { p: 0 } });
+  assert.equal(await typeOf(c, 1, 'm'), 'int');
+  assert.equal(await typeOf(c, 1, 'n'), 'long');
+  // An unchanged value is a no-op.
+  const r = await c.updateOne({ _id: 1 }, { $bit: { b: { and: new Int32(-1) } } });
+  assert.equal(r.matchedCount, 1);
+  assert.equal(r.modifiedCount, 0);
+  // Negative values are two's complement.
+  await c.updateOne({ _id: 1 }, { $bit: { b: { xor: new Int32(-1) } } });
+  assert.equal((await c.findOne({ _id: 1 })).b, -4);
+  await c.updateOne({ _id: 1 }, { $bit: { a: { or: Long.fromString('-9223372036854775808') } } });
+  const d = await c.findOne({ _id: 1 }, { promoteLongs: false });
+  assert.equal(d.a.toString(), '-9223372036854775804');
+});
+
+h.test('$bit through "$", "$[]", "$[name]" with arrayFilters, upserts and findOneAndUpdate', async () => {
+  const c = srv.freshDb('bitpaths').collection('c');
+  await c.insertMany([
+    { _id: 1, arr: [1, 2, 3] },
+    { _id: 2, arr: [{ v: 1 }, { v: 8 }] },
+  ]);
+  await c.updateOne({ _id: 1, arr: 2 }, { $bit: { 'arr.$': { or: new Int32(4) } } });
+  assert.deepEqual((await c.findOne({ _id: 1 })).arr, [1, 6, 3]);
+  await c.updateOne({ _id: 1 }, { $bit: { 'arr.$[]': { and: new Int32(2) } } });
+  assert.deepEqual((await c.findOne({ _id: 1 })).arr, [0, 2, 2]);
+  await c.updateOne({ _id: 2 }, { $bit: { 'arr.$[e].v': { xor: new Int32(3) } } },
+    { arrayFilters: [{ 'e.v': { $bitsAllSet: 8 } }] });
+  assert.deepEqual((await c.findOne({ _id: 2 })).arr, [{ v: 1 }, { v: 11 }]);
+  await c.updateOne({ _id: 1 }, { $bit: { 'arr.5': { or: new Int32(9) } } });
+  assert.deepEqual((await c.findOne({ _id: 1 })).arr, [0, 2, 2, null, null, 9]);
+  const up = await c.updateOne({ _id: 3, k: 'x' }, { $bit: { f: { or: new Int32(5) } } }, { upsert: true });
+  assert.equal(up.upsertedId, 3);
+  assert.deepEqual(await c.findOne({ _id: 3 }), { _id: 3, k: 'x', f: 5 });
+  const fm = await c.findOneAndUpdate({ _id: 3 }, { $bit: { f: { and: new Int32(4) } } },
+    { returnDocument: 'after', includeResultMetadata: false });
+  assert.deepEqual(fm, { _id: 3, k: 'x', f: 4 });
+  const many = await c.updateMany({}, { $bit: { g: { or: new Int32(1) } } });
+  assert.equal(many.modifiedCount, 3);
+});
+
+h.test('$bit errors: operand shape 2, non-integral targets 2, _id 66, conflicts 40', async () => {
+  const c = srv.freshDb('biterr').collection('c');
+  await c.insertMany([{ _id: 1, a: 1.5, s: 'x', arr: [1], o: { x: 1 }, i: 3 }]);
+  await h.expectCode(c.updateOne({ _id: 1 }, { $bit: { i: 5 } }), 2,
+    /The \$bit modifier is not compatible with a int\. You must pass in an embedded document/);
+  await h.expectCode(c.updateOne({ _id: 1 }, { $bit: { i: { not: new Int32(1) } } }), 2,
+    /only supports 'and', 'or', and 'xor', not 'not'/);
+  await h.expectCode(c.updateOne({ _id: 1 }, { $bit: { i: { and: 1.5 } } }), 2,
+    /must be an Integer\(32\/64 bit\); a 'double' is not supported here/);
+  await h.expectCode(c.updateOne({ _id: 1 }, { $bit: { i: { and: 'x' } } }), 2);
+  await h.expectCode(c.updateOne({ _id: 1 }, { $bit: { i: {} } }), 2, /at least one bitwise operation/);
+  for (const f of ['a', 's', 'arr', 'o']) {
+    await h.expectCode(c.updateOne({ _id: 1 }, { $bit: { [f]: { or: new Int32(1) } } }), 2,
+      /Cannot apply \$bit to a value of non-integral type\._id: 1 has the field .* of non-integer type/);
+  }
+  await h.expectCode(c.updateOne({ _id: 1 }, { $bit: 5 }), 9);
+  await h.expectCode(c.updateOne({ _id: 1 }, { $bit: { _id: { or: new Int32(2) } } }), 66);
+  await h.expectCode(c.updateOne({ _id: 1 }, { $bit: { i: { or: new Int32(1) } }, $set: { i: 2 } }), 40);
+  await h.expectCode(c.updateOne({ _id: 1 }, { $bit: { 's.t': { or: new Int32(1) } } }), 28);
+  // Nothing changed.
+  assert.deepEqual(await c.findOne({ _id: 1 }), { _id: 1, a: 1.5, s: 'x', arr: [1], o: { x: 1 }, i: 3 });
+});
