@@ -620,15 +620,11 @@ fmt_elem(char *buf, size_t size, const char *name, const bson_value_t *v)
         snprintf(buf, size, "%s: %lld", name, (long long)v->value.v_int64);
         break;
     case BSON_TYPE_DOUBLE: {
-        double d = v->value.v_double;
-        if (isnan(d))
-            snprintf(buf, size, "%s: nan", name);
-        else if (isinf(d))
-            snprintf(buf, size, "%s: %sinf", name, d < 0 ? "-" : "");
-        else if (d < 1e15 && d > -1e15 && d == trunc(d))
-            snprintf(buf, size, "%s: %.1f", name, d);
-        else
-            snprintf(buf, size, "%s: %.17g", name, d);
+        /* mongod's StringBuilder::appendDoubleNice: %.16g, then ".0" unless it has '.', 'E' or 'N'. */
+        char num[40];
+        snprintf(num, sizeof(num), "%.16g", v->value.v_double);
+        snprintf(buf, size, "%s: %s%s", name, num,
+                 strchr(num, '.') || strchr(num, 'E') || strchr(num, 'N') ? "" : ".0");
         break;
     }
     case BSON_TYPE_DECIMAL128: {
