@@ -285,7 +285,7 @@ rx_match_value(const rx_t *r, const bson_value_t *v)
 
 /* ---- parsing ---- */
 
-static node_t *parse_filter(const uint8_t *data, uint32_t len, int depth, mf_error_t *err);
+static node_t *parse_filter(const uint8_t *data, uint32_t len, int depth, bool sub, mf_error_t *err);
 static int parse_ops(node_t *out, const char *path, const bson_value_t *opdoc, int depth,
                      bool elem_value, mf_error_t *err);
 
@@ -468,7 +468,10 @@ add_type(node_t *n, const bson_value_t *v, mf_error_t *err)
         double d = mf_value_as_double(v);
         if (!mf_value_as_int64(v, &code))
             return mf_err_set(err, MF_E_BadValue, "Invalid numerical type code: %g", d);
-        if (code == -1 || code == 127 || (code >= 1 && code <= 19 && code != 0)) {
+        if (code == 0)
+            return mf_err_set(err, MF_E_BadValue,
+                              "Invalid numerical type code: 0. Instead use {$exists:false}.");
+        if (code == -1 || code == 127 || (code >= 1 && code <= 19)) {
             if (n->ntypes < 32)
                 n->types[n->ntypes++] = code == -1 ? BSON_TYPE_MINKEY
                                         : code == 127 ? BSON_TYPE_MAXKEY
@@ -511,28 +514,106 @@ parse_type(const char *path, const bson_value_t *v, mf_error_t *err)
     return n;
 }
 
+/* ---- integer operands, shown in errors as mongod shows them ---- */
+
+/*
+ * fmt_elem: "name: value" as mongod's BSONElement::toString(true, true) writes
+ * an element in parse errors (numbers, strings, BinData; other types by name).
+ */
+static void
+fmt_elem(char *buf, size_t size, const char *name, const bson_value_t *v)
+{
+    switch (v->value_type) {
+    case BSON_TYPE_INT32:
+        snprintf(buf, size, "%s: %d", name, v->value.v_int32);
+        break;
+    case BSON_TYPE_INT64:
+        snprintf(buf, size, "%s: %lld", name, (long long)v->value.v_int64);
+        break;
+    case BSON_TYPE_DOUBLE: {
+        /* mongod's StringBuilder::appendDoubleNice: %.16g, then ".0" unless it has '.', 'E' or 'N'. */
+        char num[40];
+        snprintf(num, sizeof(num), "%.16g", v->value.v_double);
+        snprintf(buf, size, "%s: %s%s", name, num,
+                 strchr(num, '.') || strchr(num, 'E') || strchr(num, 'N') ? "" : ".0");
+        break;
+    }
+    case BSON_TYPE_DECIMAL128: {
+        char dec[BSON_DECIMAL128_STRING];
+        bson_decimal128_to_string(&v->value.v_decimal128, dec);
+        snprintf(buf, size, "%s: %s", name, dec);
+        break;
+    }
+    case BSON_TYPE_UTF8:
+        snprintf(buf, size, "%s: \"%.*s\"", name, (int)(v->value.v_utf8.len > 160 ? 150 : v->value.v_utf8.len),
+                 v->value.v_utf8.str);
+        break;
+    case BSON_TYPE_BOOL:
+        snprintf(buf, size, "%s: %s", name, v->value.v_bool ? "true" : "false");
+        break;
+    case BSON_TYPE_NULL:
+        snprintf(buf, size, "%s: null", name);
+        break;
+    default:
+        snprintf(buf, size, "%s: %s", name, mf_type_name(v->value_type));
+        break;
+    }
+}
+
+/*
+ * int64_operand: mongod's BSONElement::parseIntegerElementToLong for an
+ * operand shown as "name: value": a number holding an exact 64-bit integer.
+ * Fails with 9 FailedToParse and mongod's message, prefixed by prefix.
+ */
+static int
+int64_operand(const char *prefix, const char *name, const bson_value_t *v, int64_t *out, mf_error_t *err)
+{
+    char shown[256];
+
+    fmt_elem(shown, sizeof(shown), name, v);
+    if (!mf_value_is_number(v))
+        return mf_err_set(err, MF_E_FailedToParse, "%sExpected a number in: %s", prefix, shown);
+    if (v->value_type == BSON_TYPE_DOUBLE) {
+        double d = v->value.v_double;
+        if (isnan(d))
+            return mf_err_set(err, MF_E_FailedToParse, "%sExpected an integer, but found NaN in: %s", prefix, shown);
+        if (d >= 9223372036854775808.0 || d < -9223372036854775808.0)
+            return mf_err_set(err, MF_E_FailedToParse, "%sCannot represent as a 64-bit integer: %s", prefix, shown);
+        if (d != trunc(d))
+            return mf_err_set(err, MF_E_FailedToParse, "%sExpected an integer: %s", prefix, shown);
+        *out = (int64_t)d;
+        return 0;
+    }
+    if (!mf_value_as_int64(v, out))
+        return mf_err_set(err, MF_E_FailedToParse, "%sCannot represent as a 64-bit integer: %s", prefix, shown);
+    return 0;
+}
+
+/*
+ * parse_size: $size takes a non-negative 32-bit integer (a whole double or
+ * decimal too); anything else is 2 BadValue "Failed to parse $size. ...",
+ * as mongod's parseIntegerElementToNonNegativeInt reports it.
+ */
 static node_t *
 parse_size(const char *path, const bson_value_t *v, mf_error_t *err)
 {
+    const char *prefix = "Failed to parse $size. ";
+    char shown[256];
     node_t *n;
     int64_t sz;
 
-    if (!mf_value_is_number(v)) {
-        mf_err_set(err, MF_E_BadValue, "$size needs a number");
+    if (int64_operand(prefix, "$size", v, &sz, err) < 0) {
+        if (err != NULL)
+            err->code = MF_E_BadValue;
         return NULL;
     }
-    if (!mf_value_as_int64(v, &sz)) {
-        double d = mf_value_as_double(v);
-        if (isnan(d) || isinf(d) || d >= 2147483648.0 || d < -2147483648.0) {
-            mf_err_set(err, MF_E_BadValue, "$size must be a whole number");
-            return NULL;
-        }
-        sz = -1; /* a fractional size matches nothing */
-    } else if (sz < 0) {
-        mf_err_set(err, MF_E_BadValue, "$size may not be negative");
+    fmt_elem(shown, sizeof(shown), "$size", v);
+    if (sz < INT32_MIN || sz > INT32_MAX) {
+        mf_err_set(err, MF_E_BadValue, "%sCannot represent %s in an int", prefix, shown);
         return NULL;
-    } else if (sz > INT32_MAX) {
-        mf_err_set(err, MF_E_BadValue, "$size must be representable as a 32-bit integer");
+    }
+    if (sz < 0) {
+        mf_err_set(err, MF_E_BadValue, "%sExpected a non-negative number in: %s", prefix, shown);
         return NULL;
     }
     n = node_new(K_SIZE, path);
@@ -605,79 +686,6 @@ parse_mod(const char *path, const bson_value_t *v, mf_error_t *err)
 
 /* ---- bit tests ($bitsAllSet, $bitsAllClear, $bitsAnySet, $bitsAnyClear) ---- */
 
-/*
- * fmt_elem: "name: value" as mongod's BSONElement::toString(true, true) writes
- * an element in parse errors (numbers, strings, BinData; other types by name).
- */
-static void
-fmt_elem(char *buf, size_t size, const char *name, const bson_value_t *v)
-{
-    switch (v->value_type) {
-    case BSON_TYPE_INT32:
-        snprintf(buf, size, "%s: %d", name, v->value.v_int32);
-        break;
-    case BSON_TYPE_INT64:
-        snprintf(buf, size, "%s: %lld", name, (long long)v->value.v_int64);
-        break;
-    case BSON_TYPE_DOUBLE: {
-        /* mongod's StringBuilder::appendDoubleNice: %.16g, then ".0" unless it has '.', 'E' or 'N'. */
-        char num[40];
-        snprintf(num, sizeof(num), "%.16g", v->value.v_double);
-        snprintf(buf, size, "%s: %s%s", name, num,
-                 strchr(num, '.') || strchr(num, 'E') || strchr(num, 'N') ? "" : ".0");
-        break;
-    }
-    case BSON_TYPE_DECIMAL128: {
-        char dec[BSON_DECIMAL128_STRING];
-        bson_decimal128_to_string(&v->value.v_decimal128, dec);
-        snprintf(buf, size, "%s: %s", name, dec);
-        break;
-    }
-    case BSON_TYPE_UTF8:
-        snprintf(buf, size, "%s: \"%.*s\"", name, (int)(v->value.v_utf8.len > 160 ? 150 : v->value.v_utf8.len),
-                 v->value.v_utf8.str);
-        break;
-    case BSON_TYPE_BOOL:
-        snprintf(buf, size, "%s: %s", name, v->value.v_bool ? "true" : "false");
-        break;
-    case BSON_TYPE_NULL:
-        snprintf(buf, size, "%s: null", name);
-        break;
-    default:
-        snprintf(buf, size, "%s: %s", name, mf_type_name(v->value_type));
-        break;
-    }
-}
-
-/*
- * bits_integer: mongod's BSONElement::parseIntegerElementToLong for a bit
- * test operand named name: a number holding an exact 64-bit integer. Fails
- * with 9 FailedToParse and mongod's message, prefixed by prefix.
- */
-static int
-bits_integer(const char *prefix, const char *name, const bson_value_t *v, int64_t *out, mf_error_t *err)
-{
-    char shown[256];
-
-    fmt_elem(shown, sizeof(shown), name, v);
-    if (!mf_value_is_number(v))
-        return mf_err_set(err, MF_E_FailedToParse, "%sExpected a number in: %s", prefix, shown);
-    if (v->value_type == BSON_TYPE_DOUBLE) {
-        double d = v->value.v_double;
-        if (isnan(d))
-            return mf_err_set(err, MF_E_FailedToParse, "%sExpected an integer, but found NaN in: %s", prefix, shown);
-        if (d >= 9223372036854775808.0 || d < -9223372036854775808.0)
-            return mf_err_set(err, MF_E_FailedToParse, "%sCannot represent as a 64-bit integer: %s", prefix, shown);
-        if (d != trunc(d))
-            return mf_err_set(err, MF_E_FailedToParse, "%sExpected an integer: %s", prefix, shown);
-        *out = (int64_t)d;
-        return 0;
-    }
-    if (!mf_value_as_int64(v, out))
-        return mf_err_set(err, MF_E_FailedToParse, "%sCannot represent as a 64-bit integer: %s", prefix, shown);
-    return 0;
-}
-
 static void
 bits_push(node_t *n, uint32_t pos)
 {
@@ -711,7 +719,7 @@ parse_bits(kind_t kind, const char *op, const char *path, const bson_value_t *v,
                 const bson_value_t *e = bson_iter_value(&it);
                 char shown[256];
                 int64_t pos;
-                if (bits_integer("Failed to parse bit position. ", bson_iter_key(&it), e, &pos, err) < 0) {
+                if (int64_operand("Failed to parse bit position. ", bson_iter_key(&it), e, &pos, err) < 0) {
                     if (err != NULL)
                         err->code = MF_E_BadValue; /* mongod wraps the parse error in BadValue */
                     goto err_free_node;
@@ -735,7 +743,7 @@ parse_bits(kind_t kind, const char *op, const char *path, const bson_value_t *v,
     }
     if (mf_value_is_number(v)) {
         int64_t mask;
-        if (bits_integer("", op, v, &mask, err) < 0)
+        if (int64_operand("", op, v, &mask, err) < 0)
             goto err_free_node;
         if (mask < 0) {
             char shown[256];
@@ -767,7 +775,9 @@ parse_bits(kind_t kind, const char *op, const char *path, const bson_value_t *v,
     {
         char shown[256];
         fmt_elem(shown, sizeof(shown), op, v);
-        mf_err_set(err, MF_E_BadValue, "%s takes an Array, a number, or a BinData but received: %s", op, shown);
+        /* mongod names the path here ("" in an $elemMatch value form), and the operator in the value. */
+        mf_err_set(err, MF_E_BadValue, "%s takes an Array, a number, or a BinData but received: %s",
+                   path ? path : "", shown);
     }
 err_free_node:
     node_free(n);
@@ -858,7 +868,7 @@ parse_elem_match(const char *path, const bson_value_t *v, int depth, mf_error_t 
         return n;
     }
     {
-        node_t *sub = parse_filter(v->value.v_doc.data, v->value.v_doc.data_len, depth + 1, err);
+        node_t *sub = parse_filter(v->value.v_doc.data, v->value.v_doc.data_len, depth + 1, true, err);
         if (sub == NULL)
             return NULL;
         n = node_new(K_ELEM_OBJ, path);
@@ -918,7 +928,7 @@ parse_ops(node_t *out, const char *path, const bson_value_t *opdoc, int depth, b
     bson_iter_t it;
     bson_value_t regex_copy; /* shallow: the iterator's value is overwritten on next() */
     const bson_value_t *regex_v = NULL;
-    const char *options = NULL;
+    const char *options = ""; /* the regex flags read so far, from $regex or $options */
     bool have_options = false;
 
     if (!bson_iter_init_from_data(&it, opdoc->value.v_doc.data, opdoc->value.v_doc.data_len))
@@ -936,6 +946,11 @@ parse_ops(node_t *out, const char *path, const bson_value_t *opdoc, int depth, b
             if (v->value_type == BSON_TYPE_REGEX)
                 return mf_err_set(err, MF_E_BadValue, "Can't have regex as arg to $ne.");
             n = node_not(leaf_value(K_EQ, path, v));
+        } else if ((strcmp(op, "$gt") == 0 || strcmp(op, "$gte") == 0 || strcmp(op, "$lt") == 0 ||
+                    strcmp(op, "$lte") == 0) &&
+                   v->value_type == BSON_TYPE_REGEX) {
+            return mf_err_set(err, MF_E_BadValue, "Can't have RegEx as arg to predicate over field '%s'.",
+                              path ? path : "");
         } else if (strcmp(op, "$gt") == 0) {
             n = leaf_value(K_GT, path, v);
         } else if (strcmp(op, "$gte") == 0) {
@@ -983,13 +998,23 @@ parse_ops(node_t *out, const char *path, const bson_value_t *opdoc, int depth, b
                 return mf_err_set(err, MF_E_BadValue, "$regex has to be a string");
             regex_copy = *v;
             regex_v = &regex_copy;
+            /* mongod reads the options in order: flags on a regex after $options is 51074. */
+            if (v->value_type == BSON_TYPE_REGEX && v->value.v_regex.options && *v->value.v_regex.options) {
+                if (*options)
+                    return mf_err_set(err, MF_E_Location51074, "options set in both $regex and $options");
+                options = v->value.v_regex.options;
+            }
             continue;
         } else if (strcmp(op, "$options") == 0) {
             if (v->value_type != BSON_TYPE_UTF8)
                 return mf_err_set(err, MF_E_BadValue, "$options has to be a string");
+            if (*options)
+                return mf_err_set(err, MF_E_Location51075, "options set in both $regex and $options");
             options = v->value.v_utf8.str;
             have_options = true;
             continue;
+        } else if (strcmp(op, "$where") == 0) {
+            return mf_err_set(err, MF_E_BadValue, "$where cannot be applied to a field");
         } else {
             return mf_err_set(err, MF_E_BadValue, "unknown operator: %s", op);
         }
@@ -1002,12 +1027,8 @@ parse_ops(node_t *out, const char *path, const bson_value_t *opdoc, int depth, b
     if (regex_v != NULL) {
         node_t *n;
         if (regex_v->value_type == BSON_TYPE_REGEX) {
-            const char *ropts = regex_v->value.v_regex.options ? regex_v->value.v_regex.options : "";
-            if (have_options && *ropts && *options)
-                return mf_err_set(err, MF_E_Location51075,
-                                  "options set in both $regex and $options");
-            n = regex_leaf(path, regex_v->value.v_regex.regex,
-                           strlen(regex_v->value.v_regex.regex), *ropts ? ropts : options, err);
+            n = regex_leaf(path, regex_v->value.v_regex.regex, strlen(regex_v->value.v_regex.regex), options,
+                           err);
         } else {
             n = regex_leaf(path, regex_v->value.v_utf8.str, regex_v->value.v_utf8.len, options,
                            err);
@@ -1137,9 +1158,27 @@ or_to_in(node_t *orn)
     return orn;
 }
 
+/*
+ * parse_always: {$alwaysTrue: 1} / {$alwaysFalse: 1}; the operand must be the
+ * integer 1 (9 FailedToParse otherwise, as mongod's parseAlwaysBoolean).
+ */
+static node_t *
+parse_always(const char *k, const bson_value_t *v, mf_error_t *err)
+{
+    int64_t one;
+
+    if (int64_operand("", k, v, &one, err) < 0)
+        return NULL;
+    if (one != 1) {
+        mf_err_set(err, MF_E_FailedToParse, "%s must be an integer value of 1", k);
+        return NULL;
+    }
+    return node_new(k[7] == 'T' ? K_TRUE : K_FALSE, NULL);
+}
+
 /* parse_logical: $and / $or / $nor operand. */
 static node_t *
-parse_logical(kind_t kind, const char *name, const bson_value_t *v, int depth, mf_error_t *err)
+parse_logical(kind_t kind, const char *name, const bson_value_t *v, int depth, bool sub, mf_error_t *err)
 {
     bson_iter_t it;
     node_t *n;
@@ -1162,7 +1201,7 @@ parse_logical(kind_t kind, const char *name, const bson_value_t *v, int depth, m
                 node_free(n);
                 return NULL;
             }
-            kid = parse_filter(e->value.v_doc.data, e->value.v_doc.data_len, depth + 1, err);
+            kid = parse_filter(e->value.v_doc.data, e->value.v_doc.data_len, depth + 1, sub, err);
             if (kid == NULL) {
                 node_free(n);
                 return NULL;
@@ -1180,9 +1219,12 @@ parse_logical(kind_t kind, const char *name, const bson_value_t *v, int depth, m
     return n;
 }
 
-/* parse_filter: a full filter document (top-level semantics) into an AND node. */
+/*
+ * parse_filter: a full filter document into an AND node. sub is true inside
+ * an $elemMatch (mongod's kUserSubDocument level), where $expr is refused.
+ */
 static node_t *
-parse_filter(const uint8_t *data, uint32_t len, int depth, mf_error_t *err)
+parse_filter(const uint8_t *data, uint32_t len, int depth, bool sub, mf_error_t *err)
 {
     bson_iter_t it;
     node_t *root;
@@ -1203,17 +1245,17 @@ parse_filter(const uint8_t *data, uint32_t len, int depth, mf_error_t *err)
 
         if (k[0] == '$') {
             if (strcmp(k, "$and") == 0)
-                n = parse_logical(K_AND, k, v, depth, err);
+                n = parse_logical(K_AND, k, v, depth, sub, err);
             else if (strcmp(k, "$or") == 0)
-                n = parse_logical(K_OR, k, v, depth, err);
+                n = parse_logical(K_OR, k, v, depth, sub, err);
             else if (strcmp(k, "$nor") == 0)
-                n = parse_logical(K_NOR, k, v, depth, err);
+                n = parse_logical(K_NOR, k, v, depth, sub, err);
             else if (strcmp(k, "$comment") == 0)
                 continue;
-            else if (strcmp(k, "$alwaysTrue") == 0)
-                n = node_new(K_TRUE, NULL);
-            else if (strcmp(k, "$alwaysFalse") == 0)
-                n = node_new(K_FALSE, NULL);
+            else if (strcmp(k, "$alwaysTrue") == 0 || strcmp(k, "$alwaysFalse") == 0)
+                n = parse_always(k, v, err);
+            else if (strcmp(k, "$expr") == 0 && sub)
+                mf_err_set(err, MF_E_BadValue, "$expr can only be applied to the top-level document");
             else if (strcmp(k, "$expr") == 0) {
                 mf_expr_t *e = mf_expr_parse(v, err);
                 if (e == NULL) {
@@ -1232,8 +1274,16 @@ parse_filter(const uint8_t *data, uint32_t len, int depth, mf_error_t *err)
                 n->schema = js;
             } else if (strcmp(k, "$where") == 0) {
                 mf_err_set(err, MF_E_BadValue, "$where is not allowed in this context");
+            } else if (strcmp(k, "$not") == 0) {
+                mf_err_set(err, MF_E_BadValue,
+                           "unknown top level operator: %s. If you are trying to negate an entire expression, "
+                           "use $nor.",
+                           k);
             } else {
-                mf_err_set(err, MF_E_BadValue, "unknown top level operator: %s", k);
+                mf_err_set(err, MF_E_BadValue,
+                           "unknown top level operator: %s. If you have a field name that starts with a '$' "
+                           "symbol, consider using $getField or $setField.",
+                           k);
             }
         } else {
             n = parse_field(k, v, depth, err);
@@ -1621,7 +1671,7 @@ mf_matcher_new(const bson_t *filter, mf_error_t *err)
         m->root = node_new(K_AND, NULL);
         return m;
     }
-    m->root = parse_filter(bson_get_data(filter), filter->len, 0, err);
+    m->root = parse_filter(bson_get_data(filter), filter->len, 0, false, err);
     if (m->root == NULL) {
         free(m);
         return NULL;
@@ -1650,7 +1700,7 @@ mf_matcher_new_value(const bson_value_t *filter, mf_error_t *err)
             }
             return m;
         }
-        m->root = parse_filter(filter->value.v_doc.data, filter->value.v_doc.data_len, 0, err);
+        m->root = parse_filter(filter->value.v_doc.data, filter->value.v_doc.data_len, 0, false, err);
     } else {
         m->value_mode = true;
         m->root = parse_field(NULL, filter, 0, err);

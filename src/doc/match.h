@@ -11,7 +11,12 @@
  * $expr, $jsonSchema (query/jsonschema.h), $comment (ignored), dotted paths with array traversal, comparison
  * across numeric types. Unknown $operators are refused with 2 BadValue
  * ("unknown operator: $foo"); unknown top-level operators likewise
- * ("unknown top level operator: $foo").
+ * ("unknown top level operator: $foo. If you have a field name ..."). Operand
+ * checks follow mongod's expression_parser.cpp: $size takes a non-negative
+ * 32-bit whole number (2 "Failed to parse $size. ..."), $gt/$gte/$lt/$lte
+ * refuse a regex (2), $expr is refused inside $elemMatch (2), $alwaysTrue /
+ * $alwaysFalse take 1 (9), flags in both $regex and $options are 51075, or
+ * 51074 when the regex comes after $options.
  */
 #ifndef MF_MATCH_H
 #define MF_MATCH_H

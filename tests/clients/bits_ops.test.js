@@ -184,7 +184,7 @@ h.test('other operand types: 2 BadValue "takes an Array, a number, or a BinData"
   const c = await docsFixture('typeerr');
   for (const bad of ['1', null, true, { x: 1 }, new Date(0)]) {
     await h.expectCode(c.find({ a: { $bitsAllSet: bad } }).toArray(), 2,
-      /\$bitsAllSet takes an Array, a number, or a BinData but received/);
+      /^a takes an Array, a number, or a BinData but received: \$bitsAllSet: /);
   }
   await h.expectCode(c.countDocuments({ a: { $bitsAnyClear: 'x' } }), 2);
   await h.expectCode(c.deleteMany({ a: { $bitsAnySet: -3 } }), 9);
@@ -293,4 +293,56 @@ h.test('$bit errors: operand shape 2, non-integral targets 2, _id 66, conflicts 
   await h.expectCode(c.updateOne({ _id: 1 }, { $bit: { 's.t': { or: new Int32(1) } } }), 28);
   // Nothing changed.
   assert.deepEqual(await c.findOne({ _id: 1 }), { _id: 1, a: 1.5, s: 'x', arr: [1], o: { x: 1 }, i: 3 });
+});
+
+// ------------------------------------------------------- other operators' argument errors
+// Codes and messages from mongod's expression_parser.cpp / matcher_type_set.cpp.
+
+h.test('$size takes a non-negative 32-bit whole number: 2 "Failed to parse $size. ..."', async () => {
+  const c = srv.freshDb('size').collection('c');
+  await c.insertMany([{ _id: 1, a: [1, 2] }, { _id: 2, a: [1] }]);
+  await h.expectCode(c.find({ a: { $size: 1.5 } }).toArray(), 2, /^Failed to parse \$size\. Expected an integer: \$size: 1\.5$/);
+  await h.expectCode(c.find({ a: { $size: -1 } }).toArray(), 2,
+    /^Failed to parse \$size\. Expected a non-negative number in: \$size: -1$/);
+  await h.expectCode(c.find({ a: { $size: '2' } }).toArray(), 2, /Expected a number in: \$size: "2"/);
+  await h.expectCode(c.find({ a: { $size: 2 ** 31 } }).toArray(), 2, /in an int/);
+  await h.expectCode(c.find({ a: { $size: { $gt: 1 } } }).toArray(), 2);
+  await h.expectCode(c.countDocuments({ a: { $size: NaN } }), 2, /found NaN/);
+  assert.deepEqual(await ids(c, { a: { $size: new Double(2.0) } }), [1]);
+  assert.deepEqual(await ids(c, { a: { $size: Long.fromNumber(1) } }), [2]);
+});
+
+h.test('comparisons refuse a regex, $expr only at the top level, $where on a field, $type 0', async () => {
+  const c = srv.freshDb('cmp').collection('c');
+  await c.insertMany([{ _id: 1, a: [{ b: 1 }], s: 'x' }]);
+  for (const op of ['$gt', '$gte', '$lt', '$lte']) {
+    await h.expectCode(c.find({ s: { [op]: /x/ } }).toArray(), 2,
+      /^Can't have RegEx as arg to predicate over field 's'\.$/);
+  }
+  assert.deepEqual(await ids(c, { s: { $eq: /x/ } }), []);
+  await h.expectCode(c.find({ a: { $elemMatch: { b: 1, $expr: { $eq: [1, 1] } } } }).toArray(), 2,
+    /\$expr can only be applied to the top-level document/);
+  await h.expectCode(c.find({ a: { $elemMatch: { $and: [{ $expr: true }] } } }).toArray(), 2);
+  assert.deepEqual(await ids(c, { $and: [{ $expr: { $eq: ['$s', 'x'] } }] }), [1]);
+  await h.expectCode(c.find({ s: { $where: 'true' } }).toArray(), 2, /\$where cannot be applied to a field/);
+  await h.expectCode(c.find({ s: { $type: 0 } }).toArray(), 2, /Instead use \{\$exists:false\}/);
+  await h.expectCode(c.find({ s: { $type: 'strin' } }).toArray(), 2, /Unknown type name alias: strin/);
+  await h.expectCode(c.find({ s: { $type: true } }).toArray(), 14);
+  await h.expectCode(c.find({ s: { $type: [] } }).toArray(), 9);
+  await h.expectCode(c.find({ $foo: 1 }).toArray(), 2,
+    /unknown top level operator: \$foo\. If you have a field name that starts with a '\$' symbol, consider using \$getField or \$setField\./);
+  await h.expectCode(c.find({ $not: { s: 1 } }).toArray(), 2, /use \$nor/);
+  await h.expectCode(c.find({ $alwaysTrue: 2 }).toArray(), 9, /\$alwaysTrue must be an integer value of 1/);
+  assert.deepEqual(await ids(c, { $alwaysTrue: 1 }), [1]);
+});
+
+h.test('$regex flags in both $regex and $options: 51075 when $options comes last, 51074 when the regex does', async () => {
+  const c = srv.freshDb('rxopt').collection('c');
+  await c.insertMany([{ _id: 1, s: 'ABC' }]);
+  await h.expectCode(c.find({ s: { $regex: /a/i, $options: 'm' } }).toArray(), 51075);
+  await h.expectCode(c.find({ s: { $options: 'm', $regex: /a/i } }).toArray(), 51074);
+  await h.expectCode(c.find({ s: { $regex: 'a', $options: 'q' } }).toArray(), 51108);
+  await h.expectCode(c.find({ s: { $options: 'i' } }).toArray(), 2, /\$options needs a \$regex/);
+  assert.deepEqual(await ids(c, { s: { $options: 'i', $regex: /a/ } }), [1]);
+  assert.deepEqual(await ids(c, { s: { $regex: 'a', $options: 'i' } }), [1]);
 });
