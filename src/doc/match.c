@@ -40,6 +40,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "doc/expr.h"
 #include "doc/jsonschema.h"
@@ -57,6 +58,7 @@ typedef enum kind {
     K_FALSE,
     K_EXPR,
     K_SCHEMA,
+    K_SAMPLE,
     /* Leaves below; the first group traverses array elements. */
     K_EQ,
     K_LT,
@@ -105,6 +107,8 @@ struct node {
     int64_t size;
     /* K_MOD */
     int64_t divisor, remainder;
+    /* K_SAMPLE: the probability of matching, in (0, 1). */
+    double rate;
     /* K_BITS_*: the mask numbers are tested with, the positions BinData is tested at. */
     uint64_t bitmask;
     uint32_t *bitpos;
@@ -643,36 +647,40 @@ mod_operand(const bson_value_t *v, const char *what, int64_t *out, mf_error_t *e
     return 0;
 }
 
+/*
+ * parse_mod: {$mod: [divisor, remainder]}, checked in mongod's order (the
+ * element count and each element's type as they are read), all 2 BadValue.
+ */
 static node_t *
 parse_mod(const char *path, const bson_value_t *v, mf_error_t *err)
 {
+    static const char *const what[2] = {"divisor", "remainder"};
     bson_iter_t it;
     bson_value_t parts[2];
-    int count = 0;
     node_t *n;
     int64_t d, r;
 
-    if (v->value_type != BSON_TYPE_ARRAY) {
+    if (v->value_type != BSON_TYPE_ARRAY ||
+        !bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len)) {
         mf_err_set(err, MF_E_BadValue, "malformed mod, needs to be an array");
         return NULL;
     }
-    if (bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len)) {
-        while (bson_iter_next(&it)) {
-            if (count < 2)
-                parts[count] = *bson_iter_value(&it);
-            count++;
+    for (int i = 0; i < 2; i++) {
+        if (!bson_iter_next(&it)) {
+            mf_err_set(err, MF_E_BadValue, "malformed mod, not enough elements");
+            return NULL;
+        }
+        parts[i] = *bson_iter_value(&it);
+        if (!mf_value_is_number(&parts[i])) {
+            mf_err_set(err, MF_E_BadValue, "malformed mod, %s not a number", what[i]);
+            return NULL;
         }
     }
-    if (count < 2) {
-        mf_err_set(err, MF_E_BadValue, "malformed mod, not enough elements");
-        return NULL;
-    }
-    if (count > 2) {
+    if (bson_iter_next(&it)) {
         mf_err_set(err, MF_E_BadValue, "malformed mod, too many elements");
         return NULL;
     }
-    if (mod_operand(&parts[0], "divisor", &d, err) < 0 ||
-        mod_operand(&parts[1], "remainder", &r, err) < 0)
+    if (mod_operand(&parts[0], what[0], &d, err) < 0 || mod_operand(&parts[1], what[1], &r, err) < 0)
         return NULL;
     if (d == 0) {
         mf_err_set(err, MF_E_BadValue, "divisor cannot be 0");
@@ -1176,6 +1184,56 @@ parse_always(const char *k, const bson_value_t *v, mf_error_t *err)
     return node_new(k[7] == 'T' ? K_TRUE : K_FALSE, NULL);
 }
 
+/*
+ * parse_sample_rate: {$sampleRate: x}, x a number in [0, 1] (2 BadValue
+ * otherwise); 0 and 1 match nothing / everything, anything between matches
+ * each document with probability x (mongod's {$expr: {$lt: [{$rand: {}}, x]}}).
+ */
+static node_t *
+parse_sample_rate(const bson_value_t *v, mf_error_t *err)
+{
+    double x;
+    node_t *n;
+
+    if (!mf_value_is_number(v)) {
+        mf_err_set(err, MF_E_BadValue, "argument to $sampleRate must be a numeric type");
+        return NULL;
+    }
+    x = mf_value_as_double(v);
+    if (!(x >= 0.0 && x <= 1.0)) { /* written so that NaN is refused */
+        mf_err_set(err, MF_E_BadValue, "numeric argument to $sampleRate must be in [0, 1]");
+        return NULL;
+    }
+    if (x == 0.0)
+        return node_new(K_FALSE, NULL);
+    if (x == 1.0)
+        return node_new(K_TRUE, NULL);
+    n = node_new(K_SAMPLE, NULL);
+    n->rate = x;
+    return n;
+}
+
+/* sample_draw: a uniform double in [0, 1) from a per-thread xorshift64* generator. */
+static double
+sample_draw(void)
+{
+    static _Thread_local uint64_t state;
+    uint64_t x = state;
+
+    if (x == 0) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        x = ((uint64_t)ts.tv_nsec << 20) ^ (uint64_t)ts.tv_sec ^ (uint64_t)(uintptr_t)&state;
+        if (x == 0)
+            x = 0x9E3779B97F4A7C15ULL;
+    }
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    state = x;
+    return (double)((x * 0x2545F4914F6CDD1DULL) >> 11) / 9007199254740992.0;
+}
+
 /* parse_logical: $and / $or / $nor operand. */
 static node_t *
 parse_logical(kind_t kind, const char *name, const bson_value_t *v, int depth, bool sub, mf_error_t *err)
@@ -1256,6 +1314,10 @@ parse_filter(const uint8_t *data, uint32_t len, int depth, bool sub, mf_error_t 
                 n = parse_always(k, v, err);
             else if (strcmp(k, "$expr") == 0 && sub)
                 mf_err_set(err, MF_E_BadValue, "$expr can only be applied to the top-level document");
+            else if (strcmp(k, "$sampleRate") == 0 && sub)
+                mf_err_set(err, MF_E_BadValue, "$sampleRate can only be applied to the top-level document");
+            else if (strcmp(k, "$sampleRate") == 0)
+                n = parse_sample_rate(v, err);
             else if (strcmp(k, "$expr") == 0) {
                 mf_expr_t *e = mf_expr_parse(v, err);
                 if (e == NULL) {
@@ -1617,6 +1679,8 @@ eval(const node_t *n, const ctx_t *c, int32_t *pos)
         return true;
     case K_FALSE:
         return false;
+    case K_SAMPLE:
+        return sample_draw() < n->rate;
     case K_EXPR: {
         bson_value_t out;
         mf_error_t err;

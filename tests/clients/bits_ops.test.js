@@ -346,3 +346,26 @@ h.test('$regex flags in both $regex and $options: 51075 when $options comes last
   assert.deepEqual(await ids(c, { s: { $options: 'i', $regex: /a/ } }), [1]);
   assert.deepEqual(await ids(c, { s: { $regex: 'a', $options: 'i' } }), [1]);
 });
+
+h.test('$mod operands are checked in mongod\'s order; $sampleRate takes a number in [0, 1]', async () => {
+  const c = srv.freshDb('modsample').collection('c');
+  const docs = [];
+  for (let i = 0; i < 400; i++) docs.push({ _id: i, a: i });
+  await c.insertMany(docs);
+  await h.expectCode(c.find({ a: { $mod: ['x'] } }).toArray(), 2, /^malformed mod, divisor not a number$/);
+  await h.expectCode(c.find({ a: { $mod: [2] } }).toArray(), 2, /^malformed mod, not enough elements$/);
+  await h.expectCode(c.find({ a: { $mod: [2, 'x', 3] } }).toArray(), 2, /^malformed mod, remainder not a number$/);
+  await h.expectCode(c.find({ a: { $mod: [2, 1, 3] } }).toArray(), 2, /^malformed mod, too many elements$/);
+  await h.expectCode(c.find({ a: { $mod: [0, 1] } }).toArray(), 2, /^divisor cannot be 0$/);
+  assert.equal(await c.countDocuments({ a: { $mod: [new Double(4.5), 1] } }), 100);
+
+  assert.equal(await c.countDocuments({ $sampleRate: 1 }), 400);
+  assert.equal(await c.countDocuments({ $sampleRate: 0 }), 0);
+  const half = await c.countDocuments({ $sampleRate: 0.5, a: { $gte: 0 } });
+  assert.ok(half > 120 && half < 280, `$sampleRate 0.5 kept ${half} of 400`);
+  await h.expectCode(c.find({ $sampleRate: 1.5 }).toArray(), 2, /must be in \[0, 1\]/);
+  await h.expectCode(c.find({ $sampleRate: NaN }).toArray(), 2, /must be in \[0, 1\]/);
+  await h.expectCode(c.find({ $sampleRate: '0.5' }).toArray(), 2, /must be a numeric type/);
+  await h.expectCode(c.find({ a: { $elemMatch: { $sampleRate: 0.5 } } }).toArray(), 2,
+    /\$sampleRate can only be applied to the top-level document/);
+});
