@@ -1859,25 +1859,46 @@ clause_details(const char *k, const bson_value_t *v, const bson_t *doc, bson_t *
     if (v->value_type != BSON_TYPE_DOCUMENT || v->value.v_doc.data_len < max_bytes / 4)
         bson_append_value(&spec, k, -1, v);
     bson_append_document_end(out, &spec);
+    if (strcmp(k, "$expr") == 0) {
+        BSON_APPEND_UTF8(out, "reason", "$expr did not match");
+        BSON_APPEND_BOOL(out, "expressionResult", false);
+        return;
+    }
     if (k[0] == '$') {
-        BSON_APPEND_UTF8(out, "reason", strcmp(k, "$expr") == 0 ? "expression did not match" : "clause did not match");
+        BSON_APPEND_UTF8(out, "reason", "clause did not match");
         return;
     }
     bson_value_t found;
-    if (!mf_path_get(doc, k, &found)) {
+    bool present = mf_path_get(doc, k, &found);
+    if (strcmp(opname, "$exists") == 0) {
+        /* mongod's reasons for $exists: true / false; no considered value. */
+        BSON_APPEND_UTF8(out, "reason", present ? "path does exist" : "path does not exist");
+        return;
+    }
+    if (!present) {
         BSON_APPEND_UTF8(out, "reason", "field was missing");
         return;
     }
-    const char *reason = "comparison failed";
-    if (strcmp(opname, "$type") == 0)
-        reason = "type did not match";
-    else if (strcmp(opname, "$exists") == 0)
-        reason = "field was present";
-    else if (strcmp(opname, "$regex") == 0)
-        reason = "regular expression did not match";
-    else if (strcmp(opname, "$eq") != 0 && strcmp(opname, "$gt") != 0 && strcmp(opname, "$gte") != 0 &&
-             strcmp(opname, "$lt") != 0 && strcmp(opname, "$lte") != 0 && strcmp(opname, "$ne") != 0)
-        reason = "clause did not match";
+    /* The reasons of mongod's doc_validation_error.cpp, per operator. */
+    static const char *const reasons[][2] = {
+        {"$eq", "comparison failed"}, {"$gt", "comparison failed"}, {"$gte", "comparison failed"},
+        {"$lt", "comparison failed"}, {"$lte", "comparison failed"}, {"$ne", "comparison succeeded"},
+        {"$type", "type did not match"}, {"$regex", "regular expression did not match"},
+        {"$in", "no matching value found in array"}, {"$nin", "matching value found in array"},
+        {"$size", "array length was not equal to given size"},
+        {"$all", "array did not contain all specified values"},
+        {"$mod", "$mod did not evaluate to expected remainder"},
+        {"$elemMatch", "array did not satisfy the child predicate"},
+        {"$bitsAllSet", "bitwise operator failed to match"}, {"$bitsAllClear", "bitwise operator failed to match"},
+        {"$bitsAnySet", "bitwise operator failed to match"}, {"$bitsAnyClear", "bitwise operator failed to match"},
+    };
+    const char *reason = "clause did not match";
+    for (size_t i = 0; i < sizeof(reasons) / sizeof(reasons[0]); i++) {
+        if (strcmp(opname, reasons[i][0]) == 0) {
+            reason = reasons[i][1];
+            break;
+        }
+    }
     BSON_APPEND_UTF8(out, "reason", reason);
     if ((found.value_type != BSON_TYPE_DOCUMENT && found.value_type != BSON_TYPE_ARRAY) ||
         found.value.v_doc.data_len < max_bytes / 4)

@@ -369,3 +369,19 @@ h.test('$mod operands are checked in mongod\'s order; $sampleRate takes a number
   await h.expectCode(c.find({ a: { $elemMatch: { $sampleRate: 0.5 } } }).toArray(), 2,
     /\$sampleRate can only be applied to the top-level document/);
 });
+
+h.test('a validator with a bit test: 121 with mongod\'s reason "bitwise operator failed to match"', async () => {
+  const db = srv.freshDb('valid');
+  await db.createCollection('flags', { validator: { f: { $bitsAllSet: [0, 2] } } });
+  const c = db.collection('flags');
+  await c.insertOne({ _id: 1, f: 5 });
+  const e = await h.expectCode(c.insertOne({ _id: 2, f: 4 }), 121);
+  const det = e.errInfo.details;
+  assert.equal(det.operatorName, '$bitsAllSet');
+  assert.deepEqual(det.specifiedAs, { f: { $bitsAllSet: [0, 2] } });
+  assert.equal(det.reason, 'bitwise operator failed to match');
+  assert.equal(det.consideredValue, 4);
+  await h.expectCode(c.updateOne({ _id: 1 }, { $bit: { f: { and: new Int32(1) } } }), 121);
+  await c.updateOne({ _id: 1 }, { $bit: { f: { or: new Int32(2) } } });
+  assert.deepEqual(await c.findOne({ _id: 1 }), { _id: 1, f: 7 });
+});

@@ -794,7 +794,18 @@ Test(match, failure_details_name_the_failing_rules)
     s = D("{'a': 1, 'b': {'%exists': true}}", "{'a': 1}");
     cr_assert(strstr(s, "\"clausesNotSatisfied\"") != NULL, "%s", s);
     cr_assert(strstr(s, "\"index\" : 1") != NULL, "%s", s);
+    cr_assert(strstr(s, "\"reason\" : \"path does not exist\"") != NULL, "%s", s);
+    bson_free(s);
+    s = D("{'a': {'%bitsAllSet': 3}}", "{'a': 4}");
+    cr_assert(strstr(s, "\"operatorName\" : \"$bitsAllSet\"") != NULL, "%s", s);
+    cr_assert(strstr(s, "\"reason\" : \"bitwise operator failed to match\"") != NULL, "%s", s);
+    cr_assert(strstr(s, "\"consideredValue\" : 4") != NULL, "%s", s);
+    bson_free(s);
+    s = D("{'a': {'%gt': 5}}", "{'b': 4}");
     cr_assert(strstr(s, "\"reason\" : \"field was missing\"") != NULL, "%s", s);
+    bson_free(s);
+    s = D("{'a': {'%size': 2}}", "{'a': [1]}");
+    cr_assert(strstr(s, "\"reason\" : \"array length was not equal to given size\"") != NULL, "%s", s);
     bson_free(s);
 }
 
