@@ -30,6 +30,7 @@
  */
 #include "common/alloc.h"
 #include "doc/match.h"
+#include "common/fmt.h"
 #include "common/limits.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
@@ -522,46 +523,38 @@ parse_type(const char *path, const bson_value_t *v, mf_error_t *err)
 
 /*
  * fmt_elem: "name: value" as mongod's BSONElement::toString(true, true) writes
- * an element in parse errors (numbers, strings, BinData; other types by name).
+ * an element in parse errors: doubles as StringBuilder::appendDoubleNice
+ * (%.16g, ".0" appended unless the text has '.', 'E' or 'N'), BinData as
+ * BinData(subtype, HEX), everything else as common/fmt.h renders it.
  */
 static void
 fmt_elem(char *buf, size_t size, const char *name, const bson_value_t *v)
 {
+    char val[200];
+
     switch (v->value_type) {
-    case BSON_TYPE_INT32:
-        snprintf(buf, size, "%s: %d", name, v->value.v_int32);
-        break;
-    case BSON_TYPE_INT64:
-        snprintf(buf, size, "%s: %lld", name, (long long)v->value.v_int64);
-        break;
     case BSON_TYPE_DOUBLE: {
-        /* mongod's StringBuilder::appendDoubleNice: %.16g, then ".0" unless it has '.', 'E' or 'N'. */
         char num[40];
         snprintf(num, sizeof(num), "%.16g", v->value.v_double);
-        snprintf(buf, size, "%s: %s%s", name, num,
-                 strchr(num, '.') || strchr(num, 'E') || strchr(num, 'N') ? "" : ".0");
+        snprintf(val, sizeof(val), "%s%s", num, strchr(num, '.') || strchr(num, 'E') || strchr(num, 'N') ? "" : ".0");
         break;
     }
-    case BSON_TYPE_DECIMAL128: {
-        char dec[BSON_DECIMAL128_STRING];
-        bson_decimal128_to_string(&v->value.v_decimal128, dec);
-        snprintf(buf, size, "%s: %s", name, dec);
+    case BSON_TYPE_BINARY: {
+        static const char hex[] = "0123456789ABCDEF";
+        uint32_t len = v->value.v_binary.data_len, shown = len > 80 ? 70 : len;
+        size_t k = (size_t)snprintf(val, sizeof(val), "BinData(%d, ", (int)v->value.v_binary.subtype);
+        for (uint32_t i = 0; i < shown && k + 6 < sizeof(val); i++) {
+            val[k++] = hex[v->value.v_binary.data[i] >> 4];
+            val[k++] = hex[v->value.v_binary.data[i] & 15];
+        }
+        snprintf(val + k, sizeof(val) - k, "%s)", shown < len ? "..." : "");
         break;
     }
-    case BSON_TYPE_UTF8:
-        snprintf(buf, size, "%s: \"%.*s\"", name, (int)(v->value.v_utf8.len > 160 ? 150 : v->value.v_utf8.len),
-                 v->value.v_utf8.str);
-        break;
-    case BSON_TYPE_BOOL:
-        snprintf(buf, size, "%s: %s", name, v->value.v_bool ? "true" : "false");
-        break;
-    case BSON_TYPE_NULL:
-        snprintf(buf, size, "%s: null", name);
-        break;
     default:
-        snprintf(buf, size, "%s: %s", name, mf_type_name(v->value_type));
+        mf_fmt_value(v, val, sizeof(val));
         break;
     }
+    snprintf(buf, size, "%s: %s", name, val);
 }
 
 /*
