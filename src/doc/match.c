@@ -232,7 +232,8 @@ rx_compile(const char *pattern, size_t plen, const char *flags, mf_error_t *err)
         case 'u':
             break;
         default:
-            mf_err_set(err, MF_E_Location51108, "invalid flag in regex options: %c", *f);
+            /* mongod's pcre_util::flagsToOptions with an empty operator name: a leading space. */
+            mf_err_set(err, MF_E_Location51108, " invalid flag in regex options: %c", *f);
             return NULL;
         }
     }
