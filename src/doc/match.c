@@ -1440,8 +1440,9 @@ mod_ok(const node_t *n, const bson_value_t *v)
 /*
  * bits_ok: a bit test on one value. BinData is tested at the bit positions
  * (bytes little-endian, missing bytes clear); a number only when it holds a
- * 64-bit integer exactly (NaN, fractional or out-of-range doubles never
- * match), with the numeric mask; every other type never matches.
+ * 64-bit integer exactly (NaN, infinities, fractions and out-of-range
+ * doubles or decimals never match), with the numeric mask; every other type
+ * never matches.
  */
 static bool
 bits_ok(const node_t *n, const bson_value_t *v)
@@ -1476,12 +1477,11 @@ bits_ok(const node_t *n, const bson_value_t *v)
         break;
     }
     case BSON_TYPE_DECIMAL128: {
-        /* mongod reads a decimal with Decimal128::toLong: rounded half to even, invalid as INT64_MIN. */
-        double d = mf_value_as_double(v);
-        if (isnan(d) || d >= 9223372036854775808.0 || d < -9223372036854775808.0)
-            x = (uint64_t)INT64_MIN;
-        else
-            x = (uint64_t)(int64_t)nearbyint(d);
+        /* Only a decimal holding a 64-bit integer exactly takes part (mongod's bittest.js). */
+        int64_t i;
+        if (!mf_value_as_int64(v, &i))
+            return false;
+        x = (uint64_t)i;
         break;
     }
     default:

@@ -385,3 +385,102 @@ h.test('a validator with a bit test: 121 with mongod\'s reason "bitwise operator
   await c.updateOne({ _id: 1 }, { $bit: { f: { or: new Int32(2) } } });
   assert.deepEqual(await c.findOne({ _id: 1 }), { _id: 1, f: 7 });
 });
+
+// ------------------------------------------------------- MongoDB's own bit test cases
+// The data and expected counts of mongodb/mongo jstests/core/query/bittest.js, with an
+// index on a that the plan must not use (COLLSCAN).
+
+async function bitCounts(tag, docs, cases) {
+  const c = srv.freshDb(tag).collection('c');
+  await c.insertMany(docs.map((a, i) => ({ _id: i, a })));
+  await c.createIndex({ a: 1 });
+  for (const [filter, want] of cases) {
+    const q = { a: filter };
+    const got = await c.countDocuments(q);
+    assert.equal(got, want, `${JSON.stringify(filter)}: ${got} documents, want ${want}`);
+  }
+  const plan = await c.find({ a: cases[0][0] }).explain('queryPlanner');
+  assert.equal(plan.queryPlanner.winningPlan.stage, 'COLLSCAN', JSON.stringify(plan.queryPlanner.winningPlan));
+}
+
+h.test('bittest.js: numbers, bitmasks and position lists', async () => {
+  await bitCounts('bt1', [0, 1, 54, 88, 255, 1e18], [
+    [{ $bitsAllSet: 0 }, 6], [{ $bitsAllSet: 1 }, 2], [{ $bitsAllSet: 16 }, 3], [{ $bitsAllSet: 54 }, 2],
+    [{ $bitsAllSet: 55 }, 1], [{ $bitsAllSet: 88 }, 2], [{ $bitsAllSet: 255 }, 1],
+    [{ $bitsAllClear: 0 }, 6], [{ $bitsAllClear: 1 }, 4], [{ $bitsAllClear: 16 }, 3],
+    [{ $bitsAllClear: 129 }, 4], [{ $bitsAllClear: 255 }, 2],
+    [{ $bitsAnySet: 0 }, 0], [{ $bitsAnySet: 9 }, 3], [{ $bitsAnySet: 255 }, 4],
+    [{ $bitsAnyClear: 0 }, 0], [{ $bitsAnyClear: 18 }, 4], [{ $bitsAnyClear: 24 }, 4], [{ $bitsAnyClear: 255 }, 5],
+    [{ $bitsAllSet: [] }, 6], [{ $bitsAllSet: [0] }, 2], [{ $bitsAllSet: [4] }, 3], [{ $bitsAllSet: [1, 2, 4, 5] }, 2],
+    [{ $bitsAllSet: [0, 1, 2, 4, 5] }, 1], [{ $bitsAllSet: [3, 4, 6] }, 2], [{ $bitsAllSet: [0, 1, 2, 3, 4, 5, 6, 7] }, 1],
+    [{ $bitsAllClear: [] }, 6], [{ $bitsAllClear: [0] }, 4], [{ $bitsAllClear: [4] }, 3], [{ $bitsAllClear: [1, 7] }, 4],
+    [{ $bitsAllClear: [0, 1, 2, 3, 4, 5, 6, 7] }, 2], [{ $bitsAnySet: [] }, 0], [{ $bitsAnySet: [1, 3] }, 3],
+    [{ $bitsAnySet: [0, 1, 2, 3, 4, 5, 6, 7] }, 4], [{ $bitsAnyClear: [] }, 0], [{ $bitsAnyClear: [1, 4] }, 4],
+    [{ $bitsAnyClear: [3, 4] }, 4], [{ $bitsAnyClear: [0, 1, 2, 3, 4, 5, 6, 7] }, 5],
+    [{ $bitsAllSet: 54, $bitsAllClear: 201 }, 1],
+  ]);
+  const L = (s) => Long.fromString(s);
+  await bitCounts('bt2', [0, 1, L('9223372036854775807'), L('6917529027641081856'), L('2305843009213693952')], [
+    [{ $bitsAllSet: 0 }, 5], [{ $bitsAllSet: 1 }, 2], [{ $bitsAllSet: L('9223372036854775807') }, 1],
+    [{ $bitsAllSet: L('6917529027641081856') }, 2], [{ $bitsAllSet: L('2305843009213693952') }, 3],
+    [{ $bitsAllClear: 0 }, 5], [{ $bitsAllClear: 1 }, 3], [{ $bitsAllClear: L('9223372036854775807') }, 1],
+    [{ $bitsAllClear: L('6917529027641081856') }, 2], [{ $bitsAllClear: L('2305843009213693952') }, 2],
+    [{ $bitsAnySet: 0 }, 0], [{ $bitsAnySet: 1 }, 2], [{ $bitsAnySet: L('9223372036854775807') }, 4],
+    [{ $bitsAnySet: L('6917529027641081856') }, 3], [{ $bitsAnySet: L('2305843009213693952') }, 3],
+    [{ $bitsAnyClear: 0 }, 0], [{ $bitsAnyClear: 1 }, 3], [{ $bitsAnyClear: L('9223372036854775807') }, 4],
+    [{ $bitsAnyClear: L('6917529027641081856') }, 3], [{ $bitsAnyClear: L('2305843009213693952') }, 2],
+  ]);
+});
+
+h.test('bittest.js: negative numbers are sign-extended', async () => {
+  const all = [...Array(64).keys()];
+  await bitCounts('bt3', [-0, -1, -54, -1e18], [
+    [{ $bitsAllSet: 0 }, 4], [{ $bitsAllSet: 2 }, 2], [{ $bitsAllSet: 127 }, 1], [{ $bitsAllSet: 74 }, 2],
+    [{ $bitsAllClear: 0 }, 4], [{ $bitsAllClear: 53 }, 3], [{ $bitsAllClear: 127 }, 2],
+    [{ $bitsAnySet: 0 }, 0], [{ $bitsAnySet: 2 }, 2], [{ $bitsAnySet: 127 }, 2],
+    [{ $bitsAnyClear: 0 }, 0], [{ $bitsAnyClear: 53 }, 3], [{ $bitsAnyClear: 127 }, 3],
+    [{ $bitsAllSet: [] }, 4], [{ $bitsAllSet: [1] }, 2], [{ $bitsAllSet: all }, 1], [{ $bitsAllSet: [1, 7, 6, 3, 100] }, 2],
+    [{ $bitsAllClear: [] }, 4], [{ $bitsAllClear: [5, 4, 2, 0] }, 3], [{ $bitsAllClear: all }, 1],
+    [{ $bitsAnySet: [] }, 0], [{ $bitsAnySet: [1] }, 2], [{ $bitsAnySet: all }, 3],
+    [{ $bitsAnyClear: [] }, 0], [{ $bitsAnyClear: [0, 2, 4, 5, 100] }, 3], [{ $bitsAnyClear: all }, 3],
+    [{ $bitsAllSet: 74, $bitsAllClear: 53 }, 1],
+  ]);
+});
+
+h.test('bittest.js: BinData values and masks of any length', async () => {
+  const B = (b64, t = 0) => new Binary(Buffer.from(b64, 'base64'), t);
+  await bitCounts('bt4', [B('AAAAAAAAAAAAAAAAAAAAAAAAAAAA'), B('AANgAAAAAAAAAAAAAAAAAAAAAAAA'),
+    B('JANgqwetkqwklEWRbWERKKJREtbq'), B('////////////////////////////')], [
+    [{ $bitsAllSet: B('AAAAAAAAAAAAAAAAAAAAAAAAAAAA') }, 4], [{ $bitsAllSet: B('AANgAAAAAAAAAAAAAAAAAAAAAAAA') }, 3],
+    [{ $bitsAllSet: B('JANgqwetkqwklEWRbWERKKJREtbq') }, 2], [{ $bitsAllSet: B('////////////////////////////') }, 1],
+    [{ $bitsAllClear: B('AAAAAAAAAAAAAAAAAAAAAAAAAAAA') }, 4], [{ $bitsAllClear: B('AAyfAAAAAAAAAAAAAAAAAAAAAAAA') }, 3],
+    [{ $bitsAllClear: B('JAyfqwetkqwklEWRbWERKKJREtbq') }, 2], [{ $bitsAllClear: B('////////////////////////////') }, 1],
+    [{ $bitsAnySet: B('AAAAAAAAAAAAAAAAAAAAAAAAAAAA') }, 0], [{ $bitsAnySet: B('AAyfAAAAAAAAAAAAAAAAAAAAAAAA') }, 1],
+    [{ $bitsAnySet: B('JAyfqwetkqwklEWRbWERKKJREtbq') }, 2], [{ $bitsAnySet: B('////////////////////////////') }, 3],
+    [{ $bitsAnyClear: B('AAAAAAAAAAAAAAAAAAAAAAAAAAAA') }, 0], [{ $bitsAnyClear: B('AANgAAAAAAAAAAAAAAAAAAAAAAAA') }, 1],
+    [{ $bitsAnyClear: B('JANgqwetkqwklEWRbWERKKJREtbq') }, 2], [{ $bitsAnyClear: B('////////////////////////////') }, 3],
+    [{ $bitsAllSet: B('AANgAAAAAAAAAAAAAAAAAAAAAAAA'), $bitsAllClear: B('//yf////////////////////////') }, 1],
+  ]);
+  const fox = 'VGhlIHF1aWNrIGJyb3duIGZveCBqdW1wcyBvdmVyIHRoZSBsYXp5IGRvZw==';
+  await bitCounts('bt5', [B('ZG9n'), B('JA4A8gAxqTwciCuF5GGzAA=='), B('JA4A8gAxqTwciCuF5GGzAA==', 1), B(fox),
+    B('BAAAADEyMzQ=', 2)], [
+    [{ $bitsAllSet: B('ZG9n') }, 1], [{ $bitsAllSet: B('JA4A8gAxqTwciCuF5GGzAA==') }, 2],
+    [{ $bitsAllSet: B('BAAAADEyMzQ=', 2) }, 1], [{ $bitsAllSet: B(fox) }, 1],
+    [{ $bitsAllClear: B('AAAAAAAAAAAAAAAAAAAAAAAAAAAA') }, 5], [{ $bitsAllClear: B('JA4A8gAxqTwciCuF5GGzAA==') }, 0],
+    [{ $bitsAnySet: B('AAAAAAAAAAAAAAAAAAAAAAAAAAAA') }, 0], [{ $bitsAnySet: B('JA4A8gAxqTwciCuF5GGzAA==') }, 5],
+    [{ $bitsAnyClear: B('AAAAAAAAAAAAAAAAAAAAAAAAAAAA') }, 0], [{ $bitsAnyClear: B(fox) }, 4],
+  ]);
+});
+
+h.test('bittest.js: NaN, infinities, fractions and out-of-range decimals never match', async () => {
+  const D = (s) => Decimal128.fromString(s);
+  await bitCounts('bt6', [0, 1, [1.1, 54], 88, 255, NaN, 1.1, -1.1, -Infinity, Infinity, D('Infinity'),
+    D('-Infinity'), D('NaN'), D('9223372036854775808'), D('-9223372036854775809'), D('1.1'), D('-1.1')], [
+    [{ $bitsAllSet: 0 }, 5], [{ $bitsAllSet: 1 }, 2], [{ $bitsAllSet: 16 }, 3], [{ $bitsAllSet: 54 }, 2],
+    [{ $bitsAllSet: 55 }, 1], [{ $bitsAllSet: 88 }, 2], [{ $bitsAllSet: 255 }, 1],
+    [{ $bitsAllClear: 0 }, 5], [{ $bitsAllClear: 1 }, 3], [{ $bitsAllClear: 16 }, 2],
+    [{ $bitsAllClear: 129 }, 3], [{ $bitsAllClear: 255 }, 1],
+    [{ $bitsAnySet: 0 }, 0], [{ $bitsAnySet: 9 }, 3], [{ $bitsAnySet: 255 }, 4],
+    [{ $bitsAnyClear: 0 }, 0], [{ $bitsAnyClear: 18 }, 3], [{ $bitsAnyClear: 24 }, 3], [{ $bitsAnyClear: 255 }, 4],
+  ]);
+});
