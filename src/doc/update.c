@@ -12,8 +12,9 @@
  * The mods are sorted component-wise by path (for $rename, by its
  * destination). Because no path is a prefix of another, this is the order in
  * which MongoDB's update tree visits them (its children at every level are
- * kept in a lexicographically ordered map), so new fields come out appended
- * in MongoDB's order.
+ * kept in a map ordered by cmpPathsAndArrayIndexes: numeric components as
+ * numbers, others as strings), so new fields come out appended in MongoDB's
+ * order and "a.9" is applied before "a.10".
  *
  * mf_update_apply turns the document into a small mutable tree of nodes.
  * Expansion is lazy: a node holds a bson_value_t (borrowed from the input
@@ -371,13 +372,33 @@ path_prefix(const path_t *a, const path_t *b)
     return true;
 }
 
+/*
+ * field_cmp: mongod's pathsupport::cmpPathsAndArrayIndexes, the order of its
+ * update tree's children: two components that both start with a digit (and
+ * are not zero-padded) compare as numbers (shorter first, then digit by
+ * digit), so "a.9" is applied before "a.10"; anything else compares as
+ * strings.
+ */
+static int
+field_cmp(const char *a, const char *b)
+{
+    size_t al = strlen(a), bl = strlen(b);
+
+    if (al == 0 || bl == 0 || !(a[0] >= '0' && a[0] <= '9') || !(b[0] >= '0' && b[0] <= '9') ||
+        (a[0] == '0' && al > 1) || (b[0] == '0' && bl > 1))
+        return strcmp(a, b);
+    if (al != bl)
+        return al < bl ? -1 : 1;
+    return strcmp(a, b); /* same length: digit by digit, then as strings, is strcmp's order */
+}
+
 static int
 path_cmp(const path_t *a, const path_t *b)
 {
     size_t n = a->n < b->n ? a->n : b->n;
 
     for (size_t i = 0; i < n; i++) {
-        int c = strcmp(a->comps[i].name, b->comps[i].name);
+        int c = field_cmp(a->comps[i].name, b->comps[i].name);
         if (c != 0)
             return c;
     }

@@ -270,6 +270,10 @@ h.test('$bit through "$", "$[]", "$[name]" with arrayFilters, upserts and findOn
   assert.deepEqual(fm, { _id: 3, k: 'x', f: 4 });
   const many = await c.updateMany({}, { $bit: { g: { or: new Int32(1) } } });
   assert.equal(many.modifiedCount, 3);
+  // update_bit_examples.js: elements 9 and 10 created past the end, with null padding.
+  await c.insertOne({ _id: 4, a: [new Int32(0)] });
+  await c.updateOne({ _id: 4 }, { $bit: { 'a.9': { or: new Int32(0) }, 'a.10': { or: new Int32(0) } } });
+  assert.deepEqual((await c.findOne({ _id: 4 })).a, [0, null, null, null, null, null, null, null, null, 0, 0]);
 });
 
 h.test('$bit errors: operand shape 2, non-integral targets 2, _id 66, conflicts 40', async () => {

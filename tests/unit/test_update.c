@@ -727,3 +727,14 @@ Test(update, bit_errors_as_mongod)
                "Cannot apply $bit to a value of non-integral type._id: 1 has the field a of non-integer type double");
     expect_err("{'$bit': {'a': {'or': 1}}}", "{'_id': 1, 'a': [1]}", 2, "non-integer type array");
 }
+
+Test(update, numeric_components_apply_in_numeric_order)
+{
+    /* mongod's cmpPathsAndArrayIndexes: "9" before "10", so new fields come out 9, 10. */
+    expect("{'$set': {'b.10': 1, 'b.9': 2}}", "{'_id': 1, 'b': {}}", "{'_id': 1, 'b': {'9': 2, '10': 1}}");
+    expect("{'$inc': {'a.10': 1, 'a.9': 1}}", "{'_id': 1, 'a': [0]}",
+           "{'_id': 1, 'a': [0, null, null, null, null, null, null, null, null, 1, 1]}");
+    /* Zero-padded and non-numeric components compare as strings. */
+    expect("{'$set': {'b.x': 1, 'b.10': 2, 'b.09': 3}}", "{'_id': 1, 'b': {}}",
+           "{'_id': 1, 'b': {'09': 3, '10': 2, 'x': 1}}");
+}
