@@ -688,14 +688,10 @@ parse_mod(const char *path, const bson_value_t *v, mf_error_t *err)
 
 /* ---- bit tests ($bitsAllSet, $bitsAllClear, $bitsAnySet, $bitsAnyClear) ---- */
 
+/* bits_push: appends a bit position; n->bitpos was sized by the caller. */
 static void
 bits_push(node_t *n, uint32_t pos)
 {
-    uint32_t *p = mf_realloc(n->bitpos, (n->nbitpos + 1) * sizeof(*p));
-
-    if (p == NULL)
-        abort();
-    n->bitpos = p;
     n->bitpos[n->nbitpos++] = pos;
 }
 
@@ -708,6 +704,8 @@ bits_push(node_t *n, uint32_t pos)
  * sign-extended), and a BinData mask's first eight bytes form the numeric
  * mask with each byte sign-extended as a C char (so a byte >= 0x80 also sets
  * every higher bit), a non-zero byte past the eighth setting the sign bit.
+ * A BinData mask is kept as its bytes (in n->val), not expanded into bit
+ * positions, so a large mask costs its own size and no more.
  */
 static node_t *
 parse_bits(kind_t kind, const char *op, const char *path, const bson_value_t *v, mf_error_t *err)
@@ -716,6 +714,14 @@ parse_bits(kind_t kind, const char *op, const char *path, const bson_value_t *v,
 
     if (v->value_type == BSON_TYPE_ARRAY) {
         bson_iter_t it;
+        size_t count = 0;
+        if (bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len)) {
+            while (bson_iter_next(&it))
+                count++;
+        }
+        n->bitpos = mf_calloc(count ? count : 1, sizeof(*n->bitpos));
+        if (n->bitpos == NULL)
+            abort();
         if (bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len)) {
             while (bson_iter_next(&it)) {
                 const bson_value_t *e = bson_iter_value(&it);
@@ -754,6 +760,9 @@ parse_bits(kind_t kind, const char *op, const char *path, const bson_value_t *v,
             goto err_free_node;
         }
         n->bitmask = (uint64_t)mask;
+        n->bitpos = mf_calloc(64, sizeof(*n->bitpos));
+        if (n->bitpos == NULL)
+            abort();
         for (uint32_t b = 0; b < 64; b++)
             if (n->bitmask & (1ULL << b))
                 bits_push(n, b);
@@ -768,10 +777,8 @@ parse_bits(kind_t kind, const char *op, const char *path, const bson_value_t *v,
                 n->bitmask |= (uint64_t)(int64_t)(int8_t)data[i] << (i * 8);
             else
                 n->bitmask |= 1ULL << 63;
-            for (uint32_t b = 0; b < 8; b++)
-                if (data[i] & (1u << b))
-                    bits_push(n, i * 8 + b);
         }
+        bson_value_copy(v, &n->val);
         return n;
     }
     {
@@ -1451,6 +1458,19 @@ bits_ok(const node_t *n, const bson_value_t *v)
     bool want_set = n->kind == K_BITS_ALL_SET || n->kind == K_BITS_ANY_SET;
     uint64_t x;
 
+    if (v->value_type == BSON_TYPE_BINARY && n->val.value_type == BSON_TYPE_BINARY) {
+        /* A BinData mask against BinData: byte by byte, the value zero-extended. */
+        const uint8_t *m = n->val.value.v_binary.data;
+        for (uint32_t i = 0; i < n->val.value.v_binary.data_len; i++) {
+            uint8_t b = i < v->value.v_binary.data_len ? v->value.v_binary.data[i] : 0;
+            uint8_t hit = want_set ? (uint8_t)(b & m[i]) : (uint8_t)(~b & m[i]);
+            if (all && hit != m[i])
+                return false;
+            if (!all && hit != 0)
+                return true;
+        }
+        return all;
+    }
     if (v->value_type == BSON_TYPE_BINARY) {
         for (size_t i = 0; i < n->nbitpos; i++) {
             uint32_t p = n->bitpos[i];

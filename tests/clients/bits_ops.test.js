@@ -488,3 +488,15 @@ h.test('bittest.js: NaN, infinities, fractions and out-of-range decimals never m
     [{ $bitsAnyClear: 0 }, 0], [{ $bitsAnyClear: 18 }, 3], [{ $bitsAnyClear: 24 }, 3], [{ $bitsAnyClear: 255 }, 4],
   ]);
 });
+
+h.test('large BinData masks and far bit positions cost their own size', async () => {
+  const c = srv.freshDb('big').collection('c');
+  const ones = Buffer.alloc(1 << 20, 0xff);
+  await c.insertMany([{ _id: 1, a: new Binary(ones, 0) }, { _id: 2, a: new Binary(Buffer.from([0xff]), 0) }, { _id: 3, a: -1 }]);
+  // -1 has every bit set, sign-extended without end.
+  assert.deepEqual(await ids(c, { a: { $bitsAllSet: new Binary(ones, 0) } }), [1, 3]);
+  assert.deepEqual(await ids(c, { a: { $bitsAnySet: new Binary(ones, 0) } }), [1, 2, 3]);
+  assert.deepEqual(await ids(c, { a: { $bitsAllSet: [2147483647] } }), [3]);
+  // BinData is zero-extended: bit 2^31-1 is clear in both.
+  assert.deepEqual(await ids(c, { a: { $bitsAnyClear: [2147483647, 0] } }), [1, 2]);
+});
