@@ -291,7 +291,10 @@ rx_match_value(const rx_t *r, const bson_value_t *v)
 
 /* ---- parsing ---- */
 
-static node_t *parse_filter(const uint8_t *data, uint32_t len, int depth, bool sub, mf_error_t *err);
+/* parse_filter flags: inside an $elemMatch (mongod's kUserSubDocument level); special features banned. */
+enum { P_SUB = 1, P_BAN = 2 };
+
+static node_t *parse_filter(const uint8_t *data, uint32_t len, int depth, unsigned flags, mf_error_t *err);
 static int parse_ops(node_t *out, const char *path, const bson_value_t *opdoc, int depth,
                      bool elem_value, mf_error_t *err);
 
@@ -877,7 +880,7 @@ parse_elem_match(const char *path, const bson_value_t *v, int depth, mf_error_t 
         return n;
     }
     {
-        node_t *sub = parse_filter(v->value.v_doc.data, v->value.v_doc.data_len, depth + 1, true, err);
+        node_t *sub = parse_filter(v->value.v_doc.data, v->value.v_doc.data_len, depth + 1, P_SUB, err);
         if (sub == NULL)
             return NULL;
         n = node_new(K_ELEM_OBJ, path);
@@ -1237,7 +1240,7 @@ sample_draw(void)
 
 /* parse_logical: $and / $or / $nor operand. */
 static node_t *
-parse_logical(kind_t kind, const char *name, const bson_value_t *v, int depth, bool sub, mf_error_t *err)
+parse_logical(kind_t kind, const char *name, const bson_value_t *v, int depth, unsigned flags, mf_error_t *err)
 {
     bson_iter_t it;
     node_t *n;
@@ -1260,7 +1263,7 @@ parse_logical(kind_t kind, const char *name, const bson_value_t *v, int depth, b
                 node_free(n);
                 return NULL;
             }
-            kid = parse_filter(e->value.v_doc.data, e->value.v_doc.data_len, depth + 1, sub, err);
+            kid = parse_filter(e->value.v_doc.data, e->value.v_doc.data_len, depth + 1, flags, err);
             if (kid == NULL) {
                 node_free(n);
                 return NULL;
@@ -1279,11 +1282,13 @@ parse_logical(kind_t kind, const char *name, const bson_value_t *v, int depth, b
 }
 
 /*
- * parse_filter: a full filter document into an AND node. sub is true inside
- * an $elemMatch (mongod's kUserSubDocument level), where $expr is refused.
+ * parse_filter: a full filter document into an AND node. With P_SUB (inside
+ * an $elemMatch, mongod's kUserSubDocument level) $expr and $sampleRate are
+ * refused with 2; with P_BAN (a $pull condition, mongod's
+ * kBanAllSpecialFeatures) $expr and $jsonSchema are 224 QueryFeatureNotAllowed.
  */
 static node_t *
-parse_filter(const uint8_t *data, uint32_t len, int depth, bool sub, mf_error_t *err)
+parse_filter(const uint8_t *data, uint32_t len, int depth, unsigned flags, mf_error_t *err)
 {
     bson_iter_t it;
     node_t *root;
@@ -1304,18 +1309,20 @@ parse_filter(const uint8_t *data, uint32_t len, int depth, bool sub, mf_error_t 
 
         if (k[0] == '$') {
             if (strcmp(k, "$and") == 0)
-                n = parse_logical(K_AND, k, v, depth, sub, err);
+                n = parse_logical(K_AND, k, v, depth, flags, err);
             else if (strcmp(k, "$or") == 0)
-                n = parse_logical(K_OR, k, v, depth, sub, err);
+                n = parse_logical(K_OR, k, v, depth, flags, err);
             else if (strcmp(k, "$nor") == 0)
-                n = parse_logical(K_NOR, k, v, depth, sub, err);
+                n = parse_logical(K_NOR, k, v, depth, flags, err);
             else if (strcmp(k, "$comment") == 0)
                 continue;
             else if (strcmp(k, "$alwaysTrue") == 0 || strcmp(k, "$alwaysFalse") == 0)
                 n = parse_always(k, v, err);
-            else if (strcmp(k, "$expr") == 0 && sub)
+            else if (strcmp(k, "$expr") == 0 && (flags & P_SUB))
                 mf_err_set(err, MF_E_BadValue, "$expr can only be applied to the top-level document");
-            else if (strcmp(k, "$sampleRate") == 0 && sub)
+            else if ((strcmp(k, "$expr") == 0 || strcmp(k, "$jsonSchema") == 0) && (flags & P_BAN))
+                mf_err_set(err, MF_E_QueryFeatureNotAllowed, "%s is not allowed in this context", k);
+            else if (strcmp(k, "$sampleRate") == 0 && (flags & P_SUB))
                 mf_err_set(err, MF_E_BadValue, "$sampleRate can only be applied to the top-level document");
             else if (strcmp(k, "$sampleRate") == 0)
                 n = parse_sample_rate(v, err);
@@ -1749,7 +1756,7 @@ mf_matcher_new(const bson_t *filter, mf_error_t *err)
         m->root = node_new(K_AND, NULL);
         return m;
     }
-    m->root = parse_filter(bson_get_data(filter), filter->len, 0, false, err);
+    m->root = parse_filter(bson_get_data(filter), filter->len, 0, 0, err);
     if (m->root == NULL) {
         free(m);
         return NULL;
@@ -1757,8 +1764,8 @@ mf_matcher_new(const bson_t *filter, mf_error_t *err)
     return m;
 }
 
-mf_matcher_t *
-mf_matcher_new_value(const bson_value_t *filter, mf_error_t *err)
+static mf_matcher_t *
+matcher_new_value(const bson_value_t *filter, unsigned flags, mf_error_t *err)
 {
     mf_matcher_t *m = mf_calloc(1, sizeof(*m));
     bson_iter_t it;
@@ -1778,7 +1785,7 @@ mf_matcher_new_value(const bson_value_t *filter, mf_error_t *err)
             }
             return m;
         }
-        m->root = parse_filter(filter->value.v_doc.data, filter->value.v_doc.data_len, 0, false, err);
+        m->root = parse_filter(filter->value.v_doc.data, filter->value.v_doc.data_len, 0, flags, err);
     } else {
         m->value_mode = true;
         m->root = parse_field(NULL, filter, 0, err);
@@ -1788,6 +1795,18 @@ mf_matcher_new_value(const bson_value_t *filter, mf_error_t *err)
         return NULL;
     }
     return m;
+}
+
+mf_matcher_t *
+mf_matcher_new_value(const bson_value_t *filter, mf_error_t *err)
+{
+    return matcher_new_value(filter, 0, err);
+}
+
+mf_matcher_t *
+mf_matcher_new_pull(const bson_value_t *filter, mf_error_t *err)
+{
+    return matcher_new_value(filter, P_BAN, err);
 }
 
 void

@@ -60,6 +60,13 @@ bool mf_matcher_match_value(const mf_matcher_t *m, const bson_value_t *v);
 mf_matcher_t *mf_matcher_new_value(const bson_value_t *filter, mf_error_t *err);
 
 /*
+ * mf_matcher_new_pull: mf_matcher_new_value for a $pull condition, parsed as
+ * mongod's PullNode does (kBanAllSpecialFeatures): $expr and $jsonSchema are
+ * refused with 224 QueryFeatureNotAllowed.
+ */
+mf_matcher_t *mf_matcher_new_pull(const bson_value_t *filter, mf_error_t *err);
+
+/*
  * mf_matcher_failure_details: explains why doc does not match filter (a
  * collection validator), in the shape of MongoDB's errInfo.details:
  * {operatorName: "$jsonSchema", schemaRulesNotSatisfied: [...]} for a lone

@@ -569,7 +569,7 @@ static int
 parse_pull(mod_t *m, mf_error_t *err)
 {
     if (m->val.value_type == BSON_TYPE_DOCUMENT) {
-        m->matcher = mf_matcher_new_value(&m->val, err);
+        m->matcher = mf_matcher_new_pull(&m->val, err);
         return m->matcher ? 0 : -1;
     }
     if (m->val.value_type == BSON_TYPE_REGEX) {
@@ -582,7 +582,7 @@ parse_pull(mod_t *m, mf_error_t *err)
         fv.value_type = BSON_TYPE_DOCUMENT;
         fv.value.v_doc.data = (uint8_t *)bson_get_data(&f);
         fv.value.v_doc.data_len = f.len;
-        m->matcher = mf_matcher_new_value(&fv, err);
+        m->matcher = mf_matcher_new_pull(&fv, err);
         bson_destroy(&f);
         return m->matcher ? 0 : -1;
     }

@@ -12,7 +12,7 @@
  * ("Unknown modifier: $foo. Expected a valid update modifier or pipeline-style
  * update specified as an array"), $inc of a non-number → 14 TypeMismatch,
  * changing _id → 66 ImmutableField, a bad $bit operand or a $bit on a
- * non-integer → 2 BadValue, a path through a non-container → 28
+ * non-integer → 2 BadValue, $expr / $jsonSchema in a $pull condition → 224, a path through a non-container → 28
  * PathNotViable, dotted / $-prefixed field names in a replacement → 52/57...
  * A replacement document may not contain update operators and vice versa.
  */

@@ -500,3 +500,17 @@ h.test('large BinData masks and far bit positions cost their own size', async ()
   // BinData is zero-extended: bit 2^31-1 is clear in both.
   assert.deepEqual(await ids(c, { a: { $bitsAnyClear: [2147483647, 0] } }), [1, 2]);
 });
+
+h.test('$pull conditions: bit tests work, $expr and $jsonSchema are 224 as in mongod\'s PullNode', async () => {
+  const c = srv.freshDb('pull').collection('c');
+  await c.insertOne({ _id: 1, a: [1, 2, 3, 4, 5, 6, 7], d: [{ f: 1 }, { f: 2 }] });
+  await c.updateOne({ _id: 1 }, { $pull: { a: { $bitsAllSet: [0, 1] } } });
+  assert.deepEqual((await c.findOne({ _id: 1 })).a, [1, 2, 4, 5, 6]);
+  await c.updateOne({ _id: 1 }, { $pull: { d: { f: { $bitsAnySet: 2 } } } });
+  assert.deepEqual((await c.findOne({ _id: 1 })).d, [{ f: 1 }]);
+  await h.expectCode(c.updateOne({ _id: 1 }, { $pull: { d: { $expr: { $eq: ['$f', 1] } } } }), 224,
+    /^\$expr is not allowed in this context$/);
+  await h.expectCode(c.updateOne({ _id: 1 }, { $pull: { d: { $jsonSchema: {} } } }), 224);
+  await h.expectCode(c.updateOne({ _id: 1 }, { $pull: { d: { $or: [{ $expr: true }] } } }), 224);
+  await h.expectCode(c.updateOne({ _id: 1 }, { $pull: { a: { $bitsAllSet: -1 } } }), 9);
+});
