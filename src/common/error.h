@@ -155,6 +155,7 @@
     X(5979700, Location5979700)                                                  \
     X(40571, Location40571)                                                    \
     X(51024, Location51024)                                                    \
+    X(51074, Location51074)                                                    \
     X(51075, Location51075)                                                    \
     X(51091, Location51091)                                                    \
     X(51156, Location51156)                                                    \

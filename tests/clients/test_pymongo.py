@@ -242,6 +242,42 @@ def test_collation():
         raise AssertionError("a case-insensitive unique index should refuse ALICE")
     except DuplicateKeyError:
         pass
+def test_bit_query_operators():
+    # The manual's $bitsAllSet / $bitsAnyClear examples, with BinData and a bad mask.
+    from bson.binary import Binary
+    c = fresh_db().collection
+    c.insert_many([
+        {"_id": 1, "a": 54}, {"_id": 2, "a": 20}, {"_id": 3, "a": 20.0},
+        {"_id": 4, "a": Binary(b"\x66", 0)},
+    ])
+    ids = lambda f: [d["_id"] for d in c.find(f).sort("_id", 1)]
+    eq(ids({"a": {"$bitsAllSet": [1, 5]}}), [1, 4], "$bitsAllSet positions")
+    eq(ids({"a": {"$bitsAllSet": 50}}), [1], "$bitsAllSet mask")
+    eq(ids({"a": {"$bitsAnyClear": Binary(b"\x30", 0)}}), [2, 3, 4], "$bitsAnyClear BinData")
+    eq(c.count_documents({"a": {"$bitsAnySet": 35}}), 2, "count with $bitsAnySet")
+    try:
+        list(c.find({"a": {"$bitsAllClear": -1}}))
+        raise AssertionError("negative bitmask accepted")
+    except OperationFailure as e:
+        eq(e.code, 9, "FailedToParse")
+
+
+@test
+def test_bit_update_operator():
+    from bson.int64 import Int64
+    c = fresh_db().switches
+    c.insert_many([{"_id": 1, "expdata": 13}, {"_id": 2, "expdata": 3}, {"_id": 3, "expdata": 1}])
+    c.update_one({"_id": 1}, {"$bit": {"expdata": {"and": 10}}})
+    c.update_one({"_id": 2}, {"$bit": {"expdata": {"or": 5}}})
+    c.update_one({"_id": 3}, {"$bit": {"expdata": {"xor": Int64(5)}}})
+    eq(list(c.find().sort("_id", 1)), [{"_id": 1, "expdata": 8}, {"_id": 2, "expdata": 7},
+                                       {"_id": 3, "expdata": 4}], "$bit results")
+    eq(type(c.find_one({"_id": 3})["expdata"]), Int64, "int xor long is a long")
+    try:
+        c.update_one({"_id": 1}, {"$bit": {"expdata": {"and": 1.0}}})
+        raise AssertionError("double $bit operand accepted")
+    except OperationFailure as e:
+        eq(e.code, 2, "BadValue")
 
 
 def _wait_for(pred, what, timeout=20):
