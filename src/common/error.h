@@ -248,6 +248,25 @@
     X(51186, Location51186)                                                    \
     X(51187, Location51187)                                                    \
     X(238, NotImplemented)                                                     \
+    X(5787801, Location5787801)                                       \
+    X(5787900, Location5787900)                                       \
+    X(5787901, Location5787901)                                       \
+    X(5787902, Location5787902)                                       \
+    X(5787903, Location5787903)                                       \
+    X(5787906, Location5787906)                                       \
+    X(5787907, Location5787907)                                       \
+    X(5787908, Location5787908)                                       \
+    X(5788001, Location5788001)                                       \
+    X(5788002, Location5788002)                                       \
+    X(5788003, Location5788003)                                       \
+    X(5788004, Location5788004)                                       \
+    X(5788005, Location5788005)                                       \
+    X(7429703, Location7429703)                                       \
+    X(7750300, Location7750300)                                       \
+    X(7750301, Location7750301)                                       \
+    X(7750302, Location7750302)                                       \
+    X(7750303, Location7750303)                                       \
+    X(10065, Location10065)                                           \
     X(40573, Location40573)
 
 /*

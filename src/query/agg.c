@@ -34,7 +34,9 @@
  * evaluates its expression at run time, so it may use let variables inside
  * a $lookup; $currentOp asks env->current_op). $sample shuffles with a
  * per-run xorshift generator (partial Fisher-Yates) and keeps size documents.
- * $group's $stdDevPop/$stdDevSamp use Welford's running mean.
+ * $group's $stdDevPop/$stdDevSamp use Welford's running mean. The "multi"
+ * accumulators ($firstN ... $bottomN, $median, $percentile: accx_*) keep a
+ * bounded sorted list per group; their partial states spill like the others.
  *
  * $bucket is desugared at parse time, as MongoDB does, into a $group whose
  * _id is a $switch over the boundaries, followed by a sort on _id. The
@@ -78,13 +80,29 @@ enum stage_kind { S_MATCH, S_PROJECT, S_ADDFIELDS, S_UNSET, S_SORT, S_LIMIT, S_S
 /* ---- accumulators ---- */
 
 enum acc_kind { AC_SUM, AC_AVG, AC_MIN, AC_MAX, AC_FIRST, AC_LAST, AC_PUSH, AC_ADDTOSET, AC_COUNT, AC_MERGEOBJECTS,
-                AC_STDDEVPOP, AC_STDDEVSAMP };
+                AC_STDDEVPOP, AC_STDDEVSAMP, AC_SETUNION, AC_CONCATARRAYS,
+                /* the "multi" accumulators (accx_*): a bounded list of values per group */
+                AC_FIRSTN, AC_LASTN, AC_MINN, AC_MAXN, AC_TOP, AC_BOTTOM, AC_TOPN, AC_BOTTOMN, AC_MEDIAN,
+                AC_PERCENTILE };
 
 typedef struct acc_def {
     char *field;
     int kind;
-    mf_expr_t *expr; /* NULL for $count */
+    mf_expr_t *expr;      /* NULL for $count; the input / output expression */
+    const char *op;       /* the operator's name, for messages (static) */
+    mf_expr_t *n_expr;    /* $firstN...$bottomN: n, evaluated with the group key as root */
+    mf_expr_t **sort_exprs; /* $top...$bottomN: "$<field>" of each sortBy key */
+    size_t nsort;
+    mf_sort_t *sort;      /* ... ordering the key documents {"0": v0, "1": v1, ...} */
+    double *ps;           /* $percentile: p ($median: {0.5}) */
+    size_t nps;
 } acc_def_t;
+
+static bool
+acc_is_multi(int kind)
+{
+    return kind >= AC_FIRSTN;
+}
 
 typedef struct stage {
     int kind;
@@ -414,6 +432,14 @@ typedef struct accst {
     uint32_t *hseen;    /* addToSet: open-addressing index into seen (slot = index + 1, 0 empty) */
     size_t hcap;        /* its size, a power of two, at least twice nseen */
     double mean, m2;    /* stdDevPop/stdDevSamp: Welford's running mean and sum of squares */
+    /* multi accumulators (accx_*) */
+    int64_t n;          /* this group's n (0 until its first value) */
+    bson_value_t *items; /* the values kept, in output order (minN/maxN/top/bottom: ascending) */
+    bson_t **keys;      /* top/bottom: each item's sort key document */
+    size_t nitems, capitems;
+    int64_t bytes;      /* approximate memory held by items / nums */
+    double *nums;       /* $median / $percentile: the numeric inputs */
+    size_t nnums, capnums;
 } accst_t;
 
 /* Places seen[i] in the hash index (which has room). */
@@ -470,7 +496,7 @@ acc_init(accst_t *a, int kind)
 {
     memset(a, 0, sizeof *a);
     a->v.value_type = BSON_TYPE_EOD;
-    if (kind == AC_PUSH || kind == AC_ADDTOSET)
+    if (kind == AC_PUSH || kind == AC_ADDTOSET || kind == AC_SETUNION || kind == AC_CONCATARRAYS)
         a->arr = bson_new();
     if (kind == AC_SUM || kind == AC_AVG) {
         a->v.value_type = BSON_TYPE_INT32;
@@ -482,12 +508,21 @@ static void
 acc_free(accst_t *a, int kind)
 {
     mf_value_free(&a->v);
-    if (kind == AC_PUSH || kind == AC_ADDTOSET)
+    if (a->arr)
         bson_destroy(a->arr);
     for (size_t i = 0; i < a->nseen; i++)
         mf_value_free(&a->seen[i]);
     bson_free(a->seen);
     bson_free(a->hseen);
+    for (size_t i = 0; i < a->nitems; i++) {
+        mf_value_free(&a->items[i]);
+        if (a->keys)
+            bson_destroy(a->keys[i]);
+    }
+    bson_free(a->items);
+    bson_free(a->keys);
+    bson_free(a->nums);
+    (void)kind;
 }
 
 static int
@@ -561,6 +596,28 @@ acc_update(accst_t *a, int kind, const bson_value_t *v, mf_error_t *err)
             return mf_err_set(err, MF_E_ExceededMemoryLimit, "$addToSet used too much memory and cannot spill to "
                               "disk. Memory limit: %d bytes", MF_MAX_ACCUMULATOR_BYTES);
         break;
+    case AC_SETUNION:
+    case AC_CONCATARRAYS: {
+        /* 8.0: both take arrays and collect their elements (a null is a type error, missing is skipped). */
+        bson_iter_t it;
+        const char *op = kind == AC_SETUNION ? "$setUnion" : "$concatArrays";
+        if (v->value_type == BSON_TYPE_EOD)
+            break;
+        if (v->value_type != BSON_TYPE_ARRAY)
+            return mf_err_set(err, MF_E_TypeMismatch, "%s requires array inputs, but input is of type %s", op,
+                              mf_type_name(v->value_type));
+        bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
+        while (bson_iter_next(&it)) {
+            if (kind == AC_SETUNION && seen_add(a, bson_iter_value(&it)))
+                continue;
+            bson_uint32_to_string(a->arrn++, &key, buf, sizeof buf);
+            bson_append_value(a->arr, key, -1, bson_iter_value(&it));
+        }
+        if (a->arr->len > MF_MAX_ACCUMULATOR_BYTES)
+            return mf_err_set(err, MF_E_ExceededMemoryLimit, "%s used too much memory and cannot spill to disk. "
+                              "Memory limit: %d bytes", op, MF_MAX_ACCUMULATOR_BYTES);
+        break;
+    }
     case AC_MERGEOBJECTS: {
         fl_t f;
         bson_iter_t it;
@@ -639,6 +696,8 @@ acc_result(accst_t *a, int kind, bson_t *out, const char *field)
         return;
     case AC_PUSH:
     case AC_ADDTOSET:
+    case AC_SETUNION:
+    case AC_CONCATARRAYS:
         bson_append_array(out, field, -1, a->arr);
         return;
     default:
@@ -682,6 +741,365 @@ vsize(const bson_value_t *v)
     default:
         return 16;
     }
+}
+
+/*
+ * Multi accumulators: $firstN $lastN $minN $maxN $top $bottom $topN
+ * $bottomN keep at most n values per group in a sorted (or arrival-order)
+ * array, as MongoDB's accumulator_multi does: $minN/$maxN skip null and
+ * missing, $firstN/$lastN keep them (missing as null), $top/$bottom output
+ * null for a missing output and keep the first value seen on a tie. n is
+ * evaluated once per group with the group key as its root document (an
+ * empty one when the key is not a document), as mongod does (5787902 not a
+ * number, 5787903 not integral, 5787908 not positive). $median and
+ * $percentile keep the numeric inputs and answer the discrete percentile
+ * (rank max(0, ceil(n * p) - 1)), which is what mongod's 'approximate'
+ * method answers for small inputs. Each accumulator holds at most
+ * MF_MAX_ACCUMULATOR_BYTES (146 beyond, as $push).
+ */
+static int
+accx_set_n(accst_t *a, const acc_def_t *d, const bson_value_t *key, mf_error_t *err)
+{
+    bson_value_t nv;
+    bson_t *root;
+    int64_t n;
+    double dn;
+
+    if (d->n_expr == NULL) {
+        a->n = (d->kind == AC_TOP || d->kind == AC_BOTTOM) ? 1 : INT64_MAX;
+        return 0;
+    }
+    /* As mongod: the root is the group key when it is a document, else an empty document. */
+    root = key->value_type == BSON_TYPE_DOCUMENT ? value_to_doc(key) : bson_new();
+    int rc = mf_expr_eval(d->n_expr, root, &nv, err);
+    bson_destroy(root);
+    if (rc < 0)
+        return -1;
+    if (!mf_value_is_number(&nv)) {
+        rc = mf_err_set(err, MF_E_Location5787902, "Value for 'n' must be of integral type, but found %s",
+                        nv.value_type == BSON_TYPE_EOD ? "missing" : mf_type_name(nv.value_type));
+        mf_value_free(&nv);
+        return rc;
+    }
+    dn = mf_value_as_double(&nv);
+    if (!mf_value_as_int64(&nv, &n) || (double)n != dn) {
+        mf_value_free(&nv);
+        return mf_err_set(err, MF_E_Location5787903, "Value for 'n' must be of integral type, but found %g", dn);
+    }
+    mf_value_free(&nv);
+    if (n <= 0)
+        return mf_err_set(err, MF_E_Location5787908, "'n' must be greater than 0, found %lld", (long long)n);
+    a->n = n;
+    return 0;
+}
+
+/* accx_cmp: the order of the kept items (by key document for top/bottom, by value otherwise). */
+static int
+accx_cmp(const acc_def_t *d, const bson_t *ka, const bson_value_t *va, const bson_t *kb, const bson_value_t *vb)
+{
+    if (d->sort)
+        return mf_sort_cmp(d->sort, ka, kb);
+    return mf_value_cmp(va, vb);
+}
+
+static void
+accx_remove(accst_t *a, size_t i)
+{
+    a->bytes -= vsize(&a->items[i]);
+    mf_value_free(&a->items[i]);
+    if (a->keys) {
+        a->bytes -= (int64_t)a->keys[i]->len;
+        bson_destroy(a->keys[i]);
+        memmove(&a->keys[i], &a->keys[i + 1], (a->nitems - i - 1) * sizeof *a->keys);
+    }
+    memmove(&a->items[i], &a->items[i + 1], (a->nitems - i - 1) * sizeof *a->items);
+    a->nitems--;
+}
+
+/* accx_insert: puts v (copied) and key (stolen, may be NULL) at position i. */
+static void
+accx_insert(accst_t *a, size_t i, const bson_value_t *v, bson_t *key)
+{
+    if (a->nitems == a->capitems) {
+        a->capitems = a->capitems ? a->capitems * 2 : 8;
+        a->items = bson_realloc(a->items, a->capitems * sizeof *a->items);
+        if (key)
+            a->keys = bson_realloc(a->keys, a->capitems * sizeof *a->keys);
+    }
+    memmove(&a->items[i + 1], &a->items[i], (a->nitems - i) * sizeof *a->items);
+    mf_value_copy(&a->items[i], v);
+    a->bytes += vsize(v);
+    if (key) {
+        memmove(&a->keys[i + 1], &a->keys[i], (a->nitems - i) * sizeof *a->keys);
+        a->keys[i] = key;
+        a->bytes += (int64_t)key->len;
+    }
+    a->nitems++;
+}
+
+/*
+ * accx_fold: adds one value (and, for top/bottom, its key document, stolen)
+ * to a multi accumulator whose n is set. Returns 0 or -1 with err (146).
+ */
+static int
+accx_fold(accst_t *a, const acc_def_t *d, const bson_value_t *v, bson_t *key, mf_error_t *err)
+{
+    bson_value_t null_v;
+    memset(&null_v, 0, sizeof null_v);
+    null_v.value_type = BSON_TYPE_NULL;
+
+    switch (d->kind) {
+    case AC_FIRSTN:
+    case AC_LASTN:
+        if (v->value_type == BSON_TYPE_EOD)
+            v = &null_v;
+        if ((int64_t)a->nitems >= a->n) {
+            if (d->kind == AC_FIRSTN)
+                return 0;
+            accx_remove(a, 0);
+        }
+        accx_insert(a, a->nitems, v, NULL);
+        break;
+    case AC_MINN:
+    case AC_MAXN: {
+        if (v->value_type == BSON_TYPE_EOD || v->value_type == BSON_TYPE_NULL || v->value_type == BSON_TYPE_UNDEFINED)
+            return 0;
+        if ((int64_t)a->nitems >= a->n) {
+            size_t w = d->kind == AC_MINN ? a->nitems - 1 : 0;
+            int c = mf_value_cmp(&a->items[w], v);
+            if (d->kind == AC_MINN ? c <= 0 : c >= 0)
+                return 0;
+            accx_remove(a, w);
+        }
+        size_t lo = 0, hi = a->nitems; /* after equal values */
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            if (mf_value_cmp(&a->items[mid], v) <= 0)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        accx_insert(a, lo, v, NULL);
+        break;
+    }
+    case AC_TOP:
+    case AC_BOTTOM:
+    case AC_TOPN:
+    case AC_BOTTOMN: {
+        bool top = d->kind == AC_TOP || d->kind == AC_TOPN;
+        if (v->value_type == BSON_TYPE_EOD)
+            v = &null_v;
+        if ((int64_t)a->nitems >= a->n) {
+            size_t w = top ? a->nitems - 1 : 0;
+            int c = top ? accx_cmp(d, a->keys[w], NULL, key, NULL) : accx_cmp(d, key, NULL, a->keys[w], NULL);
+            if (c <= 0) { /* a tie keeps the value seen first */
+                bson_destroy(key);
+                return 0;
+            }
+            accx_remove(a, w);
+        }
+        size_t lo = 0, hi = a->nitems;
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            if (accx_cmp(d, a->keys[mid], NULL, key, NULL) <= 0)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (a->keys == NULL && a->capitems > 0)
+            a->keys = bson_malloc(a->capitems * sizeof *a->keys);
+        accx_insert(a, lo, v, key);
+        break;
+    }
+    case AC_MEDIAN:
+    case AC_PERCENTILE:
+        if (!mf_value_is_number(v))
+            return 0;
+        if (a->nnums == a->capnums) {
+            a->capnums = a->capnums ? a->capnums * 2 : 16;
+            a->nums = bson_realloc(a->nums, a->capnums * sizeof *a->nums);
+        }
+        a->nums[a->nnums++] = mf_value_as_double(v);
+        a->bytes += (int64_t)sizeof(double);
+        break;
+    default:
+        break;
+    }
+    if (a->bytes > MF_MAX_ACCUMULATOR_BYTES)
+        return mf_err_set(err, MF_E_ExceededMemoryLimit,
+                          "%s used too much memory and cannot spill to disk. Memory limit: %d bytes", d->op,
+                          MF_MAX_ACCUMULATOR_BYTES);
+    return 0;
+}
+
+/* accx_key: the sort key document {"0": <sortBy field 0>, ...} of doc for top/bottom. */
+static int
+accx_key(const acc_def_t *d, const bson_t *doc, bson_t **out, mf_error_t *err)
+{
+    bson_t *k = bson_new();
+    for (size_t i = 0; i < d->nsort; i++) {
+        bson_value_t v;
+        char buf[16];
+        const char *key;
+        if (mf_expr_eval(d->sort_exprs[i], doc, &v, err) < 0) {
+            bson_destroy(k);
+            return -1;
+        }
+        bson_uint32_to_string((uint32_t)i, &key, buf, sizeof buf);
+        if (v.value_type != BSON_TYPE_EOD)
+            bson_append_value(k, key, -1, &v);
+        mf_value_free(&v);
+    }
+    *out = k;
+    return 0;
+}
+
+/* accx_add: folds doc into a multi accumulator of the group keyed by key; *mem grows by the bytes it now holds more. */
+static int
+accx_add(accst_t *a, const acc_def_t *d, const bson_value_t *gkey, const bson_t *doc, int64_t *mem, mf_error_t *err)
+{
+    bson_value_t v;
+    bson_t *key = NULL;
+    int64_t before = a->bytes;
+    int rc;
+
+    if (a->n == 0 && accx_set_n(a, d, gkey, err) < 0)
+        return -1;
+    if (mf_expr_eval(d->expr, doc, &v, err) < 0)
+        return -1;
+    if (d->sort && accx_key(d, doc, &key, err) < 0) {
+        mf_value_free(&v);
+        return -1;
+    }
+    rc = accx_fold(a, d, &v, key, err);
+    mf_value_free(&v);
+    *mem += a->bytes - before;
+    return rc;
+}
+
+static int
+dbl_cmp(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/* accx_result: appends the final value of a multi accumulator as field of out. */
+static void
+accx_result(accst_t *a, const acc_def_t *d, bson_t *out, const char *field)
+{
+    bson_t arr;
+
+    if (d->kind == AC_MEDIAN || d->kind == AC_PERCENTILE) {
+        if (a->nnums > 1)
+            qsort(a->nums, a->nnums, sizeof *a->nums, dbl_cmp);
+        if (d->kind == AC_PERCENTILE)
+            bson_append_array_begin(out, field, -1, &arr);
+        for (size_t i = 0; i < d->nps; i++) {
+            char buf[16];
+            const char *key;
+            bson_t *dst = d->kind == AC_PERCENTILE ? &arr : out;
+            if (d->kind == AC_PERCENTILE)
+                bson_uint32_to_string((uint32_t)i, &key, buf, sizeof buf);
+            else
+                key = field;
+            if (a->nnums == 0) {
+                bson_append_null(dst, key, -1);
+                continue;
+            }
+            double p = d->ps[i], r = p >= 1.0 ? (double)a->nnums - 1 : ceil((double)a->nnums * p) - 1;
+            size_t rank = r < 0 ? 0 : (size_t)r;
+            bson_append_double(dst, key, -1, a->nums[rank]);
+        }
+        if (d->kind == AC_PERCENTILE)
+            bson_append_array_end(out, &arr);
+        return;
+    }
+    if (d->kind == AC_TOP || d->kind == AC_BOTTOM) {
+        if (a->nitems == 0)
+            bson_append_null(out, field, -1);
+        else
+            bson_append_value(out, field, -1, &a->items[0]);
+        return;
+    }
+    bson_append_array_begin(out, field, -1, &arr);
+    for (size_t j = 0; j < a->nitems; j++) {
+        char buf[16];
+        const char *key;
+        size_t i = d->kind == AC_MAXN ? a->nitems - 1 - j : j; /* $maxN: descending */
+        bson_uint32_to_string((uint32_t)j, &key, buf, sizeof buf);
+        bson_append_value(&arr, key, -1, &a->items[i]);
+    }
+    bson_append_array_end(out, &arr);
+}
+
+/* accx_state: a multi accumulator's partial state {n, items: [{k, o}...], nums: [...]} (a spilling $group). */
+static void
+accx_state(const accst_t *a, bson_t *out, const char *key)
+{
+    bson_t st, arr;
+    char buf[16];
+    const char *ik;
+
+    bson_append_document_begin(out, key, -1, &st);
+    bson_append_int64(&st, "n", 1, a->n);
+    bson_append_array_begin(&st, "items", 5, &arr);
+    for (size_t i = 0; i < a->nitems; i++) {
+        bson_t it;
+        bson_uint32_to_string((uint32_t)i, &ik, buf, sizeof buf);
+        bson_append_document_begin(&arr, ik, -1, &it);
+        if (a->keys)
+            bson_append_document(&it, "k", 1, a->keys[i]);
+        bson_append_value(&it, "o", 1, &a->items[i]);
+        bson_append_document_end(&arr, &it);
+    }
+    bson_append_array_end(&st, &arr);
+    bson_append_array_begin(&st, "nums", 4, &arr);
+    for (size_t i = 0; i < a->nnums; i++) {
+        bson_uint32_to_string((uint32_t)i, &ik, buf, sizeof buf);
+        bson_append_double(&arr, ik, -1, a->nums[i]);
+    }
+    bson_append_array_end(&st, &arr);
+    bson_append_document_end(out, &st);
+}
+
+/* accx_merge: folds a partial state (accx_state) into a live multi accumulator, in input order. */
+static int
+accx_merge(accst_t *a, const acc_def_t *d, const bson_t *st, mf_error_t *err)
+{
+    bson_iter_t it, ai;
+
+    if (a->n == 0 && bson_iter_init_find(&it, st, "n"))
+        a->n = bson_iter_as_int64(&it);
+    if (bson_iter_init_find(&it, st, "items") && BSON_ITER_HOLDS_ARRAY(&it)) {
+        bson_iter_recurse(&it, &ai);
+        while (bson_iter_next(&ai)) {
+            bson_iter_t f;
+            bson_t *key = NULL;
+            bson_value_t o;
+            memset(&o, 0, sizeof o);
+            o.value_type = BSON_TYPE_NULL;
+            if (bson_iter_recurse(&ai, &f) && bson_iter_find(&f, "k") && BSON_ITER_HOLDS_DOCUMENT(&f)) {
+                const uint8_t *data;
+                uint32_t len;
+                bson_iter_document(&f, &len, &data);
+                key = bson_new_from_data(data, len);
+            }
+            if (bson_iter_recurse(&ai, &f) && bson_iter_find(&f, "o"))
+                o = *bson_iter_value(&f);
+            if (d->sort && key == NULL)
+                key = bson_new();
+            if (accx_fold(a, d, &o, key, err) < 0)
+                return -1;
+        }
+    }
+    if (bson_iter_init_find(&it, st, "nums") && BSON_ITER_HOLDS_ARRAY(&it)) {
+        bson_iter_recurse(&it, &ai);
+        while (bson_iter_next(&ai))
+            if (accx_fold(a, d, bson_iter_value(&ai), NULL, err) < 0)
+                return -1;
+    }
+    return 0;
 }
 
 /* gt_find: the group for key (takes ownership of *key's contents when it creates one). */
@@ -737,10 +1155,16 @@ gt_add(gtable_t *t, const stage_t *s, const bson_t *doc, mf_error_t *err)
     for (size_t a = 0; a < s->naccs; a++) {
         bson_value_t v;
         int kind = s->accs[a].kind;
+        if (acc_is_multi(kind)) {
+            if (accx_add(&g->acc[a], &s->accs[a], &g->key, doc, &t->mem, err) < 0)
+                return -1;
+            continue;
+        }
         v.value_type = BSON_TYPE_EOD;
         if (s->accs[a].expr && mf_expr_eval(s->accs[a].expr, doc, &v, err) < 0)
             return -1;
-        if (kind == AC_PUSH || kind == AC_ADDTOSET || kind == AC_MERGEOBJECTS)
+        if (kind == AC_PUSH || kind == AC_ADDTOSET || kind == AC_MERGEOBJECTS || kind == AC_SETUNION ||
+            kind == AC_CONCATARRAYS)
             t->mem += vsize(&v);
         int rc = acc_update(&g->acc[a], kind, &v, err);
         mf_value_free(&v);
@@ -767,7 +1191,10 @@ gt_result(const stage_t *s, group_t *g)
     bson_t *d = bson_new();
     bson_append_value(d, "_id", 3, &g->key);
     for (size_t a = 0; a < s->naccs; a++)
-        acc_result(&g->acc[a], s->accs[a].kind, d, s->accs[a].field);
+        if (acc_is_multi(s->accs[a].kind))
+            accx_result(&g->acc[a], &s->accs[a], d, s->accs[a].field);
+        else
+            acc_result(&g->acc[a], s->accs[a].kind, d, s->accs[a].field);
     return d;
 }
 
@@ -810,7 +1237,7 @@ acc_state(const accst_t *a, int kind, bson_t *out, const char *key)
         bson_append_value(&st, "v", 1, &a->v);
     bson_append_int64(&st, "c", 1, a->count);
     bson_append_bool(&st, "set", 3, a->set);
-    if (kind == AC_PUSH || kind == AC_ADDTOSET)
+    if (a->arr)
         bson_append_array(&st, "arr", 3, a->arr);
     bson_append_double(&st, "mean", 4, a->mean);
     bson_append_double(&st, "m2", 2, a->m2);
@@ -881,11 +1308,15 @@ acc_merge(accst_t *a, int kind, const bson_t *st, mf_error_t *err)
         return v.value_type == BSON_TYPE_EOD ? 0 : acc_update(a, kind, &v, err);
     case AC_PUSH:
     case AC_ADDTOSET:
+    case AC_SETUNION:
+    case AC_CONCATARRAYS:
         if (bson_iter_init_find(&it, st, "arr") && BSON_ITER_HOLDS_ARRAY(&it)) {
+            /* $setUnion / $concatArrays states hold the elements collected so far. */
+            int ek = kind == AC_SETUNION ? AC_ADDTOSET : kind == AC_CONCATARRAYS ? AC_PUSH : kind;
             bson_iter_t ai;
             bson_iter_recurse(&it, &ai);
             while (bson_iter_next(&ai))
-                if (acc_update(a, kind, bson_iter_value(&ai), err) < 0)
+                if (acc_update(a, ek, bson_iter_value(&ai), err) < 0)
                     return -1;
         }
         return 0;
@@ -905,7 +1336,10 @@ gt_partial(const stage_t *s, group_t *g)
         char buf[16];
         const char *key;
         bson_uint32_to_string((uint32_t)a, &key, buf, sizeof buf);
-        acc_state(&g->acc[a], s->accs[a].kind, &arr, key);
+        if (acc_is_multi(s->accs[a].kind))
+            accx_state(&g->acc[a], &arr, key);
+        else
+            acc_state(&g->acc[a], s->accs[a].kind, &arr, key);
     }
     bson_append_array_end(d, &arr);
     return d;
@@ -924,7 +1358,10 @@ partial_merge(const stage_t *s, group_t *g, const bson_t *d, mf_error_t *err)
         uint32_t len;
         bson_t st;
         bson_iter_document(&ai, &len, &data);
-        if (!bson_init_static(&st, data, len) || acc_merge(&g->acc[a], s->accs[a].kind, &st, err) < 0)
+        if (!bson_init_static(&st, data, len))
+            return mf_err_set(err, MF_E_InternalError, "corrupt spilled $group state");
+        if (acc_is_multi(s->accs[a].kind) ? accx_merge(&g->acc[a], &s->accs[a], &st, err) < 0
+                                          : acc_merge(&g->acc[a], s->accs[a].kind, &st, err) < 0)
             return -1;
     }
     return 0;
@@ -961,6 +1398,12 @@ stage_free(stage_t *s)
     for (size_t i = 0; i < s->naccs; i++) {
         bson_free(s->accs[i].field);
         mf_expr_free(s->accs[i].expr);
+        mf_expr_free(s->accs[i].n_expr);
+        for (size_t j = 0; j < s->accs[i].nsort; j++)
+            mf_expr_free(s->accs[i].sort_exprs[j]);
+        bson_free(s->accs[i].sort_exprs);
+        mf_sort_free(s->accs[i].sort);
+        bson_free(s->accs[i].ps);
     }
     bson_free(s->accs);
     bson_free(s->field);
@@ -992,6 +1435,171 @@ mf_pipeline_free(mf_pipeline_t *p)
         stage_free(&p->stages[i]);
     bson_free(p->stages);
     bson_free(p);
+}
+
+/*
+ * parse_acc_multi: the object argument of $firstN $lastN $minN $maxN
+ * ({input, n}), $top $bottom ({sortBy, output}), $topN $bottomN ({n,
+ * sortBy, output}), $median ({input, method}) and $percentile ({input, p,
+ * method}), with MongoDB's codes for each mistake.
+ */
+static int
+parse_acc_multi(acc_def_t *a, const char *op, const bson_value_t *arg, mf_error_t *err)
+{
+    bson_iter_t it;
+    bson_value_t in_v, n_v, sort_v, p_v, method_v;
+    const bson_value_t *in = NULL, *n = NULL, *sort = NULL, *p = NULL, *method = NULL;
+    int k = a->kind;
+    bool topbottom = k == AC_TOP || k == AC_BOTTOM || k == AC_TOPN || k == AC_BOTTOMN;
+    bool quantile = k == AC_MEDIAN || k == AC_PERCENTILE;
+
+    if (arg->value_type != BSON_TYPE_DOCUMENT) {
+        int code = topbottom ? MF_E_Location5788001 : quantile ? MF_E_Location7429703
+                   : (k == AC_MINN || k == AC_MAXN) ? MF_E_Location5787900 : MF_E_Location5787801;
+        return mf_err_set(err, code, "specification must be an object; found %s", mf_type_name(arg->value_type));
+    }
+    bson_iter_init_from_data(&it, arg->value.v_doc.data, arg->value.v_doc.data_len);
+    while (bson_iter_next(&it)) {
+        const char *f = bson_iter_key(&it);
+        const bson_value_t *fv = bson_iter_value(&it);
+        if (topbottom) {
+            if (strcmp(f, "n") == 0 && (k == AC_TOPN || k == AC_BOTTOMN))
+                n = (n_v = *fv, &n_v);
+            else if (strcmp(f, "output") == 0)
+                in = (in_v = *fv, &in_v);
+            else if (strcmp(f, "sortBy") == 0)
+                sort = (sort_v = *fv, &sort_v);
+            else
+                return mf_err_set(err, MF_E_Location5788002, "Unknown argument to %s '%s'", op, f);
+        } else if (quantile) {
+            if (strcmp(f, "input") == 0)
+                in = (in_v = *fv, &in_v);
+            else if (strcmp(f, "p") == 0 && k == AC_PERCENTILE)
+                p = (p_v = *fv, &p_v);
+            else if (strcmp(f, "method") == 0)
+                method = (method_v = *fv, &method_v);
+            else
+                return mf_err_set(err, MF_E_Location40415, "BSON field '%s.%s' is an unknown field.", op, f);
+        } else {
+            if (strcmp(f, "input") == 0)
+                in = (in_v = *fv, &in_v);
+            else if (strcmp(f, "n") == 0)
+                n = (n_v = *fv, &n_v);
+            else
+                return mf_err_set(err, MF_E_Location5787901, "Unknown argument for 'n' operator: %s", f);
+        }
+    }
+    if (topbottom) {
+        if (n == NULL && (k == AC_TOPN || k == AC_BOTTOMN))
+            return mf_err_set(err, MF_E_Location5788003, "Missing value for 'n'");
+        if (in == NULL)
+            return mf_err_set(err, MF_E_Location5788004, "Missing value for 'output'");
+        if (sort == NULL)
+            return mf_err_set(err, MF_E_Location5788005, "Missing value for 'sortBy'");
+        if (sort->value_type != BSON_TYPE_DOCUMENT)
+            return mf_err_set(err, MF_E_Location10065, "invalid parameter: expected an object (sortBy)");
+        bson_t spec, ks = BSON_INITIALIZER;
+        bson_iter_t si;
+        bson_init_static(&spec, sort->value.v_doc.data, sort->value.v_doc.data_len);
+        if (bson_empty(&spec))
+            return mf_err_set(err, MF_E_Location15976, "$sort stage must have at least one sort key");
+        bson_iter_init(&si, &spec);
+        while (bson_iter_next(&si)) {
+            char buf[16], *path;
+            const char *key;
+            bson_value_t pv;
+            bson_uint32_to_string((uint32_t)a->nsort, &key, buf, sizeof buf);
+            bson_append_value(&ks, key, -1, bson_iter_value(&si));
+            path = bson_strdup_printf("$%s", bson_iter_key(&si));
+            memset(&pv, 0, sizeof pv);
+            pv.value_type = BSON_TYPE_UTF8;
+            pv.value.v_utf8.str = path;
+            pv.value.v_utf8.len = (uint32_t)strlen(path);
+            a->sort_exprs = bson_realloc(a->sort_exprs, (a->nsort + 1) * sizeof *a->sort_exprs);
+            a->sort_exprs[a->nsort] = mf_expr_parse(&pv, err);
+            bson_free(path);
+            if (a->sort_exprs[a->nsort] == NULL) {
+                bson_destroy(&ks);
+                return -1;
+            }
+            a->nsort++;
+        }
+        /* The sort's own checks (1 / -1 only) apply to the original spec's values. */
+        a->sort = mf_sort_new(&ks, err);
+        bson_destroy(&ks);
+        if (a->sort == NULL)
+            return -1;
+    } else if (quantile) {
+        if (in == NULL)
+            return mf_err_set(err, MF_E_Location40414, "BSON field '%s.input' is missing but a required field", op);
+        if (p == NULL && k == AC_PERCENTILE)
+            return mf_err_set(err, MF_E_Location40414, "BSON field '%s.p' is missing but a required field", op);
+        if (method == NULL)
+            return mf_err_set(err, MF_E_Location40414, "BSON field '%s.method' is missing but a required field", op);
+        if (method->value_type != BSON_TYPE_UTF8)
+            return mf_err_set(err, MF_E_TypeMismatch,
+                              "BSON field '%s.method' is the wrong type '%s', expected type 'string'", op,
+                              mf_type_name(method->value_type));
+        if (strcmp(method->value.v_utf8.str, "approximate") != 0)
+            return mf_err_set(err, MF_E_BadValue, "Currently only 'approximate' can be used as percentile 'method'.");
+        if (k == AC_MEDIAN) {
+            a->ps = bson_malloc(sizeof *a->ps);
+            a->ps[0] = 0.5;
+            a->nps = 1;
+        } else {
+            /* p: constant expressions only, an array of numbers in [0, 1]. */
+            bson_value_t pv;
+            bson_iter_t pi;
+            mf_expr_t *pe = mf_expr_parse(p, err);
+            if (pe == NULL)
+                return -1;
+            bool constant = mf_expr_is_constant(pe);
+            int rc = constant ? mf_expr_eval(pe, NULL, &pv, err) : 0;
+            mf_expr_free(pe);
+            if (!constant)
+                return mf_err_set(err, MF_E_Location7750300,
+                                  "The $percentile 'p' field must be an array of constant values, but found value: %s.",
+                                  mf_type_name(p->value_type));
+            if (rc < 0)
+                return -1;
+            if (pv.value_type != BSON_TYPE_ARRAY || pv.value.v_doc.data_len <= 5) {
+                mf_value_free(&pv);
+                return mf_err_set(err, MF_E_Location7750301,
+                                  "The $percentile 'p' field must be an array of numbers from [0.0, 1.0], but found: %s",
+                                  mf_type_name(pv.value_type));
+            }
+            bson_iter_init_from_data(&pi, pv.value.v_doc.data, pv.value.v_doc.data_len);
+            while (bson_iter_next(&pi)) {
+                const bson_value_t *e = bson_iter_value(&pi);
+                if (!mf_value_is_number(e)) {
+                    rc = mf_err_set(err, MF_E_Location7750302,
+                                    "The $percentile 'p' field must be an array of numbers from [0.0, 1.0], but found: %s",
+                                    mf_type_name(e->value_type));
+                    break;
+                }
+                double d = mf_value_as_double(e);
+                if (!(d >= 0 && d <= 1)) {
+                    rc = mf_err_set(err, MF_E_Location7750303,
+                                    "The $percentile 'p' field must be an array of numbers from [0.0, 1.0], but found: %g", d);
+                    break;
+                }
+                a->ps = bson_realloc(a->ps, (a->nps + 1) * sizeof *a->ps);
+                a->ps[a->nps++] = d;
+            }
+            mf_value_free(&pv);
+            if (rc < 0)
+                return -1;
+        }
+    } else {
+        if (n == NULL)
+            return mf_err_set(err, MF_E_Location5787906, "Missing value for 'n'");
+        if (in == NULL)
+            return mf_err_set(err, MF_E_Location5787907, "Missing value for 'input'");
+    }
+    if (n != NULL && (a->n_expr = mf_expr_parse(n, err)) == NULL)
+        return -1;
+    a->expr = mf_expr_parse(in, err);
+    return a->expr ? 0 : -1;
 }
 
 static int
@@ -1036,18 +1644,31 @@ parse_group(stage_t *s, const bson_value_t *v, mf_error_t *err)
         } accs[] = {{"$sum", AC_SUM}, {"$avg", AC_AVG}, {"$min", AC_MIN}, {"$max", AC_MAX}, {"$first", AC_FIRST},
                     {"$last", AC_LAST}, {"$push", AC_PUSH}, {"$addToSet", AC_ADDTOSET}, {"$count", AC_COUNT},
                     {"$mergeObjects", AC_MERGEOBJECTS}, {"$stdDevPop", AC_STDDEVPOP},
-                    {"$stdDevSamp", AC_STDDEVSAMP}, {NULL, 0}};
+                    {"$stdDevSamp", AC_STDDEVSAMP}, {"$setUnion", AC_SETUNION},
+                    {"$concatArrays", AC_CONCATARRAYS}, {"$firstN", AC_FIRSTN}, {"$lastN", AC_LASTN},
+                    {"$minN", AC_MINN}, {"$maxN", AC_MAXN}, {"$top", AC_TOP}, {"$bottom", AC_BOTTOM},
+                    {"$topN", AC_TOPN}, {"$bottomN", AC_BOTTOMN}, {"$median", AC_MEDIAN},
+                    {"$percentile", AC_PERCENTILE}, {NULL, 0}};
+        const char *opname = NULL;
         int kind = -1;
         for (int i = 0; accs[i].name; i++)
-            if (strcmp(accs[i].name, op) == 0)
+            if (strcmp(accs[i].name, op) == 0) {
                 kind = accs[i].kind;
+                opname = accs[i].name;
+            }
         if (kind < 0)
             return mf_err_set(err, MF_E_Location15952, "unknown group operator '%s'", op);
         s->accs = bson_realloc(s->accs, (s->naccs + 1) * sizeof *s->accs);
         acc_def_t *a = &s->accs[s->naccs++];
+        memset(a, 0, sizeof *a);
         a->field = bson_strdup(k);
         a->kind = kind;
-        a->expr = NULL;
+        a->op = opname;
+        if (acc_is_multi(kind)) {
+            if (parse_acc_multi(a, opname, arg, err) < 0)
+                return -1;
+            continue;
+        }
         if (kind == AC_COUNT) {
             if (!is_empty_doc(arg))
                 return mf_err_set(err, MF_E_TypeMismatch, "$count only accepts an empty object as input");
