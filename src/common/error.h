@@ -267,6 +267,33 @@
     X(7750302, Location7750302)                                       \
     X(7750303, Location7750303)                                       \
     X(10065, Location10065)                                           \
+    X(17053, Location17053)                                           \
+    X(40239, Location40239)                                           \
+    X(40240, Location40240)                                           \
+    X(40241, Location40241)                                           \
+    X(40242, Location40242)                                           \
+    X(40243, Location40243)                                           \
+    X(40244, Location40244)                                           \
+    X(40245, Location40245)                                           \
+    X(40246, Location40246)                                           \
+    X(40257, Location40257)                                           \
+    X(40258, Location40258)                                           \
+    X(40259, Location40259)                                           \
+    X(40260, Location40260)                                           \
+    X(40261, Location40261)                                           \
+    X(40262, Location40262)                                           \
+    X(40263, Location40263)                                           \
+    X(40268, Location40268)                                           \
+    X(31441, Location31441)                                           \
+    X(40099, Location40099)                                           \
+    X(40100, Location40100)                                           \
+    X(40101, Location40101)                                           \
+    X(40102, Location40102)                                           \
+    X(40103, Location40103)                                           \
+    X(40104, Location40104)                                           \
+    X(40105, Location40105)                                           \
+    X(40185, Location40185)                                           \
+    X(40271, Location40271)                                           \
     X(40573, Location40573)
 
 /*

@@ -75,7 +75,8 @@
 
 enum stage_kind { S_MATCH, S_PROJECT, S_ADDFIELDS, S_UNSET, S_SORT, S_LIMIT, S_SKIP, S_GROUP, S_COUNT,
                   S_UNWIND, S_REPLACEROOT, S_SORTBYCOUNT, S_LOOKUP, S_FACET, S_SAMPLE, S_CURRENTOP,
-                  S_DOCUMENTS, S_BUCKET, S_OUT, S_MERGE, S_UNPACK };
+                  S_DOCUMENTS, S_BUCKET, S_OUT, S_MERGE, S_UNPACK, S_REDACT, S_BUCKETAUTO, S_UNIONWITH,
+                  S_GRAPHLOOKUP };
 
 /* ---- accumulators ---- */
 
@@ -109,7 +110,8 @@ typedef struct stage {
     bson_t *spec;           /* $match filter, $currentOp options */
     mf_matcher_t *matcher;  /* $match */
     mf_sort_t *sort;        /* $sort, $sortByCount */
-    int64_t n;              /* $limit, $skip, $sample size */
+    int64_t n;              /* $limit, $skip, $sample size, $bucketAuto buckets, $graphLookup maxDepth (-1: none) */
+    int gran;               /* $bucketAuto granularity: 0 none, else index + 1 in granularities[] */
     mf_projection_t *projection; /* $project, $unset, $addFields (query/project.c, shared with find) */
     mf_expr_t *expr;        /* $group _id, $replaceRoot, $sortByCount, $documents */
     acc_def_t *accs;        /* $group */
@@ -1141,6 +1143,32 @@ gt_find(gtable_t *t, const stage_t *s, bson_value_t *key)
     return g;
 }
 
+/* group_fold: folds doc into every accumulator of group g; *mem grows by the bytes they now hold more. */
+static int
+group_fold(int64_t *mem, const stage_t *s, group_t *g, const bson_t *doc, mf_error_t *err)
+{
+    for (size_t a = 0; a < s->naccs; a++) {
+        bson_value_t v;
+        int kind = s->accs[a].kind;
+        if (acc_is_multi(kind)) {
+            if (accx_add(&g->acc[a], &s->accs[a], &g->key, doc, mem, err) < 0)
+                return -1;
+            continue;
+        }
+        v.value_type = BSON_TYPE_EOD;
+        if (s->accs[a].expr && mf_expr_eval(s->accs[a].expr, doc, &v, err) < 0)
+            return -1;
+        if (kind == AC_PUSH || kind == AC_ADDTOSET || kind == AC_MERGEOBJECTS || kind == AC_SETUNION ||
+            kind == AC_CONCATARRAYS)
+            *mem += vsize(&v);
+        int rc = acc_update(&g->acc[a], kind, &v, err);
+        mf_value_free(&v);
+        if (rc < 0)
+            return -1;
+    }
+    return 0;
+}
+
 /* gt_add: folds doc into its group. Returns 0 or -1 with err. */
 static int
 gt_add(gtable_t *t, const stage_t *s, const bson_t *doc, mf_error_t *err)
@@ -1152,26 +1180,7 @@ gt_add(gtable_t *t, const stage_t *s, const bson_t *doc, mf_error_t *err)
         key.value_type = BSON_TYPE_NULL;
     group_t *g = gt_find(t, s, &key);
     mf_value_free(&key);
-    for (size_t a = 0; a < s->naccs; a++) {
-        bson_value_t v;
-        int kind = s->accs[a].kind;
-        if (acc_is_multi(kind)) {
-            if (accx_add(&g->acc[a], &s->accs[a], &g->key, doc, &t->mem, err) < 0)
-                return -1;
-            continue;
-        }
-        v.value_type = BSON_TYPE_EOD;
-        if (s->accs[a].expr && mf_expr_eval(s->accs[a].expr, doc, &v, err) < 0)
-            return -1;
-        if (kind == AC_PUSH || kind == AC_ADDTOSET || kind == AC_MERGEOBJECTS || kind == AC_SETUNION ||
-            kind == AC_CONCATARRAYS)
-            t->mem += vsize(&v);
-        int rc = acc_update(&g->acc[a], kind, &v, err);
-        mf_value_free(&v);
-        if (rc < 0)
-            return -1;
-    }
-    return 0;
+    return group_fold(&t->mem, s, g, doc, err);
 }
 
 static void
@@ -2315,6 +2324,303 @@ push_bucket_filters(mf_pipeline_t *p, mf_error_t *err)
     return 0;
 }
 
+/* ------------------------------------------------------------------------ */
+/* $redact, $bucketAuto, $unionWith, $graphLookup: parsing                  */
+/* ------------------------------------------------------------------------ */
+
+/* $redact's three system variables, installed as an ambient frame while its expression is parsed and run. */
+static const char *const redact_names[] = {"DESCEND", "PRUNE", "KEEP"};
+
+static int
+parse_redact(stage_t *s, const bson_value_t *v, mf_error_t *err)
+{
+    mf_expr_vars_t frame = {redact_names, NULL, 3, mf_expr_vars_current()};
+    mf_expr_vars_set(&frame);
+    s->expr = mf_expr_parse(v, err);
+    mf_expr_vars_set(frame.up);
+    return s->expr ? 0 : -1;
+}
+
+/*
+ * $bucketAuto's granularities: the preferred-number series (scaled by powers
+ * of ten) and POWERSOF2, as mongod's granularity rounders define them.
+ */
+static const double r5[] = {10, 16, 25, 40, 63};
+static const double r10[] = {100, 125, 160, 200, 250, 315, 400, 500, 630, 800};
+static const double r20[] = {100, 112, 125, 140, 160, 180, 200, 224, 250, 280,
+                             315, 355, 400, 450, 500, 560, 630, 710, 800, 900};
+static const double r40[] = {100, 106, 112, 118, 125, 132, 140, 150, 160, 170, 180, 190, 200,
+                             212, 224, 236, 250, 265, 280, 300, 315, 355, 375, 400, 425, 450,
+                             475, 500, 530, 560, 600, 630, 670, 710, 750, 800, 850, 900, 950};
+static const double r80[] = {103, 109, 115, 122, 128, 136, 145, 155, 165, 175, 185, 195, 206, 218,
+                             230, 243, 258, 272, 290, 307, 325, 345, 365, 387, 412, 437, 462, 487,
+                             515, 545, 575, 615, 650, 690, 730, 775, 825, 875, 925, 975};
+static const double s125[] = {10, 20, 50};
+static const double e6[] = {10, 15, 22, 33, 47, 68};
+static const double e12[] = {10, 12, 15, 18, 22, 27, 33, 39, 47, 56, 68, 82};
+static const double e24[] = {10, 11, 12, 13, 15, 16, 18, 20, 22, 24, 27, 30,
+                             33, 36, 39, 43, 47, 51, 56, 62, 68, 75, 82, 91};
+static const double e48[] = {100, 105, 110, 115, 121, 127, 133, 140, 147, 154, 162, 169,
+                             178, 187, 196, 205, 215, 226, 237, 249, 261, 274, 287, 301,
+                             316, 332, 348, 365, 383, 402, 422, 442, 464, 487, 511, 536,
+                             562, 590, 619, 649, 681, 715, 750, 787, 825, 866, 909, 953};
+static const double e96[] = {100, 102, 105, 107, 110, 113, 115, 118, 121, 124, 127, 130, 133, 137,
+                             140, 143, 147, 150, 154, 158, 162, 165, 169, 174, 178, 182, 187, 191,
+                             196, 200, 205, 210, 215, 221, 226, 232, 237, 243, 249, 255, 261, 267,
+                             274, 280, 287, 294, 301, 309, 316, 324, 332, 340, 348, 357, 365, 374,
+                             383, 392, 402, 412, 422, 432, 442, 453, 464, 475, 487, 499, 511, 523,
+                             536, 549, 562, 576, 590, 604, 619, 634, 649, 665, 681, 698, 715, 732,
+                             750, 768, 787, 806, 825, 845, 866, 887, 909, 931, 953, 976};
+static const double e192[] = {
+    100, 101, 102, 104, 105, 106, 107, 109, 110, 111, 113, 114, 115, 117, 118, 120, 121, 123,
+    124, 126, 127, 129, 130, 132, 133, 135, 137, 138, 140, 142, 143, 145, 147, 149, 150, 152,
+    154, 156, 158, 160, 162, 164, 165, 167, 169, 172, 174, 176, 178, 180, 182, 184, 187, 189,
+    191, 193, 196, 198, 200, 203, 205, 208, 210, 213, 215, 218, 221, 223, 226, 229, 232, 234,
+    237, 240, 243, 246, 249, 252, 255, 258, 261, 264, 267, 271, 274, 277, 280, 284, 287, 291,
+    294, 298, 301, 305, 309, 312, 316, 320, 324, 328, 332, 336, 340, 344, 348, 352, 357, 361,
+    365, 370, 374, 379, 383, 388, 392, 397, 402, 407, 412, 417, 422, 427, 432, 437, 442, 448,
+    453, 459, 464, 470, 475, 481, 487, 493, 499, 505, 511, 517, 523, 530, 536, 542, 549, 556,
+    562, 569, 576, 583, 590, 597, 604, 612, 619, 626, 634, 642, 649, 657, 665, 673, 681, 690,
+    698, 706, 715, 723, 732, 741, 750, 759, 768, 777, 787, 796, 806, 816, 825, 835, 845, 856,
+    866, 876, 887, 898, 909, 920, 931, 942, 953, 965, 976, 988};
+
+#define SERIES(name, a) {name, a, sizeof a / sizeof a[0]}
+static const struct granularity {
+    const char *name;
+    const double *series; /* NULL: POWERSOF2 */
+    size_t n;
+} granularities[] = {SERIES("R5", r5),   SERIES("R10", r10), SERIES("R20", r20),   SERIES("R40", r40),
+                     SERIES("R80", r80), SERIES("1-2-5", s125), SERIES("E6", e6),  SERIES("E12", e12),
+                     SERIES("E24", e24), SERIES("E48", e48), SERIES("E96", e96), SERIES("E192", e192),
+                     {"POWERSOF2", NULL, 0}};
+#undef SERIES
+
+/*
+ * parse_bucket_auto: {groupBy, buckets, output, granularity}. The output
+ * accumulators are parsed as a $group's (s->accs); s->expr is groupBy.
+ */
+static int
+parse_bucket_auto(stage_t *s, const bson_value_t *v, mf_error_t *err)
+{
+    bson_value_t gb_v, out_v;
+    const bson_value_t *group_by = NULL, *output = NULL;
+    bool have_buckets = false;
+    bson_iter_t it;
+    int rc;
+
+    if (v->value_type != BSON_TYPE_DOCUMENT)
+        return mf_err_set(err, MF_E_Location40240, "The argument to $bucketAuto must be an object, but found type: %s",
+                          mf_type_name(v->value_type));
+    bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        const bson_value_t *fv = bson_iter_value(&it);
+        if (strcmp(k, "groupBy") == 0) {
+            if (!(fv->value_type == BSON_TYPE_UTF8 && fv->value.v_utf8.str[0] == '$') && !is_operator_doc(fv))
+                return mf_err_set(err, MF_E_Location40239,
+                                  "The $bucketAuto 'groupBy' field must be defined as a $-prefixed path or an "
+                                  "expression object, but found: %s", mf_type_name(fv->value_type));
+            group_by = (gb_v = *fv, &gb_v);
+        } else if (strcmp(k, "buckets") == 0) {
+            int64_t n;
+            if (!mf_value_is_number(fv))
+                return mf_err_set(err, MF_E_Location40241,
+                                  "The $bucketAuto 'buckets' field must be a numeric value, but found type: %s",
+                                  mf_type_name(fv->value_type));
+            if (!mf_value_as_int64(fv, &n) || (double)n != mf_value_as_double(fv) || n > INT32_MAX || n < INT32_MIN)
+                return mf_err_set(err, MF_E_Location40242,
+                                  "The $bucketAuto 'buckets' field must be representable as a 32-bit integer, but "
+                                  "found %g", mf_value_as_double(fv));
+            s->n = n;
+            have_buckets = true;
+        } else if (strcmp(k, "output") == 0) {
+            if (fv->value_type != BSON_TYPE_DOCUMENT)
+                return mf_err_set(err, MF_E_Location40244,
+                                  "The $bucketAuto 'output' field must be an object, but found type: %s",
+                                  mf_type_name(fv->value_type));
+            output = (out_v = *fv, &out_v);
+        } else if (strcmp(k, "granularity") == 0) {
+            if (fv->value_type != BSON_TYPE_UTF8)
+                return mf_err_set(err, MF_E_Location40261,
+                                  "The $bucketAuto 'granularity' field must be a string, but found type: %s",
+                                  mf_type_name(fv->value_type));
+            s->gran = 0;
+            for (size_t g = 0; g < sizeof granularities / sizeof granularities[0]; g++)
+                if (strcmp(granularities[g].name, fv->value.v_utf8.str) == 0)
+                    s->gran = (int)g + 1;
+            if (s->gran == 0)
+                return mf_err_set(err, MF_E_Location40257, "Unknown rounding granularity '%s'", fv->value.v_utf8.str);
+        } else {
+            return mf_err_set(err, MF_E_Location40245, "Unrecognized option to $bucketAuto: %s", k);
+        }
+    }
+    if (group_by == NULL || !have_buckets)
+        return mf_err_set(err, MF_E_Location40246, "$bucketAuto requires 'groupBy' and 'buckets' to be specified");
+    if (s->n <= 0)
+        return mf_err_set(err, MF_E_Location40243,
+                          "The $bucketAuto 'buckets' field must be greater than 0, but found: %lld", (long long)s->n);
+    /* The accumulators: {_id: null, <output>} parsed as a $group (output defaults to {count: {$sum: 1}}). */
+    bson_t g = BSON_INITIALIZER;
+    bson_append_null(&g, "_id", 3);
+    if (output != NULL) {
+        bson_iter_init_from_data(&it, output->value.v_doc.data, output->value.v_doc.data_len);
+        while (bson_iter_next(&it))
+            bson_append_value(&g, bson_iter_key(&it), -1, bson_iter_value(&it));
+    }
+    if (output == NULL || is_empty_doc(output)) {
+        bson_t cnt;
+        bson_append_document_begin(&g, "count", 5, &cnt);
+        BSON_APPEND_INT32(&cnt, "$sum", 1);
+        bson_append_document_end(&g, &cnt);
+    }
+    bson_value_t gv;
+    doc_value(&g, &gv);
+    rc = parse_group(s, &gv, err);
+    bson_destroy(&g);
+    if (rc < 0)
+        return -1;
+    mf_expr_free(s->expr);
+    s->expr = mf_expr_parse(group_by, err);
+    return s->expr ? 0 : -1;
+}
+
+/* parse_union_with: "coll" or {coll, pipeline}; without coll the pipeline must start with $documents. */
+static int
+parse_union_with(stage_t *s, const bson_value_t *v, mf_error_t *err)
+{
+    bson_value_t pl_v;
+    const bson_value_t *pipeline = NULL;
+    bson_iter_t it;
+
+    if (v->value_type == BSON_TYPE_UTF8) {
+        if (v->value.v_utf8.len == 0)
+            return mf_err_set(err, MF_E_InvalidNamespace, "Invalid $unionWith namespace: the collection name is empty");
+        s->from = bson_strdup(v->value.v_utf8.str);
+        return 0;
+    }
+    if (v->value_type != BSON_TYPE_DOCUMENT)
+        return mf_err_set(err, MF_E_FailedToParse,
+                          "the $unionWith stage specification must be an object or string, but found %s",
+                          mf_type_name(v->value_type));
+    bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (strcmp(k, "coll") == 0) {
+            if (!BSON_ITER_HOLDS_UTF8(&it))
+                return mf_err_set(err, MF_E_TypeMismatch,
+                                  "BSON field '$unionWith.coll' is the wrong type '%s', expected type 'string'",
+                                  mf_type_name(bson_iter_type(&it)));
+            if (bson_iter_utf8(&it, NULL)[0] == '\0')
+                return mf_err_set(err, MF_E_InvalidNamespace,
+                                  "Invalid $unionWith namespace: the collection name is empty");
+            bson_free(s->from);
+            s->from = bson_strdup(bson_iter_utf8(&it, NULL));
+        } else if (strcmp(k, "pipeline") == 0) {
+            if (!BSON_ITER_HOLDS_ARRAY(&it))
+                return mf_err_set(err, MF_E_TypeMismatch,
+                                  "BSON field '$unionWith.pipeline' is the wrong type '%s', expected type 'array'",
+                                  mf_type_name(bson_iter_type(&it)));
+            pipeline = (pl_v = *bson_iter_value(&it), &pl_v);
+        } else {
+            return mf_err_set(err, MF_E_Location40415, "BSON field '$unionWith.%s' is an unknown field.", k);
+        }
+    }
+    if (pipeline != NULL && (s->sub = mf_pipeline_new(pipeline, err)) == NULL)
+        return -1;
+    if (s->from == NULL && (s->sub == NULL || s->sub->n == 0 || s->sub->stages[0].kind != S_DOCUMENTS))
+        return mf_err_set(err, MF_E_FailedToParse,
+                          "$unionWith stage without explicit collection must have a pipeline with $documents as "
+                          "first stage");
+    if (s->sub != NULL && s->sub->writes)
+        return mf_err_set(err, MF_E_Location31441, "%s is not allowed within a $unionWith's sub-pipeline",
+                          s->sub->stages[s->sub->n - 1].kind == S_OUT ? "$out" : "$merge");
+    return 0;
+}
+
+/*
+ * parse_graph_lookup: {from, startWith, connectFromField, connectToField,
+ * as, maxDepth, depthField, restrictSearchWithMatch}. s->from, s->local
+ * (connectFromField), s->foreign (connectToField), s->field (as),
+ * s->index_field (depthField), s->expr (startWith), s->n (maxDepth, -1
+ * none), s->spec / s->matcher (restrictSearchWithMatch).
+ */
+static int
+parse_graph_lookup(stage_t *s, const bson_value_t *v, mf_error_t *err)
+{
+    bson_iter_t it;
+
+    s->n = -1;
+    if (v->value_type != BSON_TYPE_DOCUMENT)
+        return mf_err_set(err, MF_E_Location10065, "invalid parameter: expected an object ($graphLookup)");
+    bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        const bson_value_t *fv = bson_iter_value(&it);
+        char **dst = NULL;
+        if (strcmp(k, "startWith") == 0) {
+            mf_expr_free(s->expr);
+            if ((s->expr = mf_expr_parse(fv, err)) == NULL)
+                return -1;
+            continue;
+        }
+        if (strcmp(k, "maxDepth") == 0) {
+            int64_t d;
+            if (!mf_value_is_number(fv))
+                return mf_err_set(err, MF_E_Location40100, "maxDepth must be numeric, found type: %s",
+                                  mf_type_name(fv->value_type));
+            double dd = mf_value_as_double(fv);
+            if (!mf_value_as_int64(fv, &d))
+                d = dd < 0 ? -1 : INT64_MAX;
+            if (d < 0 || dd < 0)
+                return mf_err_set(err, MF_E_Location40101, "maxDepth requires a nonnegative argument, found: %lld",
+                                  (long long)(dd < 0 ? (int64_t)dd : d));
+            if ((double)d != dd)
+                return mf_err_set(err, MF_E_Location40102, "maxDepth could not be represented as a long long: %lld",
+                                  (long long)d);
+            s->n = d;
+            continue;
+        }
+        if (strcmp(k, "restrictSearchWithMatch") == 0) {
+            if (fv->value_type != BSON_TYPE_DOCUMENT)
+                return mf_err_set(err, MF_E_Location40185, "restrictSearchWithMatch must be an object, found %s",
+                                  mf_type_name(fv->value_type));
+            if (s->spec)
+                bson_destroy(s->spec);
+            mf_matcher_free(s->matcher);
+            s->spec = bson_new_from_data(fv->value.v_doc.data, fv->value.v_doc.data_len);
+            if ((s->matcher = mf_matcher_new(s->spec, err)) == NULL)
+                return -1;
+            continue;
+        }
+        if (strcmp(k, "from") == 0)
+            dst = &s->from;
+        else if (strcmp(k, "as") == 0)
+            dst = &s->field;
+        else if (strcmp(k, "connectFromField") == 0)
+            dst = &s->local;
+        else if (strcmp(k, "connectToField") == 0)
+            dst = &s->foreign;
+        else if (strcmp(k, "depthField") == 0)
+            dst = &s->index_field;
+        else
+            return mf_err_set(err, MF_E_Location40104, "Unknown argument to $graphLookup: %s", k);
+        if (fv->value_type != BSON_TYPE_UTF8)
+            return mf_err_set(err, MF_E_Location40103, "expected string as argument for %s, found: %s", k,
+                              mf_type_name(fv->value_type));
+        if (dst != &s->from && fv->value.v_utf8.str[0] == '$')
+            return mf_err_set(err, MF_E_Location16410, "FieldPath field names may not start with '$'. Consider "
+                              "using $getField or $setField.");
+        bson_free(*dst);
+        *dst = bson_strdup(fv->value.v_utf8.str);
+    }
+    if (s->from == NULL || s->from[0] == '\0' || s->field == NULL || s->field[0] == '\0' || s->expr == NULL ||
+        s->local == NULL || s->local[0] == '\0' || s->foreign == NULL || s->foreign[0] == '\0')
+        return mf_err_set(err, MF_E_Location40105,
+                          "$graphLookup requires 'from', 'as', 'startWith', 'connectFromField', and "
+                          "'connectToField' to be specified.");
+    return 0;
+}
+
 static int
 parse_stage(stage_t *s, const char *name, const bson_value_t *v, bool first, mf_error_t *err)
 {
@@ -2503,6 +2809,22 @@ parse_stage(stage_t *s, const char *name, const bson_value_t *v, bool first, mf_
     if (strcmp(name, "$merge") == 0) {
         s->kind = S_MERGE;
         return parse_merge(s, v, err);
+    }
+    if (strcmp(name, "$redact") == 0) {
+        s->kind = S_REDACT;
+        return parse_redact(s, v, err);
+    }
+    if (strcmp(name, "$bucketAuto") == 0) {
+        s->kind = S_BUCKETAUTO;
+        return parse_bucket_auto(s, v, err);
+    }
+    if (strcmp(name, "$unionWith") == 0) {
+        s->kind = S_UNIONWITH;
+        return parse_union_with(s, v, err);
+    }
+    if (strcmp(name, "$graphLookup") == 0) {
+        s->kind = S_GRAPHLOOKUP;
+        return parse_graph_lookup(s, v, err);
     }
     if (strcmp(name, "$archived") == 0) {
         /* SPEC I2: an aggregate command takes it as its first stage (cmd_agg.c) before the pipeline is built. */
@@ -2962,6 +3284,562 @@ run_current_op(const stage_t *s, const mf_agg_env_t *env, mf_docvec_t *in, mf_do
     return env->current_op(env->ctx, s->spec, out, err);
 }
 
+/* ------------------------------------------------------------------------ */
+/* $redact, $bucketAuto, $unionWith, $graphLookup: execution                */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * $redact. The expression runs with the current (sub)document as its root
+ * ($$CURRENT and field paths; $$ROOT is the same document here) and must
+ * answer $$KEEP (the document as it is), $$PRUNE (dropped) or $$DESCEND
+ * (kept, its embedded documents, also inside arrays, redacted in turn);
+ * anything else is 17053.
+ */
+static int redact_value(const stage_t *s, const bson_value_t *in, bson_value_t *out, mf_error_t *err);
+
+/* redact_doc: *out = the redacted copy of doc (owned), or EOD when pruned. */
+static int
+redact_doc(const stage_t *s, const bson_value_t *doc, bson_value_t *out, mf_error_t *err)
+{
+    bson_t *root = value_to_doc(doc);
+    bson_value_t r;
+    int rc = mf_expr_eval(s->expr, root, &r, err);
+    bson_destroy(root);
+    memset(out, 0, sizeof *out);
+    out->value_type = BSON_TYPE_EOD;
+    if (rc < 0)
+        return -1;
+    const char *res = r.value_type == BSON_TYPE_UTF8 ? r.value.v_utf8.str : "";
+    if (strcmp(res, "keep") == 0) {
+        mf_value_copy(out, doc);
+    } else if (strcmp(res, "prune") == 0) {
+        /* nothing */
+    } else if (strcmp(res, "descend") == 0) {
+        bson_t b = BSON_INITIALIZER;
+        bson_iter_t it;
+        bson_iter_init_from_data(&it, doc->value.v_doc.data, doc->value.v_doc.data_len);
+        while (rc == 0 && bson_iter_next(&it)) {
+            bson_value_t fv;
+            rc = redact_value(s, bson_iter_value(&it), &fv, err);
+            if (rc == 0 && fv.value_type != BSON_TYPE_EOD)
+                bson_append_value(&b, bson_iter_key(&it), -1, &fv);
+            mf_value_free(&fv);
+        }
+        if (rc == 0) {
+            bson_value_t bv;
+            doc_value(&b, &bv);
+            mf_value_copy(out, &bv);
+        }
+        bson_destroy(&b);
+    } else {
+        rc = mf_err_set(err, MF_E_Location17053,
+                        "$redact's expression should not return anything aside from the variables $$KEEP, "
+                        "$$DESCEND, and $$PRUNE, but returned %s",
+                        r.value_type == BSON_TYPE_UTF8 ? r.value.v_utf8.str
+                        : r.value_type == BSON_TYPE_EOD ? "MISSING" : mf_type_name(r.value_type));
+    }
+    mf_value_free(&r);
+    return rc;
+}
+
+/* redact_value: a field's value under $$DESCEND (EOD: drop it). */
+static int
+redact_value(const stage_t *s, const bson_value_t *in, bson_value_t *out, mf_error_t *err)
+{
+    if (in->value_type == BSON_TYPE_DOCUMENT)
+        return redact_doc(s, in, out, err);
+    if (in->value_type != BSON_TYPE_ARRAY) {
+        mf_value_copy(out, in);
+        return 0;
+    }
+    bson_t b = BSON_INITIALIZER;
+    bson_iter_t it;
+    uint32_t n = 0;
+    int rc = 0;
+    bson_iter_init_from_data(&it, in->value.v_doc.data, in->value.v_doc.data_len);
+    while (rc == 0 && bson_iter_next(&it)) {
+        bson_value_t ev;
+        char buf[16];
+        const char *key;
+        rc = redact_value(s, bson_iter_value(&it), &ev, err);
+        if (rc == 0 && ev.value_type != BSON_TYPE_EOD) {
+            bson_uint32_to_string(n++, &key, buf, sizeof buf);
+            bson_append_value(&b, key, -1, &ev);
+        }
+        mf_value_free(&ev);
+    }
+    if (rc == 0) {
+        bson_value_t bv;
+        doc_value(&b, &bv);
+        bv.value_type = BSON_TYPE_ARRAY;
+        mf_value_copy(out, &bv);
+    }
+    bson_destroy(&b);
+    return rc;
+}
+
+static int
+run_redact(const stage_t *s, mf_docvec_t *in, mf_docvec_t *out, mf_error_t *err)
+{
+    bson_value_t vals[3];
+    int rc = 0;
+
+    memset(vals, 0, sizeof vals);
+    for (int i = 0; i < 3; i++) {
+        static const char *const strs[] = {"descend", "prune", "keep"};
+        vals[i].value_type = BSON_TYPE_UTF8;
+        vals[i].value.v_utf8.str = (char *)strs[i];
+        vals[i].value.v_utf8.len = (uint32_t)strlen(strs[i]);
+    }
+    mf_expr_vars_t frame = {redact_names, vals, 3, mf_expr_vars_current()};
+    mf_expr_vars_set(&frame);
+    for (size_t i = 0; i < in->len && rc == 0; i++) {
+        bson_value_t dv, r;
+        doc_value(in->docs[i], &dv);
+        rc = redact_doc(s, &dv, &r, err);
+        if (rc == 0 && r.value_type == BSON_TYPE_DOCUMENT)
+            mf_docvec_push_steal(out, value_to_doc(&r));
+        mf_value_free(&r);
+    }
+    mf_expr_vars_set(frame.up);
+    mf_docvec_destroy(in);
+    return rc;
+}
+
+/* Granularity rounding (mongod's rounders): round_up is the next series value strictly above v, round_down strictly below. */
+static int
+gran_check(const bson_value_t *v, mf_error_t *err)
+{
+    if (!mf_value_is_number(v))
+        return mf_err_set(err, MF_E_Location40262, "A granularity rounder can only round numeric values, but found type: %s",
+                          mf_type_name(v->value_type));
+    double d = mf_value_as_double(v);
+    if (isnan(d))
+        return mf_err_set(err, MF_E_Location40263, "A granularity rounder cannot round NaN");
+    if (d < 0)
+        return mf_err_set(err, MF_E_Location40268, "A granularity rounder can only round non-negative numbers");
+    return 0;
+}
+
+static void
+set_double(bson_value_t *o, double d)
+{
+    memset(o, 0, sizeof *o);
+    o->value_type = BSON_TYPE_DOUBLE;
+    o->value.v_double = d;
+}
+
+/* pow2: 2^e as $pow answers it for an integer base and exponent (int, long, or a double for e < 0). */
+static void
+pow2_value(int e, bool integral, bson_value_t *o)
+{
+    memset(o, 0, sizeof *o);
+    if (!integral || e < 0) {
+        set_double(o, ldexp(1.0, e));
+    } else if (e < 31) {
+        o->value_type = BSON_TYPE_INT32;
+        o->value.v_int32 = (int32_t)1 << e;
+    } else if (e < 63) {
+        o->value_type = BSON_TYPE_INT64;
+        o->value.v_int64 = (int64_t)1 << e;
+    } else {
+        set_double(o, ldexp(1.0, e));
+    }
+}
+
+static int
+gran_round(int gran, const bson_value_t *v, bool up, bson_value_t *o, mf_error_t *err)
+{
+    const struct granularity *g = &granularities[gran - 1];
+    if (gran_check(v, err) < 0)
+        return -1;
+    double x = mf_value_as_double(v);
+    if (x == 0) {
+        mf_value_copy(o, v);
+        return 0;
+    }
+    if (g->series == NULL) {
+        bool integral = v->value_type == BSON_TYPE_INT32 || v->value_type == BSON_TYPE_INT64;
+        int e;
+        if (integral) {
+            int64_t n = v->value_type == BSON_TYPE_INT32 ? v->value.v_int32 : v->value.v_int64;
+            int lg = 63 - __builtin_clzll((unsigned long long)n);
+            bool exact = (n & (n - 1)) == 0;
+            e = up ? lg + 1 : (exact ? lg - 1 : lg);
+        } else {
+            double lg = log2(x);
+            e = up ? (int)floor(lg) + 1 : (floor(lg) == lg ? (int)lg - 1 : (int)floor(lg));
+        }
+        pow2_value(e, integral, o);
+        return 0;
+    }
+    const double *s = g->series;
+    size_t n = g->n;
+    double m = 1.0;
+    if (up) {
+        while (x >= s[n - 1] * m)
+            m *= 10.0;
+        while (x < s[0] * m) {
+            double prev_min = s[0] * m;
+            m /= 10.0;
+            if (x >= s[n - 1] * m) {
+                set_double(o, prev_min);
+                return 0;
+            }
+        }
+        size_t i = 0;
+        while (i < n && !(x < s[i] * m))
+            i++;
+        set_double(o, s[i] * m);
+    } else {
+        while (x <= s[0] * m)
+            m /= 10.0;
+        while (x > s[n - 1] * m) {
+            double prev_max = s[n - 1] * m;
+            m *= 10.0;
+            if (x <= s[0] * m) {
+                set_double(o, prev_max);
+                return 0;
+            }
+        }
+        size_t i = 0;
+        while (i < n && s[i] * m < x)
+            i++;
+        set_double(o, s[i - 1] * m);
+    }
+    return 0;
+}
+
+typedef struct ba_entry {
+    bson_value_t key; /* owned */
+    bson_t *doc;      /* borrowed from the input vector */
+} ba_entry_t;
+
+static int
+ba_cmp(const void *x, const void *y)
+{
+    const ba_entry_t *a = x, *b = y;
+    int c = mf_value_cmp(&a->key, &b->key);
+    if (c != 0)
+        return c;
+    return a->doc < b->doc ? -1 : a->doc > b->doc; /* stable: the input vector's order */
+}
+
+typedef struct ba_bucket {
+    bson_value_t min, max; /* owned */
+    group_t g;
+} ba_bucket_t;
+
+/*
+ * run_bucket_auto: $bucketAuto as mongod computes it: the input sorted by
+ * groupBy (missing as null), about round(n / buckets) documents per bucket,
+ * equal values never split (with a granularity: every value below the
+ * rounded-up boundary joins), each bucket's max the next one's min, the last
+ * bucket taking what is left; with a granularity the first min is rounded
+ * down and the last max up. Materialises its input (as mongod's sorter).
+ */
+static int
+run_bucket_auto(const stage_t *s, mf_docvec_t *in, mf_docvec_t *out, mf_error_t *err)
+{
+    size_t n = in->len, nb = 0, pos = 0;
+    ba_entry_t *e = bson_malloc0((n ? n : 1) * sizeof *e);
+    ba_bucket_t *b = bson_malloc0((size_t)(s->n < (int64_t)n ? s->n : (int64_t)n + 1) * sizeof *b + sizeof *b);
+    int64_t mem = 0;
+    int rc = 0;
+
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        e[i].doc = in->docs[i];
+        rc = mf_expr_eval(s->expr, in->docs[i], &e[i].key, err);
+        if (rc == 0 && e[i].key.value_type == BSON_TYPE_EOD)
+            e[i].key.value_type = BSON_TYPE_NULL;
+        if (rc == 0 && s->gran) {
+            const bson_value_t *k = &e[i].key;
+            if (!mf_value_is_number(k))
+                rc = mf_err_set(err, MF_E_Location40258,
+                                "$bucketAuto can specify a 'granularity' with numeric boundaries only, but found a "
+                                "value with type: %s", mf_type_name(k->value_type));
+            else if (isnan(mf_value_as_double(k)))
+                rc = mf_err_set(err, MF_E_Location40259,
+                                "$bucketAuto can specify a 'granularity' with numeric boundaries only, but found a "
+                                "value that is NaN");
+            else if (mf_value_as_double(k) < 0)
+                rc = mf_err_set(err, MF_E_Location40260,
+                                "$bucketAuto can specify a 'granularity' with non-negative numbers only, but found "
+                                "a negative value");
+        }
+    }
+    if (rc == 0 && n > 1)
+        qsort(e, n, sizeof *e, ba_cmp);
+    int64_t approx = (int64_t)llround((double)n / (double)s->n);
+    if (approx < 1)
+        approx = 1;
+    for (int64_t bi = 0; rc == 0 && bi < s->n && pos < n; bi++) {
+        ba_bucket_t *cur = &b[nb++];
+        bool last = bi == s->n - 1;
+        mf_value_copy(&cur->min, &e[pos].key);
+        cur->g.acc = bson_malloc0((s->naccs ? s->naccs : 1) * sizeof *cur->g.acc);
+        cur->g.key.value_type = BSON_TYPE_NULL;
+        for (size_t a = 0; a < s->naccs; a++)
+            acc_init(&cur->g.acc[a], s->accs[a].kind);
+        size_t start = pos;
+        if (last) {
+            pos = n;
+        } else {
+            pos += (size_t)approx < n - pos ? (size_t)approx : n - pos;
+            if (s->gran && pos < n) {
+                bson_value_t bound;
+                if ((rc = gran_round(s->gran, &e[pos - 1].key, true, &bound, err)) < 0)
+                    break;
+                while (pos < n && mf_value_cmp(&bound, &e[pos].key) > 0)
+                    pos++;
+                if (pos < n)
+                    mf_value_copy(&cur->max, &bound);
+                mf_value_free(&bound);
+            } else {
+                while (pos < n && mf_value_cmp(&e[pos - 1].key, &e[pos].key) == 0)
+                    pos++;
+            }
+        }
+        if (cur->max.value_type == BSON_TYPE_EOD)
+            mf_value_copy(&cur->max, &e[pos - 1].key);
+        for (size_t j = start; j < pos && rc == 0; j++)
+            rc = group_fold(&mem, s, &cur->g, e[j].doc, err);
+        if (rc == 0 && mem > MF_MAX_ACCUMULATOR_BYTES)
+            rc = mf_err_set(err, MF_E_ExceededMemoryLimit, "$bucketAuto used too much memory");
+        if (rc == 0 && nb > 1) {
+            ba_bucket_t *prev = &b[nb - 2];
+            if (s->gran) {
+                if (mf_value_as_double(&prev->max) == 0.0) {
+                    mf_value_free(&prev->max);
+                    rc = gran_round(s->gran, &cur->min, false, &prev->max, err);
+                }
+                mf_value_free(&cur->min);
+                mf_value_copy(&cur->min, &prev->max);
+            } else {
+                mf_value_free(&prev->max);
+                mf_value_copy(&prev->max, &cur->min);
+            }
+        }
+    }
+    if (rc == 0 && nb > 0 && s->gran) {
+        bson_value_t r;
+        if ((rc = gran_round(s->gran, &b[0].min, false, &r, err)) == 0) {
+            mf_value_free(&b[0].min);
+            b[0].min = r;
+        }
+        if (rc == 0 && (rc = gran_round(s->gran, &b[nb - 1].max, true, &r, err)) == 0) {
+            mf_value_free(&b[nb - 1].max);
+            b[nb - 1].max = r;
+        }
+    }
+    for (size_t i = 0; i < nb; i++) {
+        if (rc == 0) {
+            bson_t id = BSON_INITIALIZER;
+            bson_value_t idv;
+            bson_append_value(&id, "min", 3, &b[i].min);
+            bson_append_value(&id, "max", 3, &b[i].max);
+            doc_value(&id, &idv);
+            b[i].g.key = idv; /* borrowed for gt_result */
+            mf_docvec_push_steal(out, gt_result(s, &b[i].g));
+            bson_destroy(&id);
+        }
+        for (size_t a = 0; a < s->naccs; a++)
+            acc_free(&b[i].g.acc[a], s->accs[a].kind);
+        bson_free(b[i].g.acc);
+        mf_value_free(&b[i].min);
+        mf_value_free(&b[i].max);
+    }
+    for (size_t i = 0; i < n; i++)
+        mf_value_free(&e[i].key);
+    bson_free(e);
+    bson_free(b);
+    mf_docvec_destroy(in);
+    return rc;
+}
+
+/* union_other: the documents $unionWith adds: its collection (or $documents) through its sub-pipeline. */
+static int
+union_other(const stage_t *s, const mf_agg_env_t *env, mf_docvec_t *out, mf_error_t *err)
+{
+    mf_docvec_t other;
+    mf_docvec_init(&other);
+    if (s->sub == NULL || !s->sub->collectionless) {
+        if (env == NULL || env->scan == NULL)
+            return mf_err_set(err, MF_E_InternalError, "$unionWith needs a collection scanner");
+        if (env->scan(env->ctx, s->from, s->sub ? mf_pipeline_first_match(s->sub) : NULL, collect_visit, &other,
+                      err) < 0) {
+            mf_docvec_destroy(&other);
+            return -1;
+        }
+    }
+    if (s->sub && run_stages(s->sub, env, &other, err) < 0)
+        return -1;
+    take_vec(out, &other);
+    return 0;
+}
+
+/* gl_values: appends every value of path in doc (arrays expanded one level) to the set (an accst_t's seen). */
+static void
+gl_values(accst_t *set, const bson_t *doc, const char *path, int64_t *bytes)
+{
+    lvals_t l;
+    bson_iter_t it;
+    bson_init(&l.arr);
+    l.n = 0;
+    l.saw_missing = false;
+    mf_path_walk(doc, path, lookup_visit, &l);
+    bson_iter_init(&it, &l.arr);
+    while (bson_iter_next(&it))
+        if (!seen_add(set, bson_iter_value(&it)))
+            *bytes += vsize(bson_iter_value(&it));
+    bson_destroy(&l.arr);
+}
+
+#define GRAPHLOOKUP_MAX_BYTES (100 * 1024 * 1024) /* internalDocumentSourceGraphLookupMaxMemoryBytes */
+
+/*
+ * graph_search: the breadth-first search of $graphLookup for one input
+ * document: each round scans 'from' for {$and: [restrictSearchWithMatch,
+ * {connectToField: {$in: frontier}}]}, keeps documents not seen yet (by _id,
+ * 40271 without one) with their depth, and takes their connectFromField
+ * values as the next frontier, until nothing new is found or maxDepth.
+ * visited + frontier past 100 MB is 40099. *found receives the documents.
+ */
+static int
+graph_search(const stage_t *s, const mf_agg_env_t *env, const bson_t *doc, mf_docvec_t *found, mf_error_t *err)
+{
+    accst_t visited, frontier;
+    bson_value_t start;
+    int64_t bytes = 0, fbytes = 0;
+    int rc = 0;
+
+    memset(&visited, 0, sizeof visited);
+    memset(&frontier, 0, sizeof frontier);
+    if (mf_expr_eval(s->expr, doc, &start, err) < 0)
+        return -1;
+    if (start.value_type == BSON_TYPE_ARRAY) {
+        bson_iter_t it;
+        bson_iter_init_from_data(&it, start.value.v_doc.data, start.value.v_doc.data_len);
+        while (bson_iter_next(&it))
+            if (!seen_add(&frontier, bson_iter_value(&it)))
+                fbytes += vsize(bson_iter_value(&it));
+    } else {
+        if (start.value_type == BSON_TYPE_EOD)
+            start.value_type = BSON_TYPE_NULL;
+        seen_add(&frontier, &start);
+    }
+    mf_value_free(&start);
+    for (int64_t depth = 0; rc == 0 && frontier.nseen > 0 && (s->n < 0 || depth <= s->n); depth++) {
+        bson_t filter = BSON_INITIALIZER, and, c, in, ex;
+        bool null_seen = false;
+        mf_docvec_t got;
+        accst_t next;
+        bson_append_array_begin(&filter, "$and", 4, &and);
+        if (s->spec)
+            bson_append_document(&and, "0", 1, s->spec);
+        bson_append_document_begin(&and, s->spec ? "1" : "0", 1, &c);
+        bson_append_document_begin(&c, s->foreign, -1, &in);
+        bson_t arr;
+        bson_append_array_begin(&in, "$in", 3, &arr);
+        for (size_t i = 0; i < frontier.nseen; i++) {
+            char buf[16];
+            const char *key;
+            bson_uint32_to_string((uint32_t)i, &key, buf, sizeof buf);
+            bson_append_value(&arr, key, -1, &frontier.seen[i]);
+            if (frontier.seen[i].value_type == BSON_TYPE_NULL || frontier.seen[i].value_type == BSON_TYPE_UNDEFINED)
+                null_seen = true;
+        }
+        bson_append_array_end(&in, &arr);
+        bson_append_document_end(&c, &in);
+        bson_append_document_end(&and, &c);
+        if (null_seen) {
+            /* null in the frontier must not match documents without connectToField. */
+            bson_append_document_begin(&and, s->spec ? "2" : "1", 1, &c);
+            bson_append_document_begin(&c, s->foreign, -1, &ex);
+            bson_append_bool(&ex, "$exists", 7, true);
+            bson_append_document_end(&c, &ex);
+            bson_append_document_end(&and, &c);
+        }
+        bson_append_array_end(&filter, &and);
+        mf_docvec_init(&got);
+        rc = env->scan(env->ctx, s->from, &filter, collect_visit, &got, err);
+        bson_destroy(&filter);
+        memset(&next, 0, sizeof next);
+        int64_t nbytes = 0;
+        for (size_t i = 0; i < got.len && rc == 0; i++) {
+            bson_iter_t it;
+            if (!bson_iter_init_find(&it, got.docs[i], "_id")) {
+                rc = mf_err_set(err, MF_E_Location40271,
+                                "Documents in the '%s' namespace must contain an _id for de-duplication in "
+                                "$graphLookup", s->from);
+                break;
+            }
+            if (seen_add(&visited, bson_iter_value(&it)))
+                continue; /* already found, at a smaller or equal depth */
+            bson_t *d = got.docs[i];
+            if (s->index_field) {
+                bson_value_t dv;
+                memset(&dv, 0, sizeof dv);
+                dv.value_type = BSON_TYPE_INT64;
+                dv.value.v_int64 = depth;
+                d = doc_set_path(got.docs[i], s->index_field, &dv);
+            } else {
+                got.docs[i] = NULL;
+            }
+            bytes += 16 + (int64_t)d->len;
+            gl_values(&next, d, s->local, &nbytes);
+            mf_docvec_push_steal(found, d);
+            if (bytes + nbytes + fbytes >= GRAPHLOOKUP_MAX_BYTES)
+                rc = mf_err_set(err, MF_E_Location40099, "$graphLookup reached maximum memory consumption");
+        }
+        for (size_t i = 0; i < got.len; i++)
+            if (got.docs[i])
+                bson_destroy(got.docs[i]);
+        got.len = 0;
+        mf_docvec_destroy(&got);
+        acc_free(&frontier, AC_ADDTOSET);
+        frontier = next;
+        fbytes = nbytes;
+        if (rc == 0 && (rc = mf_exec_check_deadline(err)) != 0)
+            break;
+    }
+    acc_free(&frontier, AC_ADDTOSET);
+    acc_free(&visited, AC_ADDTOSET);
+    return rc;
+}
+
+static int
+run_graph_lookup(const stage_t *s, const mf_agg_env_t *env, mf_docvec_t *in, mf_docvec_t *out, mf_error_t *err)
+{
+    int rc = 0;
+    if (env == NULL || env->scan == NULL) {
+        mf_docvec_destroy(in);
+        return mf_err_set(err, MF_E_InternalError, "$graphLookup needs a collection scanner");
+    }
+    for (size_t i = 0; i < in->len && rc == 0; i++) {
+        mf_docvec_t found;
+        mf_docvec_init(&found);
+        rc = graph_search(s, env, in->docs[i], &found, err);
+        if (rc == 0) {
+            bson_t arr = BSON_INITIALIZER;
+            bson_value_t av;
+            for (size_t j = 0; j < found.len; j++) {
+                char buf[16];
+                const char *key;
+                bson_uint32_to_string((uint32_t)j, &key, buf, sizeof buf);
+                bson_append_document(&arr, key, -1, found.docs[j]);
+            }
+            doc_value(&arr, &av);
+            av.value_type = BSON_TYPE_ARRAY;
+            mf_docvec_push_steal(out, doc_set_path(in->docs[i], s->field, &av));
+            bson_destroy(&arr);
+        }
+        mf_docvec_destroy(&found);
+    }
+    mf_docvec_destroy(in);
+    return rc;
+}
+
 static int
 run_stage(const stage_t *s, const mf_agg_env_t *env, mf_docvec_t *in, mf_docvec_t *out, mf_error_t *err)
 {
@@ -3101,6 +3979,15 @@ run_stage(const stage_t *s, const mf_agg_env_t *env, mf_docvec_t *in, mf_docvec_
         return run_lookup(s, env, in, out, err);
     case S_UNPACK:
         return run_unpack(s, in, out, err);
+    case S_REDACT:
+        return run_redact(s, in, out, err);
+    case S_BUCKETAUTO:
+        return run_bucket_auto(s, in, out, err);
+    case S_GRAPHLOOKUP:
+        return run_graph_lookup(s, env, in, out, err);
+    case S_UNIONWITH:
+        take_vec(out, in);
+        return union_other(s, env, out, err);
     case S_FACET: {
         bson_t *d = bson_new();
         for (size_t f = 0; f < s->nfacets; f++) {
@@ -3604,6 +4491,8 @@ node_next(mf_agg_stream_t *st, size_t i, const mf_agg_env_t *env, bson_t **out, 
         case S_UNWIND:
         case S_LOOKUP:
         case S_UNPACK:
+        case S_REDACT:
+        case S_GRAPHLOOKUP:
         case S_REPLACEROOT: {
             mf_docvec_t in;
             if (upstream(st, i, env, &d, err) < 0)
@@ -3700,6 +4589,16 @@ node_next(mf_agg_stream_t *st, size_t i, const mf_agg_env_t *env, bson_t **out, 
                 nd->done = true;
             return 0;
         }
+        case S_UNIONWITH:
+            /* The input passes through; at its end, the other collection's documents follow. */
+            if (upstream(st, i, env, out, err) < 0)
+                return -1;
+            if (*out != NULL)
+                return 0;
+            nd->done = true;
+            if (union_other(s, env, &nd->buf, err) < 0)
+                return -1;
+            continue;
         case S_OUT:
         case S_MERGE:
             /* A streaming writer (the caller) takes the documents: pass them through. */

@@ -223,3 +223,237 @@ h.test('a spilling $group keeps the multi accumulators exact', async () => {
   assert.deepEqual(g7, { _id: 7, top: vals.slice(0, 2), first: [7, 1007], last: [1007, 2007], mx: vals.slice(0, 2),
     med: vals[1], u: ['7', '1007', '2007'] });
 });
+
+h.test('$redact with $$DESCEND / $$PRUNE / $$KEEP (manual examples)', async () => {
+  const db = srv.freshDb('redact');
+  await db.collection('forecasts').insertOne({
+    _id: 1, title: '123 Department Report', tags: ['G', 'STLW'], year: 2014,
+    subsections: [
+      { subtitle: 'Section 1: Overview', tags: ['SI', 'G'], content: 'Section 1: This is the content of section 1.' },
+      { subtitle: 'Section 2: Analysis', tags: ['STLW'], content: 'Section 2: This is the content of section 2.' },
+      { subtitle: 'Section 3: Budgeting', tags: ['TK'],
+        content: { text: 'Section 3: This is the content of section 3.', tags: ['HCS'] } },
+    ],
+  });
+  const userAccess = ['STLW', 'G'];
+  await everywhere(db, 'forecasts', [
+    { $match: { year: 2014 } },
+    { $redact: { $cond: { if: { $gt: [{ $size: { $setIntersection: ['$tags', userAccess] } }, 0] },
+      then: '$$DESCEND', else: '$$PRUNE' } } },
+  ], [{
+    _id: 1, title: '123 Department Report', tags: ['G', 'STLW'], year: 2014,
+    subsections: [
+      { subtitle: 'Section 1: Overview', tags: ['SI', 'G'], content: 'Section 1: This is the content of section 1.' },
+      { subtitle: 'Section 2: Analysis', tags: ['STLW'], content: 'Section 2: This is the content of section 2.' },
+    ],
+  }]);
+  await db.collection('accounts').insertOne({
+    _id: 1, level: 1, acct_id: 'xyz123',
+    cc: { level: 5, type: 'yy', num: 0, exp_date: new Date('2015-11-01T00:00:00.000Z'),
+      billing_addr: { level: 5, addr1: '123 ABC Street', city: 'Some City' },
+      shipping_addr: [{ level: 3, addr1: '987 XYZ Ave', city: 'Some City' },
+        { level: 3, addr1: 'PO Box 0123', city: 'Some City' }] },
+    status: 'A',
+  });
+  await everywhere(db, 'accounts', [
+    { $match: { status: 'A' } },
+    { $redact: { $cond: { if: { $eq: ['$level', 5] }, then: '$$PRUNE', else: '$$DESCEND' } } },
+  ], [{ _id: 1, level: 1, acct_id: 'xyz123', status: 'A' }]);
+  await everywhere(db, 'accounts', [{ $redact: '$$KEEP' }, { $project: { status: 1 } }], [{ _id: 1, status: 'A' }]);
+  await everywhere(db, 'accounts', [{ $redact: { $cond: [{ $eq: ['$level', 3] }, '$$PRUNE', '$$DESCEND'] } },
+    { $project: { ship: '$cc.shipping_addr' } }], [{ _id: 1, ship: [] }]);
+  await h.expectCode(db.collection('accounts').aggregate([{ $redact: 5 }]).toArray(), 17053);
+  await h.expectCode(db.collection('accounts').aggregate([{ $redact: '$$NOPE' }]).toArray(), 17276);
+});
+
+const ARTWORK = [
+  { _id: 1, title: 'The Pillars of Society', artist: 'Grosz', year: 1926, price: 199.99 },
+  { _id: 2, title: 'Melancholy III', artist: 'Munch', year: 1902, price: 280.00 },
+  { _id: 3, title: 'Dancer', artist: 'Miro', year: 1925, price: 76.04 },
+  { _id: 4, title: 'The Great Wave off Kanagawa', artist: 'Hokusai', price: 167.30 },
+  { _id: 5, title: 'The Persistence of Memory', artist: 'Dali', year: 1931, price: 483.00 },
+  { _id: 6, title: 'Composition VII', artist: 'Kandinsky', year: 1913, price: 385.00 },
+  { _id: 7, title: 'The Scream', artist: 'Munch', price: 159.00 },
+  { _id: 8, title: 'Blue Flower', artist: "O'Keefe", year: 1918, price: 118.42 },
+];
+
+h.test('$bucketAuto (manual examples) and granularity series', async () => {
+  const db = srv.freshDb('bauto');
+  await db.collection('artwork').insertMany(ARTWORK.map((d) => ({ ...d })));
+  await everywhere(db, 'artwork', [{ $bucketAuto: { groupBy: '$price', buckets: 4 } }], [
+    { _id: { min: 76.04, max: 159.00 }, count: 2 },
+    { _id: { min: 159.00, max: 199.99 }, count: 2 },
+    { _id: { min: 199.99, max: 385.00 }, count: 2 },
+    { _id: { min: 385.00, max: 483.00 }, count: 2 },
+  ]);
+  // Documents without year group as null (the smallest value).
+  await everywhere(db, 'artwork', [{ $bucketAuto: { groupBy: '$year', buckets: 3,
+    output: { count: { $sum: 1 }, years: { $push: '$year' }, titles: { $firstN: { input: '$_id', n: 1 } } } } }], [
+    { _id: { min: null, max: 1913 }, count: 3, years: [1902], titles: [4] },
+    { _id: { min: 1913, max: 1926 }, count: 3, years: [1913, 1918, 1925], titles: [6] },
+    { _id: { min: 1926, max: 1931 }, count: 2, years: [1926, 1931], titles: [1] },
+  ]);
+  const things = db.collection('things');
+  await things.insertMany(Array.from({ length: 100 }, (_, i) => ({ _id: i })));
+  const auto = async (granularity) => (await things.aggregate([
+    { $bucketAuto: { groupBy: '$_id', buckets: 5, ...(granularity ? { granularity } : {}) } }]).toArray())
+    .map((b) => [b._id.min, b._id.max, b.count]);
+  assert.deepEqual(await auto(), [[0, 20, 20], [20, 40, 20], [40, 60, 20], [60, 80, 20], [80, 99, 20]]);
+  assert.deepEqual(await auto('R20'), [[0, 20, 20], [20, 40, 20], [40, 63, 23], [63, 90, 27], [90, 100, 10]]);
+  assert.deepEqual(await auto('E24'), [[0, 20, 20], [20, 43, 23], [43, 68, 25], [68, 91, 23], [91, 100, 9]]);
+  assert.deepEqual(await auto('1-2-5'), [[0, 20, 20], [20, 50, 30], [50, 100, 50]]);
+  assert.deepEqual(await auto('POWERSOF2'), [[0, 32, 32], [32, 64, 32], [64, 128, 36]]);
+  // Equal values are never split between buckets.
+  const eq = db.collection('eq');
+  await eq.insertMany([1, 1, 1, 1, 2, 3].map((v, i) => ({ _id: i, v })));
+  assert.deepEqual((await eq.aggregate([{ $bucketAuto: { groupBy: '$v', buckets: 3 } }]).toArray())
+    .map((b) => [b._id.min, b._id.max, b.count]), [[1, 2, 4], [2, 3, 2]]);
+  const c = db.collection('artwork');
+  const ba = (spec) => c.aggregate([{ $bucketAuto: spec }]).toArray();
+  await h.expectCode(ba(5), 40240);
+  await h.expectCode(ba({ groupBy: 'price', buckets: 2 }), 40239);
+  await h.expectCode(ba({ groupBy: '$price', buckets: 'a' }), 40241);
+  await h.expectCode(ba({ groupBy: '$price', buckets: 1.5 }), 40242);
+  await h.expectCode(ba({ groupBy: '$price', buckets: 0 }), 40243);
+  await h.expectCode(ba({ groupBy: '$price', buckets: 2, output: 1 }), 40244);
+  await h.expectCode(ba({ groupBy: '$price', buckets: 2, x: 1 }), 40245);
+  await h.expectCode(ba({ groupBy: '$price' }), 40246);
+  await h.expectCode(ba({ groupBy: '$price', buckets: 2, granularity: 'R7' }), 40257);
+  await h.expectCode(ba({ groupBy: '$price', buckets: 2, granularity: 5 }), 40261);
+  await h.expectCode(ba({ groupBy: '$title', buckets: 2, granularity: 'R5' }), 40258);
+  await h.expectCode(ba({ groupBy: { $multiply: ['$price', -1] }, buckets: 2, granularity: 'R5' }), 40260);
+});
+
+const SALES = {
+  sales_2017: [
+    { store: 'General Store', item: 'Chocolates', quantity: 150 }, { store: 'ShopMart', item: 'Chocolates', quantity: 50 },
+    { store: 'General Store', item: 'Cookies', quantity: 100 }, { store: 'ShopMart', item: 'Pie', quantity: 10 },
+    { store: 'Specialty Shop', item: 'Chocolates', quantity: 25 }],
+  sales_2018: [
+    { store: 'General Store', item: 'Cookies', quantity: 120 }, { store: 'ShopMart', item: 'Chocolates', quantity: 75 },
+    { store: 'Specialty Shop', item: 'Chocolates', quantity: 40 }],
+  sales_2019: [
+    { store: 'General Store', item: 'Cheese', quantity: 30 }, { store: 'Specialty Shop', item: 'Chocolates', quantity: 125 },
+    { store: 'Specialty Shop', item: 'Cookies', quantity: 35 }, { store: 'Specialty Shop', item: 'Pie', quantity: 12 },
+    { store: 'ShopMart', item: 'Cheese', quantity: 20 }],
+  sales_2020: [
+    { store: 'ShopMart', item: 'Cheese', quantity: 25 }, { store: 'ShopMart', item: 'Pie', quantity: 10 },
+    { store: 'Specialty Shop', item: 'Chocolates', quantity: 15 }, { store: 'Specialty Shop', item: 'Pie', quantity: 15 },
+    { store: 'General Store', item: 'Cheese', quantity: 50 }],
+};
+
+h.test('$unionWith (manual examples), with pipelines, $documents, nesting and views', async () => {
+  const db = srv.freshDb('union');
+  for (const [name, docs] of Object.entries(SALES)) await db.collection(name).insertMany(docs.map((d) => ({ ...d })));
+  await everywhere(db, 'sales_2017', [
+    { $unionWith: 'sales_2018' }, { $unionWith: 'sales_2019' }, { $unionWith: 'sales_2020' },
+    { $group: { _id: '$item', total: { $sum: '$quantity' } } },
+    { $sort: { total: -1 } },
+  ], [{ _id: 'Chocolates', total: 480 }, { _id: 'Cookies', total: 255 }, { _id: 'Cheese', total: 125 },
+    { _id: 'Pie', total: 47 }]);
+  const byYear = [];
+  for (const [name, docs] of Object.entries(SALES)) {
+    for (const d of docs) byYear.push({ _id: name.slice(6), store: d.store, item: d.item, quantity: d.quantity });
+  }
+  byYear.sort((a, b) => (a._id + a.store + a.item < b._id + b.store + b.item ? -1 : 1));
+  await everywhere(db, 'sales_2017', [
+    { $set: { _id: '2017' } },
+    { $unionWith: { coll: 'sales_2018', pipeline: [{ $set: { _id: '2018' } }] } },
+    { $unionWith: { coll: 'sales_2019', pipeline: [{ $set: { _id: '2019' } }] } },
+    { $unionWith: { coll: 'sales_2020', pipeline: [{ $set: { _id: '2020' } }] } },
+    { $sort: { _id: 1, store: 1, item: 1 } },
+  ], byYear);
+  // Nested $unionWith, a $documents pipeline without coll, a view as the other side, a missing collection.
+  await db.createCollection('big_sales', { viewOn: 'sales_2019', pipeline: [{ $match: { quantity: { $gte: 30 } } }] });
+  await everywhere(db, 'sales_2018', [
+    { $project: { _id: 0, q: '$quantity' } },
+    { $unionWith: { coll: 'sales_2020', pipeline: [{ $project: { _id: 0, q: '$quantity' } },
+      { $unionWith: { pipeline: [{ $documents: [{ q: 1 }, { q: 2 }] }] } }] } },
+    { $unionWith: { coll: 'big_sales', pipeline: [{ $project: { _id: 0, q: '$quantity' } }] } },
+    { $unionWith: 'nonexistent' },
+    { $sort: { q: 1 } },
+  ], [1, 2, 10, 15, 15, 25, 30, 35, 40, 50, 75, 120, 125].map((q) => ({ q })));
+  const [only] = await db.aggregate([{ $documents: [{ a: 1 }] }, { $unionWith: { pipeline: [{ $documents: [{ a: 2 }] }] } },
+    { $group: { _id: null, a: { $push: '$a' } } }]).toArray();
+  assert.deepEqual(only.a, [1, 2]);
+  const c = db.collection('sales_2017');
+  await h.expectCode(c.aggregate([{ $unionWith: 5 }]).toArray(), 9);
+  await h.expectCode(c.aggregate([{ $unionWith: {} }]).toArray(), 9);
+  await h.expectCode(c.aggregate([{ $unionWith: { pipeline: [{ $match: {} }] } }]).toArray(), 9);
+  await h.expectCode(c.aggregate([{ $unionWith: { coll: 5 } }]).toArray(), 14);
+  await h.expectCode(c.aggregate([{ $unionWith: { coll: 'x', foo: 1 } }]).toArray(), 40415);
+  await h.expectCode(c.aggregate([{ $unionWith: { coll: 'x', pipeline: [{ $out: 'y' }] } }]).toArray(), 31441);
+});
+
+h.test('$graphLookup (manual examples): hierarchy, maxDepth/depthField with cycles, restrictSearchWithMatch', async () => {
+  const db = srv.freshDb('graph');
+  await db.collection('employees').insertMany([
+    { _id: 1, name: 'Dev' }, { _id: 2, name: 'Eliot', reportsTo: 'Dev' }, { _id: 3, name: 'Ron', reportsTo: 'Eliot' },
+    { _id: 4, name: 'Andrew', reportsTo: 'Eliot' }, { _id: 5, name: 'Asya', reportsTo: 'Ron' },
+    { _id: 6, name: 'Dan', reportsTo: 'Andrew' }]);
+  await everywhere(db, 'employees', [
+    { $graphLookup: { from: 'employees', startWith: '$reportsTo', connectFromField: 'reportsTo',
+      connectToField: 'name', as: 'reportingHierarchy' } },
+    { $unwind: { path: '$reportingHierarchy', preserveNullAndEmptyArrays: true } },
+    { $sort: { _id: 1, 'reportingHierarchy._id': 1 } },
+    { $group: { _id: '$_id', name: { $first: '$name' }, h: { $push: '$reportingHierarchy.name' } } },
+    { $sort: { _id: 1 } },
+  ], [
+    { _id: 1, name: 'Dev', h: [] }, { _id: 2, name: 'Eliot', h: ['Dev'] }, { _id: 3, name: 'Ron', h: ['Dev', 'Eliot'] },
+    { _id: 4, name: 'Andrew', h: ['Dev', 'Eliot'] }, { _id: 5, name: 'Asya', h: ['Dev', 'Eliot', 'Ron'] },
+    { _id: 6, name: 'Dan', h: ['Dev', 'Eliot', 'Andrew'] },
+  ]);
+  await db.collection('airports').insertMany([
+    { _id: 0, airport: 'JFK', connects: ['BOS', 'ORD'] }, { _id: 1, airport: 'BOS', connects: ['JFK', 'PWM'] },
+    { _id: 2, airport: 'ORD', connects: ['JFK'] }, { _id: 3, airport: 'PWM', connects: ['BOS', 'LHR'] },
+    { _id: 4, airport: 'LHR', connects: ['PWM'] }]);
+  await db.collection('travelers').insertMany([
+    { _id: 1, name: 'Dev', nearestAirport: 'JFK' }, { _id: 2, name: 'Eliot', nearestAirport: 'JFK' },
+    { _id: 3, name: 'Jeff', nearestAirport: 'BOS' }]);
+  await everywhere(db, 'travelers', [
+    { $graphLookup: { from: 'airports', startWith: '$nearestAirport', connectFromField: 'connects',
+      connectToField: 'airport', maxDepth: 2, depthField: 'numConnections', as: 'destinations' } },
+    { $unwind: '$destinations' },
+    { $sort: { _id: 1, 'destinations.numConnections': 1, 'destinations.airport': 1 } },
+    { $group: { _id: '$name', d: { $push: { $concatArrays: [['$destinations.airport', '$destinations.numConnections']] } } } },
+    { $sort: { _id: 1 } },
+  ], [
+    { _id: 'Dev', d: [['JFK', 0], ['BOS', 1], ['ORD', 1], ['PWM', 2]] },
+    { _id: 'Eliot', d: [['JFK', 0], ['BOS', 1], ['ORD', 1], ['PWM', 2]] },
+    { _id: 'Jeff', d: [['BOS', 0], ['JFK', 1], ['PWM', 1], ['LHR', 2], ['ORD', 2]] },
+  ]);
+  const [depth0] = await db.collection('travelers').aggregate([{ $match: { _id: 3 } },
+    { $graphLookup: { from: 'airports', startWith: '$nearestAirport', connectFromField: 'connects',
+      connectToField: 'airport', maxDepth: 0, as: 'd' } }]).toArray();
+  assert.deepEqual(depth0.d, [{ _id: 1, airport: 'BOS', connects: ['JFK', 'PWM'] }]);
+  await db.collection('people').insertMany([
+    { _id: 1, name: 'Tanya Jordan', friends: ['Shirley Soto', 'Terry Hawkins', 'Carole Hale'], hobbies: ['tennis', 'unicycling', 'golf'] },
+    { _id: 2, name: 'Carole Hale', friends: ['Joseph Dennis', 'Tanya Jordan', 'Terry Hawkins'], hobbies: ['archery', 'golf', 'woodworking'] },
+    { _id: 3, name: 'Terry Hawkins', friends: ['Tanya Jordan', 'Carole Hale', 'Angelo Ward'], hobbies: ['knitting', 'frisbee'] },
+    { _id: 4, name: 'Joseph Dennis', friends: ['Angelo Ward', 'Carole Hale'], hobbies: ['tennis', 'golf', 'topiary'] },
+    { _id: 5, name: 'Angelo Ward', friends: ['Terry Hawkins', 'Shirley Soto', 'Joseph Dennis'], hobbies: ['travel', 'ceramics', 'golf'] },
+    { _id: 6, name: 'Shirley Soto', friends: ['Angelo Ward', 'Tanya Jordan', 'Carole Hale'], hobbies: ['frisbee', 'set theory'] }]);
+  // A view as 'from'.
+  await db.createCollection('people_v', { viewOn: 'people', pipeline: [] });
+  await everywhere(db, 'people', [
+    { $match: { name: 'Tanya Jordan' } },
+    { $graphLookup: { from: 'people_v', startWith: '$friends', connectFromField: 'friends', connectToField: 'name',
+      as: 'golfers', restrictSearchWithMatch: { hobbies: 'golf' } } },
+    { $unwind: '$golfers' }, { $sort: { 'golfers.name': 1 } },
+    { $group: { _id: '$name', golf: { $push: '$golfers.name' } } },
+  ], [{ _id: 'Tanya Jordan', golf: ['Angelo Ward', 'Carole Hale', 'Joseph Dennis', 'Tanya Jordan'] }]);
+  await db.collection('noid').insertOne({ _id: 1, a: 1 });
+  const c = db.collection('employees');
+  const gl = (spec) => c.aggregate([{ $graphLookup: spec }]).toArray();
+  const base = { from: 'employees', startWith: '$reportsTo', connectFromField: 'reportsTo', connectToField: 'name', as: 'h' };
+  await h.expectCode(gl({ ...base, maxDepth: 'a' }), 40100);
+  await h.expectCode(gl({ ...base, maxDepth: -1 }), 40101);
+  await h.expectCode(gl({ ...base, maxDepth: 1.5 }), 40102);
+  await h.expectCode(gl({ ...base, as: 5 }), 40103);
+  await h.expectCode(gl({ ...base, foo: 1 }), 40104);
+  await h.expectCode(gl({ from: 'employees', startWith: '$reportsTo', as: 'h' }), 40105);
+  await h.expectCode(gl({ ...base, restrictSearchWithMatch: 1 }), 40185);
+  // Documents without _id (a $project in a view removes it) cannot be de-duplicated: 40271.
+  await db.createCollection('noid_v', { viewOn: 'employees', pipeline: [{ $project: { _id: 0 } }] });
+  await h.expectCode(gl({ ...base, from: 'noid_v' }), 40271);
+});
