@@ -38,6 +38,19 @@
  * accumulators ($firstN ... $bottomN, $median, $percentile: accx_*) keep a
  * bounded sorted list per group; their partial states spill like the others.
  *
+ * $redact evaluates its expression per (sub)document with $$DESCEND,
+ * $$PRUNE and $$KEEP installed as an ambient variable frame (the strings
+ * "descend", "prune", "keep", as mongod binds them), so expr.c needs no
+ * change; the (sub)document is the expression's root, so $$ROOT there is
+ * the current subdocument, not the top-level one. $bucketAuto sorts its
+ * (materialised) input by groupBy and cuts buckets as mongod's
+ * populateBuckets does, rounding with mongod's granularity rounders.
+ * $unionWith appends, after its input, its collection's documents run
+ * through its sub-pipeline (streaming: the input passes through first).
+ * $graphLookup runs a breadth-first search per input document, one
+ * env->scan of 'from' per depth with {connectToField: {$in: frontier}},
+ * de-duplicating by _id.
+ *
  * $bucket is desugared at parse time, as MongoDB does, into a $group whose
  * _id is a $switch over the boundaries, followed by a sort on _id. The
  * write stages $out and $merge must be last; they hand their input to
