@@ -294,6 +294,7 @@
     X(40105, Location40105)                                           \
     X(40185, Location40185)                                           \
     X(40271, Location40271)                                           \
+    X(28803, Location28803)                                           \
     X(40573, Location40573)
 
 /*

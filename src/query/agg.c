@@ -2839,6 +2839,10 @@ parse_stage(stage_t *s, const char *name, const bson_value_t *v, bool first, mf_
         s->kind = S_GRAPHLOOKUP;
         return parse_graph_lookup(s, v, err);
     }
+    if (strcmp(name, "$indexStats") == 0 || strcmp(name, "$planCacheStats") == 0) {
+        /* An aggregate command takes a leading $indexStats / $planCacheStats itself (cmd_agg.c). */
+        return mf_err_set(err, MF_E_Location40602, "%s is only valid as the first stage in a pipeline", name);
+    }
     if (strcmp(name, "$archived") == 0) {
         /* SPEC I2: an aggregate command takes it as its first stage (cmd_agg.c) before the pipeline is built. */
         return mf_err_set(err, MF_E_Location40602, "$archived is only valid as the first stage in a pipeline");

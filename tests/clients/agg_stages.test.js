@@ -457,3 +457,43 @@ h.test('$graphLookup (manual examples): hierarchy, maxDepth/depthField with cycl
   await db.createCollection('noid_v', { viewOn: 'employees', pipeline: [{ $project: { _id: 0 } }] });
   await h.expectCode(gl({ ...base, from: 'noid_v' }), 40271);
 });
+
+h.test('$indexStats: one document per index (ops is 0: mayfly keeps no access counter)', async () => {
+  const db = srv.freshDb('ixstats');
+  const c = db.collection('c');
+  await c.insertMany([{ _id: 1, a: 1, b: 'x' }, { _id: 2, a: 2, b: 'y' }]);
+  await c.createIndex({ a: 1 });
+  await c.createIndex({ b: -1, a: 1 }, { name: 'b_a', unique: true });
+  const r = await c.aggregate([{ $indexStats: {} }, { $sort: { name: 1 } }]).toArray();
+  assert.deepEqual(r.map((d) => Object.keys(d)), Array(3).fill(['name', 'key', 'host', 'accesses', 'spec']));
+  assert.deepEqual(r.map((d) => [d.name, d.key]), [['_id_', { _id: 1 }], ['a_1', { a: 1 }], ['b_a', { b: -1, a: 1 }]]);
+  for (const d of r) {
+    assert.match(d.host, /:\d+$/);
+    assert.equal(d.accesses.ops, 0);
+    assert.ok(d.accesses.since instanceof Date);
+    assert.equal(d.spec.name, d.name);
+  }
+  assert.equal(r[2].spec.unique, true);
+  const [g] = await c.aggregate([{ $indexStats: {} }, { $group: { _id: null, n: { $sum: 1 },
+    names: { $push: '$name' } } }, { $lookup: { from: 'c', pipeline: [{ $count: 'docs' }], as: 'l' } }]).toArray();
+  assert.equal(g.n, 3);
+  assert.deepEqual(g.l, [{ docs: 2 }]);
+  assert.deepEqual(await db.collection('missing').aggregate([{ $indexStats: {} }]).toArray(), []);
+  await h.expectCode(c.aggregate([{ $indexStats: { x: 1 } }]).toArray(), 28803);
+  await h.expectCode(c.aggregate([{ $match: {} }, { $indexStats: {} }]).toArray(), 40602);
+  await db.createCollection('v', { viewOn: 'c', pipeline: [] });
+  await h.expectCode(db.collection('v').aggregate([{ $indexStats: {} }]).toArray(), 166);
+});
+
+h.test('$planCacheStats: no cached plans (mayfly keeps no plan cache), its codes', async () => {
+  const db = srv.freshDb('plancache');
+  const c = db.collection('c');
+  await c.insertMany([{ a: 1 }, { a: 2 }]);
+  await c.createIndex({ a: 1 });
+  await c.find({ a: 1 }).toArray();
+  assert.deepEqual(await c.aggregate([{ $planCacheStats: {} }]).toArray(), []);
+  assert.deepEqual(await c.aggregate([{ $planCacheStats: { allHosts: false } }, { $count: 'n' }]).toArray(), []);
+  await h.expectCode(c.aggregate([{ $planCacheStats: 1 }]).toArray(), 9);
+  await h.expectCode(c.aggregate([{ $planCacheStats: { x: 1 } }]).toArray(), 40415);
+  await h.expectCode(c.aggregate([{ $match: {} }, { $planCacheStats: {} }]).toArray(), 40602);
+});
