@@ -497,3 +497,19 @@ h.test('$planCacheStats: no cached plans (mayfly keeps no plan cache), its codes
   await h.expectCode(c.aggregate([{ $planCacheStats: { x: 1 } }]).toArray(), 40415);
   await h.expectCode(c.aggregate([{ $match: {} }, { $planCacheStats: {} }]).toArray(), 40602);
 });
+
+h.test('the new accumulators stop at 100 MB per group (146), as $push does', { timeout: 60000 }, async () => {
+  const c = srv.freshDb('acccap').collection('c');
+  await c.insertMany(Array.from({ length: 14 }, (_, i) => ({ _id: i })));
+  // An 8 MiB string per document (23 doublings), unique per document.
+  const big = { $concat: [{ $toString: '$_id' },
+    { $reduce: { input: { $range: [0, 23] }, initialValue: 'x', in: { $concat: ['$$value', '$$value'] } } }] };
+  for (const acc of [{ $firstN: { n: 20, input: big } }, { $topN: { n: 20, output: big, sortBy: { _id: 1 } } },
+    { $maxN: { n: 20, input: big } }, { $concatArrays: { $split: [big, '|'] } }, { $setUnion: { $split: [big, '|'] } }]) {
+    await assert.rejects(c.aggregate([{ $group: { _id: null, a: acc } }]).toArray(),
+      (e) => e.code === 146 && /used too much memory and cannot spill to disk/.test(e.message), JSON.stringify(acc));
+  }
+  const [ok] = await c.aggregate([{ $match: { _id: { $lt: 3 } } },
+    { $group: { _id: null, a: { $lastN: { n: 20, input: { $strLenBytes: big } } } } }]).toArray();
+  assert.deepEqual(ok.a, [8388609, 8388609, 8388609]);
+});
