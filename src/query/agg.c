@@ -3527,19 +3527,92 @@ gran_round(int gran, const bson_value_t *v, bool up, bson_value_t *o, mf_error_t
     return 0;
 }
 
-typedef struct ba_entry {
-    bson_value_t key; /* owned */
-    bson_t *doc;      /* borrowed from the input vector */
-} ba_entry_t;
-
+/*
+ * $bucketAuto, as mongod's populateBuckets: the input, sorted by groupBy
+ * (missing as null) in an external sorter, is cut into buckets of about
+ * round(n / buckets) documents; equal values never split (with a
+ * granularity: every value below the rounded-up boundary joins); each
+ * bucket's max becomes the next one's min; the last bucket takes what is
+ * left; with a granularity the first min is rounded down and the last max
+ * up. The sorter holds {k: <groupBy value>, d: <document>}.
+ */
 static int
-ba_cmp(const void *x, const void *y)
+ba_cmp(void *arg, const bson_t *a, const bson_t *b)
 {
-    const ba_entry_t *a = x, *b = y;
-    int c = mf_value_cmp(&a->key, &b->key);
-    if (c != 0)
-        return c;
-    return a->doc < b->doc ? -1 : a->doc > b->doc; /* stable: the input vector's order */
+    bson_iter_t ia, ib;
+    (void)arg;
+    bson_iter_init(&ia, a);
+    bson_iter_init(&ib, b);
+    bson_iter_next(&ia);
+    bson_iter_next(&ib);
+    return mf_value_cmp(bson_iter_value(&ia), bson_iter_value(&ib));
+}
+
+/* ba_wrap: doc's sorter entry {k, d} (NULL with err: groupBy failed, or a granularity's key is not a non-negative number). */
+static bson_t *
+ba_wrap(const stage_t *s, const bson_t *doc, mf_error_t *err)
+{
+    bson_value_t k;
+    bson_t *w;
+
+    if (mf_expr_eval(s->expr, doc, &k, err) < 0)
+        return NULL;
+    if (k.value_type == BSON_TYPE_EOD)
+        k.value_type = BSON_TYPE_NULL;
+    if (s->gran) {
+        int rc = 0;
+        if (!mf_value_is_number(&k))
+            rc = mf_err_set(err, MF_E_Location40258,
+                            "$bucketAuto can specify a 'granularity' with numeric boundaries only, but found a value "
+                            "with type: %s", mf_type_name(k.value_type));
+        else if (isnan(mf_value_as_double(&k)))
+            rc = mf_err_set(err, MF_E_Location40259,
+                            "$bucketAuto can specify a 'granularity' with numeric boundaries only, but found a value "
+                            "that is NaN");
+        else if (mf_value_as_double(&k) < 0)
+            rc = mf_err_set(err, MF_E_Location40260,
+                            "$bucketAuto can specify a 'granularity' with non-negative numbers only, but found a "
+                            "negative value");
+        if (rc < 0) {
+            mf_value_free(&k);
+            return NULL;
+        }
+    }
+    w = bson_new();
+    bson_append_value(w, "k", 1, &k);
+    bson_append_document(w, "d", 1, doc);
+    mf_value_free(&k);
+    return w;
+}
+
+/* An entry pulled from the sorter: key and document point into raw (owned). */
+typedef struct ba_item {
+    bson_t *raw;
+    bson_value_t key;
+    bson_t doc;
+} ba_item_t;
+
+/* ba_pull: the next sorted entry (it->raw NULL at the end). */
+static int
+ba_pull(mf_sorter_t *so, ba_item_t *it, mf_error_t *err)
+{
+    bson_iter_t i;
+    const uint8_t *data;
+    uint32_t len;
+
+    memset(it, 0, sizeof *it);
+    if (mf_sorter_next(so, &it->raw, err) < 0)
+        return -1;
+    if (it->raw == NULL)
+        return 0;
+    bson_iter_init(&i, it->raw);
+    bson_iter_next(&i);
+    it->key = *bson_iter_value(&i);
+    bson_iter_next(&i);
+    bson_iter_document(&i, &len, &data);
+    if (!bson_init_static(&it->doc, data, len))
+        return mf_err_set(err, MF_E_InternalError, "corrupt $bucketAuto sorter entry");
+    return 0;
 }
 
 typedef struct ba_bucket {
@@ -3547,97 +3620,106 @@ typedef struct ba_bucket {
     group_t g;
 } ba_bucket_t;
 
-/*
- * run_bucket_auto: $bucketAuto as mongod computes it: the input sorted by
- * groupBy (missing as null), about round(n / buckets) documents per bucket,
- * equal values never split (with a granularity: every value below the
- * rounded-up boundary joins), each bucket's max the next one's min, the last
- * bucket taking what is left; with a granularity the first min is rounded
- * down and the last max up. Materialises its input (as mongod's sorter).
- */
+/* ba_add: folds it into bucket b (whose max becomes its key) and releases it. */
 static int
-run_bucket_auto(const stage_t *s, mf_docvec_t *in, mf_docvec_t *out, mf_error_t *err)
+ba_add(const stage_t *s, ba_bucket_t *b, ba_item_t *it, int64_t *mem, mf_error_t *err)
 {
-    size_t n = in->len, nb = 0, pos = 0;
-    ba_entry_t *e = bson_malloc0((n ? n : 1) * sizeof *e);
-    ba_bucket_t *b = bson_malloc0((size_t)(s->n < (int64_t)n ? s->n : (int64_t)n + 1) * sizeof *b + sizeof *b);
-    int64_t mem = 0;
+    int rc;
+    mf_value_free(&b->max);
+    mf_value_copy(&b->max, &it->key);
+    rc = group_fold(mem, s, &b->g, &it->doc, err);
+    bson_destroy(it->raw);
+    it->raw = NULL;
+    if (rc == 0 && *mem > MF_MAX_ACCUMULATOR_BYTES)
+        rc = mf_err_set(err, MF_E_ExceededMemoryLimit,
+                        "$bucketAuto used too much memory and cannot spill to disk. Memory limit: %d bytes",
+                        MF_MAX_ACCUMULATOR_BYTES);
+    return rc;
+}
+
+/* bucket_auto_emit: the buckets of the n documents in the finished sorter so, appended to out. */
+static int
+bucket_auto_emit(const stage_t *s, mf_sorter_t *so, int64_t n, mf_docvec_t *out, mf_error_t *err)
+{
+    ba_bucket_t *b = NULL;
+    size_t nb = 0;
+    ba_item_t next;
+    int64_t mem = 0, approx = (int64_t)llround((double)n / (double)s->n);
     int rc = 0;
 
-    for (size_t i = 0; i < n && rc == 0; i++) {
-        e[i].doc = in->docs[i];
-        rc = mf_expr_eval(s->expr, in->docs[i], &e[i].key, err);
-        if (rc == 0 && e[i].key.value_type == BSON_TYPE_EOD)
-            e[i].key.value_type = BSON_TYPE_NULL;
-        if (rc == 0 && s->gran) {
-            const bson_value_t *k = &e[i].key;
-            if (!mf_value_is_number(k))
-                rc = mf_err_set(err, MF_E_Location40258,
-                                "$bucketAuto can specify a 'granularity' with numeric boundaries only, but found a "
-                                "value with type: %s", mf_type_name(k->value_type));
-            else if (isnan(mf_value_as_double(k)))
-                rc = mf_err_set(err, MF_E_Location40259,
-                                "$bucketAuto can specify a 'granularity' with numeric boundaries only, but found a "
-                                "value that is NaN");
-            else if (mf_value_as_double(k) < 0)
-                rc = mf_err_set(err, MF_E_Location40260,
-                                "$bucketAuto can specify a 'granularity' with non-negative numbers only, but found "
-                                "a negative value");
-        }
-    }
-    if (rc == 0 && n > 1)
-        qsort(e, n, sizeof *e, ba_cmp);
-    int64_t approx = (int64_t)llround((double)n / (double)s->n);
+    memset(&next, 0, sizeof next);
     if (approx < 1)
         approx = 1;
-    for (int64_t bi = 0; rc == 0 && bi < s->n && pos < n; bi++) {
-        ba_bucket_t *cur = &b[nb++];
+    for (int64_t bi = 0; rc == 0 && bi < s->n; bi++) {
         bool last = bi == s->n - 1;
-        mf_value_copy(&cur->min, &e[pos].key);
-        cur->g.acc = bson_malloc0((s->naccs ? s->naccs : 1) * sizeof *cur->g.acc);
-        cur->g.key.value_type = BSON_TYPE_NULL;
+        ba_item_t cur;
+        if (next.raw != NULL) {
+            cur = next;
+            next.raw = NULL;
+        } else if ((rc = ba_pull(so, &cur, err)) < 0 || cur.raw == NULL) {
+            break;
+        }
+        b = bson_realloc(b, (nb + 1) * sizeof *b);
+        ba_bucket_t *bk = &b[nb++];
+        memset(bk, 0, sizeof *bk);
+        mf_value_copy(&bk->min, &cur.key);
+        bk->g.key.value_type = BSON_TYPE_NULL;
+        bk->g.acc = bson_malloc0((s->naccs ? s->naccs : 1) * sizeof *bk->g.acc);
         for (size_t a = 0; a < s->naccs; a++)
-            acc_init(&cur->g.acc[a], s->accs[a].kind);
-        size_t start = pos;
+            acc_init(&bk->g.acc[a], s->accs[a].kind);
+        rc = ba_add(s, bk, &cur, &mem, err);
         if (last) {
-            pos = n;
+            while (rc == 0 && (rc = ba_pull(so, &next, err)) == 0 && next.raw != NULL)
+                rc = ba_add(s, bk, &next, &mem, err);
         } else {
-            pos += (size_t)approx < n - pos ? (size_t)approx : n - pos;
-            if (s->gran && pos < n) {
-                bson_value_t bound;
-                if ((rc = gran_round(s->gran, &e[pos - 1].key, true, &bound, err)) < 0)
+            for (int64_t j = 0; rc == 0 && j < approx - 1; j++) {
+                if ((rc = ba_pull(so, &next, err)) < 0 || next.raw == NULL)
                     break;
-                while (pos < n && mf_value_cmp(&bound, &e[pos].key) > 0)
-                    pos++;
-                if (pos < n)
-                    mf_value_copy(&cur->max, &bound);
-                mf_value_free(&bound);
+                rc = ba_add(s, bk, &next, &mem, err);
+            }
+            if (rc == 0)
+                rc = ba_pull(so, &next, err);
+            if (rc == 0 && s->gran) {
+                bson_value_t bound;
+                if ((rc = gran_round(s->gran, &bk->max, true, &bound, err)) == 0) {
+                    while (rc == 0 && next.raw != NULL && mf_value_cmp(&bound, &next.key) > 0) {
+                        rc = ba_add(s, bk, &next, &mem, err);
+                        if (rc == 0)
+                            rc = ba_pull(so, &next, err);
+                    }
+                    if (next.raw != NULL) {
+                        mf_value_free(&bk->max);
+                        mf_value_copy(&bk->max, &bound);
+                    }
+                    mf_value_free(&bound);
+                }
             } else {
-                while (pos < n && mf_value_cmp(&e[pos - 1].key, &e[pos].key) == 0)
-                    pos++;
+                while (rc == 0 && next.raw != NULL && mf_value_cmp(&bk->max, &next.key) == 0) {
+                    rc = ba_add(s, bk, &next, &mem, err);
+                    if (rc == 0)
+                        rc = ba_pull(so, &next, err);
+                }
             }
         }
-        if (cur->max.value_type == BSON_TYPE_EOD)
-            mf_value_copy(&cur->max, &e[pos - 1].key);
-        for (size_t j = start; j < pos && rc == 0; j++)
-            rc = group_fold(&mem, s, &cur->g, e[j].doc, err);
-        if (rc == 0 && mem > MF_MAX_ACCUMULATOR_BYTES)
-            rc = mf_err_set(err, MF_E_ExceededMemoryLimit, "$bucketAuto used too much memory");
         if (rc == 0 && nb > 1) {
             ba_bucket_t *prev = &b[nb - 2];
             if (s->gran) {
                 if (mf_value_as_double(&prev->max) == 0.0) {
                     mf_value_free(&prev->max);
-                    rc = gran_round(s->gran, &cur->min, false, &prev->max, err);
+                    rc = gran_round(s->gran, &bk->min, false, &prev->max, err);
                 }
-                mf_value_free(&cur->min);
-                mf_value_copy(&cur->min, &prev->max);
+                mf_value_free(&bk->min);
+                mf_value_copy(&bk->min, &prev->max);
             } else {
                 mf_value_free(&prev->max);
-                mf_value_copy(&prev->max, &cur->min);
+                mf_value_copy(&prev->max, &bk->min);
             }
         }
+        if (rc == 0 && (bi & 255) == 255)
+            rc = mf_exec_check_deadline(err);
     }
+    if (next.raw != NULL)
+        bson_destroy(next.raw);
     if (rc == 0 && nb > 0 && s->gran) {
         bson_value_t r;
         if ((rc = gran_round(s->gran, &b[0].min, false, &r, err)) == 0) {
@@ -3666,10 +3748,26 @@ run_bucket_auto(const stage_t *s, mf_docvec_t *in, mf_docvec_t *out, mf_error_t 
         mf_value_free(&b[i].min);
         mf_value_free(&b[i].max);
     }
-    for (size_t i = 0; i < n; i++)
-        mf_value_free(&e[i].key);
-    bson_free(e);
     bson_free(b);
+    return rc;
+}
+
+/* run_bucket_auto: the materialising $bucketAuto (no memory budget: the input is in memory already). */
+static int
+run_bucket_auto(const stage_t *s, mf_docvec_t *in, mf_docvec_t *out, mf_error_t *err)
+{
+    mf_sorter_t *so = mf_sorter_new(ba_cmp, NULL, INT64_MAX, false, NULL, NULL);
+    int rc = 0;
+
+    for (size_t i = 0; i < in->len && rc == 0; i++) {
+        bson_t *w = ba_wrap(s, in->docs[i], err);
+        rc = w ? mf_sorter_add(so, w, err) : -1;
+    }
+    if (rc == 0)
+        rc = mf_sorter_finish(so, err);
+    if (rc == 0)
+        rc = bucket_auto_emit(s, so, (int64_t)in->len, out, err);
+    mf_sorter_free(so);
     mf_docvec_destroy(in);
     return rc;
 }
@@ -4118,9 +4216,11 @@ mf_pipeline_pushdown(const mf_pipeline_t *p, bool sort_ok, mf_agg_pushdown_t *pd
  * node with next(): it pulls documents from the node before it (node -1 is
  * the source, env->pull, which reads the planner's plan a few documents at
  * a time). Per-document stages ($match, $project, $addFields, $unset,
- * $unwind, $replaceRoot, and $lookup with one scan of the foreign
- * collection per document) run run_stage over a one-document vector;
- * $limit/$skip/$count count; $sample keeps a reservoir of its size; $sort
+ * $unwind, $replaceRoot, $redact, $graphLookup, and $lookup with one scan
+ * of the foreign collection per document) run run_stage over a one-document
+ * vector; $unionWith passes its input through, then appends the other
+ * collection's documents; $bucketAuto feeds an external sorter (the sort
+ * budget), then cuts its buckets; $limit/$skip/$count count; $sample keeps a reservoir of its size; $sort
  * feeds an external sorter; $group, $bucket and $sortByCount fold into a
  * group table that spills partial groups to a sorter ordered by _id past
  * internalDocumentSourceGroupMaxMemoryBytes. Only $facet materialises its
@@ -4605,6 +4705,29 @@ node_next(mf_agg_stream_t *st, size_t i, const mf_agg_env_t *env, bson_t **out, 
             if (*out == NULL)
                 nd->done = true;
             return 0;
+        }
+        case S_BUCKETAUTO: {
+            /* Its input goes to an external sorter (sort budget, spilling with allowDiskUse), then is cut. */
+            int64_t n = 0;
+            nd->sorter = mf_sorter_new(ba_cmp, NULL, st->sort_bytes, st->allow_disk,
+                                       "Exceeded memory limit for $bucketAuto, but didn't allow external sort. "
+                                       "Pass allowDiskUse:true to opt in.", st->tmp_dir);
+            for (;;) {
+                if (upstream(st, i, env, &d, err) < 0)
+                    return -1;
+                if (d == NULL)
+                    break;
+                bson_t *w = ba_wrap(s, d, err);
+                bson_destroy(d);
+                if (w == NULL || mf_sorter_add(nd->sorter, w, err) < 0)
+                    return -1;
+                if (++n % 1024 == 0 && mf_exec_check_deadline(err) != 0)
+                    return -1;
+            }
+            nd->done = true;
+            if (mf_sorter_finish(nd->sorter, err) < 0 || bucket_auto_emit(s, nd->sorter, n, &nd->buf, err) < 0)
+                return -1;
+            continue;
         }
         case S_UNIONWITH:
             /* The input passes through; at its end, the other collection's documents follow. */

@@ -513,3 +513,25 @@ h.test('the new accumulators stop at 100 MB per group (146), as $push does', { t
     { $group: { _id: null, a: { $lastN: { n: 20, input: { $strLenBytes: big } } } } }]).toArray();
   assert.deepEqual(ok.a, [8388609, 8388609, 8388609]);
 });
+
+h.test('$bucketAuto sorts within the sort budget: 292 without allowDiskUse, the same buckets spilled', async () => {
+  const db = srv.freshDb('baspill');
+  const admin = srv.client.db('admin');
+  const c = db.collection('c');
+  await c.insertMany(Array.from({ length: 2000 }, (_, i) => ({ _id: i, v: (i * 7919) % 2003, pad: 'y'.repeat(200) })));
+  const pipeline = [{ $bucketAuto: { groupBy: '$v', buckets: 7, granularity: 'E12',
+    output: { n: { $sum: 1 }, lo: { $min: '$v' }, top: { $top: { output: '$_id', sortBy: { v: -1 } } } } } }];
+  const expect = await c.aggregate(pipeline).toArray();
+  const old = await admin.command({ getParameter: 1, internalQueryMaxBlockingSortMemoryUsageBytes: 1 });
+  await admin.command({ setParameter: 1, internalQueryMaxBlockingSortMemoryUsageBytes: 50000 });
+  try {
+    await h.expectCode(c.aggregate(pipeline, { allowDiskUse: false }).toArray(), 292);
+    assert.deepEqual(await c.aggregate(pipeline, { allowDiskUse: true }).toArray(), expect);
+  } finally {
+    await admin.command({ setParameter: 1,
+      internalQueryMaxBlockingSortMemoryUsageBytes: old.internalQueryMaxBlockingSortMemoryUsageBytes });
+  }
+  assert.equal(expect.reduce((a, b) => a + b.n, 0), 2000);
+  for (let i = 1; i < expect.length; i++) assert.equal(expect[i]._id.min, expect[i - 1]._id.max);
+  assert.equal(expect[0]._id.min, 0);
+});
