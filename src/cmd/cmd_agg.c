@@ -3,7 +3,11 @@
  * file gives it its environment (scans of collections and views, $currentOp,
  * $out/$merge writes), pushes a leading $match/$sort/$skip/$limit/$project
  * down into the query planner, streams the rest through the stage iterators
- * and keeps what is left in a cursor for getMore.
+ * and keeps what is left in a cursor for getMore. Leading source stages that
+ * need the catalog are taken off here and become the pipeline's source:
+ * $collStats, $archived, $indexStats (one document per index; ops is always
+ * 0, as mayfly counts no index accesses) and $planCacheStats (no entries:
+ * mayfly caches no plans).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +37,77 @@
 /* ---------- aggregate ---------- */
 
 /*
+ * plan_cache_stats_check: validates a leading {$planCacheStats: {allHosts:
+ * bool}} on collection name (9 not an object, 40415 an unknown field, 14
+ * allHosts not a bool, 166 on a view).
+ */
+static int
+plan_cache_stats_check(mf_op_t *op, const bson_iter_t *spec, const char *name)
+{
+    bson_iter_t it;
+    if (!BSON_ITER_HOLDS_DOCUMENT(spec))
+        return mf_err_set(&op->err, MF_E_FailedToParse, "$planCacheStats value must be an object. Found: %s",
+                          mf_type_name(bson_iter_type(spec)));
+    bson_iter_recurse(spec, &it);
+    while (bson_iter_next(&it)) {
+        if (strcmp(bson_iter_key(&it), "allHosts") != 0)
+            return mf_err_set(&op->err, MF_E_Location40415, "BSON field '$planCacheStats.%s' is an unknown field.",
+                              bson_iter_key(&it));
+        if (!BSON_ITER_HOLDS_BOOL(&it))
+            return mf_err_set(&op->err, MF_E_TypeMismatch,
+                              "BSON field '$planCacheStats.allHosts' is the wrong type '%s', expected type 'bool'",
+                              mf_type_name(bson_iter_type(&it)));
+    }
+    mf_catalog_rdlock(op->eng->cat);
+    mf_coll_t *c = mf_catalog_coll_find(op->eng->cat, op->db, name);
+    bool view = c != NULL && c->is_view;
+    mf_catalog_unlock(op->eng->cat);
+    if (view)
+        return mf_err_set(&op->err, MF_E_CommandNotSupportedOnView, "Namespace %s.%s is a view, not a collection",
+                          op->db, name);
+    return 0;
+}
+
+/*
+ * index_stats_docs: $indexStats' documents for collection name, one per
+ * ready index: {name, key, host, accesses: {ops, since}, spec}. mayfly keeps
+ * no per-index access counter, so ops is always 0 and since is the server's
+ * start. A missing collection has none; a view answers 166.
+ */
+static int
+index_stats_docs(mf_op_t *op, const char *name, mf_docvec_t *out)
+{
+    mf_catalog_rdlock(op->eng->cat);
+    mf_coll_t *c = mf_catalog_coll_find(op->eng->cat, op->db, name);
+    if (c != NULL && c->is_view) {
+        mf_catalog_unlock(op->eng->cat);
+        return mf_err_set(&op->err, MF_E_CommandNotSupportedOnView, "Namespace %s.%s is a view, not a collection",
+                          op->db, name);
+    }
+    for (int i = 0; c != NULL && i < c->nindexes; i++) {
+        mf_index_t *ix = c->indexes[i];
+        bson_iter_t it;
+        bson_t *d = bson_new(), acc;
+        if (ix->building) {
+            bson_destroy(d);
+            continue;
+        }
+        BSON_APPEND_UTF8(d, "name", ix->name);
+        if (bson_iter_init_find(&it, ix->spec, "key"))
+            bson_append_value(d, "key", 3, bson_iter_value(&it));
+        BSON_APPEND_UTF8(d, "host", op->eng->host);
+        BSON_APPEND_DOCUMENT_BEGIN(d, "accesses", &acc);
+        BSON_APPEND_INT64(&acc, "ops", 0);
+        BSON_APPEND_DATE_TIME(&acc, "since", op->eng->start_ms);
+        bson_append_document_end(d, &acc);
+        BSON_APPEND_DOCUMENT(d, "spec", ix->spec);
+        mf_docvec_push_steal(out, d);
+    }
+    mf_catalog_unlock(op->eng->cat);
+    return 0;
+}
+
+/*
  * A $out / $merge recorded by env->write_out while the pipeline runs under
  * the catalog read lock, and performed by agg_write_perform after that lock
  * is released (a write needs the write lock to create or replace the target,
@@ -56,6 +131,9 @@ typedef struct agg_scan_ctx {
     bool archive_pending;
     uint8_t archive_uuid[16];
     bool archive_none; /* the collection does not exist (or is a view): its archive is empty */
+    /* $indexStats: the first scan (the pipeline's source) visits these documents instead. */
+    const mf_docvec_t *source_docs;
+    bool source_pending;
 } agg_scan_ctx_t;
 
 typedef struct agg_visit_adapter {
@@ -116,6 +194,13 @@ agg_scan(void *ctx, const char *coll, const bson_t *filter, mf_agg_visit_fn visi
     if (x->only_doc != NULL) {
         int r = visit(arg, x->only_doc);
         return r < 0 ? -1 : 0;
+    }
+    if (x->source_pending) {
+        x->source_pending = false;
+        for (size_t i = 0; i < x->source_docs->len; i++)
+            if (visit(arg, x->source_docs->docs[i]) < 0)
+                return -1;
+        return 0;
     }
     if (x->archive_pending) {
         x->archive_pending = false;
@@ -870,7 +955,8 @@ mf_cmd_aggregate(mf_op_t *op)
      * the pipeline's only input (mongosh's db.c.stats() sends it).
      */
     bson_t rest, stats_doc;
-    bool collstats = false, archived = false, archive_none = false;
+    bool collstats = false, archived = false, archive_none = false, indexstats = false;
+    mf_docvec_t index_stats;
     uint8_t archive_uuid[16] = {0};
     const bson_value_t *pv = bson_iter_value(&it);
     bson_value_t rest_v;
@@ -880,10 +966,29 @@ mf_cmd_aggregate(mf_op_t *op)
         bson_init_static(&arr, pv->value.v_doc.data, pv->value.v_doc.data_len);
         if (bson_iter_init(&si, &arr) && bson_iter_next(&si) && BSON_ITER_HOLDS_DOCUMENT(&si) &&
             bson_iter_recurse(&si, &first) && bson_iter_next(&first) &&
-            (strcmp(bson_iter_key(&first), "$collStats") == 0 || strcmp(bson_iter_key(&first), "$archived") == 0)) {
+            (strcmp(bson_iter_key(&first), "$collStats") == 0 || strcmp(bson_iter_key(&first), "$archived") == 0 ||
+             strcmp(bson_iter_key(&first), "$indexStats") == 0 ||
+             strcmp(bson_iter_key(&first), "$planCacheStats") == 0)) {
             int k = 0;
             char key[16];
-            if (bson_iter_key(&first)[1] == 'a') {
+            if (bson_iter_key(&first)[1] == 'p') {
+                /* $planCacheStats: mayfly's planner caches no plans, so there are no entries. */
+                if (plan_cache_stats_check(op, &first, name) != 0)
+                    return -1;
+                mf_docvec_init(&index_stats);
+                indexstats = true;
+            } else if (bson_iter_key(&first)[1] == 'i') {
+                /* $indexStats: {} : one document per index is the pipeline's source. */
+                if (!BSON_ITER_HOLDS_DOCUMENT(&first) || bson_iter_value(&first)->value.v_doc.data_len != 5)
+                    return mf_err_set(&op->err, MF_E_Location28803,
+                                      "The $indexStats stage specification must be an empty object");
+                mf_docvec_init(&index_stats);
+                if (index_stats_docs(op, name, &index_stats) != 0) {
+                    mf_docvec_destroy(&index_stats);
+                    return -1;
+                }
+                indexstats = true;
+            } else if (bson_iter_key(&first)[1] == 'a') {
                 /* $archived: {} (SPEC I2): the source is the collection's archive. */
                 if (!BSON_ITER_HOLDS_DOCUMENT(&first) || bson_iter_value(&first)->value.v_doc.data_len != 5)
                     return mf_err_set(&op->err, MF_E_FailedToParse,
@@ -898,7 +1003,7 @@ mf_cmd_aggregate(mf_op_t *op)
             } else if (mf_cmd_coll_stats_doc(op, name, &stats_doc) != 0) {
                 return -1;
             }
-            collstats = !archived;
+            collstats = !archived && !indexstats;
             bson_init(&rest);
             while (bson_iter_next(&si)) {
                 snprintf(key, sizeof(key), "%d", k++);
@@ -911,11 +1016,13 @@ mf_cmd_aggregate(mf_op_t *op)
         }
     }
     pl = mf_pipeline_new(pv, &op->err);
-    if (collstats || archived)
+    if (collstats || archived || indexstats)
         bson_destroy(&rest);
     if (pl == NULL) {
         if (collstats)
             bson_destroy(&stats_doc);
+        if (indexstats)
+            mf_docvec_destroy(&index_stats);
         return -1;
     }
     if (name == NULL && !mf_pipeline_is_collectionless(pl)) {
@@ -928,6 +1035,8 @@ mf_cmd_aggregate(mf_op_t *op)
     mf_docvec_init(&aw.docs);
     agg_scan_ctx_t sc = {op, collstats ? &stats_doc : NULL, hint, &aw, 0};
     sc.archive_pending = archived;
+    sc.source_docs = indexstats ? &index_stats : NULL;
+    sc.source_pending = indexstats;
     sc.archive_none = archive_none;
     memcpy(sc.archive_uuid, archive_uuid, 16);
     mf_agg_env_t env;
@@ -947,7 +1056,7 @@ mf_cmd_aggregate(mf_op_t *op)
     bson_init(&arr);
     bool wrote = false;
     /* $collStats and $archived pipelines run over their own source, not streamed from the collection. */
-    bool own_source = collstats || archived;
+    bool own_source = collstats || archived || indexstats;
     if (!own_source && strcmp(name, "$cmd.aggregate") != 0 && mf_pipeline_writes(pl))
         rc = agg_write_stream(op, name, &pl, pv, hint, allow_disk, &wrote);
     mf_catalog_rdlock(op->eng->cat);
@@ -975,6 +1084,8 @@ mf_cmd_aggregate(mf_op_t *op)
     mf_pipeline_free(pl);
     if (collstats)
         bson_destroy(&stats_doc);
+    if (indexstats)
+        mf_docvec_destroy(&index_stats);
     if (rc == 0)
         rc = agg_write_perform(op, &aw); /* $out / $merge, outside the read lock */
     agg_write_destroy(&aw);

@@ -59,7 +59,7 @@
     X(67, CannotCreateIndex)                                                   \
     X(68, IndexAlreadyExists)                                                  \
     X(72, InvalidOptions)                                                      \
-    X(76, NoReplicationEnabled)                                                      \
+    X(76, NoReplicationEnabled)                                                \
     X(73, InvalidNamespace)                                                    \
     X(85, IndexOptionsConflict)                                                \
     X(86, IndexKeySpecsConflict)                                               \
@@ -78,10 +78,10 @@
     X(51003, UserAlreadyExists)                                                \
     X(165, ViewDepthLimitExceeded)                                             \
     X(166, CommandNotSupportedOnView)                                          \
-    X(168, InvalidPipelineOperator)                                          \
+    X(168, InvalidPipelineOperator)                                            \
     X(167, OptionNotSupportedOnView)                                           \
     X(171, CannotIndexParallelArrays)                                          \
-    X(175, QueryPlanKilled)                                          \
+    X(175, QueryPlanKilled)                                                    \
     X(197, InvalidIndexSpecificationOption)                                    \
     X(201, InvalidUUID)                                                        \
     X(224, QueryFeatureNotAllowed)                                             \
@@ -149,10 +149,10 @@
     X(40414, Location40414)                                                    \
     X(40415, Location40415)                                                    \
     X(50985, Location50985)                                                    \
-    X(6026500, Location6026500)                                                  \
-    X(5979704, Location5979704)                                                  \
-    X(5979703, Location5979703)                                                  \
-    X(5979700, Location5979700)                                                  \
+    X(6026500, Location6026500)                                                \
+    X(5979704, Location5979704)                                                \
+    X(5979703, Location5979703)                                                \
+    X(5979700, Location5979700)                                                \
     X(40571, Location40571)                                                    \
     X(51024, Location51024)                                                    \
     X(51074, Location51074)                                                    \
@@ -160,8 +160,8 @@
     X(51091, Location51091)                                                    \
     X(51156, Location51156)                                                    \
     X(7749501, Location7749501)                                                \
-    X(5739101, Location5739101)                                                    \
-    X(5346500, Location5346500)                                                    \
+    X(5739101, Location5739101)                                                \
+    X(5346500, Location5346500)                                                \
     X(51108, Location51108)                                                    \
     X(241, ConversionFailure)                                                  \
     X(15947, Location15947)                                                    \
@@ -372,7 +372,50 @@
     X(7436201, Location7436201)                                                \
     X(7750301, Location7750301)                                                \
     X(7750302, Location7750302)                                                \
-    X(7750303, Location7750303)
+    X(7750303, Location7750303)                                                \
+    X(5787801, Location5787801)                                                \
+    X(5787900, Location5787900)                                                \
+    X(5787901, Location5787901)                                                \
+    X(5787902, Location5787902)                                                \
+    X(5787903, Location5787903)                                                \
+    X(5787906, Location5787906)                                                \
+    X(5787907, Location5787907)                                                \
+    X(5787908, Location5787908)                                                \
+    X(5788001, Location5788001)                                                \
+    X(5788002, Location5788002)                                                \
+    X(5788003, Location5788003)                                                \
+    X(5788004, Location5788004)                                                \
+    X(5788005, Location5788005)                                                \
+    X(7429703, Location7429703)                                                \
+    X(7750300, Location7750300)                                                \
+    X(17053, Location17053)                                                    \
+    X(40239, Location40239)                                                    \
+    X(40240, Location40240)                                                    \
+    X(40241, Location40241)                                                    \
+    X(40242, Location40242)                                                    \
+    X(40243, Location40243)                                                    \
+    X(40244, Location40244)                                                    \
+    X(40245, Location40245)                                                    \
+    X(40246, Location40246)                                                    \
+    X(40257, Location40257)                                                    \
+    X(40258, Location40258)                                                    \
+    X(40259, Location40259)                                                    \
+    X(40260, Location40260)                                                    \
+    X(40261, Location40261)                                                    \
+    X(40262, Location40262)                                                    \
+    X(40263, Location40263)                                                    \
+    X(40268, Location40268)                                                    \
+    X(31441, Location31441)                                                    \
+    X(40099, Location40099)                                                    \
+    X(40100, Location40100)                                                    \
+    X(40101, Location40101)                                                    \
+    X(40102, Location40102)                                                    \
+    X(40103, Location40103)                                                    \
+    X(40104, Location40104)                                                    \
+    X(40105, Location40105)                                                    \
+    X(40185, Location40185)                                                    \
+    X(40271, Location40271)                                                    \
+    X(28803, Location28803)
 
 /*
  * Symbolic names used by the code: MF_E_<CodeName>. A few codes have code

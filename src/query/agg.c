@@ -34,7 +34,22 @@
  * evaluates its expression at run time, so it may use let variables inside
  * a $lookup; $currentOp asks env->current_op). $sample shuffles with a
  * per-run xorshift generator (partial Fisher-Yates) and keeps size documents.
- * $group's $stdDevPop/$stdDevSamp use Welford's running mean.
+ * $group's $stdDevPop/$stdDevSamp use Welford's running mean. The "multi"
+ * accumulators ($firstN ... $bottomN, $median, $percentile: accx_*) keep a
+ * bounded sorted list per group; their partial states spill like the others.
+ *
+ * $redact evaluates its expression per (sub)document with $$DESCEND,
+ * $$PRUNE and $$KEEP installed as an ambient variable frame (the strings
+ * "descend", "prune", "keep", as mongod binds them), so expr.c needs no
+ * change; the (sub)document is the expression's root, so $$ROOT there is
+ * the current subdocument, not the top-level one. $bucketAuto sorts its
+ * (materialised) input by groupBy and cuts buckets as mongod's
+ * populateBuckets does, rounding with mongod's granularity rounders.
+ * $unionWith appends, after its input, its collection's documents run
+ * through its sub-pipeline (streaming: the input passes through first).
+ * $graphLookup runs a breadth-first search per input document, one
+ * env->scan of 'from' per depth with {connectToField: {$in: frontier}},
+ * de-duplicating by _id.
  *
  * $bucket is desugared at parse time, as MongoDB does, into a $group whose
  * _id is a $switch over the boundaries, followed by a sort on _id. The
@@ -74,25 +89,43 @@
 
 enum stage_kind { S_MATCH, S_PROJECT, S_ADDFIELDS, S_UNSET, S_SORT, S_LIMIT, S_SKIP, S_GROUP, S_COUNT,
                   S_UNWIND, S_REPLACEROOT, S_SORTBYCOUNT, S_LOOKUP, S_FACET, S_SAMPLE, S_CURRENTOP,
-                  S_DOCUMENTS, S_BUCKET, S_OUT, S_MERGE, S_UNPACK };
+                  S_DOCUMENTS, S_BUCKET, S_OUT, S_MERGE, S_UNPACK, S_REDACT, S_BUCKETAUTO, S_UNIONWITH,
+                  S_GRAPHLOOKUP };
 
 /* ---- accumulators ---- */
 
 enum acc_kind { AC_SUM, AC_AVG, AC_MIN, AC_MAX, AC_FIRST, AC_LAST, AC_PUSH, AC_ADDTOSET, AC_COUNT, AC_MERGEOBJECTS,
-                AC_STDDEVPOP, AC_STDDEVSAMP };
+                AC_STDDEVPOP, AC_STDDEVSAMP, AC_SETUNION, AC_CONCATARRAYS,
+                /* the "multi" accumulators (accx_*): a bounded list of values per group */
+                AC_FIRSTN, AC_LASTN, AC_MINN, AC_MAXN, AC_TOP, AC_BOTTOM, AC_TOPN, AC_BOTTOMN, AC_MEDIAN,
+                AC_PERCENTILE };
 
 typedef struct acc_def {
     char *field;
     int kind;
-    mf_expr_t *expr; /* NULL for $count */
+    mf_expr_t *expr;      /* NULL for $count; the input / output expression */
+    const char *op;       /* the operator's name, for messages (static) */
+    mf_expr_t *n_expr;    /* $firstN...$bottomN: n, evaluated with the group key as root */
+    mf_expr_t **sort_exprs; /* $top...$bottomN: "$<field>" of each sortBy key */
+    size_t nsort;
+    mf_sort_t *sort;      /* ... ordering the key documents {"0": v0, "1": v1, ...} */
+    double *ps;           /* $percentile: p ($median: {0.5}) */
+    size_t nps;
 } acc_def_t;
+
+static bool
+acc_is_multi(int kind)
+{
+    return kind >= AC_FIRSTN;
+}
 
 typedef struct stage {
     int kind;
     bson_t *spec;           /* $match filter, $currentOp options */
     mf_matcher_t *matcher;  /* $match */
     mf_sort_t *sort;        /* $sort, $sortByCount */
-    int64_t n;              /* $limit, $skip, $sample size */
+    int64_t n;              /* $limit, $skip, $sample size, $bucketAuto buckets, $graphLookup maxDepth (-1: none) */
+    int gran;               /* $bucketAuto granularity: 0 none, else index + 1 in granularities[] */
     mf_projection_t *projection; /* $project, $unset, $addFields (query/project.c, shared with find) */
     mf_expr_t *expr;        /* $group _id, $replaceRoot, $sortByCount, $documents */
     acc_def_t *accs;        /* $group */
@@ -426,6 +459,14 @@ typedef struct accst {
     uint32_t *hseen;    /* addToSet: open-addressing index into seen (slot = index + 1, 0 empty) */
     size_t hcap;        /* its size, a power of two, at least twice nseen */
     double mean, m2;    /* stdDevPop/stdDevSamp: Welford's running mean and sum of squares */
+    /* multi accumulators (accx_*) */
+    int64_t n;          /* this group's n (0 until its first value) */
+    bson_value_t *items; /* the values kept, in output order (minN/maxN/top/bottom: ascending) */
+    bson_t **keys;      /* top/bottom: each item's sort key document */
+    size_t nitems, capitems;
+    int64_t bytes;      /* approximate memory held by items / nums */
+    double *nums;       /* $median / $percentile: the numeric inputs */
+    size_t nnums, capnums;
 } accst_t;
 
 /* Places seen[i] in the hash index (which has room). */
@@ -482,7 +523,7 @@ acc_init(accst_t *a, int kind)
 {
     memset(a, 0, sizeof *a);
     a->v.value_type = BSON_TYPE_EOD;
-    if (kind == AC_PUSH || kind == AC_ADDTOSET)
+    if (kind == AC_PUSH || kind == AC_ADDTOSET || kind == AC_SETUNION || kind == AC_CONCATARRAYS)
         a->arr = bson_new();
     if (kind == AC_SUM || kind == AC_AVG) {
         a->v.value_type = BSON_TYPE_INT32;
@@ -494,12 +535,21 @@ static void
 acc_free(accst_t *a, int kind)
 {
     mf_value_free(&a->v);
-    if (kind == AC_PUSH || kind == AC_ADDTOSET)
+    if (a->arr)
         bson_destroy(a->arr);
     for (size_t i = 0; i < a->nseen; i++)
         mf_value_free(&a->seen[i]);
     bson_free(a->seen);
     bson_free(a->hseen);
+    for (size_t i = 0; i < a->nitems; i++) {
+        mf_value_free(&a->items[i]);
+        if (a->keys)
+            bson_destroy(a->keys[i]);
+    }
+    bson_free(a->items);
+    bson_free(a->keys);
+    bson_free(a->nums);
+    (void)kind;
 }
 
 static int
@@ -573,6 +623,28 @@ acc_update(accst_t *a, int kind, const bson_value_t *v, mf_error_t *err)
             return mf_err_set(err, MF_E_ExceededMemoryLimit, "$addToSet used too much memory and cannot spill to "
                               "disk. Memory limit: %d bytes", MF_MAX_ACCUMULATOR_BYTES);
         break;
+    case AC_SETUNION:
+    case AC_CONCATARRAYS: {
+        /* 8.0: both take arrays and collect their elements (a null is a type error, missing is skipped). */
+        bson_iter_t it;
+        const char *op = kind == AC_SETUNION ? "$setUnion" : "$concatArrays";
+        if (v->value_type == BSON_TYPE_EOD)
+            break;
+        if (v->value_type != BSON_TYPE_ARRAY)
+            return mf_err_set(err, MF_E_TypeMismatch, "%s requires array inputs, but input is of type %s", op,
+                              mf_type_name(v->value_type));
+        bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
+        while (bson_iter_next(&it)) {
+            if (kind == AC_SETUNION && seen_add(a, bson_iter_value(&it)))
+                continue;
+            bson_uint32_to_string(a->arrn++, &key, buf, sizeof buf);
+            bson_append_value(a->arr, key, -1, bson_iter_value(&it));
+        }
+        if (a->arr->len > MF_MAX_ACCUMULATOR_BYTES)
+            return mf_err_set(err, MF_E_ExceededMemoryLimit, "%s used too much memory and cannot spill to disk. "
+                              "Memory limit: %d bytes", op, MF_MAX_ACCUMULATOR_BYTES);
+        break;
+    }
     case AC_MERGEOBJECTS: {
         fl_t f;
         bson_iter_t it;
@@ -651,6 +723,8 @@ acc_result(accst_t *a, int kind, bson_t *out, const char *field)
         return;
     case AC_PUSH:
     case AC_ADDTOSET:
+    case AC_SETUNION:
+    case AC_CONCATARRAYS:
         bson_append_array(out, field, -1, a->arr);
         return;
     default:
@@ -696,6 +770,365 @@ vsize(const bson_value_t *v)
     }
 }
 
+/*
+ * Multi accumulators: $firstN $lastN $minN $maxN $top $bottom $topN
+ * $bottomN keep at most n values per group in a sorted (or arrival-order)
+ * array, as MongoDB's accumulator_multi does: $minN/$maxN skip null and
+ * missing, $firstN/$lastN keep them (missing as null), $top/$bottom output
+ * null for a missing output and keep the first value seen on a tie. n is
+ * evaluated once per group with the group key as its root document (an
+ * empty one when the key is not a document), as mongod does (5787902 not a
+ * number, 5787903 not integral, 5787908 not positive). $median and
+ * $percentile keep the numeric inputs and answer the discrete percentile
+ * (rank max(0, ceil(n * p) - 1)), which is what mongod's 'approximate'
+ * method answers for small inputs. Each accumulator holds at most
+ * MF_MAX_ACCUMULATOR_BYTES (146 beyond, as $push).
+ */
+static int
+accx_set_n(accst_t *a, const acc_def_t *d, const bson_value_t *key, mf_error_t *err)
+{
+    bson_value_t nv;
+    bson_t *root;
+    int64_t n;
+    double dn;
+
+    if (d->n_expr == NULL) {
+        a->n = (d->kind == AC_TOP || d->kind == AC_BOTTOM) ? 1 : INT64_MAX;
+        return 0;
+    }
+    /* As mongod: the root is the group key when it is a document, else an empty document. */
+    root = key->value_type == BSON_TYPE_DOCUMENT ? value_to_doc(key) : bson_new();
+    int rc = mf_expr_eval(d->n_expr, root, &nv, err);
+    bson_destroy(root);
+    if (rc < 0)
+        return -1;
+    if (!mf_value_is_number(&nv)) {
+        rc = mf_err_set(err, MF_E_Location5787902, "Value for 'n' must be of integral type, but found %s",
+                        nv.value_type == BSON_TYPE_EOD ? "missing" : mf_type_name(nv.value_type));
+        mf_value_free(&nv);
+        return rc;
+    }
+    dn = mf_value_as_double(&nv);
+    if (!mf_value_as_int64(&nv, &n) || (double)n != dn) {
+        mf_value_free(&nv);
+        return mf_err_set(err, MF_E_Location5787903, "Value for 'n' must be of integral type, but found %g", dn);
+    }
+    mf_value_free(&nv);
+    if (n <= 0)
+        return mf_err_set(err, MF_E_Location5787908, "'n' must be greater than 0, found %lld", (long long)n);
+    a->n = n;
+    return 0;
+}
+
+/* accx_cmp: the order of the kept items (by key document for top/bottom, by value otherwise). */
+static int
+accx_cmp(const acc_def_t *d, const bson_t *ka, const bson_value_t *va, const bson_t *kb, const bson_value_t *vb)
+{
+    if (d->sort)
+        return mf_sort_cmp(d->sort, ka, kb);
+    return mf_value_cmp(va, vb);
+}
+
+static void
+accx_remove(accst_t *a, size_t i)
+{
+    a->bytes -= vsize(&a->items[i]);
+    mf_value_free(&a->items[i]);
+    if (a->keys) {
+        a->bytes -= (int64_t)a->keys[i]->len;
+        bson_destroy(a->keys[i]);
+        memmove(&a->keys[i], &a->keys[i + 1], (a->nitems - i - 1) * sizeof *a->keys);
+    }
+    memmove(&a->items[i], &a->items[i + 1], (a->nitems - i - 1) * sizeof *a->items);
+    a->nitems--;
+}
+
+/* accx_insert: puts v (copied) and key (stolen, may be NULL) at position i. */
+static void
+accx_insert(accst_t *a, size_t i, const bson_value_t *v, bson_t *key)
+{
+    if (a->nitems == a->capitems) {
+        a->capitems = a->capitems ? a->capitems * 2 : 8;
+        a->items = bson_realloc(a->items, a->capitems * sizeof *a->items);
+        if (key)
+            a->keys = bson_realloc(a->keys, a->capitems * sizeof *a->keys);
+    }
+    memmove(&a->items[i + 1], &a->items[i], (a->nitems - i) * sizeof *a->items);
+    mf_value_copy(&a->items[i], v);
+    a->bytes += vsize(v);
+    if (key) {
+        memmove(&a->keys[i + 1], &a->keys[i], (a->nitems - i) * sizeof *a->keys);
+        a->keys[i] = key;
+        a->bytes += (int64_t)key->len;
+    }
+    a->nitems++;
+}
+
+/*
+ * accx_fold: adds one value (and, for top/bottom, its key document, stolen)
+ * to a multi accumulator whose n is set. Returns 0 or -1 with err (146).
+ */
+static int
+accx_fold(accst_t *a, const acc_def_t *d, const bson_value_t *v, bson_t *key, mf_error_t *err)
+{
+    bson_value_t null_v;
+    memset(&null_v, 0, sizeof null_v);
+    null_v.value_type = BSON_TYPE_NULL;
+
+    switch (d->kind) {
+    case AC_FIRSTN:
+    case AC_LASTN:
+        if (v->value_type == BSON_TYPE_EOD)
+            v = &null_v;
+        if ((int64_t)a->nitems >= a->n) {
+            if (d->kind == AC_FIRSTN)
+                return 0;
+            accx_remove(a, 0);
+        }
+        accx_insert(a, a->nitems, v, NULL);
+        break;
+    case AC_MINN:
+    case AC_MAXN: {
+        if (v->value_type == BSON_TYPE_EOD || v->value_type == BSON_TYPE_NULL || v->value_type == BSON_TYPE_UNDEFINED)
+            return 0;
+        if ((int64_t)a->nitems >= a->n) {
+            size_t w = d->kind == AC_MINN ? a->nitems - 1 : 0;
+            int c = mf_value_cmp(&a->items[w], v);
+            if (d->kind == AC_MINN ? c <= 0 : c >= 0)
+                return 0;
+            accx_remove(a, w);
+        }
+        size_t lo = 0, hi = a->nitems; /* after equal values */
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            if (mf_value_cmp(&a->items[mid], v) <= 0)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        accx_insert(a, lo, v, NULL);
+        break;
+    }
+    case AC_TOP:
+    case AC_BOTTOM:
+    case AC_TOPN:
+    case AC_BOTTOMN: {
+        bool top = d->kind == AC_TOP || d->kind == AC_TOPN;
+        if (v->value_type == BSON_TYPE_EOD)
+            v = &null_v;
+        if ((int64_t)a->nitems >= a->n) {
+            size_t w = top ? a->nitems - 1 : 0;
+            int c = top ? accx_cmp(d, a->keys[w], NULL, key, NULL) : accx_cmp(d, key, NULL, a->keys[w], NULL);
+            if (c <= 0) { /* a tie keeps the value seen first */
+                bson_destroy(key);
+                return 0;
+            }
+            accx_remove(a, w);
+        }
+        size_t lo = 0, hi = a->nitems;
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            if (accx_cmp(d, a->keys[mid], NULL, key, NULL) <= 0)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (a->keys == NULL && a->capitems > 0)
+            a->keys = bson_malloc(a->capitems * sizeof *a->keys);
+        accx_insert(a, lo, v, key);
+        break;
+    }
+    case AC_MEDIAN:
+    case AC_PERCENTILE:
+        if (!mf_value_is_number(v))
+            return 0;
+        if (a->nnums == a->capnums) {
+            a->capnums = a->capnums ? a->capnums * 2 : 16;
+            a->nums = bson_realloc(a->nums, a->capnums * sizeof *a->nums);
+        }
+        a->nums[a->nnums++] = mf_value_as_double(v);
+        a->bytes += (int64_t)sizeof(double);
+        break;
+    default:
+        break;
+    }
+    if (a->bytes > MF_MAX_ACCUMULATOR_BYTES)
+        return mf_err_set(err, MF_E_ExceededMemoryLimit,
+                          "%s used too much memory and cannot spill to disk. Memory limit: %d bytes", d->op,
+                          MF_MAX_ACCUMULATOR_BYTES);
+    return 0;
+}
+
+/* accx_key: the sort key document {"0": <sortBy field 0>, ...} of doc for top/bottom. */
+static int
+accx_key(const acc_def_t *d, const bson_t *doc, bson_t **out, mf_error_t *err)
+{
+    bson_t *k = bson_new();
+    for (size_t i = 0; i < d->nsort; i++) {
+        bson_value_t v;
+        char buf[16];
+        const char *key;
+        if (mf_expr_eval(d->sort_exprs[i], doc, &v, err) < 0) {
+            bson_destroy(k);
+            return -1;
+        }
+        bson_uint32_to_string((uint32_t)i, &key, buf, sizeof buf);
+        if (v.value_type != BSON_TYPE_EOD)
+            bson_append_value(k, key, -1, &v);
+        mf_value_free(&v);
+    }
+    *out = k;
+    return 0;
+}
+
+/* accx_add: folds doc into a multi accumulator of the group keyed by key; *mem grows by the bytes it now holds more. */
+static int
+accx_add(accst_t *a, const acc_def_t *d, const bson_value_t *gkey, const bson_t *doc, int64_t *mem, mf_error_t *err)
+{
+    bson_value_t v;
+    bson_t *key = NULL;
+    int64_t before = a->bytes;
+    int rc;
+
+    if (a->n == 0 && accx_set_n(a, d, gkey, err) < 0)
+        return -1;
+    if (mf_expr_eval(d->expr, doc, &v, err) < 0)
+        return -1;
+    if (d->sort && accx_key(d, doc, &key, err) < 0) {
+        mf_value_free(&v);
+        return -1;
+    }
+    rc = accx_fold(a, d, &v, key, err);
+    mf_value_free(&v);
+    *mem += a->bytes - before;
+    return rc;
+}
+
+static int
+dbl_cmp(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/* accx_result: appends the final value of a multi accumulator as field of out. */
+static void
+accx_result(accst_t *a, const acc_def_t *d, bson_t *out, const char *field)
+{
+    bson_t arr;
+
+    if (d->kind == AC_MEDIAN || d->kind == AC_PERCENTILE) {
+        if (a->nnums > 1)
+            qsort(a->nums, a->nnums, sizeof *a->nums, dbl_cmp);
+        if (d->kind == AC_PERCENTILE)
+            bson_append_array_begin(out, field, -1, &arr);
+        for (size_t i = 0; i < d->nps; i++) {
+            char buf[16];
+            const char *key;
+            bson_t *dst = d->kind == AC_PERCENTILE ? &arr : out;
+            if (d->kind == AC_PERCENTILE)
+                bson_uint32_to_string((uint32_t)i, &key, buf, sizeof buf);
+            else
+                key = field;
+            if (a->nnums == 0) {
+                bson_append_null(dst, key, -1);
+                continue;
+            }
+            double p = d->ps[i], r = p >= 1.0 ? (double)a->nnums - 1 : ceil((double)a->nnums * p) - 1;
+            size_t rank = r < 0 ? 0 : (size_t)r;
+            bson_append_double(dst, key, -1, a->nums[rank]);
+        }
+        if (d->kind == AC_PERCENTILE)
+            bson_append_array_end(out, &arr);
+        return;
+    }
+    if (d->kind == AC_TOP || d->kind == AC_BOTTOM) {
+        if (a->nitems == 0)
+            bson_append_null(out, field, -1);
+        else
+            bson_append_value(out, field, -1, &a->items[0]);
+        return;
+    }
+    bson_append_array_begin(out, field, -1, &arr);
+    for (size_t j = 0; j < a->nitems; j++) {
+        char buf[16];
+        const char *key;
+        size_t i = d->kind == AC_MAXN ? a->nitems - 1 - j : j; /* $maxN: descending */
+        bson_uint32_to_string((uint32_t)j, &key, buf, sizeof buf);
+        bson_append_value(&arr, key, -1, &a->items[i]);
+    }
+    bson_append_array_end(out, &arr);
+}
+
+/* accx_state: a multi accumulator's partial state {n, items: [{k, o}...], nums: [...]} (a spilling $group). */
+static void
+accx_state(const accst_t *a, bson_t *out, const char *key)
+{
+    bson_t st, arr;
+    char buf[16];
+    const char *ik;
+
+    bson_append_document_begin(out, key, -1, &st);
+    bson_append_int64(&st, "n", 1, a->n);
+    bson_append_array_begin(&st, "items", 5, &arr);
+    for (size_t i = 0; i < a->nitems; i++) {
+        bson_t it;
+        bson_uint32_to_string((uint32_t)i, &ik, buf, sizeof buf);
+        bson_append_document_begin(&arr, ik, -1, &it);
+        if (a->keys)
+            bson_append_document(&it, "k", 1, a->keys[i]);
+        bson_append_value(&it, "o", 1, &a->items[i]);
+        bson_append_document_end(&arr, &it);
+    }
+    bson_append_array_end(&st, &arr);
+    bson_append_array_begin(&st, "nums", 4, &arr);
+    for (size_t i = 0; i < a->nnums; i++) {
+        bson_uint32_to_string((uint32_t)i, &ik, buf, sizeof buf);
+        bson_append_double(&arr, ik, -1, a->nums[i]);
+    }
+    bson_append_array_end(&st, &arr);
+    bson_append_document_end(out, &st);
+}
+
+/* accx_merge: folds a partial state (accx_state) into a live multi accumulator, in input order. */
+static int
+accx_merge(accst_t *a, const acc_def_t *d, const bson_t *st, mf_error_t *err)
+{
+    bson_iter_t it, ai;
+
+    if (a->n == 0 && bson_iter_init_find(&it, st, "n"))
+        a->n = bson_iter_as_int64(&it);
+    if (bson_iter_init_find(&it, st, "items") && BSON_ITER_HOLDS_ARRAY(&it)) {
+        bson_iter_recurse(&it, &ai);
+        while (bson_iter_next(&ai)) {
+            bson_iter_t f;
+            bson_t *key = NULL;
+            bson_value_t o;
+            memset(&o, 0, sizeof o);
+            o.value_type = BSON_TYPE_NULL;
+            if (bson_iter_recurse(&ai, &f) && bson_iter_find(&f, "k") && BSON_ITER_HOLDS_DOCUMENT(&f)) {
+                const uint8_t *data;
+                uint32_t len;
+                bson_iter_document(&f, &len, &data);
+                key = bson_new_from_data(data, len);
+            }
+            if (bson_iter_recurse(&ai, &f) && bson_iter_find(&f, "o"))
+                o = *bson_iter_value(&f);
+            if (d->sort && key == NULL)
+                key = bson_new();
+            if (accx_fold(a, d, &o, key, err) < 0)
+                return -1;
+        }
+    }
+    if (bson_iter_init_find(&it, st, "nums") && BSON_ITER_HOLDS_ARRAY(&it)) {
+        bson_iter_recurse(&it, &ai);
+        while (bson_iter_next(&ai))
+            if (accx_fold(a, d, bson_iter_value(&ai), NULL, err) < 0)
+                return -1;
+    }
+    return 0;
+}
+
 /* gt_find: the group for key (takes ownership of *key's contents when it creates one). */
 static group_t *
 gt_find(gtable_t *t, const stage_t *s, bson_value_t *key)
@@ -735,6 +1168,32 @@ gt_find(gtable_t *t, const stage_t *s, bson_value_t *key)
     return g;
 }
 
+/* group_fold: folds doc into every accumulator of group g; *mem grows by the bytes they now hold more. */
+static int
+group_fold(int64_t *mem, const stage_t *s, group_t *g, const bson_t *doc, mf_error_t *err)
+{
+    for (size_t a = 0; a < s->naccs; a++) {
+        bson_value_t v;
+        int kind = s->accs[a].kind;
+        if (acc_is_multi(kind)) {
+            if (accx_add(&g->acc[a], &s->accs[a], &g->key, doc, mem, err) < 0)
+                return -1;
+            continue;
+        }
+        v.value_type = BSON_TYPE_EOD;
+        if (s->accs[a].expr && mf_expr_eval(s->accs[a].expr, doc, &v, err) < 0)
+            return -1;
+        if (kind == AC_PUSH || kind == AC_ADDTOSET || kind == AC_MERGEOBJECTS || kind == AC_SETUNION ||
+            kind == AC_CONCATARRAYS)
+            *mem += vsize(&v);
+        int rc = acc_update(&g->acc[a], kind, &v, err);
+        mf_value_free(&v);
+        if (rc < 0)
+            return -1;
+    }
+    return 0;
+}
+
 /* gt_add: folds doc into its group. Returns 0 or -1 with err. */
 static int
 gt_add(gtable_t *t, const stage_t *s, const bson_t *doc, mf_error_t *err)
@@ -746,20 +1205,7 @@ gt_add(gtable_t *t, const stage_t *s, const bson_t *doc, mf_error_t *err)
         key.value_type = BSON_TYPE_NULL;
     group_t *g = gt_find(t, s, &key);
     mf_value_free(&key);
-    for (size_t a = 0; a < s->naccs; a++) {
-        bson_value_t v;
-        int kind = s->accs[a].kind;
-        v.value_type = BSON_TYPE_EOD;
-        if (s->accs[a].expr && mf_expr_eval(s->accs[a].expr, doc, &v, err) < 0)
-            return -1;
-        if (kind == AC_PUSH || kind == AC_ADDTOSET || kind == AC_MERGEOBJECTS)
-            t->mem += vsize(&v);
-        int rc = acc_update(&g->acc[a], kind, &v, err);
-        mf_value_free(&v);
-        if (rc < 0)
-            return -1;
-    }
-    return 0;
+    return group_fold(&t->mem, s, g, doc, err);
 }
 
 static void
@@ -779,7 +1225,10 @@ gt_result(const stage_t *s, group_t *g)
     bson_t *d = bson_new();
     bson_append_value(d, "_id", 3, &g->key);
     for (size_t a = 0; a < s->naccs; a++)
-        acc_result(&g->acc[a], s->accs[a].kind, d, s->accs[a].field);
+        if (acc_is_multi(s->accs[a].kind))
+            accx_result(&g->acc[a], &s->accs[a], d, s->accs[a].field);
+        else
+            acc_result(&g->acc[a], s->accs[a].kind, d, s->accs[a].field);
     return d;
 }
 
@@ -822,7 +1271,7 @@ acc_state(const accst_t *a, int kind, bson_t *out, const char *key)
         bson_append_value(&st, "v", 1, &a->v);
     bson_append_int64(&st, "c", 1, a->count);
     bson_append_bool(&st, "set", 3, a->set);
-    if (kind == AC_PUSH || kind == AC_ADDTOSET)
+    if (a->arr)
         bson_append_array(&st, "arr", 3, a->arr);
     bson_append_double(&st, "mean", 4, a->mean);
     bson_append_double(&st, "m2", 2, a->m2);
@@ -893,11 +1342,15 @@ acc_merge(accst_t *a, int kind, const bson_t *st, mf_error_t *err)
         return v.value_type == BSON_TYPE_EOD ? 0 : acc_update(a, kind, &v, err);
     case AC_PUSH:
     case AC_ADDTOSET:
+    case AC_SETUNION:
+    case AC_CONCATARRAYS:
         if (bson_iter_init_find(&it, st, "arr") && BSON_ITER_HOLDS_ARRAY(&it)) {
+            /* $setUnion / $concatArrays states hold the elements collected so far. */
+            int ek = kind == AC_SETUNION ? AC_ADDTOSET : kind == AC_CONCATARRAYS ? AC_PUSH : kind;
             bson_iter_t ai;
             bson_iter_recurse(&it, &ai);
             while (bson_iter_next(&ai))
-                if (acc_update(a, kind, bson_iter_value(&ai), err) < 0)
+                if (acc_update(a, ek, bson_iter_value(&ai), err) < 0)
                     return -1;
         }
         return 0;
@@ -917,7 +1370,10 @@ gt_partial(const stage_t *s, group_t *g)
         char buf[16];
         const char *key;
         bson_uint32_to_string((uint32_t)a, &key, buf, sizeof buf);
-        acc_state(&g->acc[a], s->accs[a].kind, &arr, key);
+        if (acc_is_multi(s->accs[a].kind))
+            accx_state(&g->acc[a], &arr, key);
+        else
+            acc_state(&g->acc[a], s->accs[a].kind, &arr, key);
     }
     bson_append_array_end(d, &arr);
     return d;
@@ -936,7 +1392,10 @@ partial_merge(const stage_t *s, group_t *g, const bson_t *d, mf_error_t *err)
         uint32_t len;
         bson_t st;
         bson_iter_document(&ai, &len, &data);
-        if (!bson_init_static(&st, data, len) || acc_merge(&g->acc[a], s->accs[a].kind, &st, err) < 0)
+        if (!bson_init_static(&st, data, len))
+            return mf_err_set(err, MF_E_InternalError, "corrupt spilled $group state");
+        if (acc_is_multi(s->accs[a].kind) ? accx_merge(&g->acc[a], &s->accs[a], &st, err) < 0
+                                          : acc_merge(&g->acc[a], s->accs[a].kind, &st, err) < 0)
             return -1;
     }
     return 0;
@@ -973,6 +1432,12 @@ stage_free(stage_t *s)
     for (size_t i = 0; i < s->naccs; i++) {
         bson_free(s->accs[i].field);
         mf_expr_free(s->accs[i].expr);
+        mf_expr_free(s->accs[i].n_expr);
+        for (size_t j = 0; j < s->accs[i].nsort; j++)
+            mf_expr_free(s->accs[i].sort_exprs[j]);
+        bson_free(s->accs[i].sort_exprs);
+        mf_sort_free(s->accs[i].sort);
+        bson_free(s->accs[i].ps);
     }
     bson_free(s->accs);
     bson_free(s->field);
@@ -1004,6 +1469,171 @@ mf_pipeline_free(mf_pipeline_t *p)
         stage_free(&p->stages[i]);
     bson_free(p->stages);
     bson_free(p);
+}
+
+/*
+ * parse_acc_multi: the object argument of $firstN $lastN $minN $maxN
+ * ({input, n}), $top $bottom ({sortBy, output}), $topN $bottomN ({n,
+ * sortBy, output}), $median ({input, method}) and $percentile ({input, p,
+ * method}), with MongoDB's codes for each mistake.
+ */
+static int
+parse_acc_multi(acc_def_t *a, const char *op, const bson_value_t *arg, mf_error_t *err)
+{
+    bson_iter_t it;
+    bson_value_t in_v, n_v, sort_v, p_v, method_v;
+    const bson_value_t *in = NULL, *n = NULL, *sort = NULL, *p = NULL, *method = NULL;
+    int k = a->kind;
+    bool topbottom = k == AC_TOP || k == AC_BOTTOM || k == AC_TOPN || k == AC_BOTTOMN;
+    bool quantile = k == AC_MEDIAN || k == AC_PERCENTILE;
+
+    if (arg->value_type != BSON_TYPE_DOCUMENT) {
+        int code = topbottom ? MF_E_Location5788001 : quantile ? MF_E_Location7429703
+                   : (k == AC_MINN || k == AC_MAXN) ? MF_E_Location5787900 : MF_E_Location5787801;
+        return mf_err_set(err, code, "specification must be an object; found %s", mf_type_name(arg->value_type));
+    }
+    bson_iter_init_from_data(&it, arg->value.v_doc.data, arg->value.v_doc.data_len);
+    while (bson_iter_next(&it)) {
+        const char *f = bson_iter_key(&it);
+        const bson_value_t *fv = bson_iter_value(&it);
+        if (topbottom) {
+            if (strcmp(f, "n") == 0 && (k == AC_TOPN || k == AC_BOTTOMN))
+                n = (n_v = *fv, &n_v);
+            else if (strcmp(f, "output") == 0)
+                in = (in_v = *fv, &in_v);
+            else if (strcmp(f, "sortBy") == 0)
+                sort = (sort_v = *fv, &sort_v);
+            else
+                return mf_err_set(err, MF_E_Location5788002, "Unknown argument to %s '%s'", op, f);
+        } else if (quantile) {
+            if (strcmp(f, "input") == 0)
+                in = (in_v = *fv, &in_v);
+            else if (strcmp(f, "p") == 0 && k == AC_PERCENTILE)
+                p = (p_v = *fv, &p_v);
+            else if (strcmp(f, "method") == 0)
+                method = (method_v = *fv, &method_v);
+            else
+                return mf_err_set(err, MF_E_Location40415, "BSON field '%s.%s' is an unknown field.", op, f);
+        } else {
+            if (strcmp(f, "input") == 0)
+                in = (in_v = *fv, &in_v);
+            else if (strcmp(f, "n") == 0)
+                n = (n_v = *fv, &n_v);
+            else
+                return mf_err_set(err, MF_E_Location5787901, "Unknown argument for 'n' operator: %s", f);
+        }
+    }
+    if (topbottom) {
+        if (n == NULL && (k == AC_TOPN || k == AC_BOTTOMN))
+            return mf_err_set(err, MF_E_Location5788003, "Missing value for 'n'");
+        if (in == NULL)
+            return mf_err_set(err, MF_E_Location5788004, "Missing value for 'output'");
+        if (sort == NULL)
+            return mf_err_set(err, MF_E_Location5788005, "Missing value for 'sortBy'");
+        if (sort->value_type != BSON_TYPE_DOCUMENT)
+            return mf_err_set(err, MF_E_Location10065, "invalid parameter: expected an object (sortBy)");
+        bson_t spec, ks = BSON_INITIALIZER;
+        bson_iter_t si;
+        bson_init_static(&spec, sort->value.v_doc.data, sort->value.v_doc.data_len);
+        if (bson_empty(&spec))
+            return mf_err_set(err, MF_E_Location15976, "$sort stage must have at least one sort key");
+        bson_iter_init(&si, &spec);
+        while (bson_iter_next(&si)) {
+            char buf[16], *path;
+            const char *key;
+            bson_value_t pv;
+            bson_uint32_to_string((uint32_t)a->nsort, &key, buf, sizeof buf);
+            bson_append_value(&ks, key, -1, bson_iter_value(&si));
+            path = bson_strdup_printf("$%s", bson_iter_key(&si));
+            memset(&pv, 0, sizeof pv);
+            pv.value_type = BSON_TYPE_UTF8;
+            pv.value.v_utf8.str = path;
+            pv.value.v_utf8.len = (uint32_t)strlen(path);
+            a->sort_exprs = bson_realloc(a->sort_exprs, (a->nsort + 1) * sizeof *a->sort_exprs);
+            a->sort_exprs[a->nsort] = mf_expr_parse(&pv, err);
+            bson_free(path);
+            if (a->sort_exprs[a->nsort] == NULL) {
+                bson_destroy(&ks);
+                return -1;
+            }
+            a->nsort++;
+        }
+        /* The sort's own checks (1 / -1 only) apply to the original spec's values. */
+        a->sort = mf_sort_new(&ks, err);
+        bson_destroy(&ks);
+        if (a->sort == NULL)
+            return -1;
+    } else if (quantile) {
+        if (in == NULL)
+            return mf_err_set(err, MF_E_Location40414, "BSON field '%s.input' is missing but a required field", op);
+        if (p == NULL && k == AC_PERCENTILE)
+            return mf_err_set(err, MF_E_Location40414, "BSON field '%s.p' is missing but a required field", op);
+        if (method == NULL)
+            return mf_err_set(err, MF_E_Location40414, "BSON field '%s.method' is missing but a required field", op);
+        if (method->value_type != BSON_TYPE_UTF8)
+            return mf_err_set(err, MF_E_TypeMismatch,
+                              "BSON field '%s.method' is the wrong type '%s', expected type 'string'", op,
+                              mf_type_name(method->value_type));
+        if (strcmp(method->value.v_utf8.str, "approximate") != 0)
+            return mf_err_set(err, MF_E_BadValue, "Currently only 'approximate' can be used as percentile 'method'.");
+        if (k == AC_MEDIAN) {
+            a->ps = bson_malloc(sizeof *a->ps);
+            a->ps[0] = 0.5;
+            a->nps = 1;
+        } else {
+            /* p: constant expressions only, an array of numbers in [0, 1]. */
+            bson_value_t pv;
+            bson_iter_t pi;
+            mf_expr_t *pe = mf_expr_parse(p, err);
+            if (pe == NULL)
+                return -1;
+            bool constant = mf_expr_is_constant(pe);
+            int rc = constant ? mf_expr_eval(pe, NULL, &pv, err) : 0;
+            mf_expr_free(pe);
+            if (!constant)
+                return mf_err_set(err, MF_E_Location7750300,
+                                  "The $percentile 'p' field must be an array of constant values, but found value: %s.",
+                                  mf_type_name(p->value_type));
+            if (rc < 0)
+                return -1;
+            if (pv.value_type != BSON_TYPE_ARRAY || pv.value.v_doc.data_len <= 5) {
+                mf_value_free(&pv);
+                return mf_err_set(err, MF_E_Location7750301,
+                                  "The $percentile 'p' field must be an array of numbers from [0.0, 1.0], but found: %s",
+                                  mf_type_name(pv.value_type));
+            }
+            bson_iter_init_from_data(&pi, pv.value.v_doc.data, pv.value.v_doc.data_len);
+            while (bson_iter_next(&pi)) {
+                const bson_value_t *e = bson_iter_value(&pi);
+                if (!mf_value_is_number(e)) {
+                    rc = mf_err_set(err, MF_E_Location7750302,
+                                    "The $percentile 'p' field must be an array of numbers from [0.0, 1.0], but found: %s",
+                                    mf_type_name(e->value_type));
+                    break;
+                }
+                double d = mf_value_as_double(e);
+                if (!(d >= 0 && d <= 1)) {
+                    rc = mf_err_set(err, MF_E_Location7750303,
+                                    "The $percentile 'p' field must be an array of numbers from [0.0, 1.0], but found: %g", d);
+                    break;
+                }
+                a->ps = bson_realloc(a->ps, (a->nps + 1) * sizeof *a->ps);
+                a->ps[a->nps++] = d;
+            }
+            mf_value_free(&pv);
+            if (rc < 0)
+                return -1;
+        }
+    } else {
+        if (n == NULL)
+            return mf_err_set(err, MF_E_Location5787906, "Missing value for 'n'");
+        if (in == NULL)
+            return mf_err_set(err, MF_E_Location5787907, "Missing value for 'input'");
+    }
+    if (n != NULL && (a->n_expr = mf_expr_parse(n, err)) == NULL)
+        return -1;
+    a->expr = mf_expr_parse(in, err);
+    return a->expr ? 0 : -1;
 }
 
 static int
@@ -1048,18 +1678,31 @@ parse_group(stage_t *s, const bson_value_t *v, mf_error_t *err)
         } accs[] = {{"$sum", AC_SUM}, {"$avg", AC_AVG}, {"$min", AC_MIN}, {"$max", AC_MAX}, {"$first", AC_FIRST},
                     {"$last", AC_LAST}, {"$push", AC_PUSH}, {"$addToSet", AC_ADDTOSET}, {"$count", AC_COUNT},
                     {"$mergeObjects", AC_MERGEOBJECTS}, {"$stdDevPop", AC_STDDEVPOP},
-                    {"$stdDevSamp", AC_STDDEVSAMP}, {NULL, 0}};
+                    {"$stdDevSamp", AC_STDDEVSAMP}, {"$setUnion", AC_SETUNION},
+                    {"$concatArrays", AC_CONCATARRAYS}, {"$firstN", AC_FIRSTN}, {"$lastN", AC_LASTN},
+                    {"$minN", AC_MINN}, {"$maxN", AC_MAXN}, {"$top", AC_TOP}, {"$bottom", AC_BOTTOM},
+                    {"$topN", AC_TOPN}, {"$bottomN", AC_BOTTOMN}, {"$median", AC_MEDIAN},
+                    {"$percentile", AC_PERCENTILE}, {NULL, 0}};
+        const char *opname = NULL;
         int kind = -1;
         for (int i = 0; accs[i].name; i++)
-            if (strcmp(accs[i].name, op) == 0)
+            if (strcmp(accs[i].name, op) == 0) {
                 kind = accs[i].kind;
+                opname = accs[i].name;
+            }
         if (kind < 0)
             return mf_err_set(err, MF_E_Location15952, "unknown group operator '%s'", op);
         s->accs = bson_realloc(s->accs, (s->naccs + 1) * sizeof *s->accs);
         acc_def_t *a = &s->accs[s->naccs++];
+        memset(a, 0, sizeof *a);
         a->field = bson_strdup(k);
         a->kind = kind;
-        a->expr = NULL;
+        a->op = opname;
+        if (acc_is_multi(kind)) {
+            if (parse_acc_multi(a, opname, arg, err) < 0)
+                return -1;
+            continue;
+        }
         if (kind == AC_COUNT) {
             if (!is_empty_doc(arg))
                 return mf_err_set(err, MF_E_TypeMismatch, "$count only accepts an empty object as input");
@@ -1706,6 +2349,303 @@ push_bucket_filters(mf_pipeline_t *p, mf_error_t *err)
     return 0;
 }
 
+/* ------------------------------------------------------------------------ */
+/* $redact, $bucketAuto, $unionWith, $graphLookup: parsing                  */
+/* ------------------------------------------------------------------------ */
+
+/* $redact's three system variables, installed as an ambient frame while its expression is parsed and run. */
+static const char *const redact_names[] = {"DESCEND", "PRUNE", "KEEP"};
+
+static int
+parse_redact(stage_t *s, const bson_value_t *v, mf_error_t *err)
+{
+    mf_expr_vars_t frame = {redact_names, NULL, 3, mf_expr_vars_current()};
+    mf_expr_vars_set(&frame);
+    s->expr = mf_expr_parse(v, err);
+    mf_expr_vars_set(frame.up);
+    return s->expr ? 0 : -1;
+}
+
+/*
+ * $bucketAuto's granularities: the preferred-number series (scaled by powers
+ * of ten) and POWERSOF2, as mongod's granularity rounders define them.
+ */
+static const double r5[] = {10, 16, 25, 40, 63};
+static const double r10[] = {100, 125, 160, 200, 250, 315, 400, 500, 630, 800};
+static const double r20[] = {100, 112, 125, 140, 160, 180, 200, 224, 250, 280,
+                             315, 355, 400, 450, 500, 560, 630, 710, 800, 900};
+static const double r40[] = {100, 106, 112, 118, 125, 132, 140, 150, 160, 170, 180, 190, 200,
+                             212, 224, 236, 250, 265, 280, 300, 315, 355, 375, 400, 425, 450,
+                             475, 500, 530, 560, 600, 630, 670, 710, 750, 800, 850, 900, 950};
+static const double r80[] = {103, 109, 115, 122, 128, 136, 145, 155, 165, 175, 185, 195, 206, 218,
+                             230, 243, 258, 272, 290, 307, 325, 345, 365, 387, 412, 437, 462, 487,
+                             515, 545, 575, 615, 650, 690, 730, 775, 825, 875, 925, 975};
+static const double s125[] = {10, 20, 50};
+static const double e6[] = {10, 15, 22, 33, 47, 68};
+static const double e12[] = {10, 12, 15, 18, 22, 27, 33, 39, 47, 56, 68, 82};
+static const double e24[] = {10, 11, 12, 13, 15, 16, 18, 20, 22, 24, 27, 30,
+                             33, 36, 39, 43, 47, 51, 56, 62, 68, 75, 82, 91};
+static const double e48[] = {100, 105, 110, 115, 121, 127, 133, 140, 147, 154, 162, 169,
+                             178, 187, 196, 205, 215, 226, 237, 249, 261, 274, 287, 301,
+                             316, 332, 348, 365, 383, 402, 422, 442, 464, 487, 511, 536,
+                             562, 590, 619, 649, 681, 715, 750, 787, 825, 866, 909, 953};
+static const double e96[] = {100, 102, 105, 107, 110, 113, 115, 118, 121, 124, 127, 130, 133, 137,
+                             140, 143, 147, 150, 154, 158, 162, 165, 169, 174, 178, 182, 187, 191,
+                             196, 200, 205, 210, 215, 221, 226, 232, 237, 243, 249, 255, 261, 267,
+                             274, 280, 287, 294, 301, 309, 316, 324, 332, 340, 348, 357, 365, 374,
+                             383, 392, 402, 412, 422, 432, 442, 453, 464, 475, 487, 499, 511, 523,
+                             536, 549, 562, 576, 590, 604, 619, 634, 649, 665, 681, 698, 715, 732,
+                             750, 768, 787, 806, 825, 845, 866, 887, 909, 931, 953, 976};
+static const double e192[] = {
+    100, 101, 102, 104, 105, 106, 107, 109, 110, 111, 113, 114, 115, 117, 118, 120, 121, 123,
+    124, 126, 127, 129, 130, 132, 133, 135, 137, 138, 140, 142, 143, 145, 147, 149, 150, 152,
+    154, 156, 158, 160, 162, 164, 165, 167, 169, 172, 174, 176, 178, 180, 182, 184, 187, 189,
+    191, 193, 196, 198, 200, 203, 205, 208, 210, 213, 215, 218, 221, 223, 226, 229, 232, 234,
+    237, 240, 243, 246, 249, 252, 255, 258, 261, 264, 267, 271, 274, 277, 280, 284, 287, 291,
+    294, 298, 301, 305, 309, 312, 316, 320, 324, 328, 332, 336, 340, 344, 348, 352, 357, 361,
+    365, 370, 374, 379, 383, 388, 392, 397, 402, 407, 412, 417, 422, 427, 432, 437, 442, 448,
+    453, 459, 464, 470, 475, 481, 487, 493, 499, 505, 511, 517, 523, 530, 536, 542, 549, 556,
+    562, 569, 576, 583, 590, 597, 604, 612, 619, 626, 634, 642, 649, 657, 665, 673, 681, 690,
+    698, 706, 715, 723, 732, 741, 750, 759, 768, 777, 787, 796, 806, 816, 825, 835, 845, 856,
+    866, 876, 887, 898, 909, 920, 931, 942, 953, 965, 976, 988};
+
+#define SERIES(name, a) {name, a, sizeof a / sizeof a[0]}
+static const struct granularity {
+    const char *name;
+    const double *series; /* NULL: POWERSOF2 */
+    size_t n;
+} granularities[] = {SERIES("R5", r5),   SERIES("R10", r10), SERIES("R20", r20),   SERIES("R40", r40),
+                     SERIES("R80", r80), SERIES("1-2-5", s125), SERIES("E6", e6),  SERIES("E12", e12),
+                     SERIES("E24", e24), SERIES("E48", e48), SERIES("E96", e96), SERIES("E192", e192),
+                     {"POWERSOF2", NULL, 0}};
+#undef SERIES
+
+/*
+ * parse_bucket_auto: {groupBy, buckets, output, granularity}. The output
+ * accumulators are parsed as a $group's (s->accs); s->expr is groupBy.
+ */
+static int
+parse_bucket_auto(stage_t *s, const bson_value_t *v, mf_error_t *err)
+{
+    bson_value_t gb_v, out_v;
+    const bson_value_t *group_by = NULL, *output = NULL;
+    bool have_buckets = false;
+    bson_iter_t it;
+    int rc;
+
+    if (v->value_type != BSON_TYPE_DOCUMENT)
+        return mf_err_set(err, MF_E_Location40240, "The argument to $bucketAuto must be an object, but found type: %s",
+                          mf_type_name(v->value_type));
+    bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        const bson_value_t *fv = bson_iter_value(&it);
+        if (strcmp(k, "groupBy") == 0) {
+            if (!(fv->value_type == BSON_TYPE_UTF8 && fv->value.v_utf8.str[0] == '$') && !is_operator_doc(fv))
+                return mf_err_set(err, MF_E_Location40239,
+                                  "The $bucketAuto 'groupBy' field must be defined as a $-prefixed path or an "
+                                  "expression object, but found: %s", mf_type_name(fv->value_type));
+            group_by = (gb_v = *fv, &gb_v);
+        } else if (strcmp(k, "buckets") == 0) {
+            int64_t n;
+            if (!mf_value_is_number(fv))
+                return mf_err_set(err, MF_E_Location40241,
+                                  "The $bucketAuto 'buckets' field must be a numeric value, but found type: %s",
+                                  mf_type_name(fv->value_type));
+            if (!mf_value_as_int64(fv, &n) || (double)n != mf_value_as_double(fv) || n > INT32_MAX || n < INT32_MIN)
+                return mf_err_set(err, MF_E_Location40242,
+                                  "The $bucketAuto 'buckets' field must be representable as a 32-bit integer, but "
+                                  "found %g", mf_value_as_double(fv));
+            s->n = n;
+            have_buckets = true;
+        } else if (strcmp(k, "output") == 0) {
+            if (fv->value_type != BSON_TYPE_DOCUMENT)
+                return mf_err_set(err, MF_E_Location40244,
+                                  "The $bucketAuto 'output' field must be an object, but found type: %s",
+                                  mf_type_name(fv->value_type));
+            output = (out_v = *fv, &out_v);
+        } else if (strcmp(k, "granularity") == 0) {
+            if (fv->value_type != BSON_TYPE_UTF8)
+                return mf_err_set(err, MF_E_Location40261,
+                                  "The $bucketAuto 'granularity' field must be a string, but found type: %s",
+                                  mf_type_name(fv->value_type));
+            s->gran = 0;
+            for (size_t g = 0; g < sizeof granularities / sizeof granularities[0]; g++)
+                if (strcmp(granularities[g].name, fv->value.v_utf8.str) == 0)
+                    s->gran = (int)g + 1;
+            if (s->gran == 0)
+                return mf_err_set(err, MF_E_Location40257, "Unknown rounding granularity '%s'", fv->value.v_utf8.str);
+        } else {
+            return mf_err_set(err, MF_E_Location40245, "Unrecognized option to $bucketAuto: %s", k);
+        }
+    }
+    if (group_by == NULL || !have_buckets)
+        return mf_err_set(err, MF_E_Location40246, "$bucketAuto requires 'groupBy' and 'buckets' to be specified");
+    if (s->n <= 0)
+        return mf_err_set(err, MF_E_Location40243,
+                          "The $bucketAuto 'buckets' field must be greater than 0, but found: %lld", (long long)s->n);
+    /* The accumulators: {_id: null, <output>} parsed as a $group (output defaults to {count: {$sum: 1}}). */
+    bson_t g = BSON_INITIALIZER;
+    bson_append_null(&g, "_id", 3);
+    if (output != NULL) {
+        bson_iter_init_from_data(&it, output->value.v_doc.data, output->value.v_doc.data_len);
+        while (bson_iter_next(&it))
+            bson_append_value(&g, bson_iter_key(&it), -1, bson_iter_value(&it));
+    }
+    if (output == NULL || is_empty_doc(output)) {
+        bson_t cnt;
+        bson_append_document_begin(&g, "count", 5, &cnt);
+        BSON_APPEND_INT32(&cnt, "$sum", 1);
+        bson_append_document_end(&g, &cnt);
+    }
+    bson_value_t gv;
+    doc_value(&g, &gv);
+    rc = parse_group(s, &gv, err);
+    bson_destroy(&g);
+    if (rc < 0)
+        return -1;
+    mf_expr_free(s->expr);
+    s->expr = mf_expr_parse(group_by, err);
+    return s->expr ? 0 : -1;
+}
+
+/* parse_union_with: "coll" or {coll, pipeline}; without coll the pipeline must start with $documents. */
+static int
+parse_union_with(stage_t *s, const bson_value_t *v, mf_error_t *err)
+{
+    bson_value_t pl_v;
+    const bson_value_t *pipeline = NULL;
+    bson_iter_t it;
+
+    if (v->value_type == BSON_TYPE_UTF8) {
+        if (v->value.v_utf8.len == 0)
+            return mf_err_set(err, MF_E_InvalidNamespace, "Invalid $unionWith namespace: the collection name is empty");
+        s->from = bson_strdup(v->value.v_utf8.str);
+        return 0;
+    }
+    if (v->value_type != BSON_TYPE_DOCUMENT)
+        return mf_err_set(err, MF_E_FailedToParse,
+                          "the $unionWith stage specification must be an object or string, but found %s",
+                          mf_type_name(v->value_type));
+    bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (strcmp(k, "coll") == 0) {
+            if (!BSON_ITER_HOLDS_UTF8(&it))
+                return mf_err_set(err, MF_E_TypeMismatch,
+                                  "BSON field '$unionWith.coll' is the wrong type '%s', expected type 'string'",
+                                  mf_type_name(bson_iter_type(&it)));
+            if (bson_iter_utf8(&it, NULL)[0] == '\0')
+                return mf_err_set(err, MF_E_InvalidNamespace,
+                                  "Invalid $unionWith namespace: the collection name is empty");
+            bson_free(s->from);
+            s->from = bson_strdup(bson_iter_utf8(&it, NULL));
+        } else if (strcmp(k, "pipeline") == 0) {
+            if (!BSON_ITER_HOLDS_ARRAY(&it))
+                return mf_err_set(err, MF_E_TypeMismatch,
+                                  "BSON field '$unionWith.pipeline' is the wrong type '%s', expected type 'array'",
+                                  mf_type_name(bson_iter_type(&it)));
+            pipeline = (pl_v = *bson_iter_value(&it), &pl_v);
+        } else {
+            return mf_err_set(err, MF_E_Location40415, "BSON field '$unionWith.%s' is an unknown field.", k);
+        }
+    }
+    if (pipeline != NULL && (s->sub = mf_pipeline_new(pipeline, err)) == NULL)
+        return -1;
+    if (s->from == NULL && (s->sub == NULL || s->sub->n == 0 || s->sub->stages[0].kind != S_DOCUMENTS))
+        return mf_err_set(err, MF_E_FailedToParse,
+                          "$unionWith stage without explicit collection must have a pipeline with $documents as "
+                          "first stage");
+    if (s->sub != NULL && s->sub->writes)
+        return mf_err_set(err, MF_E_Location31441, "%s is not allowed within a $unionWith's sub-pipeline",
+                          s->sub->stages[s->sub->n - 1].kind == S_OUT ? "$out" : "$merge");
+    return 0;
+}
+
+/*
+ * parse_graph_lookup: {from, startWith, connectFromField, connectToField,
+ * as, maxDepth, depthField, restrictSearchWithMatch}. s->from, s->local
+ * (connectFromField), s->foreign (connectToField), s->field (as),
+ * s->index_field (depthField), s->expr (startWith), s->n (maxDepth, -1
+ * none), s->spec / s->matcher (restrictSearchWithMatch).
+ */
+static int
+parse_graph_lookup(stage_t *s, const bson_value_t *v, mf_error_t *err)
+{
+    bson_iter_t it;
+
+    s->n = -1;
+    if (v->value_type != BSON_TYPE_DOCUMENT)
+        return mf_err_set(err, MF_E_Location10065, "invalid parameter: expected an object ($graphLookup)");
+    bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        const bson_value_t *fv = bson_iter_value(&it);
+        char **dst = NULL;
+        if (strcmp(k, "startWith") == 0) {
+            mf_expr_free(s->expr);
+            if ((s->expr = mf_expr_parse(fv, err)) == NULL)
+                return -1;
+            continue;
+        }
+        if (strcmp(k, "maxDepth") == 0) {
+            int64_t d;
+            if (!mf_value_is_number(fv))
+                return mf_err_set(err, MF_E_Location40100, "maxDepth must be numeric, found type: %s",
+                                  mf_type_name(fv->value_type));
+            double dd = mf_value_as_double(fv);
+            if (!mf_value_as_int64(fv, &d))
+                d = dd < 0 ? -1 : INT64_MAX;
+            if (d < 0 || dd < 0)
+                return mf_err_set(err, MF_E_Location40101, "maxDepth requires a nonnegative argument, found: %lld",
+                                  (long long)(dd < 0 ? (int64_t)dd : d));
+            if ((double)d != dd)
+                return mf_err_set(err, MF_E_Location40102, "maxDepth could not be represented as a long long: %lld",
+                                  (long long)d);
+            s->n = d;
+            continue;
+        }
+        if (strcmp(k, "restrictSearchWithMatch") == 0) {
+            if (fv->value_type != BSON_TYPE_DOCUMENT)
+                return mf_err_set(err, MF_E_Location40185, "restrictSearchWithMatch must be an object, found %s",
+                                  mf_type_name(fv->value_type));
+            if (s->spec)
+                bson_destroy(s->spec);
+            mf_matcher_free(s->matcher);
+            s->spec = bson_new_from_data(fv->value.v_doc.data, fv->value.v_doc.data_len);
+            if ((s->matcher = mf_matcher_new(s->spec, err)) == NULL)
+                return -1;
+            continue;
+        }
+        if (strcmp(k, "from") == 0)
+            dst = &s->from;
+        else if (strcmp(k, "as") == 0)
+            dst = &s->field;
+        else if (strcmp(k, "connectFromField") == 0)
+            dst = &s->local;
+        else if (strcmp(k, "connectToField") == 0)
+            dst = &s->foreign;
+        else if (strcmp(k, "depthField") == 0)
+            dst = &s->index_field;
+        else
+            return mf_err_set(err, MF_E_Location40104, "Unknown argument to $graphLookup: %s", k);
+        if (fv->value_type != BSON_TYPE_UTF8)
+            return mf_err_set(err, MF_E_Location40103, "expected string as argument for %s, found: %s", k,
+                              mf_type_name(fv->value_type));
+        if (dst != &s->from && fv->value.v_utf8.str[0] == '$')
+            return mf_err_set(err, MF_E_Location16410, "FieldPath field names may not start with '$'. Consider "
+                              "using $getField or $setField.");
+        bson_free(*dst);
+        *dst = bson_strdup(fv->value.v_utf8.str);
+    }
+    if (s->from == NULL || s->from[0] == '\0' || s->field == NULL || s->field[0] == '\0' || s->expr == NULL ||
+        s->local == NULL || s->local[0] == '\0' || s->foreign == NULL || s->foreign[0] == '\0')
+        return mf_err_set(err, MF_E_Location40105,
+                          "$graphLookup requires 'from', 'as', 'startWith', 'connectFromField', and "
+                          "'connectToField' to be specified.");
+    return 0;
+}
+
 static int
 parse_stage(stage_t *s, const char *name, const bson_value_t *v, bool first, mf_error_t *err)
 {
@@ -1894,6 +2834,26 @@ parse_stage(stage_t *s, const char *name, const bson_value_t *v, bool first, mf_
     if (strcmp(name, "$merge") == 0) {
         s->kind = S_MERGE;
         return parse_merge(s, v, err);
+    }
+    if (strcmp(name, "$redact") == 0) {
+        s->kind = S_REDACT;
+        return parse_redact(s, v, err);
+    }
+    if (strcmp(name, "$bucketAuto") == 0) {
+        s->kind = S_BUCKETAUTO;
+        return parse_bucket_auto(s, v, err);
+    }
+    if (strcmp(name, "$unionWith") == 0) {
+        s->kind = S_UNIONWITH;
+        return parse_union_with(s, v, err);
+    }
+    if (strcmp(name, "$graphLookup") == 0) {
+        s->kind = S_GRAPHLOOKUP;
+        return parse_graph_lookup(s, v, err);
+    }
+    if (strcmp(name, "$indexStats") == 0 || strcmp(name, "$planCacheStats") == 0) {
+        /* An aggregate command takes a leading $indexStats / $planCacheStats itself (cmd_agg.c). */
+        return mf_err_set(err, MF_E_Location40602, "%s is only valid as the first stage in a pipeline", name);
     }
     if (strcmp(name, "$archived") == 0) {
         /* SPEC I2: an aggregate command takes it as its first stage (cmd_agg.c) before the pipeline is built. */
@@ -2353,6 +3313,660 @@ run_current_op(const stage_t *s, const mf_agg_env_t *env, mf_docvec_t *in, mf_do
     return env->current_op(env->ctx, s->spec, out, err);
 }
 
+/* ------------------------------------------------------------------------ */
+/* $redact, $bucketAuto, $unionWith, $graphLookup: execution                */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * $redact. The expression runs with the current (sub)document as its root
+ * ($$CURRENT and field paths; $$ROOT is the same document here) and must
+ * answer $$KEEP (the document as it is), $$PRUNE (dropped) or $$DESCEND
+ * (kept, its embedded documents, also inside arrays, redacted in turn);
+ * anything else is 17053.
+ */
+static int redact_value(const stage_t *s, const bson_value_t *in, bson_value_t *out, mf_error_t *err);
+
+/* redact_doc: *out = the redacted copy of doc (owned), or EOD when pruned. */
+static int
+redact_doc(const stage_t *s, const bson_value_t *doc, bson_value_t *out, mf_error_t *err)
+{
+    bson_t *root = value_to_doc(doc);
+    bson_value_t r;
+    int rc = mf_expr_eval(s->expr, root, &r, err);
+    bson_destroy(root);
+    memset(out, 0, sizeof *out);
+    out->value_type = BSON_TYPE_EOD;
+    if (rc < 0)
+        return -1;
+    const char *res = r.value_type == BSON_TYPE_UTF8 ? r.value.v_utf8.str : "";
+    if (strcmp(res, "keep") == 0) {
+        mf_value_copy(out, doc);
+    } else if (strcmp(res, "prune") == 0) {
+        /* nothing */
+    } else if (strcmp(res, "descend") == 0) {
+        bson_t b = BSON_INITIALIZER;
+        bson_iter_t it;
+        bson_iter_init_from_data(&it, doc->value.v_doc.data, doc->value.v_doc.data_len);
+        while (rc == 0 && bson_iter_next(&it)) {
+            bson_value_t fv;
+            rc = redact_value(s, bson_iter_value(&it), &fv, err);
+            if (rc == 0 && fv.value_type != BSON_TYPE_EOD)
+                bson_append_value(&b, bson_iter_key(&it), -1, &fv);
+            mf_value_free(&fv);
+        }
+        if (rc == 0) {
+            bson_value_t bv;
+            doc_value(&b, &bv);
+            mf_value_copy(out, &bv);
+        }
+        bson_destroy(&b);
+    } else {
+        rc = mf_err_set(err, MF_E_Location17053,
+                        "$redact's expression should not return anything aside from the variables $$KEEP, "
+                        "$$DESCEND, and $$PRUNE, but returned %s",
+                        r.value_type == BSON_TYPE_UTF8 ? r.value.v_utf8.str
+                        : r.value_type == BSON_TYPE_EOD ? "MISSING" : mf_type_name(r.value_type));
+    }
+    mf_value_free(&r);
+    return rc;
+}
+
+/* redact_value: a field's value under $$DESCEND (EOD: drop it). */
+static int
+redact_value(const stage_t *s, const bson_value_t *in, bson_value_t *out, mf_error_t *err)
+{
+    if (in->value_type == BSON_TYPE_DOCUMENT)
+        return redact_doc(s, in, out, err);
+    if (in->value_type != BSON_TYPE_ARRAY) {
+        mf_value_copy(out, in);
+        return 0;
+    }
+    bson_t b = BSON_INITIALIZER;
+    bson_iter_t it;
+    uint32_t n = 0;
+    int rc = 0;
+    bson_iter_init_from_data(&it, in->value.v_doc.data, in->value.v_doc.data_len);
+    while (rc == 0 && bson_iter_next(&it)) {
+        bson_value_t ev;
+        char buf[16];
+        const char *key;
+        rc = redact_value(s, bson_iter_value(&it), &ev, err);
+        if (rc == 0 && ev.value_type != BSON_TYPE_EOD) {
+            bson_uint32_to_string(n++, &key, buf, sizeof buf);
+            bson_append_value(&b, key, -1, &ev);
+        }
+        mf_value_free(&ev);
+    }
+    if (rc == 0) {
+        bson_value_t bv;
+        doc_value(&b, &bv);
+        bv.value_type = BSON_TYPE_ARRAY;
+        mf_value_copy(out, &bv);
+    }
+    bson_destroy(&b);
+    return rc;
+}
+
+static int
+run_redact(const stage_t *s, mf_docvec_t *in, mf_docvec_t *out, mf_error_t *err)
+{
+    bson_value_t vals[3];
+    int rc = 0;
+
+    memset(vals, 0, sizeof vals);
+    for (int i = 0; i < 3; i++) {
+        static const char *const strs[] = {"descend", "prune", "keep"};
+        vals[i].value_type = BSON_TYPE_UTF8;
+        vals[i].value.v_utf8.str = (char *)strs[i];
+        vals[i].value.v_utf8.len = (uint32_t)strlen(strs[i]);
+    }
+    mf_expr_vars_t frame = {redact_names, vals, 3, mf_expr_vars_current()};
+    mf_expr_vars_set(&frame);
+    for (size_t i = 0; i < in->len && rc == 0; i++) {
+        bson_value_t dv, r;
+        doc_value(in->docs[i], &dv);
+        rc = redact_doc(s, &dv, &r, err);
+        if (rc == 0 && r.value_type == BSON_TYPE_DOCUMENT)
+            mf_docvec_push_steal(out, value_to_doc(&r));
+        mf_value_free(&r);
+    }
+    mf_expr_vars_set(frame.up);
+    mf_docvec_destroy(in);
+    return rc;
+}
+
+/* Granularity rounding (mongod's rounders): round_up is the next series value strictly above v, round_down strictly below. */
+static int
+gran_check(const bson_value_t *v, mf_error_t *err)
+{
+    if (!mf_value_is_number(v))
+        return mf_err_set(err, MF_E_Location40262, "A granularity rounder can only round numeric values, but found type: %s",
+                          mf_type_name(v->value_type));
+    double d = mf_value_as_double(v);
+    if (isnan(d))
+        return mf_err_set(err, MF_E_Location40263, "A granularity rounder cannot round NaN");
+    if (d < 0)
+        return mf_err_set(err, MF_E_Location40268, "A granularity rounder can only round non-negative numbers");
+    return 0;
+}
+
+static void
+set_double(bson_value_t *o, double d)
+{
+    memset(o, 0, sizeof *o);
+    o->value_type = BSON_TYPE_DOUBLE;
+    o->value.v_double = d;
+}
+
+/* pow2: 2^e as $pow answers it for an integer base and exponent (int, long, or a double for e < 0). */
+static void
+pow2_value(int e, bool integral, bson_value_t *o)
+{
+    memset(o, 0, sizeof *o);
+    if (!integral || e < 0) {
+        set_double(o, ldexp(1.0, e));
+    } else if (e < 31) {
+        o->value_type = BSON_TYPE_INT32;
+        o->value.v_int32 = (int32_t)1 << e;
+    } else if (e < 63) {
+        o->value_type = BSON_TYPE_INT64;
+        o->value.v_int64 = (int64_t)1 << e;
+    } else {
+        set_double(o, ldexp(1.0, e));
+    }
+}
+
+static int
+gran_round(int gran, const bson_value_t *v, bool up, bson_value_t *o, mf_error_t *err)
+{
+    const struct granularity *g = &granularities[gran - 1];
+    if (gran_check(v, err) < 0)
+        return -1;
+    double x = mf_value_as_double(v);
+    if (x == 0) {
+        mf_value_copy(o, v);
+        return 0;
+    }
+    if (g->series == NULL) {
+        bool integral = v->value_type == BSON_TYPE_INT32 || v->value_type == BSON_TYPE_INT64;
+        int e;
+        if (integral) {
+            int64_t n = v->value_type == BSON_TYPE_INT32 ? v->value.v_int32 : v->value.v_int64;
+            int lg = 63 - __builtin_clzll((unsigned long long)n);
+            bool exact = (n & (n - 1)) == 0;
+            e = up ? lg + 1 : (exact ? lg - 1 : lg);
+        } else {
+            double lg = log2(x);
+            e = up ? (int)floor(lg) + 1 : (floor(lg) == lg ? (int)lg - 1 : (int)floor(lg));
+        }
+        pow2_value(e, integral, o);
+        return 0;
+    }
+    const double *s = g->series;
+    size_t n = g->n;
+    double m = 1.0;
+    if (up) {
+        while (x >= s[n - 1] * m)
+            m *= 10.0;
+        while (x < s[0] * m) {
+            double prev_min = s[0] * m;
+            m /= 10.0;
+            if (x >= s[n - 1] * m) {
+                set_double(o, prev_min);
+                return 0;
+            }
+        }
+        size_t i = 0;
+        while (i < n && !(x < s[i] * m))
+            i++;
+        set_double(o, s[i] * m);
+    } else {
+        while (x <= s[0] * m)
+            m /= 10.0;
+        while (x > s[n - 1] * m) {
+            double prev_max = s[n - 1] * m;
+            m *= 10.0;
+            if (x <= s[0] * m) {
+                set_double(o, prev_max);
+                return 0;
+            }
+        }
+        size_t i = 0;
+        while (i < n && s[i] * m < x)
+            i++;
+        set_double(o, s[i - 1] * m);
+    }
+    return 0;
+}
+
+/*
+ * $bucketAuto, as mongod's populateBuckets: the input, sorted by groupBy
+ * (missing as null) in an external sorter, is cut into buckets of about
+ * round(n / buckets) documents; equal values never split (with a
+ * granularity: every value below the rounded-up boundary joins); each
+ * bucket's max becomes the next one's min; the last bucket takes what is
+ * left; with a granularity the first min is rounded down and the last max
+ * up. The sorter holds {k: <groupBy value>, d: <document>}.
+ */
+static int
+ba_cmp(void *arg, const bson_t *a, const bson_t *b)
+{
+    bson_iter_t ia, ib;
+    (void)arg;
+    bson_iter_init(&ia, a);
+    bson_iter_init(&ib, b);
+    bson_iter_next(&ia);
+    bson_iter_next(&ib);
+    return mf_value_cmp(bson_iter_value(&ia), bson_iter_value(&ib));
+}
+
+/* ba_wrap: doc's sorter entry {k, d} (NULL with err: groupBy failed, or a granularity's key is not a non-negative number). */
+static bson_t *
+ba_wrap(const stage_t *s, const bson_t *doc, mf_error_t *err)
+{
+    bson_value_t k;
+    bson_t *w;
+
+    if (mf_expr_eval(s->expr, doc, &k, err) < 0)
+        return NULL;
+    if (k.value_type == BSON_TYPE_EOD)
+        k.value_type = BSON_TYPE_NULL;
+    if (s->gran) {
+        int rc = 0;
+        if (!mf_value_is_number(&k))
+            rc = mf_err_set(err, MF_E_Location40258,
+                            "$bucketAuto can specify a 'granularity' with numeric boundaries only, but found a value "
+                            "with type: %s", mf_type_name(k.value_type));
+        else if (isnan(mf_value_as_double(&k)))
+            rc = mf_err_set(err, MF_E_Location40259,
+                            "$bucketAuto can specify a 'granularity' with numeric boundaries only, but found a value "
+                            "that is NaN");
+        else if (mf_value_as_double(&k) < 0)
+            rc = mf_err_set(err, MF_E_Location40260,
+                            "$bucketAuto can specify a 'granularity' with non-negative numbers only, but found a "
+                            "negative value");
+        if (rc < 0) {
+            mf_value_free(&k);
+            return NULL;
+        }
+    }
+    w = bson_new();
+    bson_append_value(w, "k", 1, &k);
+    bson_append_document(w, "d", 1, doc);
+    mf_value_free(&k);
+    return w;
+}
+
+/* An entry pulled from the sorter: key and document point into raw (owned). */
+typedef struct ba_item {
+    bson_t *raw;
+    bson_value_t key;
+    bson_t doc;
+} ba_item_t;
+
+/* ba_pull: the next sorted entry (it->raw NULL at the end). */
+static int
+ba_pull(mf_sorter_t *so, ba_item_t *it, mf_error_t *err)
+{
+    bson_iter_t i;
+    const uint8_t *data;
+    uint32_t len;
+
+    memset(it, 0, sizeof *it);
+    if (mf_sorter_next(so, &it->raw, err) < 0)
+        return -1;
+    if (it->raw == NULL)
+        return 0;
+    bson_iter_init(&i, it->raw);
+    bson_iter_next(&i);
+    it->key = *bson_iter_value(&i);
+    bson_iter_next(&i);
+    bson_iter_document(&i, &len, &data);
+    if (!bson_init_static(&it->doc, data, len))
+        return mf_err_set(err, MF_E_InternalError, "corrupt $bucketAuto sorter entry");
+    return 0;
+}
+
+typedef struct ba_bucket {
+    bson_value_t min, max; /* owned */
+    group_t g;
+} ba_bucket_t;
+
+/* ba_add: folds it into bucket b (whose max becomes its key) and releases it. */
+static int
+ba_add(const stage_t *s, ba_bucket_t *b, ba_item_t *it, int64_t *mem, mf_error_t *err)
+{
+    int rc;
+    mf_value_free(&b->max);
+    mf_value_copy(&b->max, &it->key);
+    rc = group_fold(mem, s, &b->g, &it->doc, err);
+    bson_destroy(it->raw);
+    it->raw = NULL;
+    if (rc == 0 && *mem > MF_MAX_ACCUMULATOR_BYTES)
+        rc = mf_err_set(err, MF_E_ExceededMemoryLimit,
+                        "$bucketAuto used too much memory and cannot spill to disk. Memory limit: %d bytes",
+                        MF_MAX_ACCUMULATOR_BYTES);
+    return rc;
+}
+
+/* bucket_auto_emit: the buckets of the n documents in the finished sorter so, appended to out. */
+static int
+bucket_auto_emit(const stage_t *s, mf_sorter_t *so, int64_t n, mf_docvec_t *out, mf_error_t *err)
+{
+    ba_bucket_t *b = NULL;
+    size_t nb = 0;
+    ba_item_t next;
+    int64_t mem = 0, approx = (int64_t)llround((double)n / (double)s->n);
+    int rc = 0;
+
+    memset(&next, 0, sizeof next);
+    if (approx < 1)
+        approx = 1;
+    for (int64_t bi = 0; rc == 0 && bi < s->n; bi++) {
+        bool last = bi == s->n - 1;
+        ba_item_t cur;
+        if (next.raw != NULL) {
+            cur = next;
+            next.raw = NULL;
+        } else if ((rc = ba_pull(so, &cur, err)) < 0 || cur.raw == NULL) {
+            break;
+        }
+        b = bson_realloc(b, (nb + 1) * sizeof *b);
+        ba_bucket_t *bk = &b[nb++];
+        memset(bk, 0, sizeof *bk);
+        mf_value_copy(&bk->min, &cur.key);
+        bk->g.key.value_type = BSON_TYPE_NULL;
+        bk->g.acc = bson_malloc0((s->naccs ? s->naccs : 1) * sizeof *bk->g.acc);
+        for (size_t a = 0; a < s->naccs; a++)
+            acc_init(&bk->g.acc[a], s->accs[a].kind);
+        rc = ba_add(s, bk, &cur, &mem, err);
+        if (last) {
+            while (rc == 0 && (rc = ba_pull(so, &next, err)) == 0 && next.raw != NULL)
+                rc = ba_add(s, bk, &next, &mem, err);
+        } else {
+            for (int64_t j = 0; rc == 0 && j < approx - 1; j++) {
+                if ((rc = ba_pull(so, &next, err)) < 0 || next.raw == NULL)
+                    break;
+                rc = ba_add(s, bk, &next, &mem, err);
+            }
+            if (rc == 0)
+                rc = ba_pull(so, &next, err);
+            if (rc == 0 && s->gran) {
+                bson_value_t bound;
+                if ((rc = gran_round(s->gran, &bk->max, true, &bound, err)) == 0) {
+                    while (rc == 0 && next.raw != NULL && mf_value_cmp(&bound, &next.key) > 0) {
+                        rc = ba_add(s, bk, &next, &mem, err);
+                        if (rc == 0)
+                            rc = ba_pull(so, &next, err);
+                    }
+                    if (next.raw != NULL) {
+                        mf_value_free(&bk->max);
+                        mf_value_copy(&bk->max, &bound);
+                    }
+                    mf_value_free(&bound);
+                }
+            } else {
+                while (rc == 0 && next.raw != NULL && mf_value_cmp(&bk->max, &next.key) == 0) {
+                    rc = ba_add(s, bk, &next, &mem, err);
+                    if (rc == 0)
+                        rc = ba_pull(so, &next, err);
+                }
+            }
+        }
+        if (rc == 0 && nb > 1) {
+            ba_bucket_t *prev = &b[nb - 2];
+            if (s->gran) {
+                if (mf_value_as_double(&prev->max) == 0.0) {
+                    mf_value_free(&prev->max);
+                    rc = gran_round(s->gran, &bk->min, false, &prev->max, err);
+                }
+                mf_value_free(&bk->min);
+                mf_value_copy(&bk->min, &prev->max);
+            } else {
+                mf_value_free(&prev->max);
+                mf_value_copy(&prev->max, &bk->min);
+            }
+        }
+        if (rc == 0 && (bi & 255) == 255)
+            rc = mf_exec_check_deadline(err);
+    }
+    if (next.raw != NULL)
+        bson_destroy(next.raw);
+    if (rc == 0 && nb > 0 && s->gran) {
+        bson_value_t r;
+        if ((rc = gran_round(s->gran, &b[0].min, false, &r, err)) == 0) {
+            mf_value_free(&b[0].min);
+            b[0].min = r;
+        }
+        if (rc == 0 && (rc = gran_round(s->gran, &b[nb - 1].max, true, &r, err)) == 0) {
+            mf_value_free(&b[nb - 1].max);
+            b[nb - 1].max = r;
+        }
+    }
+    for (size_t i = 0; i < nb; i++) {
+        if (rc == 0) {
+            bson_t id = BSON_INITIALIZER;
+            bson_value_t idv;
+            bson_append_value(&id, "min", 3, &b[i].min);
+            bson_append_value(&id, "max", 3, &b[i].max);
+            doc_value(&id, &idv);
+            b[i].g.key = idv; /* borrowed for gt_result */
+            mf_docvec_push_steal(out, gt_result(s, &b[i].g));
+            bson_destroy(&id);
+        }
+        for (size_t a = 0; a < s->naccs; a++)
+            acc_free(&b[i].g.acc[a], s->accs[a].kind);
+        bson_free(b[i].g.acc);
+        mf_value_free(&b[i].min);
+        mf_value_free(&b[i].max);
+    }
+    bson_free(b);
+    return rc;
+}
+
+/* run_bucket_auto: the materialising $bucketAuto (no memory budget: the input is in memory already). */
+static int
+run_bucket_auto(const stage_t *s, mf_docvec_t *in, mf_docvec_t *out, mf_error_t *err)
+{
+    mf_sorter_t *so = mf_sorter_new(ba_cmp, NULL, INT64_MAX, false, NULL, NULL);
+    int rc = 0;
+
+    for (size_t i = 0; i < in->len && rc == 0; i++) {
+        bson_t *w = ba_wrap(s, in->docs[i], err);
+        rc = w ? mf_sorter_add(so, w, err) : -1;
+    }
+    if (rc == 0)
+        rc = mf_sorter_finish(so, err);
+    if (rc == 0)
+        rc = bucket_auto_emit(s, so, (int64_t)in->len, out, err);
+    mf_sorter_free(so);
+    mf_docvec_destroy(in);
+    return rc;
+}
+
+/* union_other: the documents $unionWith adds: its collection (or $documents) through its sub-pipeline. */
+static int
+union_other(const stage_t *s, const mf_agg_env_t *env, mf_docvec_t *out, mf_error_t *err)
+{
+    mf_docvec_t other;
+    mf_docvec_init(&other);
+    if (s->sub == NULL || !s->sub->collectionless) {
+        if (env == NULL || env->scan == NULL)
+            return mf_err_set(err, MF_E_InternalError, "$unionWith needs a collection scanner");
+        if (env->scan(env->ctx, s->from, s->sub ? mf_pipeline_first_match(s->sub) : NULL, collect_visit, &other,
+                      err) < 0) {
+            mf_docvec_destroy(&other);
+            return -1;
+        }
+    }
+    if (s->sub && run_stages(s->sub, env, &other, err) < 0)
+        return -1;
+    take_vec(out, &other);
+    return 0;
+}
+
+/* gl_values: appends every value of path in doc (arrays expanded one level) to the set (an accst_t's seen). */
+static void
+gl_values(accst_t *set, const bson_t *doc, const char *path, int64_t *bytes)
+{
+    lvals_t l;
+    bson_iter_t it;
+    bson_init(&l.arr);
+    l.n = 0;
+    l.saw_missing = false;
+    mf_path_walk(doc, path, lookup_visit, &l);
+    bson_iter_init(&it, &l.arr);
+    while (bson_iter_next(&it))
+        if (!seen_add(set, bson_iter_value(&it)))
+            *bytes += vsize(bson_iter_value(&it));
+    bson_destroy(&l.arr);
+}
+
+#define GRAPHLOOKUP_MAX_BYTES (100 * 1024 * 1024) /* internalDocumentSourceGraphLookupMaxMemoryBytes */
+
+/*
+ * graph_search: the breadth-first search of $graphLookup for one input
+ * document: each round scans 'from' for {$and: [restrictSearchWithMatch,
+ * {connectToField: {$in: frontier}}]}, keeps documents not seen yet (by _id,
+ * 40271 without one) with their depth, and takes their connectFromField
+ * values as the next frontier, until nothing new is found or maxDepth.
+ * visited + frontier past 100 MB is 40099. *found receives the documents.
+ */
+static int
+graph_search(const stage_t *s, const mf_agg_env_t *env, const bson_t *doc, mf_docvec_t *found, mf_error_t *err)
+{
+    accst_t visited, frontier;
+    bson_value_t start;
+    int64_t bytes = 0, fbytes = 0;
+    int rc = 0;
+
+    memset(&visited, 0, sizeof visited);
+    memset(&frontier, 0, sizeof frontier);
+    if (mf_expr_eval(s->expr, doc, &start, err) < 0)
+        return -1;
+    if (start.value_type == BSON_TYPE_ARRAY) {
+        bson_iter_t it;
+        bson_iter_init_from_data(&it, start.value.v_doc.data, start.value.v_doc.data_len);
+        while (bson_iter_next(&it))
+            if (!seen_add(&frontier, bson_iter_value(&it)))
+                fbytes += vsize(bson_iter_value(&it));
+    } else {
+        if (start.value_type == BSON_TYPE_EOD)
+            start.value_type = BSON_TYPE_NULL;
+        seen_add(&frontier, &start);
+    }
+    mf_value_free(&start);
+    for (int64_t depth = 0; rc == 0 && frontier.nseen > 0 && (s->n < 0 || depth <= s->n); depth++) {
+        bson_t filter = BSON_INITIALIZER, and, c, in, ex;
+        bool null_seen = false;
+        mf_docvec_t got;
+        accst_t next;
+        bson_append_array_begin(&filter, "$and", 4, &and);
+        if (s->spec)
+            bson_append_document(&and, "0", 1, s->spec);
+        bson_append_document_begin(&and, s->spec ? "1" : "0", 1, &c);
+        bson_append_document_begin(&c, s->foreign, -1, &in);
+        bson_t arr;
+        bson_append_array_begin(&in, "$in", 3, &arr);
+        for (size_t i = 0; i < frontier.nseen; i++) {
+            char buf[16];
+            const char *key;
+            bson_uint32_to_string((uint32_t)i, &key, buf, sizeof buf);
+            bson_append_value(&arr, key, -1, &frontier.seen[i]);
+            if (frontier.seen[i].value_type == BSON_TYPE_NULL || frontier.seen[i].value_type == BSON_TYPE_UNDEFINED)
+                null_seen = true;
+        }
+        bson_append_array_end(&in, &arr);
+        bson_append_document_end(&c, &in);
+        bson_append_document_end(&and, &c);
+        if (null_seen) {
+            /* null in the frontier must not match documents without connectToField. */
+            bson_append_document_begin(&and, s->spec ? "2" : "1", 1, &c);
+            bson_append_document_begin(&c, s->foreign, -1, &ex);
+            bson_append_bool(&ex, "$exists", 7, true);
+            bson_append_document_end(&c, &ex);
+            bson_append_document_end(&and, &c);
+        }
+        bson_append_array_end(&filter, &and);
+        mf_docvec_init(&got);
+        rc = env->scan(env->ctx, s->from, &filter, collect_visit, &got, err);
+        bson_destroy(&filter);
+        memset(&next, 0, sizeof next);
+        int64_t nbytes = 0;
+        for (size_t i = 0; i < got.len && rc == 0; i++) {
+            bson_iter_t it;
+            if (!bson_iter_init_find(&it, got.docs[i], "_id")) {
+                rc = mf_err_set(err, MF_E_Location40271,
+                                "Documents in the '%s' namespace must contain an _id for de-duplication in "
+                                "$graphLookup", s->from);
+                break;
+            }
+            if (seen_add(&visited, bson_iter_value(&it)))
+                continue; /* already found, at a smaller or equal depth */
+            bson_t *d = got.docs[i];
+            if (s->index_field) {
+                bson_value_t dv;
+                memset(&dv, 0, sizeof dv);
+                dv.value_type = BSON_TYPE_INT64;
+                dv.value.v_int64 = depth;
+                d = doc_set_path(got.docs[i], s->index_field, &dv);
+            } else {
+                got.docs[i] = NULL;
+            }
+            bytes += 16 + (int64_t)d->len;
+            gl_values(&next, d, s->local, &nbytes);
+            mf_docvec_push_steal(found, d);
+            if (bytes + nbytes + fbytes >= GRAPHLOOKUP_MAX_BYTES)
+                rc = mf_err_set(err, MF_E_Location40099, "$graphLookup reached maximum memory consumption");
+        }
+        for (size_t i = 0; i < got.len; i++)
+            if (got.docs[i])
+                bson_destroy(got.docs[i]);
+        got.len = 0;
+        mf_docvec_destroy(&got);
+        acc_free(&frontier, AC_ADDTOSET);
+        frontier = next;
+        fbytes = nbytes;
+        if (rc == 0 && (rc = mf_exec_check_deadline(err)) != 0)
+            break;
+    }
+    acc_free(&frontier, AC_ADDTOSET);
+    acc_free(&visited, AC_ADDTOSET);
+    return rc;
+}
+
+static int
+run_graph_lookup(const stage_t *s, const mf_agg_env_t *env, mf_docvec_t *in, mf_docvec_t *out, mf_error_t *err)
+{
+    int rc = 0;
+    if (env == NULL || env->scan == NULL) {
+        mf_docvec_destroy(in);
+        return mf_err_set(err, MF_E_InternalError, "$graphLookup needs a collection scanner");
+    }
+    for (size_t i = 0; i < in->len && rc == 0; i++) {
+        mf_docvec_t found;
+        mf_docvec_init(&found);
+        rc = graph_search(s, env, in->docs[i], &found, err);
+        if (rc == 0) {
+            bson_t arr = BSON_INITIALIZER;
+            bson_value_t av;
+            for (size_t j = 0; j < found.len; j++) {
+                char buf[16];
+                const char *key;
+                bson_uint32_to_string((uint32_t)j, &key, buf, sizeof buf);
+                bson_append_document(&arr, key, -1, found.docs[j]);
+            }
+            doc_value(&arr, &av);
+            av.value_type = BSON_TYPE_ARRAY;
+            mf_docvec_push_steal(out, doc_set_path(in->docs[i], s->field, &av));
+            bson_destroy(&arr);
+        }
+        mf_docvec_destroy(&found);
+    }
+    mf_docvec_destroy(in);
+    return rc;
+}
+
 static int
 run_stage(const stage_t *s, const mf_agg_env_t *env, mf_docvec_t *in, mf_docvec_t *out, mf_error_t *err)
 {
@@ -2492,6 +4106,15 @@ run_stage(const stage_t *s, const mf_agg_env_t *env, mf_docvec_t *in, mf_docvec_
         return run_lookup(s, env, in, out, err);
     case S_UNPACK:
         return run_unpack(s, in, out, err);
+    case S_REDACT:
+        return run_redact(s, in, out, err);
+    case S_BUCKETAUTO:
+        return run_bucket_auto(s, in, out, err);
+    case S_GRAPHLOOKUP:
+        return run_graph_lookup(s, env, in, out, err);
+    case S_UNIONWITH:
+        take_vec(out, in);
+        return union_other(s, env, out, err);
     case S_FACET: {
         bson_t *d = bson_new();
         for (size_t f = 0; f < s->nfacets; f++) {
@@ -2605,9 +4228,11 @@ mf_pipeline_pushdown(const mf_pipeline_t *p, bool sort_ok, mf_agg_pushdown_t *pd
  * node with next(): it pulls documents from the node before it (node -1 is
  * the source, env->pull, which reads the planner's plan a few documents at
  * a time). Per-document stages ($match, $project, $addFields, $unset,
- * $unwind, $replaceRoot, and $lookup with one scan of the foreign
- * collection per document) run run_stage over a one-document vector;
- * $limit/$skip/$count count; $sample keeps a reservoir of its size; $sort
+ * $unwind, $replaceRoot, $redact, $graphLookup, and $lookup with one scan
+ * of the foreign collection per document) run run_stage over a one-document
+ * vector; $unionWith passes its input through, then appends the other
+ * collection's documents; $bucketAuto feeds an external sorter (the sort
+ * budget), then cuts its buckets; $limit/$skip/$count count; $sample keeps a reservoir of its size; $sort
  * feeds an external sorter; $group, $bucket and $sortByCount fold into a
  * group table that spills partial groups to a sorter ordered by _id past
  * internalDocumentSourceGroupMaxMemoryBytes. Only $facet materialises its
@@ -2995,6 +4620,8 @@ node_next(mf_agg_stream_t *st, size_t i, const mf_agg_env_t *env, bson_t **out, 
         case S_UNWIND:
         case S_LOOKUP:
         case S_UNPACK:
+        case S_REDACT:
+        case S_GRAPHLOOKUP:
         case S_REPLACEROOT: {
             mf_docvec_t in;
             if (upstream(st, i, env, &d, err) < 0)
@@ -3091,6 +4718,39 @@ node_next(mf_agg_stream_t *st, size_t i, const mf_agg_env_t *env, bson_t **out, 
                 nd->done = true;
             return 0;
         }
+        case S_BUCKETAUTO: {
+            /* Its input goes to an external sorter (sort budget, spilling with allowDiskUse), then is cut. */
+            int64_t n = 0;
+            nd->sorter = mf_sorter_new(ba_cmp, NULL, st->sort_bytes, st->allow_disk,
+                                       "Exceeded memory limit for $bucketAuto, but didn't allow external sort. "
+                                       "Pass allowDiskUse:true to opt in.", st->tmp_dir);
+            for (;;) {
+                if (upstream(st, i, env, &d, err) < 0)
+                    return -1;
+                if (d == NULL)
+                    break;
+                bson_t *w = ba_wrap(s, d, err);
+                bson_destroy(d);
+                if (w == NULL || mf_sorter_add(nd->sorter, w, err) < 0)
+                    return -1;
+                if (++n % 1024 == 0 && mf_exec_check_deadline(err) != 0)
+                    return -1;
+            }
+            nd->done = true;
+            if (mf_sorter_finish(nd->sorter, err) < 0 || bucket_auto_emit(s, nd->sorter, n, &nd->buf, err) < 0)
+                return -1;
+            continue;
+        }
+        case S_UNIONWITH:
+            /* The input passes through; at its end, the other collection's documents follow. */
+            if (upstream(st, i, env, out, err) < 0)
+                return -1;
+            if (*out != NULL)
+                return 0;
+            nd->done = true;
+            if (union_other(s, env, &nd->buf, err) < 0)
+                return -1;
+            continue;
         case S_OUT:
         case S_MERGE:
             /* A streaming writer (the caller) takes the documents: pass them through. */

@@ -8,8 +8,16 @@
  * $last $push $addToSet $count) $count $unwind (string and document forms,
  * includeArrayIndex, preserveNullAndEmptyArrays) $replaceRoot $replaceWith
  * $sortByCount $lookup $facet $sample $bucket, the source stages $documents
- * and $currentOp, and the final write stages $out and $merge. $group also
- * has $mergeObjects $stdDevPop $stdDevSamp. Unknown stage → 40324
+ * and $currentOp, and the final write stages $out and $merge. $group (and
+ * $bucket's output) also has $mergeObjects $stdDevPop $stdDevSamp, the
+ * array accumulators $setUnion $concatArrays, the "n" accumulators $firstN
+ * $lastN $minN $maxN $top $bottom $topN $bottomN, and $median / $percentile
+ * (method 'approximate', answered with the discrete percentile). Also
+ * $redact, $bucketAuto (granularity series R5..R80, 1-2-5, E6..E192,
+ * POWERSOF2), $unionWith ("coll", {coll, pipeline}, or {pipeline} starting
+ * with $documents; the other collection, or view, is read through
+ * env->scan) and $graphLookup (a breadth-first search of 'from' through
+ * env->scan, one scan per depth). Unknown stage → 40324
  * ("Unrecognized pipeline stage name: '$foo'").
  *
  * $lookup forms: equality (localField/foreignField), correlated subquery
