@@ -225,6 +225,34 @@
     X(28748, Location28748)                                                    \
     X(28749, Location28749)                                                    \
     X(5858203, Location5858203)                                                \
+    X(5787900, Location5787900)                                                \
+    X(5788004, Location5788004)                                                \
+    X(5788005, Location5788005)                                                \
+    X(7750301, Location7750301)                                                \
+    X(5339900, Location5339900)                                                \
+    X(5339901, Location5339901)                                                \
+    X(5339902, Location5339902)                                                \
+    X(8947401, Location8947401)                                                \
+    X(5371601, Location5371601)                                                \
+    X(5371602, Location5371602)                                                \
+    X(5371603, Location5371603)                                                \
+    X(605001, Location605001)                                                  \
+    X(5490710, Location5490710)                                                \
+    X(6307900, Location6307900)                                                \
+    X(5429413, Location5429413)                                                \
+    X(5429414, Location5429414)                                                \
+    X(5429513, Location5429513)                                                \
+    X(5643011, Location5643011)                                                \
+    X(5787901, Location5787901)                                                \
+    X(5787902, Location5787902)                                                \
+    X(5787903, Location5787903)                                                \
+    X(5787906, Location5787906)                                                \
+    X(5787907, Location5787907)                                                \
+    X(5787908, Location5787908)                                                \
+    X(5624900, Location5624900)                                                \
+    X(5624901, Location5624901)                                                \
+    X(5624902, Location5624902)                                                \
+    X(5624903, Location5624903)                                                \
     X(16867, Location16867)                                                    \
     X(16868, Location16868)                                                    \
     X(40601, Location40601)                                                    \

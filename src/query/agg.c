@@ -69,11 +69,12 @@
 #include "doc/sort.h"
 #include "doc/value.h"
 #include "query/agg_spill.h"
+#include "query/agg_window.h"
 #include "query/exec.h"
 
 enum stage_kind { S_MATCH, S_PROJECT, S_ADDFIELDS, S_UNSET, S_SORT, S_LIMIT, S_SKIP, S_GROUP, S_COUNT,
                   S_UNWIND, S_REPLACEROOT, S_SORTBYCOUNT, S_LOOKUP, S_FACET, S_SAMPLE, S_CURRENTOP,
-                  S_DOCUMENTS, S_BUCKET, S_OUT, S_MERGE, S_UNPACK };
+                  S_DOCUMENTS, S_BUCKET, S_OUT, S_MERGE, S_UNPACK, S_WINDOW };
 
 /* ---- accumulators ---- */
 
@@ -107,6 +108,7 @@ typedef struct stage {
     char **facet_names;     /* $facet */
     struct mf_pipeline **facets;
     size_t nfacets;
+    mf_window_t *window;    /* $setWindowFields (agg_window.c) */
 } stage_t;
 
 struct mf_pipeline {
@@ -981,6 +983,7 @@ stage_free(stage_t *s)
     }
     bson_free(s->facet_names);
     bson_free(s->facets);
+    mf_window_free(s->window);
 }
 
 void
@@ -1871,6 +1874,11 @@ parse_stage(stage_t *s, const char *name, const bson_value_t *v, bool first, mf_
     }
     if (strcmp(name, "$changeStream") == 0)
         return mf_err_set(err, MF_E_Location40573, "The $changeStream stage is only supported on replica sets");
+    if (strcmp(name, "$setWindowFields") == 0) {
+        s->kind = S_WINDOW;
+        s->window = mf_window_new(v, err);
+        return s->window ? 0 : -1;
+    }
     if (strcmp(name, "$bucket") == 0) {
         s->kind = S_BUCKET;
         return parse_bucket(s, v, err);
@@ -2352,6 +2360,8 @@ run_stage(const stage_t *s, const mf_agg_env_t *env, mf_docvec_t *in, mf_docvec_
         return run_documents(s, in, out, err);
     case S_CURRENTOP:
         return run_current_op(s, env, in, out, err);
+    case S_WINDOW:
+        return mf_window_run(s->window, in, out, err);
     case S_MATCH:
         for (size_t i = 0; i < in->len; i++) {
             if (mf_matcher_match(s->matcher, in->docs[i], NULL))
@@ -2612,6 +2622,7 @@ typedef struct snode {
     mf_sorter_t *gspill;   /* $group partial groups, by _id */
     bool gdrained;
     bson_t *gpending;      /* spilled $group: next partial state already read */
+    mf_window_stream_t *window; /* $setWindowFields */
     stage_t sbc;           /* $sortByCount: its $group */
     acc_def_t sbc_acc;
 } snode_t;
@@ -2683,6 +2694,7 @@ mf_agg_stream_free(mf_agg_stream_t *st)
         mf_docvec_destroy(&nd->buf);
         mf_sorter_free(nd->sorter);
         mf_sorter_free(nd->gspill);
+        mf_window_stream_free(nd->window);
         if (nd->gpending)
             bson_destroy(nd->gpending);
         mf_expr_free(nd->sbc_acc.expr);
@@ -2705,6 +2717,7 @@ mf_agg_stream_spills(const mf_agg_stream_t *st)
             n += mf_sorter_spilled(st->nodes[i].sorter);
         if (st->nodes[i].gspill)
             n += mf_sorter_spilled(st->nodes[i].gspill);
+        n += mf_window_stream_spills(st->nodes[i].window);
     }
     return n;
 }
@@ -3110,6 +3123,25 @@ node_next(mf_agg_stream_t *st, size_t i, const mf_agg_env_t *env, bson_t **out, 
             continue;
         case S_SAMPLE:
             if (sample_fill(st, i, env, err) < 0)
+                return -1;
+            continue;
+        case S_WINDOW:
+            /* Sorted by (partition, sortBy) through a sorter, then one partition at a time. */
+            if (nd->window == NULL) {
+                nd->window = mf_window_stream_new(s->window, st->sort_bytes, st->sort_bytes, st->allow_disk,
+                                                  st->tmp_dir);
+                for (;;) {
+                    if (upstream(st, i, env, &d, err) < 0)
+                        return -1;
+                    if (d == NULL)
+                        break;
+                    if (mf_window_stream_add(nd->window, d, err) < 0)
+                        return -1;
+                }
+                if (mf_window_stream_finish(nd->window, err) < 0)
+                    return -1;
+            }
+            if (mf_window_stream_next(nd->window, &nd->buf, &nd->done, err) < 0)
                 return -1;
             continue;
         default: {
