@@ -2635,7 +2635,7 @@ struct mf_agg_stream {
     size_t src_pos;
     bool src_eof;
     bool allow_disk;
-    int64_t sort_bytes, group_bytes;
+    int64_t sort_bytes, group_bytes, window_bytes;
     char *tmp_dir; /* owned, may be NULL */
     int64_t spills;
 };
@@ -2648,6 +2648,7 @@ mf_agg_stream_new(const mf_pipeline_t *p, size_t first, const mf_agg_limits_t *l
     st->allow_disk = lim->allow_disk;
     st->sort_bytes = lim->sort_bytes;
     st->group_bytes = lim->group_bytes;
+    st->window_bytes = lim->window_bytes > 0 ? lim->window_bytes : lim->sort_bytes;
     st->tmp_dir = lim->tmp_dir ? mf_strdup(lim->tmp_dir) : NULL;
     st->n = first < p->n ? p->n - first : 0;
     st->nodes = mf_calloc(st->n ? st->n : 1, sizeof *st->nodes);
@@ -3128,7 +3129,7 @@ node_next(mf_agg_stream_t *st, size_t i, const mf_agg_env_t *env, bson_t **out, 
         case S_WINDOW:
             /* Sorted by (partition, sortBy) through a sorter, then one partition at a time. */
             if (nd->window == NULL) {
-                nd->window = mf_window_stream_new(s->window, st->sort_bytes, st->sort_bytes, st->allow_disk,
+                nd->window = mf_window_stream_new(s->window, st->sort_bytes, st->window_bytes, st->allow_disk,
                                                   st->tmp_dir);
                 for (;;) {
                     if (upstream(st, i, env, &d, err) < 0)

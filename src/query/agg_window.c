@@ -108,7 +108,7 @@ typedef struct wfield {
     int fn_unit;          /* $derivative / $integral unit, U_NONE */
     int64_t by;           /* $shift */
     bson_value_t dflt;    /* $shift default (EOD: null) */
-    double alpha;         /* $expMovingAvg */
+    long double alpha_l;  /* $expMovingAvg */
     int64_t n;            /* N functions */
     mf_sort_t *inner;     /* $topN ... sortBy */
     double *ps;           /* $percentile p values, $median: {0.5} */
@@ -564,14 +564,14 @@ parse_ema(const mf_window_t *w, const bson_value_t *v, wfield_t *f, mf_error_t *
                               mf_value_as_double(n));
         if (nv <= 0)
             return mf_err_set(err, MF_E_FailedToParse, "'N' must be greater than zero. Got %lld", (long long)nv);
-        f->alpha = 2.0 / ((double)nv + 1.0);
+        f->alpha_l = 2.0L / ((long double)nv + 1.0L);
     } else if (alpha != NULL) {
         if (!mf_value_is_number(alpha))
             return mf_err_set(err, MF_E_FailedToParse, "'alpha' must be a number");
         double a = mf_value_as_double(alpha);
         if (!(a > 0 && a < 1))
             return mf_err_set(err, MF_E_FailedToParse, "'alpha' must be between 0 and 1 (exclusive), found %g", a);
-        f->alpha = a;
+        f->alpha_l = (long double)a;
     } else {
         return mf_err_set(err, MF_E_FailedToParse,
                           "Got unrecognized field in $expMovingAvg$expMovingAvg sub object must have exactly two "
@@ -1748,16 +1748,17 @@ compute_field(const mf_window_t *w, const wfield_t *f, const part_t *p, bson_val
         break;
     }
     case WF_EMA: {
+        /* MongoDB computes in Decimal128; a long double keeps the rounding to double the same in practice. */
         bool have = false;
-        double cur = 0;
+        long double cur = 0, alpha = f->alpha_l;
         for (size_t i = 0; i < n; i++) {
             if (mf_value_is_number(&vals[i])) {
-                double x = mf_value_as_double(&vals[i]);
-                cur = have ? x * f->alpha + cur * (1 - f->alpha) : x;
+                long double x = (long double)mf_value_as_double(&vals[i]);
+                cur = have ? x * alpha + cur * (1.0L - alpha) : x;
                 have = true;
             }
             if (have)
-                set_double(&res[i], cur);
+                set_double(&res[i], (double)cur);
             else
                 set_null(&res[i]);
         }
