@@ -225,6 +225,8 @@
     X(28748, Location28748)                                                    \
     X(28749, Location28749)                                                    \
     X(5858203, Location5858203)                                                \
+    X(15974, Location15974)                                                    \
+    X(15975, Location15975)                                                    \
     X(5787900, Location5787900)                                                \
     X(5788004, Location5788004)                                                \
     X(5788005, Location5788005)                                                \

@@ -790,6 +790,24 @@ mf_window_new(const bson_value_t *v, mf_error_t *err)
         bson_t spec;
         bson_iter_t si;
         bson_init_static(&spec, sort->value.v_doc.data, sort->value.v_doc.data_len);
+        /* SortPattern's codes (the shared sort parser answers 2 for both). */
+        if (bson_iter_init(&si, &spec)) {
+            while (bson_iter_next(&si)) {
+                const bson_value_t *sv = bson_iter_value(&si);
+                int64_t d;
+                if (sv->value_type == BSON_TYPE_DOCUMENT)
+                    continue;
+                if (!mf_value_is_number(sv)) {
+                    mf_err_set(err, MF_E_Location15974, "Illegal key in $sort specification: %s", bson_iter_key(&si));
+                    goto err_free;
+                }
+                if (!mf_value_as_int64(sv, &d) || (d != 1 && d != -1)) {
+                    mf_err_set(err, MF_E_Location15975,
+                               "$sort key ordering must be 1 (for ascending) or -1 (for descending)");
+                    goto err_free;
+                }
+            }
+        }
         w->sort = mf_sort_new(&spec, err);
         if (w->sort == NULL)
             goto err_free;
@@ -1245,16 +1263,20 @@ acc_result(const wfield_t *f, const part_t *p, const bson_value_t *vals, const b
             idx[m++] = (size_t)j;
         array_of(out, vals, idx, m);
         return;
-    case WF_ADDTOSET:
-        for (int64_t j = l; j <= h; j++) {
-            bool dup = vals[j].value_type == BSON_TYPE_EOD;
-            for (size_t k = 0; k < m && !dup; k++)
-                dup = mf_value_cmp(&vals[idx[k]], &vals[j]) == 0 && vals[idx[k]].value_type == vals[j].value_type;
-            if (!dup)
+    case WF_ADDTOSET: {
+        /* Distinct values in ascending order (mongod's removable $addToSet is an ordered set). */
+        size_t u = 0;
+        for (int64_t j = l; j <= h; j++)
+            if (vals[j].value_type != BSON_TYPE_EOD)
                 idx[m++] = (size_t)j;
-        }
-        array_of(out, vals, idx, m);
+        g_cmp = &c;
+        qsort(idx, m, sizeof *idx, cmp_vals);
+        for (size_t k = 0; k < m; k++)
+            if (u == 0 || mf_value_cmp(&vals[idx[u - 1]], &vals[idx[k]]) != 0)
+                idx[u++] = idx[k];
+        array_of(out, vals, idx, u);
         return;
+    }
     case WF_FIRSTN:
     case WF_LASTN: {
         int64_t cnt = h - l + 1 < f->n ? h - l + 1 : f->n;
@@ -1631,11 +1653,8 @@ compute_field(const mf_window_t *w, const wfield_t *f, const part_t *p, bson_val
                 set_null(&res[i]);
                 continue;
             }
-            const bson_value_t *v = &vals[f->kind == WF_FIRST ? lo[i] : hi[i]];
-            if (v->value_type == BSON_TYPE_EOD)
-                set_null(&res[i]);
-            else
-                mf_value_copy(&res[i], v);
+            /* A missing value stays missing (the field is not set), as mongod's endpoint executor does. */
+            mf_value_copy(&res[i], &vals[f->kind == WF_FIRST ? lo[i] : hi[i]]);
         }
         break;
     case WF_DERIVATIVE:
@@ -1936,7 +1955,7 @@ wrap(const mf_window_t *w, bson_t *doc, bson_t **out, mf_error_t *err)
         if (k.value_type == BSON_TYPE_ARRAY) {
             mf_value_free(&k);
             bson_destroy(doc);
-            return mf_err_set(err, MF_E_TypeMismatch, "An expression used to partition cannot evaluate to value of type array");
+            return mf_err_set(err, MF_E_TypeMismatch, "Cannot 'partitionBy' an expression of type array");
         }
         if (k.value_type == BSON_TYPE_EOD)
             set_null(&k);

@@ -168,8 +168,8 @@ h.test('accumulators over the default window (whole partition) and sliding windo
   assert.deepEqual(byId(r, 'minNear'), { 4: 120, 0: 120, 2: 120, 5: 104, 3: 104, 1: 104 });
   assert.deepEqual(byId(r, 'maxBefore'), { 4: null, 0: 162, 2: 162, 5: null, 3: 134, 1: 134 });
   assert.deepEqual(byId(r, 'types'), {
-    4: ['strawberry', 'chocolate', 'vanilla'], 0: ['chocolate', 'vanilla'], 2: ['vanilla'],
-    5: ['strawberry', 'vanilla', 'chocolate'], 3: ['vanilla', 'chocolate'], 1: ['chocolate'],
+    4: ['chocolate', 'strawberry', 'vanilla'], 0: ['chocolate', 'vanilla'], 2: ['vanilla'],
+    5: ['chocolate', 'strawberry', 'vanilla'], 3: ['chocolate', 'vanilla'], 1: ['chocolate'],
   });
   assert.deepEqual(byId(r, 'next'), { 4: 13, 0: 12, 2: null, 5: 13, 3: 14, 1: null });
   assert.deepEqual(byId(r, 'avgAll'), { 4: 22, 0: 22, 2: 22, 5: 70 / 3, 3: 70 / 3, 1: 70 / 3 });
@@ -188,8 +188,12 @@ h.test('$sum / $avg types, nulls and non-numbers; $min / $max skip nulls; empty 
       noneAvg: { $avg: '$v', window: { documents: [6, 9] } },
       noneCount: { $count: {}, window: { documents: [-9, -6] } },
       pushNone: { $push: '$v', window: { documents: [-9, -6] } },
+      self: { $first: '$v', window: { documents: [0, 0] } },
     },
   });
+  assert.ok(!('self' in r[4]), 'a missing value leaves the field unset');
+  assert.equal(r[3].self, null);
+  assert.equal(r[2].self, 'x');
   assert.equal(r[0].s, 6.5);
   assert.equal(r[0].a, 6.5 / 3);
   assert.equal(r[0].mn, 1);
@@ -426,6 +430,8 @@ h.test('parse errors: stage shape, output fields, window functions', async () =>
   await assert.rejects(agg({ sortBy: { a: 1 } }), { code: 40414 });
   await assert.rejects(agg({ sortBy: 1, output: {} }), { code: 14 });
   await assert.rejects(agg({ output: 1 }), { code: 14 });
+  await assert.rejects(agg({ sortBy: { a: 'x' }, output: {} }), { code: 15974 });
+  await assert.rejects(agg({ sortBy: { a: 2 }, output: {} }), { code: 15975 });
   await assert.rejects(agg({ output: { x: 1 } }), { code: 9 });
   await assert.rejects(agg({ output: { x: { $summ: '$a' } } }), { code: 9 });
   await assert.rejects(agg({ output: { x: { window: {} } } }), { code: 9 });
