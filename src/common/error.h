@@ -225,6 +225,9 @@
     X(28748, Location28748)                                                    \
     X(28749, Location28749)                                                    \
     X(5858203, Location5858203)                                                \
+    X(5423900, Location5423900)                                                \
+    X(5423901, Location5423901)                                                \
+    X(5423902, Location5423902)                                                \
     X(15974, Location15974)                                                    \
     X(15975, Location15975)                                                    \
     X(5787900, Location5787900)                                                \

@@ -1250,9 +1250,9 @@ cmp_docs(const void *a, const void *b)
  * acc_result: the value of an accumulating function over window [l, h]
  * (not empty). idx is scratch space of at least h-l+1 entries.
  */
-static void
+static int
 acc_result(const wfield_t *f, const part_t *p, const bson_value_t *vals, const bson_value_t *sv, int64_t l,
-           int64_t h, size_t *idx, bson_value_t *out)
+           int64_t h, size_t *idx, bson_value_t *out, mf_error_t *err)
 {
     size_t m = 0;
     cmpctx_t c = {vals, p, f->inner, 1};
@@ -1262,7 +1262,7 @@ acc_result(const wfield_t *f, const part_t *p, const bson_value_t *vals, const b
         for (int64_t j = l; j <= h; j++)
             idx[m++] = (size_t)j;
         array_of(out, vals, idx, m);
-        return;
+        return 0;
     case WF_ADDTOSET: {
         /* Distinct values in ascending order (mongod's removable $addToSet is an ordered set). */
         size_t u = 0;
@@ -1275,7 +1275,7 @@ acc_result(const wfield_t *f, const part_t *p, const bson_value_t *vals, const b
             if (u == 0 || mf_value_cmp(&vals[idx[u - 1]], &vals[idx[k]]) != 0)
                 idx[u++] = idx[k];
         array_of(out, vals, idx, u);
-        return;
+        return 0;
     }
     case WF_FIRSTN:
     case WF_LASTN: {
@@ -1296,7 +1296,7 @@ acc_result(const wfield_t *f, const part_t *p, const bson_value_t *vals, const b
         out->value.v_doc.data = bson_malloc(arr.len);
         memcpy(out->value.v_doc.data, bson_get_data(&arr), arr.len);
         bson_destroy(&arr);
-        return;
+        return 0;
     }
     case WF_MINN:
     case WF_MAXN:
@@ -1307,7 +1307,7 @@ acc_result(const wfield_t *f, const part_t *p, const bson_value_t *vals, const b
         g_cmp = &c;
         qsort(idx, m, sizeof *idx, cmp_vals);
         array_of(out, vals, idx, m < (size_t)f->n ? m : (size_t)f->n);
-        return;
+        return 0;
     case WF_TOPN:
     case WF_BOTTOMN:
     case WF_TOP:
@@ -1324,7 +1324,7 @@ acc_result(const wfield_t *f, const part_t *p, const bson_value_t *vals, const b
                 set_null(out);
             else
                 mf_value_copy(out, &vals[sel[0]]);
-            return;
+            return 0;
         }
         bson_t arr = BSON_INITIALIZER;
         for (size_t j = 0; j < k; j++) {
@@ -1341,7 +1341,7 @@ acc_result(const wfield_t *f, const part_t *p, const bson_value_t *vals, const b
         out->value.v_doc.data = bson_malloc(arr.len);
         memcpy(out->value.v_doc.data, bson_get_data(&arr), arr.len);
         bson_destroy(&arr);
-        return;
+        return 0;
     }
     case WF_MEDIAN:
     case WF_PERCENTILE: {
@@ -1375,7 +1375,7 @@ acc_result(const wfield_t *f, const part_t *p, const bson_value_t *vals, const b
                 *out = r;
                 bson_destroy(&arr);
                 bson_free(xs);
-                return;
+                return 0;
             }
             char buf[16];
             const char *key;
@@ -1389,31 +1389,40 @@ acc_result(const wfield_t *f, const part_t *p, const bson_value_t *vals, const b
         memcpy(out->value.v_doc.data, bson_get_data(&arr), arr.len);
         bson_destroy(&arr);
         bson_free(xs);
-        return;
+        return 0;
     }
     case WF_INTEGRAL: {
+        /* Trapezoids between neighbours; every point must be [number or date, number] (mongod: 5423900-2). */
         double sum = 0, px = 0, py = 0;
-        bool have = false;
+        bool nan = false;
         for (int64_t j = l; j <= h; j++) {
             double x, y;
-            if (!mf_value_is_number(&vals[j]) || !x_value(&sv[j], f->fn_unit, &x))
-                continue;
+            bool date = sv[j].value_type == BSON_TYPE_DATE_TIME;
+            if (!mf_value_is_number(&vals[j]) || !(date || mf_value_is_number(&sv[j])))
+                return mf_err_set(err, MF_E_Location5423900,
+                                  "The input value of $integral window function must be a vector of 2 value, the first "
+                                  "value must be numeric or date type and the second must be numeric.");
+            if (f->fn_unit != U_NONE && !date)
+                return mf_err_set(err, MF_E_Location5423901,
+                                  "$integral with 'outputUnit' expects the sortBy field to be a Date");
+            if (f->fn_unit == U_NONE && date)
+                return mf_err_set(err, MF_E_Location5423902,
+                                  "$integral (with no 'outputUnit') expects the sortBy field to be numeric");
+            x_value(&sv[j], f->fn_unit, &x);
             y = mf_value_as_double(&vals[j]);
-            if (have)
+            if (isnan(x) || isnan(y))
+                nan = true;
+            if (j > l)
                 sum += (x - px) * (y + py) / 2.0;
             px = x;
             py = y;
-            have = true;
         }
-        if (have)
-            set_double(out, sum);
-        else
-            set_null(out);
-        return;
+        set_double(out, nan ? NAN : sum);
+        return 0;
     }
     default:
         set_null(out);
-        return;
+        return 0;
     }
 }
 
@@ -1640,7 +1649,8 @@ compute_field(const mf_window_t *w, const wfield_t *f, const part_t *p, bson_val
                 bson_value_copy(&res[i - 1], &res[i]);
                 continue;
             }
-            acc_result(f, p, vals, sv, l, h, idx, &res[i]);
+            if (acc_result(f, p, vals, sv, l, h, idx, &res[i], err) < 0)
+                goto done;
             if ((i & 255) == 255 && mf_exec_check_deadline(err) != 0)
                 goto done;
         }
@@ -1788,6 +1798,9 @@ compute_field(const mf_window_t *w, const wfield_t *f, const part_t *p, bson_val
     }
     rc = 0;
 done:
+    if (rc < 0)
+        for (size_t i = 0; i < n; i++)
+            mf_value_free(&res[i]);
     for (size_t i = 0; i < n; i++)
         mf_value_free(&vals[i]);
     bson_free(vals);

@@ -280,6 +280,11 @@ h.test('$derivative and $integral with a date sortBy and unit', async () => {
   await assert.rejects(docsAgg(db, [{ t: 0 }], { sortBy: { t: 1 }, output: { d: { $derivative: { input: '$y' } } } }), { code: 9 });
   await assert.rejects(docsAgg(db, [{ t: 0 }], { sortBy: { t: 1 }, output: { d: { $integral: { input: '$y', unit: 'month' } } } }), { code: 5490710 });
   await assert.rejects(docsAgg(db, [{ t: 0 }], { output: { d: { $integral: { input: '$y' } } } }), { code: 9 });
+  await assert.rejects(docsAgg(db, [{ t: 0, y: 1 }, { t: 1, y: 'x' }], { sortBy: { t: 1 }, output: { d: { $integral: { input: '$y' } } } }), { code: 5423900 });
+  await assert.rejects(docsAgg(db, [{ t: 0, y: 1 }], { sortBy: { t: 1 }, output: { d: { $integral: { input: '$y', unit: 'hour' } } } }), { code: 5423901 });
+  await assert.rejects(c.aggregate([{ $setWindowFields: { sortBy: { ts: 1 }, output: { d: { $integral: { input: '$miles' } } } } }]).toArray(), { code: 5423902 });
+  // An error after some documents were computed leaks nothing (LeakSanitizer checks at shutdown).
+  await assert.rejects(docsAgg(db, [{ t: 0, y: 1 }, { t: 1, y: 2 }, { t: 2, y: 'x' }], { sortBy: { t: 1 }, output: { p: { $push: '$y', window: { documents: [-1, 0] } }, d: { $integral: { input: '$y' }, window: { documents: [-1, 0] } } } }), { code: 5423900 });
 });
 
 h.test('$locf and $linearFill', async () => {
