@@ -1031,7 +1031,7 @@ sum_value(const sumst_t *s, bool avg, bson_value_t *out)
             double q = mf_value_as_double(&acc) / (double)s->nnum;
             char buf[64];
             mf_value_free(&acc);
-            snprintf(buf, sizeof buf, "%.17g", q);
+            snprintf(buf, sizeof buf, "%.15g", q); /* as expr.c converts doubles back to decimals */
             memset(out, 0, sizeof *out);
             out->value_type = BSON_TYPE_DECIMAL128;
             bson_decimal128_from_string(buf, &out->value.v_decimal128);
@@ -2156,7 +2156,8 @@ mf_window_stream_next(mf_window_stream_t *ws, mf_docvec_t *out, bool *eof, mf_er
             cap = cap ? cap * 2 : 64;
             v = bson_realloc(v, cap * sizeof *v);
         }
-        bytes += ws->pending->len + (int64_t)sizeof(bson_t);
+        /* Each document is held twice while its partition is computed (input and output), as mongod counts its cache. */
+        bytes += 2 * (int64_t)ws->pending->len + (int64_t)sizeof(bson_t);
         v[n++] = ws->pending;
         ws->pending = NULL;
         if (bytes > ws->part_bytes && !ws->allow_disk) {

@@ -422,6 +422,17 @@ h.test('memory: the sort fails with 292 or spills with allowDiskUse; a partition
     await admin.command({ setParameter: 1, internalQueryMaxBlockingSortMemoryUsageBytes: 104857600, internalDocumentSourceSetWindowFieldsMaxMemoryBytes: 100000 });
     await assert.rejects(c.aggregate(pipe, { allowDiskUse: false }).toArray(), { code: 5643011 });
     assert.equal((await c.aggregate(pipe, { allowDiskUse: true }).toArray()).length, 3000);
+    // mongod's own check (set_window_fields memory_limit.js): ten 1 KB documents in one partition.
+    const m = srv.freshDb('mem2').collection('c');
+    for (let i = 0; i < 10; i++) await m.insertOne({ _id: i, partitionKey: 1, largeStr: Array(1025).toString() });
+    const limit = (bytes) => admin.command({ setParameter: 1, internalDocumentSourceSetWindowFieldsMaxMemoryBytes: bytes });
+    const one = [{ $setWindowFields: { sortBy: { partitionKey: 1 }, output: { val: { $sum: '$_id' } } } }];
+    await limit(1200);
+    await assert.rejects(m.aggregate(one, { allowDiskUse: false }).toArray(), { code: 5643011 });
+    await limit(1200 * 10 * 3 + 1024);
+    assert.equal((await m.aggregate(one, { allowDiskUse: false }).toArray())[9].val, 45);
+    await limit(1200 * 10 + 1024);
+    await assert.rejects(m.aggregate([{ $setWindowFields: { sortBy: { partitionKey: 1 }, partitionBy: '$partitionKey', output: { val: { $max: '$largeStr', window: { documents: [-9, 9] } } } } }], { allowDiskUse: false }).toArray(), { code: 5643011 });
   } finally {
     await admin.command({ setParameter: 1, internalQueryMaxBlockingSortMemoryUsageBytes: 104857600, internalDocumentSourceSetWindowFieldsMaxMemoryBytes: 104857600 });
   }
