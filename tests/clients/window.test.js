@@ -175,6 +175,57 @@ h.test('accumulators over the default window (whole partition) and sliding windo
   assert.deepEqual(byId(r, 'avgAll'), { 4: 22, 0: 22, 2: 22, 5: 70 / 3, 3: 70 / 3, 1: 70 / 3 });
 });
 
+h.test('document windows: every bounds pair of mongod\'s window_function_helpers.js, against a reference', async () => {
+  const c = srv.freshDb('bounds_ref').collection('ticker');
+  const docs = [];
+  for (let i = 0; i < 10; i++) {
+    docs.push({ _id: i, partIndex: i, ticker: 'T1', price: 500 - i * 10 });
+    docs.push({ _id: i + 10, partIndex: i, ticker: 'T2', price: 400 + i * 10 });
+  }
+  await c.insertMany(docs);
+  const bounds = [['unbounded', 0], ['unbounded', -1], ['unbounded', 1], ['unbounded', 5], ['unbounded', 'unbounded'],
+    [0, 'unbounded'], [0, 1], ['current', 2], [0, 5], ['current', 4], [-1, 1], [-2, 'unbounded'], [1, 'unbounded'],
+    [-3, -1], [1, 3], [-2, 3], [-5, -5], [2, 3]];
+  const accs = {
+    $sum: (v) => v.reduce((a, b) => a + b, 0),
+    $avg: (v) => (v.length ? v.reduce((a, b) => a + b, 0) / v.length : null),
+    $min: (v) => (v.length ? Math.min(...v) : null),
+    $max: (v) => (v.length ? Math.max(...v) : null),
+    $push: (v) => v,
+    $addToSet: (v) => [...new Set(v)].sort((a, b) => a - b),
+    $first: (v) => (v.length ? v[0] : null),
+    $last: (v) => (v.length ? v[v.length - 1] : null),
+    $stdDevPop: (v) => {
+      if (!v.length) return null;
+      const m = v.reduce((a, b) => a + b, 0) / v.length;
+      return Math.sqrt(v.reduce((a, b) => a + (b - m) * (b - m), 0) / v.length);
+    },
+  };
+  const at = (b, i) => (b === 'unbounded' ? null : b === 'current' ? i : i + b);
+  for (const partitionBy of [null, '$ticker', { $toLower: '$ticker' }]) {
+    const parts = partitionBy === null ? [docs.slice().sort((a, b) => a._id - b._id)] :
+      ['T1', 'T2'].map((t) => docs.filter((d) => d.ticker === t).sort((a, b) => a._id - b._id));
+    for (const [lo, hi] of bounds) {
+      const output = {};
+      for (const a of Object.keys(accs)) output[a.slice(1)] = { [a]: '$price', window: { documents: [lo, hi] } };
+      const r = await c.aggregate([{ $setWindowFields: { partitionBy, sortBy: { _id: 1 }, output } }]).toArray();
+      const got = Object.fromEntries(r.map((d) => [d._id, d]));
+      for (const part of parts) {
+        part.forEach((d, i) => {
+          const l = Math.max(0, at(lo, i) ?? 0), h = Math.min(part.length - 1, at(hi, i) ?? part.length - 1);
+          const vals = l <= h ? part.slice(l, h + 1).map((x) => x.price) : [];
+          for (const [a, f] of Object.entries(accs)) {
+            const want = f(vals), have = got[d._id][a.slice(1)];
+            const what = `${a} [${lo}, ${hi}] partitionBy ${JSON.stringify(partitionBy)} _id ${d._id}`;
+            if (a === '$stdDevPop' && want !== null) close(have, want, 1e-9);
+            else assert.deepEqual(have, want, what);
+          }
+        });
+      }
+    }
+  }
+});
+
 h.test('$sum / $avg types, nulls and non-numbers; $min / $max skip nulls; empty windows', async () => {
   const db = srv.freshDb('types');
   const r = await docsAgg(db, [
