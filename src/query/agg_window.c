@@ -1702,17 +1702,19 @@ compute_field(const mf_window_t *w, const wfield_t *f, const part_t *p, bson_val
         }
         break;
     case WF_SHIFT:
+        /* Outside the partition, or a missing value there, gives the default (null without one). */
         for (size_t i = 0; i < n; i++) {
             int64_t j = (int64_t)i + f->by;
-            if (j < 0 || j >= (int64_t)n) {
-                if (f->dflt.value_type == BSON_TYPE_EOD)
-                    set_null(&res[i]);
-                else
-                    mf_value_copy(&res[i], &f->dflt);
-                continue;
+            if (j >= 0 && j < (int64_t)n) {
+                if (mf_expr_eval(f->input, &p->docs[j], &res[i], err) < 0)
+                    goto done;
+                if (res[i].value_type != BSON_TYPE_EOD)
+                    continue;
             }
-            if (mf_expr_eval(f->input, &p->docs[j], &res[i], err) < 0)
-                goto done;
+            if (f->dflt.value_type == BSON_TYPE_EOD)
+                set_null(&res[i]);
+            else
+                mf_value_copy(&res[i], &f->dflt);
         }
         break;
     case WF_RANK:

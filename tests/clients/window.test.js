@@ -141,6 +141,10 @@ h.test('manual: $shift with a default, forwards and backwards', async () => {
   assert.deepEqual(byId(r, 'shiftQuantityForState'),
     { 4: 145, 2: 120, 0: 'Not available', 1: 134, 5: 104, 3: 'Not available' });
   assert.deepEqual(byId(r, 'prev'), { 4: null, 2: 162, 0: 145, 1: null, 5: 140, 3: 134 });
+  // A missing value in the shifted document also gives the default (mongod's shift.js).
+  const m = await docsAgg(srv.freshDb('shift_missing'), [{ _id: 1 }, { _id: 2 }],
+    { sortBy: { _id: 1 }, output: { a: { $shift: { output: '$b', by: 1, default: 'c' } }, z: { $shift: { output: '$b', by: 0 } } } });
+  assert.deepEqual(m, [{ _id: 1, a: 'c', z: null }, { _id: 2, a: 'c', z: null }]);
 });
 
 h.test('accumulators over the default window (whole partition) and sliding windows', async () => {
