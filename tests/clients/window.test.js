@@ -112,6 +112,28 @@ h.test('range bounds: 0 takes ties, "current" is the current document itself', a
   assert.deepEqual(byId(r, 'frac'), { 1: 111, 2: 111, 3: 1100, 4: 1000 });
 });
 
+h.test('range windows: gaps, ties, empty windows and unbounded sides (mongod\'s range.js)', async () => {
+  const c = srv.freshDb('range_js').collection('c');
+  await c.insertMany([0, 1, 1.5, 2, 3, 100, 100, 101].map((x) => ({ x })));
+  const run = async (lower, upper, more = []) => (await c.aggregate([
+    { $setWindowFields: { partitionBy: '$partition', sortBy: { x: 1 }, output: { y: { $push: '$x', window: { range: [lower, upper] } } } } },
+    ...more, { $unset: '_id' }]).toArray()).map((d) => d.y);
+  assert.deepEqual(await run(-1, 0), [[0], [0, 1], [1, 1.5], [1, 1.5, 2], [2, 3], [100, 100], [100, 100], [100, 100, 101]]);
+  assert.deepEqual(await run(0, 'unbounded'), [[0, 1, 1.5, 2, 3, 100, 100, 101], [1, 1.5, 2, 3, 100, 100, 101],
+    [1.5, 2, 3, 100, 100, 101], [2, 3, 100, 100, 101], [3, 100, 100, 101], [100, 100, 101], [100, 100, 101], [101]]);
+  assert.deepEqual(await run('current', 'current', [{ $match: { x: 100 } }]), [[100], [100]]);
+  assert.deepEqual(await run('current', 1, [{ $match: { x: 100 } }]), [[100, 100, 101], [100, 101]]);
+  assert.deepEqual(await run(-97, 'current', [{ $match: { x: 100 } }]), [[3, 100], [3, 100, 100]]);
+  assert.deepEqual(await run(-1, -1), [[], [0], [], [1], [2], [], [], [100, 100]]);
+  assert.deepEqual(await run(1, 1), [[1], [2], [], [3], [], [101], [101], []]);
+  assert.deepEqual(await run('unbounded', -99), [[], [], [], [], [], [0, 1], [0, 1], [0, 1, 1.5, 2]]);
+  assert.deepEqual(await run(99, 'unbounded'), [[100, 100, 101], [100, 100, 101], [101], [101], [], [], [], []]);
+  assert.deepEqual(await run(999, 999), [[], [], [], [], [], [], [], []]);
+  await c.insertMany([{}, { x: null }, { x: '' }, { x: {} }]);
+  await assert.rejects(run(999, 999), { code: 5429414, message: /Invalid range: Expected the sortBy field to be a number/ });
+  await assert.rejects(run('unbounded', 'unbounded'), { code: 5429414 });
+});
+
 h.test('manual: $rank, $denseRank and $documentNumber (ties)', async () => {
   const c = await cakes('rank');
   const r = await c.aggregate([{
