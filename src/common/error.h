@@ -225,6 +225,7 @@
     X(28748, Location28748)                                                    \
     X(28749, Location28749)                                                    \
     X(5858203, Location5858203)                                                \
+    X(6050106, Location6050106)                                                \
     X(5423900, Location5423900)                                                \
     X(5423901, Location5423901)                                                \
     X(5423902, Location5423902)                                                \

@@ -1744,37 +1744,59 @@ compute_field(const mf_window_t *w, const wfield_t *f, const part_t *p, bson_val
         break;
     }
     case WF_LINEARFILL: {
-        int64_t prev = -1;
+        /*
+         * As mongod's linear-fill executor: values numeric or nullish, sortBy values numeric or
+         * dates (not mixed, never repeated), nulls between two known points interpolated as
+         * y1 + (x - x1) * ((y2 - y1) / (x2 - x1)), the others left null.
+         */
+        int64_t prev = -1, next = -1;
         for (size_t i = 0; i < n; i++) {
-            if (!nullish(&vals[i])) {
-                mf_value_copy(&res[i], &vals[i]);
+            const bson_value_t *v = &vals[i], *x = &sv[i];
+            if (!mf_value_is_number(v) && !nullish(v)) {
+                mf_err_set(err, MF_E_TypeMismatch, "Value to be filled must be numeric or nullish, but found %s",
+                           mf_type_name(v->value_type));
+                goto done;
+            }
+            bool xdate = x->value_type == BSON_TYPE_DATE_TIME;
+            if (!mf_value_is_number(x) && !xdate) {
+                mf_err_set(err, MF_E_TypeMismatch, "Value of the sortBy field must be numeric or a date, but found %s",
+                           x->value_type == BSON_TYPE_EOD ? "missing" : mf_type_name(x->value_type));
+                goto done;
+            }
+            if (i > 0) {
+                if (mf_value_cmp(x, &sv[i - 1]) == 0) {
+                    mf_err_set(err, MF_E_Location6050106, "There can be no repeated values in the sort field");
+                    goto done;
+                }
+                if (xdate != (sv[i - 1].value_type == BSON_TYPE_DATE_TIME)) {
+                    mf_err_set(err, MF_E_TypeMismatch,
+                               "Conflicting sort value types, previously received type %s, but found %s",
+                               mf_type_name(sv[i - 1].value_type), mf_type_name(x->value_type));
+                    goto done;
+                }
+            }
+            if (!nullish(v)) {
+                mf_value_copy(&res[i], v);
                 prev = (int64_t)i;
                 continue;
             }
-            int64_t next = -1;
-            for (size_t j = i + 1; j < n; j++) {
-                if (!nullish(&vals[j])) {
-                    next = (int64_t)j;
-                    break;
+            if (next <= (int64_t)i) {
+                next = -1;
+                for (size_t j = i + 1; j < n; j++) {
+                    if (!nullish(&vals[j]) && !nullish(&sv[j])) {
+                        next = (int64_t)j;
+                        break;
+                    }
                 }
             }
-            double x0, x1, x;
-            if (prev < 0 || next < 0 || !mf_value_is_number(&vals[prev]) || !mf_value_is_number(&vals[next]) ||
-                !x_value(&sv[prev], U_NONE, &x0) || !x_value(&sv[next], U_NONE, &x1) ||
-                !x_value(&sv[i], U_NONE, &x) || x1 == x0) {
+            double x0, x1, xi;
+            if (prev < 0 || next < 0 || !mf_value_is_number(&vals[next]) || !x_value(&sv[prev], U_NONE, &x0) ||
+                !x_value(&sv[next], U_NONE, &x1) || !x_value(x, U_NONE, &xi)) {
                 set_null(&res[i]);
                 continue;
             }
             double y0 = mf_value_as_double(&vals[prev]), y1 = mf_value_as_double(&vals[next]);
-            set_double(&res[i], y0 + (x - x0) * (y1 - y0) / (x1 - x0));
-            /* The documents up to next are all null: fill them in this pass. */
-            for (size_t j = i + 1; j < (size_t)next; j++) {
-                if (x_value(&sv[j], U_NONE, &x))
-                    set_double(&res[j], y0 + (x - x0) * (y1 - y0) / (x1 - x0));
-                else
-                    set_null(&res[j]);
-            }
-            i = (size_t)next - 1;
+            set_double(&res[i], y0 + (xi - x0) * ((y1 - y0) / (x1 - x0)));
         }
         break;
     }

@@ -371,6 +371,18 @@ h.test('$locf and $linearFill', async () => {
   assert.deepEqual(byId(r, 'lf'), { 0: null, 1: 1, 2: 2, 3: 6, 4: 8, 5: null });
   assert.deepEqual(byId(r, 'locf'), { 0: null, 1: 1, 2: 2, 3: 2, 4: 8, 5: 8 });
   await assert.rejects(docsAgg(db, [{ t: 1 }], { output: { lf: { $linearFill: '$a' } } }), { code: 605001 });
+  // mongod's linear_fill.js: interpolation order of operations, dates, and its errors.
+  const lf = async (docs, sortBy = { x: 1 }) => (await docsAgg(db, docs, { sortBy, output: { y: { $linearFill: '$y' } } })).map((d) => d.y);
+  assert.deepEqual(await lf([{ x: 0.5, y: 0 }, { x: 1, y: null }, { x: 4.384, y: null }, { x: 9, y: null }, { x: 10.09283, y: 11.28374 }]),
+    [0, 0.5881340542884634, 4.5686253337127845, 9.998278922903879, 11.28374]);
+  const day = (y) => new Date(Date.UTC(y, 11, 28));
+  assert.deepEqual(await lf([{ x: day(2002), y: -10 }, { x: day(2003), y: null }, { x: day(2004), y: null }, { x: day(2005), y: 200 }]),
+    [-10, 59.93613138686132, 130.06386861313868, 200]);
+  assert.deepEqual(await lf([{ x: 0, y: null }, { x: 1, y: null }, { x: 10, y: 10 }, { x: 11, y: null }, { x: 13, y: 13 }]), [null, null, 10, 11, 13]);
+  await assert.rejects(lf([{ x: 10, y: 10 }, { x: 10, y: null }, { x: 11, y: 11 }]), { code: 6050106 });
+  await assert.rejects(lf([{ x: null, y: 0 }, { x: 1, y: null }]), { code: 14 });
+  await assert.rejects(lf([{ x: 0, y: 'str' }, { x: 1, y: null }]), { code: 14 });
+  await assert.rejects(lf([{ x: 1, y: 10 }, { x: 2, y: null }, { x: new Date(), y: 20 }]), { code: 14 });
   await assert.rejects(docsAgg(db, [{ t: 1 }], { sortBy: { t: 1 }, output: { l: { $locf: '$a', window: { documents: [-1, 0] } } } }), { code: 9 });
 });
 
