@@ -225,6 +225,10 @@
     X(28748, Location28748)                                                    \
     X(28749, Location28749)                                                    \
     X(5858203, Location5858203)                                                \
+    X(5787801, Location5787801)                                                \
+    X(5788001, Location5788001)                                                \
+    X(5788002, Location5788002)                                                \
+    X(5788003, Location5788003)                                                \
     X(6050106, Location6050106)                                                \
     X(5423900, Location5423900)                                                \
     X(5423901, Location5423901)                                                \

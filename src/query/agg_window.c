@@ -328,36 +328,46 @@ parse_n_args(const mf_window_t *w, const bson_value_t *v, wfield_t *f, mf_error_
     const char *in_name = sorted ? "output" : "input";
     (void)w;
 
-    if (v->value_type != BSON_TYPE_DOCUMENT)
-        return mf_err_set(err, MF_E_Location5787900, "specification must be an object; found %s",
-                          mf_type_name(v->value_type));
+    /* The codes differ by family, as mongod's parsers do (n_accumulators.js). */
+    if (v->value_type != BSON_TYPE_DOCUMENT) {
+        int code = sorted ? MF_E_Location5788001
+                          : (f->kind == WF_MINN || f->kind == WF_MAXN) ? MF_E_Location5787900 : MF_E_Location5787801;
+        return mf_err_set(err, code, "specification must be an object; found %s", mf_type_name(v->value_type));
+    }
     bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
     while (bson_iter_next(&it)) {
         const char *k = bson_iter_key(&it);
         if (strcmp(k, in_name) == 0)
             in = keep(&slot_in, &it);
-        else if (!single && strcmp(k, "n") == 0)
+        else if (strcmp(k, "n") == 0 && !single)
             n = keep(&slot_n, &it);
         else if (sorted && strcmp(k, "sortBy") == 0)
             sort = keep(&slot_sort, &it);
+        else if (sorted)
+            return mf_err_set(err, MF_E_Location5788002, "Unknown argument to %s '%s'", f->name, k);
         else
             return mf_err_set(err, MF_E_Location5787901, "Unknown argument for 'n' operator: %s", k);
     }
-    if (!single && n == NULL)
-        return mf_err_set(err, MF_E_Location5787906, "Missing value for 'n'");
-    if (in == NULL)
-        return mf_err_set(err, MF_E_Location5787907, "Missing value for '%s'", in_name);
     if (sorted) {
+        if (!single && n == NULL)
+            return mf_err_set(err, MF_E_Location5788003, "Missing value for 'n'");
+        if (in == NULL)
+            return mf_err_set(err, MF_E_Location5788004, "Missing value for 'output'");
         if (sort == NULL)
             return mf_err_set(err, MF_E_Location5788005, "Missing value for 'sortBy'");
         if (sort->value_type != BSON_TYPE_DOCUMENT)
-            return mf_err_set(err, MF_E_Location5788004, "expected 'sortBy' to be an object, but found %s",
+            return mf_err_set(err, MF_E_Location5788005, "expected 'sortBy' to be an object, but found %s",
                               mf_type_name(sort->value_type));
         bson_t spec;
         bson_init_static(&spec, sort->value.v_doc.data, sort->value.v_doc.data_len);
         f->inner = mf_sort_new(&spec, err);
         if (f->inner == NULL)
             return -1;
+    } else {
+        if (in == NULL)
+            return mf_err_set(err, MF_E_Location5787907, "Missing value for 'input'");
+        if (n == NULL)
+            return mf_err_set(err, MF_E_Location5787906, "Missing value for 'n'");
     }
     f->input = mf_expr_parse(in, err);
     if (f->input == NULL)

@@ -227,6 +227,18 @@ h.test('document windows: every bounds pair of mongod\'s window_function_helpers
       return Math.sqrt(v.reduce((a, b) => a + (b - m) * (b - m), 0) / v.length);
     },
   };
+  // The N family (mongod's n_accumulators.js runs them through the same bounds), with n = 4.
+  const asc = (v) => v.slice().sort((a, b) => a - b);
+  const nfuncs = {
+    firstN: [{ $firstN: { input: '$price', n: 4 } }, (v) => v.slice(0, 4)],
+    lastN: [{ $lastN: { input: '$price', n: 4 } }, (v) => v.slice(-4)],
+    minN: [{ $minN: { input: '$price', n: 4 } }, (v) => asc(v).slice(0, 4)],
+    maxN: [{ $maxN: { input: '$price', n: 4 } }, (v) => asc(v).reverse().slice(0, 4)],
+    topN: [{ $topN: { output: '$price', sortBy: { price: 1 }, n: 4 } }, (v) => asc(v).slice(0, 4)],
+    bottomN: [{ $bottomN: { output: '$price', sortBy: { price: 1 }, n: 4 } }, (v) => asc(v).slice(-4)],
+    top: [{ $top: { output: '$price', sortBy: { price: 1 } } }, (v) => (v.length ? asc(v)[0] : null)],
+    bottom: [{ $bottom: { output: '$price', sortBy: { price: 1 } } }, (v) => (v.length ? asc(v)[v.length - 1] : null)],
+  };
   const at = (b, i) => (b === 'unbounded' ? null : b === 'current' ? i : i + b);
   for (const partitionBy of [null, '$ticker', { $toLower: '$ticker' }]) {
     const parts = partitionBy === null ? [docs.slice().sort((a, b) => a._id - b._id)] :
@@ -234,6 +246,7 @@ h.test('document windows: every bounds pair of mongod\'s window_function_helpers
     for (const [lo, hi] of bounds) {
       const output = {};
       for (const a of Object.keys(accs)) output[a.slice(1)] = { [a]: '$price', window: { documents: [lo, hi] } };
+      for (const [name, [spec]] of Object.entries(nfuncs)) output[name] = { ...spec, window: { documents: [lo, hi] } };
       const r = await c.aggregate([{ $setWindowFields: { partitionBy, sortBy: { _id: 1 }, output } }]).toArray();
       const got = Object.fromEntries(r.map((d) => [d._id, d]));
       for (const part of parts) {
@@ -245,6 +258,9 @@ h.test('document windows: every bounds pair of mongod\'s window_function_helpers
             const what = `${a} [${lo}, ${hi}] partitionBy ${JSON.stringify(partitionBy)} _id ${d._id}`;
             if (a === '$stdDevPop' && want !== null) close(have, want, 1e-9);
             else assert.deepEqual(have, want, what);
+          }
+          for (const [name, [, f]] of Object.entries(nfuncs)) {
+            assert.deepEqual(got[d._id][name], f(vals), `${name} [${lo}, ${hi}] partitionBy ${JSON.stringify(partitionBy)} _id ${d._id}`);
           }
         });
       }
@@ -416,6 +432,19 @@ h.test('$firstN $lastN $minN $maxN $topN $bottomN $top $bottom', async () => {
   await assert.rejects(bad(0), { code: 5787908 });
   await assert.rejects(docsAgg(db, docs, { output: { x: { $firstN: { input: '$a' } } } }), { code: 5787906 });
   await assert.rejects(docsAgg(db, docs, { output: { x: { $firstN: { n: 1 } } } }), { code: 5787907 });
+  await assert.rejects(docsAgg(db, docs, { output: { x: { $firstN: { input: '$a', n: '$a' } } } }), { code: 5787902 });
+  // Each family has its own codes (mongod's n_accumulators.js).
+  const e = (spec) => docsAgg(db, docs, { sortBy: { t: 1 }, output: { x: spec } });
+  await assert.rejects(e({ $firstN: 'x' }), { code: 5787801 });
+  await assert.rejects(e({ $minN: 'x' }), { code: 5787900 });
+  await assert.rejects(e({ $minN: { input: '$a', n: 1, foo: 1 } }), { code: 5787901 });
+  await assert.rejects(e({ $topN: 'x' }), { code: 5788001 });
+  await assert.rejects(e({ $topN: { output: '$a', sortBy: { a: 1 } } }), { code: 5788003 });
+  await assert.rejects(e({ $topN: { n: 2, sortBy: { a: 1 } } }), { code: 5788004 });
+  await assert.rejects(e({ $bottomN: { n: 2, output: '$a' } }), { code: 5788005 });
+  await assert.rejects(e({ $top: { n: 2, output: '$a', sortBy: { a: 1 } } }), { code: 5788002 });
+  await assert.rejects(e({ $bottom: { output: '$a' } }), { code: 5788005 });
+  await assert.rejects(e({ $topN: { output: '$a', sortBy: { a: 1 }, n: 2.1 } }), { code: 5787903 });
 });
 
 h.test('$median and $percentile', async () => {
