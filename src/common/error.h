@@ -233,6 +233,44 @@
     X(28748, Location28748)                                                    \
     X(28749, Location28749)                                                    \
     X(5858203, Location5858203)                                                \
+    X(5787801, Location5787801)                                                \
+    X(5788001, Location5788001)                                                \
+    X(5788002, Location5788002)                                                \
+    X(5788003, Location5788003)                                                \
+    X(6050106, Location6050106)                                                \
+    X(5423900, Location5423900)                                                \
+    X(5423901, Location5423901)                                                \
+    X(5423902, Location5423902)                                                \
+    X(15974, Location15974)                                                    \
+    X(15975, Location15975)                                                    \
+    X(5787900, Location5787900)                                                \
+    X(5788004, Location5788004)                                                \
+    X(5788005, Location5788005)                                                \
+    X(7750301, Location7750301)                                                \
+    X(5339900, Location5339900)                                                \
+    X(5339901, Location5339901)                                                \
+    X(5339902, Location5339902)                                                \
+    X(8947401, Location8947401)                                                \
+    X(5371601, Location5371601)                                                \
+    X(5371602, Location5371602)                                                \
+    X(5371603, Location5371603)                                                \
+    X(605001, Location605001)                                                  \
+    X(5490710, Location5490710)                                                \
+    X(6307900, Location6307900)                                                \
+    X(5429413, Location5429413)                                                \
+    X(5429414, Location5429414)                                                \
+    X(5429513, Location5429513)                                                \
+    X(5643011, Location5643011)                                                \
+    X(5787901, Location5787901)                                                \
+    X(5787902, Location5787902)                                                \
+    X(5787903, Location5787903)                                                \
+    X(5787906, Location5787906)                                                \
+    X(5787907, Location5787907)                                                \
+    X(5787908, Location5787908)                                                \
+    X(5624900, Location5624900)                                                \
+    X(5624901, Location5624901)                                                \
+    X(5624902, Location5624902)                                                \
+    X(5624903, Location5624903)                                                \
     X(16867, Location16867)                                                    \
     X(16868, Location16868)                                                    \
     X(40601, Location40601)                                                    \
@@ -340,8 +378,6 @@
     X(2942504, Location2942504)                                                \
     X(2942505, Location2942505)                                                \
     X(2942506, Location2942506)                                                \
-    X(15974, Location15974)                                                    \
-    X(15975, Location15975)                                                    \
     X(34460, Location34460)                                                    \
     X(34461, Location34461)                                                    \
     X(34462, Location34462)                                                    \
@@ -370,22 +406,8 @@
     X(3040501, Location3040501)                                                \
     X(7436200, Location7436200)                                                \
     X(7436201, Location7436201)                                                \
-    X(7750301, Location7750301)                                                \
     X(7750302, Location7750302)                                                \
     X(7750303, Location7750303)                                                \
-    X(5787801, Location5787801)                                                \
-    X(5787900, Location5787900)                                                \
-    X(5787901, Location5787901)                                                \
-    X(5787902, Location5787902)                                                \
-    X(5787903, Location5787903)                                                \
-    X(5787906, Location5787906)                                                \
-    X(5787907, Location5787907)                                                \
-    X(5787908, Location5787908)                                                \
-    X(5788001, Location5788001)                                                \
-    X(5788002, Location5788002)                                                \
-    X(5788003, Location5788003)                                                \
-    X(5788004, Location5788004)                                                \
-    X(5788005, Location5788005)                                                \
     X(7429703, Location7429703)                                                \
     X(7750300, Location7750300)                                                \
     X(17053, Location17053)                                                    \
