@@ -87,6 +87,7 @@ extern const mf_cmd_def_t mf_cmds_coll[];
 extern const mf_cmd_def_t mf_cmds_collmod[];
 extern const mf_cmd_def_t mf_cmds_compact[]; /* compact, fsync, fsyncUnlock (cmd_compact.c) */
 extern const mf_cmd_def_t mf_cmds_auth[];    /* SASL, connectionStatus, logout, user management (cmd_auth.c) */
+extern const mf_cmd_def_t mf_cmds_misc[];    /* convertToCapped, dbHash, dataSize, top, plan cache filters ... (cmd_misc.c) */
 
 /*
  * Access control (cmd_auth.c). mf_cmd_authorize: with --auth, whether the

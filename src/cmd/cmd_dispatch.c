@@ -29,7 +29,7 @@
 #include "doc/value.h"
 
 static const mf_cmd_def_t *tables[] = {mf_cmds_admin,   mf_cmds_crud,    mf_cmds_coll,   mf_cmds_collmod,
-                                         mf_cmds_compact, mf_cmds_profile, mf_cmds_auth};
+                                         mf_cmds_compact, mf_cmds_profile, mf_cmds_auth,   mf_cmds_misc};
 
 static const mf_cmd_def_t *
 lookup(const char *name)

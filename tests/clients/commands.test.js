@@ -1,0 +1,227 @@
+'use strict';
+// Smaller MongoDB 8.0 commands (src/cmd/cmd_misc.c) and command-level
+// behaviours: capped conversions, dataSize, dbHash, top, lockInfo,
+// connPoolStats, index filters, tailable cursors, readConcern and the
+// Stable API, with mongod's reply shapes and error codes.
+const assert = require('node:assert/strict');
+const crypto = require('node:crypto');
+const { BSON, Binary } = require('mongodb');
+const h = require('./harness');
+
+const srv = h.useServer();
+
+function md5(buf) { return crypto.createHash('md5').update(buf).digest('hex'); }
+
+// ---------- convertToCapped / cloneCollectionAsCapped ----------
+
+h.test('convertToCapped keeps the documents, makes the collection capped and drops secondary indexes', async () => {
+  const db = srv.freshDb('conv');
+  const c = db.collection('c');
+  await c.insertMany(Array.from({ length: 50 }, (_, i) => ({ _id: i, v: 'x'.repeat(10) })));
+  await c.createIndex({ v: 1 });
+  const before = (await db.command({ listCollections: 1, filter: { name: 'c' } })).cursor.firstBatch[0];
+  const r = await db.command({ convertToCapped: 'c', size: 100000 });
+  assert.equal(r.ok, 1);
+  const info = (await db.command({ listCollections: 1, filter: { name: 'c' } })).cursor.firstBatch[0];
+  assert.equal(info.options.capped, true);
+  assert.equal(info.options.size, 100000); // as create stores it
+  assert.notDeepEqual(info.info.uuid, before.info.uuid, 'a new collection (new UUID)');
+  const docs = await c.find().toArray();
+  assert.equal(docs.length, 50);
+  assert.deepEqual(docs.map((d) => d._id), Array.from({ length: 50 }, (_, i) => i));
+  const idx = await c.listIndexes().toArray();
+  assert.deepEqual(idx.map((i) => i.name), ['_id_']);
+  const names = (await db.listCollections().toArray()).map((x) => x.name);
+  assert.deepEqual(names, ['c'], 'no temporary collection left');
+  // capped behaviour: tailable cursors are now allowed
+  const t = await db.command({ find: 'c', tailable: true, batchSize: 1 });
+  assert.notEqual(Number(t.cursor.id), 0);
+  await db.command({ killCursors: 'c', cursors: [t.cursor.id] });
+});
+
+h.test('convertToCapped with a size smaller than the data keeps the newest documents', async () => {
+  const db = srv.freshDb('conv_small');
+  const c = db.collection('c');
+  await c.insertMany(Array.from({ length: 200 }, (_, i) => ({ _id: i, pad: 'y'.repeat(100) })));
+  await db.command({ convertToCapped: 'c', size: 4096 });
+  const docs = await c.find().toArray();
+  assert.ok(docs.length > 0 && docs.length < 200, `kept ${docs.length}`);
+  assert.equal(docs[docs.length - 1]._id, 199, 'the newest document is kept');
+  const st = await db.command({ collStats: 'c' });
+  assert.ok(st.size <= 4096, `size ${st.size} within the cap`);
+});
+
+h.test('convertToCapped errors: missing size, missing collection, view, time-series, bad size', async () => {
+  const db = srv.freshDb('conv_err');
+  await db.collection('c').insertOne({ _id: 1 });
+  await h.expectCode(db.command({ convertToCapped: 'c' }), 72);
+  await h.expectCode(db.command({ convertToCapped: 'nope', size: 1000 }), 26, /source collection .*nope does not exist/);
+  await db.command({ create: 'v', viewOn: 'c', pipeline: [] });
+  await h.expectCode(db.command({ convertToCapped: 'v', size: 1000 }), 166);
+  await db.command({ create: 'ts', timeseries: { timeField: 't' } });
+  await h.expectCode(db.command({ convertToCapped: 'ts', size: 1000 }), [166, 20]);
+  await h.expectCode(db.command({ convertToCapped: 'c', size: 5308156746568725891247 }), 2);
+  await h.expectCode(db.command({ convertToCapped: 'c', size: 'big' }), 14);
+  await h.expectCode(db.command({ convertToCapped: 'c', size: 1000, bogus: 1 }), 40415);
+  const info = (await db.command({ listCollections: 1, filter: { name: 'c' } })).cursor.firstBatch[0];
+  assert.equal(info.options.capped, undefined, 'a failed conversion leaves the collection as it was');
+  assert.equal(await db.collection('c').countDocuments(), 1);
+});
+
+h.test('cloneCollectionAsCapped copies into a new capped collection and leaves the source', async () => {
+  const db = srv.freshDb('clone');
+  const src = db.collection('src');
+  await src.insertMany(Array.from({ length: 20 }, (_, i) => ({ _id: i })));
+  await src.createIndex({ a: 1 });
+  const r = await db.command({ cloneCollectionAsCapped: 'src', toCollection: 'dst', size: 8192 });
+  assert.equal(r.ok, 1);
+  assert.equal(await db.collection('dst').countDocuments(), 20);
+  assert.equal(await src.countDocuments(), 20);
+  const info = (await db.command({ listCollections: 1, filter: { name: 'dst' } })).cursor.firstBatch[0];
+  assert.equal(info.options.capped, true);
+  assert.equal(info.options.size, 8192);
+  assert.deepEqual((await db.collection('dst').listIndexes().toArray()).map((i) => i.name), ['_id_']);
+  assert.equal((await src.listIndexes().toArray()).length, 2, 'source indexes untouched');
+  await h.expectCode(db.command({ cloneCollectionAsCapped: 'src', toCollection: 'dst', size: 8192 }), 48,
+    /cloneCollectionAsCapped failed - destination collection .*dst already exists/);
+  await h.expectCode(db.command({ cloneCollectionAsCapped: 'missing', toCollection: 'x', size: 8192 }), 26);
+  await h.expectCode(db.command({ cloneCollectionAsCapped: 'src', size: 8192 }), 40414);
+  await h.expectCode(db.command({ cloneCollectionAsCapped: 'src', toCollection: 'y' }), 72);
+});
+
+// ---------- dataSize / dbHash ----------
+
+h.test('dataSize sums BSON sizes, with key ranges, estimate and an unknown namespace', async () => {
+  const db = srv.freshDb('dsize');
+  const c = db.collection('c');
+  const docs = Array.from({ length: 10 }, (_, i) => ({ _id: i, a: i, s: 'z'.repeat(i) }));
+  await c.insertMany(docs);
+  const total = docs.reduce((n, d) => n + BSON.calculateObjectSize(d), 0);
+  const r = await db.command({ dataSize: `${db.databaseName}.c` });
+  assert.equal(r.ok, 1);
+  assert.equal(r.size, total);
+  assert.equal(r.numObjects, 10);
+  assert.equal(typeof r.millis, 'number');
+  await c.createIndex({ a: 1 });
+  const part = docs.filter((d) => d.a >= 2 && d.a < 5).reduce((n, d) => n + BSON.calculateObjectSize(d), 0);
+  const rr = await db.command({ dataSize: `${db.databaseName}.c`, keyPattern: { a: 1 }, min: { a: 2 }, max: { a: 5 } });
+  assert.equal(rr.size, part);
+  assert.equal(rr.numObjects, 3);
+  const inferred = await db.command({ dataSize: `${db.databaseName}.c`, min: { a: 2 }, max: { a: 5 } });
+  assert.equal(inferred.numObjects, 3);
+  const est = await db.command({ dataSize: `${db.databaseName}.c`, estimate: true });
+  assert.equal(est.numObjects, 10);
+  assert.equal(est.size, total);
+  const none = await db.command({ dataSize: `${db.databaseName}.nothing` });
+  assert.deepEqual([none.size, none.numObjects], [0, 0]);
+  await h.expectCode(db.command({ dataSize: `${db.databaseName}.c`, keyPattern: { b: 1 }, min: { b: 1 }, max: { b: 2 } }), 96);
+  await h.expectCode(db.command({ dataSize: 5 }), 14);
+});
+
+h.test('dbHash hashes each collection in _id order with MD5 and skips views', async () => {
+  const db = srv.freshDb('dbhash');
+  const a = [{ _id: 2, x: 'b' }, { _id: 1, x: 'a' }, { _id: 3, x: 'c' }];
+  await db.collection('a').insertMany(a);
+  await db.createCollection('b');
+  await db.createCollection('capped', { capped: true, size: 4096 });
+  await db.command({ create: 'v', viewOn: 'a', pipeline: [] });
+  const r = await db.command({ dbHash: 1 });
+  assert.equal(r.ok, 1);
+  assert.equal(typeof r.host, 'string');
+  assert.deepEqual(Object.keys(r.collections), ['a', 'b', 'capped']);
+  const sorted = [...a].sort((x, y) => x._id - y._id);
+  const expectA = md5(Buffer.concat(sorted.map((d) => BSON.serialize(d))));
+  assert.equal(r.collections.a, expectA);
+  assert.equal(r.collections.b, md5(Buffer.alloc(0)));
+  assert.equal(r.md5, md5(r.collections.a + r.collections.b + r.collections.capped));
+  assert.deepEqual(r.capped, ['capped']);
+  assert.ok(r.uuids.a instanceof Binary && r.uuids.a.sub_type === 4);
+  assert.equal(typeof r.timeMillis, 'number');
+  const only = await db.command({ dbHash: 1, collections: ['a'] });
+  assert.deepEqual(Object.keys(only.collections), ['a']);
+  assert.equal(only.md5, md5(expectA));
+  // a change changes the hash
+  await db.collection('a').updateOne({ _id: 1 }, { $set: { x: 'A' } });
+  const r2 = await db.command({ dbhash: 1 });
+  assert.notEqual(r2.collections.a, r.collections.a);
+  assert.equal(r2.collections.b, r.collections.b);
+});
+
+// ---------- top / lockInfo / connPoolStats ----------
+
+h.test('top, lockInfo and connPoolStats answer with mongod\'s shapes', async () => {
+  const db = srv.freshDb('diag');
+  await db.collection('c').insertOne({});
+  const admin = srv.client.db('admin');
+  const t = await admin.command({ top: 1 });
+  assert.equal(t.ok, 1);
+  assert.equal(t.totals.note, 'all times in microseconds');
+  const e = t.totals[`${db.databaseName}.c`];
+  assert.ok(e, 'the collection is listed');
+  for (const k of ['total', 'readLock', 'writeLock', 'queries', 'getmore', 'insert', 'update', 'remove', 'commands']) {
+    assert.deepEqual(Object.keys(e[k]), ['time', 'count'], k);
+  }
+  await h.expectCode(db.command({ top: 1 }), 13);
+  const l = await admin.command({ lockInfo: 1 });
+  assert.deepEqual(l.lockInfo, []);
+  await h.expectCode(db.command({ lockInfo: 1 }), 13);
+  const p = await admin.command({ connPoolStats: 1 });
+  assert.equal(p.numClientConnections, 0);
+  for (const k of ['totalInUse', 'totalAvailable', 'totalCreated', 'totalRefreshing']) assert.equal(p[k], 0, k);
+  assert.deepEqual(p.hosts, {});
+  assert.deepEqual(p.pools, {});
+});
+
+// ---------- index filters / plan cache ----------
+
+h.test('planCacheSetFilter / ListFilters / ClearFilters keep filters per query shape', async () => {
+  const db = srv.freshDb('filters');
+  const c = db.collection('c');
+  await c.insertOne({ a: 1, b: 1 });
+  await c.createIndex({ a: 1 });
+  await c.createIndex({ b: 1 });
+  assert.deepEqual((await db.command({ planCacheListFilters: 'c' })).filters, []);
+  await db.command({ planCacheSetFilter: 'c', query: { a: 1 }, indexes: [{ a: 1 }] });
+  await db.command({ planCacheSetFilter: 'c', query: { b: { $gt: 1 } }, sort: { a: 1 }, indexes: ['b_1'] });
+  // the same shape (other values) replaces the first filter
+  await db.command({ planCacheSetFilter: 'c', query: { a: 7 }, indexes: [{ a: 1 }, { b: 1 }] });
+  let f = (await db.command({ planCacheListFilters: 'c' })).filters;
+  assert.equal(f.length, 2);
+  const byA = f.find((x) => 'a' in x.query);
+  assert.deepEqual(byA, { query: { a: 7 }, sort: {}, projection: {}, indexes: [{ a: 1 }, { b: 1 }] });
+  const byB = f.find((x) => 'b' in x.query);
+  assert.deepEqual(byB.sort, { a: 1 });
+  assert.deepEqual(byB.indexes, ['b_1']);
+  // the query still runs
+  assert.equal((await c.find({ a: 1 }).toArray()).length, 1);
+  await db.command({ planCacheClearFilters: 'c', query: { a: 3 } });
+  f = (await db.command({ planCacheListFilters: 'c' })).filters;
+  assert.equal(f.length, 1);
+  await db.command({ planCacheClearFilters: 'c' });
+  assert.deepEqual((await db.command({ planCacheListFilters: 'c' })).filters, []);
+  // a dropped and re-created collection has no filters
+  await db.command({ planCacheSetFilter: 'c', query: { a: 1 }, indexes: [{ a: 1 }] });
+  await c.drop();
+  await c.insertOne({});
+  assert.deepEqual((await db.command({ planCacheListFilters: 'c' })).filters, []);
+  assert.equal((await db.command({ planCacheClear: 'c' })).ok, 1);
+  assert.equal((await db.command({ planCacheClear: 'c', query: { a: 1 }, sort: { b: 1 } })).ok, 1);
+  assert.equal((await db.command({ planCacheClear: 'missing' })).ok, 1);
+  assert.deepEqual((await db.command({ planCacheListFilters: 'missing' })).filters, []);
+  assert.equal((await db.command({ planCacheClearFilters: 'missing' })).ok, 1);
+});
+
+h.test('index filter commands refuse bad arguments as mongod does', async () => {
+  const db = srv.freshDb('filters_err');
+  await db.collection('c').insertOne({});
+  await h.expectCode(db.command({ planCacheSetFilter: 'c', query: { a: 1 } }), 2, /required field indexes missing/);
+  await h.expectCode(db.command({ planCacheSetFilter: 'c', query: { a: 1 }, indexes: {} }), 2, /must be an array/);
+  await h.expectCode(db.command({ planCacheSetFilter: 'c', query: { a: 1 }, indexes: [] }), 2, /at least one index/);
+  await h.expectCode(db.command({ planCacheSetFilter: 'c', query: { a: 1 }, indexes: [5] }), 2);
+  await h.expectCode(db.command({ planCacheSetFilter: 'c', query: { a: 1 }, indexes: [{}] }), 2, /cannot be empty/);
+  await h.expectCode(db.command({ planCacheSetFilter: 'c', indexes: [{ a: 1 }] }), 2, /required field query missing/);
+  await h.expectCode(db.command({ planCacheSetFilter: 'c', query: 1, indexes: [{ a: 1 }] }), 2);
+  await h.expectCode(db.command({ planCacheSetFilter: 'missing', query: { a: 1 }, indexes: [{ a: 1 }] }), 2, /no such collection/);
+  await h.expectCode(db.command({ planCacheClearFilters: 'c', sort: { a: 1 } }), 2, /without query/);
+  await h.expectCode(db.command({ planCacheListFilters: 5 }), 73);
+});
