@@ -660,7 +660,8 @@ mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *
         goto fail;
     if (!(def->flags & MF_CMD_WRITE) && strcmp(def->name, "find") != 0 && strcmp(def->name, "getMore") != 0)
         atomic_fetch_add(&eng->op_command, 1);
-    if (check_fields(def, &op) != 0 || check_txn_fields(&op) != 0 || check_write_concern(&op, &unsatisfiable) != 0)
+    if (check_fields(def, &op) != 0 || check_txn_fields(&op) != 0 || check_write_concern(&op, &unsatisfiable) != 0 ||
+        mf_cmd_generic_check(&op, def->name) != 0)
         goto fail;
     if (eng->repl != NULL && !(client != NULL && client->internal) &&
         eng->repl->admit(eng->repl_arg, db, repl_kind(def, cmd), secondary_ok(cmd), &op.err) != 0)

@@ -1122,6 +1122,250 @@ cmd_plan_cache_set_filter(mf_op_t *op)
     return 0;
 }
 
+/* ---------- validateDBMetadata ---------- */
+
+/* Aggregation stages mongod never allows with apiStrict in API version 1. */
+static const char *const stages_not_in_v1[] = {"$currentOp", "$indexStats", "$listLocalSessions", "$listSessions",
+                                               "$planCacheStats", "$listCatalog", "$queryStats", "$search",
+                                               "$searchMeta", "$listSearchIndexes", "$shardedDataDistribution",
+                                               NULL};
+
+typedef struct meta_ctx {
+    mf_op_t *op;
+    const char *version;
+    bool strict;
+    const char *only_coll; /* NULL: every collection */
+    bson_t *errors;        /* the apiVersionErrors array being built */
+    int n;
+} meta_ctx_t;
+
+static void
+meta_error(meta_ctx_t *x, const char *ns, const char *fmt, const char *arg)
+{
+    bson_t e;
+    char key[16], msg[512];
+    snprintf(key, sizeof(key), "%d", x->n++);
+    snprintf(msg, sizeof(msg), fmt, arg);
+    BSON_APPEND_DOCUMENT_BEGIN(x->errors, key, &e);
+    BSON_APPEND_UTF8(&e, "ns", ns);
+    BSON_APPEND_INT32(&e, "code", MF_E_APIStrictError);
+    BSON_APPEND_UTF8(&e, "codeName", mf_err_codename(MF_E_APIStrictError));
+    BSON_APPEND_UTF8(&e, "errmsg", msg);
+    bson_append_document_end(x->errors, &e);
+}
+
+/* A view's pipeline: every stage must be one API version 1 allows (with strict). */
+static void
+meta_view(meta_ctx_t *x, const mf_coll_t *c)
+{
+    bson_iter_t it, st, f;
+    if (!x->strict || c->options == NULL || !bson_iter_init_find(&it, c->options, "pipeline") ||
+        !BSON_ITER_HOLDS_ARRAY(&it) || !bson_iter_recurse(&it, &st))
+        return;
+    while (bson_iter_next(&st)) {
+        if (!BSON_ITER_HOLDS_DOCUMENT(&st) || !bson_iter_recurse(&st, &f) || !bson_iter_next(&f))
+            continue;
+        for (int i = 0; stages_not_in_v1[i]; i++) {
+            if (strcmp(bson_iter_key(&f), stages_not_in_v1[i]) == 0) {
+                meta_error(x, c->ns, "%s is not allowed with 'apiStrict: true' in API Version 1", stages_not_in_v1[i]);
+                return;
+            }
+        }
+    }
+}
+
+/* An index mongod's isIndexAllowedInAPIVersion1 refuses: text, geoHaystack or sparse. */
+static bool
+index_in_v1(const mf_index_t *ix)
+{
+    bson_t key;
+    bson_iter_t it;
+    if (ix->sparse)
+        return false;
+    if (!mf_index_spec_key(ix->spec, &key) || !bson_iter_init(&it, &key))
+        return true;
+    while (bson_iter_next(&it)) {
+        if (BSON_ITER_HOLDS_UTF8(&it) && (strcmp(bson_iter_utf8(&it, NULL), "text") == 0 ||
+                                          strcmp(bson_iter_utf8(&it, NULL), "geoHaystack") == 0))
+            return false;
+    }
+    return true;
+}
+
+static void
+meta_coll(void *arg, mf_coll_t *c)
+{
+    meta_ctx_t *x = arg;
+    if (x->only_coll != NULL && strcmp(c->name, x->only_coll) != 0)
+        return;
+    if (c->is_view) {
+        meta_view(x, c);
+        return;
+    }
+    if (!x->strict || strcmp(x->version, "1") != 0)
+        return;
+    for (int i = 0; i < c->nindexes; i++) {
+        if (!index_in_v1(c->indexes[i]))
+            meta_error(x, c->ns, "The index with name %s is not allowed in API version 1.", c->indexes[i]->name);
+    }
+}
+
+static const char *const meta_fields[] = {"validateDBMetadata", "db", "collection", "apiParameters", NULL};
+
+static int
+cmd_validate_db_metadata(mf_op_t *op)
+{
+    bson_t params, errors;
+    bson_iter_t it;
+    bool present, has_db, has_coll;
+    const char *db = NULL, *coll = NULL;
+    meta_ctx_t x = {op, NULL, false, NULL, &errors, 0};
+
+    if (mf_op_get_doc(op, "apiParameters", &params, &present) != 0 || mf_op_get_string(op, "db", &db, &has_db) != 0 ||
+        mf_op_get_string(op, "collection", &coll, &has_coll) != 0)
+        return -1;
+    if (!present)
+        return mf_err_set(&op->err, MF_E_Location40414,
+                          "BSON field 'validateDBMetadata.apiParameters' is missing but a required field");
+    if (!bson_iter_init_find(&it, &params, "version"))
+        return mf_err_set(&op->err, MF_E_Location40414,
+                          "BSON field 'validateDBMetadata.apiParameters.version' is missing but a required field");
+    if (!BSON_ITER_HOLDS_UTF8(&it))
+        return mf_err_set(&op->err, MF_E_TypeMismatch,
+                          "BSON field 'validateDBMetadata.apiParameters.version' is the wrong type '%s', expected type 'string'",
+                          mf_type_name(bson_iter_type(&it)));
+    x.version = bson_iter_utf8(&it, NULL);
+    bson_iter_init(&it, &params);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (strcmp(k, "version") == 0)
+            continue;
+        if (strcmp(k, "strict") != 0 && strcmp(k, "deprecationErrors") != 0)
+            return mf_err_set(&op->err, MF_E_Location40415, "BSON field 'validateDBMetadata.apiParameters.%s' is an unknown field.", k);
+        if (!BSON_ITER_HOLDS_BOOL(&it) && !mf_value_is_number(bson_iter_value(&it)) && !BSON_ITER_HOLDS_NULL(&it))
+            return mf_err_set(&op->err, MF_E_TypeMismatch,
+                              "BSON field 'validateDBMetadata.apiParameters.%s' is the wrong type '%s', expected types '[bool, long, int, decimal, double]'",
+                              k, mf_type_name(bson_iter_type(&it)));
+        if (strcmp(k, "strict") == 0)
+            x.strict = bson_iter_as_bool(&it);
+    }
+    x.only_coll = has_coll ? coll : NULL;
+    BSON_APPEND_ARRAY_BEGIN(op->reply, "apiVersionErrors", &errors);
+    mf_catalog_rdlock(op->eng->cat);
+    mf_catalog_coll_list(op->eng->cat, has_db ? db : NULL, meta_coll, &x);
+    mf_catalog_unlock(op->eng->cat);
+    bson_append_array_end(op->reply, &errors);
+    return 0;
+}
+
+/* ---------- generic arguments: the Stable API and readConcern ---------- */
+
+/*
+ * The commands of API version 1 (mongod's apiVersions() of each command; an
+ * alias shares its command's).
+ */
+static const char *const api_v1_commands[] = {
+    "abortTransaction", "aggregate", "authenticate", "bulkWrite", "collMod", "commitTransaction", "count",
+    "create", "createIndexes", "delete", "drop", "dropDatabase", "dropIndexes", "deleteIndexes", "endSessions",
+    "explain", "find", "findAndModify", "findandmodify", "getMore", "hello", "isMaster", "ismaster", "insert",
+    "killCursors", "listCollections", "listDatabases", "listIndexes", "ping", "refreshSessions", "saslContinue",
+    "saslStart", "update", NULL};
+
+static bool
+in_api_v1(const char *name)
+{
+    for (int i = 0; api_v1_commands[i]; i++)
+        if (strcmp(api_v1_commands[i], name) == 0)
+            return true;
+    return false;
+}
+
+/* A Stable API flag: a bool (or number, as IDL's bool accepts); *set gets its value. */
+static int
+api_flag(mf_op_t *op, const char *field, bool *present, bool *set)
+{
+    bson_iter_t it;
+    *present = *set = false;
+    if (!bson_iter_init_find(&it, op->cmd, field))
+        return 0;
+    if (!BSON_ITER_HOLDS_BOOL(&it))
+        return mf_err_set(&op->err, MF_E_TypeMismatch,
+                          "BSON field 'APIParametersFromClient.%s' is the wrong type '%s', expected type 'bool'", field,
+                          mf_type_name(bson_iter_type(&it)));
+    *present = true;
+    *set = bson_iter_bool(&it);
+    return 0;
+}
+
+/*
+ * Stable API (mongod's initializeAPIParameters): apiVersion must be the
+ * string "1" (322); apiStrict / apiDeprecationErrors need an apiVersion
+ * (4886600); with apiStrict: true a command outside API version 1 fails
+ * with 323. No command of version 1 is deprecated, so apiDeprecationErrors
+ * never refuses one.
+ */
+static int
+check_api(mf_op_t *op, const char *name)
+{
+    bson_iter_t it;
+    const char *version = NULL;
+    bool strict_present, strict, dep_present, dep;
+
+    if (bson_iter_init_find(&it, op->cmd, "apiVersion")) {
+        if (!BSON_ITER_HOLDS_UTF8(&it))
+            return mf_err_set(&op->err, MF_E_TypeMismatch,
+                              "BSON field 'APIParametersFromClient.apiVersion' is the wrong type '%s', expected type 'string'",
+                              mf_type_name(bson_iter_type(&it)));
+        version = bson_iter_utf8(&it, NULL);
+    }
+    if (api_flag(op, "apiStrict", &strict_present, &strict) != 0 ||
+        api_flag(op, "apiDeprecationErrors", &dep_present, &dep) != 0)
+        return -1;
+    if ((strict_present || dep_present) && version == NULL)
+        return mf_err_set(&op->err, MF_E_Location4886600,
+                          "Provided apiStrict and/or apiDeprecationErrors without passing apiVersion");
+    if (version != NULL && strcmp(version, "1") != 0) {
+        if (strcmp(version, "2") == 0)
+            return mf_err_set(&op->err, MF_E_APIVersionError, "Cannot accept API version 2");
+        return mf_err_set(&op->err, MF_E_APIVersionError, "API version must be \"1\"");
+    }
+    if (strict && !in_api_v1(name))
+        return mf_err_set(&op->err, MF_E_APIStrictError,
+                          "Provided apiStrict:true, but the command %s is not in API Version 1. Information on supported commands and migrations in API Version 1 can be found at https://dochub.mongodb.org/core/manual-versioned-api",
+                          name);
+    return 0;
+}
+
+/*
+ * readConcern {level: "snapshot"} (or atClusterTime) needs a replica set:
+ * a standalone answers 123 NotAReplicaSet, as mongod's waitForReadConcern.
+ * A replica-set member leaves readConcern to replication.
+ */
+static int
+check_read_concern(mf_op_t *op)
+{
+    bson_iter_t it, rc;
+    if (op->eng->repl != NULL || !bson_iter_init_find(&it, op->cmd, "readConcern") || !BSON_ITER_HOLDS_DOCUMENT(&it) ||
+        !bson_iter_recurse(&it, &rc))
+        return 0;
+    while (bson_iter_next(&rc)) {
+        const char *k = bson_iter_key(&rc);
+        if ((strcmp(k, "level") == 0 && BSON_ITER_HOLDS_UTF8(&rc) && strcmp(bson_iter_utf8(&rc, NULL), "snapshot") == 0) ||
+            strcmp(k, "atClusterTime") == 0)
+            return mf_err_set(&op->err, MF_E_NotAReplicaSet,
+                              "node needs to be a replica set member to use readConcern: snapshot");
+    }
+    return 0;
+}
+
+int
+mf_cmd_generic_check(mf_op_t *op, const char *name)
+{
+    if (check_api(op, name) != 0 || check_read_concern(op) != 0)
+        return -1;
+    return 0;
+}
+
 const mf_cmd_def_t mf_cmds_misc[] = {
     {"convertToCapped", cmd_convert_to_capped, 0, convert_fields},
     {"cloneCollectionAsCapped", cmd_clone_collection_as_capped, 0, clone_fields},
@@ -1129,6 +1373,7 @@ const mf_cmd_def_t mf_cmds_misc[] = {
     {"datasize", cmd_data_size, MF_CMD_NO_DB, data_size_fields},
     {"dbHash", cmd_db_hash, 0, db_hash_fields},
     {"dbhash", cmd_db_hash, 0, db_hash_fields},
+    {"validateDBMetadata", cmd_validate_db_metadata, 0, meta_fields},
     {"top", cmd_top, MF_CMD_ADMIN_ONLY, NULL},
     {"lockInfo", cmd_lock_info, MF_CMD_ADMIN_ONLY, NULL},
     {"connPoolStats", cmd_conn_pool_stats, 0, NULL},

@@ -225,3 +225,84 @@ h.test('index filter commands refuse bad arguments as mongod does', async () => 
   await h.expectCode(db.command({ planCacheClearFilters: 'c', sort: { a: 1 } }), 2, /without query/);
   await h.expectCode(db.command({ planCacheListFilters: 5 }), 73);
 });
+
+// ---------- validateDBMetadata ----------
+
+h.test('validateDBMetadata reports indexes and views outside API version 1', async () => {
+  const db = srv.freshDb('meta');
+  const c = db.collection('c');
+  await c.insertOne({ a: 1, t: 'x' });
+  await c.createIndex({ s: 1 }, { sparse: true });
+  await c.createIndex({ a: 1 });
+  await db.command({ create: 'v', viewOn: 'c', pipeline: [{ $currentOp: {} }] });
+  await db.command({ create: 'ok_view', viewOn: 'c', pipeline: [{ $match: { a: 1 } }] });
+  const r = await srv.client.db('admin').command({ validateDBMetadata: 1, db: db.databaseName,
+    apiParameters: { version: '1', strict: true } });
+  assert.equal(r.ok, 1);
+  const ns = `${db.databaseName}.c`;
+  const mine = r.apiVersionErrors.filter((e) => e.ns === ns).map((e) => e.errmsg).sort();
+  assert.deepEqual(mine, ['The index with name s_1 is not allowed in API version 1.']);
+  for (const e of r.apiVersionErrors) {
+    assert.equal(e.code, 323);
+    assert.equal(e.codeName, 'APIStrictError');
+  }
+  const view = r.apiVersionErrors.filter((e) => e.ns === `${db.databaseName}.v`);
+  assert.equal(view.length, 1);
+  assert.match(view[0].errmsg, /\$currentOp is not allowed with 'apiStrict: true' in API Version 1/);
+  assert.equal(r.apiVersionErrors.length, 2);
+  // without strict nothing is reported; collection narrows the check
+  const loose = await db.command({ validateDBMetadata: 1, db: db.databaseName, apiParameters: { version: '1' } });
+  assert.deepEqual(loose.apiVersionErrors, []);
+  const one = await db.command({ validateDBMetadata: 1, db: db.databaseName, collection: 'ok_view',
+    apiParameters: { version: '1', strict: true } });
+  assert.deepEqual(one.apiVersionErrors, []);
+  await h.expectCode(db.command({ validateDBMetadata: 1 }), 40414);
+  await h.expectCode(db.command({ validateDBMetadata: 1, apiParameters: {} }), 40414);
+  await h.expectCode(db.command({ validateDBMetadata: 1, apiParameters: { version: 1 } }), 14);
+});
+
+// ---------- Stable API / readConcern ----------
+
+h.test('apiVersion, apiStrict and apiDeprecationErrors are checked as mongod does', async () => {
+  const db = srv.freshDb('api');
+  await db.collection('c').insertOne({ _id: 1 });
+  const ok = await db.command({ find: 'c', apiVersion: '1', apiStrict: true, apiDeprecationErrors: true });
+  assert.equal(ok.cursor.firstBatch.length, 1);
+  await h.expectCode(db.command({ ping: 1, apiVersion: '2' }), 322, /Cannot accept API version 2/);
+  await h.expectCode(db.command({ ping: 1, apiVersion: '3' }), 322, /API version must be "1"/);
+  await h.expectCode(db.command({ ping: 1, apiVersion: 1 }), 14);
+  await h.expectCode(db.command({ ping: 1, apiStrict: true }), 4886600);
+  await h.expectCode(db.command({ ping: 1, apiDeprecationErrors: false }), 4886600);
+  await h.expectCode(db.command({ ping: 1, apiVersion: '1', apiStrict: 1 }), 14);
+  await h.expectCode(db.command({ dbStats: 1, apiVersion: '1', apiStrict: true }), 323,
+    /Provided apiStrict:true, but the command dbStats is not in API Version 1/);
+  assert.equal((await db.command({ dbStats: 1, apiVersion: '1', apiStrict: false })).ok, 1);
+  assert.equal((await db.command({ dbStats: 1, apiVersion: '1' })).ok, 1);
+  await h.expectCode(db.command({ distinct: 'c', key: '_id', apiVersion: '1', apiStrict: true }), 323);
+});
+
+h.test('a driver with serverApi {version: "1", strict: true} runs V1 commands and is refused others', async () => {
+  const client = await srv.newClient({ serverApi: { version: '1', strict: true, deprecationErrors: true } });
+  const db = client.db(srv.freshDb('api_driver').databaseName);
+  const c = db.collection('c');
+  await c.insertMany([{ _id: 1, a: 1 }, { _id: 2, a: 2 }, { _id: 3, a: 3 }]);
+  assert.equal(await c.countDocuments({ a: { $gte: 2 } }), 2);
+  assert.equal((await c.find().batchSize(1).toArray()).length, 3); // getMore and killCursors are V1
+  await c.updateOne({ _id: 1 }, { $set: { b: 1 } });
+  await c.createIndex({ a: 1 });
+  assert.equal((await c.aggregate([{ $match: { a: 1 } }]).toArray()).length, 1);
+  await h.expectCode(db.command({ collStats: 'c' }), 323);
+  await client.close();
+});
+
+h.test('readConcern snapshot on a standalone is refused with 123 NotAReplicaSet', async () => {
+  const db = srv.freshDb('rc');
+  await db.collection('c').insertOne({ _id: 1 });
+  await h.expectCode(db.command({ find: 'c', readConcern: { level: 'snapshot' } }), 123,
+    /replica set member/);
+  await h.expectCode(db.command({ aggregate: 'c', pipeline: [], cursor: {}, readConcern: { level: 'snapshot' } }), 123);
+  for (const level of ['local', 'available', 'majority']) {
+    const r = await db.command({ find: 'c', readConcern: { level } });
+    assert.equal(r.cursor.firstBatch.length, 1, level);
+  }
+});
