@@ -119,8 +119,28 @@ mf_crud_cursor_fill(mf_op_t *op, mf_cursor_t *cur, int64_t max, bson_t *arr, boo
         *exhausted = true;
         return 0;
     }
-    if (cur->plan != NULL && cur->plan->tailable && cur->limit_left != 0)
+    if (cur->plan != NULL && cur->plan->tailable && cur->limit_left != 0) {
+        /*
+         * A tailable cursor resumes after the last record its scan saw; if
+         * that record was deleted (a capped collection's rollover or a
+         * delete), mongod's collection scan cannot restore its position and
+         * the cursor dies with 136 CappedPositionLost.
+         */
+        if (cur->plan->started && cur->plan->last_rid > 0) {
+            bson_t last;
+            int fr = mf_coll_fetch(op->sess, c, cur->plan->last_rid, &last, &op->err);
+            if (fr == 0)
+                bson_destroy(&last);
+            else if (fr == MF_NOTFOUND)
+                return mf_err_set(&op->err, MF_E_CappedPositionLost,
+                                  "CollectionScan died due to failure to restore tailable cursor position. Last seen record id: RecordId(%lld)",
+                                  (long long)cur->plan->last_rid);
+            else
+                return fr == MF_CONFLICT ? mf_err_set(&op->err, MF_E_WriteConflict, "write conflict reading %s", c->ns)
+                                         : -1;
+        }
         cur->plan->done = false; /* a tailable cursor looks again for documents inserted since */
+    }
     if (cur->limit_left == 0 || cur->plan == NULL || cur->plan->done) {
         *exhausted = true;
         return 0;
@@ -311,8 +331,15 @@ fill:
             bson_destroy(&arr);
             goto out_unlock;
         }
-        /* A tailable cursor stays open at the end unless the collection is empty (as mongod does). */
-        bool keep = !exhausted || (tailable && c != NULL && atomic_load(&c->approx_count) > 0);
+        /*
+         * A tailable cursor stays open at the end of the collection, unless
+         * its scan saw no record at all (an empty collection): mongod's
+         * collection scan then reaches a permanent EOF and find answers a
+         * dead cursor (id 0), so a driver's awaitData loop ends.
+         */
+        bool keep = !exhausted;
+        if (tailable && batch > 0 && cur->kind == MF_CURSOR_SCAN && cur->plan != NULL && cur->plan->last_rid <= 0)
+            keep = false;
         if (keep && !single) {
             id = mf_cmd_cursor_register(op, cur);
             if (id < 0) {

@@ -306,3 +306,47 @@ h.test('readConcern snapshot on a standalone is refused with 123 NotAReplicaSet'
     assert.equal(r.cursor.firstBatch.length, 1, level);
   }
 });
+
+// ---------- tailable cursors ----------
+
+h.test('a tailable awaitData find on an empty capped collection returns a dead cursor', async () => {
+  const db = srv.freshDb('tail_empty');
+  await db.createCollection('cap', { capped: true, size: 4096 });
+  const r = await db.command({ find: 'cap', tailable: true, awaitData: true });
+  assert.equal(Number(r.cursor.id), 0);
+  assert.deepEqual(r.cursor.firstBatch, []);
+  // the driver's tailable loop ends instead of calling getMore forever
+  const cur = db.collection('cap').find({}, { tailable: true, awaitData: true });
+  assert.deepEqual(await cur.toArray(), []);
+  // with documents that the filter does not match, the cursor stays open (the scan saw records)
+  await db.collection('cap').insertOne({ _id: 1, a: 1 });
+  const r2 = await db.command({ find: 'cap', filter: { a: 2 }, tailable: true });
+  assert.notEqual(Number(r2.cursor.id), 0);
+  await db.collection('cap').insertOne({ _id: 2, a: 2 });
+  const g = await db.command({ getMore: r2.cursor.id, collection: 'cap' });
+  assert.deepEqual(g.cursor.nextBatch, [{ _id: 2, a: 2 }]);
+  assert.notEqual(Number(g.cursor.id), 0);
+  await db.command({ killCursors: 'cap', cursors: [r2.cursor.id] });
+});
+
+h.test('a tailable cursor whose last document was deleted dies with 136 CappedPositionLost', async () => {
+  const db = srv.freshDb('tail_lost');
+  await db.createCollection('cap', { capped: true, size: 4096 });
+  const c = db.collection('cap');
+  await c.insertMany([{ _id: 1 }, { _id: 2 }]);
+  const r = await db.command({ find: 'cap', tailable: true });
+  assert.equal(r.cursor.firstBatch.length, 2);
+  const id = r.cursor.id;
+  assert.notEqual(Number(id), 0);
+  await c.deleteOne({ _id: 2 });
+  await h.expectCode(db.command({ getMore: id, collection: 'cap' }), 136,
+    /failure to restore tailable cursor position/);
+  await h.expectCode(db.command({ getMore: id, collection: 'cap' }), 43); // the cursor is gone
+  // rolled over by the cap: the position is lost as well
+  await db.createCollection('small', { capped: true, size: 4096, max: 2 });
+  const s = db.collection('small');
+  await s.insertMany([{ _id: 1 }, { _id: 2 }]);
+  const t = await db.command({ find: 'small', tailable: true, batchSize: 5 });
+  await s.insertMany([{ _id: 3 }, { _id: 4 }]);
+  await h.expectCode(db.command({ getMore: t.cursor.id, collection: 'small' }), 136);
+});
