@@ -20,9 +20,10 @@
  *
  * dbHash hashes each collection's documents in _id-index order with MD5
  * (OpenSSL EVP), like mongod: collections {name: hex}, md5 = MD5 of the
- * per-collection hex strings in name order. Views, system.profile and the
- * "local" database are left out (mongod hashes only replicated
- * collections).
+ * per-collection hex strings in name order. Views, the "local" database
+ * and system collections other than the replicated ones (system.users,
+ * system.roles, system.js, system.version ... and time-series buckets) are
+ * left out: mongod hashes only replicated collections.
  *
  * top reports every collection with mongod's counter shape; the counters
  * are zeros: the command layer does not keep per-namespace timings.
@@ -563,11 +564,26 @@ typedef struct hash_list {
     int n, cap;
 } hash_list_t;
 
+/* The system collections mongod replicates, and so hashes (the time-series buckets hold user data). */
+static bool
+hashed_system_coll(const char *name)
+{
+    static const char *const replicated[] = {"system.backup_users", "system.js", "system.new_users", "system.roles",
+                                             "system.users", "system.version", "system.keys", "system.views", NULL};
+    if (strncmp(name, MF_TS_BUCKETS_PREFIX, strlen(MF_TS_BUCKETS_PREFIX)) == 0)
+        return true;
+    for (int i = 0; replicated[i]; i++)
+        if (strcmp(name, replicated[i]) == 0)
+            return true;
+    return false;
+}
+
 static void
 hash_collect(void *arg, mf_coll_t *c)
 {
     hash_list_t *l = arg;
-    if (c->is_view || strcmp(c->name, "system.profile") == 0 || strncmp(c->name, "tmp.mr.", 7) == 0)
+    if (c->is_view || strncmp(c->name, "tmp.mr.", 7) == 0 ||
+        (strncmp(c->name, "system.", 7) == 0 && !hashed_system_coll(c->name)))
         return;
     if (l->n == l->cap) {
         l->cap = l->cap ? l->cap * 2 : 16;

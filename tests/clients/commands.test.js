@@ -125,6 +125,10 @@ h.test('dbHash hashes each collection in _id order with MD5 and skips views', as
   await db.createCollection('b');
   await db.createCollection('capped', { capped: true, size: 4096 });
   await db.command({ create: 'v', viewOn: 'a', pipeline: [] });
+  await db.command({ profile: 2 });
+  await db.collection('a').findOne({ _id: 1 });
+  await db.command({ profile: 0 });
+  assert.ok((await db.listCollections().toArray()).some((x) => x.name === 'system.profile'));
   const r = await db.command({ dbHash: 1 });
   assert.equal(r.ok, 1);
   assert.equal(typeof r.host, 'string');
