@@ -270,7 +270,7 @@ mf_cmd_find(mf_op_t *op)
     }
     if (c != NULL && !c->is_view) {
         mf_plan_request_t req = {.filter = has_filter ? &filter : NULL, .sort = srt ? &sort : NULL, .hint = hint,
-                                 .force_collscan = tailable};
+                                 .force_collscan = tailable, .shape_projection = has_proj ? &projection : NULL};
         if (mf_plan_build(c, &req, &plan, &op->err) != 0)
             goto out_unlock;
         plan->tailable = tailable;

@@ -28,12 +28,10 @@
  * top reports every collection with mongod's counter shape; the counters
  * are zeros: the command layer does not keep per-namespace timings.
  *
- * Index filters (planCacheSetFilter) are kept in memory per collection
- * (keyed by namespace and UUID, so a dropped and re-created collection
- * starts with none), as mongod keeps them (not persisted, lost at restart).
- * A filter is identified by its query shape: the query's field names and
- * operators with values ignored, plus sort and projection. They are listed
- * and cleared as mongod does; the planner does not consult them yet.
+ * Index filters (planCacheSetFilter) are kept by query/index_filter.c, in
+ * memory per collection and query shape, as mongod keeps them; the planner
+ * restricts its choice of index to them. mayfly has no plan cache (every
+ * query is planned afresh), so planCacheClear only checks its arguments.
  */
 #include <openssl/evp.h>
 #include <pthread.h>
@@ -48,6 +46,7 @@
 #include "common/curop.h"
 #include "doc/value.h"
 #include "index/keystring.h"
+#include "query/index_filter.h"
 
 #define COPY_CHUNK 256 /* documents per transaction of a capped copy */
 
@@ -836,88 +835,6 @@ cmd_conn_pool_stats(mf_op_t *op)
 
 /* ---------- index filters and the plan cache ---------- */
 
-/* One index filter: the query shape it applies to and the indexes allowed. Owned by the filter list. */
-typedef struct filter_entry {
-    char *ns;
-    uint8_t uuid[16];
-    char *shape;        /* the shape key: query shape + sort + projection + collation */
-    bson_t *query, *sort, *projection, *collation; /* as given (collation may be NULL) */
-    bson_t *indexes;    /* array as given */
-    struct filter_entry *next;
-} filter_entry_t;
-
-static pthread_mutex_t filters_mu = PTHREAD_MUTEX_INITIALIZER;
-static filter_entry_t *filters; /* every collection's, newest first */
-
-static void
-filter_free(filter_entry_t *f)
-{
-    free(f->ns);
-    free(f->shape);
-    bson_destroy(f->query);
-    bson_destroy(f->sort);
-    bson_destroy(f->projection);
-    if (f->collation)
-        bson_destroy(f->collation);
-    bson_destroy(f->indexes);
-    free(f);
-}
-
-/* Appends the shape of doc to s: field names and operators, values only as their BSON type. */
-static void
-shape_append(bson_string_t *s, const bson_t *doc, bool values)
-{
-    bson_iter_t it;
-    bson_string_append(s, "{");
-    if (bson_iter_init(&it, doc)) {
-        while (bson_iter_next(&it)) {
-            bson_string_append_printf(s, "%s:", bson_iter_key(&it));
-            if (BSON_ITER_HOLDS_DOCUMENT(&it) || BSON_ITER_HOLDS_ARRAY(&it)) {
-                const uint8_t *data;
-                uint32_t len;
-                bson_t sub;
-                if (BSON_ITER_HOLDS_DOCUMENT(&it))
-                    bson_iter_document(&it, &len, &data);
-                else
-                    bson_iter_array(&it, &len, &data);
-                if (bson_init_static(&sub, data, len))
-                    shape_append(s, &sub, values);
-            } else if (values) {
-                char *j = NULL;
-                bson_t one = BSON_INITIALIZER;
-                bson_append_value(&one, "v", 1, bson_iter_value(&it));
-                j = bson_as_canonical_extended_json(&one, NULL);
-                bson_string_append(s, j ? j : "?");
-                bson_free(j);
-                bson_destroy(&one);
-            } else {
-                bson_string_append_printf(s, "%d", mf_value_is_number(bson_iter_value(&it)) ? 1 : (int)bson_iter_type(&it));
-            }
-            bson_string_append(s, ",");
-        }
-    }
-    bson_string_append(s, "}");
-}
-
-/* The shape key of a query/sort/projection/collation (sort, projection and collation by value). */
-static char *
-shape_key(const bson_t *q, const bson_t *sort, const bson_t *proj, const bson_t *coll)
-{
-    bson_string_t *s = bson_string_new("q");
-    shape_append(s, q, false);
-    bson_string_append(s, "s");
-    shape_append(s, sort, true);
-    bson_string_append(s, "p");
-    shape_append(s, proj, true);
-    if (coll != NULL) {
-        bson_string_append(s, "c");
-        shape_append(s, coll, true);
-    }
-    char *out = mf_strdup(s->str);
-    bson_string_free(s, true);
-    return out;
-}
-
 /*
  * The query shape arguments of a plan cache command: query (required when
  * required is set), sort, projection and collation, each an object (2
@@ -950,30 +867,6 @@ shape_args(mf_op_t *op, bool required, bool *has_query, bson_t *q, bson_t *sort,
     *has_query = present[0];
     *has_coll = present[3];
     return 0;
-}
-
-/* Drops filters of a collection that no longer exists under the same UUID (under filters_mu). */
-static bool
-filter_matches_coll(const filter_entry_t *f, const mf_coll_t *c)
-{
-    return c != NULL && strcmp(f->ns, c->ns) == 0 && memcmp(f->uuid, c->uuid, 16) == 0;
-}
-
-static void
-filters_prune(mf_catalog_t *cat, const char *db, const char *name)
-{
-    char ns[512];
-    mf_coll_t *c = mf_catalog_coll_find(cat, db, name);
-    snprintf(ns, sizeof(ns), "%s.%s", db, name);
-    for (filter_entry_t **p = &filters; *p != NULL;) {
-        filter_entry_t *f = *p;
-        if (strcmp(f->ns, ns) == 0 && !filter_matches_coll(f, c)) {
-            *p = f->next;
-            filter_free(f);
-        } else {
-            p = &f->next;
-        }
-    }
 }
 
 static const char *const plan_cache_fields[] = {"planCacheClear", "planCacheClearFilters", "planCacheListFilters",
@@ -1010,30 +903,14 @@ static int
 cmd_plan_cache_list_filters(mf_op_t *op)
 {
     const char *name;
-    bson_t arr, e;
-    char key[16];
-    int n = 0;
+    bson_t arr;
     if (plan_cache_coll(op, &name) != 0)
         return -1;
     BSON_APPEND_ARRAY_BEGIN(op->reply, "filters", &arr);
     mf_catalog_rdlock(op->eng->cat);
     mf_coll_t *c = mf_catalog_coll_find(op->eng->cat, op->db, name);
-    pthread_mutex_lock(&filters_mu);
-    filters_prune(op->eng->cat, op->db, name);
-    for (filter_entry_t *f = filters; f != NULL; f = f->next) {
-        if (!filter_matches_coll(f, c))
-            continue;
-        snprintf(key, sizeof(key), "%d", n++);
-        BSON_APPEND_DOCUMENT_BEGIN(&arr, key, &e);
-        BSON_APPEND_DOCUMENT(&e, "query", f->query);
-        BSON_APPEND_DOCUMENT(&e, "sort", f->sort);
-        BSON_APPEND_DOCUMENT(&e, "projection", f->projection);
-        if (f->collation)
-            BSON_APPEND_DOCUMENT(&e, "collation", f->collation);
-        BSON_APPEND_ARRAY(&e, "indexes", f->indexes);
-        bson_append_document_end(&arr, &e);
-    }
-    pthread_mutex_unlock(&filters_mu);
+    if (c != NULL && !c->is_view)
+        mf_index_filter_list(c, &arr);
     mf_catalog_unlock(op->eng->cat);
     bson_append_array_end(op->reply, &arr);
     return 0;
@@ -1045,29 +922,15 @@ cmd_plan_cache_clear_filters(mf_op_t *op)
     const char *name;
     bson_t q, sort, proj, coll;
     bool has_query, has_coll;
-    char *shape = NULL;
     if (plan_cache_coll(op, &name) != 0 || shape_args(op, false, &has_query, &q, &sort, &proj, &coll, &has_coll) != 0)
         return -1;
     if (!has_query && (bson_has_field(op->cmd, "sort") || bson_has_field(op->cmd, "projection")))
         return mf_err_set(&op->err, MF_E_BadValue, "sort or projection provided without query");
-    if (has_query)
-        shape = shape_key(&q, &sort, &proj, has_coll ? &coll : NULL);
     mf_catalog_rdlock(op->eng->cat);
     mf_coll_t *c = mf_catalog_coll_find(op->eng->cat, op->db, name);
-    pthread_mutex_lock(&filters_mu);
-    filters_prune(op->eng->cat, op->db, name);
-    for (filter_entry_t **p = &filters; *p != NULL;) {
-        filter_entry_t *f = *p;
-        if (filter_matches_coll(f, c) && (shape == NULL || strcmp(f->shape, shape) == 0)) {
-            *p = f->next;
-            filter_free(f);
-        } else {
-            p = &f->next;
-        }
-    }
-    pthread_mutex_unlock(&filters_mu);
+    if (c != NULL && !c->is_view)
+        mf_index_filter_clear(c, has_query ? &q : NULL, &sort, &proj, has_coll ? &coll : NULL);
     mf_catalog_unlock(op->eng->cat);
-    free(shape);
     return 0;
 }
 
@@ -1111,29 +974,7 @@ cmd_plan_cache_set_filter(mf_op_t *op)
         mf_catalog_unlock(op->eng->cat);
         return mf_err_set(&op->err, MF_E_BadValue, "no such collection");
     }
-    filter_entry_t *f = mf_calloc(1, sizeof(*f));
-    f->ns = mf_strdup(c->ns);
-    memcpy(f->uuid, c->uuid, 16);
-    f->shape = shape_key(&q, &sort, &proj, has_coll ? &coll : NULL);
-    f->query = bson_copy(&q);
-    f->sort = bson_copy(&sort);
-    f->projection = bson_copy(&proj);
-    f->collation = has_coll ? bson_copy(&coll) : NULL;
-    f->indexes = bson_copy(&idx);
-    pthread_mutex_lock(&filters_mu);
-    filters_prune(op->eng->cat, op->db, name);
-    for (filter_entry_t **p = &filters; *p != NULL;) {
-        filter_entry_t *o = *p;
-        if (filter_matches_coll(o, c) && strcmp(o->shape, f->shape) == 0) {
-            *p = o->next;
-            filter_free(o);
-        } else {
-            p = &o->next;
-        }
-    }
-    f->next = filters;
-    filters = f;
-    pthread_mutex_unlock(&filters_mu);
+    mf_index_filter_set(c, &q, &sort, &proj, has_coll ? &coll : NULL, &idx);
     mf_catalog_unlock(op->eng->cat);
     return 0;
 }

@@ -215,6 +215,39 @@ h.test('planCacheSetFilter / ListFilters / ClearFilters keep filters per query s
   assert.equal((await db.command({ planCacheClearFilters: 'missing' })).ok, 1);
 });
 
+h.test('the planner uses only the indexes an index filter allows for that query shape', async () => {
+  const db = srv.freshDb('filters_plan');
+  const c = db.collection('c');
+  await c.insertMany(Array.from({ length: 50 }, (_, i) => ({ _id: i, a: i % 10, b: i % 5 })));
+  await c.createIndex({ a: 1 });
+  await c.createIndex({ b: 1 });
+  const ixName = (e) => {
+    let s = e.queryPlanner.winningPlan;
+    while (s && !s.indexName && s.inputStage) s = s.inputStage;
+    return s.indexName || s.stage;
+  };
+  const before = await c.find({ a: 3, b: 3 }).explain();
+  assert.equal(before.queryPlanner.indexFilterSet, false);
+  await db.command({ planCacheSetFilter: 'c', query: { a: 1, b: 1 }, indexes: [{ b: 1 }] });
+  const e = await c.find({ a: 7, b: 2 }).explain();
+  assert.equal(e.queryPlanner.indexFilterSet, true);
+  assert.equal(ixName(e), 'b_1');
+  assert.deepEqual((await c.find({ a: 7, b: 2 }).toArray()).map((d) => d._id), [7, 17, 27, 37, 47].filter((i) => i % 5 === 2));
+  // another shape is not filtered
+  const other = await c.find({ a: 7 }).explain();
+  assert.equal(other.queryPlanner.indexFilterSet, false);
+  assert.equal(ixName(other), 'a_1');
+  // a filter naming no usable index makes the query a collection scan; a hint overrides the filter
+  await db.command({ planCacheSetFilter: 'c', query: { a: 1 }, indexes: ['b_1'] });
+  assert.equal(ixName(await c.find({ a: 4 }).explain()), 'COLLSCAN');
+  assert.equal((await c.find({ a: 4 }).toArray()).length, 5);
+  assert.equal(ixName(await c.find({ a: 4 }).hint({ a: 1 }).explain()), 'a_1');
+  // count uses the same shape
+  assert.equal(await c.countDocuments({ a: 4 }), 5);
+  await db.command({ planCacheClearFilters: 'c' });
+  assert.equal(ixName(await c.find({ a: 4 }).explain()), 'a_1');
+});
+
 h.test('index filter commands refuse bad arguments as mongod does', async () => {
   const db = srv.freshDb('filters_err');
   await db.collection('c').insertOne({});
