@@ -318,6 +318,7 @@ mf_cmd_find(mf_op_t *op)
             cur->filter = bson_copy(&filter);
         cur->plan = plan;
         plan = NULL;
+        cur->await_data = await_data;
     }
 fill:
     if (limit > 0 && batch > limit)
@@ -368,6 +369,38 @@ out:
     return rc;
 }
 
+/*
+ * await_data: a getMore on a tailable awaitData cursor that found nothing
+ * waits, as mongod does, up to the getMore's maxTimeMS (default 1 s) for
+ * new documents, looking again every few milliseconds without holding any
+ * lock in between; then it answers an empty batch (not 50
+ * MaxTimeMSExpired). killOp and shutdown end the wait with their error.
+ */
+static int
+await_data(mf_op_t *op, mf_cursor_t *cur, int64_t batch, bson_t *arr, bool *exhausted)
+{
+    bson_iter_t it;
+    int64_t wait_ms = 1000, start = mf_mono_ms();
+    if (bson_iter_init_find(&it, op->cmd, "maxTimeMS") && mf_value_is_number(bson_iter_value(&it)))
+        wait_ms = (int64_t)mf_value_as_double(bson_iter_value(&it));
+    while (bson_empty(arr) && !*exhausted && mf_mono_ms() - start + 10 < wait_ms) {
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        if (mf_curop_killed(mf_curop_current()))
+            return mf_curop_check_current(&op->err) != 0 ? -1 : 0;
+        mf_catalog_rdlock(op->eng->cat);
+        int r = mf_crud_cursor_fill(op, cur, batch, arr, exhausted);
+        mf_catalog_unlock(op->eng->cat);
+        if (r != 0 && op->err.code == MF_E_MaxTimeMSExpired) {
+            memset(&op->err, 0, sizeof(op->err));
+            return 0; /* the await time is over: an empty batch */
+        }
+        if (r != 0)
+            return -1;
+    }
+    return 0;
+}
+
 int
 mf_cmd_get_more(mf_op_t *op)
 {
@@ -415,6 +448,8 @@ mf_cmd_get_more(mf_op_t *op)
     mf_catalog_rdlock(op->eng->cat);
     int r = mf_crud_cursor_fill(op, cur, batch, &arr, &exhausted);
     mf_catalog_unlock(op->eng->cat);
+    if (r == 0 && !exhausted && cur->await_data && bson_empty(&arr))
+        r = await_data(op, cur, batch, &arr, &exhausted);
     if (r != 0) {
         bson_destroy(&arr);
         mf_cursors_release(op->eng->cursors, cur);

@@ -387,3 +387,29 @@ h.test('a tailable cursor whose last document was deleted dies with 136 CappedPo
   await s.insertMany([{ _id: 3 }, { _id: 4 }]);
   await h.expectCode(db.command({ getMore: t.cursor.id, collection: 'small' }), 136);
 });
+
+h.test('an awaitData getMore waits up to maxTimeMS for new documents, then answers an empty batch', async () => {
+  const db = srv.freshDb('tail_await');
+  await db.createCollection('cap', { capped: true, size: 4096 });
+  await db.collection('cap').insertOne({ _id: 1 });
+  const r = await db.command({ find: 'cap', tailable: true, awaitData: true });
+  const id = r.cursor.id;
+  let t0 = Date.now();
+  const empty = await db.command({ getMore: id, collection: 'cap', maxTimeMS: 200 });
+  const waited = Date.now() - t0;
+  assert.deepEqual(empty.cursor.nextBatch, []);
+  assert.notEqual(Number(empty.cursor.id), 0);
+  assert.ok(waited >= 150, `waited ${waited} ms`);
+  t0 = Date.now();
+  const other = await srv.newClient();
+  setTimeout(() => { other.db(db.databaseName).collection('cap').insertOne({ _id: 2 }).catch(() => {}); }, 100);
+  const got = await db.command({ getMore: id, collection: 'cap', maxTimeMS: 5000 });
+  assert.deepEqual(got.cursor.nextBatch, [{ _id: 2 }]);
+  assert.ok(Date.now() - t0 < 4000, 'returned when the document arrived');
+  // without awaitData a tailable getMore answers at once
+  const plain = await db.command({ find: 'cap', tailable: true });
+  t0 = Date.now();
+  await db.command({ getMore: plain.cursor.id, collection: 'cap' });
+  assert.ok(Date.now() - t0 < 500);
+  await db.command({ killCursors: 'cap', cursors: [id, plain.cursor.id] });
+});
