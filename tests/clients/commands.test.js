@@ -413,3 +413,27 @@ h.test('an awaitData getMore waits up to maxTimeMS for new documents, then answe
   assert.ok(Date.now() - t0 < 500);
   await db.command({ killCursors: 'cap', cursors: [id, plain.cursor.id] });
 });
+
+h.test('bad arguments to these commands are refused without harming the server', async () => {
+  const db = srv.freshDb('robust');
+  await db.collection('c').insertMany([{ _id: 1, a: 1 }, { _id: 2, a: 2 }]);
+  await db.collection('c').createIndex({ a: 1 });
+  const names = ['convertToCapped', 'cloneCollectionAsCapped', 'dataSize', 'dbHash', 'validateDBMetadata',
+    'planCacheClear', 'planCacheClearFilters', 'planCacheListFilters', 'planCacheSetFilter'];
+  const values = [1, 'c', '', 'nope.c', `${db.databaseName}.c`, null, {}, [], { a: 1 }, [1, 'x', {}], -1, 1e300, true];
+  const extras = [{}, { size: -5 }, { size: 0 }, { size: 'x' }, { toCollection: 5 }, { toCollection: '' },
+    { keyPattern: 5 }, { min: { a: 1 }, max: 5 }, { min: { a: 'x' }, max: { a: [] } }, { keyPattern: { a: 1 }, min: { b: 1 }, max: { b: 2 } },
+    { collections: 'x' }, { collections: [1] }, { apiParameters: 5 }, { apiParameters: { version: '1', strict: 'x' } },
+    { query: 5 }, { query: { a: { $gt: 1 } }, indexes: [{ a: 1 }], sort: 5 }, { query: {}, indexes: [[]] },
+    { estimate: 'x' }, { maxObjects: 1 }, { db: 5 }, { collection: [] }];
+  for (const n of names) {
+    for (const v of values) {
+      for (const x of extras) {
+        const r = await db.command({ [n]: v, ...x }).catch((e) => e);
+        assert.ok(r.ok === 1 || typeof r.code === 'number', `${n} ${JSON.stringify(v)} ${JSON.stringify(x)}: ${r && r.message}`);
+      }
+    }
+  }
+  assert.equal((await db.command({ ping: 1 })).ok, 1);
+  assert.equal(await db.collection('c').countDocuments(), 2);
+});
