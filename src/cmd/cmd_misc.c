@@ -25,8 +25,10 @@
  * system.roles, system.js, system.version ... and time-series buckets) are
  * left out: mongod hashes only replicated collections.
  *
- * top reports every collection with mongod's counter shape; the counters
- * are zeros: the command layer does not keep per-namespace timings.
+ * top reports every collection with mongod's counters (time in
+ * microseconds and count of total, readLock, writeLock, queries, getmore,
+ * insert, update, remove, commands), which the operation registry
+ * (common/curop.c) adds up as each client operation ends.
  *
  * Index filters (planCacheSetFilter) are kept by query/index_filter.c, in
  * memory per collection and query shape, as mongod keeps them; the planner
@@ -763,29 +765,31 @@ cmd_db_hash(mf_op_t *op)
 
 /* ---------- top / lockInfo / connPoolStats ---------- */
 
-static void
-top_counter(bson_t *parent, const char *name)
-{
-    bson_t d;
-    BSON_APPEND_DOCUMENT_BEGIN(parent, name, &d);
-    BSON_APPEND_INT64(&d, "time", 0);
-    BSON_APPEND_INT64(&d, "count", 0);
-    bson_append_document_end(parent, &d);
-}
+typedef struct top_ctx {
+    mf_curops_t *reg;
+    bson_t *totals;
+} top_ctx_t;
 
 static void
 top_ns(void *arg, const char *db, const char *name, const uint8_t uuid[16])
 {
-    static const char *const counters[] = {"total", "readLock", "writeLock", "queries", "getmore",
-                                           "insert", "update", "remove", "commands", NULL};
-    bson_t *totals = arg, e;
+    static const char *const counters[MF_TOP_N] = {"total", "readLock", "writeLock", "queries", "getmore",
+                                                   "insert", "update", "remove", "commands"};
+    top_ctx_t *x = arg;
+    int64_t t[MF_TOP_N], n[MF_TOP_N];
+    bson_t e, d;
     char ns[512];
     (void)uuid;
     snprintf(ns, sizeof(ns), "%s.%s", db, name);
-    BSON_APPEND_DOCUMENT_BEGIN(totals, ns, &e);
-    for (int i = 0; counters[i]; i++)
-        top_counter(&e, counters[i]);
-    bson_append_document_end(totals, &e);
+    mf_curops_top_get(x->reg, ns, t, n);
+    BSON_APPEND_DOCUMENT_BEGIN(x->totals, ns, &e);
+    for (int i = 0; i < MF_TOP_N; i++) {
+        BSON_APPEND_DOCUMENT_BEGIN(&e, counters[i], &d);
+        BSON_APPEND_INT64(&d, "time", t[i]);
+        BSON_APPEND_INT64(&d, "count", n[i]);
+        bson_append_document_end(&e, &d);
+    }
+    bson_append_document_end(x->totals, &e);
 }
 
 static int
@@ -794,7 +798,8 @@ cmd_top(mf_op_t *op)
     bson_t totals;
     BSON_APPEND_DOCUMENT_BEGIN(op->reply, "totals", &totals);
     BSON_APPEND_UTF8(&totals, "note", "all times in microseconds");
-    mf_catalog_names(op->eng->cat, top_ns, &totals);
+    top_ctx_t x = {op->eng->curops, &totals};
+    mf_catalog_names(op->eng->cat, top_ns, &x);
     bson_append_document_end(op->reply, &totals);
     return 0;
 }

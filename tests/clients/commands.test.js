@@ -153,7 +153,7 @@ h.test('dbHash hashes each collection in _id order with MD5 and skips views', as
 
 // ---------- top / lockInfo / connPoolStats ----------
 
-h.test('top, lockInfo and connPoolStats answer with mongod\'s shapes', async () => {
+h.test('top counts operations per namespace; lockInfo and connPoolStats answer with mongod\'s shapes', async () => {
   const db = srv.freshDb('diag');
   await db.collection('c').insertOne({});
   const admin = srv.client.db('admin');
@@ -165,6 +165,25 @@ h.test('top, lockInfo and connPoolStats answer with mongod\'s shapes', async () 
   for (const k of ['total', 'readLock', 'writeLock', 'queries', 'getmore', 'insert', 'update', 'remove', 'commands']) {
     assert.deepEqual(Object.keys(e[k]), ['time', 'count'], k);
   }
+  // real counters: the operations above and these
+  const c = db.collection('c');
+  await c.insertOne({ x: 1 });
+  await c.updateOne({}, { $set: { y: 1 } });
+  await c.find().toArray();
+  await c.find().toArray();
+  await c.countDocuments();
+  await c.deleteOne({ x: 1 });
+  const e2 = (await admin.command({ top: 1 })).totals[`${db.databaseName}.c`];
+  assert.equal(e2.insert.count, 2);
+  assert.equal(e2.update.count, 1);
+  assert.equal(e2.remove.count, 1);
+  assert.equal(e2.queries.count, 2);
+  assert.ok(e2.commands.count >= 1, 'the count aggregate');
+  assert.equal(e2.writeLock.count, 4);
+  assert.equal(e2.total.count, e2.readLock.count + e2.writeLock.count);
+  assert.equal(e2.total.count, e2.queries.count + e2.getmore.count + e2.insert.count + e2.update.count +
+    e2.remove.count + e2.commands.count);
+  assert.ok(e2.total.time > 0 && e2.total.time >= e2.insert.time, 'times in microseconds');
   await h.expectCode(db.command({ top: 1 }), 13);
   const l = await admin.command({ lockInfo: 1 });
   assert.deepEqual(l.lockInfo, []);
