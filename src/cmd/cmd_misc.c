@@ -990,7 +990,7 @@ cmd_plan_cache_set_filter(mf_op_t *op)
 static const char *const stages_not_in_v1[] = {"$currentOp", "$indexStats", "$listLocalSessions", "$listSessions",
                                                "$planCacheStats", "$listCatalog", "$queryStats", "$search",
                                                "$searchMeta", "$listSearchIndexes", "$shardedDataDistribution",
-                                               NULL};
+                                               "$vectorSearch", NULL};
 
 typedef struct meta_ctx {
     mf_op_t *op;
@@ -1142,6 +1142,24 @@ in_api_v1(const char *name)
     return false;
 }
 
+/* An aggregate under apiStrict: its stages must all be in API version 1 (mongod's parse-time check). */
+static int
+check_strict_pipeline(mf_op_t *op)
+{
+    bson_iter_t it, st, f;
+    if (!bson_iter_init_find(&it, op->cmd, "pipeline") || !BSON_ITER_HOLDS_ARRAY(&it) || !bson_iter_recurse(&it, &st))
+        return 0;
+    while (bson_iter_next(&st)) {
+        if (!BSON_ITER_HOLDS_DOCUMENT(&st) || !bson_iter_recurse(&st, &f) || !bson_iter_next(&f))
+            continue;
+        for (int i = 0; stages_not_in_v1[i]; i++)
+            if (strcmp(bson_iter_key(&f), stages_not_in_v1[i]) == 0)
+                return mf_err_set(&op->err, MF_E_APIStrictError, "%s is not allowed with 'apiStrict: true' in API Version 1",
+                                  stages_not_in_v1[i]);
+    }
+    return 0;
+}
+
 /* A Stable API flag: a bool (or number, as IDL's bool accepts); *set gets its value. */
 static int
 api_flag(mf_op_t *op, const char *field, bool *present, bool *set)
@@ -1195,6 +1213,8 @@ check_api(mf_op_t *op, const char *name)
         return mf_err_set(&op->err, MF_E_APIStrictError,
                           "Provided apiStrict:true, but the command %s is not in API Version 1. Information on supported commands and migrations in API Version 1 can be found at https://dochub.mongodb.org/core/manual-versioned-api",
                           name);
+    if (strict && strcmp(name, "aggregate") == 0)
+        return check_strict_pipeline(op);
     return 0;
 }
 

@@ -335,6 +335,10 @@ h.test('apiVersion, apiStrict and apiDeprecationErrors are checked as mongod doe
   assert.equal((await db.command({ dbStats: 1, apiVersion: '1', apiStrict: false })).ok, 1);
   assert.equal((await db.command({ dbStats: 1, apiVersion: '1' })).ok, 1);
   await h.expectCode(db.command({ distinct: 'c', key: '_id', apiVersion: '1', apiStrict: true }), 323);
+  await h.expectCode(db.command({ aggregate: 1, pipeline: [{ $currentOp: {} }], cursor: {}, apiVersion: '1', apiStrict: true }),
+    323, /\$currentOp is not allowed with 'apiStrict: true' in API Version 1/);
+  const agg = await db.command({ aggregate: 'c', pipeline: [{ $match: {} }], cursor: {}, apiVersion: '1', apiStrict: true });
+  assert.equal(agg.cursor.firstBatch.length, 1);
 });
 
 h.test('a driver with serverApi {version: "1", strict: true} runs V1 commands and is refused others', async () => {
