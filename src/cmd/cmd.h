@@ -107,6 +107,7 @@ void mf_failcommand_after(mf_op_t *op, bson_t *reply);
 void mf_failcommand_labels(mf_op_t *op, const bson_t *labels, bson_t *reply);
 /* mf_failpoint_max_time: true if maxTimeAlwaysTimeOut is on (a command with maxTimeMS then fails with 50 at once). */
 bool mf_failpoint_max_time(mf_op_t *op);
+extern const mf_cmd_def_t mf_cmds_misc[];    /* convertToCapped, dbHash, dataSize, top, plan cache filters ... (cmd_misc.c) */
 
 /*
  * Access control (cmd_auth.c). mf_cmd_authorize: with --auth, whether the
@@ -120,6 +121,13 @@ bool mf_cmd_may_see_db(mf_op_t *op, const char *db);
 void mf_cmd_auth_hello(mf_op_t *op);
 /* mf_cmd_requires_auth: whether command name needs a logged-in user under --auth (listCommands' requiresAuth). */
 bool mf_cmd_requires_auth(const char *name);
+/*
+ * mf_cmd_generic_check: the generic arguments every command is checked for
+ * before it runs (cmd_misc.c): the Stable API (apiVersion, apiStrict,
+ * apiDeprecationErrors: 322, 323, 4886600) and readConcern snapshot on a
+ * standalone (123). name is the command's table name. 0 or -1 with op->err.
+ */
+int mf_cmd_generic_check(mf_op_t *op, const char *name) MF_WUR;
 /* mf_cmd_auth_owner: "user@db" of the caller into out (cap bytes), "" when access control does not apply. */
 void mf_cmd_auth_owner(mf_op_t *op, char *out, size_t cap);
 

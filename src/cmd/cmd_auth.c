@@ -301,6 +301,18 @@ static const rule_t rules[] = {
     {"replSetFreeze", R_CLUSTER, MF_CACT_ADMIN},
     {"replSetSyncFrom", R_CLUSTER, MF_CACT_ADMIN},
     {"replSetMaintenance", R_CLUSTER, MF_CACT_ADMIN},
+    /* cmd_misc.c; dataSize and validateDBMetadata, which may name another database, need cluster admin. */
+    {"convertToCapped", R_DATA, MF_ACT_CREATE_COLLECTION | MF_ACT_DROP_COLLECTION},
+    {"cloneCollectionAsCapped", R_DATA, MF_ACT_FIND | MF_ACT_INSERT | MF_ACT_CREATE_COLLECTION},
+    {"dbHash", R_DATA, MF_ACT_FIND},
+    {"dbhash", R_DATA, MF_ACT_FIND},
+    {"planCacheClear", R_DATA, MF_ACT_COLLMOD},
+    {"planCacheClearFilters", R_DATA, MF_ACT_COLLMOD},
+    {"planCacheListFilters", R_DATA, MF_ACT_COLLMOD},
+    {"planCacheSetFilter", R_DATA, MF_ACT_COLLMOD},
+    {"top", R_CLUSTER, MF_CACT_MONITOR},
+    {"lockInfo", R_CLUSTER, MF_CACT_MONITOR},
+    {"connPoolStats", R_CLUSTER, MF_CACT_MONITOR},
     {"_mfReplInfo", R_CLUSTER, MF_CACT_INTERNAL},
     {"_mfReplJoin", R_CLUSTER, MF_CACT_INTERNAL},
 };

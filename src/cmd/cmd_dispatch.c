@@ -29,8 +29,8 @@
 #include "common/log.h"
 #include "doc/value.h"
 
-static const mf_cmd_def_t *tables[] = {mf_cmds_admin,   mf_cmds_crud,    mf_cmds_coll, mf_cmds_collmod,
-                                         mf_cmds_compact, mf_cmds_profile, mf_cmds_auth, mf_cmds_test};
+static const mf_cmd_def_t *tables[] = {mf_cmds_admin,   mf_cmds_crud,    mf_cmds_coll, mf_cmds_collmod, mf_cmds_compact,
+                                         mf_cmds_profile, mf_cmds_auth,    mf_cmds_misc, mf_cmds_test};
 
 /* Whether table t exists on this engine: the test commands only with enableTestCommands=1, as in mongod. */
 static bool
@@ -735,7 +735,8 @@ mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *
         goto fail;
     if (!(def->flags & MF_CMD_WRITE) && strcmp(def->name, "find") != 0 && strcmp(def->name, "getMore") != 0)
         atomic_fetch_add(&eng->op_command, 1);
-    if (check_fields(def, &op) != 0 || check_txn_fields(&op) != 0 || check_write_concern(&op, &unsatisfiable) != 0)
+    if (check_fields(def, &op) != 0 || check_txn_fields(&op) != 0 || check_write_concern(&op, &unsatisfiable) != 0 ||
+        mf_cmd_generic_check(&op, def->name) != 0)
         goto fail;
     if (eng->repl != NULL && !(client != NULL && client->internal) &&
         eng->repl->admit(eng->repl_arg, db, repl_kind(def, cmd), secondary_ok(cmd), &op.err) != 0)

@@ -75,6 +75,10 @@
     X(140, InvalidSSLConfiguration)                                            \
     X(141, SSLHandshakeFailed)                                                 \
     X(334, MechanismUnavailable)                                               \
+    X(123, NotAReplicaSet)                                                     \
+    X(322, APIVersionError)                                                    \
+    X(323, APIStrictError)                                                     \
+    X(324, APIDeprecationError)                                                \
     X(51003, UserAlreadyExists)                                                \
     X(165, ViewDepthLimitExceeded)                                             \
     X(166, CommandNotSupportedOnView)                                          \
@@ -146,6 +150,7 @@
     X(40324, Location40324)                                                    \
     X(40352, Location40352)                                                    \
     X(40353, Location40353)                                                    \
+    X(4886600, Location4886600)                                                \
     X(40414, Location40414)                                                    \
     X(40415, Location40415)                                                    \
     X(50985, Location50985)                                                    \

@@ -47,6 +47,7 @@ typedef struct mf_cursor {
     int64_t skip_left;          /* documents still to skip */
     bson_t *filter;             /* owned copy of the filter (plan choice on resume) */
     mf_plan_t *plan;            /* owned, may be NULL: the plan being resumed (its position included) */
+    bool await_data;            /* tailable with awaitData: an empty getMore waits for new documents */
     /* MF_CURSOR_EXT */
     void *ext;                  /* owned through ext_free */
     void (*ext_free)(void *ext);

@@ -35,6 +35,7 @@
 
 #include "index/keystring.h"
 #include "doc/collation.h"
+#include "query/index_filter.h"
 #include "doc/value.h"
 
 #define MAX_PREDS 128
@@ -1412,7 +1413,8 @@ cand_bounded(const cand_t *k)
 
 /*
  * The best usable index of c for ps (and sort), or NULL. With hinted, only
- * that index (any score). The result is owned by the caller (cand_destroy,
+ * that index (any score); otherwise, with allowed (an index filter), only
+ * the indexes it marks. The result is owned by the caller (cand_destroy,
  * free).
  */
 /* True if c's _id index compares binary (the _id lookup shortcut is exact only then). */
@@ -1426,13 +1428,13 @@ id_index_simple(const mf_coll_t *c)
 }
 
 static cand_t *
-best_candidate(const mf_coll_t *c, const preds_t *ps, const bson_t *sort, mf_index_t *hinted)
+best_candidate(const mf_coll_t *c, const preds_t *ps, const bson_t *sort, mf_index_t *hinted, const bool *allowed)
 {
     cand_t *best = NULL, *tmp = mf_malloc(sizeof(*tmp));
     int best_score = 0;
     for (int i = 0; i < c->nindexes; i++) {
         mf_index_t *ix = c->indexes[i];
-        if (ix->building || (hinted != NULL && ix != hinted))
+        if (ix->building || (hinted != NULL && ix != hinted) || (hinted == NULL && allowed != NULL && !allowed[i]))
             continue;
         if (hinted == NULL && (mf_plan_index_hidden(ix) || (ix->partial && !partial_implied(ix, ps))))
             continue;
@@ -1550,7 +1552,7 @@ obr_cmp(const void *a, const void *b)
 
 /* Plans one $or branch (with the filter's other predicates ps) as an IXSCAN; NULL if no index bounds it. */
 static mf_stage_t *
-or_branch_stage(const mf_coll_t *c, const bson_t *branch, const preds_t *ps, preds_t *bp)
+or_branch_stage(const mf_coll_t *c, const bson_t *branch, const preds_t *ps, preds_t *bp, const bool *allowed)
 {
     mf_stage_t *st = NULL;
     for (int i = 0; i < bp->nowned; i++)
@@ -1559,7 +1561,7 @@ or_branch_stage(const mf_coll_t *c, const bson_t *branch, const preds_t *ps, pre
     memcpy(bp->p, ps->p, (size_t)ps->n * sizeof(ps->p[0]));
     bp->n = ps->n;
     collect_preds(branch, bp, -1, 1);
-    cand_t *k = best_candidate(c, bp, NULL, NULL);
+    cand_t *k = best_candidate(c, bp, NULL, NULL, allowed);
     if (k != NULL && cand_bounded(k))
         st = ixscan_stage(k, 1);
     if (k != NULL) {
@@ -1580,7 +1582,7 @@ or_branch_stage(const mf_coll_t *c, const bson_t *branch, const preds_t *ps, pre
  * IXSCANs, not 1,000.
  */
 static mf_stage_t *
-or_stage(const mf_coll_t *c, const bson_t *filter, const preds_t *ps)
+or_stage(const mf_coll_t *c, const bson_t *filter, const preds_t *ps, const bool *allowed)
 {
     bson_iter_t orit, bi;
     size_t nb = 0, ng = 0;
@@ -1638,10 +1640,10 @@ or_stage(const mf_coll_t *c, const bson_t *filter, const preds_t *ps)
         if (leader[i] != i)
             continue; /* planned with its group's first branch */
         if (gdoc[i] != NULL) {
-            st = or_branch_stage(c, gdoc[i], ps, bp);
+            st = or_branch_stage(c, gdoc[i], ps, bp, allowed);
         } else if (bv[i].value_type == BSON_TYPE_DOCUMENT &&
                    bson_init_static(&branch, bv[i].value.v_doc.data, bv[i].value.v_doc.data_len)) {
-            st = or_branch_stage(c, &branch, ps, bp);
+            st = or_branch_stage(c, &branch, ps, bp, allowed);
         } else {
             st = NULL;
         }
@@ -1711,10 +1713,18 @@ mf_plan_build(const mf_coll_t *c, const mf_plan_request_t *req, mf_plan_t **out,
         p->sort_provided = true;
     } else {
         mf_stage_t *orst = NULL;
+        bool allowed[MF_MAX_INDEXES];
+        const bool *filter_allowed = NULL;
+        if (!natural && !req->force_collscan && hinted == NULL &&
+            mf_index_filter_allowed(c, req->filter, req->sort,
+                                    req->projection != NULL ? req->projection : req->shape_projection, allowed)) {
+            filter_allowed = allowed;
+            p->index_filter_set = true;
+        }
         if (!natural && !req->force_collscan)
-            best = best_candidate(c, ps, req->sort, hinted);
+            best = best_candidate(c, ps, req->sort, hinted, filter_allowed);
         if (!natural && !req->force_collscan && hinted == NULL && (best == NULL || !cand_bounded(best)))
-            orst = or_stage(c, req->filter, ps);
+            orst = or_stage(c, req->filter, ps, filter_allowed);
         if (orst != NULL) {
             if (best) {
                 cand_destroy(best);

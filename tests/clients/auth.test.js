@@ -1007,6 +1007,25 @@ h.test('granting and revoking roles changes what an already logged-in connection
   assert.deepEqual(st.authenticatedUserRoles, [], 'a dropped user keeps no roles');
 });
 
+h.test('capped conversions, dbHash, index filters, top: what each role may run (cmd_misc.c)', async () => {
+  await seed('miscdb');
+  const r = await makeUser('misc_reader', ['read'], { db: 'miscdb' });
+  const rw = await makeUser('misc_writer', [{ role: 'readWrite', db: 'miscdb' }]);
+  const dba = await makeUser('misc_dba', [{ role: 'dbAdmin', db: 'miscdb' }]);
+  const mon = await makeUser('misc_monitor', ['clusterMonitor']);
+  assert.equal((await allowed('dbHash (read)', r.db('miscdb').command({ dbHash: 1 }))).ok, 1);
+  await denied('convertToCapped (read)', r.db('miscdb').command({ convertToCapped: 'c', size: 4096 }));
+  await denied('planCacheSetFilter (read)', r.db('miscdb').command({ planCacheSetFilter: 'c', query: { a: 1 }, indexes: [{ a: 1 }] }));
+  await denied('top (read)', r.db('admin').command({ top: 1 }));
+  await allowed('cloneCollectionAsCapped (readWrite)', rw.db('miscdb').command({ cloneCollectionAsCapped: 'c', toCollection: 'c2', size: 4096 }));
+  await allowed('convertToCapped (readWrite)', rw.db('miscdb').command({ convertToCapped: 'c', size: 4096 }));
+  await allowed('planCacheSetFilter (dbAdmin)', dba.db('miscdb').command({ planCacheSetFilter: 'c', query: { a: 1 }, indexes: [{ a: 1 }] }));
+  assert.equal((await allowed('planCacheListFilters (dbAdmin)', dba.db('miscdb').command({ planCacheListFilters: 'c' }))).filters.length, 1);
+  for (const cmd of [{ top: 1 }, { lockInfo: 1 }, { connPoolStats: 1 }]) {
+    assert.equal((await allowed(Object.keys(cmd)[0], mon.db('admin').command(cmd))).ok, 1);
+  }
+});
+
 h.test('listCommands says which commands need a login (requiresAuth)', async () => {
   const r = await srv.client.db('admin').command({ listCommands: 1 });
   for (const name of ['hello', 'ping', 'saslStart', 'saslContinue', 'logout', 'connectionStatus']) {

@@ -278,6 +278,55 @@ def test_bit_update_operator():
         raise AssertionError("double $bit operand accepted")
     except OperationFailure as e:
         eq(e.code, 2, "BadValue")
+def test_capped_conversion_and_tailable_cursors():
+    db = fresh_db()
+    db.c.insert_many([{"_id": i} for i in range(5)])
+    db.command("convertToCapped", "c", size=4096)
+    eq(db.c.options().get("capped"), True, "capped after convertToCapped")
+    eq([d["_id"] for d in db.c.find()], list(range(5)), "documents kept")
+    try:
+        db.command("cloneCollectionAsCapped", "c", toCollection="c", size=4096)
+        raise AssertionError("clone onto an existing collection accepted")
+    except OperationFailure as e:
+        eq(e.code, 48, "NamespaceExists")
+    # an awaitData cursor on an empty capped collection is dead at once
+    db.create_collection("empty", capped=True, size=4096)
+    cur = db.empty.find(cursor_type=pymongo.CursorType.TAILABLE_AWAIT)
+    eq(list(cur), [], "nothing to tail")
+    eq(cur.alive, False, "cursor dead")
+    # a tailable cursor whose last document is deleted loses its position
+    cur = db.c.find(cursor_type=pymongo.CursorType.TAILABLE)
+    eq(len([d for d in cur]), 5, "first pass")
+    raw = db.command("find", "c", tailable=True)["cursor"]["id"]
+    db.c.delete_one({"_id": 4})
+    # pymongo treats 136 CappedPositionLost on a tailable cursor as its end
+    eq(next(cur, "end"), "end", "tailable cursor ended")
+    eq(cur.alive, False, "cursor dead after losing its position")
+    try:
+        db.command("getMore", raw, collection="c")
+        raise AssertionError("getMore after the position was deleted succeeded")
+    except OperationFailure as e:
+        eq(e.code, 136, "CappedPositionLost")
+
+
+@test
+def test_db_hash_and_data_size():
+    import hashlib
+    import bson
+    db = fresh_db()
+    docs = [{"_id": 2, "v": "b"}, {"_id": 1, "v": "a"}]
+    db.a.insert_many(docs)
+    r = db.command("dbHash")
+    want = hashlib.md5(b"".join(bson.BSON.encode(d) for d in sorted(docs, key=lambda d: d["_id"]))).hexdigest()
+    eq(r["collections"], {"a": want}, "per-collection md5")
+    eq(r["md5"], hashlib.md5(want.encode()).hexdigest(), "md5 of all")
+    s = db.command("dataSize", db.name + ".a")
+    eq((s["size"], s["numObjects"]), (sum(len(bson.BSON.encode(d)) for d in docs), 2), "dataSize")
+    try:
+        db.command("find", "a", readConcern={"level": "snapshot"})
+        raise AssertionError("snapshot read concern accepted on a standalone")
+    except OperationFailure as e:
+        eq(e.code, 123, "NotAReplicaSet")
 
 
 def _wait_for(pred, what, timeout=20):
