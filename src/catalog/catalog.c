@@ -1420,6 +1420,9 @@ id_index_spec(bson_t *spec, const bson_t *options)
         BSON_APPEND_BOOL(spec, "unique", true);
         BSON_APPEND_BOOL(spec, "clustered", true);
     }
+    /* The collection's default collation is its _id index's too (as mongod), so _id queries under it use the index. */
+    if (options != NULL && bson_iter_init_find(&it, options, "collation") && BSON_ITER_HOLDS_DOCUMENT(&it))
+        bson_append_value(spec, "collation", -1, bson_iter_value(&it));
 }
 
 static mf_index_t *
