@@ -1798,6 +1798,47 @@ tz_slot(int op, int form)
     }
 }
 
+/*
+ * parse_constant_args: what MongoDB checks at parse time for the constant
+ * arguments of the date operators (its optimize() pre-parses them): a
+ * constant timezone is opened once and kept in e->tz (40517 when it is not a
+ * string, 40485 when no zone has that name), a constant unit of $dateTrunc,
+ * $dateAdd, $dateSubtract, $dateDiff is checked (5439013, 9).
+ */
+static int parse_unit(ctx_t *c, const char *opname, const bson_value_t *v, int *unit);
+
+static int
+parse_constant_args(mf_expr_t *e, mf_error_t *err)
+{
+    const op_def_t *op = e->op;
+    int ts = tz_slot(op->id, op->form);
+    const mf_expr_t *a;
+    bool ctxmsg = op->id == OP_DATETRUNC || op->id == OP_DATEDIFF;
+
+    if (ts >= 0 && (size_t)ts < e->nargs && (a = e->args[ts]) != NULL && a->kind == K_LIT && !is_nullish(&a->lit)) {
+        if (a->lit.value_type != BSON_TYPE_UTF8)
+            return mf_err_set(err, MF_E_Location40517, "%s%stimezone must evaluate to a string, found %s",
+                              ctxmsg ? op->name : "", ctxmsg ? " parameter 'timezone' value parsing failed :: caused by :: " : "",
+                              tname(&a->lit));
+        e->tz = mf_tz_open(a->lit.value.v_utf8.str);
+        if (e->tz == NULL)
+            return mf_err_set(err, MF_E_Location40485, "%s%sunrecognized time zone identifier: \"%s\"",
+                              ctxmsg ? op->name : "", ctxmsg ? " parameter 'timezone' value parsing failed :: caused by :: " : "",
+                              a->lit.value.v_utf8.str);
+    }
+    if (op->form == A_DATEARITH) {
+        size_t us = op->id == OP_DATEDIFF ? 2 : 1;
+        int unit;
+        ctx_t tmp;
+        memset(&tmp, 0, sizeof tmp);
+        tmp.err = err;
+        if (us < e->nargs && (a = e->args[us]) != NULL && a->kind == K_LIT && !is_nullish(&a->lit) &&
+            parse_unit(&tmp, op->name, &a->lit, &unit) < 0)
+            return -1;
+    }
+    return 0;
+}
+
 static mf_expr_t *
 parse_doc(const bson_value_t *v, const scope_t *sc, mf_error_t *err)
 {
@@ -1857,11 +1898,9 @@ parse_doc(const bson_value_t *v, const scope_t *sc, mf_error_t *err)
             mf_expr_free(e);
             return NULL;
         }
-        {
-            int ts = tz_slot(op->id, op->form);
-            if (ts >= 0 && (size_t)ts < e->nargs && e->args[ts] && e->args[ts]->kind == K_LIT &&
-                e->args[ts]->lit.value_type == BSON_TYPE_UTF8)
-                e->tz = mf_tz_open(e->args[ts]->lit.value.v_utf8.str);
+        if (parse_constant_args(e, err) < 0) {
+            mf_expr_free(e);
+            return NULL;
         }
         return e;
     }

@@ -528,3 +528,14 @@ h.test('$dateFromString free-form strings: day names, ordinals, am/pm, compact d
   await rejects(db, { $dateFromString: { dateString: '2017-07-04T11:56:02 Europe/London' } }, 241);
   await rejects(db, { $dateFromString: { dateString: '2017-07-04T25:56:02' } }, 241);
 });
+
+h.test('constant time zones, units and regexes are checked at parse time, even over no documents', async () => {
+  const c = srv.freshDb('constparse').collection('empty');
+  const run = (expr) => c.aggregate([{ $project: { r: expr } }]).toArray();
+  await assert.rejects(run({ $hour: { date: '$d', timezone: 'Mars/Olympus' } }), (e) => e.code === 40485);
+  await assert.rejects(run({ $dateToString: { date: '$d', timezone: 7 } }), (e) => e.code === 40517);
+  await assert.rejects(run({ $dateTrunc: { date: '$d', unit: 'fortnight' } }), (e) => e.code === 9);
+  await assert.rejects(run({ $dateAdd: { startDate: '$d', unit: 5, amount: 1 } }), (e) => e.code === 5439013);
+  await assert.rejects(run({ $regexFind: { input: '$s', regex: '(' } }), (e) => e.code === 51111);
+  assert.deepEqual(await run({ $hour: { date: '$d', timezone: 'Europe/Paris' } }), []);
+});
