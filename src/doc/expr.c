@@ -4473,8 +4473,8 @@ out:
 /* ---- $dateFromString ---- */
 
 typedef struct dparse {
-    int64_t y, m, d, h, mi, s, ms, iy, iw, idw, doy;
-    bool has_y, has_m, has_d, has_h, has_mi, has_s, has_iy, has_iw, has_idw, has_doy;
+    int64_t y, m, d, h, mi, s, ms, iy, iw, idw, doy, wk, wd;
+    bool has_y, has_m, has_d, has_h, has_mi, has_s, has_iy, has_iw, has_idw, has_doy, has_wk, has_wd;
     bool has_off;
     int32_t off; /* seconds east, from the string */
     const char *errmsg;
@@ -4811,6 +4811,20 @@ parse_date_fmt(const char *str, const char *fmt, dparse_t *r)
             }
             r->idw = v, r->has_idw = true;
             break;
+        case 'w':
+            if ((v = read_num(&p, 1, 1)) < 0) {
+                r->errmsg = "A single digit day of week could not be found";
+                goto bad;
+            }
+            r->wd = v, r->has_wd = true;
+            break;
+        case 'U':
+            if ((v = read_num(&p, 1, 2)) < 0) {
+                r->errmsg = "A two digit week could not be found";
+                goto bad;
+            }
+            r->wk = v, r->has_wk = true;
+            break;
         case 'j':
             if ((v = read_num(&p, 3, 3)) < 0) {
                 r->errmsg = "A three digit day-of-year could not be found";
@@ -4917,6 +4931,12 @@ date_from_string(ctx_t *c, const char *str, const char *fmt, const mf_tz_t *z, b
         if (!r.has_iy || !(r.has_iw || r.has_idw))
             goto incomplete;
         days = iso_to_days(r.iy, r.has_iw ? r.iw : 1, r.has_idw ? r.idw : 1);
+    } else if (r.has_y && !r.has_m && !r.has_d && (r.has_wk || r.has_wd)) {
+        /* %U (weeks from the year's first Sunday, as $week) and %w (1 = Sunday) */
+        int64_t jan1 = days_from_civil(r.y, 1, 1);
+        int jan1_wday = (int)(((jan1 + 4) % 7 + 7) % 7);
+        int64_t first_sunday = jan1 + (7 - jan1_wday) % 7; /* week 1 starts there, week 0 before it */
+        days = first_sunday + ((r.has_wk ? r.wk : 0) - 1) * 7 + (r.has_wd ? r.wd - 1 : 0);
     } else if (r.has_doy) {
         days = days_from_civil(r.y, 1, 1) + r.doy - 1;
         if (r.doy < 1 || r.doy > 366)
@@ -4954,7 +4974,8 @@ incomplete:
 static int
 check_format(ctx_t *c, const char *fmt, bool to)
 {
-    const char *ok = to ? "dGHjLmMSwuUVYzZbB" : "dGHjLmMSuVYzZbB";
+    const char *ok = "dGHjLmMSwuUVYzZbB"; /* the same set both ways since SERVER-73402 */
+    (void)to;
     for (const char *p = fmt; *p; p++) {
         if (*p != '%')
             continue;

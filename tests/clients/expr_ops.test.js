@@ -107,6 +107,7 @@ h.test('$dateFromString: free form, formats, timezone, onError and onNull', asyn
     { $dateFromString: { dateString: '2017-02-08' } },
     { $dateFromString: { dateString: '2017-W06-3', format: '%G-W%V-%u' } },
     { $dateFromString: { dateString: '2018 045', format: '%Y %j' } },
+    { $dateFromString: { dateString: { $dateToString: { date: D('2017-02-07T00:00:00Z'), format: '%Y %U %w' } }, format: '%Y %U %w' } },
     { $dateFromString: { dateString: '03 Mar 2019 10:00 -0500', format: '%d %b %Y %H:%M %z' } },
     { $dateFromString: { dateString: 'oops', onError: 'bad' } },
     { $dateFromString: { dateString: '$missing', onNull: 'nul' } },
@@ -117,7 +118,7 @@ h.test('$dateFromString: free form, formats, timezone, onError and onNull', asyn
   assert.deepEqual(r, [
     D('2017-02-08T17:10:40.787Z'), D('2018-06-15T00:00:00Z'), D('2017-07-04T09:56:02Z'),
     D('2017-07-04T11:56:02.500Z'), D('2017-02-08T00:00:00Z'), D('2017-02-08T00:00:00Z'),
-    D('2017-02-08T00:00:00Z'), D('2018-02-14T00:00:00Z'), D('2019-03-03T15:00:00Z'),
+    D('2017-02-08T00:00:00Z'), D('2018-02-14T00:00:00Z'), D('2017-02-07T00:00:00Z'), D('2019-03-03T15:00:00Z'),
     'bad', 'nul', null, 'notstring', null,
   ]);
   await rejects(db, { $dateFromString: { dateString: 'oops' } }, 241);
