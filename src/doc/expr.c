@@ -7,8 +7,13 @@
  * array expressions ([<expr>, ...]) and operator nodes ({$op: args}). An
  * operator node holds its arguments as child expressions in fixed slots; the
  * operators that take named arguments ($cond, $switch, $map, $filter, $reduce,
- * $let, $convert, $trim, $dateToString, $regexMatch, $getField, date parts)
- * are parsed into positional slots too, with NULL for an absent optional one.
+ * $let, $convert, $trim, the date operators, $regex*, $replace*, $getField,
+ * $setField, $sortArray, $zip, $median, $percentile) are parsed into
+ * positional slots too, with NULL for an absent optional one, and with
+ * MongoDB's code for each malformed argument. What MongoDB checks at parse
+ * time for constant arguments is checked here at parse time too: a constant
+ * timezone is opened, a constant unit checked, a constant regex compiled once
+ * and kept in the node (a pcre2_code is only read while matching).
  * Parsing validates argument counts and variable names (a parse-time scope
  * stack resolves "$$x" references; an undefined one is refused), so
  * evaluation never re-reads the source BSON.
