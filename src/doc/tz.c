@@ -9,6 +9,7 @@
  * dates. Only version 2+ files (64-bit times) are read; Debian's are.
  */
 #include "doc/tz.h"
+#include "common/alloc.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -273,10 +274,8 @@ load_tzif(mf_tz_t *z, const unsigned char *b, size_t len)
         return false;
     const unsigned char *times = b + pos, *idx = times + timecnt * 8, *types = idx + timecnt;
     z->n = timecnt;
-    z->at = malloc((timecnt ? timecnt : 1) * sizeof *z->at);
-    z->off = malloc((timecnt ? timecnt : 1) * sizeof *z->off);
-    if (z->at == NULL || z->off == NULL)
-        return false;
+    z->at = mf_malloc((timecnt ? timecnt : 1) * sizeof *z->at);
+    z->off = mf_malloc((timecnt ? timecnt : 1) * sizeof *z->off);
     for (size_t i = 0; i < timecnt; i++) {
         if (idx[i] >= typecnt)
             return false;
@@ -331,7 +330,7 @@ parse_fixed(const char *s, int32_t *off)
 mf_tz_t *
 mf_tz_open(const char *name)
 {
-    mf_tz_t *z = calloc(1, sizeof *z);
+    mf_tz_t *z = mf_calloc(1, sizeof *z);
     unsigned char *buf = NULL;
     FILE *f = NULL;
     char path[256];
@@ -352,8 +351,8 @@ mf_tz_open(const char *name)
         goto fail;
     if (fseek(f, 0, SEEK_END) != 0 || (len = (size_t)ftell(f)) == 0 || len > TZ_MAX_FILE || fseek(f, 0, SEEK_SET) != 0)
         goto fail;
-    buf = malloc(len);
-    if (buf == NULL || fread(buf, 1, len, f) != len)
+    buf = mf_malloc(len);
+    if (fread(buf, 1, len, f) != len)
         goto fail;
     if (!load_tzif(z, buf, len))
         goto fail;
