@@ -7,8 +7,13 @@
  * array expressions ([<expr>, ...]) and operator nodes ({$op: args}). An
  * operator node holds its arguments as child expressions in fixed slots; the
  * operators that take named arguments ($cond, $switch, $map, $filter, $reduce,
- * $let, $convert, $trim, $dateToString, $regexMatch, $getField, date parts)
- * are parsed into positional slots too, with NULL for an absent optional one.
+ * $let, $convert, $trim, the date operators, $regex*, $replace*, $getField,
+ * $setField, $sortArray, $zip, $median, $percentile) are parsed into
+ * positional slots too, with NULL for an absent optional one, and with
+ * MongoDB's code for each malformed argument. What MongoDB checks at parse
+ * time for constant arguments is checked here at parse time too: a constant
+ * timezone is opened, a constant unit checked, a constant regex compiled once
+ * and kept in the node (a pcre2_code is only read while matching).
  * Parsing validates argument counts and variable names (a parse-time scope
  * stack resolves "$$x" references; an undefined one is refused), so
  * evaluation never re-reads the source BSON.
@@ -198,6 +203,8 @@ struct mf_expr {
     size_t ninputs;     /* $zip: args[0..ninputs) are the inputs, the rest the defaults */
     bool flag;          /* $zip useLongestLength; $sortArray descending whole values */
     double *ps;         /* $percentile: the p values (owned) */
+    pcre2_code *re;     /* $regex*: the regex, compiled at parse when regex and options are constants (owned;
+                           matching only reads it) */
     size_t nps;
 };
 
@@ -827,6 +834,7 @@ u8decode(const char *s, size_t n, int *len)
 /* Parsing                                                                  */
 /* ------------------------------------------------------------------------ */
 
+static int rx_compile(const char *op, mf_error_t *err, const bson_value_t *rv, const bson_value_t *ov, pcre2_code **re);
 static mf_expr_t *parse(const bson_value_t *v, const scope_t *sc, mf_error_t *err);
 
 static mf_expr_t *
@@ -857,6 +865,7 @@ mf_expr_free(mf_expr_t *e)
     mf_tz_free(e->tz);
     mf_sort_free(e->sort);
     bson_free(e->ps);
+    pcre2_code_free(e->re);
     bson_free(e);
 }
 
@@ -1469,6 +1478,12 @@ parse_op(mf_expr_t *e, const bson_value_t *arg, const scope_t *sc, mf_error_t *e
             return mf_err_set(err, MF_E_Location31022, "%s requires 'input' parameter", op->name);
         if (e->args[1] == NULL)
             return mf_err_set(err, MF_E_Location31023, "%s requires 'regex' parameter", op->name);
+        if (e->args[1]->kind == K_LIT && (e->args[2] == NULL || e->args[2]->kind == K_LIT)) {
+            /* constant regex and options: validated and compiled once, as MongoDB's precompileRegex */
+            bson_value_t none;
+            set_null(&none);
+            return rx_compile(op->name, err, &e->args[1]->lit, e->args[2] ? &e->args[2]->lit : &none, &e->re);
+        }
         return 0;
     }
     case A_REPLACE: {
@@ -1788,6 +1803,47 @@ tz_slot(int op, int form)
     }
 }
 
+/*
+ * parse_constant_args: what MongoDB checks at parse time for the constant
+ * arguments of the date operators (its optimize() pre-parses them): a
+ * constant timezone is opened once and kept in e->tz (40517 when it is not a
+ * string, 40485 when no zone has that name), a constant unit of $dateTrunc,
+ * $dateAdd, $dateSubtract, $dateDiff is checked (5439013, 9).
+ */
+static int parse_unit(ctx_t *c, const char *opname, const bson_value_t *v, int *unit);
+
+static int
+parse_constant_args(mf_expr_t *e, mf_error_t *err)
+{
+    const op_def_t *op = e->op;
+    int ts = tz_slot(op->id, op->form);
+    const mf_expr_t *a;
+    bool ctxmsg = op->id == OP_DATETRUNC || op->id == OP_DATEDIFF;
+
+    if (ts >= 0 && (size_t)ts < e->nargs && (a = e->args[ts]) != NULL && a->kind == K_LIT && !is_nullish(&a->lit)) {
+        if (a->lit.value_type != BSON_TYPE_UTF8)
+            return mf_err_set(err, MF_E_Location40517, "%s%stimezone must evaluate to a string, found %s",
+                              ctxmsg ? op->name : "", ctxmsg ? " parameter 'timezone' value parsing failed :: caused by :: " : "",
+                              tname(&a->lit));
+        e->tz = mf_tz_open(a->lit.value.v_utf8.str);
+        if (e->tz == NULL)
+            return mf_err_set(err, MF_E_Location40485, "%s%sunrecognized time zone identifier: \"%s\"",
+                              ctxmsg ? op->name : "", ctxmsg ? " parameter 'timezone' value parsing failed :: caused by :: " : "",
+                              a->lit.value.v_utf8.str);
+    }
+    if (op->form == A_DATEARITH) {
+        size_t us = op->id == OP_DATEDIFF ? 2 : 1;
+        int unit;
+        ctx_t tmp;
+        memset(&tmp, 0, sizeof tmp);
+        tmp.err = err;
+        if (us < e->nargs && (a = e->args[us]) != NULL && a->kind == K_LIT && !is_nullish(&a->lit) &&
+            parse_unit(&tmp, op->name, &a->lit, &unit) < 0)
+            return -1;
+    }
+    return 0;
+}
+
 static mf_expr_t *
 parse_doc(const bson_value_t *v, const scope_t *sc, mf_error_t *err)
 {
@@ -1847,11 +1903,9 @@ parse_doc(const bson_value_t *v, const scope_t *sc, mf_error_t *err)
             mf_expr_free(e);
             return NULL;
         }
-        {
-            int ts = tz_slot(op->id, op->form);
-            if (ts >= 0 && (size_t)ts < e->nargs && e->args[ts] && e->args[ts]->kind == K_LIT &&
-                e->args[ts]->lit.value_type == BSON_TYPE_UTF8)
-                e->tz = mf_tz_open(e->args[ts]->lit.value.v_utf8.str);
+        if (parse_constant_args(e, err) < 0) {
+            mf_expr_free(e);
+            return NULL;
         }
         return e;
     }
@@ -3254,6 +3308,7 @@ typedef struct rxrun {
     const char *in;
     size_t len;
     size_t pos, cp; /* next start: byte offset and code point index */
+    bool borrowed;  /* re belongs to the node */
 } rxrun_t;
 
 static void
@@ -3261,16 +3316,17 @@ rx_free(rxrun_t *r)
 {
     pcre2_match_data_free(r->md);
     pcre2_match_context_free(r->mc);
-    pcre2_code_free(r->re);
+    if (!r->borrowed)
+        pcre2_code_free(r->re);
 }
 
 /*
- * rx_start: MongoDB's buildInitialState over the evaluated input, regex and
- * options v[0..2]: validates them (51105 51106 51107 51109 51110 51108 51111
- * 51104) and compiles. Returns 1 when input or regex is nullish, 0 ready, -1.
+ * rx_compile: validates the evaluated regex and options (51105 51106 51107
+ * 51109 51110 51108 51111, in MongoDB's order) and compiles; *re is NULL
+ * when the regex is nullish. 0 or -1.
  */
 static int
-rx_start(const char *op, ctx_t *c, const bson_value_t *v, rxrun_t *r)
+rx_compile(const char *op, mf_error_t *err, const bson_value_t *rv, const bson_value_t *ov, pcre2_code **re)
 {
     const char *pat = NULL, *opts = NULL;
     size_t patlen = 0;
@@ -3278,51 +3334,72 @@ rx_start(const char *op, ctx_t *c, const bson_value_t *v, rxrun_t *r)
     int errcode;
     PCRE2_SIZE erroff;
 
-    memset(r, 0, sizeof *r);
-    if (!is_nullish(&v[1]) && v[1].value_type != BSON_TYPE_UTF8 && v[1].value_type != BSON_TYPE_REGEX)
-        return mf_err_set(c->err, MF_E_Location51105, "%s needs 'regex' to be of type string or regex", op);
-    if (!is_nullish(&v[2]) && v[2].value_type != BSON_TYPE_UTF8)
-        return mf_err_set(c->err, MF_E_Location51106, "%s needs 'options' to be of type string", op);
-    if (v[1].value_type == BSON_TYPE_REGEX) {
-        pat = v[1].value.v_regex.regex;
+    *re = NULL;
+    if (!is_nullish(rv) && rv->value_type != BSON_TYPE_UTF8 && rv->value_type != BSON_TYPE_REGEX)
+        return mf_err_set(err, MF_E_Location51105, "%s needs 'regex' to be of type string or regex", op);
+    if (!is_nullish(ov) && ov->value_type != BSON_TYPE_UTF8)
+        return mf_err_set(err, MF_E_Location51106, "%s needs 'options' to be of type string", op);
+    if (rv->value_type == BSON_TYPE_REGEX) {
+        pat = rv->value.v_regex.regex;
         patlen = strlen(pat);
-        if (!is_nullish(&v[2]) && v[1].value.v_regex.options[0])
-            return mf_err_set(c->err, MF_E_Location51107,
+        if (!is_nullish(ov) && rv->value.v_regex.options[0])
+            return mf_err_set(err, MF_E_Location51107,
                               "%s: found regex option(s) specified in both 'regex' and 'option' fields", op);
-        if (v[1].value.v_regex.options[0])
-            opts = v[1].value.v_regex.options;
-    } else if (v[1].value_type == BSON_TYPE_UTF8) {
-        pat = v[1].value.v_utf8.str;
-        patlen = v[1].value.v_utf8.len;
+        if (rv->value.v_regex.options[0])
+            opts = rv->value.v_regex.options;
+    } else if (rv->value_type == BSON_TYPE_UTF8) {
+        pat = rv->value.v_utf8.str;
+        patlen = rv->value.v_utf8.len;
     }
-    if (!is_nullish(&v[2])) {
-        opts = v[2].value.v_utf8.str;
-        if (strlen(opts) != v[2].value.v_utf8.len)
-            return mf_err_set(c->err, MF_E_Location51110,
+    if (!is_nullish(ov)) {
+        opts = ov->value.v_utf8.str;
+        if (strlen(opts) != ov->value.v_utf8.len)
+            return mf_err_set(err, MF_E_Location51110,
                               "%s: regular expression options cannot contain an embedded null byte", op);
     }
     if (pat != NULL && strlen(pat) != patlen)
-        return mf_err_set(c->err, MF_E_Location51109, "%s: regular expression cannot contain an embedded null byte", op);
-    if (pat != NULL) {
-        for (const char *p = opts ? opts : ""; *p; p++) {
-            switch (*p) {
-            case 'i': flags |= PCRE2_CASELESS; break;
-            case 'm': flags |= PCRE2_MULTILINE; break;
-            case 's': flags |= PCRE2_DOTALL; break;
-            case 'x': flags |= PCRE2_EXTENDED; break;
-            case 'u': break;
-            default:
-                return mf_err_set(c->err, MF_E_Location51108, "%s invalid flag in regex options: %c", op, *p);
-            }
+        return mf_err_set(err, MF_E_Location51109, "%s: regular expression cannot contain an embedded null byte", op);
+    if (pat == NULL)
+        return 0;
+    for (const char *p = opts ? opts : ""; *p; p++) {
+        switch (*p) {
+        case 'i': flags |= PCRE2_CASELESS; break;
+        case 'm': flags |= PCRE2_MULTILINE; break;
+        case 's': flags |= PCRE2_DOTALL; break;
+        case 'x': flags |= PCRE2_EXTENDED; break;
+        case 'u': break;
+        default:
+            return mf_err_set(err, MF_E_Location51108, "%s invalid flag in regex options: %c", op, *p);
         }
-        if (patlen > MF_MAX_REGEX_LENGTH)
-            return mf_err_set(c->err, MF_E_Location51091, "Regular expression is invalid: pattern string is too long");
-        r->re = pcre2_compile((PCRE2_SPTR)pat, patlen, flags, &errcode, &erroff, NULL);
-        if (r->re == NULL) {
-            PCRE2_UCHAR msg[160];
-            pcre2_get_error_message(errcode, msg, sizeof msg);
-            return mf_err_set(c->err, MF_E_Location51111, "Invalid Regex in %s: %s", op, (const char *)msg);
-        }
+    }
+    if (patlen > MF_MAX_REGEX_LENGTH)
+        return mf_err_set(err, MF_E_Location51091, "Regular expression is invalid: pattern string is too long");
+    *re = pcre2_compile((PCRE2_SPTR)pat, patlen, flags, &errcode, &erroff, NULL);
+    if (*re == NULL) {
+        PCRE2_UCHAR msg[160];
+        pcre2_get_error_message(errcode, msg, sizeof msg);
+        return mf_err_set(err, MF_E_Location51111, "Invalid Regex in %s: %s", op, (const char *)msg);
+    }
+    return 0;
+}
+
+/*
+ * rx_start: MongoDB's buildInitialState over the evaluated input, regex and
+ * options v[0..2]: the regex compiled (or e->re, compiled at parse when
+ * regex and options are constants), then the input checked (51104).
+ * Returns 1 when input or regex is nullish, 0 ready, -1.
+ */
+static int
+rx_start(const mf_expr_t *e, ctx_t *c, const bson_value_t *v, rxrun_t *r)
+{
+    const char *op = e->op->name;
+
+    memset(r, 0, sizeof *r);
+    if (e->re != NULL) {
+        r->re = e->re;
+        r->borrowed = true;
+    } else if (rx_compile(op, c->err, &v[1], &v[2], &r->re) < 0) {
+        return -1;
     }
     if (!is_nullish(&v[0]) && v[0].value_type != BSON_TYPE_UTF8) {
         rx_free(r);
@@ -3395,7 +3472,7 @@ ev_regex(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
 
     if (eval_args(e, c, &v) < 0)
         return -1;
-    st = rx_start(op, c, v, &r);
+    st = rx_start(e, c, v, &r);
     if (st < 0) {
         rc = -1;
         goto done;
@@ -4401,8 +4478,8 @@ out:
 /* ---- $dateFromString ---- */
 
 typedef struct dparse {
-    int64_t y, m, d, h, mi, s, ms, iy, iw, idw, doy;
-    bool has_y, has_m, has_d, has_h, has_mi, has_s, has_iy, has_iw, has_idw, has_doy;
+    int64_t y, m, d, h, mi, s, ms, iy, iw, idw, doy, wk, wd;
+    bool has_y, has_m, has_d, has_h, has_mi, has_s, has_iy, has_iw, has_idw, has_doy, has_wk, has_wd;
     bool has_off;
     int32_t off; /* seconds east, from the string */
     const char *errmsg;
@@ -4739,6 +4816,20 @@ parse_date_fmt(const char *str, const char *fmt, dparse_t *r)
             }
             r->idw = v, r->has_idw = true;
             break;
+        case 'w':
+            if ((v = read_num(&p, 1, 1)) < 0) {
+                r->errmsg = "A single digit day of week could not be found";
+                goto bad;
+            }
+            r->wd = v, r->has_wd = true;
+            break;
+        case 'U':
+            if ((v = read_num(&p, 1, 2)) < 0) {
+                r->errmsg = "A two digit week could not be found";
+                goto bad;
+            }
+            r->wk = v, r->has_wk = true;
+            break;
         case 'j':
             if ((v = read_num(&p, 3, 3)) < 0) {
                 r->errmsg = "A three digit day-of-year could not be found";
@@ -4845,6 +4936,12 @@ date_from_string(ctx_t *c, const char *str, const char *fmt, const mf_tz_t *z, b
         if (!r.has_iy || !(r.has_iw || r.has_idw))
             goto incomplete;
         days = iso_to_days(r.iy, r.has_iw ? r.iw : 1, r.has_idw ? r.idw : 1);
+    } else if (r.has_y && !r.has_m && !r.has_d && (r.has_wk || r.has_wd)) {
+        /* %U (weeks from the year's first Sunday, as $week) and %w (1 = Sunday) */
+        int64_t jan1 = days_from_civil(r.y, 1, 1);
+        int jan1_wday = (int)(((jan1 + 4) % 7 + 7) % 7);
+        int64_t first_sunday = jan1 + (7 - jan1_wday) % 7; /* week 1 starts there, week 0 before it */
+        days = first_sunday + ((r.has_wk ? r.wk : 0) - 1) * 7 + (r.has_wd ? r.wd - 1 : 0);
     } else if (r.has_doy) {
         days = days_from_civil(r.y, 1, 1) + r.doy - 1;
         if (r.doy < 1 || r.doy > 366)
@@ -4882,7 +4979,8 @@ incomplete:
 static int
 check_format(ctx_t *c, const char *fmt, bool to)
 {
-    const char *ok = to ? "dGHjLmMSwuUVYzZbB" : "dGHjLmMSuVYzZbB";
+    const char *ok = "dGHjLmMSwuUVYzZbB"; /* the same set both ways since SERVER-73402 */
+    (void)to;
     for (const char *p = fmt; *p; p++) {
         if (*p != '%')
             continue;

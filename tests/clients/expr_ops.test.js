@@ -107,6 +107,7 @@ h.test('$dateFromString: free form, formats, timezone, onError and onNull', asyn
     { $dateFromString: { dateString: '2017-02-08' } },
     { $dateFromString: { dateString: '2017-W06-3', format: '%G-W%V-%u' } },
     { $dateFromString: { dateString: '2018 045', format: '%Y %j' } },
+    { $dateFromString: { dateString: { $dateToString: { date: D('2017-02-07T00:00:00Z'), format: '%Y %U %w' } }, format: '%Y %U %w' } },
     { $dateFromString: { dateString: '03 Mar 2019 10:00 -0500', format: '%d %b %Y %H:%M %z' } },
     { $dateFromString: { dateString: 'oops', onError: 'bad' } },
     { $dateFromString: { dateString: '$missing', onNull: 'nul' } },
@@ -117,7 +118,7 @@ h.test('$dateFromString: free form, formats, timezone, onError and onNull', asyn
   assert.deepEqual(r, [
     D('2017-02-08T17:10:40.787Z'), D('2018-06-15T00:00:00Z'), D('2017-07-04T09:56:02Z'),
     D('2017-07-04T11:56:02.500Z'), D('2017-02-08T00:00:00Z'), D('2017-02-08T00:00:00Z'),
-    D('2017-02-08T00:00:00Z'), D('2018-02-14T00:00:00Z'), D('2019-03-03T15:00:00Z'),
+    D('2017-02-08T00:00:00Z'), D('2018-02-14T00:00:00Z'), D('2017-02-07T00:00:00Z'), D('2019-03-03T15:00:00Z'),
     'bad', 'nul', null, 'notstring', null,
   ]);
   await rejects(db, { $dateFromString: { dateString: 'oops' } }, 241);
@@ -527,4 +528,15 @@ h.test('$dateFromString free-form strings: day names, ordinals, am/pm, compact d
   ]);
   await rejects(db, { $dateFromString: { dateString: '2017-07-04T11:56:02 Europe/London' } }, 241);
   await rejects(db, { $dateFromString: { dateString: '2017-07-04T25:56:02' } }, 241);
+});
+
+h.test('constant time zones, units and regexes are checked at parse time, even over no documents', async () => {
+  const c = srv.freshDb('constparse').collection('empty');
+  const run = (expr) => c.aggregate([{ $project: { r: expr } }]).toArray();
+  await assert.rejects(run({ $hour: { date: '$d', timezone: 'Mars/Olympus' } }), (e) => e.code === 40485);
+  await assert.rejects(run({ $dateToString: { date: '$d', timezone: 7 } }), (e) => e.code === 40517);
+  await assert.rejects(run({ $dateTrunc: { date: '$d', unit: 'fortnight' } }), (e) => e.code === 9);
+  await assert.rejects(run({ $dateAdd: { startDate: '$d', unit: 5, amount: 1 } }), (e) => e.code === 5439013);
+  await assert.rejects(run({ $regexFind: { input: '$s', regex: '(' } }), (e) => e.code === 51111);
+  assert.deepEqual(await run({ $hour: { date: '$d', timezone: 'Europe/Paris' } }), []);
 });
