@@ -1531,6 +1531,8 @@ sortel_cmp(const void *pa, const void *pb)
 static void
 push_sort(node_t *arr, const mod_t *m)
 {
+    if (arr->n == 0)
+        return; /* nothing to order (and kids may be NULL) */
     sortel_t *els = mf_calloc(arr->n ? arr->n : 1, sizeof(sortel_t));
     node_t **kids = mf_malloc((arr->n ? arr->n : 1) * sizeof(node_t *));
 
