@@ -1219,9 +1219,11 @@ check_api(mf_op_t *op, const char *name)
 }
 
 /*
- * readConcern {level: "snapshot"} (or atClusterTime) needs a replica set:
- * a standalone answers 123 NotAReplicaSet, as mongod's waitForReadConcern.
- * A replica-set member leaves readConcern to replication.
+ * readConcern on a standalone, as mongod's waitForReadConcern: levels
+ * "snapshot" and "linearizable", atClusterTime and afterOpTime need a
+ * replica set (123 NotAReplicaSet); afterClusterTime needs replication (20
+ * IllegalOperation). "local", "available" and "majority" run as they are. A
+ * replica-set member leaves readConcern to replication.
  */
 static int
 check_read_concern(mf_op_t *op)
@@ -1232,10 +1234,15 @@ check_read_concern(mf_op_t *op)
         return 0;
     while (bson_iter_next(&rc)) {
         const char *k = bson_iter_key(&rc);
-        if ((strcmp(k, "level") == 0 && BSON_ITER_HOLDS_UTF8(&rc) && strcmp(bson_iter_utf8(&rc, NULL), "snapshot") == 0) ||
-            strcmp(k, "atClusterTime") == 0)
+        const char *level = strcmp(k, "level") == 0 && BSON_ITER_HOLDS_UTF8(&rc) ? bson_iter_utf8(&rc, NULL) : "";
+        if (strcmp(level, "snapshot") == 0 || strcmp(k, "atClusterTime") == 0)
             return mf_err_set(&op->err, MF_E_NotAReplicaSet,
                               "node needs to be a replica set member to use readConcern: snapshot");
+        if (strcmp(level, "linearizable") == 0 || strcmp(k, "afterOpTime") == 0)
+            return mf_err_set(&op->err, MF_E_NotAReplicaSet, "node needs to be a replica set member to use read concern");
+        if (strcmp(k, "afterClusterTime") == 0)
+            return mf_err_set(&op->err, MF_E_IllegalOperation,
+                              "Cannot specify afterClusterTime readConcern without replication enabled");
     }
     return 0;
 }

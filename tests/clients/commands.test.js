@@ -5,7 +5,7 @@
 // Stable API, with mongod's reply shapes and error codes.
 const assert = require('node:assert/strict');
 const crypto = require('node:crypto');
-const { BSON, Binary } = require('mongodb');
+const { BSON, Binary, Timestamp } = require('mongodb');
 const h = require('./harness');
 
 const srv = h.useServer();
@@ -355,12 +355,17 @@ h.test('a driver with serverApi {version: "1", strict: true} runs V1 commands an
   await client.close();
 });
 
-h.test('readConcern snapshot on a standalone is refused with 123 NotAReplicaSet', async () => {
+h.test('readConcern snapshot, linearizable, afterOpTime (123) and afterClusterTime (20) are refused on a standalone', async () => {
   const db = srv.freshDb('rc');
   await db.collection('c').insertOne({ _id: 1 });
   await h.expectCode(db.command({ find: 'c', readConcern: { level: 'snapshot' } }), 123,
     /replica set member/);
   await h.expectCode(db.command({ aggregate: 'c', pipeline: [], cursor: {}, readConcern: { level: 'snapshot' } }), 123);
+  await h.expectCode(db.command({ find: 'c', readConcern: { level: 'linearizable' } }), 123,
+    /node needs to be a replica set member to use read concern/);
+  await h.expectCode(db.command({ find: 'c', readConcern: { afterOpTime: { ts: new Timestamp({ t: 1, i: 1 }), t: 1 } } }), 123);
+  await h.expectCode(db.command({ find: 'c', readConcern: { level: 'local', afterClusterTime: new Timestamp({ t: 1, i: 1 }) } }), 20,
+    /afterClusterTime/);
   for (const level of ['local', 'available', 'majority']) {
     const r = await db.command({ find: 'c', readConcern: { level } });
     assert.equal(r.cursor.firstBatch.length, 1, level);
