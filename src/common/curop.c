@@ -290,6 +290,23 @@ mf_curops_top_get(mf_curops_t *reg, const char *ns, int64_t time_us[MF_TOP_N], i
 }
 
 void
+mf_curops_top_forget(mf_curops_t *reg, const char *db, const char *coll)
+{
+    size_t dblen = strlen(db);
+    pthread_mutex_lock(&reg->lock);
+    for (size_t i = 0; i < reg->top_cap; i++) {
+        top_entry_t *e = &reg->top[i];
+        if (e->ns == NULL || strncmp(e->ns, db, dblen) != 0 || e->ns[dblen] != '.' ||
+            (coll != NULL && strcmp(e->ns + dblen + 1, coll) != 0))
+            continue;
+        /* The slot stays (it may be on another namespace's probe path); only its counts go. */
+        memset(e->time_us, 0, sizeof(e->time_us));
+        memset(e->count, 0, sizeof(e->count));
+    }
+    pthread_mutex_unlock(&reg->lock);
+}
+
+void
 mf_curop_end(mf_curop_t *op)
 {
     if (op == NULL)

@@ -184,6 +184,12 @@ h.test('top counts operations per namespace; lockInfo and connPoolStats answer w
   assert.equal(e2.total.count, e2.queries.count + e2.getmore.count + e2.insert.count + e2.update.count +
     e2.remove.count + e2.commands.count);
   assert.ok(e2.total.time > 0 && e2.total.time >= e2.insert.time, 'times in microseconds');
+  // a dropped collection starts again from zero
+  await c.drop();
+  await c.insertOne({});
+  const e3 = (await admin.command({ top: 1 })).totals[`${db.databaseName}.c`];
+  assert.equal(e3.insert.count, 1);
+  assert.equal(e3.remove.count, 0);
   await h.expectCode(db.command({ top: 1 }), 13);
   const l = await admin.command({ lockInfo: 1 });
   assert.deepEqual(l.lockInfo, []);
