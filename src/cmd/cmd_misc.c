@@ -36,7 +36,6 @@
  * query is planned afresh), so planCacheClear only checks its arguments.
  */
 #include <openssl/evp.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,15 +100,19 @@ capped_options(const mf_coll_t *src, int64_t size, bool has_size, bson_t *out)
 
 /*
  * copy_chunk: copies up to COPY_CHUNK documents of src with record ids above
- * *after into dst in one transaction. *eof when src has no more. Returns 0,
- * MF_CONFLICT (nothing committed), or -1 with err.
+ * *after into dst in one transaction. While *excess is positive, documents
+ * are skipped instead (each takes 4 times its size off it, mongod's
+ * allowance for padding): they would only be removed again by the cap.
+ * *eof when src has no more. Returns 0, MF_CONFLICT (nothing committed, and
+ * *excess as it was), or -1 with err.
  */
 static int
-copy_chunk(mf_sess_t *s, mf_coll_t *src, mf_coll_t *dst, int64_t *after, bool *eof, mf_error_t *err)
+copy_chunk(mf_sess_t *s, mf_coll_t *src, mf_coll_t *dst, int64_t *after, int64_t *excess, bool *eof, mf_error_t *err)
 {
+    int64_t skip_left = *excess;
     mf_cur_t *cur = NULL;
     int64_t last = *after;
-    int n = 0, r;
+    int n = 0, r, rc = -1;
 
     *eof = false;
     if (mf_txn_begin(s, err) != 0)
@@ -122,56 +125,61 @@ copy_chunk(mf_sess_t *s, mf_coll_t *src, mf_coll_t *dst, int64_t *after, bool *e
         size_t len;
         bson_t doc;
         int64_t rid = mf_cur_rid(cur);
-        if (rid <= *after) {
-            r = mf_cur_next(cur);
-            continue;
-        }
         mf_cur_value(cur, &v, &len);
         if (!bson_init_static(&doc, v, len)) {
             mf_err_set(err, MF_E_InvalidBSON, "invalid BSON in record %lld of %s", (long long)rid, src->ns);
             goto err_close;
         }
+        if (skip_left > 0) {
+            skip_left -= 4 * (int64_t)len;
+            last = rid;
+            n++;
+            r = mf_cur_next(cur);
+            continue;
+        }
+        /* The value stays valid: the insert works through dst's own cursors. */
         int ir = mf_coll_insert(s, dst, &doc, NULL, err);
         if (ir != 0) {
-            mf_cur_close(cur);
-            mf_txn_abort(s);
-            return ir;
+            rc = ir; /* MF_CONFLICT: the chunk is retried */
+            goto err_close;
         }
         last = rid;
         n++;
         r = mf_cur_next(cur);
     }
     if (r != 0 && r != MF_NOTFOUND) {
-        mf_cur_close(cur);
-        mf_txn_abort(s);
-        if (r == MF_CONFLICT)
-            return MF_CONFLICT;
-        return mf_err_set(err, MF_E_InternalError, "storage error while copying %s", src->ns);
+        rc = r == MF_CONFLICT ? MF_CONFLICT : mf_err_set(err, MF_E_InternalError, "storage error while copying %s", src->ns);
+        goto err_close;
     }
     *eof = r == MF_NOTFOUND;
     mf_cur_close(cur);
     if (mf_txn_commit(s, false, err) != 0)
-        return -1;
+        return -1; /* the commit rolled the transaction back */
     *after = last;
+    *excess = skip_left;
     return 0;
 err_close:
     mf_cur_close(cur);
 err_abort:
     mf_txn_abort(s);
-    return -1;
+    return rc;
 }
 
-/* copy_all: copies every document of src into dst, retrying a chunk on a write conflict. */
+/*
+ * copy_all: copies every document of src into dst (capped at size bytes),
+ * retrying a chunk on a write conflict. As mongod, the oldest documents
+ * beyond twice the cap are not copied at all.
+ */
 static int
-copy_all(mf_op_t *op, mf_coll_t *src, mf_coll_t *dst)
+copy_all(mf_op_t *op, mf_coll_t *src, mf_coll_t *dst, int64_t size)
 {
-    int64_t after = 0;
+    int64_t after = 0, excess = atomic_load(&src->approx_size) - 2 * size;
     bool eof = false;
     int conflicts = 0;
     while (!eof) {
         if (mf_curop_check_current(&op->err) != 0)
             return -1;
-        int r = copy_chunk(op->sess, src, dst, &after, &eof, &op->err);
+        int r = copy_chunk(op->sess, src, dst, &after, &excess, &eof, &op->err);
         if (r == MF_CONFLICT) {
             if (++conflicts > 1000)
                 return mf_err_set(&op->err, MF_E_WriteConflict, "too many write conflicts copying %s", src->ns);
@@ -206,7 +214,7 @@ clone_capped(mf_op_t *op, mf_coll_t *src, const char *to, int64_t size, bool has
         mf_err_set(&op->err, MF_E_InternalError, "capped copy %s.%s vanished", op->db, to);
         goto out;
     }
-    if (copy_all(op, src, dst) != 0) {
+    if (copy_all(op, src, dst, dst->capped_size) != 0) {
         mf_error_t ignored;
         if (mf_catalog_coll_drop(op->eng->cat, dst, &ignored) != 0)
             mf_err_set(&op->err, op->err.code, "%s (and the partial copy could not be dropped: %s)", op->err.msg,
