@@ -994,11 +994,34 @@ cmd_plan_cache_set_filter(mf_op_t *op)
 
 /* ---------- validateDBMetadata ---------- */
 
-/* Aggregation stages mongod never allows with apiStrict in API version 1. */
-static const char *const stages_not_in_v1[] = {"$currentOp", "$indexStats", "$listLocalSessions", "$listSessions",
-                                               "$planCacheStats", "$listCatalog", "$queryStats", "$search",
-                                               "$searchMeta", "$listSearchIndexes", "$shardedDataDistribution",
-                                               "$vectorSearch", NULL};
+/*
+ * The aggregation stages of API version 1 (as a MongoDB 8 mongod accepts
+ * them under apiStrict: true); any other stage is refused with 323.
+ */
+static const char *const stages_in_v1[] = {
+    "$addFields", "$bucket", "$bucketAuto", "$changeStream", "$collStats", "$count", "$densify", "$documents",
+    "$facet", "$fill", "$geoNear", "$graphLookup", "$group", "$indexStats", "$limit", "$lookup", "$match",
+    "$merge", "$out", "$project", "$redact", "$replaceRoot", "$replaceWith", "$sample", "$set",
+    "$setWindowFields", "$skip", "$sort", "$sortByCount", "$unionWith", "$unset", "$unwind", NULL};
+
+/* The first stage of pipeline (an array iterator's value) outside API version 1, or NULL. */
+static const char *
+stage_outside_v1(bson_iter_t *pipeline)
+{
+    bson_iter_t st, f;
+    if (!BSON_ITER_HOLDS_ARRAY(pipeline) || !bson_iter_recurse(pipeline, &st))
+        return NULL;
+    while (bson_iter_next(&st)) {
+        bool in = false;
+        if (!BSON_ITER_HOLDS_DOCUMENT(&st) || !bson_iter_recurse(&st, &f) || !bson_iter_next(&f))
+            continue;
+        for (int i = 0; stages_in_v1[i] && !in; i++)
+            in = strcmp(bson_iter_key(&f), stages_in_v1[i]) == 0;
+        if (!in)
+            return bson_iter_key(&f);
+    }
+    return NULL;
+}
 
 typedef struct meta_ctx {
     mf_op_t *op;
@@ -1028,20 +1051,12 @@ meta_error(meta_ctx_t *x, const char *ns, const char *fmt, const char *arg)
 static void
 meta_view(meta_ctx_t *x, const mf_coll_t *c)
 {
-    bson_iter_t it, st, f;
-    if (!x->strict || c->options == NULL || !bson_iter_init_find(&it, c->options, "pipeline") ||
-        !BSON_ITER_HOLDS_ARRAY(&it) || !bson_iter_recurse(&it, &st))
+    bson_iter_t it;
+    const char *bad;
+    if (!x->strict || c->options == NULL || !bson_iter_init_find(&it, c->options, "pipeline"))
         return;
-    while (bson_iter_next(&st)) {
-        if (!BSON_ITER_HOLDS_DOCUMENT(&st) || !bson_iter_recurse(&st, &f) || !bson_iter_next(&f))
-            continue;
-        for (int i = 0; stages_not_in_v1[i]; i++) {
-            if (strcmp(bson_iter_key(&f), stages_not_in_v1[i]) == 0) {
-                meta_error(x, c->ns, "%s is not allowed with 'apiStrict: true' in API Version 1", stages_not_in_v1[i]);
-                return;
-            }
-        }
-    }
+    if ((bad = stage_outside_v1(&it)) != NULL)
+        meta_error(x, c->ns, "%s is not allowed with 'apiStrict: true' in API Version 1", bad);
 }
 
 /* An index mongod's isIndexAllowedInAPIVersion1 refuses: text, geoHaystack or sparse. */
@@ -1131,15 +1146,18 @@ cmd_validate_db_metadata(mf_op_t *op)
 /* ---------- generic arguments: the Stable API and readConcern ---------- */
 
 /*
- * The commands of API version 1 (mongod's apiVersions() of each command; an
- * alias shares its command's).
+ * The commands of API version 1, as a MongoDB 8 mongod accepts them under
+ * apiStrict: true (an alias shares its command's versions; isMaster, unlike
+ * hello, is outside). Those mayfly does not implement answer 59 first.
  */
 static const char *const api_v1_commands[] = {
-    "abortTransaction", "aggregate", "authenticate", "bulkWrite", "collMod", "commitTransaction", "count",
-    "create", "createIndexes", "delete", "drop", "dropDatabase", "dropIndexes", "deleteIndexes", "endSessions",
-    "explain", "find", "findAndModify", "findandmodify", "getMore", "hello", "isMaster", "ismaster", "insert",
-    "killCursors", "listCollections", "listDatabases", "listIndexes", "ping", "refreshSessions", "saslContinue",
-    "saslStart", "update", NULL};
+    "abortTransaction", "aggregate", "authenticate", "bulkWrite", "collMod", "collStats", "commitTransaction",
+    "count", "create", "createIndexes", "createRole", "createSearchIndexes", "createUser", "delete", "drop",
+    "dropDatabase", "dropIndexes", "deleteIndexes", "dropRole", "dropSearchIndex", "dropUser", "endSessions",
+    "explain", "find", "findAndModify", "findandmodify", "getMore", "grantPrivilegesToRole", "grantRolesToRole",
+    "grantRolesToUser", "hello", "insert", "killCursors", "listCollections", "listDatabases", "listIndexes",
+    "ping", "refreshSessions", "revokePrivilegesFromRole", "revokeRolesFromRole", "revokeRolesFromUser",
+    "saslContinue", "saslStart", "update", "updateRole", "updateSearchIndex", "updateUser", NULL};
 
 static bool
 in_api_v1(const char *name)
@@ -1150,22 +1168,15 @@ in_api_v1(const char *name)
     return false;
 }
 
-/* An aggregate under apiStrict: its stages must all be in API version 1 (mongod's parse-time check). */
+/* An aggregate (or a view's create) under apiStrict: its stages must all be in API version 1 (parse-time check). */
 static int
 check_strict_pipeline(mf_op_t *op)
 {
-    bson_iter_t it, st, f;
-    if (!bson_iter_init_find(&it, op->cmd, "pipeline") || !BSON_ITER_HOLDS_ARRAY(&it) || !bson_iter_recurse(&it, &st))
+    bson_iter_t it;
+    const char *bad;
+    if (!bson_iter_init_find(&it, op->cmd, "pipeline") || (bad = stage_outside_v1(&it)) == NULL)
         return 0;
-    while (bson_iter_next(&st)) {
-        if (!BSON_ITER_HOLDS_DOCUMENT(&st) || !bson_iter_recurse(&st, &f) || !bson_iter_next(&f))
-            continue;
-        for (int i = 0; stages_not_in_v1[i]; i++)
-            if (strcmp(bson_iter_key(&f), stages_not_in_v1[i]) == 0)
-                return mf_err_set(&op->err, MF_E_APIStrictError, "%s is not allowed with 'apiStrict: true' in API Version 1",
-                                  stages_not_in_v1[i]);
-    }
-    return 0;
+    return mf_err_set(&op->err, MF_E_APIStrictError, "%s is not allowed with 'apiStrict: true' in API Version 1", bad);
 }
 
 /* A Stable API flag: a bool (or number, as IDL's bool accepts); *set gets its value. */
@@ -1221,7 +1232,7 @@ check_api(mf_op_t *op, const char *name)
         return mf_err_set(&op->err, MF_E_APIStrictError,
                           "Provided apiStrict:true, but the command %s is not in API Version 1. Information on supported commands and migrations in API Version 1 can be found at https://dochub.mongodb.org/core/manual-versioned-api",
                           name);
-    if (strict && strcmp(name, "aggregate") == 0)
+    if (strict && (strcmp(name, "aggregate") == 0 || strcmp(name, "create") == 0))
         return check_strict_pipeline(op);
     return 0;
 }

@@ -343,8 +343,12 @@ h.test('apiVersion, apiStrict and apiDeprecationErrors are checked as mongod doe
   await h.expectCode(db.command({ distinct: 'c', key: '_id', apiVersion: '1', apiStrict: true }), 323);
   await h.expectCode(db.command({ aggregate: 1, pipeline: [{ $currentOp: {} }], cursor: {}, apiVersion: '1', apiStrict: true }),
     323, /\$currentOp is not allowed with 'apiStrict: true' in API Version 1/);
-  const agg = await db.command({ aggregate: 'c', pipeline: [{ $match: {} }], cursor: {}, apiVersion: '1', apiStrict: true });
+  const agg = await db.command({ aggregate: 'c', pipeline: [{ $match: {} }, { $sortByCount: '$_id' }], cursor: {},
+    apiVersion: '1', apiStrict: true });
   assert.equal(agg.cursor.firstBatch.length, 1);
+  await h.expectCode(db.command({ create: 'v', viewOn: 'c', pipeline: [{ $currentOp: {} }], apiVersion: '1', apiStrict: true }),
+    323);
+  assert.equal((await db.command({ collStats: 'c', apiVersion: '1', apiStrict: true })).ok, 1);
 });
 
 h.test('a driver with serverApi {version: "1", strict: true} runs V1 commands and is refused others', async () => {
@@ -357,7 +361,8 @@ h.test('a driver with serverApi {version: "1", strict: true} runs V1 commands an
   await c.updateOne({ _id: 1 }, { $set: { b: 1 } });
   await c.createIndex({ a: 1 });
   assert.equal((await c.aggregate([{ $match: { a: 1 } }]).toArray()).length, 1);
-  await h.expectCode(db.command({ collStats: 'c' }), 323);
+  await h.expectCode(db.command({ dbStats: 1 }), 323);
+  await h.expectCode(db.command({ isMaster: 1 }), 323); // hello is in API version 1, isMaster is not
   await client.close();
 });
 
