@@ -1146,18 +1146,16 @@ cmd_validate_db_metadata(mf_op_t *op)
 /* ---------- generic arguments: the Stable API and readConcern ---------- */
 
 /*
- * The commands of API version 1, as a MongoDB 8 mongod accepts them under
- * apiStrict: true (an alias shares its command's versions; isMaster, unlike
- * hello, is outside). Those mayfly does not implement answer 59 first.
+ * The commands of API version 1 (the manual's Stable API changelog for 8.0;
+ * an alias shares its command's versions; isMaster, unlike hello, is
+ * outside). Those mayfly does not implement answer 59 first.
  */
 static const char *const api_v1_commands[] = {
-    "abortTransaction", "aggregate", "authenticate", "bulkWrite", "collMod", "collStats", "commitTransaction",
-    "count", "create", "createIndexes", "createRole", "createSearchIndexes", "createUser", "delete", "drop",
-    "dropDatabase", "dropIndexes", "deleteIndexes", "dropRole", "dropSearchIndex", "dropUser", "endSessions",
-    "explain", "find", "findAndModify", "findandmodify", "getMore", "grantPrivilegesToRole", "grantRolesToRole",
-    "grantRolesToUser", "hello", "insert", "killCursors", "listCollections", "listDatabases", "listIndexes",
-    "ping", "refreshSessions", "revokePrivilegesFromRole", "revokeRolesFromRole", "revokeRolesFromUser",
-    "saslContinue", "saslStart", "update", "updateRole", "updateSearchIndex", "updateUser", NULL};
+    "abortTransaction", "aggregate", "authenticate", "bulkWrite", "collMod", "commitTransaction", "count",
+    "create", "createIndexes", "delete", "drop", "dropDatabase", "dropIndexes", "deleteIndexes", "endSessions",
+    "explain", "find", "findAndModify", "findandmodify", "getMore", "hello", "insert", "killCursors",
+    "listCollections", "listDatabases", "listIndexes", "ping", "refreshSessions", "saslContinue", "saslStart",
+    "update", NULL};
 
 static bool
 in_api_v1(const char *name)

@@ -348,7 +348,8 @@ h.test('apiVersion, apiStrict and apiDeprecationErrors are checked as mongod doe
   assert.equal(agg.cursor.firstBatch.length, 1);
   await h.expectCode(db.command({ create: 'v', viewOn: 'c', pipeline: [{ $currentOp: {} }], apiVersion: '1', apiStrict: true }),
     323);
-  assert.equal((await db.command({ collStats: 'c', apiVersion: '1', apiStrict: true })).ok, 1);
+  await h.expectCode(db.command({ collStats: 'c', apiVersion: '1', apiStrict: true }), 323);
+  await h.expectCode(db.command({ createUser: 'u', pwd: 'p', roles: [], apiVersion: '1', apiStrict: true }), 323);
 });
 
 h.test('a driver with serverApi {version: "1", strict: true} runs V1 commands and is refused others', async () => {
