@@ -1177,20 +1177,21 @@ check_strict_pipeline(mf_op_t *op)
     return mf_err_set(&op->err, MF_E_APIStrictError, "%s is not allowed with 'apiStrict: true' in API Version 1", bad);
 }
 
-/* A Stable API flag: a bool (or number, as IDL's bool accepts); *set gets its value. */
+/* The generic arguments this file checks, found in one pass over the command. */
+typedef struct generic_args {
+    bson_iter_t version, strict, dep, rc;
+    bool has_version, has_strict, has_dep, has_rc;
+} generic_args_t;
+
+/* A Stable API flag: a bool (IDL type bool). */
 static int
-api_flag(mf_op_t *op, const char *field, bool *present, bool *set)
+api_flag(mf_op_t *op, const char *field, const bson_iter_t *it, bool *set)
 {
-    bson_iter_t it;
-    *present = *set = false;
-    if (!bson_iter_init_find(&it, op->cmd, field))
-        return 0;
-    if (!BSON_ITER_HOLDS_BOOL(&it))
+    if (!BSON_ITER_HOLDS_BOOL(it))
         return mf_err_set(&op->err, MF_E_TypeMismatch,
                           "BSON field 'APIParametersFromClient.%s' is the wrong type '%s', expected type 'bool'", field,
-                          mf_type_name(bson_iter_type(&it)));
-    *present = true;
-    *set = bson_iter_bool(&it);
+                          mf_type_name(bson_iter_type(it)));
+    *set = bson_iter_bool(it);
     return 0;
 }
 
@@ -1202,23 +1203,22 @@ api_flag(mf_op_t *op, const char *field, bool *present, bool *set)
  * never refuses one.
  */
 static int
-check_api(mf_op_t *op, const char *name)
+check_api(mf_op_t *op, const char *name, const generic_args_t *g)
 {
-    bson_iter_t it;
     const char *version = NULL;
-    bool strict_present, strict, dep_present, dep;
+    bool strict = false, dep = false;
 
-    if (bson_iter_init_find(&it, op->cmd, "apiVersion")) {
-        if (!BSON_ITER_HOLDS_UTF8(&it))
+    if (g->has_version) {
+        if (!BSON_ITER_HOLDS_UTF8(&g->version))
             return mf_err_set(&op->err, MF_E_TypeMismatch,
                               "BSON field 'APIParametersFromClient.apiVersion' is the wrong type '%s', expected type 'string'",
-                              mf_type_name(bson_iter_type(&it)));
-        version = bson_iter_utf8(&it, NULL);
+                              mf_type_name(bson_iter_type(&g->version)));
+        version = bson_iter_utf8(&g->version, NULL);
     }
-    if (api_flag(op, "apiStrict", &strict_present, &strict) != 0 ||
-        api_flag(op, "apiDeprecationErrors", &dep_present, &dep) != 0)
+    if ((g->has_strict && api_flag(op, "apiStrict", &g->strict, &strict) != 0) ||
+        (g->has_dep && api_flag(op, "apiDeprecationErrors", &g->dep, &dep) != 0))
         return -1;
-    if ((strict_present || dep_present) && version == NULL)
+    if ((g->has_strict || g->has_dep) && version == NULL)
         return mf_err_set(&op->err, MF_E_Location4886600,
                           "Provided apiStrict and/or apiDeprecationErrors without passing apiVersion");
     if (version != NULL && strcmp(version, "1") != 0) {
@@ -1243,11 +1243,10 @@ check_api(mf_op_t *op, const char *name)
  * replica-set member leaves readConcern to replication.
  */
 static int
-check_read_concern(mf_op_t *op)
+check_read_concern(mf_op_t *op, const generic_args_t *g)
 {
-    bson_iter_t it, rc;
-    if (op->eng->repl != NULL || !bson_iter_init_find(&it, op->cmd, "readConcern") || !BSON_ITER_HOLDS_DOCUMENT(&it) ||
-        !bson_iter_recurse(&it, &rc))
+    bson_iter_t rc;
+    if (op->eng->repl != NULL || !g->has_rc || !BSON_ITER_HOLDS_DOCUMENT(&g->rc) || !bson_iter_recurse(&g->rc, &rc))
         return 0;
     while (bson_iter_next(&rc)) {
         const char *k = bson_iter_key(&rc);
@@ -1267,7 +1266,32 @@ check_read_concern(mf_op_t *op)
 int
 mf_cmd_generic_check(mf_op_t *op, const char *name)
 {
-    if (check_api(op, name) != 0 || check_read_concern(op) != 0)
+    generic_args_t g;
+    bson_iter_t it;
+    memset(&g, 0, sizeof(g));
+    if (!bson_iter_init(&it, op->cmd))
+        return 0;
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (k[0] != 'a' && k[0] != 'r')
+            continue; /* most fields: one comparison */
+        if (strcmp(k, "apiVersion") == 0) {
+            g.version = it;
+            g.has_version = true;
+        } else if (strcmp(k, "apiStrict") == 0) {
+            g.strict = it;
+            g.has_strict = true;
+        } else if (strcmp(k, "apiDeprecationErrors") == 0) {
+            g.dep = it;
+            g.has_dep = true;
+        } else if (strcmp(k, "readConcern") == 0) {
+            g.rc = it;
+            g.has_rc = true;
+        }
+    }
+    if (!g.has_version && !g.has_strict && !g.has_dep && !g.has_rc)
+        return 0;
+    if (check_api(op, name, &g) != 0 || check_read_concern(op, &g) != 0)
         return -1;
     return 0;
 }
