@@ -386,7 +386,9 @@ prefixed_index(mf_coll_t *c, const bson_t *kp)
         bson_t key;
         bson_iter_t a, b;
         bool ok = true;
-        if (ix->building || ix->partial != NULL || ix->sparse || !mf_index_spec_key(ix->spec, &key))
+        /* mongod's findShardKeyPrefixedIndex(requireSingleKey): not multikey, and every document has keys. */
+        if (ix->building || ix->partial != NULL || ix->sparse || atomic_load(&ix->multikey) ||
+            !mf_index_spec_key(ix->spec, &key))
             continue;
         if (!bson_iter_init(&a, kp) || !bson_iter_init(&b, &key))
             continue;
@@ -514,9 +516,10 @@ cmd_data_size(mf_op_t *op)
         mf_op_get_int64(op, "maxSize", &a.max_size, &present) != 0 ||
         mf_op_get_int64(op, "maxObjects", &a.max_objs, &present) != 0)
         return -1;
-    bool ranged = (has_min && !bson_empty(&min)) || (has_max && !bson_empty(&max));
-    if (ranged && (!has_min || !has_max || bson_empty(&min) || bson_empty(&max)))
-        return mf_err_set(&op->err, MF_E_BadValue, "only one of min or max specified");
+    if (has_min != has_max)
+        return mf_err_set(&op->err, MF_E_BadValue, "Max must %sbe set if min is %sset.", has_min ? "" : "not ",
+                          has_min ? "" : "not ");
+    bool ranged = has_min && (!bson_empty(&min) || !bson_empty(&max));
     bson_init(&inferred);
     if (ranged && (!has_kp || bson_empty(&kp))) {
         /* mongod infers {field: 1, ...} from min's fields. */
@@ -525,11 +528,17 @@ cmd_data_size(mf_op_t *op)
             BSON_APPEND_INT32(&inferred, bson_iter_key(&it), 1);
         kp = inferred;
     }
+    bool has_estimate = false;
     mf_catalog_rdlock(op->eng->cat);
     c = mf_catalog_coll_find(op->eng->cat, db, dot + 1);
-    if (c == NULL || c->is_view) {
-        /* mongod: an unknown namespace has size 0. */
+    if (c != NULL && c->is_view) {
+        rc = mf_err_set(&op->err, MF_E_CommandNotSupportedOnView, "Namespace %s is a view, not a collection", c->ns);
+    } else if (c == NULL || atomic_load(&c->approx_count) == 0) {
+        /* mongod: an unknown namespace, or an empty collection, has size 0 (no range checks). */
+    } else if (ranged && (bson_empty(&min) || bson_empty(&max))) {
+        rc = mf_err_set(&op->err, MF_E_BadValue, "Only one of min or max specified");
     } else if (!ranged) {
+        has_estimate = true;
         if (estimate) {
             a.n = atomic_load(&c->approx_count);
             a.size = atomic_load(&c->approx_size);
@@ -538,8 +547,9 @@ cmd_data_size(mf_op_t *op)
         }
     } else {
         mf_index_t *ix = prefixed_index(c, &kp);
+        has_estimate = true;
         if (ix == NULL)
-            rc = mf_err_set(&op->err, MF_E_OperationFailed, "couldn't find valid index containing key pattern");
+            rc = mf_err_set(&op->err, MF_E_OperationFailed, "Couldn't find valid index containing key pattern");
         else
             rc = size_scan_index(op, c, ix, &kp, &min, &max, &a);
         if (rc == 0 && estimate && a.n > 0) {
@@ -561,6 +571,8 @@ cmd_data_size(mf_op_t *op)
     else
         BSON_APPEND_INT64(op->reply, "numObjects", a.n);
     BSON_APPEND_INT64(op->reply, "millis", mf_mono_ms() - started);
+    if (has_estimate)
+        BSON_APPEND_BOOL(op->reply, "estimate", estimate);
     if (a.max_reached)
         BSON_APPEND_BOOL(op->reply, "maxReached", true);
     return 0;

@@ -114,7 +114,20 @@ h.test('dataSize sums BSON sizes, with key ranges, estimate and an unknown names
   assert.equal(est.size, total);
   const none = await db.command({ dataSize: `${db.databaseName}.nothing` });
   assert.deepEqual([none.size, none.numObjects], [0, 0]);
-  await h.expectCode(db.command({ dataSize: `${db.databaseName}.c`, keyPattern: { b: 1 }, min: { b: 1 }, max: { b: 2 } }), 96);
+  assert.equal(r.estimate, false);
+  assert.equal(est.estimate, true);
+  assert.equal(none.estimate, undefined);
+  await h.expectCode(db.command({ dataSize: `${db.databaseName}.c`, keyPattern: { b: 1 }, min: { b: 1 }, max: { b: 2 } }), 96,
+    /Couldn't find valid index containing key pattern/);
+  await h.expectCode(db.command({ dataSize: `${db.databaseName}.c`, min: { a: 1 } }), 2, /Max must be set if min is set/);
+  await h.expectCode(db.command({ dataSize: `${db.databaseName}.c`, max: { a: 1 } }), 2, /Max must not be set if min is not set/);
+  await h.expectCode(db.command({ dataSize: `${db.databaseName}.c`, min: {}, max: { a: 1 } }), 2, /Only one of min or max/);
+  await db.command({ create: 'v', viewOn: 'c', pipeline: [] });
+  await h.expectCode(db.command({ dataSize: `${db.databaseName}.v` }), 166);
+  // a multikey index cannot serve a range
+  await db.collection('m').insertMany([{ k: [1, 2] }, { k: 3 }]);
+  await db.collection('m').createIndex({ k: 1 });
+  await h.expectCode(db.command({ dataSize: `${db.databaseName}.m`, keyPattern: { k: 1 }, min: { k: 0 }, max: { k: 9 } }), 96);
   await h.expectCode(db.command({ dataSize: 5 }), 14);
 });
 
