@@ -824,6 +824,9 @@ cmd_top(mf_op_t *op)
     return 0;
 }
 
+static const char *const lock_info_fields[] = {"lockInfo", "includeStorageEngineDump", NULL};
+
+/* lockInfo: mayfly's locks are per-collection rwlocks without a lock manager to report, so the list is empty. */
 static int
 cmd_lock_info(mf_op_t *op)
 {
@@ -1317,7 +1320,7 @@ const mf_cmd_def_t mf_cmds_misc[] = {
     {"dbhash", cmd_db_hash, 0, db_hash_fields},
     {"validateDBMetadata", cmd_validate_db_metadata, 0, meta_fields},
     {"top", cmd_top, MF_CMD_ADMIN_ONLY, NULL},
-    {"lockInfo", cmd_lock_info, MF_CMD_ADMIN_ONLY, NULL},
+    {"lockInfo", cmd_lock_info, MF_CMD_ADMIN_ONLY, lock_info_fields},
     {"connPoolStats", cmd_conn_pool_stats, 0, NULL},
     {"planCacheClear", cmd_plan_cache_clear, 0, plan_cache_fields},
     {"planCacheClearFilters", cmd_plan_cache_clear_filters, 0, plan_cache_fields},

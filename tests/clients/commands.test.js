@@ -207,6 +207,8 @@ h.test('top counts operations per namespace; lockInfo and connPoolStats answer w
   const l = await admin.command({ lockInfo: 1 });
   assert.deepEqual(l.lockInfo, []);
   await h.expectCode(db.command({ lockInfo: 1 }), 13);
+  assert.deepEqual((await admin.command({ lockInfo: 1, includeStorageEngineDump: false })).lockInfo, []);
+  await h.expectCode(admin.command({ lockInfo: 1, bogus: 1 }), 40415);
   const p = await admin.command({ connPoolStats: 1 });
   assert.equal(p.numClientConnections, 0);
   for (const k of ['totalInUse', 'totalAvailable', 'totalCreated', 'totalRefreshing']) assert.equal(p[k], 0, k);
