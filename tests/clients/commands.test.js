@@ -461,11 +461,14 @@ h.test('an awaitData getMore waits up to maxTimeMS for new documents, then answe
   const got = await db.command({ getMore: id, collection: 'cap', maxTimeMS: 5000 });
   assert.deepEqual(got.cursor.nextBatch, [{ _id: 2 }]);
   assert.ok(Date.now() - t0 < 4000, 'returned when the document arrived');
-  // without awaitData a tailable getMore answers at once
+  // without awaitData a tailable getMore answers at once, and takes no maxTimeMS (2; the cursor lives on)
   const plain = await db.command({ find: 'cap', tailable: true });
   t0 = Date.now();
   await db.command({ getMore: plain.cursor.id, collection: 'cap' });
   assert.ok(Date.now() - t0 < 500);
+  await h.expectCode(db.command({ getMore: plain.cursor.id, collection: 'cap', maxTimeMS: 100 }), 2,
+    /cannot set maxTimeMS on getMore command for a non-awaitData cursor/);
+  assert.deepEqual((await db.command({ getMore: plain.cursor.id, collection: 'cap' })).cursor.nextBatch, []);
   await db.command({ killCursors: 'cap', cursors: [id, plain.cursor.id] });
 });
 
