@@ -193,6 +193,10 @@ h.test('top counts operations per namespace; lockInfo and connPoolStats answer w
   assert.equal(e2.queries.count, 2);
   assert.ok(e2.commands.count >= 1, 'the count aggregate');
   assert.equal(e2.writeLock.count, 4);
+  await c.findOneAndUpdate({}, { $set: { z: 1 } });
+  const e2b = (await admin.command({ top: 1 })).totals[`${db.databaseName}.c`];
+  assert.equal(e2b.writeLock.count, 5, 'findAndModify takes a write lock');
+  assert.equal(e2b.commands.count, e2.commands.count + 1);
   assert.equal(e2.total.count, e2.readLock.count + e2.writeLock.count);
   assert.equal(e2.total.count, e2.queries.count + e2.getmore.count + e2.insert.count + e2.update.count +
     e2.remove.count + e2.commands.count);
