@@ -124,8 +124,10 @@ bool mf_cmd_requires_auth(const char *name);
 /*
  * mf_cmd_generic_check: the generic arguments every command is checked for
  * before it runs (cmd_misc.c): the Stable API (apiVersion, apiStrict,
- * apiDeprecationErrors: 322, 323, 4886600) and readConcern snapshot on a
- * standalone (123). name is the command's table name. 0 or -1 with op->err.
+ * apiDeprecationErrors: 322, 323, 4886600) and, on a standalone, the
+ * readConcern options only a replica set serves (snapshot, linearizable,
+ * afterOpTime, atClusterTime: 123; afterClusterTime: 20). name is the
+ * command's table name. 0 or -1 with op->err.
  */
 int mf_cmd_generic_check(mf_op_t *op, const char *name) MF_WUR;
 /* mf_cmd_auth_owner: "user@db" of the caller into out (cap bytes), "" when access control does not apply. */

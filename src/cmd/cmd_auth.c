@@ -301,7 +301,9 @@ static const rule_t rules[] = {
     {"replSetFreeze", R_CLUSTER, MF_CACT_ADMIN},
     {"replSetSyncFrom", R_CLUSTER, MF_CACT_ADMIN},
     {"replSetMaintenance", R_CLUSTER, MF_CACT_ADMIN},
-    /* cmd_misc.c; dataSize and validateDBMetadata, which may name another database, need cluster admin. */
+    /* cmd_misc.c; validateDBMetadata, which may look at every database, needs cluster admin. */
+    {"dataSize", R_SPECIAL, MF_ACT_FIND},
+    {"datasize", R_SPECIAL, MF_ACT_FIND},
     {"convertToCapped", R_DATA, MF_ACT_CREATE_COLLECTION | MF_ACT_DROP_COLLECTION},
     {"cloneCollectionAsCapped", R_DATA, MF_ACT_FIND | MF_ACT_INSERT | MF_ACT_CREATE_COLLECTION},
     {"dbHash", R_DATA, MF_ACT_FIND},
@@ -555,6 +557,14 @@ special(mf_op_t *op, const mf_privs_t *p, const rule_t *r, const char *db, const
         if (mf_privs_allow(p, db, NULL, MF_ACT_LIST_COLLECTIONS) || (authorized && mf_privs_any_on(p, db)))
             return 0;
         return denied(op, db, name);
+    }
+    if (strcmp(name, "dataSize") == 0 || strcmp(name, "datasize") == 0) {
+        /* Its first field is a full namespace, possibly of another database: find on that. */
+        char ndb[128];
+        const char *nc;
+        if (coll == NULL || !split_ns(coll, ndb, sizeof(ndb), &nc))
+            return mf_privs_cluster(p, MF_CACT_ADMIN) ? 0 : denied(op, db, name);
+        return mf_privs_allow(p, ndb, nc, MF_ACT_FIND) ? 0 : denied(op, db, name);
     }
     if (strcmp(name, "renameCollection") == 0) {
         const char *from = coll, *to = NULL, *fc, *tc;

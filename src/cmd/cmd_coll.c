@@ -380,6 +380,7 @@ cmd_drop(mf_op_t *op)
         if (rc == 0) {
             BSON_APPEND_UTF8(op->reply, "ns", ns);
             BSON_APPEND_INT32(op->reply, "nIndexesWas", nidx);
+            mf_curops_top_forget(op->eng->curops, op->db, name);
         }
     }
     mf_catalog_unlock(op->eng->cat);
@@ -413,6 +414,7 @@ cmd_drop_database(mf_op_t *op)
     mf_catalog_unlock(op->eng->cat);
     if (rc == 0) {
         BSON_APPEND_UTF8(op->reply, "dropped", op->db);
+        mf_curops_top_forget(op->eng->curops, op->db, NULL);
     }
     return rc;
 }

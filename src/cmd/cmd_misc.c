@@ -36,7 +36,6 @@
  * query is planned afresh), so planCacheClear only checks its arguments.
  */
 #include <openssl/evp.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,15 +100,19 @@ capped_options(const mf_coll_t *src, int64_t size, bool has_size, bson_t *out)
 
 /*
  * copy_chunk: copies up to COPY_CHUNK documents of src with record ids above
- * *after into dst in one transaction. *eof when src has no more. Returns 0,
- * MF_CONFLICT (nothing committed), or -1 with err.
+ * *after into dst in one transaction. While *excess is positive, documents
+ * are skipped instead (each takes 4 times its size off it, mongod's
+ * allowance for padding): they would only be removed again by the cap.
+ * *eof when src has no more. Returns 0, MF_CONFLICT (nothing committed, and
+ * *excess as it was), or -1 with err.
  */
 static int
-copy_chunk(mf_sess_t *s, mf_coll_t *src, mf_coll_t *dst, int64_t *after, bool *eof, mf_error_t *err)
+copy_chunk(mf_sess_t *s, mf_coll_t *src, mf_coll_t *dst, int64_t *after, int64_t *excess, bool *eof, mf_error_t *err)
 {
+    int64_t skip_left = *excess;
     mf_cur_t *cur = NULL;
     int64_t last = *after;
-    int n = 0, r;
+    int n = 0, r, rc = -1;
 
     *eof = false;
     if (mf_txn_begin(s, err) != 0)
@@ -122,56 +125,61 @@ copy_chunk(mf_sess_t *s, mf_coll_t *src, mf_coll_t *dst, int64_t *after, bool *e
         size_t len;
         bson_t doc;
         int64_t rid = mf_cur_rid(cur);
-        if (rid <= *after) {
-            r = mf_cur_next(cur);
-            continue;
-        }
         mf_cur_value(cur, &v, &len);
         if (!bson_init_static(&doc, v, len)) {
             mf_err_set(err, MF_E_InvalidBSON, "invalid BSON in record %lld of %s", (long long)rid, src->ns);
             goto err_close;
         }
+        if (skip_left > 0) {
+            skip_left -= 4 * (int64_t)len;
+            last = rid;
+            n++;
+            r = mf_cur_next(cur);
+            continue;
+        }
+        /* The value stays valid: the insert works through dst's own cursors. */
         int ir = mf_coll_insert(s, dst, &doc, NULL, err);
         if (ir != 0) {
-            mf_cur_close(cur);
-            mf_txn_abort(s);
-            return ir;
+            rc = ir; /* MF_CONFLICT: the chunk is retried */
+            goto err_close;
         }
         last = rid;
         n++;
         r = mf_cur_next(cur);
     }
     if (r != 0 && r != MF_NOTFOUND) {
-        mf_cur_close(cur);
-        mf_txn_abort(s);
-        if (r == MF_CONFLICT)
-            return MF_CONFLICT;
-        return mf_err_set(err, MF_E_InternalError, "storage error while copying %s", src->ns);
+        rc = r == MF_CONFLICT ? MF_CONFLICT : mf_err_set(err, MF_E_InternalError, "storage error while copying %s", src->ns);
+        goto err_close;
     }
     *eof = r == MF_NOTFOUND;
     mf_cur_close(cur);
     if (mf_txn_commit(s, false, err) != 0)
-        return -1;
+        return -1; /* the commit rolled the transaction back */
     *after = last;
+    *excess = skip_left;
     return 0;
 err_close:
     mf_cur_close(cur);
 err_abort:
     mf_txn_abort(s);
-    return -1;
+    return rc;
 }
 
-/* copy_all: copies every document of src into dst, retrying a chunk on a write conflict. */
+/*
+ * copy_all: copies every document of src into dst (capped at size bytes),
+ * retrying a chunk on a write conflict. As mongod, the oldest documents
+ * beyond twice the cap are not copied at all.
+ */
 static int
-copy_all(mf_op_t *op, mf_coll_t *src, mf_coll_t *dst)
+copy_all(mf_op_t *op, mf_coll_t *src, mf_coll_t *dst, int64_t size)
 {
-    int64_t after = 0;
+    int64_t after = 0, excess = atomic_load(&src->approx_size) - 2 * size;
     bool eof = false;
     int conflicts = 0;
     while (!eof) {
         if (mf_curop_check_current(&op->err) != 0)
             return -1;
-        int r = copy_chunk(op->sess, src, dst, &after, &eof, &op->err);
+        int r = copy_chunk(op->sess, src, dst, &after, &excess, &eof, &op->err);
         if (r == MF_CONFLICT) {
             if (++conflicts > 1000)
                 return mf_err_set(&op->err, MF_E_WriteConflict, "too many write conflicts copying %s", src->ns);
@@ -206,7 +214,7 @@ clone_capped(mf_op_t *op, mf_coll_t *src, const char *to, int64_t size, bool has
         mf_err_set(&op->err, MF_E_InternalError, "capped copy %s.%s vanished", op->db, to);
         goto out;
     }
-    if (copy_all(op, src, dst) != 0) {
+    if (copy_all(op, src, dst, dst->capped_size) != 0) {
         mf_error_t ignored;
         if (mf_catalog_coll_drop(op->eng->cat, dst, &ignored) != 0)
             mf_err_set(&op->err, op->err.code, "%s (and the partial copy could not be dropped: %s)", op->err.msg,
@@ -378,7 +386,9 @@ prefixed_index(mf_coll_t *c, const bson_t *kp)
         bson_t key;
         bson_iter_t a, b;
         bool ok = true;
-        if (ix->building || ix->partial != NULL || ix->sparse || !mf_index_spec_key(ix->spec, &key))
+        /* mongod's findShardKeyPrefixedIndex(requireSingleKey): not multikey, and every document has keys. */
+        if (ix->building || ix->partial != NULL || ix->sparse || atomic_load(&ix->multikey) ||
+            !mf_index_spec_key(ix->spec, &key))
             continue;
         if (!bson_iter_init(&a, kp) || !bson_iter_init(&b, &key))
             continue;
@@ -506,9 +516,10 @@ cmd_data_size(mf_op_t *op)
         mf_op_get_int64(op, "maxSize", &a.max_size, &present) != 0 ||
         mf_op_get_int64(op, "maxObjects", &a.max_objs, &present) != 0)
         return -1;
-    bool ranged = (has_min && !bson_empty(&min)) || (has_max && !bson_empty(&max));
-    if (ranged && (!has_min || !has_max || bson_empty(&min) || bson_empty(&max)))
-        return mf_err_set(&op->err, MF_E_BadValue, "only one of min or max specified");
+    if (has_min != has_max)
+        return mf_err_set(&op->err, MF_E_BadValue, "Max must %sbe set if min is %sset.", has_min ? "" : "not ",
+                          has_min ? "" : "not ");
+    bool ranged = has_min && (!bson_empty(&min) || !bson_empty(&max));
     bson_init(&inferred);
     if (ranged && (!has_kp || bson_empty(&kp))) {
         /* mongod infers {field: 1, ...} from min's fields. */
@@ -517,11 +528,17 @@ cmd_data_size(mf_op_t *op)
             BSON_APPEND_INT32(&inferred, bson_iter_key(&it), 1);
         kp = inferred;
     }
+    bool has_estimate = false;
     mf_catalog_rdlock(op->eng->cat);
     c = mf_catalog_coll_find(op->eng->cat, db, dot + 1);
-    if (c == NULL || c->is_view) {
-        /* mongod: an unknown namespace has size 0. */
+    if (c != NULL && c->is_view) {
+        rc = mf_err_set(&op->err, MF_E_CommandNotSupportedOnView, "Namespace %s is a view, not a collection", c->ns);
+    } else if (c == NULL || atomic_load(&c->approx_count) == 0) {
+        /* mongod: an unknown namespace, or an empty collection, has size 0 (no range checks). */
+    } else if (ranged && (bson_empty(&min) || bson_empty(&max))) {
+        rc = mf_err_set(&op->err, MF_E_BadValue, "Only one of min or max specified");
     } else if (!ranged) {
+        has_estimate = true;
         if (estimate) {
             a.n = atomic_load(&c->approx_count);
             a.size = atomic_load(&c->approx_size);
@@ -530,8 +547,9 @@ cmd_data_size(mf_op_t *op)
         }
     } else {
         mf_index_t *ix = prefixed_index(c, &kp);
+        has_estimate = true;
         if (ix == NULL)
-            rc = mf_err_set(&op->err, MF_E_OperationFailed, "couldn't find valid index containing key pattern");
+            rc = mf_err_set(&op->err, MF_E_OperationFailed, "Couldn't find valid index containing key pattern");
         else
             rc = size_scan_index(op, c, ix, &kp, &min, &max, &a);
         if (rc == 0 && estimate && a.n > 0) {
@@ -553,6 +571,8 @@ cmd_data_size(mf_op_t *op)
     else
         BSON_APPEND_INT64(op->reply, "numObjects", a.n);
     BSON_APPEND_INT64(op->reply, "millis", mf_mono_ms() - started);
+    if (has_estimate)
+        BSON_APPEND_BOOL(op->reply, "estimate", estimate);
     if (a.max_reached)
         BSON_APPEND_BOOL(op->reply, "maxReached", true);
     return 0;
@@ -804,6 +824,9 @@ cmd_top(mf_op_t *op)
     return 0;
 }
 
+static const char *const lock_info_fields[] = {"lockInfo", "includeStorageEngineDump", NULL};
+
+/* lockInfo: mayfly's locks are per-collection rwlocks without a lock manager to report, so the list is empty. */
 static int
 cmd_lock_info(mf_op_t *op)
 {
@@ -986,11 +1009,34 @@ cmd_plan_cache_set_filter(mf_op_t *op)
 
 /* ---------- validateDBMetadata ---------- */
 
-/* Aggregation stages mongod never allows with apiStrict in API version 1. */
-static const char *const stages_not_in_v1[] = {"$currentOp", "$indexStats", "$listLocalSessions", "$listSessions",
-                                               "$planCacheStats", "$listCatalog", "$queryStats", "$search",
-                                               "$searchMeta", "$listSearchIndexes", "$shardedDataDistribution",
-                                               "$vectorSearch", NULL};
+/*
+ * The aggregation stages of API version 1 (as a MongoDB 8 mongod accepts
+ * them under apiStrict: true); any other stage is refused with 323.
+ */
+static const char *const stages_in_v1[] = {
+    "$addFields", "$bucket", "$bucketAuto", "$changeStream", "$collStats", "$count", "$densify", "$documents",
+    "$facet", "$fill", "$geoNear", "$graphLookup", "$group", "$indexStats", "$limit", "$lookup", "$match",
+    "$merge", "$out", "$project", "$redact", "$replaceRoot", "$replaceWith", "$sample", "$set",
+    "$setWindowFields", "$skip", "$sort", "$sortByCount", "$unionWith", "$unset", "$unwind", NULL};
+
+/* The first stage of pipeline (an array iterator's value) outside API version 1, or NULL. */
+static const char *
+stage_outside_v1(bson_iter_t *pipeline)
+{
+    bson_iter_t st, f;
+    if (!BSON_ITER_HOLDS_ARRAY(pipeline) || !bson_iter_recurse(pipeline, &st))
+        return NULL;
+    while (bson_iter_next(&st)) {
+        bool in = false;
+        if (!BSON_ITER_HOLDS_DOCUMENT(&st) || !bson_iter_recurse(&st, &f) || !bson_iter_next(&f))
+            continue;
+        for (int i = 0; stages_in_v1[i] && !in; i++)
+            in = strcmp(bson_iter_key(&f), stages_in_v1[i]) == 0;
+        if (!in)
+            return bson_iter_key(&f);
+    }
+    return NULL;
+}
 
 typedef struct meta_ctx {
     mf_op_t *op;
@@ -1020,20 +1066,12 @@ meta_error(meta_ctx_t *x, const char *ns, const char *fmt, const char *arg)
 static void
 meta_view(meta_ctx_t *x, const mf_coll_t *c)
 {
-    bson_iter_t it, st, f;
-    if (!x->strict || c->options == NULL || !bson_iter_init_find(&it, c->options, "pipeline") ||
-        !BSON_ITER_HOLDS_ARRAY(&it) || !bson_iter_recurse(&it, &st))
+    bson_iter_t it;
+    const char *bad;
+    if (!x->strict || c->options == NULL || !bson_iter_init_find(&it, c->options, "pipeline"))
         return;
-    while (bson_iter_next(&st)) {
-        if (!BSON_ITER_HOLDS_DOCUMENT(&st) || !bson_iter_recurse(&st, &f) || !bson_iter_next(&f))
-            continue;
-        for (int i = 0; stages_not_in_v1[i]; i++) {
-            if (strcmp(bson_iter_key(&f), stages_not_in_v1[i]) == 0) {
-                meta_error(x, c->ns, "%s is not allowed with 'apiStrict: true' in API Version 1", stages_not_in_v1[i]);
-                return;
-            }
-        }
-    }
+    if ((bad = stage_outside_v1(&it)) != NULL)
+        meta_error(x, c->ns, "%s is not allowed with 'apiStrict: true' in API Version 1", bad);
 }
 
 /* An index mongod's isIndexAllowedInAPIVersion1 refuses: text, geoHaystack or sparse. */
@@ -1123,15 +1161,16 @@ cmd_validate_db_metadata(mf_op_t *op)
 /* ---------- generic arguments: the Stable API and readConcern ---------- */
 
 /*
- * The commands of API version 1 (mongod's apiVersions() of each command; an
- * alias shares its command's).
+ * The commands of API version 1 (the manual's Stable API changelog for 8.0;
+ * an alias shares its command's versions; isMaster, unlike hello, is
+ * outside). Those mayfly does not implement answer 59 first.
  */
 static const char *const api_v1_commands[] = {
     "abortTransaction", "aggregate", "authenticate", "bulkWrite", "collMod", "commitTransaction", "count",
     "create", "createIndexes", "delete", "drop", "dropDatabase", "dropIndexes", "deleteIndexes", "endSessions",
-    "explain", "find", "findAndModify", "findandmodify", "getMore", "hello", "isMaster", "ismaster", "insert",
-    "killCursors", "listCollections", "listDatabases", "listIndexes", "ping", "refreshSessions", "saslContinue",
-    "saslStart", "update", NULL};
+    "explain", "find", "findAndModify", "findandmodify", "getMore", "hello", "insert", "killCursors",
+    "listCollections", "listDatabases", "listIndexes", "ping", "refreshSessions", "saslContinue", "saslStart",
+    "update", NULL};
 
 static bool
 in_api_v1(const char *name)
@@ -1142,38 +1181,32 @@ in_api_v1(const char *name)
     return false;
 }
 
-/* An aggregate under apiStrict: its stages must all be in API version 1 (mongod's parse-time check). */
+/* An aggregate (or a view's create) under apiStrict: its stages must all be in API version 1 (parse-time check). */
 static int
 check_strict_pipeline(mf_op_t *op)
 {
-    bson_iter_t it, st, f;
-    if (!bson_iter_init_find(&it, op->cmd, "pipeline") || !BSON_ITER_HOLDS_ARRAY(&it) || !bson_iter_recurse(&it, &st))
+    bson_iter_t it;
+    const char *bad;
+    if (!bson_iter_init_find(&it, op->cmd, "pipeline") || (bad = stage_outside_v1(&it)) == NULL)
         return 0;
-    while (bson_iter_next(&st)) {
-        if (!BSON_ITER_HOLDS_DOCUMENT(&st) || !bson_iter_recurse(&st, &f) || !bson_iter_next(&f))
-            continue;
-        for (int i = 0; stages_not_in_v1[i]; i++)
-            if (strcmp(bson_iter_key(&f), stages_not_in_v1[i]) == 0)
-                return mf_err_set(&op->err, MF_E_APIStrictError, "%s is not allowed with 'apiStrict: true' in API Version 1",
-                                  stages_not_in_v1[i]);
-    }
-    return 0;
+    return mf_err_set(&op->err, MF_E_APIStrictError, "%s is not allowed with 'apiStrict: true' in API Version 1", bad);
 }
 
-/* A Stable API flag: a bool (or number, as IDL's bool accepts); *set gets its value. */
+/* The generic arguments this file checks, found in one pass over the command. */
+typedef struct generic_args {
+    bson_iter_t version, strict, dep, rc;
+    bool has_version, has_strict, has_dep, has_rc;
+} generic_args_t;
+
+/* A Stable API flag: a bool (IDL type bool). */
 static int
-api_flag(mf_op_t *op, const char *field, bool *present, bool *set)
+api_flag(mf_op_t *op, const char *field, const bson_iter_t *it, bool *set)
 {
-    bson_iter_t it;
-    *present = *set = false;
-    if (!bson_iter_init_find(&it, op->cmd, field))
-        return 0;
-    if (!BSON_ITER_HOLDS_BOOL(&it))
+    if (!BSON_ITER_HOLDS_BOOL(it))
         return mf_err_set(&op->err, MF_E_TypeMismatch,
                           "BSON field 'APIParametersFromClient.%s' is the wrong type '%s', expected type 'bool'", field,
-                          mf_type_name(bson_iter_type(&it)));
-    *present = true;
-    *set = bson_iter_bool(&it);
+                          mf_type_name(bson_iter_type(it)));
+    *set = bson_iter_bool(it);
     return 0;
 }
 
@@ -1185,23 +1218,22 @@ api_flag(mf_op_t *op, const char *field, bool *present, bool *set)
  * never refuses one.
  */
 static int
-check_api(mf_op_t *op, const char *name)
+check_api(mf_op_t *op, const char *name, const generic_args_t *g)
 {
-    bson_iter_t it;
     const char *version = NULL;
-    bool strict_present, strict, dep_present, dep;
+    bool strict = false, dep = false;
 
-    if (bson_iter_init_find(&it, op->cmd, "apiVersion")) {
-        if (!BSON_ITER_HOLDS_UTF8(&it))
+    if (g->has_version) {
+        if (!BSON_ITER_HOLDS_UTF8(&g->version))
             return mf_err_set(&op->err, MF_E_TypeMismatch,
                               "BSON field 'APIParametersFromClient.apiVersion' is the wrong type '%s', expected type 'string'",
-                              mf_type_name(bson_iter_type(&it)));
-        version = bson_iter_utf8(&it, NULL);
+                              mf_type_name(bson_iter_type(&g->version)));
+        version = bson_iter_utf8(&g->version, NULL);
     }
-    if (api_flag(op, "apiStrict", &strict_present, &strict) != 0 ||
-        api_flag(op, "apiDeprecationErrors", &dep_present, &dep) != 0)
+    if ((g->has_strict && api_flag(op, "apiStrict", &g->strict, &strict) != 0) ||
+        (g->has_dep && api_flag(op, "apiDeprecationErrors", &g->dep, &dep) != 0))
         return -1;
-    if ((strict_present || dep_present) && version == NULL)
+    if ((g->has_strict || g->has_dep) && version == NULL)
         return mf_err_set(&op->err, MF_E_Location4886600,
                           "Provided apiStrict and/or apiDeprecationErrors without passing apiVersion");
     if (version != NULL && strcmp(version, "1") != 0) {
@@ -1213,29 +1245,35 @@ check_api(mf_op_t *op, const char *name)
         return mf_err_set(&op->err, MF_E_APIStrictError,
                           "Provided apiStrict:true, but the command %s is not in API Version 1. Information on supported commands and migrations in API Version 1 can be found at https://dochub.mongodb.org/core/manual-versioned-api",
                           name);
-    if (strict && strcmp(name, "aggregate") == 0)
+    if (strict && (strcmp(name, "aggregate") == 0 || strcmp(name, "create") == 0))
         return check_strict_pipeline(op);
     return 0;
 }
 
 /*
- * readConcern {level: "snapshot"} (or atClusterTime) needs a replica set:
- * a standalone answers 123 NotAReplicaSet, as mongod's waitForReadConcern.
- * A replica-set member leaves readConcern to replication.
+ * readConcern on a standalone, as mongod's waitForReadConcern: levels
+ * "snapshot" and "linearizable", atClusterTime and afterOpTime need a
+ * replica set (123 NotAReplicaSet); afterClusterTime needs replication (20
+ * IllegalOperation). "local", "available" and "majority" run as they are. A
+ * replica-set member leaves readConcern to replication.
  */
 static int
-check_read_concern(mf_op_t *op)
+check_read_concern(mf_op_t *op, const generic_args_t *g)
 {
-    bson_iter_t it, rc;
-    if (op->eng->repl != NULL || !bson_iter_init_find(&it, op->cmd, "readConcern") || !BSON_ITER_HOLDS_DOCUMENT(&it) ||
-        !bson_iter_recurse(&it, &rc))
+    bson_iter_t rc;
+    if (op->eng->repl != NULL || !g->has_rc || !BSON_ITER_HOLDS_DOCUMENT(&g->rc) || !bson_iter_recurse(&g->rc, &rc))
         return 0;
     while (bson_iter_next(&rc)) {
         const char *k = bson_iter_key(&rc);
-        if ((strcmp(k, "level") == 0 && BSON_ITER_HOLDS_UTF8(&rc) && strcmp(bson_iter_utf8(&rc, NULL), "snapshot") == 0) ||
-            strcmp(k, "atClusterTime") == 0)
+        const char *level = strcmp(k, "level") == 0 && BSON_ITER_HOLDS_UTF8(&rc) ? bson_iter_utf8(&rc, NULL) : "";
+        if (strcmp(level, "snapshot") == 0 || strcmp(k, "atClusterTime") == 0)
             return mf_err_set(&op->err, MF_E_NotAReplicaSet,
                               "node needs to be a replica set member to use readConcern: snapshot");
+        if (strcmp(level, "linearizable") == 0 || strcmp(k, "afterOpTime") == 0)
+            return mf_err_set(&op->err, MF_E_NotAReplicaSet, "node needs to be a replica set member to use read concern");
+        if (strcmp(k, "afterClusterTime") == 0)
+            return mf_err_set(&op->err, MF_E_IllegalOperation,
+                              "Cannot specify afterClusterTime readConcern without replication enabled");
     }
     return 0;
 }
@@ -1243,7 +1281,32 @@ check_read_concern(mf_op_t *op)
 int
 mf_cmd_generic_check(mf_op_t *op, const char *name)
 {
-    if (check_api(op, name) != 0 || check_read_concern(op) != 0)
+    generic_args_t g;
+    bson_iter_t it;
+    memset(&g, 0, sizeof(g));
+    if (!bson_iter_init(&it, op->cmd))
+        return 0;
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (k[0] != 'a' && k[0] != 'r')
+            continue; /* most fields: one comparison */
+        if (strcmp(k, "apiVersion") == 0) {
+            g.version = it;
+            g.has_version = true;
+        } else if (strcmp(k, "apiStrict") == 0) {
+            g.strict = it;
+            g.has_strict = true;
+        } else if (strcmp(k, "apiDeprecationErrors") == 0) {
+            g.dep = it;
+            g.has_dep = true;
+        } else if (strcmp(k, "readConcern") == 0) {
+            g.rc = it;
+            g.has_rc = true;
+        }
+    }
+    if (!g.has_version && !g.has_strict && !g.has_dep && !g.has_rc)
+        return 0;
+    if (check_api(op, name, &g) != 0 || check_read_concern(op, &g) != 0)
         return -1;
     return 0;
 }
@@ -1257,7 +1320,7 @@ const mf_cmd_def_t mf_cmds_misc[] = {
     {"dbhash", cmd_db_hash, 0, db_hash_fields},
     {"validateDBMetadata", cmd_validate_db_metadata, 0, meta_fields},
     {"top", cmd_top, MF_CMD_ADMIN_ONLY, NULL},
-    {"lockInfo", cmd_lock_info, MF_CMD_ADMIN_ONLY, NULL},
+    {"lockInfo", cmd_lock_info, MF_CMD_ADMIN_ONLY, lock_info_fields},
     {"connPoolStats", cmd_conn_pool_stats, 0, NULL},
     {"planCacheClear", cmd_plan_cache_clear, 0, plan_cache_fields},
     {"planCacheClearFilters", cmd_plan_cache_clear_filters, 0, plan_cache_fields},

@@ -226,6 +226,23 @@ top_slot(top_entry_t *tab, size_t cap, const char *ns)
     return &tab[i];
 }
 
+/* A command that writes the collection it names (its lock in mongod's top is a write lock). */
+static bool
+top_writes(const mf_curop_t *op)
+{
+    static const char *const writers[] = {"findAndModify", "findandmodify", "create", "drop", "createIndexes",
+                                          "dropIndexes", "deleteIndexes", "collMod", "compact", "convertToCapped",
+                                          "cloneCollectionAsCapped", NULL};
+    bson_iter_t it;
+    if (strcmp(op->op_type, "command") != 0 || op->command == NULL || !bson_iter_init(&it, op->command) ||
+        !bson_iter_next(&it))
+        return false;
+    for (int i = 0; writers[i]; i++)
+        if (strcmp(bson_iter_key(&it), writers[i]) == 0)
+            return true;
+    return false;
+}
+
 /*
  * Adds a finished client operation to its namespace's counters (mongod's
  * Top): total, readLock or writeLock, and its kind. Commands not naming a
@@ -259,8 +276,9 @@ top_record(mf_curops_t *reg, const mf_curop_t *op, int64_t us)
         e->ns = mf_strdup(op->ns);
         reg->top_n++;
     }
-    int lock = kind == MF_TOP_INSERT || kind == MF_TOP_UPDATE || kind == MF_TOP_REMOVE ? MF_TOP_WRITE_LOCK
-                                                                                        : MF_TOP_READ_LOCK;
+    int lock = kind == MF_TOP_INSERT || kind == MF_TOP_UPDATE || kind == MF_TOP_REMOVE || top_writes(op)
+                   ? MF_TOP_WRITE_LOCK
+                   : MF_TOP_READ_LOCK;
     int slots[3] = {MF_TOP_TOTAL, lock, kind};
     for (int k = 0; k < 3; k++) {
         e->time_us[slots[k]] += us;
@@ -287,6 +305,23 @@ mf_curops_top_get(mf_curops_t *reg, const char *ns, int64_t time_us[MF_TOP_N], i
         memset(count, 0, sizeof(int64_t) * MF_TOP_N);
     }
     return found;
+}
+
+void
+mf_curops_top_forget(mf_curops_t *reg, const char *db, const char *coll)
+{
+    size_t dblen = strlen(db);
+    pthread_mutex_lock(&reg->lock);
+    for (size_t i = 0; i < reg->top_cap; i++) {
+        top_entry_t *e = &reg->top[i];
+        if (e->ns == NULL || strncmp(e->ns, db, dblen) != 0 || e->ns[dblen] != '.' ||
+            (coll != NULL && strcmp(e->ns + dblen + 1, coll) != 0))
+            continue;
+        /* The slot stays (it may be on another namespace's probe path); only its counts go. */
+        memset(e->time_us, 0, sizeof(e->time_us));
+        memset(e->count, 0, sizeof(e->count));
+    }
+    pthread_mutex_unlock(&reg->lock);
 }
 
 void

@@ -113,7 +113,8 @@ void mf_curops_interrupt_all(mf_curops_t *reg, int code);
 /*
  * Per-namespace usage (the top command), kept as operations end:
  * time in microseconds and count, per MF_TOP_* slot. mf_curops_top_get
- * copies ns's counters (zeros and false when it has none).
+ * copies ns's counters (zeros and false when it has none). A dropped
+ * collection's counters are cleared (mongod's Top::collectionDropped).
  */
 enum {
     MF_TOP_TOTAL = 0,
@@ -128,6 +129,8 @@ enum {
     MF_TOP_N
 };
 bool mf_curops_top_get(mf_curops_t *reg, const char *ns, int64_t time_us[MF_TOP_N], int64_t count[MF_TOP_N]);
+/* mf_curops_top_forget: clears the counters of db.coll, or of every collection of db when coll is NULL (drops). */
+void mf_curops_top_forget(mf_curops_t *reg, const char *db, const char *coll);
 
 /* mf_curops_count: operations registered now. */
 int mf_curops_count(mf_curops_t *reg);

@@ -6,6 +6,7 @@
  * matched and are pruned when that namespace is next touched.
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,8 @@ typedef struct filter_entry {
 
 static pthread_mutex_t filters_mu = PTHREAD_MUTEX_INITIALIZER;
 static filter_entry_t *filters;
+/* How many entries the list has: lets the planner skip the mutex when there are none (the common case). */
+static _Atomic int nfilters;
 
 static void
 entry_free(filter_entry_t *f)
@@ -111,6 +114,7 @@ remove_where(const mf_coll_t *c, const char *shape)
         if (stale || (entry_of(f, c) && (shape == NULL || strcmp(f->shape, shape) == 0))) {
             *p = f->next;
             entry_free(f);
+            atomic_fetch_sub(&nfilters, 1);
         } else {
             p = &f->next;
         }
@@ -140,6 +144,7 @@ mf_index_filter_set(const mf_coll_t *c, const bson_t *query, const bson_t *sort,
     remove_where(c, f->shape);
     f->next = filters;
     filters = f;
+    atomic_fetch_add(&nfilters, 1);
     pthread_mutex_unlock(&filters_mu);
 }
 
@@ -206,13 +211,9 @@ mf_index_filter_allowed(const mf_coll_t *c, const bson_t *query, const bson_t *s
                         bool *allowed)
 {
     bool found = false;
-    if (c == NULL)
-        return false;
+    if (c == NULL || atomic_load(&nfilters) == 0)
+        return false; /* the common case: no filter anywhere, no lock taken, no shape built */
     pthread_mutex_lock(&filters_mu);
-    if (filters == NULL) {
-        pthread_mutex_unlock(&filters_mu);
-        return false; /* the common case: no filter anywhere, no shape built */
-    }
     char *shape = shape_key(query, sort, projection, NULL);
     for (filter_entry_t *f = filters; f != NULL && !found; f = f->next) {
         if (!entry_of(f, c) || strcmp(f->shape, shape) != 0)

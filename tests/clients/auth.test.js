@@ -1014,6 +1014,8 @@ h.test('capped conversions, dbHash, index filters, top: what each role may run (
   const dba = await makeUser('misc_dba', [{ role: 'dbAdmin', db: 'miscdb' }]);
   const mon = await makeUser('misc_monitor', ['clusterMonitor']);
   assert.equal((await allowed('dbHash (read)', r.db('miscdb').command({ dbHash: 1 }))).ok, 1);
+  assert.equal((await allowed('dataSize (read)', r.db('miscdb').command({ dataSize: 'miscdb.c' }))).numObjects, 2);
+  await denied('dataSize of another db (read)', r.db('miscdb').command({ dataSize: 'rdb.c' }));
   await denied('convertToCapped (read)', r.db('miscdb').command({ convertToCapped: 'c', size: 4096 }));
   await denied('planCacheSetFilter (read)', r.db('miscdb').command({ planCacheSetFilter: 'c', query: { a: 1 }, indexes: [{ a: 1 }] }));
   await denied('top (read)', r.db('admin').command({ top: 1 }));

@@ -5,7 +5,7 @@
 // Stable API, with mongod's reply shapes and error codes.
 const assert = require('node:assert/strict');
 const crypto = require('node:crypto');
-const { BSON, Binary } = require('mongodb');
+const { BSON, Binary, Timestamp } = require('mongodb');
 const h = require('./harness');
 
 const srv = h.useServer();
@@ -114,7 +114,20 @@ h.test('dataSize sums BSON sizes, with key ranges, estimate and an unknown names
   assert.equal(est.size, total);
   const none = await db.command({ dataSize: `${db.databaseName}.nothing` });
   assert.deepEqual([none.size, none.numObjects], [0, 0]);
-  await h.expectCode(db.command({ dataSize: `${db.databaseName}.c`, keyPattern: { b: 1 }, min: { b: 1 }, max: { b: 2 } }), 96);
+  assert.equal(r.estimate, false);
+  assert.equal(est.estimate, true);
+  assert.equal(none.estimate, undefined);
+  await h.expectCode(db.command({ dataSize: `${db.databaseName}.c`, keyPattern: { b: 1 }, min: { b: 1 }, max: { b: 2 } }), 96,
+    /Couldn't find valid index containing key pattern/);
+  await h.expectCode(db.command({ dataSize: `${db.databaseName}.c`, min: { a: 1 } }), 2, /Max must be set if min is set/);
+  await h.expectCode(db.command({ dataSize: `${db.databaseName}.c`, max: { a: 1 } }), 2, /Max must not be set if min is not set/);
+  await h.expectCode(db.command({ dataSize: `${db.databaseName}.c`, min: {}, max: { a: 1 } }), 2, /Only one of min or max/);
+  await db.command({ create: 'v', viewOn: 'c', pipeline: [] });
+  await h.expectCode(db.command({ dataSize: `${db.databaseName}.v` }), 166);
+  // a multikey index cannot serve a range
+  await db.collection('m').insertMany([{ k: [1, 2] }, { k: 3 }]);
+  await db.collection('m').createIndex({ k: 1 });
+  await h.expectCode(db.command({ dataSize: `${db.databaseName}.m`, keyPattern: { k: 1 }, min: { k: 0 }, max: { k: 9 } }), 96);
   await h.expectCode(db.command({ dataSize: 5 }), 14);
 });
 
@@ -180,14 +193,26 @@ h.test('top counts operations per namespace; lockInfo and connPoolStats answer w
   assert.equal(e2.queries.count, 2);
   assert.ok(e2.commands.count >= 1, 'the count aggregate');
   assert.equal(e2.writeLock.count, 4);
+  await c.findOneAndUpdate({}, { $set: { z: 1 } });
+  const e2b = (await admin.command({ top: 1 })).totals[`${db.databaseName}.c`];
+  assert.equal(e2b.writeLock.count, 5, 'findAndModify takes a write lock');
+  assert.equal(e2b.commands.count, e2.commands.count + 1);
   assert.equal(e2.total.count, e2.readLock.count + e2.writeLock.count);
   assert.equal(e2.total.count, e2.queries.count + e2.getmore.count + e2.insert.count + e2.update.count +
     e2.remove.count + e2.commands.count);
   assert.ok(e2.total.time > 0 && e2.total.time >= e2.insert.time, 'times in microseconds');
+  // a dropped collection starts again from zero
+  await c.drop();
+  await c.insertOne({});
+  const e3 = (await admin.command({ top: 1 })).totals[`${db.databaseName}.c`];
+  assert.equal(e3.insert.count, 1);
+  assert.equal(e3.remove.count, 0);
   await h.expectCode(db.command({ top: 1 }), 13);
   const l = await admin.command({ lockInfo: 1 });
   assert.deepEqual(l.lockInfo, []);
   await h.expectCode(db.command({ lockInfo: 1 }), 13);
+  assert.deepEqual((await admin.command({ lockInfo: 1, includeStorageEngineDump: false })).lockInfo, []);
+  await h.expectCode(admin.command({ lockInfo: 1, bogus: 1 }), 40415);
   const p = await admin.command({ connPoolStats: 1 });
   assert.equal(p.numClientConnections, 0);
   for (const k of ['totalInUse', 'totalAvailable', 'totalCreated', 'totalRefreshing']) assert.equal(p[k], 0, k);
@@ -337,8 +362,13 @@ h.test('apiVersion, apiStrict and apiDeprecationErrors are checked as mongod doe
   await h.expectCode(db.command({ distinct: 'c', key: '_id', apiVersion: '1', apiStrict: true }), 323);
   await h.expectCode(db.command({ aggregate: 1, pipeline: [{ $currentOp: {} }], cursor: {}, apiVersion: '1', apiStrict: true }),
     323, /\$currentOp is not allowed with 'apiStrict: true' in API Version 1/);
-  const agg = await db.command({ aggregate: 'c', pipeline: [{ $match: {} }], cursor: {}, apiVersion: '1', apiStrict: true });
+  const agg = await db.command({ aggregate: 'c', pipeline: [{ $match: {} }, { $sortByCount: '$_id' }], cursor: {},
+    apiVersion: '1', apiStrict: true });
   assert.equal(agg.cursor.firstBatch.length, 1);
+  await h.expectCode(db.command({ create: 'v', viewOn: 'c', pipeline: [{ $currentOp: {} }], apiVersion: '1', apiStrict: true }),
+    323);
+  await h.expectCode(db.command({ collStats: 'c', apiVersion: '1', apiStrict: true }), 323);
+  await h.expectCode(db.command({ createUser: 'u', pwd: 'p', roles: [], apiVersion: '1', apiStrict: true }), 323);
 });
 
 h.test('a driver with serverApi {version: "1", strict: true} runs V1 commands and is refused others', async () => {
@@ -351,16 +381,22 @@ h.test('a driver with serverApi {version: "1", strict: true} runs V1 commands an
   await c.updateOne({ _id: 1 }, { $set: { b: 1 } });
   await c.createIndex({ a: 1 });
   assert.equal((await c.aggregate([{ $match: { a: 1 } }]).toArray()).length, 1);
-  await h.expectCode(db.command({ collStats: 'c' }), 323);
+  await h.expectCode(db.command({ dbStats: 1 }), 323);
+  await h.expectCode(db.command({ isMaster: 1 }), 323); // hello is in API version 1, isMaster is not
   await client.close();
 });
 
-h.test('readConcern snapshot on a standalone is refused with 123 NotAReplicaSet', async () => {
+h.test('readConcern snapshot, linearizable, afterOpTime (123) and afterClusterTime (20) are refused on a standalone', async () => {
   const db = srv.freshDb('rc');
   await db.collection('c').insertOne({ _id: 1 });
   await h.expectCode(db.command({ find: 'c', readConcern: { level: 'snapshot' } }), 123,
     /replica set member/);
   await h.expectCode(db.command({ aggregate: 'c', pipeline: [], cursor: {}, readConcern: { level: 'snapshot' } }), 123);
+  await h.expectCode(db.command({ find: 'c', readConcern: { level: 'linearizable' } }), 123,
+    /node needs to be a replica set member to use read concern/);
+  await h.expectCode(db.command({ find: 'c', readConcern: { afterOpTime: { ts: new Timestamp({ t: 1, i: 1 }), t: 1 } } }), 123);
+  await h.expectCode(db.command({ find: 'c', readConcern: { level: 'local', afterClusterTime: new Timestamp({ t: 1, i: 1 }) } }), 20,
+    /afterClusterTime/);
   for (const level of ['local', 'available', 'majority']) {
     const r = await db.command({ find: 'c', readConcern: { level } });
     assert.equal(r.cursor.firstBatch.length, 1, level);
@@ -429,11 +465,14 @@ h.test('an awaitData getMore waits up to maxTimeMS for new documents, then answe
   const got = await db.command({ getMore: id, collection: 'cap', maxTimeMS: 5000 });
   assert.deepEqual(got.cursor.nextBatch, [{ _id: 2 }]);
   assert.ok(Date.now() - t0 < 4000, 'returned when the document arrived');
-  // without awaitData a tailable getMore answers at once
+  // without awaitData a tailable getMore answers at once, and takes no maxTimeMS (2; the cursor lives on)
   const plain = await db.command({ find: 'cap', tailable: true });
   t0 = Date.now();
   await db.command({ getMore: plain.cursor.id, collection: 'cap' });
   assert.ok(Date.now() - t0 < 500);
+  await h.expectCode(db.command({ getMore: plain.cursor.id, collection: 'cap', maxTimeMS: 100 }), 2,
+    /cannot set maxTimeMS on getMore command for a non-awaitData cursor/);
+  assert.deepEqual((await db.command({ getMore: plain.cursor.id, collection: 'cap' })).cursor.nextBatch, []);
   await db.command({ killCursors: 'cap', cursors: [id, plain.cursor.id] });
 });
 
