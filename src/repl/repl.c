@@ -658,8 +658,14 @@ on_state(void *arg, mf_raft_role_t role, uint64_t leader_id, const char *leader_
     mf_repl_t *r = arg;
     uint64_t term = 0, seq = 0;
     bool lost, won;
-    mf_raft_node_progress(r->node, &term, NULL);
     pthread_mutex_lock(&r->mu);
+    mf_raft_node_t *node = r->node; /* NULL once mf_repl_close has begun: raft may still report a role then */
+    pthread_mutex_unlock(&r->mu);
+    if (node != NULL)
+        mf_raft_node_progress(node, &term, NULL);
+    pthread_mutex_lock(&r->mu);
+    if (node == NULL)
+        term = r->term;
     lost = r->role == MF_RAFT_ROLE_LEADER && role != MF_RAFT_ROLE_LEADER;
     won = r->role != MF_RAFT_ROLE_LEADER && role == MF_RAFT_ROLE_LEADER;
     r->role = role;
