@@ -4085,29 +4085,20 @@ typedef struct ltime {
 enum { U_MS, U_SECOND, U_MINUTE, U_HOUR, U_DAY, U_WEEK, U_MONTH, U_QUARTER, U_YEAR };
 static const int64_t unit_ms[] = {1, 1000, 60000, 3600000, 86400000, 604800000};
 
+/* The calendar is tz.c's (mf_days_from_civil / mf_civil_from_days). */
 static int64_t
 days_from_civil(int64_t y, int m, int d)
 {
-    y -= m <= 2;
-    int64_t era = (y >= 0 ? y : y - 399) / 400;
-    int64_t yoe = y - era * 400;
-    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + doe - 719468;
+    return mf_days_from_civil(y, m, d);
 }
 
 static void
 civil_from_days(int64_t z, int64_t *y, int *m, int *d)
 {
-    z += 719468;
-    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
-    int64_t doe = z - era * 146097;
-    int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-    int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    int64_t mp = (5 * doy + 2) / 153;
-    *d = (int)(doy - (153 * mp + 2) / 5 + 1);
-    *m = (int)(mp < 10 ? mp + 3 : mp - 9);
-    *y = yoe + era * 400 + (*m <= 2);
+    int64_t mm, dd;
+    mf_civil_from_days(z, y, &mm, &dd);
+    *m = (int)mm;
+    *d = (int)dd;
 }
 
 static int

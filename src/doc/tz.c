@@ -49,8 +49,8 @@ fdiv(int64_t a, int64_t b)
     return q;
 }
 
-static int64_t
-days_civil(int64_t y, int m, int d)
+int64_t
+mf_days_from_civil(int64_t y, int64_t m, int64_t d)
 {
     y -= m <= 2;
     int64_t era = (y >= 0 ? y : y - 399) / 400;
@@ -59,6 +59,21 @@ days_civil(int64_t y, int m, int d)
     int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
     return era * 146097 + doe - 719468;
 }
+
+void
+mf_civil_from_days(int64_t z, int64_t *y, int64_t *m, int64_t *d)
+{
+    z += 719468;
+    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+    int64_t doe = z - era * 146097;
+    int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    int64_t mp = (5 * doy + 2) / 153;
+    *d = doy - (153 * mp + 2) / 5 + 1;
+    *m = mp + (mp < 10 ? 3 : -9);
+    *y = yoe + era * 400 + (*m <= 2);
+}
+
 
 static bool
 leap(int64_t y)
@@ -195,16 +210,16 @@ rule_local(const rule_date_t *r, int64_t y)
 {
     int64_t day;
     if (r->kind == 'M') {
-        int64_t first = days_civil(y, r->m, 1);
+        int64_t first = mf_days_from_civil(y, r->m, 1);
         int dow = (int)(((first + 4) % 7 + 7) % 7);
         int d = 1 + (r->d - dow + 7) % 7 + (r->w - 1) * 7;
         while (d > mdays(y, r->m))
             d -= 7;
         day = first + d - 1;
     } else if (r->kind == 'J') {
-        day = days_civil(y, 1, 1) + r->n - 1 + (leap(y) && r->n >= 60);
+        day = mf_days_from_civil(y, 1, 1) + r->n - 1 + (leap(y) && r->n >= 60);
     } else {
-        day = days_civil(y, 1, 1) + r->n;
+        day = mf_days_from_civil(y, 1, 1) + r->n;
     }
     return day * 86400 + r->secs;
 }

@@ -22,6 +22,15 @@
 
 typedef struct mf_tz mf_tz_t;
 
+/*
+ * The proleptic Gregorian calendar (H. Hinnant's algorithms), shared by the
+ * date expressions, $setWindowFields' date ranges and the zone rules:
+ * mf_days_from_civil gives the days since 1970-01-01 of y-m-d (m 1-12, d
+ * 1-31); mf_civil_from_days is its inverse.
+ */
+int64_t mf_days_from_civil(int64_t y, int64_t m, int64_t d);
+void mf_civil_from_days(int64_t z, int64_t *y, int64_t *m, int64_t *d);
+
 /* mf_tz_open: the zone named name, or NULL if there is no such zone. */
 mf_tz_t *mf_tz_open(const char *name);
 void mf_tz_free(mf_tz_t *z);
