@@ -504,8 +504,8 @@ h.test('the new accumulators stop at 100 MB per group (146), as $push does', { t
   // An 8 MiB string per document (23 doublings), unique per document.
   const big = { $concat: [{ $toString: '$_id' },
     { $reduce: { input: { $range: [0, 23] }, initialValue: 'x', in: { $concat: ['$$value', '$$value'] } } }] };
-  for (const acc of [{ $firstN: { n: 20, input: big } }, { $topN: { n: 20, output: big, sortBy: { _id: 1 } } },
-    { $maxN: { n: 20, input: big } }, { $concatArrays: { $split: [big, '|'] } }, { $setUnion: { $split: [big, '|'] } }]) {
+  // One multi accumulator (they share accx_fold's check) and one array accumulator (acc_update's).
+  for (const acc of [{ $topN: { n: 20, output: big, sortBy: { _id: 1 } } }, { $setUnion: { $split: [big, '|'] } }]) {
     await assert.rejects(c.aggregate([{ $group: { _id: null, a: acc } }]).toArray(),
       (e) => e.code === 146 && /used too much memory and cannot spill to disk/.test(e.message), JSON.stringify(acc));
   }
@@ -534,4 +534,77 @@ h.test('$bucketAuto sorts within the sort budget: 292 without allowDiskUse, the 
   assert.equal(expect.reduce((a, b) => a + b.n, 0), 2000);
   for (let i = 1; i < expect.length; i++) assert.equal(expect[i]._id.min, expect[i - 1]._id.max);
   assert.equal(expect[0]._id.min, 0);
+});
+
+h.test('$topN/$bottomN/$minN/$maxN/$firstN/$lastN against a reference, with ties, spilled too; large n stays fast', { timeout: 60000 }, async () => {
+  const db = srv.freshDb('multiref');
+  const admin = srv.client.db('admin');
+  const c = db.collection('c');
+  let seed = 12345;
+  const rnd = (m) => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed % m; };
+  const docs = [];
+  for (let i = 0; i < 3000; i++) {
+    const d = { _id: i, g: i % 7, k: rnd(20) };
+    const r = rnd(10);
+    if (r === 0) d.v = null; else if (r > 1) d.v = rnd(50);
+    docs.push(d);
+  }
+  await c.insertMany(docs);
+  const ns = [1, 3, 50, 1000];
+  const group = { _id: '$g' };
+  for (const n of ns) {
+    group[`top${n}`] = { $topN: { n, output: '$_id', sortBy: { k: 1 } } };
+    group[`bot${n}`] = { $bottomN: { n, output: '$_id', sortBy: { k: 1 } } };
+    group[`min${n}`] = { $minN: { n, input: '$v' } };
+    group[`max${n}`] = { $maxN: { n, input: '$v' } };
+    group[`first${n}`] = { $firstN: { n, input: '$v' } };
+    group[`last${n}`] = { $lastN: { n, input: '$v' } };
+  }
+  const pipeline = [{ $sort: { _id: 1 } }, { $group: group }, { $sort: { _id: 1 } }];
+  const expected = [];
+  for (let g = 0; g < 7; g++) {
+    const gd = docs.filter((d) => d.g === g);
+    const e = { _id: g };
+    const byKeyAsc = [...gd].sort((a, b) => a.k - b.k || a._id - b._id);
+    const vals = gd.filter((d) => d.v !== undefined && d.v !== null).map((d) => d.v);
+    for (const n of ns) {
+      e[`top${n}`] = byKeyAsc.slice(0, n).map((d) => d._id);
+      // mongod's $bottomN: a new document replaces the first kept (least key, earliest) only when its key is greater.
+      const kept = [];
+      for (const d of gd) {
+        if (kept.length === n) {
+          if (d.k <= kept[0].k) continue;
+          kept.shift();
+        }
+        kept.push(d);
+        kept.sort((a, b) => a.k - b.k || a._id - b._id);
+      }
+      e[`bot${n}`] = kept.map((d) => d._id);
+      e[`min${n}`] = [...vals].sort((a, b) => a - b).slice(0, n);
+      e[`max${n}`] = [...vals].sort((a, b) => b - a).slice(0, n);
+      e[`first${n}`] = gd.slice(0, n).map((d) => (d.v === undefined ? null : d.v));
+      e[`last${n}`] = gd.slice(-n).map((d) => (d.v === undefined ? null : d.v));
+    }
+    expected.push(e);
+  }
+  assert.deepEqual(await c.aggregate(pipeline).toArray(), expected);
+  const old = await admin.command({ getParameter: 1, internalDocumentSourceGroupMaxMemoryBytes: 1 });
+  await admin.command({ setParameter: 1, internalDocumentSourceGroupMaxMemoryBytes: 30000 });
+  try {
+    // Sorted by _id first, so each spilled run holds an earlier part of every group's input.
+    assert.deepEqual(await c.aggregate(pipeline, { allowDiskUse: true }).toArray(), expected);
+  } finally {
+    await admin.command({ setParameter: 1,
+      internalDocumentSourceGroupMaxMemoryBytes: old.internalDocumentSourceGroupMaxMemoryBytes });
+  }
+  // A large n over many documents: O(log n) per value, not O(n).
+  const t0 = Date.now();
+  const [big] = await db.aggregate([{ $documents: { $map: { input: { $range: [0, 30000] }, in: { x: '$$this' } } } },
+    { $group: { _id: null, l: { $lastN: { n: 20000, input: '$x' } }, m: { $maxN: { n: 20000, input: '$x' } },
+      t: { $topN: { n: 20000, output: '$x', sortBy: { x: -1 } } } } }]).toArray();
+  assert.equal(big.l[0], 10000);
+  assert.equal(big.m[0], 29999);
+  assert.equal(big.m[19999], 10000);
+  assert.deepEqual(big.t.slice(0, 2), [29999, 29998]);
+  assert.ok(Date.now() - t0 < 10000, `took ${Date.now() - t0} ms`);
 });
