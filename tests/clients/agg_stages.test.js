@@ -608,3 +608,17 @@ h.test('$topN/$bottomN/$minN/$maxN/$firstN/$lastN against a reference, with ties
   assert.deepEqual(big.t.slice(0, 2), [29999, 29998]);
   assert.ok(Date.now() - t0 < 10000, `took ${Date.now() - t0} ms`);
 });
+
+h.test('$graphLookup past 100 MB of visited documents: 40099', { timeout: 60000 }, async () => {
+  const c = srv.freshDb('glmem').collection('c');
+  const mb = 'g'.repeat(1 << 20);
+  for (let i = 0; i < 104; i += 8) {
+    await c.insertMany(Array.from({ length: 8 }, (_, k) => ({ _id: i + k, k: 1, s: mb })));
+  }
+  await h.expectCode(c.aggregate([{ $match: { _id: 0 } }, { $graphLookup: { from: 'c', startWith: '$k',
+    connectFromField: 'k', connectToField: 'k', as: 'all' } }, { $project: { n: { $size: '$all' } } }]).toArray(), 40099);
+  const [ok] = await c.aggregate([{ $match: { _id: 0 } }, { $graphLookup: { from: 'c', startWith: '$k',
+    connectFromField: 'k', connectToField: 'k', as: 'all', restrictSearchWithMatch: { _id: { $lt: 10 } } } },
+  { $project: { n: { $size: '$all' } } }]).toArray();
+  assert.equal(ok.n, 10);
+});
