@@ -39,7 +39,7 @@
 /*
  * plan_cache_stats_check: validates a leading {$planCacheStats: {allHosts:
  * bool}} on collection name (9 not an object, 40415 an unknown field, 14
- * allHosts not a bool, 166 on a view).
+ * allHosts not a bool, 166 on a view, 50933 no such collection).
  */
 static int
 plan_cache_stats_check(mf_op_t *op, const bson_iter_t *spec, const char *name)
@@ -60,11 +60,13 @@ plan_cache_stats_check(mf_op_t *op, const bson_iter_t *spec, const char *name)
     }
     mf_catalog_rdlock(op->eng->cat);
     mf_coll_t *c = mf_catalog_coll_find(op->eng->cat, op->db, name);
-    bool view = c != NULL && c->is_view;
+    bool view = c != NULL && c->is_view, missing = c == NULL;
     mf_catalog_unlock(op->eng->cat);
     if (view)
         return mf_err_set(&op->err, MF_E_CommandNotSupportedOnView, "Namespace %s.%s is a view, not a collection",
                           op->db, name);
+    if (missing)
+        return mf_err_set(&op->err, MF_E_Location50933, "collection '%s.%s' does not exist", op->db, name);
     return 0;
 }
 

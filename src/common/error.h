@@ -295,6 +295,7 @@
     X(40185, Location40185)                                           \
     X(40271, Location40271)                                           \
     X(28803, Location28803)                                           \
+    X(50933, Location50933)                                           \
     X(40573, Location40573)
 
 /*

@@ -496,6 +496,7 @@ h.test('$planCacheStats: no cached plans (mayfly keeps no plan cache), its codes
   await h.expectCode(c.aggregate([{ $planCacheStats: 1 }]).toArray(), 9);
   await h.expectCode(c.aggregate([{ $planCacheStats: { x: 1 } }]).toArray(), 40415);
   await h.expectCode(c.aggregate([{ $match: {} }, { $planCacheStats: {} }]).toArray(), 40602);
+  await h.expectCode(db.collection('missing').aggregate([{ $planCacheStats: {} }]).toArray(), 50933);
 });
 
 h.test('the new accumulators stop at 100 MB per group (146), as $push does', { timeout: 60000 }, async () => {
