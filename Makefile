@@ -11,7 +11,7 @@
 # the header and a pkg-config file (PREFIX=/usr/local, DESTDIR for staging).
 
 CC      ?= cc
-PKGS    := libbson-1.0 libuv
+PKGS    := libbson-1.0 libuv icu-i18n icu-uc
 CSTD    := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
            -fvisibility=hidden -fPIC
 INCS     = -Iinclude -Isrc $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
@@ -84,7 +84,7 @@ $(BUILD)/libmayfly_wt_zstd.so: ext/wt_zstd/wt_zstd.c
 .PHONY: $(BUILD)/mayfly.pc
 $(BUILD)/mayfly.pc:
 	@mkdir -p $(dir $@)
-	@printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: mayfly\nDescription: embeddable MongoDB-compatible document engine with TTL indexes\nVersion: %s\nRequires: libbson-1.0\nLibs: -L$${libdir} -lmayfly\nLibs.private: -lwiredtiger -lpcre2-8 -lraft -lssl -lcrypto -lzstd -lhttp_parser -luv -lpthread -lm\nCflags: -I$${includedir}\n' '$(PREFIX)' '$(VERSION)' > $@
+	@printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: mayfly\nDescription: embeddable MongoDB-compatible document engine with TTL indexes\nVersion: %s\nRequires: libbson-1.0\nLibs: -L$${libdir} -lmayfly\nLibs.private: -lwiredtiger -lpcre2-8 -lraft -lssl -lcrypto -lzstd -lhttp_parser -luv -licui18n -licuuc -licudata -lpthread -lm\nCflags: -I$${includedir}\n' '$(PREFIX)' '$(VERSION)' > $@
 
 install: $(BUILD)/libmayfly.a $(BUILD)/libmayfly.so $(BUILD)/mayfly.pc $(BUILD)/mayflyd
 	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin

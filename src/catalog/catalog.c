@@ -32,6 +32,7 @@
  */
 #include "common/alloc.h"
 #include "catalog/catalog.h"
+#include "doc/collation.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -93,6 +94,7 @@ typedef struct parsed_opts {
     int64_t size, max;
     bool view;
     bool timeseries;
+    bool clustered; /* options.clusteredIndex */
     int64_t expire; /* expireAfterSeconds, or -1 */
     mf_matcher_t *validator;
     int level, action;
@@ -156,6 +158,8 @@ parse_options(const bson_t *options, parsed_opts_t *p, mf_error_t *err)
         const char *k = bson_iter_key(&it);
         if (strcmp(k, "timeseries") == 0 && BSON_ITER_HOLDS_DOCUMENT(&it)) {
             p->timeseries = true;
+        } else if (strcmp(k, "clusteredIndex") == 0) {
+            p->clustered = true;
         } else if (strcmp(k, "expireAfterSeconds") == 0 && mf_value_is_number(bson_iter_value(&it))) {
             p->expire = bson_iter_as_int64(&it);
         } else if (strcmp(k, "capped") == 0) {
@@ -284,6 +288,8 @@ apply_options(mf_coll_t *c, parsed_opts_t *p)
     c->is_view = p->view;
     c->is_timeseries = p->timeseries;
     c->ts_expire = p->timeseries ? p->expire : -1;
+    c->clustered = p->clustered && !p->timeseries;
+    c->clustered_expire = c->clustered ? p->expire : -1;
     c->validation_level = p->level;
     c->validation_action = p->action;
 }
@@ -652,11 +658,18 @@ index_from_spec(const bson_t *spec, const char *ident, mf_error_t *err)
             return NULL;
         }
     }
+    if (bson_iter_init_find(&it, spec, "collation") &&
+        mf_collation_from_value(bson_iter_value(&it), &ix->kp.collation, err) != 0) {
+        index_free(ix);
+        return NULL;
+    }
     if (bson_iter_init_find(&it, spec, "unique"))
         ix->unique = bson_iter_as_bool(&it);
     if (bson_iter_init_find(&it, spec, "sparse"))
         ix->sparse = bson_iter_as_bool(&it);
-    ix->is_id = ix->kp.nfields == 1 && strcmp(ix->kp.fields[0], "_id") == 0 && strcmp(ix->name, "_id_") == 0;
+    ix->is_id = ix->kp.nfields == 1 && strcmp(ix->kp.fields[0], "_id") == 0 &&
+                (strcmp(ix->name, "_id_") == 0 ||
+                 (bson_iter_init_find(&it, spec, "clustered") && bson_iter_as_bool(&it)));
     if (ix->is_id)
         ix->unique = true;
     if (bson_iter_init_find(&it, spec, "partialFilterExpression") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
@@ -1378,17 +1391,38 @@ mf_catalog_check_coll_name(const char *db, const char *name, mf_error_t *err)
     return 0;
 }
 
-/* Builds the default _id index spec. */
+/*
+ * Builds the _id index spec: {v: 2, key: {_id: 1}, name: "_id_"}, or for a
+ * clustered collection (options.clusteredIndex, already normalised by the
+ * command layer) that index's name with unique: true, clustered: true, as
+ * listIndexes shows it. mayfly keeps a clustered collection's documents in
+ * record-id order like any other and its _id index as this index; what
+ * makes it clustered to a client (the spec, TTL on _id through the
+ * collection's expireAfterSeconds) is all there.
+ */
 static void
-id_index_spec(bson_t *spec)
+id_index_spec(bson_t *spec, const bson_t *options)
 {
     bson_t key;
+    bson_iter_t it, ci;
+    const char *name = "_id_";
+    bool clustered = options != NULL && bson_iter_init_find(&it, options, "clusteredIndex");
+    if (clustered && BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &ci) && bson_iter_find(&ci, "name") &&
+        BSON_ITER_HOLDS_UTF8(&ci))
+        name = bson_iter_utf8(&ci, NULL);
     bson_init(spec);
     BSON_APPEND_INT32(spec, "v", 2);
     BSON_APPEND_DOCUMENT_BEGIN(spec, "key", &key);
     BSON_APPEND_INT32(&key, "_id", 1);
     bson_append_document_end(spec, &key);
-    BSON_APPEND_UTF8(spec, "name", "_id_");
+    BSON_APPEND_UTF8(spec, "name", name);
+    if (clustered) {
+        BSON_APPEND_BOOL(spec, "unique", true);
+        BSON_APPEND_BOOL(spec, "clustered", true);
+    }
+    /* The collection's default collation is its _id index's too (as mongod), so _id queries under it use the index. */
+    if (options != NULL && bson_iter_init_find(&it, options, "collation") && BSON_ITER_HOLDS_DOCUMENT(&it))
+        bson_append_value(spec, "collation", -1, bson_iter_value(&it));
 }
 
 static mf_index_t *
@@ -1467,7 +1501,7 @@ mf_catalog_coll_create(mf_catalog_t *cat, const char *db, const char *name, cons
 
     mf_index_t *ix = NULL;
     if (!c->is_view) {
-        id_index_spec(&idspec);
+        id_index_spec(&idspec, options);
         ix = new_index(c, &idspec, err);
         bson_destroy(&idspec);
         if (ix == NULL)

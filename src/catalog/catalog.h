@@ -110,6 +110,8 @@ typedef struct mf_coll {
     bool is_view;                     /* options.viewOn: no documents, no indexes */
     bool is_timeseries;               /* options.timeseries: the view and its system.buckets.<name> */
     int64_t ts_expire;                /* options.expireAfterSeconds of a time-series collection, or -1 */
+    bool clustered;                   /* options.clusteredIndex: its _id index is the clustered index */
+    int64_t clustered_expire;         /* options.expireAfterSeconds of a clustered collection (TTL on _id), or -1 */
     struct mf_matcher *validator;     /* options.validator parsed, or NULL */
     int validation_level;             /* MF_VALIDATION_STRICT / _MODERATE / _OFF */
     int validation_action;            /* MF_VALIDATION_ERROR / _WARN */

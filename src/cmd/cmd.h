@@ -41,6 +41,8 @@ typedef struct mf_client {
     bool net;         /* a network connection: subject to access control when it is on */
     bool loopback;    /* from 127.0.0.0/8 or ::1 (the localhost exception) */
     mf_client_auth_t *auth; /* authentication state, NULL until first used; owned, freed by mf_client_release */
+    char app_name[129];     /* the handshake's client.application.name ("" if none): failCommand's appName */
+    bool close_requested;   /* set by a command (failCommand's closeConnection): drop the connection, send no reply */
 } mf_client_t;
 
 /* mf_client_release: frees what commands attached to c (its authentication state). Call when c goes away. */
@@ -87,6 +89,25 @@ extern const mf_cmd_def_t mf_cmds_coll[];
 extern const mf_cmd_def_t mf_cmds_collmod[];
 extern const mf_cmd_def_t mf_cmds_compact[]; /* compact, fsync, fsyncUnlock (cmd_compact.c) */
 extern const mf_cmd_def_t mf_cmds_auth[];    /* SASL, connectionStatus, logout, user management (cmd_auth.c) */
+extern const mf_cmd_def_t mf_cmds_test[];    /* configureFailPoint (cmd_failpoint.c); only with enableTestCommands */
+
+/*
+ * The failCommand fail point (cmd_failpoint.c), around a command's handler.
+ * mf_failcommand_before: -1 with op->err when the point fails the command
+ * (errorCode; closeConnection also sets client->close_requested), after
+ * sleeping blockTimeMS when it blocks; labels receives the point's
+ * errorLabels (an array; left empty when none are given). 0 otherwise.
+ * mf_failcommand_after: appends the point's writeConcernError (and its
+ * labels) to a successful reply. mf_failcommand_labels: appends
+ * errorLabels to reply: labels when not empty, else MongoDB's
+ * RetryableWriteError for a retryable write that failed with a retryable code.
+ */
+int mf_failcommand_before(mf_op_t *op, bson_t *labels);
+void mf_failcommand_after(mf_op_t *op, bson_t *reply);
+void mf_failcommand_labels(mf_op_t *op, const bson_t *labels, bson_t *reply);
+/* mf_failpoint_max_time: true if maxTimeAlwaysTimeOut is on (a command with maxTimeMS then fails with 50 at once). */
+bool mf_failpoint_max_time(mf_op_t *op);
+extern const mf_cmd_def_t mf_cmds_misc[];    /* convertToCapped, dbHash, dataSize, top, plan cache filters ... (cmd_misc.c) */
 
 /*
  * Access control (cmd_auth.c). mf_cmd_authorize: with --auth, whether the
@@ -100,6 +121,13 @@ bool mf_cmd_may_see_db(mf_op_t *op, const char *db);
 void mf_cmd_auth_hello(mf_op_t *op);
 /* mf_cmd_requires_auth: whether command name needs a logged-in user under --auth (listCommands' requiresAuth). */
 bool mf_cmd_requires_auth(const char *name);
+/*
+ * mf_cmd_generic_check: the generic arguments every command is checked for
+ * before it runs (cmd_misc.c): the Stable API (apiVersion, apiStrict,
+ * apiDeprecationErrors: 322, 323, 4886600) and readConcern snapshot on a
+ * standalone (123). name is the command's table name. 0 or -1 with op->err.
+ */
+int mf_cmd_generic_check(mf_op_t *op, const char *name) MF_WUR;
 /* mf_cmd_auth_owner: "user@db" of the caller into out (cap bytes), "" when access control does not apply. */
 void mf_cmd_auth_owner(mf_op_t *op, char *out, size_t cap);
 

@@ -41,6 +41,10 @@ cmd_hello(mf_op_t *op)
     bool hello_ok = bson_iter_init_find(&it, op->cmd, "helloOk") && bson_iter_as_bool(&it);
     if (op->client != NULL && hello_ok)
         op->client->helloed = true;
+    bson_iter_t app;
+    if (op->client != NULL && bson_iter_init(&app, op->cmd) &&
+        bson_iter_find_descendant(&app, "client.application.name", &it) && BSON_ITER_HOLDS_UTF8(&it))
+        snprintf(op->client->app_name, sizeof(op->client->app_name), "%s", bson_iter_utf8(&it, NULL));
     if (op->client != NULL ? op->client->helloed : hello_ok)
         BSON_APPEND_BOOL(r, "helloOk", true);
     if (op->eng->repl != NULL)

@@ -494,6 +494,8 @@ agg_limits(mf_op_t *op, bool allow_disk)
     mf_agg_limits_t lim = {.allow_disk = allow_disk,
                            .sort_bytes = mf_param_get(op->eng->params, "internalQueryMaxBlockingSortMemoryUsageBytes"),
                            .group_bytes = mf_param_get(op->eng->params, "internalDocumentSourceGroupMaxMemoryBytes"),
+                           .window_bytes =
+                               mf_param_get(op->eng->params, "internalDocumentSourceSetWindowFieldsMaxMemoryBytes"),
                            .tmp_dir = op->eng->tmp_dir};
     return lim;
 }

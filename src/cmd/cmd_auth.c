@@ -253,6 +253,7 @@ static const rule_t rules[] = {
     {"insert", R_DATA, MF_ACT_INSERT},
     {"update", R_SPECIAL, MF_ACT_UPDATE},
     {"delete", R_DATA, MF_ACT_REMOVE},
+    {"bulkWrite", R_SPECIAL, 0},
     {"findAndModify", R_SPECIAL, MF_ACT_FIND},
     {"findandmodify", R_SPECIAL, MF_ACT_FIND},
     {"aggregate", R_SPECIAL, MF_ACT_FIND},
@@ -300,6 +301,18 @@ static const rule_t rules[] = {
     {"replSetFreeze", R_CLUSTER, MF_CACT_ADMIN},
     {"replSetSyncFrom", R_CLUSTER, MF_CACT_ADMIN},
     {"replSetMaintenance", R_CLUSTER, MF_CACT_ADMIN},
+    /* cmd_misc.c; dataSize and validateDBMetadata, which may name another database, need cluster admin. */
+    {"convertToCapped", R_DATA, MF_ACT_CREATE_COLLECTION | MF_ACT_DROP_COLLECTION},
+    {"cloneCollectionAsCapped", R_DATA, MF_ACT_FIND | MF_ACT_INSERT | MF_ACT_CREATE_COLLECTION},
+    {"dbHash", R_DATA, MF_ACT_FIND},
+    {"dbhash", R_DATA, MF_ACT_FIND},
+    {"planCacheClear", R_DATA, MF_ACT_COLLMOD},
+    {"planCacheClearFilters", R_DATA, MF_ACT_COLLMOD},
+    {"planCacheListFilters", R_DATA, MF_ACT_COLLMOD},
+    {"planCacheSetFilter", R_DATA, MF_ACT_COLLMOD},
+    {"top", R_CLUSTER, MF_CACT_MONITOR},
+    {"lockInfo", R_CLUSTER, MF_CACT_MONITOR},
+    {"connPoolStats", R_CLUSTER, MF_CACT_MONITOR},
     {"_mfReplInfo", R_CLUSTER, MF_CACT_INTERNAL},
     {"_mfReplJoin", R_CLUSTER, MF_CACT_INTERNAL},
 };
@@ -426,6 +439,57 @@ only_self(mf_op_t *op, const bson_t *cmd, const char *db)
 static int check_command(mf_op_t *op, const mf_privs_t *p, const char *db, const char *name, const bson_t *cmd,
                          int depth);
 
+static bool split_ns(const char *ns, char *buf, size_t cap, const char **coll);
+
+/*
+ * bulkWrite (on admin) writes to the namespaces of its nsInfo: each needs
+ * the actions of the ops aimed at it (insert; update, plus insert for an
+ * upsert; remove), as mongod's bulk_write_common getPrivileges. A request
+ * too malformed to read is let through: the command itself refuses it.
+ */
+static bool
+bulkwrite_allowed(mf_op_t *op, const mf_privs_t *p)
+{
+    bson_t *ops = NULL, *nsinfo = NULL;
+    size_t nops = 0, nns = 0;
+    uint32_t *acts = NULL;
+    bool ok = true;
+    mf_error_t saved = op->err;
+    if (mf_op_docs(op, "ops", true, &ops, &nops) != 0 || mf_op_docs(op, "nsInfo", true, &nsinfo, &nns) != 0)
+        goto out;
+    acts = mf_calloc(nns + 1, sizeof(*acts));
+    for (size_t i = 0; i < nops; i++) {
+        bson_iter_t it, f;
+        if (!bson_iter_init(&it, &ops[i]) || !bson_iter_next(&it) || !BSON_ITER_HOLDS_NUMBER(&it))
+            continue;
+        int64_t ix = bson_iter_as_int64(&it);
+        if (ix < 0 || (size_t)ix >= nns)
+            continue;
+        const char *k = bson_iter_key(&it);
+        if (strcmp(k, "insert") == 0)
+            acts[ix] |= MF_ACT_INSERT;
+        else if (strcmp(k, "delete") == 0)
+            acts[ix] |= MF_ACT_REMOVE;
+        else if (strcmp(k, "update") == 0)
+            acts[ix] |= MF_ACT_UPDATE | (bson_iter_init_find(&f, &ops[i], "upsert") && bson_iter_as_bool(&f) ? MF_ACT_INSERT : 0);
+    }
+    for (size_t i = 0; i < nns && ok; i++) {
+        bson_iter_t it;
+        char dbbuf[128];
+        const char *coll;
+        if (acts[i] == 0 || !bson_iter_init_find(&it, &nsinfo[i], "ns") || !BSON_ITER_HOLDS_UTF8(&it))
+            continue;
+        if (split_ns(bson_iter_utf8(&it, NULL), dbbuf, sizeof(dbbuf), &coll))
+            ok = mf_privs_allow(p, dbbuf, coll, acts[i]);
+    }
+out:
+    op->err = saved;
+    free(ops);
+    free(nsinfo);
+    free(acts);
+    return ok;
+}
+
 /* Splits "db.coll" into db (copied into buf) and *coll. False if there is no dot. */
 static bool
 split_ns(const char *ns, char *buf, size_t cap, const char **coll)
@@ -450,6 +514,8 @@ special(mf_op_t *op, const mf_privs_t *p, const rule_t *r, const char *db, const
 
     if (strcmp(name, "update") == 0)
         return mf_privs_allow(p, db, coll, MF_ACT_UPDATE | (upserts(op, cmd) ? MF_ACT_INSERT : 0)) ? 0 : denied(op, db, name);
+    if (strcmp(name, "bulkWrite") == 0)
+        return bulkwrite_allowed(op, p) ? 0 : denied(op, db, name);
     if (strcmp(name, "findAndModify") == 0 || strcmp(name, "findandmodify") == 0) {
         bool remove = bson_iter_init_find(&it, cmd, "remove") && bson_iter_as_bool(&it);
         uint32_t acts = MF_ACT_FIND | (remove ? MF_ACT_REMOVE : MF_ACT_UPDATE) | (upserts(op, cmd) ? MF_ACT_INSERT : 0);

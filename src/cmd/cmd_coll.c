@@ -33,6 +33,7 @@
 #include "common/alloc.h"
 #include "catalog/coll_write.h"
 #include "cmd/cmd.h"
+#include "doc/collation.h"
 #include "catalog/timeseries.h"
 #include "index/index_spec.h"
 #include "common/curop.h"
@@ -163,6 +164,81 @@ create_timeseries(mf_op_t *op, const char *name, const bson_t *opts)
     return rc;
 }
 
+/*
+ * clustered_spec: checks create's clusteredIndex as mongod does and appends
+ * its normalised form {v: 2, key: {_id: 1}, name, unique: true} to opts.
+ * Only {_id: 1} can cluster a collection (197); unique must be true
+ * (5979700); v must be 2 (5979704); the legacy boolean form is internal
+ * (5979703).
+ */
+static int
+clustered_spec(mf_op_t *op, const bson_iter_t *it, bson_t *opts)
+{
+    bson_iter_t ci;
+    bool has_key = false, has_unique = false, unique = false;
+    const char *name = "_id_";
+    bson_t out, key;
+    if (BSON_ITER_HOLDS_BOOL(it))
+        return mf_err_set(&op->err, MF_E_Location5979703,
+                          "The 'clusteredIndex' legacy format {clusteredIndex: <bool>} is only supported for specific "
+                          "internal collections and vice versa");
+    if (!BSON_ITER_HOLDS_DOCUMENT(it))
+        return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field 'create.clusteredIndex' is the wrong type '%s', expected types '[bool, object]'",
+                          mf_type_name(bson_iter_type(it)));
+    bson_iter_recurse(it, &ci);
+    bool key_on_id = false;
+    while (bson_iter_next(&ci)) {
+        const char *k = bson_iter_key(&ci);
+        if (strcmp(k, "key") == 0) {
+            bson_iter_t ki;
+            if (!BSON_ITER_HOLDS_DOCUMENT(&ci))
+                return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field 'clusteredIndex.key' is the wrong type '%s', expected type 'object'",
+                                  mf_type_name(bson_iter_type(&ci)));
+            has_key = true;
+            bson_iter_recurse(&ci, &ki);
+            key_on_id = bson_iter_next(&ki) && strcmp(bson_iter_key(&ki), "_id") == 0 &&
+                        mf_value_is_number(bson_iter_value(&ki)) && mf_value_as_double(bson_iter_value(&ki)) == 1 &&
+                        !bson_iter_next(&ki);
+        } else if (strcmp(k, "unique") == 0) {
+            if (!BSON_ITER_HOLDS_BOOL(&ci))
+                return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field 'clusteredIndex.unique' is the wrong type '%s', expected type 'bool'",
+                                  mf_type_name(bson_iter_type(&ci)));
+            has_unique = true;
+            unique = bson_iter_bool(&ci);
+        } else if (strcmp(k, "name") == 0) {
+            if (!BSON_ITER_HOLDS_UTF8(&ci))
+                return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field 'clusteredIndex.name' is the wrong type '%s', expected type 'string'",
+                                  mf_type_name(bson_iter_type(&ci)));
+            name = bson_iter_utf8(&ci, NULL);
+        } else if (strcmp(k, "v") == 0) {
+            if (!mf_value_is_number(bson_iter_value(&ci)) || mf_value_as_double(bson_iter_value(&ci)) != 2)
+                return mf_err_set(&op->err, MF_E_Location5979704,
+                                  "Invalid clusteredIndex specification; cannot create a clusteredIndex with v=%g",
+                                  mf_value_is_number(bson_iter_value(&ci)) ? mf_value_as_double(bson_iter_value(&ci)) : 0.0);
+        } else {
+            return mf_err_set(&op->err, MF_E_Location40415, "BSON field 'clusteredIndex.%s' is an unknown field.", k);
+        }
+    }
+    if (!has_key)
+        return mf_err_set(&op->err, MF_E_Location40414, "BSON field 'clusteredIndex.key' is missing but a required field");
+    if (!has_unique)
+        return mf_err_set(&op->err, MF_E_Location40414, "BSON field 'clusteredIndex.unique' is missing but a required field");
+    if (!unique)
+        return mf_err_set(&op->err, MF_E_Location5979700, "The clusteredIndex option requires unique: true to be specified");
+    if (!key_on_id)
+        return mf_err_set(&op->err, MF_E_InvalidIndexSpecificationOption,
+                          "The clusteredIndex option is only supported for key: {_id: 1}");
+    BSON_APPEND_DOCUMENT_BEGIN(opts, "clusteredIndex", &out);
+    BSON_APPEND_INT32(&out, "v", 2);
+    BSON_APPEND_DOCUMENT_BEGIN(&out, "key", &key);
+    BSON_APPEND_INT32(&key, "_id", 1);
+    bson_append_document_end(&out, &key);
+    BSON_APPEND_UTF8(&out, "name", name);
+    BSON_APPEND_BOOL(&out, "unique", true);
+    bson_append_document_end(opts, &out);
+    return 0;
+}
+
 static int
 cmd_create(mf_op_t *op)
 {
@@ -196,6 +272,29 @@ cmd_create(mf_op_t *op)
             return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field 'create.%s' is the wrong type '%s', expected type 'object'",
                               k, mf_type_name(bson_iter_type(&it)));
         }
+        if (strcmp(k, "clusteredIndex") == 0) {
+            if (clustered_spec(op, &it, &opts) != 0) {
+                bson_destroy(&opts);
+                return -1;
+            }
+            continue;
+        }
+        if (strcmp(k, "collation") == 0) {
+            /* The collection's default collation, kept in full as listCollections shows it (simple: none). */
+            mf_collation_t *coll;
+            bson_t cs;
+            if (mf_collation_from_value(bson_iter_value(&it), &coll, &op->err) != 0) {
+                bson_destroy(&opts);
+                return -1;
+            }
+            if (coll != NULL) {
+                bson_append_document_begin(&opts, "collation", -1, &cs);
+                mf_collation_append_spec(coll, &cs);
+                bson_append_document_end(&opts, &cs);
+                mf_collation_free(coll);
+            }
+            continue;
+        }
         bson_append_value(&opts, k, -1, bson_iter_value(&it));
     }
     bson_iter_t ti;
@@ -204,10 +303,39 @@ cmd_create(mf_op_t *op)
         bson_destroy(&opts);
         return rc;
     }
-    if (bson_iter_init_find(&ti, &opts, "expireAfterSeconds")) {
+    bool clustered = bson_has_field(&opts, "clusteredIndex");
+    if (bson_iter_init_find(&ti, &opts, "expireAfterSeconds") && !clustered) {
         bson_destroy(&opts);
         return mf_err_set(&op->err, MF_E_InvalidOptions,
                           "'expireAfterSeconds' is only supported on time-series collections or when the 'clusteredIndex' option is specified");
+    }
+    if (clustered && bson_iter_init_find(&ti, &opts, "expireAfterSeconds")) {
+        /* TTL on a clustered collection: documents whose _id is a date expire (SPEC, clustered TTL). */
+        const bson_value_t *ev = bson_iter_value(&ti);
+        if (!mf_value_is_number(ev)) {
+            bson_destroy(&opts);
+            return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field 'create.expireAfterSeconds' is the wrong type '%s', expected type 'long'",
+                              mf_type_name(ev->value_type));
+        }
+        double d = mf_value_as_double(ev);
+        if (d < 0) {
+            bson_destroy(&opts);
+            return mf_err_set(&op->err, MF_E_InvalidOptions, "TTL index 'expireAfterSeconds' option cannot be less than 0. expireAfterSeconds: %lld",
+                              (long long)d);
+        }
+        if (d > 2147483647.0 || d != d) {
+            bson_destroy(&opts);
+            return mf_err_set(&op->err, MF_E_InvalidOptions,
+                              "TTL index 'expireAfterSeconds' option must be within an acceptable range, try a lower number");
+        }
+    }
+    if (clustered && bson_has_field(&opts, "viewOn")) {
+        bson_destroy(&opts);
+        return mf_err_set(&op->err, MF_E_Location6026500, "The 'clusteredIndex' option is not supported with views");
+    }
+    if (clustered && bson_iter_init_find(&ti, &opts, "capped") && bson_iter_as_bool(&ti)) {
+        bson_destroy(&opts);
+        return mf_err_set(&op->err, MF_E_InvalidOptions, "Clustered capped collections are not supported");
     }
     if (check_view_options(op, &opts) != 0 || mf_coll_options_check(&opts, &op->err) != 0) {
         bson_destroy(&opts);
@@ -977,6 +1105,15 @@ again:
         goto out_unlock;
     }
     before = mf_coll_ready_indexes(c);
+    /* An index without a collation of its own takes the collection's default (as mongod). */
+    bson_iter_t dci;
+    if (c->options != NULL && bson_iter_init_find(&dci, c->options, "collation") && BSON_ITER_HOLDS_DOCUMENT(&dci)) {
+        for (size_t i = 0; i < nspecs; i++) {
+            if (bson_has_field(norm[i], "collation"))
+                continue;
+            bson_append_value(norm[i], "collation", -1, bson_iter_value(&dci));
+        }
+    }
     /* Conflicts against existing indexes and earlier specs of this request; keep[i] marks specs to build. */
     keep = mf_calloc(nspecs, sizeof(*keep));
     bool wait_for_build = false;

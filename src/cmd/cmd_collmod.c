@@ -463,6 +463,21 @@ cmd_coll_mod(mf_op_t *op)
         rc = coll_mod_timeseries(op, c, &tm);
         goto out;
     }
+    if (tm.has_expire && c->clustered && !has_ts_val) {
+        /* A clustered collection's TTL (SPEC: TTL on a clustered collection): its expireAfterSeconds option. */
+        if (c->clustered_expire >= 0)
+            BSON_APPEND_INT64(op->reply, "expireAfterSeconds_old", c->clustered_expire);
+        ts_mod_t only = tm;
+        if (set_options(op, c, options_with(c->options, NULL, &only)) != 0) {
+            rc = -1;
+            goto out;
+        }
+        if (!tm.expire_off)
+            BSON_APPEND_INT64(op->reply, "expireAfterSeconds_new", tm.expire);
+        tm.has_expire = false;
+        if (!has_index && bson_empty(&opts))
+            goto out;
+    }
     if (tm.has_expire || has_ts_val) {
         rc = mf_err_set(&op->err, MF_E_InvalidOptions,
                         "collMod %s is only supported on time-series or clustered collections",

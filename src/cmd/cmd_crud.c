@@ -150,6 +150,9 @@ static const char *const aggregate_fields[] = {"pipeline", "explain", "allowDisk
                                                "bypassDocumentValidation", "collation", "hint", "let",
                                                "exchange", "fromMongos", "needsMerge", "collectionUUID", NULL};
 
+static const char *const bulkwrite_fields[] = {"ops", "nsInfo", "ordered", "errorsOnly", "bypassDocumentValidation",
+                                               "let", "cursor", "stmtId", "stmtIds", NULL};
+
 const mf_cmd_def_t mf_cmds_crud[] = {
     {"insert", mf_cmd_insert, MF_CMD_WRITE, insert_fields},
     {"find", mf_cmd_find, 0, find_fields},
@@ -163,5 +166,6 @@ const mf_cmd_def_t mf_cmds_crud[] = {
     {"distinct", mf_cmd_distinct, 0, distinct_fields},
     {"aggregate", mf_cmd_aggregate, 0, aggregate_fields},
     {"explain", mf_cmd_explain, 0, NULL},
+    {"bulkWrite", mf_cmd_bulk_write, MF_CMD_ADMIN_ONLY, bulkwrite_fields},
     {NULL, NULL, 0, NULL},
 };

@@ -23,18 +23,28 @@
 #include "cmd/profile.h"
 #include "engine/profiler.h"
 #include "common/params.h"
+#include "doc/collation.h"
 #include "doc/expr.h"
 #include "common/curop.h"
 #include "common/log.h"
 #include "doc/value.h"
 
-static const mf_cmd_def_t *tables[] = {mf_cmds_admin,   mf_cmds_crud,    mf_cmds_coll,   mf_cmds_collmod,
-                                         mf_cmds_compact, mf_cmds_profile, mf_cmds_auth};
+static const mf_cmd_def_t *tables[] = {mf_cmds_admin,   mf_cmds_crud,    mf_cmds_coll, mf_cmds_collmod, mf_cmds_compact,
+                                         mf_cmds_profile, mf_cmds_auth,    mf_cmds_misc, mf_cmds_test};
+
+/* Whether table t exists on this engine: the test commands only with enableTestCommands=1, as in mongod. */
+static bool
+table_enabled(mf_engine_t *eng, const mf_cmd_def_t *t)
+{
+    return t != mf_cmds_test || mf_param_get(eng->params, "enableTestCommands") != 0;
+}
 
 static const mf_cmd_def_t *
-lookup(const char *name)
+lookup(mf_engine_t *eng, const char *name)
 {
     for (size_t t = 0; t < sizeof(tables) / sizeof(tables[0]); t++) {
+        if (!table_enabled(eng, tables[t]))
+            continue;
         for (const mf_cmd_def_t *d = tables[t]; d->name != NULL; d++) {
             if (strcmp(d->name, name) == 0)
                 return d;
@@ -71,6 +81,8 @@ mf_cmd_list_commands(mf_op_t *op)
     bson_t all, one;
     BSON_APPEND_DOCUMENT_BEGIN(op->reply, "commands", &all);
     for (size_t t = 0; t < sizeof(tables) / sizeof(tables[0]); t++) {
+        if (!table_enabled(op->eng, tables[t]))
+            continue;
         for (const mf_cmd_def_t *d = tables[t]; d->name != NULL; d++) {
             BSON_APPEND_DOCUMENT_BEGIN(&all, d->name, &one);
             BSON_APPEND_UTF8(&one, "help", "");
@@ -124,7 +136,7 @@ static bool
 is_retryable_write(const char *name)
 {
     return strcmp(name, "insert") == 0 || strcmp(name, "update") == 0 || strcmp(name, "delete") == 0 ||
-           strcmp(name, "findAndModify") == 0 || strcmp(name, "findandmodify") == 0;
+           strcmp(name, "findAndModify") == 0 || strcmp(name, "findandmodify") == 0 || strcmp(name, "bulkWrite") == 0;
 }
 
 /* Refuses multi-document transactions: a standalone has no transaction numbers outside retryable writes. */
@@ -603,14 +615,73 @@ time_limit(mf_op_t *op, int64_t *ms)
     return 0;
 }
 
+/*
+ * The collation a CRUD command runs under (doc/collation.h): its
+ * "collation" argument (explain: the explained command's), else the default
+ * of the collection or view it names; NULL for the simple one. Installed as
+ * the thread's collation for the handler, so every comparison follows it.
+ */
+static int
+collation_begin(mf_op_t *op, const mf_cmd_def_t *def, mf_collation_t **out)
+{
+    bson_iter_t it, in;
+    const bson_t *cmd = op->cmd;
+    bson_t inner, spec;
+    bool have = false;
+    *out = NULL;
+    if (!is_data_command(def) && strcmp(def->name, "explain") != 0)
+        return 0;
+    if (strcmp(def->name, "explain") == 0) {
+        const uint8_t *d;
+        uint32_t l;
+        if (!bson_iter_init_find(&it, cmd, "explain") || !BSON_ITER_HOLDS_DOCUMENT(&it))
+            return 0;
+        bson_iter_document(&it, &l, &d);
+        if (!bson_init_static(&inner, d, l))
+            return 0;
+        cmd = &inner;
+    }
+    if (bson_iter_init_find(&it, cmd, "collation"))
+        return mf_collation_from_value(bson_iter_value(&it), out, &op->err);
+    if (!bson_iter_init(&it, cmd) || !bson_iter_next(&it) || !BSON_ITER_HOLDS_UTF8(&it))
+        return 0;
+    mf_catalog_rdlock(op->eng->cat);
+    mf_coll_t *c = mf_catalog_coll_find(op->eng->cat, op->db, bson_iter_utf8(&it, NULL));
+    if (c != NULL && c->options != NULL && bson_iter_init_find(&in, c->options, "collation") &&
+        BSON_ITER_HOLDS_DOCUMENT(&in)) {
+        const uint8_t *d;
+        uint32_t l;
+        bson_iter_document(&in, &l, &d);
+        bson_init(&spec);
+        bson_t tmp;
+        if (bson_init_static(&tmp, d, l))
+            bson_concat(&spec, &tmp);
+        have = true;
+    }
+    mf_catalog_unlock(op->eng->cat);
+    if (!have)
+        return 0;
+    int rc = mf_collation_new(&spec, out, &op->err);
+    bson_destroy(&spec);
+    return rc;
+}
+
 void
 mf_cmd_error_reply(bson_t *reply, const mf_error_t *err)
 {
     bson_reinit(reply);
     BSON_APPEND_DOUBLE(reply, "ok", 0.0);
     BSON_APPEND_UTF8(reply, "errmsg", err->msg);
-    BSON_APPEND_INT32(reply, "code", err->code ? err->code : MF_E_InternalError);
-    BSON_APPEND_UTF8(reply, "codeName", mf_err_codename(err->code ? err->code : MF_E_InternalError));
+    int code = err->code ? err->code : MF_E_InternalError;
+    const char *name = mf_err_codename(code);
+    char located[32];
+    if (strcmp(name, "UnknownError") == 0 && code != MF_E_UnknownError) {
+        /* A code outside the table (failCommand's errorCode): mongod names it Location<code>. */
+        snprintf(located, sizeof(located), "Location%d", code);
+        name = located;
+    }
+    BSON_APPEND_INT32(reply, "code", code);
+    BSON_APPEND_UTF8(reply, "codeName", name);
     if (err->info_len > 0) {
         bson_t info;
         if (bson_init_static(&info, err->info, err->info_len))
@@ -629,7 +700,11 @@ mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *
     bool unsatisfiable = false;
     int64_t started_ms = -1;
     let_frame_t lf;
+    bson_t fp_labels; /* failCommand's errorLabels, if it gave any (an array) */
+    mf_collation_t *coll = NULL; /* the command's collation, installed while the handler runs */
 
+    bson_init(&fp_labels);
+    memset(&lf, 0, sizeof(lf));
     memset(&op, 0, sizeof(op));
     op.eng = eng;
     op.client = client;
@@ -645,7 +720,7 @@ mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *
         goto fail;
     }
     op.name = bson_iter_key(&it);
-    def = lookup(op.name);
+    def = lookup(eng, op.name);
     if (def == NULL) {
         mf_err_set(&op.err, MF_E_CommandNotFound, "no such command: '%s'", op.name);
         goto fail;
@@ -660,7 +735,8 @@ mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *
         goto fail;
     if (!(def->flags & MF_CMD_WRITE) && strcmp(def->name, "find") != 0 && strcmp(def->name, "getMore") != 0)
         atomic_fetch_add(&eng->op_command, 1);
-    if (check_fields(def, &op) != 0 || check_txn_fields(&op) != 0 || check_write_concern(&op, &unsatisfiable) != 0)
+    if (check_fields(def, &op) != 0 || check_txn_fields(&op) != 0 || check_write_concern(&op, &unsatisfiable) != 0 ||
+        mf_cmd_generic_check(&op, def->name) != 0)
         goto fail;
     if (eng->repl != NULL && !(client != NULL && client->internal) &&
         eng->repl->admit(eng->repl_arg, db, repl_kind(def, cmd), secondary_ok(cmd), &op.err) != 0)
@@ -674,12 +750,24 @@ mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *
         goto fail;
     if (limit_ms > 0)
         mf_curop_set_deadline(cop, mf_mono_ms() + limit_ms);
+    if (limit_ms > 0 && mf_failpoint_max_time(&op)) {
+        mf_err_set(&op.err, MF_E_MaxTimeMSExpired, "operation exceeded time limit");
+        goto fail_let;
+    }
+    if (mf_failcommand_before(&op, &fp_labels) != 0)
+        goto fail_let;
+    if (collation_begin(&op, def, &coll) != 0)
+        goto fail_let;
+    mf_collation_set_current(coll);
     if (is_data_command(def))
         atomic_fetch_add(&eng->fg_ops, 1);
     int brc = eng->repl != NULL ? eng->repl->command_begin(eng->repl_arg, def->name, cmd, wtimeout_of(cmd), reply,
                                                            &op.err)
                                 : 0;
     int hrc = brc == 0 ? def->fn(&op) : brc < 0 ? -1 : 0;
+    mf_collation_set_current(NULL);
+    mf_collation_free(coll);
+    coll = NULL;
     if (mf_catalog_session_end_all())
         mf_log(MF_LOG_ERROR, "COMMAND", "%s returned with collections still locked; released", def->name);
     if (eng->repl != NULL) {
@@ -690,6 +778,8 @@ mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *
             wtimeout_to_write_concern_error(reply);
     }
     let_end(&lf);
+    if (hrc == 0)
+        mf_failcommand_after(&op, reply);
     if (hrc != 0 && eng->repl != NULL && op.err.code == MF_E_WriteConcernFailed && wtimeout_reply(eng, def->name, reply))
         hrc = 0;
     if (hrc != 0) {
@@ -711,13 +801,18 @@ mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *
         bson_append_document_end(reply, &wce);
     }
     BSON_APPEND_DOUBLE(reply, "ok", 1.0);
+    bson_destroy(&fp_labels);
     profile_op(eng, client, db, def->name, cmd, reply, mf_mono_ms() - started_ms, NULL);
     if (mf_param_get(eng->params, "logLevel") >= 1)
         mf_log(MF_LOG_DEBUG, "COMMAND", "conn%lld: %s on %s ok, %lld ms", (long long)(client ? client->id : 0),
                def->name, db, (long long)(mf_mono_ms() - started_ms));
     return;
 
+fail_let:
+    let_end(&lf);
 fail:
+    mf_collation_set_current(NULL);
+    mf_collation_free(coll);
     if (op.sess)
         mf_storage_session_release(op.sess);
     if (cop) {
@@ -729,6 +824,9 @@ fail:
     mf_cmd_error_reply(reply, &op.err);
     if (eng->repl != NULL)
         add_not_primary_fields(eng, cmd, reply, op.err.code);
+    if (op.name != NULL)
+        mf_failcommand_labels(&op, &fp_labels, reply);
+    bson_destroy(&fp_labels);
     if (started_ms >= 0)
         profile_op(eng, client, db, op.name, cmd, reply, mf_mono_ms() - started_ms, &op.err);
     if (mf_param_get(eng->params, "logLevel") >= 1)

@@ -172,7 +172,7 @@ run_explain(mf_op_t *op, const char *coll, const mf_plan_request_t *req, int64_t
     BSON_APPEND_DOCUMENT_BEGIN(op->reply, "queryPlanner", &qp);
     BSON_APPEND_UTF8(&qp, "namespace", ns);
     BSON_APPEND_DOCUMENT(&qp, "parsedQuery", req->filter ? req->filter : &empty);
-    BSON_APPEND_BOOL(&qp, "indexFilterSet", false);
+    BSON_APPEND_BOOL(&qp, "indexFilterSet", p->index_filter_set);
     BSON_APPEND_BOOL(&qp, "maxIndexedOrSolutionsReached", false);
     BSON_APPEND_BOOL(&qp, "maxIndexedAndSolutionsReached", false);
     BSON_APPEND_BOOL(&qp, "maxScansToExplodeReached", false);

@@ -27,6 +27,7 @@
 #include "doc/update.h"
 #include "doc/value.h"
 #include "cmd/crud.h"
+#include "doc/collation.h"
 
 /* ---------- find / getMore ---------- */
 
@@ -119,8 +120,28 @@ mf_crud_cursor_fill(mf_op_t *op, mf_cursor_t *cur, int64_t max, bson_t *arr, boo
         *exhausted = true;
         return 0;
     }
-    if (cur->plan != NULL && cur->plan->tailable && cur->limit_left != 0)
+    if (cur->plan != NULL && cur->plan->tailable && cur->limit_left != 0) {
+        /*
+         * A tailable cursor resumes after the last record its scan saw; if
+         * that record was deleted (a capped collection's rollover or a
+         * delete), mongod's collection scan cannot restore its position and
+         * the cursor dies with 136 CappedPositionLost.
+         */
+        if (cur->plan->started && cur->plan->last_rid > 0) {
+            bson_t last;
+            int fr = mf_coll_fetch(op->sess, c, cur->plan->last_rid, &last, &op->err);
+            if (fr == 0)
+                bson_destroy(&last);
+            else if (fr == MF_NOTFOUND)
+                return mf_err_set(&op->err, MF_E_CappedPositionLost,
+                                  "CollectionScan died due to failure to restore tailable cursor position. Last seen record id: RecordId(%lld)",
+                                  (long long)cur->plan->last_rid);
+            else
+                return fr == MF_CONFLICT ? mf_err_set(&op->err, MF_E_WriteConflict, "write conflict reading %s", c->ns)
+                                         : -1;
+        }
         cur->plan->done = false; /* a tailable cursor looks again for documents inserted since */
+    }
     if (cur->limit_left == 0 || cur->plan == NULL || cur->plan->done) {
         *exhausted = true;
         return 0;
@@ -250,7 +271,7 @@ mf_cmd_find(mf_op_t *op)
     }
     if (c != NULL && !c->is_view) {
         mf_plan_request_t req = {.filter = has_filter ? &filter : NULL, .sort = srt ? &sort : NULL, .hint = hint,
-                                 .force_collscan = tailable};
+                                 .force_collscan = tailable, .shape_projection = has_proj ? &projection : NULL};
         if (mf_plan_build(c, &req, &plan, &op->err) != 0)
             goto out_unlock;
         plan->tailable = tailable;
@@ -298,6 +319,7 @@ mf_cmd_find(mf_op_t *op)
             cur->filter = bson_copy(&filter);
         cur->plan = plan;
         plan = NULL;
+        cur->await_data = await_data;
     }
 fill:
     if (limit > 0 && batch > limit)
@@ -311,8 +333,15 @@ fill:
             bson_destroy(&arr);
             goto out_unlock;
         }
-        /* A tailable cursor stays open at the end unless the collection is empty (as mongod does). */
-        bool keep = !exhausted || (tailable && c != NULL && atomic_load(&c->approx_count) > 0);
+        /*
+         * A tailable cursor stays open at the end of the collection, unless
+         * its scan saw no record at all (an empty collection): mongod's
+         * collection scan then reaches a permanent EOF and find answers a
+         * dead cursor (id 0), so a driver's awaitData loop ends.
+         */
+        bool keep = !exhausted;
+        if (tailable && batch > 0 && cur->kind == MF_CURSOR_SCAN && cur->plan != NULL && cur->plan->last_rid <= 0)
+            keep = false;
         if (keep && !single) {
             id = mf_cmd_cursor_register(op, cur);
             if (id < 0) {
@@ -339,6 +368,38 @@ out:
     if (srt)
         mf_sort_free(srt);
     return rc;
+}
+
+/*
+ * await_data: a getMore on a tailable awaitData cursor that found nothing
+ * waits, as mongod does, up to the getMore's maxTimeMS (default 1 s) for
+ * new documents, looking again every few milliseconds without holding any
+ * lock in between; then it answers an empty batch (not 50
+ * MaxTimeMSExpired). killOp and shutdown end the wait with their error.
+ */
+static int
+await_data(mf_op_t *op, mf_cursor_t *cur, int64_t batch, bson_t *arr, bool *exhausted)
+{
+    bson_iter_t it;
+    int64_t wait_ms = 1000, start = mf_mono_ms();
+    if (bson_iter_init_find(&it, op->cmd, "maxTimeMS") && mf_value_is_number(bson_iter_value(&it)))
+        wait_ms = (int64_t)mf_value_as_double(bson_iter_value(&it));
+    while (bson_empty(arr) && !*exhausted && mf_mono_ms() - start + 10 < wait_ms) {
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        if (mf_curop_killed(mf_curop_current()))
+            return mf_curop_check_current(&op->err) != 0 ? -1 : 0;
+        mf_catalog_rdlock(op->eng->cat);
+        int r = mf_crud_cursor_fill(op, cur, batch, arr, exhausted);
+        mf_catalog_unlock(op->eng->cat);
+        if (r != 0 && op->err.code == MF_E_MaxTimeMSExpired) {
+            memset(&op->err, 0, sizeof(op->err));
+            return 0; /* the await time is over: an empty batch */
+        }
+        if (r != 0)
+            return -1;
+    }
+    return 0;
 }
 
 int
@@ -385,9 +446,18 @@ mf_cmd_get_more(mf_op_t *op)
     }
     bson_t arr;
     bson_init(&arr);
+    /* The collation of the command that opened the cursor applies to what it still matches and sorts. */
+    mf_collation_t *cc = NULL;
+    const mf_collation_t *saved = mf_collation_current();
+    if (cur->collation != NULL && mf_collation_new(cur->collation, &cc, &op->err) == 0)
+        mf_collation_set_current(cc);
     mf_catalog_rdlock(op->eng->cat);
     int r = mf_crud_cursor_fill(op, cur, batch, &arr, &exhausted);
     mf_catalog_unlock(op->eng->cat);
+    if (r == 0 && !exhausted && cur->await_data && bson_empty(&arr))
+        r = await_data(op, cur, batch, &arr, &exhausted);
+    mf_collation_set_current(saved);
+    mf_collation_free(cc);
     if (r != 0) {
         bson_destroy(&arr);
         mf_cursors_release(op->eng->cursors, cur);

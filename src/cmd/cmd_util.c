@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "common/alloc.h"
+#include "doc/collation.h"
 #include "cmd/cmd.h"
 #include "engine/cursor.h"
 #include "common/log.h"
@@ -178,6 +179,10 @@ mf_cmd_cursor_register(mf_op_t *op, mf_cursor_t *cur)
     int64_t per_conn = mf_param_get(op->eng->params, "maxOpenCursorsPerConnection");
     cur->client_id = op->client != NULL ? op->client->id : 0;
     mf_cmd_auth_owner(op, cur->owner, sizeof(cur->owner));
+    if (mf_collation_current() != NULL && cur->collation == NULL) {
+        cur->collation = bson_new();
+        mf_collation_append_spec(mf_collation_current(), cur->collation);
+    }
     int64_t id = mf_cursors_register(op->eng->cursors, cur, total, cur->client_id != 0 ? per_conn : 0);
     if (id < 0)
         mf_err_set(&op->err, MF_E_ExceededMemoryLimit,

@@ -79,6 +79,9 @@ int mf_cmd_update(mf_op_t *op);
 
 int mf_cmd_delete(mf_op_t *op);
 
+/* bulkWrite (cmd_bulkwrite.c): 8.0's client-level bulk write on admin. */
+int mf_cmd_bulk_write(mf_op_t *op);
+
 int mf_cmd_find_and_modify(mf_op_t *op);
 
 /* ---------- aggregate (cmd_agg.c) ---------- */

@@ -8,6 +8,10 @@
  * flag and progress counters are atomics, so a long loop can poll
  * mf_curop_killed without taking the mutex. The mutex is a leaf lock: no
  * other lock is taken while it is held, in particular never the catalog's.
+ *
+ * Each client operation that ends adds its duration to its namespace's
+ * counters (the top command), in a small hash table under the same mutex
+ * the unregistering already takes.
  */
 #include "common/alloc.h"
 #include "common/curop.h"
@@ -22,12 +26,21 @@
 
 #define MAX_COMMAND_SHOWN 1024
 
+/* One namespace's usage counters (the top command), under the registry mutex. */
+typedef struct top_entry {
+    char *ns; /* owned; NULL: free slot */
+    int64_t time_us[MF_TOP_N];
+    int64_t count[MF_TOP_N];
+} top_entry_t;
+
 struct mf_curops {
     pthread_mutex_t lock;
     mf_curop_t *head, *tail;
     int64_t next_opid;
     int count;
     _Atomic int kill_all; /* nonzero: every operation is killed with this code */
+    top_entry_t *top;     /* open-addressing table by ns, top_cap slots (a power of two) */
+    size_t top_cap, top_n;
 };
 
 struct mf_curop {
@@ -66,6 +79,9 @@ mf_curops_free(mf_curops_t *reg)
 {
     if (reg == NULL)
         return;
+    for (size_t i = 0; i < reg->top_cap; i++)
+        free(reg->top[i].ns);
+    free(reg->top);
     pthread_mutex_destroy(&reg->lock);
     free(reg);
 }
@@ -191,13 +207,97 @@ mf_curop_opid(const mf_curop_t *op)
     return op ? op->opid : 0;
 }
 
+static uint64_t
+ns_hash(const char *ns)
+{
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+    for (; *ns; ns++)
+        h = (h ^ (unsigned char)*ns) * 1099511628211ULL;
+    return h;
+}
+
+/* The slot of ns in the top table (an empty one if absent); the table has a free slot. Mutex held. */
+static top_entry_t *
+top_slot(top_entry_t *tab, size_t cap, const char *ns)
+{
+    size_t i = (size_t)ns_hash(ns) & (cap - 1);
+    while (tab[i].ns != NULL && strcmp(tab[i].ns, ns) != 0)
+        i = (i + 1) & (cap - 1);
+    return &tab[i];
+}
+
+/*
+ * Adds a finished client operation to its namespace's counters (mongod's
+ * Top): total, readLock or writeLock, and its kind. Commands not naming a
+ * collection (db.$cmd) and the server's own operations are not counted.
+ * Mutex held.
+ */
+static void
+top_record(mf_curops_t *reg, const mf_curop_t *op, int64_t us)
+{
+    static const char *const kinds[] = {"query", "getmore", "insert", "update", "remove", "command"};
+    int kind = -1;
+    if (mf_curop_is_background(op) || op->ns[0] == '\0' || strstr(op->ns, ".$cmd") != NULL)
+        return;
+    for (int k = 0; k < 6; k++)
+        if (strcmp(op->op_type, kinds[k]) == 0)
+            kind = MF_TOP_QUERIES + k;
+    if (kind < 0)
+        return;
+    if (reg->top_n + 1 > reg->top_cap / 2) {
+        size_t cap = reg->top_cap ? reg->top_cap * 2 : 64;
+        top_entry_t *tab = mf_calloc(cap, sizeof(*tab));
+        for (size_t i = 0; i < reg->top_cap; i++)
+            if (reg->top[i].ns != NULL)
+                *top_slot(tab, cap, reg->top[i].ns) = reg->top[i];
+        free(reg->top);
+        reg->top = tab;
+        reg->top_cap = cap;
+    }
+    top_entry_t *e = top_slot(reg->top, reg->top_cap, op->ns);
+    if (e->ns == NULL) {
+        e->ns = mf_strdup(op->ns);
+        reg->top_n++;
+    }
+    int lock = kind == MF_TOP_INSERT || kind == MF_TOP_UPDATE || kind == MF_TOP_REMOVE ? MF_TOP_WRITE_LOCK
+                                                                                        : MF_TOP_READ_LOCK;
+    int slots[3] = {MF_TOP_TOTAL, lock, kind};
+    for (int k = 0; k < 3; k++) {
+        e->time_us[slots[k]] += us;
+        e->count[slots[k]]++;
+    }
+}
+
+bool
+mf_curops_top_get(mf_curops_t *reg, const char *ns, int64_t time_us[MF_TOP_N], int64_t count[MF_TOP_N])
+{
+    bool found = false;
+    pthread_mutex_lock(&reg->lock);
+    if (reg->top_cap > 0) {
+        top_entry_t *e = top_slot(reg->top, reg->top_cap, ns);
+        if (e->ns != NULL) {
+            memcpy(time_us, e->time_us, sizeof(e->time_us));
+            memcpy(count, e->count, sizeof(e->count));
+            found = true;
+        }
+    }
+    pthread_mutex_unlock(&reg->lock);
+    if (!found) {
+        memset(time_us, 0, sizeof(int64_t) * MF_TOP_N);
+        memset(count, 0, sizeof(int64_t) * MF_TOP_N);
+    }
+    return found;
+}
+
 void
 mf_curop_end(mf_curop_t *op)
 {
     if (op == NULL)
         return;
     mf_curops_t *reg = op->reg;
+    int64_t us = mf_mono_us() - op->start_us;
     pthread_mutex_lock(&reg->lock);
+    top_record(reg, op, us);
     if (op->prev)
         op->prev->next = op->next;
     else

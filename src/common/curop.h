@@ -110,6 +110,25 @@ bool mf_curops_kill(mf_curops_t *reg, int64_t opid);
  */
 void mf_curops_interrupt_all(mf_curops_t *reg, int code);
 
+/*
+ * Per-namespace usage (the top command), kept as operations end:
+ * time in microseconds and count, per MF_TOP_* slot. mf_curops_top_get
+ * copies ns's counters (zeros and false when it has none).
+ */
+enum {
+    MF_TOP_TOTAL = 0,
+    MF_TOP_READ_LOCK,
+    MF_TOP_WRITE_LOCK,
+    MF_TOP_QUERIES,
+    MF_TOP_GETMORE,
+    MF_TOP_INSERT,
+    MF_TOP_UPDATE,
+    MF_TOP_REMOVE,
+    MF_TOP_COMMANDS,
+    MF_TOP_N
+};
+bool mf_curops_top_get(mf_curops_t *reg, const char *ns, int64_t time_us[MF_TOP_N], int64_t count[MF_TOP_N]);
+
 /* mf_curops_count: operations registered now. */
 int mf_curops_count(mf_curops_t *reg);
 

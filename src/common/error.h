@@ -22,6 +22,7 @@
     X(2, BadValue)                                                             \
     X(4, NoSuchKey)                                                            \
     X(6, HostUnreachable)                                                      \
+    X(8, UnknownError)                                                         \
     X(9, FailedToParse)                                                        \
     X(10, CannotMutateObject)                                                  \
     X(11, UserNotFound)                                                        \
@@ -58,7 +59,7 @@
     X(67, CannotCreateIndex)                                                   \
     X(68, IndexAlreadyExists)                                                  \
     X(72, InvalidOptions)                                                      \
-    X(76, NoReplicationEnabled)                                                      \
+    X(76, NoReplicationEnabled)                                                \
     X(73, InvalidNamespace)                                                    \
     X(85, IndexOptionsConflict)                                                \
     X(86, IndexKeySpecsConflict)                                               \
@@ -74,13 +75,17 @@
     X(140, InvalidSSLConfiguration)                                            \
     X(141, SSLHandshakeFailed)                                                 \
     X(334, MechanismUnavailable)                                               \
+    X(123, NotAReplicaSet)                                                     \
+    X(322, APIVersionError)                                                    \
+    X(323, APIStrictError)                                                     \
+    X(324, APIDeprecationError)                                                \
     X(51003, UserAlreadyExists)                                                \
     X(165, ViewDepthLimitExceeded)                                             \
     X(166, CommandNotSupportedOnView)                                          \
-    X(168, InvalidPipelineOperator)                                          \
+    X(168, InvalidPipelineOperator)                                            \
     X(167, OptionNotSupportedOnView)                                           \
     X(171, CannotIndexParallelArrays)                                          \
-    X(175, QueryPlanKilled)                                          \
+    X(175, QueryPlanKilled)                                                    \
     X(197, InvalidIndexSpecificationOption)                                    \
     X(201, InvalidUUID)                                                        \
     X(224, QueryFeatureNotAllowed)                                             \
@@ -97,6 +102,7 @@
     X(95, NotSecondary)                                                        \
     X(103, NewReplicaSetConfigurationIncompatible)                             \
     X(262, ExceededTimeLimit)                                                  \
+    X(266, FailPointSetFailed)                                                 \
     X(11602, InterruptedDueToReplStateChange)                                  \
     X(13435, NotPrimaryNoSecondaryOk)                                          \
     X(13436, NotPrimaryOrSecondary)                                            \
@@ -144,16 +150,23 @@
     X(40324, Location40324)                                                    \
     X(40352, Location40352)                                                    \
     X(40353, Location40353)                                                    \
+    X(4886600, Location4886600)                                                \
     X(40414, Location40414)                                                    \
     X(40415, Location40415)                                                    \
+    X(50985, Location50985)                                                    \
+    X(6026500, Location6026500)                                                \
+    X(5979704, Location5979704)                                                \
+    X(5979703, Location5979703)                                                \
+    X(5979700, Location5979700)                                                \
     X(40571, Location40571)                                                    \
     X(51024, Location51024)                                                    \
+    X(51074, Location51074)                                                    \
     X(51075, Location51075)                                                    \
     X(51091, Location51091)                                                    \
     X(51156, Location51156)                                                    \
     X(7749501, Location7749501)                                                \
-    X(5739101, Location5739101)                                                    \
-    X(5346500, Location5346500)                                                    \
+    X(5739101, Location5739101)                                                \
+    X(5346500, Location5346500)                                                \
     X(51108, Location51108)                                                    \
     X(241, ConversionFailure)                                                  \
     X(15947, Location15947)                                                    \
@@ -225,6 +238,44 @@
     X(28748, Location28748)                                                    \
     X(28749, Location28749)                                                    \
     X(5858203, Location5858203)                                                \
+    X(5787801, Location5787801)                                                \
+    X(5788001, Location5788001)                                                \
+    X(5788002, Location5788002)                                                \
+    X(5788003, Location5788003)                                                \
+    X(6050106, Location6050106)                                                \
+    X(5423900, Location5423900)                                                \
+    X(5423901, Location5423901)                                                \
+    X(5423902, Location5423902)                                                \
+    X(15974, Location15974)                                                    \
+    X(15975, Location15975)                                                    \
+    X(5787900, Location5787900)                                                \
+    X(5788004, Location5788004)                                                \
+    X(5788005, Location5788005)                                                \
+    X(7750301, Location7750301)                                                \
+    X(5339900, Location5339900)                                                \
+    X(5339901, Location5339901)                                                \
+    X(5339902, Location5339902)                                                \
+    X(8947401, Location8947401)                                                \
+    X(5371601, Location5371601)                                                \
+    X(5371602, Location5371602)                                                \
+    X(5371603, Location5371603)                                                \
+    X(605001, Location605001)                                                  \
+    X(5490710, Location5490710)                                                \
+    X(6307900, Location6307900)                                                \
+    X(5429413, Location5429413)                                                \
+    X(5429414, Location5429414)                                                \
+    X(5429513, Location5429513)                                                \
+    X(5643011, Location5643011)                                                \
+    X(5787901, Location5787901)                                                \
+    X(5787902, Location5787902)                                                \
+    X(5787903, Location5787903)                                                \
+    X(5787906, Location5787906)                                                \
+    X(5787907, Location5787907)                                                \
+    X(5787908, Location5787908)                                                \
+    X(5624900, Location5624900)                                                \
+    X(5624901, Location5624901)                                                \
+    X(5624902, Location5624902)                                                \
+    X(5624903, Location5624903)                                                \
     X(16867, Location16867)                                                    \
     X(16868, Location16868)                                                    \
     X(40601, Location40601)                                                    \
@@ -248,55 +299,151 @@
     X(51186, Location51186)                                                    \
     X(51187, Location51187)                                                    \
     X(238, NotImplemented)                                                     \
-    X(5787801, Location5787801)                                       \
-    X(5787900, Location5787900)                                       \
-    X(5787901, Location5787901)                                       \
-    X(5787902, Location5787902)                                       \
-    X(5787903, Location5787903)                                       \
-    X(5787906, Location5787906)                                       \
-    X(5787907, Location5787907)                                       \
-    X(5787908, Location5787908)                                       \
-    X(5788001, Location5788001)                                       \
-    X(5788002, Location5788002)                                       \
-    X(5788003, Location5788003)                                       \
-    X(5788004, Location5788004)                                       \
-    X(5788005, Location5788005)                                       \
-    X(7429703, Location7429703)                                       \
-    X(7750300, Location7750300)                                       \
-    X(7750301, Location7750301)                                       \
-    X(7750302, Location7750302)                                       \
-    X(7750303, Location7750303)                                       \
-    X(10065, Location10065)                                           \
-    X(17053, Location17053)                                           \
-    X(40239, Location40239)                                           \
-    X(40240, Location40240)                                           \
-    X(40241, Location40241)                                           \
-    X(40242, Location40242)                                           \
-    X(40243, Location40243)                                           \
-    X(40244, Location40244)                                           \
-    X(40245, Location40245)                                           \
-    X(40246, Location40246)                                           \
-    X(40257, Location40257)                                           \
-    X(40258, Location40258)                                           \
-    X(40259, Location40259)                                           \
-    X(40260, Location40260)                                           \
-    X(40261, Location40261)                                           \
-    X(40262, Location40262)                                           \
-    X(40263, Location40263)                                           \
-    X(40268, Location40268)                                           \
-    X(31441, Location31441)                                           \
-    X(40099, Location40099)                                           \
-    X(40100, Location40100)                                           \
-    X(40101, Location40101)                                           \
-    X(40102, Location40102)                                           \
-    X(40103, Location40103)                                           \
-    X(40104, Location40104)                                           \
-    X(40105, Location40105)                                           \
-    X(40185, Location40185)                                           \
-    X(40271, Location40271)                                           \
-    X(28803, Location28803)                                           \
-    X(50933, Location50933)                                           \
-    X(40573, Location40573)
+    X(40573, Location40573)                                                    \
+    X(40515, Location40515)                                                    \
+    X(40516, Location40516)                                                    \
+    X(40517, Location40517)                                                    \
+    X(40518, Location40518)                                                    \
+    X(40519, Location40519)                                                    \
+    X(40520, Location40520)                                                    \
+    X(40521, Location40521)                                                    \
+    X(40522, Location40522)                                                    \
+    X(40523, Location40523)                                                    \
+    X(40524, Location40524)                                                    \
+    X(40525, Location40525)                                                    \
+    X(40489, Location40489)                                                    \
+    X(31034, Location31034)                                                    \
+    X(31095, Location31095)                                                    \
+    X(40540, Location40540)                                                    \
+    X(40541, Location40541)                                                    \
+    X(40542, Location40542)                                                    \
+    X(40684, Location40684)                                                    \
+    X(18533, Location18533)                                                    \
+    X(18534, Location18534)                                                    \
+    X(18535, Location18535)                                                    \
+    X(18536, Location18536)                                                    \
+    X(18628, Location18628)                                                    \
+    X(18629, Location18629)                                                    \
+    X(40535, Location40535)                                                    \
+    X(40536, Location40536)                                                    \
+    X(40539, Location40539)                                                    \
+    X(5166301, Location5166301)                                                \
+    X(5166302, Location5166302)                                                \
+    X(5166303, Location5166303)                                                \
+    X(5166304, Location5166304)                                                \
+    X(5166305, Location5166305)                                                \
+    X(5166307, Location5166307)                                                \
+    X(5166308, Location5166308)                                                \
+    X(5166400, Location5166400)                                                \
+    X(5166401, Location5166401)                                                \
+    X(5166402, Location5166402)                                                \
+    X(5166403, Location5166403)                                                \
+    X(5166405, Location5166405)                                                \
+    X(5166406, Location5166406)                                                \
+    X(5976500, Location5976500)                                                \
+    X(6045000, Location6045000)                                                \
+    X(5439000, Location5439000)                                                \
+    X(5439001, Location5439001)                                                \
+    X(5439002, Location5439002)                                                \
+    X(5439004, Location5439004)                                                \
+    X(5439006, Location5439006)                                                \
+    X(5439007, Location5439007)                                                \
+    X(5439008, Location5439008)                                                \
+    X(5439009, Location5439009)                                                \
+    X(5439010, Location5439010)                                                \
+    X(5439013, Location5439013)                                                \
+    X(5439015, Location5439015)                                                \
+    X(5439016, Location5439016)                                                \
+    X(5439017, Location5439017)                                                \
+    X(5439018, Location5439018)                                                \
+    X(51103, Location51103)                                                    \
+    X(51104, Location51104)                                                    \
+    X(51105, Location51105)                                                    \
+    X(51106, Location51106)                                                    \
+    X(51107, Location51107)                                                    \
+    X(51109, Location51109)                                                    \
+    X(51110, Location51110)                                                    \
+    X(51111, Location51111)                                                    \
+    X(51151, Location51151)                                                    \
+    X(31022, Location31022)                                                    \
+    X(31023, Location31023)                                                    \
+    X(31024, Location31024)                                                    \
+    X(51744, Location51744)                                                    \
+    X(51745, Location51745)                                                    \
+    X(51746, Location51746)                                                    \
+    X(51747, Location51747)                                                    \
+    X(51748, Location51748)                                                    \
+    X(51749, Location51749)                                                    \
+    X(51750, Location51750)                                                    \
+    X(51751, Location51751)                                                    \
+    X(2942500, Location2942500)                                                \
+    X(2942501, Location2942501)                                                \
+    X(2942502, Location2942502)                                                \
+    X(2942503, Location2942503)                                                \
+    X(2942504, Location2942504)                                                \
+    X(2942505, Location2942505)                                                \
+    X(2942506, Location2942506)                                                \
+    X(34460, Location34460)                                                    \
+    X(34461, Location34461)                                                    \
+    X(34462, Location34462)                                                    \
+    X(34463, Location34463)                                                    \
+    X(34464, Location34464)                                                    \
+    X(34465, Location34465)                                                    \
+    X(34466, Location34466)                                                    \
+    X(34467, Location34467)                                                    \
+    X(34468, Location34468)                                                    \
+    X(4161100, Location4161100)                                                \
+    X(4161101, Location4161101)                                                \
+    X(4161102, Location4161102)                                                \
+    X(4161103, Location4161103)                                                \
+    X(4161105, Location4161105)                                                \
+    X(4161106, Location4161106)                                                \
+    X(4161107, Location4161107)                                                \
+    X(4161108, Location4161108)                                                \
+    X(4161109, Location4161109)                                                \
+    X(3041701, Location3041701)                                                \
+    X(3041702, Location3041702)                                                \
+    X(3041703, Location3041703)                                                \
+    X(3041704, Location3041704)                                                \
+    X(5687301, Location5687301)                                                \
+    X(5687302, Location5687302)                                                \
+    X(10065, Location10065)                                                    \
+    X(3040501, Location3040501)                                                \
+    X(7436200, Location7436200)                                                \
+    X(7436201, Location7436201)                                                \
+    X(7750302, Location7750302)                                                \
+    X(7750303, Location7750303)                                                \
+    X(7429703, Location7429703)                                                \
+    X(7750300, Location7750300)                                                \
+    X(17053, Location17053)                                                    \
+    X(40239, Location40239)                                                    \
+    X(40240, Location40240)                                                    \
+    X(40241, Location40241)                                                    \
+    X(40242, Location40242)                                                    \
+    X(40243, Location40243)                                                    \
+    X(40244, Location40244)                                                    \
+    X(40245, Location40245)                                                    \
+    X(40246, Location40246)                                                    \
+    X(40257, Location40257)                                                    \
+    X(40258, Location40258)                                                    \
+    X(40259, Location40259)                                                    \
+    X(40260, Location40260)                                                    \
+    X(40261, Location40261)                                                    \
+    X(40262, Location40262)                                                    \
+    X(40263, Location40263)                                                    \
+    X(40268, Location40268)                                                    \
+    X(31441, Location31441)                                                    \
+    X(40099, Location40099)                                                    \
+    X(40100, Location40100)                                                    \
+    X(40101, Location40101)                                                    \
+    X(40102, Location40102)                                                    \
+    X(40103, Location40103)                                                    \
+    X(40104, Location40104)                                                    \
+    X(40105, Location40105)                                                    \
+    X(40185, Location40185)                                                    \
+    X(40271, Location40271)                                                    \
+    X(28803, Location28803)                                                    \
+    X(50933, Location50933)
 
 /*
  * Symbolic names used by the code: MF_E_<CodeName>. A few codes have code

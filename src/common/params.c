@@ -44,7 +44,11 @@ static const mf_param_t defaults[] = {
     /* Blocking aggregation stages ($sort, $group, $bucket) spill to disk beyond these (src/query/agg_spill.c). */
     {"internalQueryMaxBlockingSortMemoryUsageBytes", MF_PARAM_INT, 0, I64MAX, false, true, true, 104857600, NULL},
     {"internalDocumentSourceGroupMaxMemoryBytes", MF_PARAM_INT, 1, I64MAX, false, true, true, 104857600, NULL},
+    /* One $setWindowFields partition held in memory (src/query/agg_window.c). */
+    {"internalDocumentSourceSetWindowFieldsMaxMemoryBytes", MF_PARAM_INT, 1, I64MAX, false, true, true, 104857600, NULL},
     {"allowDiskUseByDefault", MF_PARAM_BOOL, 0, 1, false, true, true, 1, NULL},
+    /* Test-only commands (configureFailPoint), as mongod's: settable only at startup. */
+    {"enableTestCommands", MF_PARAM_BOOL, 0, 1, false, true, false, 0, NULL},
     {"logLevel", MF_PARAM_INT, 0, 5, false, true, true, 0, NULL},
     {"featureCompatibilityVersion", MF_PARAM_STRING, 0, 0, false, false, false, 0, "8.0"},
     {"authenticationMechanisms", MF_PARAM_STRING, 0, 0, false, false, false, 0, "SCRAM-SHA-1,SCRAM-SHA-256"},

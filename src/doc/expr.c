@@ -7,8 +7,13 @@
  * array expressions ([<expr>, ...]) and operator nodes ({$op: args}). An
  * operator node holds its arguments as child expressions in fixed slots; the
  * operators that take named arguments ($cond, $switch, $map, $filter, $reduce,
- * $let, $convert, $trim, $dateToString, $regexMatch, $getField, date parts)
- * are parsed into positional slots too, with NULL for an absent optional one.
+ * $let, $convert, $trim, the date operators, $regex*, $replace*, $getField,
+ * $setField, $sortArray, $zip, $median, $percentile) are parsed into
+ * positional slots too, with NULL for an absent optional one, and with
+ * MongoDB's code for each malformed argument. What MongoDB checks at parse
+ * time for constant arguments is checked here at parse time too: a constant
+ * timezone is opened, a constant unit checked, a constant regex compiled once
+ * and kept in the node (a pcre2_code is only read while matching).
  * Parsing validates argument counts and variable names (a parse-time scope
  * stack resolves "$$x" references; an undefined one is refused), so
  * evaluation never re-reads the source BSON.
@@ -25,6 +30,14 @@
  * int32 results that overflow become int64, int64 results that overflow
  * become double. Decimal128 is approximated by computing in double and
  * converting back (libbson has no decimal arithmetic).
+ *
+ * Dates. Date operators break a date down in a time zone (doc/tz.h: an
+ * Olson name read from the system tz database, or a fixed offset) into local
+ * parts over an int64 proleptic Gregorian calendar, and build dates back
+ * from local parts (out-of-range parts carry, as MongoDB's timelib does).
+ * A constant timezone argument is opened once, at parse time, and kept in the
+ * node (e->tz); one computed per document is opened for that evaluation.
+ * Their argument order, null handling and error codes follow MongoDB 8.0.
  *
  * Ambient variables. $lookup's "let" variables are defined outside any
  * expression: the caller installs a thread-local chain of mf_expr_vars_t
@@ -54,6 +67,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "doc/sort.h"
+#include "doc/tz.h"
 #include "doc/value.h"
 
 /* ------------------------------------------------------------------------ */
@@ -78,16 +93,21 @@ enum op_id {
     OP_TYPE, OP_TOSTRING, OP_TOINT, OP_TOLONG, OP_TODOUBLE, OP_TODECIMAL, OP_TOBOOL,
     OP_TODATE, OP_TOOBJECTID, OP_CONVERT, OP_ISNUMBER,
     OP_YEAR, OP_MONTH, OP_DAYOFMONTH, OP_HOUR, OP_MINUTE, OP_SECOND, OP_MILLISECOND,
-    OP_DAYOFWEEK, OP_DAYOFYEAR, OP_DATETOSTRING, OP_DATETRUNC, OP_DATEADD, OP_DATESUBTRACT, OP_DATEDIFF,
+    OP_DAYOFWEEK, OP_DAYOFYEAR, OP_WEEK, OP_ISOWEEK, OP_ISOWEEKYEAR, OP_ISODAYOFWEEK,
+    OP_DATEFROMPARTS, OP_DATETOPARTS, OP_DATEFROMSTRING, OP_DATETOSTRING, OP_DATETRUNC, OP_DATEADD, OP_DATESUBTRACT, OP_DATEDIFF,
     OP_MERGEOBJECTS, OP_OBJECTTOARRAY, OP_ARRAYTOOBJECT,
     OP_SETUNION, OP_SETINTERSECTION, OP_SETDIFFERENCE, OP_SETISSUBSET, OP_SETEQUALS,
-    OP_ANYELEMENTTRUE, OP_ALLELEMENTSTRUE, OP_GETFIELD, OP_REGEXMATCH, OP_LET,
+    OP_ANYELEMENTTRUE, OP_ALLELEMENTSTRUE, OP_GETFIELD, OP_SETFIELD, OP_UNSETFIELD, OP_SORTARRAY, OP_ZIP, OP_BITAND, OP_BITOR, OP_BITXOR, OP_BITNOT,
+    OP_TSSECOND, OP_TSINCREMENT, OP_TOUUID, OP_RAND, OP_MEDIAN, OP_PERCENTILE, OP_SIGMOID, OP_REGEXMATCH, OP_REGEXFIND, OP_REGEXFINDALL,
+    OP_REPLACEONE, OP_REPLACEALL, OP_LET,
     OP_LITERAL,
 };
 
 /* How an operator's arguments are written. */
 enum argform { A_POS, A_COND, A_SWITCH, A_MAP, A_FILTER, A_REDUCE, A_LET, A_CONVERT, A_TRIM,
-               A_DATETOSTRING, A_REGEX, A_GETFIELD, A_DATEPART, A_LITERAL, A_DATEARITH };
+               A_DATETOSTRING, A_REGEX, A_GETFIELD, A_DATEPART, A_LITERAL, A_DATEARITH,
+               A_DATEFROMPARTS, A_DATETOPARTS, A_DATEFROMSTRING, A_REPLACE,
+               A_SETFIELD, A_SORTARRAY, A_ZIP, A_RAND, A_QUANTILE, A_SIGMOID };
 
 typedef struct op_def {
     const char *name;
@@ -136,6 +156,11 @@ static const op_def_t OPS[] = {
     {"$minute", OP_MINUTE, A_DATEPART, 1, 1}, {"$second", OP_SECOND, A_DATEPART, 1, 1},
     {"$millisecond", OP_MILLISECOND, A_DATEPART, 1, 1},
     {"$dayOfWeek", OP_DAYOFWEEK, A_DATEPART, 1, 1}, {"$dayOfYear", OP_DAYOFYEAR, A_DATEPART, 1, 1},
+    {"$week", OP_WEEK, A_DATEPART, 1, 1}, {"$isoWeek", OP_ISOWEEK, A_DATEPART, 1, 1},
+    {"$isoWeekYear", OP_ISOWEEKYEAR, A_DATEPART, 1, 1}, {"$isoDayOfWeek", OP_ISODAYOFWEEK, A_DATEPART, 1, 1},
+    {"$dateFromParts", OP_DATEFROMPARTS, A_DATEFROMPARTS, 0, 0},
+    {"$dateToParts", OP_DATETOPARTS, A_DATETOPARTS, 0, 0},
+    {"$dateFromString", OP_DATEFROMSTRING, A_DATEFROMSTRING, 0, 0},
     {"$dateToString", OP_DATETOSTRING, A_DATETOSTRING, 0, 0},
     {"$dateTrunc", OP_DATETRUNC, A_DATEARITH, 0, 0}, {"$dateAdd", OP_DATEADD, A_DATEARITH, 0, 0},
     {"$dateSubtract", OP_DATESUBTRACT, A_DATEARITH, 0, 0}, {"$dateDiff", OP_DATEDIFF, A_DATEARITH, 0, 0},
@@ -147,7 +172,16 @@ static const op_def_t OPS[] = {
     {"$setEquals", OP_SETEQUALS, A_POS, 2, -1},
     {"$anyElementTrue", OP_ANYELEMENTTRUE, A_POS, 1, 1},
     {"$allElementsTrue", OP_ALLELEMENTSTRUE, A_POS, 1, 1},
-    {"$getField", OP_GETFIELD, A_GETFIELD, 0, 0}, {"$regexMatch", OP_REGEXMATCH, A_REGEX, 0, 0},
+    {"$getField", OP_GETFIELD, A_GETFIELD, 0, 0}, {"$setField", OP_SETFIELD, A_SETFIELD, 0, 0},
+    {"$unsetField", OP_UNSETFIELD, A_SETFIELD, 0, 0}, {"$sortArray", OP_SORTARRAY, A_SORTARRAY, 0, 0},
+    {"$zip", OP_ZIP, A_ZIP, 0, 0},
+    {"$bitAnd", OP_BITAND, A_POS, 0, -1}, {"$bitOr", OP_BITOR, A_POS, 0, -1}, {"$bitXor", OP_BITXOR, A_POS, 0, -1},
+    {"$bitNot", OP_BITNOT, A_POS, 1, 1}, {"$tsSecond", OP_TSSECOND, A_POS, 1, 1},
+    {"$tsIncrement", OP_TSINCREMENT, A_POS, 1, 1}, {"$toUUID", OP_TOUUID, A_POS, 1, 1},
+    {"$rand", OP_RAND, A_RAND, 0, 0}, {"$median", OP_MEDIAN, A_QUANTILE, 0, 0},
+    {"$percentile", OP_PERCENTILE, A_QUANTILE, 0, 0}, {"$sigmoid", OP_SIGMOID, A_SIGMOID, 0, 0}, {"$regexMatch", OP_REGEXMATCH, A_REGEX, 0, 0},
+    {"$regexFind", OP_REGEXFIND, A_REGEX, 0, 0}, {"$regexFindAll", OP_REGEXFINDALL, A_REGEX, 0, 0},
+    {"$replaceOne", OP_REPLACEONE, A_REPLACE, 0, 0}, {"$replaceAll", OP_REPLACEALL, A_REPLACE, 0, 0},
     {"$let", OP_LET, A_LET, 0, 0}, {"$literal", OP_LITERAL, A_LITERAL, 0, 0},
     {NULL, 0, 0, 0, 0},
 };
@@ -164,7 +198,14 @@ struct mf_expr {
     size_t nargs;
     char **keys;        /* K_OBJ field names; $let variable names (owned) */
     size_t nkeys;
-    int tz_offset;      /* not used at parse; reserved */
+    mf_tz_t *tz;        /* K_OP with a constant timezone argument: the zone, opened at parse (owned) */
+    mf_sort_t *sort;    /* $sortArray by a document pattern (owned) */
+    size_t ninputs;     /* $zip: args[0..ninputs) are the inputs, the rest the defaults */
+    bool flag;          /* $zip useLongestLength; $sortArray descending whole values */
+    double *ps;         /* $percentile: the p values (owned) */
+    pcre2_code *re;     /* $regex*: the regex, compiled at parse when regex and options are constants (owned;
+                           matching only reads it) */
+    size_t nps;
 };
 
 /* A parse-time scope of user variable names. */
@@ -685,6 +726,41 @@ to_string(const bson_value_t *v, bson_value_t *o)
     return true;
 }
 
+/* value_str: a short rendering of v for error messages. */
+static void
+value_str(const bson_value_t *v, char *buf, size_t n)
+{
+    bson_value_t s;
+    if (v->value_type == BSON_TYPE_UTF8) {
+        snprintf(buf, n, "\"%s\"", v->value.v_utf8.str);
+    } else if (to_string(v, &s)) {
+        snprintf(buf, n, "%s", s.value.v_utf8.str);
+        mf_value_free(&s);
+    } else {
+        snprintf(buf, n, "%s", tname(v));
+    }
+}
+
+/* integral64: MongoDB's Value::integral64Bit: an integer, or a double/decimal with an integral value in int64 range. */
+static bool
+integral64(const bson_value_t *v, int64_t *out)
+{
+    double d;
+    switch (v->value_type) {
+    case BSON_TYPE_INT32: *out = v->value.v_int32; return true;
+    case BSON_TYPE_INT64: *out = v->value.v_int64; return true;
+    case BSON_TYPE_DOUBLE:
+    case BSON_TYPE_DECIMAL128:
+        d = as_dbl(v);
+        if (!isfinite(d) || d != floor(d) || d < -9223372036854775808.0 || d >= 9223372036854775808.0)
+            return false;
+        *out = (int64_t)d;
+        return true;
+    default:
+        return false;
+    }
+}
+
 /* coerce_str: $toLower/$substr argument rule: nullish → "", else to_string or 16007. */
 static int
 coerce_str(ctx_t *c, const bson_value_t *v, bson_value_t *o)
@@ -758,6 +834,7 @@ u8decode(const char *s, size_t n, int *len)
 /* Parsing                                                                  */
 /* ------------------------------------------------------------------------ */
 
+static int rx_compile(const char *op, mf_error_t *err, const bson_value_t *rv, const bson_value_t *ov, pcre2_code **re);
 static mf_expr_t *parse(const bson_value_t *v, const scope_t *sc, mf_error_t *err);
 
 static mf_expr_t *
@@ -785,6 +862,10 @@ mf_expr_free(mf_expr_t *e)
     for (size_t i = 0; i < e->nkeys; i++)
         bson_free(e->keys[i]);
     bson_free(e->keys);
+    mf_tz_free(e->tz);
+    mf_sort_free(e->sort);
+    bson_free(e->ps);
+    pcre2_code_free(e->re);
     bson_free(e);
 }
 
@@ -961,6 +1042,36 @@ named_form(mf_expr_t *e, const bson_value_t *v, const char *const *names, const 
     return 0;
 }
 
+/*
+ * named_args: like named_form (v is a document), with MongoDB's code for an
+ * unknown key: "Unrecognized argument to <op>: <key><suffix>".
+ */
+static int
+named_args(mf_expr_t *e, const bson_value_t *v, const char *const *names, const scope_t *sc, mf_error_t *err,
+           int code_unknown, const char *suffix)
+{
+    bson_iter_t it;
+    size_t nn = 0;
+
+    while (names[nn])
+        nn++;
+    while (e->nargs < nn)
+        add_arg(e, NULL);
+    bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        size_t i;
+        for (i = 0; i < nn; i++)
+            if (strcmp(names[i], k) == 0)
+                break;
+        if (i == nn)
+            return mf_err_set(err, code_unknown, "Unrecognized argument to %s: %s%s", e->op->name, k, suffix);
+        if (parse_slot(e, i, &it, sc, err) < 0)
+            return -1;
+    }
+    return 0;
+}
+
 static int
 require(mf_expr_t *e, size_t slot, const char *what, mf_error_t *err)
 {
@@ -1030,12 +1141,33 @@ parse_op(mf_expr_t *e, const bson_value_t *arg, const scope_t *sc, mf_error_t *e
         }
         if (op->form == A_DATEPART && arg->value_type == BSON_TYPE_DOCUMENT) {
             bson_iter_init_from_data(&it, arg->value.v_doc.data, arg->value.v_doc.data_len);
-            if (bson_iter_next(&it) && bson_iter_key(&it)[0] != '$') {
-                static const char *const names[] = {"date", "timezone", NULL};
-                if (named_form(e, arg, names, sc, err) < 0)
-                    return -1;
-                return require(e, 0, "date", err);
+            if (!bson_iter_next(&it) || bson_iter_key(&it)[0] != '$') {
+                /* {date, timezone} */
+                add_arg(e, NULL);
+                add_arg(e, NULL);
+                bson_iter_init_from_data(&it, arg->value.v_doc.data, arg->value.v_doc.data_len);
+                while (bson_iter_next(&it)) {
+                    const char *k = bson_iter_key(&it);
+                    int slot = strcmp(k, "date") == 0 ? 0 : strcmp(k, "timezone") == 0 ? 1 : -1;
+                    if (slot < 0)
+                        return mf_err_set(err, MF_E_Location40535, "unrecognized option to %s: \"%s\"", op->name, k);
+                    if (parse_slot(e, (size_t)slot, &it, sc, err) < 0)
+                        return -1;
+                }
+                if (e->args[0] == NULL)
+                    return mf_err_set(err, MF_E_Location40539, "missing 'date' argument to %s, provided: %s: {...}",
+                                      op->name, op->name);
+                return 0;
             }
+        }
+        if (op->form == A_DATEPART && arg->value_type == BSON_TYPE_ARRAY) {
+            uint32_t n = 0;
+            bson_iter_init_from_data(&it, arg->value.v_doc.data, arg->value.v_doc.data_len);
+            while (bson_iter_next(&it))
+                n++;
+            if (n != 1)
+                return mf_err_set(err, MF_E_Location40536,
+                                  "%s accepts exactly one argument if given an array, but was given %u", op->name, n);
         }
         if (arg->value_type == BSON_TYPE_ARRAY) {
             bson_iter_init_from_data(&it, arg->value.v_doc.data, arg->value.v_doc.data_len);
@@ -1243,9 +1375,50 @@ parse_op(mf_expr_t *e, const bson_value_t *arg, const scope_t *sc, mf_error_t *e
     }
     case A_DATETOSTRING: {
         static const char *const names[] = {"date", "format", "timezone", "onNull", NULL};
-        if (named_form(e, arg, names, sc, err) < 0)
+        if (arg->value_type != BSON_TYPE_DOCUMENT)
+            return mf_err_set(err, MF_E_Location18629, "$dateToString only supports an object as its argument");
+        if (named_args(e, arg, names, sc, err, MF_E_Location18534, "") < 0)
             return -1;
-        return require(e, 0, "date", err);
+        if (e->args[0] == NULL)
+            return mf_err_set(err, MF_E_Location18628, "Missing 'date' parameter to $dateToString");
+        return 0;
+    }
+    case A_DATETOPARTS: {
+        static const char *const names[] = {"date", "timezone", "iso8601", NULL};
+        if (arg->value_type != BSON_TYPE_DOCUMENT)
+            return mf_err_set(err, MF_E_Location40524, "$dateToParts only supports an object as its argument");
+        if (named_args(e, arg, names, sc, err, MF_E_Location40520, "") < 0)
+            return -1;
+        if (e->args[0] == NULL)
+            return mf_err_set(err, MF_E_Location40522, "Missing 'date' parameter to $dateToParts");
+        return 0;
+    }
+    case A_DATEFROMSTRING: {
+        static const char *const names[] = {"dateString", "timezone", "format", "onNull", "onError", NULL};
+        if (arg->value_type != BSON_TYPE_DOCUMENT)
+            return mf_err_set(err, MF_E_Location40540, "$dateFromString only supports an object as an argument, found: %s",
+                              tname(arg));
+        if (named_args(e, arg, names, sc, err, MF_E_Location40541, "") < 0)
+            return -1;
+        if (e->args[0] == NULL)
+            return mf_err_set(err, MF_E_Location40542, "Missing 'dateString' parameter to $dateFromString");
+        return 0;
+    }
+    case A_DATEFROMPARTS: {
+        static const char *const names[] = {"year", "month", "day", "hour", "minute", "second", "millisecond",
+                                            "isoWeekYear", "isoWeek", "isoDayOfWeek", "timezone", NULL};
+        if (arg->value_type != BSON_TYPE_DOCUMENT)
+            return mf_err_set(err, MF_E_Location40519, "$dateFromParts only supports an object as its argument");
+        if (named_args(e, arg, names, sc, err, MF_E_Location40518, "") < 0)
+            return -1;
+        bool natural = e->args[0] || e->args[1] || e->args[2], iso = e->args[7] || e->args[8] || e->args[9];
+        if (!e->args[0] && !e->args[7])
+            return mf_err_set(err, MF_E_Location40516, "$dateFromParts requires either 'year' or 'isoWeekYear' to be present");
+        if (e->args[0] && iso)
+            return mf_err_set(err, MF_E_Location40489, "$dateFromParts does not allow mixing natural dates with ISO dates");
+        if (e->args[7] && natural)
+            return mf_err_set(err, MF_E_Location40525, "$dateFromParts does not allow mixing ISO dates with natural dates");
+        return 0;
     }
     case A_DATEARITH: {
         /* Slots: $dateTrunc {date, unit, binSize, timezone, startOfWeek}; $dateAdd / $dateSubtract
@@ -1253,50 +1426,422 @@ parse_op(mf_expr_t *e, const bson_value_t *arg, const scope_t *sc, mf_error_t *e
         static const char *const trunc_names[] = {"date", "unit", "binSize", "timezone", "startOfWeek", NULL};
         static const char *const add_names[] = {"startDate", "unit", "amount", "timezone", NULL};
         static const char *const diff_names[] = {"startDate", "endDate", "unit", "timezone", "startOfWeek", NULL};
-        const char *const *names = op->id == OP_DATETRUNC ? trunc_names : op->id == OP_DATEDIFF ? diff_names : add_names;
-        if (arg->value_type != BSON_TYPE_DOCUMENT)
-            return mf_err_set(err, MF_E_FailedToParse, "%s only supports an object as its argument", op->name);
-        if (named_form(e, arg, names, sc, err) < 0)
-            return -1;
-        for (int i = 0; i < (op->id == OP_DATETRUNC ? 2 : 3); i++)
-            if (require(e, (size_t)i, names[i], err) < 0)
+        if (op->id == OP_DATETRUNC) {
+            if (arg->value_type != BSON_TYPE_DOCUMENT)
+                return mf_err_set(err, MF_E_Location5439007, "$dateTrunc only supports an object as its argument");
+            if (named_args(e, arg, trunc_names, sc, err, MF_E_Location5439008,
+                           ". Expected arguments date, unit, and optionally, binSize, timezone, startOfWeek") < 0)
                 return -1;
+            if (e->args[0] == NULL)
+                return mf_err_set(err, MF_E_Location5439009, "Missing 'date' parameter to $dateTrunc");
+            if (e->args[1] == NULL)
+                return mf_err_set(err, MF_E_Location5439010, "Missing 'unit' parameter to $dateTrunc");
+        } else if (op->id == OP_DATEDIFF) {
+            if (arg->value_type != BSON_TYPE_DOCUMENT)
+                return mf_err_set(err, MF_E_Location5166301, "$dateDiff only supports an object as its argument");
+            if (named_args(e, arg, diff_names, sc, err, MF_E_Location5166302, "") < 0)
+                return -1;
+            if (e->args[0] == NULL)
+                return mf_err_set(err, MF_E_Location5166303, "Missing 'startDate' parameter to $dateDiff");
+            if (e->args[1] == NULL)
+                return mf_err_set(err, MF_E_Location5166304, "Missing 'endDate' parameter to $dateDiff");
+            if (e->args[2] == NULL)
+                return mf_err_set(err, MF_E_Location5166305, "Missing 'unit' parameter to $dateDiff");
+        } else {
+            if (arg->value_type != BSON_TYPE_DOCUMENT)
+                return mf_err_set(err, MF_E_Location5166400, "%s expects an object as its argument", op->name);
+            if (named_args(e, arg, add_names, sc, err, MF_E_Location5166401,
+                           ". Expected arguments are startDate, unit, amount, and optionally timezone.") < 0)
+                return -1;
+            if (!e->args[0] || !e->args[1] || !e->args[2])
+                return mf_err_set(err, MF_E_Location5166402, "%s requires startDate, unit, and amount to be present",
+                                  op->name);
+        }
         return 0;
     }
     case A_REGEX: {
-        static const char *const names[] = {"input", "regex", "options", NULL};
-        if (named_form(e, arg, names, sc, err) < 0)
-            return -1;
-        if (require(e, 0, "input", err) < 0 || require(e, 1, "regex", err) < 0)
-            return -1;
+        if (arg->value_type != BSON_TYPE_DOCUMENT)
+            return mf_err_set(err, MF_E_Location51103, "%s expects an object of named arguments but found: %s",
+                              op->name, tname(arg));
+        while (e->nargs < 3)
+            add_arg(e, NULL);
+        bson_iter_init_from_data(&it, arg->value.v_doc.data, arg->value.v_doc.data_len);
+        while (bson_iter_next(&it)) {
+            const char *k = bson_iter_key(&it);
+            int slot = strcmp(k, "input") == 0 ? 0 : strcmp(k, "regex") == 0 ? 1 : strcmp(k, "options") == 0 ? 2 : -1;
+            if (slot < 0)
+                return mf_err_set(err, MF_E_Location31024, "%s found an unknown argument: %s", op->name, k);
+            if (parse_slot(e, (size_t)slot, &it, sc, err) < 0)
+                return -1;
+        }
+        if (e->args[0] == NULL)
+            return mf_err_set(err, MF_E_Location31022, "%s requires 'input' parameter", op->name);
+        if (e->args[1] == NULL)
+            return mf_err_set(err, MF_E_Location31023, "%s requires 'regex' parameter", op->name);
+        if (e->args[1]->kind == K_LIT && (e->args[2] == NULL || e->args[2]->kind == K_LIT)) {
+            /* constant regex and options: validated and compiled once, as MongoDB's precompileRegex */
+            bson_value_t none;
+            set_null(&none);
+            return rx_compile(op->name, err, &e->args[1]->lit, e->args[2] ? &e->args[2]->lit : &none, &e->re);
+        }
+        return 0;
+    }
+    case A_REPLACE: {
+        if (arg->value_type != BSON_TYPE_DOCUMENT)
+            return mf_err_set(err, MF_E_Location51751, "%s requires an object as an argument, found: %s", op->name,
+                              tname(arg));
+        while (e->nargs < 3)
+            add_arg(e, NULL);
+        bson_iter_init_from_data(&it, arg->value.v_doc.data, arg->value.v_doc.data_len);
+        while (bson_iter_next(&it)) {
+            const char *k = bson_iter_key(&it);
+            int slot = strcmp(k, "input") == 0 ? 0 : strcmp(k, "find") == 0 ? 1 : strcmp(k, "replacement") == 0 ? 2 : -1;
+            if (slot < 0)
+                return mf_err_set(err, MF_E_Location51750, "%s found an unknown argument: %s", op->name, k);
+            if (parse_slot(e, (size_t)slot, &it, sc, err) < 0)
+                return -1;
+        }
+        if (e->args[0] == NULL)
+            return mf_err_set(err, MF_E_Location51749, "%s requires 'input' to be specified", op->name);
+        if (e->args[1] == NULL)
+            return mf_err_set(err, MF_E_Location51748, "%s requires 'find' to be specified", op->name);
+        if (e->args[2] == NULL)
+            return mf_err_set(err, MF_E_Location51747, "%s requires 'replacement' to be specified", op->name);
         return 0;
     }
     case A_GETFIELD: {
-        static const char *const names[] = {"field", "input", NULL};
-        if (arg->value_type != BSON_TYPE_DOCUMENT) {
-            add_arg(e, parse(arg, sc, err));
-            if (e->args[0] == NULL)
-                return -1;
-            add_arg(e, NULL);
-        } else {
+        /* slots: field, input (NULL: $$CURRENT) */
+        add_arg(e, NULL);
+        add_arg(e, NULL);
+        bool current = false;
+        if (arg->value_type == BSON_TYPE_DOCUMENT) {
             bson_iter_init_from_data(&it, arg->value.v_doc.data, arg->value.v_doc.data_len);
-            if (bson_iter_next(&it) && bson_iter_key(&it)[0] == '$') {
-                add_arg(e, parse(arg, sc, err));
-                if (e->args[0] == NULL)
-                    return -1;
-                add_arg(e, NULL);
-            } else if (named_form(e, arg, names, sc, err) < 0 || require(e, 0, "field", err) < 0) {
+            while (bson_iter_next(&it)) {
+                const char *k = bson_iter_key(&it);
+                if (e->args[0] == NULL && e->args[1] == NULL && k[0] == '$') {
+                    /* an expression: the field name, read from $$CURRENT */
+                    if ((e->args[0] = parse(arg, sc, err)) == NULL)
+                        return -1;
+                    current = true;
+                    break;
+                } else if (strcmp(k, "field") == 0) {
+                    if (parse_slot(e, 0, &it, sc, err) < 0)
+                        return -1;
+                } else if (strcmp(k, "input") == 0) {
+                    if (parse_slot(e, 1, &it, sc, err) < 0)
+                        return -1;
+                } else {
+                    return mf_err_set(err, MF_E_Location3041701, "$getField found an unknown argument: %s", k);
+                }
+            }
+        } else {
+            if ((e->args[0] = parse(arg, sc, err)) == NULL)
                 return -1;
+            current = true;
+        }
+        if (e->args[0] == NULL)
+            return mf_err_set(err, MF_E_Location3041702, "$getField requires 'field' to be specified");
+        if (e->args[1] == NULL && !current)
+            return mf_err_set(err, MF_E_Location3041703, "$getField requires 'input' to be specified");
+        const mf_expr_t *f = e->args[0];
+        if (f->kind == K_OP && f->op->id == OP_LITERAL)
+            f = f->args[0];
+        if (f->kind == K_LIT && f->lit.value_type != BSON_TYPE_UTF8)
+            return mf_err_set(err, MF_E_Location3041704, "$getField requires 'field' to evaluate to type String, but got %s",
+                              tname(&f->lit));
+        return 0;
+    }
+    case A_SETFIELD: {
+        /* slots: field, input, value ($unsetField: no value, the field is removed) */
+        bool set = op->id == OP_SETFIELD;
+        if (arg->value_type != BSON_TYPE_DOCUMENT)
+            return mf_err_set(err, MF_E_Location4161100, "%s only supports an object as its argument", op->name);
+        add_arg(e, NULL);
+        add_arg(e, NULL);
+        add_arg(e, NULL);
+        bson_iter_init_from_data(&it, arg->value.v_doc.data, arg->value.v_doc.data_len);
+        while (bson_iter_next(&it)) {
+            const char *k = bson_iter_key(&it);
+            int slot = strcmp(k, "field") == 0 ? 0 : strcmp(k, "input") == 0 ? 1 : set && strcmp(k, "value") == 0 ? 2 : -1;
+            if (slot < 0)
+                return mf_err_set(err, MF_E_Location4161101, "%s found an unknown argument: %s", op->name, k);
+            if (parse_slot(e, (size_t)slot, &it, sc, err) < 0)
+                return -1;
+        }
+        if (e->args[0] == NULL)
+            return mf_err_set(err, MF_E_Location4161102, "%s requires 'field' to be specified", op->name);
+        if (set && e->args[2] == NULL)
+            return mf_err_set(err, MF_E_Location4161103, "%s requires 'value' to be specified", op->name);
+        if (e->args[1] == NULL)
+            return mf_err_set(err, MF_E_Location4161109, "%s requires 'input' to be specified", op->name);
+        mf_expr_t *f = e->args[0];
+        if (f->kind == K_OP && f->op->id == OP_LITERAL) /* {$literal: ...} is a constant */
+            f = f->args[0];
+        if (f->kind == K_FIELD || f->kind == K_VAR) {
+            bson_iter_init_from_data(&it, arg->value.v_doc.data, arg->value.v_doc.data_len);
+            bson_iter_find(&it, "field");
+            const char *fp = BSON_ITER_HOLDS_UTF8(&it) ? bson_iter_utf8(&it, NULL) : "";
+            return mf_err_set(err, MF_E_Location4161108,
+                              "'%s' is a field path reference which is not allowed in this context. Did you mean {$literal: '%s'}?",
+                              fp, fp);
+        }
+        if (f->kind != K_LIT)
+            return mf_err_set(err, MF_E_Location4161106,
+                              "%s requires 'field' to evaluate to a constant, but got a non-constant argument", op->name);
+        if (f->lit.value_type != BSON_TYPE_UTF8)
+            return mf_err_set(err, MF_E_Location4161107, "%s requires 'field' to evaluate to type String, but got %s",
+                              op->name, tname(&f->lit));
+        e->name = bson_strndup(f->lit.value.v_utf8.str, f->lit.value.v_utf8.len);
+        return 0;
+    }
+    case A_SORTARRAY: {
+        bool have_sort = false;
+        bson_iter_t sb;
+        if (arg->value_type != BSON_TYPE_DOCUMENT)
+            return mf_err_set(err, MF_E_Location2942500, "$sortArray requires an object as an argument, found: %s",
+                              tname(arg));
+        add_arg(e, NULL);
+        bson_iter_init_from_data(&it, arg->value.v_doc.data, arg->value.v_doc.data_len);
+        while (bson_iter_next(&it)) {
+            const char *k = bson_iter_key(&it);
+            if (strcmp(k, "input") == 0) {
+                if (parse_slot(e, 0, &it, sc, err) < 0)
+                    return -1;
+            } else if (strcmp(k, "sortBy") == 0) {
+                have_sort = true;
+                sb = it;
+            } else {
+                return mf_err_set(err, MF_E_Location2942501, "$sortArray found an unknown argument: %s", k);
             }
         }
-        if (e->args[0]->kind != K_LIT || e->args[0]->lit.value_type != BSON_TYPE_UTF8)
-            return mf_err_set(err, MF_E_FailedToParse,
-                              "$getField requires 'field' to evaluate to a constant string");
+        if (e->args[0] == NULL)
+            return mf_err_set(err, MF_E_Location2942502, "$sortArray requires 'input' to be specified");
+        if (!have_sort)
+            return mf_err_set(err, MF_E_Location2942503, "$sortArray requires 'sortBy' to be specified");
+        const bson_value_t *sv = bson_iter_value(&sb);
+        if (is_num(sv)) {
+            double d = as_dbl(sv);
+            if (d != 1 && d != -1)
+                return mf_err_set(err, MF_E_Location2942506, "The $sort element value must be either 1 or -1");
+            e->flag = d == -1;
+            return 0;
+        }
+        if (sv->value_type != BSON_TYPE_DOCUMENT)
+            return mf_err_set(err, MF_E_Location2942505, "$sortArray requires sortBy to be either 1, -1 or an object, found: %s",
+                              tname(sv));
+        bson_t spec;
+        bson_iter_t si;
+        if (!bson_init_static(&spec, sv->value.v_doc.data, sv->value.v_doc.data_len) || bson_count_keys(&spec) == 0)
+            return mf_err_set(err, MF_E_Location15976, "$sort stage must have at least one sort key");
+        bson_iter_init(&si, &spec);
+        while (bson_iter_next(&si)) {
+            const bson_value_t *d = bson_iter_value(&si);
+            if (!is_num(d))
+                return mf_err_set(err, MF_E_Location15974, "Illegal key in $sort specification: %s", bson_iter_key(&si));
+            if (as_dbl(d) != 1 && as_dbl(d) != -1)
+                return mf_err_set(err, MF_E_Location15975,
+                                  "$sort key ordering must be 1 (for ascending) or -1 (for descending)");
+        }
+        e->sort = mf_sort_new(&spec, err);
+        return e->sort ? 0 : -1;
+    }
+    case A_ZIP: {
+        bool have_inputs = false, longest = false;
+        bson_iter_t sub;
+        mf_expr_t **defs = NULL;
+        size_t nd = 0;
+        int rc = 0;
+        if (arg->value_type != BSON_TYPE_DOCUMENT)
+            return mf_err_set(err, MF_E_Location34460, "$zip only supports an object as an argument, found %s", tname(arg));
+        bson_iter_init_from_data(&it, arg->value.v_doc.data, arg->value.v_doc.data_len);
+        while (rc == 0 && bson_iter_next(&it)) {
+            const char *k = bson_iter_key(&it);
+            if (strcmp(k, "inputs") == 0) {
+                if (!BSON_ITER_HOLDS_ARRAY(&it)) {
+                    rc = mf_err_set(err, MF_E_Location34461, "inputs must be an array of expressions, found %s",
+                                    mf_type_name(bson_iter_type(&it)));
+                    break;
+                }
+                have_inputs = true;
+                bson_iter_recurse(&it, &sub);
+                while (bson_iter_next(&sub))
+                    if (parse_slot(e, e->nargs, &sub, sc, err) < 0) {
+                        rc = -1;
+                        break;
+                    }
+            } else if (strcmp(k, "defaults") == 0) {
+                if (!BSON_ITER_HOLDS_ARRAY(&it)) {
+                    rc = mf_err_set(err, MF_E_Location34462, "defaults must be an array of expressions, found %s",
+                                    mf_type_name(bson_iter_type(&it)));
+                    break;
+                }
+                bson_iter_recurse(&it, &sub);
+                while (bson_iter_next(&sub)) {
+                    mf_expr_t *d = parse(bson_iter_value(&sub), sc, err);
+                    if (d == NULL) {
+                        rc = -1;
+                        break;
+                    }
+                    defs = bson_realloc(defs, (nd + 1) * sizeof *defs);
+                    defs[nd++] = d;
+                }
+            } else if (strcmp(k, "useLongestLength") == 0) {
+                if (!BSON_ITER_HOLDS_BOOL(&it)) {
+                    rc = mf_err_set(err, MF_E_Location34463, "useLongestLength must be a bool, found %s",
+                                    mf_type_name(bson_iter_type(&it)));
+                    break;
+                }
+                longest = bson_iter_bool(&it);
+            } else {
+                rc = mf_err_set(err, MF_E_Location34464, "$zip found an unknown argument: %s", k);
+            }
+        }
+        (void)have_inputs;
+        e->ninputs = e->nargs;
+        e->flag = longest;
+        for (size_t i = 0; i < nd; i++)
+            add_arg(e, defs[i]);
+        bson_free(defs);
+        if (rc < 0)
+            return -1;
+        if (e->ninputs == 0)
+            return mf_err_set(err, MF_E_Location34465, "$zip requires at least one input array");
+        if (!longest && nd > 0)
+            return mf_err_set(err, MF_E_Location34466, "cannot specify defaults unless useLongestLength is true");
+        if (nd > 0 && nd != e->ninputs)
+            return mf_err_set(err, MF_E_Location34467, "defaults and inputs must have the same length");
+        return 0;
+    }
+    case A_RAND: {
+        if (arg->value_type != BSON_TYPE_DOCUMENT && arg->value_type != BSON_TYPE_ARRAY)
+            return mf_err_set(err, MF_E_Location10065, "invalid parameter: expected an object ($rand)");
+        if (arg->value.v_doc.data_len > 5)
+            return mf_err_set(err, MF_E_Location3040501, "$rand does not currently accept arguments");
+        return 0;
+    }
+    case A_QUANTILE: {
+        bool med = op->id == OP_MEDIAN;
+        bool have_p = false, have_m = false;
+        bson_iter_t pi, mi;
+        char buf[160];
+        if (arg->value_type != BSON_TYPE_DOCUMENT) {
+            value_str(arg, buf, sizeof buf);
+            return mf_err_set(err, med ? MF_E_Location7436201 : MF_E_Location7436200,
+                              "specification must be an object; found %s: %s", op->name, buf);
+        }
+        add_arg(e, NULL);
+        bson_iter_init_from_data(&it, arg->value.v_doc.data, arg->value.v_doc.data_len);
+        while (bson_iter_next(&it)) {
+            const char *k = bson_iter_key(&it);
+            if (strcmp(k, "input") == 0) {
+                if (parse_slot(e, 0, &it, sc, err) < 0)
+                    return -1;
+            } else if (!med && strcmp(k, "p") == 0) {
+                have_p = true;
+                pi = it;
+            } else if (strcmp(k, "method") == 0) {
+                have_m = true;
+                mi = it;
+            } else {
+                return mf_err_set(err, MF_E_Location40415, "BSON field '%s.%s' is an unknown field.", op->name, k);
+            }
+        }
+        if (e->args[0] == NULL)
+            return mf_err_set(err, MF_E_Location40414, "BSON field '%s.input' is missing but a required field", op->name);
+        if (!med && !have_p)
+            return mf_err_set(err, MF_E_Location40414, "BSON field '%s.p' is missing but a required field", op->name);
+        if (!have_m)
+            return mf_err_set(err, MF_E_Location40414, "BSON field '%s.method' is missing but a required field", op->name);
+        if (!med) {
+            const bson_value_t *pv = bson_iter_value(&pi);
+            bson_iter_t ai;
+            value_str(pv, buf, sizeof buf);
+            if (pv->value_type != BSON_TYPE_ARRAY || pv->value.v_doc.data_len <= 5)
+                return mf_err_set(err, MF_E_Location7750301,
+                                  "The $percentile 'p' field must be an array of numbers from [0.0, 1.0], but found: %s", buf);
+            bson_iter_recurse(&pi, &ai);
+            while (bson_iter_next(&ai)) {
+                const bson_value_t *x = bson_iter_value(&ai);
+                value_str(x, buf, sizeof buf);
+                if (!is_num(x))
+                    return mf_err_set(err, MF_E_Location7750302,
+                                      "The $percentile 'p' field must be an array of numbers from [0.0, 1.0], but found: %s",
+                                      buf);
+                double d = as_dbl(x);
+                if (!(d >= 0 && d <= 1))
+                    return mf_err_set(err, MF_E_Location7750303,
+                                      "The $percentile 'p' field must be an array of numbers from [0.0, 1.0], but found: %s",
+                                      buf);
+                e->ps = bson_realloc(e->ps, (e->nps + 1) * sizeof *e->ps);
+                e->ps[e->nps++] = d;
+            }
+        }
+        if (!BSON_ITER_HOLDS_UTF8(&mi))
+            return mf_err_set(err, MF_E_TypeMismatch, "BSON field '%s.method' is the wrong type '%s', expected type 'string'",
+                              op->name, mf_type_name(bson_iter_type(&mi)));
+        if (strcmp(bson_iter_utf8(&mi, NULL), "approximate") != 0)
+            return mf_err_set(err, MF_E_BadValue, "Currently only 'approximate' can be used as percentile 'method'.");
         return 0;
     }
     default:
         return mf_err_set(err, MF_E_InternalError, "unhandled operator form");
     }
+}
+
+/* tz_slot: the argument slot holding the timezone, or -1. */
+static int
+tz_slot(int op, int form)
+{
+    switch (form) {
+    case A_DATEPART: return 1;
+    case A_DATEFROMPARTS: return 10;
+    case A_DATETOPARTS: return 1;
+    case A_DATEFROMSTRING: return 1;
+    case A_DATETOSTRING: return 2;
+    case A_DATEARITH: return 3;
+    default: (void)op; return -1;
+    }
+}
+
+/*
+ * parse_constant_args: what MongoDB checks at parse time for the constant
+ * arguments of the date operators (its optimize() pre-parses them): a
+ * constant timezone is opened once and kept in e->tz (40517 when it is not a
+ * string, 40485 when no zone has that name), a constant unit of $dateTrunc,
+ * $dateAdd, $dateSubtract, $dateDiff is checked (5439013, 9).
+ */
+static int parse_unit(ctx_t *c, const char *opname, const bson_value_t *v, int *unit);
+
+static int
+parse_constant_args(mf_expr_t *e, mf_error_t *err)
+{
+    const op_def_t *op = e->op;
+    int ts = tz_slot(op->id, op->form);
+    const mf_expr_t *a;
+    bool ctxmsg = op->id == OP_DATETRUNC || op->id == OP_DATEDIFF;
+
+    if (ts >= 0 && (size_t)ts < e->nargs && (a = e->args[ts]) != NULL && a->kind == K_LIT && !is_nullish(&a->lit)) {
+        if (a->lit.value_type != BSON_TYPE_UTF8)
+            return mf_err_set(err, MF_E_Location40517, "%s%stimezone must evaluate to a string, found %s",
+                              ctxmsg ? op->name : "", ctxmsg ? " parameter 'timezone' value parsing failed :: caused by :: " : "",
+                              tname(&a->lit));
+        e->tz = mf_tz_open(a->lit.value.v_utf8.str);
+        if (e->tz == NULL)
+            return mf_err_set(err, MF_E_Location40485, "%s%sunrecognized time zone identifier: \"%s\"",
+                              ctxmsg ? op->name : "", ctxmsg ? " parameter 'timezone' value parsing failed :: caused by :: " : "",
+                              a->lit.value.v_utf8.str);
+    }
+    if (op->form == A_DATEARITH) {
+        size_t us = op->id == OP_DATEDIFF ? 2 : 1;
+        int unit;
+        ctx_t tmp;
+        memset(&tmp, 0, sizeof tmp);
+        tmp.err = err;
+        if (us < e->nargs && (a = e->args[us]) != NULL && a->kind == K_LIT && !is_nullish(&a->lit) &&
+            parse_unit(&tmp, op->name, &a->lit, &unit) < 0)
+            return -1;
+    }
+    return 0;
 }
 
 static mf_expr_t *
@@ -1325,9 +1870,40 @@ parse_doc(const bson_value_t *v, const scope_t *sc, mf_error_t *err)
             mf_err_set(err, MF_E_InvalidPipelineOperator, "Unrecognized expression '%s'", first);
             return NULL;
         }
+        if (op->id == OP_SIGMOID) {
+            /* MongoDB desugars {$sigmoid: x} into {$divide: [1, {$add: [1, {$exp: {$multiply: [-1, x]}}]}]}. */
+            bson_t d = BSON_INITIALIZER, a1, a2, a3, a4, e1, e2, e3;
+            bson_value_t dv;
+            BSON_APPEND_ARRAY_BEGIN(&d, "$divide", &a1);
+            BSON_APPEND_INT32(&a1, "0", 1);
+            BSON_APPEND_DOCUMENT_BEGIN(&a1, "1", &e1);
+            BSON_APPEND_ARRAY_BEGIN(&e1, "$add", &a2);
+            BSON_APPEND_INT32(&a2, "0", 1);
+            BSON_APPEND_DOCUMENT_BEGIN(&a2, "1", &e2);
+            BSON_APPEND_ARRAY_BEGIN(&e2, "$exp", &a3);
+            BSON_APPEND_DOCUMENT_BEGIN(&a3, "0", &e3);
+            BSON_APPEND_ARRAY_BEGIN(&e3, "$multiply", &a4);
+            BSON_APPEND_INT32(&a4, "0", -1);
+            bson_append_value(&a4, "1", 1, bson_iter_value(&it));
+            bson_append_array_end(&e3, &a4);
+            bson_append_document_end(&a3, &e3);
+            bson_append_array_end(&e2, &a3);
+            bson_append_document_end(&a2, &e2);
+            bson_append_array_end(&e1, &a2);
+            bson_append_document_end(&a1, &e1);
+            bson_append_array_end(&d, &a1);
+            take_bson(&dv, &d, false);
+            e = parse(&dv, sc, err);
+            mf_value_free(&dv);
+            return e;
+        }
         e = node_new(K_OP);
         e->op = op;
         if (parse_op(e, bson_iter_value(&it), sc, err) < 0) {
+            mf_expr_free(e);
+            return NULL;
+        }
+        if (parse_constant_args(e, err) < 0) {
             mf_expr_free(e);
             return NULL;
         }
@@ -1407,6 +1983,8 @@ mf_expr_is_constant(const mf_expr_t *e)
     case K_VAR:
         return false;
     default:
+        if (e->kind == K_OP && (e->op->id == OP_RAND || (e->op->id == OP_GETFIELD && e->args[1] == NULL)))
+            return false; /* $rand; $getField of $$CURRENT */
         for (size_t i = 0; i < e->nargs; i++)
             if (!mf_expr_is_constant(e->args[i]))
                 return false;
@@ -1419,6 +1997,8 @@ mf_expr_is_constant(const mf_expr_t *e)
 /* ------------------------------------------------------------------------ */
 
 static int ev(const mf_expr_t *e, ctx_t *c, bson_value_t *o);
+struct mf_tz;
+static int date_from_string(ctx_t *c, const char *str, const char *fmt, const mf_tz_t *z, bool tz_given, int64_t *ms);
 
 /*
  * walk_path: the aggregation field-path rule. Documents are descended by
@@ -1524,37 +2104,6 @@ get_date(const bson_value_t *v, int64_t *ms)
     default:
         return false;
     }
-}
-
-/* parse_tz: "UTC", "GMT", "Z", "+hh", "+hhmm", "+hh:mm" → minutes east of UTC. */
-static int
-parse_tz(ctx_t *c, const bson_value_t *v, int *minutes)
-{
-    const char *s;
-    int h = 0, m = 0, sign = 1;
-
-    *minutes = 0;
-    if (v->value_type != BSON_TYPE_UTF8)
-        return mf_err_set(c->err, MF_E_Location40485, "timezone must evaluate to a string, found %s", tname(v));
-    s = v->value.v_utf8.str;
-    if (strcmp(s, "UTC") == 0 || strcmp(s, "GMT") == 0 || strcmp(s, "Z") == 0 || strcmp(s, "Etc/UTC") == 0 ||
-        strcmp(s, "Etc/GMT") == 0)
-        return 0;
-    if (s[0] == '+' || s[0] == '-') {
-        sign = s[0] == '-' ? -1 : 1;
-        size_t l = strlen(s + 1);
-        if (l == 2 && isdigit((unsigned char)s[1]) && isdigit((unsigned char)s[2])) {
-            h = (s[1] - '0') * 10 + (s[2] - '0');
-        } else if (l == 4 && sscanf(s + 1, "%2d%2d", &h, &m) == 2) {
-        } else if (l == 5 && s[3] == ':' && sscanf(s + 1, "%2d:%2d", &h, &m) == 2) {
-        } else {
-            goto bad;
-        }
-        *minutes = sign * (h * 60 + m);
-        return 0;
-    }
-bad:
-    return mf_err_set(c->err, MF_E_Location40485, "unrecognized time zone identifier: \"%s\"", s);
 }
 
 /* ---- arithmetic ---- */
@@ -2211,74 +2760,6 @@ parse_double_str(const char *s, double *out)
     return true;
 }
 
-/* parse_date_str: ISO-8601 "YYYY-MM-DD[(T| )HH:MM[:SS[.mmm]]][Z|±hh[:mm]]". */
-static bool
-parse_date_str(const char *s, int64_t *ms)
-{
-    int Y, M, D, h = 0, m = 0, sec = 0, milli = 0, n = 0, tz = 0;
-    struct tm tm;
-
-    if (sscanf(s, "%4d-%2d-%2d%n", &Y, &M, &D, &n) != 3 || n != 10)
-        return false;
-    s += n;
-    if (*s == 'T' || *s == ' ') {
-        s++;
-        if (sscanf(s, "%2d:%2d%n", &h, &m, &n) != 2 || n != 5)
-            return false;
-        s += n;
-        if (*s == ':') {
-            if (sscanf(s + 1, "%2d%n", &sec, &n) != 1 || n != 2)
-                return false;
-            s += 3;
-            if (*s == '.') {
-                int digits = 0;
-                s++;
-                milli = 0;
-                while (isdigit((unsigned char)*s)) {
-                    if (digits < 3) {
-                        milli = milli * 10 + (*s - '0');
-                        digits++;
-                    }
-                    s++;
-                }
-                if (digits == 0)
-                    return false;
-                while (digits < 3) {
-                    milli *= 10;
-                    digits++;
-                }
-            }
-        }
-        if (*s == 'Z') {
-            s++;
-        } else if (*s == '+' || *s == '-') {
-            int sign = *s == '-' ? -1 : 1, th = 0, tmn = 0;
-            s++;
-            if (sscanf(s, "%2d", &th) != 1)
-                return false;
-            s += 2;
-            if (*s == ':')
-                s++;
-            if (isdigit((unsigned char)*s)) {
-                if (sscanf(s, "%2d", &tmn) != 1)
-                    return false;
-                s += 2;
-            }
-            tz = sign * (th * 60 + tmn);
-        }
-    }
-    if (*s != '\0' || M < 1 || M > 12 || D < 1 || D > 31 || h > 23 || m > 59 || sec > 60)
-        return false;
-    memset(&tm, 0, sizeof tm);
-    tm.tm_year = Y - 1900;
-    tm.tm_mon = M - 1;
-    tm.tm_mday = D;
-    tm.tm_hour = h;
-    tm.tm_min = m;
-    tm.tm_sec = sec;
-    *ms = (int64_t)timegm(&tm) * 1000 + milli - (int64_t)tz * 60000;
-    return true;
-}
 
 static int
 conv_fail(ctx_t *c, const char *fmt, const bson_value_t *v, const char *target)
@@ -2441,7 +2922,9 @@ convert(ctx_t *c, const bson_value_t *v, int to, bson_value_t *o)
             set_date(o, l);
             return 0;
         case BSON_TYPE_UTF8:
-            if (!parse_date_str(v->value.v_utf8.str, &l)) {
+            if (date_from_string(c, v->value.v_utf8.str, NULL, NULL, false, &l) < 0) {
+                /* the same parser as $dateFromString, as MongoDB's */
+                mf_err_clear(c->err);
                 snprintf(msg, sizeof msg, "Error parsing date string '%.200s'", v->value.v_utf8.str);
                 return conv_fail(c, msg, v, tgt);
             }
@@ -2815,174 +3298,793 @@ ev_split(bson_value_t *v, ctx_t *c, bson_value_t *o)
     return 0;
 }
 
-static int
-ev_regex_match(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
-{
-    bson_value_t *v;
-    const char *pat = NULL, *opts = "";
-    uint32_t flags = PCRE2_UTF;
-    int rc = 0, errcode;
-    PCRE2_SIZE erroff;
-    pcre2_code *re;
+/* ---- regular expressions: $regexMatch, $regexFind, $regexFindAll ---- */
 
-    if (eval_args(e, c, &v) < 0)
-        return -1;
-    if (v[1].value_type == BSON_TYPE_REGEX) {
-        pat = v[1].value.v_regex.regex;
-        opts = v[1].value.v_regex.options;
-    } else if (v[1].value_type == BSON_TYPE_UTF8) {
-        pat = v[1].value.v_utf8.str;
-    } else if (!is_nullish(&v[1])) {
-        rc = mf_err_set(c->err, MF_E_BadValue, "$regexMatch needs 'regex' to be of type string or regex");
-        goto done;
+/* A compiled $regex* operation over one input (MongoDB's RegexExecutionState). */
+typedef struct rxrun {
+    pcre2_code *re;
+    pcre2_match_data *md;
+    pcre2_match_context *mc;
+    const char *in;
+    size_t len;
+    size_t pos, cp; /* next start: byte offset and code point index */
+    bool borrowed;  /* re belongs to the node */
+} rxrun_t;
+
+static void
+rx_free(rxrun_t *r)
+{
+    pcre2_match_data_free(r->md);
+    pcre2_match_context_free(r->mc);
+    if (!r->borrowed)
+        pcre2_code_free(r->re);
+}
+
+/*
+ * rx_compile: validates the evaluated regex and options (51105 51106 51107
+ * 51109 51110 51108 51111, in MongoDB's order) and compiles; *re is NULL
+ * when the regex is nullish. 0 or -1.
+ */
+static int
+rx_compile(const char *op, mf_error_t *err, const bson_value_t *rv, const bson_value_t *ov, pcre2_code **re)
+{
+    const char *pat = NULL, *opts = NULL;
+    size_t patlen = 0;
+    uint32_t flags = PCRE2_UTF;
+    int errcode;
+    PCRE2_SIZE erroff;
+
+    *re = NULL;
+    if (!is_nullish(rv) && rv->value_type != BSON_TYPE_UTF8 && rv->value_type != BSON_TYPE_REGEX)
+        return mf_err_set(err, MF_E_Location51105, "%s needs 'regex' to be of type string or regex", op);
+    if (!is_nullish(ov) && ov->value_type != BSON_TYPE_UTF8)
+        return mf_err_set(err, MF_E_Location51106, "%s needs 'options' to be of type string", op);
+    if (rv->value_type == BSON_TYPE_REGEX) {
+        pat = rv->value.v_regex.regex;
+        patlen = strlen(pat);
+        if (!is_nullish(ov) && rv->value.v_regex.options[0])
+            return mf_err_set(err, MF_E_Location51107,
+                              "%s: found regex option(s) specified in both 'regex' and 'option' fields", op);
+        if (rv->value.v_regex.options[0])
+            opts = rv->value.v_regex.options;
+    } else if (rv->value_type == BSON_TYPE_UTF8) {
+        pat = rv->value.v_utf8.str;
+        patlen = rv->value.v_utf8.len;
     }
-    if (e->nargs > 2 && v[2].value_type != BSON_TYPE_EOD && !is_nullish(&v[2])) {
-        if (v[2].value_type != BSON_TYPE_UTF8) {
-            rc = mf_err_set(c->err, MF_E_BadValue, "$regexMatch needs 'options' to be of type string");
-            goto done;
-        }
-        if (v[1].value_type == BSON_TYPE_REGEX && opts[0]) {
-            rc = mf_err_set(c->err, MF_E_BadValue, "$regexMatch: found regex option(s) specified in both 'regex' and 'option' fields");
-            goto done;
-        }
-        opts = v[2].value.v_utf8.str;
+    if (!is_nullish(ov)) {
+        opts = ov->value.v_utf8.str;
+        if (strlen(opts) != ov->value.v_utf8.len)
+            return mf_err_set(err, MF_E_Location51110,
+                              "%s: regular expression options cannot contain an embedded null byte", op);
     }
-    if (is_nullish(&v[0])) {
-        set_bool(o, false);
-        goto done;
-    }
-    if (v[0].value_type != BSON_TYPE_UTF8) {
-        rc = mf_err_set(c->err, MF_E_BadValue, "$regexMatch needs 'input' to be of type string");
-        goto done;
-    }
-    if (pat == NULL) {
-        set_bool(o, false);
-        goto done;
-    }
-    for (const char *p = opts; *p; p++) {
+    if (pat != NULL && strlen(pat) != patlen)
+        return mf_err_set(err, MF_E_Location51109, "%s: regular expression cannot contain an embedded null byte", op);
+    if (pat == NULL)
+        return 0;
+    for (const char *p = opts ? opts : ""; *p; p++) {
         switch (*p) {
         case 'i': flags |= PCRE2_CASELESS; break;
         case 'm': flags |= PCRE2_MULTILINE; break;
         case 's': flags |= PCRE2_DOTALL; break;
         case 'x': flags |= PCRE2_EXTENDED; break;
+        case 'u': break;
         default:
-            rc = mf_err_set(c->err, MF_E_Location51091, "$regexMatch invalid flag in regex options: %c", *p);
-            goto done;
+            return mf_err_set(err, MF_E_Location51108, "%s invalid flag in regex options: %c", op, *p);
         }
     }
-    if (strlen(pat) > MF_MAX_REGEX_LENGTH) {
-        rc = mf_err_set(c->err, MF_E_Location51091, "Regular expression is invalid: pattern string is too long");
+    if (patlen > MF_MAX_REGEX_LENGTH)
+        return mf_err_set(err, MF_E_Location51091, "Regular expression is invalid: pattern string is too long");
+    *re = pcre2_compile((PCRE2_SPTR)pat, patlen, flags, &errcode, &erroff, NULL);
+    if (*re == NULL) {
+        PCRE2_UCHAR msg[160];
+        pcre2_get_error_message(errcode, msg, sizeof msg);
+        return mf_err_set(err, MF_E_Location51111, "Invalid Regex in %s: %s", op, (const char *)msg);
+    }
+    return 0;
+}
+
+/*
+ * rx_start: MongoDB's buildInitialState over the evaluated input, regex and
+ * options v[0..2]: the regex compiled (or e->re, compiled at parse when
+ * regex and options are constants), then the input checked (51104).
+ * Returns 1 when input or regex is nullish, 0 ready, -1.
+ */
+static int
+rx_start(const mf_expr_t *e, ctx_t *c, const bson_value_t *v, rxrun_t *r)
+{
+    const char *op = e->op->name;
+
+    memset(r, 0, sizeof *r);
+    if (e->re != NULL) {
+        r->re = e->re;
+        r->borrowed = true;
+    } else if (rx_compile(op, c->err, &v[1], &v[2], &r->re) < 0) {
+        return -1;
+    }
+    if (!is_nullish(&v[0]) && v[0].value_type != BSON_TYPE_UTF8) {
+        rx_free(r);
+        memset(r, 0, sizeof *r);
+        return mf_err_set(c->err, MF_E_Location51104, "%s needs 'input' to be of type string", op);
+    }
+    if (is_nullish(&v[0]) || r->re == NULL) {
+        rx_free(r);
+        memset(r, 0, sizeof *r);
+        return 1;
+    }
+    r->in = v[0].value.v_utf8.str;
+    r->len = v[0].value.v_utf8.len;
+    r->md = pcre2_match_data_create_from_pattern(r->re, NULL);
+    r->mc = mf_rx_context();
+    if (r->md == NULL || r->mc == NULL) {
+        rx_free(r);
+        memset(r, 0, sizeof *r);
+        return mf_err_set(c->err, MF_E_InternalError, "out of memory");
+    }
+    return 0;
+}
+
+/* rx_next: the next match from r->pos as {match, idx, captures} (null when none); -1 with 51156. */
+static int
+rx_next(const char *op, ctx_t *c, rxrun_t *r, bson_value_t *o)
+{
+    int rc = pcre2_match(r->re, (PCRE2_SPTR)r->in, r->len, r->pos, 0, r->md, r->mc);
+    PCRE2_SIZE *ov;
+    uint32_t ncap;
+
+    if (rc == PCRE2_ERROR_NOMATCH) {
+        set_null(o);
+        return 0;
+    }
+    if (rc < 0)
+        return mf_err_set(c->err, MF_E_Location51156,
+                          "Error occurred while executing the regular expression in %s. Result code: %d", op, rc);
+    ov = pcre2_get_ovector_pointer(r->md);
+    pcre2_pattern_info(r->re, PCRE2_INFO_CAPTURECOUNT, &ncap);
+    r->cp += cp_count(r->in + r->pos, ov[0] - r->pos);
+    r->pos = ov[0];
+    {
+        bson_t b = BSON_INITIALIZER, caps;
+        bson_append_utf8(&b, "match", 5, r->in + ov[0], (int)(ov[1] - ov[0]));
+        bson_append_int32(&b, "idx", 3, (int32_t)r->cp);
+        bson_append_array_begin(&b, "captures", 8, &caps);
+        for (uint32_t i = 1; i <= ncap; i++) {
+            char kb[16];
+            const char *key;
+            bson_uint32_to_string(i - 1, &key, kb, sizeof kb);
+            if ((int)i < rc && ov[2 * i] != PCRE2_UNSET)
+                bson_append_utf8(&caps, key, -1, r->in + ov[2 * i], (int)(ov[2 * i + 1] - ov[2 * i]));
+            else
+                bson_append_null(&caps, key, -1);
+        }
+        bson_append_array_end(&b, &caps);
+        take_bson(o, &b, false);
+    }
+    return 0;
+}
+
+static int
+ev_regex(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
+{
+    const char *op = e->op->name;
+    bson_value_t *v;
+    rxrun_t r;
+    int rc = 0, st;
+
+    if (eval_args(e, c, &v) < 0)
+        return -1;
+    st = rx_start(e, c, v, &r);
+    if (st < 0) {
+        rc = -1;
         goto done;
     }
-    re = pcre2_compile((PCRE2_SPTR)pat, PCRE2_ZERO_TERMINATED, flags, &errcode, &erroff, NULL);
-    if (re == NULL) {
-        rc = mf_err_set(c->err, MF_E_BadValue, "Invalid Regex in $regexMatch");
+    if (st > 0) {
+        if (e->op->id == OP_REGEXMATCH)
+            set_bool(o, false);
+        else if (e->op->id == OP_REGEXFIND)
+            set_null(o);
+        else
+            take_bson(o, bson_new(), true);
+        goto done;
+    }
+    if (e->op->id == OP_REGEXMATCH) {
+        int prc, m = mf_rx_match(r.re, r.mc, r.in, r.len, &prc);
+        if (m < 0)
+            rc = mf_err_set(c->err, MF_E_Location51156,
+                            "Error occurred while executing the regular expression in %s. Result code: %d", op, prc);
+        else
+            set_bool(o, m == 1);
+    } else if (e->op->id == OP_REGEXFIND) {
+        rc = rx_next(op, c, &r, o);
+    } else {
+        abuild_t ab;
+        size_t total = 0;
+        ab_init(&ab);
+        do {
+            bson_value_t m;
+            if (rx_next(op, c, &r, &m) < 0) {
+                rc = -1;
+                break;
+            }
+            if (m.value_type == BSON_TYPE_NULL)
+                break;
+            total += m.value.v_doc.data_len;
+            if (total > MF_MAX_BSON_SIZE * 4) {
+                mf_value_free(&m);
+                rc = mf_err_set(c->err, MF_E_Location51151,
+                                "%s: the size of buffer to store output exceeded the 64MB limit", op);
+                break;
+            }
+            ab_push(&ab, &m);
+            mf_value_free(&m);
+            PCRE2_SIZE *ov = pcre2_get_ovector_pointer(r.md);
+            size_t mlen = ov[1] - ov[0];
+            if (mlen == 0) {
+                /* An empty match: step over one code point so the next search moves on. */
+                if (r.pos >= r.len)
+                    continue;
+                r.pos += (size_t)u8len((unsigned char)r.in[r.pos]);
+                r.cp++;
+                continue;
+            }
+            r.cp += cp_count(r.in + r.pos, mlen);
+            r.pos += mlen;
+        } while (r.pos < r.len);
+        if (rc == 0)
+            ab_finish(&ab, o);
+        else
+            bson_destroy(&ab.b);
+    }
+    rx_free(&r);
+done:
+    free_vals(v, e->nargs);
+    return rc;
+}
+
+/* ---- $replaceOne, $replaceAll ---- */
+
+static int
+ev_replace(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
+{
+    const char *op = e->op->name;
+    bson_value_t *v;
+    int rc = 0;
+    char buf[160];
+    static const char *const what[] = {"input", "find", "replacement"};
+    static const int codes[] = {MF_E_Location51746, MF_E_Location51745, MF_E_Location51744};
+
+    if (eval_args(e, c, &v) < 0)
+        return -1;
+    for (int i = 0; i < 3; i++)
+        if (!is_nullish(&v[i]) && v[i].value_type != BSON_TYPE_UTF8) {
+            value_str(&v[i], buf, sizeof buf);
+            rc = mf_err_set(c->err, codes[i], "%s requires that '%s' be a string, found: %s", op, what[i], buf);
+            goto done;
+        }
+    if (is_nullish(&v[0]) || is_nullish(&v[1]) || is_nullish(&v[2])) {
+        set_null(o);
         goto done;
     }
     {
-        int prc, m = mf_rx_match(re, NULL, v[0].value.v_utf8.str, v[0].value.v_utf8.len, &prc);
-        pcre2_code_free(re);
-        if (m < 0) {
-            rc = mf_err_set(c->err, MF_E_Location51156,
-                            "Error occurred while executing the regular expression in $regexMatch. Result code: %d",
-                            prc);
-            goto done;
+        const char *in = v[0].value.v_utf8.str, *f = v[1].value.v_utf8.str, *rep = v[2].value.v_utf8.str;
+        size_t il = v[0].value.v_utf8.len, fl = v[1].value.v_utf8.len, rl = v[2].value.v_utf8.len, i = 0;
+        bool all = e->op->id == OP_REPLACEALL;
+        char *out = NULL;
+        size_t ol = 0, cap = 0;
+#define PUT(p, n)                                                                                                      \
+    do {                                                                                                               \
+        size_t n_ = (n);                                                                                               \
+        if (ol + n_ > MF_MAX_BSON_SIZE) {                                                                              \
+            bson_free(out);                                                                                            \
+            rc = mf_err_set(c->err, MF_E_Location16493, "Tried to create string longer than 16MB");                  \
+            goto done;                                                                                                 \
+        }                                                                                                              \
+        if (ol + n_ + 1 > cap) {                                                                                       \
+            cap = (ol + n_ + 1) * 2;                                                                                   \
+            out = bson_realloc(out, cap);                                                                              \
+        }                                                                                                              \
+        if (n_)                                                                                                        \
+            memcpy(out + ol, (p), n_);                                                                                 \
+        ol += n_;                                                                                                      \
+    } while (0)
+        if (fl == 0) {
+            /* An empty 'find' matches before the first code point (and, for $replaceAll, before
+               every one and at the end). */
+            PUT(rep, rl);
+            while (all && i < il) {
+                size_t l = (size_t)u8len((unsigned char)in[i]);
+                if (i + l > il)
+                    l = il - i;
+                PUT(in + i, l);
+                PUT(rep, rl);
+                i += l;
+            }
+            PUT(in + i, il - i);
+        } else {
+            for (;;) {
+                const char *hit = memmem(in + i, il - i, f, fl);
+                if (hit == NULL) {
+                    PUT(in + i, il - i);
+                    break;
+                }
+                size_t k = (size_t)(hit - in);
+                PUT(in + i, k - i);
+                PUT(rep, rl);
+                i = k + fl;
+                if (!all) {
+                    PUT(in + i, il - i);
+                    break;
+                }
+            }
         }
-        set_bool(o, m == 1);
+#undef PUT
+        memset(o, 0, sizeof *o);
+        o->value_type = BSON_TYPE_UTF8;
+        if (out == NULL)
+            out = bson_malloc(1);
+        out[ol] = '\0';
+        o->value.v_utf8.str = out;
+        o->value.v_utf8.len = (uint32_t)ol;
     }
 done:
     free_vals(v, e->nargs);
     return rc;
 }
 
-/* ---- dates ---- */
+/* ---- $getField, $setField, $unsetField ---- */
 
 static int
-ev_datepart(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
+ev_get_field(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
 {
-    bson_value_t d, tz;
-    int64_t ms;
-    int tzmin = 0, millis;
-    struct tm tm;
+    bson_value_t f, in;
+    bson_iter_t it;
+    int rc = 0;
 
-    if (ev(e->args[0], c, &d) < 0)
+    set_missing(&in);
+    if (ev(e->args[0], c, &f) < 0)
         return -1;
-    set_missing(&tz);
-    if (e->nargs > 1 && e->args[1]) {
-        if (ev(e->args[1], c, &tz) < 0) {
-            mf_value_free(&d);
-            return -1;
-        }
-        if (is_nullish(&tz)) {
-            mf_value_free(&d);
-            mf_value_free(&tz);
-            set_null(o);
-            return 0;
-        }
-        if (parse_tz(c, &tz, &tzmin) < 0) {
-            mf_value_free(&d);
-            mf_value_free(&tz);
-            return -1;
-        }
+    if (f.value_type != BSON_TYPE_UTF8) {
+        rc = mf_err_set(c->err, MF_E_Location3041704,
+                        "$getField requires 'field' to evaluate to type String, but got %s", tname(&f));
+        goto done;
     }
-    mf_value_free(&tz);
-    if (is_nullish(&d)) {
+    if (e->args[1] == NULL) {
+        in = c->rootv;
+        in.value_type = BSON_TYPE_DOCUMENT;
+        if (bson_iter_init_from_data(&it, in.value.v_doc.data, in.value.v_doc.data_len) &&
+            bson_iter_find_w_len(&it, f.value.v_utf8.str, (int)f.value.v_utf8.len))
+            mf_value_copy(o, bson_iter_value(&it));
+        else
+            set_missing(o);
+        set_missing(&in);
+        goto done;
+    }
+    if (ev(e->args[1], c, &in) < 0) {
+        rc = -1;
+        goto done;
+    }
+    if (in.value_type == BSON_TYPE_EOD)
+        set_missing(o);
+    else if (is_nullish(&in))
+        set_null(o);
+    else if (in.value_type == BSON_TYPE_DOCUMENT && bson_iter_init_from_data(&it, in.value.v_doc.data, in.value.v_doc.data_len) &&
+             bson_iter_find_w_len(&it, f.value.v_utf8.str, (int)f.value.v_utf8.len))
+        mf_value_copy(o, bson_iter_value(&it));
+    else
+        set_missing(o);
+done:
+    mf_value_free(&f);
+    mf_value_free(&in);
+    return rc;
+}
+
+/* $setField (slots field, input, value) and $unsetField (field, input): e->name is the field. */
+static int
+ev_set_field(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
+{
+    bson_value_t in, val;
+    bson_iter_t it;
+    bson_t b = BSON_INITIALIZER;
+    bool placed = false;
+    int rc = 0;
+
+    set_missing(&val);
+    if (ev(e->args[1], c, &in) < 0)
+        return -1;
+    if (is_nullish(&in)) {
+        set_null(o);
+        goto done;
+    }
+    if (in.value_type != BSON_TYPE_DOCUMENT) {
+        rc = mf_err_set(c->err, MF_E_Location4161105, "%s requires 'input' to evaluate to type Object", e->op->name);
+        goto done;
+    }
+    if (e->op->id == OP_SETFIELD && ev(e->args[2], c, &val) < 0) {
+        rc = -1;
+        goto done;
+    }
+    bson_iter_init_from_data(&it, in.value.v_doc.data, in.value.v_doc.data_len);
+    while (bson_iter_next(&it)) {
+        if (strcmp(bson_iter_key(&it), e->name) == 0) {
+            if (!placed && val.value_type != BSON_TYPE_EOD)
+                bson_append_value(&b, e->name, -1, &val);
+            placed = true;
+            continue;
+        }
+        bson_append_value(&b, bson_iter_key(&it), -1, bson_iter_value(&it));
+    }
+    if (!placed && val.value_type != BSON_TYPE_EOD)
+        bson_append_value(&b, e->name, -1, &val);
+    take_bson(o, &b, false);
+    goto out;
+done:
+    bson_destroy(&b);
+out:
+    mf_value_free(&in);
+    mf_value_free(&val);
+    return rc;
+}
+
+/* ---- $sortArray ---- */
+
+typedef struct sa_ctx {
+    const mf_sort_t *sort; /* NULL: whole values */
+    int dir;
+    const bson_value_t *v;
+    bson_t *docs; /* views of document elements (sort by pattern) */
+    bool *isdoc;
+} sa_ctx_t;
+
+static int
+sa_cmp(const sa_ctx_t *s, size_t a, size_t b)
+{
+    if (s->sort == NULL)
+        return s->dir * cmpv(&s->v[a], &s->v[b]);
+    static const uint8_t empty[5] = {5, 0, 0, 0, 0};
+    bson_t ea, eb;
+    const bson_t *da = &s->docs[a], *db = &s->docs[b];
+    if (!s->isdoc[a]) {
+        bson_init_static(&ea, empty, 5);
+        da = &ea;
+    }
+    if (!s->isdoc[b]) {
+        bson_init_static(&eb, empty, 5);
+        db = &eb;
+    }
+    return mf_sort_cmp(s->sort, da, db);
+}
+
+/* sa_merge: stable merge sort of idx[0..n) with tmp as scratch. */
+static void
+sa_merge(const sa_ctx_t *s, size_t *idx, size_t *tmp, size_t n)
+{
+    if (n < 2)
+        return;
+    size_t h = n / 2, i = 0, j = h, k = 0;
+    sa_merge(s, idx, tmp, h);
+    sa_merge(s, idx + h, tmp, n - h);
+    while (i < h && j < n)
+        tmp[k++] = sa_cmp(s, idx[j], idx[i]) < 0 ? idx[j++] : idx[i++];
+    while (i < h)
+        tmp[k++] = idx[i++];
+    while (j < n)
+        tmp[k++] = idx[j++];
+    memcpy(idx, tmp, n * sizeof *idx);
+}
+
+static int
+ev_sort_array(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
+{
+    bson_value_t in;
+    elems_t el;
+    sa_ctx_t s;
+    abuild_t ab;
+
+    if (ev(e->args[0], c, &in) < 0)
+        return -1;
+    if (is_nullish(&in)) {
+        mf_value_free(&in);
         set_null(o);
         return 0;
     }
-    if (!get_date(&d, &ms)) {
-        int rc = mf_err_set(c->err, MF_E_Location16006, "can't convert from BSON type %s to Date", tname(&d));
-        mf_value_free(&d);
+    if (in.value_type != BSON_TYPE_ARRAY) {
+        int rc = mf_err_set(c->err, MF_E_Location2942504,
+                            "The input argument to $sortArray must be an array, but was of type: %s", tname(&in));
+        mf_value_free(&in);
         return rc;
     }
-    mf_value_free(&d);
-    date_tm(ms, tzmin, &tm, &millis);
-    switch (e->op->id) {
-    case OP_YEAR: set_i32(o, tm.tm_year + 1900); break;
-    case OP_MONTH: set_i32(o, tm.tm_mon + 1); break;
-    case OP_DAYOFMONTH: set_i32(o, tm.tm_mday); break;
-    case OP_HOUR: set_i32(o, tm.tm_hour); break;
-    case OP_MINUTE: set_i32(o, tm.tm_min); break;
-    case OP_SECOND: set_i32(o, tm.tm_sec); break;
-    case OP_MILLISECOND: set_i32(o, millis); break;
-    case OP_DAYOFWEEK: set_i32(o, tm.tm_wday + 1); break;
-    case OP_DAYOFYEAR: set_i32(o, tm.tm_yday + 1); break;
-    default: set_null(o); break;
+    elems_of(&in, &el);
+    memset(&s, 0, sizeof s);
+    s.sort = e->sort;
+    s.dir = e->flag ? -1 : 1;
+    s.v = el.v;
+    size_t *idx = bson_malloc((el.n + 1) * sizeof *idx), *tmp = bson_malloc((el.n + 1) * sizeof *tmp);
+    for (size_t i = 0; i < el.n; i++)
+        idx[i] = i;
+    if (s.sort != NULL) {
+        s.docs = bson_malloc0((el.n + 1) * sizeof *s.docs);
+        s.isdoc = bson_malloc0((el.n + 1) * sizeof *s.isdoc);
+        for (size_t i = 0; i < el.n; i++)
+            if (el.v[i].value_type == BSON_TYPE_DOCUMENT)
+                s.isdoc[i] = bson_init_static(&s.docs[i], el.v[i].value.v_doc.data, el.v[i].value.v_doc.data_len);
     }
+    sa_merge(&s, idx, tmp, el.n);
+    ab_init(&ab);
+    for (size_t i = 0; i < el.n; i++)
+        ab_push(&ab, &el.v[idx[i]]);
+    ab_finish(&ab, o);
+    bson_free(idx);
+    bson_free(tmp);
+    bson_free(s.docs);
+    bson_free(s.isdoc);
+    elems_free(&el);
+    mf_value_free(&in);
     return 0;
 }
 
-/* iso_weeks_in: 52 or 53, the number of ISO weeks in year y. */
+/* ---- $zip: slots inputs[0..ninputs), then defaults ---- */
+
 static int
-iso_weeks_in(int y)
+ev_zip(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
 {
-    int p = (y + y / 4 - y / 100 + y / 400) % 7;
-    int q = ((y - 1) + (y - 1) / 4 - (y - 1) / 100 + (y - 1) / 400) % 7;
-    return 52 + (p == 4 || q == 3);
-}
+    size_t ni = e->ninputs, nd = e->nargs - ni, maxn = 0, minn = SIZE_MAX;
+    bson_value_t *v;
+    elems_t *el;
+    int rc = 0;
+    size_t got = 0;
 
-/* iso_week: ISO 8601 week number and week-year for tm. */
-static void
-iso_week(const struct tm *tm, int *week, int *year)
-{
-    int wday = (tm->tm_wday + 6) % 7; /* Monday = 0 */
-    int y = tm->tm_year + 1900;
-    int w = (tm->tm_yday - wday + 10) / 7;
-
-    if (w < 1) {
-        y--;
-        w = iso_weeks_in(y);
-    } else if (w > iso_weeks_in(y)) {
-        y++;
-        w = 1;
+    v = bson_malloc0((e->nargs + 1) * sizeof *v);
+    el = bson_malloc0((ni + 1) * sizeof *el);
+    for (size_t i = 0; i < e->nargs; i++)
+        set_missing(&v[i]);
+    for (size_t i = 0; i < ni; i++) {
+        if (ev(e->args[i], c, &v[i]) < 0) {
+            rc = -1;
+            goto done;
+        }
+        if (is_nullish(&v[i])) {
+            set_null(o);
+            goto done;
+        }
+        if (v[i].value_type != BSON_TYPE_ARRAY) {
+            char buf[160];
+            value_str(&v[i], buf, sizeof buf);
+            rc = mf_err_set(c->err, MF_E_Location34468, "$zip found a non-array expression in input: %s", buf);
+            goto done;
+        }
+        elems_of(&v[i], &el[i]);
+        got = i + 1;
+        if (el[i].n > maxn)
+            maxn = el[i].n;
+        if (el[i].n < minn)
+            minn = el[i].n;
     }
-    *week = w;
-    *year = y;
+    for (size_t i = ni; i < e->nargs; i++)
+        if (ev(e->args[i], c, &v[i]) < 0) {
+            rc = -1;
+            goto done;
+        }
+    {
+        size_t n = e->flag ? maxn : minn;
+        abuild_t out;
+        bson_value_t nul;
+        set_null(&nul);
+        ab_init(&out);
+        for (size_t r = 0; r < n; r++) {
+            abuild_t row;
+            bson_value_t rv;
+            ab_init(&row);
+            for (size_t i = 0; i < ni; i++)
+                ab_push(&row, r < el[i].n ? &el[i].v[r] : nd ? &v[ni + i] : &nul);
+            ab_finish(&row, &rv);
+            ab_push(&out, &rv);
+            mf_value_free(&rv);
+        }
+        ab_finish(&out, o);
+    }
+done:
+    for (size_t i = 0; i < got; i++)
+        elems_free(&el[i]);
+    bson_free(el);
+    free_vals(v, e->nargs);
+    return rc;
 }
 
-/* ---- date arithmetic ($dateTrunc, $dateAdd, $dateSubtract, $dateDiff) ---- */
+/* ---- bitwise, timestamps, $toUUID, $rand, $median, $percentile ---- */
 
-/* Days since 1970-01-01 of a proleptic Gregorian date, and back (H. Hinnant's algorithms). */
+static int
+ev_bitwise(int op, const bson_value_t *v, size_t n, ctx_t *c, bson_value_t *o)
+{
+    const char *name = op == OP_BITAND ? "$bitAnd" : op == OP_BITOR ? "$bitOr" : "$bitXor";
+    int64_t acc = op == OP_BITAND ? -1 : 0;
+    bool wide = false;
+
+    for (size_t i = 0; i < n; i++) {
+        if (is_nullish(&v[i])) {
+            set_null(o);
+            return 0;
+        }
+        if (v[i].value_type != BSON_TYPE_INT32 && v[i].value_type != BSON_TYPE_INT64)
+            return mf_err_set(c->err, MF_E_TypeMismatch, "%s only supports int and long operands.", name);
+        int64_t x = as_i64(&v[i]);
+        wide |= v[i].value_type == BSON_TYPE_INT64;
+        acc = op == OP_BITAND ? (acc & x) : op == OP_BITOR ? (acc | x) : (acc ^ x);
+    }
+    if (wide)
+        set_i64(o, acc);
+    else
+        set_i32(o, (int32_t)acc);
+    return 0;
+}
+
+static int
+ev_bitnot(const bson_value_t *a, ctx_t *c, bson_value_t *o)
+{
+    if (is_nullish(a))
+        set_null(o);
+    else if (a->value_type == BSON_TYPE_INT32)
+        set_i32(o, ~a->value.v_int32);
+    else if (a->value_type == BSON_TYPE_INT64)
+        set_i64(o, ~a->value.v_int64);
+    else if (is_num(a))
+        return mf_err_set(c->err, MF_E_TypeMismatch, "$bitNot only supports int and long, not: %s.", tname(a));
+    else
+        return mf_err_set(c->err, MF_E_Location28765, "$bitNot only supports numeric types, not %s", tname(a));
+    return 0;
+}
+
+static int
+ev_ts_part(int op, const bson_value_t *a, ctx_t *c, bson_value_t *o)
+{
+    if (is_nullish(a)) {
+        set_null(o);
+        return 0;
+    }
+    if (a->value_type != BSON_TYPE_TIMESTAMP)
+        return mf_err_set(c->err, op == OP_TSSECOND ? MF_E_Location5687301 : MF_E_Location5687302,
+                          " Argument to %s must be a timestamp, but is %s", op == OP_TSSECOND ? "$tsSecond" : "$tsIncrement",
+                          tname(a));
+    set_i64(o, op == OP_TSSECOND ? (int64_t)a->value.v_timestamp.timestamp : (int64_t)a->value.v_timestamp.increment);
+    return 0;
+}
+
+static int
+hexval(char ch)
+{
+    if (ch >= '0' && ch <= '9')
+        return ch - '0';
+    if (ch >= 'a' && ch <= 'f')
+        return ch - 'a' + 10;
+    if (ch >= 'A' && ch <= 'F')
+        return ch - 'A' + 10;
+    return -1;
+}
+
+/* ev_to_uuid: {$convert: {input, to: {type: "binData", subtype: 4}, format: "uuid"}}. */
+static int
+ev_to_uuid(const bson_value_t *a, ctx_t *c, bson_value_t *o)
+{
+    uint8_t bytes[16];
+    char buf[160];
+
+    if (is_nullish(a)) {
+        set_null(o);
+        return 0;
+    }
+    if (a->value_type != BSON_TYPE_UTF8)
+        return mf_err_set(c->err, MF_E_ConversionFailure,
+                          "Unsupported conversion from %s to binData in $convert with no onError value", tname(a));
+    const char *s = a->value.v_utf8.str;
+    bool ok = a->value.v_utf8.len == 36;
+    for (int i = 0, k = 0; ok && i < 36; i++) {
+        if (i == 8 || i == 13 || i == 18 || i == 23) {
+            ok = s[i] == '-';
+            continue;
+        }
+        int hi = hexval(s[i]), lo = i + 1 < 36 ? hexval(s[i + 1]) : -1;
+        if (hi < 0 || lo < 0) {
+            ok = false;
+            break;
+        }
+        bytes[k++] = (uint8_t)(hi << 4 | lo);
+        i++;
+    }
+    if (!ok) {
+        value_str(a, buf, sizeof buf);
+        return mf_err_set(c->err, MF_E_ConversionFailure,
+                          "Failed to parse BinData %s in $convert with no onError value: Invalid UUID string: %s", buf, buf);
+    }
+    memset(o, 0, sizeof *o);
+    o->value_type = BSON_TYPE_BINARY;
+    o->value.v_binary.subtype = BSON_SUBTYPE_UUID;
+    o->value.v_binary.data_len = 16;
+    o->value.v_binary.data = bson_malloc(16);
+    memcpy(o->value.v_binary.data, bytes, 16);
+    return 0;
+}
+
+/* ev_rand: a double in [0, 1) from the C library's arc4random (thread-safe, no state of ours). */
+static void
+ev_rand(bson_value_t *o)
+{
+    uint64_t r = ((uint64_t)arc4random() << 32 | arc4random()) >> 11;
+    set_dbl(o, (double)r / 9007199254740992.0);
+}
+
+static int
+dbl_cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y ? 1 : 0;
+}
+
+/* ev_quantile: $median / $percentile over the numbers of the input (a number or an array). */
+static int
+ev_quantile(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
+{
+    bson_value_t in;
+    double *xs = NULL;
+    size_t n = 0;
+
+    if (ev(e->args[0], c, &in) < 0)
+        return -1;
+    if (in.value_type == BSON_TYPE_ARRAY) {
+        elems_t el;
+        elems_of(&in, &el);
+        xs = bson_malloc((el.n + 1) * sizeof *xs);
+        for (size_t i = 0; i < el.n; i++)
+            if (is_num(&el.v[i]) && !isnan(as_dbl(&el.v[i])))
+                xs[n++] = as_dbl(&el.v[i]);
+        elems_free(&el);
+    } else if (is_num(&in) && !isnan(as_dbl(&in))) {
+        xs = bson_malloc(sizeof *xs);
+        xs[n++] = as_dbl(&in);
+    }
+    mf_value_free(&in);
+    if (n > 1)
+        qsort(xs, n, sizeof *xs, dbl_cmp);
+    /* The value of rank ceil(p * n) (MongoDB's discrete percentile, which its t-digest yields for small inputs). */
+#define PCT(p) (xs[(size_t)(ceil((p) * (double)n) < 1 ? 0 : ceil((p) * (double)n) > (double)n ? n - 1 : ceil((p) * (double)n) - 1)])
+    if (e->op->id == OP_MEDIAN) {
+        if (n == 0)
+            set_null(o);
+        else
+            set_dbl(o, PCT(0.5));
+    } else {
+        abuild_t ab;
+        bson_value_t x;
+        ab_init(&ab);
+        for (size_t i = 0; i < e->nps; i++) {
+            if (n == 0)
+                set_null(&x);
+            else
+                set_dbl(&x, PCT(e->ps[i]));
+            ab_push(&ab, &x);
+        }
+        ab_finish(&ab, o);
+    }
+#undef PCT
+    bson_free(xs);
+    return 0;
+}
+
+/* ---- dates ---- */
+
+/*
+ * Dates are broken down in a zone (NULL = UTC, see doc/tz.h) into an ltime_t.
+ * The calendar is the proleptic Gregorian one over int64 day counts
+ * (H. Hinnant's algorithms), so any int64 millisecond value has parts.
+ */
+typedef struct ltime {
+    int64_t y, days; /* days: local days since 1970-01-01 */
+    int mon, mday, hour, min, sec, ms;
+    int wday; /* 0 = Sunday */
+    int yday; /* 1..366 */
+    int32_t off; /* seconds east of UTC in force */
+} ltime_t;
+
+enum { U_MS, U_SECOND, U_MINUTE, U_HOUR, U_DAY, U_WEEK, U_MONTH, U_QUARTER, U_YEAR };
+static const int64_t unit_ms[] = {1, 1000, 60000, 3600000, 86400000, 604800000};
+
 static int64_t
 days_from_civil(int64_t y, int m, int d)
 {
@@ -3008,213 +4110,1031 @@ civil_from_days(int64_t z, int64_t *y, int *m, int *d)
     *y = yoe + era * 400 + (*m <= 2);
 }
 
-enum { U_MS, U_SECOND, U_MINUTE, U_HOUR, U_DAY, U_WEEK, U_MONTH, U_QUARTER, U_YEAR };
-
 static int
-parse_unit(ctx_t *c, const char *opname, const bson_value_t *v, int *unit)
+days_in_month(int64_t y, int m)
 {
-    static const char *const names[] = {"millisecond", "second", "minute", "hour", "day", "week",
-                                         "month", "quarter", "year", NULL};
-    if (v->value_type == BSON_TYPE_UTF8)
-        for (int i = 0; names[i]; i++)
-            if (strcmp(v->value.v_utf8.str, names[i]) == 0) {
-                *unit = i;
-                return 0;
-            }
-    return mf_err_set(c->err, MF_E_BadValue, "%s requires 'unit' to be a string naming a time unit, found: %s", opname,
-                      v->value_type == BSON_TYPE_UTF8 ? v->value.v_utf8.str : tname(v));
+    static const int d[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    return m == 2 && leap ? 29 : d[m - 1];
 }
 
-/* startOfWeek: 0 = Sunday ... 6 = Saturday (default Sunday). */
-static int
-parse_week_start(ctx_t *c, const bson_value_t *v, int *dow)
+/* lt_break: ms since the epoch → local parts in zone z. */
+static void
+lt_break(const mf_tz_t *z, int64_t ms, ltime_t *t)
 {
-    static const char *const days[] = {"sunday", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday"};
-    static const char *const abbr[] = {"sun", "mon", "tue", "wed", "thu", "fri", "sat"};
-    if (v->value_type == BSON_TYPE_UTF8)
-        for (int i = 0; i < 7; i++)
-            if (strcasecmp(v->value.v_utf8.str, days[i]) == 0 || strcasecmp(v->value.v_utf8.str, abbr[i]) == 0) {
-                *dow = i;
-                return 0;
-            }
-    return mf_err_set(c->err, MF_E_BadValue, "startOfWeek must be a day of the week, found: %s",
-                      v->value_type == BSON_TYPE_UTF8 ? v->value.v_utf8.str : tname(v));
-}
-
-static const int64_t unit_ms[] = {1, 1000, 60000, 3600000, 86400000, 604800000};
-
-/* months_of: local ms -> (months since year 0, ms into that month); for month/quarter/year units. */
-static int64_t
-months_of(int64_t local_ms, int64_t *rest)
-{
-    int64_t days = floordiv(local_ms, 86400000), y;
+    int64_t secs = floordiv(ms, 1000), ls, sod;
     int m, d;
-    civil_from_days(days, &y, &m, &d);
-    *rest = local_ms - days_from_civil(y, m, 1) * 86400000;
-    return y * 12 + (m - 1);
+
+    t->ms = (int)(ms - secs * 1000);
+    t->off = mf_tz_offset(z, secs);
+    ls = secs + t->off;
+    t->days = floordiv(ls, 86400);
+    sod = ls - t->days * 86400;
+    civil_from_days(t->days, &t->y, &m, &d);
+    t->mon = m;
+    t->mday = d;
+    t->hour = (int)(sod / 3600);
+    t->min = (int)(sod / 60 % 60);
+    t->sec = (int)(sod % 60);
+    t->wday = (int)(((t->days + 4) % 7 + 7) % 7);
+    t->yday = (int)(t->days - days_from_civil(t->y, 1, 1)) + 1;
 }
 
-static int64_t
-month_start_ms(int64_t months)
+/* iso_dow: 1 = Monday ... 7 = Sunday of a day count. */
+static int
+iso_dow(int64_t days)
 {
-    int64_t y = floordiv(months, 12);
-    int m = (int)(months - y * 12) + 1;
-    return days_from_civil(y, m, 1) * 86400000;
+    return (int)(((days + 3) % 7 + 7) % 7) + 1;
 }
 
-/* add_months: local ms + n months, the day clamped to the target month's last day (as MongoDB). */
-static int64_t
-add_months(int64_t local_ms, int64_t n)
+/* iso_parts: ISO 8601 week-numbering year and week of a local date. */
+static void
+iso_parts(const ltime_t *t, int64_t *iy, int *iw)
 {
-    int64_t days = floordiv(local_ms, 86400000), y;
+    /* The Thursday of the date's week decides the year. */
+    int64_t thu = t->days - iso_dow(t->days) + 4, y;
     int m, d;
-    civil_from_days(days, &y, &m, &d);
-    int64_t tod = local_ms - days * 86400000;
-    int64_t mm = y * 12 + (m - 1) + n;
-    int64_t ny = floordiv(mm, 12);
-    int nm = (int)(mm - ny * 12) + 1;
-    int64_t next_first = nm == 12 ? days_from_civil(ny + 1, 1, 1) : days_from_civil(ny, nm + 1, 1);
-    int last = (int)(next_first - days_from_civil(ny, nm, 1));
-    return days_from_civil(ny, nm, d > last ? last : d) * 86400000 + tod;
+    civil_from_days(thu, &y, &m, &d);
+    *iy = y;
+    *iw = (int)((thu - days_from_civil(y, 1, 1)) / 7) + 1;
 }
+
+/* iso_to_days: the day count of ISO week date (year, week, day); week and day may overflow. */
+static int64_t
+iso_to_days(int64_t y, int64_t w, int64_t d)
+{
+    int64_t jan4 = days_from_civil(y, 1, 4);
+    return jan4 - (iso_dow(jan4) - 1) + (w - 1) * 7 + (d - 1);
+}
+
+/* mongo_week: $week, weeks starting on Sunday, 0..53. */
+static int
+mongo_week(const ltime_t *t)
+{
+    int prev_sunday = t->yday - (t->wday + 1);
+    return (prev_sunday + 7) / 7;
+}
+
+/*
+ * tz_of: the zone for the evaluated timezone argument v of e (v NULL: no
+ * argument, UTC). 1 when v is nullish (the operator answers null), -1 with
+ * 40517 / 40485 (prefixed by ctxmsg when given), else 0 with *z set; *own
+ * tells whether the caller frees it (a constant timezone is opened once, at
+ * parse time, and kept by the node).
+ */
+static int
+tz_of(const mf_expr_t *e, ctx_t *c, const bson_value_t *v, const char *ctxmsg, mf_tz_t **z, bool *own)
+{
+    *z = NULL;
+    *own = false;
+    if (v == NULL)
+        return 0;
+    if (is_nullish(v))
+        return 1;
+    if (v->value_type != BSON_TYPE_UTF8)
+        return mf_err_set(c->err, MF_E_Location40517, "%s%stimezone must evaluate to a string, found %s",
+                          ctxmsg ? ctxmsg : "", ctxmsg ? " :: caused by :: " : "", tname(v));
+    if (e->tz != NULL) {
+        *z = e->tz;
+        return 0;
+    }
+    *z = mf_tz_open(v->value.v_utf8.str);
+    if (*z == NULL)
+        return mf_err_set(c->err, MF_E_Location40485, "%s%sunrecognized time zone identifier: \"%s\"",
+                          ctxmsg ? ctxmsg : "", ctxmsg ? " :: caused by :: " : "", v->value.v_utf8.str);
+    *own = true;
+    return 0;
+}
+
+/* ev_slot: evaluates slot i of e into o (missing when the slot is absent). */
+static int
+ev_slot(const mf_expr_t *e, size_t i, ctx_t *c, bson_value_t *o)
+{
+    if (i >= e->nargs || e->args[i] == NULL) {
+        set_missing(o);
+        return 0;
+    }
+    return ev(e->args[i], c, o);
+}
+
+static bool
+has_slot(const mf_expr_t *e, size_t i)
+{
+    return i < e->nargs && e->args[i] != NULL;
+}
+
+/* ---- date parts: $year ... $isoWeekYear ---- */
 
 static int
-ev_date_arith(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
+ev_datepart(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
 {
-    const char *opname = e->op->name;
-    int id = e->op->id, unit = 0, dow = 0, tzmin = 0, rc = 0;
-    const size_t tz_slot = 3; /* every form has timezone in slot 3 */
-    bson_value_t *v;
+    bson_value_t d, tzv;
+    int64_t ms;
+    int rc = 0;
+    mf_tz_t *z = NULL;
+    bool own = false;
+    ltime_t t;
 
-    if (eval_args(e, c, &v) < 0)
+    if (ev(e->args[0], c, &d) < 0)
         return -1;
-    for (size_t i = 0; i < e->nargs; i++) {
-        if (e->args[i] != NULL && is_nullish(&v[i])) {
-            set_null(o);
+    set_missing(&tzv);
+    if (is_nullish(&d)) {
+        set_null(o);
+        goto done;
+    }
+    if (!get_date(&d, &ms)) {
+        rc = mf_err_set(c->err, MF_E_Location16006, "can't convert from BSON type %s to Date", tname(&d));
+        goto done;
+    }
+    if (has_slot(e, 1)) {
+        if (ev(e->args[1], c, &tzv) < 0) {
+            rc = -1;
+            goto done;
+        }
+        int r = tz_of(e, c, &tzv, NULL, &z, &own);
+        if (r != 0) {
+            if (r > 0)
+                set_null(o);
+            rc = r < 0 ? -1 : 0;
             goto done;
         }
     }
-    if (parse_unit(c, opname, &v[id == OP_DATEDIFF ? 2 : 1], &unit) < 0 ||
-        (e->nargs > tz_slot && e->args[tz_slot] && parse_tz(c, &v[tz_slot], &tzmin) < 0) ||
-        (e->nargs > 4 && e->args[4] && parse_week_start(c, &v[4], &dow) < 0)) {
+    lt_break(z, ms, &t);
+    switch (e->op->id) {
+    case OP_YEAR: set_i32(o, (int32_t)t.y); break;
+    case OP_MONTH: set_i32(o, t.mon); break;
+    case OP_DAYOFMONTH: set_i32(o, t.mday); break;
+    case OP_HOUR: set_i32(o, t.hour); break;
+    case OP_MINUTE: set_i32(o, t.min); break;
+    case OP_SECOND: set_i32(o, t.sec); break;
+    case OP_MILLISECOND: set_i32(o, t.ms); break;
+    case OP_DAYOFWEEK: set_i32(o, t.wday + 1); break;
+    case OP_DAYOFYEAR: set_i32(o, t.yday); break;
+    case OP_WEEK: set_i32(o, mongo_week(&t)); break;
+    case OP_ISODAYOFWEEK: set_i32(o, iso_dow(t.days)); break;
+    case OP_ISOWEEK:
+    case OP_ISOWEEKYEAR: {
+        int64_t iy;
+        int iw;
+        iso_parts(&t, &iy, &iw);
+        if (e->op->id == OP_ISOWEEK)
+            set_i32(o, iw);
+        else
+            set_i64(o, iy);
+        break;
+    }
+    default: set_null(o); break;
+    }
+done:
+    if (own)
+        mf_tz_free(z);
+    mf_value_free(&d);
+    mf_value_free(&tzv);
+    return rc;
+}
+
+/* ---- $dateToParts ---- */
+
+static int
+ev_date_to_parts(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
+{
+    bson_value_t d, tzv, iso;
+    int64_t ms;
+    int rc = 0, r;
+    mf_tz_t *z = NULL;
+    bool own = false, is_iso = false;
+    ltime_t t;
+
+    set_missing(&tzv);
+    set_missing(&iso);
+    if (ev(e->args[0], c, &d) < 0)
+        return -1;
+    if (ev_slot(e, 1, c, &tzv) < 0 || ev_slot(e, 2, c, &iso) < 0) {
         rc = -1;
         goto done;
     }
-    int64_t tz = (int64_t)tzmin * 60000, start;
-    if (!get_date(&v[0], &start)) {
-        rc = mf_err_set(c->err, MF_E_BadValue, "%s requires '%s' to be a date, but got %s", opname,
-                        id == OP_DATETRUNC ? "date" : "startDate", tname(&v[0]));
+    r = tz_of(e, c, has_slot(e, 1) ? &tzv : NULL, NULL, &z, &own);
+    if (r != 0) {
+        if (r > 0)
+            set_null(o);
+        rc = r < 0 ? -1 : 0;
         goto done;
     }
-    int64_t local = start + tz;
-    if (id == OP_DATETRUNC) {
-        int64_t bin = 1;
-        if (e->nargs > 2 && e->args[2] && (!mf_value_as_int64(&v[2], &bin) || bin <= 0)) {
-            rc = mf_err_set(c->err, MF_E_BadValue, "$dateTrunc requires 'binSize' to be a positive 64-bit integer, but got %s",
-                            tname(&v[2]));
+    if (has_slot(e, 2)) {
+        if (is_nullish(&iso)) {
+            set_null(o);
             goto done;
         }
-        int64_t out;
-        if (unit <= U_WEEK) {
-            /* Bins of binSize units from 2000-01-01 (weeks: from the first startOfWeek on or after it). */
-            int64_t ref = days_from_civil(2000, 1, 1) * 86400000;
-            if (unit == U_WEEK) {
-                int ref_dow = 6; /* 2000-01-01 was a Saturday */
-                ref += (int64_t)((dow - ref_dow + 7) % 7) * 86400000;
-            }
-            int64_t width = unit_ms[unit] * bin;
-            out = ref + floordiv(local - ref, width) * width;
+        if (iso.value_type != BSON_TYPE_BOOL) {
+            rc = mf_err_set(c->err, MF_E_Location40521, "iso8601 must evaluate to a bool, found %s", tname(&iso));
+            goto done;
+        }
+        is_iso = iso.value.v_bool;
+    }
+    if (is_nullish(&d)) {
+        set_null(o);
+        goto done;
+    }
+    if (!get_date(&d, &ms)) {
+        rc = mf_err_set(c->err, MF_E_Location16006, "can't convert from BSON type %s to Date", tname(&d));
+        goto done;
+    }
+    lt_break(z, ms, &t);
+    {
+        bson_t b = BSON_INITIALIZER;
+        if (is_iso) {
+            int64_t iy;
+            int iw;
+            iso_parts(&t, &iy, &iw);
+            BSON_APPEND_INT32(&b, "isoWeekYear", (int32_t)iy);
+            BSON_APPEND_INT32(&b, "isoWeek", iw);
+            BSON_APPEND_INT32(&b, "isoDayOfWeek", iso_dow(t.days));
         } else {
-            int64_t rest, months = months_of(local, &rest) - 2000 * 12;
-            int64_t per = (unit == U_MONTH ? 1 : unit == U_QUARTER ? 3 : 12) * bin;
-            out = month_start_ms(2000 * 12 + floordiv(months, per) * per);
+            BSON_APPEND_INT32(&b, "year", (int32_t)t.y);
+            BSON_APPEND_INT32(&b, "month", t.mon);
+            BSON_APPEND_INT32(&b, "day", t.mday);
         }
-        set_date(o, out - tz);
-    } else if (id == OP_DATEADD || id == OP_DATESUBTRACT) {
-        int64_t amount;
-        if (!mf_value_as_int64(&v[2], &amount) || (v[2].value_type == BSON_TYPE_DOUBLE && v[2].value.v_double != (double)amount)) {
-            rc = mf_err_set(c->err, MF_E_BadValue, "%s requires 'amount' to be an integer, but got %s", opname, tname(&v[2]));
-            goto done;
-        }
-        if (id == OP_DATESUBTRACT)
-            amount = -amount;
-        int64_t out;
-        if (unit <= U_WEEK)
-            out = local + amount * unit_ms[unit];
-        else
-            out = add_months(local, amount * (unit == U_MONTH ? 1 : unit == U_QUARTER ? 3 : 12));
-        set_date(o, out - tz);
-    } else {
-        int64_t end, r1, r2, n;
-        if (!get_date(&v[1], &end)) {
-            rc = mf_err_set(c->err, MF_E_BadValue, "$dateDiff requires 'endDate' to be a date, but got %s", tname(&v[1]));
-            goto done;
-        }
-        int64_t lend = end + tz;
-        if (unit < U_WEEK) {
-            n = floordiv(lend, unit_ms[unit]) - floordiv(local, unit_ms[unit]);
-        } else if (unit == U_WEEK) {
-            /* Week boundaries: startOfWeek at midnight. 1970-01-01 was a Thursday (4). */
-            int64_t shift = (int64_t)((4 - dow + 7) % 7) * 86400000;
-            n = floordiv(lend + shift, unit_ms[U_WEEK]) - floordiv(local + shift, unit_ms[U_WEEK]);
-        } else {
-            int64_t m1 = months_of(local, &r1), m2 = months_of(lend, &r2);
-            int64_t per = unit == U_MONTH ? 1 : unit == U_QUARTER ? 3 : 12;
-            n = floordiv(m2, per) - floordiv(m1, per);
-        }
-        set_i64(o, n);
+        BSON_APPEND_INT32(&b, "hour", t.hour);
+        BSON_APPEND_INT32(&b, "minute", t.min);
+        BSON_APPEND_INT32(&b, "second", t.sec);
+        BSON_APPEND_INT32(&b, "millisecond", t.ms);
+        take_bson(o, &b, false);
     }
 done:
-    free_vals(v, e->nargs);
+    if (own)
+        mf_tz_free(z);
+    mf_value_free(&d);
+    mf_value_free(&tzv);
+    mf_value_free(&iso);
     return rc;
 }
+
+/* ---- $dateFromParts ---- */
+
+/*
+ * part_num: evaluates slot i (named name) as an integer, dflt when absent.
+ * 1 when nullish, -1 on error (40515, or 31034 when bounded and outside
+ * [-32768, 32767]), 0 with *out.
+ */
+static int
+part_num(const mf_expr_t *e, size_t i, const char *name, int64_t dflt, bool bounded, ctx_t *c, int64_t *out)
+{
+    bson_value_t v;
+    char buf[128];
+    int rc = 0;
+
+    if (!has_slot(e, i)) {
+        *out = dflt;
+        return 0;
+    }
+    if (ev(e->args[i], c, &v) < 0)
+        return -1;
+    if (is_nullish(&v)) {
+        rc = 1;
+    } else if (!integral64(&v, out)) {
+        value_str(&v, buf, sizeof buf);
+        rc = mf_err_set(c->err, MF_E_Location40515, "'%s' must evaluate to an integer, found %s with value %s", name,
+                        tname(&v), buf);
+    } else if (bounded && (*out < -32768 || *out > 32767)) {
+        rc = mf_err_set(c->err, MF_E_Location31034,
+                        "'%s' must evaluate to a value in the range [-32768, 32767]; value %" PRId64 " is not in range",
+                        name, *out);
+    }
+    mf_value_free(&v);
+    return rc;
+}
+
+/* local_parts_to_ms: the UTC ms of local day count days + h:mi:s.ms in zone z (all may overflow their ranges). */
+static int64_t
+local_parts_to_ms(const mf_tz_t *z, int64_t days, int64_t h, int64_t mi, int64_t s, int64_t ms)
+{
+    __int128 total = (__int128)days * 86400000 + (__int128)h * 3600000 + (__int128)mi * 60000 + (__int128)s * 1000 + ms;
+    __int128 secs = total >= 0 ? total / 1000 : -((-total + 999) / 1000);
+    int64_t rem = (int64_t)(total - secs * 1000);
+    if (secs > INT64_MAX / 2 || secs < INT64_MIN / 2)
+        return (int64_t)(total); /* far outside any date: no zone applies */
+    int64_t utc = mf_tz_local_to_utc(z, (int64_t)secs);
+    return (int64_t)((__int128)utc * 1000 + rem);
+}
+
+static int
+ev_date_from_parts(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
+{
+    /* slots: year month day hour minute second millisecond isoWeekYear isoWeek isoDayOfWeek timezone */
+    int64_t h, mi, s, ms, y, m, d;
+    bson_value_t tzv;
+    mf_tz_t *z = NULL;
+    bool own = false;
+    int r, rc = 0;
+
+    set_missing(&tzv);
+    if ((r = part_num(e, 3, "hour", 0, true, c, &h)) != 0 || (r = part_num(e, 4, "minute", 0, true, c, &mi)) != 0 ||
+        (r = part_num(e, 5, "second", 0, false, c, &s)) != 0 ||
+        (r = part_num(e, 6, "millisecond", 0, false, c, &ms)) != 0)
+        goto out;
+    if (ev_slot(e, 10, c, &tzv) < 0) {
+        r = -1;
+        goto out;
+    }
+    if ((r = tz_of(e, c, has_slot(e, 10) ? &tzv : NULL, NULL, &z, &own)) != 0)
+        goto out;
+    if (has_slot(e, 0)) {
+        if ((r = part_num(e, 0, "year", 1970, false, c, &y)) != 0 || (r = part_num(e, 1, "month", 1, true, c, &m)) != 0 ||
+            (r = part_num(e, 2, "day", 1, true, c, &d)) != 0)
+            goto out;
+        if (y < 1 || y > 9999) {
+            r = mf_err_set(c->err, MF_E_Location40523,
+                           "'year' must evaluate to an integer in the range 1 to 9999, found %" PRId64, y);
+            goto out;
+        }
+        int64_t mm = y * 12 + (m - 1);
+        int64_t ny = floordiv(mm, 12);
+        int nm = (int)(mm - ny * 12) + 1;
+        int64_t days = days_from_civil(ny, nm, 1) + d - 1;
+        set_date(o, local_parts_to_ms(z, days, h, mi, s, ms));
+    } else {
+        int64_t iy, iw, idw;
+        if ((r = part_num(e, 7, "isoWeekYear", 1970, false, c, &iy)) != 0 ||
+            (r = part_num(e, 8, "isoWeek", 1, true, c, &iw)) != 0 ||
+            (r = part_num(e, 9, "isoDayOfWeek", 1, true, c, &idw)) != 0)
+            goto out;
+        if (iy < 1 || iy > 9999) {
+            r = mf_err_set(c->err, MF_E_Location31095,
+                           "'isoWeekYear' must evaluate to an integer in the range 1 to 9999, found %" PRId64, iy);
+            goto out;
+        }
+        set_date(o, local_parts_to_ms(z, iso_to_days(iy, iw, idw), h, mi, s, ms));
+    }
+out:
+    if (r > 0)
+        set_null(o);
+    rc = r < 0 ? -1 : 0;
+    if (own)
+        mf_tz_free(z);
+    mf_value_free(&tzv);
+    return rc;
+}
+
+/* ---- $dateFromString ---- */
+
+typedef struct dparse {
+    int64_t y, m, d, h, mi, s, ms, iy, iw, idw, doy, wk, wd;
+    bool has_y, has_m, has_d, has_h, has_mi, has_s, has_iy, has_iw, has_idw, has_doy, has_wk, has_wd;
+    bool has_off;
+    int32_t off; /* seconds east, from the string */
+    const char *errmsg;
+    size_t errpos;
+} dparse_t;
+
+static const char *const month_names[] = {"january", "february", "march", "april", "may", "june", "july",
+                                           "august", "september", "october", "november", "december"};
+
+/* read_num: up to max digits at *p (at least min); -1 when fewer. */
+static int64_t
+read_num(const char **p, int min, int max)
+{
+    int64_t v = 0;
+    int n = 0;
+    while (n < max && isdigit((unsigned char)(*p)[0])) {
+        v = v * 10 + ((*p)[0] - '0');
+        (*p)++;
+        n++;
+    }
+    return n < min ? -1 : v;
+}
+
+/* read_month_name: a month's full or 3-letter name (any case) at *p; 0 if none. */
+static int
+read_month_name(const char **p)
+{
+    for (int i = 0; i < 12; i++) {
+        size_t fl = strlen(month_names[i]);
+        if (strncasecmp(*p, month_names[i], fl) == 0) {
+            *p += fl;
+            return i + 1;
+        }
+    }
+    for (int i = 0; i < 12; i++) {
+        if (strncasecmp(*p, month_names[i], 3) == 0 && !isalpha((unsigned char)(*p)[3])) {
+            *p += 3;
+            return i + 1;
+        }
+    }
+    return 0;
+}
+
+/* read_offset: "Z", "UTC", "GMT", "+hh", "+hhmm", "+hh:mm" (or '-'), and US zone abbreviations. */
+static bool
+read_offset(const char **p, int32_t *off)
+{
+    static const struct { const char *n; int h; } abbr[] = {
+        {"UTC", 0}, {"GMT", 0}, {"EST", -5}, {"EDT", -4}, {"CST", -6}, {"CDT", -5},
+        {"MST", -7}, {"MDT", -6}, {"PST", -8}, {"PDT", -7}, {NULL, 0}};
+    const char *s = *p;
+    if (*s == 'Z' || *s == 'z') {
+        *off = 0;
+        *p = s + 1;
+        return true;
+    }
+    for (int i = 0; abbr[i].n; i++)
+        if (strncmp(s, abbr[i].n, 3) == 0 && !isalpha((unsigned char)s[3])) {
+            *off = abbr[i].h * 3600;
+            s += 3;
+            if ((abbr[i].h == 0) && (*s == '+' || *s == '-'))
+                break; /* GMT+02:00 */
+            *p = s;
+            return true;
+        }
+    if (*s == '+' || *s == '-') {
+        int sign = *s == '-' ? -1 : 1;
+        const char *q = s + 1;
+        int64_t h = read_num(&q, 1, 2), m = 0;
+        if (h < 0)
+            return false;
+        if (*q == ':') {
+            q++;
+            if ((m = read_num(&q, 2, 2)) < 0)
+                return false;
+        } else if (isdigit((unsigned char)*q)) {
+            if ((m = read_num(&q, 2, 2)) < 0)
+                return false;
+        }
+        *off = sign * (int32_t)(h * 3600 + m * 60);
+        *p = q;
+        return true;
+    }
+    return false;
+}
+
+/* read_time: HH:MM[:SS[.frac]] at *p. */
+static bool
+read_time(const char **p, dparse_t *r)
+{
+    const char *q = *p;
+    int64_t h = read_num(&q, 1, 2), mi, s = 0, ms = 0;
+    if (h < 0 || *q != ':')
+        return false;
+    q++;
+    if ((mi = read_num(&q, 2, 2)) < 0)
+        return false;
+    if (*q == ':') {
+        q++;
+        if ((s = read_num(&q, 2, 2)) < 0)
+            return false;
+        if (*q == '.' || *q == ',') {
+            int n = 0;
+            q++;
+            if (!isdigit((unsigned char)*q))
+                return false;
+            while (isdigit((unsigned char)*q)) {
+                if (n < 3)
+                    ms = ms * 10 + (*q - '0');
+                n++;
+                q++;
+            }
+            while (n < 3) {
+                ms *= 10;
+                n++;
+            }
+        }
+    }
+    r->h = h, r->mi = mi, r->s = s, r->ms = ms;
+    r->has_h = r->has_mi = r->has_s = true;
+    *p = q;
+    return true;
+}
+
+/* parse_date_auto: the date/time forms timelib's strtotime parser is most often given. */
+static bool
+parse_date_auto(const char *str, dparse_t *r)
+{
+    const char *p = str, *q;
+    int64_t a, b, cc;
+    int mon;
+
+    while (*p == ' ')
+        p++;
+    {
+        /* a leading day name ("Tue, 04 Jul 2017 ..."), ignored as timelib does */
+        static const char *const days[] = {"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"};
+        for (int i = 0; i < 7; i++) {
+            size_t fl = strlen(days[i]);
+            size_t l = strncasecmp(p, days[i], fl) == 0 ? fl
+                     : strncasecmp(p, days[i], 3) == 0 && !isalpha((unsigned char)p[3]) ? 3 : 0;
+            if (l) {
+                p += l;
+                if (*p == ',')
+                    p++;
+                while (*p == ' ')
+                    p++;
+                break;
+            }
+        }
+    }
+    q = p;
+    if ((a = read_num(&q, 8, 8)) >= 0 && !isdigit((unsigned char)*q)) {
+        /* YYYYMMDD */
+        r->y = a / 10000, r->m = a / 100 % 100, r->d = a % 100;
+    } else if ((q = p, a = read_num(&q, 4, 4)) >= 0 && (*q == '-' || *q == '/')) {
+        char sep = *q++;
+        if (sep == '-' && *q == 'W') {
+            /* ISO week date: YYYY-Www[-D] */
+            q++;
+            if ((b = read_num(&q, 2, 2)) < 0)
+                goto bad;
+            cc = 1;
+            if (*q == '-') {
+                q++;
+                if ((cc = read_num(&q, 1, 1)) < 0)
+                    goto bad;
+            }
+            r->iy = a, r->iw = b, r->idw = cc;
+            r->has_iy = r->has_iw = r->has_idw = true;
+        } else if (isalpha((unsigned char)*q) && (mon = read_month_name(&q)) > 0) {
+            if (*q++ != sep || (cc = read_num(&q, 1, 2)) < 0)
+                goto bad;
+            r->y = a, r->m = mon, r->d = cc;
+        } else {
+            if ((b = read_num(&q, 1, 2)) < 0)
+                goto bad;
+            cc = 1;
+            if (*q == sep) {
+                q++;
+                if ((cc = read_num(&q, 1, 2)) < 0)
+                    goto bad;
+            } else if (sep == '/') {
+                goto bad;
+            }
+            r->y = a, r->m = b, r->d = cc;
+        }
+    } else if ((q = p, (a = read_num(&q, 1, 2)) >= 0) && *q == '/') {
+        /* American: MM/DD/YYYY */
+        q++;
+        if ((b = read_num(&q, 1, 2)) < 0 || *q++ != '/' || (cc = read_num(&q, 4, 4)) < 0)
+            goto bad;
+        r->y = cc, r->m = a, r->d = b;
+    } else if ((q = p, (a = read_num(&q, 1, 2)) >= 0) &&
+               (*q == ' ' || *q == '-' || ((strncasecmp(q, "st", 2) == 0 || strncasecmp(q, "nd", 2) == 0 ||
+                                           strncasecmp(q, "rd", 2) == 0 || strncasecmp(q, "th", 2) == 0) &&
+                                          q[2] == ' '))) {
+        /* DD Month YYYY, DD-Mon-YYYY, 4th July 2017 */
+        if (isalpha((unsigned char)*q))
+            q += 2;
+        char sep = *q++;
+        if ((mon = read_month_name(&q)) == 0 || (*q != sep && !(sep == ' ' && *q == ',')))
+            goto bad;
+        q++;
+        while (*q == ' ')
+            q++;
+        if ((cc = read_num(&q, 4, 4)) < 0)
+            goto bad;
+        r->y = cc, r->m = mon, r->d = a;
+    } else if ((q = p, mon = read_month_name(&q)) > 0) {
+        /* Month DD[,] YYYY */
+        while (*q == ' ' || *q == '-')
+            q++;
+        if ((a = read_num(&q, 1, 2)) < 0)
+            goto bad;
+        if (strncasecmp(q, "st", 2) == 0 || strncasecmp(q, "nd", 2) == 0 || strncasecmp(q, "rd", 2) == 0 ||
+            strncasecmp(q, "th", 2) == 0)
+            q += 2;
+        if (*q == ',')
+            q++;
+        while (*q == ' ' || *q == '-')
+            q++;
+        if ((cc = read_num(&q, 4, 4)) < 0)
+            goto bad;
+        r->y = cc, r->m = mon, r->d = a;
+    } else {
+        q = p;
+        goto bad;
+    }
+    if (!r->has_iy)
+        r->has_y = r->has_m = r->has_d = true;
+    p = q;
+    if (*p == 'T' || *p == 't' || *p == ' ') {
+        const char *t = p + 1;
+        while (*t == ' ')
+            t++;
+        if (isdigit((unsigned char)*t)) {
+            if (!read_time(&t, r)) {
+                p = t;
+                goto bad;
+            }
+            p = t;
+        }
+    }
+    while (*p == ' ')
+        p++;
+    if (r->has_h && (strncasecmp(p, "am", 2) == 0 || strncasecmp(p, "pm", 2) == 0 || strncasecmp(p, "a.m.", 4) == 0 ||
+                     strncasecmp(p, "p.m.", 4) == 0)) {
+        bool pm = tolower((unsigned char)*p) == 'p';
+        if (r->h < 1 || r->h > 12) {
+            r->errmsg = "Unexpected character";
+            r->errpos = (size_t)(p - str);
+            return false;
+        }
+        r->h = r->h % 12 + (pm ? 12 : 0);
+        p += p[1] == '.' ? 4 : 2;
+        while (*p == ' ')
+            p++;
+    }
+    if (*p && read_offset(&p, &r->off)) {
+        r->has_off = true;
+        while (*p == ' ')
+            p++;
+    }
+    if (*p != '\0') {
+        if (isupper((unsigned char)*p) && strchr(p, '/') != NULL) {
+            r->errmsg = "passing a time zone identifier as part of the string is not allowed";
+            r->errpos = (size_t)(p - str);
+            return false;
+        }
+        q = p;
+        goto bad;
+    }
+    return true;
+bad:
+    r->errmsg = *q ? "Unexpected character" : "Unexpected end of string";
+    r->errpos = (size_t)(q - str);
+    return false;
+}
+
+/* parse_date_fmt: the string against a format of MongoDB's specifiers (validated already). */
+static bool
+parse_date_fmt(const char *str, const char *fmt, dparse_t *r)
+{
+    const char *p = str;
+    int64_t v;
+
+    for (const char *f = fmt; *f; f++) {
+        if (*f != '%') {
+            if (*p != *f) {
+                r->errmsg = "The format separator does not match";
+                goto bad;
+            }
+            p++;
+            continue;
+        }
+        f++;
+        switch (*f) {
+        case 'Y':
+            if ((v = read_num(&p, 4, 4)) < 0) {
+                r->errmsg = "A four digit year could not be found";
+                goto bad;
+            }
+            r->y = v, r->has_y = true;
+            break;
+        case 'G':
+            if ((v = read_num(&p, 4, 4)) < 0) {
+                r->errmsg = "A four digit ISO year could not be found";
+                goto bad;
+            }
+            r->iy = v, r->has_iy = true;
+            break;
+        case 'm': case 'd': case 'H': case 'M': case 'S': case 'V':
+            if ((v = read_num(&p, 1, 2)) < 0) {
+                r->errmsg = *f == 'm' ? "A two digit month could not be found"
+                          : *f == 'd' ? "A two digit day could not be found"
+                          : *f == 'H' ? "A two digit hour could not be found"
+                          : *f == 'M' ? "A two digit minute could not be found"
+                          : *f == 'S' ? "A two digit second could not be found"
+                                      : "A two digit ISO week could not be found";
+                goto bad;
+            }
+            if (*f == 'm') r->m = v, r->has_m = true;
+            else if (*f == 'd') r->d = v, r->has_d = true;
+            else if (*f == 'H') r->h = v, r->has_h = true;
+            else if (*f == 'M') r->mi = v, r->has_mi = true;
+            else if (*f == 'S') r->s = v, r->has_s = true;
+            else r->iw = v, r->has_iw = true;
+            break;
+        case 'u':
+            if ((v = read_num(&p, 1, 1)) < 0) {
+                r->errmsg = "A single digit day of week could not be found";
+                goto bad;
+            }
+            r->idw = v, r->has_idw = true;
+            break;
+        case 'w':
+            if ((v = read_num(&p, 1, 1)) < 0) {
+                r->errmsg = "A single digit day of week could not be found";
+                goto bad;
+            }
+            r->wd = v, r->has_wd = true;
+            break;
+        case 'U':
+            if ((v = read_num(&p, 1, 2)) < 0) {
+                r->errmsg = "A two digit week could not be found";
+                goto bad;
+            }
+            r->wk = v, r->has_wk = true;
+            break;
+        case 'j':
+            if ((v = read_num(&p, 3, 3)) < 0) {
+                r->errmsg = "A three digit day-of-year could not be found";
+                goto bad;
+            }
+            if (!r->has_y && !r->has_iy) {
+                r->errmsg = "A 'day of year' can only come after a year has been found";
+                goto bad;
+            }
+            r->doy = v, r->has_doy = true;
+            break;
+        case 'L': {
+            const char *s0 = p;
+            if ((v = read_num(&p, 1, 3)) < 0) {
+                r->errmsg = "A three digit millisecond could not be found";
+                goto bad;
+            }
+            for (ptrdiff_t n = p - s0; n < 3; n++)
+                v *= 10;
+            r->ms = v;
+            break;
+        }
+        case 'z':
+            if (!read_offset(&p, &r->off)) {
+                r->errmsg = isupper((unsigned char)*p) ? "passing a time zone identifier as part of the string is not allowed"
+                                                      : "The timezone could not be found in the database";
+                goto bad;
+            }
+            r->has_off = true;
+            break;
+        case 'Z': {
+            int sign = 1;
+            if (*p == '+' || *p == '-')
+                sign = *p++ == '-' ? -1 : 1;
+            else {
+                r->errmsg = "Missing '+' or '-' for timezone offset";
+                goto bad;
+            }
+            if ((v = read_num(&p, 1, 4)) < 0) {
+                r->errmsg = "Missing timezone offset in minutes";
+                goto bad;
+            }
+            r->off = sign * (int32_t)v * 60;
+            r->has_off = true;
+            break;
+        }
+        case 'b':
+        case 'B': {
+            int mon = read_month_name(&p);
+            if (mon == 0) {
+                r->errmsg = "A textual month could not be found";
+                goto bad;
+            }
+            r->m = mon, r->has_m = true;
+            break;
+        }
+        case '%':
+            if (*p != '%') {
+                r->errmsg = "The escaped character could not be found";
+                goto bad;
+            }
+            p++;
+            break;
+        default:
+            r->errmsg = "The format separator does not match";
+            goto bad;
+        }
+    }
+    if (*p != '\0') {
+        r->errmsg = "Trailing data";
+        goto bad;
+    }
+    if ((r->has_y || r->has_m || r->has_d) && (r->has_iy || r->has_iw || r->has_idw)) {
+        r->errmsg = "Mixing of ISO dates with natural dates is not allowed";
+        goto bad;
+    }
+    return true;
+bad:
+    r->errpos = (size_t)(p - str);
+    return false;
+}
+
+/* date_from_string: parses str (fmt NULL: free form) in zone z into *ms; -1 with 241 ConversionFailure. */
+static int
+date_from_string(ctx_t *c, const char *str, const char *fmt, const mf_tz_t *z, bool tz_given, int64_t *ms)
+{
+    dparse_t r;
+    bool ok;
+    int64_t days;
+
+    memset(&r, 0, sizeof r);
+    r.m = r.d = 1;
+    ok = fmt ? parse_date_fmt(str, fmt, &r) : parse_date_auto(str, &r);
+    if (!ok) {
+        char ch = r.errpos < strlen(str) ? str[r.errpos] : '\0';
+        return mf_err_set(c->err, MF_E_ConversionFailure, "Error parsing date string '%s'; %zu: %s '%c'", str,
+                          r.errpos, r.errmsg, ch ? ch : ' ');
+    }
+    if (!r.has_h && !r.has_mi && !r.has_s)
+        r.has_h = true;
+    if (r.has_h) /* a time without seconds (or minutes) has them at 0 */
+        r.has_mi = r.has_s = true;
+    if (r.has_iy || r.has_iw || r.has_idw) {
+        if (!r.has_iy || !(r.has_iw || r.has_idw))
+            goto incomplete;
+        days = iso_to_days(r.iy, r.has_iw ? r.iw : 1, r.has_idw ? r.idw : 1);
+    } else if (r.has_y && !r.has_m && !r.has_d && (r.has_wk || r.has_wd)) {
+        /* %U (weeks from the year's first Sunday, as $week) and %w (1 = Sunday) */
+        int64_t jan1 = days_from_civil(r.y, 1, 1);
+        int jan1_wday = (int)(((jan1 + 4) % 7 + 7) % 7);
+        int64_t first_sunday = jan1 + (7 - jan1_wday) % 7; /* week 1 starts there, week 0 before it */
+        days = first_sunday + ((r.has_wk ? r.wk : 0) - 1) * 7 + (r.has_wd ? r.wd - 1 : 0);
+    } else if (r.has_doy) {
+        days = days_from_civil(r.y, 1, 1) + r.doy - 1;
+        if (r.doy < 1 || r.doy > 366)
+            goto invalid;
+    } else {
+        if (!r.has_y || !(r.has_m || r.has_d) || !r.has_h || !r.has_mi || !r.has_s)
+            goto incomplete;
+        if (r.m < 1 || r.m > 12 || r.d < 1 || r.d > days_in_month(r.y, (int)r.m))
+            goto invalid;
+        days = days_from_civil(r.y, (int)r.m, (int)r.d);
+    }
+    if (!r.has_h || !r.has_mi || !r.has_s)
+        goto incomplete;
+    if (r.h > 24 || r.mi > 59 || r.s > 59)
+        return mf_err_set(c->err, MF_E_ConversionFailure, "Error parsing date string '%s'; %zu: The parsed time was invalid ' '",
+                          str, strlen(str));
+    if (r.has_off) {
+        if (tz_given && !mf_tz_is_utc(z))
+            return mf_err_set(c->err, MF_E_ConversionFailure,
+                              "you cannot pass in a date/time string with GMT offset together with a timezone argument");
+        *ms = (days * 86400 + r.h * 3600 + r.mi * 60 + r.s - r.off) * 1000 + r.ms;
+        return 0;
+    }
+    *ms = local_parts_to_ms(z, days, r.h, r.mi, r.s, r.ms);
+    return 0;
+invalid:
+    return mf_err_set(c->err, MF_E_ConversionFailure,
+                      "Error parsing date string '%s'; %zu: The parsed date was invalid ' '", str, strlen(str));
+incomplete:
+    return mf_err_set(c->err, MF_E_ConversionFailure,
+                      "an incomplete date/time string has been found, with elements missing: \"%s\"", str);
+}
+
+/* check_format: MongoDB's validateFormat for $dateToString (to) or $dateFromString. */
+static int
+check_format(ctx_t *c, const char *fmt, bool to)
+{
+    const char *ok = "dGHjLmMSwuUVYzZbB"; /* the same set both ways since SERVER-73402 */
+    (void)to;
+    for (const char *p = fmt; *p; p++) {
+        if (*p != '%')
+            continue;
+        p++;
+        if (*p == '\0')
+            return mf_err_set(c->err, MF_E_Location18535, "Unmatched '%%' at end of format string");
+        if (*p != '%' && strchr(ok, *p) == NULL)
+            return mf_err_set(c->err, MF_E_Location18536, "Invalid format character '%%%c' in format string", *p);
+    }
+    return 0;
+}
+
+static int
+ev_date_from_string(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
+{
+    /* slots: dateString timezone format onNull onError */
+    bson_value_t ds, fv, tzv;
+    mf_tz_t *z = NULL;
+    bool own = false;
+    int rc = 0, r;
+    int64_t ms;
+    char buf[160];
+
+    set_missing(&fv);
+    set_missing(&tzv);
+    if (ev(e->args[0], c, &ds) < 0)
+        return -1;
+    if (has_slot(e, 2)) {
+        if (ev(e->args[2], c, &fv) < 0) {
+            rc = -1;
+            goto done;
+        }
+        if (!is_nullish(&fv)) {
+            if (fv.value_type != BSON_TYPE_UTF8) {
+                value_str(&fv, buf, sizeof buf);
+                rc = mf_err_set(c->err, MF_E_Location40684,
+                                "$dateFromString requires that 'format' be a string, found: %s with value %s",
+                                tname(&fv), buf);
+                goto done;
+            }
+            if (check_format(c, fv.value.v_utf8.str, false) < 0) {
+                rc = -1;
+                goto done;
+            }
+        }
+    }
+    if (ev_slot(e, 1, c, &tzv) < 0) {
+        rc = -1;
+        goto done;
+    }
+    r = tz_of(e, c, has_slot(e, 1) ? &tzv : NULL, NULL, &z, &own);
+    if (r < 0) {
+        rc = -1;
+        goto done;
+    }
+    if (is_nullish(&ds)) {
+        if (has_slot(e, 3))
+            rc = ev(e->args[3], c, o);
+        else
+            set_null(o);
+        goto done;
+    }
+    if (ds.value_type != BSON_TYPE_UTF8) {
+        value_str(&ds, buf, sizeof buf);
+        rc = mf_err_set(c->err, MF_E_ConversionFailure,
+                        "$dateFromString requires that 'dateString' be a string, found: %s with value %s", tname(&ds), buf);
+    } else if (r > 0 || (has_slot(e, 2) && is_nullish(&fv))) {
+        set_null(o);
+        goto done;
+    } else {
+        rc = date_from_string(c, ds.value.v_utf8.str, has_slot(e, 2) ? fv.value.v_utf8.str : NULL, z,
+                              has_slot(e, 1), &ms);
+        if (rc == 0)
+            set_date(o, ms);
+    }
+    if (rc < 0 && c->err->code == MF_E_ConversionFailure && has_slot(e, 4)) {
+        mf_err_clear(c->err);
+        rc = ev(e->args[4], c, o);
+    }
+done:
+    if (own)
+        mf_tz_free(z);
+    mf_value_free(&ds);
+    mf_value_free(&fv);
+    mf_value_free(&tzv);
+    return rc;
+}
+
+/* ---- $dateToString ---- */
 
 static int
 ev_date_to_string(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
 {
-    bson_value_t *v;
-    const char *fmt = "%Y-%m-%dT%H:%M:%S.%LZ";
-    int tzmin = 0, millis, rc = 0;
+    /* slots: date format timezone onNull */
+    bson_value_t d, fv, tzv;
+    const char *fmt;
+    mf_tz_t *z = NULL;
+    bool own = false;
+    int rc = 0, r;
     int64_t ms;
-    struct tm tm;
+    ltime_t t;
+    char buf[160];
     bson_string_t *s;
 
-    if (eval_args(e, c, &v) < 0)
+    set_missing(&fv);
+    set_missing(&tzv);
+    if (ev(e->args[0], c, &d) < 0)
         return -1;
-    /* slots: date, format, timezone, onNull */
-    if (e->args[1]) {
-        if (is_nullish(&v[1])) {
-            set_null(o);
-            goto done;
-        }
-        if (v[1].value_type != BSON_TYPE_UTF8) {
-            rc = mf_err_set(c->err, MF_E_BadValue, "$dateToString requires that 'format' be a string, found: %s", tname(&v[1]));
-            goto done;
-        }
-        fmt = v[1].value.v_utf8.str;
-    }
-    if (e->args[2]) {
-        if (is_nullish(&v[2])) {
-            set_null(o);
-            goto done;
-        }
-        if (parse_tz(c, &v[2], &tzmin) < 0) {
+    if (has_slot(e, 1)) {
+        if (ev(e->args[1], c, &fv) < 0) {
             rc = -1;
             goto done;
         }
+        if (!is_nullish(&fv)) {
+            if (fv.value_type != BSON_TYPE_UTF8) {
+                value_str(&fv, buf, sizeof buf);
+                rc = mf_err_set(c->err, MF_E_Location18533,
+                                "$dateToString requires that 'format' be a string, found: %s with value %s",
+                                tname(&fv), buf);
+                goto done;
+            }
+            if (check_format(c, fv.value.v_utf8.str, true) < 0) {
+                rc = -1;
+                goto done;
+            }
+        }
     }
-    if (is_nullish(&v[0])) {
-        if (e->args[3])
-            mf_value_copy(o, &v[3]);
+    if (ev_slot(e, 2, c, &tzv) < 0) {
+        rc = -1;
+        goto done;
+    }
+    r = tz_of(e, c, has_slot(e, 2) ? &tzv : NULL, NULL, &z, &own);
+    if (r < 0) {
+        rc = -1;
+        goto done;
+    }
+    if (is_nullish(&d)) {
+        if (has_slot(e, 3))
+            rc = ev(e->args[3], c, o);
         else
             set_null(o);
         goto done;
     }
-    if (!get_date(&v[0], &ms)) {
-        rc = mf_err_set(c->err, MF_E_Location16006, "can't convert from BSON type %s to Date", tname(&v[0]));
+    if (r > 0 || (has_slot(e, 1) && is_nullish(&fv))) {
+        set_null(o);
         goto done;
     }
-    date_tm(ms, tzmin, &tm, &millis);
+    if (!get_date(&d, &ms)) {
+        rc = mf_err_set(c->err, MF_E_Location16006, "can't convert from BSON type %s to Date", tname(&d));
+        goto done;
+    }
+    fmt = has_slot(e, 1) ? fv.value.v_utf8.str
+                         : mf_tz_is_utc(z) ? "%Y-%m-%dT%H:%M:%S.%LZ" : "%Y-%m-%dT%H:%M:%S.%L";
+    lt_break(z, ms, &t);
     s = bson_string_new(NULL);
     for (const char *p = fmt; *p; p++) {
         if (*p != '%') {
@@ -3223,41 +5143,366 @@ ev_date_to_string(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
             continue;
         }
         p++;
-        int wk, wy;
+        int64_t iy;
+        int iw, offm = t.off / 60;
         switch (*p) {
-        case 'Y': bson_string_append_printf(s, "%04d", tm.tm_year + 1900); break;
-        case 'm': bson_string_append_printf(s, "%02d", tm.tm_mon + 1); break;
-        case 'd': bson_string_append_printf(s, "%02d", tm.tm_mday); break;
-        case 'H': bson_string_append_printf(s, "%02d", tm.tm_hour); break;
-        case 'M': bson_string_append_printf(s, "%02d", tm.tm_min); break;
-        case 'S': bson_string_append_printf(s, "%02d", tm.tm_sec); break;
-        case 'L': bson_string_append_printf(s, "%03d", millis); break;
-        case 'j': bson_string_append_printf(s, "%03d", tm.tm_yday + 1); break;
-        case 'w': bson_string_append_printf(s, "%d", tm.tm_wday + 1); break;
-        case 'u': bson_string_append_printf(s, "%d", tm.tm_wday == 0 ? 7 : tm.tm_wday); break;
-        case 'U': bson_string_append_printf(s, "%02d", (tm.tm_yday + 7 - tm.tm_wday) / 7); break;
-        case 'V': iso_week(&tm, &wk, &wy); bson_string_append_printf(s, "%02d", wk); break;
-        case 'G': iso_week(&tm, &wk, &wy); bson_string_append_printf(s, "%04d", wy); break;
-        case 'z': bson_string_append_printf(s, "%c%02d%02d", tzmin < 0 ? '-' : '+', abs(tzmin) / 60, abs(tzmin) % 60); break;
-        case 'Z': bson_string_append_printf(s, "%d", tzmin); break;
+        case 'Y': bson_string_append_printf(s, "%04" PRId64, t.y); break;
+        case 'm': bson_string_append_printf(s, "%02d", t.mon); break;
+        case 'd': bson_string_append_printf(s, "%02d", t.mday); break;
+        case 'H': bson_string_append_printf(s, "%02d", t.hour); break;
+        case 'M': bson_string_append_printf(s, "%02d", t.min); break;
+        case 'S': bson_string_append_printf(s, "%02d", t.sec); break;
+        case 'L': bson_string_append_printf(s, "%03d", t.ms); break;
+        case 'j': bson_string_append_printf(s, "%03d", t.yday); break;
+        case 'w': bson_string_append_printf(s, "%d", t.wday + 1); break;
+        case 'u': bson_string_append_printf(s, "%d", iso_dow(t.days)); break;
+        case 'U': bson_string_append_printf(s, "%02d", mongo_week(&t)); break;
+        case 'V': iso_parts(&t, &iy, &iw); bson_string_append_printf(s, "%02d", iw); break;
+        case 'G': iso_parts(&t, &iy, &iw); bson_string_append_printf(s, "%04" PRId64, iy); break;
+        case 'z':
+            bson_string_append_printf(s, "%c%02d%02d", offm < 0 ? '-' : '+', abs(offm) / 60, abs(offm) % 60);
+            break;
+        case 'Z': bson_string_append_printf(s, "%c%d", offm < 0 ? '-' : '+', abs(offm)); break;
         case '%': bson_string_append(s, "%"); break;
         case 'b': {
-            static const char *const mon[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
-            bson_string_append(s, mon[tm.tm_mon]);
+            char mb[4];
+            snprintf(mb, sizeof mb, "%s", month_names[t.mon - 1]);
+            mb[0] = (char)toupper((unsigned char)mb[0]);
+            bson_string_append(s, mb);
             break;
         }
-        default:
-            bson_string_free(s, true);
-            rc = mf_err_set(c->err, MF_E_BadValue, "Invalid format character '%%%c' in format string", *p ? *p : ' ');
-            goto done;
-        }
-        if (*p == '\0')
+        case 'B': {
+            char mb[16];
+            snprintf(mb, sizeof mb, "%s", month_names[t.mon - 1]);
+            mb[0] = (char)toupper((unsigned char)mb[0]);
+            bson_string_append(s, mb);
             break;
+        }
+        default: break; /* validated above */
+        }
     }
     set_strn(o, s->str, s->len);
     bson_string_free(s, true);
 done:
-    free_vals(v, e->nargs);
+    if (own)
+        mf_tz_free(z);
+    mf_value_free(&d);
+    mf_value_free(&fv);
+    mf_value_free(&tzv);
+    return rc;
+}
+
+/* ---- $dateTrunc, $dateAdd, $dateSubtract, $dateDiff ---- */
+
+/* parse_unit: MongoDB's parseTimeUnit: 5439013 for a non-string, 9 FailedToParse for an unknown name. */
+static int
+parse_unit(ctx_t *c, const char *opname, const bson_value_t *v, int *unit)
+{
+    static const char *const names[] = {"millisecond", "second", "minute", "hour", "day", "week",
+                                         "month", "quarter", "year", NULL};
+    if (v->value_type != BSON_TYPE_UTF8)
+        return mf_err_set(c->err, MF_E_Location5439013, "%s requires 'unit' to be a string, but got %s", opname,
+                          tname(v));
+    for (int i = 0; names[i]; i++)
+        if (strcmp(v->value.v_utf8.str, names[i]) == 0) {
+            *unit = i;
+            return 0;
+        }
+    return mf_err_set(c->err, MF_E_FailedToParse,
+                      "%s parameter 'unit' value parsing failed :: caused by :: unknown time unit value: %s", opname,
+                      v->value.v_utf8.str);
+}
+
+/* parse_week_start: 1 = Monday ... 7 = Sunday (MongoDB's DayOfWeek). */
+static int
+parse_week_start(ctx_t *c, const char *opname, const bson_value_t *v, int *dow)
+{
+    static const char *const days[] = {"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"};
+    if (v->value_type != BSON_TYPE_UTF8)
+        return mf_err_set(c->err, MF_E_Location5439015, "%s requires 'startOfWeek' to be a string, but got %s",
+                          opname, tname(v));
+    for (int i = 0; i < 7; i++)
+        if (strcasecmp(v->value.v_utf8.str, days[i]) == 0 ||
+            (strlen(v->value.v_utf8.str) == 3 && strncasecmp(v->value.v_utf8.str, days[i], 3) == 0)) {
+            *dow = i + 1;
+            return 0;
+        }
+    return mf_err_set(c->err, MF_E_Location5439016,
+                      "%s parameter 'startOfWeek' value cannot be recognized as a day of a week: %s", opname,
+                      v->value.v_utf8.str);
+}
+
+/* date_add: MongoDB's dateAdd: units of an hour or less in UTC, larger ones on the local calendar. */
+static int
+date_add(ctx_t *c, int64_t ms, int unit, int64_t amount, const mf_tz_t *z, int64_t *out)
+{
+    static const int64_t max_abs[] = {0, 18446744073744000LL, 307445734562400LL, 5124095576040LL,
+                                      213503982335LL, 30500568905LL, 7019309016LL, 2339769672LL, 584942418LL};
+    __int128 r;
+
+    if (unit == U_MS) {
+        *out = (int64_t)((uint64_t)ms + (uint64_t)amount);
+        return 0;
+    }
+    if (!(-max_abs[unit] < amount && amount < max_abs[unit])) {
+        static const char *const names[] = {"millisecond", "second", "minute", "hour", "day", "week",
+                                             "month", "quarter", "year"};
+        return mf_err_set(c->err, MF_E_Location5976500, "invalid dateAdd 'amount' parameter value: %" PRId64 " %s",
+                          amount, names[unit]);
+    }
+    if (unit <= U_HOUR) {
+        r = (__int128)ms + (__int128)amount * unit_ms[unit];
+    } else {
+        ltime_t t;
+        int64_t days;
+        int64_t tod;
+        lt_break(z, ms, &t);
+        tod = (int64_t)t.hour * 3600 + t.min * 60 + t.sec;
+        if (unit == U_DAY || unit == U_WEEK) {
+            days = t.days + amount * (unit == U_WEEK ? 7 : 1);
+        } else {
+            int64_t mm = t.y * 12 + (t.mon - 1) + amount * (unit == U_MONTH ? 1 : unit == U_QUARTER ? 3 : 12);
+            int64_t ny = floordiv(mm, 12);
+            int nm = (int)(mm - ny * 12) + 1, last = days_in_month(ny, nm);
+            days = days_from_civil(ny, nm, t.mday > last ? last : t.mday);
+        }
+        int64_t utc = mf_tz_local_to_utc(z, days * 86400 + tod);
+        r = (__int128)utc * 1000 + t.ms;
+    }
+    if (r > INT64_MAX || r < INT64_MIN)
+        return mf_err_set(c->err, MF_E_Location5166406, "dateAdd overflowed");
+    *out = (int64_t)r;
+    return 0;
+}
+
+/* dow_from: 0..6, the position of day count days in a week starting on sow (1 = Monday). */
+static int
+dow_from(int64_t days, int sow)
+{
+    return (iso_dow(days) - sow + 7) % 7;
+}
+
+static int64_t
+diff_week(int64_t d1, int64_t d2, int sow)
+{
+    return (d2 - d1 + dow_from(d1, sow) - dow_from(d2, sow)) / 7;
+}
+
+static int
+date_diff(ctx_t *c, int64_t a, int64_t b, int unit, const mf_tz_t *z, int sow, int64_t *out)
+{
+    ltime_t s, e;
+    int64_t dd, h, mi;
+
+    if (unit == U_MS) {
+        if (__builtin_sub_overflow(b, a, out))
+            return mf_err_set(c->err, MF_E_Location5166308, "dateDiff overflowed");
+        return 0;
+    }
+    lt_break(z, a, &s);
+    lt_break(z, b, &e);
+    dd = e.days - s.days;
+    switch (unit) {
+    case U_YEAR: *out = e.y - s.y; break;
+    case U_QUARTER: *out = (e.mon - 1) / 3 - (s.mon - 1) / 3 + (e.y - s.y) * 4; break;
+    case U_MONTH: *out = e.mon - s.mon + (e.y - s.y) * 12; break;
+    case U_WEEK: *out = diff_week(s.days, e.days, sow); break;
+    case U_DAY: *out = dd; break;
+    default:
+        h = e.hour - s.hour + dd * 24;
+        mi = e.min - s.min + h * 60;
+        if (unit == U_HOUR)
+            *out = h + (s.off - e.off) / 3600;
+        else if (unit == U_MINUTE)
+            *out = mi + (s.off - e.off) / 60;
+        else
+            *out = e.sec - s.sec + mi * 60 + (s.off - e.off);
+        break;
+    }
+    return 0;
+}
+
+static int64_t
+bin_floor(int64_t v, int64_t bin)
+{
+    int64_t r = v % bin;
+    return r < 0 ? r + bin : r;
+}
+
+static int
+date_trunc(ctx_t *c, int64_t ms, int unit, int64_t bin, const mf_tz_t *z, int sow, int64_t *out)
+{
+    const int64_t ref_utc = 946684800000LL; /* 2000-01-01T00:00:00Z */
+    int64_t ref = ref_utc - (int64_t)mf_tz_offset(z, ref_utc / 1000) * 1000, ref_days = days_from_civil(2000, 1, 1);
+
+    if (unit == U_WEEK) {
+        int ref_dow = (6 - sow + 7) % 7; /* 2000-01-01 was a Saturday (6) */
+        int adj = (7 - ref_dow) % 7;
+        ref += (int64_t)adj * 86400000;
+        ref_days += adj;
+    }
+    if (unit <= U_HOUR) {
+        int64_t width, shifted, res;
+        if (__builtin_mul_overflow(bin, unit_ms[unit], &width))
+            return mf_err_set(c->err, MF_E_Location5439002, "dateTrunc overflowed");
+        if (__builtin_sub_overflow(ms, ref, &shifted))
+            return mf_err_set(c->err, MF_E_Location5439000, "dateTrunc overflowed");
+        if (__builtin_sub_overflow(ms, bin_floor(shifted, width), &res))
+            return mf_err_set(c->err, MF_E_Location5439001, "dateTrunc overflowed");
+        *out = res;
+        return 0;
+    }
+    if (bin > 100000000000LL)
+        return mf_err_set(c->err, MF_E_Location5439006, "dateTrunc unsupported binSize value");
+    ltime_t t;
+    int64_t dist, lower;
+    lt_break(z, ms, &t);
+    switch (unit) {
+    case U_DAY: dist = t.days - ref_days; break;
+    case U_WEEK: dist = diff_week(ref_days, t.days, sow); break;
+    case U_MONTH: dist = (t.y - 2000) * 12 + t.mon - 1; break;
+    case U_QUARTER: dist = (t.y - 2000) * 4 + (t.mon - 1) / 3; break;
+    default: dist = t.y - 2000; break;
+    }
+    if (__builtin_sub_overflow(dist, bin_floor(dist, bin), &lower))
+        return mf_err_set(c->err, MF_E_Location5439004, "dateTrunc overflowed");
+    return date_add(c, ref, unit, lower, z, out);
+}
+
+/* date_ctx: "$dateTrunc parameter 'timezone' value parsing failed", the context MongoDB adds. */
+static int
+ev_date_arith(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
+{
+    const char *opname = e->op->name;
+    int id = e->op->id, unit = 0, sow = 7, rc = 0, r;
+    bson_value_t v[5];
+    mf_tz_t *z = NULL;
+    bool own = false;
+    int64_t a, b, out;
+    char ctxmsg[80];
+
+    for (int i = 0; i < 5; i++)
+        set_missing(&v[i]);
+#define EVAL_OR_NULL(i)                                                                                                \
+    do {                                                                                                               \
+        if (ev_slot(e, (i), c, &v[i]) < 0) {                                                                           \
+            rc = -1;                                                                                                   \
+            goto done;                                                                                                 \
+        }                                                                                                              \
+        if (has_slot(e, (i)) && is_nullish(&v[i]))                                                                     \
+            goto null;                                                                                                 \
+    } while (0)
+    snprintf(ctxmsg, sizeof ctxmsg, "%s parameter 'timezone' value parsing failed", opname);
+    if (id == OP_DATETRUNC) {
+        /* slots: date unit binSize timezone startOfWeek */
+        int64_t bin = 1;
+        EVAL_OR_NULL(0);
+        EVAL_OR_NULL(2);
+        if (has_slot(e, 2)) {
+            char buf[160];
+            if (!integral64(&v[2], &bin)) {
+                value_str(&v[2], buf, sizeof buf);
+                rc = mf_err_set(c->err, MF_E_Location5439017,
+                                "$dateTrunc requires 'binSize' to be a 64-bit integer, but got value '%s' of type %s", buf,
+                                tname(&v[2]));
+                goto done;
+            }
+            if (bin <= 0) {
+                rc = mf_err_set(c->err, MF_E_Location5439018,
+                                "$dateTrunc requires 'binSize' to be greater than 0, but got value %" PRId64, bin);
+                goto done;
+            }
+        }
+        EVAL_OR_NULL(1);
+        if (parse_unit(c, opname, &v[1], &unit) < 0)
+            goto fail;
+        if (unit == U_WEEK && has_slot(e, 4)) {
+            EVAL_OR_NULL(4);
+            if (parse_week_start(c, opname, &v[4], &sow) < 0)
+                goto fail;
+        }
+        EVAL_OR_NULL(3);
+        if ((r = tz_of(e, c, has_slot(e, 3) ? &v[3] : NULL, ctxmsg, &z, &own)) < 0)
+            goto fail;
+        if (!get_date(&v[0], &a)) {
+            rc = mf_err_set(c->err, MF_E_Location5166307, "$dateTrunc requires 'date' to be a date, but got %s",
+                            tname(&v[0]));
+            goto done;
+        }
+        if (date_trunc(c, a, unit, bin, z, sow, &out) < 0)
+            goto fail;
+        set_date(o, out);
+    } else if (id == OP_DATEADD || id == OP_DATESUBTRACT) {
+        /* slots: startDate unit amount timezone */
+        int64_t amount;
+        EVAL_OR_NULL(0);
+        EVAL_OR_NULL(1);
+        if (parse_unit(c, opname, &v[1], &unit) < 0)
+            goto fail;
+        EVAL_OR_NULL(2);
+        EVAL_OR_NULL(3);
+        if ((r = tz_of(e, c, has_slot(e, 3) ? &v[3] : NULL, NULL, &z, &own)) < 0)
+            goto fail;
+        if (!get_date(&v[0], &a)) {
+            rc = mf_err_set(c->err, MF_E_Location5166403, "%s requires startDate to be convertible to a date", opname);
+            goto done;
+        }
+        if (!integral64(&v[2], &amount)) {
+            rc = mf_err_set(c->err, MF_E_Location5166405, "%s expects integer amount of time units", opname);
+            goto done;
+        }
+        if (id == OP_DATESUBTRACT) {
+            if (amount == INT64_MIN) {
+                rc = mf_err_set(c->err, MF_E_Location6045000,
+                                "invalid $dateSubtract 'amount' parameter value: %" PRId64, amount);
+                goto done;
+            }
+            amount = -amount;
+        }
+        if (date_add(c, a, unit, amount, z, &out) < 0)
+            goto fail;
+        set_date(o, out);
+    } else {
+        /* slots: startDate endDate unit timezone startOfWeek */
+        EVAL_OR_NULL(0);
+        EVAL_OR_NULL(1);
+        EVAL_OR_NULL(2);
+        if (parse_unit(c, opname, &v[2], &unit) < 0)
+            goto fail;
+        if (unit == U_WEEK && has_slot(e, 4)) {
+            EVAL_OR_NULL(4);
+            if (parse_week_start(c, opname, &v[4], &sow) < 0)
+                goto fail;
+        }
+        EVAL_OR_NULL(3);
+        if ((r = tz_of(e, c, has_slot(e, 3) ? &v[3] : NULL, ctxmsg, &z, &own)) < 0)
+            goto fail;
+        if (!get_date(&v[0], &a)) {
+            rc = mf_err_set(c->err, MF_E_Location5166307, "$dateDiff requires 'startDate' to be a date, but got %s",
+                            tname(&v[0]));
+            goto done;
+        }
+        if (!get_date(&v[1], &b)) {
+            rc = mf_err_set(c->err, MF_E_Location5166307, "$dateDiff requires 'endDate' to be a date, but got %s",
+                            tname(&v[1]));
+            goto done;
+        }
+        if (date_diff(c, a, b, unit, z, sow, &out) < 0)
+            goto fail;
+        set_i64(o, out);
+    }
+#undef EVAL_OR_NULL
+    goto done;
+null:
+    set_null(o);
+    goto done;
+fail:
+    rc = -1;
+done:
+    if (own)
+        mf_tz_free(z);
+    for (int i = 0; i < 5; i++)
+        mf_value_free(&v[i]);
     return rc;
 }
 
@@ -3710,46 +5955,41 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     case OP_DATEDIFF:
         return ev_date_arith(e, c, o);
     case OP_REGEXMATCH:
-        return ev_regex_match(e, c, o);
+    case OP_REGEXFIND:
+    case OP_REGEXFINDALL:
+        return ev_regex(e, c, o);
+    case OP_REPLACEONE:
+    case OP_REPLACEALL:
+        return ev_replace(e, c, o);
     case OP_YEAR: case OP_MONTH: case OP_DAYOFMONTH: case OP_HOUR: case OP_MINUTE: case OP_SECOND:
     case OP_MILLISECOND: case OP_DAYOFWEEK: case OP_DAYOFYEAR:
+    case OP_WEEK: case OP_ISOWEEK: case OP_ISOWEEKYEAR: case OP_ISODAYOFWEEK:
         return ev_datepart(e, c, o);
+    case OP_DATEFROMPARTS:
+        return ev_date_from_parts(e, c, o);
+    case OP_DATETOPARTS:
+        return ev_date_to_parts(e, c, o);
+    case OP_DATEFROMSTRING:
+        return ev_date_from_string(e, c, o);
     case OP_ADD:
         return ev_add(e, c, o);
     case OP_MULTIPLY:
         return ev_multiply(e, c, o);
-    case OP_GETFIELD: {
-        bson_value_t in;
-        bson_iter_t it;
-        if (e->args[1] == NULL) {
-            in = c->rootv;
-            in.value_type = BSON_TYPE_DOCUMENT;
-            if (bson_iter_init_from_data(&it, in.value.v_doc.data, in.value.v_doc.data_len) &&
-                bson_iter_find(&it, e->args[0]->lit.value.v_utf8.str))
-                mf_value_copy(o, bson_iter_value(&it));
-            else
-                set_missing(o);
-            return 0;
-        }
-        if (ev(e->args[1], c, &in) < 0)
-            return -1;
-        if (is_nullish(&in)) {
-            if (in.value_type == BSON_TYPE_EOD)
-                set_missing(o);
-            else
-                set_null(o);
-        } else if (in.value_type != BSON_TYPE_DOCUMENT) {
-            rc = mf_err_set(c->err, MF_E_BadValue, "$getField requires 'input' to evaluate to type Object, but got %s",
-                            tname(&in));
-        } else if (bson_iter_init_from_data(&it, in.value.v_doc.data, in.value.v_doc.data_len) &&
-                   bson_iter_find(&it, e->args[0]->lit.value.v_utf8.str)) {
-            mf_value_copy(o, bson_iter_value(&it));
-        } else {
-            set_missing(o);
-        }
-        mf_value_free(&in);
-        return rc;
-    }
+    case OP_GETFIELD:
+        return ev_get_field(e, c, o);
+    case OP_SETFIELD:
+    case OP_UNSETFIELD:
+        return ev_set_field(e, c, o);
+    case OP_SORTARRAY:
+        return ev_sort_array(e, c, o);
+    case OP_RAND:
+        ev_rand(o);
+        return 0;
+    case OP_MEDIAN:
+    case OP_PERCENTILE:
+        return ev_quantile(e, c, o);
+    case OP_ZIP:
+        return ev_zip(e, c, o);
     default:
         break;
     }
@@ -3990,6 +6230,13 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     case OP_TYPE:
         set_str(o, v[0].value_type == BSON_TYPE_EOD ? "missing" : mf_type_name(v[0].value_type));
         break;
+    case OP_BITAND:
+    case OP_BITOR:
+    case OP_BITXOR: rc = ev_bitwise(id, v, n, c, o); break;
+    case OP_BITNOT: rc = ev_bitnot(&v[0], c, o); break;
+    case OP_TSSECOND:
+    case OP_TSINCREMENT: rc = ev_ts_part(id, &v[0], c, o); break;
+    case OP_TOUUID: rc = ev_to_uuid(&v[0], c, o); break;
     case OP_TOSTRING:
     case OP_TOINT:
     case OP_TOLONG:

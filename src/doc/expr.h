@@ -13,10 +13,18 @@
  * $isArray $reverseArray $range $filter $map $reduce $sum $avg $min $max
  * (array forms) $type $toString $toInt $toLong $toDouble $toDecimal $toBool
  * $toDate $toObjectId $convert $isNumber $year $month $dayOfMonth $hour
- * $minute $second $millisecond $dayOfWeek $dayOfYear $dateToString
+ * $minute $second $millisecond $dayOfWeek $dayOfYear $week $isoWeek
+ * $isoWeekYear $isoDayOfWeek (a date, [date] or {date, timezone}) $dateToString
+ * $dateFromString $dateFromParts $dateToParts $dateTrunc $dateAdd
+ * $dateSubtract $dateDiff (time zones: Olson names from the system tz
+ * database or "+HH", "+HHMM", "+HH:MM" offsets, doc/tz.h)
  * $mergeObjects $objectToArray $arrayToObject $setUnion $setIntersection
  * $setDifference $setIsSubset $anyElementTrue $allElementsTrue $getField
- * $regexMatch $stdDevPop $stdDevSamp (array forms). Unknown "$op" → 168
+ * $setField $unsetField $sortArray $zip $bitAnd $bitOr $bitXor $bitNot
+ * $tsSecond $tsIncrement $toUUID $sigmoid $rand $median $percentile
+ * (expression forms, method 'approximate')
+ * $regexMatch $regexFind $regexFindAll $replaceOne $replaceAll $stdDevPop
+ * $stdDevSamp (array forms). Unknown "$op" → 168
  * InvalidPipelineOperator
  * ("Unrecognized expression '$foo'").
  */

@@ -16,7 +16,7 @@
  *
  * Matching a leaf with a path walks the document with mf_path_walk; each
  * value reached is tested as is, and, for the operators MongoDB applies to
- * array elements (comparisons, $in, $regex, $type, $mod), each element of a
+ * array elements (comparisons, $in, $regex, $type, $mod, the $bits* tests), each element of a
  * reached array is tested too. A missing field is tested as "missing", which
  * only null equality ($eq/$lte/$gte/$in with null) and negations accept.
  * Comparisons are type-bracketed: values of different canonical types never
@@ -30,6 +30,7 @@
  */
 #include "common/alloc.h"
 #include "doc/match.h"
+#include "common/fmt.h"
 #include "common/limits.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
@@ -40,6 +41,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "doc/expr.h"
 #include "doc/jsonschema.h"
@@ -57,6 +59,7 @@ typedef enum kind {
     K_FALSE,
     K_EXPR,
     K_SCHEMA,
+    K_SAMPLE,
     /* Leaves below; the first group traverses array elements. */
     K_EQ,
     K_LT,
@@ -67,6 +70,10 @@ typedef enum kind {
     K_REGEX,
     K_TYPE,
     K_MOD,
+    K_BITS_ALL_SET,
+    K_BITS_ALL_CLEAR,
+    K_BITS_ANY_SET,
+    K_BITS_ANY_CLEAR,
     /* Leaves that look at the reached value only. */
     K_EXISTS,
     K_SIZE,
@@ -101,6 +108,12 @@ struct node {
     int64_t size;
     /* K_MOD */
     int64_t divisor, remainder;
+    /* K_SAMPLE: the probability of matching, in (0, 1). */
+    double rate;
+    /* K_BITS_*: the mask numbers are tested with, the positions BinData is tested at. */
+    uint64_t bitmask;
+    uint32_t *bitpos;
+    size_t nbitpos;
     /* Logical nodes, K_ELEM_OBJ (one child: the sub-filter), K_ELEM_VAL. */
     node_t **kids;
     size_t nkids;
@@ -156,6 +169,7 @@ node_free(node_t *n)
     for (size_t i = 0; i < n->nrxs; i++)
         rx_free(n->rxs[i]);
     free(n->rxs);
+    free(n->bitpos);
     for (size_t i = 0; i < n->nkids; i++)
         node_free(n->kids[i]);
     free(n->kids);
@@ -218,7 +232,8 @@ rx_compile(const char *pattern, size_t plen, const char *flags, mf_error_t *err)
         case 'u':
             break;
         default:
-            mf_err_set(err, MF_E_Location51108, "invalid flag in regex options: %c", *f);
+            /* mongod's pcre_util::flagsToOptions with an empty operator name: a leading space. */
+            mf_err_set(err, MF_E_Location51108, " invalid flag in regex options: %c", *f);
             return NULL;
         }
     }
@@ -276,7 +291,10 @@ rx_match_value(const rx_t *r, const bson_value_t *v)
 
 /* ---- parsing ---- */
 
-static node_t *parse_filter(const uint8_t *data, uint32_t len, int depth, mf_error_t *err);
+/* parse_filter flags: inside an $elemMatch (mongod's kUserSubDocument level); special features banned. */
+enum { P_SUB = 1, P_BAN = 2 };
+
+static node_t *parse_filter(const uint8_t *data, uint32_t len, int depth, unsigned flags, mf_error_t *err);
 static int parse_ops(node_t *out, const char *path, const bson_value_t *opdoc, int depth,
                      bool elem_value, mf_error_t *err);
 
@@ -459,7 +477,10 @@ add_type(node_t *n, const bson_value_t *v, mf_error_t *err)
         double d = mf_value_as_double(v);
         if (!mf_value_as_int64(v, &code))
             return mf_err_set(err, MF_E_BadValue, "Invalid numerical type code: %g", d);
-        if (code == -1 || code == 127 || (code >= 1 && code <= 19 && code != 0)) {
+        if (code == 0)
+            return mf_err_set(err, MF_E_BadValue,
+                              "Invalid numerical type code: 0. Instead use {$exists:false}.");
+        if (code == -1 || code == 127 || (code >= 1 && code <= 19)) {
             if (n->ntypes < 32)
                 n->types[n->ntypes++] = code == -1 ? BSON_TYPE_MINKEY
                                         : code == 127 ? BSON_TYPE_MAXKEY
@@ -502,28 +523,98 @@ parse_type(const char *path, const bson_value_t *v, mf_error_t *err)
     return n;
 }
 
+/* ---- integer operands, shown in errors as mongod shows them ---- */
+
+/*
+ * fmt_elem: "name: value" as mongod's BSONElement::toString(true, true) writes
+ * an element in parse errors: doubles as StringBuilder::appendDoubleNice
+ * (%.16g, ".0" appended unless the text has '.', 'E' or 'N'), BinData as
+ * BinData(subtype, HEX), everything else as common/fmt.h renders it.
+ */
+static void
+fmt_elem(char *buf, size_t size, const char *name, const bson_value_t *v)
+{
+    char val[200];
+
+    switch (v->value_type) {
+    case BSON_TYPE_DOUBLE: {
+        char num[40];
+        snprintf(num, sizeof(num), "%.16g", v->value.v_double);
+        snprintf(val, sizeof(val), "%s%s", num, strchr(num, '.') || strchr(num, 'E') || strchr(num, 'N') ? "" : ".0");
+        break;
+    }
+    case BSON_TYPE_BINARY: {
+        static const char hex[] = "0123456789ABCDEF";
+        uint32_t len = v->value.v_binary.data_len, shown = len > 80 ? 70 : len;
+        size_t k = (size_t)snprintf(val, sizeof(val), "BinData(%d, ", (int)v->value.v_binary.subtype);
+        for (uint32_t i = 0; i < shown && k + 6 < sizeof(val); i++) {
+            val[k++] = hex[v->value.v_binary.data[i] >> 4];
+            val[k++] = hex[v->value.v_binary.data[i] & 15];
+        }
+        snprintf(val + k, sizeof(val) - k, "%s)", shown < len ? "..." : "");
+        break;
+    }
+    default:
+        mf_fmt_value(v, val, sizeof(val));
+        break;
+    }
+    snprintf(buf, size, "%s: %s", name, val);
+}
+
+/*
+ * int64_operand: mongod's BSONElement::parseIntegerElementToLong for an
+ * operand shown as "name: value": a number holding an exact 64-bit integer.
+ * Fails with 9 FailedToParse and mongod's message, prefixed by prefix.
+ */
+static int
+int64_operand(const char *prefix, const char *name, const bson_value_t *v, int64_t *out, mf_error_t *err)
+{
+    char shown[256];
+
+    fmt_elem(shown, sizeof(shown), name, v);
+    if (!mf_value_is_number(v))
+        return mf_err_set(err, MF_E_FailedToParse, "%sExpected a number in: %s", prefix, shown);
+    if (v->value_type == BSON_TYPE_DOUBLE) {
+        double d = v->value.v_double;
+        if (isnan(d))
+            return mf_err_set(err, MF_E_FailedToParse, "%sExpected an integer, but found NaN in: %s", prefix, shown);
+        if (d >= 9223372036854775808.0 || d < -9223372036854775808.0)
+            return mf_err_set(err, MF_E_FailedToParse, "%sCannot represent as a 64-bit integer: %s", prefix, shown);
+        if (d != trunc(d))
+            return mf_err_set(err, MF_E_FailedToParse, "%sExpected an integer: %s", prefix, shown);
+        *out = (int64_t)d;
+        return 0;
+    }
+    if (!mf_value_as_int64(v, out))
+        return mf_err_set(err, MF_E_FailedToParse, "%sCannot represent as a 64-bit integer: %s", prefix, shown);
+    return 0;
+}
+
+/*
+ * parse_size: $size takes a non-negative 32-bit integer (a whole double or
+ * decimal too); anything else is 2 BadValue "Failed to parse $size. ...",
+ * as mongod's parseIntegerElementToNonNegativeInt reports it.
+ */
 static node_t *
 parse_size(const char *path, const bson_value_t *v, mf_error_t *err)
 {
+    const char *prefix = "Failed to parse $size. ";
+    char shown[256];
     node_t *n;
     int64_t sz;
 
-    if (!mf_value_is_number(v)) {
-        mf_err_set(err, MF_E_BadValue, "$size needs a number");
+    if (int64_operand(prefix, "$size", v, &sz, err) < 0) {
+        if (err != NULL)
+            err->code = MF_E_BadValue;
         return NULL;
     }
-    if (!mf_value_as_int64(v, &sz)) {
-        double d = mf_value_as_double(v);
-        if (isnan(d) || isinf(d) || d >= 2147483648.0 || d < -2147483648.0) {
-            mf_err_set(err, MF_E_BadValue, "$size must be a whole number");
-            return NULL;
-        }
-        sz = -1; /* a fractional size matches nothing */
-    } else if (sz < 0) {
-        mf_err_set(err, MF_E_BadValue, "$size may not be negative");
+    fmt_elem(shown, sizeof(shown), "$size", v);
+    if (sz < INT32_MIN || sz > INT32_MAX) {
+        mf_err_set(err, MF_E_BadValue, "%sCannot represent %s in an int", prefix, shown);
         return NULL;
-    } else if (sz > INT32_MAX) {
-        mf_err_set(err, MF_E_BadValue, "$size must be representable as a 32-bit integer");
+    }
+    if (sz < 0) {
+        mf_err_set(err, MF_E_BadValue, "%sExpected a non-negative number in: %s", prefix, shown);
         return NULL;
     }
     n = node_new(K_SIZE, path);
@@ -553,36 +644,40 @@ mod_operand(const bson_value_t *v, const char *what, int64_t *out, mf_error_t *e
     return 0;
 }
 
+/*
+ * parse_mod: {$mod: [divisor, remainder]}, checked in mongod's order (the
+ * element count and each element's type as they are read), all 2 BadValue.
+ */
 static node_t *
 parse_mod(const char *path, const bson_value_t *v, mf_error_t *err)
 {
+    static const char *const what[2] = {"divisor", "remainder"};
     bson_iter_t it;
     bson_value_t parts[2];
-    int count = 0;
     node_t *n;
     int64_t d, r;
 
-    if (v->value_type != BSON_TYPE_ARRAY) {
+    if (v->value_type != BSON_TYPE_ARRAY ||
+        !bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len)) {
         mf_err_set(err, MF_E_BadValue, "malformed mod, needs to be an array");
         return NULL;
     }
-    if (bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len)) {
-        while (bson_iter_next(&it)) {
-            if (count < 2)
-                parts[count] = *bson_iter_value(&it);
-            count++;
+    for (int i = 0; i < 2; i++) {
+        if (!bson_iter_next(&it)) {
+            mf_err_set(err, MF_E_BadValue, "malformed mod, not enough elements");
+            return NULL;
+        }
+        parts[i] = *bson_iter_value(&it);
+        if (!mf_value_is_number(&parts[i])) {
+            mf_err_set(err, MF_E_BadValue, "malformed mod, %s not a number", what[i]);
+            return NULL;
         }
     }
-    if (count < 2) {
-        mf_err_set(err, MF_E_BadValue, "malformed mod, not enough elements");
-        return NULL;
-    }
-    if (count > 2) {
+    if (bson_iter_next(&it)) {
         mf_err_set(err, MF_E_BadValue, "malformed mod, too many elements");
         return NULL;
     }
-    if (mod_operand(&parts[0], "divisor", &d, err) < 0 ||
-        mod_operand(&parts[1], "remainder", &r, err) < 0)
+    if (mod_operand(&parts[0], what[0], &d, err) < 0 || mod_operand(&parts[1], what[1], &r, err) < 0)
         return NULL;
     if (d == 0) {
         mf_err_set(err, MF_E_BadValue, "divisor cannot be 0");
@@ -592,6 +687,113 @@ parse_mod(const char *path, const bson_value_t *v, mf_error_t *err)
     n->divisor = d;
     n->remainder = r;
     return n;
+}
+
+/* ---- bit tests ($bitsAllSet, $bitsAllClear, $bitsAnySet, $bitsAnyClear) ---- */
+
+/* bits_push: appends a bit position; n->bitpos was sized by the caller. */
+static void
+bits_push(node_t *n, uint32_t pos)
+{
+    n->bitpos[n->nbitpos++] = pos;
+}
+
+/*
+ * parse_bits: a bit test leaf. The operand is an array of bit positions
+ * (non-negative 32-bit integers; else 2 BadValue "Failed to parse bit
+ * position. ..."), a non-negative 64-bit integer mask (else 9 FailedToParse)
+ * or a BinData mask (little-endian bytes); anything else is 2 BadValue. As in
+ * mongod, a position past 63 tests a number's sign bit (numbers are
+ * sign-extended), and a BinData mask's first eight bytes form the numeric
+ * mask with each byte sign-extended as a C char (so a byte >= 0x80 also sets
+ * every higher bit), a non-zero byte past the eighth setting the sign bit.
+ * A BinData mask is kept as its bytes (in n->val), not expanded into bit
+ * positions, so a large mask costs its own size and no more.
+ */
+static node_t *
+parse_bits(kind_t kind, const char *op, const char *path, const bson_value_t *v, mf_error_t *err)
+{
+    node_t *n = node_new(kind, path);
+
+    if (v->value_type == BSON_TYPE_ARRAY) {
+        bson_iter_t it;
+        size_t count = 0;
+        if (bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len)) {
+            while (bson_iter_next(&it))
+                count++;
+        }
+        n->bitpos = mf_calloc(count ? count : 1, sizeof(*n->bitpos));
+        if (n->bitpos == NULL)
+            abort();
+        if (bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len)) {
+            while (bson_iter_next(&it)) {
+                const bson_value_t *e = bson_iter_value(&it);
+                char shown[256];
+                int64_t pos;
+                if (int64_operand("Failed to parse bit position. ", bson_iter_key(&it), e, &pos, err) < 0) {
+                    if (err != NULL)
+                        err->code = MF_E_BadValue; /* mongod wraps the parse error in BadValue */
+                    goto err_free_node;
+                }
+                fmt_elem(shown, sizeof(shown), bson_iter_key(&it), e);
+                if (pos < INT32_MIN || pos > INT32_MAX) {
+                    mf_err_set(err, MF_E_BadValue, "Failed to parse bit position. Cannot represent %s in an int",
+                               shown);
+                    goto err_free_node;
+                }
+                if (pos < 0) {
+                    mf_err_set(err, MF_E_BadValue,
+                               "Failed to parse bit position. Expected a non-negative number in: %s", shown);
+                    goto err_free_node;
+                }
+                bits_push(n, (uint32_t)pos);
+                n->bitmask |= 1ULL << (pos > 63 ? 63 : pos);
+            }
+        }
+        return n;
+    }
+    if (mf_value_is_number(v)) {
+        int64_t mask;
+        if (int64_operand("", op, v, &mask, err) < 0)
+            goto err_free_node;
+        if (mask < 0) {
+            char shown[256];
+            fmt_elem(shown, sizeof(shown), op, v);
+            mf_err_set(err, MF_E_FailedToParse, "Expected a non-negative number in: %s", shown);
+            goto err_free_node;
+        }
+        n->bitmask = (uint64_t)mask;
+        n->bitpos = mf_calloc(64, sizeof(*n->bitpos));
+        if (n->bitpos == NULL)
+            abort();
+        for (uint32_t b = 0; b < 64; b++)
+            if (n->bitmask & (1ULL << b))
+                bits_push(n, b);
+        return n;
+    }
+    if (v->value_type == BSON_TYPE_BINARY) {
+        const uint8_t *data = v->value.v_binary.data;
+        for (uint32_t i = 0; i < v->value.v_binary.data_len; i++) {
+            if (data[i] == 0)
+                continue;
+            if (i < 8)
+                n->bitmask |= (uint64_t)(int64_t)(int8_t)data[i] << (i * 8);
+            else
+                n->bitmask |= 1ULL << 63;
+        }
+        bson_value_copy(v, &n->val);
+        return n;
+    }
+    {
+        char shown[256];
+        fmt_elem(shown, sizeof(shown), op, v);
+        /* mongod names the path here ("" in an $elemMatch value form), and the operator in the value. */
+        mf_err_set(err, MF_E_BadValue, "%s takes an Array, a number, or a BinData but received: %s",
+                   path ? path : "", shown);
+    }
+err_free_node:
+    node_free(n);
+    return NULL;
 }
 
 /* parse_all: $all: AND of equalities/regexes, or AND of $elemMatch nodes. */
@@ -678,7 +880,7 @@ parse_elem_match(const char *path, const bson_value_t *v, int depth, mf_error_t 
         return n;
     }
     {
-        node_t *sub = parse_filter(v->value.v_doc.data, v->value.v_doc.data_len, depth + 1, err);
+        node_t *sub = parse_filter(v->value.v_doc.data, v->value.v_doc.data_len, depth + 1, P_SUB, err);
         if (sub == NULL)
             return NULL;
         n = node_new(K_ELEM_OBJ, path);
@@ -738,7 +940,7 @@ parse_ops(node_t *out, const char *path, const bson_value_t *opdoc, int depth, b
     bson_iter_t it;
     bson_value_t regex_copy; /* shallow: the iterator's value is overwritten on next() */
     const bson_value_t *regex_v = NULL;
-    const char *options = NULL;
+    const char *options = ""; /* the regex flags read so far, from $regex or $options */
     bool have_options = false;
 
     if (!bson_iter_init_from_data(&it, opdoc->value.v_doc.data, opdoc->value.v_doc.data_len))
@@ -756,6 +958,11 @@ parse_ops(node_t *out, const char *path, const bson_value_t *opdoc, int depth, b
             if (v->value_type == BSON_TYPE_REGEX)
                 return mf_err_set(err, MF_E_BadValue, "Can't have regex as arg to $ne.");
             n = node_not(leaf_value(K_EQ, path, v));
+        } else if ((strcmp(op, "$gt") == 0 || strcmp(op, "$gte") == 0 || strcmp(op, "$lt") == 0 ||
+                    strcmp(op, "$lte") == 0) &&
+                   v->value_type == BSON_TYPE_REGEX) {
+            return mf_err_set(err, MF_E_BadValue, "Can't have RegEx as arg to predicate over field '%s'.",
+                              path ? path : "");
         } else if (strcmp(op, "$gt") == 0) {
             n = leaf_value(K_GT, path, v);
         } else if (strcmp(op, "$gte") == 0) {
@@ -786,6 +993,14 @@ parse_ops(node_t *out, const char *path, const bson_value_t *opdoc, int depth, b
             n = parse_mod(path, v, err);
         } else if (strcmp(op, "$all") == 0) {
             n = parse_all(path, v, depth, err);
+        } else if (strcmp(op, "$bitsAllSet") == 0) {
+            n = parse_bits(K_BITS_ALL_SET, op, path, v, err);
+        } else if (strcmp(op, "$bitsAllClear") == 0) {
+            n = parse_bits(K_BITS_ALL_CLEAR, op, path, v, err);
+        } else if (strcmp(op, "$bitsAnySet") == 0) {
+            n = parse_bits(K_BITS_ANY_SET, op, path, v, err);
+        } else if (strcmp(op, "$bitsAnyClear") == 0) {
+            n = parse_bits(K_BITS_ANY_CLEAR, op, path, v, err);
         } else if (strcmp(op, "$elemMatch") == 0) {
             n = parse_elem_match(path, v, depth, err);
         } else if (strcmp(op, "$not") == 0) {
@@ -795,13 +1010,23 @@ parse_ops(node_t *out, const char *path, const bson_value_t *opdoc, int depth, b
                 return mf_err_set(err, MF_E_BadValue, "$regex has to be a string");
             regex_copy = *v;
             regex_v = &regex_copy;
+            /* mongod reads the options in order: flags on a regex after $options is 51074. */
+            if (v->value_type == BSON_TYPE_REGEX && v->value.v_regex.options && *v->value.v_regex.options) {
+                if (*options)
+                    return mf_err_set(err, MF_E_Location51074, "options set in both $regex and $options");
+                options = v->value.v_regex.options;
+            }
             continue;
         } else if (strcmp(op, "$options") == 0) {
             if (v->value_type != BSON_TYPE_UTF8)
                 return mf_err_set(err, MF_E_BadValue, "$options has to be a string");
+            if (*options)
+                return mf_err_set(err, MF_E_Location51075, "options set in both $regex and $options");
             options = v->value.v_utf8.str;
             have_options = true;
             continue;
+        } else if (strcmp(op, "$where") == 0) {
+            return mf_err_set(err, MF_E_BadValue, "$where cannot be applied to a field");
         } else {
             return mf_err_set(err, MF_E_BadValue, "unknown operator: %s", op);
         }
@@ -814,12 +1039,8 @@ parse_ops(node_t *out, const char *path, const bson_value_t *opdoc, int depth, b
     if (regex_v != NULL) {
         node_t *n;
         if (regex_v->value_type == BSON_TYPE_REGEX) {
-            const char *ropts = regex_v->value.v_regex.options ? regex_v->value.v_regex.options : "";
-            if (have_options && *ropts && *options)
-                return mf_err_set(err, MF_E_Location51075,
-                                  "options set in both $regex and $options");
-            n = regex_leaf(path, regex_v->value.v_regex.regex,
-                           strlen(regex_v->value.v_regex.regex), *ropts ? ropts : options, err);
+            n = regex_leaf(path, regex_v->value.v_regex.regex, strlen(regex_v->value.v_regex.regex), options,
+                           err);
         } else {
             n = regex_leaf(path, regex_v->value.v_utf8.str, regex_v->value.v_utf8.len, options,
                            err);
@@ -949,9 +1170,77 @@ or_to_in(node_t *orn)
     return orn;
 }
 
+/*
+ * parse_always: {$alwaysTrue: 1} / {$alwaysFalse: 1}; the operand must be the
+ * integer 1 (9 FailedToParse otherwise, as mongod's parseAlwaysBoolean).
+ */
+static node_t *
+parse_always(const char *k, const bson_value_t *v, mf_error_t *err)
+{
+    int64_t one;
+
+    if (int64_operand("", k, v, &one, err) < 0)
+        return NULL;
+    if (one != 1) {
+        mf_err_set(err, MF_E_FailedToParse, "%s must be an integer value of 1", k);
+        return NULL;
+    }
+    return node_new(k[7] == 'T' ? K_TRUE : K_FALSE, NULL);
+}
+
+/*
+ * parse_sample_rate: {$sampleRate: x}, x a number in [0, 1] (2 BadValue
+ * otherwise); 0 and 1 match nothing / everything, anything between matches
+ * each document with probability x (mongod's {$expr: {$lt: [{$rand: {}}, x]}}).
+ */
+static node_t *
+parse_sample_rate(const bson_value_t *v, mf_error_t *err)
+{
+    double x;
+    node_t *n;
+
+    if (!mf_value_is_number(v)) {
+        mf_err_set(err, MF_E_BadValue, "argument to $sampleRate must be a numeric type");
+        return NULL;
+    }
+    x = mf_value_as_double(v);
+    if (!(x >= 0.0 && x <= 1.0)) { /* written so that NaN is refused */
+        mf_err_set(err, MF_E_BadValue, "numeric argument to $sampleRate must be in [0, 1]");
+        return NULL;
+    }
+    if (x == 0.0)
+        return node_new(K_FALSE, NULL);
+    if (x == 1.0)
+        return node_new(K_TRUE, NULL);
+    n = node_new(K_SAMPLE, NULL);
+    n->rate = x;
+    return n;
+}
+
+/* sample_draw: a uniform double in [0, 1) from a per-thread xorshift64* generator. */
+static double
+sample_draw(void)
+{
+    static _Thread_local uint64_t state;
+    uint64_t x = state;
+
+    if (x == 0) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        x = ((uint64_t)ts.tv_nsec << 20) ^ (uint64_t)ts.tv_sec ^ (uint64_t)(uintptr_t)&state;
+        if (x == 0)
+            x = 0x9E3779B97F4A7C15ULL;
+    }
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    state = x;
+    return (double)((x * 0x2545F4914F6CDD1DULL) >> 11) / 9007199254740992.0;
+}
+
 /* parse_logical: $and / $or / $nor operand. */
 static node_t *
-parse_logical(kind_t kind, const char *name, const bson_value_t *v, int depth, mf_error_t *err)
+parse_logical(kind_t kind, const char *name, const bson_value_t *v, int depth, unsigned flags, mf_error_t *err)
 {
     bson_iter_t it;
     node_t *n;
@@ -974,7 +1263,7 @@ parse_logical(kind_t kind, const char *name, const bson_value_t *v, int depth, m
                 node_free(n);
                 return NULL;
             }
-            kid = parse_filter(e->value.v_doc.data, e->value.v_doc.data_len, depth + 1, err);
+            kid = parse_filter(e->value.v_doc.data, e->value.v_doc.data_len, depth + 1, flags, err);
             if (kid == NULL) {
                 node_free(n);
                 return NULL;
@@ -992,9 +1281,14 @@ parse_logical(kind_t kind, const char *name, const bson_value_t *v, int depth, m
     return n;
 }
 
-/* parse_filter: a full filter document (top-level semantics) into an AND node. */
+/*
+ * parse_filter: a full filter document into an AND node. With P_SUB (inside
+ * an $elemMatch, mongod's kUserSubDocument level) $expr and $sampleRate are
+ * refused with 2; with P_BAN (a $pull condition, mongod's
+ * kBanAllSpecialFeatures) $expr and $jsonSchema are 224 QueryFeatureNotAllowed.
+ */
 static node_t *
-parse_filter(const uint8_t *data, uint32_t len, int depth, mf_error_t *err)
+parse_filter(const uint8_t *data, uint32_t len, int depth, unsigned flags, mf_error_t *err)
 {
     bson_iter_t it;
     node_t *root;
@@ -1015,17 +1309,23 @@ parse_filter(const uint8_t *data, uint32_t len, int depth, mf_error_t *err)
 
         if (k[0] == '$') {
             if (strcmp(k, "$and") == 0)
-                n = parse_logical(K_AND, k, v, depth, err);
+                n = parse_logical(K_AND, k, v, depth, flags, err);
             else if (strcmp(k, "$or") == 0)
-                n = parse_logical(K_OR, k, v, depth, err);
+                n = parse_logical(K_OR, k, v, depth, flags, err);
             else if (strcmp(k, "$nor") == 0)
-                n = parse_logical(K_NOR, k, v, depth, err);
+                n = parse_logical(K_NOR, k, v, depth, flags, err);
             else if (strcmp(k, "$comment") == 0)
                 continue;
-            else if (strcmp(k, "$alwaysTrue") == 0)
-                n = node_new(K_TRUE, NULL);
-            else if (strcmp(k, "$alwaysFalse") == 0)
-                n = node_new(K_FALSE, NULL);
+            else if (strcmp(k, "$alwaysTrue") == 0 || strcmp(k, "$alwaysFalse") == 0)
+                n = parse_always(k, v, err);
+            else if (strcmp(k, "$expr") == 0 && (flags & P_SUB))
+                mf_err_set(err, MF_E_BadValue, "$expr can only be applied to the top-level document");
+            else if ((strcmp(k, "$expr") == 0 || strcmp(k, "$jsonSchema") == 0) && (flags & P_BAN))
+                mf_err_set(err, MF_E_QueryFeatureNotAllowed, "%s is not allowed in this context", k);
+            else if (strcmp(k, "$sampleRate") == 0 && (flags & P_SUB))
+                mf_err_set(err, MF_E_BadValue, "$sampleRate can only be applied to the top-level document");
+            else if (strcmp(k, "$sampleRate") == 0)
+                n = parse_sample_rate(v, err);
             else if (strcmp(k, "$expr") == 0) {
                 mf_expr_t *e = mf_expr_parse(v, err);
                 if (e == NULL) {
@@ -1044,8 +1344,16 @@ parse_filter(const uint8_t *data, uint32_t len, int depth, mf_error_t *err)
                 n->schema = js;
             } else if (strcmp(k, "$where") == 0) {
                 mf_err_set(err, MF_E_BadValue, "$where is not allowed in this context");
+            } else if (strcmp(k, "$not") == 0) {
+                mf_err_set(err, MF_E_BadValue,
+                           "unknown top level operator: %s. If you are trying to negate an entire expression, "
+                           "use $nor.",
+                           k);
             } else {
-                mf_err_set(err, MF_E_BadValue, "unknown top level operator: %s", k);
+                mf_err_set(err, MF_E_BadValue,
+                           "unknown top level operator: %s. If you have a field name that starts with a '$' "
+                           "symbol, consider using $getField or $setField.",
+                           k);
             }
         } else {
             n = parse_field(k, v, depth, err);
@@ -1143,6 +1451,74 @@ mod_ok(const node_t *n, const bson_value_t *v)
     return x % n->divisor == n->remainder;
 }
 
+/*
+ * bits_ok: a bit test on one value. BinData is tested at the bit positions
+ * (bytes little-endian, missing bytes clear); a number only when it holds a
+ * 64-bit integer exactly (NaN, infinities, fractions and out-of-range
+ * doubles or decimals never match), with the numeric mask; every other type
+ * never matches.
+ */
+static bool
+bits_ok(const node_t *n, const bson_value_t *v)
+{
+    bool all = n->kind == K_BITS_ALL_SET || n->kind == K_BITS_ALL_CLEAR;
+    bool want_set = n->kind == K_BITS_ALL_SET || n->kind == K_BITS_ANY_SET;
+    uint64_t x;
+
+    if (v->value_type == BSON_TYPE_BINARY && n->val.value_type == BSON_TYPE_BINARY) {
+        /* A BinData mask against BinData: byte by byte, the value zero-extended. */
+        const uint8_t *m = n->val.value.v_binary.data;
+        for (uint32_t i = 0; i < n->val.value.v_binary.data_len; i++) {
+            uint8_t b = i < v->value.v_binary.data_len ? v->value.v_binary.data[i] : 0;
+            uint8_t hit = want_set ? (uint8_t)(b & m[i]) : (uint8_t)(~b & m[i]);
+            if (all && hit != m[i])
+                return false;
+            if (!all && hit != 0)
+                return true;
+        }
+        return all;
+    }
+    if (v->value_type == BSON_TYPE_BINARY) {
+        for (size_t i = 0; i < n->nbitpos; i++) {
+            uint32_t p = n->bitpos[i];
+            bool set = p / 8 < v->value.v_binary.data_len && (v->value.v_binary.data[p / 8] & (1u << (p % 8)));
+            if (set == want_set && !all)
+                return true;
+            if (set != want_set && all)
+                return false;
+        }
+        return all;
+    }
+    switch (v->value_type) {
+    case BSON_TYPE_INT32:
+        x = (uint64_t)(int64_t)v->value.v_int32;
+        break;
+    case BSON_TYPE_INT64:
+        x = (uint64_t)v->value.v_int64;
+        break;
+    case BSON_TYPE_DOUBLE: {
+        double d = v->value.v_double;
+        if (isnan(d) || d >= 9223372036854775808.0 || d < -9223372036854775808.0 || d != trunc(d))
+            return false;
+        x = (uint64_t)(int64_t)d;
+        break;
+    }
+    case BSON_TYPE_DECIMAL128: {
+        /* Only a decimal holding a 64-bit integer exactly takes part (mongod's bittest.js). */
+        int64_t i;
+        if (!mf_value_as_int64(v, &i))
+            return false;
+        x = (uint64_t)i;
+        break;
+    }
+    default:
+        return false;
+    }
+    if (!want_set)
+        x = ~x;
+    return all ? (x & n->bitmask) == n->bitmask : (x & n->bitmask) != 0;
+}
+
 static bool
 array_count_is(const bson_value_t *v, int64_t want)
 {
@@ -1185,6 +1561,11 @@ single(const node_t *n, const bson_value_t *v, int32_t *pos)
         return v != NULL && type_ok(n, v);
     case K_MOD:
         return v != NULL && mod_ok(n, v);
+    case K_BITS_ALL_SET:
+    case K_BITS_ALL_CLEAR:
+    case K_BITS_ANY_SET:
+    case K_BITS_ANY_CLEAR:
+        return v != NULL && bits_ok(n, v);
     case K_EXISTS:
         return v != NULL;
     case K_SIZE:
@@ -1232,7 +1613,7 @@ single(const node_t *n, const bson_value_t *v, int32_t *pos)
 static bool
 traverses(kind_t k)
 {
-    return k >= K_EQ && k <= K_MOD;
+    return k >= K_EQ && k <= K_BITS_ANY_CLEAR;
 }
 
 /* leaf_at: tests a reached value, then (if allowed) its array elements; *pos = element index. */
@@ -1319,6 +1700,8 @@ eval(const node_t *n, const ctx_t *c, int32_t *pos)
         return true;
     case K_FALSE:
         return false;
+    case K_SAMPLE:
+        return sample_draw() < n->rate;
     case K_EXPR: {
         bson_value_t out;
         mf_error_t err;
@@ -1373,7 +1756,7 @@ mf_matcher_new(const bson_t *filter, mf_error_t *err)
         m->root = node_new(K_AND, NULL);
         return m;
     }
-    m->root = parse_filter(bson_get_data(filter), filter->len, 0, err);
+    m->root = parse_filter(bson_get_data(filter), filter->len, 0, 0, err);
     if (m->root == NULL) {
         free(m);
         return NULL;
@@ -1381,8 +1764,8 @@ mf_matcher_new(const bson_t *filter, mf_error_t *err)
     return m;
 }
 
-mf_matcher_t *
-mf_matcher_new_value(const bson_value_t *filter, mf_error_t *err)
+static mf_matcher_t *
+matcher_new_value(const bson_value_t *filter, unsigned flags, mf_error_t *err)
 {
     mf_matcher_t *m = mf_calloc(1, sizeof(*m));
     bson_iter_t it;
@@ -1402,7 +1785,7 @@ mf_matcher_new_value(const bson_value_t *filter, mf_error_t *err)
             }
             return m;
         }
-        m->root = parse_filter(filter->value.v_doc.data, filter->value.v_doc.data_len, 0, err);
+        m->root = parse_filter(filter->value.v_doc.data, filter->value.v_doc.data_len, 0, flags, err);
     } else {
         m->value_mode = true;
         m->root = parse_field(NULL, filter, 0, err);
@@ -1412,6 +1795,18 @@ mf_matcher_new_value(const bson_value_t *filter, mf_error_t *err)
         return NULL;
     }
     return m;
+}
+
+mf_matcher_t *
+mf_matcher_new_value(const bson_value_t *filter, mf_error_t *err)
+{
+    return matcher_new_value(filter, 0, err);
+}
+
+mf_matcher_t *
+mf_matcher_new_pull(const bson_value_t *filter, mf_error_t *err)
+{
+    return matcher_new_value(filter, P_BAN, err);
 }
 
 void
@@ -1497,25 +1892,46 @@ clause_details(const char *k, const bson_value_t *v, const bson_t *doc, bson_t *
     if (v->value_type != BSON_TYPE_DOCUMENT || v->value.v_doc.data_len < max_bytes / 4)
         bson_append_value(&spec, k, -1, v);
     bson_append_document_end(out, &spec);
+    if (strcmp(k, "$expr") == 0) {
+        BSON_APPEND_UTF8(out, "reason", "$expr did not match");
+        BSON_APPEND_BOOL(out, "expressionResult", false);
+        return;
+    }
     if (k[0] == '$') {
-        BSON_APPEND_UTF8(out, "reason", strcmp(k, "$expr") == 0 ? "expression did not match" : "clause did not match");
+        BSON_APPEND_UTF8(out, "reason", "clause did not match");
         return;
     }
     bson_value_t found;
-    if (!mf_path_get(doc, k, &found)) {
+    bool present = mf_path_get(doc, k, &found);
+    if (strcmp(opname, "$exists") == 0) {
+        /* mongod's reasons for $exists: true / false; no considered value. */
+        BSON_APPEND_UTF8(out, "reason", present ? "path does exist" : "path does not exist");
+        return;
+    }
+    if (!present) {
         BSON_APPEND_UTF8(out, "reason", "field was missing");
         return;
     }
-    const char *reason = "comparison failed";
-    if (strcmp(opname, "$type") == 0)
-        reason = "type did not match";
-    else if (strcmp(opname, "$exists") == 0)
-        reason = "field was present";
-    else if (strcmp(opname, "$regex") == 0)
-        reason = "regular expression did not match";
-    else if (strcmp(opname, "$eq") != 0 && strcmp(opname, "$gt") != 0 && strcmp(opname, "$gte") != 0 &&
-             strcmp(opname, "$lt") != 0 && strcmp(opname, "$lte") != 0 && strcmp(opname, "$ne") != 0)
-        reason = "clause did not match";
+    /* The reasons of mongod's doc_validation_error.cpp, per operator. */
+    static const char *const reasons[][2] = {
+        {"$eq", "comparison failed"}, {"$gt", "comparison failed"}, {"$gte", "comparison failed"},
+        {"$lt", "comparison failed"}, {"$lte", "comparison failed"}, {"$ne", "comparison succeeded"},
+        {"$type", "type did not match"}, {"$regex", "regular expression did not match"},
+        {"$in", "no matching value found in array"}, {"$nin", "matching value found in array"},
+        {"$size", "array length was not equal to given size"},
+        {"$all", "array did not contain all specified values"},
+        {"$mod", "$mod did not evaluate to expected remainder"},
+        {"$elemMatch", "array did not satisfy the child predicate"},
+        {"$bitsAllSet", "bitwise operator failed to match"}, {"$bitsAllClear", "bitwise operator failed to match"},
+        {"$bitsAnySet", "bitwise operator failed to match"}, {"$bitsAnyClear", "bitwise operator failed to match"},
+    };
+    const char *reason = "clause did not match";
+    for (size_t i = 0; i < sizeof(reasons) / sizeof(reasons[0]); i++) {
+        if (strcmp(opname, reasons[i][0]) == 0) {
+            reason = reasons[i][1];
+            break;
+        }
+    }
     BSON_APPEND_UTF8(out, "reason", reason);
     if ((found.value_type != BSON_TYPE_DOCUMENT && found.value_type != BSON_TYPE_ARRAY) ||
         found.value.v_doc.data_len < max_bytes / 4)

@@ -5,10 +5,18 @@
  * walks the tree and never re-reads the filter BSON. Supported: implicit
  * equality, $eq $ne $gt $gte $lt $lte $in $nin $and $or $nor $not $exists
  * $type $all $elemMatch $size $regex (with $options, and /re/ values) $mod
- * $expr, $jsonSchema (query/jsonschema.h), $comment (ignored), dotted paths with array traversal, comparison
+ * $bitsAllSet $bitsAllClear $bitsAnySet $bitsAnyClear (a bitmask number,
+ * BinData or a list of bit positions; numbers are tested only when they hold
+ * a 64-bit integer, sign-extended, BinData little-endian and zero-extended)
+ * $expr, $jsonSchema (query/jsonschema.h), $sampleRate, $comment (ignored), dotted paths with array traversal, comparison
  * across numeric types. Unknown $operators are refused with 2 BadValue
  * ("unknown operator: $foo"); unknown top-level operators likewise
- * ("unknown top level operator: $foo").
+ * ("unknown top level operator: $foo. If you have a field name ..."). Operand
+ * checks follow mongod's expression_parser.cpp: $size takes a non-negative
+ * 32-bit whole number (2 "Failed to parse $size. ..."), $gt/$gte/$lt/$lte
+ * refuse a regex (2), $expr is refused inside $elemMatch (2), $alwaysTrue /
+ * $alwaysFalse take 1 (9), flags in both $regex and $options are 51075, or
+ * 51074 when the regex comes after $options.
  */
 #ifndef MF_MATCH_H
 #define MF_MATCH_H
@@ -50,6 +58,13 @@ bool mf_matcher_match_value(const mf_matcher_t *m, const bson_value_t *v);
  * either a document of field conditions or an operator document ({$gte: 5}).
  */
 mf_matcher_t *mf_matcher_new_value(const bson_value_t *filter, mf_error_t *err);
+
+/*
+ * mf_matcher_new_pull: mf_matcher_new_value for a $pull condition, parsed as
+ * mongod's PullNode does (kBanAllSpecialFeatures): $expr and $jsonSchema are
+ * refused with 224 QueryFeatureNotAllowed.
+ */
+mf_matcher_t *mf_matcher_new_pull(const bson_value_t *filter, mf_error_t *err);
 
 /*
  * mf_matcher_failure_details: explains why doc does not match filter (a

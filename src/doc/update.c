@@ -12,8 +12,9 @@
  * The mods are sorted component-wise by path (for $rename, by its
  * destination). Because no path is a prefix of another, this is the order in
  * which MongoDB's update tree visits them (its children at every level are
- * kept in a lexicographically ordered map), so new fields come out appended
- * in MongoDB's order.
+ * kept in a map ordered by cmpPathsAndArrayIndexes: numeric components as
+ * numbers, others as strings), so new fields come out appended in MongoDB's
+ * order and "a.9" is applied before "a.10".
  *
  * mf_update_apply turns the document into a small mutable tree of nodes.
  * Expansion is lazy: a node holds a bson_value_t (borrowed from the input
@@ -175,6 +176,7 @@ typedef enum {
     OP_POP,
     OP_CURRENTDATE,
     OP_SETONINSERT,
+    OP_BIT,
 } op_t;
 
 typedef struct {
@@ -370,13 +372,33 @@ path_prefix(const path_t *a, const path_t *b)
     return true;
 }
 
+/*
+ * field_cmp: mongod's pathsupport::cmpPathsAndArrayIndexes, the order of its
+ * update tree's children: two components that both start with a digit (and
+ * are not zero-padded) compare as numbers (shorter first, then digit by
+ * digit), so "a.9" is applied before "a.10"; anything else compares as
+ * strings.
+ */
+static int
+field_cmp(const char *a, const char *b)
+{
+    size_t al = strlen(a), bl = strlen(b);
+
+    if (al == 0 || bl == 0 || !(a[0] >= '0' && a[0] <= '9') || !(b[0] >= '0' && b[0] <= '9') ||
+        (a[0] == '0' && al > 1) || (b[0] == '0' && bl > 1))
+        return strcmp(a, b);
+    if (al != bl)
+        return al < bl ? -1 : 1;
+    return strcmp(a, b); /* same length: digit by digit, then as strings, is strcmp's order */
+}
+
 static int
 path_cmp(const path_t *a, const path_t *b)
 {
     size_t n = a->n < b->n ? a->n : b->n;
 
     for (size_t i = 0; i < n; i++) {
-        int c = strcmp(a->comps[i].name, b->comps[i].name);
+        int c = field_cmp(a->comps[i].name, b->comps[i].name);
         if (c != 0)
             return c;
     }
@@ -547,7 +569,7 @@ static int
 parse_pull(mod_t *m, mf_error_t *err)
 {
     if (m->val.value_type == BSON_TYPE_DOCUMENT) {
-        m->matcher = mf_matcher_new_value(&m->val, err);
+        m->matcher = mf_matcher_new_pull(&m->val, err);
         return m->matcher ? 0 : -1;
     }
     if (m->val.value_type == BSON_TYPE_REGEX) {
@@ -560,11 +582,106 @@ parse_pull(mod_t *m, mf_error_t *err)
         fv.value_type = BSON_TYPE_DOCUMENT;
         fv.value.v_doc.data = (uint8_t *)bson_get_data(&f);
         fv.value.v_doc.data_len = f.len;
-        m->matcher = mf_matcher_new_value(&fv, err);
+        m->matcher = mf_matcher_new_pull(&fv, err);
         bson_destroy(&f);
         return m->matcher ? 0 : -1;
     }
     return 0;
+}
+
+/*
+ * parse_bit: checks a $bit operand as mongod's BitNode::init does: a document
+ * of "and" / "or" / "xor" operations (at least one, repeats allowed, applied
+ * in order), each with an int32 or int64 operand; anything else is 2
+ * BadValue with mongod's message. The operations are read from the mod's
+ * copy of the operand when applied.
+ */
+static int
+parse_bit(const bson_value_t *v, mf_error_t *err)
+{
+    bson_iter_t it;
+    int nops = 0;
+
+    if (v->value_type != BSON_TYPE_DOCUMENT)
+        return mf_err_set(err, MF_E_BadValue,
+                          "The $bit modifier is not compatible with a %s. You must pass in an embedded document: "
+                          "{$bit: {field: {and/or/xor: #}}",
+                          mf_type_name(v->value_type));
+    if (!bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len))
+        return mf_err_set(err, MF_E_BadValue, "invalid $bit operand");
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        const bson_value_t *ov = bson_iter_value(&it);
+        bson_string_t *s;
+
+        if (strcmp(k, "and") != 0 && strcmp(k, "or") != 0 && strcmp(k, "xor") != 0) {
+            s = bson_string_new("");
+            fmt_value(s, ov);
+            mf_err_set(err, MF_E_BadValue,
+                       "The $bit modifier only supports 'and', 'or', and 'xor', not '%s' which is an unknown "
+                       "operator: {%s: %s}",
+                       k, k, s->str);
+            bson_string_free(s, true);
+            return -1;
+        }
+        if (ov->value_type != BSON_TYPE_INT32 && ov->value_type != BSON_TYPE_INT64) {
+            s = bson_string_new("");
+            fmt_value(s, ov);
+            mf_err_set(err, MF_E_BadValue,
+                       "The $bit modifier field must be an Integer(32/64 bit); a '%s' is not supported here: "
+                       "{%s: %s}",
+                       mf_type_name(ov->value_type), k, s->str);
+            bson_string_free(s, true);
+            return -1;
+        }
+        nops++;
+    }
+    if (nops == 0)
+        return mf_err_set(err, MF_E_BadValue,
+                          "You must pass in at least one bitwise operation. The format is: "
+                          "{$bit: {field: {and/or/xor: #}}");
+    return 0;
+}
+
+/*
+ * bit_apply: m's $bit operations applied in order to x (an int32 or int64),
+ * into out. As with mongod's SafeNum, two int32 give an int32 and an int64 on
+ * either side gives an int64.
+ */
+static void
+bit_apply(const mod_t *m, const bson_value_t *x, bson_value_t *out)
+{
+    bson_iter_t it;
+    bool wide = x->value_type == BSON_TYPE_INT64;
+    int64_t acc = wide ? x->value.v_int64 : x->value.v_int32;
+
+    bson_iter_init_from_data(&it, m->val.value.v_doc.data, m->val.value.v_doc.data_len);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        int64_t operand;
+
+        if (BSON_ITER_HOLDS_INT64(&it)) {
+            operand = bson_iter_int64(&it);
+            wide = true;
+        } else {
+            operand = bson_iter_int32(&it);
+        }
+        if (k[0] == 'a')
+            acc &= operand;
+        else if (k[0] == 'o')
+            acc |= operand;
+        else
+            acc ^= operand;
+    }
+    memset(out, 0, sizeof(*out));
+    if (wide) {
+        out->value_type = BSON_TYPE_INT64;
+        out->value.v_int64 = acc;
+    } else {
+        /* Both sides were int32 throughout: the result fits. */
+        out->value_type = BSON_TYPE_INT32;
+        out->value.v_int32 = (int32_t)acc;
+    }
 }
 
 static int
@@ -675,6 +792,8 @@ parse_mod(mf_update_t *u, mod_t *m, const char *opname, const char *field, const
                               mf_type_name(v->value_type));
         collect_array(m, &m->val);
         return 0;
+    case OP_BIT:
+        return parse_bit(v, err);
     default:
         return 0;
     }
@@ -689,6 +808,7 @@ static const struct {
     {"$rename", OP_RENAME},   {"$push", OP_PUSH},         {"$addToSet", OP_ADDTOSET},
     {"$pull", OP_PULL},       {"$pullAll", OP_PULLALL},   {"$pop", OP_POP},
     {"$currentDate", OP_CURRENTDATE}, {"$setOnInsert", OP_SETONINSERT},
+    {"$bit", OP_BIT},
 };
 
 static int
@@ -1523,6 +1643,24 @@ leaf(actx_t *c, const mod_t *m, node_t *cur, const char *curname, const char *ke
             bson_free(s);
             return -1;
         }
+        node_set(t, &res, false);
+        return 0;
+    }
+    case OP_BIT: {
+        bson_value_t res;
+        if (t == NULL) {
+            bson_value_t zero;
+            memset(&zero, 0, sizeof(zero));
+            zero.value_type = BSON_TYPE_INT32; /* mongod starts a missing field from int32 0 */
+            bit_apply(m, &zero, &res);
+            return slot_create(c, cur, curname, key, node_new_value(&res, false));
+        }
+        if (t->expanded || (t->v.value_type != BSON_TYPE_INT32 && t->v.value_type != BSON_TYPE_INT64))
+            return mf_err_set(c->err, MF_E_BadValue,
+                              "Cannot apply $bit to a value of non-integral type.%s has the field %s of "
+                              "non-integer type %s",
+                              ctx_id(c), key, mf_type_name(node_type(t)));
+        bit_apply(m, &t->v, &res);
         node_set(t, &res, false);
         return 0;
     }

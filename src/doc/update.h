@@ -4,12 +4,15 @@
  * An update is parsed once and applied to each matched document. Operators:
  * $set $unset $inc $mul $min $max $rename $push ($each $slice $sort
  * $position) $addToSet ($each) $pull $pullAll $pop $currentDate (true,
- * {$type: "date"}, {$type: "timestamp"}) $setOnInsert, positional "$", "$[]"
+ * {$type: "date"}, {$type: "timestamp"}) $setOnInsert $bit (and / or / xor
+ * with int32 / int64 operands on int32 / int64 values, a missing field
+ * starting from int32 0, int64 if either side is), positional "$", "$[]"
  * and "$[name]" with arrayFilters. Errors follow MongoDB: conflicting paths →
  * 40 ConflictingUpdateOperators, unknown operator → 9 FailedToParse
  * ("Unknown modifier: $foo. Expected a valid update modifier or pipeline-style
  * update specified as an array"), $inc of a non-number → 14 TypeMismatch,
- * changing _id → 66 ImmutableField, a path through a non-container → 28
+ * changing _id → 66 ImmutableField, a bad $bit operand or a $bit on a
+ * non-integer → 2 BadValue, $expr / $jsonSchema in a $pull condition → 224, a path through a non-container → 28
  * PathNotViable, dotted / $-prefixed field names in a replacement → 52/57...
  * A replacement document may not contain update operators and vice versa.
  */

@@ -18,6 +18,7 @@
  * stack buffers, and no function keeps a reference to its arguments.
  */
 #include "doc/value.h"
+#include "doc/collation.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -333,6 +334,9 @@ mf_value_cmp(const bson_value_t *a, const bson_value_t *b)
         size_t la, lb;
         value_string(a, &sa, &la);
         value_string(b, &sb, &lb);
+        const mf_collation_t *coll = mf_collation_current();
+        if (coll != NULL)
+            return mf_collation_cmp(coll, sa, la, sb, lb); /* the command's collation (collation.h) */
         return cmp_bytes(sa, la, sb, lb);
     }
     case BSON_TYPE_DOCUMENT:

@@ -137,6 +137,8 @@ mf_cursor_free(mf_cursor_t *c)
         mf_projection_free(c->proj);
     if (c->filter)
         bson_destroy(c->filter);
+    if (c->collation)
+        bson_destroy(c->collation);
     mf_plan_free(c->plan);
     if (c->ext != NULL && c->ext_free != NULL)
         c->ext_free(c->ext);

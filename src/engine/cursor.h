@@ -47,9 +47,11 @@ typedef struct mf_cursor {
     int64_t skip_left;          /* documents still to skip */
     bson_t *filter;             /* owned copy of the filter (plan choice on resume) */
     mf_plan_t *plan;            /* owned, may be NULL: the plan being resumed (its position included) */
+    bool await_data;            /* tailable with awaitData: an empty getMore waits for new documents */
     /* MF_CURSOR_EXT */
     void *ext;                  /* owned through ext_free */
     void (*ext_free)(void *ext);
+    bson_t *collation;          /* owned, or NULL: the collation spec of the command that opened it (getMore reinstalls it) */
     /* bookkeeping (table-owned) */
     int64_t last_used_ms;
     bool in_use;

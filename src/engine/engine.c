@@ -192,6 +192,7 @@ mf_engine_open(const mf_engine_opts_t *opts, mf_engine_t **out, mf_error_t *err)
 
     eng->params = mf_params_new();
     eng->curops = mf_curops_new();
+    eng->failpoints = mf_failpoints_new();
     eng->profiler = mf_profiler_new();
     eng->in_memory = opts->in_memory;
     for (size_t i = 0; i < opts->nset_params; i++) {
@@ -244,6 +245,7 @@ mf_engine_open(const mf_engine_opts_t *opts, mf_engine_t **out, mf_error_t *err)
                          .cat = eng->cat,
                          .params = eng->params,
                          .curops = eng->curops,
+                         .failpoints = eng->failpoints,
                          .observers = eng->observers,
                          .batched_docs = &eng->batched_deletes_docs,
                          .batched_batches = &eng->batched_deletes_batches,
@@ -282,6 +284,7 @@ err_storage:
 err_free:
     mf_profiler_free(eng->profiler);
     mf_curops_free(eng->curops);
+    mf_failpoints_free(eng->failpoints);
     mf_params_free(eng->params);
     pthread_mutex_destroy(&eng->topo_mu);
     free(eng);
@@ -336,6 +339,7 @@ mf_engine_close(mf_engine_t *eng)
     mf_observers_free(eng->observers);
     mf_profiler_free(eng->profiler);
     mf_curops_free(eng->curops);
+    mf_failpoints_free(eng->failpoints);
     mf_params_free(eng->params);
     if (eng->startup_warnings)
         bson_destroy(eng->startup_warnings);

@@ -26,6 +26,7 @@
 #include "catalog/observer.h"
 #include "common/curop.h"
 #include "common/error.h"
+#include "common/failpoint.h"
 #include "common/params.h"
 #include "storage/storage.h"
 
@@ -84,6 +85,7 @@ typedef struct mf_engine {
     mf_cursors_t *cursors;
     mf_params_t *params;         /* server parameters */
     mf_curops_t *curops;         /* operations in flight (currentOp, killOp) */
+    mf_failpoints_t *failpoints; /* fault injection (configureFailPoint, common/failpoint.h) */
     mf_observers_t *observers;   /* write observers: opcounters, TTL wake-ups */
     mf_ttl_monitor_t *ttl;       /* the TTL monitor */
     struct mf_archive *archive;  /* archive-on-expire's segments under <dbpath>/archive (archive/archive.h) */

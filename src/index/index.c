@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "doc/collation.h"
 #include "doc/value.h"
 
 #define MAX_KEYS_PER_DOC 1000000
@@ -58,6 +59,8 @@ mf_keypattern_destroy(mf_keypattern_t *kp)
     for (int i = 0; i < kp->nfields; i++)
         free(kp->fields[i]);
     kp->nfields = 0;
+    mf_collation_free(kp->collation);
+    kp->collation = NULL;
 }
 
 void
@@ -202,6 +205,66 @@ dotted_or_array(const uint8_t *data, uint32_t len, const char **path, bson_value
 }
 
 /*
+ * The value v with every string (at any depth in a document or array)
+ * replaced by its sort key under coll, appended to b as key: what a
+ * collation index stores. Sort keys hold no zero byte, so they travel as
+ * strings; their byte order is the collation's order.
+ */
+static void
+append_collated(bson_t *b, const char *key, const bson_value_t *v, const mf_collation_t *coll, uint8_t **buf,
+                size_t *cap)
+{
+    bson_iter_t it;
+    bson_t child;
+    switch (v->value_type) {
+    case BSON_TYPE_UTF8:
+    case BSON_TYPE_SYMBOL: {
+        const char *s = v->value_type == BSON_TYPE_UTF8 ? v->value.v_utf8.str : v->value.v_symbol.symbol;
+        size_t len = v->value_type == BSON_TYPE_UTF8 ? v->value.v_utf8.len : v->value.v_symbol.len;
+        size_t n = mf_collation_key(coll, s, len, buf, cap);
+        bson_append_utf8(b, key, -1, (const char *)*buf, (int)n);
+        return;
+    }
+    case BSON_TYPE_DOCUMENT:
+    case BSON_TYPE_ARRAY:
+        if (v->value_type == BSON_TYPE_DOCUMENT)
+            bson_append_document_begin(b, key, -1, &child);
+        else
+            bson_append_array_begin(b, key, -1, &child);
+        if (bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len))
+            while (bson_iter_next(&it))
+                append_collated(&child, bson_iter_key(&it), bson_iter_value(&it), coll, buf, cap);
+        if (v->value_type == BSON_TYPE_DOCUMENT)
+            bson_append_document_end(b, &child);
+        else
+            bson_append_array_end(b, &child);
+        return;
+    default:
+        bson_append_value(b, key, -1, v);
+    }
+}
+
+int
+mf_index_append_component(mf_keystring_t *ks, const bson_value_t *v, bool desc, const mf_collation_t *coll,
+                          mf_error_t *err)
+{
+    if (coll == NULL || (v->value_type != BSON_TYPE_UTF8 && v->value_type != BSON_TYPE_SYMBOL &&
+                         v->value_type != BSON_TYPE_DOCUMENT && v->value_type != BSON_TYPE_ARRAY))
+        return mf_ks_append_value(ks, v, desc, err);
+    bson_t tmp = BSON_INITIALIZER;
+    uint8_t *buf = NULL;
+    size_t cap = 0;
+    bson_iter_t it;
+    int rc = -1;
+    append_collated(&tmp, "k", v, coll, &buf, &cap);
+    if (bson_iter_init_find(&it, &tmp, "k"))
+        rc = mf_ks_append_value(ks, bson_iter_value(&it), desc, err);
+    free(buf);
+    bson_destroy(&tmp);
+    return rc;
+}
+
+/*
  * Appends the key made of the fixed values. Duplicates are removed once all
  * keys are out (keyset_sort_unique): a search per key made a document with an
  * N-element array cost O(N^2). The raw count is capped too, so a document of
@@ -212,7 +275,7 @@ emit_key(gen_ctx_t *g, const bson_value_t *fixed)
 {
     mf_keystring_t *key = keyset_add(g->out);
     for (int i = 0; i < g->kp->nfields; i++) {
-        if (mf_ks_append_value(key, &fixed[i], g->kp->desc[i], g->err) != 0)
+        if (mf_index_append_component(key, &fixed[i], g->kp->desc[i], g->kp->collation, g->err) != 0)
             return -1;
     }
     if (g->out->n > MAX_RAW_KEYS_PER_DOC)

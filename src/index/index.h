@@ -23,7 +23,23 @@ typedef struct mf_keypattern {
     int nfields;
     char *fields[MF_KP_MAX_FIELDS]; /* owned */
     bool desc[MF_KP_MAX_FIELDS];
+    /*
+     * The index's collation (doc/collation.h), owned, or NULL (simple): its
+     * keys hold the collation's sort key in place of each string, so they
+     * order and compare (unique) as the collation does.
+     */
+    struct mf_collation *collation;
 } mf_keypattern_t;
+
+/*
+ * mf_index_append_component: appends one key component for v to ks, as
+ * mf_ks_append_value does, but under coll (may be NULL) every string in v
+ * is replaced by its collation sort key first (how a collation index's keys
+ * and the bounds of queries on it are encoded).
+ */
+struct mf_collation;
+int mf_index_append_component(mf_keystring_t *ks, const bson_value_t *v, bool desc, const struct mf_collation *coll,
+                              mf_error_t *err) MF_WUR;
 
 /* A set of generated keys (each an encoded keystring without record id). */
 typedef struct mf_keyset {

@@ -17,6 +17,7 @@
 #include "doc/value.h"
 #include "index/index.h"
 #include "index/index_spec.h"
+#include "doc/collation.h"
 
 /* Builds the default index name: field_1_other_-1. */
 static void
@@ -400,6 +401,21 @@ mf_index_spec_normalise(const bson_t *req, bson_t *out, mf_error_t *err)
         const char *k = bson_iter_key(&it);
         if (strcmp(k, "v") == 0 || strcmp(k, "name") == 0 || strcmp(k, "key") == 0 || strcmp(k, "ns") == 0)
             continue;
+        if (strcmp(k, "collation") == 0) {
+            /* Stored in full, as listIndexes shows it. */
+            mf_collation_t *coll;
+            bson_t cs;
+            if (mf_collation_from_value(bson_iter_value(&it), &coll, err) != 0) {
+                bson_destroy(&built);
+                return -1;
+            }
+            /* An explicit simple collation stays {locale: "simple"}: it overrides a collection default. */
+            bson_append_document_begin(&built, "collation", -1, &cs);
+            mf_collation_append_spec(coll, &cs);
+            bson_append_document_end(&built, &cs);
+            mf_collation_free(coll);
+            continue;
+        }
         bson_append_value(&built, k, -1, bson_iter_value(&it));
     }
     if (has_ttl) {

@@ -122,6 +122,7 @@ typedef struct job {
     uint8_t *reply;
     size_t reply_len;
     bool fatal;          /* close the connection after this job */
+    const char *why;     /* the log line's reason for that (NULL: a malformed or unsupported message) */
     int64_t await_ms;    /* awaitable hello: hold the reply this long */
     bool exhaust;        /* ... and keep streaming replies (moreToCome) */
     int32_t response_to; /* 0: the request's id; else answer to this (exhaust chain) */
@@ -383,6 +384,15 @@ work_cb(mf_net_pool_job_t *pj)
             mf_cmd_error_reply(&reply, &e);
         } else {
             mf_cmd_run(eng, &c->client, db, &msg.body, msg.seqs, msg.nseqs, false, &reply);
+            if (c->client.close_requested) {
+                /* failCommand's closeConnection: no reply, the connection goes. */
+                c->client.close_requested = false;
+                job->fatal = true;
+                job->why = "closed by the failCommand fail point";
+                bson_destroy(&reply);
+                mf_wire_msg_destroy(&msg);
+                return;
+            }
             bool awaitable;
             job->await_ms = awaitable_hello(&msg.body, &reply, job->seen_counter, &awaitable, &job->counter);
             job->exhaust = awaitable && (msg.flags & MF_MSG_EXHAUST_ALLOWED);
@@ -556,9 +566,10 @@ after_work(job_t *job)
     if (job->reply && conn_write(c, job->reply, job->reply_len, false) != 0)
         job->fatal = true;
     if (job->fatal) {
+        const char *why = job->why;
         msgbuf_free(job->msg);
         free(job);
-        conn_close(c, "malformed or unsupported message");
+        conn_close(c, why ? why : "malformed or unsupported message");
         return;
     }
     if (job->exhaust) {

@@ -67,6 +67,7 @@
  * pipelines and $out/$merge.
  */
 #include "query/agg.h"
+#include "doc/collation.h"
 #include "common/limits.h"
 
 #include <math.h>
@@ -84,12 +85,13 @@
 #include "doc/sort.h"
 #include "doc/value.h"
 #include "query/agg_spill.h"
+#include "query/agg_window.h"
 #include "query/exec.h"
 
 enum stage_kind { S_MATCH, S_PROJECT, S_ADDFIELDS, S_UNSET, S_SORT, S_LIMIT, S_SKIP, S_GROUP, S_COUNT,
                   S_UNWIND, S_REPLACEROOT, S_SORTBYCOUNT, S_LOOKUP, S_FACET, S_SAMPLE, S_CURRENTOP,
                   S_DOCUMENTS, S_BUCKET, S_OUT, S_MERGE, S_UNPACK, S_REDACT, S_BUCKETAUTO, S_UNIONWITH,
-                  S_GRAPHLOOKUP };
+                  S_GRAPHLOOKUP, S_WINDOW };
 
 /* ---- accumulators ---- */
 
@@ -140,6 +142,7 @@ typedef struct stage {
     char **facet_names;     /* $facet */
     struct mf_pipeline **facets;
     size_t nfacets;
+    mf_window_t *window;    /* $setWindowFields (agg_window.c) */
 } stage_t;
 
 struct mf_pipeline {
@@ -405,9 +408,20 @@ vhash(const bson_value_t *v, uint64_t h)
         return mix(h, &d, sizeof d);
     }
     case BSON_TYPE_UTF8:
-        return mix(h, v->value.v_utf8.str, v->value.v_utf8.len);
-    case BSON_TYPE_SYMBOL:
-        return mix(h, v->value.v_symbol.symbol, v->value.v_symbol.len);
+    case BSON_TYPE_SYMBOL: {
+        const char *s = v->value_type == BSON_TYPE_UTF8 ? v->value.v_utf8.str : v->value.v_symbol.symbol;
+        size_t len = v->value_type == BSON_TYPE_UTF8 ? v->value.v_utf8.len : v->value.v_symbol.len;
+        const mf_collation_t *coll = mf_collation_current();
+        if (coll != NULL) {
+            /* Strings equal under the collation must hash alike: hash the sort key. */
+            uint8_t *kb = NULL;
+            size_t cap = 0, n = mf_collation_key(coll, s, len, &kb, &cap);
+            h = mix(h, kb, n);
+            free(kb);
+            return h;
+        }
+        return mix(h, s, len);
+    }
     case BSON_TYPE_DOCUMENT:
     case BSON_TYPE_ARRAY:
         bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
@@ -1536,6 +1550,7 @@ stage_free(stage_t *s)
     }
     bson_free(s->facet_names);
     bson_free(s->facets);
+    mf_window_free(s->window);
 }
 
 void
@@ -2901,6 +2916,11 @@ parse_stage(stage_t *s, const char *name, const bson_value_t *v, bool first, mf_
     }
     if (strcmp(name, "$changeStream") == 0)
         return mf_err_set(err, MF_E_Location40573, "The $changeStream stage is only supported on replica sets");
+    if (strcmp(name, "$setWindowFields") == 0) {
+        s->kind = S_WINDOW;
+        s->window = mf_window_new(v, err);
+        return s->window ? 0 : -1;
+    }
     if (strcmp(name, "$bucket") == 0) {
         s->kind = S_BUCKET;
         return parse_bucket(s, v, err);
@@ -4056,6 +4076,8 @@ run_stage(const stage_t *s, const mf_agg_env_t *env, mf_docvec_t *in, mf_docvec_
         return run_documents(s, in, out, err);
     case S_CURRENTOP:
         return run_current_op(s, env, in, out, err);
+    case S_WINDOW:
+        return mf_window_run(s->window, in, out, err);
     case S_MATCH:
         for (size_t i = 0; i < in->len; i++) {
             if (mf_matcher_match(s->matcher, in->docs[i], NULL))
@@ -4327,6 +4349,7 @@ typedef struct snode {
     mf_sorter_t *gspill;   /* $group partial groups, by _id */
     bool gdrained;
     bson_t *gpending;      /* spilled $group: next partial state already read */
+    mf_window_stream_t *window; /* $setWindowFields */
     stage_t sbc;           /* $sortByCount: its $group */
     acc_def_t sbc_acc;
 } snode_t;
@@ -4339,7 +4362,7 @@ struct mf_agg_stream {
     size_t src_pos;
     bool src_eof;
     bool allow_disk;
-    int64_t sort_bytes, group_bytes;
+    int64_t sort_bytes, group_bytes, window_bytes;
     char *tmp_dir; /* owned, may be NULL */
     int64_t spills;
 };
@@ -4352,6 +4375,7 @@ mf_agg_stream_new(const mf_pipeline_t *p, size_t first, const mf_agg_limits_t *l
     st->allow_disk = lim->allow_disk;
     st->sort_bytes = lim->sort_bytes;
     st->group_bytes = lim->group_bytes;
+    st->window_bytes = lim->window_bytes > 0 ? lim->window_bytes : lim->sort_bytes;
     st->tmp_dir = lim->tmp_dir ? mf_strdup(lim->tmp_dir) : NULL;
     st->n = first < p->n ? p->n - first : 0;
     st->nodes = mf_calloc(st->n ? st->n : 1, sizeof *st->nodes);
@@ -4398,6 +4422,7 @@ mf_agg_stream_free(mf_agg_stream_t *st)
         mf_docvec_destroy(&nd->buf);
         mf_sorter_free(nd->sorter);
         mf_sorter_free(nd->gspill);
+        mf_window_stream_free(nd->window);
         if (nd->gpending)
             bson_destroy(nd->gpending);
         mf_expr_free(nd->sbc_acc.expr);
@@ -4420,6 +4445,7 @@ mf_agg_stream_spills(const mf_agg_stream_t *st)
             n += mf_sorter_spilled(st->nodes[i].sorter);
         if (st->nodes[i].gspill)
             n += mf_sorter_spilled(st->nodes[i].gspill);
+        n += mf_window_stream_spills(st->nodes[i].window);
     }
     return n;
 }
@@ -4860,6 +4886,25 @@ node_next(mf_agg_stream_t *st, size_t i, const mf_agg_env_t *env, bson_t **out, 
             continue;
         case S_SAMPLE:
             if (sample_fill(st, i, env, err) < 0)
+                return -1;
+            continue;
+        case S_WINDOW:
+            /* Sorted by (partition, sortBy) through a sorter, then one partition at a time. */
+            if (nd->window == NULL) {
+                nd->window = mf_window_stream_new(s->window, st->sort_bytes, st->window_bytes, st->allow_disk,
+                                                  st->tmp_dir);
+                for (;;) {
+                    if (upstream(st, i, env, &d, err) < 0)
+                        return -1;
+                    if (d == NULL)
+                        break;
+                    if (mf_window_stream_add(nd->window, d, err) < 0)
+                        return -1;
+                }
+                if (mf_window_stream_finish(nd->window, err) < 0)
+                    return -1;
+            }
+            if (mf_window_stream_next(nd->window, &nd->buf, &nd->done, err) < 0)
                 return -1;
             continue;
         default: {

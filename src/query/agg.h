@@ -187,6 +187,7 @@ typedef struct mf_agg_limits {
     bool allow_disk;
     int64_t sort_bytes;  /* internalQueryMaxBlockingSortMemoryUsageBytes */
     int64_t group_bytes; /* internalDocumentSourceGroupMaxMemoryBytes */
+    int64_t window_bytes; /* internalDocumentSourceSetWindowFieldsMaxMemoryBytes (one partition); 0: sort_bytes */
     const char *tmp_dir; /* spill files; NULL: $TMPDIR or /tmp */
 } mf_agg_limits_t;
 

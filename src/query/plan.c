@@ -34,6 +34,8 @@
 #include <string.h>
 
 #include "index/keystring.h"
+#include "doc/collation.h"
+#include "query/index_filter.h"
 #include "doc/value.h"
 
 #define MAX_PREDS 128
@@ -348,6 +350,13 @@ regex_prefix(const char *re, const char *flags, bson_string_t *out)
  * strings ["", {}) when it has none, plus the regex value itself, which a
  * regex also matches. Never exact: the matcher re-checks.
  */
+/*
+ * The collation of the index whose bounds are being built (NULL: simple):
+ * enc() encodes strings as its sort keys, and a regex's literal prefix,
+ * which says nothing about collation order, gives no string range.
+ */
+static _Thread_local const mf_collation_t *tls_bounds_coll;
+
 static void
 regex_list(const bson_value_t *rv, strpool_t *pool, vlist_t *out)
 {
@@ -357,7 +366,7 @@ regex_list(const bson_value_t *rv, strpool_t *pool, vlist_t *out)
 
     while (anchored && len > 0 && (unsigned char)pre->str[len - 1] == 0xFF)
         len--;
-    if (anchored && len > 0) {
+    if (anchored && len > 0 && tls_bounds_coll == NULL) {
         bson_value_t lo = {.value_type = BSON_TYPE_UTF8}, hi = {.value_type = BSON_TYPE_UTF8};
         char *l = pool_add(pool, pre->str, pre->len);
         char *h = pool_add(pool, pre->str, len);
@@ -1179,7 +1188,7 @@ static int
 enc(mf_keystring_t *ks, const bson_value_t *v, bool desc)
 {
     mf_error_t e;
-    return mf_ks_append_value(ks, v, desc, &e);
+    return mf_index_append_component(ks, v, desc, tls_bounds_coll, &e);
 }
 
 static int
@@ -1202,8 +1211,19 @@ dup_bytes(const uint8_t *p, size_t n)
 }
 
 /* Builds the byte intervals of k into st. Returns 0 or -1 (encoding failed). */
+static int build_intervals_coll(const cand_t *k, mf_stage_t *st);
+
 static int
 build_intervals(const cand_t *k, mf_stage_t *st)
+{
+    tls_bounds_coll = k->ix->kp.collation;
+    int rc = build_intervals_coll(k, st);
+    tls_bounds_coll = NULL;
+    return rc;
+}
+
+static int
+build_intervals_coll(const cand_t *k, mf_stage_t *st)
 {
     int nb = k->nbounded;
     size_t total = 1;
@@ -1393,21 +1413,37 @@ cand_bounded(const cand_t *k)
 
 /*
  * The best usable index of c for ps (and sort), or NULL. With hinted, only
- * that index (any score). The result is owned by the caller (cand_destroy,
+ * that index (any score); otherwise, with allowed (an index filter), only
+ * the indexes it marks. The result is owned by the caller (cand_destroy,
  * free).
  */
+/* True if c's _id index compares binary (the _id lookup shortcut is exact only then). */
+static bool
+id_index_simple(const mf_coll_t *c)
+{
+    for (int i = 0; i < c->nindexes; i++)
+        if (c->indexes[i]->is_id)
+            return c->indexes[i]->kp.collation == NULL;
+    return false;
+}
+
 static cand_t *
-best_candidate(const mf_coll_t *c, const preds_t *ps, const bson_t *sort, mf_index_t *hinted)
+best_candidate(const mf_coll_t *c, const preds_t *ps, const bson_t *sort, mf_index_t *hinted, const bool *allowed)
 {
     cand_t *best = NULL, *tmp = mf_malloc(sizeof(*tmp));
     int best_score = 0;
     for (int i = 0; i < c->nindexes; i++) {
         mf_index_t *ix = c->indexes[i];
-        if (ix->building || (hinted != NULL && ix != hinted))
+        if (ix->building || (hinted != NULL && ix != hinted) || (hinted == NULL && allowed != NULL && !allowed[i]))
             continue;
         if (hinted == NULL && (mf_plan_index_hidden(ix) || (ix->partial && !partial_implied(ix, ps))))
             continue;
+        /* Only an index with the query's collation orders and compares strings as the query does. */
+        if (!mf_collation_equal(ix->kp.collation, mf_collation_current()))
+            continue;
+        tls_bounds_coll = ix->kp.collation;
         analyse(ix, ps, tmp);
+        tls_bounds_coll = NULL;
         check_sort(tmp, sort);
         if (hinted == NULL && ix->sparse && !tmp->null_ok) {
             cand_destroy(tmp);
@@ -1516,7 +1552,7 @@ obr_cmp(const void *a, const void *b)
 
 /* Plans one $or branch (with the filter's other predicates ps) as an IXSCAN; NULL if no index bounds it. */
 static mf_stage_t *
-or_branch_stage(const mf_coll_t *c, const bson_t *branch, const preds_t *ps, preds_t *bp)
+or_branch_stage(const mf_coll_t *c, const bson_t *branch, const preds_t *ps, preds_t *bp, const bool *allowed)
 {
     mf_stage_t *st = NULL;
     for (int i = 0; i < bp->nowned; i++)
@@ -1525,7 +1561,7 @@ or_branch_stage(const mf_coll_t *c, const bson_t *branch, const preds_t *ps, pre
     memcpy(bp->p, ps->p, (size_t)ps->n * sizeof(ps->p[0]));
     bp->n = ps->n;
     collect_preds(branch, bp, -1, 1);
-    cand_t *k = best_candidate(c, bp, NULL, NULL);
+    cand_t *k = best_candidate(c, bp, NULL, NULL, allowed);
     if (k != NULL && cand_bounded(k))
         st = ixscan_stage(k, 1);
     if (k != NULL) {
@@ -1546,7 +1582,7 @@ or_branch_stage(const mf_coll_t *c, const bson_t *branch, const preds_t *ps, pre
  * IXSCANs, not 1,000.
  */
 static mf_stage_t *
-or_stage(const mf_coll_t *c, const bson_t *filter, const preds_t *ps)
+or_stage(const mf_coll_t *c, const bson_t *filter, const preds_t *ps, const bool *allowed)
 {
     bson_iter_t orit, bi;
     size_t nb = 0, ng = 0;
@@ -1604,10 +1640,10 @@ or_stage(const mf_coll_t *c, const bson_t *filter, const preds_t *ps)
         if (leader[i] != i)
             continue; /* planned with its group's first branch */
         if (gdoc[i] != NULL) {
-            st = or_branch_stage(c, gdoc[i], ps, bp);
+            st = or_branch_stage(c, gdoc[i], ps, bp, allowed);
         } else if (bv[i].value_type == BSON_TYPE_DOCUMENT &&
                    bson_init_static(&branch, bv[i].value.v_doc.data, bv[i].value.v_doc.data_len)) {
-            st = or_branch_stage(c, &branch, ps, bp);
+            st = or_branch_stage(c, &branch, ps, bp, allowed);
         } else {
             st = NULL;
         }
@@ -1668,7 +1704,8 @@ mf_plan_build(const mf_coll_t *c, const mf_plan_request_t *req, mf_plan_t **out,
     if (c == NULL) {
         p->leaf = stage_new(MF_ST_EOF, NULL);
         top = p->leaf;
-    } else if (!natural && hinted == NULL && !req->force_collscan && mf_plan_id_equality(req->filter, &idv)) {
+    } else if (!natural && hinted == NULL && !req->force_collscan && mf_collation_current() == NULL &&
+               id_index_simple(c) && mf_plan_id_equality(req->filter, &idv)) {
         p->leaf = stage_new(MF_ST_IDHACK, NULL);
         p->id_is_eq = true;
         bson_value_copy(&idv, &p->idv);
@@ -1676,10 +1713,18 @@ mf_plan_build(const mf_coll_t *c, const mf_plan_request_t *req, mf_plan_t **out,
         p->sort_provided = true;
     } else {
         mf_stage_t *orst = NULL;
+        bool allowed[MF_MAX_INDEXES];
+        const bool *filter_allowed = NULL;
+        if (!natural && !req->force_collscan && hinted == NULL &&
+            mf_index_filter_allowed(c, req->filter, req->sort,
+                                    req->projection != NULL ? req->projection : req->shape_projection, allowed)) {
+            filter_allowed = allowed;
+            p->index_filter_set = true;
+        }
         if (!natural && !req->force_collscan)
-            best = best_candidate(c, ps, req->sort, hinted);
+            best = best_candidate(c, ps, req->sort, hinted, filter_allowed);
         if (!natural && !req->force_collscan && hinted == NULL && (best == NULL || !cand_bounded(best)))
-            orst = or_stage(c, req->filter, ps);
+            orst = or_stage(c, req->filter, ps, filter_allowed);
         if (orst != NULL) {
             if (best) {
                 cand_destroy(best);

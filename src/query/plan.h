@@ -22,6 +22,9 @@
  *      A $or whose branches are all equalities / $in on one path is first
  *      read as one $in (MongoDB's rewrite), so it is a single IXSCAN.
  *   5. COLLSCAN.
+ * Index filters (query/index_filter.h): without a hint, an index filter set
+ * for the request's query shape leaves only the indexes it names as
+ * candidates (rules 3 and 4), as mongod's query settings do.
  * Usable: not hidden; partial only if the filter contains the partial filter's
  * predicates literally; sparse only if the bounds on a field exclude null.
  *
@@ -112,6 +115,8 @@ typedef struct mf_plan_request {
     int64_t skip, limit;      /* 0 = none */
     int root;                 /* MF_PLAN_ROOT_* */
     bool force_collscan;      /* e.g. resuming a record-id ordered scan */
+    /* the command's projection when it is not in projection (find): part of the query shape index filters match */
+    const bson_t *shape_projection;
 } mf_plan_request_t;
 
 /* A set of record ids (multikey de-duplication). */
@@ -138,6 +143,7 @@ typedef struct mf_plan {
     mf_ridset_t seen;   /* multikey and OR de-duplication */
     int64_t exec_ms;
     bool tailable;      /* a tailable cursor's COLLSCAN: may be resumed after reaching the end */
+    bool index_filter_set; /* an index filter (planCacheSetFilter) restricted the indexes considered */
 } mf_plan_t;
 
 /*

@@ -40,6 +40,7 @@
 #include "doc/match.h"
 #include "doc/project.h"
 #include "doc/sort.h"
+#include "doc/collation.h"
 #include "doc/update.h"
 #include "doc/value.h"
 #include "query/agg.h"
@@ -464,16 +465,17 @@ do_upsert(mf_sess_t *s, mf_coll_t *c, bool durable, bool validate, const bson_t 
     return -1;
 }
 
-int
-mf_write_update(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool validate, const char *db, const char *coll,
-                const bson_t *stmt, mf_write_update_result_t *res, mf_error_t *err)
+static int
+write_update(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool validate, const char *db, const char *coll,
+             const bson_t *stmt, mf_write_update_result_t *res, mf_error_t *err)
 {
     bson_iter_t it;
     bson_t ud;
     stmt_common_t sc = {.have_q = false, .hint = NULL};
     const bson_value_t *af = NULL, *upl = NULL;
     bson_value_t af_store, upl_store;
-    bool upsert = false, multi = false, have_u = false, taken;
+    bool upsert = false, multi = false, have_u = false, have_sort = false, taken;
+    bson_t sort;
     mf_matcher_t *m = NULL;
     upd_spec_t *u = NULL;
     mf_coll_t *c = NULL;
@@ -507,6 +509,11 @@ mf_write_update(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool validate, co
             upsert = bson_iter_as_bool(&it);
         } else if (strcmp(k, "multi") == 0) {
             multi = bson_iter_as_bool(&it);
+        } else if (strcmp(k, "sort") == 0 && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+            const uint8_t *data;
+            uint32_t len;
+            bson_iter_document(&it, &len, &data);
+            have_sort = bson_init_static(&sort, data, len) && !bson_empty(&sort);
         } else if (strcmp(k, "arrayFilters") == 0) {
             if (!BSON_ITER_HOLDS_ARRAY(&it))
                 return mf_err_set(err, MF_E_TypeMismatch,
@@ -521,6 +528,24 @@ mf_write_update(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool validate, co
         return mf_err_set(err, MF_E_Location40414, "BSON field 'update.updates.q' is missing but a required field");
     if (!have_u)
         return mf_err_set(err, MF_E_Location40414, "BSON field 'update.updates.u' is missing but a required field");
+    if (have_sort && multi)
+        return mf_err_set(err, MF_E_FailedToParse, "Cannot specify sort with multi=true");
+    if (have_sort) {
+        /* 8.0's updateOne/replaceOne sort: the first document in sort order, as findAndModify picks it. */
+        mf_write_fam_t f = {.query = &sc.q, .sort = &sort, .update = upl ? NULL : &ud, .pipeline = upl,
+                            .array_filters = af, .hint = sc.hint, .upsert = upsert};
+        mf_write_fam_result_t fr;
+        if (mf_write_find_and_modify(cat, s, durable, validate, db, coll, &f, &fr, err) != 0)
+            return -1;
+        res->matched = fr.n;
+        res->modified = fr.modified ? 1 : 0;
+        res->upserted = fr.upserted;
+        if (fr.upserted)
+            res->upserted_id = fr.upserted_id;
+        if (fr.has_value)
+            bson_destroy(&fr.value);
+        return 0;
+    }
     if ((m = mf_matcher_new(&sc.q, err)) == NULL)
         return -1;
     if ((u = upd_spec_new(upl ? NULL : &ud, upl, af, err)) == NULL)
@@ -571,9 +596,9 @@ del_check(void *arg, int64_t rid, const bson_t *doc)
     return mf_matcher_match((const mf_matcher_t *)arg, doc, NULL);
 }
 
-int
-mf_write_delete(mf_catalog_t *cat, mf_sess_t *s, bool durable, const char *db, const char *coll,
-                const bson_t *stmt, int64_t batch_docs, mf_write_delete_result_t *res, mf_error_t *err)
+static int
+write_delete(mf_catalog_t *cat, mf_sess_t *s, bool durable, const char *db, const char *coll, const bson_t *stmt,
+             int64_t batch_docs, mf_write_delete_result_t *res, mf_error_t *err)
 {
     bson_iter_t it;
     stmt_common_t sc = {.have_q = false, .hint = NULL};
@@ -801,6 +826,7 @@ mf_write_find_and_modify(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool val
         }
         res->n = 1;
         res->updated_existing = !f->remove;
+        res->modified = changed;
         const bson_t *img = (!f->remove && f->want_new) ? (changed ? &out_doc : &doc) : &doc;
         r = project_into(p, img, &res->value, err);
         bson_destroy(&doc);
@@ -825,5 +851,65 @@ out:
         mf_projection_free(p);
     upd_spec_free(u);
     mf_plan_free(plan);
+    return rc;
+}
+
+/*
+ * A statement's own collation replaces the command's (and the collection's
+ * default) while it runs: installed as the thread's collation
+ * (doc/collation.h), the previous one put back after.
+ */
+static int
+stmt_collation_begin(const bson_t *stmt, mf_collation_t **coll, const mf_collation_t **saved, bool *set,
+                     mf_error_t *err)
+{
+    bson_iter_t it;
+    *coll = NULL;
+    *set = false;
+    *saved = mf_collation_current();
+    if (!bson_iter_init_find(&it, stmt, "collation"))
+        return 0;
+    if (mf_collation_from_value(bson_iter_value(&it), coll, err) != 0)
+        return -1;
+    mf_collation_set_current(*coll);
+    *set = true;
+    return 0;
+}
+
+static void
+stmt_collation_end(mf_collation_t *coll, const mf_collation_t *saved, bool set)
+{
+    if (set)
+        mf_collation_set_current(saved);
+    mf_collation_free(coll);
+}
+
+int
+mf_write_update(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool validate, const char *db, const char *coll,
+                const bson_t *stmt, mf_write_update_result_t *res, mf_error_t *err)
+{
+    mf_collation_t *c;
+    const mf_collation_t *saved;
+    bool set;
+    memset(res, 0, sizeof *res);
+    if (stmt_collation_begin(stmt, &c, &saved, &set, err) != 0)
+        return -1;
+    int rc = write_update(cat, s, durable, validate, db, coll, stmt, res, err);
+    stmt_collation_end(c, saved, set);
+    return rc;
+}
+
+int
+mf_write_delete(mf_catalog_t *cat, mf_sess_t *s, bool durable, const char *db, const char *coll, const bson_t *stmt,
+                int64_t batch_docs, mf_write_delete_result_t *res, mf_error_t *err)
+{
+    mf_collation_t *c;
+    const mf_collation_t *saved;
+    bool set;
+    memset(res, 0, sizeof *res);
+    if (stmt_collation_begin(stmt, &c, &saved, &set, err) != 0)
+        return -1;
+    int rc = write_delete(cat, s, durable, db, coll, stmt, batch_docs, res, err);
+    stmt_collation_end(c, saved, set);
     return rc;
 }

@@ -49,11 +49,13 @@ typedef struct mf_write_update_result {
 
 /*
  * mf_write_update: runs one statement of an update command ({q, u, upsert,
- * multi, arrayFilters, hint, ...}, already checked for unknown fields and
+ * multi, arrayFilters, hint, sort, ...}, already checked for unknown fields and
  * field types) against db.coll. u is an update document (operators or a
  * replacement) or a pipeline. An upsert creates the collection when missing.
  * Commits with sync when durable; validate applies the collection's
- * validator. Returns 0, or -1 with err (res still counts what committed).
+ * validator. A sort (8.0, single-document updates only: 9 with multi)
+ * updates the first match in that order, as findAndModify picks it.
+ * Returns 0, or -1 with err (res still counts what committed).
  */
 int mf_write_update(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool validate, const char *db, const char *coll,
                     const bson_t *stmt, mf_write_update_result_t *res, mf_error_t *err) MF_WUR;
@@ -89,6 +91,7 @@ typedef struct mf_write_fam {
 typedef struct mf_write_fam_result {
     int n;                    /* documents updated, removed or inserted: 0 or 1 */
     bool updated_existing;    /* a document was found and updated */
+    bool modified;            /* ... and the update changed it (an update's nModified) */
     bool upserted;            /* a document was inserted, whose _id is upserted_id */
     bson_value_t upserted_id; /* when upserted: a copy the caller destroys (bson_value_destroy) */
     bool has_value;           /* value holds the document to return; else the reply's value is null */

@@ -17,6 +17,7 @@
 #include "catalog/observer.h"
 #include "common/curop.h"
 #include "common/error.h"
+#include "common/failpoint.h"
 #include "common/params.h"
 #include "index/index_spec.h"
 
@@ -28,6 +29,7 @@ typedef struct mf_ttl_env {
     mf_catalog_t *cat;
     mf_params_t *params;         /* the engine's parameters (ttl*) */
     mf_curops_t *curops;         /* batches register here (currentOp, killOp) */
+    mf_failpoints_t *failpoints; /* hangTTLMonitorBetweenPasses, ttlMonitorFailBatch (common/failpoint.h); may be NULL */
     mf_observers_t *observers;   /* the monitor adds itself (wake-ups) */
     _Atomic int64_t *batched_docs;    /* serverStatus().batchedDeletes.docs */
     _Atomic int64_t *batched_batches; /* serverStatus().batchedDeletes.batches */

@@ -280,8 +280,15 @@ add_secs(int64_t date_ms, int64_t secs)
 static bool
 ttl_secs(const mf_coll_t *c, const mf_index_t *ix, int64_t *secs)
 {
-    if (ix->is_id || ix->building)
+    if (ix->building)
         return false;
+    if (ix->is_id) {
+        /* A clustered collection's expireAfterSeconds makes its _id index a TTL index (dates in _id expire). */
+        if (!c->clustered || c->clustered_expire < 0)
+            return false;
+        *secs = c->clustered_expire;
+        return true;
+    }
     if (c->is_timeseries && !c->is_view) {
         mf_ts_spec_t spec;
         char minf[300];
@@ -524,7 +531,8 @@ static bool
 idle(mf_ttl_monitor_t *m)
 {
     return mf_param_get(m->env.params, "ttlMonitorEnabled") == 0 || m->env.disabled_reason != NULL ||
-           atomic_load(&m->paused) != NULL;
+           atomic_load(&m->paused) != NULL ||
+           mf_failpoint_on(mf_failpoint_find(m->env.failpoints, "hangTTLMonitorBetweenPasses"));
 }
 
 static bool
@@ -676,7 +684,18 @@ visit(mf_ttl_monitor_t *m, mf_sess_t *s, ttl_target_t *t)
         tls_batch = &cx;
         atomic_store(&m->batch_opid, mf_curop_opid(op));
         mf_curop_set_current(op);
-        int rc = mf_delete_rids(s, c, rids, n, batched ? 0 : 1, false, ttl_check, &cx, &st, &err);
+        bson_t fpdata;
+        int rc;
+        if (mf_failpoint_eval(mf_failpoint_find(m->env.failpoints, "ttlMonitorFailBatch"), NULL, NULL, &fpdata)) {
+            /* Fault injection (common/failpoint.h): the batch fails as a storage error would, nothing deleted. */
+            bson_iter_t fit;
+            int code = bson_iter_init_find(&fit, &fpdata, "errorCode") && BSON_ITER_HOLDS_NUMBER(&fit)
+                           ? (int)bson_iter_as_int64(&fit) : MF_E_WriteConflict;
+            bson_destroy(&fpdata);
+            rc = mf_err_set(&err, code, "TTL batch failed by the ttlMonitorFailBatch fail point");
+        } else {
+            rc = mf_delete_rids(s, c, rids, n, batched ? 0 : 1, false, ttl_check, &cx, &st, &err);
+        }
         mf_curop_set_current(NULL);
         tls_batch = NULL;
         atomic_store(&m->batch_opid, 0);

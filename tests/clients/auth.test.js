@@ -1007,6 +1007,25 @@ h.test('granting and revoking roles changes what an already logged-in connection
   assert.deepEqual(st.authenticatedUserRoles, [], 'a dropped user keeps no roles');
 });
 
+h.test('capped conversions, dbHash, index filters, top: what each role may run (cmd_misc.c)', async () => {
+  await seed('miscdb');
+  const r = await makeUser('misc_reader', ['read'], { db: 'miscdb' });
+  const rw = await makeUser('misc_writer', [{ role: 'readWrite', db: 'miscdb' }]);
+  const dba = await makeUser('misc_dba', [{ role: 'dbAdmin', db: 'miscdb' }]);
+  const mon = await makeUser('misc_monitor', ['clusterMonitor']);
+  assert.equal((await allowed('dbHash (read)', r.db('miscdb').command({ dbHash: 1 }))).ok, 1);
+  await denied('convertToCapped (read)', r.db('miscdb').command({ convertToCapped: 'c', size: 4096 }));
+  await denied('planCacheSetFilter (read)', r.db('miscdb').command({ planCacheSetFilter: 'c', query: { a: 1 }, indexes: [{ a: 1 }] }));
+  await denied('top (read)', r.db('admin').command({ top: 1 }));
+  await allowed('cloneCollectionAsCapped (readWrite)', rw.db('miscdb').command({ cloneCollectionAsCapped: 'c', toCollection: 'c2', size: 4096 }));
+  await allowed('convertToCapped (readWrite)', rw.db('miscdb').command({ convertToCapped: 'c', size: 4096 }));
+  await allowed('planCacheSetFilter (dbAdmin)', dba.db('miscdb').command({ planCacheSetFilter: 'c', query: { a: 1 }, indexes: [{ a: 1 }] }));
+  assert.equal((await allowed('planCacheListFilters (dbAdmin)', dba.db('miscdb').command({ planCacheListFilters: 'c' }))).filters.length, 1);
+  for (const cmd of [{ top: 1 }, { lockInfo: 1 }, { connPoolStats: 1 }]) {
+    assert.equal((await allowed(Object.keys(cmd)[0], mon.db('admin').command(cmd))).ok, 1);
+  }
+});
+
 h.test('listCommands says which commands need a login (requiresAuth)', async () => {
   const r = await srv.client.db('admin').command({ listCommands: 1 });
   for (const name of ['hello', 'ping', 'saslStart', 'saslContinue', 'logout', 'connectionStatus']) {
@@ -1015,4 +1034,19 @@ h.test('listCommands says which commands need a login (requiresAuth)', async () 
   for (const name of ['find', 'insert', 'createUser', 'serverStatus', 'listDatabases', 'aggregate']) {
     assert.equal(r.commands[name].requiresAuth, true, `${name} needs a login`);
   }
+});
+
+h.test('bulkWrite needs the write actions of its ops on every namespace of nsInfo', async () => {
+  const c = await makeUser('bwuser', [{ role: 'readWrite', db: 'bwa' }, { role: 'read', db: 'bwb' }]);
+  const admin = c.db('admin');
+  const r = await allowed('bulkWrite into a readWrite database', admin.command({
+    bulkWrite: 1, ops: [{ insert: 0, document: { _id: 1 } }, { update: 0, filter: { _id: 1 }, updateMods: { $set: { a: 1 } } }],
+    nsInfo: [{ ns: 'bwa.c' }],
+  }));
+  assert.equal(r.nInserted, 1);
+  await denied('bulkWrite touching a read-only database', admin.command({
+    bulkWrite: 1, ops: [{ insert: 0, document: { _id: 2 } }, { delete: 1, filter: {} }],
+    nsInfo: [{ ns: 'bwa.c' }, { ns: 'bwb.c' }],
+  }));
+  assert.equal(await c.db('bwa').collection('c').countDocuments({ _id: 2 }), 0, 'nothing written when refused');
 });

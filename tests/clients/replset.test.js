@@ -466,6 +466,22 @@ R.test('a collection has the same UUID (listCollections info.uuid, the oplog\'s 
   assert.equal(R.ejson(ins.ui), R.ejson(parsed[1].uuid), 'the oplog entry names the collection by its UUID');
 });
 
+R.test('convertToCapped and cloneCollectionAsCapped replicate: dbHash is the same on every member', async () => {
+  const db = rs.freshDb('capped_conv');
+  await db.collection('c').insertMany(Array.from({ length: 300 }, (_, i) => ({ _id: i, p: 'x'.repeat(50) })), MAJ);
+  await db.collection('c').createIndex({ p: 1 }, MAJ);
+  await db.command({ convertToCapped: 'c', size: 8192, ...MAJ });
+  await db.command({ cloneCollectionAsCapped: 'c', toCollection: 'd', size: 4096, ...MAJ });
+  await db.collection('c').insertOne({ _id: 'last' }, MAJ);
+  const all = await waitSameOnAll(async (i) => JSON.stringify((await rs.reader(i).db(db.databaseName).command({ dbHash: 1 })).collections),
+    'the dbHash of every collection');
+  assert.deepEqual(Object.keys(JSON.parse(all)), ['c', 'd']);
+  const cols = BSON.EJSON.parse(await waitSameOnAll((i) => collectionsOn(i, db.databaseName), 'the collections'), { relaxed: false });
+  assert.ok(cols.every((c) => c.options.capped === true), JSON.stringify(cols));
+  const n = await db.collection('c').countDocuments();
+  assert.ok(n > 0 && n < 301, `the capped copy kept ${n} documents`);
+});
+
 R.test('w: "majority" writes are acknowledged, readable with readConcern majority, and on every member', async () => {
   const db = rs.freshDb('maj');
   const c = db.collection('c');

@@ -194,6 +194,141 @@ def test_bulk_write():
     eq(list(c.find()), [{"_id": 2, "x": 2}], "final contents")
 
 
+@test
+def test_fail_point_retried_read_and_closed_connection():
+    """configureFailPoint/failCommand through pymongo: a retryable error and a dropped connection are retried."""
+    coll = fresh_db().fp
+    coll.insert_many([{"_id": 1}, {"_id": 2}])
+    admin = CLIENT.admin
+    before = admin.command("configureFailPoint", "failCommand", mode={"times": 1},
+                           data={"failCommands": ["find"], "errorCode": 89})["count"]
+    eq(sorted(d["_id"] for d in coll.find()), [1, 2], "find retried after 89 NetworkTimeout")
+    admin.command("configureFailPoint", "failCommand", mode={"times": 1},
+                  data={"failCommands": ["find"], "closeConnection": True})
+    eq(coll.find_one({"_id": 2}), {"_id": 2}, "find retried after the connection closed")
+    after = admin.command("configureFailPoint", "failCommand", mode="off")["count"]
+    eq(after - before, 2, "both activations counted")
+    admin.command("configureFailPoint", "failCommand", mode={"times": 1},
+                  data={"failCommands": ["insert"], "errorCode": 2})
+    try:
+        coll.insert_one({"_id": 3})
+        raise AssertionError("the insert should have failed")
+    except OperationFailure as e:
+        eq(e.code, 2, "errorCode")
+    eq(coll.count_documents({"_id": 3}), 0, "nothing inserted")
+    try:
+        admin.command("configureFailPoint", "nope", mode="alwaysOn")
+        raise AssertionError("an unknown fail point should be refused")
+    except OperationFailure as e:
+        eq(e.code, 266, "FailPointSetFailed")
+
+
+@test
+def test_collation():
+    """Collation through pymongo: distinct, find, sort and a unique index with strength 2."""
+    from pymongo.collation import Collation
+    coll = fresh_db().coll
+    coll.insert_many([{"w": "ping"}, {"w": "PING"}, {"w": "pong"}])
+    ci = Collation(locale="en_US", strength=2)
+    eq(len(coll.distinct("w", {"w": {"$in": ["ping", "pong"]}}, collation=ci)), 2, "distinct")
+    eq(coll.count_documents({"w": "Ping"}, collation=ci), 2, "count")
+    eq([d["w"] for d in coll.find({}, {"_id": 0}).sort("w", 1).collation(Collation(locale="en"))],
+       ["ping", "PING", "pong"], "sort")
+    other = fresh_db().u
+    other.create_index("name", unique=True, collation=ci)
+    other.insert_one({"name": "Alice"})
+    try:
+        other.insert_one({"name": "ALICE"})
+        raise AssertionError("a case-insensitive unique index should refuse ALICE")
+    except DuplicateKeyError:
+        pass
+def test_bit_query_operators():
+    # The manual's $bitsAllSet / $bitsAnyClear examples, with BinData and a bad mask.
+    from bson.binary import Binary
+    c = fresh_db().collection
+    c.insert_many([
+        {"_id": 1, "a": 54}, {"_id": 2, "a": 20}, {"_id": 3, "a": 20.0},
+        {"_id": 4, "a": Binary(b"\x66", 0)},
+    ])
+    ids = lambda f: [d["_id"] for d in c.find(f).sort("_id", 1)]
+    eq(ids({"a": {"$bitsAllSet": [1, 5]}}), [1, 4], "$bitsAllSet positions")
+    eq(ids({"a": {"$bitsAllSet": 50}}), [1], "$bitsAllSet mask")
+    eq(ids({"a": {"$bitsAnyClear": Binary(b"\x30", 0)}}), [2, 3, 4], "$bitsAnyClear BinData")
+    eq(c.count_documents({"a": {"$bitsAnySet": 35}}), 2, "count with $bitsAnySet")
+    try:
+        list(c.find({"a": {"$bitsAllClear": -1}}))
+        raise AssertionError("negative bitmask accepted")
+    except OperationFailure as e:
+        eq(e.code, 9, "FailedToParse")
+
+
+@test
+def test_bit_update_operator():
+    from bson.int64 import Int64
+    c = fresh_db().switches
+    c.insert_many([{"_id": 1, "expdata": 13}, {"_id": 2, "expdata": 3}, {"_id": 3, "expdata": 1}])
+    c.update_one({"_id": 1}, {"$bit": {"expdata": {"and": 10}}})
+    c.update_one({"_id": 2}, {"$bit": {"expdata": {"or": 5}}})
+    c.update_one({"_id": 3}, {"$bit": {"expdata": {"xor": Int64(5)}}})
+    eq(list(c.find().sort("_id", 1)), [{"_id": 1, "expdata": 8}, {"_id": 2, "expdata": 7},
+                                       {"_id": 3, "expdata": 4}], "$bit results")
+    eq(type(c.find_one({"_id": 3})["expdata"]), Int64, "int xor long is a long")
+    try:
+        c.update_one({"_id": 1}, {"$bit": {"expdata": {"and": 1.0}}})
+        raise AssertionError("double $bit operand accepted")
+    except OperationFailure as e:
+        eq(e.code, 2, "BadValue")
+def test_capped_conversion_and_tailable_cursors():
+    db = fresh_db()
+    db.c.insert_many([{"_id": i} for i in range(5)])
+    db.command("convertToCapped", "c", size=4096)
+    eq(db.c.options().get("capped"), True, "capped after convertToCapped")
+    eq([d["_id"] for d in db.c.find()], list(range(5)), "documents kept")
+    try:
+        db.command("cloneCollectionAsCapped", "c", toCollection="c", size=4096)
+        raise AssertionError("clone onto an existing collection accepted")
+    except OperationFailure as e:
+        eq(e.code, 48, "NamespaceExists")
+    # an awaitData cursor on an empty capped collection is dead at once
+    db.create_collection("empty", capped=True, size=4096)
+    cur = db.empty.find(cursor_type=pymongo.CursorType.TAILABLE_AWAIT)
+    eq(list(cur), [], "nothing to tail")
+    eq(cur.alive, False, "cursor dead")
+    # a tailable cursor whose last document is deleted loses its position
+    cur = db.c.find(cursor_type=pymongo.CursorType.TAILABLE)
+    eq(len([d for d in cur]), 5, "first pass")
+    raw = db.command("find", "c", tailable=True)["cursor"]["id"]
+    db.c.delete_one({"_id": 4})
+    # pymongo treats 136 CappedPositionLost on a tailable cursor as its end
+    eq(next(cur, "end"), "end", "tailable cursor ended")
+    eq(cur.alive, False, "cursor dead after losing its position")
+    try:
+        db.command("getMore", raw, collection="c")
+        raise AssertionError("getMore after the position was deleted succeeded")
+    except OperationFailure as e:
+        eq(e.code, 136, "CappedPositionLost")
+
+
+@test
+def test_db_hash_and_data_size():
+    import hashlib
+    import bson
+    db = fresh_db()
+    docs = [{"_id": 2, "v": "b"}, {"_id": 1, "v": "a"}]
+    db.a.insert_many(docs)
+    r = db.command("dbHash")
+    want = hashlib.md5(b"".join(bson.BSON.encode(d) for d in sorted(docs, key=lambda d: d["_id"]))).hexdigest()
+    eq(r["collections"], {"a": want}, "per-collection md5")
+    eq(r["md5"], hashlib.md5(want.encode()).hexdigest(), "md5 of all")
+    s = db.command("dataSize", db.name + ".a")
+    eq((s["size"], s["numObjects"]), (sum(len(bson.BSON.encode(d)) for d in docs), 2), "dataSize")
+    try:
+        db.command("find", "a", readConcern={"level": "snapshot"})
+        raise AssertionError("snapshot read concern accepted on a standalone")
+    except OperationFailure as e:
+        eq(e.code, 123, "NotAReplicaSet")
+
+
 def _wait_for(pred, what, timeout=20):
     deadline = time.time() + timeout
     while time.time() < deadline:
@@ -260,7 +395,7 @@ def test_replica_set_discovery_writes_reads_and_failover():
 def main():
     global SERVER, CLIENT
     passed = failed = 0
-    SERVER = Server()
+    SERVER = Server(["--setParameter", "enableTestCommands=1"])
     try:
         SERVER.start()
         CLIENT = MongoClient(SERVER.uri)

@@ -80,7 +80,7 @@ Test(noclient, whatsmyuri_without_client)
 /* Every command, with argument shapes that reach past argument checks where they can. */
 Test(noclient, every_command)
 {
-    const mf_cmd_def_t *tables[] = {mf_cmds_admin, mf_cmds_crud, mf_cmds_coll, mf_cmds_collmod};
+    const mf_cmd_def_t *tables[] = {mf_cmds_admin, mf_cmds_crud, mf_cmds_coll, mf_cmds_collmod, mf_cmds_misc};
     const char *shapes[] = {
         "{\"%s\": 1}",
         "{\"%s\": \"c\"}",

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "doc/expr.h"
+#include "doc/tz.h"
 #include "doc/value.h"
 
 /* eval_json: evaluates the expression in {"e": <expr>} against doc; returns 0/-1. */
@@ -364,4 +365,77 @@ Test(expr, check_var_name)
     cr_assert_eq(err.code, MF_E_Location16867, "code %d", err.code);
     cr_assert_eq(mf_expr_check_var_name("a-b", &err), -1);
     cr_assert_eq(err.code, MF_E_Location16868, "code %d", err.code);
+}
+
+/* ---- time zones (doc/tz.h) and the date family ---- */
+
+Test(tz, fixed_offsets_and_olson_zones)
+{
+    mf_tz_t *z = mf_tz_open("+05:30");
+    cr_assert(z != NULL);
+    cr_assert_eq(mf_tz_offset(z, 0), 19800);
+    mf_tz_free(z);
+    z = mf_tz_open("-0800");
+    cr_assert_eq(mf_tz_offset(z, 0), -28800);
+    mf_tz_free(z);
+    cr_assert(mf_tz_open("+5") == NULL);
+    cr_assert(mf_tz_open("../../etc/passwd") == NULL);
+    cr_assert(mf_tz_open("No/Such_Zone") == NULL);
+    cr_assert(mf_tz_open("") == NULL);
+
+    z = mf_tz_open("America/New_York");
+    cr_assert(z != NULL, "tzdata missing: /usr/share/zoneinfo/America/New_York");
+    cr_assert_eq(mf_tz_offset(z, 1451649600), -5 * 3600); /* 2016-01-01T12:00Z: EST */
+    cr_assert_eq(mf_tz_offset(z, 1467374400), -4 * 3600); /* 2016-07-01T12:00Z: EDT */
+    cr_assert_eq(mf_tz_offset(z, 2855995200), -4 * 3600); /* 2060-07-01: past the table, by the footer rule */
+    cr_assert_eq(mf_tz_offset(z, 2840140800), -5 * 3600); /* 2060-01-01 */
+    /* 2021-03-14 02:30 does not exist (clocks go 02:00 -> 03:00): moved forward to 03:30 EDT = 07:30Z */
+    cr_assert_eq(mf_tz_local_to_utc(z, 1615689000), 1615707000);
+    /* 2021-11-07 01:30 happens twice: the earlier one, EDT = 05:30Z */
+    cr_assert_eq(mf_tz_local_to_utc(z, 1636248600), 1636263000);
+    cr_assert(!mf_tz_is_utc(z));
+    mf_tz_free(z);
+
+    z = mf_tz_open("Australia/Sydney"); /* southern hemisphere: DST across the new year */
+    cr_assert(z != NULL);
+    cr_assert_eq(mf_tz_offset(z, 2840140800), 11 * 3600);
+    cr_assert_eq(mf_tz_offset(z, 2855995200), 10 * 3600);
+    mf_tz_free(z);
+    cr_assert(mf_tz_is_utc(NULL));
+}
+
+Test(expr, date_family)
+{
+    check("{\"e\": {\"$dateFromParts\": {\"year\": 2017, \"month\": 14, \"day\": 0, \"hour\": 25}}}", "{}",
+          "{\"r\": {\"$date\": \"2018-02-01T01:00:00Z\"}}");
+    check("{\"e\": {\"$dateFromParts\": {\"isoWeekYear\": 2017, \"isoWeek\": 6, \"isoDayOfWeek\": 3}}}", "{}",
+          "{\"r\": {\"$date\": \"2017-02-08T00:00:00Z\"}}");
+    check("{\"e\": {\"$isoWeekYear\": \"$d\"}}", "{\"d\": {\"$date\": \"2016-01-01T00:00:00Z\"}}",
+          "{\"r\": {\"$numberLong\": \"2015\"}}");
+    check("{\"e\": {\"$week\": {\"date\": \"$d\", \"timezone\": \"Asia/Tokyo\"}}}",
+          "{\"d\": {\"$date\": \"2016-01-02T16:00:00Z\"}}", "{\"r\": 1}");
+    check("{\"e\": {\"$dateFromString\": {\"dateString\": \"2017-02-08T12:10:40.787\", \"timezone\": \"America/New_York\"}}}",
+          "{}", "{\"r\": {\"$date\": \"2017-02-08T17:10:40.787Z\"}}");
+    check("{\"e\": {\"$dateDiff\": {\"startDate\": {\"$date\": \"2021-03-13T12:00:00Z\"}, \"endDate\": {\"$date\": \"2021-03-14T12:00:00Z\"}, \"unit\": \"hour\", \"timezone\": \"America/New_York\"}}}",
+          "{}", "{\"r\": {\"$numberLong\": \"24\"}}");
+    check_err("{\"e\": {\"$dateFromParts\": {\"year\": 2017, \"timezone\": \"Nowhere/Land\"}}}", "{}", 40485,
+              "unrecognized time zone identifier");
+    check_err("{\"e\": {\"$hour\": [1, 2]}}", "{}", 40536, NULL);
+    check_err("{\"e\": {\"$dateFromString\": {\"dateString\": \"garbage\"}}}", "{}", 241, "Error parsing date string");
+}
+
+Test(expr, strings_arrays_and_fields)
+{
+    check("{\"e\": {\"$replaceAll\": {\"input\": \"a.b.c\", \"find\": \".\", \"replacement\": \"\"}}}", "{}",
+          "{\"r\": \"abc\"}");
+    check("{\"e\": {\"$regexFind\": {\"input\": \"xaby\", \"regex\": \"a(b)\"}}}", "{}",
+          "{\"r\": {\"match\": \"ab\", \"idx\": 1, \"captures\": [\"b\"]}}");
+    check("{\"e\": {\"$sortArray\": {\"input\": [3, 1, 2], \"sortBy\": -1}}}", "{}", "{\"r\": [3, 2, 1]}");
+    check("{\"e\": {\"$zip\": {\"inputs\": [[1, 2], [3]], \"useLongestLength\": true, \"defaults\": [0, 9]}}}", "{}",
+          "{\"r\": [[1, 3], [2, 9]]}");
+    check("{\"e\": {\"$unsetField\": {\"field\": \"a.b\", \"input\": \"$$ROOT\"}}}", "{\"a.b\": 1, \"c\": 2}",
+          "{\"r\": {\"c\": 2}}");
+    check("{\"e\": {\"$bitXor\": [5, 3]}}", "{}", "{\"r\": 6}");
+    check_err("{\"e\": {\"$regexFindAll\": {\"input\": \"a\", \"regex\": \"a\", \"options\": \"z\"}}}", "{}", 51108,
+              NULL);
 }

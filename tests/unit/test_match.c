@@ -460,10 +460,12 @@ Test(match, size)
     NO("{'a': {'$size': 1}}", "{'a': 1}");
     NO("{'a': {'$size': 1}}", "{}");
     YES("{'a': {'$size': 1.0}}", "{'a': [1]}");
-    NO("{'a': {'$size': 1.5}}", "{'a': [1]}");
+    BAD("{'a': {'$size': 1.5}}", MF_E_BadValue, "Failed to parse $size. Expected an integer: $size: 1.5");
+    BAD("{'a': {'$size': 3000000000}}", MF_E_BadValue, "Cannot represent $size: 3000000000 in an int");
+    BAD("{'a': {'$size': {'$numberDouble': 'NaN'}}}", MF_E_BadValue, "Expected an integer, but found NaN");
     YES("{'a.b': {'$size': 1}}", "{'a': [{'b': [1]}]}");
-    BAD("{'a': {'$size': 'x'}}", MF_E_BadValue, NULL);
-    BAD("{'a': {'$size': -1}}", MF_E_BadValue, NULL);
+    BAD("{'a': {'$size': 'x'}}", MF_E_BadValue, "Failed to parse $size. Expected a number in: $size: \"x\"");
+    BAD("{'a': {'$size': -1}}", MF_E_BadValue, "Failed to parse $size. Expected a non-negative number in: $size: -1");
 }
 
 Test(match, regex_with_options_and_regex_values)
@@ -490,6 +492,12 @@ Test(match, regex_with_options_and_regex_values)
     BAD("{'a': {'%regex': 1}}", MF_E_BadValue, "$regex has to be a string");
     BAD("{'a': {'%regex': {'$regularExpression': {'pattern': 'B', 'options': 'i'}}, '%options': 'm'}}",
         MF_E_Location51075, "options set in both $regex and $options");
+    BAD("{'a': {'%regex': {'$regularExpression': {'pattern': 'B', 'options': 'i'}}, '%options': ''}}",
+        MF_E_Location51075, "options set in both $regex and $options");
+    BAD("{'a': {'%options': 'm', '%regex': {'$regularExpression': {'pattern': 'B', 'options': 'i'}}}}",
+        MF_E_Location51074, "options set in both $regex and $options");
+    YES("{'a': {'%options': '', '%regex': {'$regularExpression': {'pattern': 'b', 'options': 'i'}}}}", "{'a': 'B'}");
+    YES("{'a': {'%options': 'i', '%regex': {'$regularExpression': {'pattern': 'b', 'options': ''}}}}", "{'a': 'B'}");
 }
 
 Test(match, mod)
@@ -547,7 +555,21 @@ Test(match, operator_errors_and_top_level_keywords)
     BAD("{'a': {'$foo': 1}}", MF_E_BadValue, "unknown operator: $foo");
     BAD("{'a': {'$gt': 1, 'b': 1}}", MF_E_BadValue, "unknown operator: b");
     BAD("{'$foo': 1}", MF_E_BadValue, "unknown top level operator: $foo");
+    BAD("{'$foo': 1}", MF_E_BadValue, "consider using $getField or $setField.");
+    BAD("{'$not': {'a': 1}}", MF_E_BadValue, "If you are trying to negate an entire expression, use $nor.");
     BAD("{'$where': 'this.a == 1'}", MF_E_BadValue, NULL);
+    BAD("{'a': {'$where': 'x'}}", MF_E_BadValue, "$where cannot be applied to a field");
+    BAD("{'a': {'$gt': {'$regularExpression': {'pattern': 'x', 'options': ''}}}}", MF_E_BadValue,
+        "Can't have RegEx as arg to predicate over field 'a'.");
+    BAD("{'a': {'$lte': {'$regularExpression': {'pattern': 'x', 'options': ''}}}}", MF_E_BadValue, NULL);
+    BAD("{'a': {'$elemMatch': {'b': 1, '$expr': true}}}", MF_E_BadValue,
+        "$expr can only be applied to the top-level document");
+    BAD("{'a': {'$elemMatch': {'$or': [{'$expr': true}]}}}", MF_E_BadValue, NULL);
+    YES("{'$or': [{'$expr': true}]}", "{}");
+    BAD("{'a': {'%type': 0}}", MF_E_BadValue, "Instead use {$exists:false}.");
+    BAD("{'$alwaysTrue': 0}", MF_E_FailedToParse, "$alwaysTrue must be an integer value of 1");
+    BAD("{'$alwaysFalse': 'x'}", MF_E_FailedToParse, "Expected a number in: $alwaysFalse");
+    YES("{'$alwaysTrue': 1.0}", "{}");
     YES("{'$comment': 'hello', 'a': 1}", "{'a': 1}");
     YES("{'a': {'$ref': 'c', '$id': 1}}", "{'a': {'$ref': 'c', '$id': 1}}");
     YES("{'a': {'$eq': {'$gt': 1}}}", "{'a': {'$gt': 1}}");
@@ -772,6 +794,49 @@ Test(match, failure_details_name_the_failing_rules)
     s = D("{'a': 1, 'b': {'%exists': true}}", "{'a': 1}");
     cr_assert(strstr(s, "\"clausesNotSatisfied\"") != NULL, "%s", s);
     cr_assert(strstr(s, "\"index\" : 1") != NULL, "%s", s);
+    cr_assert(strstr(s, "\"reason\" : \"path does not exist\"") != NULL, "%s", s);
+    bson_free(s);
+    s = D("{'a': {'%bitsAllSet': 3}}", "{'a': 4}");
+    cr_assert(strstr(s, "\"operatorName\" : \"$bitsAllSet\"") != NULL, "%s", s);
+    cr_assert(strstr(s, "\"reason\" : \"bitwise operator failed to match\"") != NULL, "%s", s);
+    cr_assert(strstr(s, "\"consideredValue\" : 4") != NULL, "%s", s);
+    bson_free(s);
+    s = D("{'a': {'%gt': 5}}", "{'b': 4}");
     cr_assert(strstr(s, "\"reason\" : \"field was missing\"") != NULL, "%s", s);
     bson_free(s);
+    s = D("{'a': {'%size': 2}}", "{'a': [1]}");
+    cr_assert(strstr(s, "\"reason\" : \"array length was not equal to given size\"") != NULL, "%s", s);
+    bson_free(s);
+}
+
+Test(match, bit_tests)
+{
+    /* The manual's collection: 54, 20, 20.0 and BinData 0x66. */
+    YES("{'a': {'$bitsAllSet': [1, 5]}}", "{'a': 54}");
+    NO("{'a': {'$bitsAllSet': [1, 5]}}", "{'a': 20}");
+    YES("{'a': {'$bitsAllSet': [1, 5]}}", "{'a': {'$binary': {'base64': 'Zg==', 'subType': '00'}}}");
+    YES("{'a': {'$bitsAllSet': 50}}", "{'a': 54}");
+    YES("{'a': {'$bitsAllClear': 35}}", "{'a': 20.0}");
+    NO("{'a': {'$bitsAllClear': 35}}", "{'a': 20.5}");
+    YES("{'a': {'$bitsAnySet': {'$binary': {'base64': 'MA==', 'subType': '00'}}}}", "{'a': 20}");
+    YES("{'a': {'$bitsAnyClear': [0]}}", "{'a': {'$binary': {'base64': 'Zg==', 'subType': '00'}}}");
+    /* Sign extension of numbers, zero extension of BinData. */
+    YES("{'a': {'$bitsAllSet': [200]}}", "{'a': -5}");
+    NO("{'a': {'$bitsAllSet': [200]}}", "{'a': 5}");
+    YES("{'a': {'$bitsAllClear': [200]}}", "{'a': {'$binary': {'base64': 'ww==', 'subType': '00'}}}");
+    /* Array elements, other types, missing fields. */
+    YES("{'a': {'$bitsAllSet': 4}}", "{'a': ['x', 6]}");
+    NO("{'a': {'$bitsAllClear': []}}", "{'a': 'x'}");
+    NO("{'a': {'$bitsAllClear': []}}", "{}");
+    YES("{'a': {'$not': {'$bitsAnySet': 1}}}", "{}");
+    YES("{'a': {'$elemMatch': {'$bitsAllSet': 3, '$lt': 10}}}", "{'a': [1, 7, 11]}");
+    NO("{'a': {'$elemMatch': {'$bitsAllSet': 3, '$lt': 10}}}", "{'a': [1, 8, 11]}");
+    YES("{'a': {'$bitsAllSet': {'$numberLong': '4'}}}", "{'a': {'$numberDecimal': '4'}}");
+    /* Errors, as mongod reports them. */
+    BAD("{'a': {'$bitsAllSet': -1}}", MF_E_FailedToParse, "Expected a non-negative number in: $bitsAllSet: -1");
+    BAD("{'a': {'$bitsAnySet': 1.5}}", MF_E_FailedToParse, "Expected an integer: $bitsAnySet: 1.5");
+    BAD("{'a': {'$bitsAnySet': 1e20}}", MF_E_FailedToParse, "Cannot represent as a 64-bit integer: $bitsAnySet: 1e+20.0");
+    BAD("{'a': {'$bitsAllClear': [-1]}}", MF_E_BadValue, "Failed to parse bit position. Expected a non-negative number in: 0: -1");
+    BAD("{'a': {'$bitsAllClear': [0, 'x']}}", MF_E_BadValue, "Failed to parse bit position. Expected a number in: 1: \"x\"");
+    BAD("{'a': {'$bitsAnyClear': 'x'}}", MF_E_BadValue, "a takes an Array, a number, or a BinData but received: $bitsAnyClear: \"x\"");
 }

@@ -689,3 +689,52 @@ Test(update, upsert_changing_the_query_id_is_immutable_field)
     bson_destroy(&out);
     expect_full("{'$set': {'_id': 1, 'a': 1}}", NULL, "{'_id': 1}", -1, true, "{'_id': 1, 'a': 1}");
 }
+
+/* ---- $bit ---- */
+
+Test(update, bit_and_or_xor_as_in_the_manual)
+{
+    expect("{'$bit': {'e': {'and': 10}}}", "{'_id': 1, 'e': 13}", "{'_id': 1, 'e': 8}");
+    expect("{'$bit': {'e': {'or': 5}}}", "{'_id': 2, 'e': 3}", "{'_id': 2, 'e': 7}");
+    expect("{'$bit': {'e': {'xor': 5}}}", "{'_id': 3, 'e': 1}", "{'_id': 3, 'e': 4}");
+    /* Operations apply in order; int32 with int64 gives int64. */
+    expect("{'$bit': {'e': {'or': 8, 'and': 12}}}", "{'_id': 1, 'e': 5}", "{'_id': 1, 'e': 12}");
+    expect("{'$bit': {'e': {'or': {'$numberLong': '2'}}}}", "{'_id': 1, 'e': 1}",
+           "{'_id': 1, 'e': {'$numberLong': '3'}}");
+    expect("{'$bit': {'e': {'and': 3}}}", "{'_id': 1, 'e': {'$numberLong': '7'}}",
+           "{'_id': 1, 'e': {'$numberLong': '3'}}");
+}
+
+Test(update, bit_missing_field_starts_from_int32_zero)
+{
+    expect("{'$bit': {'m': {'or': 6}, 'n.o': {'xor': {'$numberLong': '1'}}}}", "{'_id': 1}",
+           "{'_id': 1, 'm': 6, 'n': {'o': {'$numberLong': '1'}}}");
+    expect_full("{'$bit': {'a.$[x]': {'or': 1}}}", "[{'x': {'$gte': 2}}]", "{'_id': 1, 'a': [1, 2, 4]}", -1, false,
+                "{'_id': 1, 'a': [1, 3, 5]}");
+}
+
+Test(update, bit_errors_as_mongod)
+{
+    expect_err("{'$bit': {'a': 5}}", "{'_id': 1}", 2,
+               "The $bit modifier is not compatible with a int. You must pass in an embedded document");
+    expect_err("{'$bit': {'a': {'nand': 5}}}", "{'_id': 1}", 2,
+               "The $bit modifier only supports 'and', 'or', and 'xor', not 'nand' which is an unknown operator: "
+               "{nand: 5}");
+    expect_err("{'$bit': {'a': {'and': 5.0}}}", "{'_id': 1}", 2,
+               "The $bit modifier field must be an Integer(32/64 bit); a 'double' is not supported here: {and: 5.0}");
+    expect_err("{'$bit': {'a': {}}}", "{'_id': 1}", 2, "You must pass in at least one bitwise operation");
+    expect_err("{'$bit': {'a': {'or': 1}}}", "{'_id': 1, 'a': 1.0}", 2,
+               "Cannot apply $bit to a value of non-integral type._id: 1 has the field a of non-integer type double");
+    expect_err("{'$bit': {'a': {'or': 1}}}", "{'_id': 1, 'a': [1]}", 2, "non-integer type array");
+}
+
+Test(update, numeric_components_apply_in_numeric_order)
+{
+    /* mongod's cmpPathsAndArrayIndexes: "9" before "10", so new fields come out 9, 10. */
+    expect("{'$set': {'b.10': 1, 'b.9': 2}}", "{'_id': 1, 'b': {}}", "{'_id': 1, 'b': {'9': 2, '10': 1}}");
+    expect("{'$inc': {'a.10': 1, 'a.9': 1}}", "{'_id': 1, 'a': [0]}",
+           "{'_id': 1, 'a': [0, null, null, null, null, null, null, null, null, 1, 1]}");
+    /* Zero-padded and non-numeric components compare as strings. */
+    expect("{'$set': {'b.x': 1, 'b.10': 2, 'b.09': 3}}", "{'_id': 1, 'b': {}}",
+           "{'_id': 1, 'b': {'09': 3, '10': 2, 'x': 1}}");
+}

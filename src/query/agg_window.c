@@ -1,0 +1,2223 @@
+/*
+ * agg_window.c: the $setWindowFields stage.
+ *
+ * {$setWindowFields: {partitionBy: <expr>, sortBy: {f: 1|-1, ...},
+ *                     output: {path: {<function>: <args>, window: {...}}}}}
+ *
+ * Design. MongoDB desugars the stage into a $sort on (partition key,
+ * sortBy) followed by a pass that walks each partition; so do we. Every
+ * input document is wrapped as {k: <partition key>, d: <document>} (the key
+ * evaluated once; missing counts as null, an array fails with 14
+ * TypeMismatch), the wrappers are sorted stably by k then by sortBy applied
+ * to d (materialising: a merge sort in memory; streaming: agg_spill.c's
+ * external sorter, which fails with 292 or spills like $sort), and runs of
+ * equal k are partitions. A partition is held in memory (streaming: past
+ * part_bytes without allowDiskUse it fails with 5643011, as mongod does)
+ * and every output field is computed for all of its documents before the
+ * documents are rewritten (output paths set as $addFields would).
+ *
+ * Windows. For document i of a partition of n, a window is an index
+ * interval [lo_i, hi_i] (empty when lo_i > hi_i). Document bounds are
+ * offsets from i; range bounds are thresholds on the (single, ascending)
+ * sortBy value, found with two pointers since the values ascend. Both lo_i
+ * and hi_i never decrease with i, which is what makes sliding evaluation
+ * work:
+ *   - removable functions ($sum $avg $count $min $max) add the documents
+ *     entering the window and remove those leaving it: sums keep exact
+ *     integer (128-bit) and compensated double parts plus per-type counts,
+ *     $min/$max a monotonic deque, so each partition costs O(n);
+ *   - the other accumulating functions ($push $addToSet $stdDev*
+ *     $covariance* $integral the N functions $median $percentile) extend
+ *     their state while lo_i stays put and hi_i grows (so [unbounded, x]
+ *     windows cost O(n) for the streaming statistics), and otherwise
+ *     recompute from lo_i; an unchanged window reuses the previous result;
+ *   - positional functions ($first $last $derivative $shift $rank
+ *     $denseRank $documentNumber $locf $linearFill $expMovingAvg) read the
+ *     documents they need directly.
+ * The default window is the whole partition (MongoDB's default for every
+ * function that takes one); rank functions and $expMovingAvg/$locf use
+ * [unbounded, current] by construction.
+ *
+ * Parse errors carry MongoDB's codes (window_bounds.cpp,
+ * window_function_expression.cpp): 9 FailedToParse for most shapes, 5339900
+ * bounds out of order, 5339901 document bounds without sortBy, 5339902
+ * range bounds without a single sortBy field, 8947401 descending sortBy
+ * with range bounds, 5371601/5371602/5371603 rank functions, 605001
+ * $linearFill's sortBy, 5490710 a unit above 'week', 6307900 conflicting
+ * output paths, 5787902/5787903/5787908 a bad 'n'. Run-time: 5429413 date
+ * sortBy without unit, 5429414 non-numeric sortBy, 5429513 non-date sortBy
+ * with unit.
+ */
+#include "query/agg_window.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/alloc.h"
+#include "doc/expr.h"
+#include "doc/sort.h"
+#include "doc/value.h"
+#include "query/agg_spill.h"
+#include "query/exec.h"
+
+enum wf_kind {
+    WF_SUM, WF_AVG, WF_COUNT, WF_MIN, WF_MAX, /* removable */
+    WF_PUSH, WF_ADDTOSET, WF_STDDEVPOP, WF_STDDEVSAMP, WF_COVPOP, WF_COVSAMP, WF_INTEGRAL,
+    WF_FIRSTN, WF_LASTN, WF_MINN, WF_MAXN, WF_TOPN, WF_BOTTOMN, WF_TOP, WF_BOTTOM, WF_MEDIAN,
+    WF_PERCENTILE, /* accumulating */
+    WF_FIRST, WF_LAST, WF_DERIVATIVE, WF_SHIFT, WF_RANK, WF_DENSERANK, WF_DOCNUM, WF_LOCF,
+    WF_LINEARFILL, WF_EMA /* positional */
+};
+
+static const struct {
+    const char *name;
+    int kind;
+} wf_names[] = {
+    {"$sum", WF_SUM}, {"$avg", WF_AVG}, {"$count", WF_COUNT}, {"$min", WF_MIN}, {"$max", WF_MAX},
+    {"$push", WF_PUSH}, {"$addToSet", WF_ADDTOSET}, {"$stdDevPop", WF_STDDEVPOP},
+    {"$stdDevSamp", WF_STDDEVSAMP}, {"$covariancePop", WF_COVPOP}, {"$covarianceSamp", WF_COVSAMP},
+    {"$integral", WF_INTEGRAL}, {"$firstN", WF_FIRSTN}, {"$lastN", WF_LASTN}, {"$minN", WF_MINN},
+    {"$maxN", WF_MAXN}, {"$topN", WF_TOPN}, {"$bottomN", WF_BOTTOMN}, {"$top", WF_TOP},
+    {"$bottom", WF_BOTTOM}, {"$median", WF_MEDIAN}, {"$percentile", WF_PERCENTILE}, {"$first", WF_FIRST},
+    {"$last", WF_LAST}, {"$derivative", WF_DERIVATIVE}, {"$shift", WF_SHIFT}, {"$rank", WF_RANK},
+    {"$denseRank", WF_DENSERANK}, {"$documentNumber", WF_DOCNUM}, {"$locf", WF_LOCF},
+    {"$linearFill", WF_LINEARFILL}, {"$expMovingAvg", WF_EMA},
+};
+
+enum { B_UNBOUNDED, B_CURRENT, B_NUM };
+enum { U_NONE = -1, U_YEAR, U_QUARTER, U_MONTH, U_WEEK, U_DAY, U_HOUR, U_MINUTE, U_SECOND, U_MS };
+static const char *unit_names[] = {"year", "quarter", "month", "week", "day", "hour", "minute", "second",
+                                   "millisecond"};
+static const int64_t unit_ms[] = {0, 0, 0, 604800000LL, 86400000LL, 3600000LL, 60000LL, 1000LL, 1LL};
+
+typedef struct bound {
+    int kind;
+    int64_t n; /* documents offset; range with unit: count of units */
+    double d;  /* range offset */
+} bound_t;
+
+typedef struct wfield {
+    char *path;
+    int kind;
+    const char *name;
+    mf_expr_t *input;     /* the function's argument (or $shift output, N functions' input/output) */
+    bool range;           /* range window (else documents) */
+    bound_t lo, hi;
+    int unit;             /* range window unit, U_NONE */
+    int fn_unit;          /* $derivative / $integral unit, U_NONE */
+    int64_t by;           /* $shift */
+    bson_value_t dflt;    /* $shift default (EOD: null) */
+    long double alpha_l;  /* $expMovingAvg */
+    int64_t n;            /* N functions */
+    mf_sort_t *inner;     /* $topN ... sortBy */
+    double *ps;           /* $percentile p values, $median: {0.5} */
+    size_t nps;
+    bool continuous;      /* $median / $percentile method */
+} wfield_t;
+
+struct mf_window {
+    mf_expr_t *partition;  /* NULL: one partition */
+    mf_sort_t *sort;       /* NULL without sortBy */
+    size_t nsort;
+    mf_expr_t *sort_expr;  /* "$<first sortBy field>" */
+    bool sort_desc;
+    wfield_t *f;
+    size_t nf;
+};
+
+/* ------------------------------------------------------------------------ */
+/* Parsing                                                                  */
+/* ------------------------------------------------------------------------ */
+
+static void
+wfield_free(wfield_t *f)
+{
+    bson_free(f->path);
+    mf_expr_free(f->input);
+    mf_value_free(&f->dflt);
+    mf_sort_free(f->inner);
+    bson_free(f->ps);
+}
+
+void
+mf_window_free(mf_window_t *w)
+{
+    if (w == NULL)
+        return;
+    mf_expr_free(w->partition);
+    mf_sort_free(w->sort);
+    mf_expr_free(w->sort_expr);
+    for (size_t i = 0; i < w->nf; i++)
+        wfield_free(&w->f[i]);
+    bson_free(w->f);
+    bson_free(w);
+}
+
+/* keep: copies the iterator's current value into slot (bson_iter_value's storage is reused by the next step). */
+static const bson_value_t *
+keep(bson_value_t *slot, const bson_iter_t *it)
+{
+    *slot = *bson_iter_value((bson_iter_t *)it);
+    return slot;
+}
+
+static bool
+is_empty_doc(const bson_value_t *v)
+{
+    return v->value_type == BSON_TYPE_DOCUMENT && v->value.v_doc.data_len <= 5;
+}
+
+/* const_number: evaluates a constant expression in v (a literal number usually); false if not constant. */
+static bool
+const_value(const bson_value_t *v, bson_value_t *out)
+{
+    mf_error_t e;
+    mf_expr_t *x = mf_expr_parse(v, &e);
+    bool ok = false;
+    out->value_type = BSON_TYPE_EOD;
+    if (x != NULL && mf_expr_is_constant(x) && mf_expr_eval(x, NULL, out, &e) == 0)
+        ok = true;
+    mf_expr_free(x);
+    return ok;
+}
+
+static int
+parse_unit(const bson_value_t *v, int *unit, mf_error_t *err)
+{
+    if (v->value_type != BSON_TYPE_UTF8)
+        return mf_err_set(err, MF_E_FailedToParse, "'unit' must be a string");
+    for (int i = 0; i < (int)(sizeof unit_names / sizeof *unit_names); i++) {
+        if (strcmp(v->value.v_utf8.str, unit_names[i]) == 0) {
+            *unit = i;
+            return 0;
+        }
+    }
+    return mf_err_set(err, MF_E_FailedToParse, "unknown time unit value: %s", v->value.v_utf8.str);
+}
+
+static int
+parse_bound(const bson_value_t *v, bool docs, bool with_unit, bound_t *b, mf_error_t *err)
+{
+    bson_value_t c;
+
+    memset(b, 0, sizeof *b);
+    if (v->value_type == BSON_TYPE_UTF8) {
+        if (strcmp(v->value.v_utf8.str, "unbounded") == 0)
+            b->kind = B_UNBOUNDED;
+        else if (strcmp(v->value.v_utf8.str, "current") == 0)
+            b->kind = B_CURRENT;
+        else
+            return mf_err_set(err, MF_E_FailedToParse, "Window bounds must be 'unbounded', 'current', or a number.");
+        return 0;
+    }
+    if (!const_value(v, &c))
+        return mf_err_set(err, MF_E_FailedToParse, "Window bounds expression must be a constant.");
+    b->kind = B_NUM;
+    int64_t n;
+    if (docs || with_unit) {
+        bool integral = mf_value_is_number(&c) && mf_value_as_int64(&c, &n) && n >= INT32_MIN && n <= INT32_MAX;
+        mf_value_free(&c);
+        if (!integral)
+            return mf_err_set(err, MF_E_FailedToParse, docs ? "Numeric document-based bounds must be an integer"
+                                                            : "With 'unit', range-based bounds must be an integer");
+        b->n = n;
+        b->d = (double)n;
+        return 0;
+    }
+    if (!mf_value_is_number(&c)) {
+        mf_value_free(&c);
+        return mf_err_set(err, MF_E_FailedToParse, "Range-based bounds expression must be a number");
+    }
+    b->d = mf_value_as_double(&c);
+    mf_value_free(&c);
+    return 0;
+}
+
+/* parse_window: the 'window' argument into f (window_bounds.cpp's WindowBounds::parse). */
+static int
+parse_window(const mf_window_t *w, const bson_value_t *v, wfield_t *f, mf_error_t *err)
+{
+    bson_iter_t it, ai;
+    const bson_value_t *docs = NULL, *range = NULL, *unit = NULL;
+    bson_value_t slot_docs, slot_range, slot_unit;
+    int nfields = 0;
+
+    if (v->value_type != BSON_TYPE_DOCUMENT)
+        return mf_err_set(err, MF_E_FailedToParse, "'window' field must be an object");
+    bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        nfields++;
+        if (strcmp(k, "documents") == 0)
+            docs = keep(&slot_docs, &it);
+        else if (strcmp(k, "range") == 0)
+            range = keep(&slot_range, &it);
+        else if (strcmp(k, "unit") == 0)
+            unit = keep(&slot_unit, &it);
+    }
+    if (docs && range)
+        return mf_err_set(err, MF_E_FailedToParse, "Window bounds can specify either 'documents' or 'unit', not both.");
+    if (!range && unit)
+        return mf_err_set(err, MF_E_FailedToParse, "Window bounds can only specify 'unit' with range-based bounds.");
+    if (!range && !docs) {
+        if (nfields != 0)
+            return mf_err_set(err, MF_E_FailedToParse, "'window' field can only contain 'documents' as the only "
+                                                       "argument or 'range' with an optional 'unit' field");
+        return 0;
+    }
+    const bson_value_t *arr = docs ? docs : range;
+    const bson_value_t *lo = NULL, *hi = NULL;
+    bson_value_t slot_lo, slot_hi;
+    int na = 0;
+    if (arr->value_type == BSON_TYPE_ARRAY) {
+        bson_iter_init_from_data(&ai, arr->value.v_doc.data, arr->value.v_doc.data_len);
+        while (bson_iter_next(&ai)) {
+            if (na == 0)
+                lo = keep(&slot_lo, &ai);
+            else if (na == 1)
+                hi = keep(&slot_hi, &ai);
+            na++;
+        }
+    }
+    if (na != 2)
+        return mf_err_set(err, MF_E_FailedToParse, "Window bounds must be a 2-element array");
+    if (docs && nfields != 1)
+        return mf_err_set(err, MF_E_FailedToParse, "'window' field that specifies documents cannot have other fields");
+    if (range && unit && nfields != 2)
+        return mf_err_set(err, MF_E_FailedToParse,
+                          "'window' field that specifies unit cannot have other fields besides 'range'");
+    if (range && !unit && nfields != 1)
+        return mf_err_set(err, MF_E_FailedToParse,
+                          "'window' field that specifies range cannot have other fields besides 'unit'");
+    f->unit = U_NONE;
+    if (unit && parse_unit(unit, &f->unit, err) < 0)
+        return -1;
+    if (parse_bound(lo, docs != NULL, unit != NULL, &f->lo, err) < 0 ||
+        parse_bound(hi, docs != NULL, unit != NULL, &f->hi, err) < 0)
+        return -1;
+    /* Bounds in order, 'current' counting as 0. */
+    if (f->lo.kind != B_UNBOUNDED && f->hi.kind != B_UNBOUNDED) {
+        double l = f->lo.kind == B_CURRENT ? 0 : f->lo.d, h = f->hi.kind == B_CURRENT ? 0 : f->hi.d;
+        if (l > h)
+            return mf_err_set(err, MF_E_Location5339900, "Lower bound must not exceed upper bound: [%g, %g]", l, h);
+    }
+    f->range = range != NULL;
+    if (docs) {
+        bool unbounded = f->lo.kind == B_UNBOUNDED && f->hi.kind == B_UNBOUNDED;
+        if (!unbounded && w->sort == NULL)
+            return mf_err_set(err, MF_E_Location5339901, "Document-based bounds require a sortBy");
+        return 0;
+    }
+    if (w->sort == NULL || w->nsort != 1)
+        return mf_err_set(err, MF_E_Location5339902, "Range-based bounds require sortBy a single field");
+    if (w->sort_desc)
+        return mf_err_set(err, MF_E_Location8947401, "Range-based bounds require an ascending sortBy");
+    return 0;
+}
+
+/* parse_n_args: {input|output, n, sortBy} of the N functions. */
+static int
+parse_n_args(const mf_window_t *w, const bson_value_t *v, wfield_t *f, mf_error_t *err)
+{
+    bson_iter_t it;
+    const bson_value_t *in = NULL, *n = NULL, *sort = NULL;
+    bson_value_t slot_in, slot_n, slot_sort;
+    bool sorted = f->kind == WF_TOPN || f->kind == WF_BOTTOMN || f->kind == WF_TOP || f->kind == WF_BOTTOM;
+    bool single = f->kind == WF_TOP || f->kind == WF_BOTTOM;
+    const char *in_name = sorted ? "output" : "input";
+    (void)w;
+
+    /* The codes differ by family, as mongod's parsers do (n_accumulators.js). */
+    if (v->value_type != BSON_TYPE_DOCUMENT) {
+        int code = sorted ? MF_E_Location5788001
+                          : (f->kind == WF_MINN || f->kind == WF_MAXN) ? MF_E_Location5787900 : MF_E_Location5787801;
+        return mf_err_set(err, code, "specification must be an object; found %s", mf_type_name(v->value_type));
+    }
+    bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (strcmp(k, in_name) == 0)
+            in = keep(&slot_in, &it);
+        else if (strcmp(k, "n") == 0 && !single)
+            n = keep(&slot_n, &it);
+        else if (sorted && strcmp(k, "sortBy") == 0)
+            sort = keep(&slot_sort, &it);
+        else if (sorted)
+            return mf_err_set(err, MF_E_Location5788002, "Unknown argument to %s '%s'", f->name, k);
+        else
+            return mf_err_set(err, MF_E_Location5787901, "Unknown argument for 'n' operator: %s", k);
+    }
+    if (sorted) {
+        if (!single && n == NULL)
+            return mf_err_set(err, MF_E_Location5788003, "Missing value for 'n'");
+        if (in == NULL)
+            return mf_err_set(err, MF_E_Location5788004, "Missing value for 'output'");
+        if (sort == NULL)
+            return mf_err_set(err, MF_E_Location5788005, "Missing value for 'sortBy'");
+        if (sort->value_type != BSON_TYPE_DOCUMENT)
+            return mf_err_set(err, MF_E_Location5788005, "expected 'sortBy' to be an object, but found %s",
+                              mf_type_name(sort->value_type));
+        bson_t spec;
+        bson_init_static(&spec, sort->value.v_doc.data, sort->value.v_doc.data_len);
+        f->inner = mf_sort_new(&spec, err);
+        if (f->inner == NULL)
+            return -1;
+    } else {
+        if (in == NULL)
+            return mf_err_set(err, MF_E_Location5787907, "Missing value for 'input'");
+        if (n == NULL)
+            return mf_err_set(err, MF_E_Location5787906, "Missing value for 'n'");
+    }
+    f->input = mf_expr_parse(in, err);
+    if (f->input == NULL)
+        return -1;
+    if (single) {
+        f->n = 1;
+        return 0;
+    }
+    bson_value_t c;
+    if (!const_value(n, &c)) {
+        mf_value_free(&c);
+        return mf_err_set(err, MF_E_Location5787902, "Value for 'n' must be of integral type, but found a non-constant");
+    }
+    int64_t nv;
+    if (!mf_value_is_number(&c)) {
+        mf_value_free(&c);
+        return mf_err_set(err, MF_E_Location5787902, "Value for 'n' must be of integral type, but found %s",
+                          mf_type_name(c.value_type));
+    }
+    if (!mf_value_as_int64(&c, &nv)) {
+        double d = mf_value_as_double(&c);
+        mf_value_free(&c);
+        return mf_err_set(err, MF_E_Location5787903, "Value for 'n' must be of integral type, but found %g", d);
+    }
+    mf_value_free(&c);
+    if (nv <= 0)
+        return mf_err_set(err, MF_E_Location5787908, "'n' must be greater than 0, found %lld", (long long)nv);
+    f->n = nv;
+    return 0;
+}
+
+/* parse_quantile: {$median|$percentile: {input, p, method}}. */
+static int
+parse_quantile(const bson_value_t *v, wfield_t *f, mf_error_t *err)
+{
+    bson_iter_t it, pi;
+    const bson_value_t *in = NULL, *p = NULL, *method = NULL;
+    bson_value_t slot_in, slot_p, slot_method;
+
+    if (v->value_type != BSON_TYPE_DOCUMENT)
+        return mf_err_set(err, MF_E_TypeMismatch, "BSON field '%s' is the wrong type '%s', expected type 'object'",
+                          f->name, mf_type_name(v->value_type));
+    bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (strcmp(k, "input") == 0)
+            in = keep(&slot_in, &it);
+        else if (strcmp(k, "p") == 0 && f->kind == WF_PERCENTILE)
+            p = keep(&slot_p, &it);
+        else if (strcmp(k, "method") == 0)
+            method = keep(&slot_method, &it);
+        else
+            return mf_err_set(err, MF_E_Location40415, "BSON field '%s.%s' is an unknown field.", f->name, k);
+    }
+    if (in == NULL)
+        return mf_err_set(err, MF_E_Location40414, "BSON field '%s.input' is missing but a required field", f->name);
+    if (method == NULL)
+        return mf_err_set(err, MF_E_Location40414, "BSON field '%s.method' is missing but a required field", f->name);
+    if (method->value_type != BSON_TYPE_UTF8 ||
+        (strcmp(method->value.v_utf8.str, "approximate") != 0 && strcmp(method->value.v_utf8.str, "continuous") != 0 &&
+         strcmp(method->value.v_utf8.str, "discrete") != 0))
+        return mf_err_set(err, MF_E_BadValue, "Enumeration value '%s' for field '%s.method' is not a valid value.",
+                          method->value_type == BSON_TYPE_UTF8 ? method->value.v_utf8.str : "?", f->name);
+    f->continuous = strcmp(method->value.v_utf8.str, "continuous") == 0;
+    if (f->kind == WF_MEDIAN) {
+        f->ps = bson_malloc(sizeof *f->ps);
+        f->ps[0] = 0.5;
+        f->nps = 1;
+    } else {
+        if (p == NULL)
+            return mf_err_set(err, MF_E_Location40414, "BSON field '$percentile.p' is missing but a required field");
+        bson_value_t c;
+        if (!const_value(p, &c) || c.value_type != BSON_TYPE_ARRAY) {
+            mf_value_free(&c);
+            return mf_err_set(err, MF_E_Location7750301,
+                              "The $percentile 'p' field must be an array of numbers from [0.0, 1.0]");
+        }
+        bson_iter_init_from_data(&pi, c.value.v_doc.data, c.value.v_doc.data_len);
+        while (bson_iter_next(&pi)) {
+            const bson_value_t *e = bson_iter_value(&pi);
+            double d = mf_value_as_double(e);
+            if (!mf_value_is_number(e) || !(d >= 0 && d <= 1)) {
+                mf_value_free(&c);
+                return mf_err_set(err, MF_E_Location7750301,
+                                  "The $percentile 'p' field must be an array of numbers from [0.0, 1.0]");
+            }
+            f->ps = bson_realloc(f->ps, (f->nps + 1) * sizeof *f->ps);
+            f->ps[f->nps++] = d;
+        }
+        mf_value_free(&c);
+        if (f->nps == 0)
+            return mf_err_set(err, MF_E_Location7750301,
+                              "The $percentile 'p' field must be an array of numbers from [0.0, 1.0]");
+    }
+    f->input = mf_expr_parse(in, err);
+    return f->input ? 0 : -1;
+}
+
+/* parse_with_unit: {$derivative|$integral: {input, unit}}. */
+static int
+parse_with_unit(const bson_value_t *v, wfield_t *f, mf_error_t *err)
+{
+    bson_iter_t it;
+    const bson_value_t *in = NULL;
+    bson_value_t slot_in;
+
+    if (v->value_type != BSON_TYPE_DOCUMENT)
+        return mf_err_set(err, MF_E_FailedToParse, "%s expects an object, but got a %s", f->name,
+                          mf_type_name(v->value_type));
+    bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (strcmp(k, "input") == 0) {
+            in = keep(&slot_in, &it);
+        } else if (strcmp(k, "unit") == 0) {
+            if (parse_unit(bson_iter_value(&it), &f->fn_unit, err) < 0)
+                return -1;
+            if (f->fn_unit < U_WEEK)
+                return mf_err_set(err, MF_E_Location5490710, "unit must be 'week' or smaller");
+        } else {
+            return mf_err_set(err, MF_E_FailedToParse, "%s got unexpected argument: %s", f->name, k);
+        }
+    }
+    if (in == NULL)
+        return mf_err_set(err, MF_E_FailedToParse, "%s requires an 'input' expression", f->name);
+    f->input = mf_expr_parse(in, err);
+    return f->input ? 0 : -1;
+}
+
+static int
+parse_shift(const bson_value_t *v, wfield_t *f, mf_error_t *err)
+{
+    bson_iter_t it;
+    bool have_by = false;
+    const bson_value_t *out = NULL;
+    bson_value_t slot_out;
+
+    if (v->value_type != BSON_TYPE_DOCUMENT)
+        return mf_err_set(err, MF_E_FailedToParse, "Argument to $shift must be an object");
+    bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        const bson_value_t *a = bson_iter_value(&it);
+        if (strcmp(k, "output") == 0) {
+            slot_out = *a;
+            out = &slot_out;
+        } else if (strcmp(k, "default") == 0) {
+            mf_value_free(&f->dflt);
+            if (!const_value(a, &f->dflt))
+                return mf_err_set(err, MF_E_FailedToParse, "'$shift:default' expression must yield a constant value.");
+        } else if (strcmp(k, "by") == 0) {
+            int64_t n;
+            if (!mf_value_is_number(a) || !mf_value_as_int64(a, &n) || n < INT32_MIN || n > INT32_MAX)
+                return mf_err_set(err, MF_E_FailedToParse, "'$shift:by' field must be an integer, but found a %s",
+                                  mf_type_name(a->value_type));
+            f->by = n;
+            have_by = true;
+        } else {
+            return mf_err_set(err, MF_E_FailedToParse, "Unknown argument in $shift");
+        }
+    }
+    if (out == NULL)
+        return mf_err_set(err, MF_E_FailedToParse, "$shift requires an 'output' expression.");
+    if (!have_by)
+        return mf_err_set(err, MF_E_FailedToParse, "$shift requires 'by' as an integer value.");
+    f->input = mf_expr_parse(out, err);
+    return f->input ? 0 : -1;
+}
+
+static int
+parse_ema(const mf_window_t *w, const bson_value_t *v, wfield_t *f, mf_error_t *err)
+{
+    bson_iter_t it;
+    const bson_value_t *in = NULL, *n = NULL, *alpha = NULL;
+    bson_value_t slot_in, slot_n, slot_alpha;
+    int nf = 0;
+
+    if (v->value_type != BSON_TYPE_DOCUMENT)
+        return mf_err_set(err, MF_E_FailedToParse, "$expMovingAvg must have exactly one argument that is an object");
+    bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        nf++;
+        if (strcmp(k, "input") == 0)
+            in = keep(&slot_in, &it);
+        else if (strcmp(k, "N") == 0)
+            n = keep(&slot_n, &it);
+        else if (strcmp(k, "alpha") == 0)
+            alpha = keep(&slot_alpha, &it);
+    }
+    if (nf != 2 || in == NULL)
+        return mf_err_set(err, MF_E_FailedToParse, "$expMovingAvg sub object must have exactly two fields: An 'input' "
+                                                   "field, and either an 'N' field or an 'alpha' field");
+    if (w->sort == NULL)
+        return mf_err_set(err, MF_E_FailedToParse, "$expMovingAvg requires an explicit 'sortBy'");
+    if (n != NULL) {
+        int64_t nv;
+        if (!mf_value_is_number(n))
+            return mf_err_set(err, MF_E_FailedToParse, "'N' field must be an integer, but found type %s",
+                              mf_type_name(n->value_type));
+        if (!mf_value_as_int64(n, &nv))
+            return mf_err_set(err, MF_E_FailedToParse, "'N' field must be an integer, but found  %g. To use a "
+                                                       "non-integer, use the 'alpha' argument instead",
+                              mf_value_as_double(n));
+        if (nv <= 0)
+            return mf_err_set(err, MF_E_FailedToParse, "'N' must be greater than zero. Got %lld", (long long)nv);
+        f->alpha_l = 2.0L / ((long double)nv + 1.0L);
+    } else if (alpha != NULL) {
+        if (!mf_value_is_number(alpha))
+            return mf_err_set(err, MF_E_FailedToParse, "'alpha' must be a number");
+        double a = mf_value_as_double(alpha);
+        if (!(a > 0 && a < 1))
+            return mf_err_set(err, MF_E_FailedToParse, "'alpha' must be between 0 and 1 (exclusive), found %g", a);
+        f->alpha_l = (long double)a;
+    } else {
+        return mf_err_set(err, MF_E_FailedToParse,
+                          "Got unrecognized field in $expMovingAvg$expMovingAvg sub object must have exactly two "
+                          "fields: An 'input' field, and either an 'N' field or an 'alpha' field");
+    }
+    f->input = mf_expr_parse(in, err);
+    return f->input ? 0 : -1;
+}
+
+static int
+lookup_kind(const char *name)
+{
+    for (size_t i = 0; i < sizeof wf_names / sizeof *wf_names; i++)
+        if (strcmp(wf_names[i].name, name) == 0)
+            return (int)i;
+    return -1;
+}
+
+/* parse_function: one output field's {<function>: <args>, window: {...}}. */
+static int
+parse_function(const mf_window_t *w, const bson_value_t *v, wfield_t *f, mf_error_t *err)
+{
+    bson_iter_t it;
+    const bson_value_t *arg = NULL, *window = NULL;
+    bson_value_t slot_arg, slot_window;
+    const char *first_key = NULL;
+    int nfields = 0;
+
+    bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (nfields++ == 0)
+            first_key = k;
+        if (k[0] == '$' && arg == NULL) {
+            int idx = lookup_kind(k);
+            if (idx < 0)
+                return mf_err_set(err, MF_E_FailedToParse, "Unrecognized window function, %s", k);
+            f->kind = wf_names[idx].kind;
+            f->name = wf_names[idx].name;
+            arg = keep(&slot_arg, &it);
+        }
+    }
+    if (arg == NULL)
+        return mf_err_set(err, MF_E_FailedToParse, "Expected a $-prefixed window function%s%s",
+                          first_key ? ", " : "", first_key ? first_key : "");
+    /* The other arguments: 'window', where allowed. */
+    bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (strcmp(k, f->name) == 0)
+            continue;
+        if (f->kind == WF_RANK || f->kind == WF_DENSERANK || f->kind == WF_DOCNUM)
+            return mf_err_set(err, MF_E_Location5371601, "Rank style window functions take no other arguments");
+        if (strcmp(k, "window") == 0) {
+            if (window != NULL)
+                return mf_err_set(err, MF_E_FailedToParse, "saw multiple 'window' fields in '%s' expression", f->name);
+            window = keep(&slot_window, &it);
+            continue;
+        }
+        if (k[0] == '$' && lookup_kind(k) >= 0)
+            return mf_err_set(err, MF_E_FailedToParse, "Cannot specify two functions in window function spec");
+        if (f->kind == WF_FIRST || f->kind == WF_LAST || f->kind == WF_DERIVATIVE || f->kind == WF_INTEGRAL ||
+            (f->kind >= WF_FIRSTN && f->kind <= WF_BOTTOM))
+            return mf_err_set(err, MF_E_FailedToParse, "%s got unexpected argument: %s", f->name, k);
+        if (f->kind == WF_SHIFT)
+            return mf_err_set(err, MF_E_FailedToParse, "Window function found an unknown argument: %s", k);
+        return mf_err_set(err, MF_E_FailedToParse, "Window function found an unknown argument: %s", k);
+    }
+    f->unit = U_NONE;
+    f->fn_unit = U_NONE;
+    f->lo.kind = f->hi.kind = B_UNBOUNDED;
+    f->dflt.value_type = BSON_TYPE_EOD;
+
+    switch (f->kind) {
+    case WF_RANK:
+    case WF_DENSERANK:
+    case WF_DOCNUM:
+        if (!is_empty_doc(arg))
+            return mf_err_set(err, MF_E_Location5371603, "%s must be specified with '{}' as the value", f->name);
+        if (w->sort == NULL || w->nsort != 1)
+            return mf_err_set(err, MF_E_Location5371602,
+                              "%s must be specified with a top level sortBy expression with exactly one element",
+                              f->name);
+        return 0;
+    case WF_SHIFT:
+        if (window != NULL)
+            return mf_err_set(err, MF_E_FailedToParse, "$shift does not accept a 'window' field");
+        if (parse_shift(arg, f, err) < 0)
+            return -1;
+        if (w->sort == NULL)
+            return mf_err_set(err, MF_E_FailedToParse, "'$shift' requires a sortBy");
+        return 0;
+    case WF_LOCF:
+    case WF_LINEARFILL:
+        if (window != NULL)
+            return mf_err_set(err, MF_E_FailedToParse, "'window' field is not allowed in %s", f->name);
+        if (f->kind == WF_LINEARFILL && (w->sort == NULL || w->nsort != 1))
+            return mf_err_set(err, MF_E_Location605001,
+                              "$linearFill must be specified with a top level sortBy expression with exactly one "
+                              "element");
+        f->input = mf_expr_parse(arg, err);
+        return f->input ? 0 : -1;
+    case WF_EMA:
+        if (window != NULL)
+            return mf_err_set(err, MF_E_FailedToParse,
+                              "$expMovingAvg must have exactly one argument that is an object");
+        return parse_ema(w, arg, f, err);
+    case WF_DERIVATIVE:
+    case WF_INTEGRAL:
+        if (w->sort == NULL)
+            return mf_err_set(err, MF_E_FailedToParse, "%s requires a sortBy", f->name);
+        if (w->nsort != 1)
+            return mf_err_set(err, MF_E_FailedToParse, "%s requires a non-compound sortBy", f->name);
+        if (window != NULL && parse_window(w, window, f, err) < 0)
+            return -1;
+        if (parse_with_unit(arg, f, err) < 0)
+            return -1;
+        if (f->kind == WF_DERIVATIVE && window == NULL)
+            return mf_err_set(err, MF_E_FailedToParse, "$derivative requires explicit window bounds");
+        return 0;
+    case WF_FIRSTN: case WF_LASTN: case WF_MINN: case WF_MAXN:
+    case WF_TOPN: case WF_BOTTOMN: case WF_TOP: case WF_BOTTOM:
+        if (parse_n_args(w, arg, f, err) < 0)
+            return -1;
+        return window ? parse_window(w, window, f, err) : 0;
+    case WF_MEDIAN:
+    case WF_PERCENTILE:
+        if (parse_quantile(arg, f, err) < 0)
+            return -1;
+        return window ? parse_window(w, window, f, err) : 0;
+    case WF_COUNT:
+        if (!is_empty_doc(arg))
+            return mf_err_set(err, MF_E_FailedToParse, "$count only accepts an empty object as input");
+        return window ? parse_window(w, window, f, err) : 0;
+    default:
+        f->input = mf_expr_parse(arg, err);
+        if (f->input == NULL)
+            return -1;
+        return window ? parse_window(w, window, f, err) : 0;
+    }
+}
+
+/* paths_conflict: one output path equal to, or a prefix of, the other. */
+static bool
+paths_conflict(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b), m = la < lb ? la : lb;
+    if (strncmp(a, b, m) != 0)
+        return false;
+    return la == lb || (la < lb ? b[la] == '.' : a[lb] == '.');
+}
+
+mf_window_t *
+mf_window_new(const bson_value_t *v, mf_error_t *err)
+{
+    bson_iter_t it;
+    const bson_value_t *part = NULL, *sort = NULL, *output = NULL;
+    bson_value_t slot_part, slot_sort, slot_output;
+    mf_window_t *w;
+
+    if (v->value_type != BSON_TYPE_DOCUMENT) {
+        mf_err_set(err, MF_E_FailedToParse, "the $setWindowFields stage specification must be an object, found %s",
+                   mf_type_name(v->value_type));
+        return NULL;
+    }
+    w = bson_malloc0(sizeof *w);
+    bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (strcmp(k, "partitionBy") == 0) {
+            part = keep(&slot_part, &it);
+        } else if (strcmp(k, "sortBy") == 0) {
+            sort = keep(&slot_sort, &it);
+            if (sort->value_type != BSON_TYPE_DOCUMENT) {
+                mf_err_set(err, MF_E_TypeMismatch,
+                           "BSON field '$setWindowFields.sortBy' is the wrong type '%s', expected type 'object'",
+                           mf_type_name(sort->value_type));
+                goto err_free;
+            }
+        } else if (strcmp(k, "output") == 0) {
+            output = keep(&slot_output, &it);
+            if (output->value_type != BSON_TYPE_DOCUMENT) {
+                mf_err_set(err, MF_E_TypeMismatch,
+                           "BSON field '$setWindowFields.output' is the wrong type '%s', expected type 'object'",
+                           mf_type_name(output->value_type));
+                goto err_free;
+            }
+        } else {
+            mf_err_set(err, MF_E_Location40415, "BSON field '$setWindowFields.%s' is an unknown field.", k);
+            goto err_free;
+        }
+    }
+    if (output == NULL) {
+        mf_err_set(err, MF_E_Location40414, "BSON field '$setWindowFields.output' is missing but a required field");
+        goto err_free;
+    }
+    if (part != NULL) {
+        w->partition = mf_expr_parse(part, err);
+        if (w->partition == NULL)
+            goto err_free;
+        if (mf_expr_is_constant(w->partition)) {
+            bson_value_t c;
+            if (mf_expr_eval(w->partition, NULL, &c, err) < 0)
+                goto err_free;
+            bool arr = c.value_type == BSON_TYPE_ARRAY;
+            mf_value_free(&c);
+            if (arr) {
+                mf_err_set(err, MF_E_TypeMismatch, "An expression used to partition cannot evaluate to value of type array");
+                goto err_free;
+            }
+            mf_expr_free(w->partition); /* a constant key: one partition */
+            w->partition = NULL;
+        }
+    }
+    if (sort != NULL) {
+        bson_t spec;
+        bson_iter_t si;
+        bson_init_static(&spec, sort->value.v_doc.data, sort->value.v_doc.data_len);
+        /* SortPattern's codes (the shared sort parser answers 2 for both). */
+        if (bson_iter_init(&si, &spec)) {
+            while (bson_iter_next(&si)) {
+                const bson_value_t *sv = bson_iter_value(&si);
+                int64_t d;
+                if (sv->value_type == BSON_TYPE_DOCUMENT)
+                    continue;
+                if (!mf_value_is_number(sv)) {
+                    mf_err_set(err, MF_E_Location15974, "Illegal key in $sort specification: %s", bson_iter_key(&si));
+                    goto err_free;
+                }
+                if (!mf_value_as_int64(sv, &d) || (d != 1 && d != -1)) {
+                    mf_err_set(err, MF_E_Location15975,
+                               "$sort key ordering must be 1 (for ascending) or -1 (for descending)");
+                    goto err_free;
+                }
+            }
+        }
+        w->sort = mf_sort_new(&spec, err);
+        if (w->sort == NULL)
+            goto err_free;
+        if (bson_iter_init(&si, &spec)) {
+            while (bson_iter_next(&si)) {
+                if (w->nsort++ == 0) {
+                    char *path = bson_strdup_printf("$%s", bson_iter_key(&si));
+                    bson_value_t pv;
+                    memset(&pv, 0, sizeof pv);
+                    pv.value_type = BSON_TYPE_UTF8;
+                    pv.value.v_utf8.str = path;
+                    pv.value.v_utf8.len = (uint32_t)strlen(path);
+                    w->sort_expr = mf_expr_parse(&pv, err);
+                    bson_free(path);
+                    w->sort_desc = mf_value_as_double(bson_iter_value(&si)) < 0;
+                    if (w->sort_expr == NULL)
+                        goto err_free;
+                }
+            }
+        }
+        if (w->nsort == 0) {
+            mf_sort_free(w->sort);
+            w->sort = NULL;
+        }
+    }
+    bson_iter_init_from_data(&it, output->value.v_doc.data, output->value.v_doc.data_len);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (k[0] == '\0') {
+            mf_err_set(err, MF_E_Location40352, "FieldPath cannot be constructed with empty string");
+            goto err_free;
+        }
+        if (k[0] == '$') {
+            mf_err_set(err, MF_E_Location16410, "FieldPath field names may not start with '$'. Consider using $getField or $setField.");
+            goto err_free;
+        }
+        for (size_t i = 0; i < w->nf; i++) {
+            if (paths_conflict(w->f[i].path, k)) {
+                mf_err_set(err, MF_E_Location6307900, "$setWindowFields 'output' specification contains two conflicting paths");
+                goto err_free;
+            }
+        }
+        if (!BSON_ITER_HOLDS_DOCUMENT(&it)) {
+            mf_err_set(err, MF_E_FailedToParse, "The field '%s' must be an object", k);
+            goto err_free;
+        }
+        w->f = bson_realloc(w->f, (w->nf + 1) * sizeof *w->f);
+        wfield_t *f = &w->f[w->nf++];
+        memset(f, 0, sizeof *f);
+        f->dflt.value_type = BSON_TYPE_EOD;
+        f->path = bson_strdup(k);
+        if (parse_function(w, bson_iter_value(&it), f, err) < 0)
+            goto err_free;
+    }
+    return w;
+
+err_free:
+    mf_window_free(w);
+    return NULL;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Values and small helpers                                                 */
+/* ------------------------------------------------------------------------ */
+
+static void
+set_null(bson_value_t *v)
+{
+    memset(v, 0, sizeof *v);
+    v->value_type = BSON_TYPE_NULL;
+}
+
+static void
+set_int(bson_value_t *v, int64_t n)
+{
+    memset(v, 0, sizeof *v);
+    if (n >= INT32_MIN && n <= INT32_MAX) {
+        v->value_type = BSON_TYPE_INT32;
+        v->value.v_int32 = (int32_t)n;
+    } else {
+        v->value_type = BSON_TYPE_INT64;
+        v->value.v_int64 = n;
+    }
+}
+
+static void
+set_double(bson_value_t *v, double d)
+{
+    memset(v, 0, sizeof *v);
+    v->value_type = BSON_TYPE_DOUBLE;
+    v->value.v_double = d;
+}
+
+static bool
+nullish(const bson_value_t *v)
+{
+    return v->value_type == BSON_TYPE_EOD || v->value_type == BSON_TYPE_NULL || v->value_type == BSON_TYPE_UNDEFINED;
+}
+
+/* array_of: an owned array value holding vals[idx[0..n)] (missing ones skipped). */
+static void
+array_of(bson_value_t *out, const bson_value_t *vals, const size_t *idx, size_t n)
+{
+    bson_t arr = BSON_INITIALIZER;
+    size_t k = 0;
+    for (size_t j = 0; j < n; j++) {
+        const bson_value_t *v = &vals[idx[j]];
+        char buf[16];
+        const char *key;
+        if (v->value_type == BSON_TYPE_EOD)
+            continue;
+        bson_uint32_to_string((uint32_t)k++, &key, buf, sizeof buf);
+        mf_bson_append_value(&arr, key, -1, v);
+    }
+    memset(out, 0, sizeof *out);
+    out->value_type = BSON_TYPE_ARRAY;
+    out->value.v_doc.data_len = arr.len;
+    out->value.v_doc.data = bson_malloc(arr.len);
+    memcpy(out->value.v_doc.data, bson_get_data(&arr), arr.len);
+    bson_destroy(&arr);
+}
+
+/* ---- removable sum (for $sum, $avg, $count) ---- */
+
+typedef struct sumst {
+    int64_t ndocs;              /* documents in the window ($count) */
+    int64_t nnum, nlong, ndouble, ndec, nnan, npinf, nninf;
+    __int128 isum;              /* exact sum of the integers */
+    double dsum, dcomp;         /* compensated sum of the finite doubles */
+    bson_value_t dec;           /* decimal part (mf_expr_num_add), EOD when none yet */
+} sumst_t;
+
+static void
+kahan_add(sumst_t *s, double x)
+{
+    double y = x - s->dcomp;
+    double t = s->dsum + y;
+    s->dcomp = (t - s->dsum) - y;
+    s->dsum = t;
+}
+
+/* sum_update: adds (sign 1) or removes (sign -1) v. */
+static void
+sum_update(sumst_t *s, const bson_value_t *v, int sign)
+{
+    s->ndocs += sign;
+    if (!mf_value_is_number(v))
+        return;
+    s->nnum += sign;
+    switch (v->value_type) {
+    case BSON_TYPE_INT32:
+        s->isum += sign * (__int128)v->value.v_int32;
+        break;
+    case BSON_TYPE_INT64:
+        s->nlong += sign;
+        s->isum += sign * (__int128)v->value.v_int64;
+        break;
+    case BSON_TYPE_DOUBLE: {
+        double d = v->value.v_double;
+        s->ndouble += sign;
+        if (isnan(d))
+            s->nnan += sign;
+        else if (isinf(d))
+            *(d > 0 ? &s->npinf : &s->nninf) += sign;
+        else
+            kahan_add(s, sign * d);
+        break;
+    }
+    case BSON_TYPE_DECIMAL128: {
+        bson_value_t t = *v;
+        s->ndec += sign;
+        if (sign < 0)
+            t.value.v_decimal128.high ^= 0x8000000000000000ULL;
+        mf_expr_num_add(&s->dec, &t);
+        break;
+    }
+    default:
+        break;
+    }
+}
+
+static void
+sum_reset(sumst_t *s)
+{
+    mf_value_free(&s->dec);
+    memset(s, 0, sizeof *s);
+    s->dec.value_type = BSON_TYPE_EOD;
+}
+
+/* sum_value: the window's $sum (avg: divided by the count of numbers, null when none). */
+static void
+sum_value(const sumst_t *s, bool avg, bson_value_t *out)
+{
+    if (avg && s->nnum == 0) {
+        set_null(out);
+        return;
+    }
+    double nonfinite = 0;
+    bool has_nf = s->nnan > 0 || s->npinf > 0 || s->nninf > 0;
+    if (s->nnan > 0 || (s->npinf > 0 && s->nninf > 0))
+        nonfinite = NAN;
+    else if (s->npinf > 0)
+        nonfinite = INFINITY;
+    else if (s->nninf > 0)
+        nonfinite = -INFINITY;
+    if (s->ndec > 0) {
+        bson_value_t acc, t;
+        mf_value_copy(&acc, &s->dec);
+        if (acc.value_type == BSON_TYPE_EOD)
+            set_int(&acc, 0);
+        if (s->isum >= INT64_MIN && s->isum <= INT64_MAX) {
+            set_int(&t, (int64_t)s->isum);
+        } else {
+            set_double(&t, (double)s->isum);
+        }
+        mf_expr_num_add(&acc, &t);
+        set_double(&t, has_nf ? nonfinite : s->dsum);
+        mf_expr_num_add(&acc, &t);
+        if (avg) {
+            /* Decimal division is not available here: the quotient goes through a double. */
+            double q = mf_value_as_double(&acc) / (double)s->nnum;
+            char buf[64];
+            mf_value_free(&acc);
+            snprintf(buf, sizeof buf, "%.15g", q); /* as expr.c converts doubles back to decimals */
+            memset(out, 0, sizeof *out);
+            out->value_type = BSON_TYPE_DECIMAL128;
+            bson_decimal128_from_string(buf, &out->value.v_decimal128);
+            return;
+        }
+        *out = acc;
+        return;
+    }
+    if (s->ndouble > 0 || avg || s->isum > INT64_MAX || s->isum < INT64_MIN) {
+        double d = has_nf ? nonfinite : (double)s->isum + s->dsum;
+        if (avg)
+            d /= (double)s->nnum;
+        set_double(out, d);
+        return;
+    }
+    if (s->nlong > 0) {
+        memset(out, 0, sizeof *out);
+        out->value_type = BSON_TYPE_INT64;
+        out->value.v_int64 = (int64_t)s->isum;
+        return;
+    }
+    set_int(out, (int64_t)s->isum);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Evaluating one partition                                                 */
+/* ------------------------------------------------------------------------ */
+
+typedef struct part {
+    size_t n;
+    bson_t *docs; /* views of the wrapped documents' "d" */
+} part_t;
+
+/* eval_all: vals[i] = e evaluated on document i (owned). */
+static int
+eval_all(const mf_expr_t *e, const part_t *p, bson_value_t *vals, mf_error_t *err)
+{
+    for (size_t i = 0; i < p->n; i++) {
+        vals[i].value_type = BSON_TYPE_EOD;
+        if (mf_expr_eval(e, &p->docs[i], &vals[i], err) < 0)
+            return -1;
+        if ((i & 1023) == 1023 && mf_exec_check_deadline(err) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* days_from_civil / civil_from_days: proleptic Gregorian calendar (H. Hinnant's algorithms). */
+static int64_t
+days_from_civil(int64_t y, int64_t m, int64_t d)
+{
+    y -= m <= 2;
+    int64_t era = (y >= 0 ? y : y - 399) / 400;
+    int64_t yoe = y - era * 400;
+    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + doe - 719468;
+}
+
+static void
+civil_from_days(int64_t z, int64_t *y, int64_t *m, int64_t *d)
+{
+    z += 719468;
+    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+    int64_t doe = z - era * 146097;
+    int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    int64_t mp = (5 * doy + 2) / 153;
+    *d = doy - (153 * mp + 2) / 5 + 1;
+    *m = mp + (mp < 10 ? 3 : -9);
+    *y = yoe + era * 400 + (*m <= 2);
+}
+
+/* date_add: ms + amount units ($dateAdd in UTC: months clamp the day to the month's end). */
+static int64_t
+date_add(int64_t ms, int unit, int64_t amount)
+{
+    if (unit >= U_WEEK)
+        return ms + amount * unit_ms[unit];
+    int64_t months = unit == U_YEAR ? amount * 12 : unit == U_QUARTER ? amount * 3 : amount;
+    int64_t days = ms >= 0 ? ms / 86400000 : -((-ms + 86399999) / 86400000);
+    int64_t tod = ms - days * 86400000;
+    int64_t y, m, d;
+    civil_from_days(days, &y, &m, &d);
+    int64_t total = y * 12 + (m - 1) + months;
+    int64_t ny = total >= 0 ? total / 12 : -((-total + 11) / 12);
+    int64_t nm = total - ny * 12 + 1;
+    static const int mdays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    int64_t maxd = mdays[nm - 1] + (nm == 2 && ((ny % 4 == 0 && ny % 100 != 0) || ny % 400 == 0));
+    if (d > maxd)
+        d = maxd;
+    return days_from_civil(ny, nm, d) * 86400000 + tod;
+}
+
+/*
+ * window_bounds: lo[i], hi[i] for every document (lo > hi: empty). sv holds
+ * the sortBy values (range windows only; validated here).
+ */
+static int
+window_bounds(const wfield_t *f, const part_t *p, const bson_value_t *sv, int64_t *lo, int64_t *hi, mf_error_t *err)
+{
+    int64_t n = (int64_t)p->n;
+
+    if (!f->range) {
+        for (int64_t i = 0; i < n; i++) {
+            int64_t l = f->lo.kind == B_UNBOUNDED ? 0 : f->lo.kind == B_CURRENT ? i : i + f->lo.n;
+            int64_t h = f->hi.kind == B_UNBOUNDED ? n - 1 : f->hi.kind == B_CURRENT ? i : i + f->hi.n;
+            lo[i] = l < 0 ? 0 : l;
+            hi[i] = h > n - 1 ? n - 1 : h;
+        }
+        return 0;
+    }
+    /* Range: every document's sortBy value must have the expected type. */
+    double *x = bson_malloc((p->n ? p->n : 1) * sizeof *x);
+    int rc = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const bson_value_t *v = &sv[i];
+        if (f->unit != U_NONE) {
+            if (v->value_type != BSON_TYPE_DATE_TIME) {
+                rc = mf_err_set(err, MF_E_Location5429513,
+                                "Invalid range: Expected the sortBy field to be a Date, but it was %s",
+                                mf_type_name(v->value_type == BSON_TYPE_EOD ? BSON_TYPE_EOD : v->value_type));
+                goto done;
+            }
+            x[i] = (double)v->value.v_datetime;
+        } else {
+            if (v->value_type == BSON_TYPE_DATE_TIME) {
+                rc = mf_err_set(err, MF_E_Location5429413,
+                                "Invalid range: For windows that involve date or time ranges, a unit must be provided.");
+                goto done;
+            }
+            if (!mf_value_is_number(v)) {
+                rc = mf_err_set(err, MF_E_Location5429414,
+                                "Invalid range: Expected the sortBy field to be a number, but it was %s",
+                                v->value_type == BSON_TYPE_EOD ? "missing" : mf_type_name(v->value_type));
+                goto done;
+            }
+            x[i] = mf_value_as_double(v);
+        }
+    }
+    int64_t l = 0, h = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double tl = 0, th = 0;
+        if (f->unit != U_NONE) {
+            tl = f->lo.kind == B_NUM ? (double)date_add(sv[i].value.v_datetime, f->unit, f->lo.n) : 0;
+            th = f->hi.kind == B_NUM ? (double)date_add(sv[i].value.v_datetime, f->unit, f->hi.n) : 0;
+        } else {
+            tl = x[i] + f->lo.d;
+            th = x[i] + f->hi.d;
+        }
+        if (f->lo.kind == B_UNBOUNDED) {
+            lo[i] = 0;
+        } else if (f->lo.kind == B_CURRENT) {
+            lo[i] = i;
+        } else {
+            while (l < n && x[l] < tl)
+                l++;
+            lo[i] = l;
+        }
+        if (f->hi.kind == B_UNBOUNDED) {
+            hi[i] = n - 1;
+        } else if (f->hi.kind == B_CURRENT) {
+            hi[i] = i;
+        } else {
+            while (h < n && x[h] <= th)
+                h++;
+            hi[i] = h - 1;
+        }
+    }
+done:
+    bson_free(x);
+    return rc;
+}
+
+/* x_value: a sortBy value as a number for $derivative / $integral / $linearFill (dates in units). */
+static bool
+x_value(const bson_value_t *v, int unit, double *x)
+{
+    if (v->value_type == BSON_TYPE_DATE_TIME) {
+        *x = (double)v->value.v_datetime / (double)(unit == U_NONE ? 1 : unit_ms[unit]);
+        return true;
+    }
+    if (mf_value_is_number(v)) {
+        *x = mf_value_as_double(v);
+        return true;
+    }
+    return false;
+}
+
+typedef struct cmpctx {
+    const bson_value_t *vals;
+    const part_t *p;
+    const mf_sort_t *sort;
+    int dir;
+} cmpctx_t;
+
+static _Thread_local const cmpctx_t *g_cmp;
+
+static int
+cmp_vals(const void *a, const void *b)
+{
+    size_t i = *(const size_t *)a, j = *(const size_t *)b;
+    int c = mf_value_cmp(&g_cmp->vals[i], &g_cmp->vals[j]) * g_cmp->dir;
+    return c ? c : (i < j ? -1 : i > j);
+}
+
+static int
+cmp_docs(const void *a, const void *b)
+{
+    size_t i = *(const size_t *)a, j = *(const size_t *)b;
+    int c = mf_sort_cmp(g_cmp->sort, &g_cmp->p->docs[i], &g_cmp->p->docs[j]);
+    return c ? c : (i < j ? -1 : i > j);
+}
+
+/*
+ * acc_result: the value of an accumulating function over window [l, h]
+ * (not empty). idx is scratch space of at least h-l+1 entries.
+ */
+static int
+acc_result(const wfield_t *f, const part_t *p, const bson_value_t *vals, const bson_value_t *sv, int64_t l,
+           int64_t h, size_t *idx, bson_value_t *out, mf_error_t *err)
+{
+    size_t m = 0;
+    cmpctx_t c = {vals, p, f->inner, 1};
+
+    switch (f->kind) {
+    case WF_PUSH:
+        for (int64_t j = l; j <= h; j++)
+            idx[m++] = (size_t)j;
+        array_of(out, vals, idx, m);
+        return 0;
+    case WF_ADDTOSET: {
+        /* Distinct values in ascending order (mongod's removable $addToSet is an ordered set). */
+        size_t u = 0;
+        for (int64_t j = l; j <= h; j++)
+            if (vals[j].value_type != BSON_TYPE_EOD)
+                idx[m++] = (size_t)j;
+        g_cmp = &c;
+        qsort(idx, m, sizeof *idx, cmp_vals);
+        for (size_t k = 0; k < m; k++)
+            if (u == 0 || mf_value_cmp(&vals[idx[u - 1]], &vals[idx[k]]) != 0)
+                idx[u++] = idx[k];
+        array_of(out, vals, idx, u);
+        return 0;
+    }
+    case WF_FIRSTN:
+    case WF_LASTN: {
+        int64_t cnt = h - l + 1 < f->n ? h - l + 1 : f->n;
+        int64_t start = f->kind == WF_FIRSTN ? l : h - cnt + 1;
+        bson_t arr = BSON_INITIALIZER;
+        for (int64_t j = 0; j < cnt; j++) {
+            char buf[16];
+            const char *key;
+            bson_value_t nv;
+            bson_uint32_to_string((uint32_t)j, &key, buf, sizeof buf);
+            set_null(&nv);
+            mf_bson_append_value(&arr, key, -1, vals[start + j].value_type == BSON_TYPE_EOD ? &nv : &vals[start + j]);
+        }
+        memset(out, 0, sizeof *out);
+        out->value_type = BSON_TYPE_ARRAY;
+        out->value.v_doc.data_len = arr.len;
+        out->value.v_doc.data = bson_malloc(arr.len);
+        memcpy(out->value.v_doc.data, bson_get_data(&arr), arr.len);
+        bson_destroy(&arr);
+        return 0;
+    }
+    case WF_MINN:
+    case WF_MAXN:
+        for (int64_t j = l; j <= h; j++)
+            if (!nullish(&vals[j]))
+                idx[m++] = (size_t)j;
+        c.dir = f->kind == WF_MINN ? 1 : -1;
+        g_cmp = &c;
+        qsort(idx, m, sizeof *idx, cmp_vals);
+        array_of(out, vals, idx, m < (size_t)f->n ? m : (size_t)f->n);
+        return 0;
+    case WF_TOPN:
+    case WF_BOTTOMN:
+    case WF_TOP:
+    case WF_BOTTOM: {
+        bool bottom = f->kind == WF_BOTTOMN || f->kind == WF_BOTTOM;
+        for (int64_t j = l; j <= h; j++)
+            idx[m++] = (size_t)j;
+        g_cmp = &c;
+        qsort(idx, m, sizeof *idx, cmp_docs);
+        size_t k = m < (size_t)f->n ? m : (size_t)f->n;
+        size_t *sel = bottom ? idx + (m - k) : idx;
+        if (f->kind == WF_TOP || f->kind == WF_BOTTOM) {
+            if (vals[sel[0]].value_type == BSON_TYPE_EOD)
+                set_null(out);
+            else
+                mf_value_copy(out, &vals[sel[0]]);
+            return 0;
+        }
+        bson_t arr = BSON_INITIALIZER;
+        for (size_t j = 0; j < k; j++) {
+            char buf[16];
+            const char *key;
+            bson_value_t nv;
+            set_null(&nv);
+            bson_uint32_to_string((uint32_t)j, &key, buf, sizeof buf);
+            mf_bson_append_value(&arr, key, -1, vals[sel[j]].value_type == BSON_TYPE_EOD ? &nv : &vals[sel[j]]);
+        }
+        memset(out, 0, sizeof *out);
+        out->value_type = BSON_TYPE_ARRAY;
+        out->value.v_doc.data_len = arr.len;
+        out->value.v_doc.data = bson_malloc(arr.len);
+        memcpy(out->value.v_doc.data, bson_get_data(&arr), arr.len);
+        bson_destroy(&arr);
+        return 0;
+    }
+    case WF_MEDIAN:
+    case WF_PERCENTILE: {
+        double *xs = bson_malloc(((size_t)(h - l + 1)) * sizeof *xs);
+        for (int64_t j = l; j <= h; j++)
+            if (mf_value_is_number(&vals[j]))
+                xs[m++] = mf_value_as_double(&vals[j]);
+        for (size_t a = 1; a < m; a++) { /* insertion sort: windows are small */
+            double t = xs[a];
+            size_t b = a;
+            for (; b > 0 && xs[b - 1] > t; b--)
+                xs[b] = xs[b - 1];
+            xs[b] = t;
+        }
+        bson_t arr = BSON_INITIALIZER;
+        bson_value_t r;
+        for (size_t q = 0; q < f->nps; q++) {
+            double pv = f->ps[q];
+            if (m == 0) {
+                set_null(&r);
+            } else if (f->continuous) {
+                double rank = pv * (double)(m - 1);
+                size_t lo = (size_t)floor(rank), hi = (size_t)ceil(rank);
+                set_double(&r, xs[lo] + (rank - (double)lo) * (xs[hi] - xs[lo]));
+            } else {
+                double rank = ceil(pv * (double)m);
+                size_t k = rank < 1 ? 0 : (size_t)rank - 1;
+                set_double(&r, xs[k >= m ? m - 1 : k]);
+            }
+            if (f->kind == WF_MEDIAN) {
+                *out = r;
+                bson_destroy(&arr);
+                bson_free(xs);
+                return 0;
+            }
+            char buf[16];
+            const char *key;
+            bson_uint32_to_string((uint32_t)q, &key, buf, sizeof buf);
+            mf_bson_append_value(&arr, key, -1, &r);
+        }
+        memset(out, 0, sizeof *out);
+        out->value_type = BSON_TYPE_ARRAY;
+        out->value.v_doc.data_len = arr.len;
+        out->value.v_doc.data = bson_malloc(arr.len);
+        memcpy(out->value.v_doc.data, bson_get_data(&arr), arr.len);
+        bson_destroy(&arr);
+        bson_free(xs);
+        return 0;
+    }
+    case WF_INTEGRAL: {
+        /* Trapezoids between neighbours; every point must be [number or date, number] (mongod: 5423900-2). */
+        double sum = 0, px = 0, py = 0;
+        bool nan = false;
+        for (int64_t j = l; j <= h; j++) {
+            double x, y;
+            bool date = sv[j].value_type == BSON_TYPE_DATE_TIME;
+            if (!mf_value_is_number(&vals[j]) || !(date || mf_value_is_number(&sv[j])))
+                return mf_err_set(err, MF_E_Location5423900,
+                                  "The input value of $integral window function must be a vector of 2 value, the first "
+                                  "value must be numeric or date type and the second must be numeric.");
+            if (f->fn_unit != U_NONE && !date)
+                return mf_err_set(err, MF_E_Location5423901,
+                                  "$integral with 'outputUnit' expects the sortBy field to be a Date");
+            if (f->fn_unit == U_NONE && date)
+                return mf_err_set(err, MF_E_Location5423902,
+                                  "$integral (with no 'outputUnit') expects the sortBy field to be numeric");
+            x_value(&sv[j], f->fn_unit, &x);
+            y = mf_value_as_double(&vals[j]);
+            if (isnan(x) || isnan(y))
+                nan = true;
+            if (j > l)
+                sum += (x - px) * (y + py) / 2.0;
+            px = x;
+            py = y;
+        }
+        set_double(out, nan ? NAN : sum);
+        return 0;
+    }
+    default:
+        set_null(out);
+        return 0;
+    }
+}
+
+/* Streaming statistics: Welford for $stdDev*, co-moments for $covariance*. */
+typedef struct wstat {
+    int64_t n;
+    double mx, my, m2, cxy;
+} wstat_t;
+
+static void
+stat_add(wstat_t *s, const wfield_t *f, const bson_value_t *v)
+{
+    if (f->kind == WF_STDDEVPOP || f->kind == WF_STDDEVSAMP) {
+        if (!mf_value_is_number(v))
+            return;
+        double x = mf_value_as_double(v);
+        s->n++;
+        double d = x - s->mx;
+        s->mx += d / (double)s->n;
+        s->m2 += d * (x - s->mx);
+        return;
+    }
+    /* covariance: [x, y] */
+    bson_iter_t it;
+    bson_value_t xy[2];
+    int k = 0;
+    if (v->value_type != BSON_TYPE_ARRAY)
+        return;
+    bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
+    while (bson_iter_next(&it) && k < 3) {
+        if (k < 2)
+            xy[k] = *bson_iter_value(&it);
+        k++;
+    }
+    if (k != 2 || !mf_value_is_number(&xy[0]) || !mf_value_is_number(&xy[1]))
+        return;
+    double x = mf_value_as_double(&xy[0]), y = mf_value_as_double(&xy[1]);
+    s->n++;
+    double dx = x - s->mx;
+    s->mx += dx / (double)s->n;
+    s->my += (y - s->my) / (double)s->n;
+    s->cxy += dx * (y - s->my);
+}
+
+static void
+stat_value(const wstat_t *s, const wfield_t *f, bson_value_t *out)
+{
+    switch (f->kind) {
+    case WF_STDDEVPOP:
+        if (s->n > 0)
+            set_double(out, sqrt(s->m2 / (double)s->n));
+        else
+            set_null(out);
+        return;
+    case WF_STDDEVSAMP:
+        if (s->n > 1)
+            set_double(out, sqrt(s->m2 / (double)(s->n - 1)));
+        else
+            set_null(out);
+        return;
+    case WF_COVPOP:
+        if (s->n > 0)
+            set_double(out, s->cxy / (double)s->n);
+        else
+            set_null(out);
+        return;
+    default: /* WF_COVSAMP */
+        if (s->n > 1)
+            set_double(out, s->cxy / (double)(s->n - 1));
+        else
+            set_null(out);
+        return;
+    }
+}
+
+/*
+ * compute_field: res[i] for every document of the partition (owned values;
+ * EOD leaves the field unset).
+ */
+static int
+compute_field(const mf_window_t *w, const wfield_t *f, const part_t *p, bson_value_t *res, mf_error_t *err)
+{
+    size_t n = p->n;
+    bson_value_t *vals = NULL, *sv = NULL;
+    int64_t *lo = NULL, *hi = NULL;
+    size_t *idx = NULL;
+    int rc = -1;
+
+    for (size_t i = 0; i < n; i++)
+        res[i].value_type = BSON_TYPE_EOD;
+    if (n == 0)
+        return 0;
+    vals = bson_malloc0(n * sizeof *vals);
+    for (size_t i = 0; i < n; i++)
+        vals[i].value_type = BSON_TYPE_EOD;
+    if (f->input != NULL && f->kind != WF_SHIFT && eval_all(f->input, p, vals, err) < 0)
+        goto done;
+    bool need_sv = f->range || f->kind == WF_DERIVATIVE || f->kind == WF_INTEGRAL || f->kind == WF_LINEARFILL;
+    if (need_sv) {
+        sv = bson_malloc0(n * sizeof *sv);
+        if (eval_all(w->sort_expr, p, sv, err) < 0)
+            goto done;
+    }
+    lo = bson_malloc(n * sizeof *lo);
+    hi = bson_malloc(n * sizeof *hi);
+    if (window_bounds(f, p, sv, lo, hi, err) < 0)
+        goto done;
+
+    switch (f->kind) {
+    case WF_SUM:
+    case WF_AVG:
+    case WF_COUNT: {
+        sumst_t s;
+        int64_t cl = 0, ch = -1; /* the window's current content [cl, ch] */
+        memset(&s, 0, sizeof s);
+        s.dec.value_type = BSON_TYPE_EOD;
+        bson_value_t one;
+        set_int(&one, 1);
+        for (size_t i = 0; i < n; i++) {
+            int64_t l = lo[i], h = hi[i];
+            if (l > h) {
+                if (f->kind == WF_AVG)
+                    set_null(&res[i]);
+                else
+                    set_int(&res[i], 0);
+                continue;
+            }
+            if (l > ch || h < cl) {
+                sum_reset(&s);
+                cl = l;
+                ch = l - 1;
+            }
+            while (ch < h) {
+                ch++;
+                sum_update(&s, f->kind == WF_COUNT ? &one : &vals[ch], 1);
+            }
+            while (cl < l) {
+                sum_update(&s, f->kind == WF_COUNT ? &one : &vals[cl], -1);
+                cl++;
+            }
+            if (f->kind == WF_COUNT)
+                set_int(&res[i], s.ndocs);
+            else
+                sum_value(&s, f->kind == WF_AVG, &res[i]);
+        }
+        sum_reset(&s);
+        break;
+    }
+    case WF_MIN:
+    case WF_MAX: {
+        /* Monotonic deque of indices: values strictly improving from the back. */
+        size_t *dq = bson_malloc(n * sizeof *dq), qh = 0, qt = 0;
+        int64_t cl = 0, ch = -1;
+        int dir = f->kind == WF_MIN ? 1 : -1;
+        for (size_t i = 0; i < n; i++) {
+            int64_t l = lo[i], h = hi[i];
+            if (l > h) {
+                set_null(&res[i]);
+                continue;
+            }
+            if (l > ch || h < cl) {
+                qh = qt = 0;
+                cl = l;
+                ch = l - 1;
+            }
+            while (ch < h) {
+                ch++;
+                if (nullish(&vals[ch]))
+                    continue;
+                while (qt > qh && mf_value_cmp(&vals[dq[qt - 1]], &vals[ch]) * dir > 0)
+                    qt--;
+                dq[qt++] = (size_t)ch;
+            }
+            cl = l;
+            while (qt > qh && (int64_t)dq[qh] < cl)
+                qh++;
+            if (qt > qh)
+                mf_value_copy(&res[i], &vals[dq[qh]]);
+            else
+                set_null(&res[i]);
+        }
+        bson_free(dq);
+        break;
+    }
+    case WF_STDDEVPOP:
+    case WF_STDDEVSAMP:
+    case WF_COVPOP:
+    case WF_COVSAMP: {
+        wstat_t s;
+        int64_t cl = -1, ch = -1;
+        memset(&s, 0, sizeof s);
+        for (size_t i = 0; i < n; i++) {
+            int64_t l = lo[i], h = hi[i];
+            if (l > h) {
+                set_null(&res[i]);
+                continue;
+            }
+            if (l != cl || h < ch) {
+                memset(&s, 0, sizeof s);
+                cl = l;
+                ch = l - 1;
+            }
+            while (ch < h)
+                stat_add(&s, f, &vals[++ch]);
+            stat_value(&s, f, &res[i]);
+        }
+        break;
+    }
+    case WF_PUSH: case WF_ADDTOSET: case WF_INTEGRAL: case WF_FIRSTN: case WF_LASTN: case WF_MINN:
+    case WF_MAXN: case WF_TOPN: case WF_BOTTOMN: case WF_TOP: case WF_BOTTOM: case WF_MEDIAN:
+    case WF_PERCENTILE: {
+        idx = bson_malloc(n * sizeof *idx);
+        for (size_t i = 0; i < n; i++) {
+            int64_t l = lo[i], h = hi[i];
+            if (l > h) {
+                if (f->kind == WF_PUSH || f->kind == WF_ADDTOSET || f->kind == WF_FIRSTN || f->kind == WF_LASTN ||
+                    f->kind == WF_MINN || f->kind == WF_MAXN || f->kind == WF_TOPN || f->kind == WF_BOTTOMN)
+                    array_of(&res[i], vals, idx, 0);
+                else
+                    set_null(&res[i]);
+                continue;
+            }
+            if (i > 0 && lo[i - 1] == l && hi[i - 1] == h && res[i - 1].value_type != BSON_TYPE_EOD) {
+                bson_value_copy(&res[i - 1], &res[i]);
+                continue;
+            }
+            if (acc_result(f, p, vals, sv, l, h, idx, &res[i], err) < 0)
+                goto done;
+            if ((i & 255) == 255 && mf_exec_check_deadline(err) != 0)
+                goto done;
+        }
+        break;
+    }
+    case WF_FIRST:
+    case WF_LAST:
+        for (size_t i = 0; i < n; i++) {
+            if (lo[i] > hi[i]) {
+                set_null(&res[i]);
+                continue;
+            }
+            /* A missing value stays missing (the field is not set), as mongod's endpoint executor does. */
+            mf_value_copy(&res[i], &vals[f->kind == WF_FIRST ? lo[i] : hi[i]]);
+        }
+        break;
+    case WF_DERIVATIVE:
+        for (size_t i = 0; i < n; i++) {
+            double x0, x1;
+            int64_t l = lo[i], h = hi[i];
+            if (l > h) {
+                set_null(&res[i]);
+                continue;
+            }
+            bool dl = sv[l].value_type == BSON_TYPE_DATE_TIME, dh = sv[h].value_type == BSON_TYPE_DATE_TIME;
+            if (f->fn_unit != U_NONE && !(dl && dh)) {
+                mf_err_set(err, MF_E_Location5624900, "$derivative with 'unit' expects the sortBy field to be a Date");
+                goto done;
+            }
+            if (f->fn_unit == U_NONE && (dl || dh)) {
+                mf_err_set(err, MF_E_Location5624901, "$derivative where the sortBy is a Date requires an 'unit'");
+                goto done;
+            }
+            if (f->fn_unit == U_NONE && !(mf_value_is_number(&sv[l]) && mf_value_is_number(&sv[h]))) {
+                mf_err_set(err, MF_E_Location5624902,
+                           "$derivative (with no 'unit') expects the sortBy field to be numeric");
+                goto done;
+            }
+            if (nullish(&vals[l]) || nullish(&vals[h])) {
+                mf_err_set(err, MF_E_Location5624903, "$derivative input must not be null or missing");
+                goto done;
+            }
+            if (!mf_value_is_number(&vals[l]) || !mf_value_is_number(&vals[h]) ||
+                !x_value(&sv[l], f->fn_unit, &x0) || !x_value(&sv[h], f->fn_unit, &x1) || x1 == x0) {
+                set_null(&res[i]);
+                continue;
+            }
+            set_double(&res[i], (mf_value_as_double(&vals[h]) - mf_value_as_double(&vals[l])) / (x1 - x0));
+        }
+        break;
+    case WF_SHIFT:
+        /* Outside the partition, or a missing value there, gives the default (null without one). */
+        for (size_t i = 0; i < n; i++) {
+            int64_t j = (int64_t)i + f->by;
+            if (j >= 0 && j < (int64_t)n) {
+                if (mf_expr_eval(f->input, &p->docs[j], &res[i], err) < 0)
+                    goto done;
+                if (res[i].value_type != BSON_TYPE_EOD)
+                    continue;
+            }
+            if (f->dflt.value_type == BSON_TYPE_EOD)
+                set_null(&res[i]);
+            else
+                mf_value_copy(&res[i], &f->dflt);
+        }
+        break;
+    case WF_RANK:
+    case WF_DENSERANK:
+    case WF_DOCNUM: {
+        int64_t rank = 0, dense = 0;
+        for (size_t i = 0; i < n; i++) {
+            bool same = i > 0 && mf_sort_cmp(w->sort, &p->docs[i - 1], &p->docs[i]) == 0;
+            if (!same) {
+                rank = (int64_t)i + 1;
+                dense++;
+            }
+            set_int(&res[i], f->kind == WF_RANK ? rank : f->kind == WF_DENSERANK ? dense : (int64_t)i + 1);
+        }
+        break;
+    }
+    case WF_LOCF: {
+        const bson_value_t *last = NULL;
+        for (size_t i = 0; i < n; i++) {
+            if (!nullish(&vals[i]))
+                last = &vals[i];
+            if (last)
+                mf_value_copy(&res[i], last);
+            else
+                set_null(&res[i]);
+        }
+        break;
+    }
+    case WF_LINEARFILL: {
+        /*
+         * As mongod's linear-fill executor: values numeric or nullish, sortBy values numeric or
+         * dates (not mixed, never repeated), nulls between two known points interpolated as
+         * y1 + (x - x1) * ((y2 - y1) / (x2 - x1)), the others left null.
+         */
+        int64_t prev = -1, next = -1;
+        for (size_t i = 0; i < n; i++) {
+            const bson_value_t *v = &vals[i], *x = &sv[i];
+            if (!mf_value_is_number(v) && !nullish(v)) {
+                mf_err_set(err, MF_E_TypeMismatch, "Value to be filled must be numeric or nullish, but found %s",
+                           mf_type_name(v->value_type));
+                goto done;
+            }
+            bool xdate = x->value_type == BSON_TYPE_DATE_TIME;
+            if (!mf_value_is_number(x) && !xdate) {
+                mf_err_set(err, MF_E_TypeMismatch, "Value of the sortBy field must be numeric or a date, but found %s",
+                           x->value_type == BSON_TYPE_EOD ? "missing" : mf_type_name(x->value_type));
+                goto done;
+            }
+            if (i > 0) {
+                if (mf_value_cmp(x, &sv[i - 1]) == 0) {
+                    mf_err_set(err, MF_E_Location6050106, "There can be no repeated values in the sort field");
+                    goto done;
+                }
+                if (xdate != (sv[i - 1].value_type == BSON_TYPE_DATE_TIME)) {
+                    mf_err_set(err, MF_E_TypeMismatch,
+                               "Conflicting sort value types, previously received type %s, but found %s",
+                               mf_type_name(sv[i - 1].value_type), mf_type_name(x->value_type));
+                    goto done;
+                }
+            }
+            if (!nullish(v)) {
+                mf_value_copy(&res[i], v);
+                prev = (int64_t)i;
+                continue;
+            }
+            if (next <= (int64_t)i) {
+                next = -1;
+                for (size_t j = i + 1; j < n; j++) {
+                    if (!nullish(&vals[j]) && !nullish(&sv[j])) {
+                        next = (int64_t)j;
+                        break;
+                    }
+                }
+            }
+            double x0, x1, xi;
+            if (prev < 0 || next < 0 || !mf_value_is_number(&vals[next]) || !x_value(&sv[prev], U_NONE, &x0) ||
+                !x_value(&sv[next], U_NONE, &x1) || !x_value(x, U_NONE, &xi)) {
+                set_null(&res[i]);
+                continue;
+            }
+            double y0 = mf_value_as_double(&vals[prev]), y1 = mf_value_as_double(&vals[next]);
+            set_double(&res[i], y0 + (xi - x0) * ((y1 - y0) / (x1 - x0)));
+        }
+        break;
+    }
+    case WF_EMA: {
+        /* MongoDB computes in Decimal128; a long double keeps the rounding to double the same in practice. */
+        bool have = false;
+        long double cur = 0, alpha = f->alpha_l;
+        for (size_t i = 0; i < n; i++) {
+            if (mf_value_is_number(&vals[i])) {
+                long double x = (long double)mf_value_as_double(&vals[i]);
+                cur = have ? x * alpha + cur * (1.0L - alpha) : x;
+                have = true;
+            }
+            if (have)
+                set_double(&res[i], (double)cur);
+            else
+                set_null(&res[i]);
+        }
+        break;
+    }
+    default:
+        break;
+    }
+    rc = 0;
+done:
+    if (rc < 0)
+        for (size_t i = 0; i < n; i++)
+            mf_value_free(&res[i]);
+    for (size_t i = 0; i < n; i++)
+        mf_value_free(&vals[i]);
+    bson_free(vals);
+    if (sv) {
+        for (size_t i = 0; i < n; i++)
+            mf_value_free(&sv[i]);
+        bson_free(sv);
+    }
+    bson_free(lo);
+    bson_free(hi);
+    bson_free(idx);
+    return rc;
+}
+
+/* ---- writing the output paths ($addFields semantics) ---- */
+
+typedef struct setp {
+    const char *path; /* relative to the current level */
+    const bson_value_t *v;
+} setp_t;
+
+static size_t
+first_len(const char *path)
+{
+    const char *dot = strchr(path, '.');
+    return dot ? (size_t)(dot - path) : strlen(path);
+}
+
+static void set_level(bson_t *dst, const bson_t *src, setp_t *ps, size_t n);
+
+/* append_group: sets the paths ps (sharing first component key of length kl) under key, from src value sv. */
+static void
+append_group(bson_t *dst, const char *key, size_t kl, const bson_value_t *sv, setp_t *ps, size_t n)
+{
+    /* An exact path (no dot) replaces the value; conflicts were refused at parse time. */
+    if (n == 1 && ps[0].path[kl] == '\0') {
+        if (ps[0].v->value_type != BSON_TYPE_EOD)
+            mf_bson_append_value(dst, key, (int)kl, ps[0].v);
+        return;
+    }
+    setp_t *sub = bson_malloc(n * sizeof *sub);
+    for (size_t j = 0; j < n; j++) {
+        sub[j].path = ps[j].path + kl + 1;
+        sub[j].v = ps[j].v;
+    }
+    bson_t child, base;
+    bool have_base = sv && sv->value_type == BSON_TYPE_DOCUMENT &&
+                     bson_init_static(&base, sv->value.v_doc.data, sv->value.v_doc.data_len);
+    bson_append_document_begin(dst, key, (int)kl, &child);
+    set_level(&child, have_base ? &base : NULL, sub, n);
+    bson_append_document_end(dst, &child);
+    bson_free(sub);
+}
+
+static void
+set_level(bson_t *dst, const bson_t *src, setp_t *ps, size_t n)
+{
+    bool *used = bson_malloc0(n ? n : 1);
+    setp_t *grp = bson_malloc((n ? n : 1) * sizeof *grp);
+    bson_iter_t it;
+
+    if (src && bson_iter_init(&it, src)) {
+        while (bson_iter_next(&it)) {
+            const char *k = bson_iter_key(&it);
+            size_t kl = strlen(k), g = 0;
+            for (size_t j = 0; j < n; j++) {
+                if (!used[j] && first_len(ps[j].path) == kl && strncmp(ps[j].path, k, kl) == 0) {
+                    grp[g++] = ps[j];
+                    used[j] = true;
+                }
+            }
+            if (g == 0)
+                bson_append_value(dst, k, (int)kl, bson_iter_value(&it));
+            else
+                append_group(dst, k, kl, bson_iter_value(&it), grp, g);
+        }
+    }
+    for (size_t j = 0; j < n; j++) {
+        if (used[j])
+            continue;
+        size_t kl = first_len(ps[j].path), g = 0;
+        for (size_t m = j; m < n; m++) {
+            if (!used[m] && first_len(ps[m].path) == kl && strncmp(ps[m].path, ps[j].path, kl) == 0) {
+                grp[g++] = ps[m];
+                used[m] = true;
+            }
+        }
+        char *key = bson_strndup(ps[j].path, kl);
+        append_group(dst, key, kl, NULL, grp, g);
+        bson_free(key);
+    }
+    bson_free(used);
+    bson_free(grp);
+}
+
+/*
+ * run_partition: computes the outputs for the wrapped documents wr[0..n)
+ * (one partition, sorted) and appends the rewritten documents to out. The
+ * wrappers stay owned by the caller.
+ */
+static int
+run_partition(const mf_window_t *w, bson_t **wr, size_t n, mf_docvec_t *out, mf_error_t *err)
+{
+    part_t p;
+    bson_value_t *res = NULL;
+    setp_t *ps = NULL;
+    int rc = -1;
+
+    p.n = n;
+    /* bson_t wants 128-byte alignment, which bson_malloc does not give. */
+    p.docs = bson_aligned_alloc0(_Alignof(bson_t), (n ? n : 1) * sizeof *p.docs);
+    for (size_t i = 0; i < n; i++) {
+        bson_iter_t it;
+        const uint8_t *data = NULL;
+        uint32_t len = 0;
+        if (bson_iter_init_find(&it, wr[i], "d") && BSON_ITER_HOLDS_DOCUMENT(&it))
+            bson_iter_document(&it, &len, &data);
+        if (data == NULL || !bson_init_static(&p.docs[i], data, len))
+            bson_init(&p.docs[i]);
+    }
+    res = bson_malloc0((w->nf * n > 0 ? w->nf * n : 1) * sizeof *res);
+    size_t done_fields = 0;
+    for (size_t k = 0; k < w->nf; k++) {
+        if (compute_field(w, &w->f[k], &p, res + k * n, err) < 0)
+            goto done;
+        done_fields++;
+    }
+    ps = bson_malloc((w->nf ? w->nf : 1) * sizeof *ps);
+    for (size_t i = 0; i < n; i++) {
+        bson_t *d = bson_new();
+        for (size_t k = 0; k < w->nf; k++) {
+            ps[k].path = w->f[k].path;
+            ps[k].v = &res[k * n + i];
+        }
+        set_level(d, &p.docs[i], ps, w->nf);
+        mf_docvec_push_steal(out, d);
+    }
+    rc = 0;
+done:
+    for (size_t k = 0; k < done_fields; k++)
+        for (size_t i = 0; i < n; i++)
+            mf_value_free(&res[k * n + i]);
+    bson_free(res);
+    bson_free(ps);
+    bson_free(p.docs);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Wrapping, sorting, partitioning                                          */
+/* ------------------------------------------------------------------------ */
+
+/* wrap: {k: partition key (null when missing), d: doc}; takes ownership of doc. */
+static int
+wrap(const mf_window_t *w, bson_t *doc, bson_t **out, mf_error_t *err)
+{
+    bson_value_t k;
+    *out = NULL;
+    set_null(&k);
+    if (w->partition != NULL) {
+        if (mf_expr_eval(w->partition, doc, &k, err) < 0) {
+            bson_destroy(doc);
+            return -1;
+        }
+        if (k.value_type == BSON_TYPE_ARRAY) {
+            mf_value_free(&k);
+            bson_destroy(doc);
+            return mf_err_set(err, MF_E_TypeMismatch, "Cannot 'partitionBy' an expression of type array");
+        }
+        if (k.value_type == BSON_TYPE_EOD)
+            set_null(&k);
+    }
+    bson_t *r = bson_sized_new(doc->len + 32);
+    mf_bson_append_value(r, "k", 1, &k);
+    bson_append_document(r, "d", 1, doc);
+    mf_value_free(&k);
+    bson_destroy(doc);
+    *out = r;
+    return 0;
+}
+
+static void
+unwrap_key(const bson_t *b, bson_value_t *k)
+{
+    bson_iter_t it;
+    if (bson_iter_init_find(&it, b, "k"))
+        *k = *bson_iter_value(&it);
+    else
+        set_null(k);
+}
+
+static int
+wrapped_cmp(void *arg, const bson_t *a, const bson_t *b)
+{
+    const mf_window_t *w = arg;
+    bson_value_t ka, kb;
+    unwrap_key(a, &ka);
+    unwrap_key(b, &kb);
+    int c = mf_value_cmp(&ka, &kb);
+    if (c != 0 || w->sort == NULL)
+        return c;
+    bson_iter_t ia, ib;
+    const uint8_t *da = NULL, *db = NULL;
+    uint32_t la = 0, lb = 0;
+    bson_t va, vb;
+    if (bson_iter_init_find(&ia, a, "d"))
+        bson_iter_document(&ia, &la, &da);
+    if (bson_iter_init_find(&ib, b, "d"))
+        bson_iter_document(&ib, &lb, &db);
+    if (da == NULL || db == NULL || !bson_init_static(&va, da, la) || !bson_init_static(&vb, db, lb))
+        return 0;
+    return mf_sort_cmp(w->sort, &va, &vb);
+}
+
+static bool
+same_partition(const bson_t *a, const bson_t *b)
+{
+    bson_value_t ka, kb;
+    unwrap_key(a, &ka);
+    unwrap_key(b, &kb);
+    return mf_value_cmp(&ka, &kb) == 0;
+}
+
+/* merge_sort: stable sort of v[0..n) by wrapped_cmp (tmp: n scratch slots). */
+static void
+merge_sort(const mf_window_t *w, bson_t **v, bson_t **tmp, size_t n)
+{
+    if (n < 2)
+        return;
+    size_t m = n / 2;
+    merge_sort(w, v, tmp, m);
+    merge_sort(w, v + m, tmp, n - m);
+    size_t i = 0, j = m, k = 0;
+    while (i < m && j < n)
+        tmp[k++] = wrapped_cmp((void *)w, v[j], v[i]) < 0 ? v[j++] : v[i++];
+    while (i < m)
+        tmp[k++] = v[i++];
+    while (j < n)
+        tmp[k++] = v[j++];
+    memcpy(v, tmp, n * sizeof *v);
+}
+
+int
+mf_window_run(const mf_window_t *w, mf_docvec_t *in, mf_docvec_t *out, mf_error_t *err)
+{
+    size_t n = in->len;
+    bson_t **wr = bson_malloc0((n ? n : 1) * sizeof *wr);
+    bson_t **tmp = NULL;
+    int rc = -1;
+
+    for (size_t i = 0; i < n; i++) {
+        bson_t *d = in->docs[i];
+        in->docs[i] = NULL;
+        if (wrap(w, d, &wr[i], err) < 0) {
+            for (size_t j = i + 1; j < n; j++)
+                bson_destroy(in->docs[j]);
+            goto done;
+        }
+    }
+    tmp = bson_malloc((n ? n : 1) * sizeof *tmp);
+    merge_sort(w, wr, tmp, n);
+    for (size_t s = 0; s < n;) {
+        size_t e = s + 1;
+        while (e < n && same_partition(wr[s], wr[e]))
+            e++;
+        if (run_partition(w, wr + s, e - s, out, err) < 0)
+            goto done;
+        s = e;
+    }
+    rc = 0;
+done:
+    for (size_t i = 0; i < n; i++)
+        if (wr[i])
+            bson_destroy(wr[i]);
+    bson_free(wr);
+    bson_free(tmp);
+    in->len = 0;
+    mf_docvec_destroy(in);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Streaming                                                                */
+/* ------------------------------------------------------------------------ */
+
+struct mf_window_stream {
+    const mf_window_t *w;
+    mf_sorter_t *sorter;
+    int64_t part_bytes;
+    bool allow_disk;
+    bson_t *pending; /* first document of the next partition, already read */
+    bool eof;
+};
+
+mf_window_stream_t *
+mf_window_stream_new(const mf_window_t *w, int64_t sort_bytes, int64_t part_bytes, bool allow_disk,
+                     const char *tmp_dir)
+{
+    char msg[200];
+    mf_window_stream_t *ws = bson_malloc0(sizeof *ws);
+    ws->w = w;
+    ws->part_bytes = part_bytes;
+    ws->allow_disk = allow_disk;
+    snprintf(msg, sizeof msg, "Sort exceeded memory limit of %lld bytes, but did not opt in to external sorting.",
+             (long long)sort_bytes);
+    ws->sorter = mf_sorter_new(wrapped_cmp, (void *)w, sort_bytes, allow_disk, msg, tmp_dir);
+    return ws;
+}
+
+void
+mf_window_stream_free(mf_window_stream_t *ws)
+{
+    if (ws == NULL)
+        return;
+    mf_sorter_free(ws->sorter);
+    if (ws->pending)
+        bson_destroy(ws->pending);
+    bson_free(ws);
+}
+
+int
+mf_window_stream_add(mf_window_stream_t *ws, bson_t *doc, mf_error_t *err)
+{
+    bson_t *wd;
+    if (wrap(ws->w, doc, &wd, err) < 0)
+        return -1;
+    return mf_sorter_add(ws->sorter, wd, err);
+}
+
+int
+mf_window_stream_finish(mf_window_stream_t *ws, mf_error_t *err)
+{
+    if (mf_sorter_finish(ws->sorter, err) < 0)
+        return -1;
+    return mf_sorter_next(ws->sorter, &ws->pending, err);
+}
+
+int
+mf_window_stream_next(mf_window_stream_t *ws, mf_docvec_t *out, bool *eof, mf_error_t *err)
+{
+    bson_t **v = NULL;
+    size_t n = 0, cap = 0;
+    int64_t bytes = 0;
+    int rc = -1;
+
+    *eof = false;
+    if (ws->pending == NULL) {
+        *eof = true;
+        return 0;
+    }
+    for (;;) {
+        if (n == cap) {
+            cap = cap ? cap * 2 : 64;
+            v = bson_realloc(v, cap * sizeof *v);
+        }
+        /* Each document is held twice while its partition is computed (input and output), as mongod counts its cache. */
+        bytes += 2 * (int64_t)ws->pending->len + (int64_t)sizeof(bson_t);
+        v[n++] = ws->pending;
+        ws->pending = NULL;
+        if (bytes > ws->part_bytes && !ws->allow_disk) {
+            mf_err_set(err, MF_E_Location5643011,
+                       "Exceeded memory limit in DocumentSourceSetWindowFields, used %lld bytes but max allowed is "
+                       "%lld. Pass allowDiskUse:true to opt in.",
+                       (long long)bytes, (long long)ws->part_bytes);
+            goto done;
+        }
+        if (mf_sorter_next(ws->sorter, &ws->pending, err) < 0)
+            goto done;
+        if (ws->pending == NULL || !same_partition(v[0], ws->pending))
+            break;
+        if ((n & 1023) == 0 && mf_exec_check_deadline(err) != 0)
+            goto done;
+    }
+    rc = run_partition(ws->w, v, n, out, err);
+done:
+    for (size_t i = 0; i < n; i++)
+        bson_destroy(v[i]);
+    bson_free(v);
+    return rc;
+}
+
+int64_t
+mf_window_stream_spills(const mf_window_stream_t *ws)
+{
+    return ws ? mf_sorter_spilled(ws->sorter) : 0;
+}

@@ -1,0 +1,261 @@
+'use strict';
+/*
+ * configureFailPoint and the failCommand fail point (issue 12), as drivers
+ * use them to test retries and timeouts, plus mayfly's own fail points in
+ * the TTL monitor.
+ *
+ * The server runs with --setParameter enableTestCommands=1 (without it the
+ * command does not exist: 59, checked on a second server). Every test turns
+ * the points it set off again, so tests do not leak into each other.
+ */
+const assert = require('node:assert/strict');
+const net = require('node:net');
+const { MongoClient } = require('mongodb');
+const h = require('./harness');
+
+const srv = h.useServer({ args: ['--setParameter', 'enableTestCommands=1', '--setParameter', 'ttlMonitorSleepSecs=1'] });
+
+const admin = () => srv.client.db('admin');
+const fp = (cmd) => admin().command({ configureFailPoint: 'failCommand', ...cmd });
+const off = (name = 'failCommand') => admin().command({ configureFailPoint: name, mode: 'off' });
+
+/* A client that records every command it sends. */
+async function monitoredClient(extra = {}) {
+  const c = await srv.newClient({ monitorCommands: true, ...extra });
+  const started = [];
+  c.on('commandStarted', (e) => started.push(e.commandName));
+  return { c, started };
+}
+
+h.test('configureFailPoint needs enableTestCommands=1: otherwise 59 CommandNotFound and not listed', async () => {
+  const plain = new h.MayflyServer();
+  await plain.start();
+  const c = new MongoClient(plain.uri);
+  try {
+    await c.connect();
+    await h.expectCode(c.db('admin').command({ configureFailPoint: 'failCommand', mode: 'off' }), 59);
+    const cmds = await c.db('admin').command({ listCommands: 1 });
+    assert.equal(cmds.commands.configureFailPoint, undefined);
+  } finally {
+    await c.close();
+    const info = await plain.stop();
+    plain.cleanup();
+    assert.equal(info.code, 0);
+  }
+  const cmds = await admin().command({ listCommands: 1 });
+  assert.ok(cmds.commands.configureFailPoint, 'listed when enabled');
+});
+
+h.test('configureFailPoint refuses bad input with mongod\'s codes', async () => {
+  await h.expectCode(admin().command({ configureFailPoint: 'noSuchPoint', mode: 'alwaysOn' }), 266, /noSuchPoint not found/);
+  await h.expectCode(admin().command({ configureFailPoint: 'failCommand' }), 20, /must supply a 'mode'/);
+  await h.expectCode(fp({ mode: 'sometimes' }), 2, /unknown mode: sometimes/);
+  await h.expectCode(fp({ mode: { times: -1 } }), 2, /must be positive/);
+  await h.expectCode(fp({ mode: { times: 'x' } }), 14);
+  await h.expectCode(fp({ mode: { often: 1 } }), 2);
+  await h.expectCode(fp({ mode: 5 }), 14);
+  await h.expectCode(fp({ mode: { activationProbability: 2 } }), 2);
+  await h.expectCode(fp({ mode: 'alwaysOn', data: 3 }), 14);
+  await h.expectCode(srv.client.db('test').command({ configureFailPoint: 'failCommand', mode: 'off' }), 13);
+  await h.expectCode(fp({ mode: 'off', bogus: 1 }), 40415);
+});
+
+h.test('errorCode with {times: 1} fails the named command once; count reports earlier activations', async () => {
+  const coll = srv.freshDb('fc').collection('c');
+  await coll.insertOne({ _id: 1 });
+  const r1 = await fp({ mode: { times: 1 }, data: { failCommands: ['find'], errorCode: 2 } });
+  const before = Number(r1.count);
+  assert.equal(r1.ok, 1);
+  // A command not named is untouched and does not use up the single activation.
+  assert.equal(await coll.countDocuments({}), 1);
+  const c = await srv.newClient({ retryReads: false });
+  const err = await c.db(coll.dbName).collection('c').findOne({}).then(() => null, (e) => e);
+  assert.ok(err, 'the find failed');
+  assert.equal(err.code, 2);
+  assert.equal(err.codeName, 'BadValue');
+  assert.equal(err.message, "Failing command via 'failCommand' failpoint");
+  assert.deepEqual(await c.db(coll.dbName).collection('c').findOne({}), { _id: 1 });
+  const r2 = await off();
+  assert.equal(Number(r2.count), before + 1);
+});
+
+h.test('a driver retries a read after a retryable failCommand error (91 ShutdownInProgress)', async () => {
+  const coll = srv.freshDb('retry').collection('c');
+  await coll.insertMany([{ _id: 1 }, { _id: 2 }]);
+  const { c, started } = await monitoredClient({ retryReads: true });
+  await fp({ mode: { times: 1 }, data: { failCommands: ['find'], errorCode: 91 } });
+  try {
+    const docs = await c.db(coll.dbName).collection('c').find({}).sort({ _id: 1 }).toArray();
+    assert.deepEqual(docs, [{ _id: 1 }, { _id: 2 }]);
+    assert.equal(started.filter((n) => n === 'find').length, 2, 'one failed find and its retry');
+  } finally {
+    await off();
+  }
+  // Without retries the same error reaches the application.
+  await fp({ mode: { times: 1 }, data: { failCommands: ['find'], errorCode: 91 } });
+  const nr = await srv.newClient({ retryReads: false });
+  await h.expectCode(nr.db(coll.dbName).collection('c').findOne({}), 91);
+  await off();
+});
+
+h.test('closeConnection drops the connection with no reply; the driver retries the read on a new one', async () => {
+  const coll = srv.freshDb('close').collection('c');
+  await coll.insertOne({ _id: 1, v: 'x' });
+  await fp({ mode: { times: 1 }, data: { failCommands: ['find'], closeConnection: true } });
+  const { c, started } = await monitoredClient({ retryReads: true });
+  try {
+    assert.deepEqual(await c.db(coll.dbName).collection('c').findOne({ _id: 1 }), { _id: 1, v: 'x' });
+    assert.equal(started.filter((n) => n === 'find').length, 2);
+  } finally {
+    await off();
+  }
+  // On a raw socket: no reply at all, the server closes the connection, and keeps serving.
+  await fp({ mode: { times: 1 }, data: { failCommands: ['ping'], closeConnection: true, failInternalCommands: true } });
+  const sock = net.connect(srv.port, '127.0.0.1');
+  await new Promise((res) => sock.once('connect', res));
+  const got = [];
+  sock.on('data', (d) => got.push(d));
+  const closed = new Promise((res) => sock.once('close', res));
+  sock.write(h.buildOpMsg(7, { ping: 1, $db: 'admin' }));
+  await closed;
+  assert.equal(Buffer.concat(got).length, 0, 'no reply bytes');
+  assert.equal((await admin().command({ ping: 1 })).ok, 1);
+  await off();
+});
+
+h.test('blockConnection delays the named command by blockTimeMS; other connections are not held', async () => {
+  const coll = srv.freshDb('block').collection('c');
+  await coll.insertOne({ _id: 1 });
+  const app = 'blocked-app';
+  const blocked = await srv.newClient({ appName: app });
+  await fp({ mode: { times: 1 }, data: { failCommands: ['find'], blockConnection: true, blockTimeMS: 400, appName: app } });
+  try {
+    const t0 = Date.now();
+    const p = blocked.db(coll.dbName).collection('c').findOne({ _id: 1 });
+    // Meanwhile another client's find (other appName) answers at once.
+    const t1 = Date.now();
+    assert.deepEqual(await coll.findOne({ _id: 1 }), { _id: 1 });
+    const otherMs = Date.now() - t1;
+    assert.deepEqual(await p, { _id: 1 }, 'a block alone lets the command run');
+    const blockedMs = Date.now() - t0;
+    assert.ok(blockedMs >= 380, `blocked ${blockedMs} ms`);
+    assert.ok(otherMs < blockedMs, `the other find took ${otherMs} ms`);
+  } finally {
+    await off();
+  }
+  // A block counts against maxTimeMS, like mongod's interruptible sleep.
+  await fp({ mode: 'alwaysOn', data: { failCommands: ['find'], blockConnection: true, blockTimeMS: 5000, appName: app } });
+  try {
+    await h.expectCode(blocked.db(coll.dbName).collection('c').find({}).maxTimeMS(100).toArray(), 50);
+  } finally {
+    await off();
+  }
+  // blockConnection without blockTimeMS: 72 InvalidOptions.
+  await fp({ mode: { times: 1 }, data: { failCommands: ['find'], blockConnection: true, appName: app } });
+  await h.expectCode(blocked.db(coll.dbName).collection('c').findOne({}), 72);
+  await off();
+});
+
+h.test('appName limits the fail point to one application; {skip: n} lets n matching commands pass', async () => {
+  const coll = srv.freshDb('app').collection('c');
+  await coll.insertOne({ _id: 1 });
+  const a = await srv.newClient({ appName: 'app-a', retryReads: false });
+  const b = await srv.newClient({ appName: 'app-b', retryReads: false });
+  await fp({ mode: 'alwaysOn', data: { failCommands: ['find'], errorCode: 11601, appName: 'app-a' } });
+  try {
+    await h.expectCode(a.db(coll.dbName).collection('c').findOne({}), 11601);
+    assert.deepEqual(await b.db(coll.dbName).collection('c').findOne({}), { _id: 1 });
+  } finally {
+    await off();
+  }
+  await fp({ mode: { skip: 2 }, data: { failCommands: ['count'], errorCode: 2, appName: 'app-b' } });
+  try {
+    const bc = b.db(coll.dbName).collection('c');
+    assert.equal(await bc.estimatedDocumentCount(), 1);
+    assert.equal(await bc.estimatedDocumentCount(), 1);
+    await h.expectCode(bc.estimatedDocumentCount(), 2);
+    await h.expectCode(bc.estimatedDocumentCount(), 2);
+  } finally {
+    await off();
+  }
+});
+
+h.test('errorLabels in the data are what the error carries; an unknown code is named Location<code>', async () => {
+  const coll = srv.freshDb('labels').collection('c');
+  await fp({ mode: { times: 1 }, data: { failCommands: ['insert'], errorCode: 112, errorLabels: ['TransientTransactionError'] } });
+  const err = await coll.insertOne({ a: 1 }).then(() => null, (e) => e);
+  assert.ok(err);
+  assert.equal(err.code, 112);
+  assert.ok(err.hasErrorLabel('TransientTransactionError'), JSON.stringify(err.errorLabels));
+  assert.equal(await coll.countDocuments({}), 0, 'the insert did not run');
+  await fp({ mode: { times: 1 }, data: { failCommands: ['ping'], errorCode: 9999 } });
+  const raw = await admin().command({ ping: 1 }).then(() => null, (e) => e);
+  assert.equal(raw.code, 9999);
+  assert.equal(raw.codeName, 'Location9999');
+});
+
+h.test('writeConcernError is added to the reply of a write that did run', async () => {
+  const coll = srv.freshDb('wce').collection('c');
+  await fp({
+    mode: { times: 1 },
+    data: { failCommands: ['insert'], writeConcernError: { code: 100, codeName: 'UnsatisfiableWriteConcern', errmsg: 'Not enough data-bearing nodes' } },
+  });
+  const err = await coll.insertOne({ _id: 5 }).then(() => null, (e) => e);
+  assert.ok(err, 'the driver reports the write concern error');
+  assert.equal(err.code, 100);
+  assert.deepEqual(await coll.findOne({ _id: 5 }), { _id: 5 }, 'the write itself happened');
+  await coll.insertOne({ _id: 6 }); // used up
+  // The raw reply: ok 1 and the writeConcernError document as given.
+  await fp({ mode: { times: 1 }, data: { failCommands: ['insert'], writeConcernError: { code: 64, errmsg: 'waiting for replication timed out' } } });
+  const raw = await h.rawConnect(srv.port);
+  const r = await raw.command(coll.dbName, { insert: 'c', documents: [{ _id: 7 }] });
+  raw.close();
+  assert.equal(r.ok, 1);
+  assert.equal(r.n, 1);
+  assert.deepEqual(r.writeConcernError, { code: 64, errmsg: 'waiting for replication timed out' });
+});
+
+h.test('failCommands names a command by any of its names (isMaster fails hello)', async () => {
+  await fp({ mode: { times: 1 }, data: { failCommands: ['isMaster'], errorCode: 2 } });
+  await h.expectCode(admin().command({ hello: 1 }), 2);
+  assert.equal((await admin().command({ hello: 1 })).ok, 1);
+});
+
+h.test('maxTimeAlwaysTimeOut: a command with maxTimeMS fails with 50 at once; one without runs', async () => {
+  const coll = srv.freshDb('mt').collection('c');
+  await coll.insertOne({ _id: 1 });
+  await admin().command({ configureFailPoint: 'maxTimeAlwaysTimeOut', mode: 'alwaysOn' });
+  try {
+    await h.expectCode(coll.find({}).maxTimeMS(60000).toArray(), 50, /exceeded time limit/);
+    await h.expectCode(coll.aggregate([{ $match: {} }], { maxTimeMS: 60000 }).toArray(), 50);
+    assert.deepEqual(await coll.find({}).toArray(), [{ _id: 1 }]);
+  } finally {
+    await off('maxTimeAlwaysTimeOut');
+  }
+  assert.deepEqual(await coll.find({}).maxTimeMS(60000).toArray(), [{ _id: 1 }]);
+});
+
+h.test('hangTTLMonitorBetweenPasses holds expiry while on; ttlMonitorFailBatch fails batches that are retried', async () => {
+  const coll = srv.freshDb('ttlfp').collection('c');
+  await coll.createIndex({ at: 1 }, { expireAfterSeconds: 0 });
+  await admin().command({ configureFailPoint: 'hangTTLMonitorBetweenPasses', mode: 'alwaysOn' });
+  try {
+    await coll.insertMany([{ _id: 1, at: new Date(0) }, { _id: 2, at: new Date(0) }]);
+    await h.sleep(2500);
+    assert.equal(await coll.countDocuments({}), 2, 'nothing expired while the monitor hangs');
+  } finally {
+    await off('hangTTLMonitorBetweenPasses');
+  }
+  const deadline = Date.now() + 10000;
+  while ((await coll.countDocuments({})) > 0 && Date.now() < deadline) await h.sleep(50);
+  assert.equal(await coll.countDocuments({}), 0, 'expired once the point is off');
+
+  const r0 = await admin().command({ configureFailPoint: 'ttlMonitorFailBatch', mode: { times: 2 } });
+  await coll.insertOne({ _id: 3, at: new Date(0) });
+  const d2 = Date.now() + 15000;
+  while ((await coll.countDocuments({})) > 0 && Date.now() < d2) await h.sleep(50);
+  assert.equal(await coll.countDocuments({}), 0, 'deleted after the failed batches');
+  const r1 = await off('ttlMonitorFailBatch');
+  assert.equal(Number(r1.count) - Number(r0.count), 2, 'both injected failures happened');
+  assert.match(srv.server.stderrTail(400), /ttlMonitorFailBatch/);
+});
