@@ -2645,6 +2645,11 @@ parse_union_with(stage_t *s, const bson_value_t *v, mf_error_t *err)
     }
     if (pipeline != NULL && (s->sub = mf_pipeline_new(pipeline, err)) == NULL)
         return -1;
+    if (pipeline != NULL) {
+        /* Kept as given: a streaming run opens it through env->sub_open. */
+        s->spec = bson_new();
+        bson_append_value(s->spec, "pipeline", 8, pipeline);
+    }
     if (s->from == NULL && (s->sub == NULL || s->sub->n == 0 || s->sub->stages[0].kind != S_DOCUMENTS))
         return mf_err_set(err, MF_E_FailedToParse,
                           "$unionWith stage without explicit collection must have a pipeline with $documents as "
@@ -4330,8 +4335,9 @@ mf_pipeline_pushdown(const mf_pipeline_t *p, bool sort_ok, mf_agg_pushdown_t *pd
  * a time). Per-document stages ($match, $project, $addFields, $unset,
  * $unwind, $replaceRoot, $redact, $graphLookup, and $lookup with one scan
  * of the foreign collection per document) run run_stage over a one-document
- * vector; $unionWith passes its input through, then appends the other
- * collection's documents; $bucketAuto feeds an external sorter (the sort
+ * vector; $unionWith passes its input through, then streams the other
+ * collection's documents through env->sub_open (a stream of its own, kept
+ * between getMores); $bucketAuto feeds an external sorter (the sort
  * budget), then cuts its buckets; $limit/$skip/$count count; $sample keeps a reservoir of its size; $sort
  * feeds an external sorter; $group, $bucket and $sortByCount fold into a
  * group table that spills partial groups to a sorter ordered by _id past
@@ -4350,6 +4356,8 @@ typedef struct snode {
     bool gdrained;
     bson_t *gpending;      /* spilled $group: next partial state already read */
     mf_window_stream_t *window; /* $setWindowFields */
+    void *sub;             /* $unionWith: the other collection's stream (env->sub_open) */
+    void (*sub_free)(void *);
     stage_t sbc;           /* $sortByCount: its $group */
     acc_def_t sbc_acc;
 } snode_t;
@@ -4425,6 +4433,8 @@ mf_agg_stream_free(mf_agg_stream_t *st)
         mf_window_stream_free(nd->window);
         if (nd->gpending)
             bson_destroy(nd->gpending);
+        if (nd->sub != NULL && nd->sub_free != NULL)
+            nd->sub_free(nd->sub);
         mf_expr_free(nd->sbc_acc.expr);
     }
     free(st->nodes);
@@ -4846,15 +4856,34 @@ node_next(mf_agg_stream_t *st, size_t i, const mf_agg_env_t *env, bson_t **out, 
             continue;
         }
         case S_UNIONWITH:
-            /* The input passes through; at its end, the other collection's documents follow. */
-            if (upstream(st, i, env, out, err) < 0)
+            /*
+             * The input passes through; at its end, the other collection's
+             * documents follow, streamed through env->sub_open when the
+             * environment has it (collected through env->scan otherwise).
+             */
+            if (nd->sub == NULL) {
+                if (upstream(st, i, env, out, err) < 0)
+                    return -1;
+                if (*out != NULL)
+                    return 0;
+                if (env == NULL || env->sub_open == NULL || s->from == NULL || (s->sub && s->sub->collectionless)) {
+                    nd->done = true;
+                    if (union_other(s, env, &nd->buf, err) < 0)
+                        return -1;
+                    continue;
+                }
+                bson_iter_t pit;
+                const bson_value_t *pv = s->spec && bson_iter_init_find(&pit, s->spec, "pipeline")
+                                             ? bson_iter_value(&pit) : NULL;
+                if ((nd->sub = env->sub_open(env->ctx, s->from, pv, err)) == NULL)
+                    return -1;
+                nd->sub_free = env->sub_free;
+            }
+            if (env->sub_next(env->ctx, nd->sub, out, err) < 0)
                 return -1;
-            if (*out != NULL)
-                return 0;
-            nd->done = true;
-            if (union_other(s, env, &nd->buf, err) < 0)
-                return -1;
-            continue;
+            if (*out == NULL)
+                nd->done = true;
+            return 0;
         case S_OUT:
         case S_MERGE:
             /* A streaming writer (the caller) takes the documents: pass them through. */

@@ -623,3 +623,26 @@ h.test('$graphLookup past 100 MB of visited documents: 40099', { timeout: 60000 
   { $project: { n: { $size: '$all' } } }]).toArray();
   assert.equal(ok.n, 10);
 });
+
+h.test('a streaming $unionWith reads the other collection as a stream kept across getMores', async () => {
+  const db = srv.freshDb('unionstream');
+  await db.collection('a').insertMany(Array.from({ length: 150 }, (_, i) => ({ _id: i, src: 'a' })));
+  await db.collection('b').insertMany(Array.from({ length: 250 }, (_, i) => ({ _id: i, src: 'b', even: i % 2 === 0 })));
+  await db.createCollection('bv', { viewOn: 'b', pipeline: [{ $match: { even: true } }] });
+  const r = await db.collection('a').aggregate([
+    { $unionWith: { coll: 'b', pipeline: [{ $match: { _id: { $gte: 50 } } }, { $unionWith: 'bv' }] } },
+    { $project: { src: 1 } }], { batchSize: 7 }).toArray();
+  assert.equal(r.length, 150 + 200 + 125);
+  assert.deepEqual(r.slice(0, 150).map((d) => d._id), Array.from({ length: 150 }, (_, i) => i));
+  assert.deepEqual(r.slice(150, 350).map((d) => d._id), Array.from({ length: 200 }, (_, i) => i + 50));
+  assert.deepEqual(r.slice(350).map((d) => d._id), Array.from({ length: 125 }, (_, i) => i * 2));
+  // A cursor closed halfway frees the inner stream.
+  const cur = db.collection('a').aggregate([{ $unionWith: 'b' }], { batchSize: 5 });
+  for (let i = 0; i < 160; i++) await cur.next();
+  await cur.close();
+  // Through a view whose pipeline holds the $unionWith, and a missing collection.
+  await db.createCollection('ab', { viewOn: 'a', pipeline: [{ $unionWith: 'b' }, { $unionWith: 'nothing' }] });
+  assert.equal((await db.collection('ab').find({}, { batchSize: 3 }).toArray()).length, 400);
+  assert.deepEqual(await db.collection('ab').aggregate([{ $group: { _id: '$src', n: { $sum: 1 } } }, { $sort: { _id: 1 } }])
+    .toArray(), [{ _id: 'a', n: 150 }, { _id: 'b', n: 250 }]);
+});
