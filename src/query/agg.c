@@ -3953,9 +3953,8 @@ graph_search(const stage_t *s, const mf_agg_env_t *env, const bson_t *doc, mf_do
         while (bson_iter_next(&it))
             if (!seen_add(&frontier, bson_iter_value(&it)))
                 fbytes += vsize(bson_iter_value(&it));
-    } else {
-        if (start.value_type == BSON_TYPE_EOD)
-            start.value_type = BSON_TYPE_NULL;
+    } else if (start.value_type != BSON_TYPE_EOD) {
+        /* A missing startWith finds nothing (mongod leaves it out of the $in); an explicit null finds nulls. */
         seen_add(&frontier, &start);
     }
     mf_value_free(&start);

@@ -442,7 +442,11 @@ h.test('$graphLookup (manual examples): hierarchy, maxDepth/depthField with cycl
     { $unwind: '$golfers' }, { $sort: { 'golfers.name': 1 } },
     { $group: { _id: '$name', golf: { $push: '$golfers.name' } } },
   ], [{ _id: 'Tanya Jordan', golf: ['Angelo Ward', 'Carole Hale', 'Joseph Dennis', 'Tanya Jordan'] }]);
-  await db.collection('noid').insertOne({ _id: 1, a: 1 });
+  // A missing startWith finds nothing, even documents whose connectToField is null; an explicit null finds those.
+  await db.collection('nulls').insertMany([{ _id: 1, to: null }, { _id: 2 }, { _id: 3, to: 1 }]);
+  assert.deepEqual(await db.collection('nulls').aggregate([{ $match: { _id: { $in: [2, 1] } } }, { $sort: { _id: 1 } },
+    { $graphLookup: { from: 'nulls', startWith: '$to', connectFromField: 'x', connectToField: 'to', as: 'g' } },
+    { $project: { n: { $size: '$g' }, ids: '$g._id' } }]).toArray(), [{ _id: 1, n: 1, ids: [1] }, { _id: 2, n: 0, ids: [] }]);
   const c = db.collection('employees');
   const gl = (spec) => c.aggregate([{ $graphLookup: spec }]).toArray();
   const base = { from: 'employees', startWith: '$reportsTo', connectFromField: 'reportsTo', connectToField: 'name', as: 'h' };
