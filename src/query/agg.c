@@ -2597,6 +2597,9 @@ parse_bucket_auto(stage_t *s, const bson_value_t *v, mf_error_t *err)
     bson_destroy(&g);
     if (rc < 0)
         return -1;
+    for (size_t a = 0; a < s->naccs; a++)
+        if (s->accs[a].n_expr != NULL && !mf_expr_is_constant(s->accs[a].n_expr))
+            return mf_err_set(err, MF_E_Location4544714, "Can't refer to the group key in $bucketAuto");
     mf_expr_free(s->expr);
     s->expr = mf_expr_parse(group_by, err);
     return s->expr ? 0 : -1;

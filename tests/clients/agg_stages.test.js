@@ -321,6 +321,10 @@ h.test('$bucketAuto (manual examples) and granularity series', async () => {
   await h.expectCode(ba({ groupBy: '$price', buckets: 2, granularity: 'R7' }), 40257);
   await h.expectCode(ba({ groupBy: '$price', buckets: 2, granularity: 5 }), 40261);
   await h.expectCode(ba({ groupBy: '$title', buckets: 2, granularity: 'R5' }), 40258);
+  await h.expectCode(ba({ groupBy: '$price', buckets: 2, output: { f: { $firstN: { n: '$_id', input: '$price' } } } }),
+    4544714);
+  assert.equal((await ba({ groupBy: '$price', buckets: 2, output: { f: { $firstN: { n: { $add: [1, 1] },
+    input: '$_id' } } } })).length, 2);
   await h.expectCode(ba({ groupBy: { $multiply: ['$price', -1] }, buckets: 2, granularity: 'R5' }), 40260);
 });
 
