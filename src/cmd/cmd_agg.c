@@ -7,7 +7,9 @@
  * need the catalog are taken off here and become the pipeline's source:
  * $collStats, $archived, $indexStats (one document per index; ops is always
  * 0, as mayfly counts no index accesses) and $planCacheStats (no entries:
- * mayfly caches no plans).
+ * mayfly caches no plans). A streaming $unionWith reads its collection (or
+ * view) through a stream of its own (env->sub_open: view_stream), kept with
+ * the outer stream in the cursor.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,7 +41,7 @@
 /*
  * plan_cache_stats_check: validates a leading {$planCacheStats: {allHosts:
  * bool}} on collection name (9 not an object, 40415 an unknown field, 14
- * allHosts not a bool, 166 on a view).
+ * allHosts not a bool, 166 on a view, 50933 no such collection).
  */
 static int
 plan_cache_stats_check(mf_op_t *op, const bson_iter_t *spec, const char *name)
@@ -60,11 +62,13 @@ plan_cache_stats_check(mf_op_t *op, const bson_iter_t *spec, const char *name)
     }
     mf_catalog_rdlock(op->eng->cat);
     mf_coll_t *c = mf_catalog_coll_find(op->eng->cat, op->db, name);
-    bool view = c != NULL && c->is_view;
+    bool view = c != NULL && c->is_view, missing = c == NULL;
     mf_catalog_unlock(op->eng->cat);
     if (view)
         return mf_err_set(&op->err, MF_E_CommandNotSupportedOnView, "Namespace %s.%s is a view, not a collection",
                           op->db, name);
+    if (missing)
+        return mf_err_set(&op->err, MF_E_Location50933, "collection '%s.%s' does not exist", op->db, name);
     return 0;
 }
 
@@ -153,6 +157,7 @@ agg_adapter_visit(void *arg, int64_t rid, const bson_t *doc, const mf_match_deta
 /* Views nest at most this deep (165 ViewDepthLimitExceeded beyond), as in MongoDB. */
 #define MF_VIEW_DEPTH_MAX 20
 
+static void env_set_streams(mf_agg_env_t *env);
 static int agg_scan(void *ctx, const char *coll, const bson_t *filter, mf_agg_visit_fn visit, void *arg,
                     mf_error_t *err);
 static int view_scan(agg_scan_ctx_t *x, const char *name, const bson_t *filter, mf_agg_visit_fn visit, void *arg,
@@ -364,6 +369,7 @@ mf_crud_agg_stream_fill(mf_op_t *op, mf_cursor_t *cur, int64_t max, bson_t *arr,
     x->sc.op = op;
     env.scan = agg_scan;
     env.pull = agg_pull;
+    env_set_streams(&env);
     env.ctx = &x->sc;
     *exhausted = false;
     while (count < max && bytes < BATCH_BYTES_MAX) {
@@ -596,6 +602,7 @@ view_each(mf_op_t *op, const char *name, const bson_value_t *stages, int depth, 
     memset(&env, 0, sizeof env);
     env.scan = agg_scan;
     env.pull = agg_pull;
+    env_set_streams(&env);
     env.ctx = &x->sc;
     for (;;) {
         bson_t *d;
@@ -614,6 +621,43 @@ view_each(mf_op_t *op, const char *name, const bson_value_t *stages, int depth, 
     }
     agg_stream_free(x);
     return rc;
+}
+
+/*
+ * env->sub_open / sub_next / sub_free: a streaming $unionWith's other
+ * collection (or view) with its sub-pipeline, as a stream of its own kept
+ * with the outer one between getMores (its op is refreshed at every pull).
+ */
+static void *
+agg_sub_open(void *ctx, const char *coll, const bson_value_t *pipeline, mf_error_t *err)
+{
+    agg_scan_ctx_t *x = ctx;
+    return view_stream(x->op, coll, pipeline, x->view_depth, NULL, allow_disk_default(x->op), err);
+}
+
+static int
+agg_sub_next(void *ctx, void *sub, bson_t **out, mf_error_t *err)
+{
+    agg_scan_ctx_t *x = ctx;
+    agg_stream_t *s = sub;
+    mf_agg_env_t env;
+
+    memset(&env, 0, sizeof env);
+    s->sc.op = x->op;
+    env.scan = agg_scan;
+    env.pull = agg_pull;
+    env.ctx = &s->sc;
+    env_set_streams(&env);
+    return mf_agg_stream_next(s->stream, &env, out, err);
+}
+
+/* env_set_streams: the sub-stream callbacks of a streaming environment. */
+static void
+env_set_streams(mf_agg_env_t *env)
+{
+    env->sub_open = agg_sub_open;
+    env->sub_next = agg_sub_next;
+    env->sub_free = agg_stream_free;
 }
 
 /*
@@ -758,6 +802,7 @@ agg_write_stream(mf_op_t *op, const char *name, mf_pipeline_t **plp, const bson_
         memset(&env, 0, sizeof env);
         env.scan = agg_scan;
         env.pull = agg_pull;
+        env_set_streams(&env);
         env.ctx = &x->sc;
         x->sc.op = op;
         mf_docvec_init(&batch);

@@ -442,7 +442,9 @@
     X(40105, Location40105)                                                    \
     X(40185, Location40185)                                                    \
     X(40271, Location40271)                                                    \
-    X(28803, Location28803)
+    X(28803, Location28803)                                                    \
+    X(50933, Location50933)                                                    \
+    X(4544714, Location4544714)
 
 /*
  * Symbolic names used by the code: MF_E_<CodeName>. A few codes have code

@@ -465,7 +465,10 @@ typedef struct accst {
     int64_t n;          /* this group's n (0 until its first value) */
     bson_value_t *items; /* the values kept, in output order (minN/maxN/top/bottom: ascending) */
     bson_t **keys;      /* top/bottom: each item's sort key document */
+    int64_t *seqs;      /* each item's arrival number */
+    int64_t seq;        /* the next arrival number */
     size_t nitems, capitems;
+    size_t head;        /* $lastN, once full: the oldest item */
     int64_t bytes;      /* approximate memory held by items / nums */
     double *nums;       /* $median / $percentile: the numeric inputs */
     size_t nnums, capnums;
@@ -550,6 +553,7 @@ acc_free(accst_t *a, int kind)
     }
     bson_free(a->items);
     bson_free(a->keys);
+    bson_free(a->seqs);
     bson_free(a->nums);
     (void)kind;
 }
@@ -774,8 +778,8 @@ vsize(const bson_value_t *v)
 
 /*
  * Multi accumulators: $firstN $lastN $minN $maxN $top $bottom $topN
- * $bottomN keep at most n values per group in a sorted (or arrival-order)
- * array, as MongoDB's accumulator_multi does: $minN/$maxN skip null and
+ * $bottomN keep at most n values per group (see accx_fold for the
+ * structures), with MongoDB's accumulator_multi semantics: $minN/$maxN skip null and
  * missing, $firstN/$lastN keep them (missing as null), $top/$bottom output
  * null for a missing output and keep the first value seen on a tie. n is
  * evaluated once per group with the group key as its root document (an
@@ -822,48 +826,114 @@ accx_set_n(accst_t *a, const acc_def_t *d, const bson_value_t *key, mf_error_t *
     return 0;
 }
 
-/* accx_cmp: the order of the kept items (by key document for top/bottom, by value otherwise). */
+/*
+ * The kept items. $firstN appends until it has n; $lastN keeps a ring of
+ * the last n (a->head: the oldest once full). $minN/$maxN/$top.../$bottomN
+ * keep a binary heap ordered by (value or sort key, arrival number) whose
+ * root is the item the next better value replaces: the greatest for $minN,
+ * $top, $topN, the least for $maxN, $bottom, $bottomN; so a full
+ * accumulator costs O(log n) per value, and ties keep the value seen first,
+ * as mongod's multimap does.
+ */
+static bool
+accx_is_heap(int kind)
+{
+    return kind == AC_MINN || kind == AC_MAXN || kind == AC_TOP || kind == AC_BOTTOM || kind == AC_TOPN ||
+           kind == AC_BOTTOMN;
+}
+
+static bool
+accx_max_heap(int kind)
+{
+    return kind == AC_MINN || kind == AC_TOP || kind == AC_TOPN;
+}
+
+/* accx_order: items i and j by (sort key or value, arrival). */
 static int
-accx_cmp(const acc_def_t *d, const bson_t *ka, const bson_value_t *va, const bson_t *kb, const bson_value_t *vb)
+accx_order(const acc_def_t *d, const accst_t *a, size_t i, size_t j)
 {
-    if (d->sort)
-        return mf_sort_cmp(d->sort, ka, kb);
-    return mf_value_cmp(va, vb);
+    int c = d->sort ? mf_sort_cmp(d->sort, a->keys[i], a->keys[j]) : mf_value_cmp(&a->items[i], &a->items[j]);
+    if (c == 0)
+        c = a->seqs[i] < a->seqs[j] ? -1 : a->seqs[i] > a->seqs[j];
+    return c;
+}
+
+static bool
+heap_above(const acc_def_t *d, const accst_t *a, size_t i, size_t j)
+{
+    int c = accx_order(d, a, i, j);
+    return accx_max_heap(d->kind) ? c > 0 : c < 0;
 }
 
 static void
-accx_remove(accst_t *a, size_t i)
+heap_swap(accst_t *a, size_t i, size_t j)
 {
-    a->bytes -= vsize(&a->items[i]);
-    mf_value_free(&a->items[i]);
+    bson_value_t v = a->items[i];
+    int64_t q = a->seqs[i];
+    a->items[i] = a->items[j];
+    a->items[j] = v;
+    a->seqs[i] = a->seqs[j];
+    a->seqs[j] = q;
     if (a->keys) {
-        a->bytes -= (int64_t)a->keys[i]->len;
-        bson_destroy(a->keys[i]);
-        memmove(&a->keys[i], &a->keys[i + 1], (a->nitems - i - 1) * sizeof *a->keys);
+        bson_t *k = a->keys[i];
+        a->keys[i] = a->keys[j];
+        a->keys[j] = k;
     }
-    memmove(&a->items[i], &a->items[i + 1], (a->nitems - i - 1) * sizeof *a->items);
-    a->nitems--;
 }
 
-/* accx_insert: puts v (copied) and key (stolen, may be NULL) at position i. */
 static void
-accx_insert(accst_t *a, size_t i, const bson_value_t *v, bson_t *key)
+heap_up(const acc_def_t *d, accst_t *a, size_t i)
 {
-    if (a->nitems == a->capitems) {
-        a->capitems = a->capitems ? a->capitems * 2 : 8;
-        a->items = bson_realloc(a->items, a->capitems * sizeof *a->items);
-        if (key)
-            a->keys = bson_realloc(a->keys, a->capitems * sizeof *a->keys);
+    while (i > 0 && heap_above(d, a, i, (i - 1) / 2)) {
+        heap_swap(a, i, (i - 1) / 2);
+        i = (i - 1) / 2;
     }
-    memmove(&a->items[i + 1], &a->items[i], (a->nitems - i) * sizeof *a->items);
+}
+
+static void
+heap_down(const acc_def_t *d, accst_t *a, size_t i)
+{
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < a->nitems && heap_above(d, a, l, m))
+            m = l;
+        if (r < a->nitems && heap_above(d, a, r, m))
+            m = r;
+        if (m == i)
+            return;
+        heap_swap(a, i, m);
+        i = m;
+    }
+}
+
+/* accx_put: sets slot i (== nitems to append) to a copy of v and key (stolen), with the next arrival number. */
+static void
+accx_put(accst_t *a, size_t i, const bson_value_t *v, bson_t *key)
+{
+    if (i == a->nitems) {
+        if (a->nitems == a->capitems) {
+            a->capitems = a->capitems ? a->capitems * 2 : 8;
+            a->items = bson_realloc(a->items, a->capitems * sizeof *a->items);
+            a->seqs = bson_realloc(a->seqs, a->capitems * sizeof *a->seqs);
+            if (key != NULL || a->keys != NULL)
+                a->keys = bson_realloc(a->keys, a->capitems * sizeof *a->keys);
+        }
+        a->nitems++;
+    } else {
+        a->bytes -= vsize(&a->items[i]);
+        mf_value_free(&a->items[i]);
+        if (a->keys) {
+            a->bytes -= (int64_t)a->keys[i]->len;
+            bson_destroy(a->keys[i]);
+        }
+    }
     mf_value_copy(&a->items[i], v);
+    a->seqs[i] = a->seq++;
     a->bytes += vsize(v);
     if (key) {
-        memmove(&a->keys[i + 1], &a->keys[i], (a->nitems - i) * sizeof *a->keys);
         a->keys[i] = key;
         a->bytes += (int64_t)key->len;
     }
-    a->nitems++;
 }
 
 /*
@@ -879,65 +949,47 @@ accx_fold(accst_t *a, const acc_def_t *d, const bson_value_t *v, bson_t *key, mf
 
     switch (d->kind) {
     case AC_FIRSTN:
+        if ((int64_t)a->nitems >= a->n)
+            return 0;
+        accx_put(a, a->nitems, v->value_type == BSON_TYPE_EOD ? &null_v : v, NULL);
+        break;
     case AC_LASTN:
         if (v->value_type == BSON_TYPE_EOD)
             v = &null_v;
-        if ((int64_t)a->nitems >= a->n) {
-            if (d->kind == AC_FIRSTN)
-                return 0;
-            accx_remove(a, 0);
+        if ((int64_t)a->nitems < a->n) {
+            accx_put(a, a->nitems, v, NULL);
+        } else {
+            accx_put(a, a->head, v, NULL); /* over the oldest */
+            a->head = (a->head + 1) % a->nitems;
         }
-        accx_insert(a, a->nitems, v, NULL);
         break;
     case AC_MINN:
-    case AC_MAXN: {
-        if (v->value_type == BSON_TYPE_EOD || v->value_type == BSON_TYPE_NULL || v->value_type == BSON_TYPE_UNDEFINED)
-            return 0;
-        if ((int64_t)a->nitems >= a->n) {
-            size_t w = d->kind == AC_MINN ? a->nitems - 1 : 0;
-            int c = mf_value_cmp(&a->items[w], v);
-            if (d->kind == AC_MINN ? c <= 0 : c >= 0)
-                return 0;
-            accx_remove(a, w);
-        }
-        size_t lo = 0, hi = a->nitems; /* after equal values */
-        while (lo < hi) {
-            size_t mid = (lo + hi) / 2;
-            if (mf_value_cmp(&a->items[mid], v) <= 0)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        accx_insert(a, lo, v, NULL);
-        break;
-    }
+    case AC_MAXN:
     case AC_TOP:
     case AC_BOTTOM:
     case AC_TOPN:
     case AC_BOTTOMN: {
-        bool top = d->kind == AC_TOP || d->kind == AC_TOPN;
-        if (v->value_type == BSON_TYPE_EOD)
+        if (d->kind == AC_MINN || d->kind == AC_MAXN) {
+            if (v->value_type == BSON_TYPE_EOD || v->value_type == BSON_TYPE_NULL ||
+                v->value_type == BSON_TYPE_UNDEFINED)
+                return 0;
+        } else if (v->value_type == BSON_TYPE_EOD) {
             v = &null_v;
+        }
         if ((int64_t)a->nitems >= a->n) {
-            size_t w = top ? a->nitems - 1 : 0;
-            int c = top ? accx_cmp(d, a->keys[w], NULL, key, NULL) : accx_cmp(d, key, NULL, a->keys[w], NULL);
-            if (c <= 0) { /* a tie keeps the value seen first */
-                bson_destroy(key);
+            /* Replace the root only when the new value is strictly better (a tie keeps the first seen). */
+            int c = d->sort ? mf_sort_cmp(d->sort, key, a->keys[0]) : mf_value_cmp(v, &a->items[0]);
+            if (accx_max_heap(d->kind) ? c >= 0 : c <= 0) {
+                if (key)
+                    bson_destroy(key);
                 return 0;
             }
-            accx_remove(a, w);
+            accx_put(a, 0, v, key);
+            heap_down(d, a, 0);
+        } else {
+            accx_put(a, a->nitems, v, key);
+            heap_up(d, a, a->nitems - 1);
         }
-        size_t lo = 0, hi = a->nitems;
-        while (lo < hi) {
-            size_t mid = (lo + hi) / 2;
-            if (accx_cmp(d, a->keys[mid], NULL, key, NULL) <= 0)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        if (a->keys == NULL && a->capitems > 0)
-            a->keys = bson_malloc(a->capitems * sizeof *a->keys);
-        accx_insert(a, lo, v, key);
         break;
     }
     case AC_MEDIAN:
@@ -959,6 +1011,39 @@ accx_fold(accst_t *a, const acc_def_t *d, const bson_value_t *v, bson_t *key, mf
                           "%s used too much memory and cannot spill to disk. Memory limit: %d bytes", d->op,
                           MF_MAX_ACCUMULATOR_BYTES);
     return 0;
+}
+
+typedef struct accx_sort_ctx {
+    const acc_def_t *d;
+    const accst_t *a;
+    bool by_seq;
+} accx_sort_ctx_t;
+
+static int
+accx_idx_cmp(const void *x, const void *y, void *arg)
+{
+    const accx_sort_ctx_t *c = arg;
+    size_t i = *(const size_t *)x, j = *(const size_t *)y;
+    if (c->by_seq)
+        return c->a->seqs[i] < c->a->seqs[j] ? -1 : c->a->seqs[i] > c->a->seqs[j];
+    return accx_order(c->d, c->a, i, j);
+}
+
+/*
+ * accx_order_idx: the indexes of a's items in output order (by_seq: arrival
+ * order, for partial states). Owned by the caller.
+ */
+static size_t *
+accx_order_idx(const accst_t *a, const acc_def_t *d, bool by_seq)
+{
+    size_t *idx = bson_malloc((a->nitems ? a->nitems : 1) * sizeof *idx);
+    for (size_t i = 0; i < a->nitems; i++)
+        idx[i] = d->kind == AC_LASTN ? (a->head + i) % a->nitems : i;
+    if (accx_is_heap(d->kind) && a->nitems > 1) {
+        accx_sort_ctx_t c = {d, a, by_seq};
+        qsort_r(idx, a->nitems, sizeof *idx, accx_idx_cmp, &c);
+    }
+    return idx;
 }
 
 /* accx_key: the sort key document {"0": <sortBy field 0>, ...} of doc for top/bottom. */
@@ -1051,37 +1136,42 @@ accx_result(accst_t *a, const acc_def_t *d, bson_t *out, const char *field)
             bson_append_value(out, field, -1, &a->items[0]);
         return;
     }
+    size_t *idx = accx_order_idx(a, d, false);
     bson_append_array_begin(out, field, -1, &arr);
     for (size_t j = 0; j < a->nitems; j++) {
         char buf[16];
         const char *key;
-        size_t i = d->kind == AC_MAXN ? a->nitems - 1 - j : j; /* $maxN: descending */
+        size_t i = idx[d->kind == AC_MAXN ? a->nitems - 1 - j : j]; /* $maxN: descending */
         bson_uint32_to_string((uint32_t)j, &key, buf, sizeof buf);
         bson_append_value(&arr, key, -1, &a->items[i]);
     }
     bson_append_array_end(out, &arr);
+    bson_free(idx);
 }
 
 /* accx_state: a multi accumulator's partial state {n, items: [{k, o}...], nums: [...]} (a spilling $group). */
 static void
-accx_state(const accst_t *a, bson_t *out, const char *key)
+accx_state(const accst_t *a, const acc_def_t *d, bson_t *out, const char *key)
 {
     bson_t st, arr;
     char buf[16];
     const char *ik;
+    size_t *idx = accx_order_idx(a, d, true); /* arrival order, so a merge keeps first-seen ties */
 
     bson_append_document_begin(out, key, -1, &st);
     bson_append_int64(&st, "n", 1, a->n);
     bson_append_array_begin(&st, "items", 5, &arr);
-    for (size_t i = 0; i < a->nitems; i++) {
+    for (size_t j = 0; j < a->nitems; j++) {
         bson_t it;
-        bson_uint32_to_string((uint32_t)i, &ik, buf, sizeof buf);
+        size_t i = idx[j];
+        bson_uint32_to_string((uint32_t)j, &ik, buf, sizeof buf);
         bson_append_document_begin(&arr, ik, -1, &it);
         if (a->keys)
             bson_append_document(&it, "k", 1, a->keys[i]);
         bson_append_value(&it, "o", 1, &a->items[i]);
         bson_append_document_end(&arr, &it);
     }
+    bson_free(idx);
     bson_append_array_end(&st, &arr);
     bson_append_array_begin(&st, "nums", 4, &arr);
     for (size_t i = 0; i < a->nnums; i++) {
@@ -1373,7 +1463,7 @@ gt_partial(const stage_t *s, group_t *g)
         const char *key;
         bson_uint32_to_string((uint32_t)a, &key, buf, sizeof buf);
         if (acc_is_multi(s->accs[a].kind))
-            accx_state(&g->acc[a], &arr, key);
+            accx_state(&g->acc[a], &s->accs[a], &arr, key);
         else
             acc_state(&g->acc[a], s->accs[a].kind, &arr, key);
     }
@@ -2507,6 +2597,9 @@ parse_bucket_auto(stage_t *s, const bson_value_t *v, mf_error_t *err)
     bson_destroy(&g);
     if (rc < 0)
         return -1;
+    for (size_t a = 0; a < s->naccs; a++)
+        if (s->accs[a].n_expr != NULL && !mf_expr_is_constant(s->accs[a].n_expr))
+            return mf_err_set(err, MF_E_Location4544714, "Can't refer to the group key in $bucketAuto");
     mf_expr_free(s->expr);
     s->expr = mf_expr_parse(group_by, err);
     return s->expr ? 0 : -1;
@@ -2555,6 +2648,11 @@ parse_union_with(stage_t *s, const bson_value_t *v, mf_error_t *err)
     }
     if (pipeline != NULL && (s->sub = mf_pipeline_new(pipeline, err)) == NULL)
         return -1;
+    if (pipeline != NULL) {
+        /* Kept as given: a streaming run opens it through env->sub_open. */
+        s->spec = bson_new();
+        bson_append_value(s->spec, "pipeline", 8, pipeline);
+    }
     if (s->from == NULL && (s->sub == NULL || s->sub->n == 0 || s->sub->stages[0].kind != S_DOCUMENTS))
         return mf_err_set(err, MF_E_FailedToParse,
                           "$unionWith stage without explicit collection must have a pipeline with $documents as "
@@ -3858,9 +3956,8 @@ graph_search(const stage_t *s, const mf_agg_env_t *env, const bson_t *doc, mf_do
         while (bson_iter_next(&it))
             if (!seen_add(&frontier, bson_iter_value(&it)))
                 fbytes += vsize(bson_iter_value(&it));
-    } else {
-        if (start.value_type == BSON_TYPE_EOD)
-            start.value_type = BSON_TYPE_NULL;
+    } else if (start.value_type != BSON_TYPE_EOD) {
+        /* A missing startWith finds nothing (mongod leaves it out of the $in); an explicit null finds nulls. */
         seen_add(&frontier, &start);
     }
     mf_value_free(&start);
@@ -4240,8 +4337,9 @@ mf_pipeline_pushdown(const mf_pipeline_t *p, bool sort_ok, mf_agg_pushdown_t *pd
  * a time). Per-document stages ($match, $project, $addFields, $unset,
  * $unwind, $replaceRoot, $redact, $graphLookup, and $lookup with one scan
  * of the foreign collection per document) run run_stage over a one-document
- * vector; $unionWith passes its input through, then appends the other
- * collection's documents; $bucketAuto feeds an external sorter (the sort
+ * vector; $unionWith passes its input through, then streams the other
+ * collection's documents through env->sub_open (a stream of its own, kept
+ * between getMores); $bucketAuto feeds an external sorter (the sort
  * budget), then cuts its buckets; $limit/$skip/$count count; $sample keeps a reservoir of its size; $sort
  * feeds an external sorter; $group, $bucket and $sortByCount fold into a
  * group table that spills partial groups to a sorter ordered by _id past
@@ -4260,6 +4358,8 @@ typedef struct snode {
     bool gdrained;
     bson_t *gpending;      /* spilled $group: next partial state already read */
     mf_window_stream_t *window; /* $setWindowFields */
+    void *sub;             /* $unionWith: the other collection's stream (env->sub_open) */
+    void (*sub_free)(void *);
     stage_t sbc;           /* $sortByCount: its $group */
     acc_def_t sbc_acc;
 } snode_t;
@@ -4335,6 +4435,8 @@ mf_agg_stream_free(mf_agg_stream_t *st)
         mf_window_stream_free(nd->window);
         if (nd->gpending)
             bson_destroy(nd->gpending);
+        if (nd->sub != NULL && nd->sub_free != NULL)
+            nd->sub_free(nd->sub);
         mf_expr_free(nd->sbc_acc.expr);
     }
     free(st->nodes);
@@ -4756,15 +4858,34 @@ node_next(mf_agg_stream_t *st, size_t i, const mf_agg_env_t *env, bson_t **out, 
             continue;
         }
         case S_UNIONWITH:
-            /* The input passes through; at its end, the other collection's documents follow. */
-            if (upstream(st, i, env, out, err) < 0)
+            /*
+             * The input passes through; at its end, the other collection's
+             * documents follow, streamed through env->sub_open when the
+             * environment has it (collected through env->scan otherwise).
+             */
+            if (nd->sub == NULL) {
+                if (upstream(st, i, env, out, err) < 0)
+                    return -1;
+                if (*out != NULL)
+                    return 0;
+                if (env == NULL || env->sub_open == NULL || s->from == NULL || (s->sub && s->sub->collectionless)) {
+                    nd->done = true;
+                    if (union_other(s, env, &nd->buf, err) < 0)
+                        return -1;
+                    continue;
+                }
+                bson_iter_t pit;
+                const bson_value_t *pv = s->spec && bson_iter_init_find(&pit, s->spec, "pipeline")
+                                             ? bson_iter_value(&pit) : NULL;
+                if ((nd->sub = env->sub_open(env->ctx, s->from, pv, err)) == NULL)
+                    return -1;
+                nd->sub_free = env->sub_free;
+            }
+            if (env->sub_next(env->ctx, nd->sub, out, err) < 0)
                 return -1;
-            if (*out != NULL)
-                return 0;
-            nd->done = true;
-            if (union_other(s, env, &nd->buf, err) < 0)
-                return -1;
-            continue;
+            if (*out == NULL)
+                nd->done = true;
+            return 0;
         case S_OUT:
         case S_MERGE:
             /* A streaming writer (the caller) takes the documents: pass them through. */

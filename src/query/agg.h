@@ -104,6 +104,19 @@ typedef struct mf_agg_env {
      * nothing more. Returns 0, or -1 with err.
      */
     int (*pull)(void *ctx, size_t max, mf_docvec_t *out, bool *eof, mf_error_t *err);
+    /*
+     * sub_open / sub_next / sub_free (streaming only, optional): a stream of
+     * the documents of pipeline (an array value, or NULL for none) run over
+     * collection or view coll, for a streaming $unionWith, so the other
+     * collection is never held in memory whole. sub_open returns the
+     * stream, or NULL with err; sub_next gives its next document (owned,
+     * NULL at the end), 0 or -1 with err; sub_free frees it (it may outlive
+     * the call: a cursor keeps it between getMores). Without them a
+     * $unionWith collects the other collection's documents through scan.
+     */
+    void *(*sub_open)(void *ctx, const char *coll, const bson_value_t *pipeline, mf_error_t *err);
+    int (*sub_next)(void *ctx, void *sub, bson_t **out, mf_error_t *err);
+    void (*sub_free)(void *sub);
 } mf_agg_env_t;
 
 typedef struct mf_pipeline mf_pipeline_t;

@@ -321,6 +321,10 @@ h.test('$bucketAuto (manual examples) and granularity series', async () => {
   await h.expectCode(ba({ groupBy: '$price', buckets: 2, granularity: 'R7' }), 40257);
   await h.expectCode(ba({ groupBy: '$price', buckets: 2, granularity: 5 }), 40261);
   await h.expectCode(ba({ groupBy: '$title', buckets: 2, granularity: 'R5' }), 40258);
+  await h.expectCode(ba({ groupBy: '$price', buckets: 2, output: { f: { $firstN: { n: '$_id', input: '$price' } } } }),
+    4544714);
+  assert.equal((await ba({ groupBy: '$price', buckets: 2, output: { f: { $firstN: { n: { $add: [1, 1] },
+    input: '$_id' } } } })).length, 2);
   await h.expectCode(ba({ groupBy: { $multiply: ['$price', -1] }, buckets: 2, granularity: 'R5' }), 40260);
 });
 
@@ -442,7 +446,11 @@ h.test('$graphLookup (manual examples): hierarchy, maxDepth/depthField with cycl
     { $unwind: '$golfers' }, { $sort: { 'golfers.name': 1 } },
     { $group: { _id: '$name', golf: { $push: '$golfers.name' } } },
   ], [{ _id: 'Tanya Jordan', golf: ['Angelo Ward', 'Carole Hale', 'Joseph Dennis', 'Tanya Jordan'] }]);
-  await db.collection('noid').insertOne({ _id: 1, a: 1 });
+  // A missing startWith finds nothing, even documents whose connectToField is null; an explicit null finds those.
+  await db.collection('nulls').insertMany([{ _id: 1, to: null }, { _id: 2 }, { _id: 3, to: 1 }]);
+  assert.deepEqual(await db.collection('nulls').aggregate([{ $match: { _id: { $in: [2, 1] } } }, { $sort: { _id: 1 } },
+    { $graphLookup: { from: 'nulls', startWith: '$to', connectFromField: 'x', connectToField: 'to', as: 'g' } },
+    { $project: { n: { $size: '$g' }, ids: '$g._id' } }]).toArray(), [{ _id: 1, n: 1, ids: [1] }, { _id: 2, n: 0, ids: [] }]);
   const c = db.collection('employees');
   const gl = (spec) => c.aggregate([{ $graphLookup: spec }]).toArray();
   const base = { from: 'employees', startWith: '$reportsTo', connectFromField: 'reportsTo', connectToField: 'name', as: 'h' };
@@ -496,6 +504,7 @@ h.test('$planCacheStats: no cached plans (mayfly keeps no plan cache), its codes
   await h.expectCode(c.aggregate([{ $planCacheStats: 1 }]).toArray(), 9);
   await h.expectCode(c.aggregate([{ $planCacheStats: { x: 1 } }]).toArray(), 40415);
   await h.expectCode(c.aggregate([{ $match: {} }, { $planCacheStats: {} }]).toArray(), 40602);
+  await h.expectCode(db.collection('missing').aggregate([{ $planCacheStats: {} }]).toArray(), 50933);
 });
 
 h.test('the new accumulators stop at 100 MB per group (146), as $push does', { timeout: 60000 }, async () => {
@@ -504,8 +513,8 @@ h.test('the new accumulators stop at 100 MB per group (146), as $push does', { t
   // An 8 MiB string per document (23 doublings), unique per document.
   const big = { $concat: [{ $toString: '$_id' },
     { $reduce: { input: { $range: [0, 23] }, initialValue: 'x', in: { $concat: ['$$value', '$$value'] } } }] };
-  for (const acc of [{ $firstN: { n: 20, input: big } }, { $topN: { n: 20, output: big, sortBy: { _id: 1 } } },
-    { $maxN: { n: 20, input: big } }, { $concatArrays: { $split: [big, '|'] } }, { $setUnion: { $split: [big, '|'] } }]) {
+  // One multi accumulator (they share accx_fold's check) and one array accumulator (acc_update's).
+  for (const acc of [{ $topN: { n: 20, output: big, sortBy: { _id: 1 } } }, { $setUnion: { $split: [big, '|'] } }]) {
     await assert.rejects(c.aggregate([{ $group: { _id: null, a: acc } }]).toArray(),
       (e) => e.code === 146 && /used too much memory and cannot spill to disk/.test(e.message), JSON.stringify(acc));
   }
@@ -534,4 +543,114 @@ h.test('$bucketAuto sorts within the sort budget: 292 without allowDiskUse, the 
   assert.equal(expect.reduce((a, b) => a + b.n, 0), 2000);
   for (let i = 1; i < expect.length; i++) assert.equal(expect[i]._id.min, expect[i - 1]._id.max);
   assert.equal(expect[0]._id.min, 0);
+});
+
+h.test('$topN/$bottomN/$minN/$maxN/$firstN/$lastN against a reference, with ties, spilled too; large n stays fast', { timeout: 60000 }, async () => {
+  const db = srv.freshDb('multiref');
+  const admin = srv.client.db('admin');
+  const c = db.collection('c');
+  let seed = 12345;
+  const rnd = (m) => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed % m; };
+  const docs = [];
+  for (let i = 0; i < 3000; i++) {
+    const d = { _id: i, g: i % 7, k: rnd(20) };
+    const r = rnd(10);
+    if (r === 0) d.v = null; else if (r > 1) d.v = rnd(50);
+    docs.push(d);
+  }
+  await c.insertMany(docs);
+  const ns = [1, 3, 50, 1000];
+  const group = { _id: '$g' };
+  for (const n of ns) {
+    group[`top${n}`] = { $topN: { n, output: '$_id', sortBy: { k: 1 } } };
+    group[`bot${n}`] = { $bottomN: { n, output: '$_id', sortBy: { k: 1 } } };
+    group[`min${n}`] = { $minN: { n, input: '$v' } };
+    group[`max${n}`] = { $maxN: { n, input: '$v' } };
+    group[`first${n}`] = { $firstN: { n, input: '$v' } };
+    group[`last${n}`] = { $lastN: { n, input: '$v' } };
+  }
+  const pipeline = [{ $sort: { _id: 1 } }, { $group: group }, { $sort: { _id: 1 } }];
+  const expected = [];
+  for (let g = 0; g < 7; g++) {
+    const gd = docs.filter((d) => d.g === g);
+    const e = { _id: g };
+    const byKeyAsc = [...gd].sort((a, b) => a.k - b.k || a._id - b._id);
+    const vals = gd.filter((d) => d.v !== undefined && d.v !== null).map((d) => d.v);
+    for (const n of ns) {
+      e[`top${n}`] = byKeyAsc.slice(0, n).map((d) => d._id);
+      // mongod's $bottomN: a new document replaces the first kept (least key, earliest) only when its key is greater.
+      const kept = [];
+      for (const d of gd) {
+        if (kept.length === n) {
+          if (d.k <= kept[0].k) continue;
+          kept.shift();
+        }
+        kept.push(d);
+        kept.sort((a, b) => a.k - b.k || a._id - b._id);
+      }
+      e[`bot${n}`] = kept.map((d) => d._id);
+      e[`min${n}`] = [...vals].sort((a, b) => a - b).slice(0, n);
+      e[`max${n}`] = [...vals].sort((a, b) => b - a).slice(0, n);
+      e[`first${n}`] = gd.slice(0, n).map((d) => (d.v === undefined ? null : d.v));
+      e[`last${n}`] = gd.slice(-n).map((d) => (d.v === undefined ? null : d.v));
+    }
+    expected.push(e);
+  }
+  assert.deepEqual(await c.aggregate(pipeline).toArray(), expected);
+  const old = await admin.command({ getParameter: 1, internalDocumentSourceGroupMaxMemoryBytes: 1 });
+  await admin.command({ setParameter: 1, internalDocumentSourceGroupMaxMemoryBytes: 30000 });
+  try {
+    // Sorted by _id first, so each spilled run holds an earlier part of every group's input.
+    assert.deepEqual(await c.aggregate(pipeline, { allowDiskUse: true }).toArray(), expected);
+  } finally {
+    await admin.command({ setParameter: 1,
+      internalDocumentSourceGroupMaxMemoryBytes: old.internalDocumentSourceGroupMaxMemoryBytes });
+  }
+  // A large n over many documents: O(log n) per value, not O(n).
+  const t0 = Date.now();
+  const [big] = await db.aggregate([{ $documents: { $map: { input: { $range: [0, 30000] }, in: { x: '$$this' } } } },
+    { $group: { _id: null, l: { $lastN: { n: 20000, input: '$x' } }, m: { $maxN: { n: 20000, input: '$x' } },
+      t: { $topN: { n: 20000, output: '$x', sortBy: { x: -1 } } } } }]).toArray();
+  assert.equal(big.l[0], 10000);
+  assert.equal(big.m[0], 29999);
+  assert.equal(big.m[19999], 10000);
+  assert.deepEqual(big.t.slice(0, 2), [29999, 29998]);
+  assert.ok(Date.now() - t0 < 10000, `took ${Date.now() - t0} ms`);
+});
+
+h.test('$graphLookup past 100 MB of visited documents: 40099', { timeout: 60000 }, async () => {
+  const c = srv.freshDb('glmem').collection('c');
+  const mb = 'g'.repeat(1 << 20);
+  for (let i = 0; i < 104; i += 8) {
+    await c.insertMany(Array.from({ length: 8 }, (_, k) => ({ _id: i + k, k: 1, s: mb })));
+  }
+  await h.expectCode(c.aggregate([{ $match: { _id: 0 } }, { $graphLookup: { from: 'c', startWith: '$k',
+    connectFromField: 'k', connectToField: 'k', as: 'all' } }, { $project: { n: { $size: '$all' } } }]).toArray(), 40099);
+  const [ok] = await c.aggregate([{ $match: { _id: 0 } }, { $graphLookup: { from: 'c', startWith: '$k',
+    connectFromField: 'k', connectToField: 'k', as: 'all', restrictSearchWithMatch: { _id: { $lt: 10 } } } },
+  { $project: { n: { $size: '$all' } } }]).toArray();
+  assert.equal(ok.n, 10);
+});
+
+h.test('a streaming $unionWith reads the other collection as a stream kept across getMores', async () => {
+  const db = srv.freshDb('unionstream');
+  await db.collection('a').insertMany(Array.from({ length: 150 }, (_, i) => ({ _id: i, src: 'a' })));
+  await db.collection('b').insertMany(Array.from({ length: 250 }, (_, i) => ({ _id: i, src: 'b', even: i % 2 === 0 })));
+  await db.createCollection('bv', { viewOn: 'b', pipeline: [{ $match: { even: true } }] });
+  const r = await db.collection('a').aggregate([
+    { $unionWith: { coll: 'b', pipeline: [{ $match: { _id: { $gte: 50 } } }, { $unionWith: 'bv' }] } },
+    { $project: { src: 1 } }], { batchSize: 7 }).toArray();
+  assert.equal(r.length, 150 + 200 + 125);
+  assert.deepEqual(r.slice(0, 150).map((d) => d._id), Array.from({ length: 150 }, (_, i) => i));
+  assert.deepEqual(r.slice(150, 350).map((d) => d._id), Array.from({ length: 200 }, (_, i) => i + 50));
+  assert.deepEqual(r.slice(350).map((d) => d._id), Array.from({ length: 125 }, (_, i) => i * 2));
+  // A cursor closed halfway frees the inner stream.
+  const cur = db.collection('a').aggregate([{ $unionWith: 'b' }], { batchSize: 5 });
+  for (let i = 0; i < 160; i++) await cur.next();
+  await cur.close();
+  // Through a view whose pipeline holds the $unionWith, and a missing collection.
+  await db.createCollection('ab', { viewOn: 'a', pipeline: [{ $unionWith: 'b' }, { $unionWith: 'nothing' }] });
+  assert.equal((await db.collection('ab').find({}, { batchSize: 3 }).toArray()).length, 400);
+  assert.deepEqual(await db.collection('ab').aggregate([{ $group: { _id: '$src', n: { $sum: 1 } } }, { $sort: { _id: 1 } }])
+    .toArray(), [{ _id: 'a', n: 150 }, { _id: 'b', n: 250 }]);
 });
