@@ -3801,7 +3801,11 @@ ev_sort_array(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     for (size_t i = 0; i < el.n; i++)
         idx[i] = i;
     if (s.sort != NULL) {
-        s.docs = bson_malloc0((el.n + 1) * sizeof *s.docs);
+        /* bson_t needs 128-byte alignment: an array of them comes from aligned_alloc. */
+        s.docs = aligned_alloc(128, (el.n + 1) * sizeof *s.docs);
+        if (s.docs == NULL)
+            abort();
+        memset(s.docs, 0, (el.n + 1) * sizeof *s.docs);
         s.isdoc = bson_malloc0((el.n + 1) * sizeof *s.isdoc);
         for (size_t i = 0; i < el.n; i++)
             if (el.v[i].value_type == BSON_TYPE_DOCUMENT)
@@ -3814,7 +3818,7 @@ ev_sort_array(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     ab_finish(&ab, o);
     bson_free(idx);
     bson_free(tmp);
-    bson_free(s.docs);
+    free(s.docs);
     bson_free(s.isdoc);
     elems_free(&el);
     mf_value_free(&in);
