@@ -141,6 +141,7 @@ struct mf_repl {
      */
     pthread_cond_t cv, work_cv, oplog_cv, stop_cv;
     bool stop;
+    bool apply_halted; /* an entry's application was cut by shutdown: apply nothing more (a restart redoes it) */
 
     /* config (NULL until initiated) */
     bson_t *config;
@@ -1401,6 +1402,10 @@ apply_one(mf_repl_t *r, mf_sess_t *s, qent_t *q)
         return false;
     }
     pthread_mutex_lock(&r->mu);
+    if (r->apply_halted) {
+        pthread_mutex_unlock(&r->mu);
+        return false;
+    }
     bool skip = q->index <= r->applied_index;
     uint64_t self_raft = r->self >= 0 ? raft_id_of(r->members[r->self].id) : 0;
     bool own = p.m == self_raft && p.e == r->epoch;
@@ -1457,10 +1462,25 @@ apply_one(mf_repl_t *r, mf_sess_t *s, qent_t *q)
         }
         if (!handled && p.has_body) {
             tls_applying = true;
-            if (mf_oplog_apply(r->eng, &p.body, &err) != 0)
+            int arc = mf_oplog_apply(r->eng, &p.body, &err);
+            tls_applying = false;
+            if (arc != 0 && err.code == MF_E_InterruptedAtShutdown) {
+                /*
+                 * Shutdown cut this entry short (an index build, a large batch):
+                 * it is not recorded as applied and nothing after it is applied,
+                 * so the next start applies it again (its application tolerates
+                 * what it already did) instead of skipping it for good.
+                 */
+                pthread_mutex_lock(&r->mu);
+                r->apply_halted = true;
+                pthread_mutex_unlock(&r->mu);
+                mf_log(MF_LOG_INFO, "REPL", "applying raft entry %llu interrupted by shutdown; it is applied again at the "
+                       "next start", (unsigned long long)q->index);
+                return false;
+            }
+            if (arc != 0)
                 mf_log(MF_LOG_ERROR, "REPL", "applying raft entry %llu failed: %d %s", (unsigned long long)q->index,
                        err.code, err.msg);
-            tls_applying = false;
         }
     } else if (strcmp(p.k, "config") == 0) {
         apply_config(r, &p);

@@ -132,7 +132,7 @@ R.test('the whole set stopped cleanly, then killed with -9, starts again with it
     assert.equal(docs.length, 100 + (kill9 ? 1 : 0), `after ${kill9 ? 'kill -9' : 'SIGTERM'}`);
     for (const i of [0, 1, 2]) {
       const ix = await rs.direct(i).db(dbName).collection('c').listIndexes().toArray();
-      assert.deepEqual(ix.map((x) => x.name).sort(), ['_id_', 'v_1']);
+      assert.deepEqual(ix.map((x) => x.name).sort(), ['_id_', 'v_1'], `member ${i} after ${kill9 ? 'kill -9' : 'SIGTERM'}`);
     }
     // A write between the rounds, acknowledged by the majority before the kill -9.
     if (!kill9) await rs.client.db(dbName).collection('c').insertOne({ _id: 'between' }, MAJ);
