@@ -1865,6 +1865,33 @@ first_len(const char *path)
 
 static void set_level(bson_t *dst, const bson_t *src, setp_t *ps, size_t n);
 
+/*
+ * append_under: appends under key the value sv (may be NULL: none) with the
+ * relative paths sub set inside it, as $addFields does: a document gets the
+ * fields, an array gets them in each element (recursively), anything else is
+ * replaced by a new document.
+ */
+static void
+append_under(bson_t *dst, const char *key, int kl, const bson_value_t *sv, setp_t *sub, size_t n)
+{
+    bson_t child, base;
+
+    if (sv && sv->value_type == BSON_TYPE_ARRAY) {
+        bson_iter_t ai;
+        bson_append_array_begin(dst, key, kl, &child);
+        bson_iter_init_from_data(&ai, sv->value.v_doc.data, sv->value.v_doc.data_len);
+        while (bson_iter_next(&ai))
+            append_under(&child, bson_iter_key(&ai), -1, bson_iter_value(&ai), sub, n);
+        bson_append_array_end(dst, &child);
+        return;
+    }
+    bool have_base = sv && sv->value_type == BSON_TYPE_DOCUMENT &&
+                     bson_init_static(&base, sv->value.v_doc.data, sv->value.v_doc.data_len);
+    bson_append_document_begin(dst, key, kl, &child);
+    set_level(&child, have_base ? &base : NULL, sub, n);
+    bson_append_document_end(dst, &child);
+}
+
 /* append_group: sets the paths ps (sharing first component key of length kl) under key, from src value sv. */
 static void
 append_group(bson_t *dst, const char *key, size_t kl, const bson_value_t *sv, setp_t *ps, size_t n)
@@ -1880,12 +1907,7 @@ append_group(bson_t *dst, const char *key, size_t kl, const bson_value_t *sv, se
         sub[j].path = ps[j].path + kl + 1;
         sub[j].v = ps[j].v;
     }
-    bson_t child, base;
-    bool have_base = sv && sv->value_type == BSON_TYPE_DOCUMENT &&
-                     bson_init_static(&base, sv->value.v_doc.data, sv->value.v_doc.data_len);
-    bson_append_document_begin(dst, key, (int)kl, &child);
-    set_level(&child, have_base ? &base : NULL, sub, n);
-    bson_append_document_end(dst, &child);
+    append_under(dst, key, (int)kl, sv, sub, n);
     bson_free(sub);
 }
 

@@ -483,6 +483,28 @@ h.test('output paths: dotted paths nest like $addFields, existing fields are rep
   ]);
 });
 
+h.test('output paths through arrays and nested documents ($addFields semantics, mongod\'s sum.js)', async () => {
+  const c = srv.freshDb('paths_arr').collection('c');
+  await c.insertOne({ _id: 1, simpleArr: [1, 2, 3], docArr: [{ first: 1 }, { second: 0 }], nestedDoc: { 1: { 2: { 3: 1 } } }, deep: [[{ x: 1 }], 5] });
+  const [r] = await c.aggregate([{
+    $setWindowFields: {
+      sortBy: { _id: 1 },
+      output: {
+        'docArr.a': { $sum: '$_id' }, 'simpleArr.0.b': { $sum: '$_id' }, 'nestedDoc.1.2.a': { $sum: '$_id' },
+        'newField.a': { $sum: '$_id' }, 'deep.y': { $sum: '$_id' },
+      },
+    },
+  }]).toArray();
+  assert.deepEqual(r, {
+    _id: 1,
+    simpleArr: [{ 0: { b: 1 } }, { 0: { b: 1 } }, { 0: { b: 1 } }],
+    docArr: [{ first: 1, a: 1 }, { second: 0, a: 1 }],
+    nestedDoc: { 1: { 2: { 3: 1, a: 1 } } },
+    deep: [[{ x: 1, y: 1 }], { y: 1 }],
+    newField: { a: 1 },
+  });
+});
+
 h.test('materialising paths: $facet, $lookup sub-pipeline and a view answer like the stream', async () => {
   const c = await cakes('paths_mat');
   const db = srv.client.db(c.dbName);
