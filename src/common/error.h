@@ -225,6 +225,11 @@
     X(28748, Location28748)                                                    \
     X(28749, Location28749)                                                    \
     X(5858203, Location5858203)                                                \
+    X(7429703, Location7429703)                                                \
+    X(7436100, Location7436100)                                                \
+    X(7750300, Location7750300)                                                \
+    X(7750302, Location7750302)                                                \
+    X(7750303, Location7750303)                                                \
     X(5787801, Location5787801)                                                \
     X(5788001, Location5788001)                                                \
     X(5788002, Location5788002)                                                \

@@ -113,7 +113,6 @@ typedef struct wfield {
     mf_sort_t *inner;     /* $topN ... sortBy */
     double *ps;           /* $percentile p values, $median: {0.5} */
     size_t nps;
-    bool continuous;      /* $median / $percentile method */
 } wfield_t;
 
 struct mf_window {
@@ -399,7 +398,12 @@ parse_n_args(const mf_window_t *w, const bson_value_t *v, wfield_t *f, mf_error_
     return 0;
 }
 
-/* parse_quantile: {$median|$percentile: {input, p, method}}. */
+/*
+ * parse_quantile: {$median|$percentile: {input, p, method}}, checked in the
+ * order of mongod's IDL parser and validators: 7429703 / 7436100 not an
+ * object, 40415 unknown field, 14 method not a string, 40414 missing field,
+ * 7750300-7750303 bad 'p', 2 a method other than 'approximate' (8.0 has no other).
+ */
 static int
 parse_quantile(const bson_value_t *v, wfield_t *f, mf_error_t *err)
 {
@@ -408,42 +412,46 @@ parse_quantile(const bson_value_t *v, wfield_t *f, mf_error_t *err)
     bson_value_t slot_in, slot_p, slot_method;
 
     if (v->value_type != BSON_TYPE_DOCUMENT)
-        return mf_err_set(err, MF_E_TypeMismatch, "BSON field '%s' is the wrong type '%s', expected type 'object'",
-                          f->name, mf_type_name(v->value_type));
+        return mf_err_set(err, f->kind == WF_MEDIAN ? MF_E_Location7436100 : MF_E_Location7429703,
+                          "specification must be an object; found %s", mf_type_name(v->value_type));
     bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
     while (bson_iter_next(&it)) {
         const char *k = bson_iter_key(&it);
-        if (strcmp(k, "input") == 0)
+        if (strcmp(k, "input") == 0) {
             in = keep(&slot_in, &it);
-        else if (strcmp(k, "p") == 0 && f->kind == WF_PERCENTILE)
+        } else if (strcmp(k, "p") == 0 && f->kind == WF_PERCENTILE) {
             p = keep(&slot_p, &it);
-        else if (strcmp(k, "method") == 0)
+        } else if (strcmp(k, "method") == 0) {
             method = keep(&slot_method, &it);
-        else
+            if (method->value_type != BSON_TYPE_UTF8)
+                return mf_err_set(err, MF_E_TypeMismatch,
+                                  "BSON field '%s.method' is the wrong type '%s', expected type 'string'", f->name,
+                                  mf_type_name(method->value_type));
+        } else {
             return mf_err_set(err, MF_E_Location40415, "BSON field '%s.%s' is an unknown field.", f->name, k);
+        }
     }
     if (in == NULL)
         return mf_err_set(err, MF_E_Location40414, "BSON field '%s.input' is missing but a required field", f->name);
+    if (f->kind == WF_PERCENTILE && p == NULL)
+        return mf_err_set(err, MF_E_Location40414, "BSON field '$percentile.p' is missing but a required field");
     if (method == NULL)
         return mf_err_set(err, MF_E_Location40414, "BSON field '%s.method' is missing but a required field", f->name);
-    if (method->value_type != BSON_TYPE_UTF8 ||
-        (strcmp(method->value.v_utf8.str, "approximate") != 0 && strcmp(method->value.v_utf8.str, "continuous") != 0 &&
-         strcmp(method->value.v_utf8.str, "discrete") != 0))
-        return mf_err_set(err, MF_E_BadValue, "Enumeration value '%s' for field '%s.method' is not a valid value.",
-                          method->value_type == BSON_TYPE_UTF8 ? method->value.v_utf8.str : "?", f->name);
-    f->continuous = strcmp(method->value.v_utf8.str, "continuous") == 0;
     if (f->kind == WF_MEDIAN) {
         f->ps = bson_malloc(sizeof *f->ps);
         f->ps[0] = 0.5;
         f->nps = 1;
     } else {
-        if (p == NULL)
-            return mf_err_set(err, MF_E_Location40414, "BSON field '$percentile.p' is missing but a required field");
+        static const char msg[] = "The $percentile 'p' field must be an array of numbers from [0.0, 1.0]";
         bson_value_t c;
-        if (!const_value(p, &c) || c.value_type != BSON_TYPE_ARRAY) {
+        if (!const_value(p, &c)) {
             mf_value_free(&c);
-            return mf_err_set(err, MF_E_Location7750301,
-                              "The $percentile 'p' field must be an array of numbers from [0.0, 1.0]");
+            return mf_err_set(err, MF_E_Location7750300,
+                              "The $percentile 'p' field must be an array of constant values");
+        }
+        if (c.value_type != BSON_TYPE_ARRAY || c.value.v_doc.data_len <= 5) {
+            mf_value_free(&c);
+            return mf_err_set(err, MF_E_Location7750301, "%s", msg);
         }
         bson_iter_init_from_data(&pi, c.value.v_doc.data, c.value.v_doc.data_len);
         while (bson_iter_next(&pi)) {
@@ -451,17 +459,16 @@ parse_quantile(const bson_value_t *v, wfield_t *f, mf_error_t *err)
             double d = mf_value_as_double(e);
             if (!mf_value_is_number(e) || !(d >= 0 && d <= 1)) {
                 mf_value_free(&c);
-                return mf_err_set(err, MF_E_Location7750301,
-                                  "The $percentile 'p' field must be an array of numbers from [0.0, 1.0]");
+                return mf_err_set(err, mf_value_is_number(e) ? MF_E_Location7750303 : MF_E_Location7750302, "%s",
+                                  msg);
             }
             f->ps = bson_realloc(f->ps, (f->nps + 1) * sizeof *f->ps);
             f->ps[f->nps++] = d;
         }
         mf_value_free(&c);
-        if (f->nps == 0)
-            return mf_err_set(err, MF_E_Location7750301,
-                              "The $percentile 'p' field must be an array of numbers from [0.0, 1.0]");
     }
+    if (strcmp(method->value.v_utf8.str, "approximate") != 0)
+        return mf_err_set(err, MF_E_BadValue, "Currently only 'approximate' can be used as a percentile 'method'.");
     f->input = mf_expr_parse(in, err);
     return f->input ? 0 : -1;
 }
@@ -1372,11 +1379,8 @@ acc_result(const wfield_t *f, const part_t *p, const bson_value_t *vals, const b
             double pv = f->ps[q];
             if (m == 0) {
                 set_null(&r);
-            } else if (f->continuous) {
-                double rank = pv * (double)(m - 1);
-                size_t lo = (size_t)floor(rank), hi = (size_t)ceil(rank);
-                set_double(&r, xs[lo] + (rank - (double)lo) * (xs[hi] - xs[lo]));
             } else {
+                /* 'approximate' is exact at these sizes: the value of rank ceil(p * n). */
                 double rank = ceil(pv * (double)m);
                 size_t k = rank < 1 ? 0 : (size_t)rank - 1;
                 set_double(&r, xs[k >= m ? m - 1 : k]);

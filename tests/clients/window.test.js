@@ -459,6 +459,20 @@ h.test('$median and $percentile', async () => {
   });
   assert.ok(r.every((d) => d.med === 2 && d.pc[0] === 1 && d.pc[1] === 8));
   assert.deepEqual(byId(r, 'run'), { 0: 1, 1: 1, 2: 2, 3: 2, 4: 2, 5: 2 });
+  // mongod's percentile.js errors.
+  const e = (spec) => docsAgg(db, [{ v: 1 }], { sortBy: { v: 1 }, output: { x: spec } });
+  await assert.rejects(e({ $percentile: 'x' }), { code: 7429703 });
+  await assert.rejects(e({ $median: 'x' }), { code: 7436100 });
+  await assert.rejects(e({ $median: { input: '$v', method: false } }), { code: 14 });
+  await assert.rejects(e({ $median: { input: '$v', method: 'continuous' } }), { code: 2 });
+  await assert.rejects(e({ $percentile: { input: '$v', method: 'approximate' } }), { code: 40414 });
+  await assert.rejects(e({ $median: { p: [0.5], input: '$v', method: 'approximate' } }), { code: 40415 });
+  await assert.rejects(e({ $percentile: { p: ['$v'], input: '$v', method: 'approximate' } }), { code: 7750300 });
+  await assert.rejects(e({ $percentile: { p: [], input: '$v', method: 'approximate' } }), { code: 7750301 });
+  await assert.rejects(e({ $percentile: { p: ['a'], input: '$v', method: 'approximate' } }), { code: 7750302 });
+  await assert.rejects(e({ $percentile: { p: [1.5], input: '$v', method: 'approximate' } }), { code: 7750303 });
+  await assert.rejects(e({ $median: { input: '$v', method: 'approximate' }, extra: 1 }), { code: 9 });
+  await assert.rejects(e({ $median: { input: '$v', method: 'approximate' }, window: [-1, 1] }), { code: 9 });
 });
 
 h.test('partitions: expressions, null and missing together, 1 and 1.0 together, arrays refused', async () => {
