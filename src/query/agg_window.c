@@ -1422,7 +1422,7 @@ acc_result(const wfield_t *f, const part_t *p, const bson_value_t *vals, const b
             if (f->fn_unit == U_NONE && date)
                 return mf_err_set(err, MF_E_Location5423902,
                                   "$integral (with no 'outputUnit') expects the sortBy field to be numeric");
-            x_value(&sv[j], f->fn_unit, &x);
+            x_value(&sv[j], U_NONE, &x); /* milliseconds for dates: scaled to the unit at the end, as mongod */
             y = mf_value_as_double(&vals[j]);
             if (isnan(x) || isnan(y))
                 nan = true;
@@ -1431,7 +1431,7 @@ acc_result(const wfield_t *f, const part_t *p, const bson_value_t *vals, const b
             px = x;
             py = y;
         }
-        set_double(out, nan ? NAN : sum);
+        set_double(out, nan ? NAN : f->fn_unit != U_NONE ? sum / (double)unit_ms[f->fn_unit] : sum);
         return 0;
     }
     default:
@@ -1708,11 +1708,13 @@ compute_field(const mf_window_t *w, const wfield_t *f, const part_t *p, bson_val
                 goto done;
             }
             if (!mf_value_is_number(&vals[l]) || !mf_value_is_number(&vals[h]) ||
-                !x_value(&sv[l], f->fn_unit, &x0) || !x_value(&sv[h], f->fn_unit, &x1) || x1 == x0) {
+                !x_value(&sv[l], U_NONE, &x0) || !x_value(&sv[h], U_NONE, &x1) || x1 == x0) {
                 set_null(&res[i]);
                 continue;
             }
-            set_double(&res[i], (mf_value_as_double(&vals[h]) - mf_value_as_double(&vals[l])) / (x1 - x0));
+            /* rise / run in 1/millisecond for dates, then scaled by the unit (mongod's order). */
+            double d = (mf_value_as_double(&vals[h]) - mf_value_as_double(&vals[l])) / (x1 - x0);
+            set_double(&res[i], f->fn_unit != U_NONE ? d * (double)unit_ms[f->fn_unit] : d);
         }
         break;
     case WF_SHIFT:

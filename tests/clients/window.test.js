@@ -362,6 +362,17 @@ h.test('$derivative and $integral with a date sortBy and unit', async () => {
   assert.deepEqual(byId(r, 'speed'), { 0: null, 1: 60, 2: 120, 3: 0 });
   assert.deepEqual(byId(r, 'dist'), { 0: 0, 1: 7.5, 2: 37.5, 3: 82.5 });
   assert.deepEqual(byId(r, 'avgSpeed'), { 0: null, 1: 60, 2: 90, 3: 60 });
+  // mongod's integral.js: dates in milliseconds scaled to the unit at the end.
+  const ms = srv.freshDb('integral_ms').collection('c');
+  await ms.insertMany([0, 2, 4, 6].map((t) => ({ x: new Date(Date.parse('2020-01-01T00:00:00Z') + t), y: t })));
+  const ir = await ms.aggregate([{ $setWindowFields: { sortBy: { x: 1 }, output: { integral: { $integral: { input: '$y', unit: 'second' }, window: { documents: [-1, 1] } } } } }]).toArray();
+  assert.deepEqual(ir.map((d) => d.integral), [0.002, 0.008, 0.016, 0.010]);
+  const rs = srv.freshDb('integral_range').collection('c');
+  await rs.insertMany([[0, 0.0], [4, 2.4], [10, 5.6], [18, 6.8]].map(([t, y]) => ({ time: new Date(Date.parse('2020-01-01T00:00:00Z') + t * 1000), y })));
+  const rr = (bounds) => rs.aggregate([{ $setWindowFields: { sortBy: { time: 1 }, output: { i: { $integral: { input: '$y', unit: 'second' }, window: { range: bounds, unit: 'second' } } } } }]).toArray();
+  assert.deepEqual((await rr([-1, -1])).map((d) => d.i), [null, null, null, null]);
+  assert.deepEqual((await rr([-2, 0])).map((d) => d.i), [0, 0, 0, 0]);
+  assert.deepEqual((await rr([-6, 6])).map((d) => d.i), [4.8, 28.8, 24.0, 0]);
   // Numeric sortBy without unit.
   const db = srv.freshDb('deriv_num');
   const n = await docsAgg(db, [{ t: 0, y: 0 }, { t: 2, y: 4 }, { t: 4, y: 4 }],
