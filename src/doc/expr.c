@@ -149,6 +149,7 @@ static const op_def_t OPS[] = {
     {"$allElementsTrue", OP_ALLELEMENTSTRUE, A_POS, 1, 1},
     {"$getField", OP_GETFIELD, A_GETFIELD, 0, 0}, {"$regexMatch", OP_REGEXMATCH, A_REGEX, 0, 0},
     {"$let", OP_LET, A_LET, 0, 0}, {"$literal", OP_LITERAL, A_LITERAL, 0, 0},
+    {"$const", OP_LITERAL, A_LITERAL, 0, 0}, /* mongod's alias of $literal */
     {NULL, 0, 0, 0, 0},
 };
 

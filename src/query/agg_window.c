@@ -789,19 +789,6 @@ mf_window_new(const bson_value_t *v, mf_error_t *err)
         w->partition = mf_expr_parse(part, err);
         if (w->partition == NULL)
             goto err_free;
-        if (mf_expr_is_constant(w->partition)) {
-            bson_value_t c;
-            if (mf_expr_eval(w->partition, NULL, &c, err) < 0)
-                goto err_free;
-            bool arr = c.value_type == BSON_TYPE_ARRAY;
-            mf_value_free(&c);
-            if (arr) {
-                mf_err_set(err, MF_E_TypeMismatch, "An expression used to partition cannot evaluate to value of type array");
-                goto err_free;
-            }
-            mf_expr_free(w->partition); /* a constant key: one partition */
-            w->partition = NULL;
-        }
     }
     if (sort != NULL) {
         bson_t spec;
@@ -878,6 +865,20 @@ mf_window_new(const bson_value_t *v, mf_error_t *err)
         f->path = bson_strdup(k);
         if (parse_function(w, bson_iter_value(&it), f, err) < 0)
             goto err_free;
+    }
+    /* A constant partition key is one partition; a constant array is refused after the outputs parsed, as mongod. */
+    if (w->partition != NULL && mf_expr_is_constant(w->partition)) {
+        bson_value_t c;
+        if (mf_expr_eval(w->partition, NULL, &c, err) < 0)
+            goto err_free;
+        bool arr = c.value_type == BSON_TYPE_ARRAY;
+        mf_value_free(&c);
+        if (arr) {
+            mf_err_set(err, MF_E_TypeMismatch, "An expression used to partition cannot evaluate to value of type array");
+            goto err_free;
+        }
+        mf_expr_free(w->partition);
+        w->partition = NULL;
     }
     return w;
 
