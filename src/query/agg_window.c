@@ -844,9 +844,17 @@ mf_window_new(const bson_value_t *v, mf_error_t *err)
             mf_err_set(err, MF_E_Location40352, "FieldPath cannot be constructed with empty string");
             goto err_free;
         }
-        if (k[0] == '$') {
-            mf_err_set(err, MF_E_Location16410, "FieldPath field names may not start with '$'. Consider using $getField or $setField.");
-            goto err_free;
+        /* FieldPath rules for each component of the output path. */
+        for (const char *c = k; c != NULL; c = strchr(c, '.') ? strchr(c, '.') + 1 : NULL) {
+            if (*c == '.' || *c == '\0') {
+                mf_err_set(err, MF_E_Location15998, "FieldPath field names may not be empty strings.");
+                goto err_free;
+            }
+            if (*c == '$') {
+                mf_err_set(err, MF_E_Location16410,
+                           "FieldPath field names may not start with '$'. Consider using $getField or $setField.");
+                goto err_free;
+            }
         }
         for (size_t i = 0; i < w->nf; i++) {
             if (paths_conflict(w->f[i].path, k)) {

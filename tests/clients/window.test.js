@@ -620,6 +620,9 @@ h.test('parse errors: stage shape, output fields, window functions', async () =>
   await assert.rejects(agg({ output: { x: { $sum: '$a', foo: 1 } } }), { code: 9 });
   await assert.rejects(agg({ output: { x: { $sum: '$a' }, 'x.y': { $sum: '$a' } } }), { code: 6307900 });
   await assert.rejects(agg({ output: { $x: { $sum: '$a' } } }), { code: 16410 });
+  await assert.rejects(agg({ output: { 'a.$x': { $sum: '$a' } } }), { code: 16410 });
+  await assert.rejects(agg({ output: { 'a..x': { $sum: '$a' } } }), { code: 15998 });
+  await assert.rejects(agg({ output: { 'a.': { $sum: '$a' } } }), { code: 15998 });
   await assert.rejects(agg({ output: { x: { $count: 1 } } }), { code: 9 });
   // Rank functions.
   await assert.rejects(agg({ output: { r: { $rank: {} } } }), { code: 5371602 });
