@@ -1264,14 +1264,6 @@ cmp_vals(const void *a, const void *b)
     return c ? c : (i < j ? -1 : i > j);
 }
 
-static int
-cmp_docs(const void *a, const void *b)
-{
-    size_t i = *(const size_t *)a, j = *(const size_t *)b;
-    int c = mf_sort_cmp(g_cmp->sort, &g_cmp->p->docs[i], &g_cmp->p->docs[j]);
-    return c ? c : (i < j ? -1 : i > j);
-}
-
 /*
  * acc_result: the value of an accumulating function over window [l, h]
  * (not empty). idx is scratch space of at least h-l+1 entries.
@@ -1281,28 +1273,14 @@ acc_result(const wfield_t *f, const part_t *p, const bson_value_t *vals, const b
            int64_t h, size_t *idx, bson_value_t *out, mf_error_t *err)
 {
     size_t m = 0;
-    cmpctx_t c = {vals, p, f->inner, 1};
 
+    (void)p;
     switch (f->kind) {
     case WF_PUSH:
         for (int64_t j = l; j <= h; j++)
             idx[m++] = (size_t)j;
         array_of(out, vals, idx, m);
         return 0;
-    case WF_ADDTOSET: {
-        /* Distinct values in ascending order (mongod's removable $addToSet is an ordered set). */
-        size_t u = 0;
-        for (int64_t j = l; j <= h; j++)
-            if (vals[j].value_type != BSON_TYPE_EOD)
-                idx[m++] = (size_t)j;
-        g_cmp = &c;
-        qsort(idx, m, sizeof *idx, cmp_vals);
-        for (size_t k = 0; k < m; k++)
-            if (u == 0 || mf_value_cmp(&vals[idx[u - 1]], &vals[idx[k]]) != 0)
-                idx[u++] = idx[k];
-        array_of(out, vals, idx, u);
-        return 0;
-    }
     case WF_FIRSTN:
     case WF_LASTN: {
         int64_t cnt = h - l + 1 < f->n ? h - l + 1 : f->n;
@@ -1322,96 +1300,6 @@ acc_result(const wfield_t *f, const part_t *p, const bson_value_t *vals, const b
         out->value.v_doc.data = bson_malloc(arr.len);
         memcpy(out->value.v_doc.data, bson_get_data(&arr), arr.len);
         bson_destroy(&arr);
-        return 0;
-    }
-    case WF_MINN:
-    case WF_MAXN:
-        for (int64_t j = l; j <= h; j++)
-            if (!nullish(&vals[j]))
-                idx[m++] = (size_t)j;
-        c.dir = f->kind == WF_MINN ? 1 : -1;
-        g_cmp = &c;
-        qsort(idx, m, sizeof *idx, cmp_vals);
-        array_of(out, vals, idx, m < (size_t)f->n ? m : (size_t)f->n);
-        return 0;
-    case WF_TOPN:
-    case WF_BOTTOMN:
-    case WF_TOP:
-    case WF_BOTTOM: {
-        bool bottom = f->kind == WF_BOTTOMN || f->kind == WF_BOTTOM;
-        for (int64_t j = l; j <= h; j++)
-            idx[m++] = (size_t)j;
-        g_cmp = &c;
-        qsort(idx, m, sizeof *idx, cmp_docs);
-        size_t k = m < (size_t)f->n ? m : (size_t)f->n;
-        size_t *sel = bottom ? idx + (m - k) : idx;
-        if (f->kind == WF_TOP || f->kind == WF_BOTTOM) {
-            if (vals[sel[0]].value_type == BSON_TYPE_EOD)
-                set_null(out);
-            else
-                mf_value_copy(out, &vals[sel[0]]);
-            return 0;
-        }
-        bson_t arr = BSON_INITIALIZER;
-        for (size_t j = 0; j < k; j++) {
-            char buf[16];
-            const char *key;
-            bson_value_t nv;
-            set_null(&nv);
-            bson_uint32_to_string((uint32_t)j, &key, buf, sizeof buf);
-            mf_bson_append_value(&arr, key, -1, vals[sel[j]].value_type == BSON_TYPE_EOD ? &nv : &vals[sel[j]]);
-        }
-        memset(out, 0, sizeof *out);
-        out->value_type = BSON_TYPE_ARRAY;
-        out->value.v_doc.data_len = arr.len;
-        out->value.v_doc.data = bson_malloc(arr.len);
-        memcpy(out->value.v_doc.data, bson_get_data(&arr), arr.len);
-        bson_destroy(&arr);
-        return 0;
-    }
-    case WF_MEDIAN:
-    case WF_PERCENTILE: {
-        double *xs = bson_malloc(((size_t)(h - l + 1)) * sizeof *xs);
-        for (int64_t j = l; j <= h; j++)
-            if (mf_value_is_number(&vals[j]))
-                xs[m++] = mf_value_as_double(&vals[j]);
-        for (size_t a = 1; a < m; a++) { /* insertion sort: windows are small */
-            double t = xs[a];
-            size_t b = a;
-            for (; b > 0 && xs[b - 1] > t; b--)
-                xs[b] = xs[b - 1];
-            xs[b] = t;
-        }
-        bson_t arr = BSON_INITIALIZER;
-        bson_value_t r;
-        for (size_t q = 0; q < f->nps; q++) {
-            double pv = f->ps[q];
-            if (m == 0) {
-                set_null(&r);
-            } else {
-                /* 'approximate' is exact at these sizes: the value of rank ceil(p * n). */
-                double rank = ceil(pv * (double)m);
-                size_t k = rank < 1 ? 0 : (size_t)rank - 1;
-                set_double(&r, xs[k >= m ? m - 1 : k]);
-            }
-            if (f->kind == WF_MEDIAN) {
-                *out = r;
-                bson_destroy(&arr);
-                bson_free(xs);
-                return 0;
-            }
-            char buf[16];
-            const char *key;
-            bson_uint32_to_string((uint32_t)q, &key, buf, sizeof buf);
-            mf_bson_append_value(&arr, key, -1, &r);
-        }
-        memset(out, 0, sizeof *out);
-        out->value_type = BSON_TYPE_ARRAY;
-        out->value.v_doc.data_len = arr.len;
-        out->value.v_doc.data = bson_malloc(arr.len);
-        memcpy(out->value.v_doc.data, bson_get_data(&arr), arr.len);
-        bson_destroy(&arr);
-        bson_free(xs);
         return 0;
     }
     case WF_INTEGRAL: {
@@ -1519,6 +1407,185 @@ stat_value(const wstat_t *s, const wfield_t *f, bson_value_t *out)
             set_null(out);
         return;
     }
+}
+
+/*
+ * Ordered state for the accumulating functions whose answer comes from a
+ * sorted view of the window ($minN $maxN $topN $bottomN $top $bottom
+ * $addToSet $median $percentile). While a window only grows at its right
+ * end (lo_i unchanged), each new document is inserted in place (binary
+ * search; the N functions keep only their n best), so [unbounded, current]
+ * costs O(n * k) rather than a sort per document. Other windows rebuild.
+ */
+typedef struct ostate {
+    size_t *ix;  /* document indices in order */
+    double *xs;  /* $median / $percentile: the numeric values in order */
+    size_t n;
+} ostate_t;
+
+static bool
+ordered_kind(int kind)
+{
+    return kind == WF_MINN || kind == WF_MAXN || kind == WF_TOPN || kind == WF_BOTTOMN || kind == WF_TOP ||
+           kind == WF_BOTTOM || kind == WF_ADDTOSET || kind == WF_MEDIAN || kind == WF_PERCENTILE;
+}
+
+/* ocmp: <0, 0, >0 as document a orders before, with, after document b for f. */
+static int
+ocmp(const wfield_t *f, const part_t *p, const bson_value_t *vals, size_t a, size_t b)
+{
+    if (f->kind == WF_TOPN || f->kind == WF_BOTTOMN || f->kind == WF_TOP || f->kind == WF_BOTTOM)
+        return mf_sort_cmp(f->inner, &p->docs[a], &p->docs[b]);
+    int c = mf_value_cmp(&vals[a], &vals[b]);
+    return f->kind == WF_MAXN ? -c : c;
+}
+
+static void
+ostate_insert(const wfield_t *f, const part_t *p, const bson_value_t *vals, ostate_t *os, size_t j)
+{
+    size_t lo = 0, hi = os->n;
+
+    if (f->kind == WF_MEDIAN || f->kind == WF_PERCENTILE) {
+        if (!mf_value_is_number(&vals[j]))
+            return;
+        double x = mf_value_as_double(&vals[j]);
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            if (os->xs[mid] <= x)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        memmove(&os->xs[lo + 1], &os->xs[lo], (os->n - lo) * sizeof *os->xs);
+        os->xs[lo] = x;
+        os->n++;
+        return;
+    }
+    if ((f->kind == WF_MINN || f->kind == WF_MAXN) && nullish(&vals[j]))
+        return;
+    if (f->kind == WF_ADDTOSET && vals[j].value_type == BSON_TYPE_EOD)
+        return;
+    /* Upper bound: after every equal element, so ties keep document order. */
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (ocmp(f, p, vals, os->ix[mid], j) <= 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (f->kind == WF_ADDTOSET && lo > 0 && mf_value_cmp(&vals[os->ix[lo - 1]], &vals[j]) == 0)
+        return;
+    bool keep_last = f->kind == WF_BOTTOMN || f->kind == WF_BOTTOM;
+    size_t cap = f->kind == WF_ADDTOSET ? SIZE_MAX : (size_t)f->n;
+    if (!keep_last && os->n == cap && lo == cap)
+        return;
+    if (keep_last && os->n == cap && lo == 0)
+        return;
+    memmove(&os->ix[lo + 1], &os->ix[lo], (os->n - lo) * sizeof *os->ix);
+    os->ix[lo] = j;
+    os->n++;
+    if (os->n > cap) {
+        if (keep_last)
+            memmove(&os->ix[0], &os->ix[1], (os->n - 1) * sizeof *os->ix);
+        os->n--;
+    }
+}
+
+static int
+cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/*
+ * ostate_rebuild: the state for window [l, h] from scratch: by insertion for
+ * the N functions (at most n kept), by one sort for the unbounded ones.
+ */
+static void
+ostate_rebuild(const wfield_t *f, const part_t *p, const bson_value_t *vals, ostate_t *os, int64_t l, int64_t h)
+{
+    os->n = 0;
+    if (f->kind == WF_MEDIAN || f->kind == WF_PERCENTILE) {
+        for (int64_t j = l; j <= h; j++)
+            if (mf_value_is_number(&vals[j]))
+                os->xs[os->n++] = mf_value_as_double(&vals[j]);
+        qsort(os->xs, os->n, sizeof *os->xs, cmp_double);
+        return;
+    }
+    if (f->kind == WF_ADDTOSET) {
+        cmpctx_t c = {vals, p, NULL, 1};
+        size_t u = 0;
+        for (int64_t j = l; j <= h; j++)
+            if (vals[j].value_type != BSON_TYPE_EOD)
+                os->ix[os->n++] = (size_t)j;
+        g_cmp = &c;
+        qsort(os->ix, os->n, sizeof *os->ix, cmp_vals);
+        for (size_t k = 0; k < os->n; k++)
+            if (u == 0 || mf_value_cmp(&vals[os->ix[u - 1]], &vals[os->ix[k]]) != 0)
+                os->ix[u++] = os->ix[k];
+        os->n = u;
+        return;
+    }
+    for (int64_t j = l; j <= h; j++)
+        ostate_insert(f, p, vals, os, (size_t)j);
+}
+
+/* ostate_result: the function's value from the ordered state (not empty window). */
+static void
+ostate_result(const wfield_t *f, const ostate_t *os, const bson_value_t *vals, bson_value_t *out)
+{
+    bson_t arr = BSON_INITIALIZER;
+
+    switch (f->kind) {
+    case WF_MEDIAN:
+    case WF_PERCENTILE:
+        for (size_t q = 0; q < f->nps; q++) {
+            bson_value_t r;
+            if (os->n == 0) {
+                set_null(&r);
+            } else {
+                /* 'approximate' is exact at these sizes: the value of rank ceil(p * n). */
+                double rank = ceil(f->ps[q] * (double)os->n);
+                size_t k = rank < 1 ? 0 : (size_t)rank - 1;
+                set_double(&r, os->xs[k >= os->n ? os->n - 1 : k]);
+            }
+            if (f->kind == WF_MEDIAN) {
+                *out = r;
+                bson_destroy(&arr);
+                return;
+            }
+            char buf[16];
+            const char *key;
+            bson_uint32_to_string((uint32_t)q, &key, buf, sizeof buf);
+            mf_bson_append_value(&arr, key, -1, &r);
+        }
+        break;
+    case WF_TOP:
+    case WF_BOTTOM:
+        bson_destroy(&arr);
+        if (os->n == 0 || vals[os->ix[f->kind == WF_TOP ? 0 : os->n - 1]].value_type == BSON_TYPE_EOD)
+            set_null(out);
+        else
+            mf_value_copy(out, &vals[os->ix[f->kind == WF_TOP ? 0 : os->n - 1]]);
+        return;
+    default:
+        for (size_t k = 0; k < os->n; k++) {
+            char buf[16];
+            const char *key;
+            bson_value_t nv;
+            set_null(&nv);
+            bson_uint32_to_string((uint32_t)k, &key, buf, sizeof buf);
+            mf_bson_append_value(&arr, key, -1, vals[os->ix[k]].value_type == BSON_TYPE_EOD ? &nv : &vals[os->ix[k]]);
+        }
+        break;
+    }
+    memset(out, 0, sizeof *out);
+    out->value_type = BSON_TYPE_ARRAY;
+    out->value.v_doc.data_len = arr.len;
+    out->value.v_doc.data = bson_malloc(arr.len);
+    memcpy(out->value.v_doc.data, bson_get_data(&arr), arr.len);
+    bson_destroy(&arr);
 }
 
 /*
@@ -1657,6 +1724,8 @@ compute_field(const mf_window_t *w, const wfield_t *f, const part_t *p, bson_val
     case WF_PUSH: case WF_ADDTOSET: case WF_INTEGRAL: case WF_FIRSTN: case WF_LASTN: case WF_MINN:
     case WF_MAXN: case WF_TOPN: case WF_BOTTOMN: case WF_TOP: case WF_BOTTOM: case WF_MEDIAN:
     case WF_PERCENTILE: {
+        ostate_t os = {bson_malloc(n * sizeof *os.ix), bson_malloc(n * sizeof *os.xs), 0};
+        int64_t ol = -1, oh = -1; /* the ordered state holds window [ol, oh]; ol -1: none */
         idx = bson_malloc(n * sizeof *idx);
         for (size_t i = 0; i < n; i++) {
             int64_t l = lo[i], h = hi[i];
@@ -1672,11 +1741,29 @@ compute_field(const mf_window_t *w, const wfield_t *f, const part_t *p, bson_val
                 bson_value_copy(&res[i - 1], &res[i]);
                 continue;
             }
-            if (acc_result(f, p, vals, sv, l, h, idx, &res[i], err) < 0)
+            if (ordered_kind(f->kind)) {
+                /* Grow the state while the window only grows to the right; rebuild it otherwise. */
+                if (ol != l || h < oh) {
+                    ostate_rebuild(f, p, vals, &os, l, h);
+                    ol = l;
+                    oh = h;
+                }
+                while (oh < h)
+                    ostate_insert(f, p, vals, &os, (size_t)++oh);
+                ostate_result(f, &os, vals, &res[i]);
+            } else if (acc_result(f, p, vals, sv, l, h, idx, &res[i], err) < 0) {
+                bson_free(os.ix);
+                bson_free(os.xs);
                 goto done;
-            if ((i & 255) == 255 && mf_exec_check_deadline(err) != 0)
+            }
+            if ((i & 255) == 255 && mf_exec_check_deadline(err) != 0) {
+                bson_free(os.ix);
+                bson_free(os.xs);
                 goto done;
+            }
         }
+        bson_free(os.ix);
+        bson_free(os.xs);
         break;
     }
     case WF_FIRST:

@@ -562,9 +562,16 @@ h.test('large partitions: [unbounded, current] and sliding windows stay linear',
         m: { $max: '$v', window: { documents: [-5000, 0] } },
         sd: { $stdDevPop: '$v', window: { documents: ['unbounded', 'current'] } },
         r: { $rank: {} },
+        mn: { $minN: { input: '$v', n: 3 }, window: { documents: ['unbounded', 'current'] } },
+        md: { $median: { input: '$v', method: 'approximate' }, window: { documents: ['unbounded', 'current'] } },
+        mdSlide: { $median: { input: '$v', method: 'approximate' }, window: { documents: [-1000, 1000] } },
+        set: { $addToSet: '$v', window: { documents: ['unbounded', 'current'] } },
+        tp: { $topN: { n: 2, sortBy: { v: -1 }, output: '$_id' }, window: { documents: ['unbounded', 'current'] } },
       },
     },
   }, { $match: { _id: { $in: [0, 9, n - 1] } } }]).toArray();
+  assert.deepEqual([r[2].mn, r[2].md, r[2].mdSlide, r[2].set, r[2].tp], [[0, 0, 0], 4, 5, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9], [9, 19]]);
+  assert.deepEqual([r[1].mn, r[1].set.length, r[1].tp], [[0, 1, 2], 10, [9, 8]]);
   assert.ok(Date.now() - t < 15000, `took ${Date.now() - t} ms`);
   assert.deepEqual(r.map((d) => [d._id, d.s, d.m, d.r]), [[0, 0, 0, 1], [9, 45, 9, 10], [n - 1, 4.5 * n, 9, n]]);
   close(r[2].a, 4.5, 0.01);
