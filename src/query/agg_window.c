@@ -19,34 +19,42 @@
  * Windows. For document i of a partition of n, a window is an index
  * interval [lo_i, hi_i] (empty when lo_i > hi_i). Document bounds are
  * offsets from i; range bounds are thresholds on the (single, ascending)
- * sortBy value, found with two pointers since the values ascend. Both lo_i
- * and hi_i never decrease with i, which is what makes sliding evaluation
- * work:
+ * sortBy value ('current' is the document itself, 0 takes its ties), found
+ * with two pointers since the values ascend. Both lo_i and hi_i never
+ * decrease with i, which is what makes sliding evaluation work:
  *   - removable functions ($sum $avg $count $min $max) add the documents
  *     entering the window and remove those leaving it: sums keep exact
- *     integer (128-bit) and compensated double parts plus per-type counts,
- *     $min/$max a monotonic deque, so each partition costs O(n);
- *   - the other accumulating functions ($push $addToSet $stdDev*
- *     $covariance* $integral the N functions $median $percentile) extend
- *     their state while lo_i stays put and hi_i grows (so [unbounded, x]
- *     windows cost O(n) for the streaming statistics), and otherwise
- *     recompute from lo_i; an unchanged window reuses the previous result;
+ *     integer (128-bit) and compensated double parts plus per-type counts
+ *     (the result type follows the values in the window), $min/$max a
+ *     monotonic deque, so each partition costs O(n);
+ *   - $stdDev* and $covariance* extend a Welford state while lo_i stays put
+ *     and recompute otherwise; the ordered functions ($minN $maxN $topN
+ *     $bottomN $top $bottom $addToSet $median $percentile) keep their window
+ *     sorted, inserting in place while the window only grows, so
+ *     [unbounded, current] never sorts per document; $push $firstN $lastN
+ *     $integral read the window; an unchanged window reuses its result;
  *   - positional functions ($first $last $derivative $shift $rank
  *     $denseRank $documentNumber $locf $linearFill $expMovingAvg) read the
- *     documents they need directly.
+ *     documents they need directly, with mongod's arithmetic order where
+ *     results are compared exactly (dates in milliseconds scaled last;
+ *     $linearFill's y1 + (x - x1) * ((y2 - y1) / (x2 - x1))).
  * The default window is the whole partition (MongoDB's default for every
  * function that takes one); rank functions and $expMovingAvg/$locf use
- * [unbounded, current] by construction.
+ * [unbounded, current] by construction. A missing value leaves its output
+ * field unset ($first/$last), or gives the default ($shift: null).
  *
- * Parse errors carry MongoDB's codes (window_bounds.cpp,
- * window_function_expression.cpp): 9 FailedToParse for most shapes, 5339900
+ * Errors carry MongoDB's codes, checked in mongod's order (outputs first,
+ * then a constant array partitionBy): 9 FailedToParse for most shapes,
+ * 40414/40415/14 for the stage's own fields, 15974/15975 sortBy values,
+ * 15998/16410 output paths, 6307900 conflicting output paths, 5339900
  * bounds out of order, 5339901 document bounds without sortBy, 5339902
  * range bounds without a single sortBy field, 8947401 descending sortBy
  * with range bounds, 5371601/5371602/5371603 rank functions, 605001
- * $linearFill's sortBy, 5490710 a unit above 'week', 6307900 conflicting
- * output paths, 5787902/5787903/5787908 a bad 'n'. Run-time: 5429413 date
- * sortBy without unit, 5429414 non-numeric sortBy, 5429513 non-date sortBy
- * with unit.
+ * $linearFill's sortBy, 5490710 a unit above 'week', 57879xx/57880xx the N
+ * functions, 7429703/7436100/77503xx $percentile/$median. Run-time:
+ * 5429413/5429414/5429513 range sortBy types, 5624900-5624903 $derivative,
+ * 5423900-5423902 $integral, 6050106 and 14 $linearFill, 14 an array
+ * partition key, 292 / 5643011 memory without allowDiskUse.
  */
 #include "query/agg_window.h"
 
