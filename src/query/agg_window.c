@@ -1033,7 +1033,7 @@ sum_reset(sumst_t *s)
 
 /* sum_value: the window's $sum (avg: divided by the count of numbers, null when none). */
 static void
-sum_value(const sumst_t *s, bool avg, bson_value_t *out)
+sum_value(const sumst_t *s, bool avg, bool removable, bson_value_t *out)
 {
     if (avg && s->nnum == 0) {
         set_null(out);
@@ -1081,7 +1081,8 @@ sum_value(const sumst_t *s, bool avg, bson_value_t *out)
         set_double(out, d);
         return;
     }
-    if (s->nlong > 0) {
+    /* mongod's removable sum narrows an integral result to int when it fits; $group's keeps long. */
+    if (s->nlong > 0 && !(removable && s->isum >= INT32_MIN && s->isum <= INT32_MAX)) {
         memset(out, 0, sizeof *out);
         out->value_type = BSON_TYPE_INT64;
         out->value.v_int64 = (int64_t)s->isum;
@@ -1664,7 +1665,7 @@ compute_field(const mf_window_t *w, const wfield_t *f, const part_t *p, bson_val
             if (f->kind == WF_COUNT)
                 set_int(&res[i], s.ndocs);
             else
-                sum_value(&s, f->kind == WF_AVG, &res[i]);
+                sum_value(&s, f->kind == WF_AVG, f->lo.kind != B_UNBOUNDED, &res[i]);
         }
         sum_reset(&s);
         break;

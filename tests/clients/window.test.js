@@ -306,6 +306,14 @@ h.test('$sum / $avg types, nulls and non-numbers; $min / $max skip nulls; empty 
   ]).toArray();
   assert.deepEqual(big, [{ s: '9007199254740993', t: 'long' }, { s: '9007199254740995', t: 'long' },
     { s: '-9007199254740991', t: 'long' }]);
+  // A removable (left-bounded) window narrows a long sum that fits to int, as mongod's RemovableSum;
+  // a left-unbounded one keeps $group's long.
+  const narrow = await db.aggregate([
+    { $documents: [{ i: 1, v: { $toLong: 5 } }, { i: 2, v: 7 }] },
+    { $setWindowFields: { sortBy: { i: 1 }, output: { r: { $sum: '$v', window: { documents: [-1, 0] } }, u: { $sum: '$v', window: { documents: ['unbounded', 'current'] } } } } },
+    { $project: { _id: 0, r: { $type: '$r' }, u: { $type: '$u' } } },
+  ]).toArray();
+  assert.deepEqual(narrow, [{ r: 'int', u: 'long' }, { r: 'int', u: 'long' }]);
 });
 
 h.test('$stdDevPop, $stdDevSamp, $covariancePop, $covarianceSamp', async () => {
