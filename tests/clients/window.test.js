@@ -554,6 +554,29 @@ h.test('materialising paths: $facet, $lookup sub-pipeline and a view answer like
   assert.deepEqual(m.map((d) => d._id), [0, 2]);
 });
 
+h.test('a streamed result across getMores, and $lookup let variables inside the stage', async () => {
+  const db = srv.freshDb('getmore');
+  const c = db.collection('g');
+  await c.insertMany([...Array(1000).keys()].map((i) => ({ _id: i, p: i % 7, v: i })));
+  const r = await c.aggregate([{ $setWindowFields: { partitionBy: '$p', sortBy: { v: 1 }, output: { n: { $documentNumber: {} } } } }], { batchSize: 3 }).toArray();
+  assert.equal(r.length, 1000);
+  assert.equal(new Set(r.map((d) => d._id)).size, 1000);
+  assert.ok(r.every((d) => d.n === Math.floor(d.v / 7) + 1));
+  await db.collection('o').insertMany([{ _id: 1, k: 2 }, { _id: 2, k: 3 }]);
+  const l = await db.collection('o').aggregate([{
+    $lookup: {
+      from: 'g', let: { k: '$k' }, as: 'w',
+      pipeline: [{ $match: { $expr: { $lt: ['$v', 4] } } },
+        { $setWindowFields: { partitionBy: { $mod: ['$v', '$$k'] }, sortBy: { v: 1 }, output: { c: { $count: {} } } } },
+        { $project: { _id: 0, v: 1, c: 1 } }],
+    },
+  }]).toArray();
+  assert.deepEqual(l.map((d) => d.w), [
+    [{ v: 0, c: 2 }, { v: 2, c: 2 }, { v: 1, c: 2 }, { v: 3, c: 2 }],
+    [{ v: 0, c: 2 }, { v: 3, c: 2 }, { v: 1, c: 1 }, { v: 2, c: 1 }],
+  ]);
+});
+
 h.test('large partitions: [unbounded, current] and sliding windows stay linear', async () => {
   const c = srv.freshDb('large').collection('c');
   const n = 20000;
