@@ -9,7 +9,8 @@
  * includeArrayIndex, preserveNullAndEmptyArrays) $replaceRoot $replaceWith
  * $sortByCount $lookup $facet $sample $bucket, the source stages $documents
  * and $currentOp, and the final write stages $out and $merge. $group also
- * has $mergeObjects $stdDevPop $stdDevSamp. Unknown stage → 40324
+ * has $mergeObjects $stdDevPop $stdDevSamp. $setWindowFields lives in
+ * query/agg_window.c. Unknown stage → 40324
  * ("Unrecognized pipeline stage name: '$foo'").
  *
  * $lookup forms: equality (localField/foreignField), correlated subquery
@@ -166,7 +167,7 @@ void mf_pipeline_pushdown(const mf_pipeline_t *p, bool sort_ok, mf_agg_pushdown_
  * first documents without reading its whole source, and a cursor can keep
  * the stream between getMores (env may differ between calls: it is only
  * used during the call). Blocking stages ($sort, $group, $bucket,
- * $sortByCount) keep internalQueryMaxBlockingSortMemoryUsageBytes /
+ * $sortByCount, $setWindowFields' sort) keep internalQueryMaxBlockingSortMemoryUsageBytes /
  * internalDocumentSourceGroupMaxMemoryBytes in memory and spill sorted runs
  * beyond (allow_disk), or fail with 292 QueryExceededMemoryLimitNoDiskUseAllowed.
  * The stream does not own p, which must outlive it. Long loops check
