@@ -840,10 +840,7 @@ mf_window_new(const bson_value_t *v, mf_error_t *err)
                 }
             }
         }
-        if (w->nsort == 0) {
-            mf_sort_free(w->sort);
-            w->sort = NULL;
-        }
+        /* An empty sortBy still counts as present (mongod's optional<SortPattern> is engaged). */
     }
     bson_iter_init_from_data(&it, output->value.v_doc.data, output->value.v_doc.data_len);
     while (bson_iter_next(&it)) {

@@ -772,6 +772,10 @@ h.test('parse errors: window bounds', async () => {
   await assert.rejects(w({ range: ['a', 1] }), { code: 9 });
   await assert.rejects(w({ foo: 1 }), { code: 9 });
   await assert.rejects(w(5), { code: 9 });
+  // An empty sortBy is present but has no field.
+  assert.deepEqual(await w({ documents: [-1, 0] }, {}), [{ a: 1, x: 1 }]);
+  await assert.rejects(w({ range: [-1, 0] }, {}), { code: 5339902 });
+  await assert.rejects(agg({ sortBy: {}, output: { r: { $rank: {} } } }), { code: 5371602 });
   // Unbounded document windows need no sortBy; an empty window object is the default.
   const ok = await agg({ output: { x: { $sum: '$a', window: { documents: ['unbounded', 'unbounded'] } }, y: { $sum: '$a', window: {} } } });
   assert.deepEqual(ok, [{ a: 1, x: 1, y: 1 }]);
