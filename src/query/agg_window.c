@@ -1347,6 +1347,7 @@ acc_result(const wfield_t *f, const part_t *p, const bson_value_t *vals, const b
 typedef struct wstat {
     int64_t n;
     double mx, my, m2, cxy;
+    int64_t nan, pinf, ninf; /* $covariance*: non-finite points, kept out of the moments as mongod does */
 } wstat_t;
 
 static void
@@ -1377,6 +1378,13 @@ stat_add(wstat_t *s, const wfield_t *f, const bson_value_t *v)
     if (k != 2 || !mf_value_is_number(&xy[0]) || !mf_value_is_number(&xy[1]))
         return;
     double x = mf_value_as_double(&xy[0]), y = mf_value_as_double(&xy[1]);
+    if (!isfinite(x) || !isfinite(y)) {
+        if (isnan(x) || isnan(y) || (isinf(x) && isinf(y) && (x > 0) != (y > 0)))
+            s->nan++;
+        else
+            *((isinf(x) ? x : y) > 0 ? &s->pinf : &s->ninf) += 1;
+        return;
+    }
     s->n++;
     double dx = x - s->mx;
     s->mx += dx / (double)s->n;
@@ -1400,18 +1408,23 @@ stat_value(const wstat_t *s, const wfield_t *f, bson_value_t *out)
         else
             set_null(out);
         return;
-    case WF_COVPOP:
-        if (s->n > 0)
-            set_double(out, s->cxy / (double)s->n);
-        else
+    default: { /* $covariancePop / $covarianceSamp, as mongod's WindowFunctionCovariance */
+        bool samp = f->kind == WF_COVSAMP;
+        if (s->n == 1 && !samp) {
+            set_double(out, 0.0);
+            return;
+        }
+        double adj = (double)(samp ? s->n - 1 : s->n);
+        if (adj <= 0)
             set_null(out);
-        return;
-    default: /* WF_COVSAMP */
-        if (s->n > 1)
-            set_double(out, s->cxy / (double)(s->n - 1));
+        else if (s->nan > 0 || (s->pinf > 0 && s->ninf > 0))
+            set_double(out, NAN);
+        else if (s->pinf > 0 || s->ninf > 0)
+            set_double(out, s->pinf > 0 ? INFINITY : -INFINITY);
         else
-            set_null(out);
+            set_double(out, s->cxy / adj);
         return;
+    }
     }
 }
 

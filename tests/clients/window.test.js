@@ -335,6 +335,15 @@ h.test('$stdDevPop, $stdDevSamp, $covariancePop, $covarianceSamp', async () => {
   assert.equal(r[0].cs, null);
   close(r[1].cs, 1.5);
   close(r[2].cs, 1);
+  // Non-finite points stay out of the moments but make the answer infinite or NaN (mongod's order of checks).
+  const inf = await docsAgg(db, [{ x: 1, y: 2 }, { x: 2, y: Infinity }, { x: 3, y: 4 }, { x: -Infinity, y: 1 }], {
+    sortBy: { x: 1 },
+    output: {
+      cp: { $covariancePop: ['$x', '$y'], window: { documents: ['unbounded', 'current'] } },
+      cs: { $covarianceSamp: ['$x', '$y'], window: { documents: ['unbounded', 'current'] } },
+    },
+  });
+  assert.deepEqual(inf.map((d) => [d.cp, d.cs]), [[null, null], [0, null], [0, null], [NaN, NaN]]);
 });
 
 h.test('$expMovingAvg with N and with alpha', async () => {
