@@ -1357,6 +1357,10 @@ stat_add(wstat_t *s, const wfield_t *f, const bson_value_t *v)
         if (!mf_value_is_number(v))
             return;
         double x = mf_value_as_double(v);
+        if (!isfinite(x)) {
+            s->nan++; /* counted, and the answer is NaN (mongod's WindowFunctionStdDev) */
+            return;
+        }
         s->n++;
         double d = x - s->mx;
         s->mx += d / (double)s->n;
@@ -1397,17 +1401,16 @@ stat_value(const wstat_t *s, const wfield_t *f, bson_value_t *out)
 {
     switch (f->kind) {
     case WF_STDDEVPOP:
-        if (s->n > 0)
-            set_double(out, sqrt(s->m2 / (double)s->n));
-        else
+    case WF_STDDEVSAMP: {
+        int64_t cnt = s->n + s->nan, adj = f->kind == WF_STDDEVSAMP ? cnt - 1 : cnt;
+        if (s->nan > 0)
+            set_double(out, NAN);
+        else if (adj <= 0)
             set_null(out);
-        return;
-    case WF_STDDEVSAMP:
-        if (s->n > 1)
-            set_double(out, sqrt(s->m2 / (double)(s->n - 1)));
         else
-            set_null(out);
+            set_double(out, s->m2 > 0 ? sqrt(s->m2 / (double)adj) : 0.0);
         return;
+    }
     default: { /* $covariancePop / $covarianceSamp, as mongod's WindowFunctionCovariance */
         bool samp = f->kind == WF_COVSAMP;
         if (s->n == 1 && !samp) {

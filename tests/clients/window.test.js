@@ -344,6 +344,9 @@ h.test('$stdDevPop, $stdDevSamp, $covariancePop, $covarianceSamp', async () => {
     },
   });
   assert.deepEqual(inf.map((d) => [d.cp, d.cs]), [[null, null], [0, null], [0, null], [NaN, NaN]]);
+  const sd = await docsAgg(db, [{ x: 1, y: 2 }, { x: 2, y: Infinity }, { x: 3, y: 4 }],
+    { sortBy: { x: 1 }, output: { p: { $stdDevPop: '$y', window: { documents: [-1, 0] } }, s: { $stdDevSamp: '$y', window: { documents: [0, 0] } } } });
+  assert.deepEqual(sd.map((d) => [d.p, d.s]), [[0, null], [NaN, NaN], [NaN, null]]);
 });
 
 h.test('$expMovingAvg with N and with alpha', async () => {
