@@ -63,6 +63,7 @@
 #include <string.h>
 
 #include "common/alloc.h"
+#include "common/limits.h"
 #include "doc/expr.h"
 #include "doc/sort.h"
 #include "doc/value.h"
@@ -2116,6 +2117,14 @@ run_partition(const mf_window_t *w, bson_t **wr, size_t n, mf_docvec_t *out, mf_
             ps[k].v = &res[k * n + i];
         }
         set_level(d, &p.docs[i], ps, w->nf);
+        if (d->len > MF_MAX_BSON_SIZE + 16 * 1024) {
+            /* mongod's BSONObjMaxInternalSize, e.g. a $push over a partition of large documents. */
+            mf_err_set(err, MF_E_BSONObjectTooLarge,
+                       "BSONObj size: %u (0x%X) is invalid. Size must be between 0 and 16793600(16MB)", d->len,
+                       d->len);
+            bson_destroy(d);
+            goto done;
+        }
         mf_docvec_push_steal(out, d);
     }
     rc = 0;

@@ -589,6 +589,15 @@ h.test('a streamed result across getMores, and $lookup let variables inside the 
   ]);
 });
 
+h.test('an output past 16 MB fails with 10334 instead of building it', async () => {
+  const c = srv.freshDb('big_out').collection('c');
+  const pad = 'x'.repeat(1024 * 1024);
+  for (let i = 0; i < 18; i++) await c.insertOne({ _id: i, pad });
+  await assert.rejects(c.aggregate([{ $setWindowFields: { output: { all: { $push: '$pad' } } } }]).toArray(), { code: 10334 });
+  const ok = await c.aggregate([{ $setWindowFields: { sortBy: { _id: 1 }, output: { two: { $push: '$_id', window: { documents: [-1, 0] } } } } }, { $project: { two: 1 } }]).toArray();
+  assert.deepEqual(ok[17], { _id: 17, two: [16, 17] });
+});
+
 h.test('large partitions: [unbounded, current] and sliding windows stay linear', async () => {
   const c = srv.freshDb('large').collection('c');
   const n = 20000;
