@@ -365,6 +365,50 @@ h.test('$expMovingAvg with N and with alpha', async () => {
   assert.equal(r[1].a75, 14.8);
 });
 
+h.test('manual: $expMovingAvg over stockPrices (N and alpha, mongod\'s Decimal128 arithmetic rounded to double)', async () => {
+  const c = srv.freshDb('stock').collection('stockPrices');
+  const day = (d) => new Date(`2020-05-${d}T20:00:00Z`);
+  await c.insertMany([
+    { stock: 'ABC', date: day(18), price: 13 }, { stock: 'ABC', date: day(19), price: 15.4 },
+    { stock: 'ABC', date: day(20), price: 12 }, { stock: 'ABC', date: day(21), price: 11.7 },
+    { stock: 'DEF', date: day(18), price: 82 }, { stock: 'DEF', date: day(19), price: 94 },
+    { stock: 'DEF', date: day(20), price: 112 }, { stock: 'DEF', date: day(21), price: 97.3 },
+  ]);
+  const r = await c.aggregate([{
+    $setWindowFields: {
+      partitionBy: '$stock', sortBy: { date: 1 },
+      output: {
+        expMovingAvgForStock: { $expMovingAvg: { input: '$price', N: 2 } },
+        alpha: { $expMovingAvg: { input: '$price', alpha: 0.75 } },
+      },
+    },
+  }]).toArray();
+  assert.deepEqual(r.map((d) => d.expMovingAvgForStock), [13, 14.6, 12.866666666666667, 12.088888888888889, 82, 90, 104.66666666666667, 99.75555555555556]);
+  assert.deepEqual(r.map((d) => d.alpha), [13, 14.8, 12.7, 11.95, 82, 91, 106.75, 99.6625]);
+});
+
+h.test('manual: $derivative over deliveryFleet (miles per hour over 30 s ranges)', async () => {
+  const c = srv.freshDb('fleet').collection('deliveryFleet');
+  const at = (t) => new Date(`2020-05-18T14:${t}Z`);
+  await c.insertMany([
+    { truckID: '1', timeStamp: at('10:30'), miles: 1295.1 }, { truckID: '1', timeStamp: at('11:00'), miles: 1295.63 },
+    { truckID: '1', timeStamp: at('11:30'), miles: 1296.25 }, { truckID: '1', timeStamp: at('12:00'), miles: 1296.76 },
+    { truckID: '2', timeStamp: at('10:30'), miles: 10234.1 }, { truckID: '2', timeStamp: at('11:00'), miles: 10234.33 },
+    { truckID: '2', timeStamp: at('11:30'), miles: 10234.73 }, { truckID: '2', timeStamp: at('12:00'), miles: 10235.13 },
+  ]);
+  const r = await c.aggregate([
+    {
+      $setWindowFields: {
+        partitionBy: '$truckID', sortBy: { timeStamp: 1 },
+        output: { truckAverageSpeed: { $derivative: { input: '$miles', unit: 'hour' }, window: { range: [-30, 0], unit: 'second' } } },
+      },
+    },
+    { $match: { truckAverageSpeed: { $gt: 50 } } },
+  ]).toArray();
+  assert.deepEqual(r.map((d) => [d.truckID, d.miles, d.truckAverageSpeed]),
+    [['1', 1295.63, 63.60000000002401], ['1', 1296.25, 74.3999999999869], ['1', 1296.76, 61.199999999998916]]);
+});
+
 h.test('$derivative and $integral with a date sortBy and unit', async () => {
   const c = srv.freshDb('deriv').collection('fleet');
   const t0 = Date.parse('2021-01-01T00:00:00Z');
