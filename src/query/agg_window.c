@@ -1311,7 +1311,7 @@ acc_result(const wfield_t *f, const part_t *p, const bson_value_t *vals, const b
     }
     case WF_INTEGRAL: {
         /* Trapezoids between neighbours; every point must be [number or date, number] (mongod: 5423900-2). */
-        double sum = 0, px = 0, py = 0;
+        double sum = 0, comp = 0, px = 0, py = 0; /* compensated, as mongod's double-double sum */
         bool nan = false;
         for (int64_t j = l; j <= h; j++) {
             double x, y;
@@ -1330,8 +1330,11 @@ acc_result(const wfield_t *f, const part_t *p, const bson_value_t *vals, const b
             y = mf_value_as_double(&vals[j]);
             if (isnan(x) || isnan(y))
                 nan = true;
-            if (j > l)
-                sum += (x - px) * (y + py) / 2.0;
+            if (j > l) {
+                double t = (y + py) * (x - px) / 2.0 - comp, u = sum + t;
+                comp = (u - sum) - t;
+                sum = u;
+            }
             px = x;
             py = y;
         }

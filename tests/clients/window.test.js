@@ -409,6 +409,25 @@ h.test('manual: $derivative over deliveryFleet (miles per hour over 30 s ranges)
     [['1', 1295.63, 63.60000000002401], ['1', 1296.25, 74.3999999999869], ['1', 1296.76, 61.199999999998916]]);
 });
 
+h.test('manual: $integral over powerConsumption (kilowatt-hours over a range window with units)', async () => {
+  const c = srv.freshDb('power').collection('powerConsumption');
+  const at = (t) => new Date(`2020-05-18T14:${t}Z`);
+  await c.insertMany([
+    { powerMeterID: '1', timeStamp: at('10:30'), kilowatts: 2.95 }, { powerMeterID: '1', timeStamp: at('11:00'), kilowatts: 2.7 },
+    { powerMeterID: '1', timeStamp: at('11:30'), kilowatts: 2.6 }, { powerMeterID: '1', timeStamp: at('12:00'), kilowatts: 2.98 },
+    { powerMeterID: '2', timeStamp: at('10:30'), kilowatts: 2.5 }, { powerMeterID: '2', timeStamp: at('11:00'), kilowatts: 2.25 },
+    { powerMeterID: '2', timeStamp: at('11:30'), kilowatts: 2.75 }, { powerMeterID: '2', timeStamp: at('12:00'), kilowatts: 2.82 },
+  ]);
+  const r = await c.aggregate([{
+    $setWindowFields: {
+      partitionBy: '$powerMeterID', sortBy: { timeStamp: 1 },
+      output: { powerMeterKilowattHours: { $integral: { input: '$kilowatts', unit: 'hour' }, window: { range: ['unbounded', 'current'], unit: 'hour' } } },
+    },
+  }]).toArray();
+  assert.deepEqual(r.map((d) => d.powerMeterKilowattHours),
+    [0, 0.023541666666666666, 0.045625, 0.068875, 0, 0.019791666666666666, 0.040625, 0.06383333333333334]);
+});
+
 h.test('$derivative and $integral with a date sortBy and unit', async () => {
   const c = srv.freshDb('deriv').collection('fleet');
   const t0 = Date.parse('2021-01-01T00:00:00Z');
