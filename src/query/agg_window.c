@@ -1347,12 +1347,71 @@ acc_result(const wfield_t *f, const part_t *p, const bson_value_t *vals, const b
     }
 }
 
-/* Streaming statistics: Welford for $stdDev*, co-moments for $covariance*. */
+/*
+ * Statistics, in mongod's arithmetic so results agree to the last bit:
+ * $stdDev* over a left-unbounded window is $group's Welford update; over a
+ * left-bounded (removable) window it is WindowFunctionStdDev's add/remove
+ * of (count * x - sum)^2 / (count * (count - 1)) terms; $covariance* keeps
+ * compensated sums of x, y and dx * dy with means taken as sum / count.
+ */
+typedef struct csum {
+    double s, c; /* Neumaier-compensated sum, standing in for mongod's double-double sums */
+} csum_t;
+
+static void
+csum_add(csum_t *cs, double x)
+{
+    double t = cs->s + x;
+    if (fabs(cs->s) >= fabs(x))
+        cs->c += (cs->s - t) + x;
+    else
+        cs->c += (x - t) + cs->s;
+    cs->s = t;
+}
+
+static double
+csum_val(const csum_t *cs)
+{
+    return cs->s + cs->c;
+}
+
 typedef struct wstat {
     int64_t n;
-    double mx, my, m2, cxy;
-    int64_t nan, pinf, ninf; /* $covariance*: non-finite points, kept out of the moments as mongod does */
+    double mx, m2;              /* Welford ($stdDev*, left-unbounded) */
+    int64_t rcount;             /* removable $stdDev*: documents with a number, non-finite ones included */
+    csum_t rsum, rm2;
+    csum_t sx, sy, cxy;         /* $covariance* */
+    int64_t nan, pinf, ninf;    /* non-finite values: kept out of the moments as mongod does */
 } wstat_t;
+
+/* stat_update_removable: mongod's WindowFunctionStdDev::update (q = 1 adds, -1 removes). */
+static void
+stat_update_removable(wstat_t *s, const bson_value_t *v, int q)
+{
+    if (!mf_value_is_number(v))
+        return;
+    double x = mf_value_as_double(v);
+    if (!isfinite(x)) {
+        s->nan += q;
+        s->rcount += q;
+        return;
+    }
+    if (s->rcount == 0) {
+        s->rcount++;
+        csum_add(&s->rsum, x);
+        return;
+    }
+    if (s->rcount + q == 0) {
+        memset(s, 0, sizeof *s);
+        return;
+    }
+    double d = (double)s->rcount * x - csum_val(&s->rsum);
+    s->rcount += q;
+    csum_add(&s->rsum, x * q);
+    csum_add(&s->rm2, d * d * q / ((double)s->rcount * (double)(s->rcount - q)));
+}
+
+static void stat_cov(wstat_t *s, const bson_value_t *v, int q);
 
 static void
 stat_add(wstat_t *s, const wfield_t *f, const bson_value_t *v)
@@ -1362,16 +1421,24 @@ stat_add(wstat_t *s, const wfield_t *f, const bson_value_t *v)
             return;
         double x = mf_value_as_double(v);
         if (!isfinite(x)) {
-            s->nan++; /* counted, and the answer is NaN (mongod's WindowFunctionStdDev) */
+            s->nan++; /* counted, and the answer is NaN */
             return;
         }
         s->n++;
         double d = x - s->mx;
-        s->mx += d / (double)s->n;
-        s->m2 += d * (x - s->mx);
+        if (d != 0.0) {
+            s->mx += d / (double)s->n;
+            s->m2 += d * (x - s->mx);
+        }
         return;
     }
-    /* covariance: [x, y] */
+    stat_cov(s, v, 1);
+}
+
+/* stat_cov: mongod's WindowFunctionCovariance add (q = 1) / remove (q = -1) of the point v = [x, y]. */
+static void
+stat_cov(wstat_t *s, const bson_value_t *v, int q)
+{
     bson_iter_t it;
     bson_value_t xy[2];
     int k = 0;
@@ -1388,31 +1455,53 @@ stat_add(wstat_t *s, const wfield_t *f, const bson_value_t *v)
     double x = mf_value_as_double(&xy[0]), y = mf_value_as_double(&xy[1]);
     if (!isfinite(x) || !isfinite(y)) {
         if (isnan(x) || isnan(y) || (isinf(x) && isinf(y) && (x > 0) != (y > 0)))
-            s->nan++;
+            s->nan += q;
         else
-            *((isinf(x) ? x : y) > 0 ? &s->pinf : &s->ninf) += 1;
+            *((isinf(x) ? x : y) > 0 ? &s->pinf : &s->ninf) += q;
         return;
     }
+    if (q < 0) {
+        if (--s->n == 0) {
+            int64_t nan = s->nan, pinf = s->pinf, ninf = s->ninf;
+            memset(&s->sx, 0, sizeof s->sx);
+            memset(&s->sy, 0, sizeof s->sy);
+            memset(&s->cxy, 0, sizeof s->cxy);
+            s->nan = nan, s->pinf = pinf, s->ninf = ninf;
+            return;
+        }
+        csum_add(&s->sx, -x);
+        double dx = x - csum_val(&s->sx) / (double)s->n;
+        double dy = y - csum_val(&s->sy) / (double)(s->n + 1);
+        csum_add(&s->cxy, -(dx * dy));
+        csum_add(&s->sy, -y);
+        return;
+    }
+    /* The first point has no mean before it: it adds nothing to the co-moment. */
+    bool first = s->n == 0;
+    double dx = first ? 0 : x - csum_val(&s->sx) / (double)s->n;
     s->n++;
-    double dx = x - s->mx;
-    s->mx += dx / (double)s->n;
-    s->my += (y - s->my) / (double)s->n;
-    s->cxy += dx * (y - s->my);
+    csum_add(&s->sx, x);
+    csum_add(&s->sy, y);
+    if (!first)
+        csum_add(&s->cxy, dx * (y - csum_val(&s->sy) / (double)s->n));
 }
 
 static void
-stat_value(const wstat_t *s, const wfield_t *f, bson_value_t *out)
+stat_value(const wstat_t *s, const wfield_t *f, bool removable, bson_value_t *out)
 {
     switch (f->kind) {
     case WF_STDDEVPOP:
     case WF_STDDEVSAMP: {
-        int64_t cnt = s->n + s->nan, adj = f->kind == WF_STDDEVSAMP ? cnt - 1 : cnt;
+        int64_t cnt = removable ? s->rcount : s->n + s->nan, adj = f->kind == WF_STDDEVSAMP ? cnt - 1 : cnt;
+        double m2 = removable ? csum_val(&s->rm2) : s->m2;
         if (s->nan > 0)
             set_double(out, NAN);
         else if (adj <= 0)
             set_null(out);
+        else if (m2 < 0 || (f->kind == WF_STDDEVPOP && cnt == 1))
+            set_double(out, 0.0);
         else
-            set_double(out, s->m2 > 0 ? sqrt(s->m2 / (double)adj) : 0.0);
+            set_double(out, sqrt(m2 / (double)adj));
         return;
     }
     default: { /* $covariancePop / $covarianceSamp, as mongod's WindowFunctionCovariance */
@@ -1429,7 +1518,7 @@ stat_value(const wstat_t *s, const wfield_t *f, bson_value_t *out)
         else if (s->pinf > 0 || s->ninf > 0)
             set_double(out, s->pinf > 0 ? INFINITY : -INFINITY);
         else
-            set_double(out, s->cxy / adj);
+            set_double(out, csum_val(&s->cxy) / adj);
         return;
     }
     }
@@ -1729,6 +1818,8 @@ compute_field(const mf_window_t *w, const wfield_t *f, const part_t *p, bson_val
     case WF_COVSAMP: {
         wstat_t s;
         int64_t cl = -1, ch = -1;
+        bool removable = f->lo.kind != B_UNBOUNDED;
+        bool sd = f->kind == WF_STDDEVPOP || f->kind == WF_STDDEVSAMP;
         memset(&s, 0, sizeof s);
         for (size_t i = 0; i < n; i++) {
             int64_t l = lo[i], h = hi[i];
@@ -1736,14 +1827,35 @@ compute_field(const mf_window_t *w, const wfield_t *f, const part_t *p, bson_val
                 set_null(&res[i]);
                 continue;
             }
-            if (l != cl || h < ch) {
-                memset(&s, 0, sizeof s);
-                cl = l;
-                ch = l - 1;
+            if (removable) {
+                /* Slide: add what enters, then remove what leaves, as mongod's removable executor. */
+                if (cl < 0 || l > ch || h < cl) {
+                    memset(&s, 0, sizeof s);
+                    cl = l;
+                    ch = l - 1;
+                }
+                for (; ch < h; ch++) {
+                    if (sd)
+                        stat_update_removable(&s, &vals[ch + 1], 1);
+                    else
+                        stat_cov(&s, &vals[ch + 1], 1);
+                }
+                for (; cl < l; cl++) {
+                    if (sd)
+                        stat_update_removable(&s, &vals[cl], -1);
+                    else
+                        stat_cov(&s, &vals[cl], -1);
+                }
+            } else {
+                if (l != cl || h < ch) {
+                    memset(&s, 0, sizeof s);
+                    cl = l;
+                    ch = l - 1;
+                }
+                while (ch < h)
+                    stat_add(&s, f, &vals[++ch]);
             }
-            while (ch < h)
-                stat_add(&s, f, &vals[++ch]);
-            stat_value(&s, f, &res[i]);
+            stat_value(&s, f, removable && sd, &res[i]);
         }
         break;
     }

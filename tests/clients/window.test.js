@@ -344,6 +344,28 @@ h.test('$stdDevPop, $stdDevSamp, $covariancePop, $covarianceSamp', async () => {
     },
   });
   assert.deepEqual(inf.map((d) => [d.cp, d.cs]), [[null, null], [0, null], [0, null], [NaN, NaN]]);
+  // mongod's covariance.js: the online answers agree with the offline formula over every bounds pair.
+  const pts = [...Array(10).keys()].map((i) => ({ _id: i, x: Math.sin(i + 1) * 7, y: Math.cos(i * 3) * 5 }));
+  const bounds = [['unbounded', 0], ['unbounded', -1], [0, 'unbounded'], [0, 1], ['current', 2], [-1, 1], [-2, 'unbounded'],
+    [1, 'unbounded'], [-3, -1], [1, 3], [-2, 3]];
+  for (const b of bounds) {
+    const got = await docsAgg(db, pts, { sortBy: { _id: 1 }, output: {
+      p: { $covariancePop: ['$x', '$y'], window: { documents: b } }, s: { $covarianceSamp: ['$x', '$y'], window: { documents: b } },
+      sp: { $stdDevPop: '$x', window: { documents: b } }, ss: { $stdDevSamp: '$x', window: { documents: b } } } });
+    got.forEach((d, i) => {
+      const l = Math.max(0, b[0] === 'unbounded' ? 0 : b[0] === 'current' ? i : i + b[0]);
+      const h = Math.min(9, b[1] === 'unbounded' ? 9 : b[1] === 'current' ? i : i + b[1]);
+      const w = l <= h ? pts.slice(l, h + 1) : [];
+      const mx = w.reduce((a, q) => a + q.x, 0) / w.length, my = w.reduce((a, q) => a + q.y, 0) / w.length;
+      const cxy = w.reduce((a, q) => a + (q.x - mx) * (q.y - my), 0), m2 = w.reduce((a, q) => a + (q.x - mx) ** 2, 0);
+      const want = [w.length < 1 ? null : cxy / w.length, w.length < 2 ? null : cxy / (w.length - 1),
+        w.length < 1 ? null : Math.sqrt(m2 / w.length), w.length < 2 ? null : Math.sqrt(m2 / (w.length - 1))];
+      [d.p, d.s, d.sp, d.ss].forEach((v, k) => {
+        if (want[k] === null) assert.equal(v, null, `${b} ${i} ${k}`);
+        else close(v, want[k], 1e-9);
+      });
+    });
+  }
   const sd = await docsAgg(db, [{ x: 1, y: 2 }, { x: 2, y: Infinity }, { x: 3, y: 4 }],
     { sortBy: { x: 1 }, output: { p: { $stdDevPop: '$y', window: { documents: [-1, 0] } }, s: { $stdDevSamp: '$y', window: { documents: [0, 0] } } } });
   assert.deepEqual(sd.map((d) => [d.p, d.s]), [[0, null], [NaN, NaN], [NaN, null]]);
