@@ -964,22 +964,35 @@ array_of(bson_value_t *out, const bson_value_t *vals, const size_t *idx, size_t 
 
 /* ---- removable sum (for $sum, $avg, $count) ---- */
 
+typedef struct csum {
+    double s, c; /* Neumaier-compensated sum, standing in for mongod's double-double sums */
+} csum_t;
+
+static void
+csum_add(csum_t *cs, double x)
+{
+    double t = cs->s + x;
+    if (fabs(cs->s) >= fabs(x))
+        cs->c += (cs->s - t) + x;
+    else
+        cs->c += (x - t) + cs->s;
+    cs->s = t;
+}
+
+static double
+csum_val(const csum_t *cs)
+{
+    return cs->s + cs->c;
+}
+
+
 typedef struct sumst {
     int64_t ndocs;              /* documents in the window ($count) */
     int64_t nnum, nlong, ndouble, ndec, nnan, npinf, nninf;
     __int128 isum;              /* exact sum of the integers */
-    double dsum, dcomp;         /* compensated sum of the finite doubles */
+    csum_t dsum;                /* compensated sum of the finite doubles */
     bson_value_t dec;           /* decimal part (mf_expr_num_add), EOD when none yet */
 } sumst_t;
-
-static void
-kahan_add(sumst_t *s, double x)
-{
-    double y = x - s->dcomp;
-    double t = s->dsum + y;
-    s->dcomp = (t - s->dsum) - y;
-    s->dsum = t;
-}
 
 /* sum_update: adds (sign 1) or removes (sign -1) v. */
 static void
@@ -1005,7 +1018,7 @@ sum_update(sumst_t *s, const bson_value_t *v, int sign)
         else if (isinf(d))
             *(d > 0 ? &s->npinf : &s->nninf) += sign;
         else
-            kahan_add(s, sign * d);
+            csum_add(&s->dsum, sign * d);
         break;
     }
     case BSON_TYPE_DECIMAL128: {
@@ -1056,7 +1069,7 @@ sum_value(const sumst_t *s, bool avg, bool removable, bson_value_t *out)
             set_double(&t, (double)s->isum);
         }
         mf_expr_num_add(&acc, &t);
-        set_double(&t, has_nf ? nonfinite : s->dsum);
+        set_double(&t, has_nf ? nonfinite : csum_val(&s->dsum));
         mf_expr_num_add(&acc, &t);
         if (avg) {
             /* Decimal division is not available here: the quotient goes through a double. */
@@ -1073,7 +1086,7 @@ sum_value(const sumst_t *s, bool avg, bool removable, bson_value_t *out)
         return;
     }
     if (s->ndouble > 0 || avg || s->isum > INT64_MAX || s->isum < INT64_MIN) {
-        double d = has_nf ? nonfinite : (double)s->isum + s->dsum;
+        double d = has_nf ? nonfinite : (double)s->isum + csum_val(&s->dsum);
         if (avg)
             d /= (double)s->nnum;
         set_double(out, d);
@@ -1354,27 +1367,6 @@ acc_result(const wfield_t *f, const part_t *p, const bson_value_t *vals, const b
  * of (count * x - sum)^2 / (count * (count - 1)) terms; $covariance* keeps
  * compensated sums of x, y and dx * dy with means taken as sum / count.
  */
-typedef struct csum {
-    double s, c; /* Neumaier-compensated sum, standing in for mongod's double-double sums */
-} csum_t;
-
-static void
-csum_add(csum_t *cs, double x)
-{
-    double t = cs->s + x;
-    if (fabs(cs->s) >= fabs(x))
-        cs->c += (cs->s - t) + x;
-    else
-        cs->c += (x - t) + cs->s;
-    cs->s = t;
-}
-
-static double
-csum_val(const csum_t *cs)
-{
-    return cs->s + cs->c;
-}
-
 typedef struct wstat {
     int64_t n;
     double mx, m2;              /* Welford ($stdDev*, left-unbounded) */
