@@ -1151,15 +1151,34 @@ civil_from_days(int64_t z, int64_t *y, int64_t *m, int64_t *d)
     *y = yoe + era * 400 + (*m <= 2);
 }
 
-/* date_add: ms + amount units ($dateAdd in UTC: months clamp the day to the month's end). */
+/* sat_add / sat_mul: int64 arithmetic that saturates instead of overflowing (dates may be any int64). */
+static int64_t
+sat_add(int64_t a, int64_t b)
+{
+    int64_t r;
+    if (__builtin_add_overflow(a, b, &r))
+        return b > 0 ? INT64_MAX : INT64_MIN;
+    return r;
+}
+
+static int64_t
+sat_mul(int64_t a, int64_t b)
+{
+    int64_t r;
+    if (__builtin_mul_overflow(a, b, &r))
+        return (a < 0) != (b < 0) ? INT64_MIN : INT64_MAX;
+    return r;
+}
+
+/* date_add: ms + amount units ($dateAdd in UTC: months clamp the day to the month's end), saturating. */
 static int64_t
 date_add(int64_t ms, int unit, int64_t amount)
 {
     if (unit >= U_WEEK)
-        return ms + amount * unit_ms[unit];
-    int64_t months = unit == U_YEAR ? amount * 12 : unit == U_QUARTER ? amount * 3 : amount;
-    int64_t days = ms >= 0 ? ms / 86400000 : -((-ms + 86399999) / 86400000);
-    int64_t tod = ms - days * 86400000;
+        return sat_add(ms, sat_mul(amount, unit_ms[unit]));
+    int64_t months = unit == U_YEAR ? amount * 12 : unit == U_QUARTER ? amount * 3 : amount; /* |amount| < 2^31 */
+    int64_t days = ms / 86400000 - (ms < 0 && ms % 86400000 != 0); /* floor, without negating ms */
+    int64_t tod = ms % 86400000 < 0 ? ms % 86400000 + 86400000 : ms % 86400000;
     int64_t y, m, d;
     civil_from_days(days, &y, &m, &d);
     int64_t total = y * 12 + (m - 1) + months;
@@ -1169,7 +1188,7 @@ date_add(int64_t ms, int unit, int64_t amount)
     int64_t maxd = mdays[nm - 1] + (nm == 2 && ((ny % 4 == 0 && ny % 100 != 0) || ny % 400 == 0));
     if (d > maxd)
         d = maxd;
-    return days_from_civil(ny, nm, d) * 86400000 + tod;
+    return sat_add(sat_mul(days_from_civil(ny, nm, d), 86400000), tod);
 }
 
 /*

@@ -898,4 +898,12 @@ h.test('run-time errors of range windows: sortBy values must be numbers (or date
   const r = await agg([{ s: new Date('2021-01-31T00:00:00Z') }, { s: new Date('2021-02-28T00:00:00Z') }, { s: new Date('2021-03-01T00:00:00Z') }],
     { range: [0, 1], unit: 'month' });
   assert.deepEqual(r.map((d) => d.x), [2, 2, 1]);
+  // Extreme dates saturate instead of overflowing (the server keeps running).
+  const { Long } = require('mongodb');
+  const ext = await db.aggregate([
+    { $documents: [{ s: { $toDate: Long.fromString('9223372036854775000') } }, { s: { $toDate: Long.fromString('-9223372036854775000') } }] },
+    { $setWindowFields: { sortBy: { s: 1 }, output: { w: { $sum: 1, window: { range: [-100, 100], unit: 'week' } }, m: { $sum: 1, window: { range: [-1, 1], unit: 'year' } } } } },
+  ]).toArray();
+  assert.deepEqual(ext.map((d) => d.w), [1, 1]);
+  assert.ok(ext.every((d) => typeof d.m === 'number'));
 });
