@@ -662,8 +662,6 @@ parse_function(const mf_window_t *w, const bson_value_t *v, wfield_t *f, mf_erro
         if (f->kind == WF_FIRST || f->kind == WF_LAST || f->kind == WF_DERIVATIVE || f->kind == WF_INTEGRAL ||
             (f->kind >= WF_FIRSTN && f->kind <= WF_BOTTOM))
             return mf_err_set(err, MF_E_FailedToParse, "%s got unexpected argument: %s", f->name, k);
-        if (f->kind == WF_SHIFT)
-            return mf_err_set(err, MF_E_FailedToParse, "Window function found an unknown argument: %s", k);
         return mf_err_set(err, MF_E_FailedToParse, "Window function found an unknown argument: %s", k);
     }
     f->unit = U_NONE;
