@@ -1344,7 +1344,7 @@ acc_result(const wfield_t *f, const part_t *p, const bson_value_t *vals, const b
         double sum = 0, comp = 0, px = 0, py = 0; /* compensated, as mongod's double-double sum */
         bool nan = false;
         for (int64_t j = l; j <= h; j++) {
-            double x, y;
+            double x = 0, y;
             bool date = sv[j].value_type == BSON_TYPE_DATE_TIME;
             if (!mf_value_is_number(&vals[j]) || !(date || mf_value_is_number(&sv[j])))
                 return mf_err_set(err, MF_E_Location5423900,
