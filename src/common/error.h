@@ -225,6 +225,7 @@
     X(28748, Location28748)                                                    \
     X(28749, Location28749)                                                    \
     X(5858203, Location5858203)                                                \
+    X(5414201, Location5414201)                                                \
     X(7429703, Location7429703)                                                \
     X(7436100, Location7436100)                                                \
     X(7750300, Location7750300)                                                \

@@ -1106,8 +1106,60 @@ sum_value(const sumst_t *s, bool avg, bool removable, bson_value_t *out)
 
 typedef struct part {
     size_t n;
-    bson_t *docs; /* views of the wrapped documents' "d" */
+    bson_t *docs;     /* views of the wrapped documents' "d" */
+    int64_t fn_limit; /* streaming: bytes a function may hold for one window (0: no limit) */
 } part_t;
+
+/* value_mem: what holding v costs, as mongod's Value::getApproximateSize (16 bytes plus out-of-line data). */
+static int64_t
+value_mem(const bson_value_t *v)
+{
+    switch (v->value_type) {
+    case BSON_TYPE_UTF8:
+        return 16 + v->value.v_utf8.len;
+    case BSON_TYPE_DOCUMENT:
+    case BSON_TYPE_ARRAY:
+        return 16 + v->value.v_doc.data_len;
+    case BSON_TYPE_BINARY:
+        return 16 + v->value.v_binary.data_len;
+    default:
+        return 16;
+    }
+}
+
+/*
+ * check_fn_memory: the functions that hold their window's values ($push
+ * $addToSet, the N functions, $median $percentile, and a sliding $min/$max)
+ * fail with 5414201 when one window's values would pass the limit, as
+ * mongod's do even when the partition itself spilled. mongod holds each
+ * value twice (the function and the executor's queue).
+ */
+static int
+check_fn_memory(const wfield_t *f, const part_t *p, const bson_value_t *vals, const int64_t *lo, const int64_t *hi,
+                mf_error_t *err)
+{
+    bool holds = f->kind == WF_PUSH || f->kind == WF_ADDTOSET || (f->kind >= WF_FIRSTN && f->kind <= WF_PERCENTILE) ||
+                 ((f->kind == WF_MIN || f->kind == WF_MAX) && f->lo.kind != B_UNBOUNDED);
+    if (p->fn_limit <= 0 || !holds || p->n == 0)
+        return 0;
+    int64_t *pre = bson_malloc((p->n + 1) * sizeof *pre);
+    int rc = 0;
+    pre[0] = 0;
+    for (size_t i = 0; i < p->n; i++)
+        pre[i + 1] = pre[i] + (vals[i].value_type == BSON_TYPE_EOD ? 0 : value_mem(&vals[i]));
+    for (size_t i = 0; i < p->n && rc == 0; i++) {
+        if (lo[i] > hi[i])
+            continue;
+        int64_t used = 2 * (pre[hi[i] + 1] - pre[lo[i]]) + 128;
+        if (used > p->fn_limit)
+            rc = mf_err_set(err, MF_E_Location5414201,
+                            "Exceeded memory limit in DocumentSourceSetWindowFields, used %lld bytes but max allowed "
+                            "is %lld",
+                            (long long)used, (long long)p->fn_limit);
+    }
+    bson_free(pre);
+    return rc;
+}
 
 /* eval_all: vals[i] = e evaluated on document i (owned). */
 static int
@@ -1742,7 +1794,7 @@ compute_field(const mf_window_t *w, const wfield_t *f, const part_t *p, bson_val
     }
     lo = bson_malloc(n * sizeof *lo);
     hi = bson_malloc(n * sizeof *hi);
-    if (window_bounds(f, p, sv, lo, hi, err) < 0)
+    if (window_bounds(f, p, sv, lo, hi, err) < 0 || check_fn_memory(f, p, vals, lo, hi, err) < 0)
         goto done;
 
     switch (f->kind) {
@@ -2207,7 +2259,7 @@ set_level(bson_t *dst, const bson_t *src, setp_t *ps, size_t n)
  * wrappers stay owned by the caller.
  */
 static int
-run_partition(const mf_window_t *w, bson_t **wr, size_t n, mf_docvec_t *out, mf_error_t *err)
+run_partition(const mf_window_t *w, bson_t **wr, size_t n, int64_t fn_limit, mf_docvec_t *out, mf_error_t *err)
 {
     part_t p;
     bson_value_t *res = NULL;
@@ -2215,6 +2267,7 @@ run_partition(const mf_window_t *w, bson_t **wr, size_t n, mf_docvec_t *out, mf_
     int rc = -1;
 
     p.n = n;
+    p.fn_limit = fn_limit;
     /* bson_t wants 128-byte alignment, which bson_malloc does not give. */
     p.docs = bson_aligned_alloc0(_Alignof(bson_t), (n ? n : 1) * sizeof *p.docs);
     for (size_t i = 0; i < n; i++) {
@@ -2379,7 +2432,7 @@ mf_window_run(const mf_window_t *w, mf_docvec_t *in, mf_docvec_t *out, mf_error_
         size_t e = s + 1;
         while (e < n && same_partition(wr[s], wr[e]))
             e++;
-        if (run_partition(w, wr + s, e - s, out, err) < 0)
+        if (run_partition(w, wr + s, e - s, 0, out, err) < 0)
             goto done;
         s = e;
     }
@@ -2487,7 +2540,7 @@ mf_window_stream_next(mf_window_stream_t *ws, mf_docvec_t *out, bool *eof, mf_er
         if ((n & 1023) == 0 && mf_exec_check_deadline(err) != 0)
             goto done;
     }
-    rc = run_partition(ws->w, v, n, out, err);
+    rc = run_partition(ws->w, v, n, ws->part_bytes, out, err);
 done:
     for (size_t i = 0; i < n; i++)
         bson_destroy(v[i]);

@@ -742,6 +742,18 @@ h.test('memory: the sort fails with 292 or spills with allowDiskUse; a partition
     assert.equal((await m.aggregate(one, { allowDiskUse: false }).toArray())[9].val, 45);
     await limit(1200 * 10 + 1024);
     await assert.rejects(m.aggregate([{ $setWindowFields: { sortBy: { partitionKey: 1 }, partitionBy: '$partitionKey', output: { val: { $max: '$largeStr', window: { documents: [-9, 9] } } } } }], { allowDiskUse: false }).toArray(), { code: 5643011 });
+    // mongod's spill_to_disk.js: with allowDiskUse the partition may pass the limit, a function's values may not.
+    const sp = srv.freshDb('mem3').collection('c');
+    await sp.insertMany([...Array(6).keys()].map((i) => ({ _id: i, val: i, partition: 1 })).concat(
+      [...Array(21).keys()].map((i) => ({ _id: i + 6, val: i, partition: 2 }))));
+    const push = (b) => [{ $setWindowFields: { partitionBy: '$partition', sortBy: { partition: 1 }, output: { arr: { $push: '$val', window: { documents: [-b, b] } } } } }, { $sort: { _id: 1 } }];
+    await limit(21 * 274 + 1);
+    const pr = await sp.aggregate(push(25), { allowDiskUse: true }).toArray();
+    assert.deepEqual([pr[0].arr, pr[26].arr.length], [[0, 1, 2, 3, 4, 5], 21]);
+    await limit(750);
+    await assert.rejects(sp.aggregate(push(21), { allowDiskUse: true }).toArray(), { code: 5414201 });
+    const sum = await sp.aggregate([{ $setWindowFields: { partitionBy: '$partition', sortBy: { partition: 1 }, output: { s: { $sum: '$val', window: { documents: [-21, 21] } } } } }, { $sort: { _id: 1 } }], { allowDiskUse: true }).toArray();
+    assert.deepEqual([sum[0].s, sum[26].s], [15, 210]);
   } finally {
     await admin.command({ setParameter: 1, internalQueryMaxBlockingSortMemoryUsageBytes: 104857600, internalDocumentSourceSetWindowFieldsMaxMemoryBytes: 104857600 });
   }
