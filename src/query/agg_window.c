@@ -54,7 +54,10 @@
  * functions, 7429703/7436100/77503xx $percentile/$median. Run-time:
  * 5429413/5429414/5429513 range sortBy types, 5624900-5624903 $derivative,
  * 5423900-5423902 $integral, 6050106 and 14 $linearFill, 14 an array
- * partition key, 292 / 5643011 memory without allowDiskUse.
+ * partition key, 292 / 5643011 memory without allowDiskUse, 5414201 a
+ * function holding more of its window's values than the limit (allowDiskUse
+ * or not; the partition itself stays in memory rather than spilling), 10334
+ * an output document past 16 MB.
  */
 #include "query/agg_window.h"
 
