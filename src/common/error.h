@@ -238,6 +238,12 @@
     X(28748, Location28748)                                                    \
     X(28749, Location28749)                                                    \
     X(5858203, Location5858203)                                                \
+    X(5414201, Location5414201)                                                \
+    X(7429703, Location7429703)                                                \
+    X(7436100, Location7436100)                                                \
+    X(7750300, Location7750300)                                                \
+    X(7750302, Location7750302)                                                \
+    X(7750303, Location7750303)                                                \
     X(5787801, Location5787801)                                                \
     X(5788001, Location5788001)                                                \
     X(5788002, Location5788002)                                                \
@@ -411,10 +417,6 @@
     X(3040501, Location3040501)                                                \
     X(7436200, Location7436200)                                                \
     X(7436201, Location7436201)                                                \
-    X(7750302, Location7750302)                                                \
-    X(7750303, Location7750303)                                                \
-    X(7429703, Location7429703)                                                \
-    X(7750300, Location7750300)                                                \
     X(17053, Location17053)                                                    \
     X(40239, Location40239)                                                    \
     X(40240, Location40240)                                                    \

@@ -183,6 +183,7 @@ static const op_def_t OPS[] = {
     {"$regexFind", OP_REGEXFIND, A_REGEX, 0, 0}, {"$regexFindAll", OP_REGEXFINDALL, A_REGEX, 0, 0},
     {"$replaceOne", OP_REPLACEONE, A_REPLACE, 0, 0}, {"$replaceAll", OP_REPLACEALL, A_REPLACE, 0, 0},
     {"$let", OP_LET, A_LET, 0, 0}, {"$literal", OP_LITERAL, A_LITERAL, 0, 0},
+    {"$const", OP_LITERAL, A_LITERAL, 0, 0}, /* mongod's alias of $literal */
     {NULL, 0, 0, 0, 0},
 };
 

@@ -17,7 +17,8 @@
  * POWERSOF2), $unionWith ("coll", {coll, pipeline}, or {pipeline} starting
  * with $documents; the other collection, or view, is read through
  * env->scan) and $graphLookup (a breadth-first search of 'from' through
- * env->scan, one scan per depth). Unknown stage → 40324
+ * env->scan, one scan per depth). $setWindowFields lives in
+ * query/agg_window.c. Unknown stage → 40324
  * ("Unrecognized pipeline stage name: '$foo'").
  *
  * $lookup forms: equality (localField/foreignField), correlated subquery
@@ -187,7 +188,7 @@ void mf_pipeline_pushdown(const mf_pipeline_t *p, bool sort_ok, mf_agg_pushdown_
  * first documents without reading its whole source, and a cursor can keep
  * the stream between getMores (env may differ between calls: it is only
  * used during the call). Blocking stages ($sort, $group, $bucket,
- * $sortByCount) keep internalQueryMaxBlockingSortMemoryUsageBytes /
+ * $sortByCount, $setWindowFields' sort) keep internalQueryMaxBlockingSortMemoryUsageBytes /
  * internalDocumentSourceGroupMaxMemoryBytes in memory and spill sorted runs
  * beyond (allow_disk), or fail with 292 QueryExceededMemoryLimitNoDiskUseAllowed.
  * The stream does not own p, which must outlive it. Long loops check

@@ -19,34 +19,45 @@
  * Windows. For document i of a partition of n, a window is an index
  * interval [lo_i, hi_i] (empty when lo_i > hi_i). Document bounds are
  * offsets from i; range bounds are thresholds on the (single, ascending)
- * sortBy value, found with two pointers since the values ascend. Both lo_i
- * and hi_i never decrease with i, which is what makes sliding evaluation
- * work:
+ * sortBy value ('current' is the document itself, 0 takes its ties), found
+ * with two pointers since the values ascend. Both lo_i and hi_i never
+ * decrease with i, which is what makes sliding evaluation work:
  *   - removable functions ($sum $avg $count $min $max) add the documents
  *     entering the window and remove those leaving it: sums keep exact
- *     integer (128-bit) and compensated double parts plus per-type counts,
- *     $min/$max a monotonic deque, so each partition costs O(n);
- *   - the other accumulating functions ($push $addToSet $stdDev*
- *     $covariance* $integral the N functions $median $percentile) extend
- *     their state while lo_i stays put and hi_i grows (so [unbounded, x]
- *     windows cost O(n) for the streaming statistics), and otherwise
- *     recompute from lo_i; an unchanged window reuses the previous result;
+ *     integer (128-bit) and compensated double parts plus per-type counts
+ *     (the result type follows the values in the window), $min/$max a
+ *     monotonic deque, so each partition costs O(n);
+ *   - $stdDev* and $covariance* extend a Welford state while lo_i stays put
+ *     and recompute otherwise; the ordered functions ($minN $maxN $topN
+ *     $bottomN $top $bottom $addToSet $median $percentile) keep their window
+ *     sorted, inserting in place while the window only grows, so
+ *     [unbounded, current] never sorts per document; $push $firstN $lastN
+ *     $integral read the window; an unchanged window reuses its result;
  *   - positional functions ($first $last $derivative $shift $rank
  *     $denseRank $documentNumber $locf $linearFill $expMovingAvg) read the
- *     documents they need directly.
+ *     documents they need directly, with mongod's arithmetic order where
+ *     results are compared exactly (dates in milliseconds scaled last;
+ *     $linearFill's y1 + (x - x1) * ((y2 - y1) / (x2 - x1))).
  * The default window is the whole partition (MongoDB's default for every
  * function that takes one); rank functions and $expMovingAvg/$locf use
- * [unbounded, current] by construction.
+ * [unbounded, current] by construction. A missing value leaves its output
+ * field unset ($first/$last), or gives the default ($shift: null).
  *
- * Parse errors carry MongoDB's codes (window_bounds.cpp,
- * window_function_expression.cpp): 9 FailedToParse for most shapes, 5339900
+ * Errors carry MongoDB's codes, checked in mongod's order (outputs first,
+ * then a constant array partitionBy): 9 FailedToParse for most shapes,
+ * 40414/40415/14 for the stage's own fields, 15974/15975 sortBy values,
+ * 15998/16410 output paths, 6307900 conflicting output paths, 5339900
  * bounds out of order, 5339901 document bounds without sortBy, 5339902
  * range bounds without a single sortBy field, 8947401 descending sortBy
  * with range bounds, 5371601/5371602/5371603 rank functions, 605001
- * $linearFill's sortBy, 5490710 a unit above 'week', 6307900 conflicting
- * output paths, 5787902/5787903/5787908 a bad 'n'. Run-time: 5429413 date
- * sortBy without unit, 5429414 non-numeric sortBy, 5429513 non-date sortBy
- * with unit.
+ * $linearFill's sortBy, 5490710 a unit above 'week', 57879xx/57880xx the N
+ * functions, 7429703/7436100/77503xx $percentile/$median. Run-time:
+ * 5429413/5429414/5429513 range sortBy types, 5624900-5624903 $derivative,
+ * 5423900-5423902 $integral, 6050106 and 14 $linearFill, 14 an array
+ * partition key, 292 / 5643011 memory without allowDiskUse, 5414201 a
+ * function holding more of its window's values than the limit (allowDiskUse
+ * or not; the partition itself stays in memory rather than spilling), 10334
+ * an output document past 16 MB.
  */
 #include "query/agg_window.h"
 
@@ -55,6 +66,7 @@
 #include <string.h>
 
 #include "common/alloc.h"
+#include "common/limits.h"
 #include "doc/expr.h"
 #include "doc/sort.h"
 #include "doc/value.h"
@@ -113,7 +125,6 @@ typedef struct wfield {
     mf_sort_t *inner;     /* $topN ... sortBy */
     double *ps;           /* $percentile p values, $median: {0.5} */
     size_t nps;
-    bool continuous;      /* $median / $percentile method */
 } wfield_t;
 
 struct mf_window {
@@ -399,7 +410,12 @@ parse_n_args(const mf_window_t *w, const bson_value_t *v, wfield_t *f, mf_error_
     return 0;
 }
 
-/* parse_quantile: {$median|$percentile: {input, p, method}}. */
+/*
+ * parse_quantile: {$median|$percentile: {input, p, method}}, checked in the
+ * order of mongod's IDL parser and validators: 7429703 / 7436100 not an
+ * object, 40415 unknown field, 14 method not a string, 40414 missing field,
+ * 7750300-7750303 bad 'p', 2 a method other than 'approximate' (8.0 has no other).
+ */
 static int
 parse_quantile(const bson_value_t *v, wfield_t *f, mf_error_t *err)
 {
@@ -408,42 +424,46 @@ parse_quantile(const bson_value_t *v, wfield_t *f, mf_error_t *err)
     bson_value_t slot_in, slot_p, slot_method;
 
     if (v->value_type != BSON_TYPE_DOCUMENT)
-        return mf_err_set(err, MF_E_TypeMismatch, "BSON field '%s' is the wrong type '%s', expected type 'object'",
-                          f->name, mf_type_name(v->value_type));
+        return mf_err_set(err, f->kind == WF_MEDIAN ? MF_E_Location7436100 : MF_E_Location7429703,
+                          "specification must be an object; found %s", mf_type_name(v->value_type));
     bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
     while (bson_iter_next(&it)) {
         const char *k = bson_iter_key(&it);
-        if (strcmp(k, "input") == 0)
+        if (strcmp(k, "input") == 0) {
             in = keep(&slot_in, &it);
-        else if (strcmp(k, "p") == 0 && f->kind == WF_PERCENTILE)
+        } else if (strcmp(k, "p") == 0 && f->kind == WF_PERCENTILE) {
             p = keep(&slot_p, &it);
-        else if (strcmp(k, "method") == 0)
+        } else if (strcmp(k, "method") == 0) {
             method = keep(&slot_method, &it);
-        else
+            if (method->value_type != BSON_TYPE_UTF8)
+                return mf_err_set(err, MF_E_TypeMismatch,
+                                  "BSON field '%s.method' is the wrong type '%s', expected type 'string'", f->name,
+                                  mf_type_name(method->value_type));
+        } else {
             return mf_err_set(err, MF_E_Location40415, "BSON field '%s.%s' is an unknown field.", f->name, k);
+        }
     }
     if (in == NULL)
         return mf_err_set(err, MF_E_Location40414, "BSON field '%s.input' is missing but a required field", f->name);
+    if (f->kind == WF_PERCENTILE && p == NULL)
+        return mf_err_set(err, MF_E_Location40414, "BSON field '$percentile.p' is missing but a required field");
     if (method == NULL)
         return mf_err_set(err, MF_E_Location40414, "BSON field '%s.method' is missing but a required field", f->name);
-    if (method->value_type != BSON_TYPE_UTF8 ||
-        (strcmp(method->value.v_utf8.str, "approximate") != 0 && strcmp(method->value.v_utf8.str, "continuous") != 0 &&
-         strcmp(method->value.v_utf8.str, "discrete") != 0))
-        return mf_err_set(err, MF_E_BadValue, "Enumeration value '%s' for field '%s.method' is not a valid value.",
-                          method->value_type == BSON_TYPE_UTF8 ? method->value.v_utf8.str : "?", f->name);
-    f->continuous = strcmp(method->value.v_utf8.str, "continuous") == 0;
     if (f->kind == WF_MEDIAN) {
         f->ps = bson_malloc(sizeof *f->ps);
         f->ps[0] = 0.5;
         f->nps = 1;
     } else {
-        if (p == NULL)
-            return mf_err_set(err, MF_E_Location40414, "BSON field '$percentile.p' is missing but a required field");
+        static const char msg[] = "The $percentile 'p' field must be an array of numbers from [0.0, 1.0]";
         bson_value_t c;
-        if (!const_value(p, &c) || c.value_type != BSON_TYPE_ARRAY) {
+        if (!const_value(p, &c)) {
             mf_value_free(&c);
-            return mf_err_set(err, MF_E_Location7750301,
-                              "The $percentile 'p' field must be an array of numbers from [0.0, 1.0]");
+            return mf_err_set(err, MF_E_Location7750300,
+                              "The $percentile 'p' field must be an array of constant values");
+        }
+        if (c.value_type != BSON_TYPE_ARRAY || c.value.v_doc.data_len <= 5) {
+            mf_value_free(&c);
+            return mf_err_set(err, MF_E_Location7750301, "%s", msg);
         }
         bson_iter_init_from_data(&pi, c.value.v_doc.data, c.value.v_doc.data_len);
         while (bson_iter_next(&pi)) {
@@ -451,17 +471,16 @@ parse_quantile(const bson_value_t *v, wfield_t *f, mf_error_t *err)
             double d = mf_value_as_double(e);
             if (!mf_value_is_number(e) || !(d >= 0 && d <= 1)) {
                 mf_value_free(&c);
-                return mf_err_set(err, MF_E_Location7750301,
-                                  "The $percentile 'p' field must be an array of numbers from [0.0, 1.0]");
+                return mf_err_set(err, mf_value_is_number(e) ? MF_E_Location7750303 : MF_E_Location7750302, "%s",
+                                  msg);
             }
             f->ps = bson_realloc(f->ps, (f->nps + 1) * sizeof *f->ps);
             f->ps[f->nps++] = d;
         }
         mf_value_free(&c);
-        if (f->nps == 0)
-            return mf_err_set(err, MF_E_Location7750301,
-                              "The $percentile 'p' field must be an array of numbers from [0.0, 1.0]");
     }
+    if (strcmp(method->value.v_utf8.str, "approximate") != 0)
+        return mf_err_set(err, MF_E_BadValue, "Currently only 'approximate' can be used as a percentile 'method'.");
     f->input = mf_expr_parse(in, err);
     return f->input ? 0 : -1;
 }
@@ -646,8 +665,6 @@ parse_function(const mf_window_t *w, const bson_value_t *v, wfield_t *f, mf_erro
         if (f->kind == WF_FIRST || f->kind == WF_LAST || f->kind == WF_DERIVATIVE || f->kind == WF_INTEGRAL ||
             (f->kind >= WF_FIRSTN && f->kind <= WF_BOTTOM))
             return mf_err_set(err, MF_E_FailedToParse, "%s got unexpected argument: %s", f->name, k);
-        if (f->kind == WF_SHIFT)
-            return mf_err_set(err, MF_E_FailedToParse, "Window function found an unknown argument: %s", k);
         return mf_err_set(err, MF_E_FailedToParse, "Window function found an unknown argument: %s", k);
     }
     f->unit = U_NONE;
@@ -782,19 +799,6 @@ mf_window_new(const bson_value_t *v, mf_error_t *err)
         w->partition = mf_expr_parse(part, err);
         if (w->partition == NULL)
             goto err_free;
-        if (mf_expr_is_constant(w->partition)) {
-            bson_value_t c;
-            if (mf_expr_eval(w->partition, NULL, &c, err) < 0)
-                goto err_free;
-            bool arr = c.value_type == BSON_TYPE_ARRAY;
-            mf_value_free(&c);
-            if (arr) {
-                mf_err_set(err, MF_E_TypeMismatch, "An expression used to partition cannot evaluate to value of type array");
-                goto err_free;
-            }
-            mf_expr_free(w->partition); /* a constant key: one partition */
-            w->partition = NULL;
-        }
     }
     if (sort != NULL) {
         bson_t spec;
@@ -838,10 +842,7 @@ mf_window_new(const bson_value_t *v, mf_error_t *err)
                 }
             }
         }
-        if (w->nsort == 0) {
-            mf_sort_free(w->sort);
-            w->sort = NULL;
-        }
+        /* An empty sortBy still counts as present (mongod's optional<SortPattern> is engaged). */
     }
     bson_iter_init_from_data(&it, output->value.v_doc.data, output->value.v_doc.data_len);
     while (bson_iter_next(&it)) {
@@ -850,9 +851,17 @@ mf_window_new(const bson_value_t *v, mf_error_t *err)
             mf_err_set(err, MF_E_Location40352, "FieldPath cannot be constructed with empty string");
             goto err_free;
         }
-        if (k[0] == '$') {
-            mf_err_set(err, MF_E_Location16410, "FieldPath field names may not start with '$'. Consider using $getField or $setField.");
-            goto err_free;
+        /* FieldPath rules for each component of the output path. */
+        for (const char *c = k; c != NULL; c = strchr(c, '.') ? strchr(c, '.') + 1 : NULL) {
+            if (*c == '.' || *c == '\0') {
+                mf_err_set(err, MF_E_Location15998, "FieldPath field names may not be empty strings.");
+                goto err_free;
+            }
+            if (*c == '$') {
+                mf_err_set(err, MF_E_Location16410,
+                           "FieldPath field names may not start with '$'. Consider using $getField or $setField.");
+                goto err_free;
+            }
         }
         for (size_t i = 0; i < w->nf; i++) {
             if (paths_conflict(w->f[i].path, k)) {
@@ -871,6 +880,20 @@ mf_window_new(const bson_value_t *v, mf_error_t *err)
         f->path = bson_strdup(k);
         if (parse_function(w, bson_iter_value(&it), f, err) < 0)
             goto err_free;
+    }
+    /* A constant partition key is one partition; a constant array is refused after the outputs parsed, as mongod. */
+    if (w->partition != NULL && mf_expr_is_constant(w->partition)) {
+        bson_value_t c;
+        if (mf_expr_eval(w->partition, NULL, &c, err) < 0)
+            goto err_free;
+        bool arr = c.value_type == BSON_TYPE_ARRAY;
+        mf_value_free(&c);
+        if (arr) {
+            mf_err_set(err, MF_E_TypeMismatch, "An expression used to partition cannot evaluate to value of type array");
+            goto err_free;
+        }
+        mf_expr_free(w->partition);
+        w->partition = NULL;
     }
     return w;
 
@@ -942,22 +965,35 @@ array_of(bson_value_t *out, const bson_value_t *vals, const size_t *idx, size_t 
 
 /* ---- removable sum (for $sum, $avg, $count) ---- */
 
+typedef struct csum {
+    double s, c; /* Neumaier-compensated sum, standing in for mongod's double-double sums */
+} csum_t;
+
+static void
+csum_add(csum_t *cs, double x)
+{
+    double t = cs->s + x;
+    if (fabs(cs->s) >= fabs(x))
+        cs->c += (cs->s - t) + x;
+    else
+        cs->c += (x - t) + cs->s;
+    cs->s = t;
+}
+
+static double
+csum_val(const csum_t *cs)
+{
+    return cs->s + cs->c;
+}
+
+
 typedef struct sumst {
     int64_t ndocs;              /* documents in the window ($count) */
     int64_t nnum, nlong, ndouble, ndec, nnan, npinf, nninf;
     __int128 isum;              /* exact sum of the integers */
-    double dsum, dcomp;         /* compensated sum of the finite doubles */
+    csum_t dsum;                /* compensated sum of the finite doubles */
     bson_value_t dec;           /* decimal part (mf_expr_num_add), EOD when none yet */
 } sumst_t;
-
-static void
-kahan_add(sumst_t *s, double x)
-{
-    double y = x - s->dcomp;
-    double t = s->dsum + y;
-    s->dcomp = (t - s->dsum) - y;
-    s->dsum = t;
-}
 
 /* sum_update: adds (sign 1) or removes (sign -1) v. */
 static void
@@ -983,7 +1019,7 @@ sum_update(sumst_t *s, const bson_value_t *v, int sign)
         else if (isinf(d))
             *(d > 0 ? &s->npinf : &s->nninf) += sign;
         else
-            kahan_add(s, sign * d);
+            csum_add(&s->dsum, sign * d);
         break;
     }
     case BSON_TYPE_DECIMAL128: {
@@ -1009,7 +1045,7 @@ sum_reset(sumst_t *s)
 
 /* sum_value: the window's $sum (avg: divided by the count of numbers, null when none). */
 static void
-sum_value(const sumst_t *s, bool avg, bson_value_t *out)
+sum_value(const sumst_t *s, bool avg, bool removable, bson_value_t *out)
 {
     if (avg && s->nnum == 0) {
         set_null(out);
@@ -1034,7 +1070,7 @@ sum_value(const sumst_t *s, bool avg, bson_value_t *out)
             set_double(&t, (double)s->isum);
         }
         mf_expr_num_add(&acc, &t);
-        set_double(&t, has_nf ? nonfinite : s->dsum);
+        set_double(&t, has_nf ? nonfinite : csum_val(&s->dsum));
         mf_expr_num_add(&acc, &t);
         if (avg) {
             /* Decimal division is not available here: the quotient goes through a double. */
@@ -1051,13 +1087,14 @@ sum_value(const sumst_t *s, bool avg, bson_value_t *out)
         return;
     }
     if (s->ndouble > 0 || avg || s->isum > INT64_MAX || s->isum < INT64_MIN) {
-        double d = has_nf ? nonfinite : (double)s->isum + s->dsum;
+        double d = has_nf ? nonfinite : (double)s->isum + csum_val(&s->dsum);
         if (avg)
             d /= (double)s->nnum;
         set_double(out, d);
         return;
     }
-    if (s->nlong > 0) {
+    /* mongod's removable sum narrows an integral result to int when it fits; $group's keeps long. */
+    if (s->nlong > 0 && !(removable && s->isum >= INT32_MIN && s->isum <= INT32_MAX)) {
         memset(out, 0, sizeof *out);
         out->value_type = BSON_TYPE_INT64;
         out->value.v_int64 = (int64_t)s->isum;
@@ -1072,8 +1109,60 @@ sum_value(const sumst_t *s, bool avg, bson_value_t *out)
 
 typedef struct part {
     size_t n;
-    bson_t *docs; /* views of the wrapped documents' "d" */
+    bson_t *docs;     /* views of the wrapped documents' "d" */
+    int64_t fn_limit; /* streaming: bytes a function may hold for one window (0: no limit) */
 } part_t;
+
+/* value_mem: what holding v costs, as mongod's Value::getApproximateSize (16 bytes plus out-of-line data). */
+static int64_t
+value_mem(const bson_value_t *v)
+{
+    switch (v->value_type) {
+    case BSON_TYPE_UTF8:
+        return 16 + v->value.v_utf8.len;
+    case BSON_TYPE_DOCUMENT:
+    case BSON_TYPE_ARRAY:
+        return 16 + v->value.v_doc.data_len;
+    case BSON_TYPE_BINARY:
+        return 16 + v->value.v_binary.data_len;
+    default:
+        return 16;
+    }
+}
+
+/*
+ * check_fn_memory: the functions that hold their window's values ($push
+ * $addToSet, the N functions, $median $percentile, and a sliding $min/$max)
+ * fail with 5414201 when one window's values would pass the limit, as
+ * mongod's do even when the partition itself spilled. mongod holds each
+ * value twice (the function and the executor's queue).
+ */
+static int
+check_fn_memory(const wfield_t *f, const part_t *p, const bson_value_t *vals, const int64_t *lo, const int64_t *hi,
+                mf_error_t *err)
+{
+    bool holds = f->kind == WF_PUSH || f->kind == WF_ADDTOSET || (f->kind >= WF_FIRSTN && f->kind <= WF_PERCENTILE) ||
+                 ((f->kind == WF_MIN || f->kind == WF_MAX) && f->lo.kind != B_UNBOUNDED);
+    if (p->fn_limit <= 0 || !holds || p->n == 0)
+        return 0;
+    int64_t *pre = bson_malloc((p->n + 1) * sizeof *pre);
+    int rc = 0;
+    pre[0] = 0;
+    for (size_t i = 0; i < p->n; i++)
+        pre[i + 1] = pre[i] + (vals[i].value_type == BSON_TYPE_EOD ? 0 : value_mem(&vals[i]));
+    for (size_t i = 0; i < p->n && rc == 0; i++) {
+        if (lo[i] > hi[i])
+            continue;
+        int64_t used = 2 * (pre[hi[i] + 1] - pre[lo[i]]) + 128;
+        if (used > p->fn_limit)
+            rc = mf_err_set(err, MF_E_Location5414201,
+                            "Exceeded memory limit in DocumentSourceSetWindowFields, used %lld bytes but max allowed "
+                            "is %lld",
+                            (long long)used, (long long)p->fn_limit);
+    }
+    bson_free(pre);
+    return rc;
+}
 
 /* eval_all: vals[i] = e evaluated on document i (owned). */
 static int
@@ -1115,15 +1204,34 @@ civil_from_days(int64_t z, int64_t *y, int64_t *m, int64_t *d)
     *y = yoe + era * 400 + (*m <= 2);
 }
 
-/* date_add: ms + amount units ($dateAdd in UTC: months clamp the day to the month's end). */
+/* sat_add / sat_mul: int64 arithmetic that saturates instead of overflowing (dates may be any int64). */
+static int64_t
+sat_add(int64_t a, int64_t b)
+{
+    int64_t r;
+    if (__builtin_add_overflow(a, b, &r))
+        return b > 0 ? INT64_MAX : INT64_MIN;
+    return r;
+}
+
+static int64_t
+sat_mul(int64_t a, int64_t b)
+{
+    int64_t r;
+    if (__builtin_mul_overflow(a, b, &r))
+        return (a < 0) != (b < 0) ? INT64_MIN : INT64_MAX;
+    return r;
+}
+
+/* date_add: ms + amount units ($dateAdd in UTC: months clamp the day to the month's end), saturating. */
 static int64_t
 date_add(int64_t ms, int unit, int64_t amount)
 {
     if (unit >= U_WEEK)
-        return ms + amount * unit_ms[unit];
-    int64_t months = unit == U_YEAR ? amount * 12 : unit == U_QUARTER ? amount * 3 : amount;
-    int64_t days = ms >= 0 ? ms / 86400000 : -((-ms + 86399999) / 86400000);
-    int64_t tod = ms - days * 86400000;
+        return sat_add(ms, sat_mul(amount, unit_ms[unit]));
+    int64_t months = unit == U_YEAR ? amount * 12 : unit == U_QUARTER ? amount * 3 : amount; /* |amount| < 2^31 */
+    int64_t days = ms / 86400000 - (ms < 0 && ms % 86400000 != 0); /* floor, without negating ms */
+    int64_t tod = ms % 86400000 < 0 ? ms % 86400000 + 86400000 : ms % 86400000;
     int64_t y, m, d;
     civil_from_days(days, &y, &m, &d);
     int64_t total = y * 12 + (m - 1) + months;
@@ -1133,7 +1241,7 @@ date_add(int64_t ms, int unit, int64_t amount)
     int64_t maxd = mdays[nm - 1] + (nm == 2 && ((ny % 4 == 0 && ny % 100 != 0) || ny % 400 == 0));
     if (d > maxd)
         d = maxd;
-    return days_from_civil(ny, nm, d) * 86400000 + tod;
+    return sat_add(sat_mul(days_from_civil(ny, nm, d), 86400000), tod);
 }
 
 /*
@@ -1248,14 +1356,6 @@ cmp_vals(const void *a, const void *b)
     return c ? c : (i < j ? -1 : i > j);
 }
 
-static int
-cmp_docs(const void *a, const void *b)
-{
-    size_t i = *(const size_t *)a, j = *(const size_t *)b;
-    int c = mf_sort_cmp(g_cmp->sort, &g_cmp->p->docs[i], &g_cmp->p->docs[j]);
-    return c ? c : (i < j ? -1 : i > j);
-}
-
 /*
  * acc_result: the value of an accumulating function over window [l, h]
  * (not empty). idx is scratch space of at least h-l+1 entries.
@@ -1265,28 +1365,14 @@ acc_result(const wfield_t *f, const part_t *p, const bson_value_t *vals, const b
            int64_t h, size_t *idx, bson_value_t *out, mf_error_t *err)
 {
     size_t m = 0;
-    cmpctx_t c = {vals, p, f->inner, 1};
 
+    (void)p;
     switch (f->kind) {
     case WF_PUSH:
         for (int64_t j = l; j <= h; j++)
             idx[m++] = (size_t)j;
         array_of(out, vals, idx, m);
         return 0;
-    case WF_ADDTOSET: {
-        /* Distinct values in ascending order (mongod's removable $addToSet is an ordered set). */
-        size_t u = 0;
-        for (int64_t j = l; j <= h; j++)
-            if (vals[j].value_type != BSON_TYPE_EOD)
-                idx[m++] = (size_t)j;
-        g_cmp = &c;
-        qsort(idx, m, sizeof *idx, cmp_vals);
-        for (size_t k = 0; k < m; k++)
-            if (u == 0 || mf_value_cmp(&vals[idx[u - 1]], &vals[idx[k]]) != 0)
-                idx[u++] = idx[k];
-        array_of(out, vals, idx, u);
-        return 0;
-    }
     case WF_FIRSTN:
     case WF_LASTN: {
         int64_t cnt = h - l + 1 < f->n ? h - l + 1 : f->n;
@@ -1308,105 +1394,12 @@ acc_result(const wfield_t *f, const part_t *p, const bson_value_t *vals, const b
         bson_destroy(&arr);
         return 0;
     }
-    case WF_MINN:
-    case WF_MAXN:
-        for (int64_t j = l; j <= h; j++)
-            if (!nullish(&vals[j]))
-                idx[m++] = (size_t)j;
-        c.dir = f->kind == WF_MINN ? 1 : -1;
-        g_cmp = &c;
-        qsort(idx, m, sizeof *idx, cmp_vals);
-        array_of(out, vals, idx, m < (size_t)f->n ? m : (size_t)f->n);
-        return 0;
-    case WF_TOPN:
-    case WF_BOTTOMN:
-    case WF_TOP:
-    case WF_BOTTOM: {
-        bool bottom = f->kind == WF_BOTTOMN || f->kind == WF_BOTTOM;
-        for (int64_t j = l; j <= h; j++)
-            idx[m++] = (size_t)j;
-        g_cmp = &c;
-        qsort(idx, m, sizeof *idx, cmp_docs);
-        size_t k = m < (size_t)f->n ? m : (size_t)f->n;
-        size_t *sel = bottom ? idx + (m - k) : idx;
-        if (f->kind == WF_TOP || f->kind == WF_BOTTOM) {
-            if (vals[sel[0]].value_type == BSON_TYPE_EOD)
-                set_null(out);
-            else
-                mf_value_copy(out, &vals[sel[0]]);
-            return 0;
-        }
-        bson_t arr = BSON_INITIALIZER;
-        for (size_t j = 0; j < k; j++) {
-            char buf[16];
-            const char *key;
-            bson_value_t nv;
-            set_null(&nv);
-            bson_uint32_to_string((uint32_t)j, &key, buf, sizeof buf);
-            mf_bson_append_value(&arr, key, -1, vals[sel[j]].value_type == BSON_TYPE_EOD ? &nv : &vals[sel[j]]);
-        }
-        memset(out, 0, sizeof *out);
-        out->value_type = BSON_TYPE_ARRAY;
-        out->value.v_doc.data_len = arr.len;
-        out->value.v_doc.data = bson_malloc(arr.len);
-        memcpy(out->value.v_doc.data, bson_get_data(&arr), arr.len);
-        bson_destroy(&arr);
-        return 0;
-    }
-    case WF_MEDIAN:
-    case WF_PERCENTILE: {
-        double *xs = bson_malloc(((size_t)(h - l + 1)) * sizeof *xs);
-        for (int64_t j = l; j <= h; j++)
-            if (mf_value_is_number(&vals[j]))
-                xs[m++] = mf_value_as_double(&vals[j]);
-        for (size_t a = 1; a < m; a++) { /* insertion sort: windows are small */
-            double t = xs[a];
-            size_t b = a;
-            for (; b > 0 && xs[b - 1] > t; b--)
-                xs[b] = xs[b - 1];
-            xs[b] = t;
-        }
-        bson_t arr = BSON_INITIALIZER;
-        bson_value_t r;
-        for (size_t q = 0; q < f->nps; q++) {
-            double pv = f->ps[q];
-            if (m == 0) {
-                set_null(&r);
-            } else if (f->continuous) {
-                double rank = pv * (double)(m - 1);
-                size_t lo = (size_t)floor(rank), hi = (size_t)ceil(rank);
-                set_double(&r, xs[lo] + (rank - (double)lo) * (xs[hi] - xs[lo]));
-            } else {
-                double rank = ceil(pv * (double)m);
-                size_t k = rank < 1 ? 0 : (size_t)rank - 1;
-                set_double(&r, xs[k >= m ? m - 1 : k]);
-            }
-            if (f->kind == WF_MEDIAN) {
-                *out = r;
-                bson_destroy(&arr);
-                bson_free(xs);
-                return 0;
-            }
-            char buf[16];
-            const char *key;
-            bson_uint32_to_string((uint32_t)q, &key, buf, sizeof buf);
-            mf_bson_append_value(&arr, key, -1, &r);
-        }
-        memset(out, 0, sizeof *out);
-        out->value_type = BSON_TYPE_ARRAY;
-        out->value.v_doc.data_len = arr.len;
-        out->value.v_doc.data = bson_malloc(arr.len);
-        memcpy(out->value.v_doc.data, bson_get_data(&arr), arr.len);
-        bson_destroy(&arr);
-        bson_free(xs);
-        return 0;
-    }
     case WF_INTEGRAL: {
         /* Trapezoids between neighbours; every point must be [number or date, number] (mongod: 5423900-2). */
-        double sum = 0, px = 0, py = 0;
+        double sum = 0, comp = 0, px = 0, py = 0; /* compensated, as mongod's double-double sum */
         bool nan = false;
         for (int64_t j = l; j <= h; j++) {
-            double x, y;
+            double x = 0, y;
             bool date = sv[j].value_type == BSON_TYPE_DATE_TIME;
             if (!mf_value_is_number(&vals[j]) || !(date || mf_value_is_number(&sv[j])))
                 return mf_err_set(err, MF_E_Location5423900,
@@ -1418,16 +1411,19 @@ acc_result(const wfield_t *f, const part_t *p, const bson_value_t *vals, const b
             if (f->fn_unit == U_NONE && date)
                 return mf_err_set(err, MF_E_Location5423902,
                                   "$integral (with no 'outputUnit') expects the sortBy field to be numeric");
-            x_value(&sv[j], f->fn_unit, &x);
+            x_value(&sv[j], U_NONE, &x); /* milliseconds for dates: scaled to the unit at the end, as mongod */
             y = mf_value_as_double(&vals[j]);
             if (isnan(x) || isnan(y))
                 nan = true;
-            if (j > l)
-                sum += (x - px) * (y + py) / 2.0;
+            if (j > l) {
+                double t = (y + py) * (x - px) / 2.0 - comp, u = sum + t;
+                comp = (u - sum) - t;
+                sum = u;
+            }
             px = x;
             py = y;
         }
-        set_double(out, nan ? NAN : sum);
+        set_double(out, nan ? NAN : f->fn_unit != U_NONE ? sum / (double)unit_ms[f->fn_unit] : sum);
         return 0;
     }
     default:
@@ -1436,11 +1432,50 @@ acc_result(const wfield_t *f, const part_t *p, const bson_value_t *vals, const b
     }
 }
 
-/* Streaming statistics: Welford for $stdDev*, co-moments for $covariance*. */
+/*
+ * Statistics, in mongod's arithmetic so results agree to the last bit:
+ * $stdDev* over a left-unbounded window is $group's Welford update; over a
+ * left-bounded (removable) window it is WindowFunctionStdDev's add/remove
+ * of (count * x - sum)^2 / (count * (count - 1)) terms; $covariance* keeps
+ * compensated sums of x, y and dx * dy with means taken as sum / count.
+ */
 typedef struct wstat {
     int64_t n;
-    double mx, my, m2, cxy;
+    double mx, m2;              /* Welford ($stdDev*, left-unbounded) */
+    int64_t rcount;             /* removable $stdDev*: documents with a number, non-finite ones included */
+    csum_t rsum, rm2;
+    csum_t sx, sy, cxy;         /* $covariance* */
+    int64_t nan, pinf, ninf;    /* non-finite values: kept out of the moments as mongod does */
 } wstat_t;
+
+/* stat_update_removable: mongod's WindowFunctionStdDev::update (q = 1 adds, -1 removes). */
+static void
+stat_update_removable(wstat_t *s, const bson_value_t *v, int q)
+{
+    if (!mf_value_is_number(v))
+        return;
+    double x = mf_value_as_double(v);
+    if (!isfinite(x)) {
+        s->nan += q;
+        s->rcount += q;
+        return;
+    }
+    if (s->rcount == 0) {
+        s->rcount++;
+        csum_add(&s->rsum, x);
+        return;
+    }
+    if (s->rcount + q == 0) {
+        memset(s, 0, sizeof *s);
+        return;
+    }
+    double d = (double)s->rcount * x - csum_val(&s->rsum);
+    s->rcount += q;
+    csum_add(&s->rsum, x * q);
+    csum_add(&s->rm2, d * d * q / ((double)s->rcount * (double)(s->rcount - q)));
+}
+
+static void stat_cov(wstat_t *s, const bson_value_t *v, int q);
 
 static void
 stat_add(wstat_t *s, const wfield_t *f, const bson_value_t *v)
@@ -1449,13 +1484,25 @@ stat_add(wstat_t *s, const wfield_t *f, const bson_value_t *v)
         if (!mf_value_is_number(v))
             return;
         double x = mf_value_as_double(v);
+        if (!isfinite(x)) {
+            s->nan++; /* counted, and the answer is NaN */
+            return;
+        }
         s->n++;
         double d = x - s->mx;
-        s->mx += d / (double)s->n;
-        s->m2 += d * (x - s->mx);
+        if (d != 0.0) {
+            s->mx += d / (double)s->n;
+            s->m2 += d * (x - s->mx);
+        }
         return;
     }
-    /* covariance: [x, y] */
+    stat_cov(s, v, 1);
+}
+
+/* stat_cov: mongod's WindowFunctionCovariance add (q = 1) / remove (q = -1) of the point v = [x, y]. */
+static void
+stat_cov(wstat_t *s, const bson_value_t *v, int q)
+{
     bson_iter_t it;
     bson_value_t xy[2];
     int k = 0;
@@ -1470,42 +1517,254 @@ stat_add(wstat_t *s, const wfield_t *f, const bson_value_t *v)
     if (k != 2 || !mf_value_is_number(&xy[0]) || !mf_value_is_number(&xy[1]))
         return;
     double x = mf_value_as_double(&xy[0]), y = mf_value_as_double(&xy[1]);
+    if (!isfinite(x) || !isfinite(y)) {
+        if (isnan(x) || isnan(y) || (isinf(x) && isinf(y) && (x > 0) != (y > 0)))
+            s->nan += q;
+        else
+            *((isinf(x) ? x : y) > 0 ? &s->pinf : &s->ninf) += q;
+        return;
+    }
+    if (q < 0) {
+        if (--s->n == 0) {
+            int64_t nan = s->nan, pinf = s->pinf, ninf = s->ninf;
+            memset(&s->sx, 0, sizeof s->sx);
+            memset(&s->sy, 0, sizeof s->sy);
+            memset(&s->cxy, 0, sizeof s->cxy);
+            s->nan = nan, s->pinf = pinf, s->ninf = ninf;
+            return;
+        }
+        csum_add(&s->sx, -x);
+        double dx = x - csum_val(&s->sx) / (double)s->n;
+        double dy = y - csum_val(&s->sy) / (double)(s->n + 1);
+        csum_add(&s->cxy, -(dx * dy));
+        csum_add(&s->sy, -y);
+        return;
+    }
+    /* The first point has no mean before it: it adds nothing to the co-moment. */
+    bool first = s->n == 0;
+    double dx = first ? 0 : x - csum_val(&s->sx) / (double)s->n;
     s->n++;
-    double dx = x - s->mx;
-    s->mx += dx / (double)s->n;
-    s->my += (y - s->my) / (double)s->n;
-    s->cxy += dx * (y - s->my);
+    csum_add(&s->sx, x);
+    csum_add(&s->sy, y);
+    if (!first)
+        csum_add(&s->cxy, dx * (y - csum_val(&s->sy) / (double)s->n));
 }
 
 static void
-stat_value(const wstat_t *s, const wfield_t *f, bson_value_t *out)
+stat_value(const wstat_t *s, const wfield_t *f, bool removable, bson_value_t *out)
 {
     switch (f->kind) {
     case WF_STDDEVPOP:
-        if (s->n > 0)
-            set_double(out, sqrt(s->m2 / (double)s->n));
-        else
+    case WF_STDDEVSAMP: {
+        int64_t cnt = removable ? s->rcount : s->n + s->nan, adj = f->kind == WF_STDDEVSAMP ? cnt - 1 : cnt;
+        double m2 = removable ? csum_val(&s->rm2) : s->m2;
+        if (s->nan > 0)
+            set_double(out, NAN);
+        else if (adj <= 0)
             set_null(out);
-        return;
-    case WF_STDDEVSAMP:
-        if (s->n > 1)
-            set_double(out, sqrt(s->m2 / (double)(s->n - 1)));
+        else if (m2 < 0 || (f->kind == WF_STDDEVPOP && cnt == 1))
+            set_double(out, 0.0);
         else
-            set_null(out);
-        return;
-    case WF_COVPOP:
-        if (s->n > 0)
-            set_double(out, s->cxy / (double)s->n);
-        else
-            set_null(out);
-        return;
-    default: /* WF_COVSAMP */
-        if (s->n > 1)
-            set_double(out, s->cxy / (double)(s->n - 1));
-        else
-            set_null(out);
+            set_double(out, sqrt(m2 / (double)adj));
         return;
     }
+    default: { /* $covariancePop / $covarianceSamp, as mongod's WindowFunctionCovariance */
+        bool samp = f->kind == WF_COVSAMP;
+        if (s->n == 1 && !samp) {
+            set_double(out, 0.0);
+            return;
+        }
+        double adj = (double)(samp ? s->n - 1 : s->n);
+        if (adj <= 0)
+            set_null(out);
+        else if (s->nan > 0 || (s->pinf > 0 && s->ninf > 0))
+            set_double(out, NAN);
+        else if (s->pinf > 0 || s->ninf > 0)
+            set_double(out, s->pinf > 0 ? INFINITY : -INFINITY);
+        else
+            set_double(out, csum_val(&s->cxy) / adj);
+        return;
+    }
+    }
+}
+
+/*
+ * Ordered state for the accumulating functions whose answer comes from a
+ * sorted view of the window ($minN $maxN $topN $bottomN $top $bottom
+ * $addToSet $median $percentile). While a window only grows at its right
+ * end (lo_i unchanged), each new document is inserted in place (binary
+ * search; the N functions keep only their n best), so [unbounded, current]
+ * costs O(n * k) rather than a sort per document. Other windows rebuild.
+ */
+typedef struct ostate {
+    size_t *ix;  /* document indices in order */
+    double *xs;  /* $median / $percentile: the numeric values in order */
+    size_t n;
+} ostate_t;
+
+static bool
+ordered_kind(int kind)
+{
+    return kind == WF_MINN || kind == WF_MAXN || kind == WF_TOPN || kind == WF_BOTTOMN || kind == WF_TOP ||
+           kind == WF_BOTTOM || kind == WF_ADDTOSET || kind == WF_MEDIAN || kind == WF_PERCENTILE;
+}
+
+/* ocmp: <0, 0, >0 as document a orders before, with, after document b for f. */
+static int
+ocmp(const wfield_t *f, const part_t *p, const bson_value_t *vals, size_t a, size_t b)
+{
+    if (f->kind == WF_TOPN || f->kind == WF_BOTTOMN || f->kind == WF_TOP || f->kind == WF_BOTTOM)
+        return mf_sort_cmp(f->inner, &p->docs[a], &p->docs[b]);
+    int c = mf_value_cmp(&vals[a], &vals[b]);
+    return f->kind == WF_MAXN ? -c : c;
+}
+
+static void
+ostate_insert(const wfield_t *f, const part_t *p, const bson_value_t *vals, ostate_t *os, size_t j)
+{
+    size_t lo = 0, hi = os->n;
+
+    if (f->kind == WF_MEDIAN || f->kind == WF_PERCENTILE) {
+        if (!mf_value_is_number(&vals[j]))
+            return;
+        double x = mf_value_as_double(&vals[j]);
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            if (os->xs[mid] <= x)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        memmove(&os->xs[lo + 1], &os->xs[lo], (os->n - lo) * sizeof *os->xs);
+        os->xs[lo] = x;
+        os->n++;
+        return;
+    }
+    if ((f->kind == WF_MINN || f->kind == WF_MAXN) && nullish(&vals[j]))
+        return;
+    if (f->kind == WF_ADDTOSET && vals[j].value_type == BSON_TYPE_EOD)
+        return;
+    /* Upper bound: after every equal element, so ties keep document order. */
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (ocmp(f, p, vals, os->ix[mid], j) <= 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (f->kind == WF_ADDTOSET && lo > 0 && mf_value_cmp(&vals[os->ix[lo - 1]], &vals[j]) == 0)
+        return;
+    bool keep_last = f->kind == WF_BOTTOMN || f->kind == WF_BOTTOM;
+    size_t cap = f->kind == WF_ADDTOSET ? SIZE_MAX : (size_t)f->n;
+    if (!keep_last && os->n == cap && lo == cap)
+        return;
+    if (keep_last && os->n == cap && lo == 0)
+        return;
+    memmove(&os->ix[lo + 1], &os->ix[lo], (os->n - lo) * sizeof *os->ix);
+    os->ix[lo] = j;
+    os->n++;
+    if (os->n > cap) {
+        if (keep_last)
+            memmove(&os->ix[0], &os->ix[1], (os->n - 1) * sizeof *os->ix);
+        os->n--;
+    }
+}
+
+static int
+cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/*
+ * ostate_rebuild: the state for window [l, h] from scratch: by insertion for
+ * the N functions (at most n kept), by one sort for the unbounded ones.
+ */
+static void
+ostate_rebuild(const wfield_t *f, const part_t *p, const bson_value_t *vals, ostate_t *os, int64_t l, int64_t h)
+{
+    os->n = 0;
+    if (f->kind == WF_MEDIAN || f->kind == WF_PERCENTILE) {
+        for (int64_t j = l; j <= h; j++)
+            if (mf_value_is_number(&vals[j]))
+                os->xs[os->n++] = mf_value_as_double(&vals[j]);
+        qsort(os->xs, os->n, sizeof *os->xs, cmp_double);
+        return;
+    }
+    if (f->kind == WF_ADDTOSET) {
+        cmpctx_t c = {vals, p, NULL, 1};
+        size_t u = 0;
+        for (int64_t j = l; j <= h; j++)
+            if (vals[j].value_type != BSON_TYPE_EOD)
+                os->ix[os->n++] = (size_t)j;
+        g_cmp = &c;
+        qsort(os->ix, os->n, sizeof *os->ix, cmp_vals);
+        for (size_t k = 0; k < os->n; k++)
+            if (u == 0 || mf_value_cmp(&vals[os->ix[u - 1]], &vals[os->ix[k]]) != 0)
+                os->ix[u++] = os->ix[k];
+        os->n = u;
+        return;
+    }
+    for (int64_t j = l; j <= h; j++)
+        ostate_insert(f, p, vals, os, (size_t)j);
+}
+
+/* ostate_result: the function's value from the ordered state (not empty window). */
+static void
+ostate_result(const wfield_t *f, const ostate_t *os, const bson_value_t *vals, bson_value_t *out)
+{
+    bson_t arr = BSON_INITIALIZER;
+
+    switch (f->kind) {
+    case WF_MEDIAN:
+    case WF_PERCENTILE:
+        for (size_t q = 0; q < f->nps; q++) {
+            bson_value_t r;
+            if (os->n == 0) {
+                set_null(&r);
+            } else {
+                /* 'approximate' is exact at these sizes: the value of rank ceil(p * n). */
+                double rank = ceil(f->ps[q] * (double)os->n);
+                size_t k = rank < 1 ? 0 : (size_t)rank - 1;
+                set_double(&r, os->xs[k >= os->n ? os->n - 1 : k]);
+            }
+            if (f->kind == WF_MEDIAN) {
+                *out = r;
+                bson_destroy(&arr);
+                return;
+            }
+            char buf[16];
+            const char *key;
+            bson_uint32_to_string((uint32_t)q, &key, buf, sizeof buf);
+            mf_bson_append_value(&arr, key, -1, &r);
+        }
+        break;
+    case WF_TOP:
+    case WF_BOTTOM:
+        bson_destroy(&arr);
+        if (os->n == 0 || vals[os->ix[f->kind == WF_TOP ? 0 : os->n - 1]].value_type == BSON_TYPE_EOD)
+            set_null(out);
+        else
+            mf_value_copy(out, &vals[os->ix[f->kind == WF_TOP ? 0 : os->n - 1]]);
+        return;
+    default:
+        for (size_t k = 0; k < os->n; k++) {
+            char buf[16];
+            const char *key;
+            bson_value_t nv;
+            set_null(&nv);
+            bson_uint32_to_string((uint32_t)k, &key, buf, sizeof buf);
+            mf_bson_append_value(&arr, key, -1, vals[os->ix[k]].value_type == BSON_TYPE_EOD ? &nv : &vals[os->ix[k]]);
+        }
+        break;
+    }
+    memset(out, 0, sizeof *out);
+    out->value_type = BSON_TYPE_ARRAY;
+    out->value.v_doc.data_len = arr.len;
+    out->value.v_doc.data = bson_malloc(arr.len);
+    memcpy(out->value.v_doc.data, bson_get_data(&arr), arr.len);
+    bson_destroy(&arr);
 }
 
 /*
@@ -1538,7 +1797,7 @@ compute_field(const mf_window_t *w, const wfield_t *f, const part_t *p, bson_val
     }
     lo = bson_malloc(n * sizeof *lo);
     hi = bson_malloc(n * sizeof *hi);
-    if (window_bounds(f, p, sv, lo, hi, err) < 0)
+    if (window_bounds(f, p, sv, lo, hi, err) < 0 || check_fn_memory(f, p, vals, lo, hi, err) < 0)
         goto done;
 
     switch (f->kind) {
@@ -1576,7 +1835,7 @@ compute_field(const mf_window_t *w, const wfield_t *f, const part_t *p, bson_val
             if (f->kind == WF_COUNT)
                 set_int(&res[i], s.ndocs);
             else
-                sum_value(&s, f->kind == WF_AVG, &res[i]);
+                sum_value(&s, f->kind == WF_AVG, f->lo.kind != B_UNBOUNDED, &res[i]);
         }
         sum_reset(&s);
         break;
@@ -1623,6 +1882,8 @@ compute_field(const mf_window_t *w, const wfield_t *f, const part_t *p, bson_val
     case WF_COVSAMP: {
         wstat_t s;
         int64_t cl = -1, ch = -1;
+        bool removable = f->lo.kind != B_UNBOUNDED;
+        bool sd = f->kind == WF_STDDEVPOP || f->kind == WF_STDDEVSAMP;
         memset(&s, 0, sizeof s);
         for (size_t i = 0; i < n; i++) {
             int64_t l = lo[i], h = hi[i];
@@ -1630,20 +1891,43 @@ compute_field(const mf_window_t *w, const wfield_t *f, const part_t *p, bson_val
                 set_null(&res[i]);
                 continue;
             }
-            if (l != cl || h < ch) {
-                memset(&s, 0, sizeof s);
-                cl = l;
-                ch = l - 1;
+            if (removable) {
+                /* Slide: add what enters, then remove what leaves, as mongod's removable executor. */
+                if (cl < 0 || l > ch || h < cl) {
+                    memset(&s, 0, sizeof s);
+                    cl = l;
+                    ch = l - 1;
+                }
+                for (; ch < h; ch++) {
+                    if (sd)
+                        stat_update_removable(&s, &vals[ch + 1], 1);
+                    else
+                        stat_cov(&s, &vals[ch + 1], 1);
+                }
+                for (; cl < l; cl++) {
+                    if (sd)
+                        stat_update_removable(&s, &vals[cl], -1);
+                    else
+                        stat_cov(&s, &vals[cl], -1);
+                }
+            } else {
+                if (l != cl || h < ch) {
+                    memset(&s, 0, sizeof s);
+                    cl = l;
+                    ch = l - 1;
+                }
+                while (ch < h)
+                    stat_add(&s, f, &vals[++ch]);
             }
-            while (ch < h)
-                stat_add(&s, f, &vals[++ch]);
-            stat_value(&s, f, &res[i]);
+            stat_value(&s, f, removable && sd, &res[i]);
         }
         break;
     }
     case WF_PUSH: case WF_ADDTOSET: case WF_INTEGRAL: case WF_FIRSTN: case WF_LASTN: case WF_MINN:
     case WF_MAXN: case WF_TOPN: case WF_BOTTOMN: case WF_TOP: case WF_BOTTOM: case WF_MEDIAN:
     case WF_PERCENTILE: {
+        ostate_t os = {bson_malloc(n * sizeof *os.ix), bson_malloc(n * sizeof *os.xs), 0};
+        int64_t ol = -1, oh = -1; /* the ordered state holds window [ol, oh]; ol -1: none */
         idx = bson_malloc(n * sizeof *idx);
         for (size_t i = 0; i < n; i++) {
             int64_t l = lo[i], h = hi[i];
@@ -1659,11 +1943,29 @@ compute_field(const mf_window_t *w, const wfield_t *f, const part_t *p, bson_val
                 bson_value_copy(&res[i - 1], &res[i]);
                 continue;
             }
-            if (acc_result(f, p, vals, sv, l, h, idx, &res[i], err) < 0)
+            if (ordered_kind(f->kind)) {
+                /* Grow the state while the window only grows to the right; rebuild it otherwise. */
+                if (ol != l || h < oh) {
+                    ostate_rebuild(f, p, vals, &os, l, h);
+                    ol = l;
+                    oh = h;
+                }
+                while (oh < h)
+                    ostate_insert(f, p, vals, &os, (size_t)++oh);
+                ostate_result(f, &os, vals, &res[i]);
+            } else if (acc_result(f, p, vals, sv, l, h, idx, &res[i], err) < 0) {
+                bson_free(os.ix);
+                bson_free(os.xs);
                 goto done;
-            if ((i & 255) == 255 && mf_exec_check_deadline(err) != 0)
+            }
+            if ((i & 255) == 255 && mf_exec_check_deadline(err) != 0) {
+                bson_free(os.ix);
+                bson_free(os.xs);
                 goto done;
+            }
         }
+        bson_free(os.ix);
+        bson_free(os.xs);
         break;
     }
     case WF_FIRST:
@@ -1704,11 +2006,13 @@ compute_field(const mf_window_t *w, const wfield_t *f, const part_t *p, bson_val
                 goto done;
             }
             if (!mf_value_is_number(&vals[l]) || !mf_value_is_number(&vals[h]) ||
-                !x_value(&sv[l], f->fn_unit, &x0) || !x_value(&sv[h], f->fn_unit, &x1) || x1 == x0) {
+                !x_value(&sv[l], U_NONE, &x0) || !x_value(&sv[h], U_NONE, &x1) || x1 == x0) {
                 set_null(&res[i]);
                 continue;
             }
-            set_double(&res[i], (mf_value_as_double(&vals[h]) - mf_value_as_double(&vals[l])) / (x1 - x0));
+            /* rise / run in 1/millisecond for dates, then scaled by the unit (mongod's order). */
+            double d = (mf_value_as_double(&vals[h]) - mf_value_as_double(&vals[l])) / (x1 - x0);
+            set_double(&res[i], f->fn_unit != U_NONE ? d * (double)unit_ms[f->fn_unit] : d);
         }
         break;
     case WF_SHIFT:
@@ -1865,6 +2169,33 @@ first_len(const char *path)
 
 static void set_level(bson_t *dst, const bson_t *src, setp_t *ps, size_t n);
 
+/*
+ * append_under: appends under key the value sv (may be NULL: none) with the
+ * relative paths sub set inside it, as $addFields does: a document gets the
+ * fields, an array gets them in each element (recursively), anything else is
+ * replaced by a new document.
+ */
+static void
+append_under(bson_t *dst, const char *key, int kl, const bson_value_t *sv, setp_t *sub, size_t n)
+{
+    bson_t child, base;
+
+    if (sv && sv->value_type == BSON_TYPE_ARRAY) {
+        bson_iter_t ai;
+        bson_append_array_begin(dst, key, kl, &child);
+        bson_iter_init_from_data(&ai, sv->value.v_doc.data, sv->value.v_doc.data_len);
+        while (bson_iter_next(&ai))
+            append_under(&child, bson_iter_key(&ai), -1, bson_iter_value(&ai), sub, n);
+        bson_append_array_end(dst, &child);
+        return;
+    }
+    bool have_base = sv && sv->value_type == BSON_TYPE_DOCUMENT &&
+                     bson_init_static(&base, sv->value.v_doc.data, sv->value.v_doc.data_len);
+    bson_append_document_begin(dst, key, kl, &child);
+    set_level(&child, have_base ? &base : NULL, sub, n);
+    bson_append_document_end(dst, &child);
+}
+
 /* append_group: sets the paths ps (sharing first component key of length kl) under key, from src value sv. */
 static void
 append_group(bson_t *dst, const char *key, size_t kl, const bson_value_t *sv, setp_t *ps, size_t n)
@@ -1880,12 +2211,7 @@ append_group(bson_t *dst, const char *key, size_t kl, const bson_value_t *sv, se
         sub[j].path = ps[j].path + kl + 1;
         sub[j].v = ps[j].v;
     }
-    bson_t child, base;
-    bool have_base = sv && sv->value_type == BSON_TYPE_DOCUMENT &&
-                     bson_init_static(&base, sv->value.v_doc.data, sv->value.v_doc.data_len);
-    bson_append_document_begin(dst, key, (int)kl, &child);
-    set_level(&child, have_base ? &base : NULL, sub, n);
-    bson_append_document_end(dst, &child);
+    append_under(dst, key, (int)kl, sv, sub, n);
     bson_free(sub);
 }
 
@@ -1936,7 +2262,7 @@ set_level(bson_t *dst, const bson_t *src, setp_t *ps, size_t n)
  * wrappers stay owned by the caller.
  */
 static int
-run_partition(const mf_window_t *w, bson_t **wr, size_t n, mf_docvec_t *out, mf_error_t *err)
+run_partition(const mf_window_t *w, bson_t **wr, size_t n, int64_t fn_limit, mf_docvec_t *out, mf_error_t *err)
 {
     part_t p;
     bson_value_t *res = NULL;
@@ -1944,6 +2270,7 @@ run_partition(const mf_window_t *w, bson_t **wr, size_t n, mf_docvec_t *out, mf_
     int rc = -1;
 
     p.n = n;
+    p.fn_limit = fn_limit;
     /* bson_t wants 128-byte alignment, which bson_malloc does not give. */
     p.docs = bson_aligned_alloc0(_Alignof(bson_t), (n ? n : 1) * sizeof *p.docs);
     for (size_t i = 0; i < n; i++) {
@@ -1970,6 +2297,14 @@ run_partition(const mf_window_t *w, bson_t **wr, size_t n, mf_docvec_t *out, mf_
             ps[k].v = &res[k * n + i];
         }
         set_level(d, &p.docs[i], ps, w->nf);
+        if (d->len > MF_MAX_BSON_SIZE + 16 * 1024) {
+            /* mongod's BSONObjMaxInternalSize, e.g. a $push over a partition of large documents. */
+            mf_err_set(err, MF_E_BSONObjectTooLarge,
+                       "BSONObj size: %u (0x%X) is invalid. Size must be between 0 and 16793600(16MB)", d->len,
+                       d->len);
+            bson_destroy(d);
+            goto done;
+        }
         mf_docvec_push_steal(out, d);
     }
     rc = 0;
@@ -2100,7 +2435,7 @@ mf_window_run(const mf_window_t *w, mf_docvec_t *in, mf_docvec_t *out, mf_error_
         size_t e = s + 1;
         while (e < n && same_partition(wr[s], wr[e]))
             e++;
-        if (run_partition(w, wr + s, e - s, out, err) < 0)
+        if (run_partition(w, wr + s, e - s, 0, out, err) < 0)
             goto done;
         s = e;
     }
@@ -2208,7 +2543,7 @@ mf_window_stream_next(mf_window_stream_t *ws, mf_docvec_t *out, bool *eof, mf_er
         if ((n & 1023) == 0 && mf_exec_check_deadline(err) != 0)
             goto done;
     }
-    rc = run_partition(ws->w, v, n, out, err);
+    rc = run_partition(ws->w, v, n, ws->part_bytes, out, err);
 done:
     for (size_t i = 0; i < n; i++)
         bson_destroy(v[i]);

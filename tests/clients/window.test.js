@@ -306,6 +306,14 @@ h.test('$sum / $avg types, nulls and non-numbers; $min / $max skip nulls; empty 
   ]).toArray();
   assert.deepEqual(big, [{ s: '9007199254740993', t: 'long' }, { s: '9007199254740995', t: 'long' },
     { s: '-9007199254740991', t: 'long' }]);
+  // A removable (left-bounded) window narrows a long sum that fits to int, as mongod's RemovableSum;
+  // a left-unbounded one keeps $group's long.
+  const narrow = await db.aggregate([
+    { $documents: [{ i: 1, v: { $toLong: 5 } }, { i: 2, v: 7 }] },
+    { $setWindowFields: { sortBy: { i: 1 }, output: { r: { $sum: '$v', window: { documents: [-1, 0] } }, u: { $sum: '$v', window: { documents: ['unbounded', 'current'] } } } } },
+    { $project: { _id: 0, r: { $type: '$r' }, u: { $type: '$u' } } },
+  ]).toArray();
+  assert.deepEqual(narrow, [{ r: 'int', u: 'long' }, { r: 'int', u: 'long' }]);
 });
 
 h.test('$stdDevPop, $stdDevSamp, $covariancePop, $covarianceSamp', async () => {
@@ -327,6 +335,40 @@ h.test('$stdDevPop, $stdDevSamp, $covariancePop, $covarianceSamp', async () => {
   assert.equal(r[0].cs, null);
   close(r[1].cs, 1.5);
   close(r[2].cs, 1);
+  // Non-finite points stay out of the moments but make the answer infinite or NaN (mongod's order of checks).
+  const inf = await docsAgg(db, [{ x: 1, y: 2 }, { x: 2, y: Infinity }, { x: 3, y: 4 }, { x: -Infinity, y: 1 }], {
+    sortBy: { x: 1 },
+    output: {
+      cp: { $covariancePop: ['$x', '$y'], window: { documents: ['unbounded', 'current'] } },
+      cs: { $covarianceSamp: ['$x', '$y'], window: { documents: ['unbounded', 'current'] } },
+    },
+  });
+  assert.deepEqual(inf.map((d) => [d.cp, d.cs]), [[null, null], [0, null], [0, null], [NaN, NaN]]);
+  // mongod's covariance.js: the online answers agree with the offline formula over every bounds pair.
+  const pts = [...Array(10).keys()].map((i) => ({ _id: i, x: Math.sin(i + 1) * 7, y: Math.cos(i * 3) * 5 }));
+  const bounds = [['unbounded', 0], ['unbounded', -1], [0, 'unbounded'], [0, 1], ['current', 2], [-1, 1], [-2, 'unbounded'],
+    [1, 'unbounded'], [-3, -1], [1, 3], [-2, 3]];
+  for (const b of bounds) {
+    const got = await docsAgg(db, pts, { sortBy: { _id: 1 }, output: {
+      p: { $covariancePop: ['$x', '$y'], window: { documents: b } }, s: { $covarianceSamp: ['$x', '$y'], window: { documents: b } },
+      sp: { $stdDevPop: '$x', window: { documents: b } }, ss: { $stdDevSamp: '$x', window: { documents: b } } } });
+    got.forEach((d, i) => {
+      const l = Math.max(0, b[0] === 'unbounded' ? 0 : b[0] === 'current' ? i : i + b[0]);
+      const h = Math.min(9, b[1] === 'unbounded' ? 9 : b[1] === 'current' ? i : i + b[1]);
+      const w = l <= h ? pts.slice(l, h + 1) : [];
+      const mx = w.reduce((a, q) => a + q.x, 0) / w.length, my = w.reduce((a, q) => a + q.y, 0) / w.length;
+      const cxy = w.reduce((a, q) => a + (q.x - mx) * (q.y - my), 0), m2 = w.reduce((a, q) => a + (q.x - mx) ** 2, 0);
+      const want = [w.length < 1 ? null : cxy / w.length, w.length < 2 ? null : cxy / (w.length - 1),
+        w.length < 1 ? null : Math.sqrt(m2 / w.length), w.length < 2 ? null : Math.sqrt(m2 / (w.length - 1))];
+      [d.p, d.s, d.sp, d.ss].forEach((v, k) => {
+        if (want[k] === null) assert.equal(v, null, `${b} ${i} ${k}`);
+        else close(v, want[k], 1e-9);
+      });
+    });
+  }
+  const sd = await docsAgg(db, [{ x: 1, y: 2 }, { x: 2, y: Infinity }, { x: 3, y: 4 }],
+    { sortBy: { x: 1 }, output: { p: { $stdDevPop: '$y', window: { documents: [-1, 0] } }, s: { $stdDevSamp: '$y', window: { documents: [0, 0] } } } });
+  assert.deepEqual(sd.map((d) => [d.p, d.s]), [[0, null], [NaN, NaN], [NaN, null]]);
 });
 
 h.test('$expMovingAvg with N and with alpha', async () => {
@@ -343,6 +385,69 @@ h.test('$expMovingAvg with N and with alpha', async () => {
   ema(2 / 3).forEach((v, i) => close(r[i].n2, v));
   ema(0.75).forEach((v, i) => close(r[i].a75, v));
   assert.equal(r[1].a75, 14.8);
+});
+
+h.test('manual: $expMovingAvg over stockPrices (N and alpha, mongod\'s Decimal128 arithmetic rounded to double)', async () => {
+  const c = srv.freshDb('stock').collection('stockPrices');
+  const day = (d) => new Date(`2020-05-${d}T20:00:00Z`);
+  await c.insertMany([
+    { stock: 'ABC', date: day(18), price: 13 }, { stock: 'ABC', date: day(19), price: 15.4 },
+    { stock: 'ABC', date: day(20), price: 12 }, { stock: 'ABC', date: day(21), price: 11.7 },
+    { stock: 'DEF', date: day(18), price: 82 }, { stock: 'DEF', date: day(19), price: 94 },
+    { stock: 'DEF', date: day(20), price: 112 }, { stock: 'DEF', date: day(21), price: 97.3 },
+  ]);
+  const r = await c.aggregate([{
+    $setWindowFields: {
+      partitionBy: '$stock', sortBy: { date: 1 },
+      output: {
+        expMovingAvgForStock: { $expMovingAvg: { input: '$price', N: 2 } },
+        alpha: { $expMovingAvg: { input: '$price', alpha: 0.75 } },
+      },
+    },
+  }]).toArray();
+  assert.deepEqual(r.map((d) => d.expMovingAvgForStock), [13, 14.6, 12.866666666666667, 12.088888888888889, 82, 90, 104.66666666666667, 99.75555555555556]);
+  assert.deepEqual(r.map((d) => d.alpha), [13, 14.8, 12.7, 11.95, 82, 91, 106.75, 99.6625]);
+});
+
+h.test('manual: $derivative over deliveryFleet (miles per hour over 30 s ranges)', async () => {
+  const c = srv.freshDb('fleet').collection('deliveryFleet');
+  const at = (t) => new Date(`2020-05-18T14:${t}Z`);
+  await c.insertMany([
+    { truckID: '1', timeStamp: at('10:30'), miles: 1295.1 }, { truckID: '1', timeStamp: at('11:00'), miles: 1295.63 },
+    { truckID: '1', timeStamp: at('11:30'), miles: 1296.25 }, { truckID: '1', timeStamp: at('12:00'), miles: 1296.76 },
+    { truckID: '2', timeStamp: at('10:30'), miles: 10234.1 }, { truckID: '2', timeStamp: at('11:00'), miles: 10234.33 },
+    { truckID: '2', timeStamp: at('11:30'), miles: 10234.73 }, { truckID: '2', timeStamp: at('12:00'), miles: 10235.13 },
+  ]);
+  const r = await c.aggregate([
+    {
+      $setWindowFields: {
+        partitionBy: '$truckID', sortBy: { timeStamp: 1 },
+        output: { truckAverageSpeed: { $derivative: { input: '$miles', unit: 'hour' }, window: { range: [-30, 0], unit: 'second' } } },
+      },
+    },
+    { $match: { truckAverageSpeed: { $gt: 50 } } },
+  ]).toArray();
+  assert.deepEqual(r.map((d) => [d.truckID, d.miles, d.truckAverageSpeed]),
+    [['1', 1295.63, 63.60000000002401], ['1', 1296.25, 74.3999999999869], ['1', 1296.76, 61.199999999998916]]);
+});
+
+h.test('manual: $integral over powerConsumption (kilowatt-hours over a range window with units)', async () => {
+  const c = srv.freshDb('power').collection('powerConsumption');
+  const at = (t) => new Date(`2020-05-18T14:${t}Z`);
+  await c.insertMany([
+    { powerMeterID: '1', timeStamp: at('10:30'), kilowatts: 2.95 }, { powerMeterID: '1', timeStamp: at('11:00'), kilowatts: 2.7 },
+    { powerMeterID: '1', timeStamp: at('11:30'), kilowatts: 2.6 }, { powerMeterID: '1', timeStamp: at('12:00'), kilowatts: 2.98 },
+    { powerMeterID: '2', timeStamp: at('10:30'), kilowatts: 2.5 }, { powerMeterID: '2', timeStamp: at('11:00'), kilowatts: 2.25 },
+    { powerMeterID: '2', timeStamp: at('11:30'), kilowatts: 2.75 }, { powerMeterID: '2', timeStamp: at('12:00'), kilowatts: 2.82 },
+  ]);
+  const r = await c.aggregate([{
+    $setWindowFields: {
+      partitionBy: '$powerMeterID', sortBy: { timeStamp: 1 },
+      output: { powerMeterKilowattHours: { $integral: { input: '$kilowatts', unit: 'hour' }, window: { range: ['unbounded', 'current'], unit: 'hour' } } },
+    },
+  }]).toArray();
+  assert.deepEqual(r.map((d) => d.powerMeterKilowattHours),
+    [0, 0.023541666666666666, 0.045625, 0.068875, 0, 0.019791666666666666, 0.040625, 0.06383333333333334]);
 });
 
 h.test('$derivative and $integral with a date sortBy and unit', async () => {
@@ -362,6 +467,17 @@ h.test('$derivative and $integral with a date sortBy and unit', async () => {
   assert.deepEqual(byId(r, 'speed'), { 0: null, 1: 60, 2: 120, 3: 0 });
   assert.deepEqual(byId(r, 'dist'), { 0: 0, 1: 7.5, 2: 37.5, 3: 82.5 });
   assert.deepEqual(byId(r, 'avgSpeed'), { 0: null, 1: 60, 2: 90, 3: 60 });
+  // mongod's integral.js: dates in milliseconds scaled to the unit at the end.
+  const ms = srv.freshDb('integral_ms').collection('c');
+  await ms.insertMany([0, 2, 4, 6].map((t) => ({ x: new Date(Date.parse('2020-01-01T00:00:00Z') + t), y: t })));
+  const ir = await ms.aggregate([{ $setWindowFields: { sortBy: { x: 1 }, output: { integral: { $integral: { input: '$y', unit: 'second' }, window: { documents: [-1, 1] } } } } }]).toArray();
+  assert.deepEqual(ir.map((d) => d.integral), [0.002, 0.008, 0.016, 0.010]);
+  const rs = srv.freshDb('integral_range').collection('c');
+  await rs.insertMany([[0, 0.0], [4, 2.4], [10, 5.6], [18, 6.8]].map(([t, y]) => ({ time: new Date(Date.parse('2020-01-01T00:00:00Z') + t * 1000), y })));
+  const rr = (bounds) => rs.aggregate([{ $setWindowFields: { sortBy: { time: 1 }, output: { i: { $integral: { input: '$y', unit: 'second' }, window: { range: bounds, unit: 'second' } } } } }]).toArray();
+  assert.deepEqual((await rr([-1, -1])).map((d) => d.i), [null, null, null, null]);
+  assert.deepEqual((await rr([-2, 0])).map((d) => d.i), [0, 0, 0, 0]);
+  assert.deepEqual((await rr([-6, 6])).map((d) => d.i), [4.8, 28.8, 24.0, 0]);
   // Numeric sortBy without unit.
   const db = srv.freshDb('deriv_num');
   const n = await docsAgg(db, [{ t: 0, y: 0 }, { t: 2, y: 4 }, { t: 4, y: 4 }],
@@ -459,6 +575,20 @@ h.test('$median and $percentile', async () => {
   });
   assert.ok(r.every((d) => d.med === 2 && d.pc[0] === 1 && d.pc[1] === 8));
   assert.deepEqual(byId(r, 'run'), { 0: 1, 1: 1, 2: 2, 3: 2, 4: 2, 5: 2 });
+  // mongod's percentile.js errors.
+  const e = (spec) => docsAgg(db, [{ v: 1 }], { sortBy: { v: 1 }, output: { x: spec } });
+  await assert.rejects(e({ $percentile: 'x' }), { code: 7429703 });
+  await assert.rejects(e({ $median: 'x' }), { code: 7436100 });
+  await assert.rejects(e({ $median: { input: '$v', method: false } }), { code: 14 });
+  await assert.rejects(e({ $median: { input: '$v', method: 'continuous' } }), { code: 2 });
+  await assert.rejects(e({ $percentile: { input: '$v', method: 'approximate' } }), { code: 40414 });
+  await assert.rejects(e({ $median: { p: [0.5], input: '$v', method: 'approximate' } }), { code: 40415 });
+  await assert.rejects(e({ $percentile: { p: ['$v'], input: '$v', method: 'approximate' } }), { code: 7750300 });
+  await assert.rejects(e({ $percentile: { p: [], input: '$v', method: 'approximate' } }), { code: 7750301 });
+  await assert.rejects(e({ $percentile: { p: ['a'], input: '$v', method: 'approximate' } }), { code: 7750302 });
+  await assert.rejects(e({ $percentile: { p: [1.5], input: '$v', method: 'approximate' } }), { code: 7750303 });
+  await assert.rejects(e({ $median: { input: '$v', method: 'approximate' }, extra: 1 }), { code: 9 });
+  await assert.rejects(e({ $median: { input: '$v', method: 'approximate' }, window: [-1, 1] }), { code: 9 });
 });
 
 h.test('partitions: expressions, null and missing together, 1 and 1.0 together, arrays refused', async () => {
@@ -483,6 +613,28 @@ h.test('output paths: dotted paths nest like $addFields, existing fields are rep
   ]);
 });
 
+h.test('output paths through arrays and nested documents ($addFields semantics, mongod\'s sum.js)', async () => {
+  const c = srv.freshDb('paths_arr').collection('c');
+  await c.insertOne({ _id: 1, simpleArr: [1, 2, 3], docArr: [{ first: 1 }, { second: 0 }], nestedDoc: { 1: { 2: { 3: 1 } } }, deep: [[{ x: 1 }], 5] });
+  const [r] = await c.aggregate([{
+    $setWindowFields: {
+      sortBy: { _id: 1 },
+      output: {
+        'docArr.a': { $sum: '$_id' }, 'simpleArr.0.b': { $sum: '$_id' }, 'nestedDoc.1.2.a': { $sum: '$_id' },
+        'newField.a': { $sum: '$_id' }, 'deep.y': { $sum: '$_id' },
+      },
+    },
+  }]).toArray();
+  assert.deepEqual(r, {
+    _id: 1,
+    simpleArr: [{ 0: { b: 1 } }, { 0: { b: 1 } }, { 0: { b: 1 } }],
+    docArr: [{ first: 1, a: 1 }, { second: 0, a: 1 }],
+    nestedDoc: { 1: { 2: { 3: 1, a: 1 } } },
+    deep: [[{ x: 1, y: 1 }], { y: 1 }],
+    newField: { a: 1 },
+  });
+});
+
 h.test('materialising paths: $facet, $lookup sub-pipeline and a view answer like the stream', async () => {
   const c = await cakes('paths_mat');
   const db = srv.client.db(c.dbName);
@@ -497,6 +649,38 @@ h.test('materialising paths: $facet, $lookup sub-pipeline and a view answer like
   // Later stages see the new fields; a $match before the stage narrows its input.
   const m = await c.aggregate([{ $match: { state: 'CA' } }, stage, { $match: { cum: { $gt: 200 } } }]).toArray();
   assert.deepEqual(m.map((d) => d._id), [0, 2]);
+});
+
+h.test('a streamed result across getMores, and $lookup let variables inside the stage', async () => {
+  const db = srv.freshDb('getmore');
+  const c = db.collection('g');
+  await c.insertMany([...Array(1000).keys()].map((i) => ({ _id: i, p: i % 7, v: i })));
+  const r = await c.aggregate([{ $setWindowFields: { partitionBy: '$p', sortBy: { v: 1 }, output: { n: { $documentNumber: {} } } } }], { batchSize: 3 }).toArray();
+  assert.equal(r.length, 1000);
+  assert.equal(new Set(r.map((d) => d._id)).size, 1000);
+  assert.ok(r.every((d) => d.n === Math.floor(d.v / 7) + 1));
+  await db.collection('o').insertMany([{ _id: 1, k: 2 }, { _id: 2, k: 3 }]);
+  const l = await db.collection('o').aggregate([{
+    $lookup: {
+      from: 'g', let: { k: '$k' }, as: 'w',
+      pipeline: [{ $match: { $expr: { $lt: ['$v', 4] } } },
+        { $setWindowFields: { partitionBy: { $mod: ['$v', '$$k'] }, sortBy: { v: 1 }, output: { c: { $count: {} } } } },
+        { $project: { _id: 0, v: 1, c: 1 } }],
+    },
+  }]).toArray();
+  assert.deepEqual(l.map((d) => d.w), [
+    [{ v: 0, c: 2 }, { v: 2, c: 2 }, { v: 1, c: 2 }, { v: 3, c: 2 }],
+    [{ v: 0, c: 2 }, { v: 3, c: 2 }, { v: 1, c: 1 }, { v: 2, c: 1 }],
+  ]);
+});
+
+h.test('an output past 16 MB fails with 10334 instead of building it', async () => {
+  const c = srv.freshDb('big_out').collection('c');
+  const pad = 'x'.repeat(1024 * 1024);
+  for (let i = 0; i < 18; i++) await c.insertOne({ _id: i, pad });
+  await assert.rejects(c.aggregate([{ $setWindowFields: { output: { all: { $push: '$pad' } } } }]).toArray(), { code: 10334 });
+  const ok = await c.aggregate([{ $setWindowFields: { sortBy: { _id: 1 }, output: { two: { $push: '$_id', window: { documents: [-1, 0] } } } } }, { $project: { two: 1 } }]).toArray();
+  assert.deepEqual(ok[17], { _id: 17, two: [16, 17] });
 });
 
 h.test('large partitions: [unbounded, current] and sliding windows stay linear', async () => {
@@ -515,9 +699,16 @@ h.test('large partitions: [unbounded, current] and sliding windows stay linear',
         m: { $max: '$v', window: { documents: [-5000, 0] } },
         sd: { $stdDevPop: '$v', window: { documents: ['unbounded', 'current'] } },
         r: { $rank: {} },
+        mn: { $minN: { input: '$v', n: 3 }, window: { documents: ['unbounded', 'current'] } },
+        md: { $median: { input: '$v', method: 'approximate' }, window: { documents: ['unbounded', 'current'] } },
+        mdSlide: { $median: { input: '$v', method: 'approximate' }, window: { documents: [-1000, 1000] } },
+        set: { $addToSet: '$v', window: { documents: ['unbounded', 'current'] } },
+        tp: { $topN: { n: 2, sortBy: { v: -1 }, output: '$_id' }, window: { documents: ['unbounded', 'current'] } },
       },
     },
   }, { $match: { _id: { $in: [0, 9, n - 1] } } }]).toArray();
+  assert.deepEqual([r[2].mn, r[2].md, r[2].mdSlide, r[2].set, r[2].tp], [[0, 0, 0], 4, 5, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9], [9, 19]]);
+  assert.deepEqual([r[1].mn, r[1].set.length, r[1].tp], [[0, 1, 2], 10, [9, 8]]);
   assert.ok(Date.now() - t < 15000, `took ${Date.now() - t} ms`);
   assert.deepEqual(r.map((d) => [d._id, d.s, d.m, d.r]), [[0, 0, 0, 1], [9, 45, 9, 10], [n - 1, 4.5 * n, 9, n]]);
   close(r[2].a, 4.5, 0.01);
@@ -551,6 +742,18 @@ h.test('memory: the sort fails with 292 or spills with allowDiskUse; a partition
     assert.equal((await m.aggregate(one, { allowDiskUse: false }).toArray())[9].val, 45);
     await limit(1200 * 10 + 1024);
     await assert.rejects(m.aggregate([{ $setWindowFields: { sortBy: { partitionKey: 1 }, partitionBy: '$partitionKey', output: { val: { $max: '$largeStr', window: { documents: [-9, 9] } } } } }], { allowDiskUse: false }).toArray(), { code: 5643011 });
+    // mongod's spill_to_disk.js: with allowDiskUse the partition may pass the limit, a function's values may not.
+    const sp = srv.freshDb('mem3').collection('c');
+    await sp.insertMany([...Array(6).keys()].map((i) => ({ _id: i, val: i, partition: 1 })).concat(
+      [...Array(21).keys()].map((i) => ({ _id: i + 6, val: i, partition: 2 }))));
+    const push = (b) => [{ $setWindowFields: { partitionBy: '$partition', sortBy: { partition: 1 }, output: { arr: { $push: '$val', window: { documents: [-b, b] } } } } }, { $sort: { _id: 1 } }];
+    await limit(21 * 274 + 1);
+    const pr = await sp.aggregate(push(25), { allowDiskUse: true }).toArray();
+    assert.deepEqual([pr[0].arr, pr[26].arr.length], [[0, 1, 2, 3, 4, 5], 21]);
+    await limit(750);
+    await assert.rejects(sp.aggregate(push(21), { allowDiskUse: true }).toArray(), { code: 5414201 });
+    const sum = await sp.aggregate([{ $setWindowFields: { partitionBy: '$partition', sortBy: { partition: 1 }, output: { s: { $sum: '$val', window: { documents: [-21, 21] } } } } }, { $sort: { _id: 1 } }], { allowDiskUse: true }).toArray();
+    assert.deepEqual([sum[0].s, sum[26].s], [15, 210]);
   } finally {
     await admin.command({ setParameter: 1, internalQueryMaxBlockingSortMemoryUsageBytes: 104857600, internalDocumentSourceSetWindowFieldsMaxMemoryBytes: 104857600 });
   }
@@ -573,6 +776,9 @@ h.test('parse errors: stage shape, output fields, window functions', async () =>
   await assert.rejects(agg({ output: { x: { $sum: '$a', foo: 1 } } }), { code: 9 });
   await assert.rejects(agg({ output: { x: { $sum: '$a' }, 'x.y': { $sum: '$a' } } }), { code: 6307900 });
   await assert.rejects(agg({ output: { $x: { $sum: '$a' } } }), { code: 16410 });
+  await assert.rejects(agg({ output: { 'a.$x': { $sum: '$a' } } }), { code: 16410 });
+  await assert.rejects(agg({ output: { 'a..x': { $sum: '$a' } } }), { code: 15998 });
+  await assert.rejects(agg({ output: { 'a.': { $sum: '$a' } } }), { code: 15998 });
   await assert.rejects(agg({ output: { x: { $count: 1 } } }), { code: 9 });
   // Rank functions.
   await assert.rejects(agg({ output: { r: { $rank: {} } } }), { code: 5371602 });
@@ -589,6 +795,77 @@ h.test('parse errors: stage shape, output fields, window functions', async () =>
   await assert.rejects(agg({ sortBy: { a: 1 }, output: { e: { $expMovingAvg: { input: '$a', N: 2, alpha: 0.5 } } } }), { code: 9 });
   await assert.rejects(agg({ sortBy: { a: 1 }, output: { e: { $expMovingAvg: { input: '$a', alpha: 1 } } } }), { code: 9 });
   await assert.rejects(agg({ sortBy: { a: 1 }, output: { e: { $expMovingAvg: { input: '$a', N: 0 } } } }), { code: 9 });
+});
+
+h.test('mongod\'s comprehensive_parse.js matrix: 23 functions x 12 windows x 6 sortBys x 4 partitionBys, each code', async () => {
+  const db = srv.freshDb('matrix');
+  const coll = db.collection('cp');
+  const day0 = Date.UTC(2021, 0, 1);
+  await coll.insertMany([...Array(10).keys()].map((i) => ({ a: i, date: new Date(day0 + i * 86400000), array: [], partition: i % 2, partitionSeq: Math.trunc(i / 2) })));
+  const functions = {
+    sum: { $sum: '$a' }, avg: { $avg: '$a' }, stdDevSamp: { $stdDevSamp: '$a' }, stdDevPop: { $stdDevPop: '$a' },
+    min: { $min: '$a' }, max: { $max: '$a' }, count: { $count: {} },
+    derivative: { $derivative: { input: '$a' } }, derivative_date: { $derivative: { input: '$date', unit: 'millisecond' } },
+    integral: { $integral: { input: '$a' } }, integral_date: { $integral: { input: '$a', unit: 'millisecond' } },
+    covariancePop: { $covariancePop: ['$a', '$date'] }, covarianceSamp: { $covarianceSamp: ['$a', '$date'] },
+    expMovingAvgN: { $expMovingAvg: { input: '$a', N: 3 } }, expMovingAvgAlpha: { $expMovingAvg: { input: '$a', alpha: 0.1 } },
+    push: { $push: '$a' }, addToSet: { $addToSet: '$a' }, first: { $first: '$a' }, last: { $last: '$a' },
+    shift: { $shift: { output: '$a', by: 1, default: 0 } }, documentNumber: { $documentNumber: {} }, rank: { $rank: {} },
+    denseRank: { $denseRank: {} },
+  };
+  const windows = {
+    none: null, left_unbounded_doc: { documents: ['unbounded', 'current'] }, right_unbounded_doc: { documents: ['current', 'unbounded'] },
+    past_doc: { documents: [-1, 'current'] }, future_doc: { documents: ['current', 1] }, centered_doc: { documents: [-1, 1] },
+    full_unbounded_range: { range: ['unbounded', 'unbounded'] }, left_unbounded_range: { range: ['unbounded', 'current'] },
+    right_unbounded_range: { range: ['current', 'unbounded'] }, past_range: { range: [-2, 'current'] },
+    future_range: { range: ['current', 2] }, centered_range: { range: [-2, 2] },
+  };
+  const sortBys = { none: null, asc: { partitionSeq: 1 }, desc: { partitionSeq: -1 }, asc_date: { date: 1 }, desc_date: { date: -1 }, multi: { partitionSeq: 1, partition: 1 } };
+  const partitionBys = { none: null, field: '$partition', dynamic_array: '$array', static_array: { $const: [] } };
+  // The expected answers, as the jstest states them: static errors first, then run-time ones.
+  function expected(wf, win, sort, part) {
+    if (win.endsWith('range') && (sort.endsWith('date') || sort.startsWith('desc'))) return 'SKIP';
+    if (wf.startsWith('derivative')) {
+      if (sort === 'none' || win === 'none' || sort === 'multi') return 9;
+    } else if (wf.startsWith('integral')) {
+      if (sort === 'none' || sort === 'multi') return 9;
+    } else if (wf.startsWith('expMovingAvg')) {
+      if (win !== 'none' || sort === 'none') return 9;
+    } else if (wf === 'documentNumber' || wf === 'rank' || wf === 'denseRank') {
+      if (win !== 'none') return 5371601;
+      if (sort === 'none' || sort === 'multi') return 5371602;
+    } else if (wf === 'shift') {
+      if (sort === 'none' || win !== 'none') return 9;
+    }
+    if (win.endsWith('doc') && sort === 'none') return 5339901;
+    if (win.endsWith('range') && (sort === 'none' || sort === 'multi')) return 5339902;
+    if (part === 'static_array' || part === 'dynamic_array') return 14;
+    if (wf === 'derivative_date' && !sort.endsWith('date')) return 5624900;
+    if (wf === 'derivative' && sort.endsWith('date')) return 5624901;
+    if (wf === 'integral_date' && !sort.endsWith('date')) return 5423901;
+    if (wf === 'integral' && sort.endsWith('date')) return 5423902;
+    return 0;
+  }
+  const wrong = [];
+  let n = 0;
+  for (const [wf, fn] of Object.entries(functions)) {
+    for (const [win, window] of Object.entries(windows)) {
+      for (const [sort, sortBy] of Object.entries(sortBys)) {
+        for (const [part, partitionBy] of Object.entries(partitionBys)) {
+          const want = expected(wf, win, sort, part);
+          if (want === 'SKIP') continue;
+          const spec = { output: { x: window ? { ...fn, window } : fn } };
+          if (sortBy) spec.sortBy = sortBy;
+          if (partitionBy) spec.partitionBy = partitionBy;
+          const got = await db.command({ aggregate: 'cp', pipeline: [{ $setWindowFields: spec }], cursor: {} }).then(() => 0, (e) => e.code);
+          n++;
+          if (got !== want) wrong.push(`${wf} ${win} ${sort} ${part}: ${got}, want ${want}`);
+        }
+      }
+    }
+  }
+  assert.equal(n, 4968);
+  assert.deepEqual(wrong, []);
 });
 
 h.test('parse errors: window bounds', async () => {
@@ -613,6 +890,10 @@ h.test('parse errors: window bounds', async () => {
   await assert.rejects(w({ range: ['a', 1] }), { code: 9 });
   await assert.rejects(w({ foo: 1 }), { code: 9 });
   await assert.rejects(w(5), { code: 9 });
+  // An empty sortBy is present but has no field.
+  assert.deepEqual(await w({ documents: [-1, 0] }, {}), [{ a: 1, x: 1 }]);
+  await assert.rejects(w({ range: [-1, 0] }, {}), { code: 5339902 });
+  await assert.rejects(agg({ sortBy: {}, output: { r: { $rank: {} } } }), { code: 5371602 });
   // Unbounded document windows need no sortBy; an empty window object is the default.
   const ok = await agg({ output: { x: { $sum: '$a', window: { documents: ['unbounded', 'unbounded'] } }, y: { $sum: '$a', window: {} } } });
   assert.deepEqual(ok, [{ a: 1, x: 1, y: 1 }]);
@@ -629,4 +910,12 @@ h.test('run-time errors of range windows: sortBy values must be numbers (or date
   const r = await agg([{ s: new Date('2021-01-31T00:00:00Z') }, { s: new Date('2021-02-28T00:00:00Z') }, { s: new Date('2021-03-01T00:00:00Z') }],
     { range: [0, 1], unit: 'month' });
   assert.deepEqual(r.map((d) => d.x), [2, 2, 1]);
+  // Extreme dates saturate instead of overflowing (the server keeps running).
+  const { Long } = require('mongodb');
+  const ext = await db.aggregate([
+    { $documents: [{ s: { $toDate: Long.fromString('9223372036854775000') } }, { s: { $toDate: Long.fromString('-9223372036854775000') } }] },
+    { $setWindowFields: { sortBy: { s: 1 }, output: { w: { $sum: 1, window: { range: [-100, 100], unit: 'week' } }, m: { $sum: 1, window: { range: [-1, 1], unit: 'year' } } } } },
+  ]).toArray();
+  assert.deepEqual(ext.map((d) => d.w), [1, 1]);
+  assert.ok(ext.every((d) => typeof d.m === 'number'));
 });
