@@ -125,7 +125,7 @@ test: deps
 	bash scripts/check-alloc.sh
 	$(MAKE) BUILD=build-asan all unit-run
 	bash scripts/test-install.sh
-	$(MAKE) fuzz-run FUZZ_SECONDS=30
+	$(MAKE) fuzz-run FUZZ_SECONDS=15
 	bash scripts/test-clients.sh build-asan/mayflyd
 
 run: deps
