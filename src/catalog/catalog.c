@@ -56,6 +56,7 @@ struct mf_catalog {
     int cap;
     pthread_mutex_t flush_lock; /* one size flush at a time (flusher thread, close) */
     bool flush_error_logged;
+    _Atomic bool collated; /* some collection or view ever had a default collation (mf_catalog_has_collations) */
 };
 
 static void
@@ -977,11 +978,19 @@ report_ddl(mf_catalog_t *cat, mf_ddl_kind_t kind, const mf_coll_t *c, const char
     mf_observers_ddl(cat->observers, &ev);
 }
 
+bool
+mf_catalog_has_collations(mf_catalog_t *cat)
+{
+    return atomic_load_explicit(&cat->collated, memory_order_relaxed);
+}
+
 /* Adds c to the map (taking the map lock: lookups never see it half-added). */
 static void
 catalog_insert(mf_catalog_t *cat, mf_coll_t *c)
 {
     c->observers = cat->observers;
+    if (c->options != NULL && bson_has_field(c->options, "collation"))
+        atomic_store(&cat->collated, true);
     pthread_rwlock_wrlock(&cat->lock);
     if (cat->ncolls == cat->cap) {
         cat->cap = cat->cap ? cat->cap * 2 : 16;

@@ -240,6 +240,13 @@ int mf_catalog_coll_acquire(mf_catalog_t *cat, const char *db, const char *name,
                             mf_error_t *err) MF_WUR;
 
 /*
+ * mf_catalog_has_collations: false while no collection or view of this
+ * catalog has ever had a default collation, so commands can skip looking
+ * for one (a cheap relaxed read; it never turns false again).
+ */
+bool mf_catalog_has_collations(mf_catalog_t *cat);
+
+/*
  * mf_catalog_coll_create: creates db.name with options (may be NULL) and its
  * _id index. Caller holds the write lock. NamespaceExists (48) if present.
  * Options with viewOn make a view: a catalog entry (and an empty record

@@ -643,7 +643,8 @@ collation_begin(mf_op_t *op, const mf_cmd_def_t *def, mf_collation_t **out)
     }
     if (bson_iter_init_find(&it, cmd, "collation"))
         return mf_collation_from_value(bson_iter_value(&it), out, &op->err);
-    if (!bson_iter_init(&it, cmd) || !bson_iter_next(&it) || !BSON_ITER_HOLDS_UTF8(&it))
+    if (!mf_catalog_has_collations(op->eng->cat) || !bson_iter_init(&it, cmd) || !bson_iter_next(&it) ||
+        !BSON_ITER_HOLDS_UTF8(&it))
         return 0;
     mf_catalog_rdlock(op->eng->cat);
     mf_coll_t *c = mf_catalog_coll_find(op->eng->cat, op->db, bson_iter_utf8(&it, NULL));
