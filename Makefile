@@ -17,7 +17,7 @@ CSTD    := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wno-missi
 INCS     = -Iinclude -Isrc $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PREFIX  ?= /usr/local
 VERSION := 8.0.0
-LIBS     = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lwiredtiger -lpcre2-8 -lraft -lssl -lcrypto -lzstd -lhttp_parser -lpthread -lm
+LIBS     = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lstemmer -lwiredtiger -lpcre2-8 -lraft -lssl -lcrypto -lzstd -lhttp_parser -lpthread -lm
 
 BUILD   ?= build
 ifeq ($(BUILD),build-asan)

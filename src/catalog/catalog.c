@@ -42,6 +42,7 @@
 #include "common/log.h"
 #include "doc/match.h"
 #include "doc/value.h"
+#include "index/text.h"
 
 #define CATALOG_URI "table:_mf_catalog"
 #define SIZES_URI "table:_mf_sizes"
@@ -660,6 +661,10 @@ index_from_spec(const bson_t *spec, const char *ident, mf_error_t *err)
     }
     if (bson_iter_init_find(&it, spec, "collation") &&
         mf_collation_from_value(bson_iter_value(&it), &ix->kp.collation, err) != 0) {
+        index_free(ix);
+        return NULL;
+    }
+    if (ix->kp.is_text && (ix->kp.text = mf_text_spec_new(spec, err)) == NULL) {
         index_free(ix);
         return NULL;
     }

@@ -22,6 +22,7 @@
 #include "common/docvec.h"
 #include "common/log.h"
 #include "common/params.h"
+#include "index/text.h"
 #include "query/agg.h"
 #include "query/batch.h"
 #include "query/exec.h"
@@ -276,19 +277,31 @@ static int
 agg_pull_visit(void *arg, int64_t rid, const bson_t *doc, const mf_match_details_t *d)
 {
     agg_pull_ctx_t *pc = arg;
+    bson_t *scored = NULL;
     (void)rid;
-    (void)d;
     if (pc->x->skip_left > 0) {
         pc->x->skip_left--;
         return 0;
+    }
+    if (d != NULL && d->has_text_score) {
+        /* A $text plan: the score rides along as the hidden last field (index/text.h). */
+        scored = bson_copy(doc);
+        BSON_APPEND_DOUBLE(scored, MF_TEXT_SCORE_FIELD, d->text_score);
+        doc = scored;
     }
     if (pc->x->proj != NULL) {
         bson_t *o = bson_new();
         if (mf_projection_apply(pc->x->proj, doc, NULL, o, pc->err) != 0) {
             bson_destroy(o);
+            if (scored)
+                bson_destroy(scored);
             return -1;
         }
         mf_docvec_push_steal(pc->out, o);
+        if (scored)
+            bson_destroy(scored);
+    } else if (scored != NULL) {
+        mf_docvec_push_steal(pc->out, scored);
     } else {
         mf_docvec_push(pc->out, doc);
     }
@@ -388,6 +401,8 @@ mf_crud_agg_stream_fill(mf_op_t *op, mf_cursor_t *cur, int64_t max, bson_t *arr,
             }
             d = o;
         }
+        if (x->plan != NULL && x->plan->text != NULL)
+            mf_text_strip_score(&d);
         snprintf(key, sizeof(key), "%d", (int)count++); BSON_APPEND_DOCUMENT(arr, key, d);
         bytes += d->len;
         bson_destroy(d);
@@ -770,6 +785,8 @@ agg_write_stream(mf_op_t *op, const char *name, mf_pipeline_t **plp, const bson_
                 eof = true;
                 break;
             }
+            if (x->plan != NULL && x->plan->text != NULL)
+                mf_text_strip_score(&d);
             bytes += d->len;
             mf_docvec_push_steal(&batch, d);
         }

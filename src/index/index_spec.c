@@ -17,6 +17,7 @@
 #include "doc/value.h"
 #include "index/index.h"
 #include "index/index_spec.h"
+#include "index/text.h"
 #include "doc/collation.h"
 
 /* Builds the default index name: field_1_other_-1. */
@@ -149,6 +150,8 @@ check_key_pattern(const bson_t *key, const char *shown, mf_error_t *err)
                 return SPEC_ERR(err, MF_E_CannotCreateIndex, shown, "Values in the index key pattern cannot be empty strings");
             if (!known)
                 return SPEC_ERR(err, MF_E_CannotCreateIndex, shown, "Unknown index plugin '%s'", p);
+            if (strcmp(p, "text") == 0)
+                continue; /* index/text.c normalises the spec */
             return SPEC_ERR(err, MF_E_CannotCreateIndex, shown, "mayfly does not support '%s' indexes", p);
         }
         if (!mf_value_is_number(v))
@@ -417,6 +420,15 @@ mf_index_spec_normalise(const bson_t *req, bson_t *out, mf_error_t *err)
             continue;
         }
         bson_append_value(&built, k, -1, bson_iter_value(&it));
+    }
+    if (mf_text_key_is_text(&key)) {
+        bson_t fixed;
+        if (mf_text_spec_fix(&built, &fixed, err) != 0) {
+            bson_destroy(&built);
+            return -1;
+        }
+        bson_destroy(&built);
+        bson_steal(&built, &fixed);
     }
     if (has_ttl) {
         bson_t ttl;

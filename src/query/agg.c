@@ -87,6 +87,7 @@
 #include "query/agg_spill.h"
 #include "query/agg_window.h"
 #include "query/exec.h"
+#include "index/text.h"
 
 enum stage_kind { S_MATCH, S_PROJECT, S_ADDFIELDS, S_UNSET, S_SORT, S_LIMIT, S_SKIP, S_GROUP, S_COUNT,
                   S_UNWIND, S_REPLACEROOT, S_SORTBYCOUNT, S_LOOKUP, S_FACET, S_SAMPLE, S_CURRENTOP,
@@ -2663,6 +2664,10 @@ parse_stage(stage_t *s, const char *name, const bson_value_t *v, bool first, mf_
         if (v->value_type != BSON_TYPE_DOCUMENT)
             return mf_err_set(err, MF_E_Location15959, "the match filter must be an expression in an object");
         s->spec = bson_new_from_data(v->value.v_doc.data, v->value.v_doc.data_len);
+        bson_value_t tv;
+        mf_error_t te = {0};
+        if (!first && mf_text_find(s->spec, &tv, &te) != 0) /* only a leading $match runs through a text plan */
+            return mf_err_set(err, MF_E_Location17313, "$match with $text is only allowed as the first pipeline stage");
         s->matcher = mf_matcher_new(s->spec, err);
         return s->matcher ? 0 : -1;
     }

@@ -17,6 +17,8 @@
  * COLLSCAN resumes after p->last_rid. OR (an index union) runs its IXSCAN
  * inputs one after another, each as above, with p->cur_input the input
  * being scanned; record ids are de-duplicated across inputs in p->seen.
+ * TEXT_OR runs as OR; each fetched document then passes the text checks
+ * (mf_text_query_match), which give its score to the visitor's details.
  *
  * Time limits: a thread-local deadline (monotonic ms, 0 = none) set by the
  * command layer; the scan loops look at the clock every kDeadlineEvery
@@ -32,6 +34,7 @@
 #include <time.h>
 
 #include "catalog/coll_write.h"
+#include "index/text.h"
 
 bool
 mf_exec_id_equality(const bson_t *filter, bson_value_t *v)
@@ -364,7 +367,9 @@ scan_index(mf_sess_t *s, mf_coll_t *c, mf_plan_t *p, mf_stage_t *st, mf_stage_t 
                 mf_cur_value(ccur, &dv, &dl);
                 fetch->docs_examined++;
                 fetch->works++;
-                if (bson_init_static(&doc, dv, dl) && (m == NULL || mf_matcher_match(m, &doc, &d))) {
+                if (bson_init_static(&doc, dv, dl) && (m == NULL || mf_matcher_match(m, &doc, &d)) &&
+                    (p->text == NULL || mf_text_query_match(p->text, &doc, &d.text_score))) {
+                    d.has_text_score = p->text != NULL;
                     fetch->n_returned++;
                     int r = visit(arg, rid, &doc, &d);
                     if (r < 0) {
@@ -453,6 +458,7 @@ mf_exec_run(mf_sess_t *s, mf_coll_t *c, mf_plan_t *p, const mf_matcher_t *m, mf_
         rc = run_ixscan(s, c, p, m, visit, arg, err);
         break;
     case MF_ST_OR:
+    case MF_ST_TEXT_OR:
         rc = run_or(s, c, p, m, visit, arg, err);
         break;
     default:
