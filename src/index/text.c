@@ -9,8 +9,7 @@
  * nonspacing marks dropped), unless a $text query asks for case / diacritic
  * sensitivity; a stop word of the language is dropped; what is left is
  * stemmed with the language's Snowball stemmer. Language "none" neither
- * drops stop words nor stems. Stop word lists: mongod's English list
- * (other languages: stemming only, no stop words yet).
+ * drops stop words nor stems. Stop word lists: mongod's (text_stopwords.h).
  *
  * Scores (mongod's fts_spec.cpp, textIndexVersion 2 and 3). For one string
  * of field weight W with N kept tokens, a term seen c times gets
@@ -38,6 +37,7 @@
 
 #include <libstemmer.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,52 +53,49 @@
 #define MAX_WORD_WEIGHT 100000.0 /* mongod: MAX_WEIGHT / 10000 */
 #define MAX_TERM_BYTES 1024      /* longer terms are cut (keeps index keys bounded) */
 
-/* mongod's English stop words (stop_words_english.txt), in strcmp order for bsearch. */
-static const char *const stop_english[] = {
-    "a", "about", "above", "after", "again", "against", "all", "am", "an", "and", "any", "are", "aren't",
-    "as", "at", "be", "because", "been", "before", "being", "below", "between", "both", "but", "by", "can't",
-    "cannot", "could", "couldn't", "did", "didn't", "do", "does", "doesn't", "doing", "don't", "down",
-    "during", "each", "few", "for", "from", "further", "had", "hadn't", "has", "hasn't", "have", "haven't",
-    "having", "he", "he'd", "he'll", "he's", "her", "here", "here's", "hers", "herself", "him", "himself",
-    "his", "how", "how's", "i", "i'd", "i'll", "i'm", "i've", "if", "in", "into", "is", "isn't", "it",
-    "it's", "its", "itself", "let's", "me", "more", "most", "mustn't", "my", "myself", "no", "nor", "not",
-    "of", "off", "on", "once", "only", "or", "other", "ought", "our", "ours", "ourselves", "out", "over",
-    "own", "same", "shan't", "she", "she'd", "she'll", "she's", "should", "shouldn't", "so", "some", "such",
-    "than", "that", "that's", "the", "their", "theirs", "them", "themselves", "then", "there", "there's",
-    "these", "they", "they'd", "they'll", "they're", "they've", "this", "those", "through", "to", "too",
-    "under", "until", "up", "very", "was", "wasn't", "we", "we'd", "we'll", "we're", "we've", "were",
-    "weren't", "what", "what's", "when", "when's", "where", "where's", "which", "while", "who", "who's",
-    "whom", "why", "why's", "with", "won't", "would", "wouldn't", "you", "you'd", "you'll", "you're",
-    "you've", "your", "yours", "yourself", "yourselves",
-};
+#include "index/text_stopwords.h"
 
-/* The languages of textIndexVersion 3, by name and ISO code; algo is the libstemmer algorithm. */
+/*
+ * The languages of textIndexVersion 3, by name and ISO code; algo is the
+ * libstemmer algorithm, stop the raw stop word list (text_stopwords.h).
+ */
 typedef struct lang {
     const char *name, *iso, *algo;
     const char *const *stop;
     size_t nstop;
+    bool english; /* an apostrophe stays inside words */
 } lang_t;
 
 #define NSTOP(a) (sizeof(a) / sizeof((a)[0]))
+#define L(name, iso, list) {name, iso, name, list, NSTOP(list), false}
 static const lang_t langs[] = {
-    {"none", "none", NULL, NULL, 0},
-    {"danish", "da", "danish", NULL, 0},
-    {"dutch", "nl", "dutch", NULL, 0},
-    {"english", "en", "english", stop_english, NSTOP(stop_english)},
-    {"finnish", "fi", "finnish", NULL, 0},
-    {"french", "fr", "french", NULL, 0},
-    {"german", "de", "german", NULL, 0},
-    {"hungarian", "hu", "hungarian", NULL, 0},
-    {"italian", "it", "italian", NULL, 0},
-    {"norwegian", "nb", "norwegian", NULL, 0},
-    {"portuguese", "pt", "portuguese", NULL, 0},
-    {"romanian", "ro", "romanian", NULL, 0},
-    {"russian", "ru", "russian", NULL, 0},
-    {"spanish", "es", "spanish", NULL, 0},
-    {"swedish", "sv", "swedish", NULL, 0},
-    {"turkish", "tr", "turkish", NULL, 0},
+    {"none", "none", NULL, NULL, 0, false},
+    L("danish", "da", stop_danish),
+    L("dutch", "nl", stop_dutch),
+    {"english", "en", "english", stop_english, NSTOP(stop_english), true},
+    L("finnish", "fi", stop_finnish),
+    L("french", "fr", stop_french),
+    L("german", "de", stop_german),
+    L("hungarian", "hu", stop_hungarian),
+    L("italian", "it", stop_italian),
+    L("norwegian", "nb", stop_norwegian),
+    L("portuguese", "pt", stop_portuguese),
+    {"romanian", "ro", "romanian", NULL, 0, false},
+    L("russian", "ru", stop_russian),
+    L("spanish", "es", stop_spanish),
+    L("swedish", "sv", stop_swedish),
+    L("turkish", "tr", stop_turkish),
 };
+#undef L
 #define NLANGS (sizeof(langs) / sizeof(langs[0]))
+
+/* A growable byte buffer (NUL-terminated). */
+typedef struct buf {
+    char *p;
+    size_t n, cap;
+} buf_t;
+
+static void normalise(buf_t *b, const char *s, size_t n, bool fold, bool strip);
 
 /* Language by name or ISO code (case-insensitive, as mongod), or NULL. */
 static const lang_t *
@@ -116,10 +113,35 @@ cmp_str(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
+/* The stop words of each language, folded and without diacritics, sorted: made once, never freed. */
+static char **stop_norm[NLANGS];
+static pthread_once_t stop_once = PTHREAD_ONCE_INIT;
+
+static void
+stop_init(void)
+{
+    for (size_t i = 0; i < NLANGS; i++) {
+        if (langs[i].stop == NULL)
+            continue;
+        stop_norm[i] = mf_calloc(langs[i].nstop, sizeof(char *));
+        for (size_t k = 0; k < langs[i].nstop; k++) {
+            buf_t b = {0};
+            normalise(&b, langs[i].stop[k], strlen(langs[i].stop[k]), true, true);
+            stop_norm[i][k] = b.p;
+        }
+        qsort(stop_norm[i], langs[i].nstop, sizeof(char *), cmp_str);
+    }
+}
+
+/* Whether w (folded, without diacritics) is a stop word of l. */
 static bool
 is_stop(const lang_t *l, const char *w)
 {
-    return l->stop != NULL && bsearch(&w, l->stop, l->nstop, sizeof(*l->stop), cmp_str) != NULL;
+    size_t i = (size_t)(l - langs);
+    if (l->stop == NULL)
+        return false;
+    pthread_once(&stop_once, stop_init);
+    return bsearch(&w, stop_norm[i], l->nstop, sizeof(char *), cmp_str) != NULL;
 }
 
 /* The stemmers one call uses, made on first use (not thread-safe: never shared). */
@@ -135,11 +157,6 @@ stemmers_free(stemmers_t *sm)
             sb_stemmer_delete(sm->st[i]);
 }
 
-/* A growable byte buffer (NUL-terminated). */
-typedef struct buf {
-    char *p;
-    size_t n, cap;
-} buf_t;
 
 static void
 buf_put(buf_t *b, const char *s, size_t n)
@@ -211,7 +228,7 @@ is_word_cp(UChar32 c, const lang_t *l)
 {
     if (c < 0)
         return false;
-    if (c == '\'' && l->stop == stop_english)
+    if (c == '\'' && l->english)
         return true;
     return u_isalnum(c) || (U_GET_GC_MASK(c) & U_GC_M_MASK) != 0;
 }
@@ -262,13 +279,13 @@ tokenise(const char *s, size_t n, const lang_t *l, bool fold, bool strip, stemme
         normalise(&w, s + start, (size_t)(end - start), fold, strip);
         if (w.n == 0)
             continue;
-        /* Stop words are lower case: look the folded word up even under case sensitivity. */
+        /* Stop words are looked up folded and without diacritics, whatever the sensitivity. */
         if (l->stop != NULL) {
             buf_t lw = {0};
             const char *probe = w.p;
-            if (!fold) {
-                normalise(&lw, w.p, w.n, true, false);
-                probe = lw.p;
+            if (!fold || !strip) {
+                normalise(&lw, w.p, w.n, true, true);
+                probe = lw.p ? lw.p : "";
             }
             bool stop = is_stop(l, probe);
             free(lw.p);

@@ -133,6 +133,9 @@ h.test('stemming: running/run, language "none" keeps words as they are', async (
   assert.deepEqual(ids(await search(c, { $search: 'the', $language: 'none' })), [3]);
   assert.deepEqual(ids(await search(c, { $search: 'runner', $language: 'none' })), [3]);
   assert.deepEqual(ids(await search(c, { $search: 'corre', $language: 'spanish' })), [4]);
+  // Spanish stop words (mongod's list, diacritics folded): "los", "él"/"el" are not indexed
+  assert.deepEqual(await search(c, { $search: 'los el', $language: 'spanish' }), []);
+  assert.deepEqual(ids(await search(c, { $search: 'ninos', $language: 'spanish' })), [4]);
   // an unsupported language in a document: 17262 on insert, nothing written
   await assert.rejects(c.insertOne({ _id: 9, t: 'x', language: 'klingon' }),
     (e) => e.code === 17262 && /language override unsupported: klingon/.test(e.message));
