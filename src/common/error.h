@@ -70,6 +70,7 @@
     X(117, ConflictingOperationInProgress)                                     \
     X(121, DocumentValidationFailure)                                          \
     X(125, CommandFailed)                                                      \
+    X(133, CannotBuildIndexKeys)                                               \
     X(136, CappedPositionLost)                                                 \
     X(146, ExceededMemoryLimit)                                                \
     X(140, InvalidSSLConfiguration)                                            \

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "doc/collation.h"
+#include "common/fmt.h"
 #include "doc/value.h"
 #include "index/text.h"
 
@@ -452,17 +453,63 @@ gen_keys(gen_ctx_t *g, const char *const *paths_in, const bson_value_t *fixed_in
 }
 
 /*
- * A text index's keys: [term, score] for each distinct term of doc
- * (index/text.h). A document without terms has no key (as mongod: it is
- * not in the index).
+ * The value at path in doc for a non-text field of a compound text index:
+ * null when missing; an array anywhere on the path is 133
+ * CannotBuildIndexKeys, as mongod (a text index is never multikey on them).
+ */
+static int
+text_extra_value(const bson_t *doc, const char *path, bson_value_t *out, mf_error_t *err)
+{
+    const uint8_t *data = bson_get_data(doc);
+    uint32_t len = doc->len;
+    const char *p = path;
+    *out = null_value;
+    for (;;) {
+        const char *dot = strchr(p, '.');
+        size_t clen = dot ? (size_t)(dot - p) : strlen(p);
+        bson_iter_t it;
+        if (!find_child(data, len, p, clen, false, 0, &it))
+            return 0;
+        const bson_value_t *v = bson_iter_value(&it);
+        if (v->value_type == BSON_TYPE_ARRAY) {
+            char shown[300];
+            mf_fmt_doc(doc, shown, sizeof(shown));
+            return mf_err_set(err, MF_E_CannotBuildIndexKeys, "Field '%s' of text index contains an array in document: %s",
+                              path, shown);
+        }
+        if (dot == NULL) {
+            *out = *v;
+            return 0;
+        }
+        if (v->value_type != BSON_TYPE_DOCUMENT)
+            return 0;
+        data = v->value.v_doc.data;
+        len = v->value.v_doc.data_len;
+        p = dot + 1;
+    }
+}
+
+/*
+ * A text index's keys: [prefix values..., term, score, suffix values...]
+ * for each distinct term of doc (index/text.h); the prefix and suffix are
+ * the non-text fields before _fts and after _ftsx in the key pattern. A
+ * document without terms has no key (as mongod: it is not in the index).
  */
 static int
 text_keys(const mf_keypattern_t *kp, const bson_t *doc, mf_keyset_t *out, mf_error_t *err)
 {
     mf_text_terms_t t;
-    int rc = 0;
+    bson_value_t extra[MF_KP_MAX_FIELDS];
+    int fts = 0, rc = 0;
     if (kp->text == NULL)
         return mf_err_set(err, MF_E_InternalError, "text index without its spec");
+    while (fts < kp->nfields && strcmp(kp->fields[fts], "_fts") != 0)
+        fts++;
+    for (int i = 0; i < kp->nfields; i++) {
+        extra[i] = null_value;
+        if ((i < fts || i > fts + 1) && text_extra_value(doc, kp->fields[i], &extra[i], err) != 0)
+            return -1;
+    }
     mf_text_terms_init(&t);
     if (mf_text_doc_terms(kp->text, doc, &t, err) != 0) {
         mf_text_terms_destroy(&t);
@@ -474,8 +521,14 @@ text_keys(const mf_keypattern_t *kp, const bson_t *doc, mf_keyset_t *out, mf_err
         term.value.v_utf8.str = t.term[i];
         term.value.v_utf8.len = (uint32_t)strlen(t.term[i]);
         score.value.v_double = t.score[i];
-        if (mf_ks_append_value(key, &term, false, err) != 0 || mf_ks_append_value(key, &score, false, err) != 0)
-            rc = -1;
+        for (int f = 0; f < kp->nfields && rc == 0; f++) {
+            if (f == fts)
+                rc = mf_ks_append_value(key, &term, false, err);
+            else if (f == fts + 1)
+                rc = mf_ks_append_value(key, &score, false, err);
+            else
+                rc = mf_index_append_component(key, &extra[f], kp->desc[f], kp->collation, err);
+        }
     }
     mf_text_terms_destroy(&t);
     if (rc == 0 && out->n > MAX_KEYS_PER_DOC)

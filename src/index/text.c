@@ -542,25 +542,36 @@ mf_text_spec_fix(const bson_t *spec, bson_t *out, mf_error_t *err)
     wlist_t wl = {.n = 0};
     const char *deflang = "english", *override = "language";
     bool fixed_key = false;
+    int phase = 0; /* 0: prefix fields, 1: text fields, 2: suffix fields */
 
     if (!bson_iter_init_find(&it, spec, "key") || !BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &kt))
         return mf_err_set(err, MF_E_CannotCreateIndex, "found invalid spec for text index");
     while (bson_iter_next(&kt)) {
         const char *f = bson_iter_key(&kt);
+        bool is_text = BSON_ITER_HOLDS_UTF8(&kt) && strcmp(bson_iter_utf8(&kt, NULL), "text") == 0;
         if (strcmp(f, "_fts") == 0) {
-            if (!BSON_ITER_HOLDS_UTF8(&kt) || strcmp(bson_iter_utf8(&kt, NULL), "text") != 0)
+            if (!is_text)
                 return mf_err_set(err, MF_E_Location17271, "expecting _fts:\"text\"");
             fixed_key = true;
-        } else if (strcmp(f, "_ftsx") == 0) {
+            phase = 1;
             continue;
-        } else if (BSON_ITER_HOLDS_UTF8(&kt) && strcmp(bson_iter_utf8(&kt, NULL), "text") == 0) {
-            wlist_set(&wl, f, 1);
-        } else {
-            return mf_err_set(err, MF_E_CannotCreateIndex,
-                              "mayfly does not support compound text indexes (field '%s' next to the text fields); "
-                              "index the other fields separately",
-                              f);
         }
+        if (strcmp(f, "_ftsx") == 0) {
+            phase = 2;
+            continue;
+        }
+        if (is_text) {
+            if (phase == 2)
+                return mf_err_set(err, MF_E_Location17389, "'text' fields in index must all be adjacent");
+            phase = 1;
+            wlist_set(&wl, f, 1);
+            continue;
+        }
+        double d = mf_value_is_number(bson_iter_value(&kt)) ? mf_value_as_double(bson_iter_value(&kt)) : 0;
+        if (d != 1 && d != -1)
+            return mf_err_set(err, MF_E_Location17273, "expected value 1 or -1 for non-text key in compound index");
+        if (phase == 1)
+            phase = 2;
     }
     if (bson_iter_init_find(&it, spec, "weights")) {
         if (BSON_ITER_HOLDS_DOCUMENT(&it)) {
@@ -615,9 +626,28 @@ mf_text_spec_fix(const bson_t *spec, bson_t *out, mf_error_t *err)
     while (bson_iter_next(&it)) {
         const char *k = bson_iter_key(&it);
         if (strcmp(k, "key") == 0) {
+            /* prefix fields, {_fts: "text", _ftsx: 1} in place of the text fields, suffix fields */
+            bool added = false;
             BSON_APPEND_DOCUMENT_BEGIN(&b, "key", &key);
-            BSON_APPEND_UTF8(&key, "_fts", "text");
-            BSON_APPEND_INT32(&key, "_ftsx", 1);
+            bson_iter_recurse(&it, &kt);
+            while (bson_iter_next(&kt)) {
+                const char *f = bson_iter_key(&kt);
+                bool text = strcmp(f, "_fts") == 0 || strcmp(f, "_ftsx") == 0 ||
+                            (BSON_ITER_HOLDS_UTF8(&kt) && strcmp(bson_iter_utf8(&kt, NULL), "text") == 0);
+                if (!text) {
+                    if (strcmp(f, "_fts") == 0 || strcmp(f, "_ftsx") == 0)
+                        continue;
+                    bson_append_value(&key, f, -1, bson_iter_value(&kt));
+                } else if (!added) {
+                    BSON_APPEND_UTF8(&key, "_fts", "text");
+                    BSON_APPEND_INT32(&key, "_ftsx", 1);
+                    added = true;
+                }
+            }
+            if (!added) {
+                BSON_APPEND_UTF8(&key, "_fts", "text");
+                BSON_APPEND_INT32(&key, "_ftsx", 1);
+            }
             bson_append_document_end(&b, &key);
         } else if (strcmp(k, "weights") == 0 || strcmp(k, "default_language") == 0 ||
                    strcmp(k, "language_override") == 0 || strcmp(k, "textIndexVersion") == 0) {
@@ -858,6 +888,38 @@ const char *
 mf_text_query_term(const mf_text_query_t *q, size_t i)
 {
     return q->bound.s[i];
+}
+
+static void
+append_list(bson_t *out, const char *name, const strlist_t *l, bool sort)
+{
+    bson_t arr;
+    char **v = mf_calloc(l->n + 1, sizeof(char *));
+    if (l->n > 0)
+        memcpy(v, l->s, l->n * sizeof(char *));
+    if (sort && l->n > 1)
+        qsort(v, l->n, sizeof(char *), cmp_str);
+    BSON_APPEND_ARRAY_BEGIN(out, name, &arr);
+    for (size_t i = 0; i < l->n; i++) {
+        char key[16];
+        const char *k;
+        bson_uint32_to_string((uint32_t)i, &k, key, sizeof(key));
+        BSON_APPEND_UTF8(&arr, k, v[i]);
+    }
+    bson_append_array_end(out, &arr);
+    free(v);
+}
+
+void
+mf_text_query_explain(const mf_text_query_t *q, bson_t *out)
+{
+    bson_t d;
+    BSON_APPEND_DOCUMENT_BEGIN(out, "parsedTextQuery", &d);
+    append_list(&d, "terms", &q->pos, true);
+    append_list(&d, "negatedTerms", &q->neg, true);
+    append_list(&d, "phrases", &q->pos_phrase, false);
+    append_list(&d, "negatedPhrases", &q->neg_phrase, false);
+    bson_append_document_end(out, &d);
 }
 
 int

@@ -1,11 +1,13 @@
 /*
  * text.h: text search (MongoDB 8.0's text indexes, textIndexVersion 3).
  *
- * A text index has the key pattern {_fts: "text", _ftsx: 1} and a spec that
+ * A text index has the key pattern {_fts: "text", _ftsx: 1} (with, in a
+ * compound text index, other fields before and after) and a spec that
  * says which string fields are indexed with which weight (weights, "$**" for
  * every string), the default language and the name of the per-document
  * language field (language_override). For each document the index holds one
- * key per distinct term: [term (string), score (double)] plus the record id.
+ * key per distinct term: [term (string), score (double)] plus the record id
+ * (between the prefix and the suffix fields' values, index.c).
  * A term is a word of an indexed string, case folded, without diacritics,
  * stop words of its language dropped, stemmed by Snowball (libstemmer).
  *
@@ -54,7 +56,8 @@ bool mf_text_key_is_text(const bson_t *key);
  * generic checks, key as the user gave it) and writes mongod's normalised
  * spec into out (initialised here): key {_fts: "text", _ftsx: 1}, weights
  * sorted by field, default_language (english), language_override
- * (language), textIndexVersion 3. Compound text keys are refused (67).
+ * (language), textIndexVersion 3; non-text fields of a compound text
+ * index stay before / after _fts, _ftsx (17273, 17389 for bad ones).
  * Returns 0, or -1 with err (mongod's codes).
  */
 int mf_text_spec_fix(const bson_t *spec, bson_t *out, mf_error_t *err) MF_WUR;
@@ -97,6 +100,13 @@ int mf_text_find(const bson_t *filter, bson_value_t *v, mf_error_t *err) MF_WUR;
  */
 mf_text_query_t *mf_text_query_new(const bson_value_t *v, const bson_t *index_spec, mf_error_t *err);
 void mf_text_query_free(mf_text_query_t *q);
+
+/*
+ * mf_text_query_explain: appends explain's parsedTextQuery to out: {terms,
+ * negatedTerms, phrases, negatedPhrases} (terms under the query's
+ * sensitivity, phrases normalised as they are matched).
+ */
+void mf_text_query_explain(const mf_text_query_t *q, bson_t *out);
 
 /* The distinct terms to scan the index for (folded, stemmed), in byte order. */
 size_t mf_text_query_nterms(const mf_text_query_t *q);

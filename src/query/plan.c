@@ -1677,6 +1677,52 @@ or_stage(const mf_coll_t *c, const bson_t *filter, const preds_t *ps, const bool
  * starting with that term. Sets p->leaf, p->fetch and p->text; returns the
  * top stage, or NULL with err (27 without a text index).
  */
+/*
+ * The value filter compares path equal to (top level or under top-level
+ * $and): what a compound text index's prefix field needs. A view into
+ * filter; false when there is none (a range, $in or regex is not one).
+ */
+static bool
+text_prefix_eq(const bson_t *filter, const char *path, bson_value_t *v, int depth)
+{
+    bson_iter_t it;
+    if (filter == NULL || depth > 8 || !bson_iter_init(&it, filter))
+        return false;
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        const bson_value_t *x = bson_iter_value(&it);
+        if (strcmp(k, "$and") == 0 && x->value_type == BSON_TYPE_ARRAY) {
+            bson_iter_t ai;
+            bson_iter_recurse(&it, &ai);
+            while (bson_iter_next(&ai)) {
+                bson_t sub;
+                const bson_value_t *e = bson_iter_value(&ai);
+                if (e->value_type == BSON_TYPE_DOCUMENT &&
+                    bson_init_static(&sub, e->value.v_doc.data, e->value.v_doc.data_len) &&
+                    text_prefix_eq(&sub, path, v, depth + 1))
+                    return true;
+            }
+            continue;
+        }
+        if (strcmp(k, path) != 0 || x->value_type == BSON_TYPE_REGEX)
+            continue;
+        if (x->value_type == BSON_TYPE_DOCUMENT) {
+            bson_iter_t o;
+            if (bson_iter_recurse(&it, &o) && bson_iter_next(&o) && bson_iter_key(&o)[0] == '$') {
+                if (strcmp(bson_iter_key(&o), "$eq") == 0 && BSON_ITER_HOLDS_REGEX(&o) == false) {
+                    *v = *bson_iter_value(&o);
+                    if (!bson_iter_next(&o))
+                        return true;
+                }
+                continue;
+            }
+        }
+        *v = *x;
+        return true;
+    }
+    return false;
+}
+
 static mf_stage_t *
 text_stage(const mf_coll_t *c, const bson_value_t *tv, const bson_t *filter, mf_plan_t *p, mf_error_t *err)
 {
@@ -1687,6 +1733,19 @@ text_stage(const mf_coll_t *c, const bson_value_t *tv, const bson_t *filter, mf_
     if (tix == NULL) {
         mf_err_set(err, MF_E_IndexNotFound, "text index required for $text query");
         return NULL;
+    }
+    /* A compound text index: an equality on every prefix field (before _fts) bounds each scan. */
+    bson_value_t prefix[MF_KP_MAX_FIELDS];
+    int nprefix = 0;
+    while (nprefix < tix->kp.nfields && strcmp(tix->kp.fields[nprefix], "_fts") != 0) {
+        if (!text_prefix_eq(filter, tix->kp.fields[nprefix], &prefix[nprefix], 0)) {
+            mf_err_set(err, MF_E_NoQueryExecutionPlans,
+                       "error processing query: planner returned error :: caused by :: failed to use text index to "
+                       "satisfy $text query (if text index is compound, are equality predicates given for all "
+                       "prefix fields?)");
+            return NULL;
+        }
+        nprefix++;
     }
     if ((p->text = mf_text_query_new(tv, tix->spec, err)) == NULL)
         return NULL;
@@ -1701,14 +1760,16 @@ text_stage(const mf_coll_t *c, const bson_value_t *tv, const bson_t *filter, mf_
         const char *t = mf_text_query_term(p->text, i);
         ix->index_name = mf_strdup(tix->name);
         ix->index_ident = mf_strdup(tix->ident);
-        ix->key_pattern = bson_new();
-        BSON_APPEND_UTF8(ix->key_pattern, "_fts", "text");
-        BSON_APPEND_INT32(ix->key_pattern, "_ftsx", 1);
+        bson_t kpat;
+        ix->key_pattern = mf_index_spec_key(tix->spec, &kpat) ? bson_copy(&kpat) : bson_new();
         ix->bounds = bson_new();
         term.value.v_utf8.str = (char *)t;
         term.value.v_utf8.len = (uint32_t)strlen(t);
         mf_ks_init(&ks);
-        if (mf_ks_append_value(&ks, &term, false, &e2) == 0) {
+        int kr = 0;
+        for (int f = 0; f < nprefix && kr == 0; f++)
+            kr = mf_index_append_component(&ks, &prefix[f], tix->kp.desc[f], tix->kp.collation, &e2);
+        if (kr == 0 && mf_ks_append_value(&ks, &term, false, &e2) == 0) {
             ix->iv = mf_calloc(1, sizeof(*ix->iv));
             ix->niv = 1;
             ix->iv[0].lo = dup_bytes(ks.data, ks.len);
@@ -1722,7 +1783,12 @@ text_stage(const mf_coll_t *c, const bson_value_t *tv, const bson_t *filter, mf_
     p->leaf = orst;
     p->fetch = stage_new(MF_ST_FETCH, orst);
     p->fetch->filter = filter ? bson_copy(filter) : NULL;
-    return stage_new(MF_ST_TEXT_MATCH, p->fetch);
+    mf_stage_t *tm = stage_new(MF_ST_TEXT_MATCH, p->fetch);
+    tm->index_name = mf_strdup(tix->name);
+    tm->spec = bson_new(); /* explain's indexPrefix: the prefix fields' values */
+    for (int f = 0; f < nprefix; f++)
+        bson_append_value(tm->spec, tix->kp.fields[f], -1, &prefix[f]);
+    return tm;
 }
 
 int
@@ -1915,6 +1981,13 @@ explain_stage(const mf_plan_t *p, const mf_stage_t *s, bool stats, bson_t *out)
         break;
     case MF_ST_SKIP:
         BSON_APPEND_INT64(out, "skipAmount", s->amount);
+        break;
+    case MF_ST_TEXT_MATCH:
+        BSON_APPEND_DOCUMENT(out, "indexPrefix", s->spec);
+        BSON_APPEND_UTF8(out, "indexName", s->index_name);
+        if (p->text != NULL)
+            mf_text_query_explain(p->text, out);
+        BSON_APPEND_INT32(out, "textIndexVersion", 3);
         break;
     case MF_ST_LIMIT:
         BSON_APPEND_INT64(out, "limitAmount", s->amount);

@@ -25,7 +25,9 @@
  * A filter with $text (top level or under top-level $and) always uses the
  * collection's text index (27 IndexNotFound without one): TEXT_MATCH over
  * FETCH over TEXT_OR, one IXSCAN per distinct query term; the executor
- * checks phrases and negations and computes each document's score.
+ * checks phrases and negations and computes each document's score. A
+ * compound text index needs an equality on each prefix field (291), which
+ * is part of every term's bounds.
  * Index filters (query/index_filter.h): without a hint, an index filter set
  * for the request's query shape leaves only the indexes it names as
  * candidates (rules 3 and 4), as mongod's query settings do.

@@ -82,7 +82,8 @@ h.test('bad text index options: mongod codes', async () => {
   assert.equal(await codeOf({ a: 'text' }, { weights: { a: 'x' } }), 17283);
   assert.equal(await codeOf({ a: 'text' }, { weights: 3 }), 17284);
   assert.equal(await codeOf({ a: 'text' }, { textIndexVersion: 1 }), 17364);
-  assert.equal(await codeOf({ a: 1, b: 'text' }), 67); // compound text indexes: not supported here
+  assert.equal(await codeOf({ a: 'text', b: 1, c: 'text' }), 17389);
+  assert.equal(await codeOf({ a: 2, b: 'text' }), 17273);
   assert.equal((await c.indexes()).length, 1);
 });
 
@@ -218,6 +219,13 @@ h.test('explain: TEXT_MATCH over FETCH over TEXT_OR with one IXSCAN per term', a
   const e = await c.find({ $text: { $search: 'coffee cake' } }).explain('executionStats');
   const w = e.queryPlanner.winningPlan;
   assert.equal(w.stage, 'TEXT_MATCH');
+  assert.equal(w.indexName, 'subject_text');
+  assert.deepEqual(w.indexPrefix, {});
+  assert.deepEqual(w.parsedTextQuery, { terms: ['cake', 'coffe'], negatedTerms: [], phrases: [], negatedPhrases: [] });
+  assert.equal(w.textIndexVersion, 3);
+  const e2 = await c.find({ $text: { $search: 'coffee -cream "Coffee Shop" -"and"' } }).explain();
+  assert.deepEqual(e2.queryPlanner.winningPlan.parsedTextQuery,
+    { terms: ['coffe', 'shop'], negatedTerms: ['cream'], phrases: ['coffee shop'], negatedPhrases: ['and'] });
   assert.equal(w.inputStage.stage, 'FETCH');
   assert.equal(w.inputStage.inputStage.stage, 'TEXT_OR');
   assert.equal(w.inputStage.inputStage.inputStages.length, 2);
@@ -295,4 +303,27 @@ h.test('getMore over a text query and dropping the index', async () => {
   assert.equal((await c.find({ $text: { $search: 'apple -pie' } }).toArray()).length, 125);
   await c.dropIndex('t_text');
   await assert.rejects(c.find({ $text: { $search: 'apple' } }).toArray(), (e) => e.code === 27);
+});
+
+h.test('compound text indexes: equality on the prefix fields bounds the scan; suffix fields', async () => {
+  const { db, c } = await articlesColl('compound');
+  await c.dropIndex('subject_text');
+  assert.equal(await c.createIndex({ author: 1, subject: 'text' }), 'author_1_subject_text');
+  assert.deepEqual((await c.indexes())[1].key, { author: 1, _fts: 'text', _ftsx: 1 });
+  assert.deepEqual(ids(await c.find({ author: 'xyz', $text: { $search: 'coffee leche' } }).sort({ _id: 1 }).toArray()), [1, 8]);
+  assert.deepEqual(ids(await c.find({ $and: [{ author: { $eq: 'efg' } }, { $text: { $search: 'coffee' } }] })
+    .sort({ _id: 1 }).toArray()), [2, 7]);
+  const e = await c.find({ author: 'xyz', $text: { $search: 'coffee' } }).explain('executionStats');
+  assert.equal(e.executionStats.totalKeysExamined, 1); // only xyz's "coffe" key
+  await assert.rejects(c.find({ $text: { $search: 'coffee' } }).toArray(),
+    (err) => err.code === 291 && /are equality predicates given for all prefix fields/.test(err.message));
+  await assert.rejects(c.find({ author: { $in: ['xyz'] }, $text: { $search: 'coffee' } }).toArray(), (err) => err.code === 291);
+  // a prefix field holding an array cannot be indexed: 133
+  await assert.rejects(c.insertOne({ _id: 20, author: ['a', 'b'], subject: 'x' }), (err) => err.code === 133);
+
+  const s = db.collection('suffix');
+  assert.equal(await s.createIndex({ subject: 'text', views: -1 }), 'subject_text_views_-1');
+  assert.deepEqual((await s.indexes())[1].key, { _fts: 'text', _ftsx: 1, views: -1 });
+  await s.insertMany(articles);
+  assert.deepEqual(sorted(ids(await search(s, { $search: 'coffee' }))), [1, 2, 7]);
 });
