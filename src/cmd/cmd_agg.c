@@ -1037,6 +1037,15 @@ mf_cmd_aggregate(mf_op_t *op)
     pl = mf_pipeline_new(pv, &op->err);
     if (collstats || archived || indexstats)
         bson_destroy(&rest);
+    if (pl != NULL && mf_pipeline_sorts_by_text_score(pl)) {
+        /* The text score exists only after a leading $match with $text (index/text.h). */
+        bson_value_t tv;
+        if (mf_text_find(mf_pipeline_first_match(pl), &tv, &op->err) != 1) {
+            mf_err_set(&op->err, MF_E_Location40218, "query requires text score metadata, but it is not available");
+            mf_pipeline_free(pl);
+            pl = NULL;
+        }
+    }
     if (pl == NULL) {
         if (collstats)
             bson_destroy(&stats_doc);

@@ -258,7 +258,17 @@ mf_cmd_find(mf_op_t *op)
         goto out;
     if (has_sort && !bson_empty(&sort) && (srt = mf_sort_new(&sort, &op->err)) == NULL)
         goto out;
-    if (mf_sort_uses_text_score(srt)) {
+    bool meta_proj = false;
+    if (has_proj) {
+        /* {$meta: "textScore"} as a top-level projection value needs $text, even when nothing matches. */
+        bson_iter_t pi, mi;
+        bson_iter_init(&pi, &projection);
+        while (bson_iter_next(&pi))
+            if (BSON_ITER_HOLDS_DOCUMENT(&pi) && bson_iter_recurse(&pi, &mi) && bson_iter_find(&mi, "$meta") &&
+                BSON_ITER_HOLDS_UTF8(&mi) && strcmp(bson_iter_utf8(&mi, NULL), "textScore") == 0)
+                meta_proj = true;
+    }
+    if (mf_sort_uses_text_score(srt) || meta_proj) {
         bson_value_t tv;
         int tf = mf_text_find(has_filter ? &filter : NULL, &tv, &op->err);
         if (tf < 0)

@@ -3030,6 +3030,15 @@ mf_pipeline_is_current_op(const mf_pipeline_t *p)
     return p != NULL && p->n > 0 && p->stages[0].kind == S_CURRENTOP;
 }
 
+bool
+mf_pipeline_sorts_by_text_score(const mf_pipeline_t *p)
+{
+    for (size_t i = 0; p != NULL && i < p->n; i++)
+        if (p->stages[i].kind == S_SORT && mf_sort_uses_text_score(p->stages[i].sort))
+            return true;
+    return false;
+}
+
 const bson_t *
 mf_pipeline_first_match(const mf_pipeline_t *p)
 {

@@ -256,6 +256,10 @@ h.test('errors: no text index, bad $text operands, misplaced $text, textScore wi
   assert.equal((await err(c.find({}, { projection: { s: { $meta: 'textScore' } } }).toArray()))[0], 40218);
   assert.equal((await err(c.find({}).sort({ s: { $meta: 'textScore' } }).toArray()))[0], 40218);
   assert.equal((await err(c.aggregate([{ $project: { s: { $meta: 'textScore' } } }]).toArray()))[0], 40218);
+  assert.equal((await err(c.aggregate([{ $sort: { s: { $meta: 'textScore' } } }]).toArray()))[0], 40218);
+  // refused up front, even when nothing matches
+  assert.equal((await err(c.find({ a: 'none' }, { projection: { s: { $meta: 'textScore' } } }).toArray()))[0], 40218);
+  assert.equal((await err(db.collection('empty').aggregate([{ $sort: { s: { $meta: 'textScore' } } }]).toArray()))[0], 40218);
   assert.equal((await err(c.find({ $text: { $search: 'x' } }, { projection: { s: { $meta: 'foo' } } }).toArray()))[0], 17308);
 });
 
