@@ -423,6 +423,23 @@ mf_index_spec_normalise(const bson_t *req, bson_t *out, mf_error_t *err)
     }
     if (mf_text_key_is_text(&key)) {
         bson_t fixed;
+        if (bson_iter_init_find(&it, req, "collation") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+            bson_iter_t li;
+            if (!(bson_iter_recurse(&it, &li) && bson_iter_find(&li, "locale") && BSON_ITER_HOLDS_UTF8(&li) &&
+                  strcmp(bson_iter_utf8(&li, NULL), "simple") == 0)) {
+                char cshown[300];
+                bson_t cdoc;
+                const uint8_t *cd;
+                uint32_t cl;
+                bson_iter_document(&it, &cl, &cd);
+                if (bson_init_static(&cdoc, cd, cl))
+                    mf_fmt_doc(&cdoc, cshown, sizeof(cshown));
+                else
+                    cshown[0] = '\0';
+                bson_destroy(&built);
+                return mf_err_set(err, MF_E_CannotCreateIndex, "Index type 'text' does not support collation: %s", cshown);
+            }
+        }
         if (mf_text_spec_fix(&built, &fixed, err) != 0) {
             bson_destroy(&built);
             return -1;

@@ -1728,7 +1728,7 @@ text_stage(const mf_coll_t *c, const bson_value_t *tv, const bson_t *filter, mf_
 {
     mf_index_t *tix = NULL;
     for (int i = 0; i < c->nindexes && tix == NULL; i++)
-        if (c->indexes[i]->kp.is_text && !c->indexes[i]->building)
+        if (c->indexes[i]->kp.is_text && !c->indexes[i]->building && !mf_plan_index_hidden(c->indexes[i]))
             tix = c->indexes[i];
     if (tix == NULL) {
         mf_err_set(err, MF_E_IndexNotFound, "text index required for $text query");

@@ -331,3 +331,24 @@ h.test('compound text indexes: equality on the prefix fields bounds the scan; su
   await s.insertMany(articles);
   assert.deepEqual(sorted(ids(await search(s, { $search: 'coffee' }))), [1, 2, 7]);
 });
+
+h.test('text indexes survive a restart; a hidden text index is not used; no collation', async () => {
+  const { db } = await articlesColl('restart');
+  const name = db.databaseName;
+  const t = db.collection('t');
+  await t.createIndex({ kind: 1, body: 'text' }, { weights: { body: 3 }, default_language: 'spanish' });
+  await t.insertMany([{ _id: 1, kind: 'a', body: 'los niños corren' }, { _id: 2, kind: 'b', body: 'corriendo' }]);
+  await assert.rejects(db.collection('coll').createIndex({ a: 'text' }, { collation: { locale: 'fr' } }),
+    (e) => e.code === 67 && /does not support collation/.test(e.message));
+  await srv.server.restart();
+  await srv.reconnect();
+  const db2 = srv.client.db(name);
+  const r = await db2.collection('articles').find({ $text: { $search: 'coffee' } }, { projection: { s: { $meta: 'textScore' } } })
+    .sort({ s: { $meta: 'textScore' } }).toArray();
+  assert.deepEqual(r.map((d) => [d._id, d.s]), [[1, 1], [2, 0.75], [7, 0.75]]);
+  assert.deepEqual(ids(await db2.collection('t').find({ kind: 'b', $text: { $search: 'corre' } }).toArray()), [2]);
+  await db2.collection('articles').insertOne({ _id: 9, subject: 'more coffee' });
+  assert.equal(await db2.collection('articles').countDocuments({ $text: { $search: 'coffee' } }), 4);
+  await db2.command({ collMod: 'articles', index: { name: 'subject_text', hidden: true } });
+  await assert.rejects(db2.collection('articles').find({ $text: { $search: 'coffee' } }).toArray(), (e) => e.code === 27);
+});
