@@ -142,6 +142,11 @@ h.test('stemming: running/run, language "none" keeps words as they are', async (
     (e) => e.code === 17262 && /language override unsupported: klingon/.test(e.message));
   await assert.rejects(c.insertOne({ _id: 9, t: 'x', language: 5 }), (e) => e.code === 17261);
   assert.equal(await c.countDocuments({ _id: 9 }), 0);
+  // an index build over such a document fails the same way, and leaves no index
+  const o = db.collection('other');
+  await o.insertMany([{ _id: 1, t: 'x' }, { _id: 2, t: 'y', language: 'klingon' }]);
+  await assert.rejects(o.createIndex({ t: 'text' }), (e) => e.code === 17262);
+  assert.equal((await o.indexes()).length, 1);
 });
 
 h.test('textScore: projection, sort, and weights affect the order', async () => {
