@@ -1248,13 +1248,57 @@ mf_text_doc_score(const bson_t *doc, double *score)
     return true;
 }
 
+/* Whether the hidden score field is anywhere in data (embedded by $facet, $push: "$$ROOT" ...). */
+static bool
+has_score(const uint8_t *data, uint32_t len, int depth)
+{
+    bson_iter_t it;
+    if (depth > 200 || !bson_iter_init_from_data(&it, data, len))
+        return false;
+    while (bson_iter_next(&it)) {
+        const bson_value_t *v = bson_iter_value(&it);
+        if (strcmp(bson_iter_key(&it), MF_TEXT_SCORE_FIELD) == 0)
+            return true;
+        if ((v->value_type == BSON_TYPE_DOCUMENT || v->value_type == BSON_TYPE_ARRAY) &&
+            has_score(v->value.v_doc.data, v->value.v_doc.data_len, depth + 1))
+            return true;
+    }
+    return false;
+}
+
+static void
+copy_without_score(bson_t *out, const uint8_t *data, uint32_t len, int depth)
+{
+    bson_iter_t it;
+    if (!bson_iter_init_from_data(&it, data, len))
+        return;
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        const bson_value_t *v = bson_iter_value(&it);
+        bson_t child;
+        if (strcmp(k, MF_TEXT_SCORE_FIELD) == 0)
+            continue;
+        if (depth < 200 && v->value_type == BSON_TYPE_DOCUMENT) {
+            bson_append_document_begin(out, k, -1, &child);
+            copy_without_score(&child, v->value.v_doc.data, v->value.v_doc.data_len, depth + 1);
+            bson_append_document_end(out, &child);
+        } else if (depth < 200 && v->value_type == BSON_TYPE_ARRAY) {
+            bson_append_array_begin(out, k, -1, &child);
+            copy_without_score(&child, v->value.v_doc.data, v->value.v_doc.data_len, depth + 1);
+            bson_append_array_end(out, &child);
+        } else {
+            bson_append_value(out, k, -1, v);
+        }
+    }
+}
+
 void
 mf_text_strip_score(bson_t **doc)
 {
-    if (!bson_has_field(*doc, MF_TEXT_SCORE_FIELD))
+    if (!has_score(bson_get_data(*doc), (*doc)->len, 0))
         return;
     bson_t *o = bson_new();
-    bson_copy_to_excluding_noinit(*doc, o, MF_TEXT_SCORE_FIELD, NULL);
+    copy_without_score(o, bson_get_data(*doc), (*doc)->len, 0);
     bson_destroy(*doc);
     *doc = o;
 }

@@ -123,7 +123,11 @@ bool mf_text_query_match(const mf_text_query_t *q, const bson_t *doc, double *sc
 /* mf_text_doc_score: the hidden score field of a pipeline document; false when absent. */
 bool mf_text_doc_score(const bson_t *doc, double *score);
 
-/* mf_text_strip_score: if doc carries the hidden score field, replaces it by a copy without it. */
+/*
+ * mf_text_strip_score: if doc carries the hidden score field (at any depth:
+ * $facet and $push: "$$ROOT" embed documents), replaces *doc (heap, owned)
+ * by a copy without it.
+ */
 void mf_text_strip_score(bson_t **doc);
 
 #endif /* MF_TEXT_H */

@@ -89,6 +89,8 @@
 #include "query/exec.h"
 #include "index/text.h"
 
+static int sub_text_check(const struct mf_pipeline *sub, mf_error_t *err);
+
 enum stage_kind { S_MATCH, S_PROJECT, S_ADDFIELDS, S_UNSET, S_SORT, S_LIMIT, S_SKIP, S_GROUP, S_COUNT,
                   S_UNWIND, S_REPLACEROOT, S_SORTBYCOUNT, S_LOOKUP, S_FACET, S_SAMPLE, S_CURRENTOP,
                   S_DOCUMENTS, S_BUCKET, S_OUT, S_MERGE, S_UNPACK, S_REDACT, S_BUCKETAUTO, S_UNIONWITH,
@@ -1857,7 +1859,7 @@ parse_lookup(stage_t *s, const bson_value_t *v, mf_error_t *err)
         mf_expr_vars_set(&frame);
         s->sub = mf_pipeline_new(pipeline, err);
         mf_expr_vars_set(frame.up);
-        if (s->sub == NULL)
+        if (s->sub == NULL || sub_text_check(s->sub, err) != 0)
             return -1;
     }
     if (s->from == NULL && !(s->sub != NULL && s->sub->collectionless && s->local == NULL))
@@ -2554,7 +2556,7 @@ parse_union_with(stage_t *s, const bson_value_t *v, mf_error_t *err)
             return mf_err_set(err, MF_E_Location40415, "BSON field '$unionWith.%s' is an unknown field.", k);
         }
     }
-    if (pipeline != NULL && (s->sub = mf_pipeline_new(pipeline, err)) == NULL)
+    if (pipeline != NULL && ((s->sub = mf_pipeline_new(pipeline, err)) == NULL || sub_text_check(s->sub, err) != 0))
         return -1;
     if (s->from == NULL && (s->sub == NULL || s->sub->n == 0 || s->sub->stages[0].kind != S_DOCUMENTS))
         return mf_err_set(err, MF_E_FailedToParse,
@@ -2647,6 +2649,21 @@ parse_graph_lookup(stage_t *s, const bson_value_t *v, mf_error_t *err)
         return mf_err_set(err, MF_E_Location40105,
                           "$graphLookup requires 'from', 'as', 'startWith', 'connectFromField', and "
                           "'connectToField' to be specified.");
+    return 0;
+}
+
+/*
+ * A $match with $text must head the top-level pipeline, whose source is a
+ * text plan; a sub-pipeline's documents come from none, so its leading
+ * $text would match everything: 17313 there too.
+ */
+static int
+sub_text_check(const mf_pipeline_t *sub, mf_error_t *err)
+{
+    bson_value_t tv;
+    mf_error_t te = {0};
+    if (mf_text_find(mf_pipeline_first_match(sub), &tv, &te) != 0)
+        return mf_err_set(err, MF_E_Location17313, "$match with $text is only allowed as the first pipeline stage");
     return 0;
 }
 
@@ -2816,6 +2833,10 @@ parse_stage(stage_t *s, const char *name, const bson_value_t *v, bool first, mf_
             mf_pipeline_t *sub = mf_pipeline_new(bson_iter_value(&it), err);
             if (sub == NULL)
                 return -1;
+            if (sub_text_check(sub, err) != 0) {
+                mf_pipeline_free(sub);
+                return -1;
+            }
             s->facets = bson_realloc(s->facets, (s->nfacets + 1) * sizeof *s->facets);
             s->facet_names = bson_realloc(s->facet_names, (s->nfacets + 1) * sizeof *s->facet_names);
             s->facets[s->nfacets] = sub;

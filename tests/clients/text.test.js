@@ -201,6 +201,21 @@ h.test('aggregate: $match $text first, $sort / $project / $addFields with textSc
   assert.deepEqual(g, [{ _id: null, n: 3 }]);
   await assert.rejects(c.aggregate([{ $match: { views: { $gt: 1 } } }, { $match: { $text: { $search: 'x' } } }]).toArray(),
     (e) => e.code === 17313);
+  // sub-pipelines read no text plan: $text heading them is refused too
+  await assert.rejects(c.aggregate([{ $lookup: { from: 'articles', pipeline: [{ $match: { $text: { $search: 'x' } } }], as: 'l' } }]).toArray(),
+    (e) => e.code === 17313);
+  await assert.rejects(c.aggregate([{ $facet: { f: [{ $match: { $text: { $search: 'x' } } }] } }]).toArray(),
+    (e) => e.code === 17313);
+  // a $facet after $text sees the scores
+  const f = await c.aggregate([{ $match: { $text: { $search: 'coffee' } } },
+    { $facet: { top: [{ $sort: { s: { $meta: 'textScore' } } }, { $limit: 1 }, { $project: { _id: 1 } }] } }]).toArray();
+  assert.deepEqual(f, [{ top: [{ _id: 1 }] }]);
+  // embedded documents never show the hidden score either
+  const emb = await c.aggregate([{ $match: { $text: { $search: 'cake' } } }, { $facet: { all: [{ $match: {} }] } },
+    { $project: { all: 1 } }]).toArray();
+  assert.deepEqual(emb, [{ all: [{ _id: 3, subject: 'Baking a cake', author: 'abc', views: 90 }] }]);
+  const grp = await c.aggregate([{ $match: { $text: { $search: 'cake' } } }, { $group: { _id: null, d: { $push: '$$ROOT' } } }]).toArray();
+  assert.deepEqual(grp, [{ _id: null, d: [{ _id: 3, subject: 'Baking a cake', author: 'abc', views: 90 }] }]);
 });
 
 h.test('$text with other predicates, count, update and delete through the text index', async () => {
