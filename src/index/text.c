@@ -820,17 +820,19 @@ mf_text_doc_terms(const mf_text_spec_t *ts, const bson_t *doc, mf_text_terms_t *
 
 /* ---------- $text queries ---------- */
 
+/* A list of distinct strings in insertion order, with a hash set for O(1) membership (queries can be long). */
 typedef struct strlist {
     char **s;
     size_t n, cap;
+    mf_text_terms_t set;
 } strlist_t;
 
 static void
 strlist_add(strlist_t *l, const char *s)
 {
-    for (size_t i = 0; i < l->n; i++)
-        if (strcmp(l->s[i], s) == 0)
-            return;
+    if (terms_slot(&l->set, s, false) != SIZE_MAX)
+        return;
+    terms_slot(&l->set, s, true);
     if (l->n == l->cap) {
         l->cap = l->cap ? l->cap * 2 : 8;
         l->s = mf_realloc(l->s, l->cap * sizeof(*l->s));
@@ -841,10 +843,7 @@ strlist_add(strlist_t *l, const char *s)
 static bool
 strlist_has(const strlist_t *l, const char *s)
 {
-    for (size_t i = 0; i < l->n; i++)
-        if (strcmp(l->s[i], s) == 0)
-            return true;
-    return false;
+    return terms_slot((mf_text_terms_t *)&l->set, s, false) != SIZE_MAX;
 }
 
 static void
@@ -853,6 +852,7 @@ strlist_free(strlist_t *l)
     for (size_t i = 0; i < l->n; i++)
         free(l->s[i]);
     free(l->s);
+    mf_text_terms_destroy(&l->set);
 }
 
 struct mf_text_query {

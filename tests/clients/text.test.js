@@ -325,6 +325,13 @@ h.test('getMore over a text query and dropping the index', async () => {
   assert.equal((await c.find({ $text: { $search: 'apple' } }).batchSize(7).toArray()).length, 250);
   assert.equal((await c.find({ $text: { $search: 'pie red' } }).batchSize(10).toArray()).length, 250);
   assert.equal((await c.find({ $text: { $search: 'apple -pie' } }).toArray()).length, 125);
+  // a long query: one scan per distinct term, each document once
+  const words = [];
+  for (let i = 0; i < 3000; i++) words.push(`w${i}x`);
+  const t0 = Date.now();
+  assert.equal((await c.find({ $text: { $search: `${words.join(' ')} apple -${words.join(' -')}` } }).toArray()).length, 250);
+  assert.ok(Date.now() - t0 < 5000);
+  await assert.rejects(c.find({ $text: { $search: 'apple', $caseSensitive: true }, $where: 'x' }).toArray(), (e) => e.code === 2);
   await c.dropIndex('t_text');
   await assert.rejects(c.find({ $text: { $search: 'apple' } }).toArray(), (e) => e.code === 27);
 });
