@@ -203,6 +203,12 @@ parse_options(const bson_t *options, parsed_opts_t *p, mf_error_t *err)
                 mf_err_set(err, MF_E_BadValue, "invalid validator document");
                 goto fail;
             }
+            bson_value_t tv;
+            mf_error_t te = {0};
+            if (mf_text_find(&vd, &tv, &te) != 0) { /* no text plan validates a document */
+                mf_err_set(err, MF_E_QueryFeatureNotAllowed, "$text is not allowed in this context");
+                goto fail;
+            }
             if (p->validator)
                 mf_matcher_free(p->validator);
             p->validator = bson_empty(&vd) ? NULL : mf_matcher_new(&vd, err);

@@ -273,6 +273,8 @@ h.test('errors: no text index, bad $text operands, misplaced $text, textScore wi
     [2, 'text expression not allowed in nor']);
   assert.equal((await err(c.find({ $or: [{ $text: { $search: 'x' } }, { b: 1 }] }).toArray()))[0], 291);
   assert.equal((await err(c.find({ r: { $elemMatch: { $text: { $search: 'x' } } } }).toArray()))[0], 224);
+  assert.equal((await err(db.createCollection('v', { validator: { $text: { $search: 'x' } } })))[0], 224);
+  assert.equal((await err(c.createIndex({ z: 1 }, { partialFilterExpression: { $text: { $search: 'x' } } })))[0], 67);
   assert.equal((await err(c.find({}, { projection: { s: { $meta: 'textScore' } } }).toArray()))[0], 40218);
   assert.equal((await err(c.find({}).sort({ s: { $meta: 'textScore' } }).toArray()))[0], 40218);
   assert.equal((await err(c.aggregate([{ $project: { s: { $meta: 'textScore' } } }]).toArray()))[0], 40218);
