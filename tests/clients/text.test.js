@@ -101,7 +101,7 @@ h.test('manual: $search "coffee" finds 1, 2, 7 (case-insensitive, stemmed)', asy
 });
 
 h.test('manual: phrases, negation, diacritics, $language', async () => {
-  const { c } = await articlesColl('phrase');
+  const { db, c } = await articlesColl('phrase');
   assert.deepEqual(ids(await search(c, { $search: '"coffee shop"' })), [2]);
   assert.deepEqual(sorted(ids(await search(c, { $search: 'coffee -shop' }))), [1, 7]);
   assert.deepEqual(sorted(ids(await search(c, { $search: 'coffee -"and cream"' }))), [1, 2]);
@@ -111,6 +111,11 @@ h.test('manual: phrases, negation, diacritics, $language', async () => {
   assert.deepEqual(sorted(ids(await search(c, { $search: 'CAFÉ' }))), [5, 8]);
   assert.deepEqual(ids(await search(c, { $search: 'CAFÉ', $diacriticSensitive: true })), [5]);
   assert.deepEqual(ids(await search(c, { $search: 'Coffee', $caseSensitive: true })), [2]);
+  assert.deepEqual(await search(c, { $search: '"coffee shop"', $caseSensitive: true }), []);
+  assert.deepEqual(ids(await search(c, { $search: '"Coffee Shop"', $caseSensitive: true })), [2]);
+  // validate walks the text index like any other
+  const v = await db.command({ validate: 'articles' });
+  assert.equal(v.valid, true);
   assert.deepEqual(sorted(ids(await search(c, { $search: 'leche', $language: 'es' }))), [5, 8]);
   // a combining acute accent is a diacritic too; the document was indexed in English, whose stemmer leaves Cyrillic alone
   assert.deepEqual(ids(await search(c, { $search: 'сы\u0301рники' })), [6]);
