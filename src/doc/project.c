@@ -19,6 +19,12 @@
  * exclusion projection copies everything except excluded leaves, recursing
  * the same way but keeping scalars inside arrays.
  *
+ * A find projection's {$meta: "textScore"} is a leaf of its own (P_META)
+ * that fits either type and is appended like a computed field; its value
+ * comes from the $text plan's match details or the hidden score field of a
+ * pipeline document (doc/match.h), which a find projection never outputs.
+ * In aggregation, $meta is an expression (expr.c).
+ *
  * One engine for find and aggregation: $project and $unset are parsed by
  * mf_projection_new_agg (a sub-document with one $-operator is an
  * aggregation expression, e.g. $slice, instead of find's projection

@@ -16,7 +16,8 @@ typedef struct mf_sort mf_sort_t;
 
 /*
  * mf_sort_new: parses spec; each value must be 1 or -1 (any numeric type),
- * or {$meta: ...} which is refused for now. Bad specs → 2 BadValue
+ * or {$meta: "textScore"} (the text score, highest first; any other
+ * document is 2 "Illegal key in $sort specification"). Bad specs → 2 BadValue
  * ("$sort key ordering must be 1 (for ascending) or -1 (for descending)").
  * An empty spec is allowed and sorts nothing. Does not keep references into spec.
  */
