@@ -387,3 +387,19 @@ h.test('text indexes survive a restart; a hidden text index is not used; no coll
   await db2.command({ collMod: 'articles', index: { name: 'subject_text', hidden: true } });
   await assert.rejects(db2.collection('articles').find({ $text: { $search: 'coffee' } }).toArray(), (e) => e.code === 27);
 });
+
+h.test('other commands over $text: distinct, findOneAndUpdate, explain of aggregate / count / delete', async () => {
+  const { db, c } = await articlesColl('cmds');
+  assert.deepEqual((await c.distinct('author', { $text: { $search: 'coffee' } })).sort(), ['efg', 'xyz']);
+  const r = await c.findOneAndUpdate({ $text: { $search: 'cake' } }, { $set: { hit: true } }, { returnDocument: 'after' });
+  assert.equal(r._id, 3);
+  assert.equal(r.hit, true);
+  const ea = await c.aggregate([{ $match: { $text: { $search: 'coffee' } } }, { $sort: { s: { $meta: 'textScore' } } }])
+    .explain('executionStats');
+  assert.match(JSON.stringify(ea), /TEXT_OR/);
+  const ec = await db.command({ explain: { count: 'articles', query: { $text: { $search: 'coffee' } } }, verbosity: 'executionStats' });
+  assert.match(JSON.stringify(ec.queryPlanner.winningPlan), /TEXT_MATCH/);
+  const ed = await db.command({ explain: { delete: 'articles', deletes: [{ q: { $text: { $search: 'coffee' } }, limit: 0 }] } });
+  assert.match(JSON.stringify(ed.queryPlanner.winningPlan), /TEXT_OR/);
+  assert.equal(await c.countDocuments({ $text: { $search: 'coffee' } }), 3);
+});
