@@ -1238,16 +1238,6 @@ out:
 
 /* ---------- the hidden score field ---------- */
 
-bool
-mf_text_doc_score(const bson_t *doc, double *score)
-{
-    bson_iter_t it;
-    if (doc == NULL || !bson_iter_init_find(&it, doc, MF_TEXT_SCORE_FIELD) || !BSON_ITER_HOLDS_DOUBLE(&it))
-        return false;
-    *score = bson_iter_double(&it);
-    return true;
-}
-
 /* Whether the hidden score field is anywhere in data (embedded by $facet, $push: "$$ROOT" ...). */
 static bool
 has_score(const uint8_t *data, uint32_t len, int depth)

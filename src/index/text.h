@@ -120,9 +120,6 @@ const char *mf_text_query_term(const mf_text_query_t *q, size_t i);
  */
 bool mf_text_query_match(const mf_text_query_t *q, const bson_t *doc, double *score);
 
-/* mf_text_doc_score: the hidden score field of a pipeline document; false when absent. */
-bool mf_text_doc_score(const bson_t *doc, double *score);
-
 /*
  * mf_text_strip_score: if doc carries the hidden score field (at any depth:
  * $facet and $push: "$$ROOT" embed documents), replaces *doc (heap, owned)
