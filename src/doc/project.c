@@ -561,6 +561,7 @@ typedef struct {
     const bson_t *root;
     const mf_match_details_t *details;
     mf_error_t *err;
+    bool keep_score; /* a pipeline stage: the hidden text score field passes through (doc/match.h) */
 } actx_t;
 
 /*
@@ -782,6 +783,8 @@ apply_incl(actx_t *c, const pnode_t *node, const bson_t *in, bson_t *out)
                     break;
                 }
             }
+            if (ch == NULL && c->keep_score && in == c->root && strcmp(key, MF_TEXT_SCORE_FIELD) == 0)
+                mf_bson_append_value(out, key, -1, v); /* the score is metadata: it survives $project */
             if (ch == NULL || done[ci])
                 continue;
             switch (ch->kind) {
@@ -966,7 +969,7 @@ int
 mf_projection_apply(const mf_projection_t *p, const bson_t *doc, const mf_match_details_t *details, bson_t *out,
                     mf_error_t *err)
 {
-    actx_t c = {doc, details, err};
+    actx_t c = {doc, details, err, p->agg};
     bson_t tmp = BSON_INITIALIZER;
     int rc = p->add_fields ? apply_add(&c, p->root, doc, &tmp)
              : p->inclusion ? apply_incl(&c, p->root, doc, &tmp)

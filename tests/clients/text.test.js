@@ -198,6 +198,10 @@ h.test('aggregate: $match $text first, $sort / $project / $addFields with textSc
     { $sort: { _id: 1 } },
   ]).toArray();
   assert.deepEqual(p, [{ _id: 5, s: 0.6666666666666666 }, { _id: 8, s: 0.6666666666666666 }]);
+  // the score is metadata: it survives an inclusion $project
+  const kept = await c.aggregate([{ $match: { $text: { $search: 'coffee' } } }, { $project: { subject: 1 } },
+    { $sort: { s: { $meta: 'textScore' }, _id: -1 } }, { $project: { s: { $meta: 'textScore' } } }]).toArray();
+  assert.deepEqual(kept, [{ _id: 1, s: 1 }, { _id: 7, s: 0.75 }, { _id: 2, s: 0.75 }]);
   // the hidden score never shows
   const all = await c.aggregate([{ $match: { $text: { $search: 'coffee' } } }, { $sort: { _id: 1 } }]).toArray();
   assert.deepEqual(Object.keys(all[0]), ['_id', 'subject', 'author', 'views']);
