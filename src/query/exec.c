@@ -233,6 +233,7 @@ scan_index(mf_sess_t *s, mf_coll_t *c, mf_plan_t *p, mf_stage_t *st, mf_stage_t 
            const mf_matcher_t *m, mf_exec_visit_fn visit, void *arg, mf_error_t *err)
 {
     mf_stage_t *fetch = p->fetch;
+    mf_stage_t *tmatch = p->text != NULL ? mf_plan_find_stage(p, MF_ST_TEXT_MATCH) : NULL;
     mf_index_t *ix = mf_coll_index_by_name(c, st->index_name);
     mf_cur_t *icur = NULL, *ccur = NULL;
     bool own_icur = true, own_ccur = true;
@@ -367,9 +368,16 @@ scan_index(mf_sess_t *s, mf_coll_t *c, mf_plan_t *p, mf_stage_t *st, mf_stage_t 
                 mf_cur_value(ccur, &dv, &dl);
                 fetch->docs_examined++;
                 fetch->works++;
-                if (bson_init_static(&doc, dv, dl) && (m == NULL || mf_matcher_match(m, &doc, &d)) &&
-                    (p->text == NULL || mf_text_query_match(p->text, &doc, &d.text_score))) {
-                    d.has_text_score = p->text != NULL;
+                bool ok = bson_init_static(&doc, dv, dl) && (m == NULL || mf_matcher_match(m, &doc, &d));
+                if (ok && p->text != NULL) {
+                    ok = mf_text_query_match(p->text, &doc, &d.text_score);
+                    d.has_text_score = ok;
+                    if (tmatch != NULL) {
+                        tmatch->works++;
+                        tmatch->n_returned += ok;
+                    }
+                }
+                if (ok) {
                     fetch->n_returned++;
                     int r = visit(arg, rid, &doc, &d);
                     if (r < 0) {

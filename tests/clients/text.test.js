@@ -261,6 +261,8 @@ h.test('explain: TEXT_MATCH over FETCH over TEXT_OR with one IXSCAN per term', a
   assert.equal(w.inputStage.inputStage.inputStages[0].indexName, 'subject_text');
   assert.equal(e.executionStats.nReturned, 4);
   assert.equal(e.executionStats.totalDocsExamined, 4);
+  assert.equal(e.executionStats.executionStages.stage, 'TEXT_MATCH');
+  assert.equal(e.executionStats.executionStages.nReturned, 4);
 });
 
 h.test('errors: no text index, bad $text operands, misplaced $text, textScore without $text', async () => {
