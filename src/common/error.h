@@ -125,24 +125,10 @@
     X(16554, TypeMismatch16554)                                                \
     X(16555, Location16555)                                                    \
     X(16608, Location16608)                                                    \
-    X(16674, Location16674)                                                    \
-    X(17136, Location17136)                                                    \
     X(17261, Location17261)                                                    \
     X(17262, Location17262)                                                    \
-    X(17263, Location17263)                                                    \
-    X(17264, Location17264)                                                    \
-    X(17271, Location17271)                                                    \
-    X(17273, Location17273)                                                    \
-    X(17283, Location17283)                                                    \
-    X(17284, Location17284)                                                    \
-    X(17289, Location17289)                                                    \
-    X(17291, Location17291)                                                    \
-    X(17292, Location17292)                                                    \
-    X(17294, Location17294)                                                    \
     X(17308, Location17308)                                                    \
     X(17313, Location17313)                                                    \
-    X(17364, Location17364)                                                    \
-    X(17389, Location17389)                                                    \
     X(40218, Location40218)                                                    \
     X(17217, Location17217)                                                    \
     X(17276, Location17276)                                                    \

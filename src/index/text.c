@@ -38,6 +38,7 @@
 #include <libstemmer.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -486,21 +487,21 @@ mf_text_key_is_text(const bson_t *key)
     return false;
 }
 
-/* Checks a weighted field name as mongod's fixSpec does. */
+/* Checks a weighted field name as mongod's fixSpec does (67 CannotCreateIndex). */
 static int
 check_weight_field(const char *f, mf_error_t *err)
 {
     if (strcmp(f, "$**") == 0)
         return 0;
     if (f[0] == '\0')
-        return mf_err_set(err, MF_E_Location17294, "weight cannot be on an empty field");
+        return mf_err_set(err, MF_E_CannotCreateIndex, "weight cannot be on an empty field");
     for (const char *p = f;;) {
         const char *dot = strchr(p, '.');
         size_t n = dot ? (size_t)(dot - p) : strlen(p);
         if (n == 0)
-            return mf_err_set(err, MF_E_Location17291, "weight cannot have empty path component");
+            return mf_err_set(err, MF_E_CannotCreateIndex, "weight cannot have empty path component");
         if (p[0] == '$')
-            return mf_err_set(err, MF_E_Location17292, "weight cannot have path component with $ prefix");
+            return mf_err_set(err, MF_E_CannotCreateIndex, "weight cannot have path component with $ prefix");
         if (dot == NULL)
             return 0;
         p = dot + 1;
@@ -510,12 +511,12 @@ check_weight_field(const char *f, mf_error_t *err)
 /* Sorted (name, weight) pairs being collected. */
 typedef struct wlist {
     const char *name[256];
-    double w[256];
+    int w[256];
     int n;
 } wlist_t;
 
 static void
-wlist_set(wlist_t *l, const char *name, double w)
+wlist_set(wlist_t *l, const char *name, int w)
 {
     for (int i = 0; i < l->n; i++) {
         if (strcmp(l->name[i], name) == 0) {
@@ -535,92 +536,129 @@ wlist_set(wlist_t *l, const char *name, double w)
     l->w[pos] = w;
 }
 
+/* mongod's numberInt(): a number truncated to an int32 (saturating; NaN is 0). */
+static int
+number_int(const bson_value_t *v)
+{
+    double d = mf_value_as_double(v);
+    if (d != d)
+        return 0;
+    if (d >= 2147483647.0)
+        return INT32_MAX;
+    if (d <= -2147483648.0)
+        return INT32_MIN;
+    return (int)d;
+}
+
+static bool
+is_reserved(const char *f)
+{
+    return strcmp(f, "_fts") == 0 || strcmp(f, "_ftsx") == 0;
+}
+
+/*
+ * mongod's FTSSpec::fixSpec (textIndexVersion 2 and 3): every refusal is 67
+ * CannotCreateIndex. Weights are whole numbers (numberInt) in (0, 100000).
+ */
 int
 mf_text_spec_fix(const bson_t *spec, bson_t *out, mf_error_t *err)
 {
     bson_iter_t it, kt;
     wlist_t wl = {.n = 0};
     const char *deflang = "english", *override = "language";
-    bool fixed_key = false;
+    int version = TEXT_INDEX_VERSION;
     int phase = 0; /* 0: prefix fields, 1: text fields, 2: suffix fields */
 
     if (!bson_iter_init_find(&it, spec, "key") || !BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &kt))
         return mf_err_set(err, MF_E_CannotCreateIndex, "found invalid spec for text index");
     while (bson_iter_next(&kt)) {
         const char *f = bson_iter_key(&kt);
-        bool is_text = BSON_ITER_HOLDS_UTF8(&kt) && strcmp(bson_iter_utf8(&kt, NULL), "text") == 0;
+        const bson_value_t *v = bson_iter_value(&kt);
+        bool is_text = v->value_type == BSON_TYPE_UTF8 && strcmp(v->value.v_utf8.str, "text") == 0;
         if (strcmp(f, "_fts") == 0) {
             if (!is_text)
-                return mf_err_set(err, MF_E_Location17271, "expecting _fts:\"text\"");
-            fixed_key = true;
-            phase = 1;
-            continue;
-        }
-        if (strcmp(f, "_ftsx") == 0) {
+                return mf_err_set(err, MF_E_CannotCreateIndex, "expecting _fts:\"text\"");
+            if (phase == 2)
+                return mf_err_set(err, MF_E_CannotCreateIndex, "'text' fields in index must all be adjacent");
+            if (!bson_iter_next(&kt) || strcmp(bson_iter_key(&kt), "_ftsx") != 0)
+                return mf_err_set(err, MF_E_CannotCreateIndex, "expected _ftsx after _fts");
+            if (!mf_value_is_number(bson_iter_value(&kt)) || number_int(bson_iter_value(&kt)) != 1)
+                return mf_err_set(err, MF_E_CannotCreateIndex, "expecting _ftsx:1");
             phase = 2;
             continue;
         }
         if (is_text) {
             if (phase == 2)
-                return mf_err_set(err, MF_E_Location17389, "'text' fields in index must all be adjacent");
+                return mf_err_set(err, MF_E_CannotCreateIndex, "'text' fields in index must all be adjacent");
+            if (is_reserved(f))
+                return mf_err_set(err, MF_E_CannotCreateIndex, "text index with reserved fields _fts/_ftsx not allowed");
             phase = 1;
             wlist_set(&wl, f, 1);
             continue;
         }
-        double d = mf_value_is_number(bson_iter_value(&kt)) ? mf_value_as_double(bson_iter_value(&kt)) : 0;
+        int d = mf_value_is_number(v) ? number_int(v) : 0;
         if (d != 1 && d != -1)
-            return mf_err_set(err, MF_E_Location17273, "expected value 1 or -1 for non-text key in compound index");
+            return mf_err_set(err, MF_E_CannotCreateIndex, "expected value 1 or -1 for non-text key in compound index");
+        if (is_reserved(f))
+            return mf_err_set(err, MF_E_CannotCreateIndex, "text index with reserved fields _fts/_ftsx not allowed");
         if (phase == 1)
             phase = 2;
     }
+    if (phase == 0)
+        return mf_err_set(err, MF_E_CannotCreateIndex, "expected additional fields in text index key pattern");
     if (bson_iter_init_find(&it, spec, "weights")) {
         if (BSON_ITER_HOLDS_DOCUMENT(&it)) {
             bson_iter_t wi;
             bson_iter_recurse(&it, &wi);
             while (bson_iter_next(&wi)) {
                 if (!mf_value_is_number(bson_iter_value(&wi)))
-                    return mf_err_set(err, MF_E_Location17283, "weight for text index needs numeric type");
-                wlist_set(&wl, bson_iter_key(&wi), mf_value_as_double(bson_iter_value(&wi)));
+                    return mf_err_set(err, MF_E_CannotCreateIndex, "weight for text index needs numeric type");
+                wlist_set(&wl, bson_iter_key(&wi), number_int(bson_iter_value(&wi)));
             }
         } else if (BSON_ITER_HOLDS_UTF8(&it) && strcmp(bson_iter_utf8(&it, NULL), "$**") == 0) {
             wlist_set(&wl, "$**", 1);
         } else {
-            return mf_err_set(err, MF_E_Location17284, "text index option 'weights' must be an object");
+            return mf_err_set(err, MF_E_CannotCreateIndex, "text index option 'weights' must be an object");
         }
     }
-    if (wl.n == 0 && !fixed_key)
-        return mf_err_set(err, MF_E_CannotCreateIndex, "found invalid spec for text index");
+    if (wl.n == 0)
+        return mf_err_set(err, MF_E_CannotCreateIndex, "text index option 'weights' must specify fields or the wildcard");
     for (int i = 0; i < wl.n; i++) {
+        if (wl.w[i] <= 0 || wl.w[i] >= (int)MAX_WORD_WEIGHT)
+            return mf_err_set(err, MF_E_CannotCreateIndex,
+                              "text index weight must be in the exclusive interval (0,%d) but found: %d",
+                              (int)MAX_WORD_WEIGHT, wl.w[i]);
         if (check_weight_field(wl.name[i], err) != 0)
             return -1;
-        if (strcmp(wl.name[i], "_fts") == 0 || strcmp(wl.name[i], "_ftsx") == 0)
-            return mf_err_set(err, MF_E_Location17289, "text index with reserved fields _fts/_ftsx not allowed");
-        if (!(wl.w[i] >= 1 && wl.w[i] < MAX_WORD_WEIGHT))
-            return mf_err_set(err, MF_E_Location16674, "score for word too high");
     }
     if (bson_iter_init_find(&it, spec, "default_language")) {
         if (!BSON_ITER_HOLDS_UTF8(&it))
-            return mf_err_set(err, MF_E_Location17263, "default_language needs a string type");
+            return mf_err_set(err, MF_E_CannotCreateIndex, "default_language needs a string type");
         deflang = bson_iter_utf8(&it, NULL);
         if (lang_find(deflang) == NULL)
-            return mf_err_set(err, MF_E_Location17264, "default_language is not valid");
+            return mf_err_set(err, MF_E_CannotCreateIndex, "default_language is not valid");
     }
     if (bson_iter_init_find(&it, spec, "language_override")) {
-        const char *o = BSON_ITER_HOLDS_UTF8(&it) ? bson_iter_utf8(&it, NULL) : NULL;
-        if (o == NULL || o[0] == '\0' || o[0] == '$' || strchr(o, '.') != NULL)
-            return mf_err_set(err, MF_E_Location17136, "language_override is not valid");
-        override = o;
+        if (!BSON_ITER_HOLDS_UTF8(&it))
+            return mf_err_set(err, MF_E_CannotCreateIndex, "language_override must be a string");
+        override = bson_iter_utf8(&it, NULL);
+        if (override[0] == '\0' || override[0] == '$' || strchr(override, '.') != NULL)
+            return mf_err_set(err, MF_E_CannotCreateIndex, "language_override is not valid");
     }
     if (bson_iter_init_find(&it, spec, "textIndexVersion")) {
         if (!mf_value_is_number(bson_iter_value(&it)))
-            return mf_err_set(err, MF_E_Location17364, "text index option 'textIndexVersion' must be a number");
-        double v = mf_value_as_double(bson_iter_value(&it));
-        if (v != TEXT_INDEX_VERSION)
-            return mf_err_set(err, MF_E_Location17364,
-                              "attempt to use unsupported textIndexVersion %g; versions supported: 3", v);
+            return mf_err_set(err, MF_E_CannotCreateIndex, "text index option 'textIndexVersion' must be a number");
+        version = number_int(bson_iter_value(&it));
+        if (version != 2 && version != TEXT_INDEX_VERSION)
+            return mf_err_set(err, MF_E_CannotCreateIndex, "bad textIndexVersion: %d", version);
     }
-    /* v, key, name and the other options in the order given, then the text options, as listIndexes shows them. */
+    /*
+     * The spec in its order, the key fixed, weights / default_language /
+     * language_override normalised in place; those not given, then
+     * textIndexVersion, appended (mongod's order; v stays where mayfly put it).
+     */
     bson_t b, key, w;
+    bool put_w = false, put_dl = false, put_lo = false;
     bson_init(&b);
     bson_iter_init(&it, spec);
     while (bson_iter_next(&it)) {
@@ -632,11 +670,9 @@ mf_text_spec_fix(const bson_t *spec, bson_t *out, mf_error_t *err)
             bson_iter_recurse(&it, &kt);
             while (bson_iter_next(&kt)) {
                 const char *f = bson_iter_key(&kt);
-                bool text = strcmp(f, "_fts") == 0 || strcmp(f, "_ftsx") == 0 ||
+                bool text = is_reserved(f) ||
                             (BSON_ITER_HOLDS_UTF8(&kt) && strcmp(bson_iter_utf8(&kt, NULL), "text") == 0);
                 if (!text) {
-                    if (strcmp(f, "_fts") == 0 || strcmp(f, "_ftsx") == 0)
-                        continue;
                     bson_append_value(&key, f, -1, bson_iter_value(&kt));
                 } else if (!added) {
                     BSON_APPEND_UTF8(&key, "_fts", "text");
@@ -644,29 +680,34 @@ mf_text_spec_fix(const bson_t *spec, bson_t *out, mf_error_t *err)
                     added = true;
                 }
             }
-            if (!added) {
-                BSON_APPEND_UTF8(&key, "_fts", "text");
-                BSON_APPEND_INT32(&key, "_ftsx", 1);
-            }
             bson_append_document_end(&b, &key);
-        } else if (strcmp(k, "weights") == 0 || strcmp(k, "default_language") == 0 ||
-                   strcmp(k, "language_override") == 0 || strcmp(k, "textIndexVersion") == 0) {
-            continue;
-        } else {
+        } else if (strcmp(k, "weights") == 0) {
+            BSON_APPEND_DOCUMENT_BEGIN(&b, "weights", &w);
+            for (int i = 0; i < wl.n; i++)
+                BSON_APPEND_INT32(&w, wl.name[i], wl.w[i]);
+            bson_append_document_end(&b, &w);
+            put_w = true;
+        } else if (strcmp(k, "default_language") == 0) {
+            BSON_APPEND_UTF8(&b, "default_language", deflang);
+            put_dl = true;
+        } else if (strcmp(k, "language_override") == 0) {
+            BSON_APPEND_UTF8(&b, "language_override", override);
+            put_lo = true;
+        } else if (strcmp(k, "textIndexVersion") != 0) {
             bson_append_value(&b, k, -1, bson_iter_value(&it));
         }
     }
-    BSON_APPEND_DOCUMENT_BEGIN(&b, "weights", &w);
-    for (int i = 0; i < wl.n; i++) {
-        if (wl.w[i] == floor(wl.w[i]))
-            BSON_APPEND_INT32(&w, wl.name[i], (int32_t)wl.w[i]);
-        else
-            BSON_APPEND_DOUBLE(&w, wl.name[i], wl.w[i]);
+    if (!put_w) {
+        BSON_APPEND_DOCUMENT_BEGIN(&b, "weights", &w);
+        for (int i = 0; i < wl.n; i++)
+            BSON_APPEND_INT32(&w, wl.name[i], wl.w[i]);
+        bson_append_document_end(&b, &w);
     }
-    bson_append_document_end(&b, &w);
-    BSON_APPEND_UTF8(&b, "default_language", deflang);
-    BSON_APPEND_UTF8(&b, "language_override", override);
-    BSON_APPEND_INT32(&b, "textIndexVersion", TEXT_INDEX_VERSION);
+    if (!put_dl)
+        BSON_APPEND_UTF8(&b, "default_language", deflang);
+    if (!put_lo)
+        BSON_APPEND_UTF8(&b, "language_override", override);
+    BSON_APPEND_INT32(&b, "textIndexVersion", version);
     bson_steal(out, &b);
     return 0;
 }

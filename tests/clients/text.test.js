@@ -68,23 +68,39 @@ h.test('one text index per collection: a second one is 85 IndexOptionsConflict',
   assert.equal(await c.createIndex({ a: 'text' }), 'a_text');
 });
 
-h.test('bad text index options: mongod codes', async () => {
+h.test('bad text index options: 67 CannotCreateIndex with mongod\'s messages', async () => {
   const db = srv.freshDb('badopts');
   const c = db.collection('c');
   await c.insertOne({ _id: 1 });
-  const codeOf = async (key, opts) => {
-    try { await c.createIndex(key, opts); } catch (e) { return e.code; }
-    return 0;
+  const errOf = async (key, opts) => {
+    try { await c.createIndex(key, opts); } catch (e) { return [e.code, e.message]; }
+    return null;
   };
-  assert.equal(await codeOf({ a: 'text' }, { default_language: 'klingon' }), 17264);
-  assert.equal(await codeOf({ a: 'text' }, { default_language: 5 }), 17263);
-  assert.equal(await codeOf({ a: 'text' }, { language_override: '$x' }), 17136);
-  assert.equal(await codeOf({ a: 'text' }, { weights: { a: 'x' } }), 17283);
-  assert.equal(await codeOf({ a: 'text' }, { weights: 3 }), 17284);
-  assert.equal(await codeOf({ a: 'text' }, { textIndexVersion: 1 }), 17364);
-  assert.equal(await codeOf({ a: 'text', b: 1, c: 'text' }), 17389);
-  assert.equal(await codeOf({ a: 2, b: 'text' }), 17273);
+  const cases = [
+    [{ a: 'text' }, { default_language: 'klingon' }, 'default_language is not valid'],
+    [{ a: 'text' }, { default_language: 5 }, 'default_language needs a string type'],
+    [{ a: 'text' }, { language_override: '$x' }, 'language_override is not valid'],
+    [{ a: 'text' }, { language_override: 1 }, 'language_override must be a string'],
+    [{ a: 'text' }, { weights: { a: 'x' } }, 'weight for text index needs numeric type'],
+    [{ a: 'text' }, { weights: 3 }, "text index option 'weights' must be an object"],
+    [{ a: 'text' }, { weights: { b: 0.5 } }, 'text index weight must be in the exclusive interval (0,100000) but found: 0'],
+    [{ a: 'text' }, { weights: { 'b.$c': 2 } }, 'weight cannot have path component with $ prefix'],
+    [{ a: 'text' }, { textIndexVersion: 4 }, 'bad textIndexVersion: 4'],
+    [{ a: 'text', b: 1, c: 'text' }, {}, "'text' fields in index must all be adjacent"],
+    [{ a: 2, b: 'text' }, {}, 'expected value 1 or -1 for non-text key in compound index'],
+    [{ _fts: 1, b: 'text' }, {}, 'expecting _fts:"text"'],
+  ];
+  for (const [key, opts, msg] of cases) {
+    const r = await errOf(key, opts);
+    assert.ok(r !== null, `${JSON.stringify(key)} ${JSON.stringify(opts)} accepted`);
+    assert.equal(r[0], 67, `${JSON.stringify(opts)}: ${r[1]}`);
+    assert.ok(r[1].includes(msg), `${JSON.stringify(opts)}: ${r[1]}`);
+  }
   assert.equal((await c.indexes()).length, 1);
+  // weights are whole numbers (numberInt); textIndexVersion 2 is kept
+  assert.equal(await c.createIndex({ a: 'text' }, { weights: { a: 2.7 }, textIndexVersion: 2 }), 'a_text');
+  const [, t] = await c.indexes();
+  assert.deepEqual([t.weights, t.textIndexVersion], [{ a: 2 }, 2]);
 });
 
 h.test('manual: $search "coffee" finds 1, 2, 7 (case-insensitive, stemmed)', async () => {
