@@ -56,9 +56,9 @@ bool mf_text_key_is_text(const bson_t *key);
  * generic checks, key as the user gave it) and writes mongod's normalised
  * spec into out (initialised here): key {_fts: "text", _ftsx: 1}, weights
  * sorted by field, default_language (english), language_override
- * (language), textIndexVersion 3; non-text fields of a compound text
- * index stay before / after _fts, _ftsx (17273, 17389 for bad ones).
- * Returns 0, or -1 with err (mongod's codes).
+ * (language), textIndexVersion 3 (or 2 when asked); non-text fields of a
+ * compound text index stay before / after _fts, _ftsx. Returns 0, or -1
+ * with err (67 CannotCreateIndex and mongod's fixSpec messages).
  */
 int mf_text_spec_fix(const bson_t *spec, bson_t *out, mf_error_t *err) MF_WUR;
 
