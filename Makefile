@@ -17,7 +17,7 @@ CSTD    := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wno-missi
 INCS     = -Iinclude -Isrc $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PREFIX  ?= /usr/local
 VERSION := 8.0.0
-LIBS     = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lwiredtiger -lpcre2-8 -lraft -lssl -lcrypto -lzstd -lhttp_parser -lpthread -lm
+LIBS     = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lstemmer -lwiredtiger -lpcre2-8 -lraft -lssl -lcrypto -lzstd -lhttp_parser -lpthread -lm
 
 BUILD   ?= build
 ifeq ($(BUILD),build-asan)
@@ -145,7 +145,7 @@ bench: deps
 # leak, timeout or broken invariant (the input is saved under fuzz/crashes/).
 # No clang-14 is an error, never a silent skip: scripts/deps.sh installs it.
 FUZZ_CC      ?= clang-14
-FUZZ_TARGETS ?= wire bson match update agg keystring scram http
+FUZZ_TARGETS ?= wire bson match update agg keystring scram http text
 FUZZ_SECONDS ?= 30
 FUZZ_BINS    := $(patsubst %,build-fuzz/fuzz/fuzz_%,$(FUZZ_TARGETS))
 

@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 pkgs=(build-essential pkg-config libbson-dev libwiredtiger-dev libuv1-dev libpcre2-dev
-      libcriterion-dev libjemalloc-dev libzstd-dev libicu-dev libraft-dev libssl-dev openssl libyaml-dev libhttp-parser-dev python3-pymongo chromium nodejs npm redis-server tzdata
+      libcriterion-dev libjemalloc-dev libstemmer-dev libzstd-dev libicu-dev libraft-dev libssl-dev openssl libyaml-dev libhttp-parser-dev python3-pymongo chromium nodejs npm redis-server tzdata
       clang-14 libclang-rt-14-dev)   # the last two: clang and libFuzzer for `make fuzz` (part of `make test`); tzdata: /usr/share/zoneinfo for the date expressions' time zones (src/doc/tz.c); libicu-dev: collations
 missing=()
 for p in "${pkgs[@]}"; do

@@ -42,6 +42,7 @@
 #include "common/log.h"
 #include "doc/match.h"
 #include "doc/value.h"
+#include "index/text.h"
 
 #define CATALOG_URI "table:_mf_catalog"
 #define SIZES_URI "table:_mf_sizes"
@@ -201,6 +202,12 @@ parse_options(const bson_t *options, parsed_opts_t *p, mf_error_t *err)
             bson_iter_document(&it, &len, &data);
             if (!bson_init_static(&vd, data, len)) {
                 mf_err_set(err, MF_E_BadValue, "invalid validator document");
+                goto fail;
+            }
+            bson_value_t tv;
+            mf_error_t te = {0};
+            if (mf_text_find(&vd, &tv, &te) != 0) { /* no text plan validates a document */
+                mf_err_set(err, MF_E_QueryFeatureNotAllowed, "$text is not allowed in this context");
                 goto fail;
             }
             if (p->validator)
@@ -661,6 +668,10 @@ index_from_spec(const bson_t *spec, const char *ident, mf_error_t *err)
     }
     if (bson_iter_init_find(&it, spec, "collation") &&
         mf_collation_from_value(bson_iter_value(&it), &ix->kp.collation, err) != 0) {
+        index_free(ix);
+        return NULL;
+    }
+    if (ix->kp.is_text && (ix->kp.text = mf_text_spec_new(spec, err)) == NULL) {
         index_free(ix);
         return NULL;
     }

@@ -24,6 +24,7 @@
 #include "common/docvec.h"
 #include "common/log.h"
 #include "common/params.h"
+#include "index/text.h"
 #include "query/agg.h"
 #include "query/batch.h"
 #include "query/exec.h"
@@ -281,19 +282,31 @@ static int
 agg_pull_visit(void *arg, int64_t rid, const bson_t *doc, const mf_match_details_t *d)
 {
     agg_pull_ctx_t *pc = arg;
+    bson_t *scored = NULL;
     (void)rid;
-    (void)d;
     if (pc->x->skip_left > 0) {
         pc->x->skip_left--;
         return 0;
+    }
+    if (d != NULL && d->has_text_score) {
+        /* A $text plan: the score rides along as the hidden last field (index/text.h). */
+        scored = bson_copy(doc);
+        BSON_APPEND_DOUBLE(scored, MF_TEXT_SCORE_FIELD, d->text_score);
+        doc = scored;
     }
     if (pc->x->proj != NULL) {
         bson_t *o = bson_new();
         if (mf_projection_apply(pc->x->proj, doc, NULL, o, pc->err) != 0) {
             bson_destroy(o);
+            if (scored)
+                bson_destroy(scored);
             return -1;
         }
         mf_docvec_push_steal(pc->out, o);
+        if (scored)
+            bson_destroy(scored);
+    } else if (scored != NULL) {
+        mf_docvec_push_steal(pc->out, scored);
     } else {
         mf_docvec_push(pc->out, doc);
     }
@@ -394,6 +407,8 @@ mf_crud_agg_stream_fill(mf_op_t *op, mf_cursor_t *cur, int64_t max, bson_t *arr,
             }
             d = o;
         }
+        if (x->plan != NULL && x->plan->text != NULL)
+            mf_text_strip_score(&d);
         snprintf(key, sizeof(key), "%d", (int)count++); BSON_APPEND_DOCUMENT(arr, key, d);
         bytes += d->len;
         bson_destroy(d);
@@ -815,6 +830,8 @@ agg_write_stream(mf_op_t *op, const char *name, mf_pipeline_t **plp, const bson_
                 eof = true;
                 break;
             }
+            if (x->plan != NULL && x->plan->text != NULL)
+                mf_text_strip_score(&d);
             bytes += d->len;
             mf_docvec_push_steal(&batch, d);
         }
@@ -1065,6 +1082,15 @@ mf_cmd_aggregate(mf_op_t *op)
     pl = mf_pipeline_new(pv, &op->err);
     if (collstats || archived || indexstats)
         bson_destroy(&rest);
+    if (pl != NULL && mf_pipeline_sorts_by_text_score(pl)) {
+        /* The text score exists only after a leading $match with $text (index/text.h). */
+        bson_value_t tv;
+        if (mf_text_find(mf_pipeline_first_match(pl), &tv, &op->err) != 1) {
+            mf_err_set(&op->err, MF_E_Location40218, "query requires text score metadata, but it is not available");
+            mf_pipeline_free(pl);
+            pl = NULL;
+        }
+    }
     if (pl == NULL) {
         if (collstats)
             bson_destroy(&stats_doc);

@@ -20,6 +20,7 @@
 #include "query/agg.h"
 #include "query/batch.h"
 #include "query/exec.h"
+#include "index/text.h"
 #include "doc/match.h"
 #include "doc/path.h"
 #include "doc/project.h"
@@ -257,6 +258,26 @@ mf_cmd_find(mf_op_t *op)
         goto out;
     if (has_sort && !bson_empty(&sort) && (srt = mf_sort_new(&sort, &op->err)) == NULL)
         goto out;
+    bool meta_proj = false;
+    if (has_proj) {
+        /* {$meta: "textScore"} as a top-level projection value needs $text, even when nothing matches. */
+        bson_iter_t pi, mi;
+        bson_iter_init(&pi, &projection);
+        while (bson_iter_next(&pi))
+            if (BSON_ITER_HOLDS_DOCUMENT(&pi) && bson_iter_recurse(&pi, &mi) && bson_iter_find(&mi, "$meta") &&
+                BSON_ITER_HOLDS_UTF8(&mi) && strcmp(bson_iter_utf8(&mi, NULL), "textScore") == 0)
+                meta_proj = true;
+    }
+    if (mf_sort_uses_text_score(srt) || meta_proj) {
+        bson_value_t tv;
+        int tf = mf_text_find(has_filter ? &filter : NULL, &tv, &op->err);
+        if (tf < 0)
+            goto out;
+        if (tf == 0) {
+            mf_err_set(&op->err, MF_E_Location40218, "query requires text score metadata, but it is not available");
+            goto out;
+        }
+    }
 
     if (mf_crud_coll_acquire(op, name, false, &c) != 0)
         goto out_unlock;

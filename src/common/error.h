@@ -70,6 +70,7 @@
     X(117, ConflictingOperationInProgress)                                     \
     X(121, DocumentValidationFailure)                                          \
     X(125, CommandFailed)                                                      \
+    X(133, CannotBuildIndexKeys)                                               \
     X(136, CappedPositionLost)                                                 \
     X(146, ExceededMemoryLimit)                                                \
     X(140, InvalidSSLConfiguration)                                            \
@@ -92,6 +93,7 @@
     X(263, OperationNotSupportedInTransaction)                                 \
     X(143, CursorInUse)                                                        \
     X(276, IndexBuildAborted)                                                  \
+    X(291, NoQueryExecutionPlans)                                              \
     X(292, QueryExceededMemoryLimitNoDiskUseAllowed)                           \
     X(189, PrimarySteppedDown)                                                 \
     X(10334, BSONObjectTooLarge)                                               \
@@ -123,6 +125,11 @@
     X(16554, TypeMismatch16554)                                                \
     X(16555, Location16555)                                                    \
     X(16608, Location16608)                                                    \
+    X(17261, Location17261)                                                    \
+    X(17262, Location17262)                                                    \
+    X(17308, Location17308)                                                    \
+    X(17313, Location17313)                                                    \
+    X(40218, Location40218)                                                    \
     X(17217, Location17217)                                                    \
     X(17276, Location17276)                                                    \
     X(28667, Location28667)                                                    \

@@ -51,6 +51,7 @@
  * released with mf_value_free() (bson_value_destroy, which is a no-op for EOD).
  */
 #include "doc/expr.h"
+#include "doc/match.h"
 #include "common/limits.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
@@ -101,13 +102,14 @@ enum op_id {
     OP_TSSECOND, OP_TSINCREMENT, OP_TOUUID, OP_RAND, OP_MEDIAN, OP_PERCENTILE, OP_SIGMOID, OP_REGEXMATCH, OP_REGEXFIND, OP_REGEXFINDALL,
     OP_REPLACEONE, OP_REPLACEALL, OP_LET,
     OP_LITERAL,
+    OP_META, /* {$meta: "textScore"}: the hidden score field of a $text pipeline's document (index/text.h) */
 };
 
 /* How an operator's arguments are written. */
 enum argform { A_POS, A_COND, A_SWITCH, A_MAP, A_FILTER, A_REDUCE, A_LET, A_CONVERT, A_TRIM,
                A_DATETOSTRING, A_REGEX, A_GETFIELD, A_DATEPART, A_LITERAL, A_DATEARITH,
                A_DATEFROMPARTS, A_DATETOPARTS, A_DATEFROMSTRING, A_REPLACE,
-               A_SETFIELD, A_SORTARRAY, A_ZIP, A_RAND, A_QUANTILE, A_SIGMOID };
+               A_SETFIELD, A_SORTARRAY, A_ZIP, A_RAND, A_QUANTILE, A_SIGMOID, A_META };
 
 typedef struct op_def {
     const char *name;
@@ -178,7 +180,7 @@ static const op_def_t OPS[] = {
     {"$bitAnd", OP_BITAND, A_POS, 0, -1}, {"$bitOr", OP_BITOR, A_POS, 0, -1}, {"$bitXor", OP_BITXOR, A_POS, 0, -1},
     {"$bitNot", OP_BITNOT, A_POS, 1, 1}, {"$tsSecond", OP_TSSECOND, A_POS, 1, 1},
     {"$tsIncrement", OP_TSINCREMENT, A_POS, 1, 1}, {"$toUUID", OP_TOUUID, A_POS, 1, 1},
-    {"$rand", OP_RAND, A_RAND, 0, 0}, {"$median", OP_MEDIAN, A_QUANTILE, 0, 0},
+    {"$rand", OP_RAND, A_RAND, 0, 0}, {"$meta", OP_META, A_META, 0, 0}, {"$median", OP_MEDIAN, A_QUANTILE, 0, 0},
     {"$percentile", OP_PERCENTILE, A_QUANTILE, 0, 0}, {"$sigmoid", OP_SIGMOID, A_SIGMOID, 0, 0}, {"$regexMatch", OP_REGEXMATCH, A_REGEX, 0, 0},
     {"$regexFind", OP_REGEXFIND, A_REGEX, 0, 0}, {"$regexFindAll", OP_REGEXFINDALL, A_REGEX, 0, 0},
     {"$replaceOne", OP_REPLACEONE, A_REPLACE, 0, 0}, {"$replaceAll", OP_REPLACEALL, A_REPLACE, 0, 0},
@@ -1711,6 +1713,14 @@ parse_op(mf_expr_t *e, const bson_value_t *arg, const scope_t *sc, mf_error_t *e
             return mf_err_set(err, MF_E_Location34466, "cannot specify defaults unless useLongestLength is true");
         if (nd > 0 && nd != e->ninputs)
             return mf_err_set(err, MF_E_Location34467, "defaults and inputs must have the same length");
+        return 0;
+    }
+    case A_META: {
+        /* Only the text score exists in mayfly; mongod's other $meta arguments are refused like unknown ones. */
+        if (arg->value_type != BSON_TYPE_UTF8)
+            return mf_err_set(err, MF_E_Location17308, "Unsupported argument to $meta: %s", mf_type_name(arg->value_type));
+        if (strcmp(arg->value.v_utf8.str, "textScore") != 0)
+            return mf_err_set(err, MF_E_Location17308, "Unsupported argument to $meta: %s", arg->value.v_utf8.str);
         return 0;
     }
     case A_RAND: {
@@ -5981,6 +5991,17 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     case OP_RAND:
         ev_rand(o);
         return 0;
+    case OP_META: {
+        bson_iter_t mi;
+        if (c->rootv.value_type == BSON_TYPE_DOCUMENT &&
+            bson_iter_init_from_data(&mi, c->rootv.value.v_doc.data, c->rootv.value.v_doc.data_len) &&
+            bson_iter_find(&mi, MF_TEXT_SCORE_FIELD) && BSON_ITER_HOLDS_DOUBLE(&mi)) {
+            o->value_type = BSON_TYPE_DOUBLE;
+            o->value.v_double = bson_iter_double(&mi);
+            return 0;
+        }
+        return mf_err_set(c->err, MF_E_Location40218, "query requires text score metadata, but it is not available");
+    }
     case OP_MEDIAN:
     case OP_PERCENTILE:
         return ev_quantile(e, c, o);

@@ -19,6 +19,12 @@
  * exclusion projection copies everything except excluded leaves, recursing
  * the same way but keeping scalars inside arrays.
  *
+ * A find projection's {$meta: "textScore"} is a leaf of its own (P_META)
+ * that fits either type and is appended like a computed field; its value
+ * comes from the $text plan's match details or the hidden score field of a
+ * pipeline document (doc/match.h), which a find projection never outputs.
+ * In aggregation, $meta is an expression (expr.c).
+ *
  * One engine for find and aggregation: $project and $unset are parsed by
  * mf_projection_new_agg (a sub-document with one $-operator is an
  * aggregation expression, e.g. $slice, instead of find's projection
@@ -38,7 +44,7 @@
 #include "doc/expr.h"
 #include "doc/value.h"
 
-typedef enum { P_INNER, P_INCLUDE, P_EXCLUDE, P_EXPR, P_SLICE, P_ELEMMATCH, P_POSITIONAL } pkind_t;
+typedef enum { P_INNER, P_INCLUDE, P_EXCLUDE, P_EXPR, P_SLICE, P_ELEMMATCH, P_POSITIONAL, P_META } pkind_t;
 
 typedef struct pnode pnode_t;
 struct pnode {
@@ -55,6 +61,7 @@ struct pnode {
 
 struct mf_projection {
     pnode_t *root;
+    bool agg; /* a pipeline stage: the hidden text score field (doc/match.h) stays on the output */
     bool inclusion;
     bool add_fields; /* $addFields / $set: every leaf is an expression; all other fields are kept */
 };
@@ -339,8 +346,16 @@ parse_element(pctx_t *c, const char *key, const bson_value_t *v, pnode_t *parent
                 c->has_elem_match = true;
                 return add_at_path(parent, key, leaf, c->err);
             }
-            if (strcmp(op, "$meta") == 0)
-                return mf_err_set(c->err, MF_E_BadValue, "$meta projections are not supported");
+            if (strcmp(op, "$meta") == 0) {
+                /* {$meta: "textScore"} fits either projection type (as mongod): it adds the field. */
+                if (ov->value_type != BSON_TYPE_UTF8)
+                    return mf_err_set(c->err, MF_E_Location17308, "Unsupported argument to $meta: %s",
+                                      mf_type_name(ov->value_type));
+                if (strcmp(ov->value.v_utf8.str, "textScore") != 0)
+                    return mf_err_set(c->err, MF_E_Location17308, "Unsupported argument to $meta: %s",
+                                      ov->value.v_utf8.str);
+                return add_at_path(parent, key, pnode_new(P_META), c->err);
+            }
             return parse_expression(c, key, v, parent, false);
         }
         if (bson_count_keys(&sub) == 0)
@@ -438,7 +453,7 @@ mark_computed(pnode_t *n)
 {
     bool any = false;
 
-    if (n->kind == P_EXPR || n->kind == P_ELEMMATCH)
+    if (n->kind == P_EXPR || n->kind == P_ELEMMATCH || n->kind == P_META)
         return true;
     if (n->kind != P_INNER)
         return false;
@@ -458,6 +473,7 @@ projection_new(const bson_t *spec, bool agg, mf_error_t *err)
     memset(&c, 0, sizeof(c));
     c.err = err;
     c.agg = agg;
+    p->agg = agg;
     p->root = pnode_new(P_INNER);
     if (spec != NULL && parse_obj(&c, spec, p->root, true) < 0) {
         mf_projection_free(p);
@@ -545,7 +561,29 @@ typedef struct {
     const bson_t *root;
     const mf_match_details_t *details;
     mf_error_t *err;
+    bool keep_score; /* a pipeline stage: the hidden text score field passes through (doc/match.h) */
 } actx_t;
+
+/*
+ * The text score of the document being projected: from the match details of
+ * a $text plan, else from the hidden field of a pipeline document; 40218
+ * when the query has no $text.
+ */
+static int
+meta_score(const actx_t *c, bson_value_t *r)
+{
+    r->value_type = BSON_TYPE_DOUBLE;
+    if (c->details != NULL && c->details->has_text_score) {
+        r->value.v_double = c->details->text_score;
+        return 0;
+    }
+    bson_iter_t it;
+    if (c->root != NULL && bson_iter_init_find(&it, c->root, MF_TEXT_SCORE_FIELD) && BSON_ITER_HOLDS_DOUBLE(&it)) {
+        r->value.v_double = bson_iter_double(&it);
+        return 0;
+    }
+    return mf_err_set(c->err, MF_E_Location40218, "query requires text score metadata, but it is not available");
+}
 
 static void
 view(const bson_value_t *v, bson_t *b)
@@ -745,6 +783,8 @@ apply_incl(actx_t *c, const pnode_t *node, const bson_t *in, bson_t *out)
                     break;
                 }
             }
+            if (ch == NULL && c->keep_score && in == c->root && strcmp(key, MF_TEXT_SCORE_FIELD) == 0)
+                mf_bson_append_value(out, key, -1, v); /* the score is metadata: it survives $project */
             if (ch == NULL || done[ci])
                 continue;
             switch (ch->kind) {
@@ -772,7 +812,11 @@ apply_incl(actx_t *c, const pnode_t *node, const bson_t *in, bson_t *out)
         const pnode_t *ch = node->kids[ci];
         if (done[ci])
             continue;
-        if (ch->kind == P_EXPR) {
+        if (ch->kind == P_META) {
+            bson_value_t r;
+            if ((rc = meta_score(c, &r)) == 0)
+                bson_append_value(out, ch->name, -1, &r);
+        } else if (ch->kind == P_EXPR) {
             bson_value_t r;
             if (mf_expr_eval(ch->expr, c->root, &r, c->err) < 0) {
                 rc = -1;
@@ -827,10 +871,17 @@ apply_excl(actx_t *c, const pnode_t *node, const bson_t *in, bson_t *out)
         case P_ELEMMATCH:
             append_elem_match(out, ch, v);
             break;
+        case P_META:
+            break; /* replaced by the score, appended below */
         default:
             mf_bson_append_value(out, key, -1, v);
             break;
         }
+    }
+    for (size_t k = 0; rc == 0 && k < node->n; k++) {
+        bson_value_t r;
+        if (node->kids[k]->kind == P_META && (rc = meta_score(c, &r)) == 0)
+            bson_append_value(out, node->kids[k]->name, -1, &r);
     }
     return rc;
 }
@@ -918,12 +969,18 @@ int
 mf_projection_apply(const mf_projection_t *p, const bson_t *doc, const mf_match_details_t *details, bson_t *out,
                     mf_error_t *err)
 {
-    actx_t c = {doc, details, err};
+    actx_t c = {doc, details, err, p->agg};
     bson_t tmp = BSON_INITIALIZER;
     int rc = p->add_fields ? apply_add(&c, p->root, doc, &tmp)
              : p->inclusion ? apply_incl(&c, p->root, doc, &tmp)
                             : apply_excl(&c, p->root, doc, &tmp);
 
+    if (rc == 0 && !p->agg && bson_has_field(&tmp, MF_TEXT_SCORE_FIELD)) {
+        bson_t clean = BSON_INITIALIZER;
+        bson_copy_to_excluding_noinit(&tmp, &clean, MF_TEXT_SCORE_FIELD, NULL);
+        bson_destroy(&tmp);
+        bson_steal(&tmp, &clean);
+    }
     if (rc == 0)
         bson_concat(out, &tmp);
     bson_destroy(&tmp);

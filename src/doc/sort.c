@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "doc/match.h"
 #include "doc/path.h"
 #include "doc/value.h"
 
@@ -31,7 +32,14 @@ typedef struct sort_field {
 struct mf_sort {
     sort_field_t *fields;
     size_t n;
+    bool text_score; /* some key is {$meta: "textScore"} */
 };
+
+bool
+mf_sort_uses_text_score(const mf_sort_t *s)
+{
+    return s != NULL && s->text_score;
+}
 
 static const char kBadOrder[] = "$sort key ordering must be 1 (for ascending) or -1 (for descending)";
 
@@ -62,9 +70,20 @@ mf_sort_new(const bson_t *spec, mf_error_t *err)
         int64_t d;
 
         if (v->value_type == BSON_TYPE_DOCUMENT) {
-            mf_sort_free(s);
-            mf_err_set(err, MF_E_BadValue, "$meta sort is not supported");
-            return NULL;
+            /* {$meta: "textScore"}: the hidden score field of a $text query's documents (doc/match.h), highest first. */
+            bson_iter_t mi;
+            if (!(bson_iter_init_from_data(&mi, v->value.v_doc.data, v->value.v_doc.data_len) && bson_iter_next(&mi) &&
+                  strcmp(bson_iter_key(&mi), "$meta") == 0 && BSON_ITER_HOLDS_UTF8(&mi) &&
+                  strcmp(bson_iter_utf8(&mi, NULL), "textScore") == 0 && !bson_iter_next(&mi))) {
+                mf_sort_free(s);
+                mf_err_set(err, MF_E_BadValue, "Illegal key in $sort specification: %s", bson_iter_key(&it));
+                return NULL;
+            }
+            s->fields[s->n].path = bson_strdup(MF_TEXT_SCORE_FIELD);
+            s->fields[s->n].dir = -1;
+            s->n++;
+            s->text_score = true;
+            continue;
         }
         if (!mf_value_is_number(v) || !mf_value_as_int64(v, &d) || (d != 1 && d != -1)) {
             mf_sort_free(s);

@@ -16,12 +16,16 @@ typedef struct mf_sort mf_sort_t;
 
 /*
  * mf_sort_new: parses spec; each value must be 1 or -1 (any numeric type),
- * or {$meta: ...} which is refused for now. Bad specs → 2 BadValue
+ * or {$meta: "textScore"} (the text score, highest first; any other
+ * document is 2 "Illegal key in $sort specification"). Bad specs → 2 BadValue
  * ("$sort key ordering must be 1 (for ascending) or -1 (for descending)").
  * An empty spec is allowed and sorts nothing. Does not keep references into spec.
  */
 mf_sort_t *mf_sort_new(const bson_t *spec, mf_error_t *err);
 void mf_sort_free(mf_sort_t *s);
+
+/* mf_sort_uses_text_score: whether a key is {$meta: "textScore"} (read from MF_TEXT_SCORE_FIELD, descending). */
+bool mf_sort_uses_text_score(const mf_sort_t *s);
 
 /* mf_sort_cmp: <0, 0, >0 as document a sorts before, with, after b. */
 int mf_sort_cmp(const mf_sort_t *s, const bson_t *a, const bson_t *b);

@@ -22,7 +22,9 @@
 #include <string.h>
 
 #include "doc/collation.h"
+#include "common/fmt.h"
 #include "doc/value.h"
+#include "index/text.h"
 
 #define MAX_KEYS_PER_DOC 1000000
 #define MAX_RAW_KEYS_PER_DOC (4 * MAX_KEYS_PER_DOC) /* before duplicates are removed */
@@ -41,7 +43,9 @@ mf_keypattern_parse(const bson_t *key, mf_keypattern_t *kp, mf_error_t *err)
             return mf_err_set(err, MF_E_CannotCreateIndex, "Index key pattern has too many fields (max %d)",
                               MF_KP_MAX_FIELDS);
         }
-        if (!mf_value_is_number(v)) {
+        if (v->value_type == BSON_TYPE_UTF8 && strcmp(v->value.v_utf8.str, "text") == 0) {
+            kp->is_text = true;
+        } else if (!mf_value_is_number(v)) {
             mf_keypattern_destroy(kp);
             return mf_err_set(err, MF_E_CannotCreateIndex, "Unknown index plugin '%s'",
                               v->value_type == BSON_TYPE_UTF8 ? v->value.v_utf8.str : "?");
@@ -61,6 +65,8 @@ mf_keypattern_destroy(mf_keypattern_t *kp)
     kp->nfields = 0;
     mf_collation_free(kp->collation);
     kp->collation = NULL;
+    mf_text_spec_free(kp->text);
+    kp->text = NULL;
 }
 
 void
@@ -446,6 +452,90 @@ gen_keys(gen_ctx_t *g, const char *const *paths_in, const bson_value_t *fixed_in
     return 0;
 }
 
+/*
+ * The value at path in doc for a non-text field of a compound text index:
+ * null when missing; an array anywhere on the path is 133
+ * CannotBuildIndexKeys, as mongod (a text index is never multikey on them).
+ */
+static int
+text_extra_value(const bson_t *doc, const char *path, bson_value_t *out, mf_error_t *err)
+{
+    const uint8_t *data = bson_get_data(doc);
+    uint32_t len = doc->len;
+    const char *p = path;
+    *out = null_value;
+    for (;;) {
+        const char *dot = strchr(p, '.');
+        size_t clen = dot ? (size_t)(dot - p) : strlen(p);
+        bson_iter_t it;
+        if (!find_child(data, len, p, clen, false, 0, &it))
+            return 0;
+        const bson_value_t *v = bson_iter_value(&it);
+        if (v->value_type == BSON_TYPE_ARRAY) {
+            char shown[300];
+            mf_fmt_doc(doc, shown, sizeof(shown));
+            return mf_err_set(err, MF_E_CannotBuildIndexKeys, "Field '%s' of text index contains an array in document: %s",
+                              path, shown);
+        }
+        if (dot == NULL) {
+            *out = *v;
+            return 0;
+        }
+        if (v->value_type != BSON_TYPE_DOCUMENT)
+            return 0;
+        data = v->value.v_doc.data;
+        len = v->value.v_doc.data_len;
+        p = dot + 1;
+    }
+}
+
+/*
+ * A text index's keys: [prefix values..., term, score, suffix values...]
+ * for each distinct term of doc (index/text.h); the prefix and suffix are
+ * the non-text fields before _fts and after _ftsx in the key pattern. A
+ * document without terms has no key (as mongod: it is not in the index).
+ */
+static int
+text_keys(const mf_keypattern_t *kp, const bson_t *doc, mf_keyset_t *out, mf_error_t *err)
+{
+    mf_text_terms_t t;
+    bson_value_t extra[MF_KP_MAX_FIELDS];
+    int fts = 0, rc = 0;
+    if (kp->text == NULL)
+        return mf_err_set(err, MF_E_InternalError, "text index without its spec");
+    while (fts < kp->nfields && strcmp(kp->fields[fts], "_fts") != 0)
+        fts++;
+    for (int i = 0; i < kp->nfields; i++) {
+        extra[i] = null_value;
+        if ((i < fts || i > fts + 1) && text_extra_value(doc, kp->fields[i], &extra[i], err) != 0)
+            return -1;
+    }
+    mf_text_terms_init(&t);
+    if (mf_text_doc_terms(kp->text, doc, &t, err) != 0) {
+        mf_text_terms_destroy(&t);
+        return -1;
+    }
+    for (size_t i = 0; i < t.n && rc == 0; i++) {
+        mf_keystring_t *key = keyset_add(out);
+        bson_value_t term = {.value_type = BSON_TYPE_UTF8}, score = {.value_type = BSON_TYPE_DOUBLE};
+        term.value.v_utf8.str = t.term[i];
+        term.value.v_utf8.len = (uint32_t)strlen(t.term[i]);
+        score.value.v_double = t.score[i];
+        for (int f = 0; f < kp->nfields && rc == 0; f++) {
+            if (f == fts)
+                rc = mf_ks_append_value(key, &term, false, err);
+            else if (f == fts + 1)
+                rc = mf_ks_append_value(key, &score, false, err);
+            else
+                rc = mf_index_append_component(key, &extra[f], kp->desc[f], kp->collation, err);
+        }
+    }
+    mf_text_terms_destroy(&t);
+    if (rc == 0 && out->n > MAX_KEYS_PER_DOC)
+        rc = mf_err_set(err, MF_E_CannotCreateIndex, "too many index keys for one document (over %d)", MAX_KEYS_PER_DOC);
+    return rc;
+}
+
 int
 mf_index_keys(const mf_keypattern_t *kp, bool sparse, const bson_t *doc, mf_keyset_t *out, bool *skip,
               bool *multikey, mf_error_t *err)
@@ -457,6 +547,15 @@ mf_index_keys(const mf_keypattern_t *kp, bool sparse, const bson_t *doc, mf_keys
     keyset_clear(out);
     *skip = false;
     *multikey = false;
+    if (kp->is_text) {
+        if (text_keys(kp, doc, out, err) != 0) {
+            keyset_clear(out);
+            return -1;
+        }
+        keyset_sort_unique(out);
+        *skip = out->n == 0;
+        return 0;
+    }
     for (int i = 0; i < kp->nfields; i++) {
         paths[i] = kp->fields[i];
         fixed[i] = null_value;

@@ -29,6 +29,14 @@ typedef struct mf_keypattern {
      * order and compare (unique) as the collation does.
      */
     struct mf_collation *collation;
+    /*
+     * A text index ({_fts: "text", _ftsx: 1}): is_text is set by
+     * mf_keypattern_parse; text, owned, is the parsed spec (index/text.h)
+     * that whoever has the full index spec sets (the catalog). Its keys are
+     * [term, score] per distinct term of the document.
+     */
+    bool is_text;
+    struct mf_text_spec *text;
 } mf_keypattern_t;
 
 /*

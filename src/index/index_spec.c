@@ -17,6 +17,7 @@
 #include "doc/value.h"
 #include "index/index.h"
 #include "index/index_spec.h"
+#include "index/text.h"
 #include "doc/collation.h"
 
 /* Builds the default index name: field_1_other_-1. */
@@ -149,6 +150,8 @@ check_key_pattern(const bson_t *key, const char *shown, mf_error_t *err)
                 return SPEC_ERR(err, MF_E_CannotCreateIndex, shown, "Values in the index key pattern cannot be empty strings");
             if (!known)
                 return SPEC_ERR(err, MF_E_CannotCreateIndex, shown, "Unknown index plugin '%s'", p);
+            if (strcmp(p, "text") == 0)
+                continue; /* index/text.c normalises the spec */
             return SPEC_ERR(err, MF_E_CannotCreateIndex, shown, "mayfly does not support '%s' indexes", p);
         }
         if (!mf_value_is_number(v))
@@ -417,6 +420,32 @@ mf_index_spec_normalise(const bson_t *req, bson_t *out, mf_error_t *err)
             continue;
         }
         bson_append_value(&built, k, -1, bson_iter_value(&it));
+    }
+    if (mf_text_key_is_text(&key)) {
+        bson_t fixed;
+        if (bson_iter_init_find(&it, req, "collation") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+            bson_iter_t li;
+            if (!(bson_iter_recurse(&it, &li) && bson_iter_find(&li, "locale") && BSON_ITER_HOLDS_UTF8(&li) &&
+                  strcmp(bson_iter_utf8(&li, NULL), "simple") == 0)) {
+                char cshown[300];
+                bson_t cdoc;
+                const uint8_t *cd;
+                uint32_t cl;
+                bson_iter_document(&it, &cl, &cd);
+                if (bson_init_static(&cdoc, cd, cl))
+                    mf_fmt_doc(&cdoc, cshown, sizeof(cshown));
+                else
+                    cshown[0] = '\0';
+                bson_destroy(&built);
+                return mf_err_set(err, MF_E_CannotCreateIndex, "Index type 'text' does not support collation: %s", cshown);
+            }
+        }
+        if (mf_text_spec_fix(&built, &fixed, err) != 0) {
+            bson_destroy(&built);
+            return -1;
+        }
+        bson_destroy(&built);
+        bson_steal(&built, &fixed);
     }
     if (has_ttl) {
         bson_t ttl;

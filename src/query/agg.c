@@ -87,6 +87,9 @@
 #include "query/agg_spill.h"
 #include "query/agg_window.h"
 #include "query/exec.h"
+#include "index/text.h"
+
+static int sub_text_check(const struct mf_pipeline *sub, mf_error_t *err);
 
 enum stage_kind { S_MATCH, S_PROJECT, S_ADDFIELDS, S_UNSET, S_SORT, S_LIMIT, S_SKIP, S_GROUP, S_COUNT,
                   S_UNWIND, S_REPLACEROOT, S_SORTBYCOUNT, S_LOOKUP, S_FACET, S_SAMPLE, S_CURRENTOP,
@@ -1946,7 +1949,7 @@ parse_lookup(stage_t *s, const bson_value_t *v, mf_error_t *err)
         mf_expr_vars_set(&frame);
         s->sub = mf_pipeline_new(pipeline, err);
         mf_expr_vars_set(frame.up);
-        if (s->sub == NULL)
+        if (s->sub == NULL || sub_text_check(s->sub, err) != 0)
             return -1;
     }
     if (s->from == NULL && !(s->sub != NULL && s->sub->collectionless && s->local == NULL))
@@ -2646,7 +2649,7 @@ parse_union_with(stage_t *s, const bson_value_t *v, mf_error_t *err)
             return mf_err_set(err, MF_E_Location40415, "BSON field '$unionWith.%s' is an unknown field.", k);
         }
     }
-    if (pipeline != NULL && (s->sub = mf_pipeline_new(pipeline, err)) == NULL)
+    if (pipeline != NULL && ((s->sub = mf_pipeline_new(pipeline, err)) == NULL || sub_text_check(s->sub, err) != 0))
         return -1;
     if (pipeline != NULL) {
         /* Kept as given: a streaming run opens it through env->sub_open. */
@@ -2747,6 +2750,21 @@ parse_graph_lookup(stage_t *s, const bson_value_t *v, mf_error_t *err)
     return 0;
 }
 
+/*
+ * A $match with $text must head the top-level pipeline, whose source is a
+ * text plan; a sub-pipeline's documents come from none, so its leading
+ * $text would match everything: 17313 there too.
+ */
+static int
+sub_text_check(const mf_pipeline_t *sub, mf_error_t *err)
+{
+    bson_value_t tv;
+    mf_error_t te = {0};
+    if (mf_text_find(mf_pipeline_first_match(sub), &tv, &te) != 0)
+        return mf_err_set(err, MF_E_Location17313, "$match with $text is only allowed as the first pipeline stage");
+    return 0;
+}
+
 static int
 parse_stage(stage_t *s, const char *name, const bson_value_t *v, bool first, mf_error_t *err)
 {
@@ -2761,6 +2779,10 @@ parse_stage(stage_t *s, const char *name, const bson_value_t *v, bool first, mf_
         if (v->value_type != BSON_TYPE_DOCUMENT)
             return mf_err_set(err, MF_E_Location15959, "the match filter must be an expression in an object");
         s->spec = bson_new_from_data(v->value.v_doc.data, v->value.v_doc.data_len);
+        bson_value_t tv;
+        mf_error_t te = {0};
+        if (!first && mf_text_find(s->spec, &tv, &te) != 0) /* only a leading $match runs through a text plan */
+            return mf_err_set(err, MF_E_Location17313, "$match with $text is only allowed as the first pipeline stage");
         s->matcher = mf_matcher_new(s->spec, err);
         return s->matcher ? 0 : -1;
     }
@@ -2909,6 +2931,10 @@ parse_stage(stage_t *s, const char *name, const bson_value_t *v, bool first, mf_
             mf_pipeline_t *sub = mf_pipeline_new(bson_iter_value(&it), err);
             if (sub == NULL)
                 return -1;
+            if (sub_text_check(sub, err) != 0) {
+                mf_pipeline_free(sub);
+                return -1;
+            }
             s->facets = bson_realloc(s->facets, (s->nfacets + 1) * sizeof *s->facets);
             s->facet_names = bson_realloc(s->facet_names, (s->nfacets + 1) * sizeof *s->facet_names);
             s->facets[s->nfacets] = sub;
@@ -3121,6 +3147,15 @@ bool
 mf_pipeline_is_current_op(const mf_pipeline_t *p)
 {
     return p != NULL && p->n > 0 && p->stages[0].kind == S_CURRENTOP;
+}
+
+bool
+mf_pipeline_sorts_by_text_score(const mf_pipeline_t *p)
+{
+    for (size_t i = 0; p != NULL && i < p->n; i++)
+        if (p->stages[i].kind == S_SORT && mf_sort_uses_text_score(p->stages[i].sort))
+            return true;
+    return false;
 }
 
 const bson_t *

@@ -158,6 +158,9 @@ bool mf_pipeline_writes(const mf_pipeline_t *p);
  */
 bool mf_pipeline_write_target(const mf_pipeline_t *p, const char **db, const char **coll, const bson_t **merge_spec);
 
+/* mf_pipeline_sorts_by_text_score: whether a $sort of p (not of its sub-pipelines) has a {$meta: "textScore"} key. */
+bool mf_pipeline_sorts_by_text_score(const mf_pipeline_t *p);
+
 /* mf_pipeline_first_match: the filter of a leading $match stage, or NULL (valid while p lives). */
 const bson_t *mf_pipeline_first_match(const mf_pipeline_t *p);
 

@@ -17,6 +17,8 @@
  * COLLSCAN resumes after p->last_rid. OR (an index union) runs its IXSCAN
  * inputs one after another, each as above, with p->cur_input the input
  * being scanned; record ids are de-duplicated across inputs in p->seen.
+ * TEXT_OR runs as OR; each fetched document then passes the text checks
+ * (mf_text_query_match), which give its score to the visitor's details.
  *
  * Time limits: a thread-local deadline (monotonic ms, 0 = none) set by the
  * command layer; the scan loops look at the clock every kDeadlineEvery
@@ -32,6 +34,7 @@
 #include <time.h>
 
 #include "catalog/coll_write.h"
+#include "index/text.h"
 
 bool
 mf_exec_id_equality(const bson_t *filter, bson_value_t *v)
@@ -230,6 +233,7 @@ scan_index(mf_sess_t *s, mf_coll_t *c, mf_plan_t *p, mf_stage_t *st, mf_stage_t 
            const mf_matcher_t *m, mf_exec_visit_fn visit, void *arg, mf_error_t *err)
 {
     mf_stage_t *fetch = p->fetch;
+    mf_stage_t *tmatch = p->text != NULL ? mf_plan_find_stage(p, MF_ST_TEXT_MATCH) : NULL;
     mf_index_t *ix = mf_coll_index_by_name(c, st->index_name);
     mf_cur_t *icur = NULL, *ccur = NULL;
     bool own_icur = true, own_ccur = true;
@@ -364,7 +368,16 @@ scan_index(mf_sess_t *s, mf_coll_t *c, mf_plan_t *p, mf_stage_t *st, mf_stage_t 
                 mf_cur_value(ccur, &dv, &dl);
                 fetch->docs_examined++;
                 fetch->works++;
-                if (bson_init_static(&doc, dv, dl) && (m == NULL || mf_matcher_match(m, &doc, &d))) {
+                bool ok = bson_init_static(&doc, dv, dl) && (m == NULL || mf_matcher_match(m, &doc, &d));
+                if (ok && p->text != NULL) {
+                    ok = mf_text_query_match(p->text, &doc, &d.text_score);
+                    d.has_text_score = ok;
+                    if (tmatch != NULL) {
+                        tmatch->works++;
+                        tmatch->n_returned += ok;
+                    }
+                }
+                if (ok) {
                     fetch->n_returned++;
                     int r = visit(arg, rid, &doc, &d);
                     if (r < 0) {
@@ -453,6 +466,7 @@ mf_exec_run(mf_sess_t *s, mf_coll_t *c, mf_plan_t *p, const mf_matcher_t *m, mf_
         rc = run_ixscan(s, c, p, m, visit, arg, err);
         break;
     case MF_ST_OR:
+    case MF_ST_TEXT_OR:
         rc = run_or(s, c, p, m, visit, arg, err);
         break;
     default:

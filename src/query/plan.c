@@ -34,6 +34,7 @@
 #include <string.h>
 
 #include "index/keystring.h"
+#include "index/text.h"
 #include "doc/collation.h"
 #include "query/index_filter.h"
 #include "doc/value.h"
@@ -1331,6 +1332,7 @@ mf_plan_free(mf_plan_t *p)
         bson_value_destroy(&p->idv);
     free(p->last_key);
     mf_ridset_destroy(&p->seen);
+    mf_text_query_free(p->text);
     free(p);
 }
 
@@ -1348,7 +1350,7 @@ mf_plan_stage_name(mf_stage_kind_t kind)
 {
     static const char *names[] = {"EOF", "COLLSCAN", "IXSCAN", "IDHACK", "FETCH", "SORT", "SKIP", "LIMIT",
                                   "PROJECTION_SIMPLE", "PROJECTION_DEFAULT", "COUNT", "DELETE",
-                                  "BATCHED_DELETE", "UPDATE", "OR"};
+                                  "BATCHED_DELETE", "UPDATE", "OR", "TEXT_OR", "TEXT_MATCH"};
     return (unsigned)kind < sizeof(names) / sizeof(names[0]) ? names[kind] : "UNKNOWN";
 }
 
@@ -1434,7 +1436,8 @@ best_candidate(const mf_coll_t *c, const preds_t *ps, const bson_t *sort, mf_ind
     int best_score = 0;
     for (int i = 0; i < c->nindexes; i++) {
         mf_index_t *ix = c->indexes[i];
-        if (ix->building || (hinted != NULL && ix != hinted) || (hinted == NULL && allowed != NULL && !allowed[i]))
+        if (ix->building || ix->kp.is_text || (hinted != NULL && ix != hinted) ||
+            (hinted == NULL && allowed != NULL && !allowed[i]))
             continue;
         if (hinted == NULL && (mf_plan_index_hidden(ix) || (ix->partial && !partial_implied(ix, ps))))
             continue;
@@ -1667,6 +1670,127 @@ or_stage(const mf_coll_t *c, const bson_t *filter, const preds_t *ps, const bool
     return orst;
 }
 
+/*
+ * The access path of a $text query (operand tv) over c: TEXT_MATCH over
+ * FETCH (the whole filter, re-checked by the matcher, where $text is true)
+ * over TEXT_OR, one IXSCAN per distinct term, each bounded to the keys
+ * starting with that term. Sets p->leaf, p->fetch and p->text; returns the
+ * top stage, or NULL with err (27 without a text index).
+ */
+/*
+ * The value filter compares path equal to (top level or under top-level
+ * $and): what a compound text index's prefix field needs. A view into
+ * filter; false when there is none (a range, $in or regex is not one).
+ */
+static bool
+text_prefix_eq(const bson_t *filter, const char *path, bson_value_t *v, int depth)
+{
+    bson_iter_t it;
+    if (filter == NULL || depth > 8 || !bson_iter_init(&it, filter))
+        return false;
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        const bson_value_t *x = bson_iter_value(&it);
+        if (strcmp(k, "$and") == 0 && x->value_type == BSON_TYPE_ARRAY) {
+            bson_iter_t ai;
+            bson_iter_recurse(&it, &ai);
+            while (bson_iter_next(&ai)) {
+                bson_t sub;
+                const bson_value_t *e = bson_iter_value(&ai);
+                if (e->value_type == BSON_TYPE_DOCUMENT &&
+                    bson_init_static(&sub, e->value.v_doc.data, e->value.v_doc.data_len) &&
+                    text_prefix_eq(&sub, path, v, depth + 1))
+                    return true;
+            }
+            continue;
+        }
+        if (strcmp(k, path) != 0 || x->value_type == BSON_TYPE_REGEX)
+            continue;
+        if (x->value_type == BSON_TYPE_DOCUMENT) {
+            bson_iter_t o;
+            if (bson_iter_recurse(&it, &o) && bson_iter_next(&o) && bson_iter_key(&o)[0] == '$') {
+                if (strcmp(bson_iter_key(&o), "$eq") == 0 && BSON_ITER_HOLDS_REGEX(&o) == false) {
+                    *v = *bson_iter_value(&o);
+                    if (!bson_iter_next(&o))
+                        return true;
+                }
+                continue;
+            }
+        }
+        *v = *x;
+        return true;
+    }
+    return false;
+}
+
+static mf_stage_t *
+text_stage(const mf_coll_t *c, const bson_value_t *tv, const bson_t *filter, mf_plan_t *p, mf_error_t *err)
+{
+    mf_index_t *tix = NULL;
+    for (int i = 0; i < c->nindexes && tix == NULL; i++)
+        if (c->indexes[i]->kp.is_text && !c->indexes[i]->building && !mf_plan_index_hidden(c->indexes[i]))
+            tix = c->indexes[i];
+    if (tix == NULL) {
+        mf_err_set(err, MF_E_IndexNotFound, "text index required for $text query");
+        return NULL;
+    }
+    /* A compound text index: an equality on every prefix field (before _fts) bounds each scan. */
+    bson_value_t prefix[MF_KP_MAX_FIELDS];
+    int nprefix = 0;
+    while (nprefix < tix->kp.nfields && strcmp(tix->kp.fields[nprefix], "_fts") != 0) {
+        if (!text_prefix_eq(filter, tix->kp.fields[nprefix], &prefix[nprefix], 0)) {
+            mf_err_set(err, MF_E_NoQueryExecutionPlans,
+                       "error processing query: planner returned error :: caused by :: failed to use text index to "
+                       "satisfy $text query (if text index is compound, are equality predicates given for all "
+                       "prefix fields?)");
+            return NULL;
+        }
+        nprefix++;
+    }
+    if ((p->text = mf_text_query_new(tv, tix->spec, err)) == NULL)
+        return NULL;
+    mf_stage_t *orst = stage_new(MF_ST_TEXT_OR, NULL);
+    size_t nt = mf_text_query_nterms(p->text);
+    orst->inputs = mf_calloc(nt + 1, sizeof(*orst->inputs));
+    for (size_t i = 0; i < nt; i++) {
+        mf_stage_t *ix = stage_new(MF_ST_IXSCAN, NULL);
+        mf_keystring_t ks;
+        bson_value_t term = {.value_type = BSON_TYPE_UTF8};
+        mf_error_t e2 = {0};
+        const char *t = mf_text_query_term(p->text, i);
+        ix->index_name = mf_strdup(tix->name);
+        ix->index_ident = mf_strdup(tix->ident);
+        bson_t kpat;
+        ix->key_pattern = mf_index_spec_key(tix->spec, &kpat) ? bson_copy(&kpat) : bson_new();
+        ix->bounds = bson_new();
+        term.value.v_utf8.str = (char *)t;
+        term.value.v_utf8.len = (uint32_t)strlen(t);
+        mf_ks_init(&ks);
+        int kr = 0;
+        for (int f = 0; f < nprefix && kr == 0; f++)
+            kr = mf_index_append_component(&ks, &prefix[f], tix->kp.desc[f], tix->kp.collation, &e2);
+        if (kr == 0 && mf_ks_append_value(&ks, &term, false, &e2) == 0) {
+            ix->iv = mf_calloc(1, sizeof(*ix->iv));
+            ix->niv = 1;
+            ix->iv[0].lo = dup_bytes(ks.data, ks.len);
+            ix->iv[0].hi = dup_bytes(ks.data, ks.len);
+            ix->iv[0].lolen = ix->iv[0].hilen = ks.len;
+            ix->iv[0].lo_incl = ix->iv[0].hi_incl = true;
+        }
+        mf_ks_destroy(&ks);
+        orst->inputs[orst->ninputs++] = ix;
+    }
+    p->leaf = orst;
+    p->fetch = stage_new(MF_ST_FETCH, orst);
+    p->fetch->filter = filter ? bson_copy(filter) : NULL;
+    mf_stage_t *tm = stage_new(MF_ST_TEXT_MATCH, p->fetch);
+    tm->index_name = mf_strdup(tix->name);
+    tm->spec = bson_new(); /* explain's indexPrefix: the prefix fields' values */
+    for (int f = 0; f < nprefix; f++)
+        bson_append_value(tm->spec, tix->kp.fields[f], -1, &prefix[f]);
+    return tm;
+}
+
 int
 mf_plan_build(const mf_coll_t *c, const mf_plan_request_t *req, mf_plan_t **out, mf_error_t *err)
 {
@@ -1700,10 +1824,23 @@ mf_plan_build(const mf_coll_t *c, const mf_plan_request_t *req, mf_plan_t **out,
             return mf_err_set(err, MF_E_BadValue, "hint provided does not correspond to an existing index");
         }
     }
-    bson_value_t idv;
+    bson_value_t idv, tv;
+    int has_text = mf_text_find(req->filter, &tv, err);
+    if (has_text < 0) {
+        preds_free(ps);
+        free(p);
+        return -1;
+    }
     if (c == NULL) {
         p->leaf = stage_new(MF_ST_EOF, NULL);
         top = p->leaf;
+    } else if (has_text) {
+        if ((top = text_stage(c, &tv, req->filter, p, err)) == NULL) {
+            preds_free(ps);
+            mf_plan_free(p);
+            return -1;
+        }
+        p->sort_provided = !has_sort;
     } else if (!natural && hinted == NULL && !req->force_collscan && mf_collation_current() == NULL &&
                id_index_simple(c) && mf_plan_id_equality(req->filter, &idv)) {
         p->leaf = stage_new(MF_ST_IDHACK, NULL);
@@ -1845,6 +1982,13 @@ explain_stage(const mf_plan_t *p, const mf_stage_t *s, bool stats, bson_t *out)
     case MF_ST_SKIP:
         BSON_APPEND_INT64(out, "skipAmount", s->amount);
         break;
+    case MF_ST_TEXT_MATCH:
+        BSON_APPEND_DOCUMENT(out, "indexPrefix", s->spec);
+        BSON_APPEND_UTF8(out, "indexName", s->index_name);
+        if (p->text != NULL)
+            mf_text_query_explain(p->text, out);
+        BSON_APPEND_INT32(out, "textIndexVersion", 3);
+        break;
     case MF_ST_LIMIT:
         BSON_APPEND_INT64(out, "limitAmount", s->amount);
         break;
@@ -1874,11 +2018,11 @@ explain_stage(const mf_plan_t *p, const mf_stage_t *s, bool stats, bson_t *out)
             BSON_APPEND_INT32(out, "dupsTested", (int32_t)(s->multikey ? s->keys_examined : 0));
         }
     }
-    if (stats && s->kind == MF_ST_OR) {
+    if (stats && (s->kind == MF_ST_OR || s->kind == MF_ST_TEXT_OR)) {
         BSON_APPEND_INT32(out, "dupsTested", (int32_t)s->dups_tested);
         BSON_APPEND_INT32(out, "dupsDropped", (int32_t)s->dups_dropped);
     }
-    if (s->kind == MF_ST_OR) {
+    if (s->kind == MF_ST_OR || s->kind == MF_ST_TEXT_OR) {
         bson_t arr;
         BSON_APPEND_ARRAY_BEGIN(out, "inputStages", &arr);
         for (size_t i = 0; i < s->ninputs; i++) {

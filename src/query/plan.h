@@ -22,6 +22,12 @@
  *      A $or whose branches are all equalities / $in on one path is first
  *      read as one $in (MongoDB's rewrite), so it is a single IXSCAN.
  *   5. COLLSCAN.
+ * A filter with $text (top level or under top-level $and) always uses the
+ * collection's text index (27 IndexNotFound without one): TEXT_MATCH over
+ * FETCH over TEXT_OR, one IXSCAN per distinct query term; the executor
+ * checks phrases and negations and computes each document's score. A
+ * compound text index needs an equality on each prefix field (291), which
+ * is part of every term's bounds.
  * Index filters (query/index_filter.h): without a hint, an index filter set
  * for the request's query shape leaves only the indexes it names as
  * candidates (rules 3 and 4), as mongod's query settings do.
@@ -70,6 +76,8 @@ typedef enum mf_stage_kind {
     MF_ST_BATCHED_DELETE,
     MF_ST_UPDATE,
     MF_ST_OR,
+    MF_ST_TEXT_OR,    /* $text: an OR of one IXSCAN per term of the text index (run as OR) */
+    MF_ST_TEXT_MATCH, /* $text: phrases, negations and the score, checked above FETCH (exec.c) */
 } mf_stage_kind_t;
 
 /* One index interval over keystring bytes, lo <= hi byte-wise (scan order ascending). */
@@ -144,6 +152,7 @@ typedef struct mf_plan {
     int64_t exec_ms;
     bool tailable;      /* a tailable cursor's COLLSCAN: may be resumed after reaching the end */
     bool index_filter_set; /* an index filter (planCacheSetFilter) restricted the indexes considered */
+    struct mf_text_query *text; /* owned: a $text query's terms and checks (index/text.h), or NULL */
 } mf_plan_t;
 
 /*

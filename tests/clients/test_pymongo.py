@@ -329,6 +329,27 @@ def test_db_hash_and_data_size():
         eq(e.code, 123, "NotAReplicaSet")
 
 
+@test
+def test_text_search():
+    c = fresh_db().articles
+    eq(c.create_index([("subject", pymongo.TEXT)]), "subject_text", "text index name")
+    c.insert_many([{"_id": 1, "subject": "coffee"}, {"_id": 2, "subject": "Coffee Shopping"},
+                   {"_id": 3, "subject": "Baking a cake"}, {"_id": 7, "subject": "coffee and cream"}])
+    docs = list(c.find({"$text": {"$search": "coffees -shop"}}, {"score": {"$meta": "textScore"}})
+                .sort([("score", {"$meta": "textScore"})]))
+    eq([(d["_id"], d["score"]) for d in docs], [(1, 1.0), (7, 0.75)], "stemmed, negated, scored")
+    eq([d["_id"] for d in c.find({"$text": {"$search": "\"coffee shop\""}})], [2], "phrase")
+    info = c.index_information()["subject_text"]
+    eq((info["key"], info["weights"], info["textIndexVersion"]), ([("_fts", "text"), ("_ftsx", 1)], {"subject": 1}, 3),
+       "normalised spec")
+    try:
+        c.database.other.insert_one({"a": 1})
+        list(c.database.other.find({"$text": {"$search": "x"}}))
+        raise AssertionError("$text without a text index accepted")
+    except OperationFailure as e:
+        eq(e.code, 27, "IndexNotFound")
+
+
 def _wait_for(pred, what, timeout=20):
     deadline = time.time() + timeout
     while time.time() < deadline:
