@@ -1,5 +1,5 @@
 /*
- * fuzz_text.c: text search (src/index/text.h): index specs, a document's
+ * fuzz_text.c: text search (src/doc/text.h): index specs, a document's
  * terms and scores, $text query parsing, per-document matching.
  *
  * Feeds: the first document is a text index spec without its v and name
@@ -20,7 +20,7 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "index/text.h"
+#include "doc/text.h"
 
 static void
 check_terms(const mf_text_spec_t *ts, const bson_t *doc)

@@ -42,7 +42,7 @@
 #include "common/log.h"
 #include "doc/match.h"
 #include "doc/value.h"
-#include "index/text.h"
+#include "doc/text.h"
 
 #define CATALOG_URI "table:_mf_catalog"
 #define SIZES_URI "table:_mf_sizes"

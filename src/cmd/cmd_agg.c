@@ -24,7 +24,7 @@
 #include "common/docvec.h"
 #include "common/log.h"
 #include "common/params.h"
-#include "index/text.h"
+#include "doc/text.h"
 #include "query/agg.h"
 #include "query/batch.h"
 #include "query/exec.h"
@@ -289,7 +289,7 @@ agg_pull_visit(void *arg, int64_t rid, const bson_t *doc, const mf_match_details
         return 0;
     }
     if (d != NULL && d->has_text_score) {
-        /* A $text plan: the score rides along as the hidden last field (index/text.h). */
+        /* A $text plan: the score rides along as the hidden last field (doc/text.h). */
         scored = bson_copy(doc);
         BSON_APPEND_DOUBLE(scored, MF_TEXT_SCORE_FIELD, d->text_score);
         doc = scored;
@@ -1083,7 +1083,7 @@ mf_cmd_aggregate(mf_op_t *op)
     if (collstats || archived || indexstats)
         bson_destroy(&rest);
     if (pl != NULL && mf_pipeline_sorts_by_text_score(pl)) {
-        /* The text score exists only after a leading $match with $text (index/text.h). */
+        /* The text score exists only after a leading $match with $text (doc/text.h). */
         bson_value_t tv;
         if (mf_text_find(mf_pipeline_first_match(pl), &tv, &op->err) != 1) {
             mf_err_set(&op->err, MF_E_Location40218, "query requires text score metadata, but it is not available");

@@ -20,7 +20,7 @@
 #include "query/agg.h"
 #include "query/batch.h"
 #include "query/exec.h"
-#include "index/text.h"
+#include "doc/text.h"
 #include "doc/match.h"
 #include "doc/path.h"
 #include "doc/project.h"

@@ -102,7 +102,7 @@ enum op_id {
     OP_TSSECOND, OP_TSINCREMENT, OP_TOUUID, OP_RAND, OP_MEDIAN, OP_PERCENTILE, OP_SIGMOID, OP_REGEXMATCH, OP_REGEXFIND, OP_REGEXFINDALL,
     OP_REPLACEONE, OP_REPLACEALL, OP_LET,
     OP_LITERAL,
-    OP_META, /* {$meta: "textScore"}: the hidden score field of a $text pipeline's document (index/text.h) */
+    OP_META, /* {$meta: "textScore"}: the hidden score field of a $text pipeline's document (doc/text.h) */
 };
 
 /* How an operator's arguments are written. */

@@ -46,7 +46,7 @@
 #include "doc/expr.h"
 #include "doc/jsonschema.h"
 #include "doc/value.h"
-#include "index/text.h"
+#include "doc/text.h"
 #include "doc/path.h"
 
 enum { kMaxDepth = 100 };
@@ -1346,7 +1346,7 @@ parse_filter(const uint8_t *data, uint32_t len, int depth, unsigned flags, mf_er
             } else if (strcmp(k, "$text") == 0 && (flags & (P_SUB | P_BAN))) {
                 mf_err_set(err, MF_E_QueryFeatureNotAllowed, "$text is not allowed in this context");
             } else if (strcmp(k, "$text") == 0) {
-                /* Matched by the text plan (index/text.h, query/plan.c): true here, as mongod's TEXT node. */
+                /* Matched by the text plan (doc/text.h, query/plan.c): true here, as mongod's TEXT node. */
                 if (mf_text_check(v, err) == 0)
                     n = node_new(K_TRUE, NULL);
             } else if (strcmp(k, "$where") == 0) {

@@ -31,7 +31,7 @@ typedef struct mf_matcher mf_matcher_t;
 
 /*
  * The hidden last field that carries a $text query's score on each document
- * of an aggregation (index/text.h); {$meta: "textScore"} reads it and the
+ * of an aggregation (doc/text.h); {$meta: "textScore"} reads it and the
  * command layer strips it from results.
  */
 #define MF_TEXT_SCORE_FIELD "$__mf_textScore"
@@ -39,7 +39,7 @@ typedef struct mf_matcher mf_matcher_t;
 /* What a successful match found out, for the positional update/projection "$". */
 typedef struct mf_match_details {
     int32_t array_pos; /* position in the first array traversed by the matching predicate, -1 if none */
-    bool has_text_score; /* a $text plan matched: text_score is the document's score (index/text.h) */
+    bool has_text_score; /* a $text plan matched: text_score is the document's score (doc/text.h) */
     double text_score;
 } mf_match_details_t;
 

@@ -24,7 +24,7 @@
 #include "doc/collation.h"
 #include "common/fmt.h"
 #include "doc/value.h"
-#include "index/text.h"
+#include "doc/text.h"
 
 #define MAX_KEYS_PER_DOC 1000000
 #define MAX_RAW_KEYS_PER_DOC (4 * MAX_KEYS_PER_DOC) /* before duplicates are removed */
@@ -491,7 +491,7 @@ text_extra_value(const bson_t *doc, const char *path, bson_value_t *out, mf_erro
 
 /*
  * A text index's keys: [prefix values..., term, score, suffix values...]
- * for each distinct term of doc (index/text.h); the prefix and suffix are
+ * for each distinct term of doc (doc/text.h); the prefix and suffix are
  * the non-text fields before _fts and after _ftsx in the key pattern. A
  * document without terms has no key (as mongod: it is not in the index).
  */

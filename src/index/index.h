@@ -31,7 +31,7 @@ typedef struct mf_keypattern {
     struct mf_collation *collation;
     /*
      * A text index ({_fts: "text", _ftsx: 1}): is_text is set by
-     * mf_keypattern_parse; text, owned, is the parsed spec (index/text.h)
+     * mf_keypattern_parse; text, owned, is the parsed spec (doc/text.h)
      * that whoever has the full index spec sets (the catalog). Its keys are
      * [term, score] per distinct term of the document.
      */

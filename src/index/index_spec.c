@@ -17,7 +17,7 @@
 #include "doc/value.h"
 #include "index/index.h"
 #include "index/index_spec.h"
-#include "index/text.h"
+#include "doc/text.h"
 #include "doc/collation.h"
 
 /* Builds the default index name: field_1_other_-1. */
@@ -151,7 +151,7 @@ check_key_pattern(const bson_t *key, const char *shown, mf_error_t *err)
             if (!known)
                 return SPEC_ERR(err, MF_E_CannotCreateIndex, shown, "Unknown index plugin '%s'", p);
             if (strcmp(p, "text") == 0)
-                continue; /* index/text.c normalises the spec */
+                continue; /* doc/text.c normalises the spec */
             return SPEC_ERR(err, MF_E_CannotCreateIndex, shown, "mayfly does not support '%s' indexes", p);
         }
         if (!mf_value_is_number(v))

@@ -87,7 +87,7 @@
 #include "query/agg_spill.h"
 #include "query/agg_window.h"
 #include "query/exec.h"
-#include "index/text.h"
+#include "doc/text.h"
 
 static int sub_text_check(const struct mf_pipeline *sub, mf_error_t *err);
 

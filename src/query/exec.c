@@ -34,7 +34,7 @@
 #include <time.h>
 
 #include "catalog/coll_write.h"
-#include "index/text.h"
+#include "doc/text.h"
 
 bool
 mf_exec_id_equality(const bson_t *filter, bson_value_t *v)

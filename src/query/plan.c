@@ -34,7 +34,7 @@
 #include <string.h>
 
 #include "index/keystring.h"
-#include "index/text.h"
+#include "doc/text.h"
 #include "doc/collation.h"
 #include "query/index_filter.h"
 #include "doc/value.h"

@@ -152,7 +152,7 @@ typedef struct mf_plan {
     int64_t exec_ms;
     bool tailable;      /* a tailable cursor's COLLSCAN: may be resumed after reaching the end */
     bool index_filter_set; /* an index filter (planCacheSetFilter) restricted the indexes considered */
-    struct mf_text_query *text; /* owned: a $text query's terms and checks (index/text.h), or NULL */
+    struct mf_text_query *text; /* owned: a $text query's terms and checks (doc/text.h), or NULL */
 } mf_plan_t;
 
 /*

@@ -1,5 +1,5 @@
 /*
- * test_text.c: text search (index/text.c): spec normalisation, the terms of
+ * test_text.c: text search (doc/text.c): spec normalisation, the terms of
  * a document (folding, diacritics, stop words, Snowball stemming, language
  * override) with mongod's scores, $text query parsing (terms, phrases,
  * negations) and the per-document checks and score.
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "index/text.h"
+#include "doc/text.h"
 
 static bson_t *
 json(const char *s)

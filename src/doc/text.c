@@ -33,7 +33,7 @@
  * makes the ones it needs and frees them before returning.
  */
 #include "common/alloc.h"
-#include "index/text.h"
+#include "doc/text.h"
 
 #include <libstemmer.h>
 #include <math.h>
@@ -54,7 +54,7 @@
 #define MAX_WORD_WEIGHT 100000.0 /* mongod: MAX_WEIGHT / 10000 */
 #define MAX_TERM_BYTES 1024      /* longer terms are cut (keeps index keys bounded) */
 
-#include "index/text_stopwords.h"
+#include "doc/text_stopwords.h"
 
 /*
  * The languages of textIndexVersion 3, by name and ISO code; algo is the
