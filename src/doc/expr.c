@@ -2119,7 +2119,7 @@ ev_add(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     if (eval_args(e, c, &v) < 0)
         return -1;
     num_init(&n, 0);
-    for (size_t i = 0; i < e->nargs; i++) {
+    for (size_t i = 0; i < e->nargs && !null; i++) {
         if (is_nullish(&v[i])) {
             null = true;
         } else if (v[i].value_type == BSON_TYPE_DATE_TIME) {
@@ -2132,7 +2132,7 @@ ev_add(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         } else if (is_num(&v[i])) {
             num_add(&n, &v[i]);
         } else {
-            int rc = mf_err_set(c->err, MF_E_TypeMismatch16554, "$add only supports numeric or date types, not %s",
+            int rc = mf_err_set(c->err, MF_E_TypeMismatch, "$add only supports numeric or date types, not %s",
                                 tname(&v[i]));
             free_vals(v, e->nargs);
             return rc;
@@ -2162,13 +2162,13 @@ ev_multiply(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     if (eval_args(e, c, &v) < 0)
         return -1;
     num_init(&n, 1);
-    for (size_t i = 0; i < e->nargs; i++) {
+    for (size_t i = 0; i < e->nargs && !null; i++) {
         if (is_nullish(&v[i])) {
             null = true;
         } else if (is_num(&v[i])) {
             num_mul(&n, &v[i]);
         } else {
-            int rc = mf_err_set(c->err, MF_E_Location16555, "$multiply only supports numeric types, not %s",
+            int rc = mf_err_set(c->err, MF_E_TypeMismatch, "$multiply only supports numeric types, not %s",
                                 tname(&v[i]));
             free_vals(v, e->nargs);
             return rc;
@@ -2226,6 +2226,7 @@ ev_subtract(const bson_value_t *a, const bson_value_t *b, ctx_t *c, bson_value_t
             set_date(o, (int64_t)((uint64_t)a->value.v_datetime - (uint64_t)x));
             return 0;
         }
+        return mf_err_set(c->err, MF_E_TypeMismatch, "can't $subtract %s from Date", tname(b));
     }
     return mf_err_set(c->err, MF_E_TypeMismatch, "can't $subtract %s from %s", tname(b), tname(a));
 }
@@ -2259,10 +2260,14 @@ ev_mod(const bson_value_t *a, const bson_value_t *b, ctx_t *c, bson_value_t *o)
         return 0;
     }
     if (!is_num(a) || !is_num(b))
-        return mf_err_set(c->err, MF_E_TypeMismatch, "$mod only supports numeric types, not %s and %s", tname(a),
+        return mf_err_set(c->err, MF_E_Location16611, "$mod only supports numeric types, not %s and %s", tname(a),
                           tname(b));
     if (as_dbl(b) == 0)
-        return mf_err_set(c->err, MF_E_Location16610, "can't $mod by zero");
+        return mf_err_set(c->err,
+                          a->value_type == BSON_TYPE_DECIMAL128 || b->value_type == BSON_TYPE_DECIMAL128
+                              ? MF_E_Location5733415
+                              : MF_E_Location16610,
+                          "can't $mod by zero");
     ra = num_rank(a);
     rb = num_rank(b);
     if (ra <= 1 && rb <= 1) {
@@ -2305,7 +2310,7 @@ ev_unary_math(int op, const char *name, const bson_value_t *a, ctx_t *c, bson_va
         }
         if (a->value_type == BSON_TYPE_INT64) {
             if (a->value.v_int64 == INT64_MIN)
-                return mf_err_set(c->err, MF_E_Overflow, "can't take $abs of long long min");
+                return mf_err_set(c->err, MF_E_Location28680, "can't take $abs of long long min");
             set_i64(o, a->value.v_int64 < 0 ? -a->value.v_int64 : a->value.v_int64);
             return 0;
         }
@@ -2353,15 +2358,21 @@ ev_round(int op, const bson_value_t *a, const bson_value_t *p, ctx_t *c, bson_va
     int64_t place = 0;
     const char *name = op == OP_ROUND ? "$round" : "$trunc";
 
-    if (is_nullish(a) || (p && is_nullish(p))) {
+    if (is_nullish(a)) {
         set_null(o);
         return 0;
     }
     if (!is_num(a))
-        return mf_err_set(c->err, MF_E_Location28765, "%s only supports numeric types, not %s", name, tname(a));
-    if (p && (!mf_value_as_int64(p, &place) || place < -20 || place > 100))
-        return mf_err_set(c->err, MF_E_BadValue, "%s requires \"place\" argument to be an integer between -20 and 100",
-                          name);
+        return mf_err_set(c->err, MF_E_Location51081, "%s only supports numeric types, not %s", name, tname(a));
+    if (p && is_nullish(p)) {
+        set_null(o);
+        return 0;
+    }
+    if (p && !mf_value_as_int64(p, &place))
+        return mf_err_set(c->err, MF_E_Location51082, "precision argument to  %s must be a integral value", name);
+    if (p && (place < -20 || place > 100))
+        return mf_err_set(c->err, MF_E_Location51083,
+                          "cannot apply %s with precision value %" PRId64 " value must be in [-20, 100]", name, place);
     double x = as_dbl(a), m = pow(10.0, (double)(place < 0 ? -place : place)), r;
     bool is_int = a->value_type == BSON_TYPE_INT32 || a->value_type == BSON_TYPE_INT64;
     if (is_int && place >= 0) {
@@ -2393,9 +2404,10 @@ ev_pow(const bson_value_t *a, const bson_value_t *b, ctx_t *c, bson_value_t *o)
         set_null(o);
         return 0;
     }
-    if (!is_num(a) || !is_num(b))
-        return mf_err_set(c->err, MF_E_Location28765, "$pow only supports numeric types, not %s and %s", tname(a),
-                          tname(b));
+    if (!is_num(a))
+        return mf_err_set(c->err, MF_E_Location28762, "$pow's base must be numeric, not %s", tname(a));
+    if (!is_num(b))
+        return mf_err_set(c->err, MF_E_Location28763, "$pow's exponent must be numeric, not %s", tname(b));
     if (as_dbl(a) == 0 && as_dbl(b) < 0)
         return mf_err_set(c->err, MF_E_Location28764, "$pow cannot take a base of 0 and a negative exponent");
     int ra = num_rank(a), rb = num_rank(b);
@@ -2498,6 +2510,15 @@ ev_first_last(bool first, const bson_value_t *a, ctx_t *c, bson_value_t *o)
     return 0;
 }
 
+/* is_int32_integral: a number with an integral value that fits in 32 bits (mongod's Value::integral()). */
+static bool
+is_int32_integral(const bson_value_t *v)
+{
+    int64_t x;
+
+    return is_num(v) && mf_value_as_int64(v, &x) && x >= INT32_MIN && x <= INT32_MAX;
+}
+
 static int
 ev_slice(const bson_value_t *v, size_t n, ctx_t *c, bson_value_t *o)
 {
@@ -2505,18 +2526,32 @@ ev_slice(const bson_value_t *v, size_t n, ctx_t *c, bson_value_t *o)
     elems_t el;
     abuild_t ab;
 
-    for (size_t i = 0; i < n; i++)
-        if (is_nullish(&v[i])) {
-            set_null(o);
-            return 0;
-        }
+    /* mongod: array and position nullish first, then their types, then the count's nullishness and type. */
+    if (is_nullish(&v[0]) || is_nullish(&v[1])) {
+        set_null(o);
+        return 0;
+    }
     if (v[0].value_type != BSON_TYPE_ARRAY)
         return mf_err_set(c->err, MF_E_Location28724, "First argument to $slice must be an array, but is of type: %s",
                           tname(&v[0]));
-    for (size_t i = 1; i < n; i++)
-        if (!is_num(&v[i]) || !mf_value_as_int64(&v[i], &cnt))
-            return mf_err_set(c->err, MF_E_BadValue, "%s argument to $slice must be numeric and an integer, but is of type: %s",
-                              i == 1 ? "Second" : "Third", tname(&v[i]));
+    if (!is_num(&v[1]))
+        return mf_err_set(c->err, MF_E_Location28725,
+                          "Second argument to $slice must be a numeric value, but is of type: %s", tname(&v[1]));
+    if (!is_int32_integral(&v[1]))
+        return mf_err_set(c->err, MF_E_Location28726, "Second argument to $slice can't be represented as a 32-bit integer: %g",
+                          as_dbl(&v[1]));
+    if (n > 2) {
+        if (is_nullish(&v[2])) {
+            set_null(o);
+            return 0;
+        }
+        if (!is_num(&v[2]))
+            return mf_err_set(c->err, MF_E_Location28727, "Third argument to $slice must be numeric, but is of type: %s",
+                              tname(&v[2]));
+        if (!is_int32_integral(&v[2]))
+            return mf_err_set(c->err, MF_E_Location28728,
+                              "Third argument to $slice can't be represented as a 32-bit integer: %g", as_dbl(&v[2]));
+    }
     elems_of(&v[0], &el);
     int64_t len = (int64_t)el.n;
     if (n == 2) {
@@ -2534,7 +2569,7 @@ ev_slice(const bson_value_t *v, size_t n, ctx_t *c, bson_value_t *o)
         mf_value_as_int64(&v[2], &cnt);
         if (cnt <= 0) {
             elems_free(&el);
-            return mf_err_set(c->err, MF_E_BadValue, "Third argument to $slice must be positive: %" PRId64, cnt);
+            return mf_err_set(c->err, MF_E_Location28729, "Third argument to $slice must be positive: %" PRId64, cnt);
         }
         if (pos < 0) {
             pos = len + pos;
@@ -2548,6 +2583,30 @@ ev_slice(const bson_value_t *v, size_t n, ctx_t *c, bson_value_t *o)
     ab_finish(&ab, o);
     elems_free(&el);
     return 0;
+}
+
+/* arg_is_const: operand i of e is a constant mongod would fold at optimization (a literal, $literal, or an array
+ * literal of constants). */
+static bool
+node_is_const(const mf_expr_t *a)
+{
+    if (a == NULL)
+        return false;
+    if (a->kind == K_LIT || (a->kind == K_OP && a->op->id == OP_LITERAL))
+        return true;
+    if (a->kind == K_ARR) {
+        for (size_t i = 0; i < a->nargs; i++)
+            if (!node_is_const(a->args[i]))
+                return false;
+        return true;
+    }
+    return false;
+}
+
+static bool
+arg_is_const(const mf_expr_t *e, size_t i)
+{
+    return i < e->nargs && node_is_const(e->args[i]);
 }
 
 /* set_add: appends v to ab unless an equal value is already in seen (borrowed list). */
@@ -2582,17 +2641,56 @@ ev_sets(const mf_expr_t *e, bson_value_t *v, size_t n, ctx_t *c, bson_value_t *o
     elems_t seen = {NULL, 0};
     size_t cap = 0;
 
-    for (size_t i = 0; i < n; i++) {
-        if (is_nullish(&v[i])) {
-            if (op == OP_SETISSUBSET || op == OP_SETEQUALS)
-                return mf_err_set(c->err, MF_E_BadValue, "All operands of %s must be arrays. One argument is of type: %s",
-                                  e->op->name, tname(&v[i]));
+    if (op == OP_SETUNION || op == OP_SETINTERSECTION) {
+        /* Left to right: the first nullish operand answers null, the first non-array one fails. */
+        for (size_t i = 0; i < n; i++) {
+            if (is_nullish(&v[i])) {
+                set_null(o);
+                return 0;
+            }
+            if (v[i].value_type != BSON_TYPE_ARRAY)
+                return mf_err_set(c->err, op == OP_SETUNION ? MF_E_Location17043 : MF_E_Location17047,
+                                  "All operands of %s must be arrays. One argument is of type: %s", e->op->name,
+                                  tname(&v[i]));
+        }
+    } else if (op == OP_SETDIFFERENCE) {
+        if (is_nullish(&v[0]) || is_nullish(&v[1])) {
             set_null(o);
             return 0;
         }
-        if (v[i].value_type != BSON_TYPE_ARRAY)
-            return mf_err_set(c->err, MF_E_BadValue, "All operands of %s must be arrays. One argument is of type: %s",
-                              e->op->name, tname(&v[i]));
+        for (size_t i = 0; i < 2; i++)
+            if (v[i].value_type != BSON_TYPE_ARRAY)
+                return mf_err_set(c->err, i == 0 ? MF_E_Location17048 : MF_E_Location17049,
+                                  "both operands of $setDifference must be arrays. %s argument is of type: %s",
+                                  i == 0 ? "First" : "Second", tname(&v[i]));
+    } else if (op == OP_SETISSUBSET) {
+        /* No null passthrough. A constant right operand is checked when the pipeline is optimized, before the
+         * left one, with its own codes (17311, then 17310 for the left operand). */
+        bool rhs_const = arg_is_const(e, 1) && !arg_is_const(e, 0); /* all-constant folds via plain evaluate */
+        if (rhs_const && v[1].value_type != BSON_TYPE_ARRAY)
+            return mf_err_set(c->err, MF_E_Location17311,
+                              "both operands of $setIsSubset must be arrays. Second argument is of type: %s",
+                              tname(&v[1]));
+        if (v[0].value_type != BSON_TYPE_ARRAY)
+            return mf_err_set(c->err, rhs_const ? MF_E_Location17310 : MF_E_Location17046,
+                              "both operands of $setIsSubset must be arrays. First argument is of type: %s",
+                              tname(&v[0]));
+        if (v[1].value_type != BSON_TYPE_ARRAY)
+            return mf_err_set(c->err, MF_E_Location17042,
+                              "both operands of $setIsSubset must be arrays. Second argument is of type: %s",
+                              tname(&v[1]));
+    } else {
+        /* $setEquals: no null passthrough; constant operands are checked first, at optimization (5887502). */
+        for (size_t i = 0; i < n; i++)
+            if (arg_is_const(e, i) && v[i].value_type != BSON_TYPE_ARRAY)
+                return mf_err_set(c->err, MF_E_Location5887502,
+                                  "All operands of $setEquals must be arrays. %zu-th argument is of type: %s", i + 1,
+                                  tname(&v[i]));
+        for (size_t i = 0; i < n; i++)
+            if (v[i].value_type != BSON_TYPE_ARRAY)
+                return mf_err_set(c->err, MF_E_Location17044,
+                                  "All operands of $setEquals must be arrays. %zu-th argument is of type: %s", i + 1,
+                                  tname(&v[i]));
     }
     if (op == OP_SETUNION) {
         ab_init(&ab);
@@ -3055,19 +3153,28 @@ ev_trim(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         mf_value_free(&in);
         return -1;
     }
-    if (is_nullish(&in) || (e->nargs > 1 && e->args[1] && is_nullish(&ch))) {
+    /* mongod: input nullish -> null, input's type, then chars nullish -> null, chars' type. */
+    if (is_nullish(&in)) {
         set_null(o);
         goto done;
     }
     if (in.value_type != BSON_TYPE_UTF8) {
+        char vb[128];
+        value_str(&in, vb, sizeof vb);
         rc = mf_err_set(c->err, MF_E_Location50699, "%s requires its input to be a string, got %s (of type %s) instead.",
-                        e->op->name, "value", tname(&in));
+                        e->op->name, vb, tname(&in));
+        goto done;
+    }
+    if (e->nargs > 1 && e->args[1] && is_nullish(&ch)) {
+        set_null(o);
         goto done;
     }
     if (ch.value_type != BSON_TYPE_EOD) {
         if (ch.value_type != BSON_TYPE_UTF8) {
-            rc = mf_err_set(c->err, MF_E_Location50699, "%s requires 'chars' to be a string, got %s instead.",
-                            e->op->name, tname(&ch));
+            char vb[128];
+            value_str(&ch, vb, sizeof vb);
+            rc = mf_err_set(c->err, MF_E_Location50700, "%s requires 'chars' to be a string, got %s (of type %s) instead.",
+                            e->op->name, vb, tname(&ch));
             goto done;
         }
         chars = bson_malloc((ch.value.v_utf8.len + 1) * sizeof *chars);
@@ -3119,31 +3226,71 @@ ev_substr(int op, bson_value_t *v, ctx_t *c, bson_value_t *o)
 
     if (coerce_str(c, &v[0], &s) < 0)
         return -1;
-    if (!is_num(&v[1])) {
-        mf_value_free(&s);
-        return mf_err_set(c->err, MF_E_BadValue, "%s: starting index must be a numeric type (is BSON type %s)", name,
-                          tname(&v[1]));
-    }
-    if (!is_num(&v[2])) {
-        mf_value_free(&s);
-        return mf_err_set(c->err, MF_E_BadValue, "%s: length must be a numeric type (is BSON type %s)", name,
-                          tname(&v[2]));
+    if (op == OP_SUBSTRCP) {
+        char vb[128];
+        int rc = 0;
+        static const char *const what[] = {"starting index", "length"};
+        static const int tcode[] = {MF_E_Location34450, MF_E_Location34452};
+        static const int icode[] = {MF_E_Location34451, MF_E_Location34453};
+        for (int i = 0; i < 2 && rc == 0; i++) {
+            const bson_value_t *a = &v[1 + i];
+            if (!is_num(a)) {
+                rc = mf_err_set(c->err, tcode[i], "%s: %s must be a numeric type (is BSON type %s)", name, what[i],
+                                tname(a));
+            } else if (!is_int32_integral(a)) {
+                value_str(a, vb, sizeof vb);
+                rc = mf_err_set(c->err, icode[i], "%s: %s cannot be represented as a 32-bit integral value: %s", name,
+                                what[i], vb);
+            }
+        }
+        if (rc < 0) {
+            mf_value_free(&s);
+            return rc;
+        }
+    } else {
+        if (!is_num(&v[1])) {
+            mf_value_free(&s);
+            return mf_err_set(c->err, MF_E_Location16034, "%s:  starting index must be a numeric type (is BSON type %s)",
+                              name, tname(&v[1]));
+        }
+        if (!is_num(&v[2])) {
+            mf_value_free(&s);
+            return mf_err_set(c->err, MF_E_Location16035, "%s:  length must be a numeric type (is BSON type %s)", name,
+                              tname(&v[2]));
+        }
     }
     start = (int64_t)as_dbl(&v[1]);
     len = (int64_t)as_dbl(&v[2]);
     const char *str = s.value.v_utf8.str;
     size_t n = s.value.v_utf8.len;
     if (op == OP_SUBSTRCP) {
-        if (start < 0 || len < 0) {
+        if (len < 0 || start < 0) {
             mf_value_free(&s);
-            return mf_err_set(c->err, MF_E_BadValue, "$substrCP: the %s must be a nonnegative integer.",
-                              start < 0 ? "starting index" : "length argument");
+            if (len < 0)
+                return mf_err_set(c->err, MF_E_Location34454, "$substrCP: length must be a nonnegative integer.");
+            return mf_err_set(c->err, MF_E_Location34455, "$substrCP: the starting index must be nonnegative integer.");
         }
         size_t b = cp_offset(str, n, (size_t)start);
         size_t e = b + cp_offset(str + b, n - b, (size_t)len);
         set_strn(o, str + b, e - b);
     } else {
-        if (start < 0 || (size_t)start >= n) {
+        if (start < 0) {
+            mf_value_free(&s);
+            return mf_err_set(c->err, MF_E_Location50752, "$substrBytes:  starting index must be non-negative (got: %" PRId64 ")",
+                              start);
+        }
+        size_t lo = (size_t)start, ln = len < 0 ? n : (size_t)len;
+        if (lo < n && ((unsigned char)str[lo] & 0xC0) == 0x80) {
+            mf_value_free(&s);
+            return mf_err_set(c->err, MF_E_Location28656,
+                              "$substrBytes:  Invalid range, starting index is a UTF-8 continuation byte.");
+        }
+        if (lo + ln >= lo && lo + ln < n && ((unsigned char)str[lo + ln] & 0xC0) == 0x80) {
+            mf_value_free(&s);
+            return mf_err_set(c->err, MF_E_Location28657,
+                              "$substrBytes:  Invalid range, ending index is in the middle of a UTF-8 character.");
+        }
+        if ((size_t)start >= n) {
             set_str(o, "");
         } else {
             size_t rest = n - (size_t)start;
@@ -3156,25 +3303,47 @@ ev_substr(int op, bson_value_t *v, ctx_t *c, bson_value_t *o)
 }
 
 /* $indexOfArray: [array, value, start?, end?] → first index of an equal element, or -1. */
+/* index_arg: a starting/ending index of $indexOfArray/$indexOfBytes/$indexOfCP (mongod: 40096, 40097). */
 static int
-ev_index_of_array(bson_value_t *v, size_t n, ctx_t *c, bson_value_t *o)
+index_arg(ctx_t *c, const char *op, const bson_value_t *v, size_t i, int64_t *out)
+{
+    const char *what = i == 2 ? "starting index" : "ending index";
+    char vb[128];
+
+    value_str(v, vb, sizeof vb);
+    if (!is_int32_integral(v))
+        return mf_err_set(c->err, MF_E_Location40096, "%srequires an integral %s, found a value of type: %s, with value: %s",
+                          op, what, tname(v), vb);
+    mf_value_as_int64(v, out);
+    if (*out < 0)
+        return mf_err_set(c->err, MF_E_Location40097, "%s requires a nonnegative %s, found: %s", op, what, vb);
+    return 0;
+}
+
+static int
+ev_index_of_array(const mf_expr_t *e, bson_value_t *v, size_t n, ctx_t *c, bson_value_t *o)
 {
     int64_t start = 0, end = INT64_MAX;
     if (is_nullish(&v[0])) {
         set_null(o);
         return 0;
     }
-    if (v[0].value_type != BSON_TYPE_ARRAY)
+    if (v[0].value_type != BSON_TYPE_ARRAY) {
+        /* A constant array operand (with some other operand not constant) is checked at optimization. */
+        bool all_const = true;
+        for (size_t i = 0; i < e->nargs; i++)
+            all_const = all_const && arg_is_const(e, i);
+        if (arg_is_const(e, 0) && !all_const)
+            return mf_err_set(c->err, MF_E_Location50809,
+                              "First operand of $indexOfArray must be an array. First argument is of type: %s",
+                              tname(&v[0]));
         return mf_err_set(c->err, MF_E_Location40090, "$indexOfArray requires an array as a first argument, found: %s",
                           tname(&v[0]));
+    }
     for (size_t i = 2; i < n; i++) {
         int64_t x;
-        if (!is_num(&v[i]) || !mf_value_as_int64(&v[i], &x))
-            return mf_err_set(c->err, MF_E_BadValue, "$indexOfArray %s index must resolve to a number",
-                              i == 2 ? "starting" : "ending");
-        if (x < 0)
-            return mf_err_set(c->err, MF_E_BadValue, "$indexOfArray %s index must be a non-negative number",
-                              i == 2 ? "starting" : "ending");
+        if (index_arg(c, "$indexOfArray", &v[i], i, &x) < 0)
+            return -1;
         if (i == 2)
             start = x;
         else
@@ -3207,17 +3376,15 @@ ev_index_of(int op, bson_value_t *v, size_t n, ctx_t *c, bson_value_t *o)
         return 0;
     }
     if (v[0].value_type != BSON_TYPE_UTF8)
-        return mf_err_set(c->err, MF_E_BadValue, "%s requires a string as the first argument, found: %s", name,
-                          tname(&v[0]));
+        return mf_err_set(c->err, op == OP_INDEXOFCP ? MF_E_Location40093 : MF_E_Location40091,
+                          "%s requires a string as the first argument, found: %s", name, tname(&v[0]));
     if (v[1].value_type != BSON_TYPE_UTF8)
-        return mf_err_set(c->err, MF_E_BadValue, "%s requires a string as the second argument, found: %s", name,
-                          tname(&v[1]));
+        return mf_err_set(c->err, op == OP_INDEXOFCP ? MF_E_Location40094 : MF_E_Location40092,
+                          "%s requires a string as the second argument, found: %s", name, tname(&v[1]));
     for (size_t i = 2; i < n; i++) {
         int64_t x;
-        if (!is_num(&v[i]) || !mf_value_as_int64(&v[i], &x))
-            return mf_err_set(c->err, MF_E_BadValue, "%s %s index must resolve to a number", name, i == 2 ? "starting" : "ending");
-        if (x < 0)
-            return mf_err_set(c->err, MF_E_BadValue, "%s %s index must be a non-negative number", name, i == 2 ? "starting" : "ending");
+        if (index_arg(c, name, &v[i], i, &x) < 0)
+            return -1;
         if (i == 2)
             start = x;
         else
@@ -3276,7 +3443,7 @@ ev_split(bson_value_t *v, ctx_t *c, bson_value_t *o)
                           "$split requires an expression that evaluates to a string as a second argument, found: %s",
                           tname(&v[1]));
     if (v[1].value.v_utf8.len == 0)
-        return mf_err_set(c->err, MF_E_BadValue, "$split requires a non-empty separator");
+        return mf_err_set(c->err, MF_E_Location40087, "$split requires a non-empty separator");
     const char *s = v[0].value.v_utf8.str, *d = v[1].value.v_utf8.str;
     size_t sn = v[0].value.v_utf8.len, dn = v[1].value.v_utf8.len, last = 0;
     ab_init(&ab);
@@ -5623,7 +5790,7 @@ ev_array_to_object(const bson_value_t *a, ctx_t *c, bson_value_t *o)
         return 0;
     }
     if (a->value_type != BSON_TYPE_ARRAY)
-        return mf_err_set(c->err, MF_E_BadValue, "$arrayToObject requires an array input, found: %s", tname(a));
+        return mf_err_set(c->err, MF_E_Location40386, "$arrayToObject requires an array input, found: %s", tname(a));
     elems_of(a, &el);
     for (size_t i = 0; i < el.n; i++) {
         const bson_value_t *x = &el.v[i];
@@ -5631,10 +5798,18 @@ ev_array_to_object(const bson_value_t *a, ctx_t *c, bson_value_t *o)
         const bson_value_t *kv = NULL, *vv = NULL;
         int this_kind = x->value_type == BSON_TYPE_ARRAY ? 1 : x->value_type == BSON_TYPE_DOCUMENT ? 2 : 0;
         if (this_kind == 0 || (kind && this_kind != kind)) {
+            int rc;
+            if (kind == 0)
+                rc = mf_err_set(c->err, MF_E_Location40398, "Unrecognised input type format for $arrayToObject: %s",
+                                tname(x));
+            else
+                rc = mf_err_set(c->err, kind == 1 ? MF_E_Location40396 : MF_E_Location40391,
+                                "$arrayToObject requires a consistent input format. Elements mustall be arrays or all "
+                                "be objects. %s was detected, now found: %s",
+                                kind == 1 ? "Array" : "Object", tname(x));
             fields_abort(&f);
             elems_free(&el);
-            return mf_err_set(c->err, MF_E_BadValue,
-                              "Unrecognised input type format for $arrayToObject: %s", tname(x));
+            return rc;
         }
         kind = this_kind;
         bson_value_t tmp[2];
@@ -5649,7 +5824,8 @@ ev_array_to_object(const bson_value_t *a, ctx_t *c, bson_value_t *o)
             if (cnt != 2) {
                 fields_abort(&f);
                 elems_free(&el);
-                return mf_err_set(c->err, MF_E_BadValue, "$arrayToObject requires an array of size 2 arrays,found array of size: %zu", cnt);
+                return mf_err_set(c->err, MF_E_Location40397,
+                                  "$arrayToObject requires an array of size 2 arrays,found array of size: %zu", cnt);
             }
             kv = &tmp[0];
             vv = &tmp[1];
@@ -5664,23 +5840,42 @@ ev_array_to_object(const bson_value_t *a, ctx_t *c, bson_value_t *o)
                 }
                 cnt++;
             }
-            if (cnt != 2 || !kv || !vv) {
+            if (cnt != 2) {
                 fields_abort(&f);
                 elems_free(&el);
-                return mf_err_set(c->err, MF_E_BadValue,
-                                  "$arrayToObject requires an object keys of 'k' and 'v'. Found incorrect number of keys:%zu", cnt);
+                return mf_err_set(c->err, MF_E_Location40392,
+                                  "$arrayToObject requires an object keys of 'k' and 'v'. Found incorrect number of keys:%zu",
+                                  cnt);
+            }
+            if (!kv || !vv) {
+                char db[200];
+                value_str(x, db, sizeof db);
+                fields_abort(&f);
+                elems_free(&el);
+                return mf_err_set(c->err, MF_E_Location40393,
+                                  "$arrayToObject requires an object with keys 'k' and 'v'. Missing either or both keys "
+                                  "from: %s",
+                                  db);
             }
         }
         if (kv->value_type != BSON_TYPE_UTF8) {
             fields_abort(&f);
             elems_free(&el);
-            return mf_err_set(c->err, MF_E_BadValue, "$arrayToObject requires an object with keys 'k' and 'v', where the value of 'k' must be of type string. Found type: %s",
+            if (kind == 1)
+                return mf_err_set(c->err, MF_E_Location40395,
+                                  "$arrayToObject requires an array of key-value pairs, where the key must be of type "
+                                  "string. Found key type: %s",
+                                  tname(kv));
+            return mf_err_set(c->err, MF_E_Location40394,
+                              "$arrayToObject requires an object with keys 'k' and 'v', where the value of 'k' must be "
+                              "of type string. Found type: %s",
                               tname(kv));
         }
         if (memchr(kv->value.v_utf8.str, '\0', kv->value.v_utf8.len)) {
             fields_abort(&f);
             elems_free(&el);
-            return mf_err_set(c->err, MF_E_BadValue, "Key field cannot contain an embedded null byte");
+            return mf_err_set(c->err, kind == 1 ? MF_E_Location4940400 : MF_E_Location4940401,
+                              "Key field cannot contain an embedded null byte");
         }
         fields_set(&f, kv->value.v_utf8.str, kv->value.v_utf8.len, vv);
     }
@@ -5716,16 +5911,28 @@ ev_map_filter(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         mf_value_free(&in);
         return rc;
     }
-    if (!is_map && e->nargs > 3 && e->args[3]) {
+    /* mongod returns an empty input before it evaluates the limit. */
+    if (!is_map && e->nargs > 3 && e->args[3] && in.value.v_doc.data_len > 5) {
         if (ev(e->args[3], c, &lim) < 0) {
             mf_value_free(&in);
             return -1;
         }
         if (!is_nullish(&lim)) {
-            if (!mf_value_as_int64(&lim, &limit) || limit < 1 || limit > INT32_MAX) {
+            char vb[128];
+            int code = 0;
+            value_str(&lim, vb, sizeof vb);
+            if (!is_int32_integral(&lim))
+                code = MF_E_Location327391;
+            else if (mf_value_as_int64(&lim, &limit), limit < 1)
+                code = MF_E_Location327392;
+            if (code) {
                 mf_value_free(&lim);
                 mf_value_free(&in);
-                return mf_err_set(c->err, MF_E_BadValue, "$filter: limit must be represented as a 32-bit integral value greater than 0");
+                return mf_err_set(c->err, code,
+                                  code == MF_E_Location327391
+                                      ? "$filter: limit must be represented as a 32-bit integral value: %s"
+                                      : "$filter: limit must be greater than 0: %s",
+                                  vb);
             }
         }
         mf_value_free(&lim);
@@ -5780,7 +5987,9 @@ ev_reduce(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         return 0;
     }
     if (in.value_type != BSON_TYPE_ARRAY) {
-        int rc = mf_err_set(c->err, MF_E_BadValue, "$reduce requires input to be an array, found: %s", tname(&in));
+        char vb[128];
+        value_str(&in, vb, sizeof vb);
+        int rc = mf_err_set(c->err, MF_E_Location40080, "$reduce requires that 'input' be an array, found: %s", vb);
         mf_value_free(&in);
         return rc;
     }
@@ -6013,11 +6222,16 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     case OP_LOG:
         if (is_nullish(&v[0]) || is_nullish(&v[1])) {
             set_null(o);
-        } else if (!is_num(&v[0]) || !is_num(&v[1])) {
-            rc = mf_err_set(c->err, MF_E_Location28765, "$log's argument must be numeric, not %s",
-                            tname(is_num(&v[0]) ? &v[1] : &v[0]));
-        } else if (as_dbl(&v[0]) <= 0 || as_dbl(&v[1]) <= 0 || as_dbl(&v[1]) == 1) {
-            rc = mf_err_set(c->err, MF_E_BadValue, "$log's arguments must be positive and the base must not be 1");
+        } else if (!is_num(&v[0])) {
+            rc = mf_err_set(c->err, MF_E_Location28756, "$log's argument must be numeric, not %s", tname(&v[0]));
+        } else if (!is_num(&v[1])) {
+            rc = mf_err_set(c->err, MF_E_Location28757, "$log's base must be numeric, not %s", tname(&v[1]));
+        } else if (as_dbl(&v[0]) <= 0) {
+            rc = mf_err_set(c->err, MF_E_Location28758, "$log's argument must be a positive number, but is %g",
+                            as_dbl(&v[0]));
+        } else if (as_dbl(&v[1]) <= 0 || as_dbl(&v[1]) == 1) {
+            rc = mf_err_set(c->err, MF_E_Location28759,
+                            "$log's base must be a positive number not equal to 1, but is %g", as_dbl(&v[1]));
         } else {
             set_dbl(o, log(as_dbl(&v[0])) / log(as_dbl(&v[1])));
         }
@@ -6027,7 +6241,7 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     case OP_POW: rc = ev_pow(&v[0], &v[1], c, o); break;
     case OP_CONCAT: {
         bool null = false;
-        for (size_t i = 0; i < n; i++) {
+        for (size_t i = 0; i < n && !null; i++) {
             if (is_nullish(&v[i])) {
                 null = true;
             } else if (v[i].value_type != BSON_TYPE_UTF8) {
@@ -6087,7 +6301,7 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     case OP_SPLIT: rc = ev_split(v, c, o); break;
     case OP_INDEXOFCP:
     case OP_INDEXOFBYTES: rc = ev_index_of(id, v, n, c, o); break;
-    case OP_INDEXOFARRAY: rc = ev_index_of_array(v, n, c, o); break;
+    case OP_INDEXOFARRAY: rc = ev_index_of_array(e, v, n, c, o); break;
     case OP_STRCASECMP: {
         bson_value_t a, b;
         if (coerce_str(c, &v[0], &a) < 0) {
@@ -6107,7 +6321,7 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     }
     case OP_SIZE:
         if (v[0].value_type != BSON_TYPE_ARRAY) {
-            rc = mf_err_set(c->err, MF_E_Location17124, "The argument to $size must be an array. Type of argument: %s",
+            rc = mf_err_set(c->err, MF_E_Location17124, "The argument to $size must be an array, but was of type: %s",
                             tname(&v[0]));
         } else {
             elems_t el;
@@ -6133,7 +6347,7 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     case OP_CONCATARRAYS: {
         abuild_t ab;
         bool null = false;
-        for (size_t i = 0; i < n && rc == 0; i++) {
+        for (size_t i = 0; i < n && rc == 0 && !null; i++) {
             if (is_nullish(&v[i]))
                 null = true;
             else if (v[i].value_type != BSON_TYPE_ARRAY)
@@ -6162,7 +6376,7 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         if (is_nullish(&v[0])) {
             set_null(o);
         } else if (v[0].value_type != BSON_TYPE_ARRAY) {
-            rc = mf_err_set(c->err, MF_E_BadValue, "The argument to $reverseArray must be an array, but was of type: %s",
+            rc = mf_err_set(c->err, MF_E_Location34435, "The argument to $reverseArray must be an array, but was of type: %s",
                             tname(&v[0]));
         } else {
             elems_t el;
@@ -6176,25 +6390,33 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         }
         break;
     case OP_RANGE: {
-        int64_t a, b, step = 1;
+        int64_t a = 0, b = 0, step = 1;
         abuild_t ab;
-        if (!is_num(&v[0]) || !mf_value_as_int64(&v[0], &a) || a < INT32_MIN || a > INT32_MAX) {
-            rc = mf_err_set(c->err, MF_E_BadValue, "$range requires a starting value that can be represented as a 32-bit integer, found value: %s",
-                            tname(&v[0]));
-            break;
+        char vb[128];
+        /* mongod: start's type, start's range, end's type, end's range, then the step's (no null passthrough). */
+        static const char *const what[] = {"starting", "ending", "step"};
+        static const int tcode[] = {MF_E_Location34443, MF_E_Location34445, MF_E_Location34447};
+        static const int icode[] = {MF_E_Location34444, MF_E_Location34446, MF_E_Location34448};
+        int64_t *dst[] = {&a, &b, &step};
+        for (size_t i = 0; i < n && i < 3; i++) {
+            if (!is_num(&v[i])) {
+                rc = mf_err_set(c->err, tcode[i], "$range requires a numeric %s value, found value of type:%s%s", what[i],
+                                i == 2 ? "" : " ", tname(&v[i]));
+                break;
+            }
+            if (!is_int32_integral(&v[i])) {
+                value_str(&v[i], vb, sizeof vb);
+                rc = mf_err_set(c->err, icode[i],
+                                "$range requires a%s %s value that can be represented as a 32-bit integer, found value: %s",
+                                i == 1 ? "n" : "", what[i], vb);
+                break;
+            }
+            mf_value_as_int64(&v[i], dst[i]);
         }
-        if (!is_num(&v[1]) || !mf_value_as_int64(&v[1], &b) || b < INT32_MIN || b > INT32_MAX) {
-            rc = mf_err_set(c->err, MF_E_BadValue, "$range requires an ending value that can be represented as a 32-bit integer, found value: %s",
-                            tname(&v[1]));
+        if (rc < 0)
             break;
-        }
-        if (n > 2 && (!is_num(&v[2]) || !mf_value_as_int64(&v[2], &step) || step < INT32_MIN || step > INT32_MAX)) {
-            rc = mf_err_set(c->err, MF_E_BadValue, "$range requires a step value that can be represented as a 32-bit integer, found value: %s",
-                            tname(&v[2]));
-            break;
-        }
         if (step == 0) {
-            rc = mf_err_set(c->err, MF_E_BadValue, "$range requires a non-zero step value");
+            rc = mf_err_set(c->err, MF_E_Location34449, "$range requires a non-zero step value");
             break;
         }
         ab_init(&ab);
@@ -6204,7 +6426,7 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
             ab_push(&ab, &x);
             if (ab.b.len > 16 * 1024 * 1024) {
                 bson_destroy(&ab.b);
-                rc = mf_err_set(c->err, MF_E_BadValue, "$range would use too much memory");
+                rc = mf_err_set(c->err, MF_E_ExceededMemoryLimit, "$range would use too much memory");
                 break;
             }
         }
@@ -6257,7 +6479,8 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     case OP_ANYELEMENTTRUE:
     case OP_ALLELEMENTSTRUE:
         if (v[0].value_type != BSON_TYPE_ARRAY) {
-            rc = mf_err_set(c->err, MF_E_BadValue, "%s's argument must be an array, but is %s", e->op->name, tname(&v[0]));
+            rc = mf_err_set(c->err, id == OP_ALLELEMENTSTRUE ? MF_E_Location17040 : MF_E_Location17041,
+                            "%s's argument must be an array, but is %s", e->op->name, tname(&v[0]));
         } else {
             elems_t el;
             bool any = false, all = true;

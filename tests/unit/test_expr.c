@@ -128,8 +128,8 @@ Test(expr, arithmetic_errors)
 {
     check_err("{\"e\": {\"$divide\": [1, 0]}}", "{}", MF_E_BadValue, "can't $divide by zero");
     check_err("{\"e\": {\"$mod\": [1, 0]}}", "{}", MF_E_Location16610, "can't $mod by zero");
-    check_err("{\"e\": {\"$add\": [1, \"x\"]}}", "{}", MF_E_TypeMismatch16554, "$add only supports numeric or date types");
-    check_err("{\"e\": {\"$multiply\": [1, \"x\"]}}", "{}", MF_E_Location16555, NULL);
+    check_err("{\"e\": {\"$add\": [1, \"x\"]}}", "{}", MF_E_TypeMismatch, "$add only supports numeric or date types");
+    check_err("{\"e\": {\"$multiply\": [1, \"x\"]}}", "{}", MF_E_TypeMismatch, NULL);
     check_err("{\"e\": {\"$sqrt\": -1}}", "{}", MF_E_Location28714, NULL);
 }
 
@@ -178,7 +178,7 @@ Test(expr, arrays)
 {
     check("{\"e\": {\"$size\": \"$a\"}}", "{\"a\": [1, 2, 3]}", "{\"r\": 3}");
     check_err("{\"e\": {\"$size\": \"$a\"}}", "{}", MF_E_Location17124,
-              "The argument to $size must be an array. Type of argument: missing");
+              "The argument to $size must be an array, but was of type: missing");
     check("{\"e\": {\"$arrayElemAt\": [\"$a\", -1]}}", "{\"a\": [1, 2, 3]}", "{\"r\": 3}");
     check("{\"e\": {\"$arrayElemAt\": [\"$a\", 5]}}", "{\"a\": [1, 2, 3]}", "{}");
     check("{\"e\": {\"$first\": \"$a\"}}", "{\"a\": [4, 5]}", "{\"r\": 4}");
@@ -290,14 +290,14 @@ Test(expr, error_paths_release_everything)
     check_err("{\"e\": {\"$filter\": {\"input\": \"x\", \"cond\": true}}}", "{}", MF_E_Location28651, NULL);
     check_err("{\"e\": {\"$let\": {\"vars\": {\"x\": 1}, \"in\": \"$$y\"}}}", "{}", MF_E_Location17276, NULL);
     check_err("{\"e\": {\"$let\": {\"vars\": {\"x\": {\"$bad\": 1}}, \"in\": 1}}}", "{}", MF_E_InvalidPipelineOperator, NULL);
-    check_err("{\"e\": [1, {\"$add\": [\"a\"]}, 3]}", "{}", MF_E_TypeMismatch16554, NULL);
+    check_err("{\"e\": [1, {\"$add\": [\"a\"]}, 3]}", "{}", MF_E_TypeMismatch, NULL);
     check_err("{\"e\": {\"x\": {\"$concat\": [1]}}}", "{}", MF_E_Location16702, NULL);
     check_err("{\"e\": {\"$cond\": {\"if\": true, \"then\": 1}}}", "{}", MF_E_FailedToParse, "Missing 'else'");
     check_err("{\"e\": {\"$reduce\": {\"input\": [1], \"initialValue\": 0, \"in\": {\"$concat\": [\"$$value\"]}}}}", "{}",
               MF_E_Location16702, NULL);
     /* Field paths never index arrays by position: "$$o.0" over [1, 2] is [], which $add refuses. */
     check_err("{\"e\": {\"$map\": {\"input\": [[1, 2], [3]], \"as\": \"o\", \"in\": {\"$map\": {\"input\": \"$$o\", \"in\": {\"$add\": [\"$$this\", \"$$o.0\"]}}}}}}",
-              "{}", MF_E_TypeMismatch16554, "not array");
+              "{}", MF_E_TypeMismatch, "not array");
     check("{\"e\": {\"$map\": {\"input\": [[1, 2], [3]], \"as\": \"o\", \"in\": {\"$map\": {\"input\": \"$$o\", \"in\": {\"$add\": [\"$$this\", {\"$size\": \"$$o\"}]}}}}}}",
           "{}", "{\"r\": [[3, 4], [4]]}");
 }

@@ -1,0 +1,184 @@
+'use strict';
+// Aggregation expression operators' error codes and messages, operator by
+// operator, as mongod 8.0 answers them (src/mongo/db/pipeline/expression.cpp):
+// the code, the message, which argument is checked first and whether a
+// nullish argument answers null before a later argument's type is checked.
+// Each row runs {$project: {r: expr}} over a one-document collection.
+const assert = require('node:assert/strict');
+const { Long, Decimal128 } = require('mongodb');
+const h = require('./harness');
+
+const srv = h.useServer();
+
+const DOC = {
+  _id: 1, s: 'abc', n: 5, arr: [1, 2], o: { a: 1 }, d: new Date(0), t: true,
+  l: Long.fromString('-9223372036854775808'), dec: Decimal128.fromString('0'),
+};
+
+/* [label, expression, code (or 'ok' / a value it must answer), message regex] */
+const ARITH = [
+  ['$add string', { $add: ['$s', 1] }, 14, /^\$add only supports numeric or date types, not string$/],
+  ['$add null first wins', { $add: [null, '$s'] }, { v: null }],
+  ['$add two dates', { $add: ['$d', '$d'] }, 16612, /only one date allowed in an \$add expression/],
+  ['$multiply string', { $multiply: ['$s', 1] }, 14, /^\$multiply only supports numeric types, not string$/],
+  ['$multiply null first wins', { $multiply: ['$missing', '$s'] }, { v: null }],
+  ['$subtract string', { $subtract: ['$s', 1] }, 14, /^can't \$subtract int from string$/],
+  ['$subtract from date', { $subtract: ['$d', '$s'] }, 14, /^can't \$subtract string from Date$/],
+  ['$subtract number - date', { $subtract: [1, '$d'] }, 14, /^can't \$subtract date from int$/],
+  ['$divide string', { $divide: ['$s', 1] }, 14, /^\$divide only supports numeric types, not string and int$/],
+  ['$divide by zero', { $divide: ['$n', 0] }, 2, /^can't \$divide by zero$/],
+  ['$mod string', { $mod: ['$s', 1] }, 16611, /^\$mod only supports numeric types, not string and int$/],
+  ['$mod by zero', { $mod: ['$n', 0] }, 16610, /^can't \$mod by zero$/],
+  ['$mod decimal by zero', { $mod: ['$n', '$dec'] }, 5733415, /^can't \$mod by zero$/],
+  ['$abs string', { $abs: '$s' }, 28765, /^\$abs only supports numeric types, not string$/],
+  ['$abs long min', { $abs: '$l' }, 28680, /^can't take \$abs of long long min$/],
+  ['$ceil string', { $ceil: '$s' }, 28765, /^\$ceil only supports numeric types, not string$/],
+  ['$floor bool', { $floor: '$t' }, 28765, /^\$floor only supports numeric types, not bool$/],
+  ['$sqrt string', { $sqrt: '$s' }, 28765, /^\$sqrt only supports numeric types, not string$/],
+  ['$sqrt negative', { $sqrt: -1 }, 28714, /^\$sqrt's argument must be greater than or equal to 0$/],
+  ['$exp array', { $exp: ['$arr'] }, 28765, /^\$exp only supports numeric types, not array$/],
+  ['$ln zero', { $ln: 0 }, 28766, /^\$ln's argument must be a positive number, but is 0$/],
+  ['$log10 negative', { $log10: -1 }, 28761, /^\$log10's argument must be a positive number, but is -1$/],
+  ['$pow base', { $pow: ['$s', 2] }, 28762, /^\$pow's base must be numeric, not string$/],
+  ['$pow exponent', { $pow: [2, '$s'] }, 28763, /^\$pow's exponent must be numeric, not string$/],
+  ['$pow 0^-1', { $pow: [0, -1] }, 28764, /^\$pow cannot take a base of 0 and a negative exponent$/],
+  ['$log argument', { $log: ['$s', 2] }, 28756, /^\$log's argument must be numeric, not string$/],
+  ['$log base', { $log: [2, '$s'] }, 28757, /^\$log's base must be numeric, not string$/],
+  ['$log negative argument', { $log: [-1, 2] }, 28758, /^\$log's argument must be a positive number, but is -1$/],
+  ['$log base 1', { $log: [8, 1] }, 28759, /^\$log's base must be a positive number not equal to 1, but is 1$/],
+  ['$round string', { $round: ['$s', 2] }, 51081, /^\$round only supports numeric types, not string$/],
+  ['$trunc string', { $trunc: '$s' }, 51081, /^\$trunc only supports numeric types, not string$/],
+  ['$round place not integral', { $round: [1.5, 1.5] }, 51082, /^precision argument to {2}\$round must be a integral value$/],
+  ['$round place range', { $round: [1.5, 101] }, 51083, /^cannot apply \$round with precision value 101 value must be in \[-20, 100\]$/],
+  ['$round null place', { $round: ['$s', null] }, 51081],
+];
+
+const ARRAYS = [
+  ['$arrayElemAt array', { $arrayElemAt: ['$n', 0] }, 28689, /^\$arrayElemAt's first argument must be an array, but is int$/],
+  ['$arrayElemAt index', { $arrayElemAt: ['$arr', 'x'] }, 28690, /^\$arrayElemAt's second argument must be a numeric value, but is string$/],
+  ['$arrayElemAt 1.5', { $arrayElemAt: ['$arr', 1.5] }, 28691, /^\$arrayElemAt's second argument must be representable as a 32-bit integer: 1.5$/],
+  ['$first', { $first: '$n' }, 28689, /^\$first's argument must be an array, but is int$/],
+  ['$last', { $last: '$s' }, 28689, /^\$last's argument must be an array, but is string$/],
+  ['$size', { $size: '$n' }, 17124, /^The argument to \$size must be an array, but was of type: int$/],
+  ['$size missing', { $size: '$missing' }, 17124, /but was of type: missing$/],
+  ['$in', { $in: [1, '$n'] }, 40081, /^\$in requires an array as a second argument, found: int$/],
+  ['$concatArrays', { $concatArrays: ['$arr', '$n'] }, 28664, /^\$concatArrays only supports arrays, not int$/],
+  ['$concatArrays null first wins', { $concatArrays: [null, '$n'] }, { v: null }],
+  ['$slice array', { $slice: ['$n', 1] }, 28724, /^First argument to \$slice must be an array, but is of type: int$/],
+  ['$slice position type', { $slice: ['$arr', 'x'] }, 28725, /^Second argument to \$slice must be a numeric value, but is of type: string$/],
+  ['$slice position integral', { $slice: ['$arr', 1.5] }, 28726, /^Second argument to \$slice can't be represented as a 32-bit integer: 1.5$/],
+  ['$slice count type', { $slice: ['$arr', 0, 'x'] }, 28727, /^Third argument to \$slice must be numeric, but is of type: string$/],
+  ['$slice count integral', { $slice: ['$arr', 0, 1.5] }, 28728, /^Third argument to \$slice can't be represented as a 32-bit integer: 1.5$/],
+  ['$slice count positive', { $slice: ['$arr', 0, 0] }, 28729, /^Third argument to \$slice must be positive: 0$/],
+  ['$slice null count after bad array', { $slice: ['$n', 0, null] }, 28724],
+  ['$reverseArray', { $reverseArray: '$n' }, 34435, /^The argument to \$reverseArray must be an array, but was of type: int$/],
+  ['$range start type', { $range: ['$s', 5] }, 34443, /^\$range requires a numeric starting value, found value of type: string$/],
+  ['$range start integral', { $range: [1.5, 5] }, 34444, /^\$range requires a starting value that can be represented as a 32-bit integer, found value: 1.5$/],
+  ['$range end type', { $range: [0, '$s'] }, 34445, /^\$range requires a numeric ending value, found value of type: string$/],
+  ['$range end integral', { $range: [0, 2.5] }, 34446, /^\$range requires an ending value that can be represented as a 32-bit integer, found value: 2.5$/],
+  ['$range step type', { $range: [0, 5, '$s'] }, 34447, /^\$range requires a numeric step value, found value of type:string$/],
+  ['$range step integral', { $range: [0, 5, 0.5] }, 34448, /^\$range requires a step value that can be represented as a 32-bit integer, found value: 0.5$/],
+  ['$range step zero', { $range: [0, 5, 0] }, 34449, /^\$range requires a non-zero step value$/],
+  ['$setUnion', { $setUnion: ['$arr', '$n'] }, 17043, /^All operands of \$setUnion must be arrays. One argument is of type: int$/],
+  ['$setUnion null first wins', { $setUnion: [null, '$n'] }, { v: null }],
+  ['$setIntersection', { $setIntersection: ['$n'] }, 17047, /^All operands of \$setIntersection must be arrays. One argument is of type: int$/],
+  ['$setDifference first', { $setDifference: ['$n', []] }, 17048, /^both operands of \$setDifference must be arrays. First argument is of type: int$/],
+  ['$setDifference second', { $setDifference: ['$arr', '$s'] }, 17049, /^both operands of \$setDifference must be arrays. Second argument is of type: string$/],
+  ['$setIsSubset constant rhs', { $setIsSubset: ['$n', []] }, 17310, /^both operands of \$setIsSubset must be arrays. First argument is of type: int$/],
+  ['$setIsSubset first', { $setIsSubset: ['$n', '$arr'] }, 17046, /^both operands of \$setIsSubset must be arrays. First argument is of type: int$/],
+  ['$setIsSubset second', { $setIsSubset: ['$arr', '$n'] }, 17042, /^both operands of \$setIsSubset must be arrays. Second argument is of type: int$/],
+  ['$setIsSubset constant non-array rhs', { $setIsSubset: ['$n', 1] }, 17311, /Second argument is of type: int$/],
+  ['$setIsSubset null', { $setIsSubset: [null, '$arr'] }, 17046, /First argument is of type: null$/],
+  ['$setEquals', { $setEquals: ['$arr', '$n'] }, 17044, /^All operands of \$setEquals must be arrays. 2-th argument is of type: int$/],
+  ['$setEquals constant', { $setEquals: ['$arr', 1] }, 5887502, /^All operands of \$setEquals must be arrays. 2-th argument is of type: int$/],
+  ['$allElementsTrue', { $allElementsTrue: ['$n'] }, 17040, /^\$allElementsTrue's argument must be an array, but is int$/],
+  ['$anyElementTrue', { $anyElementTrue: ['$n'] }, 17041, /^\$anyElementTrue's argument must be an array, but is int$/],
+  ['$objectToArray', { $objectToArray: '$n' }, 40390, /^\$objectToArray requires a document input, found: int$/],
+  ['$arrayToObject input', { $arrayToObject: '$n' }, 40386, /^\$arrayToObject requires an array input, found: int$/],
+  ['$arrayToObject format', { $arrayToObject: [[1]] }, 40398, /^Unrecognised input type format for \$arrayToObject: int$/],
+  ['$arrayToObject arrays then object', { $arrayToObject: { $literal: [['a', 1], { k: 'b', v: 2 }] } }, 40396, /Array was detected, now found: object$/],
+  ['$arrayToObject pair size', { $arrayToObject: { $literal: [['a']] } }, 40397, /^\$arrayToObject requires an array of size 2 arrays,found array of size: 1$/],
+  ['$arrayToObject pair key', { $arrayToObject: { $literal: [[1, 2]] } }, 40395, /Found key type: int$/],
+  ['$arrayToObject objects then array', { $arrayToObject: { $literal: [{ k: 'a', v: 1 }, ['b', 2]] } }, 40391, /Object was detected, now found: array$/],
+  ['$arrayToObject key count', { $arrayToObject: { $literal: [{ k: 'a' }] } }, 40392, /Found incorrect number of keys:1$/],
+  ['$arrayToObject k and v', { $arrayToObject: { $literal: [{ k: 'a', x: 1 }] } }, 40393, /Missing either or both keys from: /],
+  ['$arrayToObject k type', { $arrayToObject: { $literal: [{ k: 1, v: 1 }] } }, 40394, /where the value of 'k' must be of type string. Found type: int$/],
+  ['$filter input', { $filter: { input: '$n', cond: true } }, 28651, /^input to \$filter must be an array not int$/],
+  ['$map input', { $map: { input: '$n', in: 1 } }, 16883, /^input to \$map must be an array not int$/],
+  ['$reduce input', { $reduce: { input: '$n', initialValue: 0, in: 1 } }, 40080, /^\$reduce requires that 'input' be an array, found: 5$/],
+  ['$indexOfArray', { $indexOfArray: ['$n', 1] }, 40090, /^\$indexOfArray requires an array as a first argument, found: int$/],
+  ['$indexOfArray start', { $indexOfArray: ['$arr', 1, 'x'] }, 40096, /^\$indexOfArrayrequires an integral starting index, found a value of type: string, with value: "x"$/],
+  ['$indexOfArray negative end', { $indexOfArray: ['$arr', 1, 0, -1] }, 40097, /^\$indexOfArray requires a nonnegative ending index, found: -1$/],
+];
+
+const STRINGS = [
+  ['$concat', { $concat: ['$n', 'x'] }, 16702, /^\$concat only supports strings, not int$/],
+  ['$concat null first wins', { $concat: [null, '$n'] }, { v: null }],
+  ['$toLower', { $toLower: ['$arr'] }, 16007, /^can't convert from BSON type array to String$/],
+  ['$strcasecmp', { $strcasecmp: ['a', '$arr'] }, 16007, /array to String/],
+  ['$strLenBytes', { $strLenBytes: '$n' }, 34473, /^\$strLenBytes requires a string argument, found: int$/],
+  ['$strLenCP', { $strLenCP: '$missing' }, 34471, /^\$strLenCP requires a string argument, found: missing$/],
+  ['$indexOfBytes first', { $indexOfBytes: ['$n', 'a'] }, 40091, /^\$indexOfBytes requires a string as the first argument, found: int$/],
+  ['$indexOfBytes second', { $indexOfBytes: ['$s', 1] }, 40092, /^\$indexOfBytes requires a string as the second argument, found: int$/],
+  ['$indexOfBytes start', { $indexOfBytes: ['$s', 'a', 1.5] }, 40096, /^\$indexOfBytesrequires an integral starting index, found a value of type: double, with value: 1.5$/],
+  ['$indexOfBytes end', { $indexOfBytes: ['$s', 'a', 0, -2] }, 40097, /^\$indexOfBytes requires a nonnegative ending index, found: -2$/],
+  ['$indexOfCP first', { $indexOfCP: ['$n', 'a'] }, 40093, /^\$indexOfCP requires a string as the first argument, found: int$/],
+  ['$indexOfCP second', { $indexOfCP: ['$s', null] }, 40094, /^\$indexOfCP requires a string as the second argument, found: null$/],
+  ['$indexOfCP null first', { $indexOfCP: [null, 1] }, { v: null }],
+  ['$substrBytes start type', { $substrBytes: ['$s', 'a', 1] }, 16034, /^\$substrBytes: {2}starting index must be a numeric type \(is BSON type string\)$/],
+  ['$substr start type', { $substr: ['$s', 'a', 1] }, 16034, /^\$substrBytes: {2}starting index/],
+  ['$substrBytes length type', { $substrBytes: ['$s', 0, 'a'] }, 16035, /^\$substrBytes: {2}length must be a numeric type \(is BSON type string\)$/],
+  ['$substrBytes negative start', { $substrBytes: ['$s', -1, 1] }, 50752, /^\$substrBytes: {2}starting index must be non-negative \(got: -1\)$/],
+  ['$substrBytes continuation start', { $substrBytes: ['é', 1, 1] }, 28656, /starting index is a UTF-8 continuation byte\.$/],
+  ['$substrBytes continuation end', { $substrBytes: ['é', 0, 1] }, 28657, /ending index is in the middle of a UTF-8 character\.$/],
+  ['$substrBytes input', { $substrBytes: ['$arr', 0, 1] }, 16007, /array to String/],
+  ['$substrCP start type', { $substrCP: ['$s', 'a', 1] }, 34450, /^\$substrCP: starting index must be a numeric type \(is BSON type string\)$/],
+  ['$substrCP start integral', { $substrCP: ['$s', 0.5, 1] }, 34451, /^\$substrCP: starting index cannot be represented as a 32-bit integral value: 0.5$/],
+  ['$substrCP length type', { $substrCP: ['$s', 0, 'a'] }, 34452, /^\$substrCP: length must be a numeric type \(is BSON type string\)$/],
+  ['$substrCP length integral', { $substrCP: ['$s', 0, 1.5] }, 34453, /^\$substrCP: length cannot be represented as a 32-bit integral value: 1.5$/],
+  ['$substrCP negative length first', { $substrCP: ['$s', -1, -1] }, 34454, /^\$substrCP: length must be a nonnegative integer\.$/],
+  ['$substrCP negative start', { $substrCP: ['$s', -1, 1] }, 34455, /^\$substrCP: the starting index must be nonnegative integer\.$/],
+  ['$split input', { $split: ['$n', 'a'] }, 40085, /^\$split requires an expression that evaluates to a string as a first argument, found: int$/],
+  ['$split separator', { $split: ['$s', 1] }, 40086, /^\$split requires an expression that evaluates to a string as a second argument, found: int$/],
+  ['$split empty separator', { $split: ['$s', ''] }, 40087, /^\$split requires a non-empty separator$/],
+  ['$trim input', { $trim: { input: '$n' } }, 50699, /^\$trim requires its input to be a string, got 5 \(of type int\) instead\.$/],
+  ['$ltrim chars', { $ltrim: { input: 'a', chars: 1 } }, 50700, /^\$ltrim requires 'chars' to be a string, got 1 \(of type int\) instead\.$/],
+  ['$rtrim null chars after bad input', { $rtrim: { input: 1, chars: null } }, 50699],
+  ['$replaceOne input', { $replaceOne: { input: 1, find: 'a', replacement: 'b' } }, 51746, /^\$replaceOne requires that 'input' be a string, found: 1$/],
+  ['$replaceAll find', { $replaceAll: { input: 'a', find: 1, replacement: 'b' } }, 51745, /requires that 'find' be a string, found: 1$/],
+  ['$regexMatch input', { $regexMatch: { input: 1, regex: 'a' } }, 51104, /^\$regexMatch needs 'input' to be of type string$/],
+  ['$regexFind regex', { $regexFind: { input: 'a', regex: 1 } }, 51105, /\$regexFind needs 'regex' to be of type string or regex$/],
+];
+
+async function runTable(rows) {
+  const db = srv.freshDb('codes');
+  const coll = db.collection('c');
+  await coll.insertOne(DOC);
+  const bad = [];
+  for (const [label, expr, want, re] of rows) {
+    let got;
+    let msg = '';
+    let value;
+    try {
+      const r = await coll.aggregate([{ $project: { _id: 0, r: expr } }]).toArray();
+      got = 'ok';
+      value = r[0].r;
+    } catch (e) {
+      got = e.code;
+      msg = e.errmsg || e.message;
+    }
+    if (typeof want === 'object' && want !== null) {
+      if (got !== 'ok' || JSON.stringify(value === undefined ? null : value) !== JSON.stringify(want.v))
+        bad.push(`${label}: want value ${JSON.stringify(want.v)}, got ${got} ${got === 'ok' ? JSON.stringify(value) : msg}`);
+    } else if (got !== want) {
+      bad.push(`${label}: want ${want}, got ${got} ${msg}`);
+    } else if (re && !re.test(msg)) {
+      bad.push(`${label}: message ${JSON.stringify(msg)} does not match ${re}`);
+    }
+  }
+  assert.deepEqual(bad, []);
+}
+
+h.test('arithmetic operators: codes, messages, null order', () => runTable(ARITH));
+h.test('array and set operators: codes, messages, null order', () => runTable(ARRAYS));
+h.test('string operators: codes, messages, null order', () => runTable(STRINGS));
