@@ -195,6 +195,38 @@
     X(28761, Location28761)                                                    \
     X(28764, Location28764)                                                    \
     X(28765, Location28765)                                                    \
+    X(17083, Location17083)                                                    \
+    X(17080, Location17080)                                                    \
+    X(17081, Location17081)                                                    \
+    X(17082, Location17082)                                                    \
+    X(40060, Location40060)                                                    \
+    X(40061, Location40061)                                                    \
+    X(40062, Location40062)                                                    \
+    X(40063, Location40063)                                                    \
+    X(40064, Location40064)                                                    \
+    X(40065, Location40065)                                                    \
+    X(40067, Location40067)                                                    \
+    X(40068, Location40068)                                                    \
+    X(16878, Location16878)                                                    \
+    X(28646, Location28646)                                                    \
+    X(16879, Location16879)                                                    \
+    X(28647, Location28647)                                                    \
+    X(16880, Location16880)                                                    \
+    X(28648, Location28648)                                                    \
+    X(16882, Location16882)                                                    \
+    X(28650, Location28650)                                                    \
+    X(40075, Location40075)                                                    \
+    X(40076, Location40076)                                                    \
+    X(40077, Location40077)                                                    \
+    X(40078, Location40078)                                                    \
+    X(40079, Location40079)                                                    \
+    X(16874, Location16874)                                                    \
+    X(16875, Location16875)                                                    \
+    X(16876, Location16876)                                                    \
+    X(16877, Location16877)                                                    \
+    X(50696, Location50696)                                                    \
+    X(50694, Location50694)                                                    \
+    X(50695, Location50695)                                                    \
     X(40087, Location40087)                                                    \
     X(327391, Location327391)                                                  \
     X(327392, Location327392)                                                  \

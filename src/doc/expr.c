@@ -1014,9 +1014,13 @@ parse_slot(mf_expr_t *e, size_t i, const bson_iter_t *it, const scope_t *sc, mf_
     return 0;
 }
 
-/* named_form: parses {k1: ..., k2: ...} into slots by the names list; NULL-terminated names. */
+/*
+ * named_form: parses the document v {k1: ..., k2: ...} into slots by the names list (NULL-terminated); an unknown
+ * key fails with code_unknown and unknown_fmt (formatted with the operator's name and the key).
+ */
 static int
-named_form(mf_expr_t *e, const bson_value_t *v, const char *const *names, const scope_t *sc, mf_error_t *err)
+named_form(mf_expr_t *e, const bson_value_t *v, const char *const *names, const scope_t *sc, mf_error_t *err,
+           int code_unknown, const char *unknown_fmt)
 {
     bson_iter_t it;
     size_t nn = 0;
@@ -1025,8 +1029,6 @@ named_form(mf_expr_t *e, const bson_value_t *v, const char *const *names, const 
         nn++;
     while (e->nargs < nn)
         add_arg(e, NULL);
-    if (v->value_type != BSON_TYPE_DOCUMENT)
-        return mf_err_set(err, MF_E_FailedToParse, "%s only supports an object as its argument", e->op->name);
     bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
     while (bson_iter_next(&it)) {
         const char *k = bson_iter_key(&it);
@@ -1035,7 +1037,7 @@ named_form(mf_expr_t *e, const bson_value_t *v, const char *const *names, const 
             if (strcmp(names[i], k) == 0)
                 break;
         if (i == nn)
-            return mf_err_set(err, MF_E_FailedToParse, "Unrecognized parameter to %s: %s", e->op->name, k);
+            return mf_err_set(err, code_unknown, unknown_fmt, e->op->name, k);
         if (parse_slot(e, i, &it, sc, err) < 0)
             return -1;
     }
@@ -1072,11 +1074,12 @@ named_args(mf_expr_t *e, const bson_value_t *v, const char *const *names, const 
     return 0;
 }
 
+/* require: slot must have been given, else code and msg (msg's %s, if any, is the operator's name). */
 static int
-require(mf_expr_t *e, size_t slot, const char *what, mf_error_t *err)
+require(mf_expr_t *e, size_t slot, int code, const char *msg, mf_error_t *err)
 {
     if (slot >= e->nargs || e->args[slot] == NULL)
-        return mf_err_set(err, MF_E_FailedToParse, "Missing '%s' parameter to %s", what, e->op->name);
+        return mf_err_set(err, code, msg, e->op->name);
     return 0;
 }
 
@@ -1090,12 +1093,10 @@ get_var_name(const bson_value_t *v, const char *field, const char *dflt, char **
     if (v->value_type == BSON_TYPE_DOCUMENT) {
         bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
         if (bson_iter_find(&it, field)) {
-            if (!BSON_ITER_HOLDS_UTF8(&it))
-                return mf_err_set(err, MF_E_FailedToParse, "'%s' must be a string", field);
-            const char *s = bson_iter_utf8(&it, NULL);
-            if (s[0] == '\0' || !(islower((unsigned char)s[0]) || (unsigned char)s[0] >= 0x80 || s[0] == '_'))
-                return mf_err_set(err, MF_E_FailedToParse,
-                                  "'%s' starts with an invalid character for a user variable name", s);
+            /* mongod reads a non-string name as "" (16866). */
+            const char *s = BSON_ITER_HOLDS_UTF8(&it) ? bson_iter_utf8(&it, NULL) : "";
+            if (mf_expr_check_var_name(s, err) < 0)
+                return -1;
             *out = bson_strdup(s);
             return 0;
         }
@@ -1133,9 +1134,11 @@ parse_op(mf_expr_t *e, const bson_value_t *arg, const scope_t *sc, mf_error_t *e
     case A_COND: {
         if (op->form == A_COND && arg->value_type == BSON_TYPE_DOCUMENT) {
             static const char *const names[] = {"if", "then", "else", NULL};
-            if (named_form(e, arg, names, sc, err) < 0)
+            if (named_form(e, arg, names, sc, err, MF_E_Location17083, "Unrecognized parameter to %s: %s") < 0)
                 return -1;
-            if (require(e, 0, "if", err) < 0 || require(e, 1, "then", err) < 0 || require(e, 2, "else", err) < 0)
+            if (require(e, 0, MF_E_Location17080, "Missing 'if' parameter to $cond", err) < 0 ||
+                require(e, 1, MF_E_Location17081, "Missing 'then' parameter to $cond", err) < 0 ||
+                require(e, 2, MF_E_Location17082, "Missing 'else' parameter to $cond", err) < 0)
                 return -1;
             return 0;
         }
@@ -1201,7 +1204,7 @@ parse_op(mf_expr_t *e, const bson_value_t *arg, const scope_t *sc, mf_error_t *e
         mf_expr_t *dflt = NULL;
         bool have_branches = false;
         if (arg->value_type != BSON_TYPE_DOCUMENT)
-            return mf_err_set(err, MF_E_FailedToParse, "$switch requires an object as an argument, found: %s",
+            return mf_err_set(err, MF_E_Location40060, "$switch requires an object as an argument, found: %s",
                               tname(arg));
         /* Slots: case0, then0, case1, then1, ..., default (last, may be NULL). */
         bson_iter_init_from_data(&it, arg->value.v_doc.data, arg->value.v_doc.data_len);
@@ -1209,7 +1212,7 @@ parse_op(mf_expr_t *e, const bson_value_t *arg, const scope_t *sc, mf_error_t *e
             const char *k = bson_iter_key(&it);
             if (strcmp(k, "branches") == 0) {
                 if (!BSON_ITER_HOLDS_ARRAY(&it))
-                    return mf_err_set(err, MF_E_FailedToParse, "$switch expected an array for 'branches', found: %s",
+                    return mf_err_set(err, MF_E_Location40061, "$switch expected an array for 'branches', found: %s",
                                       mf_type_name(bson_iter_type(&it)));
                 have_branches = true;
                 bson_iter_recurse(&it, &bi);
@@ -1217,7 +1220,7 @@ parse_op(mf_expr_t *e, const bson_value_t *arg, const scope_t *sc, mf_error_t *e
                     bson_iter_t b;
                     size_t base = e->nargs;
                     if (!BSON_ITER_HOLDS_DOCUMENT(&bi))
-                        return mf_err_set(err, MF_E_FailedToParse, "$switch expected each branch to be an object, found: %s",
+                        return mf_err_set(err, MF_E_Location40062, "$switch expected each branch to be an object, found: %s",
                                           mf_type_name(bson_iter_type(&bi)));
                     add_arg(e, NULL);
                     add_arg(e, NULL);
@@ -1231,13 +1234,13 @@ parse_op(mf_expr_t *e, const bson_value_t *arg, const scope_t *sc, mf_error_t *e
                             if (parse_slot(e, base + 1, &b, sc, err) < 0)
                                 return -1;
                         } else {
-                            return mf_err_set(err, MF_E_FailedToParse, "$switch found an unknown argument to a branch: %s", bk);
+                            return mf_err_set(err, MF_E_Location40063, "$switch found an unknown argument to a branch: %s", bk);
                         }
                     }
                     if (e->args[base] == NULL)
-                        return mf_err_set(err, MF_E_FailedToParse, "$switch requires each branch have a 'case' expression");
+                        return mf_err_set(err, MF_E_Location40064, "$switch requires each branch have a 'case' expression");
                     if (e->args[base + 1] == NULL)
-                        return mf_err_set(err, MF_E_FailedToParse, "$switch requires each branch have a 'then' expression.");
+                        return mf_err_set(err, MF_E_Location40065, "$switch requires each branch have a 'then' expression.");
                 }
             } else if (strcmp(k, "default") == 0) {
                 mf_expr_free(dflt);
@@ -1246,12 +1249,12 @@ parse_op(mf_expr_t *e, const bson_value_t *arg, const scope_t *sc, mf_error_t *e
                     return -1;
             } else {
                 mf_expr_free(dflt);
-                return mf_err_set(err, MF_E_FailedToParse, "$switch found an unknown argument: %s", k);
+                return mf_err_set(err, MF_E_Location40067, "$switch found an unknown argument: %s", k);
             }
         }
         add_arg(e, dflt);
         if (!have_branches || e->nargs < 3)
-            return mf_err_set(err, MF_E_FailedToParse, "$switch requires at least one branch.");
+            return mf_err_set(err, MF_E_Location40068, "$switch requires at least one branch.");
         return 0;
     }
     case A_MAP:
@@ -1260,15 +1263,39 @@ parse_op(mf_expr_t *e, const bson_value_t *arg, const scope_t *sc, mf_error_t *e
         static const char *const fnames[] = {"input", "cond", "as", "limit", NULL};
         scope_t inner;
         bson_value_t body;
+        bool is_map = op->form == A_MAP;
         if (arg->value_type != BSON_TYPE_DOCUMENT)
-            return mf_err_set(err, MF_E_FailedToParse, "%s only supports an object as its argument", op->name);
+            return mf_err_set(err, is_map ? MF_E_Location16878 : MF_E_Location28646,
+                              "%s only supports an object as its argument", op->name);
+        /* mongod: unknown keys, then the missing ones, before it reads "as". */
+        {
+            bson_iter_init_from_data(&it, arg->value.v_doc.data, arg->value.v_doc.data_len);
+            bool have_input = false, have_body = false;
+            while (bson_iter_next(&it)) {
+                const char *k = bson_iter_key(&it);
+                if (strcmp(k, "input") == 0)
+                    have_input = true;
+                else if (strcmp(k, is_map ? "in" : "cond") == 0)
+                    have_body = true;
+                else if (strcmp(k, "as") != 0 && (is_map || strcmp(k, "limit") != 0))
+                    return mf_err_set(err, is_map ? MF_E_Location16879 : MF_E_Location28647,
+                                      "Unrecognized parameter to %s: %s", op->name, k);
+            }
+            if (!have_input)
+                return mf_err_set(err, is_map ? MF_E_Location16880 : MF_E_Location28648,
+                                  "Missing 'input' parameter to %s", op->name);
+            if (!have_body)
+                return is_map ? mf_err_set(err, MF_E_Location16882, "Missing 'in' parameter to $map")
+                              : mf_err_set(err, MF_E_Location28650, "Missing 'cond' parameter to $filter");
+        }
         if (get_var_name(arg, "as", "this", &e->name, err) < 0)
             return -1;
         inner.name = e->name;
         inner.up = sc;
         doc_without(arg, "as", &body);
         /* "input" (and "limit") are parsed in the outer scope, the body in the inner one. */
-        int rc = named_form(e, &body, op->form == A_MAP ? mnames : fnames, &inner, err);
+        int rc = named_form(e, &body, is_map ? mnames : fnames, &inner, err, MF_E_FailedToParse,
+                            "Unrecognized parameter to %s: %s");
         if (rc == 0) {
             bson_iter_init_from_data(&it, body.value.v_doc.data, body.value.v_doc.data_len);
             while (rc == 0 && bson_iter_next(&it)) {
@@ -1281,16 +1308,14 @@ parse_op(mf_expr_t *e, const bson_value_t *arg, const scope_t *sc, mf_error_t *e
         mf_value_free(&body);
         if (rc < 0)
             return -1;
-        if (require(e, 0, "input", err) < 0 || require(e, 1, op->form == A_MAP ? "in" : "cond", err) < 0)
-            return -1;
         return 0;
     }
     case A_REDUCE: {
         static const char *const names[] = {"input", "initialValue", "in", NULL};
         scope_t s1 = {"value", sc}, s2 = {"this", &s1};
         if (arg->value_type != BSON_TYPE_DOCUMENT)
-            return mf_err_set(err, MF_E_FailedToParse, "$reduce requires an object as an argument, found: %s", tname(arg));
-        if (named_form(e, arg, names, &s2, err) < 0)
+            return mf_err_set(err, MF_E_Location40075, "$reduce requires an object as an argument, found: %s", tname(arg));
+        if (named_form(e, arg, names, &s2, err, MF_E_Location40076, "%s found an unknown argument: %s") < 0)
             return -1;
         /* Re-parse input and initialValue in the outer scope. */
         bson_iter_init_from_data(&it, arg->value.v_doc.data, arg->value.v_doc.data_len);
@@ -1300,7 +1325,9 @@ parse_op(mf_expr_t *e, const bson_value_t *arg, const scope_t *sc, mf_error_t *e
             if (strcmp(bson_iter_key(&it), "initialValue") == 0 && parse_slot(e, 1, &it, sc, err) < 0)
                 return -1;
         }
-        if (require(e, 0, "input", err) < 0 || require(e, 1, "initialValue", err) < 0 || require(e, 2, "in", err) < 0)
+        if (require(e, 0, MF_E_Location40077, "$reduce requires 'input' to be specified", err) < 0 ||
+            require(e, 1, MF_E_Location40078, "$reduce requires 'initialValue' to be specified", err) < 0 ||
+            require(e, 2, MF_E_Location40079, "$reduce requires 'in' to be specified", err) < 0)
             return -1;
         return 0;
     }
@@ -1312,7 +1339,7 @@ parse_op(mf_expr_t *e, const bson_value_t *arg, const scope_t *sc, mf_error_t *e
         size_t nvars = 0;
         int rc = 0;
         if (arg->value_type != BSON_TYPE_DOCUMENT)
-            return mf_err_set(err, MF_E_FailedToParse, "$let only supports an object as its argument");
+            return mf_err_set(err, MF_E_Location16874, "$let only supports an object as its argument");
         set_missing(&in);
         /* Slots: one per variable, then 'in' last; keys hold the variable names. */
         bson_iter_init_from_data(&it, arg->value.v_doc.data, arg->value.v_doc.data_len);
@@ -1320,14 +1347,13 @@ parse_op(mf_expr_t *e, const bson_value_t *arg, const scope_t *sc, mf_error_t *e
             const char *k = bson_iter_key(&it);
             if (strcmp(k, "vars") == 0) {
                 if (!BSON_ITER_HOLDS_DOCUMENT(&it))
-                    return mf_err_set(err, MF_E_FailedToParse, "invalid parameter: expected an object (vars)");
+                    return mf_err_set(err, MF_E_Location10065, "invalid parameter: expected an object (vars)");
                 have_vars = true;
                 bson_iter_recurse(&it, &vi);
                 while (bson_iter_next(&vi)) {
                     const char *vn = bson_iter_key(&vi);
-                    if (!(islower((unsigned char)vn[0]) || (unsigned char)vn[0] >= 0x80 || vn[0] == '_'))
-                        return mf_err_set(err, MF_E_FailedToParse,
-                                          "'%s' starts with an invalid character for a user variable name", vn);
+                    if (mf_expr_check_var_name(vn, err) < 0)
+                        return -1;
                     add_key(e, vn);
                     if (parse_slot(e, e->nargs, &vi, sc, err) < 0)
                         return -1;
@@ -1336,13 +1362,13 @@ parse_op(mf_expr_t *e, const bson_value_t *arg, const scope_t *sc, mf_error_t *e
                 have_in = true;
                 in = *bson_iter_value(&it);
             } else {
-                return mf_err_set(err, MF_E_Location16866, "Unrecognized parameter to $let: %s", k);
+                return mf_err_set(err, MF_E_Location16875, "Unrecognized parameter to $let: %s", k);
             }
         }
         if (!have_vars)
-            return mf_err_set(err, MF_E_FailedToParse, "Missing 'vars' parameter to $let");
+            return mf_err_set(err, MF_E_Location16876, "Missing 'vars' parameter to $let");
         if (!have_in)
-            return mf_err_set(err, MF_E_FailedToParse, "Missing 'in' parameter to $let");
+            return mf_err_set(err, MF_E_Location16877, "Missing 'in' parameter to $let");
         nvars = e->nkeys;
         scopes = bson_malloc0((nvars + 1) * sizeof *scopes);
         const scope_t *up = sc;
@@ -1361,17 +1387,24 @@ parse_op(mf_expr_t *e, const bson_value_t *arg, const scope_t *sc, mf_error_t *e
     }
     case A_CONVERT: {
         static const char *const names[] = {"input", "to", "onError", "onNull", NULL};
-        if (named_form(e, arg, names, sc, err) < 0)
+        if (arg->value_type != BSON_TYPE_DOCUMENT)
+            return mf_err_set(err, MF_E_FailedToParse, "$convert expects an object of named arguments but found: %s",
+                              tname(arg));
+        if (named_form(e, arg, names, sc, err, MF_E_FailedToParse, "%s found an unknown argument: %s") < 0)
             return -1;
-        if (require(e, 0, "input", err) < 0 || require(e, 1, "to", err) < 0)
+        if (require(e, 0, MF_E_FailedToParse, "Missing 'input' parameter to $convert", err) < 0 ||
+            require(e, 1, MF_E_FailedToParse, "Missing 'to' parameter to $convert", err) < 0)
             return -1;
         return 0;
     }
     case A_TRIM: {
         static const char *const names[] = {"input", "chars", NULL};
-        if (named_form(e, arg, names, sc, err) < 0)
+        if (arg->value_type != BSON_TYPE_DOCUMENT)
+            return mf_err_set(err, MF_E_Location50696, "%s only supports an object as an argument, found %s", op->name,
+                              tname(arg));
+        if (named_form(e, arg, names, sc, err, MF_E_Location50694, "%s found an unknown argument: %s") < 0)
             return -1;
-        return require(e, 0, "input", err);
+        return require(e, 0, MF_E_Location50695, "%s requires an 'input' field", err);
     }
     case A_DATETOSTRING: {
         static const char *const names[] = {"date", "format", "timezone", "onNull", NULL};

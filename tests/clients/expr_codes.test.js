@@ -150,6 +150,52 @@ const STRINGS = [
   ['$regexFind regex', { $regexFind: { input: 'a', regex: 1 } }, 51105, /\$regexFind needs 'regex' to be of type string or regex$/],
 ];
 
+const PARSE = [
+  ['arity exact', { $cmp: [1] }, 16020, /Expression \$cmp takes exactly 2 arguments. 1 were passed in.$/],
+  ['$cond unknown', { $cond: { if: true, then: 1, else: 2, x: 1 } }, 17083, /Unrecognized parameter to \$cond: x$/],
+  ['$cond if', { $cond: { then: 1, else: 2 } }, 17080, /Missing 'if' parameter to \$cond$/],
+  ['$cond then', { $cond: { if: true, else: 2 } }, 17081, /Missing 'then' parameter to \$cond$/],
+  ['$cond else', { $cond: { if: true, then: 1 } }, 17082, /Missing 'else' parameter to \$cond$/],
+  ['$switch not object', { $switch: 1 }, 40060, /\$switch requires an object as an argument, found: int$/],
+  ['$switch branches', { $switch: { branches: 1 } }, 40061, /\$switch expected an array for 'branches', found: int$/],
+  ['$switch branch', { $switch: { branches: [1] } }, 40062, /\$switch expected each branch to be an object, found: int$/],
+  ['$switch branch key', { $switch: { branches: [{ case: true, then: 1, x: 1 }] } }, 40063, /\$switch found an unknown argument to a branch: x$/],
+  ['$switch case', { $switch: { branches: [{ then: 1 }] } }, 40064, /\$switch requires each branch have a 'case' expression$/],
+  ['$switch then', { $switch: { branches: [{ case: true }] } }, 40065, /\$switch requires each branch have a 'then' expression\.$/],
+  ['$switch key', { $switch: { branches: [{ case: true, then: 1 }], x: 1 } }, 40067, /\$switch found an unknown argument: x$/],
+  ['$switch no branch', { $switch: { default: 1 } }, 40068, /\$switch requires at least one branch\.$/],
+  ['$switch no match', { $switch: { branches: [{ case: '$missing', then: 1 }] } }, 40066, /\$switch could not find a matching branch for an input, and no default was specified\.$/],
+  ['$map not object', { $map: 1 }, 16878, /\$map only supports an object as its argument$/],
+  ['$map unknown', { $map: { input: [], in: 1, x: 1 } }, 16879, /Unrecognized parameter to \$map: x$/],
+  ['$map input', { $map: { in: 1 } }, 16880, /Missing 'input' parameter to \$map$/],
+  ['$map in', { $map: { input: [] } }, 16882, /Missing 'in' parameter to \$map$/],
+  ['$map as', { $map: { input: [], as: 'X', in: 1 } }, 16867, /'X' starts with an invalid character for a user variable name$/],
+  ['$filter not object', { $filter: [] }, 28646, /\$filter only supports an object as its argument$/],
+  ['$filter unknown', { $filter: { input: [], cond: 1, x: 1 } }, 28647, /Unrecognized parameter to \$filter: x$/],
+  ['$filter input', { $filter: { cond: 1 } }, 28648, /Missing 'input' parameter to \$filter$/],
+  ['$filter cond', { $filter: { input: [] } }, 28650, /Missing 'cond' parameter to \$filter$/],
+  ['$filter limit', { $filter: { input: '$arr', cond: true, limit: 1.5 } }, 327391, /\$filter: limit must be represented as a 32-bit integral value: 1.5$/],
+  ['$filter limit 0', { $filter: { input: '$arr', cond: true, limit: 0 } }, 327392, /\$filter: limit must be greater than 0: 0$/],
+  ['$reduce not object', { $reduce: 1 }, 40075, /\$reduce requires an object as an argument, found: int$/],
+  ['$reduce unknown', { $reduce: { input: [], initialValue: 0, in: 1, x: 1 } }, 40076, /\$reduce found an unknown argument: x$/],
+  ['$reduce input', { $reduce: { initialValue: 0, in: 1 } }, 40077, /\$reduce requires 'input' to be specified$/],
+  ['$reduce initialValue', { $reduce: { input: [], in: 1 } }, 40078, /\$reduce requires 'initialValue' to be specified$/],
+  ['$reduce in', { $reduce: { input: [], initialValue: 0 } }, 40079, /\$reduce requires 'in' to be specified$/],
+  ['$let not object', { $let: 1 }, 16874, /\$let only supports an object as its argument$/],
+  ['$let unknown', { $let: { vars: {}, in: 1, x: 1 } }, 16875, /Unrecognized parameter to \$let: x$/],
+  ['$let vars', { $let: { in: 1 } }, 16876, /Missing 'vars' parameter to \$let$/],
+  ['$let in', { $let: { vars: {} } }, 16877, /Missing 'in' parameter to \$let$/],
+  ['$let vars object', { $let: { vars: 1, in: 1 } }, 10065, /invalid parameter: expected an object \(vars\)$/],
+  ['$let var name', { $let: { vars: { Ab: 1 }, in: 1 } }, 16867, /'Ab' starts with an invalid character for a user variable name$/],
+  ['$convert not object', { $convert: 1 }, 9, /\$convert expects an object of named arguments but found: int$/],
+  ['$convert unknown', { $convert: { input: 1, to: 'int', x: 1 } }, 9, /\$convert found an unknown argument: x$/],
+  ['$convert input', { $convert: { to: 'int' } }, 9, /Missing 'input' parameter to \$convert$/],
+  ['$convert to', { $convert: { input: 1 } }, 9, /Missing 'to' parameter to \$convert$/],
+  ['$trim not object', { $trim: 'a' }, 50696, /\$trim only supports an object as an argument, found string$/],
+  ['$trim unknown', { $ltrim: { input: 'a', x: 1 } }, 50694, /\$ltrim found an unknown argument: x$/],
+  ['$trim input', { $rtrim: { chars: 'a' } }, 50695, /\$rtrim requires an 'input' field$/],
+];
+
 async function runTable(rows) {
   const db = srv.freshDb('codes');
   const coll = db.collection('c');
@@ -182,3 +228,4 @@ async function runTable(rows) {
 h.test('arithmetic operators: codes, messages, null order', () => runTable(ARITH));
 h.test('array and set operators: codes, messages, null order', () => runTable(ARRAYS));
 h.test('string operators: codes, messages, null order', () => runTable(STRINGS));
+h.test('parse-time errors of the named-argument operators', () => runTable(PARSE));

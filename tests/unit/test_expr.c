@@ -292,7 +292,7 @@ Test(expr, error_paths_release_everything)
     check_err("{\"e\": {\"$let\": {\"vars\": {\"x\": {\"$bad\": 1}}, \"in\": 1}}}", "{}", MF_E_InvalidPipelineOperator, NULL);
     check_err("{\"e\": [1, {\"$add\": [\"a\"]}, 3]}", "{}", MF_E_TypeMismatch, NULL);
     check_err("{\"e\": {\"x\": {\"$concat\": [1]}}}", "{}", MF_E_Location16702, NULL);
-    check_err("{\"e\": {\"$cond\": {\"if\": true, \"then\": 1}}}", "{}", MF_E_FailedToParse, "Missing 'else'");
+    check_err("{\"e\": {\"$cond\": {\"if\": true, \"then\": 1}}}", "{}", MF_E_Location17082, "Missing 'else'");
     check_err("{\"e\": {\"$reduce\": {\"input\": [1], \"initialValue\": 0, \"in\": {\"$concat\": [\"$$value\"]}}}}", "{}",
               MF_E_Location16702, NULL);
     /* Field paths never index arrays by position: "$$o.0" over [1, 2] is [], which $add refuses. */
@@ -438,4 +438,25 @@ Test(expr, strings_arrays_and_fields)
     check("{\"e\": {\"$bitXor\": [5, 3]}}", "{}", "{\"r\": 6}");
     check_err("{\"e\": {\"$regexFindAll\": {\"input\": \"a\", \"regex\": \"a\", \"options\": \"z\"}}}", "{}", 51108,
               NULL);
+}
+
+/* mongod's codes and check order (src/mongo/db/pipeline/expression.cpp), a sample per family. */
+Test(expr, mongod_codes_and_order)
+{
+    check("{\"e\": {\"$add\": [null, \"x\"]}}", "{}", "{\"r\": null}");
+    check_err("{\"e\": {\"$mod\": [\"x\", 1]}}", "{}", MF_E_Location16611, "not string and int");
+    check_err("{\"e\": {\"$pow\": [2, \"x\"]}}", "{}", MF_E_Location28763, "$pow's exponent must be numeric");
+    check_err("{\"e\": {\"$log\": [8, 1]}}", "{}", MF_E_Location28759, "not equal to 1, but is 1");
+    check_err("{\"e\": {\"$round\": [1, 1.5]}}", "{}", MF_E_Location51082, NULL);
+    check_err("{\"e\": {\"$slice\": [[1], 0, 0]}}", "{}", MF_E_Location28729, NULL);
+    check_err("{\"e\": {\"$range\": [0, 5, 0]}}", "{}", MF_E_Location34449, NULL);
+    check_err("{\"e\": {\"$setDifference\": [[1], \"x\"]}}", "{}", MF_E_Location17049, "Second argument");
+    check_err("{\"e\": {\"$setIsSubset\": [\"$a\", [1]]}}", "{}", MF_E_Location17310, NULL);
+    check_err("{\"e\": {\"$arrayToObject\": [[[\"a\"]]]}}", "{}", MF_E_Location40397, NULL);
+    check_err("{\"e\": {\"$indexOfCP\": [\"a\", \"a\", -1]}}", "{}", MF_E_Location40097, "nonnegative starting index");
+    check_err("{\"e\": {\"$substrCP\": [\"a\", -1, -1]}}", "{}", MF_E_Location34454, NULL);
+    check_err("{\"e\": {\"$ltrim\": {\"input\": \"a\", \"chars\": 1}}}", "{}", MF_E_Location50700, NULL);
+    check_err("{\"e\": {\"$reduce\": {\"input\": [], \"in\": 1}}}", "{}", MF_E_Location40078, NULL);
+    check_err("{\"e\": {\"$switch\": {\"branches\": []}}}", "{}", MF_E_Location40068, NULL);
+    check_err("{\"e\": {\"$let\": {\"vars\": {}, \"in\": 1, \"x\": 1}}}", "{}", MF_E_Location16875, NULL);
 }
