@@ -195,6 +195,10 @@
     X(28761, Location28761)                                                    \
     X(28764, Location28764)                                                    \
     X(28765, Location28765)                                                    \
+    X(5439012, Location5439012)                                                \
+    X(50723, Location50723)                                                    \
+    X(1257300, Location1257300)                                                \
+    X(17045, Location17045)                                                    \
     X(17083, Location17083)                                                    \
     X(17080, Location17080)                                                    \
     X(17081, Location17081)                                                    \

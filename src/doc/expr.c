@@ -1184,6 +1184,30 @@ parse_op(mf_expr_t *e, const bson_value_t *arg, const scope_t *sc, mf_error_t *e
             add_arg(e, a);
         }
         int n = (int)e->nargs;
+        /* Operators with their own arity check in mongod. */
+        switch (op->id) {
+        case OP_TOSTRING:
+        case OP_TOINT:
+        case OP_TOLONG:
+        case OP_TODOUBLE:
+        case OP_TODECIMAL:
+        case OP_TOBOOL:
+        case OP_TODATE:
+        case OP_TOOBJECTID:
+            if (n != 1)
+                return mf_err_set(err, MF_E_Location50723, "%s requires a single argument, got %d", op->name, n);
+            break;
+        case OP_IFNULL:
+            if (n < 2)
+                return mf_err_set(err, MF_E_Location1257300, "$ifNull needs at least two arguments, had: %d", n);
+            break;
+        case OP_SETEQUALS:
+            if (n < 2)
+                return mf_err_set(err, MF_E_Location17045, "$setEquals needs at least two arguments had: %d", n);
+            break;
+        default:
+            break;
+        }
         if (op->min == op->max && n != op->min)
             return mf_err_set(err, MF_E_Location16020, "Expression %s takes exactly %d arguments. %d were passed in.",
                               op->name, op->min, n);
@@ -3103,11 +3127,11 @@ ev_convert(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         mf_value_free(&in);
         return -1;
     }
+    /* mongod: a non-nullish 'to' is validated first, then a nullish input answers onNull, then a nullish 'to'
+     * answers null. */
     if (is_nullish(&to)) {
-        set_null(o);
-        goto done;
-    }
-    if (to.value_type == BSON_TYPE_UTF8) {
+        /* no target */
+    } else if (to.value_type == BSON_TYPE_UTF8) {
         target = mf_type_alias(to.value.v_utf8.str);
         if (target < 0 || target == -2) {
             rc = mf_err_set(c->err, MF_E_BadValue, "Unknown type name: %s", to.value.v_utf8.str);
@@ -3115,13 +3139,19 @@ ev_convert(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         }
     } else if (is_num(&to)) {
         int64_t t;
-        if (!mf_value_as_int64(&to, &t) || mf_type_name((bson_type_t)t) == NULL) {
-            rc = mf_err_set(c->err, MF_E_BadValue, "In $convert, numeric 'to' argument is not an integer");
+        if (!is_int32_integral(&to)) {
+            rc = mf_err_set(c->err, MF_E_FailedToParse, "In $convert, numeric 'to' argument is not an integer");
+            goto done;
+        }
+        mf_value_as_int64(&to, &t);
+        if (strcmp(mf_type_name((bson_type_t)t), "unknown") == 0) {
+            rc = mf_err_set(c->err, MF_E_FailedToParse,
+                            "In $convert, numeric value for 'to' does not correspond to a BSON type: %" PRId64, t);
             goto done;
         }
         target = (int)t;
     } else {
-        rc = mf_err_set(c->err, MF_E_BadValue, "$convert's 'to' argument must be a string or number, but is %s",
+        rc = mf_err_set(c->err, MF_E_FailedToParse, "$convert's 'to' argument must be a string or number, but is %s",
                         tname(&to));
         goto done;
     }
@@ -3130,6 +3160,10 @@ ev_convert(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
             rc = ev(e->args[3], c, o);
         else
             set_null(o);
+        goto done;
+    }
+    if (is_nullish(&to)) {
+        set_null(o);
         goto done;
     }
     if (convert(c, &in, target, o) < 0) {
@@ -5616,7 +5650,7 @@ ev_date_arith(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         if ((r = tz_of(e, c, has_slot(e, 3) ? &v[3] : NULL, ctxmsg, &z, &own)) < 0)
             goto fail;
         if (!get_date(&v[0], &a)) {
-            rc = mf_err_set(c->err, MF_E_Location5166307, "$dateTrunc requires 'date' to be a date, but got %s",
+            rc = mf_err_set(c->err, MF_E_Location5439012, "$dateTrunc requires 'date' to be a date, but got %s",
                             tname(&v[0]));
             goto done;
         }

@@ -196,6 +196,31 @@ const PARSE = [
   ['$trim input', { $rtrim: { chars: 'a' } }, 50695, /\$rtrim requires an 'input' field$/],
 ];
 
+const MISC = [
+  ['$toInt arity', { $toInt: [1, 2] }, 50723, /\$toInt requires a single argument, got 2$/],
+  ['$toObjectId arity', { $toObjectId: [] }, 50723, /\$toObjectId requires a single argument, got 0$/],
+  ['$ifNull arity', { $ifNull: ['$s'] }, 1257300, /\$ifNull needs at least two arguments, had: 1$/],
+  ['$setEquals arity', { $setEquals: [[1]] }, 17045, /\$setEquals needs at least two arguments had: 1$/],
+  ['$convert to fraction', { $convert: { input: 1, to: 1.5 } }, 9, /^In \$convert, numeric 'to' argument is not an integer$/],
+  ['$convert to code', { $convert: { input: 1, to: 100 } }, 9, /^In \$convert, numeric value for 'to' does not correspond to a BSON type: 100$/],
+  ['$convert to type', { $convert: { input: 1, to: [] } }, 9, /^\$convert's 'to' argument must be a string or number, but is array$/],
+  ['$convert to name', { $convert: { input: 1, to: 'nope' } }, 2, /^Unknown type name: nope$/],
+  ['$convert null input beats null to', { $convert: { input: null, to: null, onNull: 'x' } }, { v: 'x' }],
+  ['$convert unsupported', { $convert: { input: '$o', to: 'int' } }, 241, /^Unsupported conversion from object to int in \$convert with no onError value$/],
+  ['$toInt bad string', { $toInt: '$s' }, 241],
+  ['$year', { $year: '$s' }, 16006, /^can't convert from BSON type string to Date$/],
+  ['$dateTrunc date', { $dateTrunc: { date: '$s', unit: 'day' } }, 5439012, /^\$dateTrunc requires 'date' to be a date, but got string$/],
+  ['$dateDiff startDate', { $dateDiff: { startDate: '$s', endDate: '$d', unit: 'day' } }, 5166307, /^\$dateDiff requires 'startDate' to be a date, but got string$/],
+  ['$dateToString not object', { $dateToString: 1 }, 18629, /\$dateToString only supports an object as its argument$/],
+  ['$dateToString date', { $dateToString: { format: '%Y' } }, 18628, /Missing 'date' parameter to \$dateToString$/],
+  ['$dateFromParts year', { $dateFromParts: { month: 1 } }, 40516, /\$dateFromParts requires either 'year' or 'isoWeekYear' to be present$/],
+  ['$mergeObjects', { $mergeObjects: ['$o', '$n'] }, 40400],
+  ['$objectToArray', { $objectToArray: '$arr' }, 40390, /found: array$/],
+  ['$tsSecond', { $tsSecond: '$n' }, 5687301, /^ Argument to \$tsSecond must be a timestamp, but is int$/],
+  ['$cmp arity', { $cmp: [1, 2, 3] }, 16020, /Expression \$cmp takes exactly 2 arguments. 3 were passed in.$/],
+  ['$let undefined variable', { $let: { vars: { x: 1 }, in: '$$y' } }, 17276, /Use of undefined variable: y$/],
+];
+
 async function runTable(rows) {
   const db = srv.freshDb('codes');
   const coll = db.collection('c');
@@ -229,3 +254,4 @@ h.test('arithmetic operators: codes, messages, null order', () => runTable(ARITH
 h.test('array and set operators: codes, messages, null order', () => runTable(ARRAYS));
 h.test('string operators: codes, messages, null order', () => runTable(STRINGS));
 h.test('parse-time errors of the named-argument operators', () => runTable(PARSE));
+h.test('conversions, dates and the rest', () => runTable(MISC));
