@@ -195,6 +195,9 @@
     X(28761, Location28761)                                                    \
     X(28764, Location28764)                                                    \
     X(28765, Location28765)                                                    \
+    X(50989, Location50989)                                                    \
+    X(51044, Location51044)                                                    \
+    X(51045, Location51045)                                                    \
     X(5439012, Location5439012)                                                \
     X(50723, Location50723)                                                    \
     X(1257300, Location1257300)                                                \

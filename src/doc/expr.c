@@ -100,6 +100,8 @@ enum op_id {
     OP_ANYELEMENTTRUE, OP_ALLELEMENTSTRUE, OP_GETFIELD, OP_SETFIELD, OP_UNSETFIELD, OP_SORTARRAY, OP_ZIP, OP_BITAND, OP_BITOR, OP_BITXOR, OP_BITNOT,
     OP_TSSECOND, OP_TSINCREMENT, OP_TOUUID, OP_RAND, OP_MEDIAN, OP_PERCENTILE, OP_SIGMOID, OP_REGEXMATCH, OP_REGEXFIND, OP_REGEXFINDALL,
     OP_REPLACEONE, OP_REPLACEALL, OP_LET,
+    OP_SIN, OP_COS, OP_TAN, OP_ASIN, OP_ACOS, OP_ATAN, OP_ASINH, OP_ACOSH, OP_ATANH, OP_SINH, OP_COSH, OP_TANH,
+    OP_ATAN2, OP_DEGREESTORADIANS, OP_RADIANSTODEGREES,
     OP_LITERAL,
 };
 
@@ -182,7 +184,13 @@ static const op_def_t OPS[] = {
     {"$percentile", OP_PERCENTILE, A_QUANTILE, 0, 0}, {"$sigmoid", OP_SIGMOID, A_SIGMOID, 0, 0}, {"$regexMatch", OP_REGEXMATCH, A_REGEX, 0, 0},
     {"$regexFind", OP_REGEXFIND, A_REGEX, 0, 0}, {"$regexFindAll", OP_REGEXFINDALL, A_REGEX, 0, 0},
     {"$replaceOne", OP_REPLACEONE, A_REPLACE, 0, 0}, {"$replaceAll", OP_REPLACEALL, A_REPLACE, 0, 0},
-    {"$let", OP_LET, A_LET, 0, 0}, {"$literal", OP_LITERAL, A_LITERAL, 0, 0},
+    {"$sin", OP_SIN, A_POS, 1, 1}, {"$cos", OP_COS, A_POS, 1, 1}, {"$tan", OP_TAN, A_POS, 1, 1},
+    {"$asin", OP_ASIN, A_POS, 1, 1}, {"$acos", OP_ACOS, A_POS, 1, 1}, {"$atan", OP_ATAN, A_POS, 1, 1},
+    {"$asinh", OP_ASINH, A_POS, 1, 1}, {"$acosh", OP_ACOSH, A_POS, 1, 1}, {"$atanh", OP_ATANH, A_POS, 1, 1},
+    {"$sinh", OP_SINH, A_POS, 1, 1}, {"$cosh", OP_COSH, A_POS, 1, 1}, {"$tanh", OP_TANH, A_POS, 1, 1},
+    {"$atan2", OP_ATAN2, A_POS, 2, 2}, {"$degreesToRadians", OP_DEGREESTORADIANS, A_POS, 1, 1},
+    {"$radiansToDegrees", OP_RADIANSTODEGREES, A_POS, 1, 1},
+    {"$let", OP_LET, A_LET, 0, 0}, {"$literal", OP_LITERAL, A_LITERAL, 0, 0}, {"$const", OP_LITERAL, A_LITERAL, 0, 0},
     {NULL, 0, 0, 0, 0},
 };
 
@@ -2406,6 +2414,96 @@ ev_unary_math(int op, const char *name, const bson_value_t *a, ctx_t *c, bson_va
         set_dec_from_double(o, x);
     else
         set_dbl(o, x);
+    return 0;
+}
+
+/*
+ * ev_trig: the trigonometric family (mongod's expression_trigonometric.cpp). Nullish answers null, a non-number
+ * 28765; the bounded functions refuse an argument outside their domain with 50989 (NaN passes through); the result
+ * is a double, or a decimal for a decimal argument.
+ */
+static int
+ev_trig(int op, const char *name, const bson_value_t *a, ctx_t *c, bson_value_t *o)
+{
+    double x, lo = -INFINITY, hi = INFINITY, r;
+    bool inclusive = false, bounded = true;
+    char xb[64], lb[16], hb[16];
+
+    if (is_nullish(a)) {
+        set_null(o);
+        return 0;
+    }
+    if (!is_num(a))
+        return mf_err_set(c->err, MF_E_Location28765, "%s only supports numeric types, not %s", name, tname(a));
+    x = as_dbl(a);
+    switch (op) {
+    case OP_ASIN:
+    case OP_ACOS:
+    case OP_ATANH: lo = -1, hi = 1, inclusive = true; break;
+    case OP_ACOSH: lo = 1, inclusive = true; break;
+    case OP_SIN:
+    case OP_COS:
+    case OP_TAN: break;
+    default: bounded = false; break;
+    }
+    if (bounded && !isnan(x) &&
+        !(inclusive ? (x >= lo && x <= hi) : (x > lo && x < hi))) {
+        if (isinf(x))
+            snprintf(xb, sizeof xb, "%s", x > 0 ? "inf" : "-inf");
+        else
+            fmt_double(x, xb, sizeof xb);
+        snprintf(lb, sizeof lb, isinf(lo) ? "-inf" : "%g", lo);
+        snprintf(hb, sizeof hb, isinf(hi) ? "inf" : "%g", hi);
+        return mf_err_set(c->err, MF_E_Location50989, "cannot apply %s to %s, value must in %s%s,%s%s", name, xb,
+                          inclusive ? "[" : "(", lb, hb, inclusive ? "]" : ")");
+    }
+    if (bounded && isnan(x)) {
+        mf_value_copy(o, a);
+        return 0;
+    }
+    switch (op) {
+    case OP_SIN: r = sin(x); break;
+    case OP_COS: r = cos(x); break;
+    case OP_TAN: r = tan(x); break;
+    case OP_ASIN: r = asin(x); break;
+    case OP_ACOS: r = acos(x); break;
+    case OP_ATAN: r = atan(x); break;
+    case OP_ASINH: r = asinh(x); break;
+    case OP_ACOSH: r = acosh(x); break;
+    case OP_ATANH: r = atanh(x); break;
+    case OP_SINH: r = sinh(x); break;
+    case OP_COSH: r = cosh(x); break;
+    case OP_TANH: r = tanh(x); break;
+    case OP_DEGREESTORADIANS: r = x * (3.141592653589793 / 180.0); break;
+    default: r = x * (180.0 / 3.141592653589793); break;
+    }
+    if (a->value_type == BSON_TYPE_DECIMAL128)
+        set_dec_from_double(o, r);
+    else
+        set_dbl(o, r);
+    return 0;
+}
+
+/* ev_atan2: mongod's two-numeric-argument form: each operand in turn, nullish -> null, else 51044 / 51045. */
+static int
+ev_atan2(const bson_value_t *y, const bson_value_t *x, ctx_t *c, bson_value_t *o)
+{
+    const bson_value_t *v[2] = {y, x};
+
+    for (int i = 0; i < 2; i++) {
+        if (is_nullish(v[i])) {
+            set_null(o);
+            return 0;
+        }
+        if (!is_num(v[i]))
+            return mf_err_set(c->err, i == 0 ? MF_E_Location51044 : MF_E_Location51045,
+                              "$atan2 only supports numeric types, not %s", tname(v[i]));
+    }
+    double r = atan2(as_dbl(y), as_dbl(x));
+    if (y->value_type == BSON_TYPE_DECIMAL128 || x->value_type == BSON_TYPE_DECIMAL128)
+        set_dec_from_double(o, r);
+    else
+        set_dbl(o, r);
     return 0;
 }
 
@@ -6286,6 +6384,21 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     case OP_EXP: rc = ev_unary_math(id, "$exp", &v[0], c, o); break;
     case OP_LN: rc = ev_unary_math(id, "$ln", &v[0], c, o); break;
     case OP_LOG10: rc = ev_unary_math(id, "$log10", &v[0], c, o); break;
+    case OP_SIN:
+    case OP_COS:
+    case OP_TAN:
+    case OP_ASIN:
+    case OP_ACOS:
+    case OP_ATAN:
+    case OP_ASINH:
+    case OP_ACOSH:
+    case OP_ATANH:
+    case OP_SINH:
+    case OP_COSH:
+    case OP_TANH:
+    case OP_DEGREESTORADIANS:
+    case OP_RADIANSTODEGREES: rc = ev_trig(id, e->op->name, &v[0], c, o); break;
+    case OP_ATAN2: rc = ev_atan2(&v[0], &v[1], c, o); break;
     case OP_LOG:
         if (is_nullish(&v[0]) || is_nullish(&v[1])) {
             set_null(o);

@@ -221,6 +221,25 @@ const MISC = [
   ['$let undefined variable', { $let: { vars: { x: 1 }, in: '$$y' } }, 17276, /Use of undefined variable: y$/],
 ];
 
+const TRIG = [
+  ['$sin string', { $sin: '$s' }, 28765, /^\$sin only supports numeric types, not string$/],
+  ['$sin null', { $sin: null }, { v: null }],
+  ['$sin value', { $sin: 0 }, { v: 0 }],
+  ['$tan infinity', { $tan: { $literal: Infinity } }, 50989, /^cannot apply \$tan to inf, value must in \(-inf,inf\)$/],
+  ['$acos 2', { $acos: 2 }, 50989, /^cannot apply \$acos to 2, value must in \[-1,1\]$/],
+  ['$asin -1.5', { $asin: -1.5 }, 50989, /^cannot apply \$asin to -1.5, value must in \[-1,1\]$/],
+  ['$atanh 2', { $atanh: 2 }, 50989, /^cannot apply \$atanh to 2, value must in \[-1,1\]$/],
+  ['$acosh 0', { $acosh: 0 }, 50989, /^cannot apply \$acosh to 0, value must in \[1,inf\]$/],
+  ['$cosh bool', { $cosh: '$t' }, 28765, /^\$cosh only supports numeric types, not bool$/],
+  ['$atan2 first', { $atan2: ['$s', 1] }, 51044, /^\$atan2 only supports numeric types, not string$/],
+  ['$atan2 second', { $atan2: [1, '$s'] }, 51045, /^\$atan2 only supports numeric types, not string$/],
+  ['$atan2 null first wins', { $atan2: [null, '$s'] }, { v: null }],
+  ['$degreesToRadians string', { $degreesToRadians: '$s' }, 28765, /^\$degreesToRadians only supports numeric types, not string$/],
+  ['$radiansToDegrees 0', { $radiansToDegrees: 0 }, { v: 0 }],
+  ['$sin arity', { $sin: [1, 2] }, 16020, /Expression \$sin takes exactly 1 arguments. 2 were passed in.$/],
+  ['$const', { $const: '$s' }, { v: '$s' }],
+];
+
 async function runTable(rows) {
   const db = srv.freshDb('codes');
   const coll = db.collection('c');
@@ -255,3 +274,4 @@ h.test('array and set operators: codes, messages, null order', () => runTable(AR
 h.test('string operators: codes, messages, null order', () => runTable(STRINGS));
 h.test('parse-time errors of the named-argument operators', () => runTable(PARSE));
 h.test('conversions, dates and the rest', () => runTable(MISC));
+h.test('trigonometric operators', () => runTable(TRIG));
