@@ -101,7 +101,7 @@ enum op_id {
     OP_TSSECOND, OP_TSINCREMENT, OP_TOUUID, OP_RAND, OP_MEDIAN, OP_PERCENTILE, OP_SIGMOID, OP_REGEXMATCH, OP_REGEXFIND, OP_REGEXFINDALL,
     OP_REPLACEONE, OP_REPLACEALL, OP_LET,
     OP_SIN, OP_COS, OP_TAN, OP_ASIN, OP_ACOS, OP_ATAN, OP_ASINH, OP_ACOSH, OP_ATANH, OP_SINH, OP_COSH, OP_TANH,
-    OP_ATAN2, OP_DEGREESTORADIANS, OP_RADIANSTODEGREES,
+    OP_ATAN2, OP_DEGREESTORADIANS, OP_RADIANSTODEGREES, OP_BSONSIZE, OP_BINARYSIZE,
     OP_LITERAL,
 };
 
@@ -189,7 +189,8 @@ static const op_def_t OPS[] = {
     {"$asinh", OP_ASINH, A_POS, 1, 1}, {"$acosh", OP_ACOSH, A_POS, 1, 1}, {"$atanh", OP_ATANH, A_POS, 1, 1},
     {"$sinh", OP_SINH, A_POS, 1, 1}, {"$cosh", OP_COSH, A_POS, 1, 1}, {"$tanh", OP_TANH, A_POS, 1, 1},
     {"$atan2", OP_ATAN2, A_POS, 2, 2}, {"$degreesToRadians", OP_DEGREESTORADIANS, A_POS, 1, 1},
-    {"$radiansToDegrees", OP_RADIANSTODEGREES, A_POS, 1, 1},
+    {"$radiansToDegrees", OP_RADIANSTODEGREES, A_POS, 1, 1}, {"$bsonSize", OP_BSONSIZE, A_POS, 1, 1},
+    {"$binarySize", OP_BINARYSIZE, A_POS, 1, 1},
     {"$let", OP_LET, A_LET, 0, 0}, {"$literal", OP_LITERAL, A_LITERAL, 0, 0}, {"$const", OP_LITERAL, A_LITERAL, 0, 0},
     {NULL, 0, 0, 0, 0},
 };
@@ -1692,8 +1693,9 @@ parse_op(mf_expr_t *e, const bson_value_t *arg, const scope_t *sc, mf_error_t *e
             return 0;
         }
         if (sv->value_type != BSON_TYPE_DOCUMENT)
-            return mf_err_set(err, MF_E_Location2942505, "$sortArray requires sortBy to be either 1, -1 or an object, found: %s",
-                              tname(sv));
+            return mf_err_set(err, MF_E_Location2942507,
+                              "The $sort is invalid: use 1/-1 to sort the whole element, or {field:1/-1} to sort "
+                              "embedded fields");
         bson_t spec;
         bson_iter_t si;
         if (!bson_init_static(&spec, sv->value.v_doc.data, sv->value.v_doc.data_len) || bson_count_keys(&spec) == 0)
@@ -5902,10 +5904,13 @@ ev_merge_objects(bson_value_t *v, size_t n, ctx_t *c, bson_value_t *o)
         if (is_nullish(&items[i]))
             continue;
         if (items[i].value_type != BSON_TYPE_DOCUMENT) {
+            char vb[128];
+            value_str(&items[i], vb, sizeof vb);
+            int rc = mf_err_set(c->err, MF_E_Location40400, "$mergeObjects requires object inputs, but input %s is of type %s",
+                                vb, tname(&items[i]));
             fields_abort(&f);
             elems_free(&el);
-            return mf_err_set(c->err, MF_E_Location40400,
-                              "$mergeObjects requires object inputs, but input is of type %s", tname(&items[i]));
+            return rc;
         }
         bson_iter_init_from_data(&it, items[i].value.v_doc.data, items[i].value.v_doc.data_len);
         while (bson_iter_next(&it))
@@ -6399,6 +6404,25 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     case OP_DEGREESTORADIANS:
     case OP_RADIANSTODEGREES: rc = ev_trig(id, e->op->name, &v[0], c, o); break;
     case OP_ATAN2: rc = ev_atan2(&v[0], &v[1], c, o); break;
+    case OP_BSONSIZE:
+        if (is_nullish(&v[0]))
+            set_null(o);
+        else if (v[0].value_type != BSON_TYPE_DOCUMENT)
+            rc = mf_err_set(c->err, MF_E_Location31393, "$bsonSize requires a document input, found: %s", tname(&v[0]));
+        else
+            set_i32(o, (int32_t)v[0].value.v_doc.data_len);
+        break;
+    case OP_BINARYSIZE:
+        if (is_nullish(&v[0]))
+            set_null(o);
+        else if (v[0].value_type == BSON_TYPE_UTF8)
+            set_i32(o, (int32_t)v[0].value.v_utf8.len);
+        else if (v[0].value_type == BSON_TYPE_BINARY)
+            set_i32(o, (int32_t)v[0].value.v_binary.data_len);
+        else
+            rc = mf_err_set(c->err, MF_E_Location51276, "$binarySize requires a string or BinData argument, found: %s",
+                            tname(&v[0]));
+        break;
     case OP_LOG:
         if (is_nullish(&v[0]) || is_nullish(&v[1])) {
             set_null(o);
