@@ -283,6 +283,28 @@ mf_expr_check_var_name(const char *name, mf_error_t *err)
     return 0;
 }
 
+/*
+ * var_name_ok: mongod's variableValidation (FailedToParse): a name bound by $let/$map/$filter ("write") starts with
+ * a lowercase ASCII letter or a non-ASCII byte; a name read through "$$" may also start with an uppercase one; the
+ * rest are letters, digits, '_' or non-ASCII. len is the name's length (it need not be NUL-terminated).
+ */
+static int
+var_name_ok(const char *name, size_t len, bool read, mf_error_t *err)
+{
+    const unsigned char *s = (const unsigned char *)name;
+
+    if (len == 0)
+        return mf_err_set(err, MF_E_FailedToParse, "empty variable names are not allowed");
+    if (!(islower(s[0]) || s[0] >= 0x80 || (read && isupper(s[0]))))
+        return mf_err_set(err, MF_E_FailedToParse, "'%.*s' starts with an invalid character for a user variable name",
+                          (int)len, name);
+    for (size_t i = 1; i < len; i++)
+        if (!(isalnum(s[i]) || s[i] == '_' || s[i] >= 0x80))
+            return mf_err_set(err, MF_E_FailedToParse, "'%.*s' contains an invalid character for a variable name: '%c'",
+                              (int)len, name, s[i]);
+    return 0;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Value helpers                                                            */
 /* ------------------------------------------------------------------------ */
@@ -936,10 +958,8 @@ parse_string(const bson_value_t *v, const scope_t *sc, mf_error_t *err)
         size_t nl = dot ? (size_t)(dot - name) : len - 2;
         int id = 0;
 
-        if (nl == 0) {
-            mf_err_set(err, MF_E_FailedToParse, "empty variable names are not allowed");
+        if (var_name_ok(name, nl, true, err) < 0)
             return NULL;
-        }
         if (nl == 4 && memcmp(name, "ROOT", 4) == 0)
             id = VAR_ROOT;
         else if (nl == 7 && memcmp(name, "CURRENT", 7) == 0)
@@ -1104,7 +1124,7 @@ get_var_name(const bson_value_t *v, const char *field, const char *dflt, char **
         if (bson_iter_find(&it, field)) {
             /* mongod reads a non-string name as "" (16866). */
             const char *s = BSON_ITER_HOLDS_UTF8(&it) ? bson_iter_utf8(&it, NULL) : "";
-            if (mf_expr_check_var_name(s, err) < 0)
+            if (var_name_ok(s, strlen(s), false, err) < 0)
                 return -1;
             *out = bson_strdup(s);
             return 0;
@@ -1385,7 +1405,7 @@ parse_op(mf_expr_t *e, const bson_value_t *arg, const scope_t *sc, mf_error_t *e
                 bson_iter_recurse(&it, &vi);
                 while (bson_iter_next(&vi)) {
                     const char *vn = bson_iter_key(&vi);
-                    if (mf_expr_check_var_name(vn, err) < 0)
+                    if (var_name_ok(vn, strlen(vn), false, err) < 0)
                         return -1;
                     add_key(e, vn);
                     if (parse_slot(e, e->nargs, &vi, sc, err) < 0)
@@ -2209,7 +2229,13 @@ ev_add(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     if (null) {
         set_null(o);
     } else if (have_date) {
-        if (n.rank >= 2 || n.overflowed)
+        if (n.rank == 2 || (n.rank < 2 && n.overflowed)) {
+            /* A double sum: mongod refuses a date outside the int64 milliseconds range (decimals are not checked). */
+            double t = (double)date + n.d;
+            if (!(t >= -9223372036854775808.0 && t < 9223372036854775808.0))
+                return mf_err_set(c->err, MF_E_Overflow, "date overflow in $add");
+            set_date(o, (int64_t)llround(t));
+        } else if (n.rank >= 2 || n.overflowed)
             set_date(o, date + (int64_t)llround(n.d));
         else
             set_date(o, (int64_t)((uint64_t)date + (uint64_t)n.l));

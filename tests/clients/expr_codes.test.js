@@ -169,7 +169,7 @@ const PARSE = [
   ['$map unknown', { $map: { input: [], in: 1, x: 1 } }, 16879, /Unrecognized parameter to \$map: x$/],
   ['$map input', { $map: { in: 1 } }, 16880, /Missing 'input' parameter to \$map$/],
   ['$map in', { $map: { input: [] } }, 16882, /Missing 'in' parameter to \$map$/],
-  ['$map as', { $map: { input: [], as: 'X', in: 1 } }, 16867, /'X' starts with an invalid character for a user variable name$/],
+  ['$map as', { $map: { input: [], as: 'X', in: 1 } }, 9, /'X' starts with an invalid character for a user variable name$/],
   ['$filter not object', { $filter: [] }, 28646, /\$filter only supports an object as its argument$/],
   ['$filter unknown', { $filter: { input: [], cond: 1, x: 1 } }, 28647, /Unrecognized parameter to \$filter: x$/],
   ['$filter input', { $filter: { cond: 1 } }, 28648, /Missing 'input' parameter to \$filter$/],
@@ -186,7 +186,7 @@ const PARSE = [
   ['$let vars', { $let: { in: 1 } }, 16876, /Missing 'vars' parameter to \$let$/],
   ['$let in', { $let: { vars: {} } }, 16877, /Missing 'in' parameter to \$let$/],
   ['$let vars object', { $let: { vars: 1, in: 1 } }, 10065, /invalid parameter: expected an object \(vars\)$/],
-  ['$let var name', { $let: { vars: { Ab: 1 }, in: 1 } }, 16867, /'Ab' starts with an invalid character for a user variable name$/],
+  ['$let var name', { $let: { vars: { Ab: 1 }, in: 1 } }, 9, /'Ab' starts with an invalid character for a user variable name$/],
   ['$convert not object', { $convert: 1 }, 9, /\$convert expects an object of named arguments but found: int$/],
   ['$convert unknown', { $convert: { input: 1, to: 'int', x: 1 } }, 9, /\$convert found an unknown argument: x$/],
   ['$convert input', { $convert: { to: 'int' } }, 9, /Missing 'input' parameter to \$convert$/],
@@ -226,6 +226,13 @@ const MISC = [
   ['$tsSecond', { $tsSecond: '$n' }, 5687301, /^ Argument to \$tsSecond must be a timestamp, but is int$/],
   ['$cmp arity', { $cmp: [1, 2, 3] }, 16020, /Expression \$cmp takes exactly 2 arguments. 3 were passed in.$/],
   ['$let undefined variable', { $let: { vars: { x: 1 }, in: '$$y' } }, 17276, /Use of undefined variable: y$/],
+  ['$$ read, uppercase first', { $add: ['$$Ab', 1] }, 17276, /Use of undefined variable: Ab$/],
+  ['$$ read, digit first', { $add: ['$$1a', 1] }, 9, /'1a' starts with an invalid character for a user variable name$/],
+  ['$$ read, bad character', { $add: ['$$a-b', 1] }, 9, /'a-b' contains an invalid character for a variable name: '-'$/],
+  ['$$ read, empty', { $add: ['$$', 1] }, 9, /empty variable names are not allowed$/],
+  ['$let var bad character', { $let: { vars: { 'a-b': 1 }, in: 1 } }, 9, /'a-b' contains an invalid character for a variable name: '-'$/],
+  ['$filter as not a string', { $filter: { input: [], as: 1, cond: true } }, 9, /empty variable names are not allowed$/],
+  ['$add date overflow', { $add: ['$d', 1e300] }, 15, /^date overflow in \$add$/],
 ];
 
 const TRIG = [
