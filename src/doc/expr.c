@@ -2649,18 +2649,9 @@ ev_array_elem_at(const char *name, const bson_value_t *a, const bson_value_t *id
     if (!is_num(idx))
         return mf_err_set(c->err, MF_E_Location28690, "%s's second argument must be a numeric value, but is %s",
                           name, tname(idx));
-    if (!mf_value_as_int64(idx, &i) || i < INT32_MIN || i > INT32_MAX) {
-        char buf[64];
-        bson_value_t s;
-        if (to_string(idx, &s)) {
-            snprintf(buf, sizeof buf, "%s", s.value.v_utf8.str);
-            mf_value_free(&s);
-        } else {
-            buf[0] = 0;
-        }
+    if (!mf_value_as_int64(idx, &i) || i < INT32_MIN || i > INT32_MAX)
         return mf_err_set(c->err, MF_E_Location28691,
-                          "%s's second argument must be representable as a 32-bit integer: %s", name, buf);
-    }
+                          "%s's second argument must be representable as a 32-bit integer: %g", name, as_dbl(idx));
     elems_of(a, &el);
     if (i < 0)
         i += (int64_t)el.n;
@@ -4055,7 +4046,7 @@ ev_set_field(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         goto done;
     }
     if (in.value_type != BSON_TYPE_DOCUMENT) {
-        rc = mf_err_set(c->err, MF_E_Location4161105, "%s requires 'input' to evaluate to type Object", e->op->name);
+        rc = mf_err_set(c->err, MF_E_Location4161105, "$setField requires 'input' to evaluate to type Object");
         goto done;
     }
     if (e->op->id == OP_SETFIELD && ev(e->args[2], c, &val) < 0) {
