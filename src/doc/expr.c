@@ -764,6 +764,10 @@ value_str(const bson_value_t *v, char *buf, size_t n)
     bson_value_t s;
     if (v->value_type == BSON_TYPE_UTF8) {
         snprintf(buf, n, "\"%s\"", v->value.v_utf8.str);
+    } else if (v->value_type == BSON_TYPE_DOUBLE) {
+        /* mongod streams a double with the stream defaults: 6 significant digits, "inf", "nan". */
+        double d = v->value.v_double;
+        snprintf(buf, n, isnan(d) ? "nan" : isinf(d) ? (d > 0 ? "inf" : "-inf") : "%g", d);
     } else if (to_string(v, &s)) {
         snprintf(buf, n, "%s", s.value.v_utf8.str);
         mf_value_free(&s);
@@ -2551,6 +2555,9 @@ ev_round(int op, const bson_value_t *a, const bson_value_t *p, ctx_t *c, bson_va
         set_null(o);
         return 0;
     }
+    /* mongod coerces the precision to a long (16004 for a non-number) before it checks that it is integral. */
+    if (p && !is_num(p))
+        return mf_err_set(c->err, MF_E_Location16004, "can't convert from BSON type %s to long", tname(p));
     if (p && !mf_value_as_int64(p, &place))
         return mf_err_set(c->err, MF_E_Location51082, "precision argument to  %s must be a integral value", name);
     if (p && (place < -20 || place > 100))

@@ -51,6 +51,9 @@ const ARITH = [
   ['$round place not integral', { $round: [1.5, 1.5] }, 51082, /^precision argument to {2}\$round must be a integral value$/],
   ['$round place range', { $round: [1.5, 101] }, 51083, /^cannot apply \$round with precision value 101 value must be in \[-20, 100\]$/],
   ['$round null place', { $round: ['$s', null] }, 51081],
+  ['$round string place', { $round: ['$n', '$s'] }, 16004, /^can't convert from BSON type string to long$/],
+  ['$trunc bool place', { $trunc: [1, true] }, 16004, /^can't convert from BSON type bool to long$/],
+  ['$range end too big', { $range: [0, 2147483648] }, 34446, /found value: 2.14748e\+09$/],
 ];
 
 const ARRAYS = [
