@@ -6270,6 +6270,15 @@ ev_switch(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     }
     if (e->args[e->nargs - 1])
         return ev(e->args[e->nargs - 1], c, o);
+    /* Every case a constant (all false, as none matched): mongod drops them when it optimizes the pipeline and
+     * refuses the empty $switch then. */
+    bool all_const = true;
+    for (size_t i = 0; i < nb && all_const; i++)
+        all_const = node_is_const(e->args[2 * i]);
+    if (all_const)
+        return mf_err_set(c->err, MF_E_Location40069,
+                          "One cannot execute a switch statement where all the cases evaluate to false without a "
+                          "default.");
     return mf_err_set(c->err, MF_E_Location40066,
                       "$switch could not find a matching branch for an input, and no default was specified.");
 }

@@ -168,6 +168,7 @@ const PARSE = [
   ['$switch key', { $switch: { branches: [{ case: true, then: 1 }], x: 1 } }, 40067, /\$switch found an unknown argument: x$/],
   ['$switch no branch', { $switch: { default: 1 } }, 40068, /\$switch requires at least one branch\.$/],
   ['$switch no match', { $switch: { branches: [{ case: '$missing', then: 1 }] } }, 40066, /\$switch could not find a matching branch for an input, and no default was specified\.$/],
+  ['$switch constant false cases', { $switch: { branches: [{ case: false, then: 1 }, { case: 0, then: 2 }] } }, 40069, /One cannot execute a switch statement where all the cases evaluate to false without a default\.$/],
   ['$map not object', { $map: 1 }, 16878, /\$map only supports an object as its argument$/],
   ['$map unknown', { $map: { input: [], in: 1, x: 1 } }, 16879, /Unrecognized parameter to \$map: x$/],
   ['$map input', { $map: { in: 1 } }, 16880, /Missing 'input' parameter to \$map$/],
