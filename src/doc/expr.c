@@ -3309,9 +3309,9 @@ done:
 static bool
 is_default_ws(uint32_t cp)
 {
+    /* mongod's default trim set: NUL, space, \t \n \v \f \r, U+00A0, U+1680, U+2000..U+200A. */
     switch (cp) {
     case 0x00: case 0x20: case 0x09: case 0x0A: case 0x0B: case 0x0C: case 0x0D: case 0xA0: case 0x1680:
-    case 0x2028: case 0x2029: case 0x202F: case 0x205F: case 0x3000:
         return true;
     default:
         return cp >= 0x2000 && cp <= 0x200A;

@@ -146,6 +146,7 @@ const STRINGS = [
   ['$split empty separator', { $split: ['$s', ''] }, 40087, /^\$split requires a non-empty separator$/],
   ['$trim input', { $trim: { input: '$n' } }, 50699, /^\$trim requires its input to be a string, got 5 \(of type int\) instead\.$/],
   ['$ltrim chars', { $ltrim: { input: 'a', chars: 1 } }, 50700, /^\$ltrim requires 'chars' to be a string, got 1 \(of type int\) instead\.$/],
+  ['$trim default set (no U+3000)', { $trim: { input: '\u3000 a\u2001' } }, { v: '\u3000 a' }],
   ['$rtrim null chars after bad input', { $rtrim: { input: 1, chars: null } }, 50699],
   ['$replaceOne input', { $replaceOne: { input: 1, find: 'a', replacement: 'b' } }, 51746, /^\$replaceOne requires that 'input' be a string, found: 1$/],
   ['$replaceAll find', { $replaceAll: { input: 'a', find: 1, replacement: 'b' } }, 51745, /requires that 'find' be a string, found: 1$/],
