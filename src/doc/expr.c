@@ -3108,6 +3108,11 @@ convert(ctx_t *c, const bson_value_t *v, int to, bson_value_t *o)
             l = (int64_t)d;
             break;
         case BSON_TYPE_UTF8:
+            if (strncmp(v->value.v_utf8.str, "0x", 2) == 0) {
+                snprintf(msg, sizeof msg, "Illegal hexadecimal input in $convert with no onError value: %.200s",
+                         v->value.v_utf8.str);
+                return conv_fail(c, msg, v, tgt);
+            }
             if (!parse_int64_str(v->value.v_utf8.str, &l) || l < lo || l > hi) {
                 snprintf(msg, sizeof msg, "Failed to parse number '%.200s' in $convert with no onError value", v->value.v_utf8.str);
                 return conv_fail(c, msg, v, tgt);
@@ -3147,6 +3152,11 @@ convert(ctx_t *c, const bson_value_t *v, int to, bson_value_t *o)
             d = as_dbl(v);
             break;
         case BSON_TYPE_UTF8:
+            if (strncmp(v->value.v_utf8.str, "0x", 2) == 0) {
+                snprintf(msg, sizeof msg, "Illegal hexadecimal input in $convert with no onError value: %.200s",
+                         v->value.v_utf8.str);
+                return conv_fail(c, msg, v, tgt);
+            }
             if (to == BSON_TYPE_DECIMAL128) {
                 memset(o, 0, sizeof *o);
                 o->value_type = BSON_TYPE_DECIMAL128;
@@ -3256,7 +3266,8 @@ ev_convert(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     if (is_nullish(&to)) {
         /* no target */
     } else if (to.value_type == BSON_TYPE_UTF8) {
-        target = mf_type_alias(to.value.v_utf8.str);
+        /* "missing" ($type's answer) names no conversion: every input fails with 241. */
+        target = strcmp(to.value.v_utf8.str, "missing") == 0 ? BSON_TYPE_EOD : mf_type_alias(to.value.v_utf8.str);
         if (target < 0 || target == -2) {
             rc = mf_err_set(c->err, MF_E_BadValue, "Unknown type name: %s", to.value.v_utf8.str);
             goto done;
