@@ -215,6 +215,7 @@ struct mf_expr {
     pcre2_code *re;     /* $regex*: the regex, compiled at parse when regex and options are constants (owned;
                            matching only reads it) */
     size_t nps;
+    bool folds;         /* K_OP whose operands are all constants: mongod folds it to a constant when it optimizes */
 };
 
 /* A parse-time scope of user variable names. */
@@ -871,6 +872,7 @@ u8decode(const char *s, size_t n, int *len)
 
 static int rx_compile(const char *op, mf_error_t *err, const bson_value_t *rv, const bson_value_t *ov, pcre2_code **re);
 static mf_expr_t *parse(const bson_value_t *v, const scope_t *sc, mf_error_t *err);
+static bool node_is_const(const mf_expr_t *a);
 
 static mf_expr_t *
 node_new(int kind)
@@ -1935,6 +1937,36 @@ parse_constant_args(mf_expr_t *e, mf_error_t *err)
     return 0;
 }
 
+/*
+ * fold_check: mongod optimizes a pipeline before it runs it, folding an operator whose operands are all constants
+ * into its value (ExpressionNary::optimize, the date-part operators); an error there fails the command even when no
+ * document reaches the expression (an empty collection, the branch of a $cond not taken). Such an operator is
+ * evaluated once here for its error only (the node stays as parsed) and marked as a constant for its parents.
+ */
+static int
+fold_check(mf_expr_t *e, mf_error_t *err)
+{
+    bson_value_t out;
+
+    if (e->op->form != A_POS && e->op->form != A_DATEPART)
+        return 0;
+    switch (e->op->id) {
+    case OP_SETEQUALS: /* has its own optimization, without evaluation */
+    case OP_TOUUID:
+        return 0;
+    default:
+        break;
+    }
+    for (size_t i = 0; i < e->nargs; i++)
+        if (e->args[i] != NULL && !node_is_const(e->args[i]))
+            return 0;
+    if (mf_expr_eval(e, NULL, &out, err) < 0)
+        return -1;
+    mf_value_free(&out);
+    e->folds = true;
+    return 0;
+}
+
 static mf_expr_t *
 parse_doc(const bson_value_t *v, const scope_t *sc, mf_error_t *err)
 {
@@ -1995,6 +2027,10 @@ parse_doc(const bson_value_t *v, const scope_t *sc, mf_error_t *err)
             return NULL;
         }
         if (parse_constant_args(e, err) < 0) {
+            mf_expr_free(e);
+            return NULL;
+        }
+        if (fold_check(e, err) < 0) {
             mf_expr_free(e);
             return NULL;
         }
@@ -2773,7 +2809,7 @@ node_is_const(const mf_expr_t *a)
 {
     if (a == NULL)
         return false;
-    if (a->kind == K_LIT || (a->kind == K_OP && a->op->id == OP_LITERAL))
+    if (a->kind == K_LIT || (a->kind == K_OP && (a->op->id == OP_LITERAL || a->folds)))
         return true;
     if (a->kind == K_ARR) {
         for (size_t i = 0; i < a->nargs; i++)
