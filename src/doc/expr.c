@@ -1948,8 +1948,21 @@ fold_check(mf_expr_t *e, mf_error_t *err)
 {
     bson_value_t out;
 
-    if (e->op->form != A_POS && e->op->form != A_DATEPART)
+    switch (e->op->form) {
+    case A_POS:
+    case A_DATEPART:
+    /* The named-argument operators mongod folds when every argument given is a constant. */
+    case A_TRIM:
+    case A_CONVERT:
+    case A_DATETOSTRING:
+    case A_DATEFROMSTRING:
+    case A_DATEFROMPARTS:
+    case A_DATETOPARTS:
+    case A_DATEARITH:
+        break;
+    default:
         return 0;
+    }
     switch (e->op->id) {
     case OP_SETEQUALS: /* has its own optimization, without evaluation */
     case OP_TOUUID:

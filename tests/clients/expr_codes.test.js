@@ -306,6 +306,9 @@ h.test('operators over constants fail before any document is read, as mongod opt
   await db.createCollection('empty');
   await h.expectCode(empty.aggregate([{ $project: { r: { $divide: [1, 0] } } }]).toArray(), 2);
   await h.expectCode(empty.aggregate([{ $match: { $expr: { $add: ['a', { $multiply: [1, 1] }] } } }]).toArray(), 14);
+  await h.expectCode(empty.aggregate([{ $project: { r: { $trim: { input: 1 } } } }]).toArray(), 50699);
+  await h.expectCode(empty.aggregate([{ $project: { r: { $dateToString: { date: 'x' } } } }]).toArray(), 16006);
+  assert.deepEqual(await empty.aggregate([{ $project: { r: { $convert: { input: 'x', to: 'int', onError: 0 } } } }]).toArray(), []);
   // A field path is not a constant: nothing to evaluate without documents.
   assert.deepEqual(await empty.aggregate([{ $project: { r: { $divide: ['$a', 0] } } }]).toArray(), []);
   const one = db.collection('one');
