@@ -958,6 +958,11 @@ parse_string(const bson_value_t *v, const scope_t *sc, mf_error_t *err)
 
     if (len == 0 || s[0] != '$')
         return lit_new(v);
+    if (len >= 2 && s[len - 1] == '.') {
+        /* mongod's FieldPath refuses a trailing dot before it looks at the components. */
+        mf_err_set(err, MF_E_Location40353, "FieldPath must not end with a '.'.");
+        return NULL;
+    }
     if (len >= 2 && s[1] == '$') {
         const char *name = s + 2;
         const char *dot = memchr(name, '.', len - 2);

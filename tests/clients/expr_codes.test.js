@@ -240,6 +240,9 @@ const MISC = [
   ['$$ read, empty', { $add: ['$$', 1] }, 9, /empty variable names are not allowed$/],
   ['$let var bad character', { $let: { vars: { 'a-b': 1 }, in: 1 } }, 9, /'a-b' contains an invalid character for a variable name: '-'$/],
   ['$filter as not a string', { $filter: { input: [], as: 1, cond: true } }, 9, /empty variable names are not allowed$/],
+  ['field path trailing dot', { $add: ['$a.', 1] }, 40353, /FieldPath must not end with a '\.'\.$/],
+  ['variable path trailing dot', { $add: ['$$ROOT.', 1] }, 40353, /FieldPath must not end with a '\.'\.$/],
+  ['field path empty component', { $add: ['$a..b', 1] }, 15998, /FieldPath field names may not be empty strings\.$/],
   ['$add date overflow', { $add: ['$d', 1e300] }, 15, /^date overflow in \$add$/],
 ];
 
