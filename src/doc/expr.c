@@ -102,6 +102,7 @@ enum op_id {
     OP_REPLACEONE, OP_REPLACEALL, OP_LET,
     OP_SIN, OP_COS, OP_TAN, OP_ASIN, OP_ACOS, OP_ATAN, OP_ASINH, OP_ACOSH, OP_ATANH, OP_SINH, OP_COSH, OP_TANH,
     OP_ATAN2, OP_DEGREESTORADIANS, OP_RADIANSTODEGREES, OP_BSONSIZE, OP_BINARYSIZE,
+    OP_FIRSTN, OP_LASTN, OP_MINN, OP_MAXN,
     OP_LITERAL,
 };
 
@@ -109,7 +110,7 @@ enum op_id {
 enum argform { A_POS, A_COND, A_SWITCH, A_MAP, A_FILTER, A_REDUCE, A_LET, A_CONVERT, A_TRIM,
                A_DATETOSTRING, A_REGEX, A_GETFIELD, A_DATEPART, A_LITERAL, A_DATEARITH,
                A_DATEFROMPARTS, A_DATETOPARTS, A_DATEFROMSTRING, A_REPLACE,
-               A_SETFIELD, A_SORTARRAY, A_ZIP, A_RAND, A_QUANTILE, A_SIGMOID };
+               A_SETFIELD, A_SORTARRAY, A_ZIP, A_RAND, A_QUANTILE, A_SIGMOID, A_NACC };
 
 typedef struct op_def {
     const char *name;
@@ -191,6 +192,8 @@ static const op_def_t OPS[] = {
     {"$atan2", OP_ATAN2, A_POS, 2, 2}, {"$degreesToRadians", OP_DEGREESTORADIANS, A_POS, 1, 1},
     {"$radiansToDegrees", OP_RADIANSTODEGREES, A_POS, 1, 1}, {"$bsonSize", OP_BSONSIZE, A_POS, 1, 1},
     {"$binarySize", OP_BINARYSIZE, A_POS, 1, 1},
+    {"$firstN", OP_FIRSTN, A_NACC, 0, 0}, {"$lastN", OP_LASTN, A_NACC, 0, 0},
+    {"$minN", OP_MINN, A_NACC, 0, 0}, {"$maxN", OP_MAXN, A_NACC, 0, 0},
     {"$let", OP_LET, A_LET, 0, 0}, {"$literal", OP_LITERAL, A_LITERAL, 0, 0}, {"$const", OP_LITERAL, A_LITERAL, 0, 0},
     {NULL, 0, 0, 0, 0},
 };
@@ -1817,6 +1820,32 @@ parse_op(mf_expr_t *e, const bson_value_t *arg, const scope_t *sc, mf_error_t *e
             return mf_err_set(err, MF_E_Location3040501, "$rand does not currently accept arguments");
         return 0;
     }
+    case A_NACC: {
+        /* {$firstN: {n, input}} (also $lastN, $minN, $maxN), mongod's AccumulatorN::parseArgs. Slots: n, input. */
+        bool minmax = op->id == OP_MINN || op->id == OP_MAXN;
+        if (arg->value_type != BSON_TYPE_DOCUMENT) {
+            char vb[128];
+            value_str(arg, vb, sizeof vb);
+            return mf_err_set(err, minmax ? MF_E_Location5787900 : MF_E_Location5787801,
+                              "specification must be an object; found %s: %s", op->name, vb);
+        }
+        add_arg(e, NULL);
+        add_arg(e, NULL);
+        bson_iter_init_from_data(&it, arg->value.v_doc.data, arg->value.v_doc.data_len);
+        while (bson_iter_next(&it)) {
+            const char *k = bson_iter_key(&it);
+            int slot = strcmp(k, "n") == 0 ? 0 : strcmp(k, "input") == 0 ? 1 : -1;
+            if (slot < 0)
+                return mf_err_set(err, MF_E_Location5787901, "Unknown argument for 'n' operator: %s", k);
+            if (parse_slot(e, (size_t)slot, &it, sc, err) < 0)
+                return -1;
+        }
+        if (e->args[0] == NULL)
+            return mf_err_set(err, MF_E_Location5787906, "Missing value for 'n'");
+        if (e->args[1] == NULL)
+            return mf_err_set(err, MF_E_Location5787907, "Missing value for 'input'");
+        return 0;
+    }
     case A_QUANTILE: {
         bool med = op->id == OP_MEDIAN;
         bool have_p = false, have_m = false;
@@ -2567,6 +2596,78 @@ ev_trig(int op, const char *name, const bson_value_t *a, ctx_t *c, bson_value_t 
         set_dec_from_double(o, r);
     else
         set_dbl(o, r);
+    return 0;
+}
+
+static int
+cmpv_asc(const void *a, const void *b)
+{
+    return cmpv((const bson_value_t *)a, (const bson_value_t *)b);
+}
+
+static int
+cmpv_desc(const void *a, const void *b)
+{
+    return cmpv((const bson_value_t *)b, (const bson_value_t *)a);
+}
+
+/*
+ * ev_nacc: $firstN/$lastN/$minN/$maxN over an array (mongod's ExpressionFromAccumulatorN): 'n' first (5787902
+ * not a number, 5787903 not integral, 5787908 not positive), then the input must be an array (5788200). $minN and
+ * $maxN skip nullish elements and answer ascending / descending.
+ */
+static int
+ev_nacc(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
+{
+    int op = e->op->id;
+    bson_value_t nv, in;
+    int64_t n = 0;
+    double d;
+    char vb[128];
+    int rc = 0;
+
+    if (ev(e->args[0], c, &nv) < 0)
+        return -1;
+    value_str(&nv, vb, sizeof vb);
+    if (!is_num(&nv)) {
+        rc = mf_err_set(c->err, MF_E_Location5787902, "Value for 'n' must be of integral type, but found %s", vb);
+    } else if (d = as_dbl(&nv), !(d == floor(d) && fabs(d) < 9.2e18)) {
+        rc = mf_err_set(c->err, MF_E_Location5787903, "Value for 'n' must be of integral type, but found %s", vb);
+    } else if ((n = nv.value_type == BSON_TYPE_INT64 ? nv.value.v_int64 : (int64_t)d) <= 0) {
+        rc = mf_err_set(c->err, MF_E_Location5787908, "'n' must be greater than 0, found %" PRId64, n);
+    }
+    mf_value_free(&nv);
+    if (rc < 0)
+        return rc;
+    if (ev(e->args[1], c, &in) < 0)
+        return -1;
+    if (in.value_type != BSON_TYPE_ARRAY) {
+        mf_value_free(&in);
+        return mf_err_set(c->err, MF_E_Location5788200, "Input must be an array");
+    }
+    elems_t el;
+    abuild_t ab;
+    elems_of(&in, &el);
+    ab_init(&ab);
+    if (op == OP_FIRSTN || op == OP_LASTN) {
+        size_t cnt = (uint64_t)n < el.n ? (size_t)n : el.n;
+        size_t from = op == OP_FIRSTN ? 0 : el.n - cnt;
+        for (size_t i = from; i < from + cnt; i++)
+            ab_push(&ab, &el.v[i]);
+    } else {
+        bson_value_t *keep = bson_malloc((el.n ? el.n : 1) * sizeof *keep);
+        size_t k = 0;
+        for (size_t i = 0; i < el.n; i++)
+            if (!is_nullish(&el.v[i]))
+                keep[k++] = el.v[i];
+        qsort(keep, k, sizeof *keep, op == OP_MINN ? cmpv_asc : cmpv_desc);
+        for (size_t i = 0; i < k && (int64_t)i < n; i++)
+            ab_push(&ab, &keep[i]);
+        bson_free(keep);
+    }
+    ab_finish(&ab, o);
+    elems_free(&el);
+    mf_value_free(&in);
     return 0;
 }
 
@@ -6456,6 +6557,11 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     case OP_MEDIAN:
     case OP_PERCENTILE:
         return ev_quantile(e, c, o);
+    case OP_FIRSTN:
+    case OP_LASTN:
+    case OP_MINN:
+    case OP_MAXN:
+        return ev_nacc(e, c, o);
     case OP_ZIP:
         return ev_zip(e, c, o);
     default:
