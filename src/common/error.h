@@ -195,6 +195,7 @@
     X(28761, Location28761)                                                    \
     X(28764, Location28764)                                                    \
     X(28765, Location28765)                                                    \
+    X(16406, Location16406)                                                    \
     X(5788200, Location5788200)                                                \
     X(40069, Location40069)                                                    \
     X(16004, Location16004)                                                    \

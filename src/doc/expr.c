@@ -2097,6 +2097,17 @@ parse_doc(const bson_value_t *v, const scope_t *sc, mf_error_t *err)
             mf_expr_free(e);
             return NULL;
         }
+        if (k[0] == '\0') {
+            mf_err_set(err, MF_E_Location15998, "FieldPath field names may not be empty strings.");
+            mf_expr_free(e);
+            return NULL;
+        }
+        for (size_t i = 0; i < e->nkeys; i++)
+            if (strcmp(e->keys[i], k) == 0) {
+                mf_err_set(err, MF_E_Location16406, "duplicate field name specified in object literal: %s", k);
+                mf_expr_free(e);
+                return NULL;
+            }
         a = parse(bson_iter_value(&it), sc, err);
         if (a == NULL) {
             mf_expr_free(e);

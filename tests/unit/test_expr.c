@@ -460,4 +460,9 @@ Test(expr, mongod_codes_and_order)
     check_err("{\"e\": {\"$reduce\": {\"input\": [], \"in\": 1}}}", "{}", MF_E_Location40078, NULL);
     check_err("{\"e\": {\"$switch\": {\"branches\": []}}}", "{}", MF_E_Location40068, NULL);
     check_err("{\"e\": {\"$let\": {\"vars\": {}, \"in\": 1, \"x\": 1}}}", "{}", MF_E_Location16875, NULL);
+    /* Object literals: duplicate and empty field names (mongod's ExpressionObject::parse). */
+    check_err("{\"e\": {\"a\": 1, \"a\": 2}}", "{}", MF_E_Location16406, "duplicate field name");
+    check_err("{\"e\": {\"\": 1}}", "{}", MF_E_Location15998, NULL);
+    /* Operators over constants fail at parse, as mongod's folding at optimization. */
+    check_err("{\"e\": {\"$cond\": [true, 1, {\"$divide\": [1, 0]}]}}", "{}", MF_E_BadValue, "can't $divide by zero");
 }
