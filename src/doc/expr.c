@@ -299,6 +299,8 @@ var_name_ok(const char *name, size_t len, bool read, mf_error_t *err)
 
     if (len == 0)
         return mf_err_set(err, MF_E_FailedToParse, "empty variable names are not allowed");
+    if (!read && len == 7 && memcmp(name, "CURRENT", 7) == 0)
+        return 0; /* the one system variable a user may rebind */
     if (!(islower(s[0]) || s[0] >= 0x80 || (read && isupper(s[0]))))
         return mf_err_set(err, MF_E_FailedToParse, "'%.*s' starts with an invalid character for a user variable name",
                           (int)len, name);
@@ -952,6 +954,15 @@ split_path(const char *s, size_t len, char ***out, size_t *n, mf_error_t *err)
     return 0;
 }
 
+static bool
+scope_has(const scope_t *sc, const char *name)
+{
+    for (; sc; sc = sc->up)
+        if (strcmp(sc->name, name) == 0)
+            return true;
+    return false;
+}
+
 static mf_expr_t *
 parse_string(const bson_value_t *v, const scope_t *sc, mf_error_t *err)
 {
@@ -976,7 +987,7 @@ parse_string(const bson_value_t *v, const scope_t *sc, mf_error_t *err)
             return NULL;
         if (nl == 4 && memcmp(name, "ROOT", 4) == 0)
             id = VAR_ROOT;
-        else if (nl == 7 && memcmp(name, "CURRENT", 7) == 0)
+        else if (nl == 7 && memcmp(name, "CURRENT", 7) == 0 && !scope_has(sc, "CURRENT"))
             id = VAR_CURRENT;
         else if (nl == 3 && memcmp(name, "NOW", 3) == 0)
             id = VAR_NOW;
@@ -1007,7 +1018,14 @@ parse_string(const bson_value_t *v, const scope_t *sc, mf_error_t *err)
         mf_err_set(err, MF_E_Location16872, "'$' by itself is not a valid FieldPath");
         return NULL;
     }
-    e = node_new(K_FIELD);
+    if (scope_has(sc, "CURRENT")) {
+        /* $let (or $map/$filter "as") rebound CURRENT: "$a.b" reads $$CURRENT.a.b. */
+        e = node_new(K_VAR);
+        e->var = VAR_USER;
+        e->name = bson_strdup("CURRENT");
+    } else {
+        e = node_new(K_FIELD);
+    }
     if (split_path(s + 1, len - 1, &e->path, &e->npath, err) < 0) {
         mf_expr_free(e);
         return NULL;
