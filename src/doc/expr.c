@@ -101,6 +101,9 @@ enum op_id {
     OP_ANYELEMENTTRUE, OP_ALLELEMENTSTRUE, OP_GETFIELD, OP_SETFIELD, OP_UNSETFIELD, OP_SORTARRAY, OP_ZIP, OP_BITAND, OP_BITOR, OP_BITXOR, OP_BITNOT,
     OP_TSSECOND, OP_TSINCREMENT, OP_TOUUID, OP_RAND, OP_MEDIAN, OP_PERCENTILE, OP_SIGMOID, OP_REGEXMATCH, OP_REGEXFIND, OP_REGEXFINDALL,
     OP_REPLACEONE, OP_REPLACEALL, OP_LET,
+    OP_SIN, OP_COS, OP_TAN, OP_ASIN, OP_ACOS, OP_ATAN, OP_ASINH, OP_ACOSH, OP_ATANH, OP_SINH, OP_COSH, OP_TANH,
+    OP_ATAN2, OP_DEGREESTORADIANS, OP_RADIANSTODEGREES, OP_BSONSIZE, OP_BINARYSIZE,
+    OP_FIRSTN, OP_LASTN, OP_MINN, OP_MAXN,
     OP_LITERAL,
     OP_META, /* {$meta: "textScore"}: the hidden score field of a $text pipeline's document (doc/text.h) */
 };
@@ -109,7 +112,7 @@ enum op_id {
 enum argform { A_POS, A_COND, A_SWITCH, A_MAP, A_FILTER, A_REDUCE, A_LET, A_CONVERT, A_TRIM,
                A_DATETOSTRING, A_REGEX, A_GETFIELD, A_DATEPART, A_LITERAL, A_DATEARITH,
                A_DATEFROMPARTS, A_DATETOPARTS, A_DATEFROMSTRING, A_REPLACE,
-               A_SETFIELD, A_SORTARRAY, A_ZIP, A_RAND, A_QUANTILE, A_SIGMOID, A_META };
+               A_SETFIELD, A_SORTARRAY, A_ZIP, A_RAND, A_QUANTILE, A_SIGMOID, A_META, A_NACC };
 
 typedef struct op_def {
     const char *name;
@@ -184,8 +187,16 @@ static const op_def_t OPS[] = {
     {"$percentile", OP_PERCENTILE, A_QUANTILE, 0, 0}, {"$sigmoid", OP_SIGMOID, A_SIGMOID, 0, 0}, {"$regexMatch", OP_REGEXMATCH, A_REGEX, 0, 0},
     {"$regexFind", OP_REGEXFIND, A_REGEX, 0, 0}, {"$regexFindAll", OP_REGEXFINDALL, A_REGEX, 0, 0},
     {"$replaceOne", OP_REPLACEONE, A_REPLACE, 0, 0}, {"$replaceAll", OP_REPLACEALL, A_REPLACE, 0, 0},
-    {"$let", OP_LET, A_LET, 0, 0}, {"$literal", OP_LITERAL, A_LITERAL, 0, 0},
-    {"$const", OP_LITERAL, A_LITERAL, 0, 0}, /* mongod's alias of $literal */
+    {"$sin", OP_SIN, A_POS, 1, 1}, {"$cos", OP_COS, A_POS, 1, 1}, {"$tan", OP_TAN, A_POS, 1, 1},
+    {"$asin", OP_ASIN, A_POS, 1, 1}, {"$acos", OP_ACOS, A_POS, 1, 1}, {"$atan", OP_ATAN, A_POS, 1, 1},
+    {"$asinh", OP_ASINH, A_POS, 1, 1}, {"$acosh", OP_ACOSH, A_POS, 1, 1}, {"$atanh", OP_ATANH, A_POS, 1, 1},
+    {"$sinh", OP_SINH, A_POS, 1, 1}, {"$cosh", OP_COSH, A_POS, 1, 1}, {"$tanh", OP_TANH, A_POS, 1, 1},
+    {"$atan2", OP_ATAN2, A_POS, 2, 2}, {"$degreesToRadians", OP_DEGREESTORADIANS, A_POS, 1, 1},
+    {"$radiansToDegrees", OP_RADIANSTODEGREES, A_POS, 1, 1}, {"$bsonSize", OP_BSONSIZE, A_POS, 1, 1},
+    {"$binarySize", OP_BINARYSIZE, A_POS, 1, 1},
+    {"$firstN", OP_FIRSTN, A_NACC, 0, 0}, {"$lastN", OP_LASTN, A_NACC, 0, 0},
+    {"$minN", OP_MINN, A_NACC, 0, 0}, {"$maxN", OP_MAXN, A_NACC, 0, 0},
+    {"$let", OP_LET, A_LET, 0, 0}, {"$literal", OP_LITERAL, A_LITERAL, 0, 0}, {"$const", OP_LITERAL, A_LITERAL, 0, 0},
     {NULL, 0, 0, 0, 0},
 };
 
@@ -209,6 +220,7 @@ struct mf_expr {
     pcre2_code *re;     /* $regex*: the regex, compiled at parse when regex and options are constants (owned;
                            matching only reads it) */
     size_t nps;
+    bool folds;         /* K_OP whose operands are all constants: mongod folds it to a constant when it optimizes */
 };
 
 /* A parse-time scope of user variable names. */
@@ -274,6 +286,30 @@ mf_expr_check_var_name(const char *name, mf_error_t *err)
         if (!(isalnum(s[i]) || s[i] == '_' || s[i] >= 0x80))
             return mf_err_set(err, MF_E_Location16868, "'%s' contains an invalid character for a user variable name",
                               name);
+    return 0;
+}
+
+/*
+ * var_name_ok: mongod's variableValidation (FailedToParse): a name bound by $let/$map/$filter ("write") starts with
+ * a lowercase ASCII letter or a non-ASCII byte; a name read through "$$" may also start with an uppercase one; the
+ * rest are letters, digits, '_' or non-ASCII. len is the name's length (it need not be NUL-terminated).
+ */
+static int
+var_name_ok(const char *name, size_t len, bool read, mf_error_t *err)
+{
+    const unsigned char *s = (const unsigned char *)name;
+
+    if (len == 0)
+        return mf_err_set(err, MF_E_FailedToParse, "empty variable names are not allowed");
+    if (!read && len == 7 && memcmp(name, "CURRENT", 7) == 0)
+        return 0; /* the one system variable a user may rebind */
+    if (!(islower(s[0]) || s[0] >= 0x80 || (read && isupper(s[0]))))
+        return mf_err_set(err, MF_E_FailedToParse, "'%.*s' starts with an invalid character for a user variable name",
+                          (int)len, name);
+    for (size_t i = 1; i < len; i++)
+        if (!(isalnum(s[i]) || s[i] == '_' || s[i] >= 0x80))
+            return mf_err_set(err, MF_E_FailedToParse, "'%.*s' contains an invalid character for a variable name: '%c'",
+                              (int)len, name, s[i]);
     return 0;
 }
 
@@ -736,6 +772,10 @@ value_str(const bson_value_t *v, char *buf, size_t n)
     bson_value_t s;
     if (v->value_type == BSON_TYPE_UTF8) {
         snprintf(buf, n, "\"%s\"", v->value.v_utf8.str);
+    } else if (v->value_type == BSON_TYPE_DOUBLE) {
+        /* mongod streams a double with the stream defaults: 6 significant digits, "inf", "nan". */
+        double d = v->value.v_double;
+        snprintf(buf, n, isnan(d) ? "nan" : isinf(d) ? (d > 0 ? "inf" : "-inf") : "%g", d);
     } else if (to_string(v, &s)) {
         snprintf(buf, n, "%s", s.value.v_utf8.str);
         mf_value_free(&s);
@@ -839,6 +879,7 @@ u8decode(const char *s, size_t n, int *len)
 
 static int rx_compile(const char *op, mf_error_t *err, const bson_value_t *rv, const bson_value_t *ov, pcre2_code **re);
 static mf_expr_t *parse(const bson_value_t *v, const scope_t *sc, mf_error_t *err);
+static bool node_is_const(const mf_expr_t *a);
 
 static mf_expr_t *
 node_new(int kind)
@@ -915,6 +956,15 @@ split_path(const char *s, size_t len, char ***out, size_t *n, mf_error_t *err)
     return 0;
 }
 
+static bool
+scope_has(const scope_t *sc, const char *name)
+{
+    for (; sc; sc = sc->up)
+        if (strcmp(sc->name, name) == 0)
+            return true;
+    return false;
+}
+
 static mf_expr_t *
 parse_string(const bson_value_t *v, const scope_t *sc, mf_error_t *err)
 {
@@ -924,19 +974,22 @@ parse_string(const bson_value_t *v, const scope_t *sc, mf_error_t *err)
 
     if (len == 0 || s[0] != '$')
         return lit_new(v);
+    if (len >= 2 && s[len - 1] == '.') {
+        /* mongod's FieldPath refuses a trailing dot before it looks at the components. */
+        mf_err_set(err, MF_E_Location40353, "FieldPath must not end with a '.'.");
+        return NULL;
+    }
     if (len >= 2 && s[1] == '$') {
         const char *name = s + 2;
         const char *dot = memchr(name, '.', len - 2);
         size_t nl = dot ? (size_t)(dot - name) : len - 2;
         int id = 0;
 
-        if (nl == 0) {
-            mf_err_set(err, MF_E_FailedToParse, "empty variable names are not allowed");
+        if (var_name_ok(name, nl, true, err) < 0)
             return NULL;
-        }
         if (nl == 4 && memcmp(name, "ROOT", 4) == 0)
             id = VAR_ROOT;
-        else if (nl == 7 && memcmp(name, "CURRENT", 7) == 0)
+        else if (nl == 7 && memcmp(name, "CURRENT", 7) == 0 && !scope_has(sc, "CURRENT"))
             id = VAR_CURRENT;
         else if (nl == 3 && memcmp(name, "NOW", 3) == 0)
             id = VAR_NOW;
@@ -967,7 +1020,14 @@ parse_string(const bson_value_t *v, const scope_t *sc, mf_error_t *err)
         mf_err_set(err, MF_E_Location16872, "'$' by itself is not a valid FieldPath");
         return NULL;
     }
-    e = node_new(K_FIELD);
+    if (scope_has(sc, "CURRENT")) {
+        /* $let (or $map/$filter "as") rebound CURRENT: "$a.b" reads $$CURRENT.a.b. */
+        e = node_new(K_VAR);
+        e->var = VAR_USER;
+        e->name = bson_strdup("CURRENT");
+    } else {
+        e = node_new(K_FIELD);
+    }
     if (split_path(s + 1, len - 1, &e->path, &e->npath, err) < 0) {
         mf_expr_free(e);
         return NULL;
@@ -1017,9 +1077,13 @@ parse_slot(mf_expr_t *e, size_t i, const bson_iter_t *it, const scope_t *sc, mf_
     return 0;
 }
 
-/* named_form: parses {k1: ..., k2: ...} into slots by the names list; NULL-terminated names. */
+/*
+ * named_form: parses the document v {k1: ..., k2: ...} into slots by the names list (NULL-terminated); an unknown
+ * key fails with code_unknown and unknown_fmt (formatted with the operator's name and the key).
+ */
 static int
-named_form(mf_expr_t *e, const bson_value_t *v, const char *const *names, const scope_t *sc, mf_error_t *err)
+named_form(mf_expr_t *e, const bson_value_t *v, const char *const *names, const scope_t *sc, mf_error_t *err,
+           int code_unknown, const char *unknown_fmt)
 {
     bson_iter_t it;
     size_t nn = 0;
@@ -1028,8 +1092,6 @@ named_form(mf_expr_t *e, const bson_value_t *v, const char *const *names, const 
         nn++;
     while (e->nargs < nn)
         add_arg(e, NULL);
-    if (v->value_type != BSON_TYPE_DOCUMENT)
-        return mf_err_set(err, MF_E_FailedToParse, "%s only supports an object as its argument", e->op->name);
     bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
     while (bson_iter_next(&it)) {
         const char *k = bson_iter_key(&it);
@@ -1038,7 +1100,7 @@ named_form(mf_expr_t *e, const bson_value_t *v, const char *const *names, const 
             if (strcmp(names[i], k) == 0)
                 break;
         if (i == nn)
-            return mf_err_set(err, MF_E_FailedToParse, "Unrecognized parameter to %s: %s", e->op->name, k);
+            return mf_err_set(err, code_unknown, unknown_fmt, e->op->name, k);
         if (parse_slot(e, i, &it, sc, err) < 0)
             return -1;
     }
@@ -1075,11 +1137,12 @@ named_args(mf_expr_t *e, const bson_value_t *v, const char *const *names, const 
     return 0;
 }
 
+/* require: slot must have been given, else code and msg (msg's %s, if any, is the operator's name). */
 static int
-require(mf_expr_t *e, size_t slot, const char *what, mf_error_t *err)
+require(mf_expr_t *e, size_t slot, int code, const char *msg, mf_error_t *err)
 {
     if (slot >= e->nargs || e->args[slot] == NULL)
-        return mf_err_set(err, MF_E_FailedToParse, "Missing '%s' parameter to %s", what, e->op->name);
+        return mf_err_set(err, code, msg, e->op->name);
     return 0;
 }
 
@@ -1093,12 +1156,10 @@ get_var_name(const bson_value_t *v, const char *field, const char *dflt, char **
     if (v->value_type == BSON_TYPE_DOCUMENT) {
         bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
         if (bson_iter_find(&it, field)) {
-            if (!BSON_ITER_HOLDS_UTF8(&it))
-                return mf_err_set(err, MF_E_FailedToParse, "'%s' must be a string", field);
-            const char *s = bson_iter_utf8(&it, NULL);
-            if (s[0] == '\0' || !(islower((unsigned char)s[0]) || (unsigned char)s[0] >= 0x80 || s[0] == '_'))
-                return mf_err_set(err, MF_E_FailedToParse,
-                                  "'%s' starts with an invalid character for a user variable name", s);
+            /* mongod reads a non-string name as "" (16866). */
+            const char *s = BSON_ITER_HOLDS_UTF8(&it) ? bson_iter_utf8(&it, NULL) : "";
+            if (var_name_ok(s, strlen(s), false, err) < 0)
+                return -1;
             *out = bson_strdup(s);
             return 0;
         }
@@ -1136,9 +1197,11 @@ parse_op(mf_expr_t *e, const bson_value_t *arg, const scope_t *sc, mf_error_t *e
     case A_COND: {
         if (op->form == A_COND && arg->value_type == BSON_TYPE_DOCUMENT) {
             static const char *const names[] = {"if", "then", "else", NULL};
-            if (named_form(e, arg, names, sc, err) < 0)
+            if (named_form(e, arg, names, sc, err, MF_E_Location17083, "Unrecognized parameter to %s: %s") < 0)
                 return -1;
-            if (require(e, 0, "if", err) < 0 || require(e, 1, "then", err) < 0 || require(e, 2, "else", err) < 0)
+            if (require(e, 0, MF_E_Location17080, "Missing 'if' parameter to $cond", err) < 0 ||
+                require(e, 1, MF_E_Location17081, "Missing 'then' parameter to $cond", err) < 0 ||
+                require(e, 2, MF_E_Location17082, "Missing 'else' parameter to $cond", err) < 0)
                 return -1;
             return 0;
         }
@@ -1184,6 +1247,30 @@ parse_op(mf_expr_t *e, const bson_value_t *arg, const scope_t *sc, mf_error_t *e
             add_arg(e, a);
         }
         int n = (int)e->nargs;
+        /* Operators with their own arity check in mongod. */
+        switch (op->id) {
+        case OP_TOSTRING:
+        case OP_TOINT:
+        case OP_TOLONG:
+        case OP_TODOUBLE:
+        case OP_TODECIMAL:
+        case OP_TOBOOL:
+        case OP_TODATE:
+        case OP_TOOBJECTID:
+            if (n != 1)
+                return mf_err_set(err, MF_E_Location50723, "%s requires a single argument, got %d", op->name, n);
+            break;
+        case OP_IFNULL:
+            if (n < 2)
+                return mf_err_set(err, MF_E_Location1257300, "$ifNull needs at least two arguments, had: %d", n);
+            break;
+        case OP_SETEQUALS:
+            if (n < 2)
+                return mf_err_set(err, MF_E_Location17045, "$setEquals needs at least two arguments had: %d", n);
+            break;
+        default:
+            break;
+        }
         if (op->min == op->max && n != op->min)
             return mf_err_set(err, MF_E_Location16020, "Expression %s takes exactly %d arguments. %d were passed in.",
                               op->name, op->min, n);
@@ -1204,7 +1291,7 @@ parse_op(mf_expr_t *e, const bson_value_t *arg, const scope_t *sc, mf_error_t *e
         mf_expr_t *dflt = NULL;
         bool have_branches = false;
         if (arg->value_type != BSON_TYPE_DOCUMENT)
-            return mf_err_set(err, MF_E_FailedToParse, "$switch requires an object as an argument, found: %s",
+            return mf_err_set(err, MF_E_Location40060, "$switch requires an object as an argument, found: %s",
                               tname(arg));
         /* Slots: case0, then0, case1, then1, ..., default (last, may be NULL). */
         bson_iter_init_from_data(&it, arg->value.v_doc.data, arg->value.v_doc.data_len);
@@ -1212,7 +1299,7 @@ parse_op(mf_expr_t *e, const bson_value_t *arg, const scope_t *sc, mf_error_t *e
             const char *k = bson_iter_key(&it);
             if (strcmp(k, "branches") == 0) {
                 if (!BSON_ITER_HOLDS_ARRAY(&it))
-                    return mf_err_set(err, MF_E_FailedToParse, "$switch expected an array for 'branches', found: %s",
+                    return mf_err_set(err, MF_E_Location40061, "$switch expected an array for 'branches', found: %s",
                                       mf_type_name(bson_iter_type(&it)));
                 have_branches = true;
                 bson_iter_recurse(&it, &bi);
@@ -1220,7 +1307,7 @@ parse_op(mf_expr_t *e, const bson_value_t *arg, const scope_t *sc, mf_error_t *e
                     bson_iter_t b;
                     size_t base = e->nargs;
                     if (!BSON_ITER_HOLDS_DOCUMENT(&bi))
-                        return mf_err_set(err, MF_E_FailedToParse, "$switch expected each branch to be an object, found: %s",
+                        return mf_err_set(err, MF_E_Location40062, "$switch expected each branch to be an object, found: %s",
                                           mf_type_name(bson_iter_type(&bi)));
                     add_arg(e, NULL);
                     add_arg(e, NULL);
@@ -1234,13 +1321,13 @@ parse_op(mf_expr_t *e, const bson_value_t *arg, const scope_t *sc, mf_error_t *e
                             if (parse_slot(e, base + 1, &b, sc, err) < 0)
                                 return -1;
                         } else {
-                            return mf_err_set(err, MF_E_FailedToParse, "$switch found an unknown argument to a branch: %s", bk);
+                            return mf_err_set(err, MF_E_Location40063, "$switch found an unknown argument to a branch: %s", bk);
                         }
                     }
                     if (e->args[base] == NULL)
-                        return mf_err_set(err, MF_E_FailedToParse, "$switch requires each branch have a 'case' expression");
+                        return mf_err_set(err, MF_E_Location40064, "$switch requires each branch have a 'case' expression");
                     if (e->args[base + 1] == NULL)
-                        return mf_err_set(err, MF_E_FailedToParse, "$switch requires each branch have a 'then' expression.");
+                        return mf_err_set(err, MF_E_Location40065, "$switch requires each branch have a 'then' expression.");
                 }
             } else if (strcmp(k, "default") == 0) {
                 mf_expr_free(dflt);
@@ -1249,12 +1336,12 @@ parse_op(mf_expr_t *e, const bson_value_t *arg, const scope_t *sc, mf_error_t *e
                     return -1;
             } else {
                 mf_expr_free(dflt);
-                return mf_err_set(err, MF_E_FailedToParse, "$switch found an unknown argument: %s", k);
+                return mf_err_set(err, MF_E_Location40067, "$switch found an unknown argument: %s", k);
             }
         }
         add_arg(e, dflt);
         if (!have_branches || e->nargs < 3)
-            return mf_err_set(err, MF_E_FailedToParse, "$switch requires at least one branch.");
+            return mf_err_set(err, MF_E_Location40068, "$switch requires at least one branch.");
         return 0;
     }
     case A_MAP:
@@ -1263,15 +1350,39 @@ parse_op(mf_expr_t *e, const bson_value_t *arg, const scope_t *sc, mf_error_t *e
         static const char *const fnames[] = {"input", "cond", "as", "limit", NULL};
         scope_t inner;
         bson_value_t body;
+        bool is_map = op->form == A_MAP;
         if (arg->value_type != BSON_TYPE_DOCUMENT)
-            return mf_err_set(err, MF_E_FailedToParse, "%s only supports an object as its argument", op->name);
+            return mf_err_set(err, is_map ? MF_E_Location16878 : MF_E_Location28646,
+                              "%s only supports an object as its argument", op->name);
+        /* mongod: unknown keys, then the missing ones, before it reads "as". */
+        {
+            bson_iter_init_from_data(&it, arg->value.v_doc.data, arg->value.v_doc.data_len);
+            bool have_input = false, have_body = false;
+            while (bson_iter_next(&it)) {
+                const char *k = bson_iter_key(&it);
+                if (strcmp(k, "input") == 0)
+                    have_input = true;
+                else if (strcmp(k, is_map ? "in" : "cond") == 0)
+                    have_body = true;
+                else if (strcmp(k, "as") != 0 && (is_map || strcmp(k, "limit") != 0))
+                    return mf_err_set(err, is_map ? MF_E_Location16879 : MF_E_Location28647,
+                                      "Unrecognized parameter to %s: %s", op->name, k);
+            }
+            if (!have_input)
+                return mf_err_set(err, is_map ? MF_E_Location16880 : MF_E_Location28648,
+                                  "Missing 'input' parameter to %s", op->name);
+            if (!have_body)
+                return is_map ? mf_err_set(err, MF_E_Location16882, "Missing 'in' parameter to $map")
+                              : mf_err_set(err, MF_E_Location28650, "Missing 'cond' parameter to $filter");
+        }
         if (get_var_name(arg, "as", "this", &e->name, err) < 0)
             return -1;
         inner.name = e->name;
         inner.up = sc;
         doc_without(arg, "as", &body);
         /* "input" (and "limit") are parsed in the outer scope, the body in the inner one. */
-        int rc = named_form(e, &body, op->form == A_MAP ? mnames : fnames, &inner, err);
+        int rc = named_form(e, &body, is_map ? mnames : fnames, &inner, err, MF_E_FailedToParse,
+                            "Unrecognized parameter to %s: %s");
         if (rc == 0) {
             bson_iter_init_from_data(&it, body.value.v_doc.data, body.value.v_doc.data_len);
             while (rc == 0 && bson_iter_next(&it)) {
@@ -1284,16 +1395,14 @@ parse_op(mf_expr_t *e, const bson_value_t *arg, const scope_t *sc, mf_error_t *e
         mf_value_free(&body);
         if (rc < 0)
             return -1;
-        if (require(e, 0, "input", err) < 0 || require(e, 1, op->form == A_MAP ? "in" : "cond", err) < 0)
-            return -1;
         return 0;
     }
     case A_REDUCE: {
         static const char *const names[] = {"input", "initialValue", "in", NULL};
         scope_t s1 = {"value", sc}, s2 = {"this", &s1};
         if (arg->value_type != BSON_TYPE_DOCUMENT)
-            return mf_err_set(err, MF_E_FailedToParse, "$reduce requires an object as an argument, found: %s", tname(arg));
-        if (named_form(e, arg, names, &s2, err) < 0)
+            return mf_err_set(err, MF_E_Location40075, "$reduce requires an object as an argument, found: %s", tname(arg));
+        if (named_form(e, arg, names, &s2, err, MF_E_Location40076, "%s found an unknown argument: %s") < 0)
             return -1;
         /* Re-parse input and initialValue in the outer scope. */
         bson_iter_init_from_data(&it, arg->value.v_doc.data, arg->value.v_doc.data_len);
@@ -1303,7 +1412,9 @@ parse_op(mf_expr_t *e, const bson_value_t *arg, const scope_t *sc, mf_error_t *e
             if (strcmp(bson_iter_key(&it), "initialValue") == 0 && parse_slot(e, 1, &it, sc, err) < 0)
                 return -1;
         }
-        if (require(e, 0, "input", err) < 0 || require(e, 1, "initialValue", err) < 0 || require(e, 2, "in", err) < 0)
+        if (require(e, 0, MF_E_Location40077, "$reduce requires 'input' to be specified", err) < 0 ||
+            require(e, 1, MF_E_Location40078, "$reduce requires 'initialValue' to be specified", err) < 0 ||
+            require(e, 2, MF_E_Location40079, "$reduce requires 'in' to be specified", err) < 0)
             return -1;
         return 0;
     }
@@ -1315,7 +1426,7 @@ parse_op(mf_expr_t *e, const bson_value_t *arg, const scope_t *sc, mf_error_t *e
         size_t nvars = 0;
         int rc = 0;
         if (arg->value_type != BSON_TYPE_DOCUMENT)
-            return mf_err_set(err, MF_E_FailedToParse, "$let only supports an object as its argument");
+            return mf_err_set(err, MF_E_Location16874, "$let only supports an object as its argument");
         set_missing(&in);
         /* Slots: one per variable, then 'in' last; keys hold the variable names. */
         bson_iter_init_from_data(&it, arg->value.v_doc.data, arg->value.v_doc.data_len);
@@ -1323,14 +1434,13 @@ parse_op(mf_expr_t *e, const bson_value_t *arg, const scope_t *sc, mf_error_t *e
             const char *k = bson_iter_key(&it);
             if (strcmp(k, "vars") == 0) {
                 if (!BSON_ITER_HOLDS_DOCUMENT(&it))
-                    return mf_err_set(err, MF_E_FailedToParse, "invalid parameter: expected an object (vars)");
+                    return mf_err_set(err, MF_E_Location10065, "invalid parameter: expected an object (vars)");
                 have_vars = true;
                 bson_iter_recurse(&it, &vi);
                 while (bson_iter_next(&vi)) {
                     const char *vn = bson_iter_key(&vi);
-                    if (!(islower((unsigned char)vn[0]) || (unsigned char)vn[0] >= 0x80 || vn[0] == '_'))
-                        return mf_err_set(err, MF_E_FailedToParse,
-                                          "'%s' starts with an invalid character for a user variable name", vn);
+                    if (var_name_ok(vn, strlen(vn), false, err) < 0)
+                        return -1;
                     add_key(e, vn);
                     if (parse_slot(e, e->nargs, &vi, sc, err) < 0)
                         return -1;
@@ -1339,13 +1449,13 @@ parse_op(mf_expr_t *e, const bson_value_t *arg, const scope_t *sc, mf_error_t *e
                 have_in = true;
                 in = *bson_iter_value(&it);
             } else {
-                return mf_err_set(err, MF_E_Location16866, "Unrecognized parameter to $let: %s", k);
+                return mf_err_set(err, MF_E_Location16875, "Unrecognized parameter to $let: %s", k);
             }
         }
         if (!have_vars)
-            return mf_err_set(err, MF_E_FailedToParse, "Missing 'vars' parameter to $let");
+            return mf_err_set(err, MF_E_Location16876, "Missing 'vars' parameter to $let");
         if (!have_in)
-            return mf_err_set(err, MF_E_FailedToParse, "Missing 'in' parameter to $let");
+            return mf_err_set(err, MF_E_Location16877, "Missing 'in' parameter to $let");
         nvars = e->nkeys;
         scopes = bson_malloc0((nvars + 1) * sizeof *scopes);
         const scope_t *up = sc;
@@ -1364,17 +1474,24 @@ parse_op(mf_expr_t *e, const bson_value_t *arg, const scope_t *sc, mf_error_t *e
     }
     case A_CONVERT: {
         static const char *const names[] = {"input", "to", "onError", "onNull", NULL};
-        if (named_form(e, arg, names, sc, err) < 0)
+        if (arg->value_type != BSON_TYPE_DOCUMENT)
+            return mf_err_set(err, MF_E_FailedToParse, "$convert expects an object of named arguments but found: %s",
+                              tname(arg));
+        if (named_form(e, arg, names, sc, err, MF_E_FailedToParse, "%s found an unknown argument: %s") < 0)
             return -1;
-        if (require(e, 0, "input", err) < 0 || require(e, 1, "to", err) < 0)
+        if (require(e, 0, MF_E_FailedToParse, "Missing 'input' parameter to $convert", err) < 0 ||
+            require(e, 1, MF_E_FailedToParse, "Missing 'to' parameter to $convert", err) < 0)
             return -1;
         return 0;
     }
     case A_TRIM: {
         static const char *const names[] = {"input", "chars", NULL};
-        if (named_form(e, arg, names, sc, err) < 0)
+        if (arg->value_type != BSON_TYPE_DOCUMENT)
+            return mf_err_set(err, MF_E_Location50696, "%s only supports an object as an argument, found %s", op->name,
+                              tname(arg));
+        if (named_form(e, arg, names, sc, err, MF_E_Location50694, "%s found an unknown argument: %s") < 0)
             return -1;
-        return require(e, 0, "input", err);
+        return require(e, 0, MF_E_Location50695, "%s requires an 'input' field", err);
     }
     case A_DATETOSTRING: {
         static const char *const names[] = {"date", "format", "timezone", "onNull", NULL};
@@ -1630,8 +1747,9 @@ parse_op(mf_expr_t *e, const bson_value_t *arg, const scope_t *sc, mf_error_t *e
             return 0;
         }
         if (sv->value_type != BSON_TYPE_DOCUMENT)
-            return mf_err_set(err, MF_E_Location2942505, "$sortArray requires sortBy to be either 1, -1 or an object, found: %s",
-                              tname(sv));
+            return mf_err_set(err, MF_E_Location2942507,
+                              "The $sort is invalid: use 1/-1 to sort the whole element, or {field:1/-1} to sort "
+                              "embedded fields");
         bson_t spec;
         bson_iter_t si;
         if (!bson_init_static(&spec, sv->value.v_doc.data, sv->value.v_doc.data_len) || bson_count_keys(&spec) == 0)
@@ -1728,6 +1846,32 @@ parse_op(mf_expr_t *e, const bson_value_t *arg, const scope_t *sc, mf_error_t *e
             return mf_err_set(err, MF_E_Location10065, "invalid parameter: expected an object ($rand)");
         if (arg->value.v_doc.data_len > 5)
             return mf_err_set(err, MF_E_Location3040501, "$rand does not currently accept arguments");
+        return 0;
+    }
+    case A_NACC: {
+        /* {$firstN: {n, input}} (also $lastN, $minN, $maxN), mongod's AccumulatorN::parseArgs. Slots: n, input. */
+        bool minmax = op->id == OP_MINN || op->id == OP_MAXN;
+        if (arg->value_type != BSON_TYPE_DOCUMENT) {
+            char vb[128];
+            value_str(arg, vb, sizeof vb);
+            return mf_err_set(err, minmax ? MF_E_Location5787900 : MF_E_Location5787801,
+                              "specification must be an object; found %s: %s", op->name, vb);
+        }
+        add_arg(e, NULL);
+        add_arg(e, NULL);
+        bson_iter_init_from_data(&it, arg->value.v_doc.data, arg->value.v_doc.data_len);
+        while (bson_iter_next(&it)) {
+            const char *k = bson_iter_key(&it);
+            int slot = strcmp(k, "n") == 0 ? 0 : strcmp(k, "input") == 0 ? 1 : -1;
+            if (slot < 0)
+                return mf_err_set(err, MF_E_Location5787901, "Unknown argument for 'n' operator: %s", k);
+            if (parse_slot(e, (size_t)slot, &it, sc, err) < 0)
+                return -1;
+        }
+        if (e->args[0] == NULL)
+            return mf_err_set(err, MF_E_Location5787906, "Missing value for 'n'");
+        if (e->args[1] == NULL)
+            return mf_err_set(err, MF_E_Location5787907, "Missing value for 'input'");
         return 0;
     }
     case A_QUANTILE: {
@@ -1855,6 +1999,49 @@ parse_constant_args(mf_expr_t *e, mf_error_t *err)
     return 0;
 }
 
+/*
+ * fold_check: mongod optimizes a pipeline before it runs it, folding an operator whose operands are all constants
+ * into its value (ExpressionNary::optimize, the date-part operators); an error there fails the command even when no
+ * document reaches the expression (an empty collection, the branch of a $cond not taken). Such an operator is
+ * evaluated once here for its error only (the node stays as parsed) and marked as a constant for its parents.
+ */
+static int
+fold_check(mf_expr_t *e, mf_error_t *err)
+{
+    bson_value_t out;
+
+    switch (e->op->form) {
+    case A_POS:
+    case A_DATEPART:
+    /* The named-argument operators mongod folds when every argument given is a constant. */
+    case A_TRIM:
+    case A_CONVERT:
+    case A_DATETOSTRING:
+    case A_DATEFROMSTRING:
+    case A_DATEFROMPARTS:
+    case A_DATETOPARTS:
+    case A_DATEARITH:
+        break;
+    default:
+        return 0;
+    }
+    switch (e->op->id) {
+    case OP_SETEQUALS: /* has its own optimization, without evaluation */
+    case OP_TOUUID:
+        return 0;
+    default:
+        break;
+    }
+    for (size_t i = 0; i < e->nargs; i++)
+        if (e->args[i] != NULL && !node_is_const(e->args[i]))
+            return 0;
+    if (mf_expr_eval(e, NULL, &out, err) < 0)
+        return -1;
+    mf_value_free(&out);
+    e->folds = true;
+    return 0;
+}
+
 static mf_expr_t *
 parse_doc(const bson_value_t *v, const scope_t *sc, mf_error_t *err)
 {
@@ -1918,6 +2105,10 @@ parse_doc(const bson_value_t *v, const scope_t *sc, mf_error_t *err)
             mf_expr_free(e);
             return NULL;
         }
+        if (fold_check(e, err) < 0) {
+            mf_expr_free(e);
+            return NULL;
+        }
         return e;
     }
     e = node_new(K_OBJ);
@@ -1934,6 +2125,17 @@ parse_doc(const bson_value_t *v, const scope_t *sc, mf_error_t *err)
             mf_expr_free(e);
             return NULL;
         }
+        if (k[0] == '\0') {
+            mf_err_set(err, MF_E_Location15998, "FieldPath field names may not be empty strings.");
+            mf_expr_free(e);
+            return NULL;
+        }
+        for (size_t i = 0; i < e->nkeys; i++)
+            if (strcmp(e->keys[i], k) == 0) {
+                mf_err_set(err, MF_E_Location16406, "duplicate field name specified in object literal: %s", k);
+                mf_expr_free(e);
+                return NULL;
+            }
         a = parse(bson_iter_value(&it), sc, err);
         if (a == NULL) {
             mf_expr_free(e);
@@ -2130,7 +2332,7 @@ ev_add(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     if (eval_args(e, c, &v) < 0)
         return -1;
     num_init(&n, 0);
-    for (size_t i = 0; i < e->nargs; i++) {
+    for (size_t i = 0; i < e->nargs && !null; i++) {
         if (is_nullish(&v[i])) {
             null = true;
         } else if (v[i].value_type == BSON_TYPE_DATE_TIME) {
@@ -2143,7 +2345,7 @@ ev_add(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         } else if (is_num(&v[i])) {
             num_add(&n, &v[i]);
         } else {
-            int rc = mf_err_set(c->err, MF_E_TypeMismatch16554, "$add only supports numeric or date types, not %s",
+            int rc = mf_err_set(c->err, MF_E_TypeMismatch, "$add only supports numeric or date types, not %s",
                                 tname(&v[i]));
             free_vals(v, e->nargs);
             return rc;
@@ -2153,7 +2355,13 @@ ev_add(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     if (null) {
         set_null(o);
     } else if (have_date) {
-        if (n.rank >= 2 || n.overflowed)
+        if (n.rank == 2 || (n.rank < 2 && n.overflowed)) {
+            /* A double sum: mongod refuses a date outside the int64 milliseconds range (decimals are not checked). */
+            double t = (double)date + n.d;
+            if (!(t >= -9223372036854775808.0 && t < 9223372036854775808.0))
+                return mf_err_set(c->err, MF_E_Overflow, "date overflow in $add");
+            set_date(o, (int64_t)llround(t));
+        } else if (n.rank >= 2 || n.overflowed)
             set_date(o, date + (int64_t)llround(n.d));
         else
             set_date(o, (int64_t)((uint64_t)date + (uint64_t)n.l));
@@ -2173,13 +2381,13 @@ ev_multiply(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     if (eval_args(e, c, &v) < 0)
         return -1;
     num_init(&n, 1);
-    for (size_t i = 0; i < e->nargs; i++) {
+    for (size_t i = 0; i < e->nargs && !null; i++) {
         if (is_nullish(&v[i])) {
             null = true;
         } else if (is_num(&v[i])) {
             num_mul(&n, &v[i]);
         } else {
-            int rc = mf_err_set(c->err, MF_E_Location16555, "$multiply only supports numeric types, not %s",
+            int rc = mf_err_set(c->err, MF_E_TypeMismatch, "$multiply only supports numeric types, not %s",
                                 tname(&v[i]));
             free_vals(v, e->nargs);
             return rc;
@@ -2237,6 +2445,7 @@ ev_subtract(const bson_value_t *a, const bson_value_t *b, ctx_t *c, bson_value_t
             set_date(o, (int64_t)((uint64_t)a->value.v_datetime - (uint64_t)x));
             return 0;
         }
+        return mf_err_set(c->err, MF_E_TypeMismatch, "can't $subtract %s from Date", tname(b));
     }
     return mf_err_set(c->err, MF_E_TypeMismatch, "can't $subtract %s from %s", tname(b), tname(a));
 }
@@ -2270,10 +2479,14 @@ ev_mod(const bson_value_t *a, const bson_value_t *b, ctx_t *c, bson_value_t *o)
         return 0;
     }
     if (!is_num(a) || !is_num(b))
-        return mf_err_set(c->err, MF_E_TypeMismatch, "$mod only supports numeric types, not %s and %s", tname(a),
+        return mf_err_set(c->err, MF_E_Location16611, "$mod only supports numeric types, not %s and %s", tname(a),
                           tname(b));
     if (as_dbl(b) == 0)
-        return mf_err_set(c->err, MF_E_Location16610, "can't $mod by zero");
+        return mf_err_set(c->err,
+                          a->value_type == BSON_TYPE_DECIMAL128 || b->value_type == BSON_TYPE_DECIMAL128
+                              ? MF_E_Location5733415
+                              : MF_E_Location16610,
+                          "can't $mod by zero");
     ra = num_rank(a);
     rb = num_rank(b);
     if (ra <= 1 && rb <= 1) {
@@ -2316,7 +2529,7 @@ ev_unary_math(int op, const char *name, const bson_value_t *a, ctx_t *c, bson_va
         }
         if (a->value_type == BSON_TYPE_INT64) {
             if (a->value.v_int64 == INT64_MIN)
-                return mf_err_set(c->err, MF_E_Overflow, "can't take $abs of long long min");
+                return mf_err_set(c->err, MF_E_Location28680, "can't take $abs of long long min");
             set_i64(o, a->value.v_int64 < 0 ? -a->value.v_int64 : a->value.v_int64);
             return 0;
         }
@@ -2358,21 +2571,192 @@ ev_unary_math(int op, const char *name, const bson_value_t *a, ctx_t *c, bson_va
     return 0;
 }
 
+/*
+ * ev_trig: the trigonometric family (mongod's expression_trigonometric.cpp). Nullish answers null, a non-number
+ * 28765; the bounded functions refuse an argument outside their domain with 50989 (NaN passes through); the result
+ * is a double, or a decimal for a decimal argument.
+ */
+static int
+ev_trig(int op, const char *name, const bson_value_t *a, ctx_t *c, bson_value_t *o)
+{
+    double x, lo = -INFINITY, hi = INFINITY, r;
+    bool inclusive = false, bounded = true;
+    char xb[64], lb[16], hb[16];
+
+    if (is_nullish(a)) {
+        set_null(o);
+        return 0;
+    }
+    if (!is_num(a))
+        return mf_err_set(c->err, MF_E_Location28765, "%s only supports numeric types, not %s", name, tname(a));
+    x = as_dbl(a);
+    switch (op) {
+    case OP_ASIN:
+    case OP_ACOS:
+    case OP_ATANH: lo = -1, hi = 1, inclusive = true; break;
+    case OP_ACOSH: lo = 1, inclusive = true; break;
+    case OP_SIN:
+    case OP_COS:
+    case OP_TAN: break;
+    default: bounded = false; break;
+    }
+    if (bounded && !isnan(x) &&
+        !(inclusive ? (x >= lo && x <= hi) : (x > lo && x < hi))) {
+        if (isinf(x))
+            snprintf(xb, sizeof xb, "%s", x > 0 ? "inf" : "-inf");
+        else
+            fmt_double(x, xb, sizeof xb);
+        snprintf(lb, sizeof lb, isinf(lo) ? "-inf" : "%g", lo);
+        snprintf(hb, sizeof hb, isinf(hi) ? "inf" : "%g", hi);
+        return mf_err_set(c->err, MF_E_Location50989, "cannot apply %s to %s, value must in %s%s,%s%s", name, xb,
+                          inclusive ? "[" : "(", lb, hb, inclusive ? "]" : ")");
+    }
+    if (bounded && isnan(x)) {
+        mf_value_copy(o, a);
+        return 0;
+    }
+    switch (op) {
+    case OP_SIN: r = sin(x); break;
+    case OP_COS: r = cos(x); break;
+    case OP_TAN: r = tan(x); break;
+    case OP_ASIN: r = asin(x); break;
+    case OP_ACOS: r = acos(x); break;
+    case OP_ATAN: r = atan(x); break;
+    case OP_ASINH: r = asinh(x); break;
+    case OP_ACOSH: r = acosh(x); break;
+    case OP_ATANH: r = atanh(x); break;
+    case OP_SINH: r = sinh(x); break;
+    case OP_COSH: r = cosh(x); break;
+    case OP_TANH: r = tanh(x); break;
+    case OP_DEGREESTORADIANS: r = x * (3.141592653589793 / 180.0); break;
+    default: r = x * (180.0 / 3.141592653589793); break;
+    }
+    if (a->value_type == BSON_TYPE_DECIMAL128)
+        set_dec_from_double(o, r);
+    else
+        set_dbl(o, r);
+    return 0;
+}
+
+static int
+cmpv_asc(const void *a, const void *b)
+{
+    return cmpv((const bson_value_t *)a, (const bson_value_t *)b);
+}
+
+static int
+cmpv_desc(const void *a, const void *b)
+{
+    return cmpv((const bson_value_t *)b, (const bson_value_t *)a);
+}
+
+/*
+ * ev_nacc: $firstN/$lastN/$minN/$maxN over an array (mongod's ExpressionFromAccumulatorN): 'n' first (5787902
+ * not a number, 5787903 not integral, 5787908 not positive), then the input must be an array (5788200). $minN and
+ * $maxN skip nullish elements and answer ascending / descending.
+ */
+static int
+ev_nacc(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
+{
+    int op = e->op->id;
+    bson_value_t nv, in;
+    int64_t n = 0;
+    double d;
+    char vb[128];
+    int rc = 0;
+
+    if (ev(e->args[0], c, &nv) < 0)
+        return -1;
+    value_str(&nv, vb, sizeof vb);
+    if (!is_num(&nv)) {
+        rc = mf_err_set(c->err, MF_E_Location5787902, "Value for 'n' must be of integral type, but found %s", vb);
+    } else if (d = as_dbl(&nv), !(d == floor(d) && fabs(d) < 9.2e18)) {
+        rc = mf_err_set(c->err, MF_E_Location5787903, "Value for 'n' must be of integral type, but found %s", vb);
+    } else if ((n = nv.value_type == BSON_TYPE_INT64 ? nv.value.v_int64 : (int64_t)d) <= 0) {
+        rc = mf_err_set(c->err, MF_E_Location5787908, "'n' must be greater than 0, found %" PRId64, n);
+    }
+    mf_value_free(&nv);
+    if (rc < 0)
+        return rc;
+    if (ev(e->args[1], c, &in) < 0)
+        return -1;
+    if (in.value_type != BSON_TYPE_ARRAY) {
+        mf_value_free(&in);
+        return mf_err_set(c->err, MF_E_Location5788200, "Input must be an array");
+    }
+    elems_t el;
+    abuild_t ab;
+    elems_of(&in, &el);
+    ab_init(&ab);
+    if (op == OP_FIRSTN || op == OP_LASTN) {
+        size_t cnt = (uint64_t)n < el.n ? (size_t)n : el.n;
+        size_t from = op == OP_FIRSTN ? 0 : el.n - cnt;
+        for (size_t i = from; i < from + cnt; i++)
+            ab_push(&ab, &el.v[i]);
+    } else {
+        bson_value_t *keep = bson_malloc((el.n ? el.n : 1) * sizeof *keep);
+        size_t k = 0;
+        for (size_t i = 0; i < el.n; i++)
+            if (!is_nullish(&el.v[i]))
+                keep[k++] = el.v[i];
+        qsort(keep, k, sizeof *keep, op == OP_MINN ? cmpv_asc : cmpv_desc);
+        for (size_t i = 0; i < k && (int64_t)i < n; i++)
+            ab_push(&ab, &keep[i]);
+        bson_free(keep);
+    }
+    ab_finish(&ab, o);
+    elems_free(&el);
+    mf_value_free(&in);
+    return 0;
+}
+
+/* ev_atan2: mongod's two-numeric-argument form: each operand in turn, nullish -> null, else 51044 / 51045. */
+static int
+ev_atan2(const bson_value_t *y, const bson_value_t *x, ctx_t *c, bson_value_t *o)
+{
+    const bson_value_t *v[2] = {y, x};
+
+    for (int i = 0; i < 2; i++) {
+        if (is_nullish(v[i])) {
+            set_null(o);
+            return 0;
+        }
+        if (!is_num(v[i]))
+            return mf_err_set(c->err, i == 0 ? MF_E_Location51044 : MF_E_Location51045,
+                              "$atan2 only supports numeric types, not %s", tname(v[i]));
+    }
+    double r = atan2(as_dbl(y), as_dbl(x));
+    if (y->value_type == BSON_TYPE_DECIMAL128 || x->value_type == BSON_TYPE_DECIMAL128)
+        set_dec_from_double(o, r);
+    else
+        set_dbl(o, r);
+    return 0;
+}
+
 static int
 ev_round(int op, const bson_value_t *a, const bson_value_t *p, ctx_t *c, bson_value_t *o)
 {
     int64_t place = 0;
     const char *name = op == OP_ROUND ? "$round" : "$trunc";
 
-    if (is_nullish(a) || (p && is_nullish(p))) {
+    if (is_nullish(a)) {
         set_null(o);
         return 0;
     }
     if (!is_num(a))
-        return mf_err_set(c->err, MF_E_Location28765, "%s only supports numeric types, not %s", name, tname(a));
-    if (p && (!mf_value_as_int64(p, &place) || place < -20 || place > 100))
-        return mf_err_set(c->err, MF_E_BadValue, "%s requires \"place\" argument to be an integer between -20 and 100",
-                          name);
+        return mf_err_set(c->err, MF_E_Location51081, "%s only supports numeric types, not %s", name, tname(a));
+    if (p && is_nullish(p)) {
+        set_null(o);
+        return 0;
+    }
+    /* mongod coerces the precision to a long (16004 for a non-number) before it checks that it is integral. */
+    if (p && !is_num(p))
+        return mf_err_set(c->err, MF_E_Location16004, "can't convert from BSON type %s to long", tname(p));
+    if (p && !mf_value_as_int64(p, &place))
+        return mf_err_set(c->err, MF_E_Location51082, "precision argument to  %s must be a integral value", name);
+    if (p && (place < -20 || place > 100))
+        return mf_err_set(c->err, MF_E_Location51083,
+                          "cannot apply %s with precision value %" PRId64 " value must be in [-20, 100]", name, place);
     double x = as_dbl(a), m = pow(10.0, (double)(place < 0 ? -place : place)), r;
     bool is_int = a->value_type == BSON_TYPE_INT32 || a->value_type == BSON_TYPE_INT64;
     if (is_int && place >= 0) {
@@ -2404,9 +2788,10 @@ ev_pow(const bson_value_t *a, const bson_value_t *b, ctx_t *c, bson_value_t *o)
         set_null(o);
         return 0;
     }
-    if (!is_num(a) || !is_num(b))
-        return mf_err_set(c->err, MF_E_Location28765, "$pow only supports numeric types, not %s and %s", tname(a),
-                          tname(b));
+    if (!is_num(a))
+        return mf_err_set(c->err, MF_E_Location28762, "$pow's base must be numeric, not %s", tname(a));
+    if (!is_num(b))
+        return mf_err_set(c->err, MF_E_Location28763, "$pow's exponent must be numeric, not %s", tname(b));
     if (as_dbl(a) == 0 && as_dbl(b) < 0)
         return mf_err_set(c->err, MF_E_Location28764, "$pow cannot take a base of 0 and a negative exponent");
     int ra = num_rank(a), rb = num_rank(b);
@@ -2465,18 +2850,9 @@ ev_array_elem_at(const char *name, const bson_value_t *a, const bson_value_t *id
     if (!is_num(idx))
         return mf_err_set(c->err, MF_E_Location28690, "%s's second argument must be a numeric value, but is %s",
                           name, tname(idx));
-    if (!mf_value_as_int64(idx, &i) || i < INT32_MIN || i > INT32_MAX) {
-        char buf[64];
-        bson_value_t s;
-        if (to_string(idx, &s)) {
-            snprintf(buf, sizeof buf, "%s", s.value.v_utf8.str);
-            mf_value_free(&s);
-        } else {
-            buf[0] = 0;
-        }
+    if (!mf_value_as_int64(idx, &i) || i < INT32_MIN || i > INT32_MAX)
         return mf_err_set(c->err, MF_E_Location28691,
-                          "%s's second argument must be representable as a 32-bit integer: %s", name, buf);
-    }
+                          "%s's second argument must be representable as a 32-bit integer: %g", name, as_dbl(idx));
     elems_of(a, &el);
     if (i < 0)
         i += (int64_t)el.n;
@@ -2509,6 +2885,15 @@ ev_first_last(bool first, const bson_value_t *a, ctx_t *c, bson_value_t *o)
     return 0;
 }
 
+/* is_int32_integral: a number with an integral value that fits in 32 bits (mongod's Value::integral()). */
+static bool
+is_int32_integral(const bson_value_t *v)
+{
+    int64_t x;
+
+    return is_num(v) && mf_value_as_int64(v, &x) && x >= INT32_MIN && x <= INT32_MAX;
+}
+
 static int
 ev_slice(const bson_value_t *v, size_t n, ctx_t *c, bson_value_t *o)
 {
@@ -2516,18 +2901,32 @@ ev_slice(const bson_value_t *v, size_t n, ctx_t *c, bson_value_t *o)
     elems_t el;
     abuild_t ab;
 
-    for (size_t i = 0; i < n; i++)
-        if (is_nullish(&v[i])) {
-            set_null(o);
-            return 0;
-        }
+    /* mongod: array and position nullish first, then their types, then the count's nullishness and type. */
+    if (is_nullish(&v[0]) || is_nullish(&v[1])) {
+        set_null(o);
+        return 0;
+    }
     if (v[0].value_type != BSON_TYPE_ARRAY)
         return mf_err_set(c->err, MF_E_Location28724, "First argument to $slice must be an array, but is of type: %s",
                           tname(&v[0]));
-    for (size_t i = 1; i < n; i++)
-        if (!is_num(&v[i]) || !mf_value_as_int64(&v[i], &cnt))
-            return mf_err_set(c->err, MF_E_BadValue, "%s argument to $slice must be numeric and an integer, but is of type: %s",
-                              i == 1 ? "Second" : "Third", tname(&v[i]));
+    if (!is_num(&v[1]))
+        return mf_err_set(c->err, MF_E_Location28725,
+                          "Second argument to $slice must be a numeric value, but is of type: %s", tname(&v[1]));
+    if (!is_int32_integral(&v[1]))
+        return mf_err_set(c->err, MF_E_Location28726, "Second argument to $slice can't be represented as a 32-bit integer: %g",
+                          as_dbl(&v[1]));
+    if (n > 2) {
+        if (is_nullish(&v[2])) {
+            set_null(o);
+            return 0;
+        }
+        if (!is_num(&v[2]))
+            return mf_err_set(c->err, MF_E_Location28727, "Third argument to $slice must be numeric, but is of type: %s",
+                              tname(&v[2]));
+        if (!is_int32_integral(&v[2]))
+            return mf_err_set(c->err, MF_E_Location28728,
+                              "Third argument to $slice can't be represented as a 32-bit integer: %g", as_dbl(&v[2]));
+    }
     elems_of(&v[0], &el);
     int64_t len = (int64_t)el.n;
     if (n == 2) {
@@ -2545,7 +2944,7 @@ ev_slice(const bson_value_t *v, size_t n, ctx_t *c, bson_value_t *o)
         mf_value_as_int64(&v[2], &cnt);
         if (cnt <= 0) {
             elems_free(&el);
-            return mf_err_set(c->err, MF_E_BadValue, "Third argument to $slice must be positive: %" PRId64, cnt);
+            return mf_err_set(c->err, MF_E_Location28729, "Third argument to $slice must be positive: %" PRId64, cnt);
         }
         if (pos < 0) {
             pos = len + pos;
@@ -2559,6 +2958,30 @@ ev_slice(const bson_value_t *v, size_t n, ctx_t *c, bson_value_t *o)
     ab_finish(&ab, o);
     elems_free(&el);
     return 0;
+}
+
+/* arg_is_const: operand i of e is a constant mongod would fold at optimization (a literal, $literal, or an array
+ * literal of constants). */
+static bool
+node_is_const(const mf_expr_t *a)
+{
+    if (a == NULL)
+        return false;
+    if (a->kind == K_LIT || (a->kind == K_OP && (a->op->id == OP_LITERAL || a->folds)))
+        return true;
+    if (a->kind == K_ARR) {
+        for (size_t i = 0; i < a->nargs; i++)
+            if (!node_is_const(a->args[i]))
+                return false;
+        return true;
+    }
+    return false;
+}
+
+static bool
+arg_is_const(const mf_expr_t *e, size_t i)
+{
+    return i < e->nargs && node_is_const(e->args[i]);
 }
 
 /* set_add: appends v to ab unless an equal value is already in seen (borrowed list). */
@@ -2593,17 +3016,56 @@ ev_sets(const mf_expr_t *e, bson_value_t *v, size_t n, ctx_t *c, bson_value_t *o
     elems_t seen = {NULL, 0};
     size_t cap = 0;
 
-    for (size_t i = 0; i < n; i++) {
-        if (is_nullish(&v[i])) {
-            if (op == OP_SETISSUBSET || op == OP_SETEQUALS)
-                return mf_err_set(c->err, MF_E_BadValue, "All operands of %s must be arrays. One argument is of type: %s",
-                                  e->op->name, tname(&v[i]));
+    if (op == OP_SETUNION || op == OP_SETINTERSECTION) {
+        /* Left to right: the first nullish operand answers null, the first non-array one fails. */
+        for (size_t i = 0; i < n; i++) {
+            if (is_nullish(&v[i])) {
+                set_null(o);
+                return 0;
+            }
+            if (v[i].value_type != BSON_TYPE_ARRAY)
+                return mf_err_set(c->err, op == OP_SETUNION ? MF_E_Location17043 : MF_E_Location17047,
+                                  "All operands of %s must be arrays. One argument is of type: %s", e->op->name,
+                                  tname(&v[i]));
+        }
+    } else if (op == OP_SETDIFFERENCE) {
+        if (is_nullish(&v[0]) || is_nullish(&v[1])) {
             set_null(o);
             return 0;
         }
-        if (v[i].value_type != BSON_TYPE_ARRAY)
-            return mf_err_set(c->err, MF_E_BadValue, "All operands of %s must be arrays. One argument is of type: %s",
-                              e->op->name, tname(&v[i]));
+        for (size_t i = 0; i < 2; i++)
+            if (v[i].value_type != BSON_TYPE_ARRAY)
+                return mf_err_set(c->err, i == 0 ? MF_E_Location17048 : MF_E_Location17049,
+                                  "both operands of $setDifference must be arrays. %s argument is of type: %s",
+                                  i == 0 ? "First" : "Second", tname(&v[i]));
+    } else if (op == OP_SETISSUBSET) {
+        /* No null passthrough. A constant right operand is checked when the pipeline is optimized, before the
+         * left one, with its own codes (17311, then 17310 for the left operand). */
+        bool rhs_const = arg_is_const(e, 1) && !arg_is_const(e, 0); /* all-constant folds via plain evaluate */
+        if (rhs_const && v[1].value_type != BSON_TYPE_ARRAY)
+            return mf_err_set(c->err, MF_E_Location17311,
+                              "both operands of $setIsSubset must be arrays. Second argument is of type: %s",
+                              tname(&v[1]));
+        if (v[0].value_type != BSON_TYPE_ARRAY)
+            return mf_err_set(c->err, rhs_const ? MF_E_Location17310 : MF_E_Location17046,
+                              "both operands of $setIsSubset must be arrays. First argument is of type: %s",
+                              tname(&v[0]));
+        if (v[1].value_type != BSON_TYPE_ARRAY)
+            return mf_err_set(c->err, MF_E_Location17042,
+                              "both operands of $setIsSubset must be arrays. Second argument is of type: %s",
+                              tname(&v[1]));
+    } else {
+        /* $setEquals: no null passthrough; constant operands are checked first, at optimization (5887502). */
+        for (size_t i = 0; i < n; i++)
+            if (arg_is_const(e, i) && v[i].value_type != BSON_TYPE_ARRAY)
+                return mf_err_set(c->err, MF_E_Location5887502,
+                                  "All operands of $setEquals must be arrays. %zu-th argument is of type: %s", i + 1,
+                                  tname(&v[i]));
+        for (size_t i = 0; i < n; i++)
+            if (v[i].value_type != BSON_TYPE_ARRAY)
+                return mf_err_set(c->err, MF_E_Location17044,
+                                  "All operands of $setEquals must be arrays. %zu-th argument is of type: %s", i + 1,
+                                  tname(&v[i]));
     }
     if (op == OP_SETUNION) {
         ab_init(&ab);
@@ -2840,6 +3302,11 @@ convert(ctx_t *c, const bson_value_t *v, int to, bson_value_t *o)
             l = (int64_t)d;
             break;
         case BSON_TYPE_UTF8:
+            if (strncmp(v->value.v_utf8.str, "0x", 2) == 0) {
+                snprintf(msg, sizeof msg, "Illegal hexadecimal input in $convert with no onError value: %.200s",
+                         v->value.v_utf8.str);
+                return conv_fail(c, msg, v, tgt);
+            }
             if (!parse_int64_str(v->value.v_utf8.str, &l) || l < lo || l > hi) {
                 snprintf(msg, sizeof msg, "Failed to parse number '%.200s' in $convert with no onError value", v->value.v_utf8.str);
                 return conv_fail(c, msg, v, tgt);
@@ -2879,6 +3346,11 @@ convert(ctx_t *c, const bson_value_t *v, int to, bson_value_t *o)
             d = as_dbl(v);
             break;
         case BSON_TYPE_UTF8:
+            if (strncmp(v->value.v_utf8.str, "0x", 2) == 0) {
+                snprintf(msg, sizeof msg, "Illegal hexadecimal input in $convert with no onError value: %.200s",
+                         v->value.v_utf8.str);
+                return conv_fail(c, msg, v, tgt);
+            }
             if (to == BSON_TYPE_DECIMAL128) {
                 memset(o, 0, sizeof *o);
                 o->value_type = BSON_TYPE_DECIMAL128;
@@ -2983,25 +3455,32 @@ ev_convert(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         mf_value_free(&in);
         return -1;
     }
+    /* mongod: a non-nullish 'to' is validated first, then a nullish input answers onNull, then a nullish 'to'
+     * answers null. */
     if (is_nullish(&to)) {
-        set_null(o);
-        goto done;
-    }
-    if (to.value_type == BSON_TYPE_UTF8) {
-        target = mf_type_alias(to.value.v_utf8.str);
+        /* no target */
+    } else if (to.value_type == BSON_TYPE_UTF8) {
+        /* "missing" ($type's answer) names no conversion: every input fails with 241. */
+        target = strcmp(to.value.v_utf8.str, "missing") == 0 ? BSON_TYPE_EOD : mf_type_alias(to.value.v_utf8.str);
         if (target < 0 || target == -2) {
             rc = mf_err_set(c->err, MF_E_BadValue, "Unknown type name: %s", to.value.v_utf8.str);
             goto done;
         }
     } else if (is_num(&to)) {
         int64_t t;
-        if (!mf_value_as_int64(&to, &t) || mf_type_name((bson_type_t)t) == NULL) {
-            rc = mf_err_set(c->err, MF_E_BadValue, "In $convert, numeric 'to' argument is not an integer");
+        if (!is_int32_integral(&to)) {
+            rc = mf_err_set(c->err, MF_E_FailedToParse, "In $convert, numeric 'to' argument is not an integer");
+            goto done;
+        }
+        mf_value_as_int64(&to, &t);
+        if (strcmp(mf_type_name((bson_type_t)t), "unknown") == 0) {
+            rc = mf_err_set(c->err, MF_E_FailedToParse,
+                            "In $convert, numeric value for 'to' does not correspond to a BSON type: %" PRId64, t);
             goto done;
         }
         target = (int)t;
     } else {
-        rc = mf_err_set(c->err, MF_E_BadValue, "$convert's 'to' argument must be a string or number, but is %s",
+        rc = mf_err_set(c->err, MF_E_FailedToParse, "$convert's 'to' argument must be a string or number, but is %s",
                         tname(&to));
         goto done;
     }
@@ -3010,6 +3489,10 @@ ev_convert(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
             rc = ev(e->args[3], c, o);
         else
             set_null(o);
+        goto done;
+    }
+    if (is_nullish(&to)) {
+        set_null(o);
         goto done;
     }
     if (convert(c, &in, target, o) < 0) {
@@ -3031,9 +3514,9 @@ done:
 static bool
 is_default_ws(uint32_t cp)
 {
+    /* mongod's default trim set: NUL, space, \t \n \v \f \r, U+00A0, U+1680, U+2000..U+200A. */
     switch (cp) {
     case 0x00: case 0x20: case 0x09: case 0x0A: case 0x0B: case 0x0C: case 0x0D: case 0xA0: case 0x1680:
-    case 0x2028: case 0x2029: case 0x202F: case 0x205F: case 0x3000:
         return true;
     default:
         return cp >= 0x2000 && cp <= 0x200A;
@@ -3066,19 +3549,28 @@ ev_trim(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         mf_value_free(&in);
         return -1;
     }
-    if (is_nullish(&in) || (e->nargs > 1 && e->args[1] && is_nullish(&ch))) {
+    /* mongod: input nullish -> null, input's type, then chars nullish -> null, chars' type. */
+    if (is_nullish(&in)) {
         set_null(o);
         goto done;
     }
     if (in.value_type != BSON_TYPE_UTF8) {
+        char vb[128];
+        value_str(&in, vb, sizeof vb);
         rc = mf_err_set(c->err, MF_E_Location50699, "%s requires its input to be a string, got %s (of type %s) instead.",
-                        e->op->name, "value", tname(&in));
+                        e->op->name, vb, tname(&in));
+        goto done;
+    }
+    if (e->nargs > 1 && e->args[1] && is_nullish(&ch)) {
+        set_null(o);
         goto done;
     }
     if (ch.value_type != BSON_TYPE_EOD) {
         if (ch.value_type != BSON_TYPE_UTF8) {
-            rc = mf_err_set(c->err, MF_E_Location50699, "%s requires 'chars' to be a string, got %s instead.",
-                            e->op->name, tname(&ch));
+            char vb[128];
+            value_str(&ch, vb, sizeof vb);
+            rc = mf_err_set(c->err, MF_E_Location50700, "%s requires 'chars' to be a string, got %s (of type %s) instead.",
+                            e->op->name, vb, tname(&ch));
             goto done;
         }
         chars = bson_malloc((ch.value.v_utf8.len + 1) * sizeof *chars);
@@ -3130,31 +3622,71 @@ ev_substr(int op, bson_value_t *v, ctx_t *c, bson_value_t *o)
 
     if (coerce_str(c, &v[0], &s) < 0)
         return -1;
-    if (!is_num(&v[1])) {
-        mf_value_free(&s);
-        return mf_err_set(c->err, MF_E_BadValue, "%s: starting index must be a numeric type (is BSON type %s)", name,
-                          tname(&v[1]));
-    }
-    if (!is_num(&v[2])) {
-        mf_value_free(&s);
-        return mf_err_set(c->err, MF_E_BadValue, "%s: length must be a numeric type (is BSON type %s)", name,
-                          tname(&v[2]));
+    if (op == OP_SUBSTRCP) {
+        char vb[128];
+        int rc = 0;
+        static const char *const what[] = {"starting index", "length"};
+        static const int tcode[] = {MF_E_Location34450, MF_E_Location34452};
+        static const int icode[] = {MF_E_Location34451, MF_E_Location34453};
+        for (int i = 0; i < 2 && rc == 0; i++) {
+            const bson_value_t *a = &v[1 + i];
+            if (!is_num(a)) {
+                rc = mf_err_set(c->err, tcode[i], "%s: %s must be a numeric type (is BSON type %s)", name, what[i],
+                                tname(a));
+            } else if (!is_int32_integral(a)) {
+                value_str(a, vb, sizeof vb);
+                rc = mf_err_set(c->err, icode[i], "%s: %s cannot be represented as a 32-bit integral value: %s", name,
+                                what[i], vb);
+            }
+        }
+        if (rc < 0) {
+            mf_value_free(&s);
+            return rc;
+        }
+    } else {
+        if (!is_num(&v[1])) {
+            mf_value_free(&s);
+            return mf_err_set(c->err, MF_E_Location16034, "%s:  starting index must be a numeric type (is BSON type %s)",
+                              name, tname(&v[1]));
+        }
+        if (!is_num(&v[2])) {
+            mf_value_free(&s);
+            return mf_err_set(c->err, MF_E_Location16035, "%s:  length must be a numeric type (is BSON type %s)", name,
+                              tname(&v[2]));
+        }
     }
     start = (int64_t)as_dbl(&v[1]);
     len = (int64_t)as_dbl(&v[2]);
     const char *str = s.value.v_utf8.str;
     size_t n = s.value.v_utf8.len;
     if (op == OP_SUBSTRCP) {
-        if (start < 0 || len < 0) {
+        if (len < 0 || start < 0) {
             mf_value_free(&s);
-            return mf_err_set(c->err, MF_E_BadValue, "$substrCP: the %s must be a nonnegative integer.",
-                              start < 0 ? "starting index" : "length argument");
+            if (len < 0)
+                return mf_err_set(c->err, MF_E_Location34454, "$substrCP: length must be a nonnegative integer.");
+            return mf_err_set(c->err, MF_E_Location34455, "$substrCP: the starting index must be nonnegative integer.");
         }
         size_t b = cp_offset(str, n, (size_t)start);
         size_t e = b + cp_offset(str + b, n - b, (size_t)len);
         set_strn(o, str + b, e - b);
     } else {
-        if (start < 0 || (size_t)start >= n) {
+        if (start < 0) {
+            mf_value_free(&s);
+            return mf_err_set(c->err, MF_E_Location50752, "$substrBytes:  starting index must be non-negative (got: %" PRId64 ")",
+                              start);
+        }
+        size_t lo = (size_t)start, ln = len < 0 ? n : (size_t)len;
+        if (lo < n && ((unsigned char)str[lo] & 0xC0) == 0x80) {
+            mf_value_free(&s);
+            return mf_err_set(c->err, MF_E_Location28656,
+                              "$substrBytes:  Invalid range, starting index is a UTF-8 continuation byte.");
+        }
+        if (lo + ln >= lo && lo + ln < n && ((unsigned char)str[lo + ln] & 0xC0) == 0x80) {
+            mf_value_free(&s);
+            return mf_err_set(c->err, MF_E_Location28657,
+                              "$substrBytes:  Invalid range, ending index is in the middle of a UTF-8 character.");
+        }
+        if ((size_t)start >= n) {
             set_str(o, "");
         } else {
             size_t rest = n - (size_t)start;
@@ -3167,25 +3699,47 @@ ev_substr(int op, bson_value_t *v, ctx_t *c, bson_value_t *o)
 }
 
 /* $indexOfArray: [array, value, start?, end?] → first index of an equal element, or -1. */
+/* index_arg: a starting/ending index of $indexOfArray/$indexOfBytes/$indexOfCP (mongod: 40096, 40097). */
 static int
-ev_index_of_array(bson_value_t *v, size_t n, ctx_t *c, bson_value_t *o)
+index_arg(ctx_t *c, const char *op, const bson_value_t *v, size_t i, int64_t *out)
+{
+    const char *what = i == 2 ? "starting index" : "ending index";
+    char vb[128];
+
+    value_str(v, vb, sizeof vb);
+    if (!is_int32_integral(v))
+        return mf_err_set(c->err, MF_E_Location40096, "%srequires an integral %s, found a value of type: %s, with value: %s",
+                          op, what, tname(v), vb);
+    mf_value_as_int64(v, out);
+    if (*out < 0)
+        return mf_err_set(c->err, MF_E_Location40097, "%s requires a nonnegative %s, found: %s", op, what, vb);
+    return 0;
+}
+
+static int
+ev_index_of_array(const mf_expr_t *e, bson_value_t *v, size_t n, ctx_t *c, bson_value_t *o)
 {
     int64_t start = 0, end = INT64_MAX;
     if (is_nullish(&v[0])) {
         set_null(o);
         return 0;
     }
-    if (v[0].value_type != BSON_TYPE_ARRAY)
+    if (v[0].value_type != BSON_TYPE_ARRAY) {
+        /* A constant array operand (with some other operand not constant) is checked at optimization. */
+        bool all_const = true;
+        for (size_t i = 0; i < e->nargs; i++)
+            all_const = all_const && arg_is_const(e, i);
+        if (arg_is_const(e, 0) && !all_const)
+            return mf_err_set(c->err, MF_E_Location50809,
+                              "First operand of $indexOfArray must be an array. First argument is of type: %s",
+                              tname(&v[0]));
         return mf_err_set(c->err, MF_E_Location40090, "$indexOfArray requires an array as a first argument, found: %s",
                           tname(&v[0]));
+    }
     for (size_t i = 2; i < n; i++) {
         int64_t x;
-        if (!is_num(&v[i]) || !mf_value_as_int64(&v[i], &x))
-            return mf_err_set(c->err, MF_E_BadValue, "$indexOfArray %s index must resolve to a number",
-                              i == 2 ? "starting" : "ending");
-        if (x < 0)
-            return mf_err_set(c->err, MF_E_BadValue, "$indexOfArray %s index must be a non-negative number",
-                              i == 2 ? "starting" : "ending");
+        if (index_arg(c, "$indexOfArray", &v[i], i, &x) < 0)
+            return -1;
         if (i == 2)
             start = x;
         else
@@ -3218,17 +3772,15 @@ ev_index_of(int op, bson_value_t *v, size_t n, ctx_t *c, bson_value_t *o)
         return 0;
     }
     if (v[0].value_type != BSON_TYPE_UTF8)
-        return mf_err_set(c->err, MF_E_BadValue, "%s requires a string as the first argument, found: %s", name,
-                          tname(&v[0]));
+        return mf_err_set(c->err, op == OP_INDEXOFCP ? MF_E_Location40093 : MF_E_Location40091,
+                          "%s requires a string as the first argument, found: %s", name, tname(&v[0]));
     if (v[1].value_type != BSON_TYPE_UTF8)
-        return mf_err_set(c->err, MF_E_BadValue, "%s requires a string as the second argument, found: %s", name,
-                          tname(&v[1]));
+        return mf_err_set(c->err, op == OP_INDEXOFCP ? MF_E_Location40094 : MF_E_Location40092,
+                          "%s requires a string as the second argument, found: %s", name, tname(&v[1]));
     for (size_t i = 2; i < n; i++) {
         int64_t x;
-        if (!is_num(&v[i]) || !mf_value_as_int64(&v[i], &x))
-            return mf_err_set(c->err, MF_E_BadValue, "%s %s index must resolve to a number", name, i == 2 ? "starting" : "ending");
-        if (x < 0)
-            return mf_err_set(c->err, MF_E_BadValue, "%s %s index must be a non-negative number", name, i == 2 ? "starting" : "ending");
+        if (index_arg(c, name, &v[i], i, &x) < 0)
+            return -1;
         if (i == 2)
             start = x;
         else
@@ -3287,7 +3839,7 @@ ev_split(bson_value_t *v, ctx_t *c, bson_value_t *o)
                           "$split requires an expression that evaluates to a string as a second argument, found: %s",
                           tname(&v[1]));
     if (v[1].value.v_utf8.len == 0)
-        return mf_err_set(c->err, MF_E_BadValue, "$split requires a non-empty separator");
+        return mf_err_set(c->err, MF_E_Location40087, "$split requires a non-empty separator");
     const char *s = v[0].value.v_utf8.str, *d = v[1].value.v_utf8.str;
     size_t sn = v[0].value.v_utf8.len, dn = v[1].value.v_utf8.len, last = 0;
     ab_init(&ab);
@@ -3706,7 +4258,7 @@ ev_set_field(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         goto done;
     }
     if (in.value_type != BSON_TYPE_DOCUMENT) {
-        rc = mf_err_set(c->err, MF_E_Location4161105, "%s requires 'input' to evaluate to type Object", e->op->name);
+        rc = mf_err_set(c->err, MF_E_Location4161105, "$setField requires 'input' to evaluate to type Object");
         goto done;
     }
     if (e->op->id == OP_SETFIELD && ev(e->args[2], c, &val) < 0) {
@@ -5431,7 +5983,7 @@ ev_date_arith(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         if ((r = tz_of(e, c, has_slot(e, 3) ? &v[3] : NULL, ctxmsg, &z, &own)) < 0)
             goto fail;
         if (!get_date(&v[0], &a)) {
-            rc = mf_err_set(c->err, MF_E_Location5166307, "$dateTrunc requires 'date' to be a date, but got %s",
+            rc = mf_err_set(c->err, MF_E_Location5439012, "$dateTrunc requires 'date' to be a date, but got %s",
                             tname(&v[0]));
             goto done;
         }
@@ -5585,10 +6137,13 @@ ev_merge_objects(bson_value_t *v, size_t n, ctx_t *c, bson_value_t *o)
         if (is_nullish(&items[i]))
             continue;
         if (items[i].value_type != BSON_TYPE_DOCUMENT) {
+            char vb[128];
+            value_str(&items[i], vb, sizeof vb);
+            int rc = mf_err_set(c->err, MF_E_Location40400, "$mergeObjects requires object inputs, but input %s is of type %s",
+                                vb, tname(&items[i]));
             fields_abort(&f);
             elems_free(&el);
-            return mf_err_set(c->err, MF_E_Location40400,
-                              "$mergeObjects requires object inputs, but input is of type %s", tname(&items[i]));
+            return rc;
         }
         bson_iter_init_from_data(&it, items[i].value.v_doc.data, items[i].value.v_doc.data_len);
         while (bson_iter_next(&it))
@@ -5638,7 +6193,7 @@ ev_array_to_object(const bson_value_t *a, ctx_t *c, bson_value_t *o)
         return 0;
     }
     if (a->value_type != BSON_TYPE_ARRAY)
-        return mf_err_set(c->err, MF_E_BadValue, "$arrayToObject requires an array input, found: %s", tname(a));
+        return mf_err_set(c->err, MF_E_Location40386, "$arrayToObject requires an array input, found: %s", tname(a));
     elems_of(a, &el);
     for (size_t i = 0; i < el.n; i++) {
         const bson_value_t *x = &el.v[i];
@@ -5646,10 +6201,18 @@ ev_array_to_object(const bson_value_t *a, ctx_t *c, bson_value_t *o)
         const bson_value_t *kv = NULL, *vv = NULL;
         int this_kind = x->value_type == BSON_TYPE_ARRAY ? 1 : x->value_type == BSON_TYPE_DOCUMENT ? 2 : 0;
         if (this_kind == 0 || (kind && this_kind != kind)) {
+            int rc;
+            if (kind == 0)
+                rc = mf_err_set(c->err, MF_E_Location40398, "Unrecognised input type format for $arrayToObject: %s",
+                                tname(x));
+            else
+                rc = mf_err_set(c->err, kind == 1 ? MF_E_Location40396 : MF_E_Location40391,
+                                "$arrayToObject requires a consistent input format. Elements mustall be arrays or all "
+                                "be objects. %s was detected, now found: %s",
+                                kind == 1 ? "Array" : "Object", tname(x));
             fields_abort(&f);
             elems_free(&el);
-            return mf_err_set(c->err, MF_E_BadValue,
-                              "Unrecognised input type format for $arrayToObject: %s", tname(x));
+            return rc;
         }
         kind = this_kind;
         bson_value_t tmp[2];
@@ -5664,7 +6227,8 @@ ev_array_to_object(const bson_value_t *a, ctx_t *c, bson_value_t *o)
             if (cnt != 2) {
                 fields_abort(&f);
                 elems_free(&el);
-                return mf_err_set(c->err, MF_E_BadValue, "$arrayToObject requires an array of size 2 arrays,found array of size: %zu", cnt);
+                return mf_err_set(c->err, MF_E_Location40397,
+                                  "$arrayToObject requires an array of size 2 arrays,found array of size: %zu", cnt);
             }
             kv = &tmp[0];
             vv = &tmp[1];
@@ -5679,23 +6243,42 @@ ev_array_to_object(const bson_value_t *a, ctx_t *c, bson_value_t *o)
                 }
                 cnt++;
             }
-            if (cnt != 2 || !kv || !vv) {
+            if (cnt != 2) {
                 fields_abort(&f);
                 elems_free(&el);
-                return mf_err_set(c->err, MF_E_BadValue,
-                                  "$arrayToObject requires an object keys of 'k' and 'v'. Found incorrect number of keys:%zu", cnt);
+                return mf_err_set(c->err, MF_E_Location40392,
+                                  "$arrayToObject requires an object keys of 'k' and 'v'. Found incorrect number of keys:%zu",
+                                  cnt);
+            }
+            if (!kv || !vv) {
+                char db[200];
+                value_str(x, db, sizeof db);
+                fields_abort(&f);
+                elems_free(&el);
+                return mf_err_set(c->err, MF_E_Location40393,
+                                  "$arrayToObject requires an object with keys 'k' and 'v'. Missing either or both keys "
+                                  "from: %s",
+                                  db);
             }
         }
         if (kv->value_type != BSON_TYPE_UTF8) {
             fields_abort(&f);
             elems_free(&el);
-            return mf_err_set(c->err, MF_E_BadValue, "$arrayToObject requires an object with keys 'k' and 'v', where the value of 'k' must be of type string. Found type: %s",
+            if (kind == 1)
+                return mf_err_set(c->err, MF_E_Location40395,
+                                  "$arrayToObject requires an array of key-value pairs, where the key must be of type "
+                                  "string. Found key type: %s",
+                                  tname(kv));
+            return mf_err_set(c->err, MF_E_Location40394,
+                              "$arrayToObject requires an object with keys 'k' and 'v', where the value of 'k' must be "
+                              "of type string. Found type: %s",
                               tname(kv));
         }
         if (memchr(kv->value.v_utf8.str, '\0', kv->value.v_utf8.len)) {
             fields_abort(&f);
             elems_free(&el);
-            return mf_err_set(c->err, MF_E_BadValue, "Key field cannot contain an embedded null byte");
+            return mf_err_set(c->err, kind == 1 ? MF_E_Location4940400 : MF_E_Location4940401,
+                              "Key field cannot contain an embedded null byte");
         }
         fields_set(&f, kv->value.v_utf8.str, kv->value.v_utf8.len, vv);
     }
@@ -5731,16 +6314,28 @@ ev_map_filter(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         mf_value_free(&in);
         return rc;
     }
-    if (!is_map && e->nargs > 3 && e->args[3]) {
+    /* mongod returns an empty input before it evaluates the limit. */
+    if (!is_map && e->nargs > 3 && e->args[3] && in.value.v_doc.data_len > 5) {
         if (ev(e->args[3], c, &lim) < 0) {
             mf_value_free(&in);
             return -1;
         }
         if (!is_nullish(&lim)) {
-            if (!mf_value_as_int64(&lim, &limit) || limit < 1 || limit > INT32_MAX) {
+            char vb[128];
+            int code = 0;
+            value_str(&lim, vb, sizeof vb);
+            if (!is_int32_integral(&lim))
+                code = MF_E_Location327391;
+            else if (mf_value_as_int64(&lim, &limit), limit < 1)
+                code = MF_E_Location327392;
+            if (code) {
                 mf_value_free(&lim);
                 mf_value_free(&in);
-                return mf_err_set(c->err, MF_E_BadValue, "$filter: limit must be represented as a 32-bit integral value greater than 0");
+                return mf_err_set(c->err, code,
+                                  code == MF_E_Location327391
+                                      ? "$filter: limit must be represented as a 32-bit integral value: %s"
+                                      : "$filter: limit must be greater than 0: %s",
+                                  vb);
             }
         }
         mf_value_free(&lim);
@@ -5795,7 +6390,9 @@ ev_reduce(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         return 0;
     }
     if (in.value_type != BSON_TYPE_ARRAY) {
-        int rc = mf_err_set(c->err, MF_E_BadValue, "$reduce requires input to be an array, found: %s", tname(&in));
+        char vb[128];
+        value_str(&in, vb, sizeof vb);
+        int rc = mf_err_set(c->err, MF_E_Location40080, "$reduce requires that 'input' be an array, found: %s", vb);
         mf_value_free(&in);
         return rc;
     }
@@ -5882,6 +6479,15 @@ ev_switch(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     }
     if (e->args[e->nargs - 1])
         return ev(e->args[e->nargs - 1], c, o);
+    /* Every case a constant (all false, as none matched): mongod drops them when it optimizes the pipeline and
+     * refuses the empty $switch then. */
+    bool all_const = true;
+    for (size_t i = 0; i < nb && all_const; i++)
+        all_const = node_is_const(e->args[2 * i]);
+    if (all_const)
+        return mf_err_set(c->err, MF_E_Location40069,
+                          "One cannot execute a switch statement where all the cases evaluate to false without a "
+                          "default.");
     return mf_err_set(c->err, MF_E_Location40066,
                       "$switch could not find a matching branch for an input, and no default was specified.");
 }
@@ -6005,6 +6611,11 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     case OP_MEDIAN:
     case OP_PERCENTILE:
         return ev_quantile(e, c, o);
+    case OP_FIRSTN:
+    case OP_LASTN:
+    case OP_MINN:
+    case OP_MAXN:
+        return ev_nacc(e, c, o);
     case OP_ZIP:
         return ev_zip(e, c, o);
     default:
@@ -6036,14 +6647,53 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     case OP_EXP: rc = ev_unary_math(id, "$exp", &v[0], c, o); break;
     case OP_LN: rc = ev_unary_math(id, "$ln", &v[0], c, o); break;
     case OP_LOG10: rc = ev_unary_math(id, "$log10", &v[0], c, o); break;
+    case OP_SIN:
+    case OP_COS:
+    case OP_TAN:
+    case OP_ASIN:
+    case OP_ACOS:
+    case OP_ATAN:
+    case OP_ASINH:
+    case OP_ACOSH:
+    case OP_ATANH:
+    case OP_SINH:
+    case OP_COSH:
+    case OP_TANH:
+    case OP_DEGREESTORADIANS:
+    case OP_RADIANSTODEGREES: rc = ev_trig(id, e->op->name, &v[0], c, o); break;
+    case OP_ATAN2: rc = ev_atan2(&v[0], &v[1], c, o); break;
+    case OP_BSONSIZE:
+        if (is_nullish(&v[0]))
+            set_null(o);
+        else if (v[0].value_type != BSON_TYPE_DOCUMENT)
+            rc = mf_err_set(c->err, MF_E_Location31393, "$bsonSize requires a document input, found: %s", tname(&v[0]));
+        else
+            set_i32(o, (int32_t)v[0].value.v_doc.data_len);
+        break;
+    case OP_BINARYSIZE:
+        if (is_nullish(&v[0]))
+            set_null(o);
+        else if (v[0].value_type == BSON_TYPE_UTF8)
+            set_i32(o, (int32_t)v[0].value.v_utf8.len);
+        else if (v[0].value_type == BSON_TYPE_BINARY)
+            set_i32(o, (int32_t)v[0].value.v_binary.data_len);
+        else
+            rc = mf_err_set(c->err, MF_E_Location51276, "$binarySize requires a string or BinData argument, found: %s",
+                            tname(&v[0]));
+        break;
     case OP_LOG:
         if (is_nullish(&v[0]) || is_nullish(&v[1])) {
             set_null(o);
-        } else if (!is_num(&v[0]) || !is_num(&v[1])) {
-            rc = mf_err_set(c->err, MF_E_Location28765, "$log's argument must be numeric, not %s",
-                            tname(is_num(&v[0]) ? &v[1] : &v[0]));
-        } else if (as_dbl(&v[0]) <= 0 || as_dbl(&v[1]) <= 0 || as_dbl(&v[1]) == 1) {
-            rc = mf_err_set(c->err, MF_E_BadValue, "$log's arguments must be positive and the base must not be 1");
+        } else if (!is_num(&v[0])) {
+            rc = mf_err_set(c->err, MF_E_Location28756, "$log's argument must be numeric, not %s", tname(&v[0]));
+        } else if (!is_num(&v[1])) {
+            rc = mf_err_set(c->err, MF_E_Location28757, "$log's base must be numeric, not %s", tname(&v[1]));
+        } else if (as_dbl(&v[0]) <= 0) {
+            rc = mf_err_set(c->err, MF_E_Location28758, "$log's argument must be a positive number, but is %g",
+                            as_dbl(&v[0]));
+        } else if (as_dbl(&v[1]) <= 0 || as_dbl(&v[1]) == 1) {
+            rc = mf_err_set(c->err, MF_E_Location28759,
+                            "$log's base must be a positive number not equal to 1, but is %g", as_dbl(&v[1]));
         } else {
             set_dbl(o, log(as_dbl(&v[0])) / log(as_dbl(&v[1])));
         }
@@ -6053,7 +6703,7 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     case OP_POW: rc = ev_pow(&v[0], &v[1], c, o); break;
     case OP_CONCAT: {
         bool null = false;
-        for (size_t i = 0; i < n; i++) {
+        for (size_t i = 0; i < n && !null; i++) {
             if (is_nullish(&v[i])) {
                 null = true;
             } else if (v[i].value_type != BSON_TYPE_UTF8) {
@@ -6113,7 +6763,7 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     case OP_SPLIT: rc = ev_split(v, c, o); break;
     case OP_INDEXOFCP:
     case OP_INDEXOFBYTES: rc = ev_index_of(id, v, n, c, o); break;
-    case OP_INDEXOFARRAY: rc = ev_index_of_array(v, n, c, o); break;
+    case OP_INDEXOFARRAY: rc = ev_index_of_array(e, v, n, c, o); break;
     case OP_STRCASECMP: {
         bson_value_t a, b;
         if (coerce_str(c, &v[0], &a) < 0) {
@@ -6133,7 +6783,7 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     }
     case OP_SIZE:
         if (v[0].value_type != BSON_TYPE_ARRAY) {
-            rc = mf_err_set(c->err, MF_E_Location17124, "The argument to $size must be an array. Type of argument: %s",
+            rc = mf_err_set(c->err, MF_E_Location17124, "The argument to $size must be an array, but was of type: %s",
                             tname(&v[0]));
         } else {
             elems_t el;
@@ -6159,7 +6809,7 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     case OP_CONCATARRAYS: {
         abuild_t ab;
         bool null = false;
-        for (size_t i = 0; i < n && rc == 0; i++) {
+        for (size_t i = 0; i < n && rc == 0 && !null; i++) {
             if (is_nullish(&v[i]))
                 null = true;
             else if (v[i].value_type != BSON_TYPE_ARRAY)
@@ -6188,7 +6838,7 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         if (is_nullish(&v[0])) {
             set_null(o);
         } else if (v[0].value_type != BSON_TYPE_ARRAY) {
-            rc = mf_err_set(c->err, MF_E_BadValue, "The argument to $reverseArray must be an array, but was of type: %s",
+            rc = mf_err_set(c->err, MF_E_Location34435, "The argument to $reverseArray must be an array, but was of type: %s",
                             tname(&v[0]));
         } else {
             elems_t el;
@@ -6202,25 +6852,33 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         }
         break;
     case OP_RANGE: {
-        int64_t a, b, step = 1;
+        int64_t a = 0, b = 0, step = 1;
         abuild_t ab;
-        if (!is_num(&v[0]) || !mf_value_as_int64(&v[0], &a) || a < INT32_MIN || a > INT32_MAX) {
-            rc = mf_err_set(c->err, MF_E_BadValue, "$range requires a starting value that can be represented as a 32-bit integer, found value: %s",
-                            tname(&v[0]));
-            break;
+        char vb[128];
+        /* mongod: start's type, start's range, end's type, end's range, then the step's (no null passthrough). */
+        static const char *const what[] = {"starting", "ending", "step"};
+        static const int tcode[] = {MF_E_Location34443, MF_E_Location34445, MF_E_Location34447};
+        static const int icode[] = {MF_E_Location34444, MF_E_Location34446, MF_E_Location34448};
+        int64_t *dst[] = {&a, &b, &step};
+        for (size_t i = 0; i < n && i < 3; i++) {
+            if (!is_num(&v[i])) {
+                rc = mf_err_set(c->err, tcode[i], "$range requires a numeric %s value, found value of type:%s%s", what[i],
+                                i == 2 ? "" : " ", tname(&v[i]));
+                break;
+            }
+            if (!is_int32_integral(&v[i])) {
+                value_str(&v[i], vb, sizeof vb);
+                rc = mf_err_set(c->err, icode[i],
+                                "$range requires a%s %s value that can be represented as a 32-bit integer, found value: %s",
+                                i == 1 ? "n" : "", what[i], vb);
+                break;
+            }
+            mf_value_as_int64(&v[i], dst[i]);
         }
-        if (!is_num(&v[1]) || !mf_value_as_int64(&v[1], &b) || b < INT32_MIN || b > INT32_MAX) {
-            rc = mf_err_set(c->err, MF_E_BadValue, "$range requires an ending value that can be represented as a 32-bit integer, found value: %s",
-                            tname(&v[1]));
+        if (rc < 0)
             break;
-        }
-        if (n > 2 && (!is_num(&v[2]) || !mf_value_as_int64(&v[2], &step) || step < INT32_MIN || step > INT32_MAX)) {
-            rc = mf_err_set(c->err, MF_E_BadValue, "$range requires a step value that can be represented as a 32-bit integer, found value: %s",
-                            tname(&v[2]));
-            break;
-        }
         if (step == 0) {
-            rc = mf_err_set(c->err, MF_E_BadValue, "$range requires a non-zero step value");
+            rc = mf_err_set(c->err, MF_E_Location34449, "$range requires a non-zero step value");
             break;
         }
         ab_init(&ab);
@@ -6230,7 +6888,7 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
             ab_push(&ab, &x);
             if (ab.b.len > 16 * 1024 * 1024) {
                 bson_destroy(&ab.b);
-                rc = mf_err_set(c->err, MF_E_BadValue, "$range would use too much memory");
+                rc = mf_err_set(c->err, MF_E_ExceededMemoryLimit, "$range would use too much memory");
                 break;
             }
         }
@@ -6283,7 +6941,8 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     case OP_ANYELEMENTTRUE:
     case OP_ALLELEMENTSTRUE:
         if (v[0].value_type != BSON_TYPE_ARRAY) {
-            rc = mf_err_set(c->err, MF_E_BadValue, "%s's argument must be an array, but is %s", e->op->name, tname(&v[0]));
+            rc = mf_err_set(c->err, id == OP_ALLELEMENTSTRUE ? MF_E_Location17040 : MF_E_Location17041,
+                            "%s's argument must be an array, but is %s", e->op->name, tname(&v[0]));
         } else {
             elems_t el;
             bool any = false, all = true;

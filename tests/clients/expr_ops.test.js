@@ -218,7 +218,7 @@ h.test('$dateTrunc, $dateAdd, $dateSubtract, $dateDiff with units, binSize, star
   await rejects(db, { $dateTrunc: { ...base, unit: 'week', startOfWeek: 'someday' } }, 5439016);
   await rejects(db, { $dateTrunc: { ...base, unit: 'week', startOfWeek: 1 } }, 5439015);
   await rejects(db, { $dateTrunc: { ...base, timezone: 'Bad/Zone' } }, 40485);
-  await rejects(db, { $dateTrunc: { ...base, date: 'x' } }, 5166307);
+  await rejects(db, { $dateTrunc: { ...base, date: 'x' } }, 5439012); // ExpressionDateTrunc::convertToDate
   await rejects(db, { $dateTrunc: { unit: 'day' } }, 5439009);
   await rejects(db, { $dateTrunc: { date: '$d' } }, 5439010);
   await rejects(db, { $dateTrunc: { ...base, bad: 1 } }, 5439008);
@@ -473,7 +473,7 @@ h.test('$tsSecond, $tsIncrement, $toUUID, $sigmoid, $rand', async () => {
   await rejects(db, { $tsIncrement: 'x' }, 5687302);
   await rejects(db, { $toUUID: 'not-a-uuid' }, 241);
   await rejects(db, { $toUUID: 5 }, 241);
-  await rejects(db, { $sigmoid: 'a' }, 16555);
+  await rejects(db, { $sigmoid: 'a' }, 14); // desugared into $multiply: TypeMismatch in 8.0
   await rejects(db, { $rand: { a: 1 } }, 3040501);
   await rejects(db, { $rand: 5 }, 10065);
   // $rand is evaluated per document, never folded into one constant.

@@ -128,8 +128,8 @@ Test(expr, arithmetic_errors)
 {
     check_err("{\"e\": {\"$divide\": [1, 0]}}", "{}", MF_E_BadValue, "can't $divide by zero");
     check_err("{\"e\": {\"$mod\": [1, 0]}}", "{}", MF_E_Location16610, "can't $mod by zero");
-    check_err("{\"e\": {\"$add\": [1, \"x\"]}}", "{}", MF_E_TypeMismatch16554, "$add only supports numeric or date types");
-    check_err("{\"e\": {\"$multiply\": [1, \"x\"]}}", "{}", MF_E_Location16555, NULL);
+    check_err("{\"e\": {\"$add\": [1, \"x\"]}}", "{}", MF_E_TypeMismatch, "$add only supports numeric or date types");
+    check_err("{\"e\": {\"$multiply\": [1, \"x\"]}}", "{}", MF_E_TypeMismatch, NULL);
     check_err("{\"e\": {\"$sqrt\": -1}}", "{}", MF_E_Location28714, NULL);
 }
 
@@ -152,7 +152,8 @@ Test(expr, conditionals)
     check("{\"e\": {\"$switch\": {\"branches\": [{\"case\": {\"$eq\": [\"$a\", 1]}, \"then\": \"one\"}], "
           "\"default\": \"other\"}}}",
           "{\"a\": 2}", "{\"r\": \"other\"}");
-    check_err("{\"e\": {\"$switch\": {\"branches\": [{\"case\": false, \"then\": 1}]}}}", "{}", MF_E_Location40066, NULL);
+    /* Constant cases only: mongod drops them when it optimizes, then refuses the empty $switch (40069). */
+    check_err("{\"e\": {\"$switch\": {\"branches\": [{\"case\": false, \"then\": 1}]}}}", "{}", MF_E_Location40069, NULL);
 }
 
 Test(expr, strings)
@@ -178,7 +179,7 @@ Test(expr, arrays)
 {
     check("{\"e\": {\"$size\": \"$a\"}}", "{\"a\": [1, 2, 3]}", "{\"r\": 3}");
     check_err("{\"e\": {\"$size\": \"$a\"}}", "{}", MF_E_Location17124,
-              "The argument to $size must be an array. Type of argument: missing");
+              "The argument to $size must be an array, but was of type: missing");
     check("{\"e\": {\"$arrayElemAt\": [\"$a\", -1]}}", "{\"a\": [1, 2, 3]}", "{\"r\": 3}");
     check("{\"e\": {\"$arrayElemAt\": [\"$a\", 5]}}", "{\"a\": [1, 2, 3]}", "{}");
     check("{\"e\": {\"$first\": \"$a\"}}", "{\"a\": [4, 5]}", "{\"r\": 4}");
@@ -290,14 +291,14 @@ Test(expr, error_paths_release_everything)
     check_err("{\"e\": {\"$filter\": {\"input\": \"x\", \"cond\": true}}}", "{}", MF_E_Location28651, NULL);
     check_err("{\"e\": {\"$let\": {\"vars\": {\"x\": 1}, \"in\": \"$$y\"}}}", "{}", MF_E_Location17276, NULL);
     check_err("{\"e\": {\"$let\": {\"vars\": {\"x\": {\"$bad\": 1}}, \"in\": 1}}}", "{}", MF_E_InvalidPipelineOperator, NULL);
-    check_err("{\"e\": [1, {\"$add\": [\"a\"]}, 3]}", "{}", MF_E_TypeMismatch16554, NULL);
+    check_err("{\"e\": [1, {\"$add\": [\"a\"]}, 3]}", "{}", MF_E_TypeMismatch, NULL);
     check_err("{\"e\": {\"x\": {\"$concat\": [1]}}}", "{}", MF_E_Location16702, NULL);
-    check_err("{\"e\": {\"$cond\": {\"if\": true, \"then\": 1}}}", "{}", MF_E_FailedToParse, "Missing 'else'");
+    check_err("{\"e\": {\"$cond\": {\"if\": true, \"then\": 1}}}", "{}", MF_E_Location17082, "Missing 'else'");
     check_err("{\"e\": {\"$reduce\": {\"input\": [1], \"initialValue\": 0, \"in\": {\"$concat\": [\"$$value\"]}}}}", "{}",
               MF_E_Location16702, NULL);
     /* Field paths never index arrays by position: "$$o.0" over [1, 2] is [], which $add refuses. */
     check_err("{\"e\": {\"$map\": {\"input\": [[1, 2], [3]], \"as\": \"o\", \"in\": {\"$map\": {\"input\": \"$$o\", \"in\": {\"$add\": [\"$$this\", \"$$o.0\"]}}}}}}",
-              "{}", MF_E_TypeMismatch16554, "not array");
+              "{}", MF_E_TypeMismatch, "not array");
     check("{\"e\": {\"$map\": {\"input\": [[1, 2], [3]], \"as\": \"o\", \"in\": {\"$map\": {\"input\": \"$$o\", \"in\": {\"$add\": [\"$$this\", {\"$size\": \"$$o\"}]}}}}}}",
           "{}", "{\"r\": [[3, 4], [4]]}");
 }
@@ -438,4 +439,30 @@ Test(expr, strings_arrays_and_fields)
     check("{\"e\": {\"$bitXor\": [5, 3]}}", "{}", "{\"r\": 6}");
     check_err("{\"e\": {\"$regexFindAll\": {\"input\": \"a\", \"regex\": \"a\", \"options\": \"z\"}}}", "{}", 51108,
               NULL);
+}
+
+/* mongod's codes and check order (src/mongo/db/pipeline/expression.cpp), a sample per family. */
+Test(expr, mongod_codes_and_order)
+{
+    check("{\"e\": {\"$add\": [null, \"x\"]}}", "{}", "{\"r\": null}");
+    check_err("{\"e\": {\"$mod\": [\"x\", 1]}}", "{}", MF_E_Location16611, "not string and int");
+    check_err("{\"e\": {\"$pow\": [2, \"x\"]}}", "{}", MF_E_Location28763, "$pow's exponent must be numeric");
+    check_err("{\"e\": {\"$log\": [8, 1]}}", "{}", MF_E_Location28759, "not equal to 1, but is 1");
+    check_err("{\"e\": {\"$round\": [1, 1.5]}}", "{}", MF_E_Location51082, NULL);
+    check_err("{\"e\": {\"$slice\": [[1], 0, 0]}}", "{}", MF_E_Location28729, NULL);
+    check_err("{\"e\": {\"$range\": [0, 5, 0]}}", "{}", MF_E_Location34449, NULL);
+    check_err("{\"e\": {\"$setDifference\": [[1], \"x\"]}}", "{}", MF_E_Location17049, "Second argument");
+    check_err("{\"e\": {\"$setIsSubset\": [\"$a\", [1]]}}", "{}", MF_E_Location17310, NULL);
+    check_err("{\"e\": {\"$arrayToObject\": [[[\"a\"]]]}}", "{}", MF_E_Location40397, NULL);
+    check_err("{\"e\": {\"$indexOfCP\": [\"a\", \"a\", -1]}}", "{}", MF_E_Location40097, "nonnegative starting index");
+    check_err("{\"e\": {\"$substrCP\": [\"a\", -1, -1]}}", "{}", MF_E_Location34454, NULL);
+    check_err("{\"e\": {\"$ltrim\": {\"input\": \"a\", \"chars\": 1}}}", "{}", MF_E_Location50700, NULL);
+    check_err("{\"e\": {\"$reduce\": {\"input\": [], \"in\": 1}}}", "{}", MF_E_Location40078, NULL);
+    check_err("{\"e\": {\"$switch\": {\"branches\": []}}}", "{}", MF_E_Location40068, NULL);
+    check_err("{\"e\": {\"$let\": {\"vars\": {}, \"in\": 1, \"x\": 1}}}", "{}", MF_E_Location16875, NULL);
+    /* Object literals: duplicate and empty field names (mongod's ExpressionObject::parse). */
+    check_err("{\"e\": {\"a\": 1, \"a\": 2}}", "{}", MF_E_Location16406, "duplicate field name");
+    check_err("{\"e\": {\"\": 1}}", "{}", MF_E_Location15998, NULL);
+    /* Operators over constants fail at parse, as mongod's folding at optimization. */
+    check_err("{\"e\": {\"$cond\": [true, 1, {\"$divide\": [1, 0]}]}}", "{}", MF_E_BadValue, "can't $divide by zero");
 }
