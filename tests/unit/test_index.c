@@ -195,10 +195,11 @@ Test(index_keys, a_descending_field_decodes_back_to_its_value)
 
 Test(keypattern, string_and_non_numeric_directions_are_refused)
 {
-    bson_t *pat = bson_new_from_json((const uint8_t *)"{\"a\": \"text\"}", -1, NULL);
+    /* "text" (and the geo types) are index types now; "hashed" is not one mayfly has. */
+    bson_t *pat = bson_new_from_json((const uint8_t *)"{\"a\": \"hashed\"}", -1, NULL);
     mf_keypattern_t kp;
     mf_error_t err = {0};
-    cr_assert_eq(mf_keypattern_parse(pat, &kp, &err), -1, "text pattern accepted");
+    cr_assert_eq(mf_keypattern_parse(pat, &kp, &err), -1, "hashed pattern accepted");
     cr_assert_eq(err.code, 67, "code %d, want 67", err.code);
     bson_destroy(pat);
 }
