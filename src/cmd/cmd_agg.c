@@ -297,6 +297,26 @@ agg_pull_visit(void *arg, int64_t rid, const bson_t *doc, const mf_match_details
     return pc->x->limit_left == 0 || pc->out->len >= pc->max ? 1 : 0;
 }
 
+/* env->source_indexes: the index specs of a streaming pipeline's collection ($geoNear). Catalog lock held. */
+static int
+agg_source_indexes(void *ctx, bson_t *specs, char *ns, size_t nscap, mf_error_t *err)
+{
+    agg_stream_t *x = ((agg_scan_ctx_t *)ctx)->stream;
+    mf_coll_t *c;
+    char key[16];
+    (void)err;
+    if (x == NULL || (c = mf_catalog_coll_find(x->sc.op->eng->cat, x->db, x->coll)) == NULL)
+        return 0;
+    snprintf(ns, nscap, "%s", c->ns);
+    for (int i = 0, n = 0; i < c->nindexes; i++) {
+        if (c->indexes[i]->building)
+            continue;
+        snprintf(key, sizeof(key), "%d", n++);
+        BSON_APPEND_DOCUMENT(specs, key, c->indexes[i]->spec);
+    }
+    return 0;
+}
+
 /* env->pull: the next documents of the pushed-down plan (resumes its scan). */
 static int
 agg_pull(void *ctx, size_t max, mf_docvec_t *out, bool *eof, mf_error_t *err)
@@ -364,6 +384,7 @@ mf_crud_agg_stream_fill(mf_op_t *op, mf_cursor_t *cur, int64_t max, bson_t *arr,
     x->sc.op = op;
     env.scan = agg_scan;
     env.pull = agg_pull;
+    env.source_indexes = agg_source_indexes;
     env.ctx = &x->sc;
     *exhausted = false;
     while (count < max && bytes < BATCH_BYTES_MAX) {
@@ -596,6 +617,7 @@ view_each(mf_op_t *op, const char *name, const bson_value_t *stages, int depth, 
     memset(&env, 0, sizeof env);
     env.scan = agg_scan;
     env.pull = agg_pull;
+    env.source_indexes = agg_source_indexes;
     env.ctx = &x->sc;
     for (;;) {
         bson_t *d;
@@ -758,6 +780,7 @@ agg_write_stream(mf_op_t *op, const char *name, mf_pipeline_t **plp, const bson_
         memset(&env, 0, sizeof env);
         env.scan = agg_scan;
         env.pull = agg_pull;
+    env.source_indexes = agg_source_indexes;
         env.ctx = &x->sc;
         x->sc.op = op;
         mf_docvec_init(&batch);

@@ -442,6 +442,22 @@
     X(40105, Location40105)                                                    \
     X(40185, Location40185)                                                    \
     X(40271, Location40271)                                                    \
+    X(291, NoQueryExecutionPlans)                                     \
+    X(13026, Location13026)                                           \
+    X(13027, Location13027)                                           \
+    X(13067, Location13067)                                           \
+    X(13068, Location13068)                                           \
+    X(16755, Location16755)                                           \
+    X(16804, Location16804)                                           \
+    X(16606, Location16606)                                           \
+    X(16607, Location16607)                                           \
+    X(40227, Location40227)                                           \
+    X(50856, Location50856)                                           \
+    X(50857, Location50857)                                           \
+    X(50858, Location50858)                                           \
+    X(5860400, Location5860400)                                       \
+    X(5860401, Location5860401)                                       \
+    X(5626500, Location5626500)                                       \
     X(28803, Location28803)
 
 /*

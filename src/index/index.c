@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "doc/collation.h"
+#include "doc/geo.h"
 #include "doc/value.h"
 
 #define MAX_KEYS_PER_DOC 1000000
@@ -32,6 +33,8 @@ mf_keypattern_parse(const bson_t *key, mf_keypattern_t *kp, mf_error_t *err)
 {
     bson_iter_t it;
     memset(kp, 0, sizeof(*kp));
+    kp->geo_min = -180;
+    kp->geo_max = 180;
     if (!bson_iter_init(&it, key))
         return mf_err_set(err, MF_E_CannotCreateIndex, "bad key pattern");
     while (bson_iter_next(&it)) {
@@ -40,6 +43,13 @@ mf_keypattern_parse(const bson_t *key, mf_keypattern_t *kp, mf_error_t *err)
             mf_keypattern_destroy(kp);
             return mf_err_set(err, MF_E_CannotCreateIndex, "Index key pattern has too many fields (max %d)",
                               MF_KP_MAX_FIELDS);
+        }
+        if (v->value_type == BSON_TYPE_UTF8 && (strcmp(v->value.v_utf8.str, "2dsphere") == 0 ||
+                                                strcmp(v->value.v_utf8.str, "2d") == 0)) {
+            kp->geo[kp->nfields] = v->value.v_utf8.str[2] == 's' ? MF_GEO_IX_2DSPHERE : MF_GEO_IX_2D;
+            kp->has_geo = true;
+            kp->fields[kp->nfields++] = mf_strdup(bson_iter_key(&it));
+            continue;
         }
         if (!mf_value_is_number(v)) {
             mf_keypattern_destroy(kp);
@@ -111,6 +121,8 @@ typedef struct gen_ctx {
 } gen_ctx_t;
 
 static const bson_value_t null_value = {.value_type = BSON_TYPE_NULL};
+/* The one key component of a geo field (see index.h). */
+static const bson_value_t geo_value = {.value_type = BSON_TYPE_MINKEY};
 static const bson_value_t undefined_value = {.value_type = BSON_TYPE_UNDEFINED};
 static const uint8_t empty_doc[5] = {5, 0, 0, 0, 0};
 
@@ -460,6 +472,19 @@ mf_index_keys(const mf_keypattern_t *kp, bool sparse, const bson_t *doc, mf_keys
     for (int i = 0; i < kp->nfields; i++) {
         paths[i] = kp->fields[i];
         fixed[i] = null_value;
+        if (kp->geo[i] != MF_GEO_IX_NONE) {
+            /* A geo field: validated here, one constant component (see index.h). */
+            bool present;
+            if (mf_geo_index_check((mf_geo_ix_t)kp->geo[i], doc, kp->fields[i], kp->geo_min, kp->geo_max, &present,
+                                   err) != 0)
+                return -1;
+            if (!present) {
+                *skip = true;
+                return 0;
+            }
+            paths[i] = "";
+            fixed[i] = geo_value;
+        }
     }
     if (gen_keys(&g, paths, fixed, bson_get_data(doc), doc->len, 0) != 0) {
         keyset_clear(out);

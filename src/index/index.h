@@ -24,6 +24,18 @@ typedef struct mf_keypattern {
     char *fields[MF_KP_MAX_FIELDS]; /* owned */
     bool desc[MF_KP_MAX_FIELDS];
     /*
+     * Geo fields ("2dsphere" / "2d" values, doc/geo.h's mf_geo_ix_t per
+     * field, 0 for ordinary ones). A geo field's values are validated at
+     * key generation (16755 for bad GeoJSON, 13026/13027 for 2d) and give
+     * one constant key component, so the index holds one entry per document
+     * with a location (documents without one are left out, as mongod's
+     * 2dsphere version 2+ and 2d indexes do); the planner never uses such an
+     * index for bounds: the geo operators evaluate each candidate exactly.
+     */
+    unsigned char geo[MF_KP_MAX_FIELDS];
+    bool has_geo;
+    double geo_min, geo_max; /* a 2d index's coordinate range ("min", "max"; default [-180, 180]) */
+    /*
      * The index's collation (doc/collation.h), owned, or NULL (simple): its
      * keys hold the collation's sort key in place of each string, so they
      * order and compare (unique) as the collation does.
@@ -49,9 +61,10 @@ typedef struct mf_keyset {
 } mf_keyset_t;
 
 /*
- * mf_keypattern_parse: parses a key pattern document ({a: 1, b: -1}). Only
- * numeric directions are accepted here (other index types are refused by the
- * caller with 67). Returns 0 or -1 with err.
+ * mf_keypattern_parse: parses a key pattern document ({a: 1, b: -1}).
+ * Numeric directions and the geo types "2dsphere" and "2d" are accepted
+ * here (other index types are refused by the caller with 67). Returns 0 or
+ * -1 with err.
  */
 int mf_keypattern_parse(const bson_t *key, mf_keypattern_t *kp, mf_error_t *err) MF_WUR;
 void mf_keypattern_destroy(mf_keypattern_t *kp);

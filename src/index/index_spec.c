@@ -100,7 +100,7 @@ static const char *const allowed_spec_fields[] = {
     "wildcardProjection", "coarsestIndexedLevel", "finestIndexedLevel", "clustered", "columnstoreProjection",
     "columnstoreCompressor", "originalSpec", NULL};
 
-/* Index plugins MongoDB knows (string key pattern values); mayfly builds none of them. */
+/* Index plugins MongoDB knows (string key pattern values); mayfly builds only 2dsphere and 2d. */
 static const char *const known_plugins[] = {"2d", "2dsphere", "2dsphere_bucket", "text", "hashed", "wildcard",
                                             "columnstore", NULL};
 
@@ -147,6 +147,8 @@ check_key_pattern(const bson_t *key, const char *shown, mf_error_t *err)
                 known = known || strcmp(known_plugins[i], p) == 0;
             if (p[0] == '\0')
                 return SPEC_ERR(err, MF_E_CannotCreateIndex, shown, "Values in the index key pattern cannot be empty strings");
+            if (strcmp(p, "2dsphere") == 0 || strcmp(p, "2d") == 0)
+                continue; /* geo indexes (index.h, doc/geo.h) */
             if (!known)
                 return SPEC_ERR(err, MF_E_CannotCreateIndex, shown, "Unknown index plugin '%s'", p);
             return SPEC_ERR(err, MF_E_CannotCreateIndex, shown, "mayfly does not support '%s' indexes", p);
@@ -417,6 +419,16 @@ mf_index_spec_normalise(const bson_t *req, bson_t *out, mf_error_t *err)
             continue;
         }
         bson_append_value(&built, k, -1, bson_iter_value(&it));
+    }
+    if (!bson_has_field(req, "2dsphereIndexVersion")) {
+        /* A 2dsphere index is created at version 3, as listIndexes shows. */
+        bson_iter_t kt;
+        bool sphere = false;
+        bson_iter_init(&kt, &key);
+        while (bson_iter_next(&kt))
+            sphere = sphere || (BSON_ITER_HOLDS_UTF8(&kt) && strcmp(bson_iter_utf8(&kt, NULL), "2dsphere") == 0);
+        if (sphere)
+            BSON_APPEND_INT32(&built, "2dsphereIndexVersion", 3);
     }
     if (has_ttl) {
         bson_t ttl;

@@ -79,11 +79,13 @@
 #include "common/alloc.h"
 #include "doc/bucket.h"
 #include "doc/expr.h"
+#include "doc/geo.h"
 #include "doc/match.h"
 #include "doc/path.h"
 #include "doc/project.h"
 #include "doc/sort.h"
 #include "doc/value.h"
+#include "query/agg_geo.h"
 #include "query/agg_spill.h"
 #include "query/agg_window.h"
 #include "query/exec.h"
@@ -91,7 +93,7 @@
 enum stage_kind { S_MATCH, S_PROJECT, S_ADDFIELDS, S_UNSET, S_SORT, S_LIMIT, S_SKIP, S_GROUP, S_COUNT,
                   S_UNWIND, S_REPLACEROOT, S_SORTBYCOUNT, S_LOOKUP, S_FACET, S_SAMPLE, S_CURRENTOP,
                   S_DOCUMENTS, S_BUCKET, S_OUT, S_MERGE, S_UNPACK, S_REDACT, S_BUCKETAUTO, S_UNIONWITH,
-                  S_GRAPHLOOKUP, S_WINDOW };
+                  S_GRAPHLOOKUP, S_WINDOW, S_GEONEAR };
 
 /* ---- accumulators ---- */
 
@@ -143,6 +145,7 @@ typedef struct stage {
     struct mf_pipeline **facets;
     size_t nfacets;
     mf_window_t *window;    /* $setWindowFields (agg_window.c) */
+    mf_geonear_t *geonear;  /* $geoNear (agg_geo.c) */
 } stage_t;
 
 struct mf_pipeline {
@@ -1461,6 +1464,7 @@ stage_free(stage_t *s)
     bson_free(s->facet_names);
     bson_free(s->facets);
     mf_window_free(s->window);
+    mf_geonear_free(s->geonear);
 }
 
 void
@@ -2663,6 +2667,8 @@ parse_stage(stage_t *s, const char *name, const bson_value_t *v, bool first, mf_
         if (v->value_type != BSON_TYPE_DOCUMENT)
             return mf_err_set(err, MF_E_Location15959, "the match filter must be an expression in an object");
         s->spec = bson_new_from_data(v->value.v_doc.data, v->value.v_doc.data_len);
+        if (mf_geo_filter_has_near(s->spec))
+            return mf_err_set(err, MF_E_Location5626500, MF_GEO_NEAR_CONTEXT_MSG);
         s->matcher = mf_matcher_new(s->spec, err);
         return s->matcher ? 0 : -1;
     }
@@ -2858,6 +2864,13 @@ parse_stage(stage_t *s, const char *name, const bson_value_t *v, bool first, mf_
     if (strcmp(name, "$graphLookup") == 0) {
         s->kind = S_GRAPHLOOKUP;
         return parse_graph_lookup(s, v, err);
+    }
+    if (strcmp(name, "$geoNear") == 0) {
+        if (!first)
+            return mf_err_set(err, MF_E_Location40602, "$geoNear is only valid as the first stage in a pipeline");
+        s->kind = S_GEONEAR;
+        s->geonear = mf_geonear_parse(v, false, err);
+        return s->geonear ? 0 : -1;
     }
     if (strcmp(name, "$indexStats") == 0 || strcmp(name, "$planCacheStats") == 0) {
         /* An aggregate command takes a leading $indexStats / $planCacheStats itself (cmd_agg.c). */
@@ -3975,6 +3988,47 @@ run_graph_lookup(const stage_t *s, const mf_agg_env_t *env, mf_docvec_t *in, mf_
     return rc;
 }
 
+/* $geoNear: the selected documents, nearest first, with the distance and location fields set. */
+static int
+run_geonear(const stage_t *s, const mf_agg_env_t *env, mf_docvec_t *in, mf_docvec_t *out, mf_error_t *err)
+{
+    bson_t specs;
+    char ns[256] = "";
+    mf_geonear_hit_t *hits = NULL;
+    size_t nhits = 0;
+    const char *df = mf_geonear_distance_field(s->geonear), *lf = mf_geonear_locs_field(s->geonear);
+    int rc = -1;
+
+    bson_init(&specs);
+    if (env != NULL && env->source_indexes != NULL && env->source_indexes(env->ctx, &specs, ns, sizeof ns, err) != 0)
+        goto out;
+    if (mf_geonear_select(s->geonear, &specs, ns, in, &hits, &nhits, err) != 0)
+        goto out;
+    for (size_t i = 0; i < nhits; i++) {
+        bson_t *d = in->docs[hits[i].idx], *t;
+        bson_t *cur = bson_copy(d);
+        if (df != NULL) {
+            bson_value_t dv = {.value_type = BSON_TYPE_DOUBLE};
+            dv.value.v_double = hits[i].dist;
+            t = doc_set_path(cur, df, &dv);
+            bson_destroy(cur);
+            cur = t;
+        }
+        if (lf != NULL) {
+            t = doc_set_path(cur, lf, &hits[i].loc);
+            bson_destroy(cur);
+            cur = t;
+        }
+        mf_docvec_push_steal(out, cur);
+    }
+    rc = 0;
+out:
+    free(hits);
+    bson_destroy(&specs);
+    mf_docvec_destroy(in);
+    return rc;
+}
+
 static int
 run_stage(const stage_t *s, const mf_agg_env_t *env, mf_docvec_t *in, mf_docvec_t *out, mf_error_t *err)
 {
@@ -3988,6 +4042,8 @@ run_stage(const stage_t *s, const mf_agg_env_t *env, mf_docvec_t *in, mf_docvec_
         return run_current_op(s, env, in, out, err);
     case S_WINDOW:
         return mf_window_run(s->window, in, out, err);
+    case S_GEONEAR:
+        return run_geonear(s, env, in, out, err);
     case S_MATCH:
         for (size_t i = 0; i < in->len; i++) {
             if (mf_matcher_match(s->matcher, in->docs[i], NULL))
@@ -4208,6 +4264,11 @@ mf_pipeline_pushdown(const mf_pipeline_t *p, bool sort_ok, mf_agg_pushdown_t *pd
     memset(pd, 0, sizeof *pd);
     if (p->collectionless)
         return;
+    if (i < p->n && p->stages[i].kind == S_GEONEAR) {
+        /* The stage runs in full; its query only narrows the scan. */
+        pd->filter = mf_geonear_query(p->stages[i].geonear);
+        return;
+    }
     if (i < p->n && p->stages[i].kind == S_MATCH)
         pd->filter = p->stages[i++].spec;
     if (sort_ok && i < p->n && p->stages[i].kind == S_SORT)

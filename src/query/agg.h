@@ -17,7 +17,9 @@
  * POWERSOF2), $unionWith ("coll", {coll, pipeline}, or {pipeline} starting
  * with $documents; the other collection, or view, is read through
  * env->scan) and $graphLookup (a breadth-first search of 'from' through
- * env->scan, one scan per depth). Unknown stage → 40324
+ * env->scan, one scan per depth) and $geoNear (query/agg_geo.h; first
+ * stage only, reads the source's index specs through env->source_indexes;
+ * a $near / $nearSphere in a $match is 5626500). Unknown stage → 40324
  * ("Unrecognized pipeline stage name: '$foo'").
  *
  * $lookup forms: equality (localField/foreignField), correlated subquery
@@ -104,6 +106,13 @@ typedef struct mf_agg_env {
      * nothing more. Returns 0, or -1 with err.
      */
     int (*pull)(void *ctx, size_t max, mf_docvec_t *out, bool *eof, mf_error_t *err);
+    /*
+     * source_indexes (optional, may be NULL: then $geoNear finds no index):
+     * appends the index specs of the pipeline's source collection to specs
+     * (an initialised array document) and its namespace to ns. Returns 0,
+     * or -1 with err.
+     */
+    int (*source_indexes)(void *ctx, bson_t *specs, char *ns, size_t nscap, mf_error_t *err);
 } mf_agg_env_t;
 
 typedef struct mf_pipeline mf_pipeline_t;

@@ -1436,6 +1436,8 @@ best_candidate(const mf_coll_t *c, const preds_t *ps, const bson_t *sort, mf_ind
         mf_index_t *ix = c->indexes[i];
         if (ix->building || (hinted != NULL && ix != hinted) || (hinted == NULL && allowed != NULL && !allowed[i]))
             continue;
+        if (ix->kp.has_geo)
+            continue; /* a geo index has no bounds to offer (index.h) */
         if (hinted == NULL && (mf_plan_index_hidden(ix) || (ix->partial && !partial_implied(ix, ps))))
             continue;
         /* Only an index with the query's collation orders and compares strings as the query does. */

@@ -1,0 +1,334 @@
+'use strict';
+// Geospatial queries through the Node driver, to MongoDB 8.0 behaviour: the
+// manual's `places` examples ($near with $minDistance/$maxDistance, $geoNear
+// with distanceField / includeLocs / key, $geoWithin $centerSphere), 2dsphere
+// and 2d indexes (creation, 2dsphereIndexVersion 3, validation of stored
+// values: 16755, 13026, 13027), $geoWithin / $geoIntersects with and without
+// an index over every GeoJSON type, legacy 2d shapes ($box, $polygon,
+// $center), and the error codes of mongod's geoparser.cpp and
+// document_source_geo_near.cpp.
+const assert = require('node:assert/strict');
+const h = require('./harness');
+
+const srv = h.useServer();
+
+const R = 6378100; // mongod's kRadiusOfEarthInMeters
+
+/* Great-circle distance in radians, written independently of the server (haversine). */
+function hav(a, b) {
+  const rad = Math.PI / 180;
+  const dlat = (b[1] - a[1]) * rad, dlng = (b[0] - a[0]) * rad;
+  const x = Math.sin(dlat / 2) ** 2 + Math.cos(a[1] * rad) * Math.cos(b[1] * rad) * Math.sin(dlng / 2) ** 2;
+  return 2 * Math.asin(Math.sqrt(x));
+}
+
+function near(actual, expected, rel = 1e-9) {
+  assert.ok(Math.abs(actual - expected) <= rel * Math.max(1, Math.abs(expected)), `${actual} != ${expected}`);
+}
+
+/* The manual's places collection (tutorial "Geospatial Queries"). */
+async function places(tag, index = true) {
+  const c = srv.freshDb(tag).collection('places');
+  await c.insertMany([
+    { _id: 1, name: 'Central Park', location: { type: 'Point', coordinates: [-73.97, 40.77] }, category: 'Parks' },
+    { _id: 2, name: 'Sara D. Roosevelt Park', location: { type: 'Point', coordinates: [-73.9928, 40.7193] }, category: 'Parks' },
+    { _id: 3, name: 'Polo Grounds', location: { type: 'Point', coordinates: [-73.9375, 40.8303] }, category: 'Stadiums' },
+  ]);
+  if (index) await c.createIndex({ location: '2dsphere' });
+  return c;
+}
+
+async function names(cursor) {
+  return (await cursor.toArray()).map((d) => d.name);
+}
+
+async function ids(c, filter) {
+  return (await c.find(filter).sort({ _id: 1 }).toArray()).map((d) => d._id);
+}
+
+async function code(p) {
+  try {
+    await p;
+  } catch (e) {
+    return [e.code, e.message];
+  }
+  assert.fail('expected an error');
+}
+
+// ------------------------------------------------------------ the manual's examples
+
+h.test('places: 2dsphere index shape, $near with $minDistance/$maxDistance, nearest first', async () => {
+  const c = await places('near');
+  const ix = (await c.listIndexes().toArray()).find((i) => i.name === 'location_2dsphere');
+  assert.deepEqual(ix.key, { location: '2dsphere' });
+  assert.equal(ix['2dsphereIndexVersion'], 3);
+  const centre = { type: 'Point', coordinates: [-73.9667, 40.78] };
+  assert.deepEqual(await names(c.find({ location: { $near: { $geometry: centre, $minDistance: 1000, $maxDistance: 5000 } } })),
+    ['Central Park']);
+  assert.deepEqual(await names(c.find({ location: { $near: { $geometry: centre } } })),
+    ['Central Park', 'Polo Grounds', 'Sara D. Roosevelt Park']);
+  assert.deepEqual(await names(c.find({ location: { $nearSphere: { $geometry: centre, $maxDistance: 7000 } } })),
+    ['Central Park', 'Polo Grounds']);
+  // Other clauses, limit and projection compose with the distance order.
+  const r = await c.find({ location: { $near: { $geometry: centre } }, category: 'Parks' }, { projection: { name: 1, _id: 0 } })
+    .limit(1).toArray();
+  assert.deepEqual(r, [{ name: 'Central Park' }]);
+  // A legacy pair on a 2dsphere index: $nearSphere distances in radians.
+  const rad = hav([-73.9667, 40.78], [-73.97, 40.77]);
+  assert.deepEqual(await names(c.find({ location: { $nearSphere: [-73.9667, 40.78], $maxDistance: rad * 1.001 } })),
+    ['Central Park']);
+});
+
+h.test('$geoNear: the manual\'s distanceField/includeLocs/query and key examples', async () => {
+  const c = await places('geonear');
+  const r = await c.aggregate([{ $geoNear: {
+    near: { type: 'Point', coordinates: [-73.99279, 40.719296] }, distanceField: 'dist.calculated', maxDistance: 2,
+    query: { category: 'Parks' }, includeLocs: 'dist.location', spherical: true } }]).toArray();
+  assert.equal(r.length, 1);
+  assert.equal(r[0].name, 'Sara D. Roosevelt Park');
+  near(r[0].dist.calculated, 0.9539931676365992, 1e-6);
+  assert.deepEqual(r[0].dist.location, { type: 'Point', coordinates: [-73.9928, 40.7193] });
+
+  const k = await c.aggregate([{ $geoNear: { near: { type: 'Point', coordinates: [-73.98142, 40.71782] }, key: 'location',
+    distanceField: 'dist.calculated', query: { category: 'Parks' } } }, { $limit: 5 }]).toArray();
+  assert.deepEqual(k.map((d) => d.name), ['Sara D. Roosevelt Park', 'Central Park']);
+  near(k[0].dist.calculated, 974.175764916902, 1e-6);
+  near(k[1].dist.calculated, hav([-73.98142, 40.71782], [-73.97, 40.77]) * R, 1e-6);
+
+  // minDistance, distanceMultiplier (to kilometres), later stages.
+  const m = await c.aggregate([{ $geoNear: { near: { type: 'Point', coordinates: [-73.99279, 40.719296] }, distanceField: 'km',
+    minDistance: 2, distanceMultiplier: 0.001 } }, { $project: { _id: 0, name: 1, km: 1 } }]).toArray();
+  assert.deepEqual(m.map((d) => d.name), ['Central Park', 'Polo Grounds']);
+  near(m[0].km, hav([-73.99279, 40.719296], [-73.97, 40.77]) * R / 1000, 1e-6);
+  // A legacy near point with spherical: true measures radians.
+  const l = await c.aggregate([{ $geoNear: { near: [-73.97, 40.77], distanceField: 'd', spherical: true } }]).toArray();
+  assert.equal(l[0].name, 'Central Park');
+  assert.equal(l[0].d, 0);
+  assert.equal(l[1].name, 'Sara D. Roosevelt Park');
+  near(l[1].d, hav([-73.97, 40.77], [-73.9928, 40.7193]), 1e-6);
+});
+
+h.test('$geoWithin $centerSphere and $geometry, and counts, with and without an index', async () => {
+  for (const index of [false, true]) {
+    const c = await places(`within${index}`, index);
+    // The manual: within 5 miles of a point (radius in radians: miles / 3963.2).
+    assert.deepEqual(await ids(c, { location: { $geoWithin: { $centerSphere: [[-73.93414657, 40.82302903], 5 / 3963.2] } } }),
+      [1, 3]);
+    const box = { type: 'Polygon', coordinates: [[[-74, 40.7], [-73.9, 40.7], [-73.9, 40.8], [-74, 40.8], [-74, 40.7]]] };
+    assert.deepEqual(await ids(c, { location: { $geoWithin: { $geometry: box } } }), [1, 2]);
+    assert.equal(await c.countDocuments({ location: { $geoWithin: { $geometry: box } } }), 2);
+    // $within is the old name.
+    assert.deepEqual(await ids(c, { location: { $within: { $geometry: box } } }), [1, 2]);
+    assert.deepEqual(await ids(c, { location: { $not: { $geoWithin: { $geometry: box } } } }), [3]);
+  }
+});
+
+// ------------------------------------------------------------ GeoJSON types
+
+h.test('$geoWithin and $geoIntersects over every GeoJSON type (polygons with holes, multi, collections)', async () => {
+  const c = srv.freshDb('types').collection('shapes');
+  await c.createIndex({ g: '2dsphere' });
+  const sq = (x0, y0, x1, y1) => [[x0, y0], [x1, y0], [x1, y1], [x0, y1], [x0, y0]];
+  await c.insertMany([
+    { _id: 1, g: { type: 'Point', coordinates: [5, 5] } },
+    { _id: 2, g: { type: 'LineString', coordinates: [[1, 1], [2, 2]] } },
+    { _id: 3, g: { type: 'LineString', coordinates: [[5, 5], [15, 5]] } },           // crosses the square's edge
+    { _id: 4, g: { type: 'Polygon', coordinates: [sq(2, 2, 3, 3)] } },
+    { _id: 5, g: { type: 'Polygon', coordinates: [sq(20, 20, 30, 30)] } },
+    { _id: 6, g: { type: 'MultiPoint', coordinates: [[1, 1], [9, 9]] } },
+    { _id: 7, g: { type: 'MultiPoint', coordinates: [[1, 1], [50, 50]] } },
+    { _id: 8, g: { type: 'MultiLineString', coordinates: [[[40, 40], [41, 41]], [[42, 42], [43, 43]]] } },
+    { _id: 9, g: { type: 'MultiPolygon', coordinates: [[sq(1, 1, 2, 2)], [sq(25, 25, 26, 26)]] } },
+    { _id: 10, g: { type: 'GeometryCollection', geometries: [{ type: 'Point', coordinates: [3, 3] }, { type: 'LineString', coordinates: [[7, 7], [8, 8]] }] } },
+    { _id: 11, g: [1, 9] },                                                             // a legacy pair
+    { _id: 12, g: { type: 'Polygon', coordinates: [sq(0.5, 0.5, 9.5, 9.5), sq(3.9, 3.9, 6.1, 6.1)] } }, // a square with a hole
+    { _id: 13, other: 1 },                                                                // no location
+  ]);
+  const square = { type: 'Polygon', coordinates: [sq(0, 0, 10, 10)] };
+  assert.deepEqual(await ids(c, { g: { $geoWithin: { $geometry: square } } }), [1, 2, 4, 6, 10, 11, 12]);
+  assert.deepEqual(await ids(c, { g: { $geoIntersects: { $geometry: square } } }), [1, 2, 3, 4, 6, 7, 9, 10, 11, 12]);
+  // A hole: the point (5, 5) is in the square's hole, (1, 1) is not; 12's own hole holds the region's.
+  const holed = { type: 'Polygon', coordinates: [sq(0, 0, 10, 10), sq(4, 4, 6, 6)] };
+  assert.deepEqual(await ids(c, { g: { $geoWithin: { $geometry: holed } } }), [2, 4, 6, 10, 11, 12]);
+  // MultiPolygon regions.
+  const multi = { type: 'MultiPolygon', coordinates: [[sq(0, 0, 3.5, 3.5)], [sq(19, 19, 31, 31)]] };
+  assert.deepEqual(await ids(c, { g: { $geoWithin: { $geometry: multi } } }), [2, 4, 5, 9]);
+  // $geoIntersects with a point, a line and a collection.
+  assert.deepEqual(await ids(c, { g: { $geoIntersects: { $geometry: { type: 'Point', coordinates: [25.5, 25.5] } } } }), [5, 9]);
+  assert.deepEqual(await ids(c, { g: { $geoIntersects: { $geometry: { type: 'LineString', coordinates: [[40, 41], [41, 40]] } } } }), [8]);
+  assert.deepEqual(await ids(c, { g: { $geoIntersects: { $geometry: { type: 'GeometryCollection', geometries: [
+    { type: 'Point', coordinates: [5, 5] }, { type: 'Point', coordinates: [43, 43] }] } } } }), [1, 3, 8]);
+  // $near over mixed shapes: the distance to a shape is to its nearest point (0 inside a polygon).
+  const r = await c.aggregate([{ $geoNear: { near: { type: 'Point', coordinates: [2.5, 2.5] }, distanceField: 'd', maxDistance: 1 } }]).toArray();
+  assert.deepEqual(r.map((d) => d._id).sort((a, b) => a - b), [4, 12]);
+  assert.ok(r.every((d) => d.d === 0));
+});
+
+// ------------------------------------------------------------ validation
+
+h.test('2dsphere: stored values are validated (16755 with mongod\'s reasons), also at index build', async () => {
+  const db = srv.freshDb('valid');
+  const c = db.collection('c');
+  await c.createIndex({ loc: '2dsphere', n: 1 });
+  const bad = [
+    [{ type: 'Point', coordinates: [200, 10] }, 'Longitude/latitude is out of bounds, lng: 200 lat: 10'],
+    [{ type: 'Point', coordinates: [NaN, 1] }, 'Point coordinates must be finite numbers'],
+    [{ type: 'Polygon', coordinates: [[[0, 0], [1, 2], [2, 3]]] }, 'Loop is not closed, first vertex does not equal last vertex:'],
+    [{ type: 'Polygon', coordinates: [[[0, 0], [1, 2], [0, 0]]] }, 'Loop must have at least 3 different vertices, 2 unique vertices were provided:'],
+    [{ type: 'Polygon', coordinates: [[[0, 0], [1, 1], [1, 0], [0, 1], [0, 0]]] }, 'Edges 0 and 2 cross'],
+    [{ type: 'Polygon', coordinates: 'hi' }, 'Polygon coordinates must be an array, instead got type string'],
+    [{ type: 'LineString', coordinates: [5.5, 5] }, 'GeoJSON coordinates must be an array, instead got type double'],
+    [{ type: 'LineString', coordinates: [[1, 1]] }, 'GeoJSON LineString must have at least 2 vertices'],
+    [{ type: 'Polygon', coordinates: [[[0, 0], [10, 0], [10, 10], [0, 0]], [[20, 20], [21, 20], [21, 21], [20, 20]]] }, 'Secondary loops not contained by first exterior loop'],
+    [{ type: 'GeometryCollection', geometries: [{ type: 'GeometryCollection', geometries: [] }] }, 'GeometryCollections cannot be nested'],
+    [{ type: 'MultiPoint', coordinates: [] }, 'MultiPoint coordinates must have at least 1 element'],
+    [{ type: 'Square', coordinates: [] }, 'unknown GeoJSON type'],
+    ['here', 'geo element must be an array or object'],
+  ];
+  for (const [loc, why] of bad) {
+    const [cd, msg] = await code(c.insertOne({ loc }));
+    assert.equal(cd, 16755, msg);
+    assert.ok(msg.startsWith('Can\'t extract geo keys'), msg);
+    assert.ok(msg.includes(why), `${msg} should include ${why}`);
+  }
+  // Documents without the field, and null, are simply not indexed.
+  await c.insertMany([{ n: 1 }, { loc: null }, { loc: { type: 'Point', coordinates: [1, 2, 3] } }]);
+  assert.equal(await c.countDocuments(), 3);
+  // An update that makes a location invalid is refused too.
+  const [uc] = await code(c.updateOne({ n: 1 }, { $set: { loc: [500, 500] } }));
+  assert.equal(uc, 16755);
+  // Building the index over an existing bad document fails the same way.
+  const d = db.collection('d');
+  await d.insertOne({ loc: { type: 'Point', coordinates: [0, 95] } });
+  const [bc, bm] = await code(d.createIndex({ loc: '2dsphere' }));
+  assert.equal(bc, 16755, bm);
+  // Without an index anything may be stored, and a geo query just does not match it.
+  assert.deepEqual(await ids(d, { loc: { $geoWithin: { $centerSphere: [[0, 0], 3] } } }), []);
+});
+
+h.test('query operand errors: codes and messages', async () => {
+  const c = await places('qerr');
+  const cases = [
+    [{ location: { $geoWithin: { $geometry: { type: 'Point', coordinates: [1, 2] } } } }, 2, '$within not supported with provided geometry'],
+    [{ location: { $geoWithin: { box: [[5, 51], [7, 52]] } } }, 2, 'unknown geo specifier: box'],
+    [{ location: { $geoWithin: { $box: [[5, 51]] } } }, 2, 'Point must be an array or object'],
+    [{ location: { $geoWithin: { $polygon: [[0, 0], [1, 1]] } } }, 2, 'Polygon must have at least 3 points, instead got 2 vertices'],
+    [{ location: { $geoWithin: { $centerSphere: [[0, 0], -1] } } }, 2, 'Radius must be a non-negative number'],
+    [{ location: { $geoWithin: { $center: [[0, 0], 1, 2] } } }, 2, 'Only 2 fields allowed for circular region'],
+    [{ location: { $geoIntersects: { $geometry: { type: 'Polygon', coordinates: [[[0, 0], [1, 1], [1, 0]]] } } } }, 2, 'Loop is not closed'],
+    [{ location: { $geoIntersects: { $geometry: { type: 'Point', coordinates: [0, 91] } } } }, 2, 'Longitude/latitude is out of bounds, lng: 0 lat: 91'],
+    [{ location: { $geoIntersects: { $geometry: {} } } }, 2, 'unknown GeoJSON type: {}'],
+    [{ location: { $near: { $geometry: { type: 'Point', coordinates: [0, 0] }, $maxDistance: -1 } } }, 2, '$maxDistance must be non-negative'],
+    [{ location: { $near: { $geometry: { type: 'LineString', coordinates: [[0, 0], [1, 1]] } } } }, 2, 'Expected geojson geometry with type Point, but got type LineString'],
+  ];
+  for (const [filter, cd, msg] of cases) {
+    const [got, m] = await code(c.find(filter).toArray());
+    assert.equal(got, cd, `${JSON.stringify(filter)}: ${m}`);
+    assert.ok(m.includes(msg), `${m} should include ${msg}`);
+  }
+});
+
+h.test('$near / $geoNear need a geo index (291, 27) and $geoNear\'s own checks', async () => {
+  const db = srv.freshDb('need');
+  const c = db.collection('c');
+  await c.insertOne({ loc: [1, 1], other: [2, 2] });
+  const [n1, m1] = await code(c.find({ loc: { $near: [0, 0] } }).toArray());
+  assert.equal(n1, 291);
+  assert.ok(m1.includes('unable to find index for $geoNear query'), m1);
+  const [n2, m2] = await code(c.aggregate([{ $geoNear: { near: [0, 0], distanceField: 'd' } }]).toArray());
+  assert.deepEqual([n2, m2], [27, '$geoNear requires a 2d or 2dsphere index, but none were found']);
+  await c.createIndex({ loc: '2dsphere' });
+  await c.createIndex({ other: '2dsphere' });
+  const [n3, m3] = await code(c.aggregate([{ $geoNear: { near: [0, 0], distanceField: 'd' } }]).toArray());
+  assert.equal(n3, 27);
+  assert.ok(m3.startsWith('There is more than one 2dsphere index on ') && m3.endsWith('.c; unsure which to use for $geoNear'), m3);
+  // key picks one; a key without a geo index is 291.
+  const ok = await c.aggregate([{ $geoNear: { near: [0, 0], distanceField: 'd', key: 'other' } }]).toArray();
+  near(ok[0].d, hav([0, 0], [2, 2]), 1e-9);
+  const [n4] = await code(c.aggregate([{ $geoNear: { near: [0, 0], distanceField: 'd', key: 'nothing' } }]).toArray());
+  assert.equal(n4, 291);
+  const spec = [
+    [{ $geoNear: { distanceField: 'd' } }, 5860400],
+    [{ $geoNear: { near: 5, distanceField: 'd' } }, 5860401],
+    [{ $geoNear: { near: [0, 0], distanceField: 1 } }, 16606],
+    [{ $geoNear: { near: [0, 0], distanceField: 'd', includeLocs: 1 } }, 16607],
+    [{ $geoNear: { near: [0, 0], distanceField: 'd', limit: 1 } }, 50858],
+    [{ $geoNear: { near: [0, 0], distanceField: 'd', num: 1 } }, 50857],
+    [{ $geoNear: { near: [0, 0], distanceField: 'd', collation: { locale: 'en' } } }, 40227],
+    [{ $geoNear: { near: [0, 0], distanceField: 'd', bogus: 1 } }, 2],
+    [{ $geoNear: { near: [0, 0], distanceField: 'd', key: 1 } }, 14],
+    [{ $geoNear: { near: [0, 0], distanceField: 'd', key: '' } }, 2],
+    [{ $geoNear: { near: [0, 0], distanceField: 'd', query: 1 } }, 14],
+    [{ $geoNear: { near: [0, 0], distanceField: 'd', maxDistance: 'x' } }, 14],
+    [{ $geoNear: { near: [0, 0], distanceField: 'd', minDistance: -1 } }, 2],
+    [{ $geoNear: { near: [0, 0], distanceField: 'd', distanceMultiplier: -1 } }, 2],
+  ];
+  for (const [stage, cd] of spec) {
+    const [got, m] = await code(c.aggregate([stage]).toArray());
+    assert.equal(got, cd, `${JSON.stringify(stage)}: ${m}`);
+  }
+  // $near needs a sort: refused in $match (so in countDocuments) and in $geoNear's query.
+  const [c1, cm] = await code(c.countDocuments({ loc: { $near: [0, 0] } }));
+  assert.equal(c1, 5626500);
+  assert.ok(cm.startsWith('$geoNear, $near, and $nearSphere are not allowed in this context'), cm);
+  assert.equal((await code(c.aggregate([{ $match: { $or: [{ loc: { $nearSphere: [0, 0] } }] } }]).toArray()))[0], 5626500);
+  assert.equal((await code(c.aggregate([{ $geoNear: { near: [0, 0], key: 'loc', query: { other: { $near: [1, 1] } } } }]).toArray()))[0], 5626500);
+  const [f1, fm] = await code(c.aggregate([{ $match: {} }, { $geoNear: { near: [0, 0], distanceField: 'd', key: 'loc' } }]).toArray());
+  assert.deepEqual([f1, fm], [40602, '$geoNear is only valid as the first stage in a pipeline']);
+});
+
+// ------------------------------------------------------------ legacy 2d
+
+h.test('2d index: legacy pairs, $near flat distances, $box / $polygon / $center, min/max and bits options', async () => {
+  const db = srv.freshDb('flat');
+  const c = db.collection('c');
+  assert.equal(await c.createIndex({ loc: '2d' }), 'loc_2d');
+  await c.insertMany([
+    { _id: 1, loc: [0, 0] }, { _id: 2, loc: [3, 4] }, { _id: 3, loc: { x: 1, y: 1 } }, { _id: 4, loc: [-10, 10] },
+    { _id: 5, loc: [[50, 50], [2, 0]] }, // several locations: the nearest counts
+    { _id: 6, name: 'no location' },
+  ]);
+  assert.deepEqual((await c.find({ loc: { $near: [0, 0] } }).toArray()).map((d) => d._id), [1, 3, 5, 2, 4]);
+  assert.deepEqual((await c.find({ loc: { $near: [0, 0], $maxDistance: 2 } }).toArray()).map((d) => d._id), [1, 3, 5]);
+  const g = await c.aggregate([{ $geoNear: { near: [0, 0], distanceField: 'd', includeLocs: 'at' } }]).toArray();
+  assert.deepEqual(g.map((d) => d._id), [1, 3, 5, 2, 4]);
+  [0, Math.SQRT2, 2, 5, Math.hypot(10, 10)].forEach((want, i) => near(g[i].d, want, 1e-12));
+  assert.deepEqual(g[2].at, [2, 0]);
+  assert.deepEqual(await ids(c, { loc: { $geoWithin: { $box: [[0, 0], [3, 4]] } } }), [1, 2, 3, 5]);
+  assert.deepEqual(await ids(c, { loc: { $geoWithin: { $polygon: [[-1, -1], [4, -1], [4, 5]] } } }), [1, 3, 5]);
+  assert.deepEqual(await ids(c, { loc: { $geoWithin: { $center: [[0, 0], 1.5] } } }), [1, 3]);
+  // Stored values are checked against the 2d index.
+  assert.equal((await code(c.insertOne({ loc: [1, 'a'] })))[0], 13026);
+  assert.equal((await code(c.insertOne({ loc: [200, 0] })))[0], 13027);
+  assert.equal((await code(c.insertOne({ loc: [] })))[0], 13067);
+  assert.equal((await code(c.insertOne({ loc: [1] })))[0], 13068);
+  // min / max / bits are kept and applied.
+  const w = db.collection('w');
+  await w.createIndex({ p: '2d' }, { min: 0, max: 1000, bits: 32 });
+  const spec = (await w.listIndexes().toArray()).find((i) => i.name === 'p_2d');
+  assert.deepEqual([spec.min, spec.max, spec.bits], [0, 1000, 32]);
+  await w.insertOne({ p: [999, 500] });
+  assert.equal((await code(w.insertOne({ p: [-1, 5] })))[0], 13027);
+});
+
+h.test('hostile input: a 3,000-vertex polygon, NaN, deep nesting: answered, never a crash', async () => {
+  const c = await places('hostile');
+  const ring = [];
+  for (let i = 0; i < 3000; i++) {
+    const a = (2 * Math.PI * i) / 3000;
+    ring.push([-73.97 + 0.5 * Math.cos(a), 40.77 + 0.5 * Math.sin(a)]);
+  }
+  ring.push(ring[0]);
+  const circle = { type: 'Polygon', coordinates: [ring] };
+  assert.deepEqual(await ids(c, { location: { $geoWithin: { $geometry: circle } } }), [1, 2, 3]);
+  await c.insertOne({ _id: 4, location: circle });
+  assert.deepEqual(await ids(c, { location: { $geoIntersects: { $geometry: { type: 'Point', coordinates: [-73.9, 40.8] } } } }), [4]);
+  const [nc] = await code(c.find({ location: { $geoWithin: { $centerSphere: [[NaN, 0], 1] } } }).toArray());
+  assert.equal(nc, 2);
+  const [hc, hm] = await code(c.find({ location: { $near: [NaN, 0] } }).toArray());
+  assert.deepEqual([hc, hm], [2, 'Point coordinates must be finite numbers']);
+  let deep = { type: 'Point', coordinates: [0, 0] };
+  for (let i = 0; i < 50; i++) deep = { type: 'GeometryCollection', geometries: [deep] };
+  assert.equal((await code(c.insertOne({ location: deep })))[0], 16755);
+  assert.equal(await c.countDocuments(), 4);
+});
