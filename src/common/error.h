@@ -458,6 +458,12 @@
     X(5860400, Location5860400)                                       \
     X(5860401, Location5860401)                                       \
     X(5626500, Location5626500)                                       \
+    X(16893, Location16893)                                           \
+    X(16894, Location16894)                                           \
+    X(16895, Location16895)                                           \
+    X(16896, Location16896)                                           \
+    X(34413, Location34413)                                           \
+    X(18522, Location18522)                                           \
     X(28803, Location28803)
 
 /*

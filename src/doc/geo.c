@@ -60,7 +60,8 @@ typedef struct range {
 } range_t;
 
 struct mf_geo {
-    bool flat; /* a legacy coordinate pair */
+    bool flat;       /* a legacy coordinate pair */
+    bool novalidate; /* parsing a value to match it: skip the O(n^2) ring checks (mongod's skipValidation) */
     pt_t *verts;
     size_t nverts, capverts;
     size_t *points;
@@ -344,7 +345,9 @@ parse_polygon_coords(mf_geo_t *g, const bson_value_t *v, mf_error_t *err)
     while (bson_iter_next(&it)) {
         const bson_value_t *lv = bson_iter_value(&it);
         range_t r;
-        mf_fmt_value(lv, shown, sizeof(shown));
+        shown[0] = '\0';
+        if (err != NULL)
+            mf_fmt_value(lv, shown, sizeof(shown)); /* only messages use it */
         if (parse_coords(g, lv, &r, err) != 0)
             return -1;
         if (r.n == 0)
@@ -357,9 +360,9 @@ parse_polygon_coords(mf_geo_t *g, const bson_value_t *v, mf_error_t *err)
         if (r.n < 3)
             return bad(err, "Loop must have at least 3 different vertices, %zu unique vertices were provided: %s",
                        r.n, shown);
-        if (check_ring(g, r, shown, err) != 0)
+        if (!g->novalidate && check_ring(g, r, shown, err) != 0)
             return -1;
-        if (g->nrings > pr.start) {
+        if (g->nrings > pr.start && !g->novalidate) {
             range_t shell = g->rings[pr.start];
             for (size_t i = 0; i < r.n; i++) {
                 if (!ring_contains(g, shell, to_vec(g->verts[r.start + i])))
@@ -542,7 +545,9 @@ parse_geojson(mf_geo_t *g, const bson_t *obj, bool in_collection, mf_error_t *er
         while (bson_iter_next(&it)) {
             const bson_value_t *e = bson_iter_value(&it);
             bson_t sub;
-            mf_fmt_value(e, shown, sizeof(shown));
+            shown[0] = '\0';
+            if (err != NULL)
+                mf_fmt_value(e, shown, sizeof(shown));
             if (e->value_type != BSON_TYPE_DOCUMENT)
                 return bad(err, "Element %d of \"geometries\" must be an object, instead got type %s: %s", i,
                            tname(e), shown);
@@ -577,18 +582,20 @@ looks_legacy(const bson_value_t *v)
            mf_value_is_number(bson_iter_value(&it));
 }
 
-int
-mf_geo_parse_stored(const bson_value_t *v, mf_geo_t **out, mf_error_t *err)
+static int
+parse_stored(const bson_value_t *v, bool validate, mf_geo_t **out, mf_error_t *err)
 {
     mf_geo_t *g;
     char shown[256];
 
     *out = NULL;
     if (v->value_type != BSON_TYPE_ARRAY && v->value_type != BSON_TYPE_DOCUMENT) {
-        mf_fmt_value(v, shown, sizeof(shown));
-        return bad(err, "geo element must be an array or object: %s", shown);
+        if (err != NULL)
+            mf_fmt_value(v, shown, sizeof(shown));
+        return bad(err, "geo element must be an array or object: %s", err != NULL ? shown : "");
     }
     g = geo_new();
+    g->novalidate = !validate;
     if (looks_legacy(v)) {
         pt_t p;
         if (parse_flat_point(v, true, &p, err) != 0)
@@ -607,6 +614,12 @@ mf_geo_parse_stored(const bson_value_t *v, mf_geo_t **out, mf_error_t *err)
 err_free:
     mf_geo_free(g);
     return -1;
+}
+
+int
+mf_geo_parse_stored(const bson_value_t *v, mf_geo_t **out, mf_error_t *err)
+{
+    return parse_stored(v, true, out, err);
 }
 
 /* ---- spherical predicates ---- */
@@ -942,17 +955,6 @@ parse_circle(const bson_value_t *v, mf_geo_query_t *q, bool sphere, mf_error_t *
     return 0;
 }
 
-static int
-parse_distance(const bson_value_t *v, const char *name, double *out, mf_error_t *err)
-{
-    if (!mf_value_is_number(v))
-        return bad(err, "%s must be a number", name);
-    *out = mf_value_as_double(v);
-    if (!(*out >= 0))
-        return bad(err, "%s must be non-negative", name);
-    return 0;
-}
-
 int
 mf_geo_near_point(const bson_value_t *v, mf_geo_near_t *n, mf_error_t *err)
 {
@@ -989,57 +991,144 @@ mf_geo_near_point(const bson_value_t *v, mf_geo_near_t *n, mf_error_t *err)
     return 0;
 }
 
+/* [x, y, maxDistance]: the legacy point-with-distance form. */
+static bool
+point_with_max(const bson_value_t *v, pt_t *p, double *max)
+{
+    bson_iter_t it;
+    double d[3];
+    int n = 0;
+    if (!iter_value(v, &it))
+        return false;
+    while (bson_iter_next(&it)) {
+        if (n == 3 || !mf_value_is_number(bson_iter_value(&it)))
+            return false;
+        d[n++] = mf_value_as_double(bson_iter_value(&it));
+    }
+    if (n != 3 || !isfinite(d[0]) || !isfinite(d[1]))
+        return false;
+    p->x = d[0];
+    p->y = d[1];
+    *max = d[2];
+    return true;
+}
+
+/* The legacy form's siblings ({$near: [x, y], $maxDistance: d}): mongod's parseLegacyQuery codes. */
+static int
+near_siblings(mf_geo_near_t *n, const bson_value_t *opdoc, mf_error_t *err)
+{
+    bson_iter_t it;
+    if (opdoc == NULL || !iter_value(opdoc, &it))
+        return 0;
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        const bson_value_t *v = bson_iter_value(&it);
+        if (strcmp(k, "$near") == 0 || strcmp(k, "$nearSphere") == 0 || strcmp(k, "$uniqueDocs") == 0)
+            continue;
+        if (strcmp(k, "$minDistance") == 0 || strcmp(k, "$maxDistance") == 0) {
+            bool is_min = k[2] == 'i';
+            if (!mf_value_is_number(v))
+                return mf_err_set(err, is_min ? MF_E_Location16893 : MF_E_Location16895, "%s must be a number", k);
+            double d = mf_value_as_double(v);
+            if (!(d >= 0))
+                return mf_err_set(err, is_min ? MF_E_Location16894 : MF_E_Location16896, "%s must be non-negative", k);
+            if (is_min)
+                n->min = d;
+            else
+                n->max = d;
+            continue;
+        }
+        return mf_err_set(err, MF_E_Location34413, "invalid argument in geo near query: %s", k);
+    }
+    return 0;
+}
+
 static int
 parse_near(mf_geo_query_t *q, const bson_value_t *operand, const bson_value_t *opdoc, mf_error_t *err)
 {
     bson_iter_t it;
     mf_geo_near_t *n = &q->near;
-    const char *opname = q->op == MF_GEOQ_NEAR ? "$near" : "$nearSphere";
+    char shown[300];
 
     n->min = 0;
     n->max = -1;
-    n->spherical = q->op == MF_GEOQ_NEARSPHERE;
-    if (operand->value_type == BSON_TYPE_DOCUMENT && !looks_legacy(operand)) {
-        /* {$geometry: point, $maxDistance, $minDistance} */
-        bool have_geom = false;
-        iter_value(operand, &it);
-        while (bson_iter_next(&it)) {
-            const char *k = bson_iter_key(&it);
-            const bson_value_t *v = bson_iter_value(&it);
-            if (strcmp(k, "$geometry") == 0) {
-                if (mf_geo_near_point(v, n, err) != 0)
-                    return -1;
-                have_geom = true;
-            } else if (strcmp(k, "$maxDistance") == 0) {
-                if (parse_distance(v, "$maxDistance", &n->max, err) != 0)
-                    return -1;
-            } else if (strcmp(k, "$minDistance") == 0) {
-                if (parse_distance(v, "$minDistance", &n->min, err) != 0)
-                    return -1;
-            } else {
-                return bad(err, "invalid argument in geo near query: %s", k);
-            }
+    if (operand->value_type != BSON_TYPE_ARRAY && operand->value_type != BSON_TYPE_DOCUMENT)
+        return bad(err, "geo near query argument is not an object");
+    mf_fmt_value(operand, shown, sizeof(shown));
+    iter_value(operand, &it);
+    if (operand->value_type == BSON_TYPE_ARRAY || !bson_iter_find(&it, "$geometry")) {
+        /* Legacy: [x, y], {x, y} or [x, y, maxDistance], distances beside the operator. */
+        pt_t p;
+        double max;
+        if (parse_flat_point(operand, false, &p, NULL) == 0) {
+            n->x = p.x;
+            n->y = p.y;
+        } else if (point_with_max(operand, &p, &max)) {
+            if (!(max >= 0))
+                return mf_err_set(err, MF_E_Location18522, "max distance must be non-negative");
+            n->x = p.x;
+            n->y = p.y;
+            n->max = max;
+        } else {
+            return bad(err, "invalid point provided to geo near query: %s", shown);
         }
-        if (!have_geom)
-            return bad(err, "%s requires a point, given %s", opname, "{}");
-    } else {
-        if (mf_geo_near_point(operand, n, err) != 0)
+        n->geojson = false;
+        if (near_siblings(n, opdoc, err) != 0)
             return -1;
+        n->spherical = q->op == MF_GEOQ_NEARSPHERE;
+        if (n->spherical && check_lnglat((pt_t){n->x, n->y}, NULL) != 0)
+            return bad(err, "Legacy point is out of bounds for spherical query");
+        if (n->spherical && n->max > M_PI)
+            n->max = M_PI;
+        return 0;
     }
-    /* The legacy form's distances sit beside the operator. */
+    /* {$geometry: <GeoJSON point>, $maxDistance, $minDistance} alone in its operator document. */
     if (opdoc != NULL && iter_value(opdoc, &it)) {
         while (bson_iter_next(&it)) {
             const char *k = bson_iter_key(&it);
-            if (strcmp(k, "$maxDistance") == 0 && parse_distance(bson_iter_value(&it), "$maxDistance", &n->max, err) != 0)
-                return -1;
-            if (strcmp(k, "$minDistance") == 0 && parse_distance(bson_iter_value(&it), "$minDistance", &n->min, err) != 0)
-                return -1;
+            if (strcmp(k, "$near") != 0 && strcmp(k, "$nearSphere") != 0) {
+                char extra[200];
+                mf_fmt_value(bson_iter_value(&it), extra, sizeof(extra));
+                return bad(err, "geo near accepts just one argument when querying for a GeoJSON point. Extra field "
+                           "found: %s: %s", k, extra);
+            }
         }
     }
-    if (!n->geojson && n->spherical && check_lnglat((pt_t){n->x, n->y}, err) != 0)
-        return -1;
-    if (!n->geojson && n->spherical && n->max > M_PI)
-        n->max = M_PI;
+    bool have_geom = false;
+    iter_value(operand, &it);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        const bson_value_t *v = bson_iter_value(&it);
+        if (strcmp(k, "$geometry") == 0) {
+            char gshown[300];
+            mf_error_t why;
+            if (v->value_type != BSON_TYPE_DOCUMENT && v->value_type != BSON_TYPE_ARRAY)
+                continue;
+            mf_fmt_value(v, gshown, sizeof(gshown));
+            mf_err_clear(&why);
+            if (mf_geo_near_point(v, n, &why) != 0)
+                return bad(err, "invalid point in geo near query $geometry argument: %s  %s", gshown, why.msg);
+            if (!n->geojson)
+                return bad(err, "$near requires geojson point, given %s", gshown);
+            have_geom = true;
+        } else if (strcmp(k, "$maxDistance") == 0 || strcmp(k, "$minDistance") == 0) {
+            double d;
+            if (!mf_value_is_number(v))
+                return bad(err, "%s must be a number", k);
+            d = mf_value_as_double(v);
+            if (!(d >= 0 && isfinite(d)))
+                return bad(err, "%s must be non-negative", k);
+            if (k[2] == 'i')
+                n->min = d;
+            else
+                n->max = d;
+        } else {
+            return bad(err, "invalid argument in geo near query: %s", k);
+        }
+    }
+    if (!have_geom)
+        return bad(err, "$geometry is required for geo near query");
+    n->spherical = true;
     return 0;
 }
 
@@ -1175,7 +1264,7 @@ mf_geo_near_distance(const mf_geo_near_t *n, const bson_value_t *v, double *dist
 {
     mf_geo_t *g;
     bool ok;
-    if (mf_geo_parse_stored(v, &g, NULL) != 0)
+    if (parse_stored(v, false, &g, NULL) != 0)
         return false;
     ok = geo_near_distance(n, g, dist);
     mf_geo_free(g);
@@ -1189,7 +1278,7 @@ mf_geo_query_match(const mf_geo_query_t *q, const bson_value_t *v)
     pt_t p;
     bool ok = false;
 
-    if (v == NULL || mf_geo_parse_stored(v, &g, NULL) != 0)
+    if (v == NULL || parse_stored(v, false, &g, NULL) != 0)
         return false;
     switch (q->shape) {
     case SH_GEOMETRY:
@@ -1283,30 +1372,33 @@ ix_visit(void *arg, const bson_value_t *v, int32_t pos)
     }
     /* 2d: a legacy pair (an array or object of two numbers). */
     bson_iter_t it;
-    mf_fmt_doc(x->doc, shown, sizeof(shown));
     if (v->value_type != BSON_TYPE_ARRAY && v->value_type != BSON_TYPE_DOCUMENT) {
         x->rc = mf_err_set(x->err, MF_E_Location16804, "location object expected, location array not in correct format");
         return true;
     }
     iter_value(v, &it);
     if (!bson_iter_next(&it)) {
+        mf_fmt_doc(x->doc, shown, sizeof(shown));
         x->rc = mf_err_set(x->err, MF_E_Location13067, "geo field is empty :: caused by :: %s", shown);
         return true;
     }
     const bson_value_t *a = bson_iter_value(&it);
     bson_value_t xa = *a;
     if (!bson_iter_next(&it)) {
+        mf_fmt_doc(x->doc, shown, sizeof(shown));
         x->rc = mf_err_set(x->err, MF_E_Location13068, "geo field only has 1 element :: caused by :: %s", shown);
         return true;
     }
     const bson_value_t *b = bson_iter_value(&it);
     if (!mf_value_is_number(&xa) || !mf_value_is_number(b)) {
+        mf_fmt_doc(x->doc, shown, sizeof(shown));
         x->rc = mf_err_set(x->err, MF_E_Location13026,
                            "geo values must be 'legacy coordinate pairs' for 2d indexes :: caused by :: %s", shown);
         return true;
     }
     double px = mf_value_as_double(&xa), py = mf_value_as_double(b);
     if (!(px <= x->max && px >= x->min && py <= x->max && py >= x->min)) {
+        mf_fmt_doc(x->doc, shown, sizeof(shown));
         x->rc = mf_err_set(x->err, MF_E_Location13027, "point not in interval of [ %g, %g ] :: caused by :: %s",
                            x->min, x->max, shown);
         return true;

@@ -308,6 +308,8 @@ mf_geonear_select(const mf_geonear_t *g, const bson_t *specs, const char *ns, co
     /* A legacy centre is measured on the sphere unless the search is flat (a 2d index, not spherical). */
     if (!n.geojson)
         n.spherical = g->spherical || kind == MF_GEO_IX_2DSPHERE;
+    if (n.spherical && !n.geojson && !(n.x >= -180 && n.x <= 180 && n.y >= -90 && n.y <= 90))
+        return mf_err_set(err, MF_E_BadValue, "Legacy point is out of bounds for spherical query");
     n.min = g->has_min ? g->min : 0;
     n.max = g->has_max ? g->max : -1;
     if (in->len > 0) {

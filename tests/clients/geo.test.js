@@ -219,7 +219,18 @@ h.test('query operand errors: codes and messages', async () => {
     [{ location: { $geoIntersects: { $geometry: { type: 'Point', coordinates: [0, 91] } } } }, 2, 'Longitude/latitude is out of bounds, lng: 0 lat: 91'],
     [{ location: { $geoIntersects: { $geometry: {} } } }, 2, 'unknown GeoJSON type: {}'],
     [{ location: { $near: { $geometry: { type: 'Point', coordinates: [0, 0] }, $maxDistance: -1 } } }, 2, '$maxDistance must be non-negative'],
-    [{ location: { $near: { $geometry: { type: 'LineString', coordinates: [[0, 0], [1, 1]] } } } }, 2, 'Expected geojson geometry with type Point, but got type LineString'],
+    [{ location: { $near: { $geometry: { type: 'LineString', coordinates: [[0, 0], [1, 1]] } } } }, 2, 'invalid point in geo near query $geometry argument: { type: "LineString"'],
+    [{ location: { $near: { $geometry: [1, 2] } } }, 2, '$near requires geojson point, given [ 1, 2 ]'],
+    [{ location: { $near: { $maxDistance: 1 } } }, 2, 'invalid point provided to geo near query: { $maxDistance: 1 }'],
+    [{ location: { $near: { $geometry: 5, $maxDistance: 1 } } }, 2, '$geometry is required for geo near query'],
+    [{ location: { $near: { $geometry: { type: 'Point', coordinates: [0, 0] } }, $maxDistance: 1 } }, 2, 'geo near accepts just one argument when querying for a GeoJSON point'],
+    [{ location: { $near: [0, 0], $maxDistance: 'far' } }, 16895, '$maxDistance must be a number'],
+    [{ location: { $near: [0, 0], $maxDistance: -2 } }, 16896, '$maxDistance must be non-negative'],
+    [{ location: { $near: [0, 0], $minDistance: 'near' } }, 16893, '$minDistance must be a number'],
+    [{ location: { $near: [0, 0], $minDistance: -2 } }, 16894, '$minDistance must be non-negative'],
+    [{ location: { $near: [0, 0], $exists: true } }, 34413, 'invalid argument in geo near query: $exists'],
+    [{ location: { $near: [0, 0, -1] } }, 18522, 'max distance must be non-negative'],
+    [{ location: { $nearSphere: [200, 0] } }, 2, 'Legacy point is out of bounds for spherical query'],
   ];
   for (const [filter, cd, msg] of cases) {
     const [got, m] = await code(c.find(filter).toArray());
@@ -326,9 +337,27 @@ h.test('hostile input: a 3,000-vertex polygon, NaN, deep nesting: answered, neve
   const [nc] = await code(c.find({ location: { $geoWithin: { $centerSphere: [[NaN, 0], 1] } } }).toArray());
   assert.equal(nc, 2);
   const [hc, hm] = await code(c.find({ location: { $near: [NaN, 0] } }).toArray());
-  assert.deepEqual([hc, hm], [2, 'Point coordinates must be finite numbers']);
+  assert.equal(hc, 2);
+  assert.ok(hm.startsWith('invalid point provided to geo near query'), hm);
   let deep = { type: 'Point', coordinates: [0, 0] };
   for (let i = 0; i < 50; i++) deep = { type: 'GeometryCollection', geometries: [deep] };
   assert.equal((await code(c.insertOne({ location: deep })))[0], 16755);
   assert.equal(await c.countDocuments(), 4);
+});
+
+h.test('$near over many documents: nearest first across getMore batches, with skip and sort by distance only', async () => {
+  const c = srv.freshDb('many').collection('pts');
+  await c.createIndex({ p: '2dsphere' });
+  const docs = [];
+  for (let i = 0; i < 2000; i++) docs.push({ _id: i, p: { type: 'Point', coordinates: [(i * 37) % 360 - 180, ((i * 17) % 170) - 85] } });
+  await c.insertMany(docs);
+  const centre = [10, 20];
+  const want = docs.map((d) => [hav(centre, d.p.coordinates), d._id]).sort((a, b) => a[0] - b[0] || a[1] - b[1]).map((x) => x[1]);
+  const got = (await c.find({ p: { $nearSphere: { $geometry: { type: 'Point', coordinates: centre } } } }).batchSize(150).toArray()).map((d) => d._id);
+  assert.equal(got.length, 2000);
+  // Equal distances may tie; compare distances rather than ids at ties.
+  const dist = new Map(docs.map((d) => [d._id, hav(centre, d.p.coordinates)]));
+  got.forEach((id, i) => near(dist.get(id), dist.get(want[i]), 1e-9));
+  const page = (await c.find({ p: { $near: { $geometry: { type: 'Point', coordinates: centre } } } }).skip(10).limit(5).toArray()).map((d) => d._id);
+  assert.deepEqual(page.map((id) => dist.get(id)), got.slice(10, 15).map((id) => dist.get(id)));
 });
