@@ -297,15 +297,19 @@ agg_pull_visit(void *arg, int64_t rid, const bson_t *doc, const mf_match_details
     return pc->x->limit_left == 0 || pc->out->len >= pc->max ? 1 : 0;
 }
 
-/* env->source_indexes: the index specs of a streaming pipeline's collection ($geoNear). Catalog lock held. */
+/* env->source_indexes: the index specs of a pipeline's source (or a $lookup's) collection ($geoNear). Catalog lock held. */
 static int
-agg_source_indexes(void *ctx, bson_t *specs, char *ns, size_t nscap, mf_error_t *err)
+agg_source_indexes(void *ctx, const char *coll, bson_t *specs, char *ns, size_t nscap, mf_error_t *err)
 {
-    agg_stream_t *x = ((agg_scan_ctx_t *)ctx)->stream;
+    agg_scan_ctx_t *sc = ctx;
+    agg_stream_t *x = sc->stream;
     mf_coll_t *c;
     char key[16];
     (void)err;
-    if (x == NULL || (c = mf_catalog_coll_find(x->sc.op->eng->cat, x->db, x->coll)) == NULL)
+    if (coll == NULL && x == NULL)
+        return 0;
+    c = mf_catalog_coll_find(sc->op->eng->cat, coll ? sc->op->db : x->db, coll ? coll : x->coll);
+    if (c == NULL || c->is_view)
         return 0;
     snprintf(ns, nscap, "%s", c->ns);
     for (int i = 0, n = 0; i < c->nindexes; i++) {

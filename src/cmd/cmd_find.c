@@ -280,6 +280,14 @@ mf_cmd_find(mf_op_t *op)
         int near = mf_geonear_from_find(&filter, &gn, &op->err);
         if (near < 0)
             goto out_unlock;
+        if (near > 0 && ((srt && bson_has_field(&sort, "$natural")) ||
+                         (hint && hint->value_type == BSON_TYPE_DOCUMENT && hint->value.v_doc.data_len > 5 &&
+                          strcmp((const char *)hint->value.v_doc.data + 5, "$natural") == 0))) {
+            bson_destroy(&gn);
+            mf_err_set(&op->err, MF_E_BadValue, "geoNear expression not allowed with $natural %s",
+                       srt && bson_has_field(&sort, "$natural") ? "sort order" : "hint");
+            goto out_unlock;
+        }
         if (near > 0) {
             bson_t stages;
             int k = 0;

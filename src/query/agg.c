@@ -2902,9 +2902,14 @@ sub_pipeline_writes(const stage_t *s, mf_error_t *err)
     const mf_pipeline_t *w = NULL;
     if (s->kind == S_LOOKUP && s->sub && s->sub->writes)
         w = s->sub;
-    for (size_t i = 0; w == NULL && s->kind == S_FACET && i < s->nfacets; i++)
+    for (size_t i = 0; w == NULL && s->kind == S_FACET && i < s->nfacets; i++) {
         if (s->facets[i]->writes)
             w = s->facets[i];
+        if (s->facets[i]->n > 0 && s->facets[i]->stages[0].kind == S_GEONEAR) {
+            mf_err_set(err, MF_E_Location40600, "$geoNear is not allowed to be used within a $facet stage");
+            return true;
+        }
+    }
     if (w == NULL)
         return false;
     const char *name = w->stages[w->n - 1].kind == S_OUT ? "$out" : "$merge";
@@ -3097,6 +3102,13 @@ lookup_visit(void *arg, const bson_value_t *v, int32_t pos)
  * local: the let expressions are evaluated against local (in the enclosing
  * ambient scope) and installed as an ambient frame for the run, then removed.
  */
+/*
+ * The collection a $geoNear reads: NULL for the pipeline's own source, a
+ * $lookup's 'from' while its sub-pipeline runs (per thread: a pipeline runs
+ * on one thread).
+ */
+static __thread const char *tls_geo_source;
+
 static int
 run_sub(const stage_t *s, const mf_agg_env_t *env, const bson_t *local, mf_docvec_t *docs, mf_error_t *err)
 {
@@ -3113,7 +3125,10 @@ run_sub(const stage_t *s, const mf_agg_env_t *env, const bson_t *local, mf_docve
     if (rc == 0) {
         mf_expr_vars_t frame = {(const char *const *)s->let_names, vals, s->nlet, mf_expr_vars_current()};
         mf_expr_vars_set(&frame);
+        const char *outer = tls_geo_source;
+        tls_geo_source = s->from; /* a $geoNear in the sub-pipeline reads the foreign collection's indexes */
         rc = run_stages(s->sub, env, docs, err);
+        tls_geo_source = outer;
         mf_expr_vars_set(frame.up);
     } else {
         mf_docvec_destroy(docs);
@@ -4000,7 +4015,8 @@ run_geonear(const stage_t *s, const mf_agg_env_t *env, mf_docvec_t *in, mf_docve
     int rc = -1;
 
     bson_init(&specs);
-    if (env != NULL && env->source_indexes != NULL && env->source_indexes(env->ctx, &specs, ns, sizeof ns, err) != 0)
+    if (env != NULL && env->source_indexes != NULL &&
+        env->source_indexes(env->ctx, tls_geo_source, &specs, ns, sizeof ns, err) != 0)
         goto out;
     if (mf_geonear_select(s->geonear, &specs, ns, in, &hits, &nhits, err) != 0)
         goto out;

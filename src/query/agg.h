@@ -108,11 +108,11 @@ typedef struct mf_agg_env {
     int (*pull)(void *ctx, size_t max, mf_docvec_t *out, bool *eof, mf_error_t *err);
     /*
      * source_indexes (optional, may be NULL: then $geoNear finds no index):
-     * appends the index specs of the pipeline's source collection to specs
-     * (an initialised array document) and its namespace to ns. Returns 0,
-     * or -1 with err.
+     * appends the index specs of collection coll of the pipeline's database
+     * (NULL: the pipeline's source collection) to specs (an initialised
+     * array document) and its namespace to ns. Returns 0, or -1 with err.
      */
-    int (*source_indexes)(void *ctx, bson_t *specs, char *ns, size_t nscap, mf_error_t *err);
+    int (*source_indexes)(void *ctx, const char *coll, bson_t *specs, char *ns, size_t nscap, mf_error_t *err);
 } mf_agg_env_t;
 
 typedef struct mf_pipeline mf_pipeline_t;

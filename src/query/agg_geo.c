@@ -403,6 +403,25 @@ append_near(bson_t *out, const char *path, const bson_value_t *opdoc, mf_error_t
     return 0;
 }
 
+/* How many $near / $nearSphere operators a filter holds, anywhere (bounded depth). */
+static int
+count_near(const uint8_t *data, uint32_t len, int depth)
+{
+    bson_iter_t it;
+    int n = 0;
+    if (depth > 200 || !bson_iter_init_from_data(&it, data, len))
+        return 0;
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (strcmp(k, "$near") == 0 || strcmp(k, "$nearSphere") == 0)
+            n++;
+        else if (BSON_ITER_HOLDS_DOCUMENT(&it) || BSON_ITER_HOLDS_ARRAY(&it))
+            n += count_near(bson_iter_value(&it)->value.v_doc.data, bson_iter_value(&it)->value.v_doc.data_len,
+                            depth + 1);
+    }
+    return n;
+}
+
 int
 mf_geonear_from_find(const bson_t *filter, bson_t *out, mf_error_t *err)
 {
@@ -439,6 +458,12 @@ mf_geonear_from_find(const bson_t *filter, bson_t *out, mf_error_t *err)
         }
         pos++;
     }
+    /* mongod's CanonicalQuery::isValid: one near clause, at the top (or in the top-level $and). */
+    int total = count_near(bson_get_data(filter), filter->len, 0);
+    if (total > 1)
+        return mf_err_set(err, MF_E_BadValue, "Too many geoNear expressions");
+    if (total == 1 && path == NULL)
+        return mf_err_set(err, MF_E_BadValue, "geoNear must be top-level expr");
     if (path == NULL)
         return 0;
     bson_init(out);

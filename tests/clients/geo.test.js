@@ -231,7 +231,16 @@ h.test('query operand errors: codes and messages', async () => {
     [{ location: { $near: [0, 0], $exists: true } }, 34413, 'invalid argument in geo near query: $exists'],
     [{ location: { $near: [0, 0, -1] } }, 18522, 'max distance must be non-negative'],
     [{ location: { $nearSphere: [200, 0] } }, 2, 'Legacy point is out of bounds for spherical query'],
+    [{ $or: [{ location: { $near: [0, 0] } }, { name: 'x' }] }, 2, 'geoNear must be top-level expr'],
+    [{ location: { $near: [0, 0] }, $and: [{ location: { $nearSphere: [0, 0] } }] }, 2, 'Too many geoNear expressions'],
   ];
+  const [sn, sm] = await code(c.find({ location: { $near: [0, 0] } }).sort({ $natural: 1 }).toArray());
+  assert.deepEqual([sn, sm], [2, 'geoNear expression not allowed with $natural sort order']);
+  const [hn, hm] = await code(c.find({ location: { $near: [0, 0] } }).hint({ $natural: 1 }).toArray());
+  assert.deepEqual([hn, hm], [2, 'geoNear expression not allowed with $natural hint']);
+  // In a top-level $and the clause counts as top level.
+  assert.deepEqual(await names(c.find({ $and: [{ category: 'Parks' }, { location: { $near: { $geometry: { type: 'Point', coordinates: [-73.9667, 40.78] } } } }] })),
+    ['Central Park', 'Sara D. Roosevelt Park']);
   for (const [filter, cd, msg] of cases) {
     const [got, m] = await code(c.find(filter).toArray());
     assert.equal(got, cd, `${JSON.stringify(filter)}: ${m}`);
@@ -360,4 +369,24 @@ h.test('$near over many documents: nearest first across getMore batches, with sk
   got.forEach((id, i) => near(dist.get(id), dist.get(want[i]), 1e-9));
   const page = (await c.find({ p: { $near: { $geometry: { type: 'Point', coordinates: centre } } } }).skip(10).limit(5).toArray()).map((d) => d._id);
   assert.deepEqual(page.map((id) => dist.get(id)), got.slice(10, 15).map((id) => dist.get(id)));
+});
+
+h.test('$geoNear in a $lookup sub-pipeline reads the foreign collection\'s index; in $facet it is 40600', async () => {
+  const db = srv.freshDb('lookup');
+  const shops = db.collection('shops');
+  await shops.createIndex({ at: '2dsphere' });
+  await shops.insertMany([
+    { _id: 's1', at: { type: 'Point', coordinates: [-73.97, 40.771] } },
+    { _id: 's2', at: { type: 'Point', coordinates: [-73.9928, 40.72] } },
+  ]);
+  const towns = db.collection('towns');
+  await towns.insertMany([{ _id: 't1', centre: [-73.97, 40.77] }, { _id: 't2', centre: [-73.99, 40.72] }]);
+  const r = await towns.aggregate([
+    { $lookup: { from: 'shops', let: { c: '$centre' }, as: 'nearest', pipeline: [
+      { $geoNear: { near: { type: 'Point', coordinates: [-73.97, 40.77] }, distanceField: 'd' } }, { $limit: 1 }, { $project: { _id: 1 } }] } },
+    { $sort: { _id: 1 } },
+  ]).toArray();
+  assert.deepEqual(r.map((t) => t.nearest), [[{ _id: 's1' }], [{ _id: 's1' }]]);
+  const [fc, fm] = await code(shops.aggregate([{ $facet: { a: [{ $geoNear: { near: [0, 0], distanceField: 'd' } }] } }]).toArray());
+  assert.deepEqual([fc, fm], [40600, '$geoNear is not allowed to be used within a $facet stage']);
 });
