@@ -305,6 +305,10 @@ mf_geonear_select(const mf_geonear_t *g, const bson_t *specs, const char *ns, co
     *nhits = 0;
     if (choose_index(g, specs, ns, &field, &kind, err) != 0)
         return -1;
+    /* A 2d index holds flat points: it cannot answer a GeoJSON (spherical) centre. */
+    if (kind == MF_GEO_IX_2D && n.geojson)
+        return mf_err_set(err, MF_E_NoQueryExecutionPlans, "error processing query: ns=%s planner returned error :: "
+                          "caused by :: unable to find index for $geoNear query", ns);
     /* A legacy centre is measured on the sphere unless the search is flat (a 2d index, not spherical). */
     if (!n.geojson)
         n.spherical = g->spherical || kind == MF_GEO_IX_2DSPHERE;

@@ -322,6 +322,12 @@ h.test('2d index: legacy pairs, $near flat distances, $box / $polygon / $center,
   assert.equal((await code(c.insertOne({ loc: [200, 0] })))[0], 13027);
   assert.equal((await code(c.insertOne({ loc: [] })))[0], 13067);
   assert.equal((await code(c.insertOne({ loc: [1] })))[0], 13068);
+  // A 2d index cannot answer a GeoJSON centre (291); explain shows the $geoNear a $near find runs.
+  const [gc] = await code(c.find({ loc: { $near: { $geometry: { type: 'Point', coordinates: [0, 0] } } } }).toArray());
+  assert.equal(gc, 291);
+  const ex = await c.find({ loc: { $near: [0, 0] }, _id: { $gt: 1 } }).explain();
+  assert.deepEqual(ex.stages.map((st) => Object.keys(st)[0]), ['$cursor', '$geoNear']);
+  assert.deepEqual(ex.queryPlanner.parsedQuery, { _id: { $gt: 1 } }); // the rest of the filter narrows the scan
   // min / max / bits are kept and applied.
   const w = db.collection('w');
   await w.createIndex({ p: '2d' }, { min: 0, max: 1000, bits: 32 });
