@@ -1491,3 +1491,272 @@ mf_geo_filter_has_near(const bson_t *filter)
 {
     return filter != NULL && has_near(bson_get_data(filter), filter->len, 0);
 }
+
+/* ---- cell coverings (2dsphere index keys and bounds) ----
+ *
+ * Two grids over longitude/latitude: fine cells of 1 x 1 degree (ids
+ * MF_GEO_FINE_BASE + row * 360 + col) and coarse cells of 30 x 30 degrees
+ * (ids row * 12 + col). A stored geometry is keyed by the fine cells of its
+ * bounding box when there are at most MF_GEO_MAX_FINE of them, else by the
+ * coarse cells of its box. A query region is covered by the fine cells of
+ * its box (one id range per row) plus the coarse cells of its box, so any
+ * geometry sharing a point with the region shares a cell with the
+ * covering, whichever grid keyed it. Boxes are conservative: arcs' latitude
+ * extremes are included, a geometry crossing the antimeridian, touching
+ * longitude +-180 or holding a pole takes every longitude.
+ */
+#define MF_GEO_FINE_BASE 100000
+#define MF_GEO_MAX_FINE 64
+
+typedef struct box {
+    double latlo, lathi, lnglo, lnghi;
+    bool full_lng;
+} box_t;
+
+static void
+box_init(box_t *b)
+{
+    b->latlo = INFINITY;
+    b->lathi = -INFINITY;
+    b->lnglo = INFINITY;
+    b->lnghi = -INFINITY;
+    b->full_lng = false;
+}
+
+static void
+box_pt(box_t *b, pt_t p)
+{
+    b->latlo = fmin(b->latlo, p.y);
+    b->lathi = fmax(b->lathi, p.y);
+    b->lnglo = fmin(b->lnglo, p.x);
+    b->lnghi = fmax(b->lnghi, p.x);
+    if (fabs(p.y) >= 90 - 1e-9)
+        b->full_lng = true;
+}
+
+static double
+vec_lat(vec_t v)
+{
+    return asin(fmax(-1.0, fmin(1.0, v.z))) / kDeg;
+}
+
+/* The latitude extremes of arc ab (the points of its great circle nearest the poles, when on the arc). */
+static void
+box_arc(box_t *b, pt_t pa, pt_t pb)
+{
+    vec_t a = to_vec(pa), bb = to_vec(pb), n = cross(a, bb);
+    if (fabs(pa.x - pb.x) > 180)
+        b->full_lng = true;
+    if (norm(n) < 1e-15)
+        return;
+    n = unit(n);
+    for (int s = -1; s <= 1; s += 2) {
+        vec_t z = {0, 0, s};
+        double zn = dot(z, n);
+        vec_t m = {z.x - zn * n.x, z.y - zn * n.y, z.z - zn * n.z};
+        if (norm(m) < 1e-15)
+            continue;
+        m = unit(m);
+        if (dot(cross(a, m), n) >= 0 && dot(cross(m, bb), n) >= 0) {
+            double lat = vec_lat(m);
+            b->latlo = fmin(b->latlo, lat);
+            b->lathi = fmax(b->lathi, lat);
+        }
+    }
+}
+
+static void
+box_geo(const mf_geo_t *g, box_t *b)
+{
+    static const vec_t north = {0, 0, 1}, south = {0, 0, -1};
+    for (size_t i = 0; i < g->nverts; i++)
+        box_pt(b, g->verts[i]);
+    for (size_t i = 0; i < g->nlines; i++)
+        for (size_t k = 0; k + 1 < g->lines[i].n; k++)
+            box_arc(b, g->verts[g->lines[i].start + k], g->verts[g->lines[i].start + k + 1]);
+    for (size_t i = 0; i < g->nrings; i++) {
+        range_t r = g->rings[i];
+        for (size_t k = 0; k < r.n; k++)
+            box_arc(b, g->verts[r.start + k], g->verts[r.start + (k + 1) % r.n]);
+    }
+    if (any_poly_contains(g, north)) {
+        b->lathi = 90;
+        b->full_lng = true;
+    }
+    if (any_poly_contains(g, south)) {
+        b->latlo = -90;
+        b->full_lng = true;
+    }
+}
+
+/* A cap of radius r (radians) about c. */
+static void
+box_cap(box_t *b, pt_t c, double r)
+{
+    double rd = r / kDeg;
+    b->latlo = c.y - rd;
+    b->lathi = c.y + rd;
+    if (b->latlo <= -90 || b->lathi >= 90 || rd >= 90) {
+        b->full_lng = true;
+        b->latlo = fmax(b->latlo, -90);
+        b->lathi = fmin(b->lathi, 90);
+        return;
+    }
+    double s = sin(r) / cos(c.y * kDeg);
+    if (s >= 1) {
+        b->full_lng = true;
+        return;
+    }
+    double dl = asin(s) / kDeg;
+    b->lnglo = c.x - dl;
+    b->lnghi = c.x + dl;
+}
+
+/* Row / column ranges of box b in a grid of `size`-degree cells. */
+static void
+box_grid(const box_t *b, double size, int *r0, int *r1, int *c0, int *c1)
+{
+    const double eps = 1e-7;
+    int rows = (int)(180 / size), cols = (int)(360 / size);
+    bool full = b->full_lng || b->lnglo <= -180 + eps || b->lnghi >= 180 - eps;
+    *r0 = (int)floor((b->latlo - eps + 90) / size);
+    *r1 = (int)floor((b->lathi + eps + 90) / size);
+    *c0 = full ? 0 : (int)floor((b->lnglo - eps + 180) / size);
+    *c1 = full ? cols - 1 : (int)floor((b->lnghi + eps + 180) / size);
+    *r0 = *r0 < 0 ? 0 : *r0 > rows - 1 ? rows - 1 : *r0;
+    *r1 = *r1 < 0 ? 0 : *r1 > rows - 1 ? rows - 1 : *r1;
+    *c0 = *c0 < 0 ? 0 : *c0 > cols - 1 ? cols - 1 : *c0;
+    *c1 = *c1 < 0 ? 0 : *c1 > cols - 1 ? cols - 1 : *c1;
+}
+
+static void
+cells_push(int64_t **cells, size_t *n, size_t *cap, int64_t id)
+{
+    GROW(*cells, *n, *cap);
+    (*cells)[(*n)++] = id;
+}
+
+/* The cells keying one stored geometry (appended). */
+static void
+geo_cells(const mf_geo_t *g, int64_t **cells, size_t *n, size_t *cap)
+{
+    box_t b;
+    int r0, r1, c0, c1;
+    box_init(&b);
+    box_geo(g, &b);
+    box_grid(&b, 1.0, &r0, &r1, &c0, &c1);
+    if ((int64_t)(r1 - r0 + 1) * (c1 - c0 + 1) <= MF_GEO_MAX_FINE) {
+        for (int r = r0; r <= r1; r++)
+            for (int c = c0; c <= c1; c++)
+                cells_push(cells, n, cap, MF_GEO_FINE_BASE + r * 360 + c);
+        return;
+    }
+    box_grid(&b, 30.0, &r0, &r1, &c0, &c1);
+    for (int r = r0; r <= r1; r++)
+        for (int c = c0; c <= c1; c++)
+            cells_push(cells, n, cap, r * 12 + c);
+}
+
+typedef struct cells_arg {
+    int64_t *cells;
+    size_t n, cap;
+} cells_arg_t;
+
+static bool
+cells_visit(void *arg, const bson_value_t *v, int32_t pos)
+{
+    cells_arg_t *x = arg;
+    mf_geo_t *g;
+    if (v == NULL)
+        return false;
+    if (v->value_type == BSON_TYPE_ARRAY && !looks_legacy_pair(v)) {
+        bson_iter_t it;
+        iter_value(v, &it);
+        while (bson_iter_next(&it))
+            cells_visit(arg, bson_iter_value(&it), pos);
+        return false;
+    }
+    if (parse_stored(v, false, &g, NULL) == 0) {
+        geo_cells(g, &x->cells, &x->n, &x->cap);
+        mf_geo_free(g);
+    }
+    return false;
+}
+
+static int
+i64_cmp(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+size_t
+mf_geo_doc_cells(const bson_t *doc, const char *path, int64_t **cells)
+{
+    cells_arg_t x = {NULL, 0, 0};
+    size_t w = 0;
+    mf_path_walk(doc, path, cells_visit, &x);
+    if (x.n > 1)
+        qsort(x.cells, x.n, sizeof(*x.cells), i64_cmp);
+    for (size_t i = 0; i < x.n; i++)
+        if (w == 0 || x.cells[w - 1] != x.cells[i])
+            x.cells[w++] = x.cells[i];
+    *cells = x.cells;
+    return w;
+}
+
+int
+mf_geo_cover(const bson_value_t *opdoc, mf_geo_cell_range_t **out, size_t *nout)
+{
+    bson_iter_t it;
+    mf_geo_query_t *q = NULL;
+    box_t b;
+    size_t n = 0, cap = 0;
+    mf_geo_cell_range_t *r = NULL;
+    int r0, r1, c0, c1;
+
+    *out = NULL;
+    *nout = 0;
+    if (opdoc->value_type != BSON_TYPE_DOCUMENT || !iter_value(opdoc, &it))
+        return -1;
+    while (q == NULL && bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (strcmp(k, "$geoWithin") == 0 || strcmp(k, "$within") == 0)
+            q = mf_geo_query_parse(MF_GEOQ_WITHIN, bson_iter_value(&it), NULL, NULL);
+        else if (strcmp(k, "$geoIntersects") == 0)
+            q = mf_geo_query_parse(MF_GEOQ_INTERSECTS, bson_iter_value(&it), NULL, NULL);
+    }
+    if (q == NULL)
+        return -1;
+    box_init(&b);
+    if (q->shape == SH_GEOMETRY) {
+        box_geo(q->geom, &b);
+    } else if (q->shape == SH_CENTERSPHERE) {
+        box_cap(&b, (pt_t){q->cx, q->cy}, q->r);
+    } else {
+        mf_geo_query_free(q);
+        return -1; /* flat shapes: no spherical covering */
+    }
+    mf_geo_query_free(q);
+    if (!(b.latlo <= b.lathi))
+        return -1;
+    /* Coarse cells first (smaller ids), then one fine range per row: sorted and disjoint. */
+    box_grid(&b, 30.0, &r0, &r1, &c0, &c1);
+    for (int row = r0; row <= r1; row++) {
+        for (int c = c0; c <= c1; c++) {
+            GROW(r, n, cap);
+            r[n].lo = r[n].hi = row * 12 + c;
+            n++;
+        }
+    }
+    box_grid(&b, 1.0, &r0, &r1, &c0, &c1);
+    for (int row = r0; row <= r1; row++) {
+        GROW(r, n, cap);
+        r[n].lo = MF_GEO_FINE_BASE + row * 360 + c0;
+        r[n].hi = MF_GEO_FINE_BASE + row * 360 + c1;
+        n++;
+    }
+    *out = r;
+    *nout = n;
+    return 0;
+}

@@ -110,6 +110,25 @@ bool mf_geo_near_distance(const mf_geo_near_t *n, const bson_value_t *v, double 
 bool mf_geo_near_doc(const mf_geo_near_t *n, const bson_t *doc, const char *path, double *dist, bson_value_t *loc);
 
 /*
+ * Cell coverings for 2dsphere index keys and bounds (see geo.c). A stored
+ * geometry is keyed by the cells of its bounding box on one of two grids;
+ * a query region's covering holds every cell (of either grid) a geometry
+ * sharing a point with the region can be keyed by.
+ *
+ * mf_geo_doc_cells: the sorted, distinct cells of the geometries at path in
+ * doc (validated beforehand by mf_geo_index_check); *cells is owned by the
+ * caller (free()). Returns their number.
+ * mf_geo_cover: the covering of an operator document ({$geoWithin: ...} or
+ * {$geoIntersects: ...}) as sorted, disjoint inclusive id ranges (*out owned
+ * by the caller); -1 when it has none (flat shapes, bad operands: scan).
+ */
+typedef struct mf_geo_cell_range {
+    int64_t lo, hi;
+} mf_geo_cell_range_t;
+size_t mf_geo_doc_cells(const bson_t *doc, const char *path, int64_t **cells);
+int mf_geo_cover(const bson_value_t *opdoc, mf_geo_cell_range_t **out, size_t *nout);
+
+/*
  * mf_geo_filter_has_near: whether a filter uses $near, $nearSphere or
  * $geoNear anywhere (what a $match stage refuses: 5626500).
  */

@@ -465,6 +465,10 @@ mf_index_keys(const mf_keypattern_t *kp, bool sparse, const bson_t *doc, mf_keys
     const char *paths[MF_KP_MAX_FIELDS];
     bson_value_t fixed[MF_KP_MAX_FIELDS];
     gen_ctx_t g = {.kp = kp, .sparse = sparse, .out = out, .err = err};
+    int cell_field = -1; /* the first 2dsphere field: keyed by its cells (doc/geo.h) */
+    int64_t *cells = NULL;
+    size_t ncells = 1;
+    int rc = -1;
 
     keyset_clear(out);
     *skip = false;
@@ -473,33 +477,47 @@ mf_index_keys(const mf_keypattern_t *kp, bool sparse, const bson_t *doc, mf_keys
         paths[i] = kp->fields[i];
         fixed[i] = null_value;
         if (kp->geo[i] != MF_GEO_IX_NONE) {
-            /* A geo field: validated here, one constant component (see index.h). */
+            /* A geo field: validated here; its cells, or one constant component (see index.h). */
             bool present;
             if (mf_geo_index_check((mf_geo_ix_t)kp->geo[i], doc, kp->fields[i], kp->geo_min, kp->geo_max, &present,
                                    err) != 0)
-                return -1;
+                goto out;
             if (!present) {
                 *skip = true;
-                return 0;
+                rc = 0;
+                goto out;
             }
             paths[i] = "";
             fixed[i] = geo_value;
+            if (kp->geo[i] == MF_GEO_IX_2DSPHERE && cell_field < 0) {
+                cell_field = i;
+                ncells = mf_geo_doc_cells(doc, kp->fields[i], &cells);
+            }
         }
     }
-    if (gen_keys(&g, paths, fixed, bson_get_data(doc), doc->len, 0) != 0) {
-        keyset_clear(out);
-        return -1;
+    for (size_t c = 0; c < ncells; c++) {
+        if (cell_field >= 0) {
+            fixed[cell_field].value_type = BSON_TYPE_INT64;
+            fixed[cell_field].value.v_int64 = cells[c];
+        }
+        if (gen_keys(&g, paths, fixed, bson_get_data(doc), doc->len, 0) != 0) {
+            keyset_clear(out);
+            goto out;
+        }
     }
     keyset_sort_unique(out);
     if (out->n > MAX_KEYS_PER_DOC) {
         keyset_clear(out);
-        return mf_err_set(err, MF_E_CannotCreateIndex, "too many index keys for one document (over %d)",
-                          MAX_KEYS_PER_DOC);
+        mf_err_set(err, MF_E_CannotCreateIndex, "too many index keys for one document (over %d)", MAX_KEYS_PER_DOC);
+        goto out;
     }
-    *multikey = g.multikey;
+    *multikey = g.multikey || (cell_field >= 0 && ncells > 1);
     if (out->n == 0)
         *skip = true;
-    return 0;
+    rc = 0;
+out:
+    free(cells);
+    return rc;
 }
 
 int

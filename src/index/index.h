@@ -26,11 +26,13 @@ typedef struct mf_keypattern {
     /*
      * Geo fields ("2dsphere" / "2d" values, doc/geo.h's mf_geo_ix_t per
      * field, 0 for ordinary ones). A geo field's values are validated at
-     * key generation (16755 for bad GeoJSON, 13026/13027 for 2d) and give
-     * one constant key component, so the index holds one entry per document
-     * with a location (documents without one are left out, as mongod's
-     * 2dsphere version 2+ and 2d indexes do); the planner never uses such an
-     * index for bounds: the geo operators evaluate each candidate exactly.
+     * key generation (16755 for bad GeoJSON, 13026/13027 for 2d). The first
+     * 2dsphere field gives one key per cell of its geometries' covering
+     * (int64 ids, mf_geo_doc_cells), so the planner can bound it with a
+     * query region's covering (mf_geo_cover; the matcher re-checks every
+     * candidate); a 2d field (or a second 2dsphere one) gives one constant
+     * component and is never bounded. Documents without a location are left
+     * out, as mongod's 2dsphere version 2+ and 2d indexes do.
      */
     unsigned char geo[MF_KP_MAX_FIELDS];
     bool has_geo;

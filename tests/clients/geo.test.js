@@ -396,3 +396,61 @@ h.test('$geoNear in a $lookup sub-pipeline reads the foreign collection\'s index
   const [fc, fm] = await code(shops.aggregate([{ $facet: { a: [{ $geoNear: { near: [0, 0], distanceField: 'd' } }] } }]).toArray());
   assert.deepEqual([fc, fm], [40600, '$geoNear is not allowed to be used within a $facet stage']);
 });
+
+h.test('2dsphere bounds: $geoWithin / $geoIntersects use the index (IXSCAN) and answer as a collection scan does', async () => {
+  const db = srv.freshDb('diff');
+  const ix = db.collection('ix'), scan = db.collection('scan');
+  await ix.createIndex({ g: '2dsphere' });
+  let seed = 7;
+  const rnd = () => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed / 2147483648; };
+  const docs = [];
+  for (let i = 0; i < 600; i++) {
+    const x = rnd() * 360 - 180, y = rnd() * 170 - 85, k = rnd();
+    let g;
+    if (k < 0.5) g = { type: 'Point', coordinates: [x, y] };
+    else if (k < 0.6) g = [x, y];
+    else if (k < 0.8) {
+      const d = rnd() * 20 + 0.1;
+      g = { type: 'LineString', coordinates: [[x, y], [Math.max(-180, Math.min(180, x + d)), Math.max(-89, Math.min(89, y + d / 2))]] };
+    } else {
+      const d = rnd() * 40 + 0.5, x2 = Math.min(180, x + d), y2 = Math.min(89, y + d / 2);
+      g = { type: 'Polygon', coordinates: [[[x, y], [x2, y], [x2, y2], [x, y2], [x, y]]] };
+    }
+    docs.push({ _id: i, g });
+  }
+  // A pole-holding polygon and antimeridian-touching points.
+  docs.push({ _id: 1000, g: { type: 'Polygon', coordinates: [[[0, 80], [120, 80], [-120, 80], [0, 80]]] } });
+  docs.push({ _id: 1001, g: { type: 'Point', coordinates: [180, 10] } });
+  docs.push({ _id: 1002, g: { type: 'Point', coordinates: [-180, -10] } });
+  await ix.insertMany(docs);
+  await scan.insertMany(docs);
+  const queries = [
+    { $geoWithin: { $centerSphere: [[0, 0], 0.3] } },
+    { $geoWithin: { $centerSphere: [[179.5, 0], 0.2] } },
+    { $geoWithin: { $centerSphere: [[0, 88], 0.1] } },
+    { $geoWithin: { $geometry: { type: 'Polygon', coordinates: [[[-10, -10], [30, -10], [30, 40], [-10, 40], [-10, -10]]] } } },
+    { $geoWithin: { $geometry: { type: 'Polygon', coordinates: [[[170, -20], [-170, -20], [-170, 20], [170, 20], [170, -20]]] } } },
+    { $geoIntersects: { $geometry: { type: 'Polygon', coordinates: [[[100, 0], [140, 0], [140, 60], [100, 60], [100, 0]]] } } },
+    { $geoIntersects: { $geometry: { type: 'LineString', coordinates: [[-100, -50], [60, 50]] } } },
+    { $geoIntersects: { $geometry: { type: 'Point', coordinates: [60, 85] } } },
+    { $geoIntersects: { $geometry: { type: 'MultiPolygon', coordinates: [[[[0, 0], [5, 0], [5, 5], [0, 0]]], [[[-60, -60], [-20, -60], [-20, -20], [-60, -60]]]] } } },
+    { $geoIntersects: { $geometry: { type: 'Point', coordinates: [-180, 10] } } },
+  ];
+  let nonEmpty = 0;
+  for (const q of queries) {
+    const a = await ids(ix, { g: q });
+    const b = await ids(scan, { g: q });
+    assert.deepEqual(a, b, JSON.stringify(q));
+    if (a.length) nonEmpty++;
+    const plan = (await ix.find({ g: q }).explain()).queryPlanner.winningPlan;
+    assert.equal(plan.stage, 'FETCH', JSON.stringify(plan));
+    assert.equal(plan.inputStage.indexName, 'g_2dsphere');
+  }
+  assert.ok(nonEmpty >= 7, `only ${nonEmpty} queries matched something`);
+  // The index is not used for other predicates on the field, nor to sort.
+  assert.equal((await ix.find({ g: { $exists: true } }).explain()).queryPlanner.winningPlan.stage, 'COLLSCAN');
+  assert.equal((await ix.find({}).sort({ g: 1 }).explain()).queryPlanner.winningPlan.stage !== 'IXSCAN', true);
+  // validate agrees with the keys the writes made.
+  const v = await db.command({ validate: 'ix' });
+  assert.equal(v.valid, true, JSON.stringify(v.errors));
+});
