@@ -32,6 +32,7 @@ struct mf_geonear {
     char *locs_field;     /* owned or NULL */
     char *key;            /* owned or NULL */
     bson_t *query;        /* owned or NULL */
+    bson_t *pushdown;     /* owned or NULL: query AND a region holding every location within maxDistance */
     mf_matcher_t *matcher;
     bool find_mode;
 };
@@ -46,6 +47,8 @@ mf_geonear_free(mf_geonear_t *g)
     free(g->key);
     if (g->query)
         bson_destroy(g->query);
+    if (g->pushdown)
+        bson_destroy(g->pushdown);
     mf_matcher_free(g->matcher);
     free(g);
 }
@@ -53,7 +56,76 @@ mf_geonear_free(mf_geonear_t *g)
 const bson_t *
 mf_geonear_query(const mf_geonear_t *g)
 {
-    return g->query;
+    return g->pushdown ? g->pushdown : g->query;
+}
+
+/*
+ * With a key, a spherical search and a maxDistance under a radian, the scan
+ * can be narrowed (and a 2dsphere index used, query/plan.c) by
+ * {key: {$geoIntersects: <16-gon circumscribing the cap of that radius>}}:
+ * every location within the distance shares a point with the cap, so with
+ * the polygon. Its vertices sit at atan(tan r / cos(pi / 16)) from the
+ * centre (edges tangent to the cap), widened by 1% against rounding.
+ */
+static void
+build_pushdown(mf_geonear_t *g)
+{
+    const int N = 16;
+    double r = g->n.geojson ? g->max / MF_GEO_EARTH_RADIUS_M : g->max;
+    if (g->key == NULL || !g->has_max || !(g->n.geojson || g->spherical) || !(r < 1.0))
+        return;
+    double R = fmax(atan(tan(r) / cos(M_PI / N)) * 1.01, 1e-6); /* at least ~6 m: distinct vertices */
+    double lat = g->n.y * M_PI / 180, lng = g->n.x * M_PI / 180;
+    double c[3] = {cos(lat) * cos(lng), cos(lat) * sin(lng), sin(lat)};
+    double e[3] = {-sin(lng), cos(lng), 0};                                        /* east */
+    double nn[3] = {-sin(lat) * cos(lng), -sin(lat) * sin(lng), cos(lat)};          /* north */
+    bson_t *b = bson_new(), arr, clause, op, geom, coords, ring, pt;
+    char key[16];
+
+    BSON_APPEND_ARRAY_BEGIN(b, "$and", &arr);
+    if (g->query != NULL)
+        BSON_APPEND_DOCUMENT(&arr, "0", g->query);
+    BSON_APPEND_DOCUMENT_BEGIN(&arr, g->query != NULL ? "1" : "0", &clause);
+    BSON_APPEND_DOCUMENT_BEGIN(&clause, g->key, &op);
+    BSON_APPEND_DOCUMENT_BEGIN(&op, "$geoIntersects", &geom);
+    bson_t gj;
+    BSON_APPEND_DOCUMENT_BEGIN(&geom, "$geometry", &gj);
+    BSON_APPEND_UTF8(&gj, "type", "Polygon");
+    BSON_APPEND_ARRAY_BEGIN(&gj, "coordinates", &coords);
+    BSON_APPEND_ARRAY_BEGIN(&coords, "0", &ring);
+    double first[2] = {0, 0};
+    for (int k = 0; k <= N; k++) {
+        double x, y;
+        if (k < N) {
+            double t = 2 * M_PI * k / N, d[3], p[3];
+            for (int i = 0; i < 3; i++) {
+                d[i] = cos(t) * e[i] + sin(t) * nn[i];
+                p[i] = cos(R) * c[i] + sin(R) * d[i];
+            }
+            y = asin(fmax(-1.0, fmin(1.0, p[2]))) * 180 / M_PI;
+            x = atan2(p[1], p[0]) * 180 / M_PI;
+            if (k == 0) {
+                first[0] = x;
+                first[1] = y;
+            }
+        } else {
+            x = first[0];
+            y = first[1];
+        }
+        snprintf(key, sizeof(key), "%d", k);
+        BSON_APPEND_ARRAY_BEGIN(&ring, key, &pt);
+        BSON_APPEND_DOUBLE(&pt, "0", x);
+        BSON_APPEND_DOUBLE(&pt, "1", y);
+        bson_append_array_end(&ring, &pt);
+    }
+    bson_append_array_end(&coords, &ring);
+    bson_append_array_end(&gj, &coords);
+    bson_append_document_end(&geom, &gj);
+    bson_append_document_end(&op, &geom);
+    bson_append_document_end(&clause, &op);
+    bson_append_document_end(&arr, &clause);
+    bson_append_array_end(b, &arr);
+    g->pushdown = b;
 }
 
 const char *
@@ -207,6 +279,7 @@ mf_geonear_parse(const bson_value_t *spec, bool find_mode, mf_error_t *err)
         mf_err_set(err, MF_E_BadValue, "invalid argument in geo near query: %s", msg);
         goto err_free;
     }
+    build_pushdown(g);
     return g;
 err_free:
     mf_geonear_free(g);

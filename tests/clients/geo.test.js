@@ -373,6 +373,15 @@ h.test('$near over many documents: nearest first across getMore batches, with sk
   // Equal distances may tie; compare distances rather than ids at ties.
   const dist = new Map(docs.map((d) => [d._id, hav(centre, d.p.coordinates)]));
   got.forEach((id, i) => near(dist.get(id), dist.get(want[i]), 1e-9));
+  // With $maxDistance the scan is narrowed through the index (a polygon around the cap), same answer.
+  for (const maxm of [0, 50000, 900000, 3000000]) {
+    const r = await c.find({ p: { $near: { $geometry: { type: 'Point', coordinates: centre }, $maxDistance: maxm } } }).toArray();
+    const expect = want.filter((id) => dist.get(id) * R <= maxm);
+    assert.equal(r.length, expect.length, `maxDistance ${maxm}`);
+    r.forEach((d, i) => near(dist.get(d._id), dist.get(expect[i]), 1e-9));
+  }
+  const ex = await c.find({ p: { $near: { $geometry: { type: 'Point', coordinates: centre }, $maxDistance: 900000 } } }).explain();
+  assert.equal(ex.queryPlanner.winningPlan.inputStage.indexName, 'p_2dsphere', JSON.stringify(ex.queryPlanner.winningPlan));
   const page = (await c.find({ p: { $near: { $geometry: { type: 'Point', coordinates: centre } } } }).skip(10).limit(5).toArray()).map((d) => d._id);
   assert.deepEqual(page.map((id) => dist.get(id)), got.slice(10, 15).map((id) => dist.get(id)));
 });
