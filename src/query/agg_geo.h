@@ -19,9 +19,10 @@
  * point; radians for a legacy pair with spherical: true or a 2dsphere
  * index; coordinate units with a 2d index otherwise. The documents matching
  * 'query' that have a location within [minDistance, maxDistance] come out
- * nearest first (ties in input order); the index is a requirement and a
- * validation of the stored values, the distances are computed exactly for
- * each candidate.
+ * nearest first (ties in input order); distances are computed exactly for
+ * each candidate. With a key, a spherical measure and a maxDistance the
+ * stage's pushed-down filter adds a $geoIntersects of a polygon around the
+ * distance cap, which a 2dsphere index can bound (agg_geo.c).
  */
 #ifndef MF_AGG_GEO_H
 #define MF_AGG_GEO_H
