@@ -1760,3 +1760,130 @@ mf_geo_cover(const bson_value_t *opdoc, mf_geo_cell_range_t **out, size_t *nout)
     *nout = n;
     return 0;
 }
+
+/* ---- 2d cells ----
+ *
+ * A 2d index's points are keyed by a 1024 x 1024 grid over its [min, max]
+ * square (id row * 1024 + col). A query region's covering is the rows of
+ * its bounding box, one id range each; the same floor-and-clamp maps both,
+ * so a point inside the box always falls in a covered cell.
+ */
+#define MF_GEO_2D_GRID 1024
+
+static int
+grid2d(double v, double min, double max)
+{
+    double f = floor((v - min) / (max - min) * MF_GEO_2D_GRID);
+    return f < 0 ? 0 : f > MF_GEO_2D_GRID - 1 ? MF_GEO_2D_GRID - 1 : (int)f;
+}
+
+typedef struct cells2d_arg {
+    double min, max;
+    cells_arg_t c;
+} cells2d_arg_t;
+
+static bool
+cells2d_visit(void *arg, const bson_value_t *v, int32_t pos)
+{
+    cells2d_arg_t *x = arg;
+    pt_t p;
+    if (v == NULL || (v->value_type != BSON_TYPE_ARRAY && v->value_type != BSON_TYPE_DOCUMENT))
+        return false;
+    if (v->value_type == BSON_TYPE_ARRAY && !looks_legacy_pair(v)) {
+        bson_iter_t it;
+        iter_value(v, &it);
+        while (bson_iter_next(&it))
+            cells2d_visit(arg, bson_iter_value(&it), pos);
+        return false;
+    }
+    if (parse_flat_point(v, true, &p, NULL) == 0)
+        cells_push(&x->c.cells, &x->c.n, &x->c.cap,
+                   (int64_t)grid2d(p.y, x->min, x->max) * MF_GEO_2D_GRID + grid2d(p.x, x->min, x->max));
+    return false;
+}
+
+size_t
+mf_geo_doc_cells_2d(const bson_t *doc, const char *path, double min, double max, int64_t **cells)
+{
+    cells2d_arg_t x = {min, max, {NULL, 0, 0}};
+    size_t w = 0;
+    mf_path_walk(doc, path, cells2d_visit, &x);
+    if (x.c.n > 1)
+        qsort(x.c.cells, x.c.n, sizeof(*x.c.cells), i64_cmp);
+    for (size_t i = 0; i < x.c.n; i++)
+        if (w == 0 || x.c.cells[w - 1] != x.c.cells[i])
+            x.c.cells[w++] = x.c.cells[i];
+    *cells = x.c.cells;
+    return w;
+}
+
+int
+mf_geo_cover_2d(const bson_value_t *opdoc, double min, double max, mf_geo_cell_range_t **out, size_t *nout)
+{
+    bson_iter_t it;
+    mf_geo_query_t *q = NULL;
+    double x0, x1, y0, y1;
+
+    *out = NULL;
+    *nout = 0;
+    if (!(max > min) || opdoc->value_type != BSON_TYPE_DOCUMENT || !iter_value(opdoc, &it))
+        return -1;
+    while (q == NULL && bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (strcmp(k, "$geoWithin") == 0 || strcmp(k, "$within") == 0)
+            q = mf_geo_query_parse(MF_GEOQ_WITHIN, bson_iter_value(&it), NULL, NULL);
+        else if (strcmp(k, "$geoIntersects") == 0)
+            q = mf_geo_query_parse(MF_GEOQ_INTERSECTS, bson_iter_value(&it), NULL, NULL);
+    }
+    if (q == NULL)
+        return -1;
+    switch (q->shape) {
+    case SH_BOX:
+        x0 = q->box[0], y0 = q->box[1], x1 = q->box[2], y1 = q->box[3];
+        break;
+    case SH_CENTER:
+        x0 = q->cx - q->r, x1 = q->cx + q->r, y0 = q->cy - q->r, y1 = q->cy + q->r;
+        break;
+    case SH_POLYGON:
+        x0 = y0 = INFINITY;
+        x1 = y1 = -INFINITY;
+        for (size_t i = 0; i < q->npoly; i++) {
+            x0 = fmin(x0, q->poly[i].x), x1 = fmax(x1, q->poly[i].x);
+            y0 = fmin(y0, q->poly[i].y), y1 = fmax(y1, q->poly[i].y);
+        }
+        break;
+    case SH_GEOMETRY:
+    case SH_CENTERSPHERE: {
+        /* Spherical regions over legacy points read as lng/lat. */
+        box_t b;
+        box_init(&b);
+        if (q->shape == SH_GEOMETRY)
+            box_geo(q->geom, &b);
+        else
+            box_cap(&b, (pt_t){q->cx, q->cy}, q->r);
+        bool full = b.full_lng || b.lnglo <= -180 + 1e-7 || b.lnghi >= 180 - 1e-7;
+        x0 = full ? -INFINITY : b.lnglo, x1 = full ? INFINITY : b.lnghi;
+        y0 = b.latlo, y1 = b.lathi;
+        break;
+    }
+    default:
+        mf_geo_query_free(q);
+        return -1;
+    }
+    mf_geo_query_free(q);
+    if (!(x0 <= x1) || !(y0 <= y1))
+        return -1;
+    double eps = (max - min) * 1e-9;
+    int c0 = grid2d(x0 - eps, min, max), c1 = grid2d(x1 + eps, min, max);
+    int r0 = grid2d(y0 - eps, min, max), r1 = grid2d(y1 + eps, min, max);
+    mf_geo_cell_range_t *r = mf_malloc((size_t)(r1 - r0 + 1) * sizeof(*r));
+    if (r == NULL)
+        abort();
+    for (int row = r0; row <= r1; row++) {
+        r[row - r0].lo = (int64_t)row * MF_GEO_2D_GRID + c0;
+        r[row - r0].hi = (int64_t)row * MF_GEO_2D_GRID + c1;
+    }
+    *out = r;
+    *nout = (size_t)(r1 - r0 + 1);
+    return 0;
+}

@@ -127,6 +127,9 @@ typedef struct mf_geo_cell_range {
 } mf_geo_cell_range_t;
 size_t mf_geo_doc_cells(const bson_t *doc, const char *path, int64_t **cells);
 int mf_geo_cover(const bson_value_t *opdoc, mf_geo_cell_range_t **out, size_t *nout);
+/* The same for a 2d index over [min, max] (a 1024 x 1024 grid of its points). */
+size_t mf_geo_doc_cells_2d(const bson_t *doc, const char *path, double min, double max, int64_t **cells);
+int mf_geo_cover_2d(const bson_value_t *opdoc, double min, double max, mf_geo_cell_range_t **out, size_t *nout);
 
 /*
  * mf_geo_filter_has_near: whether a filter uses $near, $nearSphere or

@@ -465,7 +465,7 @@ mf_index_keys(const mf_keypattern_t *kp, bool sparse, const bson_t *doc, mf_keys
     const char *paths[MF_KP_MAX_FIELDS];
     bson_value_t fixed[MF_KP_MAX_FIELDS];
     gen_ctx_t g = {.kp = kp, .sparse = sparse, .out = out, .err = err};
-    int cell_field = -1; /* the first 2dsphere field: keyed by its cells (doc/geo.h) */
+    int cell_field = -1; /* the first geo field: keyed by its cells (doc/geo.h) */
     int64_t *cells = NULL;
     size_t ncells = 1;
     int rc = -1;
@@ -489,9 +489,11 @@ mf_index_keys(const mf_keypattern_t *kp, bool sparse, const bson_t *doc, mf_keys
             }
             paths[i] = "";
             fixed[i] = geo_value;
-            if (kp->geo[i] == MF_GEO_IX_2DSPHERE && cell_field < 0) {
+            if (cell_field < 0) {
                 cell_field = i;
-                ncells = mf_geo_doc_cells(doc, kp->fields[i], &cells);
+                ncells = kp->geo[i] == MF_GEO_IX_2DSPHERE
+                             ? mf_geo_doc_cells(doc, kp->fields[i], &cells)
+                             : mf_geo_doc_cells_2d(doc, kp->fields[i], kp->geo_min, kp->geo_max, &cells);
             }
         }
     }

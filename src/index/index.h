@@ -27,11 +27,12 @@ typedef struct mf_keypattern {
      * Geo fields ("2dsphere" / "2d" values, doc/geo.h's mf_geo_ix_t per
      * field, 0 for ordinary ones). A geo field's values are validated at
      * key generation (16755 for bad GeoJSON, 13026/13027 for 2d). The first
-     * 2dsphere field gives one key per cell of its geometries' covering
-     * (int64 ids, mf_geo_doc_cells), so the planner can bound it with a
-     * query region's covering (mf_geo_cover; the matcher re-checks every
-     * candidate); a 2d field (or a second 2dsphere one) gives one constant
-     * component and is never bounded. Documents without a location are left
+     * geo field gives one key per cell of its geometries' covering (int64
+     * ids: mf_geo_doc_cells for 2dsphere, mf_geo_doc_cells_2d for 2d), so
+     * the planner can bound it with a query region's covering
+     * (mf_geo_cover / mf_geo_cover_2d; the matcher re-checks every
+     * candidate); any other geo field gives one constant component and is
+     * never bounded. Documents without a location are left
      * out, as mongod's 2dsphere version 2+ and 2d indexes do.
      */
     unsigned char geo[MF_KP_MAX_FIELDS];

@@ -72,7 +72,32 @@ build_pushdown(mf_geonear_t *g)
 {
     const int N = 16;
     double r = g->n.geojson ? g->max / MF_GEO_EARTH_RADIUS_M : g->max;
-    if (g->key == NULL || !g->has_max || !(g->n.geojson || g->spherical) || !(r < 1.0))
+    if (g->key == NULL || !g->has_max)
+        return;
+    if (!g->n.geojson && !g->spherical) {
+        /* A flat search (a 2d index) is exactly {key: {$geoWithin: {$center: [centre, max]}}}. */
+        bson_t *b = bson_new(), arr, clause, op, w, c, pt;
+        BSON_APPEND_ARRAY_BEGIN(b, "$and", &arr);
+        if (g->query != NULL)
+            BSON_APPEND_DOCUMENT(&arr, "0", g->query);
+        BSON_APPEND_DOCUMENT_BEGIN(&arr, g->query != NULL ? "1" : "0", &clause);
+        BSON_APPEND_DOCUMENT_BEGIN(&clause, g->key, &op);
+        BSON_APPEND_DOCUMENT_BEGIN(&op, "$geoWithin", &w);
+        BSON_APPEND_ARRAY_BEGIN(&w, "$center", &c);
+        BSON_APPEND_ARRAY_BEGIN(&c, "0", &pt);
+        BSON_APPEND_DOUBLE(&pt, "0", g->n.x);
+        BSON_APPEND_DOUBLE(&pt, "1", g->n.y);
+        bson_append_array_end(&c, &pt);
+        BSON_APPEND_DOUBLE(&c, "1", g->max);
+        bson_append_array_end(&w, &c);
+        bson_append_document_end(&op, &w);
+        bson_append_document_end(&clause, &op);
+        bson_append_document_end(&arr, &clause);
+        bson_append_array_end(b, &arr);
+        g->pushdown = b;
+        return;
+    }
+    if (!(r < 1.0))
         return;
     double R = fmax(atan(tan(r) / cos(M_PI / N)) * 1.01, 1e-6); /* at least ~6 m: distinct vertices */
     double lat = g->n.y * M_PI / 180, lng = g->n.x * M_PI / 180;

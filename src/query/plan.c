@@ -939,12 +939,12 @@ interval_has_null(const vint_t *x)
     return (a < 0 || (a == 0 && x->li)) && (b < 0 || (b == 0 && x->hincl));
 }
 
-/* The first 2dsphere field of k's index: the one keyed by cells (index.h), or -1. */
+/* The first geo field of an index: the one keyed by cells (index.h), or -1. */
 static int
 geo_cell_field(const mf_index_t *ix)
 {
     for (int i = 0; i < ix->kp.nfields; i++)
-        if (ix->kp.geo[i] == MF_GEO_IX_2DSPHERE)
+        if (ix->kp.geo[i] != MF_GEO_IX_NONE)
             return i;
     return -1;
 }
@@ -957,13 +957,15 @@ geo_bounded(const cand_t *k)
     return cf >= 0 && cf < k->nbounded && !k->f[cf].all;
 }
 
-/* A 2dsphere field's intervals: the cells covering a $geoWithin / $geoIntersects operand. */
+/* A geo cell field's intervals: the cells covering a $geoWithin / $geoIntersects operand. */
 static bool
-geo_pred_list(const bson_value_t *pv, vlist_t *out)
+geo_pred_list(const mf_index_t *ix, int field, const bson_value_t *pv, vlist_t *out)
 {
     mf_geo_cell_range_t *r;
     size_t n;
-    if (mf_geo_cover(pv, &r, &n) != 0)
+    int rc = ix->kp.geo[field] == MF_GEO_IX_2DSPHERE ? mf_geo_cover(pv, &r, &n)
+                                                     : mf_geo_cover_2d(pv, ix->kp.geo_min, ix->kp.geo_max, &r, &n);
+    if (rc != 0)
         return false;
     memset(out, 0, sizeof(*out));
     for (size_t i = 0; i < n; i++) {
@@ -994,7 +996,7 @@ analyse(mf_index_t *ix, const preds_t *ps, cand_t *k)
                 /* Geo fields: only the cell field, only from a geo predicate; always re-checked. */
                 vlist_t gl = {0};
                 k->inexact[j] = true;
-                if (i != cf || !k->f[i].all || !geo_pred_list(&ps->p[j].v, &gl))
+                if (i != cf || !k->f[i].all || !geo_pred_list(ix, i, &ps->p[j].v, &gl))
                     continue;
                 k->used[j] = true;
                 k->f[i] = gl;

@@ -463,3 +463,40 @@ h.test('2dsphere bounds: $geoWithin / $geoIntersects use the index (IXSCAN) and 
   const v = await db.command({ validate: 'ix' });
   assert.equal(v.valid, true, JSON.stringify(v.errors));
 });
+
+h.test('2d bounds: flat shapes and flat $near use the 2d index (IXSCAN) and answer as a collection scan does', async () => {
+  const db = srv.freshDb('diff2d');
+  const ix = db.collection('ix'), scan = db.collection('scan');
+  await ix.createIndex({ p: '2d' });
+  let seed = 11;
+  const rnd = () => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed / 2147483648; };
+  const docs = [];
+  for (let i = 0; i < 500; i++) {
+    const pt = [rnd() * 360 - 180, rnd() * 180 - 90];
+    docs.push({ _id: i, p: i % 7 === 0 ? [pt, [pt[0] / 2, pt[1] / 2]] : i % 5 === 0 ? { x: pt[0], y: pt[1] } : pt });
+  }
+  docs.push({ _id: 900, p: [180, 180] }, { _id: 901, p: [-180, -180] });
+  await ix.insertMany(docs);
+  await scan.insertMany(docs);
+  const queries = [
+    { $geoWithin: { $box: [[-20, -20], [40, 30]] } },
+    { $geoWithin: { $box: [[170, 170], [180, 180]] } },
+    { $geoWithin: { $polygon: [[0, 0], [100, 10], [50, 80]] } },
+    { $geoWithin: { $center: [[-100, 40], 25] } },
+    { $geoWithin: { $centerSphere: [[10, 10], 0.5] } },
+    { $geoWithin: { $geometry: { type: 'Polygon', coordinates: [[[-60, -60], [-10, -60], [-10, -10], [-60, -10], [-60, -60]]] } } },
+  ];
+  for (const q of queries) {
+    assert.deepEqual(await ids(ix, { p: q }), await ids(scan, { p: q }), JSON.stringify(q));
+    const plan = (await ix.find({ p: q }).explain()).queryPlanner.winningPlan;
+    assert.equal(plan.inputStage && plan.inputStage.indexName, 'p_2d', JSON.stringify(q));
+  }
+  // Flat $near with $maxDistance: nearest first, through the index.
+  const flat = (d) => Math.min(...(Array.isArray(d.p[0]) ? d.p : [Array.isArray(d.p) ? d.p : [d.p.x, d.p.y]]).map((q) => Math.hypot(q[0] - 5, q[1] - 5)));
+  const want = docs.map((d) => [flat(d), d._id]).filter((x) => x[0] <= 30).sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+  const got = await ix.find({ p: { $near: [5, 5], $maxDistance: 30 } }).toArray();
+  assert.deepEqual(got.map((d) => d._id), want.map((x) => x[1]));
+  const ex = await ix.find({ p: { $near: [5, 5], $maxDistance: 30 } }).explain();
+  assert.equal(ex.queryPlanner.winningPlan.inputStage.indexName, 'p_2d');
+  assert.equal((await db.command({ validate: 'ix' })).valid, true);
+});
