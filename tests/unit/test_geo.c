@@ -140,3 +140,44 @@ Test(geo, near_distances_in_meters_radians_and_flat_units)
     cr_assert_float_eq(d, want, 1e-6, "distance to the line %f, want %f", d, want);
     bson_destroy(h);
 }
+
+/* Whether cell id is inside one of the ranges. */
+static bool
+covered(const mf_geo_cell_range_t *r, size_t n, int64_t id)
+{
+    for (size_t i = 0; i < n; i++)
+        if (id >= r[i].lo && id <= r[i].hi)
+            return true;
+    return false;
+}
+
+Test(geo, cells_of_a_geometry_meet_the_covering_of_a_region_holding_it)
+{
+    bson_error_t e;
+    bson_t *doc = bson_new_from_json((const uint8_t *)"{\"g\": {\"type\": \"Point\", \"coordinates\": [179.9, 10]}}", -1, &e);
+    bson_t *op = bson_new_from_json(
+        (const uint8_t *)"{\"v\": {\"$geoWithin\": {\"$centerSphere\": [[-179.9, 10], 0.01]}}}", -1, &e);
+    bson_iter_t it;
+    int64_t *cells;
+    mf_geo_cell_range_t *r;
+    size_t n, nr;
+
+    cr_assert(doc && op);
+    n = mf_geo_doc_cells(doc, "g", &cells);
+    cr_assert(n >= 1 && n <= 2, "a point on a grid line may take the cells on both sides: %zu", n);
+    cr_assert(bson_iter_init_find(&it, op, "v"));
+    cr_assert_eq(mf_geo_cover(bson_iter_value(&it), &r, &nr), 0);
+    for (size_t i = 0; i < n; i++)
+        cr_assert(covered(r, nr, cells[i]), "the cap across the antimeridian covers the point's cells");
+    free(r);
+    free(cells);
+    /* A polygon over the north pole is keyed by coarse cells of every longitude. */
+    bson_destroy(doc);
+    doc = bson_new_from_json((const uint8_t *)"{\"g\": {\"type\": \"Polygon\", \"coordinates\": "
+                                              "[[[0, 80], [120, 80], [-120, 80], [0, 80]]]}}", -1, &e);
+    n = mf_geo_doc_cells(doc, "g", &cells);
+    cr_assert_eq(n, 12, "one row of 12 coarse cells, got %zu", n);
+    free(cells);
+    bson_destroy(doc);
+    bson_destroy(op);
+}
