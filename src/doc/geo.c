@@ -62,6 +62,11 @@ typedef struct range {
 struct mf_geo {
     bool flat;       /* a legacy coordinate pair */
     bool novalidate; /* parsing a value to match it: skip the O(n^2) ring checks (mongod's skipValidation) */
+    /*
+     * A strict-winding ("big") polygon whose counter-clockwise ring encloses
+     * the larger side: containment is the complement of the small side's.
+     */
+    bool big_inverted;
     pt_t *verts;
     size_t nverts, capverts;
     size_t *points;
@@ -329,6 +334,7 @@ check_ring(const mf_geo_t *g, range_t r, const char *shown, mf_error_t *err)
 }
 
 static bool ring_contains(const mf_geo_t *g, range_t r, vec_t p);
+static bool ring_clockwise(const mf_geo_t *g, range_t r);
 
 /* Polygon coordinates: [[shell], [hole], ...], appended as one polygon of g. */
 static int
@@ -424,7 +430,7 @@ geojson_type(const bson_t *obj)
     return GT_UNKNOWN;
 }
 
-/* The "crs" member (mongod's parseGeoJSONCRS); strict winding only for polygons. */
+/* The "crs" member (mongod's parseGeoJSONCRS); strict winding only for polygons. 0, 1 for strict winding, -1. */
 static int
 parse_crs(const bson_t *obj, bool allow_strict, mf_error_t *err)
 {
@@ -450,7 +456,7 @@ parse_crs(const bson_t *obj, bool allow_strict, mf_error_t *err)
     if (strcmp(name, "urn:x-mongodb:crs:strictwinding:EPSG:4326") == 0) {
         if (!allow_strict)
             return bad(err, "Strict winding order CRS is only supported by polygon");
-        return 0;
+        return 1;
     }
     return bad(err, "Unknown CRS name: %s", name);
 }
@@ -502,8 +508,30 @@ parse_geojson(mf_geo_t *g, const bson_t *obj, bool in_collection, mf_error_t *er
         mf_fmt_doc(obj, shown, sizeof(shown));
         return bad(err, "%s GeoJSON type: %s", in_collection ? "Unknown" : "unknown", shown);
     }
-    if (parse_crs(obj, t == GT_POLYGON, err) != 0)
+    int crs = parse_crs(obj, t == GT_POLYGON, err);
+    if (crs < 0)
         return -1;
+    if (crs == 1) {
+        /* A big polygon (mongod's BigSimplePolygon): one loop, its winding decides the inside. */
+        size_t before = g->npolys;
+        c = find_value(obj, "coordinates", &cstore);
+        if (c == NULL || c->value_type != BSON_TYPE_ARRAY)
+            return bad(err, "Coordinates of polygon must be an array, instead got type %s", tname(c));
+        bson_iter_t lt;
+        size_t nloops = 0;
+        iter_value(c, &lt);
+        while (bson_iter_next(&lt))
+            nloops++;
+        if (nloops != 1) {
+            mf_fmt_value(c, shown, sizeof(shown));
+            return bad(err, "Only one simple loop is allowed in a big polygon, instead provided %zu loops: %s", nloops,
+                       shown);
+        }
+        if (parse_polygon_coords(g, c, err) != 0)
+            return -1;
+        g->big_inverted = ring_clockwise(g, g->rings[g->polys[before].start]);
+        return 0;
+    }
     switch (t) {
     case GT_POINT: {
         pt_t p;
@@ -677,9 +705,42 @@ ring_contains(const mf_geo_t *g, range_t r, vec_t p)
     return inside;
 }
 
+/*
+ * Whether a ring runs clockwise seen from outside the sphere, in the
+ * gnomonic projection about its centroid (whose basis e1, e2 = o x e1 is
+ * right-handed with the outward normal): then, under strict winding, its
+ * inside is the larger side.
+ */
+static bool
+ring_clockwise(const mf_geo_t *g, range_t r)
+{
+    const pt_t *v = g->verts + r.start;
+    vec_t o = {0, 0, 0};
+    double area = 0;
+    for (size_t i = 0; i < r.n; i++) {
+        vec_t w = to_vec(v[i]);
+        o.x += w.x;
+        o.y += w.y;
+        o.z += w.z;
+    }
+    o = unit(o);
+    vec_t ref = fabs(o.z) < 0.9 ? (vec_t){0, 0, 1} : (vec_t){1, 0, 0};
+    vec_t e1 = unit(cross(ref, o)), e2 = cross(o, e1);
+    for (size_t i = 0, j = r.n - 1; i < r.n; j = i++) {
+        vec_t a = to_vec(v[j]), b = to_vec(v[i]);
+        double ao = dot(a, o), bo = dot(b, o);
+        if (ao <= 0 || bo <= 0)
+            return false;
+        area += (dot(a, e1) / ao) * (dot(b, e2) / bo) - (dot(b, e1) / bo) * (dot(a, e2) / ao);
+    }
+    return area < 0;
+}
+
 static bool
 poly_contains(const mf_geo_t *g, range_t poly, vec_t p)
 {
+    if (g->big_inverted)
+        return !ring_contains(g, g->rings[poly.start], p);
     if (!ring_contains(g, g->rings[poly.start], p))
         return false;
     for (size_t h = 1; h < poly.n; h++)
@@ -1569,6 +1630,12 @@ static void
 box_geo(const mf_geo_t *g, box_t *b)
 {
     static const vec_t north = {0, 0, 1}, south = {0, 0, -1};
+    if (g->big_inverted) {
+        b->latlo = -90;
+        b->lathi = 90;
+        b->full_lng = true;
+        return;
+    }
     for (size_t i = 0; i < g->nverts; i++)
         box_pt(b, g->verts[i]);
     for (size_t i = 0; i < g->nlines; i++)

@@ -500,3 +500,27 @@ h.test('2d bounds: flat shapes and flat $near use the 2d index (IXSCAN) and answ
   assert.equal(ex.queryPlanner.winningPlan.inputStage.indexName, 'p_2d');
   assert.equal((await db.command({ validate: 'ix' })).valid, true);
 });
+
+h.test('strict-winding (big) polygons: the winding decides the inside; one loop only', async () => {
+  for (const index of [false, true]) {
+    const c = srv.freshDb(`big${index}`).collection('c');
+    if (index) await c.createIndex({ g: '2dsphere' });
+    await c.insertMany([
+      { _id: 1, g: { type: 'Point', coordinates: [0, 0] } },
+      { _id: 2, g: { type: 'Point', coordinates: [50, 50] } },
+      { _id: 3, g: { type: 'Point', coordinates: [-170, -60] } },
+      { _id: 4, g: { type: 'LineString', coordinates: [[-5, 0], [5, 0]] } },
+    ]);
+    const crs = { type: 'name', properties: { name: 'urn:x-mongodb:crs:strictwinding:EPSG:4326' } };
+    const cw = [[-10, -10], [-10, 10], [10, 10], [10, -10], [-10, -10]];   // clockwise: everything but the square
+    const ccw = [[-10, -10], [10, -10], [10, 10], [-10, 10], [-10, -10]];  // counter-clockwise: the square
+    assert.deepEqual(await ids(c, { g: { $geoWithin: { $geometry: { type: 'Polygon', coordinates: [cw], crs } } } }), [2, 3]);
+    assert.deepEqual(await ids(c, { g: { $geoWithin: { $geometry: { type: 'Polygon', coordinates: [ccw], crs } } } }), [1, 4]);
+    assert.deepEqual(await ids(c, { g: { $geoIntersects: { $geometry: { type: 'Polygon', coordinates: [cw], crs } } } }), [2, 3]);
+    const [bc, bm] = await code(c.find({ g: { $geoWithin: { $geometry: { type: 'Polygon', coordinates: [ccw, ccw], crs } } } }).toArray());
+    assert.equal(bc, 2);
+    assert.ok(bm.startsWith('Only one simple loop is allowed in a big polygon'), bm);
+    const [pc, pm] = await code(c.find({ g: { $geoIntersects: { $geometry: { type: 'Point', coordinates: [0, 0], crs } } } }).toArray());
+    assert.deepEqual([pc, pm], [2, 'Strict winding order CRS is only supported by polygon']);
+  }
+});
