@@ -28,11 +28,21 @@
  * Flat predicates ($box, $polygon, $center) accept points only, as a 2d
  * index holds points only.
  *
+ * A strict-winding ("big") polygon whose ring runs clockwise holds the
+ * larger side: its containment is the complement of the small side's.
+ *
  * Validation follows mongod's geoparser.cpp messages (closed rings, at least
  * 3 distinct vertices, no crossing edges, holes inside the shell, lng/lat in
  * range). The crossing check is O(n^2) in a ring's vertices and polls the
  * current operation for interruption, so a huge polygon is bounded by
- * maxTimeMS / killOp, never by a crash.
+ * maxTimeMS / killOp, never by a crash; values parsed only to be matched
+ * skip it (indexed values were validated on write; unindexed ones are
+ * matched as given).
+ *
+ * Index cells (end of file): 2dsphere keys are the cells of a geometry's
+ * lng/lat bounding box on a 1-degree or a 30-degree grid, 2d keys the cells
+ * of a 1024 x 1024 grid over the index's square; a query region's covering
+ * is a superset of the cells any geometry touching it can have.
  */
 #include "doc/geo.h"
 
