@@ -4003,6 +4003,27 @@ run_graph_lookup(const stage_t *s, const mf_agg_env_t *env, mf_docvec_t *in, mf_
     return rc;
 }
 
+/* A selected $geoNear document: a copy of d with the distance and location fields set (loc points into d). */
+static bson_t *
+geonear_output(const stage_t *s, const bson_t *d, double dist, const bson_value_t *loc)
+{
+    const char *df = mf_geonear_distance_field(s->geonear), *lf = mf_geonear_locs_field(s->geonear);
+    bson_t *cur = bson_copy(d), *t;
+    if (df != NULL) {
+        bson_value_t dv = {.value_type = BSON_TYPE_DOUBLE};
+        dv.value.v_double = dist;
+        t = doc_set_path(cur, df, &dv);
+        bson_destroy(cur);
+        cur = t;
+    }
+    if (lf != NULL) {
+        t = doc_set_path(cur, lf, loc);
+        bson_destroy(cur);
+        cur = t;
+    }
+    return cur;
+}
+
 /* $geoNear: the selected documents, nearest first, with the distance and location fields set. */
 static int
 run_geonear(const stage_t *s, const mf_agg_env_t *env, mf_docvec_t *in, mf_docvec_t *out, mf_error_t *err)
@@ -4011,7 +4032,6 @@ run_geonear(const stage_t *s, const mf_agg_env_t *env, mf_docvec_t *in, mf_docve
     char ns[256] = "";
     mf_geonear_hit_t *hits = NULL;
     size_t nhits = 0;
-    const char *df = mf_geonear_distance_field(s->geonear), *lf = mf_geonear_locs_field(s->geonear);
     int rc = -1;
 
     bson_init(&specs);
@@ -4020,23 +4040,8 @@ run_geonear(const stage_t *s, const mf_agg_env_t *env, mf_docvec_t *in, mf_docve
         goto out;
     if (mf_geonear_select(s->geonear, &specs, ns, in, &hits, &nhits, err) != 0)
         goto out;
-    for (size_t i = 0; i < nhits; i++) {
-        bson_t *d = in->docs[hits[i].idx], *t;
-        bson_t *cur = bson_copy(d);
-        if (df != NULL) {
-            bson_value_t dv = {.value_type = BSON_TYPE_DOUBLE};
-            dv.value.v_double = hits[i].dist;
-            t = doc_set_path(cur, df, &dv);
-            bson_destroy(cur);
-            cur = t;
-        }
-        if (lf != NULL) {
-            t = doc_set_path(cur, lf, &hits[i].loc);
-            bson_destroy(cur);
-            cur = t;
-        }
-        mf_docvec_push_steal(out, cur);
-    }
+    for (size_t i = 0; i < nhits; i++)
+        mf_docvec_push_steal(out, geonear_output(s, in->docs[hits[i].idx], hits[i].dist, &hits[i].loc));
     rc = 0;
 out:
     free(hits);
@@ -4643,6 +4648,109 @@ sample_fill(mf_agg_stream_t *st, size_t i, const mf_agg_env_t *env, mf_error_t *
     return 0;
 }
 
+/* One kept $geoNear result of the streaming run: its output document, distance and arrival order. */
+typedef struct gnkeep {
+    double dist;
+    uint64_t seq;
+    bson_t *doc;
+} gnkeep_t;
+
+static int
+gnkeep_cmp(const void *a, const void *b)
+{
+    const gnkeep_t *x = a, *y = b;
+    if (x->dist != y->dist)
+        return x->dist < y->dist ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Sorts kept[0..*n) and frees all but the first k (k 0: keep all). */
+static void
+gnkeep_trim(gnkeep_t *kept, size_t *n, int64_t k)
+{
+    if (*n > 1)
+        qsort(kept, *n, sizeof(*kept), gnkeep_cmp);
+    while (k > 0 && *n > (size_t)k)
+        bson_destroy(kept[--*n].doc);
+}
+
+/*
+ * geonear_fill: the streaming $geoNear: each upstream document is measured
+ * as it arrives and only the selected ones are kept (just the nearest
+ * skip + limit of them when a $limit follows, as a $sort does), then
+ * they go to the node's buffer nearest first.
+ */
+static int
+geonear_fill(mf_agg_stream_t *st, size_t i, const mf_agg_env_t *env, mf_error_t *err)
+{
+    snode_t *nd = &st->nodes[i];
+    const stage_t *s = nd->s;
+    bson_t specs;
+    char ns[256] = "";
+    mf_geonear_run_t run;
+    gnkeep_t *kept = NULL;
+    size_t n = 0, cap = 0;
+    uint64_t seq = 0;
+    int64_t k = 0, skip = 0;
+    int rc = -1;
+
+    bson_init(&specs);
+    if (env != NULL && env->source_indexes != NULL &&
+        env->source_indexes(env->ctx, tls_geo_source, &specs, ns, sizeof ns, err) != 0)
+        goto out;
+    if (mf_geonear_prepare(s->geonear, &specs, ns, &run, err) != 0)
+        goto out;
+    for (size_t j = i + 1; j < st->n; j++) {
+        if (st->nodes[j].s->kind == S_SKIP) {
+            skip += st->nodes[j].s->n;
+        } else if (st->nodes[j].s->kind == S_LIMIT) {
+            k = skip + st->nodes[j].s->n;
+            break;
+        } else {
+            break;
+        }
+    }
+    for (;;) {
+        bson_t *d;
+        double dist;
+        bson_value_t loc;
+        if (upstream(st, i, env, &d, err) < 0)
+            goto out;
+        if (d == NULL)
+            break;
+        if (++seq % 1024 == 0 && mf_exec_check_deadline(err) != 0) {
+            bson_destroy(d);
+            goto out;
+        }
+        if (!mf_geonear_measure(s->geonear, &run, d, &dist, &loc)) {
+            bson_destroy(d);
+            continue;
+        }
+        if (n == cap) {
+            cap = cap ? cap * 2 : 64;
+            kept = bson_realloc(kept, cap * sizeof(*kept));
+        }
+        kept[n].dist = dist;
+        kept[n].seq = seq;
+        kept[n].doc = geonear_output(s, d, dist, &loc);
+        n++;
+        bson_destroy(d);
+        if (k > 0 && n >= 2 * (size_t)k)
+            gnkeep_trim(kept, &n, k);
+    }
+    gnkeep_trim(kept, &n, k);
+    for (size_t j = 0; j < n; j++)
+        mf_docvec_push_steal(&nd->buf, kept[j].doc);
+    n = 0;
+    rc = 0;
+out:
+    for (size_t j = 0; j < n; j++)
+        bson_destroy(kept[j].doc);
+    bson_free(kept);
+    bson_destroy(&specs);
+    return rc;
+}
+
 static int
 node_next(mf_agg_stream_t *st, size_t i, const mf_agg_env_t *env, bson_t **out, mf_error_t *err)
 {
@@ -4873,6 +4981,11 @@ node_next(mf_agg_stream_t *st, size_t i, const mf_agg_env_t *env, bson_t **out, 
             continue;
         case S_SAMPLE:
             if (sample_fill(st, i, env, err) < 0)
+                return -1;
+            continue;
+        case S_GEONEAR:
+            nd->done = true;
+            if (geonear_fill(st, i, env, err) < 0)
                 return -1;
             continue;
         case S_WINDOW:

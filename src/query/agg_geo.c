@@ -2,12 +2,15 @@
  * agg_geo.c: the $geoNear stage (see agg_geo.h).
  *
  * Design: parsing keeps the centre (doc/geo.h's mf_geo_near_t), the bounds,
- * the output fields and a matcher for 'query'. Selection runs over the
- * materialised input (the stage is blocking, like $sort): each document
- * passing 'query' is measured with mf_geo_near_doc (the nearest of the
- * locations its key path reaches), kept when within the bounds, and the
- * kept ones are sorted by (distance, input position). agg.c writes the
- * distance and location fields into the output documents.
+ * the output fields and a matcher for 'query'. mf_geonear_prepare resolves
+ * the index and units once; mf_geonear_measure then tells for each document
+ * whether it passes 'query' and has a location (the nearest of those its
+ * key path reaches, mf_geo_near_doc) within the bounds. The stage is
+ * blocking, like $sort: agg.c's streaming run measures documents as they
+ * arrive and keeps only the selected ones (top-k before a $limit), the
+ * materialising run (mf_geonear_select) sorts an input vector; both order
+ * by (distance, input position) and write the distance and location
+ * fields into the output documents.
  */
 #include "query/agg_geo.h"
 
@@ -389,19 +392,25 @@ hit_cmp(const void *a, const void *b)
     return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
-int
-mf_geonear_select(const mf_geonear_t *g, const bson_t *specs, const char *ns, const mf_docvec_t *in,
-                  mf_geonear_hit_t **hits, size_t *nhits, mf_error_t *err)
+static void
+run_near(const mf_geonear_run_t *run, mf_geo_near_t *n)
 {
-    const char *field = NULL;
+    n->x = run->x;
+    n->y = run->y;
+    n->geojson = run->geojson;
+    n->spherical = run->spherical;
+    n->min = run->min;
+    n->max = run->max;
+}
+
+int
+mf_geonear_prepare(const mf_geonear_t *g, const bson_t *specs, const char *ns, mf_geonear_run_t *run,
+                   mf_error_t *err)
+{
     mf_geo_ix_t kind;
     mf_geo_near_t n = g->n;
-    mf_geonear_hit_t *h = NULL;
-    size_t nh = 0;
 
-    *hits = NULL;
-    *nhits = 0;
-    if (choose_index(g, specs, ns, &field, &kind, err) != 0)
+    if (choose_index(g, specs, ns, &run->field, &kind, err) != 0)
         return -1;
     /* A 2d index holds flat points: it cannot answer a GeoJSON (spherical) centre. */
     if (kind == MF_GEO_IX_2D && n.geojson)
@@ -412,29 +421,57 @@ mf_geonear_select(const mf_geonear_t *g, const bson_t *specs, const char *ns, co
         n.spherical = g->spherical || kind == MF_GEO_IX_2DSPHERE;
     if (n.spherical && !n.geojson && !(n.x >= -180 && n.x <= 180 && n.y >= -90 && n.y <= 90))
         return mf_err_set(err, MF_E_BadValue, "Legacy point is out of bounds for spherical query");
-    n.min = g->has_min ? g->min : 0;
-    n.max = g->has_max ? g->max : -1;
+    run->x = n.x;
+    run->y = n.y;
+    run->geojson = n.geojson;
+    run->spherical = n.spherical;
+    run->min = g->has_min ? g->min : 0;
+    run->max = g->has_max ? g->max : -1;
+    return 0;
+}
+
+bool
+mf_geonear_measure(const mf_geonear_t *g, const mf_geonear_run_t *run, const bson_t *doc, double *dist,
+                   bson_value_t *loc)
+{
+    mf_geo_near_t n;
+    double d;
+    run_near(run, &n);
+    if (g->matcher != NULL && !mf_matcher_match(g->matcher, doc, NULL))
+        return false;
+    if (!mf_geo_near_doc(&n, doc, run->field, &d, loc))
+        return false;
+    if (d < n.min || (n.max >= 0 && d > n.max))
+        return false;
+    *dist = d * g->mult;
+    return true;
+}
+
+int
+mf_geonear_select(const mf_geonear_t *g, const bson_t *specs, const char *ns, const mf_docvec_t *in,
+                  mf_geonear_hit_t **hits, size_t *nhits, mf_error_t *err)
+{
+    mf_geonear_run_t run;
+    mf_geonear_hit_t *h = NULL;
+    size_t nh = 0;
+
+    *hits = NULL;
+    *nhits = 0;
+    if (mf_geonear_prepare(g, specs, ns, &run, err) != 0)
+        return -1;
     if (in->len > 0) {
         h = mf_malloc(in->len * sizeof(*h));
         if (h == NULL)
             abort();
     }
     for (size_t i = 0; i < in->len; i++) {
-        double d;
-        bson_value_t loc;
         if ((i + 1) % 512 == 0 && mf_curop_check_current(err) != 0) {
             free(h);
             return -1;
         }
-        if (g->matcher != NULL && !mf_matcher_match(g->matcher, in->docs[i], NULL))
-            continue;
-        if (!mf_geo_near_doc(&n, in->docs[i], field, &d, &loc))
-            continue;
-        if (d < n.min || (n.max >= 0 && d > n.max))
+        if (!mf_geonear_measure(g, &run, in->docs[i], &h[nh].dist, &h[nh].loc))
             continue;
         h[nh].idx = i;
-        h[nh].dist = d * g->mult;
-        h[nh].loc = loc;
         nh++;
     }
     if (nh > 1)

@@ -67,6 +67,24 @@ int mf_geonear_select(const mf_geonear_t *g, const bson_t *specs, const char *ns
                       mf_geonear_hit_t **hits, size_t *nhits, mf_error_t *err) MF_WUR;
 
 /*
+ * A resolved search, for measuring documents one at a time (the streaming
+ * run): mf_geonear_prepare picks the index and units as mf_geonear_select
+ * does (field points into specs or g: valid while both live);
+ * mf_geonear_measure tells whether doc is selected (query, a location,
+ * distance bounds) and gives its multiplied distance and its location
+ * (pointing into doc).
+ */
+typedef struct mf_geonear_run {
+    double x, y, min, max;
+    bool geojson, spherical;
+    const char *field;
+} mf_geonear_run_t;
+int mf_geonear_prepare(const mf_geonear_t *g, const bson_t *specs, const char *ns, mf_geonear_run_t *run,
+                       mf_error_t *err) MF_WUR;
+bool mf_geonear_measure(const mf_geonear_t *g, const mf_geonear_run_t *run, const bson_t *doc, double *dist,
+                        bson_value_t *loc);
+
+/*
  * mf_geonear_from_find: builds, into out (initialised here), the $geoNear
  * spec that runs a find filter holding a top-level $near / $nearSphere (or
  * one inside a top-level $and): near, key, spherical, distances, and the

@@ -373,6 +373,12 @@ h.test('$near over many documents: nearest first across getMore batches, with sk
   // Equal distances may tie; compare distances rather than ids at ties.
   const dist = new Map(docs.map((d) => [d._id, hav(centre, d.p.coordinates)]));
   got.forEach((id, i) => near(dist.get(id), dist.get(want[i]), 1e-9));
+  // A following $limit keeps only the nearest (top-k while streaming): the same prefix, ties in the same order.
+  const full = (await c.aggregate([{ $geoNear: { near: { type: 'Point', coordinates: centre }, distanceField: 'd' } }]).toArray()).map((d) => d._id);
+  for (const lim of [1, 7, 150]) {
+    const top = (await c.aggregate([{ $geoNear: { near: { type: 'Point', coordinates: centre }, distanceField: 'd' } }, { $skip: 3 }, { $limit: lim }]).toArray()).map((d) => d._id);
+    assert.deepEqual(top, full.slice(3, 3 + lim));
+  }
   // With $maxDistance the scan is narrowed through the index (a polygon around the cap), same answer.
   for (const maxm of [0, 50000, 900000, 3000000]) {
     const r = await c.find({ p: { $near: { $geometry: { type: 'Point', coordinates: centre }, $maxDistance: maxm } } }).toArray();
