@@ -464,6 +464,9 @@
     X(16896, Location16896)                                           \
     X(34413, Location34413)                                           \
     X(18522, Location18522)                                           \
+    X(16800, Location16800)                                           \
+    X(16801, Location16801)                                           \
+    X(16803, Location16803)                                           \
     X(28803, Location28803)
 
 /*

@@ -420,6 +420,29 @@ mf_index_spec_normalise(const bson_t *req, bson_t *out, mf_error_t *err)
         }
         bson_append_value(&built, k, -1, bson_iter_value(&it));
     }
+    {
+        /* A 2d index: one 2d field, first, and 1..32 bits (mongod's 2d ExpressionParams: 16800, 16801, 16803). */
+        bson_iter_t kt;
+        int pos = 0, n2d = 0, first2d = -1;
+        bson_iter_init(&kt, &key);
+        while (bson_iter_next(&kt)) {
+            if (BSON_ITER_HOLDS_UTF8(&kt) && strcmp(bson_iter_utf8(&kt, NULL), "2d") == 0) {
+                n2d++;
+                if (first2d < 0)
+                    first2d = pos;
+            }
+            pos++;
+        }
+        if (n2d > 1)
+            return mf_err_set(err, MF_E_Location16800, "can't have 2 geo fields");
+        if (n2d == 1 && first2d != 0)
+            return mf_err_set(err, MF_E_Location16801, "2d has to be first in index");
+        if (n2d == 1 && bson_iter_init_find(&it, req, "bits")) {
+            double bits = mf_value_as_double(bson_iter_value(&it));
+            if (!(bits > 0 && bits <= 32))
+                return mf_err_set(err, MF_E_Location16803, "bits in geo index must be between 1 and 32");
+        }
+    }
     if (!bson_has_field(req, "2dsphereIndexVersion")) {
         /* A 2dsphere index is created at version 3, as listIndexes shows. */
         bson_iter_t kt;

@@ -328,6 +328,11 @@ h.test('2d index: legacy pairs, $near flat distances, $box / $polygon / $center,
   const ex = await c.find({ loc: { $near: [0, 0] }, _id: { $gt: 1 } }).explain();
   assert.deepEqual(ex.stages.map((st) => Object.keys(st)[0]), ['$cursor', '$geoNear']);
   assert.deepEqual(ex.queryPlanner.parsedQuery, { _id: { $gt: 1 } }); // the rest of the filter narrows the scan
+  // mongod's 2d index rules: one 2d field, first, 1..32 bits.
+  assert.equal((await code(db.collection('r').createIndex({ a: '2d', b: '2d' })))[0], 16800);
+  assert.equal((await code(db.collection('r').createIndex({ a: 1, b: '2d' })))[0], 16801);
+  assert.equal((await code(db.collection('r').createIndex({ a: '2d' }, { bits: 33 })))[0], 16803);
+  assert.equal(await db.collection('r').createIndex({ a: '2d', b: 1 }, { bits: 32 }), 'a_2d_b_1');
   // min / max / bits are kept and applied.
   const w = db.collection('w');
   await w.createIndex({ p: '2d' }, { min: 0, max: 1000, bits: 32 });
