@@ -675,6 +675,10 @@ index_from_spec(const bson_t *spec, const char *ident, mf_error_t *err)
         index_free(ix);
         return NULL;
     }
+    if (bson_iter_init_find(&it, spec, "min") && mf_value_is_number(bson_iter_value(&it)))
+        ix->kp.geo_min = mf_value_as_double(bson_iter_value(&it)); /* a 2d index's range */
+    if (bson_iter_init_find(&it, spec, "max") && mf_value_is_number(bson_iter_value(&it)))
+        ix->kp.geo_max = mf_value_as_double(bson_iter_value(&it));
     if (bson_iter_init_find(&it, spec, "unique"))
         ix->unique = bson_iter_as_bool(&it);
     if (bson_iter_init_find(&it, spec, "sparse"))

@@ -315,6 +315,30 @@ agg_pull_visit(void *arg, int64_t rid, const bson_t *doc, const mf_match_details
     return pc->x->limit_left == 0 || pc->out->len >= pc->max ? 1 : 0;
 }
 
+/* env->source_indexes: the index specs of a pipeline's source (or a $lookup's) collection ($geoNear). Catalog lock held. */
+static int
+agg_source_indexes(void *ctx, const char *coll, bson_t *specs, char *ns, size_t nscap, mf_error_t *err)
+{
+    agg_scan_ctx_t *sc = ctx;
+    agg_stream_t *x = sc->stream;
+    mf_coll_t *c;
+    char key[16];
+    (void)err;
+    if (coll == NULL && x == NULL)
+        return 0;
+    c = mf_catalog_coll_find(sc->op->eng->cat, coll ? sc->op->db : x->db, coll ? coll : x->coll);
+    if (c == NULL || c->is_view)
+        return 0;
+    snprintf(ns, nscap, "%s", c->ns);
+    for (int i = 0, n = 0; i < c->nindexes; i++) {
+        if (c->indexes[i]->building)
+            continue;
+        snprintf(key, sizeof(key), "%d", n++);
+        BSON_APPEND_DOCUMENT(specs, key, c->indexes[i]->spec);
+    }
+    return 0;
+}
+
 /* env->pull: the next documents of the pushed-down plan (resumes its scan). */
 static int
 agg_pull(void *ctx, size_t max, mf_docvec_t *out, bool *eof, mf_error_t *err)
@@ -383,6 +407,7 @@ mf_crud_agg_stream_fill(mf_op_t *op, mf_cursor_t *cur, int64_t max, bson_t *arr,
     env.scan = agg_scan;
     env.pull = agg_pull;
     env_set_streams(&env);
+    env.source_indexes = agg_source_indexes;
     env.ctx = &x->sc;
     *exhausted = false;
     while (count < max && bytes < BATCH_BYTES_MAX) {
@@ -618,6 +643,7 @@ view_each(mf_op_t *op, const char *name, const bson_value_t *stages, int depth, 
     env.scan = agg_scan;
     env.pull = agg_pull;
     env_set_streams(&env);
+    env.source_indexes = agg_source_indexes;
     env.ctx = &x->sc;
     for (;;) {
         bson_t *d;
@@ -818,6 +844,7 @@ agg_write_stream(mf_op_t *op, const char *name, mf_pipeline_t **plp, const bson_
         env.scan = agg_scan;
         env.pull = agg_pull;
         env_set_streams(&env);
+    env.source_indexes = agg_source_indexes;
         env.ctx = &x->sc;
         x->sc.op = op;
         mf_docvec_init(&batch);

@@ -25,6 +25,7 @@
 #include "doc/update.h"
 #include "doc/value.h"
 #include "cmd/crud.h"
+#include "query/agg_geo.h"
 
 /* ---------- explain ---------- */
 
@@ -303,6 +304,34 @@ explain_find_on_view(mf_op_t *op, const char *coll, const bson_t *inner, const c
     return rc;
 }
 
+/* A find with $near / $nearSphere explains as its $geoNear pipeline; takes ownership of gn. */
+static int
+explain_find_near(mf_op_t *op, const char *coll, const bson_t *inner, bson_t *gn, const char *verbosity)
+{
+    bson_t sort, proj, stages, cmd;
+    int k = 0;
+    int64_t n;
+
+    bson_init(&stages);
+    mf_crud_stage_doc(&stages, &k, "$geoNear", gn);
+    bson_destroy(gn);
+    if (sub_doc(inner, "sort", &sort) && !bson_empty(&sort))
+        mf_crud_stage_doc(&stages, &k, "$sort", &sort);
+    if ((n = sub_int(inner, "skip")) > 0)
+        mf_crud_stage_int(&stages, &k, "$skip", n);
+    if ((n = sub_int(inner, "limit")) != 0)
+        mf_crud_stage_int(&stages, &k, "$limit", n < 0 ? -n : n);
+    if (sub_doc(inner, "projection", &proj) && !bson_empty(&proj))
+        mf_crud_stage_doc(&stages, &k, "$project", &proj);
+    bson_init(&cmd);
+    BSON_APPEND_UTF8(&cmd, "aggregate", coll);
+    BSON_APPEND_ARRAY(&cmd, "pipeline", &stages);
+    int rc = mf_crud_explain_aggregate(op, &cmd, verbosity);
+    bson_destroy(&cmd);
+    bson_destroy(&stages);
+    return rc;
+}
+
 int
 mf_crud_explain_aggregate(mf_op_t *op, const bson_t *cmd, const char *verbosity)
 {
@@ -421,6 +450,15 @@ mf_cmd_explain(mf_op_t *op)
     int64_t limit_one = 0;
     if (strcmp(kind, "find") == 0 && is_view(op, coll))
         return explain_find_on_view(op, coll, &inner, verbosity);
+    if (strcmp(kind, "find") == 0 && sub_doc(&inner, "filter", &filter)) {
+        /* A $near find explains as what it runs: a $geoNear stage (cmd_find.c). */
+        bson_t gn;
+        int near = mf_geonear_from_find(&filter, &gn, &op->err);
+        if (near < 0)
+            return -1;
+        if (near > 0)
+            return explain_find_near(op, coll, &inner, &gn, verbosity);
+    }
     if (strcmp(kind, "find") == 0) {
         req.filter = sub_doc(&inner, "filter", &filter) ? &filter : NULL;
         req.sort = sub_doc(&inner, "sort", &sort) ? &sort : NULL;

@@ -28,6 +28,7 @@
 #include "doc/update.h"
 #include "doc/value.h"
 #include "cmd/crud.h"
+#include "query/agg_geo.h"
 #include "doc/collation.h"
 
 /* ---------- find / getMore ---------- */
@@ -288,6 +289,46 @@ mf_cmd_find(mf_op_t *op)
             mf_err_set(&op->err, MF_E_BadValue, "error processing query: ns=%s.%s: tailable cursor requested on non capped collection",
                        op->db, name);
             goto out_unlock;
+        }
+    }
+    if (c != NULL && !c->is_view && has_filter) {
+        /*
+         * A $near / $nearSphere returns documents nearest first: the find
+         * runs as a $geoNear stage (query/agg_geo.h) keyed on the clause's
+         * field, then its own sort, skip and limit.
+         */
+        bson_t gn;
+        int near = mf_geonear_from_find(&filter, &gn, &op->err);
+        if (near < 0)
+            goto out_unlock;
+        if (near > 0 && ((srt && bson_has_field(&sort, "$natural")) ||
+                         (hint && hint->value_type == BSON_TYPE_DOCUMENT && hint->value.v_doc.data_len > 5 &&
+                          strcmp((const char *)hint->value.v_doc.data + 5, "$natural") == 0))) {
+            bson_destroy(&gn);
+            mf_err_set(&op->err, MF_E_BadValue, "geoNear expression not allowed with $natural %s",
+                       srt && bson_has_field(&sort, "$natural") ? "sort order" : "hint");
+            goto out_unlock;
+        }
+        if (near > 0) {
+            bson_t stages;
+            int k = 0;
+            bson_init(&stages);
+            mf_crud_stage_doc(&stages, &k, "$geoNear", &gn);
+            bson_destroy(&gn);
+            if (srt)
+                mf_crud_stage_doc(&stages, &k, "$sort", &sort);
+            if (skip > 0)
+                mf_crud_stage_int(&stages, &k, "$skip", skip);
+            if (limit > 0)
+                mf_crud_stage_int(&stages, &k, "$limit", limit);
+            cur = mf_cursor_new(MF_CURSOR_DOCS, op->db, name);
+            int vr = mf_crud_view_cursor(op, name, &stages, NULL, allow_disk, p, m, cur);
+            p = NULL;
+            m = NULL;
+            bson_destroy(&stages);
+            if (vr != 0)
+                goto out_unlock;
+            goto fill;
         }
     }
     if (c != NULL && !c->is_view) {

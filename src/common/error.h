@@ -570,7 +570,31 @@
     X(40271, Location40271)                                                    \
     X(28803, Location28803)                                                    \
     X(50933, Location50933)                                                    \
-    X(4544714, Location4544714)
+    X(4544714, Location4544714)                                                \
+    X(13026, Location13026)                                                    \
+    X(13027, Location13027)                                                    \
+    X(13067, Location13067)                                                    \
+    X(13068, Location13068)                                                    \
+    X(16755, Location16755)                                                    \
+    X(16804, Location16804)                                                    \
+    X(16606, Location16606)                                                    \
+    X(16607, Location16607)                                                    \
+    X(40227, Location40227)                                                    \
+    X(50856, Location50856)                                                    \
+    X(50857, Location50857)                                                    \
+    X(50858, Location50858)                                                    \
+    X(5860400, Location5860400)                                                \
+    X(5860401, Location5860401)                                                \
+    X(5626500, Location5626500)                                                \
+    X(16893, Location16893)                                                    \
+    X(16894, Location16894)                                                    \
+    X(16895, Location16895)                                                    \
+    X(16896, Location16896)                                                    \
+    X(34413, Location34413)                                                    \
+    X(18522, Location18522)                                                    \
+    X(16800, Location16800)                                                    \
+    X(16801, Location16801)                                                    \
+    X(16803, Location16803)
 
 /*
  * Symbolic names used by the code: MF_E_<CodeName>. A few codes have code

@@ -44,6 +44,7 @@
 #include <time.h>
 
 #include "doc/expr.h"
+#include "doc/geo.h"
 #include "doc/jsonschema.h"
 #include "doc/value.h"
 #include "doc/text.h"
@@ -75,6 +76,7 @@ typedef enum kind {
     K_BITS_ALL_CLEAR,
     K_BITS_ANY_SET,
     K_BITS_ANY_CLEAR,
+    K_GEO, /* $geoWithin $geoIntersects $near $nearSphere (doc/geo.h) */
     /* Leaves that look at the reached value only. */
     K_EXISTS,
     K_SIZE,
@@ -121,6 +123,7 @@ struct node {
     size_t capkids;
     mf_expr_t *expr; /* K_EXPR */
     mf_jsonschema_t *schema; /* K_SCHEMA */
+    mf_geo_query_t *geo;     /* K_GEO */
 };
 
 struct mf_matcher {
@@ -177,6 +180,7 @@ node_free(node_t *n)
     if (n->expr)
         mf_expr_free(n->expr);
     mf_jsonschema_free(n->schema);
+    mf_geo_query_free(n->geo);
     free(n);
 }
 
@@ -929,6 +933,19 @@ parse_not(const char *path, const bson_value_t *v, int depth, mf_error_t *err)
     return node_not(inner);
 }
 
+/* Whether an operator document holds $near or $nearSphere (whose legacy form takes $maxDistance beside it). */
+static bool
+opdoc_has_near(const bson_value_t *opdoc)
+{
+    bson_iter_t it;
+    if (!bson_iter_init_from_data(&it, opdoc->value.v_doc.data, opdoc->value.v_doc.data_len))
+        return false;
+    while (bson_iter_next(&it))
+        if (strcmp(bson_iter_key(&it), "$near") == 0 || strcmp(bson_iter_key(&it), "$nearSphere") == 0)
+            return true;
+    return false;
+}
+
 /*
  * parse_ops: parses an operator document ({$gt: 1, $lt: 5}) applying to path
  * and appends one node per operator to out. elem_value is true inside an
@@ -1026,6 +1043,19 @@ parse_ops(node_t *out, const char *path, const bson_value_t *opdoc, int depth, b
             options = v->value.v_utf8.str;
             have_options = true;
             continue;
+        } else if (strcmp(op, "$geoWithin") == 0 || strcmp(op, "$within") == 0 ||
+                   strcmp(op, "$geoIntersects") == 0 || strcmp(op, "$near") == 0 ||
+                   strcmp(op, "$nearSphere") == 0) {
+            mf_geoq_op_t gop = op[1] == 'n' ? (op[5] == 'S' ? MF_GEOQ_NEARSPHERE : MF_GEOQ_NEAR)
+                               : strcmp(op, "$geoIntersects") == 0 ? MF_GEOQ_INTERSECTS : MF_GEOQ_WITHIN;
+            mf_geo_query_t *q = mf_geo_query_parse(gop, v, opdoc, err);
+            if (q == NULL)
+                return -1;
+            n = node_new(K_GEO, path);
+            n->geo = q;
+        } else if ((strcmp(op, "$maxDistance") == 0 || strcmp(op, "$minDistance") == 0) &&
+                   opdoc_has_near(opdoc)) {
+            continue; /* read by the $near / $nearSphere beside it */
         } else if (strcmp(op, "$where") == 0) {
             return mf_err_set(err, MF_E_BadValue, "$where cannot be applied to a field");
         } else {
@@ -1573,6 +1603,8 @@ single(const node_t *n, const bson_value_t *v, int32_t *pos)
     case K_BITS_ANY_SET:
     case K_BITS_ANY_CLEAR:
         return v != NULL && bits_ok(n, v);
+    case K_GEO:
+        return v != NULL && mf_geo_query_match(n->geo, v);
     case K_EXISTS:
         return v != NULL;
     case K_SIZE:
@@ -1620,7 +1652,7 @@ single(const node_t *n, const bson_value_t *v, int32_t *pos)
 static bool
 traverses(kind_t k)
 {
-    return k >= K_EQ && k <= K_BITS_ANY_CLEAR;
+    return k >= K_EQ && k <= K_GEO;
 }
 
 /* leaf_at: tests a reached value, then (if allowed) its array elements; *pos = element index. */

@@ -8,7 +8,10 @@
  * $bitsAllSet $bitsAllClear $bitsAnySet $bitsAnyClear (a bitmask number,
  * BinData or a list of bit positions; numbers are tested only when they hold
  * a 64-bit integer, sign-extended, BinData little-endian and zero-extended)
- * $expr, $jsonSchema (query/jsonschema.h), $sampleRate, $comment (ignored), dotted paths with array traversal, comparison
+ * $expr, $jsonSchema (query/jsonschema.h), $sampleRate, $comment (ignored),
+ * the geo operators $geoWithin/$within $geoIntersects $near $nearSphere
+ * (doc/geo.h; $near as a distance range, the order is the command's
+ * business), dotted paths with array traversal, comparison
  * across numeric types. Unknown $operators are refused with 2 BadValue
  * ("unknown operator: $foo"); unknown top-level operators likewise
  * ("unknown top level operator: $foo. If you have a field name ..."). Operand

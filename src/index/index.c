@@ -23,6 +23,7 @@
 
 #include "doc/collation.h"
 #include "common/fmt.h"
+#include "doc/geo.h"
 #include "doc/value.h"
 #include "doc/text.h"
 
@@ -34,6 +35,8 @@ mf_keypattern_parse(const bson_t *key, mf_keypattern_t *kp, mf_error_t *err)
 {
     bson_iter_t it;
     memset(kp, 0, sizeof(*kp));
+    kp->geo_min = -180;
+    kp->geo_max = 180;
     if (!bson_iter_init(&it, key))
         return mf_err_set(err, MF_E_CannotCreateIndex, "bad key pattern");
     while (bson_iter_next(&it)) {
@@ -42,6 +45,13 @@ mf_keypattern_parse(const bson_t *key, mf_keypattern_t *kp, mf_error_t *err)
             mf_keypattern_destroy(kp);
             return mf_err_set(err, MF_E_CannotCreateIndex, "Index key pattern has too many fields (max %d)",
                               MF_KP_MAX_FIELDS);
+        }
+        if (v->value_type == BSON_TYPE_UTF8 && (strcmp(v->value.v_utf8.str, "2dsphere") == 0 ||
+                                                strcmp(v->value.v_utf8.str, "2d") == 0)) {
+            kp->geo[kp->nfields] = v->value.v_utf8.str[2] == 's' ? MF_GEO_IX_2DSPHERE : MF_GEO_IX_2D;
+            kp->has_geo = true;
+            kp->fields[kp->nfields++] = mf_strdup(bson_iter_key(&it));
+            continue;
         }
         if (v->value_type == BSON_TYPE_UTF8 && strcmp(v->value.v_utf8.str, "text") == 0) {
             kp->is_text = true;
@@ -117,6 +127,8 @@ typedef struct gen_ctx {
 } gen_ctx_t;
 
 static const bson_value_t null_value = {.value_type = BSON_TYPE_NULL};
+/* The one key component of a geo field (see index.h). */
+static const bson_value_t geo_value = {.value_type = BSON_TYPE_MINKEY};
 static const bson_value_t undefined_value = {.value_type = BSON_TYPE_UNDEFINED};
 static const uint8_t empty_doc[5] = {5, 0, 0, 0, 0};
 
@@ -543,6 +555,10 @@ mf_index_keys(const mf_keypattern_t *kp, bool sparse, const bson_t *doc, mf_keys
     const char *paths[MF_KP_MAX_FIELDS];
     bson_value_t fixed[MF_KP_MAX_FIELDS];
     gen_ctx_t g = {.kp = kp, .sparse = sparse, .out = out, .err = err};
+    int cell_field = -1; /* the first geo field: keyed by its cells (doc/geo.h) */
+    int64_t *cells = NULL;
+    size_t ncells = 1;
+    int rc = -1;
 
     keyset_clear(out);
     *skip = false;
@@ -559,21 +575,50 @@ mf_index_keys(const mf_keypattern_t *kp, bool sparse, const bson_t *doc, mf_keys
     for (int i = 0; i < kp->nfields; i++) {
         paths[i] = kp->fields[i];
         fixed[i] = null_value;
+        if (kp->geo[i] != MF_GEO_IX_NONE) {
+            /* A geo field: validated here; its cells, or one constant component (see index.h). */
+            bool present;
+            if (mf_geo_index_check((mf_geo_ix_t)kp->geo[i], doc, kp->fields[i], kp->geo_min, kp->geo_max, &present,
+                                   err) != 0)
+                goto out;
+            if (!present) {
+                *skip = true;
+                rc = 0;
+                goto out;
+            }
+            paths[i] = "";
+            fixed[i] = geo_value;
+            if (cell_field < 0) {
+                cell_field = i;
+                ncells = kp->geo[i] == MF_GEO_IX_2DSPHERE
+                             ? mf_geo_doc_cells(doc, kp->fields[i], &cells)
+                             : mf_geo_doc_cells_2d(doc, kp->fields[i], kp->geo_min, kp->geo_max, &cells);
+            }
+        }
     }
-    if (gen_keys(&g, paths, fixed, bson_get_data(doc), doc->len, 0) != 0) {
-        keyset_clear(out);
-        return -1;
+    for (size_t c = 0; c < ncells; c++) {
+        if (cell_field >= 0) {
+            fixed[cell_field].value_type = BSON_TYPE_INT64;
+            fixed[cell_field].value.v_int64 = cells[c];
+        }
+        if (gen_keys(&g, paths, fixed, bson_get_data(doc), doc->len, 0) != 0) {
+            keyset_clear(out);
+            goto out;
+        }
     }
     keyset_sort_unique(out);
     if (out->n > MAX_KEYS_PER_DOC) {
         keyset_clear(out);
-        return mf_err_set(err, MF_E_CannotCreateIndex, "too many index keys for one document (over %d)",
-                          MAX_KEYS_PER_DOC);
+        mf_err_set(err, MF_E_CannotCreateIndex, "too many index keys for one document (over %d)", MAX_KEYS_PER_DOC);
+        goto out;
     }
-    *multikey = g.multikey;
+    *multikey = g.multikey || (cell_field >= 0 && ncells > 1);
     if (out->n == 0)
         *skip = true;
-    return 0;
+    rc = 0;
+out:
+    free(cells);
+    return rc;
 }
 
 int

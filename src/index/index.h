@@ -24,6 +24,21 @@ typedef struct mf_keypattern {
     char *fields[MF_KP_MAX_FIELDS]; /* owned */
     bool desc[MF_KP_MAX_FIELDS];
     /*
+     * Geo fields ("2dsphere" / "2d" values, doc/geo.h's mf_geo_ix_t per
+     * field, 0 for ordinary ones). A geo field's values are validated at
+     * key generation (16755 for bad GeoJSON, 13026/13027 for 2d). The first
+     * geo field gives one key per cell of its geometries' covering (int64
+     * ids: mf_geo_doc_cells for 2dsphere, mf_geo_doc_cells_2d for 2d), so
+     * the planner can bound it with a query region's covering
+     * (mf_geo_cover / mf_geo_cover_2d; the matcher re-checks every
+     * candidate); any other geo field gives one constant component and is
+     * never bounded. Documents without a location are left
+     * out, as mongod's 2dsphere version 2+ and 2d indexes do.
+     */
+    unsigned char geo[MF_KP_MAX_FIELDS];
+    bool has_geo;
+    double geo_min, geo_max; /* a 2d index's coordinate range ("min", "max"; default [-180, 180]) */
+    /*
      * The index's collation (doc/collation.h), owned, or NULL (simple): its
      * keys hold the collation's sort key in place of each string, so they
      * order and compare (unique) as the collation does.
@@ -57,9 +72,10 @@ typedef struct mf_keyset {
 } mf_keyset_t;
 
 /*
- * mf_keypattern_parse: parses a key pattern document ({a: 1, b: -1}). Only
- * numeric directions are accepted here (other index types are refused by the
- * caller with 67). Returns 0 or -1 with err.
+ * mf_keypattern_parse: parses a key pattern document ({a: 1, b: -1}).
+ * Numeric directions and the geo types "2dsphere" and "2d" are accepted
+ * here (other index types are refused by the caller with 67). Returns 0 or
+ * -1 with err.
  */
 int mf_keypattern_parse(const bson_t *key, mf_keypattern_t *kp, mf_error_t *err) MF_WUR;
 void mf_keypattern_destroy(mf_keypattern_t *kp);

@@ -101,7 +101,7 @@ static const char *const allowed_spec_fields[] = {
     "wildcardProjection", "coarsestIndexedLevel", "finestIndexedLevel", "clustered", "columnstoreProjection",
     "columnstoreCompressor", "originalSpec", NULL};
 
-/* Index plugins MongoDB knows (string key pattern values); mayfly builds none of them. */
+/* Index plugins MongoDB knows (string key pattern values); mayfly builds only 2dsphere and 2d. */
 static const char *const known_plugins[] = {"2d", "2dsphere", "2dsphere_bucket", "text", "hashed", "wildcard",
                                             "columnstore", NULL};
 
@@ -148,6 +148,8 @@ check_key_pattern(const bson_t *key, const char *shown, mf_error_t *err)
                 known = known || strcmp(known_plugins[i], p) == 0;
             if (p[0] == '\0')
                 return SPEC_ERR(err, MF_E_CannotCreateIndex, shown, "Values in the index key pattern cannot be empty strings");
+            if (strcmp(p, "2dsphere") == 0 || strcmp(p, "2d") == 0)
+                continue; /* geo indexes (index.h, doc/geo.h) */
             if (!known)
                 return SPEC_ERR(err, MF_E_CannotCreateIndex, shown, "Unknown index plugin '%s'", p);
             if (strcmp(p, "text") == 0)
@@ -446,6 +448,44 @@ mf_index_spec_normalise(const bson_t *req, bson_t *out, mf_error_t *err)
         }
         bson_destroy(&built);
         bson_steal(&built, &fixed);
+    }
+    {
+        /* A 2d index: one 2d field, first, and 1..32 bits (mongod's 2d ExpressionParams: 16800, 16801, 16803). */
+        bson_iter_t kt;
+        int pos = 0, n2d = 0, first2d = -1;
+        bson_iter_init(&kt, &key);
+        while (bson_iter_next(&kt)) {
+            if (BSON_ITER_HOLDS_UTF8(&kt) && strcmp(bson_iter_utf8(&kt, NULL), "2d") == 0) {
+                n2d++;
+                if (first2d < 0)
+                    first2d = pos;
+            }
+            pos++;
+        }
+        int gerr = 0;
+        if (n2d > 1)
+            gerr = mf_err_set(err, MF_E_Location16800, "can't have 2 geo fields");
+        else if (n2d == 1 && first2d != 0)
+            gerr = mf_err_set(err, MF_E_Location16801, "2d has to be first in index");
+        else if (n2d == 1 && bson_iter_init_find(&it, req, "bits")) {
+            double bits = mf_value_as_double(bson_iter_value(&it));
+            if (!(bits > 0 && bits <= 32))
+                gerr = mf_err_set(err, MF_E_Location16803, "bits in geo index must be between 1 and 32");
+        }
+        if (gerr != 0) {
+            bson_destroy(&built);
+            return -1;
+        }
+    }
+    if (!bson_has_field(req, "2dsphereIndexVersion")) {
+        /* A 2dsphere index is created at version 3, as listIndexes shows. */
+        bson_iter_t kt;
+        bool sphere = false;
+        bson_iter_init(&kt, &key);
+        while (bson_iter_next(&kt))
+            sphere = sphere || (BSON_ITER_HOLDS_UTF8(&kt) && strcmp(bson_iter_utf8(&kt, NULL), "2dsphere") == 0);
+        if (sphere)
+            BSON_APPEND_INT32(&built, "2dsphereIndexVersion", 3);
     }
     if (has_ttl) {
         bson_t ttl;

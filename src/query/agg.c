@@ -79,11 +79,13 @@
 #include "common/alloc.h"
 #include "doc/bucket.h"
 #include "doc/expr.h"
+#include "doc/geo.h"
 #include "doc/match.h"
 #include "doc/path.h"
 #include "doc/project.h"
 #include "doc/sort.h"
 #include "doc/value.h"
+#include "query/agg_geo.h"
 #include "query/agg_spill.h"
 #include "query/agg_window.h"
 #include "query/exec.h"
@@ -94,7 +96,7 @@ static int sub_text_check(const struct mf_pipeline *sub, mf_error_t *err);
 enum stage_kind { S_MATCH, S_PROJECT, S_ADDFIELDS, S_UNSET, S_SORT, S_LIMIT, S_SKIP, S_GROUP, S_COUNT,
                   S_UNWIND, S_REPLACEROOT, S_SORTBYCOUNT, S_LOOKUP, S_FACET, S_SAMPLE, S_CURRENTOP,
                   S_DOCUMENTS, S_BUCKET, S_OUT, S_MERGE, S_UNPACK, S_REDACT, S_BUCKETAUTO, S_UNIONWITH,
-                  S_GRAPHLOOKUP, S_WINDOW };
+                  S_GRAPHLOOKUP, S_WINDOW, S_GEONEAR };
 
 /* ---- accumulators ---- */
 
@@ -146,6 +148,7 @@ typedef struct stage {
     struct mf_pipeline **facets;
     size_t nfacets;
     mf_window_t *window;    /* $setWindowFields (agg_window.c) */
+    mf_geonear_t *geonear;  /* $geoNear (agg_geo.c) */
 } stage_t;
 
 struct mf_pipeline {
@@ -1554,6 +1557,7 @@ stage_free(stage_t *s)
     bson_free(s->facet_names);
     bson_free(s->facets);
     mf_window_free(s->window);
+    mf_geonear_free(s->geonear);
 }
 
 void
@@ -2783,6 +2787,8 @@ parse_stage(stage_t *s, const char *name, const bson_value_t *v, bool first, mf_
         mf_error_t te = {0};
         if (!first && mf_text_find(s->spec, &tv, &te) != 0) /* only a leading $match runs through a text plan */
             return mf_err_set(err, MF_E_Location17313, "$match with $text is only allowed as the first pipeline stage");
+        if (mf_geo_filter_has_near(s->spec))
+            return mf_err_set(err, MF_E_Location5626500, MF_GEO_NEAR_CONTEXT_MSG);
         s->matcher = mf_matcher_new(s->spec, err);
         return s->matcher ? 0 : -1;
     }
@@ -2983,6 +2989,13 @@ parse_stage(stage_t *s, const char *name, const bson_value_t *v, bool first, mf_
         s->kind = S_GRAPHLOOKUP;
         return parse_graph_lookup(s, v, err);
     }
+    if (strcmp(name, "$geoNear") == 0) {
+        if (!first)
+            return mf_err_set(err, MF_E_Location40602, "$geoNear is only valid as the first stage in a pipeline");
+        s->kind = S_GEONEAR;
+        s->geonear = mf_geonear_parse(v, false, err);
+        return s->geonear ? 0 : -1;
+    }
     if (strcmp(name, "$indexStats") == 0 || strcmp(name, "$planCacheStats") == 0) {
         /* An aggregate command takes a leading $indexStats / $planCacheStats itself (cmd_agg.c). */
         return mf_err_set(err, MF_E_Location40602, "%s is only valid as the first stage in a pipeline", name);
@@ -3013,9 +3026,14 @@ sub_pipeline_writes(const stage_t *s, mf_error_t *err)
     const mf_pipeline_t *w = NULL;
     if (s->kind == S_LOOKUP && s->sub && s->sub->writes)
         w = s->sub;
-    for (size_t i = 0; w == NULL && s->kind == S_FACET && i < s->nfacets; i++)
+    for (size_t i = 0; w == NULL && s->kind == S_FACET && i < s->nfacets; i++) {
         if (s->facets[i]->writes)
             w = s->facets[i];
+        if (s->facets[i]->n > 0 && s->facets[i]->stages[0].kind == S_GEONEAR) {
+            mf_err_set(err, MF_E_Location40600, "$geoNear is not allowed to be used within a $facet stage");
+            return true;
+        }
+    }
     if (w == NULL)
         return false;
     const char *name = w->stages[w->n - 1].kind == S_OUT ? "$out" : "$merge";
@@ -3217,6 +3235,13 @@ lookup_visit(void *arg, const bson_value_t *v, int32_t pos)
  * local: the let expressions are evaluated against local (in the enclosing
  * ambient scope) and installed as an ambient frame for the run, then removed.
  */
+/*
+ * The collection a $geoNear reads: NULL for the pipeline's own source, a
+ * $lookup's 'from' while its sub-pipeline runs (per thread: a pipeline runs
+ * on one thread).
+ */
+static __thread const char *tls_geo_source;
+
 static int
 run_sub(const stage_t *s, const mf_agg_env_t *env, const bson_t *local, mf_docvec_t *docs, mf_error_t *err)
 {
@@ -3233,7 +3258,10 @@ run_sub(const stage_t *s, const mf_agg_env_t *env, const bson_t *local, mf_docve
     if (rc == 0) {
         mf_expr_vars_t frame = {(const char *const *)s->let_names, vals, s->nlet, mf_expr_vars_current()};
         mf_expr_vars_set(&frame);
+        const char *outer = tls_geo_source;
+        tls_geo_source = s->from; /* a $geoNear in the sub-pipeline reads the foreign collection's indexes */
         rc = run_stages(s->sub, env, docs, err);
+        tls_geo_source = outer;
         mf_expr_vars_set(frame.up);
     } else {
         mf_docvec_destroy(docs);
@@ -4107,6 +4135,53 @@ run_graph_lookup(const stage_t *s, const mf_agg_env_t *env, mf_docvec_t *in, mf_
     return rc;
 }
 
+/* A selected $geoNear document: a copy of d with the distance and location fields set (loc points into d). */
+static bson_t *
+geonear_output(const stage_t *s, const bson_t *d, double dist, const bson_value_t *loc)
+{
+    const char *df = mf_geonear_distance_field(s->geonear), *lf = mf_geonear_locs_field(s->geonear);
+    bson_t *cur = bson_copy(d), *t;
+    if (df != NULL) {
+        bson_value_t dv = {.value_type = BSON_TYPE_DOUBLE};
+        dv.value.v_double = dist;
+        t = doc_set_path(cur, df, &dv);
+        bson_destroy(cur);
+        cur = t;
+    }
+    if (lf != NULL) {
+        t = doc_set_path(cur, lf, loc);
+        bson_destroy(cur);
+        cur = t;
+    }
+    return cur;
+}
+
+/* $geoNear: the selected documents, nearest first, with the distance and location fields set. */
+static int
+run_geonear(const stage_t *s, const mf_agg_env_t *env, mf_docvec_t *in, mf_docvec_t *out, mf_error_t *err)
+{
+    bson_t specs;
+    char ns[256] = "";
+    mf_geonear_hit_t *hits = NULL;
+    size_t nhits = 0;
+    int rc = -1;
+
+    bson_init(&specs);
+    if (env != NULL && env->source_indexes != NULL &&
+        env->source_indexes(env->ctx, tls_geo_source, &specs, ns, sizeof ns, err) != 0)
+        goto out;
+    if (mf_geonear_select(s->geonear, &specs, ns, in, &hits, &nhits, err) != 0)
+        goto out;
+    for (size_t i = 0; i < nhits; i++)
+        mf_docvec_push_steal(out, geonear_output(s, in->docs[hits[i].idx], hits[i].dist, &hits[i].loc));
+    rc = 0;
+out:
+    free(hits);
+    bson_destroy(&specs);
+    mf_docvec_destroy(in);
+    return rc;
+}
+
 static int
 run_stage(const stage_t *s, const mf_agg_env_t *env, mf_docvec_t *in, mf_docvec_t *out, mf_error_t *err)
 {
@@ -4120,6 +4195,8 @@ run_stage(const stage_t *s, const mf_agg_env_t *env, mf_docvec_t *in, mf_docvec_
         return run_current_op(s, env, in, out, err);
     case S_WINDOW:
         return mf_window_run(s->window, in, out, err);
+    case S_GEONEAR:
+        return run_geonear(s, env, in, out, err);
     case S_MATCH:
         for (size_t i = 0; i < in->len; i++) {
             if (mf_matcher_match(s->matcher, in->docs[i], NULL))
@@ -4340,6 +4417,11 @@ mf_pipeline_pushdown(const mf_pipeline_t *p, bool sort_ok, mf_agg_pushdown_t *pd
     memset(pd, 0, sizeof *pd);
     if (p->collectionless)
         return;
+    if (i < p->n && p->stages[i].kind == S_GEONEAR) {
+        /* The stage runs in full; its query only narrows the scan. */
+        pd->filter = mf_geonear_query(p->stages[i].geonear);
+        return;
+    }
     if (i < p->n && p->stages[i].kind == S_MATCH)
         pd->filter = p->stages[i++].spec;
     if (sort_ok && i < p->n && p->stages[i].kind == S_SORT)
@@ -4703,6 +4785,109 @@ sample_fill(mf_agg_stream_t *st, size_t i, const mf_agg_env_t *env, mf_error_t *
     return 0;
 }
 
+/* One kept $geoNear result of the streaming run: its output document, distance and arrival order. */
+typedef struct gnkeep {
+    double dist;
+    uint64_t seq;
+    bson_t *doc;
+} gnkeep_t;
+
+static int
+gnkeep_cmp(const void *a, const void *b)
+{
+    const gnkeep_t *x = a, *y = b;
+    if (x->dist != y->dist)
+        return x->dist < y->dist ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Sorts kept[0..*n) and frees all but the first k (k 0: keep all). */
+static void
+gnkeep_trim(gnkeep_t *kept, size_t *n, int64_t k)
+{
+    if (*n > 1)
+        qsort(kept, *n, sizeof(*kept), gnkeep_cmp);
+    while (k > 0 && *n > (size_t)k)
+        bson_destroy(kept[--*n].doc);
+}
+
+/*
+ * geonear_fill: the streaming $geoNear: each upstream document is measured
+ * as it arrives and only the selected ones are kept (just the nearest
+ * skip + limit of them when a $limit follows, as a $sort does), then
+ * they go to the node's buffer nearest first.
+ */
+static int
+geonear_fill(mf_agg_stream_t *st, size_t i, const mf_agg_env_t *env, mf_error_t *err)
+{
+    snode_t *nd = &st->nodes[i];
+    const stage_t *s = nd->s;
+    bson_t specs;
+    char ns[256] = "";
+    mf_geonear_run_t run;
+    gnkeep_t *kept = NULL;
+    size_t n = 0, cap = 0;
+    uint64_t seq = 0;
+    int64_t k = 0, skip = 0;
+    int rc = -1;
+
+    bson_init(&specs);
+    if (env != NULL && env->source_indexes != NULL &&
+        env->source_indexes(env->ctx, tls_geo_source, &specs, ns, sizeof ns, err) != 0)
+        goto out;
+    if (mf_geonear_prepare(s->geonear, &specs, ns, &run, err) != 0)
+        goto out;
+    for (size_t j = i + 1; j < st->n; j++) {
+        if (st->nodes[j].s->kind == S_SKIP) {
+            skip += st->nodes[j].s->n;
+        } else if (st->nodes[j].s->kind == S_LIMIT) {
+            k = skip + st->nodes[j].s->n;
+            break;
+        } else {
+            break;
+        }
+    }
+    for (;;) {
+        bson_t *d;
+        double dist;
+        bson_value_t loc;
+        if (upstream(st, i, env, &d, err) < 0)
+            goto out;
+        if (d == NULL)
+            break;
+        if (++seq % 1024 == 0 && mf_exec_check_deadline(err) != 0) {
+            bson_destroy(d);
+            goto out;
+        }
+        if (!mf_geonear_measure(s->geonear, &run, d, &dist, &loc)) {
+            bson_destroy(d);
+            continue;
+        }
+        if (n == cap) {
+            cap = cap ? cap * 2 : 64;
+            kept = bson_realloc(kept, cap * sizeof(*kept));
+        }
+        kept[n].dist = dist;
+        kept[n].seq = seq;
+        kept[n].doc = geonear_output(s, d, dist, &loc);
+        n++;
+        bson_destroy(d);
+        if (k > 0 && n >= 2 * (size_t)k)
+            gnkeep_trim(kept, &n, k);
+    }
+    gnkeep_trim(kept, &n, k);
+    for (size_t j = 0; j < n; j++)
+        mf_docvec_push_steal(&nd->buf, kept[j].doc);
+    n = 0;
+    rc = 0;
+out:
+    for (size_t j = 0; j < n; j++)
+        bson_destroy(kept[j].doc);
+    bson_free(kept);
+    bson_destroy(&specs);
+    return rc;
+}
+
 static int
 node_next(mf_agg_stream_t *st, size_t i, const mf_agg_env_t *env, bson_t **out, mf_error_t *err)
 {
@@ -4952,6 +5137,11 @@ node_next(mf_agg_stream_t *st, size_t i, const mf_agg_env_t *env, bson_t **out, 
             continue;
         case S_SAMPLE:
             if (sample_fill(st, i, env, err) < 0)
+                return -1;
+            continue;
+        case S_GEONEAR:
+            nd->done = true;
+            if (geonear_fill(st, i, env, err) < 0)
                 return -1;
             continue;
         case S_WINDOW:

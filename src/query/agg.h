@@ -17,7 +17,9 @@
  * POWERSOF2), $unionWith ("coll", {coll, pipeline}, or {pipeline} starting
  * with $documents; the other collection, or view, is read through
  * env->scan) and $graphLookup (a breadth-first search of 'from' through
- * env->scan, one scan per depth). $setWindowFields lives in
+ * env->scan, one scan per depth) and $geoNear (query/agg_geo.h; first
+ * stage only, reads the source's index specs through env->source_indexes;
+ * a $near / $nearSphere in a $match is 5626500). $setWindowFields lives in
  * query/agg_window.c. Unknown stage → 40324
  * ("Unrecognized pipeline stage name: '$foo'").
  *
@@ -118,6 +120,13 @@ typedef struct mf_agg_env {
     void *(*sub_open)(void *ctx, const char *coll, const bson_value_t *pipeline, mf_error_t *err);
     int (*sub_next)(void *ctx, void *sub, bson_t **out, mf_error_t *err);
     void (*sub_free)(void *sub);
+    /*
+     * source_indexes (optional, may be NULL: then $geoNear finds no index):
+     * appends the index specs of collection coll of the pipeline's database
+     * (NULL: the pipeline's source collection) to specs (an initialised
+     * array document) and its namespace to ns. Returns 0, or -1 with err.
+     */
+    int (*source_indexes)(void *ctx, const char *coll, bson_t *specs, char *ns, size_t nscap, mf_error_t *err);
 } mf_agg_env_t;
 
 typedef struct mf_pipeline mf_pipeline_t;

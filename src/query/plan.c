@@ -36,6 +36,7 @@
 #include "index/keystring.h"
 #include "doc/text.h"
 #include "doc/collation.h"
+#include "doc/geo.h"
 #include "query/index_filter.h"
 #include "doc/value.h"
 
@@ -939,12 +940,52 @@ interval_has_null(const vint_t *x)
     return (a < 0 || (a == 0 && x->li)) && (b < 0 || (b == 0 && x->hincl));
 }
 
+/* The first geo field of an index: the one keyed by cells (index.h), or -1. */
+static int
+geo_cell_field(const mf_index_t *ix)
+{
+    for (int i = 0; i < ix->kp.nfields; i++)
+        if (ix->kp.geo[i] != MF_GEO_IX_NONE)
+            return i;
+    return -1;
+}
+
+/* Whether the cell field of k's geo index got bounds from a $geoWithin / $geoIntersects. */
+static bool
+geo_bounded(const cand_t *k)
+{
+    int cf = geo_cell_field(k->ix);
+    return cf >= 0 && cf < k->nbounded && !k->f[cf].all;
+}
+
+/* A geo cell field's intervals: the cells covering a $geoWithin / $geoIntersects operand. */
+static bool
+geo_pred_list(const mf_index_t *ix, int field, const bson_value_t *pv, vlist_t *out)
+{
+    mf_geo_cell_range_t *r;
+    size_t n;
+    int rc = ix->kp.geo[field] == MF_GEO_IX_2DSPHERE ? mf_geo_cover(pv, &r, &n)
+                                                     : mf_geo_cover_2d(pv, ix->kp.geo_min, ix->kp.geo_max, &r, &n);
+    if (rc != 0)
+        return false;
+    memset(out, 0, sizeof(*out));
+    for (size_t i = 0; i < n; i++) {
+        bson_value_t lo = {.value_type = BSON_TYPE_INT64}, hi = {.value_type = BSON_TYPE_INT64};
+        lo.value.v_int64 = r[i].lo;
+        hi.value.v_int64 = r[i].hi;
+        vlist_push(out, lo, true, hi, true);
+    }
+    free(r);
+    return true;
+}
+
 static void
 analyse(mf_index_t *ix, const preds_t *ps, cand_t *k)
 {
     memset(k, 0, sizeof(*k));
     k->ix = ix;
     int nf = ix->kp.nfields;
+    int cf = ix->kp.has_geo ? geo_cell_field(ix) : -1;
     for (int i = 0; i < nf; i++) {
         k->f[i].all = true;
         if (ix->multikey && i > 0)
@@ -952,6 +993,16 @@ analyse(mf_index_t *ix, const preds_t *ps, cand_t *k)
         for (int j = 0; j < ps->n; j++) {
             if (strcmp(ps->p[j].path, ix->kp.fields[i]) != 0)
                 continue;
+            if (ix->kp.geo[i] != MF_GEO_IX_NONE) {
+                /* Geo fields: only the cell field, only from a geo predicate; always re-checked. */
+                vlist_t gl = {0};
+                k->inexact[j] = true;
+                if (i != cf || !k->f[i].all || !geo_pred_list(ix, i, &ps->p[j].v, &gl))
+                    continue;
+                k->used[j] = true;
+                k->f[i] = gl;
+                continue;
+            }
             if (ix->multikey && !k->f[i].all) {
                 k->inexact[j] = true;
                 continue;
@@ -1448,6 +1499,14 @@ best_candidate(const mf_coll_t *c, const preds_t *ps, const bson_t *sort, mf_ind
         analyse(ix, ps, tmp);
         tls_bounds_coll = NULL;
         check_sort(tmp, sort);
+        if (ix->kp.has_geo) {
+            /* A geo index serves only a geo predicate's covering, and its keys give no order (index.h). */
+            tmp->sort_dir = 0;
+            if (!geo_bounded(tmp)) {
+                cand_destroy(tmp);
+                continue;
+            }
+        }
         if (hinted == NULL && ix->sparse && !tmp->null_ok) {
             cand_destroy(tmp);
             continue;

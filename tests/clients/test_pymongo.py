@@ -348,6 +348,42 @@ def test_text_search():
         raise AssertionError("$text without a text index accepted")
     except OperationFailure as e:
         eq(e.code, 27, "IndexNotFound")
+def test_geospatial():
+    """2dsphere through pymongo: GEOSPHERE index, $near with $maxDistance, $geoWithin, $geoNear, 16755 and 291."""
+    import pymongo
+    from pymongo.errors import OperationFailure, WriteError
+    c = fresh_db().places
+    c.insert_many([
+        {"_id": 1, "name": "Central Park", "loc": {"type": "Point", "coordinates": [-73.97, 40.77]}},
+        {"_id": 2, "name": "Sara D. Roosevelt Park", "loc": {"type": "Point", "coordinates": [-73.9928, 40.7193]}},
+        {"_id": 3, "name": "Polo Grounds", "loc": {"type": "Point", "coordinates": [-73.9375, 40.8303]}},
+    ])
+    try:
+        list(c.find({"loc": {"$near": {"$geometry": {"type": "Point", "coordinates": [-73.9667, 40.78]}}}}))
+        raise AssertionError("$near without a geo index should fail")
+    except OperationFailure as e:
+        eq(e.code, 291, "no index")
+    eq(c.create_index([("loc", pymongo.GEOSPHERE)]), "loc_2dsphere", "index name")
+    centre = {"type": "Point", "coordinates": [-73.9667, 40.78]}
+    eq([d["name"] for d in c.find({"loc": {"$near": {"$geometry": centre, "$minDistance": 1000, "$maxDistance": 5000}}})],
+       ["Central Park"], "$near min/max")
+    box = {"type": "Polygon", "coordinates": [[[-74, 40.7], [-73.9, 40.7], [-73.9, 40.8], [-74, 40.8], [-74, 40.7]]]}
+    eq(sorted(d["_id"] for d in c.find({"loc": {"$geoWithin": {"$geometry": box}}})), [1, 2], "$geoWithin")
+    r = list(c.aggregate([{"$geoNear": {"near": {"type": "Point", "coordinates": [-73.98142, 40.71782]},
+                                        "distanceField": "d", "maxDistance": 6000}}]))
+    eq([d["name"] for d in r], ["Sara D. Roosevelt Park", "Central Park"], "$geoNear order")
+    if abs(r[0]["d"] - 974.175764916902) > 1e-6:
+        raise AssertionError("$geoNear distance %r" % r[0]["d"])
+    try:
+        c.insert_one({"loc": {"type": "Point", "coordinates": [181, 0]}})
+        raise AssertionError("an out-of-range point should be refused")
+    except WriteError as e:
+        eq(e.code, 16755, "bad point")
+    flat = fresh_db().flat
+    flat.create_index([("p", pymongo.GEO2D)])
+    flat.insert_many([{"_id": 1, "p": [0, 0]}, {"_id": 2, "p": [3, 4]}, {"_id": 3, "p": [1, 1]}])
+    eq([d["_id"] for d in flat.find({"p": {"$near": [0, 0], "$maxDistance": 5}})], [1, 3, 2], "2d $near")
+    eq(sorted(d["_id"] for d in flat.find({"p": {"$geoWithin": {"$box": [[0, 0], [2, 2]]}}})), [1, 3], "$box")
 
 
 def _wait_for(pred, what, timeout=20):
