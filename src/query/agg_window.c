@@ -60,6 +60,7 @@
  * an output document past 16 MB.
  */
 #include "query/agg_window.h"
+#include "doc/tz.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -1178,32 +1179,6 @@ eval_all(const mf_expr_t *e, const part_t *p, bson_value_t *vals, mf_error_t *er
     return 0;
 }
 
-/* days_from_civil / civil_from_days: proleptic Gregorian calendar (H. Hinnant's algorithms). */
-static int64_t
-days_from_civil(int64_t y, int64_t m, int64_t d)
-{
-    y -= m <= 2;
-    int64_t era = (y >= 0 ? y : y - 399) / 400;
-    int64_t yoe = y - era * 400;
-    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + doe - 719468;
-}
-
-static void
-civil_from_days(int64_t z, int64_t *y, int64_t *m, int64_t *d)
-{
-    z += 719468;
-    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
-    int64_t doe = z - era * 146097;
-    int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-    int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    int64_t mp = (5 * doy + 2) / 153;
-    *d = doy - (153 * mp + 2) / 5 + 1;
-    *m = mp + (mp < 10 ? 3 : -9);
-    *y = yoe + era * 400 + (*m <= 2);
-}
-
 /* sat_add / sat_mul: int64 arithmetic that saturates instead of overflowing (dates may be any int64). */
 static int64_t
 sat_add(int64_t a, int64_t b)
@@ -1233,7 +1208,7 @@ date_add(int64_t ms, int unit, int64_t amount)
     int64_t days = ms / 86400000 - (ms < 0 && ms % 86400000 != 0); /* floor, without negating ms */
     int64_t tod = ms % 86400000 < 0 ? ms % 86400000 + 86400000 : ms % 86400000;
     int64_t y, m, d;
-    civil_from_days(days, &y, &m, &d);
+    mf_civil_from_days(days, &y, &m, &d);
     int64_t total = y * 12 + (m - 1) + months;
     int64_t ny = total >= 0 ? total / 12 : -((-total + 11) / 12);
     int64_t nm = total - ny * 12 + 1;
@@ -1241,7 +1216,7 @@ date_add(int64_t ms, int unit, int64_t amount)
     int64_t maxd = mdays[nm - 1] + (nm == 2 && ((ny % 4 == 0 && ny % 100 != 0) || ny % 400 == 0));
     if (d > maxd)
         d = maxd;
-    return sat_add(sat_mul(days_from_civil(ny, nm, d), 86400000), tod);
+    return sat_add(sat_mul(mf_days_from_civil(ny, nm, d), 86400000), tod);
 }
 
 /*
