@@ -276,45 +276,26 @@ is_view(mf_op_t *op, const char *coll)
     return v;
 }
 
-/* A find on a view explains as the aggregate it runs: the view's pipeline, then $match $sort $skip $limit $project. */
+/*
+ * A find that runs as an aggregate explains as that aggregate: lead (a
+ * find with $near: its $geoNear stage, owned and destroyed here) or else the
+ * filter as $match, then $sort $skip $limit $project. On a view the view's
+ * pipeline comes first (the aggregate command adds it).
+ */
 static int
-explain_find_on_view(mf_op_t *op, const char *coll, const bson_t *inner, const char *verbosity)
+explain_find_as_aggregate(mf_op_t *op, const char *coll, const bson_t *inner, bson_t *lead, const char *verbosity)
 {
     bson_t filter, sort, proj, stages, cmd;
     int k = 0;
     int64_t n;
 
     bson_init(&stages);
-    if (sub_doc(inner, "filter", &filter) && !bson_empty(&filter))
+    if (lead != NULL) {
+        mf_crud_stage_doc(&stages, &k, "$geoNear", lead);
+        bson_destroy(lead);
+    } else if (sub_doc(inner, "filter", &filter) && !bson_empty(&filter)) {
         mf_crud_stage_doc(&stages, &k, "$match", &filter);
-    if (sub_doc(inner, "sort", &sort) && !bson_empty(&sort))
-        mf_crud_stage_doc(&stages, &k, "$sort", &sort);
-    if ((n = sub_int(inner, "skip")) > 0)
-        mf_crud_stage_int(&stages, &k, "$skip", n);
-    if ((n = sub_int(inner, "limit")) != 0)
-        mf_crud_stage_int(&stages, &k, "$limit", n < 0 ? -n : n);
-    if (sub_doc(inner, "projection", &proj) && !bson_empty(&proj))
-        mf_crud_stage_doc(&stages, &k, "$project", &proj);
-    bson_init(&cmd);
-    BSON_APPEND_UTF8(&cmd, "aggregate", coll);
-    BSON_APPEND_ARRAY(&cmd, "pipeline", &stages);
-    int rc = mf_crud_explain_aggregate(op, &cmd, verbosity);
-    bson_destroy(&cmd);
-    bson_destroy(&stages);
-    return rc;
-}
-
-/* A find with $near / $nearSphere explains as its $geoNear pipeline; takes ownership of gn. */
-static int
-explain_find_near(mf_op_t *op, const char *coll, const bson_t *inner, bson_t *gn, const char *verbosity)
-{
-    bson_t sort, proj, stages, cmd;
-    int k = 0;
-    int64_t n;
-
-    bson_init(&stages);
-    mf_crud_stage_doc(&stages, &k, "$geoNear", gn);
-    bson_destroy(gn);
+    }
     if (sub_doc(inner, "sort", &sort) && !bson_empty(&sort))
         mf_crud_stage_doc(&stages, &k, "$sort", &sort);
     if ((n = sub_int(inner, "skip")) > 0)
@@ -449,7 +430,7 @@ mf_cmd_explain(mf_op_t *op)
     mf_plan_request_t req = {0};
     int64_t limit_one = 0;
     if (strcmp(kind, "find") == 0 && is_view(op, coll))
-        return explain_find_on_view(op, coll, &inner, verbosity);
+        return explain_find_as_aggregate(op, coll, &inner, NULL, verbosity);
     if (strcmp(kind, "find") == 0 && sub_doc(&inner, "filter", &filter)) {
         /* A $near find explains as what it runs: a $geoNear stage (cmd_find.c). */
         bson_t gn;
@@ -457,7 +438,7 @@ mf_cmd_explain(mf_op_t *op)
         if (near < 0)
             return -1;
         if (near > 0)
-            return explain_find_near(op, coll, &inner, &gn, verbosity);
+            return explain_find_as_aggregate(op, coll, &inner, &gn, verbosity);
     }
     if (strcmp(kind, "find") == 0) {
         req.filter = sub_doc(&inner, "filter", &filter) ? &filter : NULL;
