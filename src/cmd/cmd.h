@@ -103,6 +103,8 @@ extern const mf_cmd_def_t mf_cmds_test[];    /* configureFailPoint (cmd_failpoin
  * RetryableWriteError for a retryable write that failed with a retryable code.
  */
 int mf_failcommand_before(mf_op_t *op, bson_t *labels);
+/* mf_cmd_is_retryable_write: the commands a txnNumber makes retryable writes (insert, update, delete, findAndModify, bulkWrite). */
+bool mf_cmd_is_retryable_write(const char *name);
 void mf_failcommand_after(mf_op_t *op, bson_t *reply);
 void mf_failcommand_labels(mf_op_t *op, const bson_t *labels, bson_t *reply);
 /* mf_failpoint_max_time: true if maxTimeAlwaysTimeOut is on (a command with maxTimeMS then fails with 50 at once). */

@@ -131,9 +131,8 @@ check_fields(const mf_cmd_def_t *def, mf_op_t *op)
     return 0;
 }
 
-/* Commands that accept txnNumber on a standalone (retryable writes). */
-static bool
-is_retryable_write(const char *name)
+bool
+mf_cmd_is_retryable_write(const char *name)
 {
     return strcmp(name, "insert") == 0 || strcmp(name, "update") == 0 || strcmp(name, "delete") == 0 ||
            strcmp(name, "findAndModify") == 0 || strcmp(name, "findandmodify") == 0 || strcmp(name, "bulkWrite") == 0;
@@ -146,7 +145,7 @@ check_txn_fields(mf_op_t *op)
     bool has_txn = bson_has_field(op->cmd, "txnNumber");
     if (bson_has_field(op->cmd, "startTransaction") || bson_has_field(op->cmd, "autocommit") ||
         strcmp(op->name, "commitTransaction") == 0 || strcmp(op->name, "abortTransaction") == 0 ||
-        (has_txn && !is_retryable_write(op->name)))
+        (has_txn && !mf_cmd_is_retryable_write(op->name)))
         return mf_err_set(&op->err, MF_E_IllegalOperation,
                           "Transaction numbers are only allowed on a replica set member or mongos");
     return 0;
@@ -398,26 +397,19 @@ wtimeout_to_write_concern_error(bson_t *reply)
 /*
  * A not-primary error on a replica-set member carries the member's
  * topologyVersion (drivers compare it with what they know before marking
- * the server unknown), and for a retryable write (txnNumber) errorLabels:
- * ["RetryableWriteError"], as mongod's.
+ * the server unknown), as mongod's. Its errorLabels (RetryableWriteError
+ * for a retryable write) come from mf_failcommand_labels, like every error's.
  */
 static void
-add_not_primary_fields(mf_engine_t *eng, const bson_t *cmd, bson_t *reply, int code)
+add_not_primary_fields(mf_engine_t *eng, bson_t *reply, int code)
 {
-    bson_t arr, tv;
-    if (!not_primary_code(code))
+    bson_t tv;
+    if (!not_primary_code(code) || bson_has_field(reply, "topologyVersion"))
         return;
-    if (!bson_has_field(reply, "topologyVersion")) {
-        BSON_APPEND_DOCUMENT_BEGIN(reply, "topologyVersion", &tv);
-        BSON_APPEND_OID(&tv, "processId", &eng->process_id);
-        BSON_APPEND_INT64(&tv, "counter", atomic_load(&eng->topology_version));
-        bson_append_document_end(reply, &tv);
-    }
-    if (!bson_has_field(cmd, "txnNumber") || bson_has_field(reply, "errorLabels"))
-        return;
-    BSON_APPEND_ARRAY_BEGIN(reply, "errorLabels", &arr);
-    BSON_APPEND_UTF8(&arr, "0", "RetryableWriteError");
-    bson_append_array_end(reply, &arr);
+    BSON_APPEND_DOCUMENT_BEGIN(reply, "topologyVersion", &tv);
+    BSON_APPEND_OID(&tv, "processId", &eng->process_id);
+    BSON_APPEND_INT64(&tv, "counter", atomic_load(&eng->topology_version));
+    bson_append_document_end(reply, &tv);
 }
 
 /* MongoDB's currentOp "op" for a command. */
@@ -824,7 +816,7 @@ fail:
         mf_err_set(&op.err, MF_E_InternalError, "command failed without an error message");
     mf_cmd_error_reply(reply, &op.err);
     if (eng->repl != NULL)
-        add_not_primary_fields(eng, cmd, reply, op.err.code);
+        add_not_primary_fields(eng, reply, op.err.code);
     if (op.name != NULL)
         mf_failcommand_labels(&op, &fp_labels, reply);
     bson_destroy(&fp_labels);

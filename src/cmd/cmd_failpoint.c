@@ -208,18 +208,6 @@ retryable_code(int64_t code)
     return false;
 }
 
-static bool
-is_retryable_write(const mf_op_t *op)
-{
-    static const char *const writes[] = {"insert", "update", "delete", "findAndModify", "findandmodify",
-                                         "bulkWrite", "commitTransaction", "abortTransaction", NULL};
-    if (!bson_has_field(op->cmd, "txnNumber") || op->name == NULL)
-        return false;
-    for (int i = 0; writes[i]; i++)
-        if (strcmp(op->name, writes[i]) == 0)
-            return true;
-    return false;
-}
 
 void
 mf_failcommand_labels(mf_op_t *op, const bson_t *labels, bson_t *reply)
@@ -232,7 +220,7 @@ mf_failcommand_labels(mf_op_t *op, const bson_t *labels, bson_t *reply)
         BSON_APPEND_ARRAY(reply, "errorLabels", labels);
         return;
     }
-    if (!is_retryable_write(op))
+    if (op->name == NULL || !bson_has_field(op->cmd, "txnNumber") || !mf_cmd_is_retryable_write(op->name))
         return;
     int64_t code = 0, wc_code = 0;
     if (bson_iter_init_find(&it, reply, "code") && BSON_ITER_HOLDS_NUMBER(&it))
