@@ -74,6 +74,14 @@ h.test('collMod changes or removes a clustered collection\'s expireAfterSeconds;
   const again = (await srv.client.db(db.databaseName).listCollections({ name: 'm' }).toArray())[0];
   assert.equal(Number(again.options.expireAfterSeconds), 2);
   assert.equal(again.options.clusteredIndex.unique, true);
+  // And across kill -9: the collMod'd value and the clustered index are what the catalog holds.
+  await srv.client.db(db.databaseName).command({ collMod: 'm', expireAfterSeconds: 7200 });
+  await srv.server.restart({ kill9: true });
+  await srv.reconnect();
+  const k9 = (await srv.client.db(db.databaseName).listCollections({ name: 'm' }).toArray())[0];
+  assert.equal(Number(k9.options.expireAfterSeconds), 7200);
+  const k9ix = await srv.client.db(db.databaseName).collection('m').listIndexes().toArray();
+  assert.deepEqual(k9ix, [{ v: 2, key: { _id: 1 }, name: '_id_', unique: true, clustered: true }]);
 });
 
 h.test('bad clusteredIndex and expireAfterSeconds get mongod\'s codes', async () => {

@@ -142,6 +142,12 @@ h.test('an index with a collation: unique by the collation, used by queries with
   const c2 = srv.client.db(db.databaseName).collection('ix');
   await h.expectCode(c2.insertOne({ _id: 9, w: 'Pong' }), 11000);
   assert.deepEqual(await c2.find({ w: 'APPLE' }).collation(CI).toArray(), [{ _id: 4, w: 'apple' }]);
+  // And after kill -9: the index keeps its collation and its keys.
+  await srv.server.restart({ kill9: true });
+  await srv.reconnect();
+  const c3 = srv.client.db(db.databaseName).collection('ix');
+  await h.expectCode(c3.insertOne({ _id: 10, w: 'APPLE' }), 11000);
+  assert.equal((await c3.listIndexes().toArray()).find((i) => i.name === 'w_ci').collation.strength, 2);
 });
 
 h.test('getMore keeps the collation of the find that opened the cursor', async () => {
