@@ -310,6 +310,9 @@ coll_free(mf_coll_t *c)
     pthread_rwlock_destroy(&c->lock);
     if (c->ts_state != NULL && c->ts_state_free != NULL)
         c->ts_state_free(c->ts_state);
+    void *filters = atomic_load(&c->index_filters);
+    if (filters != NULL && c->index_filters_free != NULL)
+        c->index_filters_free(filters);
     pthread_mutex_destroy(&c->ts_mu);
     if (c->validator)
         mf_matcher_free(c->validator);

@@ -118,11 +118,19 @@ typedef struct mf_coll {
     /*
      * State a higher layer keeps with the collection (the open buckets of a
      * time-series collection): set once under ts_mu by its owner, freed with
-     * the collection by ts_state_free.
+     * the collection by ts_state_free. ts_mu also guards installing
+     * index_filters below.
      */
     pthread_mutex_t ts_mu;
     void *ts_state;
     void (*ts_state_free)(void *);
+    /*
+     * The query layer's index filters for this collection (query/index_filter.c,
+     * in memory only, as mongod's): installed once under ts_mu, read without
+     * it (NULL: none ever set), freed with the collection by index_filters_free.
+     */
+    void *_Atomic index_filters;
+    void (*index_filters_free)(void *);
 } mf_coll_t;
 
 enum { MF_VALIDATION_STRICT = 0, MF_VALIDATION_MODERATE = 1, MF_VALIDATION_OFF = 2 };

@@ -1,9 +1,11 @@
 /*
  * index_filter.c: the index filters of planCacheSetFilter (see
- * index_filter.h): a list of entries, newest first, under one mutex. A
- * lookup builds the request's shape key and compares strings; entries of a
- * collection that was dropped (UUID no longer the namespace's) are never
- * matched and are pruned when that namespace is next touched.
+ * index_filter.h). Each collection keeps its own list of entries, newest
+ * first, under its own mutex, hung on the collection (mf_coll_t.index_filters,
+ * installed on the first planCacheSetFilter) and freed with it, so a dropped
+ * and re-created collection starts with none and nothing is process-wide. A
+ * lookup builds the request's shape key and compares strings; a collection
+ * that never had a filter costs one atomic load.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -17,23 +19,21 @@
 #include "query/index_filter.h"
 
 typedef struct filter_entry {
-    char *ns;
-    uint8_t uuid[16];
     char *shape;
     bson_t *query, *sort, *projection, *collation; /* owned copies; collation may be NULL */
     bson_t *indexes;                               /* owned array */
     struct filter_entry *next;
 } filter_entry_t;
 
-static pthread_mutex_t filters_mu = PTHREAD_MUTEX_INITIALIZER;
-static filter_entry_t *filters;
-/* How many entries the list has: lets the planner skip the mutex when there are none (the common case). */
-static _Atomic int nfilters;
+/* One collection's filters (mf_coll_t.index_filters): freed with the collection. */
+typedef struct coll_filters {
+    pthread_mutex_t mu;
+    filter_entry_t *head;
+} coll_filters_t;
 
 static void
 entry_free(filter_entry_t *f)
 {
-    free(f->ns);
     free(f->shape);
     bson_destroy(f->query);
     bson_destroy(f->sort);
@@ -98,23 +98,52 @@ shape_key(const bson_t *q, const bson_t *sort, const bson_t *proj, const bson_t 
     return out;
 }
 
-static bool
-entry_of(const filter_entry_t *f, const mf_coll_t *c)
+static void
+coll_filters_free(void *arg)
 {
-    return strcmp(f->ns, c->ns) == 0 && memcmp(f->uuid, c->uuid, 16) == 0;
+    coll_filters_t *cf = arg;
+    while (cf->head != NULL) {
+        filter_entry_t *f = cf->head;
+        cf->head = f->next;
+        entry_free(f);
+    }
+    pthread_mutex_destroy(&cf->mu);
+    free(cf);
 }
 
-/* Removes c's entries with shape (all when NULL) and entries of an older collection of c's name. filters_mu held. */
-static void
-remove_where(const mf_coll_t *c, const char *shape)
+/*
+ * c's filters, installed on first use when create (else NULL if c never had
+ * one). index_filters is mutable state of a collection a reader may only
+ * hold as const: the cast is for that field alone.
+ */
+static coll_filters_t *
+filters_of(const mf_coll_t *cc, bool create)
 {
-    for (filter_entry_t **p = &filters; *p != NULL;) {
+    mf_coll_t *c = (mf_coll_t *)cc;
+    coll_filters_t *cf = atomic_load(&c->index_filters);
+    if (cf != NULL || !create)
+        return cf;
+    pthread_mutex_lock(&c->ts_mu);
+    cf = atomic_load(&c->index_filters);
+    if (cf == NULL) {
+        cf = mf_calloc(1, sizeof(*cf));
+        pthread_mutex_init(&cf->mu, NULL);
+        c->index_filters_free = coll_filters_free;
+        atomic_store(&c->index_filters, cf);
+    }
+    pthread_mutex_unlock(&c->ts_mu);
+    return cf;
+}
+
+/* Removes the entries with shape (all when NULL). cf->mu held. */
+static void
+remove_where(coll_filters_t *cf, const char *shape)
+{
+    for (filter_entry_t **p = &cf->head; *p != NULL;) {
         filter_entry_t *f = *p;
-        bool stale = strcmp(f->ns, c->ns) == 0 && memcmp(f->uuid, c->uuid, 16) != 0;
-        if (stale || (entry_of(f, c) && (shape == NULL || strcmp(f->shape, shape) == 0))) {
+        if (shape == NULL || strcmp(f->shape, shape) == 0) {
             *p = f->next;
             entry_free(f);
-            atomic_fetch_sub(&nfilters, 1);
         } else {
             p = &f->next;
         }
@@ -128,34 +157,35 @@ copy_or_empty(const bson_t *b)
 }
 
 void
-mf_index_filter_set(const mf_coll_t *c, const bson_t *query, const bson_t *sort, const bson_t *projection,
+mf_index_filter_set(mf_coll_t *c, const bson_t *query, const bson_t *sort, const bson_t *projection,
                     const bson_t *collation, const bson_t *indexes)
 {
+    coll_filters_t *cf = filters_of(c, true);
     filter_entry_t *f = mf_calloc(1, sizeof(*f));
-    f->ns = mf_strdup(c->ns);
-    memcpy(f->uuid, c->uuid, 16);
     f->shape = shape_key(query, sort, projection, collation);
     f->query = copy_or_empty(query);
     f->sort = copy_or_empty(sort);
     f->projection = copy_or_empty(projection);
     f->collation = collation != NULL ? bson_copy(collation) : NULL;
     f->indexes = bson_copy(indexes);
-    pthread_mutex_lock(&filters_mu);
-    remove_where(c, f->shape);
-    f->next = filters;
-    filters = f;
-    atomic_fetch_add(&nfilters, 1);
-    pthread_mutex_unlock(&filters_mu);
+    pthread_mutex_lock(&cf->mu);
+    remove_where(cf, f->shape);
+    f->next = cf->head;
+    cf->head = f;
+    pthread_mutex_unlock(&cf->mu);
 }
 
 void
-mf_index_filter_clear(const mf_coll_t *c, const bson_t *query, const bson_t *sort, const bson_t *projection,
+mf_index_filter_clear(mf_coll_t *c, const bson_t *query, const bson_t *sort, const bson_t *projection,
                       const bson_t *collation)
 {
+    coll_filters_t *cf = filters_of(c, false);
+    if (cf == NULL)
+        return;
     char *shape = query != NULL ? shape_key(query, sort, projection, collation) : NULL;
-    pthread_mutex_lock(&filters_mu);
-    remove_where(c, shape);
-    pthread_mutex_unlock(&filters_mu);
+    pthread_mutex_lock(&cf->mu);
+    remove_where(cf, shape);
+    pthread_mutex_unlock(&cf->mu);
     free(shape);
 }
 
@@ -165,10 +195,11 @@ mf_index_filter_list(const mf_coll_t *c, bson_t *arr)
     bson_t e;
     char key[16];
     int n = 0;
-    pthread_mutex_lock(&filters_mu);
-    for (filter_entry_t *f = filters; f != NULL; f = f->next) {
-        if (!entry_of(f, c))
-            continue;
+    coll_filters_t *cf = filters_of(c, false);
+    if (cf == NULL)
+        return;
+    pthread_mutex_lock(&cf->mu);
+    for (filter_entry_t *f = cf->head; f != NULL; f = f->next) {
         snprintf(key, sizeof(key), "%d", n++);
         BSON_APPEND_DOCUMENT_BEGIN(arr, key, &e);
         BSON_APPEND_DOCUMENT(&e, "query", f->query);
@@ -179,7 +210,7 @@ mf_index_filter_list(const mf_coll_t *c, bson_t *arr)
         BSON_APPEND_ARRAY(&e, "indexes", f->indexes);
         bson_append_document_end(arr, &e);
     }
-    pthread_mutex_unlock(&filters_mu);
+    pthread_mutex_unlock(&cf->mu);
 }
 
 /* Whether ix is named by the filter's indexes array: by key pattern (exactly) or by name. */
@@ -211,18 +242,21 @@ mf_index_filter_allowed(const mf_coll_t *c, const bson_t *query, const bson_t *s
                         bool *allowed)
 {
     bool found = false;
-    if (c == NULL || atomic_load(&nfilters) == 0)
-        return false; /* the common case: no filter anywhere, no lock taken, no shape built */
-    pthread_mutex_lock(&filters_mu);
-    char *shape = shape_key(query, sort, projection, NULL);
-    for (filter_entry_t *f = filters; f != NULL && !found; f = f->next) {
-        if (!entry_of(f, c) || strcmp(f->shape, shape) != 0)
-            continue;
-        found = true;
-        for (int i = 0; i < c->nindexes; i++)
-            allowed[i] = names_index(f->indexes, c->indexes[i]);
+    coll_filters_t *cf = c != NULL ? filters_of(c, false) : NULL;
+    if (cf == NULL)
+        return false; /* the common case: this collection never had a filter, no lock taken, no shape built */
+    pthread_mutex_lock(&cf->mu);
+    if (cf->head != NULL) {
+        char *shape = shape_key(query, sort, projection, NULL);
+        for (filter_entry_t *f = cf->head; f != NULL && !found; f = f->next) {
+            if (strcmp(f->shape, shape) != 0)
+                continue;
+            found = true;
+            for (int i = 0; i < c->nindexes; i++)
+                allowed[i] = names_index(f->indexes, c->indexes[i]);
+        }
+        free(shape);
     }
-    pthread_mutex_unlock(&filters_mu);
-    free(shape);
+    pthread_mutex_unlock(&cf->mu);
     return found;
 }

@@ -2,12 +2,12 @@
  * index_filter.h: index filters (planCacheSetFilter), the set of indexes the
  * planner may consider for one query shape of one collection.
  *
- * A filter is identified by its collection (namespace and UUID, so a
- * dropped and re-created collection starts with none) and its query shape:
+ * A filter belongs to its collection object (so a dropped and re-created
+ * collection starts with none) and is identified by its query shape:
  * the query's field names and operators with values ignored, plus the sort,
  * projection and collation as given (MongoDB's plan cache key, simplified).
- * Filters live in memory only, as mongod's do (lost at restart). One mutex
- * guards the list; every function may be called from any thread.
+ * Filters live in memory only, as mongod's do (lost at restart). A mutex per
+ * collection guards its list; every function may be called from any thread.
  *
  * The planner (plan.c) asks mf_index_filter_allowed for the request's shape:
  * with a filter, only the indexes it names (by key pattern or name) are
@@ -27,11 +27,11 @@
  * query/sort/projection/collation (sort, projection, collation may be NULL)
  * to indexes (an array of key patterns or index names). Copies everything.
  */
-void mf_index_filter_set(const mf_coll_t *c, const bson_t *query, const bson_t *sort, const bson_t *projection,
+void mf_index_filter_set(mf_coll_t *c, const bson_t *query, const bson_t *sort, const bson_t *projection,
                          const bson_t *collation, const bson_t *indexes);
 
 /* mf_index_filter_clear: removes c's filter for that shape, or all of c's filters when query is NULL. */
-void mf_index_filter_clear(const mf_coll_t *c, const bson_t *query, const bson_t *sort, const bson_t *projection,
+void mf_index_filter_clear(mf_coll_t *c, const bson_t *query, const bson_t *sort, const bson_t *projection,
                            const bson_t *collation);
 
 /* mf_index_filter_list: appends c's filters to arr ({query, sort, projection, [collation], indexes} each). */
