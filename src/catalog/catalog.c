@@ -522,14 +522,17 @@ mf_catalog_rdlock(mf_catalog_t *cat)
     if (T.depth++ == 0) {
         T.cat = cat;
         T.excl = false;
+        T.timed_out = false;
     }
 }
 
 void
 mf_catalog_wrlock(mf_catalog_t *cat)
 {
-    if (T.depth++ == 0)
+    if (T.depth++ == 0) {
         T.cat = cat;
+        T.timed_out = false;
+    }
     T.excl = true; /* collections found from now on are locked exclusively */
 }
 
@@ -619,8 +622,9 @@ mf_catalog_names(mf_catalog_t *cat, void (*fn)(void *arg, const char *db, const 
     pthread_rwlock_unlock(&cat->lock);
 }
 
-void
-mf_catalog_coll_list(mf_catalog_t *cat, const char *db, void (*fn)(void *arg, mf_coll_t *c), void *arg)
+/* coll_walk: mf_catalog_coll_list (keep: the session holds what it visited) or _visit (it does not). */
+static void
+coll_walk(mf_catalog_t *cat, const char *db, void (*fn)(void *arg, mf_coll_t *c), void *arg, bool keep)
 {
     mf_coll_t **v;
     int n = 0;
@@ -637,10 +641,50 @@ mf_catalog_coll_list(mf_catalog_t *cat, const char *db, void (*fn)(void *arg, mf
     pthread_rwlock_unlock(&cat->lock);
     /* In namespace order (the map is sorted): see "Deadlocks" above. */
     for (int i = 0; i < n; i++) {
-        if (session_take(v[i]))
-            fn(arg, v[i]);
+        bool held = T.depth > 0 && session_find(v[i]) != NULL;
+        if (!session_take(v[i]))
+            continue;
+        fn(arg, v[i]);
+        if (!keep && T.depth > 0 && !held)
+            session_forget(v[i]); /* visited: hold nothing past the call */
     }
     free(v);
+}
+
+void
+mf_catalog_coll_list(mf_catalog_t *cat, const char *db, void (*fn)(void *arg, mf_coll_t *c), void *arg)
+{
+    coll_walk(cat, db, fn, arg, true);
+}
+
+void
+mf_catalog_coll_visit(mf_catalog_t *cat, const char *db, void (*fn)(void *arg, mf_coll_t *c), void *arg)
+{
+    coll_walk(cat, db, fn, arg, false);
+}
+
+mf_coll_t *
+mf_catalog_coll_find_pair(mf_catalog_t *cat, const char *db, const char *name, const char *db2, const char *name2,
+                          mf_coll_t **second)
+{
+    int o = strcmp(db, db2);
+    if (o == 0)
+        o = strcmp(name, name2);
+    mf_coll_t *first;
+    if (o <= 0) {
+        first = mf_catalog_coll_find(cat, db, name);
+        *second = o == 0 ? first : mf_catalog_coll_find(cat, db2, name2);
+    } else {
+        *second = mf_catalog_coll_find(cat, db2, name2);
+        first = mf_catalog_coll_find(cat, db, name);
+    }
+    return first;
+}
+
+bool
+mf_catalog_lock_timed_out(void)
+{
+    return T.timed_out;
 }
 
 /* Builds an mf_index_t from a spec and an ident. Returns NULL with err on a bad spec. */
@@ -1674,6 +1718,9 @@ rename_impl(mf_catalog_t *cat, mf_coll_t *c, mf_coll_t *target, const char *to_d
     pthread_rwlock_unlock(&cat->lock);
     if (there != target || target == c) {
         pthread_mutex_unlock(&cat->ddl_mu);
+        if (target == NULL && there != NULL && T.timed_out)
+            return mf_err_set(err, MF_E_LockTimeout, "rename to %s.%s: the target stayed in use for %d ms", to_db,
+                              to_name, LOCK_TIMEOUT_MS);
         return mf_err_set(err, MF_E_NamespaceExists, "target namespace exists");
     }
     new_ns = mf_malloc(nl);
@@ -1969,7 +2016,7 @@ mf_catalog_drop_where(mf_catalog_t *cat, bool (*candidate)(const mf_coll_t *c),
     sweep_list_t l = {.candidate = candidate};
 
     mf_catalog_rdlock(cat);
-    mf_catalog_coll_list(cat, NULL, note_candidate, &l);
+    mf_catalog_coll_visit(cat, NULL, note_candidate, &l);
     mf_catalog_unlock(cat);
     for (size_t i = 0; i < l.n; i++) {
         mf_error_t e;

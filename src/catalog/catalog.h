@@ -215,6 +215,27 @@ mf_coll_t *mf_catalog_coll_find(mf_catalog_t *cat, const char *db, const char *n
  * db is NULL), in namespace order. Caller holds the lock.
  */
 void mf_catalog_coll_list(mf_catalog_t *cat, const char *db, void (*fn)(void *arg, mf_coll_t *c), void *arg);
+
+/*
+ * mf_catalog_coll_visit: as mf_catalog_coll_list, but each collection is
+ * locked only while fn runs (fn must not keep the pointer). For sweeps such
+ * as the TTL monitor's: holding every collection at once would block a DDL
+ * that locks two of them (a rename over a target) and could form a cycle.
+ */
+void mf_catalog_coll_visit(mf_catalog_t *cat, const char *db, void (*fn)(void *arg, mf_coll_t *c), void *arg);
+
+/*
+ * mf_catalog_coll_find_pair: finds db.name (returned) and db2.name2 (in
+ * *second), locking them in namespace order, as every multi-collection
+ * session does, so two DDLs or a DDL and a listing never wait on each other
+ * in a cycle. Either may be NULL (missing, or a bounded wait gave up: see
+ * mf_catalog_lock_timed_out). Caller holds the lock.
+ */
+mf_coll_t *mf_catalog_coll_find_pair(mf_catalog_t *cat, const char *db, const char *name, const char *db2,
+                                     const char *name2, mf_coll_t **second);
+
+/* mf_catalog_lock_timed_out: true once a bounded wait of this thread's DDL session gave up. */
+bool mf_catalog_lock_timed_out(void);
 /*
  * mf_catalog_names: calls fn with every collection's names and UUID, under
  * the map lock only: no collection is locked, so it never waits for a

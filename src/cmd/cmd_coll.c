@@ -614,7 +614,11 @@ cmd_rename_collection(mf_op_t *op)
         return mf_err_set(&op->err, MF_E_IllegalOperation, "error with target namespace: Invalid system namespace: %s",
                           to);
     mf_catalog_wrlock(op->eng->cat);
-    c = mf_catalog_coll_find(op->eng->cat, fdb, fcoll);
+    c = mf_catalog_coll_find_pair(op->eng->cat, fdb, fcoll, tdb, tcoll, &t);
+    if (c == NULL && mf_catalog_lock_timed_out()) {
+        mf_catalog_unlock(op->eng->cat);
+        return mf_err_set(&op->err, MF_E_LockTimeout, "renameCollection: %s stayed in use", from);
+    }
     if (c == NULL) {
         mf_catalog_unlock(op->eng->cat);
         return mf_err_set(&op->err, MF_E_NamespaceNotFound, "Source collection %s does not exist", from);
@@ -625,7 +629,6 @@ cmd_rename_collection(mf_op_t *op)
                           c->is_timeseries ? "Renaming a timeseries collection is not allowed"
                                            : "Renaming to a bucket namespace is not allowed");
     }
-    t = mf_catalog_coll_find(op->eng->cat, tdb, tcoll);
     if (t == c) {
         mf_catalog_unlock(op->eng->cat);
         return mf_err_set(&op->err, MF_E_IllegalOperation, "Can't rename a collection to itself");

@@ -343,8 +343,8 @@ mf_agg_writer_commit(mf_agg_writer_t *wr, mf_error_t *err)
     if (wr->merge_spec == NULL) {
         /* The target's drop and the rename are one catalog transaction: a failure keeps the old target. */
         mf_catalog_wrlock(wr->cat);
-        mf_coll_t *t = mf_catalog_coll_find(wr->cat, wr->db, wr->tmp);
-        mf_coll_t *target = mf_catalog_coll_find(wr->cat, wr->db, wr->coll);
+        mf_coll_t *target;
+        mf_coll_t *t = mf_catalog_coll_find_pair(wr->cat, wr->db, wr->tmp, wr->db, wr->coll, &target);
         if (t == NULL)
             rc = mf_err_set(err, MF_E_NamespaceNotFound, "collection %s.%s was dropped during $out", wr->db, wr->tmp);
         else

@@ -774,7 +774,7 @@ run_pass(mf_ttl_monitor_t *m, mf_sess_t *s)
         int64_t sub_start = mf_mono_us();
         targets_clear(&l);
         mf_catalog_rdlock(m->env.cat);
-        mf_catalog_coll_list(m->env.cat, NULL, collect_targets, &l);
+        mf_catalog_coll_visit(m->env.cat, NULL, collect_targets, &l);
         mf_catalog_unlock(m->env.cat);
         for (int i = 0; i < l.n; i++)
             l.v[i].more = true;
@@ -812,7 +812,7 @@ compute_next_due(mf_ttl_monitor_t *m, mf_sess_t *s)
     int64_t gen = m->refresh_req;
     pthread_mutex_unlock(&m->mu);
     mf_catalog_rdlock(m->env.cat);
-    mf_catalog_coll_list(m->env.cat, NULL, collect_targets, &l);
+    mf_catalog_coll_visit(m->env.cat, NULL, collect_targets, &l);
     idx_snap_t *snap = l.n ? mf_calloc((size_t)l.n, sizeof(*snap)) : NULL;
     int nsnap = 0;
     for (int i = 0; i < l.n; i++) {

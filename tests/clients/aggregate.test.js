@@ -385,3 +385,37 @@ h.test('$limit and $skip after $project/$set/$unset run first (MongoDB\'s optimi
   assert.deepEqual(skipped, [{ _id: 1, y: 4 }]);
   await h.expectCode(db.collection('c').aggregate([{ $project: { y: { $multiply: ['$a', 2] } } }]).toArray(), 14);
 });
+
+// A TTL monitor pass visits every collection in namespace order while $out
+// renames its temporary collection over the target: each must lock in that
+// order too, or the two wait on each other until a lock times out (it did,
+// once in CI, as "target namespace exists" after 10 s).
+h.test('$out over an existing target while the TTL monitor sweeps never times out', async () => {
+  const db = srv.freshDb('outttl');
+  const src = db.collection('src');
+  await src.insertMany([{ _id: 1, v: 1 }, { _id: 2, v: 2 }]);
+  await db.collection('dest').insertOne({ _id: 'old' });
+  const ttl = db.collection('ttl');
+  await ttl.createIndex({ at: 1 }, { expireAfterSeconds: 0 });
+  let stop = false;
+  const churn = (async () => {
+    // Documents already due: the monitor sweeps again and again.
+    for (let i = 0; !stop; i++) await ttl.insertOne({ at: new Date(Date.now() - 1000), i });
+  })();
+  const lister = (async () => {
+    while (!stop) await db.listCollections().toArray();
+  })();
+  try {
+    for (let i = 0; i < 60; i++) {
+      const t0 = Date.now();
+      await src.aggregate([{ $match: {} }, { $set: { round: i } }, { $out: 'dest' }]).toArray();
+      assert.ok(Date.now() - t0 < 5000, `round ${i} waited ${Date.now() - t0} ms`);
+      assert.deepEqual((await db.collection('dest').find().sort({ _id: 1 }).toArray()).map((d) => [d._id, d.round]),
+        [[1, i], [2, i]]);
+    }
+  } finally {
+    stop = true;
+    await churn;
+    await lister;
+  }
+});
