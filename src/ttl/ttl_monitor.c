@@ -35,6 +35,13 @@
  *   deadline; the write observer compares each inserted or updated
  *   document's deadline with it and wakes the monitor if earlier.
  *
+ *   Parallel batches (beyond MongoDB): a visit reads up to W batches of
+ *   record ids at once and deletes them as W transactions on W threads (the
+ *   monitor and W-1 deleters, ttlMonitorWorkers, default one per CPU), so a
+ *   mass expiry uses every core; all W finish before the next read, under
+ *   the same catalog lock. Deleters run at the monitor's lower priority.
+ *   An archiving index (SPEC I2) deletes on the monitor's thread only.
+ *
  *   Pacing (SPEC D9 beyond): batches are small (ttlMonitorBatchDocs) and
  *   the catalog lock is dropped between them. While foreground operations
  *   are running (their counter moves), the monitor sleeps between batches
@@ -79,6 +86,7 @@
 #define LAT_BUCKETS 64
 #define RATE_SECS 10
 #define ARCHIVE_BATCH_FACTOR 4
+#define MAX_WORKERS 16 /* ttlMonitorWorkers' maximum */
 
 /* One TTL index as a sub-pass sees it (copied out of the catalog). */
 typedef struct ttl_target {
@@ -150,6 +158,16 @@ struct mf_ttl_monitor {
     int64_t lat_count;
     int64_t lat_max;
     int64_t lat_buckets[LAT_BUCKETS];
+    /*
+     * Deleters (see "Parallel batches"): threads started on first use, each
+     * with a job slot; pool_cv wakes them, done_cv wakes the monitor.
+     */
+    pthread_mutex_t pool_mu;
+    pthread_cond_t pool_cv, done_cv;
+    struct deleter *deleters;
+    int ndeleters, pending;
+    bool pool_quit;
+    _Atomic int64_t deleter_deleted; /* documents deleted by deleters (not the monitor's own chunk) */
 };
 
 
@@ -185,28 +203,36 @@ on_param_change(void *arg, mf_param_t *p)
 
 /* ---------- lateness histogram ---------- */
 
+/* Records the lateness of n deletions committed at after_ms, whose expiry times are exps, under one lock. */
 static void
-lateness_record(mf_ttl_monitor_t *m, int64_t ms)
+lateness_record_many(mf_ttl_monitor_t *m, const int64_t *exps, size_t n, int64_t after_ms)
 {
-    int b = 0;
-    if (ms < 0)
-        ms = 0;
-    while (b < LAT_BUCKETS - 1 && ms >= ((int64_t)1 << b))
-        b++;
-    pthread_mutex_lock(&m->lat_mu);
-    m->lat_buckets[b]++;
-    m->lat_count++;
-    if (m->lat_sum <= INT64_MAX - ms)
-        m->lat_sum += ms;
+    if (n == 0)
+        return;
     int64_t sec = mf_mono_ms() / 1000;
     int slot = (int)(sec % RATE_SECS);
+    pthread_mutex_lock(&m->lat_mu);
+    for (size_t i = 0; i < n; i++) {
+        /* A date near the minimum Date expires at about INT64_MIN: the difference saturates. */
+        int64_t ms, b = 0;
+        if (__builtin_sub_overflow(after_ms, exps[i], &ms))
+            ms = INT64_MAX;
+        if (ms < 0)
+            ms = 0;
+        while (b < LAT_BUCKETS - 1 && ms >= ((int64_t)1 << b))
+            b++;
+        m->lat_buckets[b]++;
+        if (m->lat_sum <= INT64_MAX - ms)
+            m->lat_sum += ms;
+        if (ms > m->lat_max)
+            m->lat_max = ms;
+    }
+    m->lat_count += (int64_t)n;
     if (m->rate_sec[slot] != sec) {
         m->rate_sec[slot] = sec;
         m->rate_n[slot] = 0;
     }
-    m->rate_n[slot]++;
-    if (ms > m->lat_max)
-        m->lat_max = ms;
+    m->rate_n[slot] += (int64_t)n;
     pthread_mutex_unlock(&m->lat_mu);
 }
 
@@ -544,6 +570,153 @@ should_stop(mf_ttl_monitor_t *m)
     return s;
 }
 
+/* ---------- parallel batches ---------- */
+
+/*
+ * One chunk of a visit's record ids, deleted in one transaction on one
+ * thread. The visit fills the inputs, runs one chunk itself and hands the
+ * others to deleters; it holds the catalog's shared lock (so c stays valid)
+ * until every chunk is done.
+ */
+typedef struct del_job {
+    mf_coll_t *c;
+    const int64_t *rids;
+    size_t n;
+    check_ctx_t cx;  /* this chunk's own check context (expiries point into the visit's array) */
+    mf_curop_t *op;  /* the visit's operation: killOp stops every chunk */
+    int rc;
+    mf_error_t err;
+    mf_delete_stats_t st;
+} del_job_t;
+
+typedef struct deleter {
+    mf_ttl_monitor_t *m;
+    pthread_t thread;
+    del_job_t *job; /* guarded by pool_mu; NULL when idle */
+} deleter_t;
+
+/* Runs job j on the calling thread with its WiredTiger session s. */
+static void
+job_run(mf_ttl_monitor_t *m, mf_sess_t *s, del_job_t *j, bool batched)
+{
+    bson_t fpdata;
+
+    j->cx.s = s;
+    j->st.deleted = j->st.batches = 0;
+    mf_err_clear(&j->err);
+    tls_batch = &j->cx;
+    mf_curop_set_current(j->op);
+    if (mf_failpoint_eval(mf_failpoint_find(m->env.failpoints, "ttlMonitorFailBatch"), NULL, NULL, &fpdata)) {
+        /* Fault injection (common/failpoint.h): the batch fails as a storage error would, nothing deleted. */
+        bson_iter_t fit;
+        int code = bson_iter_init_find(&fit, &fpdata, "errorCode") && BSON_ITER_HOLDS_NUMBER(&fit)
+                       ? (int)bson_iter_as_int64(&fit) : MF_E_WriteConflict;
+        bson_destroy(&fpdata);
+        j->rc = mf_err_set(&j->err, code, "TTL batch failed by the ttlMonitorFailBatch fail point");
+    } else {
+        j->rc = mf_delete_rids(s, j->c, j->rids, j->n, batched ? 0 : 1, false, ttl_check, &j->cx, &j->st, &j->err);
+    }
+    mf_curop_set_current(NULL);
+    tls_batch = NULL;
+    mf_storage_session_release(s);
+}
+
+static void *
+deleter_main(void *arg)
+{
+    deleter_t *d = arg;
+    mf_ttl_monitor_t *m = d->m;
+    mf_sess_t *s = mf_storage_session(m->env.st);
+
+    mf_batch_set_conflict_limit(5);
+    (void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10); /* SPEC D9, as the monitor */
+    pthread_mutex_lock(&m->pool_mu);
+    for (;;) {
+        while (d->job == NULL && !m->pool_quit)
+            pthread_cond_wait(&m->pool_cv, &m->pool_mu);
+        if (d->job == NULL)
+            break;
+        del_job_t *j = d->job;
+        pthread_mutex_unlock(&m->pool_mu);
+        job_run(m, s, j, mf_param_get(m->env.params, "ttlMonitorBatchDeletes") != 0);
+        atomic_fetch_add(&m->deleter_deleted, j->st.deleted);
+        pthread_mutex_lock(&m->pool_mu);
+        d->job = NULL;
+        if (--m->pending == 0)
+            pthread_cond_signal(&m->done_cv);
+    }
+    pthread_mutex_unlock(&m->pool_mu);
+    mf_storage_session_close_thread(m->env.st);
+    return NULL;
+}
+
+/* How many threads a visit may delete with (ttlMonitorWorkers; 0: the online CPUs), at least 1. */
+static int
+workers_wanted(mf_ttl_monitor_t *m)
+{
+    int64_t w = mf_param_get(m->env.params, "ttlMonitorWorkers");
+    if (w <= 0) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        w = n > 0 ? n : 1;
+    }
+    return w > MAX_WORKERS ? MAX_WORKERS : (int)w;
+}
+
+/* Starts deleters up to want - 1 (the monitor is the other one); returns how many run. */
+static int
+pool_grow(mf_ttl_monitor_t *m, int want)
+{
+    if (m->deleters == NULL)
+        m->deleters = mf_calloc(MAX_WORKERS, sizeof(*m->deleters));
+    while (m->ndeleters < want - 1) {
+        deleter_t *d = &m->deleters[m->ndeleters];
+        d->m = m;
+        d->job = NULL;
+        if (pthread_create(&d->thread, NULL, deleter_main, d) != 0) {
+            mf_log(MF_LOG_WARN, "TTL", "cannot start a TTL deleter thread; deleting with %d", m->ndeleters + 1);
+            break;
+        }
+        m->ndeleters++;
+    }
+    return m->ndeleters;
+}
+
+/* Stops and joins every deleter (monitor shutdown). */
+static void
+pool_stop(mf_ttl_monitor_t *m)
+{
+    pthread_mutex_lock(&m->pool_mu);
+    m->pool_quit = true;
+    pthread_cond_broadcast(&m->pool_cv);
+    pthread_mutex_unlock(&m->pool_mu);
+    for (int i = 0; i < m->ndeleters; i++)
+        pthread_join(m->deleters[i].thread, NULL);
+    m->ndeleters = 0;
+    free(m->deleters);
+    m->deleters = NULL;
+}
+
+/* Runs jobs[0..n): jobs[1..] on deleters, jobs[0] on the calling thread; returns when all are done. */
+static void
+jobs_run(mf_ttl_monitor_t *m, mf_sess_t *s, del_job_t *jobs, int n, bool batched)
+{
+    if (n > 1) {
+        pthread_mutex_lock(&m->pool_mu);
+        m->pending = n - 1;
+        for (int i = 1; i < n; i++)
+            m->deleters[i - 1].job = &jobs[i];
+        pthread_cond_broadcast(&m->pool_cv);
+        pthread_mutex_unlock(&m->pool_mu);
+    }
+    job_run(m, s, &jobs[0], batched);
+    if (n > 1) {
+        pthread_mutex_lock(&m->pool_mu);
+        while (m->pending > 0)
+            pthread_cond_wait(&m->done_cv, &m->pool_mu);
+        pthread_mutex_unlock(&m->pool_mu);
+    }
+}
+
 /*
  * Deletes due documents of target t until a target is hit or none is left.
  * Returns true if it stopped because of a target (more may be due).
@@ -565,8 +738,12 @@ visit(mf_ttl_monitor_t *m, mf_sess_t *s, ttl_target_t *t)
      * more documents it costs a quarter as much per document.
      */
     size_t cap_archive = cap * ARCHIVE_BATCH_FACTOR;
-    int64_t *rids = mf_malloc(cap_archive * sizeof(*rids));
-    int64_t *exps = mf_malloc(cap_archive * sizeof(*exps));
+    /* Parallel batches: this thread and the deleters each delete one chunk of lim documents per round. */
+    int workers = pool_grow(m, workers_wanted(m)) + 1;
+    size_t room = cap * (size_t)(workers > ARCHIVE_BATCH_FACTOR ? workers : ARCHIVE_BATCH_FACTOR);
+    int64_t *rids = mf_malloc(room * sizeof(*rids));
+    int64_t *exps = mf_malloc(room * sizeof(*exps));
+    del_job_t jobs[MAX_WORKERS];
     bool more = false;
 
     for (;;) {
@@ -587,7 +764,10 @@ visit(mf_ttl_monitor_t *m, mf_sess_t *s, ttl_target_t *t)
         bson_iter_t ait;
         bool archive = m->env.archive != NULL && !c->is_timeseries && bson_iter_init_find(&ait, ix->spec, "archive") &&
                        BSON_ITER_HOLDS_BOOL(&ait) && bson_iter_bool(&ait);
+        /* An archiving index stages into its transaction's archive frame: one chunk, on this thread. */
         size_t lim = archive ? cap_archive : cap;
+        int nw = archive ? 1 : workers;
+        size_t scan_lim = lim * (size_t)nw;
         int64_t now = mf_now_ms();
         bool desc = ix->kp.desc[0];
         uint8_t lo[DATE_KEY_LEN], hi[DATE_KEY_LEN];
@@ -614,7 +794,7 @@ visit(mf_ttl_monitor_t *m, mf_sess_t *s, ttl_target_t *t)
                               : mf_cur_seek_bytes_ge(cur, lo, DATE_KEY_LEN);
         const uint8_t *k = NULL;
         size_t klen = 0;
-        while (r == 0 && n < lim) {
+        while (r == 0 && n < scan_lim) {
             mf_cur_key_bytes(cur, &k, &klen);
             if (klen < DATE_KEY_LEN || memcmp(k, hi, DATE_KEY_LEN) > 0)
                 break;
@@ -654,7 +834,7 @@ visit(mf_ttl_monitor_t *m, mf_sess_t *s, ttl_target_t *t)
         }
         bool range_left = false;
         t->resume_len = 0;
-        if (r == 0 && n >= lim) {
+        if (r == 0 && n >= scan_lim) {
             mf_cur_key_bytes(cur, &k, &klen);
             if (klen >= DATE_KEY_LEN && klen <= sizeof(t->resume) && memcmp(k, hi, DATE_KEY_LEN) <= 0) {
                 memcpy(t->resume, k, klen);
@@ -668,9 +848,6 @@ visit(mf_ttl_monitor_t *m, mf_sess_t *s, ttl_target_t *t)
             break;
         }
 
-        check_ctx_t cx = {ix->kp.fields[0], secs, now, ix->partial, exps, 0, lim, 0,
-                          archive ? m->env.archive : NULL, s, c->uuid};
-        mf_delete_stats_t st = {0, 0};
         bson_t desc_cmd;
         char cname[256];
         const char *dot = strchr(t->ns, '.');
@@ -681,23 +858,29 @@ visit(mf_ttl_monitor_t *m, mf_sess_t *s, ttl_target_t *t)
         BSON_APPEND_INT64(&desc_cmd, "expireAfterSeconds", secs);
         mf_curop_t *op = mf_curop_begin(m->env.curops, "remove", t->ns, "TTLMonitor", &desc_cmd, 0);
         bson_destroy(&desc_cmd);
-        tls_batch = &cx;
         atomic_store(&m->batch_opid, mf_curop_opid(op));
-        mf_curop_set_current(op);
-        bson_t fpdata;
-        int rc;
-        if (mf_failpoint_eval(mf_failpoint_find(m->env.failpoints, "ttlMonitorFailBatch"), NULL, NULL, &fpdata)) {
-            /* Fault injection (common/failpoint.h): the batch fails as a storage error would, nothing deleted. */
-            bson_iter_t fit;
-            int code = bson_iter_init_find(&fit, &fpdata, "errorCode") && BSON_ITER_HOLDS_NUMBER(&fit)
-                           ? (int)bson_iter_as_int64(&fit) : MF_E_WriteConflict;
-            bson_destroy(&fpdata);
-            rc = mf_err_set(&err, code, "TTL batch failed by the ttlMonitorFailBatch fail point");
-        } else {
-            rc = mf_delete_rids(s, c, rids, n, batched ? 0 : 1, false, ttl_check, &cx, &st, &err);
+        /* n record ids in chunks of at most lim, as evenly as the chunk count allows. */
+        int nj = (int)((n + lim - 1) / lim);
+        size_t per = (n + (size_t)nj - 1) / (size_t)nj, off = 0;
+        for (int i = 0; i < nj; i++) {
+            size_t len = n - off < per ? n - off : per;
+            jobs[i] = (del_job_t){.c = c, .rids = rids + off, .n = len, .op = op};
+            jobs[i].cx = (check_ctx_t){ix->kp.fields[0], secs, now, ix->partial, exps + off, 0, len, 0,
+                                       archive ? m->env.archive : NULL, NULL, c->uuid};
+            off += len;
         }
-        mf_curop_set_current(NULL);
-        tls_batch = NULL;
+        jobs_run(m, s, jobs, nj, batched);
+        mf_delete_stats_t st = {0, 0};
+        int rc = 0;
+        mf_err_clear(&err);
+        for (int i = 0; i < nj; i++) {
+            st.deleted += jobs[i].st.deleted;
+            st.batches += jobs[i].st.batches;
+            if (jobs[i].rc != 0 && rc == 0) {
+                rc = jobs[i].rc;
+                err = jobs[i].err;
+            }
+        }
         atomic_store(&m->batch_opid, 0);
         mf_curop_end(op);
         mf_catalog_unlock(m->env.cat);
@@ -713,13 +896,8 @@ visit(mf_ttl_monitor_t *m, mf_sess_t *s, ttl_target_t *t)
         int64_t after = mf_now_ms();
         if (m->env.on_batch && st.deleted > 0)
             m->env.on_batch(m->env.arg, t->ns, t->index, secs, st.deleted, (mf_mono_us() - batch_start) / 1000);
-        for (size_t i = 0; i < cx.committed; i++) {
-            /* A date near the minimum Date expires at about INT64_MIN: the difference saturates. */
-            int64_t late;
-            if (__builtin_sub_overflow(after, cx.expiries[i], &late))
-                late = INT64_MAX;
-            lateness_record(m, late);
-        }
+        for (int i = 0; i < nj; i++)
+            lateness_record_many(m, jobs[i].cx.expiries, jobs[i].cx.committed, after);
         atomic_fetch_add(&m->deleted, st.deleted);
         if (st.deleted > 0)
             snap_deleted(m, t->ns, t->index, st.deleted);
@@ -957,6 +1135,7 @@ monitor_main(void *arg)
             not_before = 0;
         }
     }
+    pool_stop(m);
     mf_storage_session_close_thread(m->env.st);
     mf_log(MF_LOG_INFO, "TTL", "TTL monitor stopped");
     return NULL;
@@ -1041,6 +1220,9 @@ mf_ttl_monitor_start(const mf_ttl_env_t *env, mf_ttl_monitor_t **out, mf_error_t
     atomic_store(&m->paused, env->paused_reason);
     pthread_mutex_init(&m->mu, NULL);
     pthread_mutex_init(&m->lat_mu, NULL);
+    pthread_mutex_init(&m->pool_mu, NULL);
+    pthread_cond_init(&m->pool_cv, NULL);
+    pthread_cond_init(&m->done_cv, NULL);
     /* The condition variable waits on the monotonic clock (wall-clock jumps must not stall it). */
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
@@ -1067,6 +1249,9 @@ err_free:
     pthread_cond_destroy(&m->cv);
     pthread_mutex_destroy(&m->mu);
     pthread_mutex_destroy(&m->lat_mu);
+    pthread_cond_destroy(&m->pool_cv);
+    pthread_cond_destroy(&m->done_cv);
+    pthread_mutex_destroy(&m->pool_mu);
     free(m);
     return -1;
 }
@@ -1097,6 +1282,9 @@ mf_ttl_monitor_free(mf_ttl_monitor_t *m)
     pthread_cond_destroy(&m->cv);
     pthread_mutex_destroy(&m->mu);
     pthread_mutex_destroy(&m->lat_mu);
+    pthread_cond_destroy(&m->pool_cv);
+    pthread_cond_destroy(&m->done_cv);
+    pthread_mutex_destroy(&m->pool_mu);
     free(m);
 }
 
@@ -1212,5 +1400,7 @@ mf_ttl_status_append(mf_ttl_monitor_t *m, bson_t *doc)
     else
         BSON_APPEND_DATE_TIME(doc, "nextDueAt", due);
     BSON_APPEND_INT64(doc, "paceDocsPerSec", atomic_load(&m->pace_dps));
+    BSON_APPEND_INT32(doc, "workers", workers_wanted(m));
+    BSON_APPEND_INT64(doc, "deletedByWorkers", atomic_load(&m->deleter_deleted));
     BSON_APPEND_BOOL(doc, "precise", mf_param_get(m->env.params, "ttlMonitorPrecise") != 0);
 }

@@ -663,3 +663,33 @@ h.test('D9: after a mass expiry metrics.ttl.paceDocsPerSec > 0, and foreground r
     assert.ok(quantile(lat, 0.5) <= 200, `foreground p50 ${quantile(lat, 0.5)} ms during the mass expiry`);
   });
 });
+
+h.test('D9: with ttlMonitorWorkers 3 a mass expiry is deleted by several threads, every document once, none left', { timeout: 90000 }, async () => {
+  await withDb('workers', async (db) => {
+    const coll = db.collection('c');
+    await coll.createIndex({ at: 1 }, { expireAfterSeconds: 0 });
+    await setParams({ ttlMonitorEnabled: false });
+    try {
+      await insertExpired(coll, 30000);
+      await coll.insertMany(Array.from({ length: 50 }, (_, i) => ({ _id: `keep${i}`, at: new Date(Date.now() + 3600e3) })));
+    } catch (e) {
+      await setParams({ ttlMonitorEnabled: true });
+      throw e;
+    }
+    await withParams({ ttlMonitorWorkers: 3 }, async () => {
+      const before = await ttlStatus();
+      assert.equal(before.workers, 3);
+      await setParams({ ttlMonitorEnabled: true });
+      await waitFor(async () => (await coll.countDocuments()) === 50, 'the due documents were not deleted', 60000);
+      const after = await ttlStatus();
+      assert.equal(Number(after.deletedDocuments) - Number(before.deletedDocuments), 30000);
+      // Chunks ran on the deleter threads too, not only on the monitor's.
+      assert.ok(Number(after.deletedByWorkers) - Number(before.deletedByWorkers) > 0,
+        `deletedByWorkers ${before.deletedByWorkers} -> ${after.deletedByWorkers}`);
+    });
+    const ids = (await coll.find({}, { projection: { _id: 1 } }).toArray()).map((d) => d._id).sort();
+    assert.deepEqual(ids, Array.from({ length: 50 }, (_, i) => `keep${i}`).sort());
+    const v = await db.command({ validate: 'c', full: true });
+    assert.equal(v.valid, true, JSON.stringify(v.errors));
+  });
+});
