@@ -1,0 +1,790 @@
+'use strict';
+/*
+ * Request latency, connection scaling and ingest (issue 13, "performance
+ * against peers"): mayfly against Redis, side by side in one run. Prints
+ * figures only; it asserts no timing.
+ *
+ *   node bench/latency_bench.js [--rounds R] [--reqs N] [--secs S] [--docs D]
+ *                               [--only latency|scaling|ingest]
+ *   (or bash bench/latency_bench.sh, which builds build/mayflyd first)
+ *   MAYFLYD=path (default build/mayflyd, the release build), REDIS_SERVER=path
+ *   (default redis-server on PATH), MAYFLYD_ARGS="--flag value ..." (extra
+ *   mayflyd flags, e.g. to compare server parameters).
+ *
+ * Servers. Both are started by this script on free loopback ports with fresh
+ * temp directories (Redis: --save '' --appendonly no, io-threads off, i.e.
+ * its defaults). Both are stopped and the directories removed at the end,
+ * also on error or Ctrl-C. The header prints the machine (nproc, CPU model,
+ * kernel, load average at start) and both servers' versions: the figures
+ * mean little without them, and other work on the machine skews them.
+ *
+ * The client. Phases 1 and 2 use the same raw socket client for both servers
+ * (node `net`, TCP_NODELAY, no driver): mayfly gets hand-built OP_MSG
+ * messages (header + flagBits + one kind-0 body, as in tests/clients/
+ * harness.js buildOpMsg), Redis RESP arrays. Every request buffer is built
+ * before its timer starts (mayfly: one BSON template per operation, the _id
+ * and requestId patched in place), and the timed part ends when the complete
+ * reply has been framed (mayfly: the message length; Redis: one RESP reply),
+ * so the client's own cost is small and alike for both. Replies are checked
+ * outside the timed part (mayfly: ok: 1, no writeErrors, n / the found
+ * document; Redis: no error reply, the expected value); a wrong reply aborts.
+ *
+ * Phase 1, request latency on one connection, one request outstanding at a
+ * time, process.hrtime.bigint() around each request-response. Operations:
+ *   ping                       vs PING
+ *   find {_id: k}, limit 1,    vs GET k      (K = 10,000 documents / keys
+ *     singleBatch                              loaded first, k uniformly random)
+ *   insert of one small doc    vs SET k v    (w:1, the default; {_id, v: 32 B})
+ * Per operation, alternating rounds of --reqs requests (default 1,000):
+ * mayfly round, Redis round, --rounds times each (default 5), after one
+ * unrecorded warm-up round each. Reported per operation: p50 / p90 / p99 in
+ * µs over all rounds, the spread of the per-round p50s, the ratio
+ * mayfly/Redis of the p50s beside the issue's target (ping <= 1.3x, find
+ * <= 2x, insert <= 2.5x), and each server's CPU time per 1,000 requests:
+ * utime+stime of the whole process from /proc/<pid>/stat (clock ticks, so
+ * coarse: 10 ms a tick) and the sum of its threads' run times (ns) from
+ * /proc/<pid>/task/<tid>/schedstat, both summed over the recorded rounds. The lead
+ * uses the mayfly figure to compare changes to the network path.
+ *
+ * Phase 2, scaling. Throughput (ops/s) of a one-document insert and of find
+ * by _id (Redis: SET and GET) with 1, 8 and 64 connections, each running a
+ * closed loop (next request when the reply is in), --secs seconds per cell
+ * (default 3) after a 0.5 s warm-up whose operations are not counted; p50 /
+ * p99 latency per cell, and the ratio 8-conn/1-conn throughput (mayfly's
+ * target: >= 1.6x on 2 cores). All connections live in this one Node
+ * process, which shares the machine's cores with the server: on a 2-core box
+ * the client's CPU caps the 8- and 64-connection cells of both servers, so
+ * the Redis column is the reference for what the client can drive.
+ *
+ * Phase 3, ingest. mayfly: insertMany of 1,000 documents {_id: i, at: Date,
+ * v: 'x' * 32} into a collection with one TTL index ({at: 1},
+ * expireAfterSeconds 3600), through the Node driver, 4 batches in flight,
+ * --docs documents (default 200,000). Redis: SET key val PX 3600000,
+ * pipelined 1,000 commands per write, 8 writes in flight (bench/ttl_bench.js's
+ * loader). docs/s for both and the ratio Redis/mayfly.
+ */
+const { execFileSync, spawn } = require('node:child_process');
+const fs = require('node:fs');
+const net = require('node:net');
+const os = require('node:os');
+const path = require('node:path');
+const { MongoClient, BSON } = require('mongodb');
+const { freePort, tryConnect, buildOpMsg } = require('../tests/clients/harness');
+
+/* ---------- arguments ---------- */
+
+function arg(name, dflt) {
+  const i = process.argv.indexOf(`--${name}`);
+  if (i < 0) return dflt;
+  const v = Number(process.argv[i + 1]);
+  if (!Number.isFinite(v) || v <= 0) throw new Error(`bad value for --${name}`);
+  return v;
+}
+const ROUNDS = Math.floor(arg('rounds', 5));
+const REQS = Math.floor(arg('reqs', 1000));
+const SECS = arg('secs', 3);
+const DOCS = Math.floor(arg('docs', 200000));
+const ONLY = (() => {
+  const i = process.argv.indexOf('--only');
+  if (i < 0) return null;
+  const v = process.argv[i + 1];
+  if (!['latency', 'scaling', 'ingest'].includes(v)) throw new Error('--only takes latency, scaling or ingest');
+  return v;
+})();
+const runs = (phase) => ONLY === null || ONLY === phase;
+
+const K = 10000;                 /* documents / keys read by find / GET */
+const CONNS = [1, 8, 64];
+const WARM_MS = 500;
+const BATCH = 1000;
+const MONGO_INFLIGHT = 4;
+const REDIS_INFLIGHT = 8;
+const VALUE = 'x'.repeat(32);
+const DB = 'latbench';
+const TARGETS = { ping: 1.3, find: 2, insert: 2.5 };
+const SCALE_TARGET = 1.6;
+const OP_MSG = 2013;
+
+const REPO = path.resolve(__dirname, '..');
+const MAYFLYD = (() => {
+  const p = process.env.MAYFLYD || 'build/mayflyd';
+  return path.isAbsolute(p) ? p : path.join(REPO, p);
+})();
+const REDIS_SERVER = process.env.REDIS_SERVER || 'redis-server';
+
+/* ---------- small helpers ---------- */
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const log = (...a) => console.log(`[${new Date().toISOString().slice(11, 23)}]`, ...a);
+
+/* Deterministic PRNG (xorshift32): the same keys every run. */
+function rng(seed) {
+  let x = seed >>> 0 || 1;
+  return () => { x ^= x << 13; x >>>= 0; x ^= x >>> 17; x ^= x << 5; x >>>= 0; return x / 4294967296; };
+}
+
+/* Quantiles of an array of numbers (a sorted copy). */
+function quantiles(values) {
+  const a = Float64Array.from(values).sort();
+  const q = (p) => (a.length ? a[Math.min(a.length - 1, Math.max(0, Math.ceil(p * a.length) - 1))] : NaN);
+  return { n: a.length, p50: q(0.5), p90: q(0.9), p99: q(0.99), max: a.length ? a[a.length - 1] : NaN };
+}
+
+const CLK_TCK = (() => {
+  try { return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100; } catch (_) { return 100; }
+})();
+
+/* CPU used so far by process pid: {ticksMs: (utime+stime) in ms from
+ * /proc/<pid>/stat, schedNs: sum of the threads' schedstat run times}. */
+function cpuOf(pid) {
+  let ticksMs = NaN;
+  let schedNs = 0;
+  try {
+    const s = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = s.slice(s.lastIndexOf(')') + 2).split(' ');   /* f[0] is field 3 (state) */
+    ticksMs = ((Number(f[11]) + Number(f[12])) * 1000) / CLK_TCK;   /* fields 14, 15 */
+  } catch (_) { /* gone */ }
+  try {
+    for (const t of fs.readdirSync(`/proc/${pid}/task`)) {
+      try { schedNs += Number(fs.readFileSync(`/proc/${pid}/task/${t}/schedstat`, 'utf8').split(' ')[0]); } catch (_) { /* thread exited */ }
+    }
+  } catch (_) { schedNs = NaN; }
+  return { ticksMs, schedNs };
+}
+
+function machine() {
+  let model = 'unknown';
+  try {
+    const m = /^model name\s*:\s*(.+)$/m.exec(fs.readFileSync('/proc/cpuinfo', 'utf8'));
+    if (m) model = m[1].trim();
+  } catch (_) { /* not Linux */ }
+  let nproc = os.cpus().length;
+  try { nproc = Number(execFileSync('nproc', { encoding: 'utf8' }).trim()) || nproc; } catch (_) { /* keep */ }
+  return { nproc, model, kernel: `${os.type()} ${os.release()} ${os.arch()}`, load: os.loadavg() };
+}
+
+/* The checkout's commit, and whether src/ has uncommitted changes (the binary is built from it by the .sh). */
+function sourceRev() {
+  try {
+    const rev = execFileSync('git', ['-C', REPO, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
+    const dirty = execFileSync('git', ['-C', REPO, 'status', '--porcelain', '--', 'src'], { encoding: 'utf8' }).trim();
+    return dirty ? `${rev} + uncommitted changes in src/` : rev;
+  } catch (_) { return 'unknown'; }
+}
+
+/* ---------- child processes and clean-up ---------- */
+
+const children = [];   /* {name, proc, dir, exited, tail} */
+let cleanedUp = false;
+
+function spawnServer(name, bin, args, dir) {
+  const proc = spawn(bin, args, { stdio: ['ignore', 'ignore', 'pipe'], cwd: dir });
+  const entry = { name, proc, dir, tail: [], exited: null };
+  proc.stderr.setEncoding('utf8');
+  proc.stderr.on('data', (c) => {
+    entry.tail.push(c);
+    if (entry.tail.length > 50) entry.tail.splice(0, entry.tail.length - 25);
+  });
+  proc.on('exit', (code, signal) => { entry.exited = { code, signal }; });
+  proc.on('error', (e) => { entry.exited = { error: e.message }; });
+  children.push(entry);
+  return entry;
+}
+
+async function waitUp(entry, port) {
+  const deadline = Date.now() + 20000;
+  for (;;) {
+    if (entry.exited) {
+      throw new Error(`${entry.name} exited during start-up ${JSON.stringify(entry.exited)}\n${entry.tail.join('')}`);
+    }
+    if (await tryConnect(port)) return;
+    if (Date.now() > deadline) throw new Error(`${entry.name} did not start on port ${port}`);
+    await sleep(50);
+  }
+}
+
+/* Synchronous so it can run from 'exit' too: SIGKILL what is left, remove the directories. */
+function cleanupSync() {
+  if (cleanedUp) return;
+  cleanedUp = true;
+  for (const c of children) {
+    if (!c.exited) { try { c.proc.kill('SIGKILL'); } catch (_) { /* gone */ } }
+    try { fs.rmSync(c.dir, { recursive: true, force: true }); } catch (_) { /* best effort */ }
+  }
+}
+
+/* Graceful stop: SIGTERM, wait up to ms, then SIGKILL; then remove the directories. */
+async function stopAll(ms = 10000) {
+  for (const c of children) if (!c.exited) c.proc.kill('SIGTERM');
+  const deadline = Date.now() + ms;
+  while (children.some((c) => !c.exited) && Date.now() < deadline) await sleep(50);
+  cleanupSync();
+}
+
+process.on('exit', cleanupSync);
+for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
+  process.on(sig, () => { cleanupSync(); process.exit(130); });
+}
+
+/* ---------- wire framing ---------- */
+
+/* Length of the complete OP_MSG at the start of buf, or 0. */
+function frameMongo(buf) {
+  if (buf.length < 4) return 0;
+  const len = buf.readInt32LE(0);
+  return buf.length >= len ? len : 0;
+}
+
+/* End offset of one complete RESP reply at off, or -1 (simple types, bulk
+ * strings and arrays of them: all this bench receives). */
+function respEnd(buf, off) {
+  if (off >= buf.length) return -1;
+  const nl = buf.indexOf(10, off);
+  if (nl < 0) return -1;
+  const t = buf[off];
+  if (t === 43 || t === 45 || t === 58) return nl + 1;           /* + - : */
+  const n = Number(buf.toString('latin1', off + 1, nl - 1));
+  if (t === 36) {                                                  /* $ */
+    if (n < 0) return nl + 1;
+    return nl + 1 + n + 2 <= buf.length ? nl + 1 + n + 2 : -1;
+  }
+  if (t === 42) {                                                  /* * */
+    let o = nl + 1;
+    for (let i = 0; i < n; i++) { o = respEnd(buf, o); if (o < 0) return -1; }
+    return o;
+  }
+  throw new Error(`bad RESP type byte ${t}`);
+}
+function frameRedis(buf) { const e = respEnd(buf, 0); return e < 0 ? 0 : e; }
+
+/* The value of a one-line or bulk-string RESP reply (checks only). */
+function respValue(frame) {
+  const t = frame[0];
+  const nl = frame.indexOf(10);
+  const line = frame.toString('latin1', 1, nl - 1);
+  if (t === 45) return new Error(line);
+  if (t === 36) return Number(line) < 0 ? null : frame.toString('latin1', nl + 1, frame.length - 2);
+  return line;
+}
+
+function resp(args) {
+  let s = `*${args.length}\r\n`;
+  for (const a of args) {
+    const v = String(a);
+    s += `$${Buffer.byteLength(v)}\r\n${v}\r\n`;
+  }
+  return Buffer.from(s, 'latin1');
+}
+
+/*
+ * A raw connection with one request outstanding at a time. send(buf, cb)
+ * writes buf and calls cb(frame, ns) with the complete reply and the
+ * request-response time in ns (hrtime.bigint taken just before the write and
+ * as soon as the reply is framed, before anything else runs).
+ */
+class Conn {
+  constructor(port, frame) {
+    this.port = port;
+    this.frame = frame;
+    this.buf = null;
+    this.cb = null;
+    this.t0 = 0n;
+    this.err = null;
+  }
+
+  connect() {
+    return new Promise((resolve, reject) => {
+      this.sock = net.connect({ port: this.port, host: '127.0.0.1' }, () => resolve(this));
+      this.sock.setNoDelay(true);
+      this.sock.once('error', (e) => { this.err = e; reject(e); });
+      this.sock.on('data', (d) => this.onData(d));
+      this.sock.on('close', () => {
+        if (this.cb) { const cb = this.cb; this.cb = null; cb(null, 0n, this.err || new Error('connection closed')); }
+      });
+    });
+  }
+
+  onData(d) {
+    const buf = this.buf ? Buffer.concat([this.buf, d]) : d;
+    const len = this.frame(buf);
+    if (len === 0) { this.buf = buf; return; }
+    const t1 = process.hrtime.bigint();
+    this.buf = null;
+    const cb = this.cb;
+    this.cb = null;
+    if (!cb || len !== buf.length) {
+      this.err = new Error(cb ? 'unexpected bytes after a reply' : 'a reply nobody asked for');
+      this.sock.destroy();
+      if (cb) cb(null, 0n, this.err);
+      return;
+    }
+    cb(buf, t1 - this.t0, null);
+  }
+
+  send(buf, cb) {
+    this.cb = cb;
+    this.t0 = process.hrtime.bigint();
+    this.sock.write(buf);
+  }
+
+  /* Promise form: resolves {frame, ns}. */
+  request(buf) {
+    return new Promise((resolve, reject) => {
+      this.send(buf, (frame, ns, err) => (err ? reject(err) : resolve({ frame, ns })));
+    });
+  }
+
+  close() { this.sock.destroy(); }
+}
+
+/* ---------- mayfly requests: templates patched in place ---------- */
+
+const MARK = 0x5a5a5a5a;   /* an int32 placeholder for the key, searched for in the template */
+
+/* An OP_MSG for body with the int32 key slot located: make(k, reqId) returns a fresh buffer. */
+function mongoTemplate(body) {
+  const tpl = buildOpMsg(1, { ...body, $db: DB });
+  const needle = Buffer.alloc(4);
+  needle.writeInt32LE(MARK);
+  const slots = [];
+  for (let o = tpl.indexOf(needle, 16); o >= 0; o = tpl.indexOf(needle, o + 4)) slots.push(o);
+  return (k, reqId) => {
+    const b = Buffer.from(tpl);
+    b.writeInt32LE(reqId, 4);
+    for (const s of slots) b.writeInt32LE(k, s);
+    return b;
+  };
+}
+
+function mongoBody(frame) {
+  if (frame.readInt32LE(12) !== OP_MSG || frame[20] !== 0) throw new Error('mayfly: not an OP_MSG reply');
+  const len = frame.readInt32LE(21);
+  return BSON.deserialize(frame.subarray(21, 21 + len), { promoteLongs: true });
+}
+
+/*
+ * One benchmark operation on either server: req(k, seq) builds the request
+ * for key k (seq: a request counter), check(frame, k) throws on a wrong reply.
+ */
+function mongoOps() {
+  let reqId = 1;
+  const ping = mongoTemplate({ ping: 1 });
+  const find = mongoTemplate({ find: 'data', filter: { _id: MARK }, limit: 1, singleBatch: true });
+  const insert = mongoTemplate({ insert: 'ins', documents: [{ _id: MARK, v: VALUE }] });
+  const ok = (b) => { if (b.ok !== 1) throw new Error(`mayfly: error reply ${JSON.stringify(b)}`); return b; };
+  return {
+    ping: { req: () => ping(0, reqId++), check: (f) => ok(mongoBody(f)) },
+    find: {
+      req: (k) => find(k, reqId++),
+      check: (f, k) => {
+        const b = ok(mongoBody(f));
+        const d = b.cursor && b.cursor.firstBatch && b.cursor.firstBatch[0];
+        if (!d || d._id !== k) throw new Error(`mayfly: find _id ${k} returned ${JSON.stringify(b)}`);
+      },
+    },
+    insert: {
+      req: (k) => insert(k, reqId++),
+      check: (f) => {
+        const b = ok(mongoBody(f));
+        if (b.n !== 1 || b.writeErrors) throw new Error(`mayfly: insert replied ${JSON.stringify(b)}`);
+      },
+    },
+  };
+}
+
+function redisOps() {
+  const val = (f) => { const v = respValue(f); if (v instanceof Error) throw new Error(`redis: ${v.message}`); return v; };
+  return {
+    ping: { req: () => resp(['PING']), check: (f) => { if (val(f) !== 'PONG') throw new Error('redis: PING'); } },
+    find: { req: (k) => resp(['GET', `d:${k}`]), check: (f, k) => { if (val(f) !== VALUE) throw new Error(`redis: GET d:${k}`); } },
+    insert: { req: (k) => resp(['SET', `i:${k}`, VALUE]), check: (f) => { if (val(f) !== 'OK') throw new Error('redis: SET'); } },
+  };
+}
+
+/* Keys for insert: unique across the whole run (both phases). */
+let nextInsertKey = 1;
+const findRng = rng(4242);
+
+function keysFor(op, n) {
+  const ks = new Int32Array(n);
+  for (let i = 0; i < n; i++) ks[i] = op === 'insert' ? nextInsertKey++ : op === 'find' ? Math.floor(findRng() * K) : 0;
+  return ks;
+}
+
+/* ---------- phase 1: latency ---------- */
+
+/* n requests of op on conn, one at a time; returns {us: latencies (µs), cpu: {ticksMs, schedNs}}. */
+async function latencyRound(conn, op, keys, pid) {
+  const reqs = Array.from(keys, (k) => op.req(k));
+  const frames = new Array(keys.length);
+  const us = new Float64Array(keys.length);
+  const c0 = cpuOf(pid);
+  for (let i = 0; i < reqs.length; i++) {
+    const { frame, ns } = await conn.request(reqs[i]);
+    us[i] = Number(ns) / 1000;
+    frames[i] = frame;
+  }
+  const c1 = cpuOf(pid);
+  for (let i = 0; i < frames.length; i++) op.check(frames[i], keys[i]);
+  return { us, cpu: { ticksMs: c1.ticksMs - c0.ticksMs, schedNs: c1.schedNs - c0.schedNs } };
+}
+
+async function phaseLatency(sys) {
+  const result = {};
+  for (const name of ['ping', 'find', 'insert']) {
+    const acc = {};
+    for (const s of sys) {
+      acc[s.name] = { us: [], roundP50: [], ticksMs: 0, schedNs: 0, n: 0 };
+      await latencyRound(s.conn, s.ops[name], keysFor(name, REQS), s.pid);   /* warm-up */
+    }
+    for (let r = 0; r < ROUNDS; r++) {
+      for (const s of sys) {
+        const keys = keysFor(name, REQS);
+        const { us, cpu } = await latencyRound(s.conn, s.ops[name], keys, s.pid);
+        const a = acc[s.name];
+        for (const x of us) a.us.push(x);
+        a.roundP50.push(quantiles(us).p50);
+        a.ticksMs += cpu.ticksMs;
+        a.schedNs += cpu.schedNs;
+        a.n += us.length;
+      }
+    }
+    result[name] = {};
+    for (const s of sys) {
+      const a = acc[s.name];
+      result[name][s.name] = {
+        q: quantiles(a.us),
+        p50lo: Math.min(...a.roundP50),
+        p50hi: Math.max(...a.roundP50),
+        cpuTicksMsPer1k: (a.ticksMs / a.n) * 1000,
+        cpuSchedMsPer1k: (a.schedNs / 1e6 / a.n) * 1000,
+      };
+    }
+    const m = result[name].mayfly.q.p50;
+    const rd = result[name].redis.q.p50;
+    log(`latency ${name}: mayfly p50 ${m.toFixed(1)} µs, redis p50 ${rd.toFixed(1)} µs (${(m / rd).toFixed(2)}x)`);
+  }
+  return result;
+}
+
+/* ---------- phase 2: scaling ---------- */
+
+/*
+ * nconn connections, each a closed loop of op for WARM_MS + SECS s; only the
+ * operations completed after the warm-up count. Returns {opsPerSec, q}.
+ */
+async function scalingCell(sys, opName, nconn) {
+  const conns = [];
+  try {
+    for (let i = 0; i < nconn; i++) conns.push(await new Conn(sys.port, sys.frame).connect());
+    const op = sys.ops[opName];
+    let measuring = false;
+    let stop = false;
+    let count = 0;
+    let checked = 0;
+    const lat = [];
+    let failure = null;
+    const loops = conns.map((c) => new Promise((resolve) => {
+      const next = () => {
+        if (stop || failure) { resolve(); return; }
+        const kk = opName === 'insert' ? nextInsertKey++ : opName === 'find' ? Math.floor(findRng() * K) : 0;
+        c.send(op.req(kk), (frame, ns, err) => {
+          if (err) { failure = failure || err; resolve(); return; }
+          if (measuring && !stop) { count++; lat.push(Number(ns) / 1000); }
+          /* Check one reply in 16 (all of them would cost the client more than the server). */
+          if ((checked++ & 15) === 0) {
+            try { op.check(frame, kk); } catch (e) { failure = failure || e; }
+          }
+          next();
+        });
+      };
+      next();
+    }));
+    await sleep(WARM_MS);
+    measuring = true;
+    const t0 = process.hrtime.bigint();
+    await sleep(SECS * 1000);
+    stop = true;
+    const secs = Number(process.hrtime.bigint() - t0) / 1e9;
+    await Promise.all(loops);
+    if (failure) throw failure;
+    return { opsPerSec: count / secs, q: quantiles(lat) };
+  } finally {
+    for (const c of conns) c.close();
+  }
+}
+
+async function phaseScaling(sys) {
+  const result = {};
+  for (const opName of ['insert', 'find']) {
+    result[opName] = {};
+    for (const s of sys) result[opName][s.name] = {};
+    for (const n of CONNS) {
+      for (const s of sys) {
+        const cell = await scalingCell(s, opName, n);
+        result[opName][s.name][n] = cell;
+        log(`scaling ${opName} x${n} ${s.name}: ${Math.round(cell.opsPerSec)} ops/s, ` +
+          `p50 ${cell.q.p50.toFixed(0)} µs, p99 ${cell.q.p99.toFixed(0)} µs`);
+      }
+    }
+  }
+  return result;
+}
+
+/* ---------- phase 3: ingest ---------- */
+
+async function ingestMongo(client) {
+  const coll = client.db(DB).collection('ingest');
+  await coll.drop().catch(() => {});
+  await coll.createIndex({ at: 1 }, { expireAfterSeconds: 3600 });
+  let next = 0;
+  const t0 = process.hrtime.bigint();
+  await Promise.all(Array.from({ length: MONGO_INFLIGHT }, async () => {
+    while (next < DOCS) {
+      const start = next;
+      const end = Math.min(DOCS, start + BATCH);
+      next = end;
+      const docs = new Array(end - start);
+      const at = new Date();
+      for (let i = start; i < end; i++) docs[i - start] = { _id: i, at, v: VALUE };
+      const r = await coll.insertMany(docs, { ordered: false });
+      if (r.insertedCount !== end - start) throw new Error(`mayfly: insertMany inserted ${r.insertedCount}`);
+    }
+  }));
+  const secs = Number(process.hrtime.bigint() - t0) / 1e9;
+  const n = await coll.estimatedDocumentCount();
+  if (n !== DOCS) throw new Error(`mayfly: ${n} documents after ingest, expected ${DOCS}`);
+  return DOCS / secs;
+}
+
+/* A pipelining RESP connection: pipeline(cmds) resolves when all replies are in. */
+class RespPipe {
+  constructor(port) { this.port = port; this.buf = null; this.queue = []; this.qhead = 0; }
+
+  connect() {
+    return new Promise((resolve, reject) => {
+      this.sock = net.connect({ port: this.port, host: '127.0.0.1' }, resolve);
+      this.sock.setNoDelay(true);
+      this.sock.once('error', reject);
+      this.sock.on('data', (d) => this.onData(d));
+      this.sock.on('close', () => {
+        for (let i = this.qhead; i < this.queue.length; i++) this.queue[i].reject(new Error('redis connection closed'));
+        this.queue = [];
+        this.qhead = 0;
+      });
+    });
+  }
+
+  onData(d) {
+    const buf = this.buf ? Buffer.concat([this.buf, d]) : d;
+    let off = 0;
+    for (;;) {
+      const e = respEnd(buf, off);
+      if (e < 0) break;
+      const q = this.queue[this.qhead];
+      if (buf[off] === 45 && !q.error) q.error = new Error(buf.toString('latin1', off + 1, e - 2));
+      off = e;
+      if (--q.left === 0) {
+        this.queue[this.qhead++] = undefined;
+        if (q.error) q.reject(q.error); else q.resolve();
+      }
+    }
+    this.buf = off < buf.length ? buf.subarray(off) : null;
+    if (this.qhead > 1024 && this.qhead * 2 > this.queue.length) {
+      this.queue = this.queue.slice(this.qhead);
+      this.qhead = 0;
+    }
+  }
+
+  pipeline(cmds) {
+    let s = '';
+    for (const c of cmds) {
+      s += `*${c.length}\r\n`;
+      for (const a of c) { const v = String(a); s += `$${Buffer.byteLength(v)}\r\n${v}\r\n`; }
+    }
+    return new Promise((resolve, reject) => {
+      this.queue.push({ left: cmds.length, resolve, reject, error: null });
+      this.sock.write(s);
+    });
+  }
+
+  close() { this.sock.destroy(); }
+}
+
+async function ingestRedis(port) {
+  const r = new RespPipe(port);
+  await r.connect();
+  try {
+    await r.pipeline([['SELECT', '1'], ['FLUSHDB']]);
+    let next = 0;
+    const t0 = process.hrtime.bigint();
+    await Promise.all(Array.from({ length: REDIS_INFLIGHT }, async () => {
+      while (next < DOCS) {
+        const start = next;
+        const end = Math.min(DOCS, start + BATCH);
+        next = end;
+        const cmds = new Array(end - start);
+        for (let i = start; i < end; i++) cmds[i - start] = ['SET', `g:${i}`, VALUE, 'PX', 3600000];
+        await r.pipeline(cmds);
+      }
+    }));
+    const secs = Number(process.hrtime.bigint() - t0) / 1e9;
+    return DOCS / secs;
+  } finally {
+    r.close();
+  }
+}
+
+/* ---------- report ---------- */
+
+const fmtInt = (x) => (x === null || x === undefined || Number.isNaN(x) ? 'n/a' : Math.round(x).toLocaleString('en-US'));
+const fmtUs = (x) => (Number.isNaN(x) ? 'n/a' : x >= 100 ? x.toFixed(0) : x.toFixed(1));
+const fmtX = (x) => (Number.isFinite(x) ? `${x.toFixed(2)}x` : 'n/a');
+
+function printTable(rows) {
+  const cols = rows.find((r) => r !== '-').length;
+  const w = new Array(cols).fill(0);
+  for (const r of rows) if (r !== '-') for (let k = 0; k < cols; k++) w[k] = Math.max(w[k], String(r[k]).length);
+  const line = `+${w.map((x) => '-'.repeat(x + 2)).join('+')}+`;
+  console.log(line);
+  for (const r of rows) {
+    if (r === '-') { console.log(line); continue; }
+    console.log(`| ${r.map((c, k) => (k === 0 ? String(c).padEnd(w[k]) : String(c).padStart(w[k]))).join(' | ')} |`);
+  }
+  console.log(line);
+}
+
+function reportLatency(L) {
+  console.log('');
+  console.log(`(1) request latency, one connection, one request at a time, raw socket client; ` +
+    `${ROUNDS} rounds x ${REQS.toLocaleString('en-US')} requests per server (µs)`);
+  const rows = [['operation', 'server', 'p50', 'p90', 'p99', 'round p50s', 'CPU ms/1k (ticks)', 'CPU ms/1k (schedstat)'], '-'];
+  const label = { ping: ['ping', 'PING'], find: ['find {_id}', 'GET'], insert: ['insert 1 doc', 'SET'] };
+  for (const name of ['ping', 'find', 'insert']) {
+    for (const [i, s] of ['mayfly', 'redis'].entries()) {
+      const x = L[name][s];
+      rows.push([i === 0 ? label[name][0] : `  vs ${label[name][1]}`, s, fmtUs(x.q.p50), fmtUs(x.q.p90), fmtUs(x.q.p99),
+        `${fmtUs(x.p50lo)}..${fmtUs(x.p50hi)}`, x.cpuTicksMsPer1k.toFixed(1), x.cpuSchedMsPer1k.toFixed(1)]);
+    }
+  }
+  printTable(rows);
+  const t = [['operation', 'p50 mayfly/redis', 'p99 mayfly/redis', 'target (p50)', 'within'], '-'];
+  for (const name of ['ping', 'find', 'insert']) {
+    const r = L[name].mayfly.q.p50 / L[name].redis.q.p50;
+    t.push([label[name][0], fmtX(r), fmtX(L[name].mayfly.q.p99 / L[name].redis.q.p99), `<= ${TARGETS[name]}x`, r <= TARGETS[name] ? 'yes' : 'no']);
+  }
+  printTable(t);
+}
+
+function reportScaling(S) {
+  console.log('');
+  console.log(`(2) scaling: closed loop per connection, ${SECS} s per cell after ${WARM_MS} ms warm-up, ` +
+    'raw socket client (ops/s; latency p50/p99 µs)');
+  const rows = [['operation', 'server', ...CONNS.map((n) => `${n} conn ops/s`), ...CONNS.map((n) => `${n} conn p50/p99`), '8/1'], '-'];
+  const label = { insert: ['insertOne', 'SET'], find: ['find {_id}', 'GET'] };
+  for (const name of ['insert', 'find']) {
+    for (const [i, s] of ['mayfly', 'redis'].entries()) {
+      const c = S[name][s];
+      rows.push([i === 0 ? label[name][0] : `  vs ${label[name][1]}`, s,
+        ...CONNS.map((n) => fmtInt(c[n].opsPerSec)),
+        ...CONNS.map((n) => `${fmtUs(c[n].q.p50)} / ${fmtUs(c[n].q.p99)}`),
+        fmtX(c[8].opsPerSec / c[1].opsPerSec)]);
+    }
+  }
+  printTable(rows);
+  const t = [['operation', 'mayfly 8/1', 'target', 'within'], '-'];
+  for (const name of ['insert', 'find']) {
+    const r = S[name].mayfly[8].opsPerSec / S[name].mayfly[1].opsPerSec;
+    t.push([label[name][0], fmtX(r), `>= ${SCALE_TARGET}x (2 cores)`, r >= SCALE_TARGET ? 'yes' : 'no']);
+  }
+  printTable(t);
+}
+
+function reportIngest(I) {
+  console.log('');
+  console.log(`(3) ingest, ${DOCS.toLocaleString('en-US')} docs: mayfly insertMany x${BATCH} (${MONGO_INFLIGHT} in flight, ` +
+    `Node driver, TTL index {at: 1}) vs redis SET .. PX pipelined x${BATCH} (${REDIS_INFLIGHT} in flight)`);
+  printTable([['server', 'docs/s'], '-', ['mayfly', fmtInt(I.mayfly)], ['redis', fmtInt(I.redis)],
+    ['redis/mayfly', fmtX(I.redis / I.mayfly)]]);
+}
+
+/* ---------- main ---------- */
+
+async function main() {
+  if (!fs.existsSync(MAYFLYD)) throw new Error(`mayflyd not found at ${MAYFLYD} (run make all)`);
+  const tStart = Date.now();
+  const mc = machine();
+  const mPort = await freePort();
+  const mDir = fs.mkdtempSync(path.join(os.tmpdir(), 'latbench-mayfly-'));
+  const extra = (process.env.MAYFLYD_ARGS || '').split(/\s+/).filter(Boolean);
+  const mayfly = spawnServer('mayflyd', MAYFLYD, ['--port', String(mPort), '--bind_ip', '127.0.0.1', '--dbpath', mDir, ...extra], mDir);
+  const rPort = await freePort();
+  const rDir = fs.mkdtempSync(path.join(os.tmpdir(), 'latbench-redis-'));
+  const redis = spawnServer('redis-server', REDIS_SERVER, ['--port', String(rPort), '--bind', '127.0.0.1',
+    '--save', '', '--appendonly', 'no', '--dir', rDir, '--daemonize', 'no', '--protected-mode', 'no'], rDir);
+  await waitUp(mayfly, mPort);
+  await waitUp(redis, rPort);
+
+  const client = new MongoClient(`mongodb://127.0.0.1:${mPort}/?directConnection=true`, { maxPoolSize: MONGO_INFLIGHT });
+  const mConn = new Conn(mPort, frameMongo);
+  const rConn = new Conn(rPort, frameRedis);
+  try {
+    await client.connect();
+    await mConn.connect();
+    await rConn.connect();
+    const bi = mongoBody((await mConn.request(buildOpMsg(1, { buildInfo: 1, $db: 'admin' }))).frame);
+    const rinfo = respValue((await rConn.request(resp(['INFO', 'server']))).frame);
+    const rver = (/redis_version:(\S+)/.exec(rinfo) || [])[1];
+    console.log(`machine: nproc ${mc.nproc}, ${mc.model}, ${mc.kernel}, load average at start ` +
+      `${mc.load.map((x) => x.toFixed(2)).join(' ')} (other work on the machine skews the figures)`);
+    console.log(`mayflyd ${bi.version} ${MAYFLYD} (source ${sourceRev()})` +
+      `${extra.length ? ` ${extra.join(' ')}` : ''}, pid ${mayfly.proc.pid}, port ${mPort}`);
+    console.log(`redis-server ${rver}, pid ${redis.proc.pid}, port ${rPort}`);
+    console.log(`node ${process.version}; rounds ${ROUNDS}, reqs ${REQS}, secs ${SECS}, docs ${DOCS}` +
+      `${ONLY ? `, only ${ONLY}` : ''}`);
+
+    const sys = [
+      { name: 'mayfly', port: mPort, pid: mayfly.proc.pid, conn: mConn, frame: frameMongo, ops: mongoOps() },
+      { name: 'redis', port: rPort, pid: redis.proc.pid, conn: rConn, frame: frameRedis, ops: redisOps() },
+    ];
+
+    let L = null;
+    let S = null;
+    let I = null;
+    if (runs('latency') || runs('scaling')) {
+      /* The documents / keys find and GET read. */
+      const data = client.db(DB).collection('data');
+      for (let i = 0; i < K; i += BATCH) {
+        await data.insertMany(Array.from({ length: Math.min(BATCH, K - i) }, (_, j) => ({ _id: i + j, v: VALUE })));
+      }
+      const rp = new RespPipe(rPort);
+      await rp.connect();
+      await rp.pipeline(Array.from({ length: K }, (_, i) => ['SET', `d:${i}`, VALUE]));
+      rp.close();
+      log(`loaded ${K} documents / keys for find / GET`);
+    }
+    if (runs('latency')) L = await phaseLatency(sys);
+    if (runs('scaling')) S = await phaseScaling(sys);
+    if (runs('ingest')) {
+      const m = await ingestMongo(client);
+      log(`ingest mayfly: ${Math.round(m)} docs/s`);
+      const r = await ingestRedis(rPort);
+      log(`ingest redis: ${Math.round(r)} docs/s`);
+      I = { mayfly: m, redis: r };
+    }
+
+    if (L) reportLatency(L);
+    if (S) reportScaling(S);
+    if (I) reportIngest(I);
+    console.log('');
+    console.log(`total run time ${((Date.now() - tStart) / 1000).toFixed(0)} s; ` +
+      `load average at end ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}`);
+  } finally {
+    try { mConn.close(); } catch (_) { /* not connected */ }
+    try { rConn.close(); } catch (_) { /* not connected */ }
+    await client.close().catch(() => {});
+    await stopAll();
+  }
+}
+
+main().then(() => process.exit(0), (e) => { console.error(e); cleanupSync(); process.exit(1); });
