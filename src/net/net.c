@@ -25,6 +25,10 @@
  *     under the done-list lock, so the async handle cannot be closed between
  *     the two). The loop drains the list (on_jobs_done): it writes the reply
  *     and starts the connection's next message.
+ *   - Short paths: a few commands run inline on the loop thread
+ *     (inline_cmds), and a data job may take its connection over and serve
+ *     the next requests itself (held connections, see work_hold_cb), so a
+ *     request usually pays no thread hand-off at all.
  *   - One connection has at most one job in flight, whatever its lane, so its
  *     commands run in order; different connections run in parallel.
  *     eng->conn_active counts connections with a job in flight (a held
@@ -43,7 +47,10 @@
 #include "common/alloc.h"
 #include "net/net.h"
 
+#include <errno.h>
+#include <poll.h>
 #include <pthread.h>
+#include <sys/socket.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +58,8 @@
 
 #include "cmd/cmd.h"
 #include "engine/cursor.h"
+#include "common/clock.h"
+#include "common/failpoint.h"
 #include "common/log.h"
 #include "common/params.h"
 #include "net/net_pool.h"
@@ -87,6 +96,7 @@ typedef struct conn {
     bool closing;
     bool draining;           /* shutting down: close once the reply being computed is written */
     bool handle_closed;      /* on_conn_closed has run */
+    bool in_start_next;      /* start_next is running (inline commands): not re-entered */
     /*
      * Awaitable hello (the drivers' streaming monitor): the reply waits in
      * held_* until the timer fires; with exhaust the request is re-run
@@ -129,6 +139,13 @@ typedef struct job {
     int32_t reply_id;    /* the requestID written in the reply */
     int64_t seen_counter; /* exhaust chain: the topologyVersion counter last sent (-1: the request's own) */
     int64_t counter;      /* the counter in this job's hello reply */
+    /*
+     * Held connection (see work_hold_cb): the worker owns the socket (the
+     * loop stopped reading it) and may answer further requests itself.
+     * held_fd is its descriptor; held_back tells after_work to read again.
+     */
+    int held_fd;
+    bool held_back;
 } job_t;
 
 typedef struct server {
@@ -150,6 +167,8 @@ typedef struct server {
     bool stop_timer_open;
     bool done_async_open;
     int max_conns;          /* --maxConns */
+    _Atomic bool no_hold;   /* shutting down: workers give held connections back at once */
+    int64_t hold_us;        /* netConnectionHoldMicros at startup (0: never hold) */
     uv_async_t topo_async;  /* the engine's topology changed: answer the held hellos */
     bool topo_async_open;
     mf_tls_mode_t tls_mode; /* --tlsMode */
@@ -192,7 +211,40 @@ is_fast_message(const msgbuf_t *m)
     return false;
 }
 
+/*
+ * Commands answered on the loop thread itself, without a worker: they take
+ * a few microseconds, touch no collection, storage or lock, and never wait,
+ * so running them inline costs other connections nothing, while a thread
+ * hand-off each way (a wake-up of an idle CPU) would cost the request more
+ * than the command itself. Not an awaitable hello (it holds its reply), and
+ * nothing while a failCommand fail point is on (it can block or close).
+ */
+static const char *const inline_cmds[] = {"ping", "hello", "isMaster", "ismaster", "buildInfo", "buildinfo",
+                                          "whatsmyuri", NULL};
+
+static bool
+is_inline_message(const conn_t *c, const msgbuf_t *m)
+{
+    char name[32];
+    uint32_t opcode, flags;
+    if (m->len < 21)
+        return false;
+    memcpy(&opcode, m->data + 12, 4);
+    memcpy(&flags, m->data + 16, 4);
+    if (le32toh(opcode) != MF_OP_MSG || le32toh(flags) != 0 || m->data[20] != 0 /* one body section, no checksum */)
+        return false;
+    if (!mf_wire_peek_command(m->data, m->len, name, sizeof(name)))
+        return false;
+    bool listed = false;
+    for (int i = 0; inline_cmds[i] && !listed; i++)
+        listed = strcmp(name, inline_cmds[i]) == 0;
+    if (!listed || memmem(m->data, m->len, "maxAwaitTimeMS", 14) != NULL)
+        return false;
+    return !mf_failpoint_on(mf_failpoint_find(c->srv->eng->failpoints, "failCommand"));
+}
+
 static void start_next(conn_t *c);
+static void parse_rbuf(conn_t *c);
 static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
 static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
 static void free_conn_if_orphaned(conn_t *c);
@@ -433,6 +485,131 @@ work_cb(mf_net_pool_job_t *pj)
     mf_wire_msg_destroy(&msg);
 }
 
+/*
+ * Held connections. A data command's worker answers on the socket itself
+ * and then waits up to hold_us for the connection's next request, which it
+ * reads and runs too, so a client sending one request after another is
+ * served by one thread with no hand-off between threads (the loop-thread to
+ * worker to loop-thread trip costs two wake-ups of idle CPUs, more than a
+ * point read itself). The loop stops reading the connection before handing
+ * it over (queue_job) and starts again when the job comes back; while the
+ * worker owns it, only the worker reads or writes it, and the loop never
+ * closes it (it is busy). The worker gives the connection back when the wait
+ * ends, after HOLD_MAX_REQUESTS requests, when jobs are queued for workers
+ * (so a busy connection cannot starve others), on anything but a plain
+ * complete reply (held hello, exhaust, fatal, a partial send), or at
+ * shutdown. Bytes it read past a request stay in c->rbuf for the loop.
+ */
+#define HOLD_MAX_REQUESTS 256
+
+/* Worker: sends all of buf on fd, non-blocking. Returns the bytes sent (len when all went). */
+static size_t
+hold_send(int fd, const uint8_t *buf, size_t len)
+{
+    size_t off = 0;
+    while (off < len) {
+        ssize_t n = send(fd, buf + off, len - off, MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (n > 0)
+            off += (size_t)n;
+        else if (n < 0 && errno == EINTR)
+            continue;
+        else
+            break;
+    }
+    return off;
+}
+
+/*
+ * Worker: waits for and reads the next whole request into c->rbuf. Returns
+ * it as a message (removed from rbuf), or NULL (nothing within the wait, end
+ * of stream, an error, or an invalid length: the loop sees to those).
+ */
+static msgbuf_t *
+hold_read(conn_t *c, int fd, int64_t wait_us)
+{
+    int64_t deadline = mf_mono_us() + wait_us;
+    for (;;) {
+        if (c->rlen >= 4) {
+            int32_t mlen;
+            memcpy(&mlen, c->rbuf, 4);
+            mlen = (int32_t)le32toh((uint32_t)mlen);
+            if (mlen < 16 || mlen > MF_MAX_MESSAGE_SIZE)
+                return NULL;
+            if (c->rlen >= (size_t)mlen) {
+                msgbuf_t *m = mf_malloc(sizeof(*m));
+                m->data = mf_malloc((size_t)mlen);
+                memcpy(m->data, c->rbuf, (size_t)mlen);
+                m->len = (size_t)mlen;
+                m->next = NULL;
+                memmove(c->rbuf, c->rbuf + mlen, c->rlen - (size_t)mlen);
+                c->rlen -= (size_t)mlen;
+                return m;
+            }
+        }
+        int64_t left = deadline - mf_mono_us();
+        if (left <= 0)
+            return NULL;
+        struct pollfd pfd = {.fd = fd, .events = POLLIN};
+        int pr = poll(&pfd, 1, (int)((left + 999) / 1000));
+        if (pr <= 0)
+            return NULL;
+        if (c->rcap - c->rlen < 65536) {
+            size_t ncap = c->rcap ? c->rcap : 65536;
+            while (ncap - c->rlen < 65536)
+                ncap *= 2;
+            c->rbuf = mf_realloc(c->rbuf, ncap);
+            c->rcap = ncap;
+        }
+        ssize_t n = recv(fd, c->rbuf + c->rlen, c->rcap - c->rlen, MSG_DONTWAIT);
+        if (n <= 0)
+            return NULL; /* end of stream or error: the loop reads it again and closes */
+        c->rlen += (size_t)n;
+    }
+}
+
+/* Worker thread: a data command on a held connection (see above). */
+static void
+work_hold_cb(mf_net_pool_job_t *pj)
+{
+    job_t *job = (job_t *)pj;
+    conn_t *c = job->conn;
+    server_t *srv = c->srv;
+    mf_engine_t *eng = srv->eng;
+
+    for (int served = 0;; served++) {
+        work_cb(pj);
+        if (job->fatal || job->await_ms > 0 || job->exhaust || atomic_load(&srv->no_hold))
+            return;
+        if (job->reply != NULL) {
+            size_t sent = hold_send(job->held_fd, job->reply, job->reply_len);
+            if (sent < job->reply_len) {
+                /* The rest goes out through the loop's write queue, in order. */
+                memmove(job->reply, job->reply + sent, job->reply_len - sent);
+                job->reply_len -= sent;
+                return;
+            }
+            free(job->reply);
+            job->reply = NULL;
+        }
+        mf_net_pool_stats_t ps;
+        mf_net_pool_stats(srv->data_pool, &ps);
+        if (served + 1 >= HOLD_MAX_REQUESTS || ps.queued > 0)
+            return;
+        atomic_fetch_sub(&eng->conn_active, 1); /* waiting, not running */
+        msgbuf_t *m = hold_read(c, job->held_fd, srv->hold_us);
+        atomic_fetch_add(&eng->conn_active, 1);
+        if (m == NULL)
+            return;
+        msgbuf_free(job->msg);
+        job->msg = m;
+        job->reply_id = atomic_fetch_add(&next_reply_id, 1);
+        job->response_to = 0;
+        job->seen_counter = -1;
+        job->await_ms = 0;
+        job->exhaust = false;
+    }
+}
+
 typedef struct write_req {
     uv_write_t w;
     uint8_t *buf;
@@ -527,6 +704,12 @@ after_work(job_t *job)
     conn_t *c = job->conn;
 
     c->busy = false;
+    if (job->held_back && !c->closing && !c->draining) {
+        /* The worker gave the connection back: read again, first what it read past its last request. */
+        if (!c->paused)
+            uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb);
+        parse_rbuf(c);
+    }
     if (c->closing) {
         msgbuf_free(job->msg);
         free(job->reply);
@@ -587,21 +770,51 @@ after_work(job_t *job)
 }
 
 
+/* Loop thread: runs m's command here and now (is_inline_message), then sends its reply as after_work does. */
+static void
+run_inline(conn_t *c, msgbuf_t *m)
+{
+    job_t *job = mf_calloc(1, sizeof(*job));
+    job->conn = c;
+    job->msg = m;
+    job->seen_counter = -1;
+    job->reply_id = atomic_fetch_add(&next_reply_id, 1);
+    c->busy = true;
+    atomic_fetch_add(&c->srv->eng->conn_active, 1);
+    work_cb(&job->pj);
+    atomic_fetch_sub(&c->srv->eng->conn_active, 1);
+    after_work(job);
+}
+
+/*
+ * Loop thread: starts the connection's next queued message, if it is idle.
+ * Inline commands run here one after another; the first other one goes to
+ * a worker. Not re-entered (after_work calls it back): the loop goes on.
+ */
 static void
 start_next(conn_t *c)
 {
-    if (c->busy || c->closing || c->draining || c->qhead == NULL)
+    if (c->in_start_next)
         return;
-    msgbuf_t *m = c->qhead;
-    c->qhead = m->next;
-    if (c->qhead == NULL)
-        c->qtail = NULL;
-    c->qbytes -= m->len;
-    if (c->paused && c->qbytes <= MAX_QUEUED_BYTES / 2) {
-        c->paused = false;
-        uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb);
+    c->in_start_next = true;
+    while (!c->busy && !c->closing && !c->draining && c->qhead != NULL) {
+        msgbuf_t *m = c->qhead;
+        c->qhead = m->next;
+        if (c->qhead == NULL)
+            c->qtail = NULL;
+        c->qbytes -= m->len;
+        if (c->paused && c->qbytes <= MAX_QUEUED_BYTES / 2) {
+            c->paused = false;
+            uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb);
+        }
+        if (is_inline_message(c, m)) {
+            run_inline(c, m);
+        } else {
+            queue_job(c, m, 0, -1);
+            break;
+        }
     }
-    queue_job(c, m, 0, -1);
+    c->in_start_next = false;
 }
 
 static void
@@ -646,7 +859,18 @@ queue_job(conn_t *c, msgbuf_t *m, int32_t response_to, int64_t seen_counter)
     c->busy = true;
     srv->inflight++;
     atomic_fetch_add(&srv->eng->conn_active, 1);
-    mf_net_pool_submit(is_fast_message(m) ? srv->fast_pool : srv->data_pool, &job->pj);
+    bool fast = is_fast_message(m);
+    uv_os_fd_t fd;
+    /* Held (work_hold_cb): plain TCP, nothing else queued or partly read, no reply still being written. */
+    if (!fast && srv->hold_us > 0 && c->tls == NULL && c->qhead == NULL && c->rlen == 0 && !c->paused &&
+        response_to == 0 && uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp) == 0 &&
+        uv_fileno((uv_handle_t *)&c->tcp, &fd) == 0) {
+        uv_read_stop((uv_stream_t *)&c->tcp);
+        job->held_fd = fd;
+        job->held_back = true;
+        job->pj.work = work_hold_cb;
+    }
+    mf_net_pool_submit(fast ? srv->fast_pool : srv->data_pool, &job->pj);
 }
 
 /* Worker thread, after work_cb: hand the job back to the loop. */
@@ -785,6 +1009,19 @@ read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     } else {
         c->rlen += (size_t)nread;
     }
+    parse_rbuf(c);
+    if (!c->closing)
+        start_next(c);
+}
+
+/*
+ * Loop thread: moves every whole message in c->rbuf to the connection's
+ * queue (closing it on an invalid length) and applies backpressure. The
+ * caller starts the next message.
+ */
+static void
+parse_rbuf(conn_t *c)
+{
     size_t off = 0;
     while (c->rlen - off >= 4) {
         int32_t mlen;
@@ -829,7 +1066,6 @@ read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
         c->rbuf = NULL;
         c->rcap = 0;
     }
-    start_next(c);
 }
 
 static void
@@ -923,6 +1159,7 @@ on_signal(uv_signal_t *h, int signum)
     if (srv->stopping)
         return;
     srv->stopping = true;
+    atomic_store(&srv->no_hold, true);
     mf_log(MF_LOG_INFO, "CONTROL", "received signal %d (%s), shutting down", signum, signum == SIGINT ? "SIGINT" : "SIGTERM");
     uv_close((uv_handle_t *)&srv->listener, NULL);
     if (srv->detach)
@@ -984,6 +1221,7 @@ mf_net_serve(mf_engine_t *eng, const mf_net_opts_t *opts, mf_error_t *err)
     }
 
     int warm = opts->workers > 0 ? opts->workers : 1;
+    srv.hold_us = mf_param_get(eng->params, "netConnectionHoldMicros");
     int cap = opts->max_workers > 0 ? opts->max_workers : MF_NET_DEFAULT_MAX_WORKERS;
     if (cap < warm)
         cap = warm;

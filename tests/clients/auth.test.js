@@ -982,11 +982,11 @@ h.test('a cursor belongs to the user who opened it: getMore or killCursors by an
   const first = await a.db('curown').command({ find: 'c', batchSize: 2 });
   const id = first.cursor.id;
   assert.ok(id && id.toString() !== '0', 'the find leaves a cursor open');
-  await denied('getMore of another user\'s cursor', b.db('curown').command({ getMore: id, collection: 'c', batchSize: 2 }));
-  await denied('killCursors of another user\'s cursor', b.db('curown').command({ killCursors: 'c', cursors: [id] }));
-  const more = await a.db('curown').command({ getMore: id, collection: 'c', batchSize: 2 });
+  await denied('getMore of another user\'s cursor', b.db('curown').command({ getMore: h.cursorId(id), collection: 'c', batchSize: 2 }));
+  await denied('killCursors of another user\'s cursor', b.db('curown').command({ killCursors: 'c', cursors: [h.cursorId(id)] }));
+  const more = await a.db('curown').command({ getMore: h.cursorId(id), collection: 'c', batchSize: 2 });
   assert.equal(more.cursor.nextBatch.length, 2, 'the owner carries on reading after the refusals');
-  const k = await a.db('curown').command({ killCursors: 'c', cursors: [id] });
+  const k = await a.db('curown').command({ killCursors: 'c', cursors: [h.cursorId(id)] });
   assert.equal(k.cursorsKilled.length, 1, 'the owner may kill it');
 });
 

@@ -95,7 +95,7 @@ h.test('the raw reply: cursor of items (errorsOnly keeps errors), totals, getMor
   let items = [...r.cursor.firstBatch];
   let id = r.cursor.id;
   while (Number(id) !== 0) {
-    const m = await admin.command({ getMore: id, collection: '$cmd.bulkWrite' });
+    const m = await admin.command({ getMore: h.cursorId(id), collection: '$cmd.bulkWrite' });
     items = items.concat(m.cursor.nextBatch);
     id = m.cursor.id;
   }

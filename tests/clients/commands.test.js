@@ -419,7 +419,7 @@ h.test('a tailable awaitData find on an empty capped collection returns a dead c
   const r2 = await db.command({ find: 'cap', filter: { a: 2 }, tailable: true });
   assert.notEqual(Number(r2.cursor.id), 0);
   await db.collection('cap').insertOne({ _id: 2, a: 2 });
-  const g = await db.command({ getMore: r2.cursor.id, collection: 'cap' });
+  const g = await db.command({ getMore: h.cursorId(r2.cursor.id), collection: 'cap' });
   assert.deepEqual(g.cursor.nextBatch, [{ _id: 2, a: 2 }]);
   assert.notEqual(Number(g.cursor.id), 0);
   await db.command({ killCursors: 'cap', cursors: [r2.cursor.id] });
@@ -435,16 +435,16 @@ h.test('a tailable cursor whose last document was deleted dies with 136 CappedPo
   const id = r.cursor.id;
   assert.notEqual(Number(id), 0);
   await c.deleteOne({ _id: 2 });
-  await h.expectCode(db.command({ getMore: id, collection: 'cap' }), 136,
+  await h.expectCode(db.command({ getMore: h.cursorId(id), collection: 'cap' }), 136,
     /failure to restore tailable cursor position/);
-  await h.expectCode(db.command({ getMore: id, collection: 'cap' }), 43); // the cursor is gone
+  await h.expectCode(db.command({ getMore: h.cursorId(id), collection: 'cap' }), 43); // the cursor is gone
   // rolled over by the cap: the position is lost as well
   await db.createCollection('small', { capped: true, size: 4096, max: 2 });
   const s = db.collection('small');
   await s.insertMany([{ _id: 1 }, { _id: 2 }]);
   const t = await db.command({ find: 'small', tailable: true, batchSize: 5 });
   await s.insertMany([{ _id: 3 }, { _id: 4 }]);
-  await h.expectCode(db.command({ getMore: t.cursor.id, collection: 'small' }), 136);
+  await h.expectCode(db.command({ getMore: h.cursorId(t.cursor.id), collection: 'small' }), 136);
 });
 
 h.test('an awaitData getMore waits up to maxTimeMS for new documents, then answers an empty batch', async () => {
@@ -454,7 +454,7 @@ h.test('an awaitData getMore waits up to maxTimeMS for new documents, then answe
   const r = await db.command({ find: 'cap', tailable: true, awaitData: true });
   const id = r.cursor.id;
   let t0 = Date.now();
-  const empty = await db.command({ getMore: id, collection: 'cap', maxTimeMS: 200 });
+  const empty = await db.command({ getMore: h.cursorId(id), collection: 'cap', maxTimeMS: 200 });
   const waited = Date.now() - t0;
   assert.deepEqual(empty.cursor.nextBatch, []);
   assert.notEqual(Number(empty.cursor.id), 0);
@@ -462,17 +462,17 @@ h.test('an awaitData getMore waits up to maxTimeMS for new documents, then answe
   t0 = Date.now();
   const other = await srv.newClient();
   setTimeout(() => { other.db(db.databaseName).collection('cap').insertOne({ _id: 2 }).catch(() => {}); }, 100);
-  const got = await db.command({ getMore: id, collection: 'cap', maxTimeMS: 5000 });
+  const got = await db.command({ getMore: h.cursorId(id), collection: 'cap', maxTimeMS: 5000 });
   assert.deepEqual(got.cursor.nextBatch, [{ _id: 2 }]);
   assert.ok(Date.now() - t0 < 4000, 'returned when the document arrived');
   // without awaitData a tailable getMore answers at once, and takes no maxTimeMS (2; the cursor lives on)
   const plain = await db.command({ find: 'cap', tailable: true });
   t0 = Date.now();
-  await db.command({ getMore: plain.cursor.id, collection: 'cap' });
+  await db.command({ getMore: h.cursorId(plain.cursor.id), collection: 'cap' });
   assert.ok(Date.now() - t0 < 500);
-  await h.expectCode(db.command({ getMore: plain.cursor.id, collection: 'cap', maxTimeMS: 100 }), 2,
+  await h.expectCode(db.command({ getMore: h.cursorId(plain.cursor.id), collection: 'cap', maxTimeMS: 100 }), 2,
     /cannot set maxTimeMS on getMore command for a non-awaitData cursor/);
-  assert.deepEqual((await db.command({ getMore: plain.cursor.id, collection: 'cap' })).cursor.nextBatch, []);
+  assert.deepEqual((await db.command({ getMore: h.cursorId(plain.cursor.id), collection: 'cap' })).cursor.nextBatch, []);
   await db.command({ killCursors: 'cap', cursors: [id, plain.cursor.id] });
 });
 

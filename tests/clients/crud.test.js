@@ -505,7 +505,7 @@ h.test('killCursors kills an open cursor; getMore then fails with CursorNotFound
   assert.deepEqual(k.cursorsKilled.map(String), [String(id)]);
   assert.deepEqual(k.cursorsNotFound.map(String), ['123456789']);
   assert.deepEqual(k.cursorsAlive, []);
-  await h.expectCode(db.command({ getMore: id, collection: 'c' }), 43);
+  await h.expectCode(db.command({ getMore: h.cursorId(id), collection: 'c' }), 43);
   // Closing a driver cursor early also works.
   const cur = db.collection('c').find({}, { batchSize: 2 });
   await cur.next();

@@ -449,7 +449,18 @@ async function rawConnect(port) {
   return c;
 }
 
+/*
+ * A cursor id as a BSON long for a raw getMore / killCursors: the driver
+ * hands a reply's id back as a JS number when it fits in 53 bits (one id in
+ * about a thousand), which would be sent as a double (14, as mongod).
+ */
+function cursorId(v) {
+  const { Long } = require('mongodb');
+  return Long.isLong(v) ? v : Long.fromString(String(v));
+}
+
 module.exports = {
+  cursorId,
   REPO_ROOT, MayflyServer, useServer, test, expectCode, freePort, tryConnect, sleep,
   buildOpMsg, rawConnect, RawConn, binaryPath, mongosh, mongoshUri,
 };

@@ -223,7 +223,7 @@ h.test('getMore over an index that was dropped and rebuilt fails with QueryPlanK
   assert.equal(cur.cursor.firstBatch.length, 10);
   await coll.dropIndex('k_1');
   await coll.createIndex({ k: 1 });
-  const err = await db.command({ getMore: cur.cursor.id, collection: 'c', batchSize: 100000 }).then(() => null, (e) => e);
+  const err = await db.command({ getMore: h.cursorId(cur.cursor.id), collection: 'c', batchSize: 100000 }).then(() => null, (e) => e);
   assert.ok(err, 'the getMore failed');
   assert.equal(err.code, 175, err.message);
 });

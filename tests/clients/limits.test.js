@@ -180,7 +180,7 @@ h.test('open cursors are capped per connection (maxOpenCursorsPerConnection) and
   await admin.command({ setParameter: 1, maxOpenCursorsPerConnection: 3 });
   try {
     const ids = [];
-    for (let i = 0; i < 3; i++) ids.push((await odb.command({ find: 'c', batchSize: 1 })).cursor.id);
+    for (let i = 0; i < 3; i++) ids.push(h.cursorId((await odb.command({ find: 'c', batchSize: 1 })).cursor.id));
     await h.expectCode(odb.command({ find: 'c', batchSize: 1 }), 146);
     await h.expectCode(odb.command({ aggregate: 'c', pipeline: [], cursor: { batchSize: 1 } }), 146);
     assert.equal((await odb.command({ find: 'c' })).cursor.id.toString(), '0', 'a query that leaves no cursor open still runs');

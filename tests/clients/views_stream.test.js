@@ -62,11 +62,11 @@ h.test('find on a view returns a cursor that resumes across getMore, with filter
   assert.notEqual(Number(first.cursor.id), 0);
   assert.equal(first.cursor.ns, `${db.databaseName}.small`);
   let n = 3;
-  let id = first.cursor.id;
+  let id = h.cursorId(first.cursor.id);
   while (Number(id) !== 0) {
     const more = await db.command({ getMore: id, collection: 'small', batchSize: 500 });
     n += more.cursor.nextBatch.length;
-    id = more.cursor.id;
+    id = h.cursorId(more.cursor.id);
   }
   assert.equal(n, all.length);
   assert.ok(first.cursor.firstBatch.every((d) => d.pad === undefined), 'the view projection applies');
