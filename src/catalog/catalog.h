@@ -67,6 +67,14 @@ typedef struct mf_index {
      */
     bool building;
     struct mf_matcher *partial; /* partialFilterExpression, or NULL */
+    /*
+     * For the TTL monitor's floors (src/ttl/ttl_monitor.c): the earliest
+     * Date a committed write put in this index since the monitor last read
+     * it (INT64_MAX: none). Written after commit by writers, exchanged by
+     * the monitor. Starts at INT64_MIN (unknown) for an index just loaded
+     * or created.
+     */
+    _Atomic int64_t ttl_dirty_min;
 } mf_index_t;
 
 typedef struct mf_coll {

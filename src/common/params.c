@@ -29,6 +29,8 @@ static const mf_param_t defaults[] = {
     {"ttlMonitorBatchDocs", MF_PARAM_INT, 1, 100000, false, true, true, 500, NULL},
     /* How long a worker that answered a request waits for the connection's next one (src/net/net.c), µs; 0: never. */
     {"netConnectionHoldMicros", MF_PARAM_INT, 0, 1000000, false, true, false, 1000, NULL},
+    /* Precise passes start at most this often, ms: deadlines closer than this share a pass (src/ttl/ttl_monitor.c). */
+    {"ttlMonitorCoalesceMS", MF_PARAM_INT, 0, 1000, false, true, true, 5, NULL},
     /* Threads deleting one visit's batches in parallel (0: one per online CPU), src/ttl/ttl_monitor.c. */
     {"ttlMonitorWorkers", MF_PARAM_INT, 0, 16, false, true, true, 0, NULL},
     /* Replica sets: raft entries between snapshots, and entries kept behind one (src/repl/repl.c). */

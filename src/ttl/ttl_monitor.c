@@ -35,6 +35,25 @@
  *   deadline; the write observer compares each inserted or updated
  *   document's deadline with it and wakes the monitor if earlier.
  *
+ *   Floors (beyond MongoDB): deleted keys stay in WiredTiger's pages as
+ *   tombstones until the pages are reconciled, and a scan from Date(min)
+ *   steps over every one of them (and then forces the page's eviction), so
+ *   each pass would cost more the more was already deleted. For each
+ *   ascending TTL index the monitor keeps a floor, the Date below which it
+ *   has deleted every key (set when a batch deleted every key it read: the
+ *   cutoff, or the resume key), and scans from there. Writes lower it: each
+ *   committed write records the earliest TTL Date it put into each TTL index
+ *   (mf_index_t.ttl_dirty_min, after the commit, so a scan that takes the
+ *   value sees the document); a batch takes that value, scans from the lower
+ *   of the two, and gives it back unless it moved the floor past it. A new
+ *   index (and every index after a restart) starts unknown (INT64_MIN), and
+ *   every FULL_SCAN_MS all floors are forgotten anyway, as a safety net.
+ *
+ *   Coalescing (beyond MongoDB): precise passes start at most every
+ *   ttlMonitorCoalesceMS (5 ms), so a stream of deadlines is deleted in
+ *   batches per window, not a pass per document (lateness stays within the
+ *   window); a lone deadline after a quiet spell still runs at once.
+ *
  *   Parallel batches (beyond MongoDB): a visit reads up to W batches of
  *   record ids at once and deletes them as W transactions on W threads (the
  *   monitor and W-1 deleters, ttlMonitorWorkers, default one per CPU), so a
@@ -87,6 +106,7 @@
 #define RATE_SECS 10
 #define ARCHIVE_BATCH_FACTOR 4
 #define MAX_WORKERS 16 /* ttlMonitorWorkers' maximum */
+#define FULL_SCAN_MS 10000 /* floors are forgotten this often (see "Floors") */
 
 /* One TTL index as a sub-pass sees it (copied out of the catalog). */
 typedef struct ttl_target {
@@ -95,7 +115,7 @@ typedef struct ttl_target {
     char *index; /* owned; index names have no length limit */
     int64_t secs;
     bool more; /* hit a target on its last visit */
-    uint8_t resume[DATE_KEY_LEN + 8];
+    uint8_t resume[128]; /* a Date, then the rest of the key (a record id, or a compound key's other fields) */
     size_t resume_len; /* 0: start of the Date range */
 } ttl_target_t;
 
@@ -168,6 +188,16 @@ struct mf_ttl_monitor {
     int ndeleters, pending;
     bool pool_quit;
     _Atomic int64_t deleter_deleted; /* documents deleted by deleters (not the monitor's own chunk) */
+    /*
+     * Floors (see "Floors" above; monitor thread only): per TTL index
+     * instance (by ident), the Date below which its keys are known deleted.
+     * dirty_min: the earliest Date committed by a write since the last full
+     * scan (INT64_MAX: none).
+     */
+    struct floor *floors;
+    int nfloors, capfloors;
+    int64_t last_full_ms;
+    _Atomic bool force_full; /* a write could not record its Dates (see obs_txn_end): forget the floors */
 };
 
 
@@ -408,7 +438,7 @@ refind(mf_ttl_monitor_t *m, const ttl_target_t *t)
  * most cap keys).
  */
 static int64_t
-index_deadline(mf_sess_t *s, mf_index_t *ix, int64_t secs, int64_t now, int64_t *backlog, int64_t cap)
+index_deadline(mf_sess_t *s, mf_index_t *ix, int64_t start, int64_t secs, int64_t now, int64_t *backlog, int64_t cap)
 {
     mf_cur_t *cur;
     mf_error_t err;
@@ -422,7 +452,7 @@ index_deadline(mf_sess_t *s, mf_index_t *ix, int64_t secs, int64_t now, int64_t 
     if (mf_cur_open(s, ix->uri, &cur, &err) != 0)
         return NO_DEADLINE;
     if (!desc) {
-        mf_ks_date_key(INT64_MIN, false, lo);
+        mf_ks_date_key(start, false, lo); /* the index's floor: every key before it is deleted */
         r = mf_cur_seek_bytes_ge(cur, lo, DATE_KEY_LEN);
     } else {
         /* Descending: the earliest date has the largest bytes; step back from just above the range. */
@@ -568,6 +598,72 @@ should_stop(mf_ttl_monitor_t *m)
     bool s = m->stop;
     pthread_mutex_unlock(&m->mu);
     return s;
+}
+
+/* ---------- floors ---------- */
+
+typedef struct floor {
+    char *ident; /* owned: the index's table ident (a re-created index has a new one) */
+    int64_t date;
+} floor_t;
+
+/* The floor recorded for ix (INT64_MIN: none, or a descending index). */
+static int64_t
+floor_of(mf_ttl_monitor_t *m, const mf_index_t *ix)
+{
+    if (ix->kp.desc[0])
+        return INT64_MIN;
+    for (int i = 0; i < m->nfloors; i++)
+        if (strcmp(m->floors[i].ident, ix->ident) == 0)
+            return m->floors[i].date;
+    return INT64_MIN;
+}
+
+/* The Date an ascending TTL index's scan may start from: its floor, lowered by writes since (INT64_MIN: unknown). */
+static int64_t
+floor_start(mf_ttl_monitor_t *m, mf_index_t *ix)
+{
+    int64_t f = floor_of(m, ix);
+    int64_t d = atomic_load(&ix->ttl_dirty_min);
+    return d < f ? d : f;
+}
+
+/* Lowers ix's dirty Date to at most d (a write's, or one a failed visit took and must give back). */
+static void
+dirty_lower(mf_index_t *ix, int64_t d)
+{
+    int64_t cur = atomic_load(&ix->ttl_dirty_min);
+    while (d < cur && !atomic_compare_exchange_weak(&ix->ttl_dirty_min, &cur, d))
+        ;
+}
+
+/* Records that every key of ix dated before date is deleted. */
+static void
+floor_set(mf_ttl_monitor_t *m, const mf_index_t *ix, int64_t date)
+{
+    if (ix->kp.desc[0])
+        return;
+    for (int i = 0; i < m->nfloors; i++) {
+        if (strcmp(m->floors[i].ident, ix->ident) == 0) {
+            m->floors[i].date = date;
+            return;
+        }
+    }
+    if (m->nfloors == m->capfloors) {
+        m->capfloors = m->capfloors ? m->capfloors * 2 : 8;
+        m->floors = mf_realloc(m->floors, (size_t)m->capfloors * sizeof(*m->floors));
+    }
+    m->floors[m->nfloors].ident = mf_strdup(ix->ident);
+    m->floors[m->nfloors++].date = date;
+}
+
+/* Forgets every floor (a full scan starts from the first Date again). */
+static void
+floors_clear(mf_ttl_monitor_t *m)
+{
+    for (int i = 0; i < m->nfloors; i++)
+        free(m->floors[i].ident);
+    m->nfloors = 0;
 }
 
 /* ---------- parallel batches ---------- */
@@ -774,9 +870,22 @@ visit(mf_ttl_monitor_t *m, mf_sess_t *s, ttl_target_t *t)
         int64_t cutoff = now - secs * 1000;
         if (secs > now / 1000 + 1000000000LL)
             cutoff = INT64_MIN; /* nothing can be due */
-        /* Byte range of due keys: ascending [Date(min), Date(cutoff)]; descending mirrored. */
+        /*
+         * Floors: the writes recorded since the last batch are taken now; they
+         * stay taken only if this batch read from at or before their Dates and
+         * moved the floor (every key read deleted), else they are given back.
+         */
+        int64_t taken = desc ? INT64_MAX : atomic_exchange(&ix->ttl_dirty_min, INT64_MAX);
+        int64_t start = floor_of(m, ix), begin;
+        if (taken < start)
+            start = taken;
+        begin = start;
+        if (t->resume_len && !mf_ks_date_from_key(t->resume, t->resume_len, false, &begin))
+            begin = INT64_MAX;
+        bool floor_moved = false;
+        /* Byte range of due keys: ascending [Date(floor), Date(cutoff)]; descending [Date(cutoff), Date(min)]. */
         if (!desc) {
-            mf_ks_date_key(INT64_MIN, false, lo);
+            mf_ks_date_key(start, false, lo);
             mf_ks_date_key(cutoff, false, hi);
         } else {
             mf_ks_date_key(cutoff, true, lo);
@@ -786,6 +895,7 @@ visit(mf_ttl_monitor_t *m, mf_sess_t *s, ttl_target_t *t)
         mf_error_t err;
         size_t n = 0;
         if (mf_cur_open(s, ix->uri, &cur, &err) != 0) {
+            dirty_lower(ix, taken);
             mf_catalog_unlock(m->env.cat);
             mf_log(MF_LOG_WARN, "TTL", "cannot open index %s on %s: %s", t->index, t->ns, err.msg);
             break;
@@ -828,13 +938,14 @@ visit(mf_ttl_monitor_t *m, mf_sess_t *s, ttl_target_t *t)
         if (r != 0 && r != MF_NOTFOUND) {
             /* A storage error is not the end of the due range: give up this visit, retry on a later pass. */
             mf_cur_close(cur);
+            dirty_lower(ix, taken);
             mf_catalog_unlock(m->env.cat);
             mf_log(MF_LOG_WARN, "TTL", "reading TTL index %s on %s failed; will retry", t->index, t->ns);
             break;
         }
-        bool range_left = false;
+        bool range_left = false, hit_limit = r == 0 && n >= scan_lim;
         t->resume_len = 0;
-        if (r == 0 && n >= scan_lim) {
+        if (hit_limit) {
             mf_cur_key_bytes(cur, &k, &klen);
             if (klen >= DATE_KEY_LEN && klen <= sizeof(t->resume) && memcmp(k, hi, DATE_KEY_LEN) <= 0) {
                 memcpy(t->resume, k, klen);
@@ -844,6 +955,12 @@ visit(mf_ttl_monitor_t *m, mf_sess_t *s, ttl_target_t *t)
         }
         mf_cur_close(cur);
         if (n == 0) {
+            if (t->resume_len == 0 && !desc) {
+                floor_set(m, ix, cutoff == INT64_MAX ? cutoff : cutoff + 1); /* nothing due is left */
+                floor_moved = true;
+            }
+            if (!floor_moved || begin > taken)
+                dirty_lower(ix, taken);
             mf_catalog_unlock(m->env.cat);
             break;
         }
@@ -881,6 +998,22 @@ visit(mf_ttl_monitor_t *m, mf_sess_t *s, ttl_target_t *t)
                 err = jobs[i].err;
             }
         }
+        /*
+         * Floors: when every key read was deleted, nothing before where the
+         * next read starts is left: the resume key, or past the cutoff.
+         */
+        if (rc == 0 && st.deleted == (int64_t)n && !desc) {
+            int64_t rd;
+            if (!hit_limit) {
+                floor_set(m, ix, cutoff == INT64_MAX ? cutoff : cutoff + 1);
+                floor_moved = true;
+            } else if (range_left && mf_ks_date_from_key(t->resume, t->resume_len, false, &rd)) {
+                floor_set(m, ix, rd);
+                floor_moved = true;
+            }
+        }
+        if (!floor_moved || begin > taken)
+            dirty_lower(ix, taken);
         atomic_store(&m->batch_opid, 0);
         mf_curop_end(op);
         mf_catalog_unlock(m->env.cat);
@@ -945,6 +1078,11 @@ run_pass(mf_ttl_monitor_t *m, mf_sess_t *s)
     bool work_left = true;
 
     atomic_fetch_add(&m->passes, 1);
+    if (mf_mono_ms() - m->last_full_ms >= FULL_SCAN_MS || atomic_exchange(&m->force_full, false)) {
+        /* A full scan now and then: every index from its first Date (a safety net; floors are exact). */
+        floors_clear(m);
+        m->last_full_ms = mf_mono_ms();
+    }
     while (work_left && !should_stop(m) && !idle(m)) {
         /* A sub-pass: a fresh snapshot of the TTL indexes, visited round-robin. */
         atomic_fetch_add(&m->subpasses, 1);
@@ -1001,7 +1139,7 @@ compute_next_due(mf_ttl_monitor_t *m, mf_sess_t *s)
             continue;
         /* The backlog is counted here, on the monitor's thread (bounded), never by serverStatus. */
         int64_t before = backlog;
-        int64_t d = index_deadline(s, ix, secs, now, &backlog, cap > backlog ? cap - backlog : 0);
+        int64_t d = index_deadline(s, ix, floor_start(m, ix), secs, now, &backlog, cap > backlog ? cap - backlog : 0);
         if (d < best)
             best = d;
         snap_fill(&snap[nsnap++], c, ix, d, backlog - before);
@@ -1068,7 +1206,7 @@ monitor_main(void *arg)
 {
     mf_ttl_monitor_t *m = arg;
     mf_sess_t *s = mf_storage_session(m->env.st);
-    int64_t last_pass_end = 0, not_before = 0;
+    int64_t last_pass_end = 0, not_before = 0, last_pass_start = INT64_MIN / 2;
 
     /*
      * A batch runs under the catalog's shared lock: on repeated write
@@ -1108,10 +1246,20 @@ monitor_main(void *arg)
         int64_t due = atomic_load(&m->next_due_ms);
         if (due < not_before)
             due = not_before;
+        /*
+         * Coalescing: a precise pass starts at most every ttlMonitorCoalesceMS,
+         * so documents due within a few milliseconds of each other go in one
+         * pass (a batch per deadline window, not a pass per document); a lone
+         * document after a quiet spell is still deleted at once.
+         */
+        int64_t coalesce = mf_param_get(m->env.params, "ttlMonitorCoalesceMS");
+        if (due != NO_DEADLINE && due < last_pass_start + coalesce)
+            due = last_pass_start + coalesce;
         if (enabled && (now >= periodic || (precise && due <= now))) {
             int64_t before = atomic_load(&m->deleted);
             atomic_store(&m->watch_due, NO_DEADLINE);
             atomic_store(&m->busy, true);
+            last_pass_start = now;
             run_pass(m, s);
             atomic_store(&m->busy, false);
             last_pass_end = mf_now_ms();
@@ -1136,6 +1284,9 @@ monitor_main(void *arg)
         }
     }
     pool_stop(m);
+    floors_clear(m);
+    free(m->floors);
+    m->floors = NULL;
     mf_storage_session_close_thread(m->env.st);
     mf_log(MF_LOG_INFO, "TTL", "TTL monitor stopped");
     return NULL;
@@ -1151,6 +1302,41 @@ monitor_main(void *arg)
  * deadline from the index. No wake-up is lost and none relies on timing.
  */
 static __thread mf_ttl_monitor_t *tls_moved_deadline;
+/*
+ * The earliest TTL Date the writing thread's transaction wrote into each TTL
+ * index (for floors), recorded into the index after the commit.
+ */
+#define DIRTY_SLOTS 8
+static __thread mf_ttl_monitor_t *tls_dirty_m;
+static __thread struct {
+    mf_index_t *ix;
+    int64_t min;
+} tls_dirty[DIRTY_SLOTS];
+static __thread int tls_ndirty;
+static __thread bool tls_dirty_overflow;
+
+static void
+dirty_note(mf_ttl_monitor_t *m, mf_index_t *ix, int64_t date)
+{
+    if (tls_dirty_m != m) {
+        tls_dirty_m = m;
+        tls_ndirty = 0;
+        tls_dirty_overflow = false;
+    }
+    for (int i = 0; i < tls_ndirty; i++) {
+        if (tls_dirty[i].ix == ix) {
+            if (date < tls_dirty[i].min)
+                tls_dirty[i].min = date;
+            return;
+        }
+    }
+    if (tls_ndirty == DIRTY_SLOTS) {
+        tls_dirty_overflow = true; /* too many TTL indexes in one transaction: the monitor forgets its floors */
+        return;
+    }
+    tls_dirty[tls_ndirty].ix = ix;
+    tls_dirty[tls_ndirty++].min = date;
+}
 
 static void
 observe_doc(mf_ttl_monitor_t *m, mf_coll_t *c, const bson_t *doc)
@@ -1163,10 +1349,9 @@ observe_doc(mf_ttl_monitor_t *m, mf_coll_t *c, const bson_t *doc)
             continue;
         if (!doc_earliest_date(doc, ix->kp.fields[0], &earliest))
             continue;
-        if (add_secs(earliest, secs) < due) {
+        dirty_note(m, ix, earliest);
+        if (add_secs(earliest, secs) < due)
             tls_moved_deadline = m;
-            return;
-        }
     }
 }
 
@@ -1180,6 +1365,18 @@ obs_txn_end(void *arg, bool committed)
             tls_batch->committed = tls_batch->nexp;
         else
             tls_batch->nexp = tls_batch->committed;
+    }
+    if (tls_dirty_m == m) {
+        /*
+         * After the commit (the writer still holds its collection, so the
+         * indexes live): a scan that takes these Dates starts at or before them.
+         */
+        tls_dirty_m = NULL;
+        for (int i = 0; committed && i < tls_ndirty; i++)
+            dirty_lower(tls_dirty[i].ix, tls_dirty[i].min);
+        if (committed && tls_dirty_overflow)
+            atomic_store(&m->force_full, true);
+        tls_ndirty = 0;
     }
     if (tls_moved_deadline != m)
         return;
@@ -1232,6 +1429,7 @@ mf_ttl_monitor_start(const mf_ttl_env_t *env, mf_ttl_monitor_t **out, mf_error_t
     pthread_condattr_destroy(&ca);
     atomic_store(&m->next_due_ms, NO_DEADLINE);
     atomic_store(&m->watch_due, NO_DEADLINE);
+    m->last_full_ms = INT64_MIN / 2;
     if (mf_observers_add(env->observers, &obs, err) != 0)
         goto err_free;
     mf_param_on_change(env->params, on_param_change, m);

@@ -693,3 +693,22 @@ h.test('D9: with ttlMonitorWorkers 3 a mass expiry is deleted by several threads
     assert.equal(v.valid, true, JSON.stringify(v.errors));
   });
 });
+
+h.test('D7: after the monitor has deleted up to now, a document inserted or updated with an older date still expires at once', { timeout: 60000 }, async () => {
+  await withDb('floors', async (db) => {
+    const coll = db.collection('c');
+    await coll.createIndex({ at: 1 }, { expireAfterSeconds: 0 });
+    // A stream of documents due over ~1.5 s: the monitor deletes them as they come due.
+    const base = Date.now() + 300;
+    await coll.insertMany(Array.from({ length: 300 }, (_, i) => ({ _id: i, at: new Date(base + i * 5) })));
+    await coll.insertOne({ _id: 'later', at: new Date(Date.now() + 3600e3) });
+    await waitFor(async () => (await coll.countDocuments()) === 1, 'the stream did not expire', 20000);
+    // Older than everything the monitor has already passed over.
+    await coll.insertOne({ _id: 'old', at: new Date(Date.now() - 3600e3) });
+    await waitFor(async () => (await coll.countDocuments({ _id: 'old' })) === 0, 'an old-dated insert did not expire', 5000);
+    await coll.insertOne({ _id: 'moved', at: new Date(Date.now() + 3600e3) });
+    await coll.updateOne({ _id: 'moved' }, { $set: { at: new Date(Date.now() - 7200e3) } });
+    await waitFor(async () => (await coll.countDocuments({ _id: 'moved' })) === 0, 'a date updated into the past did not expire', 5000);
+    assert.equal(await coll.countDocuments({ _id: 'later' }), 1);
+  });
+});
