@@ -22,7 +22,11 @@
  * dir -p PORT -k dir -c listen_addresses=127.0.0.1`; as root both run as the
  * `postgres` user (else nobody), since PostgreSQL refuses root. Every other
  * PostgreSQL setting is the default: fsync on, synchronous_commit on,
- * shared_buffers 128 MB, autovacuum on (naptime 1 min). All are stopped and
+ * shared_buffers 128 MB, autovacuum on (naptime 1 min). So durability
+ * differs, each at its default: a PostgreSQL commit waits for its WAL flush
+ * (every foreground INSERT and every delete batch pays an fsync of the temp
+ * dir's disk), mayfly's w:1 writes are synced by a background flusher within
+ * ~100 ms, Redis here keeps nothing on disk. All are stopped and
  * the directories removed at the end, also on error or Ctrl-C (postgres gets
  * SIGINT, a fast shutdown; on an error SIGQUIT, the immediate one). The
  * phases run one system at a time, so they never share the CPU (the idle
