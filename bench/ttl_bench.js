@@ -1,62 +1,144 @@
 'use strict';
 /*
- * Expiry benchmark (issue 4): mayfly's TTL monitor against Redis's key expiry,
- * side by side in one run. Prints figures only; no assertions.
+ * Expiry benchmark (issues 4 and 13): mayfly's TTL monitor against Redis's key
+ * expiry and against PostgreSQL with the delete job that the PostgreSQL-based
+ * MongoDB-compatible stores (FerretDB, Microsoft's DocumentDB) run for TTL
+ * indexes, side by side in one run. Prints figures only; no assertions.
  *
  *   node bench/ttl_bench.js [--docs N] [--sample N] [--poll MS] [--spread SECS]
+ *                           [--systems mayfly,redis,postgres] [--pg-interval SECS] [--pg-batch ROWS]
  *   (MAYFLYD_ARGS="--setParameter name=value ..." passes extra flags to mayflyd)
- *   (or bash bench/ttl_bench.sh, which builds build/mayflyd first)
+ *   (or bash bench/ttl_bench.sh, which builds build/mayflyd and installs what is missing first)
+ *
+ * --systems picks the systems and their column order (default all three).
  *
  * Servers. mayflyd (binary from $MAYFLYD, default build/mayflyd, the release
- * build) and redis-server (from $REDIS_SERVER, default `redis-server` on PATH)
- * are started by this script on free loopback ports, each with a fresh temp
- * directory (Redis: --save '' --appendonly no, default hz and expiry effort).
- * Both are killed and the directories removed at the end, also on error or
- * Ctrl-C. The phases run one system at a time, so the two never share the CPU.
+ * build), redis-server (from $REDIS_SERVER, default `redis-server` on PATH)
+ * and PostgreSQL (binaries from $PG_BIN, else the newest
+ * /usr/lib/postgresql/<v>/bin, else PATH) are started by this script on free
+ * loopback ports, each with a fresh temp directory. Redis: --save ''
+ * --appendonly no, default hz and expiry effort. PostgreSQL: `initdb -U
+ * postgres -A trust -N` (-N only skips initdb's own fsyncs), then `postgres -D
+ * dir -p PORT -k dir -c listen_addresses=127.0.0.1`; as root both run as the
+ * `postgres` user (else nobody), since PostgreSQL refuses root. Every other
+ * PostgreSQL setting is the default: fsync on, synchronous_commit on,
+ * shared_buffers 128 MB, autovacuum on (naptime 1 min). So durability
+ * differs, each at its default: a PostgreSQL commit waits for its WAL flush
+ * (every foreground INSERT and every delete batch pays an fsync of the temp
+ * dir's disk), mayfly's w:1 writes are synced by a background flusher within
+ * ~100 ms, Redis here keeps nothing on disk. All are stopped and
+ * the directories removed at the end, also on error or Ctrl-C (postgres gets
+ * SIGINT, a fast shutdown; on an error SIGQUIT, the immediate one). The
+ * phases run one system at a time, so they never share the CPU (the idle
+ * servers stay up).
  *
- * Phase 1, spread expiry. N small documents (keys) whose expiry times are
- * spread evenly over 60 s, starting a little after the load is expected to
- * end (the load rate is calibrated first with a short load). mayfly: TTL index
- * {at: 1} with expireAfterSeconds 0, `at` = the expiry time, insertMany of
- * 1,000 documents, 4 in flight. Redis: SET key val PXAT <ms> (the absolute
+ * PostgreSQL's side. Client: the `pg` npm package (a devDependency), over
+ * TCP like the others. Each collection is a table `(id bigint PRIMARY KEY,
+ * doc jsonb NOT NULL)` and its TTL index is a btree on the expression
+ * `((doc->>'at_ms')::bigint)`: the document is mayfly's {at, p} with the
+ * expiry stored as epoch milliseconds in `at_ms` (what a BSON date holds),
+ * because casting a string to timestamptz is not IMMUTABLE and cannot be
+ * indexed. Loads: one INSERT ... SELECT FROM unnest($ids, $docs) of 1,000
+ * rows per statement, 4 connections in flight. The delete job (DocumentDB's
+ * TTL task, which FerretDB 2.x runs on; its default batch is 10,000) runs
+ * on its own connection at wall-clock multiples of --pg-interval (default 60
+ * s), as cron's `* * * * *` does, so its phase against the expiry times is
+ * whatever the clock gives (printed; every run differs); a tick that falls
+ * during a run fires when it ends. Each run does, per TTL table,
+ *   DELETE FROM t WHERE ctid IN (SELECT ctid FROM t WHERE (doc->>'at_ms')::bigint
+ *     <= (extract(epoch FROM now()) * 1000)::bigint LIMIT --pg-batch FOR UPDATE SKIP LOCKED)
+ * (default 10,000 rows, 1,000..10,000; autocommit, so one commit per batch)
+ * until a batch deletes fewer than --pg-batch rows. That is the statement
+ * DocumentDB's job builds (pg_documentdb/src/ttl/ttl_index.c) with our
+ * expression for its bson comparison. The form `WHERE id IN (SELECT id ...)`
+ * is no good here: once ANALYZE has run on 1,000,000 rows its plan becomes a
+ * hash semi join over a sequential scan of the whole table for every batch
+ * (136 ms per 10,000 rows here, against 63 ms for the ctid form, whose plan is
+ * the expression index, then a TID scan, with or without statistics). A
+ * DELETE only marks rows dead; autovacuum reclaims heap and index space
+ * later: after phase 2 the bench waits (up to 180 s) for that autovacuum and
+ * prints when it ended and the server CPU it took.
+ *
+ * Phase 1, spread expiry. N small documents (keys, rows) whose expiry times
+ * are spread evenly over 60 s, starting a little after the load is expected
+ * to end (the load rate is calibrated first with a short load). mayfly: TTL
+ * index {at: 1} with expireAfterSeconds 0, `at` = the expiry time, insertMany
+ * of 1,000 documents, 4 in flight. Redis: SET key val PXAT <ms> (the absolute
  * form of PX, so the exact expiry instant is known), pipelined 1,000 commands
- * per write, 8 writes in flight. Lateness = time from a document's expiry to
- * its physical removal:
- *   - mayfly: a random sample of --sample _ids is polled every --poll ms with
- *     find({_id: {$in: due}}), where `due` holds only the sampled _ids whose
- *     expiry has passed and that were still present last time (a few dozen at
- *     a time), so polling costs little. A document found absent was removed
+ * per write, 8 writes in flight. PostgreSQL: as above. Lateness = time from a
+ * document's expiry to its physical removal:
+ *   - mayfly and PostgreSQL: a random sample of --sample ids is polled every
+ *     --poll ms (mayfly: find({_id: {$in: due}}); PostgreSQL: SELECT id FROM
+ *     spread WHERE id = ANY($1)), where `due` holds only the sampled ids whose
+ *     expiry has passed and that were still present last time (mayfly: a few
+ *     dozen at a time, so polling costs little; PostgreSQL: most of the
+ *     sample while rows wait for the job, see CPU). A document found absent was removed
  *     between the previous poll and this reply; the estimate is the midpoint
- *     of that interval (clipped at the expiry). mayfly's own
- *     serverStatus().metrics.ttl.lateness (every deleted document, log2
- *     histogram) is reported too.
+ *     of that interval (clipped at the expiry). All documents: mayfly's own
+ *     serverStatus().metrics.ttl.lateness (log2 histogram); PostgreSQL: the
+ *     job's DELETE in this phase has RETURNING of each row's at_ms, and a
+ *     row's lateness is the arrival of its batch's reply minus its expiry.
  *   - Redis: polling with EXISTS would itself expire the key (lazy expiry),
  *     so it cannot see physical removal. Instead keyspace notifications
  *     (notify-keyspace-events Ex) are enabled and a subscriber records the
  *     arrival time of every `expired` event; nothing else touches the keys,
  *     so every event comes from Redis's active expiry cycle. The same sample
  *     of keys and all N keys are reported.
+ *   Each system gets 30 s after the window's end (PostgreSQL: + one job
+ *   interval, since its last rows wait for the next tick). With the 60 s job
+ *   the PostgreSQL phase is about two minutes longer than the others: that
+ *   is the result, not a flaw of the bench.
  *
- * Phase 2, mass expiry. N documents (keys) that all expire at one instant T,
- * a few seconds after the load ends. mayfly: estimatedDocumentCount() polled
- * every 50 ms; Redis: DBSIZE of its own logical database polled every 50 ms
- * (DBSIZE counts expired keys until they are reclaimed; DBSIZE itself does
- * not expire anything, and nothing reads the keys, so only active expiry
- * removes them). Reported: time from T to the first deletion and to zero,
- * and the deletion rate N / (zero - first deletion) (also N / (zero - T)).
+ * Phase 2, mass expiry. N documents (keys, rows) that all expire at one
+ * instant T, a few seconds after the load ends. mayfly:
+ * estimatedDocumentCount() polled every 50 ms; Redis: DBSIZE of its own
+ * logical database polled every 50 ms (DBSIZE counts expired keys until they
+ * are reclaimed; DBSIZE itself does not expire anything, and nothing reads
+ * the keys, so only active expiry removes them); PostgreSQL: N minus the rows
+ * the job has deleted so far (it is the only deleter; its own count, read
+ * every 50 ms like the others, because count(*) over 1,000,000 rows would
+ * cost a scan each time and pg_stat's n_live_tup lags by up to seconds; a
+ * count(*) at the end checks it is 0). Reported: time from T to the first
+ * deletion and to zero, and the deletion rate N / (zero - first deletion)
+ * (also N / (zero - T)). For PostgreSQL the first deletion seen is its first
+ * batch's commit, already 10,000 rows, so the line under the table also gives
+ * the job's exact times and its rate from sending its first DELETE to its
+ * last commit.
  *
  * Phase 3, foreground latency. Before phase 2's load, one client on its own
  * connection alternates a single-document insert and a find by _id (Redis:
- * SET and GET, in another logical database) for 5 s on the idle server; the
+ * SET and GET, in another logical database; PostgreSQL: prepared INSERT and
+ * SELECT by primary key into another table) for 5 s on the idle server; the
  * same loop runs again from T until the mass expiry is over. p50/p99 of each
  * operation, idle vs. during the expiry.
  *
+ * CPU and memory. Server CPU time is utime + stime from /proc/<pid>/stat of
+ * the server process (all threads) plus, for PostgreSQL, its exited children
+ * (the postmaster's cutime + cstime) and live children (backends, autovacuum,
+ * WAL writer, checkpointer...). Reported:
+ *   (1) the load, and from the load's end until all are gone (no foreground
+ *       loop; it includes the sample polls, which cost little for mayfly,
+ *       whose `due` list stays short; PostgreSQL's list grows to the whole
+ *       sample while rows wait for the job, so its poller backend's CPU is
+ *       left out, and printed under the table);
+ *   (2) the load, and from T until all are gone, which includes phase 3's
+ *       loop; then a deletion CPU estimate: mayfly and Redis, that window
+ *       minus (ops of the loop in it x the server CPU per op of the idle
+ *       loop), rough; PostgreSQL, whose loop runs until the job's tick, the
+ *       CPU of the job's backend (its DELETEs) plus the server's CPU from
+ *       all gone to the end of the autovacuum that reclaims the rows;
+ *   the whole run, start-up to the end (PostgreSQL's includes the wait for
+ *   that autovacuum).
+ * Peak memory: /proc/<pid>/status VmHWM at the end for mayflyd and
+ * redis-server; for PostgreSQL the peak of the sum of PSS (smaps_rollup) over
+ * the postmaster and its children, sampled every 0.5 s (PSS counts the shared
+ * buffers once, not once per backend).
+ *
  * Targets for mayfly (2-core machine): phase-1 lateness p99 < 1 s (the
  * client-observed sample), phase-2 deletion rate >= 300,000 docs/s, phase-3
- * p99 during the expiry <= 3x idle (insert and find each). Peak RSS is
- * /proc/<pid>/status VmHWM at the end.
+ * p99 during the expiry <= 3x idle (insert and find each).
  */
-const { spawn } = require('node:child_process');
+const { spawn, execFileSync } = require('node:child_process');
 const fs = require('node:fs');
 const net = require('node:net');
 const os = require('node:os');
@@ -73,13 +155,34 @@ function arg(name, dflt) {
   if (!Number.isFinite(v) || v <= 0) throw new Error(`bad value for --${name}`);
   return v;
 }
+function strArg(name, dflt) {
+  const i = process.argv.indexOf(`--${name}`);
+  if (i < 0) return dflt;
+  if (i + 1 >= process.argv.length) throw new Error(`--${name} needs a value`);
+  return process.argv[i + 1];
+}
+const ALL_SYSTEMS = ['mayfly', 'redis', 'postgres'];
+const SYSTEMS = (() => {
+  const list = [];
+  for (const s of strArg('systems', ALL_SYSTEMS.join(',')).split(',').map((x) => x.trim()).filter(Boolean)) {
+    if (!ALL_SYSTEMS.includes(s)) throw new Error(`--systems: unknown system '${s}' (known: ${ALL_SYSTEMS.join(', ')})`);
+    if (!list.includes(s)) list.push(s);
+  }
+  if (!list.length) throw new Error('--systems: no system given');
+  return list;
+})();
 const N = Math.floor(arg('docs', 1000000));
 const SAMPLE = Math.min(N, Math.floor(arg('sample', 2000)));
 const POLL_MS = arg('poll', 25);
 const SPREAD_MS = arg('spread', 60) * 1000;   /* phase-1 expiry window */
+const PG_INTERVAL_MS = arg('pg-interval', 60) * 1000;   /* PostgreSQL delete job period */
+const PG_BATCH = Math.floor(arg('pg-batch', 10000));      /* rows per DELETE (one commit each) */
+if (PG_BATCH < 1000 || PG_BATCH > 10000) throw new Error('--pg-batch must be 1000..10000');
 const BATCH = 1000;
 const MONGO_INFLIGHT = 4;
 const REDIS_INFLIGHT = 8;
+const PG_INFLIGHT = 4;
+const PG_VACUUM_WAIT_MS = 180000;   /* longest wait for autovacuum after phase 2 */
 const IDLE_MS = 5000;
 const TAIL_CAP_MS = 30000;   /* longest wait after the last expiry */
 const PAYLOAD = 'payload-0123456789';
@@ -90,6 +193,16 @@ const MAYFLYD = (() => {
   return path.isAbsolute(p) ? p : path.join(REPO, p);
 })();
 const REDIS_SERVER = process.env.REDIS_SERVER || 'redis-server';
+/* PostgreSQL's binaries: $PG_BIN, else the newest /usr/lib/postgresql/<v>/bin (Debian), else PATH. */
+const PG_BIN = (() => {
+  if (process.env.PG_BIN) return process.env.PG_BIN;
+  try {
+    const vs = fs.readdirSync('/usr/lib/postgresql').filter((v) => /^\d+$/.test(v)).sort((a, b) => b - a);
+    for (const v of vs) if (fs.existsSync(`/usr/lib/postgresql/${v}/bin/postgres`)) return `/usr/lib/postgresql/${v}/bin`;
+  } catch (_) { /* not Debian's layout */ }
+  return null;
+})();
+const pgExe = (name) => (PG_BIN ? path.join(PG_BIN, name) : name);
 
 /* ---------- small helpers ---------- */
 
@@ -103,6 +216,55 @@ function procKb(pid, key) {
     const m = fs.readFileSync(`/proc/${pid}/status`, 'utf8').match(new RegExp(`^${key}:\\s+(\\d+) kB`, 'm'));
     return m ? Number(m[1]) : null;
   } catch (_) { return null; }
+}
+
+const CLK_TCK = (() => {
+  try { return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100; } catch (_) { return 100; }
+})();
+
+/* /proc/<pid>/stat fields after the command name: [state, ppid, ...]; null if gone. */
+function procStat(pid) {
+  try {
+    const s = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return s.slice(s.lastIndexOf(')') + 2).split(' ');
+  } catch (_) { return null; }
+}
+
+/* Direct children of pid (postgres: the backends and auxiliary processes of the postmaster). */
+function procChildren(pid) {
+  try {
+    return fs.readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').split(' ').filter(Boolean).map(Number);
+  } catch (_) { /* kernel without CONFIG_PROC_CHILDREN: scan */ }
+  const out = [];
+  for (const d of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    const st = procStat(d);
+    if (st && Number(st[1]) === pid) out.push(Number(d));
+  }
+  return out;
+}
+
+/* CPU seconds (user + system) of a server: the process (all its threads), its
+ * reaped children (cutime + cstime: postgres backends that have exited) and its
+ * live children. For mayflyd and redis-server only the first term is non-zero. */
+function cpuSec(pid) {
+  const ticks = (st) => (st ? Number(st[11]) + Number(st[12]) + Number(st[13]) + Number(st[14]) : 0);
+  let t = ticks(procStat(pid));
+  for (const c of procChildren(pid)) t += ticks(procStat(c));
+  return t / CLK_TCK;
+}
+
+/* Sum of the proportional set size (kB) of a process and its children: shared
+ * memory (postgres's shared_buffers) counted once, not once per backend. */
+function pssKb(pid) {
+  let kb = 0;
+  for (const p of [pid, ...procChildren(pid)]) {
+    try {
+      const m = fs.readFileSync(`/proc/${p}/smaps_rollup`, 'utf8').match(/^Pss:\s+(\d+) kB/m);
+      if (m) kb += Number(m[1]);
+    } catch (_) { /* exited meanwhile */ }
+  }
+  return kb;
 }
 
 /* Quantile of a numeric array or typed array (sorted copy). */
@@ -127,12 +289,23 @@ function sampleIndices(n, k, seed) {
 
 /* ---------- child processes and clean-up ---------- */
 
-const children = [];   /* {name, proc, dir} */
+const children = [];   /* {name, proc, stopSignal, killSignal} */
+const tempDirs = [];   /* removed at the end, also on error */
 let cleanedUp = false;
 
-function spawnServer(name, bin, args, dir) {
-  const proc = spawn(bin, args, { stdio: ['ignore', 'ignore', 'pipe'], cwd: dir });
-  const entry = { name, proc, dir, tail: [], exited: null };
+function makeTempDir(prefix) {
+  const d = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  tempDirs.push(d);
+  return d;
+}
+
+/* opts: uid/gid to run as (postgres refuses root), stopSignal for a graceful
+ * stop (default SIGTERM), killSignal for the synchronous clean-up (default SIGKILL). */
+function spawnServer(name, bin, args, dir, opts = {}) {
+  const ids = opts.uid !== undefined ? { uid: opts.uid, gid: opts.gid } : {};
+  const proc = spawn(bin, args, { stdio: ['ignore', 'ignore', 'pipe'], cwd: dir, ...ids });
+  const entry = { name, proc, tail: [], exited: null,
+    stopSignal: opts.stopSignal || 'SIGTERM', killSignal: opts.killSignal || 'SIGKILL' };
   proc.stderr.setEncoding('utf8');
   proc.stderr.on('data', (c) => {
     entry.tail.push(c);
@@ -156,19 +329,34 @@ async function waitUp(entry, port) {
   }
 }
 
-/* Synchronous so it can run from 'exit' as well: SIGKILL what is left, remove the directories. */
+/* True once pid has exited (gone, or a zombie nobody has reaped yet). */
+function procDead(pid) {
+  const st = procStat(pid);
+  return !st || st[0] === 'Z';
+}
+
+/* Synchronous so it can run from 'exit' as well. Servers get their kill signal
+ * (postgres: SIGQUIT, the immediate shutdown, which ends its backends too; we
+ * wait up to 5 s for it), then SIGKILL; then the directories go. */
 function cleanupSync() {
   if (cleanedUp) return;
   cleanedUp = true;
-  for (const c of children) {
-    if (!c.exited) { try { c.proc.kill('SIGKILL'); } catch (_) { /* gone */ } }
-    try { fs.rmSync(c.dir, { recursive: true, force: true }); } catch (_) { /* best effort */ }
+  const live = children.filter((c) => !c.exited && c.proc.pid);
+  for (const c of live) { try { c.proc.kill(c.killSignal); } catch (_) { /* gone */ } }
+  const deadline = Date.now() + 5000;
+  const nap = new Int32Array(new SharedArrayBuffer(4));
+  while (live.some((c) => c.killSignal !== 'SIGKILL' && !procDead(c.proc.pid)) && Date.now() < deadline) {
+    Atomics.wait(nap, 0, 0, 20);
+  }
+  for (const c of live) { if (!procDead(c.proc.pid)) { try { c.proc.kill('SIGKILL'); } catch (_) { /* gone */ } } }
+  for (const d of tempDirs) {
+    try { fs.rmSync(d, { recursive: true, force: true }); } catch (_) { /* best effort */ }
   }
 }
 
-/* Graceful stop: SIGTERM, wait up to `ms`, then SIGKILL; then remove directories. */
+/* Graceful stop: each server's stop signal, wait up to `ms`, then clean-up. */
 async function stopAll(ms = 10000) {
-  for (const c of children) if (!c.exited) c.proc.kill('SIGTERM');
+  for (const c of children) if (!c.exited) c.proc.kill(c.stopSignal);
   const deadline = Date.now() + ms;
   while (children.some((c) => !c.exited) && Date.now() < deadline) await sleep(50);
   cleanupSync();
@@ -331,10 +519,34 @@ async function loadRedis(r, n, prefix, expiry) {
   return hr() - t0;
 }
 
+/* The document of row i: mayfly's {at, p} with the expiry as epoch milliseconds
+ * (a BSON date is an int64 of epoch ms; the index is on ((doc->>'at_ms')::bigint)). */
+const pgDoc = (at) => `{"at_ms": ${Math.round(at)}, "p": "${PAYLOAD}"}`;
+
+/* INSERT of BATCH rows (one statement, arrays unnested), PG_INFLIGHT connections in flight. */
+async function loadPg(pool, table, n, idBase, expiry) {
+  let next = 0;
+  const t0 = hr();
+  const text = `INSERT INTO ${table} (id, doc) SELECT * FROM unnest($1::bigint[], $2::jsonb[])`;
+  await Promise.all(Array.from({ length: PG_INFLIGHT }, async () => {
+    while (next < n) {
+      const start = next;
+      const end = Math.min(n, start + BATCH);
+      next = end;
+      const ids = new Array(end - start);
+      const docs = new Array(end - start);
+      for (let i = start; i < end; i++) { ids[i - start] = idBase + i; docs[i - start] = pgDoc(expiry(i)); }
+      await pool.query({ name: `load_${table}`, text, values: [ids, docs] });
+    }
+  }));
+  return hr() - t0;
+}
+
 /* ---------- phase 1: spread expiry ---------- */
 
-/* Polls the sampled _ids that are due; returns the lateness (ms) of each. */
-async function pollMongoSample(coll, sample, expiryOf, deadlineMs) {
+/* Polls the sampled _ids that are due; returns the lateness (ms) of each.
+ * present(ids) resolves with the Set of those ids still stored. */
+async function pollSample(present, sample, expiryOf, deadlineMs) {
   const order = sample.slice().sort((a, b) => expiryOf(a) - expiryOf(b));
   let nextDue = 0;
   let active = [];                 /* due, still present at the last poll */
@@ -346,13 +558,12 @@ async function pollMongoSample(coll, sample, expiryOf, deadlineMs) {
     while (nextDue < order.length && expiryOf(order[nextDue]) <= now) active.push(order[nextDue++]);
     if (active.length) {
       const t0 = Date.now();
-      const present = new Set((await coll.find({ _id: { $in: active } }, { projection: { _id: 1 } }).toArray())
-        .map((d) => d._id));
+      const there = await present(active);
       const t1 = Date.now();
       polls++;
       const still = [];
       for (const id of active) {
-        if (present.has(id)) { still.push(id); lastSeen.set(id, t0); continue; }
+        if (there.has(id)) { still.push(id); lastSeen.set(id, t0); continue; }
         const exp = expiryOf(id);
         const lo = Math.max(exp, lastSeen.has(id) ? lastSeen.get(id) : exp);
         lateness.push((lo + t1) / 2 - exp);
@@ -364,7 +575,7 @@ async function pollMongoSample(coll, sample, expiryOf, deadlineMs) {
   return { lateness, missing: order.length - lateness.length, polls };
 }
 
-async function phase1Mayfly(db, calibRate) {
+async function phase1Mayfly(db, calibRate, cpu) {
   const coll = db.collection('spread');
   await coll.createIndex({ at: 1 }, { expireAfterSeconds: 0 });
   const estLoad = (N / calibRate) * 1000;
@@ -372,24 +583,29 @@ async function phase1Mayfly(db, calibRate) {
   const w0 = loadStart + estLoad * 1.3 + 2000;     /* expiry window [w0, w0 + 60 s) */
   const expiry = (i) => w0 + (SPREAD_MS * i) / N;
   log(`mayfly phase 1: loading ${N} docs, expiries spread over ${SPREAD_MS / 1000} s from +${((w0 - loadStart) / 1000).toFixed(1)} s`);
+  const c0 = cpu();
   const loadMs = await loadMongo(coll, N, 0, expiry);
   const loadEnd = Date.now();
+  const c1 = cpu();
   log(`mayfly phase 1: loaded in ${(loadMs / 1000).toFixed(1)} s (${(N / loadMs * 1000).toFixed(0)} docs/s)` +
     (loadEnd > w0 ? `; WARNING: load overran the window start by ${loadEnd - w0} ms` : ''));
   const sample = sampleIndices(N, SAMPLE, 12345);
-  const res = await pollMongoSample(coll, sample, expiry, w0 + SPREAD_MS + TAIL_CAP_MS);
+  const present = async (ids) => new Set((await coll.find({ _id: { $in: ids } }, { projection: { _id: 1 } }).toArray())
+    .map((d) => d._id));
+  const res = await pollSample(present, sample, expiry, w0 + SPREAD_MS + TAIL_CAP_MS);
   /* Let the rest of the collection drain (bounded) before reading the server's histogram. */
   const drainDeadline = w0 + SPREAD_MS + TAIL_CAP_MS;
   let left = await coll.estimatedDocumentCount();
   while (left > 0 && Date.now() < drainDeadline) { await sleep(100); left = await coll.estimatedDocumentCount(); }
+  const c2 = cpu();
   const ss = await db.admin().command({ serverStatus: 1 });
   const ttl = ss.metrics && ss.metrics.ttl ? ss.metrics.ttl : {};
   log(`mayfly phase 1: done; ${res.polls} sample polls, ${left} docs left, server ttl.lateness ${JSON.stringify(ttl.lateness && { count: ttl.lateness.count, p50Ms: ttl.lateness.p50Ms, p99Ms: ttl.lateness.p99Ms, maxMs: ttl.lateness.maxMs })}`);
   return { ingest: N / loadMs * 1000, loadOverrunMs: Math.max(0, loadEnd - w0), sample: quantiles(res.lateness),
-    sampleMissing: res.missing, leftover: left, server: ttl.lateness || null };
+    sampleMissing: res.missing, leftover: left, server: ttl.lateness || null, cpuLoad: c1 - c0, cpuExpiry: c2 - c1 };
 }
 
-async function phase1Redis(port, r, calibRate) {
+async function phase1Redis(port, r, calibRate, cpu) {
   const sub = new Resp(port);
   await sub.connect();
   const estLoad = (N / calibRate) * 1000;
@@ -413,20 +629,24 @@ async function phase1Redis(port, r, calibRate) {
   };
   await sub.cmd('SUBSCRIBE', '__keyevent@0__:expired');
   log(`redis phase 1: loading ${N} keys, expiries spread over ${SPREAD_MS / 1000} s from +${((w0 - loadStart) / 1000).toFixed(1)} s`);
+  const c0 = cpu();
   const loadMs = await loadRedis(r, N, 's:', expiry);
   const loadEnd = Date.now();
+  const c1 = cpu();
   log(`redis phase 1: loaded in ${(loadMs / 1000).toFixed(1)} s (${(N / loadMs * 1000).toFixed(0)} keys/s)` +
     (loadEnd > w0 ? `; WARNING: load overran the window start by ${loadEnd - w0} ms` : ''));
   const deadline = w0 + SPREAD_MS + TAIL_CAP_MS;
   while (got < N && Date.now() < deadline) await sleep(100);
   const left = await r.cmd('DBSIZE');
+  const c2 = cpu();
   sub.close();
   /* The same sample of indices as mayfly's, read from the per-key record. */
   const sl = [];
   for (const i of sampleIndices(N, SAMPLE, 12345)) if (!Number.isNaN(perKey[i])) sl.push(perKey[i]);
   log(`redis phase 1: done; ${got} expired events, ${left} keys left${early ? `, ${early} events before expiry (clock?)` : ''}`);
   return { ingest: N / loadMs * 1000, loadOverrunMs: Math.max(0, loadEnd - w0), all: quantiles(all.subarray(0, got)),
-    allMissing: N - got, leftover: left, sampleLateness: quantiles(sl) };
+    allMissing: N - got, leftover: left, sample: quantiles(sl), sampleMissing: SAMPLE - sl.length,
+    cpuLoad: c1 - c0, cpuExpiry: c2 - c1 };
 }
 
 /* ---------- phase 2 + 3: mass expiry and foreground latency ---------- */
@@ -458,25 +678,32 @@ function fgStats(list, from = -Infinity, to = Infinity) {
   return quantiles(v);
 }
 
-async function idleLatency(write, read) {
+/* Also the server's CPU seconds per foreground operation (insert or find) on the idle server. */
+async function idleLatency(write, read, cpu) {
+  const c0 = cpu();
   const fg = foreground(write, read);
   await sleep(IDLE_MS);
   fg.stop = true;
   await fg.done;
-  return { write: fgStats(fg.writes), read: fgStats(fg.reads), ops: fg.n };
+  const c1 = cpu();
+  const write_ = fgStats(fg.writes);
+  const read_ = fgStats(fg.reads);
+  return { write: write_, read: read_, ops: fg.n, cpuPerOp: (c1 - c0) / Math.max(1, write_.n + read_.n) };
 }
 
-/* Waits until count() is 0 while a foreground loop runs; T is the (wall-clock) expiry instant. */
-async function massExpiry(name, count, T, write, read) {
+/* Waits until count() is 0 while a foreground loop runs; T is the (wall-clock) expiry instant.
+ * Gives up 120 s (+ extraMs) after T. cpu() is read at T and at zero. */
+async function massExpiry(name, count, T, write, read, cpu, extraMs = 0) {
   /* Wait until just before T. */
   while (Date.now() < T - 500) await sleep(50);
   const fg = foreground(write, read);
   while (Date.now() < T) await sleep(5);
   const tHr = hr() - (Date.now() - T);
+  const cT = cpu();
   let first = null;
   let zero = null;
   let c = N;
-  const deadline = T + 120000;
+  const deadline = T + 120000 + extraMs;
   let lastLog = Date.now();
   while (Date.now() < deadline) {
     c = await count();
@@ -487,9 +714,11 @@ async function massExpiry(name, count, T, write, read) {
     await sleep(50);
   }
   const zeroHr = hr();
+  const cZ = cpu();
   fg.stop = true;
   await fg.done;
   return {
+    cpuExpiry: cZ - cT,
     firstAfterMs: first === null ? null : first - T,
     zeroAfterMs: zero === null ? null : zero - T,
     left: c,
@@ -500,55 +729,320 @@ async function massExpiry(name, count, T, write, read) {
   };
 }
 
-async function phase23Mayfly(db, fgDb, ingestRate) {
+async function phase23Mayfly(db, fgDb, ingestRate, cpu) {
   const fgColl = fgDb.collection('fg');
   const write = (i) => fgColl.insertOne({ _id: i, v: PAYLOAD });
   const read = (j) => fgColl.findOne({ _id: j });
   log('mayfly phase 3: idle foreground latency (5 s)');
-  const idle = await idleLatency(write, read);
+  const idle = await idleLatency(write, read, cpu);
   const base = 10000000;
   const coll = db.collection('mass');
   await coll.createIndex({ at: 1 }, { expireAfterSeconds: 0 });
   const loadStart = Date.now();
   const T = loadStart + (N / ingestRate) * 1000 * 2 + 3000;   /* same-key loads can be slower */
   log(`mayfly phase 2: loading ${N} docs that all expire at +${((T - loadStart) / 1000).toFixed(1)} s`);
+  const c0 = cpu();
   const loadMs = await loadMongo(coll, N, 0, () => T);
   const loadEnd = Date.now();
+  const cpuLoad = cpu() - c0;
   log(`mayfly phase 2: loaded in ${(loadMs / 1000).toFixed(1)} s; expiry in ${((T - loadEnd) / 1000).toFixed(1)} s`);
   const fgColl2 = fgDb.collection('fg2');
   const write2 = (i) => fgColl2.insertOne({ _id: base + i, v: PAYLOAD });
   const read2 = (j) => fgColl2.findOne({ _id: base + j });
-  const m = await massExpiry('mayfly', () => coll.estimatedDocumentCount(), T, write2, read2);
+  const m = await massExpiry('mayfly', () => coll.estimatedDocumentCount(), T, write2, read2, cpu);
   log(`mayfly phase 2: all gone ${fmtMs(m.zeroAfterMs)} after expiry (first deletion after ${fmtMs(m.firstAfterMs)})`);
   const ss = await db.admin().command({ serverStatus: 1 });
-  return { idle, ...m, ingest: N / loadMs * 1000, loadOverrunMs: Math.max(0, loadEnd - T),
+  return { idle, ...m, ingest: N / loadMs * 1000, loadOverrunMs: Math.max(0, loadEnd - T), cpuLoad,
     paceDocsPerSec: ss.metrics && ss.metrics.ttl ? ss.metrics.ttl.paceDocsPerSec : null };
 }
 
-async function phase23Redis(port, r, ingestRate) {
+async function phase23Redis(port, r, ingestRate, cpu) {
   const fgc = new Resp(port);
   await fgc.connect();
   await fgc.cmd('SELECT', '1');
   const write = (i) => fgc.cmd('SET', `fg:${i}`, PAYLOAD);
   const read = (j) => fgc.cmd('GET', `fg:${j}`);
   log('redis phase 3: idle foreground latency (5 s)');
-  const idle = await idleLatency(write, read);
+  const idle = await idleLatency(write, read, cpu);
   const loader = new Resp(port);
   await loader.connect();
   await loader.cmd('SELECT', '2');
   const loadStart = Date.now();
   const T = loadStart + (N / ingestRate) * 1000 * 2 + 3000;   /* same-key loads can be slower */
   log(`redis phase 2: loading ${N} keys that all expire at +${((T - loadStart) / 1000).toFixed(1)} s`);
+  const c0 = cpu();
   const loadMs = await loadRedis(loader, N, 'm:', () => T);
   const loadEnd = Date.now();
+  const cpuLoad = cpu() - c0;
   log(`redis phase 2: loaded in ${(loadMs / 1000).toFixed(1)} s; expiry in ${((T - loadEnd) / 1000).toFixed(1)} s`);
   const write2 = (i) => fgc.cmd('SET', `fg2:${i}`, PAYLOAD);
   const read2 = (j) => fgc.cmd('GET', `fg2:${j}`);
-  const m = await massExpiry('redis', () => loader.cmd('DBSIZE'), T, write2, read2);
+  const m = await massExpiry('redis', () => loader.cmd('DBSIZE'), T, write2, read2, cpu);
   log(`redis phase 2: all gone ${fmtMs(m.zeroAfterMs)} after expiry (first deletion after ${fmtMs(m.firstAfterMs)})`);
   fgc.close();
   loader.close();
-  return { idle, ...m, ingest: N / loadMs * 1000, loadOverrunMs: Math.max(0, loadEnd - T) };
+  return { idle, ...m, ingest: N / loadMs * 1000, loadOverrunMs: Math.max(0, loadEnd - T), cpuLoad };
+}
+
+/* ---------- PostgreSQL: server, schema, the delete job ---------- */
+
+/* uid/gid to run initdb and postgres as: nothing when not root; else the
+ * `postgres` user (Debian's package creates it), else nobody. */
+function pgRunAs() {
+  if (typeof process.getuid !== 'function' || process.getuid() !== 0) return {};
+  for (const user of ['postgres', 'nobody']) {
+    try {
+      const uid = Number(execFileSync('id', ['-u', user], { encoding: 'utf8' }).trim());
+      const gid = Number(execFileSync('id', ['-g', user], { encoding: 'utf8' }).trim());
+      if (Number.isInteger(uid) && uid > 0) return { uid, gid, user };
+    } catch (_) { /* no such user */ }
+  }
+  throw new Error('running as root and found neither a postgres nor a nobody user to run PostgreSQL as');
+}
+
+/* initdb into a fresh temp dir, then postgres on a free loopback port (its
+ * socket in the same dir). Everything else is PostgreSQL's default. */
+async function startPostgres() {
+  const pg = require('pg');
+  pg.types.setTypeParser(20, (v) => Number(v));   /* bigint ids and counts as numbers (all < 2^53) */
+  const runAs = pgRunAs();
+  const dir = makeTempDir('ttlbench-pg-');
+  const data = path.join(dir, 'data');
+  if (runAs.uid !== undefined) fs.chownSync(dir, runAs.uid, runAs.gid);
+  const ids = runAs.uid !== undefined ? { uid: runAs.uid, gid: runAs.gid } : {};
+  try {
+    execFileSync(pgExe('initdb'), ['-D', data, '-U', 'postgres', '-A', 'trust', '-N'],
+      { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'], ...ids });
+  } catch (e) {
+    throw new Error(`initdb failed: ${e.message}\n${e.stderr || ''}`);
+  }
+  const port = await freePort();
+  const entry = spawnServer('postgres', pgExe('postgres'),
+    ['-D', data, '-p', String(port), '-k', dir, '-c', 'listen_addresses=127.0.0.1'], dir,
+    { ...ids, stopSignal: 'SIGINT', killSignal: 'SIGQUIT' });   /* fast / immediate shutdown */
+  await waitUp(entry, port);
+  const conf = { host: '127.0.0.1', port, user: 'postgres', database: 'postgres' };
+  const connect = async () => {
+    const deadline = Date.now() + 20000;
+    for (;;) {
+      const c = new pg.Client(conf);
+      try { await c.connect(); return c; } catch (e) {   /* "the database system is starting up" */
+        await c.end().catch(() => {});
+        if (entry.exited || Date.now() > deadline) throw e;
+        await sleep(100);
+      }
+    }
+  };
+  const admin = await connect();
+  const pool = new pg.Pool({ ...conf, max: PG_INFLIGHT });
+  return { entry, port, runAs, admin, pool, connect };
+}
+
+const pgBackendPid = async (c) => (await c.query('SELECT pg_backend_pid() AS p')).rows[0].p;
+
+/* CPU seconds of one process (a postgres backend), its own threads only. */
+function procCpuSec(pid) {
+  const st = procStat(pid);
+  return st ? (Number(st[11]) + Number(st[12])) / CLK_TCK : NaN;
+}
+
+/* A document table with the index a TTL index becomes in FerretDB/DocumentDB. */
+async function pgCreateTable(c, table) {
+  await c.query(`CREATE TABLE ${table} (id bigint PRIMARY KEY, doc jsonb NOT NULL)`);
+  await c.query(`CREATE INDEX ${table}_at_ms ON ${table} (((doc->>'at_ms')::bigint))`);
+}
+
+/*
+ * The TTL job of FerretDB / DocumentDB: a cron job (`* * * * *` at the default
+ * 60 s) that deletes the expired rows of every TTL table in batches of
+ * PG_BATCH rows, one commit per batch (autocommit statements), until a batch
+ * deletes fewer than PG_BATCH. It runs at wall-clock multiples of the interval
+ * (as cron does), on its own connection; a tick that falls while a run is
+ * still going starts as soon as that run ends. A table watched with
+ * `returning` gets RETURNING of the deleted rows' expiry, so the lateness of
+ * every row is known (phase 1); otherwise the DELETE is bare (phase 2).
+ */
+class PgTtlJob {
+  constructor(client, intervalMs, batch) {
+    this.c = client;
+    this.interval = intervalMs;
+    this.batch = batch;
+    this.tables = new Map();
+    this.timer = null;
+    this.running = null;
+    this.stopped = false;
+    this.runs = 0;
+    this.error = null;
+    this.pid = null;   /* its backend's pid, for its CPU time */
+  }
+
+  async init() { this.pid = await pgBackendPid(this.c); }
+
+  /* CPU seconds of the job's backend process: the deletion work itself (not WAL writer, checkpointer, autovacuum). */
+  cpu() { return procCpuSec(this.pid); }
+
+  watch(table, returning) {
+    const t = { table, deleted: 0, firstSent: null, first: null, last: null, batches: 0, lateness: returning ? [] : null,
+      text: `DELETE FROM ${table} WHERE ctid IN (SELECT ctid FROM ${table} ` +
+        `WHERE (doc->>'at_ms')::bigint <= (extract(epoch FROM now()) * 1000)::bigint LIMIT $1 FOR UPDATE SKIP LOCKED)` +
+        (returning ? ` RETURNING (doc->>'at_ms')::bigint AS at` : '') };
+    this.tables.set(table, t);
+    return t;
+  }
+
+  nextTick(after) { return (Math.floor(after / this.interval) + 1) * this.interval; }
+
+  start() { this.schedule(this.nextTick(Date.now())); }
+
+  schedule(at) {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => {
+      const began = Date.now();
+      this.running = this.run().catch((e) => { this.error = this.error || e; }).finally(() => {
+        this.running = null;
+        const next = this.nextTick(began);
+        this.schedule(next <= Date.now() ? Date.now() : next);   /* a tick missed during the run fires now */
+      });
+    }, Math.max(0, at - Date.now()));
+  }
+
+  async run() {
+    this.runs++;
+    for (const t of this.tables.values()) {
+      for (;;) {
+        const sent = Date.now();
+        const res = await this.c.query({ name: `ttl_${t.table}`, text: t.text, values: [this.batch] });
+        const now = Date.now();
+        t.batches++;
+        if (res.rowCount > 0) {
+          if (t.first === null) { t.firstSent = sent; t.first = now; }
+          t.last = now;
+          t.deleted += res.rowCount;
+          if (t.lateness) for (const row of res.rows) t.lateness.push(now - row.at);
+        }
+        if (res.rowCount < this.batch || this.stopped) break;
+      }
+    }
+  }
+
+  async stop() {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    if (this.running) await this.running;
+  }
+}
+
+async function phase1Pg(pgs, job, calibRate, cpu) {
+  await pgCreateTable(pgs.admin, 'spread');
+  const t = job.watch('spread', true);
+  const estLoad = (N / calibRate) * 1000;
+  const loadStart = Date.now();
+  const w0 = loadStart + estLoad * 1.3 + 2000;
+  const expiry = (i) => w0 + (SPREAD_MS * i) / N;
+  log(`postgres phase 1: loading ${N} rows, expiries spread over ${SPREAD_MS / 1000} s from +${((w0 - loadStart) / 1000).toFixed(1)} s;` +
+    ` the delete job (every ${PG_INTERVAL_MS / 1000} s) first ticks +${((job.nextTick(w0) - w0) / 1000).toFixed(1)} s after the window start`);
+  const c0 = cpu();
+  const j0 = job.cpu();
+  const loadMs = await loadPg(pgs.pool, 'spread', N, 0, expiry);
+  const loadEnd = Date.now();
+  const c1 = cpu();
+  log(`postgres phase 1: loaded in ${(loadMs / 1000).toFixed(1)} s (${(N / loadMs * 1000).toFixed(0)} rows/s)` +
+    (loadEnd > w0 ? `; WARNING: load overran the window start by ${loadEnd - w0} ms` : ''));
+  const sample = sampleIndices(N, SAMPLE, 12345);
+  const poller = await pgs.connect();
+  const pollerPid = await pgBackendPid(poller);
+  const present = async (ids) => new Set((await poller.query({ name: 'poll_spread',
+    text: 'SELECT id FROM spread WHERE id = ANY($1)', values: [ids] })).rows.map((r) => r.id));
+  /* The job may need a whole interval after the window's end. */
+  const deadline = w0 + SPREAD_MS + PG_INTERVAL_MS + TAIL_CAP_MS;
+  const res = await pollSample(present, sample, expiry, deadline);
+  while (t.deleted < N && Date.now() < deadline && !job.error) await sleep(100);
+  const c2 = cpu();
+  const jobCpu = job.cpu() - j0;
+  /* The sample poller's backend: with lateness of tens of seconds its `due` list
+   * grows to the whole sample, so its polls cost seconds of CPU; not expiry's. */
+  const pollerCpu = procCpuSec(pollerPid);
+  if (job.error) throw job.error;
+  const left = (await poller.query('SELECT count(*) AS n FROM spread')).rows[0].n;
+  await poller.end();
+  log(`postgres phase 1: done; ${res.polls} sample polls, ${left} rows left, job: ${t.deleted} rows deleted in ${t.batches} batches`);
+  return { ingest: N / loadMs * 1000, loadOverrunMs: Math.max(0, loadEnd - w0), sample: quantiles(res.lateness),
+    sampleMissing: res.missing, leftover: left, all: quantiles(t.lateness), allMissing: N - t.lateness.length,
+    cpuLoad: c1 - c0, cpuExpiry: c2 - c1 - pollerCpu, pollerCpu, jobCpu };
+}
+
+/*
+ * A DELETE only marks rows dead; autovacuum reclaims them (heap and both
+ * indexes) later, by default once a minute at most per database. Waits
+ * (bounded) for an autovacuum of `table` that starts after now to end; returns
+ * when it started/ended (ms from now, the start only if seen in
+ * pg_stat_progress_vacuum, polled every 100 ms) and the server's CPU seconds
+ * from now to its end.
+ */
+async function waitAutovacuum(c, table, cpu) {
+  const t0 = Date.now();
+  const c0 = cpu();
+  const q = async () => (await c.query(
+    `SELECT s.autovacuum_count AS n, (SELECT count(*) FROM pg_stat_progress_vacuum p WHERE p.relid = s.relid) AS running
+       FROM pg_stat_user_tables s WHERE s.relname = $1`, [table])).rows[0];
+  let st = await q();
+  let need = st.n + (st.running > 0 ? 2 : 1);   /* one already under way began before the deletion */
+  let started = null;
+  let seenRunning = st.running > 0;
+  log(`postgres phase 2: waiting (up to ${PG_VACUUM_WAIT_MS / 1000} s) for autovacuum of ${table}`);
+  while (Date.now() - t0 < PG_VACUUM_WAIT_MS) {
+    await sleep(100);
+    st = await q();
+    if (st.running > 0 && !seenRunning && started === null) started = Date.now() - t0;
+    seenRunning = st.running > 0;
+    if (st.n >= need) {
+      const ended = Date.now() - t0;
+      log(`postgres phase 2: autovacuum of ${table} done +${(ended / 1000).toFixed(1)} s after the rows were gone`);
+      return { startedMs: started, endedMs: ended, cpu: cpu() - c0 };
+    }
+  }
+  log(`postgres phase 2: no autovacuum of ${table} within ${PG_VACUUM_WAIT_MS / 1000} s`);
+  return { startedMs: started, endedMs: null, cpu: cpu() - c0 };
+}
+
+async function phase23Pg(pgs, job, ingestRate, cpu) {
+  await pgCreateTable(pgs.admin, 'mass');
+  for (const tb of ['fg', 'fg2']) await pgs.admin.query(`CREATE TABLE ${tb} (id bigint PRIMARY KEY, doc jsonb NOT NULL)`);
+  const fgc = await pgs.connect();
+  const fgDoc = JSON.stringify({ v: PAYLOAD });
+  const write = (i) => fgc.query({ name: 'fg_ins', text: 'INSERT INTO fg (id, doc) VALUES ($1, $2)', values: [i, fgDoc] });
+  const read = (j) => fgc.query({ name: 'fg_get', text: 'SELECT doc FROM fg WHERE id = $1', values: [j] });
+  log('postgres phase 3: idle foreground latency (5 s)');
+  const idle = await idleLatency(write, read, cpu);
+  const base = 10000000;
+  const t = job.watch('mass', false);
+  const loadStart = Date.now();
+  const T = loadStart + (N / ingestRate) * 1000 * 2 + 3000;
+  log(`postgres phase 2: loading ${N} rows that all expire at +${((T - loadStart) / 1000).toFixed(1)} s;` +
+    ` the delete job's first tick after that is at +${((job.nextTick(T) - T) / 1000).toFixed(1)} s`);
+  const c0 = cpu();
+  const loadMs = await loadPg(pgs.pool, 'mass', N, 0, () => T);
+  const loadEnd = Date.now();
+  const cpuLoad = cpu() - c0;
+  log(`postgres phase 2: loaded in ${(loadMs / 1000).toFixed(1)} s; expiry in ${((T - loadEnd) / 1000).toFixed(1)} s`);
+  const write2 = (i) => fgc.query({ name: 'fg2_ins', text: 'INSERT INTO fg2 (id, doc) VALUES ($1, $2)', values: [base + i, fgDoc] });
+  const read2 = (j) => fgc.query({ name: 'fg2_get', text: 'SELECT doc FROM fg2 WHERE id = $1', values: [base + j] });
+  /* count: rows the job has deleted so far (it is the only deleter), read every 50 ms like the others' counts. */
+  const j0 = job.cpu();
+  const m = await massExpiry('postgres', async () => {
+    if (job.error) throw job.error;
+    return N - t.deleted;
+  }, T, write2, read2, cpu, PG_INTERVAL_MS);
+  log(`postgres phase 2: all gone ${fmtMs(m.zeroAfterMs)} after expiry (first deletion after ${fmtMs(m.firstAfterMs)}; ` +
+    `${t.batches} batches)`);
+  const jobCpu = job.cpu() - j0;
+  const left = (await fgc.query('SELECT count(*) AS n FROM mass')).rows[0].n;
+  const vac = await waitAutovacuum(fgc, 'mass', cpu);
+  await fgc.end();
+  return { idle, ...m, ingest: N / loadMs * 1000, loadOverrunMs: Math.max(0, loadEnd - T), cpuLoad,
+    countAfter: left, vac, jobCpu, jobRate: t.last > t.firstSent ? t.deleted / ((t.last - t.firstSent) / 1000) : null,
+    jobFirstSentMs: t.firstSent === null ? null : t.firstSent - T,
+    jobFirstMs: t.first === null ? null : t.first - T, jobLastMs: t.last === null ? null : t.last - T };
 }
 
 /* ---------- report ---------- */
@@ -561,128 +1055,257 @@ const fmtQ2 = (q) => `${fmtMs(q.p50)} / ${fmtMs(q.p99)}`;
 const fmtMiB = (kb) => (kb === null ? 'n/a' : `${(kb / 1024).toFixed(0)} MiB`);
 
 function printTable(rows) {
-  const w = [0, 0, 0];
-  for (const r of rows) if (r.length === 3) for (let k = 0; k < 3; k++) w[k] = Math.max(w[k], String(r[k]).length);
-  const line = `+-${'-'.repeat(w[0])}-+-${'-'.repeat(w[1])}-+-${'-'.repeat(w[2])}-+`;
+  const cols = rows.find((r) => r !== '-').length;
+  const w = new Array(cols).fill(0);
+  for (const r of rows) if (r !== '-') for (let k = 0; k < cols; k++) w[k] = Math.max(w[k], String(r[k]).length);
+  const line = `+${w.map((x) => '-'.repeat(x + 2)).join('+')}+`;
   console.log(line);
   for (const r of rows) {
     if (r === '-') { console.log(line); continue; }
-    console.log(`| ${String(r[0]).padEnd(w[0])} | ${String(r[1]).padEnd(w[1])} | ${String(r[2]).padEnd(w[2])} |`);
+    console.log(`| ${r.map((c, k) => String(c).padEnd(w[k])).join(' | ')} |`);
   }
   console.log(line);
+}
+
+/* ---------- the three systems ---------- */
+
+/* Each system: start() (server and clients), calibrate() (load rate, docs/s),
+ * phase1(rate), phase23(rate), cpu() (server CPU seconds), rssKb() (peak), close(). */
+function mayflySystem() {
+  let entry; let client; let fgClient; let db;
+  const sys = {
+    name: 'mayfly',
+    async start() {
+      if (!fs.existsSync(MAYFLYD)) throw new Error(`mayflyd not found at ${MAYFLYD} (run make all)`);
+      const port = await freePort();
+      const dir = makeTempDir('ttlbench-mayfly-');
+      // MAYFLYD_ARGS: extra server flags, e.g. "--setParameter ttlMonitorYieldPercent=25".
+      const extra = (process.env.MAYFLYD_ARGS || '').split(/\s+/).filter(Boolean);
+      entry = spawnServer('mayflyd', MAYFLYD, ['--port', String(port), '--bind_ip', '127.0.0.1', '--dbpath', dir, ...extra], dir);
+      await waitUp(entry, port);
+      client = new MongoClient(`mongodb://127.0.0.1:${port}/?directConnection=true`, { maxPoolSize: 8 });
+      fgClient = new MongoClient(`mongodb://127.0.0.1:${port}/?directConnection=true`, { maxPoolSize: 1 });
+      await client.connect();
+      await fgClient.connect();
+      db = client.db('ttlbench');
+      const bi = await client.db('admin').command({ buildInfo: 1 });
+      return `mayflyd ${bi.version} pid ${entry.proc.pid} port ${port}`;
+    },
+    async calibrate(calibN) {
+      const calib = db.collection('calib');
+      await calib.createIndex({ at: 1 }, { expireAfterSeconds: 0 });
+      const far = Date.now() + 86400000;
+      await loadMongo(calib, 2000, -2000, () => far);   /* warm-up: connection pool, first pages */
+      const rate = calibN / (await loadMongo(calib, calibN, 0, () => far)) * 1000;
+      await calib.drop();
+      return rate;
+    },
+    phase1: (rate) => phase1Mayfly(db, rate, sys.cpu),
+    phase23: (rate) => phase23Mayfly(db, fgClient.db('ttlbench'), rate, sys.cpu),
+    cpu: () => cpuSec(entry.proc.pid),
+    rssKb: () => procKb(entry.proc.pid, 'VmHWM'),
+    async close() {
+      if (client) await client.close().catch(() => {});
+      if (fgClient) await fgClient.close().catch(() => {});
+    },
+  };
+  return sys;
+}
+
+function redisSystem() {
+  let entry; let port; let r;
+  const sys = {
+    name: 'redis',
+    async start() {
+      port = await freePort();
+      const dir = makeTempDir('ttlbench-redis-');
+      entry = spawnServer('redis-server', REDIS_SERVER, ['--port', String(port), '--bind', '127.0.0.1',
+        '--save', '', '--appendonly', 'no', '--dir', dir, '--daemonize', 'no', '--protected-mode', 'no',
+        '--notify-keyspace-events', 'Ex'], dir);
+      await waitUp(entry, port);
+      r = new Resp(port);
+      await r.connect();
+      const rinfo = await r.cmd('INFO', 'server');
+      return `redis ${(/redis_version:(\S+)/.exec(rinfo) || [])[1]} pid ${entry.proc.pid} port ${port}`;
+    },
+    async calibrate(calibN) {
+      const far = Date.now() + 86400000;
+      await r.cmd('SELECT', '3');
+      const rate = calibN / (await loadRedis(r, calibN, 'c:', () => far)) * 1000;
+      await r.cmd('FLUSHDB');
+      await r.cmd('SELECT', '0');
+      return rate;
+    },
+    async phase1(rate) {
+      const res = await phase1Redis(port, r, rate, sys.cpu);
+      await r.cmd('CONFIG', 'SET', 'notify-keyspace-events', '');
+      return res;
+    },
+    phase23: (rate) => phase23Redis(port, r, rate, sys.cpu),
+    cpu: () => cpuSec(entry.proc.pid),
+    rssKb: () => procKb(entry.proc.pid, 'VmHWM'),
+    async close() { if (r) { try { r.close(); } catch (_) { /* ignore */ } } },
+  };
+  return sys;
+}
+
+function postgresSystem() {
+  let pgs; let job; let jobClient; let pssTimer = null; let pssPeak = 0;
+  const sys = {
+    name: 'postgres',
+    async start() {
+      pgs = await startPostgres();
+      const v = (await pgs.admin.query('SHOW server_version')).rows[0].server_version;
+      const pid = pgs.entry.proc.pid;
+      /* Peak memory: the sum of PSS over the postmaster and its children, sampled every 0.5 s. */
+      const samplePss = () => { pssPeak = Math.max(pssPeak, pssKb(pid)); };
+      samplePss();
+      pssTimer = setInterval(samplePss, 500);
+      return `postgres ${v} pid ${pid} port ${pgs.port}` + (pgs.runAs.user ? ` (as ${pgs.runAs.user})` : '');
+    },
+    async calibrate(calibN) {
+      await pgCreateTable(pgs.admin, 'calib');
+      const far = Date.now() + 86400000;
+      await loadPg(pgs.pool, 'calib', 2000, -2000, () => far);   /* warm-up: pool connections, statements */
+      const rate = calibN / (await loadPg(pgs.pool, 'calib', calibN, 0, () => far)) * 1000;
+      await pgs.admin.query('DROP TABLE calib');
+      return rate;
+    },
+    async phase1(rate) {
+      jobClient = await pgs.connect();
+      job = new PgTtlJob(jobClient, PG_INTERVAL_MS, PG_BATCH);
+      await job.init();
+      job.start();
+      return phase1Pg(pgs, job, rate, sys.cpu);
+    },
+    async phase23(rate) {
+      const res = await phase23Pg(pgs, job, rate, sys.cpu);
+      res.jobRuns = job.runs;
+      return res;
+    },
+    cpu: () => cpuSec(pgs.entry.proc.pid),
+    rssKb: () => { if (pgs) pssPeak = Math.max(pssPeak, pssKb(pgs.entry.proc.pid)); return pssPeak || null; },
+    async close() {
+      if (pssTimer) clearInterval(pssTimer);
+      if (job) await job.stop().catch(() => {});
+      if (jobClient) await jobClient.end().catch(() => {});
+      if (pgs) {
+        await pgs.pool.end().catch(() => {});
+        await pgs.admin.end().catch(() => {});
+      }
+    },
+  };
+  return sys;
 }
 
 /* ---------- main ---------- */
 
 async function main() {
-  if (!fs.existsSync(MAYFLYD)) throw new Error(`mayflyd not found at ${MAYFLYD} (run make all)`);
   const tStart = Date.now();
-  const mPort = await freePort();
-  const mDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ttlbench-mayfly-'));
-  // MAYFLYD_ARGS: extra server flags, e.g. "--setParameter ttlMonitorYieldPercent=25".
-  const extra = (process.env.MAYFLYD_ARGS || '').split(/\s+/).filter(Boolean);
-  const mayfly = spawnServer('mayflyd', MAYFLYD, ['--port', String(mPort), '--bind_ip', '127.0.0.1', '--dbpath', mDir, ...extra], mDir);
-  const rPort = await freePort();
-  const rDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ttlbench-redis-'));
-  const redis = spawnServer('redis-server', REDIS_SERVER, ['--port', String(rPort), '--bind', '127.0.0.1',
-    '--save', '', '--appendonly', 'no', '--dir', rDir, '--daemonize', 'no', '--protected-mode', 'no',
-    '--notify-keyspace-events', 'Ex'], rDir);
-  await waitUp(mayfly, mPort);
-  await waitUp(redis, rPort);
-
-  const client = new MongoClient(`mongodb://127.0.0.1:${mPort}/?directConnection=true`, { maxPoolSize: 8 });
-  const fgClient = new MongoClient(`mongodb://127.0.0.1:${mPort}/?directConnection=true`, { maxPoolSize: 1 });
-  await client.connect();
-  await fgClient.connect();
-  const r = new Resp(rPort);
-  await r.connect();
+  const make = { mayfly: mayflySystem, redis: redisSystem, postgres: postgresSystem };
+  const systems = SYSTEMS.map((s) => make[s]());
   try {
-    const bi = await client.db('admin').command({ buildInfo: 1 });
-    const rinfo = await r.cmd('INFO', 'server');
-    const rver = (/redis_version:(\S+)/.exec(rinfo) || [])[1];
-    log(`mayflyd ${bi.version} pid ${mayfly.proc.pid} port ${mPort}; redis ${rver} pid ${redis.proc.pid} port ${rPort}`);
-    log(`docs=${N} sample=${SAMPLE} poll=${POLL_MS}ms cores=${os.cpus().length} ` +
-      `loadavg=${os.loadavg().map((x) => x.toFixed(2)).join(' ')} (other work on the machine skews the figures)`);
-    const db = client.db('ttlbench');
-    const fgDb = fgClient.db('ttlbench');
+    for (const sys of systems) log(await sys.start());
+    log(`docs=${N} sample=${SAMPLE} poll=${POLL_MS}ms` +
+      (SYSTEMS.includes('postgres') ? ` pg-interval=${PG_INTERVAL_MS / 1000}s pg-batch=${PG_BATCH}` : '') +
+      ` cores=${os.cpus().length} loadavg=${os.loadavg().map((x) => x.toFixed(2)).join(' ')} (other work on the machine skews the figures)`);
+    const cpu0 = {};
+    for (const sys of systems) cpu0[sys.name] = sys.cpu();
 
     /* Calibration: a short load into scratch space, to place the expiry windows after the loads. */
     const calibN = Math.min(N, 20000);
-    const calib = db.collection('calib');
-    await calib.createIndex({ at: 1 }, { expireAfterSeconds: 0 });
-    const far = Date.now() + 86400000;
-    await loadMongo(calib, 2000, -2000, () => far);   /* warm-up: connection pool, first pages */
-    const mCal = calibN / (await loadMongo(calib, calibN, 0, () => far)) * 1000;
-    await calib.drop();
-    await r.cmd('SELECT', '3');
-    const rCal = calibN / (await loadRedis(r, calibN, 'c:', () => far)) * 1000;
-    await r.cmd('FLUSHDB');
-    await r.cmd('SELECT', '0');
-    log(`calibration: mayfly ${mCal.toFixed(0)} docs/s, redis ${rCal.toFixed(0)} keys/s`);
+    const cal = {};
+    for (const sys of systems) cal[sys.name] = await sys.calibrate(calibN);
+    log(`calibration: ${systems.map((sys) => `${sys.name} ${cal[sys.name].toFixed(0)} docs/s`).join(', ')}`);
 
-    const m1 = await phase1Mayfly(db, mCal);
-    const r1 = await phase1Redis(rPort, r, rCal);
-    await r.cmd('CONFIG', 'SET', 'notify-keyspace-events', '');
+    const R = {};
+    for (const sys of systems) R[sys.name] = { p1: await sys.phase1(cal[sys.name]) };
+    for (const sys of systems) R[sys.name].p23 = await sys.phase23(R[sys.name].p1.ingest);
+    for (const sys of systems) {
+      R[sys.name].rss = sys.rssKb();
+      R[sys.name].cpuTotal = sys.cpu() - cpu0[sys.name];
+    }
 
-    const m23 = await phase23Mayfly(db, fgDb, m1.ingest);
-    const r23 = await phase23Redis(rPort, r, r1.ingest);
-
-    const mHwm = procKb(mayfly.proc.pid, 'VmHWM');
-    const rHwm = procKb(redis.proc.pid, 'VmHWM');
-
-    const sl = r1.sampleLateness;
+    const cols = systems.map((sys) => sys.name);
+    const row = (label, f) => [label, ...cols.map((n) => f(R[n], n))];
+    const fmtS = (x) => (x === null || x === undefined || Number.isNaN(x) ? 'n/a' : `${x.toFixed(2)} s`);
+    const ratio = (a, b) => `${(a.p99 / b.p99).toFixed(2)}x`;
     const rows = [
-      ['metric', 'mayfly', 'redis'], '-',
-      ['(1) ingest, spread-expiry load (docs/s)', fmtInt(m1.ingest), fmtInt(r1.ingest)],
-      ['(1) lateness p50/p99/max, sample of ' + SAMPLE, fmtQ(m1.sample), fmtQ(sl)],
-      ['(1) lateness p50/p99/max, all docs', m1.server ? `${fmtMs(m1.server.p50Ms)} / ${fmtMs(m1.server.p99Ms)} / ${fmtMs(m1.server.maxMs)} (server)` : 'n/a',
-        `${fmtQ(r1.all)} (events)`],
-      ['(1) not removed within 30 s of window end', `${m1.sampleMissing} of sample, ${m1.leftover} docs`, `${r1.allMissing} keys`],
-      ['(2) ingest, same-instant load (docs/s)', fmtInt(m23.ingest), fmtInt(r23.ingest)],
-      ['(2) first deletion after expiry', fmtMs(m23.firstAfterMs), fmtMs(r23.firstAfterMs)],
-      ['(2) all gone after expiry', fmtMs(m23.zeroAfterMs), fmtMs(r23.zeroAfterMs)],
-      ['(2) deletion rate, first..last (docs/s)', fmtInt(m23.rateSustained), fmtInt(r23.rateSustained)],
-      ['(2) deletion rate, expiry..last (docs/s)', fmtInt(m23.rateFromT), fmtInt(r23.rateFromT)],
-      ['(3) idle insert/SET p50/p99', fmtQ2(m23.idle.write), fmtQ2(r23.idle.write)],
-      ['(3) idle find/GET p50/p99', fmtQ2(m23.idle.read), fmtQ2(r23.idle.read)],
-      ['(3) during (2) insert/SET p50/p99', fmtQ2(m23.write), fmtQ2(r23.write)],
-      ['(3) during (2) find/GET p50/p99', fmtQ2(m23.read), fmtQ2(r23.read)],
-      ['(3) during (2) ops measured (insert+find)', fmtInt(m23.write.n + m23.read.n), fmtInt(r23.write.n + r23.read.n)],
-      ['(3) p99 ratio during/idle, insert | find',
-        `${(m23.write.p99 / m23.idle.write.p99).toFixed(2)}x | ${(m23.read.p99 / m23.idle.read.p99).toFixed(2)}x`,
-        `${(r23.write.p99 / r23.idle.write.p99).toFixed(2)}x | ${(r23.read.p99 / r23.idle.read.p99).toFixed(2)}x`],
-      ['peak RSS (VmHWM)', fmtMiB(mHwm), fmtMiB(rHwm)],
+      ['metric', ...cols], '-',
+      row('(1) ingest, spread-expiry load (docs/s)', (x) => fmtInt(x.p1.ingest)),
+      row('(1) lateness p50/p99/max, sample of ' + SAMPLE, (x) => fmtQ(x.p1.sample)),
+      row('(1) lateness p50/p99/max, all docs', (x, n) => (n === 'mayfly'
+        ? (x.p1.server ? `${fmtMs(x.p1.server.p50Ms)} / ${fmtMs(x.p1.server.p99Ms)} / ${fmtMs(x.p1.server.maxMs)} (server)` : 'n/a')
+        : `${fmtQ(x.p1.all)} (${n === 'redis' ? 'events' : 'job'})`)),
+      row('(1) not removed 30 s after the window (pg: +interval)', (x, n) => (n === 'mayfly'
+        ? `${x.p1.sampleMissing} of sample, ${x.p1.leftover} docs`
+        : `${x.p1.sampleMissing} of sample, ${x.p1.allMissing} ${n === 'redis' ? 'keys' : 'rows'}`)),
+      row('(1) server CPU, load | expiry window', (x, n) => `${fmtS(x.p1.cpuLoad)} | ${fmtS(x.p1.cpuExpiry)}` +
+        (n === 'postgres' ? ' (w/o poller)' : '')),
+      row('(2) ingest, same-instant load (docs/s)', (x) => fmtInt(x.p23.ingest)),
+      row('(2) first deletion after expiry', (x) => fmtMs(x.p23.firstAfterMs)),
+      row('(2) all gone after expiry', (x) => fmtMs(x.p23.zeroAfterMs)),
+      row('(2) deletion rate, first..last (docs/s)', (x) => fmtInt(x.p23.rateSustained)),
+      row('(2) deletion rate, expiry..last (docs/s)', (x) => fmtInt(x.p23.rateFromT)),
+      row('(2) server CPU, load | expiry..all gone', (x) => `${fmtS(x.p23.cpuLoad)} | ${fmtS(x.p23.cpuExpiry)}`),
+      row('(2) deletion CPU (est.; see below)', (x, n) => (n === 'postgres'
+        ? `${fmtS(x.p23.jobCpu + x.p23.vac.cpu)} (job + to autovac end)`
+        : `${fmtS(x.p23.cpuExpiry - (x.p23.write.n + x.p23.read.n) * x.p23.idle.cpuPerOp)} (net of (3))`)),
+      row('(3) idle insert/SET p50/p99', (x) => fmtQ2(x.p23.idle.write)),
+      row('(3) idle find/GET p50/p99', (x) => fmtQ2(x.p23.idle.read)),
+      row('(3) during (2) insert/SET p50/p99', (x) => fmtQ2(x.p23.write)),
+      row('(3) during (2) find/GET p50/p99', (x) => fmtQ2(x.p23.read)),
+      row('(3) during (2) ops measured (insert+find)', (x) => fmtInt(x.p23.write.n + x.p23.read.n)),
+      row('(3) p99 ratio during/idle, insert | find', (x) => `${ratio(x.p23.write, x.p23.idle.write)} | ${ratio(x.p23.read, x.p23.idle.read)}`),
+      row('server CPU, whole run', (x) => fmtS(x.cpuTotal)),
+      row('peak memory (VmHWM; postgres: PSS sum)', (x) => fmtMiB(x.rss)),
     ];
     console.log('');
     console.log(`TTL / expiry benchmark, ${N.toLocaleString('en-US')} docs per phase, ${os.cpus().length} cores` +
-      ` (lateness sample polled every ${POLL_MS} ms; Redis lateness from keyspace events)`);
+      ` (lateness sample polled every ${POLL_MS} ms; Redis lateness from keyspace events` +
+      (R.postgres ? `; PostgreSQL: delete job every ${PG_INTERVAL_MS / 1000} s, ${PG_BATCH.toLocaleString('en-US')} rows per batch` : '') + ')');
     printTable(rows);
-    if (m1.loadOverrunMs || r1.loadOverrunMs || m23.loadOverrunMs || r23.loadOverrunMs) {
-      const f = (x) => Math.round(x);
-      console.log(`note: a load overran its expiry start (ms, phase 1/2): mayfly ${f(m1.loadOverrunMs)}/${f(m23.loadOverrunMs)}, ` +
-        `redis ${f(r1.loadOverrunMs)}/${f(r23.loadOverrunMs)}; the monitor was then deleting during the load`);
+    const over = cols.filter((n) => R[n].p1.loadOverrunMs || R[n].p23.loadOverrunMs);
+    if (over.length) {
+      console.log(`note: a load overran its expiry start (ms, phase 1/2): ` +
+        over.map((n) => `${n} ${Math.round(R[n].p1.loadOverrunMs)}/${Math.round(R[n].p23.loadOverrunMs)}`).join(', ') +
+        '; expiry was then running during the load');
+    }
+    if (R.postgres) {
+      const p = R.postgres.p23;
+      console.log(`postgres (2): the job's first DELETE sent +${fmtMs(p.jobFirstSentMs)}, first commit +${fmtMs(p.jobFirstMs)}, ` +
+        `last commit +${fmtMs(p.jobLastMs)} after expiry: ${fmtInt(p.jobRate)} rows/s over the job's run; ` +
+        `SELECT count(*) after: ${p.countAfter}`);
+      console.log(`postgres (2): autovacuum of the deleted rows ` + (p.vac.endedMs === null
+        ? `did not finish within ${PG_VACUUM_WAIT_MS / 1000} s` : `${p.vac.startedMs === null ? '' : `started +${fmtMs(p.vac.startedMs)}, `}`
+          + `finished +${fmtMs(p.vac.endedMs)} after all gone`) + `; server CPU from all gone to then: ${fmtS(p.vac.cpu)}`);
+      console.log(`postgres: CPU of the job's backend alone (the DELETEs): (1) ${fmtS(R.postgres.p1.jobCpu)}, (2) ${fmtS(p.jobCpu)}; ` +
+        `of (1)'s sample poller's backend (left out of (1)'s expiry window): ${fmtS(R.postgres.p1.pollerCpu)}; ` +
+        `job runs in the whole run: ${p.jobRuns}`);
     }
 
-    const ok = (b) => (b ? 'MET' : 'NOT MET');
-    const t1 = m1.sample.p99 < 1000 && m1.sampleMissing === 0;
-    const t2 = m23.rateSustained !== null && m23.rateSustained >= 300000;
-    const t3 = m23.write.p99 <= 3 * m23.idle.write.p99 && m23.read.p99 <= 3 * m23.idle.read.p99;
-    console.log('');
-    console.log('mayfly targets (2-core machine):');
-    printTable([
-      ['target', 'mayfly', 'result'], '-',
-      ['(1) lateness p99 < 1 s', fmtMs(m1.sample.p99) + (m1.server ? ` (server: ${fmtMs(m1.server.p99Ms)})` : ''), ok(t1)],
-      ['(2) >= 300,000 deletions/s', fmtInt(m23.rateSustained) + ` (from expiry: ${fmtInt(m23.rateFromT)})`, ok(t2)],
-      ['(3) foreground p99 during (2) <= 3x idle',
-        `insert ${fmtMs(m23.write.p99)} vs ${fmtMs(m23.idle.write.p99)}, find ${fmtMs(m23.read.p99)} vs ${fmtMs(m23.idle.read.p99)}`, ok(t3)],
-    ]);
-    if (m23.paceDocsPerSec !== null) console.log(`mayfly serverStatus ttl.paceDocsPerSec after (2): ${fmtInt(m23.paceDocsPerSec)}`);
+    if (R.mayfly) {
+      const m1 = R.mayfly.p1;
+      const m23 = R.mayfly.p23;
+      const ok = (b) => (b ? 'MET' : 'NOT MET');
+      const t1 = m1.sample.p99 < 1000 && m1.sampleMissing === 0;
+      const t2 = m23.rateSustained !== null && m23.rateSustained >= 300000;
+      const t3 = m23.write.p99 <= 3 * m23.idle.write.p99 && m23.read.p99 <= 3 * m23.idle.read.p99;
+      console.log('');
+      console.log('mayfly targets (2-core machine):');
+      printTable([
+        ['target', 'mayfly', 'result'], '-',
+        ['(1) lateness p99 < 1 s', fmtMs(m1.sample.p99) + (m1.server ? ` (server: ${fmtMs(m1.server.p99Ms)})` : ''), ok(t1)],
+        ['(2) >= 300,000 deletions/s', fmtInt(m23.rateSustained) + ` (from expiry: ${fmtInt(m23.rateFromT)})`, ok(t2)],
+        ['(3) foreground p99 during (2) <= 3x idle',
+          `insert ${fmtMs(m23.write.p99)} vs ${fmtMs(m23.idle.write.p99)}, find ${fmtMs(m23.read.p99)} vs ${fmtMs(m23.idle.read.p99)}`, ok(t3)],
+      ]);
+      if (m23.paceDocsPerSec !== null) console.log(`mayfly serverStatus ttl.paceDocsPerSec after (2): ${fmtInt(m23.paceDocsPerSec)}`);
+    }
     console.log(`total run time ${((Date.now() - tStart) / 1000).toFixed(0)} s; ` +
       `loadavg at end ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}`);
   } finally {
-    try { r.close(); } catch (_) { /* ignore */ }
-    await client.close().catch(() => {});
-    await fgClient.close().catch(() => {});
+    for (const sys of systems) await sys.close().catch(() => {});
     await stopAll();
   }
 }
