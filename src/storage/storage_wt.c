@@ -360,7 +360,8 @@ mf_storage_table_config(mf_storage_t *st, int kind)
         return st->has_snappy ? "key_format=q,value_format=u,leaf_value_max=64MB,block_compressor=snappy"
                               : "key_format=q,value_format=u,leaf_value_max=64MB";
     default:
-        return "key_format=u,value_format=u,prefix_compression=true";
+        /* No prefix compression (mongod has it): searches then rebuild no keys; see docs/ARCHITECTURE.md. */
+        return "key_format=u,value_format=u,prefix_compression=false";
     }
 }
 
