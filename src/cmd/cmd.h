@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "common/clock.h"
+#include "common/docvec.h"
 #include "common/error.h"
 #include "common/limits.h"
 #include "doc/check.h"
@@ -89,6 +90,7 @@ extern const mf_cmd_def_t mf_cmds_coll[];
 extern const mf_cmd_def_t mf_cmds_collmod[];
 extern const mf_cmd_def_t mf_cmds_compact[]; /* compact, fsync, fsyncUnlock (cmd_compact.c) */
 extern const mf_cmd_def_t mf_cmds_auth[];    /* SASL, connectionStatus, logout, user management (cmd_auth.c) */
+extern const mf_cmd_def_t mf_cmds_sessions[]; /* startSession, endSessions, killSessions ... (cmd_sessions.c) */
 extern const mf_cmd_def_t mf_cmds_test[];    /* configureFailPoint (cmd_failpoint.c); only with enableTestCommands */
 
 /*
@@ -132,6 +134,19 @@ bool mf_cmd_requires_auth(const char *name);
  * command's table name. 0 or -1 with op->err.
  */
 int mf_cmd_generic_check(mf_op_t *op, const char *name) MF_WUR;
+/*
+ * Logical sessions (cmd_sessions.c). mf_cmd_session_use: records the use
+ * of the session a command names in its lsid (if any) in the engine's
+ * session cache; 0, or -1 with op->err (a malformed lsid: 14, 40414, 40415,
+ * 201; a full cache: 261). mf_cmd_sessions_list: the rows of
+ * $listLocalSessions / $listSessions (stage is the stage's name, spec its
+ * validated options) pushed to out; 0, or -1 with err (13 when listing
+ * other users' sessions without the privilege).
+ */
+int mf_cmd_session_use(mf_op_t *op) MF_WUR;
+int mf_cmd_sessions_list(mf_op_t *op, const char *stage, const bson_t *spec, mf_docvec_t *out, mf_error_t *err) MF_WUR;
+/* mf_cmd_auth_cluster: whether the caller holds the cluster actions cacts (MF_CACT_*, auth/roles.h); true without access control. */
+bool mf_cmd_auth_cluster(mf_op_t *op, uint32_t cacts);
 /* mf_cmd_auth_owner: "user@db" of the caller into out (cap bytes), "" when access control does not apply. */
 void mf_cmd_auth_owner(mf_op_t *op, char *out, size_t cap);
 

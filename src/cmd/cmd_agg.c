@@ -895,6 +895,14 @@ agg_current_op(void *ctx, const bson_t *spec, mf_docvec_t *out, mf_error_t *err)
     return 0;
 }
 
+/* env->list_sessions: the rows of $listLocalSessions / $listSessions (cmd_sessions.c). */
+static int
+agg_list_sessions(void *ctx, const char *stage, const bson_t *spec, mf_docvec_t *out, mf_error_t *err)
+{
+    agg_scan_ctx_t *x = ctx;
+    return mf_cmd_sessions_list(x->op, stage, spec, out, err);
+}
+
 /* env->write_out: validates the target and records the write (stealing the documents). */
 static int
 agg_write_out(void *ctx, const char *db, const char *coll, mf_docvec_t *docs, const bson_t *merge_spec,
@@ -1130,6 +1138,20 @@ mf_cmd_aggregate(mf_op_t *op)
         return mf_err_set(&op->err, MF_E_InvalidNamespace,
                           "{aggregate: 1} is not valid for this pipeline; a collection is required.");
     }
+    /* $listLocalSessions runs on {aggregate: 1}, $listSessions on config.system.sessions (as mongod). */
+    const char *ls = mf_pipeline_lists_sessions(pl);
+    if (ls != NULL && ls[5] == 'L' && name != NULL) {
+        mf_err_set(&op->err, MF_E_InvalidNamespace,
+                   "$listLocalSessions must be run against the database with {aggregate: 1}, not a collection");
+        mf_pipeline_free(pl);
+        return -1;
+    }
+    if (ls != NULL && ls[5] == 'S' && (name == NULL || strcmp(op->db, "config") != 0 || strcmp(name, "system.sessions") != 0)) {
+        mf_err_set(&op->err, MF_E_InvalidNamespace,
+                   "$listSessions must be run against the 'system.sessions' collection in the 'config' database.");
+        mf_pipeline_free(pl);
+        return -1;
+    }
     agg_write_t aw;
     memset(&aw, 0, sizeof aw);
     mf_docvec_init(&aw.docs);
@@ -1144,6 +1166,7 @@ mf_cmd_aggregate(mf_op_t *op)
     env.scan = agg_scan;
     env.ctx = &sc;
     env.write_out = agg_write_out;
+    env.list_sessions = agg_list_sessions;
     if (name == NULL && strcmp(op->db, "admin") == 0)
         env.current_op = agg_current_op;
     if (name == NULL)

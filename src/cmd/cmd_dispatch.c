@@ -12,7 +12,8 @@
  * update, delete, findAndModify) run as plain writes; validates the
  * writeConcern shape before the command runs, and, since a standalone has
  * one data-bearing node, answers w > 1 with a writeConcernError after the
- * write is applied (as mongod does).
+ * write is applied (as mongod does); and records the logical session a
+ * command names in its lsid in the engine's session cache (cmd_sessions.c).
  */
 #include "common/alloc.h"
 
@@ -29,8 +30,8 @@
 #include "common/log.h"
 #include "doc/value.h"
 
-static const mf_cmd_def_t *tables[] = {mf_cmds_admin,   mf_cmds_crud,    mf_cmds_coll, mf_cmds_collmod, mf_cmds_compact,
-                                         mf_cmds_profile, mf_cmds_auth,    mf_cmds_misc, mf_cmds_test};
+static const mf_cmd_def_t *tables[] = {mf_cmds_admin,   mf_cmds_crud, mf_cmds_coll, mf_cmds_collmod, mf_cmds_compact,
+                                         mf_cmds_profile, mf_cmds_auth, mf_cmds_misc, mf_cmds_sessions, mf_cmds_test};
 
 /* Whether table t exists on this engine: the test commands only with enableTestCommands=1, as in mongod. */
 static bool
@@ -730,6 +731,9 @@ mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *
         atomic_fetch_add(&eng->op_command, 1);
     if (check_fields(def, &op) != 0 || check_txn_fields(&op) != 0 || check_write_concern(&op, &unsatisfiable) != 0 ||
         mf_cmd_generic_check(&op, def->name) != 0)
+        goto fail;
+    /* Logical sessions: the lsid a command carries is validated and its session's lastUse refreshed (cmd_sessions.c). */
+    if (mf_cmd_session_use(&op) != 0)
         goto fail;
     if (eng->repl != NULL && !(client != NULL && client->internal) &&
         eng->repl->admit(eng->repl_arg, db, repl_kind(def, cmd), secondary_ok(cmd), &op.err) != 0)

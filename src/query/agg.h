@@ -85,6 +85,13 @@ typedef struct mf_agg_env {
      */
     int (*current_op)(void *ctx, const bson_t *spec, mf_docvec_t *out, mf_error_t *err);
     /*
+     * list_sessions (optional, may be NULL: the stage then fails with 31111):
+     * the rows of a $listLocalSessions or $listSessions stage (stage is its
+     * name), spec its validated options ({allUsers, users: [{user, db}]}).
+     * Appends one document per session to out; 0 or -1 with err.
+     */
+    int (*list_sessions)(void *ctx, const char *stage, const bson_t *spec, mf_docvec_t *out, mf_error_t *err);
+    /*
      * write_out (optional, may be NULL: then $out / $merge fail with 20
      * IllegalOperation): receives the documents reaching a final $out or
      * $merge stage. db is the target database, or NULL for the pipeline's
@@ -153,6 +160,14 @@ bool mf_pipeline_is_collectionless(const mf_pipeline_t *p);
 
 /* mf_pipeline_is_current_op: true if p's first stage is $currentOp (which needs the admin database). */
 bool mf_pipeline_is_current_op(const mf_pipeline_t *p);
+
+/*
+ * mf_pipeline_lists_sessions: "$listLocalSessions" or "$listSessions" when
+ * that is p's first stage (valid while p lives), else NULL. Such a pipeline
+ * is collectionless; the command layer checks its namespace (mongod: 73
+ * InvalidNamespace unless {aggregate: 1}, resp. config.system.sessions).
+ */
+const char *mf_pipeline_lists_sessions(const mf_pipeline_t *p);
 
 /* mf_pipeline_writes: true if p ends with $out or $merge (its results go to env->write_out, none to out). */
 bool mf_pipeline_writes(const mf_pipeline_t *p);
