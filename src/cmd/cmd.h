@@ -194,6 +194,35 @@ int mf_op_get_string(mf_op_t *op, const char *field, const char **out, bool *pre
 struct mf_cursor;
 int64_t mf_cmd_cursor_register(mf_op_t *op, struct mf_cursor *cur);
 
+/*
+ * Typed fields, as MongoDB's IDL declares a command's (or a sub-document's)
+ * fields. mf_op_check_types checks each field of doc named in spec: a value
+ * of another type is 14 TypeMismatch "BSON field '<ctx>.<f>' is the wrong
+ * type '<t>', expected type '<e>'"; MF_FT_NONNEG below 0 is 51024 "BSON
+ * field '<f>' value must be >= 0, actual value '<v>'"; null counts as
+ * absent (IDL's checkAndAssertType). With strict, a field neither in spec
+ * nor (for a command, top_level) a generic argument is 40415 "BSON field
+ * '<ctx>.<f>' is an unknown field."; top_level also skips the first field
+ * (the command name). 0, or -1 with op->err.
+ */
+typedef enum {
+    MF_FT_ANY,    /* any type (its own handler checks it) */
+    MF_FT_OBJ,    /* object */
+    MF_FT_ARR,    /* array */
+    MF_FT_STR,    /* string */
+    MF_FT_BOOL,   /* IDL safeBool / optionalBool: a bool or a number */
+    MF_FT_NUM,    /* IDL safeInt64 / safeInt: a number */
+    MF_FT_NONNEG, /* a number, >= 0 (51024) */
+} mf_field_type_t;
+typedef struct mf_field_spec {
+    const char *name;
+    mf_field_type_t type;
+} mf_field_spec_t;
+int mf_op_check_types(mf_op_t *op, const char *ctx, const bson_t *doc, const mf_field_spec_t *spec, bool strict,
+                      bool top_level) MF_WUR;
+/* mf_cmd_is_generic_arg: whether k is one of the generic arguments every command accepts (cmd_dispatch.c). */
+bool mf_cmd_is_generic_arg(const char *k);
+
 /* mf_op_coll_name: the collection named by the command's first field (must be a string). */
 int mf_op_coll_name(mf_op_t *op, const char **name) MF_WUR;
 

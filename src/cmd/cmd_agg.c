@@ -1016,13 +1016,24 @@ mf_cmd_aggregate(mf_op_t *op)
     if (!BSON_ITER_HOLDS_ARRAY(&it))
         return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field 'aggregate.pipeline' is the wrong type '%s', expected type 'array'",
                           mf_type_name(bson_iter_type(&it)));
-    if (mf_op_get_bool(op, "explain", &explain, &present) != 0)
+    static const mf_field_spec_t agg_types[] = {{"bypassDocumentValidation", MF_FT_BOOL}, {"collation", MF_FT_OBJ},
+                                                {"let", MF_FT_OBJ}, {NULL, MF_FT_ANY}};
+    if (mf_op_get_bool(op, "explain", &explain, &present) != 0 ||
+        mf_op_check_types(op, op->name, op->cmd, agg_types, false, true) != 0)
         return -1;
     if (bson_iter_init_find(&ci, op->cmd, "cursor")) {
         if (!BSON_ITER_HOLDS_DOCUMENT(&ci))
             return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field 'aggregate.cursor' is the wrong type '%s', expected type 'object'",
                               mf_type_name(bson_iter_type(&ci)));
         has_cursor = true;
+        /* The cursor document is strict: only batchSize (SimpleCursorOptions). */
+        static const mf_field_spec_t cursor_types[] = {{"batchSize", MF_FT_ANY}, {NULL, MF_FT_ANY}};
+        bson_t cdoc;
+        const uint8_t *cd;
+        uint32_t cl;
+        bson_iter_document(&ci, &cl, &cd);
+        if (bson_init_static(&cdoc, cd, cl) && mf_op_check_types(op, "aggregate.cursor", &cdoc, cursor_types, true, false) != 0)
+            return -1;
         bson_iter_t bi;
         if (bson_iter_recurse(&ci, &bi) && bson_iter_find(&bi, "batchSize")) {
             if (!mf_value_is_number(bson_iter_value(&bi)))

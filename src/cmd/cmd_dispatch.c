@@ -104,7 +104,10 @@ static const char *const generic_args[] = {
     "apiDeprecationErrors", "$audit", "$client", "$configServerState", "allowImplicitCollectionCreation",
     "clientOperationKey", "$queryOptions", "maxTimeMSOpOnly", "databaseVersion", "shardVersion",
     "mayBypassWriteBlocking", "$configTime", "$topologyTime", "usesDefaultMaxTimeMS", "readOnce", "term",
-    "$query", "$maxTimeMS", "$comment", "$explain", "$snapshot", "$options", NULL};
+    "$query", "$maxTimeMS", "$comment", "$explain", "$snapshot", "$options",
+    /* the rest of mongod's generic_argument.idl */
+    "stmtId", "txnRetryCounter", "$oplogQueryData", "$replData", "tracking_info", "coordinator", "$tenant",
+    "expectPrefix", NULL};
 
 static bool
 in_list(const char *const *list, const char *k)
@@ -114,6 +117,12 @@ in_list(const char *const *list, const char *k)
             return true;
     }
     return false;
+}
+
+bool
+mf_cmd_is_generic_arg(const char *k)
+{
+    return in_list(generic_args, k);
 }
 
 static int

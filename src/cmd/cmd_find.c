@@ -197,12 +197,22 @@ mf_crud_get_hint(mf_op_t *op, const bson_t *doc, const bson_value_t **hint, bson
     if (!bson_iter_init_find(&it, doc, "hint"))
         return 0;
     if (!BSON_ITER_HOLDS_UTF8(&it) && !BSON_ITER_HOLDS_DOCUMENT(&it))
-        return mf_err_set(&op->err, MF_E_BadValue, "hint must be a string or an object, not %s",
-                          mf_type_name(bson_iter_type(&it)));
+        return mf_err_set(&op->err, MF_E_FailedToParse, "Hint must be a string or an object"); /* mongod's parseHint, null too */
     *store = *bson_iter_value(&it); /* the iterator's value slot does not outlive it */
     *hint = store;
     return 0;
 }
+
+/* find's typed fields (find_command.idl), checked in document order before anything runs. */
+static const mf_field_spec_t find_types[] = {
+    {"filter", MF_FT_OBJ},       {"projection", MF_FT_OBJ},    {"sort", MF_FT_OBJ},
+    {"collation", MF_FT_OBJ},    {"min", MF_FT_OBJ},           {"max", MF_FT_OBJ},
+    {"let", MF_FT_OBJ},          {"skip", MF_FT_NONNEG},       {"limit", MF_FT_NONNEG},
+    {"batchSize", MF_FT_NONNEG}, {"ntoreturn", MF_FT_NONNEG},  {"singleBatch", MF_FT_BOOL},
+    {"allowDiskUse", MF_FT_BOOL}, {"returnKey", MF_FT_BOOL},   {"showRecordId", MF_FT_BOOL},
+    {"tailable", MF_FT_BOOL},    {"noCursorTimeout", MF_FT_BOOL}, {"awaitData", MF_FT_BOOL},
+    {"allowPartialResults", MF_FT_BOOL}, {"oplogReplay", MF_FT_BOOL}, {"readOnce", MF_FT_BOOL},
+    {NULL, MF_FT_ANY}};
 
 int
 mf_cmd_find(mf_op_t *op)
@@ -222,7 +232,7 @@ mf_cmd_find(mf_op_t *op)
     mf_sort_t *srt = NULL;
     int rc = -1;
 
-    if (mf_op_coll_name(op, &name) != 0)
+    if (mf_op_coll_name(op, &name) != 0 || mf_op_check_types(op, op->name, op->cmd, find_types, false, true) != 0)
         return -1;
     if (mf_op_get_doc(op, "filter", &filter, &has_filter) != 0 ||
         mf_op_get_doc(op, "projection", &projection, &has_proj) != 0 ||

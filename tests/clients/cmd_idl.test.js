@@ -1,0 +1,83 @@
+'use strict';
+/*
+ * Command-level argument checking as mongod's IDL parsers do it (issue 12:
+ * input mongod refuses must not succeed, and must fail with mongod's code):
+ * unknown top-level fields 40415 (the generic arguments every command takes
+ * stay accepted), wrong types 14, missing required fields 40414, negative
+ * counts 51024, a wrong-typed hint 9. Table-driven over raw OP_MSG (the
+ * driver would refuse or rewrite some of these), one row per case: the
+ * command, the expected code, and a pattern of mongod's message where it
+ * is fixed. A second table holds what drivers send and must keep working.
+ */
+const assert = require('node:assert/strict');
+const { Long, UUID } = require('mongodb');
+const h = require('./harness');
+
+const srv = h.useServer();
+const L = (n) => Long.fromNumber(n);
+
+/* [command, code, message pattern or null] */
+const REFUSED = {
+  find: [
+    [{ find: 'c', foo: 1 }, 40415, /^BSON field 'find.foo' is an unknown field.$/],
+    [{ find: 'c', min: 1 }, 14, /^BSON field 'find.min' is the wrong type 'int', expected type 'object'$/],
+    [{ find: 'c', max: 'a' }, 14, null],
+    [{ find: 'c', returnKey: 'a' }, 14, /'find.returnKey' is the wrong type 'string'/],
+    [{ find: 'c', showRecordId: {} }, 14, null],
+    [{ find: 'c', noCursorTimeout: 'a' }, 14, null],
+    [{ find: 'c', allowPartialResults: [] }, 14, null],
+    [{ find: 'c', skip: -1 }, 51024, /^BSON field 'skip' value must be >= 0, actual value '-1'$/],
+    [{ find: 'c', batchSize: -2 }, 51024, null],
+    [{ find: 'c', hint: 1 }, 9, /^Hint must be a string or an object$/],
+    [{ find: 'c', hint: null }, 9, null],
+    [{ find: 'c', let: 1 }, 14, null],
+  ],
+  aggregate: [
+    [{ aggregate: 'c', pipeline: [], cursor: { foo: 1 } }, 40415, /^BSON field 'aggregate.cursor.foo' is an unknown field.$/],
+    [{ aggregate: 'c', pipeline: [], cursor: {}, bypassDocumentValidation: 'a' }, 14, null],
+    [{ aggregate: 'c', pipeline: [], cursor: {}, collation: 1 }, 14, null],
+    [{ aggregate: 'c', pipeline: [], cursor: {}, hint: 2 }, 9, /^Hint must be a string or an object$/],
+    [{ aggregate: 'c', pipeline: [], cursor: {}, bar: 1 }, 40415, /^BSON field 'aggregate.bar' is an unknown field.$/],
+  ],
+};
+
+/* What drivers and tools send: must keep succeeding. */
+const ACCEPTED = [
+  { find: 'c', filter: {}, singleBatch: true, allowDiskUse: false, let: { x: 1 }, collation: { locale: 'simple' },
+    hint: { _id: 1 }, readConcern: { level: 'local' }, batchSize: 0, limit: 0, skip: 0, comment: 'x', maxTimeMS: 1000,
+    noCursorTimeout: false, returnKey: false, showRecordId: false, allowPartialResults: false },
+  { find: 'c', filter: null, projection: null, sort: null },
+  { find: 'c', singleBatch: 1, stmtId: 0, txnRetryCounter: 0 },
+  { aggregate: 'c', pipeline: [], cursor: { batchSize: 1 }, allowDiskUse: true, bypassDocumentValidation: false,
+    let: { a: 1 }, hint: '_id_', comment: { x: 1 }, readConcern: {} },
+];
+
+h.test('the test collection', async () => {
+  await srv.client.db('idl').collection('c').insertMany([{ _id: 1 }, { _id: 2 }]);
+});
+
+async function run(cases) {
+  const conn = await h.rawConnect(srv.port);
+  try {
+    for (const [cmd, code, re] of cases) {
+      const r = await conn.command('idl', cmd);
+      assert.equal(r.ok, 0, `${JSON.stringify(cmd)} should fail with ${code}, got ${JSON.stringify(r)}`);
+      assert.equal(r.code, code, `${JSON.stringify(cmd)}: ${r.code} ${r.errmsg}`);
+      if (re) assert.match(r.errmsg, re, JSON.stringify(cmd));
+    }
+  } finally { conn.close(); }
+}
+
+for (const [name, cases] of Object.entries(REFUSED)) {
+  h.test(`${name}: mongod's IDL errors`, () => run(cases));
+}
+
+h.test('what drivers send is still accepted', async () => {
+  const conn = await h.rawConnect(srv.port);
+  try {
+    for (const cmd of ACCEPTED) {
+      const r = await conn.command('idl', cmd);
+      assert.equal(r.ok, 1, `${JSON.stringify(cmd)}: ${JSON.stringify(r)}`);
+    }
+  } finally { conn.close(); }
+});
