@@ -110,8 +110,13 @@ mf_crud_check_batch_size(mf_op_t *op, size_t n)
 int
 mf_crud_get_ordered(mf_op_t *op, bool *ordered)
 {
+    /* The write commands' typed top-level fields (write_ops.idl), bypassDocumentValidation a safeBool. */
+    static const mf_field_spec_t write_types[] = {{"bypassDocumentValidation", MF_FT_BOOL}, {"let", MF_FT_OBJ},
+                                                  {NULL, MF_FT_ANY}};
     bool present;
     *ordered = true;
+    if (mf_op_check_types(op, op->name, op->cmd, write_types, false, true) != 0)
+        return -1;
     return mf_op_get_bool(op, "ordered", ordered, &present);
 }
 

@@ -66,6 +66,15 @@ check_statements(mf_op_t *op, const char *arr, const bson_t *stmts, size_t n, co
             if (!ok)
                 return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field '%s.%s.%s' is the wrong type '%s', expected type '%s'",
                                   op->name, arr, k, mf_type_name(t), kind_name[f->kind]);
+            if (strcmp(k, "hint") == 0 && t != BSON_TYPE_UTF8 && t != BSON_TYPE_DOCUMENT)
+                return mf_err_set(&op->err, MF_E_FailedToParse, "Hint must be a string or an object"); /* parse time */
+            if (f->kind == 2 && strcmp(k, "limit") == 0) {
+                /* mongod's readMultiDeleteProperty, a parse-time check: the command fails as a whole. */
+                double limit = mf_value_as_double(bson_iter_value(&it));
+                if (limit != 0 && limit != 1)
+                    return mf_err_set(&op->err, MF_E_FailedToParse,
+                                      "The limit field in delete objects must be 0 or 1. Got %g", limit);
+            }
         }
         for (const stmt_field_t *f = fields; f->name; f++) {
             if (f->required && !bson_has_field(&stmts[i], f->name))

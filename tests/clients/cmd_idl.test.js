@@ -39,6 +39,16 @@ const REFUSED = {
     [{ aggregate: 'c', pipeline: [], cursor: {}, hint: 2 }, 9, /^Hint must be a string or an object$/],
     [{ aggregate: 'c', pipeline: [], cursor: {}, bar: 1 }, 40415, /^BSON field 'aggregate.bar' is an unknown field.$/],
   ],
+  writes: [
+    [{ insert: 'c', documents: [{}], bypassDocumentValidation: 'a' }, 14,
+      /^BSON field 'insert.bypassDocumentValidation' is the wrong type 'string'/],
+    [{ update: 'c', updates: [{ q: {}, u: {} }], bypassDocumentValidation: {} }, 14, null],
+    [{ delete: 'c', deletes: [{ q: { _id: 1 }, limit: 2 }] }, 9,
+      /^The limit field in delete objects must be 0 or 1. Got 2$/],
+    [{ delete: 'c', deletes: [{ q: { _id: 1 }, limit: 0.5 }] }, 9, /Got 0.5$/],
+    [{ delete: 'c', deletes: [{ q: {}, limit: 1 }, { q: {}, limit: -1 }] }, 9, null],
+    [{ update: 'c', updates: [{ q: {}, u: {}, hint: 3 }] }, 9, /^Hint must be a string or an object$/],
+  ],
 };
 
 /* What drivers and tools send: must keep succeeding. */
@@ -48,6 +58,10 @@ const ACCEPTED = [
     noCursorTimeout: false, returnKey: false, showRecordId: false, allowPartialResults: false },
   { find: 'c', filter: null, projection: null, sort: null },
   { find: 'c', singleBatch: 1, stmtId: 0, txnRetryCounter: 0 },
+  { insert: 'c2', documents: [{ _id: 1 }], ordered: false, bypassDocumentValidation: true, writeConcern: { w: 1 } },
+  { update: 'c2', updates: [{ q: {}, u: { $set: { a: 1 } }, multi: true, upsert: false }], ordered: true,
+    bypassDocumentValidation: 1, let: { v: 1 } },
+  { delete: 'c2', deletes: [{ q: { _id: 9 }, limit: 1.0 }], let: {} },
   { aggregate: 'c', pipeline: [], cursor: { batchSize: 1 }, allowDiskUse: true, bypassDocumentValidation: false,
     let: { a: 1 }, hint: '_id_', comment: { x: 1 }, readConcern: {} },
 ];
@@ -71,6 +85,11 @@ async function run(cases) {
 for (const [name, cases] of Object.entries(REFUSED)) {
   h.test(`${name}: mongod's IDL errors`, () => run(cases));
 }
+
+h.test('a delete refused at parse time deletes nothing', async () => {
+  const c = srv.client.db('idl').collection('c');
+  assert.equal(await c.countDocuments({}), 2, 'the limit 2 / -1 statements above deleted nothing');
+});
 
 h.test('what drivers send is still accepted', async () => {
   const conn = await h.rawConnect(srv.port);
