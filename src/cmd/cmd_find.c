@@ -561,8 +561,19 @@ mf_cmd_kill_cursors(mf_op_t *op)
     int nk = 0, nn = 0;
     char key[16];
 
-    if (!bson_iter_init_find(&it, op->cmd, "cursors") || !BSON_ITER_HOLDS_ARRAY(&it))
+    if (!bson_iter_init_find(&it, op->cmd, "cursors") || BSON_ITER_HOLDS_NULL(&it))
         return mf_err_set(&op->err, MF_E_Location40414, "BSON field 'killCursors.cursors' is missing but a required field");
+    if (!BSON_ITER_HOLDS_ARRAY(&it))
+        return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field 'killCursors.cursors' is the wrong type '%s', expected type 'array'",
+                          mf_type_name(bson_iter_type(&it)));
+    /* Every id is a number (IDL array<long>), checked before any cursor is killed. */
+    bson_iter_recurse(&it, &ai);
+    while (bson_iter_next(&ai)) {
+        if (!mf_value_is_number(bson_iter_value(&ai)))
+            return mf_err_set(&op->err, MF_E_TypeMismatch,
+                              "BSON field 'killCursors.cursors.%s' is the wrong type '%s', expected type 'long'",
+                              bson_iter_key(&ai), mf_type_name(bson_iter_type(&ai)));
+    }
     bson_init(&killed);
     bson_init(&notfound);
     bson_init(&empty);
@@ -640,8 +651,14 @@ mf_cmd_count(mf_op_t *op)
     bson_value_t hint_store;
     int rc = 0;
 
+    bson_iter_t ni;
     if (mf_crud_get_hint(op, op->cmd, &hint, &hint_store) != 0)
         return -1;
+    /* countParseLimit / countParseSkip (count_command.idl): any non-number, null included, is 2 BadValue. */
+    if (bson_iter_init_find(&ni, op->cmd, "limit") && !mf_value_is_number(bson_iter_value(&ni)))
+        return mf_err_set(&op->err, MF_E_BadValue, "limit value is not a valid number");
+    if (bson_iter_init_find(&ni, op->cmd, "skip") && !mf_value_is_number(bson_iter_value(&ni)))
+        return mf_err_set(&op->err, MF_E_BadValue, "skip value is not a valid number");
     if (mf_op_coll_name(op, &name) != 0 || mf_op_get_doc(op, "query", &query, &has_query) != 0 ||
         mf_op_get_int64(op, "skip", &x.skip, &present) != 0 || mf_op_get_int64(op, "limit", &x.limit, &present) != 0)
         return -1;

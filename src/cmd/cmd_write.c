@@ -258,7 +258,12 @@ mf_cmd_find_and_modify(mf_op_t *op)
     mf_write_fam_t f = {0};
     mf_write_fam_result_t res;
 
-    if (mf_op_coll_name(op, &name) != 0)
+    /* find_and_modify.idl's typed fields (update and hint have their own checks below). */
+    static const mf_field_spec_t fam_types[] = {
+        {"query", MF_FT_OBJ}, {"sort", MF_FT_OBJ}, {"fields", MF_FT_OBJ}, {"remove", MF_FT_BOOL},
+        {"new", MF_FT_BOOL}, {"upsert", MF_FT_BOOL}, {"bypassDocumentValidation", MF_FT_BOOL},
+        {"collation", MF_FT_OBJ}, {"arrayFilters", MF_FT_ARR}, {"let", MF_FT_OBJ}, {NULL, MF_FT_ANY}};
+    if (mf_op_coll_name(op, &name) != 0 || mf_op_check_types(op, op->name, op->cmd, fam_types, false, true) != 0)
         return -1;
     if (mf_op_get_doc(op, "query", &query, &has_query) != 0 || mf_op_get_doc(op, "sort", &sort, &has_sort) != 0 ||
         mf_op_get_doc(op, "fields", &fields, &has_fields) != 0 ||
