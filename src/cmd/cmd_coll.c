@@ -33,6 +33,7 @@
 #include "common/alloc.h"
 #include "catalog/coll_write.h"
 #include "cmd/cmd.h"
+#include "cmd/crud.h"
 #include "doc/collation.h"
 #include "catalog/timeseries.h"
 #include "index/index_spec.h"
@@ -305,7 +306,8 @@ cmd_create(mf_op_t *op)
     int rc = 0;
 
     if (mf_op_coll_name(op, &name) != 0 ||
-        mf_op_check_types(op, op->name, op->cmd, create_types, !(op->client != NULL && op->client->internal), true) != 0)
+        mf_op_check_types(op, op->name, op->cmd, create_types, !(op->client != NULL && op->client->internal), true) != 0 ||
+        mf_crud_check_write_ns(op, name, true) != 0)
         return -1;
     bson_init(&opts);
     bson_iter_init(&it, op->cmd);
@@ -1125,7 +1127,8 @@ cmd_create_indexes(mf_op_t *op)
     static const mf_field_spec_t types[] = {{"v", MF_FT_NUM}, {"ignoreUnknownIndexOptions", MF_FT_BOOL},
                                             {"returnOnStart", MF_FT_BOOL}, {"isTimeseriesNamespace", MF_FT_BOOL},
                                             {NULL, MF_FT_ANY}};
-    if (mf_op_coll_name(op, &name) != 0 || mf_op_check_types(op, op->name, op->cmd, types, false, true) != 0)
+    if (mf_op_coll_name(op, &name) != 0 || mf_op_check_types(op, op->name, op->cmd, types, false, true) != 0 ||
+        mf_crud_check_write_ns(op, name, true) != 0)
         return -1;
     {
         bool done;

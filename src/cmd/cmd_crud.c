@@ -107,6 +107,40 @@ mf_crud_check_batch_size(mf_op_t *op, size_t n)
     return 0;
 }
 
+/* mongod's NamespaceString::isLegalClientSystemNS: the system.* collections clients may create and write. */
+static bool
+legal_client_system_ns(const char *db, const char *coll)
+{
+    static const char *const any_db[] = {"system.users", "system.js", "system.views", NULL};
+    static const char *const admin[] = {"system.roles", "system.version", "system.keys", "system.backup_users",
+                                        "system.new_users", NULL};
+    static const char *const config[] = {"system.sessions", "system.indexBuilds", NULL};
+    static const char *const local[] = {"system.replset", "system.healthlog", NULL};
+    const char *const *lists[] = {any_db, strcmp(db, "admin") == 0 ? admin : strcmp(db, "config") == 0 ? config
+                                          : strcmp(db, "local") == 0 ? local : NULL};
+    if (strncmp(coll, "system.buckets.", 15) == 0)
+        return true; /* a time-series collection's buckets */
+    for (size_t l = 0; l < sizeof(lists) / sizeof(lists[0]); l++) {
+        for (const char *const *n = lists[l]; n != NULL && *n != NULL; n++) {
+            if (strcmp(*n, coll) == 0)
+                return true;
+        }
+    }
+    return false;
+}
+
+int
+mf_crud_check_write_ns(mf_op_t *op, const char *coll, bool create)
+{
+    if ((op->client != NULL && op->client->internal) || strncmp(coll, "system.", 7) != 0)
+        return 0;
+    if (!create && strcmp(coll, "system.profile") == 0)
+        return mf_err_set(&op->err, MF_E_InvalidNamespace, "cannot write to '%s.%s'", op->db, coll);
+    if (strcmp(coll, "system.profile") == 0 || legal_client_system_ns(op->db, coll))
+        return 0;
+    return mf_err_set(&op->err, MF_E_InvalidNamespace, "Invalid system namespace: %s.%s", op->db, coll);
+}
+
 int
 mf_crud_get_ordered(mf_op_t *op, bool *ordered)
 {

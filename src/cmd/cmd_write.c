@@ -119,7 +119,8 @@ mf_cmd_insert(mf_op_t *op)
     int64_t inserted = 0;
     int rc;
 
-    if (mf_op_coll_name(op, &name) != 0 || mf_crud_get_ordered(op, &ordered) != 0)
+    if (mf_op_coll_name(op, &name) != 0 || mf_crud_check_write_ns(op, name, false) != 0 ||
+        mf_crud_get_ordered(op, &ordered) != 0)
         return -1;
     if (mf_op_docs(op, "documents", false, &docs, &ndocs) != 0)
         return -1;
@@ -153,7 +154,8 @@ mf_cmd_update(mf_op_t *op)
     int64_t n_total = 0, nmod_total = 0;
     int nerr = 0, nups = 0;
 
-    if (mf_op_coll_name(op, &name) != 0 || mf_crud_get_ordered(op, &ordered) != 0)
+    if (mf_op_coll_name(op, &name) != 0 || mf_crud_check_write_ns(op, name, false) != 0 ||
+        mf_crud_get_ordered(op, &ordered) != 0)
         return -1;
     if (mf_op_docs(op, "updates", false, &stmts, &nstmts) != 0)
         return -1;
@@ -211,7 +213,8 @@ mf_cmd_delete(mf_op_t *op)
     int64_t total = 0;
     int nerr = 0;
 
-    if (mf_op_coll_name(op, &name) != 0 || mf_crud_get_ordered(op, &ordered) != 0)
+    if (mf_op_coll_name(op, &name) != 0 || mf_crud_check_write_ns(op, name, false) != 0 ||
+        mf_crud_get_ordered(op, &ordered) != 0)
         return -1;
     if (mf_op_docs(op, "deletes", false, &stmts, &nstmts) != 0)
         return -1;
@@ -263,7 +266,8 @@ mf_cmd_find_and_modify(mf_op_t *op)
         {"query", MF_FT_OBJ}, {"sort", MF_FT_OBJ}, {"fields", MF_FT_OBJ}, {"remove", MF_FT_BOOL},
         {"new", MF_FT_BOOL}, {"upsert", MF_FT_BOOL}, {"bypassDocumentValidation", MF_FT_BOOL},
         {"collation", MF_FT_OBJ}, {"arrayFilters", MF_FT_ARR}, {"let", MF_FT_OBJ}, {NULL, MF_FT_ANY}};
-    if (mf_op_coll_name(op, &name) != 0 || mf_op_check_types(op, op->name, op->cmd, fam_types, false, true) != 0)
+    if (mf_op_coll_name(op, &name) != 0 || mf_crud_check_write_ns(op, name, false) != 0 ||
+        mf_op_check_types(op, op->name, op->cmd, fam_types, false, true) != 0)
         return -1;
     if (mf_op_get_doc(op, "query", &query, &has_query) != 0 || mf_op_get_doc(op, "sort", &sort, &has_sort) != 0 ||
         mf_op_get_doc(op, "fields", &fields, &has_fields) != 0 ||

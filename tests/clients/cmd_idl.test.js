@@ -75,6 +75,15 @@ const REFUSED = {
     [{ dropIndexes: 'c', index: '*', foo: 1 }, 40415, /^BSON field 'dropIndexes.foo' is an unknown field.$/],
     [{ collMod: 'c', foo: 1 }, 40415, /^BSON field 'collMod.foo' is an unknown field.$/],
   ],
+  systemNamespaces: [
+    [{ create: 'system.foo' }, 73, /^Invalid system namespace: idl.system.foo$/],
+    [{ insert: 'system.foo', documents: [{}] }, 73, /^Invalid system namespace: idl.system.foo$/],
+    [{ update: 'system.foo', updates: [{ q: {}, u: { $set: { a: 1 } }, upsert: true }] }, 73, null],
+    [{ delete: 'system.foo', deletes: [{ q: {}, limit: 0 }] }, 73, null],
+    [{ findAndModify: 'system.foo', update: { $set: { a: 1 } }, upsert: true }, 73, null],
+    [{ createIndexes: 'system.foo', indexes: [{ key: { a: 1 }, name: 'a_1' }] }, 73, null],
+    [{ insert: 'system.profile', documents: [{}] }, 73, /^cannot write to 'idl.system.profile'$/],
+  ],
   listings: [
     [{ listCollections: 1, foo: 1 }, 40415, /^BSON field 'listCollections.foo' is an unknown field.$/],
     [{ listCollections: 1, cursor: 1 }, 14, /^BSON field 'listCollections.cursor' is the wrong type 'int', expected type 'object'$/],
@@ -116,6 +125,8 @@ const ACCEPTED = [
   { killCursors: 'c', cursors: [L(12345), 7] },
   { dropIndexes: 'c', index: 'b_1', writeConcern: { w: 1 } },
   { drop: 'n5', writeConcern: { w: 1 }, comment: 'y' },
+  { insert: 'system.js', documents: [{ _id: 'f', value: 1 }] },
+  { find: 'system.foo' },
   { aggregate: 'c', pipeline: [], cursor: { batchSize: 1 }, allowDiskUse: true, bypassDocumentValidation: false,
     let: { a: 1 }, hint: '_id_', comment: { x: 1 }, readConcern: {} },
 ];
