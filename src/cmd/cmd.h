@@ -220,6 +220,12 @@ typedef struct mf_field_spec {
 } mf_field_spec_t;
 int mf_op_check_types(mf_op_t *op, const char *ctx, const bson_t *doc, const mf_field_spec_t *spec, bool strict,
                       bool top_level) MF_WUR;
+/*
+ * mf_cmd_check_inner_fields: the 40415 check of a command nested in another
+ * (explain's): cmd's fields against its command's own list and the generic
+ * arguments. 0, or -1 with op->err.
+ */
+int mf_cmd_check_inner_fields(mf_op_t *op, const bson_t *cmd) MF_WUR;
 /* mf_cmd_is_generic_arg: whether k is one of the generic arguments every command accepts (cmd_dispatch.c). */
 bool mf_cmd_is_generic_arg(const char *k);
 

@@ -119,6 +119,22 @@ in_list(const char *const *list, const char *k)
     return false;
 }
 
+int
+mf_cmd_check_inner_fields(mf_op_t *op, const bson_t *cmd)
+{
+    bson_iter_t it;
+    const mf_cmd_def_t *def;
+    if (!bson_iter_init(&it, cmd) || !bson_iter_next(&it) || (def = lookup(op->eng, bson_iter_key(&it))) == NULL ||
+        def->fields == NULL)
+        return 0;
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (!in_list(def->fields, k) && !in_list(generic_args, k))
+            return mf_err_set(&op->err, MF_E_Location40415, "BSON field '%s.%s' is an unknown field.", def->name, k);
+    }
+    return 0;
+}
+
 bool
 mf_cmd_is_generic_arg(const char *k)
 {

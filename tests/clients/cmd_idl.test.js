@@ -75,6 +75,11 @@ const REFUSED = {
     [{ dropIndexes: 'c', index: '*', foo: 1 }, 40415, /^BSON field 'dropIndexes.foo' is an unknown field.$/],
     [{ collMod: 'c', foo: 1 }, 40415, /^BSON field 'collMod.foo' is an unknown field.$/],
   ],
+  explain: [
+    [{ explain: { find: 'c' }, foo: 1 }, 40415, /^BSON field 'explain.foo' is an unknown field.$/],
+    [{ explain: { find: 'c', foo: 1 } }, 40415, /^BSON field 'find.foo' is an unknown field.$/],
+    [{ explain: { count: 'c', bar: 1 }, verbosity: 'queryPlanner' }, 40415, /^BSON field 'count.bar' is an unknown field.$/],
+  ],
   systemNamespaces: [
     [{ create: 'system.foo' }, 73, /^Invalid system namespace: idl.system.foo$/],
     [{ insert: 'system.foo', documents: [{}] }, 73, /^Invalid system namespace: idl.system.foo$/],
@@ -127,6 +132,8 @@ const ACCEPTED = [
   { drop: 'n5', writeConcern: { w: 1 }, comment: 'y' },
   { insert: 'system.js', documents: [{ _id: 'f', value: 1 }] },
   { find: 'system.foo' },
+  { explain: { find: 'c', filter: { _id: 1 }, limit: 1, singleBatch: true }, verbosity: 'executionStats', comment: 'e' },
+  { explain: { aggregate: 'c', pipeline: [], cursor: {} }, verbosity: 'queryPlanner' },
   { aggregate: 'c', pipeline: [], cursor: { batchSize: 1 }, allowDiskUse: true, bypassDocumentValidation: false,
     let: { a: 1 }, hint: '_id_', comment: { x: 1 }, readConcern: {} },
 ];
