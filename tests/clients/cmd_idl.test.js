@@ -80,6 +80,14 @@ const REFUSED = {
     [{ explain: { find: 'c', foo: 1 } }, 40415, /^BSON field 'find.foo' is an unknown field.$/],
     [{ explain: { count: 'c', bar: 1 }, verbosity: 'queryPlanner' }, 40415, /^BSON field 'count.bar' is an unknown field.$/],
   ],
+  readConcern: [
+    [{ find: 'c', readConcern: 'x' }, 9, /^readConcern field should be an object$/],
+    [{ find: 'c', readConcern: { level: 'bogus' } }, 9,
+      /^readConcern.level must be either 'local', 'majority', 'linearizable', 'available', or 'snapshot'$/],
+    [{ find: 'c', readConcern: { level: 1 } }, 14, /^"level" had the wrong type. Expected string, found int$/],
+    [{ aggregate: 'c', pipeline: [], cursor: {}, readConcern: { foo: 1 } }, 72, /^Unrecognized option in readConcern: foo$/],
+    [{ find: 'c', readConcern: { afterClusterTime: 5 } }, 14, null],
+  ],
   systemNamespaces: [
     [{ create: 'system.foo' }, 73, /^Invalid system namespace: idl.system.foo$/],
     [{ insert: 'system.foo', documents: [{}] }, 73, /^Invalid system namespace: idl.system.foo$/],
