@@ -296,6 +296,27 @@ static const mf_field_spec_t create_types[] = {
     {"uuid", MF_FT_ANY},
     {NULL, MF_FT_ANY}};
 
+/* create.idl's validators: size <= 1 PB, max < 2^31 (51024, as IDL's comparison errors). */
+static int
+create_bounds(mf_op_t *op)
+{
+    bson_iter_t it;
+    int64_t n;
+    if (bson_iter_init_find(&it, op->cmd, "size") && mf_value_is_number(bson_iter_value(&it)) &&
+        mf_value_as_double(bson_iter_value(&it)) > 1125899906842624.0) {
+        n = mf_value_as_int64(bson_iter_value(&it), &n) ? n : (int64_t)mf_value_as_double(bson_iter_value(&it));
+        return mf_err_set(&op->err, MF_E_Location51024,
+                          "BSON field 'size' value must be <= 1125899906842624, actual value '%lld'", (long long)n);
+    }
+    if (bson_iter_init_find(&it, op->cmd, "max") && mf_value_is_number(bson_iter_value(&it)) &&
+        mf_value_as_double(bson_iter_value(&it)) >= 2147483648.0) {
+        n = mf_value_as_int64(bson_iter_value(&it), &n) ? n : (int64_t)mf_value_as_double(bson_iter_value(&it));
+        return mf_err_set(&op->err, MF_E_Location51024, "BSON field 'max' value must be < 2147483648, actual value '%lld'",
+                          (long long)n);
+    }
+    return 0;
+}
+
 static int
 cmd_create(mf_op_t *op)
 {
@@ -307,7 +328,7 @@ cmd_create(mf_op_t *op)
 
     if (mf_op_coll_name(op, &name) != 0 ||
         mf_op_check_types(op, op->name, op->cmd, create_types, !(op->client != NULL && op->client->internal), true) != 0 ||
-        mf_crud_check_write_ns(op, name, true) != 0)
+        mf_crud_check_write_ns(op, name, true) != 0 || create_bounds(op) != 0)
         return -1;
     bson_init(&opts);
     bson_iter_init(&it, op->cmd);
