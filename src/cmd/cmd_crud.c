@@ -175,8 +175,10 @@ static const char *const insert_fields[] = {"documents", "ordered", "bypassDocum
 static const char *const find_fields[] = {"filter", "projection", "sort", "hint", "skip", "limit", "batchSize",
                                           "singleBatch", "max", "min", "returnKey", "showRecordId", "tailable",
                                           "oplogReplay", "noCursorTimeout", "awaitData", "allowPartialResults",
-                                          "collation", "allowDiskUse", "let", "ntoreturn", NULL};
-static const char *const getmore_fields[] = {"collection", "batchSize", "lastKnownCommittedOpTime", NULL};
+                                          "collation", "allowDiskUse", "let", "ntoreturn", "includeQueryStatsMetrics",
+                                          NULL};
+static const char *const getmore_fields[] = {"collection", "batchSize", "lastKnownCommittedOpTime",
+                                             "includeQueryStatsMetrics", NULL};
 static const char *const killcursors_fields[] = {"cursors", NULL};
 static const char *const update_fields[] = {"updates", "ordered", "bypassDocumentValidation", "let", NULL};
 static const char *const delete_fields[] = {"deletes", "ordered", "let", NULL};
@@ -187,7 +189,8 @@ static const char *const count_fields[] = {"query", "limit", "skip", "hint", "co
 static const char *const distinct_fields[] = {"key", "query", "collation", "hint", NULL};
 static const char *const aggregate_fields[] = {"pipeline", "explain", "allowDiskUse", "cursor",
                                                "bypassDocumentValidation", "collation", "hint", "let",
-                                               "exchange", "fromMongos", "needsMerge", "collectionUUID", NULL};
+                                               "exchange", "fromMongos", "needsMerge", "collectionUUID",
+                                               "includeQueryStatsMetrics", NULL};
 
 static const char *const bulkwrite_fields[] = {"ops", "nsInfo", "ordered", "errorsOnly", "bypassDocumentValidation",
                                                "let", "cursor", "stmtId", "stmtIds", NULL};

@@ -622,6 +622,10 @@ time_limit(mf_op_t *op, int64_t *ms)
     if (!bson_iter_init_find(&it, op->cmd, "maxTimeMS"))
         return 0;
     const bson_value_t *v = bson_iter_value(&it);
+    if (!mf_value_is_number(v) && strcmp(op->name, "getMore") == 0) /* getMore's own field, a safeInt64 */
+        return mf_err_set(&op->err, MF_E_TypeMismatch,
+                          "BSON field 'getMore.maxTimeMS' is the wrong type '%s', expected types '[long, int, decimal, double']",
+                          mf_type_name(v->value_type));
     if (!mf_value_is_number(v))
         return mf_err_set(&op->err, MF_E_BadValue, "maxTimeMS must be a number");
     double d = mf_value_as_double(v);

@@ -100,6 +100,14 @@ const REFUSED = {
     [{ createIndexes: 'system.foo', indexes: [{ key: { a: 1 }, name: 'a_1' }] }, 73, null],
     [{ insert: 'system.profile', documents: [{}] }, 73, /^cannot write to 'idl.system.profile'$/],
   ],
+  getMore: [
+    [{ getMore: L(12345), collection: 'c', maxTimeMS: 'a' }, 14,
+      /^BSON field 'getMore.maxTimeMS' is the wrong type 'string', expected types/],
+    [{ getMore: L(12345), collection: 'c', batchSize: -1 }, 51024, null],
+    [{ getMore: L(12345), collection: 'c', foo: 1 }, 40415, /^BSON field 'getMore.foo' is an unknown field.$/],
+    [{ getMore: L(12345) }, 40414, /^BSON field 'getMore.collection' is missing but a required field$/],
+    [{ getMore: 'x', collection: 'c' }, 14, null],
+  ],
   listings: [
     [{ listCollections: 1, foo: 1 }, 40415, /^BSON field 'listCollections.foo' is an unknown field.$/],
     [{ listCollections: 1, cursor: 1 }, 14, /^BSON field 'listCollections.cursor' is the wrong type 'int', expected type 'object'$/],
