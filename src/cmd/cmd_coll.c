@@ -1460,14 +1460,17 @@ static const char *const list_indexes_fields[] = {"cursor", "includeBuildUUIDs",
 static const char *const create_indexes_fields[] = {"indexes", "v", "ignoreUnknownIndexOptions", "commitQuorum",
                                                     "returnOnStart", "isTimeseriesNamespace", "collectionUUID", NULL};
 static const char *const drop_indexes_fields[] = {"index", "collectionUUID", NULL};
+static const char *const drop_database_fields[] = {NULL};
+static const char *const list_databases_fields[] = {"filter", "nameOnly", "authorizedDatabases", NULL};
+static const char *const rename_fields[] = {"to", "dropTarget", "stayTemp", "collectionUUID", NULL};
 
 const mf_cmd_def_t mf_cmds_coll[] = {
     {"create", cmd_create, 0, NULL},
     {"drop", cmd_drop, 0, drop_fields},
-    {"dropDatabase", cmd_drop_database, 0, NULL},
+    {"dropDatabase", cmd_drop_database, 0, drop_database_fields},
     {"listCollections", cmd_list_collections, 0, list_collections_fields},
-    {"listDatabases", cmd_list_databases, MF_CMD_ADMIN_ONLY, NULL},
-    {"renameCollection", cmd_rename_collection, MF_CMD_ADMIN_ONLY, NULL},
+    {"listDatabases", cmd_list_databases, MF_CMD_ADMIN_ONLY, list_databases_fields},
+    {"renameCollection", cmd_rename_collection, MF_CMD_ADMIN_ONLY, rename_fields},
     {"collStats", cmd_coll_stats, 0, NULL},
     {"dbStats", cmd_db_stats, 0, NULL},
     {"dbstats", cmd_db_stats, 0, NULL},

@@ -77,6 +77,7 @@ const REFUSED = {
     [{ drop: 'c', foo: 1 }, 40415, /^BSON field 'drop.foo' is an unknown field.$/],
     [{ dropIndexes: 'c', index: '*', foo: 1 }, 40415, /^BSON field 'dropIndexes.foo' is an unknown field.$/],
     [{ collMod: 'c', foo: 1 }, 40415, /^BSON field 'collMod.foo' is an unknown field.$/],
+    [{ dropDatabase: 1, foo: 1 }, 40415, /^BSON field 'dropDatabase.foo' is an unknown field.$/],
   ],
   explain: [
     [{ explain: { find: 'c' }, foo: 1 }, 40415, /^BSON field 'explain.foo' is an unknown field.$/],
@@ -176,6 +177,22 @@ async function run(cases) {
 for (const [name, cases] of Object.entries(REFUSED)) {
   h.test(`${name}: mongod's IDL errors`, () => run(cases));
 }
+
+h.test('listDatabases and renameCollection (admin): mongod\'s IDL errors', async () => {
+  const conn = await h.rawConnect(srv.port);
+  try {
+    for (const [cmd, code, re] of [
+      [{ listDatabases: 1, foo: 1 }, 40415, /^BSON field 'listDatabases.foo' is an unknown field.$/],
+      [{ renameCollection: 'idl.c', to: 'idl.d', foo: 1 }, 40415, /^BSON field 'renameCollection.foo' is an unknown field.$/],
+    ]) {
+      const r = await conn.command('admin', cmd);
+      assert.equal(r.code, code, `${JSON.stringify(cmd)}: ${JSON.stringify(r)}`);
+      assert.match(r.errmsg, re);
+    }
+    const ok = await conn.command('admin', { listDatabases: 1, nameOnly: true, filter: {}, authorizedDatabases: false });
+    assert.equal(ok.ok, 1, JSON.stringify(ok));
+  } finally { conn.close(); }
+});
 
 h.test('a delete refused at parse time deletes nothing', async () => {
   const c = srv.client.db('idl').collection('c');
