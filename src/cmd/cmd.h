@@ -144,6 +144,16 @@ int mf_cmd_generic_check(mf_op_t *op, const char *name) MF_WUR;
  * other users' sessions without the privilege).
  */
 int mf_cmd_session_use(mf_op_t *op) MF_WUR;
+/* mf_cmd_session_id: the id of the session op names in its lsid (already validated) into id; false if none. */
+bool mf_cmd_session_id(const mf_op_t *op, uint8_t id[16]);
+/*
+ * mf_cmd_session_check_cursor: a getMore's session against the one its
+ * cursor was opened in, as mongod's validateLSID: 50736 (cursor without a
+ * session, getMore in one), 50737 (the reverse), 50738 (another session).
+ * has_lsid/lsid/owner are the cursor's. 0, or -1 with op->err.
+ */
+int mf_cmd_session_check_cursor(mf_op_t *op, int64_t cursor_id, bool has_lsid, const uint8_t lsid[16],
+                                const char *owner) MF_WUR;
 int mf_cmd_sessions_list(mf_op_t *op, const char *stage, const bson_t *spec, mf_docvec_t *out, mf_error_t *err) MF_WUR;
 /* mf_cmd_auth_cluster: whether the caller holds the cluster actions cacts (MF_CACT_*, auth/roles.h); true without access control. */
 bool mf_cmd_auth_cluster(mf_op_t *op, uint32_t cacts);

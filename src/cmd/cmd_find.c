@@ -516,6 +516,10 @@ mf_cmd_get_more(mf_op_t *op)
         return mf_err_set(&op->err, MF_E_Unauthorized, "Requested getMore on namespace '%s.%s', but cursor belongs to a different namespace %s.%s",
                           op->db, coll, cur->db, cur->coll);
     }
+    if (mf_cmd_session_check_cursor(op, id, cur->has_lsid, cur->lsid, cur->owner) != 0) {
+        mf_cursors_checkin(op->eng->cursors, cur);
+        return -1;
+    }
     if (cur->kind == MF_CURSOR_SCAN && !cur->await_data && bson_has_field(op->cmd, "maxTimeMS")) {
         /* As mongod: only an awaitData cursor's getMore takes a maxTimeMS (how long to wait); the cursor lives on. */
         mf_cursors_checkin(op->eng->cursors, cur);

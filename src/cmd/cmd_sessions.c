@@ -29,6 +29,8 @@
 
 #include "common/alloc.h"
 
+#include <openssl/evp.h>
+
 #include "auth/roles.h"
 #include "cmd/cmd.h"
 #include "common/params.h"
@@ -156,6 +158,66 @@ mf_cmd_session_use(mf_op_t *op)
         return -1;
     caller(op, user, sizeof(user));
     return mf_sessions_touch(op->eng->sessions, id, user, mf_now_ms(), timeout_ms(op->eng), &op->err);
+}
+
+bool
+mf_cmd_session_id(const mf_op_t *op, uint8_t id[16])
+{
+    bson_iter_t it, f;
+    bson_subtype_t sub;
+    uint32_t len;
+    const uint8_t *data;
+    if (!bson_iter_init_find(&it, op->cmd, "lsid") || !BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &f) ||
+        !bson_iter_find(&f, "id") || !BSON_ITER_HOLDS_BINARY(&f))
+        return false;
+    bson_iter_binary(&f, &sub, &len, &data);
+    if (len != 16)
+        return false;
+    memcpy(id, data, 16);
+    return true;
+}
+
+/* A session as mongod's LogicalSessionId::toString writes it: "<uuid> - <uid, base64> -  - ". */
+static void
+describe_session(const uint8_t id[16], const char *user, char *out, size_t cap)
+{
+    uint8_t uid[UID_LEN];
+    unsigned char b64[64];
+    mf_session_uid(user, uid);
+    EVP_EncodeBlock(b64, uid, UID_LEN);
+    snprintf(out, cap, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x - %s -  - ", id[0], id[1],
+             id[2], id[3], id[4], id[5], id[6], id[7], id[8], id[9], id[10], id[11], id[12], id[13], id[14], id[15],
+             (const char *)b64);
+}
+
+int
+mf_cmd_session_check_cursor(mf_op_t *op, int64_t cursor_id, bool has_lsid, const uint8_t lsid[16], const char *owner)
+{
+    uint8_t mine[16];
+    char a[160], b[160], user[300];
+    bool in_session = mf_cmd_session_id(op, mine);
+    if (in_session && !has_lsid) {
+        caller(op, user, sizeof(user));
+        describe_session(mine, user, b, sizeof(b));
+        return mf_err_set(&op->err, MF_E_Location50736,
+                          "Cannot run getMore on cursor %lld, which was not created in a session, in session %s",
+                          (long long)cursor_id, b);
+    }
+    if (!in_session && has_lsid) {
+        describe_session(lsid, owner, a, sizeof(a));
+        return mf_err_set(&op->err, MF_E_Location50737,
+                          "Cannot run getMore on cursor %lld, which was created in session %s, without an lsid",
+                          (long long)cursor_id, a);
+    }
+    if (in_session && memcmp(mine, lsid, 16) != 0) {
+        caller(op, user, sizeof(user));
+        describe_session(lsid, owner, a, sizeof(a));
+        describe_session(mine, user, b, sizeof(b));
+        return mf_err_set(&op->err, MF_E_Location50738,
+                          "Cannot run getMore on cursor %lld, which was created in session %s, in session %s",
+                          (long long)cursor_id, a, b);
+    }
+    return 0;
 }
 
 /* The command's array argument (its first field): 0 with *arr positioned on it, or -1 with 14. */

@@ -255,6 +255,7 @@ mf_cmd_cursor_register(mf_op_t *op, mf_cursor_t *cur)
     int64_t per_conn = mf_param_get(op->eng->params, "maxOpenCursorsPerConnection");
     cur->client_id = op->client != NULL ? op->client->id : 0;
     mf_cmd_auth_owner(op, cur->owner, sizeof(cur->owner));
+    cur->has_lsid = mf_cmd_session_id(op, cur->lsid);
     if (mf_collation_current() != NULL && cur->collation == NULL) {
         cur->collation = bson_new();
         mf_collation_append_spec(mf_collation_current(), cur->collation);

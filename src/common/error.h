@@ -359,6 +359,9 @@
     X(40237, Location40237)                                                    \
     X(40272, Location40272)                                                    \
     X(40602, Location40602)                                                    \
+    X(50738, Location50738)                                                    \
+    X(50737, Location50737)                                                    \
+    X(50736, Location50736)                                                    \
     X(28746, Location28746)                                                    \
     X(28747, Location28747)                                                    \
     X(28748, Location28748)                                                    \

@@ -58,6 +58,8 @@ typedef struct mf_cursor {
     bool killed;
     int64_t client_id;
     char owner[400];  /* "user@db" who opened it, "" without access control: only they may use or kill it */
+    bool has_lsid;    /* opened by a command with an lsid: its getMores must name the same session */
+    uint8_t lsid[16]; /* that session's id (its uid is owner's) */
 } mf_cursor_t;
 
 mf_cursors_t *mf_cursors_new(void);

@@ -14,7 +14,8 @@
  *   - under --auth (a second, short-lived server): the session carries its
  *     user ("user@db") and uid = SHA-256 of it; a user sees only their own
  *     sessions, allUsers / another user needs the cluster privilege (13);
- *   - maxSessions: past it a new session is 261 TooManyLogicalSessions.
+ *   - maxSessions: past it a new session is 261 TooManyLogicalSessions;
+ *   - a cursor belongs to the session that opened it (getMore: 50736-50738).
  */
 const assert = require('node:assert/strict');
 const crypto = require('node:crypto');
@@ -169,6 +170,39 @@ h.test('a malformed lsid is refused as mongod does', async () => {
     const id = new UUID();
     assert.equal((await conn.command('admin', { ping: 1, lsid: { id } })).ok, 1);
     assert.ok(idsOf(await listLocal(srv.client)).includes(hexOf(id)));
+  } finally { conn.close(); }
+});
+
+h.test('a cursor belongs to its session: getMore in another one is 50736 / 50737 / 50738', async () => {
+  const db = srv.freshDb('cursess');
+  await db.collection('c').insertMany(Array.from({ length: 10 }, (_, i) => ({ _id: i })));
+  const conn = await h.rawConnect(srv.port);
+  try {
+    const a = new UUID();
+    const b = new UUID();
+    const name = db.databaseName;
+    const open = async (lsid) => {
+      const r = await conn.command(name, { find: 'c', batchSize: 1, ...(lsid ? { lsid: { id: lsid } } : {}) });
+      assert.equal(r.ok, 1, JSON.stringify(r));
+      return r.cursor.id;
+    };
+    const more = (id, lsid) => conn.command(name, { getMore: id, collection: 'c', batchSize: 1,
+      ...(lsid ? { lsid: { id: lsid } } : {}) });
+    const id = await open(a);
+    let r = await more(id, b);
+    assert.equal(r.code, 50738, JSON.stringify(r));
+    assert.match(r.errmsg, new RegExp(`^Cannot run getMore on cursor \\d+, which was created in session ${a.toHexString(true)} - ` +
+      `${crypto.createHash('sha256').update('').digest('base64').replace(/[+/]/g, '\\$&')} -  - , in session ${b.toHexString(true)} - `));
+    r = await more(id, null);
+    assert.equal(r.code, 50737, JSON.stringify(r));
+    assert.match(r.errmsg, /which was created in session .* without an lsid$/);
+    r = await more(id, a);
+    assert.equal(r.ok, 1, `the cursor lives on, in its own session: ${JSON.stringify(r)}`);
+    const bare = await open(null);
+    r = await more(bare, a);
+    assert.equal(r.code, 50736, JSON.stringify(r));
+    assert.match(r.errmsg, /which was not created in a session, in session /);
+    assert.equal((await more(bare, null)).ok, 1);
   } finally { conn.close(); }
 });
 
