@@ -14,8 +14,11 @@
  * caller's sessions named; killSessions: [] removes all of the caller's),
  * killAllSessions ([{user, db}] removes theirs; [] removes every session)
  * and killAllSessionsByPattern ([{lsid}, {uid}, {users}], [] or [{}]: all).
- * A standalone mayfly has no transactions and its cursors do not belong to
- * sessions, so ending or killing a session only removes it from the cache.
+ * Killing sessions (killSessions, killAllSessions, killAllSessionsByPattern)
+ * also kills the cursors opened in them (a cursor remembers its session,
+ * and a getMore from another session is 50736-50738, as mongod's
+ * validateLSID); endSessions only removes the session (mongod leaves its
+ * cursors to the next cache refresh).
  *
  * mf_cmd_sessions_list answers the aggregation stages $listLocalSessions
  * and $listSessions. mongod's $listSessions reads config.system.sessions,
@@ -35,6 +38,7 @@
 #include "cmd/cmd.h"
 #include "common/params.h"
 #include "doc/value.h"
+#include "engine/cursor.h"
 #include "engine/sessions.h"
 
 #define UID_LEN MF_SESSION_UID_LEN
@@ -220,6 +224,43 @@ mf_cmd_session_check_cursor(mf_op_t *op, int64_t cursor_id, bool has_lsid, const
     return 0;
 }
 
+/* ---------- killing a session's cursors ---------- */
+
+/* Which sessions' cursors to kill: one session (id), every session of a user (uid), or every session. */
+typedef struct kill_match {
+    const uint8_t *id;  /* NULL: any session id */
+    const uint8_t *uid; /* NULL: any user */
+} kill_match_t;
+
+static bool
+cursor_in_sessions(void *arg, const mf_cursor_t *c)
+{
+    const kill_match_t *m = arg;
+    uint8_t uid[UID_LEN];
+    if (!c->has_lsid || (m->id != NULL && memcmp(c->lsid, m->id, 16) != 0))
+        return false;
+    if (m->uid == NULL)
+        return true;
+    mf_session_uid(c->owner, uid);
+    return memcmp(uid, m->uid, UID_LEN) == 0;
+}
+
+/*
+ * kill_sessions: removes the sessions from the cache and kills their
+ * cursors, as mongod's killSessions (its operations are not interrupted:
+ * a standalone mayfly's commands do not outlive their request by much).
+ */
+static void
+kill_sessions(mf_op_t *op, const uint8_t *id, const uint8_t *uid)
+{
+    kill_match_t m = {id, uid};
+    if (id != NULL)
+        mf_sessions_end(op->eng->sessions, id, uid);
+    else
+        mf_sessions_end_all(op->eng->sessions, uid);
+    mf_cursors_kill_where(op->eng->cursors, cursor_in_sessions, &m);
+}
+
 /* The command's array argument (its first field): 0 with *arr positioned on it, or -1 with 14. */
 static int
 array_arg(mf_op_t *op, bson_iter_t *arr)
@@ -283,16 +324,19 @@ cmd_session_list_op(mf_op_t *op)
     }
     caller(op, user, sizeof(user));
     mf_session_uid(user, uid);
-    if (n == 0 && strcmp(op->name, "killSessions") == 0) {
-        mf_sessions_end_all(op->eng->sessions, uid);
+    bool kill = strcmp(op->name, "killSessions") == 0;
+    if (n == 0 && kill) {
+        kill_sessions(op, NULL, uid);
         return 0;
     }
     int64_t now = mf_now_ms();
     while (bson_iter_next(&arr)) {
         if (parse_lsid(&arr, path, id, &op->err) != 0)
             return -1;
-        if (!refresh)
-            mf_sessions_end(op->eng->sessions, id, uid);
+        if (kill)
+            kill_sessions(op, id, uid);
+        else if (!refresh)
+            mf_sessions_end(op->eng->sessions, id, uid); /* mongod leaves an ended session's cursors to its refresh */
         else if (mf_sessions_touch(op->eng->sessions, id, user, now, timeout_ms(op->eng), &op->err) != 0)
             return -1;
     }
@@ -352,14 +396,14 @@ cmd_kill_all_sessions(mf_op_t *op)
         n++;
     }
     if (n == 0) {
-        mf_sessions_end_all(op->eng->sessions, NULL);
+        kill_sessions(op, NULL, NULL);
         return 0;
     }
     while (bson_iter_next(&arr)) {
         if (parse_user(&arr, path, user, sizeof(user), &op->err) != 0)
             return -1;
         mf_session_uid(user, uid);
-        mf_sessions_end_all(op->eng->sessions, uid);
+        kill_sessions(op, NULL, uid);
     }
     return 0;
 }
@@ -380,7 +424,7 @@ cmd_kill_all_sessions_by_pattern(mf_op_t *op)
         return -1;
     bson_iter_t check = arr;
     if (!bson_iter_next(&check)) {
-        mf_sessions_end_all(op->eng->sessions, NULL);
+        kill_sessions(op, NULL, NULL);
         return 0;
     }
     while (bson_iter_next(&arr)) {
@@ -413,7 +457,7 @@ cmd_kill_all_sessions_by_pattern(mf_op_t *op)
                     mf_cmd_auth_owner(op, user, sizeof(user));
                     mf_session_uid(user, uid);
                 }
-                mf_sessions_end(op->eng->sessions, id, uid);
+                kill_sessions(op, id, uid);
             } else if (strcmp(k, "uid") == 0) {
                 bson_subtype_t st;
                 uint32_t len;
@@ -424,7 +468,7 @@ cmd_kill_all_sessions_by_pattern(mf_op_t *op)
                                       mf_type_name(bson_iter_type(&f)));
                 bson_iter_binary(&f, &st, &len, &d);
                 if (len == UID_LEN)
-                    mf_sessions_end_all(op->eng->sessions, d);
+                    kill_sessions(op, NULL, d);
             } else if (strcmp(k, "users") == 0) {
                 if (!BSON_ITER_HOLDS_ARRAY(&f))
                     return mf_err_set(&op->err, MF_E_TypeMismatch,
@@ -436,14 +480,14 @@ cmd_kill_all_sessions_by_pattern(mf_op_t *op)
                     if (parse_user(&u, path, user, sizeof(user), &op->err) != 0)
                         return -1;
                     mf_session_uid(user, uid);
-                    mf_sessions_end_all(op->eng->sessions, uid);
+                    kill_sessions(op, NULL, uid);
                 }
             } else if (strcmp(k, "roles") != 0) {
                 return mf_err_set(&op->err, MF_E_Location40415, "BSON field 'KillAllSessionsByPattern.%s' is an unknown field.", k);
             }
         }
         if (!any)
-            mf_sessions_end_all(op->eng->sessions, NULL);
+            kill_sessions(op, NULL, NULL);
     }
     return 0;
 }

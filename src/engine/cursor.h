@@ -88,6 +88,12 @@ void mf_cursors_release(mf_cursors_t *t, mf_cursor_t *c);
  * Returns 1 when killed, 0 if unknown, -1 if another user's.
  */
 int mf_cursors_kill(mf_cursors_t *t, int64_t id, const char *owner);
+/*
+ * mf_cursors_kill_where: kills every cursor match(arg, c) selects (one in
+ * use is marked killed and goes when checked in). match runs under the
+ * table's lock and must not call back in. Returns how many.
+ */
+int mf_cursors_kill_where(mf_cursors_t *t, bool (*match)(void *arg, const mf_cursor_t *c), void *arg);
 /* mf_cursors_reap: kills cursors idle for more than timeout_ms. Returns how many. */
 int mf_cursors_reap(mf_cursors_t *t, int64_t now_ms, int64_t timeout_ms);
 /* mf_cursors_open_count: number of live cursors. */

@@ -15,7 +15,8 @@
  *     user ("user@db") and uid = SHA-256 of it; a user sees only their own
  *     sessions, allUsers / another user needs the cluster privilege (13);
  *   - maxSessions: past it a new session is 261 TooManyLogicalSessions;
- *   - a cursor belongs to the session that opened it (getMore: 50736-50738).
+ *   - a cursor belongs to the session that opened it (getMore: 50736-50738)
+ *     and dies with it (killSessions, killAllSessions).
  */
 const assert = require('node:assert/strict');
 const crypto = require('node:crypto');
@@ -203,6 +204,17 @@ h.test('a cursor belongs to its session: getMore in another one is 50736 / 50737
     assert.equal(r.code, 50736, JSON.stringify(r));
     assert.match(r.errmsg, /which was not created in a session, in session /);
     assert.equal((await more(bare, null)).ok, 1);
+
+    // killSessions kills the session's cursors; killAllSessions those of every session, not sessionless ones.
+    const inA = await open(a);
+    assert.equal((await conn.command('admin', { killSessions: [{ id: a }] })).ok, 1);
+    r = await more(inA, a);
+    assert.equal(r.code, 43, `killSessions killed the cursor: ${JSON.stringify(r)}`);
+    const inB = await open(b);
+    const none = await open(null);
+    assert.equal((await conn.command('admin', { killAllSessions: [] })).ok, 1);
+    assert.equal((await more(inB, b)).code, 43, 'killAllSessions killed the session cursor');
+    assert.equal((await more(none, null)).ok, 1, 'a cursor outside sessions lives on');
   } finally { conn.close(); }
 });
 
