@@ -22,6 +22,12 @@
  * Views are catalog entries with viewOn (and an empty record table, no
  * indexes): create checks their pipeline; listCollections shows type
  * "view"; index commands, collStats and validate on a view answer 166.
+ *
+ * Arguments are checked as mongod's IDL parsers do, before anything runs:
+ * the commands are strict (an unknown field is 40415: field lists in the
+ * command table, create's in its type table), typed fields are 14
+ * (mf_op_check_types), cursor documents SimpleCursorOptions; create and
+ * createIndexes refuse system.* namespaces clients may not use (73).
  */
 #include <stdarg.h>
 #include <stdio.h>

@@ -9,7 +9,10 @@
  * because sessions belong to worker threads, so a scan re-seeks to the record
  * after last_rid on each getMore. Cursors are owned by the table; a command
  * checks one out (exclusive use) and checks it back in, or destroys it when
- * exhausted. Idle cursors are reaped after cursorTimeoutMillis.
+ * exhausted. Idle cursors are reaped after cursorTimeoutMillis. A cursor
+ * remembers the logical session that opened it (has_lsid, lsid): getMore
+ * must come from the same one, and killing the session kills the cursor
+ * (cmd/cmd_sessions.c).
  */
 #ifndef MF_CURSOR_H
 #define MF_CURSOR_H

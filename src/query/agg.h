@@ -38,7 +38,8 @@
  * pipeline itself then returns no documents.
  *
  * Collectionless pipelines (aggregate: 1). A pipeline whose first stage is
- * $documents or $currentOp does not read a collection: mf_pipeline_run never
+ * $documents, $currentOp, $listLocalSessions or $listSessions (the last two
+ * through env->list_sessions) does not read a collection: mf_pipeline_run never
  * calls env->scan for it and ignores coll (which may be NULL). Both stages
  * must be first (else 40602 "<stage> is only valid as the first stage in a
  * pipeline"). The command layer should:
