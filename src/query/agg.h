@@ -40,7 +40,7 @@
  * Collectionless pipelines (aggregate: 1). A pipeline whose first stage is
  * $documents, $currentOp, $listLocalSessions or $listSessions (the last two
  * through env->list_sessions) does not read a collection: mf_pipeline_run never
- * calls env->scan for it and ignores coll (which may be NULL). Both stages
+ * calls env->scan for it and ignores coll (which may be NULL). These stages
  * must be first (else 40602 "<stage> is only valid as the first stage in a
  * pipeline"). The command layer should:
  *   - call mf_pipeline_is_collectionless(p) for {aggregate: 1}; if false,
