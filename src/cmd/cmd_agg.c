@@ -159,6 +159,7 @@ agg_adapter_visit(void *arg, int64_t rid, const bson_t *doc, const mf_match_deta
 #define MF_VIEW_DEPTH_MAX 20
 
 static void env_set_streams(mf_agg_env_t *env);
+static int agg_list_sessions(void *ctx, const char *stage, const bson_t *spec, mf_docvec_t *out, mf_error_t *err);
 static int agg_scan(void *ctx, const char *coll, const bson_t *filter, mf_agg_visit_fn visit, void *arg,
                     mf_error_t *err);
 static int view_scan(agg_scan_ctx_t *x, const char *name, const bson_t *filter, mf_agg_visit_fn visit, void *arg,
@@ -405,6 +406,7 @@ mf_crud_agg_stream_fill(mf_op_t *op, mf_cursor_t *cur, int64_t max, bson_t *arr,
     memset(&env, 0, sizeof env);
     x->sc.op = op;
     env.scan = agg_scan;
+    env.list_sessions = agg_list_sessions; /* $lookup sub-pipelines may list sessions too */
     env.pull = agg_pull;
     env_set_streams(&env);
     env.source_indexes = agg_source_indexes;
@@ -641,6 +643,7 @@ view_each(mf_op_t *op, const char *name, const bson_value_t *stages, int depth, 
         return -1;
     memset(&env, 0, sizeof env);
     env.scan = agg_scan;
+    env.list_sessions = agg_list_sessions; /* $lookup sub-pipelines may list sessions too */
     env.pull = agg_pull;
     env_set_streams(&env);
     env.source_indexes = agg_source_indexes;
@@ -686,6 +689,7 @@ agg_sub_next(void *ctx, void *sub, bson_t **out, mf_error_t *err)
     memset(&env, 0, sizeof env);
     s->sc.op = x->op;
     env.scan = agg_scan;
+    env.list_sessions = agg_list_sessions; /* $lookup sub-pipelines may list sessions too */
     env.pull = agg_pull;
     env.ctx = &s->sc;
     env_set_streams(&env);
@@ -842,6 +846,7 @@ agg_write_stream(mf_op_t *op, const char *name, mf_pipeline_t **plp, const bson_
         mf_agg_env_t env;
         memset(&env, 0, sizeof env);
         env.scan = agg_scan;
+        env.list_sessions = agg_list_sessions; /* $lookup sub-pipelines may list sessions too */
         env.pull = agg_pull;
         env_set_streams(&env);
     env.source_indexes = agg_source_indexes;
@@ -1175,9 +1180,9 @@ mf_cmd_aggregate(mf_op_t *op)
     mf_agg_env_t env;
     memset(&env, 0, sizeof(env));
     env.scan = agg_scan;
+    env.list_sessions = agg_list_sessions; /* $lookup sub-pipelines may list sessions too */
     env.ctx = &sc;
     env.write_out = agg_write_out;
-    env.list_sessions = agg_list_sessions;
     if (name == NULL && strcmp(op->db, "admin") == 0)
         env.current_op = agg_current_op;
     if (name == NULL)

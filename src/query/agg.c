@@ -2739,6 +2739,9 @@ parse_union_with(stage_t *s, const bson_value_t *v, mf_error_t *err)
     if (s->sub != NULL && s->sub->writes)
         return mf_err_set(err, MF_E_Location31441, "%s is not allowed within a $unionWith's sub-pipeline",
                           s->sub->stages[s->sub->n - 1].kind == S_OUT ? "$out" : "$merge");
+    if (s->sub != NULL && s->sub->n > 0 && s->sub->stages[0].kind == S_LISTSESSIONS)
+        return mf_err_set(err, MF_E_Location31441, "%s is not allowed within a $unionWith's sub-pipeline",
+                          s->sub->stages[0].field);
     return 0;
 }
 
@@ -3112,6 +3115,11 @@ sub_pipeline_writes(const stage_t *s, mf_error_t *err)
             w = s->facets[i];
         if (s->facets[i]->n > 0 && s->facets[i]->stages[0].kind == S_GEONEAR) {
             mf_err_set(err, MF_E_Location40600, "$geoNear is not allowed to be used within a $facet stage");
+            return true;
+        }
+        if (s->facets[i]->n > 0 && s->facets[i]->stages[0].kind == S_LISTSESSIONS) {
+            mf_err_set(err, MF_E_Location40600, "%s is not allowed to be used within a $facet stage",
+                       s->facets[i]->stages[0].field);
             return true;
         }
     }

@@ -137,6 +137,14 @@ h.test('$listLocalSessions and $listSessions errors', async () => {
     /may not specify \{allUsers:true\} and \{users:\[\.\.\.\]\} at the same time/);
   await h.expectCode(agg(admin, [{ $listSessions: {} }]), 73,
     /\$listSessions must be run against the 'system.sessions' collection in the 'config' database/);
+  await h.expectCode(agg(admin, [{ $documents: [{}] }, { $facet: { a: [{ $listLocalSessions: {} }] } }]), 40600,
+    /^\$listLocalSessions is not allowed to be used within a \$facet stage$/);
+  await h.expectCode(agg(db, [{ $unionWith: { coll: 'c', pipeline: [{ $listLocalSessions: {} }] } }], 'c'), 31441,
+    /^\$listLocalSessions is not allowed within a \$unionWith's sub-pipeline$/);
+  // A $lookup sub-pipeline may list sessions (mongod's LookupRequirement::kAllowed).
+  const looked = await db.collection('c').aggregate([
+    { $lookup: { from: 'c', pipeline: [{ $listLocalSessions: {} }], as: 'sessions' } }]).toArray();
+  assert.ok(looked[0].sessions.length >= 1, `the driver's own session is seen from a $lookup: ${JSON.stringify(looked)}`);
   const config = srv.client.db('config');
   const s = (await admin.command({ startSession: 1 })).id.id;
   const rows = await config.collection('system.sessions').aggregate([{ $listSessions: { allUsers: true } }]).toArray();
