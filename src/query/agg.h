@@ -86,13 +86,6 @@ typedef struct mf_agg_env {
      */
     int (*current_op)(void *ctx, const bson_t *spec, mf_docvec_t *out, mf_error_t *err);
     /*
-     * list_sessions (optional, may be NULL: the stage then fails with 31111):
-     * the rows of a $listLocalSessions or $listSessions stage (stage is its
-     * name), spec its validated options ({allUsers, users: [{user, db}]}).
-     * Appends one document per session to out; 0 or -1 with err.
-     */
-    int (*list_sessions)(void *ctx, const char *stage, const bson_t *spec, mf_docvec_t *out, mf_error_t *err);
-    /*
      * write_out (optional, may be NULL: then $out / $merge fail with 20
      * IllegalOperation): receives the documents reaching a final $out or
      * $merge stage. db is the target database, or NULL for the pipeline's
@@ -135,6 +128,14 @@ typedef struct mf_agg_env {
      * array document) and its namespace to ns. Returns 0, or -1 with err.
      */
     int (*source_indexes)(void *ctx, const char *coll, bson_t *specs, char *ns, size_t nscap, mf_error_t *err);
+    /*
+     * (Last, so positional initialisers of the fields above stay valid.)
+     * list_sessions (optional, may be NULL: the stage then fails with 31111):
+     * the rows of a $listLocalSessions or $listSessions stage (stage is its
+     * name), spec its validated options ({allUsers, users: [{user, db}]}).
+     * Appends one document per session to out; 0 or -1 with err.
+     */
+    int (*list_sessions)(void *ctx, const char *stage, const bson_t *spec, mf_docvec_t *out, mf_error_t *err);
 } mf_agg_env_t;
 
 typedef struct mf_pipeline mf_pipeline_t;
@@ -153,8 +154,8 @@ int mf_pipeline_run(const mf_pipeline_t *p, const mf_agg_env_t *env, const char 
                     mf_error_t *err) MF_WUR;
 
 /*
- * mf_pipeline_is_collectionless: true if p's first stage is $documents or
- * $currentOp, i.e. p produces its own documents and needs no collection
+ * mf_pipeline_is_collectionless: true if p's first stage is $documents,
+ * $currentOp, $listLocalSessions or $listSessions, i.e. p produces its own documents and needs no collection
  * source (the only pipelines {aggregate: 1} accepts).
  */
 bool mf_pipeline_is_collectionless(const mf_pipeline_t *p);
