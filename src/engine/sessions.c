@@ -37,6 +37,7 @@ struct mf_sessions {
     size_t n;
     int64_t max;
     uint64_t seed;
+    uint8_t noauth_uid[MF_SESSION_UID_LEN]; /* SHA-256 of "": every session's uid without access control */
     entry_t *newest, *oldest;
 };
 
@@ -61,6 +62,7 @@ mf_sessions_new(int64_t max_sessions)
     s->max = max_sessions > 0 ? max_sessions : 1;
     if (RAND_bytes((unsigned char *)&s->seed, sizeof(s->seed)) != 1)
         s->seed = (uint64_t)(uintptr_t)s * 0x9E3779B97F4A7C15ULL; /* still differs per cache and per run (ASLR) */
+    mf_session_uid("", s->noauth_uid);
     return s;
 }
 
@@ -179,7 +181,10 @@ mf_sessions_touch(mf_sessions_t *s, const uint8_t id[16], const char *user, int6
     uint8_t key[KEY_LEN];
     int rc = 0;
     memcpy(key, id, 16);
-    mf_session_uid(user, key + 16);
+    if (user[0] == '\0')
+        memcpy(key + 16, s->noauth_uid, MF_SESSION_UID_LEN); /* the common case: no digest per command */
+    else
+        mf_session_uid(user, key + 16);
     uint64_t h = key_hash(s, key);
 
     pthread_mutex_lock(&s->mu);
