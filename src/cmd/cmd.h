@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "common/clock.h"
+#include "common/docvec.h"
 #include "common/error.h"
 #include "common/limits.h"
 #include "doc/check.h"
@@ -89,6 +90,7 @@ extern const mf_cmd_def_t mf_cmds_coll[];
 extern const mf_cmd_def_t mf_cmds_collmod[];
 extern const mf_cmd_def_t mf_cmds_compact[]; /* compact, fsync, fsyncUnlock (cmd_compact.c) */
 extern const mf_cmd_def_t mf_cmds_auth[];    /* SASL, connectionStatus, logout, user management (cmd_auth.c) */
+extern const mf_cmd_def_t mf_cmds_sessions[]; /* startSession, endSessions, killSessions ... (cmd_sessions.c) */
 extern const mf_cmd_def_t mf_cmds_test[];    /* configureFailPoint (cmd_failpoint.c); only with enableTestCommands */
 
 /*
@@ -132,6 +134,29 @@ bool mf_cmd_requires_auth(const char *name);
  * command's table name. 0 or -1 with op->err.
  */
 int mf_cmd_generic_check(mf_op_t *op, const char *name) MF_WUR;
+/*
+ * Logical sessions (cmd_sessions.c). mf_cmd_session_use: records the use
+ * of the session a command names in its lsid (if any) in the engine's
+ * session cache; 0, or -1 with op->err (a malformed lsid: 14, 40414, 40415,
+ * 201; a full cache: 261). mf_cmd_sessions_list: the rows of
+ * $listLocalSessions / $listSessions (stage is the stage's name, spec its
+ * validated options) pushed to out; 0, or -1 with err (13 when listing
+ * other users' sessions without the privilege).
+ */
+int mf_cmd_session_use(mf_op_t *op) MF_WUR;
+/* mf_cmd_session_id: the id of the session op names in its lsid (already validated) into id; false if none. */
+bool mf_cmd_session_id(const mf_op_t *op, uint8_t id[16]);
+/*
+ * mf_cmd_session_check_cursor: a getMore's session against the one its
+ * cursor was opened in, as mongod's validateLSID: 50736 (cursor without a
+ * session, getMore in one), 50737 (the reverse), 50738 (another session).
+ * has_lsid/lsid/owner are the cursor's. 0, or -1 with op->err.
+ */
+int mf_cmd_session_check_cursor(mf_op_t *op, int64_t cursor_id, bool has_lsid, const uint8_t lsid[16],
+                                const char *owner) MF_WUR;
+int mf_cmd_sessions_list(mf_op_t *op, const char *stage, const bson_t *spec, mf_docvec_t *out, mf_error_t *err) MF_WUR;
+/* mf_cmd_auth_cluster: whether the caller holds the cluster actions cacts (MF_CACT_*, auth/roles.h); true without access control. */
+bool mf_cmd_auth_cluster(mf_op_t *op, uint32_t cacts);
 /* mf_cmd_auth_owner: "user@db" of the caller into out (cap bytes), "" when access control does not apply. */
 void mf_cmd_auth_owner(mf_op_t *op, char *out, size_t cap);
 
@@ -178,6 +203,41 @@ int mf_op_get_string(mf_op_t *op, const char *field, const char **out, bool *pre
  */
 struct mf_cursor;
 int64_t mf_cmd_cursor_register(mf_op_t *op, struct mf_cursor *cur);
+
+/*
+ * Typed fields, as MongoDB's IDL declares a command's (or a sub-document's)
+ * fields. mf_op_check_types checks each field of doc named in spec: a value
+ * of another type is 14 TypeMismatch "BSON field '<ctx>.<f>' is the wrong
+ * type '<t>', expected type '<e>'"; MF_FT_NONNEG below 0 is 51024 "BSON
+ * field '<f>' value must be >= 0, actual value '<v>'"; null counts as
+ * absent (IDL's checkAndAssertType). With strict, a field neither in spec
+ * nor (for a command, top_level) a generic argument is 40415 "BSON field
+ * '<ctx>.<f>' is an unknown field."; top_level also skips the first field
+ * (the command name). 0, or -1 with op->err.
+ */
+typedef enum {
+    MF_FT_ANY,    /* any type (its own handler checks it) */
+    MF_FT_OBJ,    /* object */
+    MF_FT_ARR,    /* array */
+    MF_FT_STR,    /* string */
+    MF_FT_BOOL,   /* IDL safeBool / optionalBool: a bool or a number */
+    MF_FT_NUM,    /* IDL safeInt64 / safeInt: a number */
+    MF_FT_NONNEG, /* a number, >= 0 (51024) */
+} mf_field_type_t;
+typedef struct mf_field_spec {
+    const char *name;
+    mf_field_type_t type;
+} mf_field_spec_t;
+int mf_op_check_types(mf_op_t *op, const char *ctx, const bson_t *doc, const mf_field_spec_t *spec, bool strict,
+                      bool top_level) MF_WUR;
+/*
+ * mf_cmd_check_inner_fields: the 40415 check of a command nested in another
+ * (explain's): cmd's fields against its command's own list and the generic
+ * arguments. 0, or -1 with op->err.
+ */
+int mf_cmd_check_inner_fields(mf_op_t *op, const bson_t *cmd) MF_WUR;
+/* mf_cmd_is_generic_arg: whether k is one of the generic arguments every command accepts (cmd_dispatch.c). */
+bool mf_cmd_is_generic_arg(const char *k);
 
 /* mf_op_coll_name: the collection named by the command's first field (must be a string). */
 int mf_op_coll_name(mf_op_t *op, const char **name) MF_WUR;

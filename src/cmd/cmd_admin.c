@@ -1,10 +1,9 @@
 /*
  * cmd_admin.c: handshake, diagnostics and server-wide commands: hello /
  * isMaster, ping, buildInfo, getParameter / setParameter, serverStatus,
- * hostInfo, whatsmyuri, connectionStatus, getLog, getCmdLineOpts, and the
- * session commands a driver sends (startSession, endSessions, killSessions
- * ...), which a standalone server without sessions acknowledges, and
- * currentOp / killOp over the operation registry (curop.h).
+ * hostInfo, whatsmyuri, connectionStatus, getLog, getCmdLineOpts, and
+ * currentOp / killOp over the operation registry (curop.h). The session
+ * commands live in cmd_sessions.c.
  *
  * Wire limits advertised here are enforced elsewhere: message length in
  * net.c, document size in wire.c / cmd_util.c, batch size in the write
@@ -421,13 +420,6 @@ cmd_get_cmd_line_opts(mf_op_t *op)
     return 0;
 }
 
-static int
-cmd_ack(mf_op_t *op)
-{
-    (void)op;
-    return 0;
-}
-
 /*
  * Replica-set commands: replication's (eng->repl->command) on a member; on
  * a standalone 76 NoReplicationEnabled, with mongod's messages.
@@ -456,26 +448,6 @@ cmd_get_default_rw_concern(mf_op_t *op)
     bson_append_document_end(op->reply, &sub);
     BSON_APPEND_UTF8(op->reply, "defaultReadConcernSource", "implicit");
     BSON_APPEND_UTF8(op->reply, "defaultWriteConcernSource", "implicit");
-    return 0;
-}
-
-/* startSession: a fresh logical session id; mayfly keeps no server-side session state. */
-static int
-cmd_start_session(mf_op_t *op)
-{
-    bson_t id;
-    uint8_t uuid[16];
-    bson_oid_t a, b;
-    bson_oid_init(&a, NULL);
-    bson_oid_init(&b, NULL);
-    memcpy(uuid, a.bytes, 8);
-    memcpy(uuid + 8, b.bytes + 4, 8);
-    uuid[6] = (uint8_t)((uuid[6] & 0x0f) | 0x40);
-    uuid[8] = (uint8_t)((uuid[8] & 0x3f) | 0x80);
-    BSON_APPEND_DOCUMENT_BEGIN(op->reply, "id", &id);
-    bson_append_binary(&id, "id", -1, BSON_SUBTYPE_UUID, uuid, 16);
-    bson_append_document_end(op->reply, &id);
-    BSON_APPEND_INT32(op->reply, "timeoutMinutes", 30);
     return 0;
 }
 
@@ -565,7 +537,6 @@ int mf_cmd_list_commands(mf_op_t *op);
 
 const mf_cmd_def_t mf_cmds_admin[] = {
     {"listCommands", mf_cmd_list_commands, MF_CMD_NO_DB},
-    {"startSession", cmd_start_session, 0},
     {"currentOp", cmd_current_op, MF_CMD_ADMIN_ONLY},
     {"killOp", cmd_kill_op, MF_CMD_ADMIN_ONLY},
     {"hello", cmd_hello, MF_CMD_NO_DB},
@@ -582,10 +553,6 @@ const mf_cmd_def_t mf_cmds_admin[] = {
     {"authenticate", cmd_auth_failed, 0},
     {"getLog", cmd_get_log, MF_CMD_ADMIN_ONLY},
     {"getCmdLineOpts", cmd_get_cmd_line_opts, MF_CMD_ADMIN_ONLY},
-    {"endSessions", cmd_ack, 0},
-    {"killSessions", cmd_ack, 0},
-    {"killAllSessions", cmd_ack, 0},
-    {"refreshSessions", cmd_ack, 0},
     {"replSetGetStatus", cmd_repl, MF_CMD_ADMIN_ONLY},
     {"replSetInitiate", cmd_repl, MF_CMD_ADMIN_ONLY},
     {"replSetGetConfig", cmd_repl, MF_CMD_ADMIN_ONLY},

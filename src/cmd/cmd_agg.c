@@ -159,6 +159,7 @@ agg_adapter_visit(void *arg, int64_t rid, const bson_t *doc, const mf_match_deta
 #define MF_VIEW_DEPTH_MAX 20
 
 static void env_set_streams(mf_agg_env_t *env);
+static int agg_list_sessions(void *ctx, const char *stage, const bson_t *spec, mf_docvec_t *out, mf_error_t *err);
 static int agg_scan(void *ctx, const char *coll, const bson_t *filter, mf_agg_visit_fn visit, void *arg,
                     mf_error_t *err);
 static int view_scan(agg_scan_ctx_t *x, const char *name, const bson_t *filter, mf_agg_visit_fn visit, void *arg,
@@ -405,6 +406,7 @@ mf_crud_agg_stream_fill(mf_op_t *op, mf_cursor_t *cur, int64_t max, bson_t *arr,
     memset(&env, 0, sizeof env);
     x->sc.op = op;
     env.scan = agg_scan;
+    env.list_sessions = agg_list_sessions; /* $lookup sub-pipelines may list sessions too */
     env.pull = agg_pull;
     env_set_streams(&env);
     env.source_indexes = agg_source_indexes;
@@ -641,6 +643,7 @@ view_each(mf_op_t *op, const char *name, const bson_value_t *stages, int depth, 
         return -1;
     memset(&env, 0, sizeof env);
     env.scan = agg_scan;
+    env.list_sessions = agg_list_sessions; /* $lookup sub-pipelines may list sessions too */
     env.pull = agg_pull;
     env_set_streams(&env);
     env.source_indexes = agg_source_indexes;
@@ -686,6 +689,7 @@ agg_sub_next(void *ctx, void *sub, bson_t **out, mf_error_t *err)
     memset(&env, 0, sizeof env);
     s->sc.op = x->op;
     env.scan = agg_scan;
+    env.list_sessions = agg_list_sessions; /* $lookup sub-pipelines may list sessions too */
     env.pull = agg_pull;
     env.ctx = &s->sc;
     env_set_streams(&env);
@@ -842,6 +846,7 @@ agg_write_stream(mf_op_t *op, const char *name, mf_pipeline_t **plp, const bson_
         mf_agg_env_t env;
         memset(&env, 0, sizeof env);
         env.scan = agg_scan;
+        env.list_sessions = agg_list_sessions; /* $lookup sub-pipelines may list sessions too */
         env.pull = agg_pull;
         env_set_streams(&env);
     env.source_indexes = agg_source_indexes;
@@ -893,6 +898,14 @@ agg_current_op(void *ctx, const bson_t *spec, mf_docvec_t *out, mf_error_t *err)
     (void)err;
     mf_curops_report_each(x->op->eng->curops, push_curop_row, out);
     return 0;
+}
+
+/* env->list_sessions: the rows of $listLocalSessions / $listSessions (cmd_sessions.c). */
+static int
+agg_list_sessions(void *ctx, const char *stage, const bson_t *spec, mf_docvec_t *out, mf_error_t *err)
+{
+    agg_scan_ctx_t *x = ctx;
+    return mf_cmd_sessions_list(x->op, stage, spec, out, err);
 }
 
 /* env->write_out: validates the target and records the write (stealing the documents). */
@@ -1008,13 +1021,24 @@ mf_cmd_aggregate(mf_op_t *op)
     if (!BSON_ITER_HOLDS_ARRAY(&it))
         return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field 'aggregate.pipeline' is the wrong type '%s', expected type 'array'",
                           mf_type_name(bson_iter_type(&it)));
-    if (mf_op_get_bool(op, "explain", &explain, &present) != 0)
+    static const mf_field_spec_t agg_types[] = {{"bypassDocumentValidation", MF_FT_BOOL}, {"collation", MF_FT_OBJ},
+                                                {"let", MF_FT_OBJ}, {NULL, MF_FT_ANY}};
+    if (mf_op_get_bool(op, "explain", &explain, &present) != 0 ||
+        mf_op_check_types(op, op->name, op->cmd, agg_types, false, true) != 0)
         return -1;
     if (bson_iter_init_find(&ci, op->cmd, "cursor")) {
         if (!BSON_ITER_HOLDS_DOCUMENT(&ci))
             return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field 'aggregate.cursor' is the wrong type '%s', expected type 'object'",
                               mf_type_name(bson_iter_type(&ci)));
         has_cursor = true;
+        /* The cursor document is strict: only batchSize (SimpleCursorOptions). */
+        static const mf_field_spec_t cursor_types[] = {{"batchSize", MF_FT_ANY}, {NULL, MF_FT_ANY}};
+        bson_t cdoc;
+        const uint8_t *cd;
+        uint32_t cl;
+        bson_iter_document(&ci, &cl, &cd);
+        if (bson_init_static(&cdoc, cd, cl) && mf_op_check_types(op, "aggregate.cursor", &cdoc, cursor_types, true, false) != 0)
+            return -1;
         bson_iter_t bi;
         if (bson_iter_recurse(&ci, &bi) && bson_iter_find(&bi, "batchSize")) {
             if (!mf_value_is_number(bson_iter_value(&bi)))
@@ -1130,6 +1154,20 @@ mf_cmd_aggregate(mf_op_t *op)
         return mf_err_set(&op->err, MF_E_InvalidNamespace,
                           "{aggregate: 1} is not valid for this pipeline; a collection is required.");
     }
+    /* $listLocalSessions runs on {aggregate: 1}, $listSessions on config.system.sessions (as mongod). */
+    const char *ls = mf_pipeline_lists_sessions(pl);
+    if (ls != NULL && ls[5] == 'L' && name != NULL) {
+        mf_err_set(&op->err, MF_E_InvalidNamespace,
+                   "$listLocalSessions must be run against the database with {aggregate: 1}, not a collection");
+        mf_pipeline_free(pl);
+        return -1;
+    }
+    if (ls != NULL && ls[5] == 'S' && (name == NULL || strcmp(op->db, "config") != 0 || strcmp(name, "system.sessions") != 0)) {
+        mf_err_set(&op->err, MF_E_InvalidNamespace,
+                   "$listSessions must be run against the 'system.sessions' collection in the 'config' database.");
+        mf_pipeline_free(pl);
+        return -1;
+    }
     agg_write_t aw;
     memset(&aw, 0, sizeof aw);
     mf_docvec_init(&aw.docs);
@@ -1142,6 +1180,7 @@ mf_cmd_aggregate(mf_op_t *op)
     mf_agg_env_t env;
     memset(&env, 0, sizeof(env));
     env.scan = agg_scan;
+    env.list_sessions = agg_list_sessions; /* $lookup sub-pipelines may list sessions too */
     env.ctx = &sc;
     env.write_out = agg_write_out;
     if (name == NULL && strcmp(op->db, "admin") == 0)

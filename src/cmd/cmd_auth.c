@@ -198,6 +198,15 @@ mf_cmd_may_see_db(mf_op_t *op, const char *db)
     return p != NULL && (mf_privs_cluster(p, MF_CACT_LIST_DATABASES) || mf_privs_any_on(p, db));
 }
 
+bool
+mf_cmd_auth_cluster(mf_op_t *op, uint32_t cacts)
+{
+    if (!checked(op))
+        return true;
+    const mf_privs_t *p = privs_of(op);
+    return p != NULL && mf_privs_cluster(p, cacts);
+}
+
 void
 mf_cmd_auth_owner(mf_op_t *op, char *out, size_t cap)
 {
@@ -387,6 +396,17 @@ upserts(const mf_op_t *op, const bson_t *cmd)
     return false;
 }
 
+/* Whether the command's pipeline starts with $listLocalSessions or $listSessions. */
+static bool
+first_stage_lists_sessions(const bson_t *cmd)
+{
+    bson_iter_t it, st, f;
+    if (!bson_iter_init_find(&it, cmd, "pipeline") || !BSON_ITER_HOLDS_ARRAY(&it) || !bson_iter_recurse(&it, &st) ||
+        !bson_iter_next(&st) || !BSON_ITER_HOLDS_DOCUMENT(&st) || !bson_iter_recurse(&st, &f) || !bson_iter_next(&f))
+        return false;
+    return strcmp(bson_iter_key(&f), "$listLocalSessions") == 0 || strcmp(bson_iter_key(&f), "$listSessions") == 0;
+}
+
 static int
 denied(mf_op_t *op, const char *db, const char *name)
 {
@@ -528,6 +548,16 @@ special(mf_op_t *op, const mf_privs_t *p, const rule_t *r, const char *db, const
         return mf_privs_allow(p, db, c, MF_ACT_FIND) ? 0 : denied(op, db, name);
     }
     if (strcmp(name, "aggregate") == 0) {
+        static const char *const reads_other[] = {"$lookup", "$unionWith", "$graphLookup", "$out", "$merge", NULL};
+        /*
+         * A pipeline that starts with $listLocalSessions / $listSessions reads
+         * the session cache, not a collection: listing one's own sessions
+         * needs no privilege, and the stage itself asks mf_cmd_auth_cluster
+         * for anyone else's (as mongod). Only while no later stage reads or
+         * writes a collection.
+         */
+        if (first_stage_lists_sessions(cmd) && !cmd_has_key(cmd, "pipeline", reads_other))
+            return 0;
         bool current_op = cmd_has_key(cmd, "pipeline", curop);
         if (current_op && !mf_privs_cluster(p, MF_CACT_MONITOR))
             return denied(op, db, name);

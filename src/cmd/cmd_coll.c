@@ -22,6 +22,12 @@
  * Views are catalog entries with viewOn (and an empty record table, no
  * indexes): create checks their pipeline; listCollections shows type
  * "view"; index commands, collStats and validate on a view answer 166.
+ *
+ * Arguments are checked as mongod's IDL parsers do, before anything runs:
+ * the commands are strict (an unknown field is 40415: field lists in the
+ * command table, create's in its type table), typed fields are 14
+ * (mf_op_check_types), cursor documents SimpleCursorOptions; create and
+ * createIndexes refuse system.* namespaces clients may not use (73).
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -33,6 +39,7 @@
 #include "common/alloc.h"
 #include "catalog/coll_write.h"
 #include "cmd/cmd.h"
+#include "cmd/crud.h"
 #include "doc/collation.h"
 #include "catalog/timeseries.h"
 #include "index/index_spec.h"
@@ -58,6 +65,32 @@ is_generic_field(const char *k)
             return true;
     }
     return false;
+}
+
+/*
+ * cursor_options: a command's "cursor" argument, MongoDB's SimpleCursorOptions
+ * (an object whose only field is batchSize, a number >= 0): 14, 40415, 51024.
+ * listCollections and listIndexes answer in one batch whatever its size.
+ */
+static int
+cursor_options(mf_op_t *op)
+{
+    static const mf_field_spec_t types[] = {{"batchSize", MF_FT_NONNEG}, {NULL, MF_FT_ANY}};
+    bson_iter_t it;
+    bson_t doc;
+    const uint8_t *data;
+    uint32_t len;
+    char ctx[64];
+    if (!bson_iter_init_find(&it, op->cmd, "cursor") || BSON_ITER_HOLDS_NULL(&it))
+        return 0;
+    if (!BSON_ITER_HOLDS_DOCUMENT(&it))
+        return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field '%s.cursor' is the wrong type '%s', expected type 'object'",
+                          op->name, mf_type_name(bson_iter_type(&it)));
+    bson_iter_document(&it, &len, &data);
+    if (!bson_init_static(&doc, data, len))
+        return 0;
+    snprintf(ctx, sizeof(ctx), "%s.cursor", op->name);
+    return mf_op_check_types(op, ctx, &doc, types, true, false);
 }
 
 static void
@@ -239,6 +272,57 @@ clustered_spec(mf_op_t *op, const bson_iter_t *it, bson_t *opts)
     return 0;
 }
 
+/*
+ * create's fields (create.idl, strict: anything else is 40415, so no unknown
+ * option is stored with the collection); uuid is replication's own (a
+ * member's initial sync and oplog), refused from clients below.
+ */
+static const mf_field_spec_t create_types[] = {
+    {"capped", MF_FT_BOOL},
+    {"autoIndexId", MF_FT_BOOL},
+    {"idIndex", MF_FT_OBJ},
+    {"size", MF_FT_NUM},
+    {"max", MF_FT_NUM},
+    {"storageEngine", MF_FT_OBJ},
+    {"validator", MF_FT_OBJ},
+    {"validationLevel", MF_FT_STR},
+    {"validationAction", MF_FT_STR},
+    {"indexOptionDefaults", MF_FT_OBJ},
+    {"viewOn", MF_FT_STR},
+    {"pipeline", MF_FT_ARR},
+    {"collation", MF_FT_OBJ},
+    {"changeStreamPreAndPostImages", MF_FT_OBJ},
+    {"timeseries", MF_FT_OBJ},
+    {"clusteredIndex", MF_FT_ANY},
+    {"recordIdsReplicated", MF_FT_BOOL},
+    {"expireAfterSeconds", MF_FT_ANY},
+    {"encryptedFields", MF_FT_OBJ},
+    {"temp", MF_FT_BOOL},
+    {"flags", MF_FT_NUM},
+    {"uuid", MF_FT_ANY},
+    {NULL, MF_FT_ANY}};
+
+/* create.idl's validators: size <= 1 PB, max < 2^31 (51024, as IDL's comparison errors). */
+static int
+create_bounds(mf_op_t *op)
+{
+    bson_iter_t it;
+    int64_t n;
+    if (bson_iter_init_find(&it, op->cmd, "size") && mf_value_is_number(bson_iter_value(&it)) &&
+        mf_value_as_double(bson_iter_value(&it)) > 1125899906842624.0) {
+        n = mf_value_as_int64(bson_iter_value(&it), &n) ? n : (int64_t)mf_value_as_double(bson_iter_value(&it));
+        return mf_err_set(&op->err, MF_E_Location51024,
+                          "BSON field 'size' value must be <= 1125899906842624, actual value '%lld'", (long long)n);
+    }
+    if (bson_iter_init_find(&it, op->cmd, "max") && mf_value_is_number(bson_iter_value(&it)) &&
+        mf_value_as_double(bson_iter_value(&it)) >= 2147483648.0) {
+        n = mf_value_as_int64(bson_iter_value(&it), &n) ? n : (int64_t)mf_value_as_double(bson_iter_value(&it));
+        return mf_err_set(&op->err, MF_E_Location51024, "BSON field 'max' value must be < 2147483648, actual value '%lld'",
+                          (long long)n);
+    }
+    return 0;
+}
+
 static int
 cmd_create(mf_op_t *op)
 {
@@ -248,14 +332,16 @@ cmd_create(mf_op_t *op)
     mf_coll_t *c;
     int rc = 0;
 
-    if (mf_op_coll_name(op, &name) != 0)
+    if (mf_op_coll_name(op, &name) != 0 ||
+        mf_op_check_types(op, op->name, op->cmd, create_types, !(op->client != NULL && op->client->internal), true) != 0 ||
+        mf_crud_check_write_ns(op, name, true) != 0 || create_bounds(op) != 0)
         return -1;
     bson_init(&opts);
     bson_iter_init(&it, op->cmd);
     bson_iter_next(&it);
     while (bson_iter_next(&it)) {
         const char *k = bson_iter_key(&it);
-        if (is_generic_field(k))
+        if (is_generic_field(k) || mf_cmd_is_generic_arg(k))
             continue;
         if (strcmp(k, "uuid") == 0 && !(op->client != NULL && op->client->internal)) {
             bson_destroy(&opts);
@@ -472,7 +558,10 @@ cmd_list_collections(mf_op_t *op)
     mf_matcher_t *m;
     int k = 0;
 
-    if (mf_op_get_doc(op, "filter", &filter, &has_filter) != 0 || mf_op_get_bool(op, "nameOnly", &name_only, &present) != 0)
+    static const mf_field_spec_t types[] = {{"authorizedCollections", MF_FT_BOOL}, {"includePendingDrops", MF_FT_BOOL},
+                                            {NULL, MF_FT_ANY}};
+    if (mf_op_check_types(op, op->name, op->cmd, types, false, true) != 0 || cursor_options(op) != 0 ||
+        mf_op_get_doc(op, "filter", &filter, &has_filter) != 0 || mf_op_get_bool(op, "nameOnly", &name_only, &present) != 0)
         return -1;
     if ((m = mf_matcher_new(has_filter ? &filter : NULL, &op->err)) == NULL)
         return -1;
@@ -978,8 +1067,11 @@ cmd_list_indexes(mf_op_t *op)
     mf_coll_t *c;
     bson_t batch;
     char key[16], cname[300];
+    static const mf_field_spec_t types[] = {{"includeBuildUUIDs", MF_FT_BOOL}, {"includeIndexBuildInfo", MF_FT_BOOL},
+                                            {NULL, MF_FT_ANY}};
 
-    if (mf_op_coll_name(op, &name) != 0)
+    if (mf_op_coll_name(op, &name) != 0 || mf_op_check_types(op, op->name, op->cmd, types, false, true) != 0 ||
+        cursor_options(op) != 0)
         return -1;
     mf_catalog_rdlock(op->eng->cat);
     c = mf_catalog_coll_find(op->eng->cat, op->db, name);
@@ -1059,7 +1151,11 @@ cmd_create_indexes(mf_op_t *op)
     uint8_t uuid[16];
     char ns[512];
 
-    if (mf_op_coll_name(op, &name) != 0)
+    static const mf_field_spec_t types[] = {{"v", MF_FT_NUM}, {"ignoreUnknownIndexOptions", MF_FT_BOOL},
+                                            {"returnOnStart", MF_FT_BOOL}, {"isTimeseriesNamespace", MF_FT_BOOL},
+                                            {NULL, MF_FT_ANY}};
+    if (mf_op_coll_name(op, &name) != 0 || mf_op_check_types(op, op->name, op->cmd, types, false, true) != 0 ||
+        mf_crud_check_write_ns(op, name, true) != 0)
         return -1;
     {
         bool done;
@@ -1361,20 +1457,33 @@ cmd_drop_indexes(mf_op_t *op)
     return rc;
 }
 
+/* The commands' own fields (their IDL, strict: dispatch answers 40415 for anything else). */
+static const char *const drop_fields[] = {"collectionUUID", NULL};
+static const char *const list_collections_fields[] = {"cursor", "filter", "nameOnly", "authorizedCollections",
+                                                      "includePendingDrops", NULL};
+static const char *const list_indexes_fields[] = {"cursor", "includeBuildUUIDs", "includeIndexBuildInfo",
+                                                  "collectionUUID", NULL};
+static const char *const create_indexes_fields[] = {"indexes", "v", "ignoreUnknownIndexOptions", "commitQuorum",
+                                                    "returnOnStart", "isTimeseriesNamespace", "collectionUUID", NULL};
+static const char *const drop_indexes_fields[] = {"index", "collectionUUID", NULL};
+static const char *const drop_database_fields[] = {NULL};
+static const char *const list_databases_fields[] = {"filter", "nameOnly", "authorizedDatabases", NULL};
+static const char *const rename_fields[] = {"to", "dropTarget", "stayTemp", "collectionUUID", NULL};
+
 const mf_cmd_def_t mf_cmds_coll[] = {
     {"create", cmd_create, 0, NULL},
-    {"drop", cmd_drop, 0, NULL},
-    {"dropDatabase", cmd_drop_database, 0, NULL},
-    {"listCollections", cmd_list_collections, 0, NULL},
-    {"listDatabases", cmd_list_databases, MF_CMD_ADMIN_ONLY, NULL},
-    {"renameCollection", cmd_rename_collection, MF_CMD_ADMIN_ONLY, NULL},
+    {"drop", cmd_drop, 0, drop_fields},
+    {"dropDatabase", cmd_drop_database, 0, drop_database_fields},
+    {"listCollections", cmd_list_collections, 0, list_collections_fields},
+    {"listDatabases", cmd_list_databases, MF_CMD_ADMIN_ONLY, list_databases_fields},
+    {"renameCollection", cmd_rename_collection, MF_CMD_ADMIN_ONLY, rename_fields},
     {"collStats", cmd_coll_stats, 0, NULL},
     {"dbStats", cmd_db_stats, 0, NULL},
     {"dbstats", cmd_db_stats, 0, NULL},
     {"validate", cmd_validate, 0, NULL},
-    {"listIndexes", cmd_list_indexes, 0, NULL},
-    {"createIndexes", cmd_create_indexes, 0, NULL},
-    {"dropIndexes", cmd_drop_indexes, 0, NULL},
-    {"deleteIndexes", cmd_drop_indexes, 0, NULL},
+    {"listIndexes", cmd_list_indexes, 0, list_indexes_fields},
+    {"createIndexes", cmd_create_indexes, 0, create_indexes_fields},
+    {"dropIndexes", cmd_drop_indexes, 0, drop_indexes_fields},
+    {"deleteIndexes", cmd_drop_indexes, 0, drop_indexes_fields},
     {NULL, NULL, 0, NULL},
 };

@@ -440,8 +440,17 @@ cmd_coll_mod(mf_op_t *op)
                    strcmp(k, "apiVersion") == 0 || strcmp(k, "apiStrict") == 0 ||
                    strcmp(k, "apiDeprecationErrors") == 0 || strcmp(k, "dryRun") == 0) {
             continue;
-        } else {
+        } else if (!mf_cmd_is_generic_arg(k)) {
+            /* collmod.idl is strict; its fields mayfly does not implement (viewOn, pipeline, cappedSize ...) stay 72. */
+            static const char *const idl_fields[] = {
+                "viewOn", "pipeline", "changeStreamPreAndPostImages", "cappedSize", "cappedMax", "recordPreImages",
+                "timeseriesBucketsMayHaveMixedSchemaData", "collectionUUID", "isTimeseriesNamespace", NULL};
+            bool known = false;
+            for (int i = 0; idl_fields[i] != NULL && !known; i++)
+                known = strcmp(idl_fields[i], k) == 0;
             bson_destroy(&opts);
+            if (!known)
+                return mf_err_set(&op->err, MF_E_Location40415, "BSON field 'collMod.%s' is an unknown field.", k);
             return mf_err_set(&op->err, MF_E_InvalidOptions, "unknown option to collMod: %s", k);
         }
     }

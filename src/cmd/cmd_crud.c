@@ -107,11 +107,50 @@ mf_crud_check_batch_size(mf_op_t *op, size_t n)
     return 0;
 }
 
+/* mongod's NamespaceString::isLegalClientSystemNS: the system.* collections clients may create and write. */
+static bool
+legal_client_system_ns(const char *db, const char *coll)
+{
+    static const char *const any_db[] = {"system.users", "system.js", "system.views", NULL};
+    static const char *const admin[] = {"system.roles", "system.version", "system.keys", "system.backup_users",
+                                        "system.new_users", NULL};
+    static const char *const config[] = {"system.sessions", "system.indexBuilds", NULL};
+    static const char *const local[] = {"system.replset", "system.healthlog", NULL};
+    const char *const *lists[] = {any_db, strcmp(db, "admin") == 0 ? admin : strcmp(db, "config") == 0 ? config
+                                          : strcmp(db, "local") == 0 ? local : NULL};
+    if (strncmp(coll, "system.buckets.", 15) == 0)
+        return true; /* a time-series collection's buckets */
+    for (size_t l = 0; l < sizeof(lists) / sizeof(lists[0]); l++) {
+        for (const char *const *n = lists[l]; n != NULL && *n != NULL; n++) {
+            if (strcmp(*n, coll) == 0)
+                return true;
+        }
+    }
+    return false;
+}
+
+int
+mf_crud_check_write_ns(mf_op_t *op, const char *coll, bool create)
+{
+    if ((op->client != NULL && op->client->internal) || strncmp(coll, "system.", 7) != 0)
+        return 0;
+    if (!create && strcmp(coll, "system.profile") == 0)
+        return mf_err_set(&op->err, MF_E_InvalidNamespace, "cannot write to '%s.%s'", op->db, coll);
+    if (strcmp(coll, "system.profile") == 0 || legal_client_system_ns(op->db, coll))
+        return 0;
+    return mf_err_set(&op->err, MF_E_InvalidNamespace, "Invalid system namespace: %s.%s", op->db, coll);
+}
+
 int
 mf_crud_get_ordered(mf_op_t *op, bool *ordered)
 {
+    /* The write commands' typed top-level fields (write_ops.idl), bypassDocumentValidation a safeBool. */
+    static const mf_field_spec_t write_types[] = {{"bypassDocumentValidation", MF_FT_BOOL}, {"let", MF_FT_OBJ},
+                                                  {NULL, MF_FT_ANY}};
     bool present;
     *ordered = true;
+    if (mf_op_check_types(op, op->name, op->cmd, write_types, false, true) != 0)
+        return -1;
     return mf_op_get_bool(op, "ordered", ordered, &present);
 }
 
@@ -136,8 +175,10 @@ static const char *const insert_fields[] = {"documents", "ordered", "bypassDocum
 static const char *const find_fields[] = {"filter", "projection", "sort", "hint", "skip", "limit", "batchSize",
                                           "singleBatch", "max", "min", "returnKey", "showRecordId", "tailable",
                                           "oplogReplay", "noCursorTimeout", "awaitData", "allowPartialResults",
-                                          "collation", "allowDiskUse", "let", "ntoreturn", NULL};
-static const char *const getmore_fields[] = {"collection", "batchSize", "lastKnownCommittedOpTime", NULL};
+                                          "collation", "allowDiskUse", "let", "ntoreturn", "includeQueryStatsMetrics",
+                                          NULL};
+static const char *const getmore_fields[] = {"collection", "batchSize", "lastKnownCommittedOpTime",
+                                             "includeQueryStatsMetrics", NULL};
 static const char *const killcursors_fields[] = {"cursors", NULL};
 static const char *const update_fields[] = {"updates", "ordered", "bypassDocumentValidation", "let", NULL};
 static const char *const delete_fields[] = {"deletes", "ordered", "let", NULL};
@@ -148,7 +189,8 @@ static const char *const count_fields[] = {"query", "limit", "skip", "hint", "co
 static const char *const distinct_fields[] = {"key", "query", "collation", "hint", NULL};
 static const char *const aggregate_fields[] = {"pipeline", "explain", "allowDiskUse", "cursor",
                                                "bypassDocumentValidation", "collation", "hint", "let",
-                                               "exchange", "fromMongos", "needsMerge", "collectionUUID", NULL};
+                                               "exchange", "fromMongos", "needsMerge", "collectionUUID",
+                                               "includeQueryStatsMetrics", NULL};
 
 static const char *const bulkwrite_fields[] = {"ops", "nsInfo", "ordered", "errorsOnly", "bypassDocumentValidation",
                                                "let", "cursor", "stmtId", "stmtIds", NULL};

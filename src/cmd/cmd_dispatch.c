@@ -12,7 +12,8 @@
  * update, delete, findAndModify) run as plain writes; validates the
  * writeConcern shape before the command runs, and, since a standalone has
  * one data-bearing node, answers w > 1 with a writeConcernError after the
- * write is applied (as mongod does).
+ * write is applied (as mongod does); and records the logical session a
+ * command names in its lsid in the engine's session cache (cmd_sessions.c).
  */
 #include "common/alloc.h"
 
@@ -29,8 +30,8 @@
 #include "common/log.h"
 #include "doc/value.h"
 
-static const mf_cmd_def_t *tables[] = {mf_cmds_admin,   mf_cmds_crud,    mf_cmds_coll, mf_cmds_collmod, mf_cmds_compact,
-                                         mf_cmds_profile, mf_cmds_auth,    mf_cmds_misc, mf_cmds_test};
+static const mf_cmd_def_t *tables[] = {mf_cmds_admin,   mf_cmds_crud, mf_cmds_coll, mf_cmds_collmod, mf_cmds_compact,
+                                         mf_cmds_profile, mf_cmds_auth, mf_cmds_misc, mf_cmds_sessions, mf_cmds_test};
 
 /* Whether table t exists on this engine: the test commands only with enableTestCommands=1, as in mongod. */
 static bool
@@ -103,7 +104,10 @@ static const char *const generic_args[] = {
     "apiDeprecationErrors", "$audit", "$client", "$configServerState", "allowImplicitCollectionCreation",
     "clientOperationKey", "$queryOptions", "maxTimeMSOpOnly", "databaseVersion", "shardVersion",
     "mayBypassWriteBlocking", "$configTime", "$topologyTime", "usesDefaultMaxTimeMS", "readOnce", "term",
-    "$query", "$maxTimeMS", "$comment", "$explain", "$snapshot", "$options", NULL};
+    "$query", "$maxTimeMS", "$comment", "$explain", "$snapshot", "$options",
+    /* the rest of mongod's generic_argument.idl */
+    "stmtId", "txnRetryCounter", "$oplogQueryData", "$replData", "tracking_info", "coordinator", "$tenant",
+    "expectPrefix", NULL};
 
 static bool
 in_list(const char *const *list, const char *k)
@@ -113,6 +117,28 @@ in_list(const char *const *list, const char *k)
             return true;
     }
     return false;
+}
+
+int
+mf_cmd_check_inner_fields(mf_op_t *op, const bson_t *cmd)
+{
+    bson_iter_t it;
+    const mf_cmd_def_t *def;
+    if (!bson_iter_init(&it, cmd) || !bson_iter_next(&it) || (def = lookup(op->eng, bson_iter_key(&it))) == NULL ||
+        def->fields == NULL)
+        return 0;
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (!in_list(def->fields, k) && !in_list(generic_args, k))
+            return mf_err_set(&op->err, MF_E_Location40415, "BSON field '%s.%s' is an unknown field.", def->name, k);
+    }
+    return 0;
+}
+
+bool
+mf_cmd_is_generic_arg(const char *k)
+{
+    return in_list(generic_args, k);
 }
 
 static int
@@ -596,6 +622,10 @@ time_limit(mf_op_t *op, int64_t *ms)
     if (!bson_iter_init_find(&it, op->cmd, "maxTimeMS"))
         return 0;
     const bson_value_t *v = bson_iter_value(&it);
+    if (!mf_value_is_number(v) && strcmp(op->name, "getMore") == 0) /* getMore's own field, a safeInt64 */
+        return mf_err_set(&op->err, MF_E_TypeMismatch,
+                          "BSON field 'getMore.maxTimeMS' is the wrong type '%s', expected types '[long, int, decimal, double']",
+                          mf_type_name(v->value_type));
     if (!mf_value_is_number(v))
         return mf_err_set(&op->err, MF_E_BadValue, "maxTimeMS must be a number");
     double d = mf_value_as_double(v);
@@ -730,6 +760,9 @@ mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *
         atomic_fetch_add(&eng->op_command, 1);
     if (check_fields(def, &op) != 0 || check_txn_fields(&op) != 0 || check_write_concern(&op, &unsatisfiable) != 0 ||
         mf_cmd_generic_check(&op, def->name) != 0)
+        goto fail;
+    /* Logical sessions: the lsid a command carries is validated and its session's lastUse refreshed (cmd_sessions.c). */
+    if (mf_cmd_session_use(&op) != 0)
         goto fail;
     if (eng->repl != NULL && !(client != NULL && client->internal) &&
         eng->repl->admit(eng->repl_arg, db, repl_kind(def, cmd), secondary_ok(cmd), &op.err) != 0)

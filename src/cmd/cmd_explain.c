@@ -412,8 +412,13 @@ mf_cmd_explain(mf_op_t *op)
     const char *verbosity = "allPlansExecution";
     bool present;
 
+    /* explain.idl is strict (explain, verbosity), and the explained command is parsed as itself (40415). */
+    static const mf_field_spec_t explain_types[] = {{"verbosity", MF_FT_ANY}, {NULL, MF_FT_ANY}};
     if (!sub_doc(op->cmd, "explain", &inner))
         return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field 'explain.explain' is the wrong type, expected type 'object'");
+    if (mf_op_check_types(op, op->name, op->cmd, explain_types, true, true) != 0 ||
+        mf_cmd_check_inner_fields(op, &inner) != 0)
+        return -1;
     if (mf_op_get_string(op, "verbosity", &verbosity, &present) != 0)
         return -1;
     if (!present)

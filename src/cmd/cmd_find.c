@@ -197,12 +197,22 @@ mf_crud_get_hint(mf_op_t *op, const bson_t *doc, const bson_value_t **hint, bson
     if (!bson_iter_init_find(&it, doc, "hint"))
         return 0;
     if (!BSON_ITER_HOLDS_UTF8(&it) && !BSON_ITER_HOLDS_DOCUMENT(&it))
-        return mf_err_set(&op->err, MF_E_BadValue, "hint must be a string or an object, not %s",
-                          mf_type_name(bson_iter_type(&it)));
+        return mf_err_set(&op->err, MF_E_FailedToParse, "Hint must be a string or an object"); /* mongod's parseHint, null too */
     *store = *bson_iter_value(&it); /* the iterator's value slot does not outlive it */
     *hint = store;
     return 0;
 }
+
+/* find's typed fields (find_command.idl), checked in document order before anything runs. */
+static const mf_field_spec_t find_types[] = {
+    {"filter", MF_FT_OBJ},       {"projection", MF_FT_OBJ},    {"sort", MF_FT_OBJ},
+    {"collation", MF_FT_OBJ},    {"min", MF_FT_OBJ},           {"max", MF_FT_OBJ},
+    {"let", MF_FT_OBJ},          {"skip", MF_FT_NONNEG},       {"limit", MF_FT_NONNEG},
+    {"batchSize", MF_FT_NONNEG}, {"ntoreturn", MF_FT_NONNEG},  {"singleBatch", MF_FT_BOOL},
+    {"allowDiskUse", MF_FT_BOOL}, {"returnKey", MF_FT_BOOL},   {"showRecordId", MF_FT_BOOL},
+    {"tailable", MF_FT_BOOL},    {"noCursorTimeout", MF_FT_BOOL}, {"awaitData", MF_FT_BOOL},
+    {"allowPartialResults", MF_FT_BOOL}, {"oplogReplay", MF_FT_BOOL}, {"readOnce", MF_FT_BOOL},
+    {NULL, MF_FT_ANY}};
 
 int
 mf_cmd_find(mf_op_t *op)
@@ -222,7 +232,7 @@ mf_cmd_find(mf_op_t *op)
     mf_sort_t *srt = NULL;
     int rc = -1;
 
-    if (mf_op_coll_name(op, &name) != 0)
+    if (mf_op_coll_name(op, &name) != 0 || mf_op_check_types(op, op->name, op->cmd, find_types, false, true) != 0)
         return -1;
     if (mf_op_get_doc(op, "filter", &filter, &has_filter) != 0 ||
         mf_op_get_doc(op, "projection", &projection, &has_proj) != 0 ||
@@ -506,6 +516,10 @@ mf_cmd_get_more(mf_op_t *op)
         return mf_err_set(&op->err, MF_E_Unauthorized, "Requested getMore on namespace '%s.%s', but cursor belongs to a different namespace %s.%s",
                           op->db, coll, cur->db, cur->coll);
     }
+    if (mf_cmd_session_check_cursor(op, id, cur->has_lsid, cur->lsid, cur->owner) != 0) {
+        mf_cursors_checkin(op->eng->cursors, cur);
+        return -1;
+    }
     if (cur->kind == MF_CURSOR_SCAN && !cur->await_data && bson_has_field(op->cmd, "maxTimeMS")) {
         /* As mongod: only an awaitData cursor's getMore takes a maxTimeMS (how long to wait); the cursor lives on. */
         mf_cursors_checkin(op->eng->cursors, cur);
@@ -551,8 +565,19 @@ mf_cmd_kill_cursors(mf_op_t *op)
     int nk = 0, nn = 0;
     char key[16];
 
-    if (!bson_iter_init_find(&it, op->cmd, "cursors") || !BSON_ITER_HOLDS_ARRAY(&it))
+    if (!bson_iter_init_find(&it, op->cmd, "cursors") || BSON_ITER_HOLDS_NULL(&it))
         return mf_err_set(&op->err, MF_E_Location40414, "BSON field 'killCursors.cursors' is missing but a required field");
+    if (!BSON_ITER_HOLDS_ARRAY(&it))
+        return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field 'killCursors.cursors' is the wrong type '%s', expected type 'array'",
+                          mf_type_name(bson_iter_type(&it)));
+    /* Every id is a number (IDL array<long>), checked before any cursor is killed. */
+    bson_iter_recurse(&it, &ai);
+    while (bson_iter_next(&ai)) {
+        if (!mf_value_is_number(bson_iter_value(&ai)))
+            return mf_err_set(&op->err, MF_E_TypeMismatch,
+                              "BSON field 'killCursors.cursors.%s' is the wrong type '%s', expected type 'long'",
+                              bson_iter_key(&ai), mf_type_name(bson_iter_type(&ai)));
+    }
     bson_init(&killed);
     bson_init(&notfound);
     bson_init(&empty);
@@ -630,8 +655,14 @@ mf_cmd_count(mf_op_t *op)
     bson_value_t hint_store;
     int rc = 0;
 
+    bson_iter_t ni;
     if (mf_crud_get_hint(op, op->cmd, &hint, &hint_store) != 0)
         return -1;
+    /* countParseLimit / countParseSkip (count_command.idl): any non-number, null included, is 2 BadValue. */
+    if (bson_iter_init_find(&ni, op->cmd, "limit") && !mf_value_is_number(bson_iter_value(&ni)))
+        return mf_err_set(&op->err, MF_E_BadValue, "limit value is not a valid number");
+    if (bson_iter_init_find(&ni, op->cmd, "skip") && !mf_value_is_number(bson_iter_value(&ni)))
+        return mf_err_set(&op->err, MF_E_BadValue, "skip value is not a valid number");
     if (mf_op_coll_name(op, &name) != 0 || mf_op_get_doc(op, "query", &query, &has_query) != 0 ||
         mf_op_get_int64(op, "skip", &x.skip, &present) != 0 || mf_op_get_int64(op, "limit", &x.limit, &present) != 0)
         return -1;

@@ -1257,10 +1257,50 @@ check_api(mf_op_t *op, const char *name, const generic_args_t *g)
  * IllegalOperation). "local", "available" and "majority" run as they are. A
  * replica-set member leaves readConcern to replication.
  */
+/*
+ * read_concern_shape: the readConcern document as mongod's ReadConcernArgs
+ * parses it: an object (9), level a string (14) naming a level (9),
+ * after/atClusterTime timestamps (14), no other option (72).
+ */
+static int
+read_concern_shape(mf_op_t *op, const generic_args_t *g)
+{
+    bson_iter_t rc;
+    if (!BSON_ITER_HOLDS_DOCUMENT(&g->rc))
+        return mf_err_set(&op->err, MF_E_FailedToParse, "readConcern field should be an object");
+    bson_iter_recurse(&g->rc, &rc);
+    while (bson_iter_next(&rc)) {
+        const char *k = bson_iter_key(&rc);
+        bson_type_t t = bson_iter_type(&rc);
+        if (strcmp(k, "level") == 0) {
+            static const char *const levels[] = {"local", "majority", "linearizable", "available", "snapshot", NULL};
+            int i = 0;
+            if (t != BSON_TYPE_UTF8)
+                return mf_err_set(&op->err, MF_E_TypeMismatch, "\"level\" had the wrong type. Expected string, found %s",
+                                  mf_type_name(t));
+            while (levels[i] != NULL && strcmp(levels[i], bson_iter_utf8(&rc, NULL)) != 0)
+                i++;
+            if (levels[i] == NULL)
+                return mf_err_set(&op->err, MF_E_FailedToParse,
+                                  "readConcern.level must be either 'local', 'majority', 'linearizable', 'available', or 'snapshot'");
+        } else if (strcmp(k, "afterClusterTime") == 0 || strcmp(k, "atClusterTime") == 0) {
+            if (t != BSON_TYPE_TIMESTAMP)
+                return mf_err_set(&op->err, MF_E_TypeMismatch, "\"%s\" had the wrong type. Expected timestamp, found %s",
+                                  k, mf_type_name(t));
+        } else if (strcmp(k, "afterOpTime") != 0 && strcmp(k, "provenance") != 0 &&
+                   strcmp(k, "$_allowTransactionTableSnapshot") != 0) {
+            return mf_err_set(&op->err, MF_E_InvalidOptions, "Unrecognized option in readConcern: %s", k);
+        }
+    }
+    return 0;
+}
+
 static int
 check_read_concern(mf_op_t *op, const generic_args_t *g)
 {
     bson_iter_t rc;
+    if (g->has_rc && read_concern_shape(op, g) != 0)
+        return -1;
     if (op->eng->repl != NULL || !g->has_rc || !BSON_ITER_HOLDS_DOCUMENT(&g->rc) || !bson_iter_recurse(&g->rc, &rc))
         return 0;
     while (bson_iter_next(&rc)) {

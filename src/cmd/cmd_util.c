@@ -3,7 +3,9 @@
  * storage checks every written document passes, and engine open/close.
  *
  * Type errors follow MongoDB's IDL wording: "BSON field 'find.filter' is the
- * wrong type 'string', expected type 'object'" with 14 TypeMismatch.
+ * wrong type 'string', expected type 'object'" with 14 TypeMismatch;
+ * mf_op_check_types checks a whole field table (types, 51024 for negative
+ * counts, 40415 for unknown fields) the way IDL's generated parsers do.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +25,80 @@ wrong_type(mf_op_t *op, const char *field, bson_type_t got, const char *expected
 {
     return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field '%s.%s' is the wrong type '%s', expected type '%s'",
                       op->name, field, mf_type_name(got), expected);
+}
+
+static const char *
+expected_name(mf_field_type_t t)
+{
+    switch (t) {
+    case MF_FT_OBJ:
+        return "expected type 'object'";
+    case MF_FT_ARR:
+        return "expected type 'array'";
+    case MF_FT_STR:
+        return "expected type 'string'";
+    case MF_FT_BOOL:
+        return "expected types '[bool, long, int, decimal, double']";
+    default:
+        return "expected types '[long, int, decimal, double']";
+    }
+}
+
+static bool
+type_ok(mf_field_type_t t, const bson_value_t *v)
+{
+    switch (t) {
+    case MF_FT_ANY:
+        return true;
+    case MF_FT_OBJ:
+        return v->value_type == BSON_TYPE_DOCUMENT;
+    case MF_FT_ARR:
+        return v->value_type == BSON_TYPE_ARRAY;
+    case MF_FT_STR:
+        return v->value_type == BSON_TYPE_UTF8;
+    case MF_FT_BOOL:
+        return v->value_type == BSON_TYPE_BOOL || mf_value_is_number(v);
+    case MF_FT_NUM:
+    case MF_FT_NONNEG:
+        return mf_value_is_number(v);
+    }
+    return false;
+}
+
+int
+mf_op_check_types(mf_op_t *op, const char *ctx, const bson_t *doc, const mf_field_spec_t *spec, bool strict,
+                  bool top_level)
+{
+    bson_iter_t it;
+    if (!bson_iter_init(&it, doc))
+        return 0;
+    if (top_level && !bson_iter_next(&it))
+        return 0;
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        const mf_field_spec_t *f = spec;
+        while (f->name != NULL && strcmp(f->name, k) != 0)
+            f++;
+        if (f->name == NULL) {
+            if (strict && !(top_level && mf_cmd_is_generic_arg(k)))
+                return mf_err_set(&op->err, MF_E_Location40415, "BSON field '%s.%s' is an unknown field.", ctx, k);
+            continue;
+        }
+        const bson_value_t *v = bson_iter_value(&it);
+        if (v->value_type == BSON_TYPE_NULL || v->value_type == BSON_TYPE_UNDEFINED)
+            continue;
+        if (!type_ok(f->type, v))
+            return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field '%s.%s' is the wrong type '%s', %s", ctx, k,
+                              mf_type_name(v->value_type), expected_name(f->type));
+        if (f->type == MF_FT_NONNEG && mf_value_as_double(v) < 0) {
+            int64_t n;
+            if (!mf_value_as_int64(v, &n))
+                n = (int64_t)mf_value_as_double(v);
+            return mf_err_set(&op->err, MF_E_Location51024, "BSON field '%s' value must be >= 0, actual value '%lld'", k,
+                              (long long)n);
+        }
+    }
+    return 0;
 }
 
 int
@@ -179,6 +255,7 @@ mf_cmd_cursor_register(mf_op_t *op, mf_cursor_t *cur)
     int64_t per_conn = mf_param_get(op->eng->params, "maxOpenCursorsPerConnection");
     cur->client_id = op->client != NULL ? op->client->id : 0;
     mf_cmd_auth_owner(op, cur->owner, sizeof(cur->owner));
+    cur->has_lsid = mf_cmd_session_id(op, cur->lsid);
     if (mf_collation_current() != NULL && cur->collation == NULL) {
         cur->collation = bson_new();
         mf_collation_append_spec(mf_collation_current(), cur->collation);

@@ -66,6 +66,15 @@ check_statements(mf_op_t *op, const char *arr, const bson_t *stmts, size_t n, co
             if (!ok)
                 return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field '%s.%s.%s' is the wrong type '%s', expected type '%s'",
                                   op->name, arr, k, mf_type_name(t), kind_name[f->kind]);
+            if (strcmp(k, "hint") == 0 && t != BSON_TYPE_UTF8 && t != BSON_TYPE_DOCUMENT)
+                return mf_err_set(&op->err, MF_E_FailedToParse, "Hint must be a string or an object"); /* parse time */
+            if (f->kind == 2 && strcmp(k, "limit") == 0) {
+                /* mongod's readMultiDeleteProperty, a parse-time check: the command fails as a whole. */
+                double limit = mf_value_as_double(bson_iter_value(&it));
+                if (limit != 0 && limit != 1)
+                    return mf_err_set(&op->err, MF_E_FailedToParse,
+                                      "The limit field in delete objects must be 0 or 1. Got %g", limit);
+            }
         }
         for (const stmt_field_t *f = fields; f->name; f++) {
             if (f->required && !bson_has_field(&stmts[i], f->name))
@@ -110,7 +119,8 @@ mf_cmd_insert(mf_op_t *op)
     int64_t inserted = 0;
     int rc;
 
-    if (mf_op_coll_name(op, &name) != 0 || mf_crud_get_ordered(op, &ordered) != 0)
+    if (mf_op_coll_name(op, &name) != 0 || mf_crud_check_write_ns(op, name, false) != 0 ||
+        mf_crud_get_ordered(op, &ordered) != 0)
         return -1;
     if (mf_op_docs(op, "documents", false, &docs, &ndocs) != 0)
         return -1;
@@ -144,7 +154,8 @@ mf_cmd_update(mf_op_t *op)
     int64_t n_total = 0, nmod_total = 0;
     int nerr = 0, nups = 0;
 
-    if (mf_op_coll_name(op, &name) != 0 || mf_crud_get_ordered(op, &ordered) != 0)
+    if (mf_op_coll_name(op, &name) != 0 || mf_crud_check_write_ns(op, name, false) != 0 ||
+        mf_crud_get_ordered(op, &ordered) != 0)
         return -1;
     if (mf_op_docs(op, "updates", false, &stmts, &nstmts) != 0)
         return -1;
@@ -202,7 +213,8 @@ mf_cmd_delete(mf_op_t *op)
     int64_t total = 0;
     int nerr = 0;
 
-    if (mf_op_coll_name(op, &name) != 0 || mf_crud_get_ordered(op, &ordered) != 0)
+    if (mf_op_coll_name(op, &name) != 0 || mf_crud_check_write_ns(op, name, false) != 0 ||
+        mf_crud_get_ordered(op, &ordered) != 0)
         return -1;
     if (mf_op_docs(op, "deletes", false, &stmts, &nstmts) != 0)
         return -1;
@@ -249,7 +261,13 @@ mf_cmd_find_and_modify(mf_op_t *op)
     mf_write_fam_t f = {0};
     mf_write_fam_result_t res;
 
-    if (mf_op_coll_name(op, &name) != 0)
+    /* find_and_modify.idl's typed fields (update and hint have their own checks below). */
+    static const mf_field_spec_t fam_types[] = {
+        {"query", MF_FT_OBJ}, {"sort", MF_FT_OBJ}, {"fields", MF_FT_OBJ}, {"remove", MF_FT_BOOL},
+        {"new", MF_FT_BOOL}, {"upsert", MF_FT_BOOL}, {"bypassDocumentValidation", MF_FT_BOOL},
+        {"collation", MF_FT_OBJ}, {"arrayFilters", MF_FT_ARR}, {"let", MF_FT_OBJ}, {NULL, MF_FT_ANY}};
+    if (mf_op_coll_name(op, &name) != 0 || mf_crud_check_write_ns(op, name, false) != 0 ||
+        mf_op_check_types(op, op->name, op->cmd, fam_types, false, true) != 0)
         return -1;
     if (mf_op_get_doc(op, "query", &query, &has_query) != 0 || mf_op_get_doc(op, "sort", &sort, &has_sort) != 0 ||
         mf_op_get_doc(op, "fields", &fields, &has_fields) != 0 ||

@@ -40,6 +40,15 @@ void mf_crud_append_write_error(bson_t *arr, int *nerr, size_t index, const mf_e
 int mf_crud_check_batch_size(mf_op_t *op, size_t n);
 
 int mf_crud_get_ordered(mf_op_t *op, bool *ordered);
+/*
+ * mf_crud_check_write_ns: mongod's userAllowedWriteNS / userAllowedCreateNS
+ * for a system.* collection of op->db: 73 InvalidNamespace "Invalid system
+ * namespace: db.system.x" unless it is one clients may use
+ * (isLegalClientSystemNS: system.users, system.js, system.views, buckets,
+ * admin's and config's own ...); writes to system.profile are "cannot write
+ * to 'db.system.profile'" (create: allowed). Replication's own writes pass.
+ */
+int mf_crud_check_write_ns(mf_op_t *op, const char *coll, bool create) MF_WUR;
 
 /* bypassDocumentValidation: true skips the collection's validator for this command. */
 bool mf_crud_bypass_validation(mf_op_t *op);

@@ -104,6 +104,7 @@
     X(95, NotSecondary)                                                        \
     X(103, NewReplicaSetConfigurationIncompatible)                             \
     X(262, ExceededTimeLimit)                                                  \
+    X(261, TooManyLogicalSessions)                                             \
     X(266, FailPointSetFailed)                                                 \
     X(11602, InterruptedDueToReplStateChange)                                  \
     X(13435, NotPrimaryNoSecondaryOk)                                          \
@@ -135,6 +136,7 @@
     X(28667, Location28667)                                                    \
     X(28724, Location28724)                                                    \
     X(28745, Location28745)                                                    \
+    X(31111, Location31111)                                                    \
     X(31253, Location31253)                                                    \
     X(31254, Location31254)                                                    \
     X(31249, Location31249)                                                    \
@@ -357,6 +359,9 @@
     X(40237, Location40237)                                                    \
     X(40272, Location40272)                                                    \
     X(40602, Location40602)                                                    \
+    X(50738, Location50738)                                                    \
+    X(50737, Location50737)                                                    \
+    X(50736, Location50736)                                                    \
     X(28746, Location28746)                                                    \
     X(28747, Location28747)                                                    \
     X(28748, Location28748)                                                    \

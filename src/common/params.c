@@ -52,6 +52,9 @@ static const mf_param_t defaults[] = {
     {"internalDocumentSourceGroupMaxMemoryBytes", MF_PARAM_INT, 1, I64MAX, false, true, true, 104857600, NULL},
     /* One $setWindowFields partition held in memory (src/query/agg_window.c). */
     {"internalDocumentSourceSetWindowFieldsMaxMemoryBytes", MF_PARAM_INT, 1, I64MAX, false, true, true, 104857600, NULL},
+    /* The logical session cache (engine/sessions.h): its size and idle timeout, startup-only as in mongod. */
+    {"maxSessions", MF_PARAM_INT, 1, INT32_MAX, false, true, false, 1000000, NULL},
+    {"localLogicalSessionTimeoutMinutes", MF_PARAM_INT, 1, INT32_MAX, false, true, false, 30, NULL},
     {"allowDiskUseByDefault", MF_PARAM_BOOL, 0, 1, false, true, true, 1, NULL},
     /* Test-only commands (configureFailPoint), as mongod's: settable only at startup. */
     {"enableTestCommands", MF_PARAM_BOOL, 0, 1, false, true, false, 0, NULL},

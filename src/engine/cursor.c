@@ -305,6 +305,30 @@ mf_cursors_kill(mf_cursors_t *t, int64_t id, const char *owner)
 }
 
 int
+mf_cursors_kill_where(mf_cursors_t *t, bool (*match)(void *arg, const mf_cursor_t *c), void *arg)
+{
+    int n = 0;
+    pthread_mutex_lock(&t->lock);
+    for (size_t i = 0; i < t->n;) {
+        mf_cursor_t *c = t->slots[i];
+        if (!match(arg, c)) {
+            i++;
+            continue;
+        }
+        n++;
+        if (c->in_use) {
+            c->killed = true;
+            i++;
+        } else {
+            remove_slot(t, i);
+            mf_cursor_free(c); /* as the reaper does, under the lock */
+        }
+    }
+    pthread_mutex_unlock(&t->lock);
+    return n;
+}
+
+int
 mf_cursors_reap(mf_cursors_t *t, int64_t now_ms, int64_t timeout_ms)
 {
     int reaped = 0;

@@ -9,7 +9,10 @@
  * because sessions belong to worker threads, so a scan re-seeks to the record
  * after last_rid on each getMore. Cursors are owned by the table; a command
  * checks one out (exclusive use) and checks it back in, or destroys it when
- * exhausted. Idle cursors are reaped after cursorTimeoutMillis.
+ * exhausted. Idle cursors are reaped after cursorTimeoutMillis. A cursor
+ * remembers the logical session that opened it (has_lsid, lsid): getMore
+ * must come from the same one, and killing the session kills the cursor
+ * (cmd/cmd_sessions.c).
  */
 #ifndef MF_CURSOR_H
 #define MF_CURSOR_H
@@ -58,6 +61,8 @@ typedef struct mf_cursor {
     bool killed;
     int64_t client_id;
     char owner[400];  /* "user@db" who opened it, "" without access control: only they may use or kill it */
+    bool has_lsid;    /* opened by a command with an lsid: its getMores must name the same session */
+    uint8_t lsid[16]; /* that session's id (its uid is owner's) */
 } mf_cursor_t;
 
 mf_cursors_t *mf_cursors_new(void);
@@ -86,6 +91,12 @@ void mf_cursors_release(mf_cursors_t *t, mf_cursor_t *c);
  * Returns 1 when killed, 0 if unknown, -1 if another user's.
  */
 int mf_cursors_kill(mf_cursors_t *t, int64_t id, const char *owner);
+/*
+ * mf_cursors_kill_where: kills every cursor match(arg, c) selects (one in
+ * use is marked killed and goes when checked in). match runs under the
+ * table's lock and must not call back in. Returns how many.
+ */
+int mf_cursors_kill_where(mf_cursors_t *t, bool (*match)(void *arg, const mf_cursor_t *c), void *arg);
 /* mf_cursors_reap: kills cursors idle for more than timeout_ms. Returns how many. */
 int mf_cursors_reap(mf_cursors_t *t, int64_t now_ms, int64_t timeout_ms);
 /* mf_cursors_open_count: number of live cursors. */

@@ -24,6 +24,7 @@
 #include "engine/engine.h"
 #include "engine/cursor.h"
 #include "engine/profiler.h"
+#include "engine/sessions.h"
 #include "common/log.h"
 #include "query/agg_spill.h"
 #include "query/agg_write.h"
@@ -199,6 +200,7 @@ mf_engine_open(const mf_engine_opts_t *opts, mf_engine_t **out, mf_error_t *err)
         if (mf_param_set_string(eng->params, opts->set_params[i], err) != 0)
             goto err_free;
     }
+    eng->sessions = mf_sessions_new(mf_param_get(eng->params, "maxSessions"));
     if (mf_storage_open_ex(dbpath, opts->in_memory, &eng->st, err) != 0)
         goto err_free;
     eng->observers = mf_observers_new(eng->st);
@@ -282,6 +284,7 @@ err_storage:
     mf_storage_close(eng->st);
     mf_observers_free(eng->observers);
 err_free:
+    mf_sessions_free(eng->sessions);
     mf_profiler_free(eng->profiler);
     mf_curops_free(eng->curops);
     mf_failpoints_free(eng->failpoints);
@@ -338,6 +341,7 @@ mf_engine_close(mf_engine_t *eng)
     mf_ttl_monitor_free(eng->ttl);
     mf_observers_free(eng->observers);
     mf_profiler_free(eng->profiler);
+    mf_sessions_free(eng->sessions);
     mf_curops_free(eng->curops);
     mf_failpoints_free(eng->failpoints);
     mf_params_free(eng->params);

@@ -3,8 +3,8 @@
  *
  * Everything one open database needs hangs off mf_engine_t (no process
  * globals): storage, catalog, the cursor table, parameters, the operation
- * registry, the write observers, the TTL monitor, the profiler's settings
- * and the cursor reaper. mf_engine_open builds them in order and
+ * registry, the write observers, the TTL monitor, the profiler's settings,
+ * the logical session cache and the cursor reaper. mf_engine_open builds them in order and
  * mf_engine_close tears them down in reverse, so two engines can be open in
  * one process and each expires its own data. The command layer (cmd/) runs
  * commands against an engine; include/mayfly.h is the public face of it.
@@ -90,6 +90,7 @@ typedef struct mf_engine {
     mf_ttl_monitor_t *ttl;       /* the TTL monitor */
     struct mf_archive *archive;  /* archive-on-expire's segments under <dbpath>/archive (archive/archive.h) */
     mf_profiler_t *profiler;     /* profiling levels */
+    struct mf_sessions *sessions; /* the logical session cache (engine/sessions.h) */
     bool in_memory;              /* WiredTiger in memory (--inMemory) */
     char *tmp_dir;               /* aggregation spill files (<dbpath>/_tmp), NULL in memory ($TMPDIR) */
     pthread_t reaper;            /* closes idle cursors */

@@ -28,11 +28,12 @@
  * installed; frames chain, so nested $lookups see outer variables. Frames
  * are always removed before returning, on error paths too.
  *
- * Source stages. $documents and $currentOp must come first; a pipeline that
- * starts with one is "collectionless": mf_pipeline_run skips env->scan and
- * the stage replaces its (empty) input with its own documents ($documents
- * evaluates its expression at run time, so it may use let variables inside
- * a $lookup; $currentOp asks env->current_op). $sample shuffles with a
+ * Source stages. $documents, $currentOp, $listLocalSessions and
+ * $listSessions must come first; a pipeline that starts with one is
+ * "collectionless": mf_pipeline_run skips env->scan and the stage replaces
+ * its (empty) input with its own documents ($documents evaluates its
+ * expression at run time, so it may use let variables inside a $lookup;
+ * $currentOp asks env->current_op, the session stages env->list_sessions). $sample shuffles with a
  * per-run xorshift generator (partial Fisher-Yates) and keeps size documents.
  * $group's $stdDevPop/$stdDevSamp use Welford's running mean. The "multi"
  * accumulators ($firstN ... $bottomN, $median, $percentile: accx_*) keep a
@@ -94,7 +95,7 @@
 static int sub_text_check(const struct mf_pipeline *sub, mf_error_t *err);
 
 enum stage_kind { S_MATCH, S_PROJECT, S_ADDFIELDS, S_UNSET, S_SORT, S_LIMIT, S_SKIP, S_GROUP, S_COUNT,
-                  S_UNWIND, S_REPLACEROOT, S_SORTBYCOUNT, S_LOOKUP, S_FACET, S_SAMPLE, S_CURRENTOP,
+                  S_UNWIND, S_REPLACEROOT, S_SORTBYCOUNT, S_LOOKUP, S_FACET, S_SAMPLE, S_CURRENTOP, S_LISTSESSIONS,
                   S_DOCUMENTS, S_BUCKET, S_OUT, S_MERGE, S_UNPACK, S_REDACT, S_BUCKETAUTO, S_UNIONWITH,
                   S_GRAPHLOOKUP, S_WINDOW, S_GEONEAR };
 
@@ -127,7 +128,7 @@ acc_is_multi(int kind)
 
 typedef struct stage {
     int kind;
-    bson_t *spec;           /* $match filter, $currentOp options */
+    bson_t *spec;           /* $match filter, $currentOp options, $listLocalSessions / $listSessions options */
     mf_matcher_t *matcher;  /* $match */
     mf_sort_t *sort;        /* $sort, $sortByCount */
     int64_t n;              /* $limit, $skip, $sample size, $bucketAuto buckets, $graphLookup maxDepth (-1: none) */
@@ -154,7 +155,7 @@ typedef struct stage {
 struct mf_pipeline {
     stage_t *stages;
     size_t n;
-    bool collectionless; /* first stage is $documents or $currentOp */
+    bool collectionless; /* first stage is $documents, $currentOp, $listLocalSessions or $listSessions */
     bool writes;         /* last stage is $out or $merge */
 };
 
@@ -2043,6 +2044,77 @@ parse_current_op(stage_t *s, const bson_value_t *v, mf_error_t *err)
 }
 
 /*
+ * parse_list_sessions: the options of $listLocalSessions / $listSessions
+ * (MongoDB's ListSessionsSpec, a strict IDL struct): {allUsers: bool,
+ * users: [{user: string, db: string}], $_internalPredicate: object}, each
+ * optional; allUsers true with a non-empty users is 12 UnsupportedFormat.
+ * The validated document is kept as s->spec for env->list_sessions.
+ */
+static int
+parse_list_sessions(stage_t *s, const char *name, const bson_value_t *v, mf_error_t *err)
+{
+    bson_iter_t it, ui, uf;
+    bool all_users = false, some_users = false;
+
+    if (v->value_type != BSON_TYPE_DOCUMENT)
+        return mf_err_set(err, MF_E_TypeMismatch, "%s options must be specified in an object, but found: %s", name,
+                          mf_type_name(v->value_type));
+    bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (strcmp(k, "allUsers") == 0) {
+            if (!BSON_ITER_HOLDS_BOOL(&it))
+                return mf_err_set(err, MF_E_TypeMismatch, "BSON field '%s.allUsers' is the wrong type '%s', expected type 'bool'",
+                                  name, mf_type_name(bson_iter_type(&it)));
+            all_users = bson_iter_bool(&it);
+        } else if (strcmp(k, "users") == 0) {
+            if (!BSON_ITER_HOLDS_ARRAY(&it))
+                return mf_err_set(err, MF_E_TypeMismatch, "BSON field '%s.users' is the wrong type '%s', expected type 'array'",
+                                  name, mf_type_name(bson_iter_type(&it)));
+            bson_iter_recurse(&it, &ui);
+            while (bson_iter_next(&ui)) {
+                bool have_user = false, have_db = false;
+                some_users = true;
+                if (!BSON_ITER_HOLDS_DOCUMENT(&ui))
+                    return mf_err_set(err, MF_E_TypeMismatch,
+                                      "BSON field '%s.users.%s' is the wrong type '%s', expected type 'object'", name,
+                                      bson_iter_key(&ui), mf_type_name(bson_iter_type(&ui)));
+                bson_iter_recurse(&ui, &uf);
+                while (bson_iter_next(&uf)) {
+                    const char *f = bson_iter_key(&uf);
+                    if (strcmp(f, "user") != 0 && strcmp(f, "db") != 0)
+                        return mf_err_set(err, MF_E_Location40415, "BSON field '%s.users.%s' is an unknown field.", name, f);
+                    if (!BSON_ITER_HOLDS_UTF8(&uf))
+                        return mf_err_set(err, MF_E_TypeMismatch,
+                                          "BSON field '%s.users.%s' is the wrong type '%s', expected type 'string'", name, f,
+                                          mf_type_name(bson_iter_type(&uf)));
+                    if (f[0] == 'u')
+                        have_user = true;
+                    else
+                        have_db = true;
+                }
+                if (!have_user || !have_db)
+                    return mf_err_set(err, MF_E_Location40414, "BSON field '%s.users.%s' is missing but a required field",
+                                      name, have_user ? "db" : "user");
+            }
+        } else if (strcmp(k, "$_internalPredicate") == 0) {
+            if (!BSON_ITER_HOLDS_DOCUMENT(&it))
+                return mf_err_set(err, MF_E_TypeMismatch,
+                                  "BSON field '%s.$_internalPredicate' is the wrong type '%s', expected type 'object'", name,
+                                  mf_type_name(bson_iter_type(&it)));
+        } else {
+            return mf_err_set(err, MF_E_Location40415, "BSON field '%s.%s' is an unknown field.", name, k);
+        }
+    }
+    if (all_users && some_users)
+        return mf_err_set(err, MF_E_UnsupportedFormat,
+                          "%s may not specify {allUsers:true} and {users:[...]} at the same time", name);
+    s->spec = bson_new_from_data(v->value.v_doc.data, v->value.v_doc.data_len);
+    s->field = bson_strdup(name);
+    return 0;
+}
+
+/*
  * parse_bucket: $bucket is desugared as MongoDB does: a $group whose _id is
  * {$switch: {branches: [{case: {$and: [{$gte: [groupBy, b_i]}, {$lt:
  * [groupBy, b_i+1]}]}, then: b_i}...], default: default}} (40066 when a value
@@ -2667,6 +2739,9 @@ parse_union_with(stage_t *s, const bson_value_t *v, mf_error_t *err)
     if (s->sub != NULL && s->sub->writes)
         return mf_err_set(err, MF_E_Location31441, "%s is not allowed within a $unionWith's sub-pipeline",
                           s->sub->stages[s->sub->n - 1].kind == S_OUT ? "$out" : "$merge");
+    if (s->sub != NULL && s->sub->n > 0 && s->sub->stages[0].kind == S_LISTSESSIONS)
+        return mf_err_set(err, MF_E_Location31441, "%s is not allowed within a $unionWith's sub-pipeline",
+                          s->sub->stages[0].field);
     return 0;
 }
 
@@ -3004,6 +3079,15 @@ parse_stage(stage_t *s, const char *name, const bson_value_t *v, bool first, mf_
         /* SPEC I2: an aggregate command takes it as its first stage (cmd_agg.c) before the pipeline is built. */
         return mf_err_set(err, MF_E_Location40602, "$archived is only valid as the first stage in a pipeline");
     }
+    if (strcmp(name, "$listLocalSessions") == 0 || strcmp(name, "$listSessions") == 0) {
+        /* The options are checked before the position, as mongod's lite parse does. */
+        s->kind = S_LISTSESSIONS;
+        if (parse_list_sessions(s, name, v, err) != 0)
+            return -1;
+        if (!first)
+            return mf_err_set(err, MF_E_Location40602, "%s is only valid as the first stage in a pipeline", name);
+        return 0;
+    }
     if (strcmp(name, "$currentOp") == 0 || strcmp(name, "$documents") == 0) {
         if (!first)
             return mf_err_set(err, MF_E_Location40602, "%s is only valid as the first stage in a pipeline", name);
@@ -3031,6 +3115,11 @@ sub_pipeline_writes(const stage_t *s, mf_error_t *err)
             w = s->facets[i];
         if (s->facets[i]->n > 0 && s->facets[i]->stages[0].kind == S_GEONEAR) {
             mf_err_set(err, MF_E_Location40600, "$geoNear is not allowed to be used within a $facet stage");
+            return true;
+        }
+        if (s->facets[i]->n > 0 && s->facets[i]->stages[0].kind == S_LISTSESSIONS) {
+            mf_err_set(err, MF_E_Location40600, "%s is not allowed to be used within a $facet stage",
+                       s->facets[i]->stages[0].field);
             return true;
         }
     }
@@ -3091,7 +3180,7 @@ mf_pipeline_new(const bson_value_t *pipeline, mf_error_t *err)
             mf_pipeline_free(p);
             return NULL;
         }
-        if (p->n == 1 && (s->kind == S_DOCUMENTS || s->kind == S_CURRENTOP))
+        if (p->n == 1 && (s->kind == S_DOCUMENTS || s->kind == S_CURRENTOP || s->kind == S_LISTSESSIONS))
             p->collectionless = true;
         if (p->writes) {
             /* A write stage parsed earlier is followed by this one. */
@@ -3165,6 +3254,12 @@ bool
 mf_pipeline_is_current_op(const mf_pipeline_t *p)
 {
     return p != NULL && p->n > 0 && p->stages[0].kind == S_CURRENTOP;
+}
+
+const char *
+mf_pipeline_lists_sessions(const mf_pipeline_t *p)
+{
+    return p != NULL && p->n > 0 && p->stages[0].kind == S_LISTSESSIONS ? p->stages[0].field : NULL;
 }
 
 bool
@@ -4193,6 +4288,12 @@ run_stage(const stage_t *s, const mf_agg_env_t *env, mf_docvec_t *in, mf_docvec_
         return run_documents(s, in, out, err);
     case S_CURRENTOP:
         return run_current_op(s, env, in, out, err);
+    case S_LISTSESSIONS:
+        mf_docvec_destroy(in);
+        if (env == NULL || env->list_sessions == NULL)
+            return mf_err_set(err, MF_E_Location31111,
+                              "The %s stage is not allowed in this context :: missing a LogicalSessionCache", s->field);
+        return env->list_sessions(env->ctx, s->field, s->spec, out, err);
     case S_WINDOW:
         return mf_window_run(s->window, in, out, err);
     case S_GEONEAR:

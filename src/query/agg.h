@@ -38,8 +38,9 @@
  * pipeline itself then returns no documents.
  *
  * Collectionless pipelines (aggregate: 1). A pipeline whose first stage is
- * $documents or $currentOp does not read a collection: mf_pipeline_run never
- * calls env->scan for it and ignores coll (which may be NULL). Both stages
+ * $documents, $currentOp, $listLocalSessions or $listSessions (the last two
+ * through env->list_sessions) does not read a collection: mf_pipeline_run never
+ * calls env->scan for it and ignores coll (which may be NULL). These stages
  * must be first (else 40602 "<stage> is only valid as the first stage in a
  * pipeline"). The command layer should:
  *   - call mf_pipeline_is_collectionless(p) for {aggregate: 1}; if false,
@@ -127,6 +128,14 @@ typedef struct mf_agg_env {
      * array document) and its namespace to ns. Returns 0, or -1 with err.
      */
     int (*source_indexes)(void *ctx, const char *coll, bson_t *specs, char *ns, size_t nscap, mf_error_t *err);
+    /*
+     * (Last, so positional initialisers of the fields above stay valid.)
+     * list_sessions (optional, may be NULL: the stage then fails with 31111):
+     * the rows of a $listLocalSessions or $listSessions stage (stage is its
+     * name), spec its validated options ({allUsers, users: [{user, db}]}).
+     * Appends one document per session to out; 0 or -1 with err.
+     */
+    int (*list_sessions)(void *ctx, const char *stage, const bson_t *spec, mf_docvec_t *out, mf_error_t *err);
 } mf_agg_env_t;
 
 typedef struct mf_pipeline mf_pipeline_t;
@@ -145,14 +154,22 @@ int mf_pipeline_run(const mf_pipeline_t *p, const mf_agg_env_t *env, const char 
                     mf_error_t *err) MF_WUR;
 
 /*
- * mf_pipeline_is_collectionless: true if p's first stage is $documents or
- * $currentOp, i.e. p produces its own documents and needs no collection
+ * mf_pipeline_is_collectionless: true if p's first stage is $documents,
+ * $currentOp, $listLocalSessions or $listSessions, i.e. p produces its own documents and needs no collection
  * source (the only pipelines {aggregate: 1} accepts).
  */
 bool mf_pipeline_is_collectionless(const mf_pipeline_t *p);
 
 /* mf_pipeline_is_current_op: true if p's first stage is $currentOp (which needs the admin database). */
 bool mf_pipeline_is_current_op(const mf_pipeline_t *p);
+
+/*
+ * mf_pipeline_lists_sessions: "$listLocalSessions" or "$listSessions" when
+ * that is p's first stage (valid while p lives), else NULL. Such a pipeline
+ * is collectionless; the command layer checks its namespace (mongod: 73
+ * InvalidNamespace unless {aggregate: 1}, resp. config.system.sessions).
+ */
+const char *mf_pipeline_lists_sessions(const mf_pipeline_t *p);
 
 /* mf_pipeline_writes: true if p ends with $out or $merge (its results go to env->write_out, none to out). */
 bool mf_pipeline_writes(const mf_pipeline_t *p);

@@ -311,7 +311,7 @@ stmt_common_parse(bson_iter_t *it, const char *what, stmt_common_t *sc, bool *ta
         sc->have_q = bson_init_static(&sc->q, data, len);
     } else if (strcmp(k, "hint") == 0) {
         if (!BSON_ITER_HOLDS_UTF8(it) && !BSON_ITER_HOLDS_DOCUMENT(it))
-            return mf_err_set(err, MF_E_BadValue, "hint must be a string or an object");
+            return mf_err_set(err, MF_E_FailedToParse, "Hint must be a string or an object");
         sc->hint_store = *bson_iter_value(it);
         sc->hint = &sc->hint_store;
     } else {

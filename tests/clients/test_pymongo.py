@@ -224,6 +224,34 @@ def test_fail_point_retried_read_and_closed_connection():
 
 
 @test
+def test_logical_sessions():
+    """An explicit pymongo session is in $listLocalSessions with mongod's shape; endSessions removes it."""
+    import hashlib
+    import uuid
+
+    def raw(v):  # pymongo 3.11 decodes subtype 4 as uuid.UUID, sends the session id as Binary
+        return v.bytes if isinstance(v, uuid.UUID) else bytes(v)
+    db = fresh_db()
+    admin = CLIENT.admin
+    with CLIENT.start_session() as s:
+        db.c.insert_one({"a": 1}, session=s)
+        sid = raw(s.session_id["id"])
+        rows = list(admin.aggregate([{"$listLocalSessions": {}}]))
+        row = [r for r in rows if raw(r["_id"]["id"]) == sid]
+        eq(len(row), 1, "the session is listed")
+        eq(sorted(row[0].keys()), ["_id", "lastUse"], "row fields")
+        eq(bytes(row[0]["_id"]["uid"]), hashlib.sha256(b"").digest(), "uid without access control")
+        admin.command("endSessions", [s.session_id])
+        rows = list(admin.aggregate([{"$listLocalSessions": {"allUsers": True}}]))
+        eq([r for r in rows if raw(r["_id"]["id"]) == sid], [], "endSessions removed it")
+    try:
+        list(db.c.aggregate([{"$listLocalSessions": {}}]))
+        raise AssertionError("$listLocalSessions on a collection should fail")
+    except OperationFailure as e:
+        eq(e.code, 73, "on a collection")
+
+
+@test
 def test_collation():
     """Collation through pymongo: distinct, find, sort and a unique index with strength 2."""
     from pymongo.collation import Collation
