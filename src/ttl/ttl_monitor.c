@@ -197,6 +197,7 @@ struct mf_ttl_monitor {
     struct floor *floors;
     int nfloors, capfloors;
     int64_t last_full_ms;
+    int ncpu; /* online CPUs at start (sysconf reads /sys: not once per visit) */
     _Atomic bool force_full; /* a write could not record its Dates (see obs_txn_end): forget the floors */
 };
 
@@ -751,10 +752,8 @@ static int
 workers_wanted(mf_ttl_monitor_t *m)
 {
     int64_t w = mf_param_get(m->env.params, "ttlMonitorWorkers");
-    if (w <= 0) {
-        long n = sysconf(_SC_NPROCESSORS_ONLN);
-        w = n > 0 ? n : 1;
-    }
+    if (w <= 0)
+        w = m->ncpu;
     return w > MAX_WORKERS ? MAX_WORKERS : (int)w;
 }
 
@@ -1430,6 +1429,8 @@ mf_ttl_monitor_start(const mf_ttl_env_t *env, mf_ttl_monitor_t **out, mf_error_t
     atomic_store(&m->next_due_ms, NO_DEADLINE);
     atomic_store(&m->watch_due, NO_DEADLINE);
     m->last_full_ms = INT64_MIN / 2;
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    m->ncpu = ncpu > 0 ? (int)ncpu : 1;
     if (mf_observers_add(env->observers, &obs, err) != 0)
         goto err_free;
     mf_param_on_change(env->params, on_param_change, m);
