@@ -54,6 +54,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <uv.h>
 
 #include "cmd/cmd.h"
@@ -169,6 +170,8 @@ typedef struct server {
     int max_conns;          /* --maxConns */
     _Atomic bool no_hold;   /* shutting down: workers give held connections back at once */
     int64_t hold_us;        /* netConnectionHoldMicros at startup (0: never hold) */
+    _Atomic int holders;    /* workers waiting on a held connection now */
+    int max_holders;        /* at most this many wait at once */
     uv_async_t topo_async;  /* the engine's topology changed: answer the held hellos */
     bool topo_async_open;
     mf_tls_mode_t tls_mode; /* --tlsMode */
@@ -491,7 +494,9 @@ work_cb(mf_net_pool_job_t *pj)
  * reads and runs too, so a client sending one request after another is
  * served by one thread with no hand-off between threads (the loop-thread to
  * worker to loop-thread trip costs two wake-ups of idle CPUs, more than a
- * point read itself). The loop stops reading the connection before handing
+ * point read itself). At most max_holders workers (the CPU count) wait at
+ * once; past that a worker gives its connection back at once, since more
+ * waiting threads only multiply wake-ups. The loop stops reading the connection before handing
  * it over (queue_job) and starts again when the job comes back; while the
  * worker owns it, only the worker reads or writes it, and the loop never
  * closes it (it is busy). The worker gives the connection back when the wait
@@ -595,9 +600,14 @@ work_hold_cb(mf_net_pool_job_t *pj)
         mf_net_pool_stats(srv->data_pool, &ps);
         if (served + 1 >= HOLD_MAX_REQUESTS || ps.queued > 0)
             return;
+        if (atomic_fetch_add(&srv->holders, 1) >= srv->max_holders) {
+            atomic_fetch_sub(&srv->holders, 1);
+            return;
+        }
         atomic_fetch_sub(&eng->conn_active, 1); /* waiting, not running */
         msgbuf_t *m = hold_read(c, job->held_fd, srv->hold_us);
         atomic_fetch_add(&eng->conn_active, 1);
+        atomic_fetch_sub(&srv->holders, 1);
         if (m == NULL)
             return;
         msgbuf_free(job->msg);
@@ -1222,6 +1232,9 @@ mf_net_serve(mf_engine_t *eng, const mf_net_opts_t *opts, mf_error_t *err)
 
     int warm = opts->workers > 0 ? opts->workers : 1;
     srv.hold_us = mf_param_get(eng->params, "netConnectionHoldMicros");
+    /* As many waiting holders as CPUs: more only multiplies wake-ups (64 connections ran at half speed). */
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    srv.max_holders = ncpu > 2 ? (int)ncpu : 2;
     int cap = opts->max_workers > 0 ? opts->max_workers : MF_NET_DEFAULT_MAX_WORKERS;
     if (cap < warm)
         cap = warm;
