@@ -596,9 +596,7 @@ work_hold_cb(mf_net_pool_job_t *pj)
             free(job->reply);
             job->reply = NULL;
         }
-        mf_net_pool_stats_t ps;
-        mf_net_pool_stats(srv->data_pool, &ps);
-        if (served + 1 >= HOLD_MAX_REQUESTS || ps.queued > 0)
+        if (served + 1 >= HOLD_MAX_REQUESTS || mf_net_pool_queued(srv->data_pool) > 0)
             return;
         if (atomic_fetch_add(&srv->holders, 1) >= srv->max_holders) {
             atomic_fetch_sub(&srv->holders, 1);

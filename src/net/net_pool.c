@@ -30,6 +30,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +54,7 @@ struct mf_net_pool {
     pthread_cond_t cond;
     mf_net_pool_job_t *head, *tail;
     int queued;
+    _Atomic int queued_hint; /* queued, readable without the lock (mf_net_pool_queued) */
     int nthreads;
     int nidle;
     int peak;
@@ -120,6 +122,7 @@ worker_main(void *arg)
             if (p->head == NULL)
                 p->tail = NULL;
             p->queued--;
+            atomic_store_explicit(&p->queued_hint, p->queued, memory_order_relaxed);
             pthread_mutex_unlock(&p->lock);
             job->next = NULL;
             job->work(job);
@@ -208,6 +211,7 @@ mf_net_pool_submit(mf_net_pool_t *p, mf_net_pool_job_t *job)
         p->head = job;
     p->tail = job;
     p->queued++;
+    atomic_store_explicit(&p->queued_hint, p->queued, memory_order_relaxed);
     /* Every idle worker will take one queued job; start one for each job beyond that. */
     if (p->queued > p->nidle && p->nthreads < p->cfg.cap)
         (void)spawn_locked(p);
@@ -249,4 +253,10 @@ mf_net_pool_destroy(mf_net_pool_t *p)
     pthread_cond_destroy(&p->cond);
     free(p->slots);
     free(p);
+}
+
+int
+mf_net_pool_queued(mf_net_pool_t *p)
+{
+    return atomic_load_explicit(&p->queued_hint, memory_order_relaxed);
 }

@@ -63,6 +63,9 @@ void mf_net_pool_submit(mf_net_pool_t *p, mf_net_pool_job_t *job);
 /* mf_net_pool_stats: a consistent snapshot of the counters. */
 void mf_net_pool_stats(mf_net_pool_t *p, mf_net_pool_stats_t *out);
 
+/* mf_net_pool_queued: jobs waiting for a worker, read without the pool's lock (a hint: it may be stale). */
+int mf_net_pool_queued(mf_net_pool_t *p);
+
 /*
  * mf_net_pool_destroy: runs the jobs still queued, then stops and joins every
  * worker (each runs thread_exit) and frees the pool. NULL is fine.
