@@ -254,3 +254,43 @@ h.test('300 simultaneous connections are all served', async () => {
   await h.sleep(200);
   await otherClientsOk();
 });
+
+// Held connections (net.c): after a data command the worker keeps the socket
+// for the next request. These send the next ones the awkward ways: split with
+// pauses longer than the hold, pipelined, w:0 (no reply), then a hang-up.
+h.test('on a held connection: a split request, two pipelined requests, a w:0 write and a hang-up are all handled in order', async () => {
+  const dbName = srv.freshDb('held').databaseName;
+  const conn = await h.rawConnect(srv.port);
+  conn.sock.setNoDelay(true);
+  let r = await conn.command(dbName, { insert: 'c', documents: [{ _id: 1 }] });
+  assert.equal(r.n, 1);
+  // The next request byte by byte, with pauses beyond netConnectionHoldMicros (1 ms).
+  const split = h.buildOpMsg(21, { insert: 'c', documents: [{ _id: 2, pad: 'x'.repeat(200) }], $db: dbName });
+  for (let i = 0; i < split.length; i += 37) {
+    await conn.send(split.subarray(i, i + 37));
+    await h.sleep(i % 111 === 0 ? 4 : 0);
+  }
+  r = await conn.readReply();
+  assert.equal(r.n, 1);
+  // Two requests in one write: two replies, in order.
+  await conn.send(Buffer.concat([
+    h.buildOpMsg(22, { find: 'c', filter: { _id: 1 }, $db: dbName }),
+    h.buildOpMsg(23, { find: 'c', filter: { _id: 2 }, projection: { pad: 0 }, $db: dbName }),
+  ]));
+  const a = await conn.readReply();
+  const b = await conn.readReply();
+  assert.deepEqual(a.cursor.firstBatch, [{ _id: 1 }]);
+  assert.deepEqual(b.cursor.firstBatch, [{ _id: 2 }]);
+  // A w:0 write (moreToCome: no reply), then a read that sees it.
+  const m = h.buildOpMsg(24, { insert: 'c', documents: [{ _id: 3 }], writeConcern: { w: 0 }, $db: dbName });
+  m.writeUInt32LE(2, 16);
+  await conn.send(m);
+  r = await conn.command(dbName, { count: 'c' });
+  assert.equal(r.n, 3);
+  conn.close();
+  // The server carries on.
+  const other = await h.rawConnect(srv.port);
+  r = await other.command(dbName, { find: 'c', filter: {}, sort: { _id: 1 }, projection: { pad: 0 } });
+  other.close();
+  assert.deepEqual(r.cursor.firstBatch, [{ _id: 1 }, { _id: 2 }, { _id: 3 }]);
+});
