@@ -119,20 +119,29 @@ in_list(const char *const *list, const char *k)
     return false;
 }
 
+/* The fields after the command name in cmd are def's own or generic: 0, or 40415 for the first that is not. */
+static int
+fields_known(const mf_cmd_def_t *def, const bson_t *cmd, mf_error_t *err)
+{
+    bson_iter_t it;
+    if (def->fields == NULL || !bson_iter_init(&it, cmd) || !bson_iter_next(&it))
+        return 0;
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (!in_list(def->fields, k) && !in_list(generic_args, k))
+            return mf_err_set(err, MF_E_Location40415, "BSON field '%s.%s' is an unknown field.", def->name, k);
+    }
+    return 0;
+}
+
 int
 mf_cmd_check_inner_fields(mf_op_t *op, const bson_t *cmd)
 {
     bson_iter_t it;
     const mf_cmd_def_t *def;
-    if (!bson_iter_init(&it, cmd) || !bson_iter_next(&it) || (def = lookup(op->eng, bson_iter_key(&it))) == NULL ||
-        def->fields == NULL)
+    if (!bson_iter_init(&it, cmd) || !bson_iter_next(&it) || (def = lookup(op->eng, bson_iter_key(&it))) == NULL)
         return 0;
-    while (bson_iter_next(&it)) {
-        const char *k = bson_iter_key(&it);
-        if (!in_list(def->fields, k) && !in_list(generic_args, k))
-            return mf_err_set(&op->err, MF_E_Location40415, "BSON field '%s.%s' is an unknown field.", def->name, k);
-    }
-    return 0;
+    return fields_known(def, cmd, &op->err);
 }
 
 bool
@@ -144,17 +153,7 @@ mf_cmd_is_generic_arg(const char *k)
 static int
 check_fields(const mf_cmd_def_t *def, mf_op_t *op)
 {
-    bson_iter_t it;
-    if (def->fields == NULL)
-        return 0;
-    bson_iter_init(&it, op->cmd);
-    bson_iter_next(&it); /* the command name itself */
-    while (bson_iter_next(&it)) {
-        const char *k = bson_iter_key(&it);
-        if (!in_list(def->fields, k) && !in_list(generic_args, k))
-            return mf_err_set(&op->err, MF_E_Location40415, "BSON field '%s.%s' is an unknown field.", def->name, k);
-    }
-    return 0;
+    return fields_known(def, op->cmd, &op->err);
 }
 
 bool
