@@ -125,6 +125,52 @@ typedef struct conn {
     bool tls_logged;
 } conn_t;
 
+/*
+ * Framing, shared by the loop (parse_rbuf) and a worker holding the
+ * connection (hold_read): the length of the message at the start of
+ * c->rbuf + off, 0 while its 4-byte prefix or body is still incomplete, or
+ * -1 with *bad set to the length when it is outside 16..MF_MAX_MESSAGE_SIZE.
+ */
+static int32_t
+frame_len(const conn_t *c, size_t off, int32_t *bad)
+{
+    int32_t mlen;
+    if (c->rlen - off < 4)
+        return 0;
+    memcpy(&mlen, c->rbuf + off, 4);
+    mlen = (int32_t)le32toh((uint32_t)mlen);
+    if (mlen < 16 || mlen > MF_MAX_MESSAGE_SIZE) {
+        *bad = mlen;
+        return -1;
+    }
+    return c->rlen - off < (size_t)mlen ? 0 : mlen;
+}
+
+/* A copy of the mlen bytes at c->rbuf + off as a message (caller owns it). */
+static msgbuf_t *
+frame_copy(const conn_t *c, size_t off, int32_t mlen)
+{
+    msgbuf_t *m = mf_malloc(sizeof(*m));
+    m->data = mf_malloc((size_t)mlen);
+    memcpy(m->data, c->rbuf + off, (size_t)mlen);
+    m->len = (size_t)mlen;
+    m->next = NULL;
+    return m;
+}
+
+/* Grows c->rbuf so at least want bytes are free after c->rlen. */
+static void
+rbuf_reserve(conn_t *c, size_t want)
+{
+    if (c->rcap - c->rlen >= want)
+        return;
+    size_t ncap = c->rcap ? c->rcap : 65536;
+    while (ncap - c->rlen < want)
+        ncap *= 2;
+    c->rbuf = mf_realloc(c->rbuf, ncap);
+    c->rcap = ncap;
+}
+
 typedef struct job {
     mf_net_pool_job_t pj; /* first: the pool hands it back */
     struct job *done_next; /* the server's done list */
@@ -534,22 +580,14 @@ hold_read(conn_t *c, int fd, int64_t wait_us)
 {
     int64_t deadline = mf_mono_us() + wait_us;
     for (;;) {
-        if (c->rlen >= 4) {
-            int32_t mlen;
-            memcpy(&mlen, c->rbuf, 4);
-            mlen = (int32_t)le32toh((uint32_t)mlen);
-            if (mlen < 16 || mlen > MF_MAX_MESSAGE_SIZE)
-                return NULL;
-            if (c->rlen >= (size_t)mlen) {
-                msgbuf_t *m = mf_malloc(sizeof(*m));
-                m->data = mf_malloc((size_t)mlen);
-                memcpy(m->data, c->rbuf, (size_t)mlen);
-                m->len = (size_t)mlen;
-                m->next = NULL;
-                memmove(c->rbuf, c->rbuf + mlen, c->rlen - (size_t)mlen);
-                c->rlen -= (size_t)mlen;
-                return m;
-            }
+        int32_t bad, mlen = frame_len(c, 0, &bad);
+        if (mlen < 0)
+            return NULL; /* the loop closes the connection with the reason */
+        if (mlen > 0) {
+            msgbuf_t *m = frame_copy(c, 0, mlen);
+            memmove(c->rbuf, c->rbuf + mlen, c->rlen - (size_t)mlen);
+            c->rlen -= (size_t)mlen;
+            return m;
         }
         int64_t left = deadline - mf_mono_us();
         if (left <= 0)
@@ -558,13 +596,7 @@ hold_read(conn_t *c, int fd, int64_t wait_us)
         int pr = poll(&pfd, 1, (int)((left + 999) / 1000));
         if (pr <= 0)
             return NULL;
-        if (c->rcap - c->rlen < 65536) {
-            size_t ncap = c->rcap ? c->rcap : 65536;
-            while (ncap - c->rlen < 65536)
-                ncap *= 2;
-            c->rbuf = mf_realloc(c->rbuf, ncap);
-            c->rcap = ncap;
-        }
+        rbuf_reserve(c, 65536);
         ssize_t n = recv(fd, c->rbuf + c->rlen, c->rcap - c->rlen, MSG_DONTWAIT);
         if (n <= 0)
             return NULL; /* end of stream or error: the loop reads it again and closes */
@@ -778,17 +810,26 @@ after_work(job_t *job)
 }
 
 
-/* Loop thread: runs m's command here and now (is_inline_message), then sends its reply as after_work does. */
-static void
-run_inline(conn_t *c, msgbuf_t *m)
+/* Loop thread: a job for message m on c (taking m); c is busy and counted active from now. */
+static job_t *
+job_new(conn_t *c, msgbuf_t *m, int32_t response_to, int64_t seen_counter)
 {
     job_t *job = mf_calloc(1, sizeof(*job));
     job->conn = c;
     job->msg = m;
-    job->seen_counter = -1;
+    job->response_to = response_to;
+    job->seen_counter = seen_counter;
     job->reply_id = atomic_fetch_add(&next_reply_id, 1);
     c->busy = true;
     atomic_fetch_add(&c->srv->eng->conn_active, 1);
+    return job;
+}
+
+/* Loop thread: runs m's command here and now (is_inline_message), then sends its reply as after_work does. */
+static void
+run_inline(conn_t *c, msgbuf_t *m)
+{
+    job_t *job = job_new(c, m, 0, -1);
     work_cb(&job->pj);
     atomic_fetch_sub(&c->srv->eng->conn_active, 1);
     after_work(job);
@@ -857,16 +898,9 @@ static void
 queue_job(conn_t *c, msgbuf_t *m, int32_t response_to, int64_t seen_counter)
 {
     server_t *srv = c->srv;
-    job_t *job = mf_calloc(1, sizeof(*job));
+    job_t *job = job_new(c, m, response_to, seen_counter);
     job->pj.work = work_cb;
-    job->conn = c;
-    job->msg = m;
-    job->response_to = response_to;
-    job->seen_counter = seen_counter;
-    job->reply_id = atomic_fetch_add(&next_reply_id, 1);
-    c->busy = true;
     srv->inflight++;
-    atomic_fetch_add(&srv->eng->conn_active, 1);
     bool fast = is_fast_message(m);
     uv_os_fd_t fd;
     /* Held (work_hold_cb): plain TCP, nothing else queued or partly read, no reply still being written. */
@@ -933,14 +967,7 @@ static void
 alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
     conn_t *c = h->data;
-    size_t want = suggested < 65536 ? 65536 : suggested;
-    if (c->rcap - c->rlen < want) {
-        size_t ncap = c->rcap ? c->rcap : 65536;
-        while (ncap - c->rlen < want)
-            ncap *= 2;
-        c->rbuf = mf_realloc(c->rbuf, ncap);
-        c->rcap = ncap;
-    }
+    rbuf_reserve(c, suggested < 65536 ? 65536 : suggested);
     *buf = uv_buf_init((char *)c->rbuf + c->rlen, (unsigned)(c->rcap - c->rlen));
 }
 
@@ -1031,23 +1058,15 @@ static void
 parse_rbuf(conn_t *c)
 {
     size_t off = 0;
-    while (c->rlen - off >= 4) {
-        int32_t mlen;
-        memcpy(&mlen, c->rbuf + off, 4);
-        mlen = (int32_t)le32toh((uint32_t)mlen);
-        if (mlen < 16 || mlen > MF_MAX_MESSAGE_SIZE) {
+    int32_t bad, mlen;
+    while ((mlen = frame_len(c, off, &bad)) != 0) {
+        if (mlen < 0) {
             char why[96];
-            snprintf(why, sizeof(why), "invalid message length %d (must be 16..%d)", mlen, MF_MAX_MESSAGE_SIZE);
+            snprintf(why, sizeof(why), "invalid message length %d (must be 16..%d)", bad, MF_MAX_MESSAGE_SIZE);
             conn_close(c, why);
             return;
         }
-        if (c->rlen - off < (size_t)mlen)
-            break;
-        msgbuf_t *m = mf_malloc(sizeof(*m));
-        m->data = mf_malloc((size_t)mlen);
-        memcpy(m->data, c->rbuf + off, (size_t)mlen);
-        m->len = (size_t)mlen;
-        m->next = NULL;
+        msgbuf_t *m = frame_copy(c, off, mlen);
         if (c->qtail)
             c->qtail->next = m;
         else
