@@ -5551,6 +5551,38 @@ check_format(ctx_t *c, const char *fmt, bool to)
     return 0;
 }
 
+/*
+ * The format and timezone arguments of $dateFromString (to_string false) and
+ * $dateToString, in mongod's order: the format evaluated and checked (not a
+ * string: 40684 / 18533), then the timezone evaluated and resolved (*tzr as
+ * tz_of: > 0 for a nullish one). fv and tzv are set (missing when absent)
+ * and freed by the caller, as is *z when *own. 0, or -1 with c->err.
+ */
+static int
+format_and_tz(const mf_expr_t *e, ctx_t *c, int fmt_slot, int tz_slot, bool to_string, bson_value_t *fv,
+              bson_value_t *tzv, mf_tz_t **z, bool *own, int *tzr)
+{
+    char buf[160];
+    if (has_slot(e, fmt_slot)) {
+        if (ev(e->args[fmt_slot], c, fv) < 0)
+            return -1;
+        if (!is_nullish(fv)) {
+            if (fv->value_type != BSON_TYPE_UTF8) {
+                value_str(fv, buf, sizeof buf);
+                return mf_err_set(c->err, to_string ? MF_E_Location18533 : MF_E_Location40684,
+                                  "%s requires that 'format' be a string, found: %s with value %s",
+                                  to_string ? "$dateToString" : "$dateFromString", tname(fv), buf);
+            }
+            if (check_format(c, fv->value.v_utf8.str, to_string) < 0)
+                return -1;
+        }
+    }
+    if (ev_slot(e, tz_slot, c, tzv) < 0)
+        return -1;
+    *tzr = tz_of(e, c, has_slot(e, tz_slot) ? tzv : NULL, NULL, z, own);
+    return *tzr < 0 ? -1 : 0;
+}
+
 static int
 ev_date_from_string(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
 {
@@ -5566,31 +5598,7 @@ ev_date_from_string(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     set_missing(&tzv);
     if (ev(e->args[0], c, &ds) < 0)
         return -1;
-    if (has_slot(e, 2)) {
-        if (ev(e->args[2], c, &fv) < 0) {
-            rc = -1;
-            goto done;
-        }
-        if (!is_nullish(&fv)) {
-            if (fv.value_type != BSON_TYPE_UTF8) {
-                value_str(&fv, buf, sizeof buf);
-                rc = mf_err_set(c->err, MF_E_Location40684,
-                                "$dateFromString requires that 'format' be a string, found: %s with value %s",
-                                tname(&fv), buf);
-                goto done;
-            }
-            if (check_format(c, fv.value.v_utf8.str, false) < 0) {
-                rc = -1;
-                goto done;
-            }
-        }
-    }
-    if (ev_slot(e, 1, c, &tzv) < 0) {
-        rc = -1;
-        goto done;
-    }
-    r = tz_of(e, c, has_slot(e, 1) ? &tzv : NULL, NULL, &z, &own);
-    if (r < 0) {
+    if (format_and_tz(e, c, 2, 1, false, &fv, &tzv, &z, &own, &r) < 0) {
         rc = -1;
         goto done;
     }
@@ -5640,38 +5648,13 @@ ev_date_to_string(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     int rc = 0, r;
     int64_t ms;
     ltime_t t;
-    char buf[160];
     bson_string_t *s;
 
     set_missing(&fv);
     set_missing(&tzv);
     if (ev(e->args[0], c, &d) < 0)
         return -1;
-    if (has_slot(e, 1)) {
-        if (ev(e->args[1], c, &fv) < 0) {
-            rc = -1;
-            goto done;
-        }
-        if (!is_nullish(&fv)) {
-            if (fv.value_type != BSON_TYPE_UTF8) {
-                value_str(&fv, buf, sizeof buf);
-                rc = mf_err_set(c->err, MF_E_Location18533,
-                                "$dateToString requires that 'format' be a string, found: %s with value %s",
-                                tname(&fv), buf);
-                goto done;
-            }
-            if (check_format(c, fv.value.v_utf8.str, true) < 0) {
-                rc = -1;
-                goto done;
-            }
-        }
-    }
-    if (ev_slot(e, 2, c, &tzv) < 0) {
-        rc = -1;
-        goto done;
-    }
-    r = tz_of(e, c, has_slot(e, 2) ? &tzv : NULL, NULL, &z, &own);
-    if (r < 0) {
+    if (format_and_tz(e, c, 1, 2, true, &fv, &tzv, &z, &own, &r) < 0) {
         rc = -1;
         goto done;
     }
