@@ -19,6 +19,7 @@
  */
 #include "doc/value.h"
 #include "doc/collation.h"
+#include "common/error.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -492,4 +493,18 @@ bool
 mf_bson_append_value(bson_t *b, const char *key, int keylen, const bson_value_t *v)
 {
     return bson_append_value(b, key, keylen, v);
+}
+
+int
+mf_value_check_n(const bson_value_t *v, int64_t *n, mf_error_t *err)
+{
+    if (!mf_value_is_number(v))
+        return mf_err_set(err, MF_E_Location5787902, "Value for 'n' must be of integral type, but found %s",
+                          v->value_type == BSON_TYPE_EOD ? "missing" : mf_type_name(v->value_type));
+    if (!mf_value_as_int64(v, n))
+        return mf_err_set(err, MF_E_Location5787903, "Value for 'n' must be of integral type, but found %g",
+                          mf_value_as_double(v));
+    if (*n <= 0)
+        return mf_err_set(err, MF_E_Location5787908, "'n' must be greater than 0, found %lld", (long long)*n);
+    return 0;
 }

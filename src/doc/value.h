@@ -76,6 +76,16 @@ bool mf_value_truthy(const bson_value_t *v);
  */
 int mf_type_alias(const char *alias);
 
+struct mf_error;
+
+/*
+ * mf_value_check_n: the 'n' of the $firstN/$lastN/$minN/$maxN/$topN/
+ * $bottomN accumulators and window functions, checked as mongod checks it:
+ * 5787902 not a number, 5787903 not integral, 5787908 not positive.
+ * 0 with *n, or -1 with err.
+ */
+int mf_value_check_n(const bson_value_t *v, int64_t *n, struct mf_error *err);
+
 /* mf_type_name: MongoDB's alias for a BSON type ("double", "string", ...). */
 const char *mf_type_name(bson_type_t t);
 

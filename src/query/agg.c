@@ -803,7 +803,6 @@ accx_set_n(accst_t *a, const acc_def_t *d, const bson_value_t *key, mf_error_t *
     bson_value_t nv;
     bson_t *root;
     int64_t n;
-    double dn;
 
     if (d->n_expr == NULL) {
         a->n = (d->kind == AC_TOP || d->kind == AC_BOTTOM) ? 1 : INT64_MAX;
@@ -815,20 +814,10 @@ accx_set_n(accst_t *a, const acc_def_t *d, const bson_value_t *key, mf_error_t *
     bson_destroy(root);
     if (rc < 0)
         return -1;
-    if (!mf_value_is_number(&nv)) {
-        rc = mf_err_set(err, MF_E_Location5787902, "Value for 'n' must be of integral type, but found %s",
-                        nv.value_type == BSON_TYPE_EOD ? "missing" : mf_type_name(nv.value_type));
-        mf_value_free(&nv);
-        return rc;
-    }
-    dn = mf_value_as_double(&nv);
-    if (!mf_value_as_int64(&nv, &n) || (double)n != dn) {
-        mf_value_free(&nv);
-        return mf_err_set(err, MF_E_Location5787903, "Value for 'n' must be of integral type, but found %g", dn);
-    }
+    rc = mf_value_check_n(&nv, &n, err);
     mf_value_free(&nv);
-    if (n <= 0)
-        return mf_err_set(err, MF_E_Location5787908, "'n' must be greater than 0, found %lld", (long long)n);
+    if (rc < 0)
+        return -1;
     a->n = n;
     return 0;
 }

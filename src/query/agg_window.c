@@ -394,19 +394,10 @@ parse_n_args(const mf_window_t *w, const bson_value_t *v, wfield_t *f, mf_error_
         return mf_err_set(err, MF_E_Location5787902, "Value for 'n' must be of integral type, but found a non-constant");
     }
     int64_t nv;
-    if (!mf_value_is_number(&c)) {
-        mf_value_free(&c);
-        return mf_err_set(err, MF_E_Location5787902, "Value for 'n' must be of integral type, but found %s",
-                          mf_type_name(c.value_type));
-    }
-    if (!mf_value_as_int64(&c, &nv)) {
-        double d = mf_value_as_double(&c);
-        mf_value_free(&c);
-        return mf_err_set(err, MF_E_Location5787903, "Value for 'n' must be of integral type, but found %g", d);
-    }
+    int rc = mf_value_check_n(&c, &nv, err);
     mf_value_free(&c);
-    if (nv <= 0)
-        return mf_err_set(err, MF_E_Location5787908, "'n' must be greater than 0, found %lld", (long long)nv);
+    if (rc < 0)
+        return -1;
     f->n = nv;
     return 0;
 }
