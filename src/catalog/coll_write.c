@@ -141,14 +141,28 @@ index_del(mf_index_t *ix, mf_cur_t *cur, mf_keystring_t *key, int64_t rid, bool 
         ret = mf_cur_remove_bytes(cur, key->data, key->len);
     } else if (ix->unique) {
         /* Only remove the entry if it belongs to this record. */
+        bool mine = false;
         ret = mf_cur_search_bytes(cur, key->data, key->len);
         if (ret == 0) {
             const uint8_t *v;
             size_t vlen;
             mf_cur_value(cur, &v, &vlen);
-            if (vlen != 8 || rid_from_be(v) != rid)
-                return 0;
+            mine = vlen == 8 && rid_from_be(v) == rid;
+        }
+        if (mine) {
             ret = mf_cur_remove_bytes(cur, key->data, key->len);
+        } else if (ix->building && (ret == 0 || ret == MF_NOTFOUND)) {
+            /*
+             * Not ours in this snapshot. During a build, a chunk that
+             * indexed this document may have committed since the snapshot
+             * was taken (its reservation of the record ended at its commit,
+             * so the record write did not conflict): probe the key, so that
+             * a key written after the snapshot is a conflict and the write
+             * retries and sees it, instead of leaving it behind.
+             */
+            ret = mf_cur_reserve_bytes(cur, key->data, key->len);
+        } else if (ret == 0) {
+            return 0;
         }
     } else {
         size_t base = key->len;

@@ -15,6 +15,11 @@
  *      so a concurrent write of the same document conflicts with the chunk
  *      (one of them retries) instead of slipping between the read and the
  *      key insert; a key a writer already inserted is found and accepted.
+ *      The reservation ends when the chunk commits, so a writer whose
+ *      snapshot is older than that commit conflicts on the keys instead:
+ *      removing a key the chunk wrote conflicts in WiredTiger, and a unique
+ *      index's remove, which first looks for the key's owner, probes a key
+ *      it does not own in its snapshot (coll_write.c index_del).
  *      Between chunks the lock is released: DDL, other collections' work and
  *      the TTL monitor are never held up for more than one chunk.
  *   3. commit (exclusive lock, brief): building is cleared and the catalog

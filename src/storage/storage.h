@@ -225,8 +225,21 @@ int mf_cur_remove_bytes(mf_cur_t *c, const void *key, size_t klen);
  * conflicts (MF_CONFLICT for one of the two) as if this one had written it.
  * Background index builds use it so that no concurrent write can slip
  * between reading a document and indexing it.
+ * The reservation lasts only while the transaction is open: WiredTiger
+ * drops it at commit, so a transaction whose snapshot is older than that
+ * commit can still update the record without a conflict. Such a writer
+ * conflicts instead on what the reserving transaction wrote, which it must
+ * touch itself (see mf_cur_reserve_bytes).
+ *
+ * mf_cur_reserve_bytes: the same for key (klen bytes) of a byte-keyed table
+ * without a positioned cursor: 0 (reserved), MF_NOTFOUND (no key visible to
+ * this transaction, and none written since its snapshot), MF_CONFLICT (a
+ * transaction this one cannot see wrote the key), -1. Used as a conflict
+ * probe: a writer that found no key of its own in its snapshot learns
+ * whether a newer transaction put one there.
  */
 int mf_cur_reserve(mf_cur_t *c);
+int mf_cur_reserve_bytes(mf_cur_t *c, const void *key, size_t klen);
 
 /* mf_storage_strerror: text for the last WiredTiger error code seen on c's session (for logs). */
 const char *mf_storage_strerror(int wt_ret);

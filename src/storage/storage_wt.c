@@ -1003,6 +1003,16 @@ mf_cur_reserve(mf_cur_t *c)
     return map_ret(c->wt->reserve(c->wt));
 }
 
+int
+mf_cur_reserve_bytes(mf_cur_t *c, const void *key, size_t klen)
+{
+    WT_ITEM k = {.data = key, .size = klen};
+    if (fault_hit(c))
+        return -1;
+    c->wt->set_key(c->wt, &k);
+    return map_ret(c->wt->reserve(c->wt));
+}
+
 int64_t
 mf_cur_rid(mf_cur_t *c)
 {

@@ -13,6 +13,7 @@
  * one table, the next fails as a WiredTiger error would.
  */
 #include <criterion/criterion.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -585,4 +586,129 @@ Test(catalog, unreadable_entry_keeps_unnamed_tables)
     cr_assert_eq(mf_storage_list_tables(e.st, "table:coll-maybe", count_uri, &n, &err), 0);
     cr_assert_eq(n, 1, "a table was dropped although an unreadable entry might name it");
     env_destroy(&e);
+}
+
+/*
+ * Background build race (index_build.c): a writer whose snapshot is older
+ * than a build chunk's commit changes a document the chunk indexed. The
+ * chunk's reservation of the record ended at its commit, so the record
+ * write does not conflict; the writer must still not leave the old key the
+ * chunk wrote behind (it did for unique indexes: a stale entry that validate
+ * counted as one entry too many). Played deterministically with the build on
+ * a second thread between the writer's read and its write.
+ */
+typedef struct build_arg {
+    env_t *e;
+    mf_coll_t *c;
+    mf_index_t *ix;
+    int ret;
+    mf_error_t err;
+} build_arg_t;
+
+static void *
+build_thread(void *p)
+{
+    build_arg_t *b = p;
+    char *names[1] = {b->ix->name}, *idents[1] = {b->ix->ident};
+    b->ret = mf_index_build_run(b->e->cat, b->c->uuid, names, idents, 1, NULL, NULL, &b->err);
+    mf_storage_session_release(mf_storage_session(mf_catalog_storage(b->e->cat)));
+    return NULL;
+}
+
+/* Counts the entries of ix's table. */
+static int64_t
+index_entries(env_t *e, mf_index_t *ix)
+{
+    mf_sess_t *s = mf_storage_session(e->st);
+    mf_cur_t *cur;
+    mf_error_t err = {0};
+    int64_t n = 0;
+    cr_assert_eq(mf_cur_open(s, ix->uri, &cur, &err), 0);
+    while (mf_cur_next(cur) == 0)
+        n++;
+    mf_cur_close(cur);
+    mf_storage_session_release(s);
+    return n;
+}
+
+static void
+build_under_old_snapshot_write(const char *spec_json, bool remove)
+{
+    env_t e;
+    mf_error_t err = {0};
+    bson_error_t berr;
+    int64_t rids[10];
+    env_init(&e);
+    mf_coll_t *c = create_coll(&e, "db", "race");
+    mf_sess_t *s = mf_storage_session(e.st);
+    mf_catalog_rdlock(e.cat);
+    cr_assert_eq(mf_txn_begin(s, &err), 0);
+    for (int i = 0; i < 10; i++) {
+        char json[64];
+        snprintf(json, sizeof(json), "{\"_id\": %d, \"a\": %d}", i, i);
+        bson_t *doc = bson_new_from_json((const uint8_t *)json, -1, &berr);
+        cr_assert_eq(mf_coll_insert(s, c, doc, &rids[i], &err), 0, "%s", err.msg);
+        bson_destroy(doc);
+    }
+    cr_assert_eq(mf_txn_commit(s, false, &err), 0);
+    mf_catalog_unlock(e.cat);
+
+    bson_t *spec = bson_new_from_json((const uint8_t *)spec_json, -1, &berr);
+    mf_index_t *ix = NULL;
+    mf_catalog_wrlock(e.cat);
+    cr_assert_eq(mf_catalog_index_begin(e.cat, c, spec, &ix, &err), 0, "%s", err.msg);
+    mf_catalog_unlock(e.cat);
+    bson_destroy(spec);
+
+    /* The writer reads document 3 (its snapshot starts here) ... */
+    bson_t old, *newdoc = bson_new_from_json((const uint8_t *)"{\"_id\": 3, \"a\": 100}", -1, &berr);
+    mf_catalog_rdlock(e.cat);
+    cr_assert_eq(mf_txn_begin(s, &err), 0);
+    cr_assert_eq(mf_coll_fetch(s, c, rids[3], &old, &err), 0);
+    /* ... the whole build runs and commits its chunk meanwhile ... */
+    build_arg_t b = {.e = &e, .c = c, .ix = ix};
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, build_thread, &b), 0);
+    pthread_join(t, NULL);
+    cr_assert_eq(b.ret, 0, "build: %s", b.err.msg);
+    /* ... then the writer writes; a conflict is retried as the server does, on a new snapshot. */
+    int r = remove ? mf_coll_remove(s, c, rids[3], &old, &err) : mf_coll_replace(s, c, rids[3], &old, newdoc, &err);
+    if (r == 0)
+        r = mf_txn_commit(s, false, &err);
+    else
+        mf_txn_abort(s);
+    bson_destroy(&old);
+    if (r != 0) {
+        cr_assert_eq(r, MF_CONFLICT, "write failed: %d %s", r, err.msg);
+        cr_assert_eq(mf_txn_begin(s, &err), 0);
+        cr_assert_eq(mf_coll_fetch(s, c, rids[3], &old, &err), 0);
+        r = remove ? mf_coll_remove(s, c, rids[3], &old, &err) : mf_coll_replace(s, c, rids[3], &old, newdoc, &err);
+        cr_assert_eq(r, 0, "retried write: %d %s", r, err.msg);
+        cr_assert_eq(mf_txn_commit(s, false, &err), 0);
+        bson_destroy(&old);
+    }
+    mf_storage_session_release(s);
+    mf_catalog_unlock(e.cat);
+    bson_destroy(newdoc);
+
+    mf_catalog_wrlock(e.cat);
+    cr_assert_eq(mf_catalog_index_commit(e.cat, c, &ix, 1, &err), 0, "%s", err.msg);
+    mf_catalog_unlock(e.cat);
+    cr_assert_eq(index_entries(&e, ix), remove ? 9 : 10, "the index has a stale entry for the old value");
+    env_destroy(&e);
+}
+
+Test(catalog, unique_build_old_snapshot_update_leaves_no_stale_key)
+{
+    build_under_old_snapshot_write("{\"v\": 2, \"key\": {\"a\": 1}, \"name\": \"a_1\", \"unique\": true}", false);
+}
+
+Test(catalog, unique_build_old_snapshot_delete_leaves_no_stale_key)
+{
+    build_under_old_snapshot_write("{\"v\": 2, \"key\": {\"a\": 1}, \"name\": \"a_1\", \"unique\": true}", true);
+}
+
+Test(catalog, build_old_snapshot_update_leaves_no_stale_key)
+{
+    build_under_old_snapshot_write("{\"v\": 2, \"key\": {\"a\": 1}, \"name\": \"a_1\"}", false);
 }
