@@ -43,6 +43,7 @@
 #include "doc/match.h"
 #include "doc/value.h"
 #include "doc/text.h"
+#include "index/index_spec.h"
 
 #define CATALOG_URI "table:_mf_catalog"
 #define SIZES_URI "table:_mf_sizes"
@@ -687,6 +688,15 @@ mf_catalog_lock_timed_out(void)
     return T.timed_out;
 }
 
+bson_t *
+mf_index_set_spec(mf_index_t *ix, bson_t *spec)
+{
+    bson_t *old = ix->spec;
+    ix->spec = spec;
+    ix->expire_secs = mf_ttl_index_seconds(spec, &ix->expire_secs) ? ix->expire_secs : -1;
+    return old;
+}
+
 /* Builds an mf_index_t from a spec and an ident. Returns NULL with err on a bad spec. */
 static mf_index_t *
 index_from_spec(const bson_t *spec, const char *ident, mf_error_t *err)
@@ -696,6 +706,7 @@ index_from_spec(const bson_t *spec, const char *ident, mf_error_t *err)
     atomic_store(&ix->ttl_dirty_min, INT64_MIN); /* unknown: the TTL monitor scans it from the first Date */
 
     ix->spec = bson_copy(spec);
+    ix->expire_secs = mf_ttl_index_seconds(spec, &ix->expire_secs) ? ix->expire_secs : -1;
     ix->ident = mf_strdup(ident);
     size_t ulen = strlen(ident) + 8;
     ix->uri = mf_malloc(ulen);

@@ -51,6 +51,12 @@ typedef struct mf_index {
     bool sparse;
     bool is_id;      /* the _id index */
     /*
+     * expireAfterSeconds read from spec (mf_ttl_index_seconds), -1 when spec
+     * has none: the TTL observer asks for every written document. Kept in
+     * step with spec by mf_index_set_spec.
+     */
+    int64_t expire_secs;
+    /*
      * multikey: some document gave (or may have given) more than one key.
      * Set before the commit of the first multikey write (conservative: it
      * may stay set after that transaction aborts), never cleared while the
@@ -353,6 +359,13 @@ int mf_catalog_index_begin(mf_catalog_t *cat, mf_coll_t *c, const bson_t *spec, 
 int mf_catalog_index_commit(mf_catalog_t *cat, mf_coll_t *c, mf_index_t *const *ixs, int n, mf_error_t *err) MF_WUR;
 void mf_catalog_index_abort(mf_catalog_t *cat, mf_coll_t *c, mf_index_t *ix);
 mf_coll_t *mf_catalog_coll_find_uuid(mf_catalog_t *cat, const uint8_t uuid[16]);
+
+/*
+ * mf_index_set_spec: replaces ix's spec by spec (ownership passes to ix) and
+ * refreshes what is read from it at every write (expire_secs); returns the
+ * old spec, which the caller owns. Exclusive catalog lock held (collMod).
+ */
+bson_t *mf_index_set_spec(mf_index_t *ix, bson_t *spec);
 
 /*
  * mf_coll_building_indexes: the indexes of c that one build request added:

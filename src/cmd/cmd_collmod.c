@@ -203,12 +203,10 @@ apply_index_mod(mf_op_t *op, mf_coll_t *c, const index_mod_t *m)
         bson_destroy(&cur);
         bson_steal(&cur, &next);
     }
-    bson_t *old_spec = ix->spec;
-    ix->spec = bson_copy(&cur);
+    bson_t *old_spec = mf_index_set_spec(ix, bson_copy(&cur));
     bson_destroy(&cur);
     if (mf_catalog_coll_persist(op->eng->cat, c, &op->err) != 0) {
-        bson_destroy(ix->spec);
-        ix->spec = old_spec;
+        bson_destroy(mf_index_set_spec(ix, old_spec));
         return -1;
     }
     bson_destroy(old_spec);

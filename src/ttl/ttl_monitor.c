@@ -369,7 +369,10 @@ ttl_secs(const mf_coll_t *c, const mf_index_t *ix, int64_t *secs)
         *secs = n + spec.max_span_s;
         return true;
     }
-    return ix->kp.nfields == 1 && mf_ttl_index_seconds(ix->spec, secs);
+    if (ix->kp.nfields != 1 || ix->expire_secs < 0)
+        return false;
+    *secs = ix->expire_secs;
+    return true;
 }
 
 static mf_index_t *
