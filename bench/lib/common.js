@@ -3,8 +3,10 @@
  * What every benchmark in bench/ needs before and after its measurements, in
  * one place: the command line, the mayflyd binary, starting servers (mayflyd,
  * redis-server) on free loopback ports with fresh temporary directories, the
- * machine's description, percentiles, CPU time and memory of a process from
- * /proc, a table printer, and killing and removing everything at exit.
+ * machine's description, batched loads with several batches in flight,
+ * percentiles, CPU time and memory of a process from /proc, a table printer,
+ * and killing and removing everything at exit. bench/lib/common.sh is the
+ * same for the .sh wrappers (build, npm ci, apt-get).
  *
  * Design. A benchmark calls runMain(main) once. It installs the clean-up on
  * 'exit', SIGINT, SIGTERM and SIGHUP (exit status 130), runs main, and on an
@@ -98,6 +100,24 @@ const log = (...a) => console.log(`[${new Date().toISOString().slice(11, 23)}]`,
 function rng(seed) {
   let x = seed >>> 0 || 1;
   return () => { x ^= x << 13; x >>>= 0; x ^= x >>> 17; x ^= x << 5; x >>>= 0; return x / 4294967296; };
+}
+
+/*
+ * Calls fn(start, end) for consecutive ranges [start, end) of [0, n), each at
+ * most batch long, with up to inflight calls running at once (a loader:
+ * insertMany of a batch, a pipelined write ...). Ranges are handed out in
+ * order, so fn may draw from a shared PRNG before its first await.
+ */
+async function inBatches(n, batch, inflight, fn) {
+  let next = 0;
+  await Promise.all(Array.from({ length: inflight }, async () => {
+    while (next < n) {
+      const start = next;
+      const end = Math.min(n, start + batch);
+      next = end;
+      await fn(start, end);
+    }
+  }));
 }
 
 /* ---------- percentiles ---------- */
@@ -422,7 +442,7 @@ function runMain(main) {
 
 module.exports = {
   REPO, options, mayflydPath, mayflydExtraArgs,
-  sleep, nowMs, log, rng,
+  sleep, nowMs, log, rng, inBatches,
   percentile, sortedCopy, quantiles,
   fmtInt, loadavg, printTable,
   machine, sourceRev,
