@@ -11,5 +11,5 @@ if [ ! -x "$bin" ]; then
     exit 2
 fi
 bench_node_modules
-MAYFLYD="$bin"
+export MAYFLYD="$bin"
 bench_exec bench.js "$@"

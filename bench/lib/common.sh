@@ -14,7 +14,7 @@
 #   bench_run SCRIPT ARGS...    the common case: bench_mayflyd,
 #                         bench_node_modules, bench_exec.
 
-cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 2
 
 bench_mayflyd() {
     if [ -z "${MAYFLYD:-}" ]; then
@@ -23,6 +23,7 @@ bench_mayflyd() {
     fi
 }
 
+# shellcheck disable=SC2120  # ttl_bench.sh passes pg
 bench_node_modules() {
     local pkg
     for pkg in mongodb "$@"; do
@@ -65,6 +66,7 @@ bench_exec() {
 
 bench_run() {
     bench_mayflyd
+    # shellcheck disable=SC2119  # mongodb only
     bench_node_modules
     bench_exec "$@"
 }
