@@ -8,8 +8,8 @@
  *
  * Server. mayflyd (binary from $MAYFLYD, default build/mayflyd, the release
  * build) is started on a free loopback port with a fresh temporary --dbpath
- * (tests/clients/harness.js MayflyServer), stopped and removed at the end,
- * also on error or Ctrl-C.
+ * (bench/lib/common.js: tests/clients/harness.js MayflyServer), stopped and
+ * removed at the end, also on error or Ctrl-C.
  *
  * Data: N documents (default 1,000,000) of about 1 KB: {_id: i, k, pad}
  * where k = (i * 2654435761) mod 2^32 (unique, unrelated to _id order) and
@@ -35,69 +35,37 @@
  *      repeat with what a sort leaves.
  */
 const fs = require('node:fs');
-const path = require('node:path');
 const { MongoClient } = require('mongodb');
-const { MayflyServer } = require('../tests/clients/harness');
+const { options, nowMs, percentile, sortedCopy, procStatusKb, mayflyServer, stopMayfly, runMain } =
+  require('./lib/common');
 
-function arg(name, dflt) {
-  const i = process.argv.indexOf(`--${name}`);
-  if (i < 0) return dflt;
-  const v = Number(process.argv[i + 1]);
-  if (!Number.isFinite(v) || v <= 0) {
-    console.error(`agg_bench: --${name} needs a positive number`);
-    process.exit(2);
-  }
-  return v;
-}
-
+const { num: arg } = options('agg_bench');
 const N = Math.round(arg('docs', 1000000));
 const REPS = Math.round(arg('reps', 300));
 const BUDGET_MB = arg('budget-mb', 100);
 const BATCH = 1000;
 const PAD = 'p'.repeat(1000);
 
-function now() { return Number(process.hrtime.bigint()) / 1e6; }
 function kOf(i) { return Math.imul(i, 2654435761 | 0) >>> 0; }
-
-function procStatus(pid, key) {
-  try {
-    const m = fs.readFileSync(`/proc/${pid}/status`, 'utf8').match(new RegExp(`^${key}:\\s+(\\d+) kB`, 'm'));
-    return m ? Number(m[1]) : null;
-  } catch (_) { return null; }
-}
 
 function resetHwm(pid) {
   try { fs.writeFileSync(`/proc/${pid}/clear_refs`, '5'); return true; } catch (_) { return false; }
 }
 
 function stats(xs) {
-  const s = [...xs].sort((a, b) => a - b);
-  return { mean: xs.reduce((a, b) => a + b, 0) / xs.length, median: s[s.length >> 1] };
+  return { mean: xs.reduce((a, b) => a + b, 0) / xs.length, median: percentile(sortedCopy(xs), 0.5) };
 }
 
 let server = null;
-let lastTail = '';
-function cleanupSync() {
-  if (!server) return;
-  if (server.proc && !server.exitInfo) {
-    try { server.proc.kill('SIGKILL'); } catch (_) { /* already gone */ }
-  }
-  try { server.cleanup(); } catch (_) { /* best effort */ }
-  server = null;
-}
-process.on('exit', cleanupSync);
-for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
-  process.on(sig, () => { cleanupSync(); process.exit(130); });
-}
 
 async function load(coll) {
-  const t0 = now();
+  const t0 = nowMs();
   for (let base = 0; base < N; base += BATCH) {
     const docs = [];
     for (let i = base; i < Math.min(N, base + BATCH); i++) docs.push({ _id: i, k: kOf(i), pad: PAD });
     await coll.insertMany(docs, { ordered: false });
   }
-  const secs = (now() - t0) / 1000;
+  const secs = (nowMs() - t0) / 1000;
   console.log(`loaded ${N} docs (~1 KB) in ${secs.toFixed(1)} s (${Math.round(N / secs)} docs/s)`);
 }
 
@@ -105,9 +73,9 @@ async function timeIt(fn) {
   for (let i = 0; i < 20; i++) await fn();
   const xs = [];
   for (let i = 0; i < REPS; i++) {
-    const t0 = now();
+    const t0 = nowMs();
     await fn();
-    xs.push(now() - t0);
+    xs.push(nowMs() - t0);
   }
   return stats(xs);
 }
@@ -127,21 +95,21 @@ async function phaseLimit(coll) {
 
 /* Drains pipeline, resetting VmHWM first; returns {n, secs, firstMs, ordered, before, hwm, after} (RSS in kB). */
 async function drainMeasured(coll, pipeline) {
-  const before = procStatus(server.pid, 'VmRSS');
+  const before = procStatusKb(server.pid, 'VmRSS');
   const reset = resetHwm(server.pid);
-  const t0 = now();
+  const t0 = nowMs();
   let n = 0;
   let prev = -1;
   let ordered = true;
   let firstMs = null;
   for await (const d of coll.aggregate(pipeline, { batchSize: 1000 })) {
-    if (firstMs === null) firstMs = now() - t0;
+    if (firstMs === null) firstMs = nowMs() - t0;
     if (d.k < prev) ordered = false;
     prev = d.k;
     n++;
   }
-  const secs = (now() - t0) / 1000;
-  return { n, secs, firstMs, ordered, reset, before, hwm: procStatus(server.pid, 'VmHWM'), after: procStatus(server.pid, 'VmRSS') };
+  const secs = (nowMs() - t0) / 1000;
+  return { n, secs, firstMs, ordered, reset, before, hwm: procStatusKb(server.pid, 'VmHWM'), after: procStatusKb(server.pid, 'VmRSS') };
 }
 
 function mib(kb) { return (kb / 1024).toFixed(1); }
@@ -149,9 +117,9 @@ function mib(kb) { return (kb / 1024).toFixed(1); }
 async function phaseSort(coll) {
   console.log(`\n2. aggregate([{$sort: {k: 1}}, {$project: {k: 1}}]) over the whole collection (${BUDGET_MB} MB budget: spills)`);
   await coll.s.db.admin().command({ setParameter: 1, internalQueryMaxBlockingSortMemoryUsageBytes: Math.round(BUDGET_MB * 1048576) });
-  const w0 = now();
+  const w0 = nowMs();
   const none = await coll.find({ nosuchfield: 1 }).toArray(); // full scan: warms the cache
-  console.log(`  warm-up collection scan: ${((now() - w0) / 1000).toFixed(1)} s (${none.length} matches)`);
+  console.log(`  warm-up collection scan: ${((nowMs() - w0) / 1000).toFixed(1)} s (${none.length} matches)`);
   // Baseline: the same full scan without the sort (WiredTiger cache churn, reply buffers).
   const base = await drainMeasured(coll, [{ $project: { k: 1 } }]);
   console.log(`  baseline, no sort: ${base.n} docs in ${base.secs.toFixed(1)} s; RSS before ${mib(base.before)} MiB, ` +
@@ -171,8 +139,7 @@ async function phaseSort(coll) {
 }
 
 async function main() {
-  const binary = process.env.MAYFLYD || path.join(__dirname, '..', 'build', 'mayflyd');
-  server = new MayflyServer({ binary: path.isAbsolute(binary) ? binary : path.resolve(binary) });
+  server = mayflyServer();
   await server.start();
   const client = new MongoClient(server.uri, { maxPoolSize: 4 });
   try {
@@ -183,21 +150,12 @@ async function main() {
     await load(coll);
     await phaseLimit(coll);
     await phaseSort(coll);
-    const hwm = procStatus(server.pid, 'VmHWM');
+    const hwm = procStatusKb(server.pid, 'VmHWM');
     console.log(`\nserver VmHWM at the end: ${(hwm / 1024).toFixed(1)} MiB`);
   } finally {
     await client.close().catch(() => {});
-    if (server) {
-      lastTail = server.stderrTail(30);
-      await server.stop();
-    }
-    cleanupSync();
+    await stopMayfly(server);
   }
 }
 
-main().catch((e) => {
-  console.error(e);
-  if (lastTail) console.error(`--- mayflyd stderr tail ---\n${lastTail}`);
-  cleanupSync();
-  process.exit(1);
-});
+runMain(main);

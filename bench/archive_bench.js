@@ -9,9 +9,10 @@
  *   (MAYFLYD=path picks the binary, default build/mayflyd, the release build:
  *    make -j2; MAYFLYD_ARGS="--setParameter name=value ..." passes extra flags)
  *
- * Each run starts a fresh mayflyd (free loopback port, fresh temp --dbpath,
- * --setParameter ttlMonitorEnabled=false), one run without and one with
- * archive (R rounds alternate plain/archive, default 1). A run:
+ * Each run starts a fresh mayflyd (bench/lib/common.js: free loopback port,
+ * fresh temp --dbpath, --setParameter ttlMonitorEnabled=false), one run
+ * without and one with archive (R rounds alternate plain/archive, default
+ * 1). A run:
  *   1. creates a TTL index {expiresAt: 1}, expireAfterSeconds 0 (plus
  *      archive: true for the archive run), through the createIndexes command;
  *   2. loads N documents of a realistic shape (~250 bytes of BSON: dates,
@@ -30,22 +31,16 @@
  * bytes per document (archiveSize / N) and data size / archive size (target
  * >= 3x, against both size and storageSize).
  */
-const { spawn } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { MongoClient, ObjectId, BSON } = require('mongodb');
-const { freePort, tryConnect } = require('../tests/clients/harness');
+const { options, mayflydPath, sleep, nowMs, log, rng, inBatches, fmtInt, loadavg, printTable,
+  startMayflyd, stopServer, removeTempDir, runMain } = require('./lib/common');
 
 /* ---------- arguments ---------- */
 
-function arg(name, dflt) {
-  const i = process.argv.indexOf(`--${name}`);
-  if (i < 0) return dflt;
-  const v = Number(process.argv[i + 1]);
-  if (!Number.isFinite(v) || v <= 0) throw new Error(`bad value for --${name}`);
-  return v;
-}
+const { num: arg } = options();
 function docsArg() {
   const first = process.argv[2];
   if (first !== undefined && /^\d+$/.test(first)) return Number(first);
@@ -62,27 +57,12 @@ const BATCH = 1000;
 const INFLIGHT = 4;
 const POLL_MS = 20;
 const DRAIN_CAP_MS = Math.max(120000, N / 10);   /* longest wait for the collection to empty */
-
-const REPO = path.resolve(__dirname, '..');
-const MAYFLYD = (() => {
-  const p = process.env.MAYFLYD || 'build/mayflyd';
-  return path.isAbsolute(p) ? p : path.join(REPO, p);
-})();
+const MAYFLYD = mayflydPath();
 
 /* ---------- small helpers ---------- */
 
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const hr = () => Number(process.hrtime.bigint()) / 1e6;   /* monotonic ms */
-const log = (...a) => console.log(`[${new Date().toISOString().slice(11, 23)}]`, ...a);
-const fmtInt = (x) => (x === null || x === undefined || Number.isNaN(x) ? 'n/a' : Math.round(x).toLocaleString('en-US'));
 const fmtBytes = (b) => (b === null || b === undefined || Number.isNaN(b) ? 'n/a'
   : b >= 1048576 ? `${(b / 1048576).toFixed(1)} MiB` : b >= 1024 ? `${(b / 1024).toFixed(1)} KiB` : `${Math.round(b)} B`);
-
-/* Deterministic PRNG (xorshift32) so every run loads the same documents. */
-function rng(seed) {
-  let x = seed >>> 0 || 1;
-  return () => { x ^= x << 13; x >>>= 0; x ^= x >>> 17; x ^= x << 5; x >>>= 0; return x / 4294967296; };
-}
 
 function duBytes(dir) {
   let total = 0;
@@ -135,45 +115,13 @@ function makeDocs(r, start, end, baseMs) {
 
 /* ---------- one run on a fresh server ---------- */
 
-const live = new Set();   /* {proc, dir} still to clean up */
+/* mayflyd with the TTL monitor off (switched on by the run), its HTTP console on no port. */
+const startServer = () => startMayflyd('archivebench-', ['--httpPort', '0', '--setParameter', 'ttlMonitorEnabled=false']);
 
-function cleanupSync() {
-  for (const s of live) {
-    try { if (!s.exited) s.proc.kill('SIGKILL'); } catch (_) { /* gone */ }
-    try { fs.rmSync(s.dir, { recursive: true, force: true }); } catch (_) { /* best effort */ }
-  }
-  live.clear();
-}
-process.on('exit', cleanupSync);
-for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(sig, () => { cleanupSync(); process.exit(130); });
-
-async function startServer() {
-  const port = await freePort();
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'archivebench-'));
-  const extra = (process.env.MAYFLYD_ARGS || '').split(/\s+/).filter(Boolean);
-  const proc = spawn(MAYFLYD, ['--port', String(port), '--bind_ip', '127.0.0.1', '--dbpath', dir, '--httpPort', '0',
-    '--setParameter', 'ttlMonitorEnabled=false', ...extra], { stdio: ['ignore', 'ignore', 'pipe'], cwd: dir });
-  const s = { proc, dir, port, tail: [], exited: null };
-  proc.stderr.setEncoding('utf8');
-  proc.stderr.on('data', (c) => { s.tail.push(c); if (s.tail.length > 50) s.tail.splice(0, 25); });
-  proc.on('exit', (code, signal) => { s.exited = { code, signal }; });
-  live.add(s);
-  const deadline = Date.now() + 20000;
-  for (;;) {
-    if (s.exited) throw new Error(`mayflyd exited during start-up ${JSON.stringify(s.exited)}\n${s.tail.join('')}`);
-    if (await tryConnect(port)) return s;
-    if (Date.now() > deadline) throw new Error(`mayflyd did not start on port ${port}`);
-    await sleep(50);
-  }
-}
-
-async function stopServer(s) {
-  if (!s.exited) s.proc.kill('SIGTERM');
-  const deadline = Date.now() + 30000;
-  while (!s.exited && Date.now() < deadline) await sleep(50);
-  if (!s.exited) s.proc.kill('SIGKILL');
-  fs.rmSync(s.dir, { recursive: true, force: true });
-  live.delete(s);
+/* Stops a run's server (SIGTERM; SIGKILL after 30 s) and removes its dbpath. */
+async function stopRunServer(s) {
+  await stopServer(s, 30000);
+  removeTempDir(s.dir);
 }
 
 async function run(archive) {
@@ -191,33 +139,27 @@ async function run(archive) {
 
     const r = rng(4242);
     const baseMs = Date.now();
-    let next = 0;
-    const t0 = hr();
+    const t0 = nowMs();
     let lastLog = Date.now();
-    await Promise.all(Array.from({ length: INFLIGHT }, async () => {
-      while (next < N) {
-        const start = next;
-        const end = Math.min(N, start + BATCH);
-        next = end;
-        await coll.insertMany(makeDocs(r, start, end, baseMs), { ordered: false });
-        if (Date.now() - lastLog > 5000) { lastLog = Date.now(); log(`${name}: loaded ${end.toLocaleString('en-US')}`); }
-      }
-    }));
-    const loadMs = hr() - t0;
+    await inBatches(N, BATCH, INFLIGHT, async (start, end) => {
+      await coll.insertMany(makeDocs(r, start, end, baseMs), { ordered: false });
+      if (Date.now() - lastLog > 5000) { lastLog = Date.now(); log(`${name}: loaded ${end.toLocaleString('en-US')}`); }
+    });
+    const loadMs = nowMs() - t0;
     log(`${name}: loaded ${N.toLocaleString('en-US')} docs in ${(loadMs / 1000).toFixed(1)} s (${fmtInt(N / loadMs * 1000)} docs/s)`);
     await adminDb.command({ fsync: 1 }).catch((e) => log(`${name}: fsync: ${e.message} (storageSize may be stale)`));
     const before = await db.command({ collStats: 'events' });
     const count0 = await coll.estimatedDocumentCount();
 
-    const tOn = hr();
+    const tOn = nowMs();
     await adminDb.command({ setParameter: 1, ttlMonitorEnabled: true });
     let first = null;
     let zero = null;
     let c = count0;
     lastLog = Date.now();
-    while (hr() - tOn < DRAIN_CAP_MS) {
+    while (nowMs() - tOn < DRAIN_CAP_MS) {
       c = await coll.estimatedDocumentCount();
-      const now = hr();
+      const now = nowMs();
       if (first === null && c < count0) first = now;
       if (c === 0) { zero = now; break; }
       if (Date.now() - lastLog > 2000) { lastLog = Date.now(); log(`${name}: ${c.toLocaleString('en-US')} left`); }
@@ -247,24 +189,11 @@ async function run(archive) {
     return res;
   } finally {
     await client.close().catch(() => {});
-    await stopServer(s);
+    await stopRunServer(s);
   }
 }
 
 /* ---------- report ---------- */
-
-function printTable(rows) {
-  const cols = rows.find((r) => r !== '-').length;
-  const w = new Array(cols).fill(0);
-  for (const r of rows) if (r !== '-') r.forEach((c, k) => { w[k] = Math.max(w[k], String(c).length); });
-  const line = '+' + w.map((x) => '-'.repeat(x + 2)).join('+') + '+';
-  console.log(line);
-  for (const r of rows) {
-    if (r === '-') { console.log(line); continue; }
-    console.log('| ' + r.map((c, k) => String(c).padEnd(w[k])).join(' | ') + ' |');
-  }
-  console.log(line);
-}
 
 const median = (a) => { const s = a.filter((x) => x !== null).sort((x, y) => x - y); return s.length ? s[Math.floor((s.length - 1) / 2)] : null; };
 
@@ -272,7 +201,7 @@ async function main() {
   if (!fs.existsSync(MAYFLYD)) throw new Error(`mayflyd not found at ${MAYFLYD} (run make -j2)`);
   const sample = makeDocs(rng(1), 0, 1, Date.now())[0];
   log(`mayflyd ${MAYFLYD}; docs=${N.toLocaleString('en-US')} (~${BSON.calculateObjectSize(sample)} bytes of BSON each), ` +
-    `rounds=${ROUNDS}, cores=${os.cpus().length}, loadavg ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}`);
+    `rounds=${ROUNDS}, cores=${os.cpus().length}, loadavg ${loadavg()}`);
   const plain = [];
   const arch = [];
   for (let i = 0; i < ROUNDS; i++) {
@@ -319,7 +248,7 @@ async function main() {
   if (ROUNDS > 1) {
     console.log(`per round deletions/s: plain ${plain.map((x) => fmtInt(x.rate)).join(', ')}; archive ${arch.map((x) => fmtInt(x.rate)).join(', ')}`);
   }
-  console.log(`loadavg at end ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}`);
+  console.log(`loadavg at end ${loadavg()}`);
 }
 
-main().then(() => process.exit(0), (e) => { console.error(e); cleanupSync(); process.exit(1); });
+runMain(main);

@@ -2,14 +2,14 @@
 /*
  * Driver-based benchmark for mayflyd. Starts the server (binary from $MAYFLYD,
  * default build/mayflyd, the optimised build) on a free port with a temporary
- * dbpath and prints throughput figures and the server's peak RSS. No
- * assertions: it reports numbers only.
+ * dbpath (bench/lib/common.js; removed at the end, also on error or Ctrl-C)
+ * and prints throughput figures and the server's peak RSS. No assertions: it
+ * reports numbers only.
  *
  *   node bench/bench.js [--docs N] [--single N] [--lookups N]
  */
-const fs = require('node:fs');
 const { MongoClient } = require('mongodb');
-const { MayflyServer } = require('../tests/clients/harness');
+const { procStatusKb, mayflyServer, stopMayfly, runMain } = require('./lib/common');
 
 function arg(name, dflt) {
   const i = process.argv.indexOf(`--${name}`);
@@ -20,13 +20,6 @@ const N_DOCS = arg('docs', 100000);       // documents inserted with insertMany(
 const N_SINGLE = arg('single', 10000);    // single insertOne calls
 const N_LOOKUPS = arg('lookups', 20000);  // find-by-_id round trips
 const N_SCANS = arg('scans', 5);          // full range scans
-
-function procStatus(pid, key) {
-  try {
-    const m = fs.readFileSync(`/proc/${pid}/status`, 'utf8').match(new RegExp(`^${key}:\\s+(\\d+) kB`, 'm'));
-    return m ? Number(m[1]) : null;
-  } catch (_) { return null; }
-}
 
 function makeDoc(i) {
   return { _id: i, k: i % 1000, name: `user-${i}`, score: (i * 7919) % 100000, tags: ['a', 'b', `t${i % 10}`],
@@ -44,7 +37,7 @@ async function timed(label, n, unit, fn) {
 }
 
 async function main() {
-  const server = new MayflyServer({ binary: process.env.MAYFLYD || require('node:path').join(__dirname, '..', 'build', 'mayflyd') });
+  const server = mayflyServer();
   await server.start();
   const client = new MongoClient(server.uri, { maxPoolSize: 10 });
   await client.connect();
@@ -128,16 +121,14 @@ async function main() {
       await coll.updateMany({}, { $inc: { score: 1 } });
     });
 
-    const hwm = procStatus(server.pid, 'VmHWM');
-    const rss = procStatus(server.pid, 'VmRSS');
+    const hwm = procStatusKb(server.pid, 'VmHWM');
+    const rss = procStatusKb(server.pid, 'VmRSS');
     console.log(`server peak RSS (VmHWM): ${hwm === null ? 'n/a' : (hwm / 1024).toFixed(1) + ' MiB'}; ` +
       `current RSS: ${rss === null ? 'n/a' : (rss / 1024).toFixed(1) + ' MiB'}`);
   } finally {
     await client.close();
-    const info = await server.stop();
-    server.cleanup();
-    if (info && info.code) console.log(`server exit: ${JSON.stringify(info)}`);
+    await stopMayfly(server);
   }
 }
 
-main().catch((e) => { console.error(e); process.exit(1); });
+runMain(main);

@@ -10,7 +10,7 @@
  *   (or bash bench/costs_bench.sh, which builds build/mayflyd first)
  *
  * Server: mayflyd from $MAYFLYD (default build/mayflyd, the release build),
- * started on a free port with a fresh --dbpath (tests/clients/harness.js),
+ * started on a free port with a fresh --dbpath (bench/lib/common.js),
  * stopped and cleaned up at the end, also on error or Ctrl-C.
  *
  * Collection (N = 200,000 x scale): {_id: i, k: 3i, m: i % 1000, u: i % 1000}
@@ -26,27 +26,15 @@
  *      it: insertOne, a find by one element, an updateOne that $push-es one
  *      element (the key diff of 40,000 keys), countDocuments by element.
  */
-const path = require('node:path');
 const { MongoClient } = require('mongodb');
-const { MayflyServer } = require('../tests/clients/harness');
+const { options, nowMs, percentile, mayflyServer, stopMayfly, runMain } = require('./lib/common');
 
-function arg(name, dflt) {
-  const i = process.argv.indexOf(`--${name}`);
-  if (i < 0) return dflt;
-  const v = Number(process.argv[i + 1]);
-  if (!Number.isFinite(v) || v <= 0) {
-    console.error(`costs_bench: --${name} needs a positive number`);
-    process.exit(2);
-  }
-  return v;
-}
-
+const { num: arg } = options('costs_bench');
 const SCALE = arg('scale', 1);
 const REPS = Math.max(1, Math.round(arg('reps', 3)));
 const N = Math.max(20000, Math.round(200000 * SCALE));
 const BATCH = 1000;
 
-function now() { return Number(process.hrtime.bigint()) / 1e6; }
 function fmt(n) { return n.toLocaleString('en-US'); }
 
 /* Median time (ms) of REPS runs of fn after one warm-up run; returns {ms, result}. */
@@ -54,12 +42,12 @@ async function timed(fn) {
   let result = await fn();
   const times = [];
   for (let r = 0; r < REPS; r++) {
-    const t0 = now();
+    const t0 = nowMs();
     result = await fn();
-    times.push(now() - t0);
+    times.push(nowMs() - t0);
   }
   times.sort((a, b) => a - b);
-  return { ms: times[times.length >> 1], result };
+  return { ms: percentile(times, 0.5), result };
 }
 
 function stageTree(s) {
@@ -82,26 +70,10 @@ async function report(label, coll, filter, fn) {
   if (filter) console.log(`      plan: ${await planOf(coll, filter)}`);
 }
 
-/* ---------- server lifetime ---------- */
-
-let server = null;
-function cleanupSync() {
-  if (!server) return;
-  if (server.proc && !server.exitInfo) {
-    try { server.proc.kill('SIGKILL'); } catch (_) { /* already gone */ }
-  }
-  try { server.cleanup(); } catch (_) { /* best effort */ }
-  server = null;
-}
-process.on('exit', cleanupSync);
-for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
-  process.on(sig, () => { cleanupSync(); process.exit(130); });
-}
-
 /* ---------- phases ---------- */
 
 async function load(coll) {
-  const t0 = now();
+  const t0 = nowMs();
   for (let off = 0; off < N; off += BATCH) {
     const docs = [];
     for (let i = off; i < Math.min(N, off + BATCH); i++) docs.push({ _id: i, k: 3 * i, m: i % 1000, u: i % 1000 });
@@ -109,7 +81,7 @@ async function load(coll) {
   }
   await coll.createIndex({ k: 1 });
   await coll.createIndex({ m: 1 });
-  console.log(`loaded ${fmt(N)} documents and 2 indexes in ${((now() - t0) / 1000).toFixed(1)} s`);
+  console.log(`loaded ${fmt(N)} documents and 2 indexes in ${((nowMs() - t0) / 1000).toFixed(1)} s`);
 }
 
 /* 10,000 distinct values spread over [0, N) (every N/10,000-th one), shuffled. */
@@ -196,8 +168,7 @@ async function phaseArray(db) {
 }
 
 async function main() {
-  const binary = process.env.MAYFLYD || path.join(__dirname, '..', 'build', 'mayflyd');
-  server = new MayflyServer({ binary: path.isAbsolute(binary) ? binary : path.resolve(binary) });
+  const server = mayflyServer();
   await server.start();
   const client = new MongoClient(server.uri, { maxPoolSize: 4 });
   try {
@@ -213,18 +184,8 @@ async function main() {
     await phaseArray(db);
   } finally {
     await client.close().catch(() => {});
-    if (server) {
-      const exit = await server.stop();
-      if (exit && (exit.forced || (exit.code !== 0 && exit.code !== null))) {
-        console.log(`server exit: ${JSON.stringify(exit)}`);
-        console.log(server.stderrTail(30));
-      }
-    }
-    cleanupSync();
+    await stopMayfly(server);
   }
 }
 
-main().catch((e) => {
-  console.error(e);
-  process.exitCode = 1;
-});
+runMain(main);

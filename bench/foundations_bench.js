@@ -8,7 +8,8 @@
  *
  * Server: mayflyd from $MAYFLYD (default build/mayflyd, the release build)
  * on a free loopback port with a fresh temporary --dbpath
- * (tests/clients/harness.js MayflyServer); removed at the end.
+ * (bench/lib/common.js: tests/clients/harness.js MayflyServer); removed at
+ * the end, also on error or Ctrl-C.
  *
  * Phases (N = --docs, default 1,000,000 documents of about 1 KB):
  *   1. Load: N documents {_id: i, k: hash(i), g: i % 1000, pad: 1 KB} into
@@ -26,33 +27,19 @@
  *      dbpath, time from spawn until ping answers; the same for an empty
  *      dbpath. Then kill -9 and start again (recovery) likewise.
  */
-const fs = require('node:fs');
 const { MongoClient } = require('mongodb');
-const { MayflyServer } = require('../tests/clients/harness');
+const { options, percentile, sortedCopy, procStatusKb, mayflyServer, stopMayfly, runMain } = require('./lib/common');
 
-function arg(name, dflt) {
-  const i = process.argv.indexOf(`--${name}`);
-  if (i < 0) return dflt;
-  const v = Number(process.argv[i + 1]);
-  if (!Number.isFinite(v) || v <= 0) {
-    console.error(`foundations_bench: --${name} needs a positive number`);
-    process.exit(2);
-  }
-  return v;
-}
-
+const { num: arg } = options('foundations_bench');
 const N = arg('docs', 1000000);
 const K = arg('ops', 2000);
 const PAD = 'x'.repeat(1000);
 
-function pct(sorted, q) {
-  if (sorted.length === 0) return NaN;
-  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
-}
-
+/* p50/p99/max of latencies; NaN when there are none (a build faster than the first operation). */
 function fmtLat(name, lat) {
-  const s = [...lat].sort((a, b) => a - b);
-  return `${name}: n=${s.length} p50=${pct(s, 0.5).toFixed(0)}us p99=${pct(s, 0.99).toFixed(0)}us max=${s[s.length - 1].toFixed(0)}us`;
+  const s = sortedCopy(lat);
+  return `${name}: n=${s.length} p50=${percentile(s, 0.5).toFixed(0)}us p99=${percentile(s, 0.99).toFixed(0)}us ` +
+    `max=${percentile(s, 1).toFixed(0)}us`;
 }
 
 /* Alternating insertOne / findOne by _id on coll until stop() or K ops; returns latencies in us. */
@@ -80,9 +67,7 @@ async function timeStartup(srv) {
 }
 
 async function main() {
-  const srv = new MayflyServer({ binary: process.env.MAYFLYD || `${__dirname}/../build/mayflyd` });
-  const cleanup = async () => { await srv.stop().catch(() => {}); srv.cleanup(); };
-  process.on('SIGINT', () => cleanup().then(() => process.exit(130)));
+  const srv = mayflyServer();
   try {
     await srv.start();
     const client = new MongoClient(srv.uri, { maxPoolSize: 20 });
@@ -123,7 +108,7 @@ async function main() {
     console.log(`createIndex({k: 1}) on ${N} docs: ${s.toFixed(1)} s`);
     console.log(`build ${fmtLat('other collection', duringOther)}`);
     console.log(`build ${fmtLat('same collection ', duringBig)}`);
-    const p99 = (l) => pct([...l].sort((a, b) => a - b), 0.99);
+    const p99 = (l) => percentile(sortedCopy(l), 0.99);
     console.log(`p99 during the build / idle: other ${(p99(duringOther) / p99(idleOther)).toFixed(2)}x, ` +
       `same ${(p99(duringBig) / p99(idleBig)).toFixed(2)}x (target <= 3x)`);
     await c2.close();
@@ -136,16 +121,15 @@ async function main() {
     await srv.kill9();
     const recovered = await timeStartup(srv);
     console.log(`start-up after kill -9 with ${N} docs: ${recovered} ms`);
-    const empty = new MayflyServer({ binary: srv.binary });
+    const empty = mayflyServer();
     const emptyMs = await timeStartup(empty);
     console.log(`start-up on an empty dbpath: ${emptyMs} ms`);
-    await empty.stop();
-    empty.cleanup();
-    const hwm = fs.readFileSync(`/proc/${srv.pid}/status`, 'utf8').match(/VmHWM:\s+(\d+)/);
-    if (hwm) console.log(`server peak RSS after restart: ${Math.round(Number(hwm[1]) / 1024)} MiB`);
+    await stopMayfly(empty);
+    const hwm = procStatusKb(srv.pid, 'VmHWM');
+    if (hwm !== null) console.log(`server peak RSS after restart: ${Math.round(hwm / 1024)} MiB`);
   } finally {
-    await cleanup();
+    await stopMayfly(srv);
   }
 }
 
-main().catch((e) => { console.error(e); process.exit(1); });
+runMain(main);

@@ -9,9 +9,10 @@
  *
  * Server. mayflyd (binary from $MAYFLYD, default build/mayflyd, the release
  * build) is started on a free loopback port with a fresh temporary --dbpath
- * (tests/clients/harness.js MayflyServer). It is stopped and the directory
- * removed at the end, also on error, Ctrl-C or SIGTERM. Peak RSS is VmHWM
- * from /proc/<pid>/status, read just before shutdown.
+ * (bench/lib/common.js: tests/clients/harness.js MayflyServer). It is
+ * stopped and the directory removed at the end, also on error, Ctrl-C or
+ * SIGTERM. Peak RSS is VmHWM from /proc/<pid>/status, read just before
+ * shutdown.
  *
  * Documents are {_id: i, k, g: i % 1000, s: "str-<k>-..."} where k is a
  * unique 32-bit integer: the odd multiplicative hash (i * 2654435761) mod 2^32,
@@ -42,22 +43,10 @@
  * With default settings the whole run takes roughly 1-3 minutes on 2 cores;
  * --scale 0.1 shrinks every document count tenfold.
  */
-const fs = require('node:fs');
-const path = require('node:path');
 const { MongoClient } = require('mongodb');
-const { MayflyServer } = require('../tests/clients/harness');
+const { options, nowMs, rng, procStatusKb, mayflyServer, stopMayfly, runMain } = require('./lib/common');
 
-function arg(name, dflt) {
-  const i = process.argv.indexOf(`--${name}`);
-  if (i < 0) return dflt;
-  const v = Number(process.argv[i + 1]);
-  if (!Number.isFinite(v) || v <= 0) {
-    console.error(`index_bench: --${name} needs a positive number`);
-    process.exit(2);
-  }
-  return v;
-}
-
+const { num: arg } = options('index_bench');
 const SCALE = arg('scale', 1);
 const SECS = arg('secs', 3);                          // time box per query measurement
 const N = Math.max(1000, Math.round(200000 * SCALE)); // phase 1-3 collection size
@@ -74,14 +63,6 @@ function makeDoc(i) {
   return { _id: i, k, g: i % 1000, s: `str-${k.toString(36)}-${'x'.repeat(i % 17)}` };
 }
 
-/* Small deterministic PRNG so that runs are comparable. */
-function rng(seed) {
-  let x = seed >>> 0 || 1;
-  return () => { x ^= x << 13; x >>>= 0; x ^= x >>> 17; x ^= x << 5; x >>>= 0; return x / 4294967296; };
-}
-
-function now() { return Number(process.hrtime.bigint()) / 1e6; }
-
 function fmt(n) {
   return Math.abs(n) < 100 && !Number.isInteger(n) ? n.toFixed(1) : Math.round(n).toLocaleString('en-US');
 }
@@ -90,21 +71,14 @@ function line(label, value, unit, extra = '') {
   console.log(`  ${label.padEnd(50)} ${fmt(value).padStart(12)} ${unit}${extra ? '   ' + extra : ''}`);
 }
 
-function procStatus(pid, key) {
-  try {
-    const m = fs.readFileSync(`/proc/${pid}/status`, 'utf8').match(new RegExp(`^${key}:\\s+(\\d+) kB`, 'm'));
-    return m ? Number(m[1]) : null;
-  } catch (_) { return null; }
-}
-
 async function load(coll, n) {
-  const t0 = now();
+  const t0 = nowMs();
   for (let i = 0; i < n; i += BATCH) {
     const batch = [];
     for (let j = i; j < Math.min(i + BATCH, n); j++) batch.push(makeDoc(j));
     await coll.insertMany(batch, { ordered: true });
   }
-  return now() - t0;
+  return nowMs() - t0;
 }
 
 /*
@@ -113,18 +87,18 @@ async function load(coll, n) {
  * Returns {ops, docs, ms}.
  */
 async function timeBox(fn, { callers = 1, maxOps = MAX_QUERIES, seed = 1 } = {}) {
-  const t0 = now();
+  const t0 = nowMs();
   const deadline = t0 + SECS * 1000;
   let ops = 0;
   let docs = 0;
   await Promise.all(Array.from({ length: callers }, async (_, w) => {
     const rand = rng(seed * 7919 + w + 1);
-    while (ops < maxOps && now() < deadline) {
+    while (ops < maxOps && nowMs() < deadline) {
       ops++;
       docs += await fn(rand);
     }
   }));
-  return { ops, docs, ms: now() - t0 };
+  return { ops, docs, ms: nowMs() - t0 };
 }
 
 /* One-line rendering of an explain's winning plan: FETCH <- IXSCAN {k: 1} [bounds]. */
@@ -150,23 +124,6 @@ async function explainFind(coll, filter, opts = {}) {
   return top ? top.stage : null;
 }
 
-/* ---------- server lifetime: always stopped and cleaned up ---------- */
-
-let server = null;
-let lastTail = '';
-function cleanupSync() {
-  if (!server) return;
-  if (server.proc && !server.exitInfo) {
-    try { server.proc.kill('SIGKILL'); } catch (_) { /* already gone */ }
-  }
-  try { server.cleanup(); } catch (_) { /* best effort */ }
-  server = null;
-}
-process.on('exit', cleanupSync);
-for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
-  process.on(sig, () => { cleanupSync(); process.exit(130); });
-}
-
 /* ---------- phases ---------- */
 
 async function phasePointQuery(db) {
@@ -189,9 +146,9 @@ async function phasePointQuery(db) {
   line('findOne, no index (COLLSCAN), 1 connection', r.ops / (r.ms / 1000), 'queries/s', `(${r.ops} in ${fmt(r.ms)} ms)`);
   const noIndexRate = r.ops / (r.ms / 1000);
 
-  const t0 = now();
+  const t0 = nowMs();
   await coll.createIndex({ k: 1 });
-  line('createIndex({k: 1}) build rate', N / ((now() - t0) / 1000), 'docs/s', `(${fmt(now() - t0)} ms)`);
+  line('createIndex({k: 1}) build rate', N / ((nowMs() - t0) / 1000), 'docs/s', `(${fmt(nowMs() - t0)} ms)`);
   console.log('  with index {k: 1}:');
   await explainFind(coll, probe);
   r = await timeBox(query, { seed: 12 });
@@ -205,9 +162,9 @@ async function phasePointQuery(db) {
 
 async function phaseRangeScan(coll) {
   console.log(`\n2. Range scan find({g: {$gte: a, $lt: a + 10}}) (~${fmt(N / 100)} docs per query), up to ${SECS} s each`);
-  const t0 = now();
+  const t0 = nowMs();
   await coll.createIndex({ g: 1 });
-  line('createIndex({g: 1}) build rate', N / ((now() - t0) / 1000), 'docs/s', `(${fmt(now() - t0)} ms)`);
+  line('createIndex({g: 1}) build rate', N / ((nowMs() - t0) / 1000), 'docs/s', `(${fmt(nowMs() - t0)} ms)`);
   const filterFor = (a) => ({ g: { $gte: a, $lt: a + 10 } });
   const scan = (opts) => async (rand) => {
     const a = Math.floor(rand() * 990);
@@ -270,9 +227,9 @@ async function phaseDelete(db) {
   await explainFind(coll, filter);
   const before = await db.admin().command({ serverStatus: 1 });
   console.log(`  batchedDeletes before: ${batchedDeletes(before)}`);
-  const t0 = now();
+  const t0 = nowMs();
   const res = await coll.deleteMany(filter);
-  const dms = now() - t0;
+  const dms = nowMs() - t0;
   line('deleteMany by indexed range', res.deletedCount / (dms / 1000), 'docs/s',
     `(${fmt(res.deletedCount)} deleted in ${fmt(dms)} ms)`);
   const after = await db.admin().command({ serverStatus: 1 });
@@ -282,11 +239,10 @@ async function phaseDelete(db) {
 }
 
 async function main() {
-  const binary = process.env.MAYFLYD || path.join(__dirname, '..', 'build', 'mayflyd');
-  server = new MayflyServer({ binary: path.isAbsolute(binary) ? binary : path.resolve(binary) });
+  const server = mayflyServer();
   await server.start();
   const client = new MongoClient(server.uri, { maxPoolSize: 10 });
-  const tStart = now();
+  const tStart = nowMs();
   try {
     await client.connect();
     const db = client.db('ixbench');
@@ -300,27 +256,15 @@ async function main() {
     await phaseInserts(db);
     await phaseDelete(db);
 
-    const hwm = procStatus(server.pid, 'VmHWM');
-    const rss = procStatus(server.pid, 'VmRSS');
+    const hwm = procStatusKb(server.pid, 'VmHWM');
+    const rss = procStatusKb(server.pid, 'VmRSS');
     console.log(`\nserver peak RSS (VmHWM): ${hwm === null ? 'n/a' : (hwm / 1024).toFixed(1) + ' MiB'}; ` +
       `current RSS: ${rss === null ? 'n/a' : (rss / 1024).toFixed(1) + ' MiB'}`);
-    console.log(`total time: ${(now() - tStart) / 1000 | 0} s`);
+    console.log(`total time: ${(nowMs() - tStart) / 1000 | 0} s`);
   } finally {
     await client.close().catch(() => {});
-    if (server) {
-      lastTail = server.stderrTail(30);
-      const exit = await server.stop();
-      if (exit && (exit.forced || (exit.code !== 0 && exit.code !== null))) {
-        console.log(`server exit: ${JSON.stringify(exit)}`);
-      }
-    }
-    cleanupSync();
+    await stopMayfly(server);
   }
 }
 
-main().catch((e) => {
-  console.error(e);
-  if (lastTail) console.error(`--- mayflyd stderr tail ---\n${lastTail}`);
-  cleanupSync();
-  process.exit(1);
-});
+runMain(main);

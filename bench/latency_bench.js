@@ -11,9 +11,9 @@
  *   (default redis-server on PATH), MAYFLYD_ARGS="--flag value ..." (extra
  *   mayflyd flags, e.g. to compare server parameters).
  *
- * Servers. Both are started by this script on free loopback ports with fresh
- * temp directories (Redis: --save '' --appendonly no, io-threads off, i.e.
- * its defaults). Both are stopped and the directories removed at the end,
+ * Servers. Both are started by this script (bench/lib/common.js) on free
+ * loopback ports with fresh temp directories (Redis: --save '' --appendonly
+ * no, io-threads off, i.e. its defaults). Both are stopped and the directories removed at the end,
  * also on error or Ctrl-C. The header prints the machine (nproc, CPU model,
  * kernel, load average at start) and both servers' versions: the figures
  * mean little without them, and other work on the machine skews them.
@@ -63,23 +63,16 @@
  * pipelined 1,000 commands per write, 8 writes in flight (bench/ttl_bench.js's
  * loader). docs/s for both and the ratio Redis/mayfly.
  */
-const { execFileSync, spawn } = require('node:child_process');
-const fs = require('node:fs');
 const net = require('node:net');
 const os = require('node:os');
-const path = require('node:path');
 const { MongoClient, BSON } = require('mongodb');
-const { freePort, tryConnect, buildOpMsg } = require('../tests/clients/harness');
+const { buildOpMsg } = require('../tests/clients/harness');
+const { options, mayflydPath, mayflydExtraArgs, sleep, log, rng, inBatches, quantiles, cpuOf, machine, sourceRev,
+  fmtInt, loadavg, printTable, startMayflyd, startRedis, stopAll, runMain } = require('./lib/common');
 
 /* ---------- arguments ---------- */
 
-function arg(name, dflt) {
-  const i = process.argv.indexOf(`--${name}`);
-  if (i < 0) return dflt;
-  const v = Number(process.argv[i + 1]);
-  if (!Number.isFinite(v) || v <= 0) throw new Error(`bad value for --${name}`);
-  return v;
-}
+const { num: arg } = options();
 const ROUNDS = Math.floor(arg('rounds', 5));
 const REQS = Math.floor(arg('reqs', 1000));
 const SECS = arg('secs', 3);
@@ -105,126 +98,7 @@ const TARGETS = { ping: 1.3, find: 2, insert: 2.5 };
 const SCALE_TARGET = 1.6;
 const OP_MSG = 2013;
 
-const REPO = path.resolve(__dirname, '..');
-const MAYFLYD = (() => {
-  const p = process.env.MAYFLYD || 'build/mayflyd';
-  return path.isAbsolute(p) ? p : path.join(REPO, p);
-})();
-const REDIS_SERVER = process.env.REDIS_SERVER || 'redis-server';
-
-/* ---------- small helpers ---------- */
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const log = (...a) => console.log(`[${new Date().toISOString().slice(11, 23)}]`, ...a);
-
-/* Deterministic PRNG (xorshift32): the same keys every run. */
-function rng(seed) {
-  let x = seed >>> 0 || 1;
-  return () => { x ^= x << 13; x >>>= 0; x ^= x >>> 17; x ^= x << 5; x >>>= 0; return x / 4294967296; };
-}
-
-/* Quantiles of an array of numbers (a sorted copy). */
-function quantiles(values) {
-  const a = Float64Array.from(values).sort();
-  const q = (p) => (a.length ? a[Math.min(a.length - 1, Math.max(0, Math.ceil(p * a.length) - 1))] : NaN);
-  return { n: a.length, p50: q(0.5), p90: q(0.9), p99: q(0.99), max: a.length ? a[a.length - 1] : NaN };
-}
-
-const CLK_TCK = (() => {
-  try { return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100; } catch (_) { return 100; }
-})();
-
-/* CPU used so far by process pid: {ticksMs: (utime+stime) in ms from
- * /proc/<pid>/stat, schedNs: sum of the threads' schedstat run times}. */
-function cpuOf(pid) {
-  let ticksMs = NaN;
-  let schedNs = 0;
-  try {
-    const s = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const f = s.slice(s.lastIndexOf(')') + 2).split(' ');   /* f[0] is field 3 (state) */
-    ticksMs = ((Number(f[11]) + Number(f[12])) * 1000) / CLK_TCK;   /* fields 14, 15 */
-  } catch (_) { /* gone */ }
-  try {
-    for (const t of fs.readdirSync(`/proc/${pid}/task`)) {
-      try { schedNs += Number(fs.readFileSync(`/proc/${pid}/task/${t}/schedstat`, 'utf8').split(' ')[0]); } catch (_) { /* thread exited */ }
-    }
-  } catch (_) { schedNs = NaN; }
-  return { ticksMs, schedNs };
-}
-
-function machine() {
-  let model = 'unknown';
-  try {
-    const m = /^model name\s*:\s*(.+)$/m.exec(fs.readFileSync('/proc/cpuinfo', 'utf8'));
-    if (m) model = m[1].trim();
-  } catch (_) { /* not Linux */ }
-  let nproc = os.cpus().length;
-  try { nproc = Number(execFileSync('nproc', { encoding: 'utf8' }).trim()) || nproc; } catch (_) { /* keep */ }
-  return { nproc, model, kernel: `${os.type()} ${os.release()} ${os.arch()}`, load: os.loadavg() };
-}
-
-/* The checkout's commit, and whether src/ has uncommitted changes (the binary is built from it by the .sh). */
-function sourceRev() {
-  try {
-    const rev = execFileSync('git', ['-C', REPO, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
-    const dirty = execFileSync('git', ['-C', REPO, 'status', '--porcelain', '--', 'src'], { encoding: 'utf8' }).trim();
-    return dirty ? `${rev} + uncommitted changes in src/` : rev;
-  } catch (_) { return 'unknown'; }
-}
-
-/* ---------- child processes and clean-up ---------- */
-
-const children = [];   /* {name, proc, dir, exited, tail} */
-let cleanedUp = false;
-
-function spawnServer(name, bin, args, dir) {
-  const proc = spawn(bin, args, { stdio: ['ignore', 'ignore', 'pipe'], cwd: dir });
-  const entry = { name, proc, dir, tail: [], exited: null };
-  proc.stderr.setEncoding('utf8');
-  proc.stderr.on('data', (c) => {
-    entry.tail.push(c);
-    if (entry.tail.length > 50) entry.tail.splice(0, entry.tail.length - 25);
-  });
-  proc.on('exit', (code, signal) => { entry.exited = { code, signal }; });
-  proc.on('error', (e) => { entry.exited = { error: e.message }; });
-  children.push(entry);
-  return entry;
-}
-
-async function waitUp(entry, port) {
-  const deadline = Date.now() + 20000;
-  for (;;) {
-    if (entry.exited) {
-      throw new Error(`${entry.name} exited during start-up ${JSON.stringify(entry.exited)}\n${entry.tail.join('')}`);
-    }
-    if (await tryConnect(port)) return;
-    if (Date.now() > deadline) throw new Error(`${entry.name} did not start on port ${port}`);
-    await sleep(50);
-  }
-}
-
-/* Synchronous so it can run from 'exit' too: SIGKILL what is left, remove the directories. */
-function cleanupSync() {
-  if (cleanedUp) return;
-  cleanedUp = true;
-  for (const c of children) {
-    if (!c.exited) { try { c.proc.kill('SIGKILL'); } catch (_) { /* gone */ } }
-    try { fs.rmSync(c.dir, { recursive: true, force: true }); } catch (_) { /* best effort */ }
-  }
-}
-
-/* Graceful stop: SIGTERM, wait up to ms, then SIGKILL; then remove the directories. */
-async function stopAll(ms = 10000) {
-  for (const c of children) if (!c.exited) c.proc.kill('SIGTERM');
-  const deadline = Date.now() + ms;
-  while (children.some((c) => !c.exited) && Date.now() < deadline) await sleep(50);
-  cleanupSync();
-}
-
-process.on('exit', cleanupSync);
-for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
-  process.on(sig, () => { cleanupSync(); process.exit(130); });
-}
+const MAYFLYD = mayflydPath();
 
 /* ---------- wire framing ---------- */
 
@@ -537,20 +411,14 @@ async function ingestMongo(client) {
   const coll = client.db(DB).collection('ingest');
   await coll.drop().catch(() => {});
   await coll.createIndex({ at: 1 }, { expireAfterSeconds: 3600 });
-  let next = 0;
   const t0 = process.hrtime.bigint();
-  await Promise.all(Array.from({ length: MONGO_INFLIGHT }, async () => {
-    while (next < DOCS) {
-      const start = next;
-      const end = Math.min(DOCS, start + BATCH);
-      next = end;
-      const docs = new Array(end - start);
-      const at = new Date();
-      for (let i = start; i < end; i++) docs[i - start] = { _id: i, at, v: VALUE };
-      const r = await coll.insertMany(docs, { ordered: false });
-      if (r.insertedCount !== end - start) throw new Error(`mayfly: insertMany inserted ${r.insertedCount}`);
-    }
-  }));
+  await inBatches(DOCS, BATCH, MONGO_INFLIGHT, async (start, end) => {
+    const docs = new Array(end - start);
+    const at = new Date();
+    for (let i = start; i < end; i++) docs[i - start] = { _id: i, at, v: VALUE };
+    const r = await coll.insertMany(docs, { ordered: false });
+    if (r.insertedCount !== end - start) throw new Error(`mayfly: insertMany inserted ${r.insertedCount}`);
+  });
   const secs = Number(process.hrtime.bigint() - t0) / 1e9;
   const n = await coll.estimatedDocumentCount();
   if (n !== DOCS) throw new Error(`mayfly: ${n} documents after ingest, expected ${DOCS}`);
@@ -616,18 +484,12 @@ async function ingestRedis(port) {
   await r.connect();
   try {
     await r.pipeline([['SELECT', '1'], ['FLUSHDB']]);
-    let next = 0;
     const t0 = process.hrtime.bigint();
-    await Promise.all(Array.from({ length: REDIS_INFLIGHT }, async () => {
-      while (next < DOCS) {
-        const start = next;
-        const end = Math.min(DOCS, start + BATCH);
-        next = end;
-        const cmds = new Array(end - start);
-        for (let i = start; i < end; i++) cmds[i - start] = ['SET', `g:${i}`, VALUE, 'PX', 3600000];
-        await r.pipeline(cmds);
-      }
-    }));
+    await inBatches(DOCS, BATCH, REDIS_INFLIGHT, async (start, end) => {
+      const cmds = new Array(end - start);
+      for (let i = start; i < end; i++) cmds[i - start] = ['SET', `g:${i}`, VALUE, 'PX', 3600000];
+      await r.pipeline(cmds);
+    });
     const secs = Number(process.hrtime.bigint() - t0) / 1e9;
     return DOCS / secs;
   } finally {
@@ -637,22 +499,8 @@ async function ingestRedis(port) {
 
 /* ---------- report ---------- */
 
-const fmtInt = (x) => (x === null || x === undefined || Number.isNaN(x) ? 'n/a' : Math.round(x).toLocaleString('en-US'));
 const fmtUs = (x) => (Number.isNaN(x) ? 'n/a' : x >= 100 ? x.toFixed(0) : x.toFixed(1));
 const fmtX = (x) => (Number.isFinite(x) ? `${x.toFixed(2)}x` : 'n/a');
-
-function printTable(rows) {
-  const cols = rows.find((r) => r !== '-').length;
-  const w = new Array(cols).fill(0);
-  for (const r of rows) if (r !== '-') for (let k = 0; k < cols; k++) w[k] = Math.max(w[k], String(r[k]).length);
-  const line = `+${w.map((x) => '-'.repeat(x + 2)).join('+')}+`;
-  console.log(line);
-  for (const r of rows) {
-    if (r === '-') { console.log(line); continue; }
-    console.log(`| ${r.map((c, k) => (k === 0 ? String(c).padEnd(w[k]) : String(c).padStart(w[k]))).join(' | ')} |`);
-  }
-  console.log(line);
-}
 
 function reportLatency(L) {
   console.log('');
@@ -667,13 +515,13 @@ function reportLatency(L) {
         `${fmtUs(x.p50lo)}..${fmtUs(x.p50hi)}`, x.cpuTicksMsPer1k.toFixed(1), x.cpuSchedMsPer1k.toFixed(1)]);
     }
   }
-  printTable(rows);
+  printTable(rows, { rightAlign: true });
   const t = [['operation', 'p50 mayfly/redis', 'p99 mayfly/redis', 'target (p50)', 'within'], '-'];
   for (const name of ['ping', 'find', 'insert']) {
     const r = L[name].mayfly.q.p50 / L[name].redis.q.p50;
     t.push([label[name][0], fmtX(r), fmtX(L[name].mayfly.q.p99 / L[name].redis.q.p99), `<= ${TARGETS[name]}x`, r <= TARGETS[name] ? 'yes' : 'no']);
   }
-  printTable(t);
+  printTable(t, { rightAlign: true });
 }
 
 function reportScaling(S) {
@@ -691,13 +539,13 @@ function reportScaling(S) {
         fmtX(c[8].opsPerSec / c[1].opsPerSec)]);
     }
   }
-  printTable(rows);
+  printTable(rows, { rightAlign: true });
   const t = [['operation', 'mayfly 8/1', 'target', 'within'], '-'];
   for (const name of ['insert', 'find']) {
     const r = S[name].mayfly[8].opsPerSec / S[name].mayfly[1].opsPerSec;
     t.push([label[name][0], fmtX(r), `>= ${SCALE_TARGET}x (2 cores)`, r >= SCALE_TARGET ? 'yes' : 'no']);
   }
-  printTable(t);
+  printTable(t, { rightAlign: true });
 }
 
 function reportIngest(I) {
@@ -705,25 +553,19 @@ function reportIngest(I) {
   console.log(`(3) ingest, ${DOCS.toLocaleString('en-US')} docs: mayfly insertMany x${BATCH} (${MONGO_INFLIGHT} in flight, ` +
     `Node driver, TTL index {at: 1}) vs redis SET .. PX pipelined x${BATCH} (${REDIS_INFLIGHT} in flight)`);
   printTable([['server', 'docs/s'], '-', ['mayfly', fmtInt(I.mayfly)], ['redis', fmtInt(I.redis)],
-    ['redis/mayfly', fmtX(I.redis / I.mayfly)]]);
+    ['redis/mayfly', fmtX(I.redis / I.mayfly)]], { rightAlign: true });
 }
 
 /* ---------- main ---------- */
 
 async function main() {
-  if (!fs.existsSync(MAYFLYD)) throw new Error(`mayflyd not found at ${MAYFLYD} (run make all)`);
   const tStart = Date.now();
   const mc = machine();
-  const mPort = await freePort();
-  const mDir = fs.mkdtempSync(path.join(os.tmpdir(), 'latbench-mayfly-'));
-  const extra = (process.env.MAYFLYD_ARGS || '').split(/\s+/).filter(Boolean);
-  const mayfly = spawnServer('mayflyd', MAYFLYD, ['--port', String(mPort), '--bind_ip', '127.0.0.1', '--dbpath', mDir, ...extra], mDir);
-  const rPort = await freePort();
-  const rDir = fs.mkdtempSync(path.join(os.tmpdir(), 'latbench-redis-'));
-  const redis = spawnServer('redis-server', REDIS_SERVER, ['--port', String(rPort), '--bind', '127.0.0.1',
-    '--save', '', '--appendonly', 'no', '--dir', rDir, '--daemonize', 'no', '--protected-mode', 'no'], rDir);
-  await waitUp(mayfly, mPort);
-  await waitUp(redis, rPort);
+  const extra = mayflydExtraArgs();
+  const mayfly = await startMayflyd('latbench-mayfly-');
+  const redis = await startRedis('latbench-redis-');
+  const mPort = mayfly.port;
+  const rPort = redis.port;
 
   const client = new MongoClient(`mongodb://127.0.0.1:${mPort}/?directConnection=true`, { maxPoolSize: MONGO_INFLIGHT });
   const mConn = new Conn(mPort, frameMongo);
@@ -778,7 +620,7 @@ async function main() {
     if (I) reportIngest(I);
     console.log('');
     console.log(`total run time ${((Date.now() - tStart) / 1000).toFixed(0)} s; ` +
-      `load average at end ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}`);
+      `load average at end ${loadavg()}`);
   } finally {
     try { mConn.close(); } catch (_) { /* not connected */ }
     try { rConn.close(); } catch (_) { /* not connected */ }
@@ -787,4 +629,4 @@ async function main() {
   }
 }
 
-main().then(() => process.exit(0), (e) => { console.error(e); cleanupSync(); process.exit(1); });
+runMain(main);

@@ -2,17 +2,14 @@
 # Load (issue 10): C concurrent connections (default 1000) doing mixed reads
 # and writes for D seconds (default 600) against a release mayflyd it starts
 # itself (see the comment at the top of bench/load.js). Builds the release
-# binary (make all) unless $MAYFLYD is set, raises the open-files limit
+# binary (make -j2 all) unless $MAYFLYD is set, raises the open-files limit
 # (ulimit -n) to what the connections need (the server inherits it), then
 # runs the script; arguments go to it (--conns C, --duration SECS,
 # --phases P, --docs N).
 set -euo pipefail
-cd "$(dirname "$0")/.."
-if [ -z "${MAYFLYD:-}" ]; then
-    make all >/dev/null
-    MAYFLYD="$PWD/build/mayflyd"
-fi
-[ -d node_modules/mongodb ] || npm ci --no-audit --no-fund --loglevel=error
+. "$(dirname "$0")/lib/common.sh"
+bench_mayflyd
+bench_node_modules
 conns="${CONNS:-1000}"
 prev=""
 for a in "$@"; do
@@ -30,4 +27,4 @@ if [ "$soft" != unlimited ] && [ "$soft" -lt "$want" ]; then
         ulimit -Sn "$hard"
     fi
 fi
-MAYFLYD="$MAYFLYD" exec node bench/load.js "$@"
+bench_exec load.js "$@"

@@ -8,7 +8,8 @@
  *   (MAYFLYD=path/to/mayflyd; default build/mayflyd, the release build)
  *
  * mayflyd is started on a free loopback port with a fresh temporary --dbpath
- * (tests/clients/harness.js MayflyServer). D documents (default 50,000) are
+ * (bench/lib/common.js: tests/clients/harness.js MayflyServer), removed at
+ * the end, also on error or Ctrl-C. D documents (default 50,000) are
  * loaded; the slow query is a find whose $expr filter $reduce-s a $range per
  * document and matches nothing, its per-document cost calibrated so that one
  * query alone runs about S seconds (default 2). Then N (default 8) slow
@@ -21,19 +22,9 @@
  */
 const fs = require('node:fs');
 const { MongoClient } = require('mongodb');
-const { MayflyServer } = require('../tests/clients/harness');
+const { options, percentile, sortedCopy, mayflyServer, stopMayfly, runMain } = require('./lib/common');
 
-function arg(name, dflt) {
-  const i = process.argv.indexOf(`--${name}`);
-  if (i < 0) return dflt;
-  const v = Number(process.argv[i + 1]);
-  if (!Number.isFinite(v) || v <= 0) {
-    console.error(`stall_bench: --${name} needs a positive number`);
-    process.exit(2);
-  }
-  return v;
-}
-
+const { num: arg } = options('stall_bench');
 const NSLOW = arg('slow', 8);
 const NDOCS = arg('docs', 50000);
 const SECS = arg('secs', 2);
@@ -47,20 +38,12 @@ function slowFilter(work) {
   };
 }
 
-function pct(xs, p) {
-  if (xs.length === 0) return NaN;
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor(p * s.length))];
-}
-
 function threads(pid) {
   try { return fs.readdirSync(`/proc/${pid}/task`).length; } catch (_) { return NaN; }
 }
 
 async function main() {
-  const srv = new MayflyServer({ binary: process.env.MAYFLYD || 'build/mayflyd' });
-  const stop = async () => { await srv.stop(); srv.cleanup(); };
-  process.on('SIGINT', () => stop().then(() => process.exit(130)));
+  const srv = mayflyServer();
   await srv.start();
   const clients = [];
   const connect = async () => { const c = new MongoClient(srv.uri); await c.connect(); clients.push(c); return c; };
@@ -119,14 +102,15 @@ async function main() {
     await Promise.all([probing, finding]);
     console.log(`${NSLOW} slow queries at once: ${wall} ms until all finished`);
     for (const [k, xs] of Object.entries(lat)) {
-      console.log(`  ${k.padEnd(13)} n=${String(xs.length).padStart(5)}  p50 ${pct(xs, 0.5).toFixed(1)} ms` +
-        `  p99 ${pct(xs, 0.99).toFixed(1)} ms  max ${Math.max(...xs).toFixed(1)} ms`);
+      const pct = (p) => percentile(sortedCopy(xs), p);
+      console.log(`  ${k.padEnd(13)} n=${String(xs.length).padStart(5)}  p50 ${pct(0.5).toFixed(1)} ms` +
+        `  p99 ${pct(0.99).toFixed(1)} ms  max ${Math.max(...xs).toFixed(1)} ms`);
     }
     console.log(`  connections.active seen: up to ${maxActive}; server threads ${threadsBefore} -> peak ${maxThreads}`);
   } finally {
     for (const c of clients) await c.close(true).catch(() => {});
-    await stop();
+    await stopMayfly(srv);
   }
 }
 
-main().catch((e) => { console.error(e); process.exit(1); });
+runMain(main);

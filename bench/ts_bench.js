@@ -7,6 +7,11 @@
  *   node bench/ts_bench.js [--docs N] [--sensors S] [--batch B]
  *   (or bash bench/ts_bench.sh, which builds build/mayflyd first)
  *
+ * Server: mayflyd from $MAYFLYD (default build/mayflyd, the release build;
+ * MAYFLYD_ARGS="--flag value ..." adds flags) on a free loopback port with a
+ * fresh temporary --dbpath (bench/lib/common.js), stopped and removed at the
+ * end, also on error or Ctrl-C.
+ *
  * Phase 1, load. N measurements {sensor, t, temp, hum} from S sensors, one
  * per sensor per second, in time order, inserted with insertMany of B
  * documents (2 in flight) into
@@ -36,74 +41,27 @@
  * Targets: ts at least 3x smaller on disk than plain; ts measurements
  * removed at least 5x faster per second than plain TTL deletes.
  */
-const { spawn } = require('node:child_process');
-const fs = require('node:fs');
-const net = require('node:net');
-const os = require('node:os');
-const path = require('node:path');
 const { MongoClient } = require('mongodb');
+const { options, sleep, inBatches, percentile, procStatusKb, startMayflyd, runMain } = require('./lib/common');
 
-function arg(name, dflt) {
-  const i = process.argv.indexOf(`--${name}`);
-  if (i < 0) return dflt;
-  const v = Number(process.argv[i + 1]);
-  if (!Number.isFinite(v) || v <= 0) throw new Error(`bad value for --${name}`);
-  return v;
-}
+const { num: arg } = options();
 const N = Math.floor(arg('docs', 1000000));
 const SENSORS = Math.floor(arg('sensors', 100));
 const BATCH = Math.floor(arg('batch', 10000));
 const TEN_YEARS = 10 * 365 * 86400;
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const p = s.address().port;
-      s.close(() => resolve(p));
-    });
-    s.on('error', reject);
-  });
-}
-
-async function startServer() {
-  const bin = process.env.MAYFLYD || path.join(__dirname, '..', 'build', 'mayflyd');
-  const dbpath = fs.mkdtempSync(path.join(os.tmpdir(), 'mayfly-tsbench-'));
-  const port = await freePort();
-  const proc = spawn(bin, ['--port', String(port), '--bind_ip', '127.0.0.1', '--dbpath', dbpath], { stdio: ['ignore', 'ignore', 'pipe'] });
-  proc.stderr.on('data', () => {});
-  const client = new MongoClient(`mongodb://127.0.0.1:${port}/?directConnection=true`, { serverSelectionTimeoutMS: 20000 });
-  await client.connect();
-  return { proc, dbpath, client };
-}
-
-function quantile(sorted, q) {
-  if (sorted.length === 0) return NaN;
-  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
-}
 
 async function load(coll) {
   const base = Date.now() - 2 * 86400e3;
-  const perSensor = Math.ceil(N / SENSORS);
-  let next = 0;
   const t0 = Date.now();
-  async function worker() {
-    for (;;) {
-      const from = next;
-      if (from >= N) return;
-      next = Math.min(N, from + BATCH);
-      const docs = [];
-      for (let i = from; i < next; i++) {
-        const s = i % SENSORS;
-        const k = Math.floor(i / SENSORS);
-        docs.push({ sensor: `sensor-${s}`, t: new Date(base + k * 1000), temp: 20 + ((i * 7) % 100) / 10, hum: (i * 13) % 100 });
-      }
-      await coll.insertMany(docs, { ordered: false });
+  await inBatches(N, BATCH, 2, async (from, to) => {
+    const docs = [];
+    for (let i = from; i < to; i++) {
+      const s = i % SENSORS;
+      const k = Math.floor(i / SENSORS);
+      docs.push({ sensor: `sensor-${s}`, t: new Date(base + k * 1000), temp: 20 + ((i * 7) % 100) / 10, hum: (i * 13) % 100 });
     }
-  }
-  await Promise.all([worker(), worker()]);
-  void perSensor;
+    await coll.insertMany(docs, { ordered: false });
+  });
   return N / ((Date.now() - t0) / 1000);
 }
 
@@ -167,18 +125,15 @@ async function lateness(db) {
     await sleep(10);
   }
   late.sort((a, b) => a - b);
-  return { p50: quantile(late, 0.5), p99: quantile(late, 0.99), max: late[late.length - 1], early, n: late.length };
+  return { p50: percentile(late, 0.5), p99: percentile(late, 0.99), max: late[late.length - 1], early, n: late.length };
 }
 
 async function main() {
-  const srv = await startServer();
-  const cleanup = () => {
-    try { srv.proc.kill('SIGKILL'); } catch (e) { /* gone */ }
-    try { fs.rmSync(srv.dbpath, { recursive: true, force: true }); } catch (e) { /* gone */ }
-  };
-  process.on('SIGINT', () => { cleanup(); process.exit(130); });
+  const srv = await startMayflyd('mayfly-tsbench-');
+  const client = new MongoClient(srv.uri, { serverSelectionTimeoutMS: 20000 });
   try {
-    const db = srv.client.db('tsbench');
+    await client.connect();
+    const db = client.db('tsbench');
     await db.createCollection('ts', { timeseries: { timeField: 't', metaField: 'sensor', granularity: 'seconds' }, expireAfterSeconds: TEN_YEARS });
     await db.createCollection('plain');
     await db.collection('plain').createIndex({ t: 1 }, { expireAfterSeconds: TEN_YEARS });
@@ -204,16 +159,11 @@ async function main() {
     const st = await db.admin().command({ serverStatus: 1 });
     const lat = st.metrics.ttl.lateness;
     console.log(`server TTL lateness (all deletions of the run, incl. the mass expiry's long-due ones): p50 ${lat.p50Ms} ms p99 ${lat.p99Ms} ms`);
-    const status = fs.readFileSync(`/proc/${srv.proc.pid}/status`, 'utf8');
-    const hwm = /VmHWM:\s+(\d+) kB/.exec(status);
-    if (hwm) console.log(`peak RSS ${(Number(hwm[1]) / 1024).toFixed(0)} MiB`);
+    const hwm = procStatusKb(srv.proc.pid, 'VmHWM');
+    if (hwm !== null) console.log(`peak RSS ${(hwm / 1024).toFixed(0)} MiB`);
   } finally {
-    await srv.client.close().catch(() => {});
-    cleanup();
+    await client.close().catch(() => {});
   }
 }
 
-main().catch((e) => {
-  console.error(e);
-  process.exit(1);
-});
+runMain(main);

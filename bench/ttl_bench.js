@@ -16,7 +16,8 @@
  * build), redis-server (from $REDIS_SERVER, default `redis-server` on PATH)
  * and PostgreSQL (binaries from $PG_BIN, else the newest
  * /usr/lib/postgresql/<v>/bin, else PATH) are started by this script on free
- * loopback ports, each with a fresh temp directory. Redis: --save ''
+ * loopback ports, each with a fresh temp directory (mayflyd and redis-server
+ * by bench/lib/common.js, which also does the clean-up). Redis: --save ''
  * --appendonly no, default hz and expiry effort. PostgreSQL: `initdb -U
  * postgres -A trust -N` (-N only skips initdb's own fsyncs), then `postgres -D
  * dir -p PORT -k dir -c listen_addresses=127.0.0.1`; as root both run as the
@@ -138,29 +139,19 @@
  * client-observed sample), phase-2 deletion rate >= 300,000 docs/s, phase-3
  * p99 during the expiry <= 3x idle (insert and find each).
  */
-const { spawn, execFileSync } = require('node:child_process');
+const { execFileSync } = require('node:child_process');
 const fs = require('node:fs');
 const net = require('node:net');
 const os = require('node:os');
 const path = require('node:path');
 const { MongoClient } = require('mongodb');
-const { freePort, tryConnect } = require('../tests/clients/harness');
+const { options, sleep, nowMs, log, rng, inBatches, quantiles, fmtInt, loadavg, printTable,
+  procStatusKb, procChildren, procCpuSec, cpuSec, makeTempDir, spawnServer, waitUp, startMayflyd, startRedis,
+  freePort, stopAll, runMain } = require('./lib/common');
 
 /* ---------- arguments ---------- */
 
-function arg(name, dflt) {
-  const i = process.argv.indexOf(`--${name}`);
-  if (i < 0) return dflt;
-  const v = Number(process.argv[i + 1]);
-  if (!Number.isFinite(v) || v <= 0) throw new Error(`bad value for --${name}`);
-  return v;
-}
-function strArg(name, dflt) {
-  const i = process.argv.indexOf(`--${name}`);
-  if (i < 0) return dflt;
-  if (i + 1 >= process.argv.length) throw new Error(`--${name} needs a value`);
-  return process.argv[i + 1];
-}
+const { num: arg, str: strArg } = options();
 const ALL_SYSTEMS = ['mayfly', 'redis', 'postgres'];
 const SYSTEMS = (() => {
   const list = [];
@@ -187,12 +178,6 @@ const IDLE_MS = 5000;
 const TAIL_CAP_MS = 30000;   /* longest wait after the last expiry */
 const PAYLOAD = 'payload-0123456789';
 
-const REPO = path.resolve(__dirname, '..');
-const MAYFLYD = (() => {
-  const p = process.env.MAYFLYD || 'build/mayflyd';
-  return path.isAbsolute(p) ? p : path.join(REPO, p);
-})();
-const REDIS_SERVER = process.env.REDIS_SERVER || 'redis-server';
 /* PostgreSQL's binaries: $PG_BIN, else the newest /usr/lib/postgresql/<v>/bin (Debian), else PATH. */
 const PG_BIN = (() => {
   if (process.env.PG_BIN) return process.env.PG_BIN;
@@ -205,54 +190,6 @@ const PG_BIN = (() => {
 const pgExe = (name) => (PG_BIN ? path.join(PG_BIN, name) : name);
 
 /* ---------- small helpers ---------- */
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const hr = () => Number(process.hrtime.bigint()) / 1e6;   /* monotonic ms */
-const log = (...a) => console.log(`[${new Date().toISOString().slice(11, 23)}]`, ...a);
-
-
-function procKb(pid, key) {
-  try {
-    const m = fs.readFileSync(`/proc/${pid}/status`, 'utf8').match(new RegExp(`^${key}:\\s+(\\d+) kB`, 'm'));
-    return m ? Number(m[1]) : null;
-  } catch (_) { return null; }
-}
-
-const CLK_TCK = (() => {
-  try { return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100; } catch (_) { return 100; }
-})();
-
-/* /proc/<pid>/stat fields after the command name: [state, ppid, ...]; null if gone. */
-function procStat(pid) {
-  try {
-    const s = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return s.slice(s.lastIndexOf(')') + 2).split(' ');
-  } catch (_) { return null; }
-}
-
-/* Direct children of pid (postgres: the backends and auxiliary processes of the postmaster). */
-function procChildren(pid) {
-  try {
-    return fs.readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').split(' ').filter(Boolean).map(Number);
-  } catch (_) { /* kernel without CONFIG_PROC_CHILDREN: scan */ }
-  const out = [];
-  for (const d of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(d)) continue;
-    const st = procStat(d);
-    if (st && Number(st[1]) === pid) out.push(Number(d));
-  }
-  return out;
-}
-
-/* CPU seconds (user + system) of a server: the process (all its threads), its
- * reaped children (cutime + cstime: postgres backends that have exited) and its
- * live children. For mayflyd and redis-server only the first term is non-zero. */
-function cpuSec(pid) {
-  const ticks = (st) => (st ? Number(st[11]) + Number(st[12]) + Number(st[13]) + Number(st[14]) : 0);
-  let t = ticks(procStat(pid));
-  for (const c of procChildren(pid)) t += ticks(procStat(c));
-  return t / CLK_TCK;
-}
 
 /* Sum of the proportional set size (kB) of a process and its children: shared
  * memory (postgres's shared_buffers) counted once, not once per backend. */
@@ -267,104 +204,11 @@ function pssKb(pid) {
   return kb;
 }
 
-/* Quantile of a numeric array or typed array (sorted copy). */
-function quantiles(values) {
-  const a = Float64Array.from(values).sort();
-  const q = (p) => (a.length ? a[Math.min(a.length - 1, Math.max(0, Math.ceil(p * a.length) - 1))] : NaN);
-  return { n: a.length, p50: q(0.5), p99: q(0.99), max: a.length ? a[a.length - 1] : NaN };
-}
-
-/* Deterministic PRNG (xorshift32) so the samples are the same every run. */
-function rng(seed) {
-  let x = seed >>> 0 || 1;
-  return () => { x ^= x << 13; x >>>= 0; x ^= x >>> 17; x ^= x << 5; x >>>= 0; return x / 4294967296; };
-}
-
 function sampleIndices(n, k, seed) {
   const r = rng(seed);
   const set = new Set();
   while (set.size < k) set.add(Math.floor(r() * n));
   return Array.from(set).sort((a, b) => a - b);
-}
-
-/* ---------- child processes and clean-up ---------- */
-
-const children = [];   /* {name, proc, stopSignal, killSignal} */
-const tempDirs = [];   /* removed at the end, also on error */
-let cleanedUp = false;
-
-function makeTempDir(prefix) {
-  const d = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
-  tempDirs.push(d);
-  return d;
-}
-
-/* opts: uid/gid to run as (postgres refuses root), stopSignal for a graceful
- * stop (default SIGTERM), killSignal for the synchronous clean-up (default SIGKILL). */
-function spawnServer(name, bin, args, dir, opts = {}) {
-  const ids = opts.uid !== undefined ? { uid: opts.uid, gid: opts.gid } : {};
-  const proc = spawn(bin, args, { stdio: ['ignore', 'ignore', 'pipe'], cwd: dir, ...ids });
-  const entry = { name, proc, tail: [], exited: null,
-    stopSignal: opts.stopSignal || 'SIGTERM', killSignal: opts.killSignal || 'SIGKILL' };
-  proc.stderr.setEncoding('utf8');
-  proc.stderr.on('data', (c) => {
-    entry.tail.push(c);
-    if (entry.tail.length > 50) entry.tail.splice(0, entry.tail.length - 25);
-  });
-  proc.on('exit', (code, signal) => { entry.exited = { code, signal }; });
-  proc.on('error', (e) => { entry.exited = { error: e.message }; });
-  children.push(entry);
-  return entry;
-}
-
-async function waitUp(entry, port) {
-  const deadline = Date.now() + 20000;
-  for (;;) {
-    if (entry.exited) {
-      throw new Error(`${entry.name} exited during start-up ${JSON.stringify(entry.exited)}\n${entry.tail.join('')}`);
-    }
-    if (await tryConnect(port)) return;
-    if (Date.now() > deadline) throw new Error(`${entry.name} did not start on port ${port}`);
-    await sleep(50);
-  }
-}
-
-/* True once pid has exited (gone, or a zombie nobody has reaped yet). */
-function procDead(pid) {
-  const st = procStat(pid);
-  return !st || st[0] === 'Z';
-}
-
-/* Synchronous so it can run from 'exit' as well. Servers get their kill signal
- * (postgres: SIGQUIT, the immediate shutdown, which ends its backends too; we
- * wait up to 5 s for it), then SIGKILL; then the directories go. */
-function cleanupSync() {
-  if (cleanedUp) return;
-  cleanedUp = true;
-  const live = children.filter((c) => !c.exited && c.proc.pid);
-  for (const c of live) { try { c.proc.kill(c.killSignal); } catch (_) { /* gone */ } }
-  const deadline = Date.now() + 5000;
-  const nap = new Int32Array(new SharedArrayBuffer(4));
-  while (live.some((c) => c.killSignal !== 'SIGKILL' && !procDead(c.proc.pid)) && Date.now() < deadline) {
-    Atomics.wait(nap, 0, 0, 20);
-  }
-  for (const c of live) { if (!procDead(c.proc.pid)) { try { c.proc.kill('SIGKILL'); } catch (_) { /* gone */ } } }
-  for (const d of tempDirs) {
-    try { fs.rmSync(d, { recursive: true, force: true }); } catch (_) { /* best effort */ }
-  }
-}
-
-/* Graceful stop: each server's stop signal, wait up to `ms`, then clean-up. */
-async function stopAll(ms = 10000) {
-  for (const c of children) if (!c.exited) c.proc.kill(c.stopSignal);
-  const deadline = Date.now() + ms;
-  while (children.some((c) => !c.exited) && Date.now() < deadline) await sleep(50);
-  cleanupSync();
-}
-
-process.on('exit', cleanupSync);
-for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
-  process.on(sig, () => { cleanupSync(); process.exit(130); });
 }
 
 /* ---------- a minimal pipelined RESP client ---------- */
@@ -487,36 +331,24 @@ function parseReply(buf, off) {
 
 /* insertMany of BATCH docs, MONGO_INFLIGHT in flight; expiry(i) gives the `at` ms. */
 async function loadMongo(coll, n, idBase, expiry) {
-  let next = 0;
-  const t0 = hr();
-  await Promise.all(Array.from({ length: MONGO_INFLIGHT }, async () => {
-    while (next < n) {
-      const start = next;
-      const end = Math.min(n, start + BATCH);
-      next = end;
-      const docs = new Array(end - start);
-      for (let i = start; i < end; i++) docs[i - start] = { _id: idBase + i, at: new Date(expiry(i)), p: PAYLOAD };
-      await coll.insertMany(docs, { ordered: false });
-    }
-  }));
-  return hr() - t0;
+  const t0 = nowMs();
+  await inBatches(n, BATCH, MONGO_INFLIGHT, async (start, end) => {
+    const docs = new Array(end - start);
+    for (let i = start; i < end; i++) docs[i - start] = { _id: idBase + i, at: new Date(expiry(i)), p: PAYLOAD };
+    await coll.insertMany(docs, { ordered: false });
+  });
+  return nowMs() - t0;
 }
 
 /* SET prefix+i PAYLOAD PXAT expiry(i), BATCH per write, REDIS_INFLIGHT writes in flight. */
 async function loadRedis(r, n, prefix, expiry) {
-  let next = 0;
-  const t0 = hr();
-  await Promise.all(Array.from({ length: REDIS_INFLIGHT }, async () => {
-    while (next < n) {
-      const start = next;
-      const end = Math.min(n, start + BATCH);
-      next = end;
-      const cmds = new Array(end - start);
-      for (let i = start; i < end; i++) cmds[i - start] = ['SET', prefix + i, PAYLOAD, 'PXAT', Math.round(expiry(i))];
-      await r.pipeline(cmds, false);
-    }
-  }));
-  return hr() - t0;
+  const t0 = nowMs();
+  await inBatches(n, BATCH, REDIS_INFLIGHT, async (start, end) => {
+    const cmds = new Array(end - start);
+    for (let i = start; i < end; i++) cmds[i - start] = ['SET', prefix + i, PAYLOAD, 'PXAT', Math.round(expiry(i))];
+    await r.pipeline(cmds, false);
+  });
+  return nowMs() - t0;
 }
 
 /* The document of row i: mayfly's {at, p} with the expiry as epoch milliseconds
@@ -525,21 +357,15 @@ const pgDoc = (at) => `{"at_ms": ${Math.round(at)}, "p": "${PAYLOAD}"}`;
 
 /* INSERT of BATCH rows (one statement, arrays unnested), PG_INFLIGHT connections in flight. */
 async function loadPg(pool, table, n, idBase, expiry) {
-  let next = 0;
-  const t0 = hr();
+  const t0 = nowMs();
   const text = `INSERT INTO ${table} (id, doc) SELECT * FROM unnest($1::bigint[], $2::jsonb[])`;
-  await Promise.all(Array.from({ length: PG_INFLIGHT }, async () => {
-    while (next < n) {
-      const start = next;
-      const end = Math.min(n, start + BATCH);
-      next = end;
-      const ids = new Array(end - start);
-      const docs = new Array(end - start);
-      for (let i = start; i < end; i++) { ids[i - start] = idBase + i; docs[i - start] = pgDoc(expiry(i)); }
-      await pool.query({ name: `load_${table}`, text, values: [ids, docs] });
-    }
-  }));
-  return hr() - t0;
+  await inBatches(n, BATCH, PG_INFLIGHT, async (start, end) => {
+    const ids = new Array(end - start);
+    const docs = new Array(end - start);
+    for (let i = start; i < end; i++) { ids[i - start] = idBase + i; docs[i - start] = pgDoc(expiry(i)); }
+    await pool.query({ name: `load_${table}`, text, values: [ids, docs] });
+  });
+  return nowMs() - t0;
 }
 
 /* ---------- phase 1: spread expiry ---------- */
@@ -658,14 +484,14 @@ function foreground(write, read) {
     const r = rng(777);
     while (!st.stop) {
       const i = st.n++;
-      let t0 = hr();
+      let t0 = nowMs();
       await write(i);
-      let t1 = hr();
+      let t1 = nowMs();
       st.writes.push(t0, t1 - t0);
       const j = Math.floor(r() * (i + 1));
-      t0 = hr();
+      t0 = nowMs();
       await read(j);
-      t1 = hr();
+      t1 = nowMs();
       st.reads.push(t0, t1 - t0);
     }
   })();
@@ -698,7 +524,7 @@ async function massExpiry(name, count, T, write, read, cpu, extraMs = 0) {
   while (Date.now() < T - 500) await sleep(50);
   const fg = foreground(write, read);
   while (Date.now() < T) await sleep(5);
-  const tHr = hr() - (Date.now() - T);
+  const tHr = nowMs() - (Date.now() - T);
   const cT = cpu();
   let first = null;
   let zero = null;
@@ -713,7 +539,7 @@ async function massExpiry(name, count, T, write, read, cpu, extraMs = 0) {
     if (now - lastLog > 2000) { log(`${name} phase 2: ${c} left`); lastLog = now; }
     await sleep(50);
   }
-  const zeroHr = hr();
+  const zeroHr = nowMs();
   const cZ = cpu();
   fg.stop = true;
   await fg.done;
@@ -818,8 +644,8 @@ async function startPostgres() {
   }
   const port = await freePort();
   const entry = spawnServer('postgres', pgExe('postgres'),
-    ['-D', data, '-p', String(port), '-k', dir, '-c', 'listen_addresses=127.0.0.1'], dir,
-    { ...ids, stopSignal: 'SIGINT', killSignal: 'SIGQUIT' });   /* fast / immediate shutdown */
+    ['-D', data, '-p', String(port), '-k', dir, '-c', 'listen_addresses=127.0.0.1'],
+    { cwd: dir, ...ids, stopSignal: 'SIGINT', killSignal: 'SIGQUIT' });   /* fast / immediate shutdown */
   await waitUp(entry, port);
   const conf = { host: '127.0.0.1', port, user: 'postgres', database: 'postgres' };
   const connect = async () => {
@@ -839,12 +665,6 @@ async function startPostgres() {
 }
 
 const pgBackendPid = async (c) => (await c.query('SELECT pg_backend_pid() AS p')).rows[0].p;
-
-/* CPU seconds of one process (a postgres backend), its own threads only. */
-function procCpuSec(pid) {
-  const st = procStat(pid);
-  return st ? (Number(st[11]) + Number(st[12])) / CLK_TCK : NaN;
-}
 
 /* A document table with the index a TTL index becomes in FerretDB/DocumentDB. */
 async function pgCreateTable(c, table) {
@@ -1047,25 +867,11 @@ async function phase23Pg(pgs, job, ingestRate, cpu) {
 
 /* ---------- report ---------- */
 
-const fmtInt = (x) => (x === null || x === undefined || Number.isNaN(x) ? 'n/a' : Math.round(x).toLocaleString('en-US'));
 const fmtMs = (x) => (x === null || x === undefined || Number.isNaN(x) ? 'n/a'
   : x >= 100 ? `${Math.round(x)} ms` : x >= 1 ? `${x.toFixed(1)} ms` : `${x.toFixed(3)} ms`);
 const fmtQ = (q) => `${fmtMs(q.p50)} / ${fmtMs(q.p99)} / ${fmtMs(q.max)}`;
 const fmtQ2 = (q) => `${fmtMs(q.p50)} / ${fmtMs(q.p99)}`;
 const fmtMiB = (kb) => (kb === null ? 'n/a' : `${(kb / 1024).toFixed(0)} MiB`);
-
-function printTable(rows) {
-  const cols = rows.find((r) => r !== '-').length;
-  const w = new Array(cols).fill(0);
-  for (const r of rows) if (r !== '-') for (let k = 0; k < cols; k++) w[k] = Math.max(w[k], String(r[k]).length);
-  const line = `+${w.map((x) => '-'.repeat(x + 2)).join('+')}+`;
-  console.log(line);
-  for (const r of rows) {
-    if (r === '-') { console.log(line); continue; }
-    console.log(`| ${r.map((c, k) => String(c).padEnd(w[k])).join(' | ')} |`);
-  }
-  console.log(line);
-}
 
 /* ---------- the three systems ---------- */
 
@@ -1076,13 +882,9 @@ function mayflySystem() {
   const sys = {
     name: 'mayfly',
     async start() {
-      if (!fs.existsSync(MAYFLYD)) throw new Error(`mayflyd not found at ${MAYFLYD} (run make all)`);
-      const port = await freePort();
-      const dir = makeTempDir('ttlbench-mayfly-');
       // MAYFLYD_ARGS: extra server flags, e.g. "--setParameter ttlMonitorYieldPercent=25".
-      const extra = (process.env.MAYFLYD_ARGS || '').split(/\s+/).filter(Boolean);
-      entry = spawnServer('mayflyd', MAYFLYD, ['--port', String(port), '--bind_ip', '127.0.0.1', '--dbpath', dir, ...extra], dir);
-      await waitUp(entry, port);
+      entry = await startMayflyd('ttlbench-mayfly-');
+      const { port } = entry;
       client = new MongoClient(`mongodb://127.0.0.1:${port}/?directConnection=true`, { maxPoolSize: 8 });
       fgClient = new MongoClient(`mongodb://127.0.0.1:${port}/?directConnection=true`, { maxPoolSize: 1 });
       await client.connect();
@@ -1103,7 +905,7 @@ function mayflySystem() {
     phase1: (rate) => phase1Mayfly(db, rate, sys.cpu),
     phase23: (rate) => phase23Mayfly(db, fgClient.db('ttlbench'), rate, sys.cpu),
     cpu: () => cpuSec(entry.proc.pid),
-    rssKb: () => procKb(entry.proc.pid, 'VmHWM'),
+    rssKb: () => procStatusKb(entry.proc.pid, 'VmHWM'),
     async close() {
       if (client) await client.close().catch(() => {});
       if (fgClient) await fgClient.close().catch(() => {});
@@ -1117,12 +919,8 @@ function redisSystem() {
   const sys = {
     name: 'redis',
     async start() {
-      port = await freePort();
-      const dir = makeTempDir('ttlbench-redis-');
-      entry = spawnServer('redis-server', REDIS_SERVER, ['--port', String(port), '--bind', '127.0.0.1',
-        '--save', '', '--appendonly', 'no', '--dir', dir, '--daemonize', 'no', '--protected-mode', 'no',
-        '--notify-keyspace-events', 'Ex'], dir);
-      await waitUp(entry, port);
+      entry = await startRedis('ttlbench-redis-', ['--notify-keyspace-events', 'Ex']);
+      port = entry.port;
       r = new Resp(port);
       await r.connect();
       const rinfo = await r.cmd('INFO', 'server');
@@ -1143,7 +941,7 @@ function redisSystem() {
     },
     phase23: (rate) => phase23Redis(port, r, rate, sys.cpu),
     cpu: () => cpuSec(entry.proc.pid),
-    rssKb: () => procKb(entry.proc.pid, 'VmHWM'),
+    rssKb: () => procStatusKb(entry.proc.pid, 'VmHWM'),
     async close() { if (r) { try { r.close(); } catch (_) { /* ignore */ } } },
   };
   return sys;
@@ -1208,7 +1006,7 @@ async function main() {
     for (const sys of systems) log(await sys.start());
     log(`docs=${N} sample=${SAMPLE} poll=${POLL_MS}ms` +
       (SYSTEMS.includes('postgres') ? ` pg-interval=${PG_INTERVAL_MS / 1000}s pg-batch=${PG_BATCH}` : '') +
-      ` cores=${os.cpus().length} loadavg=${os.loadavg().map((x) => x.toFixed(2)).join(' ')} (other work on the machine skews the figures)`);
+      ` cores=${os.cpus().length} loadavg=${loadavg()} (other work on the machine skews the figures)`);
     const cpu0 = {};
     for (const sys of systems) cpu0[sys.name] = sys.cpu();
 
@@ -1303,11 +1101,11 @@ async function main() {
       if (m23.paceDocsPerSec !== null) console.log(`mayfly serverStatus ttl.paceDocsPerSec after (2): ${fmtInt(m23.paceDocsPerSec)}`);
     }
     console.log(`total run time ${((Date.now() - tStart) / 1000).toFixed(0)} s; ` +
-      `loadavg at end ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}`);
+      `loadavg at end ${loadavg()}`);
   } finally {
     for (const sys of systems) await sys.close().catch(() => {});
     await stopAll();
   }
 }
 
-main().then(() => process.exit(0), (e) => { console.error(e); cleanupSync(); process.exit(1); });
+runMain(main);
