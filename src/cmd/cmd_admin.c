@@ -290,12 +290,18 @@ cmd_server_status(mf_op_t *op)
     BSON_APPEND_BOOL(&sub, "persistent", !e->in_memory);
     bson_append_document_end(r, &sub);
 
-    int64_t cache_bytes, cache_max;
-    mf_storage_cache_stats(op->sess, &cache_bytes, &cache_max);
+    mf_cache_stats_t cs;
+    mf_storage_cache_stats(op->sess, &cs);
     BSON_APPEND_DOCUMENT_BEGIN(r, "wiredTiger", &sub);
     BSON_APPEND_DOCUMENT_BEGIN(&sub, "cache", &sub2);
-    BSON_APPEND_INT64(&sub2, "bytes currently in the cache", cache_bytes);
-    BSON_APPEND_INT64(&sub2, "maximum bytes configured", cache_max);
+    BSON_APPEND_INT64(&sub2, "bytes currently in the cache", cs.bytes);
+    BSON_APPEND_INT64(&sub2, "maximum bytes configured", cs.max_bytes);
+    BSON_APPEND_INT64(&sub2, "tracked dirty bytes in the cache", cs.dirty_bytes);
+    BSON_APPEND_INT64(&sub2, "pages evicted by application threads", cs.app_evicted_pages);
+    bson_append_document_end(&sub, &sub2);
+    BSON_APPEND_DOCUMENT_BEGIN(&sub, "thread-yield", &sub2);
+    BSON_APPEND_INT64(&sub2, "application thread time evicting (usecs)", cs.app_evict_usecs);
+    BSON_APPEND_INT64(&sub2, "application thread time waiting for cache (usecs)", cs.app_wait_usecs);
     bson_append_document_end(&sub, &sub2);
     bson_append_document_end(r, &sub);
 

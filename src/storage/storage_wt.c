@@ -561,16 +561,19 @@ file_stats(mf_sess_t *s, const char *uri, const char *config, const int *keys, i
 }
 
 void
-mf_storage_cache_stats(mf_sess_t *s, int64_t *bytes, int64_t *max_bytes)
+mf_storage_cache_stats(mf_sess_t *s, mf_cache_stats_t *out)
 {
     WT_CURSOR *c;
-    static const int keys[2] = {WT_STAT_CONN_CACHE_BYTES_INUSE, WT_STAT_CONN_CACHE_BYTES_MAX};
-    int64_t *vals[2] = {bytes, max_bytes};
+    static const int keys[6] = {WT_STAT_CONN_CACHE_BYTES_INUSE,      WT_STAT_CONN_CACHE_BYTES_MAX,
+                                WT_STAT_CONN_CACHE_BYTES_DIRTY,      WT_STAT_CONN_CACHE_EVICTION_APP,
+                                WT_STAT_CONN_APPLICATION_EVICT_TIME, WT_STAT_CONN_APPLICATION_CACHE_TIME};
+    int64_t *vals[6] = {&out->bytes,           &out->max_bytes,       &out->dirty_bytes,
+                        &out->app_evicted_pages, &out->app_evict_usecs, &out->app_wait_usecs};
 
-    *bytes = *max_bytes = 0;
+    memset(out, 0, sizeof(*out));
     if (s->wt->open_cursor(s->wt, "statistics:", NULL, "statistics=(fast)", &c) != 0)
         return;
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < 6; i++) {
         const char *desc, *pvalue;
         c->set_key(c, keys[i]);
         if (c->search(c) == 0)

@@ -532,3 +532,18 @@ h.test('replica-set commands on a standalone answer 76 NoReplicationEnabled', as
   }
   await assert.rejects(admin.command({ replSetInitiate: {} }), (e) => /not started with replication enabled/.test(e.message));
 });
+
+/* mongod's serverStatus().wiredTiger names for the cache figures that tell whether writes are helping eviction. */
+h.test('serverStatus wiredTiger shows the cache, its dirty bytes and application-thread eviction', async () => {
+  const db = srv.freshDb('wtstats');
+  await db.collection('c').insertMany(Array.from({ length: 2000 }, (_, i) => ({ _id: i, p: 'x'.repeat(200) })));
+  const wt = (await srv.client.db('admin').command({ serverStatus: 1 })).wiredTiger;
+  const c = wt.cache;
+  assert.ok(num(c['maximum bytes configured']) > 0);
+  assert.ok(num(c['bytes currently in the cache']) > 400000, 'the 2,000 documents are in the cache');
+  assert.ok(num(c['tracked dirty bytes in the cache']) >= 0);
+  assert.ok(num(c['tracked dirty bytes in the cache']) <= num(c['bytes currently in the cache']));
+  assert.ok(isNum(c['pages evicted by application threads']));
+  assert.ok(isNum(wt['thread-yield']['application thread time evicting (usecs)']));
+  assert.ok(isNum(wt['thread-yield']['application thread time waiting for cache (usecs)']));
+});
