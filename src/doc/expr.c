@@ -317,59 +317,7 @@ var_name_ok(const char *name, size_t len, bool read, mf_error_t *err)
 /* Value helpers                                                            */
 /* ------------------------------------------------------------------------ */
 
-static void
-set_missing(bson_value_t *o)
-{
-    memset(o, 0, sizeof *o);
-    o->value_type = BSON_TYPE_EOD;
-}
-
-static void
-set_null(bson_value_t *o)
-{
-    memset(o, 0, sizeof *o);
-    o->value_type = BSON_TYPE_NULL;
-}
-
-static void
-set_bool(bson_value_t *o, bool b)
-{
-    memset(o, 0, sizeof *o);
-    o->value_type = BSON_TYPE_BOOL;
-    o->value.v_bool = b;
-}
-
-static void
-set_i32(bson_value_t *o, int32_t x)
-{
-    memset(o, 0, sizeof *o);
-    o->value_type = BSON_TYPE_INT32;
-    o->value.v_int32 = x;
-}
-
-static void
-set_i64(bson_value_t *o, int64_t x)
-{
-    memset(o, 0, sizeof *o);
-    o->value_type = BSON_TYPE_INT64;
-    o->value.v_int64 = x;
-}
-
-static void
-set_dbl(bson_value_t *o, double x)
-{
-    memset(o, 0, sizeof *o);
-    o->value_type = BSON_TYPE_DOUBLE;
-    o->value.v_double = x;
-}
-
-static void
-set_date(bson_value_t *o, int64_t ms)
-{
-    memset(o, 0, sizeof *o);
-    o->value_type = BSON_TYPE_DATE_TIME;
-    o->value.v_datetime = ms;
-}
+/* The plain setters (mf_value_set_*, mf_value_take_bson) are value.h's, shared with agg.c and agg_window.c. */
 
 static void
 set_dec_from_double(bson_value_t *o, double x)
@@ -385,37 +333,6 @@ set_dec_from_double(bson_value_t *o, double x)
     else
         snprintf(buf, sizeof buf, "%.15g", x);
     bson_decimal128_from_string(buf, &o->value.v_decimal128);
-}
-
-/* set_strn: o becomes an owned copy of the len bytes at s. */
-static void
-set_strn(bson_value_t *o, const char *s, size_t len)
-{
-    memset(o, 0, sizeof *o);
-    o->value_type = BSON_TYPE_UTF8;
-    o->value.v_utf8.str = bson_malloc(len + 1);
-    if (len)
-        memcpy(o->value.v_utf8.str, s, len);
-    o->value.v_utf8.str[len] = '\0';
-    o->value.v_utf8.len = (uint32_t)len;
-}
-
-static void
-set_str(bson_value_t *o, const char *s)
-{
-    set_strn(o, s, strlen(s));
-}
-
-/* take_bson: o becomes a document/array value holding a copy of b's bytes; b is destroyed. */
-static void
-take_bson(bson_value_t *o, bson_t *b, bool is_array)
-{
-    memset(o, 0, sizeof *o);
-    o->value_type = is_array ? BSON_TYPE_ARRAY : BSON_TYPE_DOCUMENT;
-    o->value.v_doc.data_len = b->len;
-    o->value.v_doc.data = bson_malloc(b->len);
-    memcpy(o->value.v_doc.data, bson_get_data(b), b->len);
-    bson_destroy(b);
 }
 
 static bool
@@ -469,7 +386,7 @@ ab_push(abuild_t *a, const bson_value_t *v)
 
     bson_uint32_to_string(a->i++, &key, buf, sizeof buf);
     if (v->value_type == BSON_TYPE_EOD) {
-        set_null(&n);
+        mf_value_set_null(&n);
         v = &n;
     }
     bson_append_value(&a->b, key, -1, v);
@@ -478,7 +395,7 @@ ab_push(abuild_t *a, const bson_value_t *v)
 static void
 ab_finish(abuild_t *a, bson_value_t *o)
 {
-    take_bson(o, &a->b, true);
+    mf_value_take_bson(o, &a->b, true);
 }
 
 /* Borrowed view of an array's elements. */
@@ -634,11 +551,11 @@ num_result(const num_t *n, bson_value_t *o)
     if (n->rank == 3) {
         set_dec_from_double(o, n->d);
     } else if (n->rank == 2 || n->overflowed) {
-        set_dbl(o, n->d);
+        mf_value_set_double(o, n->d);
     } else if (n->rank == 0 && n->l >= INT32_MIN && n->l <= INT32_MAX) {
-        set_i32(o, (int32_t)n->l);
+        mf_value_set_int32(o, (int32_t)n->l);
     } else {
-        set_i64(o, n->l);
+        mf_value_set_int64(o, n->l);
     }
 }
 
@@ -727,10 +644,10 @@ to_string(const bson_value_t *v, bson_value_t *o)
 
     switch (v->value_type) {
     case BSON_TYPE_UTF8:
-        set_strn(o, v->value.v_utf8.str, v->value.v_utf8.len);
+        mf_value_set_strn(o, v->value.v_utf8.str, v->value.v_utf8.len);
         return true;
     case BSON_TYPE_SYMBOL:
-        set_strn(o, v->value.v_symbol.symbol, v->value.v_symbol.len);
+        mf_value_set_strn(o, v->value.v_symbol.symbol, v->value.v_symbol.len);
         return true;
     case BSON_TYPE_INT32:
         snprintf(buf, sizeof buf, "%" PRId32, v->value.v_int32);
@@ -761,7 +678,7 @@ to_string(const bson_value_t *v, bson_value_t *o)
     default:
         return false;
     }
-    set_str(o, buf);
+    mf_value_set_str(o, buf);
     return true;
 }
 
@@ -809,7 +726,7 @@ static int
 coerce_str(ctx_t *c, const bson_value_t *v, bson_value_t *o)
 {
     if (is_nullish(v)) {
-        set_str(o, "");
+        mf_value_set_str(o, "");
         return 0;
     }
     if (!to_string(v, o))
@@ -886,7 +803,7 @@ node_new(int kind)
 {
     mf_expr_t *e = bson_malloc0(sizeof *e);
     e->kind = kind;
-    set_missing(&e->lit);
+    mf_value_set_missing(&e->lit);
     return e;
 }
 
@@ -1179,7 +1096,7 @@ doc_without(const bson_value_t *v, const char *skip, bson_value_t *o)
     while (bson_iter_next(&it))
         if (strcmp(bson_iter_key(&it), skip) != 0)
             bson_append_value(&b, bson_iter_key(&it), -1, bson_iter_value(&it));
-    take_bson(o, &b, false);
+    mf_value_take_bson(o, &b, false);
 }
 
 static int
@@ -1427,7 +1344,7 @@ parse_op(mf_expr_t *e, const bson_value_t *arg, const scope_t *sc, mf_error_t *e
         int rc = 0;
         if (arg->value_type != BSON_TYPE_DOCUMENT)
             return mf_err_set(err, MF_E_Location16874, "$let only supports an object as its argument");
-        set_missing(&in);
+        mf_value_set_missing(&in);
         /* Slots: one per variable, then 'in' last; keys hold the variable names. */
         bson_iter_init_from_data(&it, arg->value.v_doc.data, arg->value.v_doc.data_len);
         while (bson_iter_next(&it)) {
@@ -1601,7 +1518,7 @@ parse_op(mf_expr_t *e, const bson_value_t *arg, const scope_t *sc, mf_error_t *e
         if (e->args[1]->kind == K_LIT && (e->args[2] == NULL || e->args[2]->kind == K_LIT)) {
             /* constant regex and options: validated and compiled once, as MongoDB's precompileRegex */
             bson_value_t none;
-            set_null(&none);
+            mf_value_set_null(&none);
             return rx_compile(op->name, err, &e->args[1]->lit, e->args[2] ? &e->args[2]->lit : &none, &e->re);
         }
         return 0;
@@ -2090,7 +2007,7 @@ parse_doc(const bson_value_t *v, const scope_t *sc, mf_error_t *err)
             bson_append_array_end(&e1, &a2);
             bson_append_document_end(&a1, &e1);
             bson_append_array_end(&d, &a1);
-            take_bson(&dv, &d, false);
+            mf_value_take_bson(&dv, &d, false);
             e = parse(&dv, sc, err);
             mf_value_free(&dv);
             return e;
@@ -2234,7 +2151,7 @@ walk_path(const bson_value_t *v, char *const *path, size_t n, bson_value_t *o)
             walk_path(bson_iter_value(&it), path + 1, n - 1, o);
             return;
         }
-        set_missing(o);
+        mf_value_set_missing(o);
         return;
     }
     if (v->value_type == BSON_TYPE_ARRAY) {
@@ -2254,7 +2171,7 @@ walk_path(const bson_value_t *v, char *const *path, size_t n, bson_value_t *o)
         ab_finish(&ab, o);
         return;
     }
-    set_missing(o);
+    mf_value_set_missing(o);
 }
 
 static const bson_value_t *
@@ -2279,7 +2196,7 @@ eval_args(const mf_expr_t *e, ctx_t *c, bson_value_t **vals)
     bson_value_t *v = bson_malloc0((e->nargs ? e->nargs : 1) * sizeof *v);
 
     for (size_t i = 0; i < e->nargs; i++)
-        set_missing(&v[i]);
+        mf_value_set_missing(&v[i]);
     for (size_t i = 0; i < e->nargs; i++) {
         if (e->args[i] && ev(e->args[i], c, &v[i]) < 0) {
             for (size_t j = 0; j < i; j++)
@@ -2353,18 +2270,18 @@ ev_add(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     }
     free_vals(v, e->nargs);
     if (null) {
-        set_null(o);
+        mf_value_set_null(o);
     } else if (have_date) {
         if (n.rank == 2 || (n.rank < 2 && n.overflowed)) {
             /* A double sum: mongod refuses a date outside the int64 milliseconds range (decimals are not checked). */
             double t = (double)date + n.d;
             if (!(t >= -9223372036854775808.0 && t < 9223372036854775808.0))
                 return mf_err_set(c->err, MF_E_Overflow, "date overflow in $add");
-            set_date(o, (int64_t)llround(t));
+            mf_value_set_date(o, (int64_t)llround(t));
         } else if (n.rank >= 2 || n.overflowed)
-            set_date(o, date + (int64_t)llround(n.d));
+            mf_value_set_date(o, date + (int64_t)llround(n.d));
         else
-            set_date(o, (int64_t)((uint64_t)date + (uint64_t)n.l));
+            mf_value_set_date(o, (int64_t)((uint64_t)date + (uint64_t)n.l));
     } else {
         num_result(&n, o);
     }
@@ -2395,7 +2312,7 @@ ev_multiply(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     }
     free_vals(v, e->nargs);
     if (null)
-        set_null(o);
+        mf_value_set_null(o);
     else
         num_result(&n, o);
     return 0;
@@ -2405,7 +2322,7 @@ static int
 ev_subtract(const bson_value_t *a, const bson_value_t *b, ctx_t *c, bson_value_t *o)
 {
     if (is_nullish(a) || is_nullish(b)) {
-        set_null(o);
+        mf_value_set_null(o);
         return 0;
     }
     if (is_num(a) && is_num(b)) {
@@ -2433,7 +2350,7 @@ ev_subtract(const bson_value_t *a, const bson_value_t *b, ctx_t *c, bson_value_t
     }
     if (a->value_type == BSON_TYPE_DATE_TIME) {
         if (b->value_type == BSON_TYPE_DATE_TIME) {
-            set_i64(o, (int64_t)((uint64_t)a->value.v_datetime - (uint64_t)b->value.v_datetime));
+            mf_value_set_int64(o, (int64_t)((uint64_t)a->value.v_datetime - (uint64_t)b->value.v_datetime));
             return 0;
         }
         if (is_num(b)) {
@@ -2442,7 +2359,7 @@ ev_subtract(const bson_value_t *a, const bson_value_t *b, ctx_t *c, bson_value_t
                 x = as_i64(b);
             else
                 x = (int64_t)llround(as_dbl(b));
-            set_date(o, (int64_t)((uint64_t)a->value.v_datetime - (uint64_t)x));
+            mf_value_set_date(o, (int64_t)((uint64_t)a->value.v_datetime - (uint64_t)x));
             return 0;
         }
         return mf_err_set(c->err, MF_E_TypeMismatch, "can't $subtract %s from Date", tname(b));
@@ -2454,7 +2371,7 @@ static int
 ev_divide(const bson_value_t *a, const bson_value_t *b, ctx_t *c, bson_value_t *o)
 {
     if (is_nullish(a) || is_nullish(b)) {
-        set_null(o);
+        mf_value_set_null(o);
         return 0;
     }
     if (!is_num(a) || !is_num(b))
@@ -2465,7 +2382,7 @@ ev_divide(const bson_value_t *a, const bson_value_t *b, ctx_t *c, bson_value_t *
     if (a->value_type == BSON_TYPE_DECIMAL128 || b->value_type == BSON_TYPE_DECIMAL128)
         set_dec_from_double(o, as_dbl(a) / as_dbl(b));
     else
-        set_dbl(o, as_dbl(a) / as_dbl(b));
+        mf_value_set_double(o, as_dbl(a) / as_dbl(b));
     return 0;
 }
 
@@ -2475,7 +2392,7 @@ ev_mod(const bson_value_t *a, const bson_value_t *b, ctx_t *c, bson_value_t *o)
     int ra, rb;
 
     if (is_nullish(a) || is_nullish(b)) {
-        set_null(o);
+        mf_value_set_null(o);
         return 0;
     }
     if (!is_num(a) || !is_num(b))
@@ -2493,16 +2410,16 @@ ev_mod(const bson_value_t *a, const bson_value_t *b, ctx_t *c, bson_value_t *o)
         int64_t x = as_i64(a), y = as_i64(b);
         int64_t r = (y == -1) ? 0 : x % y;
         if (ra == 0 && rb == 0)
-            set_i32(o, (int32_t)r);
+            mf_value_set_int32(o, (int32_t)r);
         else
-            set_i64(o, r);
+            mf_value_set_int64(o, r);
         return 0;
     }
     double r = fmod(as_dbl(a), as_dbl(b));
     if (ra == 3 || rb == 3)
         set_dec_from_double(o, r);
     else
-        set_dbl(o, r);
+        mf_value_set_double(o, r);
     return 0;
 }
 
@@ -2512,7 +2429,7 @@ ev_unary_math(int op, const char *name, const bson_value_t *a, ctx_t *c, bson_va
     double x;
 
     if (is_nullish(a)) {
-        set_null(o);
+        mf_value_set_null(o);
         return 0;
     }
     if (!is_num(a))
@@ -2522,15 +2439,15 @@ ev_unary_math(int op, const char *name, const bson_value_t *a, ctx_t *c, bson_va
     case OP_ABS:
         if (a->value_type == BSON_TYPE_INT32) {
             if (a->value.v_int32 == INT32_MIN)
-                set_i64(o, -(int64_t)INT32_MIN);
+                mf_value_set_int64(o, -(int64_t)INT32_MIN);
             else
-                set_i32(o, abs(a->value.v_int32));
+                mf_value_set_int32(o, abs(a->value.v_int32));
             return 0;
         }
         if (a->value_type == BSON_TYPE_INT64) {
             if (a->value.v_int64 == INT64_MIN)
                 return mf_err_set(c->err, MF_E_Location28680, "can't take $abs of long long min");
-            set_i64(o, a->value.v_int64 < 0 ? -a->value.v_int64 : a->value.v_int64);
+            mf_value_set_int64(o, a->value.v_int64 < 0 ? -a->value.v_int64 : a->value.v_int64);
             return 0;
         }
         x = fabs(x);
@@ -2567,7 +2484,7 @@ ev_unary_math(int op, const char *name, const bson_value_t *a, ctx_t *c, bson_va
     if (a->value_type == BSON_TYPE_DECIMAL128)
         set_dec_from_double(o, x);
     else
-        set_dbl(o, x);
+        mf_value_set_double(o, x);
     return 0;
 }
 
@@ -2584,7 +2501,7 @@ ev_trig(int op, const char *name, const bson_value_t *a, ctx_t *c, bson_value_t 
     char xb[64], lb[16], hb[16];
 
     if (is_nullish(a)) {
-        set_null(o);
+        mf_value_set_null(o);
         return 0;
     }
     if (!is_num(a))
@@ -2634,7 +2551,7 @@ ev_trig(int op, const char *name, const bson_value_t *a, ctx_t *c, bson_value_t 
     if (a->value_type == BSON_TYPE_DECIMAL128)
         set_dec_from_double(o, r);
     else
-        set_dbl(o, r);
+        mf_value_set_double(o, r);
     return 0;
 }
 
@@ -2718,7 +2635,7 @@ ev_atan2(const bson_value_t *y, const bson_value_t *x, ctx_t *c, bson_value_t *o
 
     for (int i = 0; i < 2; i++) {
         if (is_nullish(v[i])) {
-            set_null(o);
+            mf_value_set_null(o);
             return 0;
         }
         if (!is_num(v[i]))
@@ -2729,7 +2646,7 @@ ev_atan2(const bson_value_t *y, const bson_value_t *x, ctx_t *c, bson_value_t *o
     if (y->value_type == BSON_TYPE_DECIMAL128 || x->value_type == BSON_TYPE_DECIMAL128)
         set_dec_from_double(o, r);
     else
-        set_dbl(o, r);
+        mf_value_set_double(o, r);
     return 0;
 }
 
@@ -2740,13 +2657,13 @@ ev_round(int op, const bson_value_t *a, const bson_value_t *p, ctx_t *c, bson_va
     const char *name = op == OP_ROUND ? "$round" : "$trunc";
 
     if (is_nullish(a)) {
-        set_null(o);
+        mf_value_set_null(o);
         return 0;
     }
     if (!is_num(a))
         return mf_err_set(c->err, MF_E_Location51081, "%s only supports numeric types, not %s", name, tname(a));
     if (p && is_nullish(p)) {
-        set_null(o);
+        mf_value_set_null(o);
         return 0;
     }
     /* mongod coerces the precision to a long (16004 for a non-number) before it checks that it is integral. */
@@ -2771,13 +2688,13 @@ ev_round(int op, const bson_value_t *a, const bson_value_t *p, ctx_t *c, bson_va
         r = op == OP_ROUND ? nearbyint(x / m) * m : trunc(x / m) * m;
     }
     if (a->value_type == BSON_TYPE_INT32)
-        set_i32(o, (int32_t)r);
+        mf_value_set_int32(o, (int32_t)r);
     else if (a->value_type == BSON_TYPE_INT64)
-        set_i64(o, (int64_t)r);
+        mf_value_set_int64(o, (int64_t)r);
     else if (a->value_type == BSON_TYPE_DECIMAL128)
         set_dec_from_double(o, r);
     else
-        set_dbl(o, r);
+        mf_value_set_double(o, r);
     return 0;
 }
 
@@ -2785,7 +2702,7 @@ static int
 ev_pow(const bson_value_t *a, const bson_value_t *b, ctx_t *c, bson_value_t *o)
 {
     if (is_nullish(a) || is_nullish(b)) {
-        set_null(o);
+        mf_value_set_null(o);
         return 0;
     }
     if (!is_num(a))
@@ -2803,7 +2720,7 @@ ev_pow(const bson_value_t *a, const bson_value_t *b, ctx_t *c, bson_value_t *o)
             if (base == 1 || base == -1) {
                 r = (base == -1 && (ex % 2)) ? -1 : 1;
             } else {
-                set_dbl(o, pow((double)base, (double)ex));
+                mf_value_set_double(o, pow((double)base, (double)ex));
                 return 0;
             }
         } else {
@@ -2815,11 +2732,11 @@ ev_pow(const bson_value_t *a, const bson_value_t *b, ctx_t *c, bson_value_t *o)
             }
         }
         if (ovf) {
-            set_dbl(o, pow((double)base, (double)ex));
+            mf_value_set_double(o, pow((double)base, (double)ex));
         } else if (ra == 0 && rb == 0 && r >= INT32_MIN && r <= INT32_MAX) {
-            set_i32(o, (int32_t)r);
+            mf_value_set_int32(o, (int32_t)r);
         } else {
-            set_i64(o, r);
+            mf_value_set_int64(o, r);
         }
         return 0;
     }
@@ -2827,7 +2744,7 @@ ev_pow(const bson_value_t *a, const bson_value_t *b, ctx_t *c, bson_value_t *o)
     if (ra == 3 || rb == 3)
         set_dec_from_double(o, r);
     else
-        set_dbl(o, r);
+        mf_value_set_double(o, r);
     return 0;
 }
 
@@ -2841,7 +2758,7 @@ ev_array_elem_at(const char *name, const bson_value_t *a, const bson_value_t *id
     elems_t el;
 
     if (is_nullish(a) || is_nullish(idx)) {
-        set_null(o);
+        mf_value_set_null(o);
         return 0;
     }
     if (a->value_type != BSON_TYPE_ARRAY)
@@ -2857,7 +2774,7 @@ ev_array_elem_at(const char *name, const bson_value_t *a, const bson_value_t *id
     if (i < 0)
         i += (int64_t)el.n;
     if (i < 0 || i >= (int64_t)el.n)
-        set_missing(o);
+        mf_value_set_missing(o);
     else
         mf_value_copy(o, &el.v[i]);
     elems_free(&el);
@@ -2870,7 +2787,7 @@ ev_first_last(bool first, const bson_value_t *a, ctx_t *c, bson_value_t *o)
     elems_t el;
 
     if (is_nullish(a)) {
-        set_null(o);
+        mf_value_set_null(o);
         return 0;
     }
     if (a->value_type != BSON_TYPE_ARRAY)
@@ -2878,7 +2795,7 @@ ev_first_last(bool first, const bson_value_t *a, ctx_t *c, bson_value_t *o)
                           first ? "$first" : "$last", tname(a));
     elems_of(a, &el);
     if (el.n == 0)
-        set_missing(o);
+        mf_value_set_missing(o);
     else
         mf_value_copy(o, &el.v[first ? 0 : el.n - 1]);
     elems_free(&el);
@@ -2903,7 +2820,7 @@ ev_slice(const bson_value_t *v, size_t n, ctx_t *c, bson_value_t *o)
 
     /* mongod: array and position nullish first, then their types, then the count's nullishness and type. */
     if (is_nullish(&v[0]) || is_nullish(&v[1])) {
-        set_null(o);
+        mf_value_set_null(o);
         return 0;
     }
     if (v[0].value_type != BSON_TYPE_ARRAY)
@@ -2917,7 +2834,7 @@ ev_slice(const bson_value_t *v, size_t n, ctx_t *c, bson_value_t *o)
                           as_dbl(&v[1]));
     if (n > 2) {
         if (is_nullish(&v[2])) {
-            set_null(o);
+            mf_value_set_null(o);
             return 0;
         }
         if (!is_num(&v[2]))
@@ -3020,7 +2937,7 @@ ev_sets(const mf_expr_t *e, bson_value_t *v, size_t n, ctx_t *c, bson_value_t *o
         /* Left to right: the first nullish operand answers null, the first non-array one fails. */
         for (size_t i = 0; i < n; i++) {
             if (is_nullish(&v[i])) {
-                set_null(o);
+                mf_value_set_null(o);
                 return 0;
             }
             if (v[i].value_type != BSON_TYPE_ARRAY)
@@ -3030,7 +2947,7 @@ ev_sets(const mf_expr_t *e, bson_value_t *v, size_t n, ctx_t *c, bson_value_t *o
         }
     } else if (op == OP_SETDIFFERENCE) {
         if (is_nullish(&v[0]) || is_nullish(&v[1])) {
-            set_null(o);
+            mf_value_set_null(o);
             return 0;
         }
         for (size_t i = 0; i < 2; i++)
@@ -3125,7 +3042,7 @@ ev_sets(const mf_expr_t *e, bson_value_t *v, size_t n, ctx_t *c, bson_value_t *o
             elems_free(&b);
         }
         elems_free(&a);
-        set_bool(o, res);
+        mf_value_set_bool(o, res);
         return 0;
     }
 }
@@ -3158,9 +3075,9 @@ ev_accum(int op, const bson_value_t *v, size_t n, bson_value_t *o)
             m2 += d * (x - mean);
         }
         if (k == 0 || (op == OP_STDDEVSAMP && k < 2))
-            set_null(o);
+            mf_value_set_null(o);
         else
-            set_dbl(o, sqrt(m2 / (double)(op == OP_STDDEVPOP ? k : k - 1)));
+            mf_value_set_double(o, sqrt(m2 / (double)(op == OP_STDDEVPOP ? k : k - 1)));
     } else if (op == OP_SUM || op == OP_AVG) {
         num_t s;
         size_t k = 0;
@@ -3173,13 +3090,13 @@ ev_accum(int op, const bson_value_t *v, size_t n, bson_value_t *o)
         if (op == OP_SUM) {
             num_result(&s, o);
         } else if (k == 0) {
-            set_null(o);
+            mf_value_set_null(o);
         } else {
             double total = (s.rank <= 1 && !s.overflowed) ? (double)s.l : s.d;
             if (s.rank == 3)
                 set_dec_from_double(o, total / (double)k);
             else
-                set_dbl(o, total / (double)k);
+                mf_value_set_double(o, total / (double)k);
         }
     } else {
         const bson_value_t *best = NULL;
@@ -3192,7 +3109,7 @@ ev_accum(int op, const bson_value_t *v, size_t n, bson_value_t *o)
         if (best)
             mf_value_copy(o, best);
         else
-            set_null(o);
+            mf_value_set_null(o);
     }
     elems_free(&el);
 }
@@ -3262,11 +3179,11 @@ convert(ctx_t *c, const bson_value_t *v, int to, bson_value_t *o)
         return 0;
     case BSON_TYPE_BOOL:
         if (is_num(v))
-            set_bool(o, as_dbl(v) != 0 || (v->value_type == BSON_TYPE_DOUBLE && isnan(v->value.v_double)));
+            mf_value_set_bool(o, as_dbl(v) != 0 || (v->value_type == BSON_TYPE_DOUBLE && isnan(v->value.v_double)));
         else if (v->value_type == BSON_TYPE_BOOL)
-            set_bool(o, v->value.v_bool);
+            mf_value_set_bool(o, v->value.v_bool);
         else
-            set_bool(o, true);
+            mf_value_set_bool(o, true);
         return 0;
     case BSON_TYPE_INT32:
     case BSON_TYPE_INT64: {
@@ -3322,9 +3239,9 @@ convert(ctx_t *c, const bson_value_t *v, int to, bson_value_t *o)
             return conv_fail(c, NULL, v, tgt);
         }
         if (to == BSON_TYPE_INT32)
-            set_i32(o, (int32_t)l);
+            mf_value_set_int32(o, (int32_t)l);
         else
-            set_i64(o, l);
+            mf_value_set_int64(o, l);
         return 0;
     }
     case BSON_TYPE_DOUBLE:
@@ -3372,7 +3289,7 @@ convert(ctx_t *c, const bson_value_t *v, int to, bson_value_t *o)
             return conv_fail(c, NULL, v, tgt);
         }
         if (to == BSON_TYPE_DOUBLE) {
-            set_dbl(o, d);
+            mf_value_set_double(o, d);
         } else if (v->value_type == BSON_TYPE_INT32 || v->value_type == BSON_TYPE_INT64 ||
                    v->value_type == BSON_TYPE_DATE_TIME) {
             char b[32];
@@ -3390,19 +3307,19 @@ convert(ctx_t *c, const bson_value_t *v, int to, bson_value_t *o)
             mf_value_copy(o, v);
             return 0;
         case BSON_TYPE_INT64:
-            set_date(o, v->value.v_int64);
+            mf_value_set_date(o, v->value.v_int64);
             return 0;
         case BSON_TYPE_DOUBLE:
         case BSON_TYPE_DECIMAL128:
             d = as_dbl(v);
             if (isnan(d) || isinf(d) || d >= 9.2233720368547758e18 || d < -9.2233720368547758e18)
                 return conv_fail(c, "Conversion would overflow target type in $convert with no onError value", v, tgt);
-            set_date(o, (int64_t)trunc(d));
+            mf_value_set_date(o, (int64_t)trunc(d));
             return 0;
         case BSON_TYPE_OID:
         case BSON_TYPE_TIMESTAMP:
             get_date(v, &l);
-            set_date(o, l);
+            mf_value_set_date(o, l);
             return 0;
         case BSON_TYPE_UTF8:
             if (date_from_string(c, v->value.v_utf8.str, NULL, NULL, false, &l) < 0) {
@@ -3411,7 +3328,7 @@ convert(ctx_t *c, const bson_value_t *v, int to, bson_value_t *o)
                 snprintf(msg, sizeof msg, "Error parsing date string '%.200s'", v->value.v_utf8.str);
                 return conv_fail(c, msg, v, tgt);
             }
-            set_date(o, l);
+            mf_value_set_date(o, l);
             return 0;
         default:
             return conv_fail(c, NULL, v, tgt);
@@ -3488,11 +3405,11 @@ ev_convert(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         if (e->nargs > 3 && e->args[3])
             rc = ev(e->args[3], c, o);
         else
-            set_null(o);
+            mf_value_set_null(o);
         goto done;
     }
     if (is_nullish(&to)) {
-        set_null(o);
+        mf_value_set_null(o);
         goto done;
     }
     if (convert(c, &in, target, o) < 0) {
@@ -3542,7 +3459,7 @@ ev_trim(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     size_t nchars = 0;
     int op = e->op->id, rc = 0;
 
-    set_missing(&ch);
+    mf_value_set_missing(&ch);
     if (ev(e->args[0], c, &in) < 0)
         return -1;
     if (e->nargs > 1 && e->args[1] && ev(e->args[1], c, &ch) < 0) {
@@ -3551,7 +3468,7 @@ ev_trim(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     }
     /* mongod: input nullish -> null, input's type, then chars nullish -> null, chars' type. */
     if (is_nullish(&in)) {
-        set_null(o);
+        mf_value_set_null(o);
         goto done;
     }
     if (in.value_type != BSON_TYPE_UTF8) {
@@ -3562,7 +3479,7 @@ ev_trim(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         goto done;
     }
     if (e->nargs > 1 && e->args[1] && is_nullish(&ch)) {
-        set_null(o);
+        mf_value_set_null(o);
         goto done;
     }
     if (ch.value_type != BSON_TYPE_EOD) {
@@ -3604,7 +3521,7 @@ ev_trim(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
                 end = p;
             }
         }
-        set_strn(o, s + start, end - start);
+        mf_value_set_strn(o, s + start, end - start);
     }
 done:
     bson_free(chars);
@@ -3668,7 +3585,7 @@ ev_substr(int op, bson_value_t *v, ctx_t *c, bson_value_t *o)
         }
         size_t b = cp_offset(str, n, (size_t)start);
         size_t e = b + cp_offset(str + b, n - b, (size_t)len);
-        set_strn(o, str + b, e - b);
+        mf_value_set_strn(o, str + b, e - b);
     } else {
         if (start < 0) {
             mf_value_free(&s);
@@ -3687,11 +3604,11 @@ ev_substr(int op, bson_value_t *v, ctx_t *c, bson_value_t *o)
                               "$substrBytes:  Invalid range, ending index is in the middle of a UTF-8 character.");
         }
         if ((size_t)start >= n) {
-            set_str(o, "");
+            mf_value_set_str(o, "");
         } else {
             size_t rest = n - (size_t)start;
             size_t l = (len < 0 || (uint64_t)len > rest) ? rest : (size_t)len;
-            set_strn(o, str + start, l);
+            mf_value_set_strn(o, str + start, l);
         }
     }
     mf_value_free(&s);
@@ -3721,7 +3638,7 @@ ev_index_of_array(const mf_expr_t *e, bson_value_t *v, size_t n, ctx_t *c, bson_
 {
     int64_t start = 0, end = INT64_MAX;
     if (is_nullish(&v[0])) {
-        set_null(o);
+        mf_value_set_null(o);
         return 0;
     }
     if (v[0].value_type != BSON_TYPE_ARRAY) {
@@ -3748,12 +3665,12 @@ ev_index_of_array(const mf_expr_t *e, bson_value_t *v, size_t n, ctx_t *c, bson_
     bson_t arr;
     bson_iter_t it;
     int64_t idx = 0;
-    set_i32(o, -1);
+    mf_value_set_int32(o, -1);
     if (!bson_init_static(&arr, v[0].value.v_doc.data, v[0].value.v_doc.data_len) || !bson_iter_init(&it, &arr))
         return 0;
     while (bson_iter_next(&it) && idx < end) {
         if (idx >= start && mf_value_equal(bson_iter_value(&it), &v[1])) {
-            set_i32(o, (int32_t)idx);
+            mf_value_set_int32(o, (int32_t)idx);
             return 0;
         }
         idx++;
@@ -3768,7 +3685,7 @@ ev_index_of(int op, bson_value_t *v, size_t n, ctx_t *c, bson_value_t *o)
     int64_t start = 0, end = -1;
 
     if (is_nullish(&v[0])) {
-        set_null(o);
+        mf_value_set_null(o);
         return 0;
     }
     if (v[0].value_type != BSON_TYPE_UTF8)
@@ -3792,7 +3709,7 @@ ev_index_of(int op, bson_value_t *v, size_t n, ctx_t *c, bson_value_t *o)
         size_t total = cp_count(s, sn);
         size_t e = (end < 0 || (size_t)end > total) ? total : (size_t)end;
         if ((size_t)start > total || (size_t)start > e) {
-            set_i32(o, -1);
+            mf_value_set_int32(o, -1);
             return 0;
         }
         size_t b = cp_offset(s, sn, (size_t)start);
@@ -3800,23 +3717,23 @@ ev_index_of(int op, bson_value_t *v, size_t n, ctx_t *c, bson_value_t *o)
         size_t eb = cp_offset(s, sn, e);
         for (size_t i = b; i <= eb; i += (size_t)u8len((unsigned char)s[i]), cp++) {
             if (i + tn <= eb && memcmp(s + i, t, tn) == 0) {
-                set_i32(o, (int32_t)cp);
+                mf_value_set_int32(o, (int32_t)cp);
                 return 0;
             }
             if (i == eb)
                 break;
         }
-        set_i32(o, -1);
+        mf_value_set_int32(o, -1);
         return 0;
     }
     size_t e = (end < 0 || (size_t)end > sn) ? sn : (size_t)end;
     for (size_t i = (size_t)start; i <= e && (size_t)start <= e; i++) {
         if (i + tn <= e && memcmp(s + i, t, tn) == 0) {
-            set_i32(o, (int32_t)i);
+            mf_value_set_int32(o, (int32_t)i);
             return 0;
         }
     }
-    set_i32(o, -1);
+    mf_value_set_int32(o, -1);
     return 0;
 }
 
@@ -3827,7 +3744,7 @@ ev_split(bson_value_t *v, ctx_t *c, bson_value_t *o)
     bson_value_t piece;
 
     if (is_nullish(&v[0]) || is_nullish(&v[1])) {
-        set_null(o);
+        mf_value_set_null(o);
         return 0;
     }
     if (v[0].value_type != BSON_TYPE_UTF8)
@@ -3845,7 +3762,7 @@ ev_split(bson_value_t *v, ctx_t *c, bson_value_t *o)
     ab_init(&ab);
     for (size_t i = 0; i + dn <= sn;) {
         if (memcmp(s + i, d, dn) == 0) {
-            set_strn(&piece, s + last, i - last);
+            mf_value_set_strn(&piece, s + last, i - last);
             ab_push(&ab, &piece);
             mf_value_free(&piece);
             i += dn;
@@ -3854,7 +3771,7 @@ ev_split(bson_value_t *v, ctx_t *c, bson_value_t *o)
             i++;
         }
     }
-    set_strn(&piece, s + last, sn - last);
+    mf_value_set_strn(&piece, s + last, sn - last);
     ab_push(&ab, &piece);
     mf_value_free(&piece);
     ab_finish(&ab, o);
@@ -3995,7 +3912,7 @@ rx_next(const char *op, ctx_t *c, rxrun_t *r, bson_value_t *o)
     uint32_t ncap;
 
     if (rc == PCRE2_ERROR_NOMATCH) {
-        set_null(o);
+        mf_value_set_null(o);
         return 0;
     }
     if (rc < 0)
@@ -4020,7 +3937,7 @@ rx_next(const char *op, ctx_t *c, rxrun_t *r, bson_value_t *o)
                 bson_append_null(&caps, key, -1);
         }
         bson_append_array_end(&b, &caps);
-        take_bson(o, &b, false);
+        mf_value_take_bson(o, &b, false);
     }
     return 0;
 }
@@ -4042,11 +3959,11 @@ ev_regex(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     }
     if (st > 0) {
         if (e->op->id == OP_REGEXMATCH)
-            set_bool(o, false);
+            mf_value_set_bool(o, false);
         else if (e->op->id == OP_REGEXFIND)
-            set_null(o);
+            mf_value_set_null(o);
         else
-            take_bson(o, bson_new(), true);
+            mf_value_take_bson(o, bson_new(), true);
         goto done;
     }
     if (e->op->id == OP_REGEXMATCH) {
@@ -4055,7 +3972,7 @@ ev_regex(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
             rc = mf_err_set(c->err, MF_E_Location51156,
                             "Error occurred while executing the regular expression in %s. Result code: %d", op, prc);
         else
-            set_bool(o, m == 1);
+            mf_value_set_bool(o, m == 1);
     } else if (e->op->id == OP_REGEXFIND) {
         rc = rx_next(op, c, &r, o);
     } else {
@@ -4124,7 +4041,7 @@ ev_replace(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
             goto done;
         }
     if (is_nullish(&v[0]) || is_nullish(&v[1]) || is_nullish(&v[2])) {
-        set_null(o);
+        mf_value_set_null(o);
         goto done;
     }
     {
@@ -4202,7 +4119,7 @@ ev_get_field(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     bson_iter_t it;
     int rc = 0;
 
-    set_missing(&in);
+    mf_value_set_missing(&in);
     if (ev(e->args[0], c, &f) < 0)
         return -1;
     if (f.value_type != BSON_TYPE_UTF8) {
@@ -4217,8 +4134,8 @@ ev_get_field(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
             bson_iter_find_w_len(&it, f.value.v_utf8.str, (int)f.value.v_utf8.len))
             mf_value_copy(o, bson_iter_value(&it));
         else
-            set_missing(o);
-        set_missing(&in);
+            mf_value_set_missing(o);
+        mf_value_set_missing(&in);
         goto done;
     }
     if (ev(e->args[1], c, &in) < 0) {
@@ -4226,14 +4143,14 @@ ev_get_field(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         goto done;
     }
     if (in.value_type == BSON_TYPE_EOD)
-        set_missing(o);
+        mf_value_set_missing(o);
     else if (is_nullish(&in))
-        set_null(o);
+        mf_value_set_null(o);
     else if (in.value_type == BSON_TYPE_DOCUMENT && bson_iter_init_from_data(&it, in.value.v_doc.data, in.value.v_doc.data_len) &&
              bson_iter_find_w_len(&it, f.value.v_utf8.str, (int)f.value.v_utf8.len))
         mf_value_copy(o, bson_iter_value(&it));
     else
-        set_missing(o);
+        mf_value_set_missing(o);
 done:
     mf_value_free(&f);
     mf_value_free(&in);
@@ -4250,11 +4167,11 @@ ev_set_field(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     bool placed = false;
     int rc = 0;
 
-    set_missing(&val);
+    mf_value_set_missing(&val);
     if (ev(e->args[1], c, &in) < 0)
         return -1;
     if (is_nullish(&in)) {
-        set_null(o);
+        mf_value_set_null(o);
         goto done;
     }
     if (in.value_type != BSON_TYPE_DOCUMENT) {
@@ -4277,7 +4194,7 @@ ev_set_field(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     }
     if (!placed && val.value_type != BSON_TYPE_EOD)
         bson_append_value(&b, e->name, -1, &val);
-    take_bson(o, &b, false);
+    mf_value_take_bson(o, &b, false);
     goto out;
 done:
     bson_destroy(&b);
@@ -4346,7 +4263,7 @@ ev_sort_array(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         return -1;
     if (is_nullish(&in)) {
         mf_value_free(&in);
-        set_null(o);
+        mf_value_set_null(o);
         return 0;
     }
     if (in.value_type != BSON_TYPE_ARRAY) {
@@ -4402,14 +4319,14 @@ ev_zip(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     v = bson_malloc0((e->nargs + 1) * sizeof *v);
     el = bson_malloc0((ni + 1) * sizeof *el);
     for (size_t i = 0; i < e->nargs; i++)
-        set_missing(&v[i]);
+        mf_value_set_missing(&v[i]);
     for (size_t i = 0; i < ni; i++) {
         if (ev(e->args[i], c, &v[i]) < 0) {
             rc = -1;
             goto done;
         }
         if (is_nullish(&v[i])) {
-            set_null(o);
+            mf_value_set_null(o);
             goto done;
         }
         if (v[i].value_type != BSON_TYPE_ARRAY) {
@@ -4434,7 +4351,7 @@ ev_zip(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         size_t n = e->flag ? maxn : minn;
         abuild_t out;
         bson_value_t nul;
-        set_null(&nul);
+        mf_value_set_null(&nul);
         ab_init(&out);
         for (size_t r = 0; r < n; r++) {
             abuild_t row;
@@ -4467,7 +4384,7 @@ ev_bitwise(int op, const bson_value_t *v, size_t n, ctx_t *c, bson_value_t *o)
 
     for (size_t i = 0; i < n; i++) {
         if (is_nullish(&v[i])) {
-            set_null(o);
+            mf_value_set_null(o);
             return 0;
         }
         if (v[i].value_type != BSON_TYPE_INT32 && v[i].value_type != BSON_TYPE_INT64)
@@ -4477,9 +4394,9 @@ ev_bitwise(int op, const bson_value_t *v, size_t n, ctx_t *c, bson_value_t *o)
         acc = op == OP_BITAND ? (acc & x) : op == OP_BITOR ? (acc | x) : (acc ^ x);
     }
     if (wide)
-        set_i64(o, acc);
+        mf_value_set_int64(o, acc);
     else
-        set_i32(o, (int32_t)acc);
+        mf_value_set_int32(o, (int32_t)acc);
     return 0;
 }
 
@@ -4487,11 +4404,11 @@ static int
 ev_bitnot(const bson_value_t *a, ctx_t *c, bson_value_t *o)
 {
     if (is_nullish(a))
-        set_null(o);
+        mf_value_set_null(o);
     else if (a->value_type == BSON_TYPE_INT32)
-        set_i32(o, ~a->value.v_int32);
+        mf_value_set_int32(o, ~a->value.v_int32);
     else if (a->value_type == BSON_TYPE_INT64)
-        set_i64(o, ~a->value.v_int64);
+        mf_value_set_int64(o, ~a->value.v_int64);
     else if (is_num(a))
         return mf_err_set(c->err, MF_E_TypeMismatch, "$bitNot only supports int and long, not: %s.", tname(a));
     else
@@ -4503,14 +4420,14 @@ static int
 ev_ts_part(int op, const bson_value_t *a, ctx_t *c, bson_value_t *o)
 {
     if (is_nullish(a)) {
-        set_null(o);
+        mf_value_set_null(o);
         return 0;
     }
     if (a->value_type != BSON_TYPE_TIMESTAMP)
         return mf_err_set(c->err, op == OP_TSSECOND ? MF_E_Location5687301 : MF_E_Location5687302,
                           " Argument to %s must be a timestamp, but is %s", op == OP_TSSECOND ? "$tsSecond" : "$tsIncrement",
                           tname(a));
-    set_i64(o, op == OP_TSSECOND ? (int64_t)a->value.v_timestamp.timestamp : (int64_t)a->value.v_timestamp.increment);
+    mf_value_set_int64(o, op == OP_TSSECOND ? (int64_t)a->value.v_timestamp.timestamp : (int64_t)a->value.v_timestamp.increment);
     return 0;
 }
 
@@ -4534,7 +4451,7 @@ ev_to_uuid(const bson_value_t *a, ctx_t *c, bson_value_t *o)
     char buf[160];
 
     if (is_nullish(a)) {
-        set_null(o);
+        mf_value_set_null(o);
         return 0;
     }
     if (a->value_type != BSON_TYPE_UTF8)
@@ -4574,7 +4491,7 @@ static void
 ev_rand(bson_value_t *o)
 {
     uint64_t r = ((uint64_t)arc4random() << 32 | arc4random()) >> 11;
-    set_dbl(o, (double)r / 9007199254740992.0);
+    mf_value_set_double(o, (double)r / 9007199254740992.0);
 }
 
 static int
@@ -4613,18 +4530,18 @@ ev_quantile(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
 #define PCT(p) (xs[(size_t)(ceil((p) * (double)n) < 1 ? 0 : ceil((p) * (double)n) > (double)n ? n - 1 : ceil((p) * (double)n) - 1)])
     if (e->op->id == OP_MEDIAN) {
         if (n == 0)
-            set_null(o);
+            mf_value_set_null(o);
         else
-            set_dbl(o, PCT(0.5));
+            mf_value_set_double(o, PCT(0.5));
     } else {
         abuild_t ab;
         bson_value_t x;
         ab_init(&ab);
         for (size_t i = 0; i < e->nps; i++) {
             if (n == 0)
-                set_null(&x);
+                mf_value_set_null(&x);
             else
-                set_dbl(&x, PCT(e->ps[i]));
+                mf_value_set_double(&x, PCT(e->ps[i]));
             ab_push(&ab, &x);
         }
         ab_finish(&ab, o);
@@ -4769,7 +4686,7 @@ static int
 ev_slot(const mf_expr_t *e, size_t i, ctx_t *c, bson_value_t *o)
 {
     if (i >= e->nargs || e->args[i] == NULL) {
-        set_missing(o);
+        mf_value_set_missing(o);
         return 0;
     }
     return ev(e->args[i], c, o);
@@ -4795,9 +4712,9 @@ ev_datepart(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
 
     if (ev(e->args[0], c, &d) < 0)
         return -1;
-    set_missing(&tzv);
+    mf_value_set_missing(&tzv);
     if (is_nullish(&d)) {
-        set_null(o);
+        mf_value_set_null(o);
         goto done;
     }
     if (!get_date(&d, &ms)) {
@@ -4812,36 +4729,36 @@ ev_datepart(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         int r = tz_of(e, c, &tzv, NULL, &z, &own);
         if (r != 0) {
             if (r > 0)
-                set_null(o);
+                mf_value_set_null(o);
             rc = r < 0 ? -1 : 0;
             goto done;
         }
     }
     lt_break(z, ms, &t);
     switch (e->op->id) {
-    case OP_YEAR: set_i32(o, (int32_t)t.y); break;
-    case OP_MONTH: set_i32(o, t.mon); break;
-    case OP_DAYOFMONTH: set_i32(o, t.mday); break;
-    case OP_HOUR: set_i32(o, t.hour); break;
-    case OP_MINUTE: set_i32(o, t.min); break;
-    case OP_SECOND: set_i32(o, t.sec); break;
-    case OP_MILLISECOND: set_i32(o, t.ms); break;
-    case OP_DAYOFWEEK: set_i32(o, t.wday + 1); break;
-    case OP_DAYOFYEAR: set_i32(o, t.yday); break;
-    case OP_WEEK: set_i32(o, mongo_week(&t)); break;
-    case OP_ISODAYOFWEEK: set_i32(o, iso_dow(t.days)); break;
+    case OP_YEAR: mf_value_set_int32(o, (int32_t)t.y); break;
+    case OP_MONTH: mf_value_set_int32(o, t.mon); break;
+    case OP_DAYOFMONTH: mf_value_set_int32(o, t.mday); break;
+    case OP_HOUR: mf_value_set_int32(o, t.hour); break;
+    case OP_MINUTE: mf_value_set_int32(o, t.min); break;
+    case OP_SECOND: mf_value_set_int32(o, t.sec); break;
+    case OP_MILLISECOND: mf_value_set_int32(o, t.ms); break;
+    case OP_DAYOFWEEK: mf_value_set_int32(o, t.wday + 1); break;
+    case OP_DAYOFYEAR: mf_value_set_int32(o, t.yday); break;
+    case OP_WEEK: mf_value_set_int32(o, mongo_week(&t)); break;
+    case OP_ISODAYOFWEEK: mf_value_set_int32(o, iso_dow(t.days)); break;
     case OP_ISOWEEK:
     case OP_ISOWEEKYEAR: {
         int64_t iy;
         int iw;
         iso_parts(&t, &iy, &iw);
         if (e->op->id == OP_ISOWEEK)
-            set_i32(o, iw);
+            mf_value_set_int32(o, iw);
         else
-            set_i64(o, iy);
+            mf_value_set_int64(o, iy);
         break;
     }
-    default: set_null(o); break;
+    default: mf_value_set_null(o); break;
     }
 done:
     if (own)
@@ -4863,8 +4780,8 @@ ev_date_to_parts(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     bool own = false, is_iso = false;
     ltime_t t;
 
-    set_missing(&tzv);
-    set_missing(&iso);
+    mf_value_set_missing(&tzv);
+    mf_value_set_missing(&iso);
     if (ev(e->args[0], c, &d) < 0)
         return -1;
     if (ev_slot(e, 1, c, &tzv) < 0 || ev_slot(e, 2, c, &iso) < 0) {
@@ -4874,13 +4791,13 @@ ev_date_to_parts(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     r = tz_of(e, c, has_slot(e, 1) ? &tzv : NULL, NULL, &z, &own);
     if (r != 0) {
         if (r > 0)
-            set_null(o);
+            mf_value_set_null(o);
         rc = r < 0 ? -1 : 0;
         goto done;
     }
     if (has_slot(e, 2)) {
         if (is_nullish(&iso)) {
-            set_null(o);
+            mf_value_set_null(o);
             goto done;
         }
         if (iso.value_type != BSON_TYPE_BOOL) {
@@ -4890,7 +4807,7 @@ ev_date_to_parts(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         is_iso = iso.value.v_bool;
     }
     if (is_nullish(&d)) {
-        set_null(o);
+        mf_value_set_null(o);
         goto done;
     }
     if (!get_date(&d, &ms)) {
@@ -4916,7 +4833,7 @@ ev_date_to_parts(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         BSON_APPEND_INT32(&b, "minute", t.min);
         BSON_APPEND_INT32(&b, "second", t.sec);
         BSON_APPEND_INT32(&b, "millisecond", t.ms);
-        take_bson(o, &b, false);
+        mf_value_take_bson(o, &b, false);
     }
 done:
     if (own)
@@ -4985,7 +4902,7 @@ ev_date_from_parts(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     bool own = false;
     int r, rc = 0;
 
-    set_missing(&tzv);
+    mf_value_set_missing(&tzv);
     if ((r = part_num(e, 3, "hour", 0, true, c, &h)) != 0 || (r = part_num(e, 4, "minute", 0, true, c, &mi)) != 0 ||
         (r = part_num(e, 5, "second", 0, false, c, &s)) != 0 ||
         (r = part_num(e, 6, "millisecond", 0, false, c, &ms)) != 0)
@@ -5009,7 +4926,7 @@ ev_date_from_parts(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         int64_t ny = floordiv(mm, 12);
         int nm = (int)(mm - ny * 12) + 1;
         int64_t days = days_from_civil(ny, nm, 1) + d - 1;
-        set_date(o, local_parts_to_ms(z, days, h, mi, s, ms));
+        mf_value_set_date(o, local_parts_to_ms(z, days, h, mi, s, ms));
     } else {
         int64_t iy, iw, idw;
         if ((r = part_num(e, 7, "isoWeekYear", 1970, false, c, &iy)) != 0 ||
@@ -5021,11 +4938,11 @@ ev_date_from_parts(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
                            "'isoWeekYear' must evaluate to an integer in the range 1 to 9999, found %" PRId64, iy);
             goto out;
         }
-        set_date(o, local_parts_to_ms(z, iso_to_days(iy, iw, idw), h, mi, s, ms));
+        mf_value_set_date(o, local_parts_to_ms(z, iso_to_days(iy, iw, idw), h, mi, s, ms));
     }
 out:
     if (r > 0)
-        set_null(o);
+        mf_value_set_null(o);
     rc = r < 0 ? -1 : 0;
     if (own)
         mf_tz_free(z);
@@ -5594,8 +5511,8 @@ ev_date_from_string(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     int64_t ms;
     char buf[160];
 
-    set_missing(&fv);
-    set_missing(&tzv);
+    mf_value_set_missing(&fv);
+    mf_value_set_missing(&tzv);
     if (ev(e->args[0], c, &ds) < 0)
         return -1;
     if (format_and_tz(e, c, 2, 1, false, &fv, &tzv, &z, &own, &r) < 0) {
@@ -5606,7 +5523,7 @@ ev_date_from_string(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         if (has_slot(e, 3))
             rc = ev(e->args[3], c, o);
         else
-            set_null(o);
+            mf_value_set_null(o);
         goto done;
     }
     if (ds.value_type != BSON_TYPE_UTF8) {
@@ -5614,13 +5531,13 @@ ev_date_from_string(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         rc = mf_err_set(c->err, MF_E_ConversionFailure,
                         "$dateFromString requires that 'dateString' be a string, found: %s with value %s", tname(&ds), buf);
     } else if (r > 0 || (has_slot(e, 2) && is_nullish(&fv))) {
-        set_null(o);
+        mf_value_set_null(o);
         goto done;
     } else {
         rc = date_from_string(c, ds.value.v_utf8.str, has_slot(e, 2) ? fv.value.v_utf8.str : NULL, z,
                               has_slot(e, 1), &ms);
         if (rc == 0)
-            set_date(o, ms);
+            mf_value_set_date(o, ms);
     }
     if (rc < 0 && c->err->code == MF_E_ConversionFailure && has_slot(e, 4)) {
         mf_err_clear(c->err);
@@ -5650,8 +5567,8 @@ ev_date_to_string(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     ltime_t t;
     bson_string_t *s;
 
-    set_missing(&fv);
-    set_missing(&tzv);
+    mf_value_set_missing(&fv);
+    mf_value_set_missing(&tzv);
     if (ev(e->args[0], c, &d) < 0)
         return -1;
     if (format_and_tz(e, c, 1, 2, true, &fv, &tzv, &z, &own, &r) < 0) {
@@ -5662,11 +5579,11 @@ ev_date_to_string(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         if (has_slot(e, 3))
             rc = ev(e->args[3], c, o);
         else
-            set_null(o);
+            mf_value_set_null(o);
         goto done;
     }
     if (r > 0 || (has_slot(e, 1) && is_nullish(&fv))) {
-        set_null(o);
+        mf_value_set_null(o);
         goto done;
     }
     if (!get_date(&d, &ms)) {
@@ -5722,7 +5639,7 @@ ev_date_to_string(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         default: break; /* validated above */
         }
     }
-    set_strn(o, s->str, s->len);
+    mf_value_set_strn(o, s->str, s->len);
     bson_string_free(s, true);
 done:
     if (own)
@@ -5923,7 +5840,7 @@ ev_date_arith(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     char ctxmsg[80];
 
     for (int i = 0; i < 5; i++)
-        set_missing(&v[i]);
+        mf_value_set_missing(&v[i]);
 #define EVAL_OR_NULL(i)                                                                                                \
     do {                                                                                                               \
         if (ev_slot(e, (i), c, &v[i]) < 0) {                                                                           \
@@ -5972,7 +5889,7 @@ ev_date_arith(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         }
         if (date_trunc(c, a, unit, bin, z, sow, &out) < 0)
             goto fail;
-        set_date(o, out);
+        mf_value_set_date(o, out);
     } else if (id == OP_DATEADD || id == OP_DATESUBTRACT) {
         /* slots: startDate unit amount timezone */
         int64_t amount;
@@ -6002,7 +5919,7 @@ ev_date_arith(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         }
         if (date_add(c, a, unit, amount, z, &out) < 0)
             goto fail;
-        set_date(o, out);
+        mf_value_set_date(o, out);
     } else {
         /* slots: startDate endDate unit timezone startOfWeek */
         EVAL_OR_NULL(0);
@@ -6030,12 +5947,12 @@ ev_date_arith(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         }
         if (date_diff(c, a, b, unit, z, sow, &out) < 0)
             goto fail;
-        set_i64(o, out);
+        mf_value_set_int64(o, out);
     }
 #undef EVAL_OR_NULL
     goto done;
 null:
-    set_null(o);
+    mf_value_set_null(o);
     goto done;
 fail:
     rc = -1;
@@ -6088,7 +6005,7 @@ fields_finish(fields_t *f, bson_value_t *o)
     }
     bson_free(f->k);
     bson_free(f->v);
-    take_bson(o, &b, false);
+    mf_value_take_bson(o, &b, false);
 }
 
 static void
@@ -6144,7 +6061,7 @@ ev_object_to_array(const bson_value_t *a, ctx_t *c, bson_value_t *o)
     abuild_t ab;
 
     if (is_nullish(a)) {
-        set_null(o);
+        mf_value_set_null(o);
         return 0;
     }
     if (a->value_type != BSON_TYPE_DOCUMENT)
@@ -6156,7 +6073,7 @@ ev_object_to_array(const bson_value_t *a, ctx_t *c, bson_value_t *o)
         bson_value_t d;
         bson_append_utf8(&kv, "k", 1, bson_iter_key(&it), (int)bson_iter_key_len(&it));
         bson_append_value(&kv, "v", 1, bson_iter_value(&it));
-        take_bson(&d, &kv, false);
+        mf_value_take_bson(&d, &kv, false);
         ab_push(&ab, &d);
         mf_value_free(&d);
     }
@@ -6172,7 +6089,7 @@ ev_array_to_object(const bson_value_t *a, ctx_t *c, bson_value_t *o)
     int kind = 0; /* 1 = [k, v] pairs, 2 = {k, v} documents */
 
     if (is_nullish(a)) {
-        set_null(o);
+        mf_value_set_null(o);
         return 0;
     }
     if (a->value_type != BSON_TYPE_ARRAY)
@@ -6288,7 +6205,7 @@ ev_map_filter(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         return -1;
     if (is_nullish(&in)) {
         mf_value_free(&in);
-        set_null(o);
+        mf_value_set_null(o);
         return 0;
     }
     if (in.value_type != BSON_TYPE_ARRAY) {
@@ -6369,7 +6286,7 @@ ev_reduce(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         return -1;
     if (is_nullish(&in)) {
         mf_value_free(&in);
-        set_null(o);
+        mf_value_set_null(o);
         return 0;
     }
     if (in.value_type != BSON_TYPE_ARRAY) {
@@ -6499,15 +6416,15 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
             bool t = truthy(&r);
             mf_value_free(&r);
             if (id == OP_AND && !t) {
-                set_bool(o, false);
+                mf_value_set_bool(o, false);
                 return 0;
             }
             if (id == OP_OR && t) {
-                set_bool(o, true);
+                mf_value_set_bool(o, true);
                 return 0;
             }
         }
-        set_bool(o, id == OP_AND);
+        mf_value_set_bool(o, id == OP_AND);
         return 0;
     case OP_COND: {
         bson_value_t r;
@@ -6525,7 +6442,7 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
                 return 0;
             mf_value_free(o);
         }
-        set_null(o);
+        mf_value_set_null(o);
         return 0;
     case OP_SWITCH:
         return ev_switch(e, c, o);
@@ -6608,18 +6525,18 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     if (eval_args(e, c, &v) < 0)
         return -1;
     switch (id) {
-    case OP_EQ: set_bool(o, cmpv(&v[0], &v[1]) == 0); break;
-    case OP_NE: set_bool(o, cmpv(&v[0], &v[1]) != 0); break;
-    case OP_GT: set_bool(o, cmpv(&v[0], &v[1]) > 0); break;
-    case OP_GTE: set_bool(o, cmpv(&v[0], &v[1]) >= 0); break;
-    case OP_LT: set_bool(o, cmpv(&v[0], &v[1]) < 0); break;
-    case OP_LTE: set_bool(o, cmpv(&v[0], &v[1]) <= 0); break;
+    case OP_EQ: mf_value_set_bool(o, cmpv(&v[0], &v[1]) == 0); break;
+    case OP_NE: mf_value_set_bool(o, cmpv(&v[0], &v[1]) != 0); break;
+    case OP_GT: mf_value_set_bool(o, cmpv(&v[0], &v[1]) > 0); break;
+    case OP_GTE: mf_value_set_bool(o, cmpv(&v[0], &v[1]) >= 0); break;
+    case OP_LT: mf_value_set_bool(o, cmpv(&v[0], &v[1]) < 0); break;
+    case OP_LTE: mf_value_set_bool(o, cmpv(&v[0], &v[1]) <= 0); break;
     case OP_CMP: {
         int r = cmpv(&v[0], &v[1]);
-        set_i32(o, r < 0 ? -1 : r > 0 ? 1 : 0);
+        mf_value_set_int32(o, r < 0 ? -1 : r > 0 ? 1 : 0);
         break;
     }
-    case OP_NOT: set_bool(o, !truthy(&v[0])); break;
+    case OP_NOT: mf_value_set_bool(o, !truthy(&v[0])); break;
     case OP_SUBTRACT: rc = ev_subtract(&v[0], &v[1], c, o); break;
     case OP_DIVIDE: rc = ev_divide(&v[0], &v[1], c, o); break;
     case OP_MOD: rc = ev_mod(&v[0], &v[1], c, o); break;
@@ -6647,26 +6564,26 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     case OP_ATAN2: rc = ev_atan2(&v[0], &v[1], c, o); break;
     case OP_BSONSIZE:
         if (is_nullish(&v[0]))
-            set_null(o);
+            mf_value_set_null(o);
         else if (v[0].value_type != BSON_TYPE_DOCUMENT)
             rc = mf_err_set(c->err, MF_E_Location31393, "$bsonSize requires a document input, found: %s", tname(&v[0]));
         else
-            set_i32(o, (int32_t)v[0].value.v_doc.data_len);
+            mf_value_set_int32(o, (int32_t)v[0].value.v_doc.data_len);
         break;
     case OP_BINARYSIZE:
         if (is_nullish(&v[0]))
-            set_null(o);
+            mf_value_set_null(o);
         else if (v[0].value_type == BSON_TYPE_UTF8)
-            set_i32(o, (int32_t)v[0].value.v_utf8.len);
+            mf_value_set_int32(o, (int32_t)v[0].value.v_utf8.len);
         else if (v[0].value_type == BSON_TYPE_BINARY)
-            set_i32(o, (int32_t)v[0].value.v_binary.data_len);
+            mf_value_set_int32(o, (int32_t)v[0].value.v_binary.data_len);
         else
             rc = mf_err_set(c->err, MF_E_Location51276, "$binarySize requires a string or BinData argument, found: %s",
                             tname(&v[0]));
         break;
     case OP_LOG:
         if (is_nullish(&v[0]) || is_nullish(&v[1])) {
-            set_null(o);
+            mf_value_set_null(o);
         } else if (!is_num(&v[0])) {
             rc = mf_err_set(c->err, MF_E_Location28756, "$log's argument must be numeric, not %s", tname(&v[0]));
         } else if (!is_num(&v[1])) {
@@ -6678,7 +6595,7 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
             rc = mf_err_set(c->err, MF_E_Location28759,
                             "$log's base must be a positive number not equal to 1, but is %g", as_dbl(&v[1]));
         } else {
-            set_dbl(o, log(as_dbl(&v[0])) / log(as_dbl(&v[1])));
+            mf_value_set_double(o, log(as_dbl(&v[0])) / log(as_dbl(&v[1])));
         }
         break;
     case OP_ROUND:
@@ -6697,7 +6614,7 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         if (rc < 0)
             break;
         if (null) {
-            set_null(o);
+            mf_value_set_null(o);
             break;
         }
         /* Lengths, not C strings: a string may hold NUL bytes. At most 16 MB, as MongoDB. */
@@ -6740,7 +6657,7 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
                      : mf_err_set(c->err, MF_E_Location34473, "$strLenBytes requires a string argument, found: %s", tname(&v[0]));
             break;
         }
-        set_i32(o, (int32_t)(id == OP_STRLENCP ? cp_count(v[0].value.v_utf8.str, v[0].value.v_utf8.len)
+        mf_value_set_int32(o, (int32_t)(id == OP_STRLENCP ? cp_count(v[0].value.v_utf8.str, v[0].value.v_utf8.len)
                                                : v[0].value.v_utf8.len));
         break;
     case OP_SPLIT: rc = ev_split(v, c, o); break;
@@ -6759,7 +6676,7 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
             break;
         }
         int r = strcasecmp(a.value.v_utf8.str, b.value.v_utf8.str);
-        set_i32(o, r < 0 ? -1 : r > 0 ? 1 : 0);
+        mf_value_set_int32(o, r < 0 ? -1 : r > 0 ? 1 : 0);
         mf_value_free(&a);
         mf_value_free(&b);
         break;
@@ -6771,7 +6688,7 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         } else {
             elems_t el;
             elems_of(&v[0], &el);
-            set_i32(o, (int32_t)el.n);
+            mf_value_set_int32(o, (int32_t)el.n);
             elems_free(&el);
         }
         break;
@@ -6785,7 +6702,7 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         } else {
             elems_t el;
             elems_of(&v[1], &el);
-            set_bool(o, arr_contains(&el, &v[0]));
+            mf_value_set_bool(o, arr_contains(&el, &v[0]));
             elems_free(&el);
         }
         break;
@@ -6801,7 +6718,7 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         if (rc < 0)
             break;
         if (null) {
-            set_null(o);
+            mf_value_set_null(o);
             break;
         }
         ab_init(&ab);
@@ -6816,10 +6733,10 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         break;
     }
     case OP_SLICE: rc = ev_slice(v, n, c, o); break;
-    case OP_ISARRAY: set_bool(o, v[0].value_type == BSON_TYPE_ARRAY); break;
+    case OP_ISARRAY: mf_value_set_bool(o, v[0].value_type == BSON_TYPE_ARRAY); break;
     case OP_REVERSEARRAY:
         if (is_nullish(&v[0])) {
-            set_null(o);
+            mf_value_set_null(o);
         } else if (v[0].value_type != BSON_TYPE_ARRAY) {
             rc = mf_err_set(c->err, MF_E_Location34435, "The argument to $reverseArray must be an array, but was of type: %s",
                             tname(&v[0]));
@@ -6867,7 +6784,7 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         ab_init(&ab);
         for (int64_t i = a; step > 0 ? i < b : i > b; i += step) {
             bson_value_t x;
-            set_i32(&x, (int32_t)i);
+            mf_value_set_int32(&x, (int32_t)i);
             ab_push(&ab, &x);
             if (ab.b.len > 16 * 1024 * 1024) {
                 bson_destroy(&ab.b);
@@ -6886,7 +6803,7 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     case OP_STDDEVPOP:
     case OP_STDDEVSAMP: ev_accum(id, v, n, o); break;
     case OP_TYPE:
-        set_str(o, v[0].value_type == BSON_TYPE_EOD ? "missing" : mf_type_name(v[0].value_type));
+        mf_value_set_str(o, v[0].value_type == BSON_TYPE_EOD ? "missing" : mf_type_name(v[0].value_type));
         break;
     case OP_BITAND:
     case OP_BITOR:
@@ -6907,12 +6824,12 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
                  : id == OP_TODOUBLE ? BSON_TYPE_DOUBLE : id == OP_TODECIMAL ? BSON_TYPE_DECIMAL128
                  : id == OP_TOBOOL ? BSON_TYPE_BOOL : id == OP_TODATE ? BSON_TYPE_DATE_TIME : BSON_TYPE_OID;
         if (is_nullish(&v[0]))
-            set_null(o);
+            mf_value_set_null(o);
         else
             rc = convert(c, &v[0], to, o);
         break;
     }
-    case OP_ISNUMBER: set_bool(o, is_num(&v[0])); break;
+    case OP_ISNUMBER: mf_value_set_bool(o, is_num(&v[0])); break;
     case OP_MERGEOBJECTS: rc = ev_merge_objects(v, n, c, o); break;
     case OP_OBJECTTOARRAY: rc = ev_object_to_array(&v[0], c, o); break;
     case OP_ARRAYTOOBJECT: rc = ev_array_to_object(&v[0], c, o); break;
@@ -6937,7 +6854,7 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
                     all = false;
             }
             elems_free(&el);
-            set_bool(o, id == OP_ANYELEMENTTRUE ? any : all);
+            mf_value_set_bool(o, id == OP_ANYELEMENTTRUE ? any : all);
         }
         break;
     default:
@@ -6951,7 +6868,7 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
 static int
 ev(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
 {
-    set_missing(o);
+    mf_value_set_missing(o);
     switch (e->kind) {
     case K_LIT:
         mf_value_copy(o, &e->lit);
@@ -6968,11 +6885,11 @@ ev(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
             base = &c->rootv;
             break;
         case VAR_NOW:
-            set_date(&now, c->now);
+            mf_value_set_date(&now, c->now);
             base = &now;
             break;
         case VAR_REMOVE:
-            set_missing(o);
+            mf_value_set_missing(o);
             return 0;
         default:
             base = lookup_var(c, e->name);
@@ -6995,7 +6912,7 @@ ev(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
                 bson_append_value(&b, e->keys[i], -1, &r);
             mf_value_free(&r);
         }
-        take_bson(o, &b, false);
+        mf_value_take_bson(o, &b, false);
         return 0;
     }
     case K_ARR: {
@@ -7027,7 +6944,7 @@ mf_expr_eval(const mf_expr_t *e, const bson_t *root, bson_value_t *out, mf_error
     struct timespec ts;
     bson_t empty = BSON_INITIALIZER;
 
-    set_missing(out);
+    mf_value_set_missing(out);
     if (root == NULL)
         root = &empty;
     memset(&c, 0, sizeof c);

@@ -15,7 +15,8 @@
  * index keys, so they compare the same way.
  *
  * Invariants: the module is pure; nothing here allocates except transient
- * stack buffers, and no function keeps a reference to its arguments.
+ * stack buffers and the values the string and document setters build (which
+ * the caller then owns), and no function keeps a reference to its arguments.
  */
 #include "doc/value.h"
 #include "doc/collation.h"
@@ -507,4 +508,33 @@ mf_value_check_n(const bson_value_t *v, int64_t *n, mf_error_t *err)
     if (*n <= 0)
         return mf_err_set(err, MF_E_Location5787908, "'n' must be greater than 0, found %lld", (long long)*n);
     return 0;
+}
+
+void
+mf_value_set_strn(bson_value_t *o, const char *s, size_t len)
+{
+    memset(o, 0, sizeof *o);
+    o->value_type = BSON_TYPE_UTF8;
+    o->value.v_utf8.str = bson_malloc(len + 1);
+    if (len)
+        memcpy(o->value.v_utf8.str, s, len);
+    o->value.v_utf8.str[len] = '\0';
+    o->value.v_utf8.len = (uint32_t)len;
+}
+
+void
+mf_value_set_str(bson_value_t *o, const char *s)
+{
+    mf_value_set_strn(o, s, strlen(s));
+}
+
+void
+mf_value_take_bson(bson_value_t *o, bson_t *b, bool is_array)
+{
+    memset(o, 0, sizeof *o);
+    o->value_type = is_array ? BSON_TYPE_ARRAY : BSON_TYPE_DOCUMENT;
+    o->value.v_doc.data_len = b->len;
+    o->value.v_doc.data = bson_malloc(b->len);
+    memcpy(o->value.v_doc.data, bson_get_data(b), b->len);
+    bson_destroy(b);
 }

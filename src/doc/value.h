@@ -9,7 +9,8 @@
  * and values of the same rank by content (strings bytewise, documents field by
  * field: type rank, then field name, then value; arrays element by element).
  * NaN sorts below every other number and equals itself. This module is pure:
- * no storage, no allocation except where a function says so.
+ * no storage, no allocation except where a function says so (the string and
+ * document setters).
  */
 #ifndef MF_VALUE_H
 #define MF_VALUE_H
@@ -48,6 +49,96 @@ mf_value_copy(bson_value_t *dst, const bson_value_t *src)
     }
     bson_value_copy(src, dst);
 }
+
+/*
+ * Setters: each overwrites o whole (zeroed, then typed) without freeing what
+ * it held, so o must hold nothing owned. The scalar ones are inline because
+ * expression evaluation calls them for nearly every result; the ones that
+ * allocate live in value.c and say what o then owns.
+ */
+
+/* mf_value_set_missing: o becomes missing (EOD). */
+static inline void
+mf_value_set_missing(bson_value_t *o)
+{
+    memset(o, 0, sizeof *o);
+    o->value_type = BSON_TYPE_EOD;
+}
+
+/* mf_value_set_null: o becomes null. */
+static inline void
+mf_value_set_null(bson_value_t *o)
+{
+    memset(o, 0, sizeof *o);
+    o->value_type = BSON_TYPE_NULL;
+}
+
+/* mf_value_set_bool: o becomes the boolean b. */
+static inline void
+mf_value_set_bool(bson_value_t *o, bool b)
+{
+    memset(o, 0, sizeof *o);
+    o->value_type = BSON_TYPE_BOOL;
+    o->value.v_bool = b;
+}
+
+/* mf_value_set_int32: o becomes the int32 x. */
+static inline void
+mf_value_set_int32(bson_value_t *o, int32_t x)
+{
+    memset(o, 0, sizeof *o);
+    o->value_type = BSON_TYPE_INT32;
+    o->value.v_int32 = x;
+}
+
+/* mf_value_set_int64: o becomes the int64 x. */
+static inline void
+mf_value_set_int64(bson_value_t *o, int64_t x)
+{
+    memset(o, 0, sizeof *o);
+    o->value_type = BSON_TYPE_INT64;
+    o->value.v_int64 = x;
+}
+
+/* mf_value_set_int: o becomes x as an int32 when it fits one, else as an int64. */
+static inline void
+mf_value_set_int(bson_value_t *o, int64_t x)
+{
+    if (x >= INT32_MIN && x <= INT32_MAX)
+        mf_value_set_int32(o, (int32_t)x);
+    else
+        mf_value_set_int64(o, x);
+}
+
+/* mf_value_set_double: o becomes the double x. */
+static inline void
+mf_value_set_double(bson_value_t *o, double x)
+{
+    memset(o, 0, sizeof *o);
+    o->value_type = BSON_TYPE_DOUBLE;
+    o->value.v_double = x;
+}
+
+/* mf_value_set_date: o becomes the date ms milliseconds after the epoch. */
+static inline void
+mf_value_set_date(bson_value_t *o, int64_t ms)
+{
+    memset(o, 0, sizeof *o);
+    o->value_type = BSON_TYPE_DATE_TIME;
+    o->value.v_datetime = ms;
+}
+
+/* mf_value_set_strn: o becomes a string owning a NUL-terminated copy of the len bytes at s. */
+void mf_value_set_strn(bson_value_t *o, const char *s, size_t len);
+
+/* mf_value_set_str: mf_value_set_strn of the NUL-terminated s. */
+void mf_value_set_str(bson_value_t *o, const char *s);
+
+/*
+ * mf_value_take_bson: o becomes a document (or, with is_array, an array)
+ * owning a copy of b's bytes; takes ownership of b and destroys it.
+ */
+void mf_value_take_bson(bson_value_t *o, bson_t *b, bool is_array);
 
 /* mf_doc_cmp: compares two documents as mf_value_cmp compares embedded documents. */
 int mf_doc_cmp(const bson_t *a, const bson_t *b);

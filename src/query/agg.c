@@ -270,12 +270,7 @@ fl_to_value(fl_t *f, bson_value_t *out)
     for (size_t i = 0; i < f->n; i++)
         bson_append_value(&b, f->k[i], -1, &f->v[i]);
     fl_free(f);
-    memset(out, 0, sizeof *out);
-    out->value_type = BSON_TYPE_DOCUMENT;
-    out->value.v_doc.data_len = b.len;
-    out->value.v_doc.data = bson_malloc(b.len);
-    memcpy(out->value.v_doc.data, bson_get_data(&b), b.len);
-    bson_destroy(&b);
+    mf_value_take_bson(out, &b, false);
 }
 
 static bson_t *
@@ -940,8 +935,7 @@ static int
 accx_fold(accst_t *a, const acc_def_t *d, const bson_value_t *v, bson_t *key, mf_error_t *err)
 {
     bson_value_t null_v;
-    memset(&null_v, 0, sizeof null_v);
-    null_v.value_type = BSON_TYPE_NULL;
+    mf_value_set_null(&null_v);
 
     switch (d->kind) {
     case AC_FIRSTN:
@@ -1192,8 +1186,7 @@ accx_merge(accst_t *a, const acc_def_t *d, const bson_t *st, mf_error_t *err)
             bson_iter_t f;
             bson_t *key = NULL;
             bson_value_t o;
-            memset(&o, 0, sizeof o);
-            o.value_type = BSON_TYPE_NULL;
+            mf_value_set_null(&o);
             if (bson_iter_recurse(&ai, &f) && bson_iter_find(&f, "k") && BSON_ITER_HOLDS_DOCUMENT(&f)) {
                 const uint8_t *data;
                 uint32_t len;
@@ -3434,8 +3427,7 @@ run_unwind(const stage_t *s, mf_docvec_t *in, mf_docvec_t *out)
         bson_value_t v, idx;
         bool found = get_path_nt(doc, s->field, &v);
 
-        memset(&idx, 0, sizeof idx);
-        idx.value_type = BSON_TYPE_NULL;
+        mf_value_set_null(&idx);
         if (found && v.value_type == BSON_TYPE_ARRAY) {
             bson_iter_t it;
             int64_t k = 0;
@@ -3448,9 +3440,7 @@ run_unwind(const stage_t *s, mf_docvec_t *in, mf_docvec_t *out)
                 any = true;
                 if (s->index_field) {
                     bson_value_t iv;
-                    memset(&iv, 0, sizeof iv);
-                    iv.value_type = BSON_TYPE_INT64;
-                    iv.value.v_int64 = k;
+                    mf_value_set_int64(&iv, k);
                     bson_t *o2 = doc_set_path(o, s->index_field, &iv);
                     bson_destroy(o);
                     o = o2;
@@ -3587,8 +3577,7 @@ redact_doc(const stage_t *s, const bson_value_t *doc, bson_value_t *out, mf_erro
     bson_value_t r;
     int rc = mf_expr_eval(s->expr, root, &r, err);
     bson_destroy(root);
-    memset(out, 0, sizeof *out);
-    out->value_type = BSON_TYPE_EOD;
+    mf_value_set_missing(out);
     if (rc < 0)
         return -1;
     const char *res = r.value_type == BSON_TYPE_UTF8 ? r.value.v_utf8.str : "";
@@ -3703,30 +3692,18 @@ gran_check(const bson_value_t *v, mf_error_t *err)
     return 0;
 }
 
-static void
-set_double(bson_value_t *o, double d)
-{
-    memset(o, 0, sizeof *o);
-    o->value_type = BSON_TYPE_DOUBLE;
-    o->value.v_double = d;
-}
-
 /* pow2: 2^e as $pow answers it for an integer base and exponent (int, long, or a double for e < 0). */
 static void
 pow2_value(int e, bool integral, bson_value_t *o)
 {
-    memset(o, 0, sizeof *o);
-    if (!integral || e < 0) {
-        set_double(o, ldexp(1.0, e));
-    } else if (e < 31) {
-        o->value_type = BSON_TYPE_INT32;
-        o->value.v_int32 = (int32_t)1 << e;
-    } else if (e < 63) {
-        o->value_type = BSON_TYPE_INT64;
-        o->value.v_int64 = (int64_t)1 << e;
-    } else {
-        set_double(o, ldexp(1.0, e));
-    }
+    if (!integral || e < 0)
+        mf_value_set_double(o, ldexp(1.0, e));
+    else if (e < 31)
+        mf_value_set_int32(o, (int32_t)1 << e);
+    else if (e < 63)
+        mf_value_set_int64(o, (int64_t)1 << e);
+    else
+        mf_value_set_double(o, ldexp(1.0, e));
 }
 
 static int
@@ -3765,14 +3742,14 @@ gran_round(int gran, const bson_value_t *v, bool up, bson_value_t *o, mf_error_t
             double prev_min = s[0] * m;
             m /= 10.0;
             if (x >= s[n - 1] * m) {
-                set_double(o, prev_min);
+                mf_value_set_double(o, prev_min);
                 return 0;
             }
         }
         size_t i = 0;
         while (i < n && !(x < s[i] * m))
             i++;
-        set_double(o, s[i] * m);
+        mf_value_set_double(o, s[i] * m);
     } else {
         while (x <= s[0] * m)
             m /= 10.0;
@@ -3780,14 +3757,14 @@ gran_round(int gran, const bson_value_t *v, bool up, bson_value_t *o, mf_error_t
             double prev_max = s[n - 1] * m;
             m *= 10.0;
             if (x <= s[0] * m) {
-                set_double(o, prev_max);
+                mf_value_set_double(o, prev_max);
                 return 0;
             }
         }
         size_t i = 0;
         while (i < n && s[i] * m < x)
             i++;
-        set_double(o, s[i - 1] * m);
+        mf_value_set_double(o, s[i - 1] * m);
     }
     return 0;
 }
@@ -4158,9 +4135,7 @@ graph_search(const stage_t *s, const mf_agg_env_t *env, const bson_t *doc, mf_do
             bson_t *d = got.docs[i];
             if (s->index_field) {
                 bson_value_t dv;
-                memset(&dv, 0, sizeof dv);
-                dv.value_type = BSON_TYPE_INT64;
-                dv.value.v_int64 = depth;
+                mf_value_set_int64(&dv, depth);
                 d = doc_set_path(got.docs[i], s->index_field, &dv);
             } else {
                 got.docs[i] = NULL;
@@ -4226,8 +4201,8 @@ geonear_output(const stage_t *s, const bson_t *d, double dist, const bson_value_
     const char *df = mf_geonear_distance_field(s->geonear), *lf = mf_geonear_locs_field(s->geonear);
     bson_t *cur = bson_copy(d), *t;
     if (df != NULL) {
-        bson_value_t dv = {.value_type = BSON_TYPE_DOUBLE};
-        dv.value.v_double = dist;
+        bson_value_t dv;
+        mf_value_set_double(&dv, dist);
         t = doc_set_path(cur, df, &dv);
         bson_destroy(cur);
         cur = t;
@@ -4372,9 +4347,7 @@ run_stage(const stage_t *s, const mf_agg_env_t *env, mf_docvec_t *in, mf_docvec_
         memset(&g, 0, sizeof g);
         g.kind = S_GROUP;
         g.expr = s->expr;
-        memset(&one, 0, sizeof one);
-        one.value_type = BSON_TYPE_INT32;
-        one.value.v_int32 = 1;
+        mf_value_set_int32(&one, 1);
         acc.expr = mf_expr_parse(&one, err);
         g.accs = &acc;
         g.naccs = 1;
@@ -4603,9 +4576,7 @@ mf_agg_stream_new(const mf_pipeline_t *p, size_t first, const mf_agg_limits_t *l
         if (nd->s->kind == S_SORTBYCOUNT) {
             bson_value_t one;
             mf_error_t e;
-            memset(&one, 0, sizeof one);
-            one.value_type = BSON_TYPE_INT32;
-            one.value.v_int32 = 1;
+            mf_value_set_int32(&one, 1);
             nd->sbc.kind = S_GROUP;
             nd->sbc.expr = nd->s->expr;
             nd->sbc_acc.field = "count";
@@ -4681,8 +4652,7 @@ id_cmp(void *arg, const bson_t *a, const bson_t *b)
     bson_iter_t ia, ib;
     bson_value_t na;
     (void)arg;
-    memset(&na, 0, sizeof na);
-    na.value_type = BSON_TYPE_NULL;
+    mf_value_set_null(&na);
     bool ha = bson_iter_init_find(&ia, a, "_id"), hb = bson_iter_init_find(&ib, b, "_id");
     return mf_value_cmp(ha ? bson_iter_value(&ia) : &na, hb ? bson_iter_value(&ib) : &na);
 }

@@ -898,34 +898,6 @@ err_free:
 /* Values and small helpers                                                 */
 /* ------------------------------------------------------------------------ */
 
-static void
-set_null(bson_value_t *v)
-{
-    memset(v, 0, sizeof *v);
-    v->value_type = BSON_TYPE_NULL;
-}
-
-static void
-set_int(bson_value_t *v, int64_t n)
-{
-    memset(v, 0, sizeof *v);
-    if (n >= INT32_MIN && n <= INT32_MAX) {
-        v->value_type = BSON_TYPE_INT32;
-        v->value.v_int32 = (int32_t)n;
-    } else {
-        v->value_type = BSON_TYPE_INT64;
-        v->value.v_int64 = n;
-    }
-}
-
-static void
-set_double(bson_value_t *v, double d)
-{
-    memset(v, 0, sizeof *v);
-    v->value_type = BSON_TYPE_DOUBLE;
-    v->value.v_double = d;
-}
-
 static bool
 nullish(const bson_value_t *v)
 {
@@ -947,12 +919,7 @@ array_of(bson_value_t *out, const bson_value_t *vals, const size_t *idx, size_t 
         bson_uint32_to_string((uint32_t)k++, &key, buf, sizeof buf);
         mf_bson_append_value(&arr, key, -1, v);
     }
-    memset(out, 0, sizeof *out);
-    out->value_type = BSON_TYPE_ARRAY;
-    out->value.v_doc.data_len = arr.len;
-    out->value.v_doc.data = bson_malloc(arr.len);
-    memcpy(out->value.v_doc.data, bson_get_data(&arr), arr.len);
-    bson_destroy(&arr);
+    mf_value_take_bson(out, &arr, true);
 }
 
 /* ---- removable sum (for $sum, $avg, $count) ---- */
@@ -1040,7 +1007,7 @@ static void
 sum_value(const sumst_t *s, bool avg, bool removable, bson_value_t *out)
 {
     if (avg && s->nnum == 0) {
-        set_null(out);
+        mf_value_set_null(out);
         return;
     }
     double nonfinite = 0;
@@ -1055,14 +1022,14 @@ sum_value(const sumst_t *s, bool avg, bool removable, bson_value_t *out)
         bson_value_t acc, t;
         mf_value_copy(&acc, &s->dec);
         if (acc.value_type == BSON_TYPE_EOD)
-            set_int(&acc, 0);
+            mf_value_set_int(&acc, 0);
         if (s->isum >= INT64_MIN && s->isum <= INT64_MAX) {
-            set_int(&t, (int64_t)s->isum);
+            mf_value_set_int(&t, (int64_t)s->isum);
         } else {
-            set_double(&t, (double)s->isum);
+            mf_value_set_double(&t, (double)s->isum);
         }
         mf_expr_num_add(&acc, &t);
-        set_double(&t, has_nf ? nonfinite : csum_val(&s->dsum));
+        mf_value_set_double(&t, has_nf ? nonfinite : csum_val(&s->dsum));
         mf_expr_num_add(&acc, &t);
         if (avg) {
             /* Decimal division is not available here: the quotient goes through a double. */
@@ -1082,17 +1049,15 @@ sum_value(const sumst_t *s, bool avg, bool removable, bson_value_t *out)
         double d = has_nf ? nonfinite : (double)s->isum + csum_val(&s->dsum);
         if (avg)
             d /= (double)s->nnum;
-        set_double(out, d);
+        mf_value_set_double(out, d);
         return;
     }
     /* mongod's removable sum narrows an integral result to int when it fits; $group's keeps long. */
     if (s->nlong > 0 && !(removable && s->isum >= INT32_MIN && s->isum <= INT32_MAX)) {
-        memset(out, 0, sizeof *out);
-        out->value_type = BSON_TYPE_INT64;
-        out->value.v_int64 = (int64_t)s->isum;
+        mf_value_set_int64(out, (int64_t)s->isum);
         return;
     }
-    set_int(out, (int64_t)s->isum);
+    mf_value_set_int(out, (int64_t)s->isum);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1349,15 +1314,10 @@ acc_result(const wfield_t *f, const part_t *p, const bson_value_t *vals, const b
             const char *key;
             bson_value_t nv;
             bson_uint32_to_string((uint32_t)j, &key, buf, sizeof buf);
-            set_null(&nv);
+            mf_value_set_null(&nv);
             mf_bson_append_value(&arr, key, -1, vals[start + j].value_type == BSON_TYPE_EOD ? &nv : &vals[start + j]);
         }
-        memset(out, 0, sizeof *out);
-        out->value_type = BSON_TYPE_ARRAY;
-        out->value.v_doc.data_len = arr.len;
-        out->value.v_doc.data = bson_malloc(arr.len);
-        memcpy(out->value.v_doc.data, bson_get_data(&arr), arr.len);
-        bson_destroy(&arr);
+        mf_value_take_bson(out, &arr, true);
         return 0;
     }
     case WF_INTEGRAL: {
@@ -1389,11 +1349,11 @@ acc_result(const wfield_t *f, const part_t *p, const bson_value_t *vals, const b
             px = x;
             py = y;
         }
-        set_double(out, nan ? NAN : f->fn_unit != U_NONE ? sum / (double)unit_ms[f->fn_unit] : sum);
+        mf_value_set_double(out, nan ? NAN : f->fn_unit != U_NONE ? sum / (double)unit_ms[f->fn_unit] : sum);
         return 0;
     }
     default:
-        set_null(out);
+        mf_value_set_null(out);
         return 0;
     }
 }
@@ -1525,30 +1485,30 @@ stat_value(const wstat_t *s, const wfield_t *f, bool removable, bson_value_t *ou
         int64_t cnt = removable ? s->rcount : s->n + s->nan, adj = f->kind == WF_STDDEVSAMP ? cnt - 1 : cnt;
         double m2 = removable ? csum_val(&s->rm2) : s->m2;
         if (s->nan > 0)
-            set_double(out, NAN);
+            mf_value_set_double(out, NAN);
         else if (adj <= 0)
-            set_null(out);
+            mf_value_set_null(out);
         else if (m2 < 0 || (f->kind == WF_STDDEVPOP && cnt == 1))
-            set_double(out, 0.0);
+            mf_value_set_double(out, 0.0);
         else
-            set_double(out, sqrt(m2 / (double)adj));
+            mf_value_set_double(out, sqrt(m2 / (double)adj));
         return;
     }
     default: { /* $covariancePop / $covarianceSamp, as mongod's WindowFunctionCovariance */
         bool samp = f->kind == WF_COVSAMP;
         if (s->n == 1 && !samp) {
-            set_double(out, 0.0);
+            mf_value_set_double(out, 0.0);
             return;
         }
         double adj = (double)(samp ? s->n - 1 : s->n);
         if (adj <= 0)
-            set_null(out);
+            mf_value_set_null(out);
         else if (s->nan > 0 || (s->pinf > 0 && s->ninf > 0))
-            set_double(out, NAN);
+            mf_value_set_double(out, NAN);
         else if (s->pinf > 0 || s->ninf > 0)
-            set_double(out, s->pinf > 0 ? INFINITY : -INFINITY);
+            mf_value_set_double(out, s->pinf > 0 ? INFINITY : -INFINITY);
         else
-            set_double(out, csum_val(&s->cxy) / adj);
+            mf_value_set_double(out, csum_val(&s->cxy) / adj);
         return;
     }
     }
@@ -1688,12 +1648,12 @@ ostate_result(const wfield_t *f, const ostate_t *os, const bson_value_t *vals, b
         for (size_t q = 0; q < f->nps; q++) {
             bson_value_t r;
             if (os->n == 0) {
-                set_null(&r);
+                mf_value_set_null(&r);
             } else {
                 /* 'approximate' is exact at these sizes: the value of rank ceil(p * n). */
                 double rank = ceil(f->ps[q] * (double)os->n);
                 size_t k = rank < 1 ? 0 : (size_t)rank - 1;
-                set_double(&r, os->xs[k >= os->n ? os->n - 1 : k]);
+                mf_value_set_double(&r, os->xs[k >= os->n ? os->n - 1 : k]);
             }
             if (f->kind == WF_MEDIAN) {
                 *out = r;
@@ -1710,7 +1670,7 @@ ostate_result(const wfield_t *f, const ostate_t *os, const bson_value_t *vals, b
     case WF_BOTTOM:
         bson_destroy(&arr);
         if (os->n == 0 || vals[os->ix[f->kind == WF_TOP ? 0 : os->n - 1]].value_type == BSON_TYPE_EOD)
-            set_null(out);
+            mf_value_set_null(out);
         else
             mf_value_copy(out, &vals[os->ix[f->kind == WF_TOP ? 0 : os->n - 1]]);
         return;
@@ -1719,18 +1679,13 @@ ostate_result(const wfield_t *f, const ostate_t *os, const bson_value_t *vals, b
             char buf[16];
             const char *key;
             bson_value_t nv;
-            set_null(&nv);
+            mf_value_set_null(&nv);
             bson_uint32_to_string((uint32_t)k, &key, buf, sizeof buf);
             mf_bson_append_value(&arr, key, -1, vals[os->ix[k]].value_type == BSON_TYPE_EOD ? &nv : &vals[os->ix[k]]);
         }
         break;
     }
-    memset(out, 0, sizeof *out);
-    out->value_type = BSON_TYPE_ARRAY;
-    out->value.v_doc.data_len = arr.len;
-    out->value.v_doc.data = bson_malloc(arr.len);
-    memcpy(out->value.v_doc.data, bson_get_data(&arr), arr.len);
-    bson_destroy(&arr);
+    mf_value_take_bson(out, &arr, true);
 }
 
 /*
@@ -1775,14 +1730,14 @@ compute_field(const mf_window_t *w, const wfield_t *f, const part_t *p, bson_val
         memset(&s, 0, sizeof s);
         s.dec.value_type = BSON_TYPE_EOD;
         bson_value_t one;
-        set_int(&one, 1);
+        mf_value_set_int(&one, 1);
         for (size_t i = 0; i < n; i++) {
             int64_t l = lo[i], h = hi[i];
             if (l > h) {
                 if (f->kind == WF_AVG)
-                    set_null(&res[i]);
+                    mf_value_set_null(&res[i]);
                 else
-                    set_int(&res[i], 0);
+                    mf_value_set_int(&res[i], 0);
                 continue;
             }
             if (l > ch || h < cl) {
@@ -1799,7 +1754,7 @@ compute_field(const mf_window_t *w, const wfield_t *f, const part_t *p, bson_val
                 cl++;
             }
             if (f->kind == WF_COUNT)
-                set_int(&res[i], s.ndocs);
+                mf_value_set_int(&res[i], s.ndocs);
             else
                 sum_value(&s, f->kind == WF_AVG, f->lo.kind != B_UNBOUNDED, &res[i]);
         }
@@ -1815,7 +1770,7 @@ compute_field(const mf_window_t *w, const wfield_t *f, const part_t *p, bson_val
         for (size_t i = 0; i < n; i++) {
             int64_t l = lo[i], h = hi[i];
             if (l > h) {
-                set_null(&res[i]);
+                mf_value_set_null(&res[i]);
                 continue;
             }
             if (l > ch || h < cl) {
@@ -1837,7 +1792,7 @@ compute_field(const mf_window_t *w, const wfield_t *f, const part_t *p, bson_val
             if (qt > qh)
                 mf_value_copy(&res[i], &vals[dq[qh]]);
             else
-                set_null(&res[i]);
+                mf_value_set_null(&res[i]);
         }
         bson_free(dq);
         break;
@@ -1854,7 +1809,7 @@ compute_field(const mf_window_t *w, const wfield_t *f, const part_t *p, bson_val
         for (size_t i = 0; i < n; i++) {
             int64_t l = lo[i], h = hi[i];
             if (l > h) {
-                set_null(&res[i]);
+                mf_value_set_null(&res[i]);
                 continue;
             }
             if (removable) {
@@ -1902,7 +1857,7 @@ compute_field(const mf_window_t *w, const wfield_t *f, const part_t *p, bson_val
                     f->kind == WF_MINN || f->kind == WF_MAXN || f->kind == WF_TOPN || f->kind == WF_BOTTOMN)
                     array_of(&res[i], vals, idx, 0);
                 else
-                    set_null(&res[i]);
+                    mf_value_set_null(&res[i]);
                 continue;
             }
             if (i > 0 && lo[i - 1] == l && hi[i - 1] == h && res[i - 1].value_type != BSON_TYPE_EOD) {
@@ -1938,7 +1893,7 @@ compute_field(const mf_window_t *w, const wfield_t *f, const part_t *p, bson_val
     case WF_LAST:
         for (size_t i = 0; i < n; i++) {
             if (lo[i] > hi[i]) {
-                set_null(&res[i]);
+                mf_value_set_null(&res[i]);
                 continue;
             }
             /* A missing value stays missing (the field is not set), as mongod's endpoint executor does. */
@@ -1950,7 +1905,7 @@ compute_field(const mf_window_t *w, const wfield_t *f, const part_t *p, bson_val
             double x0, x1;
             int64_t l = lo[i], h = hi[i];
             if (l > h) {
-                set_null(&res[i]);
+                mf_value_set_null(&res[i]);
                 continue;
             }
             bool dl = sv[l].value_type == BSON_TYPE_DATE_TIME, dh = sv[h].value_type == BSON_TYPE_DATE_TIME;
@@ -1973,12 +1928,12 @@ compute_field(const mf_window_t *w, const wfield_t *f, const part_t *p, bson_val
             }
             if (!mf_value_is_number(&vals[l]) || !mf_value_is_number(&vals[h]) ||
                 !x_value(&sv[l], U_NONE, &x0) || !x_value(&sv[h], U_NONE, &x1) || x1 == x0) {
-                set_null(&res[i]);
+                mf_value_set_null(&res[i]);
                 continue;
             }
             /* rise / run in 1/millisecond for dates, then scaled by the unit (mongod's order). */
             double d = (mf_value_as_double(&vals[h]) - mf_value_as_double(&vals[l])) / (x1 - x0);
-            set_double(&res[i], f->fn_unit != U_NONE ? d * (double)unit_ms[f->fn_unit] : d);
+            mf_value_set_double(&res[i], f->fn_unit != U_NONE ? d * (double)unit_ms[f->fn_unit] : d);
         }
         break;
     case WF_SHIFT:
@@ -1992,7 +1947,7 @@ compute_field(const mf_window_t *w, const wfield_t *f, const part_t *p, bson_val
                     continue;
             }
             if (f->dflt.value_type == BSON_TYPE_EOD)
-                set_null(&res[i]);
+                mf_value_set_null(&res[i]);
             else
                 mf_value_copy(&res[i], &f->dflt);
         }
@@ -2007,7 +1962,7 @@ compute_field(const mf_window_t *w, const wfield_t *f, const part_t *p, bson_val
                 rank = (int64_t)i + 1;
                 dense++;
             }
-            set_int(&res[i], f->kind == WF_RANK ? rank : f->kind == WF_DENSERANK ? dense : (int64_t)i + 1);
+            mf_value_set_int(&res[i], f->kind == WF_RANK ? rank : f->kind == WF_DENSERANK ? dense : (int64_t)i + 1);
         }
         break;
     }
@@ -2019,7 +1974,7 @@ compute_field(const mf_window_t *w, const wfield_t *f, const part_t *p, bson_val
             if (last)
                 mf_value_copy(&res[i], last);
             else
-                set_null(&res[i]);
+                mf_value_set_null(&res[i]);
         }
         break;
     }
@@ -2072,11 +2027,11 @@ compute_field(const mf_window_t *w, const wfield_t *f, const part_t *p, bson_val
             double x0, x1, xi;
             if (prev < 0 || next < 0 || !mf_value_is_number(&vals[next]) || !x_value(&sv[prev], U_NONE, &x0) ||
                 !x_value(&sv[next], U_NONE, &x1) || !x_value(x, U_NONE, &xi)) {
-                set_null(&res[i]);
+                mf_value_set_null(&res[i]);
                 continue;
             }
             double y0 = mf_value_as_double(&vals[prev]), y1 = mf_value_as_double(&vals[next]);
-            set_double(&res[i], y0 + (xi - x0) * ((y1 - y0) / (x1 - x0)));
+            mf_value_set_double(&res[i], y0 + (xi - x0) * ((y1 - y0) / (x1 - x0)));
         }
         break;
     }
@@ -2091,9 +2046,9 @@ compute_field(const mf_window_t *w, const wfield_t *f, const part_t *p, bson_val
                 have = true;
             }
             if (have)
-                set_double(&res[i], (double)cur);
+                mf_value_set_double(&res[i], (double)cur);
             else
-                set_null(&res[i]);
+                mf_value_set_null(&res[i]);
         }
         break;
     }
@@ -2294,7 +2249,7 @@ wrap(const mf_window_t *w, bson_t *doc, bson_t **out, mf_error_t *err)
 {
     bson_value_t k;
     *out = NULL;
-    set_null(&k);
+    mf_value_set_null(&k);
     if (w->partition != NULL) {
         if (mf_expr_eval(w->partition, doc, &k, err) < 0) {
             bson_destroy(doc);
@@ -2306,7 +2261,7 @@ wrap(const mf_window_t *w, bson_t *doc, bson_t **out, mf_error_t *err)
             return mf_err_set(err, MF_E_TypeMismatch, "Cannot 'partitionBy' an expression of type array");
         }
         if (k.value_type == BSON_TYPE_EOD)
-            set_null(&k);
+            mf_value_set_null(&k);
     }
     bson_t *r = bson_sized_new(doc->len + 32);
     mf_bson_append_value(r, "k", 1, &k);
@@ -2324,7 +2279,7 @@ unwrap_key(const bson_t *b, bson_value_t *k)
     if (bson_iter_init_find(&it, b, "k"))
         *k = *bson_iter_value(&it);
     else
-        set_null(k);
+        mf_value_set_null(k);
 }
 
 static int
