@@ -995,12 +995,13 @@ parse_slot(mf_expr_t *e, size_t i, const bson_iter_t *it, const scope_t *sc, mf_
 }
 
 /*
- * named_form: parses the document v {k1: ..., k2: ...} into slots by the names list (NULL-terminated); an unknown
- * key fails with code_unknown and unknown_fmt (formatted with the operator's name and the key).
+ * named_slots: parses the document v {k1: ..., k2: ...} into slots by the
+ * names list (NULL-terminated). 0 when done, -1 with err when a slot fails to
+ * parse, 1 with *unknown the first key not in names (it points into v's data).
  */
 static int
-named_form(mf_expr_t *e, const bson_value_t *v, const char *const *names, const scope_t *sc, mf_error_t *err,
-           int code_unknown, const char *unknown_fmt)
+named_slots(mf_expr_t *e, const bson_value_t *v, const char *const *names, const scope_t *sc, mf_error_t *err,
+            const char **unknown)
 {
     bson_iter_t it;
     size_t nn = 0;
@@ -1016,8 +1017,10 @@ named_form(mf_expr_t *e, const bson_value_t *v, const char *const *names, const 
         for (i = 0; i < nn; i++)
             if (strcmp(names[i], k) == 0)
                 break;
-        if (i == nn)
-            return mf_err_set(err, code_unknown, unknown_fmt, e->op->name, k);
+        if (i == nn) {
+            *unknown = k;
+            return 1;
+        }
         if (parse_slot(e, i, &it, sc, err) < 0)
             return -1;
     }
@@ -1025,33 +1028,35 @@ named_form(mf_expr_t *e, const bson_value_t *v, const char *const *names, const 
 }
 
 /*
- * named_args: like named_form (v is a document), with MongoDB's code for an
- * unknown key: "Unrecognized argument to <op>: <key><suffix>".
+ * named_form: named_slots, where an unknown key fails with code_unknown and
+ * unknown_fmt (formatted with the operator's name and the key).
+ */
+static int
+named_form(mf_expr_t *e, const bson_value_t *v, const char *const *names, const scope_t *sc, mf_error_t *err,
+           int code_unknown, const char *unknown_fmt)
+{
+    const char *k = NULL;
+    int rc = named_slots(e, v, names, sc, err, &k);
+
+    if (rc > 0)
+        return mf_err_set(err, code_unknown, unknown_fmt, e->op->name, k);
+    return rc;
+}
+
+/*
+ * named_args: named_slots, with MongoDB's message for an unknown key:
+ * "Unrecognized argument to <op>: <key><suffix>".
  */
 static int
 named_args(mf_expr_t *e, const bson_value_t *v, const char *const *names, const scope_t *sc, mf_error_t *err,
            int code_unknown, const char *suffix)
 {
-    bson_iter_t it;
-    size_t nn = 0;
+    const char *k = NULL;
+    int rc = named_slots(e, v, names, sc, err, &k);
 
-    while (names[nn])
-        nn++;
-    while (e->nargs < nn)
-        add_arg(e, NULL);
-    bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
-    while (bson_iter_next(&it)) {
-        const char *k = bson_iter_key(&it);
-        size_t i;
-        for (i = 0; i < nn; i++)
-            if (strcmp(names[i], k) == 0)
-                break;
-        if (i == nn)
-            return mf_err_set(err, code_unknown, "Unrecognized argument to %s: %s%s", e->op->name, k, suffix);
-        if (parse_slot(e, i, &it, sc, err) < 0)
-            return -1;
-    }
-    return 0;
+    if (rc > 0)
+        return mf_err_set(err, code_unknown, "Unrecognized argument to %s: %s%s", e->op->name, k, suffix);
+    return rc;
 }
 
 /* require: slot must have been given, else code and msg (msg's %s, if any, is the operator's name). */
