@@ -2826,6 +2826,24 @@ sub_text_check(const mf_pipeline_t *sub, mf_error_t *err)
     return 0;
 }
 
+/* The stages whose parse is only their kind and their parse_<stage>(s, v, err). */
+static const struct {
+    const char *name;
+    int kind;
+    int (*parse)(stage_t *s, const bson_value_t *v, mf_error_t *err);
+} plain_stages[] = {
+    {"$group", S_GROUP, parse_group},
+    {"$unwind", S_UNWIND, parse_unwind},
+    {"$lookup", S_LOOKUP, parse_lookup},
+    {"$sample", S_SAMPLE, parse_sample},
+    {"$bucket", S_BUCKET, parse_bucket},
+    {"$merge", S_MERGE, parse_merge},
+    {"$redact", S_REDACT, parse_redact},
+    {"$bucketAuto", S_BUCKETAUTO, parse_bucket_auto},
+    {"$unionWith", S_UNIONWITH, parse_union_with},
+    {"$graphLookup", S_GRAPHLOOKUP, parse_graph_lookup},
+};
+
 static int
 parse_stage(stage_t *s, const char *name, const bson_value_t *v, bool first, mf_error_t *err)
 {
@@ -2834,6 +2852,12 @@ parse_stage(stage_t *s, const char *name, const bson_value_t *v, bool first, mf_
 
     if (strcmp(name, "$_internalUnpackBucket") == 0)
         return parse_unpack(s, v, err);
+    for (size_t i = 0; i < sizeof plain_stages / sizeof plain_stages[0]; i++) {
+        if (strcmp(name, plain_stages[i].name) == 0) {
+            s->kind = plain_stages[i].kind;
+            return plain_stages[i].parse(s, v, err);
+        }
+    }
 
     if (strcmp(name, "$match") == 0) {
         s->kind = S_MATCH;
@@ -2926,17 +2950,9 @@ parse_stage(stage_t *s, const char *name, const bson_value_t *v, bool first, mf_
         s->n = n;
         return 0;
     }
-    if (strcmp(name, "$group") == 0) {
-        s->kind = S_GROUP;
-        return parse_group(s, v, err);
-    }
     if (strcmp(name, "$count") == 0) {
         s->kind = S_COUNT;
         return parse_count_field(v, name, &s->field, err);
-    }
-    if (strcmp(name, "$unwind") == 0) {
-        s->kind = S_UNWIND;
-        return parse_unwind(s, v, err);
     }
     if (strcmp(name, "$replaceRoot") == 0 || strcmp(name, "$replaceWith") == 0) {
         s->kind = S_REPLACEROOT;
@@ -2975,10 +2991,6 @@ parse_stage(stage_t *s, const char *name, const bson_value_t *v, bool first, mf_
         bson_destroy(spec);
         return s->sort ? 0 : -1;
     }
-    if (strcmp(name, "$lookup") == 0) {
-        s->kind = S_LOOKUP;
-        return parse_lookup(s, v, err);
-    }
     if (strcmp(name, "$facet") == 0) {
         bson_iter_t it;
         s->kind = S_FACET;
@@ -3007,10 +3019,6 @@ parse_stage(stage_t *s, const char *name, const bson_value_t *v, bool first, mf_
             return mf_err_set(err, MF_E_Location40169, "the $facet specification must be a non-empty object");
         return 0;
     }
-    if (strcmp(name, "$sample") == 0) {
-        s->kind = S_SAMPLE;
-        return parse_sample(s, v, err);
-    }
     if (strcmp(name, "$changeStream") == 0)
         return mf_err_set(err, MF_E_Location40573, "The $changeStream stage is only supported on replica sets");
     if (strcmp(name, "$setWindowFields") == 0) {
@@ -3018,33 +3026,9 @@ parse_stage(stage_t *s, const char *name, const bson_value_t *v, bool first, mf_
         s->window = mf_window_new(v, err);
         return s->window ? 0 : -1;
     }
-    if (strcmp(name, "$bucket") == 0) {
-        s->kind = S_BUCKET;
-        return parse_bucket(s, v, err);
-    }
     if (strcmp(name, "$out") == 0) {
         s->kind = S_OUT;
         return parse_target(s, name, v, err);
-    }
-    if (strcmp(name, "$merge") == 0) {
-        s->kind = S_MERGE;
-        return parse_merge(s, v, err);
-    }
-    if (strcmp(name, "$redact") == 0) {
-        s->kind = S_REDACT;
-        return parse_redact(s, v, err);
-    }
-    if (strcmp(name, "$bucketAuto") == 0) {
-        s->kind = S_BUCKETAUTO;
-        return parse_bucket_auto(s, v, err);
-    }
-    if (strcmp(name, "$unionWith") == 0) {
-        s->kind = S_UNIONWITH;
-        return parse_union_with(s, v, err);
-    }
-    if (strcmp(name, "$graphLookup") == 0) {
-        s->kind = S_GRAPHLOOKUP;
-        return parse_graph_lookup(s, v, err);
     }
     if (strcmp(name, "$geoNear") == 0) {
         if (!first)
