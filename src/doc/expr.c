@@ -335,6 +335,16 @@ set_dec_from_double(bson_value_t *o, double x)
     bson_decimal128_from_string(buf, &o->value.v_decimal128);
 }
 
+/* set_real: o becomes x as a decimal when dec (a math result of a decimal argument), else as a double. */
+static void
+set_real(bson_value_t *o, double x, bool dec)
+{
+    if (dec)
+        set_dec_from_double(o, x);
+    else
+        mf_value_set_double(o, x);
+}
+
 static bool
 is_nullish(const bson_value_t *v)
 {
@@ -2384,10 +2394,7 @@ ev_divide(const bson_value_t *a, const bson_value_t *b, ctx_t *c, bson_value_t *
                           tname(b));
     if (as_dbl(b) == 0)
         return mf_err_set(c->err, MF_E_BadValue, "can't $divide by zero");
-    if (a->value_type == BSON_TYPE_DECIMAL128 || b->value_type == BSON_TYPE_DECIMAL128)
-        set_dec_from_double(o, as_dbl(a) / as_dbl(b));
-    else
-        mf_value_set_double(o, as_dbl(a) / as_dbl(b));
+    set_real(o, as_dbl(a) / as_dbl(b), a->value_type == BSON_TYPE_DECIMAL128 || b->value_type == BSON_TYPE_DECIMAL128);
     return 0;
 }
 
@@ -2421,10 +2428,7 @@ ev_mod(const bson_value_t *a, const bson_value_t *b, ctx_t *c, bson_value_t *o)
         return 0;
     }
     double r = fmod(as_dbl(a), as_dbl(b));
-    if (ra == 3 || rb == 3)
-        set_dec_from_double(o, r);
-    else
-        mf_value_set_double(o, r);
+    set_real(o, r, ra == 3 || rb == 3);
     return 0;
 }
 
@@ -2486,10 +2490,7 @@ ev_unary_math(int op, const char *name, const bson_value_t *a, ctx_t *c, bson_va
     default:
         break;
     }
-    if (a->value_type == BSON_TYPE_DECIMAL128)
-        set_dec_from_double(o, x);
-    else
-        mf_value_set_double(o, x);
+    set_real(o, x, a->value_type == BSON_TYPE_DECIMAL128);
     return 0;
 }
 
@@ -2553,10 +2554,7 @@ ev_trig(int op, const char *name, const bson_value_t *a, ctx_t *c, bson_value_t 
     case OP_DEGREESTORADIANS: r = x * (3.141592653589793 / 180.0); break;
     default: r = x * (180.0 / 3.141592653589793); break;
     }
-    if (a->value_type == BSON_TYPE_DECIMAL128)
-        set_dec_from_double(o, r);
-    else
-        mf_value_set_double(o, r);
+    set_real(o, r, a->value_type == BSON_TYPE_DECIMAL128);
     return 0;
 }
 
@@ -2648,10 +2646,7 @@ ev_atan2(const bson_value_t *y, const bson_value_t *x, ctx_t *c, bson_value_t *o
                               "$atan2 only supports numeric types, not %s", tname(v[i]));
     }
     double r = atan2(as_dbl(y), as_dbl(x));
-    if (y->value_type == BSON_TYPE_DECIMAL128 || x->value_type == BSON_TYPE_DECIMAL128)
-        set_dec_from_double(o, r);
-    else
-        mf_value_set_double(o, r);
+    set_real(o, r, y->value_type == BSON_TYPE_DECIMAL128 || x->value_type == BSON_TYPE_DECIMAL128);
     return 0;
 }
 
@@ -2746,10 +2741,7 @@ ev_pow(const bson_value_t *a, const bson_value_t *b, ctx_t *c, bson_value_t *o)
         return 0;
     }
     double r = pow(as_dbl(a), as_dbl(b));
-    if (ra == 3 || rb == 3)
-        set_dec_from_double(o, r);
-    else
-        mf_value_set_double(o, r);
+    set_real(o, r, ra == 3 || rb == 3);
     return 0;
 }
 
@@ -3098,10 +3090,7 @@ ev_accum(int op, const bson_value_t *v, size_t n, bson_value_t *o)
             mf_value_set_null(o);
         } else {
             double total = (s.rank <= 1 && !s.overflowed) ? (double)s.l : s.d;
-            if (s.rank == 3)
-                set_dec_from_double(o, total / (double)k);
-            else
-                mf_value_set_double(o, total / (double)k);
+            set_real(o, total / (double)k, s.rank == 3);
         }
     } else {
         const bson_value_t *best = NULL;
