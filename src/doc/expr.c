@@ -2432,18 +2432,31 @@ ev_mod(const bson_value_t *a, const bson_value_t *b, ctx_t *c, bson_value_t *o)
     return 0;
 }
 
+/*
+ * unary_num: the argument of a one-number math operator: 1 with o null when a
+ * is nullish, -1 (28765) when it is not a number, else 0 with *x its value.
+ */
+static int
+unary_num(const char *name, const bson_value_t *a, ctx_t *c, bson_value_t *o, double *x)
+{
+    if (is_nullish(a)) {
+        mf_value_set_null(o);
+        return 1;
+    }
+    if (!is_num(a))
+        return mf_err_set(c->err, MF_E_Location28765, "%s only supports numeric types, not %s", name, tname(a));
+    *x = as_dbl(a);
+    return 0;
+}
+
 static int
 ev_unary_math(int op, const char *name, const bson_value_t *a, ctx_t *c, bson_value_t *o)
 {
     double x;
+    int r;
 
-    if (is_nullish(a)) {
-        mf_value_set_null(o);
-        return 0;
-    }
-    if (!is_num(a))
-        return mf_err_set(c->err, MF_E_Location28765, "%s only supports numeric types, not %s", name, tname(a));
-    x = as_dbl(a);
+    if ((r = unary_num(name, a, c, o, &x)) != 0)
+        return r > 0 ? 0 : -1;
     switch (op) {
     case OP_ABS:
         if (a->value_type == BSON_TYPE_INT32) {
@@ -2503,16 +2516,12 @@ static int
 ev_trig(int op, const char *name, const bson_value_t *a, ctx_t *c, bson_value_t *o)
 {
     double x, lo = -INFINITY, hi = INFINITY, r;
+    int rc;
     bool inclusive = false, bounded = true;
     char xb[64], lb[16], hb[16];
 
-    if (is_nullish(a)) {
-        mf_value_set_null(o);
-        return 0;
-    }
-    if (!is_num(a))
-        return mf_err_set(c->err, MF_E_Location28765, "%s only supports numeric types, not %s", name, tname(a));
-    x = as_dbl(a);
+    if ((rc = unary_num(name, a, c, o, &x)) != 0)
+        return rc > 0 ? 0 : -1;
     switch (op) {
     case OP_ASIN:
     case OP_ACOS:
