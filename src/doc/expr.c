@@ -317,30 +317,14 @@ var_name_ok(const char *name, size_t len, bool read, mf_error_t *err)
 /* Value helpers                                                            */
 /* ------------------------------------------------------------------------ */
 
-/* The plain setters (mf_value_set_*, mf_value_take_bson) are value.h's, shared with agg.c and agg_window.c. */
-
-static void
-set_dec_from_double(bson_value_t *o, double x)
-{
-    char buf[64];
-
-    memset(o, 0, sizeof *o);
-    o->value_type = BSON_TYPE_DECIMAL128;
-    if (isnan(x))
-        snprintf(buf, sizeof buf, "NaN");
-    else if (isinf(x))
-        snprintf(buf, sizeof buf, x > 0 ? "Infinity" : "-Infinity");
-    else
-        snprintf(buf, sizeof buf, "%.15g", x);
-    bson_decimal128_from_string(buf, &o->value.v_decimal128);
-}
+/* The setters (mf_value_set_*, mf_value_take_bson) are value.h's, shared with agg.c and agg_window.c. */
 
 /* set_real: o becomes x as a decimal when dec (a math result of a decimal argument), else as a double. */
 static void
 set_real(bson_value_t *o, double x, bool dec)
 {
     if (dec)
-        set_dec_from_double(o, x);
+        mf_value_set_decimal_from_double(o, x);
     else
         mf_value_set_double(o, x);
 }
@@ -559,7 +543,7 @@ static void
 num_result(const num_t *n, bson_value_t *o)
 {
     if (n->rank == 3) {
-        set_dec_from_double(o, n->d);
+        mf_value_set_decimal_from_double(o, n->d);
     } else if (n->rank == 2 || n->overflowed) {
         mf_value_set_double(o, n->d);
     } else if (n->rank == 0 && n->l >= INT32_MIN && n->l <= INT32_MAX) {
@@ -2701,7 +2685,7 @@ ev_round(int op, const bson_value_t *a, const bson_value_t *p, ctx_t *c, bson_va
     else if (a->value_type == BSON_TYPE_INT64)
         mf_value_set_int64(o, (int64_t)r);
     else if (a->value_type == BSON_TYPE_DECIMAL128)
-        set_dec_from_double(o, r);
+        mf_value_set_decimal_from_double(o, r);
     else
         mf_value_set_double(o, r);
     return 0;
@@ -3301,7 +3285,7 @@ convert(ctx_t *c, const bson_value_t *v, int to, bson_value_t *o)
             o->value_type = BSON_TYPE_DECIMAL128;
             bson_decimal128_from_string(b, &o->value.v_decimal128);
         } else {
-            set_dec_from_double(o, d);
+            mf_value_set_decimal_from_double(o, d);
         }
         return 0;
     case BSON_TYPE_DATE_TIME:

@@ -23,6 +23,7 @@
 #include "common/error.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -508,6 +509,22 @@ mf_value_check_n(const bson_value_t *v, int64_t *n, mf_error_t *err)
     if (*n <= 0)
         return mf_err_set(err, MF_E_Location5787908, "'n' must be greater than 0, found %lld", (long long)*n);
     return 0;
+}
+
+void
+mf_value_set_decimal_from_double(bson_value_t *o, double x)
+{
+    char buf[64];
+
+    memset(o, 0, sizeof *o);
+    o->value_type = BSON_TYPE_DECIMAL128;
+    if (isnan(x))
+        snprintf(buf, sizeof buf, "NaN");
+    else if (isinf(x))
+        snprintf(buf, sizeof buf, x > 0 ? "Infinity" : "-Infinity");
+    else
+        snprintf(buf, sizeof buf, "%.15g", x);
+    bson_decimal128_from_string(buf, &o->value.v_decimal128);
 }
 
 void

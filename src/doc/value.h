@@ -128,6 +128,13 @@ mf_value_set_date(bson_value_t *o, int64_t ms)
     o->value.v_datetime = ms;
 }
 
+/*
+ * mf_value_set_decimal_from_double: o becomes the decimal128 of x through its
+ * 15 significant digits (NaN and the infinities kept), as mongod's
+ * Decimal128(double) rounds a double's result for a decimal argument.
+ */
+void mf_value_set_decimal_from_double(bson_value_t *o, double x);
+
 /* mf_value_set_strn: o becomes a string owning a NUL-terminated copy of the len bytes at s. */
 void mf_value_set_strn(bson_value_t *o, const char *s, size_t len);
 

@@ -691,11 +691,9 @@ acc_result(accst_t *a, int kind, bson_t *out, const char *field)
         if (a->count == 0) {
             bson_append_null(out, field, -1);
         } else if (a->v.value_type == BSON_TYPE_DECIMAL128) {
-            char buf[64];
-            bson_decimal128_t d;
-            snprintf(buf, sizeof buf, "%.15g", mf_value_as_double(&a->v) / (double)a->count);
-            bson_decimal128_from_string(buf, &d);
-            bson_append_decimal128(out, field, -1, &d);
+            bson_value_t d;
+            mf_value_set_decimal_from_double(&d, mf_value_as_double(&a->v) / (double)a->count);
+            bson_append_decimal128(out, field, -1, &d.value.v_decimal128);
         } else {
             bson_append_double(out, field, -1, mf_value_as_double(&a->v) / (double)a->count);
         }

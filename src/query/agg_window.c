@@ -1034,12 +1034,8 @@ sum_value(const sumst_t *s, bool avg, bool removable, bson_value_t *out)
         if (avg) {
             /* Decimal division is not available here: the quotient goes through a double. */
             double q = mf_value_as_double(&acc) / (double)s->nnum;
-            char buf[64];
             mf_value_free(&acc);
-            snprintf(buf, sizeof buf, "%.15g", q); /* as expr.c converts doubles back to decimals */
-            memset(out, 0, sizeof *out);
-            out->value_type = BSON_TYPE_DECIMAL128;
-            bson_decimal128_from_string(buf, &out->value.v_decimal128);
+            mf_value_set_decimal_from_double(out, q);
             return;
         }
         *out = acc;
