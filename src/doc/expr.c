@@ -2100,6 +2100,22 @@ mf_expr_parse(const bson_value_t *v, mf_error_t *err)
     return parse(v, NULL, err);
 }
 
+mf_expr_t *
+mf_expr_parse_path(const char *field, mf_error_t *err)
+{
+    char *path = bson_strdup_printf("$%s", field);
+    bson_value_t pv;
+    mf_expr_t *x;
+
+    memset(&pv, 0, sizeof pv);
+    pv.value_type = BSON_TYPE_UTF8;
+    pv.value.v_utf8.str = path;
+    pv.value.v_utf8.len = (uint32_t)strlen(path);
+    x = mf_expr_parse(&pv, err);
+    bson_free(path);
+    return x;
+}
+
 bool
 mf_expr_is_constant(const mf_expr_t *e)
 {

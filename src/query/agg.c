@@ -1620,19 +1620,12 @@ parse_acc_multi(acc_def_t *a, const char *op, const bson_value_t *arg, mf_error_
             return mf_err_set(err, MF_E_Location15976, "$sort stage must have at least one sort key");
         bson_iter_init(&si, &spec);
         while (bson_iter_next(&si)) {
-            char buf[16], *path;
+            char buf[16];
             const char *key;
-            bson_value_t pv;
             bson_uint32_to_string((uint32_t)a->nsort, &key, buf, sizeof buf);
             bson_append_value(&ks, key, -1, bson_iter_value(&si));
-            path = bson_strdup_printf("$%s", bson_iter_key(&si));
-            memset(&pv, 0, sizeof pv);
-            pv.value_type = BSON_TYPE_UTF8;
-            pv.value.v_utf8.str = path;
-            pv.value.v_utf8.len = (uint32_t)strlen(path);
             a->sort_exprs = bson_realloc(a->sort_exprs, (a->nsort + 1) * sizeof *a->sort_exprs);
-            a->sort_exprs[a->nsort] = mf_expr_parse(&pv, err);
-            bson_free(path);
+            a->sort_exprs[a->nsort] = mf_expr_parse_path(bson_iter_key(&si), err);
             if (a->sort_exprs[a->nsort] == NULL) {
                 bson_destroy(&ks);
                 return -1;

@@ -820,14 +820,7 @@ mf_window_new(const bson_value_t *v, mf_error_t *err)
         if (bson_iter_init(&si, &spec)) {
             while (bson_iter_next(&si)) {
                 if (w->nsort++ == 0) {
-                    char *path = bson_strdup_printf("$%s", bson_iter_key(&si));
-                    bson_value_t pv;
-                    memset(&pv, 0, sizeof pv);
-                    pv.value_type = BSON_TYPE_UTF8;
-                    pv.value.v_utf8.str = path;
-                    pv.value.v_utf8.len = (uint32_t)strlen(path);
-                    w->sort_expr = mf_expr_parse(&pv, err);
-                    bson_free(path);
+                    w->sort_expr = mf_expr_parse_path(bson_iter_key(&si), err);
                     w->sort_desc = mf_value_as_double(bson_iter_value(&si)) < 0;
                     if (w->sort_expr == NULL)
                         goto err_free;
