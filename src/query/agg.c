@@ -4238,8 +4238,14 @@ run_stage(const stage_t *s, const mf_agg_env_t *env, mf_docvec_t *in, mf_docvec_
     case S_GEONEAR:
         return run_geonear(s, env, in, out, err);
     case S_MATCH:
+    case S_LIMIT:
+    case S_SKIP:
+        /* The filtering stages: each document moves to out or is destroyed. */
         for (size_t i = 0; i < in->len; i++) {
-            if (mf_matcher_match(s->matcher, in->docs[i], NULL))
+            bool keep = s->kind == S_MATCH   ? mf_matcher_match(s->matcher, in->docs[i], NULL)
+                        : s->kind == S_LIMIT ? (int64_t)i < s->n
+                                             : (int64_t)i >= s->n;
+            if (keep)
                 mf_docvec_push_steal(out, in->docs[i]);
             else
                 bson_destroy(in->docs[i]);
@@ -4264,18 +4270,6 @@ run_stage(const stage_t *s, const mf_agg_env_t *env, mf_docvec_t *in, mf_docvec_
     case S_SORT:
         mf_sort_docs(s->sort, in->docs, in->len);
         take_vec(out, in);
-        return 0;
-    case S_LIMIT:
-    case S_SKIP:
-        for (size_t i = 0; i < in->len; i++) {
-            bool keep = s->kind == S_LIMIT ? (int64_t)i < s->n : (int64_t)i >= s->n;
-            if (keep)
-                mf_docvec_push_steal(out, in->docs[i]);
-            else
-                bson_destroy(in->docs[i]);
-        }
-        in->len = 0;
-        mf_docvec_destroy(in);
         return 0;
     case S_GROUP:
         return run_group(s, in, out, err);
