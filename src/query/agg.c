@@ -4917,6 +4917,21 @@ out:
     return rc;
 }
 
+/*
+ * stepped: how a node's step ends once a call returning rc has put its next
+ * document (NULL: none left) in *out: -1 when the call failed, else 0, with
+ * the node done after its last document.
+ */
+static int
+stepped(snode_t *nd, int rc, bson_t **out)
+{
+    if (rc < 0)
+        return -1;
+    if (*out == NULL)
+        nd->done = true;
+    return 0;
+}
+
 static int
 node_next(mf_agg_stream_t *st, size_t i, const mf_agg_env_t *env, bson_t **out, mf_error_t *err)
 {
@@ -4959,11 +4974,7 @@ node_next(mf_agg_stream_t *st, size_t i, const mf_agg_env_t *env, bson_t **out, 
                 if (nd->count % 1024 == 0 && mf_exec_check_deadline(err) != 0)
                     return -1;
             }
-            if (upstream(st, i, env, out, err) < 0)
-                return -1;
-            if (*out == NULL)
-                nd->done = true;
-            return 0;
+            return stepped(nd, upstream(st, i, env, out, err), out);
         case S_MATCH:
             if (upstream(st, i, env, &d, err) < 0)
                 return -1;
@@ -5032,11 +5043,7 @@ node_next(mf_agg_stream_t *st, size_t i, const mf_agg_env_t *env, bson_t **out, 
                 if (mf_sorter_finish(nd->sorter, err) < 0)
                     return -1;
             }
-            if (mf_sorter_next(nd->sorter, out, err) < 0)
-                return -1;
-            if (*out == NULL)
-                nd->done = true;
-            return 0;
+            return stepped(nd, mf_sorter_next(nd->sorter, out, err), out);
         case S_GROUP:
             if (!nd->gdrained && group_fill(st, i, s, env, err) < 0)
                 return -1;
@@ -5044,11 +5051,7 @@ node_next(mf_agg_stream_t *st, size_t i, const mf_agg_env_t *env, bson_t **out, 
                 nd->done = true;
                 continue;
             }
-            if (group_next_spilled(nd, s, out, err) < 0)
-                return -1;
-            if (*out == NULL)
-                nd->done = true;
-            return 0;
+            return stepped(nd, group_next_spilled(nd, s, out, err), out);
         case S_BUCKET:
         case S_SORTBYCOUNT: {
             /* A $group, then its output sorted ($bucket: by _id; $sortByCount: by count). */
@@ -5077,11 +5080,7 @@ node_next(mf_agg_stream_t *st, size_t i, const mf_agg_env_t *env, bson_t **out, 
                 if (mf_sorter_finish(nd->sorter, err) < 0)
                     return -1;
             }
-            if (mf_sorter_next(nd->sorter, out, err) < 0)
-                return -1;
-            if (*out == NULL)
-                nd->done = true;
-            return 0;
+            return stepped(nd, mf_sorter_next(nd->sorter, out, err), out);
         }
         case S_BUCKETAUTO: {
             /* Its input goes to an external sorter (sort budget, spilling with allowDiskUse), then is cut. */
@@ -5130,19 +5129,11 @@ node_next(mf_agg_stream_t *st, size_t i, const mf_agg_env_t *env, bson_t **out, 
                     return -1;
                 nd->sub_free = env->sub_free;
             }
-            if (env->sub_next(env->ctx, nd->sub, out, err) < 0)
-                return -1;
-            if (*out == NULL)
-                nd->done = true;
-            return 0;
+            return stepped(nd, env->sub_next(env->ctx, nd->sub, out, err), out);
         case S_OUT:
         case S_MERGE:
             /* A streaming writer (the caller) takes the documents: pass them through. */
-            if (upstream(st, i, env, out, err) < 0)
-                return -1;
-            if (*out == NULL)
-                nd->done = true;
-            return 0;
+            return stepped(nd, upstream(st, i, env, out, err), out);
         case S_COUNT:
             while (!nd->done) {
                 if (upstream(st, i, env, &d, err) < 0)
