@@ -2107,8 +2107,7 @@ mf_expr_parse_path(const char *field, mf_error_t *err)
     bson_value_t pv;
     mf_expr_t *x;
 
-    memset(&pv, 0, sizeof pv);
-    pv.value_type = BSON_TYPE_UTF8;
+    mf_value_set_type(&pv, BSON_TYPE_UTF8);
     pv.value.v_utf8.str = path;
     pv.value.v_utf8.len = (uint32_t)strlen(path);
     x = mf_expr_parse(&pv, err);
@@ -3272,8 +3271,7 @@ convert(ctx_t *c, const bson_value_t *v, int to, bson_value_t *o)
                 return conv_fail(c, msg, v, tgt);
             }
             if (to == BSON_TYPE_DECIMAL128) {
-                memset(o, 0, sizeof *o);
-                o->value_type = BSON_TYPE_DECIMAL128;
+                mf_value_set_type(o, BSON_TYPE_DECIMAL128);
                 if (!bson_decimal128_from_string(v->value.v_utf8.str, &o->value.v_decimal128)) {
                     snprintf(msg, sizeof msg, "Failed to parse number '%.200s' in $convert with no onError value", v->value.v_utf8.str);
                     return conv_fail(c, msg, v, tgt);
@@ -3297,8 +3295,7 @@ convert(ctx_t *c, const bson_value_t *v, int to, bson_value_t *o)
                    v->value_type == BSON_TYPE_DATE_TIME) {
             char b[32];
             snprintf(b, sizeof b, "%" PRId64, v->value_type == BSON_TYPE_DATE_TIME ? v->value.v_datetime : as_i64(v));
-            memset(o, 0, sizeof *o);
-            o->value_type = BSON_TYPE_DECIMAL128;
+            mf_value_set_type(o, BSON_TYPE_DECIMAL128);
             bson_decimal128_from_string(b, &o->value.v_decimal128);
         } else {
             mf_value_set_decimal_from_double(o, d);
@@ -3347,8 +3344,7 @@ convert(ctx_t *c, const bson_value_t *v, int to, bson_value_t *o)
                          v->value.v_utf8.str, v->value.v_utf8.len);
                 return conv_fail(c, msg, v, tgt);
             }
-            memset(o, 0, sizeof *o);
-            o->value_type = BSON_TYPE_OID;
+            mf_value_set_type(o, BSON_TYPE_OID);
             bson_oid_init_from_string(&o->value.v_oid, v->value.v_utf8.str);
             return 0;
         }
@@ -4100,8 +4096,7 @@ ev_replace(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
             }
         }
 #undef PUT
-        memset(o, 0, sizeof *o);
-        o->value_type = BSON_TYPE_UTF8;
+        mf_value_set_type(o, BSON_TYPE_UTF8);
         if (out == NULL)
             out = bson_malloc(1);
         out[ol] = '\0';
@@ -4480,8 +4475,7 @@ ev_to_uuid(const bson_value_t *a, ctx_t *c, bson_value_t *o)
         return mf_err_set(c->err, MF_E_ConversionFailure,
                           "Failed to parse BinData %s in $convert with no onError value: Invalid UUID string: %s", buf, buf);
     }
-    memset(o, 0, sizeof *o);
-    o->value_type = BSON_TYPE_BINARY;
+    mf_value_set_type(o, BSON_TYPE_BINARY);
     o->value.v_binary.subtype = BSON_SUBTYPE_UUID;
     o->value.v_binary.data_len = 16;
     o->value.v_binary.data = bson_malloc(16);
@@ -6628,8 +6622,7 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
             rc = mf_err_set(c->err, MF_E_Location16493, "Tried to create string longer than 16MB");
             break;
         }
-        memset(o, 0, sizeof *o);
-        o->value_type = BSON_TYPE_UTF8;
+        mf_value_set_type(o, BSON_TYPE_UTF8);
         o->value.v_utf8.str = bson_malloc(total + 1);
         o->value.v_utf8.len = (uint32_t)total;
         total = 0;

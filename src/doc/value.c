@@ -516,8 +516,7 @@ mf_value_set_decimal_from_double(bson_value_t *o, double x)
 {
     char buf[64];
 
-    memset(o, 0, sizeof *o);
-    o->value_type = BSON_TYPE_DECIMAL128;
+    mf_value_set_type(o, BSON_TYPE_DECIMAL128);
     if (isnan(x))
         snprintf(buf, sizeof buf, "NaN");
     else if (isinf(x))
@@ -530,8 +529,7 @@ mf_value_set_decimal_from_double(bson_value_t *o, double x)
 void
 mf_value_set_strn(bson_value_t *o, const char *s, size_t len)
 {
-    memset(o, 0, sizeof *o);
-    o->value_type = BSON_TYPE_UTF8;
+    mf_value_set_type(o, BSON_TYPE_UTF8);
     o->value.v_utf8.str = bson_malloc(len + 1);
     if (len)
         memcpy(o->value.v_utf8.str, s, len);
@@ -548,8 +546,7 @@ mf_value_set_str(bson_value_t *o, const char *s)
 void
 mf_value_take_bson(bson_value_t *o, bson_t *b, bool is_array)
 {
-    memset(o, 0, sizeof *o);
-    o->value_type = is_array ? BSON_TYPE_ARRAY : BSON_TYPE_DOCUMENT;
+    mf_value_set_type(o, is_array ? BSON_TYPE_ARRAY : BSON_TYPE_DOCUMENT);
     o->value.v_doc.data_len = b->len;
     o->value.v_doc.data = bson_malloc(b->len);
     memcpy(o->value.v_doc.data, bson_get_data(b), b->len);

@@ -38,18 +38,6 @@ mf_value_free(bson_value_t *v)
     v->value_type = BSON_TYPE_EOD;
 }
 
-/* mf_value_copy: dst becomes a deep copy of src, or missing (EOD) when src is NULL or missing. */
-static inline void
-mf_value_copy(bson_value_t *dst, const bson_value_t *src)
-{
-    if (src == NULL || src->value_type == BSON_TYPE_EOD) {
-        memset(dst, 0, sizeof *dst);
-        dst->value_type = BSON_TYPE_EOD;
-        return;
-    }
-    bson_value_copy(src, dst);
-}
-
 /*
  * Setters: each overwrites o whole (zeroed, then typed) without freeing what
  * it held, so o must hold nothing owned. The scalar ones are inline because
@@ -57,28 +45,44 @@ mf_value_copy(bson_value_t *dst, const bson_value_t *src)
  * allocate live in value.c and say what o then owns.
  */
 
+/* mf_value_set_type: o becomes a zeroed value of type t, for the caller to fill in (every setter's first step). */
+static inline void
+mf_value_set_type(bson_value_t *o, bson_type_t t)
+{
+    memset(o, 0, sizeof *o);
+    o->value_type = t;
+}
+
 /* mf_value_set_missing: o becomes missing (EOD). */
 static inline void
 mf_value_set_missing(bson_value_t *o)
 {
-    memset(o, 0, sizeof *o);
-    o->value_type = BSON_TYPE_EOD;
+    mf_value_set_type(o, BSON_TYPE_EOD);
+}
+
+/* mf_value_copy: dst becomes a deep copy of src, or missing (EOD) when src is NULL or missing. */
+static inline void
+mf_value_copy(bson_value_t *dst, const bson_value_t *src)
+{
+    if (src == NULL || src->value_type == BSON_TYPE_EOD) {
+        mf_value_set_missing(dst);
+        return;
+    }
+    bson_value_copy(src, dst);
 }
 
 /* mf_value_set_null: o becomes null. */
 static inline void
 mf_value_set_null(bson_value_t *o)
 {
-    memset(o, 0, sizeof *o);
-    o->value_type = BSON_TYPE_NULL;
+    mf_value_set_type(o, BSON_TYPE_NULL);
 }
 
 /* mf_value_set_bool: o becomes the boolean b. */
 static inline void
 mf_value_set_bool(bson_value_t *o, bool b)
 {
-    memset(o, 0, sizeof *o);
-    o->value_type = BSON_TYPE_BOOL;
+    mf_value_set_type(o, BSON_TYPE_BOOL);
     o->value.v_bool = b;
 }
 
@@ -86,8 +90,7 @@ mf_value_set_bool(bson_value_t *o, bool b)
 static inline void
 mf_value_set_int32(bson_value_t *o, int32_t x)
 {
-    memset(o, 0, sizeof *o);
-    o->value_type = BSON_TYPE_INT32;
+    mf_value_set_type(o, BSON_TYPE_INT32);
     o->value.v_int32 = x;
 }
 
@@ -95,8 +98,7 @@ mf_value_set_int32(bson_value_t *o, int32_t x)
 static inline void
 mf_value_set_int64(bson_value_t *o, int64_t x)
 {
-    memset(o, 0, sizeof *o);
-    o->value_type = BSON_TYPE_INT64;
+    mf_value_set_type(o, BSON_TYPE_INT64);
     o->value.v_int64 = x;
 }
 
@@ -114,8 +116,7 @@ mf_value_set_int(bson_value_t *o, int64_t x)
 static inline void
 mf_value_set_double(bson_value_t *o, double x)
 {
-    memset(o, 0, sizeof *o);
-    o->value_type = BSON_TYPE_DOUBLE;
+    mf_value_set_type(o, BSON_TYPE_DOUBLE);
     o->value.v_double = x;
 }
 
@@ -123,8 +124,7 @@ mf_value_set_double(bson_value_t *o, double x)
 static inline void
 mf_value_set_date(bson_value_t *o, int64_t ms)
 {
-    memset(o, 0, sizeof *o);
-    o->value_type = BSON_TYPE_DATE_TIME;
+    mf_value_set_type(o, BSON_TYPE_DATE_TIME);
     o->value.v_datetime = ms;
 }
 

@@ -166,8 +166,7 @@ struct mf_pipeline {
 static void
 doc_value(const bson_t *b, bson_value_t *v)
 {
-    memset(v, 0, sizeof *v);
-    v->value_type = BSON_TYPE_DOCUMENT;
+    mf_value_set_type(v, BSON_TYPE_DOCUMENT);
     v->value.v_doc.data = (uint8_t *)bson_get_data(b);
     v->value.v_doc.data_len = b->len;
 }
@@ -1366,8 +1365,7 @@ acc_merge(accst_t *a, int kind, const bson_t *st, mf_error_t *err)
     bool set = false;
     double mean = 0, m2 = 0;
 
-    memset(&v, 0, sizeof v);
-    v.value_type = BSON_TYPE_EOD;
+    mf_value_set_missing(&v);
     if (bson_iter_init_find(&it, st, "v"))
         v = *bson_iter_value(&it);
     if (bson_iter_init_find(&it, st, "c"))
@@ -3383,8 +3381,7 @@ run_lookup(const stage_t *s, const mf_agg_env_t *env, mf_docvec_t *in, mf_docvec
         }
         mf_docvec_destroy(&matched);
         bson_value_t av;
-        memset(&av, 0, sizeof av);
-        av.value_type = BSON_TYPE_ARRAY;
+        mf_value_set_type(&av, BSON_TYPE_ARRAY);
         av.value.v_doc.data = (uint8_t *)bson_get_data(&arr);
         av.value.v_doc.data_len = arr.len;
         mf_docvec_push_steal(out, doc_set_path(doc, s->field, &av));
