@@ -4249,21 +4249,35 @@ sa_merge(const sa_ctx_t *s, size_t *idx, size_t *tmp, size_t n)
     memcpy(idx, tmp, n * sizeof *idx);
 }
 
+/*
+ * eval_or_null: evaluates x into *v for an operator that answers null for a
+ * nullish argument: 1 with o null (and nothing in *v) when it is nullish, -1
+ * on failure, else 0 with *v the caller's to free.
+ */
+static int
+eval_or_null(const mf_expr_t *x, ctx_t *c, bson_value_t *v, bson_value_t *o)
+{
+    if (ev(x, c, v) < 0)
+        return -1;
+    if (is_nullish(v)) {
+        mf_value_free(v);
+        mf_value_set_null(o);
+        return 1;
+    }
+    return 0;
+}
+
 static int
 ev_sort_array(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
 {
     bson_value_t in;
+    int r;
     elems_t el;
     sa_ctx_t s;
     abuild_t ab;
 
-    if (ev(e->args[0], c, &in) < 0)
-        return -1;
-    if (is_nullish(&in)) {
-        mf_value_free(&in);
-        mf_value_set_null(o);
-        return 0;
-    }
+    if ((r = eval_or_null(e->args[0], c, &in, o)) != 0)
+        return r > 0 ? 0 : -1;
     if (in.value_type != BSON_TYPE_ARRAY) {
         int rc = mf_err_set(c->err, MF_E_Location2942504,
                             "The input argument to $sortArray must be an array, but was of type: %s", tname(&in));
@@ -6198,13 +6212,8 @@ ev_map_filter(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     binding_t b;
     int rc = 0;
 
-    if (ev(e->args[0], c, &in) < 0)
-        return -1;
-    if (is_nullish(&in)) {
-        mf_value_free(&in);
-        mf_value_set_null(o);
-        return 0;
-    }
+    if ((rc = eval_or_null(e->args[0], c, &in, o)) != 0)
+        return rc > 0 ? 0 : -1;
     if (in.value_type != BSON_TYPE_ARRAY) {
         rc = is_map ? mf_err_set(c->err, MF_E_Location16883, "input to $map must be an array not %s", tname(&in))
                     : mf_err_set(c->err, MF_E_Location28651, "input to $filter must be an array not %s", tname(&in));
@@ -6275,17 +6284,13 @@ static int
 ev_reduce(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
 {
     bson_value_t in, acc;
+    int got;
     elems_t el;
     const binding_t *saved = c->vars;
     binding_t bv, bt;
 
-    if (ev(e->args[0], c, &in) < 0)
-        return -1;
-    if (is_nullish(&in)) {
-        mf_value_free(&in);
-        mf_value_set_null(o);
-        return 0;
-    }
+    if ((got = eval_or_null(e->args[0], c, &in, o)) != 0)
+        return got > 0 ? 0 : -1;
     if (in.value_type != BSON_TYPE_ARRAY) {
         char vb[128];
         value_str(&in, vb, sizeof vb);
