@@ -4711,6 +4711,15 @@ has_slot(const mf_expr_t *e, size_t i)
 
 /* ---- date parts: $year ... $isoWeekYear ---- */
 
+/* date_of: *ms, the date d stands for: 0, or -1 with 16006 when d is not a date (mongod's date operators' own message). */
+static int
+date_of(ctx_t *c, const bson_value_t *d, int64_t *ms)
+{
+    if (!get_date(d, ms))
+        return mf_err_set(c->err, MF_E_Location16006, "can't convert from BSON type %s to Date", tname(d));
+    return 0;
+}
+
 static int
 ev_datepart(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
 {
@@ -4728,10 +4737,8 @@ ev_datepart(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         mf_value_set_null(o);
         goto done;
     }
-    if (!get_date(&d, &ms)) {
-        rc = mf_err_set(c->err, MF_E_Location16006, "can't convert from BSON type %s to Date", tname(&d));
+    if ((rc = date_of(c, &d, &ms)) < 0)
         goto done;
-    }
     if (has_slot(e, 1)) {
         if (ev(e->args[1], c, &tzv) < 0) {
             rc = -1;
@@ -4821,10 +4828,8 @@ ev_date_to_parts(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         mf_value_set_null(o);
         goto done;
     }
-    if (!get_date(&d, &ms)) {
-        rc = mf_err_set(c->err, MF_E_Location16006, "can't convert from BSON type %s to Date", tname(&d));
+    if ((rc = date_of(c, &d, &ms)) < 0)
         goto done;
-    }
     lt_break(z, ms, &t);
     {
         bson_t b = BSON_INITIALIZER;
@@ -5597,10 +5602,8 @@ ev_date_to_string(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         mf_value_set_null(o);
         goto done;
     }
-    if (!get_date(&d, &ms)) {
-        rc = mf_err_set(c->err, MF_E_Location16006, "can't convert from BSON type %s to Date", tname(&d));
+    if ((rc = date_of(c, &d, &ms)) < 0)
         goto done;
-    }
     fmt = has_slot(e, 1) ? fv.value.v_utf8.str
                          : mf_tz_is_utc(z) ? "%Y-%m-%dT%H:%M:%S.%LZ" : "%Y-%m-%dT%H:%M:%S.%L";
     lt_break(z, ms, &t);
