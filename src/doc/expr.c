@@ -1124,18 +1124,9 @@ parse_op(mf_expr_t *e, const bson_value_t *arg, const scope_t *sc, mf_error_t *e
         if (op->form == A_DATEPART && arg->value_type == BSON_TYPE_DOCUMENT) {
             bson_iter_init_from_data(&it, arg->value.v_doc.data, arg->value.v_doc.data_len);
             if (!bson_iter_next(&it) || bson_iter_key(&it)[0] != '$') {
-                /* {date, timezone} */
-                add_arg(e, NULL);
-                add_arg(e, NULL);
-                bson_iter_init_from_data(&it, arg->value.v_doc.data, arg->value.v_doc.data_len);
-                while (bson_iter_next(&it)) {
-                    const char *k = bson_iter_key(&it);
-                    int slot = strcmp(k, "date") == 0 ? 0 : strcmp(k, "timezone") == 0 ? 1 : -1;
-                    if (slot < 0)
-                        return mf_err_set(err, MF_E_Location40535, "unrecognized option to %s: \"%s\"", op->name, k);
-                    if (parse_slot(e, (size_t)slot, &it, sc, err) < 0)
-                        return -1;
-                }
+                static const char *const names[] = {"date", "timezone", NULL};
+                if (named_form(e, arg, names, sc, err, MF_E_Location40535, "unrecognized option to %s: \"%s\"") < 0)
+                    return -1;
                 if (e->args[0] == NULL)
                     return mf_err_set(err, MF_E_Location40539, "missing 'date' argument to %s, provided: %s: {...}",
                                       op->name, op->name);
@@ -1499,17 +1490,9 @@ parse_op(mf_expr_t *e, const bson_value_t *arg, const scope_t *sc, mf_error_t *e
         if (arg->value_type != BSON_TYPE_DOCUMENT)
             return mf_err_set(err, MF_E_Location51103, "%s expects an object of named arguments but found: %s",
                               op->name, tname(arg));
-        while (e->nargs < 3)
-            add_arg(e, NULL);
-        bson_iter_init_from_data(&it, arg->value.v_doc.data, arg->value.v_doc.data_len);
-        while (bson_iter_next(&it)) {
-            const char *k = bson_iter_key(&it);
-            int slot = strcmp(k, "input") == 0 ? 0 : strcmp(k, "regex") == 0 ? 1 : strcmp(k, "options") == 0 ? 2 : -1;
-            if (slot < 0)
-                return mf_err_set(err, MF_E_Location31024, "%s found an unknown argument: %s", op->name, k);
-            if (parse_slot(e, (size_t)slot, &it, sc, err) < 0)
-                return -1;
-        }
+        static const char *const names[] = {"input", "regex", "options", NULL};
+        if (named_form(e, arg, names, sc, err, MF_E_Location31024, "%s found an unknown argument: %s") < 0)
+            return -1;
         if (e->args[0] == NULL)
             return mf_err_set(err, MF_E_Location31022, "%s requires 'input' parameter", op->name);
         if (e->args[1] == NULL)
@@ -1526,17 +1509,9 @@ parse_op(mf_expr_t *e, const bson_value_t *arg, const scope_t *sc, mf_error_t *e
         if (arg->value_type != BSON_TYPE_DOCUMENT)
             return mf_err_set(err, MF_E_Location51751, "%s requires an object as an argument, found: %s", op->name,
                               tname(arg));
-        while (e->nargs < 3)
-            add_arg(e, NULL);
-        bson_iter_init_from_data(&it, arg->value.v_doc.data, arg->value.v_doc.data_len);
-        while (bson_iter_next(&it)) {
-            const char *k = bson_iter_key(&it);
-            int slot = strcmp(k, "input") == 0 ? 0 : strcmp(k, "find") == 0 ? 1 : strcmp(k, "replacement") == 0 ? 2 : -1;
-            if (slot < 0)
-                return mf_err_set(err, MF_E_Location51750, "%s found an unknown argument: %s", op->name, k);
-            if (parse_slot(e, (size_t)slot, &it, sc, err) < 0)
-                return -1;
-        }
+        static const char *const names[] = {"input", "find", "replacement", NULL};
+        if (named_form(e, arg, names, sc, err, MF_E_Location51750, "%s found an unknown argument: %s") < 0)
+            return -1;
         if (e->args[0] == NULL)
             return mf_err_set(err, MF_E_Location51749, "%s requires 'input' to be specified", op->name);
         if (e->args[1] == NULL)
@@ -1592,18 +1567,14 @@ parse_op(mf_expr_t *e, const bson_value_t *arg, const scope_t *sc, mf_error_t *e
         bool set = op->id == OP_SETFIELD;
         if (arg->value_type != BSON_TYPE_DOCUMENT)
             return mf_err_set(err, MF_E_Location4161100, "%s only supports an object as its argument", op->name);
+        static const char *const set_names[] = {"field", "input", "value", NULL};
+        static const char *const unset_names[] = {"field", "input", NULL};
+        add_arg(e, NULL); /* $unsetField's empty value slot too */
         add_arg(e, NULL);
         add_arg(e, NULL);
-        add_arg(e, NULL);
-        bson_iter_init_from_data(&it, arg->value.v_doc.data, arg->value.v_doc.data_len);
-        while (bson_iter_next(&it)) {
-            const char *k = bson_iter_key(&it);
-            int slot = strcmp(k, "field") == 0 ? 0 : strcmp(k, "input") == 0 ? 1 : set && strcmp(k, "value") == 0 ? 2 : -1;
-            if (slot < 0)
-                return mf_err_set(err, MF_E_Location4161101, "%s found an unknown argument: %s", op->name, k);
-            if (parse_slot(e, (size_t)slot, &it, sc, err) < 0)
-                return -1;
-        }
+        if (named_form(e, arg, set ? set_names : unset_names, sc, err, MF_E_Location4161101,
+                       "%s found an unknown argument: %s") < 0)
+            return -1;
         if (e->args[0] == NULL)
             return mf_err_set(err, MF_E_Location4161102, "%s requires 'field' to be specified", op->name);
         if (set && e->args[2] == NULL)
