@@ -1744,17 +1744,13 @@ parse_op(mf_expr_t *e, const bson_value_t *arg, const scope_t *sc, mf_error_t *e
             return mf_err_set(err, minmax ? MF_E_Location5787900 : MF_E_Location5787801,
                               "specification must be an object; found %s: %s", op->name, vb);
         }
-        add_arg(e, NULL);
-        add_arg(e, NULL);
-        bson_iter_init_from_data(&it, arg->value.v_doc.data, arg->value.v_doc.data_len);
-        while (bson_iter_next(&it)) {
-            const char *k = bson_iter_key(&it);
-            int slot = strcmp(k, "n") == 0 ? 0 : strcmp(k, "input") == 0 ? 1 : -1;
-            if (slot < 0)
-                return mf_err_set(err, MF_E_Location5787901, "Unknown argument for 'n' operator: %s", k);
-            if (parse_slot(e, (size_t)slot, &it, sc, err) < 0)
-                return -1;
-        }
+        static const char *const names[] = {"n", "input", NULL};
+        const char *unknown = NULL;
+        int rc = named_slots(e, arg, names, sc, err, &unknown);
+        if (rc > 0)
+            return mf_err_set(err, MF_E_Location5787901, "Unknown argument for 'n' operator: %s", unknown);
+        if (rc < 0)
+            return -1;
         if (e->args[0] == NULL)
             return mf_err_set(err, MF_E_Location5787906, "Missing value for 'n'");
         if (e->args[1] == NULL)
