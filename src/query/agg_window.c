@@ -174,6 +174,32 @@ keep(bson_value_t *slot, const bson_iter_t *it)
     return slot;
 }
 
+/*
+ * pick3: walks the document v keeping the values of its fields names[0..2]
+ * (the last of a repeated one) in slots, got[i] pointing at slots[i] or NULL
+ * when v has no such field; returns how many fields v has in all.
+ */
+static int
+pick3(const bson_value_t *v, const char *const names[3], bson_value_t slots[3], const bson_value_t *got[3])
+{
+    bson_iter_t it;
+    int nfields = 0;
+
+    got[0] = got[1] = got[2] = NULL;
+    bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        nfields++;
+        for (int i = 0; i < 3; i++) {
+            if (strcmp(k, names[i]) == 0) {
+                got[i] = keep(&slots[i], &it);
+                break;
+            }
+        }
+    }
+    return nfields;
+}
+
 static bool
 is_empty_doc(const bson_value_t *v)
 {
@@ -250,24 +276,15 @@ parse_bound(const bson_value_t *v, bool docs, bool with_unit, bound_t *b, mf_err
 static int
 parse_window(const mf_window_t *w, const bson_value_t *v, wfield_t *f, mf_error_t *err)
 {
-    bson_iter_t it, ai;
-    const bson_value_t *docs = NULL, *range = NULL, *unit = NULL;
-    bson_value_t slot_docs, slot_range, slot_unit;
-    int nfields = 0;
+    static const char *const names[] = {"documents", "range", "unit"};
+    bson_iter_t ai;
+    const bson_value_t *got[3];
+    bson_value_t slots[3];
 
     if (v->value_type != BSON_TYPE_DOCUMENT)
         return mf_err_set(err, MF_E_FailedToParse, "'window' field must be an object");
-    bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
-    while (bson_iter_next(&it)) {
-        const char *k = bson_iter_key(&it);
-        nfields++;
-        if (strcmp(k, "documents") == 0)
-            docs = keep(&slot_docs, &it);
-        else if (strcmp(k, "range") == 0)
-            range = keep(&slot_range, &it);
-        else if (strcmp(k, "unit") == 0)
-            unit = keep(&slot_unit, &it);
-    }
+    int nfields = pick3(v, names, slots, got);
+    const bson_value_t *docs = got[0], *range = got[1], *unit = got[2];
     if (docs && range)
         return mf_err_set(err, MF_E_FailedToParse, "Window bounds can specify either 'documents' or 'unit', not both.");
     if (!range && unit)
@@ -551,24 +568,14 @@ parse_shift(const bson_value_t *v, wfield_t *f, mf_error_t *err)
 static int
 parse_ema(const mf_window_t *w, const bson_value_t *v, wfield_t *f, mf_error_t *err)
 {
-    bson_iter_t it;
-    const bson_value_t *in = NULL, *n = NULL, *alpha = NULL;
-    bson_value_t slot_in, slot_n, slot_alpha;
-    int nf = 0;
+    static const char *const names[] = {"input", "N", "alpha"};
+    const bson_value_t *got[3];
+    bson_value_t slots[3];
 
     if (v->value_type != BSON_TYPE_DOCUMENT)
         return mf_err_set(err, MF_E_FailedToParse, "$expMovingAvg must have exactly one argument that is an object");
-    bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
-    while (bson_iter_next(&it)) {
-        const char *k = bson_iter_key(&it);
-        nf++;
-        if (strcmp(k, "input") == 0)
-            in = keep(&slot_in, &it);
-        else if (strcmp(k, "N") == 0)
-            n = keep(&slot_n, &it);
-        else if (strcmp(k, "alpha") == 0)
-            alpha = keep(&slot_alpha, &it);
-    }
+    int nf = pick3(v, names, slots, got);
+    const bson_value_t *in = got[0], *n = got[1], *alpha = got[2];
     if (nf != 2 || in == NULL)
         return mf_err_set(err, MF_E_FailedToParse, "$expMovingAvg sub object must have exactly two fields: An 'input' "
                                                    "field, and either an 'N' field or an 'alpha' field");
