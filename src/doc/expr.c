@@ -62,6 +62,7 @@
 #include <math.h>
 #include <pcre2.h>
 #include "doc/rx.h"
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -5218,6 +5219,45 @@ bad:
     return false;
 }
 
+/*
+ * The plain numeric directives of a $dateFromString format: the digits each
+ * reads, mongod's message when they are not there, and the dparse_t field
+ * (value and has_ flag, by offset) it sets. %j and %L check or scale theirs
+ * and are parse_date_fmt's own cases.
+ */
+typedef struct date_num {
+    char spec;
+    int min, max;
+    const char *missing;
+    size_t val, has;
+} date_num_t;
+
+#define DATE_NUM(c, lo, hi, msg, f) {c, lo, hi, msg, offsetof(dparse_t, f), offsetof(dparse_t, has_##f)}
+static const date_num_t date_nums[] = {
+    DATE_NUM('Y', 4, 4, "A four digit year could not be found", y),
+    DATE_NUM('G', 4, 4, "A four digit ISO year could not be found", iy),
+    DATE_NUM('m', 1, 2, "A two digit month could not be found", m),
+    DATE_NUM('d', 1, 2, "A two digit day could not be found", d),
+    DATE_NUM('H', 1, 2, "A two digit hour could not be found", h),
+    DATE_NUM('M', 1, 2, "A two digit minute could not be found", mi),
+    DATE_NUM('S', 1, 2, "A two digit second could not be found", s),
+    DATE_NUM('V', 1, 2, "A two digit ISO week could not be found", iw),
+    DATE_NUM('u', 1, 1, "A single digit day of week could not be found", idw),
+    DATE_NUM('w', 1, 1, "A single digit day of week could not be found", wd),
+    DATE_NUM('U', 1, 2, "A two digit week could not be found", wk),
+};
+#undef DATE_NUM
+
+/* date_num_of: the numeric directive spec, or NULL when it is another. */
+static const date_num_t *
+date_num_of(char spec)
+{
+    for (size_t i = 0; i < sizeof date_nums / sizeof date_nums[0]; i++)
+        if (date_nums[i].spec == spec)
+            return &date_nums[i];
+    return NULL;
+}
+
 /* parse_date_fmt: the string against a format of MongoDB's specifiers (validated already). */
 static bool
 parse_date_fmt(const char *str, const char *fmt, dparse_t *r)
@@ -5226,6 +5266,7 @@ parse_date_fmt(const char *str, const char *fmt, dparse_t *r)
     int64_t v;
 
     for (const char *f = fmt; *f; f++) {
+        const date_num_t *dn;
         if (*f != '%') {
             if (*p != *f) {
                 r->errmsg = "The format separator does not match";
@@ -5235,59 +5276,16 @@ parse_date_fmt(const char *str, const char *fmt, dparse_t *r)
             continue;
         }
         f++;
+        if ((dn = date_num_of(*f)) != NULL) {
+            if ((v = read_num(&p, dn->min, dn->max)) < 0) {
+                r->errmsg = dn->missing;
+                goto bad;
+            }
+            *(int64_t *)((char *)r + dn->val) = v;
+            *(bool *)((char *)r + dn->has) = true;
+            continue;
+        }
         switch (*f) {
-        case 'Y':
-            if ((v = read_num(&p, 4, 4)) < 0) {
-                r->errmsg = "A four digit year could not be found";
-                goto bad;
-            }
-            r->y = v, r->has_y = true;
-            break;
-        case 'G':
-            if ((v = read_num(&p, 4, 4)) < 0) {
-                r->errmsg = "A four digit ISO year could not be found";
-                goto bad;
-            }
-            r->iy = v, r->has_iy = true;
-            break;
-        case 'm': case 'd': case 'H': case 'M': case 'S': case 'V':
-            if ((v = read_num(&p, 1, 2)) < 0) {
-                r->errmsg = *f == 'm' ? "A two digit month could not be found"
-                          : *f == 'd' ? "A two digit day could not be found"
-                          : *f == 'H' ? "A two digit hour could not be found"
-                          : *f == 'M' ? "A two digit minute could not be found"
-                          : *f == 'S' ? "A two digit second could not be found"
-                                      : "A two digit ISO week could not be found";
-                goto bad;
-            }
-            if (*f == 'm') r->m = v, r->has_m = true;
-            else if (*f == 'd') r->d = v, r->has_d = true;
-            else if (*f == 'H') r->h = v, r->has_h = true;
-            else if (*f == 'M') r->mi = v, r->has_mi = true;
-            else if (*f == 'S') r->s = v, r->has_s = true;
-            else r->iw = v, r->has_iw = true;
-            break;
-        case 'u':
-            if ((v = read_num(&p, 1, 1)) < 0) {
-                r->errmsg = "A single digit day of week could not be found";
-                goto bad;
-            }
-            r->idw = v, r->has_idw = true;
-            break;
-        case 'w':
-            if ((v = read_num(&p, 1, 1)) < 0) {
-                r->errmsg = "A single digit day of week could not be found";
-                goto bad;
-            }
-            r->wd = v, r->has_wd = true;
-            break;
-        case 'U':
-            if ((v = read_num(&p, 1, 2)) < 0) {
-                r->errmsg = "A two digit week could not be found";
-                goto bad;
-            }
-            r->wk = v, r->has_wk = true;
-            break;
         case 'j':
             if ((v = read_num(&p, 3, 3)) < 0) {
                 r->errmsg = "A three digit day-of-year could not be found";
