@@ -2085,6 +2085,22 @@ parse_list_sessions(stage_t *s, const char *name, const bson_value_t *v, mf_erro
     return 0;
 }
 
+/* append_bound_cmp: appends {<op>: [group_by, {$literal: bound}]} to the array a as its element key. */
+static void
+append_bound_cmp(bson_t *a, const char *key, const char *op, const bson_value_t *group_by, const bson_value_t *bound)
+{
+    bson_t cmp, args, lit;
+
+    bson_append_document_begin(a, key, -1, &cmp);
+    bson_append_array_begin(&cmp, op, -1, &args);
+    bson_append_value(&args, "0", 1, group_by);
+    bson_append_document_begin(&args, "1", 1, &lit);
+    bson_append_value(&lit, "$literal", 8, bound);
+    bson_append_document_end(&args, &lit);
+    bson_append_array_end(&cmp, &args);
+    bson_append_document_end(a, &cmp);
+}
+
 /*
  * parse_bucket: $bucket is desugared as MongoDB does: a $group whose _id is
  * {$switch: {branches: [{case: {$and: [{$gte: [groupBy, b_i]}, {$lt:
@@ -2170,27 +2186,13 @@ parse_bucket(stage_t *s, const bson_value_t *v, mf_error_t *err)
         hi = *bson_iter_value(&bi);
         if (i > 0) {
             char key[24];
-            bson_t c, cs, an, ge, lt, l1, l2, th;
+            bson_t c, cs, an, th;
             snprintf(key, sizeof key, "%zu", i - 1);
             bson_append_document_begin(&br, key, -1, &c);
             bson_append_document_begin(&c, "case", 4, &cs);
             bson_append_array_begin(&cs, "$and", 4, &an);
-            bson_append_document_begin(&an, "0", 1, &ge);
-            bson_append_array_begin(&ge, "$gte", 4, &l1);
-            bson_append_value(&l1, "0", 1, group_by);
-            bson_append_document_begin(&l1, "1", 1, &th);
-            bson_append_value(&th, "$literal", 8, &lo);
-            bson_append_document_end(&l1, &th);
-            bson_append_array_end(&ge, &l1);
-            bson_append_document_end(&an, &ge);
-            bson_append_document_begin(&an, "1", 1, &lt);
-            bson_append_array_begin(&lt, "$lt", 3, &l2);
-            bson_append_value(&l2, "0", 1, group_by);
-            bson_append_document_begin(&l2, "1", 1, &th);
-            bson_append_value(&th, "$literal", 8, &hi);
-            bson_append_document_end(&l2, &th);
-            bson_append_array_end(&lt, &l2);
-            bson_append_document_end(&an, &lt);
+            append_bound_cmp(&an, "0", "$gte", group_by, &lo);
+            append_bound_cmp(&an, "1", "$lt", group_by, &hi);
             bson_append_array_end(&cs, &an);
             bson_append_document_end(&c, &cs);
             bson_append_document_begin(&c, "then", 4, &th);
