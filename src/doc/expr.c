@@ -3131,6 +3131,19 @@ conv_fail(ctx_t *c, const char *fmt, const bson_value_t *v, const char *target)
 }
 
 /*
+ * conv_str_fail: the ConversionFailure for a string v that $convert cannot
+ * read as a number: hexadecimal input (hex), or text that does not parse.
+ */
+static int
+conv_str_fail(ctx_t *c, bool hex, const bson_value_t *v)
+{
+    return mf_err_set(c->err, MF_E_ConversionFailure,
+                      hex ? "Illegal hexadecimal input in $convert with no onError value: %.200s"
+                          : "Failed to parse number '%.200s' in $convert with no onError value",
+                      v->value.v_utf8.str);
+}
+
+/*
  * convert: converts v to BSON type `to`; returns 0 with *o set, or -1 with a
  * ConversionFailure in c->err. v is not nullish.
  */
@@ -3189,15 +3202,10 @@ convert(ctx_t *c, const bson_value_t *v, int to, bson_value_t *o)
             l = (int64_t)d;
             break;
         case BSON_TYPE_UTF8:
-            if (strncmp(v->value.v_utf8.str, "0x", 2) == 0) {
-                snprintf(msg, sizeof msg, "Illegal hexadecimal input in $convert with no onError value: %.200s",
-                         v->value.v_utf8.str);
-                return conv_fail(c, msg, v, tgt);
-            }
-            if (!parse_int64_str(v->value.v_utf8.str, &l) || l < lo || l > hi) {
-                snprintf(msg, sizeof msg, "Failed to parse number '%.200s' in $convert with no onError value", v->value.v_utf8.str);
-                return conv_fail(c, msg, v, tgt);
-            }
+            if (strncmp(v->value.v_utf8.str, "0x", 2) == 0)
+                return conv_str_fail(c, true, v);
+            if (!parse_int64_str(v->value.v_utf8.str, &l) || l < lo || l > hi)
+                return conv_str_fail(c, false, v);
             break;
         case BSON_TYPE_DATE_TIME:
             if (to == BSON_TYPE_INT64) {
@@ -3233,23 +3241,16 @@ convert(ctx_t *c, const bson_value_t *v, int to, bson_value_t *o)
             d = as_dbl(v);
             break;
         case BSON_TYPE_UTF8:
-            if (strncmp(v->value.v_utf8.str, "0x", 2) == 0) {
-                snprintf(msg, sizeof msg, "Illegal hexadecimal input in $convert with no onError value: %.200s",
-                         v->value.v_utf8.str);
-                return conv_fail(c, msg, v, tgt);
-            }
+            if (strncmp(v->value.v_utf8.str, "0x", 2) == 0)
+                return conv_str_fail(c, true, v);
             if (to == BSON_TYPE_DECIMAL128) {
                 mf_value_set_type(o, BSON_TYPE_DECIMAL128);
-                if (!bson_decimal128_from_string(v->value.v_utf8.str, &o->value.v_decimal128)) {
-                    snprintf(msg, sizeof msg, "Failed to parse number '%.200s' in $convert with no onError value", v->value.v_utf8.str);
-                    return conv_fail(c, msg, v, tgt);
-                }
+                if (!bson_decimal128_from_string(v->value.v_utf8.str, &o->value.v_decimal128))
+                    return conv_str_fail(c, false, v);
                 return 0;
             }
-            if (!parse_double_str(v->value.v_utf8.str, &d)) {
-                snprintf(msg, sizeof msg, "Failed to parse number '%.200s' in $convert with no onError value", v->value.v_utf8.str);
-                return conv_fail(c, msg, v, tgt);
-            }
+            if (!parse_double_str(v->value.v_utf8.str, &d))
+                return conv_str_fail(c, false, v);
             break;
         case BSON_TYPE_DATE_TIME:
             d = (double)v->value.v_datetime;
