@@ -4474,13 +4474,6 @@ ev_rand(bson_value_t *o)
     mf_value_set_double(o, (double)r / 9007199254740992.0);
 }
 
-static int
-dbl_cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y ? 1 : 0;
-}
-
 /* ev_quantile: $median / $percentile over the numbers of the input (a number or an array). */
 static int
 ev_quantile(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
@@ -4505,7 +4498,7 @@ ev_quantile(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     }
     mf_value_free(&in);
     if (n > 1)
-        qsort(xs, n, sizeof *xs, dbl_cmp);
+        qsort(xs, n, sizeof *xs, mf_value_double_cmp);
     /* The value of rank ceil(p * n) (MongoDB's discrete percentile, which its t-digest yields for small inputs). */
 #define PCT(p) (xs[(size_t)(ceil((p) * (double)n) < 1 ? 0 : ceil((p) * (double)n) > (double)n ? n - 1 : ceil((p) * (double)n) - 1)])
     if (e->op->id == OP_MEDIAN) {

@@ -480,6 +480,13 @@ mf_type_alias(const char *alias)
     return -1;
 }
 
+int
+mf_value_double_cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y ? 1 : 0;
+}
+
 const char *
 mf_type_name(bson_type_t t)
 {

@@ -184,6 +184,9 @@ struct mf_error;
  */
 int mf_value_check_n(const bson_value_t *v, int64_t *n, struct mf_error *err);
 
+/* mf_value_double_cmp: a qsort comparator of doubles, ascending (NaN compares equal to every value). */
+int mf_value_double_cmp(const void *a, const void *b);
+
 /* mf_type_name: MongoDB's alias for a BSON type ("double", "string", ...). */
 const char *mf_type_name(bson_type_t t);
 

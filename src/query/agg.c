@@ -1078,13 +1078,6 @@ accx_add(accst_t *a, const acc_def_t *d, const bson_value_t *gkey, const bson_t 
     return rc;
 }
 
-static int
-dbl_cmp(const void *x, const void *y)
-{
-    double a = *(const double *)x, b = *(const double *)y;
-    return a < b ? -1 : a > b ? 1 : 0;
-}
-
 /* accx_result: appends the final value of a multi accumulator as field of out. */
 static void
 accx_result(accst_t *a, const acc_def_t *d, bson_t *out, const char *field)
@@ -1093,7 +1086,7 @@ accx_result(accst_t *a, const acc_def_t *d, bson_t *out, const char *field)
 
     if (d->kind == AC_MEDIAN || d->kind == AC_PERCENTILE) {
         if (a->nnums > 1)
-            qsort(a->nums, a->nnums, sizeof *a->nums, dbl_cmp);
+            qsort(a->nums, a->nnums, sizeof *a->nums, mf_value_double_cmp);
         if (d->kind == AC_PERCENTILE)
             bson_append_array_begin(out, field, -1, &arr);
         for (size_t i = 0; i < d->nps; i++) {

@@ -1592,13 +1592,6 @@ ostate_insert(const wfield_t *f, const part_t *p, const bson_value_t *vals, osta
     }
 }
 
-static int
-cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 /*
  * ostate_rebuild: the state for window [l, h] from scratch: by insertion for
  * the N functions (at most n kept), by one sort for the unbounded ones.
@@ -1611,7 +1604,7 @@ ostate_rebuild(const wfield_t *f, const part_t *p, const bson_value_t *vals, ost
         for (int64_t j = l; j <= h; j++)
             if (mf_value_is_number(&vals[j]))
                 os->xs[os->n++] = mf_value_as_double(&vals[j]);
-        qsort(os->xs, os->n, sizeof *os->xs, cmp_double);
+        qsort(os->xs, os->n, sizeof *os->xs, mf_value_double_cmp);
         return;
     }
     if (f->kind == WF_ADDTOSET) {
