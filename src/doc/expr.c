@@ -4500,7 +4500,7 @@ ev_quantile(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     if (n > 1)
         qsort(xs, n, sizeof *xs, mf_value_double_cmp);
     /* The value of rank ceil(p * n) (MongoDB's discrete percentile, which its t-digest yields for small inputs). */
-#define PCT(p) (xs[(size_t)(ceil((p) * (double)n) < 1 ? 0 : ceil((p) * (double)n) > (double)n ? n - 1 : ceil((p) * (double)n) - 1)])
+#define PCT(p) (xs[mf_value_percentile_index((p), n)])
     if (e->op->id == OP_MEDIAN) {
         if (n == 0)
             mf_value_set_null(o);

@@ -487,6 +487,18 @@ mf_value_double_cmp(const void *a, const void *b)
     return x < y ? -1 : x > y ? 1 : 0;
 }
 
+size_t
+mf_value_percentile_index(double p, size_t n)
+{
+    double rank = ceil(p * (double)n);
+
+    if (rank < 1)
+        return 0;
+    if (rank > (double)n)
+        return n - 1;
+    return (size_t)rank - 1;
+}
+
 const char *
 mf_type_name(bson_type_t t)
 {

@@ -187,6 +187,14 @@ int mf_value_check_n(const bson_value_t *v, int64_t *n, struct mf_error *err);
 /* mf_value_double_cmp: a qsort comparator of doubles, ascending (NaN compares equal to every value). */
 int mf_value_double_cmp(const void *a, const void *b);
 
+/*
+ * mf_value_percentile_index: the index, among n > 0 ascending values, of the
+ * discrete percentile p (0 <= p <= 1): rank ceil(p * n), kept within 1..n.
+ * $median and $percentile answer it, as mongod's 'approximate' method does
+ * for small inputs.
+ */
+size_t mf_value_percentile_index(double p, size_t n);
+
 /* mf_type_name: MongoDB's alias for a BSON type ("double", "string", ...). */
 const char *mf_type_name(bson_type_t t);
 

@@ -1101,9 +1101,7 @@ accx_result(accst_t *a, const acc_def_t *d, bson_t *out, const char *field)
                 bson_append_null(dst, key, -1);
                 continue;
             }
-            double p = d->ps[i], r = p >= 1.0 ? (double)a->nnums - 1 : ceil((double)a->nnums * p) - 1;
-            size_t rank = r < 0 ? 0 : (size_t)r;
-            bson_append_double(dst, key, -1, a->nums[rank]);
+            bson_append_double(dst, key, -1, a->nums[mf_value_percentile_index(d->ps[i], a->nnums)]);
         }
         if (d->kind == AC_PERCENTILE)
             bson_append_array_end(out, &arr);

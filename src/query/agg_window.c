@@ -1640,9 +1640,7 @@ ostate_result(const wfield_t *f, const ostate_t *os, const bson_value_t *vals, b
                 mf_value_set_null(&r);
             } else {
                 /* 'approximate' is exact at these sizes: the value of rank ceil(p * n). */
-                double rank = ceil(f->ps[q] * (double)os->n);
-                size_t k = rank < 1 ? 0 : (size_t)rank - 1;
-                mf_value_set_double(&r, os->xs[k >= os->n ? os->n - 1 : k]);
+                mf_value_set_double(&r, os->xs[mf_value_percentile_index(f->ps[q], os->n)]);
             }
             if (f->kind == WF_MEDIAN) {
                 *out = r;
