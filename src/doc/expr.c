@@ -331,13 +331,6 @@ set_real(bson_value_t *o, double x, bool dec)
 }
 
 static bool
-is_nullish(const bson_value_t *v)
-{
-    return v->value_type == BSON_TYPE_EOD || v->value_type == BSON_TYPE_NULL ||
-           v->value_type == BSON_TYPE_UNDEFINED;
-}
-
-static bool
 is_num(const bson_value_t *v)
 {
     return v->value_type == BSON_TYPE_INT32 || v->value_type == BSON_TYPE_INT64 ||
@@ -720,7 +713,7 @@ integral64(const bson_value_t *v, int64_t *out)
 static int
 coerce_str(ctx_t *c, const bson_value_t *v, bson_value_t *o)
 {
-    if (is_nullish(v)) {
+    if (mf_value_is_nullish(v)) {
         mf_value_set_str(o, "");
         return 0;
     }
@@ -1859,7 +1852,7 @@ parse_constant_args(mf_expr_t *e, mf_error_t *err)
     const mf_expr_t *a;
     bool ctxmsg = op->id == OP_DATETRUNC || op->id == OP_DATEDIFF;
 
-    if (ts >= 0 && (size_t)ts < e->nargs && (a = e->args[ts]) != NULL && a->kind == K_LIT && !is_nullish(&a->lit)) {
+    if (ts >= 0 && (size_t)ts < e->nargs && (a = e->args[ts]) != NULL && a->kind == K_LIT && !mf_value_is_nullish(&a->lit)) {
         if (a->lit.value_type != BSON_TYPE_UTF8)
             return mf_err_set(err, MF_E_Location40517, "%s%stimezone must evaluate to a string, found %s",
                               ctxmsg ? op->name : "", ctxmsg ? " parameter 'timezone' value parsing failed :: caused by :: " : "",
@@ -1876,7 +1869,7 @@ parse_constant_args(mf_expr_t *e, mf_error_t *err)
         ctx_t tmp;
         memset(&tmp, 0, sizeof tmp);
         tmp.err = err;
-        if (us < e->nargs && (a = e->args[us]) != NULL && a->kind == K_LIT && !is_nullish(&a->lit) &&
+        if (us < e->nargs && (a = e->args[us]) != NULL && a->kind == K_LIT && !mf_value_is_nullish(&a->lit) &&
             parse_unit(&tmp, op->name, &a->lit, &unit) < 0)
             return -1;
     }
@@ -2232,7 +2225,7 @@ ev_add(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         return -1;
     num_init(&n, 0);
     for (size_t i = 0; i < e->nargs && !null; i++) {
-        if (is_nullish(&v[i])) {
+        if (mf_value_is_nullish(&v[i])) {
             null = true;
         } else if (v[i].value_type == BSON_TYPE_DATE_TIME) {
             if (have_date) {
@@ -2281,7 +2274,7 @@ ev_multiply(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         return -1;
     num_init(&n, 1);
     for (size_t i = 0; i < e->nargs && !null; i++) {
-        if (is_nullish(&v[i])) {
+        if (mf_value_is_nullish(&v[i])) {
             null = true;
         } else if (is_num(&v[i])) {
             num_mul(&n, &v[i]);
@@ -2303,7 +2296,7 @@ ev_multiply(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
 static int
 ev_subtract(const bson_value_t *a, const bson_value_t *b, ctx_t *c, bson_value_t *o)
 {
-    if (is_nullish(a) || is_nullish(b)) {
+    if (mf_value_is_nullish(a) || mf_value_is_nullish(b)) {
         mf_value_set_null(o);
         return 0;
     }
@@ -2352,7 +2345,7 @@ ev_subtract(const bson_value_t *a, const bson_value_t *b, ctx_t *c, bson_value_t
 static int
 ev_divide(const bson_value_t *a, const bson_value_t *b, ctx_t *c, bson_value_t *o)
 {
-    if (is_nullish(a) || is_nullish(b)) {
+    if (mf_value_is_nullish(a) || mf_value_is_nullish(b)) {
         mf_value_set_null(o);
         return 0;
     }
@@ -2370,7 +2363,7 @@ ev_mod(const bson_value_t *a, const bson_value_t *b, ctx_t *c, bson_value_t *o)
 {
     int ra, rb;
 
-    if (is_nullish(a) || is_nullish(b)) {
+    if (mf_value_is_nullish(a) || mf_value_is_nullish(b)) {
         mf_value_set_null(o);
         return 0;
     }
@@ -2406,7 +2399,7 @@ ev_mod(const bson_value_t *a, const bson_value_t *b, ctx_t *c, bson_value_t *o)
 static int
 unary_num(const char *name, const bson_value_t *a, ctx_t *c, bson_value_t *o, double *x)
 {
-    if (is_nullish(a)) {
+    if (mf_value_is_nullish(a)) {
         mf_value_set_null(o);
         return 1;
     }
@@ -2593,7 +2586,7 @@ ev_nacc(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         bson_value_t *keep = bson_malloc((el.n ? el.n : 1) * sizeof *keep);
         size_t k = 0;
         for (size_t i = 0; i < el.n; i++)
-            if (!is_nullish(&el.v[i]))
+            if (!mf_value_is_nullish(&el.v[i]))
                 keep[k++] = el.v[i];
         qsort(keep, k, sizeof *keep, op == OP_MINN ? cmpv_asc : cmpv_desc);
         for (size_t i = 0; i < k && (int64_t)i < n; i++)
@@ -2613,7 +2606,7 @@ ev_atan2(const bson_value_t *y, const bson_value_t *x, ctx_t *c, bson_value_t *o
     const bson_value_t *v[2] = {y, x};
 
     for (int i = 0; i < 2; i++) {
-        if (is_nullish(v[i])) {
+        if (mf_value_is_nullish(v[i])) {
             mf_value_set_null(o);
             return 0;
         }
@@ -2632,13 +2625,13 @@ ev_round(int op, const bson_value_t *a, const bson_value_t *p, ctx_t *c, bson_va
     int64_t place = 0;
     const char *name = op == OP_ROUND ? "$round" : "$trunc";
 
-    if (is_nullish(a)) {
+    if (mf_value_is_nullish(a)) {
         mf_value_set_null(o);
         return 0;
     }
     if (!is_num(a))
         return mf_err_set(c->err, MF_E_Location51081, "%s only supports numeric types, not %s", name, tname(a));
-    if (p && is_nullish(p)) {
+    if (p && mf_value_is_nullish(p)) {
         mf_value_set_null(o);
         return 0;
     }
@@ -2677,7 +2670,7 @@ ev_round(int op, const bson_value_t *a, const bson_value_t *p, ctx_t *c, bson_va
 static int
 ev_pow(const bson_value_t *a, const bson_value_t *b, ctx_t *c, bson_value_t *o)
 {
-    if (is_nullish(a) || is_nullish(b)) {
+    if (mf_value_is_nullish(a) || mf_value_is_nullish(b)) {
         mf_value_set_null(o);
         return 0;
     }
@@ -2730,7 +2723,7 @@ ev_array_elem_at(const char *name, const bson_value_t *a, const bson_value_t *id
     int64_t i;
     elems_t el;
 
-    if (is_nullish(a) || is_nullish(idx)) {
+    if (mf_value_is_nullish(a) || mf_value_is_nullish(idx)) {
         mf_value_set_null(o);
         return 0;
     }
@@ -2759,7 +2752,7 @@ ev_first_last(bool first, const bson_value_t *a, ctx_t *c, bson_value_t *o)
 {
     elems_t el;
 
-    if (is_nullish(a)) {
+    if (mf_value_is_nullish(a)) {
         mf_value_set_null(o);
         return 0;
     }
@@ -2792,7 +2785,7 @@ ev_slice(const bson_value_t *v, size_t n, ctx_t *c, bson_value_t *o)
     abuild_t ab;
 
     /* mongod: array and position nullish first, then their types, then the count's nullishness and type. */
-    if (is_nullish(&v[0]) || is_nullish(&v[1])) {
+    if (mf_value_is_nullish(&v[0]) || mf_value_is_nullish(&v[1])) {
         mf_value_set_null(o);
         return 0;
     }
@@ -2806,7 +2799,7 @@ ev_slice(const bson_value_t *v, size_t n, ctx_t *c, bson_value_t *o)
         return mf_err_set(c->err, MF_E_Location28726, "Second argument to $slice can't be represented as a 32-bit integer: %g",
                           as_dbl(&v[1]));
     if (n > 2) {
-        if (is_nullish(&v[2])) {
+        if (mf_value_is_nullish(&v[2])) {
             mf_value_set_null(o);
             return 0;
         }
@@ -2909,7 +2902,7 @@ ev_sets(const mf_expr_t *e, bson_value_t *v, size_t n, ctx_t *c, bson_value_t *o
     if (op == OP_SETUNION || op == OP_SETINTERSECTION) {
         /* Left to right: the first nullish operand answers null, the first non-array one fails. */
         for (size_t i = 0; i < n; i++) {
-            if (is_nullish(&v[i])) {
+            if (mf_value_is_nullish(&v[i])) {
                 mf_value_set_null(o);
                 return 0;
             }
@@ -2919,7 +2912,7 @@ ev_sets(const mf_expr_t *e, bson_value_t *v, size_t n, ctx_t *c, bson_value_t *o
                                   tname(&v[i]));
         }
     } else if (op == OP_SETDIFFERENCE) {
-        if (is_nullish(&v[0]) || is_nullish(&v[1])) {
+        if (mf_value_is_nullish(&v[0]) || mf_value_is_nullish(&v[1])) {
             mf_value_set_null(o);
             return 0;
         }
@@ -3071,7 +3064,7 @@ ev_accum(int op, const bson_value_t *v, size_t n, bson_value_t *o)
     } else {
         const bson_value_t *best = NULL;
         for (size_t i = 0; i < count; i++) {
-            if (is_nullish(&items[i]))
+            if (mf_value_is_nullish(&items[i]))
                 continue;
             if (best == NULL || (op == OP_MIN ? cmpv(&items[i], best) < 0 : cmpv(&items[i], best) > 0))
                 best = &items[i];
@@ -3342,7 +3335,7 @@ ev_convert(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     }
     /* mongod: a non-nullish 'to' is validated first, then a nullish input answers onNull, then a nullish 'to'
      * answers null. */
-    if (is_nullish(&to)) {
+    if (mf_value_is_nullish(&to)) {
         /* no target */
     } else if (to.value_type == BSON_TYPE_UTF8) {
         /* "missing" ($type's answer) names no conversion: every input fails with 241. */
@@ -3369,14 +3362,14 @@ ev_convert(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
                         tname(&to));
         goto done;
     }
-    if (is_nullish(&in)) {
+    if (mf_value_is_nullish(&in)) {
         if (e->nargs > 3 && e->args[3])
             rc = ev(e->args[3], c, o);
         else
             mf_value_set_null(o);
         goto done;
     }
-    if (is_nullish(&to)) {
+    if (mf_value_is_nullish(&to)) {
         mf_value_set_null(o);
         goto done;
     }
@@ -3435,7 +3428,7 @@ ev_trim(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         return -1;
     }
     /* mongod: input nullish -> null, input's type, then chars nullish -> null, chars' type. */
-    if (is_nullish(&in)) {
+    if (mf_value_is_nullish(&in)) {
         mf_value_set_null(o);
         goto done;
     }
@@ -3446,7 +3439,7 @@ ev_trim(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
                         e->op->name, vb, tname(&in));
         goto done;
     }
-    if (e->nargs > 1 && e->args[1] && is_nullish(&ch)) {
+    if (e->nargs > 1 && e->args[1] && mf_value_is_nullish(&ch)) {
         mf_value_set_null(o);
         goto done;
     }
@@ -3605,7 +3598,7 @@ static int
 ev_index_of_array(const mf_expr_t *e, bson_value_t *v, size_t n, ctx_t *c, bson_value_t *o)
 {
     int64_t start = 0, end = INT64_MAX;
-    if (is_nullish(&v[0])) {
+    if (mf_value_is_nullish(&v[0])) {
         mf_value_set_null(o);
         return 0;
     }
@@ -3652,7 +3645,7 @@ ev_index_of(int op, bson_value_t *v, size_t n, ctx_t *c, bson_value_t *o)
     const char *name = op == OP_INDEXOFCP ? "$indexOfCP" : "$indexOfBytes";
     int64_t start = 0, end = -1;
 
-    if (is_nullish(&v[0])) {
+    if (mf_value_is_nullish(&v[0])) {
         mf_value_set_null(o);
         return 0;
     }
@@ -3711,7 +3704,7 @@ ev_split(bson_value_t *v, ctx_t *c, bson_value_t *o)
     abuild_t ab;
     bson_value_t piece;
 
-    if (is_nullish(&v[0]) || is_nullish(&v[1])) {
+    if (mf_value_is_nullish(&v[0]) || mf_value_is_nullish(&v[1])) {
         mf_value_set_null(o);
         return 0;
     }
@@ -3783,14 +3776,14 @@ rx_compile(const char *op, mf_error_t *err, const bson_value_t *rv, const bson_v
     PCRE2_SIZE erroff;
 
     *re = NULL;
-    if (!is_nullish(rv) && rv->value_type != BSON_TYPE_UTF8 && rv->value_type != BSON_TYPE_REGEX)
+    if (!mf_value_is_nullish(rv) && rv->value_type != BSON_TYPE_UTF8 && rv->value_type != BSON_TYPE_REGEX)
         return mf_err_set(err, MF_E_Location51105, "%s needs 'regex' to be of type string or regex", op);
-    if (!is_nullish(ov) && ov->value_type != BSON_TYPE_UTF8)
+    if (!mf_value_is_nullish(ov) && ov->value_type != BSON_TYPE_UTF8)
         return mf_err_set(err, MF_E_Location51106, "%s needs 'options' to be of type string", op);
     if (rv->value_type == BSON_TYPE_REGEX) {
         pat = rv->value.v_regex.regex;
         patlen = strlen(pat);
-        if (!is_nullish(ov) && rv->value.v_regex.options[0])
+        if (!mf_value_is_nullish(ov) && rv->value.v_regex.options[0])
             return mf_err_set(err, MF_E_Location51107,
                               "%s: found regex option(s) specified in both 'regex' and 'option' fields", op);
         if (rv->value.v_regex.options[0])
@@ -3799,7 +3792,7 @@ rx_compile(const char *op, mf_error_t *err, const bson_value_t *rv, const bson_v
         pat = rv->value.v_utf8.str;
         patlen = rv->value.v_utf8.len;
     }
-    if (!is_nullish(ov)) {
+    if (!mf_value_is_nullish(ov)) {
         opts = ov->value.v_utf8.str;
         if (strlen(opts) != ov->value.v_utf8.len)
             return mf_err_set(err, MF_E_Location51110,
@@ -3849,12 +3842,12 @@ rx_start(const mf_expr_t *e, ctx_t *c, const bson_value_t *v, rxrun_t *r)
     } else if (rx_compile(op, c->err, &v[1], &v[2], &r->re) < 0) {
         return -1;
     }
-    if (!is_nullish(&v[0]) && v[0].value_type != BSON_TYPE_UTF8) {
+    if (!mf_value_is_nullish(&v[0]) && v[0].value_type != BSON_TYPE_UTF8) {
         rx_free(r);
         memset(r, 0, sizeof *r);
         return mf_err_set(c->err, MF_E_Location51104, "%s needs 'input' to be of type string", op);
     }
-    if (is_nullish(&v[0]) || r->re == NULL) {
+    if (mf_value_is_nullish(&v[0]) || r->re == NULL) {
         rx_free(r);
         memset(r, 0, sizeof *r);
         return 1;
@@ -4003,12 +3996,12 @@ ev_replace(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     if (eval_args(e, c, &v) < 0)
         return -1;
     for (int i = 0; i < 3; i++)
-        if (!is_nullish(&v[i]) && v[i].value_type != BSON_TYPE_UTF8) {
+        if (!mf_value_is_nullish(&v[i]) && v[i].value_type != BSON_TYPE_UTF8) {
             value_str(&v[i], buf, sizeof buf);
             rc = mf_err_set(c->err, codes[i], "%s requires that '%s' be a string, found: %s", op, what[i], buf);
             goto done;
         }
-    if (is_nullish(&v[0]) || is_nullish(&v[1]) || is_nullish(&v[2])) {
+    if (mf_value_is_nullish(&v[0]) || mf_value_is_nullish(&v[1]) || mf_value_is_nullish(&v[2])) {
         mf_value_set_null(o);
         goto done;
     }
@@ -4111,7 +4104,7 @@ ev_get_field(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     }
     if (in.value_type == BSON_TYPE_EOD)
         mf_value_set_missing(o);
-    else if (is_nullish(&in))
+    else if (mf_value_is_nullish(&in))
         mf_value_set_null(o);
     else if (in.value_type == BSON_TYPE_DOCUMENT && bson_iter_init_from_data(&it, in.value.v_doc.data, in.value.v_doc.data_len) &&
              bson_iter_find_w_len(&it, f.value.v_utf8.str, (int)f.value.v_utf8.len))
@@ -4137,7 +4130,7 @@ ev_set_field(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     mf_value_set_missing(&val);
     if (ev(e->args[1], c, &in) < 0)
         return -1;
-    if (is_nullish(&in)) {
+    if (mf_value_is_nullish(&in)) {
         mf_value_set_null(o);
         goto done;
     }
@@ -4228,7 +4221,7 @@ eval_or_null(const mf_expr_t *x, ctx_t *c, bson_value_t *v, bson_value_t *o)
 {
     if (ev(x, c, v) < 0)
         return -1;
-    if (is_nullish(v)) {
+    if (mf_value_is_nullish(v)) {
         mf_value_free(v);
         mf_value_set_null(o);
         return 1;
@@ -4306,7 +4299,7 @@ ev_zip(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
             rc = -1;
             goto done;
         }
-        if (is_nullish(&v[i])) {
+        if (mf_value_is_nullish(&v[i])) {
             mf_value_set_null(o);
             goto done;
         }
@@ -4364,7 +4357,7 @@ ev_bitwise(int op, const bson_value_t *v, size_t n, ctx_t *c, bson_value_t *o)
     bool wide = false;
 
     for (size_t i = 0; i < n; i++) {
-        if (is_nullish(&v[i])) {
+        if (mf_value_is_nullish(&v[i])) {
             mf_value_set_null(o);
             return 0;
         }
@@ -4384,7 +4377,7 @@ ev_bitwise(int op, const bson_value_t *v, size_t n, ctx_t *c, bson_value_t *o)
 static int
 ev_bitnot(const bson_value_t *a, ctx_t *c, bson_value_t *o)
 {
-    if (is_nullish(a))
+    if (mf_value_is_nullish(a))
         mf_value_set_null(o);
     else if (a->value_type == BSON_TYPE_INT32)
         mf_value_set_int32(o, ~a->value.v_int32);
@@ -4400,7 +4393,7 @@ ev_bitnot(const bson_value_t *a, ctx_t *c, bson_value_t *o)
 static int
 ev_ts_part(int op, const bson_value_t *a, ctx_t *c, bson_value_t *o)
 {
-    if (is_nullish(a)) {
+    if (mf_value_is_nullish(a)) {
         mf_value_set_null(o);
         return 0;
     }
@@ -4431,7 +4424,7 @@ ev_to_uuid(const bson_value_t *a, ctx_t *c, bson_value_t *o)
     uint8_t bytes[16];
     char buf[160];
 
-    if (is_nullish(a)) {
+    if (mf_value_is_nullish(a)) {
         mf_value_set_null(o);
         return 0;
     }
@@ -4637,7 +4630,7 @@ tz_of(const mf_expr_t *e, ctx_t *c, const bson_value_t *v, const char *ctxmsg, m
     *own = false;
     if (v == NULL)
         return 0;
-    if (is_nullish(v))
+    if (mf_value_is_nullish(v))
         return 1;
     if (v->value_type != BSON_TYPE_UTF8)
         return mf_err_set(c->err, MF_E_Location40517, "%s%stimezone must evaluate to a string, found %s",
@@ -4695,7 +4688,7 @@ ev_datepart(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     if (ev(e->args[0], c, &d) < 0)
         return -1;
     mf_value_set_missing(&tzv);
-    if (is_nullish(&d)) {
+    if (mf_value_is_nullish(&d)) {
         mf_value_set_null(o);
         goto done;
     }
@@ -4776,7 +4769,7 @@ ev_date_to_parts(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         goto done;
     }
     if (has_slot(e, 2)) {
-        if (is_nullish(&iso)) {
+        if (mf_value_is_nullish(&iso)) {
             mf_value_set_null(o);
             goto done;
         }
@@ -4786,7 +4779,7 @@ ev_date_to_parts(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         }
         is_iso = iso.value.v_bool;
     }
-    if (is_nullish(&d)) {
+    if (mf_value_is_nullish(&d)) {
         mf_value_set_null(o);
         goto done;
     }
@@ -4842,7 +4835,7 @@ part_num(const mf_expr_t *e, size_t i, const char *name, int64_t dflt, bool boun
     }
     if (ev(e->args[i], c, &v) < 0)
         return -1;
-    if (is_nullish(&v)) {
+    if (mf_value_is_nullish(&v)) {
         rc = 1;
     } else if (!integral64(&v, out)) {
         value_str(&v, buf, sizeof buf);
@@ -5458,7 +5451,7 @@ format_and_tz(const mf_expr_t *e, ctx_t *c, int fmt_slot, int tz_slot, bool to_s
     if (has_slot(e, fmt_slot)) {
         if (ev(e->args[fmt_slot], c, fv) < 0)
             return -1;
-        if (!is_nullish(fv)) {
+        if (!mf_value_is_nullish(fv)) {
             if (fv->value_type != BSON_TYPE_UTF8) {
                 value_str(fv, buf, sizeof buf);
                 return mf_err_set(c->err, to_string ? MF_E_Location18533 : MF_E_Location40684,
@@ -5494,7 +5487,7 @@ ev_date_from_string(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         rc = -1;
         goto done;
     }
-    if (is_nullish(&ds)) {
+    if (mf_value_is_nullish(&ds)) {
         if (has_slot(e, 3))
             rc = ev(e->args[3], c, o);
         else
@@ -5505,7 +5498,7 @@ ev_date_from_string(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         value_str(&ds, buf, sizeof buf);
         rc = mf_err_set(c->err, MF_E_ConversionFailure,
                         "$dateFromString requires that 'dateString' be a string, found: %s with value %s", tname(&ds), buf);
-    } else if (r > 0 || (has_slot(e, 2) && is_nullish(&fv))) {
+    } else if (r > 0 || (has_slot(e, 2) && mf_value_is_nullish(&fv))) {
         mf_value_set_null(o);
         goto done;
     } else {
@@ -5550,14 +5543,14 @@ ev_date_to_string(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         rc = -1;
         goto done;
     }
-    if (is_nullish(&d)) {
+    if (mf_value_is_nullish(&d)) {
         if (has_slot(e, 3))
             rc = ev(e->args[3], c, o);
         else
             mf_value_set_null(o);
         goto done;
     }
-    if (r > 0 || (has_slot(e, 1) && is_nullish(&fv))) {
+    if (r > 0 || (has_slot(e, 1) && mf_value_is_nullish(&fv))) {
         mf_value_set_null(o);
         goto done;
     }
@@ -5820,7 +5813,7 @@ ev_date_arith(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
             rc = -1;                                                                                                   \
             goto done;                                                                                                 \
         }                                                                                                              \
-        if (has_slot(e, (i)) && is_nullish(&v[i]))                                                                     \
+        if (has_slot(e, (i)) && mf_value_is_nullish(&v[i]))                                                                     \
             goto null;                                                                                                 \
     } while (0)
     snprintf(ctxmsg, sizeof ctxmsg, "%s parameter 'timezone' value parsing failed", opname);
@@ -6007,7 +6000,7 @@ ev_merge_objects(bson_value_t *v, size_t n, ctx_t *c, bson_value_t *o)
     }
     for (size_t i = 0; i < count; i++) {
         bson_iter_t it;
-        if (is_nullish(&items[i]))
+        if (mf_value_is_nullish(&items[i]))
             continue;
         if (items[i].value_type != BSON_TYPE_DOCUMENT) {
             char vb[128];
@@ -6033,7 +6026,7 @@ ev_object_to_array(const bson_value_t *a, ctx_t *c, bson_value_t *o)
     bson_iter_t it;
     abuild_t ab;
 
-    if (is_nullish(a)) {
+    if (mf_value_is_nullish(a)) {
         mf_value_set_null(o);
         return 0;
     }
@@ -6061,7 +6054,7 @@ ev_array_to_object(const bson_value_t *a, ctx_t *c, bson_value_t *o)
     fields_t f = {0};
     int kind = 0; /* 1 = [k, v] pairs, 2 = {k, v} documents */
 
-    if (is_nullish(a)) {
+    if (mf_value_is_nullish(a)) {
         mf_value_set_null(o);
         return 0;
     }
@@ -6188,7 +6181,7 @@ ev_map_filter(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
             mf_value_free(&in);
             return -1;
         }
-        if (!is_nullish(&lim)) {
+        if (!mf_value_is_nullish(&lim)) {
             char vb[128];
             int code = 0;
             value_str(&lim, vb, sizeof vb);
@@ -6402,7 +6395,7 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         for (size_t i = 0; i < n; i++) {
             if (ev(e->args[i], c, o) < 0)
                 return -1;
-            if (i == n - 1 || !is_nullish(o))
+            if (i == n - 1 || !mf_value_is_nullish(o))
                 return 0;
             mf_value_free(o);
         }
@@ -6527,7 +6520,7 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     case OP_RADIANSTODEGREES: rc = ev_trig(id, e->op->name, &v[0], c, o); break;
     case OP_ATAN2: rc = ev_atan2(&v[0], &v[1], c, o); break;
     case OP_BSONSIZE:
-        if (is_nullish(&v[0]))
+        if (mf_value_is_nullish(&v[0]))
             mf_value_set_null(o);
         else if (v[0].value_type != BSON_TYPE_DOCUMENT)
             rc = mf_err_set(c->err, MF_E_Location31393, "$bsonSize requires a document input, found: %s", tname(&v[0]));
@@ -6535,7 +6528,7 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
             mf_value_set_int32(o, (int32_t)v[0].value.v_doc.data_len);
         break;
     case OP_BINARYSIZE:
-        if (is_nullish(&v[0]))
+        if (mf_value_is_nullish(&v[0]))
             mf_value_set_null(o);
         else if (v[0].value_type == BSON_TYPE_UTF8)
             mf_value_set_int32(o, (int32_t)v[0].value.v_utf8.len);
@@ -6546,7 +6539,7 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
                             tname(&v[0]));
         break;
     case OP_LOG:
-        if (is_nullish(&v[0]) || is_nullish(&v[1])) {
+        if (mf_value_is_nullish(&v[0]) || mf_value_is_nullish(&v[1])) {
             mf_value_set_null(o);
         } else if (!is_num(&v[0])) {
             rc = mf_err_set(c->err, MF_E_Location28756, "$log's argument must be numeric, not %s", tname(&v[0]));
@@ -6568,7 +6561,7 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     case OP_CONCAT: {
         bool null = false;
         for (size_t i = 0; i < n && !null; i++) {
-            if (is_nullish(&v[i])) {
+            if (mf_value_is_nullish(&v[i])) {
                 null = true;
             } else if (v[i].value_type != BSON_TYPE_UTF8) {
                 rc = mf_err_set(c->err, MF_E_Location16702, "$concat only supports strings, not %s", tname(&v[i]));
@@ -6673,7 +6666,7 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         abuild_t ab;
         bool null = false;
         for (size_t i = 0; i < n && rc == 0 && !null; i++) {
-            if (is_nullish(&v[i]))
+            if (mf_value_is_nullish(&v[i]))
                 null = true;
             else if (v[i].value_type != BSON_TYPE_ARRAY)
                 rc = mf_err_set(c->err, MF_E_Location28664, "$concatArrays only supports arrays, not %s", tname(&v[i]));
@@ -6698,7 +6691,7 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     case OP_SLICE: rc = ev_slice(v, n, c, o); break;
     case OP_ISARRAY: mf_value_set_bool(o, v[0].value_type == BSON_TYPE_ARRAY); break;
     case OP_REVERSEARRAY:
-        if (is_nullish(&v[0])) {
+        if (mf_value_is_nullish(&v[0])) {
             mf_value_set_null(o);
         } else if (v[0].value_type != BSON_TYPE_ARRAY) {
             rc = mf_err_set(c->err, MF_E_Location34435, "The argument to $reverseArray must be an array, but was of type: %s",
@@ -6786,7 +6779,7 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         int to = id == OP_TOSTRING ? BSON_TYPE_UTF8 : id == OP_TOINT ? BSON_TYPE_INT32 : id == OP_TOLONG ? BSON_TYPE_INT64
                  : id == OP_TODOUBLE ? BSON_TYPE_DOUBLE : id == OP_TODECIMAL ? BSON_TYPE_DECIMAL128
                  : id == OP_TOBOOL ? BSON_TYPE_BOOL : id == OP_TODATE ? BSON_TYPE_DATE_TIME : BSON_TYPE_OID;
-        if (is_nullish(&v[0]))
+        if (mf_value_is_nullish(&v[0]))
             mf_value_set_null(o);
         else
             rc = convert(c, &v[0], to, o);

@@ -162,6 +162,20 @@ double mf_value_as_double(const bson_value_t *v);
  */
 bool mf_value_as_int64(const bson_value_t *v, int64_t *out);
 
+/* mf_value_is_nullish: missing, null or undefined (what most operators answer null for). */
+static inline bool
+mf_value_is_nullish(const bson_value_t *v)
+{
+    return v->value_type == BSON_TYPE_EOD || v->value_type == BSON_TYPE_NULL || v->value_type == BSON_TYPE_UNDEFINED;
+}
+
+/* mf_value_is_empty_doc: an embedded document with no fields. */
+static inline bool
+mf_value_is_empty_doc(const bson_value_t *v)
+{
+    return v->value_type == BSON_TYPE_DOCUMENT && v->value.v_doc.data_len <= 5;
+}
+
 /* mf_value_truthy: MongoDB's truthiness for $expr / $cond (false, null, undefined, 0 are false). */
 bool mf_value_truthy(const bson_value_t *v);
 

@@ -363,12 +363,6 @@ is_operator_doc(const bson_value_t *v)
     return bson_iter_next(&it) && bson_iter_key(&it)[0] == '$';
 }
 
-static bool
-is_empty_doc(const bson_value_t *v)
-{
-    return v->value_type == BSON_TYPE_DOCUMENT && v->value.v_doc.data_len <= 5;
-}
-
 /* ------------------------------------------------------------------------ */
 /* Projection application                                                   */
 /* ------------------------------------------------------------------------ */
@@ -591,7 +585,7 @@ acc_update(accst_t *a, int kind, const bson_value_t *v, mf_error_t *err)
         break;
     case AC_MIN:
     case AC_MAX:
-        if (v->value_type == BSON_TYPE_EOD || v->value_type == BSON_TYPE_NULL || v->value_type == BSON_TYPE_UNDEFINED)
+        if (mf_value_is_nullish(v))
             break;
         if (a->v.value_type == BSON_TYPE_EOD ||
             (kind == AC_MIN ? mf_value_cmp(v, &a->v) < 0 : mf_value_cmp(v, &a->v) > 0)) {
@@ -957,8 +951,7 @@ accx_fold(accst_t *a, const acc_def_t *d, const bson_value_t *v, bson_t *key, mf
     case AC_TOPN:
     case AC_BOTTOMN: {
         if (d->kind == AC_MINN || d->kind == AC_MAXN) {
-            if (v->value_type == BSON_TYPE_EOD || v->value_type == BSON_TYPE_NULL ||
-                v->value_type == BSON_TYPE_UNDEFINED)
+            if (mf_value_is_nullish(v))
                 return 0;
         } else if (v->value_type == BSON_TYPE_EOD) {
             v = &null_v;
@@ -1767,7 +1760,7 @@ parse_group(stage_t *s, const bson_value_t *v, mf_error_t *err)
             continue;
         }
         if (kind == AC_COUNT) {
-            if (!is_empty_doc(arg))
+            if (!mf_value_is_empty_doc(arg))
                 return mf_err_set(err, MF_E_TypeMismatch, "$count only accepts an empty object as input");
             continue;
         }
@@ -2628,7 +2621,7 @@ parse_bucket_auto(stage_t *s, const bson_value_t *v, mf_error_t *err)
         while (bson_iter_next(&it))
             bson_append_value(&g, bson_iter_key(&it), -1, bson_iter_value(&it));
     }
-    if (output == NULL || is_empty_doc(output)) {
+    if (output == NULL || mf_value_is_empty_doc(output)) {
         bson_t cnt;
         bson_append_document_begin(&g, "count", 5, &cnt);
         BSON_APPEND_INT32(&cnt, "$sum", 1);
@@ -2906,7 +2899,7 @@ parse_stage(stage_t *s, const char *name, const bson_value_t *v, bool first, mf_
         s->kind = S_SORT;
         if (v->value_type != BSON_TYPE_DOCUMENT)
             return mf_err_set(err, MF_E_Location15973, "the $sort key specification must be an object");
-        if (is_empty_doc(v))
+        if (mf_value_is_empty_doc(v))
             return mf_err_set(err, MF_E_Location15976, "$sort stage must have at least one sort key");
         s->spec = bson_new_from_data(v->value.v_doc.data, v->value.v_doc.data_len);
         s->sort = mf_sort_new(s->spec, err);

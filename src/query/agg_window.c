@@ -200,12 +200,6 @@ pick3(const bson_value_t *v, const char *const names[3], bson_value_t slots[3], 
     return nfields;
 }
 
-static bool
-is_empty_doc(const bson_value_t *v)
-{
-    return v->value_type == BSON_TYPE_DOCUMENT && v->value.v_doc.data_len <= 5;
-}
-
 /* const_number: evaluates a constant expression in v (a literal number usually); false if not constant. */
 static bool
 const_value(const bson_value_t *v, bson_value_t *out)
@@ -675,7 +669,7 @@ parse_function(const mf_window_t *w, const bson_value_t *v, wfield_t *f, mf_erro
     case WF_RANK:
     case WF_DENSERANK:
     case WF_DOCNUM:
-        if (!is_empty_doc(arg))
+        if (!mf_value_is_empty_doc(arg))
             return mf_err_set(err, MF_E_Location5371603, "%s must be specified with '{}' as the value", f->name);
         if (w->sort == NULL || w->nsort != 1)
             return mf_err_set(err, MF_E_Location5371602,
@@ -729,7 +723,7 @@ parse_function(const mf_window_t *w, const bson_value_t *v, wfield_t *f, mf_erro
             return -1;
         return window ? parse_window(w, window, f, err) : 0;
     case WF_COUNT:
-        if (!is_empty_doc(arg))
+        if (!mf_value_is_empty_doc(arg))
             return mf_err_set(err, MF_E_FailedToParse, "$count only accepts an empty object as input");
         return window ? parse_window(w, window, f, err) : 0;
     default:
@@ -897,12 +891,6 @@ err_free:
 /* ------------------------------------------------------------------------ */
 /* Values and small helpers                                                 */
 /* ------------------------------------------------------------------------ */
-
-static bool
-nullish(const bson_value_t *v)
-{
-    return v->value_type == BSON_TYPE_EOD || v->value_type == BSON_TYPE_NULL || v->value_type == BSON_TYPE_UNDEFINED;
-}
 
 /* array_of: an owned array value holding vals[idx[0..n)] (missing ones skipped). */
 static void
@@ -1562,7 +1550,7 @@ ostate_insert(const wfield_t *f, const part_t *p, const bson_value_t *vals, osta
         os->n++;
         return;
     }
-    if ((f->kind == WF_MINN || f->kind == WF_MAXN) && nullish(&vals[j]))
+    if ((f->kind == WF_MINN || f->kind == WF_MAXN) && mf_value_is_nullish(&vals[j]))
         return;
     if (f->kind == WF_ADDTOSET && vals[j].value_type == BSON_TYPE_EOD)
         return;
@@ -1767,7 +1755,7 @@ compute_field(const mf_window_t *w, const wfield_t *f, const part_t *p, bson_val
             }
             while (ch < h) {
                 ch++;
-                if (nullish(&vals[ch]))
+                if (mf_value_is_nullish(&vals[ch]))
                     continue;
                 while (qt > qh && mf_value_cmp(&vals[dq[qt - 1]], &vals[ch]) * dir > 0)
                     qt--;
@@ -1909,7 +1897,7 @@ compute_field(const mf_window_t *w, const wfield_t *f, const part_t *p, bson_val
                            "$derivative (with no 'unit') expects the sortBy field to be numeric");
                 goto done;
             }
-            if (nullish(&vals[l]) || nullish(&vals[h])) {
+            if (mf_value_is_nullish(&vals[l]) || mf_value_is_nullish(&vals[h])) {
                 mf_err_set(err, MF_E_Location5624903, "$derivative input must not be null or missing");
                 goto done;
             }
@@ -1956,7 +1944,7 @@ compute_field(const mf_window_t *w, const wfield_t *f, const part_t *p, bson_val
     case WF_LOCF: {
         const bson_value_t *last = NULL;
         for (size_t i = 0; i < n; i++) {
-            if (!nullish(&vals[i]))
+            if (!mf_value_is_nullish(&vals[i]))
                 last = &vals[i];
             if (last)
                 mf_value_copy(&res[i], last);
@@ -1974,7 +1962,7 @@ compute_field(const mf_window_t *w, const wfield_t *f, const part_t *p, bson_val
         int64_t prev = -1, next = -1;
         for (size_t i = 0; i < n; i++) {
             const bson_value_t *v = &vals[i], *x = &sv[i];
-            if (!mf_value_is_number(v) && !nullish(v)) {
+            if (!mf_value_is_number(v) && !mf_value_is_nullish(v)) {
                 mf_err_set(err, MF_E_TypeMismatch, "Value to be filled must be numeric or nullish, but found %s",
                            mf_type_name(v->value_type));
                 goto done;
@@ -1997,7 +1985,7 @@ compute_field(const mf_window_t *w, const wfield_t *f, const part_t *p, bson_val
                     goto done;
                 }
             }
-            if (!nullish(v)) {
+            if (!mf_value_is_nullish(v)) {
                 mf_value_copy(&res[i], v);
                 prev = (int64_t)i;
                 continue;
@@ -2005,7 +1993,7 @@ compute_field(const mf_window_t *w, const wfield_t *f, const part_t *p, bson_val
             if (next <= (int64_t)i) {
                 next = -1;
                 for (size_t j = i + 1; j < n; j++) {
-                    if (!nullish(&vals[j]) && !nullish(&sv[j])) {
+                    if (!mf_value_is_nullish(&vals[j]) && !mf_value_is_nullish(&sv[j])) {
                         next = (int64_t)j;
                         break;
                     }
