@@ -330,13 +330,6 @@ set_real(bson_value_t *o, double x, bool dec)
         mf_value_set_double(o, x);
 }
 
-static bool
-is_num(const bson_value_t *v)
-{
-    return v->value_type == BSON_TYPE_INT32 || v->value_type == BSON_TYPE_INT64 ||
-           v->value_type == BSON_TYPE_DOUBLE || v->value_type == BSON_TYPE_DECIMAL128;
-}
-
 static const char *
 tname(const bson_value_t *v)
 {
@@ -552,13 +545,13 @@ mf_expr_num_add(bson_value_t *acc, const bson_value_t *v)
 {
     num_t n;
 
-    if (acc->value_type == BSON_TYPE_EOD || !is_num(acc)) {
+    if (acc->value_type == BSON_TYPE_EOD || !mf_value_is_number(acc)) {
         num_init(&n, 0);
     } else {
         num_init(&n, 0);
         num_add(&n, acc);
     }
-    if (is_num(v))
+    if (mf_value_is_number(v))
         num_add(&n, v);
     mf_value_free(acc);
     num_result(&n, acc);
@@ -1620,7 +1613,7 @@ parse_op(mf_expr_t *e, const bson_value_t *arg, const scope_t *sc, mf_error_t *e
         if (!have_sort)
             return mf_err_set(err, MF_E_Location2942503, "$sortArray requires 'sortBy' to be specified");
         const bson_value_t *sv = bson_iter_value(&sb);
-        if (is_num(sv)) {
+        if (mf_value_is_number(sv)) {
             double d = as_dbl(sv);
             if (d != 1 && d != -1)
                 return mf_err_set(err, MF_E_Location2942506, "The $sort element value must be either 1 or -1");
@@ -1638,7 +1631,7 @@ parse_op(mf_expr_t *e, const bson_value_t *arg, const scope_t *sc, mf_error_t *e
         bson_iter_init(&si, &spec);
         while (bson_iter_next(&si)) {
             const bson_value_t *d = bson_iter_value(&si);
-            if (!is_num(d))
+            if (!mf_value_is_number(d))
                 return mf_err_set(err, MF_E_Location15974, "Illegal key in $sort specification: %s", bson_iter_key(&si));
             if (as_dbl(d) != 1 && as_dbl(d) != -1)
                 return mf_err_set(err, MF_E_Location15975,
@@ -1795,7 +1788,7 @@ parse_op(mf_expr_t *e, const bson_value_t *arg, const scope_t *sc, mf_error_t *e
             while (bson_iter_next(&ai)) {
                 const bson_value_t *x = bson_iter_value(&ai);
                 value_str(x, buf, sizeof buf);
-                if (!is_num(x))
+                if (!mf_value_is_number(x))
                     return mf_err_set(err, MF_E_Location7750302,
                                       "The $percentile 'p' field must be an array of numbers from [0.0, 1.0], but found: %s",
                                       buf);
@@ -2234,7 +2227,7 @@ ev_add(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
             }
             have_date = true;
             date = v[i].value.v_datetime;
-        } else if (is_num(&v[i])) {
+        } else if (mf_value_is_number(&v[i])) {
             num_add(&n, &v[i]);
         } else {
             int rc = mf_err_set(c->err, MF_E_TypeMismatch, "$add only supports numeric or date types, not %s",
@@ -2276,7 +2269,7 @@ ev_multiply(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     for (size_t i = 0; i < e->nargs && !null; i++) {
         if (mf_value_is_nullish(&v[i])) {
             null = true;
-        } else if (is_num(&v[i])) {
+        } else if (mf_value_is_number(&v[i])) {
             num_mul(&n, &v[i]);
         } else {
             int rc = mf_err_set(c->err, MF_E_TypeMismatch, "$multiply only supports numeric types, not %s",
@@ -2300,7 +2293,7 @@ ev_subtract(const bson_value_t *a, const bson_value_t *b, ctx_t *c, bson_value_t
         mf_value_set_null(o);
         return 0;
     }
-    if (is_num(a) && is_num(b)) {
+    if (mf_value_is_number(a) && mf_value_is_number(b)) {
         num_t n;
         num_init(&n, 0);
         num_add(&n, a);
@@ -2328,7 +2321,7 @@ ev_subtract(const bson_value_t *a, const bson_value_t *b, ctx_t *c, bson_value_t
             mf_value_set_int64(o, (int64_t)((uint64_t)a->value.v_datetime - (uint64_t)b->value.v_datetime));
             return 0;
         }
-        if (is_num(b)) {
+        if (mf_value_is_number(b)) {
             int64_t x;
             if (b->value_type == BSON_TYPE_INT32 || b->value_type == BSON_TYPE_INT64)
                 x = as_i64(b);
@@ -2349,7 +2342,7 @@ ev_divide(const bson_value_t *a, const bson_value_t *b, ctx_t *c, bson_value_t *
         mf_value_set_null(o);
         return 0;
     }
-    if (!is_num(a) || !is_num(b))
+    if (!mf_value_is_number(a) || !mf_value_is_number(b))
         return mf_err_set(c->err, MF_E_TypeMismatch, "$divide only supports numeric types, not %s and %s", tname(a),
                           tname(b));
     if (as_dbl(b) == 0)
@@ -2367,7 +2360,7 @@ ev_mod(const bson_value_t *a, const bson_value_t *b, ctx_t *c, bson_value_t *o)
         mf_value_set_null(o);
         return 0;
     }
-    if (!is_num(a) || !is_num(b))
+    if (!mf_value_is_number(a) || !mf_value_is_number(b))
         return mf_err_set(c->err, MF_E_Location16611, "$mod only supports numeric types, not %s and %s", tname(a),
                           tname(b));
     if (as_dbl(b) == 0)
@@ -2403,7 +2396,7 @@ unary_num(const char *name, const bson_value_t *a, ctx_t *c, bson_value_t *o, do
         mf_value_set_null(o);
         return 1;
     }
-    if (!is_num(a))
+    if (!mf_value_is_number(a))
         return mf_err_set(c->err, MF_E_Location28765, "%s only supports numeric types, not %s", name, tname(a));
     *x = as_dbl(a);
     return 0;
@@ -2557,7 +2550,7 @@ ev_nacc(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     if (ev(e->args[0], c, &nv) < 0)
         return -1;
     value_str(&nv, vb, sizeof vb);
-    if (!is_num(&nv)) {
+    if (!mf_value_is_number(&nv)) {
         rc = mf_err_set(c->err, MF_E_Location5787902, "Value for 'n' must be of integral type, but found %s", vb);
     } else if (d = as_dbl(&nv), !(d == floor(d) && fabs(d) < 9.2e18)) {
         rc = mf_err_set(c->err, MF_E_Location5787903, "Value for 'n' must be of integral type, but found %s", vb);
@@ -2610,7 +2603,7 @@ ev_atan2(const bson_value_t *y, const bson_value_t *x, ctx_t *c, bson_value_t *o
             mf_value_set_null(o);
             return 0;
         }
-        if (!is_num(v[i]))
+        if (!mf_value_is_number(v[i]))
             return mf_err_set(c->err, i == 0 ? MF_E_Location51044 : MF_E_Location51045,
                               "$atan2 only supports numeric types, not %s", tname(v[i]));
     }
@@ -2629,14 +2622,14 @@ ev_round(int op, const bson_value_t *a, const bson_value_t *p, ctx_t *c, bson_va
         mf_value_set_null(o);
         return 0;
     }
-    if (!is_num(a))
+    if (!mf_value_is_number(a))
         return mf_err_set(c->err, MF_E_Location51081, "%s only supports numeric types, not %s", name, tname(a));
     if (p && mf_value_is_nullish(p)) {
         mf_value_set_null(o);
         return 0;
     }
     /* mongod coerces the precision to a long (16004 for a non-number) before it checks that it is integral. */
-    if (p && !is_num(p))
+    if (p && !mf_value_is_number(p))
         return mf_err_set(c->err, MF_E_Location16004, "can't convert from BSON type %s to long", tname(p));
     if (p && !mf_value_as_int64(p, &place))
         return mf_err_set(c->err, MF_E_Location51082, "precision argument to  %s must be a integral value", name);
@@ -2674,9 +2667,9 @@ ev_pow(const bson_value_t *a, const bson_value_t *b, ctx_t *c, bson_value_t *o)
         mf_value_set_null(o);
         return 0;
     }
-    if (!is_num(a))
+    if (!mf_value_is_number(a))
         return mf_err_set(c->err, MF_E_Location28762, "$pow's base must be numeric, not %s", tname(a));
-    if (!is_num(b))
+    if (!mf_value_is_number(b))
         return mf_err_set(c->err, MF_E_Location28763, "$pow's exponent must be numeric, not %s", tname(b));
     if (as_dbl(a) == 0 && as_dbl(b) < 0)
         return mf_err_set(c->err, MF_E_Location28764, "$pow cannot take a base of 0 and a negative exponent");
@@ -2730,7 +2723,7 @@ ev_array_elem_at(const char *name, const bson_value_t *a, const bson_value_t *id
     if (a->value_type != BSON_TYPE_ARRAY)
         return mf_err_set(c->err, MF_E_Location28689, "%s's first argument must be an array, but is %s", name,
                           tname(a));
-    if (!is_num(idx))
+    if (!mf_value_is_number(idx))
         return mf_err_set(c->err, MF_E_Location28690, "%s's second argument must be a numeric value, but is %s",
                           name, tname(idx));
     if (!mf_value_as_int64(idx, &i) || i < INT32_MIN || i > INT32_MAX)
@@ -2774,7 +2767,7 @@ is_int32_integral(const bson_value_t *v)
 {
     int64_t x;
 
-    return is_num(v) && mf_value_as_int64(v, &x) && x >= INT32_MIN && x <= INT32_MAX;
+    return mf_value_is_number(v) && mf_value_as_int64(v, &x) && x >= INT32_MIN && x <= INT32_MAX;
 }
 
 static int
@@ -2792,7 +2785,7 @@ ev_slice(const bson_value_t *v, size_t n, ctx_t *c, bson_value_t *o)
     if (v[0].value_type != BSON_TYPE_ARRAY)
         return mf_err_set(c->err, MF_E_Location28724, "First argument to $slice must be an array, but is of type: %s",
                           tname(&v[0]));
-    if (!is_num(&v[1]))
+    if (!mf_value_is_number(&v[1]))
         return mf_err_set(c->err, MF_E_Location28725,
                           "Second argument to $slice must be a numeric value, but is of type: %s", tname(&v[1]));
     if (!is_int32_integral(&v[1]))
@@ -2803,7 +2796,7 @@ ev_slice(const bson_value_t *v, size_t n, ctx_t *c, bson_value_t *o)
             mf_value_set_null(o);
             return 0;
         }
-        if (!is_num(&v[2]))
+        if (!mf_value_is_number(&v[2]))
             return mf_err_set(c->err, MF_E_Location28727, "Third argument to $slice must be numeric, but is of type: %s",
                               tname(&v[2]));
         if (!is_int32_integral(&v[2]))
@@ -3032,7 +3025,7 @@ ev_accum(int op, const bson_value_t *v, size_t n, bson_value_t *o)
         double mean = 0, m2 = 0;
         int64_t k = 0;
         for (size_t i = 0; i < count; i++) {
-            if (!is_num(&items[i]))
+            if (!mf_value_is_number(&items[i]))
                 continue;
             double x = as_dbl(&items[i]);
             k++;
@@ -3049,7 +3042,7 @@ ev_accum(int op, const bson_value_t *v, size_t n, bson_value_t *o)
         size_t k = 0;
         num_init(&s, 0);
         for (size_t i = 0; i < count; i++)
-            if (is_num(&items[i])) {
+            if (mf_value_is_number(&items[i])) {
                 num_add(&s, &items[i]);
                 k++;
             }
@@ -3154,7 +3147,7 @@ convert(ctx_t *c, const bson_value_t *v, int to, bson_value_t *o)
             return conv_fail(c, NULL, v, tgt);
         return 0;
     case BSON_TYPE_BOOL:
-        if (is_num(v))
+        if (mf_value_is_number(v))
             mf_value_set_bool(o, as_dbl(v) != 0 || (v->value_type == BSON_TYPE_DOUBLE && isnan(v->value.v_double)));
         else if (v->value_type == BSON_TYPE_BOOL)
             mf_value_set_bool(o, v->value.v_bool);
@@ -3344,7 +3337,7 @@ ev_convert(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
             rc = mf_err_set(c->err, MF_E_BadValue, "Unknown type name: %s", to.value.v_utf8.str);
             goto done;
         }
-    } else if (is_num(&to)) {
+    } else if (mf_value_is_number(&to)) {
         int64_t t;
         if (!is_int32_integral(&to)) {
             rc = mf_err_set(c->err, MF_E_FailedToParse, "In $convert, numeric 'to' argument is not an integer");
@@ -3508,7 +3501,7 @@ ev_substr(int op, bson_value_t *v, ctx_t *c, bson_value_t *o)
         static const int icode[] = {MF_E_Location34451, MF_E_Location34453};
         for (int i = 0; i < 2 && rc == 0; i++) {
             const bson_value_t *a = &v[1 + i];
-            if (!is_num(a)) {
+            if (!mf_value_is_number(a)) {
                 rc = mf_err_set(c->err, tcode[i], "%s: %s must be a numeric type (is BSON type %s)", name, what[i],
                                 tname(a));
             } else if (!is_int32_integral(a)) {
@@ -3522,12 +3515,12 @@ ev_substr(int op, bson_value_t *v, ctx_t *c, bson_value_t *o)
             return rc;
         }
     } else {
-        if (!is_num(&v[1])) {
+        if (!mf_value_is_number(&v[1])) {
             mf_value_free(&s);
             return mf_err_set(c->err, MF_E_Location16034, "%s:  starting index must be a numeric type (is BSON type %s)",
                               name, tname(&v[1]));
         }
-        if (!is_num(&v[2])) {
+        if (!mf_value_is_number(&v[2])) {
             mf_value_free(&s);
             return mf_err_set(c->err, MF_E_Location16035, "%s:  length must be a numeric type (is BSON type %s)", name,
                               tname(&v[2]));
@@ -4383,7 +4376,7 @@ ev_bitnot(const bson_value_t *a, ctx_t *c, bson_value_t *o)
         mf_value_set_int32(o, ~a->value.v_int32);
     else if (a->value_type == BSON_TYPE_INT64)
         mf_value_set_int64(o, ~a->value.v_int64);
-    else if (is_num(a))
+    else if (mf_value_is_number(a))
         return mf_err_set(c->err, MF_E_TypeMismatch, "$bitNot only supports int and long, not: %s.", tname(a));
     else
         return mf_err_set(c->err, MF_E_Location28765, "$bitNot only supports numeric types, not %s", tname(a));
@@ -4482,10 +4475,10 @@ ev_quantile(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         elems_of(&in, &el);
         xs = bson_malloc((el.n + 1) * sizeof *xs);
         for (size_t i = 0; i < el.n; i++)
-            if (is_num(&el.v[i]) && !isnan(as_dbl(&el.v[i])))
+            if (mf_value_is_number(&el.v[i]) && !isnan(as_dbl(&el.v[i])))
                 xs[n++] = as_dbl(&el.v[i]);
         elems_free(&el);
-    } else if (is_num(&in) && !isnan(as_dbl(&in))) {
+    } else if (mf_value_is_number(&in) && !isnan(as_dbl(&in))) {
         xs = bson_malloc(sizeof *xs);
         xs[n++] = as_dbl(&in);
     }
@@ -6541,9 +6534,9 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     case OP_LOG:
         if (mf_value_is_nullish(&v[0]) || mf_value_is_nullish(&v[1])) {
             mf_value_set_null(o);
-        } else if (!is_num(&v[0])) {
+        } else if (!mf_value_is_number(&v[0])) {
             rc = mf_err_set(c->err, MF_E_Location28756, "$log's argument must be numeric, not %s", tname(&v[0]));
-        } else if (!is_num(&v[1])) {
+        } else if (!mf_value_is_number(&v[1])) {
             rc = mf_err_set(c->err, MF_E_Location28757, "$log's base must be numeric, not %s", tname(&v[1]));
         } else if (as_dbl(&v[0]) <= 0) {
             rc = mf_err_set(c->err, MF_E_Location28758, "$log's argument must be a positive number, but is %g",
@@ -6717,7 +6710,7 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         static const int icode[] = {MF_E_Location34444, MF_E_Location34446, MF_E_Location34448};
         int64_t *dst[] = {&a, &b, &step};
         for (size_t i = 0; i < n && i < 3; i++) {
-            if (!is_num(&v[i])) {
+            if (!mf_value_is_number(&v[i])) {
                 rc = mf_err_set(c->err, tcode[i], "$range requires a numeric %s value, found value of type:%s%s", what[i],
                                 i == 2 ? "" : " ", tname(&v[i]));
                 break;
@@ -6785,7 +6778,7 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
             rc = convert(c, &v[0], to, o);
         break;
     }
-    case OP_ISNUMBER: mf_value_set_bool(o, is_num(&v[0])); break;
+    case OP_ISNUMBER: mf_value_set_bool(o, mf_value_is_number(&v[0])); break;
     case OP_MERGEOBJECTS: rc = ev_merge_objects(v, n, c, o); break;
     case OP_OBJECTTOARRAY: rc = ev_object_to_array(&v[0], c, o); break;
     case OP_ARRAYTOOBJECT: rc = ev_array_to_object(&v[0], c, o); break;

@@ -75,20 +75,6 @@ mf_value_type_rank(bson_type_t t)
     }
 }
 
-bool
-mf_value_is_number(const bson_value_t *v)
-{
-    switch (v->value_type) {
-    case BSON_TYPE_DOUBLE:
-    case BSON_TYPE_INT32:
-    case BSON_TYPE_INT64:
-    case BSON_TYPE_DECIMAL128:
-        return true;
-    default:
-        return false;
-    }
-}
-
 /* decimal_to_ld: a decimal128 as a long double (NaN and infinities included). */
 static long double
 decimal_to_ld(const bson_decimal128_t *d)

@@ -150,8 +150,13 @@ void mf_value_take_bson(bson_value_t *o, bson_t *b, bool is_array);
 /* mf_doc_cmp: compares two documents as mf_value_cmp compares embedded documents. */
 int mf_doc_cmp(const bson_t *a, const bson_t *b);
 
-/* mf_value_is_number: int32, int64, double or decimal128. */
-bool mf_value_is_number(const bson_value_t *v);
+/* mf_value_is_number: int32, int64, double or decimal128 (inline: expression evaluation asks it of most operands). */
+static inline bool
+mf_value_is_number(const bson_value_t *v)
+{
+    return v->value_type == BSON_TYPE_INT32 || v->value_type == BSON_TYPE_INT64 ||
+           v->value_type == BSON_TYPE_DOUBLE || v->value_type == BSON_TYPE_DECIMAL128;
+}
 
 /* mf_value_as_double: numeric value as a double (decimal128 approximated); 0 for non-numbers. */
 double mf_value_as_double(const bson_value_t *v);
