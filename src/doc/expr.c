@@ -333,9 +333,7 @@ set_real(bson_value_t *o, double x, bool dec)
 static const char *
 tname(const bson_value_t *v)
 {
-    if (v->value_type == BSON_TYPE_EOD)
-        return "missing";
-    return mf_type_name(v->value_type);
+    return mf_type_name(v->value_type); /* "missing" for EOD */
 }
 
 static double
@@ -6752,7 +6750,7 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     case OP_STDDEVPOP:
     case OP_STDDEVSAMP: ev_accum(id, v, n, o); break;
     case OP_TYPE:
-        mf_value_set_str(o, v[0].value_type == BSON_TYPE_EOD ? "missing" : mf_type_name(v[0].value_type));
+        mf_value_set_str(o, mf_type_name(v[0].value_type));
         break;
     case OP_BITAND:
     case OP_BITOR:

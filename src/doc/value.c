@@ -507,7 +507,7 @@ mf_value_check_n(const bson_value_t *v, int64_t *n, mf_error_t *err)
 {
     if (!mf_value_is_number(v))
         return mf_err_set(err, MF_E_Location5787902, "Value for 'n' must be of integral type, but found %s",
-                          v->value_type == BSON_TYPE_EOD ? "missing" : mf_type_name(v->value_type));
+                          mf_type_name(v->value_type));
     if (!mf_value_as_int64(v, n))
         return mf_err_set(err, MF_E_Location5787903, "Value for 'n' must be of integral type, but found %g",
                           mf_value_as_double(v));

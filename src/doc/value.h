@@ -214,7 +214,7 @@ int mf_value_double_cmp(const void *a, const void *b);
  */
 size_t mf_value_percentile_index(double p, size_t n);
 
-/* mf_type_name: MongoDB's alias for a BSON type ("double", "string", ...). */
+/* mf_type_name: MongoDB's alias for a BSON type ("double", "string", ...; "missing" for EOD). */
 const char *mf_type_name(bson_type_t t);
 
 /* mf_bson_append_value: bson_append_value, but with a key of given length (-1 for NUL-terminated). */

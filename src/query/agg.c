@@ -4281,7 +4281,7 @@ run_stage(const stage_t *s, const mf_agg_env_t *env, mf_docvec_t *in, mf_docvec_
                 mf_err_set(err, MF_E_Location40228,
                            "'newRoot' expression must evaluate to an object, but resulting value was: %s. Type of resulting value: '%s'.",
                            r.value_type == BSON_TYPE_EOD ? "MISSING" : "...",
-                           r.value_type == BSON_TYPE_EOD ? "missing" : mf_type_name(r.value_type));
+                           mf_type_name(r.value_type));
                 mf_value_free(&r);
                 mf_docvec_destroy(in);
                 return -1;

@@ -1199,7 +1199,7 @@ window_bounds(const wfield_t *f, const part_t *p, const bson_value_t *sv, int64_
             if (!mf_value_is_number(v)) {
                 rc = mf_err_set(err, MF_E_Location5429414,
                                 "Invalid range: Expected the sortBy field to be a number, but it was %s",
-                                v->value_type == BSON_TYPE_EOD ? "missing" : mf_type_name(v->value_type));
+                                mf_type_name(v->value_type));
                 goto done;
             }
             x[i] = mf_value_as_double(v);
@@ -1970,7 +1970,7 @@ compute_field(const mf_window_t *w, const wfield_t *f, const part_t *p, bson_val
             bool xdate = x->value_type == BSON_TYPE_DATE_TIME;
             if (!mf_value_is_number(x) && !xdate) {
                 mf_err_set(err, MF_E_TypeMismatch, "Value of the sortBy field must be numeric or a date, but found %s",
-                           x->value_type == BSON_TYPE_EOD ? "missing" : mf_type_name(x->value_type));
+                           mf_type_name(x->value_type));
                 goto done;
             }
             if (i > 0) {
