@@ -163,10 +163,11 @@ struct mf_pipeline {
 /* Small helpers                                                            */
 /* ------------------------------------------------------------------------ */
 
+/* doc_value: v becomes a view of b as a document (or, with is_array, an array) value, valid while b is. */
 static void
-doc_value(const bson_t *b, bson_value_t *v)
+doc_value(const bson_t *b, bool is_array, bson_value_t *v)
 {
-    mf_value_set_type(v, BSON_TYPE_DOCUMENT);
+    mf_value_set_type(v, is_array ? BSON_TYPE_ARRAY : BSON_TYPE_DOCUMENT);
     v->value.v_doc.data = (uint8_t *)bson_get_data(b);
     v->value.v_doc.data_len = b->len;
 }
@@ -308,7 +309,7 @@ doc_set_path(const bson_t *doc, const char *path, const bson_value_t *v)
     bson_value_t cur, res;
     bson_t *out;
 
-    doc_value(doc, &cur);
+    doc_value(doc, false, &cur);
     set_path(&cur, path, v, &res);
     out = value_to_doc(&res);
     mf_value_free(&res);
@@ -2222,9 +2223,7 @@ parse_bucket(stage_t *s, const bson_value_t *v, mf_error_t *err)
     }
     {
         bson_value_t gv;
-        gv.value_type = BSON_TYPE_DOCUMENT;
-        gv.value.v_doc.data = (uint8_t *)bson_get_data(&g);
-        gv.value.v_doc.data_len = g.len;
+        doc_value(&g, false, &gv);
         rc = parse_group(s, &gv, err);
     }
     bson_destroy(&g);
@@ -2628,7 +2627,7 @@ parse_bucket_auto(stage_t *s, const bson_value_t *v, mf_error_t *err)
         bson_append_document_end(&g, &cnt);
     }
     bson_value_t gv;
-    doc_value(&g, &gv);
+    doc_value(&g, false, &gv);
     rc = parse_group(s, &gv, err);
     bson_destroy(&g);
     if (rc < 0)
@@ -3367,9 +3366,7 @@ run_lookup(const stage_t *s, const mf_agg_env_t *env, mf_docvec_t *in, mf_docvec
         }
         mf_docvec_destroy(&matched);
         bson_value_t av;
-        mf_value_set_type(&av, BSON_TYPE_ARRAY);
-        av.value.v_doc.data = (uint8_t *)bson_get_data(&arr);
-        av.value.v_doc.data_len = arr.len;
+        doc_value(&arr, true, &av);
         mf_docvec_push_steal(out, doc_set_path(doc, s->field, &av));
         bson_destroy(&arr);
     }
@@ -3556,7 +3553,7 @@ redact_doc(const stage_t *s, const bson_value_t *doc, bson_value_t *out, mf_erro
         }
         if (rc == 0) {
             bson_value_t bv;
-            doc_value(&b, &bv);
+            doc_value(&b, false, &bv);
             mf_value_copy(out, &bv);
         }
         bson_destroy(&b);
@@ -3599,8 +3596,7 @@ redact_value(const stage_t *s, const bson_value_t *in, bson_value_t *out, mf_err
     }
     if (rc == 0) {
         bson_value_t bv;
-        doc_value(&b, &bv);
-        bv.value_type = BSON_TYPE_ARRAY;
+        doc_value(&b, true, &bv);
         mf_value_copy(out, &bv);
     }
     bson_destroy(&b);
@@ -3624,7 +3620,7 @@ run_redact(const stage_t *s, mf_docvec_t *in, mf_docvec_t *out, mf_error_t *err)
     mf_expr_vars_set(&frame);
     for (size_t i = 0; i < in->len && rc == 0; i++) {
         bson_value_t dv, r;
-        doc_value(in->docs[i], &dv);
+        doc_value(in->docs[i], false, &dv);
         rc = redact_doc(s, &dv, &r, err);
         if (rc == 0 && r.value_type == BSON_TYPE_DOCUMENT)
             mf_docvec_push_steal(out, value_to_doc(&r));
@@ -3937,7 +3933,7 @@ bucket_auto_emit(const stage_t *s, mf_sorter_t *so, int64_t n, mf_docvec_t *out,
             bson_value_t idv;
             bson_append_value(&id, "min", 3, &b[i].min);
             bson_append_value(&id, "max", 3, &b[i].max);
-            doc_value(&id, &idv);
+            doc_value(&id, false, &idv);
             b[i].g.key = idv; /* borrowed for gt_result */
             mf_docvec_push_steal(out, gt_result(s, &b[i].g));
             bson_destroy(&id);
@@ -4141,8 +4137,7 @@ run_graph_lookup(const stage_t *s, const mf_agg_env_t *env, mf_docvec_t *in, mf_
                 bson_uint32_to_string((uint32_t)j, &key, buf, sizeof buf);
                 bson_append_document(&arr, key, -1, found.docs[j]);
             }
-            doc_value(&arr, &av);
-            av.value_type = BSON_TYPE_ARRAY;
+            doc_value(&arr, true, &av);
             mf_docvec_push_steal(out, doc_set_path(in->docs[i], s->field, &av));
             bson_destroy(&arr);
         }
