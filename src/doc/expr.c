@@ -342,41 +342,6 @@ as_dbl(const bson_value_t *v)
     return mf_value_as_double(v);
 }
 
-/* An array builder: appends values under keys "0", "1", ... */
-typedef struct abuild {
-    bson_t b;
-    uint32_t i;
-} abuild_t;
-
-static void
-ab_init(abuild_t *a)
-{
-    bson_init(&a->b);
-    a->i = 0;
-}
-
-/* ab_push: appends v (missing is appended as null). */
-static void
-ab_push(abuild_t *a, const bson_value_t *v)
-{
-    char buf[16];
-    const char *key;
-    bson_value_t n;
-
-    bson_uint32_to_string(a->i++, &key, buf, sizeof buf);
-    if (v->value_type == BSON_TYPE_EOD) {
-        mf_value_set_null(&n);
-        v = &n;
-    }
-    bson_append_value(&a->b, key, -1, v);
-}
-
-static void
-ab_finish(abuild_t *a, bson_value_t *o)
-{
-    mf_value_take_bson(o, &a->b, true);
-}
-
 /* Borrowed view of an array's elements. */
 typedef struct elems {
     bson_value_t *v;
@@ -2121,8 +2086,8 @@ walk_path(const bson_value_t *v, char *const *path, size_t n, bson_value_t *o)
         return;
     }
     if (v->value_type == BSON_TYPE_ARRAY) {
-        abuild_t ab;
-        ab_init(&ab);
+        mf_value_array_t ab;
+        mf_value_array_init(&ab);
         bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
         while (bson_iter_next(&it)) {
             const bson_value_t *ev_ = bson_iter_value(&it);
@@ -2131,10 +2096,10 @@ walk_path(const bson_value_t *v, char *const *path, size_t n, bson_value_t *o)
                 continue;
             walk_path(ev_, path, n, &r);
             if (r.value_type != BSON_TYPE_EOD)
-                ab_push(&ab, &r);
+                mf_value_array_push(&ab, &r);
             mf_value_free(&r);
         }
-        ab_finish(&ab, o);
+        mf_value_array_finish(&ab, o);
         return;
     }
     mf_value_set_missing(o);
@@ -2565,14 +2530,14 @@ ev_nacc(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         return mf_err_set(c->err, MF_E_Location5788200, "Input must be an array");
     }
     elems_t el;
-    abuild_t ab;
+    mf_value_array_t ab;
     elems_of(&in, &el);
-    ab_init(&ab);
+    mf_value_array_init(&ab);
     if (op == OP_FIRSTN || op == OP_LASTN) {
         size_t cnt = (uint64_t)n < el.n ? (size_t)n : el.n;
         size_t from = op == OP_FIRSTN ? 0 : el.n - cnt;
         for (size_t i = from; i < from + cnt; i++)
-            ab_push(&ab, &el.v[i]);
+            mf_value_array_push(&ab, &el.v[i]);
     } else {
         bson_value_t *keep = bson_malloc((el.n ? el.n : 1) * sizeof *keep);
         size_t k = 0;
@@ -2581,10 +2546,10 @@ ev_nacc(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
                 keep[k++] = el.v[i];
         qsort(keep, k, sizeof *keep, op == OP_MINN ? cmpv_asc : cmpv_desc);
         for (size_t i = 0; i < k && (int64_t)i < n; i++)
-            ab_push(&ab, &keep[i]);
+            mf_value_array_push(&ab, &keep[i]);
         bson_free(keep);
     }
-    ab_finish(&ab, o);
+    mf_value_array_finish(&ab, o);
     elems_free(&el);
     mf_value_free(&in);
     return 0;
@@ -2773,7 +2738,7 @@ ev_slice(const bson_value_t *v, size_t n, ctx_t *c, bson_value_t *o)
 {
     int64_t pos = 0, cnt;
     elems_t el;
-    abuild_t ab;
+    mf_value_array_t ab;
 
     /* mongod: array and position nullish first, then their types, then the count's nullishness and type. */
     if (mf_value_is_nullish(&v[0]) || mf_value_is_nullish(&v[1])) {
@@ -2826,10 +2791,10 @@ ev_slice(const bson_value_t *v, size_t n, ctx_t *c, bson_value_t *o)
                 pos = 0;
         }
     }
-    ab_init(&ab);
+    mf_value_array_init(&ab);
     for (int64_t i = pos; i < len && i - pos < cnt; i++)
-        ab_push(&ab, &el.v[i]);
-    ab_finish(&ab, o);
+        mf_value_array_push(&ab, &el.v[i]);
+    mf_value_array_finish(&ab, o);
     elems_free(&el);
     return 0;
 }
@@ -2860,7 +2825,7 @@ arg_is_const(const mf_expr_t *e, size_t i)
 
 /* set_add: appends v to ab unless an equal value is already in seen (borrowed list). */
 static void
-set_add(abuild_t *ab, elems_t *seen, size_t *cap, const bson_value_t *v)
+set_add(mf_value_array_t *ab, elems_t *seen, size_t *cap, const bson_value_t *v)
 {
     for (size_t i = 0; i < seen->n; i++)
         if (cmpv(&seen->v[i], v) == 0)
@@ -2870,7 +2835,7 @@ set_add(abuild_t *ab, elems_t *seen, size_t *cap, const bson_value_t *v)
         seen->v = bson_realloc(seen->v, *cap * sizeof *seen->v);
     }
     seen->v[seen->n++] = *v;
-    ab_push(ab, v);
+    mf_value_array_push(ab, v);
 }
 
 static bool
@@ -2886,7 +2851,7 @@ static int
 ev_sets(const mf_expr_t *e, bson_value_t *v, size_t n, ctx_t *c, bson_value_t *o)
 {
     int op = e->op->id;
-    abuild_t ab;
+    mf_value_array_t ab;
     elems_t seen = {NULL, 0};
     size_t cap = 0;
 
@@ -2942,7 +2907,7 @@ ev_sets(const mf_expr_t *e, bson_value_t *v, size_t n, ctx_t *c, bson_value_t *o
                                   tname(&v[i]));
     }
     if (op == OP_SETUNION) {
-        ab_init(&ab);
+        mf_value_array_init(&ab);
         for (size_t i = 0; i < n; i++) {
             elems_t el;
             elems_of(&v[i], &el);
@@ -2951,14 +2916,14 @@ ev_sets(const mf_expr_t *e, bson_value_t *v, size_t n, ctx_t *c, bson_value_t *o
             elems_free(&el);
         }
         bson_free(seen.v);
-        ab_finish(&ab, o);
+        mf_value_array_finish(&ab, o);
         return 0;
     }
     if (op == OP_SETINTERSECTION || op == OP_SETDIFFERENCE) {
         elems_t first;
-        ab_init(&ab);
+        mf_value_array_init(&ab);
         if (n == 0) {
-            ab_finish(&ab, o);
+            mf_value_array_finish(&ab, o);
             return 0;
         }
         elems_of(&v[0], &first);
@@ -2979,7 +2944,7 @@ ev_sets(const mf_expr_t *e, bson_value_t *v, size_t n, ctx_t *c, bson_value_t *o
         bson_free(others);
         elems_free(&first);
         bson_free(seen.v);
-        ab_finish(&ab, o);
+        mf_value_array_finish(&ab, o);
         return 0;
     }
     /* $setIsSubset, $setEquals */
@@ -3692,7 +3657,7 @@ ev_index_of(int op, bson_value_t *v, size_t n, ctx_t *c, bson_value_t *o)
 static int
 ev_split(bson_value_t *v, ctx_t *c, bson_value_t *o)
 {
-    abuild_t ab;
+    mf_value_array_t ab;
     bson_value_t piece;
 
     if (mf_value_is_nullish(&v[0]) || mf_value_is_nullish(&v[1])) {
@@ -3711,11 +3676,11 @@ ev_split(bson_value_t *v, ctx_t *c, bson_value_t *o)
         return mf_err_set(c->err, MF_E_Location40087, "$split requires a non-empty separator");
     const char *s = v[0].value.v_utf8.str, *d = v[1].value.v_utf8.str;
     size_t sn = v[0].value.v_utf8.len, dn = v[1].value.v_utf8.len, last = 0;
-    ab_init(&ab);
+    mf_value_array_init(&ab);
     for (size_t i = 0; i + dn <= sn;) {
         if (memcmp(s + i, d, dn) == 0) {
             mf_value_set_strn(&piece, s + last, i - last);
-            ab_push(&ab, &piece);
+            mf_value_array_push(&ab, &piece);
             mf_value_free(&piece);
             i += dn;
             last = i;
@@ -3724,9 +3689,9 @@ ev_split(bson_value_t *v, ctx_t *c, bson_value_t *o)
         }
     }
     mf_value_set_strn(&piece, s + last, sn - last);
-    ab_push(&ab, &piece);
+    mf_value_array_push(&ab, &piece);
     mf_value_free(&piece);
-    ab_finish(&ab, o);
+    mf_value_array_finish(&ab, o);
     return 0;
 }
 
@@ -3928,9 +3893,9 @@ ev_regex(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     } else if (e->op->id == OP_REGEXFIND) {
         rc = rx_next(op, c, &r, o);
     } else {
-        abuild_t ab;
+        mf_value_array_t ab;
         size_t total = 0;
-        ab_init(&ab);
+        mf_value_array_init(&ab);
         do {
             bson_value_t m;
             if (rx_next(op, c, &r, &m) < 0) {
@@ -3946,7 +3911,7 @@ ev_regex(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
                                 "%s: the size of buffer to store output exceeded the 64MB limit", op);
                 break;
             }
-            ab_push(&ab, &m);
+            mf_value_array_push(&ab, &m);
             mf_value_free(&m);
             PCRE2_SIZE *ov = pcre2_get_ovector_pointer(r.md);
             size_t mlen = ov[1] - ov[0];
@@ -3962,7 +3927,7 @@ ev_regex(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
             r.pos += mlen;
         } while (r.pos < r.len);
         if (rc == 0)
-            ab_finish(&ab, o);
+            mf_value_array_finish(&ab, o);
         else
             bson_destroy(&ab.b);
     }
@@ -4227,7 +4192,7 @@ ev_sort_array(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     int r;
     elems_t el;
     sa_ctx_t s;
-    abuild_t ab;
+    mf_value_array_t ab;
 
     if ((r = eval_or_null(e->args[0], c, &in, o)) != 0)
         return r > 0 ? 0 : -1;
@@ -4257,10 +4222,10 @@ ev_sort_array(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
                 s.isdoc[i] = bson_init_static(&s.docs[i], el.v[i].value.v_doc.data, el.v[i].value.v_doc.data_len);
     }
     sa_merge(&s, idx, tmp, el.n);
-    ab_init(&ab);
+    mf_value_array_init(&ab);
     for (size_t i = 0; i < el.n; i++)
-        ab_push(&ab, &el.v[idx[i]]);
-    ab_finish(&ab, o);
+        mf_value_array_push(&ab, &el.v[idx[i]]);
+    mf_value_array_finish(&ab, o);
     bson_free(idx);
     bson_free(tmp);
     free(s.docs);
@@ -4314,21 +4279,21 @@ ev_zip(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         }
     {
         size_t n = e->flag ? maxn : minn;
-        abuild_t out;
+        mf_value_array_t out;
         bson_value_t nul;
         mf_value_set_null(&nul);
-        ab_init(&out);
+        mf_value_array_init(&out);
         for (size_t r = 0; r < n; r++) {
-            abuild_t row;
+            mf_value_array_t row;
             bson_value_t rv;
-            ab_init(&row);
+            mf_value_array_init(&row);
             for (size_t i = 0; i < ni; i++)
-                ab_push(&row, r < el[i].n ? &el[i].v[r] : nd ? &v[ni + i] : &nul);
-            ab_finish(&row, &rv);
-            ab_push(&out, &rv);
+                mf_value_array_push(&row, r < el[i].n ? &el[i].v[r] : nd ? &v[ni + i] : &nul);
+            mf_value_array_finish(&row, &rv);
+            mf_value_array_push(&out, &rv);
             mf_value_free(&rv);
         }
-        ab_finish(&out, o);
+        mf_value_array_finish(&out, o);
     }
 done:
     for (size_t i = 0; i < got; i++)
@@ -4491,17 +4456,17 @@ ev_quantile(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         else
             mf_value_set_double(o, PCT(0.5));
     } else {
-        abuild_t ab;
+        mf_value_array_t ab;
         bson_value_t x;
-        ab_init(&ab);
+        mf_value_array_init(&ab);
         for (size_t i = 0; i < e->nps; i++) {
             if (n == 0)
                 mf_value_set_null(&x);
             else
                 mf_value_set_double(&x, PCT(e->ps[i]));
-            ab_push(&ab, &x);
+            mf_value_array_push(&ab, &x);
         }
-        ab_finish(&ab, o);
+        mf_value_array_finish(&ab, o);
     }
 #undef PCT
     bson_free(xs);
@@ -6015,7 +5980,7 @@ static int
 ev_object_to_array(const bson_value_t *a, ctx_t *c, bson_value_t *o)
 {
     bson_iter_t it;
-    abuild_t ab;
+    mf_value_array_t ab;
 
     if (mf_value_is_nullish(a)) {
         mf_value_set_null(o);
@@ -6023,7 +5988,7 @@ ev_object_to_array(const bson_value_t *a, ctx_t *c, bson_value_t *o)
     }
     if (a->value_type != BSON_TYPE_DOCUMENT)
         return mf_err_set(c->err, MF_E_Location40390, "$objectToArray requires a document input, found: %s", tname(a));
-    ab_init(&ab);
+    mf_value_array_init(&ab);
     bson_iter_init_from_data(&it, a->value.v_doc.data, a->value.v_doc.data_len);
     while (bson_iter_next(&it)) {
         bson_t kv = BSON_INITIALIZER;
@@ -6031,10 +5996,10 @@ ev_object_to_array(const bson_value_t *a, ctx_t *c, bson_value_t *o)
         bson_append_utf8(&kv, "k", 1, bson_iter_key(&it), (int)bson_iter_key_len(&it));
         bson_append_value(&kv, "v", 1, bson_iter_value(&it));
         mf_value_take_bson(&d, &kv, false);
-        ab_push(&ab, &d);
+        mf_value_array_push(&ab, &d);
         mf_value_free(&d);
     }
-    ab_finish(&ab, o);
+    mf_value_array_finish(&ab, o);
     return 0;
 }
 
@@ -6151,7 +6116,7 @@ ev_map_filter(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
 {
     bson_value_t in, lim;
     elems_t el;
-    abuild_t ab;
+    mf_value_array_t ab;
     int64_t limit = -1, taken = 0;
     bool is_map = e->op->id == OP_MAP;
     const binding_t *saved = c->vars;
@@ -6193,7 +6158,7 @@ ev_map_filter(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         mf_value_free(&lim);
     }
     elems_of(&in, &el);
-    ab_init(&ab);
+    mf_value_array_init(&ab);
     b.name = e->name;
     b.up = saved;
     c->vars = &b;
@@ -6205,10 +6170,10 @@ ev_map_filter(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
             break;
         }
         if (is_map) {
-            ab_push(&ab, &r);
+            mf_value_array_push(&ab, &r);
         } else if (truthy(&r)) {
             if (limit < 0 || taken < limit) {
-                ab_push(&ab, &el.v[i]);
+                mf_value_array_push(&ab, &el.v[i]);
                 taken++;
             }
         }
@@ -6218,7 +6183,7 @@ ev_map_filter(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     }
     c->vars = saved;
     if (rc == 0)
-        ab_finish(&ab, o);
+        mf_value_array_finish(&ab, o);
     else
         bson_destroy(&ab.b);
     elems_free(&el);
@@ -6654,7 +6619,7 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         }
         break;
     case OP_CONCATARRAYS: {
-        abuild_t ab;
+        mf_value_array_t ab;
         bool null = false;
         for (size_t i = 0; i < n && rc == 0 && !null; i++) {
             if (mf_value_is_nullish(&v[i]))
@@ -6668,15 +6633,15 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
             mf_value_set_null(o);
             break;
         }
-        ab_init(&ab);
+        mf_value_array_init(&ab);
         for (size_t i = 0; i < n; i++) {
             elems_t el;
             elems_of(&v[i], &el);
             for (size_t j = 0; j < el.n; j++)
-                ab_push(&ab, &el.v[j]);
+                mf_value_array_push(&ab, &el.v[j]);
             elems_free(&el);
         }
-        ab_finish(&ab, o);
+        mf_value_array_finish(&ab, o);
         break;
     }
     case OP_SLICE: rc = ev_slice(v, n, c, o); break;
@@ -6689,18 +6654,18 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
                             tname(&v[0]));
         } else {
             elems_t el;
-            abuild_t ab;
+            mf_value_array_t ab;
             elems_of(&v[0], &el);
-            ab_init(&ab);
+            mf_value_array_init(&ab);
             for (size_t i = el.n; i > 0; i--)
-                ab_push(&ab, &el.v[i - 1]);
-            ab_finish(&ab, o);
+                mf_value_array_push(&ab, &el.v[i - 1]);
+            mf_value_array_finish(&ab, o);
             elems_free(&el);
         }
         break;
     case OP_RANGE: {
         int64_t a = 0, b = 0, step = 1;
-        abuild_t ab;
+        mf_value_array_t ab;
         char vb[128];
         /* mongod: start's type, start's range, end's type, end's range, then the step's (no null passthrough). */
         static const char *const what[] = {"starting", "ending", "step"};
@@ -6728,11 +6693,11 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
             rc = mf_err_set(c->err, MF_E_Location34449, "$range requires a non-zero step value");
             break;
         }
-        ab_init(&ab);
+        mf_value_array_init(&ab);
         for (int64_t i = a; step > 0 ? i < b : i > b; i += step) {
             bson_value_t x;
             mf_value_set_int32(&x, (int32_t)i);
-            ab_push(&ab, &x);
+            mf_value_array_push(&ab, &x);
             if (ab.b.len > 16 * 1024 * 1024) {
                 bson_destroy(&ab.b);
                 rc = mf_err_set(c->err, MF_E_ExceededMemoryLimit, "$range would use too much memory");
@@ -6740,7 +6705,7 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
             }
         }
         if (rc == 0)
-            ab_finish(&ab, o);
+            mf_value_array_finish(&ab, o);
         break;
     }
     case OP_SUM:
@@ -6863,18 +6828,18 @@ ev(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         return 0;
     }
     case K_ARR: {
-        abuild_t ab;
-        ab_init(&ab);
+        mf_value_array_t ab;
+        mf_value_array_init(&ab);
         for (size_t i = 0; i < e->nargs; i++) {
             bson_value_t r;
             if (ev(e->args[i], c, &r) < 0) {
                 bson_destroy(&ab.b);
                 return -1;
             }
-            ab_push(&ab, &r);
+            mf_value_array_push(&ab, &r);
             mf_value_free(&r);
         }
-        ab_finish(&ab, o);
+        mf_value_array_finish(&ab, o);
         return 0;
     }
     case K_OP:

@@ -147,6 +147,47 @@ void mf_value_set_str(bson_value_t *o, const char *s);
  */
 void mf_value_take_bson(bson_value_t *o, bson_t *b, bool is_array);
 
+/*
+ * mf_value_array_t: an array value under construction, its elements keyed
+ * "0", "1", ...: mf_value_array_init, a push per element, then
+ * mf_value_array_finish (or bson_destroy(&a->b) to drop it). Inline, as
+ * operators like $map push every element through it.
+ */
+typedef struct mf_value_array {
+    bson_t b;
+    uint32_t n; /* elements so far */
+} mf_value_array_t;
+
+static inline void
+mf_value_array_init(mf_value_array_t *a)
+{
+    bson_init(&a->b);
+    a->n = 0;
+}
+
+/* mf_value_array_push: appends a copy of v (missing is appended as null). */
+static inline void
+mf_value_array_push(mf_value_array_t *a, const bson_value_t *v)
+{
+    char buf[16];
+    const char *key;
+    bson_value_t null_v;
+
+    bson_uint32_to_string(a->n++, &key, buf, sizeof buf);
+    if (v->value_type == BSON_TYPE_EOD) {
+        mf_value_set_null(&null_v);
+        v = &null_v;
+    }
+    bson_append_value(&a->b, key, -1, v);
+}
+
+/* mf_value_array_finish: o becomes the array, which it owns; a is consumed. */
+static inline void
+mf_value_array_finish(mf_value_array_t *a, bson_value_t *o)
+{
+    mf_value_take_bson(o, &a->b, true);
+}
+
 /* mf_doc_cmp: compares two documents as mf_value_cmp compares embedded documents. */
 int mf_doc_cmp(const bson_t *a, const bson_t *b);
 

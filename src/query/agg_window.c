@@ -896,18 +896,13 @@ err_free:
 static void
 array_of(bson_value_t *out, const bson_value_t *vals, const size_t *idx, size_t n)
 {
-    bson_t arr = BSON_INITIALIZER;
-    size_t k = 0;
-    for (size_t j = 0; j < n; j++) {
-        const bson_value_t *v = &vals[idx[j]];
-        char buf[16];
-        const char *key;
-        if (v->value_type == BSON_TYPE_EOD)
-            continue;
-        bson_uint32_to_string((uint32_t)k++, &key, buf, sizeof buf);
-        mf_bson_append_value(&arr, key, -1, v);
-    }
-    mf_value_take_bson(out, &arr, true);
+    mf_value_array_t arr;
+
+    mf_value_array_init(&arr);
+    for (size_t j = 0; j < n; j++)
+        if (vals[idx[j]].value_type != BSON_TYPE_EOD)
+            mf_value_array_push(&arr, &vals[idx[j]]);
+    mf_value_array_finish(&arr, out);
 }
 
 /* ---- removable sum (for $sum, $avg, $count) ---- */
@@ -1292,16 +1287,11 @@ acc_result(const wfield_t *f, const part_t *p, const bson_value_t *vals, const b
     case WF_LASTN: {
         int64_t cnt = h - l + 1 < f->n ? h - l + 1 : f->n;
         int64_t start = f->kind == WF_FIRSTN ? l : h - cnt + 1;
-        bson_t arr = BSON_INITIALIZER;
-        for (int64_t j = 0; j < cnt; j++) {
-            char buf[16];
-            const char *key;
-            bson_value_t nv;
-            bson_uint32_to_string((uint32_t)j, &key, buf, sizeof buf);
-            mf_value_set_null(&nv);
-            mf_bson_append_value(&arr, key, -1, vals[start + j].value_type == BSON_TYPE_EOD ? &nv : &vals[start + j]);
-        }
-        mf_value_take_bson(out, &arr, true);
+        mf_value_array_t arr;
+        mf_value_array_init(&arr);
+        for (int64_t j = 0; j < cnt; j++)
+            mf_value_array_push(&arr, &vals[start + j]); /* missing as null */
+        mf_value_array_finish(&arr, out);
         return 0;
     }
     case WF_INTEGRAL: {
@@ -1617,8 +1607,9 @@ ostate_rebuild(const wfield_t *f, const part_t *p, const bson_value_t *vals, ost
 static void
 ostate_result(const wfield_t *f, const ostate_t *os, const bson_value_t *vals, bson_value_t *out)
 {
-    bson_t arr = BSON_INITIALIZER;
+    mf_value_array_t arr;
 
+    mf_value_array_init(&arr);
     switch (f->kind) {
     case WF_MEDIAN:
     case WF_PERCENTILE:
@@ -1632,35 +1623,26 @@ ostate_result(const wfield_t *f, const ostate_t *os, const bson_value_t *vals, b
             }
             if (f->kind == WF_MEDIAN) {
                 *out = r;
-                bson_destroy(&arr);
+                bson_destroy(&arr.b);
                 return;
             }
-            char buf[16];
-            const char *key;
-            bson_uint32_to_string((uint32_t)q, &key, buf, sizeof buf);
-            mf_bson_append_value(&arr, key, -1, &r);
+            mf_value_array_push(&arr, &r);
         }
         break;
     case WF_TOP:
     case WF_BOTTOM:
-        bson_destroy(&arr);
+        bson_destroy(&arr.b);
         if (os->n == 0 || vals[os->ix[f->kind == WF_TOP ? 0 : os->n - 1]].value_type == BSON_TYPE_EOD)
             mf_value_set_null(out);
         else
             mf_value_copy(out, &vals[os->ix[f->kind == WF_TOP ? 0 : os->n - 1]]);
         return;
     default:
-        for (size_t k = 0; k < os->n; k++) {
-            char buf[16];
-            const char *key;
-            bson_value_t nv;
-            mf_value_set_null(&nv);
-            bson_uint32_to_string((uint32_t)k, &key, buf, sizeof buf);
-            mf_bson_append_value(&arr, key, -1, vals[os->ix[k]].value_type == BSON_TYPE_EOD ? &nv : &vals[os->ix[k]]);
-        }
+        for (size_t k = 0; k < os->n; k++)
+            mf_value_array_push(&arr, &vals[os->ix[k]]); /* missing as null */
         break;
     }
-    mf_value_take_bson(out, &arr, true);
+    mf_value_array_finish(&arr, out);
 }
 
 /*
