@@ -16,7 +16,8 @@
  *
  * Invariants: the module is pure; nothing here allocates except transient
  * stack buffers and the values the string and document setters build (which
- * the caller then owns), and no function keeps a reference to its arguments.
+ * the caller then owns; value.h's array builder likewise), and no function
+ * keeps a reference to its arguments.
  */
 #include "doc/value.h"
 #include "doc/collation.h"

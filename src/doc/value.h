@@ -9,8 +9,8 @@
  * and values of the same rank by content (strings bytewise, documents field by
  * field: type rank, then field name, then value; arrays element by element).
  * NaN sorts below every other number and equals itself. This module is pure:
- * no storage, no allocation except where a function says so (the string and
- * document setters).
+ * no storage, no allocation except where a function says so (the string,
+ * document and array builders, whose values the caller then owns).
  */
 #ifndef MF_VALUE_H
 #define MF_VALUE_H
