@@ -2070,6 +2070,35 @@ parse_list_sessions(stage_t *s, const char *name, const bson_value_t *v, mf_erro
     return 0;
 }
 
+/*
+ * parse_bucket_group: the $group behind $bucket and $bucketAuto. g (its _id
+ * so far) gets output's fields, or {count: {$sum: 1}} when output is absent
+ * (or, with empty_counts, has no fields), and is parsed into s; g is destroyed.
+ */
+static int
+parse_bucket_group(stage_t *s, bson_t *g, const bson_value_t *output, bool empty_counts, mf_error_t *err)
+{
+    bson_iter_t it;
+    bson_value_t gv;
+    int rc;
+
+    if (output != NULL) {
+        bson_iter_init_from_data(&it, output->value.v_doc.data, output->value.v_doc.data_len);
+        while (bson_iter_next(&it))
+            bson_append_value(g, bson_iter_key(&it), -1, bson_iter_value(&it));
+    }
+    if (output == NULL || (empty_counts && mf_value_is_empty_doc(output))) {
+        bson_t cnt;
+        bson_append_document_begin(g, "count", 5, &cnt);
+        BSON_APPEND_INT32(&cnt, "$sum", 1);
+        bson_append_document_end(g, &cnt);
+    }
+    doc_value(g, false, &gv);
+    rc = parse_group(s, &gv, err);
+    bson_destroy(g);
+    return rc;
+}
+
 /* append_bound_cmp: appends {<op>: [group_by, {$literal: bound}]} to the array a as its element key. */
 static void
 append_bound_cmp(bson_t *a, const char *key, const char *op, const bson_value_t *group_by, const bson_value_t *bound)
@@ -2102,7 +2131,6 @@ parse_bucket(stage_t *s, const bson_value_t *v, mf_error_t *err)
     bson_iter_t it, bi;
     bson_value_t prev;
     size_t nb = 0;
-    int rc;
 
     if (v->value_type != BSON_TYPE_DOCUMENT)
         return mf_err_set(err, MF_E_Location40201, "Argument to $bucket stage must be an object, but found type: %s.",
@@ -2211,23 +2239,7 @@ parse_bucket(stage_t *s, const bson_value_t *v, mf_error_t *err)
     bson_destroy(lo_doc);
     bson_append_document_end(&id, &sw);
     bson_append_document_end(&g, &id);
-    if (output != NULL) {
-        bson_iter_init_from_data(&it, output->value.v_doc.data, output->value.v_doc.data_len);
-        while (bson_iter_next(&it))
-            bson_append_value(&g, bson_iter_key(&it), -1, bson_iter_value(&it));
-    } else {
-        bson_t cnt;
-        bson_append_document_begin(&g, "count", 5, &cnt);
-        BSON_APPEND_INT32(&cnt, "$sum", 1);
-        bson_append_document_end(&g, &cnt);
-    }
-    {
-        bson_value_t gv;
-        doc_value(&g, false, &gv);
-        rc = parse_group(s, &gv, err);
-    }
-    bson_destroy(&g);
-    if (rc < 0)
+    if (parse_bucket_group(s, &g, output, false, err) < 0)
         return -1;
     bson_t *spec = BCON_NEW("_id", BCON_INT32(1));
     s->sort = mf_sort_new(spec, err);
@@ -2559,7 +2571,6 @@ parse_bucket_auto(stage_t *s, const bson_value_t *v, mf_error_t *err)
     const bson_value_t *group_by = NULL, *output = NULL;
     bool have_buckets = false;
     bson_iter_t it;
-    int rc;
 
     if (v->value_type != BSON_TYPE_DOCUMENT)
         return mf_err_set(err, MF_E_Location40240, "The argument to $bucketAuto must be an object, but found type: %s",
@@ -2615,22 +2626,7 @@ parse_bucket_auto(stage_t *s, const bson_value_t *v, mf_error_t *err)
     /* The accumulators: {_id: null, <output>} parsed as a $group (output defaults to {count: {$sum: 1}}). */
     bson_t g = BSON_INITIALIZER;
     bson_append_null(&g, "_id", 3);
-    if (output != NULL) {
-        bson_iter_init_from_data(&it, output->value.v_doc.data, output->value.v_doc.data_len);
-        while (bson_iter_next(&it))
-            bson_append_value(&g, bson_iter_key(&it), -1, bson_iter_value(&it));
-    }
-    if (output == NULL || mf_value_is_empty_doc(output)) {
-        bson_t cnt;
-        bson_append_document_begin(&g, "count", 5, &cnt);
-        BSON_APPEND_INT32(&cnt, "$sum", 1);
-        bson_append_document_end(&g, &cnt);
-    }
-    bson_value_t gv;
-    doc_value(&g, false, &gv);
-    rc = parse_group(s, &gv, err);
-    bson_destroy(&g);
-    if (rc < 0)
+    if (parse_bucket_group(s, &g, output, true, err) < 0)
         return -1;
     for (size_t a = 0; a < s->naccs; a++)
         if (s->accs[a].n_expr != NULL && !mf_expr_is_constant(s->accs[a].n_expr))
