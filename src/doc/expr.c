@@ -62,6 +62,7 @@
 #include <math.h>
 #include <pcre2.h>
 #include "doc/rx.h"
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -317,168 +318,28 @@ var_name_ok(const char *name, size_t len, bool read, mf_error_t *err)
 /* Value helpers                                                            */
 /* ------------------------------------------------------------------------ */
 
-static void
-set_missing(bson_value_t *o)
-{
-    memset(o, 0, sizeof *o);
-    o->value_type = BSON_TYPE_EOD;
-}
+/* The setters (mf_value_set_*, mf_value_take_bson) are value.h's, shared with agg.c and agg_window.c. */
 
+/* set_real: o becomes x as a decimal when dec (a math result of a decimal argument), else as a double. */
 static void
-set_null(bson_value_t *o)
+set_real(bson_value_t *o, double x, bool dec)
 {
-    memset(o, 0, sizeof *o);
-    o->value_type = BSON_TYPE_NULL;
-}
-
-static void
-set_bool(bson_value_t *o, bool b)
-{
-    memset(o, 0, sizeof *o);
-    o->value_type = BSON_TYPE_BOOL;
-    o->value.v_bool = b;
-}
-
-static void
-set_i32(bson_value_t *o, int32_t x)
-{
-    memset(o, 0, sizeof *o);
-    o->value_type = BSON_TYPE_INT32;
-    o->value.v_int32 = x;
-}
-
-static void
-set_i64(bson_value_t *o, int64_t x)
-{
-    memset(o, 0, sizeof *o);
-    o->value_type = BSON_TYPE_INT64;
-    o->value.v_int64 = x;
-}
-
-static void
-set_dbl(bson_value_t *o, double x)
-{
-    memset(o, 0, sizeof *o);
-    o->value_type = BSON_TYPE_DOUBLE;
-    o->value.v_double = x;
-}
-
-static void
-set_date(bson_value_t *o, int64_t ms)
-{
-    memset(o, 0, sizeof *o);
-    o->value_type = BSON_TYPE_DATE_TIME;
-    o->value.v_datetime = ms;
-}
-
-static void
-set_dec_from_double(bson_value_t *o, double x)
-{
-    char buf[64];
-
-    memset(o, 0, sizeof *o);
-    o->value_type = BSON_TYPE_DECIMAL128;
-    if (isnan(x))
-        snprintf(buf, sizeof buf, "NaN");
-    else if (isinf(x))
-        snprintf(buf, sizeof buf, x > 0 ? "Infinity" : "-Infinity");
+    if (dec)
+        mf_value_set_decimal_from_double(o, x);
     else
-        snprintf(buf, sizeof buf, "%.15g", x);
-    bson_decimal128_from_string(buf, &o->value.v_decimal128);
-}
-
-/* set_strn: o becomes an owned copy of the len bytes at s. */
-static void
-set_strn(bson_value_t *o, const char *s, size_t len)
-{
-    memset(o, 0, sizeof *o);
-    o->value_type = BSON_TYPE_UTF8;
-    o->value.v_utf8.str = bson_malloc(len + 1);
-    if (len)
-        memcpy(o->value.v_utf8.str, s, len);
-    o->value.v_utf8.str[len] = '\0';
-    o->value.v_utf8.len = (uint32_t)len;
-}
-
-static void
-set_str(bson_value_t *o, const char *s)
-{
-    set_strn(o, s, strlen(s));
-}
-
-/* take_bson: o becomes a document/array value holding a copy of b's bytes; b is destroyed. */
-static void
-take_bson(bson_value_t *o, bson_t *b, bool is_array)
-{
-    memset(o, 0, sizeof *o);
-    o->value_type = is_array ? BSON_TYPE_ARRAY : BSON_TYPE_DOCUMENT;
-    o->value.v_doc.data_len = b->len;
-    o->value.v_doc.data = bson_malloc(b->len);
-    memcpy(o->value.v_doc.data, bson_get_data(b), b->len);
-    bson_destroy(b);
-}
-
-static bool
-is_nullish(const bson_value_t *v)
-{
-    return v->value_type == BSON_TYPE_EOD || v->value_type == BSON_TYPE_NULL ||
-           v->value_type == BSON_TYPE_UNDEFINED;
-}
-
-static bool
-is_num(const bson_value_t *v)
-{
-    return v->value_type == BSON_TYPE_INT32 || v->value_type == BSON_TYPE_INT64 ||
-           v->value_type == BSON_TYPE_DOUBLE || v->value_type == BSON_TYPE_DECIMAL128;
+        mf_value_set_double(o, x);
 }
 
 static const char *
 tname(const bson_value_t *v)
 {
-    if (v->value_type == BSON_TYPE_EOD)
-        return "missing";
-    return mf_type_name(v->value_type);
+    return mf_type_name(v->value_type); /* "missing" for EOD */
 }
 
 static double
 as_dbl(const bson_value_t *v)
 {
     return mf_value_as_double(v);
-}
-
-/* An array builder: appends values under keys "0", "1", ... */
-typedef struct abuild {
-    bson_t b;
-    uint32_t i;
-} abuild_t;
-
-static void
-ab_init(abuild_t *a)
-{
-    bson_init(&a->b);
-    a->i = 0;
-}
-
-/* ab_push: appends v (missing is appended as null). */
-static void
-ab_push(abuild_t *a, const bson_value_t *v)
-{
-    char buf[16];
-    const char *key;
-    bson_value_t n;
-
-    bson_uint32_to_string(a->i++, &key, buf, sizeof buf);
-    if (v->value_type == BSON_TYPE_EOD) {
-        set_null(&n);
-        v = &n;
-    }
-    bson_append_value(&a->b, key, -1, v);
-}
-
-static void
-ab_finish(abuild_t *a, bson_value_t *o)
-{
-    take_bson(o, &a->b, true);
 }
 
 /* Borrowed view of an array's elements. */
@@ -632,13 +493,13 @@ static void
 num_result(const num_t *n, bson_value_t *o)
 {
     if (n->rank == 3) {
-        set_dec_from_double(o, n->d);
+        mf_value_set_decimal_from_double(o, n->d);
     } else if (n->rank == 2 || n->overflowed) {
-        set_dbl(o, n->d);
+        mf_value_set_double(o, n->d);
     } else if (n->rank == 0 && n->l >= INT32_MIN && n->l <= INT32_MAX) {
-        set_i32(o, (int32_t)n->l);
+        mf_value_set_int32(o, (int32_t)n->l);
     } else {
-        set_i64(o, n->l);
+        mf_value_set_int64(o, n->l);
     }
 }
 
@@ -647,13 +508,13 @@ mf_expr_num_add(bson_value_t *acc, const bson_value_t *v)
 {
     num_t n;
 
-    if (acc->value_type == BSON_TYPE_EOD || !is_num(acc)) {
+    if (acc->value_type == BSON_TYPE_EOD || !mf_value_is_number(acc)) {
         num_init(&n, 0);
     } else {
         num_init(&n, 0);
         num_add(&n, acc);
     }
-    if (is_num(v))
+    if (mf_value_is_number(v))
         num_add(&n, v);
     mf_value_free(acc);
     num_result(&n, acc);
@@ -727,10 +588,10 @@ to_string(const bson_value_t *v, bson_value_t *o)
 
     switch (v->value_type) {
     case BSON_TYPE_UTF8:
-        set_strn(o, v->value.v_utf8.str, v->value.v_utf8.len);
+        mf_value_set_strn(o, v->value.v_utf8.str, v->value.v_utf8.len);
         return true;
     case BSON_TYPE_SYMBOL:
-        set_strn(o, v->value.v_symbol.symbol, v->value.v_symbol.len);
+        mf_value_set_strn(o, v->value.v_symbol.symbol, v->value.v_symbol.len);
         return true;
     case BSON_TYPE_INT32:
         snprintf(buf, sizeof buf, "%" PRId32, v->value.v_int32);
@@ -761,7 +622,7 @@ to_string(const bson_value_t *v, bson_value_t *o)
     default:
         return false;
     }
-    set_str(o, buf);
+    mf_value_set_str(o, buf);
     return true;
 }
 
@@ -808,8 +669,8 @@ integral64(const bson_value_t *v, int64_t *out)
 static int
 coerce_str(ctx_t *c, const bson_value_t *v, bson_value_t *o)
 {
-    if (is_nullish(v)) {
-        set_str(o, "");
+    if (mf_value_is_nullish(v)) {
+        mf_value_set_str(o, "");
         return 0;
     }
     if (!to_string(v, o))
@@ -886,7 +747,7 @@ node_new(int kind)
 {
     mf_expr_t *e = bson_malloc0(sizeof *e);
     e->kind = kind;
-    set_missing(&e->lit);
+    mf_value_set_missing(&e->lit);
     return e;
 }
 
@@ -1078,12 +939,13 @@ parse_slot(mf_expr_t *e, size_t i, const bson_iter_t *it, const scope_t *sc, mf_
 }
 
 /*
- * named_form: parses the document v {k1: ..., k2: ...} into slots by the names list (NULL-terminated); an unknown
- * key fails with code_unknown and unknown_fmt (formatted with the operator's name and the key).
+ * named_slots: parses the document v {k1: ..., k2: ...} into slots by the
+ * names list (NULL-terminated). 0 when done, -1 with err when a slot fails to
+ * parse, 1 with *unknown the first key not in names (it points into v's data).
  */
 static int
-named_form(mf_expr_t *e, const bson_value_t *v, const char *const *names, const scope_t *sc, mf_error_t *err,
-           int code_unknown, const char *unknown_fmt)
+named_slots(mf_expr_t *e, const bson_value_t *v, const char *const *names, const scope_t *sc, mf_error_t *err,
+            const char **unknown)
 {
     bson_iter_t it;
     size_t nn = 0;
@@ -1099,8 +961,10 @@ named_form(mf_expr_t *e, const bson_value_t *v, const char *const *names, const 
         for (i = 0; i < nn; i++)
             if (strcmp(names[i], k) == 0)
                 break;
-        if (i == nn)
-            return mf_err_set(err, code_unknown, unknown_fmt, e->op->name, k);
+        if (i == nn) {
+            *unknown = k;
+            return 1;
+        }
         if (parse_slot(e, i, &it, sc, err) < 0)
             return -1;
     }
@@ -1108,33 +972,35 @@ named_form(mf_expr_t *e, const bson_value_t *v, const char *const *names, const 
 }
 
 /*
- * named_args: like named_form (v is a document), with MongoDB's code for an
- * unknown key: "Unrecognized argument to <op>: <key><suffix>".
+ * named_form: named_slots, where an unknown key fails with code_unknown and
+ * unknown_fmt (formatted with the operator's name and the key).
+ */
+static int
+named_form(mf_expr_t *e, const bson_value_t *v, const char *const *names, const scope_t *sc, mf_error_t *err,
+           int code_unknown, const char *unknown_fmt)
+{
+    const char *k = NULL;
+    int rc = named_slots(e, v, names, sc, err, &k);
+
+    if (rc > 0)
+        return mf_err_set(err, code_unknown, unknown_fmt, e->op->name, k);
+    return rc;
+}
+
+/*
+ * named_args: named_slots, with MongoDB's message for an unknown key:
+ * "Unrecognized argument to <op>: <key><suffix>".
  */
 static int
 named_args(mf_expr_t *e, const bson_value_t *v, const char *const *names, const scope_t *sc, mf_error_t *err,
            int code_unknown, const char *suffix)
 {
-    bson_iter_t it;
-    size_t nn = 0;
+    const char *k = NULL;
+    int rc = named_slots(e, v, names, sc, err, &k);
 
-    while (names[nn])
-        nn++;
-    while (e->nargs < nn)
-        add_arg(e, NULL);
-    bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
-    while (bson_iter_next(&it)) {
-        const char *k = bson_iter_key(&it);
-        size_t i;
-        for (i = 0; i < nn; i++)
-            if (strcmp(names[i], k) == 0)
-                break;
-        if (i == nn)
-            return mf_err_set(err, code_unknown, "Unrecognized argument to %s: %s%s", e->op->name, k, suffix);
-        if (parse_slot(e, i, &it, sc, err) < 0)
-            return -1;
-    }
-    return 0;
+    if (rc > 0)
+        return mf_err_set(err, code_unknown, "Unrecognized argument to %s: %s%s", e->op->name, k, suffix);
+    return rc;
 }
 
 /* require: slot must have been given, else code and msg (msg's %s, if any, is the operator's name). */
@@ -1179,7 +1045,7 @@ doc_without(const bson_value_t *v, const char *skip, bson_value_t *o)
     while (bson_iter_next(&it))
         if (strcmp(bson_iter_key(&it), skip) != 0)
             bson_append_value(&b, bson_iter_key(&it), -1, bson_iter_value(&it));
-    take_bson(o, &b, false);
+    mf_value_take_bson(o, &b, false);
 }
 
 static int
@@ -1208,18 +1074,9 @@ parse_op(mf_expr_t *e, const bson_value_t *arg, const scope_t *sc, mf_error_t *e
         if (op->form == A_DATEPART && arg->value_type == BSON_TYPE_DOCUMENT) {
             bson_iter_init_from_data(&it, arg->value.v_doc.data, arg->value.v_doc.data_len);
             if (!bson_iter_next(&it) || bson_iter_key(&it)[0] != '$') {
-                /* {date, timezone} */
-                add_arg(e, NULL);
-                add_arg(e, NULL);
-                bson_iter_init_from_data(&it, arg->value.v_doc.data, arg->value.v_doc.data_len);
-                while (bson_iter_next(&it)) {
-                    const char *k = bson_iter_key(&it);
-                    int slot = strcmp(k, "date") == 0 ? 0 : strcmp(k, "timezone") == 0 ? 1 : -1;
-                    if (slot < 0)
-                        return mf_err_set(err, MF_E_Location40535, "unrecognized option to %s: \"%s\"", op->name, k);
-                    if (parse_slot(e, (size_t)slot, &it, sc, err) < 0)
-                        return -1;
-                }
+                static const char *const names[] = {"date", "timezone", NULL};
+                if (named_form(e, arg, names, sc, err, MF_E_Location40535, "unrecognized option to %s: \"%s\"") < 0)
+                    return -1;
                 if (e->args[0] == NULL)
                     return mf_err_set(err, MF_E_Location40539, "missing 'date' argument to %s, provided: %s: {...}",
                                       op->name, op->name);
@@ -1427,7 +1284,7 @@ parse_op(mf_expr_t *e, const bson_value_t *arg, const scope_t *sc, mf_error_t *e
         int rc = 0;
         if (arg->value_type != BSON_TYPE_DOCUMENT)
             return mf_err_set(err, MF_E_Location16874, "$let only supports an object as its argument");
-        set_missing(&in);
+        mf_value_set_missing(&in);
         /* Slots: one per variable, then 'in' last; keys hold the variable names. */
         bson_iter_init_from_data(&it, arg->value.v_doc.data, arg->value.v_doc.data_len);
         while (bson_iter_next(&it)) {
@@ -1583,17 +1440,9 @@ parse_op(mf_expr_t *e, const bson_value_t *arg, const scope_t *sc, mf_error_t *e
         if (arg->value_type != BSON_TYPE_DOCUMENT)
             return mf_err_set(err, MF_E_Location51103, "%s expects an object of named arguments but found: %s",
                               op->name, tname(arg));
-        while (e->nargs < 3)
-            add_arg(e, NULL);
-        bson_iter_init_from_data(&it, arg->value.v_doc.data, arg->value.v_doc.data_len);
-        while (bson_iter_next(&it)) {
-            const char *k = bson_iter_key(&it);
-            int slot = strcmp(k, "input") == 0 ? 0 : strcmp(k, "regex") == 0 ? 1 : strcmp(k, "options") == 0 ? 2 : -1;
-            if (slot < 0)
-                return mf_err_set(err, MF_E_Location31024, "%s found an unknown argument: %s", op->name, k);
-            if (parse_slot(e, (size_t)slot, &it, sc, err) < 0)
-                return -1;
-        }
+        static const char *const names[] = {"input", "regex", "options", NULL};
+        if (named_form(e, arg, names, sc, err, MF_E_Location31024, "%s found an unknown argument: %s") < 0)
+            return -1;
         if (e->args[0] == NULL)
             return mf_err_set(err, MF_E_Location31022, "%s requires 'input' parameter", op->name);
         if (e->args[1] == NULL)
@@ -1601,7 +1450,7 @@ parse_op(mf_expr_t *e, const bson_value_t *arg, const scope_t *sc, mf_error_t *e
         if (e->args[1]->kind == K_LIT && (e->args[2] == NULL || e->args[2]->kind == K_LIT)) {
             /* constant regex and options: validated and compiled once, as MongoDB's precompileRegex */
             bson_value_t none;
-            set_null(&none);
+            mf_value_set_null(&none);
             return rx_compile(op->name, err, &e->args[1]->lit, e->args[2] ? &e->args[2]->lit : &none, &e->re);
         }
         return 0;
@@ -1610,17 +1459,9 @@ parse_op(mf_expr_t *e, const bson_value_t *arg, const scope_t *sc, mf_error_t *e
         if (arg->value_type != BSON_TYPE_DOCUMENT)
             return mf_err_set(err, MF_E_Location51751, "%s requires an object as an argument, found: %s", op->name,
                               tname(arg));
-        while (e->nargs < 3)
-            add_arg(e, NULL);
-        bson_iter_init_from_data(&it, arg->value.v_doc.data, arg->value.v_doc.data_len);
-        while (bson_iter_next(&it)) {
-            const char *k = bson_iter_key(&it);
-            int slot = strcmp(k, "input") == 0 ? 0 : strcmp(k, "find") == 0 ? 1 : strcmp(k, "replacement") == 0 ? 2 : -1;
-            if (slot < 0)
-                return mf_err_set(err, MF_E_Location51750, "%s found an unknown argument: %s", op->name, k);
-            if (parse_slot(e, (size_t)slot, &it, sc, err) < 0)
-                return -1;
-        }
+        static const char *const names[] = {"input", "find", "replacement", NULL};
+        if (named_form(e, arg, names, sc, err, MF_E_Location51750, "%s found an unknown argument: %s") < 0)
+            return -1;
         if (e->args[0] == NULL)
             return mf_err_set(err, MF_E_Location51749, "%s requires 'input' to be specified", op->name);
         if (e->args[1] == NULL)
@@ -1676,18 +1517,14 @@ parse_op(mf_expr_t *e, const bson_value_t *arg, const scope_t *sc, mf_error_t *e
         bool set = op->id == OP_SETFIELD;
         if (arg->value_type != BSON_TYPE_DOCUMENT)
             return mf_err_set(err, MF_E_Location4161100, "%s only supports an object as its argument", op->name);
+        static const char *const set_names[] = {"field", "input", "value", NULL};
+        static const char *const unset_names[] = {"field", "input", NULL};
+        add_arg(e, NULL); /* $unsetField's empty value slot too */
         add_arg(e, NULL);
         add_arg(e, NULL);
-        add_arg(e, NULL);
-        bson_iter_init_from_data(&it, arg->value.v_doc.data, arg->value.v_doc.data_len);
-        while (bson_iter_next(&it)) {
-            const char *k = bson_iter_key(&it);
-            int slot = strcmp(k, "field") == 0 ? 0 : strcmp(k, "input") == 0 ? 1 : set && strcmp(k, "value") == 0 ? 2 : -1;
-            if (slot < 0)
-                return mf_err_set(err, MF_E_Location4161101, "%s found an unknown argument: %s", op->name, k);
-            if (parse_slot(e, (size_t)slot, &it, sc, err) < 0)
-                return -1;
-        }
+        if (named_form(e, arg, set ? set_names : unset_names, sc, err, MF_E_Location4161101,
+                       "%s found an unknown argument: %s") < 0)
+            return -1;
         if (e->args[0] == NULL)
             return mf_err_set(err, MF_E_Location4161102, "%s requires 'field' to be specified", op->name);
         if (set && e->args[2] == NULL)
@@ -1739,7 +1576,7 @@ parse_op(mf_expr_t *e, const bson_value_t *arg, const scope_t *sc, mf_error_t *e
         if (!have_sort)
             return mf_err_set(err, MF_E_Location2942503, "$sortArray requires 'sortBy' to be specified");
         const bson_value_t *sv = bson_iter_value(&sb);
-        if (is_num(sv)) {
+        if (mf_value_is_number(sv)) {
             double d = as_dbl(sv);
             if (d != 1 && d != -1)
                 return mf_err_set(err, MF_E_Location2942506, "The $sort element value must be either 1 or -1");
@@ -1757,7 +1594,7 @@ parse_op(mf_expr_t *e, const bson_value_t *arg, const scope_t *sc, mf_error_t *e
         bson_iter_init(&si, &spec);
         while (bson_iter_next(&si)) {
             const bson_value_t *d = bson_iter_value(&si);
-            if (!is_num(d))
+            if (!mf_value_is_number(d))
                 return mf_err_set(err, MF_E_Location15974, "Illegal key in $sort specification: %s", bson_iter_key(&si));
             if (as_dbl(d) != 1 && as_dbl(d) != -1)
                 return mf_err_set(err, MF_E_Location15975,
@@ -1857,17 +1694,13 @@ parse_op(mf_expr_t *e, const bson_value_t *arg, const scope_t *sc, mf_error_t *e
             return mf_err_set(err, minmax ? MF_E_Location5787900 : MF_E_Location5787801,
                               "specification must be an object; found %s: %s", op->name, vb);
         }
-        add_arg(e, NULL);
-        add_arg(e, NULL);
-        bson_iter_init_from_data(&it, arg->value.v_doc.data, arg->value.v_doc.data_len);
-        while (bson_iter_next(&it)) {
-            const char *k = bson_iter_key(&it);
-            int slot = strcmp(k, "n") == 0 ? 0 : strcmp(k, "input") == 0 ? 1 : -1;
-            if (slot < 0)
-                return mf_err_set(err, MF_E_Location5787901, "Unknown argument for 'n' operator: %s", k);
-            if (parse_slot(e, (size_t)slot, &it, sc, err) < 0)
-                return -1;
-        }
+        static const char *const names[] = {"n", "input", NULL};
+        const char *unknown = NULL;
+        int rc = named_slots(e, arg, names, sc, err, &unknown);
+        if (rc > 0)
+            return mf_err_set(err, MF_E_Location5787901, "Unknown argument for 'n' operator: %s", unknown);
+        if (rc < 0)
+            return -1;
         if (e->args[0] == NULL)
             return mf_err_set(err, MF_E_Location5787906, "Missing value for 'n'");
         if (e->args[1] == NULL)
@@ -1918,7 +1751,7 @@ parse_op(mf_expr_t *e, const bson_value_t *arg, const scope_t *sc, mf_error_t *e
             while (bson_iter_next(&ai)) {
                 const bson_value_t *x = bson_iter_value(&ai);
                 value_str(x, buf, sizeof buf);
-                if (!is_num(x))
+                if (!mf_value_is_number(x))
                     return mf_err_set(err, MF_E_Location7750302,
                                       "The $percentile 'p' field must be an array of numbers from [0.0, 1.0], but found: %s",
                                       buf);
@@ -1975,7 +1808,7 @@ parse_constant_args(mf_expr_t *e, mf_error_t *err)
     const mf_expr_t *a;
     bool ctxmsg = op->id == OP_DATETRUNC || op->id == OP_DATEDIFF;
 
-    if (ts >= 0 && (size_t)ts < e->nargs && (a = e->args[ts]) != NULL && a->kind == K_LIT && !is_nullish(&a->lit)) {
+    if (ts >= 0 && (size_t)ts < e->nargs && (a = e->args[ts]) != NULL && a->kind == K_LIT && !mf_value_is_nullish(&a->lit)) {
         if (a->lit.value_type != BSON_TYPE_UTF8)
             return mf_err_set(err, MF_E_Location40517, "%s%stimezone must evaluate to a string, found %s",
                               ctxmsg ? op->name : "", ctxmsg ? " parameter 'timezone' value parsing failed :: caused by :: " : "",
@@ -1992,7 +1825,7 @@ parse_constant_args(mf_expr_t *e, mf_error_t *err)
         ctx_t tmp;
         memset(&tmp, 0, sizeof tmp);
         tmp.err = err;
-        if (us < e->nargs && (a = e->args[us]) != NULL && a->kind == K_LIT && !is_nullish(&a->lit) &&
+        if (us < e->nargs && (a = e->args[us]) != NULL && a->kind == K_LIT && !mf_value_is_nullish(&a->lit) &&
             parse_unit(&tmp, op->name, &a->lit, &unit) < 0)
             return -1;
     }
@@ -2090,7 +1923,7 @@ parse_doc(const bson_value_t *v, const scope_t *sc, mf_error_t *err)
             bson_append_array_end(&e1, &a2);
             bson_append_document_end(&a1, &e1);
             bson_append_array_end(&d, &a1);
-            take_bson(&dv, &d, false);
+            mf_value_take_bson(&dv, &d, false);
             e = parse(&dv, sc, err);
             mf_value_free(&dv);
             return e;
@@ -2184,6 +2017,21 @@ mf_expr_parse(const bson_value_t *v, mf_error_t *err)
     return parse(v, NULL, err);
 }
 
+mf_expr_t *
+mf_expr_parse_path(const char *field, mf_error_t *err)
+{
+    char *path = bson_strdup_printf("$%s", field);
+    bson_value_t pv;
+    mf_expr_t *x;
+
+    mf_value_set_type(&pv, BSON_TYPE_UTF8);
+    pv.value.v_utf8.str = path;
+    pv.value.v_utf8.len = (uint32_t)strlen(path);
+    x = mf_expr_parse(&pv, err);
+    bson_free(path);
+    return x;
+}
+
 bool
 mf_expr_is_constant(const mf_expr_t *e)
 {
@@ -2234,12 +2082,12 @@ walk_path(const bson_value_t *v, char *const *path, size_t n, bson_value_t *o)
             walk_path(bson_iter_value(&it), path + 1, n - 1, o);
             return;
         }
-        set_missing(o);
+        mf_value_set_missing(o);
         return;
     }
     if (v->value_type == BSON_TYPE_ARRAY) {
-        abuild_t ab;
-        ab_init(&ab);
+        mf_value_array_t ab;
+        mf_value_array_init(&ab);
         bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
         while (bson_iter_next(&it)) {
             const bson_value_t *ev_ = bson_iter_value(&it);
@@ -2248,13 +2096,13 @@ walk_path(const bson_value_t *v, char *const *path, size_t n, bson_value_t *o)
                 continue;
             walk_path(ev_, path, n, &r);
             if (r.value_type != BSON_TYPE_EOD)
-                ab_push(&ab, &r);
+                mf_value_array_push(&ab, &r);
             mf_value_free(&r);
         }
-        ab_finish(&ab, o);
+        mf_value_array_finish(&ab, o);
         return;
     }
-    set_missing(o);
+    mf_value_set_missing(o);
 }
 
 static const bson_value_t *
@@ -2279,7 +2127,7 @@ eval_args(const mf_expr_t *e, ctx_t *c, bson_value_t **vals)
     bson_value_t *v = bson_malloc0((e->nargs ? e->nargs : 1) * sizeof *v);
 
     for (size_t i = 0; i < e->nargs; i++)
-        set_missing(&v[i]);
+        mf_value_set_missing(&v[i]);
     for (size_t i = 0; i < e->nargs; i++) {
         if (e->args[i] && ev(e->args[i], c, &v[i]) < 0) {
             for (size_t j = 0; j < i; j++)
@@ -2333,7 +2181,7 @@ ev_add(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         return -1;
     num_init(&n, 0);
     for (size_t i = 0; i < e->nargs && !null; i++) {
-        if (is_nullish(&v[i])) {
+        if (mf_value_is_nullish(&v[i])) {
             null = true;
         } else if (v[i].value_type == BSON_TYPE_DATE_TIME) {
             if (have_date) {
@@ -2342,7 +2190,7 @@ ev_add(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
             }
             have_date = true;
             date = v[i].value.v_datetime;
-        } else if (is_num(&v[i])) {
+        } else if (mf_value_is_number(&v[i])) {
             num_add(&n, &v[i]);
         } else {
             int rc = mf_err_set(c->err, MF_E_TypeMismatch, "$add only supports numeric or date types, not %s",
@@ -2353,18 +2201,18 @@ ev_add(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     }
     free_vals(v, e->nargs);
     if (null) {
-        set_null(o);
+        mf_value_set_null(o);
     } else if (have_date) {
         if (n.rank == 2 || (n.rank < 2 && n.overflowed)) {
             /* A double sum: mongod refuses a date outside the int64 milliseconds range (decimals are not checked). */
             double t = (double)date + n.d;
             if (!(t >= -9223372036854775808.0 && t < 9223372036854775808.0))
                 return mf_err_set(c->err, MF_E_Overflow, "date overflow in $add");
-            set_date(o, (int64_t)llround(t));
+            mf_value_set_date(o, (int64_t)llround(t));
         } else if (n.rank >= 2 || n.overflowed)
-            set_date(o, date + (int64_t)llround(n.d));
+            mf_value_set_date(o, date + (int64_t)llround(n.d));
         else
-            set_date(o, (int64_t)((uint64_t)date + (uint64_t)n.l));
+            mf_value_set_date(o, (int64_t)((uint64_t)date + (uint64_t)n.l));
     } else {
         num_result(&n, o);
     }
@@ -2382,9 +2230,9 @@ ev_multiply(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         return -1;
     num_init(&n, 1);
     for (size_t i = 0; i < e->nargs && !null; i++) {
-        if (is_nullish(&v[i])) {
+        if (mf_value_is_nullish(&v[i])) {
             null = true;
-        } else if (is_num(&v[i])) {
+        } else if (mf_value_is_number(&v[i])) {
             num_mul(&n, &v[i]);
         } else {
             int rc = mf_err_set(c->err, MF_E_TypeMismatch, "$multiply only supports numeric types, not %s",
@@ -2395,7 +2243,7 @@ ev_multiply(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     }
     free_vals(v, e->nargs);
     if (null)
-        set_null(o);
+        mf_value_set_null(o);
     else
         num_result(&n, o);
     return 0;
@@ -2404,11 +2252,11 @@ ev_multiply(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
 static int
 ev_subtract(const bson_value_t *a, const bson_value_t *b, ctx_t *c, bson_value_t *o)
 {
-    if (is_nullish(a) || is_nullish(b)) {
-        set_null(o);
+    if (mf_value_is_nullish(a) || mf_value_is_nullish(b)) {
+        mf_value_set_null(o);
         return 0;
     }
-    if (is_num(a) && is_num(b)) {
+    if (mf_value_is_number(a) && mf_value_is_number(b)) {
         num_t n;
         num_init(&n, 0);
         num_add(&n, a);
@@ -2433,16 +2281,16 @@ ev_subtract(const bson_value_t *a, const bson_value_t *b, ctx_t *c, bson_value_t
     }
     if (a->value_type == BSON_TYPE_DATE_TIME) {
         if (b->value_type == BSON_TYPE_DATE_TIME) {
-            set_i64(o, (int64_t)((uint64_t)a->value.v_datetime - (uint64_t)b->value.v_datetime));
+            mf_value_set_int64(o, (int64_t)((uint64_t)a->value.v_datetime - (uint64_t)b->value.v_datetime));
             return 0;
         }
-        if (is_num(b)) {
+        if (mf_value_is_number(b)) {
             int64_t x;
             if (b->value_type == BSON_TYPE_INT32 || b->value_type == BSON_TYPE_INT64)
                 x = as_i64(b);
             else
                 x = (int64_t)llround(as_dbl(b));
-            set_date(o, (int64_t)((uint64_t)a->value.v_datetime - (uint64_t)x));
+            mf_value_set_date(o, (int64_t)((uint64_t)a->value.v_datetime - (uint64_t)x));
             return 0;
         }
         return mf_err_set(c->err, MF_E_TypeMismatch, "can't $subtract %s from Date", tname(b));
@@ -2453,19 +2301,16 @@ ev_subtract(const bson_value_t *a, const bson_value_t *b, ctx_t *c, bson_value_t
 static int
 ev_divide(const bson_value_t *a, const bson_value_t *b, ctx_t *c, bson_value_t *o)
 {
-    if (is_nullish(a) || is_nullish(b)) {
-        set_null(o);
+    if (mf_value_is_nullish(a) || mf_value_is_nullish(b)) {
+        mf_value_set_null(o);
         return 0;
     }
-    if (!is_num(a) || !is_num(b))
+    if (!mf_value_is_number(a) || !mf_value_is_number(b))
         return mf_err_set(c->err, MF_E_TypeMismatch, "$divide only supports numeric types, not %s and %s", tname(a),
                           tname(b));
     if (as_dbl(b) == 0)
         return mf_err_set(c->err, MF_E_BadValue, "can't $divide by zero");
-    if (a->value_type == BSON_TYPE_DECIMAL128 || b->value_type == BSON_TYPE_DECIMAL128)
-        set_dec_from_double(o, as_dbl(a) / as_dbl(b));
-    else
-        set_dbl(o, as_dbl(a) / as_dbl(b));
+    set_real(o, as_dbl(a) / as_dbl(b), a->value_type == BSON_TYPE_DECIMAL128 || b->value_type == BSON_TYPE_DECIMAL128);
     return 0;
 }
 
@@ -2474,11 +2319,11 @@ ev_mod(const bson_value_t *a, const bson_value_t *b, ctx_t *c, bson_value_t *o)
 {
     int ra, rb;
 
-    if (is_nullish(a) || is_nullish(b)) {
-        set_null(o);
+    if (mf_value_is_nullish(a) || mf_value_is_nullish(b)) {
+        mf_value_set_null(o);
         return 0;
     }
-    if (!is_num(a) || !is_num(b))
+    if (!mf_value_is_number(a) || !mf_value_is_number(b))
         return mf_err_set(c->err, MF_E_Location16611, "$mod only supports numeric types, not %s and %s", tname(a),
                           tname(b));
     if (as_dbl(b) == 0)
@@ -2493,16 +2338,30 @@ ev_mod(const bson_value_t *a, const bson_value_t *b, ctx_t *c, bson_value_t *o)
         int64_t x = as_i64(a), y = as_i64(b);
         int64_t r = (y == -1) ? 0 : x % y;
         if (ra == 0 && rb == 0)
-            set_i32(o, (int32_t)r);
+            mf_value_set_int32(o, (int32_t)r);
         else
-            set_i64(o, r);
+            mf_value_set_int64(o, r);
         return 0;
     }
     double r = fmod(as_dbl(a), as_dbl(b));
-    if (ra == 3 || rb == 3)
-        set_dec_from_double(o, r);
-    else
-        set_dbl(o, r);
+    set_real(o, r, ra == 3 || rb == 3);
+    return 0;
+}
+
+/*
+ * unary_num: the argument of a one-number math operator: 1 with o null when a
+ * is nullish, -1 (28765) when it is not a number, else 0 with *x its value.
+ */
+static int
+unary_num(const char *name, const bson_value_t *a, ctx_t *c, bson_value_t *o, double *x)
+{
+    if (mf_value_is_nullish(a)) {
+        mf_value_set_null(o);
+        return 1;
+    }
+    if (!mf_value_is_number(a))
+        return mf_err_set(c->err, MF_E_Location28765, "%s only supports numeric types, not %s", name, tname(a));
+    *x = as_dbl(a);
     return 0;
 }
 
@@ -2510,27 +2369,23 @@ static int
 ev_unary_math(int op, const char *name, const bson_value_t *a, ctx_t *c, bson_value_t *o)
 {
     double x;
+    int r;
 
-    if (is_nullish(a)) {
-        set_null(o);
-        return 0;
-    }
-    if (!is_num(a))
-        return mf_err_set(c->err, MF_E_Location28765, "%s only supports numeric types, not %s", name, tname(a));
-    x = as_dbl(a);
+    if ((r = unary_num(name, a, c, o, &x)) != 0)
+        return r > 0 ? 0 : -1;
     switch (op) {
     case OP_ABS:
         if (a->value_type == BSON_TYPE_INT32) {
             if (a->value.v_int32 == INT32_MIN)
-                set_i64(o, -(int64_t)INT32_MIN);
+                mf_value_set_int64(o, -(int64_t)INT32_MIN);
             else
-                set_i32(o, abs(a->value.v_int32));
+                mf_value_set_int32(o, abs(a->value.v_int32));
             return 0;
         }
         if (a->value_type == BSON_TYPE_INT64) {
             if (a->value.v_int64 == INT64_MIN)
                 return mf_err_set(c->err, MF_E_Location28680, "can't take $abs of long long min");
-            set_i64(o, a->value.v_int64 < 0 ? -a->value.v_int64 : a->value.v_int64);
+            mf_value_set_int64(o, a->value.v_int64 < 0 ? -a->value.v_int64 : a->value.v_int64);
             return 0;
         }
         x = fabs(x);
@@ -2564,10 +2419,7 @@ ev_unary_math(int op, const char *name, const bson_value_t *a, ctx_t *c, bson_va
     default:
         break;
     }
-    if (a->value_type == BSON_TYPE_DECIMAL128)
-        set_dec_from_double(o, x);
-    else
-        set_dbl(o, x);
+    set_real(o, x, a->value_type == BSON_TYPE_DECIMAL128);
     return 0;
 }
 
@@ -2580,16 +2432,12 @@ static int
 ev_trig(int op, const char *name, const bson_value_t *a, ctx_t *c, bson_value_t *o)
 {
     double x, lo = -INFINITY, hi = INFINITY, r;
+    int rc;
     bool inclusive = false, bounded = true;
     char xb[64], lb[16], hb[16];
 
-    if (is_nullish(a)) {
-        set_null(o);
-        return 0;
-    }
-    if (!is_num(a))
-        return mf_err_set(c->err, MF_E_Location28765, "%s only supports numeric types, not %s", name, tname(a));
-    x = as_dbl(a);
+    if ((rc = unary_num(name, a, c, o, &x)) != 0)
+        return rc > 0 ? 0 : -1;
     switch (op) {
     case OP_ASIN:
     case OP_ACOS:
@@ -2631,10 +2479,7 @@ ev_trig(int op, const char *name, const bson_value_t *a, ctx_t *c, bson_value_t 
     case OP_DEGREESTORADIANS: r = x * (3.141592653589793 / 180.0); break;
     default: r = x * (180.0 / 3.141592653589793); break;
     }
-    if (a->value_type == BSON_TYPE_DECIMAL128)
-        set_dec_from_double(o, r);
-    else
-        set_dbl(o, r);
+    set_real(o, r, a->value_type == BSON_TYPE_DECIMAL128);
     return 0;
 }
 
@@ -2668,7 +2513,7 @@ ev_nacc(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     if (ev(e->args[0], c, &nv) < 0)
         return -1;
     value_str(&nv, vb, sizeof vb);
-    if (!is_num(&nv)) {
+    if (!mf_value_is_number(&nv)) {
         rc = mf_err_set(c->err, MF_E_Location5787902, "Value for 'n' must be of integral type, but found %s", vb);
     } else if (d = as_dbl(&nv), !(d == floor(d) && fabs(d) < 9.2e18)) {
         rc = mf_err_set(c->err, MF_E_Location5787903, "Value for 'n' must be of integral type, but found %s", vb);
@@ -2685,26 +2530,26 @@ ev_nacc(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         return mf_err_set(c->err, MF_E_Location5788200, "Input must be an array");
     }
     elems_t el;
-    abuild_t ab;
+    mf_value_array_t ab;
     elems_of(&in, &el);
-    ab_init(&ab);
+    mf_value_array_init(&ab);
     if (op == OP_FIRSTN || op == OP_LASTN) {
         size_t cnt = (uint64_t)n < el.n ? (size_t)n : el.n;
         size_t from = op == OP_FIRSTN ? 0 : el.n - cnt;
         for (size_t i = from; i < from + cnt; i++)
-            ab_push(&ab, &el.v[i]);
+            mf_value_array_push(&ab, &el.v[i]);
     } else {
         bson_value_t *keep = bson_malloc((el.n ? el.n : 1) * sizeof *keep);
         size_t k = 0;
         for (size_t i = 0; i < el.n; i++)
-            if (!is_nullish(&el.v[i]))
+            if (!mf_value_is_nullish(&el.v[i]))
                 keep[k++] = el.v[i];
         qsort(keep, k, sizeof *keep, op == OP_MINN ? cmpv_asc : cmpv_desc);
         for (size_t i = 0; i < k && (int64_t)i < n; i++)
-            ab_push(&ab, &keep[i]);
+            mf_value_array_push(&ab, &keep[i]);
         bson_free(keep);
     }
-    ab_finish(&ab, o);
+    mf_value_array_finish(&ab, o);
     elems_free(&el);
     mf_value_free(&in);
     return 0;
@@ -2717,19 +2562,16 @@ ev_atan2(const bson_value_t *y, const bson_value_t *x, ctx_t *c, bson_value_t *o
     const bson_value_t *v[2] = {y, x};
 
     for (int i = 0; i < 2; i++) {
-        if (is_nullish(v[i])) {
-            set_null(o);
+        if (mf_value_is_nullish(v[i])) {
+            mf_value_set_null(o);
             return 0;
         }
-        if (!is_num(v[i]))
+        if (!mf_value_is_number(v[i]))
             return mf_err_set(c->err, i == 0 ? MF_E_Location51044 : MF_E_Location51045,
                               "$atan2 only supports numeric types, not %s", tname(v[i]));
     }
     double r = atan2(as_dbl(y), as_dbl(x));
-    if (y->value_type == BSON_TYPE_DECIMAL128 || x->value_type == BSON_TYPE_DECIMAL128)
-        set_dec_from_double(o, r);
-    else
-        set_dbl(o, r);
+    set_real(o, r, y->value_type == BSON_TYPE_DECIMAL128 || x->value_type == BSON_TYPE_DECIMAL128);
     return 0;
 }
 
@@ -2739,18 +2581,18 @@ ev_round(int op, const bson_value_t *a, const bson_value_t *p, ctx_t *c, bson_va
     int64_t place = 0;
     const char *name = op == OP_ROUND ? "$round" : "$trunc";
 
-    if (is_nullish(a)) {
-        set_null(o);
+    if (mf_value_is_nullish(a)) {
+        mf_value_set_null(o);
         return 0;
     }
-    if (!is_num(a))
+    if (!mf_value_is_number(a))
         return mf_err_set(c->err, MF_E_Location51081, "%s only supports numeric types, not %s", name, tname(a));
-    if (p && is_nullish(p)) {
-        set_null(o);
+    if (p && mf_value_is_nullish(p)) {
+        mf_value_set_null(o);
         return 0;
     }
     /* mongod coerces the precision to a long (16004 for a non-number) before it checks that it is integral. */
-    if (p && !is_num(p))
+    if (p && !mf_value_is_number(p))
         return mf_err_set(c->err, MF_E_Location16004, "can't convert from BSON type %s to long", tname(p));
     if (p && !mf_value_as_int64(p, &place))
         return mf_err_set(c->err, MF_E_Location51082, "precision argument to  %s must be a integral value", name);
@@ -2771,26 +2613,26 @@ ev_round(int op, const bson_value_t *a, const bson_value_t *p, ctx_t *c, bson_va
         r = op == OP_ROUND ? nearbyint(x / m) * m : trunc(x / m) * m;
     }
     if (a->value_type == BSON_TYPE_INT32)
-        set_i32(o, (int32_t)r);
+        mf_value_set_int32(o, (int32_t)r);
     else if (a->value_type == BSON_TYPE_INT64)
-        set_i64(o, (int64_t)r);
+        mf_value_set_int64(o, (int64_t)r);
     else if (a->value_type == BSON_TYPE_DECIMAL128)
-        set_dec_from_double(o, r);
+        mf_value_set_decimal_from_double(o, r);
     else
-        set_dbl(o, r);
+        mf_value_set_double(o, r);
     return 0;
 }
 
 static int
 ev_pow(const bson_value_t *a, const bson_value_t *b, ctx_t *c, bson_value_t *o)
 {
-    if (is_nullish(a) || is_nullish(b)) {
-        set_null(o);
+    if (mf_value_is_nullish(a) || mf_value_is_nullish(b)) {
+        mf_value_set_null(o);
         return 0;
     }
-    if (!is_num(a))
+    if (!mf_value_is_number(a))
         return mf_err_set(c->err, MF_E_Location28762, "$pow's base must be numeric, not %s", tname(a));
-    if (!is_num(b))
+    if (!mf_value_is_number(b))
         return mf_err_set(c->err, MF_E_Location28763, "$pow's exponent must be numeric, not %s", tname(b));
     if (as_dbl(a) == 0 && as_dbl(b) < 0)
         return mf_err_set(c->err, MF_E_Location28764, "$pow cannot take a base of 0 and a negative exponent");
@@ -2803,7 +2645,7 @@ ev_pow(const bson_value_t *a, const bson_value_t *b, ctx_t *c, bson_value_t *o)
             if (base == 1 || base == -1) {
                 r = (base == -1 && (ex % 2)) ? -1 : 1;
             } else {
-                set_dbl(o, pow((double)base, (double)ex));
+                mf_value_set_double(o, pow((double)base, (double)ex));
                 return 0;
             }
         } else {
@@ -2815,19 +2657,16 @@ ev_pow(const bson_value_t *a, const bson_value_t *b, ctx_t *c, bson_value_t *o)
             }
         }
         if (ovf) {
-            set_dbl(o, pow((double)base, (double)ex));
+            mf_value_set_double(o, pow((double)base, (double)ex));
         } else if (ra == 0 && rb == 0 && r >= INT32_MIN && r <= INT32_MAX) {
-            set_i32(o, (int32_t)r);
+            mf_value_set_int32(o, (int32_t)r);
         } else {
-            set_i64(o, r);
+            mf_value_set_int64(o, r);
         }
         return 0;
     }
     double r = pow(as_dbl(a), as_dbl(b));
-    if (ra == 3 || rb == 3)
-        set_dec_from_double(o, r);
-    else
-        set_dbl(o, r);
+    set_real(o, r, ra == 3 || rb == 3);
     return 0;
 }
 
@@ -2840,14 +2679,14 @@ ev_array_elem_at(const char *name, const bson_value_t *a, const bson_value_t *id
     int64_t i;
     elems_t el;
 
-    if (is_nullish(a) || is_nullish(idx)) {
-        set_null(o);
+    if (mf_value_is_nullish(a) || mf_value_is_nullish(idx)) {
+        mf_value_set_null(o);
         return 0;
     }
     if (a->value_type != BSON_TYPE_ARRAY)
         return mf_err_set(c->err, MF_E_Location28689, "%s's first argument must be an array, but is %s", name,
                           tname(a));
-    if (!is_num(idx))
+    if (!mf_value_is_number(idx))
         return mf_err_set(c->err, MF_E_Location28690, "%s's second argument must be a numeric value, but is %s",
                           name, tname(idx));
     if (!mf_value_as_int64(idx, &i) || i < INT32_MIN || i > INT32_MAX)
@@ -2857,7 +2696,7 @@ ev_array_elem_at(const char *name, const bson_value_t *a, const bson_value_t *id
     if (i < 0)
         i += (int64_t)el.n;
     if (i < 0 || i >= (int64_t)el.n)
-        set_missing(o);
+        mf_value_set_missing(o);
     else
         mf_value_copy(o, &el.v[i]);
     elems_free(&el);
@@ -2869,8 +2708,8 @@ ev_first_last(bool first, const bson_value_t *a, ctx_t *c, bson_value_t *o)
 {
     elems_t el;
 
-    if (is_nullish(a)) {
-        set_null(o);
+    if (mf_value_is_nullish(a)) {
+        mf_value_set_null(o);
         return 0;
     }
     if (a->value_type != BSON_TYPE_ARRAY)
@@ -2878,7 +2717,7 @@ ev_first_last(bool first, const bson_value_t *a, ctx_t *c, bson_value_t *o)
                           first ? "$first" : "$last", tname(a));
     elems_of(a, &el);
     if (el.n == 0)
-        set_missing(o);
+        mf_value_set_missing(o);
     else
         mf_value_copy(o, &el.v[first ? 0 : el.n - 1]);
     elems_free(&el);
@@ -2891,7 +2730,7 @@ is_int32_integral(const bson_value_t *v)
 {
     int64_t x;
 
-    return is_num(v) && mf_value_as_int64(v, &x) && x >= INT32_MIN && x <= INT32_MAX;
+    return mf_value_is_number(v) && mf_value_as_int64(v, &x) && x >= INT32_MIN && x <= INT32_MAX;
 }
 
 static int
@@ -2899,28 +2738,28 @@ ev_slice(const bson_value_t *v, size_t n, ctx_t *c, bson_value_t *o)
 {
     int64_t pos = 0, cnt;
     elems_t el;
-    abuild_t ab;
+    mf_value_array_t ab;
 
     /* mongod: array and position nullish first, then their types, then the count's nullishness and type. */
-    if (is_nullish(&v[0]) || is_nullish(&v[1])) {
-        set_null(o);
+    if (mf_value_is_nullish(&v[0]) || mf_value_is_nullish(&v[1])) {
+        mf_value_set_null(o);
         return 0;
     }
     if (v[0].value_type != BSON_TYPE_ARRAY)
         return mf_err_set(c->err, MF_E_Location28724, "First argument to $slice must be an array, but is of type: %s",
                           tname(&v[0]));
-    if (!is_num(&v[1]))
+    if (!mf_value_is_number(&v[1]))
         return mf_err_set(c->err, MF_E_Location28725,
                           "Second argument to $slice must be a numeric value, but is of type: %s", tname(&v[1]));
     if (!is_int32_integral(&v[1]))
         return mf_err_set(c->err, MF_E_Location28726, "Second argument to $slice can't be represented as a 32-bit integer: %g",
                           as_dbl(&v[1]));
     if (n > 2) {
-        if (is_nullish(&v[2])) {
-            set_null(o);
+        if (mf_value_is_nullish(&v[2])) {
+            mf_value_set_null(o);
             return 0;
         }
-        if (!is_num(&v[2]))
+        if (!mf_value_is_number(&v[2]))
             return mf_err_set(c->err, MF_E_Location28727, "Third argument to $slice must be numeric, but is of type: %s",
                               tname(&v[2]));
         if (!is_int32_integral(&v[2]))
@@ -2952,10 +2791,10 @@ ev_slice(const bson_value_t *v, size_t n, ctx_t *c, bson_value_t *o)
                 pos = 0;
         }
     }
-    ab_init(&ab);
+    mf_value_array_init(&ab);
     for (int64_t i = pos; i < len && i - pos < cnt; i++)
-        ab_push(&ab, &el.v[i]);
-    ab_finish(&ab, o);
+        mf_value_array_push(&ab, &el.v[i]);
+    mf_value_array_finish(&ab, o);
     elems_free(&el);
     return 0;
 }
@@ -2986,7 +2825,7 @@ arg_is_const(const mf_expr_t *e, size_t i)
 
 /* set_add: appends v to ab unless an equal value is already in seen (borrowed list). */
 static void
-set_add(abuild_t *ab, elems_t *seen, size_t *cap, const bson_value_t *v)
+set_add(mf_value_array_t *ab, elems_t *seen, size_t *cap, const bson_value_t *v)
 {
     for (size_t i = 0; i < seen->n; i++)
         if (cmpv(&seen->v[i], v) == 0)
@@ -2996,7 +2835,7 @@ set_add(abuild_t *ab, elems_t *seen, size_t *cap, const bson_value_t *v)
         seen->v = bson_realloc(seen->v, *cap * sizeof *seen->v);
     }
     seen->v[seen->n++] = *v;
-    ab_push(ab, v);
+    mf_value_array_push(ab, v);
 }
 
 static bool
@@ -3012,15 +2851,15 @@ static int
 ev_sets(const mf_expr_t *e, bson_value_t *v, size_t n, ctx_t *c, bson_value_t *o)
 {
     int op = e->op->id;
-    abuild_t ab;
+    mf_value_array_t ab;
     elems_t seen = {NULL, 0};
     size_t cap = 0;
 
     if (op == OP_SETUNION || op == OP_SETINTERSECTION) {
         /* Left to right: the first nullish operand answers null, the first non-array one fails. */
         for (size_t i = 0; i < n; i++) {
-            if (is_nullish(&v[i])) {
-                set_null(o);
+            if (mf_value_is_nullish(&v[i])) {
+                mf_value_set_null(o);
                 return 0;
             }
             if (v[i].value_type != BSON_TYPE_ARRAY)
@@ -3029,8 +2868,8 @@ ev_sets(const mf_expr_t *e, bson_value_t *v, size_t n, ctx_t *c, bson_value_t *o
                                   tname(&v[i]));
         }
     } else if (op == OP_SETDIFFERENCE) {
-        if (is_nullish(&v[0]) || is_nullish(&v[1])) {
-            set_null(o);
+        if (mf_value_is_nullish(&v[0]) || mf_value_is_nullish(&v[1])) {
+            mf_value_set_null(o);
             return 0;
         }
         for (size_t i = 0; i < 2; i++)
@@ -3068,7 +2907,7 @@ ev_sets(const mf_expr_t *e, bson_value_t *v, size_t n, ctx_t *c, bson_value_t *o
                                   tname(&v[i]));
     }
     if (op == OP_SETUNION) {
-        ab_init(&ab);
+        mf_value_array_init(&ab);
         for (size_t i = 0; i < n; i++) {
             elems_t el;
             elems_of(&v[i], &el);
@@ -3077,14 +2916,14 @@ ev_sets(const mf_expr_t *e, bson_value_t *v, size_t n, ctx_t *c, bson_value_t *o
             elems_free(&el);
         }
         bson_free(seen.v);
-        ab_finish(&ab, o);
+        mf_value_array_finish(&ab, o);
         return 0;
     }
     if (op == OP_SETINTERSECTION || op == OP_SETDIFFERENCE) {
         elems_t first;
-        ab_init(&ab);
+        mf_value_array_init(&ab);
         if (n == 0) {
-            ab_finish(&ab, o);
+            mf_value_array_finish(&ab, o);
             return 0;
         }
         elems_of(&v[0], &first);
@@ -3105,7 +2944,7 @@ ev_sets(const mf_expr_t *e, bson_value_t *v, size_t n, ctx_t *c, bson_value_t *o
         bson_free(others);
         elems_free(&first);
         bson_free(seen.v);
-        ab_finish(&ab, o);
+        mf_value_array_finish(&ab, o);
         return 0;
     }
     /* $setIsSubset, $setEquals */
@@ -3125,7 +2964,7 @@ ev_sets(const mf_expr_t *e, bson_value_t *v, size_t n, ctx_t *c, bson_value_t *o
             elems_free(&b);
         }
         elems_free(&a);
-        set_bool(o, res);
+        mf_value_set_bool(o, res);
         return 0;
     }
 }
@@ -3149,7 +2988,7 @@ ev_accum(int op, const bson_value_t *v, size_t n, bson_value_t *o)
         double mean = 0, m2 = 0;
         int64_t k = 0;
         for (size_t i = 0; i < count; i++) {
-            if (!is_num(&items[i]))
+            if (!mf_value_is_number(&items[i]))
                 continue;
             double x = as_dbl(&items[i]);
             k++;
@@ -3158,33 +2997,30 @@ ev_accum(int op, const bson_value_t *v, size_t n, bson_value_t *o)
             m2 += d * (x - mean);
         }
         if (k == 0 || (op == OP_STDDEVSAMP && k < 2))
-            set_null(o);
+            mf_value_set_null(o);
         else
-            set_dbl(o, sqrt(m2 / (double)(op == OP_STDDEVPOP ? k : k - 1)));
+            mf_value_set_double(o, sqrt(m2 / (double)(op == OP_STDDEVPOP ? k : k - 1)));
     } else if (op == OP_SUM || op == OP_AVG) {
         num_t s;
         size_t k = 0;
         num_init(&s, 0);
         for (size_t i = 0; i < count; i++)
-            if (is_num(&items[i])) {
+            if (mf_value_is_number(&items[i])) {
                 num_add(&s, &items[i]);
                 k++;
             }
         if (op == OP_SUM) {
             num_result(&s, o);
         } else if (k == 0) {
-            set_null(o);
+            mf_value_set_null(o);
         } else {
             double total = (s.rank <= 1 && !s.overflowed) ? (double)s.l : s.d;
-            if (s.rank == 3)
-                set_dec_from_double(o, total / (double)k);
-            else
-                set_dbl(o, total / (double)k);
+            set_real(o, total / (double)k, s.rank == 3);
         }
     } else {
         const bson_value_t *best = NULL;
         for (size_t i = 0; i < count; i++) {
-            if (is_nullish(&items[i]))
+            if (mf_value_is_nullish(&items[i]))
                 continue;
             if (best == NULL || (op == OP_MIN ? cmpv(&items[i], best) < 0 : cmpv(&items[i], best) > 0))
                 best = &items[i];
@@ -3192,7 +3028,7 @@ ev_accum(int op, const bson_value_t *v, size_t n, bson_value_t *o)
         if (best)
             mf_value_copy(o, best);
         else
-            set_null(o);
+            mf_value_set_null(o);
     }
     elems_free(&el);
 }
@@ -3244,6 +3080,19 @@ conv_fail(ctx_t *c, const char *fmt, const bson_value_t *v, const char *target)
 }
 
 /*
+ * conv_str_fail: the ConversionFailure for a string v that $convert cannot
+ * read as a number: hexadecimal input (hex), or text that does not parse.
+ */
+static int
+conv_str_fail(ctx_t *c, bool hex, const bson_value_t *v)
+{
+    return mf_err_set(c->err, MF_E_ConversionFailure,
+                      hex ? "Illegal hexadecimal input in $convert with no onError value: %.200s"
+                          : "Failed to parse number '%.200s' in $convert with no onError value",
+                      v->value.v_utf8.str);
+}
+
+/*
  * convert: converts v to BSON type `to`; returns 0 with *o set, or -1 with a
  * ConversionFailure in c->err. v is not nullish.
  */
@@ -3261,12 +3110,12 @@ convert(ctx_t *c, const bson_value_t *v, int to, bson_value_t *o)
             return conv_fail(c, NULL, v, tgt);
         return 0;
     case BSON_TYPE_BOOL:
-        if (is_num(v))
-            set_bool(o, as_dbl(v) != 0 || (v->value_type == BSON_TYPE_DOUBLE && isnan(v->value.v_double)));
+        if (mf_value_is_number(v))
+            mf_value_set_bool(o, as_dbl(v) != 0 || (v->value_type == BSON_TYPE_DOUBLE && isnan(v->value.v_double)));
         else if (v->value_type == BSON_TYPE_BOOL)
-            set_bool(o, v->value.v_bool);
+            mf_value_set_bool(o, v->value.v_bool);
         else
-            set_bool(o, true);
+            mf_value_set_bool(o, true);
         return 0;
     case BSON_TYPE_INT32:
     case BSON_TYPE_INT64: {
@@ -3302,15 +3151,10 @@ convert(ctx_t *c, const bson_value_t *v, int to, bson_value_t *o)
             l = (int64_t)d;
             break;
         case BSON_TYPE_UTF8:
-            if (strncmp(v->value.v_utf8.str, "0x", 2) == 0) {
-                snprintf(msg, sizeof msg, "Illegal hexadecimal input in $convert with no onError value: %.200s",
-                         v->value.v_utf8.str);
-                return conv_fail(c, msg, v, tgt);
-            }
-            if (!parse_int64_str(v->value.v_utf8.str, &l) || l < lo || l > hi) {
-                snprintf(msg, sizeof msg, "Failed to parse number '%.200s' in $convert with no onError value", v->value.v_utf8.str);
-                return conv_fail(c, msg, v, tgt);
-            }
+            if (strncmp(v->value.v_utf8.str, "0x", 2) == 0)
+                return conv_str_fail(c, true, v);
+            if (!parse_int64_str(v->value.v_utf8.str, &l) || l < lo || l > hi)
+                return conv_str_fail(c, false, v);
             break;
         case BSON_TYPE_DATE_TIME:
             if (to == BSON_TYPE_INT64) {
@@ -3322,9 +3166,9 @@ convert(ctx_t *c, const bson_value_t *v, int to, bson_value_t *o)
             return conv_fail(c, NULL, v, tgt);
         }
         if (to == BSON_TYPE_INT32)
-            set_i32(o, (int32_t)l);
+            mf_value_set_int32(o, (int32_t)l);
         else
-            set_i64(o, l);
+            mf_value_set_int64(o, l);
         return 0;
     }
     case BSON_TYPE_DOUBLE:
@@ -3346,24 +3190,16 @@ convert(ctx_t *c, const bson_value_t *v, int to, bson_value_t *o)
             d = as_dbl(v);
             break;
         case BSON_TYPE_UTF8:
-            if (strncmp(v->value.v_utf8.str, "0x", 2) == 0) {
-                snprintf(msg, sizeof msg, "Illegal hexadecimal input in $convert with no onError value: %.200s",
-                         v->value.v_utf8.str);
-                return conv_fail(c, msg, v, tgt);
-            }
+            if (strncmp(v->value.v_utf8.str, "0x", 2) == 0)
+                return conv_str_fail(c, true, v);
             if (to == BSON_TYPE_DECIMAL128) {
-                memset(o, 0, sizeof *o);
-                o->value_type = BSON_TYPE_DECIMAL128;
-                if (!bson_decimal128_from_string(v->value.v_utf8.str, &o->value.v_decimal128)) {
-                    snprintf(msg, sizeof msg, "Failed to parse number '%.200s' in $convert with no onError value", v->value.v_utf8.str);
-                    return conv_fail(c, msg, v, tgt);
-                }
+                mf_value_set_type(o, BSON_TYPE_DECIMAL128);
+                if (!bson_decimal128_from_string(v->value.v_utf8.str, &o->value.v_decimal128))
+                    return conv_str_fail(c, false, v);
                 return 0;
             }
-            if (!parse_double_str(v->value.v_utf8.str, &d)) {
-                snprintf(msg, sizeof msg, "Failed to parse number '%.200s' in $convert with no onError value", v->value.v_utf8.str);
-                return conv_fail(c, msg, v, tgt);
-            }
+            if (!parse_double_str(v->value.v_utf8.str, &d))
+                return conv_str_fail(c, false, v);
             break;
         case BSON_TYPE_DATE_TIME:
             d = (double)v->value.v_datetime;
@@ -3372,16 +3208,15 @@ convert(ctx_t *c, const bson_value_t *v, int to, bson_value_t *o)
             return conv_fail(c, NULL, v, tgt);
         }
         if (to == BSON_TYPE_DOUBLE) {
-            set_dbl(o, d);
+            mf_value_set_double(o, d);
         } else if (v->value_type == BSON_TYPE_INT32 || v->value_type == BSON_TYPE_INT64 ||
                    v->value_type == BSON_TYPE_DATE_TIME) {
             char b[32];
             snprintf(b, sizeof b, "%" PRId64, v->value_type == BSON_TYPE_DATE_TIME ? v->value.v_datetime : as_i64(v));
-            memset(o, 0, sizeof *o);
-            o->value_type = BSON_TYPE_DECIMAL128;
+            mf_value_set_type(o, BSON_TYPE_DECIMAL128);
             bson_decimal128_from_string(b, &o->value.v_decimal128);
         } else {
-            set_dec_from_double(o, d);
+            mf_value_set_decimal_from_double(o, d);
         }
         return 0;
     case BSON_TYPE_DATE_TIME:
@@ -3390,19 +3225,19 @@ convert(ctx_t *c, const bson_value_t *v, int to, bson_value_t *o)
             mf_value_copy(o, v);
             return 0;
         case BSON_TYPE_INT64:
-            set_date(o, v->value.v_int64);
+            mf_value_set_date(o, v->value.v_int64);
             return 0;
         case BSON_TYPE_DOUBLE:
         case BSON_TYPE_DECIMAL128:
             d = as_dbl(v);
             if (isnan(d) || isinf(d) || d >= 9.2233720368547758e18 || d < -9.2233720368547758e18)
                 return conv_fail(c, "Conversion would overflow target type in $convert with no onError value", v, tgt);
-            set_date(o, (int64_t)trunc(d));
+            mf_value_set_date(o, (int64_t)trunc(d));
             return 0;
         case BSON_TYPE_OID:
         case BSON_TYPE_TIMESTAMP:
             get_date(v, &l);
-            set_date(o, l);
+            mf_value_set_date(o, l);
             return 0;
         case BSON_TYPE_UTF8:
             if (date_from_string(c, v->value.v_utf8.str, NULL, NULL, false, &l) < 0) {
@@ -3411,7 +3246,7 @@ convert(ctx_t *c, const bson_value_t *v, int to, bson_value_t *o)
                 snprintf(msg, sizeof msg, "Error parsing date string '%.200s'", v->value.v_utf8.str);
                 return conv_fail(c, msg, v, tgt);
             }
-            set_date(o, l);
+            mf_value_set_date(o, l);
             return 0;
         default:
             return conv_fail(c, NULL, v, tgt);
@@ -3427,8 +3262,7 @@ convert(ctx_t *c, const bson_value_t *v, int to, bson_value_t *o)
                          v->value.v_utf8.str, v->value.v_utf8.len);
                 return conv_fail(c, msg, v, tgt);
             }
-            memset(o, 0, sizeof *o);
-            o->value_type = BSON_TYPE_OID;
+            mf_value_set_type(o, BSON_TYPE_OID);
             bson_oid_init_from_string(&o->value.v_oid, v->value.v_utf8.str);
             return 0;
         }
@@ -3457,7 +3291,7 @@ ev_convert(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     }
     /* mongod: a non-nullish 'to' is validated first, then a nullish input answers onNull, then a nullish 'to'
      * answers null. */
-    if (is_nullish(&to)) {
+    if (mf_value_is_nullish(&to)) {
         /* no target */
     } else if (to.value_type == BSON_TYPE_UTF8) {
         /* "missing" ($type's answer) names no conversion: every input fails with 241. */
@@ -3466,7 +3300,7 @@ ev_convert(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
             rc = mf_err_set(c->err, MF_E_BadValue, "Unknown type name: %s", to.value.v_utf8.str);
             goto done;
         }
-    } else if (is_num(&to)) {
+    } else if (mf_value_is_number(&to)) {
         int64_t t;
         if (!is_int32_integral(&to)) {
             rc = mf_err_set(c->err, MF_E_FailedToParse, "In $convert, numeric 'to' argument is not an integer");
@@ -3484,15 +3318,15 @@ ev_convert(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
                         tname(&to));
         goto done;
     }
-    if (is_nullish(&in)) {
+    if (mf_value_is_nullish(&in)) {
         if (e->nargs > 3 && e->args[3])
             rc = ev(e->args[3], c, o);
         else
-            set_null(o);
+            mf_value_set_null(o);
         goto done;
     }
-    if (is_nullish(&to)) {
-        set_null(o);
+    if (mf_value_is_nullish(&to)) {
+        mf_value_set_null(o);
         goto done;
     }
     if (convert(c, &in, target, o) < 0) {
@@ -3542,7 +3376,7 @@ ev_trim(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     size_t nchars = 0;
     int op = e->op->id, rc = 0;
 
-    set_missing(&ch);
+    mf_value_set_missing(&ch);
     if (ev(e->args[0], c, &in) < 0)
         return -1;
     if (e->nargs > 1 && e->args[1] && ev(e->args[1], c, &ch) < 0) {
@@ -3550,8 +3384,8 @@ ev_trim(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         return -1;
     }
     /* mongod: input nullish -> null, input's type, then chars nullish -> null, chars' type. */
-    if (is_nullish(&in)) {
-        set_null(o);
+    if (mf_value_is_nullish(&in)) {
+        mf_value_set_null(o);
         goto done;
     }
     if (in.value_type != BSON_TYPE_UTF8) {
@@ -3561,8 +3395,8 @@ ev_trim(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
                         e->op->name, vb, tname(&in));
         goto done;
     }
-    if (e->nargs > 1 && e->args[1] && is_nullish(&ch)) {
-        set_null(o);
+    if (e->nargs > 1 && e->args[1] && mf_value_is_nullish(&ch)) {
+        mf_value_set_null(o);
         goto done;
     }
     if (ch.value_type != BSON_TYPE_EOD) {
@@ -3604,7 +3438,7 @@ ev_trim(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
                 end = p;
             }
         }
-        set_strn(o, s + start, end - start);
+        mf_value_set_strn(o, s + start, end - start);
     }
 done:
     bson_free(chars);
@@ -3630,7 +3464,7 @@ ev_substr(int op, bson_value_t *v, ctx_t *c, bson_value_t *o)
         static const int icode[] = {MF_E_Location34451, MF_E_Location34453};
         for (int i = 0; i < 2 && rc == 0; i++) {
             const bson_value_t *a = &v[1 + i];
-            if (!is_num(a)) {
+            if (!mf_value_is_number(a)) {
                 rc = mf_err_set(c->err, tcode[i], "%s: %s must be a numeric type (is BSON type %s)", name, what[i],
                                 tname(a));
             } else if (!is_int32_integral(a)) {
@@ -3644,12 +3478,12 @@ ev_substr(int op, bson_value_t *v, ctx_t *c, bson_value_t *o)
             return rc;
         }
     } else {
-        if (!is_num(&v[1])) {
+        if (!mf_value_is_number(&v[1])) {
             mf_value_free(&s);
             return mf_err_set(c->err, MF_E_Location16034, "%s:  starting index must be a numeric type (is BSON type %s)",
                               name, tname(&v[1]));
         }
-        if (!is_num(&v[2])) {
+        if (!mf_value_is_number(&v[2])) {
             mf_value_free(&s);
             return mf_err_set(c->err, MF_E_Location16035, "%s:  length must be a numeric type (is BSON type %s)", name,
                               tname(&v[2]));
@@ -3668,7 +3502,7 @@ ev_substr(int op, bson_value_t *v, ctx_t *c, bson_value_t *o)
         }
         size_t b = cp_offset(str, n, (size_t)start);
         size_t e = b + cp_offset(str + b, n - b, (size_t)len);
-        set_strn(o, str + b, e - b);
+        mf_value_set_strn(o, str + b, e - b);
     } else {
         if (start < 0) {
             mf_value_free(&s);
@@ -3687,11 +3521,11 @@ ev_substr(int op, bson_value_t *v, ctx_t *c, bson_value_t *o)
                               "$substrBytes:  Invalid range, ending index is in the middle of a UTF-8 character.");
         }
         if ((size_t)start >= n) {
-            set_str(o, "");
+            mf_value_set_str(o, "");
         } else {
             size_t rest = n - (size_t)start;
             size_t l = (len < 0 || (uint64_t)len > rest) ? rest : (size_t)len;
-            set_strn(o, str + start, l);
+            mf_value_set_strn(o, str + start, l);
         }
     }
     mf_value_free(&s);
@@ -3720,8 +3554,8 @@ static int
 ev_index_of_array(const mf_expr_t *e, bson_value_t *v, size_t n, ctx_t *c, bson_value_t *o)
 {
     int64_t start = 0, end = INT64_MAX;
-    if (is_nullish(&v[0])) {
-        set_null(o);
+    if (mf_value_is_nullish(&v[0])) {
+        mf_value_set_null(o);
         return 0;
     }
     if (v[0].value_type != BSON_TYPE_ARRAY) {
@@ -3748,12 +3582,12 @@ ev_index_of_array(const mf_expr_t *e, bson_value_t *v, size_t n, ctx_t *c, bson_
     bson_t arr;
     bson_iter_t it;
     int64_t idx = 0;
-    set_i32(o, -1);
+    mf_value_set_int32(o, -1);
     if (!bson_init_static(&arr, v[0].value.v_doc.data, v[0].value.v_doc.data_len) || !bson_iter_init(&it, &arr))
         return 0;
     while (bson_iter_next(&it) && idx < end) {
         if (idx >= start && mf_value_equal(bson_iter_value(&it), &v[1])) {
-            set_i32(o, (int32_t)idx);
+            mf_value_set_int32(o, (int32_t)idx);
             return 0;
         }
         idx++;
@@ -3767,8 +3601,8 @@ ev_index_of(int op, bson_value_t *v, size_t n, ctx_t *c, bson_value_t *o)
     const char *name = op == OP_INDEXOFCP ? "$indexOfCP" : "$indexOfBytes";
     int64_t start = 0, end = -1;
 
-    if (is_nullish(&v[0])) {
-        set_null(o);
+    if (mf_value_is_nullish(&v[0])) {
+        mf_value_set_null(o);
         return 0;
     }
     if (v[0].value_type != BSON_TYPE_UTF8)
@@ -3792,7 +3626,7 @@ ev_index_of(int op, bson_value_t *v, size_t n, ctx_t *c, bson_value_t *o)
         size_t total = cp_count(s, sn);
         size_t e = (end < 0 || (size_t)end > total) ? total : (size_t)end;
         if ((size_t)start > total || (size_t)start > e) {
-            set_i32(o, -1);
+            mf_value_set_int32(o, -1);
             return 0;
         }
         size_t b = cp_offset(s, sn, (size_t)start);
@@ -3800,34 +3634,34 @@ ev_index_of(int op, bson_value_t *v, size_t n, ctx_t *c, bson_value_t *o)
         size_t eb = cp_offset(s, sn, e);
         for (size_t i = b; i <= eb; i += (size_t)u8len((unsigned char)s[i]), cp++) {
             if (i + tn <= eb && memcmp(s + i, t, tn) == 0) {
-                set_i32(o, (int32_t)cp);
+                mf_value_set_int32(o, (int32_t)cp);
                 return 0;
             }
             if (i == eb)
                 break;
         }
-        set_i32(o, -1);
+        mf_value_set_int32(o, -1);
         return 0;
     }
     size_t e = (end < 0 || (size_t)end > sn) ? sn : (size_t)end;
     for (size_t i = (size_t)start; i <= e && (size_t)start <= e; i++) {
         if (i + tn <= e && memcmp(s + i, t, tn) == 0) {
-            set_i32(o, (int32_t)i);
+            mf_value_set_int32(o, (int32_t)i);
             return 0;
         }
     }
-    set_i32(o, -1);
+    mf_value_set_int32(o, -1);
     return 0;
 }
 
 static int
 ev_split(bson_value_t *v, ctx_t *c, bson_value_t *o)
 {
-    abuild_t ab;
+    mf_value_array_t ab;
     bson_value_t piece;
 
-    if (is_nullish(&v[0]) || is_nullish(&v[1])) {
-        set_null(o);
+    if (mf_value_is_nullish(&v[0]) || mf_value_is_nullish(&v[1])) {
+        mf_value_set_null(o);
         return 0;
     }
     if (v[0].value_type != BSON_TYPE_UTF8)
@@ -3842,11 +3676,11 @@ ev_split(bson_value_t *v, ctx_t *c, bson_value_t *o)
         return mf_err_set(c->err, MF_E_Location40087, "$split requires a non-empty separator");
     const char *s = v[0].value.v_utf8.str, *d = v[1].value.v_utf8.str;
     size_t sn = v[0].value.v_utf8.len, dn = v[1].value.v_utf8.len, last = 0;
-    ab_init(&ab);
+    mf_value_array_init(&ab);
     for (size_t i = 0; i + dn <= sn;) {
         if (memcmp(s + i, d, dn) == 0) {
-            set_strn(&piece, s + last, i - last);
-            ab_push(&ab, &piece);
+            mf_value_set_strn(&piece, s + last, i - last);
+            mf_value_array_push(&ab, &piece);
             mf_value_free(&piece);
             i += dn;
             last = i;
@@ -3854,10 +3688,10 @@ ev_split(bson_value_t *v, ctx_t *c, bson_value_t *o)
             i++;
         }
     }
-    set_strn(&piece, s + last, sn - last);
-    ab_push(&ab, &piece);
+    mf_value_set_strn(&piece, s + last, sn - last);
+    mf_value_array_push(&ab, &piece);
     mf_value_free(&piece);
-    ab_finish(&ab, o);
+    mf_value_array_finish(&ab, o);
     return 0;
 }
 
@@ -3898,14 +3732,14 @@ rx_compile(const char *op, mf_error_t *err, const bson_value_t *rv, const bson_v
     PCRE2_SIZE erroff;
 
     *re = NULL;
-    if (!is_nullish(rv) && rv->value_type != BSON_TYPE_UTF8 && rv->value_type != BSON_TYPE_REGEX)
+    if (!mf_value_is_nullish(rv) && rv->value_type != BSON_TYPE_UTF8 && rv->value_type != BSON_TYPE_REGEX)
         return mf_err_set(err, MF_E_Location51105, "%s needs 'regex' to be of type string or regex", op);
-    if (!is_nullish(ov) && ov->value_type != BSON_TYPE_UTF8)
+    if (!mf_value_is_nullish(ov) && ov->value_type != BSON_TYPE_UTF8)
         return mf_err_set(err, MF_E_Location51106, "%s needs 'options' to be of type string", op);
     if (rv->value_type == BSON_TYPE_REGEX) {
         pat = rv->value.v_regex.regex;
         patlen = strlen(pat);
-        if (!is_nullish(ov) && rv->value.v_regex.options[0])
+        if (!mf_value_is_nullish(ov) && rv->value.v_regex.options[0])
             return mf_err_set(err, MF_E_Location51107,
                               "%s: found regex option(s) specified in both 'regex' and 'option' fields", op);
         if (rv->value.v_regex.options[0])
@@ -3914,7 +3748,7 @@ rx_compile(const char *op, mf_error_t *err, const bson_value_t *rv, const bson_v
         pat = rv->value.v_utf8.str;
         patlen = rv->value.v_utf8.len;
     }
-    if (!is_nullish(ov)) {
+    if (!mf_value_is_nullish(ov)) {
         opts = ov->value.v_utf8.str;
         if (strlen(opts) != ov->value.v_utf8.len)
             return mf_err_set(err, MF_E_Location51110,
@@ -3964,12 +3798,12 @@ rx_start(const mf_expr_t *e, ctx_t *c, const bson_value_t *v, rxrun_t *r)
     } else if (rx_compile(op, c->err, &v[1], &v[2], &r->re) < 0) {
         return -1;
     }
-    if (!is_nullish(&v[0]) && v[0].value_type != BSON_TYPE_UTF8) {
+    if (!mf_value_is_nullish(&v[0]) && v[0].value_type != BSON_TYPE_UTF8) {
         rx_free(r);
         memset(r, 0, sizeof *r);
         return mf_err_set(c->err, MF_E_Location51104, "%s needs 'input' to be of type string", op);
     }
-    if (is_nullish(&v[0]) || r->re == NULL) {
+    if (mf_value_is_nullish(&v[0]) || r->re == NULL) {
         rx_free(r);
         memset(r, 0, sizeof *r);
         return 1;
@@ -3995,7 +3829,7 @@ rx_next(const char *op, ctx_t *c, rxrun_t *r, bson_value_t *o)
     uint32_t ncap;
 
     if (rc == PCRE2_ERROR_NOMATCH) {
-        set_null(o);
+        mf_value_set_null(o);
         return 0;
     }
     if (rc < 0)
@@ -4020,7 +3854,7 @@ rx_next(const char *op, ctx_t *c, rxrun_t *r, bson_value_t *o)
                 bson_append_null(&caps, key, -1);
         }
         bson_append_array_end(&b, &caps);
-        take_bson(o, &b, false);
+        mf_value_take_bson(o, &b, false);
     }
     return 0;
 }
@@ -4042,11 +3876,11 @@ ev_regex(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     }
     if (st > 0) {
         if (e->op->id == OP_REGEXMATCH)
-            set_bool(o, false);
+            mf_value_set_bool(o, false);
         else if (e->op->id == OP_REGEXFIND)
-            set_null(o);
+            mf_value_set_null(o);
         else
-            take_bson(o, bson_new(), true);
+            mf_value_take_bson(o, bson_new(), true);
         goto done;
     }
     if (e->op->id == OP_REGEXMATCH) {
@@ -4055,13 +3889,13 @@ ev_regex(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
             rc = mf_err_set(c->err, MF_E_Location51156,
                             "Error occurred while executing the regular expression in %s. Result code: %d", op, prc);
         else
-            set_bool(o, m == 1);
+            mf_value_set_bool(o, m == 1);
     } else if (e->op->id == OP_REGEXFIND) {
         rc = rx_next(op, c, &r, o);
     } else {
-        abuild_t ab;
+        mf_value_array_t ab;
         size_t total = 0;
-        ab_init(&ab);
+        mf_value_array_init(&ab);
         do {
             bson_value_t m;
             if (rx_next(op, c, &r, &m) < 0) {
@@ -4077,7 +3911,7 @@ ev_regex(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
                                 "%s: the size of buffer to store output exceeded the 64MB limit", op);
                 break;
             }
-            ab_push(&ab, &m);
+            mf_value_array_push(&ab, &m);
             mf_value_free(&m);
             PCRE2_SIZE *ov = pcre2_get_ovector_pointer(r.md);
             size_t mlen = ov[1] - ov[0];
@@ -4093,7 +3927,7 @@ ev_regex(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
             r.pos += mlen;
         } while (r.pos < r.len);
         if (rc == 0)
-            ab_finish(&ab, o);
+            mf_value_array_finish(&ab, o);
         else
             bson_destroy(&ab.b);
     }
@@ -4118,13 +3952,13 @@ ev_replace(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     if (eval_args(e, c, &v) < 0)
         return -1;
     for (int i = 0; i < 3; i++)
-        if (!is_nullish(&v[i]) && v[i].value_type != BSON_TYPE_UTF8) {
+        if (!mf_value_is_nullish(&v[i]) && v[i].value_type != BSON_TYPE_UTF8) {
             value_str(&v[i], buf, sizeof buf);
             rc = mf_err_set(c->err, codes[i], "%s requires that '%s' be a string, found: %s", op, what[i], buf);
             goto done;
         }
-    if (is_nullish(&v[0]) || is_nullish(&v[1]) || is_nullish(&v[2])) {
-        set_null(o);
+    if (mf_value_is_nullish(&v[0]) || mf_value_is_nullish(&v[1]) || mf_value_is_nullish(&v[2])) {
+        mf_value_set_null(o);
         goto done;
     }
     {
@@ -4180,8 +4014,7 @@ ev_replace(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
             }
         }
 #undef PUT
-        memset(o, 0, sizeof *o);
-        o->value_type = BSON_TYPE_UTF8;
+        mf_value_set_type(o, BSON_TYPE_UTF8);
         if (out == NULL)
             out = bson_malloc(1);
         out[ol] = '\0';
@@ -4202,7 +4035,7 @@ ev_get_field(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     bson_iter_t it;
     int rc = 0;
 
-    set_missing(&in);
+    mf_value_set_missing(&in);
     if (ev(e->args[0], c, &f) < 0)
         return -1;
     if (f.value_type != BSON_TYPE_UTF8) {
@@ -4217,8 +4050,8 @@ ev_get_field(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
             bson_iter_find_w_len(&it, f.value.v_utf8.str, (int)f.value.v_utf8.len))
             mf_value_copy(o, bson_iter_value(&it));
         else
-            set_missing(o);
-        set_missing(&in);
+            mf_value_set_missing(o);
+        mf_value_set_missing(&in);
         goto done;
     }
     if (ev(e->args[1], c, &in) < 0) {
@@ -4226,14 +4059,14 @@ ev_get_field(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         goto done;
     }
     if (in.value_type == BSON_TYPE_EOD)
-        set_missing(o);
-    else if (is_nullish(&in))
-        set_null(o);
+        mf_value_set_missing(o);
+    else if (mf_value_is_nullish(&in))
+        mf_value_set_null(o);
     else if (in.value_type == BSON_TYPE_DOCUMENT && bson_iter_init_from_data(&it, in.value.v_doc.data, in.value.v_doc.data_len) &&
              bson_iter_find_w_len(&it, f.value.v_utf8.str, (int)f.value.v_utf8.len))
         mf_value_copy(o, bson_iter_value(&it));
     else
-        set_missing(o);
+        mf_value_set_missing(o);
 done:
     mf_value_free(&f);
     mf_value_free(&in);
@@ -4250,11 +4083,11 @@ ev_set_field(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     bool placed = false;
     int rc = 0;
 
-    set_missing(&val);
+    mf_value_set_missing(&val);
     if (ev(e->args[1], c, &in) < 0)
         return -1;
-    if (is_nullish(&in)) {
-        set_null(o);
+    if (mf_value_is_nullish(&in)) {
+        mf_value_set_null(o);
         goto done;
     }
     if (in.value_type != BSON_TYPE_DOCUMENT) {
@@ -4277,7 +4110,7 @@ ev_set_field(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     }
     if (!placed && val.value_type != BSON_TYPE_EOD)
         bson_append_value(&b, e->name, -1, &val);
-    take_bson(o, &b, false);
+    mf_value_take_bson(o, &b, false);
     goto out;
 done:
     bson_destroy(&b);
@@ -4334,21 +4167,35 @@ sa_merge(const sa_ctx_t *s, size_t *idx, size_t *tmp, size_t n)
     memcpy(idx, tmp, n * sizeof *idx);
 }
 
+/*
+ * eval_or_null: evaluates x into *v for an operator that answers null for a
+ * nullish argument: 1 with o null (and nothing in *v) when it is nullish, -1
+ * on failure, else 0 with *v the caller's to free.
+ */
+static int
+eval_or_null(const mf_expr_t *x, ctx_t *c, bson_value_t *v, bson_value_t *o)
+{
+    if (ev(x, c, v) < 0)
+        return -1;
+    if (mf_value_is_nullish(v)) {
+        mf_value_free(v);
+        mf_value_set_null(o);
+        return 1;
+    }
+    return 0;
+}
+
 static int
 ev_sort_array(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
 {
     bson_value_t in;
+    int r;
     elems_t el;
     sa_ctx_t s;
-    abuild_t ab;
+    mf_value_array_t ab;
 
-    if (ev(e->args[0], c, &in) < 0)
-        return -1;
-    if (is_nullish(&in)) {
-        mf_value_free(&in);
-        set_null(o);
-        return 0;
-    }
+    if ((r = eval_or_null(e->args[0], c, &in, o)) != 0)
+        return r > 0 ? 0 : -1;
     if (in.value_type != BSON_TYPE_ARRAY) {
         int rc = mf_err_set(c->err, MF_E_Location2942504,
                             "The input argument to $sortArray must be an array, but was of type: %s", tname(&in));
@@ -4375,10 +4222,10 @@ ev_sort_array(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
                 s.isdoc[i] = bson_init_static(&s.docs[i], el.v[i].value.v_doc.data, el.v[i].value.v_doc.data_len);
     }
     sa_merge(&s, idx, tmp, el.n);
-    ab_init(&ab);
+    mf_value_array_init(&ab);
     for (size_t i = 0; i < el.n; i++)
-        ab_push(&ab, &el.v[idx[i]]);
-    ab_finish(&ab, o);
+        mf_value_array_push(&ab, &el.v[idx[i]]);
+    mf_value_array_finish(&ab, o);
     bson_free(idx);
     bson_free(tmp);
     free(s.docs);
@@ -4402,14 +4249,14 @@ ev_zip(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     v = bson_malloc0((e->nargs + 1) * sizeof *v);
     el = bson_malloc0((ni + 1) * sizeof *el);
     for (size_t i = 0; i < e->nargs; i++)
-        set_missing(&v[i]);
+        mf_value_set_missing(&v[i]);
     for (size_t i = 0; i < ni; i++) {
         if (ev(e->args[i], c, &v[i]) < 0) {
             rc = -1;
             goto done;
         }
-        if (is_nullish(&v[i])) {
-            set_null(o);
+        if (mf_value_is_nullish(&v[i])) {
+            mf_value_set_null(o);
             goto done;
         }
         if (v[i].value_type != BSON_TYPE_ARRAY) {
@@ -4432,21 +4279,21 @@ ev_zip(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         }
     {
         size_t n = e->flag ? maxn : minn;
-        abuild_t out;
+        mf_value_array_t out;
         bson_value_t nul;
-        set_null(&nul);
-        ab_init(&out);
+        mf_value_set_null(&nul);
+        mf_value_array_init(&out);
         for (size_t r = 0; r < n; r++) {
-            abuild_t row;
+            mf_value_array_t row;
             bson_value_t rv;
-            ab_init(&row);
+            mf_value_array_init(&row);
             for (size_t i = 0; i < ni; i++)
-                ab_push(&row, r < el[i].n ? &el[i].v[r] : nd ? &v[ni + i] : &nul);
-            ab_finish(&row, &rv);
-            ab_push(&out, &rv);
+                mf_value_array_push(&row, r < el[i].n ? &el[i].v[r] : nd ? &v[ni + i] : &nul);
+            mf_value_array_finish(&row, &rv);
+            mf_value_array_push(&out, &rv);
             mf_value_free(&rv);
         }
-        ab_finish(&out, o);
+        mf_value_array_finish(&out, o);
     }
 done:
     for (size_t i = 0; i < got; i++)
@@ -4466,8 +4313,8 @@ ev_bitwise(int op, const bson_value_t *v, size_t n, ctx_t *c, bson_value_t *o)
     bool wide = false;
 
     for (size_t i = 0; i < n; i++) {
-        if (is_nullish(&v[i])) {
-            set_null(o);
+        if (mf_value_is_nullish(&v[i])) {
+            mf_value_set_null(o);
             return 0;
         }
         if (v[i].value_type != BSON_TYPE_INT32 && v[i].value_type != BSON_TYPE_INT64)
@@ -4477,22 +4324,22 @@ ev_bitwise(int op, const bson_value_t *v, size_t n, ctx_t *c, bson_value_t *o)
         acc = op == OP_BITAND ? (acc & x) : op == OP_BITOR ? (acc | x) : (acc ^ x);
     }
     if (wide)
-        set_i64(o, acc);
+        mf_value_set_int64(o, acc);
     else
-        set_i32(o, (int32_t)acc);
+        mf_value_set_int32(o, (int32_t)acc);
     return 0;
 }
 
 static int
 ev_bitnot(const bson_value_t *a, ctx_t *c, bson_value_t *o)
 {
-    if (is_nullish(a))
-        set_null(o);
+    if (mf_value_is_nullish(a))
+        mf_value_set_null(o);
     else if (a->value_type == BSON_TYPE_INT32)
-        set_i32(o, ~a->value.v_int32);
+        mf_value_set_int32(o, ~a->value.v_int32);
     else if (a->value_type == BSON_TYPE_INT64)
-        set_i64(o, ~a->value.v_int64);
-    else if (is_num(a))
+        mf_value_set_int64(o, ~a->value.v_int64);
+    else if (mf_value_is_number(a))
         return mf_err_set(c->err, MF_E_TypeMismatch, "$bitNot only supports int and long, not: %s.", tname(a));
     else
         return mf_err_set(c->err, MF_E_Location28765, "$bitNot only supports numeric types, not %s", tname(a));
@@ -4502,15 +4349,15 @@ ev_bitnot(const bson_value_t *a, ctx_t *c, bson_value_t *o)
 static int
 ev_ts_part(int op, const bson_value_t *a, ctx_t *c, bson_value_t *o)
 {
-    if (is_nullish(a)) {
-        set_null(o);
+    if (mf_value_is_nullish(a)) {
+        mf_value_set_null(o);
         return 0;
     }
     if (a->value_type != BSON_TYPE_TIMESTAMP)
         return mf_err_set(c->err, op == OP_TSSECOND ? MF_E_Location5687301 : MF_E_Location5687302,
                           " Argument to %s must be a timestamp, but is %s", op == OP_TSSECOND ? "$tsSecond" : "$tsIncrement",
                           tname(a));
-    set_i64(o, op == OP_TSSECOND ? (int64_t)a->value.v_timestamp.timestamp : (int64_t)a->value.v_timestamp.increment);
+    mf_value_set_int64(o, op == OP_TSSECOND ? (int64_t)a->value.v_timestamp.timestamp : (int64_t)a->value.v_timestamp.increment);
     return 0;
 }
 
@@ -4533,8 +4380,8 @@ ev_to_uuid(const bson_value_t *a, ctx_t *c, bson_value_t *o)
     uint8_t bytes[16];
     char buf[160];
 
-    if (is_nullish(a)) {
-        set_null(o);
+    if (mf_value_is_nullish(a)) {
+        mf_value_set_null(o);
         return 0;
     }
     if (a->value_type != BSON_TYPE_UTF8)
@@ -4560,8 +4407,7 @@ ev_to_uuid(const bson_value_t *a, ctx_t *c, bson_value_t *o)
         return mf_err_set(c->err, MF_E_ConversionFailure,
                           "Failed to parse BinData %s in $convert with no onError value: Invalid UUID string: %s", buf, buf);
     }
-    memset(o, 0, sizeof *o);
-    o->value_type = BSON_TYPE_BINARY;
+    mf_value_set_type(o, BSON_TYPE_BINARY);
     o->value.v_binary.subtype = BSON_SUBTYPE_UUID;
     o->value.v_binary.data_len = 16;
     o->value.v_binary.data = bson_malloc(16);
@@ -4574,14 +4420,7 @@ static void
 ev_rand(bson_value_t *o)
 {
     uint64_t r = ((uint64_t)arc4random() << 32 | arc4random()) >> 11;
-    set_dbl(o, (double)r / 9007199254740992.0);
-}
-
-static int
-dbl_cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y ? 1 : 0;
+    mf_value_set_double(o, (double)r / 9007199254740992.0);
 }
 
 /* ev_quantile: $median / $percentile over the numbers of the input (a number or an array). */
@@ -4599,35 +4438,35 @@ ev_quantile(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         elems_of(&in, &el);
         xs = bson_malloc((el.n + 1) * sizeof *xs);
         for (size_t i = 0; i < el.n; i++)
-            if (is_num(&el.v[i]) && !isnan(as_dbl(&el.v[i])))
+            if (mf_value_is_number(&el.v[i]) && !isnan(as_dbl(&el.v[i])))
                 xs[n++] = as_dbl(&el.v[i]);
         elems_free(&el);
-    } else if (is_num(&in) && !isnan(as_dbl(&in))) {
+    } else if (mf_value_is_number(&in) && !isnan(as_dbl(&in))) {
         xs = bson_malloc(sizeof *xs);
         xs[n++] = as_dbl(&in);
     }
     mf_value_free(&in);
     if (n > 1)
-        qsort(xs, n, sizeof *xs, dbl_cmp);
+        qsort(xs, n, sizeof *xs, mf_value_double_cmp);
     /* The value of rank ceil(p * n) (MongoDB's discrete percentile, which its t-digest yields for small inputs). */
-#define PCT(p) (xs[(size_t)(ceil((p) * (double)n) < 1 ? 0 : ceil((p) * (double)n) > (double)n ? n - 1 : ceil((p) * (double)n) - 1)])
+#define PCT(p) (xs[mf_value_percentile_index((p), n)])
     if (e->op->id == OP_MEDIAN) {
         if (n == 0)
-            set_null(o);
+            mf_value_set_null(o);
         else
-            set_dbl(o, PCT(0.5));
+            mf_value_set_double(o, PCT(0.5));
     } else {
-        abuild_t ab;
+        mf_value_array_t ab;
         bson_value_t x;
-        ab_init(&ab);
+        mf_value_array_init(&ab);
         for (size_t i = 0; i < e->nps; i++) {
             if (n == 0)
-                set_null(&x);
+                mf_value_set_null(&x);
             else
-                set_dbl(&x, PCT(e->ps[i]));
-            ab_push(&ab, &x);
+                mf_value_set_double(&x, PCT(e->ps[i]));
+            mf_value_array_push(&ab, &x);
         }
-        ab_finish(&ab, o);
+        mf_value_array_finish(&ab, o);
     }
 #undef PCT
     bson_free(xs);
@@ -4747,7 +4586,7 @@ tz_of(const mf_expr_t *e, ctx_t *c, const bson_value_t *v, const char *ctxmsg, m
     *own = false;
     if (v == NULL)
         return 0;
-    if (is_nullish(v))
+    if (mf_value_is_nullish(v))
         return 1;
     if (v->value_type != BSON_TYPE_UTF8)
         return mf_err_set(c->err, MF_E_Location40517, "%s%stimezone must evaluate to a string, found %s",
@@ -4769,7 +4608,7 @@ static int
 ev_slot(const mf_expr_t *e, size_t i, ctx_t *c, bson_value_t *o)
 {
     if (i >= e->nargs || e->args[i] == NULL) {
-        set_missing(o);
+        mf_value_set_missing(o);
         return 0;
     }
     return ev(e->args[i], c, o);
@@ -4783,6 +4622,15 @@ has_slot(const mf_expr_t *e, size_t i)
 
 /* ---- date parts: $year ... $isoWeekYear ---- */
 
+/* date_of: *ms, the date d stands for: 0, or -1 with 16006 when d is not a date (mongod's date operators' own message). */
+static int
+date_of(ctx_t *c, const bson_value_t *d, int64_t *ms)
+{
+    if (!get_date(d, ms))
+        return mf_err_set(c->err, MF_E_Location16006, "can't convert from BSON type %s to Date", tname(d));
+    return 0;
+}
+
 static int
 ev_datepart(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
 {
@@ -4795,15 +4643,13 @@ ev_datepart(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
 
     if (ev(e->args[0], c, &d) < 0)
         return -1;
-    set_missing(&tzv);
-    if (is_nullish(&d)) {
-        set_null(o);
+    mf_value_set_missing(&tzv);
+    if (mf_value_is_nullish(&d)) {
+        mf_value_set_null(o);
         goto done;
     }
-    if (!get_date(&d, &ms)) {
-        rc = mf_err_set(c->err, MF_E_Location16006, "can't convert from BSON type %s to Date", tname(&d));
+    if ((rc = date_of(c, &d, &ms)) < 0)
         goto done;
-    }
     if (has_slot(e, 1)) {
         if (ev(e->args[1], c, &tzv) < 0) {
             rc = -1;
@@ -4812,36 +4658,36 @@ ev_datepart(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         int r = tz_of(e, c, &tzv, NULL, &z, &own);
         if (r != 0) {
             if (r > 0)
-                set_null(o);
+                mf_value_set_null(o);
             rc = r < 0 ? -1 : 0;
             goto done;
         }
     }
     lt_break(z, ms, &t);
     switch (e->op->id) {
-    case OP_YEAR: set_i32(o, (int32_t)t.y); break;
-    case OP_MONTH: set_i32(o, t.mon); break;
-    case OP_DAYOFMONTH: set_i32(o, t.mday); break;
-    case OP_HOUR: set_i32(o, t.hour); break;
-    case OP_MINUTE: set_i32(o, t.min); break;
-    case OP_SECOND: set_i32(o, t.sec); break;
-    case OP_MILLISECOND: set_i32(o, t.ms); break;
-    case OP_DAYOFWEEK: set_i32(o, t.wday + 1); break;
-    case OP_DAYOFYEAR: set_i32(o, t.yday); break;
-    case OP_WEEK: set_i32(o, mongo_week(&t)); break;
-    case OP_ISODAYOFWEEK: set_i32(o, iso_dow(t.days)); break;
+    case OP_YEAR: mf_value_set_int32(o, (int32_t)t.y); break;
+    case OP_MONTH: mf_value_set_int32(o, t.mon); break;
+    case OP_DAYOFMONTH: mf_value_set_int32(o, t.mday); break;
+    case OP_HOUR: mf_value_set_int32(o, t.hour); break;
+    case OP_MINUTE: mf_value_set_int32(o, t.min); break;
+    case OP_SECOND: mf_value_set_int32(o, t.sec); break;
+    case OP_MILLISECOND: mf_value_set_int32(o, t.ms); break;
+    case OP_DAYOFWEEK: mf_value_set_int32(o, t.wday + 1); break;
+    case OP_DAYOFYEAR: mf_value_set_int32(o, t.yday); break;
+    case OP_WEEK: mf_value_set_int32(o, mongo_week(&t)); break;
+    case OP_ISODAYOFWEEK: mf_value_set_int32(o, iso_dow(t.days)); break;
     case OP_ISOWEEK:
     case OP_ISOWEEKYEAR: {
         int64_t iy;
         int iw;
         iso_parts(&t, &iy, &iw);
         if (e->op->id == OP_ISOWEEK)
-            set_i32(o, iw);
+            mf_value_set_int32(o, iw);
         else
-            set_i64(o, iy);
+            mf_value_set_int64(o, iy);
         break;
     }
-    default: set_null(o); break;
+    default: mf_value_set_null(o); break;
     }
 done:
     if (own)
@@ -4863,8 +4709,8 @@ ev_date_to_parts(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     bool own = false, is_iso = false;
     ltime_t t;
 
-    set_missing(&tzv);
-    set_missing(&iso);
+    mf_value_set_missing(&tzv);
+    mf_value_set_missing(&iso);
     if (ev(e->args[0], c, &d) < 0)
         return -1;
     if (ev_slot(e, 1, c, &tzv) < 0 || ev_slot(e, 2, c, &iso) < 0) {
@@ -4874,13 +4720,13 @@ ev_date_to_parts(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     r = tz_of(e, c, has_slot(e, 1) ? &tzv : NULL, NULL, &z, &own);
     if (r != 0) {
         if (r > 0)
-            set_null(o);
+            mf_value_set_null(o);
         rc = r < 0 ? -1 : 0;
         goto done;
     }
     if (has_slot(e, 2)) {
-        if (is_nullish(&iso)) {
-            set_null(o);
+        if (mf_value_is_nullish(&iso)) {
+            mf_value_set_null(o);
             goto done;
         }
         if (iso.value_type != BSON_TYPE_BOOL) {
@@ -4889,14 +4735,12 @@ ev_date_to_parts(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         }
         is_iso = iso.value.v_bool;
     }
-    if (is_nullish(&d)) {
-        set_null(o);
+    if (mf_value_is_nullish(&d)) {
+        mf_value_set_null(o);
         goto done;
     }
-    if (!get_date(&d, &ms)) {
-        rc = mf_err_set(c->err, MF_E_Location16006, "can't convert from BSON type %s to Date", tname(&d));
+    if ((rc = date_of(c, &d, &ms)) < 0)
         goto done;
-    }
     lt_break(z, ms, &t);
     {
         bson_t b = BSON_INITIALIZER;
@@ -4916,7 +4760,7 @@ ev_date_to_parts(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         BSON_APPEND_INT32(&b, "minute", t.min);
         BSON_APPEND_INT32(&b, "second", t.sec);
         BSON_APPEND_INT32(&b, "millisecond", t.ms);
-        take_bson(o, &b, false);
+        mf_value_take_bson(o, &b, false);
     }
 done:
     if (own)
@@ -4947,7 +4791,7 @@ part_num(const mf_expr_t *e, size_t i, const char *name, int64_t dflt, bool boun
     }
     if (ev(e->args[i], c, &v) < 0)
         return -1;
-    if (is_nullish(&v)) {
+    if (mf_value_is_nullish(&v)) {
         rc = 1;
     } else if (!integral64(&v, out)) {
         value_str(&v, buf, sizeof buf);
@@ -4985,7 +4829,7 @@ ev_date_from_parts(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     bool own = false;
     int r, rc = 0;
 
-    set_missing(&tzv);
+    mf_value_set_missing(&tzv);
     if ((r = part_num(e, 3, "hour", 0, true, c, &h)) != 0 || (r = part_num(e, 4, "minute", 0, true, c, &mi)) != 0 ||
         (r = part_num(e, 5, "second", 0, false, c, &s)) != 0 ||
         (r = part_num(e, 6, "millisecond", 0, false, c, &ms)) != 0)
@@ -5009,7 +4853,7 @@ ev_date_from_parts(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         int64_t ny = floordiv(mm, 12);
         int nm = (int)(mm - ny * 12) + 1;
         int64_t days = days_from_civil(ny, nm, 1) + d - 1;
-        set_date(o, local_parts_to_ms(z, days, h, mi, s, ms));
+        mf_value_set_date(o, local_parts_to_ms(z, days, h, mi, s, ms));
     } else {
         int64_t iy, iw, idw;
         if ((r = part_num(e, 7, "isoWeekYear", 1970, false, c, &iy)) != 0 ||
@@ -5021,11 +4865,11 @@ ev_date_from_parts(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
                            "'isoWeekYear' must evaluate to an integer in the range 1 to 9999, found %" PRId64, iy);
             goto out;
         }
-        set_date(o, local_parts_to_ms(z, iso_to_days(iy, iw, idw), h, mi, s, ms));
+        mf_value_set_date(o, local_parts_to_ms(z, iso_to_days(iy, iw, idw), h, mi, s, ms));
     }
 out:
     if (r > 0)
-        set_null(o);
+        mf_value_set_null(o);
     rc = r < 0 ? -1 : 0;
     if (own)
         mf_tz_free(z);
@@ -5318,6 +5162,45 @@ bad:
     return false;
 }
 
+/*
+ * The plain numeric directives of a $dateFromString format: the digits each
+ * reads, mongod's message when they are not there, and the dparse_t field
+ * (value and has_ flag, by offset) it sets. %j and %L check or scale theirs
+ * and are parse_date_fmt's own cases.
+ */
+typedef struct date_num {
+    char spec;
+    int min, max;
+    const char *missing;
+    size_t val, has;
+} date_num_t;
+
+#define DATE_NUM(c, lo, hi, msg, f) {c, lo, hi, msg, offsetof(dparse_t, f), offsetof(dparse_t, has_##f)}
+static const date_num_t date_nums[] = {
+    DATE_NUM('Y', 4, 4, "A four digit year could not be found", y),
+    DATE_NUM('G', 4, 4, "A four digit ISO year could not be found", iy),
+    DATE_NUM('m', 1, 2, "A two digit month could not be found", m),
+    DATE_NUM('d', 1, 2, "A two digit day could not be found", d),
+    DATE_NUM('H', 1, 2, "A two digit hour could not be found", h),
+    DATE_NUM('M', 1, 2, "A two digit minute could not be found", mi),
+    DATE_NUM('S', 1, 2, "A two digit second could not be found", s),
+    DATE_NUM('V', 1, 2, "A two digit ISO week could not be found", iw),
+    DATE_NUM('u', 1, 1, "A single digit day of week could not be found", idw),
+    DATE_NUM('w', 1, 1, "A single digit day of week could not be found", wd),
+    DATE_NUM('U', 1, 2, "A two digit week could not be found", wk),
+};
+#undef DATE_NUM
+
+/* date_num_of: the numeric directive spec, or NULL when it is another. */
+static const date_num_t *
+date_num_of(char spec)
+{
+    for (size_t i = 0; i < sizeof date_nums / sizeof date_nums[0]; i++)
+        if (date_nums[i].spec == spec)
+            return &date_nums[i];
+    return NULL;
+}
+
 /* parse_date_fmt: the string against a format of MongoDB's specifiers (validated already). */
 static bool
 parse_date_fmt(const char *str, const char *fmt, dparse_t *r)
@@ -5326,6 +5209,7 @@ parse_date_fmt(const char *str, const char *fmt, dparse_t *r)
     int64_t v;
 
     for (const char *f = fmt; *f; f++) {
+        const date_num_t *dn;
         if (*f != '%') {
             if (*p != *f) {
                 r->errmsg = "The format separator does not match";
@@ -5335,59 +5219,16 @@ parse_date_fmt(const char *str, const char *fmt, dparse_t *r)
             continue;
         }
         f++;
+        if ((dn = date_num_of(*f)) != NULL) {
+            if ((v = read_num(&p, dn->min, dn->max)) < 0) {
+                r->errmsg = dn->missing;
+                goto bad;
+            }
+            *(int64_t *)((char *)r + dn->val) = v;
+            *(bool *)((char *)r + dn->has) = true;
+            continue;
+        }
         switch (*f) {
-        case 'Y':
-            if ((v = read_num(&p, 4, 4)) < 0) {
-                r->errmsg = "A four digit year could not be found";
-                goto bad;
-            }
-            r->y = v, r->has_y = true;
-            break;
-        case 'G':
-            if ((v = read_num(&p, 4, 4)) < 0) {
-                r->errmsg = "A four digit ISO year could not be found";
-                goto bad;
-            }
-            r->iy = v, r->has_iy = true;
-            break;
-        case 'm': case 'd': case 'H': case 'M': case 'S': case 'V':
-            if ((v = read_num(&p, 1, 2)) < 0) {
-                r->errmsg = *f == 'm' ? "A two digit month could not be found"
-                          : *f == 'd' ? "A two digit day could not be found"
-                          : *f == 'H' ? "A two digit hour could not be found"
-                          : *f == 'M' ? "A two digit minute could not be found"
-                          : *f == 'S' ? "A two digit second could not be found"
-                                      : "A two digit ISO week could not be found";
-                goto bad;
-            }
-            if (*f == 'm') r->m = v, r->has_m = true;
-            else if (*f == 'd') r->d = v, r->has_d = true;
-            else if (*f == 'H') r->h = v, r->has_h = true;
-            else if (*f == 'M') r->mi = v, r->has_mi = true;
-            else if (*f == 'S') r->s = v, r->has_s = true;
-            else r->iw = v, r->has_iw = true;
-            break;
-        case 'u':
-            if ((v = read_num(&p, 1, 1)) < 0) {
-                r->errmsg = "A single digit day of week could not be found";
-                goto bad;
-            }
-            r->idw = v, r->has_idw = true;
-            break;
-        case 'w':
-            if ((v = read_num(&p, 1, 1)) < 0) {
-                r->errmsg = "A single digit day of week could not be found";
-                goto bad;
-            }
-            r->wd = v, r->has_wd = true;
-            break;
-        case 'U':
-            if ((v = read_num(&p, 1, 2)) < 0) {
-                r->errmsg = "A two digit week could not be found";
-                goto bad;
-            }
-            r->wk = v, r->has_wk = true;
-            break;
         case 'j':
             if ((v = read_num(&p, 3, 3)) < 0) {
                 r->errmsg = "A three digit day-of-year could not be found";
@@ -5566,7 +5407,7 @@ format_and_tz(const mf_expr_t *e, ctx_t *c, int fmt_slot, int tz_slot, bool to_s
     if (has_slot(e, fmt_slot)) {
         if (ev(e->args[fmt_slot], c, fv) < 0)
             return -1;
-        if (!is_nullish(fv)) {
+        if (!mf_value_is_nullish(fv)) {
             if (fv->value_type != BSON_TYPE_UTF8) {
                 value_str(fv, buf, sizeof buf);
                 return mf_err_set(c->err, to_string ? MF_E_Location18533 : MF_E_Location40684,
@@ -5594,33 +5435,33 @@ ev_date_from_string(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     int64_t ms;
     char buf[160];
 
-    set_missing(&fv);
-    set_missing(&tzv);
+    mf_value_set_missing(&fv);
+    mf_value_set_missing(&tzv);
     if (ev(e->args[0], c, &ds) < 0)
         return -1;
     if (format_and_tz(e, c, 2, 1, false, &fv, &tzv, &z, &own, &r) < 0) {
         rc = -1;
         goto done;
     }
-    if (is_nullish(&ds)) {
+    if (mf_value_is_nullish(&ds)) {
         if (has_slot(e, 3))
             rc = ev(e->args[3], c, o);
         else
-            set_null(o);
+            mf_value_set_null(o);
         goto done;
     }
     if (ds.value_type != BSON_TYPE_UTF8) {
         value_str(&ds, buf, sizeof buf);
         rc = mf_err_set(c->err, MF_E_ConversionFailure,
                         "$dateFromString requires that 'dateString' be a string, found: %s with value %s", tname(&ds), buf);
-    } else if (r > 0 || (has_slot(e, 2) && is_nullish(&fv))) {
-        set_null(o);
+    } else if (r > 0 || (has_slot(e, 2) && mf_value_is_nullish(&fv))) {
+        mf_value_set_null(o);
         goto done;
     } else {
         rc = date_from_string(c, ds.value.v_utf8.str, has_slot(e, 2) ? fv.value.v_utf8.str : NULL, z,
                               has_slot(e, 1), &ms);
         if (rc == 0)
-            set_date(o, ms);
+            mf_value_set_date(o, ms);
     }
     if (rc < 0 && c->err->code == MF_E_ConversionFailure && has_slot(e, 4)) {
         mf_err_clear(c->err);
@@ -5650,29 +5491,27 @@ ev_date_to_string(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     ltime_t t;
     bson_string_t *s;
 
-    set_missing(&fv);
-    set_missing(&tzv);
+    mf_value_set_missing(&fv);
+    mf_value_set_missing(&tzv);
     if (ev(e->args[0], c, &d) < 0)
         return -1;
     if (format_and_tz(e, c, 1, 2, true, &fv, &tzv, &z, &own, &r) < 0) {
         rc = -1;
         goto done;
     }
-    if (is_nullish(&d)) {
+    if (mf_value_is_nullish(&d)) {
         if (has_slot(e, 3))
             rc = ev(e->args[3], c, o);
         else
-            set_null(o);
+            mf_value_set_null(o);
         goto done;
     }
-    if (r > 0 || (has_slot(e, 1) && is_nullish(&fv))) {
-        set_null(o);
+    if (r > 0 || (has_slot(e, 1) && mf_value_is_nullish(&fv))) {
+        mf_value_set_null(o);
         goto done;
     }
-    if (!get_date(&d, &ms)) {
-        rc = mf_err_set(c->err, MF_E_Location16006, "can't convert from BSON type %s to Date", tname(&d));
+    if ((rc = date_of(c, &d, &ms)) < 0)
         goto done;
-    }
     fmt = has_slot(e, 1) ? fv.value.v_utf8.str
                          : mf_tz_is_utc(z) ? "%Y-%m-%dT%H:%M:%S.%LZ" : "%Y-%m-%dT%H:%M:%S.%L";
     lt_break(z, ms, &t);
@@ -5722,7 +5561,7 @@ ev_date_to_string(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         default: break; /* validated above */
         }
     }
-    set_strn(o, s->str, s->len);
+    mf_value_set_strn(o, s->str, s->len);
     bson_string_free(s, true);
 done:
     if (own)
@@ -5923,14 +5762,14 @@ ev_date_arith(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     char ctxmsg[80];
 
     for (int i = 0; i < 5; i++)
-        set_missing(&v[i]);
+        mf_value_set_missing(&v[i]);
 #define EVAL_OR_NULL(i)                                                                                                \
     do {                                                                                                               \
         if (ev_slot(e, (i), c, &v[i]) < 0) {                                                                           \
             rc = -1;                                                                                                   \
             goto done;                                                                                                 \
         }                                                                                                              \
-        if (has_slot(e, (i)) && is_nullish(&v[i]))                                                                     \
+        if (has_slot(e, (i)) && mf_value_is_nullish(&v[i]))                                                                     \
             goto null;                                                                                                 \
     } while (0)
     snprintf(ctxmsg, sizeof ctxmsg, "%s parameter 'timezone' value parsing failed", opname);
@@ -5972,7 +5811,7 @@ ev_date_arith(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         }
         if (date_trunc(c, a, unit, bin, z, sow, &out) < 0)
             goto fail;
-        set_date(o, out);
+        mf_value_set_date(o, out);
     } else if (id == OP_DATEADD || id == OP_DATESUBTRACT) {
         /* slots: startDate unit amount timezone */
         int64_t amount;
@@ -6002,7 +5841,7 @@ ev_date_arith(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         }
         if (date_add(c, a, unit, amount, z, &out) < 0)
             goto fail;
-        set_date(o, out);
+        mf_value_set_date(o, out);
     } else {
         /* slots: startDate endDate unit timezone startOfWeek */
         EVAL_OR_NULL(0);
@@ -6030,12 +5869,12 @@ ev_date_arith(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         }
         if (date_diff(c, a, b, unit, z, sow, &out) < 0)
             goto fail;
-        set_i64(o, out);
+        mf_value_set_int64(o, out);
     }
 #undef EVAL_OR_NULL
     goto done;
 null:
-    set_null(o);
+    mf_value_set_null(o);
     goto done;
 fail:
     rc = -1;
@@ -6088,7 +5927,7 @@ fields_finish(fields_t *f, bson_value_t *o)
     }
     bson_free(f->k);
     bson_free(f->v);
-    take_bson(o, &b, false);
+    mf_value_take_bson(o, &b, false);
 }
 
 static void
@@ -6117,7 +5956,7 @@ ev_merge_objects(bson_value_t *v, size_t n, ctx_t *c, bson_value_t *o)
     }
     for (size_t i = 0; i < count; i++) {
         bson_iter_t it;
-        if (is_nullish(&items[i]))
+        if (mf_value_is_nullish(&items[i]))
             continue;
         if (items[i].value_type != BSON_TYPE_DOCUMENT) {
             char vb[128];
@@ -6141,26 +5980,26 @@ static int
 ev_object_to_array(const bson_value_t *a, ctx_t *c, bson_value_t *o)
 {
     bson_iter_t it;
-    abuild_t ab;
+    mf_value_array_t ab;
 
-    if (is_nullish(a)) {
-        set_null(o);
+    if (mf_value_is_nullish(a)) {
+        mf_value_set_null(o);
         return 0;
     }
     if (a->value_type != BSON_TYPE_DOCUMENT)
         return mf_err_set(c->err, MF_E_Location40390, "$objectToArray requires a document input, found: %s", tname(a));
-    ab_init(&ab);
+    mf_value_array_init(&ab);
     bson_iter_init_from_data(&it, a->value.v_doc.data, a->value.v_doc.data_len);
     while (bson_iter_next(&it)) {
         bson_t kv = BSON_INITIALIZER;
         bson_value_t d;
         bson_append_utf8(&kv, "k", 1, bson_iter_key(&it), (int)bson_iter_key_len(&it));
         bson_append_value(&kv, "v", 1, bson_iter_value(&it));
-        take_bson(&d, &kv, false);
-        ab_push(&ab, &d);
+        mf_value_take_bson(&d, &kv, false);
+        mf_value_array_push(&ab, &d);
         mf_value_free(&d);
     }
-    ab_finish(&ab, o);
+    mf_value_array_finish(&ab, o);
     return 0;
 }
 
@@ -6171,8 +6010,8 @@ ev_array_to_object(const bson_value_t *a, ctx_t *c, bson_value_t *o)
     fields_t f = {0};
     int kind = 0; /* 1 = [k, v] pairs, 2 = {k, v} documents */
 
-    if (is_nullish(a)) {
-        set_null(o);
+    if (mf_value_is_nullish(a)) {
+        mf_value_set_null(o);
         return 0;
     }
     if (a->value_type != BSON_TYPE_ARRAY)
@@ -6277,20 +6116,15 @@ ev_map_filter(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
 {
     bson_value_t in, lim;
     elems_t el;
-    abuild_t ab;
+    mf_value_array_t ab;
     int64_t limit = -1, taken = 0;
     bool is_map = e->op->id == OP_MAP;
     const binding_t *saved = c->vars;
     binding_t b;
     int rc = 0;
 
-    if (ev(e->args[0], c, &in) < 0)
-        return -1;
-    if (is_nullish(&in)) {
-        mf_value_free(&in);
-        set_null(o);
-        return 0;
-    }
+    if ((rc = eval_or_null(e->args[0], c, &in, o)) != 0)
+        return rc > 0 ? 0 : -1;
     if (in.value_type != BSON_TYPE_ARRAY) {
         rc = is_map ? mf_err_set(c->err, MF_E_Location16883, "input to $map must be an array not %s", tname(&in))
                     : mf_err_set(c->err, MF_E_Location28651, "input to $filter must be an array not %s", tname(&in));
@@ -6303,7 +6137,7 @@ ev_map_filter(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
             mf_value_free(&in);
             return -1;
         }
-        if (!is_nullish(&lim)) {
+        if (!mf_value_is_nullish(&lim)) {
             char vb[128];
             int code = 0;
             value_str(&lim, vb, sizeof vb);
@@ -6324,7 +6158,7 @@ ev_map_filter(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         mf_value_free(&lim);
     }
     elems_of(&in, &el);
-    ab_init(&ab);
+    mf_value_array_init(&ab);
     b.name = e->name;
     b.up = saved;
     c->vars = &b;
@@ -6336,10 +6170,10 @@ ev_map_filter(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
             break;
         }
         if (is_map) {
-            ab_push(&ab, &r);
+            mf_value_array_push(&ab, &r);
         } else if (truthy(&r)) {
             if (limit < 0 || taken < limit) {
-                ab_push(&ab, &el.v[i]);
+                mf_value_array_push(&ab, &el.v[i]);
                 taken++;
             }
         }
@@ -6349,7 +6183,7 @@ ev_map_filter(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     }
     c->vars = saved;
     if (rc == 0)
-        ab_finish(&ab, o);
+        mf_value_array_finish(&ab, o);
     else
         bson_destroy(&ab.b);
     elems_free(&el);
@@ -6361,17 +6195,13 @@ static int
 ev_reduce(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
 {
     bson_value_t in, acc;
+    int got;
     elems_t el;
     const binding_t *saved = c->vars;
     binding_t bv, bt;
 
-    if (ev(e->args[0], c, &in) < 0)
-        return -1;
-    if (is_nullish(&in)) {
-        mf_value_free(&in);
-        set_null(o);
-        return 0;
-    }
+    if ((got = eval_or_null(e->args[0], c, &in, o)) != 0)
+        return got > 0 ? 0 : -1;
     if (in.value_type != BSON_TYPE_ARRAY) {
         char vb[128];
         value_str(&in, vb, sizeof vb);
@@ -6499,15 +6329,15 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
             bool t = truthy(&r);
             mf_value_free(&r);
             if (id == OP_AND && !t) {
-                set_bool(o, false);
+                mf_value_set_bool(o, false);
                 return 0;
             }
             if (id == OP_OR && t) {
-                set_bool(o, true);
+                mf_value_set_bool(o, true);
                 return 0;
             }
         }
-        set_bool(o, id == OP_AND);
+        mf_value_set_bool(o, id == OP_AND);
         return 0;
     case OP_COND: {
         bson_value_t r;
@@ -6521,11 +6351,11 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         for (size_t i = 0; i < n; i++) {
             if (ev(e->args[i], c, o) < 0)
                 return -1;
-            if (i == n - 1 || !is_nullish(o))
+            if (i == n - 1 || !mf_value_is_nullish(o))
                 return 0;
             mf_value_free(o);
         }
-        set_null(o);
+        mf_value_set_null(o);
         return 0;
     case OP_SWITCH:
         return ev_switch(e, c, o);
@@ -6608,18 +6438,18 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     if (eval_args(e, c, &v) < 0)
         return -1;
     switch (id) {
-    case OP_EQ: set_bool(o, cmpv(&v[0], &v[1]) == 0); break;
-    case OP_NE: set_bool(o, cmpv(&v[0], &v[1]) != 0); break;
-    case OP_GT: set_bool(o, cmpv(&v[0], &v[1]) > 0); break;
-    case OP_GTE: set_bool(o, cmpv(&v[0], &v[1]) >= 0); break;
-    case OP_LT: set_bool(o, cmpv(&v[0], &v[1]) < 0); break;
-    case OP_LTE: set_bool(o, cmpv(&v[0], &v[1]) <= 0); break;
+    case OP_EQ: mf_value_set_bool(o, cmpv(&v[0], &v[1]) == 0); break;
+    case OP_NE: mf_value_set_bool(o, cmpv(&v[0], &v[1]) != 0); break;
+    case OP_GT: mf_value_set_bool(o, cmpv(&v[0], &v[1]) > 0); break;
+    case OP_GTE: mf_value_set_bool(o, cmpv(&v[0], &v[1]) >= 0); break;
+    case OP_LT: mf_value_set_bool(o, cmpv(&v[0], &v[1]) < 0); break;
+    case OP_LTE: mf_value_set_bool(o, cmpv(&v[0], &v[1]) <= 0); break;
     case OP_CMP: {
         int r = cmpv(&v[0], &v[1]);
-        set_i32(o, r < 0 ? -1 : r > 0 ? 1 : 0);
+        mf_value_set_int32(o, r < 0 ? -1 : r > 0 ? 1 : 0);
         break;
     }
-    case OP_NOT: set_bool(o, !truthy(&v[0])); break;
+    case OP_NOT: mf_value_set_bool(o, !truthy(&v[0])); break;
     case OP_SUBTRACT: rc = ev_subtract(&v[0], &v[1], c, o); break;
     case OP_DIVIDE: rc = ev_divide(&v[0], &v[1], c, o); break;
     case OP_MOD: rc = ev_mod(&v[0], &v[1], c, o); break;
@@ -6646,30 +6476,30 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     case OP_RADIANSTODEGREES: rc = ev_trig(id, e->op->name, &v[0], c, o); break;
     case OP_ATAN2: rc = ev_atan2(&v[0], &v[1], c, o); break;
     case OP_BSONSIZE:
-        if (is_nullish(&v[0]))
-            set_null(o);
+        if (mf_value_is_nullish(&v[0]))
+            mf_value_set_null(o);
         else if (v[0].value_type != BSON_TYPE_DOCUMENT)
             rc = mf_err_set(c->err, MF_E_Location31393, "$bsonSize requires a document input, found: %s", tname(&v[0]));
         else
-            set_i32(o, (int32_t)v[0].value.v_doc.data_len);
+            mf_value_set_int32(o, (int32_t)v[0].value.v_doc.data_len);
         break;
     case OP_BINARYSIZE:
-        if (is_nullish(&v[0]))
-            set_null(o);
+        if (mf_value_is_nullish(&v[0]))
+            mf_value_set_null(o);
         else if (v[0].value_type == BSON_TYPE_UTF8)
-            set_i32(o, (int32_t)v[0].value.v_utf8.len);
+            mf_value_set_int32(o, (int32_t)v[0].value.v_utf8.len);
         else if (v[0].value_type == BSON_TYPE_BINARY)
-            set_i32(o, (int32_t)v[0].value.v_binary.data_len);
+            mf_value_set_int32(o, (int32_t)v[0].value.v_binary.data_len);
         else
             rc = mf_err_set(c->err, MF_E_Location51276, "$binarySize requires a string or BinData argument, found: %s",
                             tname(&v[0]));
         break;
     case OP_LOG:
-        if (is_nullish(&v[0]) || is_nullish(&v[1])) {
-            set_null(o);
-        } else if (!is_num(&v[0])) {
+        if (mf_value_is_nullish(&v[0]) || mf_value_is_nullish(&v[1])) {
+            mf_value_set_null(o);
+        } else if (!mf_value_is_number(&v[0])) {
             rc = mf_err_set(c->err, MF_E_Location28756, "$log's argument must be numeric, not %s", tname(&v[0]));
-        } else if (!is_num(&v[1])) {
+        } else if (!mf_value_is_number(&v[1])) {
             rc = mf_err_set(c->err, MF_E_Location28757, "$log's base must be numeric, not %s", tname(&v[1]));
         } else if (as_dbl(&v[0]) <= 0) {
             rc = mf_err_set(c->err, MF_E_Location28758, "$log's argument must be a positive number, but is %g",
@@ -6678,7 +6508,7 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
             rc = mf_err_set(c->err, MF_E_Location28759,
                             "$log's base must be a positive number not equal to 1, but is %g", as_dbl(&v[1]));
         } else {
-            set_dbl(o, log(as_dbl(&v[0])) / log(as_dbl(&v[1])));
+            mf_value_set_double(o, log(as_dbl(&v[0])) / log(as_dbl(&v[1])));
         }
         break;
     case OP_ROUND:
@@ -6687,7 +6517,7 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     case OP_CONCAT: {
         bool null = false;
         for (size_t i = 0; i < n && !null; i++) {
-            if (is_nullish(&v[i])) {
+            if (mf_value_is_nullish(&v[i])) {
                 null = true;
             } else if (v[i].value_type != BSON_TYPE_UTF8) {
                 rc = mf_err_set(c->err, MF_E_Location16702, "$concat only supports strings, not %s", tname(&v[i]));
@@ -6697,7 +6527,7 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         if (rc < 0)
             break;
         if (null) {
-            set_null(o);
+            mf_value_set_null(o);
             break;
         }
         /* Lengths, not C strings: a string may hold NUL bytes. At most 16 MB, as MongoDB. */
@@ -6708,8 +6538,7 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
             rc = mf_err_set(c->err, MF_E_Location16493, "Tried to create string longer than 16MB");
             break;
         }
-        memset(o, 0, sizeof *o);
-        o->value_type = BSON_TYPE_UTF8;
+        mf_value_set_type(o, BSON_TYPE_UTF8);
         o->value.v_utf8.str = bson_malloc(total + 1);
         o->value.v_utf8.len = (uint32_t)total;
         total = 0;
@@ -6740,7 +6569,7 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
                      : mf_err_set(c->err, MF_E_Location34473, "$strLenBytes requires a string argument, found: %s", tname(&v[0]));
             break;
         }
-        set_i32(o, (int32_t)(id == OP_STRLENCP ? cp_count(v[0].value.v_utf8.str, v[0].value.v_utf8.len)
+        mf_value_set_int32(o, (int32_t)(id == OP_STRLENCP ? cp_count(v[0].value.v_utf8.str, v[0].value.v_utf8.len)
                                                : v[0].value.v_utf8.len));
         break;
     case OP_SPLIT: rc = ev_split(v, c, o); break;
@@ -6759,7 +6588,7 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
             break;
         }
         int r = strcasecmp(a.value.v_utf8.str, b.value.v_utf8.str);
-        set_i32(o, r < 0 ? -1 : r > 0 ? 1 : 0);
+        mf_value_set_int32(o, r < 0 ? -1 : r > 0 ? 1 : 0);
         mf_value_free(&a);
         mf_value_free(&b);
         break;
@@ -6771,7 +6600,7 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         } else {
             elems_t el;
             elems_of(&v[0], &el);
-            set_i32(o, (int32_t)el.n);
+            mf_value_set_int32(o, (int32_t)el.n);
             elems_free(&el);
         }
         break;
@@ -6785,15 +6614,15 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         } else {
             elems_t el;
             elems_of(&v[1], &el);
-            set_bool(o, arr_contains(&el, &v[0]));
+            mf_value_set_bool(o, arr_contains(&el, &v[0]));
             elems_free(&el);
         }
         break;
     case OP_CONCATARRAYS: {
-        abuild_t ab;
+        mf_value_array_t ab;
         bool null = false;
         for (size_t i = 0; i < n && rc == 0 && !null; i++) {
-            if (is_nullish(&v[i]))
+            if (mf_value_is_nullish(&v[i]))
                 null = true;
             else if (v[i].value_type != BSON_TYPE_ARRAY)
                 rc = mf_err_set(c->err, MF_E_Location28664, "$concatArrays only supports arrays, not %s", tname(&v[i]));
@@ -6801,42 +6630,42 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         if (rc < 0)
             break;
         if (null) {
-            set_null(o);
+            mf_value_set_null(o);
             break;
         }
-        ab_init(&ab);
+        mf_value_array_init(&ab);
         for (size_t i = 0; i < n; i++) {
             elems_t el;
             elems_of(&v[i], &el);
             for (size_t j = 0; j < el.n; j++)
-                ab_push(&ab, &el.v[j]);
+                mf_value_array_push(&ab, &el.v[j]);
             elems_free(&el);
         }
-        ab_finish(&ab, o);
+        mf_value_array_finish(&ab, o);
         break;
     }
     case OP_SLICE: rc = ev_slice(v, n, c, o); break;
-    case OP_ISARRAY: set_bool(o, v[0].value_type == BSON_TYPE_ARRAY); break;
+    case OP_ISARRAY: mf_value_set_bool(o, v[0].value_type == BSON_TYPE_ARRAY); break;
     case OP_REVERSEARRAY:
-        if (is_nullish(&v[0])) {
-            set_null(o);
+        if (mf_value_is_nullish(&v[0])) {
+            mf_value_set_null(o);
         } else if (v[0].value_type != BSON_TYPE_ARRAY) {
             rc = mf_err_set(c->err, MF_E_Location34435, "The argument to $reverseArray must be an array, but was of type: %s",
                             tname(&v[0]));
         } else {
             elems_t el;
-            abuild_t ab;
+            mf_value_array_t ab;
             elems_of(&v[0], &el);
-            ab_init(&ab);
+            mf_value_array_init(&ab);
             for (size_t i = el.n; i > 0; i--)
-                ab_push(&ab, &el.v[i - 1]);
-            ab_finish(&ab, o);
+                mf_value_array_push(&ab, &el.v[i - 1]);
+            mf_value_array_finish(&ab, o);
             elems_free(&el);
         }
         break;
     case OP_RANGE: {
         int64_t a = 0, b = 0, step = 1;
-        abuild_t ab;
+        mf_value_array_t ab;
         char vb[128];
         /* mongod: start's type, start's range, end's type, end's range, then the step's (no null passthrough). */
         static const char *const what[] = {"starting", "ending", "step"};
@@ -6844,7 +6673,7 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         static const int icode[] = {MF_E_Location34444, MF_E_Location34446, MF_E_Location34448};
         int64_t *dst[] = {&a, &b, &step};
         for (size_t i = 0; i < n && i < 3; i++) {
-            if (!is_num(&v[i])) {
+            if (!mf_value_is_number(&v[i])) {
                 rc = mf_err_set(c->err, tcode[i], "$range requires a numeric %s value, found value of type:%s%s", what[i],
                                 i == 2 ? "" : " ", tname(&v[i]));
                 break;
@@ -6864,11 +6693,11 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
             rc = mf_err_set(c->err, MF_E_Location34449, "$range requires a non-zero step value");
             break;
         }
-        ab_init(&ab);
+        mf_value_array_init(&ab);
         for (int64_t i = a; step > 0 ? i < b : i > b; i += step) {
             bson_value_t x;
-            set_i32(&x, (int32_t)i);
-            ab_push(&ab, &x);
+            mf_value_set_int32(&x, (int32_t)i);
+            mf_value_array_push(&ab, &x);
             if (ab.b.len > 16 * 1024 * 1024) {
                 bson_destroy(&ab.b);
                 rc = mf_err_set(c->err, MF_E_ExceededMemoryLimit, "$range would use too much memory");
@@ -6876,7 +6705,7 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
             }
         }
         if (rc == 0)
-            ab_finish(&ab, o);
+            mf_value_array_finish(&ab, o);
         break;
     }
     case OP_SUM:
@@ -6886,7 +6715,7 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     case OP_STDDEVPOP:
     case OP_STDDEVSAMP: ev_accum(id, v, n, o); break;
     case OP_TYPE:
-        set_str(o, v[0].value_type == BSON_TYPE_EOD ? "missing" : mf_type_name(v[0].value_type));
+        mf_value_set_str(o, mf_type_name(v[0].value_type));
         break;
     case OP_BITAND:
     case OP_BITOR:
@@ -6906,13 +6735,13 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         int to = id == OP_TOSTRING ? BSON_TYPE_UTF8 : id == OP_TOINT ? BSON_TYPE_INT32 : id == OP_TOLONG ? BSON_TYPE_INT64
                  : id == OP_TODOUBLE ? BSON_TYPE_DOUBLE : id == OP_TODECIMAL ? BSON_TYPE_DECIMAL128
                  : id == OP_TOBOOL ? BSON_TYPE_BOOL : id == OP_TODATE ? BSON_TYPE_DATE_TIME : BSON_TYPE_OID;
-        if (is_nullish(&v[0]))
-            set_null(o);
+        if (mf_value_is_nullish(&v[0]))
+            mf_value_set_null(o);
         else
             rc = convert(c, &v[0], to, o);
         break;
     }
-    case OP_ISNUMBER: set_bool(o, is_num(&v[0])); break;
+    case OP_ISNUMBER: mf_value_set_bool(o, mf_value_is_number(&v[0])); break;
     case OP_MERGEOBJECTS: rc = ev_merge_objects(v, n, c, o); break;
     case OP_OBJECTTOARRAY: rc = ev_object_to_array(&v[0], c, o); break;
     case OP_ARRAYTOOBJECT: rc = ev_array_to_object(&v[0], c, o); break;
@@ -6937,7 +6766,7 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
                     all = false;
             }
             elems_free(&el);
-            set_bool(o, id == OP_ANYELEMENTTRUE ? any : all);
+            mf_value_set_bool(o, id == OP_ANYELEMENTTRUE ? any : all);
         }
         break;
     default:
@@ -6951,7 +6780,7 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
 static int
 ev(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
 {
-    set_missing(o);
+    mf_value_set_missing(o);
     switch (e->kind) {
     case K_LIT:
         mf_value_copy(o, &e->lit);
@@ -6968,11 +6797,11 @@ ev(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
             base = &c->rootv;
             break;
         case VAR_NOW:
-            set_date(&now, c->now);
+            mf_value_set_date(&now, c->now);
             base = &now;
             break;
         case VAR_REMOVE:
-            set_missing(o);
+            mf_value_set_missing(o);
             return 0;
         default:
             base = lookup_var(c, e->name);
@@ -6995,22 +6824,22 @@ ev(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
                 bson_append_value(&b, e->keys[i], -1, &r);
             mf_value_free(&r);
         }
-        take_bson(o, &b, false);
+        mf_value_take_bson(o, &b, false);
         return 0;
     }
     case K_ARR: {
-        abuild_t ab;
-        ab_init(&ab);
+        mf_value_array_t ab;
+        mf_value_array_init(&ab);
         for (size_t i = 0; i < e->nargs; i++) {
             bson_value_t r;
             if (ev(e->args[i], c, &r) < 0) {
                 bson_destroy(&ab.b);
                 return -1;
             }
-            ab_push(&ab, &r);
+            mf_value_array_push(&ab, &r);
             mf_value_free(&r);
         }
-        ab_finish(&ab, o);
+        mf_value_array_finish(&ab, o);
         return 0;
     }
     case K_OP:
@@ -7027,7 +6856,7 @@ mf_expr_eval(const mf_expr_t *e, const bson_t *root, bson_value_t *out, mf_error
     struct timespec ts;
     bson_t empty = BSON_INITIALIZER;
 
-    set_missing(out);
+    mf_value_set_missing(out);
     if (root == NULL)
         root = &empty;
     memset(&c, 0, sizeof c);

@@ -44,6 +44,12 @@ typedef struct mf_expr mf_expr_t;
  * Returns NULL and fills err when invalid. Does not keep references into v.
  */
 mf_expr_t *mf_expr_parse(const bson_value_t *v, mf_error_t *err);
+
+/*
+ * mf_expr_parse_path: mf_expr_parse of the field path "$<field>" (a sort
+ * key's name, say). Returns NULL and fills err when invalid.
+ */
+mf_expr_t *mf_expr_parse_path(const char *field, mf_error_t *err);
 void mf_expr_free(mf_expr_t *e);
 
 /*

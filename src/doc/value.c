@@ -15,13 +15,16 @@
  * index keys, so they compare the same way.
  *
  * Invariants: the module is pure; nothing here allocates except transient
- * stack buffers, and no function keeps a reference to its arguments.
+ * stack buffers and the values the string and document setters build (which
+ * the caller then owns; value.h's array builder likewise), and no function
+ * keeps a reference to its arguments.
  */
 #include "doc/value.h"
 #include "doc/collation.h"
 #include "common/error.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -70,20 +73,6 @@ mf_value_type_rank(bson_type_t t)
         return 127;
     default:
         return 126;
-    }
-}
-
-bool
-mf_value_is_number(const bson_value_t *v)
-{
-    switch (v->value_type) {
-    case BSON_TYPE_DOUBLE:
-    case BSON_TYPE_INT32:
-    case BSON_TYPE_INT64:
-    case BSON_TYPE_DECIMAL128:
-        return true;
-    default:
-        return false;
     }
 }
 
@@ -478,6 +467,25 @@ mf_type_alias(const char *alias)
     return -1;
 }
 
+int
+mf_value_double_cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y ? 1 : 0;
+}
+
+size_t
+mf_value_percentile_index(double p, size_t n)
+{
+    double rank = ceil(p * (double)n);
+
+    if (rank < 1)
+        return 0;
+    if (rank > (double)n)
+        return n - 1;
+    return (size_t)rank - 1;
+}
+
 const char *
 mf_type_name(bson_type_t t)
 {
@@ -500,11 +508,53 @@ mf_value_check_n(const bson_value_t *v, int64_t *n, mf_error_t *err)
 {
     if (!mf_value_is_number(v))
         return mf_err_set(err, MF_E_Location5787902, "Value for 'n' must be of integral type, but found %s",
-                          v->value_type == BSON_TYPE_EOD ? "missing" : mf_type_name(v->value_type));
+                          mf_type_name(v->value_type));
     if (!mf_value_as_int64(v, n))
         return mf_err_set(err, MF_E_Location5787903, "Value for 'n' must be of integral type, but found %g",
                           mf_value_as_double(v));
     if (*n <= 0)
         return mf_err_set(err, MF_E_Location5787908, "'n' must be greater than 0, found %lld", (long long)*n);
     return 0;
+}
+
+void
+mf_value_set_decimal_from_double(bson_value_t *o, double x)
+{
+    char buf[64];
+
+    mf_value_set_type(o, BSON_TYPE_DECIMAL128);
+    if (isnan(x))
+        snprintf(buf, sizeof buf, "NaN");
+    else if (isinf(x))
+        snprintf(buf, sizeof buf, x > 0 ? "Infinity" : "-Infinity");
+    else
+        snprintf(buf, sizeof buf, "%.15g", x);
+    bson_decimal128_from_string(buf, &o->value.v_decimal128);
+}
+
+void
+mf_value_set_strn(bson_value_t *o, const char *s, size_t len)
+{
+    mf_value_set_type(o, BSON_TYPE_UTF8);
+    o->value.v_utf8.str = bson_malloc(len + 1);
+    if (len)
+        memcpy(o->value.v_utf8.str, s, len);
+    o->value.v_utf8.str[len] = '\0';
+    o->value.v_utf8.len = (uint32_t)len;
+}
+
+void
+mf_value_set_str(bson_value_t *o, const char *s)
+{
+    mf_value_set_strn(o, s, strlen(s));
+}
+
+void
+mf_value_take_bson(bson_value_t *o, bson_t *b, bool is_array)
+{
+    mf_value_set_type(o, is_array ? BSON_TYPE_ARRAY : BSON_TYPE_DOCUMENT);
+    o->value.v_doc.data_len = b->len;
+    o->value.v_doc.data = bson_malloc(b->len);
+    memcpy(o->value.v_doc.data, bson_get_data(b), b->len);
+    bson_destroy(b);
 }

@@ -163,11 +163,11 @@ struct mf_pipeline {
 /* Small helpers                                                            */
 /* ------------------------------------------------------------------------ */
 
+/* doc_value: v becomes a view of b as a document (or, with is_array, an array) value, valid while b is. */
 static void
-doc_value(const bson_t *b, bson_value_t *v)
+doc_value(const bson_t *b, bool is_array, bson_value_t *v)
 {
-    memset(v, 0, sizeof *v);
-    v->value_type = BSON_TYPE_DOCUMENT;
+    mf_value_set_type(v, is_array ? BSON_TYPE_ARRAY : BSON_TYPE_DOCUMENT);
     v->value.v_doc.data = (uint8_t *)bson_get_data(b);
     v->value.v_doc.data_len = b->len;
 }
@@ -270,12 +270,7 @@ fl_to_value(fl_t *f, bson_value_t *out)
     for (size_t i = 0; i < f->n; i++)
         bson_append_value(&b, f->k[i], -1, &f->v[i]);
     fl_free(f);
-    memset(out, 0, sizeof *out);
-    out->value_type = BSON_TYPE_DOCUMENT;
-    out->value.v_doc.data_len = b.len;
-    out->value.v_doc.data = bson_malloc(b.len);
-    memcpy(out->value.v_doc.data, bson_get_data(&b), b.len);
-    bson_destroy(&b);
+    mf_value_take_bson(out, &b, false);
 }
 
 static bson_t *
@@ -314,7 +309,7 @@ doc_set_path(const bson_t *doc, const char *path, const bson_value_t *v)
     bson_value_t cur, res;
     bson_t *out;
 
-    doc_value(doc, &cur);
+    doc_value(doc, false, &cur);
     set_path(&cur, path, v, &res);
     out = value_to_doc(&res);
     mf_value_free(&res);
@@ -367,12 +362,6 @@ is_operator_doc(const bson_value_t *v)
         return false;
     bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
     return bson_iter_next(&it) && bson_iter_key(&it)[0] == '$';
-}
-
-static bool
-is_empty_doc(const bson_value_t *v)
-{
-    return v->value_type == BSON_TYPE_DOCUMENT && v->value.v_doc.data_len <= 5;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -597,7 +586,7 @@ acc_update(accst_t *a, int kind, const bson_value_t *v, mf_error_t *err)
         break;
     case AC_MIN:
     case AC_MAX:
-        if (v->value_type == BSON_TYPE_EOD || v->value_type == BSON_TYPE_NULL || v->value_type == BSON_TYPE_UNDEFINED)
+        if (mf_value_is_nullish(v))
             break;
         if (a->v.value_type == BSON_TYPE_EOD ||
             (kind == AC_MIN ? mf_value_cmp(v, &a->v) < 0 : mf_value_cmp(v, &a->v) > 0)) {
@@ -696,11 +685,9 @@ acc_result(accst_t *a, int kind, bson_t *out, const char *field)
         if (a->count == 0) {
             bson_append_null(out, field, -1);
         } else if (a->v.value_type == BSON_TYPE_DECIMAL128) {
-            char buf[64];
-            bson_decimal128_t d;
-            snprintf(buf, sizeof buf, "%.15g", mf_value_as_double(&a->v) / (double)a->count);
-            bson_decimal128_from_string(buf, &d);
-            bson_append_decimal128(out, field, -1, &d);
+            bson_value_t d;
+            mf_value_set_decimal_from_double(&d, mf_value_as_double(&a->v) / (double)a->count);
+            bson_append_decimal128(out, field, -1, &d.value.v_decimal128);
         } else {
             bson_append_double(out, field, -1, mf_value_as_double(&a->v) / (double)a->count);
         }
@@ -940,8 +927,7 @@ static int
 accx_fold(accst_t *a, const acc_def_t *d, const bson_value_t *v, bson_t *key, mf_error_t *err)
 {
     bson_value_t null_v;
-    memset(&null_v, 0, sizeof null_v);
-    null_v.value_type = BSON_TYPE_NULL;
+    mf_value_set_null(&null_v);
 
     switch (d->kind) {
     case AC_FIRSTN:
@@ -966,8 +952,7 @@ accx_fold(accst_t *a, const acc_def_t *d, const bson_value_t *v, bson_t *key, mf
     case AC_TOPN:
     case AC_BOTTOMN: {
         if (d->kind == AC_MINN || d->kind == AC_MAXN) {
-            if (v->value_type == BSON_TYPE_EOD || v->value_type == BSON_TYPE_NULL ||
-                v->value_type == BSON_TYPE_UNDEFINED)
+            if (mf_value_is_nullish(v))
                 return 0;
         } else if (v->value_type == BSON_TYPE_EOD) {
             v = &null_v;
@@ -1087,13 +1072,6 @@ accx_add(accst_t *a, const acc_def_t *d, const bson_value_t *gkey, const bson_t 
     return rc;
 }
 
-static int
-dbl_cmp(const void *x, const void *y)
-{
-    double a = *(const double *)x, b = *(const double *)y;
-    return a < b ? -1 : a > b ? 1 : 0;
-}
-
 /* accx_result: appends the final value of a multi accumulator as field of out. */
 static void
 accx_result(accst_t *a, const acc_def_t *d, bson_t *out, const char *field)
@@ -1102,7 +1080,7 @@ accx_result(accst_t *a, const acc_def_t *d, bson_t *out, const char *field)
 
     if (d->kind == AC_MEDIAN || d->kind == AC_PERCENTILE) {
         if (a->nnums > 1)
-            qsort(a->nums, a->nnums, sizeof *a->nums, dbl_cmp);
+            qsort(a->nums, a->nnums, sizeof *a->nums, mf_value_double_cmp);
         if (d->kind == AC_PERCENTILE)
             bson_append_array_begin(out, field, -1, &arr);
         for (size_t i = 0; i < d->nps; i++) {
@@ -1117,9 +1095,7 @@ accx_result(accst_t *a, const acc_def_t *d, bson_t *out, const char *field)
                 bson_append_null(dst, key, -1);
                 continue;
             }
-            double p = d->ps[i], r = p >= 1.0 ? (double)a->nnums - 1 : ceil((double)a->nnums * p) - 1;
-            size_t rank = r < 0 ? 0 : (size_t)r;
-            bson_append_double(dst, key, -1, a->nums[rank]);
+            bson_append_double(dst, key, -1, a->nums[mf_value_percentile_index(d->ps[i], a->nnums)]);
         }
         if (d->kind == AC_PERCENTILE)
             bson_append_array_end(out, &arr);
@@ -1192,8 +1168,7 @@ accx_merge(accst_t *a, const acc_def_t *d, const bson_t *st, mf_error_t *err)
             bson_iter_t f;
             bson_t *key = NULL;
             bson_value_t o;
-            memset(&o, 0, sizeof o);
-            o.value_type = BSON_TYPE_NULL;
+            mf_value_set_null(&o);
             if (bson_iter_recurse(&ai, &f) && bson_iter_find(&f, "k") && BSON_ITER_HOLDS_DOCUMENT(&f)) {
                 const uint8_t *data;
                 uint32_t len;
@@ -1375,8 +1350,7 @@ acc_merge(accst_t *a, int kind, const bson_t *st, mf_error_t *err)
     bool set = false;
     double mean = 0, m2 = 0;
 
-    memset(&v, 0, sizeof v);
-    v.value_type = BSON_TYPE_EOD;
+    mf_value_set_missing(&v);
     if (bson_iter_init_find(&it, st, "v"))
         v = *bson_iter_value(&it);
     if (bson_iter_init_find(&it, st, "c"))
@@ -1629,19 +1603,12 @@ parse_acc_multi(acc_def_t *a, const char *op, const bson_value_t *arg, mf_error_
             return mf_err_set(err, MF_E_Location15976, "$sort stage must have at least one sort key");
         bson_iter_init(&si, &spec);
         while (bson_iter_next(&si)) {
-            char buf[16], *path;
+            char buf[16];
             const char *key;
-            bson_value_t pv;
             bson_uint32_to_string((uint32_t)a->nsort, &key, buf, sizeof buf);
             bson_append_value(&ks, key, -1, bson_iter_value(&si));
-            path = bson_strdup_printf("$%s", bson_iter_key(&si));
-            memset(&pv, 0, sizeof pv);
-            pv.value_type = BSON_TYPE_UTF8;
-            pv.value.v_utf8.str = path;
-            pv.value.v_utf8.len = (uint32_t)strlen(path);
             a->sort_exprs = bson_realloc(a->sort_exprs, (a->nsort + 1) * sizeof *a->sort_exprs);
-            a->sort_exprs[a->nsort] = mf_expr_parse(&pv, err);
-            bson_free(path);
+            a->sort_exprs[a->nsort] = mf_expr_parse_path(bson_iter_key(&si), err);
             if (a->sort_exprs[a->nsort] == NULL) {
                 bson_destroy(&ks);
                 return -1;
@@ -1794,7 +1761,7 @@ parse_group(stage_t *s, const bson_value_t *v, mf_error_t *err)
             continue;
         }
         if (kind == AC_COUNT) {
-            if (!is_empty_doc(arg))
+            if (!mf_value_is_empty_doc(arg))
                 return mf_err_set(err, MF_E_TypeMismatch, "$count only accepts an empty object as input");
             continue;
         }
@@ -2104,6 +2071,51 @@ parse_list_sessions(stage_t *s, const char *name, const bson_value_t *v, mf_erro
 }
 
 /*
+ * parse_bucket_group: the $group behind $bucket and $bucketAuto. g (its _id
+ * so far) gets output's fields, or {count: {$sum: 1}} when output is absent
+ * (or, with empty_counts, has no fields), and is parsed into s; g is destroyed.
+ */
+static int
+parse_bucket_group(stage_t *s, bson_t *g, const bson_value_t *output, bool empty_counts, mf_error_t *err)
+{
+    bson_iter_t it;
+    bson_value_t gv;
+    int rc;
+
+    if (output != NULL) {
+        bson_iter_init_from_data(&it, output->value.v_doc.data, output->value.v_doc.data_len);
+        while (bson_iter_next(&it))
+            bson_append_value(g, bson_iter_key(&it), -1, bson_iter_value(&it));
+    }
+    if (output == NULL || (empty_counts && mf_value_is_empty_doc(output))) {
+        bson_t cnt;
+        bson_append_document_begin(g, "count", 5, &cnt);
+        BSON_APPEND_INT32(&cnt, "$sum", 1);
+        bson_append_document_end(g, &cnt);
+    }
+    doc_value(g, false, &gv);
+    rc = parse_group(s, &gv, err);
+    bson_destroy(g);
+    return rc;
+}
+
+/* append_bound_cmp: appends {<op>: [group_by, {$literal: bound}]} to the array a as its element key. */
+static void
+append_bound_cmp(bson_t *a, const char *key, const char *op, const bson_value_t *group_by, const bson_value_t *bound)
+{
+    bson_t cmp, args, lit;
+
+    bson_append_document_begin(a, key, -1, &cmp);
+    bson_append_array_begin(&cmp, op, -1, &args);
+    bson_append_value(&args, "0", 1, group_by);
+    bson_append_document_begin(&args, "1", 1, &lit);
+    bson_append_value(&lit, "$literal", 8, bound);
+    bson_append_document_end(&args, &lit);
+    bson_append_array_end(&cmp, &args);
+    bson_append_document_end(a, &cmp);
+}
+
+/*
  * parse_bucket: $bucket is desugared as MongoDB does: a $group whose _id is
  * {$switch: {branches: [{case: {$and: [{$gte: [groupBy, b_i]}, {$lt:
  * [groupBy, b_i+1]}]}, then: b_i}...], default: default}} (40066 when a value
@@ -2119,7 +2131,6 @@ parse_bucket(stage_t *s, const bson_value_t *v, mf_error_t *err)
     bson_iter_t it, bi;
     bson_value_t prev;
     size_t nb = 0;
-    int rc;
 
     if (v->value_type != BSON_TYPE_DOCUMENT)
         return mf_err_set(err, MF_E_Location40201, "Argument to $bucket stage must be an object, but found type: %s.",
@@ -2188,27 +2199,13 @@ parse_bucket(stage_t *s, const bson_value_t *v, mf_error_t *err)
         hi = *bson_iter_value(&bi);
         if (i > 0) {
             char key[24];
-            bson_t c, cs, an, ge, lt, l1, l2, th;
+            bson_t c, cs, an, th;
             snprintf(key, sizeof key, "%zu", i - 1);
             bson_append_document_begin(&br, key, -1, &c);
             bson_append_document_begin(&c, "case", 4, &cs);
             bson_append_array_begin(&cs, "$and", 4, &an);
-            bson_append_document_begin(&an, "0", 1, &ge);
-            bson_append_array_begin(&ge, "$gte", 4, &l1);
-            bson_append_value(&l1, "0", 1, group_by);
-            bson_append_document_begin(&l1, "1", 1, &th);
-            bson_append_value(&th, "$literal", 8, &lo);
-            bson_append_document_end(&l1, &th);
-            bson_append_array_end(&ge, &l1);
-            bson_append_document_end(&an, &ge);
-            bson_append_document_begin(&an, "1", 1, &lt);
-            bson_append_array_begin(&lt, "$lt", 3, &l2);
-            bson_append_value(&l2, "0", 1, group_by);
-            bson_append_document_begin(&l2, "1", 1, &th);
-            bson_append_value(&th, "$literal", 8, &hi);
-            bson_append_document_end(&l2, &th);
-            bson_append_array_end(&lt, &l2);
-            bson_append_document_end(&an, &lt);
+            append_bound_cmp(&an, "0", "$gte", group_by, &lo);
+            append_bound_cmp(&an, "1", "$lt", group_by, &hi);
             bson_append_array_end(&cs, &an);
             bson_append_document_end(&c, &cs);
             bson_append_document_begin(&c, "then", 4, &th);
@@ -2242,25 +2239,7 @@ parse_bucket(stage_t *s, const bson_value_t *v, mf_error_t *err)
     bson_destroy(lo_doc);
     bson_append_document_end(&id, &sw);
     bson_append_document_end(&g, &id);
-    if (output != NULL) {
-        bson_iter_init_from_data(&it, output->value.v_doc.data, output->value.v_doc.data_len);
-        while (bson_iter_next(&it))
-            bson_append_value(&g, bson_iter_key(&it), -1, bson_iter_value(&it));
-    } else {
-        bson_t cnt;
-        bson_append_document_begin(&g, "count", 5, &cnt);
-        BSON_APPEND_INT32(&cnt, "$sum", 1);
-        bson_append_document_end(&g, &cnt);
-    }
-    {
-        bson_value_t gv;
-        gv.value_type = BSON_TYPE_DOCUMENT;
-        gv.value.v_doc.data = (uint8_t *)bson_get_data(&g);
-        gv.value.v_doc.data_len = g.len;
-        rc = parse_group(s, &gv, err);
-    }
-    bson_destroy(&g);
-    if (rc < 0)
+    if (parse_bucket_group(s, &g, output, false, err) < 0)
         return -1;
     bson_t *spec = BCON_NEW("_id", BCON_INT32(1));
     s->sort = mf_sort_new(spec, err);
@@ -2592,7 +2571,6 @@ parse_bucket_auto(stage_t *s, const bson_value_t *v, mf_error_t *err)
     const bson_value_t *group_by = NULL, *output = NULL;
     bool have_buckets = false;
     bson_iter_t it;
-    int rc;
 
     if (v->value_type != BSON_TYPE_DOCUMENT)
         return mf_err_set(err, MF_E_Location40240, "The argument to $bucketAuto must be an object, but found type: %s",
@@ -2648,22 +2626,7 @@ parse_bucket_auto(stage_t *s, const bson_value_t *v, mf_error_t *err)
     /* The accumulators: {_id: null, <output>} parsed as a $group (output defaults to {count: {$sum: 1}}). */
     bson_t g = BSON_INITIALIZER;
     bson_append_null(&g, "_id", 3);
-    if (output != NULL) {
-        bson_iter_init_from_data(&it, output->value.v_doc.data, output->value.v_doc.data_len);
-        while (bson_iter_next(&it))
-            bson_append_value(&g, bson_iter_key(&it), -1, bson_iter_value(&it));
-    }
-    if (output == NULL || is_empty_doc(output)) {
-        bson_t cnt;
-        bson_append_document_begin(&g, "count", 5, &cnt);
-        BSON_APPEND_INT32(&cnt, "$sum", 1);
-        bson_append_document_end(&g, &cnt);
-    }
-    bson_value_t gv;
-    doc_value(&g, &gv);
-    rc = parse_group(s, &gv, err);
-    bson_destroy(&g);
-    if (rc < 0)
+    if (parse_bucket_group(s, &g, output, true, err) < 0)
         return -1;
     for (size_t a = 0; a < s->naccs; a++)
         if (s->accs[a].n_expr != NULL && !mf_expr_is_constant(s->accs[a].n_expr))
@@ -2833,6 +2796,24 @@ sub_text_check(const mf_pipeline_t *sub, mf_error_t *err)
     return 0;
 }
 
+/* The stages whose parse is only their kind and their parse_<stage>(s, v, err). */
+static const struct {
+    const char *name;
+    int kind;
+    int (*parse)(stage_t *s, const bson_value_t *v, mf_error_t *err);
+} plain_stages[] = {
+    {"$group", S_GROUP, parse_group},
+    {"$unwind", S_UNWIND, parse_unwind},
+    {"$lookup", S_LOOKUP, parse_lookup},
+    {"$sample", S_SAMPLE, parse_sample},
+    {"$bucket", S_BUCKET, parse_bucket},
+    {"$merge", S_MERGE, parse_merge},
+    {"$redact", S_REDACT, parse_redact},
+    {"$bucketAuto", S_BUCKETAUTO, parse_bucket_auto},
+    {"$unionWith", S_UNIONWITH, parse_union_with},
+    {"$graphLookup", S_GRAPHLOOKUP, parse_graph_lookup},
+};
+
 static int
 parse_stage(stage_t *s, const char *name, const bson_value_t *v, bool first, mf_error_t *err)
 {
@@ -2841,6 +2822,12 @@ parse_stage(stage_t *s, const char *name, const bson_value_t *v, bool first, mf_
 
     if (strcmp(name, "$_internalUnpackBucket") == 0)
         return parse_unpack(s, v, err);
+    for (size_t i = 0; i < sizeof plain_stages / sizeof plain_stages[0]; i++) {
+        if (strcmp(name, plain_stages[i].name) == 0) {
+            s->kind = plain_stages[i].kind;
+            return plain_stages[i].parse(s, v, err);
+        }
+    }
 
     if (strcmp(name, "$match") == 0) {
         s->kind = S_MATCH;
@@ -2907,7 +2894,7 @@ parse_stage(stage_t *s, const char *name, const bson_value_t *v, bool first, mf_
         s->kind = S_SORT;
         if (v->value_type != BSON_TYPE_DOCUMENT)
             return mf_err_set(err, MF_E_Location15973, "the $sort key specification must be an object");
-        if (is_empty_doc(v))
+        if (mf_value_is_empty_doc(v))
             return mf_err_set(err, MF_E_Location15976, "$sort stage must have at least one sort key");
         s->spec = bson_new_from_data(v->value.v_doc.data, v->value.v_doc.data_len);
         s->sort = mf_sort_new(s->spec, err);
@@ -2933,17 +2920,9 @@ parse_stage(stage_t *s, const char *name, const bson_value_t *v, bool first, mf_
         s->n = n;
         return 0;
     }
-    if (strcmp(name, "$group") == 0) {
-        s->kind = S_GROUP;
-        return parse_group(s, v, err);
-    }
     if (strcmp(name, "$count") == 0) {
         s->kind = S_COUNT;
         return parse_count_field(v, name, &s->field, err);
-    }
-    if (strcmp(name, "$unwind") == 0) {
-        s->kind = S_UNWIND;
-        return parse_unwind(s, v, err);
     }
     if (strcmp(name, "$replaceRoot") == 0 || strcmp(name, "$replaceWith") == 0) {
         s->kind = S_REPLACEROOT;
@@ -2982,10 +2961,6 @@ parse_stage(stage_t *s, const char *name, const bson_value_t *v, bool first, mf_
         bson_destroy(spec);
         return s->sort ? 0 : -1;
     }
-    if (strcmp(name, "$lookup") == 0) {
-        s->kind = S_LOOKUP;
-        return parse_lookup(s, v, err);
-    }
     if (strcmp(name, "$facet") == 0) {
         bson_iter_t it;
         s->kind = S_FACET;
@@ -3014,10 +2989,6 @@ parse_stage(stage_t *s, const char *name, const bson_value_t *v, bool first, mf_
             return mf_err_set(err, MF_E_Location40169, "the $facet specification must be a non-empty object");
         return 0;
     }
-    if (strcmp(name, "$sample") == 0) {
-        s->kind = S_SAMPLE;
-        return parse_sample(s, v, err);
-    }
     if (strcmp(name, "$changeStream") == 0)
         return mf_err_set(err, MF_E_Location40573, "The $changeStream stage is only supported on replica sets");
     if (strcmp(name, "$setWindowFields") == 0) {
@@ -3025,33 +2996,9 @@ parse_stage(stage_t *s, const char *name, const bson_value_t *v, bool first, mf_
         s->window = mf_window_new(v, err);
         return s->window ? 0 : -1;
     }
-    if (strcmp(name, "$bucket") == 0) {
-        s->kind = S_BUCKET;
-        return parse_bucket(s, v, err);
-    }
     if (strcmp(name, "$out") == 0) {
         s->kind = S_OUT;
         return parse_target(s, name, v, err);
-    }
-    if (strcmp(name, "$merge") == 0) {
-        s->kind = S_MERGE;
-        return parse_merge(s, v, err);
-    }
-    if (strcmp(name, "$redact") == 0) {
-        s->kind = S_REDACT;
-        return parse_redact(s, v, err);
-    }
-    if (strcmp(name, "$bucketAuto") == 0) {
-        s->kind = S_BUCKETAUTO;
-        return parse_bucket_auto(s, v, err);
-    }
-    if (strcmp(name, "$unionWith") == 0) {
-        s->kind = S_UNIONWITH;
-        return parse_union_with(s, v, err);
-    }
-    if (strcmp(name, "$graphLookup") == 0) {
-        s->kind = S_GRAPHLOOKUP;
-        return parse_graph_lookup(s, v, err);
     }
     if (strcmp(name, "$geoNear") == 0) {
         if (!first)
@@ -3415,10 +3362,7 @@ run_lookup(const stage_t *s, const mf_agg_env_t *env, mf_docvec_t *in, mf_docvec
         }
         mf_docvec_destroy(&matched);
         bson_value_t av;
-        memset(&av, 0, sizeof av);
-        av.value_type = BSON_TYPE_ARRAY;
-        av.value.v_doc.data = (uint8_t *)bson_get_data(&arr);
-        av.value.v_doc.data_len = arr.len;
+        doc_value(&arr, true, &av);
         mf_docvec_push_steal(out, doc_set_path(doc, s->field, &av));
         bson_destroy(&arr);
     }
@@ -3434,8 +3378,7 @@ run_unwind(const stage_t *s, mf_docvec_t *in, mf_docvec_t *out)
         bson_value_t v, idx;
         bool found = get_path_nt(doc, s->field, &v);
 
-        memset(&idx, 0, sizeof idx);
-        idx.value_type = BSON_TYPE_NULL;
+        mf_value_set_null(&idx);
         if (found && v.value_type == BSON_TYPE_ARRAY) {
             bson_iter_t it;
             int64_t k = 0;
@@ -3448,9 +3391,7 @@ run_unwind(const stage_t *s, mf_docvec_t *in, mf_docvec_t *out)
                 any = true;
                 if (s->index_field) {
                     bson_value_t iv;
-                    memset(&iv, 0, sizeof iv);
-                    iv.value_type = BSON_TYPE_INT64;
-                    iv.value.v_int64 = k;
+                    mf_value_set_int64(&iv, k);
                     bson_t *o2 = doc_set_path(o, s->index_field, &iv);
                     bson_destroy(o);
                     o = o2;
@@ -3587,8 +3528,7 @@ redact_doc(const stage_t *s, const bson_value_t *doc, bson_value_t *out, mf_erro
     bson_value_t r;
     int rc = mf_expr_eval(s->expr, root, &r, err);
     bson_destroy(root);
-    memset(out, 0, sizeof *out);
-    out->value_type = BSON_TYPE_EOD;
+    mf_value_set_missing(out);
     if (rc < 0)
         return -1;
     const char *res = r.value_type == BSON_TYPE_UTF8 ? r.value.v_utf8.str : "";
@@ -3609,7 +3549,7 @@ redact_doc(const stage_t *s, const bson_value_t *doc, bson_value_t *out, mf_erro
         }
         if (rc == 0) {
             bson_value_t bv;
-            doc_value(&b, &bv);
+            doc_value(&b, false, &bv);
             mf_value_copy(out, &bv);
         }
         bson_destroy(&b);
@@ -3652,8 +3592,7 @@ redact_value(const stage_t *s, const bson_value_t *in, bson_value_t *out, mf_err
     }
     if (rc == 0) {
         bson_value_t bv;
-        doc_value(&b, &bv);
-        bv.value_type = BSON_TYPE_ARRAY;
+        doc_value(&b, true, &bv);
         mf_value_copy(out, &bv);
     }
     bson_destroy(&b);
@@ -3677,7 +3616,7 @@ run_redact(const stage_t *s, mf_docvec_t *in, mf_docvec_t *out, mf_error_t *err)
     mf_expr_vars_set(&frame);
     for (size_t i = 0; i < in->len && rc == 0; i++) {
         bson_value_t dv, r;
-        doc_value(in->docs[i], &dv);
+        doc_value(in->docs[i], false, &dv);
         rc = redact_doc(s, &dv, &r, err);
         if (rc == 0 && r.value_type == BSON_TYPE_DOCUMENT)
             mf_docvec_push_steal(out, value_to_doc(&r));
@@ -3703,30 +3642,18 @@ gran_check(const bson_value_t *v, mf_error_t *err)
     return 0;
 }
 
-static void
-set_double(bson_value_t *o, double d)
-{
-    memset(o, 0, sizeof *o);
-    o->value_type = BSON_TYPE_DOUBLE;
-    o->value.v_double = d;
-}
-
 /* pow2: 2^e as $pow answers it for an integer base and exponent (int, long, or a double for e < 0). */
 static void
 pow2_value(int e, bool integral, bson_value_t *o)
 {
-    memset(o, 0, sizeof *o);
-    if (!integral || e < 0) {
-        set_double(o, ldexp(1.0, e));
-    } else if (e < 31) {
-        o->value_type = BSON_TYPE_INT32;
-        o->value.v_int32 = (int32_t)1 << e;
-    } else if (e < 63) {
-        o->value_type = BSON_TYPE_INT64;
-        o->value.v_int64 = (int64_t)1 << e;
-    } else {
-        set_double(o, ldexp(1.0, e));
-    }
+    if (!integral || e < 0)
+        mf_value_set_double(o, ldexp(1.0, e));
+    else if (e < 31)
+        mf_value_set_int32(o, (int32_t)1 << e);
+    else if (e < 63)
+        mf_value_set_int64(o, (int64_t)1 << e);
+    else
+        mf_value_set_double(o, ldexp(1.0, e));
 }
 
 static int
@@ -3765,14 +3692,14 @@ gran_round(int gran, const bson_value_t *v, bool up, bson_value_t *o, mf_error_t
             double prev_min = s[0] * m;
             m /= 10.0;
             if (x >= s[n - 1] * m) {
-                set_double(o, prev_min);
+                mf_value_set_double(o, prev_min);
                 return 0;
             }
         }
         size_t i = 0;
         while (i < n && !(x < s[i] * m))
             i++;
-        set_double(o, s[i] * m);
+        mf_value_set_double(o, s[i] * m);
     } else {
         while (x <= s[0] * m)
             m /= 10.0;
@@ -3780,14 +3707,14 @@ gran_round(int gran, const bson_value_t *v, bool up, bson_value_t *o, mf_error_t
             double prev_max = s[n - 1] * m;
             m *= 10.0;
             if (x <= s[0] * m) {
-                set_double(o, prev_max);
+                mf_value_set_double(o, prev_max);
                 return 0;
             }
         }
         size_t i = 0;
         while (i < n && s[i] * m < x)
             i++;
-        set_double(o, s[i - 1] * m);
+        mf_value_set_double(o, s[i - 1] * m);
     }
     return 0;
 }
@@ -4002,7 +3929,7 @@ bucket_auto_emit(const stage_t *s, mf_sorter_t *so, int64_t n, mf_docvec_t *out,
             bson_value_t idv;
             bson_append_value(&id, "min", 3, &b[i].min);
             bson_append_value(&id, "max", 3, &b[i].max);
-            doc_value(&id, &idv);
+            doc_value(&id, false, &idv);
             b[i].g.key = idv; /* borrowed for gt_result */
             mf_docvec_push_steal(out, gt_result(s, &b[i].g));
             bson_destroy(&id);
@@ -4158,9 +4085,7 @@ graph_search(const stage_t *s, const mf_agg_env_t *env, const bson_t *doc, mf_do
             bson_t *d = got.docs[i];
             if (s->index_field) {
                 bson_value_t dv;
-                memset(&dv, 0, sizeof dv);
-                dv.value_type = BSON_TYPE_INT64;
-                dv.value.v_int64 = depth;
+                mf_value_set_int64(&dv, depth);
                 d = doc_set_path(got.docs[i], s->index_field, &dv);
             } else {
                 got.docs[i] = NULL;
@@ -4208,8 +4133,7 @@ run_graph_lookup(const stage_t *s, const mf_agg_env_t *env, mf_docvec_t *in, mf_
                 bson_uint32_to_string((uint32_t)j, &key, buf, sizeof buf);
                 bson_append_document(&arr, key, -1, found.docs[j]);
             }
-            doc_value(&arr, &av);
-            av.value_type = BSON_TYPE_ARRAY;
+            doc_value(&arr, true, &av);
             mf_docvec_push_steal(out, doc_set_path(in->docs[i], s->field, &av));
             bson_destroy(&arr);
         }
@@ -4226,8 +4150,8 @@ geonear_output(const stage_t *s, const bson_t *d, double dist, const bson_value_
     const char *df = mf_geonear_distance_field(s->geonear), *lf = mf_geonear_locs_field(s->geonear);
     bson_t *cur = bson_copy(d), *t;
     if (df != NULL) {
-        bson_value_t dv = {.value_type = BSON_TYPE_DOUBLE};
-        dv.value.v_double = dist;
+        bson_value_t dv;
+        mf_value_set_double(&dv, dist);
         t = doc_set_path(cur, df, &dv);
         bson_destroy(cur);
         cur = t;
@@ -4288,8 +4212,14 @@ run_stage(const stage_t *s, const mf_agg_env_t *env, mf_docvec_t *in, mf_docvec_
     case S_GEONEAR:
         return run_geonear(s, env, in, out, err);
     case S_MATCH:
+    case S_LIMIT:
+    case S_SKIP:
+        /* The filtering stages: each document moves to out or is destroyed. */
         for (size_t i = 0; i < in->len; i++) {
-            if (mf_matcher_match(s->matcher, in->docs[i], NULL))
+            bool keep = s->kind == S_MATCH   ? mf_matcher_match(s->matcher, in->docs[i], NULL)
+                        : s->kind == S_LIMIT ? (int64_t)i < s->n
+                                             : (int64_t)i >= s->n;
+            if (keep)
                 mf_docvec_push_steal(out, in->docs[i]);
             else
                 bson_destroy(in->docs[i]);
@@ -4314,18 +4244,6 @@ run_stage(const stage_t *s, const mf_agg_env_t *env, mf_docvec_t *in, mf_docvec_
     case S_SORT:
         mf_sort_docs(s->sort, in->docs, in->len);
         take_vec(out, in);
-        return 0;
-    case S_LIMIT:
-    case S_SKIP:
-        for (size_t i = 0; i < in->len; i++) {
-            bool keep = s->kind == S_LIMIT ? (int64_t)i < s->n : (int64_t)i >= s->n;
-            if (keep)
-                mf_docvec_push_steal(out, in->docs[i]);
-            else
-                bson_destroy(in->docs[i]);
-        }
-        in->len = 0;
-        mf_docvec_destroy(in);
         return 0;
     case S_GROUP:
         return run_group(s, in, out, err);
@@ -4354,7 +4272,7 @@ run_stage(const stage_t *s, const mf_agg_env_t *env, mf_docvec_t *in, mf_docvec_
                 mf_err_set(err, MF_E_Location40228,
                            "'newRoot' expression must evaluate to an object, but resulting value was: %s. Type of resulting value: '%s'.",
                            r.value_type == BSON_TYPE_EOD ? "MISSING" : "...",
-                           r.value_type == BSON_TYPE_EOD ? "missing" : mf_type_name(r.value_type));
+                           mf_type_name(r.value_type));
                 mf_value_free(&r);
                 mf_docvec_destroy(in);
                 return -1;
@@ -4372,9 +4290,7 @@ run_stage(const stage_t *s, const mf_agg_env_t *env, mf_docvec_t *in, mf_docvec_
         memset(&g, 0, sizeof g);
         g.kind = S_GROUP;
         g.expr = s->expr;
-        memset(&one, 0, sizeof one);
-        one.value_type = BSON_TYPE_INT32;
-        one.value.v_int32 = 1;
+        mf_value_set_int32(&one, 1);
         acc.expr = mf_expr_parse(&one, err);
         g.accs = &acc;
         g.naccs = 1;
@@ -4603,9 +4519,7 @@ mf_agg_stream_new(const mf_pipeline_t *p, size_t first, const mf_agg_limits_t *l
         if (nd->s->kind == S_SORTBYCOUNT) {
             bson_value_t one;
             mf_error_t e;
-            memset(&one, 0, sizeof one);
-            one.value_type = BSON_TYPE_INT32;
-            one.value.v_int32 = 1;
+            mf_value_set_int32(&one, 1);
             nd->sbc.kind = S_GROUP;
             nd->sbc.expr = nd->s->expr;
             nd->sbc_acc.field = "count";
@@ -4681,8 +4595,7 @@ id_cmp(void *arg, const bson_t *a, const bson_t *b)
     bson_iter_t ia, ib;
     bson_value_t na;
     (void)arg;
-    memset(&na, 0, sizeof na);
-    na.value_type = BSON_TYPE_NULL;
+    mf_value_set_null(&na);
     bool ha = bson_iter_init_find(&ia, a, "_id"), hb = bson_iter_init_find(&ib, b, "_id");
     return mf_value_cmp(ha ? bson_iter_value(&ia) : &na, hb ? bson_iter_value(&ib) : &na);
 }
@@ -4978,6 +4891,21 @@ out:
     return rc;
 }
 
+/*
+ * stepped: how a node's step ends once a call returning rc has put its next
+ * document (NULL: none left) in *out: -1 when the call failed, else 0, with
+ * the node done after its last document.
+ */
+static int
+stepped(snode_t *nd, int rc, bson_t **out)
+{
+    if (rc < 0)
+        return -1;
+    if (*out == NULL)
+        nd->done = true;
+    return 0;
+}
+
 static int
 node_next(mf_agg_stream_t *st, size_t i, const mf_agg_env_t *env, bson_t **out, mf_error_t *err)
 {
@@ -5020,11 +4948,7 @@ node_next(mf_agg_stream_t *st, size_t i, const mf_agg_env_t *env, bson_t **out, 
                 if (nd->count % 1024 == 0 && mf_exec_check_deadline(err) != 0)
                     return -1;
             }
-            if (upstream(st, i, env, out, err) < 0)
-                return -1;
-            if (*out == NULL)
-                nd->done = true;
-            return 0;
+            return stepped(nd, upstream(st, i, env, out, err), out);
         case S_MATCH:
             if (upstream(st, i, env, &d, err) < 0)
                 return -1;
@@ -5093,11 +5017,7 @@ node_next(mf_agg_stream_t *st, size_t i, const mf_agg_env_t *env, bson_t **out, 
                 if (mf_sorter_finish(nd->sorter, err) < 0)
                     return -1;
             }
-            if (mf_sorter_next(nd->sorter, out, err) < 0)
-                return -1;
-            if (*out == NULL)
-                nd->done = true;
-            return 0;
+            return stepped(nd, mf_sorter_next(nd->sorter, out, err), out);
         case S_GROUP:
             if (!nd->gdrained && group_fill(st, i, s, env, err) < 0)
                 return -1;
@@ -5105,11 +5025,7 @@ node_next(mf_agg_stream_t *st, size_t i, const mf_agg_env_t *env, bson_t **out, 
                 nd->done = true;
                 continue;
             }
-            if (group_next_spilled(nd, s, out, err) < 0)
-                return -1;
-            if (*out == NULL)
-                nd->done = true;
-            return 0;
+            return stepped(nd, group_next_spilled(nd, s, out, err), out);
         case S_BUCKET:
         case S_SORTBYCOUNT: {
             /* A $group, then its output sorted ($bucket: by _id; $sortByCount: by count). */
@@ -5138,11 +5054,7 @@ node_next(mf_agg_stream_t *st, size_t i, const mf_agg_env_t *env, bson_t **out, 
                 if (mf_sorter_finish(nd->sorter, err) < 0)
                     return -1;
             }
-            if (mf_sorter_next(nd->sorter, out, err) < 0)
-                return -1;
-            if (*out == NULL)
-                nd->done = true;
-            return 0;
+            return stepped(nd, mf_sorter_next(nd->sorter, out, err), out);
         }
         case S_BUCKETAUTO: {
             /* Its input goes to an external sorter (sort budget, spilling with allowDiskUse), then is cut. */
@@ -5191,19 +5103,11 @@ node_next(mf_agg_stream_t *st, size_t i, const mf_agg_env_t *env, bson_t **out, 
                     return -1;
                 nd->sub_free = env->sub_free;
             }
-            if (env->sub_next(env->ctx, nd->sub, out, err) < 0)
-                return -1;
-            if (*out == NULL)
-                nd->done = true;
-            return 0;
+            return stepped(nd, env->sub_next(env->ctx, nd->sub, out, err), out);
         case S_OUT:
         case S_MERGE:
             /* A streaming writer (the caller) takes the documents: pass them through. */
-            if (upstream(st, i, env, out, err) < 0)
-                return -1;
-            if (*out == NULL)
-                nd->done = true;
-            return 0;
+            return stepped(nd, upstream(st, i, env, out, err), out);
         case S_COUNT:
             while (!nd->done) {
                 if (upstream(st, i, env, &d, err) < 0)

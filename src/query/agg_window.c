@@ -174,10 +174,30 @@ keep(bson_value_t *slot, const bson_iter_t *it)
     return slot;
 }
 
-static bool
-is_empty_doc(const bson_value_t *v)
+/*
+ * pick3: walks the document v keeping the values of its fields names[0..2]
+ * (the last of a repeated one) in slots, got[i] pointing at slots[i] or NULL
+ * when v has no such field; returns how many fields v has in all.
+ */
+static int
+pick3(const bson_value_t *v, const char *const names[3], bson_value_t slots[3], const bson_value_t *got[3])
 {
-    return v->value_type == BSON_TYPE_DOCUMENT && v->value.v_doc.data_len <= 5;
+    bson_iter_t it;
+    int nfields = 0;
+
+    got[0] = got[1] = got[2] = NULL;
+    bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        nfields++;
+        for (int i = 0; i < 3; i++) {
+            if (strcmp(k, names[i]) == 0) {
+                got[i] = keep(&slots[i], &it);
+                break;
+            }
+        }
+    }
+    return nfields;
 }
 
 /* const_number: evaluates a constant expression in v (a literal number usually); false if not constant. */
@@ -250,24 +270,15 @@ parse_bound(const bson_value_t *v, bool docs, bool with_unit, bound_t *b, mf_err
 static int
 parse_window(const mf_window_t *w, const bson_value_t *v, wfield_t *f, mf_error_t *err)
 {
-    bson_iter_t it, ai;
-    const bson_value_t *docs = NULL, *range = NULL, *unit = NULL;
-    bson_value_t slot_docs, slot_range, slot_unit;
-    int nfields = 0;
+    static const char *const names[] = {"documents", "range", "unit"};
+    bson_iter_t ai;
+    const bson_value_t *got[3];
+    bson_value_t slots[3];
 
     if (v->value_type != BSON_TYPE_DOCUMENT)
         return mf_err_set(err, MF_E_FailedToParse, "'window' field must be an object");
-    bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
-    while (bson_iter_next(&it)) {
-        const char *k = bson_iter_key(&it);
-        nfields++;
-        if (strcmp(k, "documents") == 0)
-            docs = keep(&slot_docs, &it);
-        else if (strcmp(k, "range") == 0)
-            range = keep(&slot_range, &it);
-        else if (strcmp(k, "unit") == 0)
-            unit = keep(&slot_unit, &it);
-    }
+    int nfields = pick3(v, names, slots, got);
+    const bson_value_t *docs = got[0], *range = got[1], *unit = got[2];
     if (docs && range)
         return mf_err_set(err, MF_E_FailedToParse, "Window bounds can specify either 'documents' or 'unit', not both.");
     if (!range && unit)
@@ -551,24 +562,14 @@ parse_shift(const bson_value_t *v, wfield_t *f, mf_error_t *err)
 static int
 parse_ema(const mf_window_t *w, const bson_value_t *v, wfield_t *f, mf_error_t *err)
 {
-    bson_iter_t it;
-    const bson_value_t *in = NULL, *n = NULL, *alpha = NULL;
-    bson_value_t slot_in, slot_n, slot_alpha;
-    int nf = 0;
+    static const char *const names[] = {"input", "N", "alpha"};
+    const bson_value_t *got[3];
+    bson_value_t slots[3];
 
     if (v->value_type != BSON_TYPE_DOCUMENT)
         return mf_err_set(err, MF_E_FailedToParse, "$expMovingAvg must have exactly one argument that is an object");
-    bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
-    while (bson_iter_next(&it)) {
-        const char *k = bson_iter_key(&it);
-        nf++;
-        if (strcmp(k, "input") == 0)
-            in = keep(&slot_in, &it);
-        else if (strcmp(k, "N") == 0)
-            n = keep(&slot_n, &it);
-        else if (strcmp(k, "alpha") == 0)
-            alpha = keep(&slot_alpha, &it);
-    }
+    int nf = pick3(v, names, slots, got);
+    const bson_value_t *in = got[0], *n = got[1], *alpha = got[2];
     if (nf != 2 || in == NULL)
         return mf_err_set(err, MF_E_FailedToParse, "$expMovingAvg sub object must have exactly two fields: An 'input' "
                                                    "field, and either an 'N' field or an 'alpha' field");
@@ -668,7 +669,7 @@ parse_function(const mf_window_t *w, const bson_value_t *v, wfield_t *f, mf_erro
     case WF_RANK:
     case WF_DENSERANK:
     case WF_DOCNUM:
-        if (!is_empty_doc(arg))
+        if (!mf_value_is_empty_doc(arg))
             return mf_err_set(err, MF_E_Location5371603, "%s must be specified with '{}' as the value", f->name);
         if (w->sort == NULL || w->nsort != 1)
             return mf_err_set(err, MF_E_Location5371602,
@@ -722,7 +723,7 @@ parse_function(const mf_window_t *w, const bson_value_t *v, wfield_t *f, mf_erro
             return -1;
         return window ? parse_window(w, window, f, err) : 0;
     case WF_COUNT:
-        if (!is_empty_doc(arg))
+        if (!mf_value_is_empty_doc(arg))
             return mf_err_set(err, MF_E_FailedToParse, "$count only accepts an empty object as input");
         return window ? parse_window(w, window, f, err) : 0;
     default:
@@ -820,14 +821,7 @@ mf_window_new(const bson_value_t *v, mf_error_t *err)
         if (bson_iter_init(&si, &spec)) {
             while (bson_iter_next(&si)) {
                 if (w->nsort++ == 0) {
-                    char *path = bson_strdup_printf("$%s", bson_iter_key(&si));
-                    bson_value_t pv;
-                    memset(&pv, 0, sizeof pv);
-                    pv.value_type = BSON_TYPE_UTF8;
-                    pv.value.v_utf8.str = path;
-                    pv.value.v_utf8.len = (uint32_t)strlen(path);
-                    w->sort_expr = mf_expr_parse(&pv, err);
-                    bson_free(path);
+                    w->sort_expr = mf_expr_parse_path(bson_iter_key(&si), err);
                     w->sort_desc = mf_value_as_double(bson_iter_value(&si)) < 0;
                     if (w->sort_expr == NULL)
                         goto err_free;
@@ -898,61 +892,17 @@ err_free:
 /* Values and small helpers                                                 */
 /* ------------------------------------------------------------------------ */
 
-static void
-set_null(bson_value_t *v)
-{
-    memset(v, 0, sizeof *v);
-    v->value_type = BSON_TYPE_NULL;
-}
-
-static void
-set_int(bson_value_t *v, int64_t n)
-{
-    memset(v, 0, sizeof *v);
-    if (n >= INT32_MIN && n <= INT32_MAX) {
-        v->value_type = BSON_TYPE_INT32;
-        v->value.v_int32 = (int32_t)n;
-    } else {
-        v->value_type = BSON_TYPE_INT64;
-        v->value.v_int64 = n;
-    }
-}
-
-static void
-set_double(bson_value_t *v, double d)
-{
-    memset(v, 0, sizeof *v);
-    v->value_type = BSON_TYPE_DOUBLE;
-    v->value.v_double = d;
-}
-
-static bool
-nullish(const bson_value_t *v)
-{
-    return v->value_type == BSON_TYPE_EOD || v->value_type == BSON_TYPE_NULL || v->value_type == BSON_TYPE_UNDEFINED;
-}
-
 /* array_of: an owned array value holding vals[idx[0..n)] (missing ones skipped). */
 static void
 array_of(bson_value_t *out, const bson_value_t *vals, const size_t *idx, size_t n)
 {
-    bson_t arr = BSON_INITIALIZER;
-    size_t k = 0;
-    for (size_t j = 0; j < n; j++) {
-        const bson_value_t *v = &vals[idx[j]];
-        char buf[16];
-        const char *key;
-        if (v->value_type == BSON_TYPE_EOD)
-            continue;
-        bson_uint32_to_string((uint32_t)k++, &key, buf, sizeof buf);
-        mf_bson_append_value(&arr, key, -1, v);
-    }
-    memset(out, 0, sizeof *out);
-    out->value_type = BSON_TYPE_ARRAY;
-    out->value.v_doc.data_len = arr.len;
-    out->value.v_doc.data = bson_malloc(arr.len);
-    memcpy(out->value.v_doc.data, bson_get_data(&arr), arr.len);
-    bson_destroy(&arr);
+    mf_value_array_t arr;
+
+    mf_value_array_init(&arr);
+    for (size_t j = 0; j < n; j++)
+        if (vals[idx[j]].value_type != BSON_TYPE_EOD)
+            mf_value_array_push(&arr, &vals[idx[j]]);
+    mf_value_array_finish(&arr, out);
 }
 
 /* ---- removable sum (for $sum, $avg, $count) ---- */
@@ -1040,7 +990,7 @@ static void
 sum_value(const sumst_t *s, bool avg, bool removable, bson_value_t *out)
 {
     if (avg && s->nnum == 0) {
-        set_null(out);
+        mf_value_set_null(out);
         return;
     }
     double nonfinite = 0;
@@ -1055,24 +1005,20 @@ sum_value(const sumst_t *s, bool avg, bool removable, bson_value_t *out)
         bson_value_t acc, t;
         mf_value_copy(&acc, &s->dec);
         if (acc.value_type == BSON_TYPE_EOD)
-            set_int(&acc, 0);
+            mf_value_set_int(&acc, 0);
         if (s->isum >= INT64_MIN && s->isum <= INT64_MAX) {
-            set_int(&t, (int64_t)s->isum);
+            mf_value_set_int(&t, (int64_t)s->isum);
         } else {
-            set_double(&t, (double)s->isum);
+            mf_value_set_double(&t, (double)s->isum);
         }
         mf_expr_num_add(&acc, &t);
-        set_double(&t, has_nf ? nonfinite : csum_val(&s->dsum));
+        mf_value_set_double(&t, has_nf ? nonfinite : csum_val(&s->dsum));
         mf_expr_num_add(&acc, &t);
         if (avg) {
             /* Decimal division is not available here: the quotient goes through a double. */
             double q = mf_value_as_double(&acc) / (double)s->nnum;
-            char buf[64];
             mf_value_free(&acc);
-            snprintf(buf, sizeof buf, "%.15g", q); /* as expr.c converts doubles back to decimals */
-            memset(out, 0, sizeof *out);
-            out->value_type = BSON_TYPE_DECIMAL128;
-            bson_decimal128_from_string(buf, &out->value.v_decimal128);
+            mf_value_set_decimal_from_double(out, q);
             return;
         }
         *out = acc;
@@ -1082,17 +1028,15 @@ sum_value(const sumst_t *s, bool avg, bool removable, bson_value_t *out)
         double d = has_nf ? nonfinite : (double)s->isum + csum_val(&s->dsum);
         if (avg)
             d /= (double)s->nnum;
-        set_double(out, d);
+        mf_value_set_double(out, d);
         return;
     }
     /* mongod's removable sum narrows an integral result to int when it fits; $group's keeps long. */
     if (s->nlong > 0 && !(removable && s->isum >= INT32_MIN && s->isum <= INT32_MAX)) {
-        memset(out, 0, sizeof *out);
-        out->value_type = BSON_TYPE_INT64;
-        out->value.v_int64 = (int64_t)s->isum;
+        mf_value_set_int64(out, (int64_t)s->isum);
         return;
     }
-    set_int(out, (int64_t)s->isum);
+    mf_value_set_int(out, (int64_t)s->isum);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1250,7 +1194,7 @@ window_bounds(const wfield_t *f, const part_t *p, const bson_value_t *sv, int64_
             if (!mf_value_is_number(v)) {
                 rc = mf_err_set(err, MF_E_Location5429414,
                                 "Invalid range: Expected the sortBy field to be a number, but it was %s",
-                                v->value_type == BSON_TYPE_EOD ? "missing" : mf_type_name(v->value_type));
+                                mf_type_name(v->value_type));
                 goto done;
             }
             x[i] = mf_value_as_double(v);
@@ -1343,21 +1287,11 @@ acc_result(const wfield_t *f, const part_t *p, const bson_value_t *vals, const b
     case WF_LASTN: {
         int64_t cnt = h - l + 1 < f->n ? h - l + 1 : f->n;
         int64_t start = f->kind == WF_FIRSTN ? l : h - cnt + 1;
-        bson_t arr = BSON_INITIALIZER;
-        for (int64_t j = 0; j < cnt; j++) {
-            char buf[16];
-            const char *key;
-            bson_value_t nv;
-            bson_uint32_to_string((uint32_t)j, &key, buf, sizeof buf);
-            set_null(&nv);
-            mf_bson_append_value(&arr, key, -1, vals[start + j].value_type == BSON_TYPE_EOD ? &nv : &vals[start + j]);
-        }
-        memset(out, 0, sizeof *out);
-        out->value_type = BSON_TYPE_ARRAY;
-        out->value.v_doc.data_len = arr.len;
-        out->value.v_doc.data = bson_malloc(arr.len);
-        memcpy(out->value.v_doc.data, bson_get_data(&arr), arr.len);
-        bson_destroy(&arr);
+        mf_value_array_t arr;
+        mf_value_array_init(&arr);
+        for (int64_t j = 0; j < cnt; j++)
+            mf_value_array_push(&arr, &vals[start + j]); /* missing as null */
+        mf_value_array_finish(&arr, out);
         return 0;
     }
     case WF_INTEGRAL: {
@@ -1389,11 +1323,11 @@ acc_result(const wfield_t *f, const part_t *p, const bson_value_t *vals, const b
             px = x;
             py = y;
         }
-        set_double(out, nan ? NAN : f->fn_unit != U_NONE ? sum / (double)unit_ms[f->fn_unit] : sum);
+        mf_value_set_double(out, nan ? NAN : f->fn_unit != U_NONE ? sum / (double)unit_ms[f->fn_unit] : sum);
         return 0;
     }
     default:
-        set_null(out);
+        mf_value_set_null(out);
         return 0;
     }
 }
@@ -1525,30 +1459,30 @@ stat_value(const wstat_t *s, const wfield_t *f, bool removable, bson_value_t *ou
         int64_t cnt = removable ? s->rcount : s->n + s->nan, adj = f->kind == WF_STDDEVSAMP ? cnt - 1 : cnt;
         double m2 = removable ? csum_val(&s->rm2) : s->m2;
         if (s->nan > 0)
-            set_double(out, NAN);
+            mf_value_set_double(out, NAN);
         else if (adj <= 0)
-            set_null(out);
+            mf_value_set_null(out);
         else if (m2 < 0 || (f->kind == WF_STDDEVPOP && cnt == 1))
-            set_double(out, 0.0);
+            mf_value_set_double(out, 0.0);
         else
-            set_double(out, sqrt(m2 / (double)adj));
+            mf_value_set_double(out, sqrt(m2 / (double)adj));
         return;
     }
     default: { /* $covariancePop / $covarianceSamp, as mongod's WindowFunctionCovariance */
         bool samp = f->kind == WF_COVSAMP;
         if (s->n == 1 && !samp) {
-            set_double(out, 0.0);
+            mf_value_set_double(out, 0.0);
             return;
         }
         double adj = (double)(samp ? s->n - 1 : s->n);
         if (adj <= 0)
-            set_null(out);
+            mf_value_set_null(out);
         else if (s->nan > 0 || (s->pinf > 0 && s->ninf > 0))
-            set_double(out, NAN);
+            mf_value_set_double(out, NAN);
         else if (s->pinf > 0 || s->ninf > 0)
-            set_double(out, s->pinf > 0 ? INFINITY : -INFINITY);
+            mf_value_set_double(out, s->pinf > 0 ? INFINITY : -INFINITY);
         else
-            set_double(out, csum_val(&s->cxy) / adj);
+            mf_value_set_double(out, csum_val(&s->cxy) / adj);
         return;
     }
     }
@@ -1606,7 +1540,7 @@ ostate_insert(const wfield_t *f, const part_t *p, const bson_value_t *vals, osta
         os->n++;
         return;
     }
-    if ((f->kind == WF_MINN || f->kind == WF_MAXN) && nullish(&vals[j]))
+    if ((f->kind == WF_MINN || f->kind == WF_MAXN) && mf_value_is_nullish(&vals[j]))
         return;
     if (f->kind == WF_ADDTOSET && vals[j].value_type == BSON_TYPE_EOD)
         return;
@@ -1636,13 +1570,6 @@ ostate_insert(const wfield_t *f, const part_t *p, const bson_value_t *vals, osta
     }
 }
 
-static int
-cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 /*
  * ostate_rebuild: the state for window [l, h] from scratch: by insertion for
  * the N functions (at most n kept), by one sort for the unbounded ones.
@@ -1655,7 +1582,7 @@ ostate_rebuild(const wfield_t *f, const part_t *p, const bson_value_t *vals, ost
         for (int64_t j = l; j <= h; j++)
             if (mf_value_is_number(&vals[j]))
                 os->xs[os->n++] = mf_value_as_double(&vals[j]);
-        qsort(os->xs, os->n, sizeof *os->xs, cmp_double);
+        qsort(os->xs, os->n, sizeof *os->xs, mf_value_double_cmp);
         return;
     }
     if (f->kind == WF_ADDTOSET) {
@@ -1680,57 +1607,42 @@ ostate_rebuild(const wfield_t *f, const part_t *p, const bson_value_t *vals, ost
 static void
 ostate_result(const wfield_t *f, const ostate_t *os, const bson_value_t *vals, bson_value_t *out)
 {
-    bson_t arr = BSON_INITIALIZER;
+    mf_value_array_t arr;
 
+    mf_value_array_init(&arr);
     switch (f->kind) {
     case WF_MEDIAN:
     case WF_PERCENTILE:
         for (size_t q = 0; q < f->nps; q++) {
             bson_value_t r;
             if (os->n == 0) {
-                set_null(&r);
+                mf_value_set_null(&r);
             } else {
                 /* 'approximate' is exact at these sizes: the value of rank ceil(p * n). */
-                double rank = ceil(f->ps[q] * (double)os->n);
-                size_t k = rank < 1 ? 0 : (size_t)rank - 1;
-                set_double(&r, os->xs[k >= os->n ? os->n - 1 : k]);
+                mf_value_set_double(&r, os->xs[mf_value_percentile_index(f->ps[q], os->n)]);
             }
             if (f->kind == WF_MEDIAN) {
                 *out = r;
-                bson_destroy(&arr);
+                bson_destroy(&arr.b);
                 return;
             }
-            char buf[16];
-            const char *key;
-            bson_uint32_to_string((uint32_t)q, &key, buf, sizeof buf);
-            mf_bson_append_value(&arr, key, -1, &r);
+            mf_value_array_push(&arr, &r);
         }
         break;
     case WF_TOP:
     case WF_BOTTOM:
-        bson_destroy(&arr);
+        bson_destroy(&arr.b);
         if (os->n == 0 || vals[os->ix[f->kind == WF_TOP ? 0 : os->n - 1]].value_type == BSON_TYPE_EOD)
-            set_null(out);
+            mf_value_set_null(out);
         else
             mf_value_copy(out, &vals[os->ix[f->kind == WF_TOP ? 0 : os->n - 1]]);
         return;
     default:
-        for (size_t k = 0; k < os->n; k++) {
-            char buf[16];
-            const char *key;
-            bson_value_t nv;
-            set_null(&nv);
-            bson_uint32_to_string((uint32_t)k, &key, buf, sizeof buf);
-            mf_bson_append_value(&arr, key, -1, vals[os->ix[k]].value_type == BSON_TYPE_EOD ? &nv : &vals[os->ix[k]]);
-        }
+        for (size_t k = 0; k < os->n; k++)
+            mf_value_array_push(&arr, &vals[os->ix[k]]); /* missing as null */
         break;
     }
-    memset(out, 0, sizeof *out);
-    out->value_type = BSON_TYPE_ARRAY;
-    out->value.v_doc.data_len = arr.len;
-    out->value.v_doc.data = bson_malloc(arr.len);
-    memcpy(out->value.v_doc.data, bson_get_data(&arr), arr.len);
-    bson_destroy(&arr);
+    mf_value_array_finish(&arr, out);
 }
 
 /*
@@ -1775,14 +1687,14 @@ compute_field(const mf_window_t *w, const wfield_t *f, const part_t *p, bson_val
         memset(&s, 0, sizeof s);
         s.dec.value_type = BSON_TYPE_EOD;
         bson_value_t one;
-        set_int(&one, 1);
+        mf_value_set_int(&one, 1);
         for (size_t i = 0; i < n; i++) {
             int64_t l = lo[i], h = hi[i];
             if (l > h) {
                 if (f->kind == WF_AVG)
-                    set_null(&res[i]);
+                    mf_value_set_null(&res[i]);
                 else
-                    set_int(&res[i], 0);
+                    mf_value_set_int(&res[i], 0);
                 continue;
             }
             if (l > ch || h < cl) {
@@ -1799,7 +1711,7 @@ compute_field(const mf_window_t *w, const wfield_t *f, const part_t *p, bson_val
                 cl++;
             }
             if (f->kind == WF_COUNT)
-                set_int(&res[i], s.ndocs);
+                mf_value_set_int(&res[i], s.ndocs);
             else
                 sum_value(&s, f->kind == WF_AVG, f->lo.kind != B_UNBOUNDED, &res[i]);
         }
@@ -1815,7 +1727,7 @@ compute_field(const mf_window_t *w, const wfield_t *f, const part_t *p, bson_val
         for (size_t i = 0; i < n; i++) {
             int64_t l = lo[i], h = hi[i];
             if (l > h) {
-                set_null(&res[i]);
+                mf_value_set_null(&res[i]);
                 continue;
             }
             if (l > ch || h < cl) {
@@ -1825,7 +1737,7 @@ compute_field(const mf_window_t *w, const wfield_t *f, const part_t *p, bson_val
             }
             while (ch < h) {
                 ch++;
-                if (nullish(&vals[ch]))
+                if (mf_value_is_nullish(&vals[ch]))
                     continue;
                 while (qt > qh && mf_value_cmp(&vals[dq[qt - 1]], &vals[ch]) * dir > 0)
                     qt--;
@@ -1837,7 +1749,7 @@ compute_field(const mf_window_t *w, const wfield_t *f, const part_t *p, bson_val
             if (qt > qh)
                 mf_value_copy(&res[i], &vals[dq[qh]]);
             else
-                set_null(&res[i]);
+                mf_value_set_null(&res[i]);
         }
         bson_free(dq);
         break;
@@ -1854,7 +1766,7 @@ compute_field(const mf_window_t *w, const wfield_t *f, const part_t *p, bson_val
         for (size_t i = 0; i < n; i++) {
             int64_t l = lo[i], h = hi[i];
             if (l > h) {
-                set_null(&res[i]);
+                mf_value_set_null(&res[i]);
                 continue;
             }
             if (removable) {
@@ -1902,7 +1814,7 @@ compute_field(const mf_window_t *w, const wfield_t *f, const part_t *p, bson_val
                     f->kind == WF_MINN || f->kind == WF_MAXN || f->kind == WF_TOPN || f->kind == WF_BOTTOMN)
                     array_of(&res[i], vals, idx, 0);
                 else
-                    set_null(&res[i]);
+                    mf_value_set_null(&res[i]);
                 continue;
             }
             if (i > 0 && lo[i - 1] == l && hi[i - 1] == h && res[i - 1].value_type != BSON_TYPE_EOD) {
@@ -1938,7 +1850,7 @@ compute_field(const mf_window_t *w, const wfield_t *f, const part_t *p, bson_val
     case WF_LAST:
         for (size_t i = 0; i < n; i++) {
             if (lo[i] > hi[i]) {
-                set_null(&res[i]);
+                mf_value_set_null(&res[i]);
                 continue;
             }
             /* A missing value stays missing (the field is not set), as mongod's endpoint executor does. */
@@ -1950,7 +1862,7 @@ compute_field(const mf_window_t *w, const wfield_t *f, const part_t *p, bson_val
             double x0, x1;
             int64_t l = lo[i], h = hi[i];
             if (l > h) {
-                set_null(&res[i]);
+                mf_value_set_null(&res[i]);
                 continue;
             }
             bool dl = sv[l].value_type == BSON_TYPE_DATE_TIME, dh = sv[h].value_type == BSON_TYPE_DATE_TIME;
@@ -1967,18 +1879,18 @@ compute_field(const mf_window_t *w, const wfield_t *f, const part_t *p, bson_val
                            "$derivative (with no 'unit') expects the sortBy field to be numeric");
                 goto done;
             }
-            if (nullish(&vals[l]) || nullish(&vals[h])) {
+            if (mf_value_is_nullish(&vals[l]) || mf_value_is_nullish(&vals[h])) {
                 mf_err_set(err, MF_E_Location5624903, "$derivative input must not be null or missing");
                 goto done;
             }
             if (!mf_value_is_number(&vals[l]) || !mf_value_is_number(&vals[h]) ||
                 !x_value(&sv[l], U_NONE, &x0) || !x_value(&sv[h], U_NONE, &x1) || x1 == x0) {
-                set_null(&res[i]);
+                mf_value_set_null(&res[i]);
                 continue;
             }
             /* rise / run in 1/millisecond for dates, then scaled by the unit (mongod's order). */
             double d = (mf_value_as_double(&vals[h]) - mf_value_as_double(&vals[l])) / (x1 - x0);
-            set_double(&res[i], f->fn_unit != U_NONE ? d * (double)unit_ms[f->fn_unit] : d);
+            mf_value_set_double(&res[i], f->fn_unit != U_NONE ? d * (double)unit_ms[f->fn_unit] : d);
         }
         break;
     case WF_SHIFT:
@@ -1992,7 +1904,7 @@ compute_field(const mf_window_t *w, const wfield_t *f, const part_t *p, bson_val
                     continue;
             }
             if (f->dflt.value_type == BSON_TYPE_EOD)
-                set_null(&res[i]);
+                mf_value_set_null(&res[i]);
             else
                 mf_value_copy(&res[i], &f->dflt);
         }
@@ -2007,19 +1919,19 @@ compute_field(const mf_window_t *w, const wfield_t *f, const part_t *p, bson_val
                 rank = (int64_t)i + 1;
                 dense++;
             }
-            set_int(&res[i], f->kind == WF_RANK ? rank : f->kind == WF_DENSERANK ? dense : (int64_t)i + 1);
+            mf_value_set_int(&res[i], f->kind == WF_RANK ? rank : f->kind == WF_DENSERANK ? dense : (int64_t)i + 1);
         }
         break;
     }
     case WF_LOCF: {
         const bson_value_t *last = NULL;
         for (size_t i = 0; i < n; i++) {
-            if (!nullish(&vals[i]))
+            if (!mf_value_is_nullish(&vals[i]))
                 last = &vals[i];
             if (last)
                 mf_value_copy(&res[i], last);
             else
-                set_null(&res[i]);
+                mf_value_set_null(&res[i]);
         }
         break;
     }
@@ -2032,7 +1944,7 @@ compute_field(const mf_window_t *w, const wfield_t *f, const part_t *p, bson_val
         int64_t prev = -1, next = -1;
         for (size_t i = 0; i < n; i++) {
             const bson_value_t *v = &vals[i], *x = &sv[i];
-            if (!mf_value_is_number(v) && !nullish(v)) {
+            if (!mf_value_is_number(v) && !mf_value_is_nullish(v)) {
                 mf_err_set(err, MF_E_TypeMismatch, "Value to be filled must be numeric or nullish, but found %s",
                            mf_type_name(v->value_type));
                 goto done;
@@ -2040,7 +1952,7 @@ compute_field(const mf_window_t *w, const wfield_t *f, const part_t *p, bson_val
             bool xdate = x->value_type == BSON_TYPE_DATE_TIME;
             if (!mf_value_is_number(x) && !xdate) {
                 mf_err_set(err, MF_E_TypeMismatch, "Value of the sortBy field must be numeric or a date, but found %s",
-                           x->value_type == BSON_TYPE_EOD ? "missing" : mf_type_name(x->value_type));
+                           mf_type_name(x->value_type));
                 goto done;
             }
             if (i > 0) {
@@ -2055,7 +1967,7 @@ compute_field(const mf_window_t *w, const wfield_t *f, const part_t *p, bson_val
                     goto done;
                 }
             }
-            if (!nullish(v)) {
+            if (!mf_value_is_nullish(v)) {
                 mf_value_copy(&res[i], v);
                 prev = (int64_t)i;
                 continue;
@@ -2063,7 +1975,7 @@ compute_field(const mf_window_t *w, const wfield_t *f, const part_t *p, bson_val
             if (next <= (int64_t)i) {
                 next = -1;
                 for (size_t j = i + 1; j < n; j++) {
-                    if (!nullish(&vals[j]) && !nullish(&sv[j])) {
+                    if (!mf_value_is_nullish(&vals[j]) && !mf_value_is_nullish(&sv[j])) {
                         next = (int64_t)j;
                         break;
                     }
@@ -2072,11 +1984,11 @@ compute_field(const mf_window_t *w, const wfield_t *f, const part_t *p, bson_val
             double x0, x1, xi;
             if (prev < 0 || next < 0 || !mf_value_is_number(&vals[next]) || !x_value(&sv[prev], U_NONE, &x0) ||
                 !x_value(&sv[next], U_NONE, &x1) || !x_value(x, U_NONE, &xi)) {
-                set_null(&res[i]);
+                mf_value_set_null(&res[i]);
                 continue;
             }
             double y0 = mf_value_as_double(&vals[prev]), y1 = mf_value_as_double(&vals[next]);
-            set_double(&res[i], y0 + (xi - x0) * ((y1 - y0) / (x1 - x0)));
+            mf_value_set_double(&res[i], y0 + (xi - x0) * ((y1 - y0) / (x1 - x0)));
         }
         break;
     }
@@ -2091,9 +2003,9 @@ compute_field(const mf_window_t *w, const wfield_t *f, const part_t *p, bson_val
                 have = true;
             }
             if (have)
-                set_double(&res[i], (double)cur);
+                mf_value_set_double(&res[i], (double)cur);
             else
-                set_null(&res[i]);
+                mf_value_set_null(&res[i]);
         }
         break;
     }
@@ -2294,7 +2206,7 @@ wrap(const mf_window_t *w, bson_t *doc, bson_t **out, mf_error_t *err)
 {
     bson_value_t k;
     *out = NULL;
-    set_null(&k);
+    mf_value_set_null(&k);
     if (w->partition != NULL) {
         if (mf_expr_eval(w->partition, doc, &k, err) < 0) {
             bson_destroy(doc);
@@ -2306,7 +2218,7 @@ wrap(const mf_window_t *w, bson_t *doc, bson_t **out, mf_error_t *err)
             return mf_err_set(err, MF_E_TypeMismatch, "Cannot 'partitionBy' an expression of type array");
         }
         if (k.value_type == BSON_TYPE_EOD)
-            set_null(&k);
+            mf_value_set_null(&k);
     }
     bson_t *r = bson_sized_new(doc->len + 32);
     mf_bson_append_value(r, "k", 1, &k);
@@ -2324,7 +2236,7 @@ unwrap_key(const bson_t *b, bson_value_t *k)
     if (bson_iter_init_find(&it, b, "k"))
         *k = *bson_iter_value(&it);
     else
-        set_null(k);
+        mf_value_set_null(k);
 }
 
 static int
