@@ -1,6 +1,6 @@
 /*
  * fuzz_bson.c: BSON validation of incoming documents (src/net/wire.c's
- * check_document and bson_validate gate, src/doc/check.c's storage checks).
+ * check_document, src/doc/check.c's storage checks).
  *
  * Feeds: the input as one raw BSON document, framed three ways, as a client
  * could send it: the body of an OP_MSG, a document of an OP_MSG kind-1
@@ -14,8 +14,9 @@
  * bson_validate agrees with the wire's verdict both ways: whatever the wire
  * accepts libbson accepts (bson_validate plus fuzz_well_formed; see
  * lib_strict_ok), and a document libbson accepts that nests at most
- * 150 levels is not refused as invalid BSON (the server must not turn away
- * documents drivers may send); a failed storage check carries an error code;
+ * 150 levels and whose field names are all UTF-8 is not refused as invalid
+ * BSON (the server must not turn away documents drivers may send; it refuses
+ * non-UTF-8 field names at every level, where libbson's check misses some); a failed storage check carries an error code;
  * the _id-first copy is well-formed BSON, starts with _id, and passes the storage
  * check whenever the original did.
  */
@@ -146,7 +147,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     lib_ok = lib_strict_ok(data, size);
     if (c_body != 0) {
-        if (lib_ok && c_body == MF_E_InvalidBSON) {
+        if (lib_ok && c_body == MF_E_InvalidBSON && fuzz_keys_utf8(data, (uint32_t)size, 1)) {
             int d = depth_of(data, (uint32_t)size, 1);
             FUZZ_CHECK(d < 0 || d > 150, "wire refuses a document libbson accepts (depth %d)", d);
         }

@@ -225,4 +225,31 @@ fuzz_well_formed(const uint8_t *data, uint32_t len, int depth)
 
 #define FUZZ_DOC_OK(b) fuzz_well_formed(bson_get_data(b), (b)->len, 0)
 
+/*
+ * fuzz_keys_utf8: whether every field name of the well-formed document
+ * data/len, at every level (code-with-scope scopes included), is UTF-8. The
+ * wire refuses the others everywhere (libbson's bson_validate refuses them
+ * only where it looks).
+ */
+static inline bool
+fuzz_keys_utf8(const uint8_t *data, uint32_t len, int depth)
+{
+    bson_iter_t it;
+
+    if (depth > 1000 || !bson_iter_init_from_data(&it, data, len))
+        return false;
+    while (bson_iter_next(&it)) {
+        const bson_value_t *v = bson_iter_value(&it);
+        if (!bson_utf8_validate(bson_iter_key(&it), bson_iter_key_len(&it), false))
+            return false;
+        if ((v->value_type == BSON_TYPE_DOCUMENT || v->value_type == BSON_TYPE_ARRAY) &&
+            !fuzz_keys_utf8(v->value.v_doc.data, v->value.v_doc.data_len, depth + 1))
+            return false;
+        if (v->value_type == BSON_TYPE_CODEWSCOPE &&
+            !fuzz_keys_utf8(v->value.v_codewscope.scope_data, v->value.v_codewscope.scope_len, depth + 1))
+            return false;
+    }
+    return true;
+}
+
 #endif /* MF_FUZZ_COMMON_H */

@@ -10,10 +10,35 @@
 #include "doc/check.h"
 #include "doc/value.h"
 
+/* _id's own rules (MongoDB 5.0+ stores $-prefixed field names; only _id's subfields are refused). */
+static int
+check_id(bson_iter_t *it, mf_error_t *err)
+{
+    bson_type_t t = bson_iter_type(it);
+    if (t == BSON_TYPE_ARRAY || t == BSON_TYPE_REGEX || t == BSON_TYPE_UNDEFINED)
+        return mf_err_set(err, MF_E_BadValue, "can't use a%s %s for _id", t == BSON_TYPE_ARRAY ? "n" : "",
+                          mf_type_name(t));
+    if (t == BSON_TYPE_DOCUMENT) {
+        bson_iter_t child;
+        bson_iter_recurse(it, &child);
+        while (bson_iter_next(&child)) {
+            if (bson_iter_key(&child)[0] == '$')
+                return mf_err_set(err, MF_E_DollarPrefixedFieldName,
+                                  "_id fields may not contain '$'-prefixed fields: %s is not valid for storage.",
+                                  bson_iter_key(&child));
+        }
+    }
+    return 0;
+}
+
+/* One walk: the nesting depth everywhere, and _id's rules at the top level (depth 1). */
 static int
 check_depth(bson_iter_t *it, int depth, mf_error_t *err)
 {
     while (bson_iter_next(it)) {
+        if (depth == 1 && bson_iter_key_len(it) == 3 && memcmp(bson_iter_key(it), "_id", 3) == 0 &&
+            check_id(it, err) != 0)
+            return -1;
         if (BSON_ITER_HOLDS_DOCUMENT(it) || BSON_ITER_HOLDS_ARRAY(it)) {
             bson_iter_t child;
             if (depth + 1 > MF_MAX_STORED_DEPTH)
@@ -37,27 +62,6 @@ mf_check_doc_for_storage(const bson_t *doc, mf_error_t *err)
                           doc->len, MF_MAX_BSON_SIZE);
     if (!bson_iter_init(&it, doc))
         return mf_err_set(err, MF_E_InvalidBSON, "invalid BSON document");
-    while (bson_iter_next(&it)) {
-        /* MongoDB 5.0+ stores $-prefixed field names; only _id's subfields are refused. */
-        const char *k = bson_iter_key(&it);
-        if (strcmp(k, "_id") == 0) {
-            bson_type_t t = bson_iter_type(&it);
-            if (t == BSON_TYPE_ARRAY || t == BSON_TYPE_REGEX || t == BSON_TYPE_UNDEFINED)
-                return mf_err_set(err, MF_E_BadValue, "can't use a%s %s for _id",
-                                  t == BSON_TYPE_ARRAY ? "n" : "", mf_type_name(t));
-            if (t == BSON_TYPE_DOCUMENT) {
-                bson_iter_t child;
-                bson_iter_recurse(&it, &child);
-                while (bson_iter_next(&child)) {
-                    if (bson_iter_key(&child)[0] == '$')
-                        return mf_err_set(err, MF_E_DollarPrefixedFieldName,
-                                          "_id fields may not contain '$'-prefixed fields: %s is not valid for storage.",
-                                          bson_iter_key(&child));
-                }
-            }
-        }
-    }
-    bson_iter_init(&it, doc);
     return check_depth(&it, 1, err);
 }
 

@@ -398,10 +398,15 @@ Test(wire, malformed_bson_is_invalid_bson)
     const uint8_t bad_str[] = {14, 0, 0, 0, 0x02, 'a', 0, 50, 0, 0, 0, 'x', 0, 0};
     /* Document length disagrees with its terminator. */
     const uint8_t bad_term[] = {6, 0, 0, 0, 0, 1};
+    /* {"\xab": 1}: a field name that is not UTF-8. */
+    const uint8_t bad_key[] = {12, 0, 0, 0, 0x10, 0xab, 0, 1, 0, 0, 0, 0};
+    /* {c: Code("f", {"\xff": 1})}: the same inside a code-with-scope's scope (libbson's own check misses it). */
+    const uint8_t bad_scope_key[] = {30, 0, 0, 0, 0x0F, 'c', 0, 22, 0, 0, 0, 2, 0, 0, 0, 'f', 0,
+                                     12, 0, 0, 0, 0x10, 0xff, 0, 1, 0, 0, 0, 0, 0};
 
-    const uint8_t *cases[] = {bad_type, bad_str, bad_term};
-    size_t sizes[] = {sizeof bad_type, sizeof bad_str, sizeof bad_term};
-    for (int i = 0; i < 3; i++) {
+    const uint8_t *cases[] = {bad_type, bad_str, bad_term, bad_key, bad_scope_key};
+    size_t sizes[] = {sizeof bad_type, sizeof bad_str, sizeof bad_term, sizeof bad_key, sizeof bad_scope_key};
+    for (int i = 0; i < 5; i++) {
         begin(&b, MF_OP_MSG);
         put_i32(&b, 0);
         put_u8(&b, 0);
@@ -410,6 +415,22 @@ Test(wire, malformed_bson_is_invalid_bson)
         cr_assert_eq(mf_wire_parse(b.p, b.n, &msg, &err), -1, "case %d", i);
         cr_assert_eq(err.code, MF_E_InvalidBSON, "case %d: code %d (%s)", i, err.code, err.msg);
     }
+    /* The control: the same code-with-scope with a UTF-8 field name ("é") is accepted. */
+    uint8_t good_scope_key[sizeof bad_scope_key + 1];
+    memcpy(good_scope_key, bad_scope_key, 22);
+    good_scope_key[22] = 0xc3;
+    good_scope_key[23] = 0xa9;
+    memcpy(good_scope_key + 24, bad_scope_key + 23, sizeof bad_scope_key - 23);
+    good_scope_key[0] = 31;  /* outer length */
+    good_scope_key[7] = 23;  /* code-with-scope length */
+    good_scope_key[17] = 13; /* scope length */
+    begin(&b, MF_OP_MSG);
+    put_i32(&b, 0);
+    put_u8(&b, 0);
+    put(&b, good_scope_key, sizeof good_scope_key);
+    finish(&b);
+    cr_assert_eq(mf_wire_parse(b.p, b.n, &msg, &err), 0, "a UTF-8 field name in a scope: %s", err.msg);
+    mf_wire_msg_destroy(&msg);
     free(b.p);
 }
 
