@@ -4635,7 +4635,7 @@ static int
 ev_datepart(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
 {
     bson_value_t d, tzv;
-    int64_t ms;
+    int64_t ms = 0;
     int rc = 0;
     mf_tz_t *z = NULL;
     bool own = false;
@@ -4703,7 +4703,7 @@ static int
 ev_date_to_parts(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
 {
     bson_value_t d, tzv, iso;
-    int64_t ms;
+    int64_t ms = 0;
     int rc = 0, r;
     mf_tz_t *z = NULL;
     bool own = false, is_iso = false;
@@ -5487,7 +5487,7 @@ ev_date_to_string(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     mf_tz_t *z = NULL;
     bool own = false;
     int rc = 0, r;
-    int64_t ms;
+    int64_t ms = 0;
     ltime_t t;
     bson_string_t *s;
 
