@@ -110,22 +110,29 @@ insert_json(env_t *e, mf_coll_t *c, const char *json, bool commit)
     bson_destroy(doc);
 }
 
-/* Counts c's records by scanning its table (the truth the stored count must match). */
+/* Counts the entries of table uri by scanning it. */
 static int64_t
-scan_count(env_t *e, mf_coll_t *c)
+scan_table(env_t *e, const char *uri)
 {
     mf_sess_t *s = mf_storage_session(e->st);
     mf_cur_t *cur;
     mf_error_t err = {0};
     int64_t n = 0;
     int r;
-    cr_assert_eq(mf_cur_open(s, c->uri, &cur, &err), 0);
+    cr_assert_eq(mf_cur_open(s, uri, &cur, &err), 0);
     while ((r = mf_cur_next(cur)) == 0)
         n++;
     cr_assert_eq(r, MF_NOTFOUND, "scan ended with %d", r);
     mf_cur_close(cur);
     mf_storage_session_release(s);
     return n;
+}
+
+/* Counts c's records by scanning its table (the truth the stored count must match). */
+static int64_t
+scan_count(env_t *e, mf_coll_t *c)
+{
+    return scan_table(e, c->uri);
 }
 
 Test(catalog, multikey_flag_survives_reopen)
@@ -615,22 +622,6 @@ build_thread(void *p)
     return NULL;
 }
 
-/* Counts the entries of ix's table. */
-static int64_t
-index_entries(env_t *e, mf_index_t *ix)
-{
-    mf_sess_t *s = mf_storage_session(e->st);
-    mf_cur_t *cur;
-    mf_error_t err = {0};
-    int64_t n = 0;
-    cr_assert_eq(mf_cur_open(s, ix->uri, &cur, &err), 0);
-    while (mf_cur_next(cur) == 0)
-        n++;
-    mf_cur_close(cur);
-    mf_storage_session_release(s);
-    return n;
-}
-
 static void
 build_under_old_snapshot_write(const char *spec_json, bool remove)
 {
@@ -694,7 +685,7 @@ build_under_old_snapshot_write(const char *spec_json, bool remove)
     mf_catalog_wrlock(e.cat);
     cr_assert_eq(mf_catalog_index_commit(e.cat, c, &ix, 1, &err), 0, "%s", err.msg);
     mf_catalog_unlock(e.cat);
-    cr_assert_eq(index_entries(&e, ix), remove ? 9 : 10, "the index has a stale entry for the old value");
+    cr_assert_eq(scan_table(&e, ix->uri), remove ? 9 : 10, "the index has a stale entry for the old value");
     env_destroy(&e);
 }
 
