@@ -705,8 +705,7 @@ index_from_spec(const bson_t *spec, const char *ident, mf_error_t *err)
     mf_index_t *ix = mf_calloc(1, sizeof(*ix));
     atomic_store(&ix->ttl_dirty_min, INT64_MIN); /* unknown: the TTL monitor scans it from the first Date */
 
-    ix->spec = bson_copy(spec);
-    ix->expire_secs = mf_ttl_index_seconds(spec, &ix->expire_secs) ? ix->expire_secs : -1;
+    (void)mf_index_set_spec(ix, bson_copy(spec)); /* ix had no spec */
     ix->ident = mf_strdup(ident);
     size_t ulen = strlen(ident) + 8;
     ix->uri = mf_malloc(ulen);

@@ -878,11 +878,6 @@ visit(mf_ttl_monitor_t *m, mf_sess_t *s, ttl_target_t *t)
                        BSON_ITER_HOLDS_BOOL(&ait) && bson_iter_bool(&ait);
         /* An archiving index stages into its transaction's archive frame: one chunk, on this thread. */
         size_t lim = archive ? cap_archive : cap;
-        /*
-         * While clients are running (the foreground count moved during the last
-         * batch), one core stays theirs: a deleter on every core delays a
-         * woken client thread by up to a scheduler tick (p99 4x idle measured).
-         */
         int nw = archive ? 1 : workers;
         size_t scan_lim = lim * (size_t)nw;
         int64_t now = mf_now_ms();
