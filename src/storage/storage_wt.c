@@ -531,22 +531,22 @@ mf_storage_session_close_thread(mf_storage_t *st)
 }
 
 /*
- * file_stats: reads n statistics (WT_STAT_DSRC_* keys) of table uri's file
- * into vals (0 where missing) through a statistics cursor opened with config
- * ("statistics=(size)": only the file size, from the file system;
- * "statistics=(fast)": the block manager's counters too). Returns 0, or the
- * WiredTiger error of opening the cursor.
+ * read_stats: reads n statistics (keys) of the statistics cursor stat_uri
+ * ("statistics:" for the connection's, "statistics:file:..." for a file's)
+ * into vals (0 where missing), the cursor opened with config. Returns 0, or
+ * the WiredTiger error of opening the cursor.
+ *
+ * file_stats: the same for table uri's file (WT_STAT_DSRC_* keys); config
+ * "statistics=(size)" reads only the file size, from the file system,
+ * "statistics=(fast)" the block manager's counters too.
  */
 static int
-file_stats(mf_sess_t *s, const char *uri, const char *config, const int *keys, int64_t *vals, int n)
+read_stats(mf_sess_t *s, const char *stat_uri, const char *config, const int *keys, int64_t *vals, int n)
 {
     WT_CURSOR *c;
-    char stat_uri[512];
-    const char *name = strchr(uri, ':');
 
     for (int i = 0; i < n; i++)
         vals[i] = 0;
-    snprintf(stat_uri, sizeof(stat_uri), "statistics:file:%s.wt", name ? name + 1 : uri);
     int ret = s->wt->open_cursor(s->wt, stat_uri, NULL, config, &c);
     if (ret != 0)
         return ret;
@@ -560,26 +560,25 @@ file_stats(mf_sess_t *s, const char *uri, const char *config, const int *keys, i
     return 0;
 }
 
+static int
+file_stats(mf_sess_t *s, const char *uri, const char *config, const int *keys, int64_t *vals, int n)
+{
+    char stat_uri[512];
+    const char *name = strchr(uri, ':');
+    snprintf(stat_uri, sizeof(stat_uri), "statistics:file:%s.wt", name ? name + 1 : uri);
+    return read_stats(s, stat_uri, config, keys, vals, n);
+}
+
 void
 mf_storage_cache_stats(mf_sess_t *s, mf_cache_stats_t *out)
 {
-    WT_CURSOR *c;
     static const int keys[6] = {WT_STAT_CONN_CACHE_BYTES_INUSE,      WT_STAT_CONN_CACHE_BYTES_MAX,
                                 WT_STAT_CONN_CACHE_BYTES_DIRTY,      WT_STAT_CONN_CACHE_EVICTION_APP,
                                 WT_STAT_CONN_APPLICATION_EVICT_TIME, WT_STAT_CONN_APPLICATION_CACHE_TIME};
-    int64_t *vals[6] = {&out->bytes,           &out->max_bytes,       &out->dirty_bytes,
-                        &out->app_evicted_pages, &out->app_evict_usecs, &out->app_wait_usecs};
+    int64_t v[6];
 
-    memset(out, 0, sizeof(*out));
-    if (s->wt->open_cursor(s->wt, "statistics:", NULL, "statistics=(fast)", &c) != 0)
-        return;
-    for (int i = 0; i < 6; i++) {
-        const char *desc, *pvalue;
-        c->set_key(c, keys[i]);
-        if (c->search(c) == 0)
-            (void)c->get_value(c, &desc, &pvalue, vals[i]);
-    }
-    c->close(c);
+    (void)read_stats(s, "statistics:", "statistics=(fast)", keys, v, 6); /* on failure v is all 0 */
+    *out = (mf_cache_stats_t){v[0], v[1], v[2], v[3], v[4], v[5]};
 }
 
 int64_t
@@ -956,14 +955,21 @@ mf_cur_search_rid(mf_cur_t *c, int64_t rid)
     return map_ret(c->wt->search(c->wt));
 }
 
-int
-mf_cur_search_bytes(mf_cur_t *c, const void *key, size_t len)
+/* Sets key (len bytes) on c and runs op (search, remove, reserve): the mapped result. */
+static int
+key_op(mf_cur_t *c, const void *key, size_t len, int (*op)(WT_CURSOR *))
 {
     WT_ITEM k = {.data = key, .size = len};
     if (fault_hit(c))
         return -1;
     c->wt->set_key(c->wt, &k);
-    return map_ret(c->wt->search(c->wt));
+    return map_ret(op(c->wt));
+}
+
+int
+mf_cur_search_bytes(mf_cur_t *c, const void *key, size_t len)
+{
+    return key_op(c, key, len, c->wt->search);
 }
 
 static int
@@ -1009,11 +1015,7 @@ mf_cur_reserve(mf_cur_t *c)
 int
 mf_cur_reserve_bytes(mf_cur_t *c, const void *key, size_t klen)
 {
-    WT_ITEM k = {.data = key, .size = klen};
-    if (fault_hit(c))
-        return -1;
-    c->wt->set_key(c->wt, &k);
-    return map_ret(c->wt->reserve(c->wt));
+    return key_op(c, key, klen, c->wt->reserve);
 }
 
 int64_t
@@ -1105,9 +1107,5 @@ mf_cur_put_bytes(mf_cur_t *c, const void *key, size_t klen, const void *val, siz
 int
 mf_cur_remove_bytes(mf_cur_t *c, const void *key, size_t klen)
 {
-    WT_ITEM k = {.data = key, .size = klen};
-    if (fault_hit(c))
-        return -1;
-    c->wt->set_key(c->wt, &k);
-    return map_ret(c->wt->remove(c->wt));
+    return key_op(c, key, klen, c->wt->remove);
 }
