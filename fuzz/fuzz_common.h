@@ -194,6 +194,9 @@ fuzz_walk(const uint8_t *data, uint32_t len, int depth)
 }
 
 /*
+ * fuzz_walk_ok: one walk of data/len and everything nested in it, for the
+ * two checks below (utf8_keys: also every field name is UTF-8).
+ *
  * fuzz_well_formed: whether data/len is a structurally sound document:
  * bson_iter reaches the end of it and of every nested document, array and
  * code-with-scope scope without an error, and every code-with-scope's code
@@ -204,7 +207,7 @@ fuzz_walk(const uint8_t *data, uint32_t len, int depth)
  * not UTF-8, which clients can send and MongoDB stores.
  */
 static inline bool
-fuzz_well_formed(const uint8_t *data, uint32_t len, int depth)
+fuzz_walk_ok(const uint8_t *data, uint32_t len, int depth, bool utf8_keys)
 {
     bson_iter_t it;
 
@@ -212,44 +215,37 @@ fuzz_well_formed(const uint8_t *data, uint32_t len, int depth)
         return false;
     while (bson_iter_next(&it)) {
         const bson_value_t *v = bson_iter_value(&it);
+        if (utf8_keys && !bson_utf8_validate(bson_iter_key(&it), bson_iter_key_len(&it), false))
+            return false;
         if ((v->value_type == BSON_TYPE_DOCUMENT || v->value_type == BSON_TYPE_ARRAY) &&
-            !fuzz_well_formed(v->value.v_doc.data, v->value.v_doc.data_len, depth + 1))
+            !fuzz_walk_ok(v->value.v_doc.data, v->value.v_doc.data_len, depth + 1, utf8_keys))
             return false;
         if (v->value_type == BSON_TYPE_CODEWSCOPE &&
             (v->value.v_codewscope.code[v->value.v_codewscope.code_len] != 0 ||
-             !fuzz_well_formed(v->value.v_codewscope.scope_data, v->value.v_codewscope.scope_len, depth + 1)))
+             !fuzz_walk_ok(v->value.v_codewscope.scope_data, v->value.v_codewscope.scope_len, depth + 1, utf8_keys)))
             return false;
     }
     return it.err_off == 0;
 }
 
+static inline bool
+fuzz_well_formed(const uint8_t *data, uint32_t len, int depth)
+{
+    return fuzz_walk_ok(data, len, depth, false);
+}
+
 #define FUZZ_DOC_OK(b) fuzz_well_formed(bson_get_data(b), (b)->len, 0)
 
 /*
- * fuzz_keys_utf8: whether every field name of the well-formed document
- * data/len, at every level (code-with-scope scopes included), is UTF-8. The
- * wire refuses the others everywhere (libbson's bson_validate refuses them
- * only where it looks).
+ * fuzz_keys_utf8: whether data/len is well formed (as fuzz_well_formed) and
+ * every field name in it, at every level (code-with-scope scopes included),
+ * is UTF-8. The wire refuses the others everywhere (libbson's bson_validate
+ * refuses them only where it looks).
  */
 static inline bool
 fuzz_keys_utf8(const uint8_t *data, uint32_t len, int depth)
 {
-    bson_iter_t it;
-
-    if (depth > 1000 || !bson_iter_init_from_data(&it, data, len))
-        return false;
-    while (bson_iter_next(&it)) {
-        const bson_value_t *v = bson_iter_value(&it);
-        if (!bson_utf8_validate(bson_iter_key(&it), bson_iter_key_len(&it), false))
-            return false;
-        if ((v->value_type == BSON_TYPE_DOCUMENT || v->value_type == BSON_TYPE_ARRAY) &&
-            !fuzz_keys_utf8(v->value.v_doc.data, v->value.v_doc.data_len, depth + 1))
-            return false;
-        if (v->value_type == BSON_TYPE_CODEWSCOPE &&
-            !fuzz_keys_utf8(v->value.v_codewscope.scope_data, v->value.v_codewscope.scope_len, depth + 1))
-            return false;
-    }
-    return true;
+    return fuzz_walk_ok(data, len, depth, true);
 }
 
 #endif /* MF_FUZZ_COMMON_H */
