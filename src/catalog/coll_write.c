@@ -150,7 +150,7 @@ index_del(mf_index_t *ix, mf_cur_t *cur, mf_keystring_t *key, int64_t rid, bool 
             mine = vlen == 8 && rid_from_be(v) == rid;
         }
         if (mine) {
-            ret = mf_cur_remove_bytes(cur, key->data, key->len);
+            ret = mf_cur_remove_here(cur); /* the search left cur on the key */
         } else if (ix->building && (ret == 0 || ret == MF_NOTFOUND)) {
             /*
              * Not ours in this snapshot. During a build, a chunk that
@@ -562,7 +562,7 @@ mf_coll_remove_if(mf_sess_t *s, mf_coll_t *c, int64_t rid, bool (*check)(void *a
         mf_observers_delete(c->observers, c, &doc);
     uint32_t doclen = doc.len;
     if (ret == 0)
-        ret = mf_cur_remove_rid(cur, rid);
+        ret = mf_cur_remove_here(cur); /* still on the record: no second search */
     mf_cur_close(cur);
     if (ret == MF_CONFLICT)
         return MF_CONFLICT;

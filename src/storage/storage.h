@@ -229,6 +229,14 @@ int mf_cur_insert_bytes(mf_cur_t *c, const void *key, size_t klen, const void *v
 int mf_cur_put_bytes(mf_cur_t *c, const void *key, size_t klen, const void *val, size_t vlen);
 int mf_cur_remove_bytes(mf_cur_t *c, const void *key, size_t klen);
 /*
+ * mf_cur_remove_here: removes the entry c is positioned on (after a search,
+ * next or prev that returned 0, with no key set since). WiredTiger removes
+ * it in place on the page the cursor holds, without the search from the
+ * root that removing by key costs; the cursor stays positioned. Returns 0,
+ * MF_NOTFOUND, or -1/MF_CONFLICT.
+ */
+int mf_cur_remove_here(mf_cur_t *c);
+/*
  * mf_cur_reserve: reserves the record the cursor is on for the transaction
  * (WT_CURSOR::reserve): a concurrent transaction that updates or removes it
  * conflicts (MF_CONFLICT for one of the two) as if this one had written it.

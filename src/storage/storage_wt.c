@@ -1013,6 +1013,14 @@ mf_cur_reserve(mf_cur_t *c)
 }
 
 int
+mf_cur_remove_here(mf_cur_t *c)
+{
+    if (fault_hit(c))
+        return -1;
+    return map_ret(c->wt->remove(c->wt));
+}
+
+int
 mf_cur_reserve_bytes(mf_cur_t *c, const void *key, size_t klen)
 {
     return key_op(c, key, klen, c->wt->reserve);

@@ -195,3 +195,39 @@ Test(storage, in_memory_has_nothing_to_checkpoint_or_compact)
     cr_assert_eq(count_records(&e), 100);
     env_destroy(&e);
 }
+
+/*
+ * mf_cur_remove_here removes the entry a search or a step left the cursor
+ * on, and only that one; the cursor stays where it was, so the walk goes on
+ * to the next entry. Committed and read back on a fresh cursor.
+ */
+Test(storage, remove_here_removes_the_entry_the_cursor_is_on)
+{
+    env_t e;
+    mf_error_t err = {0};
+    mf_cur_t *c;
+
+    env_init(&e, false, 16);
+    fill(&e, 100);
+    cr_assert_eq(mf_txn_begin(e.s, &err), 0);
+    cr_assert_eq(mf_cur_open(e.s, URI, &c, &err), 0, "%s", err.msg);
+    cr_assert_eq(mf_cur_search_rid(c, 42), 0);
+    cr_assert_eq(mf_cur_remove_here(c), 0);
+    cr_assert_eq(mf_cur_next(c), 0);
+    cr_assert_eq(mf_cur_rid(c), 43, "the cursor stayed on 42 and stepped to 43");
+    cr_assert_eq(mf_cur_remove_here(c), 0, "after a step too");
+    mf_cur_close(c);
+    cr_assert_eq(mf_txn_commit(e.s, false, &err), 0, "%s", err.msg);
+    cr_assert_eq(mf_cur_open(e.s, URI, &c, &err), 0, "%s", err.msg);
+    cr_assert_eq(mf_cur_search_rid(c, 42), MF_NOTFOUND);
+    cr_assert_eq(mf_cur_search_rid(c, 43), MF_NOTFOUND);
+    cr_assert_eq(mf_cur_search_rid(c, 41), 0);
+    cr_assert_eq(mf_cur_search_rid(c, 44), 0);
+    mf_cur_reset(c);
+    int n = 0;
+    while (mf_cur_next(c) == 0)
+        n++;
+    cr_assert_eq(n, 98, "only 42 and 43 are gone");
+    mf_cur_close(c);
+    env_destroy(&e);
+}
