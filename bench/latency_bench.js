@@ -4,7 +4,7 @@
  * against peers"): mayfly against Redis, side by side in one run. Prints
  * figures only; it asserts no timing.
  *
- *   node bench/latency_bench.js [--rounds R] [--reqs N] [--secs S] [--docs D]
+ *   node bench/latency_bench.js [--rounds R] [--reqs N] [--secs S] [--docs D] [--ingest-rounds K]
  *                               [--only latency|scaling|ingest]
  *   (or bash bench/latency_bench.sh, which builds build/mayflyd first)
  *   MAYFLYD=path (default build/mayflyd, the release build), REDIS_SERVER=path
@@ -56,19 +56,29 @@
  * the client's CPU caps the 8- and 64-connection cells of both servers, so
  * the Redis column is the reference for what the client can drive.
  *
- * Phase 3, ingest. mayfly: insertMany of 1,000 documents {_id: i, at: Date,
- * v: 'x' * 32} into a collection with one TTL index ({at: 1},
- * expireAfterSeconds 3600), through the Node driver, 4 batches in flight,
- * --docs documents (default 200,000). Redis: SET key val PX 3600000,
- * pipelined 1,000 commands per write, 8 writes in flight (bench/ttl_bench.js's
- * loader). docs/s for both and the ratio Redis/mayfly.
+ * Phase 3, ingest. mayfly: insert batches of 1,000 documents {_id: i, at:
+ * Date, v: 'x' * 32} into a collection with one TTL index ({at: 1},
+ * expireAfterSeconds 3600), 4 batches in flight, --docs documents (default
+ * 1,000,000), two ways:
+ *   - raw: the same kind of client as Redis's, on 4 raw sockets (one batch
+ *     in flight on each): each batch is one OP_MSG whose documents are
+ *     written straight into a Buffer, as the Redis loader writes its RESP
+ *     text (the encoder is checked against js-bson's serialize at start);
+ *   - driver: insertMany through the Node driver (its BSON serialisation
+ *     costs the client ~2 µs per document, on the cores the server uses).
+ * Redis: SET key val PX 3600000, pipelined 1,000 commands per write, 8
+ * writes in flight (bench/ttl_bench.js's loader). --ingest-rounds rounds
+ * (default 5), the three loaders alternating in each, a fresh collection /
+ * FLUSHDB each time; the table shows each loader's median round and the
+ * server's and the client's CPU per document in that round. The target
+ * (ingest at least Redis's rate) compares the raw loader with Redis's.
  */
 const net = require('node:net');
 const os = require('node:os');
 const { MongoClient, BSON } = require('mongodb');
 const { buildOpMsg } = require('../tests/clients/harness');
 const { options, mayflydPath, mayflydExtraArgs, sleep, log, rng, inBatches, quantiles, cpuOf, machine, sourceRev,
-  fmtInt, loadavg, printTable, startMayflyd, startRedis, stopAll, runMain } = require('./lib/common');
+  fmtInt, loadavg, printTable, procCpuSec, startMayflyd, startRedis, stopAll, runMain } = require('./lib/common');
 
 /* ---------- arguments ---------- */
 
@@ -76,7 +86,8 @@ const { num: arg } = options();
 const ROUNDS = Math.floor(arg('rounds', 5));
 const REQS = Math.floor(arg('reqs', 1000));
 const SECS = arg('secs', 3);
-const DOCS = Math.floor(arg('docs', 200000));
+const DOCS = Math.floor(arg('docs', 1000000));
+const INGEST_ROUNDS = Math.max(1, Math.floor(arg('ingest-rounds', 5)));
 const ONLY = (() => {
   const i = process.argv.indexOf('--only');
   if (i < 0) return null;
@@ -407,22 +418,122 @@ async function phaseScaling(sys) {
 
 /* ---------- phase 3: ingest ---------- */
 
-async function ingestMongo(client) {
-  const coll = client.db(DB).collection('ingest');
-  await coll.drop().catch(() => {});
+/* Server and client CPU around fn(): {docsPerSec, serverUs, clientUs} per document (fn resolves with seconds). */
+async function measured(pid, fn) {
+  const s0 = procCpuSec(pid);
+  const c0 = process.cpuUsage();
+  const secs = await fn();
+  const c = process.cpuUsage(c0);
+  return { docsPerSec: DOCS / secs, serverUs: ((procCpuSec(pid) - s0) * 1e6) / DOCS,
+    clientUs: (c.user + c.system) / DOCS };
+}
+
+/*
+ * An empty collection with the TTL index, in a database the other loader's
+ * collection has also left (dropped), and a checkpoint (fsync) writes what
+ * is left of the last round out before this one starts: every round starts
+ * from the same empty cache, as Redis's does after FLUSHDB.
+ */
+const INGEST_COLLS = ['ingest', 'ingest_raw'];
+async function freshIngestColl(client, name) {
+  const coll = client.db(DB).collection(name);
+  for (const c of INGEST_COLLS) await client.db(DB).collection(c).drop().catch(() => {});
   await coll.createIndex({ at: 1 }, { expireAfterSeconds: 3600 });
-  const t0 = process.hrtime.bigint();
-  await inBatches(DOCS, BATCH, MONGO_INFLIGHT, async (start, end) => {
-    const docs = new Array(end - start);
-    const at = new Date();
-    for (let i = start; i < end; i++) docs[i - start] = { _id: i, at, v: VALUE };
-    const r = await coll.insertMany(docs, { ordered: false });
-    if (r.insertedCount !== end - start) throw new Error(`mayfly: insertMany inserted ${r.insertedCount}`);
-  });
-  const secs = Number(process.hrtime.bigint() - t0) / 1e9;
+  await client.db('admin').command({ fsync: 1 });
+  return coll;
+}
+
+async function checkCount(coll) {
   const n = await coll.estimatedDocumentCount();
   if (n !== DOCS) throw new Error(`mayfly: ${n} documents after ingest, expected ${DOCS}`);
-  return DOCS / secs;
+}
+
+async function ingestMongo(client, pid) {
+  const coll = await freshIngestColl(client, 'ingest');
+  const m = await measured(pid, async () => {
+    const t0 = process.hrtime.bigint();
+    await inBatches(DOCS, BATCH, MONGO_INFLIGHT, async (start, end) => {
+      const docs = new Array(end - start);
+      const at = new Date();
+      for (let i = start; i < end; i++) docs[i - start] = { _id: i, at, v: VALUE };
+      const r = await coll.insertMany(docs, { ordered: false });
+      if (r.insertedCount !== end - start) throw new Error(`mayfly: insertMany inserted ${r.insertedCount}`);
+    });
+    return Number(process.hrtime.bigint() - t0) / 1e9;
+  });
+  await checkCount(coll);
+  return m;
+}
+
+/*
+ * The raw loader's documents: {_id: int32 i, at: Date(ms), v: VALUE}, each
+ * DOC_BYTES long, written at off in buf. Checked against js-bson once
+ * (rawEncoderCheck) so that the two loaders insert the same documents.
+ */
+const VALUE_BUF = Buffer.from(VALUE, 'utf8');
+const DOC_BYTES = 4 + (1 + 4 + 4) + (1 + 3 + 8) + (1 + 2 + 4 + VALUE_BUF.length + 1) + 1;
+function writeDoc(buf, off, i, atMs) {
+  buf.writeInt32LE(DOC_BYTES, off); off += 4;
+  buf[off++] = 0x10; off += buf.write('_id\0', off, 'latin1'); buf.writeInt32LE(i, off); off += 4;
+  buf[off++] = 0x09; off += buf.write('at\0', off, 'latin1'); buf.writeBigInt64LE(BigInt(atMs), off); off += 8;
+  buf[off++] = 0x02; off += buf.write('v\0', off, 'latin1'); buf.writeInt32LE(VALUE_BUF.length + 1, off); off += 4;
+  off += VALUE_BUF.copy(buf, off); buf[off++] = 0;
+  buf[off++] = 0;
+  return off;
+}
+
+function rawEncoderCheck() {
+  const at = new Date(1767225600123);
+  const mine = Buffer.alloc(DOC_BYTES);
+  writeDoc(mine, 0, 123456, at.getTime());
+  const ref = Buffer.from(BSON.serialize({ _id: 123456, at, v: VALUE }));
+  if (!mine.equals(ref)) throw new Error('the raw loader\'s document encoding differs from js-bson\'s');
+}
+
+/* One OP_MSG insert of documents [start, end) into coll: body section, then a 'documents' sequence. */
+function rawInsertMsg(coll, start, end, reqId) {
+  const body = Buffer.from(BSON.serialize({ insert: coll, ordered: false, $db: DB }));
+  const ident = 'documents\0';
+  const seqLen = 4 + ident.length + (end - start) * DOC_BYTES;
+  const total = 16 + 4 + 1 + body.length + 1 + seqLen;
+  const b = Buffer.allocUnsafe(total);
+  b.writeInt32LE(total, 0); b.writeInt32LE(reqId, 4); b.writeInt32LE(0, 8); b.writeInt32LE(OP_MSG, 12);
+  b.writeUInt32LE(0, 16);
+  b[20] = 0;
+  let off = 21 + body.copy(b, 21);
+  b[off++] = 1;
+  b.writeInt32LE(seqLen, off); off += 4;
+  off += b.write(ident, off, 'latin1');
+  const atMs = Date.now();
+  for (let i = start; i < end; i++) off = writeDoc(b, off, i, atMs);
+  return b;
+}
+
+async function ingestMongoRaw(client, port, pid) {
+  const coll = await freshIngestColl(client, 'ingest_raw');
+  const conns = await Promise.all(Array.from({ length: MONGO_INFLIGHT }, () => new Conn(port, frameMongo).connect()));
+  let reqId = 1;
+  let w = 0;
+  try {
+    const m = await measured(pid, async () => {
+      const t0 = process.hrtime.bigint();
+      await Promise.all(conns.map(async (conn) => {
+        for (;;) {
+          const start = w * BATCH;
+          if (start >= DOCS) return;
+          w++;
+          const end = Math.min(DOCS, start + BATCH);
+          const reply = mongoBody((await conn.request(rawInsertMsg('ingest_raw', start, end, reqId++))).frame);
+          if (reply.ok !== 1 || reply.n !== end - start) throw new Error(`mayfly: raw insert replied ${JSON.stringify(reply)}`);
+        }
+      }));
+      return Number(process.hrtime.bigint() - t0) / 1e9;
+    });
+    await checkCount(coll);
+    return m;
+  } finally {
+    for (const c of conns) c.close();
+  }
 }
 
 /* A pipelining RESP connection: pipeline(cmds) resolves when all replies are in. */
@@ -479,22 +590,41 @@ class RespPipe {
   close() { this.sock.destroy(); }
 }
 
-async function ingestRedis(port) {
+async function ingestRedis(port, pid) {
   const r = new RespPipe(port);
   await r.connect();
   try {
     await r.pipeline([['SELECT', '1'], ['FLUSHDB']]);
-    const t0 = process.hrtime.bigint();
-    await inBatches(DOCS, BATCH, REDIS_INFLIGHT, async (start, end) => {
-      const cmds = new Array(end - start);
-      for (let i = start; i < end; i++) cmds[i - start] = ['SET', `g:${i}`, VALUE, 'PX', 3600000];
-      await r.pipeline(cmds);
+    return await measured(pid, async () => {
+      const t0 = process.hrtime.bigint();
+      await inBatches(DOCS, BATCH, REDIS_INFLIGHT, async (start, end) => {
+        const cmds = new Array(end - start);
+        for (let i = start; i < end; i++) cmds[i - start] = ['SET', `g:${i}`, VALUE, 'PX', 3600000];
+        await r.pipeline(cmds);
+      });
+      return Number(process.hrtime.bigint() - t0) / 1e9;
     });
-    const secs = Number(process.hrtime.bigint() - t0) / 1e9;
-    return DOCS / secs;
   } finally {
     r.close();
   }
+}
+
+/* INGEST_ROUNDS rounds of the three loaders, alternating; each loader's rounds sorted by rate. */
+async function phaseIngest(client, mayfly, redis) {
+  rawEncoderCheck();
+  const I = { raw: [], driver: [], redis: [] };
+  for (let round = 1; round <= INGEST_ROUNDS; round++) {
+    const a = await ingestMongoRaw(client, mayfly.port, mayfly.pid);
+    I.raw.push(a);
+    const b = await ingestRedis(redis.port, redis.pid);
+    I.redis.push(b);
+    const c = await ingestMongo(client, mayfly.pid);
+    I.driver.push(c);
+    log(`ingest round ${round}: mayfly raw ${fmtInt(a.docsPerSec)}, redis ${fmtInt(b.docsPerSec)}, ` +
+      `mayfly driver ${fmtInt(c.docsPerSec)} docs/s`);
+  }
+  for (const k of Object.keys(I)) I[k].sort((x, y) => x.docsPerSec - y.docsPerSec);
+  return I;
 }
 
 /* ---------- report ---------- */
@@ -550,10 +680,20 @@ function reportScaling(S) {
 
 function reportIngest(I) {
   console.log('');
-  console.log(`(3) ingest, ${DOCS.toLocaleString('en-US')} docs: mayfly insertMany x${BATCH} (${MONGO_INFLIGHT} in flight, ` +
-    `Node driver, TTL index {at: 1}) vs redis SET .. PX pipelined x${BATCH} (${REDIS_INFLIGHT} in flight)`);
-  printTable([['server', 'docs/s'], '-', ['mayfly', fmtInt(I.mayfly)], ['redis', fmtInt(I.redis)],
-    ['redis/mayfly', fmtX(I.redis / I.mayfly)]], { rightAlign: true });
+  console.log(`(3) ingest, ${DOCS.toLocaleString('en-US')} docs, TTL index {at: 1}, batches of ${BATCH}: mayfly raw socket ` +
+    `(${MONGO_INFLIGHT} connections) and Node driver insertMany (${MONGO_INFLIGHT} in flight) vs redis SET .. PX pipelined ` +
+    `(${REDIS_INFLIGHT} in flight); median of ${INGEST_ROUNDS} alternating rounds`);
+  const med = (v) => v[Math.floor((v.length - 1) / 2)];
+  const row = (name, v) => {
+    const m = med(v);
+    return [name, fmtInt(m.docsPerSec), `${fmtInt(v[0].docsPerSec)}..${fmtInt(v[v.length - 1].docsPerSec)}`,
+      m.serverUs.toFixed(2), m.clientUs.toFixed(2)];
+  };
+  printTable([['loader', 'docs/s', 'rounds', 'server CPU µs/doc', 'client CPU µs/doc'], '-',
+    row('mayfly, raw socket', I.raw), row('mayfly, Node driver', I.driver), row('redis', I.redis)], { rightAlign: true });
+  const r = med(I.raw).docsPerSec / med(I.redis).docsPerSec;
+  printTable([['target', 'mayfly raw / redis', 'within'], '-',
+    ['ingest >= redis (raw socket clients)', fmtX(r), r >= 1 ? 'yes' : 'no']], { rightAlign: true });
 }
 
 /* ---------- main ---------- */
@@ -608,11 +748,7 @@ async function main() {
     if (runs('latency')) L = await phaseLatency(sys);
     if (runs('scaling')) S = await phaseScaling(sys);
     if (runs('ingest')) {
-      const m = await ingestMongo(client);
-      log(`ingest mayfly: ${Math.round(m)} docs/s`);
-      const r = await ingestRedis(rPort);
-      log(`ingest redis: ${Math.round(r)} docs/s`);
-      I = { mayfly: m, redis: r };
+      I = await phaseIngest(client, { port: mPort, pid: mayfly.proc.pid }, { port: rPort, pid: redis.proc.pid });
     }
 
     if (L) reportLatency(L);

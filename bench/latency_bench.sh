@@ -4,7 +4,7 @@
 # (make -j2 all -> build/mayflyd) unless $MAYFLYD is set, installs
 # redis-server with apt-get if it is missing (through sudo unless root), runs
 # `npm ci` only if node_modules/mongodb is missing, then runs the script;
-# extra arguments go to it (--rounds R, --reqs N, --secs S, --docs D,
+# extra arguments go to it (--rounds R, --reqs N, --secs S, --docs D, --ingest-rounds K,
 # --only latency|scaling|ingest).
 set -euo pipefail
 . "$(dirname "$0")/lib/common.sh"
