@@ -548,6 +548,40 @@ text_keys(const mf_keypattern_t *kp, const bson_t *doc, mf_keyset_t *out, mf_err
     return rc;
 }
 
+/*
+ * The common index, one ordinary field at the top level ({at: 1}, {_id: 1}),
+ * in one pass over the document's top-level names: the key gen_keys would
+ * make, without its path walk. Returns 0 (out has the key, or none for a
+ * sparse index and a missing field), -1 with err, or 1 when the pattern or
+ * the value needs the general walk (a dotted path, geo, text, an array).
+ */
+static int
+one_plain_field_key(const mf_keypattern_t *kp, bool sparse, const bson_t *doc, mf_keyset_t *out, mf_error_t *err)
+{
+    const char *name = kp->fields[0];
+    bson_iter_t it;
+    bson_value_t v = null_value;
+    bool found = false;
+
+    if (kp->nfields != 1 || kp->is_text || kp->geo[0] != MF_GEO_IX_NONE || name[0] == '\0' || strchr(name, '.') != NULL)
+        return 1;
+    size_t nlen = strlen(name);
+    if (!bson_iter_init(&it, doc))
+        return 1;
+    while (bson_iter_next(&it)) {
+        if (bson_iter_key_len(&it) == nlen && memcmp(bson_iter_key(&it), name, nlen) == 0) {
+            if (bson_iter_type(&it) == BSON_TYPE_ARRAY)
+                return 1; /* multikey: the general walk expands it */
+            v = *bson_iter_value(&it);
+            found = true;
+            break;
+        }
+    }
+    if (!found && sparse)
+        return 0;
+    return mf_index_append_component(keyset_add(out), &v, kp->desc[0], kp->collation, err) != 0 ? -1 : 0;
+}
+
 int
 mf_index_keys(const mf_keypattern_t *kp, bool sparse, const bson_t *doc, mf_keyset_t *out, bool *skip,
               bool *multikey, mf_error_t *err)
@@ -563,6 +597,16 @@ mf_index_keys(const mf_keypattern_t *kp, bool sparse, const bson_t *doc, mf_keys
     keyset_clear(out);
     *skip = false;
     *multikey = false;
+    switch (one_plain_field_key(kp, sparse, doc, out, err)) {
+    case 0:
+        *skip = out->n == 0;
+        return 0;
+    case -1:
+        keyset_clear(out);
+        return -1;
+    default:
+        break; /* not that simple: the general walk below */
+    }
     if (kp->is_text) {
         if (text_keys(kp, doc, out, err) != 0) {
             keyset_clear(out);

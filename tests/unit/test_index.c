@@ -338,3 +338,39 @@ Test(index_keys, compound_multikey_over_a_big_array_and_parallel_arrays_still_re
     mf_keypattern_destroy(&kp);
     bson_destroy(pat);
 }
+
+/*
+ * A single top-level field ({f: 1}) takes a shortcut past the general path
+ * walk. It must give exactly the keys the walk gives: checked against the
+ * dotted pattern {"w.f": 1} over the same document nested under w, which
+ * the general walk serves, for scalars, sub-documents, null, a missing
+ * field, arrays, a later field, repeated names (the first one counts), both
+ * directions and sparse.
+ */
+Test(index_keys, a_top_level_field_gives_the_keys_of_the_general_walk)
+{
+    static const char *const docs[] = {
+        "{\"f\": 5}", "{\"a\": 1, \"b\": 2, \"f\": \"x\"}", "{\"f\": {\"g\": [1, 2]}}", "{\"f\": null}",
+        "{\"g\": 1}", "{\"f\": [3, 1, 3]}", "{\"f\": []}", "{\"f\": 1.5, \"f\": 7}", "{\"f\": {\"$date\": 86400000}}",
+        "{}",
+    };
+    static const char *const dirs[] = {"1", "-1"};
+    for (size_t d = 0; d < sizeof(docs) / sizeof(docs[0]); d++) {
+        for (int dir = 0; dir < 2; dir++) {
+            for (int sparse = 0; sparse < 2; sparse++) {
+                char pat_top[64], pat_dot[64], wrapped[256], got[2048], want[2048];
+                bool mk1, mk2, sk1, sk2;
+                int c1, c2;
+                snprintf(pat_top, sizeof(pat_top), "{\"f\": %s}", dirs[dir]);
+                snprintf(pat_dot, sizeof(pat_dot), "{\"w.f\": %s}", dirs[dir]);
+                snprintf(wrapped, sizeof(wrapped), "{\"w\": %s}", docs[d]);
+                cr_assert_eq(keys_text(pat_top, sparse, docs[d], got, sizeof(got), &mk1, &sk1, &c1), 0);
+                cr_assert_eq(keys_text(pat_dot, sparse, wrapped, want, sizeof(want), &mk2, &sk2, &c2), 0);
+                cr_assert_str_eq(got, want, "%s over %s (sparse %d): %s, the walk gives %s", pat_top, docs[d], sparse,
+                                 got, want);
+                cr_assert_eq(mk1, mk2, "%s over %s: multikey differs", pat_top, docs[d]);
+                cr_assert_eq(sk1, sk2, "%s over %s: skip differs", pat_top, docs[d]);
+            }
+        }
+    }
+}
