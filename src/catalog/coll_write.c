@@ -138,11 +138,13 @@ index_del(mf_index_t *ix, mf_cur_t *cur, mf_keystring_t *key, int64_t rid, bool 
          * during a build, when a document not yet scanned may hold a value
          * that a writer has already given a scanned one: then check.
          */
-        ret = mf_cur_remove_bytes(cur, key->data, key->len);
+        ret = mf_cur_find_bytes(cur, key->data, key->len);
+        if (ret == 0)
+            ret = mf_cur_remove_here(cur);
     } else if (ix->unique) {
         /* Only remove the entry if it belongs to this record. */
         bool mine = false;
-        ret = mf_cur_search_bytes(cur, key->data, key->len);
+        ret = mf_cur_find_bytes(cur, key->data, key->len);
         if (ret == 0) {
             const uint8_t *v;
             size_t vlen;
@@ -167,7 +169,18 @@ index_del(mf_index_t *ix, mf_cur_t *cur, mf_keystring_t *key, int64_t rid, bool 
     } else {
         size_t base = key->len;
         mf_ks_append_recordid(key, rid);
-        ret = mf_cur_remove_bytes(cur, key->data, key->len);
+        if (ix->building) {
+            /*
+             * A blind remove: WiredTiger finds the key even when a build
+             * chunk wrote it after this snapshot, and that is a conflict (a
+             * find would not see the key, and leave it behind).
+             */
+            ret = mf_cur_remove_bytes(cur, key->data, key->len);
+        } else {
+            ret = mf_cur_find_bytes(cur, key->data, key->len);
+            if (ret == 0)
+                ret = mf_cur_remove_here(cur);
+        }
         key->len = base;
     }
     if (ret == MF_NOTFOUND || ret == 0)
@@ -342,7 +355,8 @@ update_indexes(mf_sess_t *s, mf_coll_t *c, int64_t rid, const bson_t *olddoc, co
             break;
         if (oldk->n == 0 && newk->n == 0)
             continue;
-        if (mf_cur_open(s, ix->uri, &cur, err) != 0) {
+        /* A removal keeps the index's cursor on its last key: the next document's key is often just past it. */
+        if ((newdoc == NULL ? mf_cur_open_near(s, ix->uri, &cur, err) : mf_cur_open(s, ix->uri, &cur, err)) != 0) {
             ret = -1;
             break;
         }
@@ -354,7 +368,10 @@ update_indexes(mf_sess_t *s, mf_coll_t *c, int64_t rid, const bson_t *olddoc, co
             if (!keyset_has(oldk, &newk->keys[k]))
                 ret = index_put(s, c, ix, cur, &newk->keys[k], rid, newdoc, err);
         }
-        mf_cur_close(cur);
+        if (newdoc == NULL)
+            mf_cur_close_near(cur);
+        else
+            mf_cur_close(cur);
     }
     return ret;
 }
@@ -539,11 +556,12 @@ mf_coll_remove_if(mf_sess_t *s, mf_coll_t *c, int64_t rid, bool (*check)(void *a
     int ret;
 
     *removed = false;
-    if (mf_cur_open(s, c->uri, &cur, err) != 0)
+    /* Batches delete in index order, often record id order too: the record cursor stays near (storage.h). */
+    if (mf_cur_open_near(s, c->uri, &cur, err) != 0)
         return -1;
-    ret = mf_cur_search_rid(cur, rid);
+    ret = mf_cur_find_rid(cur, rid);
     if (ret != 0) {
-        mf_cur_close(cur);
+        mf_cur_close_near(cur);
         return ret == MF_NOTFOUND ? 0 : ret == MF_CONFLICT ? MF_CONFLICT
                                                            : mf_err_set(err, MF_E_InternalError, "record read failed in %s", c->ns);
     }
@@ -554,7 +572,7 @@ mf_coll_remove_if(mf_sess_t *s, mf_coll_t *c, int64_t rid, bool (*check)(void *a
         return mf_err_set(err, MF_E_InternalError, "corrupt record %lld in %s", (long long)rid, c->ns);
     }
     if (check != NULL && !check(arg, rid, &doc)) {
-        mf_cur_close(cur);
+        mf_cur_close_near(cur);
         return 0;
     }
     ret = update_indexes(s, c, rid, &doc, NULL, err);
@@ -563,7 +581,7 @@ mf_coll_remove_if(mf_sess_t *s, mf_coll_t *c, int64_t rid, bool (*check)(void *a
     uint32_t doclen = doc.len;
     if (ret == 0)
         ret = mf_cur_remove_here(cur); /* still on the record: no second search */
-    mf_cur_close(cur);
+    mf_cur_close_near(cur);
     if (ret == MF_CONFLICT)
         return MF_CONFLICT;
     if (ret == MF_NOTFOUND)

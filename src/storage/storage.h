@@ -237,6 +237,23 @@ int mf_cur_remove_bytes(mf_cur_t *c, const void *key, size_t klen);
  */
 int mf_cur_remove_here(mf_cur_t *c);
 /*
+ * Walking keys in ascending order inside a transaction (a batch of deletes
+ * in index order: the TTL index's keys, and usually the record ids and _id
+ * keys of documents inserted in the order they expire):
+ *   mf_cur_find_bytes / mf_cur_find_rid: position c exactly on key (0,
+ *   MF_NOTFOUND, or -1/MF_CONFLICT), as a search does, but when the last
+ *   find or mf_cur_remove_here left c on an entry, first step a few entries
+ *   forward from there: a key just past the last one is found without a
+ *   search from the root;
+ *   mf_cur_close_near: closes c but, inside a transaction, leaves it on its
+ *   entry; mf_cur_open_near gets it back as it was (mf_cur_open always gets
+ *   a reset cursor). The transaction's commit or abort resets it.
+ */
+int mf_cur_find_bytes(mf_cur_t *c, const void *key, size_t len);
+int mf_cur_find_rid(mf_cur_t *c, int64_t rid);
+int mf_cur_open_near(mf_sess_t *s, const char *uri, mf_cur_t **out, mf_error_t *err) MF_WUR;
+void mf_cur_close_near(mf_cur_t *c);
+/*
  * mf_cur_reserve: reserves the record the cursor is on for the transaction
  * (WT_CURSOR::reserve): a concurrent transaction that updates or removes it
  * conflicts (MF_CONFLICT for one of the two) as if this one had written it.

@@ -59,6 +59,13 @@ struct mf_cur {
     mf_sess_t *s;
     bool rid_keys; /* key_format q (record table) vs u (bytes) */
     bool in_use;
+    /*
+     * parked: closed with mf_cur_close_near inside a transaction, still on
+     * its entry; mf_cur_open_near takes it as it is, anything else resets
+     * it first, and the transaction's end resets it. near: the last find or
+     * remove_here left it on an entry, so the next find looks just past it.
+     */
+    bool parked, near;
     char uri[96];
 };
 
@@ -814,6 +821,19 @@ run_txn_cbs(mf_sess_t *s, bool committed)
         s->cbs[i].fn(s->cbs[i].arg, committed);
 }
 
+/* Resets the cursors left parked on entries (mf_cur_close_near): nothing stays pinned past a transaction. */
+static void
+unpark(mf_sess_t *s)
+{
+    for (int i = 0; i < s->ncache; i++) {
+        mf_cur_t *c = s->cache[i];
+        if (c->parked) {
+            c->wt->reset(c->wt);
+            c->parked = c->near = false;
+        }
+    }
+}
+
 int
 mf_txn_begin(mf_sess_t *s, mf_error_t *err)
 {
@@ -838,6 +858,7 @@ mf_txn_commit(mf_sess_t *s, bool durable, mf_error_t *err)
     }
     int ret = s->wt->commit_transaction(s->wt, durable ? "sync=on" : NULL);
     s->in_txn = false;
+    unpark(s);
     run_txn_cbs(s, ret == 0);
     if (s->st->txn_hook)
         s->st->txn_hook(s->st->txn_hook_arg, ret == 0);
@@ -851,6 +872,7 @@ mf_txn_abort(mf_sess_t *s)
 {
     if (s->in_txn) {
         s->wt->rollback_transaction(s->wt, NULL);
+        unpark(s);
         run_txn_cbs(s, false);
         if (s->st->txn_hook)
             s->st->txn_hook(s->st->txn_hook_arg, false);
@@ -864,13 +886,19 @@ mf_txn_active(mf_sess_t *s)
     return s->in_txn;
 }
 
-int
-mf_cur_open(mf_sess_t *s, const char *uri, mf_cur_t **out, mf_error_t *err)
+/* Opens a cursor on uri from the session's cache or WiredTiger; keep: leave a parked one on its entry. */
+static int
+cur_open(mf_sess_t *s, const char *uri, bool keep, mf_cur_t **out, mf_error_t *err)
 {
     WT_CURSOR *c;
     for (int i = 0; i < s->ncache; i++) {
         mf_cur_t *mc = s->cache[i];
         if (!mc->in_use && strcmp(mc->uri, uri) == 0) {
+            if (mc->parked && !keep) {
+                mc->wt->reset(mc->wt);
+                mc->near = false;
+            }
+            mc->parked = false;
             mc->in_use = true;
             *out = mc;
             return 0;
@@ -891,21 +919,51 @@ mf_cur_open(mf_sess_t *s, const char *uri, mf_cur_t **out, mf_error_t *err)
     return 0;
 }
 
-void
-mf_cur_close(mf_cur_t *c)
+int
+mf_cur_open(mf_sess_t *s, const char *uri, mf_cur_t **out, mf_error_t *err)
+{
+    return cur_open(s, uri, false, out, err);
+}
+
+int
+mf_cur_open_near(mf_sess_t *s, const char *uri, mf_cur_t **out, mf_error_t *err)
+{
+    return cur_open(s, uri, true, out, err);
+}
+
+/* Closes c; park: a cached cursor inside a transaction keeps its entry for mf_cur_open_near. */
+static void
+cur_close(mf_cur_t *c, bool park)
 {
     if (c == NULL)
         return;
     mf_sess_t *s = c->s;
     for (int i = 0; i < s->ncache; i++) {
         if (s->cache[i] == c) {
-            c->wt->reset(c->wt);
+            if (park && s->in_txn) {
+                c->parked = true;
+            } else {
+                c->wt->reset(c->wt);
+                c->near = false;
+            }
             c->in_use = false;
             return;
         }
     }
     c->wt->close(c->wt);
     free(c);
+}
+
+void
+mf_cur_close(mf_cur_t *c)
+{
+    cur_close(c, false);
+}
+
+void
+mf_cur_close_near(mf_cur_t *c)
+{
+    cur_close(c, true);
 }
 
 void
@@ -944,6 +1002,7 @@ void
 mf_cur_reset(mf_cur_t *c)
 {
     c->wt->reset(c->wt);
+    c->near = false;
 }
 
 int
@@ -1017,7 +1076,75 @@ mf_cur_remove_here(mf_cur_t *c)
 {
     if (fault_hit(c))
         return -1;
-    return map_ret(c->wt->remove(c->wt));
+    int ret = map_ret(c->wt->remove(c->wt));
+    c->near = ret == 0; /* a positioned remove stays on the entry */
+    return ret;
+}
+
+/*
+ * How many entries past its position a find steps through before it
+ * searches from the root: a few, for entries in between that the caller
+ * leaves alone (a document not due, another document's key).
+ */
+#define NEAR_STEPS 4
+
+/* The order of c's current key against key: <0, 0, >0. */
+static int
+near_cmp(mf_cur_t *c, const void *key, size_t len, int64_t rid)
+{
+    if (c->rid_keys) {
+        int64_t k = 0;
+        c->wt->get_key(c->wt, &k);
+        return k < rid ? -1 : k > rid;
+    }
+    WT_ITEM k = {0};
+    c->wt->get_key(c->wt, &k);
+    size_t n = k.size < len ? k.size : len;
+    int r = n ? memcmp(k.data, key, n) : 0;
+    return r != 0 ? r : k.size < len ? -1 : k.size > len;
+}
+
+/* Steps c forward from its entry looking for the key; true when c is on it. */
+static bool
+find_near(mf_cur_t *c, const void *key, size_t len, int64_t rid)
+{
+    if (!c->near)
+        return false;
+    c->near = false;
+    for (int i = 0; i < NEAR_STEPS; i++) {
+        if (c->wt->next(c->wt) != 0)
+            return false;
+        int r = near_cmp(c, key, len, rid);
+        if (r >= 0)
+            return r == 0;
+    }
+    return false;
+}
+
+int
+mf_cur_find_bytes(mf_cur_t *c, const void *key, size_t len)
+{
+    if (fault_hit(c))
+        return -1;
+    int ret = find_near(c, key, len, 0) ? 0 : key_op(c, key, len, c->wt->search);
+    c->near = ret == 0;
+    return ret;
+}
+
+int
+mf_cur_find_rid(mf_cur_t *c, int64_t rid)
+{
+    if (fault_hit(c))
+        return -1;
+    int ret;
+    if (find_near(c, NULL, 0, rid)) {
+        ret = 0;
+    } else {
+        c->wt->set_key(c->wt, rid);
+        ret = map_ret(c->wt->search(c->wt));
+    }
+    c->near = ret == 0;
+    return ret;
 }
 
 int

@@ -231,3 +231,56 @@ Test(storage, remove_here_removes_the_entry_the_cursor_is_on)
     mf_cur_close(c);
     env_destroy(&e);
 }
+
+/*
+ * mf_cur_find_rid finds a record wherever its cursor is: just past its last
+ * entry (the ascending walk of a delete batch), behind it, far ahead or not
+ * at all. A cursor closed with mf_cur_close_near comes back from
+ * mf_cur_open_near on its entry inside the transaction, and reset from
+ * mf_cur_open or once the transaction has ended.
+ */
+Test(storage, find_is_exact_from_any_position_and_near_cursors_end_with_the_transaction)
+{
+    env_t e;
+    mf_error_t err = {0};
+    mf_cur_t *c;
+
+    env_init(&e, false, 16);
+    fill(&e, 100);
+    cr_assert_eq(mf_txn_begin(e.s, &err), 0);
+    cr_assert_eq(mf_cur_open_near(e.s, URI, &c, &err), 0, "%s", err.msg);
+    for (int64_t rid = 10; rid < 20; rid++) {
+        cr_assert_eq(mf_cur_find_rid(c, rid), 0);
+        cr_assert_eq(mf_cur_rid(c), rid);
+        if (rid % 3 == 0)
+            cr_assert_eq(mf_cur_remove_here(c), 0);
+    }
+    cr_assert_eq(mf_cur_find_rid(c, 12), MF_NOTFOUND, "removed in this transaction");
+    cr_assert_eq(mf_cur_find_rid(c, 5), 0, "behind the position");
+    cr_assert_eq(mf_cur_rid(c), 5);
+    cr_assert_eq(mf_cur_find_rid(c, 90), 0, "far ahead");
+    cr_assert_eq(mf_cur_rid(c), 90);
+    cr_assert_eq(mf_cur_find_rid(c, 1000), MF_NOTFOUND);
+    cr_assert_eq(mf_cur_find_rid(c, 40), 0);
+    mf_cur_close_near(c);
+    cr_assert_eq(mf_cur_open_near(e.s, URI, &c, &err), 0, "%s", err.msg);
+    cr_assert_eq(mf_cur_rid(c), 40, "parked on its entry");
+    cr_assert_eq(mf_cur_next(c), 0);
+    cr_assert_eq(mf_cur_rid(c), 41);
+    mf_cur_close_near(c);
+    cr_assert_eq(mf_cur_open(e.s, URI, &c, &err), 0, "%s", err.msg);
+    cr_assert_eq(mf_cur_next(c), 0);
+    cr_assert_eq(mf_cur_rid(c), 0, "mf_cur_open resets a parked cursor");
+    mf_cur_close_near(c);
+    cr_assert_eq(mf_txn_commit(e.s, false, &err), 0, "%s", err.msg);
+    cr_assert_eq(mf_cur_open_near(e.s, URI, &c, &err), 0, "%s", err.msg);
+    cr_assert_eq(mf_cur_next(c), 0);
+    cr_assert_eq(mf_cur_rid(c), 0, "the commit reset it");
+    mf_cur_reset(c);
+    int n = 0;
+    while (mf_cur_next(c) == 0)
+        n++;
+    cr_assert_eq(n, 97, "12, 15 and 18 are gone");
+    mf_cur_close(c);
+    env_destroy(&e);
+}
