@@ -116,6 +116,8 @@
 #define MAX_WORKERS 16 /* ttlMonitorWorkers' maximum */
 #define FULL_SCAN_MS 10000 /* floors are forgotten this often (see "Floors") */
 #define YIELD_EVERY 96 /* documents deleted between two sched_yield()s while clients run (see "Pacing") */
+#define HOLD_CURSORS_MS 50      /* the monitor keeps its cursors across waits shorter than this (see monitor_main) */
+#define HOLD_CURSORS_MAX_MS 1000 /* ... and closes them at least this often */
 
 /* One TTL index as a sub-pass sees it (copied out of the catalog). */
 typedef struct ttl_target {
@@ -711,7 +713,7 @@ typedef struct deleter {
 
 /* Runs job j on the calling thread with its WiredTiger session s. */
 static void
-job_run(mf_ttl_monitor_t *m, mf_sess_t *s, del_job_t *j, bool batched)
+job_run(mf_ttl_monitor_t *m, mf_sess_t *s, del_job_t *j, bool batched, bool release)
 {
     bson_t fpdata;
 
@@ -732,7 +734,8 @@ job_run(mf_ttl_monitor_t *m, mf_sess_t *s, del_job_t *j, bool batched)
     }
     mf_curop_set_current(NULL);
     tls_batch = NULL;
-    mf_storage_session_release(s);
+    if (release)
+        mf_storage_session_release(s);
 }
 
 static void *
@@ -752,7 +755,7 @@ deleter_main(void *arg)
             break;
         del_job_t *j = d->job;
         pthread_mutex_unlock(&m->pool_mu);
-        job_run(m, s, j, mf_param_get(m->env.params, "ttlMonitorBatchDeletes") != 0);
+        job_run(m, s, j, mf_param_get(m->env.params, "ttlMonitorBatchDeletes") != 0, true);
         atomic_fetch_add(&m->deleter_deleted, j->st.deleted);
         pthread_mutex_lock(&m->pool_mu);
         d->job = NULL;
@@ -820,7 +823,7 @@ jobs_run(mf_ttl_monitor_t *m, mf_sess_t *s, del_job_t *jobs, int n, bool batched
         pthread_cond_broadcast(&m->pool_cv);
         pthread_mutex_unlock(&m->pool_mu);
     }
-    job_run(m, s, &jobs[0], batched);
+    job_run(m, s, &jobs[0], batched, false); /* the monitor's own cursors: see monitor_main */
     if (n > 1) {
         pthread_mutex_lock(&m->pool_mu);
         while (m->pending > 0)
@@ -1033,7 +1036,6 @@ visit(mf_ttl_monitor_t *m, mf_sess_t *s, ttl_target_t *t)
         atomic_store(&m->batch_opid, 0);
         mf_curop_end(op);
         mf_catalog_unlock(m->env.cat);
-        mf_storage_session_release(s);
         bool interrupted = rc != 0 && (err.code == MF_E_Interrupted || err.code == MF_E_InterruptedAtShutdown);
         if (interrupted)
             mf_log(MF_LOG_INFO, "TTL", "TTL batch on %s (index %s) interrupted: %d %s", t->ns, t->index, err.code,
@@ -1173,7 +1175,6 @@ compute_next_due(mf_ttl_monitor_t *m, mf_sess_t *s)
     m->refresh_done = gen;
     pthread_cond_broadcast(&m->refresh_cv);
     pthread_mutex_unlock(&m->mu);
-    mf_storage_session_release(s);
     targets_clear(&l);
     free(l.v);
     atomic_store(&m->watch_due, best);
@@ -1223,7 +1224,7 @@ monitor_main(void *arg)
 {
     mf_ttl_monitor_t *m = arg;
     mf_sess_t *s = mf_storage_session(m->env.st);
-    int64_t last_pass_end = 0, not_before = 0, last_pass_start = INT64_MIN / 2;
+    int64_t last_pass_end = 0, not_before = 0, last_pass_start = INT64_MIN / 2, last_release = mf_mono_ms();
 
     /*
      * A batch runs under the catalog's shared lock: on repeated write
@@ -1295,7 +1296,21 @@ monitor_main(void *arg)
             if (precise)
                 wait = ms_until(due, now, wait);
         }
+        /*
+         * The monitor's cached cursors outlive a pass only while passes come
+         * close together (spread deadlines: one every ttlMonitorCoalesceMS),
+         * where opening them again was a good part of a pass's own work. Before
+         * a longer sleep, at least every HOLD_CURSORS_MAX_MS, and after any kick
+         * (DDL among them) it closes them, so an idle monitor holds no cursor
+         * and a dropped table's files go soon.
+         */
+        if (wait >= HOLD_CURSORS_MS || mf_mono_ms() - last_release >= HOLD_CURSORS_MAX_MS) {
+            mf_storage_session_release(s);
+            last_release = mf_mono_ms();
+        }
         if (wait_for(m, wait) && !should_stop(m)) {
+            mf_storage_session_release(s);
+            last_release = mf_mono_ms();
             atomic_store(&m->next_due_ms, compute_next_due(m, s));
             not_before = 0;
         }
