@@ -440,6 +440,7 @@ async function phase1Mayfly(db, calibRate, cpu) {
   const loadMs = await loadMongo(coll, N, 0, expiry);
   const loadEnd = Date.now();
   await settle(() => db.admin().command({ fsync: 1 }));
+  const passes0 = ((await db.admin().command({ serverStatus: 1 })).metrics.ttl || {}).passes;
   const c1 = cpu();
   log(`mayfly phase 1: loaded in ${(loadMs / 1000).toFixed(1)} s (${(N / loadMs * 1000).toFixed(0)} docs/s)` +
     (loadEnd > w0 ? `; WARNING: load overran the window start by ${loadEnd - w0} ms` : ''));
@@ -458,7 +459,7 @@ async function phase1Mayfly(db, calibRate, cpu) {
   log(`mayfly phase 1: done; ${res.polls} sample polls, ${left} docs left, server ttl.lateness ${JSON.stringify(ttl.lateness && { count: ttl.lateness.count, p50Ms: ttl.lateness.p50Ms, p99Ms: ttl.lateness.p99Ms, maxMs: ttl.lateness.maxMs })}`);
   return { ingest: N / loadMs * 1000, loadOverrunMs: Math.max(0, loadEnd - w0), sample: quantiles(res.lateness),
     sampleMissing: res.missing, leftover: left, server: ttl.lateness || null, cpuLoad: c1 - c0, cpuExpiry: c2 - c1,
-    clientOps: res.polls + counts };
+    clientOps: res.polls + counts, passes: Number(ttl.passes) - Number(passes0) };
 }
 
 async function phase1Redis(port, r, calibRate, cpu) {
@@ -1187,9 +1188,10 @@ async function main() {
           `p99 ${m1.server ? fmtMs(m1.server.p99Ms) : 'n/a'}`, ok(t6)],
       ]);
       if (m23.paceDocsPerSec !== null) console.log(`mayfly serverStatus ttl.paceDocsPerSec after (2): ${fmtInt(m23.paceDocsPerSec)}`);
-      console.log(`(6) on this machine the same work done every 5 ms instead of back to back costs ${slices.ratio.toFixed(2)}x ` +
-        `the CPU (${slices.workRatio.toFixed(2)}x net of the wake-up itself; see sliceCost): the spread/burst ratio above ` +
-        `includes that price of running in slices.`);
+      console.log(`(6) context: on this machine the same unit of work costs ${slices.ratio.toFixed(2)}x the CPU when run every ` +
+        `5 ms instead of back to back, and an empty 5 ms wake-up alone costs ${slices.wakeUs.toFixed(0)} µs (sliceCost); ` +
+        `phase 1 woke the monitor for ${fmtInt(m1.passes)} passes, about ${fmtS((m1.passes * slices.wakeUs) / 1e6)} ` +
+        `of its ${fmtS(spreadCpu)} at that price.`);
     }
     console.log(`total run time ${((Date.now() - tStart) / 1000).toFixed(0)} s; ` +
       `loadavg at end ${loadavg()}`);
