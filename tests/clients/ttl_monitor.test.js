@@ -520,6 +520,37 @@ h.test('D6: dropping a collection while its documents are due is harmless; the m
   });
 });
 
+/*
+ * The monitor keeps its cursors between passes that come a few milliseconds
+ * apart (spread deadlines). A collection dropped meanwhile must still lose
+ * its files: the drop's kick makes the monitor close them, and a drop that
+ * met one open is retried.
+ */
+h.test('D6: a collection dropped while passes run every few ms on another loses its files within seconds', async () => {
+  const fs = require('node:fs');
+  const tables = () => new Set(fs.readdirSync(srv.server.dbpath).filter((f) => /^(coll|index)-.*\.wt$/.test(f)));
+  await withDb('d6files', async (db) => {
+    const spread = db.collection('spread');
+    await spread.createIndex({ at: 1 }, { expireAfterSeconds: 0 });
+    const before = tables();
+    const doomed = db.collection('doomed');
+    await doomed.createIndex({ at: 1 }, { expireAfterSeconds: 0 });
+    const mine = [...tables()].filter((f) => !before.has(f));
+    assert.equal(mine.length, 3, `the new collection's record, _id and TTL tables: ${mine}`);
+    /* Both collections have documents falling due every few ms for 4 s: a precise pass every ~5 ms visits both. */
+    const t0 = Date.now() + 300;
+    await spread.insertMany(Array.from({ length: 2000 }, (_, i) => ({ at: new Date(t0 + i * 2) })));
+    await doomed.insertMany(Array.from({ length: 400 }, (_, i) => ({ at: new Date(t0 + i * 10) })));
+    await waitFor(async () => (await doomed.countDocuments()) < 300, 'the monitor is deleting from both', 5000);
+    const passes0 = (await ttlStatus()).passes;
+    await doomed.drop();
+    await waitFor(async () => mine.every((f) => !tables().has(f)), `the dropped collection's files ${mine} are gone`, 5000);
+    assert.ok((await spread.countDocuments()) > 0, 'the other collection was still expiring when the files went');
+    await waitFor(async () => (await spread.countDocuments()) === 0, 'the other collection expires to the end', 10000);
+    assert.ok((await ttlStatus()).passes > passes0, 'passes went on after the drop');
+  });
+});
+
 /* ---------------- D7: precise expiry (beyond) ---------------- */
 
 h.test('D7: with default settings (sleep 60, precise) 50 staggered documents are deleted within ~1 s of expiry', { timeout: 60000 }, async () => {
