@@ -210,6 +210,7 @@ struct mf_ttl_monitor {
     int64_t last_full_ms;
     int ncpu; /* online CPUs at start (sysconf reads /sys: not once per visit) */
     _Atomic bool force_full; /* a write could not record its Dates (see obs_txn_end): forget the floors */
+    int64_t cursors_released_ms; /* monitor thread only: when it last closed its cached cursors (release_cursors) */
 };
 
 
@@ -711,6 +712,21 @@ typedef struct deleter {
     del_job_t *job; /* guarded by pool_mu; NULL when idle */
 } deleter_t;
 
+/*
+ * Closes the monitor's cached cursors (its session s) if force, or if it has
+ * kept them for HOLD_CURSORS_MAX_MS: so no table stays open on its behalf for
+ * long, even through a long pass over other collections (see monitor_main).
+ */
+static void
+release_cursors(mf_ttl_monitor_t *m, mf_sess_t *s, bool force)
+{
+    int64_t now = mf_mono_ms();
+    if (force || now - m->cursors_released_ms >= HOLD_CURSORS_MAX_MS) {
+        mf_storage_session_release(s);
+        m->cursors_released_ms = now;
+    }
+}
+
 /* Runs job j on the calling thread with its WiredTiger session s. */
 static void
 job_run(mf_ttl_monitor_t *m, mf_sess_t *s, del_job_t *j, bool batched, bool release)
@@ -1037,6 +1053,7 @@ visit(mf_ttl_monitor_t *m, mf_sess_t *s, ttl_target_t *t)
         atomic_store(&m->batch_opid, 0);
         mf_curop_end(op);
         mf_catalog_unlock(m->env.cat);
+        release_cursors(m, s, false);
         bool interrupted = rc != 0 && (err.code == MF_E_Interrupted || err.code == MF_E_InterruptedAtShutdown);
         if (interrupted)
             mf_log(MF_LOG_INFO, "TTL", "TTL batch on %s (index %s) interrupted: %d %s", t->ns, t->index, err.code,
@@ -1234,7 +1251,7 @@ monitor_main(void *arg)
 {
     mf_ttl_monitor_t *m = arg;
     mf_sess_t *s = mf_storage_session(m->env.st);
-    int64_t last_pass_end = 0, not_before = 0, last_pass_start = INT64_MIN / 2, last_release = mf_mono_ms();
+    int64_t last_pass_end = 0, not_before = 0, last_pass_start = INT64_MIN / 2;
 
     /*
      * A batch runs under the catalog's shared lock: on repeated write
@@ -1310,17 +1327,14 @@ monitor_main(void *arg)
          * The monitor's cached cursors outlive a pass only while passes come
          * close together (spread deadlines: one every ttlMonitorCoalesceMS),
          * where opening them again was a good part of a pass's own work. Before
-         * a longer sleep, at least every HOLD_CURSORS_MAX_MS, and after any kick
-         * (DDL among them) it closes them, so an idle monitor holds no cursor
-         * and a dropped table's files go soon.
+         * a longer sleep, after any kick (DDL among them), and at least every
+         * HOLD_CURSORS_MAX_MS (also between the rounds of a long pass) it
+         * closes them, so an idle monitor holds no cursor and a dropped
+         * table's files go soon.
          */
-        if (wait >= HOLD_CURSORS_MS || mf_mono_ms() - last_release >= HOLD_CURSORS_MAX_MS) {
-            mf_storage_session_release(s);
-            last_release = mf_mono_ms();
-        }
+        release_cursors(m, s, wait >= HOLD_CURSORS_MS);
         if (wait_for(m, wait) && !should_stop(m)) {
-            mf_storage_session_release(s);
-            last_release = mf_mono_ms();
+            release_cursors(m, s, true);
             atomic_store(&m->next_due_ms, compute_next_due(m, s));
             not_before = 0;
         }
