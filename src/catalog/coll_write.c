@@ -128,6 +128,21 @@ index_put(mf_sess_t *s, mf_coll_t *c, mf_index_t *ix, mf_cur_t *cur, mf_keystrin
     return 0;
 }
 
+/*
+ * Removes key (len bytes) from cur's index: found near the cursor's last
+ * entry and removed in place, or, blind, removed by key. A blind remove
+ * conflicts with a key written after this transaction's snapshot, which a
+ * find would not see and so leave behind (index builds need that).
+ */
+static int
+remove_key(mf_cur_t *cur, const uint8_t *key, size_t len, bool blind)
+{
+    if (blind)
+        return mf_cur_remove_bytes(cur, key, len);
+    int ret = mf_cur_find_bytes(cur, key, len);
+    return ret == 0 ? mf_cur_remove_here(cur) : ret;
+}
+
 static int
 index_del(mf_index_t *ix, mf_cur_t *cur, mf_keystring_t *key, int64_t rid, bool doc_removed, mf_error_t *err)
 {
@@ -138,9 +153,7 @@ index_del(mf_index_t *ix, mf_cur_t *cur, mf_keystring_t *key, int64_t rid, bool 
          * during a build, when a document not yet scanned may hold a value
          * that a writer has already given a scanned one: then check.
          */
-        ret = mf_cur_find_bytes(cur, key->data, key->len);
-        if (ret == 0)
-            ret = mf_cur_remove_here(cur);
+        ret = remove_key(cur, key->data, key->len, false);
     } else if (ix->unique) {
         /* Only remove the entry if it belongs to this record. */
         bool mine = false;
@@ -152,7 +165,7 @@ index_del(mf_index_t *ix, mf_cur_t *cur, mf_keystring_t *key, int64_t rid, bool 
             mine = vlen == 8 && rid_from_be(v) == rid;
         }
         if (mine) {
-            ret = mf_cur_remove_here(cur); /* the search left cur on the key */
+            ret = mf_cur_remove_here(cur); /* the find left cur on the key */
         } else if (ix->building && (ret == 0 || ret == MF_NOTFOUND)) {
             /*
              * Not ours in this snapshot. During a build, a chunk that
@@ -169,18 +182,8 @@ index_del(mf_index_t *ix, mf_cur_t *cur, mf_keystring_t *key, int64_t rid, bool 
     } else {
         size_t base = key->len;
         mf_ks_append_recordid(key, rid);
-        if (ix->building) {
-            /*
-             * A blind remove: WiredTiger finds the key even when a build
-             * chunk wrote it after this snapshot, and that is a conflict (a
-             * find would not see the key, and leave it behind).
-             */
-            ret = mf_cur_remove_bytes(cur, key->data, key->len);
-        } else {
-            ret = mf_cur_find_bytes(cur, key->data, key->len);
-            if (ret == 0)
-                ret = mf_cur_remove_here(cur);
-        }
+        /* During a build, blind: a build chunk may have written the key after this snapshot. */
+        ret = remove_key(cur, key->data, key->len, ix->building);
         key->len = base;
     }
     if (ret == MF_NOTFOUND || ret == 0)

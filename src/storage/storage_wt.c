@@ -1137,30 +1137,36 @@ find_near(mf_cur_t *c, const void *key, size_t len, int64_t rid)
     return false;
 }
 
-int
-mf_cur_find_bytes(mf_cur_t *c, const void *key, size_t len)
+/* Positions c exactly on key (len bytes; rid on a record table): a step from its entry, else a search. */
+static int
+cur_find(mf_cur_t *c, const void *key, size_t len, int64_t rid)
 {
+    WT_ITEM k = {.data = key, .size = len};
+    int ret = 0;
+
     if (fault_hit(c))
         return -1;
-    int ret = find_near(c, key, len, 0) ? 0 : key_op(c, key, len, c->wt->search);
+    if (!find_near(c, key, len, rid)) {
+        if (c->rid_keys)
+            c->wt->set_key(c->wt, rid);
+        else
+            c->wt->set_key(c->wt, &k);
+        ret = map_ret(c->wt->search(c->wt));
+    }
     c->near = ret == 0;
     return ret;
 }
 
 int
+mf_cur_find_bytes(mf_cur_t *c, const void *key, size_t len)
+{
+    return cur_find(c, key, len, 0);
+}
+
+int
 mf_cur_find_rid(mf_cur_t *c, int64_t rid)
 {
-    if (fault_hit(c))
-        return -1;
-    int ret;
-    if (find_near(c, NULL, 0, rid)) {
-        ret = 0;
-    } else {
-        c->wt->set_key(c->wt, rid);
-        ret = map_ret(c->wt->search(c->wt));
-    }
-    c->near = ret == 0;
-    return ret;
+    return cur_find(c, NULL, 0, rid);
 }
 
 int
