@@ -111,6 +111,7 @@
 #define NO_DEADLINE INT64_MAX
 #define BACKLOG_CAP 1000000
 #define LAT_BUCKETS 64
+#define LAT_FINE 128 /* latenesses below this many ms are also counted per millisecond (exact quantiles) */
 #define RATE_SECS 10
 #define ARCHIVE_BATCH_FACTOR 4
 #define MAX_WORKERS 16 /* ttlMonitorWorkers' maximum */
@@ -190,6 +191,13 @@ struct mf_ttl_monitor {
     int64_t lat_max;
     int64_t lat_buckets[LAT_BUCKETS];
     /*
+     * lat_fine[i] counts latenesses of exactly i ms (i < LAT_FINE): the
+     * quantiles (p50Ms, p99Ms) are read from it to the millisecond where they
+     * fall below LAT_FINE, instead of as a power-of-two bucket's upper edge
+     * (a p99 of 6 ms and one of 9 ms are both "8" in the log2 histogram).
+     */
+    int64_t lat_fine[LAT_FINE];
+    /*
      * Deleters (see "Parallel batches"): threads started on first use, each
      * with a job slot; pool_cv wakes them, done_cv wakes the monitor.
      */
@@ -265,6 +273,8 @@ lateness_record_many(mf_ttl_monitor_t *m, const int64_t *exps, size_t n, int64_t
         while (b < LAT_BUCKETS - 1 && ms >= ((int64_t)1 << b))
             b++;
         m->lat_buckets[b]++;
+        if (ms < LAT_FINE)
+            m->lat_fine[ms]++;
         if (m->lat_sum <= INT64_MAX - ms)
             m->lat_sum += ms;
         if (ms > m->lat_max)
@@ -279,13 +289,23 @@ lateness_record_many(mf_ttl_monitor_t *m, const int64_t *exps, size_t n, int64_t
     pthread_mutex_unlock(&m->lat_mu);
 }
 
-/* Upper edge (ms) of the bucket holding quantile q. */
+/*
+ * Lateness quantile q in ms: exact (latenesses are whole ms) when it falls
+ * below LAT_FINE ms, else the upper edge of the log2 bucket holding it;
+ * never above max.
+ */
 static int64_t
-lateness_quantile(const int64_t *buckets, int64_t count, int64_t max, double q)
+lateness_quantile(const int64_t *buckets, const int64_t *fine, int64_t count, int64_t max, double q)
 {
     if (count == 0)
         return 0;
     int64_t want = (int64_t)ceil(q * (double)count), seen = 0;
+    for (int i = 0; i < LAT_FINE; i++) {
+        seen += fine[i];
+        if (seen >= want)
+            return i < max ? i : max;
+    }
+    seen = 0;
     for (int b = 0; b < LAT_BUCKETS; b++) {
         seen += buckets[b];
         if (seen >= want) {
@@ -1604,7 +1624,7 @@ mf_ttl_indexes_append(mf_ttl_monitor_t *m, bson_t *arr)
 void
 mf_ttl_status_append(mf_ttl_monitor_t *m, bson_t *doc)
 {
-    int64_t buckets[LAT_BUCKETS], count, max;
+    int64_t buckets[LAT_BUCKETS], fine[LAT_FINE], count, max;
     bson_t sub, hist;
 
     BSON_APPEND_INT64(doc, "deletedDocuments", atomic_load(&m->deleted));
@@ -1613,6 +1633,7 @@ mf_ttl_status_append(mf_ttl_monitor_t *m, bson_t *doc)
 
     pthread_mutex_lock(&m->lat_mu);
     memcpy(buckets, m->lat_buckets, sizeof(buckets));
+    memcpy(fine, m->lat_fine, sizeof(fine));
     count = m->lat_count;
     max = m->lat_max;
     int64_t sum = m->lat_sum, recent = 0, now_sec = mf_mono_ms() / 1000;
@@ -1626,8 +1647,8 @@ mf_ttl_status_append(mf_ttl_monitor_t *m, bson_t *doc)
     BSON_APPEND_DOCUMENT_BEGIN(doc, "lateness", &sub);
     BSON_APPEND_INT64(&sub, "count", count);
     BSON_APPEND_INT64(&sub, "sumMs", sum);
-    BSON_APPEND_INT64(&sub, "p50Ms", lateness_quantile(buckets, count, max, 0.50));
-    BSON_APPEND_INT64(&sub, "p99Ms", lateness_quantile(buckets, count, max, 0.99));
+    BSON_APPEND_INT64(&sub, "p50Ms", lateness_quantile(buckets, fine, count, max, 0.50));
+    BSON_APPEND_INT64(&sub, "p99Ms", lateness_quantile(buckets, fine, count, max, 0.99));
     BSON_APPEND_INT64(&sub, "maxMs", max);
     BSON_APPEND_DOCUMENT_BEGIN(&sub, "histogram", &hist);
     for (int b = 0; b < LAT_BUCKETS; b++) {
