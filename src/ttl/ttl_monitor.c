@@ -54,12 +54,21 @@
  *   batches per window, not a pass per document (lateness stays within the
  *   window); a lone deadline after a quiet spell still runs at once.
  *
- *   Parallel batches (beyond MongoDB): a visit reads up to W batches of
- *   record ids at once and deletes them as W transactions on W threads (the
- *   monitor and W-1 deleters, ttlMonitorWorkers, default one per CPU), so a
- *   mass expiry uses every core; all W finish before the next read, under
- *   the same catalog lock. Deleters run at the monitor's lower priority and
- *   pace themselves as it does.
+ *   Parallel batches (beyond MongoDB): a visit works in rounds. A round
+ *   reads up to ROUND_TXNS * W batches of record ids and deletes them as W
+ *   chunks on W threads (the monitor and W-1 deleters, ttlMonitorWorkers,
+ *   default one per CPU), each chunk in transactions of at most a batch, so
+ *   a mass expiry uses every core; all finish before the round ends, under
+ *   the same catalog lock. While the deleters start on their chunks the
+ *   monitor reads the next round's keys (read ahead, from the resume key),
+ *   then deletes its own, shorter chunk: chunk lengths follow each thread's
+ *   recent speed, so a thread slowed by other work on its core (a busy
+ *   neighbour) gets less and nobody waits long at the round's end. The read
+ *   ahead is only used by the next round if the index is still the same one
+ *   (ident, expireAfterSeconds); its floor comes from the cutoff it was read
+ *   at, and every document is re-checked in its transaction anyway.
+ *   Deleters run at the monitor's lower priority and pace themselves as it
+ *   does.
  *   An archiving index (SPEC I2) deletes on the monitor's thread only.
  *
  *   Pacing (SPEC D9 beyond): batches are small (ttlMonitorBatchDocs) and
@@ -115,6 +124,7 @@
 #define RATE_SECS 10
 #define ARCHIVE_BATCH_FACTOR 4
 #define MAX_WORKERS 16 /* ttlMonitorWorkers' maximum */
+#define ROUND_TXNS 2 /* transactions each deleting thread runs per round (see "Parallel batches") */
 #define FULL_SCAN_MS 10000 /* floors are forgotten this often (see "Floors") */
 #define YIELD_EVERY 96 /* documents deleted between two sched_yield()s while clients run (see "Pacing") */
 #define HOLD_CURSORS_MS 50      /* the monitor keeps its cursors across waits shorter than this (see monitor_main) */
@@ -207,6 +217,14 @@ struct mf_ttl_monitor {
     int ndeleters, pending;
     bool pool_quit;
     _Atomic int64_t deleter_deleted; /* documents deleted by deleters (not the monitor's own chunk) */
+    /*
+     * Balancing (see "Parallel batches"), monitor thread only: each
+     * deleting thread's recent speed (documents per microsecond; [0] the
+     * monitor, [i] deleter i-1) and the monitor's recent time to read the
+     * next round's keys while the deleters work, both smoothed.
+     */
+    double speed[MAX_WORKERS];
+    double scan_us;
     /*
      * Floors (see "Floors" above; monitor thread only): per TTL index
      * instance (by ident), the Date below which its keys are known deleted.
@@ -721,9 +739,11 @@ typedef struct del_job {
     size_t n;
     check_ctx_t cx;  /* this chunk's own check context (expiries point into the visit's array) */
     mf_curop_t *op;  /* the visit's operation: killOp stops every chunk */
+    size_t batch_docs; /* documents per transaction (0: all in one) */
     int rc;
     mf_error_t err;
     mf_delete_stats_t st;
+    int64_t us; /* how long the chunk took on its thread */
 } del_job_t;
 
 typedef struct deleter {
@@ -753,6 +773,7 @@ job_run(mf_ttl_monitor_t *m, mf_sess_t *s, del_job_t *j, bool batched, bool rele
 {
     bson_t fpdata;
 
+    int64_t t0 = mf_mono_us();
     j->cx.s = s;
     j->st.deleted = j->st.batches = 0;
     mf_err_clear(&j->err);
@@ -766,8 +787,10 @@ job_run(mf_ttl_monitor_t *m, mf_sess_t *s, del_job_t *j, bool batched, bool rele
         bson_destroy(&fpdata);
         j->rc = mf_err_set(&j->err, code, "TTL batch failed by the ttlMonitorFailBatch fail point");
     } else {
-        j->rc = mf_delete_rids(s, j->c, j->rids, j->n, batched ? 0 : 1, false, ttl_check, &j->cx, &j->st, &j->err);
+        j->rc = mf_delete_rids(s, j->c, j->rids, j->n, batched ? j->batch_docs : 1, false, ttl_check, &j->cx, &j->st,
+                               &j->err);
     }
+    j->us = mf_mono_us() - t0;
     mf_curop_set_current(NULL);
     tls_batch = NULL;
     if (release)
@@ -847,9 +870,9 @@ pool_stop(mf_ttl_monitor_t *m)
     m->deleters = NULL;
 }
 
-/* Runs jobs[0..n): jobs[1..] on deleters, jobs[0] on the calling thread; returns when all are done. */
+/* Hands jobs[1..n) to the deleters (jobs_finish runs jobs[0] and waits for them). */
 static void
-jobs_run(mf_ttl_monitor_t *m, mf_sess_t *s, del_job_t *jobs, int n, bool batched)
+jobs_start(mf_ttl_monitor_t *m, del_job_t *jobs, int n)
 {
     if (n > 1) {
         pthread_mutex_lock(&m->pool_mu);
@@ -859,6 +882,12 @@ jobs_run(mf_ttl_monitor_t *m, mf_sess_t *s, del_job_t *jobs, int n, bool batched
         pthread_cond_broadcast(&m->pool_cv);
         pthread_mutex_unlock(&m->pool_mu);
     }
+}
+
+/* Runs jobs[0] on the calling thread, then waits until the deleters' jobs[1..n) are done too. */
+static void
+jobs_finish(mf_ttl_monitor_t *m, mf_sess_t *s, del_job_t *jobs, int n, bool batched)
+{
     job_run(m, s, &jobs[0], batched, false); /* the monitor's own cursors: see monitor_main */
     if (n > 1) {
         pthread_mutex_lock(&m->pool_mu);
@@ -866,6 +895,131 @@ jobs_run(mf_ttl_monitor_t *m, mf_sess_t *s, del_job_t *jobs, int n, bool batched
             pthread_cond_wait(&m->done_cv, &m->pool_mu);
         pthread_mutex_unlock(&m->pool_mu);
     }
+}
+
+/*
+ * Splits n record ids into nj chunk lengths len[0..nj) so that every thread
+ * should finish at the same time: in proportion to each thread's recent
+ * speed (m->speed), the monitor's chunk ([0]) shortened by overhead_us, the
+ * time it first spends reading the next round's keys. Until every speed is
+ * known the split is even.
+ */
+static void
+split_jobs(const mf_ttl_monitor_t *m, size_t n, int nj, double overhead_us, size_t *len)
+{
+    double sum = 0, share[MAX_WORKERS];
+    bool known = true;
+    for (int i = 0; i < nj; i++) {
+        known = known && m->speed[i] > 0;
+        sum += m->speed[i];
+    }
+    if (!known) {
+        for (int i = 0; i < nj; i++)
+            share[i] = (double)n / nj;
+    } else {
+        double finish = ((double)n + overhead_us * m->speed[0]) / sum;
+        for (int i = 0; i < nj; i++)
+            share[i] = (finish - (i == 0 ? overhead_us : 0)) * m->speed[i];
+        if (share[0] < 0)
+            share[0] = 0;
+    }
+    double total = 0;
+    for (int i = 0; i < nj; i++)
+        total += share[i];
+    size_t given = 0;
+    for (int i = 1; i < nj; i++) {
+        len[i] = total > 0 ? (size_t)(share[i] * (double)n / total) : n / (size_t)nj;
+        given += len[i];
+    }
+    len[0] = n - given; /* what rounding left over */
+}
+
+/* Smooths a new measurement x into the running estimate *e (0: none yet). */
+static void
+ewma(double *e, double x)
+{
+    *e = *e > 0 ? 0.5 * *e + 0.5 * x : x;
+}
+
+/* What one read of a TTL index's due range found (scan_due). */
+typedef struct scan_res {
+    size_t n;           /* record ids read */
+    bool hit_limit;     /* stopped at the limit, a key still ahead */
+    bool range_left;    /* ... and that key is still in the due range: resume there */
+    int64_t cutoff;     /* the Date up to which keys were due when read */
+    uint8_t resume[128]; /* the resume key (the rest as in ttl_target_t) */
+    size_t resume_len;  /* 0: no resume point */
+} scan_res_t;
+
+/*
+ * Reads the record ids of ix's keys from the key from[0..from_len) up to the
+ * Date key hi (its Date part, inclusive) into rids, at most lim, skipping a
+ * multikey document's repeated ids; out says where it stopped. Returns 0,
+ * 1 if the index cannot be opened (err set), -1 on a storage error while
+ * reading. Its cursor (session s) is closed before it returns.
+ */
+static int
+scan_due(mf_sess_t *s, const mf_index_t *ix, const uint8_t *from, size_t from_len, const uint8_t *hi, int64_t *rids,
+         size_t lim, scan_res_t *out, mf_error_t *err)
+{
+    mf_cur_t *cur;
+    const uint8_t *k = NULL;
+    size_t klen = 0, n = 0;
+
+    out->n = 0;
+    out->hit_limit = out->range_left = false;
+    out->resume_len = 0;
+    if (mf_cur_open(s, ix->uri, &cur, err) != 0)
+        return 1;
+    int r = mf_cur_seek_bytes_ge(cur, from, from_len);
+    while (r == 0 && n < lim) {
+        mf_cur_key_bytes(cur, &k, &klen);
+        if (klen < DATE_KEY_LEN || memcmp(k, hi, DATE_KEY_LEN) > 0)
+            break;
+        int64_t rid;
+        if (ix->unique) {
+            const uint8_t *v;
+            size_t vlen;
+            mf_cur_value(cur, &v, &vlen);
+            rid = vlen == 8 ? mf_ks_read_recordid(v, 8) : 0;
+        } else {
+            rid = mf_ks_read_recordid(k, klen);
+        }
+        /* Multikey: one document may have several due keys; keep it once. */
+        bool dup = false;
+        for (size_t i = n; i > 0 && i + 64 > n; i--) {
+            if (rids[i - 1] == rid) {
+                dup = true;
+                break;
+            }
+        }
+        if (!dup && rid > 0)
+            rids[n++] = rid;
+        r = mf_cur_next(cur);
+    }
+    if (r != 0 && r != MF_NOTFOUND) {
+        /* A storage error is not the end of the due range. */
+        mf_cur_close(cur);
+        return -1;
+    }
+    /*
+     * Resume at the first key not taken (the cursor sits on it), so the next
+     * read does not walk again over what this one took. Only a key still
+     * inside the due range is a resume point; any other key (longer, of
+     * another type) ends the range.
+     */
+    out->n = n;
+    out->hit_limit = r == 0 && n >= lim;
+    if (out->hit_limit) {
+        mf_cur_key_bytes(cur, &k, &klen);
+        if (klen >= DATE_KEY_LEN && klen <= sizeof(out->resume) && memcmp(k, hi, DATE_KEY_LEN) <= 0) {
+            memcpy(out->resume, k, klen);
+            out->resume_len = klen;
+            out->range_left = true;
+        }
+    }
+    mf_cur_close(cur);
+    return 0;
 }
 
 /*
@@ -892,9 +1046,14 @@ visit(mf_ttl_monitor_t *m, mf_sess_t *s, ttl_target_t *t)
     size_t cap_archive = cap * ARCHIVE_BATCH_FACTOR;
     /* Parallel batches: this thread and the deleters each delete one chunk of lim documents per round. */
     int workers = pool_grow(m, workers_wanted(m)) + 1;
-    size_t room = cap * (size_t)(workers > ARCHIVE_BATCH_FACTOR ? workers : ARCHIVE_BATCH_FACTOR);
+    size_t room = cap * (size_t)(ROUND_TXNS * workers > ARCHIVE_BATCH_FACTOR ? ROUND_TXNS * workers : ARCHIVE_BATCH_FACTOR);
     int64_t *rids = mf_malloc(room * sizeof(*rids));
+    int64_t *rids2 = mf_malloc(room * sizeof(*rids2)); /* the next round's, read ahead (prefetch) */
     int64_t *exps = mf_malloc(room * sizeof(*exps));
+    scan_res_t pre; /* what the read ahead found, valid while pre_ok */
+    bool pre_ok = false;
+    int64_t pre_secs = 0;
+    char pre_ident[512];
     del_job_t jobs[MAX_WORKERS];
     bool more = false, fg_busy = false;
 
@@ -919,7 +1078,7 @@ visit(mf_ttl_monitor_t *m, mf_sess_t *s, ttl_target_t *t)
         /* An archiving index stages into its transaction's archive frame: one chunk, on this thread. */
         size_t lim = archive ? cap_archive : cap;
         int nw = archive ? 1 : workers;
-        size_t scan_lim = lim * (size_t)nw;
+        size_t scan_lim = lim * (size_t)(nw > 1 ? ROUND_TXNS * nw : 1);
         int64_t now = mf_now_ms();
         bool desc = ix->kp.desc[0];
         uint8_t lo[DATE_KEY_LEN], hi[DATE_KEY_LEN];
@@ -947,72 +1106,40 @@ visit(mf_ttl_monitor_t *m, mf_sess_t *s, ttl_target_t *t)
             mf_ks_date_key(cutoff, true, lo);
             mf_ks_date_key(INT64_MIN, true, hi);
         }
-        mf_cur_t *cur;
         mf_error_t err;
-        size_t n = 0;
-        if (mf_cur_open(s, ix->uri, &cur, &err) != 0) {
+        scan_res_t sr;
+        int sc;
+        if (pre_ok && pre_secs == secs && strcmp(pre_ident, ix->ident) == 0) {
+            /* This round's read was made during the last one (see "Parallel batches"). */
+            int64_t *tmp = rids;
+            rids = rids2;
+            rids2 = tmp;
+            sr = pre;
+            sc = 0;
+        } else {
+            sc = t->resume_len ? scan_due(s, ix, t->resume, t->resume_len, hi, rids, scan_lim, &sr, &err)
+                               : scan_due(s, ix, lo, DATE_KEY_LEN, hi, rids, scan_lim, &sr, &err);
+            sr.cutoff = cutoff;
+        }
+        pre_ok = false;
+        if (sc != 0) {
             dirty_lower(ix, taken);
             mf_catalog_unlock(m->env.cat);
-            mf_log(MF_LOG_WARN, "TTL", "cannot open index %s on %s: %s", t->index, t->ns, err.msg);
+            if (sc > 0)
+                mf_log(MF_LOG_WARN, "TTL", "cannot open index %s on %s: %s", t->index, t->ns, err.msg);
+            else
+                mf_log(MF_LOG_WARN, "TTL", "reading TTL index %s on %s failed; will retry", t->index, t->ns);
             break;
         }
-        int r = t->resume_len ? mf_cur_seek_bytes_ge(cur, t->resume, t->resume_len)
-                              : mf_cur_seek_bytes_ge(cur, lo, DATE_KEY_LEN);
-        const uint8_t *k = NULL;
-        size_t klen = 0;
-        while (r == 0 && n < scan_lim) {
-            mf_cur_key_bytes(cur, &k, &klen);
-            if (klen < DATE_KEY_LEN || memcmp(k, hi, DATE_KEY_LEN) > 0)
-                break;
-            int64_t rid;
-            if (ix->unique) {
-                const uint8_t *v;
-                size_t vlen;
-                mf_cur_value(cur, &v, &vlen);
-                rid = vlen == 8 ? mf_ks_read_recordid(v, 8) : 0;
-            } else {
-                rid = mf_ks_read_recordid(k, klen);
-            }
-            /* Multikey: one document may have several due keys; keep it once. */
-            bool dup = false;
-            for (size_t i = n; i > 0 && i + 64 > n; i--) {
-                if (rids[i - 1] == rid) {
-                    dup = true;
-                    break;
-                }
-            }
-            if (!dup && rid > 0)
-                rids[n++] = rid;
-            r = mf_cur_next(cur);
-        }
-        /*
-         * Resume at the first key not taken (the cursor sits on it), so the
-         * next batch does not walk again over what this one deleted. Only a
-         * key still inside the due range is a resume point; any other key
-         * (longer, of another type) ends the range.
-         */
-        if (r != 0 && r != MF_NOTFOUND) {
-            /* A storage error is not the end of the due range: give up this visit, retry on a later pass. */
-            mf_cur_close(cur);
-            dirty_lower(ix, taken);
-            mf_catalog_unlock(m->env.cat);
-            mf_log(MF_LOG_WARN, "TTL", "reading TTL index %s on %s failed; will retry", t->index, t->ns);
-            break;
-        }
-        bool range_left = false, hit_limit = r == 0 && n >= scan_lim;
-        t->resume_len = 0;
-        if (hit_limit) {
-            mf_cur_key_bytes(cur, &k, &klen);
-            if (klen >= DATE_KEY_LEN && klen <= sizeof(t->resume) && memcmp(k, hi, DATE_KEY_LEN) <= 0) {
-                memcpy(t->resume, k, klen);
-                t->resume_len = klen;
-                range_left = true;
-            }
-        }
-        mf_cur_close(cur);
+        /* Keys read were due as of the read's cutoff (a prefetched read's is a round older). */
+        int64_t scut = sr.cutoff;
+        size_t n = sr.n;
+        bool hit_limit = sr.hit_limit, range_left = sr.range_left;
+        memcpy(t->resume, sr.resume, sr.resume_len);
+        t->resume_len = sr.resume_len;
         if (n == 0) {
             if (t->resume_len == 0 && !desc) {
-                floor_set(m, ix, cutoff == INT64_MAX ? cutoff : cutoff + 1); /* nothing due is left */
+                floor_set(m, ix, scut == INT64_MAX ? scut : scut + 1); /* nothing due is left */
                 floor_moved = true;
             }
             if (!floor_moved || begin > taken)
@@ -1032,17 +1159,45 @@ visit(mf_ttl_monitor_t *m, mf_sess_t *s, ttl_target_t *t)
         mf_curop_t *op = mf_curop_begin(m->env.curops, "remove", t->ns, "TTLMonitor", &desc_cmd, 0);
         bson_destroy(&desc_cmd);
         atomic_store(&m->batch_opid, mf_curop_opid(op));
-        /* n record ids in chunks of at most lim, as evenly as the chunk count allows. */
+        /*
+         * n record ids in nj chunks, one per thread, each at most lim per
+         * transaction. With more to read after this round, the monitor reads
+         * the next round's keys while the deleters start (prefetch), so its
+         * own chunk is shorter by that time; chunk lengths follow each
+         * thread's recent speed, so a thread slowed down by other work (a busy
+         * neighbour on its core) gets less and nobody waits at the end.
+         */
         int nj = (int)((n + lim - 1) / lim);
-        size_t per = (n + (size_t)nj - 1) / (size_t)nj, off = 0;
+        if (nj > nw)
+            nj = nw;
+        bool prefetch = nj > 1 && hit_limit && range_left &&
+                        !(target_docs > 0 && deleted_here + (int64_t)n >= target_docs);
+        size_t lens[MAX_WORKERS], off = 0;
+        split_jobs(m, n, nj, prefetch ? m->scan_us : 0, lens);
         for (int i = 0; i < nj; i++) {
-            size_t len = n - off < per ? n - off : per;
-            jobs[i] = (del_job_t){.c = c, .rids = rids + off, .n = len, .op = op};
+            size_t len = lens[i];
+            size_t txns = len ? (len + lim - 1) / lim : 1;
+            jobs[i] = (del_job_t){.c = c, .rids = rids + off, .n = len, .op = op, .batch_docs = (len + txns - 1) / txns};
             jobs[i].cx = (check_ctx_t){ix->kp.fields[0], secs, now, ix->partial, exps + off, 0, len, 0,
                                        archive ? m->env.archive : NULL, NULL, c->uuid, fg_busy, 0};
             off += len;
         }
-        jobs_run(m, s, jobs, nj, batched);
+        jobs_start(m, jobs, nj);
+        if (prefetch) {
+            int64_t p0 = mf_mono_us();
+            mf_error_t perr;
+            pre_ok = scan_due(s, ix, t->resume, t->resume_len, hi, rids2, scan_lim, &pre, &perr) == 0;
+            pre.cutoff = cutoff;
+            pre_secs = secs;
+            snprintf(pre_ident, sizeof(pre_ident), "%s", ix->ident);
+            pre_ok = pre_ok && strlen(ix->ident) < sizeof(pre_ident);
+            ewma(&m->scan_us, (double)(mf_mono_us() - p0));
+        }
+        jobs_finish(m, s, jobs, nj, batched);
+        for (int i = 0; nj > 1 && i < nj; i++) {
+            if (jobs[i].n >= 32 && jobs[i].us > 0)
+                ewma(&m->speed[i], (double)jobs[i].n / (double)jobs[i].us);
+        }
         mf_delete_stats_t st = {0, 0};
         int rc = 0;
         mf_err_clear(&err);
@@ -1061,7 +1216,7 @@ visit(mf_ttl_monitor_t *m, mf_sess_t *s, ttl_target_t *t)
         if (rc == 0 && st.deleted == (int64_t)n && !desc) {
             int64_t rd;
             if (!hit_limit) {
-                floor_set(m, ix, cutoff == INT64_MAX ? cutoff : cutoff + 1);
+                floor_set(m, ix, scut == INT64_MAX ? scut : scut + 1);
                 floor_moved = true;
             } else if (range_left && mf_ks_date_from_key(t->resume, t->resume_len, false, &rd)) {
                 floor_set(m, ix, rd);
@@ -1129,6 +1284,7 @@ visit(mf_ttl_monitor_t *m, mf_sess_t *s, ttl_target_t *t)
         }
     }
     free(rids);
+    free(rids2);
     free(exps);
     t->more = more;
     return more;

@@ -752,6 +752,43 @@ h.test('D9: with ttlMonitorWorkers 3 a mass expiry is deleted by several threads
   });
 });
 
+h.test('D9: a parallel mass expiry reads its next keys ahead yet re-checks each document: one moved to the future meanwhile stays, every other due one goes', { timeout: 120000 }, async () => {
+  await withDb('readahead', async (db) => {
+    const coll = db.collection('c');
+    await coll.createIndex({ at: 1 }, { expireAfterSeconds: 0 });
+    const N = 20000;
+    await setParams({ ttlMonitorEnabled: false });
+    try {
+      await insertExpired(coll, N);
+    } catch (e) {
+      await setParams({ ttlMonitorEnabled: true });
+      throw e;
+    }
+    // Small transactions: rounds of 2 threads x 2 x 50 keys, each round's successor read during it.
+    await withParams({ ttlMonitorWorkers: 2, ttlMonitorBatchDocs: 50 }, async () => {
+      const before = await ttlStatus();
+      await setParams({ ttlMonitorEnabled: true });
+      // Meanwhile move every 50th document to the future, from the end of the due range (deleted
+      // last: insertExpired's dates go back in time with _id) towards its start. An update that
+      // matched committed the new date before any later delete, which must then leave it alone.
+      const rescued = [];
+      for (let i = N - 1; i >= 0; i -= 50) {
+        const r = await coll.updateOne({ _id: i }, { $set: { at: new Date(Date.now() + 3600e3) } });
+        if (r.modifiedCount === 1) rescued.push(i);
+      }
+      await waitFor(async () => (await coll.countDocuments()) === rescued.length, 'the due documents were not deleted', 60000);
+      assert.ok(rescued.length > 0, 'no update came before the monitor: the test proved nothing');
+      const left = (await coll.find({}, { projection: { _id: 1 } }).toArray()).map((d) => d._id).sort((a, b) => a - b);
+      assert.deepEqual(left, rescued.sort((a, b) => a - b));
+      const after = await ttlStatus();
+      assert.equal(Number(after.deletedDocuments) - Number(before.deletedDocuments), N - rescued.length);
+      assert.ok(Number(after.deletedByWorkers) - Number(before.deletedByWorkers) > 0, 'the deleter took no chunk');
+    });
+    const v = await db.command({ validate: 'c', full: true });
+    assert.equal(v.valid, true, JSON.stringify(v.errors));
+  });
+});
+
 h.test('D7: after the monitor has deleted up to now, a document inserted or updated with an older date still expires at once', { timeout: 60000 }, async () => {
   await withDb('floors', async (db) => {
     const coll = db.collection('c');
