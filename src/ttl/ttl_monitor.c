@@ -941,6 +941,41 @@ ewma(double *e, double x)
     *e = *e > 0 ? 0.5 * *e + 0.5 * x : x;
 }
 
+/* Orders (record id, position) pairs by record id, then position. */
+static int
+rid_pos_cmp(const void *a, const void *b)
+{
+    const int64_t *x = a, *y = b;
+    if (x[0] != y[0])
+        return x[0] < y[0] ? -1 : 1;
+    return x[1] < y[1] ? -1 : x[1] > y[1];
+}
+
+/* Removes repeated record ids from rids[0..n), keeping each one's first place; returns the new count. */
+static size_t
+dedup_rids(int64_t *rids, size_t n)
+{
+    if (n < 2)
+        return n;
+    int64_t(*pairs)[2] = mf_malloc(n * sizeof(*pairs));
+    for (size_t i = 0; i < n; i++) {
+        pairs[i][0] = rids[i];
+        pairs[i][1] = (int64_t)i;
+    }
+    qsort(pairs, n, sizeof(*pairs), rid_pos_cmp);
+    for (size_t i = 1; i < n; i++) {
+        if (pairs[i][0] == pairs[i - 1][0])
+            rids[pairs[i][1]] = 0; /* a later place of the same document */
+    }
+    free(pairs);
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (rids[i] != 0)
+            rids[m++] = rids[i];
+    }
+    return m;
+}
+
 /* What one read of a TTL index's due range found (scan_due). */
 typedef struct scan_res {
     size_t n;           /* record ids read */
@@ -985,15 +1020,7 @@ scan_due(mf_sess_t *s, const mf_index_t *ix, const uint8_t *from, size_t from_le
         } else {
             rid = mf_ks_read_recordid(k, klen);
         }
-        /* Multikey: one document may have several due keys; keep it once. */
-        bool dup = false;
-        for (size_t i = n; i > 0 && i + 64 > n; i--) {
-            if (rids[i - 1] == rid) {
-                dup = true;
-                break;
-            }
-        }
-        if (!dup && rid > 0)
+        if (rid > 0)
             rids[n++] = rid;
         r = mf_cur_next(cur);
     }
@@ -1008,8 +1035,15 @@ scan_due(mf_sess_t *s, const mf_index_t *ix, const uint8_t *from, size_t from_le
      * inside the due range is a resume point; any other key (longer, of
      * another type) ends the range.
      */
-    out->n = n;
+    /*
+     * Multikey: one document may have several due keys; keep it once. The
+     * flag is set before the commit of a document's first multikey write, so
+     * read after the keys it is set for any multikey document they include.
+     */
     out->hit_limit = r == 0 && n >= lim;
+    if (atomic_load(&ix->multikey))
+        n = dedup_rids(rids, n);
+    out->n = n;
     if (out->hit_limit) {
         mf_cur_key_bytes(cur, &k, &klen);
         if (klen >= DATE_KEY_LEN && klen <= sizeof(out->resume) && memcmp(k, hi, DATE_KEY_LEN) <= 0) {

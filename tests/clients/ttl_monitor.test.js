@@ -789,6 +789,37 @@ h.test('D9: a parallel mass expiry reads its next keys ahead yet re-checks each 
   });
 });
 
+h.test('C2/D9: a parallel mass expiry of documents with several due dates (the two keys of each about 300 apart in the index) deletes and counts each document once', { timeout: 120000 }, async () => {
+  await withDb('multikeymass', async (db) => {
+    const coll = db.collection('c');
+    await coll.createIndex({ at: 1 }, { expireAfterSeconds: 0 });
+    const N = 6000;
+    const base = Date.now() - 3600e3;
+    await setParams({ ttlMonitorEnabled: false });
+    try {
+      for (let off = 0; off < N; off += 2000) {
+        const docs = [];
+        for (let i = off; i < off + 2000; i++) docs.push({ _id: i, at: [new Date(base - 2 * i), new Date(base - 2 * i - 301)] });
+        await coll.insertMany(docs);
+      }
+      await coll.insertOne({ _id: 'keep', at: [new Date(Date.now() + 3600e3), 'x'] });
+    } catch (e) {
+      await setParams({ ttlMonitorEnabled: true });
+      throw e;
+    }
+    await withParams({ ttlMonitorWorkers: 2, ttlMonitorBatchDocs: 50 }, async () => {
+      const before = await ttlStatus();
+      await setParams({ ttlMonitorEnabled: true });
+      await waitFor(async () => (await coll.countDocuments()) === 1, 'the due documents were not deleted', 60000);
+      const after = await ttlStatus();
+      assert.equal(Number(after.deletedDocuments) - Number(before.deletedDocuments), N);
+    });
+    assert.deepEqual(await coll.find().project({ _id: 1 }).toArray(), [{ _id: 'keep' }]);
+    const v = await db.command({ validate: 'c', full: true });
+    assert.equal(v.valid, true, JSON.stringify(v.errors));
+  });
+});
+
 h.test('D7: after the monitor has deleted up to now, a document inserted or updated with an older date still expires at once', { timeout: 60000 }, async () => {
   await withDb('floors', async (db) => {
     const coll = db.collection('c');
