@@ -88,6 +88,17 @@ async function insertExpired(coll, n, { field = 'at', start = 0, ageMs = 3600000
   }
 }
 
+/* Runs fn (a load) with the monitor off; the caller turns it on when it wants the expiry (on an error, it is turned on here). */
+async function loadWhileDisabled(fn) {
+  await setParams({ ttlMonitorEnabled: false });
+  try {
+    await fn();
+  } catch (e) {
+    await setParams({ ttlMonitorEnabled: true });
+    throw e;
+  }
+}
+
 function findStage(plan, stage) {
   if (!plan || typeof plan !== 'object') return null;
   if (plan.stage === stage) return plan;
@@ -726,14 +737,10 @@ h.test('D9: with ttlMonitorWorkers 3 a mass expiry is deleted by several threads
   await withDb('workers', async (db) => {
     const coll = db.collection('c');
     await coll.createIndex({ at: 1 }, { expireAfterSeconds: 0 });
-    await setParams({ ttlMonitorEnabled: false });
-    try {
+    await loadWhileDisabled(async () => {
       await insertExpired(coll, 30000);
       await coll.insertMany(Array.from({ length: 50 }, (_, i) => ({ _id: `keep${i}`, at: new Date(Date.now() + 3600e3) })));
-    } catch (e) {
-      await setParams({ ttlMonitorEnabled: true });
-      throw e;
-    }
+    });
     await withParams({ ttlMonitorWorkers: 3 }, async () => {
       const before = await ttlStatus();
       assert.equal(before.workers, 3);
@@ -757,13 +764,7 @@ h.test('D9: a parallel mass expiry reads its next keys ahead yet re-checks each 
     const coll = db.collection('c');
     await coll.createIndex({ at: 1 }, { expireAfterSeconds: 0 });
     const N = 20000;
-    await setParams({ ttlMonitorEnabled: false });
-    try {
-      await insertExpired(coll, N);
-    } catch (e) {
-      await setParams({ ttlMonitorEnabled: true });
-      throw e;
-    }
+    await loadWhileDisabled(() => insertExpired(coll, N));
     // Small transactions: rounds of 2 threads x 2 x 50 keys, each round's successor read during it.
     await withParams({ ttlMonitorWorkers: 2, ttlMonitorBatchDocs: 50 }, async () => {
       const before = await ttlStatus();
@@ -795,18 +796,14 @@ h.test('C2/D9: a parallel mass expiry of documents with several due dates (the t
     await coll.createIndex({ at: 1 }, { expireAfterSeconds: 0 });
     const N = 6000;
     const base = Date.now() - 3600e3;
-    await setParams({ ttlMonitorEnabled: false });
-    try {
+    await loadWhileDisabled(async () => {
       for (let off = 0; off < N; off += 2000) {
         const docs = [];
         for (let i = off; i < off + 2000; i++) docs.push({ _id: i, at: [new Date(base - 2 * i), new Date(base - 2 * i - 301)] });
         await coll.insertMany(docs);
       }
       await coll.insertOne({ _id: 'keep', at: [new Date(Date.now() + 3600e3), 'x'] });
-    } catch (e) {
-      await setParams({ ttlMonitorEnabled: true });
-      throw e;
-    }
+    });
     await withParams({ ttlMonitorWorkers: 2, ttlMonitorBatchDocs: 50 }, async () => {
       const before = await ttlStatus();
       await setParams({ ttlMonitorEnabled: true });
