@@ -24,6 +24,9 @@
  *   ttlMonitorFailBatch         a TTL delete batch fails before it commits (the
  *                               documents stay; the monitor retries), data
  *                               {errorCode} optional (default 112 WriteConflict)
+ *   hangTTLMonitorAfterReadAhead a parallel TTL round waits, while on, just after
+ *                               the monitor has read the next round's keys
+ *                               (its deleters go on with their chunks)
  *
  * Thread safety: every function may be called from any thread. Evaluation
  * (mf_failpoint_eval) takes the point's mutex only when the point is on.

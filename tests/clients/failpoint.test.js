@@ -235,6 +235,41 @@ h.test('maxTimeAlwaysTimeOut: a command with maxTimeMS fails with 50 at once; on
   assert.deepEqual(await coll.find({}).maxTimeMS(60000).toArray(), [{ _id: 1 }]);
 });
 
+h.test('D9 read ahead: a document inserted into the keys a parallel round has read ahead (hangTTLMonitorAfterReadAhead) is deleted by a later pass, not left for the 10 s full scan', { timeout: 120000 }, async () => {
+  const db = srv.freshDb('readahead');
+  const coll = db.collection('c');
+  await coll.createIndex({ at: 1 }, { expireAfterSeconds: 0 });
+  const params = async (o) => { for (const [k, v] of Object.entries(o)) await admin().command({ setParameter: 1, [k]: v }); };
+  const N = 3000;
+  const base = Date.now() - 3600e3;
+  await params({ ttlMonitorEnabled: false, ttlMonitorWorkers: 2, ttlMonitorBatchDocs: 50 });
+  try {
+    // _id i is dated base - i: the oldest (deleted first) is N - 1. A round reads 2 threads x 2 x 50
+    // keys, so the first round takes positions 0-199 from the oldest and reads 200-399 ahead.
+    await coll.insertMany(Array.from({ length: N }, (_, i) => ({ _id: i, at: new Date(base - i) })));
+    const r0 = await admin().command({ configureFailPoint: 'hangTTLMonitorAfterReadAhead', mode: 'alwaysOn' });
+    await params({ ttlMonitorEnabled: true });
+    try {
+      const deadline = Date.now() + 20000;
+      for (;;) {
+        const r = await admin().command({ configureFailPoint: 'hangTTLMonitorAfterReadAhead', mode: 'alwaysOn' });
+        if (Number(r.count) > Number(r0.count)) break;
+        assert.ok(Date.now() < deadline, 'the monitor never read a round ahead');
+        await h.sleep(20);
+      }
+      // Position 300 from the oldest: inside the keys just read ahead, committed after that read.
+      await coll.insertOne({ _id: 'ahead', at: new Date(base - (N - 1 - 300)) });
+    } finally {
+      await off('hangTTLMonitorAfterReadAhead');
+    }
+    const deadline = Date.now() + 5000;
+    while ((await coll.countDocuments({})) > 0 && Date.now() < deadline) await h.sleep(50);
+    assert.deepEqual(await coll.find({}).toArray(), [], 'left after the mass expiry');
+  } finally {
+    await params({ ttlMonitorEnabled: true, ttlMonitorWorkers: 0, ttlMonitorBatchDocs: 500 });
+  }
+});
+
 h.test('hangTTLMonitorBetweenPasses holds expiry while on; ttlMonitorFailBatch fails batches that are retried', async () => {
   const coll = srv.freshDb('ttlfp').collection('c');
   await coll.createIndex({ at: 1 }, { expireAfterSeconds: 0 });
