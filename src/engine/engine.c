@@ -40,14 +40,6 @@ foreground_ops(void *arg)
     return atomic_load(&e->fg_ops);
 }
 
-/* The TTL pacer's view of foreground work now: connections with a command in flight. */
-static int64_t
-foreground_active(void *arg)
-{
-    mf_engine_t *e = arg;
-    return atomic_load(&e->conn_active);
-}
-
 /* A TTL batch finished: profile it like the delete it is (SPEC D4). */
 static void
 ttl_batch_done(void *arg, const char *ns, const char *index, int64_t secs, int64_t deleted, int64_t millis)
@@ -260,7 +252,6 @@ mf_engine_open(const mf_engine_opts_t *opts, mf_engine_t **out, mf_error_t *err)
                          .batched_docs = &eng->batched_deletes_docs,
                          .batched_batches = &eng->batched_deletes_batches,
                          .foreground_ops = foreground_ops,
-                         .foreground_active = foreground_active,
                          .on_batch = ttl_batch_done,
                          .arg = eng,
                          .disabled_reason = ttl_off,

@@ -36,11 +36,6 @@ typedef struct mf_ttl_env {
     /* Total foreground operations so far (any monotonic count); the pacer yields while it grows. */
     int64_t (*foreground_ops)(void *arg);
     /*
-     * Foreground commands in flight now (> 0: a client waits on a command
-     * thread); the pacer yields only then. May be NULL (always yield).
-     */
-    int64_t (*foreground_active)(void *arg);
-    /*
      * Called after each committed batch, with no lock held (the profiler
      * records TTL deletes, SPEC D4). May be NULL.
      */

@@ -74,10 +74,7 @@
  *   the catalog lock is dropped between them. While foreground operations
  *   are running (their counter moved during the last batch), every thread
  *   deleting gives the CPU up (sched_yield) every YIELD_EVERY documents
- *   (about 0.3 ms of work) if a client's command is in flight at that
- *   moment (env->foreground_active; between commands, when the client is
- *   busy in its own process, a yield only fed whatever else was runnable):
- *   on Linux's EEVDF scheduler a waking client
+ *   (about 0.3 ms of work): on Linux's EEVDF scheduler a waking client
  *   thread does not get in before the running thread's slice ends (1.4 ms
  *   here), which was the whole of a client's p99 during a mass expiry
  *   (1.1-1.4 ms against 0.3-0.4 ms with the yields, at the same deletion
@@ -86,8 +83,7 @@
  *   (foreground p99 during a mass expiry the same at nice 0) but let any
  *   other busy process on the machine take nine tenths of a shared core:
  *   beside a busy loop a mass expiry with a client running fell to
- *   0.18-0.22x of its rate, against 0.55-0.68x at nice 0 (0.65-0.85x with
- *   the yields only while a command is in flight). Optionally
+ *   0.18-0.22x of its rate, against 0.55-0.68x at nice 0. Optionally
  *   (ttlMonitorYieldPercent, default 0) the monitor also sleeps between
  *   batches for that percentage of the batch's time.
  *
@@ -604,8 +600,7 @@ typedef struct check_ctx {
     mf_archive_t *archive;
     mf_sess_t *s;
     const uint8_t *uuid;
-    bool yield_often; /* clients are running: give the CPU up every YIELD_EVERY documents ... */
-    const mf_ttl_env_t *env; /* ... if one of their commands is in flight (env->foreground_active) */
+    bool yield_often; /* clients are running: give the CPU up every YIELD_EVERY documents */
     unsigned seen;
 } check_ctx_t;
 
@@ -637,8 +632,7 @@ ttl_check(void *arg, int64_t rid, const bson_t *doc)
     if (x->nexp < x->capexp)
         x->expiries[x->nexp++] = expiry;
     /* SPEC D9: see "Pacing" above. */
-    if (x->yield_often && ++x->seen % YIELD_EVERY == 0 &&
-        (x->env->foreground_active == NULL || x->env->foreground_active(x->env->arg) > 0))
+    if (x->yield_often && ++x->seen % YIELD_EVERY == 0)
         sched_yield();
     return true;
 }
@@ -1227,7 +1221,7 @@ visit(mf_ttl_monitor_t *m, mf_sess_t *s, ttl_target_t *t)
             size_t txns = len ? (len + lim - 1) / lim : 1;
             jobs[i] = (del_job_t){.c = c, .rids = rids + off, .n = len, .op = op, .batch_docs = (len + txns - 1) / txns};
             jobs[i].cx = (check_ctx_t){ix->kp.fields[0], secs, now, ix->partial, exps + off, 0, len, 0,
-                                       archive ? m->env.archive : NULL, NULL, c->uuid, fg_busy, &m->env, 0};
+                                       archive ? m->env.archive : NULL, NULL, c->uuid, fg_busy, 0};
             off += len;
         }
         jobs_start(m, jobs, nj);
