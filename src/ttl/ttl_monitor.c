@@ -100,11 +100,11 @@
 #include <math.h>
 #include <pthread.h>
 #include <sched.h>
-#include <sys/resource.h>
-#include <sys/syscall.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1038,12 +1038,6 @@ scan_due(mf_sess_t *s, const mf_index_t *ix, const uint8_t *from, size_t from_le
         return -1;
     }
     /*
-     * Resume at the first key not taken (the cursor sits on it), so the next
-     * read does not walk again over what this one took. Only a key still
-     * inside the due range is a resume point; any other key (longer, of
-     * another type) ends the range.
-     */
-    /*
      * Multikey: one document may have several due keys; keep it once. The
      * flag is set before the commit of a document's first multikey write, so
      * read after the keys it is set for any multikey document they include.
@@ -1052,6 +1046,12 @@ scan_due(mf_sess_t *s, const mf_index_t *ix, const uint8_t *from, size_t from_le
     if (atomic_load(&ix->multikey))
         n = dedup_rids(rids, n);
     out->n = n;
+    /*
+     * Resume at the first key not taken (the cursor sits on it), so the next
+     * read does not walk again over what this one took. Only a key still
+     * inside the due range is a resume point; any other key (longer, of
+     * another type) ends the range.
+     */
     if (out->hit_limit) {
         mf_cur_key_bytes(cur, &k, &klen);
         if (klen >= DATE_KEY_LEN && klen <= sizeof(out->resume) && memcmp(k, hi, DATE_KEY_LEN) <= 0) {
@@ -1235,11 +1235,11 @@ visit(mf_ttl_monitor_t *m, mf_sess_t *s, ttl_target_t *t)
         if (prefetch) {
             int64_t p0 = mf_mono_us();
             mf_error_t perr;
-            pre_ok = scan_due(s, ix, t->resume, t->resume_len, hi, rids2, scan_lim, &pre, &perr) == 0;
+            /* The index is known again by its ident (a longer one than fits is not read ahead for). */
+            pre_ok = snprintf(pre_ident, sizeof(pre_ident), "%s", ix->ident) < (int)sizeof(pre_ident) &&
+                     scan_due(s, ix, t->resume, t->resume_len, hi, rids2, scan_lim, &pre, &perr) == 0;
             pre.cutoff = cutoff;
             pre_secs = secs;
-            snprintf(pre_ident, sizeof(pre_ident), "%s", ix->ident);
-            pre_ok = pre_ok && strlen(ix->ident) < sizeof(pre_ident);
             ewma(&m->scan_us, (double)(mf_mono_us() - p0));
             mf_failpoint_t *fp = mf_failpoint_find(m->env.failpoints, "hangTTLMonitorAfterReadAhead");
             if (pre_ok && mf_failpoint_eval(fp, NULL, NULL, NULL)) {
