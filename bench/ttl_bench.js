@@ -31,7 +31,14 @@
  * the directories removed at the end, also on error or Ctrl-C (postgres gets
  * SIGINT, a fast shutdown; on an error SIGQUIT, the immediate one). The
  * phases run one system at a time, so they never share the CPU (the idle
- * servers stay up).
+ * servers stay up). Each server, and phase 4's busy neighbour, is started in
+ * a session of its own, as a service manager (systemd: a cgroup per
+ * service) or another terminal (an autogroup per session) would start it:
+ * Linux then shares the CPU between programs as wholes, and a server's nice
+ * values (mayfly's TTL threads run at nice 10) weigh its threads only
+ * against each other. In one shared group a nice-10 thread would get a
+ * tenth of a core beside any busy process, which is not how separate
+ * programs run. This script and its clients stay in the caller's session.
  *
  * PostgreSQL's side. Client: the `pg` npm package (a devDependency), over
  * TCP like the others. Each collection is a table `(id bigint PRIMARY KEY,
@@ -672,13 +679,14 @@ async function phase23Redis(port, r, ingestRate, cpu) {
 
 /*
  * Runs fn() with a busy neighbour when `during` is 'busy': another process
- * (node, at the default priority, nice 0) spinning in a loop from before
- * fn starts until it ends, as another program on the same small machine
- * would. The bench's own foreground loop runs as in phase 2.
+ * (node, at the default priority, nice 0, in a session of its own) spinning
+ * in a loop from before fn starts until it ends, as another program on the
+ * same small machine would. The bench's own foreground loop runs as in
+ * phase 2.
  */
 async function withNeighbour(during, fn) {
   if (during !== 'busy') return fn();
-  const spin = spawnServer('neighbour', process.execPath, ['-e', 'for (;;) {}']);
+  const spin = spawnServer('neighbour', process.execPath, ['-e', 'for (;;) {}'], { session: true });
   try {
     return await fn();
   } finally {
@@ -721,7 +729,7 @@ async function startPostgres() {
   const port = await freePort();
   const entry = spawnServer('postgres', pgExe('postgres'),
     ['-D', data, '-p', String(port), '-k', dir, '-c', 'listen_addresses=127.0.0.1'],
-    { cwd: dir, ...ids, stopSignal: 'SIGINT', killSignal: 'SIGQUIT' });   /* fast / immediate shutdown */
+    { cwd: dir, ...ids, stopSignal: 'SIGINT', killSignal: 'SIGQUIT', session: true });   /* fast / immediate shutdown */
   await waitUp(entry, port);
   const conf = { host: '127.0.0.1', port, user: 'postgres', database: 'postgres' };
   const connect = async () => {
@@ -961,7 +969,7 @@ function mayflySystem() {
     name: 'mayfly',
     async start() {
       // MAYFLYD_ARGS: extra server flags, e.g. "--setParameter ttlMonitorYieldPercent=25".
-      entry = await startMayflyd('ttlbench-mayfly-');
+      entry = await startMayflyd('ttlbench-mayfly-', [], { session: true });
       const { port } = entry;
       client = new MongoClient(`mongodb://127.0.0.1:${port}/?directConnection=true`, { maxPoolSize: 8 });
       fgClient = new MongoClient(`mongodb://127.0.0.1:${port}/?directConnection=true`, { maxPoolSize: 1 });
@@ -999,7 +1007,7 @@ function redisSystem() {
   const sys = {
     name: 'redis',
     async start() {
-      entry = await startRedis('ttlbench-redis-', ['--notify-keyspace-events', 'Ex']);
+      entry = await startRedis('ttlbench-redis-', ['--notify-keyspace-events', 'Ex'], { session: true });
       port = entry.port;
       r = new Resp(port);
       await r.connect();

@@ -313,12 +313,15 @@ async function stopMayfly(s) {
  * Spawns a server process: stderr kept (the last chunks, in entry.tail) for
  * start-up errors, stdout dropped. opts: cwd; uid/gid to run as (postgres
  * refuses root); stopSignal for a graceful stop (default SIGTERM), killSignal
- * for the synchronous clean-up (default SIGKILL). Returns the entry
+ * for the synchronous clean-up (default SIGKILL); session: start it in a
+ * session of its own (setsid), as a service manager or another terminal
+ * would, so that Linux's scheduler weighs it as a program of its own (its
+ * autogroup) and not as a part of this one's. Returns the entry
  * {name, proc, tail, exited}; exited is set when it ends.
  */
 function spawnServer(name, bin, args, opts = {}) {
   const ids = opts.uid !== undefined ? { uid: opts.uid, gid: opts.gid } : {};
-  const proc = spawn(bin, args, { stdio: ['ignore', 'ignore', 'pipe'], cwd: opts.cwd, ...ids });
+  const proc = spawn(bin, args, { stdio: ['ignore', 'ignore', 'pipe'], cwd: opts.cwd, detached: !!opts.session, ...ids });
   const entry = { name, proc, tail: [], exited: null,
     stopSignal: opts.stopSignal || 'SIGTERM', killSignal: opts.killSignal || 'SIGKILL' };
   proc.stderr.setEncoding('utf8');
@@ -358,15 +361,16 @@ async function stopServer(entry, ms = 10000) {
  * mayflyd (mayflydPath()) on a free loopback port with a fresh dbpath
  * (<tmp>/<prefix>XXXXXX, also its working directory), args and then
  * $MAYFLYD_ARGS after the port, address and dbpath; resolves once the port
- * accepts connections. Returns the spawnServer() entry plus port, dir, uri.
+ * accepts connections; opts.session as spawnServer's. Returns the
+ * spawnServer() entry plus port, dir, uri.
  */
-async function startMayflyd(prefix, args = []) {
+async function startMayflyd(prefix, args = [], opts = {}) {
   const bin = mayflydPath();
   if (!fs.existsSync(bin)) throw new Error(`mayflyd not found at ${bin} (run make -j2)`);
   const port = await freePort();
   const dir = makeTempDir(prefix);
   const entry = spawnServer('mayflyd', bin,
-    ['--port', String(port), '--bind_ip', '127.0.0.1', '--dbpath', dir, ...args, ...mayflydExtraArgs()], { cwd: dir });
+    ['--port', String(port), '--bind_ip', '127.0.0.1', '--dbpath', dir, ...args, ...mayflydExtraArgs()], { cwd: dir, session: opts.session });
   Object.assign(entry, { port, dir, uri: `mongodb://127.0.0.1:${port}/?directConnection=true` });
   await waitUp(entry, port);
   return entry;
@@ -375,15 +379,15 @@ async function startMayflyd(prefix, args = []) {
 /*
  * redis-server ($REDIS_SERVER, default redis-server on PATH) on a free
  * loopback port with a fresh directory, at its defaults except: nothing saved
- * (--save '' --appendonly no), no protected mode; then args. Returns the
- * spawnServer() entry plus port and dir.
+ * (--save '' --appendonly no), no protected mode; then args; opts.session as
+ * spawnServer's. Returns the spawnServer() entry plus port and dir.
  */
-async function startRedis(prefix, args = []) {
+async function startRedis(prefix, args = [], opts = {}) {
   const port = await freePort();
   const dir = makeTempDir(prefix);
   const entry = spawnServer('redis-server', process.env.REDIS_SERVER || 'redis-server', ['--port', String(port),
     '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, '--daemonize', 'no', '--protected-mode', 'no',
-    ...args], { cwd: dir });
+    ...args], { cwd: dir, session: opts.session });
   Object.assign(entry, { port, dir });
   await waitUp(entry, port);
   return entry;

@@ -80,13 +80,20 @@
  *   here), which was the whole of a client's p99 during a mass expiry
  *   (1.1-1.4 ms against 0.3-0.4 ms with the yields, at the same deletion
  *   rate, on 2 cores). The monitor and the deleters run at nice 10
- *   (TTL_NICE), and that has a price: a busy process elsewhere on the
- *   machine takes nine tenths of a core it shares with a deleter, so beside
- *   a busy loop a mass expiry with a client running falls to 0.2-0.3x of
- *   its rate. At nice 0 it kept 0.55-0.86x, but the client's own process
- *   then shares its core evenly with the deleters, and its p99 during a
- *   1,000,000-document mass expiry rose to 3.5-4.7x idle (bench/ttl_bench.js,
- *   against about 1-1.2x at nice 10): the clients come first. Optionally
+ *   (TTL_NICE) and ask for short time slices (ttl_lower_priority). Nice
+ *   weighs threads inside one scheduling group, and Linux puts each service
+ *   (systemd: a cgroup) or session (an autogroup) in a group of its own: a
+ *   busy program elsewhere on the machine shares the CPU with the server as
+ *   a whole, and inside the server the clients' threads come first. With
+ *   a busy loop started as a program of its own, a mass expiry with a
+ *   client running kept 0.32-1.10x of its rate (median 0.62x, 14 runs, 2
+ *   cores); a busy loop in the server's own session gets the share of a
+ *   nice-0 thread against nice-10 ones, and the expiry fell to 0.13-0.38x.
+ *   At nice 0 in one session it kept 0.55-0.86x, but the client's own
+ *   process then shared its core evenly with the deleters, and its p99
+ *   during a 1,000,000-document mass expiry rose to 3.5-4.7x idle
+ *   (bench/ttl_bench.js, against about 1-2x at nice 10): the clients come
+ *   first. Optionally
  *   (ttlMonitorYieldPercent, default 0) the monitor also sleeps between
  *   batches for that percentage of the batch's time.
  *
@@ -134,6 +141,7 @@
 #define ROUND_TXNS 2 /* transactions each deleting thread runs per round (see "Parallel batches") */
 #define FULL_SCAN_MS 10000 /* floors are forgotten this often (see "Floors") */
 #define TTL_NICE 10 /* the monitor's and deleters' nice value (see "Pacing") */
+#define TTL_SLICE_NS 100000 /* ... and the time slice they ask the scheduler for (see ttl_lower_priority) */
 #define YIELD_EVERY 96 /* documents deleted between two sched_yield()s while clients run (see "Pacing") */
 #define HOLD_CURSORS_MS 50      /* the monitor keeps its cursors across waits shorter than this (see monitor_main) */
 #define HOLD_CURSORS_MAX_MS 1000 /* ... and closes them at least this often */
@@ -805,6 +813,41 @@ job_run(mf_ttl_monitor_t *m, mf_sess_t *s, del_job_t *j, bool batched, bool rele
         mf_storage_session_release(s);
 }
 
+/*
+ * SPEC D9: gives the calling (TTL) thread a lower priority than the
+ * server's client threads; returns 0, or -1 if not even the nice value
+ * could be set. Two settings:
+ *   - nice TTL_NICE: under contention the thread gets about a tenth of the
+ *     CPU time of a client thread at nice 0. Nice values weigh threads
+ *     inside one scheduling group: the server's service cgroup, or the
+ *     autogroup of the session it was started from. Other programs, in
+ *     their own groups, share the CPU with the server as a whole, so a busy
+ *     neighbour does not starve the expiry any more than the server.
+ *   - a time slice of TTL_SLICE_NS (Linux 6.12 and later, EEVDF's slice
+ *     request): a thread that wakes up, in this server or in a client's
+ *     process on the same machine, does not wait for the end of a default
+ *     slice (1.4 ms on 2 cores) before it gets the CPU, and a group that
+ *     holds a deleter asks for short slices as well. Older kernels ignore
+ *     the request.
+ */
+struct ttl_sched_attr { /* sched_setattr(2)'s first version (48 bytes); glibc declares neither */
+    uint32_t size, sched_policy;
+    uint64_t sched_flags;
+    int32_t sched_nice;
+    uint32_t sched_priority;
+    uint64_t sched_runtime, sched_deadline, sched_period;
+};
+
+static int
+ttl_lower_priority(void)
+{
+    struct ttl_sched_attr a = {.size = sizeof(a), .sched_policy = SCHED_OTHER, .sched_nice = TTL_NICE,
+                               .sched_runtime = TTL_SLICE_NS};
+    if (syscall(SYS_sched_setattr, 0, &a, 0) == 0)
+        return 0;
+    return setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), TTL_NICE);
+}
+
 static void *
 deleter_main(void *arg)
 {
@@ -813,7 +856,8 @@ deleter_main(void *arg)
     mf_sess_t *s = mf_storage_session(m->env.st);
 
     mf_batch_set_conflict_limit(5);
-    (void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), TTL_NICE); /* SPEC D9, as the monitor */
+    pthread_setname_np(pthread_self(), "mf-ttl-del");
+    (void)ttl_lower_priority(); /* SPEC D9, as the monitor */
     pthread_mutex_lock(&m->pool_mu);
     for (;;) {
         while (d->job == NULL && !m->pool_quit)
@@ -1493,7 +1537,8 @@ monitor_main(void *arg)
      */
     mf_batch_set_conflict_limit(5);
     /* SPEC D9: under CPU contention, client threads come first (see "Pacing"). */
-    if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), TTL_NICE) != 0)
+    pthread_setname_np(pthread_self(), "mf-ttl");
+    if (ttl_lower_priority() != 0)
         mf_log(MF_LOG_INFO, "TTL", "could not lower the TTL monitor's priority");
     mf_log(MF_LOG_INFO, "TTL", "TTL monitor started (sleep %llds, precise %s)",
            (long long)mf_param_get(m->env.params, "ttlMonitorSleepSecs"), mf_param_get(m->env.params, "ttlMonitorPrecise") ? "on" : "off");

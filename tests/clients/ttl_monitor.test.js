@@ -146,6 +146,27 @@ async function measureLateness(coll, offsets, { pollMs = 15, timeoutMs = 15000 }
 
 /* ---------------- D1: parameters ---------------- */
 
+/* The server's threads from /proc: name, nice value and (where the kernel shows it) time slice in ns. */
+function serverThreads() {
+  const fs = require('node:fs');
+  const dir = `/proc/${srv.server.pid}/task`;
+  const out = [];
+  for (const tid of fs.readdirSync(dir)) {
+    try {
+      const comm = fs.readFileSync(`${dir}/${tid}/comm`, 'utf8').trim();
+      const stat = fs.readFileSync(`${dir}/${tid}/stat`, 'utf8');
+      const nice = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
+      let slice = null;
+      try {
+        const m = /^se\.slice\s*:\s*(\d+)/m.exec(fs.readFileSync(`${dir}/${tid}/sched`, 'utf8'));
+        if (m) slice = Number(m[1]);
+      } catch (_) { /* no sched file on this kernel */ }
+      out.push({ tid, comm, nice, slice });
+    } catch (_) { /* the thread ended meanwhile */ }
+  }
+  return out;
+}
+
 h.test('D1: getParameter returns MongoDB 8.0 defaults for every TTL parameter', async () => {
   const all = await admin().command({ getParameter: '*' });
   for (const [k, v] of Object.entries(DEFAULTS)) {
@@ -751,6 +772,17 @@ h.test('D9: with ttlMonitorWorkers 3 a mass expiry is deleted by several threads
       // Chunks ran on the deleter threads too, not only on the monitor's.
       assert.ok(Number(after.deletedByWorkers) - Number(before.deletedByWorkers) > 0,
         `deletedByWorkers ${before.deletedByWorkers} -> ${after.deletedByWorkers}`);
+      // Clients come first: the monitor and its deleters run at nice 10, the client threads at 0.
+      const threads = serverThreads();
+      const ttl = threads.filter((t) => t.comm.startsWith('mf-ttl'));
+      assert.equal(ttl.filter((t) => t.comm === 'mf-ttl').length, 1, JSON.stringify(threads));
+      assert.ok(ttl.filter((t) => t.comm === 'mf-ttl-del').length >= 2, JSON.stringify(threads));
+      for (const t of ttl) assert.equal(t.nice, 10, JSON.stringify(t));
+      const clients = threads.filter((t) => t.comm === 'mf-fast' || t.comm === 'mf-data');
+      assert.ok(clients.length > 0, JSON.stringify(threads));
+      for (const t of clients) assert.equal(t.nice, 0, JSON.stringify(t));
+      // Where the kernel reports time slices (EEVDF), the TTL threads ask for 100 µs ones.
+      for (const t of ttl) if (t.slice !== null) assert.equal(t.slice, 100000, JSON.stringify(t));
     });
     const ids = (await coll.find({}, { projection: { _id: 1 } }).toArray()).map((d) => d._id).sort();
     assert.deepEqual(ids, Array.from({ length: 50 }, (_, i) => `keep${i}`).sort());
