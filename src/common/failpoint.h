@@ -27,6 +27,9 @@
  *   hangTTLMonitorAfterReadAhead a parallel TTL round waits, while on, just after
  *                               the monitor has read the next round's keys
  *                               (its deleters go on with their chunks)
+ *   slowTTLDeleters             a TTL deleter thread (not the monitor's) takes
+ *                               data {usPerDoc} (default 1000) longer per
+ *                               document of its chunk, as if slowed by other work
  *
  * Thread safety: every function may be called from any thread. Evaluation
  * (mf_failpoint_eval) takes the point's mutex only when the point is on.

@@ -139,6 +139,7 @@
 #define ARCHIVE_BATCH_FACTOR 4
 #define MAX_WORKERS 16 /* ttlMonitorWorkers' maximum */
 #define ROUND_TXNS 2 /* transactions each deleting thread runs per round (see "Parallel batches") */
+#define SPEED_DOCS 32 /* a chunk at least this long measures its thread's speed (see split_jobs) */
 #define FULL_SCAN_MS 10000 /* floors are forgotten this often (see "Floors") */
 #define TTL_NICE 10 /* the monitor's and deleters' nice value (see "Pacing") */
 #define TTL_SLICE_NS 100000 /* ... and the time slice they ask the scheduler for (see ttl_lower_priority) */
@@ -806,6 +807,17 @@ job_run(mf_ttl_monitor_t *m, mf_sess_t *s, del_job_t *j, bool batched, bool rele
         j->rc = mf_delete_rids(s, j->c, j->rids, j->n, batched ? j->batch_docs : 1, false, ttl_check, &j->cx, &j->st,
                                &j->err);
     }
+    if (release && mf_failpoint_eval(mf_failpoint_find(m->env.failpoints, "slowTTLDeleters"), NULL, NULL, &fpdata)) {
+        /* Tests: this deleter is slow, as if a busy neighbour shared its core (see split_jobs). */
+        bson_iter_t fit;
+        int64_t us = bson_iter_init_find(&fit, &fpdata, "usPerDoc") && BSON_ITER_HOLDS_NUMBER(&fit)
+                         ? bson_iter_as_int64(&fit) : 1000;
+        bson_destroy(&fpdata);
+        us = us < 0 ? 0 : us > 1000000 ? 1000000 : us;
+        int64_t total = us * (int64_t)j->n > 1000000 ? 1000000 : us * (int64_t)j->n; /* 1 s at most */
+        struct timespec ts = {(time_t)(total / 1000000), (long)(total % 1000000) * 1000};
+        nanosleep(&ts, NULL);
+    }
     j->us = mf_mono_us() - t0;
     mf_curop_set_current(NULL);
     tls_batch = NULL;
@@ -953,8 +965,9 @@ jobs_finish(mf_ttl_monitor_t *m, mf_sess_t *s, del_job_t *jobs, int n, bool batc
  * Splits n record ids into nj chunk lengths len[0..nj) so that every thread
  * should finish at the same time: in proportion to each thread's recent
  * speed (m->speed), the monitor's chunk ([0]) shortened by overhead_us, the
- * time it first spends reading the next round's keys. Until every speed is
- * known the split is even.
+ * time it first spends reading the next round's keys; when n allows, no
+ * chunk is shorter than SPEED_DOCS, so every speed keeps being measured.
+ * Until every speed is known the split is even.
  */
 static void
 split_jobs(const mf_ttl_monitor_t *m, size_t n, int nj, double overhead_us, size_t *len)
@@ -974,6 +987,24 @@ split_jobs(const mf_ttl_monitor_t *m, size_t n, int nj, double overhead_us, size
             share[i] = (finish - (i == 0 ? overhead_us : 0)) * m->speed[i];
         if (share[0] < 0)
             share[0] = 0;
+        /*
+         * Every thread keeps a chunk long enough to measure its speed again,
+         * so one slowed down for a while (a busy neighbour that has gone
+         * since) gets its share back; what that adds comes off the longest.
+         */
+        if (n >= (size_t)nj * (size_t)(nj + 1) * (SPEED_DOCS + 1)) {
+            double excess = -(double)n;
+            int longest = 0;
+            for (int i = 0; i < nj; i++) {
+                if (share[i] < SPEED_DOCS + 1)
+                    share[i] = SPEED_DOCS + 1;
+                excess += share[i];
+                if (share[i] > share[longest])
+                    longest = i;
+            }
+            if (excess > 0)
+                share[longest] -= excess;
+        }
     }
     double total = 0;
     for (int i = 0; i < nj; i++)
@@ -1296,7 +1327,7 @@ visit(mf_ttl_monitor_t *m, mf_sess_t *s, ttl_target_t *t)
         }
         jobs_finish(m, s, jobs, nj, batched);
         for (int i = 0; nj > 1 && i < nj; i++) {
-            if (jobs[i].n >= 32 && jobs[i].us > 0)
+            if (jobs[i].n >= SPEED_DOCS && jobs[i].us > 0)
                 ewma(&m->speed[i], (double)jobs[i].n / (double)jobs[i].us);
         }
         mf_delete_stats_t st = {0, 0};

@@ -270,6 +270,48 @@ h.test('D9 read ahead: a document inserted into the keys a parallel round has re
   }
 });
 
+h.test('D9 chunk split: a deleter slowed down for a while (slowTTLDeleters) gets its share of a later mass expiry back', { timeout: 120000 }, async () => {
+  const db = srv.freshDb('slowdel');
+  const coll = db.collection('c');
+  await coll.createIndex({ at: 1 }, { expireAfterSeconds: 0 });
+  const params = async (o) => { for (const [k, v] of Object.entries(o)) await admin().command({ setParameter: 1, [k]: v }); };
+  const byWorkers = async () => Number((await admin().command({ serverStatus: 1 })).metrics.ttl.deletedByWorkers);
+  const expire = async (n, tag) => {
+    await params({ ttlMonitorEnabled: false });
+    const at = new Date(Date.now() - 3600e3);
+    for (let s = 0; s < n; s += 2000) {
+      await coll.insertMany(Array.from({ length: Math.min(2000, n - s) }, (_, i) => ({ _id: `${tag}${s + i}`, at })));
+    }
+    const before = await byWorkers();
+    await params({ ttlMonitorEnabled: true });
+    const deadline = Date.now() + 60000;
+    while ((await coll.estimatedDocumentCount()) > 0) {
+      assert.ok(Date.now() < deadline, `${tag}: the mass expiry did not finish`);
+      await h.sleep(50);
+    }
+    return (await byWorkers()) - before;
+  };
+  await params({ ttlMonitorWorkers: 2, ttlMonitorBatchDocs: 500 });
+  try {
+    // Rounds of 2 threads x 2 x 500 keys. With the deleter a millisecond per document slower, the
+    // split halves its chunk every round or so (its speed is a running average) down to a few
+    // documents; 10 rounds get it there from an even split.
+    await admin().command({ configureFailPoint: 'slowTTLDeleters', mode: 'alwaysOn', data: { usPerDoc: 1000 } });
+    let slow;
+    try {
+      slow = await expire(20000, 'slow');
+    } finally {
+      await off('slowTTLDeleters');
+    }
+    // Fast again: its chunks must measure that, so it takes a fair part of the next mass expiry.
+    const N = 30000;
+    const fast = await expire(N, 'fast');
+    assert.ok(fast >= 0.1 * N, `the deleter took ${fast} of ${N} documents after it was fast again (${slow} of 20000 while slow)`);
+  } finally {
+    await params({ ttlMonitorEnabled: true, ttlMonitorWorkers: 0, ttlMonitorBatchDocs: 500 });
+  }
+});
+
 h.test('hangTTLMonitorBetweenPasses holds expiry while on; ttlMonitorFailBatch fails batches that are retried', async () => {
   const coll = srv.freshDb('ttlfp').collection('c');
   await coll.createIndex({ at: 1 }, { expireAfterSeconds: 0 });
