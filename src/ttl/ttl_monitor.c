@@ -77,9 +77,10 @@
  *   deleting gives the CPU up (sched_yield) every YIELD_EVERY documents
  *   (about 0.3 ms of work): on Linux's EEVDF scheduler a waking client
  *   thread does not get in before the running thread's slice ends (1.4 ms
- *   here), which was the whole of a client's p99 during a mass expiry
- *   (1.1-1.4 ms against 0.3-0.4 ms with the yields, at the same deletion
- *   rate, on 2 cores). The monitor and the deleters run at nice 10
+ *   here by default), which was the whole of a client's p99 during a mass
+ *   expiry (1.1-1.4 ms against 0.3-0.4 ms with the yields, at the same
+ *   deletion rate, on 2 cores; measured before the threads asked for short
+ *   slices, below). The monitor and the deleters run at nice 10
  *   (TTL_NICE) and ask for short time slices (ttl_lower_priority). Nice
  *   weighs threads inside one scheduling group, and Linux puts each service
  *   (systemd: a cgroup) or session (an autogroup) in a group of its own: a
@@ -93,9 +94,8 @@
  *   process then shared its core evenly with the deleters, and its p99
  *   during a 1,000,000-document mass expiry rose to 3.5-4.7x idle
  *   (bench/ttl_bench.js, against about 1-2x at nice 10): the clients come
- *   first. Optionally
- *   (ttlMonitorYieldPercent, default 0) the monitor also sleeps between
- *   batches for that percentage of the batch's time.
+ *   first. Optionally (ttlMonitorYieldPercent, default 0) the monitor also
+ *   sleeps between batches for that percentage of the batch's time.
  *
  * Concurrency: the monitor thread owns its WiredTiger session. It holds the
  * catalog's shared lock only while scanning and deleting one batch, and

@@ -18,6 +18,8 @@ const srv = h.useServer({ args: ['--setParameter', 'enableTestCommands=1', '--se
 const admin = () => srv.client.db('admin');
 const fp = (cmd) => admin().command({ configureFailPoint: 'failCommand', ...cmd });
 const off = (name = 'failCommand') => admin().command({ configureFailPoint: name, mode: 'off' });
+/* Sets server parameters, one setParameter each, in order. */
+const params = async (o) => { for (const [k, v] of Object.entries(o)) await admin().command({ setParameter: 1, [k]: v }); };
 
 /* A client that records every command it sends. */
 async function monitoredClient(extra = {}) {
@@ -239,7 +241,6 @@ h.test('D9 read ahead: a document inserted into the keys a parallel round has re
   const db = srv.freshDb('readahead');
   const coll = db.collection('c');
   await coll.createIndex({ at: 1 }, { expireAfterSeconds: 0 });
-  const params = async (o) => { for (const [k, v] of Object.entries(o)) await admin().command({ setParameter: 1, [k]: v }); };
   const N = 3000;
   const base = Date.now() - 3600e3;
   await params({ ttlMonitorEnabled: false, ttlMonitorWorkers: 2, ttlMonitorBatchDocs: 50 });
@@ -274,7 +275,6 @@ h.test('D9 chunk split: a deleter slowed down for a while (slowTTLDeleters) gets
   const db = srv.freshDb('slowdel');
   const coll = db.collection('c');
   await coll.createIndex({ at: 1 }, { expireAfterSeconds: 0 });
-  const params = async (o) => { for (const [k, v] of Object.entries(o)) await admin().command({ setParameter: 1, [k]: v }); };
   const byWorkers = async () => Number((await admin().command({ serverStatus: 1 })).metrics.ttl.deletedByWorkers);
   const expire = async (n, tag) => {
     await params({ ttlMonitorEnabled: false });

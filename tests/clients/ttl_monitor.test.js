@@ -15,6 +15,7 @@
  * disturbed by another's documents.
  */
 const assert = require('node:assert/strict');
+const fs = require('node:fs');
 const h = require('./harness');
 
 const srv = h.useServer();
@@ -144,11 +145,8 @@ async function measureLateness(coll, offsets, { pollMs = 15, timeoutMs = 15000 }
   return late;
 }
 
-/* ---------------- D1: parameters ---------------- */
-
 /* The server's threads from /proc: name, nice value and (where the kernel shows it) time slice in ns. */
 function serverThreads() {
-  const fs = require('node:fs');
   const dir = `/proc/${srv.server.pid}/task`;
   const out = [];
   for (const tid of fs.readdirSync(dir)) {
@@ -166,6 +164,8 @@ function serverThreads() {
   }
   return out;
 }
+
+/* ---------------- D1: parameters ---------------- */
 
 h.test('D1: getParameter returns MongoDB 8.0 defaults for every TTL parameter', async () => {
   const all = await admin().command({ getParameter: '*' });
@@ -559,7 +559,6 @@ h.test('D6: dropping a collection while its documents are due is harmless; the m
  * met one open is retried.
  */
 h.test('D6: a collection dropped while passes run every few ms on another loses its files within seconds', async () => {
-  const fs = require('node:fs');
   const tables = () => new Set(fs.readdirSync(srv.server.dbpath).filter((f) => /^(coll|index)-.*\.wt$/.test(f)));
   await withDb('d6files', async (db) => {
     const spread = db.collection('spread');
