@@ -7,10 +7,13 @@
  *
  *   node bench/ttl_bench.js [--docs N] [--sample N] [--poll MS] [--spread SECS]
  *                           [--systems mayfly,redis,postgres] [--pg-interval SECS] [--pg-batch ROWS]
+ *                           [--kept-busy 0|1]
  *   (MAYFLYD_ARGS="--setParameter name=value ..." passes extra flags to mayflyd)
  *   (or bash bench/ttl_bench.sh, which builds build/mayflyd and installs what is missing first)
  *
  * --systems picks the systems and their column order (default all three).
+ * --kept-busy 0 skips the last phase (mayfly's phase 1 again beside
+ * idle-priority spinners, under (6); about 1.5 minutes).
  *
  * Servers. mayflyd (binary from $MAYFLYD, default build/mayflyd, the release
  * build), redis-server (from $REDIS_SERVER, default `redis-server` on PATH)
@@ -126,6 +129,16 @@
  * busy loop) from the load's end until all are gone: the deletion rate, its
  * share of phase 2's, and the loop's p99.
  *
+ * Phase 1, kept busy (mayfly only, right after phase 1; --kept-busy 0 skips
+ * it). Phase 1 again, into another collection, while one idle-priority
+ * spinner per CPU (withIdleSpinners) keeps every CPU from going idle
+ * between the monitor's passes. The spinners give way to any other thread
+ * at once and their CPU is not counted, so this is the same work on CPUs
+ * that never halt: printed under (6), beside (6)'s own figure, to show how
+ * much of the spread's CPU per document is the machine's idle periods
+ * rather than the server's work. Its lateness, like phase 1's there, comes
+ * from the server's histogram before and after (log2 buckets).
+ *
  * Settling. After each load and before its expiry, mayfly is sent fsync (a
  * checkpoint) and PostgreSQL CHECKPOINT, so the documents just loaded are
  * written out in the load's CPU and not by a periodic checkpoint that falls
@@ -165,8 +178,11 @@
  * per operation) <= 1.5x phase 2's deletion CPU per document, with the
  * server's lateness p99 < 10 ms. Before the servers start, sliceCost
  * measures what running in slices costs on this machine by itself: the same
- * memory-walking unit of work back to back and once every 5 ms; the ratio is
- * printed under (6).
+ * memory-walking unit of work back to back and once every 5 ms, and once
+ * every 5 ms again while idle-priority (SCHED_IDLE) spinners keep every CPU
+ * from going idle in between; the ratios are printed under (6). On this
+ * kind of virtual machine the second is lower (node's own wake-up stays in
+ * both): part of what sliced work costs is the CPUs' idle periods.
  */
 const { execFileSync } = require('node:child_process');
 const fs = require('node:fs');
@@ -195,6 +211,7 @@ const N = Math.floor(arg('docs', 1000000));
 const SAMPLE = Math.min(N, Math.floor(arg('sample', 2000)));
 const POLL_MS = arg('poll', 25);
 const SPREAD_MS = arg('spread', 60) * 1000;   /* phase-1 expiry window */
+const KEPT_BUSY = arg('kept-busy', 1) !== 0;   /* mayfly's phase 1 again beside idle-priority spinners */
 const PG_INTERVAL_MS = arg('pg-interval', 60) * 1000;   /* PostgreSQL delete job period */
 const PG_BATCH = Math.floor(arg('pg-batch', 10000));      /* rows per DELETE (one commit each) */
 if (PG_BATCH < 1000 || PG_BATCH > 10000) throw new Error('--pg-batch must be 1000..10000');
@@ -443,8 +460,26 @@ async function settle(checkpoint) {
   log(`  settled (checkpoint after the load) in ${Date.now() - t0} ms`);
 }
 
-async function phase1Mayfly(db, calibRate, cpu) {
-  const coll = db.collection('spread');
+/*
+ * The lateness of one phase from two of mayfly's serverStatus lateness
+ * histograms (cumulative since start; bucket "ltNms" counts latenesses under
+ * N ms and at least the previous bucket's N): { count, p50Ms, p99Ms }, each
+ * quantile as its bucket's upper bound (so "8" is 4-8 ms).
+ */
+function histDelta(before, after) {
+  const edges = Object.keys(after || {}).map((k) => [Number(/^lt(\d+)ms$/.exec(k)[1]), k]).sort((a, b) => a[0] - b[0]);
+  const counts = edges.map(([edge, k]) => [edge, Number(after[k]) - Number((before || {})[k] || 0)]);
+  const count = counts.reduce((a, [, n]) => a + n, 0);
+  const q = (f) => {
+    let seen = 0;
+    for (const [edge, n] of counts) { seen += n; if (seen >= Math.ceil(count * f)) return edge; }
+    return null;
+  };
+  return { count, p50Ms: q(0.5), p99Ms: q(0.99) };
+}
+
+async function phase1Mayfly(db, calibRate, cpu, name = 'spread') {
+  const coll = db.collection(name);
   await coll.createIndex({ at: 1 }, { expireAfterSeconds: 0 });
   const estLoad = (N / calibRate) * 1000;
   const loadStart = Date.now();
@@ -455,7 +490,8 @@ async function phase1Mayfly(db, calibRate, cpu) {
   const loadMs = await loadMongo(coll, N, 0, expiry);
   const loadEnd = Date.now();
   await settle(() => db.admin().command({ fsync: 1 }));
-  const passes0 = ((await db.admin().command({ serverStatus: 1 })).metrics.ttl || {}).passes;
+  const ttl0 = (await db.admin().command({ serverStatus: 1 })).metrics.ttl || {};
+  const passes0 = ttl0.passes;
   const c1 = cpu();
   log(`mayfly phase 1: loaded in ${(loadMs / 1000).toFixed(1)} s (${(N / loadMs * 1000).toFixed(0)} docs/s)` +
     (loadEnd > w0 ? `; WARNING: load overran the window start by ${loadEnd - w0} ms` : ''));
@@ -474,6 +510,7 @@ async function phase1Mayfly(db, calibRate, cpu) {
   log(`mayfly phase 1: done; ${res.polls} sample polls, ${left} docs left, server ttl.lateness ${JSON.stringify(ttl.lateness && { count: ttl.lateness.count, p50Ms: ttl.lateness.p50Ms, p99Ms: ttl.lateness.p99Ms, maxMs: ttl.lateness.maxMs })}`);
   return { ingest: N / loadMs * 1000, loadOverrunMs: Math.max(0, loadEnd - w0), sample: quantiles(res.lateness),
     sampleMissing: res.missing, leftover: left, server: ttl.lateness || null, cpuLoad: c1 - c0, cpuExpiry: c2 - c1,
+    serverPhase: ttl.lateness && ttl0.lateness ? histDelta(ttl0.lateness.histogram, ttl.lateness.histogram) : null,
     clientOps: res.polls + counts, passes: Number(ttl.passes) - Number(passes0) };
 }
 
@@ -989,6 +1026,8 @@ function mayflySystem() {
       return rate;
     },
     phase1: (rate) => phase1Mayfly(db, rate, sys.cpu),
+    /* Phase 1 again with the CPUs kept from idling (see (6) under the table). */
+    phase1KeptBusy: (rate) => withIdleSpinners(() => phase1Mayfly(db, rate, sys.cpu, 'spread_kept_busy')),
     phase23: (rate) => phase23Mayfly(db, fgClient.db('ttlbench'), rate, sys.cpu),
     phase4: (rate) => massMayfly(db, fgClient.db('ttlbench'), rate, sys.cpu, 'phase 4 (busy neighbour)', 'mass4', 'fg4',
       20000000, 'busy'),
@@ -1097,6 +1136,35 @@ function postgresSystem() {
  * and this says how much of its ratio the machine alone accounts for.
  * Measured in this (client) process, before the servers are loaded.
  */
+/*
+ * Runs fn() while one idle-priority spinner per CPU keeps every CPU from
+ * going idle; they give way to any other thread at once and their CPU is
+ * nobody's we measure. Returns fn's result, or null (fn not run) when the
+ * spinners cannot start. Each spinner is SCHED_IDLE (chrt -i 0) in a
+ * session of its own whose autogroup is set to nice 19: with autogroups,
+ * Linux first shares a CPU between sessions by the autogroup's weight, and
+ * SCHED_IDLE only ranks a thread within its own session, so a spinner in a
+ * nice-0 session of its own would take half a CPU from the server's session
+ * (measured: a 1.5 s lateness p99), and one in the bench's session would
+ * weigh as much as the bench against the server.
+ */
+async function withIdleSpinners(fn) {
+  const spinners = [];
+  try {
+    for (let k = 0; k < os.cpus().length; k++) {
+      const e = spawnServer('idle-spinner', 'chrt', ['-i', '0', process.execPath, '-e', 'for (;;) {}'], { session: true });
+      spinners.push(e);
+      try {
+        fs.writeFileSync(`/proc/${e.proc.pid}/autogroup`, '19');
+      } catch (_) { /* no autogroups (or not allowed): SCHED_IDLE alone then ranks it */ }
+    }
+    await sleep(300);
+    return spinners.every((e) => !e.exited) ? await fn() : null;
+  } finally {
+    for (const e of spinners) await stopServer(e, 2000);
+  }
+}
+
 async function sliceCost() {
   const buf = new Float64Array(1 << 19);
   for (let i = 0; i < buf.length; i++) buf[i] = i;
@@ -1114,8 +1182,21 @@ async function sliceCost() {
   c0 = process.cpuUsage();
   for (let i = 0; i < n; i++) await sleep(5);
   const wake = cpuUs(process.cpuUsage(c0)) / n;
+  /*
+   * The sliced loop again while one idle-priority (SCHED_IDLE) spinner per
+   * CPU keeps every CPU from going idle between the slices; the spinners
+   * yield to any other thread at once and their CPU is not ours. If the
+   * ratio falls here, the extra cost of slices is the CPUs' idle periods
+   * (on a virtual machine: the host's), not the slicing itself.
+   */
+  const keptBusy = await withIdleSpinners(async () => {
+    c0 = process.cpuUsage();
+    for (let i = 0; i < n; i++) { unit(); await sleep(5); }
+    return cpuUs(process.cpuUsage(c0)) / n;
+  });
   if (sink <= 0) throw new Error('slice calibration: nothing summed');
-  return { busyUs: busy, slicedUs: sliced, wakeUs: wake, ratio: sliced / busy, workRatio: (sliced - wake) / busy };
+  return { busyUs: busy, slicedUs: sliced, wakeUs: wake, ratio: sliced / busy, workRatio: (sliced - wake) / busy,
+    keptBusyUs: keptBusy, keptBusyRatio: keptBusy === null ? null : keptBusy / busy };
 }
 
 async function main() {
@@ -1129,7 +1210,10 @@ async function main() {
       ` cores=${os.cpus().length} loadavg=${loadavg()} (other work on the machine skews the figures)`);
     const slices = await sliceCost();
     log(`slice cost: a unit of work ${slices.busyUs.toFixed(0)} µs CPU back to back, ${slices.slicedUs.toFixed(0)} µs ` +
-      `when run every 5 ms (${slices.ratio.toFixed(2)}x; an empty wake-up ${slices.wakeUs.toFixed(0)} µs)`);
+      `when run every 5 ms (${slices.ratio.toFixed(2)}x; an empty wake-up ${slices.wakeUs.toFixed(0)} µs); ` +
+      (slices.keptBusyUs === null ? 'no idle-priority spinners (chrt missing?)'
+        : `every 5 ms with the CPUs kept from idling by idle-priority spinners ${slices.keptBusyUs.toFixed(0)} µs ` +
+          `(${slices.keptBusyRatio.toFixed(2)}x)`));
     const cpu0 = {};
     for (const sys of systems) cpu0[sys.name] = sys.cpu();
 
@@ -1141,6 +1225,12 @@ async function main() {
 
     const R = {};
     for (const sys of systems) R[sys.name] = { p1: await sys.phase1(cal[sys.name]) };
+    for (const sys of systems) {
+      if (KEPT_BUSY && sys.phase1KeptBusy) {
+        log(`${sys.name}: phase 1 again, every CPU kept from idling by idle-priority spinners`);
+        R[sys.name].p1b = await sys.phase1KeptBusy(cal[sys.name]);
+      }
+    }
     for (const sys of systems) R[sys.name].p23 = await sys.phase23(R[sys.name].p1.ingest);
     for (const sys of systems) R[sys.name].p4 = sys.phase4 ? await sys.phase4(R[sys.name].p1.ingest) : null;
     for (const sys of systems) {
@@ -1256,8 +1346,19 @@ async function main() {
       if (m23.paceDocsPerSec !== null) console.log(`mayfly serverStatus ttl.paceDocsPerSec after (2): ${fmtInt(m23.paceDocsPerSec)}`);
       console.log(`(6) context: on this machine the same unit of work costs ${slices.ratio.toFixed(2)}x the CPU when run every ` +
         `5 ms instead of back to back, and an empty 5 ms wake-up alone costs ${slices.wakeUs.toFixed(0)} µs (sliceCost); ` +
+        (slices.keptBusyRatio === null ? '' : `with every CPU kept from idling (idle-priority spinners) the sliced unit costs ` +
+          `${slices.keptBusyRatio.toFixed(2)}x, so ${slices.keptBusyRatio < slices.ratio ? 'part of the difference is the CPUs\' idle periods' : 'idling is not the cause'}; `) +
         `phase 1 woke the monitor for ${fmtInt(m1.passes)} passes, about ${fmtS((m1.passes * slices.wakeUs) / 1e6)} ` +
         `of its ${fmtS(spreadCpu)} at that price.`);
+      const m1b = R.mayfly.p1b;
+      if (m1b) {
+        const keptUs = ((m1b.cpuExpiry - m1b.clientOps * m23.idle.cpuPerOp) * 1e6) / N;
+        const lat = (x) => (x.serverPhase ? `p99 under ${fmtMs(x.serverPhase.p99Ms)}` : 'n/a');
+        console.log(`(6) phase 1 again with every CPU kept from idling (one idle-priority spinner per CPU; their CPU not ` +
+          `counted): ${keptUs.toFixed(2)} µs/doc, ${(keptUs / burstUs).toFixed(2)}x the burst, lateness ${lat(m1b)} ` +
+          `(phase 1: ${lat(m1)}; log2 buckets of the server's histogram); the same work as (6), on CPUs that never ` +
+          `halt in between.`);
+      }
     }
     console.log(`total run time ${((Date.now() - tStart) / 1000).toFixed(0)} s; ` +
       `loadavg at end ${loadavg()}`);
