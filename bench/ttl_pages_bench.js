@@ -52,7 +52,7 @@
 const { MongoClient } = require('mongodb');
 const {
   options, sleep, log, inBatches, fmtInt, printTable, cpuSec, mayflydPath, mayflydExtraArgs,
-  spawnServer, waitUp, stopServer, startMayflyd, stopAll, runMain,
+  spawnServer, waitUp, stopServer, startMayflyd, stopAll, runMain, removeTempDir,
 } = require('./lib/common');
 
 const { num } = options('ttl_pages_bench');
@@ -127,6 +127,7 @@ async function runCase(restarted) {
   } finally {
     await client.close().catch(() => {});
     await stopServer(entry, 60000);
+    removeTempDir(entry.dir); /* a case's data is a few hundred MB: not kept until exit */
   }
 }
 
