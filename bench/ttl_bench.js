@@ -211,7 +211,7 @@ const N = Math.floor(arg('docs', 1000000));
 const SAMPLE = Math.min(N, Math.floor(arg('sample', 2000)));
 const POLL_MS = arg('poll', 25);
 const SPREAD_MS = arg('spread', 60) * 1000;   /* phase-1 expiry window */
-const KEPT_BUSY = arg('kept-busy', 1) !== 0;   /* mayfly's phase 1 again beside idle-priority spinners */
+const KEPT_BUSY = strArg('kept-busy', '1') !== '0';   /* mayfly's phase 1 again beside idle-priority spinners */
 const PG_INTERVAL_MS = arg('pg-interval', 60) * 1000;   /* PostgreSQL delete job period */
 const PG_BATCH = Math.floor(arg('pg-batch', 10000));      /* rows per DELETE (one commit each) */
 if (PG_BATCH < 1000 || PG_BATCH > 10000) throw new Error('--pg-batch must be 1000..10000');

@@ -13,9 +13,8 @@
  *              collection with a TTL index on `at` (expireAfterSeconds 0),
  *              loaded with the monitor off (ttlMonitorEnabled false) in
  *              insertMany batches of 1,000, --inflight (default 4) at a
- *              time, as ttl_bench loads; fsync (a
- *              checkpoint); the monitor on; timed until the collection is
- *              empty;
+ *              time, as ttl_bench loads; fsync (a checkpoint); the monitor
+ *              on; timed until the collection is empty;
  *   restarted: the same load and fsync, then mayflyd is stopped (SIGTERM, a
  *              clean shutdown) and started again on the same directory with
  *              the monitor off, so the tables' pages are read back from disk
@@ -55,10 +54,10 @@ const {
   spawnServer, waitUp, stopServer, startMayflyd, stopAll, runMain, removeTempDir,
 } = require('./lib/common');
 
-const { num } = options('ttl_pages_bench');
+const { num, str } = options('ttl_pages_bench');
 const N = Math.floor(num('docs', 1000000));
 const ROUNDS = Math.max(1, Math.floor(num('rounds', 3)));
-const FG = num('fg', 0) !== 0;
+const FG = str('fg', '0') !== '0';
 const INFLIGHT = Math.max(1, Math.floor(num('inflight', 4)));
 
 /* Restarts entry's mayflyd on its directory and port (clean shutdown first); returns the new entry. */
