@@ -50,8 +50,8 @@
  */
 const { MongoClient } = require('mongodb');
 const {
-  options, sleep, log, inBatches, fmtInt, printTable, cpuSec, mayflydPath, mayflydExtraArgs,
-  spawnServer, waitUp, stopServer, startMayflyd, stopAll, runMain, removeTempDir,
+  options, sleep, log, inBatches, fmtInt, printTable, cpuSec, stopServer, startMayflyd, stopAll, runMain,
+  removeTempDir,
 } = require('./lib/common');
 
 const { num, str } = options('ttl_pages_bench');
@@ -59,17 +59,6 @@ const N = Math.floor(num('docs', 1000000));
 const ROUNDS = Math.max(1, Math.floor(num('rounds', 3)));
 const FG = str('fg', '0') !== '0';
 const INFLIGHT = Math.max(1, Math.floor(num('inflight', 4)));
-
-/* Restarts entry's mayflyd on its directory and port (clean shutdown first); returns the new entry. */
-async function restart(entry, args) {
-  await stopServer(entry, 60000);
-  const next = spawnServer('mayflyd', mayflydPath(),
-    ['--port', String(entry.port), '--bind_ip', '127.0.0.1', '--dbpath', entry.dir, ...args, ...mayflydExtraArgs()],
-    { cwd: entry.dir, session: true });
-  Object.assign(next, { port: entry.port, dir: entry.dir, uri: entry.uri });
-  await waitUp(next, entry.port);
-  return next;
-}
 
 async function connect(entry) {
   const client = new MongoClient(entry.uri, { maxPoolSize: 8 });
@@ -96,7 +85,8 @@ async function runCase(restarted) {
     await client.db('admin').command({ fsync: 1 });
     if (restarted) {
       await client.close();
-      entry = await restart(entry, off);
+      await stopServer(entry, 60000);
+      entry = await startMayflyd('ttlpages-', off, { session: true, reuse: entry });
       client = await connect(entry);
       coll = client.db('pages').collection('mass');
     }

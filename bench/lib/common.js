@@ -361,14 +361,16 @@ async function stopServer(entry, ms = 10000) {
  * mayflyd (mayflydPath()) on a free loopback port with a fresh dbpath
  * (<tmp>/<prefix>XXXXXX, also its working directory), args and then
  * $MAYFLYD_ARGS after the port, address and dbpath; resolves once the port
- * accepts connections; opts.session as spawnServer's. Returns the
- * spawnServer() entry plus port, dir, uri.
+ * accepts connections; opts.session as spawnServer's. opts.reuse, an entry
+ * this returned and since stopped, restarts on its port and directory
+ * instead (the data kept). Returns the spawnServer() entry plus port, dir,
+ * uri.
  */
 async function startMayflyd(prefix, args = [], opts = {}) {
   const bin = mayflydPath();
   if (!fs.existsSync(bin)) throw new Error(`mayflyd not found at ${bin} (run make -j2)`);
-  const port = await freePort();
-  const dir = makeTempDir(prefix);
+  const port = opts.reuse ? opts.reuse.port : await freePort();
+  const dir = opts.reuse ? opts.reuse.dir : makeTempDir(prefix);
   const entry = spawnServer('mayflyd', bin,
     ['--port', String(port), '--bind_ip', '127.0.0.1', '--dbpath', dir, ...args, ...mayflydExtraArgs()], { cwd: dir, session: opts.session });
   Object.assign(entry, { port, dir, uri: `mongodb://127.0.0.1:${port}/?directConnection=true` });
