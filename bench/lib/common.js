@@ -335,9 +335,9 @@ function spawnServer(name, bin, args, opts = {}) {
   return entry;
 }
 
-/* Waits until port accepts TCP connections (20 s at most); throws with the stderr tail if the process exits. */
-async function waitUp(entry, port) {
-  const deadline = Date.now() + START_DEADLINE_MS;
+/* Waits until port accepts TCP connections (ms, default 20 s, at most); throws with the stderr tail if the process exits. */
+async function waitUp(entry, port, ms = START_DEADLINE_MS) {
+  const deadline = Date.now() + ms;
   for (;;) {
     if (entry.exited) {
       throw new Error(`${entry.name} exited during start-up ${JSON.stringify(entry.exited)}\n${entry.tail.join('')}`);
@@ -363,18 +363,22 @@ async function stopServer(entry, ms = 10000) {
  * $MAYFLYD_ARGS after the port, address and dbpath; resolves once the port
  * accepts connections; opts.session as spawnServer's. opts.reuse, an entry
  * this returned and since stopped, restarts on its port and directory
- * instead (the data kept). Returns the spawnServer() entry plus port, dir,
- * uri.
+ * instead (the data kept). opts.wrapper, a command line such as
+ * ['valgrind', '--tool=callgrind'], runs mayflyd under that program (same
+ * process id), with opts.startMs (default 20 s) to come up. Returns the
+ * spawnServer() entry plus port, dir, uri.
  */
 async function startMayflyd(prefix, args = [], opts = {}) {
   const bin = mayflydPath();
   if (!fs.existsSync(bin)) throw new Error(`mayflyd not found at ${bin} (run make -j2)`);
   const port = opts.reuse ? opts.reuse.port : await freePort();
   const dir = opts.reuse ? opts.reuse.dir : makeTempDir(prefix);
-  const entry = spawnServer('mayflyd', bin,
-    ['--port', String(port), '--bind_ip', '127.0.0.1', '--dbpath', dir, ...args, ...mayflydExtraArgs()], { cwd: dir, session: opts.session });
+  const argv = ['--port', String(port), '--bind_ip', '127.0.0.1', '--dbpath', dir, ...args, ...mayflydExtraArgs()];
+  const w = opts.wrapper || [];
+  const entry = w.length ? spawnServer('mayflyd', w[0], [...w.slice(1), bin, ...argv], { cwd: dir, session: opts.session })
+    : spawnServer('mayflyd', bin, argv, { cwd: dir, session: opts.session });
   Object.assign(entry, { port, dir, uri: `mongodb://127.0.0.1:${port}/?directConnection=true` });
-  await waitUp(entry, port);
+  await waitUp(entry, port, opts.startMs);
   return entry;
 }
 
