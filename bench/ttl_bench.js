@@ -1360,6 +1360,11 @@ async function main() {
           `(phase 1: ${lat(m1)}; log2 buckets of the server's histogram); the same work as (6), on CPUs that never ` +
           `halt in between.`);
       }
+      if (m1.passes > 0) {
+        console.log(`(6) counted in instructions instead of CPU time: phase 1 deleted ${(N / m1.passes).toFixed(0)} documents per ` +
+          `pass; bash bench/ttl_instr_bench.sh prints the instructions per document at that density against the burst's ` +
+          `(callgrind; the same count every run).`);
+      }
     }
     console.log(`total run time ${((Date.now() - tStart) / 1000).toFixed(0)} s; ` +
       `loadavg at end ${loadavg()}`);
