@@ -59,6 +59,7 @@ struct mf_catalog {
     pthread_mutex_t flush_lock; /* one size flush at a time (flusher thread, close) */
     bool flush_error_logged;
     _Atomic bool collated; /* some collection or view ever had a default collation (mf_catalog_has_collations) */
+    _Atomic uint64_t version; /* mf_catalog_version: bumped by every change of the map or of an entry */
 };
 
 static void
@@ -989,6 +990,7 @@ mf_catalog_coll_persist(mf_catalog_t *cat, mf_coll_t *c, mf_error_t *err)
     } else if (po.validator) {
         mf_matcher_free(po.validator);
     }
+    atomic_fetch_add(&cat->version, 1); /* also on failure: the caller may have changed c in memory first */
     return ret;
 }
 
@@ -1048,7 +1050,14 @@ report_ddl(mf_catalog_t *cat, mf_ddl_kind_t kind, const mf_coll_t *c, const char
            const bson_t *detail)
 {
     mf_ddl_event_t ev = {kind, ns ? ns : c->ns, to_ns, c->uuid, detail};
+    atomic_fetch_add(&cat->version, 1);
     mf_observers_ddl(cat->observers, &ev);
+}
+
+uint64_t
+mf_catalog_version(mf_catalog_t *cat)
+{
+    return atomic_load(&cat->version);
 }
 
 bool
@@ -1071,6 +1080,7 @@ catalog_insert(mf_catalog_t *cat, mf_coll_t *c)
     }
     cat->colls[cat->ncolls++] = c;
     qsort(cat->colls, (size_t)cat->ncolls, sizeof(*cat->colls), coll_cmp);
+    atomic_fetch_add(&cat->version, 1);
     pthread_rwlock_unlock(&cat->lock);
 }
 
@@ -1087,6 +1097,7 @@ catalog_remove(mf_catalog_t *cat, mf_coll_t *c)
         }
     }
     c->dropped = true;
+    atomic_fetch_add(&cat->version, 1);
     pthread_rwlock_unlock(&cat->lock);
 }
 
@@ -1775,6 +1786,7 @@ rename_impl(mf_catalog_t *cat, mf_coll_t *c, mf_coll_t *target, const char *to_d
         coll_forget(cat, target);
     pthread_rwlock_wrlock(&cat->lock);
     qsort(cat->colls, (size_t)cat->ncolls, sizeof(*cat->colls), coll_cmp);
+    atomic_fetch_add(&cat->version, 1);
     pthread_rwlock_unlock(&cat->lock);
     pthread_mutex_unlock(&cat->ddl_mu);
     mf_log(MF_LOG_INFO, "STORAGE", "renameCollection %s to %s", old_ns, c->ns);

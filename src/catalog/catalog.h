@@ -221,6 +221,16 @@ void mf_catalog_rdlock(mf_catalog_t *cat);
 void mf_catalog_wrlock(mf_catalog_t *cat);
 void mf_catalog_unlock(mf_catalog_t *cat);
 
+/*
+ * mf_catalog_version: a counter that changes whenever a collection is
+ * added, dropped or renamed, or its catalog entry (options, indexes, an
+ * index build's end) is rewritten. What a reader derives from the catalog
+ * and keeps (the TTL monitor's list of TTL indexes) stays valid while this
+ * has not moved; read it before deriving, so a change made meanwhile is
+ * seen next time. No lock needed.
+ */
+uint64_t mf_catalog_version(mf_catalog_t *cat);
+
 /* mf_catalog_coll_find: the collection db.name, or NULL. Caller holds the lock. */
 mf_coll_t *mf_catalog_coll_find(mf_catalog_t *cat, const char *db, const char *name);
 

@@ -10,7 +10,9 @@
  *       DDL (mf_ttl_notify) and writes that create an earlier deadline.
  *
  *   PASS: a sequence of SUB-PASSES until no TTL index has expired documents
- *   left. A sub-pass snapshots the TTL indexes from the catalog and visits
+ *   left. A sub-pass takes the list of TTL indexes (copied out of the
+ *   catalog again only when the catalog's version moved, or once a second:
+ *   targets_get, so a pass does not walk every collection) and visits
  *   them round-robin; a visit deletes from one index until it has deleted
  *   ttlIndexDeleteTargetDocs documents, spent ttlIndexDeleteTargetTimeMS, or
  *   found nothing more due; an index that hit a target is visited again in
@@ -146,6 +148,7 @@
 #define YIELD_EVERY 96 /* documents deleted between two sched_yield()s while clients run (see "Pacing") */
 #define HOLD_CURSORS_MS 50      /* the monitor keeps its cursors across waits shorter than this (see monitor_main) */
 #define HOLD_CURSORS_MAX_MS 1000 /* ... and closes them at least this often */
+#define TARGETS_MAX_AGE_MS 1000 /* the cached list of TTL indexes is rebuilt at least this often (see targets_get) */
 
 /* One TTL index as a sub-pass sees it (copied out of the catalog). */
 typedef struct ttl_target {
@@ -265,6 +268,14 @@ struct mf_ttl_monitor {
             *target_ms, *subpass_secs, *yield_pct, *workers, *archive_retention;
     } prm;
     mf_failpoint_t *fp_hang_between, *fp_fail_batch, *fp_slow_deleters, *fp_hang_read_ahead;
+    /*
+     * The TTL indexes (targets_get; monitor thread only): copied out of the
+     * catalog when its version moves, or every TARGETS_MAX_AGE_MS, instead
+     * of by a walk over every collection twice a pass.
+     */
+    struct target_list *targets;
+    uint64_t targets_version;
+    int64_t targets_ms; /* monotonic ms of the last rebuild; INT64_MIN: never built */
 };
 
 /* The current value of a parameter found at start (0 if the table lacks it). */
@@ -503,6 +514,38 @@ targets_clear(target_list_t *l)
     for (int i = 0; i < l->n; i++)
         free(l->v[i].index);
     l->n = 0;
+}
+
+/*
+ * The TTL indexes of every collection, each as a target with no resume
+ * point, owned by m (valid until the next call; monitor thread only). The
+ * list is rebuilt by a walk over the catalog (which takes every
+ * collection's shared lock in turn) only when the catalog's version has
+ * moved since the last walk, or the list is TARGETS_MAX_AGE_MS old (a
+ * safety net): a pass costs what its TTL indexes cost, not what the
+ * number of collections does, and does not wait on the lock of a
+ * collection that has none (one held by a long DDL). The version is read
+ * before the walk, so a change during it makes the next call walk again.
+ */
+static target_list_t *
+targets_get(mf_ttl_monitor_t *m)
+{
+    target_list_t *l = m->targets;
+    int64_t now = mf_mono_ms();
+    uint64_t v = mf_catalog_version(m->env.cat);
+    if (v != m->targets_version || now - m->targets_ms >= TARGETS_MAX_AGE_MS) {
+        targets_clear(l);
+        m->targets_version = v;
+        m->targets_ms = now;
+        mf_catalog_rdlock(m->env.cat);
+        mf_catalog_coll_visit(m->env.cat, NULL, collect_targets, l);
+        mf_catalog_unlock(m->env.cat);
+    }
+    for (int i = 0; i < l->n; i++) {
+        l->v[i].more = true;
+        l->v[i].resume_len = 0;
+    }
+    return l;
 }
 
 /* Finds the target's collection again (by namespace and UUID). Catalog lock held. */
@@ -1446,7 +1489,6 @@ static void
 run_pass(mf_ttl_monitor_t *m, mf_sess_t *s)
 {
     int64_t subpass_secs;
-    target_list_t l = {0};
     bool work_left = true;
 
     atomic_fetch_add(&m->passes, 1);
@@ -1460,20 +1502,15 @@ run_pass(mf_ttl_monitor_t *m, mf_sess_t *s)
         atomic_fetch_add(&m->subpasses, 1);
         subpass_secs = prm(m->prm.subpass_secs);
         int64_t sub_start = mf_mono_us();
-        targets_clear(&l);
-        mf_catalog_rdlock(m->env.cat);
-        mf_catalog_coll_visit(m->env.cat, NULL, collect_targets, &l);
-        mf_catalog_unlock(m->env.cat);
-        for (int i = 0; i < l.n; i++)
-            l.v[i].more = true;
+        target_list_t *l = targets_get(m);
         work_left = false;
         bool any = true;
         while (any && !should_stop(m)) {
             any = false;
-            for (int i = 0; i < l.n; i++) {
-                if (!l.v[i].more)
+            for (int i = 0; i < l->n; i++) {
+                if (!l->v[i].more)
                     continue;
-                if (visit(m, s, &l.v[i]))
+                if (visit(m, s, &l->v[i]))
                     any = true;
             }
             if (any && subpass_secs > 0 && (mf_mono_us() - sub_start) / 1000000 >= subpass_secs) {
@@ -1482,15 +1519,12 @@ run_pass(mf_ttl_monitor_t *m, mf_sess_t *s)
             }
         }
     }
-    targets_clear(&l);
-    free(l.v);
 }
 
 /* Earliest deadline over every TTL index (NO_DEADLINE if none). */
 static int64_t
 compute_next_due(mf_ttl_monitor_t *m, mf_sess_t *s)
 {
-    target_list_t l = {0};
     int64_t best = NO_DEADLINE, now = mf_now_ms(), backlog = 0;
     const int64_t cap = BACKLOG_CAP;
 
@@ -1499,14 +1533,14 @@ compute_next_due(mf_ttl_monitor_t *m, mf_sess_t *s)
     pthread_mutex_lock(&m->mu);
     int64_t gen = m->refresh_req;
     pthread_mutex_unlock(&m->mu);
+    target_list_t *l = targets_get(m);
     mf_catalog_rdlock(m->env.cat);
-    mf_catalog_coll_visit(m->env.cat, NULL, collect_targets, &l);
-    idx_snap_t *snap = l.n ? mf_calloc((size_t)l.n, sizeof(*snap)) : NULL;
+    idx_snap_t *snap = l->n ? mf_calloc((size_t)l->n, sizeof(*snap)) : NULL;
     int nsnap = 0;
-    for (int i = 0; i < l.n; i++) {
-        mf_coll_t *c = refind(m, &l.v[i]);
+    for (int i = 0; i < l->n; i++) {
+        mf_coll_t *c = refind(m, &l->v[i]);
         int64_t secs;
-        mf_index_t *ix = c ? find_ttl_index(c, l.v[i].index, &secs) : NULL;
+        mf_index_t *ix = c ? find_ttl_index(c, l->v[i].index, &secs) : NULL;
         if (ix == NULL)
             continue;
         /* The backlog is counted here, on the monitor's thread (bounded), never by serverStatus. */
@@ -1528,8 +1562,6 @@ compute_next_due(mf_ttl_monitor_t *m, mf_sess_t *s)
     m->refresh_done = gen;
     pthread_cond_broadcast(&m->refresh_cv);
     pthread_mutex_unlock(&m->mu);
-    targets_clear(&l);
-    free(l.v);
     atomic_store(&m->watch_due, best);
     return best;
 }
@@ -1797,6 +1829,8 @@ mf_ttl_monitor_start(const mf_ttl_env_t *env, mf_ttl_monitor_t **out, mf_error_t
                          .on_txn_end = obs_txn_end, .arg = m};
 
     m->env = *env;
+    m->targets = mf_calloc(1, sizeof(*m->targets));
+    m->targets_ms = INT64_MIN / 2;
     m->prm.enabled = mf_param_find(env->params, "ttlMonitorEnabled");
     m->prm.sleep_secs = mf_param_find(env->params, "ttlMonitorSleepSecs");
     m->prm.precise = mf_param_find(env->params, "ttlMonitorPrecise");
@@ -1851,6 +1885,7 @@ err_free:
     pthread_cond_destroy(&m->pool_cv);
     pthread_cond_destroy(&m->done_cv);
     pthread_mutex_destroy(&m->pool_mu);
+    free(m->targets);
     free(m);
     return -1;
 }
@@ -1877,6 +1912,9 @@ mf_ttl_monitor_free(mf_ttl_monitor_t *m)
         return;
     mf_ttl_monitor_stop(m);
     snap_free(m->snap, m->nsnap);
+    targets_clear(m->targets);
+    free(m->targets->v);
+    free(m->targets);
     pthread_cond_destroy(&m->refresh_cv);
     pthread_cond_destroy(&m->cv);
     pthread_mutex_destroy(&m->mu);
