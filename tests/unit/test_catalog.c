@@ -7,7 +7,8 @@
  * two catalog writes leaves exactly the old entry), deferred table drops are
  * all kept (more than 256) and orphaned tables are dropped at open, and
  * collection counts and sizes are read back from table:_mf_sizes instead of
- * being recounted.
+ * being recounted, and mf_catalog_version moves with every catalog change
+ * and with nothing else.
  *
  * Faults come from mf_storage_fault_set: after N more cursor operations on
  * one table, the next fails as a WiredTiger error would.
@@ -702,4 +703,58 @@ Test(catalog, unique_build_old_snapshot_delete_leaves_no_stale_key)
 Test(catalog, build_old_snapshot_update_leaves_no_stale_key)
 {
     build_under_old_snapshot_write("{\"v\": 2, \"key\": {\"a\": 1}, \"name\": \"a_1\"}", false);
+}
+
+/*
+ * mf_catalog_version moves with every change a reader could have derived
+ * something from (the TTL monitor keeps its list of TTL indexes until it
+ * moves): a collection created, an index added or dropped, an entry
+ * rewritten (collMod), a rename, a drop; and stays put across reads and
+ * document writes.
+ */
+Test(catalog, version_moves_with_every_catalog_change)
+{
+    env_t e;
+    mf_error_t err = {0};
+    env_init(&e);
+    uint64_t v = mf_catalog_version(e.cat);
+#define MOVED(what)                                                                                                \
+    do {                                                                                                           \
+        uint64_t now_ = mf_catalog_version(e.cat);                                                                 \
+        cr_assert_neq(now_, v, "the version did not move on %s", what);                                           \
+        v = now_;                                                                                                  \
+    } while (0)
+
+    mf_coll_t *c = create_coll(&e, "db", "v");
+    MOVED("create");
+    add_index(&e, c, "{\"v\": 2, \"key\": {\"at\": 1}, \"name\": \"at_1\", \"expireAfterSeconds\": 60}");
+    MOVED("index add");
+
+    insert_json(&e, c, "{\"_id\": 1, \"at\": {\"$date\": 0}}", true);
+    mf_catalog_rdlock(e.cat);
+    cr_assert_not_null(mf_catalog_coll_find(e.cat, "db", "v"));
+    mf_catalog_unlock(e.cat);
+    cr_assert_eq(mf_catalog_version(e.cat), v, "a document write or a lookup moved the version");
+
+    mf_catalog_wrlock(e.cat);
+    cr_assert_eq(mf_catalog_coll_persist(e.cat, c, &err), 0, "%s", err.msg); /* what collMod ends with */
+    mf_catalog_unlock(e.cat);
+    MOVED("entry rewrite");
+
+    mf_catalog_wrlock(e.cat);
+    cr_assert_eq(mf_catalog_coll_rename(e.cat, c, "db", "w", &err), 0, "%s", err.msg);
+    mf_catalog_unlock(e.cat);
+    MOVED("rename");
+
+    mf_catalog_wrlock(e.cat);
+    cr_assert_eq(mf_catalog_index_drop(e.cat, c, mf_coll_index_by_name(c, "at_1"), &err), 0, "%s", err.msg);
+    mf_catalog_unlock(e.cat);
+    MOVED("index drop");
+
+    mf_catalog_wrlock(e.cat);
+    cr_assert_eq(mf_catalog_coll_drop(e.cat, c, &err), 0, "%s", err.msg);
+    mf_catalog_unlock(e.cat);
+    MOVED("drop");
+#undef MOVED
+    env_destroy(&e);
 }
