@@ -275,7 +275,7 @@ struct mf_ttl_monitor {
      */
     struct target_list *targets;
     uint64_t targets_version;
-    int64_t targets_ms; /* monotonic ms of the last rebuild; INT64_MIN: never built */
+    int64_t targets_ms; /* monotonic ms of the last rebuild (long ago at start: the first call builds it) */
 };
 
 /* The current value of a parameter found at start (0 if the table lacks it). */
@@ -523,9 +523,10 @@ targets_clear(target_list_t *l)
  * collection's shared lock in turn) only when the catalog's version has
  * moved since the last walk, or the list is TARGETS_MAX_AGE_MS old (a
  * safety net): a pass costs what its TTL indexes cost, not what the
- * number of collections does, and does not wait on the lock of a
- * collection that has none (one held by a long DDL). The version is read
- * before the walk, so a change during it makes the next call walk again.
+ * number of collections does, and between catalog changes it does not
+ * wait on the lock of a collection that has none (one held by a long
+ * operation). The version is read before the walk, so a change during it
+ * makes the next call walk again.
  */
 static target_list_t *
 targets_get(mf_ttl_monitor_t *m)
@@ -1498,7 +1499,7 @@ run_pass(mf_ttl_monitor_t *m, mf_sess_t *s)
         m->last_full_ms = mf_mono_ms();
     }
     while (work_left && !should_stop(m) && !idle(m)) {
-        /* A sub-pass: a fresh snapshot of the TTL indexes, visited round-robin. */
+        /* A sub-pass: the TTL indexes as of now (targets_get), visited round-robin. */
         atomic_fetch_add(&m->subpasses, 1);
         subpass_secs = prm(m->prm.subpass_secs);
         int64_t sub_start = mf_mono_us();
