@@ -43,8 +43,12 @@ void mf_params_free(mf_params_t *ps);
 mf_param_t *mf_param_find(mf_params_t *ps, const char *name);
 /* mf_param_get: current int/bool value of name (0 if unknown). */
 int64_t mf_param_get(mf_params_t *ps, const char *name);
-/* mf_param_get_p: faster read through a pointer from mf_param_find. */
-static inline int64_t mf_param_value(mf_param_t *p) { return p->value; }
+/*
+ * mf_param_value: current int/bool value through a pointer from
+ * mf_param_find (0 if p is NULL, as mf_param_get for an unknown name); for
+ * callers that read a parameter often, found once by name.
+ */
+static inline int64_t mf_param_value(mf_param_t *p) { return p != NULL ? p->value : 0; }
 
 /* mf_param_set_value: validates and sets from a BSON value (setParameter command). */
 int mf_param_set_value(mf_param_t *p, const bson_value_t *v, bool at_startup, mf_error_t *err) MF_WUR;

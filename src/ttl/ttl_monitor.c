@@ -278,13 +278,6 @@ struct mf_ttl_monitor {
     int64_t targets_ms; /* monotonic ms of the last rebuild (long ago at start: the first call builds it) */
 };
 
-/* The current value of a parameter found at start (0 if the table lacks it). */
-static inline int64_t
-prm(mf_param_t *p)
-{
-    return p != NULL ? mf_param_value(p) : 0;
-}
-
 
 void
 mf_ttl_notify(mf_ttl_monitor_t *m)
@@ -724,7 +717,7 @@ foreground_ops(mf_ttl_monitor_t *m)
 static bool
 idle(mf_ttl_monitor_t *m)
 {
-    return prm(m->prm.enabled) == 0 || m->env.disabled_reason != NULL ||
+    return mf_param_value(m->prm.enabled) == 0 || m->env.disabled_reason != NULL ||
            atomic_load(&m->paused) != NULL ||
            mf_failpoint_on(m->fp_hang_between);
 }
@@ -940,7 +933,7 @@ deleter_main(void *arg)
             break;
         del_job_t *j = d->job;
         pthread_mutex_unlock(&m->pool_mu);
-        job_run(m, s, j, prm(m->prm.batch_deletes) != 0, true);
+        job_run(m, s, j, mf_param_value(m->prm.batch_deletes) != 0, true);
         atomic_fetch_add(&m->deleter_deleted, j->st.deleted);
         pthread_mutex_lock(&m->pool_mu);
         d->job = NULL;
@@ -956,7 +949,7 @@ deleter_main(void *arg)
 static int
 workers_wanted(mf_ttl_monitor_t *m)
 {
-    int64_t w = prm(m->prm.workers);
+    int64_t w = mf_param_value(m->prm.workers);
     if (w <= 0)
         w = m->ncpu;
     return w > MAX_WORKERS ? MAX_WORKERS : (int)w;
@@ -1208,12 +1201,12 @@ scan_due(mf_sess_t *s, const mf_index_t *ix, const uint8_t *from, size_t from_le
 static bool
 visit(mf_ttl_monitor_t *m, mf_sess_t *s, ttl_target_t *t)
 {
-    int64_t target_docs = prm(m->prm.target_docs);
-    int64_t target_ms = prm(m->prm.target_ms);
-    bool batched = prm(m->prm.batch_deletes) != 0;
-    int64_t batch_docs = prm(m->prm.batch_docs);
-    int64_t yield_pct = prm(m->prm.yield_pct);
-    bool precise = prm(m->prm.precise) != 0;
+    int64_t target_docs = mf_param_value(m->prm.target_docs);
+    int64_t target_ms = mf_param_value(m->prm.target_ms);
+    bool batched = mf_param_value(m->prm.batch_deletes) != 0;
+    int64_t batch_docs = mf_param_value(m->prm.batch_docs);
+    int64_t yield_pct = mf_param_value(m->prm.yield_pct);
+    bool precise = mf_param_value(m->prm.precise) != 0;
     int64_t start_us = mf_mono_us(), deleted_here = 0;
     size_t cap = (size_t)(batch_docs > 0 ? batch_docs : 500);
     /*
@@ -1501,7 +1494,7 @@ run_pass(mf_ttl_monitor_t *m, mf_sess_t *s)
     while (work_left && !should_stop(m) && !idle(m)) {
         /* A sub-pass: the TTL indexes as of now (targets_get), visited round-robin. */
         atomic_fetch_add(&m->subpasses, 1);
-        subpass_secs = prm(m->prm.subpass_secs);
+        subpass_secs = mf_param_value(m->prm.subpass_secs);
         int64_t sub_start = mf_mono_us();
         target_list_t *l = targets_get(m);
         work_left = false;
@@ -1623,7 +1616,7 @@ monitor_main(void *arg)
     if (ttl_lower_priority() != 0)
         mf_log(MF_LOG_INFO, "TTL", "could not lower the TTL monitor's priority");
     mf_log(MF_LOG_INFO, "TTL", "TTL monitor started (sleep %llds, precise %s)",
-           (long long)prm(m->prm.sleep_secs), prm(m->prm.precise) ? "on" : "off");
+           (long long)mf_param_value(m->prm.sleep_secs), mf_param_value(m->prm.precise) ? "on" : "off");
     atomic_store(&m->next_due_ms, compute_next_due(m, s));
     if (m->env.disabled_reason != NULL)
         mf_log(MF_LOG_WARN, "TTL", "TTL monitor not running: %s", m->env.disabled_reason);
@@ -1631,7 +1624,7 @@ monitor_main(void *arg)
     for (;;) {
         if (should_stop(m))
             break;
-        int64_t retention = prm(m->prm.archive_retention);
+        int64_t retention = mf_param_value(m->prm.archive_retention);
         if (m->env.archive != NULL && retention > 0 && mf_mono_ms() - last_retention >= 1000) {
             /* SPEC I2: archive segments older than archiveRetentionSeconds go (checked every second). */
             mf_error_t err;
@@ -1644,8 +1637,8 @@ monitor_main(void *arg)
             mf_storage_session_release(s);
         }
         bool enabled = !idle(m);
-        bool precise = prm(m->prm.precise) != 0;
-        int64_t sleep_ms = prm(m->prm.sleep_secs) * 1000; /* bounded: the parameter is an int32 */
+        bool precise = mf_param_value(m->prm.precise) != 0;
+        int64_t sleep_ms = mf_param_value(m->prm.sleep_secs) * 1000; /* bounded: the parameter is an int32 */
         int64_t now = mf_now_ms();
         int64_t periodic = last_pass_end + sleep_ms;
         int64_t due = atomic_load(&m->next_due_ms);
@@ -1657,7 +1650,7 @@ monitor_main(void *arg)
          * pass (a batch per deadline window, not a pass per document); a lone
          * document after a quiet spell is still deleted at once.
          */
-        int64_t coalesce = prm(m->prm.coalesce_ms);
+        int64_t coalesce = mf_param_value(m->prm.coalesce_ms);
         if (due != NO_DEADLINE && due < last_pass_start + coalesce)
             due = last_pass_start + coalesce;
         if (enabled && (now >= periodic || (precise && due <= now))) {
@@ -2041,5 +2034,5 @@ mf_ttl_status_append(mf_ttl_monitor_t *m, bson_t *doc)
     BSON_APPEND_INT64(doc, "paceDocsPerSec", atomic_load(&m->pace_dps));
     BSON_APPEND_INT32(doc, "workers", workers_wanted(m));
     BSON_APPEND_INT64(doc, "deletedByWorkers", atomic_load(&m->deleter_deleted));
-    BSON_APPEND_BOOL(doc, "precise", prm(m->prm.precise) != 0);
+    BSON_APPEND_BOOL(doc, "precise", mf_param_value(m->prm.precise) != 0);
 }
