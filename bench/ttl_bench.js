@@ -7,13 +7,22 @@
  *
  *   node bench/ttl_bench.js [--docs N] [--sample N] [--poll MS] [--spread SECS]
  *                           [--systems mayfly,redis,postgres] [--pg-interval SECS] [--pg-batch ROWS]
- *                           [--kept-busy 0|1]
+ *                           [--kept-busy 0|1] [--fg-client raw|driver]
  *   (MAYFLYD_ARGS="--setParameter name=value ..." passes extra flags to mayflyd)
  *   (or bash bench/ttl_bench.sh, which builds build/mayflyd and installs what is missing first)
  *
  * --systems picks the systems and their column order (default all three).
  * --kept-busy 0 skips mayfly's phase 1 kept busy (phase 1 again beside
  * idle-priority spinners, printed under (6); about 1.5 minutes).
+ * --fg-client picks the client of mayfly's foreground loop (phases 3 and
+ * 4): raw (the default), hand-built OP_MSG on a socket (RawMongo), the same
+ * kind of minimal client as Redis's (Resp); or driver, the Node driver's
+ * insertOne / findOne. Both servers share this 2-core machine with the bench,
+ * and the driver spends 220-350 µs of its own CPU per operation, most of a
+ * core in a closed loop: during a mass expiry it took the CPU the deleters
+ * would have had (1,000,000 docs, one run after the other: 415,000
+ * deletions/s with the raw client, 289,000 with the driver), which Redis's
+ * own loop never did.
  *
  * Servers. mayflyd (binary from $MAYFLYD, default build/mayflyd, the release
  * build), redis-server (from $REDIS_SERVER, default `redis-server` on PATH)
@@ -117,7 +126,7 @@
  * last commit.
  *
  * Phase 3, foreground latency. Before phase 2's load, one client on its own
- * connection alternates a single-document insert and a find by _id (Redis:
+ * connection (mayfly: --fg-client) alternates a single-document insert and a find by _id (Redis:
  * SET and GET, in another logical database; PostgreSQL: prepared INSERT and
  * SELECT by primary key into another table) for 5 s on the idle server; the
  * same loop runs again from T until the mass expiry is over. p50/p99 of each
@@ -189,7 +198,7 @@ const fs = require('node:fs');
 const net = require('node:net');
 const os = require('node:os');
 const path = require('node:path');
-const { MongoClient } = require('mongodb');
+const { MongoClient, BSON } = require('mongodb');
 const { options, sleep, nowMs, log, rng, inBatches, quantiles, fmtInt, loadavg, printTable,
   procStatusKb, procChildren, procCpuSec, cpuSec, makeTempDir, spawnServer, waitUp, startMayflyd, startRedis,
   freePort, stopServer, stopAll, runMain } = require('./lib/common');
@@ -212,6 +221,8 @@ const SAMPLE = Math.min(N, Math.floor(arg('sample', 2000)));
 const POLL_MS = arg('poll', 25);
 const SPREAD_MS = arg('spread', 60) * 1000;   /* phase-1 expiry window */
 const KEPT_BUSY = strArg('kept-busy', '1') !== '0';   /* mayfly's phase 1 again beside idle-priority spinners */
+const FG_CLIENT = strArg('fg-client', 'raw');   /* mayfly's foreground loop: raw OP_MSG socket, or the Node driver */
+if (!['raw', 'driver'].includes(FG_CLIENT)) throw new Error('--fg-client must be raw or driver');
 const PG_INTERVAL_MS = arg('pg-interval', 60) * 1000;   /* PostgreSQL delete job period */
 const PG_BATCH = Math.floor(arg('pg-batch', 10000));      /* rows per DELETE (one commit each) */
 if (PG_BATCH < 1000 || PG_BATCH > 10000) throw new Error('--pg-batch must be 1000..10000');
@@ -335,6 +346,71 @@ class Resp {
       }
       if (q.error) q.reject(q.error); else q.resolve(q.results || null);
     }
+  }
+}
+
+/* ---------- a minimal OP_MSG client (mayfly's foreground loop) ---------- */
+
+/*
+ * One connection, one request at a time: cmd(body) sends body (with $db) as
+ * an OP_MSG and resolves with the reply's body, or rejects on an error reply.
+ * The same kind of client as Resp above, so both servers' foreground loops
+ * cost their client about the same CPU per operation (the Node driver spends
+ * 220-350 µs of its own CPU per operation here, most of a core during a mass
+ * expiry on a 2-core machine; --fg-client driver uses it instead).
+ */
+class RawMongo {
+  constructor(port, db) {
+    this.port = port;
+    this.db = db;
+    this.buf = null;
+    this.pending = null;
+    this.reqId = 1;
+  }
+
+  connect() {
+    return new Promise((resolve, reject) => {
+      this.sock = net.connect({ port: this.port, host: '127.0.0.1' }, resolve);
+      this.sock.setNoDelay(true);
+      this.sock.once('error', reject);
+      this.sock.on('data', (d) => this.onData(d));
+      this.sock.on('close', () => {
+        const p = this.pending;
+        this.pending = null;
+        if (p) p.reject(new Error('mayfly connection closed'));
+      });
+    });
+  }
+
+  close() { this.sock.destroy(); }
+
+  onData(d) {
+    const buf = this.buf ? Buffer.concat([this.buf, d]) : d;
+    if (buf.length < 4 || buf.length < buf.readInt32LE(0)) { this.buf = buf; return; }
+    this.buf = null;
+    const p = this.pending;
+    this.pending = null;
+    if (!p) return;
+    try {
+      if (buf.readInt32LE(12) !== 2013 || buf[20] !== 0) throw new Error('mayfly: not an OP_MSG reply');
+      const body = BSON.deserialize(buf.subarray(21, 21 + buf.readInt32LE(21)));
+      if (body.ok !== 1 || body.writeErrors) throw new Error(`mayfly: error reply ${JSON.stringify(body)}`);
+      p.resolve(body);
+    } catch (e) {
+      p.reject(e);
+    }
+  }
+
+  cmd(body) {
+    const b = Buffer.from(BSON.serialize({ ...body, $db: this.db }));
+    const h = Buffer.alloc(21);
+    h.writeInt32LE(21 + b.length, 0);
+    h.writeInt32LE(this.reqId++, 4);
+    h.writeInt32LE(2013, 12);   /* OP_MSG; flags 0; then a kind-0 section */
+    return new Promise((resolve, reject) => {
+      this.pending = { resolve, reject };
+      this.sock.write(Buffer.concat([h, b]));
+    });
   }
 }
 
@@ -641,9 +717,9 @@ async function massExpiry(name, count, T, write, read, cpu, extraMs = 0) {
 /*
  * One mass expiry on mayfly (phase 2, and phase 4 beside a busy neighbour):
  * N docs in collection `coll` that all expire at T, then massExpiry() with
- * the foreground loop on fgDb's collection `fg`; tag names the phase in the log.
+ * the foreground loop (fgOps: see mayflySystem) on collection `fg`; tag names the phase in the log.
  */
-async function massMayfly(db, fgDb, ingestRate, cpu, tag, coll, fg, idBase, during = null) {
+async function massMayfly(db, fgOps, ingestRate, cpu, tag, coll, fg, idBase, during = null) {
   const c = db.collection(coll);
   await c.createIndex({ at: 1 }, { expireAfterSeconds: 0 });
   const loadStart = Date.now();
@@ -655,21 +731,17 @@ async function massMayfly(db, fgDb, ingestRate, cpu, tag, coll, fg, idBase, duri
   await settle(() => db.admin().command({ fsync: 1 }));
   const cpuLoad = cpu() - c0;
   log(`mayfly ${tag}: loaded in ${(loadMs / 1000).toFixed(1)} s; expiry in ${((T - loadEnd) / 1000).toFixed(1)} s`);
-  const fgc = fgDb.collection(fg);
-  const write = (i) => fgc.insertOne({ _id: idBase + i, v: PAYLOAD });
-  const read = (j) => fgc.findOne({ _id: idBase + j });
+  const { write, read } = fgOps(fg, idBase);
   const m = await withNeighbour(during, () => massExpiry('mayfly', () => c.estimatedDocumentCount(), T, write, read, cpu));
   log(`mayfly ${tag}: all gone ${fmtMs(m.zeroAfterMs)} after expiry (first deletion after ${fmtMs(m.firstAfterMs)})`);
   return { ...m, ingest: N / loadMs * 1000, loadOverrunMs: Math.max(0, loadEnd - T), cpuLoad };
 }
 
-async function phase23Mayfly(db, fgDb, ingestRate, cpu) {
-  const fgColl = fgDb.collection('fg');
-  const write = (i) => fgColl.insertOne({ _id: i, v: PAYLOAD });
-  const read = (j) => fgColl.findOne({ _id: j });
+async function phase23Mayfly(db, fgOps, ingestRate, cpu) {
+  const { write, read } = fgOps('fg', 0);
   log('mayfly phase 3: idle foreground latency (5 s)');
   const idle = await idleLatency(write, read, cpu);
-  const m = await massMayfly(db, fgDb, ingestRate, cpu, 'phase 2', 'mass', 'fg2', 10000000);
+  const m = await massMayfly(db, fgOps, ingestRate, cpu, 'phase 2', 'mass', 'fg2', 10000000);
   const ss = await db.admin().command({ serverStatus: 1 });
   return { idle, ...m, paceDocsPerSec: ss.metrics && ss.metrics.ttl ? ss.metrics.ttl.paceDocsPerSec : null };
 }
@@ -1001,7 +1073,21 @@ const fmtMiB = (kb) => (kb === null ? 'n/a' : `${(kb / 1024).toFixed(0)} MiB`);
 /* Each system: start() (server and clients), calibrate() (load rate, docs/s),
  * phase1(rate), phase23(rate), cpu() (server CPU seconds), rssKb() (peak), close(). */
 function mayflySystem() {
-  let entry; let client; let fgClient; let db;
+  let entry; let client; let fgClient; let fgRaw; let db;
+  /* The foreground loop's insert and find by _id on collection coll (--fg-client). */
+  const fgOps = (coll, idBase) => {
+    if (FG_CLIENT === 'driver') {
+      const c = fgClient.db('ttlbench').collection(coll);
+      return { write: (i) => c.insertOne({ _id: idBase + i, v: PAYLOAD }), read: (j) => c.findOne({ _id: idBase + j }) };
+    }
+    return {
+      write: (i) => fgRaw.cmd({ insert: coll, documents: [{ _id: idBase + i, v: PAYLOAD }] }),
+      read: async (j) => {
+        const r = await fgRaw.cmd({ find: coll, filter: { _id: idBase + j }, limit: 1, singleBatch: true });
+        if (r.cursor.firstBatch.length !== 1) throw new Error(`mayfly: foreground find of _id ${idBase + j} found nothing`);
+      },
+    };
+  };
   const sys = {
     name: 'mayfly',
     async start() {
@@ -1012,6 +1098,8 @@ function mayflySystem() {
       fgClient = new MongoClient(`mongodb://127.0.0.1:${port}/?directConnection=true`, { maxPoolSize: 1 });
       await client.connect();
       await fgClient.connect();
+      fgRaw = new RawMongo(port, 'ttlbench');
+      await fgRaw.connect();
       db = client.db('ttlbench');
       const bi = await client.db('admin').command({ buildInfo: 1 });
       return `mayflyd ${bi.version} pid ${entry.proc.pid} port ${port}`;
@@ -1028,14 +1116,15 @@ function mayflySystem() {
     phase1: (rate) => phase1Mayfly(db, rate, sys.cpu),
     /* Phase 1 again with the CPUs kept from idling (see (6) under the table). */
     phase1KeptBusy: (rate) => withIdleSpinners(() => phase1Mayfly(db, rate, sys.cpu, 'spread_kept_busy')),
-    phase23: (rate) => phase23Mayfly(db, fgClient.db('ttlbench'), rate, sys.cpu),
-    phase4: (rate) => massMayfly(db, fgClient.db('ttlbench'), rate, sys.cpu, 'phase 4 (busy neighbour)', 'mass4', 'fg4',
+    phase23: (rate) => phase23Mayfly(db, fgOps, rate, sys.cpu),
+    phase4: (rate) => massMayfly(db, fgOps, rate, sys.cpu, 'phase 4 (busy neighbour)', 'mass4', 'fg4',
       20000000, 'busy'),
     cpu: () => cpuSec(entry.proc.pid),
     rssKb: () => procStatusKb(entry.proc.pid, 'VmHWM'),
     async close() {
       if (client) await client.close().catch(() => {});
       if (fgClient) await fgClient.close().catch(() => {});
+      if (fgRaw) fgRaw.close();
     },
   };
   return sys;
@@ -1207,6 +1296,7 @@ async function main() {
   try {
     for (const sys of systems) log(await sys.start());
     log(`docs=${N} sample=${SAMPLE} poll=${POLL_MS}ms` +
+      (SYSTEMS.includes('mayfly') ? ` fg-client=${FG_CLIENT}` : '') +
       (SYSTEMS.includes('postgres') ? ` pg-interval=${PG_INTERVAL_MS / 1000}s pg-batch=${PG_BATCH}` : '') +
       ` cores=${os.cpus().length} loadavg=${loadavg()} (other work on the machine skews the figures)`);
     const slices = await sliceCost();
