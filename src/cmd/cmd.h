@@ -49,6 +49,19 @@ typedef struct mf_client {
 /* mf_client_release: frees what commands attached to c (its authentication state). Call when c goes away. */
 void mf_client_release(mf_client_t *c);
 
+/*
+ * The command body's top-level fields as mf_op_find indexes them: each key
+ * (pointing into the body) and its element's offset. A command looks up a
+ * dozen or more of its fields (generic arguments, options), and each
+ * bson_iter_init_find walks the body from the start.
+ */
+#define MF_OP_FIELDS 32
+
+typedef struct mf_op_field {
+    const char *key;
+    uint32_t off, keylen;
+} mf_op_field_t;
+
 /* The operation context handed to each command handler. */
 typedef struct mf_op {
     mf_engine_t *eng;
@@ -63,6 +76,17 @@ typedef struct mf_op {
     bson_t *reply;             /* initialised; the handler appends its fields */
     mf_error_t err;
     /* write-error details for write commands that fail as a whole */
+    /*
+     * mf_op_find's index of cmd's fields, built on its first call: valid
+     * while cmd, its data and its length are those recorded (a handler
+     * that swaps cmd gets a new index); nfields -1: more than
+     * MF_OP_FIELDS fields, lookups walk the body.
+     */
+    const bson_t *fields_of;
+    const uint8_t *fields_data;
+    uint32_t fields_len;
+    int nfields;
+    mf_op_field_t fields[MF_OP_FIELDS];
 } mf_op_t;
 
 typedef int (*mf_cmd_fn)(mf_op_t *op);
@@ -188,6 +212,15 @@ void mf_cmd_legacy_query_error(bson_t *reply, const mf_error_t *err, const char 
  * A missing field yields zero documents when optional, else 40414-style error.
  */
 int mf_op_docs(mf_op_t *op, const char *field, bool optional, bson_t **docs, size_t *n) MF_WUR;
+
+/*
+ * mf_op_find: bson_iter_init_find on op->cmd (the first field named field,
+ * case-sensitive), through the index above. Returns false if there is none;
+ * *it is then undefined.
+ */
+bool mf_op_find(mf_op_t *op, const char *field, bson_iter_t *it);
+/* mf_op_has: bson_has_field on op->cmd, through the same index. */
+bool mf_op_has(mf_op_t *op, const char *field);
 
 /* Field access with MongoDB's type errors (14 TypeMismatch "BSON field 'x.y' is the wrong type 'string', expected type 'object'"). */
 int mf_op_get_doc(mf_op_t *op, const char *field, bson_t *out, bool *present) MF_WUR;

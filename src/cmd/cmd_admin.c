@@ -37,7 +37,7 @@ cmd_hello(mf_op_t *op)
     bool legacy_name = strcmp(op->name, "hello") != 0;
 
     /* op->client is NULL for an embedded caller: no connection to remember helloOk on. */
-    bool hello_ok = bson_iter_init_find(&it, op->cmd, "helloOk") && bson_iter_as_bool(&it);
+    bool hello_ok = mf_op_find(op, "helloOk", &it) && bson_iter_as_bool(&it);
     if (op->client != NULL && hello_ok)
         op->client->helloed = true;
     bson_iter_t app;
@@ -525,7 +525,7 @@ static int
 cmd_kill_op(mf_op_t *op)
 {
     bson_iter_t it;
-    if (!bson_iter_init_find(&it, op->cmd, "op"))
+    if (!mf_op_find(op, "op", &it))
         return mf_err_set(&op->err, MF_E_Location40414, "BSON field 'killOp.op' is missing but a required field");
     const bson_value_t *v = bson_iter_value(&it);
     if (!mf_value_is_number(v))

@@ -1016,7 +1016,7 @@ mf_cmd_aggregate(mf_op_t *op)
         return mf_err_set(&op->err, MF_E_FailedToParse,
                           "Invalid command format: the 'aggregate' field must specify a collection name or 1");
     }
-    if (!bson_iter_init_find(&it, op->cmd, "pipeline"))
+    if (!mf_op_find(op, "pipeline", &it))
         return mf_err_set(&op->err, MF_E_Location40414, "BSON field 'aggregate.pipeline' is missing but a required field");
     if (!BSON_ITER_HOLDS_ARRAY(&it))
         return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field 'aggregate.pipeline' is the wrong type '%s', expected type 'array'",
@@ -1026,7 +1026,7 @@ mf_cmd_aggregate(mf_op_t *op)
     if (mf_op_get_bool(op, "explain", &explain, &present) != 0 ||
         mf_op_check_types(op, op->name, op->cmd, agg_types, false, true) != 0)
         return -1;
-    if (bson_iter_init_find(&ci, op->cmd, "cursor")) {
+    if (mf_op_find(op, "cursor", &ci)) {
         if (!BSON_ITER_HOLDS_DOCUMENT(&ci))
             return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field 'aggregate.cursor' is the wrong type '%s', expected type 'object'",
                               mf_type_name(bson_iter_type(&ci)));
@@ -1050,7 +1050,7 @@ mf_cmd_aggregate(mf_op_t *op)
         }
     }
     bool allow_disk = allow_disk_default(op);
-    if (bson_iter_init_find(&ci, op->cmd, "allowDiskUse")) {
+    if (mf_op_find(op, "allowDiskUse", &ci)) {
         if (!BSON_ITER_HOLDS_BOOL(&ci))
             return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field 'aggregate.allowDiskUse' is the wrong type '%s', expected type 'bool'",
                               mf_type_name(bson_iter_type(&ci)));

@@ -785,7 +785,7 @@ cmd_sasl_continue(mf_op_t *op)
 
     if (a->conv == NULL)
         return mf_err_set(&op->err, MF_E_ProtocolError, "No SASL session state found");
-    if (!bson_iter_init_find(&it, op->cmd, "conversationId") || !BSON_ITER_HOLDS_NUMBER(&it) ||
+    if (!mf_op_find(op, "conversationId", &it) || !BSON_ITER_HOLDS_NUMBER(&it) ||
         bson_iter_as_int64(&it) != a->conv_id) {
         conv_end(a);
         return mf_err_set(&op->err, MF_E_ProtocolError, "sasl: Mismatched conversation id");
@@ -834,7 +834,7 @@ mf_cmd_auth_hello(mf_op_t *op)
     bson_iter_t it;
     if (op->client == NULL || !op->client->net)
         return;
-    if (bson_iter_init_find(&it, op->cmd, "saslSupportedMechs") && BSON_ITER_HOLDS_UTF8(&it)) {
+    if (mf_op_find(op, "saslSupportedMechs", &it) && BSON_ITER_HOLDS_UTF8(&it)) {
         const char *v = bson_iter_utf8(&it, NULL), *dot = strchr(v, '.');
         char db[128];
         bson_t user, arr;
@@ -855,7 +855,7 @@ mf_cmd_auth_hello(mf_op_t *op)
             }
         }
     }
-    if (bson_iter_init_find(&it, op->cmd, "speculativeAuthenticate") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+    if (mf_op_find(op, "speculativeAuthenticate", &it) && BSON_ITER_HOLDS_DOCUMENT(&it)) {
         const uint8_t *data;
         uint32_t len;
         bson_t spec, out;
@@ -957,7 +957,7 @@ parse_mechs(mf_op_t *op, unsigned *mechs)
 {
     bson_iter_t it, m;
     *mechs = MF_MECH_SHA1 | MF_MECH_SHA256;
-    if (!bson_iter_init_find(&it, op->cmd, "mechanisms"))
+    if (!mf_op_find(op, "mechanisms", &it))
         return 0;
     if (!BSON_ITER_HOLDS_ARRAY(&it))
         return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field '%s.mechanisms' is the wrong type '%s', expected type 'array'",
@@ -999,7 +999,7 @@ static int
 password_arg(mf_op_t *op, const char **pwd, bool *present)
 {
     bson_iter_t it;
-    *present = bson_iter_init_find(&it, op->cmd, "pwd");
+    *present = mf_op_find(op, "pwd", &it);
     if (!*present)
         return 0;
     if (!BSON_ITER_HOLDS_UTF8(&it))
@@ -1048,7 +1048,7 @@ cmd_create_user(mf_op_t *op)
                    "Must provide a 'pwd' field for all user documents, except those with '$external' as the user's source db");
         goto done;
     }
-    if (!bson_iter_init_find(&it, op->cmd, "roles")) {
+    if (!mf_op_find(op, "roles", &it)) {
         mf_err_set(&op->err, MF_E_Location40414, "BSON field 'createUser.roles' is missing but a required field");
         goto done;
     }
@@ -1130,7 +1130,7 @@ update_change(mf_op_t *op, const bson_t *old, bson_t *out, void *arg)
     bson_iter_t it;
     int rc = -1;
 
-    mechs_given = bson_has_field(op->cmd, "mechanisms");
+    mechs_given = mf_op_has(op, "mechanisms");
     if (password_arg(op, &pwd, &has_pwd) != 0 || parse_mechs(op, &mechs) != 0 ||
         mf_op_get_doc(op, "customData", &custom, &has_custom) != 0)
         goto done;
@@ -1158,7 +1158,7 @@ update_change(mf_op_t *op, const bson_t *old, bson_t *out, void *arg)
         BSON_APPEND_DOCUMENT(out, "customData", &custom);
     else
         keep_field(old, out, "customData");
-    if (bson_iter_init_find(&it, op->cmd, "roles")) {
+    if (mf_op_find(op, "roles", &it)) {
         if (parse_roles(op, &it, &roles) != 0)
             goto done;
         BSON_APPEND_ARRAY(out, "roles", &roles);
@@ -1177,8 +1177,8 @@ cmd_update_user(mf_op_t *op)
     const char *name;
     if (user_name_arg(op, &name) != 0)
         return -1;
-    if (!bson_has_field(op->cmd, "pwd") && !bson_has_field(op->cmd, "roles") && !bson_has_field(op->cmd, "customData") &&
-        !bson_has_field(op->cmd, "mechanisms"))
+    if (!mf_op_has(op, "pwd") && !mf_op_has(op, "roles") && !mf_op_has(op, "customData") &&
+        !mf_op_has(op, "mechanisms"))
         return mf_err_set(&op->err, MF_E_BadValue, "Must specify at least one field to update in updateUser");
     return rewrite_user(op, name, update_change, (void *)name);
 }
@@ -1260,7 +1260,7 @@ cmd_grant_revoke(mf_op_t *op)
     int rc = -1;
     if (user_name_arg(op, &name) != 0)
         goto done;
-    if (!bson_iter_init_find(&it, op->cmd, "roles")) {
+    if (!mf_op_find(op, "roles", &it)) {
         mf_err_set(&op->err, MF_E_Location40414, "BSON field '%s.roles' is missing but a required field", op->name);
         goto done;
     }
@@ -1441,7 +1441,7 @@ cmd_roles_info(mf_op_t *op)
     uint32_t n = 0;
     char key[16];
     const char *kp;
-    bool show_builtin = bson_iter_init_find(&it, op->cmd, "showBuiltinRoles") && bson_iter_as_bool(&it);
+    bool show_builtin = mf_op_find(op, "showBuiltinRoles", &it) && bson_iter_as_bool(&it);
     const char *want = NULL, *want_db = op->db;
 
     bson_iter_init(&it, op->cmd);

@@ -81,7 +81,7 @@ cursor_options(mf_op_t *op)
     const uint8_t *data;
     uint32_t len;
     char ctx[64];
-    if (!bson_iter_init_find(&it, op->cmd, "cursor") || BSON_ITER_HOLDS_NULL(&it))
+    if (!mf_op_find(op, "cursor", &it) || BSON_ITER_HOLDS_NULL(&it))
         return 0;
     if (!BSON_ITER_HOLDS_DOCUMENT(&it))
         return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field '%s.cursor' is the wrong type '%s', expected type 'object'",
@@ -308,13 +308,13 @@ create_bounds(mf_op_t *op)
 {
     bson_iter_t it;
     int64_t n;
-    if (bson_iter_init_find(&it, op->cmd, "size") && mf_value_is_number(bson_iter_value(&it)) &&
+    if (mf_op_find(op, "size", &it) && mf_value_is_number(bson_iter_value(&it)) &&
         mf_value_as_double(bson_iter_value(&it)) > 1125899906842624.0) {
         n = mf_value_as_int64(bson_iter_value(&it), &n) ? n : (int64_t)mf_value_as_double(bson_iter_value(&it));
         return mf_err_set(&op->err, MF_E_Location51024,
                           "BSON field 'size' value must be <= 1125899906842624, actual value '%lld'", (long long)n);
     }
-    if (bson_iter_init_find(&it, op->cmd, "max") && mf_value_is_number(bson_iter_value(&it)) &&
+    if (mf_op_find(op, "max", &it) && mf_value_is_number(bson_iter_value(&it)) &&
         mf_value_as_double(bson_iter_value(&it)) >= 2147483648.0) {
         n = mf_value_as_int64(bson_iter_value(&it), &n) ? n : (int64_t)mf_value_as_double(bson_iter_value(&it));
         return mf_err_set(&op->err, MF_E_Location51024, "BSON field 'max' value must be < 2147483648, actual value '%lld'",
@@ -1391,7 +1391,7 @@ cmd_drop_indexes(mf_op_t *op)
         if (done || trc != 0)
             return trc;
     }
-    if (!bson_iter_init_find(&it, op->cmd, "index"))
+    if (!mf_op_find(op, "index", &it))
         return mf_err_set(&op->err, MF_E_Location40414, "BSON field 'dropIndexes.index' is missing but a required field");
     const bson_value_t *v = bson_iter_value(&it);
     if (v->value_type != BSON_TYPE_UTF8 && v->value_type != BSON_TYPE_DOCUMENT && v->value_type != BSON_TYPE_ARRAY)

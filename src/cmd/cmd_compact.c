@@ -66,7 +66,7 @@ static int
 get_idl_bool(mf_op_t *op, const char *field, bool *out)
 {
     bson_iter_t it;
-    if (!bson_iter_init_find(&it, op->cmd, field) || BSON_ITER_HOLDS_NULL(&it) || BSON_ITER_HOLDS_UNDEFINED(&it))
+    if (!mf_op_find(op, field, &it) || BSON_ITER_HOLDS_NULL(&it) || BSON_ITER_HOLDS_UNDEFINED(&it))
         return 0;
     if (!BSON_ITER_HOLDS_BOOL(&it))
         return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field '%s.%s' is the wrong type '%s', expected type 'bool'",
@@ -81,7 +81,7 @@ get_free_space_target(mf_op_t *op, int64_t *mb)
 {
     bson_iter_t it;
     *mb = DEFAULT_FREE_SPACE_TARGET_MB;
-    if (!bson_iter_init_find(&it, op->cmd, "freeSpaceTargetMB") || BSON_ITER_HOLDS_NULL(&it) ||
+    if (!mf_op_find(op, "freeSpaceTargetMB", &it) || BSON_ITER_HOLDS_NULL(&it) ||
         BSON_ITER_HOLDS_UNDEFINED(&it))
         return 0;
     const bson_value_t *v = bson_iter_value(&it);
@@ -230,7 +230,7 @@ static int
 cmd_fsync(mf_op_t *op)
 {
     bson_iter_t it;
-    if (bson_iter_init_find(&it, op->cmd, "lock") && bson_iter_as_bool(&it))
+    if (mf_op_find(op, "lock", &it) && bson_iter_as_bool(&it))
         return mf_err_set(&op->err, MF_E_CommandNotSupported,
                           "The current storage engine doesn't support backup mode: fsync with lock is not supported");
     if (mf_storage_checkpoint(op->sess, &op->err) != 0)

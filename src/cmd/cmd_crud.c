@@ -66,7 +66,7 @@ bool
 mf_crud_want_durable(mf_op_t *op)
 {
     bson_iter_t it, wc;
-    if (!bson_iter_init_find(&it, op->cmd, "writeConcern") || !BSON_ITER_HOLDS_DOCUMENT(&it))
+    if (!mf_op_find(op, "writeConcern", &it) || !BSON_ITER_HOLDS_DOCUMENT(&it))
         return false;
     bson_iter_recurse(&it, &wc);
     while (bson_iter_next(&wc)) {
@@ -159,7 +159,7 @@ bool
 mf_crud_bypass_validation(mf_op_t *op)
 {
     bson_iter_t it;
-    return bson_iter_init_find(&it, op->cmd, "bypassDocumentValidation") && bson_iter_as_bool(&it);
+    return mf_op_find(op, "bypassDocumentValidation", &it) && bson_iter_as_bool(&it);
 }
 
 /* 166 CommandNotSupportedOnView for a write (or index DDL) aimed at view c. */

@@ -167,8 +167,8 @@ mf_cmd_is_retryable_write(const char *name)
 static int
 check_txn_fields(mf_op_t *op)
 {
-    bool has_txn = bson_has_field(op->cmd, "txnNumber");
-    if (bson_has_field(op->cmd, "startTransaction") || bson_has_field(op->cmd, "autocommit") ||
+    bool has_txn = mf_op_has(op, "txnNumber");
+    if (mf_op_has(op, "startTransaction") || mf_op_has(op, "autocommit") ||
         strcmp(op->name, "commitTransaction") == 0 || strcmp(op->name, "abortTransaction") == 0 ||
         (has_txn && !mf_cmd_is_retryable_write(op->name)))
         return mf_err_set(&op->err, MF_E_IllegalOperation,
@@ -186,7 +186,7 @@ check_write_concern(mf_op_t *op, bool *unsatisfiable)
 {
     bson_iter_t it, wi;
     *unsatisfiable = false;
-    if (!bson_iter_init_find(&it, op->cmd, "writeConcern"))
+    if (!mf_op_find(op, "writeConcern", &it))
         return 0;
     if (!BSON_ITER_HOLDS_DOCUMENT(&it))
         return mf_err_set(&op->err, MF_E_TypeMismatch,
@@ -461,12 +461,13 @@ curop_register(mf_engine_t *eng, mf_client_t *client, const char *db, const char
     char ns[512], desc[32];
     bson_iter_t it;
     if (bson_iter_init(&it, cmd) && bson_iter_next(&it) && BSON_ITER_HOLDS_UTF8(&it) && strcmp(name, "getMore") != 0)
-        snprintf(ns, sizeof(ns), "%s.%s", db, bson_iter_utf8(&it, NULL));
+        mf_strjoin(ns, sizeof(ns), db, ".", bson_iter_utf8(&it, NULL));
     else if (strcmp(name, "getMore") == 0 && bson_iter_init_find(&it, cmd, "collection") && BSON_ITER_HOLDS_UTF8(&it))
-        snprintf(ns, sizeof(ns), "%s.%s", db, bson_iter_utf8(&it, NULL));
+        mf_strjoin(ns, sizeof(ns), db, ".", bson_iter_utf8(&it, NULL));
     else
-        snprintf(ns, sizeof(ns), "%s.$cmd", db);
-    snprintf(desc, sizeof(desc), "conn%lld", (long long)(client ? client->id : 0));
+        mf_strjoin(ns, sizeof(ns), db, ".$cmd", "");
+    mf_i64_str(desc + 4, sizeof(desc) - 4, client ? client->id : 0);
+    memcpy(desc, "conn", 4);
     mf_curop_t *cop = mf_curop_begin(eng->curops, curop_type(name), ns, desc, cmd, client ? client->id : 0);
     if (client)
         mf_curop_set_client(cop, client->remote);
@@ -548,7 +549,7 @@ let_begin(mf_op_t *op, let_frame_t *lf)
     bson_iter_t it, li;
     size_t n = 0, cap = 0;
     memset(lf, 0, sizeof(*lf));
-    if (!bson_iter_init_find(&it, op->cmd, "let"))
+    if (!mf_op_find(op, "let", &it))
         return 0;
     if (!BSON_ITER_HOLDS_DOCUMENT(&it))
         return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field '%s.let' is the wrong type '%s', expected type 'object'",
@@ -618,7 +619,7 @@ time_limit(mf_op_t *op, int64_t *ms)
 {
     bson_iter_t it;
     *ms = 0;
-    if (!bson_iter_init_find(&it, op->cmd, "maxTimeMS"))
+    if (!mf_op_find(op, "maxTimeMS", &it))
         return 0;
     const bson_value_t *v = bson_iter_value(&it);
     if (!mf_value_is_number(v) && strcmp(op->name, "getMore") == 0) /* getMore's own field, a safeInt64 */

@@ -220,7 +220,7 @@ mf_failcommand_labels(mf_op_t *op, const bson_t *labels, bson_t *reply)
         BSON_APPEND_ARRAY(reply, "errorLabels", labels);
         return;
     }
-    if (op->name == NULL || !bson_has_field(op->cmd, "txnNumber") || !mf_cmd_is_retryable_write(op->name))
+    if (op->name == NULL || !mf_op_has(op, "txnNumber") || !mf_cmd_is_retryable_write(op->name))
         return;
     int64_t code = 0, wc_code = 0;
     if (bson_iter_init_find(&it, reply, "code") && BSON_ITER_HOLDS_NUMBER(&it))

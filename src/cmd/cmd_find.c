@@ -58,8 +58,9 @@ append_projected(fill_ctx_t *f, const bson_t *doc, const mf_match_details_t *d)
         }
         emit = &out;
     }
-    snprintf(key, sizeof(key), "%d", f->count);
-    BSON_APPEND_DOCUMENT(f->arr, key, emit);
+    const char *k;
+    bson_uint32_to_string((uint32_t)f->count, &k, key, sizeof(key));
+    BSON_APPEND_DOCUMENT(f->arr, k, emit);
     f->bytes += emit->len;
     f->count++;
     if (emit == &out)
@@ -110,8 +111,9 @@ mf_crud_cursor_fill(mf_op_t *op, mf_cursor_t *cur, int64_t max, bson_t *arr, boo
         while (cur->pos < cur->docs.len && f.count < max && f.bytes < BATCH_BYTES_MAX) {
             char key[16];
             const bson_t *d = cur->docs.docs[cur->pos++];
-            snprintf(key, sizeof(key), "%d", f.count++);
-            BSON_APPEND_DOCUMENT(arr, key, d);
+            const char *k;
+            bson_uint32_to_string((uint32_t)f.count++, &k, key, sizeof(key));
+            BSON_APPEND_DOCUMENT(arr, k, d);
             f.bytes += d->len;
         }
         *exhausted = cur->pos >= cur->docs.len;
@@ -162,7 +164,7 @@ mf_crud_append_cursor_reply(mf_op_t *op, const char *batch_name, bson_t *arr, in
 {
     bson_t cd;
     char ns[512];
-    snprintf(ns, sizeof(ns), "%s.%s", op->db, coll);
+    mf_strjoin(ns, sizeof(ns), op->db, ".", coll);
     BSON_APPEND_DOCUMENT_BEGIN(op->reply, "cursor", &cd);
     BSON_APPEND_ARRAY(&cd, batch_name, arr);
     BSON_APPEND_INT64(&cd, "id", id);
@@ -454,7 +456,7 @@ await_data(mf_op_t *op, mf_cursor_t *cur, int64_t batch, bson_t *arr, bool *exha
 {
     bson_iter_t it;
     int64_t wait_ms = 1000, start = mf_mono_ms();
-    if (bson_iter_init_find(&it, op->cmd, "maxTimeMS") && mf_value_is_number(bson_iter_value(&it)))
+    if (mf_op_find(op, "maxTimeMS", &it) && mf_value_is_number(bson_iter_value(&it)))
         wait_ms = (int64_t)mf_value_as_double(bson_iter_value(&it));
     while (bson_empty(arr) && !*exhausted && mf_mono_ms() - start + 10 < wait_ms) {
         struct timespec ts = {0, 10 * 1000 * 1000};
@@ -520,7 +522,7 @@ mf_cmd_get_more(mf_op_t *op)
         mf_cursors_checkin(op->eng->cursors, cur);
         return -1;
     }
-    if (cur->kind == MF_CURSOR_SCAN && !cur->await_data && bson_has_field(op->cmd, "maxTimeMS")) {
+    if (cur->kind == MF_CURSOR_SCAN && !cur->await_data && mf_op_has(op, "maxTimeMS")) {
         /* As mongod: only an awaitData cursor's getMore takes a maxTimeMS (how long to wait); the cursor lives on. */
         mf_cursors_checkin(op->eng->cursors, cur);
         return mf_err_set(&op->err, MF_E_BadValue, "cannot set maxTimeMS on getMore command for a non-awaitData cursor");
@@ -545,7 +547,7 @@ mf_cmd_get_more(mf_op_t *op)
         return -1;
     }
     char name[256];
-    snprintf(name, sizeof(name), "%s", cur->coll);
+    mf_strlcpy(name, cur->coll, sizeof(name));
     if (exhausted) {
         mf_cursors_release(op->eng->cursors, cur);
         id = 0;
@@ -565,7 +567,7 @@ mf_cmd_kill_cursors(mf_op_t *op)
     int nk = 0, nn = 0;
     char key[16];
 
-    if (!bson_iter_init_find(&it, op->cmd, "cursors") || BSON_ITER_HOLDS_NULL(&it))
+    if (!mf_op_find(op, "cursors", &it) || BSON_ITER_HOLDS_NULL(&it))
         return mf_err_set(&op->err, MF_E_Location40414, "BSON field 'killCursors.cursors' is missing but a required field");
     if (!BSON_ITER_HOLDS_ARRAY(&it))
         return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field 'killCursors.cursors' is the wrong type '%s', expected type 'array'",
@@ -659,9 +661,9 @@ mf_cmd_count(mf_op_t *op)
     if (mf_crud_get_hint(op, op->cmd, &hint, &hint_store) != 0)
         return -1;
     /* countParseLimit / countParseSkip (count_command.idl): any non-number, null included, is 2 BadValue. */
-    if (bson_iter_init_find(&ni, op->cmd, "limit") && !mf_value_is_number(bson_iter_value(&ni)))
+    if (mf_op_find(op, "limit", &ni) && !mf_value_is_number(bson_iter_value(&ni)))
         return mf_err_set(&op->err, MF_E_BadValue, "limit value is not a valid number");
-    if (bson_iter_init_find(&ni, op->cmd, "skip") && !mf_value_is_number(bson_iter_value(&ni)))
+    if (mf_op_find(op, "skip", &ni) && !mf_value_is_number(bson_iter_value(&ni)))
         return mf_err_set(&op->err, MF_E_BadValue, "skip value is not a valid number");
     if (mf_op_coll_name(op, &name) != 0 || mf_op_get_doc(op, "query", &query, &has_query) != 0 ||
         mf_op_get_int64(op, "skip", &x.skip, &present) != 0 || mf_op_get_int64(op, "limit", &x.limit, &present) != 0)

@@ -63,7 +63,7 @@ capped_size_arg(mf_op_t *op, int64_t *size, bool *present)
     bson_iter_t it;
     *present = false;
     *size = 0;
-    if (!bson_iter_init_find(&it, op->cmd, "size"))
+    if (!mf_op_find(op, "size", &it))
         return 0;
     const bson_value_t *v = bson_iter_value(&it);
     if (!mf_value_is_number(v))
@@ -710,7 +710,7 @@ cmd_db_hash(mf_op_t *op)
     EVP_MD_CTX *all = NULL;
     int rc = -1, ncapped = 0;
 
-    if (bson_iter_init_find(&it, op->cmd, "collections")) {
+    if (mf_op_find(op, "collections", &it)) {
         const uint8_t *data;
         uint32_t len;
         bson_iter_t ai;
@@ -880,7 +880,7 @@ shape_args(mf_op_t *op, bool required, bool *has_query, bson_t *q, bson_t *sort,
         const uint8_t *data;
         uint32_t len;
         bson_init(outs[i]);
-        if (!bson_iter_init_find(&it, op->cmd, names[i]))
+        if (!mf_op_find(op, names[i], &it))
             continue;
         if (!BSON_ITER_HOLDS_DOCUMENT(&it))
             return mf_err_set(&op->err, MF_E_BadValue, "%s field %s must be an object", i == 0 ? "required" : "optional",
@@ -952,7 +952,7 @@ cmd_plan_cache_clear_filters(mf_op_t *op)
     bool has_query, has_coll;
     if (plan_cache_coll(op, &name) != 0 || shape_args(op, false, &has_query, &q, &sort, &proj, &coll, &has_coll) != 0)
         return -1;
-    if (!has_query && (bson_has_field(op->cmd, "sort") || bson_has_field(op->cmd, "projection")))
+    if (!has_query && (mf_op_has(op, "sort") || mf_op_has(op, "projection")))
         return mf_err_set(&op->err, MF_E_BadValue, "sort or projection provided without query");
     mf_catalog_rdlock(op->eng->cat);
     mf_coll_t *c = mf_catalog_coll_find(op->eng->cat, op->db, name);
@@ -974,7 +974,7 @@ cmd_plan_cache_set_filter(mf_op_t *op)
 
     if (plan_cache_coll(op, &name) != 0)
         return -1;
-    if (!bson_iter_init_find(&it, op->cmd, "indexes"))
+    if (!mf_op_find(op, "indexes", &it))
         return mf_err_set(&op->err, MF_E_BadValue, "required field indexes missing");
     if (!BSON_ITER_HOLDS_ARRAY(&it))
         return mf_err_set(&op->err, MF_E_BadValue, "required field indexes must be an array");
@@ -1187,7 +1187,7 @@ check_strict_pipeline(mf_op_t *op)
 {
     bson_iter_t it;
     const char *bad;
-    if (!bson_iter_init_find(&it, op->cmd, "pipeline") || (bad = stage_outside_v1(&it)) == NULL)
+    if (!mf_op_find(op, "pipeline", &it) || (bad = stage_outside_v1(&it)) == NULL)
         return 0;
     return mf_err_set(&op->err, MF_E_APIStrictError, "%s is not allowed with 'apiStrict: true' in API Version 1", bad);
 }

@@ -156,7 +156,7 @@ mf_cmd_session_use(mf_op_t *op)
     bson_iter_t it;
     uint8_t id[16];
     char user[300];
-    if ((op->client != NULL && op->client->internal) || !bson_iter_init_find(&it, op->cmd, "lsid"))
+    if ((op->client != NULL && op->client->internal) || !mf_op_find(op, "lsid", &it))
         return 0;
     if (parse_lsid(&it, "OperationSessionInfo.lsid", id, &op->err) != 0)
         return -1;

@@ -101,6 +101,49 @@ mf_op_check_types(mf_op_t *op, const char *ctx, const bson_t *doc, const mf_fiel
     return 0;
 }
 
+bool
+mf_op_find(mf_op_t *op, const char *field, bson_iter_t *it)
+{
+    const bson_t *cmd = op->cmd;
+    const uint8_t *data = bson_get_data(cmd);
+
+    if (op->fields_of != cmd || op->fields_data != data || op->fields_len != cmd->len) {
+        bson_iter_t w;
+        int n = 0;
+        if (bson_iter_init(&w, cmd)) {
+            while (bson_iter_next(&w)) {
+                if (n == MF_OP_FIELDS) {
+                    n = -1;
+                    break;
+                }
+                op->fields[n].key = bson_iter_key(&w);
+                op->fields[n].keylen = bson_iter_key_len(&w);
+                op->fields[n].off = bson_iter_offset(&w);
+                n++;
+            }
+        }
+        op->fields_of = cmd;
+        op->fields_data = data;
+        op->fields_len = cmd->len;
+        op->nfields = n;
+    }
+    if (op->nfields < 0)
+        return bson_iter_init_find(it, cmd, field);
+    for (int i = 0; i < op->nfields; i++) {
+        const mf_op_field_t *f = &op->fields[i];
+        if (f->key[0] == field[0] && strcmp(f->key, field) == 0)
+            return bson_iter_init_from_data_at_offset(it, data, cmd->len, f->off, f->keylen);
+    }
+    return false;
+}
+
+bool
+mf_op_has(mf_op_t *op, const char *field)
+{
+    bson_iter_t it;
+    return mf_op_find(op, field, &it);
+}
+
 int
 mf_op_docs(mf_op_t *op, const char *field, bool optional, bson_t **docs, size_t *n)
 {
@@ -108,7 +151,7 @@ mf_op_docs(mf_op_t *op, const char *field, bool optional, bson_t **docs, size_t 
 
     *docs = NULL;
     *n = 0;
-    if (bson_iter_init_find(&it, op->cmd, field)) {
+    if (mf_op_find(op, field, &it)) {
         if (!BSON_ITER_HOLDS_ARRAY(&it))
             return wrong_type(op, field, bson_iter_type(&it), "array");
         size_t cap = 0, len = 0;
@@ -160,7 +203,7 @@ mf_op_get_doc(mf_op_t *op, const char *field, bson_t *out, bool *present)
 {
     bson_iter_t it;
     *present = false;
-    if (!bson_iter_init_find(&it, op->cmd, field))
+    if (!mf_op_find(op, field, &it))
         return 0;
     if (BSON_ITER_HOLDS_NULL(&it))
         return 0;
@@ -180,7 +223,7 @@ mf_op_get_int64(mf_op_t *op, const char *field, int64_t *out, bool *present)
 {
     bson_iter_t it;
     *present = false;
-    if (!bson_iter_init_find(&it, op->cmd, field))
+    if (!mf_op_find(op, field, &it))
         return 0;
     if (BSON_ITER_HOLDS_NULL(&it))
         return 0;
@@ -201,7 +244,7 @@ mf_op_get_bool(mf_op_t *op, const char *field, bool *out, bool *present)
 {
     bson_iter_t it;
     *present = false;
-    if (!bson_iter_init_find(&it, op->cmd, field))
+    if (!mf_op_find(op, field, &it))
         return 0;
     const bson_value_t *v = bson_iter_value(&it);
     if (v->value_type == BSON_TYPE_BOOL)
@@ -221,7 +264,7 @@ mf_op_get_string(mf_op_t *op, const char *field, const char **out, bool *present
 {
     bson_iter_t it;
     *present = false;
-    if (!bson_iter_init_find(&it, op->cmd, field))
+    if (!mf_op_find(op, field, &it))
         return 0;
     if (!BSON_ITER_HOLDS_UTF8(&it))
         return wrong_type(op, field, bson_iter_type(&it), "string");

@@ -276,7 +276,7 @@ mf_cmd_find_and_modify(mf_op_t *op)
         return -1;
     if (mf_crud_get_hint(op, op->cmd, &f.hint, &hint_store) != 0)
         return -1;
-    if (bson_iter_init_find(&it, op->cmd, "update")) {
+    if (mf_op_find(op, "update", &it)) {
         if (BSON_ITER_HOLDS_ARRAY(&it)) {
             upl_store = *bson_iter_value(&it);
             f.pipeline = &upl_store;
@@ -292,7 +292,7 @@ mf_cmd_find_and_modify(mf_op_t *op)
                 f.update = &upd;
         }
     }
-    if (bson_iter_init_find(&it, op->cmd, "arrayFilters") && BSON_ITER_HOLDS_ARRAY(&it)) {
+    if (mf_op_find(op, "arrayFilters", &it) && BSON_ITER_HOLDS_ARRAY(&it)) {
         af_store = *bson_iter_value(&it);
         f.array_filters = &af_store;
     }

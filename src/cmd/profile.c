@@ -26,7 +26,7 @@ cmd_profile(mf_op_t *op)
     int64_t level = (int64_t)dl;
     mf_profiler_t *P = op->eng->profiler;
     int was = mf_profile_level(P, op->db);
-    if (bson_iter_init_find(&it, op->cmd, "slowms") && mf_value_is_number(bson_iter_value(&it))) {
+    if (mf_op_find(op, "slowms", &it) && mf_value_is_number(bson_iter_value(&it))) {
         double ms = mf_value_as_double(bson_iter_value(&it));
         if (!(ms >= 0 && ms <= 2147483647.0))
             return mf_err_set(&op->err, MF_E_BadValue, "slowms must be between 0 and 2147483647");

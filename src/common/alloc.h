@@ -17,6 +17,7 @@
 #define MF_ALLOC_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* mf_malloc: malloc(n) that never returns NULL (n == 0 allocates 1 byte). */
 void *mf_malloc(size_t n) __attribute__((malloc, returns_nonnull));
@@ -43,6 +44,41 @@ mf_strlcpy(char *dst, const char *src, size_t size)
     __builtin_memcpy(dst, src, k);
     dst[k] = '\0';
     return n;
+}
+
+/*
+ * mf_strjoin: a, b and c one after the other into dst (size > 0), cut to
+ * fit, always NUL-terminated; returns the length uncut, as mf_strlcpy.
+ * Namespaces ("db" "." "coll") built per operation, without snprintf.
+ */
+static inline size_t
+mf_strjoin(char *dst, size_t size, const char *a, const char *b, const char *c)
+{
+    size_t n = mf_strlcpy(dst, a, size);
+    size_t at = n < size ? n : size - 1;
+    n += mf_strlcpy(dst + at, b, size - at);
+    at = n < size ? n : size - 1;
+    return n + mf_strlcpy(dst + at, c, size - at);
+}
+
+/*
+ * mf_i64_str: v in decimal into dst (size > 0), cut to fit, always
+ * NUL-terminated; returns its length uncut.
+ */
+static inline size_t
+mf_i64_str(char *dst, size_t size, int64_t v)
+{
+    char tmp[24];
+    size_t k = sizeof(tmp);
+    uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+    tmp[--k] = '\0';
+    do {
+        tmp[--k] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u != 0);
+    if (v < 0)
+        tmp[--k] = '-';
+    return mf_strlcpy(dst, tmp + k, size);
 }
 
 #endif /* MF_ALLOC_H */

@@ -64,9 +64,16 @@ static const mf_param_t defaults[] = {
 };
 #define NPARAMS (sizeof(defaults) / sizeof(defaults[0]))
 #define MAX_LISTENERS 8
+#define HASH_SLOTS 128 /* a power of two, over twice NPARAMS: lookups by name probe a slot or two */
 
 struct mf_params {
     mf_param_t tab[NPARAMS];
+    /*
+     * Names hashed to tab indexes + 1 (0: empty), open addressing. Commands
+     * look parameters up by name several times each (logLevel, cursor
+     * limits), and a scan of the table compared up to all of its names.
+     */
+    uint8_t slot[HASH_SLOTS];
     pthread_mutex_t mu; /* guards the listener list */
     struct {
         void (*fn)(void *, mf_param_t *);
@@ -74,6 +81,18 @@ struct mf_params {
     } listeners[MAX_LISTENERS];
     int nlisteners;
 };
+
+_Static_assert(NPARAMS < 255 && NPARAMS * 2 < HASH_SLOTS, "params.c: HASH_SLOTS too small for the table");
+
+/* FNV-1a of a parameter name. */
+static uint32_t
+name_hash(const char *name)
+{
+    uint32_t h = 2166136261u;
+    for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+        h = (h ^ *p) * 16777619u;
+    return h;
+}
 
 mf_params_t *
 mf_params_new(void)
@@ -83,6 +102,10 @@ mf_params_new(void)
         ps->tab[i] = defaults[i];
         atomic_store(&ps->tab[i].value, atomic_load(&defaults[i].value));
         ps->tab[i].owner = ps;
+        uint32_t h = name_hash(defaults[i].name) & (HASH_SLOTS - 1);
+        while (ps->slot[h] != 0)
+            h = (h + 1) & (HASH_SLOTS - 1);
+        ps->slot[h] = (uint8_t)(i + 1);
     }
     pthread_mutex_init(&ps->mu, NULL);
     return ps;
@@ -100,9 +123,10 @@ mf_params_free(mf_params_t *ps)
 mf_param_t *
 mf_param_find(mf_params_t *ps, const char *name)
 {
-    for (size_t i = 0; i < NPARAMS; i++) {
-        if (strcmp(ps->tab[i].name, name) == 0)
-            return &ps->tab[i];
+    for (uint32_t h = name_hash(name) & (HASH_SLOTS - 1); ps->slot[h] != 0; h = (h + 1) & (HASH_SLOTS - 1)) {
+        mf_param_t *p = &ps->tab[ps->slot[h] - 1];
+        if (strcmp(p->name, name) == 0)
+            return p;
     }
     return NULL;
 }

@@ -2,10 +2,13 @@
  * storage_wt.c: the WiredTiger adapter (see storage.h for the table layout).
  *
  * Sessions are per thread: a thread-local pointer caches the thread's session
- * for one mf_storage_t. Sessions are opened with cache_cursors=false so that a
- * command's cursors are really closed when it ends, which lets a drop succeed
- * while other threads are idle; a drop that still meets EBUSY (a checkpoint
- * holding the table, say) is queued and retried by the flusher thread.
+ * for one mf_storage_t. A command's cursors are closed when it ends
+ * (mf_storage_session_release); WiredTiger's own cursor cache (cache_cursors,
+ * its default) keeps them, reset, for the session's next command: reopening
+ * one costs about a quarter of opening it, and a cached cursor does not count
+ * as a use of its table, so a drop succeeds while other threads are idle. A
+ * drop that still meets EBUSY (a checkpoint holding the table, say) is queued
+ * and retried by the flusher thread.
  *
  * The flusher thread wakes every 100 ms: it syncs the log (so an
  * unacknowledged-durability write is on disk within ~100 ms), retries pending
@@ -78,9 +81,9 @@ struct mf_cur {
 /*
  * A session keeps up to MF_CURSOR_CACHE closed-but-open cursors, keyed by
  * table, so a command that writes many documents opens each table's cursor
- * once. mf_storage_session_release closes them all; the command layer calls
- * it when a command ends, so an idle session holds no cursor and a drop can
- * proceed.
+ * once. mf_storage_session_release closes them all (into WiredTiger's cursor
+ * cache, see above); the command layer calls it when a command ends, so an
+ * idle session holds no open cursor and a drop can proceed.
  */
 struct mf_sess {
     WT_SESSION *wt;
@@ -496,7 +499,7 @@ mf_storage_session(mf_storage_t *st)
     if (free_slot < 0)
         free_slot = lru;
     mf_sess_t *s = mf_calloc(1, sizeof(*s));
-    int ret = st->conn->open_session(st->conn, NULL, "isolation=snapshot,cache_cursors=false", &s->wt);
+    int ret = st->conn->open_session(st->conn, NULL, "isolation=snapshot", &s->wt);
     if (ret != 0) {
         mf_log(MF_LOG_ERROR, "STORAGE", "open_session failed: %s", wiredtiger_strerror(ret));
         abort();
@@ -918,7 +921,7 @@ cur_open(mf_sess_t *s, const char *uri, bool keep, mf_cur_t **out, mf_error_t *e
     mc->s = s;
     mc->rid_keys = strcmp(c->key_format, "q") == 0;
     mc->in_use = true;
-    snprintf(mc->uri, sizeof(mc->uri), "%s", uri);
+    mf_strlcpy(mc->uri, uri, sizeof(mc->uri));
     if (strlen(uri) < sizeof(mc->uri) && s->ncache < MF_CURSOR_CACHE)
         s->cache[s->ncache++] = mc;
     *out = mc;

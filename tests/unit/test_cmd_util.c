@@ -1,0 +1,147 @@
+/*
+ * test_cmd_util.c: the lookups every command makes, which are indexed
+ * rather than scanned (issue 13, request latency):
+ *   - mf_op_find / mf_op_has answer exactly as bson_iter_init_find /
+ *     bson_has_field on op->cmd: the first of duplicate fields, nothing for
+ *     a missing or differently cased name, past MF_OP_FIELDS fields too, and
+ *     again after a handler swaps op->cmd (ts_redirect does);
+ *   - mf_param_find finds every parameter by its exact name, and nothing
+ *     for an unknown or differently cased one.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cmd/cmd.h"
+#include "common/alloc.h"
+#include "common/params.h"
+
+static bson_t *
+json(const char *s)
+{
+    bson_error_t e;
+    bson_t *b = bson_new_from_json((const uint8_t *)s, -1, &e);
+    cr_assert_not_null(b, "bad test JSON %s: %s", s, e.message);
+    return b;
+}
+
+/* mf_op_find agrees with bson_iter_init_find for name on cmd: presence, and the value's type and int64. */
+static void
+agrees(mf_op_t *op, const char *name)
+{
+    bson_iter_t a, b;
+    bool fa = mf_op_find(op, name, &a);
+    bool fb = bson_iter_init_find(&b, op->cmd, name);
+    cr_assert_eq(fa, fb, "%s: mf_op_find %d, bson_iter_init_find %d", name, fa, fb);
+    cr_assert_eq(mf_op_has(op, name), fb, "%s: mf_op_has", name);
+    if (!fa)
+        return;
+    cr_assert_str_eq(bson_iter_key(&a), bson_iter_key(&b));
+    cr_assert_eq(bson_iter_type(&a), bson_iter_type(&b), "%s: type", name);
+    cr_assert_eq(bson_iter_offset(&a), bson_iter_offset(&b), "%s: offset", name);
+    if (BSON_ITER_HOLDS_NUMBER(&a))
+        cr_assert_eq(bson_iter_as_int64(&a), bson_iter_as_int64(&b), "%s: value", name);
+    /* The iterator goes on to the following fields as bson_iter_init_find's does. */
+    while (bson_iter_next(&b))
+        cr_assert(bson_iter_next(&a) && strcmp(bson_iter_key(&a), bson_iter_key(&b)) == 0);
+    cr_assert_not(bson_iter_next(&a));
+}
+
+Test(op_find, same_answers_as_bson_iter_init_find)
+{
+    bson_t *cmd = json("{\"find\": \"c\", \"filter\": {\"a\": 1}, \"limit\": 5, \"limit\": 7, \"Limit\": 9,"
+                       " \"singleBatch\": true, \"\": 3, \"$db\": \"test\"}");
+    mf_op_t op;
+    memset(&op, 0, sizeof(op));
+    op.cmd = cmd;
+    const char *names[] = {"find", "filter", "limit", "Limit", "LIMIT", "singleBatch", "", "$db", "lsid", "a", "lim"};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        agrees(&op, names[i]);
+    bson_iter_t it;
+    cr_assert(mf_op_find(&op, "limit", &it) && bson_iter_as_int64(&it) == 5, "the first of two 'limit' fields");
+    bson_destroy(cmd);
+}
+
+Test(op_find, more_fields_than_the_index_holds)
+{
+    char buf[4096];
+    size_t n = (size_t)snprintf(buf, sizeof(buf), "{\"insert\": \"c\"");
+    for (int i = 0; i < MF_OP_FIELDS + 8; i++)
+        n += (size_t)snprintf(buf + n, sizeof(buf) - n, ", \"f%d\": %d", i, i);
+    snprintf(buf + n, sizeof(buf) - n, "}");
+    bson_t *cmd = json(buf);
+    mf_op_t op;
+    memset(&op, 0, sizeof(op));
+    op.cmd = cmd;
+    char name[16];
+    for (int i = 0; i < MF_OP_FIELDS + 8; i++) {
+        snprintf(name, sizeof(name), "f%d", i);
+        agrees(&op, name);
+    }
+    agrees(&op, "insert");
+    agrees(&op, "missing");
+    bson_destroy(cmd);
+}
+
+Test(op_find, a_swapped_command_is_indexed_again)
+{
+    bson_t *a = json("{\"count\": \"c\", \"query\": {\"x\": 1}, \"skip\": 2}");
+    bson_t *b = json("{\"aggregate\": \"c\", \"pipeline\": [], \"skip\": 4}");
+    mf_op_t op;
+    memset(&op, 0, sizeof(op));
+    op.cmd = a;
+    bson_iter_t it;
+    cr_assert(mf_op_find(&op, "skip", &it) && bson_iter_as_int64(&it) == 2);
+    op.cmd = b;
+    cr_assert(mf_op_find(&op, "skip", &it) && bson_iter_as_int64(&it) == 4);
+    cr_assert_not(mf_op_has(&op, "query"));
+    cr_assert(mf_op_has(&op, "pipeline"));
+    op.cmd = a;
+    cr_assert(mf_op_has(&op, "query"));
+    agrees(&op, "skip");
+    /* The same bson_t rewritten in place (another length) is not taken for the old one. */
+    bson_t c;
+    bson_init(&c);
+    BSON_APPEND_INT32(&c, "skip", 8);
+    op.cmd = &c;
+    cr_assert(mf_op_find(&op, "skip", &it) && bson_iter_as_int64(&it) == 8);
+    BSON_APPEND_INT32(&c, "limit", 1);
+    cr_assert(mf_op_has(&op, "limit"));
+    agrees(&op, "limit");
+    bson_destroy(&c);
+    bson_destroy(a);
+    bson_destroy(b);
+}
+
+typedef struct {
+    mf_params_t *ps;
+    int n;
+} each_t;
+
+static void
+check_found(void *arg, mf_param_t *p)
+{
+    each_t *e = arg;
+    mf_params_t *ps = e->ps;
+    e->n++;
+    cr_assert_eq(mf_param_find(ps, p->name), p, "mf_param_find(%s)", p->name);
+    char upper[128];
+    mf_strlcpy(upper, p->name, sizeof(upper));
+    upper[0] = (char)(upper[0] >= 'a' && upper[0] <= 'z' ? upper[0] - 'a' + 'A' : upper[0] + 1);
+    cr_assert_null(mf_param_find(ps, upper), "mf_param_find(%s) is case-sensitive", upper);
+}
+
+Test(params, every_parameter_found_by_its_exact_name)
+{
+    mf_params_t *ps = mf_params_new();
+    each_t e = {ps, 0};
+    mf_param_each(ps, check_found, &e);
+    cr_assert_gt(e.n, 30, "the table's parameters were all looked up (%d)", e.n);
+    cr_assert_eq(mf_param_get(ps, "ttlMonitorSleepSecs"), 60);
+    cr_assert_null(mf_param_find(ps, "ttlMonitorSleepSec"));
+    cr_assert_null(mf_param_find(ps, "ttlMonitorSleepSecsX"));
+    cr_assert_null(mf_param_find(ps, ""));
+    cr_assert_null(mf_param_find(ps, "noSuchParameter"));
+    cr_assert_eq(mf_param_get(ps, "noSuchParameter"), 0);
+    mf_params_free(ps);
+}
