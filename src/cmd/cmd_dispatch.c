@@ -47,7 +47,7 @@ lookup(mf_engine_t *eng, const char *name)
         if (!table_enabled(eng, tables[t]))
             continue;
         for (const mf_cmd_def_t *d = tables[t]; d->name != NULL; d++) {
-            if (strcmp(d->name, name) == 0)
+            if (d->name[0] == name[0] && strcmp(d->name, name) == 0)
                 return d;
         }
     }
@@ -113,7 +113,7 @@ static bool
 in_list(const char *const *list, const char *k)
 {
     for (; *list; list++) {
-        if (strcmp(*list, k) == 0)
+        if ((*list)[0] == k[0] && strcmp(*list, k) == 0)
             return true;
     }
     return false;

@@ -77,7 +77,7 @@ mf_op_check_types(mf_op_t *op, const char *ctx, const bson_t *doc, const mf_fiel
     while (bson_iter_next(&it)) {
         const char *k = bson_iter_key(&it);
         const mf_field_spec_t *f = spec;
-        while (f->name != NULL && strcmp(f->name, k) != 0)
+        while (f->name != NULL && (f->name[0] != k[0] || strcmp(f->name, k) != 0))
             f++;
         if (f->name == NULL) {
             if (strict && !(top_level && mf_cmd_is_generic_arg(k)))

@@ -596,6 +596,8 @@ static void add_pred(preds_t *ps, const char *path, const bson_value_t *v, int e
 static void
 preds_free(preds_t *ps)
 {
+    if (ps == NULL)
+        return;
     for (int i = 0; i < ps->nowned; i++)
         bson_destroy(ps->owned[i]);
     free(ps);
@@ -1857,9 +1859,8 @@ int
 mf_plan_build(const mf_coll_t *c, const mf_plan_request_t *req, mf_plan_t **out, mf_error_t *err)
 {
     mf_plan_t *p = mf_calloc(1, sizeof(*p));
-    /* Not zeroed (about 37 KB per query): only p[0..n) and owned[0..nowned) are ever read. */
-    preds_t *ps = mf_malloc(sizeof(*ps));
-    ps->n = ps->nowned = 0;
+    /* Only index selection reads the predicates: an IDHACK, a text or an EOF plan never allocates them. */
+    preds_t *ps = NULL;
     cand_t *best = NULL;
     mf_stage_t *top;
     int natural_dir = 1;
@@ -1879,7 +1880,6 @@ mf_plan_build(const mf_coll_t *c, const mf_plan_request_t *req, mf_plan_t **out,
     }
 
     *out = NULL;
-    collect_preds(req->filter, ps, 0, 0);
     if (c != NULL && !natural && !hint_empty(req->hint)) {
         hinted = mf_plan_hint_index(c, req->hint);
         if (hinted == NULL || mf_plan_index_hidden(hinted)) {
@@ -1913,6 +1913,10 @@ mf_plan_build(const mf_coll_t *c, const mf_plan_request_t *req, mf_plan_t **out,
         top = p->leaf;
         p->sort_provided = true;
     } else {
+        /* Not zeroed (about 37 KB): only p[0..n) and owned[0..nowned) are ever read. */
+        ps = mf_malloc(sizeof(*ps));
+        ps->n = ps->nowned = 0;
+        collect_preds(req->filter, ps, 0, 0);
         mf_stage_t *orst = NULL;
         bool allowed[MF_MAX_INDEXES];
         const bool *filter_allowed = NULL;
