@@ -547,3 +547,46 @@ h.test('serverStatus wiredTiger shows the cache, its dirty bytes and application
   assert.ok(isNum(wt['thread-yield']['application thread time evicting (usecs)']));
   assert.ok(isNum(wt['thread-yield']['application thread time waiting for cache (usecs)']));
 });
+
+/*
+ * Worker threads keep a finished command's cursors in WiredTiger's cursor
+ * cache for their next command (storage_wt.c). A cached cursor must not hold
+ * its table: a collection that many connections (so several worker threads)
+ * read and wrote, then went quiet, loses its files soon after a drop, and a
+ * collection of the same name made afterwards starts empty.
+ */
+h.test('drop after many connections used a collection: its files go within seconds, a new one starts empty', async () => {
+  const fs = require('node:fs');
+  const tables = () => new Set(fs.readdirSync(srv.server.dbpath).filter((f) => /^(coll|index)-.*\.wt$/.test(f)));
+  const db = srv.freshDb('dropcached');
+  const before = tables();
+  await db.collection('c').createIndex({ k: 1 });
+  const mine = [...tables()].filter((f) => !before.has(f));
+  assert.equal(mine.length, 3, `the new collection's record, _id and k tables: ${mine}`);
+  const clients = await Promise.all(Array.from({ length: 8 }, () => srv.newClient({ maxPoolSize: 2 })));
+  try {
+    await Promise.all(clients.map(async (cl, i) => {
+      const c = cl.db(db.databaseName).collection('c');
+      for (let j = 0; j < 50; j++) {
+        await c.insertOne({ _id: i * 1000 + j, k: j });
+        assert.equal((await c.findOne({ _id: i * 1000 + j })).k, j);
+        assert.equal(await c.countDocuments({ k: j }) >= 1, true);
+      }
+    }));
+    assert.equal(await db.collection('c').countDocuments(), 400);
+    /* The connections stay open and idle: their threads' cursors stay cached. */
+    assert.equal(await db.collection('c').drop(), true);
+    const t0 = Date.now();
+    while (mine.some((f) => tables().has(f))) {
+      assert.ok(Date.now() - t0 < 5000, `the dropped collection's files ${mine.filter((f) => tables().has(f))} still there after 5 s`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    assert.equal(await clients[3].db(db.databaseName).collection('c').countDocuments(), 0);
+    await clients[5].db(db.databaseName).collection('c').insertOne({ _id: 1, k: 1 });
+    assert.equal(await clients[6].db(db.databaseName).collection('c').countDocuments(), 1);
+    assert.deepEqual(await clients[7].db(db.databaseName).collection('c').findOne({ k: 1 }), { _id: 1, k: 1 });
+  } finally {
+    await Promise.all(clients.map((cl) => cl.close()));
+    await db.dropDatabase();
+  }
+});
