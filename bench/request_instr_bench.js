@@ -27,11 +27,10 @@
  * to show where a request's cost goes.
  */
 const fs = require('fs');
-const net = require('net');
 const os = require('os');
 const path = require('path');
 const { execFileSync } = require('child_process');
-const { BSON } = require('mongodb');
+const { RawMongo } = require('./lib/rawmongo');
 const {
   options, log, fmtInt, printTable, stopServer, startMayflyd, stopAll, runMain, removeTempDir, machine, sourceRev,
 } = require('./lib/common');
@@ -40,49 +39,6 @@ const { num } = options('request_instr_bench');
 const REQS = Math.max(100, Math.floor(num('reqs', 5000)));
 const DOCS = 1000;
 const PAYLOAD = 'payload-0123456789';
-
-/* One request at a time on a socket: cmd(body) resolves with the reply body, rejects on ok != 1. */
-class Raw {
-  constructor(port) { this.port = port; this.buf = null; this.p = null; this.id = 1; }
-
-  connect() {
-    return new Promise((resolve, reject) => {
-      this.sock = net.connect({ port: this.port, host: '127.0.0.1' }, resolve);
-      this.sock.setNoDelay(true);
-      this.sock.once('error', reject);
-      this.sock.on('data', (d) => this.onData(d));
-    });
-  }
-
-  onData(d) {
-    const b = this.buf ? Buffer.concat([this.buf, d]) : d;
-    if (b.length < 4 || b.length < b.readInt32LE(0)) { this.buf = b; return; }
-    this.buf = null;
-    const p = this.p;
-    this.p = null;
-    try {
-      const body = BSON.deserialize(b.subarray(21, 21 + b.readInt32LE(21)));
-      if (body.ok !== 1 || body.writeErrors) throw new Error(`error reply ${JSON.stringify(body)}`);
-      p.resolve(body);
-    } catch (e) {
-      p.reject(e);
-    }
-  }
-
-  cmd(body) {
-    const b = Buffer.from(BSON.serialize({ ...body, $db: 'instr' }));
-    const h = Buffer.alloc(21);
-    h.writeInt32LE(21 + b.length, 0);
-    h.writeInt32LE(this.id++, 4);
-    h.writeInt32LE(2013, 12);
-    return new Promise((resolve, reject) => {
-      this.p = { resolve, reject };
-      this.sock.write(Buffer.concat([h, b]));
-    });
-  }
-
-  close() { this.sock.destroy(); }
-}
 
 /* Total Ir of a callgrind dump, and its top inclusive functions (name, Ir). */
 function readDump(file, top) {
@@ -116,7 +72,7 @@ async function runCase(make, top) {
     wrapper: ['valgrind', '--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${out}/cg.out`],
   });
   const pid = String(entry.proc.pid);
-  const r = new Raw(entry.port);
+  const r = new RawMongo(entry.port, 'instr');
   try {
     await r.connect();
     for (let i = 0; i < DOCS; i += 100) {

@@ -15,7 +15,7 @@
  * --kept-busy 0 skips mayfly's phase 1 kept busy (phase 1 again beside
  * idle-priority spinners, printed under (6); about 1.5 minutes).
  * --fg-client picks the client of mayfly's foreground loop (phases 3 and
- * 4): raw (the default), hand-built OP_MSG on a socket (RawMongo), the same
+ * 4): raw (the default), hand-built OP_MSG on a socket (RawMongo, bench/lib/rawmongo.js), the same
  * kind of minimal client as Redis's (Resp); or driver, the Node driver's
  * insertOne / findOne. Both servers share this 2-core machine with the bench,
  * and the driver spends 220-350 µs of its own CPU per operation, most of a
@@ -202,7 +202,8 @@ const fs = require('node:fs');
 const net = require('node:net');
 const os = require('node:os');
 const path = require('node:path');
-const { MongoClient, BSON } = require('mongodb');
+const { MongoClient } = require('mongodb');
+const { RawMongo } = require('./lib/rawmongo');
 const { options, sleep, nowMs, log, rng, inBatches, quantiles, fmtInt, loadavg, printTable,
   procStatusKb, procChildren, procCpuSec, cpuSec, makeTempDir, spawnServer, waitUp, startMayflyd, startRedis,
   freePort, stopServer, stopAll, runMain } = require('./lib/common');
@@ -350,71 +351,6 @@ class Resp {
       }
       if (q.error) q.reject(q.error); else q.resolve(q.results || null);
     }
-  }
-}
-
-/* ---------- a minimal OP_MSG client (mayfly's foreground loop) ---------- */
-
-/*
- * One connection, one request at a time: cmd(body) sends body (with $db) as
- * an OP_MSG and resolves with the reply's body, or rejects on an error reply.
- * The same kind of client as Resp above, so both servers' foreground loops
- * cost their client about the same CPU per operation (the Node driver spends
- * 220-350 µs of its own CPU per operation here, most of a core during a mass
- * expiry on a 2-core machine; --fg-client driver uses it instead).
- */
-class RawMongo {
-  constructor(port, db) {
-    this.port = port;
-    this.db = db;
-    this.buf = null;
-    this.pending = null;
-    this.reqId = 1;
-  }
-
-  connect() {
-    return new Promise((resolve, reject) => {
-      this.sock = net.connect({ port: this.port, host: '127.0.0.1' }, resolve);
-      this.sock.setNoDelay(true);
-      this.sock.once('error', reject);
-      this.sock.on('data', (d) => this.onData(d));
-      this.sock.on('close', () => {
-        const p = this.pending;
-        this.pending = null;
-        if (p) p.reject(new Error('mayfly connection closed'));
-      });
-    });
-  }
-
-  close() { this.sock.destroy(); }
-
-  onData(d) {
-    const buf = this.buf ? Buffer.concat([this.buf, d]) : d;
-    if (buf.length < 4 || buf.length < buf.readInt32LE(0)) { this.buf = buf; return; }
-    this.buf = null;
-    const p = this.pending;
-    this.pending = null;
-    if (!p) return;
-    try {
-      if (buf.readInt32LE(12) !== 2013 || buf[20] !== 0) throw new Error('mayfly: not an OP_MSG reply');
-      const body = BSON.deserialize(buf.subarray(21, 21 + buf.readInt32LE(21)));
-      if (body.ok !== 1 || body.writeErrors) throw new Error(`mayfly: error reply ${JSON.stringify(body)}`);
-      p.resolve(body);
-    } catch (e) {
-      p.reject(e);
-    }
-  }
-
-  cmd(body) {
-    const b = Buffer.from(BSON.serialize({ ...body, $db: this.db }));
-    const h = Buffer.alloc(21);
-    h.writeInt32LE(21 + b.length, 0);
-    h.writeInt32LE(this.reqId++, 4);
-    h.writeInt32LE(2013, 12);   /* OP_MSG; flags 0; then a kind-0 section */
-    return new Promise((resolve, reject) => {
-      this.pending = { resolve, reject };
-      this.sock.write(Buffer.concat([h, b]));
-    });
   }
 }
 
