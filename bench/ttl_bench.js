@@ -7,7 +7,7 @@
  *
  *   node bench/ttl_bench.js [--docs N] [--sample N] [--poll MS] [--spread SECS]
  *                           [--systems mayfly,redis,postgres] [--pg-interval SECS] [--pg-batch ROWS]
- *                           [--kept-busy 0|1] [--fg-client raw|driver]
+ *                           [--kept-busy 0|1] [--fg-client raw|driver] [--fg-rate OPS]
  *   (MAYFLYD_ARGS="--setParameter name=value ..." passes extra flags to mayflyd)
  *   (or bash bench/ttl_bench.sh, which builds build/mayflyd and installs what is missing first)
  *
@@ -23,6 +23,9 @@
  * would have had (1,000,000 docs, one run after the other: 415,000
  * deletions/s with the raw client, 289,000 with the driver), which Redis's
  * own loop never did.
+ *
+ * --fg-rate sets phase 2p's paced client, in operations a second (default
+ * 2,000; 0 skips phase 2p).
  *
  * Servers. mayflyd (binary from $MAYFLYD, default build/mayflyd, the release
  * build), redis-server (from $REDIS_SERVER, default `redis-server` on PATH)
@@ -134,6 +137,21 @@
  * same loop runs again from T until the mass expiry is over. p50/p99 of each
  * operation, idle vs. during the expiry.
  *
+ * The foreground loop is closed: each operation is sent when the last one
+ * is answered, so it takes whatever CPU the server leaves, and on a 2-core
+ * machine the client itself (in this process: printed as the bench's own
+ * CPU during (2)) takes part of a core from the servers' expiry.
+ *
+ * Phase 2p, mass expiry beside a paced client (mayfly and Redis). An
+ * application sends its requests at its own rate rather than in a closed
+ * loop: phase 2 again (a collection, a Redis database, of its own) with the
+ * foreground client sending one insert + find pair every 2000 / --fg-rate
+ * ms (default 2,000 operations a second; a pair that falls behind starts at
+ * once), idle (5 s) and during the expiry. Latency is timed from the send,
+ * as in phase 3. Printed: the deletion rate, and the client's p50/p99 idle,
+ * during, and their ratio, beside the closed loop's; (4)'s rate is given for
+ * both clients under the issue's targets.
+ *
  * Phase 4, mass expiry beside a busy neighbour (mayfly and Redis; not
  * PostgreSQL, whose job would add a minute). Phase 2 again, foreground loop
  * included, with another process spinning at the default priority (a node
@@ -226,6 +244,7 @@ const SAMPLE = Math.min(N, Math.floor(arg('sample', 2000)));
 const POLL_MS = arg('poll', 25);
 const SPREAD_MS = arg('spread', 60) * 1000;   /* phase-1 expiry window */
 const KEPT_BUSY = strArg('kept-busy', '1') !== '0';   /* mayfly's phase 1 again beside idle-priority spinners */
+const FG_RATE = Math.floor(arg('fg-rate', 2000));   /* phase 2p's paced foreground client, operations a second (0 skips 2p) */
 const FG_CLIENT = strArg('fg-client', 'raw');   /* mayfly's foreground loop: raw OP_MSG socket, or the Node driver */
 if (!['raw', 'driver'].includes(FG_CLIENT)) throw new Error('--fg-client must be raw or driver');
 const PG_INTERVAL_MS = arg('pg-interval', 60) * 1000;   /* PostgreSQL delete job period */
@@ -577,7 +596,7 @@ async function phase1Redis(port, r, calibRate, cpu) {
 /* ---------- phase 2 + 3: mass expiry and foreground latency ---------- */
 
 /* One foreground loop: alternating write and read; returns per-op latencies (ms) and start times. */
-function foreground(write, read) {
+function foreground(write, read, rate = 0) {
   const st = { stop: false, writes: [], reads: [], done: null, n: 0 };
   if (write === null) {   /* no loop (mayfly's quiet burst, (6)'s reference) */
     st.done = Promise.resolve();
@@ -585,8 +604,16 @@ function foreground(write, read) {
   }
   st.done = (async () => {
     const r = rng(777);
+    /* Paced (rate > 0): pair k (a write, then a read) is due at start + k x 2000 / rate ms. */
+    const start = nowMs();
+    const pairMs = rate > 0 ? 2000 / rate : 0;
     while (!st.stop) {
       const i = st.n++;
+      if (pairMs > 0) {
+        const wait = start + i * pairMs - nowMs();
+        if (wait >= 1) await sleep(wait);
+        if (st.stop) break;
+      }
       let t0 = nowMs();
       await write(i);
       let t1 = nowMs();
@@ -608,9 +635,9 @@ function fgStats(list, from = -Infinity, to = Infinity) {
 }
 
 /* Also the server's CPU seconds per foreground operation (insert or find) on the idle server. */
-async function idleLatency(write, read, cpu) {
+async function idleLatency(write, read, cpu, rate = 0) {
   const c0 = cpu();
-  const fg = foreground(write, read);
+  const fg = foreground(write, read, rate);
   await sleep(IDLE_MS);
   fg.stop = true;
   await fg.done;
@@ -622,13 +649,14 @@ async function idleLatency(write, read, cpu) {
 
 /* Waits until count() is 0 while a foreground loop runs; T is the (wall-clock) expiry instant.
  * Gives up 120 s (+ extraMs) after T. cpu() is read at T and at zero. */
-async function massExpiry(name, count, T, write, read, cpu, extraMs = 0) {
+async function massExpiry(name, count, T, write, read, cpu, extraMs = 0, rate = 0) {
   /* Wait until just before T. */
   while (Date.now() < T - 500) await sleep(50);
-  const fg = foreground(write, read);
+  const fg = foreground(write, read, rate);
   while (Date.now() < T) await sleep(5);
   const tHr = nowMs() - (Date.now() - T);
   const cT = cpu();
+  const selfT = process.cpuUsage();   /* this process's CPU: mostly the foreground client's */
   let first = null;
   let zero = null;
   let c = N;
@@ -644,10 +672,13 @@ async function massExpiry(name, count, T, write, read, cpu, extraMs = 0) {
   }
   const zeroHr = nowMs();
   const cZ = cpu();
+  const self = process.cpuUsage(selfT);
   fg.stop = true;
   await fg.done;
   return {
     cpuExpiry: cZ - cT,
+    /* The bench's own CPU from T to zero (its client loop, the count polls), in cores. */
+    clientCores: zeroHr > tHr ? (self.user + self.system) / 1000 / (zeroHr - tHr) : null,
     firstAfterMs: first === null ? null : first - T,
     zeroAfterMs: zero === null ? null : zero - T,
     left: c,
@@ -663,7 +694,7 @@ async function massExpiry(name, count, T, write, read, cpu, extraMs = 0) {
  * N docs in collection `coll` that all expire at T, then massExpiry() with
  * the foreground loop (fgOps: see mayflySystem) on collection `fg`; tag names the phase in the log.
  */
-async function massMayfly(db, fgOps, ingestRate, cpu, tag, coll, fg, idBase, during = null) {
+async function massMayfly(db, fgOps, ingestRate, cpu, tag, coll, fg, idBase, during = null, rate = 0) {
   const c = db.collection(coll);
   await c.createIndex({ at: 1 }, { expireAfterSeconds: 0 });
   const loadStart = Date.now();
@@ -676,7 +707,7 @@ async function massMayfly(db, fgOps, ingestRate, cpu, tag, coll, fg, idBase, dur
   const cpuLoad = cpu() - c0;
   log(`mayfly ${tag}: loaded in ${(loadMs / 1000).toFixed(1)} s; expiry in ${((T - loadEnd) / 1000).toFixed(1)} s`);
   const { write, read } = fgOps ? fgOps(fg, idBase) : { write: null, read: null };
-  const m = await withNeighbour(during, () => massExpiry('mayfly', () => c.estimatedDocumentCount(), T, write, read, cpu));
+  const m = await withNeighbour(during, () => massExpiry('mayfly', () => c.estimatedDocumentCount(), T, write, read, cpu, 0, rate));
   log(`mayfly ${tag}: all gone ${fmtMs(m.zeroAfterMs)} after expiry (first deletion after ${fmtMs(m.firstAfterMs)})`);
   return { ...m, ingest: N / loadMs * 1000, loadOverrunMs: Math.max(0, loadEnd - T), cpuLoad };
 }
@@ -693,7 +724,7 @@ async function phase23Mayfly(db, fgOps, ingestRate, cpu) {
 }
 
 /* One mass expiry on Redis (phase 2, and phase 4): N keys m<db>: in logical database db, as massMayfly. */
-async function massRedis(port, ingestRate, cpu, tag, db, fgPrefix, during = null) {
+async function massRedis(port, ingestRate, cpu, tag, db, fgPrefix, during = null, rate = 0) {
   const fgc = new Resp(port);
   await fgc.connect();
   await fgc.cmd('SELECT', '1');
@@ -710,7 +741,7 @@ async function massRedis(port, ingestRate, cpu, tag, db, fgPrefix, during = null
   log(`redis ${tag}: loaded in ${(loadMs / 1000).toFixed(1)} s; expiry in ${((T - loadEnd) / 1000).toFixed(1)} s`);
   const write = (i) => fgc.cmd('SET', `${fgPrefix}:${i}`, PAYLOAD);
   const read = (j) => fgc.cmd('GET', `${fgPrefix}:${j}`);
-  const m = await withNeighbour(during, () => massExpiry('redis', () => loader.cmd('DBSIZE'), T, write, read, cpu));
+  const m = await withNeighbour(during, () => massExpiry('redis', () => loader.cmd('DBSIZE'), T, write, read, cpu, 0, rate));
   log(`redis ${tag}: all gone ${fmtMs(m.zeroAfterMs)} after expiry (first deletion after ${fmtMs(m.firstAfterMs)})`);
   fgc.close();
   loader.close();
@@ -727,6 +758,32 @@ async function phase23Redis(port, r, ingestRate, cpu) {
   const idle = await idleLatency(write, read, cpu);
   fgc.close();
   const m = await massRedis(port, ingestRate, cpu, 'phase 2', 2, 'fg2');
+  return { idle, ...m };
+}
+
+/*
+ * Phase 2p: phase 2 with a paced foreground client (--fg-rate operations a
+ * second) instead of the closed loop: its idle latency (5 s), then a mass
+ * expiry of N documents (keys) beside it.
+ */
+async function phase2pMayfly(db, fgOps, ingestRate, cpu) {
+  const { write, read } = fgOps('fgp', 0);
+  log(`mayfly phase 2p: idle latency of a client paced at ${FG_RATE} ops/s (5 s)`);
+  const idle = await idleLatency(write, read, cpu, FG_RATE);
+  const m = await massMayfly(db, fgOps, ingestRate, cpu, 'phase 2p (paced client)', 'massp', 'fgp2', 30000000, null, FG_RATE);
+  return { idle, ...m };
+}
+
+async function phase2pRedis(port, ingestRate, cpu) {
+  const fgc = new Resp(port);
+  await fgc.connect();
+  await fgc.cmd('SELECT', '1');
+  const write = (i) => fgc.cmd('SET', `fgp:${i}`, PAYLOAD);
+  const read = (j) => fgc.cmd('GET', `fgp:${j}`);
+  log(`redis phase 2p: idle latency of a client paced at ${FG_RATE} ops/s (5 s)`);
+  const idle = await idleLatency(write, read, cpu, FG_RATE);
+  fgc.close();
+  const m = await massRedis(port, ingestRate, cpu, 'phase 2p (paced client)', 5, 'fgp2', null, FG_RATE);
   return { idle, ...m };
 }
 
@@ -1063,6 +1120,7 @@ function mayflySystem() {
     /* Phase 1 again with the CPUs kept from idling (see (6) under the table). */
     phase1KeptBusy: (rate) => withIdleSpinners(() => phase1Mayfly(db, rate, sys.cpu, 'spread_kept_busy')),
     phase23: (rate) => phase23Mayfly(db, fgOps, rate, sys.cpu),
+    phase2p: (rate) => phase2pMayfly(db, fgOps, rate, sys.cpu),
     phase4: (rate) => massMayfly(db, fgOps, rate, sys.cpu, 'phase 4 (busy neighbour)', 'mass4', 'fg4',
       20000000, 'busy'),
     cpu: () => cpuSec(entry.proc.pid),
@@ -1102,6 +1160,7 @@ function redisSystem() {
       return res;
     },
     phase23: (rate) => phase23Redis(port, r, rate, sys.cpu),
+    phase2p: (rate) => phase2pRedis(port, rate, sys.cpu),
     phase4: (rate) => massRedis(port, rate, sys.cpu, 'phase 4 (busy neighbour)', 4, 'fg4', 'busy'),
     cpu: () => cpuSec(entry.proc.pid),
     rssKb: () => procStatusKb(entry.proc.pid, 'VmHWM'),
@@ -1269,6 +1328,7 @@ async function main() {
       }
     }
     for (const sys of systems) R[sys.name].p23 = await sys.phase23(R[sys.name].p1.ingest);
+    for (const sys of systems) R[sys.name].p2p = sys.phase2p && FG_RATE > 0 ? await sys.phase2p(R[sys.name].p1.ingest) : null;
     for (const sys of systems) R[sys.name].p4 = sys.phase4 ? await sys.phase4(R[sys.name].p1.ingest) : null;
     for (const sys of systems) {
       R[sys.name].rss = sys.rssKb();
@@ -1307,7 +1367,14 @@ async function main() {
       row('(3) during (2) insert/SET p50/p99', (x) => fmtQ2(x.p23.write)),
       row('(3) during (2) find/GET p50/p99', (x) => fmtQ2(x.p23.read)),
       row('(3) during (2) ops measured (insert+find)', (x) => fmtInt(x.p23.write.n + x.p23.read.n)),
+      row('(3) during (2) the bench\'s own CPU (its client), cores', (x) => (x.p23.clientCores === null ? 'n/a'
+        : x.p23.clientCores.toFixed(2))),
       row('(3) p99 ratio during/idle, insert | find', (x) => `${ratio(x.p23.write, x.p23.idle.write)} | ${ratio(x.p23.read, x.p23.idle.read)}`),
+      row(`(2p) paced client (${FG_RATE} ops/s): deletion rate (docs/s)`, (x) => (x.p2p ? fmtInt(x.p2p.rateSustained) : 'not run')),
+      row('(2p) ... idle insert | find p50/p99', (x) => (x.p2p ? `${fmtQ2(x.p2p.idle.write)} | ${fmtQ2(x.p2p.idle.read)}` : 'n/a')),
+      row('(2p) ... during insert | find p50/p99', (x) => (x.p2p ? `${fmtQ2(x.p2p.write)} | ${fmtQ2(x.p2p.read)}` : 'n/a')),
+      row('(2p) ... p99 ratio during/idle, insert | find', (x) => (x.p2p
+        ? `${ratio(x.p2p.write, x.p2p.idle.write)} | ${ratio(x.p2p.read, x.p2p.idle.read)}` : 'n/a')),
       row('(4) beside a busy neighbour: deletion rate (docs/s)', (x) => (x.p4 ? fmtInt(x.p4.rateSustained) : 'not run')),
       row('(4) ... as a share of (2)\'s rate', (x) => (x.p4 && x.p4.rateSustained && x.p23.rateSustained
         ? `${(x.p4.rateSustained / x.p23.rateSustained).toFixed(2)}x` : 'n/a')),
@@ -1374,10 +1441,18 @@ async function main() {
       const m4 = R.mayfly.p4;
       const share4 = m4 && m4.rateSustained && m23.rateSustained ? m4.rateSustained / m23.rateSustained : null;
       const rd4 = R.redis && R.redis.p4 ? R.redis.p4.rateSustained : null;
+      const m2p = R.mayfly.p2p;
+      const rd2p = R.redis && R.redis.p2p ? R.redis.p2p.rateSustained : null;
+      const t4p = m2p && m2p.rateSustained !== null && m2p.rateSustained >= 500000 &&
+        m2p.write.p99 <= 2 * m2p.idle.write.p99 && m2p.read.p99 <= 2 * m2p.idle.read.p99;
       printTable([
         ['target (issue 13)', 'mayfly', 'result'], '-',
         ['(4) mass expiry >= 500,000 deletions/s', fmtInt(m23.rateSustained) +
           (rd ? ` (redis ${fmtInt(rd)}: ${(m23.rateSustained / rd).toFixed(2)}x)` : ''), ok(t4)],
+        ['(4) with a paced client instead (2p): >= 500,000/s, its p99 <= 2x idle', !m2p ? 'not run'
+          : `${fmtInt(m2p.rateSustained)}` + (rd2p ? ` (redis ${fmtInt(rd2p)}: ${(m2p.rateSustained / rd2p).toFixed(2)}x)` : '') +
+            `; p99 insert ${(m2p.write.p99 / m2p.idle.write.p99).toFixed(2)}x, find ${(m2p.read.p99 / m2p.idle.read.p99).toFixed(2)}x`,
+        !m2p ? 'n/a' : ok(t4p)],
         ['(4) beside a busy neighbour: not halved (>= 0.5x (2)\'s rate)', share4 === null ? 'n/a'
           : `${fmtInt(m4.rateSustained)} (${share4.toFixed(2)}x)` + (rd4 ? ` (redis ${fmtInt(rd4)}: ${(m4.rateSustained / rd4).toFixed(2)}x)` : ''),
         ok(share4 !== null && share4 >= 0.5)],
