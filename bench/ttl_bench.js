@@ -227,7 +227,7 @@
  * with passes at most 5 ms apart (ttlMonitorCoalesceMS, the default; 86
  * documents a pass) the spread cost 5.30-5.75 µs of server CPU per
  * document; with 8 ms (136 a pass) 5.35 µs and with 10 ms (169 a pass)
- * 5.12 µs, against bursts of 2.90-3.25 µs in the same runs, while the
+ * 5.12 µs, against bursts of 2.75-3.25 µs in the same runs, while the
  * lateness p99 grew to 8 and 10 ms. Per thread (/proc schedstat), the
  * monitor alone spent 4.4-4.9 µs per document in a spread and the two
  * deleting threads 2.1 µs in a burst, and callgrind counts the same
