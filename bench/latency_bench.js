@@ -73,12 +73,11 @@
  * server's and the client's CPU per document in that round. The target
  * (ingest at least Redis's rate) compares the raw loader with Redis's.
  */
-const net = require('node:net');
 const os = require('node:os');
 const { MongoClient, BSON } = require('mongodb');
 const { buildOpMsg } = require('../tests/clients/harness');
 const { options, mayflydPath, mayflydExtraArgs, sleep, log, rng, inBatches, quantiles, cpuOf, machine, sourceRev,
-  fmtInt, loadavg, printTable, procCpuSec, startMayflyd, startRedis, stopAll, runMain } = require('./lib/common');
+  fmtInt, loadavg, printTable, procCpuSec, startMayflyd, startRedis, stopAll, runMain, connectLoopback } = require('./lib/common');
 
 /* ---------- arguments ---------- */
 
@@ -177,16 +176,16 @@ class Conn {
     this.err = null;
   }
 
-  connect() {
-    return new Promise((resolve, reject) => {
-      this.sock = net.connect({ port: this.port, host: '127.0.0.1' }, () => resolve(this));
-      this.sock.setNoDelay(true);
-      this.sock.once('error', (e) => { this.err = e; reject(e); });
-      this.sock.on('data', (d) => this.onData(d));
-      this.sock.on('close', () => {
+  async connect() {
+    try {
+      this.sock = await connectLoopback(this.port, (d) => this.onData(d), () => {
         if (this.cb) { const cb = this.cb; this.cb = null; cb(null, 0n, this.err || new Error('connection closed')); }
       });
-    });
+    } catch (e) {
+      this.err = e;
+      throw e;
+    }
+    return this;
   }
 
   onData(d) {
@@ -540,17 +539,11 @@ async function ingestMongoRaw(client, port, pid) {
 class RespPipe {
   constructor(port) { this.port = port; this.buf = null; this.queue = []; this.qhead = 0; }
 
-  connect() {
-    return new Promise((resolve, reject) => {
-      this.sock = net.connect({ port: this.port, host: '127.0.0.1' }, resolve);
-      this.sock.setNoDelay(true);
-      this.sock.once('error', reject);
-      this.sock.on('data', (d) => this.onData(d));
-      this.sock.on('close', () => {
-        for (let i = this.qhead; i < this.queue.length; i++) this.queue[i].reject(new Error('redis connection closed'));
-        this.queue = [];
-        this.qhead = 0;
-      });
+  async connect() {
+    this.sock = await connectLoopback(this.port, (d) => this.onData(d), () => {
+      for (let i = this.qhead; i < this.queue.length; i++) this.queue[i].reject(new Error('redis connection closed'));
+      this.queue = [];
+      this.qhead = 0;
     });
   }
 

@@ -238,14 +238,13 @@
  */
 const { execFileSync } = require('node:child_process');
 const fs = require('node:fs');
-const net = require('node:net');
 const os = require('node:os');
 const path = require('node:path');
 const { MongoClient } = require('mongodb');
 const { RawMongo } = require('./lib/rawmongo');
 const { options, sleep, nowMs, log, rng, inBatches, quantiles, fmtInt, loadavg, printTable,
   procStatusKb, procChildren, procCpuSec, cpuSec, makeTempDir, spawnServer, waitUp, startMayflyd, startRedis,
-  freePort, stopServer, stopAll, runMain } = require('./lib/common');
+  freePort, stopServer, stopAll, runMain, connectLoopback } = require('./lib/common');
 
 /* ---------- arguments ---------- */
 
@@ -333,14 +332,8 @@ class Resp {
     this.onPush = null;   /* subscriber mode: called with (reply, arrivalMs) */
   }
 
-  connect() {
-    return new Promise((resolve, reject) => {
-      this.sock = net.connect({ port: this.port, host: '127.0.0.1' }, resolve);
-      this.sock.setNoDelay(true);
-      this.sock.once('error', reject);
-      this.sock.on('data', (d) => this.onData(d));
-      this.sock.on('close', () => this.failAll(new Error('redis connection closed')));
-    });
+  async connect() {
+    this.sock = await connectLoopback(this.port, (d) => this.onData(d), () => this.failAll(new Error('redis connection closed')));
   }
 
   close() { this.sock.destroy(); }
@@ -740,17 +733,6 @@ async function massMayfly(db, fgOps, ingestRate, cpu, tag, coll, fg, idBase, dur
   return { ...m, ingest: N / loadMs * 1000, loadOverrunMs: Math.max(0, loadEnd - T), cpuLoad, cpuCkpt };
 }
 
-async function phase23Mayfly(db, fgOps, ingestRate, cpu) {
-  const { write, read } = fgOps('fg', 0);
-  log('mayfly phase 3: idle foreground latency (5 s)');
-  const idle = await idleLatency(write, read, cpu);
-  const m = await massMayfly(db, fgOps, ingestRate, cpu, 'phase 2', 'mass', 'fg2', 10000000);
-  const ss = await db.admin().command({ serverStatus: 1 });
-  /* (6)'s burst: phase 2 again with no foreground loop, its CPU measured as phase 1's is (no estimate to net out). */
-  const quiet = await massMayfly(db, null, ingestRate, cpu, 'phase 2 again, no foreground loop', 'mass_quiet', null, 0);
-  return { idle, ...m, quiet, paceDocsPerSec: ss.metrics && ss.metrics.ttl ? ss.metrics.ttl.paceDocsPerSec : null };
-}
-
 /* One mass expiry on Redis (phase 2, and phase 4): N keys m<db>: in logical database db, as massMayfly. */
 async function massRedis(port, ingestRate, cpu, tag, db, fgPrefix, during = null, rate = 0) {
   const fgc = new Resp(port);
@@ -776,44 +758,58 @@ async function massRedis(port, ingestRate, cpu, tag, db, fgPrefix, during = null
   return { ...m, ingest: N / loadMs * 1000, loadOverrunMs: Math.max(0, loadEnd - T), cpuLoad };
 }
 
-async function phase23Redis(port, r, ingestRate, cpu) {
+/* The log line before a foreground client's idle latency: phase 3's closed loop, or phase 2p's paced client. */
+function idleNote(sysName, rate) {
+  return rate > 0 ? `${sysName} phase 2p: idle latency of a client paced at ${rate} ops/s (5 s)`
+    : `${sysName} phase 3: idle foreground latency (5 s)`;
+}
+
+/*
+ * The foreground client's idle latency (5 s), then a mass expiry beside it:
+ * phase 2 with the closed loop (rate 0), phase 2p with a client paced at
+ * `rate` operations a second. The client works on collection (key prefix)
+ * fg idle and fg + '2' during the expiry.
+ */
+async function idleThenMassMayfly(db, fgOps, ingestRate, cpu, tag, coll, fg, idBase, rate) {
+  const { write, read } = fgOps(fg, 0);
+  log(idleNote('mayfly', rate));
+  const idle = await idleLatency(write, read, cpu, rate);
+  const m = await massMayfly(db, fgOps, ingestRate, cpu, tag, coll, `${fg}2`, idBase, null, rate);
+  return { idle, ...m };
+}
+
+async function idleThenMassRedis(port, ingestRate, cpu, tag, db, fg, rate) {
   const fgc = new Resp(port);
   await fgc.connect();
   await fgc.cmd('SELECT', '1');
-  const write = (i) => fgc.cmd('SET', `fg:${i}`, PAYLOAD);
-  const read = (j) => fgc.cmd('GET', `fg:${j}`);
-  log('redis phase 3: idle foreground latency (5 s)');
-  const idle = await idleLatency(write, read, cpu);
+  const write = (i) => fgc.cmd('SET', `${fg}:${i}`, PAYLOAD);
+  const read = (j) => fgc.cmd('GET', `${fg}:${j}`);
+  log(idleNote('redis', rate));
+  const idle = await idleLatency(write, read, cpu, rate);
   fgc.close();
-  const m = await massRedis(port, ingestRate, cpu, 'phase 2', 2, 'fg2');
+  const m = await massRedis(port, ingestRate, cpu, tag, db, `${fg}2`, null, rate);
   return { idle, ...m };
 }
+
+async function phase23Mayfly(db, fgOps, ingestRate, cpu) {
+  const m = await idleThenMassMayfly(db, fgOps, ingestRate, cpu, 'phase 2', 'mass', 'fg', 10000000, 0);
+  const ss = await db.admin().command({ serverStatus: 1 });
+  /* (6)'s burst: phase 2 again with no foreground loop, its CPU measured as phase 1's is (no estimate to net out). */
+  const quiet = await massMayfly(db, null, ingestRate, cpu, 'phase 2 again, no foreground loop', 'mass_quiet', null, 0);
+  return { ...m, quiet, paceDocsPerSec: ss.metrics && ss.metrics.ttl ? ss.metrics.ttl.paceDocsPerSec : null };
+}
+
+const phase23Redis = (port, ingestRate, cpu) => idleThenMassRedis(port, ingestRate, cpu, 'phase 2', 2, 'fg', 0);
 
 /*
  * Phase 2p: phase 2 with a paced foreground client (--fg-rate operations a
  * second) instead of the closed loop: its idle latency (5 s), then a mass
  * expiry of N documents (keys) beside it.
  */
-async function phase2pMayfly(db, fgOps, ingestRate, cpu) {
-  const { write, read } = fgOps('fgp', 0);
-  log(`mayfly phase 2p: idle latency of a client paced at ${FG_RATE} ops/s (5 s)`);
-  const idle = await idleLatency(write, read, cpu, FG_RATE);
-  const m = await massMayfly(db, fgOps, ingestRate, cpu, 'phase 2p (paced client)', 'massp', 'fgp2', 30000000, null, FG_RATE);
-  return { idle, ...m };
-}
-
-async function phase2pRedis(port, ingestRate, cpu) {
-  const fgc = new Resp(port);
-  await fgc.connect();
-  await fgc.cmd('SELECT', '1');
-  const write = (i) => fgc.cmd('SET', `fgp:${i}`, PAYLOAD);
-  const read = (j) => fgc.cmd('GET', `fgp:${j}`);
-  log(`redis phase 2p: idle latency of a client paced at ${FG_RATE} ops/s (5 s)`);
-  const idle = await idleLatency(write, read, cpu, FG_RATE);
-  fgc.close();
-  const m = await massRedis(port, ingestRate, cpu, 'phase 2p (paced client)', 5, 'fgp2', null, FG_RATE);
-  return { idle, ...m };
-}
+const phase2pMayfly = (db, fgOps, ingestRate, cpu) =>
+  idleThenMassMayfly(db, fgOps, ingestRate, cpu, 'phase 2p (paced client)', 'massp', 'fgp', 30000000, FG_RATE);
+const phase2pRedis = (port, ingestRate, cpu) =>
+  idleThenMassRedis(port, ingestRate, cpu, 'phase 2p (paced client)', 5, 'fgp', FG_RATE);
 
 /* ---------- phase 4: mass expiry beside a busy neighbour ---------- */
 
@@ -1187,7 +1183,7 @@ function redisSystem() {
       await r.cmd('CONFIG', 'SET', 'notify-keyspace-events', '');
       return res;
     },
-    phase23: (rate) => phase23Redis(port, r, rate, sys.cpu),
+    phase23: (rate) => phase23Redis(port, rate, sys.cpu),
     phase2p: (rate) => phase2pRedis(port, rate, sys.cpu),
     phase4: (rate) => massRedis(port, rate, sys.cpu, 'phase 4 (busy neighbour)', 4, 'fg4', 'busy'),
     cpu: () => cpuSec(entry.proc.pid),

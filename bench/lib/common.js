@@ -30,6 +30,7 @@
  */
 const { execFileSync, spawn } = require('node:child_process');
 const fs = require('node:fs');
+const net = require('node:net');
 const os = require('node:os');
 const path = require('node:path');
 const { MayflyServer, freePort, tryConnect } = require('../../tests/clients/harness');
@@ -450,6 +451,23 @@ function runMain(main) {
   });
 }
 
+/*
+ * The benches' socket clients (RawMongo, Resp, RespPipe, latency_bench's
+ * Conn) connect the same way: TCP to 127.0.0.1:port with Nagle off, onData
+ * gets every chunk, onClose runs when the socket closes (the client fails
+ * what it has in flight there). Resolves with the socket once connected,
+ * rejects with a connect error.
+ */
+function connectLoopback(port, onData, onClose) {
+  return new Promise((resolve, reject) => {
+    const sock = net.connect({ port, host: '127.0.0.1' }, () => resolve(sock));
+    sock.setNoDelay(true);
+    sock.once('error', reject);
+    sock.on('data', onData);
+    sock.on('close', onClose);
+  });
+}
+
 module.exports = {
   REPO, options, mayflydPath, mayflydExtraArgs,
   sleep, nowMs, log, rng, inBatches,
@@ -459,5 +477,5 @@ module.exports = {
   procStatusKb, procStat, procChildren, procCpuSec, cpuSec, cpuOf,
   makeTempDir, removeTempDir, mayflyServer, stopMayfly,
   spawnServer, waitUp, stopServer, startMayflyd, startRedis, stopAll, cleanupSync, runMain,
-  freePort,
+  freePort, connectLoopback,
 };

@@ -9,7 +9,7 @@
  * the same CPU per operation (the Node driver spends 220-350 µs of its own
  * CPU per operation on a 2-core machine).
  */
-const net = require('node:net');
+const { connectLoopback } = require('./common');
 const { BSON } = require('mongodb');
 
 class RawMongo {
@@ -21,17 +21,11 @@ class RawMongo {
     this.reqId = 1;
   }
 
-  connect() {
-    return new Promise((resolve, reject) => {
-      this.sock = net.connect({ port: this.port, host: '127.0.0.1' }, resolve);
-      this.sock.setNoDelay(true);
-      this.sock.once('error', reject);
-      this.sock.on('data', (d) => this.onData(d));
-      this.sock.on('close', () => {
-        const p = this.pending;
-        this.pending = null;
-        if (p) p.reject(new Error('mayfly connection closed'));
-      });
+  async connect() {
+    this.sock = await connectLoopback(this.port, (d) => this.onData(d), () => {
+      const p = this.pending;
+      this.pending = null;
+      if (p) p.reject(new Error('mayfly connection closed'));
     });
   }
 
