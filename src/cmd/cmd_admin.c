@@ -260,8 +260,11 @@ cmd_server_status(mf_op_t *op)
     BSON_APPEND_DATE_TIME(r, "localTime", mf_now_ms());
 
     BSON_APPEND_DOCUMENT_BEGIN(r, "connections", &sub);
-    BSON_APPEND_INT32(&sub, "current", (int32_t)atomic_load(&e->conn_current));
-    BSON_APPEND_INT32(&sub, "available", 1000000 - (int32_t)atomic_load(&e->conn_current));
+    int64_t conn_max = atomic_load(&e->conn_max), conn_cur = atomic_load(&e->conn_current);
+    if (conn_max <= 0)
+        conn_max = 1000000; /* not serving (an engine opened by a test) */
+    BSON_APPEND_INT32(&sub, "current", (int32_t)conn_cur);
+    BSON_APPEND_INT32(&sub, "available", (int32_t)(conn_max > conn_cur ? conn_max - conn_cur : 0));
     BSON_APPEND_INT32(&sub, "totalCreated", (int32_t)atomic_load(&e->conn_total));
     /* Connections with a command in progress, this one included (kept by src/net/net.c). */
     BSON_APPEND_INT32(&sub, "active", (int32_t)atomic_load(&e->conn_active));

@@ -117,6 +117,7 @@ typedef struct mf_engine {
     /* serverStatus counters (opcounters, connections, TTL) */
     _Atomic int64_t op_insert, op_query, op_update, op_delete, op_getmore, op_command;
     _Atomic int64_t conn_current, conn_total, conn_active;
+    _Atomic int64_t conn_max; /* connections the server accepts at once (src/net/net.c), 0 before it serves */
     _Atomic int64_t batched_deletes_docs, batched_deletes_batches;
     _Atomic int64_t next_conn_id;
     _Atomic int64_t fg_ops;   /* data commands started: the TTL pacer yields while it moves */

@@ -50,6 +50,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1222,6 +1223,33 @@ on_signal(uv_signal_t *h, int signum)
     maybe_finish_stop(srv);
 }
 
+/*
+ * max_conns_supported: the connections to accept at once. --maxConns
+ * (asked; 0 when not given: 1,000,000), capped as mongod caps it at 80% of
+ * the soft limit on open files (RLIMIT_NOFILE): the other fifth stays for
+ * WiredTiger's files and journal, so a flood of connections is refused one
+ * by one instead of leaving the storage engine without a descriptor
+ * (WiredTiger panics when it cannot open its next log file). Logged as
+ * mongod does when an explicit --maxConns is above the cap.
+ */
+static int
+max_conns_supported(int asked)
+{
+    int want = asked > 0 ? asked : 1000000;
+    struct rlimit lim;
+
+    if (getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur == RLIM_INFINITY)
+        return want;
+    double cap = (double)lim.rlim_cur * 0.8;
+    mf_log(MF_LOG_DEBUG, "NETWORK", "file descriptor limits: hard %lld, soft %lld; connections at most %.0f",
+           (long long)lim.rlim_max, (long long)lim.rlim_cur, cap);
+    if (cap >= (double)want)
+        return want;
+    if (asked > 0)
+        mf_log(MF_LOG_INFO, "NETWORK", "--maxConns too high, can only handle %d", (int)cap);
+    return cap >= 1 ? (int)cap : 1;
+}
+
 int
 mf_net_serve(mf_engine_t *eng, const mf_net_opts_t *opts, mf_error_t *err)
 {
@@ -1234,7 +1262,8 @@ mf_net_serve(mf_engine_t *eng, const mf_net_opts_t *opts, mf_error_t *err)
     memset(&srv, 0, sizeof(srv));
     srv.loop = uv_default_loop();
     srv.eng = eng;
-    srv.max_conns = opts->max_conns > 0 ? opts->max_conns : 1000000;
+    srv.max_conns = max_conns_supported(opts->max_conns);
+    atomic_store(&eng->conn_max, srv.max_conns);
     if (strchr(bind_ip, ':'))
         r = uv_ip6_addr(bind_ip, port, (struct sockaddr_in6 *)&addr);
     else

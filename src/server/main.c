@@ -11,7 +11,8 @@
  *                         pool grows past --workers when every worker is busy)
  *   --inMemory            keep all data in memory (WiredTiger in_memory): a throwaway
  *                         server for test suites; gone at shutdown
- *   --maxConns N          connections open at once; more are closed at once (default 1,000,000;
+ *   --maxConns N          connections open at once; more are closed at once (default 1,000,000,
+ *                         at most 80% of the open-files limit, as mongod;
  *                         net.maxIncomingConnections in the config file)
  *   --replSet NAME        run as a member of replica set NAME (src/repl/repl.h)
  *   --raftPort N          the port raft listens on (default: --port + 10000)

@@ -66,6 +66,7 @@ class MayflyServer {
     this.dbpath = opts.dbpath || fs.mkdtempSync(path.join(os.tmpdir(), 'mayfly-test-'));
     this.ownsDbpath = !opts.dbpath;
     this.extraArgs = opts.args || [];
+    this.wrapper = opts.wrapper || []; // a command that execs the server (e.g. prlimit): its pid stays the server's
     this.port = null;
     this.proc = null;
     this.stderrLines = [];
@@ -93,7 +94,8 @@ class MayflyServer {
     if (this.port === null) this.port = await freePort();
     this.exitInfo = null;
     this.expectingExit = false;
-    const proc = spawn(this.binary, this.args(), {
+    const argv = [...this.wrapper.slice(1), this.binary, ...this.args()];
+    const proc = spawn(this.wrapper.length ? this.wrapper[0] : this.binary, this.wrapper.length ? argv : this.args(), {
       stdio: ['ignore', 'ignore', 'pipe'],
       env: { ...process.env, ASAN_OPTIONS: process.env.ASAN_OPTIONS || 'detect_leaks=1' },
     });

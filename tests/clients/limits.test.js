@@ -252,6 +252,54 @@ h.test('--maxConns: past the limit a new connection is closed at once; open ones
   }
 });
 
+h.test('--maxConns is capped at 80% of the open-files limit, as mongod: a flood of connections is refused one by one and the storage engine keeps its descriptors', { timeout: 120000 }, async () => {
+  // 320 descriptors: at most 256 connections, 64 left for WiredTiger's files and journal.
+  const s = new h.MayflyServer({ wrapper: ['prlimit', '--nofile=320:320'], args: ['--maxConns', '5000'] });
+  await s.start();
+  const conns = [];
+  try {
+    await h.sleep(200);
+    const first = await h.rawConnect(s.port);
+    conns.push(first);
+    const st = (await first.command('admin', { serverStatus: 1 })).connections;
+    assert.equal(st.current + st.available, 256, JSON.stringify(st));
+    assert.match(s.stderrTail(200), /--maxConns too high, can only handle 256/);
+    // Hold 300 connections open: the ones past 256 are closed at once.
+    let refused = 0;
+    for (let i = 0; i < 299; i++) {
+      const c = await h.rawConnect(s.port).catch(() => null);
+      if (c) conns.push(c);
+      else refused++;
+    }
+    const answers = await Promise.all(conns.map((c) => c.command('admin', { ping: 1 })));
+    const served = answers.filter((r) => r && r.ok === 1).length;
+    assert.equal(served, 256, `${served} connections answered, ${refused} refused at connect`);
+    assert.match(s.stderrTail(400), /connection refused because too many open connections: 256/);
+    // With every slot taken, the storage engine still opens new files: a new collection, an index, a write.
+    const live = conns.filter((c, i) => answers[i] && answers[i].ok === 1);
+    const c0 = live[0];
+    for (let k = 0; k < 8; k++) {
+      const r = await c0.command('flood', { insert: `c${k}`, documents: [{ _id: k, at: new Date() }] });
+      assert.equal(r.ok, 1, JSON.stringify(r));
+      assert.equal((await c0.command('flood', { createIndexes: `c${k}`, indexes: [{ key: { at: 1 }, name: 'at_1', expireAfterSeconds: 3600 }] })).ok, 1);
+    }
+    const found = await c0.command('flood', { find: 'c7', filter: { _id: 7 } });
+    assert.equal(found.cursor.firstBatch.length, 1);
+    assert.equal((await c0.command('admin', { serverStatus: 1 })).connections.available, 0);
+    for (const c of conns) c.close();
+    conns.length = 0;
+    await h.sleep(300);
+    const again = await h.rawConnect(s.port);
+    conns.push(again);
+    assert.equal((await again.command('flood', { count: 'c0' })).n, 1, 'the server carries on after the flood');
+    assert.equal(s.unexpectedExits.length, 0);
+  } finally {
+    for (const c of conns) c.close();
+    await s.stop();
+    s.cleanup && s.cleanup();
+  }
+});
+
 h.test('startup warnings: no access control is always warned; listening beyond loopback is warned too; getLog shows them', { timeout: 60000 }, async () => {
   const local = await srv.client.db('admin').command({ getLog: 'startupWarnings' });
   assert.equal(local.log.length, 1, JSON.stringify(local.log));
