@@ -105,6 +105,7 @@
     X(103, NewReplicaSetConfigurationIncompatible)                             \
     X(262, ExceededTimeLimit)                                                  \
     X(261, TooManyLogicalSessions)                                             \
+    X(264, TooManyFilesOpen)                                                   \
     X(266, FailPointSetFailed)                                                 \
     X(11602, InterruptedDueToReplStateChange)                                  \
     X(13435, NotPrimaryNoSecondaryOk)                                          \

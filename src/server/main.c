@@ -43,6 +43,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -511,28 +512,73 @@ loopback_only(const char *addr)
     return true;
 }
 
+#define MIN_NOFILE 64000 /* mongod's recommended minimum for the open-files limit */
+
+/*
+ * raise_nofile: lifts the soft limit on open files (RLIMIT_NOFILE) to the
+ * hard limit, as Redis, nginx and Go programs do: each collection and index
+ * is a file WiredTiger keeps open, and a shell's or a service's default soft
+ * limit (often 1,024) is reached by a few hundred collections, where the hard
+ * limit is usually far higher. A process may always raise its soft limit up
+ * to its hard one. Returns the soft limit now in force (-1 if unknown or
+ * unlimited); logs the change.
+ */
+static long long
+raise_nofile(void)
+{
+    struct rlimit lim;
+    if (getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur == RLIM_INFINITY)
+        return -1;
+    rlim_t was = lim.rlim_cur, want = lim.rlim_max;
+    if (want == RLIM_INFINITY) {
+        /* The kernel's own ceiling (fs.nr_open) is the most a soft limit may be. */
+        FILE *f = fopen("/proc/sys/fs/nr_open", "r");
+        unsigned long long nr = 0;
+        want = f != NULL && fscanf(f, "%llu", &nr) == 1 && nr > 0 ? (rlim_t)nr : was;
+        if (f != NULL)
+            fclose(f);
+    }
+    if (want > was) {
+        lim.rlim_cur = want;
+        if (setrlimit(RLIMIT_NOFILE, &lim) == 0)
+            mf_log(MF_LOG_INFO, "CONTROL", "raised the soft limit on open files from %llu to %llu (the hard limit)",
+                   (unsigned long long)was, (unsigned long long)want);
+        else
+            lim.rlim_cur = was;
+    }
+    return (long long)lim.rlim_cur;
+}
+
 /*
  * mongod's startup warnings: logged, and kept for getLog "startupWarnings"
  * (the drivers' and mongosh's banner). Without access control (--auth)
  * every client can read and write everything, which matters most when the
- * server listens beyond loopback.
+ * server listens beyond loopback. A soft open-files limit (nofile, after
+ * raise_nofile) under mongod's recommended 64,000 is warned as mongod does.
  */
 static void
-startup_warnings(mf_engine_t *eng, const char *bind_ip, bool auth)
+startup_warnings(mf_engine_t *eng, const char *bind_ip, bool auth, long long nofile)
 {
-    const char *msgs[2];
-    char bound[300];
+    const char *msgs[3];
+    char bound[300], files[300];
     int n = 0;
-    if (auth)
-        return;
-    msgs[n++] = "Access control is not enabled for the database. Read and write access to data and configuration is "
-                "unrestricted";
-    if (!loopback_only(bind_ip)) {
+    if (!auth)
+        msgs[n++] = "Access control is not enabled for the database. Read and write access to data and configuration "
+                    "is unrestricted";
+    if (nofile >= 0 && nofile < MIN_NOFILE) {
+        snprintf(files, sizeof(files), "Soft rlimits for open file descriptors too low (currentValue: %lld, "
+                 "recommendedMinimum: %d): every collection and index is a file, and past the limit new ones are "
+                 "refused (TooManyFilesOpen)", nofile, MIN_NOFILE);
+        msgs[n++] = files;
+    }
+    if (!auth && !loopback_only(bind_ip)) {
         snprintf(bound, sizeof(bound), "This server is bound to %s and can be reached from other hosts: anyone who "
                  "can connect can read and write everything. Bind it to 127.0.0.1 or keep it behind a firewall",
                  bind_ip);
         msgs[n++] = bound;
     }
+    if (n == 0)
+        return;
     eng->startup_warnings = bson_new();
     for (int i = 0; i < n; i++) {
         char key[16], line[600];
@@ -756,6 +802,7 @@ main(int argc, char **argv)
 
     mf_log(MF_LOG_INFO, "CONTROL", "mayflyd %s starting: pid=%d port=%d dbpath=%s%s workers=%d maxWorkers=%d",
            MF_VERSION, (int)getpid(), o.port, o.dbpath, o.in_memory ? " (in memory)" : "", workers, max_workers);
+    long long nofile = raise_nofile();
     mf_engine_opts_t eo = {.dbpath = o.dbpath, .in_memory = o.in_memory, .set_params = o.set_params,
                            .nset_params = o.nset_params, .repl_member = o.repl_set[0] != '\0',
                            .auth = o.auth || o.key_file[0] != '\0'};
@@ -775,7 +822,7 @@ main(int argc, char **argv)
 
     eng->on_shutdown = interrupt_engine;
     eng->on_shutdown_arg = eng;
-    startup_warnings(eng, o.bind_ip, eng->auth_enabled);
+    startup_warnings(eng, o.bind_ip, eng->auth_enabled, nofile);
     if (cluster_key[0] != '\0') {
         eng->cluster_cred = mf_malloc(sizeof(*eng->cluster_cred));
         if (mf_scram_make_cred(MF_SCRAM_SHA256, cluster_key, NULL, 0, 15000, eng->cluster_cred, &err) != 0) {

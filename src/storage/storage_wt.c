@@ -35,6 +35,7 @@
 #include "storage/storage.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <dlfcn.h>
@@ -42,6 +43,7 @@
 #include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <wiredtiger.h>
@@ -121,6 +123,7 @@ struct mf_storage {
     int nsessions, capsessions;
     uint64_t gen;
     bool in_memory;
+    int home_fd; /* dbpath, open for fd_headroom's probes; -1 in memory */
     bool has_snappy, has_zlib; /* block compressors loaded (WiredTiger's own extensions, when installed) */
     bool has_zstd;             /* ext/wt_zstd (libmayfly_wt_zstd.so) loaded */
     void (*txn_hook)(void *arg, bool committed);
@@ -212,6 +215,8 @@ wt_err(mf_error_t *err, int ret, const char *what)
 {
     if (ret == WT_ROLLBACK)
         return mf_err_set(err, MF_E_WriteConflict, "WriteConflict error: this operation conflicted with another operation. Please retry your operation or multi-document transaction.");
+    if (ret == EMFILE || ret == ENFILE)
+        return mf_err_set(err, MF_E_TooManyFilesOpen, "%s: %s", what, wiredtiger_strerror(ret));
     return mf_err_set(err, MF_E_InternalError, "%s: %s", what, wiredtiger_strerror(ret));
 }
 
@@ -411,11 +416,15 @@ mf_storage_open_ex(const char *dbpath, bool in_memory, mf_storage_t **out, mf_er
                        : "create,cache_size=1G,session_max=2000,"
                          "log=(enabled=true,file_max=100MB,archive=true),"
                          "transaction_sync=(enabled=false),checkpoint=(wait=60),"
+                         "file_manager=(close_idle_time=600,close_scan_interval=10,close_handle_minimum=250),"
                          "eviction=(threads_min=1,threads_max=2),statistics=(fast)",
              ext);
     ret = wiredtiger_open(dbpath, &wt_events, config, &st->conn);
     st->in_memory = in_memory;
+    st->home_fd = in_memory ? -1 : open(dbpath, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (ret != 0) {
+        if (st->home_fd >= 0)
+            close(st->home_fd);
         pthread_mutex_destroy(&st->lock);
         pthread_mutex_destroy(&st->hook_lock);
         pthread_mutex_destroy(&st->fault_lock);
@@ -430,6 +439,8 @@ mf_storage_open_ex(const char *dbpath, bool in_memory, mf_storage_t **out, mf_er
         pthread_mutex_destroy(&st->hook_lock);
         pthread_mutex_destroy(&st->fault_lock);
         pthread_cond_destroy(&st->cond);
+        if (st->home_fd >= 0)
+            close(st->home_fd);
         free(st);
         return mf_err_set(err, MF_E_InternalError, "open_session: %s", wiredtiger_strerror(ret));
     }
@@ -469,6 +480,8 @@ mf_storage_close(mf_storage_t *st)
         free(st->pending_drops[i]);
     free(st->pending_drops);
     free(st->fault_uri);
+    if (st->home_fd >= 0)
+        close(st->home_fd);
     pthread_mutex_destroy(&st->lock);
     pthread_mutex_destroy(&st->hook_lock);
     pthread_mutex_destroy(&st->fault_lock);
@@ -672,9 +685,43 @@ mf_storage_compact(mf_sess_t *s, const char *uri, mf_error_t *err)
     }
 }
 
+/*
+ * fd_headroom: whether n more file descriptors (at most FD_HEADROOM) can be
+ * opened now, found by dup'ing home_fd n times and closing the copies: 2n
+ * system calls, made only when a table is created. WiredTiger panics when
+ * it cannot open a file it needs in the middle of its work (the directory
+ * sync of a table it creates, its next journal file), which stops the
+ * server; so a create that would leave fewer than FD_HEADROOM descriptors
+ * is refused with TooManyFilesOpen (264) instead, and the server carries on.
+ */
+#define FD_HEADROOM 32
+static bool
+fd_headroom(mf_storage_t *st, int n)
+{
+    int fds[FD_HEADROOM], got = 0;
+
+    if (st->home_fd < 0)
+        return true;
+    if (n > FD_HEADROOM)
+        n = FD_HEADROOM;
+    while (got < n && (fds[got] = fcntl(st->home_fd, F_DUPFD_CLOEXEC, 0)) >= 0)
+        got++;
+    for (int i = 0; i < got; i++)
+        close(fds[i]);
+    return got == n;
+}
+
 int
 mf_storage_create(mf_sess_t *s, const char *uri, const char *config, mf_error_t *err)
 {
+    if (!fd_headroom(s->st, FD_HEADROOM)) {
+        struct rlimit lim = {0, 0};
+        (void)getrlimit(RLIMIT_NOFILE, &lim);
+        return mf_err_set(err, MF_E_TooManyFilesOpen,
+                          "Too many open files: creating %s would leave fewer than %d of the %lld file descriptors "
+                          "this process may open (ulimit -n); drop unused collections or indexes, or raise the limit",
+                          uri, FD_HEADROOM, (long long)lim.rlim_cur);
+    }
     int ret = s->wt->create(s->wt, uri, config);
     if (ret != 0)
         return wt_err(err, ret, "create table");
