@@ -1603,9 +1603,12 @@ mf_catalog_coll_create(mf_catalog_t *cat, const char *db, const char *name, cons
     }
     if (mf_storage_create(s, c->uri,
                           mf_storage_table_config(cat->st, c->is_timeseries ? MF_TABLE_DOCS_DENSE : MF_TABLE_DOCS),
-                          err) != 0 ||
-        (ix != NULL && mf_storage_create(s, ix->uri, mf_storage_table_config(cat->st, MF_TABLE_INDEX), err) != 0))
+                          err) != 0)
         goto err_free;
+    if (ix != NULL && mf_storage_create(s, ix->uri, mf_storage_table_config(cat->st, MF_TABLE_INDEX), err) != 0) {
+        ix = NULL; /* never made: only the collection's table is dropped */
+        goto err_drop;
+    }
     {
         /* The entry and its zero sizes in one synced transaction. */
         bson_t entry;

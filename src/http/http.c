@@ -18,8 +18,10 @@
  *     and close; a parse error answers 400 and closes; at most
  *     HTTP_MAX_CONNS connections are open at once, and no more than a tenth
  *     of the open-files limit (the MongoDB port takes up to four fifths, see
- *     net.c, and the storage engine keeps the rest); more are closed on
- *     accept; a connection idle for HTTP_IDLE_MS is closed.
+ *     net.c, and the storage engine keeps the rest); more, or one whose
+ *     socket is numbered within MF_FDS_CONN_RESERVE of the limit
+ *     (common/fds.h), are closed on accept; a connection idle for
+ *     HTTP_IDLE_MS is closed.
  *   - Stopping (mf_http_stop, from net.c's shutdown): close the listener and
  *     idle connections; a connection with a job in flight closes when its
  *     response is written. When no connection and no job is left, the async
@@ -33,8 +35,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 
+#include "common/fds.h"
 #include "common/log.h"
 #include "net/net_pool.h"
 #include "storage/storage.h"
@@ -89,6 +91,7 @@ struct mf_http {
     hconn_t **conns;
     size_t nconns, capconns;
     size_t max_conns; /* HTTP_MAX_CONNS, or a tenth of the open-files limit when that is lower */
+    int64_t nofile;   /* the open-files limit at start (mf_fds_limit) */
     int64_t inflight;
     bool stopping;
     int open_handles; /* listener + async: the server is freed when they and every connection have closed */
@@ -573,9 +576,16 @@ on_connection(uv_stream_t *listener, int status)
     uv_tcp_init(h->loop, &c->tcp);
     c->tcp.data = c;
     c->handles = 1;
-    if (uv_accept(listener, (uv_stream_t *)&c->tcp) != 0 || h->nconns >= h->max_conns) {
-        if (h->nconns >= h->max_conns)
+    uv_os_fd_t fd = -1;
+    bool accepted = uv_accept(listener, (uv_stream_t *)&c->tcp) == 0;
+    bool reserve = accepted && uv_fileno((uv_handle_t *)&c->tcp, &fd) == 0 &&
+                   mf_fd_in_reserve(fd, h->nofile, MF_FDS_CONN_RESERVE);
+    if (!accepted || h->nconns >= h->max_conns || reserve) {
+        if (accepted && h->nconns >= h->max_conns)
             mf_log(MF_LOG_WARN, "NETWORK", "HTTP: %zu connections open, closing a new one", h->max_conns);
+        else if (reserve)
+            mf_log(MF_LOG_WARN, "NETWORK", "HTTP: closing a new connection: too few file descriptors are left (this "
+                   "one is number %d of %lld allowed)", (int)fd, (long long)h->nofile);
         c->closing = true;
         if (h->nconns == h->capconns) {
             h->capconns = h->capconns ? h->capconns * 2 : 16;
@@ -686,10 +696,10 @@ mf_http_start(mf_engine_t *eng, uv_loop_t *loop, const mf_http_opts_t *o, mf_htt
         return mf_err_set(err, MF_E_BadValue, "invalid --bind_ip %s for the HTTP port: %s", o->bind_ip, uv_strerror(r));
 
     mf_http_t *h = mf_calloc(1, sizeof(*h));
-    struct rlimit lim;
+    h->nofile = mf_fds_limit();
     h->max_conns = HTTP_MAX_CONNS;
-    if (getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY && lim.rlim_cur / 10 < h->max_conns)
-        h->max_conns = lim.rlim_cur / 10 > 4 ? (size_t)(lim.rlim_cur / 10) : 4;
+    if (h->nofile / 10 < (int64_t)h->max_conns)
+        h->max_conns = h->nofile / 10 > 4 ? (size_t)(h->nofile / 10) : 4;
     h->eng = eng;
     h->loop = loop;
     uv_tcp_init(loop, &h->listener);

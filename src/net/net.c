@@ -62,6 +62,7 @@
 #include "engine/cursor.h"
 #include "common/clock.h"
 #include "common/failpoint.h"
+#include "common/fds.h"
 #include "common/log.h"
 #include "common/params.h"
 #include "net/net_pool.h"
@@ -215,6 +216,7 @@ typedef struct server {
     bool stop_timer_open;
     bool done_async_open;
     int max_conns;          /* --maxConns */
+    int64_t nofile;         /* the open-files limit when serving began (mf_fds_limit) */
     _Atomic bool no_hold;   /* shutting down: workers give held connections back at once */
     int64_t hold_us;        /* netConnectionHoldMicros at startup (0: never hold) */
     _Atomic int holders;    /* workers waiting on a held connection now */
@@ -1116,6 +1118,15 @@ on_connection(uv_stream_t *listener, int status)
         uv_close((uv_handle_t *)&c->tcp, (uv_close_cb)free);
         return;
     }
+    uv_os_fd_t fd;
+    if (uv_fileno((uv_handle_t *)&c->tcp, &fd) == 0 && mf_fd_in_reserve(fd, srv->nofile, MF_FDS_CONN_RESERVE)) {
+        /* Below --maxConns, but the storage engine's files hold the rest of the limit (common/fds.h). */
+        mf_log(MF_LOG_WARN, "NETWORK", "connection refused because too few file descriptors are left: this one is "
+               "number %d of %lld allowed (ulimit -n), the last %d are kept for the storage engine", (int)fd,
+               (long long)srv->nofile, MF_FDS_CONN_RESERVE);
+        uv_close((uv_handle_t *)&c->tcp, (uv_close_cb)free);
+        return;
+    }
     uv_tcp_nodelay(&c->tcp, 1);
     uv_timer_init(srv->loop, &c->timer);
     c->timer.data = c;
@@ -1226,11 +1237,13 @@ on_signal(uv_signal_t *h, int signum)
 /*
  * max_conns_supported: the connections to accept at once. --maxConns
  * (asked; 0 when not given: 1,000,000), capped as mongod caps it at 80% of
- * the soft limit on open files (RLIMIT_NOFILE): the other fifth stays for
- * WiredTiger's files and journal, so a flood of connections is refused one
- * by one instead of leaving the storage engine without a descriptor
- * (WiredTiger panics when it cannot open its next log file). Logged as
- * mongod does when an explicit --maxConns is above the cap.
+ * the soft limit on open files (RLIMIT_NOFILE), the rest being for the
+ * HTTP port (a tenth at most) and WiredTiger's files and journal. Logged as
+ * mongod does when an explicit --maxConns is above the cap. As tables hold
+ * more of the limit, on_connection also refuses a socket numbered within
+ * MF_FDS_CONN_RESERVE of it (common/fds.h), so that a flood of connections
+ * is refused one by one instead of leaving the storage engine without a
+ * descriptor (WiredTiger panics when it cannot open its next journal file).
  */
 static int
 max_conns_supported(int asked)
@@ -1263,6 +1276,7 @@ mf_net_serve(mf_engine_t *eng, const mf_net_opts_t *opts, mf_error_t *err)
     srv.loop = uv_default_loop();
     srv.eng = eng;
     srv.max_conns = max_conns_supported(opts->max_conns);
+    srv.nofile = mf_fds_limit();
     atomic_store(&eng->conn_max, srv.max_conns);
     if (strchr(bind_ip, ':'))
         r = uv_ip6_addr(bind_ip, port, (struct sockaddr_in6 *)&addr);

@@ -141,7 +141,7 @@ struct mf_repl {
      */
     pthread_cond_t cv, work_cv, oplog_cv, stop_cv;
     bool stop;
-    bool apply_halted; /* an entry's application was cut by shutdown: apply nothing more (a restart redoes it) */
+    bool apply_halted; /* an entry's application was cut by shutdown or TooManyFilesOpen: apply nothing more (a restart redoes it) */
 
     /* config (NULL until initiated) */
     bson_t *config;
@@ -1476,6 +1476,22 @@ apply_one(mf_repl_t *r, mf_sess_t *s, qent_t *q)
                 pthread_mutex_unlock(&r->mu);
                 mf_log(MF_LOG_INFO, "REPL", "applying raft entry %llu interrupted by shutdown; it is applied again at the "
                        "next start", (unsigned long long)q->index);
+                return false;
+            }
+            if (arc != 0 && err.code == MF_E_TooManyFilesOpen) {
+                /*
+                 * Out of file descriptors (a collection or index this member
+                 * cannot open a file for): a shortage of this member, not a
+                 * bad entry, so it is not skipped -- applying stops here, as
+                 * at shutdown, and a restart with a higher open-files limit
+                 * applies it and what follows.
+                 */
+                pthread_mutex_lock(&r->mu);
+                r->apply_halted = true;
+                pthread_mutex_unlock(&r->mu);
+                mf_log(MF_LOG_ERROR, "REPL", "applying raft entry %llu needs more open files than this process may "
+                       "open (%s); applying stops here until a restart with a higher limit (ulimit -n)",
+                       (unsigned long long)q->index, err.msg);
                 return false;
             }
             if (arc != 0)

@@ -35,7 +35,6 @@
 #include "storage/storage.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <dlfcn.h>
@@ -43,13 +42,13 @@
 #include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <wiredtiger.h>
 
 #include "common/clock.h"
 #include "common/curop.h"
+#include "common/fds.h"
 #include "common/log.h"
 
 #define MF_CURSOR_CACHE 32
@@ -123,7 +122,6 @@ struct mf_storage {
     int nsessions, capsessions;
     uint64_t gen;
     bool in_memory;
-    int home_fd; /* dbpath, open for fd_headroom's probes; -1 in memory */
     bool has_snappy, has_zlib; /* block compressors loaded (WiredTiger's own extensions, when installed) */
     bool has_zstd;             /* ext/wt_zstd (libmayfly_wt_zstd.so) loaded */
     void (*txn_hook)(void *arg, bool committed);
@@ -421,10 +419,7 @@ mf_storage_open_ex(const char *dbpath, bool in_memory, mf_storage_t **out, mf_er
              ext);
     ret = wiredtiger_open(dbpath, &wt_events, config, &st->conn);
     st->in_memory = in_memory;
-    st->home_fd = in_memory ? -1 : open(dbpath, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (ret != 0) {
-        if (st->home_fd >= 0)
-            close(st->home_fd);
         pthread_mutex_destroy(&st->lock);
         pthread_mutex_destroy(&st->hook_lock);
         pthread_mutex_destroy(&st->fault_lock);
@@ -439,8 +434,6 @@ mf_storage_open_ex(const char *dbpath, bool in_memory, mf_storage_t **out, mf_er
         pthread_mutex_destroy(&st->hook_lock);
         pthread_mutex_destroy(&st->fault_lock);
         pthread_cond_destroy(&st->cond);
-        if (st->home_fd >= 0)
-            close(st->home_fd);
         free(st);
         return mf_err_set(err, MF_E_InternalError, "open_session: %s", wiredtiger_strerror(ret));
     }
@@ -480,8 +473,6 @@ mf_storage_close(mf_storage_t *st)
         free(st->pending_drops[i]);
     free(st->pending_drops);
     free(st->fault_uri);
-    if (st->home_fd >= 0)
-        close(st->home_fd);
     pthread_mutex_destroy(&st->lock);
     pthread_mutex_destroy(&st->hook_lock);
     pthread_mutex_destroy(&st->fault_lock);
@@ -685,43 +676,17 @@ mf_storage_compact(mf_sess_t *s, const char *uri, mf_error_t *err)
     }
 }
 
-/*
- * fd_headroom: whether n more file descriptors (at most FD_HEADROOM) can be
- * opened now, found by dup'ing home_fd n times and closing the copies: 2n
- * system calls, made only when a table is created. WiredTiger panics when
- * it cannot open a file it needs in the middle of its work (the directory
- * sync of a table it creates, its next journal file), which stops the
- * server; so a create that would leave fewer than FD_HEADROOM descriptors
- * is refused with TooManyFilesOpen (264) instead, and the server carries on.
- */
-#define FD_HEADROOM 32
-static bool
-fd_headroom(mf_storage_t *st, int n)
-{
-    int fds[FD_HEADROOM], got = 0;
-
-    if (st->home_fd < 0)
-        return true;
-    if (n > FD_HEADROOM)
-        n = FD_HEADROOM;
-    while (got < n && (fds[got] = fcntl(st->home_fd, F_DUPFD_CLOEXEC, 0)) >= 0)
-        got++;
-    for (int i = 0; i < got; i++)
-        close(fds[i]);
-    return got == n;
-}
-
 int
 mf_storage_create(mf_sess_t *s, const char *uri, const char *config, mf_error_t *err)
 {
-    if (!fd_headroom(s->st, FD_HEADROOM)) {
-        struct rlimit lim = {0, 0};
-        (void)getrlimit(RLIMIT_NOFILE, &lim);
+    /* See common/fds.h: WiredTiger panics when a create cannot open its files; refuse it before that. */
+    int64_t nfree = s->st->in_memory ? INT64_MAX : mf_fds_free();
+    if (nfree < MF_FDS_CREATE_RESERVE)
         return mf_err_set(err, MF_E_TooManyFilesOpen,
-                          "Too many open files: creating %s would leave fewer than %d of the %lld file descriptors "
-                          "this process may open (ulimit -n); drop unused collections or indexes, or raise the limit",
-                          uri, FD_HEADROOM, (long long)lim.rlim_cur);
-    }
+                          "Too many open files: %lld of the %lld file descriptors this process may open (ulimit -n) "
+                          "are left, too few to create a collection or index (%s); drop unused collections or "
+                          "indexes, close connections, or raise the limit",
+                          (long long)nfree, (long long)mf_fds_limit(), uri);
     int ret = s->wt->create(s->wt, uri, config);
     if (ret != 0)
         return wt_err(err, ret, "create table");
