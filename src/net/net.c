@@ -50,7 +50,6 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1237,7 +1236,7 @@ on_signal(uv_signal_t *h, int signum)
 /*
  * max_conns_supported: the connections to accept at once. --maxConns
  * (asked; 0 when not given: 1,000,000), capped as mongod caps it at 80% of
- * the soft limit on open files (RLIMIT_NOFILE), the rest being for the
+ * the soft limit on open files (nofile: mf_fds_limit's RLIMIT_NOFILE), the rest being for the
  * HTTP port (a tenth at most) and WiredTiger's files and journal. Logged as
  * mongod does when an explicit --maxConns is above the cap. As tables hold
  * more of the limit, on_connection also refuses a socket numbered within
@@ -1246,16 +1245,14 @@ on_signal(uv_signal_t *h, int signum)
  * descriptor (WiredTiger panics when it cannot open its next journal file).
  */
 static int
-max_conns_supported(int asked)
+max_conns_supported(int asked, int64_t nofile)
 {
     int want = asked > 0 ? asked : 1000000;
-    struct rlimit lim;
 
-    if (getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur == RLIM_INFINITY)
+    if (nofile == INT64_MAX)
         return want;
-    double cap = (double)lim.rlim_cur * 0.8;
-    mf_log(MF_LOG_DEBUG, "NETWORK", "file descriptor limits: hard %lld, soft %lld; connections at most %.0f",
-           (long long)lim.rlim_max, (long long)lim.rlim_cur, cap);
+    double cap = (double)nofile * 0.8;
+    mf_log(MF_LOG_DEBUG, "NETWORK", "file descriptor limit %lld; connections at most %.0f", (long long)nofile, cap);
     if (cap >= (double)want)
         return want;
     if (asked > 0)
@@ -1275,8 +1272,8 @@ mf_net_serve(mf_engine_t *eng, const mf_net_opts_t *opts, mf_error_t *err)
     memset(&srv, 0, sizeof(srv));
     srv.loop = uv_default_loop();
     srv.eng = eng;
-    srv.max_conns = max_conns_supported(opts->max_conns);
     srv.nofile = mf_fds_limit();
+    srv.max_conns = max_conns_supported(opts->max_conns, srv.nofile);
     atomic_store(&eng->conn_max, srv.max_conns);
     if (strchr(bind_ip, ':'))
         r = uv_ip6_addr(bind_ip, port, (struct sockaddr_in6 *)&addr);

@@ -1464,34 +1464,28 @@ apply_one(mf_repl_t *r, mf_sess_t *s, qent_t *q)
             tls_applying = true;
             int arc = mf_oplog_apply(r->eng, &p.body, &err);
             tls_applying = false;
-            if (arc != 0 && err.code == MF_E_InterruptedAtShutdown) {
+            bool at_shutdown = arc != 0 && err.code == MF_E_InterruptedAtShutdown;
+            if (at_shutdown || (arc != 0 && err.code == MF_E_TooManyFilesOpen)) {
                 /*
-                 * Shutdown cut this entry short (an index build, a large batch):
-                 * it is not recorded as applied and nothing after it is applied,
-                 * so the next start applies it again (its application tolerates
-                 * what it already did) instead of skipping it for good.
+                 * Shutdown cut this entry short (an index build, a large
+                 * batch), or this member ran out of file descriptors (a
+                 * collection or index it cannot open a file for: its own
+                 * shortage, not a bad entry): it is not recorded as applied
+                 * and nothing after it is applied, so the next start (with a
+                 * higher open-files limit) applies it again -- its
+                 * application tolerates what it already did -- instead of
+                 * skipping it for good.
                  */
                 pthread_mutex_lock(&r->mu);
                 r->apply_halted = true;
                 pthread_mutex_unlock(&r->mu);
-                mf_log(MF_LOG_INFO, "REPL", "applying raft entry %llu interrupted by shutdown; it is applied again at the "
-                       "next start", (unsigned long long)q->index);
-                return false;
-            }
-            if (arc != 0 && err.code == MF_E_TooManyFilesOpen) {
-                /*
-                 * Out of file descriptors (a collection or index this member
-                 * cannot open a file for): a shortage of this member, not a
-                 * bad entry, so it is not skipped -- applying stops here, as
-                 * at shutdown, and a restart with a higher open-files limit
-                 * applies it and what follows.
-                 */
-                pthread_mutex_lock(&r->mu);
-                r->apply_halted = true;
-                pthread_mutex_unlock(&r->mu);
-                mf_log(MF_LOG_ERROR, "REPL", "applying raft entry %llu needs more open files than this process may "
-                       "open (%s); applying stops here until a restart with a higher limit (ulimit -n)",
-                       (unsigned long long)q->index, err.msg);
+                if (at_shutdown)
+                    mf_log(MF_LOG_INFO, "REPL", "applying raft entry %llu interrupted by shutdown; it is applied again "
+                           "at the next start", (unsigned long long)q->index);
+                else
+                    mf_log(MF_LOG_ERROR, "REPL", "applying raft entry %llu needs more open files than this process may "
+                           "open (%s); applying stops here until a restart with a higher limit (ulimit -n)",
+                           (unsigned long long)q->index, err.msg);
                 return false;
             }
             if (arc != 0)
