@@ -38,6 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/log.h"
 #include "doc/match.h"
@@ -46,6 +47,7 @@
 #include "index/index_spec.h"
 
 #define CATALOG_URI "table:_mf_catalog"
+#define LOAD_FDS_WAIT_MS 60000 /* how long a start waits for file descriptors (see mf_catalog_open) */
 #define SIZES_URI "table:_mf_sizes"
 
 struct mf_catalog {
@@ -1375,9 +1377,28 @@ mf_catalog_open(mf_storage_t *st, mf_catalog_t **out, mf_error_t *err)
     }
     if (mf_cur_open(s, SIZES_URI, &sizes, err) != 0)
         goto err_free;
-    for (int i = 0; i < cat->ncolls; i++) {
-        if (coll_load_stats(s, sizes, cat->colls[i], err) != 0)
-            goto err_free;
+    for (int i = 0, waited = 0; i < cat->ncolls; i++) {
+        while (coll_load_stats(s, sizes, cat->colls[i], err) != 0) {
+            /*
+             * More collections than files this process may open (after a
+             * crash, recovery has just opened every table it replayed): the
+             * storage closes idle tables under that pressure, so wait for
+             * them (the cursors of this session released first) instead of
+             * failing the start, for a minute in all.
+             */
+            if (err->code != MF_E_TooManyFilesOpen || waited >= LOAD_FDS_WAIT_MS)
+                goto err_free;
+            if (waited == 0)
+                mf_log(MF_LOG_WARN, "STORAGE", "loading the catalog waits for idle tables to close: %s", err->msg);
+            mf_cur_close(sizes);
+            sizes = NULL;
+            mf_storage_session_release(s);
+            struct timespec ts = {0, 100 * 1000000L};
+            nanosleep(&ts, NULL);
+            waited += 100;
+            if (mf_cur_open(s, SIZES_URI, &sizes, err) != 0)
+                goto err_free;
+        }
     }
     mf_cur_close(sizes);
     sizes = NULL;

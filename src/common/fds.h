@@ -7,10 +7,13 @@
  * the middle of its work (the directory sync of a table it creates, its next
  * journal file), which stops the server. So the ports stop accepting before
  * the descriptors run out (MF_FDS_CONN_RESERVE, checked on each accepted
- * socket by its number) and a table create is refused with TooManyFilesOpen
+ * socket by its number), a table create is refused with TooManyFilesOpen
  * while fewer than MF_FDS_CREATE_RESERVE would be left (mf_fds_free, an
- * exact count when it matters); what is left after both is the storage
- * engine's margin for the files it opens on its own.
+ * exact count when it matters), and so is opening a cursor while fewer than
+ * MF_FDS_OPEN_RESERVE are left (a table whose file WiredTiger closed takes
+ * one to reopen: a restart with more tables than the limit, say); what is
+ * left after all three is the storage engine's margin for the files it
+ * opens on its own (its next journal file, the directory it lists).
  */
 #ifndef MF_FDS_H
 #define MF_FDS_H
@@ -19,6 +22,7 @@
 #include <stdint.h>
 
 #define MF_FDS_CREATE_RESERVE 32 /* a table create must leave this many free */
+#define MF_FDS_OPEN_RESERVE 24   /* a cursor open (maybe of a closed table's file) must leave this many free */
 #define MF_FDS_CONN_RESERVE 64   /* an accepted socket numbered this close to the limit is closed */
 
 /* mf_fds_limit: the soft limit on open files now, or INT64_MAX when there is none (or it is unknown). */

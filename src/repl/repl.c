@@ -1390,6 +1390,39 @@ initial_sync(mf_repl_t *r, mf_sess_t *s, uint64_t index, uint64_t term, int64_t 
     mf_engine_topology_changed(r->eng);
 }
 
+/*
+ * apply_body: applies an entry's body (mf_oplog_apply). Running out of file
+ * descriptors is most often brief (the storage closes idle tables under
+ * pressure, see storage_wt.c), so TooManyFilesOpen is retried, every 250 ms
+ * for up to APPLY_FDS_WAIT_MS, before it is returned; so is nothing else.
+ * Stops waiting at shutdown. Applier thread.
+ */
+#define APPLY_FDS_WAIT_MS 30000
+static int
+apply_body(mf_repl_t *r, mf_sess_t *s, uint64_t index, const bson_t *body, mf_error_t *err)
+{
+    int64_t waited = 0;
+    for (;;) {
+        tls_applying = true;
+        int arc = mf_oplog_apply(r->eng, body, err);
+        tls_applying = false;
+        if (arc == 0 || err->code != MF_E_TooManyFilesOpen || waited >= APPLY_FDS_WAIT_MS)
+            return arc;
+        if (waited == 0)
+            mf_log(MF_LOG_WARN, "REPL", "applying raft entry %llu waits for file descriptors: %s",
+                   (unsigned long long)index, err->msg);
+        mf_storage_session_release(s);
+        pthread_mutex_lock(&r->mu);
+        if (!r->stop)
+            (void)wait_until(r, &r->stop_cv, mf_mono_ms() + 250);
+        bool stop = r->stop;
+        pthread_mutex_unlock(&r->mu);
+        if (stop)
+            return arc;
+        waited += 250;
+    }
+}
+
 /* Applies entry q (unless applied before a restart). Returns true if it was applied now. */
 static bool
 apply_one(mf_repl_t *r, mf_sess_t *s, qent_t *q)
@@ -1461,16 +1494,15 @@ apply_one(mf_repl_t *r, mf_sess_t *s, qent_t *q)
             pthread_mutex_unlock(&r->mu);
         }
         if (!handled && p.has_body) {
-            tls_applying = true;
-            int arc = mf_oplog_apply(r->eng, &p.body, &err);
-            tls_applying = false;
+            int arc = apply_body(r, s, q->index, &p.body, &err);
             bool at_shutdown = arc != 0 && err.code == MF_E_InterruptedAtShutdown;
             if (at_shutdown || (arc != 0 && err.code == MF_E_TooManyFilesOpen)) {
                 /*
                  * Shutdown cut this entry short (an index build, a large
-                 * batch), or this member ran out of file descriptors (a
-                 * collection or index it cannot open a file for: its own
-                 * shortage, not a bad entry): it is not recorded as applied
+                 * batch), or this member stayed out of file descriptors (a
+                 * collection or index it cannot create or open a file for:
+                 * its own shortage, not a bad entry; see apply_body): it is
+                 * not recorded as applied
                  * and nothing after it is applied, so the next start (with a
                  * higher open-files limit) applies it again -- its
                  * application tolerates what it already did -- instead of

@@ -26,6 +26,27 @@
  * End-of-transaction callbacks (mf_txn_on_end) are per session and run on
  * the session's thread right after commit or rollback, then are cleared.
  *
+ * Open files: every table is a file WiredTiger keeps open while it is in
+ * use and closes (its sweep) once idle for a while; a table create and a
+ * cursor open may each take a descriptor, and WiredTiger panics when its
+ * own threads cannot open a file (the journal's next file, its directory).
+ * So a cursor open is refused with TooManyFilesOpen while fewer than
+ * MF_FDS_OPEN_RESERVE descriptors are left (common/fds.h). Counting costs a
+ * read of /proc, so it is done once per budget of opens: a count that finds
+ * F free allows (F - reserve) / 2 more opens before the next one (each open
+ * takes at most one descriptor; the other half is for sockets and
+ * WiredTiger's own). Far from the limit that is a count every few thousand
+ * opens; near it, every open. A count that finds too few, or any EMFILE or
+ * ENFILE WiredTiger reports (its event handler, any thread), puts the
+ * storage under descriptor pressure: the flusher switches WiredTiger's sweep
+ * to close any table idle for a second (file_manager, reconfigured; the
+ * sweep looks every second) and checkpoints every 2 s instead of 60 (a
+ * table with changes not yet checkpointed is never closed), until a quarter
+ * of the limit is free again, then back to the normal ten minutes beyond
+ * close_handle_minimum (a quarter of the limit, at most 250). A
+ * restart with more tables than the limit allows then opens and closes them
+ * in turn instead of stopping the server.
+ *
  * Space (compact, fsync, collStats): a table's size is its file's size;
  * deletions free blocks inside the file, which a checkpoint makes reusable,
  * and WT_SESSION::compact moves live blocks off the end of the file and
@@ -100,6 +121,11 @@ struct mf_sess {
 };
 
 struct mf_storage {
+    /*
+     * WiredTiger's event handler for this connection (first, so the
+     * handler finds its storage: it is handed back the pointer given).
+     */
+    WT_EVENT_HANDLER events;
     WT_CONNECTION *conn;
     pthread_t flusher;
     pthread_mutex_t lock;
@@ -126,6 +152,21 @@ struct mf_storage {
     bool has_zstd;             /* ext/wt_zstd (libmayfly_wt_zstd.so) loaded */
     void (*txn_hook)(void *arg, bool committed);
     void *txn_hook_arg;
+    /*
+     * Open files (see the file comment). fd_limit: the soft limit at open,
+     * INT64_MAX for none (or in memory: no files). fd_budget: cursor opens
+     * left before the next count. fd_pressure: set by a count or by the
+     * event handler, cleared by the flusher, which alone reconfigures
+     * WiredTiger (fm_pressure: what it last set; fm_normal: the normal
+     * file_manager configuration).
+     */
+    int64_t fd_limit;
+    _Atomic int64_t fd_budget;
+    _Atomic bool fd_pressure;
+    bool fm_pressure;
+    char fm_normal[128];
+    int64_t fm_logged_ms; /* when the flusher last logged pressure (once a minute) */
+    bool fm_logged;       /* ... and whether that was this time's, so its end is logged too */
     int (*precommit_hook)(void *arg, mf_sess_t *s, mf_error_t *err);
     void *precommit_hook_arg;
 };
@@ -158,8 +199,13 @@ static _Atomic uint64_t storage_gen;
 static int
 wt_handle_error(WT_EVENT_HANDLER *handler, WT_SESSION *session, int error, const char *message)
 {
-    (void)handler;
+    mf_storage_t *st = (mf_storage_t *)(void *)handler; /* the first member (see struct mf_storage) */
     (void)session;
+    if (error == EMFILE || error == ENFILE) {
+        /* Only atomics here: this may run on any thread, under any lock (ours included). */
+        atomic_store(&st->fd_budget, 0);
+        atomic_store(&st->fd_pressure, true);
+    }
     if (error == WT_PANIC) {
         mf_log(MF_LOG_ERROR, "STORAGE", "WiredTiger panic, stopping the server (a restart recovers from the "
                "journal): %s", message);
@@ -169,7 +215,6 @@ wt_handle_error(WT_EVENT_HANDLER *handler, WT_SESSION *session, int error, const
     return 0;
 }
 
-static WT_EVENT_HANDLER wt_events = {.handle_error = wt_handle_error};
 
 void
 mf_storage_set_txn_hook(mf_storage_t *st, void (*fn)(void *arg, bool committed), void *arg)
@@ -249,6 +294,88 @@ try_pending_drops(mf_storage_t *st)
     pthread_mutex_unlock(&st->lock);
 }
 
+/*
+ * fd_gate: before a cursor open that may open a table's file; 0 to go on,
+ * or -1 with TooManyFilesOpen in err while fewer than MF_FDS_OPEN_RESERVE
+ * descriptors are left (see "Open files" in the file comment).
+ */
+static int
+fd_gate(mf_storage_t *st, const char *uri, mf_error_t *err)
+{
+    if (st->fd_limit == INT64_MAX || atomic_fetch_sub_explicit(&st->fd_budget, 1, memory_order_relaxed) > 0)
+        return 0;
+    /* The server's own few tables (catalog, sizes, archive, replication state) are not refused: a bounded number. */
+    if (strncmp(uri, "table:_mf_", 10) == 0 || strncmp(uri, "table:mf_", 9) == 0)
+        return 0;
+    int64_t nfree = mf_fds_free();
+    if (nfree >= MF_FDS_OPEN_RESERVE) {
+        atomic_store(&st->fd_budget, (nfree - MF_FDS_OPEN_RESERVE) / 2);
+        return 0;
+    }
+    atomic_store(&st->fd_budget, 0);
+    atomic_store(&st->fd_pressure, true);
+    return mf_err_set(err, MF_E_TooManyFilesOpen,
+                      "Too many open files: %lld of the %lld file descriptors this process may open (ulimit -n) are "
+                      "left, too few to open %s; idle tables are being closed, retry shortly, or raise the limit",
+                      (long long)nfree, (long long)st->fd_limit, uri);
+}
+
+/* Under pressure: close what is idle for a second; checkpoint every 2 s, since a table with unwritten changes stays open. */
+#define FM_PRESSURE "file_manager=(close_idle_time=1,close_scan_interval=1,close_handle_minimum=0),checkpoint=(wait=2)"
+
+/* fd_enough: free descriptors that end the pressure: a quarter of the limit, and at least twice the ports' reserve. */
+static int64_t
+fd_enough(mf_storage_t *st)
+{
+    return st->fd_limit / 4 > 2 * MF_FDS_CONN_RESERVE ? st->fd_limit / 4 : 2 * MF_FDS_CONN_RESERVE;
+}
+
+/* fm_log_due: whether the flusher logs pressure now (at most once a minute: a load can flip it often). */
+static bool
+fm_log_due(mf_storage_t *st)
+{
+    int64_t now = mf_mono_ms();
+    if (st->fm_logged_ms != 0 && now - st->fm_logged_ms < 60000)
+        return false;
+    st->fm_logged_ms = now;
+    return true;
+}
+
+/* fd_tick: the flusher's part in "Open files" (see the file comment); every tick, on its thread. */
+static void
+fd_tick(mf_storage_t *st, unsigned ticks)
+{
+    if (st->fd_limit == INT64_MAX)
+        return;
+    if (!st->fm_pressure) {
+        if (!atomic_load(&st->fd_pressure))
+            return;
+        int ret = st->conn->reconfigure(st->conn, FM_PRESSURE);
+        st->fm_pressure = true;
+        st->fm_logged = fm_log_due(st) || ret != 0;
+        if (!st->fm_logged)
+            return;
+        mf_log(MF_LOG_WARN, "STORAGE", "Too many open files: %lld of the %lld file descriptors this process may open "
+               "(ulimit -n) are left; tables idle for a second are closed until %lld are free, and opening one is "
+               "refused with TooManyFilesOpen while fewer than %d are left%s%s",
+               (long long)mf_fds_free(), (long long)st->fd_limit, (long long)fd_enough(st), MF_FDS_OPEN_RESERVE,
+               ret ? "; reconfiguring WiredTiger failed: " : "", ret ? wiredtiger_strerror(ret) : "");
+        return;
+    }
+    if (ticks % 10 != 0)
+        return;
+    int64_t nfree = mf_fds_free();
+    if (nfree < fd_enough(st))
+        return;
+    int ret = st->conn->reconfigure(st->conn, st->fm_normal);
+    st->fm_pressure = false;
+    atomic_store(&st->fd_pressure, false);
+    if (st->fm_logged || ret != 0)
+        mf_log(MF_LOG_INFO, "STORAGE", "Open files back under the limit: %lld of %lld descriptors free; tables idle for "
+           "ten minutes are closed again%s%s", (long long)nfree, (long long)st->fd_limit,
+           ret ? "; reconfiguring WiredTiger failed: " : "", ret ? wiredtiger_strerror(ret) : "");
+}
+
 static void *
 flusher_main(void *arg)
 {
@@ -268,7 +395,8 @@ flusher_main(void *arg)
             (void)st->flush_sess->log_flush(st->flush_sess, "sync=on");
         if (have_drops)
             try_pending_drops(st);
-        if (++ticks % 10 == 0) {
+        fd_tick(st, ++ticks);
+        if (ticks % 10 == 0) {
             pthread_mutex_lock(&st->hook_lock);
             if (st->periodic)
                 st->periodic(st->periodic_arg);
@@ -401,6 +529,12 @@ mf_storage_open_ex(const char *dbpath, bool in_memory, mf_storage_t **out, mf_er
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&st->cond, &ca);
     pthread_condattr_destroy(&ca);
+    st->events.handle_error = wt_handle_error;
+    st->fd_limit = in_memory ? INT64_MAX : mf_fds_limit();
+    /* Handles beyond a quarter of the limit (at most WiredTiger's default 250) are closed after 10 idle minutes. */
+    snprintf(st->fm_normal, sizeof st->fm_normal,
+             "file_manager=(close_idle_time=600,close_scan_interval=1,close_handle_minimum=%lld),checkpoint=(wait=60)",
+             (long long)(st->fd_limit / 4 < 250 ? st->fd_limit / 4 : 250));
     /*
      * In memory: no journal, no checkpoints, nothing written to dbpath (it
      * only has to exist); the data goes with the last close. The cache must
@@ -408,23 +542,36 @@ mf_storage_open_ex(const char *dbpath, bool in_memory, mf_storage_t **out, mf_er
      */
     char config[4096], ext[2400];
     compressor_extensions(st, ext, sizeof ext);
-    snprintf(config, sizeof config, "%s%s",
+    snprintf(config, sizeof config, "%s%s%s%s",
              in_memory ? "create,in_memory=true,cache_size=4G,session_max=2000,"
                          "eviction=(threads_min=1,threads_max=2),statistics=(fast)"
                        : "create,cache_size=1G,session_max=2000,"
                          "log=(enabled=true,file_max=100MB,archive=true),"
-                         "transaction_sync=(enabled=false),checkpoint=(wait=60),"
-                         "file_manager=(close_idle_time=600,close_scan_interval=10,close_handle_minimum=250),"
+                         "transaction_sync=(enabled=false),"
                          "eviction=(threads_min=1,threads_max=2),statistics=(fast)",
-             ext);
-    ret = wiredtiger_open(dbpath, &wt_events, config, &st->conn);
+             in_memory ? "" : ",", in_memory ? "" : st->fm_normal, ext);
+    ret = wiredtiger_open(dbpath, &st->events, config, &st->conn);
     st->in_memory = in_memory;
     if (ret != 0) {
+        /*
+         * Recovery after a crash keeps every table it replays open at once:
+         * with more of them changed since the last checkpoint than files
+         * this process may open, it cannot finish. Nothing is lost; a start
+         * with a higher limit recovers it.
+         */
+        bool no_fds = atomic_load(&st->fd_pressure);
         pthread_mutex_destroy(&st->lock);
         pthread_mutex_destroy(&st->hook_lock);
         pthread_mutex_destroy(&st->fault_lock);
         pthread_cond_destroy(&st->cond);
+        int64_t limit = st->fd_limit;
         free(st);
+        if (no_fds)
+            return mf_err_set(err, MF_E_TooManyFilesOpen, "wiredtiger_open(%s): %s: too many open files (the limit is "
+                              "%lld): recovering from the journal opens every collection and index changed since "
+                              "the last checkpoint at once; nothing is lost, start again with a higher limit "
+                              "(ulimit -n, or LimitNOFILE= in a systemd unit)", dbpath, wiredtiger_strerror(ret),
+                              (long long)limit);
         return mf_err_set(err, MF_E_InternalError, "wiredtiger_open(%s): %s", dbpath, wiredtiger_strerror(ret));
     }
     ret = st->conn->open_session(st->conn, NULL, NULL, &st->flush_sess);
@@ -687,6 +834,7 @@ mf_storage_create(mf_sess_t *s, const char *uri, const char *config, mf_error_t 
                           "are left, too few to create a collection or index (%s); drop unused collections or "
                           "indexes, close connections, or raise the limit",
                           (long long)nfree, (long long)mf_fds_limit(), uri);
+    atomic_fetch_sub_explicit(&s->st->fd_budget, 2, memory_order_relaxed); /* its file, and a directory sync */
     int ret = s->wt->create(s->wt, uri, config);
     if (ret != 0)
         return wt_err(err, ret, "create table");
@@ -925,6 +1073,8 @@ cur_open(mf_sess_t *s, const char *uri, bool keep, mf_cur_t **out, mf_error_t *e
             return 0;
         }
     }
+    if (fd_gate(s->st, uri, err) != 0)
+        return -1;
     int ret = s->wt->open_cursor(s->wt, uri, NULL, "overwrite=false", &c);
     if (ret != 0)
         return wt_err(err, ret, "open_cursor");

@@ -204,6 +204,17 @@ struct mf_ttl_monitor {
     _Atomic int64_t backlog;
     _Atomic bool backlog_capped;
     int64_t refresh_req, refresh_done; /* guarded by mu */
+    /*
+     * Out of file descriptors (TooManyFilesOpen; monitor thread only): when
+     * it was last logged; fds_short, set by the visit or read that met it;
+     * fds_from, the target where passes and deadline reads start, so that
+     * with more TTL indexes than files this process may open, each round
+     * goes on where the last one stopped and the files it does not touch
+     * are closed in the meantime (see storage_wt.c, "Open files").
+     */
+    int64_t fds_warned_ms;
+    bool fds_short;
+    int fds_from;
     pthread_cond_t refresh_cv;    /* deletions per second over the last visit that deleted */
     /*
      * Per-index view for the console (mf_ttl_indexes_append): rebuilt with
@@ -559,12 +570,29 @@ refind(mf_ttl_monitor_t *m, const ttl_target_t *t)
 }
 
 /*
+ * fds_warn_due: whether to log that a table could not be opened for want of
+ * file descriptors (TooManyFilesOpen). Every index meets it alike for a
+ * while, so once a minute, not once per index per pass. Monitor thread only.
+ */
+static bool
+fds_warn_due(mf_ttl_monitor_t *m)
+{
+    int64_t now = mf_now_ms();
+    if (now - m->fds_warned_ms < 60000)
+        return false;
+    m->fds_warned_ms = now;
+    return true;
+}
+
+/*
  * The earliest deadline of index ix (smallest Date key + N), or NO_DEADLINE.
  * Also counts keys already due into *backlog when backlog is not NULL (at
- * most cap keys).
+ * most cap keys). An index that cannot be read has its deadline a second
+ * from now, and *no_fds set when that was for want of file descriptors.
  */
 static int64_t
-index_deadline(mf_sess_t *s, mf_index_t *ix, int64_t start, int64_t secs, int64_t now, int64_t *backlog, int64_t cap)
+index_deadline(mf_sess_t *s, mf_index_t *ix, int64_t start, int64_t secs, int64_t now, int64_t *backlog, int64_t cap,
+               bool *no_fds)
 {
     mf_cur_t *cur;
     mf_error_t err;
@@ -575,8 +603,10 @@ index_deadline(mf_sess_t *s, mf_index_t *ix, int64_t start, int64_t secs, int64_
     size_t klen;
     int r;
 
-    if (mf_cur_open(s, ix->uri, &cur, &err) != 0)
-        return NO_DEADLINE;
+    if (mf_cur_open(s, ix->uri, &cur, &err) != 0) {
+        *no_fds = err.code == MF_E_TooManyFilesOpen;
+        return now + 1000; /* not "nothing due" either: look again in a second */
+    }
     if (!desc) {
         mf_ks_date_key(start, false, lo); /* the index's floor: every key before it is deleted */
         r = mf_cur_seek_bytes_ge(cur, lo, DATE_KEY_LEN);
@@ -1304,7 +1334,12 @@ visit(mf_ttl_monitor_t *m, mf_sess_t *s, ttl_target_t *t)
         if (sc != 0) {
             dirty_lower(ix, taken);
             mf_catalog_unlock(m->env.cat);
-            if (sc > 0)
+            if (sc > 0 && err.code == MF_E_TooManyFilesOpen) {
+                m->fds_short = true;
+                if (fds_warn_due(m))
+                    mf_log(MF_LOG_WARN, "TTL", "cannot open index %s on %s: %s (expiry resumes as tables are "
+                           "closed; this is logged once a minute)", t->index, t->ns, err.msg);
+            } else if (sc > 0)
                 mf_log(MF_LOG_WARN, "TTL", "cannot open index %s on %s: %s", t->index, t->ns, err.msg);
             else
                 mf_log(MF_LOG_WARN, "TTL", "reading TTL index %s on %s failed; will retry", t->index, t->ns);
@@ -1417,10 +1452,12 @@ visit(mf_ttl_monitor_t *m, mf_sess_t *s, ttl_target_t *t)
         mf_catalog_unlock(m->env.cat);
         release_cursors(m, s, false);
         bool interrupted = rc != 0 && (err.code == MF_E_Interrupted || err.code == MF_E_InterruptedAtShutdown);
+        bool no_fds = rc != 0 && err.code == MF_E_TooManyFilesOpen;
+        m->fds_short |= no_fds;
         if (interrupted)
             mf_log(MF_LOG_INFO, "TTL", "TTL batch on %s (index %s) interrupted: %d %s", t->ns, t->index, err.code,
                    err.msg);
-        else if (rc != 0)
+        else if (rc != 0 && (!no_fds || fds_warn_due(m)))
             mf_log(MF_LOG_WARN, "TTL", "deleting expired documents from %s (index %s) failed, will retry: %s", t->ns,
                    t->index, err.msg);
 
@@ -1501,11 +1538,18 @@ run_pass(mf_ttl_monitor_t *m, mf_sess_t *s)
         bool any = true;
         while (any && !should_stop(m)) {
             any = false;
-            for (int i = 0; i < l->n; i++) {
+            m->fds_short = false;
+            for (int j = 0; j < l->n; j++) {
+                int i = (m->fds_from + j) % l->n;
                 if (!l->v[i].more)
                     continue;
                 if (visit(m, s, &l->v[i]))
                     any = true;
+                if (m->fds_short) {
+                    /* The rest would meet it too; the next round starts here (see fds_from). */
+                    m->fds_from = i;
+                    return;
+                }
             }
             if (any && subpass_secs > 0 && (mf_mono_us() - sub_start) / 1000000 >= subpass_secs) {
                 work_left = true; /* start a new sub-pass with the work that is left */
@@ -1531,7 +1575,8 @@ compute_next_due(mf_ttl_monitor_t *m, mf_sess_t *s)
     mf_catalog_rdlock(m->env.cat);
     idx_snap_t *snap = l->n ? mf_calloc((size_t)l->n, sizeof(*snap)) : NULL;
     int nsnap = 0;
-    for (int i = 0; i < l->n; i++) {
+    for (int j = 0; j < l->n; j++) {
+        int i = (m->fds_from + j) % l->n;
         mf_coll_t *c = refind(m, &l->v[i]);
         int64_t secs;
         mf_index_t *ix = c ? find_ttl_index(c, l->v[i].index, &secs) : NULL;
@@ -1539,10 +1584,17 @@ compute_next_due(mf_ttl_monitor_t *m, mf_sess_t *s)
             continue;
         /* The backlog is counted here, on the monitor's thread (bounded), never by serverStatus. */
         int64_t before = backlog;
-        int64_t d = index_deadline(s, ix, floor_start(m, ix), secs, now, &backlog, cap > backlog ? cap - backlog : 0);
+        bool no_fds = false;
+        int64_t d = index_deadline(s, ix, floor_start(m, ix), secs, now, &backlog, cap > backlog ? cap - backlog : 0,
+                                   &no_fds);
         if (d < best)
             best = d;
         snap_fill(&snap[nsnap++], c, ix, d, backlog - before);
+        if (no_fds) {
+            /* As in run_pass: the rest would meet it too; the next read starts here (see fds_from). */
+            m->fds_from = i;
+            break;
+        }
     }
     mf_catalog_unlock(m->env.cat);
     pthread_mutex_lock(&m->lat_mu);

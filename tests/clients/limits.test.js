@@ -389,6 +389,97 @@ h.test('open files: the soft limit is raised to the hard one; under a low hard l
   }
 });
 
+h.test('open files: a restart with more collections and indexes than files it may open serves them in turn (264 while idle ones close), expires on time and never stops; a crash recovery that cannot open them all says so and loses nothing', { timeout: 300000 }, async () => {
+  // 300 collections with a TTL index are 900 files; the restarts below may open 400. Half the documents are
+  // due, the TTL monitor kept off until then, so that it must reach every index under the limit.
+  const N = 300;
+  const dbpath = fs.mkdtempSync(require('node:path').join(require('node:os').tmpdir(), 'mayfly-fds-'));
+  const due = new Date(Date.now() - 7200 * 1000);
+  const findAll = async (conn, k, filter) => {
+    // TooManyFilesOpen (264) while idle tables are being closed, never another error.
+    for (let a = 0; a < 300; a++) {
+      const r = await conn.command('fds', { find: `c${k}`, filter });
+      assert.ok(r, `the server answered the find on c${k}`);
+      if (r.ok === 1) return r.cursor.firstBatch;
+      assert.equal(r.code, 264, JSON.stringify(r));
+      assert.equal(r.codeName, 'TooManyFilesOpen');
+      await h.sleep(100);
+    }
+    assert.fail(`c${k} was not readable within 30 s`);
+  };
+  let s = new h.MayflyServer({ dbpath });
+  try {
+    await s.start();
+    let conn = await h.rawConnect(s.port);
+    assert.equal((await conn.command('admin', { setParameter: 1, ttlMonitorEnabled: false })).ok, 1);
+    for (let k = 0; k < N; k++) {
+      const r = await conn.command('fds', { insert: `c${k}`, documents: [{ _id: k, at: k % 2 ? due : new Date() }], writeConcern: { j: true } });
+      assert.equal(r.n, 1, JSON.stringify(r));
+      const ix = await conn.command('fds', { createIndexes: `c${k}`, indexes: [{ key: { at: 1 }, name: 'at_1', expireAfterSeconds: 3600 }] });
+      assert.equal(ix.ok, 1, JSON.stringify(ix));
+    }
+    conn.close();
+
+    // kill -9 before the first checkpoint (60 s): recovery must open all 900 files at once, which 400 do not
+    // allow. The start fails with that said, and a start with the machine's limit recovers every write.
+    await s.kill9();
+    s = new h.MayflyServer({ dbpath, wrapper: ['prlimit', '--nofile=400:400'] });
+    await assert.rejects(s.start(), /exited during start-up \(code=1/);
+    assert.match(s.stderrTail(60), /too many open files \(the limit is 400\): recovering from the journal opens every collection and index changed since the last checkpoint at once; nothing is lost/);
+    assert.doesNotMatch(s.stderrTail(60), /WiredTiger panic, stopping/);
+    s = new h.MayflyServer({ dbpath, args: ['--setParameter', 'ttlMonitorEnabled=false'] });
+    await s.start();
+    conn = await h.rawConnect(s.port);
+    for (let k = 0; k < N; k++) assert.equal((await findAll(conn, k, {})).length, 1, `c${k}'s acknowledged write survived kill -9`);
+    conn.close();
+    await s.stop();
+
+    s = new h.MayflyServer({ dbpath, wrapper: ['prlimit', '--nofile=400:400'] });
+    await s.start();
+    // A connection may be refused while the TTL monitor's first reads hold the descriptors; it is served soon.
+    conn = null;
+    for (let i = 0; i < 150 && !conn; i++) {
+      const c = await h.rawConnect(s.port).catch(() => null);
+      const p = c && await c.command('admin', { ping: 1 }).catch(() => null);
+      if (p && p.ok === 1) conn = c;
+      else { if (c) c.close(); await h.sleep(200); }
+    }
+    assert.ok(conn, 'a connection is served within 30 s');
+    // Every collection is readable in turn, and the monitor reaches every index: the due half is deleted.
+    const deadline = Date.now() + 120000;
+    for (let k = 0; k < N; k++) {
+      let n = (await findAll(conn, k, {})).length;
+      while (k % 2 && n !== 0 && Date.now() < deadline) { await h.sleep(200); n = (await findAll(conn, k, {})).length; }
+      assert.equal(n, k % 2 ? 0 : 1, `c${k} holds ${n} documents`);
+    }
+    assert.match(s.stderrTail(2000), /Too many open files: \d+ of the 400 file descriptors/, 'the pressure is logged');
+    // Writes carry on (retried while an open is refused), acknowledged by the journal, into every collection.
+    for (let k = 0; k < N; k++) {
+      for (let a = 0; ; a++) {
+        const w = await conn.command('fds', { insert: `c${k}`, documents: [{ _id: `w${k}`, at: new Date() }], writeConcern: { j: true } });
+        assert.ok(w, `the server answered the insert into c${k}`);
+        if (w.ok === 1 && w.n === 1) break;
+        assert.equal(code(w), 264, JSON.stringify(w)); // a write error, as mongod reports one
+        assert.ok(a < 300, `c${k} was not writable within 30 s`);
+        await h.sleep(100);
+      }
+    }
+    assert.equal(s.unexpectedExits.length, 0);
+    assert.doesNotMatch(s.stderrTail(2000), /panic/);
+    conn.close();
+    // ... and they survive kill -9.
+    await s.kill9();
+    s = new h.MayflyServer({ dbpath });
+    await s.start();
+    conn = await h.rawConnect(s.port);
+    for (let k = 0; k < N; k++) assert.equal((await findAll(conn, k, { _id: `w${k}` })).length, 1, `c${k}'s write after the restart survived kill -9`);
+    conn.close();
+  } finally {
+    await s.stop().catch(() => {});
+    fs.rmSync(dbpath, { recursive: true, force: true });
+  }
+});
+
 h.test('startup warnings: no access control is always warned; listening beyond loopback is warned too; getLog shows them', { timeout: 60000 }, async () => {
   // The open-files warning depends on the machine's limits (see the TooManyFilesOpen test).
   const machineFree = (log) => log.filter((l) => !/Soft rlimits for open file descriptors too low/.test(l));
