@@ -581,6 +581,8 @@ on_connection(uv_stream_t *listener, int status)
     bool reserve = accepted && uv_fileno((uv_handle_t *)&c->tcp, &fd) == 0 &&
                    mf_fd_in_reserve(fd, h->nofile, MF_FDS_CONN_RESERVE);
     if (!accepted || h->nconns >= h->max_conns || reserve) {
+        if (reserve)
+            mf_storage_fds_low(h->eng->st); /* table opens count again before they take the last ones */
         if (accepted && h->nconns >= h->max_conns)
             mf_log(MF_LOG_WARN, "NETWORK", "HTTP: %zu connections open, closing a new one", h->max_conns);
         else if (reserve)

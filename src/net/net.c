@@ -1120,6 +1120,7 @@ on_connection(uv_stream_t *listener, int status)
     uv_os_fd_t fd;
     if (uv_fileno((uv_handle_t *)&c->tcp, &fd) == 0 && mf_fd_in_reserve(fd, srv->nofile, MF_FDS_CONN_RESERVE)) {
         /* Below --maxConns, but the storage engine's files hold the rest of the limit (common/fds.h). */
+        mf_storage_fds_low(srv->eng->st); /* table opens count again before they take the last ones */
         mf_log(MF_LOG_WARN, "NETWORK", "connection refused because too few file descriptors are left: this one is "
                "number %d of %lld allowed (ulimit -n), the last %d are kept for the storage engine", (int)fd,
                (long long)srv->nofile, MF_FDS_CONN_RESERVE);

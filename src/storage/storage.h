@@ -124,6 +124,15 @@ int mf_storage_checkpoint(mf_sess_t *s, mf_error_t *err) MF_WUR;
  */
 int mf_storage_compact(mf_sess_t *s, const char *uri, mf_error_t *err) MF_WUR;
 
+/*
+ * mf_storage_fds_low: a descriptor handed out elsewhere (an accepted socket)
+ * lay within the reserve below the open-files limit (common/fds.h): the
+ * next table open counts the free descriptors instead of spending a budget
+ * counted earlier, and idle tables are closed to make room (descriptor
+ * pressure, see "Open files" in storage_wt.c). Any thread; cheap.
+ */
+void mf_storage_fds_low(mf_storage_t *st);
+
 /* Table management. create is idempotent. drop is deferred if the table is busy. */
 int mf_storage_create(mf_sess_t *s, const char *uri, const char *config, mf_error_t *err) MF_WUR;
 void mf_storage_drop(mf_storage_t *st, const char *uri);

@@ -36,7 +36,9 @@
  * F free allows (F - reserve) / 2 more opens before the next one (each open
  * takes at most one descriptor; the other half is for sockets and
  * WiredTiger's own). Far from the limit that is a count every few thousand
- * opens; near it, every open. A count that finds too few, or any EMFILE or
+ * opens; near it, every open. A socket accepted within the ports' reserve
+ * ends the budget at once (mf_storage_fds_low), since sockets taken between
+ * two counts are not in it. A count that finds too few, or any EMFILE or
  * ENFILE WiredTiger reports (its event handler, any thread), puts the
  * storage under descriptor pressure: the flusher switches WiredTiger's sweep
  * to close any table idle for a second (file_manager, reconfigured; the
@@ -318,6 +320,13 @@ fd_gate(mf_storage_t *st, const char *uri, mf_error_t *err)
                       "Too many open files: %lld of the %lld file descriptors this process may open (ulimit -n) are "
                       "left, too few to open %s; idle tables are being closed, retry shortly, or raise the limit",
                       (long long)nfree, (long long)st->fd_limit, uri);
+}
+
+void
+mf_storage_fds_low(mf_storage_t *st)
+{
+    atomic_store(&st->fd_budget, 0);
+    atomic_store(&st->fd_pressure, true);
 }
 
 /* Under pressure: close what is idle for a second; checkpoint every 2 s, since a table with unwritten changes stays open. */
@@ -828,12 +837,14 @@ mf_storage_create(mf_sess_t *s, const char *uri, const char *config, mf_error_t 
 {
     /* See common/fds.h: WiredTiger panics when a create cannot open its files; refuse it before that. */
     int64_t nfree = s->st->in_memory ? INT64_MAX : mf_fds_free();
-    if (nfree < MF_FDS_CREATE_RESERVE)
+    if (nfree < MF_FDS_CREATE_RESERVE) {
+        mf_storage_fds_low(s->st); /* idle tables are closed to make room (see "Open files") */
         return mf_err_set(err, MF_E_TooManyFilesOpen,
                           "Too many open files: %lld of the %lld file descriptors this process may open (ulimit -n) "
                           "are left, too few to create a collection or index (%s); drop unused collections or "
                           "indexes, close connections, or raise the limit",
                           (long long)nfree, (long long)mf_fds_limit(), uri);
+    }
     atomic_fetch_sub_explicit(&s->st->fd_budget, 2, memory_order_relaxed); /* its file, and a directory sync */
     int ret = s->wt->create(s->wt, uri, config);
     if (ret != 0)

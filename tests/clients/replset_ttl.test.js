@@ -226,6 +226,54 @@ R.test('I2 in a replica set: the primary archives what it expires, the option re
   }
 });
 
+R.test('a secondary under a 400-file limit applies 300 new collections with TTL indexes (900 files), waiting out TooManyFilesOpen instead of stopping, and receives the primary\'s expiry', { timeout: 240000 }, async () => {
+  const p = await rs.waitForPrimary();
+  const s = [0, 1, 2].find((i) => i !== p);
+  const server = rs.members[s].server;
+  await rs.kill(s, { kill9: false });
+  server.wrapper = ['prlimit', '--nofile=400:400'];
+  try {
+    await rs.restart(s);
+    await rs.waitForSecondary(s, { timeoutMs: 60000 });
+    const db = rs.freshDb('fds');
+    const dbName = db.databaseName;
+    const N = 300;
+    for (let k = 0; k < N; k++) {
+      const c = db.collection(`c${k}`);
+      await c.insertOne({ _id: k, at: new Date() }, MAJ);
+      await c.createIndex({ at: 1 }, { expireAfterSeconds: 3600, ...MAJ });
+      if (k % 2) await c.insertOne({ _id: 'due', at: new Date(Date.now() - 7200e3) }, MAJ);
+    }
+    // Member s holds exactly what the primary holds: each collection's own document, the due ones deleted by
+    // the primary's monitor and the deletes applied. Its reads may meet 264 while idle tables close: retried.
+    const left = new Set(Array.from({ length: N }, (_, k) => k));
+    let last = null;
+    await rs.waitUntil(async () => {
+      for (const k of [...left]) {
+        const r = await rs.raw(s, dbName, { find: `c${k}`, filter: {}, $readPreference: { mode: 'secondaryPreferred' } });
+        if (r && r.ok === 1) {
+          last = [k, r.cursor.firstBatch];
+          if (r.cursor.firstBatch.length === 1 && r.cursor.firstBatch[0]._id === k) left.delete(k);
+        } else {
+          assert.ok(r === null || r.code === 264, JSON.stringify(r));
+        }
+      }
+      return left.size === 0;
+    }, { timeoutMs: 150000, what: 'every collection on the member under the limit' })
+      .catch((e) => { e.message += ` (${left.size} left, last ${JSON.stringify(last)})`; throw e; });
+    const log = server.stderrTail(5000);
+    assert.doesNotMatch(log, /applying stops here|panic/);
+    assert.match(log, /applying raft entry \d+ waits for file descriptors/, 'the applier met the limit and waited');
+    assert.equal(server.unexpectedExits.length, 0);
+    assert.equal((await rs.hello(s)).secondary, true, 'still a secondary');
+  } finally {
+    server.wrapper = [];
+    await rs.kill(s, { kill9: false }).catch(() => {});
+    await rs.restart(s);
+    await rs.waitForSecondary(s, { timeoutMs: 60000 });
+  }
+});
+
 R.test('E3 a member restarted without --replSet (its local.system.replset holds the set\'s config) runs no TTL monitor and logs why', { timeout: 90000 }, async () => {
   const p = await rs.waitForPrimary();
   const s = [0, 1, 2].find((i) => i !== p);

@@ -5,7 +5,9 @@
  * only within the last reserve numbers below the limit; and the storage
  * adapter refuses a table create with TooManyFilesOpen (264) while fewer
  * than MF_FDS_CREATE_RESERVE descriptors are left, creating it once some
- * are free again (WiredTiger would otherwise panic mid-create).
+ * are free again (WiredTiger would otherwise panic mid-create), and a
+ * cursor open likewise under MF_FDS_OPEN_RESERVE (the server's own _mf_
+ * tables excepted) once a socket in the reserve makes it count.
  */
 #include <criterion/criterion.h>
 #include <dirent.h>
@@ -64,6 +66,28 @@ restore_limit(void)
 
 TestSuite(fds, .init = save_limit, .fini = restore_limit);
 
+/* A storage in a fresh temporary directory (its path into dir, 64 bytes). */
+static mf_storage_t *
+storage_in(char *dir)
+{
+    mf_storage_t *st;
+    mf_error_t err = {0};
+    snprintf(dir, 64, "/tmp/mf-test-fds-XXXXXX");
+    cr_assert_not_null(mkdtemp(dir));
+    cr_assert_eq(mf_storage_open(dir, &st, &err), 0, "open: %s", err.msg);
+    return st;
+}
+
+/* Closes st and removes its directory. */
+static void
+storage_done(mf_storage_t *st, const char *dir)
+{
+    char cmd[128];
+    mf_storage_close(st);
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
 Test(fds, free_counts_exactly_near_the_limit_and_bounds_it_below_otherwise)
 {
     int fds[200], n = 0;
@@ -99,11 +123,8 @@ Test(fds, reserve_is_the_last_numbers_below_the_limit)
 Test(fds, a_table_create_is_refused_with_264_while_too_few_are_left)
 {
     char dir[64];
-    mf_storage_t *st;
     mf_error_t err = {0};
-    snprintf(dir, sizeof(dir), "/tmp/mf-test-fds-XXXXXX");
-    cr_assert_not_null(mkdtemp(dir));
-    cr_assert_eq(mf_storage_open(dir, &st, &err), 0, "open: %s", err.msg);
+    mf_storage_t *st = storage_in(dir);
     mf_sess_t *s = mf_storage_session(st);
 
     limit_to_room(MF_FDS_CREATE_RESERVE - 5);
@@ -115,8 +136,41 @@ Test(fds, a_table_create_is_refused_with_264_while_too_few_are_left)
     mf_err_clear(&err);
     cr_assert_eq(mf_storage_create(s, "table:coll-a", "key_format=q,value_format=u", &err), 0, "%s", err.msg);
     restore_limit();
-    mf_storage_close(st);
-    char cmd[128];
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-    cr_assert_eq(system(cmd), 0);
+    storage_done(st, dir);
+}
+
+Test(fds, a_cursor_open_is_refused_with_264_while_too_few_are_left_and_the_servers_own_tables_are_not)
+{
+    char dir[64];
+    mf_cur_t *cur;
+    mf_error_t err = {0};
+    mf_storage_t *st = storage_in(dir);
+    mf_sess_t *s = mf_storage_session(st);
+    cr_assert_eq(mf_storage_create(s, "table:coll-b", "key_format=q,value_format=u", &err), 0, "%s", err.msg);
+    cr_assert_eq(mf_storage_create(s, "table:_mf_test", "key_format=q,value_format=u", &err), 0, "%s", err.msg);
+    /* Far from the limit an open spends a budget counted once. */
+    cr_assert_eq(mf_cur_open(s, "table:coll-b", &cur, &err), 0, "%s", err.msg);
+    mf_cur_close(cur);
+    mf_storage_session_release(s);
+
+    /* Near it: an accepted socket in the reserve makes the next open count, and it is refused. */
+    limit_to_room(MF_FDS_OPEN_RESERVE - 5);
+    mf_storage_fds_low(st);
+    cr_assert_neq(mf_cur_open(s, "table:coll-b", &cur, &err), 0, "refused near the limit");
+    cr_assert_eq(err.code, MF_E_TooManyFilesOpen, "code %d: %s", err.code, err.msg);
+    cr_assert_not_null(strstr(err.msg, "too few to open table:coll-b"), "%s", err.msg);
+    /* The server's own tables (catalog, sizes: a bounded number) are not refused. */
+    mf_err_clear(&err);
+    cr_assert_eq(mf_cur_open(s, "table:_mf_test", &cur, &err), 0, "%s", err.msg);
+    mf_cur_close(cur);
+    mf_storage_session_release(s);
+
+    /* Room again: the next open counts and goes ahead. */
+    limit_to_room(MF_FDS_OPEN_RESERVE + 60);
+    mf_err_clear(&err);
+    cr_assert_eq(mf_cur_open(s, "table:coll-b", &cur, &err), 0, "%s", err.msg);
+    mf_cur_close(cur);
+    mf_storage_session_release(s);
+    restore_limit();
+    storage_done(st, dir);
 }
