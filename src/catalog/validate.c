@@ -46,8 +46,16 @@ mf_catalog_validate(mf_catalog_t *cat, mf_sess_t *s, mf_coll_t *c, bson_t *repor
     mf_cur_t *ic[MF_MAX_INDEXES] = {0};
     for (int i = 0; i < c->nindexes; i++) {
         /* An index still being built is checked once its build has committed. */
-        if (c->indexes[i]->building || mf_cur_open(s, c->indexes[i]->uri, &ic[i], err) != 0)
-            ic[i] = NULL;
+        if (c->indexes[i]->building)
+            continue;
+        if (mf_cur_open(s, c->indexes[i]->uri, &ic[i], err) != 0) {
+            /* An index that cannot be opened (TooManyFilesOpen, say) is not "valid": the check fails with why. */
+            for (int k = 0; k < i; k++)
+                mf_cur_close(ic[k]);
+            mf_cur_close(rc);
+            mf_txn_abort(s);
+            goto err_free;
+        }
     }
     int nr;
     bool interrupted = false;

@@ -597,6 +597,7 @@ on_connection(uv_stream_t *listener, int status)
         uv_close((uv_handle_t *)&c->tcp, on_conn_handle_closed);
         return;
     }
+    mf_storage_fd_taken(h->eng->st);
     uv_timer_init(h->loop, &c->idle);
     c->idle.data = c;
     c->handles = 2;

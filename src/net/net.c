@@ -1127,6 +1127,7 @@ on_connection(uv_stream_t *listener, int status)
         uv_close((uv_handle_t *)&c->tcp, (uv_close_cb)free);
         return;
     }
+    mf_storage_fd_taken(srv->eng->st);
     uv_tcp_nodelay(&c->tcp, 1);
     uv_timer_init(srv->loop, &c->timer);
     c->timer.data = c;

@@ -451,19 +451,59 @@ save_config(mf_repl_t *r, const bson_t *cfg, mf_error_t *err)
     return rc;
 }
 
+/*
+ * fds_pause: after TooManyFilesOpen (264), waits 100 ms for the storage to
+ * close idle tables (storage_wt.c, "Open files"); false once the set is
+ * stopping. A plain sleep in steps, so that no condition variable's signal
+ * meant for another thread is taken. Any repl thread.
+ */
+static bool
+fds_pause(mf_repl_t *r)
+{
+    for (int i = 0; i < 2; i++) {
+        struct timespec ts = {0, 50 * 1000000L};
+        nanosleep(&ts, NULL);
+        pthread_mutex_lock(&r->mu);
+        bool stop = r->stop;
+        pthread_mutex_unlock(&r->mu);
+        if (stop)
+            return false;
+    }
+    return true;
+}
+
+/*
+ * run_local_find: runs the find cmd on local into reply (initialised here;
+ * caller destroys), waiting out TooManyFilesOpen for up to a minute: at
+ * start-up the TTL monitor's first reads may hold every descriptor for a
+ * moment, and a refused read must not pass for "nothing stored".
+ */
+static void
+run_local_find(mf_repl_t *r, const bson_t *cmd, bson_t *reply)
+{
+    mf_client_t ic;
+    bson_iter_t it;
+    for (int waited = 0;; waited += 100) {
+        bson_init(reply);
+        mf_cmd_run(r->eng, internal_client(&ic), "local", cmd, NULL, 0, false, reply);
+        if (!bson_iter_init_find(&it, reply, "code") || bson_iter_as_int64(&it) != MF_E_TooManyFilesOpen ||
+            waited >= 60000 || !fds_pause(r))
+            return;
+        bson_destroy(reply);
+    }
+}
+
 /* The stored config of this set, or NULL (caller destroys). */
 static bson_t *
 load_config(mf_repl_t *r)
 {
-    mf_client_t ic;
     bson_t cmd, reply;
     bson_iter_t it, b, d;
     bson_t *cfg = NULL;
     bson_init(&cmd);
     BSON_APPEND_UTF8(&cmd, "find", "system.replset");
     BSON_APPEND_INT32(&cmd, "limit", 1);
-    bson_init(&reply);
-    mf_cmd_run(r->eng, internal_client(&ic), "local", &cmd, NULL, 0, false, &reply);
+    run_local_find(r, &cmd, &reply);
     if (bson_iter_init(&it, &reply) && bson_iter_find_descendant(&it, "cursor.firstBatch", &b) &&
         BSON_ITER_HOLDS_ARRAY(&b) && bson_iter_recurse(&b, &d) && bson_iter_next(&d) && BSON_ITER_HOLDS_DOCUMENT(&d)) {
         const uint8_t *data;
@@ -1392,34 +1432,28 @@ initial_sync(mf_repl_t *r, mf_sess_t *s, uint64_t index, uint64_t term, int64_t 
 
 /*
  * apply_body: applies an entry's body (mf_oplog_apply). Running out of file
- * descriptors is most often brief (the storage closes idle tables under
- * pressure, see storage_wt.c), so TooManyFilesOpen is retried, every 250 ms
- * for up to APPLY_FDS_WAIT_MS, before it is returned; so is nothing else.
- * Stops waiting at shutdown. Applier thread.
+ * descriptors passes (the storage closes idle tables under that pressure,
+ * see storage_wt.c), so TooManyFilesOpen is retried every 100 ms for as
+ * long as it lasts, logged once a minute, instead of skipping the entry or
+ * stopping; only shutdown ends the wait (then 264 is returned, and
+ * apply_one halts as at shutdown). No other error is retried. Applier
+ * thread.
  */
-#define APPLY_FDS_WAIT_MS 30000
 static int
 apply_body(mf_repl_t *r, mf_sess_t *s, uint64_t index, const bson_t *body, mf_error_t *err)
 {
-    int64_t waited = 0;
-    for (;;) {
+    for (int64_t waited = 0;; waited += 100) {
         tls_applying = true;
         int arc = mf_oplog_apply(r->eng, body, err);
         tls_applying = false;
-        if (arc == 0 || err->code != MF_E_TooManyFilesOpen || waited >= APPLY_FDS_WAIT_MS)
+        if (arc == 0 || err->code != MF_E_TooManyFilesOpen)
             return arc;
-        if (waited == 0)
+        if (waited % 60000 == 0)
             mf_log(MF_LOG_WARN, "REPL", "applying raft entry %llu waits for file descriptors: %s",
                    (unsigned long long)index, err->msg);
         mf_storage_session_release(s);
-        pthread_mutex_lock(&r->mu);
-        if (!r->stop)
-            (void)wait_until(r, &r->stop_cv, mf_mono_ms() + 250);
-        bool stop = r->stop;
-        pthread_mutex_unlock(&r->mu);
-        if (stop)
+        if (!fds_pause(r))
             return arc;
-        waited += 250;
     }
 }
 
@@ -1499,12 +1533,9 @@ apply_one(mf_repl_t *r, mf_sess_t *s, qent_t *q)
             if (at_shutdown || (arc != 0 && err.code == MF_E_TooManyFilesOpen)) {
                 /*
                  * Shutdown cut this entry short (an index build, a large
-                 * batch), or this member stayed out of file descriptors (a
-                 * collection or index it cannot create or open a file for:
-                 * its own shortage, not a bad entry; see apply_body): it is
-                 * not recorded as applied
-                 * and nothing after it is applied, so the next start (with a
-                 * higher open-files limit) applies it again -- its
+                 * batch, or its wait for file descriptors, see apply_body):
+                 * it is not recorded as applied and nothing after it is
+                 * applied, so the next start applies it again -- its
                  * application tolerates what it already did -- instead of
                  * skipping it for good.
                  */
@@ -1515,9 +1546,8 @@ apply_one(mf_repl_t *r, mf_sess_t *s, qent_t *q)
                     mf_log(MF_LOG_INFO, "REPL", "applying raft entry %llu interrupted by shutdown; it is applied again "
                            "at the next start", (unsigned long long)q->index);
                 else
-                    mf_log(MF_LOG_ERROR, "REPL", "applying raft entry %llu needs more open files than this process may "
-                           "open (%s); applying stops here until a restart with a higher limit (ulimit -n)",
-                           (unsigned long long)q->index, err.msg);
+                    mf_log(MF_LOG_INFO, "REPL", "applying raft entry %llu stopped waiting for file descriptors at "
+                           "shutdown; it is applied again at the next start", (unsigned long long)q->index);
                 return false;
             }
             if (arc != 0)
@@ -1603,7 +1633,6 @@ oplog_id(uint64_t index, uint32_t k)
 static uint64_t
 oplog_newest(mf_repl_t *r)
 {
-    mf_client_t ic;
     bson_t cmd, reply, sort;
     bson_iter_t it;
     uint64_t index = 0;
@@ -1613,8 +1642,7 @@ oplog_newest(mf_repl_t *r)
     BSON_APPEND_INT32(&sort, "_id", -1);
     bson_append_document_end(&cmd, &sort);
     BSON_APPEND_INT32(&cmd, "limit", 1);
-    bson_init(&reply);
-    mf_cmd_run(r->eng, internal_client(&ic), "local", &cmd, NULL, 0, false, &reply);
+    run_local_find(r, &cmd, &reply);
     if (bson_iter_init(&it, &reply) && bson_iter_find_descendant(&it, "cursor.firstBatch.0._id", &it) &&
         BSON_ITER_HOLDS_INT64(&it) && bson_iter_int64(&it) > 0)
         index = (uint64_t)bson_iter_int64(&it) >> OPLOG_OPS_BITS;
@@ -1685,7 +1713,11 @@ oplog_main(void *arg)
         pthread_mutex_unlock(&r->mu);
         mf_error_t err;
         if (cfg != NULL) {
-            if (save_config(r, cfg, &err) != 0)
+            /* TooManyFilesOpen is waited out (fds_pause) here and below: a config or oplog write is never dropped for it. */
+            int rc;
+            while ((rc = save_config(r, cfg, &err)) != 0 && err.code == MF_E_TooManyFilesOpen && fds_pause(r))
+                ;
+            if (rc != 0)
                 mf_log(MF_LOG_ERROR, "REPL", "cannot save the replica set config: %s", err.msg);
             bson_destroy(cfg);
         }
@@ -1703,7 +1735,11 @@ oplog_main(void *arg)
                 free(q);
             }
             bson_append_array_end(&cmd, &arr);
-            if (n > 0 && mf_oplog_run(r->eng, "local", &cmd, NULL, &err) != 0)
+            int rc = 0;
+            while (n > 0 && (rc = mf_oplog_run(r->eng, "local", &cmd, NULL, &err)) != 0 &&
+                   err.code == MF_E_TooManyFilesOpen && fds_pause(r))
+                ;
+            if (rc != 0)
                 mf_log(MF_LOG_WARN, "REPL", "writing local.oplog.rs failed: %s", err.msg);
             bson_destroy(&cmd);
         }

@@ -133,6 +133,9 @@ int mf_storage_compact(mf_sess_t *s, const char *uri, mf_error_t *err) MF_WUR;
  */
 void mf_storage_fds_low(mf_storage_t *st);
 
+/* mf_storage_fd_taken: a descriptor was handed out elsewhere (an accepted socket): one fewer for table opens. */
+void mf_storage_fd_taken(mf_storage_t *st);
+
 /* Table management. create is idempotent. drop is deferred if the table is busy. */
 int mf_storage_create(mf_sess_t *s, const char *uri, const char *config, mf_error_t *err) MF_WUR;
 void mf_storage_drop(mf_storage_t *st, const char *uri);

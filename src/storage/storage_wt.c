@@ -30,22 +30,27 @@
  * use and closes (its sweep) once idle for a while; a table create and a
  * cursor open may each take a descriptor, and WiredTiger panics when its
  * own threads cannot open a file (the journal's next file, its directory).
- * So a cursor open is refused with TooManyFilesOpen while fewer than
- * MF_FDS_OPEN_RESERVE descriptors are left (common/fds.h). Counting costs a
- * read of /proc, so it is done once per budget of opens: a count that finds
- * F free allows (F - reserve) / 2 more opens before the next one (each open
- * takes at most one descriptor; the other half is for sockets and
- * WiredTiger's own). Far from the limit that is a count every few thousand
- * opens; near it, every open. A socket accepted within the ports' reserve
- * ends the budget at once (mf_storage_fds_low), since sockets taken between
- * two counts are not in it. A count that finds too few, or any EMFILE or
- * ENFILE WiredTiger reports (its event handler, any thread), puts the
+ * So a cursor open (and a file's statistics, and compact) is refused with
+ * TooManyFilesOpen while fewer than MF_FDS_OPEN_RESERVE descriptors are
+ * left (common/fds.h), the server's own tables excepted (own_table).
+ * Counting costs a read of /proc, so it is done once per budget of opens,
+ * one thread at a time (fd_count_lock: each count holds a descriptor): a
+ * count that finds F free allows (F - reserve) / 2 more opens before the
+ * next one (each open takes at most one descriptor; the other half is for
+ * sockets and WiredTiger's own). Far from the limit that is a count every
+ * few thousand opens; near it, every open. Each accepted socket takes one
+ * from the budget (mf_storage_fd_taken), and one accepted within the
+ * ports' reserve ends it (mf_storage_fds_low). A count short of
+ * fd_enough, a refused create, a socket in the reserve, or any EMFILE or
+ * ENFILE WiredTiger reports (its event handler, any thread) puts the
  * storage under descriptor pressure: the flusher switches WiredTiger's sweep
  * to close any table idle for a second (file_manager, reconfigured; the
  * sweep looks every second) and checkpoints every 2 s instead of 60 (a
- * table with changes not yet checkpointed is never closed), until a quarter
- * of the limit is free again, then back to the normal ten minutes beyond
- * close_handle_minimum (a quarter of the limit, at most 250). A
+ * table with changes not yet checkpointed is never closed), until
+ * fd_enough are free again, then back to the normal ten minutes beyond
+ * close_handle_minimum (a quarter of the limit, at most 250). Reconfiguring
+ * the checkpoint period restarts WiredTiger's checkpoint thread, so the
+ * flusher may wait behind a checkpoint in flight at those two moments. A
  * restart with more tables than the limit allows then opens and closes them
  * in turn instead of stopping the server.
  *
@@ -157,14 +162,19 @@ struct mf_storage {
     /*
      * Open files (see the file comment). fd_limit: the soft limit at open,
      * INT64_MAX for none (or in memory: no files). fd_budget: cursor opens
-     * left before the next count. fd_pressure: set by a count or by the
+     * (and accepted sockets, mf_storage_fd_taken) left before the next
+     * count. fd_pressure: set by a count or by the
      * event handler, cleared by the flusher, which alone reconfigures
      * WiredTiger (fm_pressure: what it last set; fm_normal: the normal
      * file_manager configuration).
      */
     int64_t fd_limit;
+    /* fd_budget on a cache line of its own, whatever the allocation's alignment: every uncached open takes from it. */
+    char fd_pad_before[64];
     _Atomic int64_t fd_budget;
+    char fd_pad_after[64];
     _Atomic bool fd_pressure;
+    pthread_mutex_t fd_count_lock; /* one count at a time: each holds a descriptor of its own */
     bool fm_pressure;
     char fm_normal[128];
     int64_t fm_logged_ms; /* when the flusher last logged pressure (once a minute) */
@@ -204,7 +214,7 @@ wt_handle_error(WT_EVENT_HANDLER *handler, WT_SESSION *session, int error, const
     mf_storage_t *st = (mf_storage_t *)(void *)handler; /* the first member (see struct mf_storage) */
     (void)session;
     if (error == EMFILE || error == ENFILE) {
-        /* Only atomics here: this may run on any thread, under any lock (ours included). */
+        /* Only atomics for this (no lock): it may run on any thread, under any lock, ours included. */
         atomic_store(&st->fd_budget, 0);
         atomic_store(&st->fd_pressure, true);
     }
@@ -296,6 +306,15 @@ try_pending_drops(mf_storage_t *st)
     pthread_mutex_unlock(&st->lock);
 }
 
+static int64_t fd_enough(mf_storage_t *st);
+
+/* own_table: the server's own few tables (catalog, sizes, archive, replication state): never refused, a bounded number. */
+static bool
+own_table(const char *uri)
+{
+    return strncmp(uri, "table:_mf_", 10) == 0 || strncmp(uri, "table:mf_", 9) == 0;
+}
+
 /*
  * fd_gate: before a cursor open that may open a table's file; 0 to go on,
  * or -1 with TooManyFilesOpen in err while fewer than MF_FDS_OPEN_RESERVE
@@ -306,20 +325,35 @@ fd_gate(mf_storage_t *st, const char *uri, mf_error_t *err)
 {
     if (st->fd_limit == INT64_MAX || atomic_fetch_sub_explicit(&st->fd_budget, 1, memory_order_relaxed) > 0)
         return 0;
-    /* The server's own few tables (catalog, sizes, archive, replication state) are not refused: a bounded number. */
-    if (strncmp(uri, "table:_mf_", 10) == 0 || strncmp(uri, "table:mf_", 9) == 0)
+    if (own_table(uri))
         return 0;
-    int64_t nfree = mf_fds_free();
-    if (nfree >= MF_FDS_OPEN_RESERVE) {
-        atomic_store(&st->fd_budget, (nfree - MF_FDS_OPEN_RESERVE) / 2);
+    /*
+     * One count at a time (each opens /proc): a thread that waited here
+     * takes from the budget the count before it left, if any.
+     */
+    pthread_mutex_lock(&st->fd_count_lock);
+    if (atomic_fetch_sub_explicit(&st->fd_budget, 1, memory_order_relaxed) > 0) {
+        pthread_mutex_unlock(&st->fd_count_lock);
         return 0;
     }
-    atomic_store(&st->fd_budget, 0);
-    atomic_store(&st->fd_pressure, true);
+    int64_t nfree = mf_fds_free();
+    /* Short of what ends the pressure: start closing idle tables now, before opens are refused. */
+    if (nfree < fd_enough(st))
+        atomic_store(&st->fd_pressure, true);
+    atomic_store(&st->fd_budget, nfree >= MF_FDS_OPEN_RESERVE ? (nfree - MF_FDS_OPEN_RESERVE) / 2 : 0);
+    pthread_mutex_unlock(&st->fd_count_lock);
+    if (nfree >= MF_FDS_OPEN_RESERVE)
+        return 0;
     return mf_err_set(err, MF_E_TooManyFilesOpen,
                       "Too many open files: %lld of the %lld file descriptors this process may open (ulimit -n) are "
                       "left, too few to open %s; idle tables are being closed, retry shortly, or raise the limit",
                       (long long)nfree, (long long)st->fd_limit, uri);
+}
+
+void
+mf_storage_fd_taken(mf_storage_t *st)
+{
+    atomic_fetch_sub_explicit(&st->fd_budget, 1, memory_order_relaxed);
 }
 
 void
@@ -332,11 +366,16 @@ mf_storage_fds_low(mf_storage_t *st)
 /* Under pressure: close what is idle for a second; checkpoint every 2 s, since a table with unwritten changes stays open. */
 #define FM_PRESSURE "file_manager=(close_idle_time=1,close_scan_interval=1,close_handle_minimum=0),checkpoint=(wait=2)"
 
-/* fd_enough: free descriptors that end the pressure: a quarter of the limit, and at least twice the ports' reserve. */
+/*
+ * fd_enough: free descriptors that end the pressure (and below which a count
+ * starts it): a quarter of the limit, at least twice the ports' reserve,
+ * but at most half the limit (a small one could never free 128).
+ */
 static int64_t
 fd_enough(mf_storage_t *st)
 {
-    return st->fd_limit / 4 > 2 * MF_FDS_CONN_RESERVE ? st->fd_limit / 4 : 2 * MF_FDS_CONN_RESERVE;
+    int64_t want = st->fd_limit / 4 > 2 * MF_FDS_CONN_RESERVE ? st->fd_limit / 4 : 2 * MF_FDS_CONN_RESERVE;
+    return want < st->fd_limit / 2 ? want : st->fd_limit / 2;
 }
 
 /* fm_log_due: whether the flusher logs pressure now (at most once a minute: a load can flip it often). */
@@ -359,9 +398,10 @@ fd_tick(mf_storage_t *st, unsigned ticks)
     if (!st->fm_pressure) {
         if (!atomic_load(&st->fd_pressure))
             return;
+        /* A failed reconfigure is tried again at the next tick, its failure logged once a minute. */
         int ret = st->conn->reconfigure(st->conn, FM_PRESSURE);
-        st->fm_pressure = true;
-        st->fm_logged = fm_log_due(st) || ret != 0;
+        st->fm_pressure = ret == 0;
+        st->fm_logged = fm_log_due(st);
         if (!st->fm_logged)
             return;
         mf_log(MF_LOG_WARN, "STORAGE", "Too many open files: %lld of the %lld file descriptors this process may open "
@@ -373,12 +413,17 @@ fd_tick(mf_storage_t *st, unsigned ticks)
     }
     if (ticks % 10 != 0)
         return;
-    int64_t nfree = mf_fds_free();
-    if (nfree < fd_enough(st))
-        return;
-    int ret = st->conn->reconfigure(st->conn, st->fm_normal);
-    st->fm_pressure = false;
+    /* Cleared before the count, so that a refusal meanwhile sets it again rather than being lost. */
     atomic_store(&st->fd_pressure, false);
+    int64_t nfree = mf_fds_free();
+    if (nfree < fd_enough(st)) {
+        atomic_store(&st->fd_pressure, true);
+        return;
+    }
+    int ret = st->conn->reconfigure(st->conn, st->fm_normal);
+    st->fm_pressure = ret != 0; /* failed: still under the pressure settings, tried again next time */
+    if (ret != 0)
+        atomic_store(&st->fd_pressure, true);
     if (st->fm_logged || ret != 0)
         mf_log(MF_LOG_INFO, "STORAGE", "Open files back under the limit: %lld of %lld descriptors free; tables idle for "
            "ten minutes are closed again%s%s", (long long)nfree, (long long)st->fd_limit,
@@ -533,6 +578,7 @@ mf_storage_open_ex(const char *dbpath, bool in_memory, mf_storage_t **out, mf_er
     pthread_mutex_init(&st->lock, NULL);
     pthread_mutex_init(&st->hook_lock, NULL);
     pthread_mutex_init(&st->fault_lock, NULL);
+    pthread_mutex_init(&st->fd_count_lock, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -572,6 +618,7 @@ mf_storage_open_ex(const char *dbpath, bool in_memory, mf_storage_t **out, mf_er
         pthread_mutex_destroy(&st->lock);
         pthread_mutex_destroy(&st->hook_lock);
         pthread_mutex_destroy(&st->fault_lock);
+        pthread_mutex_destroy(&st->fd_count_lock);
         pthread_cond_destroy(&st->cond);
         int64_t limit = st->fd_limit;
         free(st);
@@ -589,6 +636,7 @@ mf_storage_open_ex(const char *dbpath, bool in_memory, mf_storage_t **out, mf_er
         pthread_mutex_destroy(&st->lock);
         pthread_mutex_destroy(&st->hook_lock);
         pthread_mutex_destroy(&st->fault_lock);
+        pthread_mutex_destroy(&st->fd_count_lock);
         pthread_cond_destroy(&st->cond);
         free(st);
         return mf_err_set(err, MF_E_InternalError, "open_session: %s", wiredtiger_strerror(ret));
@@ -632,6 +680,7 @@ mf_storage_close(mf_storage_t *st)
     pthread_mutex_destroy(&st->lock);
     pthread_mutex_destroy(&st->hook_lock);
     pthread_mutex_destroy(&st->fault_lock);
+    pthread_mutex_destroy(&st->fd_count_lock);
     pthread_cond_destroy(&st->cond);
     free(st);
 }
@@ -740,6 +789,9 @@ static int
 file_stats(mf_sess_t *s, const char *uri, const char *config, const int *keys, int64_t *vals, int n)
 {
     char stat_uri[512];
+    /* A file's statistics open it, as a cursor does (its size alone is read from the file system). */
+    if (strcmp(config, "statistics=(size)") != 0 && fd_gate(s->st, uri, NULL) != 0)
+        return EMFILE;
     const char *name = strchr(uri, ':');
     snprintf(stat_uri, sizeof(stat_uri), "statistics:file:%s.wt", name ? name + 1 : uri);
     return read_stats(s, stat_uri, config, keys, vals, n);
@@ -813,6 +865,8 @@ mf_storage_compact(mf_sess_t *s, const char *uri, mf_error_t *err)
     if (s->in_txn)
         return mf_err_set(err, MF_E_InternalError, "compact %s: a transaction is open", uri);
     mf_storage_session_release(s); /* compact wants no cursor of ours on the file */
+    if (fd_gate(s->st, uri, err) != 0)
+        return -1;
     for (;;) {
         if (mf_curop_check_current(err) != 0)
             return -1;
@@ -836,7 +890,7 @@ int
 mf_storage_create(mf_sess_t *s, const char *uri, const char *config, mf_error_t *err)
 {
     /* See common/fds.h: WiredTiger panics when a create cannot open its files; refuse it before that. */
-    int64_t nfree = s->st->in_memory ? INT64_MAX : mf_fds_free();
+    int64_t nfree = s->st->in_memory || own_table(uri) ? INT64_MAX : mf_fds_free();
     if (nfree < MF_FDS_CREATE_RESERVE) {
         mf_storage_fds_low(s->st); /* idle tables are closed to make room (see "Open files") */
         return mf_err_set(err, MF_E_TooManyFilesOpen,

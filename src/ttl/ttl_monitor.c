@@ -207,14 +207,16 @@ struct mf_ttl_monitor {
     /*
      * Out of file descriptors (TooManyFilesOpen; monitor thread only): when
      * it was last logged; fds_short, set by the visit or read that met it;
-     * fds_from, the target where passes and deadline reads start, so that
-     * with more TTL indexes than files this process may open, each round
-     * goes on where the last one stopped and the files it does not touch
-     * are closed in the meantime (see storage_wt.c, "Open files").
+     * fds_from and fds_from_due, the target where passes and deadline
+     * reads start (each its own, so that neither skips what the other
+     * reached), so that with more TTL indexes than files this process may
+     * open, each round goes on where the last one stopped and the files it
+     * does not touch are closed in the meantime (see storage_wt.c, "Open
+     * files").
      */
     int64_t fds_warned_ms;
     bool fds_short;
-    int fds_from;
+    int fds_from, fds_from_due;
     pthread_cond_t refresh_cv;    /* deletions per second over the last visit that deleted */
     /*
      * Per-index view for the console (mf_ttl_indexes_append): rebuilt with
@@ -577,8 +579,8 @@ refind(mf_ttl_monitor_t *m, const ttl_target_t *t)
 static bool
 fds_warn_due(mf_ttl_monitor_t *m)
 {
-    int64_t now = mf_now_ms();
-    if (now - m->fds_warned_ms < 60000)
+    int64_t now = mf_mono_ms();
+    if (m->fds_warned_ms != 0 && now - m->fds_warned_ms < 60000)
         return false;
     m->fds_warned_ms = now;
     return true;
@@ -1576,7 +1578,7 @@ compute_next_due(mf_ttl_monitor_t *m, mf_sess_t *s)
     idx_snap_t *snap = l->n ? mf_calloc((size_t)l->n, sizeof(*snap)) : NULL;
     int nsnap = 0;
     for (int j = 0; j < l->n; j++) {
-        int i = (m->fds_from + j) % l->n;
+        int i = (m->fds_from_due + j) % l->n;
         mf_coll_t *c = refind(m, &l->v[i]);
         int64_t secs;
         mf_index_t *ix = c ? find_ttl_index(c, l->v[i].index, &secs) : NULL;
@@ -1591,8 +1593,8 @@ compute_next_due(mf_ttl_monitor_t *m, mf_sess_t *s)
             best = d;
         snap_fill(&snap[nsnap++], c, ix, d, backlog - before);
         if (no_fds) {
-            /* As in run_pass: the rest would meet it too; the next read starts here (see fds_from). */
-            m->fds_from = i;
+            /* As in run_pass: the rest would meet it too; the next read starts here (see fds_from_due). */
+            m->fds_from_due = i;
             break;
         }
     }

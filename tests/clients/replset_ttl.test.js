@@ -230,13 +230,13 @@ R.test('a secondary under a 400-file limit applies 300 new collections with TTL 
   const p = await rs.waitForPrimary();
   const s = [0, 1, 2].find((i) => i !== p);
   const server = rs.members[s].server;
+  const db = rs.freshDb('fds');
+  const dbName = db.databaseName;
   await rs.kill(s, { kill9: false });
   server.wrapper = ['prlimit', '--nofile=400:400'];
   try {
     await rs.restart(s);
     await rs.waitForSecondary(s, { timeoutMs: 60000 });
-    const db = rs.freshDb('fds');
-    const dbName = db.databaseName;
     const N = 300;
     for (let k = 0; k < N; k++) {
       const c = db.collection(`c${k}`);
@@ -271,6 +271,7 @@ R.test('a secondary under a 400-file limit applies 300 new collections with TTL 
     await rs.kill(s, { kill9: false }).catch(() => {});
     await rs.restart(s);
     await rs.waitForSecondary(s, { timeoutMs: 60000 });
+    await db.dropDatabase(MAJ); // the 900 files are not left to the tests after this one
   }
 });
 
