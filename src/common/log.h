@@ -9,6 +9,11 @@
 #ifndef MF_LOG_H
 #define MF_LOG_H
 
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/clock.h"
+
 /* Severity letters as mongod prints them. */
 #define MF_LOG_INFO 'I'
 #define MF_LOG_WARN 'W'
@@ -28,5 +33,20 @@ void mf_log(char severity, const char *component, const char *fmt, ...) __attrib
  * returns the total number of lines logged since start in *total.
  */
 int mf_log_recent(char **out, int max, long *total);
+
+/*
+ * mf_log_due: whether a line logged at most once per period_ms is due now;
+ * *last_ms is the monotonic time it was last logged (0: never), updated
+ * when this returns true. Not atomic: each *last_ms belongs to one thread.
+ */
+static inline bool
+mf_log_due(int64_t *last_ms, int64_t period_ms)
+{
+    int64_t now = mf_mono_ms();
+    if (*last_ms != 0 && now - *last_ms < period_ms)
+        return false;
+    *last_ms = now;
+    return true;
+}
 
 #endif /* MF_LOG_H */

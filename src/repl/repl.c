@@ -141,7 +141,7 @@ struct mf_repl {
      */
     pthread_cond_t cv, work_cv, oplog_cv, stop_cv;
     bool stop;
-    bool apply_halted; /* an entry's application was cut by shutdown or TooManyFilesOpen: apply nothing more (a restart redoes it) */
+    bool apply_halted; /* an entry's application (or its wait for file descriptors) was cut by shutdown: apply nothing more (a restart redoes it) */
 
     /* config (NULL until initiated) */
     bson_t *config;

@@ -213,11 +213,8 @@ wt_handle_error(WT_EVENT_HANDLER *handler, WT_SESSION *session, int error, const
 {
     mf_storage_t *st = (mf_storage_t *)(void *)handler; /* the first member (see struct mf_storage) */
     (void)session;
-    if (error == EMFILE || error == ENFILE) {
-        /* Only atomics for this (no lock): it may run on any thread, under any lock, ours included. */
-        atomic_store(&st->fd_budget, 0);
-        atomic_store(&st->fd_pressure, true);
-    }
+    if (error == EMFILE || error == ENFILE)
+        mf_storage_fds_low(st); /* only atomics: this may run on any thread, under any lock, ours included */
     if (error == WT_PANIC) {
         mf_log(MF_LOG_ERROR, "STORAGE", "WiredTiger panic, stopping the server (a restart recovers from the "
                "journal): %s", message);
@@ -378,17 +375,6 @@ fd_enough(mf_storage_t *st)
     return want < st->fd_limit / 2 ? want : st->fd_limit / 2;
 }
 
-/* fm_log_due: whether the flusher logs pressure now (at most once a minute: a load can flip it often). */
-static bool
-fm_log_due(mf_storage_t *st)
-{
-    int64_t now = mf_mono_ms();
-    if (st->fm_logged_ms != 0 && now - st->fm_logged_ms < 60000)
-        return false;
-    st->fm_logged_ms = now;
-    return true;
-}
-
 /* fd_tick: the flusher's part in "Open files" (see the file comment); every tick, on its thread. */
 static void
 fd_tick(mf_storage_t *st, unsigned ticks)
@@ -401,7 +387,7 @@ fd_tick(mf_storage_t *st, unsigned ticks)
         /* A failed reconfigure is tried again at the next tick, its failure logged once a minute. */
         int ret = st->conn->reconfigure(st->conn, FM_PRESSURE);
         st->fm_pressure = ret == 0;
-        st->fm_logged = fm_log_due(st);
+        st->fm_logged = mf_log_due(&st->fm_logged_ms, 60000); /* once a minute: a load can flip it often */
         if (!st->fm_logged)
             return;
         mf_log(MF_LOG_WARN, "STORAGE", "Too many open files: %lld of the %lld file descriptors this process may open "
@@ -566,6 +552,18 @@ mf_storage_table_config(mf_storage_t *st, int kind)
     }
 }
 
+/* storage_free: destroys st's locks and frees it (its connection closed or never opened). */
+static void
+storage_free(mf_storage_t *st)
+{
+    pthread_mutex_destroy(&st->lock);
+    pthread_mutex_destroy(&st->hook_lock);
+    pthread_mutex_destroy(&st->fault_lock);
+    pthread_mutex_destroy(&st->fd_count_lock);
+    pthread_cond_destroy(&st->cond);
+    free(st);
+}
+
 int
 mf_storage_open_ex(const char *dbpath, bool in_memory, mf_storage_t **out, mf_error_t *err)
 {
@@ -615,13 +613,8 @@ mf_storage_open_ex(const char *dbpath, bool in_memory, mf_storage_t **out, mf_er
          * with a higher limit recovers it.
          */
         bool no_fds = atomic_load(&st->fd_pressure);
-        pthread_mutex_destroy(&st->lock);
-        pthread_mutex_destroy(&st->hook_lock);
-        pthread_mutex_destroy(&st->fault_lock);
-        pthread_mutex_destroy(&st->fd_count_lock);
-        pthread_cond_destroy(&st->cond);
         int64_t limit = st->fd_limit;
-        free(st);
+        storage_free(st);
         if (no_fds)
             return mf_err_set(err, MF_E_TooManyFilesOpen, "wiredtiger_open(%s): %s: too many open files (the limit is "
                               "%lld): recovering from the journal opens every collection and index changed since "
@@ -633,12 +626,7 @@ mf_storage_open_ex(const char *dbpath, bool in_memory, mf_storage_t **out, mf_er
     ret = st->conn->open_session(st->conn, NULL, NULL, &st->flush_sess);
     if (ret != 0) {
         st->conn->close(st->conn, NULL);
-        pthread_mutex_destroy(&st->lock);
-        pthread_mutex_destroy(&st->hook_lock);
-        pthread_mutex_destroy(&st->fault_lock);
-        pthread_mutex_destroy(&st->fd_count_lock);
-        pthread_cond_destroy(&st->cond);
-        free(st);
+        storage_free(st);
         return mf_err_set(err, MF_E_InternalError, "open_session: %s", wiredtiger_strerror(ret));
     }
     st->gen = atomic_fetch_add(&storage_gen, 1) + 1;
@@ -677,12 +665,7 @@ mf_storage_close(mf_storage_t *st)
         free(st->pending_drops[i]);
     free(st->pending_drops);
     free(st->fault_uri);
-    pthread_mutex_destroy(&st->lock);
-    pthread_mutex_destroy(&st->hook_lock);
-    pthread_mutex_destroy(&st->fault_lock);
-    pthread_mutex_destroy(&st->fd_count_lock);
-    pthread_cond_destroy(&st->cond);
-    free(st);
+    storage_free(st);
 }
 
 mf_sess_t *

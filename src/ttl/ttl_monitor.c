@@ -579,11 +579,7 @@ refind(mf_ttl_monitor_t *m, const ttl_target_t *t)
 static bool
 fds_warn_due(mf_ttl_monitor_t *m)
 {
-    int64_t now = mf_mono_ms();
-    if (m->fds_warned_ms != 0 && now - m->fds_warned_ms < 60000)
-        return false;
-    m->fds_warned_ms = now;
-    return true;
+    return mf_log_due(&m->fds_warned_ms, 60000);
 }
 
 /*
