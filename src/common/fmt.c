@@ -3,9 +3,12 @@
  */
 #include "common/fmt.h"
 
+#include <arpa/inet.h>
 #include <inttypes.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 
 typedef struct out {
     char *buf;
@@ -139,4 +142,20 @@ mf_fmt_doc(const bson_t *doc, char *buf, size_t cap)
     /* The length from the bytes: callers sometimes hold a bson_t in memory not aligned as libbson declares. */
     memcpy(&len, data, 4);
     fmt_container(&o, data, BSON_UINT32_FROM_LE(len), false, 0);
+}
+
+void
+mf_fmt_sockaddr(const struct sockaddr_storage *ss, char *ip, size_t cap, int *port)
+{
+    snprintf(ip, cap, "?");
+    *port = 0;
+    if (ss != NULL && ss->ss_family == AF_INET) {
+        const struct sockaddr_in *a = (const struct sockaddr_in *)ss;
+        inet_ntop(AF_INET, &a->sin_addr, ip, (socklen_t)cap);
+        *port = ntohs(a->sin_port);
+    } else if (ss != NULL && ss->ss_family == AF_INET6) {
+        const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)ss;
+        inet_ntop(AF_INET6, &a->sin6_addr, ip, (socklen_t)cap);
+        *port = ntohs(a->sin6_port);
+    }
 }

@@ -12,4 +12,12 @@
 void mf_fmt_value(const bson_value_t *v, char *buf, size_t cap);
 void mf_fmt_doc(const bson_t *doc, char *buf, size_t cap);
 
+struct sockaddr_storage;
+/*
+ * mf_fmt_sockaddr: a peer's address as logs and currentOp show it: the IP
+ * ("127.0.0.1", "::1") into ip (cap bytes), its port into *port; "?" and 0
+ * when ss is NULL or of another family.
+ */
+void mf_fmt_sockaddr(const struct sockaddr_storage *ss, char *ip, size_t cap, int *port);
+
 #endif /* MF_FMT_H */

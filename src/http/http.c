@@ -37,6 +37,7 @@
 #include <string.h>
 
 #include "common/fds.h"
+#include "common/fmt.h"
 #include "common/log.h"
 #include "net/net_pool.h"
 #include "storage/storage.h"
@@ -604,17 +605,9 @@ on_connection(uv_stream_t *listener, int status)
     uv_timer_start(&c->idle, on_idle, HTTP_IDLE_MS, HTTP_IDLE_MS);
     struct sockaddr_storage ss;
     int sl = sizeof(ss);
-    char ip[64] = "?";
-    int port = 0;
-    if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &sl) == 0) {
-        if (ss.ss_family == AF_INET6) {
-            uv_ip6_name((struct sockaddr_in6 *)&ss, ip, sizeof(ip));
-            port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
-        } else {
-            uv_ip4_name((struct sockaddr_in *)&ss, ip, sizeof(ip));
-            port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
-        }
-    }
+    char ip[64];
+    int port;
+    mf_fmt_sockaddr(uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &sl) == 0 ? &ss : NULL, ip, sizeof(ip), &port);
     snprintf(c->remote, sizeof(c->remote), "%s:%d", ip, port);
     c->loopback = strncmp(ip, "127.", 4) == 0 || strcmp(ip, "::1") == 0 || strncmp(ip, "::ffff:127.", 11) == 0;
     http_parser_init(&c->parser, HTTP_REQUEST);

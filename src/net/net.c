@@ -62,6 +62,7 @@
 #include "common/clock.h"
 #include "common/failpoint.h"
 #include "common/fds.h"
+#include "common/fmt.h"
 #include "common/log.h"
 #include "common/params.h"
 #include "net/net_pool.h"
@@ -1134,17 +1135,10 @@ on_connection(uv_stream_t *listener, int status)
     c->client.id = atomic_fetch_add(&srv->eng->next_conn_id, 1);
     struct sockaddr_storage ss;
     int sslen = sizeof(ss);
-    char ip[64] = "?";
-    int port = 0;
-    if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &sslen) == 0) {
-        if (ss.ss_family == AF_INET) {
-            uv_ip4_name((struct sockaddr_in *)&ss, ip, sizeof(ip));
-            port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
-        } else {
-            uv_ip6_name((struct sockaddr_in6 *)&ss, ip, sizeof(ip));
-            port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
-        }
-    }
+    char ip[64];
+    int port;
+    mf_fmt_sockaddr(uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &sslen) == 0 ? &ss : NULL, ip, sizeof(ip),
+                    &port);
     snprintf(c->client.remote, sizeof(c->client.remote), "%s:%d", ip, port);
     c->client.net = true;
     c->client.loopback = strncmp(ip, "127.", 4) == 0 || strcmp(ip, "::1") == 0 || strncmp(ip, "::ffff:127.", 11) == 0;

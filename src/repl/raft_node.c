@@ -1,6 +1,9 @@
 /*
  * raft_node.c: one raft group member on libraft 0.15 with its libuv I/O back
- * end (raft_uv_init + raft_uv_tcp_init). See raft_node.h for the contract.
+ * end (raft_uv_init), on the raft port's own transport (raft_transport.c:
+ * libraft's TCP transport behind a listening side that caps, times out,
+ * checks and, with a key, authenticates handshakes). See raft_node.h for
+ * the contract.
  *
  * Design. The node owns a struct raft, its raft_io and TCP transport, a
  * uv_async_t that drains a mutex-protected FIFO of requests (submits and
@@ -29,6 +32,7 @@
 
 #include "common/alloc.h"
 #include "common/log.h"
+#include "repl/raft_transport.h"
 
 /* "MFRN", the first four bytes of every entry, little-endian. */
 #define ENTRY_MAGIC 0x4e52464du
@@ -433,7 +437,7 @@ maybe_finish_close(mf_raft_node_t *node)
         return;
     if (node->raft_inited) {
         raft_uv_close(&node->io);
-        raft_uv_tcp_close(&node->transport);
+        mf_raft_transport_release(&node->transport);
     }
     if (node->close_cb)
         node->close_cb(node->close_arg);
@@ -557,7 +561,9 @@ mf_raft_node_open(const mf_raft_node_opts_t *opts, mf_error_t *err)
     node->timer.data = node;
     node->handles_open = 2;
 
-    rv = raft_uv_tcp_init(&node->transport, node->loop);
+    mf_raft_transport_opts_t topts = {.loop = node->loop, .key = opts->key, .admit = opts->admit,
+                                      .admit_arg = opts->admit_arg, .handshake_ms = opts->handshake_ms};
+    rv = mf_raft_transport_init(&node->transport, &topts);
     if (rv != 0) {
         raft_err(err, rv, "transport");
         goto err_close_handles;
@@ -594,7 +600,7 @@ mf_raft_node_open(const mf_raft_node_opts_t *opts, mf_error_t *err)
 err_close_io:
     raft_uv_close(&node->io);
 err_close_transport:
-    raft_uv_tcp_close(&node->transport);
+    mf_raft_transport_release(&node->transport);
 err_close_handles:
     /* The handles close on the loop's next run, which then frees the node. */
     node->raft_closed = true;

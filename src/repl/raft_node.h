@@ -106,6 +106,10 @@ typedef struct mf_raft_node_opts {
     mf_raft_restore_fn restore;    /* required with snapshot */
     unsigned snapshot_threshold;   /* 0: raft's default (1024) */
     unsigned snapshot_trailing;    /* 0: raft's default (128) */
+    const char *key;               /* members prove they hold it on every raft connection (raft_transport.h); NULL: no proof */
+    bool (*admit)(void *arg, int fd); /* each socket accepted on the raft port; false closes it (may be NULL) */
+    void *admit_arg;
+    unsigned handshake_ms;         /* 0: MF_RAFT_HANDSHAKE_MS; a raft handshake must finish within it */
 } mf_raft_node_opts_t;
 
 typedef struct mf_raft_server {

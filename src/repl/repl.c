@@ -44,6 +44,7 @@
 #include "common/alloc.h"
 #include "common/clock.h"
 #include "common/curop.h"
+#include "common/fds.h"
 #include "common/log.h"
 #include "repl/oplog.h"
 #include "repl/peer.h"
@@ -1921,6 +1922,23 @@ start_threads(mf_repl_t *r)
  * when n > 0), then runs its loop in a thread. Called once per process, from
  * open or from a command thread, with the config installed.
  */
+/*
+ * The raft port's socket accept check (mf_raft_node_opts_t.admit), as the
+ * client port's: a socket numbered within the open-files reserve is closed
+ * and the storage engine counts again; any other takes one from its budget.
+ */
+static bool
+raft_admit(void *arg, int fd)
+{
+    mf_repl_t *r = arg;
+    if (mf_fd_in_reserve(fd, mf_fds_limit(), MF_FDS_CONN_RESERVE)) {
+        mf_storage_fds_low(r->eng->st);
+        return false;
+    }
+    mf_storage_fd_taken(r->eng->st);
+    return true;
+}
+
 static int
 start_raft(mf_repl_t *r, const mf_raft_server_t *servers, size_t n, mf_error_t *err)
 {
@@ -1952,7 +1970,8 @@ start_raft(mf_repl_t *r, const mf_raft_server_t *servers, size_t n, mf_error_t *
                              .heartbeat_timeout_ms = (unsigned)mf_param_get(r->eng->params, "replHeartbeatMillis"),
                              .snapshot = on_snapshot, .restore = on_restore,
                              .snapshot_threshold = (unsigned)mf_param_get(r->eng->params, "replSnapshotThreshold"),
-                             .snapshot_trailing = (unsigned)mf_param_get(r->eng->params, "replSnapshotTrailing")};
+                             .snapshot_trailing = (unsigned)mf_param_get(r->eng->params, "replSnapshotTrailing"),
+                             .key = r->key, .admit = raft_admit, .admit_arg = r};
     mf_raft_node_t *node = mf_raft_node_open(&o, err);
     if (node == NULL) {
         uv_run(&r->loop, UV_RUN_NOWAIT);

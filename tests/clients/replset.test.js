@@ -505,6 +505,33 @@ R.test('w: "majority" writes are acknowledged, readable with readConcern majorit
   assert.deepEqual(docs, majority);
 });
 
+R.test('the raft port: another protocol, a 1 TB address, an address without its NUL and id 0 are closed at once; the set carries on', async () => {
+  const p = await rs.waitForPrimary();
+  const term0 = num((await rs.raw(p, 'admin', { replSetGetStatus: 1 })).term);
+  const probes = {
+    'another protocol': R.raftHandshake(7, '127.0.0.1:1', { protocol: 7 }),
+    'a 1 TB address': R.raftHandshake(7, '127.0.0.1:1', { claimedLen: 2 ** 40 }).subarray(0, 24),
+    'an address without its NUL': R.raftHandshake(7, '127.0.0.1:123456', { nul: false }),
+    'server id 0': R.raftHandshake(0, '127.0.0.1:1'),
+  };
+  for (const i of [0, 1, 2]) {
+    for (const [what, bytes] of Object.entries(probes)) {
+      const r = await R.raftProbe(rs.members[i].raftPort, bytes);
+      assert.equal(r.closed, true, `member ${i}: ${what} is closed`);
+      // At once, not at the 10 s handshake limit (generous for a loaded machine).
+      assert.ok(r.ms < 5000, `member ${i}: ${what} closed after ${r.ms} ms`);
+    }
+  }
+  await rs.waitUntil(() => rs.members[p].server.stderrLines.some((l) => /raft port: incoming connection from .* closed/.test(l)),
+    { timeoutMs: 5000, what: 'the primary to log a closed raft connection' });
+  const db = rs.freshDb('raftport');
+  assert.equal((await db.collection('c').insertOne({ _id: 1 }, MAJ)).acknowledged, true);
+  const st = await rs.raw(await rs.waitForPrimary(), 'admin', { replSetGetStatus: 1 });
+  assert.ok(st.members.every((m) => m.health === 1), JSON.stringify(st.members));
+  assert.equal(num(st.term), term0, 'no election: the probes never reached raft');
+  await rs.waitForReplication(db.databaseName, 'c');
+});
+
 R.test('local.oplog.rs is readable: c, i, u, d and n entries with ts, t, op, ns, o, o2, ui, wall, the same on every member', async () => {
   const db = rs.freshDb('oplog');
   const ns = `${db.databaseName}.c`;

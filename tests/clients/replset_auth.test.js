@@ -249,6 +249,27 @@ R.test('authenticated replica-set client: w: "majority" writes and reads through
   assert.ok(st.members.every((m) => m.health === 1), JSON.stringify(st.members));
 });
 
+R.test('the raft port: libraft\'s handshake with a forged proof gets the member\'s nonce and is closed before raft sees it; the set carries on', async () => {
+  const p = await rs.waitForPrimary();
+  const term0 = num((await admin().db('admin').command({ replSetGetStatus: 1 })).term);
+  const forged = Buffer.concat([R.raftHandshake(99, '127.0.0.1:1'), Buffer.alloc(64, 0x5a),
+    crypto.randomBytes(1024) /* what a raft message would follow with */]);
+  for (const i of [0, 1, 2]) {
+    const r = await R.raftProbe(rs.members[i].raftPort, forged);
+    assert.equal(r.closed, true, `member ${i} closes it`);
+    assert.ok(r.ms < 5000, `member ${i}: closed after ${r.ms} ms, not at the 10 s handshake limit`);
+    assert.equal(r.received.length, 32, `member ${i} sent its 32-byte nonce and nothing else`);
+  }
+  await rs.waitUntil(() => rs.members[p].server.stderrLines.some((l) => /raft port: incoming connection from .* closed/.test(l)),
+    { timeoutMs: 5000, what: 'the primary to log the refused raft connection' });
+  const coll = admin().db(APP_DB).collection('raft_port');
+  assert.equal((await coll.insertOne({ _id: 1 }, MAJ)).acknowledged, true);
+  const st = await admin().db('admin').command({ replSetGetStatus: 1 });
+  assert.ok(st.members.every((m) => m.health === 1), JSON.stringify(st.members));
+  assert.equal(num(st.term), term0, 'no election: the forged connection never reached raft');
+  await coll.drop(MAJ);
+});
+
 R.test('the root user logs in on each secondary (directConnection) and reads the replicated documents', async () => {
   const { p, secs } = await secondaries();
   for (const i of secs) {

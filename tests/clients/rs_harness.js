@@ -51,6 +51,7 @@
  * Ports are never hard-coded.
  */
 const { execFile } = require('node:child_process');
+const net = require('node:net');
 const path = require('node:path');
 const nodeTest = require('node:test');
 const { MongoClient, BSON } = require('mongodb');
@@ -449,4 +450,45 @@ function tsCompare(a, b) {
   return al === bl ? 0 : (al < bl ? -1 : 1);
 }
 
-module.exports = { ReplSet, useReplSet, test, mongoshUri, tsCompare, ejson, hr, SET_NAME };
+/*
+ * libraft's TCP handshake as a member sends it on the raft port: protocol
+ * (1), server id and the address buffer's length, 8 bytes little-endian
+ * each, then the address padded with NULs to a multiple of 8. claimedLen
+ * replaces the length field; nul: false fills the padding with 'x' instead.
+ */
+function raftHandshake(id, address, { protocol = 1, claimedLen = 0, nul = true } = {}) {
+  const alen = Buffer.byteLength(address) + (nul ? 1 : 0);
+  const padded = Math.ceil(alen / 8) * 8;
+  const b = Buffer.alloc(24 + padded, nul ? 0 : 0x78);
+  b.writeBigUInt64LE(BigInt(protocol), 0);
+  b.writeBigUInt64LE(BigInt(id), 8);
+  b.writeBigUInt64LE(BigInt(claimedLen || padded), 16);
+  b.write(address, 24, 'latin1');
+  return b;
+}
+
+/*
+ * Connects to a raft port, sends bytes, and waits (at most ms) for the
+ * member to close the connection. Resolves {closed, ms, received} with the
+ * bytes the member sent first (a keyed member's nonce).
+ */
+function raftProbe(port, bytes, ms = 3000) {
+  return new Promise((resolve, reject) => {
+    const t0 = Date.now();
+    const chunks = [];
+    const sock = net.connect({ host: '127.0.0.1', port }, () => sock.write(bytes));
+    const timer = setTimeout(() => { sock.destroy(); finish(false); }, ms);
+    let done = false;
+    function finish(closed) {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      resolve({ closed, ms: Date.now() - t0, received: Buffer.concat(chunks) });
+    }
+    sock.on('data', (d) => chunks.push(d));
+    sock.on('error', (e) => (e.code === 'ECONNRESET' ? finish(true) : (clearTimeout(timer), reject(e))));
+    sock.on('close', () => finish(true));
+  });
+}
+
+module.exports = { ReplSet, useReplSet, test, mongoshUri, tsCompare, ejson, hr, SET_NAME, raftHandshake, raftProbe };
