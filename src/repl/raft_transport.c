@@ -101,7 +101,8 @@ struct rt {
     raft_uv_accept_cb accept_cb;
     uv_tcp_t listeners[MAX_LISTENERS];
     int listeners_open;
-    conn_t *conns;
+    conn_t *conns;     /* connections in their handshake (not ended) */
+    unsigned live;     /* conn_t not yet freed (ended ones wait for their handles' close callbacks) */
     unsigned pending_in;
     bool closing, inner_closed;
     raft_uv_transport_close_cb close_cb;
@@ -115,7 +116,7 @@ static void read_start(conn_t *c, void *into, size_t n, stage_t st);
 static void
 maybe_closed(rt_t *rt)
 {
-    if (!rt->closing || !rt->inner_closed || rt->listeners_open > 0 || rt->conns != NULL || rt->close_cb == NULL)
+    if (!rt->closing || !rt->inner_closed || rt->listeners_open > 0 || rt->live > 0 || rt->close_cb == NULL)
         return;
     raft_uv_transport_close_cb cb = rt->close_cb;
     rt->close_cb = NULL;
@@ -146,6 +147,7 @@ conn_handle_closed(conn_t *c)
     rt_t *rt = c->rt;
     free(c->address);
     free(c);
+    rt->live--;
     maybe_closed(rt);
 }
 
@@ -377,6 +379,7 @@ conn_new(rt_t *rt, bool incoming)
     conn_t *c = mf_calloc(1, sizeof(*c));
     c->rt = rt;
     c->incoming = incoming;
+    rt->live++;
     uv_timer_init(rt->loop, &c->timer);
     c->timer.data = c;
     c->next = rt->conns;
@@ -405,17 +408,31 @@ on_connection(uv_stream_t *listener, int status)
         return;
     }
     uv_os_fd_t fd = -1;
-    bool full = rt->pending_in >= rt->max_pending;
-    if (full || (rt->admit != NULL && (uv_fileno((uv_handle_t *)tcp, &fd) != 0 || !rt->admit(rt->admit_arg, fd)))) {
+    if (rt->admit != NULL && (uv_fileno((uv_handle_t *)tcp, &fd) != 0 || !rt->admit(rt->admit_arg, fd))) {
         rt->stats.over_cap++;
         if (mf_log_due(&rt->last_log_ms, LOG_EVERY_MS)) {
             char peer[96];
             peer_name(tcp, peer, sizeof(peer));
-            mf_log(MF_LOG_WARN, "REPL", "raft port: connection from %s closed at once: %s (logged at most once a minute)",
-                   peer, full ? "too many connections in their handshake" : "too few file descriptors are left");
+            mf_log(MF_LOG_WARN, "REPL", "raft port: connection from %s closed at once: too few file descriptors are "
+                   "left (logged at most once a minute)", peer);
         }
         uv_close((uv_handle_t *)tcp, free_tcp_cb);
         return;
+    }
+    if (rt->pending_in >= rt->max_pending) {
+        /*
+         * Full: the oldest handshake gives way, not the newcomer, so silent
+         * sockets held open by someone cannot keep a member from reconnecting
+         * (a member's handshake takes one round trip; theirs never ends).
+         */
+        conn_t *oldest = NULL;
+        for (conn_t *o = rt->conns; o != NULL; o = o->next)
+            if (o->incoming)
+                oldest = o; /* the list is newest first */
+        if (oldest != NULL) {
+            rt->stats.over_cap++;
+            conn_end(oldest, "too many connections in their handshake: the oldest gave way", RAFT_NOCONNECTION);
+        }
     }
     conn_t *c = conn_new(rt, true);
     c->tcp = tcp;

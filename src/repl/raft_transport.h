@@ -13,9 +13,11 @@
  *
  * This transport keeps libraft's handshake on the wire (its connect side
  * is libraft's own, see raft_transport.c) and replaces the listening side:
- *   - at most max_pending connections in their handshake at once; more are
- *     closed at accept, as are sockets the admit hook refuses (the open-files
- *     reserve, common/fds.h);
+ *   - at most max_pending connections in their handshake at once: a new one
+ *     over the cap ends the oldest (a member's handshake is one round trip,
+ *     so silent sockets held open cannot lock members out); a socket the
+ *     admit hook refuses (the open-files reserve, common/fds.h) is closed at
+ *     accept;
  *   - a handshake not complete within handshake_ms is closed;
  *   - the preamble must name protocol 1; the address must be 1 to
  *     MF_RAFT_MAX_ADDRESS bytes and hold its terminating NUL;
@@ -55,7 +57,7 @@ typedef struct mf_raft_transport_opts {
 /* What the listening side refused so far (tests and logs). */
 typedef struct mf_raft_transport_stats {
     unsigned long accepted;   /* handed to raft */
-    unsigned long over_cap;   /* closed at accept: max_pending reached, or admit refused */
+    unsigned long over_cap;   /* ended by a newer one over max_pending, or refused by admit */
     unsigned long malformed;  /* bad preamble or address */
     unsigned long timed_out;  /* handshake not finished in time */
     unsigned long auth_failed; /* wrong proof */
