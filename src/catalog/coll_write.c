@@ -339,13 +339,33 @@ sizes_seen(mf_coll_t *c, int64_t *count, int64_t *size)
     }
 }
 
+/* Adds the entry for key (record id rid appended on a non-unique index) to d. */
+static void
+defer_key(mf_keys_deferred_t *d, mf_keystring_t *key, int64_t rid)
+{
+    size_t base = key->len;
+    if (!d->ix->unique)
+        mf_ks_append_recordid(key, rid);
+    uint16_t len = (uint16_t)key->len;
+    if (d->len + 2 + len > d->cap) {
+        d->cap = (d->len + 2 + len) * 2 + 256;
+        d->buf = mf_realloc(d->buf, d->cap);
+    }
+    memcpy(d->buf + d->len, &len, 2);
+    memcpy(d->buf + d->len + 2, key->data, len);
+    d->len += 2 + (size_t)len;
+    d->n++;
+    key->len = base;
+}
+
 /*
  * Applies the index changes of going from olddoc to newdoc (either may be
- * NULL) for record rid, across every index of c.
+ * NULL) for record rid, across every index of c. A removal (newdoc NULL)
+ * adds the keys of defer->ix (defer may be NULL) to defer instead.
  */
 static int
 update_indexes(mf_sess_t *s, mf_coll_t *c, int64_t rid, const bson_t *olddoc, const bson_t *newdoc,
-               mf_error_t *err)
+               mf_keys_deferred_t *defer, mf_error_t *err)
 {
     keybufs_t *kb = thread_keybufs();
     mf_keyset_t *oldk = &kb->oldk, *newk = &kb->newk;
@@ -358,6 +378,11 @@ update_indexes(mf_sess_t *s, mf_coll_t *c, int64_t rid, const bson_t *olddoc, co
             break;
         if (oldk->n == 0 && newk->n == 0)
             continue;
+        if (defer != NULL && defer->ix == ix && newdoc == NULL && !ix->building) {
+            for (int k = 0; k < oldk->n; k++)
+                defer_key(defer, &oldk->keys[k], rid);
+            continue;
+        }
         /* A removal keeps the index's cursor on its last key: the next document's key is often just past it. */
         if ((newdoc == NULL ? mf_cur_open_near(s, ix->uri, &cur, err) : mf_cur_open(s, ix->uri, &cur, err)) != 0) {
             ret = -1;
@@ -489,7 +514,7 @@ mf_coll_insert(mf_sess_t *s, mf_coll_t *c, const bson_t *doc, int64_t *rid_out, 
         return MF_CONFLICT;
     if (ret != 0)
         return mf_err_set(err, MF_E_InternalError, "record insert failed in %s", c->ns);
-    ret = update_indexes(s, c, rid, NULL, doc, err);
+    ret = update_indexes(s, c, rid, NULL, doc, NULL, err);
     if (ret != 0)
         return ret;
     size_delta(s, c, 1, doc->len);
@@ -516,7 +541,7 @@ mf_coll_replace(mf_sess_t *s, mf_coll_t *c, int64_t rid, const bson_t *olddoc, c
         return MF_CONFLICT;
     if (ret != 0)
         return mf_err_set(err, MF_E_InternalError, "record update failed in %s", c->ns);
-    ret = update_indexes(s, c, rid, olddoc, newdoc, err);
+    ret = update_indexes(s, c, rid, olddoc, newdoc, NULL, err);
     if (ret != 0)
         return ret;
     size_delta(s, c, 0, (int64_t)newdoc->len - (int64_t)olddoc->len);
@@ -540,7 +565,7 @@ mf_coll_remove(mf_sess_t *s, mf_coll_t *c, int64_t rid, const bson_t *olddoc, mf
         return MF_NOTFOUND;
     if (ret != 0)
         return mf_err_set(err, MF_E_InternalError, "record remove failed in %s", c->ns);
-    ret = update_indexes(s, c, rid, olddoc, NULL, err);
+    ret = update_indexes(s, c, rid, olddoc, NULL, NULL, err);
     if (ret != 0)
         return ret;
     size_delta(s, c, -1, -(int64_t)olddoc->len);
@@ -550,7 +575,7 @@ mf_coll_remove(mf_sess_t *s, mf_coll_t *c, int64_t rid, const bson_t *olddoc, mf
 
 int
 mf_coll_remove_if(mf_sess_t *s, mf_coll_t *c, int64_t rid, bool (*check)(void *arg, int64_t rid, const bson_t *doc),
-                  void *arg, bool *removed, mf_error_t *err)
+                  void *arg, mf_keys_deferred_t *defer, bool *removed, mf_error_t *err)
 {
     mf_cur_t *cur;
     const uint8_t *v;
@@ -578,7 +603,7 @@ mf_coll_remove_if(mf_sess_t *s, mf_coll_t *c, int64_t rid, bool (*check)(void *a
         mf_cur_close_near(cur);
         return 0;
     }
-    ret = update_indexes(s, c, rid, &doc, NULL, err);
+    ret = update_indexes(s, c, rid, &doc, NULL, defer, err);
     if (ret == 0)
         mf_observers_delete(c->observers, c, &doc);
     uint32_t doclen = doc.len;
@@ -593,6 +618,70 @@ mf_coll_remove_if(mf_sess_t *s, mf_coll_t *c, int64_t rid, bool (*check)(void *a
         return err->code ? -1 : mf_err_set(err, MF_E_InternalError, "record remove failed in %s", c->ns);
     size_delta(s, c, -1, -(int64_t)doclen);
     *removed = true;
+    return 0;
+}
+
+/* Whether byte key k lies in [lo, hi]. */
+static bool
+key_in(const uint8_t *k, size_t klen, const uint8_t *lo, size_t lolen, const uint8_t *hi, size_t hilen)
+{
+    size_t n = klen < lolen ? klen : lolen;
+    int r = memcmp(k, lo, n);
+    if (r < 0 || (r == 0 && klen < lolen))
+        return false;
+    n = klen < hilen ? klen : hilen;
+    r = memcmp(k, hi, n);
+    return r < 0 || (r == 0 && klen <= hilen);
+}
+
+int
+mf_coll_remove_deferred(mf_sess_t *s, mf_keys_deferred_t *d, const uint8_t *lo, size_t lolen, const uint8_t *hi,
+                        size_t hilen, bool *ranged, mf_error_t *err)
+{
+    mf_cur_t *cur;
+    size_t inside = 0, seen = 0;
+    int ret = 0;
+
+    *ranged = false;
+    if (d->n == 0)
+        return 0;
+    for (size_t off = 0; off < d->len;) {
+        uint16_t len;
+        memcpy(&len, d->buf + off, 2);
+        inside += key_in(d->buf + off + 2, len, lo, lolen, hi, hilen);
+        off += 2 + (size_t)len;
+    }
+    if (mf_cur_open(s, d->ix->uri, &cur, err) != 0)
+        return -1;
+    /* The range holds exactly the collected keys inside it (they are there: each came from a document this transaction read). */
+    bool whole = inside > 0 && (ret = mf_cur_count_range(cur, lo, lolen, hi, hilen, inside, &seen)) == 0 && seen == inside;
+    if (ret == 0 && whole) {
+        mf_cur_close(cur);
+        ret = mf_truncate_range(s, d->ix->uri, lo, lolen, hi, hilen, err);
+        if (ret != 0)
+            return ret == MF_CONFLICT ? MF_CONFLICT : -1;
+        *ranged = true;
+        if (inside == d->n)
+            return 0;
+        if (mf_cur_open(s, d->ix->uri, &cur, err) != 0)
+            return -1;
+    }
+    for (size_t off = 0; ret == 0 && off < d->len;) {
+        uint16_t len;
+        memcpy(&len, d->buf + off, 2);
+        const uint8_t *k = d->buf + off + 2;
+        off += 2 + (size_t)len;
+        if (whole && key_in(k, len, lo, lolen, hi, hilen))
+            continue;
+        ret = mf_cur_remove_bytes(cur, k, len);
+        if (ret == MF_NOTFOUND)
+            ret = 0;
+    }
+    mf_cur_close(cur);
+    if (ret == MF_CONFLICT)
+        return MF_CONFLICT;
+    if (ret != 0)
+        return mf_err_set(err, MF_E_InternalError, "index remove failed on %s", d->ix->name);
     return 0;
 }
 

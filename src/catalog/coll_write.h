@@ -42,14 +42,43 @@ int mf_coll_replace(mf_sess_t *s, mf_coll_t *c, int64_t rid, const bson_t *olddo
 int mf_coll_remove(mf_sess_t *s, mf_coll_t *c, int64_t rid, const bson_t *olddoc, mf_error_t *err) MF_WUR;
 
 /*
+ * Keys of one index that a run of removals leaves to the caller
+ * (mf_coll_remove_if's defer): the entries (full index keys, record id
+ * included on a non-unique index) are collected here instead of removed
+ * one by one, and mf_coll_remove_deferred removes them before the
+ * transaction commits. Reset (n = len = 0) at each transaction's start.
+ */
+typedef struct mf_keys_deferred {
+    const mf_index_t *ix;
+    uint8_t *buf; /* n entries, each a 2-byte length (host order) then the key; mf_malloc'd, grown as needed */
+    size_t len, cap, n;
+} mf_keys_deferred_t;
+
+/*
  * mf_coll_remove_if: deletes record rid if check(arg, rid, doc) accepts its
  * current content (check may be NULL), reading and removing through one
  * positioned cursor without copying the document. doc is valid only during
  * check. *removed tells whether it was deleted; a missing record is not an
- * error. Returns 0, MF_CONFLICT, or -1 with err.
+ * error. With defer (may be NULL), the keys of index defer->ix are added
+ * to it instead of removed (an index still being built is removed from as
+ * usual). Returns 0, MF_CONFLICT, or -1 with err.
  */
 int mf_coll_remove_if(mf_sess_t *s, mf_coll_t *c, int64_t rid, bool (*check)(void *arg, int64_t rid, const bson_t *doc),
-                      void *arg, bool *removed, mf_error_t *err) MF_WUR;
+                      void *arg, mf_keys_deferred_t *defer, bool *removed, mf_error_t *err) MF_WUR;
+
+/*
+ * mf_coll_remove_deferred: removes the keys collected in d, in the
+ * transaction that collected them, before it commits. When exactly the
+ * collected keys lie in [lo, hi] (lo..hi are the first and last keys of
+ * the range the caller read, in its own snapshot: counted again in this
+ * transaction's), the range goes as one truncate, logged as one record;
+ * keys outside it, or all of them when the range holds any other entry
+ * (a document not deleted, one written since the read), are removed one by
+ * one. *ranged tells whether the range went as one truncate. Returns 0,
+ * MF_CONFLICT, or -1 with err.
+ */
+int mf_coll_remove_deferred(mf_sess_t *s, mf_keys_deferred_t *d, const uint8_t *lo, size_t lolen, const uint8_t *hi,
+                            size_t hilen, bool *ranged, mf_error_t *err) MF_WUR;
 
 /*
  * mf_coll_find_id: looks up the document whose _id equals idv through the _id

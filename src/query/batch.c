@@ -101,14 +101,60 @@ typedef struct del_ctx {
     mf_delete_check_fn check;
     void *check_arg;
     mf_delete_stats_t *stats;
+    /*
+     * With keys: the open transaction's collected entries (defer), its
+     * first and last item (from, last); in_txn while a transaction with
+     * the range step registered is open.
+     */
+    const mf_delete_keys_t *keys;
+    mf_keys_deferred_t defer;
+    bool in_txn, ranged, truncated;
+    size_t from, last;
 } del_ctx_t;
+
+/* The transaction's end, committed or not: the next item starts a new one. */
+static void
+del_txn_end(void *arg, bool committed)
+{
+    del_ctx_t *x = arg;
+    (void)committed;
+    x->in_txn = false;
+}
+
+/* Before the commit: the collected index entries go, as one range where they can. */
+static int
+del_prepare(void *arg, mf_sess_t *s, mf_error_t *err)
+{
+    del_ctx_t *x = arg;
+    const mf_delete_keys_t *k = x->keys;
+    int r = mf_coll_remove_deferred(s, &x->defer, k->keys + x->from * k->stride, k->klens[x->from],
+                                    k->keys + x->last * k->stride, k->klens[x->last], &x->truncated, err);
+    if (r == MF_CONFLICT)
+        return mf_err_set(err, MF_E_WriteConflict, "WriteConflict error: this operation conflicted with another "
+                          "operation. Please retry your operation or multi-document transaction.");
+    return r;
+}
 
 static int
 del_item(void *arg, size_t i, mf_error_t *err)
 {
     del_ctx_t *x = arg;
     bool removed = false;
-    int ret = mf_coll_remove_if(x->s, x->c, x->rids[i], x->check, x->check_arg, &removed, err);
+    if (x->keys != NULL && !x->in_txn) {
+        /* The first item of a transaction (a retry starts one afresh). */
+        x->in_txn = true;
+        x->from = i;
+        x->truncated = false;
+        x->defer.len = x->defer.n = 0;
+        x->ranged = mf_txn_on_prepare(x->s, del_prepare, x);
+        if (x->ranged)
+            mf_txn_on_end(x->s, del_txn_end, x);
+        else
+            x->in_txn = false; /* another step owns this transaction: entries go one by one */
+    }
+    x->last = i;
+    int ret = mf_coll_remove_if(x->s, x->c, x->rids[i], x->check, x->check_arg, x->in_txn ? &x->defer : NULL,
+                                &removed, err);
     x->slot[i] = removed ? 1 : 0;
     return ret;
 }
@@ -120,15 +166,22 @@ del_commit(void *arg, size_t from, size_t to)
     for (size_t i = from; i < to; i++)
         x->stats->deleted += x->slot[i];
     x->stats->batches++;
+    x->stats->ranges += x->truncated;
+    x->truncated = false;
 }
 
 int
 mf_delete_rids(mf_sess_t *s, mf_coll_t *c, const int64_t *rids, size_t n, size_t batch_docs, bool durable,
-               mf_delete_check_fn check, void *check_arg, mf_delete_stats_t *stats, mf_error_t *err)
+               mf_delete_check_fn check, void *check_arg, const mf_delete_keys_t *keys, mf_delete_stats_t *stats,
+               mf_error_t *err)
 {
-    del_ctx_t x = {s, c, rids, mf_calloc(n + 1, 1), check, check_arg, stats};
+    del_ctx_t x = {.s = s, .c = c, .rids = rids, .slot = mf_calloc(n + 1, 1), .check = check,
+                   .check_arg = check_arg, .stats = stats, .keys = keys};
+    if (keys != NULL)
+        x.defer.ix = keys->ix;
     size_t start = 0;
     int r = mf_batch_run(s, &start, n, batch_docs, durable, del_item, del_commit, &x, err);
     free(x.slot);
+    free(x.defer.buf);
     return r == 0 ? 0 : -1;
 }

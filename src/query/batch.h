@@ -57,14 +57,30 @@ typedef bool (*mf_delete_check_fn)(void *arg, int64_t rid, const bson_t *doc);
 typedef struct mf_delete_stats {
     int64_t deleted;
     int64_t batches;
+    int64_t ranges; /* batches whose index entries (mf_delete_keys_t) went as one range */
 } mf_delete_stats_t;
 
 /*
+ * The index entries the record ids were read from, in ascending key order
+ * (a TTL index's due range): rids[i]'s entry is keys + i * stride, klens[i]
+ * bytes. mf_delete_rids then removes each transaction's run of them as one
+ * range (mf_coll_remove_deferred) instead of entry by entry.
+ */
+typedef struct mf_delete_keys {
+    const mf_index_t *ix;
+    const uint8_t *keys;
+    const uint8_t *klens;
+    size_t stride;
+} mf_delete_keys_t;
+
+/*
  * mf_delete_rids: deletes the records rids[0..n) of c that check() still
- * accepts, batch_docs per transaction (0 = all in one). Returns 0, or -1
- * with err (stats say what was committed before the failure).
+ * accepts, batch_docs per transaction (0 = all in one). keys (may be NULL)
+ * are the entries the ids were read from, see mf_delete_keys_t. Returns 0,
+ * or -1 with err (stats say what was committed before the failure).
  */
 int mf_delete_rids(mf_sess_t *s, mf_coll_t *c, const int64_t *rids, size_t n, size_t batch_docs, bool durable,
-                   mf_delete_check_fn check, void *check_arg, mf_delete_stats_t *stats, mf_error_t *err) MF_WUR;
+                   mf_delete_check_fn check, void *check_arg, const mf_delete_keys_t *keys, mf_delete_stats_t *stats,
+                   mf_error_t *err) MF_WUR;
 
 #endif /* MF_BATCH_H */

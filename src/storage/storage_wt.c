@@ -1474,6 +1474,65 @@ mf_cur_put_bytes(mf_cur_t *c, const void *key, size_t klen, const void *val, siz
     return map_ret(ret);
 }
 
+/* The order of byte key a (alen bytes) against b: memcmp order, a prefix first (WiredTiger's default collation). */
+static int
+bytes_cmp(const void *a, size_t alen, const void *b, size_t blen)
+{
+    size_t n = alen < blen ? alen : blen;
+    int r = n ? memcmp(a, b, n) : 0;
+    return r != 0 ? r : alen < blen ? -1 : alen > blen;
+}
+
+int
+mf_cur_count_range(mf_cur_t *c, const void *lo, size_t lolen, const void *hi, size_t hilen, size_t cap, size_t *n)
+{
+    size_t count = 0;
+    int ret = mf_cur_seek_bytes_ge(c, lo, lolen);
+    while (ret == 0 && count <= cap) {
+        WT_ITEM k = {0};
+        c->wt->get_key(c->wt, &k);
+        if (bytes_cmp(k.data, k.size, hi, hilen) > 0)
+            break;
+        count++;
+        ret = map_ret(c->wt->next(c->wt));
+    }
+    mf_cur_reset(c);
+    *n = count;
+    return ret == 0 || ret == MF_NOTFOUND ? 0 : ret;
+}
+
+int
+mf_truncate_range(mf_sess_t *s, const char *uri, const void *lo, size_t lolen, const void *hi, size_t hilen,
+                  mf_error_t *err)
+{
+    mf_cur_t *start, *stop;
+    if (mf_cur_open(s, uri, &start, err) != 0)
+        return -1;
+    if (mf_cur_open(s, uri, &stop, err) != 0) {
+        mf_cur_close(start);
+        return -1;
+    }
+    int ret = -1;
+    if (!fault_hit(start)) {
+        WT_ITEM a = {.data = lo, .size = lolen}, b = {.data = hi, .size = hilen};
+        start->wt->set_key(start->wt, &a);
+        stop->wt->set_key(stop->wt, &b);
+        int wret = s->wt->truncate(s->wt, NULL, start->wt, stop->wt, NULL);
+        ret = map_ret(wret);
+        if (ret == MF_NOTFOUND)
+            ret = 0; /* nothing in the range */
+        if (ret == -1)
+            wt_err(err, wret, "truncate");
+    } else {
+        mf_err_set(err, MF_E_InternalError, "truncate of %s failed (fault injected)", uri);
+    }
+    mf_cur_reset(start);
+    mf_cur_reset(stop);
+    mf_cur_close(start);
+    mf_cur_close(stop);
+    return ret;
+}
+
 int
 mf_cur_remove_bytes(mf_cur_t *c, const void *key, size_t klen)
 {

@@ -271,6 +271,57 @@ h.test('D9 read ahead: a document inserted into the keys a parallel round has re
   }
 });
 
+h.test('D9 ranges: a batch\'s TTL index entries go as one range only when the range holds exactly the documents it deleted; entries changed after the read (a due document inserted among them, one moved to the future, one deleted by a client) leave the index consistent', { timeout: 120000 }, async () => {
+  const db = srv.freshDb('ranges');
+  const coll = db.collection('c');
+  await coll.createIndex({ at: 1 }, { expireAfterSeconds: 0 });
+  const N = 3000;
+  const base = Date.now() - 3600e3;
+  const ttl = async () => (await admin().command({ serverStatus: 1 })).metrics.ttl;
+  await params({ ttlMonitorEnabled: false, ttlMonitorWorkers: 2, ttlMonitorBatchDocs: 50 });
+  const before = await ttl();
+  try {
+    // As in the read-ahead test: the first round deletes positions 0-199 from the oldest, reads 200-399 ahead.
+    await coll.insertMany(Array.from({ length: N }, (_, i) => ({ _id: i, at: new Date(base - i) })));
+    const r0 = await admin().command({ configureFailPoint: 'hangTTLMonitorAfterReadAhead', mode: 'alwaysOn' });
+    await params({ ttlMonitorEnabled: true });
+    const future = new Date(Date.now() + 3600e3);
+    try {
+      const deadline = Date.now() + 20000;
+      for (;;) {
+        const r = await admin().command({ configureFailPoint: 'hangTTLMonitorAfterReadAhead', mode: 'alwaysOn' });
+        if (Number(r.count) > Number(r0.count)) break;
+        assert.ok(Date.now() < deadline, 'the monitor never read a round ahead');
+        await h.sleep(20);
+      }
+      // Positions 300, 310 and 320 from the oldest, all inside the keys just read ahead.
+      await coll.insertOne({ _id: 'inserted', at: new Date(base - (N - 1 - 300) + 0.5) });
+      assert.equal((await coll.updateOne({ _id: N - 1 - 310 }, { $set: { at: future } })).modifiedCount, 1);
+      assert.equal((await coll.deleteOne({ _id: N - 1 - 320 })).deletedCount, 1);
+    } finally {
+      await off('hangTTLMonitorAfterReadAhead');
+    }
+    const deadline = Date.now() + 20000;
+    while ((await coll.countDocuments({})) > 1 && Date.now() < deadline) await h.sleep(50);
+    assert.deepEqual(await coll.find({}).toArray(), [{ _id: N - 1 - 310, at: future }], 'only the moved document is left');
+    // Its TTL index entry is there (and nothing else is): found through the index, and validate agrees.
+    assert.deepEqual(await coll.find({ at: { $gt: new Date() } }).hint({ at: 1 }).toArray(), [{ _id: N - 1 - 310, at: future }]);
+    assert.deepEqual(await coll.find({ at: { $lte: new Date() } }).hint({ at: 1 }).toArray(), []);
+    const v = await db.command({ validate: 'c', full: true });
+    assert.equal(v.valid, true, JSON.stringify(v));
+    assert.equal(Number(v.nrecords), 1);
+    assert.equal(Number(v.keysPerIndex.at_1), 1, JSON.stringify(v.keysPerIndex));
+    assert.equal(Number(v.keysPerIndex._id_), 1, JSON.stringify(v.keysPerIndex));
+    // Most batches went as one range; the one with the changed entries did not (the count differed).
+    const after = await ttl();
+    const batches = Number(after.batches) - Number(before.batches);
+    const ranges = Number(after.rangeBatches) - Number(before.rangeBatches);
+    assert.ok(ranges > 0 && ranges < batches, `${ranges} of ${batches} batches as one range`);
+  } finally {
+    await params({ ttlMonitorEnabled: true, ttlMonitorWorkers: 0, ttlMonitorBatchDocs: 500 });
+  }
+});
+
 h.test('D9 chunk split: a deleter slowed down for a while (slowTTLDeleters) gets its share of a later mass expiry back', { timeout: 120000 }, async () => {
   const db = srv.freshDb('slowdel');
   const coll = db.collection('c');

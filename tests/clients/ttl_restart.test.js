@@ -95,3 +95,43 @@ h.test('D6: collMod changes to N survive a restart', { timeout: 60000 }, async (
   await waitFor(async () => (await db.collection('plain').countDocuments({ _id: 1 })) === 0, 'converted index expires after restart');
   assert.deepEqual(await ids(db.collection('plain')), [2]);
 });
+
+h.test('D6: kill -9 in the middle of a mass expiry (batches whose TTL index entries went as one range), restart: validate finds the indexes consistent, the rest expires, documents not due remain', { timeout: 120000 }, async () => {
+  const dbName = srv.freshDb('restartmass').databaseName;
+  let db = srv.client.db(dbName);
+  let coll = db.collection('c');
+  await coll.createIndex({ at: 1 }, { expireAfterSeconds: 0 });
+  const admin = () => srv.client.db('admin');
+  await admin().command({ setParameter: 1, ttlMonitorEnabled: false });
+  const N = 20000;
+  const base = Date.now() - 3600e3;
+  for (let s = 0; s < N; s += 2000) {
+    await coll.insertMany(Array.from({ length: 2000 }, (_, i) => ({ _id: s + i, at: new Date(base + s + i) })),
+      { writeConcern: { w: 1, j: true } });
+  }
+  await coll.insertMany(Array.from({ length: 100 }, (_, i) => ({ _id: `keep${i}`, at: new Date(Date.now() + 3600e3) })),
+    { writeConcern: { w: 1, j: true } });
+  const before = (await admin().command({ serverStatus: 1 })).metrics.ttl;
+  await admin().command({ setParameter: 1, ttlMonitorEnabled: true });
+  await waitFor(async () => (await coll.estimatedDocumentCount()) < N * 0.8, 'a fifth of the due documents deleted', 60000, 5);
+  const mid = (await admin().command({ serverStatus: 1 })).metrics.ttl;
+  await srv.server.restart({ kill9: true });
+  await srv.reconnect();
+  db = srv.client.db(dbName);
+  coll = db.collection('c');
+  assert.ok(Number(mid.rangeBatches) > Number(before.rangeBatches), 'batches went as ranges before the kill');
+
+  // Right after recovery, before the monitor has deleted more: every index holds exactly the records' keys.
+  const v1 = await db.command({ validate: 'c', full: true });
+  assert.equal(v1.valid, true, JSON.stringify(v1));
+  assert.equal(Number(v1.keysPerIndex.at_1), Number(v1.nrecords), JSON.stringify(v1));
+  assert.equal(Number(v1.keysPerIndex._id_), Number(v1.nrecords), JSON.stringify(v1));
+  await waitFor(async () => (await coll.countDocuments({ at: { $lte: new Date() } })) === 0, 'the rest expired', 60000);
+  const left = await coll.find({}, { projection: { _id: 1 } }).toArray();
+  assert.equal(left.length, 100);
+  assert.ok(left.every((d) => /^keep/.test(d._id)));
+  const v2 = await db.command({ validate: 'c', full: true });
+  assert.equal(v2.valid, true, JSON.stringify(v2));
+  assert.equal(Number(v2.keysPerIndex.at_1), 100);
+  assert.equal(Number(v2.keysPerIndex._id_), 100);
+});
