@@ -42,43 +42,68 @@ int mf_coll_replace(mf_sess_t *s, mf_coll_t *c, int64_t rid, const bson_t *olddo
 int mf_coll_remove(mf_sess_t *s, mf_coll_t *c, int64_t rid, const bson_t *olddoc, mf_error_t *err) MF_WUR;
 
 /*
- * Keys of one index that a run of removals leaves to the caller
- * (mf_coll_remove_if's defer): the entries (full index keys, record id
- * included on a non-unique index) are collected here instead of removed
- * one by one, and mf_coll_remove_deferred removes them before the
- * transaction commits. Reset (n = len = 0) at each transaction's start.
+ * Removals a run of deletions in one transaction leaves to its end
+ * (mf_coll_remove_if's defer; mf_coll_remove_deferred runs before the
+ * commit). Per table: the record store (rec, its record ids as 8 bytes
+ * big-endian) and each index of the collection (ix[i] for c->indexes[i],
+ * its full entry keys, record id included on a non-unique index). A table
+ * collects only while its on flag is set (mf_removals_begin decides, per
+ * transaction); the others are removed from as each document goes.
  */
-typedef struct mf_keys_deferred {
-    const mf_index_t *ix;
-    uint8_t *buf; /* n entries, each a 2-byte length (host order) then the key; mf_malloc'd, grown as needed */
+typedef struct mf_removal_keys {
+    uint8_t *buf; /* n keys, each a 2-byte length (host order) then the key; mf_malloc'd, grown */
     size_t len, cap, n;
-} mf_keys_deferred_t;
+    size_t min_off, max_off; /* where the smallest and largest key start */
+    bool on;
+} mf_removal_keys_t;
+
+typedef struct mf_removals {
+    const mf_index_t *range_ix; /* the index the caller read the ids from: its range is the caller's [lo, hi] */
+    mf_removal_keys_t rec;
+    mf_removal_keys_t *ix; /* nix of them, grown to the collection's index count */
+    int nix;
+} mf_removals_t;
+
+/*
+ * mf_removals_begin: starts d for a transaction's deletions from c: the
+ * record store collects if rec_contiguous (the caller's record ids, if all
+ * deleted, fill a range with no gap); range_ix collects; every other index
+ * collects unless it is being built or its range_skip says to wait.
+ * mf_removals_free releases d's buffers.
+ */
+void mf_removals_begin(mf_removals_t *d, const mf_coll_t *c, bool rec_contiguous);
+void mf_removals_free(mf_removals_t *d);
 
 /*
  * mf_coll_remove_if: deletes record rid if check(arg, rid, doc) accepts its
  * current content (check may be NULL), reading and removing through one
  * positioned cursor without copying the document. doc is valid only during
  * check. *removed tells whether it was deleted; a missing record is not an
- * error. With defer (may be NULL), the keys of index defer->ix are added
- * to it instead of removed (an index still being built is removed from as
- * usual). Returns 0, MF_CONFLICT, or -1 with err.
- */
-int mf_coll_remove_if(mf_sess_t *s, mf_coll_t *c, int64_t rid, bool (*check)(void *arg, int64_t rid, const bson_t *doc),
-                      void *arg, mf_keys_deferred_t *defer, bool *removed, mf_error_t *err) MF_WUR;
-
-/*
- * mf_coll_remove_deferred: removes the keys collected in d, in the
- * transaction that collected them, before it commits. When exactly the
- * collected keys lie in [lo, hi] (lo..hi are the first and last keys of
- * the range the caller read, in its own snapshot: counted again in this
- * transaction's), the range goes as one truncate, logged as one record;
- * keys outside it, or all of them when the range holds any other entry
- * (a document not deleted, one written since the read), are removed one by
- * one. *ranged tells whether the range went as one truncate. Returns 0,
+ * error. With defer (may be NULL), the record and the index entries of the
+ * tables collecting in defer are added to it instead of removed. Returns 0,
  * MF_CONFLICT, or -1 with err.
  */
-int mf_coll_remove_deferred(mf_sess_t *s, mf_keys_deferred_t *d, const uint8_t *lo, size_t lolen, const uint8_t *hi,
-                            size_t hilen, bool *ranged, mf_error_t *err) MF_WUR;
+int mf_coll_remove_if(mf_sess_t *s, mf_coll_t *c, int64_t rid, bool (*check)(void *arg, int64_t rid, const bson_t *doc),
+                      void *arg, mf_removals_t *defer, bool *removed, mf_error_t *err) MF_WUR;
+
+/*
+ * mf_coll_remove_deferred: removes what d collected from c, in the
+ * transaction that collected it, before it commits. Per table, when the
+ * entries the transaction sees in a range are exactly the collected keys
+ * in it, the range goes as one truncate (one log record): for range_ix the
+ * range is [lo, hi] (the first and last keys the caller read, in its own
+ * snapshot); for the others, from the smallest collected key to the
+ * largest (the record store's without counting when its record ids leave
+ * no gap). Keys outside the range, or all of them when the range holds any
+ * other entry (a document not deleted, one written since the read), are
+ * removed one by one, and an index whose range held others waits a while
+ * before it is tried again (range_skip). *ranges counts the tables
+ * removed as one range, *range_ix_ranged tells whether range_ix's was one.
+ * Returns 0, MF_CONFLICT, or -1 with err.
+ */
+int mf_coll_remove_deferred(mf_sess_t *s, mf_coll_t *c, mf_removals_t *d, const uint8_t *lo, size_t lolen,
+                            const uint8_t *hi, size_t hilen, int *ranges, bool *range_ix_ranged,
+                            mf_error_t *err) MF_WUR;
 
 /*
  * mf_coll_find_id: looks up the document whose _id equals idv through the _id

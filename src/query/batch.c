@@ -97,6 +97,7 @@ typedef struct del_ctx {
     mf_sess_t *s;
     mf_coll_t *c;
     const int64_t *rids;
+    size_t n;
     uint8_t *slot;
     mf_delete_check_fn check;
     void *check_arg;
@@ -107,8 +108,11 @@ typedef struct del_ctx {
      * the range step registered is open.
      */
     const mf_delete_keys_t *keys;
-    mf_keys_deferred_t defer;
-    bool in_txn, ranged, truncated;
+    size_t chunk; /* items per transaction */
+    mf_removals_t defer;
+    bool in_txn, ranged;
+    int truncated; /* tables the open transaction removed from as one range */
+    bool ix_ranged; /* ... keys->ix among them */
     size_t from, last;
 } del_ctx_t;
 
@@ -127,8 +131,9 @@ del_prepare(void *arg, mf_sess_t *s, mf_error_t *err)
 {
     del_ctx_t *x = arg;
     const mf_delete_keys_t *k = x->keys;
-    int r = mf_coll_remove_deferred(s, &x->defer, k->keys + x->from * k->stride, k->klens[x->from],
-                                    k->keys + x->last * k->stride, k->klens[x->last], &x->truncated, err);
+    int r = mf_coll_remove_deferred(s, x->c, &x->defer, k->keys + x->from * k->stride, k->klens[x->from],
+                                    k->keys + x->last * k->stride, k->klens[x->last], &x->truncated,
+                                    &x->ix_ranged, err);
     if (r == MF_CONFLICT)
         return mf_err_set(err, MF_E_WriteConflict, "WriteConflict error: this operation conflicted with another "
                           "operation. Please retry your operation or multi-document transaction.");
@@ -144,13 +149,22 @@ del_item(void *arg, size_t i, mf_error_t *err)
         /* The first item of a transaction (a retry starts one afresh). */
         x->in_txn = true;
         x->from = i;
-        x->truncated = false;
-        x->defer.len = x->defer.n = 0;
+        x->truncated = 0;
+        x->ix_ranged = false;
         x->ranged = mf_txn_on_prepare(x->s, del_prepare, x);
-        if (x->ranged)
+        if (x->ranged) {
             mf_txn_on_end(x->s, del_txn_end, x);
-        else
-            x->in_txn = false; /* another step owns this transaction: entries go one by one */
+            /* The record ids of this transaction's items: without a gap, the records go as one range too. */
+            size_t to = i + x->chunk < x->n ? i + x->chunk : x->n;
+            int64_t mn = INT64_MAX, mx = INT64_MIN;
+            for (size_t j = i; j < to; j++) {
+                mn = x->rids[j] < mn ? x->rids[j] : mn;
+                mx = x->rids[j] > mx ? x->rids[j] : mx;
+            }
+            mf_removals_begin(&x->defer, x->c, to > i && mx - mn + 1 == (int64_t)(to - i));
+        } else {
+            x->in_txn = false; /* another step owns this transaction: everything goes one by one */
+        }
     }
     x->last = i;
     int ret = mf_coll_remove_if(x->s, x->c, x->rids[i], x->check, x->check_arg, x->in_txn ? &x->defer : NULL,
@@ -166,8 +180,10 @@ del_commit(void *arg, size_t from, size_t to)
     for (size_t i = from; i < to; i++)
         x->stats->deleted += x->slot[i];
     x->stats->batches++;
-    x->stats->ranges += x->truncated;
-    x->truncated = false;
+    x->stats->ranges += x->ix_ranged;
+    x->stats->range_tables += x->truncated;
+    x->truncated = 0;
+    x->ix_ranged = false;
 }
 
 int
@@ -175,13 +191,13 @@ mf_delete_rids(mf_sess_t *s, mf_coll_t *c, const int64_t *rids, size_t n, size_t
                mf_delete_check_fn check, void *check_arg, const mf_delete_keys_t *keys, mf_delete_stats_t *stats,
                mf_error_t *err)
 {
-    del_ctx_t x = {.s = s, .c = c, .rids = rids, .slot = mf_calloc(n + 1, 1), .check = check,
-                   .check_arg = check_arg, .stats = stats, .keys = keys};
+    del_ctx_t x = {.s = s, .c = c, .rids = rids, .n = n, .slot = mf_calloc(n + 1, 1), .check = check,
+                   .check_arg = check_arg, .stats = stats, .keys = keys, .chunk = batch_docs ? batch_docs : n};
     if (keys != NULL)
-        x.defer.ix = keys->ix;
+        x.defer.range_ix = keys->ix;
     size_t start = 0;
     int r = mf_batch_run(s, &start, n, batch_docs, durable, del_item, del_commit, &x, err);
     free(x.slot);
-    free(x.defer.buf);
+    mf_removals_free(&x.defer);
     return r == 0 ? 0 : -1;
 }

@@ -58,6 +58,7 @@ typedef struct mf_delete_stats {
     int64_t deleted;
     int64_t batches;
     int64_t ranges; /* batches whose index entries (mf_delete_keys_t) went as one range */
+    int64_t range_tables; /* tables (record store, indexes) removed from as one range, summed over batches */
 } mf_delete_stats_t;
 
 /*

@@ -266,8 +266,9 @@ int mf_cur_find_rid(mf_cur_t *c, int64_t rid);
 int mf_cur_open_near(mf_sess_t *s, const char *uri, mf_cur_t **out, mf_error_t *err) MF_WUR;
 void mf_cur_close_near(mf_cur_t *c);
 /*
- * Removing a contiguous range of a byte-keyed table (a batch of TTL index
- * entries, whose documents the same transaction deletes):
+ * Removing a contiguous range of a table (a batch of TTL index entries, or
+ * of records, whose documents the same transaction deletes); on a record
+ * table the keys are record ids given as 8 bytes big-endian:
  *   mf_cur_count_range: counts the entries with keys in [lo, hi] that c's
  *   transaction sees, stopping at cap + 1 (*n). Returns 0, or -1/MF_CONFLICT.
  *   Leaves c reset.

@@ -197,6 +197,7 @@ struct mf_ttl_monitor {
     _Atomic int64_t deleted, passes, subpasses;
     /* Committed batches, and those whose TTL index entries went as one range (mf_delete_keys_t). */
     _Atomic int64_t batches, range_batches;
+    _Atomic int64_t range_tables; /* tables (records, indexes) a batch removed from as one range, summed */
     _Atomic int64_t pace_dps;
     /*
      * Backlog (SPEC D8 beyond): due keys counted by the monitor whenever it
@@ -880,7 +881,7 @@ job_run(mf_ttl_monitor_t *m, mf_sess_t *s, del_job_t *j, bool batched, bool rele
 
     int64_t t0 = mf_mono_us();
     j->cx.s = s;
-    j->st.deleted = j->st.batches = j->st.ranges = 0;
+    j->st.deleted = j->st.batches = j->st.ranges = j->st.range_tables = 0;
     mf_err_clear(&j->err);
     tls_batch = &j->cx;
     mf_curop_set_current(j->op);
@@ -1449,13 +1450,14 @@ visit(mf_ttl_monitor_t *m, mf_sess_t *s, ttl_target_t *t)
             if (jobs[i].n >= SPEED_DOCS && jobs[i].us > 0)
                 ewma(&m->speed[i], (double)jobs[i].n / (double)jobs[i].us);
         }
-        mf_delete_stats_t st = {0, 0, 0};
+        mf_delete_stats_t st = {0, 0, 0, 0};
         int rc = 0;
         mf_err_clear(&err);
         for (int i = 0; i < nj; i++) {
             st.deleted += jobs[i].st.deleted;
             st.batches += jobs[i].st.batches;
             st.ranges += jobs[i].st.ranges;
+            st.range_tables += jobs[i].st.range_tables;
             if (jobs[i].rc != 0 && rc == 0) {
                 rc = jobs[i].rc;
                 err = jobs[i].err;
@@ -1498,6 +1500,7 @@ visit(mf_ttl_monitor_t *m, mf_sess_t *s, ttl_target_t *t)
             lateness_record_many(m, jobs[i].cx.expiries, jobs[i].cx.committed, after);
         atomic_fetch_add(&m->deleted, st.deleted);
         atomic_fetch_add(&m->range_batches, st.ranges);
+        atomic_fetch_add(&m->range_tables, st.range_tables);
         atomic_fetch_add(&m->batches, st.batches);
         if (st.deleted > 0)
             snap_deleted(m, t->ns, t->index, st.deleted);
@@ -2124,5 +2127,6 @@ mf_ttl_status_append(mf_ttl_monitor_t *m, bson_t *doc)
     BSON_APPEND_INT64(doc, "deletedByWorkers", atomic_load(&m->deleter_deleted));
     BSON_APPEND_INT64(doc, "batches", atomic_load(&m->batches));
     BSON_APPEND_INT64(doc, "rangeBatches", atomic_load(&m->range_batches));
+    BSON_APPEND_INT64(doc, "rangeRemovals", atomic_load(&m->range_tables));
     BSON_APPEND_BOOL(doc, "precise", mf_param_value(m->prm.precise) != 0);
 }

@@ -9,6 +9,7 @@
  * the points it set off again, so tests do not leak into each other.
  */
 const assert = require('node:assert/strict');
+const crypto = require('node:crypto');
 const net = require('node:net');
 const { MongoClient } = require('mongodb');
 const h = require('./harness');
@@ -317,8 +318,44 @@ h.test('D9 ranges: a batch\'s TTL index entries go as one range only when the ra
     const batches = Number(after.batches) - Number(before.batches);
     const ranges = Number(after.rangeBatches) - Number(before.rangeBatches);
     assert.ok(ranges > 0 && ranges < batches, `${ranges} of ${batches} batches as one range`);
+    // The records and _id entries of the deleted documents (ids and record ids without gaps) went as ranges too.
+    assert.ok(Number(after.rangeRemovals) - Number(before.rangeRemovals) > 2 * ranges,
+      `${Number(after.rangeRemovals) - Number(before.rangeRemovals)} tables as ranges in ${batches} batches`);
   } finally {
     await params({ ttlMonitorEnabled: true, ttlMonitorWorkers: 0, ttlMonitorBatchDocs: 500 });
+  }
+});
+
+h.test('D9 ranges: with random _ids among documents that stay, the TTL entries and records still go as ranges, the _id entries one by one; every index stays consistent', { timeout: 120000 }, async () => {
+  const db = srv.freshDb('ranges_rand');
+  const coll = db.collection('c');
+  await coll.createIndex({ at: 1 }, { expireAfterSeconds: 0 });
+  await coll.createIndex({ tag: 1 });
+  const ttl = async () => (await admin().command({ serverStatus: 1 })).metrics.ttl;
+  const rand = () => crypto.randomBytes(8).toString('hex');
+  await params({ ttlMonitorEnabled: false, ttlMonitorBatchDocs: 100 });
+  const before = await ttl();
+  try {
+    const base = Date.now() - 3600e3;
+    const future = new Date(Date.now() + 3600e3);
+    // Due documents in insertion (record id) order, their _ids random; every 10th document stays.
+    const docs = Array.from({ length: 3000 }, (_, i) => ({ _id: rand(), at: i % 10 === 9 ? future : new Date(base + i), tag: i % 7 }));
+    await coll.insertMany(docs);
+    await params({ ttlMonitorEnabled: true });
+    const deadline = Date.now() + 30000;
+    while ((await coll.countDocuments({})) > 300 && Date.now() < deadline) await h.sleep(50);
+    const left = await coll.find({}).sort({ _id: 1 }).toArray();
+    assert.deepEqual(left, docs.filter((d) => d.at === future).sort((a, b) => (a._id < b._id ? -1 : 1)));
+    const v = await db.command({ validate: 'c', full: true });
+    assert.equal(v.valid, true, JSON.stringify(v));
+    for (const ix of ['_id_', 'at_1', 'tag_1']) assert.equal(Number(v.keysPerIndex[ix]), 300, JSON.stringify(v.keysPerIndex));
+    for (let t = 0; t < 7; t++) {
+      assert.equal(await coll.countDocuments({ tag: t }, { hint: { tag: 1 } }), left.filter((d) => d.tag === t).length);
+    }
+    const after = await ttl();
+    assert.ok(Number(after.rangeBatches) > Number(before.rangeBatches), 'TTL entries went as ranges');
+  } finally {
+    await params({ ttlMonitorEnabled: true, ttlMonitorBatchDocs: 500 });
   }
 });
 
