@@ -104,13 +104,12 @@ typedef struct del_ctx {
     mf_delete_stats_t *stats;
     /*
      * With keys: the open transaction's collected entries (defer), its
-     * first and last item (from, last); in_txn while a transaction with
-     * the range step registered is open.
+     * first and last item (from, last).
      */
     const mf_delete_keys_t *keys;
     size_t chunk; /* items per transaction */
     mf_removals_t defer;
-    bool in_txn, ranged;
+    bool txn_seen, in_txn; /* an item of the open transaction was seen; it collects (its prepare step is ours) */
     int truncated; /* tables the open transaction removed from as one range */
     bool ix_ranged; /* ... keys->ix among them */
     size_t from, last;
@@ -122,7 +121,7 @@ del_txn_end(void *arg, bool committed)
 {
     del_ctx_t *x = arg;
     (void)committed;
-    x->in_txn = false;
+    x->in_txn = x->txn_seen = false;
 }
 
 /* Before the commit: the collected index entries go, as one range where they can. */
@@ -140,30 +139,36 @@ del_prepare(void *arg, mf_sess_t *s, mf_error_t *err)
     return r;
 }
 
+/*
+ * Fewer items than this in a transaction go one by one: a range costs a
+ * count and a truncate per table (a few searches from the root each),
+ * which only pays off over a few documents.
+ */
+#define RANGE_MIN_ITEMS 8
+
 static int
 del_item(void *arg, size_t i, mf_error_t *err)
 {
     del_ctx_t *x = arg;
     bool removed = false;
-    if (x->keys != NULL && !x->in_txn) {
-        /* The first item of a transaction (a retry starts one afresh). */
-        x->in_txn = true;
+    if (x->keys != NULL && !x->txn_seen) {
+        /* The first item of a transaction (a retry starts one afresh): ranges or not, for all of it. */
+        size_t to = i + x->chunk < x->n ? i + x->chunk : x->n;
+        x->txn_seen = true;
+        mf_txn_on_end(x->s, del_txn_end, x);
+        x->in_txn = false;
         x->from = i;
         x->truncated = 0;
         x->ix_ranged = false;
-        x->ranged = mf_txn_on_prepare(x->s, del_prepare, x);
-        if (x->ranged) {
-            mf_txn_on_end(x->s, del_txn_end, x);
+        if (to - i >= RANGE_MIN_ITEMS && mf_txn_on_prepare(x->s, del_prepare, x)) {
+            x->in_txn = true;
             /* The record ids of this transaction's items: without a gap, the records go as one range too. */
-            size_t to = i + x->chunk < x->n ? i + x->chunk : x->n;
             int64_t mn = INT64_MAX, mx = INT64_MIN;
             for (size_t j = i; j < to; j++) {
                 mn = x->rids[j] < mn ? x->rids[j] : mn;
                 mx = x->rids[j] > mx ? x->rids[j] : mx;
             }
-            mf_removals_begin(&x->defer, x->c, to > i && mx - mn + 1 == (int64_t)(to - i));
-        } else {
-            x->in_txn = false; /* another step owns this transaction: everything goes one by one */
+            mf_removals_begin(&x->defer, x->c, mx - mn + 1 == (int64_t)(to - i));
         }
     }
     x->last = i;
