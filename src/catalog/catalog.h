@@ -81,13 +81,6 @@ typedef struct mf_index {
      * or created.
      */
     _Atomic int64_t ttl_dirty_min;
-    /*
-     * Range removal (mf_coll_remove_deferred): transactions left to pass
-     * before this index's removals are tried as one range again, after a
-     * range that held other entries (keys in random order: session ids as
-     * _id, say). 0: try.
-     */
-    _Atomic int range_skip;
 } mf_index_t;
 
 typedef struct mf_coll {

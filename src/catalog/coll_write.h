@@ -42,36 +42,19 @@ int mf_coll_replace(mf_sess_t *s, mf_coll_t *c, int64_t rid, const bson_t *olddo
 int mf_coll_remove(mf_sess_t *s, mf_coll_t *c, int64_t rid, const bson_t *olddoc, mf_error_t *err) MF_WUR;
 
 /*
- * Removals a run of deletions in one transaction leaves to its end
+ * Records a run of deletions in one transaction leaves to its end
  * (mf_coll_remove_if's defer; mf_coll_remove_deferred runs before the
- * commit). Per table: the record store (rec, its record ids as 8 bytes
- * big-endian) and each index of the collection (ix[i] for c->indexes[i],
- * its full entry keys, record id included on a non-unique index). A table
- * collects only while its on flag is set (mf_removals_begin decides, per
- * transaction); the others are removed from as each document goes.
+ * commit): their record ids, the smallest and the largest.
+ * mf_removals_begin empties d for a transaction; mf_removals_free releases
+ * its buffer.
  */
-typedef struct mf_removal_keys {
-    uint8_t *buf; /* n keys, each a 2-byte length (host order) then the key; mf_malloc'd, grown */
-    size_t len, cap, n;
-    size_t min_off, max_off; /* where the smallest and largest key start */
-    bool on;
-} mf_removal_keys_t;
-
 typedef struct mf_removals {
-    const mf_index_t *range_ix; /* the index the caller read the ids from: its range is the caller's [lo, hi] */
-    mf_removal_keys_t rec;
-    mf_removal_keys_t *ix; /* nix of them, grown to the collection's index count */
-    int nix;
+    int64_t *rids; /* n of them, mf_malloc'd, grown */
+    size_t n, cap;
+    int64_t min, max;
 } mf_removals_t;
 
-/*
- * mf_removals_begin: starts d for a transaction's deletions from c: the
- * record store collects if rec_contiguous (the caller's record ids, if all
- * deleted, fill a range with no gap); range_ix collects; every other index
- * collects unless it is being built or its range_skip says to wait.
- * mf_removals_free releases d's buffers.
- */
-void mf_removals_begin(mf_removals_t *d, const mf_coll_t *c, bool rec_contiguous);
+void mf_removals_begin(mf_removals_t *d);
 void mf_removals_free(mf_removals_t *d);
 
 /*
@@ -79,31 +62,29 @@ void mf_removals_free(mf_removals_t *d);
  * current content (check may be NULL), reading and removing through one
  * positioned cursor without copying the document. doc is valid only during
  * check. *removed tells whether it was deleted; a missing record is not an
- * error. With defer (may be NULL), the record and the index entries of the
- * tables collecting in defer are added to it instead of removed. Returns 0,
- * MF_CONFLICT, or -1 with err.
+ * error. With defer (may be NULL), the record (not its index entries) is
+ * added to defer instead of removed. Returns 0, MF_CONFLICT, or -1 with
+ * err.
  */
 int mf_coll_remove_if(mf_sess_t *s, mf_coll_t *c, int64_t rid, bool (*check)(void *arg, int64_t rid, const bson_t *doc),
                       void *arg, mf_removals_t *defer, bool *removed, mf_error_t *err) MF_WUR;
 
 /*
- * mf_coll_remove_deferred: removes what d collected from c, in the
- * transaction that collected it, before it commits. Per table, when the
- * entries the transaction sees in a range are exactly the collected keys
- * in it, the range goes as one truncate (one log record): for range_ix the
- * range is [lo, hi] (the first and last keys the caller read, in its own
- * snapshot); for the others, from the smallest collected key to the
- * largest (the record store's without counting when its record ids leave
- * no gap). Keys outside the range, or all of them when the range holds any
- * other entry (a document not deleted, one written since the read), are
- * removed one by one, and an index whose range held others waits a while
- * before it is tried again (range_skip). *ranges counts the tables
- * removed as one range, *range_ix_ranged tells whether range_ix's was one.
- * Returns 0, MF_CONFLICT, or -1 with err.
+ * mf_coll_remove_deferred: removes the records d collected from c, in the
+ * transaction that collected them, before it commits. When their ids are
+ * consecutive (n ids from min to max), they go as one truncate of
+ * [min, max], one log record instead of one per record (*ranged). Nothing
+ * else can be in that range, even for recovery, which replays the truncate
+ * without a snapshot: record ids are handed out once (c->next_rid only
+ * grows), so no other transaction can insert one there, and an update or
+ * removal of one of them by another transaction conflicts with the
+ * truncate. (Index entries have no such property: a key another
+ * transaction inserts into a range after this one's snapshot and commits
+ * first would be replayed, then truncated, so they are removed one by
+ * one.) Otherwise the records go one by one. Returns 0, MF_CONFLICT, or -1
+ * with err.
  */
-int mf_coll_remove_deferred(mf_sess_t *s, mf_coll_t *c, mf_removals_t *d, const uint8_t *lo, size_t lolen,
-                            const uint8_t *hi, size_t hilen, int *ranges, bool *range_ix_ranged,
-                            mf_error_t *err) MF_WUR;
+int mf_coll_remove_deferred(mf_sess_t *s, mf_coll_t *c, mf_removals_t *d, bool *ranged, mf_error_t *err) MF_WUR;
 
 /*
  * mf_coll_find_id: looks up the document whose _id equals idv through the _id

@@ -102,17 +102,12 @@ typedef struct del_ctx {
     mf_delete_check_fn check;
     void *check_arg;
     mf_delete_stats_t *stats;
-    /*
-     * With keys: the open transaction's collected entries (defer), its
-     * first and last item (from, last).
-     */
-    const mf_delete_keys_t *keys;
+    /* ranges: records may go as one range; defer collects the open transaction's (when collecting). */
+    bool ranges;
     size_t chunk; /* items per transaction */
     mf_removals_t defer;
-    bool txn_seen, in_txn; /* an item of the open transaction was seen; it collects (its prepare step is ours) */
-    int truncated; /* tables the open transaction removed from as one range */
-    bool ix_ranged; /* ... keys->ix among them */
-    size_t from, last;
+    bool txn_seen, collecting; /* an item of the open transaction was seen; it collects (its pre-commit step is ours) */
+    bool ranged;               /* its records went as one range */
 } del_ctx_t;
 
 /* The transaction's end, committed or not: the next item starts a new one. */
@@ -121,18 +116,15 @@ del_txn_end(void *arg, bool committed)
 {
     del_ctx_t *x = arg;
     (void)committed;
-    x->in_txn = x->txn_seen = false;
+    x->collecting = x->txn_seen = false;
 }
 
-/* Before the commit: the collected index entries go, as one range where they can. */
+/* Before the commit: the collected records go, as one range where they can. */
 static int
 del_prepare(void *arg, mf_sess_t *s, mf_error_t *err)
 {
     del_ctx_t *x = arg;
-    const mf_delete_keys_t *k = x->keys;
-    int r = mf_coll_remove_deferred(s, x->c, &x->defer, k->keys + x->from * k->stride, k->klens[x->from],
-                                    k->keys + x->last * k->stride, k->klens[x->last], &x->truncated,
-                                    &x->ix_ranged, err);
+    int r = mf_coll_remove_deferred(s, x->c, &x->defer, &x->ranged, err);
     if (r == MF_CONFLICT)
         return mf_err_set(err, MF_E_WriteConflict, "WriteConflict error: this operation conflicted with another "
                           "operation. Please retry your operation or multi-document transaction.");
@@ -141,8 +133,8 @@ del_prepare(void *arg, mf_sess_t *s, mf_error_t *err)
 
 /*
  * Fewer items than this in a transaction go one by one: a range costs a
- * count and a truncate per table (a few searches from the root each),
- * which only pays off over a few documents.
+ * truncate (two searches from the root), which only pays off over a few
+ * documents.
  */
 #define RANGE_MIN_ITEMS 8
 
@@ -151,28 +143,24 @@ del_item(void *arg, size_t i, mf_error_t *err)
 {
     del_ctx_t *x = arg;
     bool removed = false;
-    if (x->keys != NULL && !x->txn_seen) {
-        /* The first item of a transaction (a retry starts one afresh): ranges or not, for all of it. */
+    if (x->ranges && !x->txn_seen) {
+        /* The first item of a transaction (a retry starts one afresh): a range or not, for all of it. */
         size_t to = i + x->chunk < x->n ? i + x->chunk : x->n;
         x->txn_seen = true;
+        x->collecting = x->ranged = false;
         mf_txn_on_end(x->s, del_txn_end, x);
-        x->in_txn = false;
-        x->from = i;
-        x->truncated = 0;
-        x->ix_ranged = false;
-        if (to - i >= RANGE_MIN_ITEMS && mf_txn_on_prepare(x->s, del_prepare, x)) {
-            x->in_txn = true;
-            /* The record ids of this transaction's items: without a gap, the records go as one range too. */
-            int64_t mn = INT64_MAX, mx = INT64_MIN;
-            for (size_t j = i; j < to; j++) {
-                mn = x->rids[j] < mn ? x->rids[j] : mn;
-                mx = x->rids[j] > mx ? x->rids[j] : mx;
-            }
-            mf_removals_begin(&x->defer, x->c, mx - mn + 1 == (int64_t)(to - i));
+        int64_t mn = INT64_MAX, mx = INT64_MIN;
+        for (size_t j = i; j < to; j++) {
+            mn = x->rids[j] < mn ? x->rids[j] : mn;
+            mx = x->rids[j] > mx ? x->rids[j] : mx;
+        }
+        /* Consecutive record ids (see mf_coll_remove_deferred for why nothing else can be in their range). */
+        if (to - i >= RANGE_MIN_ITEMS && mx - mn + 1 == (int64_t)(to - i) && mf_txn_on_prepare(x->s, del_prepare, x)) {
+            x->collecting = true;
+            mf_removals_begin(&x->defer);
         }
     }
-    x->last = i;
-    int ret = mf_coll_remove_if(x->s, x->c, x->rids[i], x->check, x->check_arg, x->in_txn ? &x->defer : NULL,
+    int ret = mf_coll_remove_if(x->s, x->c, x->rids[i], x->check, x->check_arg, x->collecting ? &x->defer : NULL,
                                 &removed, err);
     x->slot[i] = removed ? 1 : 0;
     return ret;
@@ -185,21 +173,16 @@ del_commit(void *arg, size_t from, size_t to)
     for (size_t i = from; i < to; i++)
         x->stats->deleted += x->slot[i];
     x->stats->batches++;
-    x->stats->ranges += x->ix_ranged;
-    x->stats->range_tables += x->truncated;
-    x->truncated = 0;
-    x->ix_ranged = false;
+    x->stats->ranges += x->ranged;
+    x->ranged = false;
 }
 
 int
 mf_delete_rids(mf_sess_t *s, mf_coll_t *c, const int64_t *rids, size_t n, size_t batch_docs, bool durable,
-               mf_delete_check_fn check, void *check_arg, const mf_delete_keys_t *keys, mf_delete_stats_t *stats,
-               mf_error_t *err)
+               mf_delete_check_fn check, void *check_arg, bool ranges, mf_delete_stats_t *stats, mf_error_t *err)
 {
     del_ctx_t x = {.s = s, .c = c, .rids = rids, .n = n, .slot = mf_calloc(n + 1, 1), .check = check,
-                   .check_arg = check_arg, .stats = stats, .keys = keys, .chunk = batch_docs ? batch_docs : n};
-    if (keys != NULL)
-        x.defer.range_ix = keys->ix;
+                   .check_arg = check_arg, .stats = stats, .ranges = ranges, .chunk = batch_docs ? batch_docs : n};
     size_t start = 0;
     int r = mf_batch_run(s, &start, n, batch_docs, durable, del_item, del_commit, &x, err);
     free(x.slot);

@@ -57,31 +57,20 @@ typedef bool (*mf_delete_check_fn)(void *arg, int64_t rid, const bson_t *doc);
 typedef struct mf_delete_stats {
     int64_t deleted;
     int64_t batches;
-    int64_t ranges; /* batches whose index entries (mf_delete_keys_t) went as one range */
-    int64_t range_tables; /* tables (record store, indexes) removed from as one range, summed over batches */
+    int64_t ranges; /* batches whose records went as one range */
 } mf_delete_stats_t;
 
 /*
- * The index entries the record ids were read from, in ascending key order
- * (a TTL index's due range): rids[i]'s entry is keys + i * stride, klens[i]
- * bytes. mf_delete_rids then removes each transaction's run of them as one
- * range (mf_coll_remove_deferred) instead of entry by entry.
- */
-typedef struct mf_delete_keys {
-    const mf_index_t *ix;
-    const uint8_t *keys;
-    const uint8_t *klens;
-    size_t stride;
-} mf_delete_keys_t;
-
-/*
  * mf_delete_rids: deletes the records rids[0..n) of c that check() still
- * accepts, batch_docs per transaction (0 = all in one). keys (may be NULL)
- * are the entries the ids were read from, see mf_delete_keys_t. Returns 0,
- * or -1 with err (stats say what was committed before the failure).
+ * accepts, batch_docs per transaction (0 = all in one). With ranges, a
+ * transaction of at least 8 whose record ids are consecutive (documents
+ * inserted in the order they expire) removes its records as one range, one
+ * log record instead of one per record (mf_removals_t); the transaction's
+ * pre-commit step is then its own (mf_txn_on_prepare). Returns 0, or -1
+ * with err (stats say what was committed before the failure).
  */
 int mf_delete_rids(mf_sess_t *s, mf_coll_t *c, const int64_t *rids, size_t n, size_t batch_docs, bool durable,
-                   mf_delete_check_fn check, void *check_arg, const mf_delete_keys_t *keys, mf_delete_stats_t *stats,
+                   mf_delete_check_fn check, void *check_arg, bool ranges, mf_delete_stats_t *stats,
                    mf_error_t *err) MF_WUR;
 
 #endif /* MF_BATCH_H */

@@ -266,22 +266,15 @@ int mf_cur_find_rid(mf_cur_t *c, int64_t rid);
 int mf_cur_open_near(mf_sess_t *s, const char *uri, mf_cur_t **out, mf_error_t *err) MF_WUR;
 void mf_cur_close_near(mf_cur_t *c);
 /*
- * Removing a contiguous range of a table (a batch of TTL index entries, or
- * of records, whose documents the same transaction deletes); on a record
- * table the keys are record ids given as 8 bytes big-endian:
- *   mf_cur_count_range: counts the entries with keys in [lo, hi] that c's
- *   transaction sees, stopping at cap + 1 (*n). Returns 0, or -1/MF_CONFLICT.
- *   Leaves c reset.
- *   mf_truncate_range: removes every entry with a key in [lo, hi] in s's
- *   transaction (WT_SESSION::truncate between two cursors): WiredTiger logs
- *   the range as one record instead of one per key. An entry this
- *   transaction cannot see (written since its snapshot) is not removed
- *   silently: the truncate conflicts (MF_CONFLICT) or leaves it. Returns 0,
- *   MF_CONFLICT, or -1 with err.
+ * mf_truncate_rids: removes every record of record table uri with an id in
+ * [first, last] in s's transaction (WT_SESSION::truncate between two
+ * cursors): WiredTiger logs the range as one record instead of one per
+ * record, and recovery replays it as a range, without a snapshot (see
+ * mf_coll_remove_deferred for when that is safe). A record this
+ * transaction cannot see is not removed silently: the truncate conflicts
+ * (MF_CONFLICT) or leaves it. Returns 0, MF_CONFLICT, or -1 with err.
  */
-int mf_cur_count_range(mf_cur_t *c, const void *lo, size_t lolen, const void *hi, size_t hilen, size_t cap, size_t *n);
-int mf_truncate_range(mf_sess_t *s, const char *uri, const void *lo, size_t lolen, const void *hi, size_t hilen,
-                      mf_error_t *err) MF_WUR;
+int mf_truncate_rids(mf_sess_t *s, const char *uri, int64_t first, int64_t last, mf_error_t *err) MF_WUR;
 
 /*
  * mf_cur_reserve: reserves the record the cursor is on for the transaction

@@ -1474,55 +1474,8 @@ mf_cur_put_bytes(mf_cur_t *c, const void *key, size_t klen, const void *val, siz
     return map_ret(ret);
 }
 
-/* The order of byte key a (alen bytes) against b: memcmp order, a prefix first (WiredTiger's default collation). */
-static int
-bytes_cmp(const void *a, size_t alen, const void *b, size_t blen)
-{
-    size_t n = alen < blen ? alen : blen;
-    int r = n ? memcmp(a, b, n) : 0;
-    return r != 0 ? r : alen < blen ? -1 : alen > blen;
-}
-
-/* A record id given as 8 bytes big-endian (the byte form of a record table's key, see storage.h). */
-static int64_t
-rid_of_bytes(const void *key, size_t len)
-{
-    const uint8_t *b = key;
-    uint64_t v = 0;
-    for (size_t i = 0; i < 8 && i < len; i++)
-        v = v << 8 | b[i];
-    return (int64_t)v;
-}
-
 int
-mf_cur_count_range(mf_cur_t *c, const void *lo, size_t lolen, const void *hi, size_t hilen, size_t cap, size_t *n)
-{
-    size_t count = 0;
-    int64_t rhi = c->rid_keys ? rid_of_bytes(hi, hilen) : 0;
-    int ret = c->rid_keys ? mf_cur_seek_rid_ge(c, rid_of_bytes(lo, lolen)) : mf_cur_seek_bytes_ge(c, lo, lolen);
-    while (ret == 0 && count <= cap) {
-        if (c->rid_keys) {
-            int64_t k = 0;
-            c->wt->get_key(c->wt, &k);
-            if (k > rhi)
-                break;
-        } else {
-            WT_ITEM k = {0};
-            c->wt->get_key(c->wt, &k);
-            if (bytes_cmp(k.data, k.size, hi, hilen) > 0)
-                break;
-        }
-        count++;
-        ret = map_ret(c->wt->next(c->wt));
-    }
-    mf_cur_reset(c);
-    *n = count;
-    return ret == 0 || ret == MF_NOTFOUND ? 0 : ret;
-}
-
-int
-mf_truncate_range(mf_sess_t *s, const char *uri, const void *lo, size_t lolen, const void *hi, size_t hilen,
-                  mf_error_t *err)
+mf_truncate_rids(mf_sess_t *s, const char *uri, int64_t first, int64_t last, mf_error_t *err)
 {
     mf_cur_t *start, *stop;
     if (mf_cur_open(s, uri, &start, err) != 0)
@@ -1532,23 +1485,19 @@ mf_truncate_range(mf_sess_t *s, const char *uri, const void *lo, size_t lolen, c
         return -1;
     }
     int ret = -1;
-    if (!fault_hit(start)) {
-        WT_ITEM a = {.data = lo, .size = lolen}, b = {.data = hi, .size = hilen};
-        if (start->rid_keys) {
-            start->wt->set_key(start->wt, rid_of_bytes(lo, lolen));
-            stop->wt->set_key(stop->wt, rid_of_bytes(hi, hilen));
-        } else {
-            start->wt->set_key(start->wt, &a);
-            stop->wt->set_key(stop->wt, &b);
-        }
+    if (!start->rid_keys) {
+        mf_err_set(err, MF_E_InternalError, "truncate of %s: not a record table", uri);
+    } else if (fault_hit(start)) {
+        mf_err_set(err, MF_E_InternalError, "truncate of %s failed (fault injected)", uri);
+    } else {
+        start->wt->set_key(start->wt, first);
+        stop->wt->set_key(stop->wt, last);
         int wret = s->wt->truncate(s->wt, NULL, start->wt, stop->wt, NULL);
         ret = map_ret(wret);
         if (ret == MF_NOTFOUND)
             ret = 0; /* nothing in the range */
         if (ret == -1)
             wt_err(err, wret, "truncate");
-    } else {
-        mf_err_set(err, MF_E_InternalError, "truncate of %s failed (fault injected)", uri);
     }
     mf_cur_reset(start);
     mf_cur_reset(stop);

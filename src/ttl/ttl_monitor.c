@@ -146,7 +146,6 @@
 #define TTL_NICE 10 /* the monitor's and deleters' nice value (see "Pacing") */
 #define TTL_SLICE_NS 100000 /* ... and the time slice they ask the scheduler for (see ttl_lower_priority) */
 #define YIELD_EVERY 96 /* documents deleted between two sched_yield()s while clients run (see "Pacing") */
-#define KEY_SLOT 32 /* bytes kept per TTL index entry read, for range removal (see scan_due) */
 #define HOLD_CURSORS_MS 50      /* the monitor keeps its cursors across waits shorter than this (see monitor_main) */
 #define HOLD_CURSORS_MAX_MS 1000 /* ... and closes them at least this often */
 #define TARGETS_MAX_AGE_MS 1000 /* the cached list of TTL indexes is rebuilt at least this often (see targets_get) */
@@ -195,9 +194,8 @@ struct mf_ttl_monitor {
     _Atomic(const char *) paused;
     _Atomic int64_t batch_opid; /* the batch in flight's operation id, 0 if none (a pause kills it) */
     _Atomic int64_t deleted, passes, subpasses;
-    /* Committed batches, and those whose TTL index entries went as one range (mf_delete_keys_t). */
+    /* Committed batches, and those whose records went as one range (query/batch.h). */
     _Atomic int64_t batches, range_batches;
-    _Atomic int64_t range_tables; /* tables (records, indexes) a batch removed from as one range, summed */
     _Atomic int64_t pace_dps;
     /*
      * Backlog (SPEC D8 beyond): due keys counted by the monitor whenever it
@@ -844,8 +842,7 @@ typedef struct del_job {
     check_ctx_t cx;  /* this chunk's own check context (expiries point into the visit's array) */
     mf_curop_t *op;  /* the visit's operation: killOp stops every chunk */
     size_t batch_docs; /* documents per transaction (0: all in one) */
-    bool keyed;        /* keys holds the TTL index entries rids were read from: removed as ranges */
-    mf_delete_keys_t keys;
+    bool ranges;       /* each transaction's records may go as one range (mf_delete_rids) */
     int rc;
     mf_error_t err;
     mf_delete_stats_t st;
@@ -881,7 +878,7 @@ job_run(mf_ttl_monitor_t *m, mf_sess_t *s, del_job_t *j, bool batched, bool rele
 
     int64_t t0 = mf_mono_us();
     j->cx.s = s;
-    j->st.deleted = j->st.batches = j->st.ranges = j->st.range_tables = 0;
+    j->st.deleted = j->st.batches = j->st.ranges = 0;
     mf_err_clear(&j->err);
     tls_batch = &j->cx;
     mf_curop_set_current(j->op);
@@ -894,7 +891,7 @@ job_run(mf_ttl_monitor_t *m, mf_sess_t *s, del_job_t *j, bool batched, bool rele
         j->rc = mf_err_set(&j->err, code, "TTL batch failed by the ttlMonitorFailBatch fail point");
     } else {
         j->rc = mf_delete_rids(s, j->c, j->rids, j->n, batched ? j->batch_docs : 1, false, ttl_check, &j->cx,
-                               j->keyed ? &j->keys : NULL, &j->st, &j->err);
+                               j->ranges, &j->st, &j->err);
     }
     if (release && mf_failpoint_eval(m->fp_slow_deleters, NULL, NULL, &fpdata)) {
         /* Tests: this deleter is slow, as if a busy neighbour shared its core (see split_jobs). */
@@ -1156,23 +1153,18 @@ typedef struct scan_res {
     int64_t cutoff;     /* the Date up to which keys were due when read */
     uint8_t resume[128]; /* the resume key (the rest as in ttl_target_t) */
     size_t resume_len;  /* 0: no resume point */
-    bool keyed;         /* keys[i] (klens[i] bytes) is the entry rids[i] was read from, in key order */
 } scan_res_t;
 
 /*
  * Reads the record ids of ix's keys from the key from[0..from_len) up to the
  * Date key hi (its Date part, inclusive) into rids, at most lim, skipping a
- * multikey document's repeated ids; out says where it stopped. With keys
- * (KEY_SLOT bytes each) and klens, each id's entry is kept too (out->keyed),
- * unless the index is multikey or an entry is longer than a slot: the
- * deleters then remove each transaction's run of entries as one range
- * (mf_delete_keys_t). Returns 0, 1 if the index cannot be opened (err set),
- * -1 on a storage error while reading. Its cursor (session s) is closed
- * before it returns.
+ * multikey document's repeated ids; out says where it stopped. Returns 0,
+ * 1 if the index cannot be opened (err set), -1 on a storage error while
+ * reading. Its cursor (session s) is closed before it returns.
  */
 static int
 scan_due(mf_sess_t *s, const mf_index_t *ix, const uint8_t *from, size_t from_len, const uint8_t *hi, int64_t *rids,
-         uint8_t *keys, uint8_t *klens, size_t lim, scan_res_t *out, mf_error_t *err)
+         size_t lim, scan_res_t *out, mf_error_t *err)
 {
     mf_cur_t *cur;
     const uint8_t *k = NULL;
@@ -1181,7 +1173,6 @@ scan_due(mf_sess_t *s, const mf_index_t *ix, const uint8_t *from, size_t from_le
     out->n = 0;
     out->hit_limit = out->range_left = false;
     out->resume_len = 0;
-    out->keyed = keys != NULL && !atomic_load(&ix->multikey);
     if (mf_cur_open(s, ix->uri, &cur, err) != 0)
         return 1;
     int r = mf_cur_seek_bytes_ge(cur, from, from_len);
@@ -1198,15 +1189,8 @@ scan_due(mf_sess_t *s, const mf_index_t *ix, const uint8_t *from, size_t from_le
         } else {
             rid = mf_ks_read_recordid(k, klen);
         }
-        if (rid > 0) {
-            if (out->keyed && klen <= KEY_SLOT) {
-                memcpy(keys + n * KEY_SLOT, k, klen);
-                klens[n] = (uint8_t)klen;
-            } else {
-                out->keyed = false;
-            }
+        if (rid > 0)
             rids[n++] = rid;
-        }
         r = mf_cur_next(cur);
     }
     if (r != 0 && r != MF_NOTFOUND) {
@@ -1220,10 +1204,8 @@ scan_due(mf_sess_t *s, const mf_index_t *ix, const uint8_t *from, size_t from_le
      * read after the keys it is set for any multikey document they include.
      */
     out->hit_limit = r == 0 && n >= lim;
-    if (atomic_load(&ix->multikey)) {
+    if (atomic_load(&ix->multikey))
         n = dedup_rids(rids, n);
-        out->keyed = false;
-    }
     out->n = n;
     /*
      * Resume at the first key not taken (the cursor sits on it), so the next
@@ -1270,8 +1252,6 @@ visit(mf_ttl_monitor_t *m, mf_sess_t *s, ttl_target_t *t)
     size_t room = cap * (size_t)(ROUND_TXNS * workers > ARCHIVE_BATCH_FACTOR ? ROUND_TXNS * workers : ARCHIVE_BATCH_FACTOR);
     int64_t *rids = mf_malloc(room * sizeof(*rids));
     int64_t *rids2 = mf_malloc(room * sizeof(*rids2)); /* the next round's, read ahead (prefetch) */
-    uint8_t *keys = mf_malloc(room * KEY_SLOT), *keys2 = mf_malloc(room * KEY_SLOT); /* their entries (scan_due) */
-    uint8_t *klens = mf_malloc(room), *klens2 = mf_malloc(room);
     int64_t *exps = mf_malloc(room * sizeof(*exps));
     scan_res_t pre; /* what the read ahead found, valid while pre_ok */
     bool pre_ok = false;
@@ -1344,17 +1324,11 @@ visit(mf_ttl_monitor_t *m, mf_sess_t *s, ttl_target_t *t)
             int64_t *tmp = rids;
             rids = rids2;
             rids2 = tmp;
-            uint8_t *kt = keys;
-            keys = keys2;
-            keys2 = kt;
-            kt = klens;
-            klens = klens2;
-            klens2 = kt;
             sr = pre;
             sc = 0;
         } else {
-            sc = t->resume_len ? scan_due(s, ix, t->resume, t->resume_len, hi, rids, keys, klens, scan_lim, &sr, &err)
-                               : scan_due(s, ix, lo, DATE_KEY_LEN, hi, rids, keys, klens, scan_lim, &sr, &err);
+            sc = t->resume_len ? scan_due(s, ix, t->resume, t->resume_len, hi, rids, scan_lim, &sr, &err)
+                               : scan_due(s, ix, lo, DATE_KEY_LEN, hi, rids, scan_lim, &sr, &err);
             sr.cutoff = cutoff;
         }
         pre_ok = false;
@@ -1418,10 +1392,9 @@ visit(mf_ttl_monitor_t *m, mf_sess_t *s, ttl_target_t *t)
         for (int i = 0; i < nj; i++) {
             size_t len = lens[i];
             size_t txns = len ? (len + lim - 1) / lim : 1;
-            jobs[i] = (del_job_t){.c = c, .rids = rids + off, .n = len, .op = op, .batch_docs = (len + txns - 1) / txns};
-            /* Ascending, not multikey, not archiving: each transaction's run of index entries goes as one range. */
-            jobs[i].keyed = sr.keyed && !desc && !archive && !c->is_timeseries;
-            jobs[i].keys = (mf_delete_keys_t){ix, keys + off * KEY_SLOT, klens + off, KEY_SLOT};
+            /* Not archiving (its staging owns the transaction's pre-commit step): records may go as ranges. */
+            jobs[i] = (del_job_t){.c = c, .rids = rids + off, .n = len, .op = op, .batch_docs = (len + txns - 1) / txns,
+                                  .ranges = !archive};
             jobs[i].cx = (check_ctx_t){ix->kp.fields[0], secs, now, ix->partial, exps + off, 0, len, 0,
                                        archive ? m->env.archive : NULL, NULL, c->uuid, fg_busy, 0};
             off += len;
@@ -1432,7 +1405,7 @@ visit(mf_ttl_monitor_t *m, mf_sess_t *s, ttl_target_t *t)
             mf_error_t perr;
             /* The index is known again by its ident (a longer one than fits is not read ahead for). */
             pre_ok = mf_strlcpy(pre_ident, ix->ident, sizeof(pre_ident)) < sizeof(pre_ident) &&
-                     scan_due(s, ix, t->resume, t->resume_len, hi, rids2, keys2, klens2, scan_lim, &pre, &perr) == 0;
+                     scan_due(s, ix, t->resume, t->resume_len, hi, rids2, scan_lim, &pre, &perr) == 0;
             pre.cutoff = cutoff;
             pre_secs = secs;
             ewma(&m->scan_us, (double)(mf_mono_us() - p0));
@@ -1450,14 +1423,13 @@ visit(mf_ttl_monitor_t *m, mf_sess_t *s, ttl_target_t *t)
             if (jobs[i].n >= SPEED_DOCS && jobs[i].us > 0)
                 ewma(&m->speed[i], (double)jobs[i].n / (double)jobs[i].us);
         }
-        mf_delete_stats_t st = {0, 0, 0, 0};
+        mf_delete_stats_t st = {0, 0, 0};
         int rc = 0;
         mf_err_clear(&err);
         for (int i = 0; i < nj; i++) {
             st.deleted += jobs[i].st.deleted;
             st.batches += jobs[i].st.batches;
             st.ranges += jobs[i].st.ranges;
-            st.range_tables += jobs[i].st.range_tables;
             if (jobs[i].rc != 0 && rc == 0) {
                 rc = jobs[i].rc;
                 err = jobs[i].err;
@@ -1499,9 +1471,8 @@ visit(mf_ttl_monitor_t *m, mf_sess_t *s, ttl_target_t *t)
         for (int i = 0; i < nj; i++)
             lateness_record_many(m, jobs[i].cx.expiries, jobs[i].cx.committed, after);
         atomic_fetch_add(&m->deleted, st.deleted);
-        atomic_fetch_add(&m->range_batches, st.ranges);
-        atomic_fetch_add(&m->range_tables, st.range_tables);
         atomic_fetch_add(&m->batches, st.batches);
+        atomic_fetch_add(&m->range_batches, st.ranges);
         if (st.deleted > 0)
             snap_deleted(m, t->ns, t->index, st.deleted);
         int64_t b = atomic_load(&m->backlog);
@@ -1544,10 +1515,6 @@ visit(mf_ttl_monitor_t *m, mf_sess_t *s, ttl_target_t *t)
     }
     free(rids);
     free(rids2);
-    free(keys);
-    free(keys2);
-    free(klens);
-    free(klens2);
     free(exps);
     t->more = more;
     return more;
@@ -2127,6 +2094,5 @@ mf_ttl_status_append(mf_ttl_monitor_t *m, bson_t *doc)
     BSON_APPEND_INT64(doc, "deletedByWorkers", atomic_load(&m->deleter_deleted));
     BSON_APPEND_INT64(doc, "batches", atomic_load(&m->batches));
     BSON_APPEND_INT64(doc, "rangeBatches", atomic_load(&m->range_batches));
-    BSON_APPEND_INT64(doc, "rangeRemovals", atomic_load(&m->range_tables));
     BSON_APPEND_BOOL(doc, "precise", mf_param_value(m->prm.precise) != 0);
 }

@@ -96,7 +96,7 @@ h.test('D6: collMod changes to N survive a restart', { timeout: 60000 }, async (
   assert.deepEqual(await ids(db.collection('plain')), [2]);
 });
 
-h.test('D6: kill -9 in the middle of a mass expiry (batches whose TTL index entries went as one range), restart: validate finds the indexes consistent, the rest expires, documents not due remain', { timeout: 120000 }, async () => {
+h.test('D6: kill -9 in the middle of a mass expiry (batches whose records went as one range), restart: validate finds the indexes consistent, the rest expires, documents not due remain', { timeout: 120000 }, async () => {
   const dbName = srv.freshDb('restartmass').databaseName;
   let db = srv.client.db(dbName);
   let coll = db.collection('c');
