@@ -87,3 +87,48 @@ h.test('currentOp shows an index build in progress; kill -9 during the build lea
   await c2.createIndex({ x: 1, y: 1 });
   await validateAll('build', ['_id_', 'x_1_y_1']);
 });
+
+h.test('deleteMany of old documents while a writer inserts newer ones, kill -9 midway; restart; validate is clean and no document the delete did not match is gone', { timeout: 180000 }, async () => {
+  const db = srv.client.db(DB);
+  const c = db.collection('purge');
+  await c.createIndex({ at: 1 });
+  await c.createIndex({ k: 1 });
+  const base = Date.now() - 3600e3;
+  for (let s = 0; s < 60000; s += 2000) {
+    await c.insertMany(Array.from({ length: 2000 }, (_, i) => ({ _id: s + i, at: new Date(base + s + i), k: (s + i) % 97 })));
+  }
+  // A writer keeps inserting documents the purge does not match (newer dates), some with _ids inside the purged range's.
+  let stop = false;
+  let n = 0;
+  const writer = (async () => {
+    while (!stop) {
+      n += 1;
+      try {
+        await c.insertOne({ _id: `new${n}`, at: new Date(), k: n % 97 }, { writeConcern: { w: 1, j: true } });
+      } catch (_) {
+        return;
+      }
+    }
+  })();
+  const cut = new Date(base + 50000);
+  const purge = c.deleteMany({ at: { $lt: cut } }).catch(() => null);
+  while ((await c.estimatedDocumentCount()) > 40000) await h.sleep(5);
+  await srv.server.kill9();
+  stop = true;
+  await writer;
+  await purge;
+  await srv.server.start();
+  await srv.reconnect();
+  const c2 = srv.client.db(DB).collection('purge');
+  await validateAll('purge', ['_id_', 'at_1', 'k_1']);
+  // Nothing newer than the cut went; what is left of the old ones is intact and found through every index.
+  assert.equal(await c2.countDocuments({ _id: { $gte: 50000, $lt: 60000 } }), 10000);
+  const oldLeft = await c2.countDocuments({ at: { $lt: cut } });
+  assert.equal(await c2.countDocuments({ at: { $lt: cut } }, { hint: { at: 1 } }), oldLeft);
+  assert.equal(await c2.countDocuments({ _id: { $lt: 50000 } }, { hint: { _id: 1 } }), oldLeft);
+  // The purge completes after the restart.
+  const r = await c2.deleteMany({ at: { $lt: cut } });
+  assert.equal(r.deletedCount, oldLeft);
+  assert.equal(await c2.countDocuments({ _id: { $lt: 60000 } }), 10000);
+  await validateAll('purge', ['_id_', 'at_1', 'k_1']);
+});
