@@ -891,8 +891,7 @@ write_result(int ret, bool removing, const char *what, const char *key, mf_error
     if (ret == 0 || (removing && ret == MF_NOTFOUND))
         return 0;
     if (ret == MF_CONFLICT) {
-        mf_err_set(err, MF_E_WriteConflict, "WriteConflict error: this operation conflicted with another operation. "
-                                            "Please retry your operation or multi-document transaction.");
+        mf_err_write_conflict(err);
         return MF_CONFLICT;
     }
     return mf_err_set(err, MF_E_InternalError, "%s write failed for %s", what, key);

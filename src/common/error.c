@@ -32,6 +32,13 @@ mf_err_set(mf_error_t *err, int code, const char *fmt, ...)
     return -1;
 }
 
+int
+mf_err_write_conflict(mf_error_t *err)
+{
+    return mf_err_set(err, MF_E_WriteConflict, "WriteConflict error: this operation conflicted with another operation. "
+                                                "Please retry your operation or multi-document transaction.");
+}
+
 void
 mf_err_clear(mf_error_t *err)
 {

@@ -634,6 +634,9 @@ int mf_err_set(mf_error_t *err, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 int mf_err_vset(mf_error_t *err, int code, const char *fmt, va_list ap);
 
+/* mf_err_write_conflict: 112 WriteConflict with mongod's message on err; returns -1. */
+int mf_err_write_conflict(mf_error_t *err);
+
 /* mf_err_set_info: attaches the fields of doc (bson bytes) to err; dropped if too large. */
 void mf_err_set_info(mf_error_t *err, const uint8_t *doc, uint32_t len);
 

@@ -125,10 +125,7 @@ del_prepare(void *arg, mf_sess_t *s, mf_error_t *err)
 {
     del_ctx_t *x = arg;
     int r = mf_coll_remove_deferred(s, x->c, &x->defer, &x->ranged, err);
-    if (r == MF_CONFLICT)
-        return mf_err_set(err, MF_E_WriteConflict, "WriteConflict error: this operation conflicted with another "
-                          "operation. Please retry your operation or multi-document transaction.");
-    return r;
+    return r == MF_CONFLICT ? mf_err_write_conflict(err) : r;
 }
 
 /*

@@ -266,7 +266,7 @@ static int
 wt_err(mf_error_t *err, int ret, const char *what)
 {
     if (ret == WT_ROLLBACK)
-        return mf_err_set(err, MF_E_WriteConflict, "WriteConflict error: this operation conflicted with another operation. Please retry your operation or multi-document transaction.");
+        return mf_err_write_conflict(err);
     if (ret == EMFILE || ret == ENFILE)
         return mf_err_set(err, MF_E_TooManyFilesOpen, "%s: %s", what, wiredtiger_strerror(ret));
     return mf_err_set(err, MF_E_InternalError, "%s: %s", what, wiredtiger_strerror(ret));

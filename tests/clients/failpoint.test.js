@@ -238,6 +238,24 @@ h.test('maxTimeAlwaysTimeOut: a command with maxTimeMS fails with 50 at once; on
   assert.deepEqual(await coll.find({}).maxTimeMS(60000).toArray(), [{ _id: 1 }]);
 });
 
+/*
+ * Waits (20 s at most) until the monitor has hit hangTTLMonitorAfterReadAhead
+ * again since r0 (the reply that turned it on): a round has been read ahead
+ * and the monitor holds there.
+ */
+async function untilReadAhead(r0) {
+  const deadline = Date.now() + 20000;
+  for (;;) {
+    const r = await admin().command({ configureFailPoint: 'hangTTLMonitorAfterReadAhead', mode: 'alwaysOn' });
+    if (Number(r.count) > Number(r0.count)) return;
+    assert.ok(Date.now() < deadline, 'the monitor never read a round ahead');
+    await h.sleep(20);
+  }
+}
+
+/* serverStatus().metrics.ttl. */
+const ttl = async () => (await admin().command({ serverStatus: 1 })).metrics.ttl;
+
 h.test('D9 read ahead: a document inserted into the keys a parallel round has read ahead (hangTTLMonitorAfterReadAhead) is deleted by a later pass, not left for the 10 s full scan', { timeout: 120000 }, async () => {
   const db = srv.freshDb('readahead');
   const coll = db.collection('c');
@@ -252,13 +270,7 @@ h.test('D9 read ahead: a document inserted into the keys a parallel round has re
     const r0 = await admin().command({ configureFailPoint: 'hangTTLMonitorAfterReadAhead', mode: 'alwaysOn' });
     await params({ ttlMonitorEnabled: true });
     try {
-      const deadline = Date.now() + 20000;
-      for (;;) {
-        const r = await admin().command({ configureFailPoint: 'hangTTLMonitorAfterReadAhead', mode: 'alwaysOn' });
-        if (Number(r.count) > Number(r0.count)) break;
-        assert.ok(Date.now() < deadline, 'the monitor never read a round ahead');
-        await h.sleep(20);
-      }
+      await untilReadAhead(r0);
       // Position 300 from the oldest: inside the keys just read ahead, committed after that read.
       await coll.insertOne({ _id: 'ahead', at: new Date(base - (N - 1 - 300)) });
     } finally {
@@ -278,7 +290,6 @@ h.test('D9 ranges: a batch\'s records go as one range only when it deleted every
   await coll.createIndex({ at: 1 }, { expireAfterSeconds: 0 });
   const N = 3000;
   const base = Date.now() - 3600e3;
-  const ttl = async () => (await admin().command({ serverStatus: 1 })).metrics.ttl;
   await params({ ttlMonitorEnabled: false, ttlMonitorWorkers: 2, ttlMonitorBatchDocs: 50 });
   const before = await ttl();
   try {
@@ -288,13 +299,7 @@ h.test('D9 ranges: a batch\'s records go as one range only when it deleted every
     await params({ ttlMonitorEnabled: true });
     const future = new Date(Date.now() + 3600e3);
     try {
-      const deadline = Date.now() + 20000;
-      for (;;) {
-        const r = await admin().command({ configureFailPoint: 'hangTTLMonitorAfterReadAhead', mode: 'alwaysOn' });
-        if (Number(r.count) > Number(r0.count)) break;
-        assert.ok(Date.now() < deadline, 'the monitor never read a round ahead');
-        await h.sleep(20);
-      }
+      await untilReadAhead(r0);
       // Positions 300, 310 and 320 from the oldest, all inside the keys just read ahead.
       await coll.insertOne({ _id: 'inserted', at: new Date(base - (N - 1 - 300) + 0.5) });
       assert.equal((await coll.updateOne({ _id: N - 1 - 310 }, { $set: { at: future } })).modifiedCount, 1);
@@ -328,7 +333,6 @@ h.test('D9 ranges: with random _ids, consecutive records go as one range and the
   const coll = db.collection('c');
   await coll.createIndex({ at: 1 }, { expireAfterSeconds: 0 });
   await coll.createIndex({ tag: 1 });
-  const ttl = async () => (await admin().command({ serverStatus: 1 })).metrics.ttl;
   const rand = () => crypto.randomBytes(8).toString('hex');
   await params({ ttlMonitorEnabled: false, ttlMonitorWorkers: 1, ttlMonitorBatchDocs: 100 });
   const before = await ttl();
@@ -364,7 +368,7 @@ h.test('D9 chunk split: a deleter slowed down for a while (slowTTLDeleters) gets
   const db = srv.freshDb('slowdel');
   const coll = db.collection('c');
   await coll.createIndex({ at: 1 }, { expireAfterSeconds: 0 });
-  const byWorkers = async () => Number((await admin().command({ serverStatus: 1 })).metrics.ttl.deletedByWorkers);
+  const byWorkers = async () => Number((await ttl()).deletedByWorkers);
   const expire = async (n, tag) => {
     await params({ ttlMonitorEnabled: false });
     const at = new Date(Date.now() - 3600e3);

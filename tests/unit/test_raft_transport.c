@@ -158,6 +158,23 @@ closed_within(int fd, int ms)
     return false;
 }
 
+/*
+ * A plain listening socket on a free loopback port that never accepts: its
+ * address ("127.0.0.1:port") into address, its own into *sa. Returns the fd.
+ */
+static int
+raw_listen(int backlog, struct sockaddr_in *sa, char *address, size_t size)
+{
+    int ls = socket(AF_INET, SOCK_STREAM, 0);
+    socklen_t sl = sizeof(*sa);
+    *sa = (struct sockaddr_in){.sin_family = AF_INET, .sin_port = 0, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    cr_assert_eq(bind(ls, (struct sockaddr *)sa, sizeof(*sa)), 0);
+    cr_assert_eq(listen(ls, backlog), 0);
+    getsockname(ls, (struct sockaddr *)sa, &sl);
+    snprintf(address, size, "127.0.0.1:%d", ntohs(sa->sin_port));
+    return ls;
+}
+
 /* libraft's handshake: protocol, id, address length, then the address padded to 8 bytes with NULs. */
 static size_t
 handshake(uint8_t *out, uint64_t protocol, uint64_t id, const char *address, uint64_t claimed_len, bool nul)
@@ -334,14 +351,9 @@ Test(raft_transport, with_a_key_only_members_holding_it_get_through)
     side_t d;
     side_open(&d, 4, "the-members-key", false);
     /* A listener that never answers: a raw socket server. */
-    int ls = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = 0, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t sl = sizeof(sa);
-    cr_assert_eq(bind(ls, (struct sockaddr *)&sa, sizeof(sa)), 0);
-    cr_assert_eq(listen(ls, 4), 0);
-    getsockname(ls, (struct sockaddr *)&sa, &sl);
+    struct sockaddr_in sa;
     char mute[32];
-    snprintf(mute, sizeof(mute), "127.0.0.1:%d", ntohs(sa.sin_port));
+    int ls = raw_listen(4, &sa, mute, sizeof(mute));
     cr_assert_eq(d.t.connect(&d.t, &req, 9, mute, connect_cb), 0);
     pump(100);
     cr_assert_not(r3.done, "still waiting for the listener's nonce");
@@ -391,20 +403,15 @@ Test(raft_transport, over_the_cap_the_oldest_handshake_gives_way_so_members_stil
 Test(raft_transport, closing_with_a_connect_still_in_libraft_s_tcp_connect_cancels_it_and_frees_everything)
 {
     /* A listener whose accept queue is full: a further connect hangs in its SYN retries. */
-    int ls = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = 0, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t sl = sizeof(sa);
-    cr_assert_eq(bind(ls, (struct sockaddr *)&sa, sizeof(sa)), 0);
-    cr_assert_eq(listen(ls, 0), 0);
-    getsockname(ls, (struct sockaddr *)&sa, &sl);
+    struct sockaddr_in sa;
+    char full[32];
+    int ls = raw_listen(0, &sa, full, sizeof(full));
     int fill[4];
     for (int i = 0; i < 4; i++) {
         fill[i] = socket(AF_INET, SOCK_STREAM, 0);
         fcntl(fill[i], F_SETFL, O_NONBLOCK);
         connect(fill[i], (struct sockaddr *)&sa, sizeof(sa));
     }
-    char full[32];
-    snprintf(full, sizeof(full), "127.0.0.1:%d", ntohs(sa.sin_port));
 
     for (int keyed = 0; keyed < 2; keyed++) {
         side_t d;
