@@ -81,6 +81,13 @@ typedef struct mf_index {
      * or created.
      */
     _Atomic int64_t ttl_dirty_min;
+    /*
+     * Range removal (mf_coll_remove_deferred): transactions left to pass
+     * before this index's removals are tried as one range again, after a
+     * range that held other entries (keys in random order: session ids as
+     * _id, say). 0: try.
+     */
+    _Atomic int range_skip;
 } mf_index_t;
 
 typedef struct mf_coll {
@@ -104,6 +111,12 @@ typedef struct mf_coll {
     _Atomic int refs;
     bool dropped;
     _Atomic int64_t next_rid;
+    /*
+     * The range guard of the collection's indexes (storage.h): every
+     * transaction that inserts an index entry enters it, so a TTL batch may
+     * remove its entries as ranges (mf_coll_remove_deferred).
+     */
+    mf_rguard_t guard;
     /*
      * Document count and bytes of BSON, maintained by writes and kept in
      * table:_mf_sizes (flushed about once a second and at close, as mongod's

@@ -90,10 +90,10 @@ dup_key_error(mf_coll_t *c, mf_index_t *ix, const bson_t *doc, mf_error_t *err)
     return -1;
 }
 
-/* Inserts one key of ix pointing at rid. */
+/* Inserts one key of ix pointing at rid (index_put's work). */
 static int
-index_put(mf_sess_t *s, mf_coll_t *c, mf_index_t *ix, mf_cur_t *cur, mf_keystring_t *key, int64_t rid,
-          const bson_t *doc, mf_error_t *err)
+index_put_key(mf_sess_t *s, mf_coll_t *c, mf_index_t *ix, mf_cur_t *cur, mf_keystring_t *key, int64_t rid,
+              const bson_t *doc, mf_error_t *err)
 {
     uint8_t be[8];
     int ret;
@@ -126,6 +126,22 @@ index_put(mf_sess_t *s, mf_coll_t *c, mf_index_t *ix, mf_cur_t *cur, mf_keystrin
         return mf_err_set(err, MF_E_InternalError, "index insert failed on %s", ix->name);
     (void)s;
     return 0;
+}
+
+/*
+ * Inserts one key of ix pointing at rid, inside c's range guard: a TTL
+ * batch truncating a range of c's indexes commits before or after this
+ * transaction, never around it (storage.h "Range guards").
+ */
+static int
+index_put(mf_sess_t *s, mf_coll_t *c, mf_index_t *ix, mf_cur_t *cur, mf_keystring_t *key, int64_t rid,
+          const bson_t *doc, mf_error_t *err)
+{
+    bool own = mf_rguard_enter(s, &c->guard);
+    int ret = index_put_key(s, c, ix, cur, key, rid, doc, err);
+    if (own)
+        mf_rguard_exit(&c->guard);
+    return ret;
 }
 
 /*
@@ -339,41 +355,84 @@ sizes_seen(mf_coll_t *c, int64_t *count, int64_t *size)
     }
 }
 
-void
-mf_removals_begin(mf_removals_t *d)
+/* Adds key (len bytes) to t, keeping track of its smallest and largest. */
+static void
+removal_add(mf_removal_keys_t *t, const uint8_t *key, size_t len)
 {
-    d->n = 0;
-    d->min = INT64_MAX;
-    d->max = INT64_MIN;
+    uint16_t l = (uint16_t)len;
+    if (t->len + 2 + len > t->cap) {
+        t->cap = (t->len + 2 + len) * 2 + 256;
+        t->buf = mf_realloc(t->buf, t->cap);
+    }
+    size_t off = t->len;
+    memcpy(t->buf + off, &l, 2);
+    memcpy(t->buf + off + 2, key, len);
+    t->len += 2 + len;
+    uint16_t lmin, lmax;
+    memcpy(&lmin, t->buf + t->min_off, 2);
+    memcpy(&lmax, t->buf + t->max_off, 2);
+    if (t->n == 0 || mf_key_cmp(key, len, t->buf + t->min_off + 2, lmin) < 0)
+        t->min_off = off;
+    if (t->n == 0 || mf_key_cmp(key, len, t->buf + t->max_off + 2, lmax) > 0)
+        t->max_off = off;
+    t->n++;
+}
+
+/* Adds the entry for key of ix (record id rid appended on a non-unique index) to t. */
+static void
+removal_add_key(mf_removal_keys_t *t, const mf_index_t *ix, mf_keystring_t *key, int64_t rid)
+{
+    size_t base = key->len;
+    if (!ix->unique)
+        mf_ks_append_recordid(key, rid);
+    removal_add(t, key->data, key->len);
+    key->len = base;
+}
+
+void
+mf_removals_begin(mf_removals_t *d, const mf_coll_t *c, bool rec_contiguous, bool indexes)
+{
+    if (d->nix < c->nindexes) {
+        d->ix = mf_realloc(d->ix, (size_t)c->nindexes * sizeof(*d->ix));
+        memset(d->ix + d->nix, 0, (size_t)(c->nindexes - d->nix) * sizeof(*d->ix));
+        d->nix = c->nindexes;
+    }
+    d->rec.len = d->rec.n = 0;
+    d->rec.on = rec_contiguous;
+    for (int i = 0; i < c->nindexes; i++) {
+        mf_index_t *ix = c->indexes[i];
+        mf_removal_keys_t *t = &d->ix[i];
+        t->len = t->n = 0;
+        t->on = false;
+        if (!indexes || ix->building)
+            continue;
+        int skip = atomic_load(&ix->range_skip);
+        if (skip > 0)
+            atomic_compare_exchange_strong(&ix->range_skip, &skip, skip - 1);
+        else
+            t->on = true;
+    }
 }
 
 void
 mf_removals_free(mf_removals_t *d)
 {
-    free(d->rids);
+    free(d->rec.buf);
+    for (int i = 0; i < d->nix; i++)
+        free(d->ix[i].buf);
+    free(d->ix);
     memset(d, 0, sizeof(*d));
-}
-
-/* Adds record id rid to d. */
-static void
-removal_add(mf_removals_t *d, int64_t rid)
-{
-    if (d->n == d->cap) {
-        d->cap = d->cap ? d->cap * 2 : 256;
-        d->rids = mf_realloc(d->rids, d->cap * sizeof(*d->rids));
-    }
-    d->rids[d->n++] = rid;
-    d->min = rid < d->min ? rid : d->min;
-    d->max = rid > d->max ? rid : d->max;
 }
 
 /*
  * Applies the index changes of going from olddoc to newdoc (either may be
- * NULL) for record rid, across every index of c.
+ * NULL) for record rid, across every index of c. A removal (newdoc NULL)
+ * adds the keys of the indexes collecting in defer (may be NULL) to it
+ * instead.
  */
 static int
 update_indexes(mf_sess_t *s, mf_coll_t *c, int64_t rid, const bson_t *olddoc, const bson_t *newdoc,
-               mf_error_t *err)
+               mf_removals_t *defer, mf_error_t *err)
 {
     keybufs_t *kb = thread_keybufs();
     mf_keyset_t *oldk = &kb->oldk, *newk = &kb->newk;
@@ -386,6 +445,15 @@ update_indexes(mf_sess_t *s, mf_coll_t *c, int64_t rid, const bson_t *olddoc, co
             break;
         if (oldk->n == 0 && newk->n == 0)
             continue;
+        if (defer != NULL && newdoc == NULL && i < defer->nix && defer->ix[i].on) {
+            bool fits = true; /* a key's length is kept in 2 bytes: a longer one is removed here */
+            for (int k = 0; k < oldk->n && fits; k++)
+                fits = oldk->keys[k].len + 9 <= UINT16_MAX;
+            for (int k = 0; fits && k < oldk->n; k++)
+                removal_add_key(&defer->ix[i], ix, &oldk->keys[k], rid);
+            if (fits)
+                continue;
+        }
         /* A removal keeps the index's cursor on its last key: the next document's key is often just past it. */
         if ((newdoc == NULL ? mf_cur_open_near(s, ix->uri, &cur, err) : mf_cur_open(s, ix->uri, &cur, err)) != 0) {
             ret = -1;
@@ -517,7 +585,7 @@ mf_coll_insert(mf_sess_t *s, mf_coll_t *c, const bson_t *doc, int64_t *rid_out, 
         return MF_CONFLICT;
     if (ret != 0)
         return mf_err_set(err, MF_E_InternalError, "record insert failed in %s", c->ns);
-    ret = update_indexes(s, c, rid, NULL, doc, err);
+    ret = update_indexes(s, c, rid, NULL, doc, NULL, err);
     if (ret != 0)
         return ret;
     size_delta(s, c, 1, doc->len);
@@ -544,7 +612,7 @@ mf_coll_replace(mf_sess_t *s, mf_coll_t *c, int64_t rid, const bson_t *olddoc, c
         return MF_CONFLICT;
     if (ret != 0)
         return mf_err_set(err, MF_E_InternalError, "record update failed in %s", c->ns);
-    ret = update_indexes(s, c, rid, olddoc, newdoc, err);
+    ret = update_indexes(s, c, rid, olddoc, newdoc, NULL, err);
     if (ret != 0)
         return ret;
     size_delta(s, c, 0, (int64_t)newdoc->len - (int64_t)olddoc->len);
@@ -568,7 +636,7 @@ mf_coll_remove(mf_sess_t *s, mf_coll_t *c, int64_t rid, const bson_t *olddoc, mf
         return MF_NOTFOUND;
     if (ret != 0)
         return mf_err_set(err, MF_E_InternalError, "record remove failed in %s", c->ns);
-    ret = update_indexes(s, c, rid, olddoc, NULL, err);
+    ret = update_indexes(s, c, rid, olddoc, NULL, NULL, err);
     if (ret != 0)
         return ret;
     size_delta(s, c, -1, -(int64_t)olddoc->len);
@@ -606,12 +674,14 @@ mf_coll_remove_if(mf_sess_t *s, mf_coll_t *c, int64_t rid, bool (*check)(void *a
         mf_cur_close_near(cur);
         return 0;
     }
-    ret = update_indexes(s, c, rid, &doc, NULL, err);
+    ret = update_indexes(s, c, rid, &doc, NULL, defer, err);
     if (ret == 0)
         mf_observers_delete(c->observers, c, &doc);
     uint32_t doclen = doc.len;
-    if (ret == 0 && defer != NULL) {
-        removal_add(defer, rid); /* removed with the others before the commit */
+    if (ret == 0 && defer != NULL && defer->rec.on) {
+        uint8_t be[8];
+        rid_be(rid, be);
+        removal_add(&defer->rec, be, 8); /* removed with the others before the commit */
     } else if (ret == 0) {
         ret = mf_cur_remove_here(cur); /* still on the record: no second search */
     }
@@ -627,25 +697,76 @@ mf_coll_remove_if(mf_sess_t *s, mf_coll_t *c, int64_t rid, bool (*check)(void *a
     return 0;
 }
 
-int
-mf_coll_remove_deferred(mf_sess_t *s, mf_coll_t *c, mf_removals_t *d, bool *ranged, mf_error_t *err)
+/* Whether byte key k lies in [lo, hi]. */
+static bool
+key_in(const uint8_t *k, size_t klen, const uint8_t *lo, size_t lolen, const uint8_t *hi, size_t hilen)
+{
+    size_t n = klen < lolen ? klen : lolen;
+    int r = memcmp(k, lo, n);
+    if (r < 0 || (r == 0 && klen < lolen))
+        return false;
+    n = klen < hilen ? klen : hilen;
+    r = memcmp(k, hi, n);
+    return r < 0 || (r == 0 && klen <= hilen);
+}
+
+/* One table's collected keys in [lo, hi]: how many. */
+static size_t
+removal_inside(const mf_removal_keys_t *t, const uint8_t *lo, size_t lolen, const uint8_t *hi, size_t hilen)
+{
+    size_t inside = 0;
+    for (size_t off = 0; off < t->len;) {
+        uint16_t len;
+        memcpy(&len, t->buf + off, 2);
+        inside += key_in(t->buf + off + 2, len, lo, lolen, hi, hilen);
+        off += 2 + (size_t)len;
+    }
+    return inside;
+}
+
+/*
+ * Removes table uri's collected keys t (record ids if rec): [lo, hi] as one
+ * truncate when counted, the rest one by one. counted: the caller knows the
+ * range holds exactly the inside collected keys (the record store without
+ * gaps); else, with may_count, they are counted here (the range goes if
+ * the transaction sees exactly them there). *ranged: went as a range.
+ */
+static int
+removal_run(mf_sess_t *s, const char *uri, mf_removal_keys_t *t, bool rec, const uint8_t *lo, size_t lolen,
+            const uint8_t *hi, size_t hilen, bool counted, bool may_count, bool *ranged, mf_error_t *err)
 {
     mf_cur_t *cur;
+    size_t inside = removal_inside(t, lo, lolen, hi, hilen), seen = 0;
     int ret = 0;
 
     *ranged = false;
-    if (d->n == 0)
-        return 0;
-    if (d->max - d->min + 1 == (int64_t)d->n) {
-        ret = mf_truncate_rids(s, c->uri, d->min, d->max, err);
-        if (ret == 0)
-            *ranged = true;
-        return ret == 0 ? 0 : ret == MF_CONFLICT ? MF_CONFLICT : -1;
+    if (inside > 0 && !counted && may_count) {
+        if (mf_cur_open(s, uri, &cur, err) != 0)
+            return -1;
+        ret = mf_cur_count_range(cur, lo, lolen, hi, hilen, inside, &seen);
+        mf_cur_close(cur);
+        if (ret != 0)
+            return ret == MF_CONFLICT ? MF_CONFLICT : mf_err_set(err, MF_E_InternalError, "reading %s failed", uri);
+        counted = seen == inside;
     }
-    if (mf_cur_open(s, c->uri, &cur, err) != 0)
+    if (inside > 0 && counted) {
+        ret = mf_truncate_range(s, uri, lo, lolen, hi, hilen, err);
+        if (ret != 0)
+            return ret == MF_CONFLICT ? MF_CONFLICT : -1;
+        *ranged = true;
+        if (inside == t->n)
+            return 0;
+    }
+    if (mf_cur_open(s, uri, &cur, err) != 0)
         return -1;
-    for (size_t i = 0; ret == 0 && i < d->n; i++) {
-        ret = mf_cur_remove_rid(cur, d->rids[i]);
+    for (size_t off = 0; ret == 0 && off < t->len;) {
+        uint16_t len;
+        memcpy(&len, t->buf + off, 2);
+        const uint8_t *k = t->buf + off + 2;
+        off += 2 + (size_t)len;
+        if (*ranged && key_in(k, len, lo, lolen, hi, hilen))
+            continue;
+        ret = rec ? mf_cur_remove_rid(cur, rid_from_be(k)) : mf_cur_remove_bytes(cur, k, len);
         if (ret == MF_NOTFOUND)
             ret = 0;
     }
@@ -653,8 +774,46 @@ mf_coll_remove_deferred(mf_sess_t *s, mf_coll_t *c, mf_removals_t *d, bool *rang
     if (ret == MF_CONFLICT)
         return MF_CONFLICT;
     if (ret != 0)
-        return mf_err_set(err, MF_E_InternalError, "record remove failed in %s", c->ns);
+        return mf_err_set(err, MF_E_InternalError, "removing from %s failed", uri);
     return 0;
+}
+
+#define RANGE_SKIP_TXNS 64 /* transactions an index whose range held others waits before it tries again */
+
+int
+mf_coll_remove_deferred(mf_sess_t *s, mf_coll_t *c, mf_removals_t *d, int64_t token, bool *rec_ranged,
+                        int *ix_ranges, mf_error_t *err)
+{
+    bool ranged;
+    int ret = 0;
+
+    *rec_ranged = false;
+    *ix_ranges = 0;
+    if (d->rec.n > 0) {
+        /* Record ids are dense: n ids from min to max with no gap fill the range, nothing else can be in it. */
+        const uint8_t *mn = d->rec.buf + d->rec.min_off + 2, *mx = d->rec.buf + d->rec.max_off + 2;
+        bool dense = rid_from_be(mx) - rid_from_be(mn) + 1 == (int64_t)d->rec.n;
+        ret = removal_run(s, c->uri, &d->rec, true, mn, 8, mx, 8, dense, false, rec_ranged, err);
+    }
+    /* A writer entered the guard since the transaction began: its entries could be in a range, unseen. */
+    bool guarded = mf_rguard_unchanged(&c->guard, token);
+    for (int i = 0; ret == 0 && i < d->nix && i < c->nindexes; i++) {
+        mf_removal_keys_t *t = &d->ix[i];
+        mf_index_t *ix = c->indexes[i];
+        if (t->n == 0)
+            continue;
+        uint16_t l1, l2;
+        memcpy(&l1, t->buf + t->min_off, 2);
+        memcpy(&l2, t->buf + t->max_off, 2);
+        ret = removal_run(s, ix->uri, t, false, t->buf + t->min_off + 2, l1, t->buf + t->max_off + 2, l2, false,
+                          guarded, &ranged, err);
+        *ix_ranges += ranged;
+        if (ret == 0 && guarded && !ranged)
+            atomic_store(&ix->range_skip, RANGE_SKIP_TXNS);
+    }
+    if (ret == 0 && *ix_ranges > 0)
+        mf_txn_commit_unless_entered(s, &c->guard, token);
+    return ret;
 }
 
 int

@@ -42,19 +42,35 @@ int mf_coll_replace(mf_sess_t *s, mf_coll_t *c, int64_t rid, const bson_t *olddo
 int mf_coll_remove(mf_sess_t *s, mf_coll_t *c, int64_t rid, const bson_t *olddoc, mf_error_t *err) MF_WUR;
 
 /*
- * Records a run of deletions in one transaction leaves to its end
+ * Removals a run of deletions in one transaction leaves to its end
  * (mf_coll_remove_if's defer; mf_coll_remove_deferred runs before the
- * commit): their record ids, the smallest and the largest.
- * mf_removals_begin empties d for a transaction; mf_removals_free releases
- * its buffer.
+ * commit). Per table: the record store (rec, its record ids as 8 bytes
+ * big-endian) and each index of the collection (ix[i] for c->indexes[i],
+ * its full entry keys, record id included on a non-unique index). A table
+ * collects only while its on flag is set (mf_removals_begin decides, per
+ * transaction); the others are removed from as each document goes.
  */
+typedef struct mf_removal_keys {
+    uint8_t *buf; /* n keys, each a 2-byte length (host order) then the key; mf_malloc'd, grown */
+    size_t len, cap, n;
+    size_t min_off, max_off; /* where the smallest and largest key start */
+    bool on;
+} mf_removal_keys_t;
+
 typedef struct mf_removals {
-    int64_t *rids; /* n of them, mf_malloc'd, grown */
-    size_t n, cap;
-    int64_t min, max;
+    mf_removal_keys_t rec;
+    mf_removal_keys_t *ix; /* nix of them, grown to the collection's index count */
+    int nix;
 } mf_removals_t;
 
-void mf_removals_begin(mf_removals_t *d);
+/*
+ * mf_removals_begin: starts d for a transaction's deletions from c: the
+ * record store collects if rec_contiguous (the caller's record ids, if all
+ * deleted, fill a range with no gap); with indexes, every index collects
+ * unless it is being built or its range_skip says to wait.
+ * mf_removals_free releases d's buffers.
+ */
+void mf_removals_begin(mf_removals_t *d, const mf_coll_t *c, bool rec_contiguous, bool indexes);
 void mf_removals_free(mf_removals_t *d);
 
 /*
@@ -62,29 +78,37 @@ void mf_removals_free(mf_removals_t *d);
  * current content (check may be NULL), reading and removing through one
  * positioned cursor without copying the document. doc is valid only during
  * check. *removed tells whether it was deleted; a missing record is not an
- * error. With defer (may be NULL), the record (not its index entries) is
- * added to defer instead of removed. Returns 0, MF_CONFLICT, or -1 with
- * err.
+ * error. With defer (may be NULL), the record and the index entries of the
+ * tables collecting in defer are added to it instead of removed. Returns 0,
+ * MF_CONFLICT, or -1 with err.
  */
 int mf_coll_remove_if(mf_sess_t *s, mf_coll_t *c, int64_t rid, bool (*check)(void *arg, int64_t rid, const bson_t *doc),
                       void *arg, mf_removals_t *defer, bool *removed, mf_error_t *err) MF_WUR;
 
 /*
- * mf_coll_remove_deferred: removes the records d collected from c, in the
- * transaction that collected them, before it commits. When their ids are
- * consecutive (n ids from min to max), they go as one truncate of
- * [min, max], one log record instead of one per record (*ranged). Nothing
- * else can be in that range, even for recovery, which replays the truncate
- * without a snapshot: record ids are handed out once (c->next_rid only
- * grows), so no other transaction can insert one there, and an update or
- * removal of one of them by another transaction conflicts with the
- * truncate. (Index entries have no such property: a key another
- * transaction inserts into a range after this one's snapshot and commits
- * first would be replayed, then truncated, so they are removed one by
- * one.) Otherwise the records go one by one. Returns 0, MF_CONFLICT, or -1
- * with err.
+ * mf_coll_remove_deferred: removes what d collected from c, in the
+ * transaction that collected it, before it commits.
+ *   Records: when their ids are consecutive (n ids from min to max), as one
+ *   truncate of [min, max] (one log record instead of one per record,
+ *   *rec_ranged). Nothing else can be in that range, even for recovery,
+ *   which replays the truncate without a snapshot: record ids are handed
+ *   out once, and another transaction's update or removal of one of them
+ *   conflicts with the truncate. Otherwise one by one.
+ *   Index entries: from the smallest collected key to the largest, as one
+ *   truncate when the entries the transaction sees there are exactly the
+ *   collected ones, and no writer has entered c's range guard since token
+ *   (mf_rguard_token, read before the transaction began): the transaction
+ *   then commits through the guard (mf_txn_commit_unless_entered), so a key
+ *   another transaction inserts into the range unseen cannot commit before
+ *   it (recovery would replay that insert, then the truncate). Otherwise,
+ *   and for keys outside the range, one by one; an index whose range held
+ *   other entries (keys in random order) waits a while before it is tried
+ *   again (range_skip). *ix_ranges counts the indexes removed from as one
+ *   range.
+ * Returns 0, MF_CONFLICT, or -1 with err.
  */
-int mf_coll_remove_deferred(mf_sess_t *s, mf_coll_t *c, mf_removals_t *d, bool *ranged, mf_error_t *err) MF_WUR;
+int mf_coll_remove_deferred(mf_sess_t *s, mf_coll_t *c, mf_removals_t *d, int64_t token, bool *rec_ranged,
+                            int *ix_ranges, mf_error_t *err) MF_WUR;
 
 /*
  * mf_coll_find_id: looks up the document whose _id equals idv through the _id

@@ -30,6 +30,9 @@
  *   slowTTLDeleters             a TTL deleter thread (not the monitor's) takes
  *                               data {usPerDoc} (default 1000) longer per
  *                               document of its chunk, as if slowed by other work
+ *   hangTTLDeleterInBatch       a TTL delete job waits, while on (a minute at
+ *                               most), at the first document of its first
+ *                               transaction: that transaction is open
  *
  * Thread safety: every function may be called from any thread. Evaluation
  * (mf_failpoint_eval) takes the point's mutex only when the point is on.

@@ -102,12 +102,20 @@ typedef struct del_ctx {
     mf_delete_check_fn check;
     void *check_arg;
     mf_delete_stats_t *stats;
-    /* ranges: records may go as one range; defer collects the open transaction's (when collecting). */
+    /* ranges: records and index entries may go as ranges; defer collects the open transaction's (when collecting). */
     bool ranges;
     size_t chunk; /* items per transaction */
     mf_removals_t defer;
     bool txn_seen, collecting; /* an item of the open transaction was seen; it collects (its pre-commit step is ours) */
     bool ranged;               /* its records went as one range */
+    int ix_ranged;             /* ... and this many indexes' entries */
+    /*
+     * The collection's range guard token (mf_rguard_token), read before each
+     * transaction begins: at the start and at every transaction's end, which
+     * comes before mf_batch_run begins the next.
+     */
+    int64_t token;
+    bool ix_failed; /* the last transaction's index ranges rolled back: its retry goes one by one */
 } del_ctx_t;
 
 /* The transaction's end, committed or not: the next item starts a new one. */
@@ -115,23 +123,26 @@ static void
 del_txn_end(void *arg, bool committed)
 {
     del_ctx_t *x = arg;
-    (void)committed;
+    x->ix_failed = !committed && x->ix_ranged > 0;
+    if (!committed)
+        x->ranged = false, x->ix_ranged = 0;
     x->collecting = x->txn_seen = false;
+    x->token = mf_rguard_token(&x->c->guard);
 }
 
-/* Before the commit: the collected records go, as one range where they can. */
+/* Before the commit: the collected records and index entries go, as ranges where they can. */
 static int
 del_prepare(void *arg, mf_sess_t *s, mf_error_t *err)
 {
     del_ctx_t *x = arg;
-    int r = mf_coll_remove_deferred(s, x->c, &x->defer, &x->ranged, err);
+    int r = mf_coll_remove_deferred(s, x->c, &x->defer, x->token, &x->ranged, &x->ix_ranged, err);
     return r == MF_CONFLICT ? mf_err_write_conflict(err) : r;
 }
 
 /*
  * Fewer items than this in a transaction go one by one: a range costs a
- * truncate (two searches from the root), which only pays off over a few
- * documents.
+ * truncate (two searches from the root) and, for index entries, a count,
+ * which only pays off over a few documents.
  */
 #define RANGE_MIN_ITEMS 8
 
@@ -141,10 +152,11 @@ del_item(void *arg, size_t i, mf_error_t *err)
     del_ctx_t *x = arg;
     bool removed = false;
     if (x->ranges && !x->txn_seen) {
-        /* The first item of a transaction (a retry starts one afresh): a range or not, for all of it. */
+        /* The first item of a transaction (a retry starts one afresh): ranges or not, for all of it. */
         size_t to = i + x->chunk < x->n ? i + x->chunk : x->n;
         x->txn_seen = true;
         x->collecting = x->ranged = false;
+        x->ix_ranged = 0;
         mf_txn_on_end(x->s, del_txn_end, x);
         int64_t mn = INT64_MAX, mx = INT64_MIN;
         for (size_t j = i; j < to; j++) {
@@ -152,9 +164,12 @@ del_item(void *arg, size_t i, mf_error_t *err)
             mx = x->rids[j] > mx ? x->rids[j] : mx;
         }
         /* Consecutive record ids (see mf_coll_remove_deferred for why nothing else can be in their range). */
-        if (to - i >= RANGE_MIN_ITEMS && mx - mn + 1 == (int64_t)(to - i) && mf_txn_on_prepare(x->s, del_prepare, x)) {
+        bool rec = mx - mn + 1 == (int64_t)(to - i);
+        /* Index entries: only if no writer was in the collection's indexes when the transaction began. */
+        bool ix = x->token >= 0 && !x->ix_failed;
+        if (to - i >= RANGE_MIN_ITEMS && (rec || ix) && mf_txn_on_prepare(x->s, del_prepare, x)) {
             x->collecting = true;
-            mf_removals_begin(&x->defer);
+            mf_removals_begin(&x->defer, x->c, rec, ix);
         }
     }
     int ret = mf_coll_remove_if(x->s, x->c, x->rids[i], x->check, x->check_arg, x->collecting ? &x->defer : NULL,
@@ -171,7 +186,9 @@ del_commit(void *arg, size_t from, size_t to)
         x->stats->deleted += x->slot[i];
     x->stats->batches++;
     x->stats->ranges += x->ranged;
+    x->stats->ix_ranges += x->ix_ranged;
     x->ranged = false;
+    x->ix_ranged = 0;
 }
 
 int
@@ -181,6 +198,7 @@ mf_delete_rids(mf_sess_t *s, mf_coll_t *c, const int64_t *rids, size_t n, size_t
     del_ctx_t x = {.s = s, .c = c, .rids = rids, .n = n, .slot = mf_calloc(n + 1, 1), .check = check,
                    .check_arg = check_arg, .stats = stats, .ranges = ranges, .chunk = batch_docs ? batch_docs : n};
     size_t start = 0;
+    x.token = mf_rguard_token(&c->guard); /* before the first transaction begins */
     int r = mf_batch_run(s, &start, n, batch_docs, durable, del_item, del_commit, &x, err);
     free(x.slot);
     mf_removals_free(&x.defer);

@@ -57,17 +57,21 @@ typedef bool (*mf_delete_check_fn)(void *arg, int64_t rid, const bson_t *doc);
 typedef struct mf_delete_stats {
     int64_t deleted;
     int64_t batches;
-    int64_t ranges; /* batches whose records went as one range */
+    int64_t ranges;    /* batches whose records went as one range */
+    int64_t ix_ranges; /* indexes whose entries a batch removed as one range, summed over batches */
 } mf_delete_stats_t;
 
 /*
  * mf_delete_rids: deletes the records rids[0..n) of c that check() still
  * accepts, batch_docs per transaction (0 = all in one). With ranges, a
- * transaction of at least 8 whose record ids are consecutive (documents
- * inserted in the order they expire) removes its records as one range, one
- * log record instead of one per record (mf_removals_t); the transaction's
- * pre-commit step is then its own (mf_txn_on_prepare). Returns 0, or -1
- * with err (stats say what was committed before the failure).
+ * transaction of at least 8 documents removes its records as one range
+ * when their ids are consecutive (documents inserted in the order they
+ * expire), and each index's entries as one range when no other
+ * transaction inserted into c's indexes meanwhile: one log record per
+ * table instead of one per entry (mf_coll_remove_deferred); the
+ * transaction's pre-commit step is then its own (mf_txn_on_prepare).
+ * Returns 0, or -1 with err (stats say what was committed before the
+ * failure).
  */
 int mf_delete_rids(mf_sess_t *s, mf_coll_t *c, const int64_t *rids, size_t n, size_t batch_docs, bool durable,
                    mf_delete_check_fn check, void *check_arg, bool ranges, mf_delete_stats_t *stats,

@@ -24,6 +24,7 @@
 #define MF_STORAGE_H
 
 #include <bson/bson.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -266,15 +267,62 @@ int mf_cur_find_rid(mf_cur_t *c, int64_t rid);
 int mf_cur_open_near(mf_sess_t *s, const char *uri, mf_cur_t **out, mf_error_t *err) MF_WUR;
 void mf_cur_close_near(mf_cur_t *c);
 /*
- * mf_truncate_rids: removes every record of record table uri with an id in
- * [first, last] in s's transaction (WT_SESSION::truncate between two
- * cursors): WiredTiger logs the range as one record instead of one per
- * record, and recovery replays it as a range, without a snapshot (see
- * mf_coll_remove_deferred for when that is safe). A record this
- * transaction cannot see is not removed silently: the truncate conflicts
- * (MF_CONFLICT) or leaves it. Returns 0, MF_CONFLICT, or -1 with err.
+ * Removing a contiguous range of a table (a batch of TTL deletions, whose
+ * documents the same transaction deletes); on a record table the keys are
+ * record ids given as 8 bytes big-endian:
+ *   mf_cur_count_range: counts the entries with keys in [lo, hi] that c's
+ *   transaction sees, stopping at cap + 1 (*n). Returns 0, or -1/MF_CONFLICT.
+ *   Leaves c reset.
+ *   mf_truncate_range: removes every entry with a key in [lo, hi] in s's
+ *   transaction (WT_SESSION::truncate between two cursors): WiredTiger logs
+ *   the range as one record instead of one per key. At run time it removes
+ *   what the transaction sees (an entry it sees that another transaction
+ *   changed since conflicts: MF_CONFLICT), but recovery replays it as a
+ *   range with no snapshot: an entry another transaction inserted into the
+ *   range after this one's snapshot and committed first is replayed, then
+ *   truncated. The caller must rule that out (record ids handed out once;
+ *   for index entries, a range guard, below). Returns 0, MF_CONFLICT, or -1
+ *   with err.
  */
-int mf_truncate_rids(mf_sess_t *s, const char *uri, int64_t first, int64_t last, mf_error_t *err) MF_WUR;
+/* mf_key_cmp: the order of byte keys a (alen bytes) and b: memcmp order, a prefix first (WiredTiger's default collation). */
+int mf_key_cmp(const void *a, size_t alen, const void *b, size_t blen);
+int mf_cur_count_range(mf_cur_t *c, const void *lo, size_t lolen, const void *hi, size_t hilen, size_t cap, size_t *n);
+int mf_truncate_range(mf_sess_t *s, const char *uri, const void *lo, size_t lolen, const void *hi, size_t hilen,
+                      mf_error_t *err) MF_WUR;
+
+/*
+ * Range guards: what makes a truncate of index entries safe for recovery
+ * (see mf_truncate_range). A guard covers a set of tables (a collection's
+ * indexes). Every transaction that inserts into them enters the guard
+ * (mf_rguard_enter: counted in gen, and in active until it ends); a
+ * transaction that truncates a range of them reads mf_rguard_token before
+ * it begins (-1 while a writer is in flight) and commits through
+ * mf_txn_commit_unless_entered: at its commit the guard is closed, and the
+ * commit goes on only if no writer entered since the token; a writer's
+ * commit waits while the guard is closed (for the truncater's engine
+ * commit, not for its work). So a writer either is seen (and the
+ * truncating transaction rolls back, MF_E_WriteConflict) or commits after
+ * it, which recovery replays after the truncate too. A transaction that
+ * enters a guard cannot also commit through one (it would roll back).
+ *   mf_rguard_enter: s's transaction is about to insert into g's tables.
+ *   Outside a transaction (an operation that commits on its own) it returns
+ *   true and the caller calls mf_rguard_exit after the operation; inside,
+ *   false, and the transaction's end leaves it.
+ *   mf_rguard_unchanged: no writer entered g since token (an early look; the
+ *   commit checks again).
+ * g must outlive every transaction that entered or commits through it.
+ */
+typedef struct mf_rguard {
+    _Atomic int64_t gen;    /* writers that entered, ever */
+    _Atomic int64_t active; /* ... whose transaction has not ended */
+    _Atomic int64_t closed; /* truncating transactions in their engine commit */
+} mf_rguard_t;
+
+bool mf_rguard_enter(mf_sess_t *s, mf_rguard_t *g);
+void mf_rguard_exit(mf_rguard_t *g);
+int64_t mf_rguard_token(mf_rguard_t *g);
+bool mf_rguard_unchanged(mf_rguard_t *g, int64_t token);
+void mf_txn_commit_unless_entered(mf_sess_t *s, mf_rguard_t *g, int64_t token);
 
 /*
  * mf_cur_reserve: reserves the record the cursor is on for the transaction

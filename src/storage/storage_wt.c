@@ -64,6 +64,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <dlfcn.h>
 #include <stdio.h>
@@ -125,6 +126,12 @@ struct mf_sess {
     /* The transaction's own pre-commit step (mf_txn_on_prepare), cleared when it ends. */
     int (*prep_fn)(void *arg, mf_sess_t *s, mf_error_t *err);
     void *prep_arg;
+    /* Range guards the transaction entered (its commit waits while one is closed), growable. */
+    mf_rguard_t **entered;
+    int nentered, capentered;
+    /* The guard it commits through (mf_txn_commit_unless_entered), NULL if none, and its token. */
+    mf_rguard_t *hold;
+    int64_t hold_token;
 };
 
 struct mf_storage {
@@ -656,6 +663,7 @@ mf_storage_close(mf_storage_t *st)
         }
         s->wt->close(s->wt, NULL);
         free(s->cbs);
+        free(s->entered);
         free(s);
     }
     free(st->sessions);
@@ -735,6 +743,7 @@ mf_storage_session_close_thread(mf_storage_t *st)
     mf_storage_session_release(s);
     s->wt->close(s->wt, NULL);
     free(s->cbs);
+    free(s->entered);
     free(s);
 }
 
@@ -1026,6 +1035,96 @@ mf_txn_on_prepare(mf_sess_t *s, int (*fn)(void *arg, mf_sess_t *s, mf_error_t *e
     return true;
 }
 
+bool
+mf_rguard_enter(mf_sess_t *s, mf_rguard_t *g)
+{
+    if (!s->in_txn) {
+        /* The operation commits on its own: counted until mf_rguard_exit, and it must not start while g is closed. */
+        atomic_fetch_add(&g->active, 1);
+        atomic_fetch_add(&g->gen, 1);
+        while (atomic_load(&g->closed) > 0)
+            sched_yield();
+        return true;
+    }
+    for (int i = 0; i < s->nentered; i++) {
+        if (s->entered[i] == g)
+            return false;
+    }
+    if (s->nentered == s->capentered) {
+        s->capentered = s->capentered ? s->capentered * 2 : 4;
+        s->entered = mf_realloc(s->entered, (size_t)s->capentered * sizeof(*s->entered));
+    }
+    s->entered[s->nentered++] = g;
+    /* active first: a truncater reading its token between the two sees the writer either way. */
+    atomic_fetch_add(&g->active, 1);
+    atomic_fetch_add(&g->gen, 1);
+    return false;
+}
+
+void
+mf_rguard_exit(mf_rguard_t *g)
+{
+    atomic_fetch_sub(&g->active, 1);
+}
+
+int64_t
+mf_rguard_token(mf_rguard_t *g)
+{
+    /* gen before active: a writer entering in between raises gen past the token. */
+    int64_t gen = atomic_load(&g->gen);
+    return atomic_load(&g->active) == 0 ? gen : -1;
+}
+
+bool
+mf_rguard_unchanged(mf_rguard_t *g, int64_t token)
+{
+    return token >= 0 && atomic_load(&g->gen) == token;
+}
+
+void
+mf_txn_commit_unless_entered(mf_sess_t *s, mf_rguard_t *g, int64_t token)
+{
+    s->hold = g;
+    s->hold_token = token;
+}
+
+/* The transaction's end for the range guards it entered: they no longer count it. */
+static void
+rguards_leave(mf_sess_t *s)
+{
+    for (int i = 0; i < s->nentered; i++)
+        atomic_fetch_sub(&s->entered[i]->active, 1);
+    s->nentered = 0;
+}
+
+/*
+ * Just before the engine commit: closes the guard the transaction commits
+ * through and checks no writer entered it since its token (false: it must
+ * roll back; the guard is open again), then waits while a guard it entered
+ * is closed. Between a writer's gen increment and a truncater's close, in
+ * whichever order (both sequentially consistent), one of them sees the
+ * other.
+ */
+static bool
+rguards_pass(mf_sess_t *s)
+{
+    if (s->hold != NULL) {
+        atomic_fetch_add(&s->hold->closed, 1);
+        if (s->nentered > 0 || !mf_rguard_unchanged(s->hold, s->hold_token)) {
+            atomic_fetch_sub(&s->hold->closed, 1);
+            s->hold = NULL;
+            return false;
+        }
+    }
+    for (int i = 0; i < s->nentered; i++) {
+        for (int spins = 0; atomic_load(&s->entered[i]->closed) > 0; spins++) {
+            if (spins >= 64)
+                sched_yield();
+        }
+    }
+    return true;
+}
+
 /* Runs and clears s's end-of-transaction callbacks (which must not register new ones: none does). */
 static void
 run_txn_cbs(mf_sess_t *s, bool committed)
@@ -1073,8 +1172,17 @@ mf_txn_commit(mf_sess_t *s, bool durable, mf_error_t *err)
         mf_txn_abort(s);
         return -1;
     }
+    if (!rguards_pass(s)) {
+        mf_txn_abort(s);
+        return mf_err_write_conflict(err);
+    }
     int ret = s->wt->commit_transaction(s->wt, durable ? "sync=on" : NULL);
     s->in_txn = false;
+    if (s->hold != NULL) {
+        atomic_fetch_sub(&s->hold->closed, 1);
+        s->hold = NULL;
+    }
+    rguards_leave(s);
     unpark(s);
     run_txn_cbs(s, ret == 0);
     if (s->st->txn_hook)
@@ -1089,6 +1197,8 @@ mf_txn_abort(mf_sess_t *s)
 {
     if (s->in_txn) {
         s->wt->rollback_transaction(s->wt, NULL);
+        s->hold = NULL;
+        rguards_leave(s);
         unpark(s);
         run_txn_cbs(s, false);
         if (s->st->txn_hook)
@@ -1475,7 +1585,53 @@ mf_cur_put_bytes(mf_cur_t *c, const void *key, size_t klen, const void *val, siz
 }
 
 int
-mf_truncate_rids(mf_sess_t *s, const char *uri, int64_t first, int64_t last, mf_error_t *err)
+mf_key_cmp(const void *a, size_t alen, const void *b, size_t blen)
+{
+    size_t n = alen < blen ? alen : blen;
+    int r = n ? memcmp(a, b, n) : 0;
+    return r != 0 ? r : alen < blen ? -1 : alen > blen;
+}
+
+/* A record id given as 8 bytes big-endian (the byte form of a record table's key, see storage.h). */
+static int64_t
+rid_of_bytes(const void *key, size_t len)
+{
+    const uint8_t *b = key;
+    uint64_t v = 0;
+    for (size_t i = 0; i < 8 && i < len; i++)
+        v = v << 8 | b[i];
+    return (int64_t)v;
+}
+
+int
+mf_cur_count_range(mf_cur_t *c, const void *lo, size_t lolen, const void *hi, size_t hilen, size_t cap, size_t *n)
+{
+    size_t count = 0;
+    int64_t rhi = c->rid_keys ? rid_of_bytes(hi, hilen) : 0;
+    int ret = c->rid_keys ? mf_cur_seek_rid_ge(c, rid_of_bytes(lo, lolen)) : mf_cur_seek_bytes_ge(c, lo, lolen);
+    while (ret == 0 && count <= cap) {
+        if (c->rid_keys) {
+            int64_t k = 0;
+            c->wt->get_key(c->wt, &k);
+            if (k > rhi)
+                break;
+        } else {
+            WT_ITEM k = {0};
+            c->wt->get_key(c->wt, &k);
+            if (mf_key_cmp(k.data, k.size, hi, hilen) > 0)
+                break;
+        }
+        count++;
+        ret = map_ret(c->wt->next(c->wt));
+    }
+    mf_cur_reset(c);
+    *n = count;
+    return ret == 0 || ret == MF_NOTFOUND ? 0 : ret;
+}
+
+int
+mf_truncate_range(mf_sess_t *s, const char *uri, const void *lo, size_t lolen, const void *hi, size_t hilen,
+                  mf_error_t *err)
 {
     mf_cur_t *start, *stop;
     if (mf_cur_open(s, uri, &start, err) != 0)
@@ -1485,19 +1641,23 @@ mf_truncate_rids(mf_sess_t *s, const char *uri, int64_t first, int64_t last, mf_
         return -1;
     }
     int ret = -1;
-    if (!start->rid_keys) {
-        mf_err_set(err, MF_E_InternalError, "truncate of %s: not a record table", uri);
-    } else if (fault_hit(start)) {
-        mf_err_set(err, MF_E_InternalError, "truncate of %s failed (fault injected)", uri);
-    } else {
-        start->wt->set_key(start->wt, first);
-        stop->wt->set_key(stop->wt, last);
+    if (!fault_hit(start)) {
+        WT_ITEM a = {.data = lo, .size = lolen}, b = {.data = hi, .size = hilen};
+        if (start->rid_keys) {
+            start->wt->set_key(start->wt, rid_of_bytes(lo, lolen));
+            stop->wt->set_key(stop->wt, rid_of_bytes(hi, hilen));
+        } else {
+            start->wt->set_key(start->wt, &a);
+            stop->wt->set_key(stop->wt, &b);
+        }
         int wret = s->wt->truncate(s->wt, NULL, start->wt, stop->wt, NULL);
         ret = map_ret(wret);
         if (ret == MF_NOTFOUND)
             ret = 0; /* nothing in the range */
         if (ret == -1)
             wt_err(err, wret, "truncate");
+    } else {
+        mf_err_set(err, MF_E_InternalError, "truncate of %s failed (fault injected)", uri);
     }
     mf_cur_reset(start);
     mf_cur_reset(stop);

@@ -196,6 +196,7 @@ struct mf_ttl_monitor {
     _Atomic int64_t deleted, passes, subpasses;
     /* Committed batches, and those whose records went as one range (query/batch.h). */
     _Atomic int64_t batches, range_batches;
+    _Atomic int64_t index_ranges; /* indexes whose entries a batch removed as one range, summed */
     _Atomic int64_t pace_dps;
     /*
      * Backlog (SPEC D8 beyond): due keys counted by the monitor whenever it
@@ -282,7 +283,7 @@ struct mf_ttl_monitor {
         mf_param_t *enabled, *sleep_secs, *precise, *coalesce_ms, *batch_deletes, *batch_docs, *target_docs,
             *target_ms, *subpass_secs, *yield_pct, *workers, *archive_retention;
     } prm;
-    mf_failpoint_t *fp_hang_between, *fp_fail_batch, *fp_slow_deleters, *fp_hang_read_ahead;
+    mf_failpoint_t *fp_hang_between, *fp_fail_batch, *fp_slow_deleters, *fp_hang_read_ahead, *fp_hang_in_batch;
     /*
      * The TTL indexes (targets_get; monitor thread only): copied out of the
      * catalog when its version moves, or every TARGETS_MAX_AGE_MS, instead
@@ -702,6 +703,8 @@ typedef struct check_ctx {
     const uint8_t *uuid;
     bool yield_often; /* clients are running: give the CPU up every YIELD_EVERY documents */
     unsigned seen;
+    /* Tests: hangTTLDeleterInBatch holds the job's first transaction open at its first document (once). */
+    mf_failpoint_t *fp_hang;
 } check_ctx_t;
 
 /* Lateness bookkeeping of the monitor's own batch (set only on its thread, see on_txn_end). */
@@ -713,6 +716,14 @@ ttl_check(void *arg, int64_t rid, const bson_t *doc)
     check_ctx_t *x = arg;
     int64_t earliest;
     (void)rid;
+    if (x->fp_hang != NULL && mf_failpoint_eval(x->fp_hang, NULL, NULL, NULL)) {
+        /* Tests: writes land while a batch's transaction is open (its range guard token already read). */
+        for (int i = 0; i < 12000 && mf_failpoint_on(x->fp_hang); i++) {
+            struct timespec ts = {0, 5000000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    x->fp_hang = NULL;
     /* SPEC C1-C3, C5: judged on the document as it is now. */
     if (!doc_earliest_date(doc, x->field, &earliest))
         return false;
@@ -878,7 +889,7 @@ job_run(mf_ttl_monitor_t *m, mf_sess_t *s, del_job_t *j, bool batched, bool rele
 
     int64_t t0 = mf_mono_us();
     j->cx.s = s;
-    j->st.deleted = j->st.batches = j->st.ranges = 0;
+    j->st.deleted = j->st.batches = j->st.ranges = j->st.ix_ranges = 0;
     mf_err_clear(&j->err);
     tls_batch = &j->cx;
     mf_curop_set_current(j->op);
@@ -1397,6 +1408,7 @@ visit(mf_ttl_monitor_t *m, mf_sess_t *s, ttl_target_t *t)
                                   .ranges = !archive};
             jobs[i].cx = (check_ctx_t){ix->kp.fields[0], secs, now, ix->partial, exps + off, 0, len, 0,
                                        archive ? m->env.archive : NULL, NULL, c->uuid, fg_busy, 0};
+            jobs[i].cx.fp_hang = mf_failpoint_on(m->fp_hang_in_batch) ? m->fp_hang_in_batch : NULL;
             off += len;
         }
         jobs_start(m, jobs, nj);
@@ -1423,13 +1435,14 @@ visit(mf_ttl_monitor_t *m, mf_sess_t *s, ttl_target_t *t)
             if (jobs[i].n >= SPEED_DOCS && jobs[i].us > 0)
                 ewma(&m->speed[i], (double)jobs[i].n / (double)jobs[i].us);
         }
-        mf_delete_stats_t st = {0, 0, 0};
+        mf_delete_stats_t st = {0, 0, 0, 0};
         int rc = 0;
         mf_err_clear(&err);
         for (int i = 0; i < nj; i++) {
             st.deleted += jobs[i].st.deleted;
             st.batches += jobs[i].st.batches;
             st.ranges += jobs[i].st.ranges;
+            st.ix_ranges += jobs[i].st.ix_ranges;
             if (jobs[i].rc != 0 && rc == 0) {
                 rc = jobs[i].rc;
                 err = jobs[i].err;
@@ -1473,6 +1486,7 @@ visit(mf_ttl_monitor_t *m, mf_sess_t *s, ttl_target_t *t)
         atomic_fetch_add(&m->deleted, st.deleted);
         atomic_fetch_add(&m->batches, st.batches);
         atomic_fetch_add(&m->range_batches, st.ranges);
+        atomic_fetch_add(&m->index_ranges, st.ix_ranges);
         if (st.deleted > 0)
             snap_deleted(m, t->ns, t->index, st.deleted);
         int64_t b = atomic_load(&m->backlog);
@@ -1899,6 +1913,7 @@ mf_ttl_monitor_start(const mf_ttl_env_t *env, mf_ttl_monitor_t **out, mf_error_t
     m->fp_fail_batch = mf_failpoint_find(env->failpoints, "ttlMonitorFailBatch");
     m->fp_slow_deleters = mf_failpoint_find(env->failpoints, "slowTTLDeleters");
     m->fp_hang_read_ahead = mf_failpoint_find(env->failpoints, "hangTTLMonitorAfterReadAhead");
+    m->fp_hang_in_batch = mf_failpoint_find(env->failpoints, "hangTTLDeleterInBatch");
     atomic_store(&m->paused, env->paused_reason);
     pthread_mutex_init(&m->mu, NULL);
     pthread_mutex_init(&m->lat_mu, NULL);
@@ -2094,5 +2109,6 @@ mf_ttl_status_append(mf_ttl_monitor_t *m, bson_t *doc)
     BSON_APPEND_INT64(doc, "deletedByWorkers", atomic_load(&m->deleter_deleted));
     BSON_APPEND_INT64(doc, "batches", atomic_load(&m->batches));
     BSON_APPEND_INT64(doc, "rangeBatches", atomic_load(&m->range_batches));
+    BSON_APPEND_INT64(doc, "indexRanges", atomic_load(&m->index_ranges));
     BSON_APPEND_BOOL(doc, "precise", mf_param_value(m->prm.precise) != 0);
 }

@@ -239,19 +239,21 @@ h.test('maxTimeAlwaysTimeOut: a command with maxTimeMS fails with 50 at once; on
 });
 
 /*
- * Waits (20 s at most) until the monitor has hit hangTTLMonitorAfterReadAhead
- * again since r0 (the reply that turned it on): a round has been read ahead
- * and the monitor holds there.
+ * Waits (20 s at most) until the server has hit fail point name again since
+ * r0 (the reply that turned it on), keeping it on: for
+ * hangTTLMonitorAfterReadAhead, a round has been read ahead and the monitor
+ * holds there; for hangTTLDeleterInBatch, a TTL batch's transaction is open.
  */
-async function untilReadAhead(r0) {
+async function untilHit(name, r0) {
   const deadline = Date.now() + 20000;
   for (;;) {
-    const r = await admin().command({ configureFailPoint: 'hangTTLMonitorAfterReadAhead', mode: 'alwaysOn' });
+    const r = await admin().command({ configureFailPoint: name, mode: 'alwaysOn' });
     if (Number(r.count) > Number(r0.count)) return;
-    assert.ok(Date.now() < deadline, 'the monitor never read a round ahead');
+    assert.ok(Date.now() < deadline, `the server never reached ${name}`);
     await h.sleep(20);
   }
 }
+const untilReadAhead = (r0) => untilHit('hangTTLMonitorAfterReadAhead', r0);
 
 /* serverStatus().metrics.ttl. */
 const ttl = async () => (await admin().command({ serverStatus: 1 })).metrics.ttl;
@@ -359,6 +361,57 @@ h.test('D9 ranges: with random _ids, consecutive records go as one range and the
     const batches = Number(after.batches) - Number(before.batches);
     const ranges = Number(after.rangeBatches) - Number(before.rangeBatches);
     assert.ok(ranges >= 10 && ranges < batches, `${ranges} of ${batches} batches' records as one range`);
+  } finally {
+    await params({ ttlMonitorEnabled: true, ttlMonitorWorkers: 0, ttlMonitorBatchDocs: 500 });
+  }
+});
+
+h.test('D9 ranges: a batch\'s index entries go as ranges only while no other write is in the collection\'s indexes; a document inserted into a batch\'s key ranges while its transaction is open (hangTTLDeleterInBatch) keeps its entries, also through kill -9', { timeout: 120000 }, async () => {
+  const dbName = srv.freshDb('ixranges').databaseName;
+  let db = srv.client.db(dbName);
+  let coll = db.collection('c');
+  await coll.createIndex({ at: 1 }, { expireAfterSeconds: 0 });
+  await coll.createIndex({ tag: 1 });
+  const N = 2000;
+  const base = Date.now() - 3600e3;
+  const future = new Date(Date.now() + 3600e3);
+  await params({ ttlMonitorEnabled: false, ttlMonitorWorkers: 1, ttlMonitorBatchDocs: 100 });
+  try {
+    // Expiring in _id and tag order: the first batch takes _id and tag 0..990.
+    await coll.insertMany(Array.from({ length: N }, (_, i) => ({ _id: i * 10, at: new Date(base + i), tag: i * 10 })),
+      { writeConcern: { w: 1, j: true } });
+    const before = await ttl();
+    const r0 = await admin().command({ configureFailPoint: 'hangTTLDeleterInBatch', mode: 'alwaysOn' });
+    await params({ ttlMonitorEnabled: true });
+    try {
+      await untilHit('hangTTLDeleterInBatch', r0);
+      // Inside the open batch's _id and tag ranges, not due; committed (and synced) before the batch commits.
+      await coll.insertOne({ _id: 505, at: future, tag: 505 }, { writeConcern: { w: 1, j: true } });
+    } finally {
+      await off('hangTTLDeleterInBatch');
+    }
+    const deadline = Date.now() + 30000;
+    while ((await coll.countDocuments({})) > 1 && Date.now() < deadline) await h.sleep(50);
+    assert.deepEqual(await coll.find({}).toArray(), [{ _id: 505, at: future, tag: 505 }]);
+    const after = await ttl();
+    const batches = Number(after.batches) - Number(before.batches);
+    const ixRanges = Number(after.indexRanges) - Number(before.indexRanges);
+    // Most batches removed their _id, tag and TTL index entries as ranges; the one the insert went through did not
+    // (nor does one of fewer than 8 documents, which the monitor's timing can make).
+    assert.ok(batches >= 19 && ixRanges >= 3 * Math.floor(batches / 2) && ixRanges < 3 * batches, `${ixRanges} index ranges in ${batches} batches`);
+    // The batches' commits reach the log before the kill: a synced write after them.
+    await db.collection('sync').insertOne({ x: 1 }, { writeConcern: { w: 1, j: true } });
+    await srv.server.restart({ kill9: true });
+    await srv.reconnect();
+    db = srv.client.db(dbName);
+    coll = db.collection('c');
+    // Recovery replays the later batches' truncates: the document inserted into the ranges keeps its entries.
+    const v = await db.command({ validate: 'c', full: true });
+    assert.equal(v.valid, true, JSON.stringify(v));
+    for (const ix of ['_id_', 'at_1', 'tag_1']) assert.equal(Number(v.keysPerIndex[ix]), 1, JSON.stringify(v.keysPerIndex));
+    assert.deepEqual(await coll.find({ tag: 505 }).hint({ tag: 1 }).toArray(), [{ _id: 505, at: future, tag: 505 }]);
+    assert.deepEqual(await coll.find({ _id: 505 }).hint({ _id: 1 }).toArray(), [{ _id: 505, at: future, tag: 505 }]);
+    assert.deepEqual(await coll.find({ at: future }).hint({ at: 1 }).toArray(), [{ _id: 505, at: future, tag: 505 }]);
   } finally {
     await params({ ttlMonitorEnabled: true, ttlMonitorWorkers: 0, ttlMonitorBatchDocs: 500 });
   }
