@@ -256,7 +256,8 @@ mf_engine_open(const mf_engine_opts_t *opts, mf_engine_t **out, mf_error_t *err)
                          .arg = eng,
                          .disabled_reason = ttl_off,
                          .paused_reason = opts->repl_member ? "this replica-set member is not primary" : NULL,
-                         .archive = eng->archive};
+                         .archive = eng->archive,
+                         .replicated = opts->repl_member};
     if (mf_ttl_monitor_start(&tenv, &eng->ttl, err) != 0)
         goto err_catalog;
     pthread_mutex_init(&eng->reaper_mu, NULL);

@@ -102,8 +102,8 @@ typedef struct del_ctx {
     mf_delete_check_fn check;
     void *check_arg;
     mf_delete_stats_t *stats;
-    /* ranges: records and index entries may go as ranges; defer collects the open transaction's (when collecting). */
-    bool ranges;
+    /* ranges: MF_DEL_RANGE_* flags; defer collects the open transaction's (when collecting). */
+    int ranges;
     size_t chunk; /* items per transaction */
     mf_removals_t defer;
     bool txn_seen, collecting; /* an item of the open transaction was seen; it collects (its pre-commit step is ours) */
@@ -164,9 +164,9 @@ del_item(void *arg, size_t i, mf_error_t *err)
             mx = x->rids[j] > mx ? x->rids[j] : mx;
         }
         /* Consecutive record ids (see mf_coll_remove_deferred for why nothing else can be in their range). */
-        bool rec = mx - mn + 1 == (int64_t)(to - i);
+        bool rec = (x->ranges & MF_DEL_RANGE_RECORDS) && mx - mn + 1 == (int64_t)(to - i);
         /* Index entries: only if no writer was in the collection's indexes when the transaction began. */
-        bool ix = x->token >= 0 && !x->ix_failed;
+        bool ix = (x->ranges & MF_DEL_RANGE_INDEXES) && x->token >= 0 && !x->ix_failed;
         if (to - i >= RANGE_MIN_ITEMS && (rec || ix) && mf_txn_on_prepare(x->s, del_prepare, x)) {
             x->collecting = true;
             mf_removals_begin(&x->defer, x->c, rec, ix);
@@ -193,7 +193,7 @@ del_commit(void *arg, size_t from, size_t to)
 
 int
 mf_delete_rids(mf_sess_t *s, mf_coll_t *c, const int64_t *rids, size_t n, size_t batch_docs, bool durable,
-               mf_delete_check_fn check, void *check_arg, bool ranges, mf_delete_stats_t *stats, mf_error_t *err)
+               mf_delete_check_fn check, void *check_arg, int ranges, mf_delete_stats_t *stats, mf_error_t *err)
 {
     del_ctx_t x = {.s = s, .c = c, .rids = rids, .n = n, .slot = mf_calloc(n + 1, 1), .check = check,
                    .check_arg = check_arg, .stats = stats, .ranges = ranges, .chunk = batch_docs ? batch_docs : n};

@@ -648,7 +648,7 @@ write_delete(mf_catalog_t *cat, mf_sess_t *s, bool durable, const char *db, cons
         if (batched)
             chunk = batch_docs > 0 ? (size_t)batch_docs : 0;
         mf_delete_stats_t st = {0, 0, 0, 0};
-        int r = mf_delete_rids(s, c, rv.v, rv.n, chunk, durable, del_check, m, false, &st, err);
+        int r = mf_delete_rids(s, c, rv.v, rv.n, chunk, durable, del_check, m, 0, &st, err);
         res->deleted = st.deleted;
         res->batches = st.batches;
         res->batched = batched && rv.n > 0;

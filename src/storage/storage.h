@@ -300,10 +300,14 @@ int mf_truncate_range(mf_sess_t *s, const char *uri, const void *lo, size_t lole
  * mf_txn_commit_unless_entered: at its commit the guard is closed, and the
  * commit goes on only if no writer entered since the token; a writer's
  * commit waits while the guard is closed (for the truncater's engine
- * commit, not for its work). So a writer either is seen (and the
- * truncating transaction rolls back, MF_E_WriteConflict) or commits after
- * it, which recovery replays after the truncate too. A transaction that
- * enters a guard cannot also commit through one (it would roll back).
+ * commit, not for its work; 20 ms at most, then the writer rolls back with
+ * MF_E_WriteConflict). So a writer either is seen (and the truncating
+ * transaction rolls back, MF_E_WriteConflict) or commits after it, which
+ * recovery replays after the truncate too. A transaction that enters a
+ * guard cannot also commit through one (it would roll back). The check
+ * comes after every pre-commit step and hook (replication's wait for its
+ * raft entry included), so a transaction whose hook may wait long must not
+ * commit through a guard.
  *   mf_rguard_enter: s's transaction is about to insert into g's tables.
  *   Outside a transaction (an operation that commits on its own) it returns
  *   true and the caller calls mf_rguard_exit after the operation; inside,

@@ -134,6 +134,8 @@ struct mf_sess {
     int64_t hold_token;
 };
 
+static void rguards_leave(mf_sess_t *s);
+
 struct mf_storage {
     /*
      * WiredTiger's event handler for this connection (first, so the
@@ -661,6 +663,7 @@ mf_storage_close(mf_storage_t *st)
             s->cache[k]->wt->close(s->cache[k]->wt);
             free(s->cache[k]);
         }
+        rguards_leave(s); /* a transaction still open ends with the session */
         s->wt->close(s->wt, NULL);
         free(s->cbs);
         free(s->entered);
@@ -741,6 +744,7 @@ mf_storage_session_close_thread(mf_storage_t *st)
     }
     pthread_mutex_unlock(&st->lock);
     mf_storage_session_release(s);
+    rguards_leave(s); /* a transaction still open ends with the session */
     s->wt->close(s->wt, NULL);
     free(s->cbs);
     free(s->entered);
@@ -1097,13 +1101,19 @@ rguards_leave(mf_sess_t *s)
     s->nentered = 0;
 }
 
+#define RGUARD_WAIT_MS 20 /* a writer waits this long at most for a closed guard, then rolls back */
+
 /*
  * Just before the engine commit: closes the guard the transaction commits
  * through and checks no writer entered it since its token (false: it must
  * roll back; the guard is open again), then waits while a guard it entered
  * is closed. Between a writer's gen increment and a truncater's close, in
  * whichever order (both sequentially consistent), one of them sees the
- * other.
+ * other. A guard stays closed until the truncater's commit_transaction
+ * returns, which in WiredTiger 3.x ends with an eviction check: with the
+ * cache full that could wait for the very snapshots the waiting writers
+ * hold, so a writer waits RGUARD_WAIT_MS at most and then rolls back
+ * (false), releasing its snapshot; a write conflict, which callers retry.
  */
 static bool
 rguards_pass(mf_sess_t *s)
@@ -1116,10 +1126,18 @@ rguards_pass(mf_sess_t *s)
             return false;
         }
     }
+    int64_t deadline = 0;
     for (int i = 0; i < s->nentered; i++) {
         for (int spins = 0; atomic_load(&s->entered[i]->closed) > 0; spins++) {
-            if (spins >= 64)
-                sched_yield();
+            if (spins < 64)
+                continue;
+            sched_yield();
+            if (spins % 64 != 0)
+                continue;
+            if (deadline == 0)
+                deadline = mf_mono_us() + RGUARD_WAIT_MS * 1000;
+            else if (mf_mono_us() > deadline)
+                return false;
         }
     }
     return true;

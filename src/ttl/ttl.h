@@ -55,6 +55,13 @@ typedef struct mf_ttl_env {
      * monitor also applies archiveRetentionSeconds. NULL: no archive.
      */
     struct mf_archive *archive;
+    /*
+     * A replica-set member: a commit first waits for its raft entry (the
+     * engine's pre-commit hook), so TTL batches remove index entries one by
+     * one, never as ranges under a range guard, whose check comes after that
+     * wait (see mf_delete_rids).
+     */
+    bool replicated;
 } mf_ttl_env_t;
 
 typedef struct mf_ttl_monitor mf_ttl_monitor_t;

@@ -853,7 +853,7 @@ typedef struct del_job {
     check_ctx_t cx;  /* this chunk's own check context (expiries point into the visit's array) */
     mf_curop_t *op;  /* the visit's operation: killOp stops every chunk */
     size_t batch_docs; /* documents per transaction (0: all in one) */
-    bool ranges;       /* each transaction's records may go as one range (mf_delete_rids) */
+    int ranges;        /* MF_DEL_RANGE_*: each transaction's records and index entries may go as ranges (mf_delete_rids) */
     int rc;
     mf_error_t err;
     mf_delete_stats_t st;
@@ -1403,9 +1403,13 @@ visit(mf_ttl_monitor_t *m, mf_sess_t *s, ttl_target_t *t)
         for (int i = 0; i < nj; i++) {
             size_t len = lens[i];
             size_t txns = len ? (len + lim - 1) / lim : 1;
-            /* Not archiving (its staging owns the transaction's pre-commit step): records may go as ranges. */
+            /*
+             * Not archiving (its staging owns the transaction's pre-commit step): records may go as ranges, and
+             * index entries on a standalone server (see mf_delete_rids).
+             */
+            int ranges = archive ? 0 : MF_DEL_RANGE_RECORDS | (m->env.replicated ? 0 : MF_DEL_RANGE_INDEXES);
             jobs[i] = (del_job_t){.c = c, .rids = rids + off, .n = len, .op = op, .batch_docs = (len + txns - 1) / txns,
-                                  .ranges = !archive};
+                                  .ranges = ranges};
             jobs[i].cx = (check_ctx_t){ix->kp.fields[0], secs, now, ix->partial, exps + off, 0, len, 0,
                                        archive ? m->env.archive : NULL, NULL, c->uuid, fg_busy, 0};
             jobs[i].cx.fp_hang = mf_failpoint_on(m->fp_hang_in_batch) ? m->fp_hang_in_batch : NULL;

@@ -183,6 +183,12 @@ R.test('E2 a step-down interrupts the pass in flight; the new primary carries on
     assert.ok(end[np] - mid[np] >= SOON, `the new primary expired the later inserts (${end[np] - mid[np]})`);
     assert.equal(end[p], mid[p], 'the old primary, now a secondary, deletes nothing more');
     assert.equal(end[third], mid[third]);
+    // Both primaries removed records as ranges at most, never index entries (their range guard's check would
+    // come after the wait for the raft entry: see mf_delete_rids).
+    for (const i of [p, np]) {
+      const t = (await rs.direct(i).db('admin').command({ serverStatus: 1 })).metrics.ttl;
+      assert.equal(Number(t.indexRanges), 0, `member ${i}: metrics.ttl.indexRanges`);
+    }
 
     // The ones due in two hours are everywhere; no d entry precedes its document's due time.
     const docs = await rs.waitForReplication(dbName, 'c');
