@@ -570,11 +570,31 @@ mf_coll_validate(mf_coll_t *c, const bson_t *newdoc, const bson_t *olddoc, mf_er
     return -1;
 }
 
+int64_t
+mf_rids_take(mf_rids_t *r, mf_coll_t *c, int64_t want)
+{
+    if (r->next >= r->end) {
+        want = c->capped || want < 1 ? 1 : want;
+        r->next = atomic_fetch_add(&c->next_rid, want);
+        r->end = r->next + want;
+    }
+    return r->next++;
+}
+
 int
 mf_coll_insert(mf_sess_t *s, mf_coll_t *c, const bson_t *doc, int64_t *rid_out, mf_error_t *err)
 {
-    mf_cur_t *cur;
     int64_t rid = atomic_fetch_add(&c->next_rid, 1);
+    int ret = mf_coll_insert_rid(s, c, doc, rid, err);
+    if (ret == 0 && rid_out)
+        *rid_out = rid;
+    return ret;
+}
+
+int
+mf_coll_insert_rid(mf_sess_t *s, mf_coll_t *c, const bson_t *doc, int64_t rid, mf_error_t *err)
+{
+    mf_cur_t *cur;
     int ret;
 
     if (mf_cur_open(s, c->uri, &cur, err) != 0)
@@ -589,8 +609,6 @@ mf_coll_insert(mf_sess_t *s, mf_coll_t *c, const bson_t *doc, int64_t *rid_out, 
     if (ret != 0)
         return ret;
     size_delta(s, c, 1, doc->len);
-    if (rid_out)
-        *rid_out = rid;
     mf_observers_insert(c->observers, c, doc);
     if (c->capped)
         return capped_trim(s, c, rid, err);

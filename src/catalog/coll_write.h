@@ -34,6 +34,24 @@
  */
 int mf_coll_insert(mf_sess_t *s, mf_coll_t *c, const bson_t *doc, int64_t *rid_out, mf_error_t *err) MF_WUR;
 
+/*
+ * Record ids reserved in a block, so that the documents of one insert
+ * command get consecutive ids even while other commands insert into the
+ * same collection (a TTL batch then removes their records as one range,
+ * mf_coll_remove_deferred): mf_rids_take returns the next id of r,
+ * reserving up to want more of c's ids (one atomic step) when r is used up;
+ * a reserved id never used is simply skipped. Not for capped collections,
+ * whose record ids must follow insertion order: their ids are taken one at
+ * a time. mf_coll_insert_rid: mf_coll_insert with the record id given (from
+ * mf_rids_take).
+ */
+typedef struct mf_rids {
+    int64_t next, end; /* [next, end) still reserved */
+} mf_rids_t;
+
+int64_t mf_rids_take(mf_rids_t *r, mf_coll_t *c, int64_t want);
+int mf_coll_insert_rid(mf_sess_t *s, mf_coll_t *c, const bson_t *doc, int64_t rid, mf_error_t *err) MF_WUR;
+
 /* mf_coll_replace: replaces record rid, whose current content is olddoc, with newdoc. */
 int mf_coll_replace(mf_sess_t *s, mf_coll_t *c, int64_t rid, const bson_t *olddoc, const bson_t *newdoc,
                     mf_error_t *err) MF_WUR;

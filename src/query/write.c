@@ -80,7 +80,18 @@ typedef struct insert_ctx {
     const bson_t *docs;
     int64_t inserted;
     bool validate; /* check the collection's validator (no bypassDocumentValidation) */
+    size_t n;      /* documents of the command */
+    mf_rids_t rids; /* record ids reserved for them, a chunk's at a time (mf_rids_take) */
 } insert_ctx_t;
+
+/* Inserts doc, which has its _id first, with the next of the command's reserved record ids. */
+static int
+insert_doc(insert_ctx_t *ctx, size_t i, const bson_t *doc, mf_error_t *err)
+{
+    size_t left = ctx->n - i;
+    int64_t rid = mf_rids_take(&ctx->rids, ctx->c, (int64_t)(left < INSERT_CHUNK ? left : INSERT_CHUNK));
+    return mf_coll_insert_rid(ctx->s, ctx->c, doc, rid, err);
+}
 
 static int
 insert_item(void *arg, size_t i, mf_error_t *err)
@@ -95,7 +106,7 @@ insert_item(void *arg, size_t i, mf_error_t *err)
     if (mf_doc_id_is_first(doc)) {
         if (ctx->validate && mf_coll_validate(ctx->c, doc, NULL, err) != 0)
             return -1;
-        return mf_coll_insert(ctx->s, ctx->c, doc, NULL, err);
+        return insert_doc(ctx, i, doc, err);
     }
     mf_doc_with_id_first(doc, &fixed);
     if (fixed.len > MF_MAX_BSON_SIZE)
@@ -104,7 +115,7 @@ insert_item(void *arg, size_t i, mf_error_t *err)
     else if (ctx->validate && mf_coll_validate(ctx->c, &fixed, NULL, err) != 0)
         ret = -1;
     else
-        ret = mf_coll_insert(ctx->s, ctx->c, &fixed, NULL, err);
+        ret = insert_doc(ctx, i, &fixed, err);
     bson_destroy(&fixed);
     return ret;
 }
@@ -120,7 +131,7 @@ mf_write_insert(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool validate, co
                 const bson_t *docs, size_t n, bool ordered, mf_write_error_fn on_error, void *arg, int64_t *inserted,
                 mf_error_t *err)
 {
-    insert_ctx_t x = {s, NULL, docs, 0, validate};
+    insert_ctx_t x = {.s = s, .docs = docs, .validate = validate, .n = n};
     size_t i = 0;
     int rc = -1;
 

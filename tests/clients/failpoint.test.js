@@ -417,6 +417,35 @@ h.test('D9 ranges: a batch\'s index entries go as ranges only while no other wri
   }
 });
 
+h.test('D9 ranges: documents several clients insert at once still go as record ranges: each insert command\'s documents get consecutive record ids (reserved per transaction of 500), so a batch within one command\'s documents removes its records as one range', { timeout: 120000 }, async () => {
+  const db = srv.freshDb('ranges_conc');
+  const coll = db.collection('c');
+  await coll.createIndex({ at: 1 }, { expireAfterSeconds: 0 });
+  const clients = await Promise.all([0, 1, 2, 3].map(() => srv.newClient()));
+  await params({ ttlMonitorEnabled: false, ttlMonitorWorkers: 1, ttlMonitorBatchDocs: 100 });
+  const before = await ttl();
+  try {
+    // Four commands at once, each 2,000 documents expiring in its own stretch of time, in its insertion order.
+    const base = Date.now() - 3600e3;
+    await Promise.all(clients.map((c, k) => c.db(db.databaseName).collection('c').insertMany(
+      Array.from({ length: 2000 }, (_, i) => ({ _id: k * 2000 + i, at: new Date(base + k * 2000 + i) })))));
+    await params({ ttlMonitorEnabled: true });
+    const deadline = Date.now() + 30000;
+    while ((await coll.estimatedDocumentCount()) > 0 && Date.now() < deadline) await h.sleep(50);
+    assert.equal(await coll.countDocuments({}), 0);
+    const after = await ttl();
+    const batches = Number(after.batches) - Number(before.batches);
+    const ranges = Number(after.rangeBatches) - Number(before.rangeBatches);
+    // Only a batch across two transactions' reservations (16 of them) may have a gap.
+    assert.ok(batches >= 80 && ranges >= batches - 16, `${ranges} of ${batches} batches' records as one range`);
+    const v = await db.command({ validate: 'c', full: true });
+    assert.equal(v.valid, true, JSON.stringify(v));
+  } finally {
+    await Promise.all(clients.map((c) => c.close()));
+    await params({ ttlMonitorEnabled: true, ttlMonitorWorkers: 0, ttlMonitorBatchDocs: 500 });
+  }
+});
+
 h.test('D9 chunk split: a deleter slowed down for a while (slowTTLDeleters) gets its share of a later mass expiry back', { timeout: 120000 }, async () => {
   const db = srv.freshDb('slowdel');
   const coll = db.collection('c');
