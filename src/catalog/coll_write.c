@@ -368,14 +368,17 @@ removal_add(mf_removal_keys_t *t, const uint8_t *key, size_t len)
     memcpy(t->buf + off, &l, 2);
     memcpy(t->buf + off + 2, key, len);
     t->len += 2 + len;
+    if (t->n++ == 0) {
+        t->min_off = t->max_off = off;
+        return;
+    }
     uint16_t lmin, lmax;
     memcpy(&lmin, t->buf + t->min_off, 2);
     memcpy(&lmax, t->buf + t->max_off, 2);
-    if (t->n == 0 || mf_key_cmp(key, len, t->buf + t->min_off + 2, lmin) < 0)
+    if (mf_key_cmp(key, len, t->buf + t->min_off + 2, lmin) < 0)
         t->min_off = off;
-    if (t->n == 0 || mf_key_cmp(key, len, t->buf + t->max_off + 2, lmax) > 0)
+    if (mf_key_cmp(key, len, t->buf + t->max_off + 2, lmax) > 0)
         t->max_off = off;
-    t->n++;
 }
 
 /* Adds the entry for key of ix (record id rid appended on a non-unique index) to t. */
