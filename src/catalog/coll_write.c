@@ -355,6 +355,16 @@ sizes_seen(mf_coll_t *c, int64_t *count, int64_t *size)
     }
 }
 
+/* The key of t starting at offset off (its 2-byte length first): *key and its length. */
+static size_t
+removal_key(const mf_removal_keys_t *t, size_t off, const uint8_t **key)
+{
+    uint16_t len;
+    memcpy(&len, t->buf + off, 2);
+    *key = t->buf + off + 2;
+    return len;
+}
+
 /* Adds key (len bytes) to t, keeping track of its smallest and largest. */
 static void
 removal_add(mf_removal_keys_t *t, const uint8_t *key, size_t len)
@@ -372,12 +382,11 @@ removal_add(mf_removal_keys_t *t, const uint8_t *key, size_t len)
         t->min_off = t->max_off = off;
         return;
     }
-    uint16_t lmin, lmax;
-    memcpy(&lmin, t->buf + t->min_off, 2);
-    memcpy(&lmax, t->buf + t->max_off, 2);
-    if (mf_key_cmp(key, len, t->buf + t->min_off + 2, lmin) < 0)
+    const uint8_t *mn, *mx;
+    size_t mnlen = removal_key(t, t->min_off, &mn), mxlen = removal_key(t, t->max_off, &mx);
+    if (mf_key_cmp(key, len, mn, mnlen) < 0)
         t->min_off = off;
-    if (mf_key_cmp(key, len, t->buf + t->max_off + 2, lmax) > 0)
+    if (mf_key_cmp(key, len, mx, mxlen) > 0)
         t->max_off = off;
 }
 
@@ -718,75 +727,50 @@ mf_coll_remove_if(mf_sess_t *s, mf_coll_t *c, int64_t rid, bool (*check)(void *a
     return 0;
 }
 
-/* Whether byte key k lies in [lo, hi]. */
-static bool
-key_in(const uint8_t *k, size_t klen, const uint8_t *lo, size_t lolen, const uint8_t *hi, size_t hilen)
-{
-    size_t n = klen < lolen ? klen : lolen;
-    int r = memcmp(k, lo, n);
-    if (r < 0 || (r == 0 && klen < lolen))
-        return false;
-    n = klen < hilen ? klen : hilen;
-    r = memcmp(k, hi, n);
-    return r < 0 || (r == 0 && klen <= hilen);
-}
-
-/* One table's collected keys in [lo, hi]: how many. */
-static size_t
-removal_inside(const mf_removal_keys_t *t, const uint8_t *lo, size_t lolen, const uint8_t *hi, size_t hilen)
-{
-    size_t inside = 0;
-    for (size_t off = 0; off < t->len;) {
-        uint16_t len;
-        memcpy(&len, t->buf + off, 2);
-        inside += key_in(t->buf + off + 2, len, lo, lolen, hi, hilen);
-        off += 2 + (size_t)len;
-    }
-    return inside;
-}
-
 /*
- * Removes table uri's collected keys t (record ids if rec): [lo, hi] as one
- * truncate when counted, the rest one by one. counted: the caller knows the
- * range holds exactly the inside collected keys (the record store without
- * gaps); else, with may_count, they are counted here (the range goes if
- * the transaction sees exactly them there). *ranged: went as a range.
+ * Removes table uri's collected keys t (record ids if rec): from the
+ * smallest to the largest as one truncate when counted, else one by one.
+ * counted: the caller knows the range holds exactly the collected keys
+ * (the record store without gaps); else, with may_count, they are counted
+ * here (the range goes if the transaction sees exactly them there).
+ * *ranged: went as a range.
  */
 static int
-removal_run(mf_sess_t *s, const char *uri, mf_removal_keys_t *t, bool rec, const uint8_t *lo, size_t lolen,
-            const uint8_t *hi, size_t hilen, bool counted, bool may_count, bool *ranged, mf_error_t *err)
+removal_run(mf_sess_t *s, const char *uri, const mf_removal_keys_t *t, bool rec, bool counted, bool may_count,
+            bool *ranged, mf_error_t *err)
 {
     mf_cur_t *cur;
-    size_t inside = removal_inside(t, lo, lolen, hi, hilen), seen = 0;
+    const uint8_t *lo, *hi;
+    size_t lolen, hilen, seen = 0;
     int ret = 0;
 
     *ranged = false;
-    if (inside > 0 && !counted && may_count) {
+    if (t->n == 0)
+        return 0;
+    lolen = removal_key(t, t->min_off, &lo);
+    hilen = removal_key(t, t->max_off, &hi);
+    if (!counted && may_count) {
         if (mf_cur_open(s, uri, &cur, err) != 0)
             return -1;
-        ret = mf_cur_count_range(cur, lo, lolen, hi, hilen, inside, &seen);
+        ret = mf_cur_count_range(cur, lo, lolen, hi, hilen, t->n, &seen);
         mf_cur_close(cur);
         if (ret != 0)
             return ret == MF_CONFLICT ? MF_CONFLICT : mf_err_set(err, MF_E_InternalError, "reading %s failed", uri);
-        counted = seen == inside;
+        counted = seen == t->n;
     }
-    if (inside > 0 && counted) {
+    if (counted) {
         ret = mf_truncate_range(s, uri, lo, lolen, hi, hilen, err);
         if (ret != 0)
             return ret == MF_CONFLICT ? MF_CONFLICT : -1;
         *ranged = true;
-        if (inside == t->n)
-            return 0;
+        return 0;
     }
     if (mf_cur_open(s, uri, &cur, err) != 0)
         return -1;
     for (size_t off = 0; ret == 0 && off < t->len;) {
-        uint16_t len;
-        memcpy(&len, t->buf + off, 2);
-        const uint8_t *k = t->buf + off + 2;
-        off += 2 + (size_t)len;
-        if (*ranged && key_in(k, len, lo, lolen, hi, hilen))
-            continue;
+        const uint8_t *k;
+        size_t len = removal_key(t, off, &k);
+        off += 2 + len;
         ret = rec ? mf_cur_remove_rid(cur, rid_from_be(k)) : mf_cur_remove_bytes(cur, k, len);
         if (ret == MF_NOTFOUND)
             ret = 0;
@@ -812,9 +796,11 @@ mf_coll_remove_deferred(mf_sess_t *s, mf_coll_t *c, mf_removals_t *d, int64_t to
     *ix_ranges = 0;
     if (d->rec.n > 0) {
         /* Record ids are dense: n ids from min to max with no gap fill the range, nothing else can be in it. */
-        const uint8_t *mn = d->rec.buf + d->rec.min_off + 2, *mx = d->rec.buf + d->rec.max_off + 2;
+        const uint8_t *mn, *mx;
+        removal_key(&d->rec, d->rec.min_off, &mn);
+        removal_key(&d->rec, d->rec.max_off, &mx);
         bool dense = rid_from_be(mx) - rid_from_be(mn) + 1 == (int64_t)d->rec.n;
-        ret = removal_run(s, c->uri, &d->rec, true, mn, 8, mx, 8, dense, false, rec_ranged, err);
+        ret = removal_run(s, c->uri, &d->rec, true, dense, false, rec_ranged, err);
     }
     /* A writer entered the guard since the transaction began: its entries could be in a range, unseen. */
     bool guarded = mf_rguard_unchanged(&c->guard, token);
@@ -823,11 +809,7 @@ mf_coll_remove_deferred(mf_sess_t *s, mf_coll_t *c, mf_removals_t *d, int64_t to
         mf_index_t *ix = c->indexes[i];
         if (t->n == 0)
             continue;
-        uint16_t l1, l2;
-        memcpy(&l1, t->buf + t->min_off, 2);
-        memcpy(&l2, t->buf + t->max_off, 2);
-        ret = removal_run(s, ix->uri, t, false, t->buf + t->min_off + 2, l1, t->buf + t->max_off + 2, l2, false,
-                          guarded, &ranged, err);
+        ret = removal_run(s, ix->uri, t, false, false, guarded, &ranged, err);
         *ix_ranges += ranged;
         if (ret == 0 && guarded && !ranged)
             atomic_store(&ix->range_skip, RANGE_SKIP_TXNS);

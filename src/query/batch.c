@@ -124,8 +124,6 @@ del_txn_end(void *arg, bool committed)
 {
     del_ctx_t *x = arg;
     x->ix_failed = !committed && x->ix_ranged > 0;
-    if (!committed)
-        x->ranged = false, x->ix_ranged = 0;
     x->collecting = x->txn_seen = false;
     x->token = mf_rguard_token(&x->c->guard);
 }
