@@ -226,3 +226,30 @@ R.test('w:"majority" with wtimeout while no majority is reachable answers 64 Wri
   const ids = docs.map((d) => d._id);
   assert.ok(ids.includes('before') && ids.includes('after'), JSON.stringify(ids));
 });
+
+R.test('a secondary that heard nothing for a while (SIGSTOP 2 s, then a restart) rejoins without an election: the primary keeps its role and its term (raft pre-vote, MongoDB\'s dry-run election)', { timeout: 120000 }, async () => {
+  await rs.waitForSteadyState();
+  const p = await rs.waitForPrimary();
+  const before = await rs.hello(p);
+  const s = [0, 1, 2].find((i) => i !== p);
+  const unchanged = async (what) => {
+    await h.sleep(2000); // well past the member's election timeouts (0.5-1 s)
+    const after = await rs.hello(p);
+    assert.equal(after.isWritablePrimary, true, `member ${p} still primary after member ${s} ${what}`);
+    assert.equal(after.electionId.toHexString(), before.electionId.toHexString(), `no election after member ${s} ${what}`);
+  };
+  // Stopped past its election timeout, the member's timer fires first on SIGCONT: without a pre-vote it stood
+  // for election with a higher term, and the primary stepped down on seeing that term.
+  const proc = rs.members[s].server.proc;
+  proc.kill('SIGSTOP');
+  try {
+    await h.sleep(2000);
+  } finally {
+    proc.kill('SIGCONT');
+  }
+  await unchanged('was stopped for 2 s');
+  await rs.kill(s, { kill9: true });
+  await rs.restart(s);
+  await rs.waitForSecondary(s, { timeoutMs: 60000 });
+  await unchanged('restarted');
+});
