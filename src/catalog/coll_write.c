@@ -401,6 +401,37 @@ removal_add_key(mf_removal_keys_t *t, const mf_index_t *ix, mf_keystring_t *key,
     key->len = base;
 }
 
+static int
+span_cmp(const void *a, const void *b)
+{
+    const mf_key_span_t *x = a, *y = b;
+    return mf_key_cmp(x->data, x->len, y->data, y->len);
+}
+
+/*
+ * t's keys in key order (an index's, which the deletions' order, the TTL
+ * index's, need not follow): spans into t->buf, valid until t changes.
+ */
+static const mf_key_span_t *
+removal_sorted(mf_removal_keys_t *t)
+{
+    bool ordered = true;
+    if (t->n > t->sorted_cap) {
+        t->sorted_cap = t->n * 2;
+        t->sorted = mf_realloc(t->sorted, t->sorted_cap * sizeof(*t->sorted));
+    }
+    size_t off = 0;
+    for (size_t i = 0; i < t->n; i++) {
+        t->sorted[i].len = removal_key(t, off, &t->sorted[i].data);
+        off += 2 + t->sorted[i].len;
+        if (i > 0 && ordered && span_cmp(&t->sorted[i - 1], &t->sorted[i]) > 0)
+            ordered = false;
+    }
+    if (!ordered)
+        qsort(t->sorted, t->n, sizeof(*t->sorted), span_cmp);
+    return t->sorted;
+}
+
 void
 mf_removals_begin(mf_removals_t *d, const mf_coll_t *c, bool rec_contiguous, bool indexes)
 {
@@ -430,8 +461,10 @@ void
 mf_removals_free(mf_removals_t *d)
 {
     free(d->rec.buf);
-    for (int i = 0; i < d->nix; i++)
+    for (int i = 0; i < d->nix; i++) {
         free(d->ix[i].buf);
+        free(d->ix[i].sorted);
+    }
     free(d->ix);
     memset(d, 0, sizeof(*d));
 }
@@ -731,17 +764,18 @@ mf_coll_remove_if(mf_sess_t *s, mf_coll_t *c, int64_t rid, bool (*check)(void *a
  * Removes table uri's collected keys t (record ids if rec): from the
  * smallest to the largest as one truncate when counted, else one by one.
  * counted: the caller knows the range holds exactly the collected keys
- * (the record store without gaps); else, with may_count, they are counted
- * here (the range goes if the transaction sees exactly them there).
+ * (the record store without gaps); else, with may_count, they are compared
+ * here key by key (the range goes if the transaction sees exactly them
+ * there).
  * *ranged: went as a range.
  */
 static int
-removal_run(mf_sess_t *s, const char *uri, const mf_removal_keys_t *t, bool rec, bool counted, bool may_count,
+removal_run(mf_sess_t *s, const char *uri, mf_removal_keys_t *t, bool rec, bool counted, bool may_count,
             bool *ranged, mf_error_t *err)
 {
     mf_cur_t *cur;
     const uint8_t *lo, *hi;
-    size_t lolen, hilen, seen = 0;
+    size_t lolen, hilen;
     int ret = 0;
 
     *ranged = false;
@@ -750,13 +784,17 @@ removal_run(mf_sess_t *s, const char *uri, const mf_removal_keys_t *t, bool rec,
     lolen = removal_key(t, t->min_off, &lo);
     hilen = removal_key(t, t->max_off, &hi);
     if (!counted && may_count) {
+        /*
+         * The range holds exactly the collected entries, compared key by
+         * key: a count alone would let an entry of another document stand
+         * in for one of ours that the index lacks, and truncate it.
+         */
         if (mf_cur_open(s, uri, &cur, err) != 0)
             return -1;
-        ret = mf_cur_count_range(cur, lo, lolen, hi, hilen, t->n, &seen);
+        ret = mf_cur_range_matches(cur, removal_sorted(t), t->n, &counted);
         mf_cur_close(cur);
         if (ret != 0)
             return ret == MF_CONFLICT ? MF_CONFLICT : mf_err_set(err, MF_E_InternalError, "reading %s failed", uri);
-        counted = seen == t->n;
     }
     if (counted) {
         ret = mf_truncate_range(s, uri, lo, lolen, hi, hilen, err);

@@ -73,6 +73,8 @@ typedef struct mf_removal_keys {
     size_t len, cap, n;
     size_t min_off, max_off; /* where the smallest and largest key start */
     bool on;
+    mf_key_span_t *sorted; /* the keys in key order, for an index's range check; mf_malloc'd, grown */
+    size_t sorted_cap;
 } mf_removal_keys_t;
 
 typedef struct mf_removals {
@@ -114,8 +116,9 @@ int mf_coll_remove_if(mf_sess_t *s, mf_coll_t *c, int64_t rid, bool (*check)(voi
  *   conflicts with the truncate. Otherwise one by one.
  *   Index entries: from the smallest collected key to the largest, as one
  *   truncate when the entries the transaction sees there are exactly the
- *   collected ones, and no writer has entered c's range guard since token
- *   (mf_rguard_token, read before the transaction began): the transaction
+ *   collected ones (compared key by key), and no writer has entered c's
+ *   range guard since token (mf_rguard_token, read before the transaction
+ *   began): the transaction
  *   then commits through the guard (mf_txn_commit_unless_entered), so a key
  *   another transaction inserts into the range unseen cannot commit before
  *   it (recovery would replay that insert, then the truncate). Otherwise

@@ -1622,29 +1622,29 @@ rid_of_bytes(const void *key, size_t len)
 }
 
 int
-mf_cur_count_range(mf_cur_t *c, const void *lo, size_t lolen, const void *hi, size_t hilen, size_t cap, size_t *n)
+mf_cur_range_matches(mf_cur_t *c, const mf_key_span_t *keys, size_t n, bool *same)
 {
-    size_t count = 0;
-    int64_t rhi = c->rid_keys ? rid_of_bytes(hi, hilen) : 0;
-    int ret = c->rid_keys ? mf_cur_seek_rid_ge(c, rid_of_bytes(lo, lolen)) : mf_cur_seek_bytes_ge(c, lo, lolen);
-    while (ret == 0 && count <= cap) {
-        if (c->rid_keys) {
-            int64_t k = 0;
-            c->wt->get_key(c->wt, &k);
-            if (k > rhi)
-                break;
-        } else {
-            WT_ITEM k = {0};
-            c->wt->get_key(c->wt, &k);
-            if (mf_key_cmp(k.data, k.size, hi, hilen) > 0)
-                break;
-        }
-        count++;
-        ret = map_ret(c->wt->next(c->wt));
+    size_t i = 0;
+    *same = false;
+    if (c->rid_keys)
+        return -1;
+    if (n == 0)
+        return 0;
+    /* The entries from the first key given on, in order: each must be the next key given (keys are unique). */
+    int ret = mf_cur_seek_bytes_ge(c, keys[0].data, keys[0].len);
+    while (ret == 0 && i < n) {
+        WT_ITEM k = {0};
+        c->wt->get_key(c->wt, &k);
+        if (k.size != keys[i].len || memcmp(k.data, keys[i].data, k.size) != 0)
+            break; /* an entry not given, or one given missing */
+        if (++i < n)
+            ret = map_ret(c->wt->next(c->wt));
     }
     mf_cur_reset(c);
-    *n = count;
-    return ret == 0 || ret == MF_NOTFOUND ? 0 : ret;
+    if (ret != 0 && ret != MF_NOTFOUND)
+        return ret;
+    *same = i == n;
+    return 0;
 }
 
 int
