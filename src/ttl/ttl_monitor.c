@@ -143,6 +143,7 @@
 #define ROUND_TXNS 2 /* transactions each deleting thread runs per round (see "Parallel batches") */
 #define SPEED_DOCS 32 /* a chunk at least this long measures its thread's speed (see split_jobs) */
 #define FULL_SCAN_MS 10000 /* floors are forgotten this often (see "Floors") */
+#define FDS_RESUME_MS 100 /* a pass cut short by TooManyFilesOpen goes on after this long (see monitor_main) */
 #define TTL_NICE 10 /* the monitor's and deleters' nice value (see "Pacing") */
 #define TTL_SLICE_NS 100000 /* ... and the time slice they ask the scheduler for (see ttl_lower_priority) */
 #define YIELD_EVERY 96 /* documents deleted between two sched_yield()s while clients run (see "Pacing") */
@@ -1680,6 +1681,7 @@ monitor_main(void *arg)
     mf_ttl_monitor_t *m = arg;
     mf_sess_t *s = mf_storage_session(m->env.st);
     int64_t last_pass_end = 0, not_before = 0, last_pass_start = INT64_MIN / 2;
+    int64_t resume_at = NO_DEADLINE; /* a pass cut short by TooManyFilesOpen goes on from here, precise or not */
 
     /*
      * A batch runs under the catalog's shared lock: on repeated write
@@ -1729,7 +1731,7 @@ monitor_main(void *arg)
         int64_t coalesce = mf_param_value(m->prm.coalesce_ms);
         if (due != NO_DEADLINE && due < last_pass_start + coalesce)
             due = last_pass_start + coalesce;
-        if (enabled && (now >= periodic || (precise && due <= now))) {
+        if (enabled && (now >= periodic || (precise && due <= now) || now >= resume_at)) {
             int64_t before = atomic_load(&m->deleted);
             atomic_store(&m->watch_due, NO_DEADLINE);
             atomic_store(&m->busy, true);
@@ -1744,6 +1746,13 @@ monitor_main(void *arg)
              * failed): do not spin; try again in a second.
              */
             not_before = (next <= last_pass_end && atomic_load(&m->deleted) == before) ? last_pass_end + 1000 : 0;
+            /*
+             * Cut short by TooManyFilesOpen (fds_short): the indexes it did
+             * not reach go on shortly, once idle tables have closed, also
+             * with ttlMonitorPrecise off, whose next periodic pass could be
+             * ttlMonitorSleepSecs away.
+             */
+            resume_at = m->fds_short ? (not_before > 0 ? not_before : last_pass_end + FDS_RESUME_MS) : NO_DEADLINE;
             continue;
         }
         int64_t wait = 1000; /* disabled, or nothing sooner: re-read parameters every second */
@@ -1751,6 +1760,8 @@ monitor_main(void *arg)
             wait = ms_until(periodic, now, 1000);
             if (precise)
                 wait = ms_until(due, now, wait);
+            if (resume_at != NO_DEADLINE)
+                wait = ms_until(resume_at, now, wait);
         }
         /*
          * The monitor's cached cursors outlive a pass only while passes come

@@ -407,6 +407,17 @@ h.test('open files: a restart with more collections and indexes than files it ma
     }
     assert.fail(`c${k} was not readable within 30 s`);
   };
+  // A connection may be refused while the TTL monitor's first reads hold the descriptors; it is served soon.
+  const connectUnderLimit = async (server) => {
+    for (let i = 0; i < 150; i++) {
+      const c = await h.rawConnect(server.port).catch(() => null);
+      const p = c && await c.command('admin', { ping: 1 }).catch(() => null);
+      if (p && p.ok === 1) return c;
+      if (c) c.close();
+      await h.sleep(200);
+    }
+    assert.fail('a connection is served within 30 s');
+  };
   let s = new h.MayflyServer({ dbpath });
   try {
     await s.start();
@@ -436,15 +447,7 @@ h.test('open files: a restart with more collections and indexes than files it ma
 
     s = new h.MayflyServer({ dbpath, wrapper: ['prlimit', '--nofile=400:400'] });
     await s.start();
-    // A connection may be refused while the TTL monitor's first reads hold the descriptors; it is served soon.
-    conn = null;
-    for (let i = 0; i < 150 && !conn; i++) {
-      const c = await h.rawConnect(s.port).catch(() => null);
-      const p = c && await c.command('admin', { ping: 1 }).catch(() => null);
-      if (p && p.ok === 1) conn = c;
-      else { if (c) c.close(); await h.sleep(200); }
-    }
-    assert.ok(conn, 'a connection is served within 30 s');
+    conn = await connectUnderLimit(s);
     // Every collection is readable in turn, and the monitor reaches every index: the due half is deleted.
     const deadline = Date.now() + 120000;
     for (let k = 0; k < N; k++) {
@@ -473,6 +476,27 @@ h.test('open files: a restart with more collections and indexes than files it ma
     await s.start();
     conn = await h.rawConnect(s.port);
     for (let k = 0; k < N; k++) assert.equal((await findAll(conn, k, { _id: `w${k}` })).length, 1, `c${k}'s write after the restart survived kill -9`);
+
+    // With ttlMonitorPrecise off and an hour between periodic passes, a pass cut short by 264 still goes on
+    // shortly where it stopped: a due document in every collection, then a start under the limit.
+    assert.equal((await conn.command('admin', { setParameter: 1, ttlMonitorEnabled: false })).ok, 1);
+    for (let k = 0; k < N; k++) {
+      const r = await conn.command('fds', { insert: `c${k}`, documents: [{ _id: `d${k}`, at: due }], writeConcern: { j: true } });
+      assert.equal(r.n, 1, JSON.stringify(r));
+    }
+    conn.close();
+    await s.stop();
+    s = new h.MayflyServer({ dbpath, wrapper: ['prlimit', '--nofile=400:400'],
+      args: ['--setParameter', 'ttlMonitorPrecise=false', '--setParameter', 'ttlMonitorSleepSecs=3600'] });
+    await s.start();
+    conn = await connectUnderLimit(s);
+    const passDeadline = Date.now() + 90000;
+    for (let k = 0; k < N; k++) {
+      let n = (await findAll(conn, k, { _id: `d${k}` })).length;
+      while (n !== 0 && Date.now() < passDeadline) { await h.sleep(200); n = (await findAll(conn, k, { _id: `d${k}` })).length; }
+      assert.equal(n, 0, `c${k}'s due document deleted by the first pass and its continuations, not an hour later`);
+    }
+    assert.match(s.stderrTail(2000), /Too many open files: \d+ of the 400 file descriptors/, 'the pass met the limit');
     conn.close();
   } finally {
     await s.stop().catch(() => {});
