@@ -762,15 +762,13 @@ mf_coll_remove_if(mf_sess_t *s, mf_coll_t *c, int64_t rid, bool (*check)(void *a
 
 /*
  * Removes table uri's collected keys t (record ids if rec): from the
- * smallest to the largest as one truncate when counted, else one by one.
- * counted: the caller knows the range holds exactly the collected keys
- * (the record store without gaps); else, with may_count, they are compared
- * here key by key (the range goes if the transaction sees exactly them
- * there).
- * *ranged: went as a range.
+ * smallest to the largest as one truncate when the range holds exactly
+ * them, else one by one. exact: the caller knows it does (the record store
+ * without gaps); else, with may_check, they are compared here key by key
+ * with what the transaction sees there. *ranged: went as a range.
  */
 static int
-removal_run(mf_sess_t *s, const char *uri, mf_removal_keys_t *t, bool rec, bool counted, bool may_count,
+removal_run(mf_sess_t *s, const char *uri, mf_removal_keys_t *t, bool rec, bool exact, bool may_check,
             bool *ranged, mf_error_t *err)
 {
     mf_cur_t *cur;
@@ -783,7 +781,7 @@ removal_run(mf_sess_t *s, const char *uri, mf_removal_keys_t *t, bool rec, bool 
         return 0;
     lolen = removal_key(t, t->min_off, &lo);
     hilen = removal_key(t, t->max_off, &hi);
-    if (!counted && may_count) {
+    if (!exact && may_check) {
         /*
          * The range holds exactly the collected entries, compared key by
          * key: a count alone would let an entry of another document stand
@@ -791,12 +789,12 @@ removal_run(mf_sess_t *s, const char *uri, mf_removal_keys_t *t, bool rec, bool 
          */
         if (mf_cur_open(s, uri, &cur, err) != 0)
             return -1;
-        ret = mf_cur_range_matches(cur, removal_sorted(t), t->n, &counted);
+        ret = mf_cur_range_matches(cur, removal_sorted(t), t->n, &exact);
         mf_cur_close(cur);
         if (ret != 0)
             return ret == MF_CONFLICT ? MF_CONFLICT : mf_err_set(err, MF_E_InternalError, "reading %s failed", uri);
     }
-    if (counted) {
+    if (exact) {
         ret = mf_truncate_range(s, uri, lo, lolen, hi, hilen, err);
         if (ret != 0)
             return ret == MF_CONFLICT ? MF_CONFLICT : -1;

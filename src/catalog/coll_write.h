@@ -118,14 +118,13 @@ int mf_coll_remove_if(mf_sess_t *s, mf_coll_t *c, int64_t rid, bool (*check)(voi
  *   truncate when the entries the transaction sees there are exactly the
  *   collected ones (compared key by key), and no writer has entered c's
  *   range guard since token (mf_rguard_token, read before the transaction
- *   began): the transaction
- *   then commits through the guard (mf_txn_commit_unless_entered), so a key
- *   another transaction inserts into the range unseen cannot commit before
- *   it (recovery would replay that insert, then the truncate). Otherwise
- *   one by one; an index whose range held
- *   other entries (keys in random order) waits a while before it is tried
- *   again (range_skip). *ix_ranges counts the indexes removed from as one
- *   range.
+ *   began): the transaction then commits through the guard
+ *   (mf_txn_commit_unless_entered), so a key another transaction inserts
+ *   into the range unseen cannot commit before it (recovery would replay
+ *   that insert, then the truncate). Otherwise one by one; an index whose
+ *   range held other entries (keys in random order) waits a while before it
+ *   is tried again (range_skip). *ix_ranges counts the indexes removed from
+ *   as one range.
  * Returns 0, MF_CONFLICT, or -1 with err.
  */
 int mf_coll_remove_deferred(mf_sess_t *s, mf_coll_t *c, mf_removals_t *d, int64_t token, bool *rec_ranged,
