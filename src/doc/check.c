@@ -31,6 +31,14 @@ check_id(bson_iter_t *it, mf_error_t *err)
     return 0;
 }
 
+/*
+ * Every level of nesting takes at least 7 bytes (a type byte, an empty
+ * name's NUL, a length and a terminator) on top of the outer document's 5:
+ * a document shorter than this cannot go deeper than MF_MAX_STORED_DEPTH,
+ * and most documents are, so they skip the walk below.
+ */
+#define SMALL_DOC_BYTES (5 + 7 * MF_MAX_STORED_DEPTH)
+
 /* One walk: the nesting depth everywhere, and _id's rules at the top level (depth 1). */
 static int
 check_depth(bson_iter_t *it, int depth, mf_error_t *err)
@@ -62,7 +70,14 @@ mf_check_doc_for_storage(const bson_t *doc, mf_error_t *err)
                           doc->len, MF_MAX_BSON_SIZE);
     if (!bson_iter_init(&it, doc))
         return mf_err_set(err, MF_E_InvalidBSON, "invalid BSON document");
-    return check_depth(&it, 1, err);
+    if (doc->len >= SMALL_DOC_BYTES)
+        return check_depth(&it, 1, err);
+    /* Too short to nest too deep: only _id's rules, at the top level. */
+    while (bson_iter_next(&it)) {
+        if (bson_iter_key_len(&it) == 3 && memcmp(bson_iter_key(&it), "_id", 3) == 0)
+            return check_id(&it, err);
+    }
+    return 0;
 }
 
 /* Copies doc into out with _id first (generating an ObjectId if absent). */

@@ -103,6 +103,22 @@ mf_crc32c(const uint8_t *buf, size_t len)
 
 /* ---- BSON structural check ---- */
 
+/*
+ * Whether the n bytes at p are UTF-8, as bson_utf8_validate judges them
+ * (no NUL can be among them: they come from a cstring). Field names are
+ * nearly always ASCII, which needs no decoding: libbson's check costs about
+ * a hundred instructions per name, a third of a small document's check.
+ */
+static bool
+name_is_utf8(const uint8_t *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (p[i] >= 0x80)
+            return bson_utf8_validate((const char *)p, n, false);
+    }
+    return true;
+}
+
 /* Length of the cstring at p within [p, end), excluding its NUL, or -1. */
 static ptrdiff_t
 cstr_len(const uint8_t *p, const uint8_t *end)
@@ -153,7 +169,7 @@ check_document(const uint8_t *doc, size_t doclen, mf_error_t *err)
         if (klen < 0)
             return mf_err_set(err, MF_E_InvalidBSON, "invalid BSON: unterminated field name");
         /* As libbson's validation: a field name is UTF-8 (libbson checks the bytes). */
-        if (klen > 0 && !bson_utf8_validate((const char *)doc + p, (size_t)klen, false))
+        if (!name_is_utf8(doc + p, (size_t)klen))
             return mf_err_set(err, MF_E_InvalidBSON, "invalid BSON: field name is not valid UTF-8");
         p += (size_t)klen + 1;
         /* The value must lie in [p, end). */
