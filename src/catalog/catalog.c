@@ -667,6 +667,103 @@ mf_catalog_coll_visit(mf_catalog_t *cat, const char *db, void (*fn)(void *arg, m
     coll_walk(cat, db, fn, arg, false);
 }
 
+/* Replaces the n bytes of msg (cap bytes, NUL-terminated) at pos with `with`, cutting at cap; the new end of `with`. */
+static size_t
+msg_splice(char *msg, size_t cap, size_t pos, size_t n, const char *with)
+{
+    char out[1024];
+    snprintf(out, sizeof(out), "%.*s%s%s", (int)pos, msg, with, msg + pos + n);
+    size_t len = strlen(out) < cap ? strlen(out) : cap - 1;
+    memcpy(msg, out, len);
+    msg[len] = '\0';
+    return pos + strlen(with) < len ? pos + strlen(with) : len;
+}
+
+/* How a user knows table uri: collection c's records, or its index ix (NULL: the records). */
+static void
+table_label(const mf_coll_t *c, const mf_index_t *ix, char *out, size_t cap)
+{
+    if (ix == NULL)
+        snprintf(out, cap, "collection %s", c->ns);
+    else
+        snprintf(out, cap, "index '%s' of %s", ix->name, c->ns);
+}
+
+typedef struct table_name {
+    const char *uri;
+    char name[400];
+} table_name_t;
+
+static void
+table_name_visit(void *arg, mf_coll_t *c)
+{
+    table_name_t *t = arg;
+    if (t->name[0] != '\0')
+        return;
+    if (strcmp(c->uri, t->uri) == 0) {
+        table_label(c, NULL, t->name, sizeof(t->name));
+        return;
+    }
+    for (int i = 0; i < c->nindexes; i++) {
+        if (strcmp(c->indexes[i]->uri, t->uri) == 0) {
+            table_label(c, c->indexes[i], t->name, sizeof(t->name));
+            return;
+        }
+    }
+}
+
+void
+mf_catalog_name_tables(mf_catalog_t *cat, char *msg, size_t cap)
+{
+    static const char prefix[] = "table:";
+    size_t from = 0;
+
+    for (;;) {
+        char *at = strstr(msg + from, prefix);
+        if (at == NULL)
+            return;
+        size_t n = sizeof(prefix) - 1;
+        while (at[n] == '-' || at[n] == '_' || (at[n] >= '0' && at[n] <= '9') || (at[n] >= 'a' && at[n] <= 'z') ||
+               (at[n] >= 'A' && at[n] <= 'Z'))
+            n++;
+        char uri[128];
+        table_name_t t = {.uri = uri};
+        if (n < sizeof(uri)) {
+            memcpy(uri, at, n);
+            uri[n] = '\0';
+            mf_catalog_rdlock(cat);
+            mf_catalog_coll_visit(cat, NULL, table_name_visit, &t);
+            mf_catalog_unlock(cat);
+        }
+        size_t pos = (size_t)(at - msg);
+        if (t.name[0] == '\0') {
+            from = pos + n;
+            continue;
+        }
+        from = msg_splice(msg, cap, pos, n, t.name);
+    }
+}
+
+/*
+ * Creates table uri (kind: mf_storage_table_config's) for collection c, or
+ * for its index ix if not NULL. A refusal for want of file descriptors
+ * (TooManyFilesOpen) names the collection or index, not the table.
+ */
+static int
+table_create(mf_catalog_t *cat, mf_sess_t *s, const mf_coll_t *c, const mf_index_t *ix, int kind, mf_error_t *err)
+{
+    const char *uri = ix ? ix->uri : c->uri;
+    if (mf_storage_create(s, uri, mf_storage_table_config(cat->st, kind), err) == 0)
+        return 0;
+    char *at = err->code == MF_E_TooManyFilesOpen ? strstr(err->msg, uri) : NULL;
+    if (at != NULL) {
+        char label[400];
+        table_label(c, ix, label, sizeof(label));
+        msg_splice(err->msg, sizeof(err->msg), (size_t)(at - err->msg), strlen(uri), label);
+    }
+    return -1;
+}
+
 mf_coll_t *
 mf_catalog_coll_find_pair(mf_catalog_t *cat, const char *db, const char *name, const char *db2, const char *name2,
                           mf_coll_t **second)
@@ -1621,11 +1718,9 @@ mf_catalog_coll_create(mf_catalog_t *cat, const char *db, const char *name, cons
             goto err_free;
         c->indexes[c->nindexes++] = ix;
     }
-    if (mf_storage_create(s, c->uri,
-                          mf_storage_table_config(cat->st, c->is_timeseries ? MF_TABLE_DOCS_DENSE : MF_TABLE_DOCS),
-                          err) != 0)
+    if (table_create(cat, s, c, NULL, c->is_timeseries ? MF_TABLE_DOCS_DENSE : MF_TABLE_DOCS, err) != 0)
         goto err_free;
-    if (ix != NULL && mf_storage_create(s, ix->uri, mf_storage_table_config(cat->st, MF_TABLE_INDEX), err) != 0) {
+    if (ix != NULL && table_create(cat, s, c, ix, MF_TABLE_INDEX, err) != 0) {
         ix = NULL; /* never made: only the collection's table is dropped */
         goto err_drop;
     }
@@ -1867,7 +1962,7 @@ mf_catalog_index_add_many(mf_catalog_t *cat, mf_coll_t *c, const bson_t *const *
             rc = -1;
             break;
         }
-        if (mf_storage_create(s, ix->uri, mf_storage_table_config(cat->st, MF_TABLE_INDEX), err) != 0) {
+        if (table_create(cat, s, c, ix, MF_TABLE_INDEX, err) != 0) {
             index_free(ix);
             rc = -1;
             break;
@@ -1966,7 +2061,7 @@ mf_catalog_index_begin(mf_catalog_t *cat, mf_coll_t *c, const bson_t *spec, mf_i
     mf_index_t *ix = new_index(c, spec, err);
     if (ix == NULL)
         return -1;
-    if (mf_storage_create(s, ix->uri, mf_storage_table_config(cat->st, MF_TABLE_INDEX), err) != 0) {
+    if (table_create(cat, s, c, ix, MF_TABLE_INDEX, err) != 0) {
         index_free(ix);
         return -1;
     }

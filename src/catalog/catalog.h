@@ -262,6 +262,17 @@ void mf_catalog_coll_list(mf_catalog_t *cat, const char *db, void (*fn)(void *ar
 void mf_catalog_coll_visit(mf_catalog_t *cat, const char *db, void (*fn)(void *arg, mf_coll_t *c), void *arg);
 
 /*
+ * mf_catalog_name_tables: rewrites each "table:<ident>" in msg (a
+ * NUL-terminated message in a buffer of cap bytes, such as mf_error_t's)
+ * that names one of cat's tables as a user knows it: "collection db.c" or
+ * "index 'k_1' of db.c". Storage messages (TooManyFilesOpen) name the table
+ * they could not open; the names live here. A table no collection names is
+ * left as it is, and a rewrite that would not fit is cut at cap. Visits
+ * every collection (mf_catalog_coll_visit): call with none held.
+ */
+void mf_catalog_name_tables(mf_catalog_t *cat, char *msg, size_t cap);
+
+/*
  * mf_catalog_coll_find_pair: finds db.name (returned) and db2.name2 (in
  * *second), locking them in namespace order, as every multi-collection
  * session does, so two DDLs or a DDL and a listing never wait on each other

@@ -419,6 +419,68 @@ wtimeout_to_write_concern_error(bson_t *reply)
     bson_destroy(&out);
 }
 
+/* A write error's document e, its errmsg rewritten by mf_catalog_name_tables when its code is 264. */
+static void
+append_named_write_error(mf_engine_t *eng, bson_t *errs, const char *key, bson_iter_t *e)
+{
+    bson_iter_t f;
+    bson_t doc;
+    bool is264 = bson_iter_recurse(e, &f) && bson_iter_find(&f, "code") &&
+                 bson_iter_as_int64(&f) == MF_E_TooManyFilesOpen;
+    if (!is264) {
+        bson_append_value(errs, key, -1, bson_iter_value(e));
+        return;
+    }
+    BSON_APPEND_DOCUMENT_BEGIN(errs, key, &doc);
+    bson_iter_recurse(e, &f);
+    while (bson_iter_next(&f)) {
+        if (strcmp(bson_iter_key(&f), "errmsg") == 0 && BSON_ITER_HOLDS_UTF8(&f)) {
+            char msg[sizeof(((mf_error_t *)0)->msg)];
+            mf_strlcpy(msg, bson_iter_utf8(&f, NULL), sizeof(msg));
+            mf_catalog_name_tables(eng->cat, msg, sizeof(msg));
+            BSON_APPEND_UTF8(&doc, "errmsg", msg);
+        } else {
+            bson_append_value(&doc, bson_iter_key(&f), -1, bson_iter_value(&f));
+        }
+    }
+    bson_append_document_end(errs, &doc);
+}
+
+/*
+ * The errmsg of a write error TooManyFilesOpen (264) names the table it
+ * could not open (storage knows no namespaces): each becomes the collection
+ * or index a user knows (mf_catalog_name_tables), as the command's own
+ * error does. Called with no collection held.
+ */
+static void
+name_tables_in_write_errors(mf_engine_t *eng, bson_t *reply)
+{
+    bson_iter_t it, a, f;
+    bool found = false;
+    if (eng->cat == NULL || !bson_iter_init_find(&it, reply, "writeErrors") || !bson_iter_recurse(&it, &a))
+        return;
+    while (bson_iter_next(&a) && !found)
+        found = bson_iter_recurse(&a, &f) && bson_iter_find(&f, "code") && bson_iter_as_int64(&f) == MF_E_TooManyFilesOpen;
+    if (!found)
+        return;
+    bson_t out, errs;
+    bson_init(&out);
+    bson_iter_init(&it, reply);
+    while (bson_iter_next(&it)) {
+        if (strcmp(bson_iter_key(&it), "writeErrors") != 0 || !bson_iter_recurse(&it, &a)) {
+            bson_append_value(&out, bson_iter_key(&it), -1, bson_iter_value(&it));
+            continue;
+        }
+        BSON_APPEND_ARRAY_BEGIN(&out, "writeErrors", &errs);
+        while (bson_iter_next(&a))
+            append_named_write_error(eng, &errs, bson_iter_key(&a), &a);
+        bson_append_array_end(&out, &errs);
+    }
+    bson_reinit(reply);
+    bson_concat(reply, &out);
+    bson_destroy(&out);
+}
+
 /*
  * A not-primary error on a replica-set member carries the member's
  * topologyVersion (drivers compare it with what they know before marking
@@ -796,6 +858,8 @@ mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *
     coll = NULL;
     if (mf_catalog_session_end_all())
         mf_log(MF_LOG_ERROR, "COMMAND", "%s returned with collections still locked; released", def->name);
+    if (hrc == 0)
+        name_tables_in_write_errors(eng, reply);
     if (eng->repl != NULL) {
         eng->repl->command_end(eng->repl_arg); /* no lock held: a DDL waits here for its entry */
         if (hrc == 0 && not_primary_write_error(reply, &op.err))
@@ -847,6 +911,8 @@ fail:
     }
     if (op.err.code == 0)
         mf_err_set(&op.err, MF_E_InternalError, "command failed without an error message");
+    if (op.err.code == MF_E_TooManyFilesOpen && eng->cat != NULL)
+        mf_catalog_name_tables(eng->cat, op.err.msg, sizeof(op.err.msg)); /* storage names tables, users namespaces */
     mf_cmd_error_reply(reply, &op.err);
     if (eng->repl != NULL)
         add_not_primary_fields(eng, reply, op.err.code);

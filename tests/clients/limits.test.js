@@ -366,6 +366,9 @@ h.test('open files: the soft limit is raised to the hard one; under a low hard l
     assert.equal(refusal.code, 264, JSON.stringify(refusal));
     assert.equal(refusal.codeName, 'TooManyFilesOpen');
     assert.match(refusal.errmsg, /Too many open files/);
+    // It names what it could not create as the user knows it, not the storage engine's table.
+    assert.match(refusal.errmsg, new RegExp(`too few to create a collection or index \\((collection fds\\.c${made}|index '(_id_|at_1)' of fds\\.c${made})\\)`), refusal.errmsg);
+    assert.doesNotMatch(refusal.errmsg, /table:/);
     assert.ok(made > 250, `${made} collections were made first`);
     // The server carries on: what exists is readable and writable, a refused create left nothing behind.
     assert.equal((await conn.command('fds', { count: 'c0' })).n, 1);
@@ -395,6 +398,11 @@ h.test('open files: a restart with more collections and indexes than files it ma
   const N = 300;
   const dbpath = fs.mkdtempSync(require('node:path').join(require('node:os').tmpdir(), 'mayfly-fds-'));
   const due = new Date(Date.now() - 7200 * 1000);
+  // A refusal names what it could not open as the user knows it, never the storage engine's table.
+  const namesTable = (msg, k) => {
+    assert.match(msg, new RegExp(`too few to open (collection fds\\.c${k}|index '(_id_|at_1)' of fds\\.c${k});`), msg);
+    assert.doesNotMatch(msg, /table:/, msg);
+  };
   const findAll = async (conn, k, filter) => {
     // TooManyFilesOpen (264) while idle tables are being closed, never another error.
     for (let a = 0; a < 300; a++) {
@@ -403,6 +411,7 @@ h.test('open files: a restart with more collections and indexes than files it ma
       if (r.ok === 1) return r.cursor.firstBatch;
       assert.equal(r.code, 264, JSON.stringify(r));
       assert.equal(r.codeName, 'TooManyFilesOpen');
+      namesTable(r.errmsg, k);
       await h.sleep(100);
     }
     assert.fail(`c${k} was not readable within 30 s`);
@@ -463,6 +472,7 @@ h.test('open files: a restart with more collections and indexes than files it ma
         assert.ok(w, `the server answered the insert into c${k}`);
         if (w.ok === 1 && w.n === 1) break;
         assert.equal(code(w), 264, JSON.stringify(w)); // a write error, as mongod reports one
+        namesTable(w.writeErrors ? w.writeErrors[0].errmsg : w.errmsg, k);
         assert.ok(a < 300, `c${k} was not writable within 30 s`);
         await h.sleep(100);
       }
