@@ -804,6 +804,7 @@ index_from_spec(const bson_t *spec, const char *ident, mf_error_t *err)
     bson_iter_t it;
     mf_index_t *ix = mf_calloc(1, sizeof(*ix));
     atomic_store(&ix->ttl_dirty_min, INT64_MIN); /* unknown: the TTL monitor scans it from the first Date */
+    atomic_store(&ix->ttl_noted_due, INT64_MAX);
 
     (void)mf_index_set_spec(ix, bson_copy(spec)); /* ix had no spec */
     ix->ident = mf_strdup(ident);

@@ -82,6 +82,13 @@ typedef struct mf_index {
      */
     _Atomic int64_t ttl_dirty_min;
     /*
+     * For the TTL monitor's per-index deadlines: the earliest deadline
+     * (Date + expireAfterSeconds, ms) a committed write gave this index
+     * that the monitor has not taken yet (INT64_MAX: none). Lowered after
+     * commit by writers, exchanged by the monitor (see "Deadlines" there).
+     */
+    _Atomic int64_t ttl_noted_due;
+    /*
      * Range removal (mf_coll_remove_deferred): transactions left to pass
      * before this index's removals are tried as one range again, after a
      * range that held other entries (keys in random order: session ids as

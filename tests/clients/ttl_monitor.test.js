@@ -866,3 +866,57 @@ h.test('D7: after the monitor has deleted up to now, a document inserted or upda
     assert.equal(await coll.countDocuments({ _id: 'later' }), 1);
   });
 });
+
+h.test('D7 beyond: a precise pass visits the TTL indexes that are due, not every one: a stream of expiries beside 100 other TTL collections costs a visit or two a pass', { timeout: 120000 }, async () => {
+  await withDb('manyttl', async (db) => {
+    for (let k = 0; k < 100; k++) {
+      const o = db.collection(`o${k}`);
+      await o.createIndex({ at: 1 }, { expireAfterSeconds: 3600 });
+      await o.insertOne({ _id: k, at: new Date() });
+    }
+    const coll = db.collection('c');
+    await coll.createIndex({ at: 1 }, { expireAfterSeconds: 0 });
+    const base = Date.now() + 1500;
+    await coll.insertMany(Array.from({ length: 200 }, (_, i) => ({ _id: i, at: new Date(base + i * 10) })));
+    const s0 = await ttlStatus();
+    await waitFor(async () => (await coll.countDocuments()) === 0, 'the stream did not expire', 30000);
+    const s1 = await ttlStatus();
+    const passes = s1.passes - s0.passes;
+    const visits = s1.indexVisits - s0.indexVisits;
+    console.log(`precise passes beside 100 TTL collections: ${passes} passes, ${visits} index visits`);
+    assert.ok(passes >= 5, `${passes} passes`);
+    // Each pass visits the one index due; a full scan (every 10 s) or a periodic pass visits all 101 once.
+    assert.ok(visits / passes < 10, `${visits} index visits in ${passes} passes: every TTL index is visited each pass`);
+    for (let k = 0; k < 100; k += 33) assert.equal(await db.collection(`o${k}`).countDocuments(), 1, `o${k} kept its document`);
+  });
+});
+
+h.test('D7 beyond: a write that brings one TTL index\'s deadline forward is seen while another index\'s deadlines come first (writers note it; no full re-read needed)', { timeout: 120000 }, async () => {
+  // Every index's deadline is otherwise read again each second: make that rare, so only the note can tell.
+  const was = await getParam('ttlMonitorDeadlineRefreshMS');
+  assert.equal(was, 1000);
+  await setParams({ ttlMonitorDeadlineRefreshMS: 600000 });
+  try {
+    await withDb('noted', async (db) => {
+      const a = db.collection('a');
+      const b = db.collection('b');
+      await a.createIndex({ at: 1 }, { expireAfterSeconds: 0 });
+      await b.createIndex({ at: 1 }, { expireAfterSeconds: 0 });
+      await b.insertOne({ _id: 'later', at: new Date(Date.now() + 3600e3) });
+      // a: a document due every 10 ms for 6 s, so the monitor's earliest deadline is always a's.
+      const base = Date.now() + 500;
+      await a.insertMany(Array.from({ length: 600 }, (_, i) => ({ _id: i, at: new Date(base + i * 10) })));
+      await waitFor(async () => (await a.countDocuments()) < 550, 'a\'s stream did not start expiring', 10000);
+      // b's next deadline moves from an hour away to 500 ms away: later than a's, so no wake-up, only the note.
+      const due = Date.now() + 500;
+      await b.insertOne({ _id: 'soon', at: new Date(due) });
+      await waitFor(async () => (await b.countDocuments({ _id: 'soon' })) === 0, 'b\'s document brought forward did not expire', 4000);
+      const late = Date.now() - due;
+      assert.ok(await a.countDocuments() > 0, 'a\'s stream was still running when b\'s document went');
+      assert.equal(await b.countDocuments({ _id: 'later' }), 1);
+      console.log(`a write bringing b's deadline forward: deleted within ${late} ms of its expiry`);
+    });
+  } finally {
+    await setParams({ ttlMonitorDeadlineRefreshMS: was });
+  }
+});
