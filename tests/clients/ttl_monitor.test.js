@@ -375,7 +375,9 @@ h.test('D3: serverStatus metrics.ttl {deletedDocuments, passes, subPasses} and b
       await setParams({ ttlMonitorEnabled: true });
     }
     await waitFor(async () => (await coll.countDocuments()) === 0, '120 expired documents deleted');
-    await h.sleep(200);
+    // The monitor counts a batch just after its commit: a reader may see the documents gone first.
+    await waitFor(async () => (await ttlStatus()).deletedDocuments - st0.metrics.ttl.deletedDocuments >= 120,
+      'the 120 deletions counted', 5000);
     const st1 = await status();
     const d = (k) => st1.metrics.ttl[k] - st0.metrics.ttl[k];
     assert.equal(d('deletedDocuments'), 120);
@@ -591,6 +593,8 @@ h.test('D7: with default settings (sleep 60, precise) 50 staggered documents are
     const offsets = Array.from({ length: 50 }, (_, i) => 1000 + i * 40); // 1.00 .. 2.96 s ahead
     const l0 = (await ttlStatus()).lateness;
     const late = await measureLateness(coll, offsets);
+    // Counted just after each batch's commit: a reader may see the documents gone first.
+    await waitFor(async () => (await ttlStatus()).lateness.count - l0.count >= 50, 'the 50 deletions counted', 5000);
     const l1 = (await ttlStatus()).lateness;
     const p50 = quantile(late, 0.5);
     const p99 = quantile(late, 0.99);
@@ -657,7 +661,10 @@ h.test('D8: lateness p50Ms/p99Ms are exact to the millisecond below 128 ms, not 
     const now = Date.now();
     await coll.insertMany(Array.from({ length: 20 }, (_, i) => ({ at: new Date(now - (i < 10 ? 66 : 120)) })));
     await waitFor(async () => (await coll.countDocuments()) === 0, 'documents deleted', 5000);
-    const l = (await cl.db('admin').command({ serverStatus: 1 })).metrics.ttl.lateness;
+    // The monitor records a batch's lateness just after its commit: a reader may see the documents gone first.
+    const lateness = async () => (await cl.db('admin').command({ serverStatus: 1 })).metrics.ttl.lateness;
+    await waitFor(async () => (await lateness()).count === 20, 'the 20 deletions counted', 5000);
+    const l = await lateness();
     assert.equal(l.count, 20, JSON.stringify(l));
     // p50 is the 10th smallest, one of the 66 ms group (deleted a few ms after the insert); p99 one of
     // the 120 ms group. The bucket edge (128, capped at maxMs) would put p50 at 120 or more.
