@@ -32,8 +32,9 @@ static const mf_param_t defaults[] = {
     /* Precise passes start at most this often, ms: deadlines closer than this share a pass (src/ttl/ttl_monitor.c). */
     {"ttlMonitorCoalesceMS", MF_PARAM_INT, 0, 1000, false, true, true, 5, NULL},
     /*
-     * Every TTL index's deadline is read again at least this often, ms; in between a precise pass reads only
-     * those it visited and those writes brought forward (src/ttl/ttl_monitor.c, "Deadlines").
+     * The TTL monitor reads every TTL index's deadline again at its first recomputation (after a pass or a
+     * wake-up) this long after the last such read, ms; in between it reads only the indexes a pass visited and
+     * those writes brought forward (src/ttl/ttl_monitor.c, "Deadlines").
      */
     {"ttlMonitorDeadlineRefreshMS", MF_PARAM_INT, 100, 3600000, false, true, true, 1000, NULL},
     /* Threads deleting one visit's batches in parallel (0: one per online CPU), src/ttl/ttl_monitor.c. */

@@ -47,10 +47,14 @@
  *   commit a write lowers its index's ttl_noted_due, and the first such
  *   note names the index to the monitor (note_due; more than NOTED_MAX
  *   named, or a transaction over more TTL indexes than it records, and it
- *   reads them all). Every index is read again at a periodic pass (every
- *   ttlMonitorSleepSecs, which visits them all as MongoDB's does), after
- *   DDL or a parameter change, for a reader of the backlog, and at least
- *   every ttlMonitorDeadlineRefreshMS (1 s).
+ *   reads them all); a write whose deadline comes before the monitor's,
+ *   compared again after its note, wakes it. Every index is visited by a
+ *   periodic pass (every ttlMonitorSleepSecs, as MongoDB's) and by the pass
+ *   that forgets the floors (every FULL_SCAN_MS), and every deadline is read
+ *   after DDL or a parameter change, for a reader of the backlog (the
+ *   console's per-index view and the backlog are rebuilt only then), and at
+ *   the first recomputation ttlMonitorDeadlineRefreshMS (1 s) after the last
+ *   such read.
  *
  *   Floors (beyond MongoDB): deleted keys stay in WiredTiger's pages as
  *   tombstones until the pages are reconciled, and a scan from Date(min)
@@ -325,7 +329,8 @@ struct mf_ttl_monitor {
      * all); due_full_ms, when every index was last read. Guarded by mu:
      * full_due, a kick that needs every index read (DDL, a parameter, a
      * pause); noted, the idents of indexes whose writers noted an earlier
-     * deadline (note_due), noted_over when more than NOTED_MAX did.
+     * deadline (note_due); noted_over when more than NOTED_MAX did, or a
+     * transaction wrote more TTL indexes than it records (DIRTY_SLOTS).
      */
     uint64_t due_gen;
     int64_t due_full_ms;
@@ -1702,7 +1707,9 @@ target_read(mf_ttl_monitor_t *m, mf_sess_t *s, ttl_target_t *t, int64_t now, int
  * are taken; every index is read (and the console's view and the backlog
  * rebuilt) when full, when a kick asked for it (DDL, a parameter, a reader
  * of the backlog), when writers noted more indexes than NOTED_MAX, after
- * the target list changed, and at least every ttlMonitorDeadlineRefreshMS.
+ * the target list changed, and when ttlMonitorDeadlineRefreshMS has passed
+ * since the last full read. Returns now while a write's Dates went
+ * unrecorded (force_full): the pass that forgets the floors must run.
  */
 static int64_t
 compute_next_due(mf_ttl_monitor_t *m, mf_sess_t *s, bool full)
@@ -1728,14 +1735,14 @@ compute_next_due(mf_ttl_monitor_t *m, mf_sess_t *s, bool full)
         full = true;
     mf_catalog_rdlock(m->env.cat);
     if (!full) {
+        bool no_fds = false; /* TooManyFilesOpen: the rest stay stale, read by a later recomputation */
         for (int i = 0; i < l->n; i++) {
             ttl_target_t *t = &l->v[i];
             bool named = false;
             for (int k = 0; k < nnoted && !named; k++)
                 named = strcmp(noted[k], t->ident) == 0;
-            if (t->stale || t->due == DUE_UNKNOWN) {
+            if ((t->stale || t->due == DUE_UNKNOWN) && !no_fds) {
                 mf_coll_t *c;
-                bool no_fds = false;
                 target_read(m, s, t, now, NULL, 0, &no_fds, &c);
             } else if (named) {
                 /* Writes only bring a deadline forward: the earlier of the two. */
@@ -1750,6 +1757,8 @@ compute_next_due(mf_ttl_monitor_t *m, mf_sess_t *s, bool full)
                 best = t->due;
         }
         mf_catalog_unlock(m->env.cat);
+        if (atomic_load(&m->force_full) && best > now)
+            best = now; /* a write's Dates went unrecorded: the floors go and every index is visited, now */
         atomic_store(&m->watch_due, best);
         return best;
     }
@@ -1790,6 +1799,8 @@ compute_next_due(mf_ttl_monitor_t *m, mf_sess_t *s, bool full)
     m->refresh_done = gen;
     pthread_cond_broadcast(&m->refresh_cv);
     pthread_mutex_unlock(&m->mu);
+    if (atomic_load(&m->force_full) && best > now)
+        best = now; /* as above: the floors may hide what an unrecorded write made due */
     atomic_store(&m->watch_due, best);
     return best;
 }
@@ -2057,17 +2068,31 @@ obs_txn_end(void *arg, bool committed)
          * indexes live): a scan that takes these Dates starts at or before them.
          */
         tls_dirty_m = NULL;
+        bool wake = false;
         for (int i = 0; committed && i < tls_ndirty; i++) {
             dirty_lower(tls_dirty[i].ix, tls_dirty[i].min);
             note_due(m, tls_dirty[i].ix, tls_dirty[i].due);
+            /*
+             * Compared again after the note: a recomputation that began
+             * before it, took the notes without it and settled on a later
+             * deadline has stored that deadline by now (or shows "none", as
+             * during a pass), so this write wakes the monitor; otherwise the
+             * monitor has taken the note.
+             */
+            if (tls_dirty[i].due < atomic_load(&m->watch_due))
+                wake = true;
         }
         if (committed && tls_dirty_overflow) {
+            /* Indexes it did not record: floors forgotten, a pass at once, every deadline read. */
             atomic_store(&m->force_full, true);
             pthread_mutex_lock(&m->mu);
-            m->noted_over = true; /* the indexes it did not record: read every deadline */
+            m->noted_over = true;
             pthread_mutex_unlock(&m->mu);
+            wake = true;
         }
         tls_ndirty = 0;
+        if (wake)
+            tls_moved_deadline = m;
     }
     if (tls_moved_deadline != m)
         return;

@@ -914,11 +914,14 @@ h.test('D7 beyond: a write that brings one TTL index\'s deadline forward is seen
       const base = Date.now() + 500;
       await a.insertMany(Array.from({ length: 600 }, (_, i) => ({ _id: i, at: new Date(base + i * 10) })));
       await waitFor(async () => (await a.countDocuments()) < 550, 'a\'s stream did not start expiring', 10000);
-      // b's next deadline moves from an hour away to 500 ms away: later than a's, so no wake-up, only the note.
+      // b's next deadline moves from an hour away to 500 ms away: later than a's, so (unless it lands while the
+      // monitor is between deadlines) no wake-up: the note tells the monitor.
       const due = Date.now() + 500;
       await b.insertOne({ _id: 'soon', at: new Date(due) });
       await waitFor(async () => (await b.countDocuments({ _id: 'soon' })) === 0, 'b\'s document brought forward did not expire', 4000);
       const late = Date.now() - due;
+      // Without the note only a pass visiting every index (the floors' full scan every 10 s) would reach it.
+      assert.ok(late < 1500, `b's document went ${late} ms after its expiry`);
       assert.ok(await a.countDocuments() > 0, 'a\'s stream was still running when b\'s document went');
       assert.equal(await b.countDocuments({ _id: 'later' }), 1);
       console.log(`a write bringing b's deadline forward: deleted within ${late} ms of its expiry`);
@@ -926,4 +929,19 @@ h.test('D7 beyond: a write that brings one TTL index\'s deadline forward is seen
   } finally {
     await setParams({ ttlMonitorDeadlineRefreshMS: was });
   }
+});
+
+h.test('D7 beyond: a document already due, written with eight other TTL fields (more TTL indexes than a write records), still expires at once', { timeout: 60000 }, async () => {
+  await withDb('ninettl', async (db) => {
+    const c = db.collection('c');
+    for (let k = 1; k <= 9; k++) await c.createIndex({ [`f${k}`]: 1 }, { expireAfterSeconds: 0 });
+    const later = new Date(Date.now() + 3600e3);
+    const doc = (id, f9) => Object.assign({ _id: id }, ...Array.from({ length: 8 }, (_, k) => ({ [`f${k + 1}`]: later })), { f9 });
+    // f9's floor moves past a deletion first, so only a forgotten floor finds what comes below it.
+    await c.insertOne(doc('first', new Date(Date.now() + 300)));
+    await waitFor(async () => (await c.countDocuments({ _id: 'first' })) === 0, 'the first document did not expire', 5000);
+    await h.sleep(100);
+    await c.insertOne(doc('due', new Date(Date.now() - 60e3)));
+    await waitFor(async () => (await c.countDocuments({ _id: 'due' })) === 0, 'a due document written into nine TTL indexes did not expire', 5000);
+  });
 });
