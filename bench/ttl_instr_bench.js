@@ -5,7 +5,7 @@
  * same count run after run on a machine whose CPU time varies by 20-30 %.
  * Prints figures only; no assertions.
  *
- *   node bench/ttl_instr_bench.js [--docs N] [--rates R1,R2,...] [--secs S] [--colls C]
+ *   node bench/ttl_instr_bench.js [--docs N] [--rates R1,R2,...] [--secs S] [--colls C] [--ttl-colls T]
  *   (or bash bench/ttl_instr_bench.sh, which builds build/mayflyd and
  *   installs valgrind first)
  *
@@ -19,7 +19,9 @@
  *              (default 1000 and 4000 per second, S default 20 s).
  * --colls C first creates C other collections (no TTL index) in another
  * database, as a server with many collections has: a pass's cost should not
- * grow with them.
+ * grow with them. --ttl-colls T creates T others each with a TTL index (on
+ * `at`, expireAfterSeconds 3600) and one document, due in an hour: a pass
+ * should cost what the due index costs, not what every TTL index does.
  * Each case loads its documents in insertMany batches of 1,000, sends fsync
  * (a checkpoint, as ttl_bench does before an expiry), turns counting on
  * (callgrind_control -i on) one second before T0, waits for an empty
@@ -48,7 +50,14 @@
  * wake-ups), which callgrind does not see. With --colls 300 a pass cost
  * 201,000 instructions before the monitor kept its list of TTL indexes
  * between passes (it walked every collection twice a pass), 32,700 after,
- * as with none. Under valgrind the server runs
+ * as with none. With --ttl-colls 300 (--rates 4000, 20,000 documents), a
+ * precise pass cost about 14.5 million instructions beyond its documents'
+ * (the whole server's per document against the burst's, times documents
+ * per pass) while every pass visited and read all 301 TTL indexes
+ * (e9724a8: 9 passes, which under valgrind could not keep up and held
+ * 2,222 documents each), and 140,000 once each index's deadline was kept
+ * with it (773bdd1: 437 passes of 46; docs/ARCHITECTURE.md, "Per-index
+ * deadlines"). Under valgrind the server runs
  * 20-50 times slower: a rate it cannot keep up with makes larger passes, so
  * keep R x 20,000 instructions under about 50 million a second.
  */
@@ -69,6 +78,12 @@ if (!Number.isFinite(COLLS) || COLLS < 0) {
   console.error('ttl_instr_bench: --colls needs a number, 0 or more');
   process.exit(2);
 }
+const TTL_COLLS = Math.floor(Number(str('ttl-colls', '0')));
+if (!Number.isFinite(TTL_COLLS) || TTL_COLLS < 0) {
+  console.error('ttl_instr_bench: --ttl-colls needs a number, 0 or more');
+  process.exit(2);
+}
+const OTHERS = `${COLLS ? `, ${fmtInt(COLLS)} other collections` : ''}${TTL_COLLS ? `, ${fmtInt(TTL_COLLS)} other TTL collections` : ''}`;
 if (RATES.some((r) => !Number.isFinite(r) || r <= 0)) {
   console.error('ttl_instr_bench: --rates needs positive numbers, comma-separated');
   process.exit(2);
@@ -104,6 +119,11 @@ async function runCase(docs, rate) {
     const db = client.db('instr');
     const other = client.db('instr_other');
     for (let i = 0; i < COLLS; i++) await other.createCollection(`c${i}`);
+    for (let i = 0; i < TTL_COLLS; i++) {
+      const t = other.collection(`t${i}`);
+      await t.createIndex({ at: 1 }, { expireAfterSeconds: 3600 });
+      await t.insertOne({ at: new Date() });
+    }
     const coll = db.collection('c');
     await coll.createIndex({ at: 1 }, { expireAfterSeconds: 0 });
     const lead = 15000 + docs / 2; /* valgrind loads a few thousand documents a second or more */
@@ -161,7 +181,7 @@ runMain(async () => {
     process.exit(2);
   }
   log(`ttl_instr_bench: ${fmtInt(N)} docs, spread rates ${RATES.join(', ')}/s (at most ${SECS} s each)` +
-    (COLLS ? `, ${fmtInt(COLLS)} other collections` : ''));
+    OTHERS);
   const burst = await runCase(N, 0);
   log(`burst: ${fmtInt(burst.deleted)} deleted in ${burst.passes} passes, ${fmtInt(burst.total / burst.deleted)} instructions/doc`);
   const spread = [];
@@ -180,7 +200,7 @@ runMain(async () => {
   }
   console.log('');
   const mc = machine();
-  console.log(`Instructions per expired document (callgrind)${COLLS ? `, ${fmtInt(COLLS)} other collections` : ''}; ${mc.nproc} CPUs, ${mc.model}, ${mc.kernel}; mayfly ${sourceRev()}`);
+  console.log(`Instructions per expired document (callgrind)${OTHERS}; ${mc.nproc} CPUs, ${mc.model}, ${mc.kernel}; mayfly ${sourceRev()}`);
   printTable(rows);
   const f = fit(spread);
   if (f) {
