@@ -314,7 +314,8 @@ struct mf_ttl_monitor {
         mf_param_t *enabled, *sleep_secs, *precise, *coalesce_ms, *batch_deletes, *batch_docs, *target_docs,
             *target_ms, *subpass_secs, *yield_pct, *workers, *archive_retention, *due_refresh_ms;
     } prm;
-    mf_failpoint_t *fp_hang_between, *fp_fail_batch, *fp_slow_deleters, *fp_hang_read_ahead, *fp_hang_in_batch;
+    mf_failpoint_t *fp_hang_between, *fp_fail_batch, *fp_slow_deleters, *fp_hang_read_ahead, *fp_hang_in_batch,
+        *fp_pause_note;
     /*
      * The TTL indexes (targets_get; monitor thread only): copied out of the
      * catalog when its version moves, or every TARGETS_MAX_AGE_MS, instead
@@ -2069,6 +2070,15 @@ obs_txn_end(void *arg, bool committed)
          */
         tls_dirty_m = NULL;
         bool wake = false;
+        bson_t fpdata;
+        if (committed && tls_ndirty > 0 && mf_failpoint_eval(m->fp_pause_note, NULL, NULL, &fpdata)) {
+            /* Tests: a writer slow between its commit and its notes (see the comparison below). */
+            bson_iter_t fit;
+            int64_t ms = bson_iter_init_find(&fit, &fpdata, "ms") && BSON_ITER_HOLDS_NUMBER(&fit) ? bson_iter_as_int64(&fit) : 100;
+            bson_destroy(&fpdata);
+            struct timespec ts = {0, (long)(ms < 0 ? 0 : ms > 999 ? 999 : ms) * 1000000L};
+            nanosleep(&ts, NULL);
+        }
         for (int i = 0; committed && i < tls_ndirty; i++) {
             dirty_lower(tls_dirty[i].ix, tls_dirty[i].min);
             note_due(m, tls_dirty[i].ix, tls_dirty[i].due);
@@ -2148,6 +2158,7 @@ mf_ttl_monitor_start(const mf_ttl_env_t *env, mf_ttl_monitor_t **out, mf_error_t
     m->fp_hang_between = mf_failpoint_find(env->failpoints, "hangTTLMonitorBetweenPasses");
     m->fp_fail_batch = mf_failpoint_find(env->failpoints, "ttlMonitorFailBatch");
     m->fp_slow_deleters = mf_failpoint_find(env->failpoints, "slowTTLDeleters");
+    m->fp_pause_note = mf_failpoint_find(env->failpoints, "pauseTTLWriterBeforeNote");
     m->fp_hang_read_ahead = mf_failpoint_find(env->failpoints, "hangTTLMonitorAfterReadAhead");
     m->fp_hang_in_batch = mf_failpoint_find(env->failpoints, "hangTTLDeleterInBatch");
     atomic_store(&m->paused, env->paused_reason);

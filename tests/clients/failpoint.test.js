@@ -511,3 +511,41 @@ h.test('hangTTLMonitorBetweenPasses holds expiry while on; ttlMonitorFailBatch f
   assert.equal(Number(r1.count) - Number(r0.count), 2, 'both injected failures happened');
   assert.match(srv.server.stderrTail(400), /ttlMonitorFailBatch/);
 });
+
+h.test('D7 beyond: a write slow between its commit and its note (pauseTTLWriterBeforeNote) still wakes the monitor for the index whose deadline it brought forward', { timeout: 60000 }, async () => {
+  // Periodic passes and full deadline reads rare, so only the write's own wake-up can bring the monitor back.
+  await params({ ttlMonitorSleepSecs: 60, ttlMonitorDeadlineRefreshMS: 600000 });
+  const db = srv.freshDb('fpnote');
+  try {
+    const a = db.collection('a');
+    const b = db.collection('b');
+    await a.createIndex({ at: 1 }, { expireAfterSeconds: 0 });
+    await b.createIndex({ at: 1 }, { expireAfterSeconds: 0 });
+    await b.insertOne({ _id: 'later', at: new Date(Date.now() + 3600e3) });
+    const T = Date.now() + 1500;
+    await a.insertOne({ _id: 'a', at: new Date(T) });
+    await admin().command({ configureFailPoint: 'pauseTTLWriterBeforeNote', mode: 'alwaysOn', data: { ms: 300 } });
+    const due = T + 600;
+    try {
+      await h.sleep(Math.max(0, T - 100 - Date.now()));
+      // Committed just before a's deadline (so, later than it, no wake-up then); its note lands ~200 ms after
+      // the pass at T has recomputed the deadline without it and settled on b's hour.
+      await b.insertOne({ _id: 'soon', at: new Date(due) });
+    } finally {
+      await off('pauseTTLWriterBeforeNote');
+    }
+    const until = Date.now() + 5000;
+    while ((await b.countDocuments({ _id: 'soon' })) > 0) {
+      assert.ok(Date.now() < until, 'b\'s document was not deleted within 4 s of its expiry');
+      await h.sleep(20);
+    }
+    const late = Date.now() - due;
+    console.log(`a note made 300 ms after its commit: deleted ${late} ms after its expiry`);
+    assert.ok(late < 1500, `deleted ${late} ms after its expiry`);
+    assert.equal(await a.countDocuments(), 0);
+    assert.equal(await b.countDocuments({ _id: 'later' }), 1);
+  } finally {
+    await params({ ttlMonitorSleepSecs: 1, ttlMonitorDeadlineRefreshMS: 1000 });
+    await db.dropDatabase().catch(() => {});
+  }
+});
