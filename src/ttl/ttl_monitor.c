@@ -1677,6 +1677,15 @@ run_pass(mf_ttl_monitor_t *m, mf_sess_t *s, bool all)
     }
 }
 
+/* Target t's collection (*cp) and TTL index, with its expireAfterSeconds (*secs); NULL when gone. Catalog lock held. */
+static mf_index_t *
+target_index(mf_ttl_monitor_t *m, const ttl_target_t *t, mf_coll_t **cp, int64_t *secs)
+{
+    mf_coll_t *c = refind(m, t);
+    *cp = c;
+    return c ? find_ttl_index(c, t->index, secs) : NULL;
+}
+
 /*
  * Reads target t's deadline from its index (catalog lock held) into t->due,
  * having taken what writers noted for it (the read sees their commits).
@@ -1688,9 +1697,7 @@ target_read(mf_ttl_monitor_t *m, mf_sess_t *s, ttl_target_t *t, int64_t now, int
             bool *no_fds, mf_coll_t **cp)
 {
     int64_t secs;
-    mf_coll_t *c = refind(m, t);
-    mf_index_t *ix = c ? find_ttl_index(c, t->index, &secs) : NULL;
-    *cp = c;
+    mf_index_t *ix = target_index(m, t, cp, &secs);
     t->stale = false;
     if (ix == NULL) {
         t->due = NO_DEADLINE;
@@ -1702,69 +1709,54 @@ target_read(mf_ttl_monitor_t *m, mf_sess_t *s, ttl_target_t *t, int64_t now, int
 }
 
 /*
- * Earliest deadline over every TTL index (NO_DEADLINE if none): each
- * target's as last read (see "Deadlines"). Only the targets a pass visited
- * since, or not read yet, are read again, and the deadlines writers noted
- * are taken; every index is read (and the console's view and the backlog
- * rebuilt) when full, when a kick asked for it (DDL, a parameter, a reader
- * of the backlog), when writers noted more indexes than NOTED_MAX, after
- * the target list changed, and when ttlMonitorDeadlineRefreshMS has passed
- * since the last full read. Returns now while a write's Dates went
- * unrecorded (force_full): the pass that forgets the floors must run.
+ * compute_next_due's usual read: the targets a pass visited since (or not
+ * read yet) read again, the deadlines writers noted (noted, nnoted idents)
+ * taken; the earliest over every target.
  */
 static int64_t
-compute_next_due(mf_ttl_monitor_t *m, mf_sess_t *s, bool full)
+read_changed(mf_ttl_monitor_t *m, mf_sess_t *s, target_list_t *l, int64_t now, char (*noted)[80], int nnoted)
 {
-    int64_t best = NO_DEADLINE, now = mf_now_ms(), backlog = 0;
-    const int64_t cap = BACKLOG_CAP;
-    char noted[NOTED_MAX][80];
-    int nnoted;
+    int64_t best = NO_DEADLINE;
+    bool no_fds = false; /* TooManyFilesOpen: the rest stay stale, read by a later recomputation */
 
-    atomic_store(&m->watch_due, NO_DEADLINE);
-    /* The refresh a reader may be waiting for covers from here on. */
-    pthread_mutex_lock(&m->mu);
-    int64_t gen = m->refresh_req;
-    full = full || m->full_due || m->noted_over || m->refresh_done < gen;
-    m->full_due = false;
-    m->noted_over = false;
-    nnoted = m->nnoted;
-    memcpy(noted, m->noted, (size_t)nnoted * sizeof(noted[0]));
-    m->nnoted = 0;
-    pthread_mutex_unlock(&m->mu);
-    target_list_t *l = targets_get(m);
-    if (l->gen != m->due_gen || mf_mono_ms() - m->due_full_ms >= mf_param_value(m->prm.due_refresh_ms))
-        full = true;
     mf_catalog_rdlock(m->env.cat);
-    if (!full) {
-        bool no_fds = false; /* TooManyFilesOpen: the rest stay stale, read by a later recomputation */
-        for (int i = 0; i < l->n; i++) {
-            ttl_target_t *t = &l->v[i];
-            bool named = false;
-            for (int k = 0; k < nnoted && !named; k++)
-                named = strcmp(noted[k], t->ident) == 0;
-            if ((t->stale || t->due == DUE_UNKNOWN) && !no_fds) {
-                mf_coll_t *c;
-                target_read(m, s, t, now, NULL, 0, &no_fds, &c);
-            } else if (named) {
-                /* Writes only bring a deadline forward: the earlier of the two. */
-                mf_coll_t *c = refind(m, t);
-                int64_t secs;
-                mf_index_t *ix = c ? find_ttl_index(c, t->index, &secs) : NULL;
-                int64_t d = ix ? atomic_exchange(&ix->ttl_noted_due, NO_DEADLINE) : NO_DEADLINE;
-                if (d < t->due)
-                    t->due = d;
-            }
-            if (t->due < best)
-                best = t->due;
+    for (int i = 0; i < l->n; i++) {
+        ttl_target_t *t = &l->v[i];
+        bool named = false;
+        for (int k = 0; k < nnoted && !named; k++)
+            named = strcmp(noted[k], t->ident) == 0;
+        mf_coll_t *c;
+        if ((t->stale || t->due == DUE_UNKNOWN) && !no_fds) {
+            target_read(m, s, t, now, NULL, 0, &no_fds, &c);
+        } else if (named) {
+            /* Writes only bring a deadline forward: the earlier of the two. */
+            int64_t secs;
+            mf_index_t *ix = target_index(m, t, &c, &secs);
+            int64_t d = ix ? atomic_exchange(&ix->ttl_noted_due, NO_DEADLINE) : NO_DEADLINE;
+            if (d < t->due)
+                t->due = d;
         }
-        mf_catalog_unlock(m->env.cat);
-        if (atomic_load(&m->force_full) && best > now)
-            best = now; /* a write's Dates went unrecorded: the floors go and every index is visited, now */
-        atomic_store(&m->watch_due, best);
-        return best;
+        if (t->due < best)
+            best = t->due;
     }
+    mf_catalog_unlock(m->env.cat);
+    return best;
+}
+
+/*
+ * compute_next_due's full read: every target's deadline read, the console's
+ * per-index view and the backlog rebuilt, and the refresh a reader asked
+ * for (gen) marked done; the earliest over every target.
+ */
+static int64_t
+read_all(mf_ttl_monitor_t *m, mf_sess_t *s, target_list_t *l, int64_t now, int64_t gen)
+{
+    int64_t best = NO_DEADLINE, backlog = 0;
+    const int64_t cap = BACKLOG_CAP;
     idx_snap_t *snap = l->n ? mf_calloc((size_t)l->n, sizeof(*snap)) : NULL;
     int nsnap = 0;
+
+    mf_catalog_rdlock(m->env.cat);
     for (int i = 0; i < l->n; i++)
         l->v[i].due = DUE_UNKNOWN; /* until read below */
     for (int j = 0; j < l->n; j++) {
@@ -1800,8 +1792,43 @@ compute_next_due(mf_ttl_monitor_t *m, mf_sess_t *s, bool full)
     m->refresh_done = gen;
     pthread_cond_broadcast(&m->refresh_cv);
     pthread_mutex_unlock(&m->mu);
+    return best;
+}
+
+/*
+ * Earliest deadline over every TTL index (NO_DEADLINE if none): each
+ * target's as last read (see "Deadlines"). Usually only what changed is
+ * read (read_changed); every index is read (read_all) when full, when a kick
+ * asked for it (DDL, a parameter, a reader of the backlog), when writers
+ * noted more indexes than NOTED_MAX, after the target list changed, and
+ * when ttlMonitorDeadlineRefreshMS has passed since the last full read.
+ * Returns now while a write's Dates went unrecorded (force_full): the pass
+ * that forgets the floors must run.
+ */
+static int64_t
+compute_next_due(mf_ttl_monitor_t *m, mf_sess_t *s, bool full)
+{
+    int64_t now = mf_now_ms();
+    char noted[NOTED_MAX][80];
+    int nnoted;
+
+    atomic_store(&m->watch_due, NO_DEADLINE);
+    /* The refresh a reader may be waiting for covers from here on. */
+    pthread_mutex_lock(&m->mu);
+    int64_t gen = m->refresh_req;
+    full = full || m->full_due || m->noted_over || m->refresh_done < gen;
+    m->full_due = false;
+    m->noted_over = false;
+    nnoted = m->nnoted;
+    memcpy(noted, m->noted, (size_t)nnoted * sizeof(noted[0]));
+    m->nnoted = 0;
+    pthread_mutex_unlock(&m->mu);
+    target_list_t *l = targets_get(m);
+    if (l->gen != m->due_gen || mf_mono_ms() - m->due_full_ms >= mf_param_value(m->prm.due_refresh_ms))
+        full = true;
+    int64_t best = full ? read_all(m, s, l, now, gen) : read_changed(m, s, l, now, noted, nnoted);
     if (atomic_load(&m->force_full) && best > now)
-        best = now; /* as above: the floors may hide what an unrecorded write made due */
+        best = now; /* a write's Dates went unrecorded: the floors go and every index is visited, now */
     atomic_store(&m->watch_due, best);
     return best;
 }
@@ -2046,8 +2073,9 @@ observe_doc(mf_ttl_monitor_t *m, mf_coll_t *c, const bson_t *doc)
             continue;
         if (!doc_earliest_date(doc, ix->kp.fields[0], &earliest))
             continue;
-        dirty_note(m, ix, earliest, add_secs(earliest, secs));
-        if (add_secs(earliest, secs) < due)
+        int64_t d = add_secs(earliest, secs);
+        dirty_note(m, ix, earliest, d);
+        if (d < due)
             tls_moved_deadline = m;
     }
 }
