@@ -376,18 +376,33 @@ wtimeout_reply(mf_engine_t *eng, const char *name, bson_t *reply)
  * concern's wtimeout) is reported as MongoDB does: not a writeError but the
  * reply's writeConcernError {code: 64, errInfo: {wtimeout: true}}.
  */
+/* Whether the write error at e has code code. */
+static bool
+write_error_is(const bson_iter_t *e, int code)
+{
+    bson_iter_t f;
+    return bson_iter_recurse(e, &f) && bson_iter_find(&f, "code") && bson_iter_as_int64(&f) == code;
+}
+
+/* Whether reply's writeErrors hold one with code code. */
+static bool
+write_errors_have(const bson_t *reply, int code)
+{
+    bson_iter_t it, a;
+    if (!bson_iter_init_find(&it, reply, "writeErrors") || !bson_iter_recurse(&it, &a))
+        return false;
+    while (bson_iter_next(&a)) {
+        if (write_error_is(&a, code))
+            return true;
+    }
+    return false;
+}
+
 static void
 wtimeout_to_write_concern_error(bson_t *reply)
 {
-    bson_iter_t it, a, f;
-    bool found = false;
-    if (!bson_iter_init_find(&it, reply, "writeErrors") || !bson_iter_recurse(&it, &a))
-        return;
-    while (bson_iter_next(&a) && !found) {
-        if (bson_iter_recurse(&a, &f) && bson_iter_find(&f, "code") && bson_iter_as_int64(&f) == MF_E_WriteConcernFailed)
-            found = true;
-    }
-    if (!found)
+    bson_iter_t it, a;
+    if (!write_errors_have(reply, MF_E_WriteConcernFailed))
         return;
     bson_t out, errs;
     uint32_t n = 0;
@@ -401,8 +416,7 @@ wtimeout_to_write_concern_error(bson_t *reply)
         bson_init(&errs);
         bson_iter_recurse(&it, &a);
         while (bson_iter_next(&a)) {
-            if (bson_iter_recurse(&a, &f) && bson_iter_find(&f, "code") &&
-                bson_iter_as_int64(&f) == MF_E_WriteConcernFailed)
+            if (write_error_is(&a, MF_E_WriteConcernFailed))
                 continue;
             char key[16];
             const char *kp;
@@ -425,9 +439,7 @@ append_named_write_error(mf_engine_t *eng, bson_t *errs, const char *key, bson_i
 {
     bson_iter_t f;
     bson_t doc;
-    bool is264 = bson_iter_recurse(e, &f) && bson_iter_find(&f, "code") &&
-                 bson_iter_as_int64(&f) == MF_E_TooManyFilesOpen;
-    if (!is264) {
+    if (!write_error_is(e, MF_E_TooManyFilesOpen)) {
         bson_append_value(errs, key, -1, bson_iter_value(e));
         return;
     }
@@ -455,13 +467,8 @@ append_named_write_error(mf_engine_t *eng, bson_t *errs, const char *key, bson_i
 static void
 name_tables_in_write_errors(mf_engine_t *eng, bson_t *reply)
 {
-    bson_iter_t it, a, f;
-    bool found = false;
-    if (eng->cat == NULL || !bson_iter_init_find(&it, reply, "writeErrors") || !bson_iter_recurse(&it, &a))
-        return;
-    while (bson_iter_next(&a) && !found)
-        found = bson_iter_recurse(&a, &f) && bson_iter_find(&f, "code") && bson_iter_as_int64(&f) == MF_E_TooManyFilesOpen;
-    if (!found)
+    bson_iter_t it, a;
+    if (eng->cat == NULL || !write_errors_have(reply, MF_E_TooManyFilesOpen))
         return;
     bson_t out, errs;
     bson_init(&out);
