@@ -90,8 +90,8 @@ typedef struct mf_index {
     _Atomic int64_t ttl_noted_due;
     /*
      * Range removal (mf_coll_remove_deferred): transactions left to pass
-     * before this index's removals are tried as one range again, after a
-     * range that held other entries (keys in random order: session ids as
+     * before this index's removals are tried as ranges again, after a
+     * transaction whose entries mostly did not go as ranges (keys in random order: session ids as
      * _id, say). 0: try.
      */
     _Atomic int range_skip;

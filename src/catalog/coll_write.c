@@ -419,6 +419,7 @@ removal_sorted(mf_removal_keys_t *t)
     if (t->n > t->sorted_cap) {
         t->sorted_cap = t->n * 2;
         t->sorted = mf_realloc(t->sorted, t->sorted_cap * sizeof(*t->sorted));
+        t->runs = mf_realloc(t->runs, t->sorted_cap * sizeof(*t->runs));
     }
     size_t off = 0;
     for (size_t i = 0; i < t->n; i++) {
@@ -432,8 +433,31 @@ removal_sorted(mf_removal_keys_t *t)
     return t->sorted;
 }
 
+static int
+rid_cmp(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+size_t
+mf_rids_in_runs(const int64_t *ids, size_t n, int64_t *scratch)
+{
+    size_t in = 0;
+    memcpy(scratch, ids, n * sizeof(*ids));
+    qsort(scratch, n, sizeof(*scratch), rid_cmp);
+    for (size_t i = 0; i < n;) {
+        size_t first = i++;
+        while (i < n && scratch[i] == scratch[i - 1] + 1)
+            i++;
+        if (i - first >= MF_RANGE_MIN_ITEMS)
+            in += i - first;
+    }
+    return in;
+}
+
 void
-mf_removals_begin(mf_removals_t *d, const mf_coll_t *c, bool rec_contiguous, bool indexes)
+mf_removals_begin(mf_removals_t *d, const mf_coll_t *c, bool rec_runs, bool indexes)
 {
     if (d->nix < c->nindexes) {
         d->ix = mf_realloc(d->ix, (size_t)c->nindexes * sizeof(*d->ix));
@@ -441,7 +465,7 @@ mf_removals_begin(mf_removals_t *d, const mf_coll_t *c, bool rec_contiguous, boo
         d->nix = c->nindexes;
     }
     d->rec.len = d->rec.n = 0;
-    d->rec.on = rec_contiguous;
+    d->rec.on = rec_runs;
     for (int i = 0; i < c->nindexes; i++) {
         mf_index_t *ix = c->indexes[i];
         mf_removal_keys_t *t = &d->ix[i];
@@ -461,9 +485,12 @@ void
 mf_removals_free(mf_removals_t *d)
 {
     free(d->rec.buf);
+    free(d->rec.sorted);
+    free(d->rec.runs);
     for (int i = 0; i < d->nix; i++) {
         free(d->ix[i].buf);
         free(d->ix[i].sorted);
+        free(d->ix[i].runs);
     }
     free(d->ix);
     memset(d, 0, sizeof(*d));
@@ -761,83 +788,90 @@ mf_coll_remove_if(mf_sess_t *s, mf_coll_t *c, int64_t rid, bool (*check)(void *a
 }
 
 /*
- * Removes table uri's collected keys t (record ids if rec): from the
- * smallest to the largest as one truncate when the range holds exactly
- * them, else one by one. exact: the caller knows it does (the record store
- * without gaps); else, with may_check, they are compared here key by key
- * with what the transaction sees there. *ranged: went as a range.
+ * Removes table uri's collected keys t (record ids if rec), in key order:
+ * each run of them that nothing else lies between goes as one truncate
+ * when it holds at least MF_RANGE_MIN_ITEMS, the rest one by one. Record
+ * ids: every run of consecutive ids (see mf_coll_remove_deferred for why
+ * nothing else is there). Index entries, only with may_check: the runs a
+ * walk finds where the transaction sees exactly the collected entries,
+ * compared key by key (a count alone would let an entry of another
+ * document stand in for one of ours that the index lacks, and truncate
+ * it); a walk that finds more than half the keys in short runs stops and
+ * they all go one by one. *ranged: how many keys went in ranges.
  */
 static int
-removal_run(mf_sess_t *s, const char *uri, mf_removal_keys_t *t, bool rec, bool exact, bool may_check,
-            bool *ranged, mf_error_t *err)
+removal_run(mf_sess_t *s, const char *uri, mf_removal_keys_t *t, bool rec, bool may_check, size_t *ranged,
+            mf_error_t *err)
 {
-    mf_cur_t *cur;
-    const uint8_t *lo, *hi;
-    size_t lolen, hilen;
+    mf_cur_t *cur = NULL;
+    size_t nruns = 0;
     int ret = 0;
 
-    *ranged = false;
+    *ranged = 0;
     if (t->n == 0)
         return 0;
-    lolen = removal_key(t, t->min_off, &lo);
-    hilen = removal_key(t, t->max_off, &hi);
-    if (!exact && may_check) {
-        /*
-         * The range holds exactly the collected entries, compared key by
-         * key: a count alone would let an entry of another document stand
-         * in for one of ours that the index lacks, and truncate it.
-         */
+    const mf_key_span_t *keys = removal_sorted(t);
+    if (rec) {
+        for (size_t i = 0; i < t->n;) {
+            size_t first = i++;
+            while (i < t->n && rid_from_be(keys[i].data) == rid_from_be(keys[i - 1].data) + 1)
+                i++;
+            t->runs[nruns++] = i - first;
+        }
+    } else if (may_check) {
         if (mf_cur_open(s, uri, &cur, err) != 0)
             return -1;
-        ret = mf_cur_range_matches(cur, removal_sorted(t), t->n, &exact);
+        ret = mf_cur_range_runs(cur, keys, t->n, MF_RANGE_MIN_ITEMS, t->n / 2, t->runs, &nruns);
         mf_cur_close(cur);
+        cur = NULL;
         if (ret != 0)
             return ret == MF_CONFLICT ? MF_CONFLICT : mf_err_set(err, MF_E_InternalError, "reading %s failed", uri);
     }
-    if (exact) {
-        ret = mf_truncate_range(s, uri, lo, lolen, hi, hilen, err);
-        if (ret != 0)
-            return ret == MF_CONFLICT ? MF_CONFLICT : -1;
-        *ranged = true;
-        return 0;
+    bool known = nruns > 0;
+    if (!known) {
+        t->runs[0] = t->n; /* not checked, or too scattered: one by one */
+        nruns = 1;
     }
-    if (mf_cur_open(s, uri, &cur, err) != 0)
-        return -1;
-    for (size_t off = 0; ret == 0 && off < t->len;) {
-        const uint8_t *k;
-        size_t len = removal_key(t, off, &k);
-        off += 2 + len;
-        ret = rec ? mf_cur_remove_rid(cur, rid_from_be(k)) : mf_cur_remove_bytes(cur, k, len);
-        if (ret == MF_NOTFOUND)
-            ret = 0;
+    size_t i = 0;
+    for (size_t r = 0; ret == 0 && r < nruns; r++) {
+        size_t len = t->runs[r];
+        if (known && len >= MF_RANGE_MIN_ITEMS) {
+            ret = mf_truncate_range(s, uri, keys[i].data, keys[i].len, keys[i + len - 1].data, keys[i + len - 1].len,
+                                    err);
+            if (ret != 0)
+                ret = ret == MF_CONFLICT ? MF_CONFLICT : -1;
+            else
+                *ranged += len;
+            i += len;
+            continue;
+        }
+        if (cur == NULL && mf_cur_open(s, uri, &cur, err) != 0)
+            return -1;
+        for (size_t end = i + len; ret == 0 && i < end; i++) {
+            ret = rec ? mf_cur_remove_rid(cur, rid_from_be(keys[i].data))
+                      : mf_cur_remove_bytes(cur, keys[i].data, keys[i].len);
+            if (ret == MF_NOTFOUND)
+                ret = 0;
+        }
+        if (ret != 0 && ret != MF_CONFLICT)
+            ret = mf_err_set(err, MF_E_InternalError, "removing from %s failed", uri);
     }
-    mf_cur_close(cur);
-    if (ret == MF_CONFLICT)
-        return MF_CONFLICT;
-    if (ret != 0)
-        return mf_err_set(err, MF_E_InternalError, "removing from %s failed", uri);
-    return 0;
+    if (cur != NULL)
+        mf_cur_close(cur);
+    return ret;
 }
 
-#define RANGE_SKIP_TXNS 64 /* transactions an index whose range held others waits before it tries again */
+#define RANGE_SKIP_TXNS 64 /* transactions an index whose keys mostly did not go as ranges waits before it tries again */
 
 int
-mf_coll_remove_deferred(mf_sess_t *s, mf_coll_t *c, mf_removals_t *d, int64_t token, bool *rec_ranged,
+mf_coll_remove_deferred(mf_sess_t *s, mf_coll_t *c, mf_removals_t *d, int64_t token, size_t *rec_ranged,
                         int *ix_ranges, mf_error_t *err)
 {
-    bool ranged;
+    size_t ranged = 0;
     int ret = 0;
 
-    *rec_ranged = false;
     *ix_ranges = 0;
-    if (d->rec.n > 0) {
-        /* Record ids are dense: n ids from min to max with no gap fill the range, nothing else can be in it. */
-        const uint8_t *mn, *mx;
-        removal_key(&d->rec, d->rec.min_off, &mn);
-        removal_key(&d->rec, d->rec.max_off, &mx);
-        bool dense = rid_from_be(mx) - rid_from_be(mn) + 1 == (int64_t)d->rec.n;
-        ret = removal_run(s, c->uri, &d->rec, true, dense, false, rec_ranged, err);
-    }
+    ret = removal_run(s, c->uri, &d->rec, true, true, rec_ranged, err);
     /* A writer entered the guard since the transaction began: its entries could be in a range, unseen. */
     bool guarded = mf_rguard_unchanged(&c->guard, token);
     for (int i = 0; ret == 0 && i < d->nix && i < c->nindexes; i++) {
@@ -845,9 +879,9 @@ mf_coll_remove_deferred(mf_sess_t *s, mf_coll_t *c, mf_removals_t *d, int64_t to
         mf_index_t *ix = c->indexes[i];
         if (t->n == 0)
             continue;
-        ret = removal_run(s, ix->uri, t, false, false, guarded, &ranged, err);
-        *ix_ranges += ranged;
-        if (ret == 0 && guarded && !ranged)
+        ret = removal_run(s, ix->uri, t, false, guarded, &ranged, err);
+        *ix_ranges += ranged > 0;
+        if (ret == 0 && guarded && ranged < t->n / 2)
             atomic_store(&ix->range_skip, RANGE_SKIP_TXNS);
     }
     if (ret == 0 && *ix_ranges > 0)

@@ -37,7 +37,7 @@ int mf_coll_insert(mf_sess_t *s, mf_coll_t *c, const bson_t *doc, int64_t *rid_o
 /*
  * Record ids reserved in a block, so that the documents of one insert
  * command get consecutive ids even while other commands insert into the
- * same collection (a TTL batch then removes their records as one range,
+ * same collection (a TTL batch then removes their records as ranges,
  * mf_coll_remove_deferred): mf_rids_take returns the next id of r,
  * reserving up to want more of c's ids (one atomic step) when r is used up;
  * a reserved id never used is simply skipped. Not for capped collections,
@@ -73,8 +73,9 @@ typedef struct mf_removal_keys {
     size_t len, cap, n;
     size_t min_off, max_off; /* where the smallest and largest key start */
     bool on;
-    mf_key_span_t *sorted; /* the keys in key order, for an index's range check; mf_malloc'd, grown */
+    mf_key_span_t *sorted; /* the keys in key order, for finding runs; mf_malloc'd, grown */
     size_t sorted_cap;
+    size_t *runs; /* lengths of the runs found in sorted (removal_run); mf_malloc'd, grown with sorted */
 } mf_removal_keys_t;
 
 typedef struct mf_removals {
@@ -85,12 +86,22 @@ typedef struct mf_removals {
 
 /*
  * mf_removals_begin: starts d for a transaction's deletions from c: the
- * record store collects if rec_contiguous (the caller's record ids, if all
- * deleted, fill a range with no gap); with indexes, every index collects
- * unless it is being built or its range_skip says to wait.
+ * record store collects if rec_runs (the caller's record ids fall mostly in
+ * runs of consecutive ids, mf_rids_in_runs); with indexes, every index
+ * collects unless it is being built or its range_skip says to wait.
  * mf_removals_free releases d's buffers.
  */
-void mf_removals_begin(mf_removals_t *d, const mf_coll_t *c, bool rec_contiguous, bool indexes);
+void mf_removals_begin(mf_removals_t *d, const mf_coll_t *c, bool rec_runs, bool indexes);
+
+/*
+ * MF_RANGE_MIN_ITEMS: the fewest keys of one table that go as a range (a
+ * truncate costs two searches from the root and, for index entries, a walk
+ * that compares them, which only pays off over a few). mf_rids_in_runs: how
+ * many of the n record ids ids (any order; scratch has room for n) lie in
+ * runs of at least that many consecutive ids.
+ */
+#define MF_RANGE_MIN_ITEMS 8
+size_t mf_rids_in_runs(const int64_t *ids, size_t n, int64_t *scratch);
 void mf_removals_free(mf_removals_t *d);
 
 /*
@@ -107,27 +118,28 @@ int mf_coll_remove_if(mf_sess_t *s, mf_coll_t *c, int64_t rid, bool (*check)(voi
 
 /*
  * mf_coll_remove_deferred: removes what d collected from c, in the
- * transaction that collected it, before it commits.
- *   Records: when their ids are consecutive (n ids from min to max), as one
- *   truncate of [min, max] (one log record instead of one per record,
- *   *rec_ranged). Nothing else can be in that range, even for recovery,
- *   which replays the truncate without a snapshot: record ids are handed
- *   out once, and another transaction's update or removal of one of them
- *   conflicts with the truncate. Otherwise one by one.
- *   Index entries: from the smallest collected key to the largest, as one
- *   truncate when the entries the transaction sees there are exactly the
- *   collected ones (compared key by key), and no writer has entered c's
- *   range guard since token (mf_rguard_token, read before the transaction
- *   began): the transaction then commits through the guard
- *   (mf_txn_commit_unless_entered), so a key another transaction inserts
- *   into the range unseen cannot commit before it (recovery would replay
- *   that insert, then the truncate). Otherwise one by one; an index whose
- *   range held other entries (keys in random order) waits a while before it
- *   is tried again (range_skip). *ix_ranges counts the indexes removed from
- *   as one range.
+ * transaction that collected it, before it commits. Each table's keys go
+ * in key order, every run of at least MF_RANGE_MIN_ITEMS of them that
+ * holds nothing else as one truncate (one log record instead of one per
+ * key), the rest one by one.
+ *   Records: runs of consecutive ids. Nothing else can be in such a run,
+ *   even for recovery, which replays a truncate without a snapshot: record
+ *   ids are handed out once, and another transaction's update or removal of
+ *   one of them conflicts with the truncate. *rec_ranged: how many went
+ *   in ranges.
+ *   Index entries: the runs where the entries the transaction sees are
+ *   exactly the collected ones (compared key by key, one search per run),
+ *   only while no writer has entered c's range guard since token
+ *   (mf_rguard_token, read before the transaction began): the transaction
+ *   then commits through the guard (mf_txn_commit_unless_entered), so a
+ *   key another transaction inserts into a range unseen cannot commit
+ *   before it (recovery would replay that insert, then the truncate). An
+ *   index whose keys mostly did not go as ranges (keys in random order)
+ *   waits a while before it is tried again (range_skip). *ix_ranges counts
+ *   the indexes removed from with at least one range.
  * Returns 0, MF_CONFLICT, or -1 with err.
  */
-int mf_coll_remove_deferred(mf_sess_t *s, mf_coll_t *c, mf_removals_t *d, int64_t token, bool *rec_ranged,
+int mf_coll_remove_deferred(mf_sess_t *s, mf_coll_t *c, mf_removals_t *d, int64_t token, size_t *rec_ranged,
                             int *ix_ranges, mf_error_t *err) MF_WUR;
 
 /*

@@ -107,8 +107,8 @@ typedef struct del_ctx {
     size_t chunk; /* items per transaction */
     mf_removals_t defer;
     bool txn_seen, collecting; /* an item of the open transaction was seen; it collects (its pre-commit step is ours) */
-    bool ranged;               /* its records went as one range */
-    int ix_ranged;             /* ... and this many indexes' entries */
+    size_t ranged;             /* this many of its records went in ranges */
+    int ix_ranged;             /* ... and this many indexes' entries (some of them) */
     /*
      * The collection's range guard token (mf_rguard_token), read before each
      * transaction begins: at the start and at every transaction's end, which
@@ -116,6 +116,7 @@ typedef struct del_ctx {
      */
     int64_t token;
     bool ix_failed; /* the last transaction's index ranges rolled back: its retry goes one by one */
+    int64_t *scratch; /* room for a transaction's record ids (mf_rids_in_runs) */
 } del_ctx_t;
 
 /* The transaction's end, committed or not: the next item starts a new one. */
@@ -137,13 +138,6 @@ del_prepare(void *arg, mf_sess_t *s, mf_error_t *err)
     return r == MF_CONFLICT ? mf_err_write_conflict(err) : r;
 }
 
-/*
- * Fewer items than this in a transaction go one by one: a range costs a
- * truncate (two searches from the root) and, for index entries, a count,
- * which only pays off over a few documents.
- */
-#define RANGE_MIN_ITEMS 8
-
 static int
 del_item(void *arg, size_t i, mf_error_t *err)
 {
@@ -153,19 +147,20 @@ del_item(void *arg, size_t i, mf_error_t *err)
         /* The first item of a transaction (a retry starts one afresh): ranges or not, for all of it. */
         size_t to = i + x->chunk < x->n ? i + x->chunk : x->n;
         x->txn_seen = true;
-        x->collecting = x->ranged = false;
+        x->collecting = false;
+        x->ranged = 0;
         x->ix_ranged = 0;
         mf_txn_on_end(x->s, del_txn_end, x);
-        int64_t mn = INT64_MAX, mx = INT64_MIN;
-        for (size_t j = i; j < to; j++) {
-            mn = x->rids[j] < mn ? x->rids[j] : mn;
-            mx = x->rids[j] > mx ? x->rids[j] : mx;
-        }
-        /* Consecutive record ids (see mf_coll_remove_deferred for why nothing else can be in their range). */
-        bool rec = (x->ranges & MF_DEL_RANGE_RECORDS) && mx - mn + 1 == (int64_t)(to - i);
+        /*
+         * Records are collected when at least half of them are in runs of
+         * consecutive ids (see mf_coll_remove_deferred for why nothing else
+         * can be in such a run): the others then cost a second search each.
+         */
+        bool rec = (x->ranges & MF_DEL_RANGE_RECORDS) && to - i >= MF_RANGE_MIN_ITEMS &&
+                   mf_rids_in_runs(x->rids + i, to - i, x->scratch) * 2 >= to - i;
         /* Index entries: only if no writer was in the collection's indexes when the transaction began. */
         bool ix = (x->ranges & MF_DEL_RANGE_INDEXES) && x->token >= 0 && !x->ix_failed;
-        if (to - i >= RANGE_MIN_ITEMS && (rec || ix) && mf_txn_on_prepare(x->s, del_prepare, x)) {
+        if (to - i >= MF_RANGE_MIN_ITEMS && (rec || ix) && mf_txn_on_prepare(x->s, del_prepare, x)) {
             x->collecting = true;
             mf_removals_begin(&x->defer, x->c, rec, ix);
         }
@@ -183,9 +178,10 @@ del_commit(void *arg, size_t from, size_t to)
     for (size_t i = from; i < to; i++)
         x->stats->deleted += x->slot[i];
     x->stats->batches++;
-    x->stats->ranges += x->ranged;
+    x->stats->ranges += x->ranged > 0;
+    x->stats->range_records += (int64_t)x->ranged;
     x->stats->ix_ranges += x->ix_ranged;
-    x->ranged = false;
+    x->ranged = 0;
     x->ix_ranged = 0;
 }
 
@@ -197,7 +193,9 @@ mf_delete_rids(mf_sess_t *s, mf_coll_t *c, const int64_t *rids, size_t n, size_t
                    .check_arg = check_arg, .stats = stats, .ranges = ranges, .chunk = batch_docs ? batch_docs : n};
     size_t start = 0;
     x.token = mf_rguard_token(&c->guard); /* before the first transaction begins */
+    x.scratch = ranges ? mf_malloc((x.chunk < n ? x.chunk : n) * sizeof(*x.scratch) + 1) : NULL;
     int r = mf_batch_run(s, &start, n, batch_docs, durable, del_item, del_commit, &x, err);
+    free(x.scratch);
     free(x.slot);
     mf_removals_free(&x.defer);
     return r == 0 ? 0 : -1;

@@ -57,19 +57,22 @@ typedef bool (*mf_delete_check_fn)(void *arg, int64_t rid, const bson_t *doc);
 typedef struct mf_delete_stats {
     int64_t deleted;
     int64_t batches;
-    int64_t ranges;    /* batches whose records went as one range */
-    int64_t ix_ranges; /* indexes whose entries a batch removed as one range, summed over batches */
+    int64_t ranges;        /* batches whose records went in ranges (some of them) */
+    int64_t range_records; /* records that went in ranges */
+    int64_t ix_ranges;     /* indexes whose entries a batch removed in ranges (some of them), summed over batches */
 } mf_delete_stats_t;
 
 /*
  * mf_delete_rids: deletes the records rids[0..n) of c that check() still
  * accepts, batch_docs per transaction (0 = all in one). ranges (flags
- * MF_DEL_RANGE_*, 0 for none): a transaction of at least 8 documents
- * removes its records as one range when their ids are consecutive
- * (documents inserted in the order they expire), and each index's entries
- * as one range when no other transaction inserted into c's indexes
- * meanwhile: one log record per table instead of one per entry
- * (mf_coll_remove_deferred); the transaction's pre-commit step is then its
+ * MF_DEL_RANGE_*, 0 for none): a transaction of at least
+ * MF_RANGE_MIN_ITEMS documents removes its records in ranges when most of
+ * their ids are in runs of consecutive ids (documents inserted in the order
+ * they expire, also by several clients at once), and each index's entries
+ * in ranges (the runs of them nothing else lies between) when no other
+ * transaction inserted into c's indexes meanwhile: one log record per run
+ * instead of one per entry (mf_coll_remove_deferred); the transaction's
+ * pre-commit step is then its
  * own (mf_txn_on_prepare). Index ranges commit through c's range guard,
  * whose check comes after every pre-commit step, replication's wait for
  * its raft entry included: a writer could enter meanwhile and roll the
@@ -77,7 +80,7 @@ typedef struct mf_delete_stats {
  * must not ask for them. Returns 0, or -1 with err (stats say what was
  * committed before the failure).
  */
-#define MF_DEL_RANGE_RECORDS 0x1 /* records may go as one range */
+#define MF_DEL_RANGE_RECORDS 0x1 /* records may go as ranges */
 #define MF_DEL_RANGE_INDEXES 0x2 /* index entries may go as ranges (not on a replica-set member, see above) */
 int mf_delete_rids(mf_sess_t *s, mf_coll_t *c, const int64_t *rids, size_t n, size_t batch_docs, bool durable,
                    mf_delete_check_fn check, void *check_arg, int ranges, mf_delete_stats_t *stats,

@@ -270,11 +270,14 @@ void mf_cur_close_near(mf_cur_t *c);
  * Removing a contiguous range of a table (a batch of TTL deletions, whose
  * documents the same transaction deletes); on a record table the keys are
  * record ids given as 8 bytes big-endian:
- *   mf_cur_range_matches: whether the entries c's transaction sees with
- *   byte keys in [keys[0], keys[n-1]] are exactly the n keys given
- *   (strictly ascending in mf_key_cmp order): *same. It stops
- *   at the first entry that differs. Byte-keyed tables only (-1 on a
- *   record table). Returns 0, or -1/MF_CONFLICT. Leaves c reset.
+ *   mf_cur_range_runs: splits the n keys given (strictly ascending in
+ *   mf_key_cmp order) into runs, in order, runs[0..*nruns) their lengths:
+ *   the entries c's transaction sees with byte keys in [first, last] of a
+ *   run are exactly that run's keys. A key it does not see is a run of
+ *   one. Each run costs one search. Once more than max_short keys are in
+ *   runs shorter than min_run it stops: *nruns 0 (go one by one). runs
+ *   has room for n. Byte-keyed tables only (-1 on a record table).
+ *   Returns 0, or -1/MF_CONFLICT. Leaves c reset.
  *   mf_truncate_range: removes every entry with a key in [lo, hi] in s's
  *   transaction (WT_SESSION::truncate between two cursors): WiredTiger logs
  *   the range as one record instead of one per key. At run time it removes
@@ -292,7 +295,8 @@ typedef struct mf_key_span {
     const uint8_t *data;
     size_t len;
 } mf_key_span_t;
-int mf_cur_range_matches(mf_cur_t *c, const mf_key_span_t *keys, size_t n, bool *same);
+int mf_cur_range_runs(mf_cur_t *c, const mf_key_span_t *keys, size_t n, size_t min_run, size_t max_short, size_t *runs,
+                      size_t *nruns);
 int mf_truncate_range(mf_sess_t *s, const char *uri, const void *lo, size_t lolen, const void *hi, size_t hilen,
                       mf_error_t *err) MF_WUR;
 

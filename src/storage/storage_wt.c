@@ -1621,29 +1621,50 @@ rid_of_bytes(const void *key, size_t len)
     return (int64_t)v;
 }
 
-int
-mf_cur_range_matches(mf_cur_t *c, const mf_key_span_t *keys, size_t n, bool *same)
+/* Whether c (positioned) is on the byte key k. */
+static bool
+cur_on_key(mf_cur_t *c, const mf_key_span_t *k)
 {
-    size_t i = 0;
-    *same = false;
+    WT_ITEM item = {0};
+    c->wt->get_key(c->wt, &item);
+    return item.size == k->len && memcmp(item.data, k->data, item.size) == 0;
+}
+
+int
+mf_cur_range_runs(mf_cur_t *c, const mf_key_span_t *keys, size_t n, size_t min_run, size_t max_short, size_t *runs,
+                  size_t *nruns)
+{
+    size_t i = 0, nr = 0, shorts = 0;
+    int ret = 0;
+    *nruns = 0;
     if (c->rid_keys)
         return -1;
-    if (n == 0)
-        return 0;
-    /* The entries from the first key given on, in order: each must be the next key given (keys are unique). */
-    int ret = mf_cur_seek_bytes_ge(c, keys[0].data, keys[0].len);
-    while (ret == 0 && i < n) {
-        WT_ITEM k = {0};
-        c->wt->get_key(c->wt, &k);
-        if (k.size != keys[i].len || memcmp(k.data, keys[i].data, k.size) != 0)
-            break; /* an entry not given, or one given missing */
-        if (++i < n)
-            ret = map_ret(c->wt->next(c->wt));
+    /*
+     * From each run's first key on, the entries in order: each must be the
+     * next key given (keys are unique). The first that is not ends the run;
+     * the next one starts with a search for its first key. A key the
+     * transaction does not see is a run of one.
+     */
+    while (i < n) {
+        size_t first = i;
+        ret = mf_cur_seek_bytes_ge(c, keys[i].data, keys[i].len);
+        if (ret == 0 && cur_on_key(c, &keys[i])) {
+            while (++i < n && (ret = map_ret(c->wt->next(c->wt))) == 0 && cur_on_key(c, &keys[i]))
+                ;
+        } else {
+            i++;
+        }
+        if (ret != 0 && ret != MF_NOTFOUND)
+            break;
+        ret = 0;
+        runs[nr++] = i - first;
+        if (i - first < min_run && (shorts += i - first) > max_short)
+            break; /* too scattered to be worth more searches */
     }
     mf_cur_reset(c);
-    if (ret != 0 && ret != MF_NOTFOUND)
+    if (ret != 0)
         return ret;
-    *same = i == n;
+    *nruns = i == n ? nr : 0;
     return 0;
 }
 

@@ -225,9 +225,9 @@ struct mf_ttl_monitor {
     _Atomic int64_t batch_opid; /* the batch in flight's operation id, 0 if none (a pause kills it) */
     _Atomic int64_t deleted, passes, subpasses;
     _Atomic int64_t visits; /* TTL indexes visited by passes, summed (serverStatus metrics.ttl.indexVisits) */
-    /* Committed batches, and those whose records went as one range (query/batch.h). */
-    _Atomic int64_t batches, range_batches;
-    _Atomic int64_t index_ranges; /* indexes whose entries a batch removed as one range, summed */
+    /* Committed batches, those whose records went in ranges, and the records that did (query/batch.h). */
+    _Atomic int64_t batches, range_batches, range_records;
+    _Atomic int64_t index_ranges; /* indexes whose entries a batch removed in ranges, summed */
     _Atomic int64_t pace_dps;
     /*
      * Backlog (SPEC D8 beyond): due keys counted by the monitor whenever it
@@ -972,7 +972,7 @@ job_run(mf_ttl_monitor_t *m, mf_sess_t *s, del_job_t *j, bool batched, bool rele
 
     int64_t t0 = mf_mono_us();
     j->cx.s = s;
-    j->st.deleted = j->st.batches = j->st.ranges = j->st.ix_ranges = 0;
+    j->st.deleted = j->st.batches = j->st.ranges = j->st.range_records = j->st.ix_ranges = 0;
     mf_err_clear(&j->err);
     tls_batch = &j->cx;
     mf_curop_set_current(j->op);
@@ -1529,6 +1529,7 @@ visit(mf_ttl_monitor_t *m, mf_sess_t *s, ttl_target_t *t)
             st.deleted += jobs[i].st.deleted;
             st.batches += jobs[i].st.batches;
             st.ranges += jobs[i].st.ranges;
+            st.range_records += jobs[i].st.range_records;
             st.ix_ranges += jobs[i].st.ix_ranges;
             if (jobs[i].rc != 0 && rc == 0) {
                 rc = jobs[i].rc;
@@ -1573,6 +1574,7 @@ visit(mf_ttl_monitor_t *m, mf_sess_t *s, ttl_target_t *t)
         atomic_fetch_add(&m->deleted, st.deleted);
         atomic_fetch_add(&m->batches, st.batches);
         atomic_fetch_add(&m->range_batches, st.ranges);
+        atomic_fetch_add(&m->range_records, st.range_records);
         atomic_fetch_add(&m->index_ranges, st.ix_ranges);
         if (st.deleted > 0)
             snap_deleted(m, t->ns, t->index, st.deleted);
@@ -2385,6 +2387,7 @@ mf_ttl_status_append(mf_ttl_monitor_t *m, bson_t *doc)
     BSON_APPEND_INT64(doc, "deletedByWorkers", atomic_load(&m->deleter_deleted));
     BSON_APPEND_INT64(doc, "batches", atomic_load(&m->batches));
     BSON_APPEND_INT64(doc, "rangeBatches", atomic_load(&m->range_batches));
+    BSON_APPEND_INT64(doc, "rangeRecords", atomic_load(&m->range_records));
     BSON_APPEND_INT64(doc, "indexRanges", atomic_load(&m->index_ranges));
     BSON_APPEND_BOOL(doc, "precise", mf_param_value(m->prm.precise) != 0);
 }

@@ -286,7 +286,7 @@ h.test('D9 read ahead: a document inserted into the keys a parallel round has re
   }
 });
 
-h.test('D9 ranges: a batch\'s records go as one range only when it deleted every one of consecutive record ids; documents changed after the read (a due document inserted among them, one moved to the future, one deleted by a client) leave the collection and its indexes consistent', { timeout: 120000 }, async () => {
+h.test('D9 ranges: a batch\'s records go as ranges, one for each run of consecutive record ids it deleted; documents changed after the read (a due document inserted among them, one moved to the future, one deleted by a client) leave the collection and its indexes consistent', { timeout: 120000 }, async () => {
   const db = srv.freshDb('ranges');
   const coll = db.collection('c');
   await coll.createIndex({ at: 1 }, { expireAfterSeconds: 0 });
@@ -320,17 +320,22 @@ h.test('D9 ranges: a batch\'s records go as one range only when it deleted every
     assert.equal(Number(v.nrecords), 1);
     assert.equal(Number(v.keysPerIndex.at_1), 1, JSON.stringify(v.keysPerIndex));
     assert.equal(Number(v.keysPerIndex._id_), 1, JSON.stringify(v.keysPerIndex));
-    // Most batches' records went as one range; those with the changed documents (a gap: one kept, one gone) did not.
+    // The records went as ranges, also on each side of the gaps the changed documents left (one kept, one gone);
+    // the inserted document's record, its id far from the others', went on its own.
     const after = await ttl();
     const batches = Number(after.batches) - Number(before.batches);
     const ranges = Number(after.rangeBatches) - Number(before.rangeBatches);
-    assert.ok(ranges > 0 && ranges < batches, `${ranges} of ${batches} batches as one range`);
+    const deleted = Number(after.deletedDocuments) - Number(before.deletedDocuments);
+    const alone = deleted - (Number(after.rangeRecords) - Number(before.rangeRecords));
+    assert.equal(deleted, N - 1, 'every document but the one moved away');
+    assert.ok(ranges >= batches - 2, `${ranges} of ${batches} batches' records in ranges`);
+    assert.ok(alone >= 1 && alone <= 8 + 2 * 7, `${alone} records one by one (the inserted one, and runs of fewer than 8)`);
   } finally {
     await params({ ttlMonitorEnabled: true, ttlMonitorWorkers: 0, ttlMonitorBatchDocs: 500 });
   }
 });
 
-h.test('D9 ranges: with random _ids, consecutive records go as one range and their _id and other index entries one by one; records with gaps (documents that stay) go one by one; every index stays consistent', { timeout: 120000 }, async () => {
+h.test('D9 ranges: with random _ids, consecutive records go as ranges and their _id and other index entries one by one; records with gaps (documents that stay) go as the runs between them, runs shorter than 8 one by one; every index stays consistent', { timeout: 120000 }, async () => {
   const db = srv.freshDb('ranges_rand');
   const coll = db.collection('c');
   await coll.createIndex({ at: 1 }, { expireAfterSeconds: 0 });
@@ -341,18 +346,20 @@ h.test('D9 ranges: with random _ids, consecutive records go as one range and the
   try {
     const base = Date.now() - 3600e3;
     const future = new Date(Date.now() + 3600e3);
-    // Expiring in insertion (record id) order, _ids random: the first 2000 all due, then every 10th of 1000 stays.
-    const docs = Array.from({ length: 3000 }, (_, i) => ({ _id: rand(), at: i >= 2000 && i % 10 === 9 ? future : new Date(base + i), tag: i % 7 }));
+    // Expiring in insertion (record id) order, _ids random: the first 2000 all due, then every 10th of 500 stays
+    // (runs of 9 due between them), then every 5th of 500 (runs of 4).
+    const stays = (i) => (i >= 2000 && i < 2500 && i % 10 === 9) || (i >= 2500 && i % 5 === 4);
+    const docs = Array.from({ length: 3000 }, (_, i) => ({ _id: rand(), at: stays(i) ? future : new Date(base + i), tag: i % 7 }));
     await coll.insertMany(docs);
     await params({ ttlMonitorEnabled: true });
     const deadline = Date.now() + 30000;
-    while ((await coll.countDocuments({})) > 100 && Date.now() < deadline) await h.sleep(50);
+    while ((await coll.countDocuments({})) > 150 && Date.now() < deadline) await h.sleep(50);
     const kept = docs.filter((d) => d.at === future).sort((a, b) => (a._id < b._id ? -1 : 1));
     const left = await coll.find({}).sort({ _id: 1 }).toArray();
     assert.deepEqual(left, kept);
     const v = await db.command({ validate: 'c', full: true });
     assert.equal(v.valid, true, JSON.stringify(v));
-    for (const ix of ['_id_', 'at_1', 'tag_1']) assert.equal(Number(v.keysPerIndex[ix]), 100, JSON.stringify(v.keysPerIndex));
+    for (const ix of ['_id_', 'at_1', 'tag_1']) assert.equal(Number(v.keysPerIndex[ix]), 150, JSON.stringify(v.keysPerIndex));
     for (let t = 0; t < 7; t++) {
       assert.equal(await coll.countDocuments({ tag: t }, { hint: { tag: 1 } }), left.filter((d) => d.tag === t).length);
       assert.equal((await coll.find({ tag: t }).hint({ tag: 1 }).toArray()).length, left.filter((d) => d.tag === t).length);
@@ -360,7 +367,10 @@ h.test('D9 ranges: with random _ids, consecutive records go as one range and the
     const after = await ttl();
     const batches = Number(after.batches) - Number(before.batches);
     const ranges = Number(after.rangeBatches) - Number(before.rangeBatches);
-    assert.ok(ranges >= 10 && ranges < batches, `${ranges} of ${batches} batches' records as one range`);
+    const inRanges = Number(after.rangeRecords) - Number(before.rangeRecords);
+    // The first 2,450 deletions: runs of 9 or more. The last 400 (runs of 4): one by one.
+    assert.ok(ranges >= 20 && ranges < batches, `${ranges} of ${batches} batches' records in ranges`);
+    assert.ok(inRanges >= 2450 - 2 * 100 && inRanges <= 2450, `${inRanges} records in ranges`);
   } finally {
     await params({ ttlMonitorEnabled: true, ttlMonitorWorkers: 0, ttlMonitorBatchDocs: 500 });
   }
@@ -436,10 +446,47 @@ h.test('D9 ranges: documents several clients insert at once still go as record r
     const after = await ttl();
     const batches = Number(after.batches) - Number(before.batches);
     const ranges = Number(after.rangeBatches) - Number(before.rangeBatches);
-    // Only a batch across two transactions' reservations (16 of them) may have a gap.
-    assert.ok(batches >= 80 && ranges >= batches - 16, `${ranges} of ${batches} batches' records as one range`);
+    // A batch across two transactions' reservations goes as two ranges.
+    assert.ok(batches >= 80 && ranges >= batches - 2, `${ranges} of ${batches} batches' records in ranges`);
+    assert.ok(Number(after.rangeRecords) - Number(before.rangeRecords) >= 8000 - 2 * 100, 'records in ranges');
     const v = await db.command({ validate: 'c', full: true });
     assert.equal(v.valid, true, JSON.stringify(v));
+  } finally {
+    await Promise.all(clients.map((c) => c.close()));
+    await params({ ttlMonitorEnabled: true, ttlMonitorWorkers: 0, ttlMonitorBatchDocs: 500 });
+  }
+});
+
+h.test('D9 ranges: documents due at one instant, inserted by several clients at once: a batch (record id order) spans insert commands whose _ids are far apart, and each index\'s entries go as the runs of them nothing else lies between; documents that stay inside a run keep their entries', { timeout: 120000 }, async () => {
+  const db = srv.freshDb('ranges_runs');
+  const coll = db.collection('c');
+  await coll.createIndex({ at: 1 }, { expireAfterSeconds: 0 });
+  const clients = await Promise.all([0, 1, 2, 3].map(() => srv.newClient()));
+  await params({ ttlMonitorEnabled: false, ttlMonitorWorkers: 1, ttlMonitorBatchDocs: 300 });
+  try {
+    const at = new Date(Date.now() - 3600e3);
+    const future = new Date(Date.now() + 3600e3);
+    // Not due, each inside one command's _id run: the _id index's runs end there.
+    const stay = [0, 1, 2, 3].map((k) => ({ _id: k * 10000 + 500.5, at: future }));
+    await coll.insertMany(stay);
+    await Promise.all(clients.map((c, k) => c.db(db.databaseName).collection('c').insertMany(
+      Array.from({ length: 2000 }, (_, i) => ({ _id: k * 10000 + i, at })))));
+    const before = await ttl();
+    await params({ ttlMonitorEnabled: true });
+    const deadline = Date.now() + 30000;
+    while ((await coll.estimatedDocumentCount()) > 4 && Date.now() < deadline) await h.sleep(50);
+    assert.deepEqual(await coll.find({}).sort({ _id: 1 }).toArray(), stay);
+    assert.deepEqual(await coll.find({ _id: { $gte: 0 } }).hint({ _id: 1 }).toArray(), stay);
+    assert.deepEqual(await coll.find({ at: future }).hint({ at: 1 }).toArray(), stay);
+    const v = await db.command({ validate: 'c', full: true });
+    assert.equal(v.valid, true, JSON.stringify(v));
+    for (const ix of ['_id_', 'at_1']) assert.equal(Number(v.keysPerIndex[ix]), 4, JSON.stringify(v.keysPerIndex));
+    const after = await ttl();
+    const batches = Number(after.batches) - Number(before.batches);
+    const ixRanges = Number(after.indexRanges) - Number(before.indexRanges);
+    // Every batch of 8 or more removed from both indexes in ranges; with one range per index, a batch whose _ids
+    // come from two commands (or hold a document that stays) would go one by one.
+    assert.ok(batches >= 27 && ixRanges >= 2 * (batches - 2), `${ixRanges} index ranges in ${batches} batches`);
   } finally {
     await Promise.all(clients.map((c) => c.close()));
     await params({ ttlMonitorEnabled: true, ttlMonitorWorkers: 0, ttlMonitorBatchDocs: 500 });

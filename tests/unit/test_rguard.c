@@ -119,24 +119,35 @@ has_key(env_t *e, const char *k)
     return r == 0;
 }
 
-/* Whether s's open transaction sees exactly the keys k<from>..k<to> (0 <= from <= to < 100) in [k<from>, k<to>]. */
-static bool
-sees_exactly(mf_sess_t *s, int from, int to)
+/*
+ * The runs mf_cur_range_runs finds in s's open transaction for the keys
+ * k<from>..k<to> (0 <= from <= to < 100): their number, lengths in runs.
+ */
+static size_t
+runs_of(mf_sess_t *s, int from, int to, size_t min_run, size_t max_short, size_t *runs)
 {
     mf_error_t err = {0};
     mf_cur_t *c;
     char keys[100][16];
     mf_key_span_t spans[100];
-    bool same = true;
+    size_t nruns = 0;
     int n = to - from + 1;
     for (int i = 0; i < n; i++) {
         key_of(from + i, keys[i]);
         spans[i] = (mf_key_span_t){(const uint8_t *)keys[i], strlen(keys[i])};
     }
     cr_assert_eq(mf_cur_open(s, URI, &c, &err), 0, "%s", err.msg);
-    cr_assert_eq(mf_cur_range_matches(c, spans, (size_t)n, &same), 0);
+    cr_assert_eq(mf_cur_range_runs(c, spans, (size_t)n, min_run, max_short, runs, &nruns), 0);
     mf_cur_close(c);
-    return same;
+    return nruns;
+}
+
+/* Whether s's open transaction sees exactly the keys k<from>..k<to> in [k<from>, k<to>]: one run of them all. */
+static bool
+sees_exactly(mf_sess_t *s, int from, int to)
+{
+    size_t runs[100];
+    return runs_of(s, from, to, 1, 100, runs) == 1 && runs[0] == (size_t)(to - from + 1);
 }
 
 /*
@@ -403,5 +414,44 @@ Test(rguard, the_range_check_compares_keys_so_a_foreign_entry_never_stands_in_fo
     /* Keys past the table's last entry. */
     change(&e, "k099", false);
     cr_assert_not(range_is_exactly(&e, 98, 99));
+    env_finish(&e);
+}
+
+/* The runs of k<from>..k<to>, in one transaction, as text ("2 1 3 5"; "" when the walk gave up). */
+static void
+runs_text(env_t *e, int from, int to, size_t min_run, size_t max_short, char *out, size_t cap)
+{
+    mf_error_t err = {0};
+    mf_sess_t *s = mf_storage_session(e->st);
+    size_t runs[100], used = 0;
+    cr_assert_eq(mf_txn_begin(s, &err), 0);
+    size_t nruns = runs_of(s, from, to, min_run, max_short, runs);
+    mf_txn_abort(s);
+    out[0] = '\0';
+    for (size_t i = 0; i < nruns; i++)
+        used += (size_t)snprintf(out + used, cap - used, "%s%zu", i ? " " : "", runs[i]);
+}
+
+Test(rguard, runs_end_at_a_foreign_entry_and_a_missing_key_is_a_run_of_one)
+{
+    env_t e;
+    char got[256];
+    env_start(&e);
+    runs_text(&e, 10, 20, 1, 100, got, sizeof(got));
+    cr_assert_str_eq(got, "11");
+    change(&e, "k012", false);
+    change(&e, "k015x", true);
+    /* k010 k011 | k012 (not seen) | k013 k014 k015 | (k015x) k016 .. k020 */
+    runs_text(&e, 10, 20, 1, 100, got, sizeof(got));
+    cr_assert_str_eq(got, "2 1 3 5");
+    /* Past the table's last entry: each key it lacks is a run of one. */
+    change(&e, "k099", false);
+    runs_text(&e, 96, 99, 1, 100, got, sizeof(got));
+    cr_assert_str_eq(got, "3 1");
+    /* More than max_short keys in runs shorter than min_run: it gives up. */
+    runs_text(&e, 10, 20, 3, 2, got, sizeof(got));
+    cr_assert_str_eq(got, "", "2 + 1 keys in short runs > 2");
+    runs_text(&e, 10, 20, 3, 3, got, sizeof(got));
+    cr_assert_str_eq(got, "2 1 3 5");
     env_finish(&e);
 }
