@@ -389,12 +389,18 @@ async function scalingCell(sys, opName, nconn) {
     await sleep(WARM_MS);
     measuring = true;
     const t0 = process.hrtime.bigint();
+    const s0 = procCpuSec(sys.pid);
+    const self0 = process.cpuUsage();
     await sleep(SECS * 1000);
     stop = true;
     const secs = Number(process.hrtime.bigint() - t0) / 1e9;
+    const serverSec = procCpuSec(sys.pid) - s0;
+    const self = process.cpuUsage(self0);
     await Promise.all(loops);
     if (failure) throw failure;
-    return { opsPerSec: count / secs, q: quantiles(lat) };
+    const ops = Math.max(1, count);
+    return { opsPerSec: count / secs, q: quantiles(lat), serverUs: (serverSec * 1e6) / ops,
+      clientUs: (self.user + self.system) / ops };
   } finally {
     for (const c of conns) c.close();
   }
@@ -673,6 +679,16 @@ function reportScaling(S) {
     }
   }
   printTable(rows, { rightAlign: true });
+  /* What each operation cost the server and this client (whose loops run on the same 2 cores). */
+  const cpu = [['operation', 'server', ...CONNS.map((n) => `${n} conn server / client CPU µs/op`)], '-'];
+  for (const name of ['insert', 'find']) {
+    for (const [i, s] of ['mayfly', 'redis'].entries()) {
+      const c = S[name][s];
+      cpu.push([i === 0 ? label[name][0] : `  vs ${label[name][1]}`, s,
+        ...CONNS.map((n) => `${c[n].serverUs.toFixed(1)} / ${c[n].clientUs.toFixed(1)}`)]);
+    }
+  }
+  printTable(cpu, { rightAlign: true });
   const t = [['operation', 'mayfly 8/1', 'target', 'within'], '-'];
   for (const name of ['insert', 'find']) {
     const r = S[name].mayfly[8].opsPerSec / S[name].mayfly[1].opsPerSec;

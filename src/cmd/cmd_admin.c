@@ -270,6 +270,17 @@ cmd_server_status(mf_op_t *op)
     BSON_APPEND_INT32(&sub, "active", (int32_t)atomic_load(&e->conn_active));
     bson_append_document_end(r, &sub);
 
+    /* mongod's names; heldRequests is mayfly's: requests run with no thread hand-off (src/net/net.c). */
+    BSON_APPEND_DOCUMENT_BEGIN(r, "network", &sub);
+    int64_t in = atomic_load(&e->net_bytes_in), out = atomic_load(&e->net_bytes_out);
+    BSON_APPEND_INT64(&sub, "bytesIn", in);
+    BSON_APPEND_INT64(&sub, "bytesOut", out);
+    BSON_APPEND_INT64(&sub, "physicalBytesIn", in);
+    BSON_APPEND_INT64(&sub, "physicalBytesOut", out);
+    BSON_APPEND_INT64(&sub, "numRequests", atomic_load(&e->net_requests));
+    BSON_APPEND_INT64(&sub, "heldRequests", atomic_load(&e->net_held_requests));
+    bson_append_document_end(r, &sub);
+
     BSON_APPEND_DOCUMENT_BEGIN(r, "opcounters", &sub);
     BSON_APPEND_INT64(&sub, "insert", atomic_load(&e->op_insert));
     BSON_APPEND_INT64(&sub, "query", atomic_load(&e->op_query));

@@ -447,6 +447,7 @@ work_cb(mf_net_pool_job_t *pj)
     char dbname[128];
 
     mf_err_clear(&err);
+    atomic_fetch_add(&eng->net_requests, 1);
     if (mf_wire_parse(job->msg->data, job->msg->len, &msg, &err) != 0) {
         mf_msg_header_t hdr;
         mf_wire_read_header(job->msg->data, &hdr);
@@ -543,9 +544,16 @@ work_cb(mf_net_pool_job_t *pj)
  * reads and runs too, so a client sending one request after another is
  * served by one thread with no hand-off between threads (the loop-thread to
  * worker to loop-thread trip costs two wake-ups of idle CPUs, more than a
- * point read itself). At most max_holders workers (the CPU count) wait at
- * once; past that a worker gives its connection back at once, since more
- * waiting threads only multiply wake-ups. The loop stops reading the connection before handing
+ * point read itself). At most max_holders workers (HOLDERS_PER_CPU per
+ * CPU) wait at once; past that a worker gives its connection back at once.
+ * With one holder per CPU, 8 closed-loop connections on 2 CPUs had 6 of
+ * them go through the loop and a worker for every request: 16-19k
+ * requests/s at 66-77 µs of server CPU each (bench/latency_bench.js
+ * --only scaling), against 20-27k at 38-49 µs with 4 per CPU, where every
+ * connection is held; beyond that, jobs are queued and holders give their
+ * connections back after each request anyway (64 connections: 16-20k
+ * requests/s either way; with no cap at all 64 connections ran at half the
+ * speed of 8). The loop stops reading the connection before handing
  * it over (queue_job) and starts again when the job comes back; while the
  * worker owns it, only the worker reads or writes it, and the loop never
  * closes it (it is busy). The worker gives the connection back when the wait
@@ -555,6 +563,7 @@ work_cb(mf_net_pool_job_t *pj)
  * shutdown. Bytes it read past a request stay in c->rbuf for the loop.
  */
 #define HOLD_MAX_REQUESTS 256
+#define HOLDERS_PER_CPU 4
 
 /* Worker: sends all of buf on fd, non-blocking. Returns the bytes sent (len when all went). */
 static size_t
@@ -604,6 +613,7 @@ hold_read(conn_t *c, int fd, int64_t wait_us)
         if (n <= 0)
             return NULL; /* end of stream or error: the loop reads it again and closes */
         c->rlen += (size_t)n;
+        atomic_fetch_add(&c->srv->eng->net_bytes_in, n);
     }
 }
 
@@ -622,6 +632,7 @@ work_hold_cb(mf_net_pool_job_t *pj)
             return;
         if (job->reply != NULL) {
             size_t sent = hold_send(job->held_fd, job->reply, job->reply_len);
+            atomic_fetch_add(&eng->net_bytes_out, (int64_t)sent);
             if (sent < job->reply_len) {
                 /* The rest goes out through the loop's write queue, in order. */
                 memmove(job->reply, job->reply + sent, job->reply_len - sent);
@@ -643,6 +654,7 @@ work_hold_cb(mf_net_pool_job_t *pj)
         atomic_fetch_sub(&srv->holders, 1);
         if (m == NULL)
             return;
+        atomic_fetch_add(&eng->net_held_requests, 1);
         msgbuf_free(job->msg);
         job->msg = m;
         job->reply_id = atomic_fetch_add(&next_reply_id, 1);
@@ -688,6 +700,7 @@ raw_write(conn_t *c, uint8_t *buf, size_t len, bool close_after)
         free(wr);
         return -1;
     }
+    atomic_fetch_add(&c->srv->eng->net_bytes_out, (int64_t)len);
     return 0;
 }
 
@@ -1026,6 +1039,8 @@ read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
             mf_log(MF_LOG_INFO, "NETWORK", "conn%lld: connection ended", (long long)c->client.id);
         return;
     }
+    if (nread > 0)
+        atomic_fetch_add(&c->srv->eng->net_bytes_in, nread);
     if (nread > 0 && !c->sniffed) {
         server_t *srv = c->srv;
         bool handshake = c->rbuf[c->rlen] == 0x16;
@@ -1285,9 +1300,9 @@ mf_net_serve(mf_engine_t *eng, const mf_net_opts_t *opts, mf_error_t *err)
 
     int warm = opts->workers > 0 ? opts->workers : 1;
     srv.hold_us = mf_param_get(eng->params, "netConnectionHoldMicros");
-    /* As many waiting holders as CPUs: more only multiplies wake-ups (64 connections ran at half speed). */
+    /* HOLDERS_PER_CPU waiting holders per CPU (see "Held connections"). */
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    srv.max_holders = ncpu > 2 ? (int)ncpu : 2;
+    srv.max_holders = (int)(ncpu > 1 ? ncpu : 1) * HOLDERS_PER_CPU;
     int cap = opts->max_workers > 0 ? opts->max_workers : MF_NET_DEFAULT_MAX_WORKERS;
     if (cap < warm)
         cap = warm;

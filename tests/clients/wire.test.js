@@ -294,3 +294,44 @@ h.test('on a held connection: a split request, two pipelined requests, a w:0 wri
   other.close();
   assert.deepEqual(r.cursor.firstBatch, [{ _id: 1 }, { _id: 2 }, { _id: 3 }]);
 });
+
+h.test('serverStatus network counts bytes and requests; 8 connections each sending one request after another are served by workers holding them (heldRequests): no thread hand-off per request', async () => {
+  // A hold long enough that this client's pace never ends one: what gives a connection back is then the cap
+  // on waiting holders (4 per CPU; it was 1 per CPU, so on 2 CPUs 6 of the 8 went through the loop).
+  const s2 = new h.MayflyServer({ args: ['--setParameter', 'netConnectionHoldMicros=200000'] });
+  await s2.start();
+  const conns = [];
+  let admin;
+  try {
+    for (let i = 0; i < 8; i++) conns.push(await h.rawConnect(s2.port));
+    admin = await h.rawConnect(s2.port);
+    assert.equal((await admin.command('t', { insert: 'c', documents: [{ _id: 1, v: 'x' }] })).n, 1);
+    const network = async () => (await admin.command('admin', { serverStatus: 1 })).network;
+    const n0 = await network();
+    for (const k of ['bytesIn', 'bytesOut', 'physicalBytesIn', 'physicalBytesOut', 'numRequests', 'heldRequests']) {
+      assert.equal(typeof n0[k], 'number', k);
+    }
+    const PER = 200;
+    await Promise.all(conns.map(async (c) => {
+      for (let i = 0; i < PER; i++) {
+        const r = await c.command('t', { find: 'c', filter: { _id: 1 } });
+        assert.equal(r.ok, 1);
+        assert.deepEqual(r.cursor.firstBatch, [{ _id: 1, v: 'x' }]);
+      }
+    }));
+    const n1 = await network();
+    const sent = conns.reduce((a, c) => a + c.sock.bytesWritten, 0);
+    const got = conns.reduce((a, c) => a + c.sock.bytesRead, 0);
+    assert.equal(n1.numRequests - n0.numRequests, 8 * PER + 1, 'the finds and one serverStatus');
+    assert.ok(n1.bytesIn - n0.bytesIn >= sent, `${n1.bytesIn - n0.bytesIn} bytes in, ${sent} sent`);
+    assert.ok(n1.bytesOut - n0.bytesOut >= got, `${n1.bytesOut - n0.bytesOut} bytes out, ${got} received`);
+    // Each connection's first find comes through the loop; a worker then keeps the connection and reads the rest.
+    const held = n1.heldRequests - n0.heldRequests;
+    assert.ok(held >= 0.75 * 8 * PER && held <= 8 * (PER - 1), `${held} of ${8 * PER} finds held`);
+  } finally {
+    for (const c of conns) c.close();
+    if (admin) admin.close();
+    await s2.stop();
+    s2.cleanup();
+  }
+});
