@@ -450,6 +450,8 @@ mf_rids_in_runs(const int64_t *ids, size_t n, int64_t *scratch)
         size_t first = i++;
         while (i < n && scratch[i] == scratch[i - 1] + 1)
             i++;
+        if (i < n && scratch[i] == scratch[i - 1])
+            return 0; /* an id twice: a collected record is still there for its second visit */
         if (i - first >= MF_RANGE_MIN_ITEMS)
             in += i - first;
     }
@@ -818,7 +820,7 @@ removal_run(mf_sess_t *s, const char *uri, mf_removal_keys_t *t, bool rec, bool 
                 i++;
             t->runs[nruns++] = i - first;
         }
-    } else if (may_check) {
+    } else if (may_check && t->n >= MF_RANGE_MIN_ITEMS) {
         if (mf_cur_open(s, uri, &cur, err) != 0)
             return -1;
         ret = mf_cur_range_runs(cur, keys, t->n, MF_RANGE_MIN_ITEMS, t->n / 2, t->runs, &nruns);

@@ -545,7 +545,9 @@ work_cb(mf_net_pool_job_t *pj)
  * served by one thread with no hand-off between threads (the loop-thread to
  * worker to loop-thread trip costs two wake-ups of idle CPUs, more than a
  * point read itself). At most max_holders workers (HOLDERS_PER_CPU per
- * CPU) wait at once; past that a worker gives its connection back at once.
+ * CPU, and one fewer than the pool's cap, so a request that is not held
+ * always finds a worker) wait at once; past that a worker gives its
+ * connection back at once.
  * With one holder per CPU, 8 closed-loop connections on 2 CPUs had 6 of
  * them go through the loop and a worker for every request: 16-19k
  * requests/s at 66-77 µs of server CPU each (bench/latency_bench.js
@@ -1306,6 +1308,8 @@ mf_net_serve(mf_engine_t *eng, const mf_net_opts_t *opts, mf_error_t *err)
     int cap = opts->max_workers > 0 ? opts->max_workers : MF_NET_DEFAULT_MAX_WORKERS;
     if (cap < warm)
         cap = warm;
+    if (srv.max_holders > cap - 1)
+        srv.max_holders = cap - 1; /* a worker is always left for a request that is not held */
     mf_net_pool_config_t pc = {.name = "mf-data", .warm = warm, .cap = cap, .idle_ms = WORKER_IDLE_MS,
                                .done = on_pool_job_done, .thread_exit = on_pool_thread_exit, .arg = &srv};
     pthread_mutex_init(&srv.done_lock, NULL);

@@ -1664,7 +1664,7 @@ mf_cur_range_runs(mf_cur_t *c, const mf_key_span_t *keys, size_t n, size_t min_r
     mf_cur_reset(c);
     if (ret != 0)
         return ret;
-    *nruns = i == n ? nr : 0;
+    *nruns = i == n && shorts <= max_short ? nr : 0;
     return 0;
 }
 

@@ -23,6 +23,7 @@
 
 #include "catalog/catalog.h"
 #include "catalog/coll_write.h"
+#include "query/batch.h"
 #include "storage/storage.h"
 
 typedef struct env {
@@ -756,5 +757,59 @@ Test(catalog, version_moves_with_every_catalog_change)
     mf_catalog_unlock(e.cat);
     MOVED("drop");
 #undef MOVED
+    env_destroy(&e);
+}
+
+/*
+ * Deletes records 1..16 of a fresh 20-document collection with an index on
+ * a, as a TTL batch does (ranges allowed, one transaction), rids[16] = dup
+ * (0: no 17th id). Returns the stats; *left: the records still there.
+ */
+static mf_delete_stats_t
+delete_first16(env_t *e, const char *name, int64_t dup, int *left)
+{
+    mf_error_t err = {0};
+    mf_coll_t *c = create_coll(e, "db", name);
+    add_index(e, c, "{\"v\": 2, \"key\": {\"a\": 1}, \"name\": \"a_1\"}");
+    for (int i = 0; i < 20; i++) {
+        char json[64];
+        snprintf(json, sizeof(json), "{\"_id\": %d, \"a\": %d}", i, i);
+        insert_json(e, c, json, true);
+    }
+    int64_t rids[17];
+    for (int i = 0; i < 16; i++)
+        rids[i] = i + 1;
+    rids[16] = dup;
+    mf_sess_t *s = mf_storage_session(e->st);
+    mf_delete_stats_t st = {0};
+    mf_catalog_rdlock(e->cat);
+    cr_assert_eq(mf_delete_rids(s, c, rids, dup ? 17 : 16, 0, false, NULL, NULL,
+                                MF_DEL_RANGE_RECORDS | MF_DEL_RANGE_INDEXES, &st, &err),
+                 0, "%s", err.msg);
+    mf_catalog_unlock(e->cat);
+    mf_storage_session_release(s);
+    *left = scan_table(e, c->uri);
+    cr_assert_eq(atomic_load(&c->approx_count), *left, "the count follows the records");
+    for (int i = 0; i < c->nindexes; i++)
+        cr_assert_eq(scan_table(e, c->indexes[i]->uri), *left, "index %s", c->indexes[i]->name);
+    return st;
+}
+
+Test(catalog, a_batch_with_a_record_id_twice_deletes_it_once_and_does_not_collect_its_records)
+{
+    env_t e;
+    int left;
+    env_init(&e);
+    mf_delete_stats_t st = delete_first16(&e, "runs", 0, &left);
+    cr_assert_eq(left, 4);
+    cr_assert_eq(st.deleted, 16);
+    cr_assert_eq(st.ranges, 1, "16 consecutive records as a range");
+    cr_assert_eq(st.range_records, 16);
+    cr_assert_eq(st.ix_ranges, 2, "_id and a_1 as ranges");
+    /* Record 5 twice: collected, it would still be there for its second visit and be deleted twice. */
+    st = delete_first16(&e, "dup", 5, &left);
+    cr_assert_eq(left, 4);
+    cr_assert_eq(st.deleted, 16, "deleted once");
+    cr_assert_eq(st.range_records, 0, "records one by one");
     env_destroy(&e);
 }
