@@ -365,7 +365,7 @@ removal_key(const mf_removal_keys_t *t, size_t off, const uint8_t **key)
     return len;
 }
 
-/* Adds key (len bytes) to t, keeping track of its smallest and largest. */
+/* Adds key (len bytes) to t. */
 static void
 removal_add(mf_removal_keys_t *t, const uint8_t *key, size_t len)
 {
@@ -378,16 +378,7 @@ removal_add(mf_removal_keys_t *t, const uint8_t *key, size_t len)
     memcpy(t->buf + off, &l, 2);
     memcpy(t->buf + off + 2, key, len);
     t->len += 2 + len;
-    if (t->n++ == 0) {
-        t->min_off = t->max_off = off;
-        return;
-    }
-    const uint8_t *mn, *mx;
-    size_t mnlen = removal_key(t, t->min_off, &mn), mxlen = removal_key(t, t->max_off, &mx);
-    if (mf_key_cmp(key, len, mn, mnlen) < 0)
-        t->min_off = off;
-    if (mf_key_cmp(key, len, mx, mxlen) > 0)
-        t->max_off = off;
+    t->n++;
 }
 
 /* Adds the entry for key of ix (record id rid appended on a non-unique index) to t. */
@@ -840,9 +831,7 @@ removal_run(mf_sess_t *s, const char *uri, mf_removal_keys_t *t, bool rec, bool 
         if (known && len >= MF_RANGE_MIN_ITEMS) {
             ret = mf_truncate_range(s, uri, keys[i].data, keys[i].len, keys[i + len - 1].data, keys[i + len - 1].len,
                                     err);
-            if (ret != 0)
-                ret = ret == MF_CONFLICT ? MF_CONFLICT : -1;
-            else
+            if (ret == 0)
                 *ranged += len;
             i += len;
             continue;

@@ -71,7 +71,6 @@ int mf_coll_remove(mf_sess_t *s, mf_coll_t *c, int64_t rid, const bson_t *olddoc
 typedef struct mf_removal_keys {
     uint8_t *buf; /* n keys, each a 2-byte length (host order) then the key; mf_malloc'd, grown */
     size_t len, cap, n;
-    size_t min_off, max_off; /* where the smallest and largest key start */
     bool on;
     mf_key_span_t *sorted; /* the keys in key order, for finding runs; mf_malloc'd, grown */
     size_t sorted_cap;

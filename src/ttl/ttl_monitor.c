@@ -972,7 +972,7 @@ job_run(mf_ttl_monitor_t *m, mf_sess_t *s, del_job_t *j, bool batched, bool rele
 
     int64_t t0 = mf_mono_us();
     j->cx.s = s;
-    j->st.deleted = j->st.batches = j->st.ranges = j->st.range_records = j->st.ix_ranges = 0;
+    j->st = (mf_delete_stats_t){0};
     mf_err_clear(&j->err);
     tls_batch = &j->cx;
     mf_curop_set_current(j->op);
