@@ -874,13 +874,18 @@ h.test('D7: after the monitor has deleted up to now, a document inserted or upda
   });
 });
 
+/* n collections o0..o<n-1> of db, each with a TTL index {at: 1} of an hour and one document not due for an hour. */
+async function otherTtlCollections(db, n) {
+  for (let k = 0; k < n; k++) {
+    const o = db.collection(`o${k}`);
+    await o.createIndex({ at: 1 }, { expireAfterSeconds: 3600 });
+    await o.insertOne({ _id: k, at: new Date() });
+  }
+}
+
 h.test('D7 beyond: a precise pass visits the TTL indexes that are due, not every one: a stream of expiries beside 100 other TTL collections costs a visit or two a pass', { timeout: 120000 }, async () => {
   await withDb('manyttl', async (db) => {
-    for (let k = 0; k < 100; k++) {
-      const o = db.collection(`o${k}`);
-      await o.createIndex({ at: 1 }, { expireAfterSeconds: 3600 });
-      await o.insertOne({ _id: k, at: new Date() });
-    }
+    await otherTtlCollections(db, 100);
     const coll = db.collection('c');
     await coll.createIndex({ at: 1 }, { expireAfterSeconds: 0 });
     const base = Date.now() + 1500;
@@ -895,6 +900,36 @@ h.test('D7 beyond: a precise pass visits the TTL indexes that are due, not every
     // Each pass visits the one index due; a full scan (every 10 s) or a periodic pass visits all 101 once.
     assert.ok(visits / passes < 10, `${visits} index visits in ${passes} passes: every TTL index is visited each pass`);
     for (let k = 0; k < 100; k += 33) assert.equal(await db.collection(`o${k}`).countDocuments(), 1, `o${k} kept its document`);
+  });
+});
+
+h.test('D7 beyond: the periodic deadline refresh reads a bounded slice of the TTL indexes, not every one: a stream of expiries beside 200 other TTL collections', { timeout: 120000 }, async () => {
+  const was = await getParam('ttlMonitorDeadlineRefreshMS');
+  await withDb('manyrefresh', async (db) => {
+    await otherTtlCollections(db, 200);
+    const coll = db.collection('c');
+    await coll.createIndex({ at: 1 }, { expireAfterSeconds: 0 });
+    try {
+      // A refresh every 100 ms (the lowest value): read every index each time, this stream would read about 2,000 a second.
+      await setParams({ ttlMonitorDeadlineRefreshMS: 100 });
+      const base = Date.now() + 1500;
+      await coll.insertMany(Array.from({ length: 200 }, (_, i) => ({ _id: i, at: new Date(base + i * 10) })));
+      const s0 = await ttlStatus();
+      const t0 = Date.now();
+      await waitFor(async () => (await coll.countDocuments()) === 0, 'the stream did not expire', 30000);
+      const s1 = await ttlStatus(); // a reader of the backlog: one full read of all 201
+      const ms = Date.now() - t0;
+      const passes = s1.passes - s0.passes;
+      const reads = s1.deadlineReads - s0.deadlineReads;
+      console.log(`deadline reads beside 200 TTL collections: ${reads} in ${ms} ms, ${passes} passes`);
+      assert.ok(passes >= 5, `${passes} passes`);
+      // At most 64 a refresh (one per 100 ms), the stream's own index after each pass, and the reader's full read.
+      const bound = (Math.ceil(ms / 100) + 1) * 64 + passes * 2 + 201;
+      assert.ok(reads <= bound, `${reads} deadline reads in ${ms} ms (bound ${bound}): the refresh reads every TTL index`);
+      for (let k = 0; k < 200; k += 49) assert.equal(await db.collection(`o${k}`).countDocuments(), 1, `o${k} kept its document`);
+    } finally {
+      await setParams({ ttlMonitorDeadlineRefreshMS: was });
+    }
   });
 });
 
