@@ -181,20 +181,23 @@
 
 /* One TTL index as a sub-pass sees it (copied out of the catalog). */
 typedef struct ttl_target {
-    char ns[256];
-    uint8_t uuid[16];
-    char *index; /* owned; index names have no length limit */
-    int64_t secs;
-    bool more; /* hit a target on its last visit */
-    uint8_t resume[128]; /* a Date, then the rest of the key (a record id, or a compound key's other fields) */
-    size_t resume_len; /* 0: start of the Date range */
     /*
-     * Its deadline as last read (see "Deadlines"): DUE_UNKNOWN until read,
-     * NO_DEADLINE when nothing is indexed by a Date. stale: a pass visited
-     * it since, so the next recomputation reads it again.
+     * What every pass and recomputation looks at, for every target, comes
+     * first (one cache line per target; the rest is read only for the
+     * targets visited or read). Its deadline as last read (see
+     * "Deadlines"): DUE_UNKNOWN until read, NO_DEADLINE when nothing is
+     * indexed by a Date. stale: a pass visited it since, so the next
+     * recomputation reads it again.
      */
     int64_t due;
+    size_t resume_len; /* 0: start of the Date range */
+    bool more; /* selected by this sub-pass, and hit a target on its last visit */
     bool stale;
+    int64_t secs;
+    char *index; /* owned; index names have no length limit */
+    uint8_t uuid[16];
+    char ns[256];
+    uint8_t resume[128]; /* a Date, then the rest of the key (a record id, or a compound key's other fields) */
     char ident[80]; /* the index's ident: writers' notes name it (see note_due) */
 } ttl_target_t;
 
@@ -346,6 +349,7 @@ struct mf_ttl_monitor {
     uint64_t due_gen;
     int64_t due_full_ms;
     int refresh_pos;
+    int *sel, nsel; /* run_pass's selected targets (monitor thread only; nsel: room) */
     bool full_due;
     char noted[NOTED_MAX][80];
     int nnoted;
@@ -611,8 +615,9 @@ targets_clear(target_list_t *l)
 }
 
 /*
- * The TTL indexes of every collection, each as a target with no resume
- * point, owned by m (valid until the next call; monitor thread only). The
+ * The TTL indexes of every collection, each as a target, owned by m (valid
+ * until the next call; monitor thread only; run_pass sets each sub-pass's
+ * more and resume points). The
  * list is rebuilt by a walk over the catalog (which takes every
  * collection's shared lock in turn) only when the catalog's version has
  * moved since the last walk, or the list is TARGETS_MAX_AGE_MS old (a
@@ -644,10 +649,6 @@ targets_get(mf_ttl_monitor_t *m)
             fresh.gen = l->gen + 1;
             *l = fresh;
         }
-    }
-    for (int i = 0; i < l->n; i++) {
-        l->v[i].more = true;
-        l->v[i].resume_len = 0;
     }
     return l;
 }
@@ -1655,12 +1656,25 @@ run_pass(mf_ttl_monitor_t *m, mf_sess_t *s, bool all)
         subpass_secs = mf_param_value(m->prm.subpass_secs);
         int64_t sub_start = mf_mono_us();
         target_list_t *l = targets_get(m);
-        if (!all) {
-            /* A precise pass: the indexes whose deadline has come (or is not known yet), not every one. */
-            int64_t now = mf_now_ms();
-            for (int i = 0; i < l->n; i++) {
-                if (l->v[i].due != DUE_UNKNOWN && l->v[i].due > now)
-                    l->v[i].more = false;
+        /*
+         * The sub-pass's targets, from the start of their ranges, in the
+         * order its rounds visit them (from fds_from): every one, or for a
+         * precise pass those whose deadline has come (or is not known yet).
+         * Its rounds then go over these, not every TTL index.
+         */
+        int64_t now = mf_now_ms();
+        if (l->n > m->nsel) {
+            m->sel = mf_realloc(m->sel, (size_t)l->n * sizeof(*m->sel));
+            m->nsel = l->n;
+        }
+        int nsel = 0;
+        for (int j = 0; j < l->n; j++) {
+            int i = (m->fds_from + j) % l->n;
+            ttl_target_t *t = &l->v[i];
+            t->more = all || t->due == DUE_UNKNOWN || t->due <= now;
+            if (t->more) {
+                t->resume_len = 0;
+                m->sel[nsel++] = i;
             }
         }
         work_left = false;
@@ -1668,8 +1682,8 @@ run_pass(mf_ttl_monitor_t *m, mf_sess_t *s, bool all)
         while (any && !should_stop(m)) {
             any = false;
             m->fds_short = false;
-            for (int j = 0; j < l->n; j++) {
-                int i = (m->fds_from + j) % l->n;
+            for (int j = 0; j < nsel; j++) {
+                int i = m->sel[j];
                 if (!l->v[i].more)
                     continue;
                 atomic_fetch_add(&m->visits, 1);
@@ -2024,6 +2038,9 @@ monitor_main(void *arg)
     floors_clear(m);
     free(m->floors);
     m->floors = NULL;
+    free(m->sel);
+    m->sel = NULL;
+    m->nsel = 0;
     mf_storage_session_close_thread(m->env.st);
     mf_log(MF_LOG_INFO, "TTL", "TTL monitor stopped");
     return NULL;
