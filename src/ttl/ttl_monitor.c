@@ -59,7 +59,7 @@
  *   1,000 TTL collections than with 64 (it was 1,000 reads a second, and the
  *   precise pass after each full read waited for it: lateness p99 17-19 ms
  *   with 1,000 other TTL collections, 6-7 ms with slices). A visit that
- *   deletes nothing from an index whose deadline has not come leaves the
+ *   reads no due key from an index whose deadline has not come leaves the
  *   deadline as read.
  *
  *   Floors (beyond MongoDB): deleted keys stay in WiredTiger's pages as
@@ -193,6 +193,7 @@ typedef struct ttl_target {
     size_t resume_len; /* 0: start of the Date range */
     bool more; /* selected by this sub-pass, and hit a target on its last visit */
     bool stale;
+    bool saw_due; /* its last visit read due keys (deleted or not) */
     int64_t secs;
     char *index; /* owned; index names have no length limit */
     uint8_t uuid[16];
@@ -1456,6 +1457,7 @@ visit(mf_ttl_monitor_t *m, mf_sess_t *s, ttl_target_t *t)
         int64_t scut = sr.cutoff;
         size_t n = sr.n;
         bool hit_limit = sr.hit_limit, range_left = sr.range_left;
+        t->saw_due |= n > 0;
         memcpy(t->resume, sr.resume, sr.resume_len);
         t->resume_len = sr.resume_len;
         if (n == 0) {
@@ -1689,16 +1691,20 @@ run_pass(mf_ttl_monitor_t *m, mf_sess_t *s, bool all)
                 atomic_fetch_add(&m->visits, 1);
                 int64_t deleted_before = atomic_load(&m->deleted), visit_now = mf_now_ms();
                 int64_t due_before = l->v[i].due;
+                l->v[i].saw_due = false;
                 if (visit(m, s, &l->v[i]))
                     any = true;
                 /*
                  * Its deadline moves with what the visit deletes: read it
-                 * again, unless the visit deleted nothing from an index
+                 * again, unless the visit read no due key from an index
                  * whose deadline (as read, or as writers brought it
                  * forward) had not come. A pass over every index then
-                 * costs its visits, not another read of each.
+                 * costs its visits, not another read of each; one that
+                 * found due keys it could not delete (a write conflict, an
+                 * archive that failed) has them read as its deadline.
                  */
-                if (atomic_load(&m->deleted) != deleted_before || due_before == DUE_UNKNOWN || due_before <= visit_now)
+                if (atomic_load(&m->deleted) != deleted_before || l->v[i].saw_due || due_before == DUE_UNKNOWN ||
+                    due_before <= visit_now)
                     l->v[i].stale = true;
                 if (m->fds_short) {
                     /* The rest would meet it too; the next round starts here (see fds_from). */
