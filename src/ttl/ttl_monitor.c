@@ -60,7 +60,8 @@
  *   precise pass after each full read waited for it: lateness p99 17-19 ms
  *   with 1,000 other TTL collections, 6-7 ms with slices). A visit that
  *   reads no due key from an index whose deadline has not come leaves the
- *   deadline as read.
+ *   deadline as read. A pass over every index is a sweep that precise
+ *   passes carry out SWEEP_SLICE indexes at a time (see run_pass).
  *
  *   Floors (beyond MongoDB): deleted keys stay in WiredTiger's pages as
  *   tombstones until the pages are reconciled, and a scan from Date(min)
@@ -131,6 +132,7 @@
  * rename does not, SPEC D6). Metrics are atomics; the lateness histogram is
  * updated under its own mutex.
  */
+#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <sched.h>
@@ -178,6 +180,7 @@
 #define DUE_UNKNOWN INT64_MIN   /* a target's deadline not read yet: a pass visits it */
 #define NOTED_MAX 64            /* writers' notes a recomputation takes one by one (more: it reads every index) */
 #define REFRESH_SLICE 64        /* deadlines the periodic refresh reads again at most (see compute_next_due) */
+#define SWEEP_SLICE 32          /* indexes a precise pass visits beyond the due ones while a sweep runs (see run_pass) */
 
 /* One TTL index as a sub-pass sees it (copied out of the catalog). */
 typedef struct ttl_target {
@@ -351,6 +354,7 @@ struct mf_ttl_monitor {
     int64_t due_full_ms;
     int refresh_pos;
     int *sel, nsel; /* run_pass's selected targets (monitor thread only; nsel: room) */
+    int sweep_left, sweep_pos; /* a sweep over every index in slices: positions left, the next one (see run_pass) */
     bool full_due;
     char noted[NOTED_MAX][80];
     int nnoted;
@@ -1639,8 +1643,16 @@ visit(mf_ttl_monitor_t *m, mf_sess_t *s, ttl_target_t *t)
 
 /* ---------- passes ---------- */
 
+/*
+ * One pass: every TTL index (all), or those due. sliced: a pass over every
+ * index (MongoDB's periodic one, the one that forgets the floors) becomes a
+ * sweep that the precise passes carry out SWEEP_SLICE indexes at a time
+ * beside the due ones, a pass every ttlMonitorCoalesceMS until it is done
+ * (monitor_main), so documents falling due meanwhile never wait for a visit
+ * of every index (with 1,000 TTL collections, tens of milliseconds).
+ */
 static void
-run_pass(mf_ttl_monitor_t *m, mf_sess_t *s, bool all)
+run_pass(mf_ttl_monitor_t *m, mf_sess_t *s, bool all, bool sliced)
 {
     int64_t subpass_secs;
     bool work_left = true;
@@ -1651,6 +1663,10 @@ run_pass(mf_ttl_monitor_t *m, mf_sess_t *s, bool all)
         floors_clear(m);
         m->last_full_ms = mf_mono_ms();
         all = true;
+    }
+    if (all && sliced) {
+        m->sweep_left = INT_MAX; /* every index: bounded by the list's length below */
+        all = false;
     }
     while (work_left && !should_stop(m) && !idle(m)) {
         /* A sub-pass: the TTL indexes as of now (targets_get), visited round-robin. */
@@ -1670,14 +1686,23 @@ run_pass(mf_ttl_monitor_t *m, mf_sess_t *s, bool all)
             m->nsel = l->n;
         }
         int nsel = 0;
+        if (m->sweep_left > l->n)
+            m->sweep_left = l->n;
+        int slice = m->sweep_left < SWEEP_SLICE ? m->sweep_left : SWEEP_SLICE;
+        if (l->n > 0)
+            m->sweep_pos %= l->n;
         for (int j = 0; j < l->n; j++) {
             int i = (m->fds_from + j) % l->n;
             ttl_target_t *t = &l->v[i];
-            t->more = all || t->due == DUE_UNKNOWN || t->due <= now;
+            t->more = all || t->due == DUE_UNKNOWN || t->due <= now || (i - m->sweep_pos + l->n) % l->n < slice;
             if (t->more) {
                 t->resume_len = 0;
                 m->sel[nsel++] = i;
             }
+        }
+        if (slice > 0) {
+            m->sweep_pos = (m->sweep_pos + slice) % l->n;
+            m->sweep_left -= slice;
         }
         work_left = false;
         bool any = true;
@@ -1980,6 +2005,8 @@ monitor_main(void *arg)
         int64_t now = mf_now_ms();
         int64_t periodic = last_pass_end + sleep_ms;
         int64_t due = atomic_load(&m->next_due_ms);
+        if (m->sweep_left > 0 && precise)
+            due = now; /* a sweep is under way: its next slice (see run_pass) */
         if (due < not_before)
             due = not_before;
         /*
@@ -1997,7 +2024,7 @@ monitor_main(void *arg)
             atomic_store(&m->busy, true);
             last_pass_start = now;
             /* A periodic pass (MongoDB's) visits every TTL index, a precise one those due (see "Deadlines"). */
-            run_pass(m, s, !precise || now >= periodic || now >= resume_at);
+            run_pass(m, s, !precise || now >= periodic || now >= resume_at, precise && now < resume_at);
             atomic_store(&m->busy, false);
             last_pass_end = mf_now_ms();
             int64_t next = compute_next_due(m, s, false);

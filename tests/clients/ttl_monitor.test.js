@@ -933,6 +933,29 @@ h.test('D7 beyond: the periodic deadline refresh reads a bounded slice of the TT
   });
 });
 
+h.test('D7 beyond: a pass over every TTL index goes as a sweep, 32 indexes a pass beside the due ones: with 200 TTL collections no pass visits them all at once', { timeout: 120000 }, async () => {
+  const was = await getParam('ttlMonitorSleepSecs');
+  await withDb('sweep', async (db) => {
+    await otherTtlCollections(db, 200);
+    try {
+      // A periodic pass (MongoDB's, every ttlMonitorSleepSecs) visits every TTL index.
+      await setParams({ ttlMonitorSleepSecs: 1 });
+      const s0 = await ttlStatus();
+      await waitFor(async () => (await ttlStatus()).indexVisits - s0.indexVisits >= 400, 'no periodic pass visited every index', 30000);
+      const s1 = await ttlStatus();
+      const passes = s1.passes - s0.passes;
+      const visits = s1.indexVisits - s0.indexVisits;
+      console.log(`periodic passes over 200 TTL collections: ${visits} index visits in ${passes} passes`);
+      // In one pass each, every pass would visit all 200 and more (other tests' TTL indexes); in slices of 32,
+      // 32 and those due (an index with due documents that stay, in an earlier test, is due on every pass).
+      assert.ok(visits / passes <= 100, `${visits} index visits in ${passes} passes: a pass visited every index at once`);
+      for (let k = 0; k < 200; k += 49) assert.equal(await db.collection(`o${k}`).countDocuments(), 1, `o${k} kept its document`);
+    } finally {
+      await setParams({ ttlMonitorSleepSecs: was });
+    }
+  });
+});
+
 h.test('D7 beyond: a write that brings one TTL index\'s deadline forward is seen while another index\'s deadlines come first (writers note it; no full re-read needed)', { timeout: 120000 }, async () => {
   // Every index's deadline is otherwise read again each second: make that rare, so only the note can tell.
   const was = await getParam('ttlMonitorDeadlineRefreshMS');
