@@ -196,7 +196,6 @@ typedef struct ttl_target {
     size_t resume_len; /* 0: start of the Date range */
     bool more; /* selected by this sub-pass, and hit a target on its last visit */
     bool stale;
-    bool saw_due; /* its last visit read due keys (deleted or not) */
     int64_t secs;
     char *index; /* owned; index names have no length limit */
     uint8_t uuid[16];
@@ -1338,10 +1337,11 @@ scan_due(mf_sess_t *s, const mf_index_t *ix, const uint8_t *from, size_t from_le
 
 /*
  * Deletes due documents of target t until a target is hit or none is left.
- * Returns true if it stopped because of a target (more may be due).
+ * Returns true if it stopped because of a target (more may be due). Sets
+ * *saw_due when it read any due key (every deletion is of one it read).
  */
 static bool
-visit(mf_ttl_monitor_t *m, mf_sess_t *s, ttl_target_t *t)
+visit(mf_ttl_monitor_t *m, mf_sess_t *s, ttl_target_t *t, bool *saw_due)
 {
     int64_t target_docs = mf_param_value(m->prm.target_docs);
     int64_t target_ms = mf_param_value(m->prm.target_ms);
@@ -1461,7 +1461,7 @@ visit(mf_ttl_monitor_t *m, mf_sess_t *s, ttl_target_t *t)
         int64_t scut = sr.cutoff;
         size_t n = sr.n;
         bool hit_limit = sr.hit_limit, range_left = sr.range_left;
-        t->saw_due |= n > 0;
+        *saw_due |= n > 0;
         memcpy(t->resume, sr.resume, sr.resume_len);
         t->resume_len = sr.resume_len;
         if (n == 0) {
@@ -1714,10 +1714,9 @@ run_pass(mf_ttl_monitor_t *m, mf_sess_t *s, bool all, bool sliced)
                 if (!l->v[i].more)
                     continue;
                 atomic_fetch_add(&m->visits, 1);
-                int64_t deleted_before = atomic_load(&m->deleted), visit_now = mf_now_ms();
-                int64_t due_before = l->v[i].due;
-                l->v[i].saw_due = false;
-                if (visit(m, s, &l->v[i]))
+                int64_t visit_now = mf_now_ms(), due_before = l->v[i].due;
+                bool saw_due = false;
+                if (visit(m, s, &l->v[i], &saw_due))
                     any = true;
                 /*
                  * Its deadline moves with what the visit deletes: read it
@@ -1728,8 +1727,7 @@ run_pass(mf_ttl_monitor_t *m, mf_sess_t *s, bool all, bool sliced)
                  * found due keys it could not delete (a write conflict, an
                  * archive that failed) has them read as its deadline.
                  */
-                if (atomic_load(&m->deleted) != deleted_before || l->v[i].saw_due || due_before == DUE_UNKNOWN ||
-                    due_before <= visit_now)
+                if (saw_due || due_before == DUE_UNKNOWN || due_before <= visit_now)
                     l->v[i].stale = true;
                 if (m->fds_short) {
                     /* The rest would meet it too; the next round starts here (see fds_from). */
