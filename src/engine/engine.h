@@ -119,9 +119,10 @@ typedef struct mf_engine {
     _Atomic int64_t conn_current, conn_total, conn_active;
     _Atomic int64_t conn_max; /* connections the server accepts at once (src/net/net.c), 0 before it serves */
     /*
-     * serverStatus network (kept by src/net/net.c): bytes read and written
-     * on client sockets (TLS records as sent), requests run, and those a
-     * worker read and ran on a connection it held (no thread hand-off).
+     * serverStatus network (kept by src/net/net.c): the bytes of the
+     * messages read and written on client connections (inside TLS on a TLS
+     * one), the messages read, and those a worker read and ran on a
+     * connection it held (no thread hand-off).
      */
     _Atomic int64_t net_bytes_in, net_bytes_out, net_requests, net_held_requests;
     _Atomic int64_t batched_deletes_docs, batched_deletes_batches;

@@ -160,6 +160,19 @@ frame_copy(const conn_t *c, size_t off, int32_t mlen)
     return m;
 }
 
+/*
+ * A whole message came in: serverStatus network.numRequests and bytesIn, as
+ * mongod counts them (messages from the client: a held hello run again on a
+ * topology change or streamed is not one; a TLS connection's records are
+ * counted as the messages they carry).
+ */
+static void
+count_request(mf_engine_t *eng, int32_t mlen)
+{
+    atomic_fetch_add(&eng->net_requests, 1);
+    atomic_fetch_add(&eng->net_bytes_in, mlen);
+}
+
 /* Grows c->rbuf so at least want bytes are free after c->rlen. */
 static void
 rbuf_reserve(conn_t *c, size_t want)
@@ -447,7 +460,6 @@ work_cb(mf_net_pool_job_t *pj)
     char dbname[128];
 
     mf_err_clear(&err);
-    atomic_fetch_add(&eng->net_requests, 1);
     if (mf_wire_parse(job->msg->data, job->msg->len, &msg, &err) != 0) {
         mf_msg_header_t hdr;
         mf_wire_read_header(job->msg->data, &hdr);
@@ -599,6 +611,7 @@ hold_read(conn_t *c, int fd, int64_t wait_us)
             return NULL; /* the loop closes the connection with the reason */
         if (mlen > 0) {
             msgbuf_t *m = frame_copy(c, 0, mlen);
+            count_request(c->srv->eng, mlen);
             memmove(c->rbuf, c->rbuf + mlen, c->rlen - (size_t)mlen);
             c->rlen -= (size_t)mlen;
             return m;
@@ -615,7 +628,6 @@ hold_read(conn_t *c, int fd, int64_t wait_us)
         if (n <= 0)
             return NULL; /* end of stream or error: the loop reads it again and closes */
         c->rlen += (size_t)n;
-        atomic_fetch_add(&c->srv->eng->net_bytes_in, n);
     }
 }
 
@@ -702,7 +714,6 @@ raw_write(conn_t *c, uint8_t *buf, size_t len, bool close_after)
         free(wr);
         return -1;
     }
-    atomic_fetch_add(&c->srv->eng->net_bytes_out, (int64_t)len);
     return 0;
 }
 
@@ -722,12 +733,14 @@ tls_flush(conn_t *c, bool close_after)
 
 /*
  * Writes reply bytes on c (encrypted first on a TLS connection), taking
- * ownership of buf. With close_after, the connection closes once they are
+ * ownership of buf; they count in network.bytesOut (the messages, not TLS's
+ * records, as mongod counts them). With close_after, the connection closes once they are
  * out. Returns 0, or -1 if the write could not start (the caller closes c).
  */
 static int
 conn_write(conn_t *c, uint8_t *buf, size_t len, bool close_after)
 {
+    atomic_fetch_add(&c->srv->eng->net_bytes_out, (int64_t)len);
     if (c->tls == NULL)
         return raw_write(c, buf, len, close_after);
     mf_error_t err;
@@ -1041,8 +1054,6 @@ read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
             mf_log(MF_LOG_INFO, "NETWORK", "conn%lld: connection ended", (long long)c->client.id);
         return;
     }
-    if (nread > 0)
-        atomic_fetch_add(&c->srv->eng->net_bytes_in, nread);
     if (nread > 0 && !c->sniffed) {
         server_t *srv = c->srv;
         bool handshake = c->rbuf[c->rlen] == 0x16;
@@ -1087,6 +1098,7 @@ parse_rbuf(conn_t *c)
             return;
         }
         msgbuf_t *m = frame_copy(c, off, mlen);
+        count_request(c->srv->eng, mlen);
         if (c->qtail)
             c->qtail->next = m;
         else

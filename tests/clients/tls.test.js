@@ -562,6 +562,41 @@ scenario('--tlsCAFile --tlsAllowInvalidCertificates',
 
 /* ========================================================= bad configuration */
 
+/* ========================================================= counters */
+
+scenario('serverStatus network over TLS', (c) => ['--tlsMode', 'requireTLS', '--tlsCertificateKeyFile', c.server], (ctx) => {
+  t(ctx, 'bytesIn, bytesOut and numRequests count the messages inside TLS, as mongod does, not its records', async () => {
+    // The only connection to this server: nothing else moves its counters.
+    const conn = new TlsRawConn(ctx.port, { ca: fs.readFileSync(certs().ca) });
+    await conn.connect();
+    try {
+      let plainIn = 0; // reply bytes as the client reads them, decrypted
+      conn.sock.on('data', (d) => { plainIn += d.length; });
+      const status = async () => (await conn.command('admin', { serverStatus: 1 })).network;
+      const n0 = await status();
+      const n0Reply = plainIn;
+      let sent = 0;
+      const replies0 = plainIn;
+      for (let i = 0; i < 20; i++) {
+        // Documents of 40 KB: three TLS records each, whose headers and tags old counting added in.
+        const msg = h.buildOpMsg(100 + i, { insert: 'c', documents: [{ _id: i, pad: 'p'.repeat(40000) }], $db: 'net' });
+        sent += msg.length;
+        await conn.send(msg);
+        const r = await conn.readReply(10000);
+        assert.equal(r.n, 1);
+      }
+      const insertReplies = plainIn - replies0;
+      const req = h.buildOpMsg(999, { serverStatus: 1, $db: 'admin' });
+      await conn.send(req);
+      const n1 = (await conn.readReply(10000)).network;
+      assert.equal(n1.numRequests - n0.numRequests, 21, 'the inserts and one serverStatus');
+      assert.equal(n1.bytesIn - n0.bytesIn, sent + req.length, 'bytesIn: the messages sent');
+      assert.equal(n1.bytesOut - n0.bytesOut, n0Reply + insertReplies, 'bytesOut: the replies read');
+      assert.equal(n1.physicalBytesIn - n0.physicalBytesIn, n1.bytesIn - n0.bytesIn);
+    } finally { conn.close(); }
+  });
+});
+
 describe('bad TLS configuration: the server exits non-zero at start', () => {
   /* Starts mayflyd with args; resolves {code, signal, stderr} once it exits (fails after 10 s). */
   async function startExpectingExit(args) {

@@ -308,7 +308,9 @@ h.test('serverStatus network counts bytes and requests; 8 connections each sendi
     admin = await h.rawConnect(s2.port);
     assert.equal((await admin.command('t', { insert: 'c', documents: [{ _id: 1, v: 'x' }] })).n, 1);
     const network = async () => (await admin.command('admin', { serverStatus: 1 })).network;
+    const r0 = admin.sock.bytesRead;
     const n0 = await network();
+    const n0Reply = admin.sock.bytesRead - r0; // counted after n0 was taken
     for (const k of ['bytesIn', 'bytesOut', 'physicalBytesIn', 'physicalBytesOut', 'numRequests', 'heldRequests']) {
       assert.equal(typeof n0[k], 'number', k);
     }
@@ -320,12 +322,16 @@ h.test('serverStatus network counts bytes and requests; 8 connections each sendi
         assert.deepEqual(r.cursor.firstBatch, [{ _id: 1, v: 'x' }]);
       }
     }));
+    const w1 = admin.sock.bytesWritten;
     const n1 = await network();
+    const n1Request = admin.sock.bytesWritten - w1; // counted before n1 was taken
     const sent = conns.reduce((a, c) => a + c.sock.bytesWritten, 0);
     const got = conns.reduce((a, c) => a + c.sock.bytesRead, 0);
     assert.equal(n1.numRequests - n0.numRequests, 8 * PER + 1, 'the finds and one serverStatus');
-    assert.ok(n1.bytesIn - n0.bytesIn >= sent, `${n1.bytesIn - n0.bytesIn} bytes in, ${sent} sent`);
-    assert.ok(n1.bytesOut - n0.bytesOut >= got, `${n1.bytesOut - n0.bytesOut} bytes out, ${got} received`);
+    // Exactly the messages' bytes, as mongod counts them (and as the clients wrote and read them).
+    assert.equal(n1.bytesIn - n0.bytesIn, sent + n1Request, 'bytesIn');
+    assert.equal(n1.bytesOut - n0.bytesOut, got + n0Reply, 'bytesOut');
+    assert.equal(n1.physicalBytesIn - n0.physicalBytesIn, n1.bytesIn - n0.bytesIn, 'no compression: physical = logical');
     // Each connection's first find comes through the loop; a worker then keeps the connection and reads the rest
     // (all 8 of them from 2 CPUs on; 4 on one).
     const held = n1.heldRequests - n0.heldRequests;
@@ -334,6 +340,37 @@ h.test('serverStatus network counts bytes and requests; 8 connections each sendi
   } finally {
     for (const c of conns) c.close();
     if (admin) admin.close();
+    await s2.stop();
+    s2.cleanup();
+  }
+});
+
+h.test('serverStatus network.numRequests counts the messages clients send: a streamed (exhaust) hello is one request however many replies it streams', async () => {
+  const s2 = new h.MayflyServer({});
+  await s2.start();
+  const a = await h.rawConnect(s2.port);
+  const b = await h.rawConnect(s2.port);
+  try {
+    const tv = (await a.command('admin', { hello: 1 })).topologyVersion;
+    const { Long } = require('mongodb');
+    const n0 = (await b.command('admin', { serverStatus: 1 })).network;
+    const msg = h.buildOpMsg(77, { hello: 1, topologyVersion: { processId: tv.processId, counter: Long.fromValue(tv.counter) },
+      maxAwaitTimeMS: Long.fromNumber(50), $db: 'admin' });
+    msg.writeUInt32LE(1 << 16, 16); // exhaustAllowed
+    await a.send(msg);
+    for (let i = 0; i < 6; i++) {
+      const r = await a.readReply(5000);
+      assert.equal(r.ok, 1);
+      assert.equal(a.lastFlags & 2, 2, 'moreToCome: the server streams the next reply itself');
+    }
+    const n1 = (await b.command('admin', { serverStatus: 1 })).network;
+    // The streamed hello and the second serverStatus (6 replies streamed from one request; counted 7 before).
+    assert.equal(n1.numRequests - n0.numRequests, 2);
+    // b sent two serverStatus messages of one size; the second is counted.
+    assert.equal(n1.bytesIn - n0.bytesIn, msg.length + b.sock.bytesWritten / 2);
+  } finally {
+    a.close();
+    b.close();
     await s2.stop();
     s2.cleanup();
   }
