@@ -28,7 +28,7 @@ static const mf_param_t defaults[] = {
     {"ttlMonitorPrecise", MF_PARAM_BOOL, 0, 1, false, true, true, 1, NULL},
     {"ttlMonitorBatchDocs", MF_PARAM_INT, 1, 100000, false, true, true, 500, NULL},
     /* How long a worker that answered a request waits for the connection's next one (src/net/net.c), µs; 0: never. */
-    {"netConnectionHoldMicros", MF_PARAM_INT, 0, 1000000, false, true, false, 1000, NULL},
+    {"netConnectionHoldMicros", MF_PARAM_INT, 0, 1000000, false, true, false, 5000, NULL},
     /* Precise passes start at most this often, ms: deadlines closer than this share a pass (src/ttl/ttl_monitor.c). */
     {"ttlMonitorCoalesceMS", MF_PARAM_INT, 0, 1000, false, true, true, 5, NULL},
     /*

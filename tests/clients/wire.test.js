@@ -265,11 +265,11 @@ h.test('on a held connection: a split request, two pipelined requests, a w:0 wri
   conn.sock.setNoDelay(true);
   let r = await conn.command(dbName, { insert: 'c', documents: [{ _id: 1 }] });
   assert.equal(r.n, 1);
-  // The next request byte by byte, with pauses beyond netConnectionHoldMicros (1 ms).
+  // The next request in pieces, with pauses beyond netConnectionHoldMicros (5 ms).
   const split = h.buildOpMsg(21, { insert: 'c', documents: [{ _id: 2, pad: 'x'.repeat(200) }], $db: dbName });
   for (let i = 0; i < split.length; i += 37) {
     await conn.send(split.subarray(i, i + 37));
-    await h.sleep(i % 111 === 0 ? 4 : 0);
+    await h.sleep(i % 111 === 0 ? 7 : 0);
   }
   r = await conn.readReply();
   assert.equal(r.n, 1);
@@ -373,6 +373,29 @@ h.test('serverStatus network.numRequests counts the messages clients send: a str
     b.close();
     await s2.stop();
     s2.cleanup();
+  }
+});
+
+h.test('a client with a few milliseconds between its requests keeps its worker: requests 2 ms apart are held (netConnectionHoldMicros 5 ms; at 1 ms every one went through the I/O thread and a worker wake-up)', async () => {
+  const dbName = srv.freshDb('paced').databaseName;
+  const conn = await h.rawConnect(srv.port);
+  const admin = await h.rawConnect(srv.port);
+  try {
+    conn.sock.setNoDelay(true);
+    assert.equal((await conn.command(dbName, { insert: 'c', documents: [{ _id: 1 }] })).n, 1);
+    const held0 = (await admin.command('admin', { serverStatus: 1 })).network.heldRequests;
+    const N = 50;
+    for (let i = 0; i < N; i++) {
+      await h.sleep(2);
+      const r = await conn.command(dbName, { find: 'c', filter: { _id: 1 } });
+      assert.deepEqual(r.cursor.firstBatch, [{ _id: 1 }]);
+    }
+    const held = (await admin.command('admin', { serverStatus: 1 })).network.heldRequests - held0;
+    // A timer can fire late on a busy machine; most of them still come within the hold.
+    assert.ok(held >= N / 2, `${held} of ${N} paced finds held`);
+  } finally {
+    conn.close();
+    admin.close();
   }
 });
 
