@@ -645,10 +645,12 @@ work_hold_cb(mf_net_pool_job_t *pj)
         if (job->fatal || job->await_ms > 0 || job->exhaust || atomic_load(&srv->no_hold))
             return;
         if (job->reply != NULL) {
+            /* Counted before it is sent: a client that has its reply sees it in serverStatus. */
+            atomic_fetch_add(&eng->net_bytes_out, (int64_t)job->reply_len);
             size_t sent = hold_send(job->held_fd, job->reply, job->reply_len);
-            atomic_fetch_add(&eng->net_bytes_out, (int64_t)sent);
             if (sent < job->reply_len) {
-                /* The rest goes out through the loop's write queue, in order. */
+                /* The rest goes out through the loop's write queue, in order (conn_write counts it again). */
+                atomic_fetch_sub(&eng->net_bytes_out, (int64_t)(job->reply_len - sent));
                 memmove(job->reply, job->reply + sent, job->reply_len - sent);
                 job->reply_len -= sent;
                 return;
