@@ -736,8 +736,9 @@ tls_flush(conn_t *c, bool close_after)
 /*
  * Writes reply bytes on c (encrypted first on a TLS connection), taking
  * ownership of buf; they count in network.bytesOut (the messages, not TLS's
- * records, as mongod counts them). With close_after, the connection closes once they are
- * out. Returns 0, or -1 if the write could not start (the caller closes c).
+ * records, as mongod counts them). With close_after, the connection closes
+ * once they are out. Returns 0, or -1 if the write could not start (the
+ * caller closes c).
  */
 static int
 conn_write(conn_t *c, uint8_t *buf, size_t len, bool close_after)

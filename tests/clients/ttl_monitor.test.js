@@ -904,14 +904,12 @@ h.test('D7 beyond: a precise pass visits the TTL indexes that are due, not every
 });
 
 h.test('D7 beyond: the periodic deadline refresh reads a bounded slice of the TTL indexes, not every one: a stream of expiries beside 200 other TTL collections', { timeout: 120000 }, async () => {
-  const was = await getParam('ttlMonitorDeadlineRefreshMS');
   await withDb('manyrefresh', async (db) => {
     await otherTtlCollections(db, 200);
     const coll = db.collection('c');
     await coll.createIndex({ at: 1 }, { expireAfterSeconds: 0 });
-    try {
-      // A refresh every 100 ms (the lowest value): read every index each time, this stream would read about 2,000 a second.
-      await setParams({ ttlMonitorDeadlineRefreshMS: 100 });
+    // A refresh every 100 ms (the lowest value): read every index each time, this stream would read about 2,000 a second.
+    await withParams({ ttlMonitorDeadlineRefreshMS: 100 }, async () => {
       const base = Date.now() + 1500;
       await coll.insertMany(Array.from({ length: 200 }, (_, i) => ({ _id: i, at: new Date(base + i * 10) })));
       const s0 = await ttlStatus();
@@ -927,19 +925,15 @@ h.test('D7 beyond: the periodic deadline refresh reads a bounded slice of the TT
       const bound = (Math.ceil(ms / 100) + 1) * 64 + passes * 2 + 201;
       assert.ok(reads <= bound, `${reads} deadline reads in ${ms} ms (bound ${bound}): the refresh reads every TTL index`);
       for (let k = 0; k < 200; k += 49) assert.equal(await db.collection(`o${k}`).countDocuments(), 1, `o${k} kept its document`);
-    } finally {
-      await setParams({ ttlMonitorDeadlineRefreshMS: was });
-    }
+    });
   });
 });
 
 h.test('D7 beyond: a pass over every TTL index goes as a sweep, 32 indexes a pass beside the due ones: with 200 TTL collections no pass visits them all at once', { timeout: 120000 }, async () => {
-  const was = await getParam('ttlMonitorSleepSecs');
   await withDb('sweep', async (db) => {
     await otherTtlCollections(db, 200);
-    try {
-      // A periodic pass (MongoDB's, every ttlMonitorSleepSecs) visits every TTL index.
-      await setParams({ ttlMonitorSleepSecs: 1 });
+    // A periodic pass (MongoDB's, every ttlMonitorSleepSecs) visits every TTL index.
+    await withParams({ ttlMonitorSleepSecs: 1 }, async () => {
       const s0 = await ttlStatus();
       await waitFor(async () => (await ttlStatus()).indexVisits - s0.indexVisits >= 400, 'no periodic pass visited every index', 30000);
       const s1 = await ttlStatus();
@@ -950,9 +944,7 @@ h.test('D7 beyond: a pass over every TTL index goes as a sweep, 32 indexes a pas
       // 32 and those due (an index with due documents that stay, in an earlier test, is due on every pass).
       assert.ok(visits / passes <= 100, `${visits} index visits in ${passes} passes: a pass visited every index at once`);
       for (let k = 0; k < 200; k += 49) assert.equal(await db.collection(`o${k}`).countDocuments(), 1, `o${k} kept its document`);
-    } finally {
-      await setParams({ ttlMonitorSleepSecs: was });
-    }
+    });
   });
 });
 
