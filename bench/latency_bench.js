@@ -59,18 +59,22 @@
  * Phase 3, ingest. mayfly: insert batches of 1,000 documents {_id: i, at:
  * Date, v: 'x' * 32} into a collection with one TTL index ({at: 1},
  * expireAfterSeconds 3600), 4 batches in flight, --docs documents (default
- * 1,000,000), two ways:
+ * 1,000,000), three ways:
  *   - raw: the same kind of client as Redis's, on 4 raw sockets (one batch
  *     in flight on each): each batch is one OP_MSG whose documents are
  *     written straight into a Buffer, as the Redis loader writes its RESP
  *     text (the encoder is checked against js-bson's serialize at start);
+ *   - raw on one connection: the same, one batch in flight. Its server CPU
+ *     per document against the first's shows what concurrent inserts into
+ *     one collection cost inside WiredTiger (docs/ARCHITECTURE.md, "Storage
+ *     layout"); shown, not the target's loader;
  *   - driver: insertMany through the Node driver (its BSON serialisation
  *     costs the client ~2 µs per document, on the cores the server uses).
  * Redis: SET key val PX 3600000, pipelined 1,000 commands per write, 8
  * writes in flight (bench/ttl_bench.js's loader), into the Redis above and
  * into a second one that journals as mayfly does (--appendonly yes
  * --appendfsync everysec; shown, not the target's peer). --ingest-rounds
- * rounds (default 5), the four loaders alternating in each, a fresh
+ * rounds (default 5), the five loaders alternating in each, a fresh
  * collection / FLUSHDB each time; the table shows each loader's median round and the
  * server's and the client's CPU per document in that round. The target
  * (ingest at least Redis's rate) compares the raw loader with Redis's.
@@ -516,9 +520,9 @@ function rawInsertMsg(coll, start, end, reqId) {
   return b;
 }
 
-async function ingestMongoRaw(client, port, pid) {
+async function ingestMongoRaw(client, port, pid, nconns = MONGO_INFLIGHT) {
   const coll = await freshIngestColl(client, 'ingest_raw');
-  const conns = await Promise.all(Array.from({ length: MONGO_INFLIGHT }, () => new Conn(port, frameMongo).connect()));
+  const conns = await Promise.all(Array.from({ length: nconns }, () => new Conn(port, frameMongo).connect()));
   let reqId = 1;
   let w = 0;
   try {
@@ -619,7 +623,7 @@ async function ingestRedis(port, pid) {
  */
 async function phaseIngest(client, mayfly, redis, redisAof) {
   rawEncoderCheck();
-  const I = { raw: [], driver: [], redis: [], redisAof: [] };
+  const I = { raw: [], raw1: [], driver: [], redis: [], redisAof: [] };
   for (let round = 1; round <= INGEST_ROUNDS; round++) {
     const a = await ingestMongoRaw(client, mayfly.port, mayfly.pid);
     I.raw.push(a);
@@ -629,8 +633,11 @@ async function phaseIngest(client, mayfly, redis, redisAof) {
     I.driver.push(c);
     const d = await ingestRedis(redisAof.port, redisAof.pid);
     I.redisAof.push(d);
+    const e = await ingestMongoRaw(client, mayfly.port, mayfly.pid, 1);
+    I.raw1.push(e);
     log(`ingest round ${round}: mayfly raw ${fmtInt(a.docsPerSec)}, redis ${fmtInt(b.docsPerSec)}, ` +
-      `mayfly driver ${fmtInt(c.docsPerSec)}, redis with appendonly ${fmtInt(d.docsPerSec)} docs/s`);
+      `mayfly driver ${fmtInt(c.docsPerSec)}, redis with appendonly ${fmtInt(d.docsPerSec)}, ` +
+      `mayfly raw on one connection ${fmtInt(e.docsPerSec)} docs/s`);
   }
   for (const k of Object.keys(I)) I[k].sort((x, y) => x.docsPerSec - y.docsPerSec);
   return I;
@@ -709,8 +716,12 @@ function reportIngest(I) {
       m.serverUs.toFixed(2), m.clientUs.toFixed(2)];
   };
   printTable([['loader', 'docs/s', 'rounds', 'server CPU µs/doc', 'client CPU µs/doc'], '-',
-    row('mayfly, raw socket', I.raw), row('mayfly, Node driver', I.driver), row('redis', I.redis),
+    row('mayfly, raw socket', I.raw), row('mayfly, raw socket, 1 connection', I.raw1),
+    row('mayfly, Node driver', I.driver), row('redis', I.redis),
     row('redis, appendonly everysec', I.redisAof)], { rightAlign: true });
+  console.log('one connection: the same raw loader with one batch in flight; its server CPU per document against ' +
+    'the 4-connection row\'s is what concurrent inserts into one collection cost inside WiredTiger ' +
+    '(docs/ARCHITECTURE.md, "Storage layout")');
   console.log('redis as the other benches run it keeps nothing (--save \'\' --appendonly no); the appendonly row is a ' +
     'Redis that journals as mayfly does (AOF rewrites run in forked children, whose CPU is not counted)');
   const r = med(I.raw).docsPerSec / med(I.redis).docsPerSec;
