@@ -572,7 +572,9 @@ work_cb(mf_net_pool_job_t *pj)
  * worker owns it, only the worker reads or writes it, and the loop never
  * closes it (it is busy). The worker gives the connection back when the wait
  * ends, after HOLD_MAX_REQUESTS requests, when jobs are queued for workers
- * (so a busy connection cannot starve others), on anything but a plain
+ * (so a busy connection cannot starve others; while it waits, the pool's
+ * wake descriptor tells it a job is queued with every worker busy and the
+ * pool at its cap), on anything but a plain
  * complete reply (held hello, exhaust, fatal, a partial send), or at
  * shutdown. Bytes it read past a request stay in c->rbuf for the loop.
  */
@@ -599,7 +601,9 @@ hold_send(int fd, const uint8_t *buf, size_t len)
 /*
  * Worker: waits for and reads the next whole request into c->rbuf. Returns
  * it as a message (removed from rbuf), or NULL (nothing within the wait, end
- * of stream, an error, or an invalid length: the loop sees to those).
+ * of stream, an error, or an invalid length: the loop sees to those; or a
+ * job queued for a worker with the pool at its cap, its wake descriptor
+ * readable: this worker goes to take it).
  */
 static msgbuf_t *
 hold_read(conn_t *c, int fd, int64_t wait_us)
@@ -619,9 +623,10 @@ hold_read(conn_t *c, int fd, int64_t wait_us)
         int64_t left = deadline - mf_mono_us();
         if (left <= 0)
             return NULL;
-        struct pollfd pfd = {.fd = fd, .events = POLLIN};
-        int pr = poll(&pfd, 1, (int)((left + 999) / 1000));
-        if (pr <= 0)
+        struct pollfd pfd[2] = {{.fd = fd, .events = POLLIN},
+                                {.fd = mf_net_pool_wake_fd(c->srv->data_pool), .events = POLLIN}};
+        int pr = poll(pfd, 2, (int)((left + 999) / 1000));
+        if (pr <= 0 || (pfd[1].revents & POLLIN) != 0)
             return NULL;
         rbuf_reserve(c, 65536);
         ssize_t n = recv(fd, c->rbuf + c->rlen, c->rcap - c->rlen, MSG_DONTWAIT);

@@ -20,6 +20,14 @@
  *     whoever next needs the slot joins it, so no thread is left unjoined and
  *     no pool memory is touched after destroy.
  *   - destroy lets the workers drain the queue, then stops and joins all.
+ *   - The wake descriptor (an eventfd, mf_net_pool_wake_fd) is readable
+ *     while jobs wait and the pool is at its cap, until the queue is empty
+ *     again. Threads the pool's jobs park elsewhere (net.c's held
+ *     connections, waiting in poll for a client's next request) watch it
+ *     and come back to take the job: otherwise a queued job waited out
+ *     their wait (up to netConnectionHoldMicros) for the one worker they
+ *     occupy. Set and cleared under the lock, only on that path (a write
+ *     and a read of 8 bytes); nobody else reads it.
  *
  * Invariants: nthreads counts workers that have not decided to exit;
  * nidle <= nthreads; a slot is FREE only once its thread has been joined.
@@ -30,6 +38,8 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,8 +70,28 @@ struct mf_net_pool {
     int peak;
     int64_t started, retired;
     bool stopping;
+    int wake_fd;   /* readable while jobs wait at the cap (see above); -1 if none could be made */
+    bool wake_set; /* wake_fd holds a count */
     slot_t *slots; /* cfg.cap of them */
 };
+
+/* Makes wake_fd readable (jobs wait and no worker can start). Caller holds p->lock. */
+static void
+wake_set_locked(mf_net_pool_t *p)
+{
+    uint64_t one = 1;
+    if (p->wake_fd >= 0 && !p->wake_set && write(p->wake_fd, &one, sizeof(one)) == (ssize_t)sizeof(one))
+        p->wake_set = true;
+}
+
+/* Makes wake_fd unreadable again (the queue is empty). Caller holds p->lock. */
+static void
+wake_clear_locked(mf_net_pool_t *p)
+{
+    uint64_t n;
+    if (p->wake_set && read(p->wake_fd, &n, sizeof(n)) == (ssize_t)sizeof(n))
+        p->wake_set = false;
+}
 
 static void *worker_main(void *arg);
 
@@ -123,6 +153,8 @@ worker_main(void *arg)
                 p->tail = NULL;
             p->queued--;
             atomic_store_explicit(&p->queued_hint, p->queued, memory_order_relaxed);
+            if (p->queued == 0)
+                wake_clear_locked(p);
             pthread_mutex_unlock(&p->lock);
             job->next = NULL;
             job->work(job);
@@ -178,6 +210,7 @@ mf_net_pool_create(const mf_net_pool_config_t *cfg, mf_net_pool_t **out, mf_erro
     if (p->cfg.idle_ms <= 0)
         p->cfg.idle_ms = 1;
     p->slots = mf_calloc((size_t)p->cfg.cap, sizeof(*p->slots));
+    p->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     pthread_mutex_init(&p->lock, NULL);
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -192,6 +225,8 @@ mf_net_pool_create(const mf_net_pool_config_t *cfg, mf_net_pool_t **out, mf_erro
     if (n == 0) {
         pthread_mutex_destroy(&p->lock);
         pthread_cond_destroy(&p->cond);
+        if (p->wake_fd >= 0)
+            close(p->wake_fd);
         free(p->slots);
         free(p);
         return mf_err_set(err, MF_E_InternalError, "cannot start any %s worker thread", cfg->name);
@@ -212,9 +247,12 @@ mf_net_pool_submit(mf_net_pool_t *p, mf_net_pool_job_t *job)
     p->tail = job;
     p->queued++;
     atomic_store_explicit(&p->queued_hint, p->queued, memory_order_relaxed);
-    /* Every idle worker will take one queued job; start one for each job beyond that. */
-    if (p->queued > p->nidle && p->nthreads < p->cfg.cap)
-        (void)spawn_locked(p);
+    /*
+     * Every idle worker will take one queued job; start one for each job
+     * beyond that, and at the cap call back the workers parked elsewhere.
+     */
+    if (p->queued > p->nidle && (p->nthreads >= p->cfg.cap || spawn_locked(p) != 0))
+        wake_set_locked(p);
     pthread_cond_signal(&p->cond);
     pthread_mutex_unlock(&p->lock);
 }
@@ -251,8 +289,16 @@ mf_net_pool_destroy(mf_net_pool_t *p)
     }
     pthread_mutex_destroy(&p->lock);
     pthread_cond_destroy(&p->cond);
+    if (p->wake_fd >= 0)
+        close(p->wake_fd);
     free(p->slots);
     free(p);
+}
+
+int
+mf_net_pool_wake_fd(mf_net_pool_t *p)
+{
+    return p->wake_fd;
 }
 
 int

@@ -419,3 +419,40 @@ h.test('held connections never take the last worker: with --maxWorkers 2 and a l
     s2.cleanup();
   }
 });
+
+h.test('a request queued at the worker cap calls back a worker waiting on a held connection: with --maxWorkers 2, one worker holding an idle connection (hold 800 ms) and the other blocked 1.5 s, a third connection\'s find is answered at once, not after the hold', async () => {
+  const s2 = new h.MayflyServer({ args: ['--workers', '1', '--maxWorkers', '2', '--setParameter', 'netConnectionHoldMicros=800000',
+    '--setParameter', 'enableTestCommands=1'] });
+  await s2.start();
+  const [held, blocked, third] = [await h.rawConnect(s2.port), await h.rawConnect(s2.port), await h.rawConnect(s2.port)];
+  try {
+    assert.equal((await third.command('t', { insert: 'c', documents: [{ _id: 1 }] })).n, 1);
+    assert.equal((await third.command('admin', {
+      configureFailPoint: 'failCommand',
+      mode: { times: 1 },
+      data: { failCommands: ['count'], blockConnection: true, blockTimeMS: 1500 },
+    })).ok, 1);
+    await h.sleep(900); // the worker that answered holds this connection for 800 ms
+    // The one worker answers this find and then waits up to 800 ms for the connection's next request.
+    assert.equal((await held.command('t', { find: 'c', filter: { _id: 1 } })).ok, 1);
+    // The pool's second and last worker runs a count blocked for 1.5 s.
+    const t0 = Date.now();
+    await blocked.send(h.buildOpMsg(blocked.reqId++, { count: 'c', $db: 't' }));
+    await h.sleep(50);
+    // No worker is free and none can start: the holder gives its connection back and takes this one.
+    const t1 = Date.now();
+    const r = await third.command('t', { find: 'c', filter: { _id: 1 } });
+    const ms = Date.now() - t1;
+    assert.deepEqual(r.cursor.firstBatch, [{ _id: 1 }]);
+    assert.ok(ms < 400, `the queued find waited ${ms} ms (the hold is 800 ms, the block 1500 ms)`);
+    // The held connection goes on through the I/O thread, and the blocked count still ends after its block.
+    assert.deepEqual((await held.command('t', { find: 'c', filter: { _id: 1 } })).cursor.firstBatch, [{ _id: 1 }]);
+    const c = await blocked.readReply();
+    assert.equal(c.n, 1);
+    assert.ok(Date.now() - t0 >= 1400, `the count took ${Date.now() - t0} ms`);
+  } finally {
+    for (const c of [held, blocked, third]) c.close();
+    await s2.stop();
+    s2.cleanup();
+  }
+});

@@ -6,9 +6,10 @@
  * smaller than N would hang, which the suite's timeout turns into a
  * failure). The cap, FIFO order, retirement of idle extras (with
  * thread_exit run on each), and destroy draining the queue are checked
- * through the pool's counters.
+ * through the pool's counters; the wake descriptor by polling it.
  */
 #include <criterion/criterion.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -97,6 +98,20 @@ wait_done(gate_t *g, int n)
     cr_assert_eq(atomic_load(&g->done), n, "%d of %d jobs done", atomic_load(&g->done), n);
 }
 
+/* Waits (at most 10 s) until n jobs are running at once, held at the gate. */
+static void
+wait_running(gate_t *g, int n)
+{
+    for (int i = 0; i < 10000; i++) {
+        pthread_mutex_lock(&g->lock);
+        int r = g->running;
+        pthread_mutex_unlock(&g->lock);
+        if (r == n)
+            return;
+        usleep(1000);
+    }
+}
+
 static mf_net_pool_t *
 make_pool(gate_t *g, int warm, int cap, int idle_ms)
 {
@@ -146,14 +161,7 @@ Test(net_pool, cap_bounds_threads_and_the_rest_queue)
         mf_net_pool_submit(p, &jobs[i].pj);
     }
     /* The first CAP jobs hold every worker; the rest queue. */
-    for (int i = 0; i < 10000; i++) {
-        pthread_mutex_lock(&g.lock);
-        int r = g.running;
-        pthread_mutex_unlock(&g.lock);
-        if (r == CAP)
-            break;
-        usleep(1000);
-    }
+    wait_running(&g, CAP);
     mf_net_pool_stats_t st;
     mf_net_pool_stats(p, &st);
     cr_assert_eq(st.threads, CAP, "threads %d", st.threads);
@@ -161,6 +169,45 @@ Test(net_pool, cap_bounds_threads_and_the_rest_queue)
     open_gate(&g);
     wait_done(&g, N);
     cr_assert_leq(g.max_running, CAP);
+    mf_net_pool_destroy(p);
+}
+
+/* Whether the pool's wake descriptor polls readable now. */
+static bool
+wake_readable(mf_net_pool_t *p)
+{
+    struct pollfd pfd = {.fd = mf_net_pool_wake_fd(p), .events = POLLIN};
+    return poll(&pfd, 1, 0) == 1 && (pfd.revents & POLLIN) != 0;
+}
+
+Test(net_pool, wake_fd_is_readable_while_jobs_wait_at_the_cap)
+{
+    enum { CAP = 2 };
+    gate_t g;
+    tjob_t jobs[CAP + 2];
+    gate_init(&g, 1000); /* held until opened */
+    mf_net_pool_t *p = make_pool(&g, 1, CAP, 60000);
+    cr_assert_geq(mf_net_pool_wake_fd(p), 0);
+    /* Below the cap a queued job starts a worker: nobody needs calling back. */
+    for (int i = 0; i < CAP; i++) {
+        jobs[i] = (tjob_t){.g = &g, .id = i};
+        jobs[i].pj.work = work;
+        mf_net_pool_submit(p, &jobs[i].pj);
+    }
+    wait_running(&g, CAP);
+    cr_assert(!wake_readable(p), "every job found a worker");
+    /* At the cap, with every worker busy, a queued job makes it readable, and it stays so while jobs wait. */
+    for (int i = CAP; i < CAP + 2; i++) {
+        jobs[i] = (tjob_t){.g = &g, .id = i};
+        jobs[i].pj.work = work;
+        mf_net_pool_submit(p, &jobs[i].pj);
+        cr_assert(wake_readable(p), "job %d waits at the cap", i);
+    }
+    cr_assert(wake_readable(p), "polling does not consume it");
+    /* Once the workers have taken every queued job it is not readable any more. */
+    open_gate(&g);
+    wait_done(&g, CAP + 2);
+    cr_assert(!wake_readable(p), "the queue is empty");
     mf_net_pool_destroy(p);
 }
 
