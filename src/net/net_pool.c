@@ -21,8 +21,8 @@
  *     no pool memory is touched after destroy.
  *   - destroy lets the workers drain the queue, then stops and joins all.
  *   - The wake descriptor (an eventfd, mf_net_pool_wake_fd) is readable
- *     while jobs wait and the pool is at its cap, until the queue is empty
- *     again. Threads the pool's jobs park elsewhere (net.c's held
+ *     while jobs wait and no worker can start for them (the pool is at its
+ *     cap, or a thread could not start), until the queue is empty again. Threads the pool's jobs park elsewhere (net.c's held
  *     connections, waiting in poll for a client's next request) watch it
  *     and come back to take the job: otherwise a queued job waited out
  *     their wait (up to netConnectionHoldMicros) for the one worker they
@@ -38,13 +38,13 @@
 
 #include <errno.h>
 #include <pthread.h>
-#include <sys/eventfd.h>
-#include <unistd.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "common/log.h"
 
@@ -211,6 +211,9 @@ mf_net_pool_create(const mf_net_pool_config_t *cfg, mf_net_pool_t **out, mf_erro
         p->cfg.idle_ms = 1;
     p->slots = mf_calloc((size_t)p->cfg.cap, sizeof(*p->slots));
     p->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (p->wake_fd < 0)
+        mf_log(MF_LOG_WARN, "NETWORK", "%s pool: no wake descriptor (%s); a job queued at the cap waits for a free worker",
+               p->cfg.name, strerror(errno));
     pthread_mutex_init(&p->lock, NULL);
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);

@@ -56,7 +56,8 @@ int mf_net_pool_create(const mf_net_pool_config_t *cfg, mf_net_pool_t **out, mf_
 
 /*
  * mf_net_pool_submit: queues job (FIFO) and starts a worker if none is idle
- * and the cap allows. Any thread may call it. The pool does not own job.
+ * and the cap allows; if none can start, makes the wake descriptor readable
+ * (mf_net_pool_wake_fd). Any thread may call it. The pool does not own job.
  */
 void mf_net_pool_submit(mf_net_pool_t *p, mf_net_pool_job_t *job);
 

@@ -426,19 +426,18 @@ h.test('a request queued at the worker cap calls back a worker waiting on a held
   await s2.start();
   const [held, blocked, third] = [await h.rawConnect(s2.port), await h.rawConnect(s2.port), await h.rawConnect(s2.port)];
   try {
-    assert.equal((await third.command('t', { insert: 'c', documents: [{ _id: 1 }] })).n, 1);
-    assert.equal((await third.command('admin', {
+    assert.equal((await held.command('t', { insert: 'c', documents: [{ _id: 1 }] })).n, 1);
+    assert.equal((await held.command('admin', {
       configureFailPoint: 'failCommand',
       mode: { times: 1 },
       data: { failCommands: ['count'], blockConnection: true, blockTimeMS: 1500 },
     })).ok, 1);
-    await h.sleep(900); // the worker that answered holds this connection for 800 ms
     // The one worker answers this find and then waits up to 800 ms for the connection's next request.
     assert.equal((await held.command('t', { find: 'c', filter: { _id: 1 } })).ok, 1);
     // The pool's second and last worker runs a count blocked for 1.5 s.
     const t0 = Date.now();
     await blocked.send(h.buildOpMsg(blocked.reqId++, { count: 'c', $db: 't' }));
-    await h.sleep(50);
+    await h.sleep(100);
     // No worker is free and none can start: the holder gives its connection back and takes this one.
     const t1 = Date.now();
     const r = await third.command('t', { find: 'c', filter: { _id: 1 } });
