@@ -602,7 +602,7 @@ hold_send(int fd, const uint8_t *buf, size_t len)
  * Worker: waits for and reads the next whole request into c->rbuf. Returns
  * it as a message (removed from rbuf), or NULL (nothing within the wait, end
  * of stream, an error, or an invalid length: the loop sees to those; or a
- * job queued for a worker with the pool at its cap, its wake descriptor
+ * job queued that no new worker can take, the pool's wake descriptor
  * readable: this worker goes to take it).
  */
 static msgbuf_t *

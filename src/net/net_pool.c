@@ -22,12 +22,13 @@
  *   - destroy lets the workers drain the queue, then stops and joins all.
  *   - The wake descriptor (an eventfd, mf_net_pool_wake_fd) is readable
  *     while jobs wait and no worker can start for them (the pool is at its
- *     cap, or a thread could not start), until the queue is empty again. Threads the pool's jobs park elsewhere (net.c's held
- *     connections, waiting in poll for a client's next request) watch it
- *     and come back to take the job: otherwise a queued job waited out
- *     their wait (up to netConnectionHoldMicros) for the one worker they
- *     occupy. Set and cleared under the lock, only on that path (a write
- *     and a read of 8 bytes); nobody else reads it.
+ *     cap, or a thread could not start), until the queue is empty again.
+ *     Threads the pool's jobs park elsewhere (net.c's held connections,
+ *     waiting in poll for a client's next request) watch it and come back
+ *     to take the job: otherwise a queued job waited out their wait (up to
+ *     netConnectionHoldMicros) for the one worker they occupy. Set and
+ *     cleared under the lock, only on that path (a write and a read of 8
+ *     bytes); nobody else reads it.
  *
  * Invariants: nthreads counts workers that have not decided to exit;
  * nidle <= nthreads; a slot is FREE only once its thread has been joined.
@@ -70,7 +71,7 @@ struct mf_net_pool {
     int peak;
     int64_t started, retired;
     bool stopping;
-    int wake_fd;   /* readable while jobs wait at the cap (see above); -1 if none could be made */
+    int wake_fd;   /* readable while jobs wait and no worker can start (see above); -1 if none could be made */
     bool wake_set; /* wake_fd holds a count */
     slot_t *slots; /* cfg.cap of them */
 };

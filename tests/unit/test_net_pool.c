@@ -112,6 +112,15 @@ wait_running(gate_t *g, int n)
     }
 }
 
+/* Submits job j (number id) to p, to run work() at gate g. */
+static void
+submit_job(mf_net_pool_t *p, gate_t *g, tjob_t *j, int id)
+{
+    *j = (tjob_t){.g = g, .id = id};
+    j->pj.work = work;
+    mf_net_pool_submit(p, &j->pj);
+}
+
 static mf_net_pool_t *
 make_pool(gate_t *g, int warm, int cap, int idle_ms)
 {
@@ -133,9 +142,7 @@ Test(net_pool, grows_past_warm_when_every_worker_is_busy)
     gate_init(&g, N);
     mf_net_pool_t *p = make_pool(&g, 2, 64, 60000);
     for (int i = 0; i < N; i++) {
-        jobs[i] = (tjob_t){.g = &g, .id = i};
-        jobs[i].pj.work = work;
-        mf_net_pool_submit(p, &jobs[i].pj);
+        submit_job(p, &g, &jobs[i], i);
     }
     wait_done(&g, N); /* only possible if N jobs ran at once */
     cr_assert_eq(g.max_running, N);
@@ -156,9 +163,7 @@ Test(net_pool, cap_bounds_threads_and_the_rest_queue)
     gate_init(&g, 1000); /* held until opened */
     mf_net_pool_t *p = make_pool(&g, 1, CAP, 60000);
     for (int i = 0; i < N; i++) {
-        jobs[i] = (tjob_t){.g = &g, .id = i};
-        jobs[i].pj.work = work;
-        mf_net_pool_submit(p, &jobs[i].pj);
+        submit_job(p, &g, &jobs[i], i);
     }
     /* The first CAP jobs hold every worker; the rest queue. */
     wait_running(&g, CAP);
@@ -190,17 +195,13 @@ Test(net_pool, wake_fd_is_readable_while_jobs_wait_at_the_cap)
     cr_assert_geq(mf_net_pool_wake_fd(p), 0);
     /* Below the cap a queued job starts a worker: nobody needs calling back. */
     for (int i = 0; i < CAP; i++) {
-        jobs[i] = (tjob_t){.g = &g, .id = i};
-        jobs[i].pj.work = work;
-        mf_net_pool_submit(p, &jobs[i].pj);
+        submit_job(p, &g, &jobs[i], i);
     }
     wait_running(&g, CAP);
     cr_assert(!wake_readable(p), "every job found a worker");
     /* At the cap, with every worker busy, a queued job makes it readable, and it stays so while jobs wait. */
     for (int i = CAP; i < CAP + 2; i++) {
-        jobs[i] = (tjob_t){.g = &g, .id = i};
-        jobs[i].pj.work = work;
-        mf_net_pool_submit(p, &jobs[i].pj);
+        submit_job(p, &g, &jobs[i], i);
         cr_assert(wake_readable(p), "job %d waits at the cap", i);
     }
     cr_assert(wake_readable(p), "polling does not consume it");
@@ -219,9 +220,7 @@ Test(net_pool, idle_extra_workers_retire_and_warm_ones_stay)
     gate_init(&g, N);
     mf_net_pool_t *p = make_pool(&g, 2, 16, 50);
     for (int i = 0; i < N; i++) {
-        jobs[i] = (tjob_t){.g = &g, .id = i};
-        jobs[i].pj.work = work;
-        mf_net_pool_submit(p, &jobs[i].pj);
+        submit_job(p, &g, &jobs[i], i);
     }
     wait_done(&g, N);
     mf_net_pool_stats_t st;
@@ -240,9 +239,7 @@ Test(net_pool, idle_extra_workers_retire_and_warm_ones_stay)
     gate_t g2;
     gate_init(&g2, N);
     for (int i = 0; i < N; i++) {
-        jobs[i] = (tjob_t){.g = &g2, .id = i};
-        jobs[i].pj.work = work;
-        mf_net_pool_submit(p, &jobs[i].pj);
+        submit_job(p, &g2, &jobs[i], i);
     }
     for (int i = 0; i < 60000; i++) {
         pthread_mutex_lock(&g2.lock);
@@ -265,9 +262,7 @@ Test(net_pool, destroy_runs_queued_jobs)
     g.open = true;
     mf_net_pool_t *p = make_pool(&g, 1, 1, 60000);
     for (int i = 0; i < N; i++) {
-        jobs[i] = (tjob_t){.g = &g, .id = i};
-        jobs[i].pj.work = work;
-        mf_net_pool_submit(p, &jobs[i].pj);
+        submit_job(p, &g, &jobs[i], i);
     }
     mf_net_pool_destroy(p);
     cr_assert_eq(atomic_load(&g.done), N);
