@@ -83,15 +83,15 @@
  *   window); a lone deadline after a quiet spell still runs at once.
  *
  *   Parallel batches (beyond MongoDB): a visit works in rounds. A round
- *   reads up to ROUND_TXNS * W batches of record ids and deletes them as W
- *   chunks on W threads (the monitor and W-1 deleters, ttlMonitorWorkers,
- *   default one per CPU), each chunk in transactions of at most a batch, so
- *   a mass expiry uses every core; all finish before the round ends, under
- *   the same catalog lock. While the deleters start on their chunks the
- *   monitor reads the next round's keys (read ahead, from the resume key),
- *   then deletes its own, shorter chunk: chunk lengths follow each thread's
- *   recent speed, so a thread slowed by other work on its core (a busy
- *   neighbour) gets less and nobody waits long at the round's end. The read
+ *   reads up to ROUND_TXNS * W batches of record ids, cuts them into pieces
+ *   of at most a batch (one transaction each), and W threads (the monitor
+ *   and W-1 deleters, ttlMonitorWorkers, default one per CPU) take the
+ *   pieces in order from a shared counter until none is left, so a mass
+ *   expiry uses every core and a thread slowed down by other work on its
+ *   core (a busy neighbour, a client) simply takes fewer pieces; all finish
+ *   before the round ends, under the same catalog lock. While the deleters
+ *   start on the first pieces the monitor reads the next round's keys (read
+ *   ahead, from the resume key), then takes pieces too. The read
  *   ahead is only used by the next round if the index is still the same one
  *   (ident, expireAfterSeconds); its floor comes from the cutoff it was read
  *   at, and every document is re-checked in its transaction anyway.
@@ -167,8 +167,8 @@
 #define RATE_SECS 10
 #define ARCHIVE_BATCH_FACTOR 4
 #define MAX_WORKERS 16 /* ttlMonitorWorkers' maximum */
-#define ROUND_TXNS 2 /* transactions each deleting thread runs per round (see "Parallel batches") */
-#define SPEED_DOCS 32 /* a chunk at least this long measures its thread's speed (see split_jobs) */
+#define ROUND_TXNS 4 /* pieces (transactions) per deleting thread a round reads (see "Parallel batches") */
+#define MAX_PIECES (ROUND_TXNS * MAX_WORKERS) /* a round's pieces at most */
 #define FULL_SCAN_MS 10000 /* floors are forgotten this often (see "Floors") */
 #define FDS_RESUME_MS 100 /* a pass cut short by TooManyFilesOpen goes on after this long (see monitor_main) */
 #define TTL_NICE 10 /* the monitor's and deleters' nice value (see "Pacing") */
@@ -289,23 +289,24 @@ struct mf_ttl_monitor {
      */
     int64_t lat_fine[LAT_FINE];
     /*
-     * Deleters (see "Parallel batches"): threads started on first use, each
-     * with a job slot; pool_cv wakes them, done_cv wakes the monitor.
+     * Deleters (see "Parallel batches"): threads started on first use.
+     * pool_cv wakes them for a round, done_cv wakes the monitor when the
+     * last of them finds no piece left. A round's pieces are
+     * round_jobs[0..round_np) (set under pool_mu before the wake-up), taken
+     * in order through round_next by every deleting thread; round_failed
+     * stops the taking once a piece has failed.
      */
     pthread_mutex_t pool_mu;
     pthread_cond_t pool_cv, done_cv;
     struct deleter *deleters;
     int ndeleters, pending;
     bool pool_quit;
-    _Atomic int64_t deleter_deleted; /* documents deleted by deleters (not the monitor's own chunk) */
-    /*
-     * Balancing (see "Parallel batches"), monitor thread only: each
-     * deleting thread's recent speed (documents per microsecond; [0] the
-     * monitor, [i] deleter i-1) and the monitor's recent time to read the
-     * next round's keys while the deleters work, both smoothed.
-     */
-    double speed[MAX_WORKERS];
-    double scan_us;
+    struct del_job *jobs; /* MAX_PIECES of them for the rounds, allocated on first use (monitor thread) */
+    struct del_job *round_jobs;
+    int round_np;
+    _Atomic int round_next;
+    _Atomic bool round_failed;
+    _Atomic int64_t deleter_deleted; /* documents deleted by deleters (not by the monitor's own pieces) */
     /*
      * Floors (see "Floors" above; monitor thread only): per TTL index
      * instance (by ident), the Date below which its keys are known deleted.
@@ -940,29 +941,29 @@ floors_clear(mf_ttl_monitor_t *m)
 /* ---------- parallel batches ---------- */
 
 /*
- * One chunk of a visit's record ids, deleted in one transaction on one
- * thread. The visit fills the inputs, runs one chunk itself and hands the
- * others to deleters; it holds the catalog's shared lock (so c stays valid)
- * until every chunk is done.
+ * One piece of a round's record ids, deleted in one transaction (of at most
+ * a batch) on whichever deleting thread takes it. The visit fills the
+ * inputs and takes pieces itself beside the deleters; it holds the
+ * catalog's shared lock (so c stays valid) until every piece is done.
  */
 typedef struct del_job {
     mf_coll_t *c;
     const int64_t *rids;
     size_t n;
-    check_ctx_t cx;  /* this chunk's own check context (expiries point into the visit's array) */
-    mf_curop_t *op;  /* the visit's operation: killOp stops every chunk */
+    check_ctx_t cx;  /* this piece's own check context (expiries point into the visit's array) */
+    mf_curop_t *op;  /* the visit's operation: killOp stops every piece */
     size_t batch_docs; /* documents per transaction (0: all in one) */
     int ranges;        /* MF_DEL_RANGE_*: each transaction's records and index entries may go as ranges (mf_delete_rids) */
     int rc;
     mf_error_t err;
     mf_delete_stats_t st;
-    int64_t us; /* how long the chunk took on its thread */
 } del_job_t;
 
 typedef struct deleter {
     mf_ttl_monitor_t *m;
     pthread_t thread;
-    del_job_t *job; /* guarded by pool_mu; NULL when idle */
+    bool go;      /* guarded by pool_mu: take pieces of the current round */
+    bool running; /* guarded by pool_mu: it is doing so (woken up, not yet done) */
 } deleter_t;
 
 /*
@@ -980,13 +981,12 @@ release_cursors(mf_ttl_monitor_t *m, mf_sess_t *s, bool force)
     }
 }
 
-/* Runs job j on the calling thread with its WiredTiger session s. */
+/* Runs job j on the calling thread (a deleter, or the monitor) with its WiredTiger session s. */
 static void
-job_run(mf_ttl_monitor_t *m, mf_sess_t *s, del_job_t *j, bool batched, bool release)
+job_run(mf_ttl_monitor_t *m, mf_sess_t *s, del_job_t *j, bool batched, bool deleter)
 {
     bson_t fpdata;
 
-    int64_t t0 = mf_mono_us();
     j->cx.s = s;
     j->st = (mf_delete_stats_t){0};
     mf_err_clear(&j->err);
@@ -1003,8 +1003,8 @@ job_run(mf_ttl_monitor_t *m, mf_sess_t *s, del_job_t *j, bool batched, bool rele
         j->rc = mf_delete_rids(s, j->c, j->rids, j->n, batched ? j->batch_docs : 1, false, ttl_check, &j->cx,
                                j->ranges, &j->st, &j->err);
     }
-    if (release && mf_failpoint_eval(m->fp_slow_deleters, NULL, NULL, &fpdata)) {
-        /* Tests: this deleter is slow, as if a busy neighbour shared its core (see split_jobs). */
+    if (deleter && mf_failpoint_eval(m->fp_slow_deleters, NULL, NULL, &fpdata)) {
+        /* Tests: this deleter is slow, as if a busy neighbour shared its core (it then takes fewer pieces). */
         bson_iter_t fit;
         int64_t us = bson_iter_init_find(&fit, &fpdata, "usPerDoc") && BSON_ITER_HOLDS_NUMBER(&fit)
                          ? bson_iter_as_int64(&fit) : 1000;
@@ -1014,11 +1014,28 @@ job_run(mf_ttl_monitor_t *m, mf_sess_t *s, del_job_t *j, bool batched, bool rele
         struct timespec ts = {(time_t)(total / 1000000), (long)(total % 1000000) * 1000};
         nanosleep(&ts, NULL);
     }
-    j->us = mf_mono_us() - t0;
     mf_curop_set_current(NULL);
     tls_batch = NULL;
-    if (release)
-        mf_storage_session_release(s);
+}
+
+/*
+ * Takes the current round's pieces in order, on the calling thread, until
+ * none is left or one has failed (the round then ends as soon as the
+ * pieces already taken are done; what is left stays for a later round).
+ * Returns the documents this thread deleted.
+ */
+static int64_t
+take_pieces(mf_ttl_monitor_t *m, mf_sess_t *s, bool batched, bool deleter)
+{
+    int64_t deleted = 0;
+    for (int k; !atomic_load(&m->round_failed) && (k = atomic_fetch_add(&m->round_next, 1)) < m->round_np;) {
+        del_job_t *j = &m->round_jobs[k];
+        job_run(m, s, j, batched, deleter);
+        deleted += j->st.deleted;
+        if (j->rc != 0)
+            atomic_store(&m->round_failed, true);
+    }
+    return deleted;
 }
 
 /*
@@ -1068,16 +1085,16 @@ deleter_main(void *arg)
     (void)ttl_lower_priority(); /* SPEC D9, as the monitor */
     pthread_mutex_lock(&m->pool_mu);
     for (;;) {
-        while (d->job == NULL && !m->pool_quit)
+        while (!d->go && !m->pool_quit)
             pthread_cond_wait(&m->pool_cv, &m->pool_mu);
-        if (d->job == NULL)
+        if (!d->go)
             break;
-        del_job_t *j = d->job;
+        d->running = true;
         pthread_mutex_unlock(&m->pool_mu);
-        job_run(m, s, j, mf_param_value(m->prm.batch_deletes) != 0, true);
-        atomic_fetch_add(&m->deleter_deleted, j->st.deleted);
+        atomic_fetch_add(&m->deleter_deleted, take_pieces(m, s, mf_param_value(m->prm.batch_deletes) != 0, true));
+        mf_storage_session_release(s); /* its cursors: a deleter holds none between rounds */
         pthread_mutex_lock(&m->pool_mu);
-        d->job = NULL;
+        d->go = d->running = false;
         if (--m->pending == 0)
             pthread_cond_signal(&m->done_cv);
     }
@@ -1105,7 +1122,7 @@ pool_grow(mf_ttl_monitor_t *m, int want)
     while (m->ndeleters < want - 1) {
         deleter_t *d = &m->deleters[m->ndeleters];
         d->m = m;
-        d->job = NULL;
+        d->go = d->running = false;
         if (pthread_create(&d->thread, NULL, deleter_main, d) != 0) {
             mf_log(MF_LOG_WARN, "TTL", "cannot start a TTL deleter thread; deleting with %d", m->ndeleters + 1);
             break;
@@ -1130,94 +1147,51 @@ pool_stop(mf_ttl_monitor_t *m)
     m->deleters = NULL;
 }
 
-/* Hands jobs[1..n) to the deleters (jobs_finish runs jobs[0] and waits for them). */
+/*
+ * Starts a round of the n pieces jobs[0..n): with more than one, wakes up to
+ * nw - 1 deleters (fewer than there are pieces) to take them; the monitor
+ * takes its own in round_finish, after its read ahead.
+ */
 static void
-jobs_start(mf_ttl_monitor_t *m, del_job_t *jobs, int n)
+round_start(mf_ttl_monitor_t *m, del_job_t *jobs, int n, int nw)
 {
-    if (n > 1) {
-        pthread_mutex_lock(&m->pool_mu);
-        m->pending = n - 1;
-        for (int i = 1; i < n; i++)
-            m->deleters[i - 1].job = &jobs[i];
+    int nd = n > 1 ? (nw - 1 < n - 1 ? nw - 1 : n - 1) : 0;
+    if (nd > m->ndeleters)
+        nd = m->ndeleters;
+    pthread_mutex_lock(&m->pool_mu);
+    m->round_jobs = jobs;
+    m->round_np = n;
+    atomic_store(&m->round_next, 0);
+    atomic_store(&m->round_failed, false);
+    m->pending = nd;
+    for (int i = 0; i < nd; i++)
+        m->deleters[i].go = true;
+    if (nd > 0)
         pthread_cond_broadcast(&m->pool_cv);
-        pthread_mutex_unlock(&m->pool_mu);
-    }
-}
-
-/* Runs jobs[0] on the calling thread, then waits until the deleters' jobs[1..n) are done too. */
-static void
-jobs_finish(mf_ttl_monitor_t *m, mf_sess_t *s, del_job_t *jobs, int n, bool batched)
-{
-    job_run(m, s, &jobs[0], batched, false); /* the monitor's own cursors: see monitor_main */
-    if (n > 1) {
-        pthread_mutex_lock(&m->pool_mu);
-        while (m->pending > 0)
-            pthread_cond_wait(&m->done_cv, &m->pool_mu);
-        pthread_mutex_unlock(&m->pool_mu);
-    }
+    pthread_mutex_unlock(&m->pool_mu);
 }
 
 /*
- * Splits n record ids into nj chunk lengths len[0..nj) so that every thread
- * should finish at the same time: in proportion to each thread's recent
- * speed (m->speed), the monitor's chunk ([0]) shortened by overhead_us, the
- * time it first spends reading the next round's keys; when n allows, no
- * chunk is shorter than SPEED_DOCS, so every speed keeps being measured.
- * Until every speed is known the split is even.
+ * Takes pieces of the round on the calling (monitor) thread, then waits
+ * until the deleters working on it are done. A deleter woken for the round
+ * that has not started yet (its CPU was busy) is called off instead: there
+ * is nothing left for it to take.
  */
 static void
-split_jobs(const mf_ttl_monitor_t *m, size_t n, int nj, double overhead_us, size_t *len)
+round_finish(mf_ttl_monitor_t *m, mf_sess_t *s, bool batched)
 {
-    double sum = 0, share[MAX_WORKERS];
-    bool known = true;
-    for (int i = 0; i < nj; i++) {
-        known = known && m->speed[i] > 0;
-        sum += m->speed[i];
-    }
-    if (!known) {
-        for (int i = 0; i < nj; i++)
-            share[i] = (double)n / nj;
-    } else {
-        double finish = ((double)n + overhead_us * m->speed[0]) / sum;
-        for (int i = 0; i < nj; i++)
-            share[i] = (finish - (i == 0 ? overhead_us : 0)) * m->speed[i];
-        if (share[0] < 0)
-            share[0] = 0;
-        /*
-         * Every thread keeps a chunk long enough to measure its speed again,
-         * so one slowed down for a while (a busy neighbour that has gone
-         * since) gets its share back; what that adds comes off the longest.
-         */
-        if (n >= (size_t)nj * (size_t)(nj + 1) * (SPEED_DOCS + 1)) {
-            double excess = -(double)n;
-            int longest = 0;
-            for (int i = 0; i < nj; i++) {
-                if (share[i] < SPEED_DOCS + 1)
-                    share[i] = SPEED_DOCS + 1;
-                excess += share[i];
-                if (share[i] > share[longest])
-                    longest = i;
-            }
-            if (excess > 0)
-                share[longest] -= excess;
+    (void)take_pieces(m, s, batched, false); /* the monitor's own cursors: see monitor_main */
+    pthread_mutex_lock(&m->pool_mu);
+    for (int i = 0; i < m->ndeleters; i++) {
+        deleter_t *d = &m->deleters[i];
+        if (d->go && !d->running) {
+            d->go = false;
+            m->pending--;
         }
     }
-    double total = 0;
-    for (int i = 0; i < nj; i++)
-        total += share[i];
-    size_t given = 0;
-    for (int i = 1; i < nj; i++) {
-        len[i] = total > 0 ? (size_t)(share[i] * (double)n / total) : n / (size_t)nj;
-        given += len[i];
-    }
-    len[0] = n - given; /* what rounding left over */
-}
-
-/* Smooths a new measurement x into the running estimate *e (0: none yet). */
-static void
-ewma(double *e, double x)
-{
-    *e = *e > 0 ? 0.5 * *e + 0.5 * x : x;
+    while (m->pending > 0)
+        pthread_cond_wait(&m->done_cv, &m->pool_mu);
+    pthread_mutex_unlock(&m->pool_mu);
 }
 
 /* Orders (record id, position) pairs by record id, then position. */
@@ -1358,7 +1332,7 @@ visit(mf_ttl_monitor_t *m, mf_sess_t *s, ttl_target_t *t, bool *saw_due)
      * more documents it costs a quarter as much per document.
      */
     size_t cap_archive = cap * ARCHIVE_BATCH_FACTOR;
-    /* Parallel batches: this thread and the deleters each delete one chunk of lim documents per round. */
+    /* Parallel batches: this thread and the deleters take pieces of lim documents, ROUND_TXNS each per round. */
     int workers = pool_grow(m, workers_wanted(m)) + 1;
     size_t room = cap * (size_t)(ROUND_TXNS * workers > ARCHIVE_BATCH_FACTOR ? ROUND_TXNS * workers : ARCHIVE_BATCH_FACTOR);
     int64_t *rids = mf_malloc(room * sizeof(*rids));
@@ -1368,7 +1342,9 @@ visit(mf_ttl_monitor_t *m, mf_sess_t *s, ttl_target_t *t, bool *saw_due)
     bool pre_ok = false;
     int64_t pre_secs = 0;
     char pre_ident[512];
-    del_job_t jobs[MAX_WORKERS];
+    if (m->jobs == NULL)
+        m->jobs = mf_calloc(MAX_PIECES, sizeof(*m->jobs));
+    del_job_t *jobs = m->jobs;
     bool more = false, fg_busy = false;
 
     for (;;) {
@@ -1389,7 +1365,7 @@ visit(mf_ttl_monitor_t *m, mf_sess_t *s, ttl_target_t *t, bool *saw_due)
         bson_iter_t ait;
         bool archive = m->env.archive != NULL && !c->is_timeseries && bson_iter_init_find(&ait, ix->spec, "archive") &&
                        BSON_ITER_HOLDS_BOOL(&ait) && bson_iter_bool(&ait);
-        /* An archiving index stages into its transaction's archive frame: one chunk, on this thread. */
+        /* An archiving index stages into its transaction's archive frame: its pieces on this thread. */
         size_t lim = archive ? cap_archive : cap;
         int nw = archive ? 1 : workers;
         size_t scan_lim = lim * (size_t)(nw > 1 ? ROUND_TXNS * nw : 1);
@@ -1487,45 +1463,39 @@ visit(mf_ttl_monitor_t *m, mf_sess_t *s, ttl_target_t *t, bool *saw_due)
         bson_destroy(&desc_cmd);
         atomic_store(&m->batch_opid, mf_curop_opid(op));
         /*
-         * n record ids in nj chunks, one per thread, each at most lim per
-         * transaction. With more to read after this round, the monitor reads
-         * the next round's keys while the deleters start (prefetch), so its
-         * own chunk is shorter by that time; chunk lengths follow each
-         * thread's recent speed, so a thread slowed down by other work (a busy
-         * neighbour on its core) gets less and nobody waits at the end.
+         * n record ids in nj pieces of at most lim (one transaction each),
+         * taken by the deleting threads in order (see "Parallel batches").
+         * With more to read after this round, the monitor reads the next
+         * round's keys while the deleters start (prefetch), then takes
+         * pieces too.
          */
         int nj = (int)((n + lim - 1) / lim);
-        if (nj > nw)
-            nj = nw;
-        bool prefetch = nj > 1 && hit_limit && range_left &&
+        if (nj > MAX_PIECES)
+            nj = MAX_PIECES; /* n is at most lim * ROUND_TXNS * nw: never */
+        bool prefetch = nj > 1 && nw > 1 && hit_limit && range_left &&
                         !(target_docs > 0 && deleted_here + (int64_t)n >= target_docs);
-        size_t lens[MAX_WORKERS], off = 0;
-        split_jobs(m, n, nj, prefetch ? m->scan_us : 0, lens);
+        size_t off = 0;
         for (int i = 0; i < nj; i++) {
-            size_t len = lens[i];
-            size_t txns = len ? (len + lim - 1) / lim : 1;
+            size_t len = n / (size_t)nj + ((size_t)i < n % (size_t)nj);
             /*
              * Not archiving (its staging owns the transaction's pre-commit step): records may go as ranges, and
              * index entries on a standalone server (see mf_delete_rids).
              */
             int ranges = archive ? 0 : MF_DEL_RANGE_RECORDS | (m->env.replicated ? 0 : MF_DEL_RANGE_INDEXES);
-            jobs[i] = (del_job_t){.c = c, .rids = rids + off, .n = len, .op = op, .batch_docs = (len + txns - 1) / txns,
-                                  .ranges = ranges};
+            jobs[i] = (del_job_t){.c = c, .rids = rids + off, .n = len, .op = op, .batch_docs = len, .ranges = ranges};
             jobs[i].cx = (check_ctx_t){ix->kp.fields[0], secs, now, ix->partial, exps + off, 0, len, 0,
                                        archive ? m->env.archive : NULL, NULL, c->uuid, fg_busy, 0};
             jobs[i].cx.fp_hang = mf_failpoint_on(m->fp_hang_in_batch) ? m->fp_hang_in_batch : NULL;
             off += len;
         }
-        jobs_start(m, jobs, nj);
+        round_start(m, jobs, nj, nw);
         if (prefetch) {
-            int64_t p0 = mf_mono_us();
             mf_error_t perr;
             /* The index is known again by its ident (a longer one than fits is not read ahead for). */
             pre_ok = mf_strlcpy(pre_ident, ix->ident, sizeof(pre_ident)) < sizeof(pre_ident) &&
                      scan_due(s, ix, t->resume, t->resume_len, hi, rids2, scan_lim, &pre, &perr) == 0;
             pre.cutoff = cutoff;
             pre_secs = secs;
-            ewma(&m->scan_us, (double)(mf_mono_us() - p0));
             mf_failpoint_t *fp = m->fp_hang_read_ahead;
             if (pre_ok && mf_failpoint_eval(fp, NULL, NULL, NULL)) {
                 /* Tests: writes land between this read and the round that uses it. */
@@ -1535,11 +1505,7 @@ visit(mf_ttl_monitor_t *m, mf_sess_t *s, ttl_target_t *t, bool *saw_due)
                 }
             }
         }
-        jobs_finish(m, s, jobs, nj, batched);
-        for (int i = 0; nj > 1 && i < nj; i++) {
-            if (jobs[i].n >= SPEED_DOCS && jobs[i].us > 0)
-                ewma(&m->speed[i], (double)jobs[i].n / (double)jobs[i].us);
-        }
+        round_finish(m, s, batched);
         mf_delete_stats_t st = {0, 0, 0, 0};
         int rc = 0;
         mf_err_clear(&err);
@@ -2066,6 +2032,8 @@ monitor_main(void *arg)
         }
     }
     pool_stop(m);
+    free(m->jobs);
+    m->jobs = NULL;
     floors_clear(m);
     free(m->floors);
     m->floors = NULL;

@@ -266,15 +266,15 @@ h.test('D9 read ahead: a document inserted into the keys a parallel round has re
   const base = Date.now() - 3600e3;
   await params({ ttlMonitorEnabled: false, ttlMonitorWorkers: 2, ttlMonitorBatchDocs: 50 });
   try {
-    // _id i is dated base - i: the oldest (deleted first) is N - 1. A round reads 2 threads x 2 x 50
-    // keys, so the first round takes positions 0-199 from the oldest and reads 200-399 ahead.
+    // _id i is dated base - i: the oldest (deleted first) is N - 1. A round reads 2 threads x 4 pieces
+    // x 50 keys, so the first round takes positions 0-399 from the oldest and reads 400-799 ahead.
     await coll.insertMany(Array.from({ length: N }, (_, i) => ({ _id: i, at: new Date(base - i) })));
     const r0 = await admin().command({ configureFailPoint: 'hangTTLMonitorAfterReadAhead', mode: 'alwaysOn' });
     await params({ ttlMonitorEnabled: true });
     try {
       await untilReadAhead(r0);
-      // Position 300 from the oldest: inside the keys just read ahead, committed after that read.
-      await coll.insertOne({ _id: 'ahead', at: new Date(base - (N - 1 - 300)) });
+      // Position 600 from the oldest: inside the keys just read ahead, committed after that read.
+      await coll.insertOne({ _id: 'ahead', at: new Date(base - (N - 1 - 600)) });
     } finally {
       await off('hangTTLMonitorAfterReadAhead');
     }
@@ -295,25 +295,25 @@ h.test('D9 ranges: a batch\'s records go as ranges, one for each run of consecut
   await params({ ttlMonitorEnabled: false, ttlMonitorWorkers: 2, ttlMonitorBatchDocs: 50 });
   const before = await ttl();
   try {
-    // As in the read-ahead test: the first round deletes positions 0-199 from the oldest, reads 200-399 ahead.
+    // As in the read-ahead test: the first round deletes positions 0-399 from the oldest, reads 400-799 ahead.
     await coll.insertMany(Array.from({ length: N }, (_, i) => ({ _id: i, at: new Date(base - i) })));
     const r0 = await admin().command({ configureFailPoint: 'hangTTLMonitorAfterReadAhead', mode: 'alwaysOn' });
     await params({ ttlMonitorEnabled: true });
     const future = new Date(Date.now() + 3600e3);
     try {
       await untilReadAhead(r0);
-      // Positions 300, 310 and 320 from the oldest, all inside the keys just read ahead.
-      await coll.insertOne({ _id: 'inserted', at: new Date(base - (N - 1 - 300) + 0.5) });
-      assert.equal((await coll.updateOne({ _id: N - 1 - 310 }, { $set: { at: future } })).modifiedCount, 1);
-      assert.equal((await coll.deleteOne({ _id: N - 1 - 320 })).deletedCount, 1);
+      // Positions 600, 610 and 620 from the oldest, all inside the keys just read ahead.
+      await coll.insertOne({ _id: 'inserted', at: new Date(base - (N - 1 - 600) + 0.5) });
+      assert.equal((await coll.updateOne({ _id: N - 1 - 610 }, { $set: { at: future } })).modifiedCount, 1);
+      assert.equal((await coll.deleteOne({ _id: N - 1 - 620 })).deletedCount, 1);
     } finally {
       await off('hangTTLMonitorAfterReadAhead');
     }
     const deadline = Date.now() + 20000;
     while ((await coll.countDocuments({})) > 1 && Date.now() < deadline) await h.sleep(50);
-    assert.deepEqual(await coll.find({}).toArray(), [{ _id: N - 1 - 310, at: future }], 'only the moved document is left');
+    assert.deepEqual(await coll.find({}).toArray(), [{ _id: N - 1 - 610, at: future }], 'only the moved document is left');
     // Its TTL index entry is there (and nothing else is): found through the index, and validate agrees.
-    assert.deepEqual(await coll.find({ at: { $gt: new Date() } }).hint({ at: 1 }).toArray(), [{ _id: N - 1 - 310, at: future }]);
+    assert.deepEqual(await coll.find({ at: { $gt: new Date() } }).hint({ at: 1 }).toArray(), [{ _id: N - 1 - 610, at: future }]);
     assert.deepEqual(await coll.find({ at: { $lte: new Date() } }).hint({ at: 1 }).toArray(), []);
     const v = await db.command({ validate: 'c', full: true });
     assert.equal(v.valid, true, JSON.stringify(v));
@@ -493,7 +493,7 @@ h.test('D9 ranges: documents due at one instant, inserted by several clients at 
   }
 });
 
-h.test('D9 chunk split: a deleter slowed down for a while (slowTTLDeleters) gets its share of a later mass expiry back', { timeout: 120000 }, async () => {
+h.test('D9 pieces: a deleter slowed down (slowTTLDeleters) takes fewer of a mass expiry\'s pieces, and its share again once it is fast', { timeout: 120000 }, async () => {
   const db = srv.freshDb('slowdel');
   const coll = db.collection('c');
   await coll.createIndex({ at: 1 }, { expireAfterSeconds: 0 });
@@ -515,9 +515,9 @@ h.test('D9 chunk split: a deleter slowed down for a while (slowTTLDeleters) gets
   };
   await params({ ttlMonitorWorkers: 2, ttlMonitorBatchDocs: 500 });
   try {
-    // Rounds of 2 threads x 2 x 500 keys. With the deleter a millisecond per document slower, the
-    // split halves its chunk every round or so (its speed is a running average) down to a few
-    // documents; 10 rounds get it there from an even split.
+    // Rounds of 2 threads x 4 pieces of 500 keys, taken in turn. The slowed deleter sleeps a millisecond
+    // per document after each piece it deletes (half a second), while the monitor takes the round's
+    // other pieces: one piece in eight per round, 2,500 of the 20,000.
     await admin().command({ configureFailPoint: 'slowTTLDeleters', mode: 'alwaysOn', data: { usPerDoc: 1000 } });
     let slow;
     try {
@@ -525,7 +525,8 @@ h.test('D9 chunk split: a deleter slowed down for a while (slowTTLDeleters) gets
     } finally {
       await off('slowTTLDeleters');
     }
-    // Fast again: its chunks must measure that, so it takes a fair part of the next mass expiry.
+    assert.ok(slow <= 0.3 * 20000, `the slowed deleter took ${slow} of 20000 documents`);
+    // Fast again: it takes a fair part of the next mass expiry.
     const N = 30000;
     const fast = await expire(N, 'fast');
     assert.ok(fast >= 0.1 * N, `the deleter took ${fast} of ${N} documents after it was fast again (${slow} of 20000 while slow)`);
