@@ -26,13 +26,14 @@
  *                               {errorCode} optional (default 112 WriteConflict)
  *   hangTTLMonitorAfterReadAhead a parallel TTL round waits, while on, just after
  *                               the monitor has read the next round's keys
- *                               (its deleters go on with their chunks)
+ *                               (its deleters go on with the round's pieces)
  *   slowTTLDeleters             a TTL deleter thread (not the monitor's) takes
  *                               data {usPerDoc} (default 1000) longer per
- *                               document of its chunk, as if slowed by other work
- *   hangTTLDeleterInBatch       a TTL delete job waits, while on (a minute at
- *                               most), at the first document of its first
- *                               transaction: that transaction is open
+ *                               document of each piece it deletes, as if slowed
+ *                               by other work
+ *   hangTTLDeleterInBatch       a TTL round's pieces (one transaction each)
+ *                               wait, while on (a minute at most), at their
+ *                               first document: that transaction is open
  *
  * Thread safety: every function may be called from any thread. Evaluation
  * (mf_failpoint_eval) takes the point's mutex only when the point is on.

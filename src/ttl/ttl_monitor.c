@@ -126,9 +126,9 @@
  *   sleeps between batches for that percentage of the batch's time.
  *
  * Concurrency: the monitor thread owns its WiredTiger session. It holds the
- * catalog's shared lock only while scanning and deleting one batch, and
+ * catalog's shared lock only while scanning and deleting one round, and
  * re-finds the collection and index by namespace, UUID and name for every
- * batch, so a drop or rename between batches is seen (drop stops expiry,
+ * round, so a drop or rename between rounds is seen (drop stops expiry,
  * rename does not, SPEC D6). Metrics are atomics; the lateness histogram is
  * updated under its own mutex.
  */
@@ -803,7 +803,7 @@ typedef struct check_ctx {
     const uint8_t *uuid;
     bool yield_often; /* clients are running: give the CPU up every YIELD_EVERY documents */
     unsigned seen;
-    /* Tests: hangTTLDeleterInBatch holds the job's first transaction open at its first document (once). */
+    /* Tests: hangTTLDeleterInBatch holds the piece's transaction open at its first document (once). */
     mf_failpoint_t *fp_hang;
 } check_ctx_t;
 
@@ -1332,7 +1332,7 @@ visit(mf_ttl_monitor_t *m, mf_sess_t *s, ttl_target_t *t, bool *saw_due)
      * more documents it costs a quarter as much per document.
      */
     size_t cap_archive = cap * ARCHIVE_BATCH_FACTOR;
-    /* Parallel batches: this thread and the deleters take pieces of lim documents, ROUND_TXNS each per round. */
+    /* Parallel batches: a round reads ROUND_TXNS batches per thread; this thread and the deleters take its pieces. */
     int workers = pool_grow(m, workers_wanted(m)) + 1;
     size_t room = cap * (size_t)(ROUND_TXNS * workers > ARCHIVE_BATCH_FACTOR ? ROUND_TXNS * workers : ARCHIVE_BATCH_FACTOR);
     int64_t *rids = mf_malloc(room * sizeof(*rids));
