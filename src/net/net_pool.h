@@ -70,10 +70,10 @@ int mf_net_pool_queued(mf_net_pool_t *p);
 /*
  * mf_net_pool_wake_fd: a descriptor that polls readable while jobs wait for
  * a worker and no more can start (the cap, or a thread that could not
- * start), and not once the queue is empty. A job that parks its worker in a wait of its own (a held
- * connection) polls it too and ends the wait early. Only poll it: never
- * read, write or close it. -1 when the pool has none (poll ignores it).
- * Valid until mf_net_pool_destroy.
+ * start), and not once the queue is empty. A job that parks its worker in
+ * a wait of its own (a held connection) polls it too and ends the wait
+ * early. Only poll it: never read, write or close it. -1 when the pool has
+ * none (poll ignores it). Valid until mf_net_pool_destroy.
  */
 int mf_net_pool_wake_fd(mf_net_pool_t *p);
 

@@ -292,9 +292,9 @@ struct mf_ttl_monitor {
      * Deleters (see "Parallel batches"): threads started on first use.
      * pool_cv wakes them for a round, done_cv wakes the monitor when the
      * last of them finds no piece left. A round's pieces are
-     * round_jobs[0..round_np) (set under pool_mu before the wake-up), taken
-     * in order through round_next by every deleting thread; round_failed
-     * stops the taking once a piece has failed.
+     * jobs[0..round_np) (set under pool_mu before the wake-up), taken in
+     * order through round_next by every deleting thread; round_failed stops
+     * the taking once a piece has failed.
      */
     pthread_mutex_t pool_mu;
     pthread_cond_t pool_cv, done_cv;
@@ -302,7 +302,6 @@ struct mf_ttl_monitor {
     int ndeleters, pending;
     bool pool_quit;
     struct del_job *jobs; /* MAX_PIECES of them for the rounds, allocated on first use (monitor thread) */
-    struct del_job *round_jobs;
     int round_np;
     _Atomic int round_next;
     _Atomic bool round_failed;
@@ -1029,7 +1028,7 @@ take_pieces(mf_ttl_monitor_t *m, mf_sess_t *s, bool batched, bool deleter)
 {
     int64_t deleted = 0;
     for (int k; !atomic_load(&m->round_failed) && (k = atomic_fetch_add(&m->round_next, 1)) < m->round_np;) {
-        del_job_t *j = &m->round_jobs[k];
+        del_job_t *j = &m->jobs[k];
         job_run(m, s, j, batched, deleter);
         deleted += j->st.deleted;
         if (j->rc != 0)
@@ -1148,18 +1147,17 @@ pool_stop(mf_ttl_monitor_t *m)
 }
 
 /*
- * Starts a round of the n pieces jobs[0..n): with more than one, wakes up to
+ * Starts a round of the n pieces m->jobs[0..n): with more than one, wakes up to
  * nw - 1 deleters (fewer than there are pieces) to take them; the monitor
  * takes its own in round_finish, after its read ahead.
  */
 static void
-round_start(mf_ttl_monitor_t *m, del_job_t *jobs, int n, int nw)
+round_start(mf_ttl_monitor_t *m, int n, int nw)
 {
     int nd = n > 1 ? (nw - 1 < n - 1 ? nw - 1 : n - 1) : 0;
     if (nd > m->ndeleters)
         nd = m->ndeleters;
     pthread_mutex_lock(&m->pool_mu);
-    m->round_jobs = jobs;
     m->round_np = n;
     atomic_store(&m->round_next, 0);
     atomic_store(&m->round_failed, false);
@@ -1488,7 +1486,7 @@ visit(mf_ttl_monitor_t *m, mf_sess_t *s, ttl_target_t *t, bool *saw_due)
             jobs[i].cx.fp_hang = mf_failpoint_on(m->fp_hang_in_batch) ? m->fp_hang_in_batch : NULL;
             off += len;
         }
-        round_start(m, jobs, nj, nw);
+        round_start(m, nj, nw);
         if (prefetch) {
             mf_error_t perr;
             /* The index is known again by its ident (a longer one than fits is not read ahead for). */
