@@ -107,9 +107,10 @@
  *   thread does not get in before the running thread's slice ends (1.4 ms
  *   here by default), which was the whole of a client's p99 during a mass
  *   expiry (1.1-1.4 ms against 0.3-0.4 ms with the yields, at the same
- *   deletion rate, on 2 cores; measured before the threads asked for short
- *   slices, below). The monitor and the deleters run at nice 10
- *   (TTL_NICE) and ask for short time slices (ttl_lower_priority). Nice
+ *   deletion rate, on 2 cores). The monitor and the deleters run at
+ *   nice 10 (TTL_NICE, ttl_lower_priority) with the kernel's default time
+ *   slice: asking for short ones made clients in other programs wait
+ *   longer (see ttl_lower_priority). Nice
  *   weighs threads inside one scheduling group, and Linux puts each service
  *   (systemd: a cgroup) or session (an autogroup) in a group of its own: a
  *   busy program elsewhere on the machine shares the CPU with the server as
@@ -172,7 +173,6 @@
 #define FULL_SCAN_MS 10000 /* floors are forgotten this often (see "Floors") */
 #define FDS_RESUME_MS 100 /* a pass cut short by TooManyFilesOpen goes on after this long (see monitor_main) */
 #define TTL_NICE 10 /* the monitor's and deleters' nice value (see "Pacing") */
-#define TTL_SLICE_NS 100000 /* ... and the time slice they ask the scheduler for (see ttl_lower_priority) */
 #define YIELD_EVERY 96 /* documents deleted between two sched_yield()s while clients run (see "Pacing") */
 #define HOLD_CURSORS_MS 50      /* the monitor keeps its cursors across waits shorter than this (see monitor_main) */
 #define HOLD_CURSORS_MAX_MS 1000 /* ... and closes them at least this often */
@@ -1039,36 +1039,29 @@ take_pieces(mf_ttl_monitor_t *m, mf_sess_t *s, bool batched, bool deleter)
 
 /*
  * SPEC D9: gives the calling (TTL) thread a lower priority than the
- * server's client threads; returns 0, or -1 if not even the nice value
- * could be set. Two settings:
- *   - nice TTL_NICE: under contention the thread gets about a tenth of the
- *     CPU time of a client thread at nice 0. Nice values weigh threads
- *     inside one scheduling group: the server's service cgroup, or the
- *     autogroup of the session it was started from. Other programs, in
- *     their own groups, share the CPU with the server as a whole, so a busy
- *     neighbour does not starve the expiry any more than the server.
- *   - a time slice of TTL_SLICE_NS (Linux 6.12 and later, EEVDF's slice
- *     request): a thread that wakes up, in this server or in a client's
- *     process on the same machine, does not wait for the end of a default
- *     slice (1.4 ms on 2 cores) before it gets the CPU, and a group that
- *     holds a deleter asks for short slices as well. Older kernels ignore
- *     the request.
+ * server's client threads, nice TTL_NICE; returns 0, or -1 if it could not
+ * be set. Under contention the thread gets about a tenth of the CPU time
+ * of a client thread at nice 0. Nice values weigh threads inside one
+ * scheduling group: the server's service cgroup, or the autogroup of the
+ * session it was started from. Other programs, in their own groups, share
+ * the CPU with the server as a whole, so a busy neighbour does not starve
+ * the expiry any more than the server.
+ *
+ * The thread keeps the kernel's default time slice. Until session 22 it
+ * asked for 100 µs ones (sched_setattr's sched_runtime, EEVDF from Linux
+ * 6.12), so that a waking thread would not wait out a deleter's slice.
+ * Measured, the short slices made clients in other programs wait longer:
+ * seven bench runs against seven (docs/ARCHITECTURE.md, "TTL threads'
+ * time slices"), a paced client's insert p99 during a mass expiry 3.9x
+ * idle (median) against 6.3x, a closed-loop client's 1.84x against 2.29x.
+ * The likely reason: a group's scheduling entity takes the shortest slice
+ * of the threads it holds, so its deadlines come sooner, and a client
+ * waking with the default slice then seldom comes first; it waits for the
+ * scheduler's tick (4 ms at HZ=250).
  */
-struct ttl_sched_attr { /* sched_setattr(2)'s first version (48 bytes); glibc declares neither */
-    uint32_t size, sched_policy;
-    uint64_t sched_flags;
-    int32_t sched_nice;
-    uint32_t sched_priority;
-    uint64_t sched_runtime, sched_deadline, sched_period;
-};
-
 static int
 ttl_lower_priority(void)
 {
-    struct ttl_sched_attr a = {.size = sizeof(a), .sched_policy = SCHED_OTHER, .sched_nice = TTL_NICE,
-                               .sched_runtime = TTL_SLICE_NS};
-    if (syscall(SYS_sched_setattr, 0, &a, 0) == 0)
-        return 0;
     return setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), TTL_NICE);
 }
 
