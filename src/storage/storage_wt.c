@@ -105,6 +105,13 @@ struct mf_cur {
      * they usually find the key.
      */
     uint8_t near_skip;
+    /*
+     * idle: its last operation was an insert, after which WiredTiger holds
+     * no page for it and keeps no position (WT_CURSOR::insert ends with a
+     * reset of its own), so closing it need not reset it again. Every other
+     * operation clears it (cur_begin).
+     */
+    bool idle;
     char uri[96];
 };
 
@@ -1012,6 +1019,14 @@ fault_hit(mf_cur_t *c)
     return hit;
 }
 
+/* The start of an operation on c: it may leave c positioned (not idle); true when it must fail (fault_hit). */
+static inline bool
+cur_begin(mf_cur_t *c)
+{
+    c->idle = false;
+    return fault_hit(c);
+}
+
 bool
 mf_txn_on_end(mf_sess_t *s, void (*fn)(void *arg, bool committed), void *arg)
 {
@@ -1289,7 +1304,7 @@ cur_close(mf_cur_t *c, bool park)
         if (s->cache[i] == c) {
             if (park && s->in_txn) {
                 c->parked = true;
-            } else {
+            } else if (!c->idle) {
                 c->wt->reset(c->wt);
                 c->near = false;
             }
@@ -1332,7 +1347,7 @@ mf_storage_session_release(mf_sess_t *s)
 int
 mf_cur_next(mf_cur_t *c)
 {
-    if (fault_hit(c))
+    if (cur_begin(c))
         return -1;
     return map_ret(c->wt->next(c->wt));
 }
@@ -1340,7 +1355,7 @@ mf_cur_next(mf_cur_t *c)
 int
 mf_cur_prev(mf_cur_t *c)
 {
-    if (fault_hit(c))
+    if (cur_begin(c))
         return -1;
     return map_ret(c->wt->prev(c->wt));
 }
@@ -1355,7 +1370,7 @@ mf_cur_reset(mf_cur_t *c)
 int
 mf_cur_search_rid(mf_cur_t *c, int64_t rid)
 {
-    if (fault_hit(c))
+    if (cur_begin(c))
         return -1;
     c->wt->set_key(c->wt, rid);
     return map_ret(c->wt->search(c->wt));
@@ -1366,7 +1381,7 @@ static int
 key_op(mf_cur_t *c, const void *key, size_t len, int (*op)(WT_CURSOR *))
 {
     WT_ITEM k = {.data = key, .size = len};
-    if (fault_hit(c))
+    if (cur_begin(c))
         return -1;
     c->wt->set_key(c->wt, &k);
     return map_ret(op(c->wt));
@@ -1396,7 +1411,7 @@ seek_ge(mf_cur_t *c)
 int
 mf_cur_seek_rid_ge(mf_cur_t *c, int64_t rid)
 {
-    if (fault_hit(c))
+    if (cur_begin(c))
         return -1;
     c->wt->set_key(c->wt, rid);
     return seek_ge(c);
@@ -1406,7 +1421,7 @@ int
 mf_cur_seek_bytes_ge(mf_cur_t *c, const void *key, size_t len)
 {
     WT_ITEM k = {.data = key, .size = len};
-    if (fault_hit(c))
+    if (cur_begin(c))
         return -1;
     c->wt->set_key(c->wt, &k);
     return seek_ge(c);
@@ -1415,13 +1430,14 @@ mf_cur_seek_bytes_ge(mf_cur_t *c, const void *key, size_t len)
 int
 mf_cur_reserve(mf_cur_t *c)
 {
+    c->idle = false;
     return map_ret(c->wt->reserve(c->wt));
 }
 
 int
 mf_cur_remove_here(mf_cur_t *c)
 {
-    if (fault_hit(c))
+    if (cur_begin(c))
         return -1;
     int ret = map_ret(c->wt->remove(c->wt));
     c->near = ret == 0; /* a positioned remove stays on the entry */
@@ -1485,7 +1501,7 @@ cur_find(mf_cur_t *c, const void *key, size_t len, int64_t rid)
     WT_ITEM k = {.data = key, .size = len};
     int ret = 0;
 
-    if (fault_hit(c))
+    if (cur_begin(c))
         return -1;
     if (!find_near(c, key, len, rid)) {
         if (c->rid_keys)
@@ -1546,18 +1562,21 @@ int
 mf_cur_insert_rid(mf_cur_t *c, int64_t rid, const void *val, size_t len)
 {
     WT_ITEM v = {.data = val, .size = len};
-    if (fault_hit(c))
+    if (cur_begin(c))
         return -1;
     c->wt->set_key(c->wt, rid);
     c->wt->set_value(c->wt, &v);
-    return map_ret(c->wt->insert(c->wt));
+    int ret = map_ret(c->wt->insert(c->wt));
+    c->idle = true;
+    c->near = false;
+    return ret;
 }
 
 int
 mf_cur_update_rid(mf_cur_t *c, int64_t rid, const void *val, size_t len)
 {
     WT_ITEM v = {.data = val, .size = len};
-    if (fault_hit(c))
+    if (cur_begin(c))
         return -1;
     c->wt->set_key(c->wt, rid);
     c->wt->set_value(c->wt, &v);
@@ -1567,7 +1586,7 @@ mf_cur_update_rid(mf_cur_t *c, int64_t rid, const void *val, size_t len)
 int
 mf_cur_remove_rid(mf_cur_t *c, int64_t rid)
 {
-    if (fault_hit(c))
+    if (cur_begin(c))
         return -1;
     c->wt->set_key(c->wt, rid);
     return map_ret(c->wt->remove(c->wt));
@@ -1577,11 +1596,14 @@ int
 mf_cur_insert_bytes(mf_cur_t *c, const void *key, size_t klen, const void *val, size_t vlen)
 {
     WT_ITEM k = {.data = key, .size = klen}, v = {.data = val, .size = vlen};
-    if (fault_hit(c))
+    if (cur_begin(c))
         return -1;
     c->wt->set_key(c->wt, &k);
     c->wt->set_value(c->wt, &v);
-    return map_ret(c->wt->insert(c->wt));
+    int ret = map_ret(c->wt->insert(c->wt));
+    c->idle = true;
+    c->near = false;
+    return ret;
 }
 
 int
@@ -1589,7 +1611,7 @@ mf_cur_put_bytes(mf_cur_t *c, const void *key, size_t klen, const void *val, siz
 {
     WT_ITEM k = {.data = key, .size = klen}, v = {.data = val, .size = vlen};
     int ret;
-    if (fault_hit(c))
+    if (cur_begin(c))
         return -1;
     c->wt->set_key(c->wt, &k);
     c->wt->set_value(c->wt, &v);
