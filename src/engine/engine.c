@@ -26,6 +26,7 @@
 #include "engine/profiler.h"
 #include "engine/sessions.h"
 #include "common/log.h"
+#include "common/sched.h"
 #include "query/agg_spill.h"
 #include "query/agg_write.h"
 #include "catalog/timeseries.h"
@@ -184,8 +185,27 @@ archive_on_ddl(void *arg, const mf_ddl_event_t *ev)
                mf_txn_active(s) ? "a transaction is open" : err.msg);
 }
 
+static int engine_open(const mf_engine_opts_t *opts, mf_engine_t **out, mf_error_t *err);
+
+/*
+ * The threads the engine starts (WiredTiger's, the flusher, the TTL
+ * monitor, the reaper) are background threads: they are started while the
+ * calling thread asks for MF_BACKGROUND_SLICE_NS, which they inherit
+ * (common/sched.h), and the caller's own slice is put back afterwards.
+ */
 int
 mf_engine_open(const mf_engine_opts_t *opts, mf_engine_t **out, mf_error_t *err)
+{
+    uint64_t old = 0;
+    bool asked = mf_sched_slice_set(MF_BACKGROUND_SLICE_NS, &old) == 0;
+    int rc = engine_open(opts, out, err);
+    if (asked)
+        (void)mf_sched_slice_set(old, NULL);
+    return rc;
+}
+
+static int
+engine_open(const mf_engine_opts_t *opts, mf_engine_t **out, mf_error_t *err)
 {
     mf_engine_t *eng = mf_calloc(1, sizeof(*eng));
     pthread_mutex_init(&eng->topo_mu, NULL);

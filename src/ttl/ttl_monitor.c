@@ -108,9 +108,9 @@
  *   here by default), which was the whole of a client's p99 during a mass
  *   expiry (1.1-1.4 ms against 0.3-0.4 ms with the yields, at the same
  *   deletion rate, on 2 cores). The monitor and the deleters run at
- *   nice 10 (TTL_NICE, ttl_lower_priority) with the kernel's default time
- *   slice: asking for short ones made clients in other programs wait
- *   longer (see ttl_lower_priority). Nice
+ *   nice 10 (TTL_NICE, ttl_lower_priority) and ask for the background
+ *   threads' long time slice (common/sched.h): short ones made clients in
+ *   other programs wait longer (see ttl_lower_priority). Nice
  *   weighs threads inside one scheduling group, and Linux puts each service
  *   (systemd: a cgroup) or session (an autogroup) in a group of its own: a
  *   busy program elsewhere on the machine shares the CPU with the server as
@@ -154,6 +154,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/params.h"
+#include "common/sched.h"
 #include "index/keystring.h"
 #include "query/batch.h"
 #include "doc/match.h"
@@ -1073,22 +1074,25 @@ take_pieces(mf_ttl_monitor_t *m, mf_sess_t *s, bool batched, bool deleter)
  * the CPU with the server as a whole, so a busy neighbour does not starve
  * the expiry any more than the server.
  *
- * The thread keeps the kernel's default time slice. Until session 22 it
- * asked for 100 µs ones (sched_setattr's sched_runtime, EEVDF from Linux
- * 6.12), so that a waking thread would not wait out a deleter's slice.
- * Measured, the short slices made clients in other programs wait longer:
- * seven bench runs against seven (docs/ARCHITECTURE.md, "TTL threads'
- * time slices"), a paced client's insert p99 during a mass expiry 3.9x
- * idle (median) against 6.3x, a closed-loop client's 1.84x against 2.29x.
- * The likely reason: a group's scheduling entity takes the shortest slice
- * of the threads it holds, so its deadlines come sooner, and a client
- * waking with the default slice then seldom comes first; it waits for the
- * scheduler's tick (4 ms at HZ=250).
+ * It also asks for the background threads' slice, MF_BACKGROUND_SLICE_NS
+ * (8 ms, common/sched.h; the engine's other background threads inherit it),
+ * which the monitor already has when the engine started it. Until session
+ * 22 the TTL threads asked for 100 µs slices, so that a waking thread
+ * would not wait out a deleter's; measured, that made clients in other
+ * programs wait longer (a group's scheduling entity takes the shortest
+ * slice of its threads, so the server's deadlines came sooner and a client
+ * waking with the default slice waited for the scheduler's 4 ms tick), and
+ * the default slice did better (docs/ARCHITECTURE.md, "TTL threads' time
+ * slices"). Long slices on every background thread, WiredTiger's included,
+ * did better still (session 23, "Background threads' time slices"): while
+ * only they run, a client waking with the default slice preempts them.
  */
 static int
 ttl_lower_priority(void)
 {
-    return setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), TTL_NICE);
+    int rc = setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), TTL_NICE);
+    (void)mf_sched_slice_set(MF_BACKGROUND_SLICE_NS, NULL); /* after the nice value, which it keeps */
+    return rc;
 }
 
 static void *

@@ -1,0 +1,36 @@
+/*
+ * sched.h: the time slice a thread asks Linux's scheduler for.
+ *
+ * Since Linux 6.12 the EEVDF scheduler honours a per-thread slice request
+ * (sched_setattr's sched_runtime for SCHED_OTHER, 0.1-100 ms; 0 is the
+ * kernel's default, 1.4 ms on 2 CPUs here). A scheduling group (a
+ * service's cgroup, a session's autogroup) takes the shortest slice among
+ * its runnable threads, and a thread that wakes with a shorter slice than
+ * the running group's may preempt it at once (PREEMPT_SHORT) instead of
+ * waiting for the scheduler's tick (4 ms at HZ=250). mayfly's background
+ * threads (WiredTiger's eviction, log and checkpoint threads, the
+ * flusher, the reaper, the TTL monitor and its deleters) ask for
+ * MF_BACKGROUND_SLICE_NS, longer than the default, so that while only they
+ * run, a client's thread waking in another program comes first; the
+ * threads that answer clients (the I/O thread and the workers) keep the
+ * default. Older kernels accept the request and ignore it.
+ * docs/ARCHITECTURE.md ("Background threads' time slices") has the figures.
+ */
+#ifndef MF_COMMON_SCHED_H
+#define MF_COMMON_SCHED_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define MF_BACKGROUND_SLICE_NS 8000000ULL /* 8 ms: two of the 4 ms ticks */
+
+/*
+ * mf_sched_slice_set: asks for a slice of ns nanoseconds (0: the kernel's
+ * default) for the calling thread, keeping its policy and nice value.
+ * Threads it creates afterwards inherit the request. *old (may be NULL)
+ * gets the slice it had, for mf_sched_slice_set(old) to put back. Returns
+ * 0, or -1 when the kernel refused (errno set; nothing changed).
+ */
+int mf_sched_slice_set(uint64_t ns, uint64_t *old);
+
+#endif
