@@ -28,7 +28,9 @@
  * mf_sched_slice_set: asks for a slice of ns nanoseconds (0: the kernel's
  * default) for the calling thread, keeping its policy and nice value.
  * Threads it creates afterwards inherit the request. *old (may be NULL)
- * gets the slice it had, for mf_sched_slice_set(old) to put back. Returns
+ * gets the slice it had (the kernel reports its default as a value), for
+ * mf_sched_slice_set(old) to put back. A thread that is not SCHED_OTHER or
+ * SCHED_BATCH (real-time, deadline, idle) is left as it is. Returns
  * 0, or -1 when the kernel refused (errno set; nothing changed).
  */
 int mf_sched_slice_set(uint64_t ns, uint64_t *old);
