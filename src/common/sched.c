@@ -3,7 +3,6 @@
  * sched_setattr nor sched_getattr nor their attribute struct, so both are
  * called through syscall(2) with the struct's first version (48 bytes).
  */
-#include <errno.h>
 #include <sched.h>
 #include <string.h>
 #include <sys/syscall.h>

@@ -19,7 +19,6 @@
 #ifndef MF_COMMON_SCHED_H
 #define MF_COMMON_SCHED_H
 
-#include <stdbool.h>
 #include <stdint.h>
 
 #define MF_BACKGROUND_SLICE_NS 8000000ULL /* 8 ms: two of the 4 ms ticks */

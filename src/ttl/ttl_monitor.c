@@ -483,37 +483,11 @@ consider(void *arg, const bson_value_t *v)
     return false;
 }
 
-/*
- * SPEC C2/C3: the earliest Date the field holds (arrays: earliest element).
- * Every insert and update of a collection with a TTL index asks, so the
- * common field, a top-level name holding one value, is read in one pass
- * over the document's names (its first occurrence, as the path walk takes
- * it); a dotted path or an array takes the walk.
- */
+/* SPEC C2/C3: the earliest Date the field holds (arrays: earliest element). */
 static bool
 doc_earliest_date(const bson_t *doc, const char *field, int64_t *ms)
 {
     earliest_ctx_t e = {0, false};
-    if (strchr(field, '.') == NULL) {
-        size_t n = strlen(field);
-        bson_iter_t it;
-        bool walk = false;
-        *ms = 0;
-        if (!bson_iter_init(&it, doc))
-            return false;
-        while (bson_iter_next(&it)) {
-            if (bson_iter_key_len(&it) != n || memcmp(bson_iter_key(&it), field, n) != 0)
-                continue;
-            if (BSON_ITER_HOLDS_DATE_TIME(&it)) {
-                *ms = bson_iter_date_time(&it);
-                return true;
-            }
-            walk = BSON_ITER_HOLDS_ARRAY(&it);
-            break;
-        }
-        if (!walk)
-            return false;
-    }
     mf_path_walk_leaves(doc, field, consider, &e);
     *ms = e.min;
     return e.found;

@@ -146,9 +146,9 @@ async function measureLateness(coll, offsets, { pollMs = 15, timeoutMs = 15000 }
   return late;
 }
 
-/* The server's threads from /proc: name, nice value and (where the kernel shows it) time slice in ns. */
 const BACKGROUND_SLICE_NS = 8000000; /* MF_BACKGROUND_SLICE_NS, src/common/sched.h */
 
+/* The server's threads from /proc: name, nice value and (where the kernel shows it) time slice in ns. */
 function serverThreads() {
   const dir = `/proc/${srv.server.pid}/task`;
   const out = [];
