@@ -54,7 +54,7 @@ UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
 .PHONY: all asan unit deps test run clean bench install lib fuzz fuzz-bins fuzz-run
-all: $(BUILD)/mayflyd $(if $(filter build-asan,$(BUILD)),,$(BUILD)/libmayfly.so) $(ZSTD_EXT)
+all: $(BUILD)/mayflyd $(if $(filter build-asan,$(BUILD)),,$(BUILD)/libmayfly.so $(BUILD)/storage_floor) $(ZSTD_EXT)
 lib: $(BUILD)/libmayfly.a $(BUILD)/libmayfly.so
 
 $(BUILD)/%.o: %.c
@@ -99,6 +99,10 @@ install: $(BUILD)/libmayfly.a $(BUILD)/libmayfly.so $(BUILD)/mayfly.pc $(BUILD)/
 
 $(BUILD)/mayflyd: $(BUILD)/src/server/main.o $(BUILD)/libmayfly.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) -lyaml $(MALLOC)
+
+# The storage layer alone doing the ingest bench's writes (bench/storage_floor.c; bench/latency_bench.js runs it).
+$(BUILD)/storage_floor: bench/storage_floor.c $(BUILD)/libmayfly.a
+	$(CC) $(CFLAGS) $(INCS) -o $@ $< $(BUILD)/libmayfly.a $(LDFLAGS) $(LIBS) $(MALLOC)
 
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libmayfly.a
 	@mkdir -p $(dir $@)

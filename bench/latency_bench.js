@@ -74,16 +74,23 @@
  * writes in flight (bench/ttl_bench.js's loader), into the Redis above and
  * into a second one that journals as mayfly does (--appendonly yes
  * --appendfsync everysec; shown, not the target's peer). --ingest-rounds
- * rounds (default 5), the five loaders alternating in each, a fresh
+ * rounds (default 5), the five loaders alternating in each, then the storage
+ * floor (build/storage_floor, bench/storage_floor.c: the same three inserts
+ * per document through src/storage alone, the server's WiredTiger
+ * configuration, one thread per core; the server's ceiling with this storage
+ * layout on this machine, shown beside the loaders), a fresh
  * collection / FLUSHDB each time; the table shows each loader's median round and the
  * server's and the client's CPU per document in that round. The target
  * (ingest at least Redis's rate) compares the raw loader with Redis's.
  */
+const { execFileSync } = require('node:child_process');
+const fs = require('node:fs');
 const os = require('node:os');
+const path = require('node:path');
 const { MongoClient, BSON } = require('mongodb');
 const { buildOpMsg } = require('../tests/clients/harness');
 const { options, mayflydPath, mayflydExtraArgs, sleep, log, rng, inBatches, quantiles, cpuOf, machine, sourceRev,
-  fmtInt, loadavg, printTable, procCpuSec, startMayflyd, startRedis, stopAll, runMain, connectLoopback } = require('./lib/common');
+  fmtInt, loadavg, printTable, procCpuSec, startMayflyd, startRedis, stopAll, runMain, connectLoopback, makeTempDir } = require('./lib/common');
 
 /* ---------- arguments ---------- */
 
@@ -615,6 +622,34 @@ async function ingestRedis(port, pid) {
 }
 
 /*
+ * The storage floor (bench/storage_floor.c, built beside mayflyd): the same
+ * three inserts per document through src/storage alone, with the server's
+ * WiredTiger configuration, FLOOR_THREADS threads (one per core). What the
+ * server's rate cannot exceed with this storage layout on this machine; the
+ * difference is the server's own work per document (the socket, OP_MSG,
+ * checks, key generation, observers). null when the binary is missing.
+ */
+const FLOOR_THREADS = os.cpus().length;
+function floorBinary() {
+  const p = path.join(path.dirname(mayflydPath()), 'storage_floor');
+  return fs.existsSync(p) ? p : null;
+}
+
+function ingestFloor() {
+  const bin = floorBinary();
+  if (!bin) return null;
+  const dir = makeTempDir('mf-floor-');
+  try {
+    const out = execFileSync(bin, ['--dbpath', dir, '--docs', String(DOCS), '--threads', String(FLOOR_THREADS)],
+      { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+    const r = JSON.parse(out.trim().split('\n').pop());
+    return { docsPerSec: r.docsPerSec, serverUs: r.cpuUsPerDoc, clientUs: 0 };
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/*
  * INGEST_ROUNDS rounds of the loaders, alternating; each loader's rounds
  * sorted by rate. redisAof is a second Redis with its journal on
  * (appendonly yes, appendfsync everysec: written at once, synced every
@@ -623,7 +658,7 @@ async function ingestRedis(port, pid) {
  */
 async function phaseIngest(client, mayfly, redis, redisAof) {
   rawEncoderCheck();
-  const I = { raw: [], raw1: [], driver: [], redis: [], redisAof: [] };
+  const I = { raw: [], raw1: [], driver: [], redis: [], redisAof: [], floor: [] };
   for (let round = 1; round <= INGEST_ROUNDS; round++) {
     const a = await ingestMongoRaw(client, mayfly.port, mayfly.pid);
     I.raw.push(a);
@@ -635,9 +670,12 @@ async function phaseIngest(client, mayfly, redis, redisAof) {
     I.redisAof.push(d);
     const e = await ingestMongoRaw(client, mayfly.port, mayfly.pid, 1);
     I.raw1.push(e);
+    const f = ingestFloor();
+    if (f) I.floor.push(f);
     log(`ingest round ${round}: mayfly raw ${fmtInt(a.docsPerSec)}, redis ${fmtInt(b.docsPerSec)}, ` +
       `mayfly driver ${fmtInt(c.docsPerSec)}, redis with appendonly ${fmtInt(d.docsPerSec)}, ` +
-      `mayfly raw on one connection ${fmtInt(e.docsPerSec)} docs/s`);
+      `mayfly raw on one connection ${fmtInt(e.docsPerSec)}` +
+      (f ? `, storage floor (${FLOOR_THREADS} threads) ${fmtInt(f.docsPerSec)}` : '') + ' docs/s');
   }
   for (const k of Object.keys(I)) I[k].sort((x, y) => x.docsPerSec - y.docsPerSec);
   return I;
@@ -718,12 +756,21 @@ function reportIngest(I) {
   printTable([['loader', 'docs/s', 'rounds', 'server CPU µs/doc', 'client CPU µs/doc'], '-',
     row('mayfly, raw socket', I.raw), row('mayfly, raw socket, 1 connection', I.raw1),
     row('mayfly, Node driver', I.driver), row('redis', I.redis),
-    row('redis, appendonly everysec', I.redisAof)], { rightAlign: true });
+    row('redis, appendonly everysec', I.redisAof),
+    ...(I.floor.length ? [row(`storage floor, ${FLOOR_THREADS} threads (no server)`, I.floor)] : [])], { rightAlign: true });
   console.log('one connection: the same raw loader with one batch in flight; its server CPU per document against ' +
     'the 4-connection row\'s is what concurrent inserts into one collection cost inside WiredTiger ' +
     '(docs/ARCHITECTURE.md, "Storage layout")');
   console.log('redis as the other benches run it keeps nothing (--save \'\' --appendonly no); the appendonly row is a ' +
     'Redis that journals as mayfly does (AOF rewrites run in forked children, whose CPU is not counted)');
+  if (I.floor.length) {
+    console.log(`storage floor: bench/storage_floor.c, the same three inserts per document (record, _id key, TTL key) ` +
+      `through src/storage alone, with the server's WiredTiger configuration, in transactions of 500 as the server ` +
+      `makes them, on ${FLOOR_THREADS} threads; what the server cannot exceed with this storage layout here (its CPU ` +
+      `includes WiredTiger's own threads). mayfly raw socket / floor: ${fmtX(med(I.raw).docsPerSec / med(I.floor).docsPerSec)}`);
+  } else {
+    console.log('storage floor: not run (build/storage_floor missing: make all builds it)');
+  }
   const r = med(I.raw).docsPerSec / med(I.redis).docsPerSec;
   printTable([['target', 'mayfly raw / redis', 'within'], '-',
     ['ingest >= redis (raw socket clients)', fmtX(r), r >= 1 ? 'yes' : 'no']], { rightAlign: true });
