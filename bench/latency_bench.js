@@ -765,8 +765,8 @@ function reportIngest(I) {
     'Redis that journals as mayfly does (AOF rewrites run in forked children, whose CPU is not counted)');
   if (I.floor.length) {
     console.log(`storage floor: bench/storage_floor.c, the same three inserts per document (record, _id key, TTL key) ` +
-      `through src/storage alone, with the server's WiredTiger configuration, in transactions of 500 as the server ` +
-      `makes them, on ${FLOOR_THREADS} threads; what the server cannot exceed with this storage layout here (its CPU ` +
+      `through src/storage alone, with the server's WiredTiger configuration, in transactions of 500 written as the ` +
+      `server's bulk inserts write them (the records, then each index's keys), on ${FLOOR_THREADS} threads; what the server cannot exceed with this storage layout here (its CPU ` +
       `includes WiredTiger's own threads). mayfly raw socket / floor: ${fmtX(med(I.raw).docsPerSec / med(I.floor).docsPerSec)}`);
   } else {
     console.log('storage floor: not run (build/storage_floor missing: make all builds it)');

@@ -15,7 +15,8 @@
  *   - the record: record id -> the document's BSON bytes (MF_TABLE_DOCS);
  *   - the _id index (unique): keystring(_id) -> big-endian record id;
  *   - the TTL index: keystring(at) + record id -> empty (MF_TABLE_INDEX).
- * As the server does (src/query/write.c), 500 documents per transaction,
+ * As the server does (src/query/write.c, "Bulk inserts"), 500 documents
+ * per transaction, their records first and then each index's keys,
  * committed without waiting for the journal's sync (w: 1), their record ids
  * reserved as one block; T threads (default 2) take batches of 1,000 in turn
  * from a shared counter, as the server's workers take the loader's requests.
@@ -85,43 +86,57 @@ make_doc(bson_t *doc, int32_t id, int64_t at_ms)
     BSON_APPEND_UTF8(doc, "v", v);
 }
 
-/* One document's three inserts; 0, or -1 with a message on stderr. */
+/* Fails the floor's run: a message on stderr, -1. */
 static int
-insert_doc(mf_cur_t *rec, mf_cur_t *idx, mf_cur_t *ttl, mf_keystring_t *key, int32_t id, int64_t at_ms,
-           int64_t rid)
+insert_failed(const char *what, int64_t id, int ret)
 {
-    bson_t doc;
+    fprintf(stderr, "storage_floor: %s insert of document %lld failed (%d)\n", what, (long long)id, ret);
+    return -1;
+}
+
+/*
+ * A transaction's inserts in the server's order (query/write.c, "Bulk
+ * inserts"): the n records, then their _id keys, then their TTL keys.
+ */
+static int
+insert_docs(mf_cur_t *rec, mf_cur_t *idx, mf_cur_t *ttl, mf_keystring_t *key, int64_t first, int64_t n,
+            int64_t at_ms, int64_t rid)
+{
     mf_error_t err;
     uint8_t be[8];
     bson_value_t v;
     int ret;
 
-    make_doc(&doc, id, at_ms);
-    ret = mf_cur_insert_rid(rec, rid, bson_get_data(&doc), doc.len);
-    bson_destroy(&doc);
-    if (ret != 0)
-        goto fail;
+    for (int64_t i = 0; i < n; i++) {
+        bson_t doc;
+        make_doc(&doc, (int32_t)(first + i), at_ms);
+        ret = mf_cur_insert_rid(rec, rid + i, bson_get_data(&doc), doc.len);
+        bson_destroy(&doc);
+        if (ret != 0)
+            return insert_failed("record", first + i, ret);
+    }
     mf_err_clear(&err);
-    mf_ks_reset(key);
-    v.value_type = BSON_TYPE_INT32;
-    v.value.v_int32 = id;
-    if (mf_ks_append_value(key, &v, false, &err) != 0)
-        goto fail;
-    rid_be(rid, be);
-    if ((ret = mf_cur_insert_bytes(idx, key->data, key->len, be, sizeof be)) != 0)
-        goto fail;
-    mf_ks_reset(key);
-    v.value_type = BSON_TYPE_DATE_TIME;
-    v.value.v_datetime = at_ms;
-    if (mf_ks_append_value(key, &v, false, &err) != 0)
-        goto fail;
-    mf_ks_append_recordid(key, rid);
-    if ((ret = mf_cur_insert_bytes(ttl, key->data, key->len, "", 0)) != 0)
-        goto fail;
+    for (int64_t i = 0; i < n; i++) {
+        mf_ks_reset(key);
+        v.value_type = BSON_TYPE_INT32;
+        v.value.v_int32 = (int32_t)(first + i);
+        if (mf_ks_append_value(key, &v, false, &err) != 0)
+            return insert_failed("_id key", first + i, -1);
+        rid_be(rid + i, be);
+        if ((ret = mf_cur_insert_bytes(idx, key->data, key->len, be, sizeof be)) != 0)
+            return insert_failed("_id key", first + i, ret);
+    }
+    for (int64_t i = 0; i < n; i++) {
+        mf_ks_reset(key);
+        v.value_type = BSON_TYPE_DATE_TIME;
+        v.value.v_datetime = at_ms;
+        if (mf_ks_append_value(key, &v, false, &err) != 0)
+            return insert_failed("TTL key", first + i, -1);
+        mf_ks_append_recordid(key, rid + i);
+        if ((ret = mf_cur_insert_bytes(ttl, key->data, key->len, "", 0)) != 0)
+            return insert_failed("TTL key", first + i, ret);
+    }
     return 0;
-fail:
-    fprintf(stderr, "storage_floor: insert of document %d failed (%d)\n", id, ret);
-    return -1;
 }
 
 /* One transaction: documents [first, first + n), their record ids a block reserved here. */
@@ -139,10 +154,8 @@ insert_txn(floor_t *f, mf_sess_t *s, mf_keystring_t *key, int64_t first, int64_t
     if (mf_cur_open(s, RECORDS_URI, &rec, &err) != 0 || mf_cur_open(s, ID_URI, &idx, &err) != 0 ||
         mf_cur_open(s, TTL_URI, &ttl, &err) != 0)
         goto out;
-    for (int64_t i = 0; i < n; i++) {
-        if (insert_doc(rec, idx, ttl, key, (int32_t)(first + i), at_ms, rid + i) != 0)
-            goto out;
-    }
+    if (insert_docs(rec, idx, ttl, key, first, n, at_ms, rid) != 0)
+        goto out;
     ret = 0;
 out:
     if (ttl != NULL)

@@ -217,22 +217,39 @@ index_del(mf_index_t *ix, mf_cur_t *cur, mf_keystring_t *key, int64_t rid, bool 
  * only set in memory. Returns 0, MF_CONFLICT, or -1 with err.
  */
 static int
-keys_for(mf_sess_t *s, mf_coll_t *c, mf_index_t *ix, const bson_t *doc, mf_keyset_t *ks, mf_error_t *err)
+keys_make(mf_index_t *ix, const bson_t *doc, mf_keyset_t *ks, bool *multikey, mf_error_t *err)
 {
-    bool skip = false, multikey = false;
+    bool skip = false;
+    *multikey = false;
     if (doc == NULL || !index_covers(ix, doc)) {
         ks->n = 0;
         return 0;
     }
-    if (mf_index_keys(&ix->kp, ix->sparse, doc, ks, &skip, &multikey, err) != 0)
+    if (mf_index_keys(&ix->kp, ix->sparse, doc, ks, &skip, multikey, err) != 0)
         return -1;
     if (skip)
         ks->n = 0;
+    return 0;
+}
+
+/* keys_for's second half: what a multikey document does to ix's flags (s NULL: in memory only). */
+static int
+keys_note_multikey(mf_sess_t *s, mf_coll_t *c, mf_index_t *ix, bool multikey, mf_error_t *err)
+{
     if (multikey && s != NULL && !atomic_load(&ix->multikey_durable))
         return mf_catalog_index_mark_multikey(s, c, ix, err);
     if (multikey && !atomic_load(&ix->multikey))
         atomic_store(&ix->multikey, true);
     return 0;
+}
+
+static int
+keys_for(mf_sess_t *s, mf_coll_t *c, mf_index_t *ix, const bson_t *doc, mf_keyset_t *ks, mf_error_t *err)
+{
+    bool multikey;
+    if (keys_make(ix, doc, ks, &multikey, err) != 0)
+        return -1;
+    return keys_note_multikey(s, c, ix, multikey, err);
 }
 
 /* mf_index_keys leaves key sets sorted, so this is a binary search (updates of big arrays stay O(N log N)). */
@@ -251,10 +268,19 @@ typedef struct size_delta {
     int64_t count, size;
 } size_delta_t;
 
+/* One document's keys made ahead (mf_coll_keys_prepare): a key set per index, in c->indexes order. */
+typedef struct prep_slot {
+    mf_keyset_t sets[MF_PREP_MAX_INDEXES];
+    uint64_t multikey; /* bit i: index i's keys came from an array */
+    int nsets;         /* sets[0 .. nsets) initialised */
+} prep_slot_t;
+
 typedef struct keybufs {
     mf_keyset_t oldk, newk;
     size_delta_t *deltas; /* count/size changes of the thread's open transaction, per collection */
     int ndeltas, capdeltas;
+    prep_slot_t *prep; /* MF_PREP_SLOTS of them once a bulk insert used them, else NULL */
+    mf_cur_t *rec_cur; /* mf_coll_insert_record's cursor, held until mf_coll_prepared_release */
 } keybufs_t;
 
 static pthread_key_t keybufs_key;
@@ -266,6 +292,11 @@ keybufs_free(void *p)
     keybufs_t *kb = p;
     mf_keyset_destroy(&kb->oldk);
     mf_keyset_destroy(&kb->newk);
+    for (int i = 0; kb->prep != NULL && i < MF_PREP_SLOTS; i++) {
+        for (int k = 0; k < kb->prep[i].nsets; k++)
+            mf_keyset_destroy(&kb->prep[i].sets[k]);
+    }
+    free(kb->prep);
     free(kb->deltas);
     free(kb);
 }
@@ -677,6 +708,94 @@ mf_coll_insert_rid(mf_sess_t *s, mf_coll_t *c, const bson_t *doc, int64_t rid, m
     mf_observers_insert(c->observers, c, doc);
     if (c->capped)
         return capped_trim(s, c, rid, err);
+    return 0;
+}
+
+int
+mf_coll_keys_prepare(mf_coll_t *c, const bson_t *doc, int slot)
+{
+    if (c->capped || c->nindexes > MF_PREP_MAX_INDEXES || slot < 0 || slot >= MF_PREP_SLOTS)
+        return 1;
+    keybufs_t *kb = thread_keybufs();
+    if (kb->prep == NULL)
+        kb->prep = mf_calloc(MF_PREP_SLOTS, sizeof(*kb->prep));
+    prep_slot_t *p = &kb->prep[slot];
+    mf_error_t err;
+    p->multikey = 0;
+    for (int i = 0; i < c->nindexes; i++) {
+        bool multikey;
+        if (i == p->nsets)
+            mf_keyset_init(&p->sets[p->nsets++]);
+        if (keys_make(c->indexes[i], doc, &p->sets[i], &multikey, &err) != 0)
+            return 1; /* mf_coll_insert_rid makes them again and reports the error */
+        if (multikey)
+            p->multikey |= UINT64_C(1) << i;
+    }
+    return 0;
+}
+
+int
+mf_coll_insert_record(mf_sess_t *s, mf_coll_t *c, const bson_t *doc, int64_t rid, mf_error_t *err)
+{
+    keybufs_t *kb = thread_keybufs();
+    if (kb->rec_cur == NULL && mf_cur_open(s, c->uri, &kb->rec_cur, err) != 0) {
+        kb->rec_cur = NULL;
+        return -1;
+    }
+    int ret = mf_cur_insert_rid(kb->rec_cur, rid, bson_get_data(doc), doc->len);
+    if (ret == MF_CONFLICT)
+        return MF_CONFLICT;
+    if (ret != 0)
+        return mf_err_set(err, MF_E_InternalError, "record insert failed in %s", c->ns);
+    return 0;
+}
+
+void
+mf_coll_prepared_release(void)
+{
+    keybufs_t *kb = thread_keybufs();
+    if (kb->rec_cur != NULL) {
+        mf_cur_close(kb->rec_cur);
+        kb->rec_cur = NULL;
+    }
+}
+
+int
+mf_coll_insert_prepared_keys(mf_sess_t *s, mf_coll_t *c, const mf_prepared_t *docs, int n, int *failed,
+                             mf_error_t *err)
+{
+    keybufs_t *kb = thread_keybufs();
+    int ret = 0;
+
+    mf_coll_prepared_release();
+    *failed = 0;
+    /* Index by index, each document's keys in turn: one table's pages at a time. */
+    for (int i = 0; i < c->nindexes && ret == 0; i++) {
+        mf_index_t *ix = c->indexes[i];
+        mf_cur_t *cur = NULL;
+        for (int k = 0; k < n && ret == 0; k++) {
+            prep_slot_t *p = &kb->prep[docs[k].slot];
+            mf_keyset_t *keys = &p->sets[i];
+            *failed = k;
+            if ((ret = keys_note_multikey(s, c, ix, (p->multikey >> i) & 1, err)) != 0)
+                break;
+            if (keys->n > 0 && cur == NULL && mf_cur_open(s, ix->uri, &cur, err) != 0) {
+                cur = NULL;
+                ret = -1;
+                break;
+            }
+            for (int j = 0; j < keys->n && ret == 0; j++)
+                ret = index_put(s, c, ix, cur, &keys->keys[j], docs[k].rid, docs[k].doc, err);
+        }
+        if (cur != NULL)
+            mf_cur_close(cur);
+    }
+    if (ret != 0)
+        return ret;
+    for (int k = 0; k < n; k++) {
+        size_delta(s, c, 1, docs[k].doc->len);
+        mf_observers_insert(c->observers, c, docs[k].doc);
+    }
     return 0;
 }
 

@@ -52,6 +52,42 @@ typedef struct mf_rids {
 int64_t mf_rids_take(mf_rids_t *r, mf_coll_t *c, int64_t want);
 int mf_coll_insert_rid(mf_sess_t *s, mf_coll_t *c, const bson_t *doc, int64_t rid, mf_error_t *err) MF_WUR;
 
+/*
+ * Bulk inserts (query/write.c), which write a transaction's records first
+ * and then each index's keys in turn, one table at a time:
+ * - mf_coll_keys_prepare makes doc's keys for every index of c into the
+ *   calling thread's slot (0 .. MF_PREP_SLOTS - 1), outside any
+ *   transaction; they stay there until the slot is prepared again. Returns
+ *   0, or 1 when doc must take mf_coll_insert_rid (a capped collection,
+ *   more than MF_PREP_MAX_INDEXES indexes, or a key that cannot be made,
+ *   whose error that path reports).
+ * - mf_coll_insert_record inserts doc as record rid and nothing else,
+ *   through a cursor it holds until mf_coll_prepared_release (or
+ *   mf_coll_insert_prepared_keys); the caller releases it before its
+ *   transaction ends and before writing to another collection.
+ * - mf_coll_insert_prepared_keys, in the same transaction, inserts the keys
+ *   of the n documents (each a record just inserted, its keys in slot) as
+ *   mf_coll_insert_rid would (multikey flags made durable, duplicate keys
+ *   reported), index by index, then counts the documents and calls the
+ *   write observers for each. Returns 0, MF_CONFLICT, or -1 with err; on
+ *   failure *failed is the position in docs of the document it failed on.
+ * The caller holds c's shared lock throughout, so c's indexes do not
+ * change between the steps.
+ */
+#define MF_PREP_SLOTS 500
+#define MF_PREP_MAX_INDEXES 8
+typedef struct mf_prepared {
+    const bson_t *doc;
+    int64_t rid;
+    int slot;
+} mf_prepared_t;
+
+int mf_coll_keys_prepare(mf_coll_t *c, const bson_t *doc, int slot);
+int mf_coll_insert_record(mf_sess_t *s, mf_coll_t *c, const bson_t *doc, int64_t rid, mf_error_t *err) MF_WUR;
+void mf_coll_prepared_release(void);
+int mf_coll_insert_prepared_keys(mf_sess_t *s, mf_coll_t *c, const mf_prepared_t *docs, int n, int *failed,
+                                 mf_error_t *err) MF_WUR;
+
 /* mf_coll_replace: replaces record rid, whose current content is olddoc, with newdoc. */
 int mf_coll_replace(mf_sess_t *s, mf_coll_t *c, int64_t rid, const bson_t *olddoc, const bson_t *newdoc,
                     mf_error_t *err) MF_WUR;

@@ -25,9 +25,19 @@ mf_batch_backoff(int attempt)
     nanosleep(&ts, NULL);
 }
 
+/* The item loop's own result when a yield point stopped it (never an item function's: 0, -1 or MF_CONFLICT). */
+#define ITEMS_INTERRUPTED (-2)
+
 int
 mf_batch_run(mf_sess_t *s, size_t *start, size_t n, size_t chunk, bool durable, mf_batch_item_fn fn,
              mf_batch_commit_fn on_commit, void *arg, mf_error_t *err)
+{
+    return mf_batch_run_hooked(s, start, n, chunk, durable, fn, on_commit, NULL, arg, err);
+}
+
+int
+mf_batch_run_hooked(mf_sess_t *s, size_t *start, size_t n, size_t chunk, bool durable, mf_batch_item_fn fn,
+                    mf_batch_commit_fn on_commit, const mf_batch_hooks_t *hooks, void *arg, mf_error_t *err)
 {
     size_t i = *start;
     int attempt = 0;
@@ -43,18 +53,33 @@ mf_batch_run(mf_sess_t *s, size_t *start, size_t n, size_t chunk, bool durable, 
             return -1;
         }
     again:
-        if (mf_txn_begin(s, err) != 0)
+        if (hooks != NULL && hooks->before_items(arg, i, end, err) != 0) {
+            *start = i;
             return -1;
+        }
+        if (mf_txn_begin(s, err) != 0) {
+            if (hooks != NULL)
+                hooks->after_items(arg);
+            return -1;
+        }
         for (j = i; j < end; j++) {
             /* Inside a large chunk too: every 256 items is a yield point (the chunk is rolled back). */
             if ((j - i) % 256 == 255 && mf_curop_check_current(err) != 0) {
-                mf_txn_abort(s);
-                *start = i;
-                return -1;
+                r = ITEMS_INTERRUPTED;
+                break;
             }
             r = fn(arg, j, err);
             if (r != 0)
                 break;
+        }
+        if (r == 0 && hooks != NULL)
+            r = hooks->finish_items(arg, i, end, &j, err);
+        if (hooks != NULL)
+            hooks->after_items(arg);
+        if (r == ITEMS_INTERRUPTED) {
+            mf_txn_abort(s);
+            *start = i;
+            return -1;
         }
         if (r == 0) {
             if (mf_txn_commit(s, durable, err) != 0) {

@@ -41,6 +41,28 @@ int mf_batch_run(mf_sess_t *s, size_t *start, size_t n, size_t chunk, bool durab
                  mf_batch_commit_fn on_commit, void *arg, mf_error_t *err) MF_WUR;
 
 /*
+ * mf_batch_run_hooked: mf_batch_run with hooks around the items of each
+ * transaction, all three required:
+ * - before_items(arg, from, to, err) before a transaction of items [from,
+ *   to) begins (outside any transaction; non-zero stops the run, which then
+ *   returns -1 with err);
+ * - finish_items(arg, from, to, &failed, err) once every item ran, before
+ *   the commit: 0, or as an item function fails (-1 with err, MF_CONFLICT),
+ *   with failed the item it failed on (from <= failed < to);
+ * - after_items(arg) on every path that called before_items, once the
+ *   items (and finish_items) have run, before the commit or abort.
+ */
+typedef struct mf_batch_hooks {
+    int (*before_items)(void *arg, size_t from, size_t to, mf_error_t *err);
+    int (*finish_items)(void *arg, size_t from, size_t to, size_t *failed, mf_error_t *err);
+    void (*after_items)(void *arg);
+} mf_batch_hooks_t;
+
+int mf_batch_run_hooked(mf_sess_t *s, size_t *start, size_t n, size_t chunk, bool durable, mf_batch_item_fn fn,
+                        mf_batch_commit_fn on_commit, const mf_batch_hooks_t *hooks, void *arg,
+                        mf_error_t *err) MF_WUR;
+
+/*
  * mf_batch_set_conflict_limit: how many write-conflict retries of one chunk
  * this thread's mf_batch_run makes before giving up with 112 WriteConflict
  * (default 10000, in effect "until it goes through"). Background work that

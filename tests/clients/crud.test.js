@@ -140,6 +140,98 @@ h.test('duplicate on a unique secondary index names that index', async () => {
   assert.deepEqual(e.keyValue, { email: 'a@x' });
 });
 
+// Bulk inserts (query/write.c): 64 documents and more write each transaction's
+// records first and then each index's keys in turn; what a client sees must be
+// what one document at a time gives.
+const BULK = 1200; /* more than two transactions of 500 */
+const bulkDocs = (f) => Array.from({ length: BULK }, (_, i) => f(i));
+
+async function insertErr(p) {
+  try { await p; } catch (e) { return e; }
+  assert.fail('insertMany succeeded');
+}
+
+h.test('bulk insertMany, ordered: a duplicate _id in the third transaction stops it there', async () => {
+  const db = srv.freshDb('bulkord');
+  const c = db.collection('c');
+  const err = await insertErr(c.insertMany(bulkDocs((i) => ({ _id: i === 1100 ? 7 : i, v: i })), { ordered: true }));
+  assert.ok(err instanceof MongoBulkWriteError, `got ${err}`);
+  assert.deepEqual(err.writeErrors.map((w) => [w.index, w.code]), [[1100, 11000]]);
+  assert.equal(err.writeErrors[0].errmsg,
+    `E11000 duplicate key error collection: ${db.databaseName}.c index: _id_ dup key: { _id: 7 }`);
+  assert.equal(err.result.insertedCount, 1100);
+  assert.equal(await c.countDocuments(), 1100);
+  assert.equal(await c.countDocuments({ _id: { $gte: 1000 } }), 100);
+});
+
+h.test('bulk insertMany, unordered: each duplicate reported at its own index, the rest inserted', async () => {
+  const db = srv.freshDb('bulkunord');
+  const c = db.collection('c');
+  await c.createIndex({ u: 1 }, { unique: true });
+  /* 100 repeats 5's _id; 300 repeats 250's u (a later index than _id_); 700 both, within one transaction. */
+  const docs = bulkDocs((i) => ({ _id: i === 100 || i === 700 ? 5 : i, u: i === 300 || i === 700 ? 250 : i }));
+  const err = await insertErr(c.insertMany(docs, { ordered: false }));
+  assert.deepEqual(err.writeErrors.map((w) => w.index), [100, 300, 700]);
+  assert.deepEqual(err.writeErrors.map((w) => / index: (\w+) /.exec(w.errmsg)[1]), ['_id_', 'u_1', '_id_']);
+  assert.equal(err.result.insertedCount, BULK - 3);
+  assert.equal(await c.countDocuments(), BULK - 3);
+  assert.equal((await c.findOne({ _id: 5 })).u, 5, 'the first document with _id 5 is the one kept');
+  assert.equal(await c.countDocuments({ u: 250 }), 1);
+  assert.deepEqual(await ids(c.find({ u: { $gte: 1195 } }).hint({ u: 1 })), [1195, 1196, 1197, 1198, 1199]);
+});
+
+h.test('bulk insertMany, ordered: a duplicate on a later index before a duplicate _id is the one reported', async () => {
+  const c = srv.freshDb('bulklater').collection('c');
+  await c.createIndex({ u: 1 }, { unique: true });
+  /* Document 200 repeats u of 10 (checked after _id_ in each transaction); 400 repeats _id 20. */
+  const err = await insertErr(c.insertMany(bulkDocs((i) => ({ _id: i === 400 ? 20 : i, u: i === 200 ? 10 : i })),
+    { ordered: true }));
+  assert.deepEqual(err.writeErrors.map((w) => [w.index, / index: (\w+) /.exec(w.errmsg)[1]]), [[200, 'u_1']]);
+  assert.equal(await c.countDocuments(), 200);
+});
+
+h.test('bulk insert: arrays make the index multikey, partial and sparse indexes get their keys', async () => {
+  const db = srv.freshDb('bulkkeys');
+  const c = db.collection('c');
+  await c.createIndex({ tags: 1 });
+  await c.createIndex({ p: 1 }, { partialFilterExpression: { p: { $gt: 1000 } } });
+  await c.createIndex({ s: 1 }, { sparse: true });
+  await c.insertMany(bulkDocs((i) => ({ _id: i, tags: [`t${i % 7}`, `all`], p: i, ...(i % 3 === 0 ? { s: i } : {}) })));
+  assert.equal(await c.countDocuments({ tags: 't3' }), bulkDocs((i) => i).filter((i) => i % 7 === 3).length);
+  assert.equal(await c.find({ tags: 'all' }).hint({ tags: 1 }).count(), BULK);
+  const plan = await c.find({ tags: 't1' }).explain();
+  const ixscan = JSON.stringify(plan.queryPlanner.winningPlan);
+  assert.match(ixscan, /"isMultiKey":true/);
+  assert.deepEqual(await ids(c.find({ p: { $gt: 1196 } }).hint({ p: 1 })), [1197, 1198, 1199]);
+  assert.equal(await c.find({ s: { $exists: true } }).hint({ s: 1 }).count(), BULK / 3);
+});
+
+h.test('bulk insert: documents without _id, or with _id not first, are all inserted with _id first', async () => {
+  const db = srv.freshDb('bulkids');
+  const r = await db.command({ insert: 'c', documents: bulkDocs((i) => (i % 100 === 50 ? { a: i, _id: `k${i}` } : { a: i })) });
+  assert.equal(r.ok, 1);
+  assert.equal(r.n, BULK);
+  const docs = await db.collection('c').find().toArray();
+  assert.equal(docs.length, BULK);
+  assert.ok(docs.every((d) => Object.keys(d)[0] === '_id'));
+  assert.equal(new Set(docs.map((d) => String(d._id))).size, BULK);
+  assert.equal((await db.collection('c').findOne({ _id: 'k150' })).a, 150);
+  /* A duplicate among documents whose _id is not first: still found, at its index. */
+  const e = await db.command({ insert: 'd', ordered: true,
+    documents: bulkDocs((i) => (i === 90 ? { a: 1, _id: 3 } : { _id: i })) });
+  assert.deepEqual(e.writeErrors.map((w) => [w.index, w.code]), [[90, 11000]]);
+  assert.equal(e.n, 90);
+});
+
+h.test('bulk insert: an invalid document fails at its index, the others go in', async () => {
+  const db = srv.freshDb('bulkbad');
+  const r = await db.command({ insert: 'c', ordered: false,
+    documents: bulkDocs((i) => (i === 600 ? { _id: [i] } : { _id: i })) });
+  assert.equal(r.n, BULK - 1);
+  assert.deepEqual(r.writeErrors.map((w) => [w.index, w.code]), [[600, 2]]);
+  assert.equal(await db.collection('c').countDocuments(), BULK - 1);
+});
+
 h.test('insert into a new database/collection creates both implicitly', async () => {
   const db = srv.freshDb('implicit');
   await db.collection('newcoll').insertOne({ a: 1 });
