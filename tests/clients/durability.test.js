@@ -57,6 +57,42 @@ h.test('writes during an unacknowledged crash window never corrupt the store', a
   await c2.insertOne({ _id: 'after' });
 });
 
+h.test('bulk inserts killed mid-way: records and every index agree after restart (validate)', async () => {
+  // Bulk inserts (64 documents and more) write a transaction's records, then each
+  // index's keys: a kill -9 between them must leave neither records without keys
+  // nor keys without records, and the journaled batches must all be there.
+  const db = srv.freshDb('crashbulk');
+  const c = db.collection('c');
+  await c.createIndex({ at: 1 }, { expireAfterSeconds: 3600 });
+  await c.createIndex({ u: 1 }, { unique: true });
+  await c.createIndex({ tags: 1 });
+  const doc = (i) => ({ _id: i, at: new Date(), u: `u${i}`, tags: [i % 5, 'all'], pad: 'x'.repeat(100) });
+  const batch = (k) => Array.from({ length: 1000 }, (_, i) => doc(k * 1000 + i));
+  await c.insertMany(batch(0), { writeConcern: { w: 1, j: true } });
+  // Four loaders' unacknowledged batches in flight when the server dies.
+  const pending = [];
+  for (let k = 1; k <= 40; k++) pending.push(c.insertMany(batch(k), { ordered: false }).catch(() => null));
+  await h.sleep(60);
+  await srv.server.kill9();
+  await Promise.all(pending);
+  await srv.server.start();
+  await srv.reconnect();
+  const db2 = srv.client.db(db.databaseName);
+  const c2 = db2.collection('c');
+  const v = await db2.command({ validate: 'c', full: true });
+  assert.equal(v.valid, true, JSON.stringify(v.errors));
+  assert.deepEqual(v.missingIndexEntries ?? [], []);
+  assert.deepEqual(v.extraIndexEntries ?? [], []);
+  const n = await c2.countDocuments();
+  assert.ok(n >= 1000 && n <= 41000, `count ${n}`);
+  assert.equal(n % 500, 0, `whole transactions only (${n})`);
+  for (const hint of [{ _id: 1 }, { at: 1 }, { u: 1 }]) assert.equal(await c2.countDocuments({}, { hint }), n);
+  assert.equal(await c2.countDocuments({ tags: 'all' }, { hint: { tags: 1 } }), n);
+  for (let i = 0; i < 1000; i += 111) assert.equal((await c2.findOne({ u: `u${i}` })).u, `u${i}`, 'journaled batch');
+  await c2.insertMany(batch(100));
+  assert.equal(await c2.countDocuments(), n + 1000);
+});
+
 h.test('a clean SIGTERM restart keeps documents, collections and indexes', async () => {
   const db = srv.freshDb('clean');
   await db.collection('a').insertMany(Array.from({ length: 300 }, (_, i) => ({ _id: i, k: i % 7, s: `s${i}` })));
