@@ -687,6 +687,26 @@ mf_coll_insert(mf_sess_t *s, mf_coll_t *c, const bson_t *doc, int64_t *rid_out, 
     return ret;
 }
 
+/* Writes doc as record rid of c through cur: 0, MF_CONFLICT, or -1 with err. */
+static int
+record_put(mf_cur_t *cur, mf_coll_t *c, const bson_t *doc, int64_t rid, mf_error_t *err)
+{
+    int ret = mf_cur_insert_rid(cur, rid, bson_get_data(doc), doc->len);
+    if (ret == MF_CONFLICT)
+        return MF_CONFLICT;
+    if (ret != 0)
+        return mf_err_set(err, MF_E_InternalError, "record insert failed in %s", c->ns);
+    return 0;
+}
+
+/* After a new document's record and keys: its count and size, and the write observers. */
+static void
+doc_inserted(mf_sess_t *s, mf_coll_t *c, const bson_t *doc)
+{
+    size_delta(s, c, 1, doc->len);
+    mf_observers_insert(c->observers, c, doc);
+}
+
 int
 mf_coll_insert_rid(mf_sess_t *s, mf_coll_t *c, const bson_t *doc, int64_t rid, mf_error_t *err)
 {
@@ -695,17 +715,14 @@ mf_coll_insert_rid(mf_sess_t *s, mf_coll_t *c, const bson_t *doc, int64_t rid, m
 
     if (mf_cur_open(s, c->uri, &cur, err) != 0)
         return -1;
-    ret = mf_cur_insert_rid(cur, rid, bson_get_data(doc), doc->len);
+    ret = record_put(cur, c, doc, rid, err);
     mf_cur_close(cur);
-    if (ret == MF_CONFLICT)
-        return MF_CONFLICT;
     if (ret != 0)
-        return mf_err_set(err, MF_E_InternalError, "record insert failed in %s", c->ns);
+        return ret;
     ret = update_indexes(s, c, rid, NULL, doc, NULL, err);
     if (ret != 0)
         return ret;
-    size_delta(s, c, 1, doc->len);
-    mf_observers_insert(c->observers, c, doc);
+    doc_inserted(s, c, doc);
     if (c->capped)
         return capped_trim(s, c, rid, err);
     return 0;
@@ -742,12 +759,7 @@ mf_coll_insert_record(mf_sess_t *s, mf_coll_t *c, const bson_t *doc, int64_t rid
         kb->rec_cur = NULL;
         return -1;
     }
-    int ret = mf_cur_insert_rid(kb->rec_cur, rid, bson_get_data(doc), doc->len);
-    if (ret == MF_CONFLICT)
-        return MF_CONFLICT;
-    if (ret != 0)
-        return mf_err_set(err, MF_E_InternalError, "record insert failed in %s", c->ns);
-    return 0;
+    return record_put(kb->rec_cur, c, doc, rid, err);
 }
 
 void
@@ -792,10 +804,8 @@ mf_coll_insert_prepared_keys(mf_sess_t *s, mf_coll_t *c, const mf_prepared_t *do
     }
     if (ret != 0)
         return ret;
-    for (int k = 0; k < n; k++) {
-        size_delta(s, c, 1, docs[k].doc->len);
-        mf_observers_insert(c->observers, c, docs[k].doc);
-    }
+    for (int k = 0; k < n; k++)
+        doc_inserted(s, c, docs[k].doc);
     return 0;
 }
 

@@ -102,10 +102,9 @@ typedef struct insert_ctx {
     bool validate; /* check the collection's validator (no bypassDocumentValidation) */
     size_t n;      /* documents of the command */
     mf_rids_t rids; /* record ids reserved for them, a chunk's at a time (mf_rids_take) */
-    /* Bulk inserts (above): documents [pfrom, pto) were prepared, document j in slot j - pfrom if prepared[j - pfrom]. */
-    bool bulk;
+    /* Bulk inserts (above): documents [pfrom, pto) were looked at; if prepared, document j's keys are in slot j - pfrom. */
+    bool bulk, prepared;
     size_t pfrom, pto;
-    bool prepared[INSERT_CHUNK];
     /* The open transaction's records written by insert_item whose keys wait for insert_finish_items, in order. */
     mf_prepared_t done[INSERT_CHUNK];
     int ndone;
@@ -142,15 +141,13 @@ insert_before_items(void *arg, size_t from, size_t to, mf_error_t *err)
         return 0;
     ctx->pfrom = from;
     ctx->pto = to;
-    bool all = true;
-    for (size_t j = from; j < to && all; j++) {
-        const bson_t *doc = &ctx->docs[j];
-        all = mf_check_doc_for_storage(doc, &e) == 0 && mf_doc_id_is_first(doc) &&
-              mf_coll_keys_prepare(ctx->c, doc, (int)(j - from)) == 0;
-    }
     /* All or none: keys written after the records must not pass an ordinary insert's (duplicates, in order). */
-    for (size_t j = from; j < to; j++)
-        ctx->prepared[j - from] = all;
+    ctx->prepared = true;
+    for (size_t j = from; j < to && ctx->prepared; j++) {
+        const bson_t *doc = &ctx->docs[j];
+        ctx->prepared = mf_check_doc_for_storage(doc, &e) == 0 && mf_doc_id_is_first(doc) &&
+                        mf_coll_keys_prepare(ctx->c, doc, (int)(j - from)) == 0;
+    }
     return 0;
 }
 
@@ -186,7 +183,7 @@ insert_item(void *arg, size_t i, mf_error_t *err)
     bson_t fixed;
     int ret;
 
-    if (ctx->bulk && i >= ctx->pfrom && i < ctx->pto && ctx->prepared[i - ctx->pfrom]) {
+    if (ctx->bulk && ctx->prepared && i >= ctx->pfrom && i < ctx->pto) {
         int64_t rid = insert_rid(ctx, i);
         ret = mf_coll_insert_record(ctx->s, ctx->c, doc, rid, err);
         if (ret == 0)
