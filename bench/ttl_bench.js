@@ -215,11 +215,18 @@
  * the periodic checkpoint does not explain the difference either). Before
  * the servers start, sliceCost
  * measures what running in slices costs on this machine by itself: the same
- * memory-walking unit of work back to back and once every 5 ms, and once
- * every 5 ms again while idle-priority (SCHED_IDLE) spinners keep every CPU
- * from going idle in between; the ratios are printed under (6). On this
- * kind of virtual machine the second is lower (node's own wake-up stays in
- * both): part of what sliced work costs is the CPUs' idle periods.
+ * memory-walking unit of work back to back and once every 5 ms, once every
+ * 5 ms with the thread spinning on the clock in between (never leaving its
+ * CPU; the unit's own CPU alone counted), and once every 5 ms again while
+ * idle-priority (SCHED_IDLE) spinners keep every CPU from going idle in
+ * between; the ratios are printed under (6). On this kind of virtual
+ * machine the last is lower (node's own wake-up stays in both): part of
+ * what sliced work costs is the CPUs' idle periods; and the spinning
+ * thread's unit costs more than back to back too (session 25, a C probe
+ * on the thread's CPU clock: 20,000 reads over 2 MB, 125 µs back to back,
+ * 160-167 µs after 5 ms of spinning, 183-192 µs after a 5 ms sleep; pure
+ * arithmetic 284 against 290 µs): in 5 ms the host's other work empties
+ * the caches and TLBs of a thread that never stopped.
  *
  * What phase 1 pays more than the burst is per document, not per pass.
  * On a 2-core Firecracker VM (nested, kernel 6.18), 1,000,000 documents,
@@ -1302,6 +1309,21 @@ async function sliceCost() {
   for (let i = 0; i < n; i++) await sleep(5);
   const wake = cpuUs(process.cpuUsage(c0)) / n;
   /*
+   * The unit every 5 ms again, this thread spinning on the clock in between
+   * instead of sleeping (it never leaves its CPU: no idle period, no
+   * context switch), only the unit's own CPU counted: what 5 ms of the
+   * host's other work does to this thread's caches and TLBs by itself.
+   */
+  let spun = 0;
+  for (let i = 0; i < n; i++) {
+    const until = performance.now() + 5;
+    while (performance.now() < until);
+    const c = process.cpuUsage();
+    unit();
+    spun += cpuUs(process.cpuUsage(c));
+  }
+  spun /= n;
+  /*
    * The sliced loop again while one idle-priority (SCHED_IDLE) spinner per
    * CPU keeps every CPU from going idle between the slices; the spinners
    * yield to any other thread at once and their CPU is not ours. If the
@@ -1315,7 +1337,7 @@ async function sliceCost() {
   });
   if (sink <= 0) throw new Error('slice calibration: nothing summed');
   return { busyUs: busy, slicedUs: sliced, wakeUs: wake, ratio: sliced / busy, workRatio: (sliced - wake) / busy,
-    keptBusyUs: keptBusy, keptBusyRatio: keptBusy === null ? null : keptBusy / busy };
+    spunUs: spun, spunRatio: spun / busy, keptBusyUs: keptBusy, keptBusyRatio: keptBusy === null ? null : keptBusy / busy };
 }
 
 async function main() {
@@ -1330,7 +1352,8 @@ async function main() {
       ` cores=${os.cpus().length} loadavg=${loadavg()} (other work on the machine skews the figures)`);
     const slices = await sliceCost();
     log(`slice cost: a unit of work ${slices.busyUs.toFixed(0)} µs CPU back to back, ${slices.slicedUs.toFixed(0)} µs ` +
-      `when run every 5 ms (${slices.ratio.toFixed(2)}x; an empty wake-up ${slices.wakeUs.toFixed(0)} µs); ` +
+      `when run every 5 ms (${slices.ratio.toFixed(2)}x; an empty wake-up ${slices.wakeUs.toFixed(0)} µs), ` +
+      `${slices.spunUs.toFixed(0)} µs every 5 ms with the thread spinning in between (${slices.spunRatio.toFixed(2)}x); ` +
       (slices.keptBusyUs === null ? 'no idle-priority spinners (chrt missing?)'
         : `every 5 ms with the CPUs kept from idling by idle-priority spinners ${slices.keptBusyUs.toFixed(0)} µs ` +
           `(${slices.keptBusyRatio.toFixed(2)}x)`));
@@ -1500,6 +1523,8 @@ async function main() {
       if (m23.paceDocsPerSec !== null) console.log(`mayfly serverStatus ttl.paceDocsPerSec after (2): ${fmtInt(m23.paceDocsPerSec)}`);
       console.log(`(6) context: on this machine the same unit of work costs ${slices.ratio.toFixed(2)}x the CPU when run every ` +
         `5 ms instead of back to back, and an empty 5 ms wake-up alone costs ${slices.wakeUs.toFixed(0)} µs (sliceCost); ` +
+        `run every 5 ms by a thread that spins in between and never leaves its CPU, the unit still costs ` +
+        `${slices.spunRatio.toFixed(2)}x (the host's other work empties caches and TLBs meanwhile); ` +
         (slices.keptBusyRatio === null ? '' : `with every CPU kept from idling (idle-priority spinners) the sliced unit costs ` +
           `${slices.keptBusyRatio.toFixed(2)}x, so ${slices.keptBusyRatio < slices.ratio ? 'part of the difference is the CPUs\' idle periods' : 'idling is not the cause'}; `) +
         `phase 1 woke the monitor for ${fmtInt(m1.passes)} passes, about ${fmtS((m1.passes * slices.wakeUs) / 1e6)} ` +

@@ -4,7 +4,7 @@
  * time, no driver. cmd(body) sends body (with $db) as an OP_MSG and resolves
  * with the reply's body, or rejects on an error reply (ok != 1 or
  * writeErrors) or a closed connection. Used by bench/ttl_bench.js's
- * foreground loop and bench/request_instr_bench.js: the same kind of client
+ * foreground loop, bench/request_instr_bench.js and bench/sched_blame.js: the same kind of client
  * as the benches' RESP clients, so mayfly's and Redis's clients cost about
  * the same CPU per operation (the Node driver spends 220-350 µs of its own
  * CPU per operation on a 2-core machine).
