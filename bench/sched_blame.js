@@ -181,8 +181,10 @@ async function oneRun(run, perfWhy) {
     await loop;
     rm.close();
     if (perf) {
+      const done = perf.exitCode !== null || perf.signalCode !== null; /* perf may have failed at start */
+      const exited = done ? Promise.resolve() : new Promise((r) => perf.once('exit', r));
       perf.kill('SIGINT');
-      await new Promise((r) => perf.on('exit', r));
+      await exited;
       perf = null;
     }
     const qi = quantiles(idle), qd = quantiles(during);
