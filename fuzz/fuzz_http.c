@@ -6,10 +6,12 @@
  * back), /metrics and the console's files.
  *
  * Feeds: the input is the bytes a client sends on one connection. It is
- * parsed the way src/http/http.c parses them, by Debian's http_parser with
- * the same callbacks and limits (URL over 8 KB, body over 1 MB: no request),
- * keeping only the Authorization and Content-Type headers, the URL split
- * into path and query by http_parser_parse_url. Each complete request (up
+ * read by the server's own reader (mf_http_reader_t, src/http/http.c:
+ * Debian's http_parser, the limits of a URL over 8 KB, headers over 64 KB
+ * or a body over 1 MB refusing the request, only the Authorization and
+ * Content-Type headers kept, the URL split into path and query), and each
+ * request's strings are then copied to exact size, so ASan sees a read past
+ * their end. Each complete request (up
  * to MAX_REQUESTS pipelined on the "connection", so a POST can be followed
  * by the PATCH or GET that reads what it made; MAX_AUTH_REQUESTS with
  * access control on, where every request logs in) goes to mf_http_route.
@@ -87,8 +89,6 @@
 #define FUZZ_HTTP_MAX_INPUT (64 * 1024)
 #define MAX_REQUESTS 4
 #define MAX_AUTH_REQUESTS 2    /* each may log in: a PBKDF2 (cheapen_credential) */
-#define MAX_URL (8 * 1024)     /* http.c's HTTP_MAX_URL */
-#define MAX_BODY (1024 * 1024) /* http.c's HTTP_MAX_BODY */
 
 /* One engine, open for the whole process (see the file comment). */
 typedef struct fz_engine {
@@ -541,131 +541,7 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
     return 0;
 }
 
-/* ---------- parsing a connection's bytes (as src/http/http.c does) ---------- */
-
-typedef struct buf {
-    char *p;
-    size_t len;
-} buf_t;
-
-static void
-buf_add(buf_t *b, const char *s, size_t n)
-{
-    b->p = realloc(b->p, b->len + n + 1);
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = '\0';
-}
-
-static void
-buf_reset(buf_t *b)
-{
-    free(b->p);
-    b->p = NULL;
-    b->len = 0;
-}
-
-typedef struct conn {
-    buf_t url, body, hfield, hvalue, authz, ctype;
-    bool hvalue_open;
-    bool complete;
-} conn_t;
-
-static int
-on_message_begin(http_parser *p)
-{
-    conn_t *c = p->data;
-    buf_reset(&c->url);
-    buf_reset(&c->body);
-    buf_reset(&c->hfield);
-    buf_reset(&c->hvalue);
-    buf_reset(&c->authz);
-    buf_reset(&c->ctype);
-    c->hvalue_open = false;
-    return 0;
-}
-
-static int
-on_url(http_parser *p, const char *at, size_t n)
-{
-    conn_t *c = p->data;
-    if (c->url.len + n > MAX_URL)
-        return -1; /* the server answers 414 */
-    buf_add(&c->url, at, n);
-    return 0;
-}
-
-static void
-header_done(conn_t *c)
-{
-    if (!c->hvalue_open)
-        return;
-    if (strcasecmp(c->hfield.p ? c->hfield.p : "", "authorization") == 0) {
-        buf_reset(&c->authz);
-        buf_add(&c->authz, c->hvalue.p ? c->hvalue.p : "", c->hvalue.len);
-    } else if (strcasecmp(c->hfield.p ? c->hfield.p : "", "content-type") == 0) {
-        buf_reset(&c->ctype);
-        buf_add(&c->ctype, c->hvalue.p ? c->hvalue.p : "", c->hvalue.len);
-    }
-    buf_reset(&c->hfield);
-    buf_reset(&c->hvalue);
-    c->hvalue_open = false;
-}
-
-static int
-on_header_field(http_parser *p, const char *at, size_t n)
-{
-    conn_t *c = p->data;
-    header_done(c);
-    buf_add(&c->hfield, at, n);
-    return 0;
-}
-
-static int
-on_header_value(http_parser *p, const char *at, size_t n)
-{
-    conn_t *c = p->data;
-    buf_add(&c->hvalue, at, n);
-    c->hvalue_open = true;
-    return 0;
-}
-
-static int
-on_headers_complete(http_parser *p)
-{
-    conn_t *c = p->data;
-    header_done(c);
-    if (p->content_length != (uint64_t)-1 && p->content_length > MAX_BODY)
-        return -1; /* the server answers 413 */
-    return 0;
-}
-
-static int
-on_body(http_parser *p, const char *at, size_t n)
-{
-    conn_t *c = p->data;
-    buf_add(&c->body, at, n);
-    return 0;
-}
-
-static int
-on_message_complete(http_parser *p)
-{
-    conn_t *c = p->data;
-    c->complete = true;
-    http_parser_pause(p, 1); /* as the server: one request at a time */
-    return 0;
-}
-
-static const http_parser_settings settings = {
-    .on_message_begin = on_message_begin,
-    .on_url = on_url,
-    .on_header_field = on_header_field,
-    .on_header_value = on_header_value,
-    .on_headers_complete = on_headers_complete,
-    .on_body = on_body,
-    .on_message_complete = on_message_complete,
-};
+/* ---------- parsing a connection's bytes: src/http/http.c's reader (mf_http_reader_t) ---------- */
 
 /* An exact-size copy of s[0..n) with a NUL after it (so ASan sees a read past the end). */
 static char *
@@ -1032,34 +908,23 @@ check_resp(const fz_engine_t *e, const mf_http_req_t *req, const mf_http_resp_t 
 
 /* Answers one parsed request on e and checks the answer. Returns whether it was a write to /api/ttl. */
 static bool
-route(fz_engine_t *e, conn_t *c, http_parser *p, bool loopback)
+route(fz_engine_t *e, mf_http_reader_t *rd, bool loopback)
 {
-    struct http_parser_url u;
     mf_http_req_t req;
     mf_http_resp_t resp;
-    char *path = NULL, *query = NULL, *body;
+    char *path, *query, *body;
     bool wrote;
 
     memset(&req, 0, sizeof(req));
     memset(&resp, 0, sizeof(resp));
-    req.method = (int)p->method;
-    http_parser_url_init(&u);
-    if (c->url.len > 0 && http_parser_parse_url(c->url.p, c->url.len, 0, &u) == 0 && (u.field_set & (1 << UF_PATH))) {
-        path = dup_exact(c->url.p + u.field_data[UF_PATH].off, u.field_data[UF_PATH].len);
-        if (u.field_set & (1 << UF_QUERY))
-            query = dup_exact(c->url.p + u.field_data[UF_QUERY].off, u.field_data[UF_QUERY].len);
-    }
-    if (path == NULL)
-        path = dup_exact("/", 1);
-    if (query == NULL)
-        query = dup_exact("", 0);
-    body = dup_exact(c->body.p ? c->body.p : "", c->body.len);
+    /* The request as the server hands it to a worker, its strings then copied to exact size. */
+    mf_http_reader_request(rd, &req);
+    path = dup_exact(req.path, strlen(req.path));
+    query = dup_exact(req.query, strlen(req.query));
+    body = dup_exact(req.body, req.body_len);
     req.path = path;
     req.query = query;
     req.body = body;
-    req.body_len = c->body.len;
-    req.authorization = c->authz.len ? c->authz.p : NULL;
-    req.content_type = c->ctype.len ? c->ctype.p : NULL;
     req.loopback = loopback;
     req.remote = loopback ? "127.0.0.1:40000" : "198.51.100.7:40000";
     wrote = strcmp(path, "/api/ttl") == 0 && (req.method == HTTP_POST || req.method == HTTP_PATCH);
@@ -1085,8 +950,7 @@ out:
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    http_parser p;
-    conn_t c;
+    mf_http_reader_t rd;
     fz_engine_t *e = &g_open;
     bool loopback = true;
     bool wrote = false;
@@ -1101,19 +965,14 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         else
             e = &g_auth;
     }
-    memset(&c, 0, sizeof(c));
-    http_parser_init(&p, HTTP_REQUEST);
-    p.data = &c;
+    mf_http_reader_init(&rd);
     for (int n = 0; n < (e == &g_auth ? MAX_AUTH_REQUESTS : MAX_REQUESTS) && off < size; n++) {
-        if (HTTP_PARSER_ERRNO(&p) == HPE_PAUSED)
-            http_parser_pause(&p, 0);
-        off += http_parser_execute(&p, &settings, (const char *)data + off, size - off);
-        if (!c.complete)
-            break; /* a parse error (the server answers 400), a limit, or a request cut short */
-        c.complete = false;
-        wrote |= route(e, &c, &p, loopback);
+        off += mf_http_reader_execute(&rd, (const char *)data + off, size - off);
+        if (!rd.complete)
+            break; /* a parse error (the server answers 400), a limit (413, 414, 431), or a request cut short */
+        wrote |= route(e, &rd, loopback);
     }
-    on_message_begin(&p); /* frees the last request's buffers */
+    mf_http_reader_free(&rd);
     if (wrote)
         baseline_restore(e);
     return 0;

@@ -42,9 +42,6 @@
 #include "net/net_pool.h"
 #include "storage/storage.h"
 
-#define HTTP_MAX_URL (8 * 1024)
-#define HTTP_MAX_HEADERS (64 * 1024)
-#define HTTP_MAX_BODY (1024 * 1024)
 #define HTTP_MAX_CONNS 1024
 #define HTTP_MAX_WORKERS 8
 #define HTTP_IDLE_MS 60000
@@ -63,15 +60,9 @@ struct hconn {
     uv_tcp_t tcp;
     uv_timer_t idle;
     mf_http_t *h;
-    http_parser parser;
+    mf_http_reader_t rd; /* the request being read */
     char remote[80];
     bool loopback;
-    /* The request being parsed. */
-    mf_http_buf_t url, body, hfield, hvalue, authz, ctype;
-    size_t header_bytes;
-    bool hvalue_open;  /* the last callback was a header value */
-    bool complete;     /* a whole request is in */
-    int fail_status;   /* a limit was hit: answer this and close */
     /* Bytes read but not yet parsed (received while a request was being answered). */
     mf_http_buf_t unparsed;
     bool busy;         /* a job is in flight */
@@ -142,59 +133,59 @@ hbuf_str(const mf_http_buf_t *b)
     return b->p ? b->p : "";
 }
 
-/* ---------- parser callbacks (loop thread) ---------- */
+/* ---------- reading requests (mf_http_reader_t; loop thread) ---------- */
 
 static int
 on_message_begin(http_parser *p)
 {
-    hconn_t *c = p->data;
-    mf_http_buf_reset(&c->url);
-    mf_http_buf_reset(&c->body);
-    mf_http_buf_reset(&c->hfield);
-    mf_http_buf_reset(&c->hvalue);
-    mf_http_buf_reset(&c->authz);
-    mf_http_buf_reset(&c->ctype);
-    c->header_bytes = 0;
-    c->hvalue_open = false;
+    mf_http_reader_t *r = p->data;
+    mf_http_buf_reset(&r->url);
+    mf_http_buf_reset(&r->body);
+    mf_http_buf_reset(&r->hfield);
+    mf_http_buf_reset(&r->hvalue);
+    mf_http_buf_reset(&r->authz);
+    mf_http_buf_reset(&r->ctype);
+    r->header_bytes = 0;
+    r->hvalue_open = false;
     return 0;
 }
 
 static int
 on_url(http_parser *p, const char *at, size_t n)
 {
-    hconn_t *c = p->data;
-    if (c->url.len + n > HTTP_MAX_URL) {
-        c->fail_status = 414;
+    mf_http_reader_t *r = p->data;
+    if (r->url.len + n > MF_HTTP_MAX_URL) {
+        r->fail_status = 414;
         return -1;
     }
-    mf_http_buf_add(&c->url, at, n);
+    mf_http_buf_add(&r->url, at, n);
     return 0;
 }
 
 /* A header is complete (its value ended): keep the ones the API reads. */
 static void
-header_done(hconn_t *c)
+header_done(mf_http_reader_t *r)
 {
-    if (!c->hvalue_open)
+    if (!r->hvalue_open)
         return;
-    if (strcasecmp(hbuf_str(&c->hfield), "authorization") == 0) {
-        mf_http_buf_reset(&c->authz);
-        mf_http_buf_add(&c->authz, hbuf_str(&c->hvalue), c->hvalue.len);
-    } else if (strcasecmp(hbuf_str(&c->hfield), "content-type") == 0) {
-        mf_http_buf_reset(&c->ctype);
-        mf_http_buf_add(&c->ctype, hbuf_str(&c->hvalue), c->hvalue.len);
+    if (strcasecmp(hbuf_str(&r->hfield), "authorization") == 0) {
+        mf_http_buf_reset(&r->authz);
+        mf_http_buf_add(&r->authz, hbuf_str(&r->hvalue), r->hvalue.len);
+    } else if (strcasecmp(hbuf_str(&r->hfield), "content-type") == 0) {
+        mf_http_buf_reset(&r->ctype);
+        mf_http_buf_add(&r->ctype, hbuf_str(&r->hvalue), r->hvalue.len);
     }
-    mf_http_buf_reset(&c->hfield);
-    mf_http_buf_reset(&c->hvalue);
-    c->hvalue_open = false;
+    mf_http_buf_reset(&r->hfield);
+    mf_http_buf_reset(&r->hvalue);
+    r->hvalue_open = false;
 }
 
 static int
-header_bytes(hconn_t *c, size_t n)
+header_bytes(mf_http_reader_t *r, size_t n)
 {
-    c->header_bytes += n;
-    if (c->header_bytes > HTTP_MAX_HEADERS) {
-        c->fail_status = 431;
+    r->header_bytes += n;
+    if (r->header_bytes > MF_HTTP_MAX_HEADERS) {
+        r->fail_status = 431;
         return -1;
     }
     return 0;
@@ -203,32 +194,32 @@ header_bytes(hconn_t *c, size_t n)
 static int
 on_header_field(http_parser *p, const char *at, size_t n)
 {
-    hconn_t *c = p->data;
-    if (header_bytes(c, n) != 0)
+    mf_http_reader_t *r = p->data;
+    if (header_bytes(r, n) != 0)
         return -1;
-    header_done(c);
-    mf_http_buf_add(&c->hfield, at, n);
+    header_done(r);
+    mf_http_buf_add(&r->hfield, at, n);
     return 0;
 }
 
 static int
 on_header_value(http_parser *p, const char *at, size_t n)
 {
-    hconn_t *c = p->data;
-    if (header_bytes(c, n) != 0)
+    mf_http_reader_t *r = p->data;
+    if (header_bytes(r, n) != 0)
         return -1;
-    mf_http_buf_add(&c->hvalue, at, n);
-    c->hvalue_open = true;
+    mf_http_buf_add(&r->hvalue, at, n);
+    r->hvalue_open = true;
     return 0;
 }
 
 static int
 on_headers_complete(http_parser *p)
 {
-    hconn_t *c = p->data;
-    header_done(c);
-    if (p->content_length != (uint64_t)-1 && p->content_length > HTTP_MAX_BODY) {
-        c->fail_status = 413;
+    mf_http_reader_t *r = p->data;
+    header_done(r);
+    if (p->content_length != (uint64_t)-1 && p->content_length > MF_HTTP_MAX_BODY) {
+        r->fail_status = 413;
         return -1;
     }
     return 0;
@@ -237,21 +228,21 @@ on_headers_complete(http_parser *p)
 static int
 on_body(http_parser *p, const char *at, size_t n)
 {
-    hconn_t *c = p->data;
-    if (c->body.len + n > HTTP_MAX_BODY) {
-        c->fail_status = 413;
+    mf_http_reader_t *r = p->data;
+    if (r->body.len + n > MF_HTTP_MAX_BODY) {
+        r->fail_status = 413;
         return -1;
     }
-    mf_http_buf_add(&c->body, at, n);
+    mf_http_buf_add(&r->body, at, n);
     return 0;
 }
 
 static int
 on_message_complete(http_parser *p)
 {
-    hconn_t *c = p->data;
-    c->complete = true;
-    http_parser_pause(p, 1); /* one request at a time: the rest waits in c->unparsed */
+    mf_http_reader_t *r = p->data;
+    r->complete = true;
+    http_parser_pause(p, 1); /* one request at a time: the rest waits for the next execute */
     return 0;
 }
 
@@ -264,6 +255,61 @@ static const http_parser_settings parser_settings = {
     .on_body = on_body,
     .on_message_complete = on_message_complete,
 };
+
+void
+mf_http_reader_init(mf_http_reader_t *r)
+{
+    memset(r, 0, sizeof(*r));
+    http_parser_init(&r->parser, HTTP_REQUEST);
+    r->parser.data = r;
+}
+
+size_t
+mf_http_reader_execute(mf_http_reader_t *r, const char *data, size_t n)
+{
+    if (HTTP_PARSER_ERRNO(&r->parser) == HPE_PAUSED)
+        http_parser_pause(&r->parser, 0);
+    return n ? http_parser_execute(&r->parser, &parser_settings, data, n) : 0;
+}
+
+void
+mf_http_reader_request(mf_http_reader_t *r, mf_http_req_t *req)
+{
+    static const char root[] = "/";
+    struct http_parser_url u;
+
+    r->complete = false;
+    req->method = (int)r->parser.method;
+    req->path = root;
+    req->query = "";
+    /* Split the URL in place: path, then query. */
+    http_parser_url_init(&u);
+    if (r->url.len > 0 && http_parser_parse_url(r->url.p, r->url.len, 0, &u) == 0 && (u.field_set & (1 << UF_PATH))) {
+        char *path = r->url.p + u.field_data[UF_PATH].off;
+        if (u.field_set & (1 << UF_QUERY)) {
+            char *q = r->url.p + u.field_data[UF_QUERY].off;
+            q[u.field_data[UF_QUERY].len] = '\0';
+            req->query = q;
+        }
+        path[u.field_data[UF_PATH].len] = '\0';
+        req->path = path;
+    }
+    req->body = r->body.p ? r->body.p : "";
+    req->body_len = r->body.len;
+    req->authorization = r->authz.len ? r->authz.p : NULL;
+    req->content_type = r->ctype.len ? r->ctype.p : NULL;
+}
+
+void
+mf_http_reader_free(mf_http_reader_t *r)
+{
+    mf_http_buf_free(&r->url);
+    mf_http_buf_free(&r->body);
+    mf_http_buf_free(&r->hfield);
+    mf_http_buf_free(&r->hvalue);
+    mf_http_buf_free(&r->authz);
+    mf_http_buf_free(&r->ctype);
+}
 
 /* ---------- writing responses (loop thread) ---------- */
 
@@ -400,7 +446,7 @@ on_jobs_done(uv_async_t *a)
         if (c->closing) {
             conn_close(c); /* closed while the job ran: now it can go */
         } else {
-            bool keep = http_should_keep_alive(&c->parser) && !h->stopping;
+            bool keep = http_should_keep_alive(&c->rd.parser) && !h->stopping;
             conn_respond(c, &j->resp, !keep);
         }
         job_free(j);
@@ -415,31 +461,11 @@ submit(hconn_t *c)
 {
     mf_http_t *h = c->h;
     hjob_t *j = mf_calloc(1, sizeof(*j));
-    struct http_parser_url u;
-    static const char root[] = "/";
 
-    c->complete = false;
     j->pj.work = work_cb;
     j->conn = c;
-    j->req.method = (int)c->parser.method;
-    j->req.path = root;
-    j->req.query = "";
-    /* Split the URL in place: path, then query (the buffer stays the connection's until the job is done). */
-    http_parser_url_init(&u);
-    if (c->url.len > 0 && http_parser_parse_url(c->url.p, c->url.len, 0, &u) == 0 && (u.field_set & (1 << UF_PATH))) {
-        char *path = c->url.p + u.field_data[UF_PATH].off;
-        if (u.field_set & (1 << UF_QUERY)) {
-            char *q = c->url.p + u.field_data[UF_QUERY].off;
-            q[u.field_data[UF_QUERY].len] = '\0';
-            j->req.query = q;
-        }
-        path[u.field_data[UF_PATH].len] = '\0';
-        j->req.path = path;
-    }
-    j->req.body = c->body.p ? c->body.p : "";
-    j->req.body_len = c->body.len;
-    j->req.authorization = c->authz.len ? c->authz.p : NULL;
-    j->req.content_type = c->ctype.len ? c->ctype.p : NULL;
+    /* The request's strings stay the connection's until the job is done (it is not read meanwhile). */
+    mf_http_reader_request(&c->rd, &j->req);
     j->req.loopback = c->loopback;
     j->req.remote = c->remote;
     c->busy = true;
@@ -458,30 +484,28 @@ parse_more(hconn_t *c)
 {
     if (c->busy || c->closing)
         return;
-    if (HTTP_PARSER_ERRNO(&c->parser) == HPE_PAUSED)
-        http_parser_pause(&c->parser, 0);
     size_t n = c->unparsed.len;
-    size_t used = n ? http_parser_execute(&c->parser, &parser_settings, c->unparsed.p, n) : 0;
-    enum http_errno e = HTTP_PARSER_ERRNO(&c->parser);
+    size_t used = mf_http_reader_execute(&c->rd, c->unparsed.p, n);
+    enum http_errno e = HTTP_PARSER_ERRNO(&c->rd.parser);
     if (used < n && e == HPE_PAUSED)
         memmove(c->unparsed.p, c->unparsed.p + used, n - used);
     c->unparsed.len = used < n && e == HPE_PAUSED ? n - used : 0;
-    if (c->complete) {
+    if (c->rd.complete) {
         submit(c);
         return;
     }
     if (e != HPE_OK && e != HPE_PAUSED) {
-        if (c->fail_status == 413)
+        if (c->rd.fail_status == 413)
             conn_fail(c, 413, "request body too large (the limit is 1 MB)\n");
-        else if (c->fail_status == 414)
+        else if (c->rd.fail_status == 414)
             conn_fail(c, 414, "URL too long\n");
-        else if (c->fail_status == 431)
+        else if (c->rd.fail_status == 431)
             conn_fail(c, 431, "request headers too large\n");
         else
             conn_fail(c, 400, "malformed HTTP request\n");
         return;
     }
-    if (c->parser.upgrade) {
+    if (c->rd.parser.upgrade) {
         conn_fail(c, 400, "protocol upgrades are not supported\n");
         return;
     }
@@ -531,12 +555,7 @@ on_conn_handle_closed(uv_handle_t *hd)
             break;
         }
     }
-    mf_http_buf_free(&c->url);
-    mf_http_buf_free(&c->body);
-    mf_http_buf_free(&c->hfield);
-    mf_http_buf_free(&c->hvalue);
-    mf_http_buf_free(&c->authz);
-    mf_http_buf_free(&c->ctype);
+    mf_http_reader_free(&c->rd);
     mf_http_buf_free(&c->unparsed);
     free(c);
     maybe_free(h);
@@ -610,8 +629,7 @@ on_connection(uv_stream_t *listener, int status)
     mf_fmt_sockaddr(uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &sl) == 0 ? &ss : NULL, ip, sizeof(ip), &port);
     snprintf(c->remote, sizeof(c->remote), "%s:%d", ip, port);
     c->loopback = strncmp(ip, "127.", 4) == 0 || strcmp(ip, "::1") == 0 || strncmp(ip, "::ffff:127.", 11) == 0;
-    http_parser_init(&c->parser, HTTP_REQUEST);
-    c->parser.data = c;
+    mf_http_reader_init(&c->rd);
     if (h->nconns == h->capconns) {
         h->capconns = h->capconns ? h->capconns * 2 : 16;
         h->conns = mf_realloc(h->conns, h->capconns * sizeof(*h->conns));

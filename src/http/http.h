@@ -11,6 +11,7 @@
 #ifndef MF_HTTP_H
 #define MF_HTTP_H
 
+#include <http_parser.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <uv.h>
@@ -76,6 +77,43 @@ typedef struct mf_http_buf {
 void mf_http_buf_add(mf_http_buf_t *b, const char *p, size_t n);
 void mf_http_buf_reset(mf_http_buf_t *b);
 void mf_http_buf_free(mf_http_buf_t *b);
+
+/* The reader's limits: a request past one is refused with fail_status. */
+#define MF_HTTP_MAX_URL (8 * 1024)      /* 414 */
+#define MF_HTTP_MAX_HEADERS (64 * 1024) /* 431: header names and values together */
+#define MF_HTTP_MAX_BODY (1024 * 1024)  /* 413 */
+
+/*
+ * One connection's requests as they are read (http.c's connections, and
+ * fuzz/fuzz_http.c, so that the fuzz target reads bytes exactly as the
+ * server does): Debian's http_parser with callbacks that keep the URL, the
+ * body and the two headers the API reads (Authorization, Content-Type),
+ * within the limits above, one request at a time.
+ *
+ * mf_http_reader_init: a reader for a new connection. mf_http_reader_execute:
+ * parses data[0..n) and returns the bytes used; it stops after one whole
+ * request (the parser is paused: complete is set) and resumes on the next
+ * call. When it used fewer bytes and the parser is not paused
+ * (HTTP_PARSER_ERRNO(&r->parser) other than HPE_OK / HPE_PAUSED), the
+ * request is bad: fail_status is 413, 414 or 431 for a limit, else 0 (a
+ * malformed request). mf_http_reader_request: the complete request into req
+ * (method, path, query, body, headers; not loopback or remote), clearing
+ * complete; it splits the URL in place, and req's strings point into r,
+ * valid until the next execute or free. mf_http_reader_free releases what r
+ * holds.
+ */
+typedef struct mf_http_reader {
+    http_parser parser;
+    mf_http_buf_t url, body, hfield, hvalue, authz, ctype;
+    size_t header_bytes;
+    bool hvalue_open; /* the last callback was a header value */
+    bool complete;    /* a whole request is in */
+    int fail_status;  /* a limit was hit: 413, 414 or 431 */
+} mf_http_reader_t;
+void mf_http_reader_init(mf_http_reader_t *r);
+size_t mf_http_reader_execute(mf_http_reader_t *r, const char *data, size_t n);
+void mf_http_reader_request(mf_http_reader_t *r, mf_http_req_t *req);
+void mf_http_reader_free(mf_http_reader_t *r);
 
 /*
  * mf_http_route: answers one request (http_api.c). Runs on an HTTP worker

@@ -834,3 +834,45 @@ h.test('GET /metrics: mayfly_archive_bytes has a series for a collection with an
   }, `mayfly_archive_bytes{db="${db.databaseName}",collection="c"} > 0`);
   assert.ok(p);
 });
+
+/*
+ * Raw bytes on one connection (the request reader, mf_http_reader_t): writes
+ * data, reads until the server closes or `until` returns true on what came
+ * back, and resolves with it as text.
+ */
+function rawHttp(data, until = null) {
+  return new Promise((resolve, reject) => {
+    const sock = net.connect(HTTP_PORT, '127.0.0.1');
+    const chunks = [];
+    const timer = setTimeout(() => { sock.destroy(); reject(new Error('raw HTTP exchange timed out')); }, 15000);
+    const done = () => { clearTimeout(timer); resolve(Buffer.concat(chunks).toString('latin1')); };
+    sock.on('data', (c) => {
+      chunks.push(c);
+      if (until && until(Buffer.concat(chunks).toString('latin1'))) { sock.destroy(); done(); }
+    });
+    sock.on('end', done);
+    sock.on('error', (e) => (e.code === 'ECONNRESET' ? done() : reject(e)));
+    sock.write(data);
+  });
+}
+const statuses = (text) => [...text.matchAll(/^HTTP\/1\.1 (\d{3}) /gm)].map((m) => Number(m[1]));
+
+h.test('requests: two pipelined in one write are both answered, in order, on the kept-alive connection', async () => {
+  const req = (p) => `GET ${p} HTTP/1.1\r\nHost: x\r\n\r\n`;
+  const text = await rawHttp(req('/api/ttl') + req('/no-such-path'), (t) => statuses(t).length >= 2 && /\}\s*$|Not Found/.test(t));
+  assert.deepEqual(statuses(text).slice(0, 2), [200, 404], text.slice(0, 300));
+});
+
+h.test('requests: a URL over 8 KB answers 414, headers over 64 KB 431, a body over 1 MB 413, garbage 400; the port serves on', async () => {
+  const long = await rawHttp(`GET /api/ttl?q=${'a'.repeat(9000)} HTTP/1.1\r\nHost: x\r\n\r\n`);
+  assert.deepEqual(statuses(long), [414], long.slice(0, 200));
+  const hdrs = await rawHttp(`GET /api/ttl HTTP/1.1\r\nHost: x\r\n${Array.from({ length: 80 }, (_, i) => `X-H${i}: ${'v'.repeat(1000)}\r\n`).join('')}\r\n`);
+  assert.deepEqual(statuses(hdrs), [431], hdrs.slice(0, 200));
+  const body = await rawHttp(`POST /api/ttl HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${2 * 1024 * 1024}\r\n\r\n{`);
+  assert.deepEqual(statuses(body), [413], body.slice(0, 200));
+  const junk = await rawHttp('\x00\x01 not http at all\r\n\r\n');
+  assert.deepEqual(statuses(junk), [400], junk.slice(0, 200));
+  // Each refusal closed its connection (rawHttp returned on the server's close); the port still answers.
+  const r = await request({ path: '/api/ttl' });
+  assert.equal(r.status, 200, show(r));
+});
