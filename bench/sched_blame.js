@@ -63,20 +63,23 @@ function perfUsable() {
   }
 }
 
-/* The run intervals of `perf sched timehist`: {t (end, s), cpu, comm, tid, pid, delay (s), run (s)}. */
+/*
+ * The run intervals of `perf sched timehist`: {t (end, s), cpu, comm, tid, pid, delay (s), run (s)}.
+ * A line: time [cpu] task wait delay run (times in ms), the task comm[tid/pid],
+ * comm[pid] or <idle> (tid 0); a comm may itself hold spaces or brackets, so
+ * the task is everything up to the last [...] before the three numbers.
+ */
 function timehist(file) {
   const out = execFileSync('perf', ['sched', 'timehist', '-i', file], { maxBuffer: 1 << 30, stdio: ['ignore', 'pipe', 'ignore'] })
     .toString();
+  const line = /^\s*([\d.]+)\s+(\[\d+\])\s+(?:<idle>|(.*)\[(\d+)(?:\/(\d+))?\])\s+[\d.]+\s+([\d.]+)\s+([\d.]+)(?:\s|$)/;
   const rows = [];
-  for (const line of out.split('\n')) {
-    const f = line.trim().split(/\s+/);
-    if (f.length < 6 || !/^\[\d+\]$/.test(f[1])) continue;
-    const t = Number(f[0]), delay = Number(f[4]) / 1e3, run = Number(f[5]) / 1e3;
-    if (!Number.isFinite(t) || !Number.isFinite(delay) || !Number.isFinite(run)) continue;
-    /* task: comm[tid/pid] or comm[pid] (comm may itself hold brackets or spaces: take the last [...]) */
-    const m = f[2].match(/^(.*)\[(\d+)(?:\/(\d+))?\]$/);
+  for (const l of out.split('\n')) {
+    const m = line.exec(l);
     if (!m) continue;
-    rows.push({ t, cpu: f[1], comm: m[1], tid: Number(m[2]), pid: Number(m[3] || m[2]), delay, run });
+    const tid = m[4] === undefined ? 0 : Number(m[4]);
+    rows.push({ t: Number(m[1]), cpu: m[2], comm: m[4] === undefined ? '<idle>' : m[3], tid,
+      pid: m[5] === undefined ? tid : Number(m[5]), delay: Number(m[6]) / 1e3, run: Number(m[7]) / 1e3 });
   }
   return rows;
 }
