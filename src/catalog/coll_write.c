@@ -466,13 +466,19 @@ size_t
 mf_rids_in_runs(const int64_t *ids, size_t n, int64_t *scratch)
 {
     size_t in = 0;
-    memcpy(scratch, ids, n * sizeof(*ids));
-    qsort(scratch, n, sizeof(*scratch), rid_cmp);
+    bool ordered = true; /* a TTL index's due range is often in record id order already */
+    for (size_t i = 1; i < n && ordered; i++)
+        ordered = ids[i - 1] <= ids[i];
+    if (!ordered) {
+        memcpy(scratch, ids, n * sizeof(*ids));
+        qsort(scratch, n, sizeof(*scratch), rid_cmp);
+        ids = scratch;
+    }
     for (size_t i = 0; i < n;) {
         size_t first = i++;
-        while (i < n && scratch[i] == scratch[i - 1] + 1)
+        while (i < n && ids[i] == ids[i - 1] + 1)
             i++;
-        if (i < n && scratch[i] == scratch[i - 1])
+        if (i < n && ids[i] == ids[i - 1])
             return 0; /* an id twice: a collected record is still there for its second visit */
         if (i - first >= MF_RANGE_MIN_ITEMS)
             in += i - first;

@@ -132,10 +132,11 @@ void mf_removals_begin(mf_removals_t *d, const mf_coll_t *c, bool rec_runs, bool
  * MF_RANGE_MIN_ITEMS: the fewest keys of one table that go as a range (a
  * truncate costs two searches from the root and, for index entries, a walk
  * that compares them, which only pays off over a few). mf_rids_in_runs: how
- * many of the n record ids ids (any order; scratch has room for n) lie in
- * runs of at least that many consecutive ids; 0 when an id is there twice
- * (a collected record is removed only before the commit, so a second visit
- * would find it again and delete it twice).
+ * many of the n record ids ids (any order; scratch has room for n, and is
+ * used only when they are not ascending already) lie in runs of at least
+ * that many consecutive ids; 0 when an id is there twice (a collected
+ * record is removed only before the commit, so a second visit would find it
+ * again and delete it twice).
  */
 #define MF_RANGE_MIN_ITEMS 8
 size_t mf_rids_in_runs(const int64_t *ids, size_t n, int64_t *scratch);

@@ -147,27 +147,46 @@ grow(uint8_t **data, size_t *cap, size_t need)
     *cap = c;
 }
 
+/*
+ * Makes room for n more bytes of key and returns where they go (valid
+ * until the key grows again); the key's length already counts them. One
+ * capacity check per field, and fixed-size fields are stored in place
+ * instead of through memcpy calls of a few bytes: keys are built for every
+ * index of every written document.
+ */
+static inline uint8_t *
+reserve(mf_keystring_t *ks, size_t n)
+{
+    if (ks->len + n > ks->cap)
+        grow(&ks->data, &ks->cap, ks->len + n);
+    uint8_t *p = ks->data + ks->len;
+    ks->len += n;
+    return p;
+}
+
+static inline void
+store_be(uint8_t *p, uint64_t v, int nbytes)
+{
+    for (int i = 0; i < nbytes; i++)
+        p[i] = (uint8_t)(v >> (8 * (nbytes - 1 - i)));
+}
+
 static void
 put(mf_keystring_t *ks, const void *src, size_t n)
 {
-    grow(&ks->data, &ks->cap, ks->len + n);
-    memcpy(ks->data + ks->len, src, n);
-    ks->len += n;
+    memcpy(reserve(ks, n), src, n);
 }
 
-static void
+static inline void
 put_u8(mf_keystring_t *ks, uint8_t b)
 {
-    put(ks, &b, 1);
+    *reserve(ks, 1) = b;
 }
 
-static void
+static inline void
 put_be(mf_keystring_t *ks, uint64_t v, int nbytes)
 {
-    uint8_t b[8];
-    for (int i = 0; i < nbytes; i++)
-        b[i] = (uint8_t)(v >> (8 * (nbytes - 1 - i)));
-    put(ks, b, (size_t)nbytes);
+    store_be(reserve(ks, (size_t)nbytes), v, nbytes);
 }
 
 static void
@@ -176,6 +195,15 @@ put_tb(mf_keystring_t *ks, const void *src, size_t n)
     grow(&ks->tb, &ks->tbcap, ks->tblen + n);
     memcpy(ks->tb + ks->tblen, src, n);
     ks->tblen += n;
+}
+
+/* One type-bits byte (a number's type). */
+static inline void
+put_tb_u8(mf_keystring_t *ks, uint8_t b)
+{
+    if (ks->tblen + 1 > ks->tbcap)
+        grow(&ks->tb, &ks->tbcap, ks->tblen + 1);
+    ks->tb[ks->tblen++] = b;
 }
 
 const uint8_t *
@@ -187,19 +215,25 @@ mf_ks_typebits(const mf_keystring_t *ks, size_t *len)
 
 /* ---- encoding ---- */
 
+/* s (n bytes) with each NUL as 00 FF, then 00 00: copied a NUL-free stretch at a time. */
 static void
 put_escaped(mf_keystring_t *ks, const char *s, size_t n)
 {
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] == 0) {
-            put_u8(ks, 0x00);
-            put_u8(ks, 0xFF);
-        } else {
-            put_u8(ks, (uint8_t)s[i]);
-        }
+    while (n > 0) {
+        const char *z = memchr(s, 0, n);
+        size_t run = z != NULL ? (size_t)(z - s) : n;
+        put(ks, s, run);
+        if (z == NULL)
+            break;
+        uint8_t *p = reserve(ks, 2);
+        p[0] = 0x00;
+        p[1] = 0xFF;
+        s += run + 1;
+        n -= run + 1;
     }
-    put_u8(ks, 0x00);
-    put_u8(ks, 0x00);
+    uint8_t *p = reserve(ks, 2);
+    p[0] = 0x00;
+    p[1] = 0x00;
 }
 
 static uint64_t
@@ -230,8 +264,9 @@ unordered_double(uint64_t bits)
 static void
 put_number(mf_keystring_t *ks, double d, int suffix)
 {
-    put_be(ks, ordered_double(d), 8);
-    put_be(ks, (uint64_t)(uint16_t)suffix, 2);
+    uint8_t *p = reserve(ks, 10);
+    store_be(p, ordered_double(d), 8);
+    store_be(p + 8, (uint64_t)(uint16_t)suffix, 2);
 }
 
 static void
@@ -335,8 +370,6 @@ tag_of(bson_type_t t)
 static int
 encode_content(mf_keystring_t *ks, const bson_value_t *v, int depth, mf_error_t *err)
 {
-    uint8_t tb;
-
     switch (v->value_type) {
     case BSON_TYPE_MINKEY:
     case BSON_TYPE_MAXKEY:
@@ -345,18 +378,15 @@ encode_content(mf_keystring_t *ks, const bson_value_t *v, int depth, mf_error_t 
         return 0;
     case BSON_TYPE_INT32:
         put_number(ks, (double)v->value.v_int32, SUFFIX_EXACT);
-        tb = TB_INT32;
-        put_tb(ks, &tb, 1);
+        put_tb_u8(ks, TB_INT32);
         return 0;
     case BSON_TYPE_INT64:
         encode_int64(ks, v->value.v_int64);
-        tb = TB_INT64;
-        put_tb(ks, &tb, 1);
+        put_tb_u8(ks, TB_INT64);
         return 0;
     case BSON_TYPE_DOUBLE:
         put_number(ks, v->value.v_double, SUFFIX_EXACT);
-        tb = (v->value.v_double == 0 && signbit(v->value.v_double)) ? TB_NEGZERO : TB_DOUBLE;
-        put_tb(ks, &tb, 1);
+        put_tb_u8(ks, (v->value.v_double == 0 && signbit(v->value.v_double)) ? TB_NEGZERO : TB_DOUBLE);
         return 0;
     case BSON_TYPE_DECIMAL128: {
         uint8_t raw[17];

@@ -7,8 +7,9 @@
  * two catalog writes leaves exactly the old entry), deferred table drops are
  * all kept (more than 256) and orphaned tables are dropped at open, and
  * collection counts and sizes are read back from table:_mf_sizes instead of
- * being recounted, and mf_catalog_version moves with every catalog change
- * and with nothing else.
+ * being recounted, mf_catalog_version moves with every catalog change
+ * and with nothing else, and a batch's record ids give the same runs
+ * (mf_rids_in_runs) in any order.
  *
  * Faults come from mf_storage_fault_set: after N more cursor operations on
  * one table, the next fails as a WiredTiger error would.
@@ -812,4 +813,32 @@ Test(catalog, a_batch_with_a_record_id_twice_deletes_it_once_and_does_not_collec
     cr_assert_eq(st.deleted, 16, "deleted once");
     cr_assert_eq(st.range_records, 0, "records one by one");
     env_destroy(&e);
+}
+
+/* mf_rids_in_runs: ids in order are read in place, others sorted first; either way the same runs and duplicates. */
+Test(catalog, rids_in_runs_counts_runs_of_eight_in_any_order_and_refuses_duplicates)
+{
+    int64_t scratch[32];
+    int64_t up[20], shuffled[20];
+    for (int i = 0; i < 20; i++)
+        up[i] = 100 + i; /* one run of 20 */
+    cr_assert_eq(mf_rids_in_runs(up, 20, scratch), 20);
+    for (int i = 0; i < 20; i++)
+        shuffled[i] = up[(i * 7) % 20]; /* 7 is prime to 20: a permutation */
+    cr_assert_eq(mf_rids_in_runs(shuffled, 20, scratch), 20);
+    cr_assert_eq(memcmp(shuffled, (int64_t[]){100, 107, 114, 101, 108}, 5 * sizeof(int64_t)), 0, "ids left as they were");
+    /* 1..8 (a run), 20..26 (7: too short), 40 alone. */
+    int64_t mixed[] = {1, 2, 3, 4, 5, 6, 7, 8, 20, 21, 22, 23, 24, 25, 26, 40};
+    cr_assert_eq(mf_rids_in_runs(mixed, 16, scratch), 8);
+    int64_t mixed_rev[16];
+    for (int i = 0; i < 16; i++)
+        mixed_rev[i] = mixed[15 - i];
+    cr_assert_eq(mf_rids_in_runs(mixed_rev, 16, scratch), 8);
+    /* An id twice: none counted, whether the two are side by side in order or apart. */
+    int64_t dup_in_order[] = {1, 2, 3, 4, 5, 5, 6, 7, 8, 9};
+    cr_assert_eq(mf_rids_in_runs(dup_in_order, 10, scratch), 0);
+    int64_t dup_apart[] = {5, 1, 2, 3, 4, 6, 7, 8, 9, 5};
+    cr_assert_eq(mf_rids_in_runs(dup_apart, 10, scratch), 0);
+    cr_assert_eq(mf_rids_in_runs(up, 0, scratch), 0);
+    cr_assert_eq(mf_rids_in_runs(up, 1, scratch), 0);
 }
