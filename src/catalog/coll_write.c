@@ -527,14 +527,34 @@ mf_removals_free(mf_removals_t *d)
 }
 
 /*
+ * The keys of a removed document olddoc for ix into ks: from known's value
+ * when it is ix's (no walk of the document), else as keys_for finds them.
+ */
+static int
+removed_keys(mf_coll_t *c, mf_index_t *ix, const bson_t *olddoc, const mf_known_value_t *known, mf_keyset_t *ks,
+             mf_error_t *err)
+{
+    if (known != NULL && known->ix == ix) {
+        if (!index_covers(ix, olddoc)) {
+            ks->n = 0;
+            return 0;
+        }
+        int r = mf_index_keys_of_value(&ix->kp, &known->value, ks, err);
+        if (r <= 0)
+            return r;
+    }
+    return keys_for(NULL, c, ix, olddoc, ks, err);
+}
+
+/*
  * Applies the index changes of going from olddoc to newdoc (either may be
  * NULL) for record rid, across every index of c. A removal (newdoc NULL)
  * adds the keys of the indexes collecting in defer (may be NULL) to it
- * instead.
+ * instead, and takes one index's keys from known (may be NULL).
  */
 static int
 update_indexes(mf_sess_t *s, mf_coll_t *c, int64_t rid, const bson_t *olddoc, const bson_t *newdoc,
-               mf_removals_t *defer, mf_error_t *err)
+               mf_removals_t *defer, const mf_known_value_t *known, mf_error_t *err)
 {
     keybufs_t *kb = thread_keybufs();
     mf_keyset_t *oldk = &kb->oldk, *newk = &kb->newk;
@@ -543,7 +563,11 @@ update_indexes(mf_sess_t *s, mf_coll_t *c, int64_t rid, const bson_t *olddoc, co
     for (int i = 0; i < c->nindexes && ret == 0; i++) {
         mf_index_t *ix = c->indexes[i];
         mf_cur_t *cur;
-        if ((ret = keys_for(NULL, c, ix, olddoc, oldk, err)) != 0 || (ret = keys_for(s, c, ix, newdoc, newk, err)) != 0)
+        if (newdoc == NULL && olddoc != NULL)
+            ret = removed_keys(c, ix, olddoc, known, oldk, err);
+        else
+            ret = keys_for(NULL, c, ix, olddoc, oldk, err);
+        if (ret != 0 || (ret = keys_for(s, c, ix, newdoc, newk, err)) != 0)
             break;
         if (oldk->n == 0 && newk->n == 0)
             continue;
@@ -725,7 +749,7 @@ mf_coll_insert_rid(mf_sess_t *s, mf_coll_t *c, const bson_t *doc, int64_t rid, m
     mf_cur_close(cur);
     if (ret != 0)
         return ret;
-    ret = update_indexes(s, c, rid, NULL, doc, NULL, err);
+    ret = update_indexes(s, c, rid, NULL, doc, NULL, NULL, err);
     if (ret != 0)
         return ret;
     doc_inserted(s, c, doc);
@@ -830,7 +854,7 @@ mf_coll_replace(mf_sess_t *s, mf_coll_t *c, int64_t rid, const bson_t *olddoc, c
         return MF_CONFLICT;
     if (ret != 0)
         return mf_err_set(err, MF_E_InternalError, "record update failed in %s", c->ns);
-    ret = update_indexes(s, c, rid, olddoc, newdoc, NULL, err);
+    ret = update_indexes(s, c, rid, olddoc, newdoc, NULL, NULL, err);
     if (ret != 0)
         return ret;
     size_delta(s, c, 0, (int64_t)newdoc->len - (int64_t)olddoc->len);
@@ -854,7 +878,7 @@ mf_coll_remove(mf_sess_t *s, mf_coll_t *c, int64_t rid, const bson_t *olddoc, mf
         return MF_NOTFOUND;
     if (ret != 0)
         return mf_err_set(err, MF_E_InternalError, "record remove failed in %s", c->ns);
-    ret = update_indexes(s, c, rid, olddoc, NULL, NULL, err);
+    ret = update_indexes(s, c, rid, olddoc, NULL, NULL, NULL, err);
     if (ret != 0)
         return ret;
     size_delta(s, c, -1, -(int64_t)olddoc->len);
@@ -863,13 +887,14 @@ mf_coll_remove(mf_sess_t *s, mf_coll_t *c, int64_t rid, const bson_t *olddoc, mf
 }
 
 int
-mf_coll_remove_if(mf_sess_t *s, mf_coll_t *c, int64_t rid, bool (*check)(void *arg, int64_t rid, const bson_t *doc),
-                  void *arg, mf_removals_t *defer, bool *removed, mf_error_t *err)
+mf_coll_remove_if(mf_sess_t *s, mf_coll_t *c, int64_t rid, mf_remove_check_fn check, void *arg, mf_removals_t *defer,
+                  bool *removed, mf_error_t *err)
 {
     mf_cur_t *cur;
     const uint8_t *v;
     size_t len;
     bson_t doc;
+    mf_known_value_t known = {0};
     int ret;
 
     *removed = false;
@@ -888,11 +913,11 @@ mf_coll_remove_if(mf_sess_t *s, mf_coll_t *c, int64_t rid, bool (*check)(void *a
         mf_cur_close(cur);
         return mf_err_set(err, MF_E_InternalError, "corrupt record %lld in %s", (long long)rid, c->ns);
     }
-    if (check != NULL && !check(arg, rid, &doc)) {
+    if (check != NULL && !check(arg, rid, &doc, &known)) {
         mf_cur_close_near(cur);
         return 0;
     }
-    ret = update_indexes(s, c, rid, &doc, NULL, defer, err);
+    ret = update_indexes(s, c, rid, &doc, NULL, defer, &known, err);
     if (ret == 0)
         mf_observers_delete(c->observers, c, &doc);
     uint32_t doclen = doc.len;

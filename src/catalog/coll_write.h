@@ -143,16 +143,31 @@ size_t mf_rids_in_runs(const int64_t *ids, size_t n, int64_t *scratch);
 void mf_removals_free(mf_removals_t *d);
 
 /*
- * mf_coll_remove_if: deletes record rid if check(arg, rid, doc) accepts its
- * current content (check may be NULL), reading and removing through one
- * positioned cursor without copying the document. doc is valid only during
- * check. *removed tells whether it was deleted; a missing record is not an
- * error. With defer (may be NULL), the record and the index entries of the
- * tables collecting in defer are added to it instead of removed. Returns 0,
- * MF_CONFLICT, or -1 with err.
+ * mf_known_value_t: what a removal's check found in the document it
+ * accepted, so that the removal need not look for it again: value is the
+ * document's top-level field ix->kp.fields[0], not an array (ix NULL:
+ * nothing known). Its keys for ix are then mf_index_keys_of_value's.
+ * value points into the document: valid while the check's doc is.
  */
-int mf_coll_remove_if(mf_sess_t *s, mf_coll_t *c, int64_t rid, bool (*check)(void *arg, int64_t rid, const bson_t *doc),
-                      void *arg, mf_removals_t *defer, bool *removed, mf_error_t *err) MF_WUR;
+typedef struct mf_known_value {
+    const mf_index_t *ix;
+    bson_value_t value;
+} mf_known_value_t;
+
+/* A removal's check: true if doc (record rid) is still to go; may fill *known (cleared before the call). */
+typedef bool (*mf_remove_check_fn)(void *arg, int64_t rid, const bson_t *doc, mf_known_value_t *known);
+
+/*
+ * mf_coll_remove_if: deletes record rid if check(arg, rid, doc, known)
+ * accepts its current content (check may be NULL), reading and removing
+ * through one positioned cursor without copying the document. doc is valid
+ * only during check. *removed tells whether it was deleted; a missing
+ * record is not an error. With defer (may be NULL), the record and the
+ * index entries of the tables collecting in defer are added to it instead
+ * of removed. Returns 0, MF_CONFLICT, or -1 with err.
+ */
+int mf_coll_remove_if(mf_sess_t *s, mf_coll_t *c, int64_t rid, mf_remove_check_fn check, void *arg,
+                      mf_removals_t *defer, bool *removed, mf_error_t *err) MF_WUR;
 
 /*
  * mf_coll_remove_deferred: removes what d collected from c, in the

@@ -548,6 +548,35 @@ text_keys(const mf_keypattern_t *kp, const bson_t *doc, mf_keyset_t *out, mf_err
     return rc;
 }
 
+/* Whether kp is one plain field: not dotted, not text or geo (the case of the two functions below). */
+static bool
+one_plain_field(const mf_keypattern_t *kp)
+{
+    const char *name = kp->fields[0];
+    return kp->nfields == 1 && !kp->is_text && kp->geo[0] == MF_GEO_IX_NONE && name[0] != '\0' &&
+           strchr(name, '.') == NULL;
+}
+
+/* The one key of a one-plain-field pattern for a value that is not an array. */
+static int
+plain_value_key(const mf_keypattern_t *kp, const bson_value_t *v, mf_keyset_t *out, mf_error_t *err)
+{
+    return mf_index_append_component(keyset_add(out), v, kp->desc[0], kp->collation, err) != 0 ? -1 : 0;
+}
+
+int
+mf_index_keys_of_value(const mf_keypattern_t *kp, const bson_value_t *v, mf_keyset_t *out, mf_error_t *err)
+{
+    keyset_clear(out);
+    if (!one_plain_field(kp) || v->value_type == BSON_TYPE_ARRAY)
+        return 1;
+    if (plain_value_key(kp, v, out, err) != 0) {
+        keyset_clear(out);
+        return -1;
+    }
+    return 0;
+}
+
 /*
  * The common index, one ordinary field at the top level ({at: 1}, {_id: 1}),
  * in one pass over the document's top-level names: the key gen_keys would
@@ -563,7 +592,7 @@ one_plain_field_key(const mf_keypattern_t *kp, bool sparse, const bson_t *doc, m
     bson_value_t v = null_value;
     bool found = false;
 
-    if (kp->nfields != 1 || kp->is_text || kp->geo[0] != MF_GEO_IX_NONE || name[0] == '\0' || strchr(name, '.') != NULL)
+    if (!one_plain_field(kp))
         return 1;
     size_t nlen = strlen(name);
     if (!bson_iter_init(&it, doc))
@@ -579,7 +608,7 @@ one_plain_field_key(const mf_keypattern_t *kp, bool sparse, const bson_t *doc, m
     }
     if (!found && sparse)
         return 0;
-    return mf_index_append_component(keyset_add(out), &v, kp->desc[0], kp->collation, err) != 0 ? -1 : 0;
+    return plain_value_key(kp, &v, out, err);
 }
 
 int

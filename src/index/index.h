@@ -94,6 +94,17 @@ void mf_keyset_destroy(mf_keyset_t *ks);
 int mf_index_keys(const mf_keypattern_t *kp, bool sparse, const bson_t *doc, mf_keyset_t *out, bool *skip,
                   bool *multikey, mf_error_t *err) MF_WUR;
 
+/*
+ * mf_index_keys_of_value: what mf_index_keys gives for a document whose
+ * value under kp's one field is v, a value that is not an array (found
+ * by the caller, who knows the document holds it and nothing else there),
+ * without walking the document: one key, into out (cleared first).
+ * Returns 0, -1 with err, or 1 when kp is not a plain single-field
+ * pattern (several fields, a dotted path, text or geo) and the caller must
+ * use mf_index_keys.
+ */
+int mf_index_keys_of_value(const mf_keypattern_t *kp, const bson_value_t *v, mf_keyset_t *out, mf_error_t *err) MF_WUR;
+
 /* mf_keyset_contains: whether ks (as mf_index_keys left it: sorted) holds key's bytes; O(log n). */
 bool mf_keyset_contains(const mf_keyset_t *ks, const mf_keystring_t *key);
 

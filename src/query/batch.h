@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include "catalog/catalog.h"
+#include "catalog/coll_write.h"
 #include "common/error.h"
 #include "storage/storage.h"
 
@@ -73,8 +74,8 @@ void mf_batch_set_conflict_limit(int limit);
 /* mf_batch_backoff: sleeps a little longer for each attempt (write-conflict retry). */
 void mf_batch_backoff(int attempt);
 
-/* Predicate for mf_delete_rids: true if doc (record rid) should still be deleted. */
-typedef bool (*mf_delete_check_fn)(void *arg, int64_t rid, const bson_t *doc);
+/* Predicate for mf_delete_rids: true if doc (record rid) should still be deleted (mf_coll_remove_if's check). */
+typedef mf_remove_check_fn mf_delete_check_fn;
 
 typedef struct mf_delete_stats {
     int64_t deleted;

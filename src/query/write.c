@@ -704,9 +704,10 @@ out:
 
 /* del_check: whether a record's current document still matches the statement's filter (arg). */
 static bool
-del_check(void *arg, int64_t rid, const bson_t *doc)
+del_check(void *arg, int64_t rid, const bson_t *doc, mf_known_value_t *known)
 {
     (void)rid;
+    (void)known;
     return mf_matcher_match((const mf_matcher_t *)arg, doc, NULL);
 }
 

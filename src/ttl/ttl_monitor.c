@@ -791,6 +791,9 @@ snap_deleted(mf_ttl_monitor_t *m, const char *ns, const char *name, int64_t n)
 
 typedef struct check_ctx {
     const char *field;
+    /* The TTL index when field is a top-level name: a plain Date there is handed on (mf_known_value_t). */
+    const mf_index_t *plain_ix;
+    size_t field_len;
     int64_t secs;
     int64_t now;
     const mf_matcher_t *partial;
@@ -811,10 +814,12 @@ typedef struct check_ctx {
 static __thread check_ctx_t *tls_batch;
 
 static bool
-ttl_check(void *arg, int64_t rid, const bson_t *doc)
+ttl_check(void *arg, int64_t rid, const bson_t *doc, mf_known_value_t *known)
 {
     check_ctx_t *x = arg;
     int64_t earliest;
+    bson_iter_t it;
+    const bson_value_t *date = NULL;
     (void)rid;
     if (x->fp_hang != NULL && mf_failpoint_eval(x->fp_hang, NULL, NULL, NULL)) {
         /* Tests: writes land while a batch's transaction is open (its range guard token already read). */
@@ -825,8 +830,13 @@ ttl_check(void *arg, int64_t rid, const bson_t *doc)
     }
     x->fp_hang = NULL;
     /* SPEC C1-C3, C5: judged on the document as it is now. */
-    if (!doc_earliest_date(doc, x->field, &earliest))
+    if (x->plain_ix != NULL && bson_iter_init_find_w_len(&it, doc, x->field, (int)x->field_len) &&
+        BSON_ITER_HOLDS_DATE_TIME(&it)) {
+        date = bson_iter_value(&it); /* the common case: one Date at the top level, its index key known */
+        earliest = date->value.v_datetime;
+    } else if (!doc_earliest_date(doc, x->field, &earliest)) {
         return false;
+    }
     int64_t expiry = add_secs(earliest, x->secs);
     if (expiry > x->now)
         return false;
@@ -839,6 +849,10 @@ ttl_check(void *arg, int64_t rid, const bson_t *doc)
             mf_log(MF_LOG_WARN, "TTL", "cannot archive an expired document, keeping it: %s", err.msg);
             return false;
         }
+    }
+    if (date != NULL) {
+        known->ix = x->plain_ix;
+        known->value = *date;
     }
     if (x->nexp < x->capexp)
         x->expiries[x->nexp++] = expiry;
@@ -1469,6 +1483,11 @@ visit(mf_ttl_monitor_t *m, mf_sess_t *s, ttl_target_t *t, bool *saw_due)
             nj = MAX_PIECES; /* n is at most lim * ROUND_TXNS * nw: never */
         bool prefetch = nj > 1 && nw > 1 && hit_limit && range_left &&
                         !(target_docs > 0 && deleted_here + (int64_t)n >= target_docs);
+        /* A TTL index on a top-level field: its checks look the Date up directly and hand it on (ttl_check). */
+        const char *tf = ix->kp.fields[0];
+        bool plain = ix->kp.nfields == 1 && !ix->is_id && tf[0] != '\0' && strchr(tf, '.') == NULL;
+        const mf_index_t *plain_ix = plain ? ix : NULL;
+        size_t field_len = strlen(tf);
         size_t off = 0;
         for (int i = 0; i < nj; i++) {
             size_t len = n / (size_t)nj + ((size_t)i < n % (size_t)nj);
@@ -1478,8 +1497,8 @@ visit(mf_ttl_monitor_t *m, mf_sess_t *s, ttl_target_t *t, bool *saw_due)
              */
             int ranges = archive ? 0 : MF_DEL_RANGE_RECORDS | (m->env.replicated ? 0 : MF_DEL_RANGE_INDEXES);
             jobs[i] = (del_job_t){.c = c, .rids = rids + off, .n = len, .op = op, .batch_docs = len, .ranges = ranges};
-            jobs[i].cx = (check_ctx_t){ix->kp.fields[0], secs, now, ix->partial, exps + off, 0, len, 0,
-                                       archive ? m->env.archive : NULL, NULL, c->uuid, fg_busy, 0};
+            jobs[i].cx = (check_ctx_t){ix->kp.fields[0], plain_ix, field_len, secs, now, ix->partial, exps + off, 0,
+                                       len, 0, archive ? m->env.archive : NULL, NULL, c->uuid, fg_busy, 0};
             jobs[i].cx.fp_hang = mf_failpoint_on(m->fp_hang_in_batch) ? m->fp_hang_in_batch : NULL;
             off += len;
         }

@@ -879,6 +879,72 @@ h.test('C2/D9: a parallel mass expiry of documents with several due dates (the t
   });
 });
 
+/*
+ * A check that finds a plain top-level Date hands it on, so the delete
+ * builds that index's key from it instead of walking the document again
+ * (mf_index_keys_of_value); arrays, strings and partial filters go the
+ * walking way. Every index must end up holding exactly the documents left.
+ */
+h.test('C1-C3: a mass expiry through descending, collated and partial TTL indexes, of plain, array and non-Date values, leaves every index exact', { timeout: 120000 }, async () => {
+  await withDb('knownkeys', async (db) => {
+    const past = Date.now() - 3600e3;
+    const future = Date.now() + 3600e3;
+    const specs = [
+      { name: 'desc', key: { at: -1 }, opts: {} },
+      { name: 'coll', key: { at: 1 }, opts: { collation: { locale: 'en', strength: 2 } } },
+      { name: 'part', key: { at: 1 }, opts: { partialFilterExpression: { kind: 'tmp' } } },
+      { name: 'more', key: { at: 1 }, opts: {}, others: [[{ k: 1 }, {}], [{ u: 1 }, { unique: true, sparse: true }]] },
+    ];
+    const N = 3000;
+    const left = {};
+    await loadWhileDisabled(async () => {
+      for (const sp of specs) {
+        const coll = db.collection(sp.name);
+        await coll.createIndex(sp.key, { expireAfterSeconds: 0, ...sp.opts });
+        for (const [k, o] of sp.others || []) await coll.createIndex(k, o);
+        const docs = [];
+        let keep = 0;
+        for (let i = 0; i < N; i++) {
+          const d = { _id: i, k: `K${i % 7}`, kind: sp.name === 'part' && i % 5 === 0 ? 'keep' : 'tmp' };
+          if (i % 2 === 0) d.u = i;
+          const r = i % 10;
+          if (r < 6) d.at = new Date(past - i); /* a plain Date, due */
+          else if (r === 6) d.at = [new Date(future), new Date(past - i)]; /* due by its earliest */
+          else if (r === 7) d.at = new Date(future + i); /* not due */
+          else if (r === 8) d.at = 'not a date';
+          else d.at = [new Date(future)];
+          const due = (r < 7) && d.kind === 'tmp';
+          if (!due) keep++;
+          docs.push(d);
+        }
+        await coll.insertMany(docs);
+        left[sp.name] = keep;
+      }
+    });
+    await withParams({ ttlMonitorWorkers: 2, ttlMonitorBatchDocs: 100 }, async () => {
+      await setParams({ ttlMonitorEnabled: true });
+      for (const sp of specs) {
+        const coll = db.collection(sp.name);
+        await waitFor(async () => (await coll.countDocuments()) === left[sp.name], `${sp.name}: the due documents were not deleted`, 60000);
+      }
+    });
+    for (const sp of specs) {
+      const v = await db.command({ validate: sp.name, full: true });
+      assert.equal(v.valid, true, `${sp.name}: ${JSON.stringify(v.errors)}`);
+      for (const [ix, n] of Object.entries(v.keysPerIndex)) {
+        /* Every index holds one entry per document left, but the multikey TTL one (arrays: one per element), sparse u (even _ids) and the partial one. */
+        if (ix === '_id_' || ix === 'k_1') assert.equal(n, left[sp.name], `${sp.name}.${ix}`);
+      }
+      const coll = db.collection(sp.name);
+      const viaTtl = await coll.find(sp.name === 'part' ? { kind: 'tmp' } : {}, sp.opts.collation ? { collation: sp.opts.collation } : {})
+        .hint(Object.keys(sp.key)[0] === 'at' && sp.key.at === -1 ? { at: -1 } : { at: 1 }).project({ _id: 1 }).toArray();
+      const ids = new Set(viaTtl.map((d) => d._id));
+      const all = await coll.find(sp.name === 'part' ? { kind: 'tmp' } : {}).project({ _id: 1 }).toArray();
+      assert.equal(ids.size, all.length, `${sp.name}: the TTL index finds every document left`);
+    }
+  });
+});
+
 h.test('D7: after the monitor has deleted up to now, a document inserted or updated with an older date still expires at once', { timeout: 60000 }, async () => {
   await withDb('floors', async (db) => {
     const coll = db.collection('c');

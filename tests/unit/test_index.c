@@ -2,8 +2,10 @@
  * test_index.c: index key generation (index.c): single and compound keys,
  * multikey expansion, arrays shared by several fields, parallel arrays,
  * missing fields as null, empty arrays as undefined, sparse skipping,
- * positional paths and de-duplication. Keys are decoded back to JSON-ish
- * text with mf_ks_decode so expectations read like MongoDB's key lists.
+ * positional paths and de-duplication, and a value already found giving
+ * the key its document would (mf_index_keys_of_value). Keys are decoded
+ * back to JSON-ish text with mf_ks_decode so expectations read like
+ * MongoDB's key lists.
  */
 #include <criterion/criterion.h>
 #include <stdlib.h>
@@ -373,4 +375,81 @@ Test(index_keys, a_top_level_field_gives_the_keys_of_the_general_walk)
             }
         }
     }
+}
+
+/*
+ * mf_index_keys_of_value (a removal that already found the field's value,
+ * such as the TTL monitor's check of a top-level Date): the same key bytes
+ * as mf_index_keys over the document, both directions, for a Date and other
+ * scalars; 1 (walk it instead) for a dotted or compound pattern and for an
+ * array.
+ */
+Test(index_keys, a_known_value_gives_the_key_of_its_document)
+{
+    static const char *const docs[] = {
+        "{\"_id\": 1, \"f\": {\"$date\": 86400000}}", "{\"f\": {\"$date\": -5}}", "{\"a\": 1, \"f\": 5}",
+        "{\"f\": \"text\"}", "{\"f\": {\"g\": 1}}", "{\"f\": null}",
+    };
+    static const char *const pats[] = {"{\"f\": 1}", "{\"f\": -1}"};
+    for (size_t p = 0; p < 2; p++) {
+        for (size_t d = 0; d < sizeof(docs) / sizeof(docs[0]); d++) {
+            mf_keypattern_t kp;
+            mf_keyset_t walked, known;
+            mf_error_t err = {0};
+            bson_error_t berr;
+            bson_t *pat = bson_new_from_json((const uint8_t *)pats[p], -1, &berr);
+            bson_t *doc = bson_new_from_json((const uint8_t *)docs[d], -1, &berr);
+            bson_iter_t it;
+            bool skip, mk;
+            cr_assert(pat != NULL && doc != NULL);
+            cr_assert_eq(mf_keypattern_parse(pat, &kp, &err), 0, "%s", err.msg);
+            mf_keyset_init(&walked);
+            mf_keyset_init(&known);
+            cr_assert_eq(mf_index_keys(&kp, false, doc, &walked, &skip, &mk, &err), 0, "%s", err.msg);
+            cr_assert(bson_iter_init_find(&it, doc, "f"));
+            cr_assert_eq(mf_index_keys_of_value(&kp, bson_iter_value(&it), &known, &err), 0, "%s", err.msg);
+            cr_assert_eq(walked.n, 1);
+            cr_assert_eq(known.n, 1, "%s over %s: one key", pats[p], docs[d]);
+            cr_assert(walked.keys[0].len == known.keys[0].len &&
+                          memcmp(walked.keys[0].data, known.keys[0].data, known.keys[0].len) == 0,
+                      "%s over %s: the key differs from the walk's", pats[p], docs[d]);
+            mf_keyset_destroy(&walked);
+            mf_keyset_destroy(&known);
+            mf_keypattern_destroy(&kp);
+            bson_destroy(pat);
+            bson_destroy(doc);
+        }
+    }
+    /* Not the plain case: the caller walks the document. */
+    static const char *const others[] = {"{\"w.f\": 1}", "{\"f\": 1, \"g\": 1}"};
+    bson_value_t date = {.value_type = BSON_TYPE_DATE_TIME, .value.v_datetime = 1000};
+    for (size_t p = 0; p < 2; p++) {
+        mf_keypattern_t kp;
+        mf_keyset_t ks;
+        mf_error_t err = {0};
+        bson_error_t berr;
+        bson_t *pat = bson_new_from_json((const uint8_t *)others[p], -1, &berr);
+        cr_assert_eq(mf_keypattern_parse(pat, &kp, &err), 0, "%s", err.msg);
+        mf_keyset_init(&ks);
+        cr_assert_eq(mf_index_keys_of_value(&kp, &date, &ks, &err), 1, "%s is not one plain field", others[p]);
+        cr_assert_eq(ks.n, 0);
+        mf_keyset_destroy(&ks);
+        mf_keypattern_destroy(&kp);
+        bson_destroy(pat);
+    }
+    mf_keypattern_t kp;
+    mf_keyset_t ks;
+    mf_error_t err = {0};
+    bson_error_t berr;
+    bson_t *pat = bson_new_from_json((const uint8_t *)"{\"f\": 1}", -1, &berr);
+    bson_t *arr = bson_new_from_json((const uint8_t *)"{\"f\": [1, 2]}", -1, &berr);
+    bson_iter_t it;
+    cr_assert_eq(mf_keypattern_parse(pat, &kp, &err), 0, "%s", err.msg);
+    mf_keyset_init(&ks);
+    cr_assert(bson_iter_init_find(&it, arr, "f"));
+    cr_assert_eq(mf_index_keys_of_value(&kp, bson_iter_value(&it), &ks, &err), 1, "an array is walked");
+    mf_keyset_destroy(&ks);
+    mf_keypattern_destroy(&kp);
+    bson_destroy(pat);
+    bson_destroy(arr);
 }
