@@ -548,9 +548,8 @@ text_keys(const mf_keypattern_t *kp, const bson_t *doc, mf_keyset_t *out, mf_err
     return rc;
 }
 
-/* Whether kp is one plain field: not dotted, not text or geo (the case of the two functions below). */
-static bool
-one_plain_field(const mf_keypattern_t *kp)
+bool
+mf_keypattern_one_plain_field(const mf_keypattern_t *kp)
 {
     const char *name = kp->fields[0];
     return kp->nfields == 1 && !kp->is_text && kp->geo[0] == MF_GEO_IX_NONE && name[0] != '\0' &&
@@ -568,7 +567,7 @@ int
 mf_index_keys_of_value(const mf_keypattern_t *kp, const bson_value_t *v, mf_keyset_t *out, mf_error_t *err)
 {
     keyset_clear(out);
-    if (!one_plain_field(kp) || v->value_type == BSON_TYPE_ARRAY)
+    if (!mf_keypattern_one_plain_field(kp) || v->value_type == BSON_TYPE_ARRAY)
         return 1;
     if (plain_value_key(kp, v, out, err) != 0) {
         keyset_clear(out);
@@ -592,7 +591,7 @@ one_plain_field_key(const mf_keypattern_t *kp, bool sparse, const bson_t *doc, m
     bson_value_t v = null_value;
     bool found = false;
 
-    if (!one_plain_field(kp))
+    if (!mf_keypattern_one_plain_field(kp))
         return 1;
     size_t nlen = strlen(name);
     if (!bson_iter_init(&it, doc))

@@ -80,6 +80,13 @@ typedef struct mf_keyset {
 int mf_keypattern_parse(const bson_t *key, mf_keypattern_t *kp, mf_error_t *err) MF_WUR;
 void mf_keypattern_destroy(mf_keypattern_t *kp);
 
+/*
+ * mf_keypattern_one_plain_field: whether kp is one ordinary field at the
+ * top level ({at: 1}, {_id: -1}): not dotted, not text or geo. Its keys
+ * come from that field's value alone (mf_index_keys_of_value).
+ */
+bool mf_keypattern_one_plain_field(const mf_keypattern_t *kp);
+
 void mf_keyset_init(mf_keyset_t *ks);
 void mf_keyset_destroy(mf_keyset_t *ks);
 
@@ -99,9 +106,8 @@ int mf_index_keys(const mf_keypattern_t *kp, bool sparse, const bson_t *doc, mf_
  * value under kp's one field is v, a value that is not an array (found
  * by the caller, who knows the document holds it and nothing else there),
  * without walking the document: one key, into out (cleared first).
- * Returns 0, -1 with err, or 1 when kp is not a plain single-field
- * pattern (several fields, a dotted path, text or geo) and the caller must
- * use mf_index_keys.
+ * Returns 0, -1 with err, or 1 when kp is not one plain field
+ * (mf_keypattern_one_plain_field) and the caller must use mf_index_keys.
  */
 int mf_index_keys_of_value(const mf_keypattern_t *kp, const bson_value_t *v, mf_keyset_t *out, mf_error_t *err) MF_WUR;
 

@@ -148,20 +148,27 @@ grow(uint8_t **data, size_t *cap, size_t need)
 }
 
 /*
- * Makes room for n more bytes of key and returns where they go (valid
- * until the key grows again); the key's length already counts them. One
- * capacity check per field, and fixed-size fields are stored in place
- * instead of through memcpy calls of a few bytes: keys are built for every
- * index of every written document.
+ * Makes room for n more bytes at the end of the buffer *data (*len used,
+ * *cap allocated) and returns where they go (valid until it grows again);
+ * *len already counts them. One capacity check per field, and fixed-size
+ * fields are stored in place instead of through memcpy calls of a few
+ * bytes: keys are built for every index of every written document.
  */
+static inline uint8_t *
+reserve_in(uint8_t **data, size_t *len, size_t *cap, size_t n)
+{
+    if (*len + n > *cap)
+        grow(data, cap, *len + n);
+    uint8_t *p = *data + *len;
+    *len += n;
+    return p;
+}
+
+/* reserve_in for the key's bytes. */
 static inline uint8_t *
 reserve(mf_keystring_t *ks, size_t n)
 {
-    if (ks->len + n > ks->cap)
-        grow(&ks->data, &ks->cap, ks->len + n);
-    uint8_t *p = ks->data + ks->len;
-    ks->len += n;
-    return p;
+    return reserve_in(&ks->data, &ks->len, &ks->cap, n);
 }
 
 static inline void
@@ -189,21 +196,18 @@ put_be(mf_keystring_t *ks, uint64_t v, int nbytes)
     store_be(reserve(ks, (size_t)nbytes), v, nbytes);
 }
 
+/* Type bits (ks->tb) go through the same reserve_in. */
 static void
 put_tb(mf_keystring_t *ks, const void *src, size_t n)
 {
-    grow(&ks->tb, &ks->tbcap, ks->tblen + n);
-    memcpy(ks->tb + ks->tblen, src, n);
-    ks->tblen += n;
+    memcpy(reserve_in(&ks->tb, &ks->tblen, &ks->tbcap, n), src, n);
 }
 
 /* One type-bits byte (a number's type). */
 static inline void
 put_tb_u8(mf_keystring_t *ks, uint8_t b)
 {
-    if (ks->tblen + 1 > ks->tbcap)
-        grow(&ks->tb, &ks->tbcap, ks->tblen + 1);
-    ks->tb[ks->tblen++] = b;
+    *reserve_in(&ks->tb, &ks->tblen, &ks->tbcap, 1) = b;
 }
 
 const uint8_t *

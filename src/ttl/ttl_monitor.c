@@ -155,6 +155,7 @@
 #include "common/log.h"
 #include "common/params.h"
 #include "common/sched.h"
+#include "index/index.h"
 #include "index/keystring.h"
 #include "query/batch.h"
 #include "doc/match.h"
@@ -1484,10 +1485,8 @@ visit(mf_ttl_monitor_t *m, mf_sess_t *s, ttl_target_t *t, bool *saw_due)
         bool prefetch = nj > 1 && nw > 1 && hit_limit && range_left &&
                         !(target_docs > 0 && deleted_here + (int64_t)n >= target_docs);
         /* A TTL index on a top-level field: its checks look the Date up directly and hand it on (ttl_check). */
-        const char *tf = ix->kp.fields[0];
-        bool plain = ix->kp.nfields == 1 && !ix->is_id && tf[0] != '\0' && strchr(tf, '.') == NULL;
-        const mf_index_t *plain_ix = plain ? ix : NULL;
-        size_t field_len = strlen(tf);
+        const mf_index_t *plain_ix = !ix->is_id && mf_keypattern_one_plain_field(&ix->kp) ? ix : NULL;
+        size_t field_len = strlen(ix->kp.fields[0]);
         size_t off = 0;
         for (int i = 0; i < nj; i++) {
             size_t len = n / (size_t)nj + ((size_t)i < n % (size_t)nj);
