@@ -1,9 +1,15 @@
 /*
- * sched.c: per-thread slice requests (see sched.h). glibc declares neither
+ * sched.c: per-thread slice requests, the autogroup's nice value and a
+ * thread's scheduling times (see sched.h). glibc declares neither
  * sched_setattr nor sched_getattr nor their attribute struct, so both are
- * called through syscall(2) with the struct's first version (48 bytes).
+ * called through syscall(2) with the struct's first version (48 bytes). The
+ * autogroup and the times are read from and written to /proc, the only
+ * interface the kernel gives them.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -36,4 +42,60 @@ mf_sched_slice_set(uint64_t ns, uint64_t *old)
     a.sched_runtime = ns;
     a.sched_deadline = a.sched_period = 0;
     return syscall(SYS_sched_setattr, 0, &a, 0) == 0 ? 0 : -1;
+}
+
+/* Reads a small /proc file whole into buf (NUL-terminated); returns its length, or -1. */
+static int
+read_proc(const char *path, char *buf, size_t cap)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t n = read(fd, buf, cap - 1);
+    int saved = errno;
+    close(fd);
+    errno = saved;
+    if (n < 0)
+        return -1;
+    buf[n] = '\0';
+    return (int)n;
+}
+
+int
+mf_sched_group_nice(int *nice)
+{
+    char buf[128];
+    /* "/autogroup-<id> nice <n>\n" */
+    if (read_proc("/proc/self/autogroup", buf, sizeof(buf)) < 0)
+        return -1;
+    const char *p = strstr(buf, " nice ");
+    return p != NULL && sscanf(p + 6, "%d", nice) == 1 ? 0 : -1;
+}
+
+int
+mf_sched_group_nice_set(int nice)
+{
+    char buf[16];
+    int len = snprintf(buf, sizeof(buf), "%d", nice);
+    int fd = open("/proc/self/autogroup", O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t n = write(fd, buf, (size_t)len);
+    int saved = errno;
+    close(fd);
+    errno = saved;
+    return n == len ? 0 : -1;
+}
+
+int
+mf_sched_thread_times(int64_t *run_ns, int64_t *wait_ns)
+{
+    char buf[128];
+    long long run, wait;
+    /* "<on a CPU, ns> <runnable and waiting, ns> <time slices>\n" */
+    if (read_proc("/proc/thread-self/schedstat", buf, sizeof(buf)) < 0 || sscanf(buf, "%lld %lld", &run, &wait) != 2)
+        return -1;
+    *run_ns = run;
+    *wait_ns = wait;
+    return 0;
 }

@@ -34,4 +34,29 @@
  */
 int mf_sched_slice_set(uint64_t ns, uint64_t *old);
 
+/*
+ * The calling process's scheduling group when it is a session's autogroup
+ * (Linux with CONFIG_SCHED_AUTOGROUP; /proc/self/autogroup). Nice values of
+ * threads weigh them inside their group; the group's own nice value weighs
+ * the whole group against other programs' groups. A process in a cgroup
+ * other than the root one (a systemd service, a container) is scheduled by
+ * that cgroup instead, and its autogroup's nice value has no effect.
+ *
+ * mf_sched_group_nice: the group's nice value into *nice; returns 0, or -1
+ * when there is no autogroup to read. mf_sched_group_nice_set: sets it
+ * (0-19 without privileges; only the superuser may set a negative value);
+ * returns 0, or -1 with errno set (EAGAIN: an unprivileged process may
+ * change it at most every 100 ms).
+ */
+int mf_sched_group_nice(int *nice);
+int mf_sched_group_nice_set(int nice);
+
+/*
+ * mf_sched_thread_times: the calling thread's time on a CPU and time spent
+ * runnable but waiting for one, in ns, since it started
+ * (/proc/thread-self/schedstat). Returns 0, or -1 when the kernel does not
+ * keep them (both left untouched).
+ */
+int mf_sched_thread_times(int64_t *run_ns, int64_t *wait_ns);
+
 #endif

@@ -123,8 +123,15 @@
  *   process then shared its core evenly with the deleters, and its p99
  *   during a 1,000,000-document mass expiry rose to 3.5-4.7x idle
  *   (bench/ttl_bench.js, against about 1-2x at nice 10): the clients come
- *   first. Optionally (ttlMonitorYieldPercent, default 0) the monitor also
- *   sleeps between batches for that percentage of the batch's time.
+ *   first. A client is another program, though, in a group of its own, and
+ *   beside the deleters and WiredTiger's threads its thread waited for the
+ *   scheduler's tick (4 ms here) whatever their nice: with
+ *   ttlMonitorGroupNice set (off by default), while clients run and a visit
+ *   has more rounds to go, the monitor lowers the server's whole group
+ *   (group_watch) until the backlog is gone, or at once if that starves the
+ *   expiry. Optionally (ttlMonitorYieldPercent,
+ *   default 0) the monitor also sleeps between batches for that percentage
+ *   of the batch's time.
  *
  * Concurrency: the monitor thread owns its WiredTiger session. It holds the
  * catalog's shared lock only while scanning and deleting one round, and
@@ -133,6 +140,7 @@
  * rename does not, SPEC D6). Metrics are atomics; the lateness histogram is
  * updated under its own mutex.
  */
+#include <errno.h>
 #include <limits.h>
 #include <math.h>
 #include <pthread.h>
@@ -328,8 +336,24 @@ struct mf_ttl_monitor {
      */
     struct {
         mf_param_t *enabled, *sleep_secs, *precise, *coalesce_ms, *batch_deletes, *batch_docs, *target_docs,
-            *target_ms, *subpass_secs, *yield_pct, *workers, *archive_retention, *due_refresh_ms;
+            *target_ms, *subpass_secs, *yield_pct, *workers, *archive_retention, *due_refresh_ms, *group_nice;
     } prm;
+    /*
+     * The server's scheduling group during a mass expiry beside clients
+     * (see "Pacing"; monitor thread only). group_base: the group's nice
+     * value when the monitor started, -1 when the server has no group of
+     * its own to lower; group_lowered: this monitor set it to
+     * ttlMonitorGroupNice; group_probing: it is watching its own thread's
+     * times before lowering it; group_run_ns and group_wait_ns: the
+     * monitor thread's times at group_check_ms; group_hold_ms: no lowering
+     * before then (another program shares the CPUs).
+     */
+    int group_base;
+    bool group_lowered, group_probing;
+    int64_t group_check_ms, group_run_ns, group_wait_ns, group_hold_ms;
+    /* serverStatus ttl.groupLowerings, groupStarved (put back early), groupDeclined (not lowered), groupLowered. */
+    _Atomic int64_t group_lowerings, group_starved, group_declined;
+    _Atomic bool group_is_lowered;
     mf_failpoint_t *fp_hang_between, *fp_fail_batch, *fp_slow_deleters, *fp_hang_read_ahead, *fp_hang_in_batch,
         *fp_pause_note;
     /*
@@ -1034,6 +1058,127 @@ job_run(mf_ttl_monitor_t *m, mf_sess_t *s, del_job_t *j, bool batched, bool dele
 }
 
 /*
+ * SPEC D9 (beyond), ttlMonitorGroupNice (off by default): the server's
+ * whole scheduling group gives way to other programs while a mass expiry
+ * runs beside clients. Nice values weigh
+ * threads only inside their group, and a client is a program of its own
+ * (see "Pacing"): a client thread waking on a CPU where the deleters or
+ * WiredTiger's threads run waited for the scheduler's tick, 4 ms here,
+ * however low their nice. While clients run (their operations moved during
+ * the last round) and a visit has more rounds to go, the monitor watches
+ * its own thread for GROUP_CHECK_MS (group_probing): if it waited for a CPU
+ * longer than it ran, another program already shares the CPUs, and the
+ * group is left alone for GROUP_HOLD_MS (a lower weight would hand that
+ * program the expiry's CPU); otherwise it sets the group's nice value to
+ * ttlMonitorGroupNice. It puts the value back when it next
+ * waits (the backlog is gone), at shutdown, and as soon as the lower
+ * weight starves the expiry (a busy program turned up): over GROUP_CHECK_MS
+ * the monitor thread waited GROUP_STARVED times as long as it ran; then it
+ * leaves the group alone for GROUP_HOLD_MS. Measured over 100 ms before
+ * lowering (bench/ttl_bench.js): a paced client, 59 ms run against 37
+ * waited; a closed-loop client, 27 against 70; that and a busy
+ * neighbour, 14 against 63; lowered beside a busy neighbour, 2 against
+ * 265. Only a server that
+ * leads its own session (started by a service manager, a daemon launcher
+ * or setsid) lowers it: a session's autogroup is shared by every process
+ * in it, and the server must not lower the shell or the programs it was
+ * started beside. As a service in a cgroup of its own the value is set
+ * but has no effect (the cgroup is what is scheduled). Off by default: in
+ * bench/ttl_bench.js it shortened the clients' waits (paced p99 median
+ * 3.05x idle against 5.09x) but the expiry beside a busy neighbour fell
+ * below half its rate in most runs (docs/ARCHITECTURE.md).
+ */
+#define GROUP_CHECK_MS 100
+#define GROUP_HOLD_MS 10000
+#define GROUP_STARVED 4 /* waited this many times as long as it ran: starved */
+
+static void
+group_init(mf_ttl_monitor_t *m)
+{
+    int nice;
+    m->group_base = (getsid(0) == getpid() && mf_sched_group_nice(&nice) == 0) ? nice : -1;
+    m->group_lowered = m->group_probing = false;
+    m->group_hold_ms = 0;
+}
+
+/* Puts the group's nice value back; false if the kernel refused (EAGAIN: try again later). */
+static bool
+group_restore(mf_ttl_monitor_t *m)
+{
+    m->group_probing = false;
+    if (!m->group_lowered)
+        return true;
+    if (mf_sched_group_nice_set(m->group_base) != 0 && errno == EAGAIN)
+        return false;
+    m->group_lowered = false; /* put back, or nothing more can be done */
+    atomic_store(&m->group_is_lowered, false);
+    return true;
+}
+
+/*
+ * Every GROUP_CHECK_MS while the group is lowered or about to be (monitor
+ * thread; between pieces and rounds): the monitor thread's time on a CPU
+ * against its time runnable but waiting since the last look. Before
+ * lowering (group_probing), waiting more than it ran already means another
+ * program shares the CPUs: it is not lowered then, and not tried again for
+ * GROUP_HOLD_MS. Once lowered, waiting GROUP_STARVED times as long as it
+ * ran means the lower weight starves the expiry: the group is put back
+ * (serverStatus ttl.groupStarved), and left alone for GROUP_HOLD_MS.
+ */
+static void
+group_check(mf_ttl_monitor_t *m)
+{
+    int64_t now, run, wait;
+
+    if ((!m->group_lowered && !m->group_probing) || (now = mf_mono_ms()) - m->group_check_ms < GROUP_CHECK_MS ||
+        mf_sched_thread_times(&run, &wait) != 0)
+        return;
+    int64_t ran = run - m->group_run_ns, waited = wait - m->group_wait_ns;
+    m->group_check_ms = now;
+    m->group_run_ns = run;
+    m->group_wait_ns = wait;
+    if (m->group_probing) {
+        m->group_probing = false;
+        if (waited > ran) {
+            m->group_hold_ms = now + GROUP_HOLD_MS;
+            atomic_fetch_add(&m->group_declined, 1);
+            return;
+        }
+        if (mf_sched_group_nice_set((int)mf_param_value(m->prm.group_nice)) != 0)
+            return;
+        m->group_lowered = true;
+        atomic_store(&m->group_is_lowered, true);
+        atomic_fetch_add(&m->group_lowerings, 1);
+        return;
+    }
+    if (waited > GROUP_STARVED * ran && group_restore(m)) {
+        m->group_hold_ms = now + GROUP_HOLD_MS;
+        atomic_fetch_add(&m->group_starved, 1);
+        mf_log(MF_LOG_INFO, "TTL", "the TTL monitor waited %lld ms for a CPU and ran %lld ms: scheduling group put back",
+               (long long)(waited / 1000000), (long long)(ran / 1000000));
+    }
+}
+
+/* After a round of a visit with more to go: starts watching towards lowering the group while clients run (fg_busy). */
+static void
+group_watch(mf_ttl_monitor_t *m, bool fg_busy)
+{
+    int64_t now = mf_mono_ms();
+    int target = (int)mf_param_value(m->prm.group_nice);
+
+    if (m->group_lowered || m->group_probing) {
+        group_check(m);
+        return;
+    }
+    if (!fg_busy || m->group_base < 0 || target <= m->group_base || now < m->group_hold_ms)
+        return;
+    if (mf_sched_thread_times(&m->group_run_ns, &m->group_wait_ns) != 0)
+        return;
+    m->group_probing = true;
+    m->group_check_ms = now;
+}
+
+/*
  * Takes the current round's pieces in order, on the calling thread, until
  * none is left or one has failed (the round then ends as soon as the
  * pieces already taken are done; what is left stays for a later round).
@@ -1046,6 +1191,8 @@ take_pieces(mf_ttl_monitor_t *m, mf_sess_t *s, bool batched, bool deleter)
     for (int k; !atomic_load(&m->round_failed) && (k = atomic_fetch_add(&m->round_next, 1)) < m->round_np;) {
         del_job_t *j = &m->jobs[k];
         job_run(m, s, j, batched, deleter);
+        if (!deleter)
+            group_check(m); /* a starved round can take seconds: look between its pieces */
         deleted += j->st.deleted;
         if (j->rc != 0)
             atomic_store(&m->round_failed, true);
@@ -1605,6 +1752,7 @@ visit(mf_ttl_monitor_t *m, mf_sess_t *s, ttl_target_t *t, bool *saw_due)
         }
         /* SPEC D9 (beyond): yield to foreground work between batches. */
         fg_busy = foreground_ops(m) != fg_before;
+        group_watch(m, fg_busy);
         if (yield_pct > 0 && fg_busy) {
             int64_t pause_us = (mf_mono_us() - batch_start) * yield_pct / 100;
             if (pause_us > 0) {
@@ -1955,6 +2103,7 @@ monitor_main(void *arg)
     pthread_setname_np(pthread_self(), "mf-ttl");
     if (ttl_lower_priority() != 0)
         mf_log(MF_LOG_INFO, "TTL", "could not lower the TTL monitor's priority");
+    group_init(m);
     mf_log(MF_LOG_INFO, "TTL", "TTL monitor started (sleep %llds, precise %s)",
            (long long)mf_param_value(m->prm.sleep_secs), mf_param_value(m->prm.precise) ? "on" : "off");
     atomic_store(&m->next_due_ms, compute_next_due(m, s, true));
@@ -2037,6 +2186,8 @@ monitor_main(void *arg)
          * closes them, so an idle monitor holds no cursor and a dropped
          * table's files go soon.
          */
+        if (!group_restore(m))
+            wait = wait < GROUP_CHECK_MS ? wait : GROUP_CHECK_MS; /* refused for now: again shortly */
         release_cursors(m, s, wait >= HOLD_CURSORS_MS);
         if (wait_for(m, wait) && !should_stop(m)) {
             release_cursors(m, s, true);
@@ -2045,6 +2196,8 @@ monitor_main(void *arg)
         }
     }
     pool_stop(m);
+    for (int i = 0; i < 20 && !group_restore(m); i++)
+        usleep(GROUP_CHECK_MS * 1000 / 10); /* refused for now (EAGAIN): at most 100 ms more */
     free(m->jobs);
     m->jobs = NULL;
     floors_clear(m);
@@ -2256,6 +2409,7 @@ mf_ttl_monitor_start(const mf_ttl_env_t *env, mf_ttl_monitor_t **out, mf_error_t
     m->prm.workers = mf_param_find(env->params, "ttlMonitorWorkers");
     m->prm.archive_retention = mf_param_find(env->params, "archiveRetentionSeconds");
     m->prm.due_refresh_ms = mf_param_find(env->params, "ttlMonitorDeadlineRefreshMS");
+    m->prm.group_nice = mf_param_find(env->params, "ttlMonitorGroupNice");
     m->fp_hang_between = mf_failpoint_find(env->failpoints, "hangTTLMonitorBetweenPasses");
     m->fp_fail_batch = mf_failpoint_find(env->failpoints, "ttlMonitorFailBatch");
     m->fp_slow_deleters = mf_failpoint_find(env->failpoints, "slowTTLDeleters");
@@ -2462,4 +2616,8 @@ mf_ttl_status_append(mf_ttl_monitor_t *m, bson_t *doc)
     BSON_APPEND_INT64(doc, "rangeRecords", atomic_load(&m->range_records));
     BSON_APPEND_INT64(doc, "indexRanges", atomic_load(&m->index_ranges));
     BSON_APPEND_BOOL(doc, "precise", mf_param_value(m->prm.precise) != 0);
+    BSON_APPEND_INT64(doc, "groupLowerings", atomic_load(&m->group_lowerings));
+    BSON_APPEND_INT64(doc, "groupStarved", atomic_load(&m->group_starved));
+    BSON_APPEND_INT64(doc, "groupDeclined", atomic_load(&m->group_declined));
+    BSON_APPEND_BOOL(doc, "groupLowered", atomic_load(&m->group_is_lowered));
 }

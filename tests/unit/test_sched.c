@@ -1,0 +1,103 @@
+/*
+ * test_sched.c: common/sched.h, what the TTL monitor's pacing (SPEC D9)
+ * asks of Linux's scheduler. A thread's slice request reads back as set;
+ * the autogroup's nice value reads back as written, checked in a child that
+ * leads a session of its own (so the test runner's group is never touched)
+ * and against /proc read here independently; and a thread's times grow by
+ * the CPU it used. Where the kernel lacks a feature (no autogroups, no
+ * schedstat, slices older than 6.12) the test says so and checks what the
+ * functions report instead.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/sched.h"
+
+/* The group's nice value as /proc shows it, parsed here; -100 when there is none. */
+static int
+proc_group_nice(void)
+{
+    char buf[128] = {0};
+    FILE *f = fopen("/proc/self/autogroup", "r");
+    if (f == NULL)
+        return -100;
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *p = strstr(buf, " nice ");
+    return p != NULL ? atoi(p + 6) : -100;
+}
+
+Test(sched, a_slice_request_reads_back_and_is_put_back)
+{
+    uint64_t orig = 0, got = 0;
+    cr_assert_eq(mf_sched_slice_set(8000000ULL, &orig), 0);
+    cr_assert_eq(mf_sched_slice_set(3000000ULL, &got), 0);
+    if (got == 0) {
+        cr_log_info("this kernel reports no slice (before Linux 6.12): requests accepted and ignored");
+    } else {
+        cr_assert_eq(got, 8000000ULL, "the slice read back is the one asked for");
+    }
+    cr_assert_eq(mf_sched_slice_set(orig, NULL), 0);
+}
+
+Test(sched, the_group_nice_value_reads_back_as_written_in_a_session_of_its_own)
+{
+    int nice = -1;
+    if (mf_sched_group_nice(&nice) != 0) {
+        cr_assert_eq(proc_group_nice(), -100, "no autogroup reported only when /proc has none");
+        cr_log_info("no autogroups on this kernel");
+        return;
+    }
+    cr_assert_eq(nice, proc_group_nice());
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        /* A new session is a new autogroup, at nice 0; the runner's stays as it is. */
+        if (setsid() < 0)
+            _exit(10);
+        int n = -1;
+        if (mf_sched_group_nice(&n) != 0 || n != 0)
+            _exit(11);
+        if (mf_sched_group_nice_set(7) != 0)
+            _exit(12);
+        if (mf_sched_group_nice(&n) != 0 || n != 7 || proc_group_nice() != 7)
+            _exit(13);
+        /* Out of range: refused, nothing changed. */
+        if (mf_sched_group_nice_set(40) == 0 || proc_group_nice() != 7)
+            _exit(14);
+        _exit(0);
+    }
+    int st = 0;
+    cr_assert_eq(waitpid(pid, &st, 0), pid);
+    cr_assert(WIFEXITED(st));
+    cr_assert_eq(WEXITSTATUS(st), 0, "child step %d failed", WEXITSTATUS(st));
+    cr_assert_eq(proc_group_nice(), nice, "the runner's own group is untouched");
+}
+
+Test(sched, a_threads_run_time_grows_by_the_cpu_it_used)
+{
+    int64_t run0 = -1, wait0 = -1, run1 = -1, wait1 = -1;
+    if (mf_sched_thread_times(&run0, &wait0) != 0) {
+        cr_assert_eq(run0, -1, "left untouched");
+        cr_log_info("this kernel keeps no schedstat");
+        return;
+    }
+    struct timespec a, b;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
+    volatile uint64_t x = 0;
+    do {
+        for (int i = 0; i < 100000; i++)
+            x += (uint64_t)i * 2654435761u;
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
+    } while ((b.tv_sec - a.tv_sec) * 1000000000LL + (b.tv_nsec - a.tv_nsec) < 30000000LL);
+    cr_assert_eq(mf_sched_thread_times(&run1, &wait1), 0);
+    cr_assert_geq(run1 - run0, 25000000, "30 ms of CPU used, %lld ns counted", (long long)(run1 - run0));
+    cr_assert_geq(wait1, wait0, "waiting time never goes back");
+}
