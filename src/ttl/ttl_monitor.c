@@ -129,9 +129,8 @@
  *   ttlMonitorGroupNice set (off by default), while clients run and a visit
  *   has more rounds to go, the monitor lowers the server's whole group
  *   (group_watch) until the backlog is gone, or at once if that starves the
- *   expiry. Optionally (ttlMonitorYieldPercent,
- *   default 0) the monitor also sleeps between batches for that percentage
- *   of the batch's time.
+ *   expiry. Optionally (ttlMonitorYieldPercent, default 0) the monitor also
+ *   sleeps between batches for that percentage of the batch's time.
  *
  * Concurrency: the monitor thread owns its WiredTiger session. It holds the
  * catalog's shared lock only while scanning and deleting one round, and
@@ -1060,33 +1059,32 @@ job_run(mf_ttl_monitor_t *m, mf_sess_t *s, del_job_t *j, bool batched, bool dele
 /*
  * SPEC D9 (beyond), ttlMonitorGroupNice (off by default): the server's
  * whole scheduling group gives way to other programs while a mass expiry
- * runs beside clients. Nice values weigh
- * threads only inside their group, and a client is a program of its own
- * (see "Pacing"): a client thread waking on a CPU where the deleters or
- * WiredTiger's threads run waited for the scheduler's tick, 4 ms here,
- * however low their nice. While clients run (their operations moved during
- * the last round) and a visit has more rounds to go, the monitor watches
- * its own thread for GROUP_CHECK_MS (group_probing): if it waited for a CPU
- * longer than it ran, another program already shares the CPUs, and the
- * group is left alone for GROUP_HOLD_MS (a lower weight would hand that
- * program the expiry's CPU); otherwise it sets the group's nice value to
- * ttlMonitorGroupNice. It puts the value back when it next
- * waits (the backlog is gone), at shutdown, and as soon as the lower
- * weight starves the expiry (a busy program turned up): over GROUP_CHECK_MS
- * the monitor thread waited GROUP_STARVED times as long as it ran; then it
- * leaves the group alone for GROUP_HOLD_MS. Measured over 100 ms before
- * lowering (bench/ttl_bench.js): a paced client, 59 ms run against 37
- * waited; a closed-loop client, 27 against 70; that and a busy
- * neighbour, 14 against 63; lowered beside a busy neighbour, 2 against
- * 265. Only a server that
- * leads its own session (started by a service manager, a daemon launcher
- * or setsid) lowers it: a session's autogroup is shared by every process
- * in it, and the server must not lower the shell or the programs it was
- * started beside. As a service in a cgroup of its own the value is set
- * but has no effect (the cgroup is what is scheduled). Off by default: in
- * bench/ttl_bench.js it shortened the clients' waits (paced p99 median
- * 3.05x idle against 5.09x) but the expiry beside a busy neighbour fell
- * below half its rate in most runs (docs/ARCHITECTURE.md).
+ * runs beside clients. Nice values weigh threads only inside their group,
+ * and a client is a program of its own (see "Pacing"): a client thread
+ * waking on a CPU where the deleters or WiredTiger's threads run waited for
+ * the scheduler's tick, 4 ms here, however low their nice. While clients
+ * run (their operations moved during the last round) and a visit has more
+ * rounds to go, the monitor watches its own thread for GROUP_CHECK_MS
+ * (group_probing): if it waited for a CPU longer than it ran, another
+ * program already shares the CPUs, and the group is left alone for
+ * GROUP_HOLD_MS (a lower weight would hand that program the expiry's CPU);
+ * otherwise it sets the group's nice value to ttlMonitorGroupNice. It puts
+ * the value back when it next waits (the backlog is gone), at shutdown, and
+ * as soon as the lower weight starves the expiry (a busy program turned
+ * up): over GROUP_CHECK_MS the monitor thread waited GROUP_STARVED times as
+ * long as it ran; then it leaves the group alone for GROUP_HOLD_MS.
+ * Measured over 100 ms before lowering (bench/ttl_bench.js): a paced
+ * client, 59 ms run against 37 waited; a closed-loop client, 27 against 70;
+ * that and a busy neighbour, 14 against 63; lowered beside a busy
+ * neighbour, 2 against 265. Only a server that leads its own session
+ * (started by a service manager, a daemon launcher or setsid) lowers it: a
+ * session's autogroup is shared by every process in it, and the server must
+ * not lower the shell or the programs it was started beside. As a service
+ * in a cgroup of its own the value is set but has no effect (the cgroup is
+ * what is scheduled). Off by default: in bench/ttl_bench.js it shortened
+ * the clients' waits (paced p99 median 3.05x idle against 5.09x) but the
+ * expiry beside a busy neighbour fell below half its rate in most runs
+ * (docs/ARCHITECTURE.md).
  */
 #define GROUP_CHECK_MS 100
 #define GROUP_HOLD_MS 10000
@@ -2196,8 +2194,9 @@ monitor_main(void *arg)
         }
     }
     pool_stop(m);
+    /* Refused for now (EAGAIN: one change every 100 ms for all unprivileged processes): tries for 200 ms. */
     for (int i = 0; i < 20 && !group_restore(m); i++)
-        usleep(GROUP_CHECK_MS * 1000 / 10); /* refused for now (EAGAIN): at most 100 ms more */
+        usleep(10000);
     free(m->jobs);
     m->jobs = NULL;
     floors_clear(m);
