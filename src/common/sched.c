@@ -99,3 +99,21 @@ mf_sched_thread_times(int64_t *run_ns, int64_t *wait_ns)
     *wait_ns = wait;
     return 0;
 }
+
+int
+mf_sched_busy_ns(int64_t *busy_ns)
+{
+    char buf[512];
+    unsigned long long v[8] = {0};
+    /* "cpu  user nice system idle iowait irq softirq steal ..." (clock ticks) */
+    if (read_proc("/proc/stat", buf, sizeof(buf)) < 0 ||
+        sscanf(buf, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6],
+               &v[7]) < 4)
+        return -1;
+    long hz = sysconf(_SC_CLK_TCK);
+    if (hz <= 0)
+        return -1;
+    unsigned long long busy = v[0] + v[1] + v[2] + v[5] + v[6]; /* not steal: the host's, not this machine's */
+    *busy_ns = (int64_t)(busy * (1000000000ULL / (unsigned long long)hz));
+    return 0;
+}

@@ -59,4 +59,14 @@ int mf_sched_group_nice_set(int nice);
  */
 int mf_sched_thread_times(int64_t *run_ns, int64_t *wait_ns);
 
+/*
+ * mf_sched_busy_ns: the time every CPU of the machine spent busy (neither
+ * idle, waiting for I/O nor stolen by the hypervisor) since boot, summed
+ * over CPUs, in ns (/proc/stat;
+ * counted in clock ticks, 10 ms here). Less the process's own CPU time
+ * (CLOCK_PROCESS_CPUTIME_ID) over an interval, what other programs and the
+ * kernel used. Returns 0, or -1 when /proc/stat cannot be read.
+ */
+int mf_sched_busy_ns(int64_t *busy_ns);
+
 #endif

@@ -6,7 +6,8 @@
  * and against /proc read here independently; and a thread's times grow by
  * the CPU it used. Where the kernel lacks a feature (no autogroups, no
  * schedstat, slices older than 6.12) the test says so and checks what the
- * functions report instead.
+ * functions report instead. The machine's busy time (/proc/stat) grows by
+ * at least the CPU this thread used.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -32,6 +33,20 @@ proc_group_nice(void)
     buf[n] = '\0';
     const char *p = strstr(buf, " nice ");
     return p != NULL ? atoi(p + 6) : -100;
+}
+
+/* Uses ns of this thread's CPU time. */
+static void
+spin(int64_t ns)
+{
+    struct timespec a, b;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
+    volatile uint64_t x = 0;
+    do {
+        for (int i = 0; i < 100000; i++)
+            x += (uint64_t)i * 2654435761u;
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
+    } while ((b.tv_sec - a.tv_sec) * 1000000000LL + (b.tv_nsec - a.tv_nsec) < ns);
 }
 
 Test(sched, a_slice_request_reads_back_and_is_put_back)
@@ -89,15 +104,19 @@ Test(sched, a_threads_run_time_grows_by_the_cpu_it_used)
         cr_log_info("this kernel keeps no schedstat");
         return;
     }
-    struct timespec a, b;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
-    volatile uint64_t x = 0;
-    do {
-        for (int i = 0; i < 100000; i++)
-            x += (uint64_t)i * 2654435761u;
-        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
-    } while ((b.tv_sec - a.tv_sec) * 1000000000LL + (b.tv_nsec - a.tv_nsec) < 30000000LL);
+    spin(30000000LL);
     cr_assert_eq(mf_sched_thread_times(&run1, &wait1), 0);
     cr_assert_geq(run1 - run0, 25000000, "30 ms of CPU used, %lld ns counted", (long long)(run1 - run0));
     cr_assert_geq(wait1, wait0, "waiting time never goes back");
+}
+
+Test(sched, the_machines_busy_time_grows_by_at_least_what_this_thread_used)
+{
+    int64_t b0 = -1, b1 = -1;
+    cr_assert_eq(mf_sched_busy_ns(&b0), 0, "/proc/stat is readable");
+    spin(100000000LL);
+    cr_assert_eq(mf_sched_busy_ns(&b1), 0);
+    /* 100 ms used here; /proc/stat counts clock ticks (10 ms), so allow two of them per CPU short. */
+    cr_assert_geq(b1 - b0, 100000000LL - 2 * 10000000LL * sysconf(_SC_NPROCESSORS_ONLN),
+                  "busy time grew by %lld ns", (long long)(b1 - b0));
 }
