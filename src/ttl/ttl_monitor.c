@@ -342,18 +342,19 @@ struct mf_ttl_monitor {
      * (see "Pacing"; monitor thread only). group_base: the group's nice
      * value when the monitor started, -1 when the server has no group of
      * its own to lower; group_lowered: this monitor set it to
-     * ttlMonitorGroupNice; group_probing: it is watching what other
-     * programs use before lowering it; group_run_ns and group_wait_ns: the
-     * monitor thread's times at group_check_ms; group_hold_ms: no lowering
-     * before then (another program shares the CPUs).
+     * ttlMonitorGroupNice (atomic: serverStatus ttl.groupLowered reads
+     * it); group_probing: it is watching what other programs use before
+     * lowering it, since group_check_ms, from the machine's busy time
+     * group_busy_ns and the process's CPU group_own_ns then; while
+     * lowered, group_run_ns and group_wait_ns: the monitor thread's times
+     * at group_check_ms; group_hold_ms: no lowering before then.
      */
     int group_base;
-    bool group_lowered, group_probing;
-    int64_t group_check_ms, group_run_ns, group_wait_ns, group_hold_ms;
-    int64_t group_probe_ms, group_busy_ns, group_own_ns; /* while probing: the machine's busy time and the process's CPU at its start */
-    /* serverStatus ttl.groupLowerings, groupStarved (put back early), groupDeclined (not lowered), groupLowered. */
+    _Atomic bool group_lowered;
+    bool group_probing;
+    int64_t group_check_ms, group_run_ns, group_wait_ns, group_hold_ms, group_busy_ns, group_own_ns;
+    /* serverStatus ttl.groupLowerings, groupStarved (put back early), groupDeclined (not lowered). */
     _Atomic int64_t group_lowerings, group_starved, group_declined;
-    _Atomic bool group_is_lowered;
     mf_failpoint_t *fp_hang_between, *fp_fail_batch, *fp_slow_deleters, *fp_hang_read_ahead, *fp_hang_in_batch,
         *fp_pause_note;
     /*
@@ -1124,7 +1125,6 @@ group_restore(mf_ttl_monitor_t *m)
     if (mf_sched_group_nice_set(m->group_base) != 0 && errno == EAGAIN)
         return false;
     m->group_lowered = false; /* put back, or nothing more can be done */
-    atomic_store(&m->group_is_lowered, false);
     return true;
 }
 
@@ -1146,12 +1146,12 @@ group_check(mf_ttl_monitor_t *m)
     if ((!m->group_lowered && !m->group_probing) || (now = mf_mono_ms()) - m->group_check_ms < GROUP_CHECK_MS ||
         mf_sched_thread_times(&run, &wait) != 0)
         return;
-    int64_t ran = run - m->group_run_ns, waited = wait - m->group_wait_ns;
+    int64_t ran = run - m->group_run_ns, waited = wait - m->group_wait_ns, window_ns = (now - m->group_check_ms) * 1000000;
     m->group_check_ms = now;
-    m->group_run_ns = run;
+    m->group_run_ns = run; /* the baseline of the next look, the first one's once lowered */
     m->group_wait_ns = wait;
     if (m->group_probing) {
-        int64_t busy, window_ns = (now - m->group_probe_ms) * 1000000;
+        int64_t busy;
         m->group_probing = false;
         if (mf_sched_busy_ns(&busy) != 0)
             return;
@@ -1164,7 +1164,6 @@ group_check(mf_ttl_monitor_t *m)
         if (mf_sched_group_nice_set((int)mf_param_value(m->prm.group_nice)) != 0)
             return;
         m->group_lowered = true;
-        atomic_store(&m->group_is_lowered, true);
         atomic_fetch_add(&m->group_lowerings, 1);
         return;
     }
@@ -1189,11 +1188,11 @@ group_watch(mf_ttl_monitor_t *m, bool fg_busy)
     }
     if (!fg_busy || m->group_base < 0 || target <= m->group_base || now < m->group_hold_ms)
         return;
-    if (mf_sched_thread_times(&m->group_run_ns, &m->group_wait_ns) != 0 || mf_sched_busy_ns(&m->group_busy_ns) != 0)
+    if (mf_sched_busy_ns(&m->group_busy_ns) != 0)
         return;
     m->group_own_ns = process_cpu_ns();
     m->group_probing = true;
-    m->group_check_ms = m->group_probe_ms = now;
+    m->group_check_ms = now;
 }
 
 /*
@@ -2638,5 +2637,5 @@ mf_ttl_status_append(mf_ttl_monitor_t *m, bson_t *doc)
     BSON_APPEND_INT64(doc, "groupLowerings", atomic_load(&m->group_lowerings));
     BSON_APPEND_INT64(doc, "groupStarved", atomic_load(&m->group_starved));
     BSON_APPEND_INT64(doc, "groupDeclined", atomic_load(&m->group_declined));
-    BSON_APPEND_BOOL(doc, "groupLowered", atomic_load(&m->group_is_lowered));
+    BSON_APPEND_BOOL(doc, "groupLowered", atomic_load(&m->group_lowered));
 }
