@@ -17,6 +17,7 @@
 #include "api/api_internal.h"
 #include "cmd/cmd.h"
 #include "common/alloc.h"
+#include "common/scratch.h"
 
 #define MF_VERSION_STRING "8.0.0"
 
@@ -104,9 +105,7 @@ mf_db_open(const char *path, const bson_t *config, mf_db **out, mf_db_error *err
             code = MF_E_BadValue;
             goto err_free;
         }
-        snprintf(db->scratch, sizeof(db->scratch), "/tmp/mayfly-mem-XXXXXX");
-        if (mkdtemp(db->scratch) == NULL) {
-            db->scratch[0] = '\0';
+        if (mf_scratch_make(db->scratch, sizeof(db->scratch)) != 0) {
             set_error(err, MF_E_InternalError, "cannot create a scratch directory for an in-memory database");
             code = MF_E_InternalError;
             goto err_free;
@@ -132,8 +131,7 @@ err_free:
     for (size_t i = 0; i < nassign; i++)
         free(assign[i]);
     free(assign);
-    if (db->scratch[0] != '\0')
-        rmdir(db->scratch);
+    mf_scratch_remove(db->scratch);
     free(db);
     return code;
 }
@@ -159,8 +157,7 @@ mf_db_close(mf_db *db)
     if (db == NULL)
         return;
     mf_engine_close(db->eng);
-    if (db->scratch[0] != '\0')
-        rmdir(db->scratch);
+    mf_scratch_remove(db->scratch);
     free(db);
 }
 

@@ -54,6 +54,7 @@
 #include "common/alloc.h"
 #include "common/log.h"
 #include "common/params.h"
+#include "common/scratch.h"
 #include "http/http.h"
 #include "net/net.h"
 #include "repl/repl.h"
@@ -764,10 +765,8 @@ main(int argc, char **argv)
 
     /* In memory without --dbpath: WiredTiger still wants a home directory, a scratch one. */
     if (o.in_memory && !dbpath_given) {
-        snprintf(memdir, sizeof(memdir), "/tmp/mayfly-mem-XXXXXX");
-        if (mkdtemp(memdir) == NULL) {
+        if (mf_scratch_make(memdir, sizeof(memdir)) != 0) {
             fprintf(stderr, "mayflyd: cannot create a scratch directory for --inMemory\n");
-            memdir[0] = '\0';
             rc = 1;
             goto done;
         }
@@ -867,8 +866,7 @@ main(int argc, char **argv)
     mf_log(MF_LOG_INFO, "CONTROL", "shutdown complete");
 
 done:
-    if (memdir[0] != '\0')
-        rmdir(memdir); /* empty: in-memory WiredTiger writes nothing there */
+    mf_scratch_remove(memdir); /* with what the engine kept beside its tables (the archive's directory) */
     if (argv_doc)
         bson_destroy(argv_doc);
     if (parsed)

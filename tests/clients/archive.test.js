@@ -546,3 +546,45 @@ h.test('archiveRetentionSeconds: 1 removes old segments within seconds; 0 (the d
     await admin().command({ setParameter: 1, archiveRetentionSeconds: 0 });
   }
 });
+
+/*
+ * --inMemory without --dbpath: the server's home is a scratch directory
+ * under /tmp (getCmdLineOpts parsed.storage.dbPath), where the archive's
+ * segments go too. A clean stop removes it with everything in it.
+ */
+class ScratchServer extends h.MayflyServer {
+  args() {
+    const a = super.args();
+    const i = a.indexOf('--dbpath');
+    a.splice(i, 2);
+    return a;
+  }
+}
+
+h.test('--inMemory without --dbpath: the scratch home, archive segments and all, is gone after a clean stop', async () => {
+  const own = new ScratchServer({ args: ['--inMemory'] });
+  await own.start();
+  const { MongoClient } = require('mongodb');
+  const cl = new MongoClient(own.uri);
+  let home;
+  try {
+    await cl.connect();
+    const opts = await cl.db('admin').command({ getCmdLineOpts: 1 });
+    home = opts.parsed.storage.dbPath;
+    assert.match(home, /^\/tmp\/mayfly-mem-/);
+    assert.notEqual(home, own.dbpath, 'not the harness directory');
+    const db = cl.db('scratch');
+    await archiveIndex(db, 'c');
+    await db.collection('c').insertMany(Array.from({ length: 50 }, (_, i) => ({ _id: i, t: past() })));
+    await waitEmpty(db.collection('c'));
+    assert.equal((await archived(db.collection('c'))).length, 50);
+    const segs = fs.readdirSync(path.join(home, 'archive'), { recursive: true }).filter((f) => f.endsWith('.zst'));
+    assert.ok(segs.length >= 1, `segments under ${home}/archive: ${segs}`);
+  } finally {
+    await cl.close(true).catch(() => {});
+    const info = await own.stop();
+    own.cleanup();
+    assert.ok(!info || info.code === 0 || info.code === null, `clean shutdown: ${JSON.stringify(info)}`);
+  }
+  assert.equal(fs.existsSync(home), false, `${home} removed at shutdown`);
+});
