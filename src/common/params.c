@@ -47,7 +47,7 @@ static const mf_param_t defaults[] = {
     {"replHeartbeatMillis", MF_PARAM_INT, 10, 10000, false, true, false, 50, NULL},
     {"ttlMonitorYieldPercent", MF_PARAM_INT, 0, 1000, false, true, true, 0, NULL},
     /* The server's scheduling group's nice value during a mass expiry beside clients; 0: left alone (src/ttl). */
-    {"ttlMonitorGroupNice", MF_PARAM_INT, 0, 19, false, true, true, 0, NULL},
+    {"ttlMonitorGroupNice", MF_PARAM_INT, 0, 19, false, true, true, 19, NULL},
     /* Archive-on-expire (SPEC I2): archive segments older than this many seconds are removed; 0 keeps them forever. */
     {"archiveRetentionSeconds", MF_PARAM_INT, 0, I64MAX / 1000, false, true, true, 0, NULL},
     {"batchedDeletesTargetBatchDocs", MF_PARAM_INT, 0, I64MAX, false, true, true, 10, NULL},
