@@ -2,10 +2,10 @@
  * scratch.h: the home directory of an in-memory engine opened without a
  * path.
  *
- * WiredTiger wants a home directory even in memory, and the server keeps a
- * few files beside the tables (the archive's directory, spill files); with
- * no --dbpath they go in a fresh directory under /tmp that lives as long as
- * the engine. Nothing in it outlives the process (in memory, nothing is
+ * WiredTiger wants a home directory even in memory, and the archive keeps
+ * its directory and segment files there (an in-memory engine's spill files
+ * go to $TMPDIR instead); with no --dbpath that home is a fresh directory
+ * under /tmp that lives as long as the engine. Nothing in it outlives the process (in memory, nothing is
  * durable), so closing removes it with whatever is in it. Both the server
  * (src/server/main.c) and the embedding API (src/api/api.c) use these.
  */
