@@ -48,16 +48,7 @@ const srv = h.useServer({ args: ['--setParameter', 'ttlMonitorSleepSecs=1'] });
 const KEEP = { promoteValues: false, promoteLongs: false, promoteBuffers: false, bsonRegExp: true };
 const canon = (doc) => EJSON.stringify(doc, { relaxed: false });
 
-async function waitFor(fn, msg, timeoutMs = 10000, intervalMs = 50) {
-  const deadline = Date.now() + timeoutMs;
-  let last;
-  for (;;) {
-    last = await fn();
-    if (last) return last;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms: ${msg} (last: ${JSON.stringify(last)})`);
-    await h.sleep(intervalMs);
-  }
-}
+const waitFor = (fn, msg, ms = 10000, iv) => h.waitFor(fn, msg, ms, iv);
 
 const admin = () => srv.client.db('admin');
 const setMonitor = (on) => admin().command({ setParameter: 1, ttlMonitorEnabled: on });

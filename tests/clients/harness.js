@@ -50,6 +50,19 @@ function freePort() {
 
 function sleep(ms) { return new Promise((r) => setTimeout(r, ms)); }
 
+/* Polls fn every intervalMs until it returns a truthy value, and returns that value;
+   throws with msg and the last value returned once timeoutMs has passed. */
+async function waitFor(fn, msg, timeoutMs = 8000, intervalMs = 50) {
+  const deadline = Date.now() + timeoutMs;
+  let last;
+  for (;;) {
+    last = await fn();
+    if (last) return last;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms: ${msg} (last: ${JSON.stringify(last)})`);
+    await sleep(intervalMs);
+  }
+}
+
 function tryConnect(port) {
   return new Promise((resolve) => {
     const sock = net.connect({ port, host: '127.0.0.1' });
@@ -463,6 +476,6 @@ function cursorId(v) {
 
 module.exports = {
   cursorId,
-  REPO_ROOT, MayflyServer, useServer, test, expectCode, freePort, tryConnect, sleep,
+  REPO_ROOT, MayflyServer, useServer, test, expectCode, freePort, tryConnect, sleep, waitFor,
   buildOpMsg, rawConnect, RawConn, binaryPath, mongosh, mongoshUri,
 };

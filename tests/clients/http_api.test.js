@@ -89,16 +89,7 @@ function assertApiError(r, statuses, code, what) {
   assert.equal(typeof r.json.codeName, 'string', `${what}: "codeName" string expected: ${show(r)}`);
 }
 
-async function waitFor(fn, msg, timeoutMs = 10000, intervalMs = 50) {
-  const deadline = Date.now() + timeoutMs;
-  let last;
-  for (;;) {
-    last = await fn();
-    if (last) return last;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms: ${msg} (last: ${JSON.stringify(last)})`);
-    await h.sleep(intervalMs);
-  }
-}
+const waitFor = (fn, msg, ms = 10000, iv) => h.waitFor(fn, msg, ms, iv);
 
 /* True when something accepts TCP connections on 127.0.0.1:port. */
 function listening(port, host = '127.0.0.1') {

@@ -11,15 +11,6 @@ const srv = h.useServer();
 const J = { writeConcern: { w: 1, j: true } };
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-async function waitFor(fn, ms, step = 20) {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v || Date.now() > end) return v;
-    await sleep(step);
-  }
-}
-
 h.test('F1 the seeds\' weather24h example: a time-series view over system.buckets, listed as MongoDB 8.0 lists it', async () => {
   const db = srv.freshDb('ts_f1');
   await db.createCollection('weather24h', { timeseries: { timeField: 'timestamp', metaField: 'sensor', granularity: 'hours' }, expireAfterSeconds: 86400 });
@@ -204,12 +195,12 @@ h.test('F2 a bucket goes at its rounded start + bucketMaxSpanSeconds + N: never 
   await w.insertMany([{ m: 'due', t: new Date(now) }, { m: 'later', t: new Date(now + 60000) }]);
   const due = Math.floor(now / (span * 1000)) * span * 1000 + span * 1000 + 1000;
   let goneAt = 0;
-  await waitFor(async () => {
+  await h.waitFor(async () => {
     const n = await w.countDocuments({ m: 'due' });
     if (n === 0) goneAt = Date.now();
     if (n === 1) assert.ok(Date.now() <= due + 5, 'still there before it is due');
     return n === 0;
-  }, 8000, 10);
+  }, 'the due bucket expired', 8000, 10);
   assert.ok(goneAt > 0, 'the due bucket expired');
   assert.ok(goneAt >= due, `not before it was due (gone ${goneAt - due} ms after)`);
   assert.ok(goneAt - due < 1000, `within a second (${goneAt - due} ms)`);
@@ -233,7 +224,7 @@ h.test('F3 a partial TTL index on the metaField expires matching buckets sooner;
   assert.deepEqual(ix.partialFilterExpression, { sensor: { $eq: 'MDB_NYC' } });
   const now = new Date();
   await w.insertMany([{ sensor: 'MDB_NYC', timestamp: now, temp: 1 }, { sensor: 'MDB_SF', timestamp: now, temp: 2 }]);
-  assert.ok(await waitFor(async () => (await w.countDocuments({ sensor: 'MDB_NYC' })) === 0, 6000));
+  await h.waitFor(async () => (await w.countDocuments({ sensor: 'MDB_NYC' })) === 0, 'the MDB_NYC measurements expired', 6000, 20);
   assert.equal(await w.countDocuments({ sensor: 'MDB_SF' }), 1);
   await w.dropIndex('timestamp_1');
   assert.deepEqual((await w.indexes()).map((i) => i.name), ['sensor_1_timestamp_1']);
@@ -248,9 +239,9 @@ h.test('F4 measurements before 1970 and after 2038 are stored, read back and exp
   await w.insertMany([{ m: 'old', t: old }, { m: 'far', t: far }]);
   const back = await w.find({ m: 'far' }).toArray();
   assert.equal(back[0].t.getTime(), far.getTime());
-  assert.ok(await waitFor(async () => (await w.countDocuments({ m: 'old' })) === 0, 3000), 'the 1960 bucket expired');
+  await h.waitFor(async () => (await w.countDocuments({ m: 'old' })) === 0, 'the 1960 bucket expired', 3000, 20);
   await w.insertOne({ m: 'now', t: new Date() });
-  assert.ok(await waitFor(async () => (await w.countDocuments({ m: 'now' })) === 0, 6000), 'expiry goes on beside a 2100 bucket');
+  await h.waitFor(async () => (await w.countDocuments({ m: 'now' })) === 0, 'expiry goes on beside a 2100 bucket', 6000, 20);
   assert.equal(await w.countDocuments({ m: 'far' }), 1);
   assert.equal(await w.countDocuments({ t: { $gt: new Date('2038-01-19T03:14:08Z') } }), 1);
 });
@@ -274,7 +265,7 @@ h.test('F5 collMod sets, changes and removes expireAfterSeconds; bad values are 
   await sleep(300);
   assert.equal(await db.collection('w2').countDocuments(), 1);
   await db.command({ collMod: 'w2', expireAfterSeconds: 10 });
-  assert.ok(await waitFor(async () => (await db.collection('w2').countDocuments()) === 0, 3000));
+  await h.waitFor(async () => (await db.collection('w2').countDocuments()) === 0, 'the w2 measurements expired', 3000, 20);
   // granularity only grows.
   await db.command({ collMod: 'weather24h', timeseries: { granularity: 'hours' } });
   await db.createCollection('g', { timeseries: { timeField: 't', granularity: 'seconds' } });
@@ -304,7 +295,7 @@ h.test('F2 kill -9 during a mass bucket expiry: after restart every bucket not d
   const v = await db.command({ validate: 'w' });
   assert.equal(v.valid, true, JSON.stringify(v));
   assert.equal(await db.collection('w').countDocuments({ m: /^keep/ }), 300);
-  assert.ok(await waitFor(async () => (await db.collection('w').countDocuments({ m: /^due/ })) === 0, 20000), 'the due buckets finish expiring');
+  await h.waitFor(async () => (await db.collection('w').countDocuments({ m: /^due/ })) === 0, 'the due buckets finish expiring', 20000, 20);
   assert.equal(await db.collection('w').countDocuments(), 300);
 });
 

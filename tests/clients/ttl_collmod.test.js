@@ -12,17 +12,6 @@ const h = require('./harness');
 
 const srv = h.useServer({ args: ['--setParameter', 'ttlMonitorSleepSecs=1'] });
 
-async function waitFor(fn, msg, timeoutMs = 8000, intervalMs = 50) {
-  const deadline = Date.now() + timeoutMs;
-  let last;
-  for (;;) {
-    last = await fn();
-    if (last) return last;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms: ${msg} (last: ${JSON.stringify(last)})`);
-    await h.sleep(intervalMs);
-  }
-}
-
 async function indexes(coll) {
   return coll.listIndexes().toArray();
 }
@@ -86,9 +75,9 @@ h.test('B1: raising N by collMod keeps documents that would have expired under t
   const now = Date.now();
   await db.command({ collMod: 'c', index: { keyPattern: { at: 1 }, expireAfterSeconds: 7200 } });
   await coll.insertMany([{ _id: 'kept', at: new Date(now - 5400 * 1000) }, { _id: 'gone', at: new Date(now - 8000 * 1000) }]);
-  await waitFor(async () => (await coll.countDocuments({ _id: 'gone' })) === 0, 'document older than the new N deleted');
+  await h.waitFor(async () => (await coll.countDocuments({ _id: 'gone' })) === 0, 'document older than the new N deleted');
   const s0 = await ttlStatus(db);
-  await waitFor(async () => (await ttlStatus(db)).passes >= s0.passes + 2, 'two more TTL passes', 6000);
+  await h.waitFor(async () => (await ttlStatus(db)).passes >= s0.passes + 2, 'two more TTL passes', 6000);
   assert.equal(await coll.countDocuments({ _id: 'kept' }), 1, 'document younger than the new N was deleted');
 });
 
@@ -101,14 +90,14 @@ h.test('B2: collMod converts a non-TTL single-field index into a TTL index, then
     { _id: 3, seen: new Date(now) }, { _id: 4, seen: new Date(now + 3600000) },
   ]);
   const s0 = await ttlStatus(db);
-  await waitFor(async () => (await ttlStatus(db)).passes >= s0.passes + 2, 'two TTL passes', 6000);
+  await h.waitFor(async () => (await ttlStatus(db)).passes >= s0.passes + 2, 'two TTL passes', 6000);
   assert.equal(await coll.countDocuments(), 4, 'a non-TTL index must not expire anything');
   const r = await db.command({ collMod: 'c', index: { keyPattern: { seen: 1 }, expireAfterSeconds: 60 } });
   assert.equal(r.ok, 1);
   assert.equal(Number(r.expireAfterSeconds_new), 60);
   const ix = byName(await indexes(coll), 'seen_1');
   assert.equal(ix.expireAfterSeconds, 60);
-  await waitFor(async () => (await coll.countDocuments({ _id: { $in: [1, 2] } })) === 0,
+  await h.waitFor(async () => (await coll.countDocuments({ _id: { $in: [1, 2] } })) === 0,
     'documents older than 60 s deleted after the conversion');
   assert.deepEqual((await coll.find().sort({ _id: 1 }).toArray()).map((d) => d._id), [3, 4]);
 });
@@ -174,7 +163,7 @@ h.test('B3: after a failed collMod the TTL index still expires with its old N', 
   await h.expectCode(db.command({ collMod: 'c', index: { name: 'at_1', expireAfterSeconds: -5 } }), 72);
   assert.equal(byName(await indexes(coll), 'at_1').expireAfterSeconds, 1);
   await coll.insertOne({ _id: 1, at: new Date(Date.now() - 5000) });
-  await waitFor(async () => (await coll.countDocuments()) === 0, 'document expired under the unchanged N=1');
+  await h.waitFor(async () => (await coll.countDocuments()) === 0, 'document expired under the unchanged N=1');
 });
 
 h.test('B4: lowering N with collMod makes many documents due at once and they are all deleted; younger ones stay', async () => {
@@ -185,13 +174,13 @@ h.test('B4: lowering N with collMod makes many documents due at once and they ar
   for (let i = 3000; i < 3100; i++) docs.push({ _id: i, at: new Date(now) });
   await coll.insertMany(docs);
   const s0 = await ttlStatus(db);
-  await waitFor(async () => (await ttlStatus(db)).passes >= s0.passes + 1, 'one TTL pass', 6000);
+  await h.waitFor(async () => (await ttlStatus(db)).passes >= s0.passes + 1, 'one TTL pass', 6000);
   assert.equal(await coll.countDocuments(), 3100, 'nothing is due under N=86400');
   const t0 = Date.now();
   const r = await db.command({ collMod: 'c', index: { keyPattern: { at: 1 }, expireAfterSeconds: 600 } });
   assert.equal(Number(r.expireAfterSeconds_old), 86400);
   assert.equal(Number(r.expireAfterSeconds_new), 600);
-  await waitFor(async () => (await coll.countDocuments({ _id: { $lt: 3000 } })) === 0,
+  await h.waitFor(async () => (await coll.countDocuments({ _id: { $lt: 3000 } })) === 0,
     '3000 documents made due by the lowered N deleted', 20000, 100);
   console.log(`B4: 3000 documents made due by collMod deleted within ${Date.now() - t0} ms`);
   assert.equal(await coll.countDocuments(), 100);

@@ -15,18 +15,6 @@ const h = require('./harness');
 
 const srv = h.useServer({ args: ['--setParameter', 'ttlMonitorSleepSecs=1'] });
 
-/* Polls fn until it returns a truthy value; fails with msg after timeoutMs. */
-async function waitFor(fn, msg, timeoutMs = 8000, intervalMs = 50) {
-  const deadline = Date.now() + timeoutMs;
-  let last;
-  for (;;) {
-    last = await fn();
-    if (last) return last;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms: ${msg} (last: ${JSON.stringify(last)})`);
-    await h.sleep(intervalMs);
-  }
-}
-
 async function indexes(coll) {
   return coll.listIndexes().toArray();
 }
@@ -94,7 +82,7 @@ h.test('A1: documents in a collection with a TTL index expire (dotted path and d
     { _id: 'desc-past', at: past }, { _id: 'desc-future', at: future },
     { _id: 'dot-past', meta: { created: past } }, { _id: 'dot-future', meta: { created: future } },
   ]);
-  await waitFor(async () => (await coll.countDocuments({ _id: { $in: ['desc-past', 'dot-past'] } })) === 0,
+  await h.waitFor(async () => (await coll.countDocuments({ _id: { $in: ['desc-past', 'dot-past'] } })) === 0,
     'expired documents under a descending / dotted TTL index deleted');
   assert.deepEqual((await coll.find().sort({ _id: 1 }).toArray()).map((d) => d._id), ['desc-future', 'dot-future']);
 });
@@ -226,7 +214,7 @@ h.test('A5: a capped collection accepts a TTL index and its documents expire', a
     { _id: 1, at: new Date(now - 10000) }, { _id: 2, at: new Date(now - 5000) },
     { _id: 3, at: new Date(now + 3600000) }, { _id: 4, at: new Date(now + 1000) },
   ]);
-  await waitFor(async () => (await coll.countDocuments({ _id: { $in: [1, 2, 4] } })) === 0,
+  await h.waitFor(async () => (await coll.countDocuments({ _id: { $in: [1, 2, 4] } })) === 0,
     'expired documents of a capped collection deleted');
   assert.deepEqual((await coll.find().toArray()).map((d) => d._id), [3]);
 });
@@ -288,7 +276,7 @@ h.test('A7: a TTL index built on a populated collection deletes the already-expi
   assert.equal(await coll.countDocuments(), 550);
   const t0 = Date.now();
   await coll.createIndex({ at: 1 }, { expireAfterSeconds: 60 });
-  await waitFor(async () => (await coll.countDocuments({ kind: 'old' })) === 0,
+  await h.waitFor(async () => (await coll.countDocuments({ kind: 'old' })) === 0,
     'old documents deleted after the index build', 10000);
   console.log(`A7: 500 pre-expired documents deleted ${Date.now() - t0} ms after createIndex`);
   assert.equal(await coll.countDocuments({ kind: 'new' }), 50);

@@ -15,17 +15,6 @@ const h = require('./harness');
 
 const srv = h.useServer({ args: ['--setParameter', 'ttlMonitorSleepSecs=1'] });
 
-async function waitFor(fn, msg, timeoutMs = 8000, intervalMs = 50) {
-  const deadline = Date.now() + timeoutMs;
-  let last;
-  for (;;) {
-    last = await fn();
-    if (last) return last;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms: ${msg} (last: ${JSON.stringify(last)})`);
-    await h.sleep(intervalMs);
-  }
-}
-
 async function ttlStatus(db) {
   return (await db.admin().command({ serverStatus: 1 })).metrics.ttl;
 }
@@ -33,7 +22,7 @@ async function ttlStatus(db) {
 /* Waits until the monitor has completed `n` more passes (ttlMonitorSleepSecs=1 guarantees one a second). */
 async function passesGo(db, n = 2) {
   const s0 = await ttlStatus(db);
-  await waitFor(async () => (await ttlStatus(db)).passes >= s0.passes + n, `${n} more TTL passes`, 3000 + n * 2000);
+  await h.waitFor(async () => (await ttlStatus(db)).passes >= s0.passes + n, `${n} more TTL passes`, 3000 + n * 2000);
 }
 
 async function ids(coll, filter = {}) {
@@ -55,7 +44,7 @@ h.test('C1: a document expires when now >= date + N, and not before', async () =
   // Still there shortly before its expiry.
   await h.sleep(Math.max(0, expiry - 500 - Date.now()));
   assert.equal(await coll.countDocuments({ _id: 'doc' }), 1, 'deleted more than 500 ms before date + N');
-  await waitFor(async () => (await coll.countDocuments({ _id: 'doc' })) === 0, 'document deleted after date + N', 6000, 25);
+  await h.waitFor(async () => (await coll.countDocuments({ _id: 'doc' })) === 0, 'document deleted after date + N', 6000, 25);
   const late = Date.now() - expiry;
   console.log(`C1: observed gone ${late} ms after date + N`);
   assert.ok(late >= 0, `observed gone ${-late} ms before date + N`);
@@ -68,7 +57,7 @@ h.test('C1: documents with dates far in the past expire; documents whose date + 
     { _id: 1, at: new Date(now - 61000) }, { _id: 2, at: new Date(now - 86400000) }, { _id: 3, at: new Date(0) },
     { _id: 4, at: new Date(now - 30000) }, { _id: 5, at: new Date(now) }, { _id: 6, at: new Date(now + 86400000) },
   ]);
-  await waitFor(async () => (await coll.countDocuments({ _id: { $in: [1, 2, 3] } })) === 0, 'expired documents deleted');
+  await h.waitFor(async () => (await coll.countDocuments({ _id: { $in: [1, 2, 3] } })) === 0, 'expired documents deleted');
   await passesGo(db, 2);
   assert.deepEqual(await ids(coll), [4, 5, 6]);
 });
@@ -82,10 +71,10 @@ h.test('C2: an array of dates expires at its earliest date', async () => {
     { _id: 'soon', at: [new Date(now + 7200000), new Date(now + 1500), new Date(now + 3600000)] },
     { _id: 'nested-nondate', at: ['x', 5, new Date(now - 1000)] },
   ]);
-  await waitFor(async () => (await coll.countDocuments({ _id: { $in: ['past-first', 'nested-nondate'] } })) === 0,
+  await h.waitFor(async () => (await coll.countDocuments({ _id: { $in: ['past-first', 'nested-nondate'] } })) === 0,
     'arrays holding a past date deleted');
   assert.equal(await coll.countDocuments({ _id: 'soon' }), 1, 'array deleted before its earliest date');
-  await waitFor(async () => (await coll.countDocuments({ _id: 'soon' })) === 0, 'array whose earliest date came deleted', 6000);
+  await h.waitFor(async () => (await coll.countDocuments({ _id: 'soon' })) === 0, 'array whose earliest date came deleted', 6000);
   await passesGo(db, 2);
   assert.deepEqual(await ids(coll), ['all-future']);
 });
@@ -105,7 +94,7 @@ h.test('C3: non-date values (string, number, null, bool, object, Timestamp, empt
     { _id: 'missing', other: new Date(now - 60000) },
     { _id: 'sentinel', at: new Date(now - 60000) },
   ]);
-  await waitFor(async () => (await coll.countDocuments({ _id: 'sentinel' })) === 0, 'the dated sentinel deleted');
+  await h.waitFor(async () => (await coll.countDocuments({ _id: 'sentinel' })) === 0, 'the dated sentinel deleted');
   await passesGo(db, 2);
   assert.deepEqual(await ids(coll),
     ['bool', 'emptyarray', 'long', 'missing', 'null', 'number', 'object', 'string', 'timestamp'].sort());
@@ -119,10 +108,10 @@ h.test('C4: N = 0 expires each document at the clock time stored in its field (e
     { _id: 'in2s', at: new Date(now + 2000) },
     { _id: 'in1h', at: new Date(now + 3600000) },
   ]);
-  await waitFor(async () => (await coll.countDocuments({ _id: 'past' })) === 0, 'document whose expireAt passed deleted');
+  await h.waitFor(async () => (await coll.countDocuments({ _id: 'past' })) === 0, 'document whose expireAt passed deleted');
   await h.sleep(Math.max(0, now + 1500 - Date.now()));
   assert.equal(await coll.countDocuments({ _id: 'in2s' }), 1, 'deleted before its expireAt clock time');
-  await waitFor(async () => (await coll.countDocuments({ _id: 'in2s' })) === 0, 'document deleted at its expireAt', 6000, 25);
+  await h.waitFor(async () => (await coll.countDocuments({ _id: 'in2s' })) === 0, 'document deleted at its expireAt', 6000, 25);
   assert.ok(Date.now() >= now + 2000, 'observed gone before its expireAt');
   await passesGo(db, 1);
   assert.deepEqual(await ids(coll), ['in1h']);
@@ -138,7 +127,7 @@ h.test('C5: a partial TTL index deletes only the documents matching its partialF
     { _id: 't1', kind: 'temp', at: past }, { _id: 't2', kind: 'temp', at: past },
     { _id: 'p1', kind: 'perm', at: past }, { _id: 'p2', at: past },
   ]);
-  await waitFor(async () => (await coll.countDocuments({ kind: 'temp' })) === 0, 'matching documents deleted');
+  await h.waitFor(async () => (await coll.countDocuments({ kind: 'temp' })) === 0, 'matching documents deleted');
   await passesGo(db, 2);
   assert.deepEqual(await ids(coll), ['p1', 'p2']);
   // A document that stops matching before it is due is not deleted; one that starts matching is.
@@ -146,7 +135,7 @@ h.test('C5: a partial TTL index deletes only the documents matching its partialF
   await coll.insertMany([{ _id: 'leaves', kind: 'temp', at: soon }, { _id: 'joins', kind: 'perm', at: soon }]);
   await coll.updateOne({ _id: 'leaves' }, { $set: { kind: 'perm' } });
   await coll.updateOne({ _id: 'joins' }, { $set: { kind: 'temp' } });
-  await waitFor(async () => (await coll.countDocuments({ _id: 'joins' })) === 0, 'document that joined the filter deleted', 6000);
+  await h.waitFor(async () => (await coll.countDocuments({ _id: 'joins' })) === 0, 'document that joined the filter deleted', 6000);
   await passesGo(db, 2);
   assert.deepEqual(await ids(coll), ['leaves', 'p1', 'p2']);
 });
@@ -163,7 +152,7 @@ h.test('C6: a hidden TTL index (collMod hidden: true) still expires documents', 
     { _id: 'past', at: new Date(now - 60000) }, { _id: 'soon', at: new Date(now + 1000) },
     { _id: 'later', at: new Date(now + 3600000) },
   ]);
-  await waitFor(async () => (await coll.countDocuments({ _id: { $in: ['past', 'soon'] } })) === 0,
+  await h.waitFor(async () => (await coll.countDocuments({ _id: { $in: ['past', 'soon'] } })) === 0,
     'documents under a hidden TTL index deleted', 6000);
   assert.deepEqual(await ids(coll), ['later']);
 });
@@ -171,7 +160,7 @@ h.test('C6: a hidden TTL index (collMod hidden: true) still expires documents', 
 h.test('C6: a TTL index created hidden expires documents', async () => {
   const { coll } = await ttlColl('c6b', 0, { hidden: true });
   await coll.insertOne({ _id: 1, at: new Date(Date.now() - 1000) });
-  await waitFor(async () => (await coll.countDocuments()) === 0, 'document under an index created hidden deleted');
+  await h.waitFor(async () => (await coll.countDocuments()) === 0, 'document under an index created hidden deleted');
 });
 
 h.test('C8: dates before 1970 expire like any other date', async () => {
@@ -183,7 +172,7 @@ h.test('C8: dates before 1970 expire like any other date', async () => {
     { _id: 'y0001', at: new Date('0001-01-01T00:00:00Z') },
     { _id: 'now', at: new Date() },
   ]);
-  await waitFor(async () => (await coll.countDocuments({ _id: { $ne: 'now' } })) === 0, 'pre-1970 documents deleted');
+  await h.waitFor(async () => (await coll.countDocuments({ _id: { $ne: 'now' } })) === 0, 'pre-1970 documents deleted');
   await passesGo(db, 1);
   assert.deepEqual(await ids(coll), ['now']);
 });
@@ -194,7 +183,7 @@ h.test('C1: a document updated to a later date before its expiry is not deleted 
   await coll.insertMany([{ _id: 'moved', at: new Date(now) }, { _id: 'control', at: new Date(now) }]);
   await h.sleep(800);
   await coll.updateOne({ _id: 'moved' }, { $set: { at: new Date(now + 3600000) } });
-  await waitFor(async () => (await coll.countDocuments({ _id: 'control' })) === 0, 'control document deleted at date + N', 6000);
+  await h.waitFor(async () => (await coll.countDocuments({ _id: 'control' })) === 0, 'control document deleted at date + N', 6000);
   await passesGo(db, 2);
   assert.deepEqual(await ids(coll), ['moved']);
 });
@@ -204,7 +193,7 @@ h.test('C1: a document updated to an earlier date expires at the new date + N', 
   const now = Date.now();
   await coll.insertOne({ _id: 'x', at: new Date(now + 3600000) });
   await coll.replaceOne({ _id: 'x' }, { at: new Date(now - 5000) });
-  await waitFor(async () => (await coll.countDocuments()) === 0, 'document deleted after its date was moved back', 5000);
+  await h.waitFor(async () => (await coll.countDocuments()) === 0, 'document deleted after its date was moved back', 5000);
 });
 
 h.test('C1: several TTL indexes on one collection: whichever expires first deletes the document', async () => {
@@ -218,7 +207,7 @@ h.test('C1: several TTL indexes on one collection: whichever expires first delet
     { _id: 'byB', a: new Date(now), b: new Date(now - 1000) },
     { _id: 'neither', a: new Date(now), b: new Date(now + 3600000) },
   ]);
-  await waitFor(async () => (await coll.countDocuments({ _id: { $in: ['byA', 'byB'] } })) === 0, 'both documents deleted');
+  await h.waitFor(async () => (await coll.countDocuments({ _id: { $in: ['byA', 'byB'] } })) === 0, 'both documents deleted');
   await passesGo(db, 1);
   assert.deepEqual(await ids(coll), ['neither']);
 });

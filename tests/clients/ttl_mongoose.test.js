@@ -13,17 +13,6 @@ const h = require('./harness');
 const srv = h.useServer({ args: ['--setParameter', 'ttlMonitorSleepSecs=1'] });
 let conn;
 
-async function waitFor(fn, msg, timeoutMs = 8000, intervalMs = 50) {
-  const deadline = Date.now() + timeoutMs;
-  let last;
-  for (;;) {
-    last = await fn();
-    if (last) return last;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms: ${msg} (last: ${JSON.stringify(last)})`);
-    await h.sleep(intervalMs);
-  }
-}
-
 h.test('H3: connect with mongoose', async () => {
   const db = srv.freshDb('ttlmongoose');
   conn = await mongoose.createConnection(srv.uri, { dbName: db.databaseName }).asPromise();
@@ -43,7 +32,7 @@ h.test('H3: schema createdAt {type: Date, expires: 2} creates a TTL index with e
   assert.equal(await Session.countDocuments(), 4);
   await h.sleep(Math.max(0, t0 + 1200 - Date.now()));
   assert.equal(await Session.countDocuments({ name: { $in: ['a', 'b', 'c'] } }), 3, 'deleted before createdAt + 2 s');
-  await waitFor(async () => (await Session.countDocuments({ name: { $in: ['a', 'b', 'c'] } })) === 0,
+  await h.waitFor(async () => (await Session.countDocuments({ name: { $in: ['a', 'b', 'c'] } })) === 0,
     'documents gone after createdAt + 2 s', 8000);
   assert.ok(Date.now() - t0 >= 2000, 'gone before 2 s had passed');
   assert.deepEqual((await Session.find().lean()).map((d) => d.name), ['future']);
@@ -64,7 +53,7 @@ h.test('H3: Mongoose expires as a string ("1s") and the expireAt pattern (expire
 
   await Short.create({ at: new Date() });
   await Timed.create([{ label: 'soon', expireAt: new Date(Date.now() + 1000) }, { label: 'later', expireAt: new Date(Date.now() + 3600000) }]);
-  await waitFor(async () => (await Short.countDocuments()) === 0 && (await Timed.countDocuments({ label: 'soon' })) === 0,
+  await h.waitFor(async () => (await Short.countDocuments()) === 0 && (await Timed.countDocuments({ label: 'soon' })) === 0,
     'documents gone', 8000);
   assert.equal(await Timed.countDocuments({ label: 'later' }), 1);
 });

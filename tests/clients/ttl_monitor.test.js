@@ -30,17 +30,6 @@ const DEFAULTS = {
   ttlMonitorSubPassTargetSecs: 60,
 };
 
-async function waitFor(fn, msg, timeoutMs = 8000, intervalMs = 50) {
-  const deadline = Date.now() + timeoutMs;
-  let last;
-  for (;;) {
-    last = await fn();
-    if (last) return last;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms: ${msg} (last: ${JSON.stringify(last)})`);
-    await h.sleep(intervalMs);
-  }
-}
-
 function admin() { return srv.client.db('admin'); }
 
 async function status() {
@@ -226,7 +215,7 @@ h.test('D1: ttlMonitorSleepSecs is settable at startup with --setParameter (and 
     const coll = c.db('startup').collection('c');
     await coll.createIndex({ at: 1 }, { expireAfterSeconds: 0 });
     await coll.insertOne({ at: new Date(Date.now() - 1000) });
-    await waitFor(async () => (await coll.countDocuments()) === 0, 'deleted by the periodic monitor (sleep 1 s)', 4000);
+    await h.waitFor(async () => (await coll.countDocuments()) === 0, 'deleted by the periodic monitor (sleep 1 s)', 4000);
   } finally {
     await c.close(true).catch(() => {});
     await s.stop();
@@ -263,7 +252,7 @@ h.test('D1: a run-time change of ttlMonitorSleepSecs takes effect at once, not a
       // Make the monitor finish a pass now, so that its next periodic pass is 60 s away.
       await setParams({ ttlMonitorSleepSecs: 1 });
       const s0 = await ttlStatus();
-      await waitFor(async () => (await ttlStatus()).passes > s0.passes, 'a pass with sleep 1', 4000);
+      await h.waitFor(async () => (await ttlStatus()).passes > s0.passes, 'a pass with sleep 1', 4000);
       await setParams({ ttlMonitorSleepSecs: 60 });
       await h.sleep(300);
       await insertExpired(coll, 20);
@@ -271,7 +260,7 @@ h.test('D1: a run-time change of ttlMonitorSleepSecs takes effect at once, not a
       assert.equal(await coll.countDocuments(), 20, 'periodic monitor (sleep 60, not precise) deleted early');
       const t0 = Date.now();
       await setParams({ ttlMonitorSleepSecs: 1 });
-      await waitFor(async () => (await coll.countDocuments()) === 0, 'deleted soon after ttlMonitorSleepSecs was lowered', 3000);
+      await h.waitFor(async () => (await coll.countDocuments()) === 0, 'deleted soon after ttlMonitorSleepSecs was lowered', 3000);
       console.log(`D1: deleted ${Date.now() - t0} ms after ttlMonitorSleepSecs 60 -> 1`);
     }).finally(() => setParams({ ttlMonitorSleepSecs: 60 }));
   });
@@ -288,7 +277,7 @@ h.test('D1: ttlMonitorEnabled false stops deletion; true resumes it', async () =
       await h.sleep(1500);
       assert.equal(await coll.countDocuments(), 31, 'a disabled monitor deleted documents');
       await setParams({ ttlMonitorEnabled: true });
-      await waitFor(async () => (await coll.countDocuments()) === 0, 'deleted once the monitor was re-enabled', 3000);
+      await h.waitFor(async () => (await coll.countDocuments()) === 0, 'deleted once the monitor was re-enabled', 3000);
     });
   });
 });
@@ -313,7 +302,7 @@ h.test('D2: with ttlIndexDeleteTargetDocs=10 all due documents across two TTL in
         await setParams({ ttlMonitorEnabled: true });
       }
       const t0 = Date.now();
-      await waitFor(async () => (await a.countDocuments()) === 0 && (await b.countDocuments()) === 1,
+      await h.waitFor(async () => (await a.countDocuments()) === 0 && (await b.countDocuments()) === 1,
         'all due documents of both indexes deleted', 30000, 100);
       const s1 = await ttlStatus();
       console.log(`D2: 3000 docs over 2 indexes in ${Date.now() - t0} ms; passes +${s1.passes - s0.passes}, ` +
@@ -344,7 +333,7 @@ h.test('D2: a pass longer than ttlMonitorSubPassTargetSecs is split into several
         await setParams({ ttlMonitorEnabled: true });
       }
       const t0 = Date.now();
-      await waitFor(async () => (await a.estimatedDocumentCount()) + (await b.estimatedDocumentCount()) === 0,
+      await h.waitFor(async () => (await a.estimatedDocumentCount()) + (await b.estimatedDocumentCount()) === 0,
         'all due documents deleted', 45000, 100);
       const took = Date.now() - t0;
       const s1 = await ttlStatus();
@@ -377,9 +366,9 @@ h.test('D3: serverStatus metrics.ttl {deletedDocuments, passes, subPasses} and b
     } finally {
       await setParams({ ttlMonitorEnabled: true });
     }
-    await waitFor(async () => (await coll.countDocuments()) === 0, '120 expired documents deleted');
+    await h.waitFor(async () => (await coll.countDocuments()) === 0, '120 expired documents deleted');
     // The monitor counts a batch just after its commit: a reader may see the documents gone first.
-    await waitFor(async () => (await ttlStatus()).deletedDocuments - st0.metrics.ttl.deletedDocuments >= 120,
+    await h.waitFor(async () => (await ttlStatus()).deletedDocuments - st0.metrics.ttl.deletedDocuments >= 120,
       'the 120 deletions counted', 5000);
     const st1 = await status();
     const d = (k) => st1.metrics.ttl[k] - st0.metrics.ttl[k];
@@ -438,7 +427,7 @@ h.test('D4: during a mass expiry, currentOp from another connection shows the TT
     assert.equal(caught.ns, ns);
     assert.match(String(caught.desc), /TTLMonitor/);
     assert.equal(caught.op, 'remove');
-    await waitFor(async () => (await coll.countDocuments()) === 0, 'mass expiry finished', 60000, 200);
+    await h.waitFor(async () => (await coll.countDocuments()) === 0, 'mass expiry finished', 60000, 200);
   });
 });
 
@@ -450,8 +439,8 @@ h.test('D4: TTL deletes appear in the database profiler (system.profile) when pr
     await db.command({ profile: 2 });
     try {
       await insertExpired(coll, 50);
-      await waitFor(async () => (await coll.countDocuments()) === 0, 'expired documents deleted');
-      const entries = await waitFor(async () => {
+      await h.waitFor(async () => (await coll.countDocuments()) === 0, 'expired documents deleted');
+      const entries = await h.waitFor(async () => {
         const e = await db.collection('system.profile').find({ ns, op: 'remove' }).toArray();
         return e.length > 0 ? e : null;
       }, 'a remove entry for the TTL deletes in system.profile', 3000);
@@ -488,7 +477,7 @@ h.test('D5: with ttlMonitorBatchDeletes false the monitor still deletes (not cou
       assert.equal(await getParam('ttlMonitorBatchDeletes'), false);
       const st0 = await status();
       await insertExpired(coll, 200);
-      await waitFor(async () => (await coll.countDocuments()) === 0, 'deleted with ttlMonitorBatchDeletes false');
+      await h.waitFor(async () => (await coll.countDocuments()) === 0, 'deleted with ttlMonitorBatchDeletes false');
       await h.sleep(200);
       const st1 = await status();
       assert.equal(st1.metrics.ttl.deletedDocuments - st0.metrics.ttl.deletedDocuments, 200);
@@ -523,7 +512,7 @@ h.test('D6: renaming the collection keeps expiry working (old and new documents)
     const ix = (await renamed.listIndexes().toArray()).find((i) => i.name === 'at_1');
     assert.equal(ix.expireAfterSeconds, 0);
     await renamed.insertOne({ _id: 'new', at: new Date(Date.now() - 1000) });
-    await waitFor(async () => (await renamed.countDocuments({ _id: { $in: ['due1s', 'new'] } })) === 0,
+    await h.waitFor(async () => (await renamed.countDocuments({ _id: { $in: ['due1s', 'new'] } })) === 0,
       'documents of the renamed collection expired', 5000);
     assert.equal(await renamed.countDocuments({ _id: 'later' }), 1);
     // Renamed across databases too.
@@ -532,7 +521,7 @@ h.test('D6: renaming the collection keeps expiry working (old and new documents)
       await db.admin().command({ renameCollection: `${db.databaseName}.renamed`, to: `${db2.databaseName}.moved` });
       const moved = db2.collection('moved');
       await moved.insertOne({ _id: 'x', at: new Date(Date.now() + 500) });
-      await waitFor(async () => (await moved.countDocuments({ _id: 'x' })) === 0, 'expired after a cross-database rename', 5000);
+      await h.waitFor(async () => (await moved.countDocuments({ _id: 'x' })) === 0, 'expired after a cross-database rename', 5000);
       assert.equal(await moved.countDocuments({ _id: 'later' }), 1);
     } finally {
       await db2.dropDatabase().catch(() => {});
@@ -553,7 +542,7 @@ h.test('D6: dropping a collection while its documents are due is harmless; the m
     await h.sleep(30);
     await db.collection('doomed').drop();
     await db.collection('alive').insertOne({ at: new Date(Date.now() + 300) });
-    await waitFor(async () => (await db.collection('alive').countDocuments()) === 0, 'other collection still expires', 5000);
+    await h.waitFor(async () => (await db.collection('alive').countDocuments()) === 0, 'other collection still expires', 5000);
   });
 });
 
@@ -577,12 +566,12 @@ h.test('D6: a collection dropped while passes run every few ms on another loses 
     const t0 = Date.now() + 300;
     await spread.insertMany(Array.from({ length: 2000 }, (_, i) => ({ at: new Date(t0 + i * 2) })));
     await doomed.insertMany(Array.from({ length: 400 }, (_, i) => ({ at: new Date(t0 + i * 10) })));
-    await waitFor(async () => (await doomed.countDocuments()) < 300, 'the monitor is deleting from both', 5000);
+    await h.waitFor(async () => (await doomed.countDocuments()) < 300, 'the monitor is deleting from both', 5000);
     const passes0 = (await ttlStatus()).passes;
     await doomed.drop();
-    await waitFor(async () => mine.every((f) => !tables().has(f)), `the dropped collection's files ${mine} are gone`, 5000);
+    await h.waitFor(async () => mine.every((f) => !tables().has(f)), `the dropped collection's files ${mine} are gone`, 5000);
     assert.ok((await spread.countDocuments()) > 0, 'the other collection was still expiring when the files went');
-    await waitFor(async () => (await spread.countDocuments()) === 0, 'the other collection expires to the end', 10000);
+    await h.waitFor(async () => (await spread.countDocuments()) === 0, 'the other collection expires to the end', 10000);
     assert.ok((await ttlStatus()).passes > passes0, 'passes went on after the drop');
   });
 });
@@ -597,7 +586,7 @@ h.test('D7: with default settings (sleep 60, precise) 50 staggered documents are
     const l0 = (await ttlStatus()).lateness;
     const late = await measureLateness(coll, offsets);
     // Counted just after each batch's commit: a reader may see the documents gone first.
-    await waitFor(async () => (await ttlStatus()).lateness.count - l0.count >= 50, 'the 50 deletions counted', 5000);
+    await h.waitFor(async () => (await ttlStatus()).lateness.count - l0.count >= 50, 'the 50 deletions counted', 5000);
     const l1 = (await ttlStatus()).lateness;
     const p50 = quantile(late, 0.5);
     const p99 = quantile(late, 0.99);
@@ -639,7 +628,7 @@ h.test('D8: serverStatus metrics.ttl.lateness has count, p50Ms, p99Ms, maxMs and
     const coll = db.collection('c');
     await coll.createIndex({ at: 1 }, { expireAfterSeconds: 0 });
     await coll.insertMany(Array.from({ length: 10 }, (_, i) => ({ at: new Date(Date.now() + 200 + i * 10) })));
-    await waitFor(async () => (await coll.countDocuments()) === 0, 'documents deleted', 5000);
+    await h.waitFor(async () => (await coll.countDocuments()) === 0, 'documents deleted', 5000);
     const l = (await ttlStatus()).lateness;
     for (const k of ['count', 'p50Ms', 'p99Ms', 'maxMs']) assert.equal(typeof l[k], 'number', `lateness.${k}`);
     assert.ok(l.count >= 10);
@@ -663,10 +652,10 @@ h.test('D8: lateness p50Ms/p99Ms are exact to the millisecond below 128 ms, not 
     await coll.createIndex({ at: 1 }, { expireAfterSeconds: 0 });
     const now = Date.now();
     await coll.insertMany(Array.from({ length: 20 }, (_, i) => ({ at: new Date(now - (i < 10 ? 66 : 120)) })));
-    await waitFor(async () => (await coll.countDocuments()) === 0, 'documents deleted', 5000);
+    await h.waitFor(async () => (await coll.countDocuments()) === 0, 'documents deleted', 5000);
     // The monitor records a batch's lateness just after its commit: a reader may see the documents gone first.
     const lateness = async () => (await cl.db('admin').command({ serverStatus: 1 })).metrics.ttl.lateness;
-    await waitFor(async () => (await lateness()).count === 20, 'the 20 deletions counted', 5000);
+    await h.waitFor(async () => (await lateness()).count === 20, 'the 20 deletions counted', 5000);
     const l = await lateness();
     assert.equal(l.count, 20, JSON.stringify(l));
     // p50 is the 10th smallest, one of the 66 ms group (deleted a few ms after the insert); p99 one of
@@ -695,7 +684,7 @@ h.test('D8: metrics.ttl.backlog counts due documents not yet deleted and drops t
     } finally {
       await setParams({ ttlMonitorEnabled: true });
     }
-    await waitFor(async () => (await ttlStatus()).backlog === 0, 'backlog back to 0', 5000);
+    await h.waitFor(async () => (await ttlStatus()).backlog === 0, 'backlog back to 0', 5000);
     assert.equal(await coll.countDocuments(), 2);
   });
 });
@@ -706,24 +695,24 @@ h.test('D8: metrics.ttl.nextDueAt is a Date equal to the earliest document expir
     await coll.createIndex({ at: 1 }, { expireAfterSeconds: 100 });
     const t0 = Date.now();
     await coll.insertMany([{ at: new Date(t0 + 5000) }, { at: new Date(t0) }, { at: new Date(t0 + 60000) }]);
-    await waitFor(async () => {
+    await h.waitFor(async () => {
       const n = (await ttlStatus()).nextDueAt;
       return n instanceof Date && n.getTime() === t0 + 100000;
     }, `nextDueAt == earliest date + 100 s (${new Date(t0 + 100000).toISOString()})`, 3000);
     // An earlier document moves it forward.
     await coll.insertOne({ at: new Date(t0 - 50000) });
-    await waitFor(async () => {
+    await h.waitFor(async () => {
       const n = (await ttlStatus()).nextDueAt;
       return n instanceof Date && n.getTime() === t0 + 50000;
     }, 'nextDueAt moved to the new earliest expiry', 3000);
     // Lowering N moves it too.
     await db.command({ collMod: 'c', index: { name: 'at_1', expireAfterSeconds: 200 } });
-    await waitFor(async () => {
+    await h.waitFor(async () => {
       const n = (await ttlStatus()).nextDueAt;
       return n instanceof Date && n.getTime() === t0 + 150000;
     }, 'nextDueAt follows collMod', 3000);
     await coll.drop();
-    await waitFor(async () => (await ttlStatus()).nextDueAt === null, 'nextDueAt null once no TTL document is left', 3000);
+    await h.waitFor(async () => (await ttlStatus()).nextDueAt === null, 'nextDueAt null once no TTL document is left', 3000);
   });
 });
 
@@ -775,7 +764,7 @@ h.test('D9: with ttlMonitorWorkers 3 a mass expiry is deleted by several threads
       const before = await ttlStatus();
       assert.equal(before.workers, 3);
       await setParams({ ttlMonitorEnabled: true });
-      await waitFor(async () => (await coll.countDocuments()) === 50, 'the due documents were not deleted', 60000);
+      await h.waitFor(async () => (await coll.countDocuments()) === 50, 'the due documents were not deleted', 60000);
       const after = await ttlStatus();
       assert.equal(Number(after.deletedDocuments) - Number(before.deletedDocuments), 30000);
       // Chunks ran on the deleter threads too, not only on the monitor's.
@@ -837,7 +826,7 @@ h.test('D9: a parallel mass expiry reads its next keys ahead yet re-checks each 
           const r = await coll.updateOne({ _id: i }, { $set: { at: new Date(Date.now() + 3600e3) } });
           if (r.modifiedCount === 1) rescued.push(i);
         }
-        await waitFor(async () => (await coll.countDocuments()) === rescued.length, 'the due documents were not deleted', 60000);
+        await h.waitFor(async () => (await coll.countDocuments()) === rescued.length, 'the due documents were not deleted', 60000);
       }
       console.log(`D9 read-ahead: ${rescued.length} of ${N / 50} updates came before the monitor (try ${attempt})`);
       assert.ok(rescued.length > 0, 'in 5 tries no update came before the monitor: the test proved nothing');
@@ -869,7 +858,7 @@ h.test('C2/D9: a parallel mass expiry of documents with several due dates (the t
     await withParams({ ttlMonitorWorkers: 2, ttlMonitorBatchDocs: 50 }, async () => {
       const before = await ttlStatus();
       await setParams({ ttlMonitorEnabled: true });
-      await waitFor(async () => (await coll.countDocuments()) === 1, 'the due documents were not deleted', 60000);
+      await h.waitFor(async () => (await coll.countDocuments()) === 1, 'the due documents were not deleted', 60000);
       const after = await ttlStatus();
       assert.equal(Number(after.deletedDocuments) - Number(before.deletedDocuments), N);
     });
@@ -925,7 +914,7 @@ h.test('C1-C3: a mass expiry through descending, collated and partial TTL indexe
       await setParams({ ttlMonitorEnabled: true });
       for (const sp of specs) {
         const coll = db.collection(sp.name);
-        await waitFor(async () => (await coll.countDocuments()) === left[sp.name], `${sp.name}: the due documents were not deleted`, 60000);
+        await h.waitFor(async () => (await coll.countDocuments()) === left[sp.name], `${sp.name}: the due documents were not deleted`, 60000);
       }
     });
     for (const sp of specs) {
@@ -953,13 +942,13 @@ h.test('D7: after the monitor has deleted up to now, a document inserted or upda
     const base = Date.now() + 300;
     await coll.insertMany(Array.from({ length: 300 }, (_, i) => ({ _id: i, at: new Date(base + i * 5) })));
     await coll.insertOne({ _id: 'later', at: new Date(Date.now() + 3600e3) });
-    await waitFor(async () => (await coll.countDocuments()) === 1, 'the stream did not expire', 20000);
+    await h.waitFor(async () => (await coll.countDocuments()) === 1, 'the stream did not expire', 20000);
     // Older than everything the monitor has already passed over.
     await coll.insertOne({ _id: 'old', at: new Date(Date.now() - 3600e3) });
-    await waitFor(async () => (await coll.countDocuments({ _id: 'old' })) === 0, 'an old-dated insert did not expire', 5000);
+    await h.waitFor(async () => (await coll.countDocuments({ _id: 'old' })) === 0, 'an old-dated insert did not expire', 5000);
     await coll.insertOne({ _id: 'moved', at: new Date(Date.now() + 3600e3) });
     await coll.updateOne({ _id: 'moved' }, { $set: { at: new Date(Date.now() - 7200e3) } });
-    await waitFor(async () => (await coll.countDocuments({ _id: 'moved' })) === 0, 'a date updated into the past did not expire', 5000);
+    await h.waitFor(async () => (await coll.countDocuments({ _id: 'moved' })) === 0, 'a date updated into the past did not expire', 5000);
     assert.equal(await coll.countDocuments({ _id: 'later' }), 1);
   });
 });
@@ -981,7 +970,7 @@ h.test('D7 beyond: a precise pass visits the TTL indexes that are due, not every
     const base = Date.now() + 1500;
     await coll.insertMany(Array.from({ length: 200 }, (_, i) => ({ _id: i, at: new Date(base + i * 10) })));
     const s0 = await ttlStatus();
-    await waitFor(async () => (await coll.countDocuments()) === 0, 'the stream did not expire', 30000);
+    await h.waitFor(async () => (await coll.countDocuments()) === 0, 'the stream did not expire', 30000);
     const s1 = await ttlStatus();
     const passes = s1.passes - s0.passes;
     const visits = s1.indexVisits - s0.indexVisits;
@@ -1004,7 +993,7 @@ h.test('D7 beyond: the periodic deadline refresh reads a bounded slice of the TT
       await coll.insertMany(Array.from({ length: 200 }, (_, i) => ({ _id: i, at: new Date(base + i * 10) })));
       const s0 = await ttlStatus();
       const t0 = Date.now();
-      await waitFor(async () => (await coll.countDocuments()) === 0, 'the stream did not expire', 30000);
+      await h.waitFor(async () => (await coll.countDocuments()) === 0, 'the stream did not expire', 30000);
       const s1 = await ttlStatus(); // a reader of the backlog: one full read of all 201
       const ms = Date.now() - t0;
       const passes = s1.passes - s0.passes;
@@ -1025,7 +1014,7 @@ h.test('D7 beyond: a pass over every TTL index goes as a sweep, 32 indexes a pas
     // A periodic pass (MongoDB's, every ttlMonitorSleepSecs) visits every TTL index.
     await withParams({ ttlMonitorSleepSecs: 1 }, async () => {
       const s0 = await ttlStatus();
-      await waitFor(async () => (await ttlStatus()).indexVisits - s0.indexVisits >= 400, 'no periodic pass visited every index', 30000);
+      await h.waitFor(async () => (await ttlStatus()).indexVisits - s0.indexVisits >= 400, 'no periodic pass visited every index', 30000);
       const s1 = await ttlStatus();
       const passes = s1.passes - s0.passes;
       const visits = s1.indexVisits - s0.indexVisits;
@@ -1053,12 +1042,12 @@ h.test('D7 beyond: a write that brings one TTL index\'s deadline forward is seen
       // a: a document due every 10 ms for 6 s, so the monitor's earliest deadline is always a's.
       const base = Date.now() + 500;
       await a.insertMany(Array.from({ length: 600 }, (_, i) => ({ _id: i, at: new Date(base + i * 10) })));
-      await waitFor(async () => (await a.countDocuments()) < 550, 'a\'s stream did not start expiring', 10000);
+      await h.waitFor(async () => (await a.countDocuments()) < 550, 'a\'s stream did not start expiring', 10000);
       // b's next deadline moves from an hour away to 500 ms away: later than a's, so (unless it lands while the
       // monitor is between deadlines) no wake-up: the note tells the monitor.
       const due = Date.now() + 500;
       await b.insertOne({ _id: 'soon', at: new Date(due) });
-      await waitFor(async () => (await b.countDocuments({ _id: 'soon' })) === 0, 'b\'s document brought forward did not expire', 4000);
+      await h.waitFor(async () => (await b.countDocuments({ _id: 'soon' })) === 0, 'b\'s document brought forward did not expire', 4000);
       const late = Date.now() - due;
       // Without the note only a pass visiting every index (the floors' full scan every 10 s) would reach it.
       assert.ok(late < 1500, `b's document went ${late} ms after its expiry`);
@@ -1079,9 +1068,9 @@ h.test('D7 beyond: a document already due, written with eight other TTL fields (
     const doc = (id, f9) => Object.assign({ _id: id }, ...Array.from({ length: 8 }, (_, k) => ({ [`f${k + 1}`]: later })), { f9 });
     // f9's floor moves past a deletion first, so only a forgotten floor finds what comes below it.
     await c.insertOne(doc('first', new Date(Date.now() + 300)));
-    await waitFor(async () => (await c.countDocuments({ _id: 'first' })) === 0, 'the first document did not expire', 5000);
+    await h.waitFor(async () => (await c.countDocuments({ _id: 'first' })) === 0, 'the first document did not expire', 5000);
     await h.sleep(100);
     await c.insertOne(doc('due', new Date(Date.now() - 60e3)));
-    await waitFor(async () => (await c.countDocuments({ _id: 'due' })) === 0, 'a due document written into nine TTL indexes did not expire', 5000);
+    await h.waitFor(async () => (await c.countDocuments({ _id: 'due' })) === 0, 'a due document written into nine TTL indexes did not expire', 5000);
   });
 });

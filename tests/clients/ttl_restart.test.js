@@ -12,17 +12,6 @@ const h = require('./harness');
 
 const srv = h.useServer({ args: ['--setParameter', 'ttlMonitorSleepSecs=1'] });
 
-async function waitFor(fn, msg, timeoutMs = 8000, intervalMs = 50) {
-  const deadline = Date.now() + timeoutMs;
-  let last;
-  for (;;) {
-    last = await fn();
-    if (last) return last;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms: ${msg} (last: ${JSON.stringify(last)})`);
-    await h.sleep(intervalMs);
-  }
-}
-
 async function ids(coll) {
   return (await coll.find({}, { projection: { _id: 1 } }).sort({ _id: 1 }).toArray()).map((d) => d._id);
 }
@@ -51,11 +40,11 @@ h.test('D6: kill -9 before documents are due, restart: they expire after the res
   if (Date.now() < due - 300) {
     assert.equal(await coll.countDocuments(), 26, 'documents deleted before they were due');
   }
-  await waitFor(async () => (await coll.countDocuments({ _id: /^due/ })) === 0, 'due documents expired after the restart', 10000);
+  await h.waitFor(async () => (await coll.countDocuments({ _id: /^due/ })) === 0, 'due documents expired after the restart', 10000);
   assert.ok(Date.now() >= due, 'expired before they were due');
   console.log(`D6 restart: due documents gone ${Date.now() - due} ms after their expiry`);
   const s0 = (await srv.client.db('admin').command({ serverStatus: 1 })).metrics.ttl;
-  await waitFor(async () => (await srv.client.db('admin').command({ serverStatus: 1 })).metrics.ttl.passes >= s0.passes + 2,
+  await h.waitFor(async () => (await srv.client.db('admin').command({ serverStatus: 1 })).metrics.ttl.passes >= s0.passes + 2,
     'two more TTL passes', 6000);
   assert.deepEqual(await ids(coll), ['keep0', 'keep1', 'keep2', 'keep3', 'keep4', 'nodate']);
 });
@@ -73,7 +62,7 @@ h.test('D6: documents that became due while the server was down are deleted righ
   await srv.server.start();
   await srv.reconnect();
   coll = srv.client.db(dbName).collection('c');
-  await waitFor(async () => (await coll.countDocuments({ _id: { $in: ['a', 'b'] } })) === 0,
+  await h.waitFor(async () => (await coll.countDocuments({ _id: { $in: ['a', 'b'] } })) === 0,
     'documents due during the downtime deleted after restart', 5000);
   assert.deepEqual(await ids(coll), ['keep']);
 });
@@ -92,7 +81,7 @@ h.test('D6: collMod changes to N survive a restart', { timeout: 60000 }, async (
   assert.equal(await n('c'), 60);
   assert.equal(await n('plain'), 30);
   await db.collection('plain').insertMany([{ _id: 1, at: new Date(Date.now() - 40000) }, { _id: 2, at: new Date() }]);
-  await waitFor(async () => (await db.collection('plain').countDocuments({ _id: 1 })) === 0, 'converted index expires after restart');
+  await h.waitFor(async () => (await db.collection('plain').countDocuments({ _id: 1 })) === 0, 'converted index expires after restart');
   assert.deepEqual(await ids(db.collection('plain')), [2]);
 });
 
@@ -113,7 +102,7 @@ h.test('D6: kill -9 in the middle of a mass expiry (batches whose records went a
     { writeConcern: { w: 1, j: true } });
   const before = (await admin().command({ serverStatus: 1 })).metrics.ttl;
   await admin().command({ setParameter: 1, ttlMonitorEnabled: true });
-  await waitFor(async () => (await coll.estimatedDocumentCount()) < N * 0.8, 'a fifth of the due documents deleted', 60000, 5);
+  await h.waitFor(async () => (await coll.estimatedDocumentCount()) < N * 0.8, 'a fifth of the due documents deleted', 60000, 5);
   const mid = (await admin().command({ serverStatus: 1 })).metrics.ttl;
   await srv.server.restart({ kill9: true });
   await srv.reconnect();
@@ -126,7 +115,7 @@ h.test('D6: kill -9 in the middle of a mass expiry (batches whose records went a
   assert.equal(v1.valid, true, JSON.stringify(v1));
   assert.equal(Number(v1.keysPerIndex.at_1), Number(v1.nrecords), JSON.stringify(v1));
   assert.equal(Number(v1.keysPerIndex._id_), Number(v1.nrecords), JSON.stringify(v1));
-  await waitFor(async () => (await coll.countDocuments({ at: { $lte: new Date() } })) === 0, 'the rest expired', 60000);
+  await h.waitFor(async () => (await coll.countDocuments({ at: { $lte: new Date() } })) === 0, 'the rest expired', 60000);
   const left = await coll.find({}, { projection: { _id: 1 } }).toArray();
   assert.equal(left.length, 100);
   assert.ok(left.every((d) => /^keep/.test(d._id)));

@@ -46,15 +46,7 @@ function groupNice(pid) {
   return m ? Number(m[1]) : null;
 }
 
-async function waitFor(fn, msg, timeoutMs = 15000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out: ${msg}`);
-    await h.sleep(20);
-  }
-}
+const waitFor = (fn, msg, ms = 15000) => h.waitFor(fn, msg, ms, 20);
 
 async function start(wrapper, groupNice = 19) {
   const server = new h.MayflyServer({ wrapper, args: ['--setParameter', 'ttlMonitorBatchDocs=100',
