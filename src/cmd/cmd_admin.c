@@ -290,6 +290,21 @@ cmd_server_status(mf_op_t *op)
     BSON_APPEND_INT64(&sub, "command", atomic_load(&e->op_command));
     bson_append_document_end(r, &sub);
 
+    /* opLatencies (common/curop.h): {opLatencies: {histograms: true}} adds the buckets, {opLatencies: 0} leaves it out. */
+    bson_iter_t oit, hit;
+    bool lat_want = true, lat_hist = false;
+    if (bson_iter_init_find(&oit, op->cmd, "opLatencies")) {
+        if (BSON_ITER_HOLDS_DOCUMENT(&oit))
+            lat_hist = bson_iter_recurse(&oit, &hit) && bson_iter_find(&hit, "histograms") && bson_iter_as_bool(&hit);
+        else
+            lat_want = bson_iter_as_bool(&oit);
+    }
+    if (lat_want) {
+        mf_latency_t lat[MF_LAT_N];
+        mf_curops_latency_get(e->curops, NULL, lat);
+        mf_latency_append(r, "opLatencies", lat, lat_hist);
+    }
+
     read_mem(&rss, &virt);
     BSON_APPEND_DOCUMENT_BEGIN(r, "mem", &sub);
     BSON_APPEND_INT32(&sub, "bits", 64);

@@ -1115,7 +1115,7 @@ mf_cmd_aggregate(mf_op_t *op)
                 if (!archive_none)
                     memcpy(archive_uuid, ac->uuid, 16);
                 mf_catalog_unlock(op->eng->cat);
-            } else if (mf_cmd_coll_stats_doc(op, name, &stats_doc) != 0) {
+            } else if (mf_cmd_coll_stats_doc(op, name, &first, &stats_doc) != 0) {
                 return -1;
             }
             collstats = !archived && !indexstats;

@@ -948,21 +948,29 @@ cmd_coll_stats(mf_op_t *op)
     return 0;
 }
 
-/* mf_cmd_coll_stats_doc: the document $collStats {storageStats: {}} yields (used by aggregate). */
-int mf_cmd_coll_stats_doc(mf_op_t *op, const char *name, bson_t *out);
-
+/* mf_cmd_coll_stats_doc (crud.h): the document $collStats yields (used by aggregate). */
 int
-mf_cmd_coll_stats_doc(mf_op_t *op, const char *name, bson_t *out)
+mf_cmd_coll_stats_doc(mf_op_t *op, const char *name, const bson_iter_t *spec, bson_t *out)
 {
     mf_coll_t *c;
     bson_t ss;
     char ns[512];
+    bson_iter_t sit, hit;
 
     bson_init(out);
     snprintf(ns, sizeof(ns), "%s.%s", op->db, name);
     BSON_APPEND_UTF8(out, "ns", ns);
     BSON_APPEND_UTF8(out, "host", op->eng->host);
     BSON_APPEND_DATE_TIME(out, "localTime", mf_now_ms());
+    if (spec != NULL && BSON_ITER_HOLDS_DOCUMENT(spec) && bson_iter_recurse(spec, &sit) &&
+        bson_iter_find(&sit, "latencyStats")) {
+        /* Counted as commands end (common/curop.h): this aggregate itself is not in them yet. */
+        bool hist = BSON_ITER_HOLDS_DOCUMENT(&sit) && bson_iter_recurse(&sit, &hit) &&
+                    bson_iter_find(&hit, "histograms") && bson_iter_as_bool(&hit);
+        mf_latency_t lat[MF_LAT_N];
+        mf_curops_latency_get(op->eng->curops, ns, lat);
+        mf_latency_append(out, "latencyStats", lat, hist);
+    }
     mf_catalog_rdlock(op->eng->cat);
     c = mf_catalog_coll_find(op->eng->cat, op->db, name);
     if (c == NULL) {

@@ -19,6 +19,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "cmd/cmd.h"
 #include "cmd/profile.h"
@@ -523,6 +524,30 @@ curop_type(const char *name)
     return "command";
 }
 
+/*
+ * The opLatencies kind of a command, as mongod's read/write/command split:
+ * reads find, getMore, count, distinct and aggregate; writes insert,
+ * update, delete, findAndModify and bulkWrite; everything else a command.
+ * An awaitable hello (maxAwaitTimeMS) is not counted: its time is waiting
+ * for a topology change, not work.
+ */
+static int
+latency_kind(const char *name, const bson_t *cmd)
+{
+    static const char *const reads[] = {"find", "getMore", "count", "distinct", "aggregate", NULL};
+    static const char *const writes[] = {"insert", "update", "delete", "findAndModify", "findandmodify", "bulkWrite",
+                                         NULL};
+    for (int i = 0; reads[i]; i++)
+        if (strcmp(name, reads[i]) == 0)
+            return MF_LAT_READS;
+    for (int i = 0; writes[i]; i++)
+        if (strcmp(name, writes[i]) == 0)
+            return MF_LAT_WRITES;
+    if ((strcmp(name, "hello") == 0 || strcasecmp(name, "isMaster") == 0) && bson_has_field(cmd, "maxAwaitTimeMS"))
+        return MF_LAT_NONE;
+    return MF_LAT_COMMANDS;
+}
+
 /* Registers the command for currentOp: ns is db.coll when the first field names a collection, else db.$cmd. */
 static mf_curop_t *
 curop_register(mf_engine_t *eng, mf_client_t *client, const char *db, const char *name, const bson_t *cmd)
@@ -837,6 +862,7 @@ mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *
         eng->repl->admit(eng->repl_arg, db, repl_kind(def, cmd), secondary_ok(cmd), &op.err) != 0)
         goto fail;
     cop = curop_register(eng, client, db, def->name, cmd);
+    mf_curop_set_latency_kind(cop, latency_kind(def->name, cmd));
     mf_curop_set_current(cop);
     op.sess = mf_storage_session(eng->st);
     started_ms = mf_mono_ms();

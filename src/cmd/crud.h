@@ -19,8 +19,12 @@
 #include "query/agg.h"
 #include "query/plan.h"
 
-/* cmd_coll.c: the document $collStats yields for db.name. */
-int mf_cmd_coll_stats_doc(mf_op_t *op, const char *name, bson_t *out);
+/*
+ * cmd_coll.c: the document $collStats yields for db.name; spec is the stage's
+ * argument (NULL: {}); with latencyStats in it the namespace's operation
+ * latencies are added ({latencyStats: {histograms: true}} with the buckets).
+ */
+int mf_cmd_coll_stats_doc(mf_op_t *op, const char *name, const bson_iter_t *spec, bson_t *out);
 
 #ifndef MF_VERSION
 #define MF_VERSION "8.0.0" /* as cmd_admin.c reports it */

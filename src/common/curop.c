@@ -10,8 +10,9 @@
  * other lock is taken while it is held, in particular never the catalog's.
  *
  * Each client operation that ends adds its duration to its namespace's
- * counters (the top command), in a small hash table under the same mutex
- * the unregistering already takes.
+ * counters (the top command) and latency histograms, in a small hash table
+ * under the same mutex the unregistering already takes, and to the
+ * server-wide histograms (opLatencies) beside it.
  */
 #include "common/alloc.h"
 #include "common/curop.h"
@@ -31,6 +32,7 @@ typedef struct top_entry {
     char *ns; /* owned; NULL: free slot */
     int64_t time_us[MF_TOP_N];
     int64_t count[MF_TOP_N];
+    mf_latency_t lat[MF_LAT_N]; /* $collStats latencyStats */
 } top_entry_t;
 
 struct mf_curops {
@@ -41,6 +43,7 @@ struct mf_curops {
     _Atomic int kill_all; /* nonzero: every operation is killed with this code */
     top_entry_t *top;     /* open-addressing table by ns, top_cap slots (a power of two) */
     size_t top_cap, top_n;
+    mf_latency_t lat[MF_LAT_N]; /* serverStatus opLatencies */
 };
 
 struct mf_curop {
@@ -60,6 +63,7 @@ struct mf_curop {
     _Atomic bool has_progress;
     _Atomic int kill_code;   /* 0 while alive */
     _Atomic int64_t deadline; /* monotonic ms, 0 = none */
+    int lat_kind;             /* MF_LAT_*, MF_LAT_NONE: not counted */
 };
 
 /* The calling thread's operation: per-thread state, not shared. */
@@ -119,6 +123,7 @@ mf_curop_begin(mf_curops_t *reg, const char *op_type, const char *ns, const char
     mf_strlcpy(op->desc, desc ? desc : "", sizeof(op->desc));
     op->command = shown_command(command);
     op->client_id = client_id;
+    op->lat_kind = MF_LAT_NONE;
     op->start_us = mf_mono_us();
     op->start_wall_ms = mf_now_ms();
     op->reg = reg;
@@ -226,6 +231,102 @@ top_slot(top_entry_t *tab, size_t cap, const char *ns)
     return &tab[i];
 }
 
+int
+mf_latency_bucket(uint64_t us)
+{
+    if (us == 0)
+        return 0;
+    int log2 = 63 - __builtin_clzll(us);
+    if (log2 < 11)
+        return log2; /* [2^k, 2^(k+1)) in bucket k; 0 and 1 in bucket 0 */
+    if (log2 < 21)   /* two buckets per power: [2^k, 1.5 x 2^k) and [1.5 x 2^k, 2^(k+1)) */
+        return 11 + 2 * (log2 - 11) + (us >= (3ULL << (log2 - 1)));
+    return log2 + 10 < MF_LAT_BUCKETS - 1 ? log2 + 10 : MF_LAT_BUCKETS - 1;
+}
+
+uint64_t
+mf_latency_lower_bound(int b)
+{
+    if (b <= 0)
+        return 0;
+    if (b < 11)
+        return 1ULL << b;
+    if (b < 31) {
+        int log2 = 11 + (b - 11) / 2;
+        return (b - 11) % 2 == 0 ? 1ULL << log2 : 3ULL << (log2 - 1);
+    }
+    return 1ULL << (b - 10);
+}
+
+/* Counts one operation of us microseconds in h. Registry mutex held. */
+static void
+lat_add(mf_latency_t *h, int64_t us)
+{
+    if (us < 0)
+        us = 0;
+    h->buckets[mf_latency_bucket((uint64_t)us)]++;
+    h->sum_us += us;
+    h->ops++;
+}
+
+void
+mf_curop_set_latency_kind(mf_curop_t *op, int kind)
+{
+    if (op != NULL)
+        op->lat_kind = kind >= 0 && kind < MF_LAT_N ? kind : MF_LAT_NONE; /* read at mf_curop_end, by this thread */
+}
+
+bool
+mf_curops_latency_get(mf_curops_t *reg, const char *ns, mf_latency_t out[MF_LAT_N])
+{
+    bool found = false;
+    pthread_mutex_lock(&reg->lock);
+    if (ns == NULL) {
+        memcpy(out, reg->lat, sizeof(reg->lat));
+        found = true;
+    } else if (reg->top_cap > 0) {
+        top_entry_t *e = top_slot(reg->top, reg->top_cap, ns);
+        if (e->ns != NULL) {
+            memcpy(out, e->lat, sizeof(e->lat));
+            found = true;
+        }
+    }
+    pthread_mutex_unlock(&reg->lock);
+    if (!found)
+        memset(out, 0, sizeof(mf_latency_t) * MF_LAT_N);
+    return found;
+}
+
+void
+mf_latency_append(bson_t *parent, const char *key, const mf_latency_t lat[MF_LAT_N], bool histograms)
+{
+    static const char *const names[MF_LAT_N] = {"reads", "writes", "commands", "transactions"};
+    bson_t all, one, arr, entry;
+    char idx[16];
+    bson_append_document_begin(parent, key, -1, &all);
+    for (int k = 0; k < MF_LAT_N; k++) {
+        bson_append_document_begin(&all, names[k], -1, &one);
+        if (histograms) {
+            int n = 0;
+            bson_append_array_begin(&one, "histogram", -1, &arr);
+            for (int b = 0; b < MF_LAT_BUCKETS; b++) {
+                if (lat[k].buckets[b] == 0)
+                    continue;
+                snprintf(idx, sizeof(idx), "%d", n++);
+                bson_append_document_begin(&arr, idx, -1, &entry);
+                BSON_APPEND_INT64(&entry, "micros", (int64_t)mf_latency_lower_bound(b));
+                BSON_APPEND_INT64(&entry, "count", lat[k].buckets[b]);
+                bson_append_document_end(&arr, &entry);
+            }
+            bson_append_array_end(&one, &arr);
+        }
+        BSON_APPEND_INT64(&one, "latency", lat[k].sum_us);
+        BSON_APPEND_INT64(&one, "ops", lat[k].ops);
+        bson_append_document_end(&all, &one);
+    }
+    bson_append_document_end(parent, &all);
+}
+
 /* A command that writes the collection it names (its lock in mongod's top is a write lock). */
 static bool
 top_writes(const mf_curop_t *op)
@@ -254,7 +355,11 @@ top_record(mf_curops_t *reg, const mf_curop_t *op, int64_t us)
 {
     static const char *const kinds[] = {"query", "getmore", "insert", "update", "remove", "command"};
     int kind = -1;
-    if (mf_curop_is_background(op) || op->ns[0] == '\0' || strstr(op->ns, ".$cmd") != NULL)
+    if (mf_curop_is_background(op))
+        return;
+    if (op->lat_kind != MF_LAT_NONE)
+        lat_add(&reg->lat[op->lat_kind], us);
+    if (op->ns[0] == '\0' || strstr(op->ns, ".$cmd") != NULL)
         return;
     for (int k = 0; k < 6; k++)
         if (strcmp(op->op_type, kinds[k]) == 0)
@@ -284,6 +389,8 @@ top_record(mf_curops_t *reg, const mf_curop_t *op, int64_t us)
         e->time_us[slots[k]] += us;
         e->count[slots[k]]++;
     }
+    if (op->lat_kind != MF_LAT_NONE)
+        lat_add(&e->lat[op->lat_kind], us);
 }
 
 bool
@@ -320,6 +427,7 @@ mf_curops_top_forget(mf_curops_t *reg, const char *db, const char *coll)
         /* The slot stays (it may be on another namespace's probe path); only its counts go. */
         memset(e->time_us, 0, sizeof(e->time_us));
         memset(e->count, 0, sizeof(e->count));
+        memset(e->lat, 0, sizeof(e->lat));
     }
     pthread_mutex_unlock(&reg->lock);
 }

@@ -132,6 +132,49 @@ bool mf_curops_top_get(mf_curops_t *reg, const char *ns, int64_t time_us[MF_TOP_
 /* mf_curops_top_forget: clears the counters of db.coll, or of every collection of db when coll is NULL (drops). */
 void mf_curops_top_forget(mf_curops_t *reg, const char *db, const char *coll);
 
+/*
+ * Operation latencies (serverStatus opLatencies, $collStats latencyStats):
+ * each client command that ends is counted once, server-wide and in its
+ * namespace's entry (the top table above), in the histogram of its kind,
+ * with the time from its registration to mf_curop_end in microseconds.
+ * The buckets are MongoDB's (OperationLatencyHistogram): powers of two up
+ * to 1024 µs, each power split in two from 2048 µs to 2^21 µs, powers of
+ * two again up to 2^40 µs, the last bucket taking everything above; bucket
+ * 0 holds 0 and 1 µs. Kinds follow mongod's read/write/command split; the
+ * kind is set by the caller (mf_curop_set_latency_kind), and an operation
+ * left at MF_LAT_NONE (the default: background work, awaitable hellos) is
+ * not counted.
+ */
+enum { MF_LAT_READS = 0, MF_LAT_WRITES, MF_LAT_COMMANDS, MF_LAT_TRANSACTIONS, MF_LAT_N, MF_LAT_NONE = -1 };
+#define MF_LAT_BUCKETS 51
+typedef struct mf_latency {
+    int64_t buckets[MF_LAT_BUCKETS];
+    int64_t sum_us; /* "latency": the total, µs */
+    int64_t ops;
+} mf_latency_t;
+
+/* mf_latency_bucket: the bucket that holds a latency of us microseconds. */
+int mf_latency_bucket(uint64_t us);
+/* mf_latency_lower_bound: bucket b's lower bound in µs, as the histogram's "micros" shows it (0 <= b < MF_LAT_BUCKETS). */
+uint64_t mf_latency_lower_bound(int b);
+
+/* mf_curop_set_latency_kind: counts op, when it ends, as kind (an MF_LAT_* value; MF_LAT_NONE: not at all). */
+void mf_curop_set_latency_kind(mf_curop_t *op, int kind);
+
+/*
+ * mf_curops_latency_get: copies the latencies of ns ("db.coll"), or the
+ * server-wide ones when ns is NULL, into out[MF_LAT_N] (zeros and false when
+ * ns has none).
+ */
+bool mf_curops_latency_get(mf_curops_t *reg, const char *ns, mf_latency_t out[MF_LAT_N]);
+
+/*
+ * mf_latency_append: appends key: {reads, writes, commands, transactions},
+ * each {histogram (only when histograms is set: one {micros, count} per
+ * bucket holding any, in ascending order), latency, ops} as mongod shows them.
+ */
+void mf_latency_append(bson_t *parent, const char *key, const mf_latency_t lat[MF_LAT_N], bool histograms);
+
 /* mf_curops_count: operations registered now. */
 int mf_curops_count(mf_curops_t *reg);
 

@@ -138,6 +138,7 @@ static void *
 reaper_main(void *arg)
 {
     mf_engine_t *e = arg;
+    pthread_setname_np(pthread_self(), "mf-reaper");
     pthread_mutex_lock(&e->reaper_mu);
     while (!e->reaper_stop) {
         struct timespec ts = mf_mono_deadline(1000);

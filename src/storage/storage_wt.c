@@ -439,6 +439,7 @@ flusher_main(void *arg)
     struct timespec ts;
     unsigned ticks = 0;
 
+    pthread_setname_np(pthread_self(), "mf-flush"); /* top -H, perf and /proc tell it from WiredTiger's threads */
     pthread_mutex_lock(&st->lock);
     while (!st->stopping) {
         ts = mf_mono_deadline(100); /* the condvar waits on the monotonic clock */

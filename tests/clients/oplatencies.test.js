@@ -1,0 +1,169 @@
+'use strict';
+/*
+ * Operation latencies as mongod reports them: serverStatus().opLatencies
+ * (reads, writes, commands, transactions, each {latency, ops} in
+ * microseconds, with {opLatencies: {histograms: true}} MongoDB's
+ * histogram buckets too) and $collStats {latencyStats: {...}} per
+ * collection (mongosh's db.c.latencyStats()). Issue 13 uses them to tell
+ * time spent inside the server from time spent reaching it.
+ *
+ * The tests in this file run one at a time against one server, so the
+ * reads and writes counted between two serverStatus calls are exactly the
+ * test's own; commands are counted with >= where the driver's own
+ * connection handshakes could add some.
+ */
+const assert = require('node:assert/strict');
+const h = require('./harness');
+
+const srv = h.useServer({ args: ['--setParameter', 'enableTestCommands=1'] });
+const admin = () => srv.client.db('admin');
+const KINDS = ['reads', 'writes', 'commands', 'transactions'];
+
+/* MongoDB's bucket lower bounds (µs): 0, then powers of two to 1024, two per power from 2048 to 2^21, powers to 2^40. */
+function mongoBounds() {
+  const b = [0];
+  for (let k = 1; k <= 10; k++) b.push(2 ** k);
+  for (let k = 11; k <= 20; k++) b.push(2 ** k, 3 * 2 ** (k - 1));
+  for (let k = 21; k <= 40; k++) b.push(2 ** k);
+  return b;
+}
+
+const num = (v) => Number(v);
+
+async function lat(histograms = false) {
+  const s = await admin().command({ serverStatus: 1, opLatencies: { histograms } });
+  return s.opLatencies;
+}
+
+/* Each kind's histogram as a Map micros -> count, checked for shape on the way. */
+function buckets(kind) {
+  const bounds = new Set(mongoBounds());
+  assert.ok(Array.isArray(kind.histogram), 'histogram is an array');
+  const m = new Map();
+  let prev = -1;
+  let sum = 0;
+  for (const e of kind.histogram) {
+    assert.deepEqual(Object.keys(e), ['micros', 'count']);
+    const micros = num(e.micros);
+    assert.ok(bounds.has(micros), `micros ${micros} is one of MongoDB's bucket bounds`);
+    assert.ok(micros > prev, 'buckets ascend');
+    assert.ok(num(e.count) > 0, 'only buckets that hold operations are listed');
+    prev = micros;
+    sum += num(e.count);
+    m.set(micros, num(e.count));
+  }
+  assert.equal(sum, num(kind.ops), 'the buckets hold every operation');
+  return m;
+}
+
+h.test('serverStatus opLatencies counts each read, write and command once, with its time in microseconds', async () => {
+  const db = srv.freshDb('lat');
+  const c = db.collection('c');
+  await c.insertOne({ _id: -1 }); /* the collection exists before the counted part */
+  const before = await lat();
+  for (const k of KINDS) {
+    assert.deepEqual(Object.keys(before[k]), ['latency', 'ops'], `${k} without histograms`);
+    assert.equal(typeof before[k].ops, 'number');
+  }
+  for (let i = 0; i < 25; i++) await c.insertOne({ _id: i, v: 'x' });
+  for (let i = 0; i < 40; i++) assert.equal((await c.findOne({ _id: i % 25 }))._id, i % 25);
+  for (let i = 0; i < 5; i++) assert.equal(await c.countDocuments({}), 26); /* an aggregate: a read */
+  await c.updateOne({ _id: 1 }, { $set: { v: 'y' } });
+  await c.deleteOne({ _id: 2 });
+  for (let i = 0; i < 3; i++) await admin().command({ ping: 1 });
+  const after = await lat();
+  assert.equal(after.reads.ops - before.reads.ops, 45);
+  assert.equal(after.writes.ops - before.writes.ops, 27);
+  /* the three pings and the first serverStatus (counted when it ended), and any handshake of the driver's */
+  assert.ok(after.commands.ops - before.commands.ops >= 4, `commands ${before.commands.ops} -> ${after.commands.ops}`);
+  assert.equal(after.transactions.ops, 0, 'a standalone server runs no transactions');
+  for (const k of ['reads', 'writes', 'commands'])
+    assert.ok(after[k].latency > before[k].latency, `${k} latency grows`);
+  /* No read took longer than this test has run: the sum is in microseconds, not ms or ns. */
+  assert.ok(after.reads.latency - before.reads.latency < 45 * 1e6);
+
+  const full = await lat(true);
+  for (const k of KINDS) buckets(full[k]);
+  const off = await admin().command({ serverStatus: 1, opLatencies: 0 });
+  assert.equal(off.opLatencies, undefined, '{opLatencies: 0} leaves the section out');
+  assert.ok(off.opcounters, 'and keeps the others');
+});
+
+h.test('a slow find lands in the bucket of its duration; an awaitable hello is not counted', async () => {
+  const db = srv.freshDb('slow');
+  const c = db.collection('c');
+  await c.insertOne({ _id: 1 });
+  const app = 'oplat-slow';
+  const client = await srv.newClient({ appName: app });
+  await admin().command({ configureFailPoint: 'failCommand', mode: { times: 1 },
+    data: { failCommands: ['find'], blockConnection: true, blockTimeMS: 150, appName: app } });
+  const before = await lat(true);
+  const t0 = Date.now();
+  assert.equal((await client.db(db.databaseName).collection('c').findOne({ _id: 1 }))._id, 1);
+  const tookMs = Date.now() - t0;
+  const after = await lat(true);
+  assert.equal(after.reads.ops - before.reads.ops, 1);
+  const us = after.reads.latency - before.reads.latency;
+  assert.ok(us >= 150000 && us <= tookMs * 1000 + 1000, `the find took ${us} µs inside the server, ${tookMs} ms at the client`);
+  /* 150 ms and up to 196 ms fall in [131072, 196608) µs; more only if the machine stalled */
+  const b0 = buckets(before.reads), b1 = buckets(after.reads);
+  const grew = [...b1].filter(([micros, n]) => n > (b0.get(micros) || 0)).map(([micros]) => micros);
+  assert.equal(grew.length, 1);
+  assert.ok(grew[0] >= 131072 && grew[0] <= us, `bucket ${grew[0]} for ${us} µs`);
+
+  /* An awaitable hello waits maxAwaitTimeMS for a topology change that never comes: none of it is counted. */
+  const hello = await admin().command({ hello: 1 });
+  const h0 = await lat(true);
+  const t1 = Date.now();
+  await admin().command({ hello: 1, topologyVersion: hello.topologyVersion, maxAwaitTimeMS: 300 });
+  assert.ok(Date.now() - t1 >= 250, 'the hello waited');
+  const h1 = await lat(true);
+  const slowCommands = (l) => [...buckets(l.commands)].filter(([micros]) => micros >= 131072).reduce((a, [, n]) => a + n, 0);
+  assert.equal(slowCommands(h1), slowCommands(h0), 'no command of 131 ms or more was counted');
+});
+
+h.test('$collStats latencyStats: a collection\'s own reads and writes, histograms on request; a drop starts it again', async () => {
+  const db = srv.freshDb('coll');
+  const a = db.collection('a');
+  const b = db.collection('b');
+  for (let i = 0; i < 7; i++) await a.insertOne({ _id: i });
+  for (let i = 0; i < 11; i++) await a.findOne({ _id: i % 7 });
+  for (let i = 0; i < 3; i++) await b.insertOne({ _id: i });
+  const [s1] = await a.aggregate([{ $collStats: { latencyStats: {} } }]).toArray();
+  assert.equal(s1.ns, `${db.databaseName}.a`);
+  assert.deepEqual(Object.keys(s1.latencyStats), KINDS);
+  assert.equal(s1.latencyStats.writes.ops, 7);
+  assert.equal(s1.latencyStats.reads.ops, 11);
+  assert.equal(s1.latencyStats.reads.histogram, undefined);
+  assert.ok(s1.latencyStats.writes.latency > 0);
+  assert.ok(s1.storageStats, 'storageStats is still there');
+
+  /* The first $collStats was an aggregate on a: a read of a, counted once it ended. */
+  const [s2] = await a.aggregate([{ $collStats: { latencyStats: { histograms: true } } }]).toArray();
+  assert.equal(s2.latencyStats.reads.ops, 12);
+  for (const k of KINDS) buckets(s2.latencyStats[k]);
+  const [sb] = await b.aggregate([{ $collStats: { latencyStats: {} } }]).toArray();
+  assert.equal(sb.latencyStats.writes.ops, 3);
+  assert.equal(sb.latencyStats.reads.ops, 0);
+
+  await a.drop();
+  await a.insertOne({ _id: 'again' });
+  const [s3] = await a.aggregate([{ $collStats: { latencyStats: {} } }]).toArray();
+  assert.equal(s3.latencyStats.writes.ops, 1, 'the dropped collection\'s writes are forgotten');
+  assert.equal(s3.latencyStats.reads.ops, 0);
+});
+
+h.test('mongosh: db.serverStatus({opLatencies: {histograms: true}}) and db.c.latencyStats()', { timeout: 120000 }, async () => {
+  const db = srv.freshDb('sh');
+  await db.collection('c').insertMany([{ _id: 1 }, { _id: 2 }]);
+  await db.collection('c').findOne({ _id: 1 });
+  const out = await h.mongosh(srv.port, db.databaseName, `
+    const s = db.serverStatus({ opLatencies: { histograms: true } }).opLatencies;
+    print("hist=" + Array.isArray(s.reads.histogram) + " reads=" + (s.reads.ops > 0));
+    const r = db.c.latencyStats({ histograms: true });
+    const l = (Array.isArray(r) ? r : r.toArray())[0].latencyStats;
+    print("writes=" + l.writes.ops + " reads=" + l.reads.ops + " buckets=" + l.writes.histogram.length);
+  `);
+  assert.match(out, /hist=true reads=true/);
+  assert.match(out, /writes=1 reads=1 buckets=1/);
+});
