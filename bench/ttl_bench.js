@@ -150,7 +150,12 @@
  * once), idle (5 s) and during the expiry. Latency is timed from the send,
  * as in phase 3. Printed: the deletion rate, and the client's p50/p99 idle,
  * during, and their ratio, beside the closed loop's; (4)'s rate is given for
- * both clients under the issue's targets.
+ * both clients under the issue's targets. For mayfly, phases 3 and 2p also
+ * print the same operations' time inside the server (from when a worker
+ * starts on a command to its reply; $collStats latencyStats, MongoDB's
+ * buckets, each quantile as its bucket's upper edge), idle and from T to
+ * zero: what the client waits for beyond it is reaching the server and
+ * back (the two threads' wake-ups, the loopback).
  *
  * Phase 4, mass expiry beside a busy neighbour (mayfly and Redis; not
  * PostgreSQL, whose job would add a minute). Phase 2 again, foreground loop
@@ -673,7 +678,7 @@ async function idleLatency(write, read, cpu, rate = 0) {
 
 /* Waits until count() is 0 while a foreground loop runs; T is the (wall-clock) expiry instant.
  * Gives up 120 s (+ extraMs) after T. cpu() is read at T and at zero. */
-async function massExpiry(name, count, T, write, read, cpu, extraMs = 0, rate = 0) {
+async function massExpiry(name, count, T, write, read, cpu, extraMs = 0, rate = 0, snap = null) {
   /* Wait until just before T. */
   while (Date.now() < T - 500) await sleep(50);
   const fg = foreground(write, read, rate);
@@ -681,6 +686,7 @@ async function massExpiry(name, count, T, write, read, cpu, extraMs = 0, rate = 
   const tHr = nowMs() - (Date.now() - T);
   const cT = cpu();
   const selfT = process.cpuUsage();   /* this process's CPU: mostly the foreground client's */
+  const snapT = snap && write !== null ? await snap() : null;
   let first = null;
   let zero = null;
   let c = N;
@@ -697,9 +703,12 @@ async function massExpiry(name, count, T, write, read, cpu, extraMs = 0, rate = 
   const zeroHr = nowMs();
   const cZ = cpu();
   const self = process.cpuUsage(selfT);
+  const snapZ = snapT !== null ? await snap() : null;
   fg.stop = true;
   await fg.done;
   return {
+    /* The foreground operations' time inside the server from T to zero (mayfly: latencyStats; see serverLatency). */
+    serverLat: snapT !== null ? serverLatency(snapT, snapZ) : null,
     cpuExpiry: cZ - cT,
     /* The bench's own CPU from T to zero (its client loop, the count polls), in cores. */
     clientCores: zeroHr > tHr ? (self.user + self.system) / 1000 / (zeroHr - tHr) : null,
@@ -731,7 +740,9 @@ async function massMayfly(db, fgOps, ingestRate, cpu, tag, coll, fg, idBase, dur
   const cpuLoad = cpu() - c0;
   log(`mayfly ${tag}: loaded in ${(loadMs / 1000).toFixed(1)} s; expiry in ${((T - loadEnd) / 1000).toFixed(1)} s`);
   const { write, read } = fgOps ? fgOps(fg, idBase) : { write: null, read: null };
-  const m = await withNeighbour(during, () => massExpiry('mayfly', () => c.estimatedDocumentCount(), T, write, read, cpu, 0, rate));
+  const snap = fg ? () => latencyStatsOf(db, fg) : null;
+  const m = await withNeighbour(during, () => massExpiry('mayfly', () => c.estimatedDocumentCount(), T, write, read, cpu, 0, rate,
+    snap));
   log(`mayfly ${tag}: all gone ${fmtMs(m.zeroAfterMs)} after expiry (first deletion after ${fmtMs(m.firstAfterMs)})`);
   /* The deletions written out: a checkpoint, its CPU kept apart (see (6)). */
   const k0 = cpu();
@@ -765,6 +776,53 @@ async function massRedis(port, ingestRate, cpu, tag, db, fgPrefix, during = null
   return { ...m, ingest: N / loadMs * 1000, loadOverrunMs: Math.max(0, loadEnd - T), cpuLoad };
 }
 
+/*
+ * Time inside the server. mayfly counts each command's time from when a
+ * worker starts on it to its reply, in MongoDB's latency buckets
+ * ($collStats latencyStats, serverStatus opLatencies); the client's time
+ * is that plus reaching the server and back: the wake-ups of the server's
+ * thread and of the client's, and the loopback. latencyStatsOf reads a
+ * collection's histograms; serverLatency gives p50 / p99 of the operations
+ * counted between two of them (a: null, since the collection's start) for
+ * writes and reads, each as its bucket's upper edge in µs.
+ */
+async function latencyStatsOf(db, coll) {
+  const [d] = await db.collection(coll).aggregate([{ $collStats: { latencyStats: { histograms: true } } }]).toArray();
+  return d.latencyStats;
+}
+
+const LAT_BOUNDS = (() => {   /* MongoDB's bucket lower bounds, µs */
+  const b = [0];
+  for (let k = 1; k <= 10; k++) b.push(2 ** k);
+  for (let k = 11; k <= 20; k++) b.push(2 ** k, 3 * 2 ** (k - 1));
+  for (let k = 21; k <= 40; k++) b.push(2 ** k);
+  return b;
+})();
+
+function serverLatency(a, b) {
+  const q = (kind) => {
+    const before = new Map(((a && a[kind].histogram) || []).map((e) => [Number(e.micros), Number(e.count)]));
+    const d = b[kind].histogram.map((e) => [Number(e.micros), Number(e.count) - (before.get(Number(e.micros)) || 0)])
+      .filter(([, n]) => n > 0);
+    const n = d.reduce((t, [, k]) => t + k, 0);
+    const at = (f) => {
+      let seen = 0;
+      for (const [micros, k] of d) {
+        seen += k;
+        if (seen >= Math.ceil(n * f)) {
+          const i = LAT_BOUNDS.indexOf(micros);
+          return i >= 0 && i + 1 < LAT_BOUNDS.length ? LAT_BOUNDS[i + 1] : Infinity;
+        }
+      }
+      return null;
+    };
+    return { n, p50: at(0.5), p99: at(0.99) };
+  };
+  return { write: q('writes'), read: q('reads') };
+}
+
+const fmtLat = (q) => (q && q.n ? `<${q.p50} / <${q.p99} µs` : 'n/a');
+
 /* The log line before a foreground client's idle latency: phase 3's closed loop, or phase 2p's paced client. */
 function idleNote(sysName, rate) {
   return rate > 0 ? `${sysName} phase 2p: idle latency of a client paced at ${rate} ops/s (5 s)`
@@ -781,6 +839,7 @@ async function idleThenMassMayfly(db, fgOps, ingestRate, cpu, tag, coll, fg, idB
   const { write, read } = fgOps(fg, 0);
   log(idleNote('mayfly', rate));
   const idle = await idleLatency(write, read, cpu, rate);
+  idle.serverLat = serverLatency(null, await latencyStatsOf(db, fg));
   const m = await massMayfly(db, fgOps, ingestRate, cpu, tag, coll, `${fg}2`, idBase, null, rate);
   return { idle, ...m };
 }
@@ -1417,11 +1476,19 @@ async function main() {
       row('(3) during (2) the bench\'s own CPU (its client), cores', (x) => (x.p23.clientCores === null ? 'n/a'
         : x.p23.clientCores.toFixed(2))),
       row('(3) p99 ratio during/idle, insert | find', (x) => `${ratio(x.p23.write, x.p23.idle.write)} | ${ratio(x.p23.read, x.p23.idle.read)}`),
+      row('(3) in the server: insert | find p50/p99, idle', (x) => (x.p23.idle.serverLat
+        ? `${fmtLat(x.p23.idle.serverLat.write)} | ${fmtLat(x.p23.idle.serverLat.read)}` : 'n/a')),
+      row('(3) in the server: insert | find p50/p99, during', (x) => (x.p23.serverLat
+        ? `${fmtLat(x.p23.serverLat.write)} | ${fmtLat(x.p23.serverLat.read)}` : 'n/a')),
       row(`(2p) paced client (${FG_RATE} ops/s): deletion rate (docs/s)`, (x) => (x.p2p ? fmtInt(x.p2p.rateSustained) : 'not run')),
       row('(2p) ... idle insert | find p50/p99', (x) => (x.p2p ? `${fmtQ2(x.p2p.idle.write)} | ${fmtQ2(x.p2p.idle.read)}` : 'n/a')),
       row('(2p) ... during insert | find p50/p99', (x) => (x.p2p ? `${fmtQ2(x.p2p.write)} | ${fmtQ2(x.p2p.read)}` : 'n/a')),
       row('(2p) ... p99 ratio during/idle, insert | find', (x) => (x.p2p
         ? `${ratio(x.p2p.write, x.p2p.idle.write)} | ${ratio(x.p2p.read, x.p2p.idle.read)}` : 'n/a')),
+      row('(2p) ... in the server: insert | find p50/p99, idle', (x) => (x.p2p && x.p2p.idle.serverLat
+        ? `${fmtLat(x.p2p.idle.serverLat.write)} | ${fmtLat(x.p2p.idle.serverLat.read)}` : 'n/a')),
+      row('(2p) ... in the server: insert | find p50/p99, during', (x) => (x.p2p && x.p2p.serverLat
+        ? `${fmtLat(x.p2p.serverLat.write)} | ${fmtLat(x.p2p.serverLat.read)}` : 'n/a')),
       row('(4) beside a busy neighbour: deletion rate (docs/s)', (x) => (x.p4 ? fmtInt(x.p4.rateSustained) : 'not run')),
       row('(4) ... as a share of (2)\'s rate', (x) => (x.p4 && x.p4.rateSustained && x.p23.rateSustained
         ? `${(x.p4.rateSustained / x.p23.rateSustained).toFixed(2)}x` : 'n/a')),
