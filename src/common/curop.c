@@ -322,6 +322,7 @@ mf_latency_append(bson_t *parent, const char *key, const mf_latency_t lat[MF_LAT
         }
         BSON_APPEND_INT64(&one, "latency", lat[k].sum_us);
         BSON_APPEND_INT64(&one, "ops", lat[k].ops);
+        BSON_APPEND_INT64(&one, "queryableEncryptionLatencyMicros", 0); /* mongod 7.0+; mayfly has no Queryable Encryption */
         bson_append_document_end(&all, &one);
     }
     bson_append_document_end(parent, &all);

@@ -171,7 +171,8 @@ bool mf_curops_latency_get(mf_curops_t *reg, const char *ns, mf_latency_t out[MF
 /*
  * mf_latency_append: appends key: {reads, writes, commands, transactions},
  * each {histogram (only when histograms is set: one {micros, count} per
- * bucket holding any, in ascending order), latency, ops} as mongod shows them.
+ * bucket holding any, in ascending order), latency, ops,
+ * queryableEncryptionLatencyMicros (always 0)} as mongod shows them.
  */
 void mf_latency_append(bson_t *parent, const char *key, const mf_latency_t lat[MF_LAT_N], bool histograms);
 

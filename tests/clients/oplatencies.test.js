@@ -62,7 +62,8 @@ h.test('serverStatus opLatencies counts each read, write and command once, with 
   await c.insertOne({ _id: -1 }); /* the collection exists before the counted part */
   const before = await lat();
   for (const k of KINDS) {
-    assert.deepEqual(Object.keys(before[k]), ['latency', 'ops'], `${k} without histograms`);
+    assert.deepEqual(Object.keys(before[k]), ['latency', 'ops', 'queryableEncryptionLatencyMicros'], `${k} without histograms`);
+    assert.equal(before[k].queryableEncryptionLatencyMicros, 0);
     assert.equal(typeof before[k].ops, 'number');
   }
   for (let i = 0; i < 25; i++) await c.insertOne({ _id: i, v: 'x' });
