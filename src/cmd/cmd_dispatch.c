@@ -569,6 +569,56 @@ curop_register(mf_engine_t *eng, mf_client_t *client, const char *db, const char
 }
 
 /*
+ * Logs a command slower than slowms (the profiler's, 100 ms unless set) as
+ * mongod does at any profiling level: COMMAND id 51803 "Slow query" with
+ * the namespace, the client's appName, the command (over 10 KB as
+ * {$truncated: ...}), ok or the error, the reply's size, the protocol and
+ * durationMillis. An awaitable hello is not logged: its time is waiting.
+ */
+static void
+slow_log(mf_engine_t *eng, const mf_client_t *client, const char *db, const char *name, const bson_t *cmd,
+         const bson_t *reply, int64_t millis, bool legacy, const mf_error_t *err)
+{
+    if (millis <= mf_profile_slowms(eng->profiler) || latency_kind(name, cmd) == MF_LAT_NONE)
+        return;
+    bson_iter_t it;
+    char ns[300], ctx[32];
+    if (bson_iter_init(&it, cmd) && bson_iter_next(&it) && BSON_ITER_HOLDS_UTF8(&it) && strcmp(name, "getMore") != 0)
+        snprintf(ns, sizeof(ns), "%s.%s", db, bson_iter_utf8(&it, NULL));
+    else if (strcmp(name, "getMore") == 0 && bson_iter_init_find(&it, cmd, "collection") && BSON_ITER_HOLDS_UTF8(&it))
+        snprintf(ns, sizeof(ns), "%s.%s", db, bson_iter_utf8(&it, NULL));
+    else
+        snprintf(ns, sizeof(ns), "%s.$cmd", db);
+    snprintf(ctx, sizeof(ctx), "conn%lld", (long long)(client ? client->id : 0));
+    bson_t attr;
+    bson_t *shown = mf_command_shown(cmd, 10 * 1024);
+    bson_init(&attr);
+    BSON_APPEND_UTF8(&attr, "type", "command");
+    BSON_APPEND_BOOL(&attr, "isFromUserConnection", client != NULL && client->net);
+    BSON_APPEND_UTF8(&attr, "ns", ns);
+    if (client != NULL && client->app_name[0])
+        BSON_APPEND_UTF8(&attr, "appName", client->app_name);
+    BSON_APPEND_DOCUMENT(&attr, "command", shown);
+    if (err != NULL) {
+        BSON_APPEND_INT32(&attr, "ok", 0);
+        BSON_APPEND_UTF8(&attr, "errMsg", err->msg);
+        BSON_APPEND_UTF8(&attr, "errName", mf_err_codename(err->code));
+        BSON_APPEND_INT32(&attr, "errCode", err->code);
+    } else {
+        BSON_APPEND_INT32(&attr, "ok", 1);
+    }
+    BSON_APPEND_INT32(&attr, "reslen", (int32_t)reply->len);
+    BSON_APPEND_UTF8(&attr, "protocol", legacy ? "op_query" : "op_msg");
+    BSON_APPEND_INT64(&attr, "durationMillis", millis);
+    char *json = bson_as_relaxed_extended_json(&attr, NULL);
+    if (json != NULL)
+        mf_log_attr(MF_LOG_INFO, "COMMAND", 51803, ctx, "Slow query", json);
+    bson_free(json);
+    bson_destroy(&attr);
+    bson_destroy(shown);
+}
+
+/*
  * Records a finished command in <db>.system.profile when the database
  * profiles it (profile.c). Runs after the command released its locks.
  */
@@ -925,7 +975,9 @@ mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *
     }
     BSON_APPEND_DOUBLE(reply, "ok", 1.0);
     bson_destroy(&fp_labels);
-    profile_op(eng, client, db, def->name, cmd, reply, mf_mono_ms() - started_ms, NULL);
+    int64_t took_ms = mf_mono_ms() - started_ms;
+    profile_op(eng, client, db, def->name, cmd, reply, took_ms, NULL);
+    slow_log(eng, client, db, def->name, cmd, reply, took_ms, legacy, NULL);
     if (mf_param_get(eng->params, "logLevel") >= 1)
         mf_log(MF_LOG_DEBUG, "COMMAND", "conn%lld: %s on %s ok, %lld ms", (long long)(client ? client->id : 0),
                def->name, db, (long long)(mf_mono_ms() - started_ms));
@@ -952,8 +1004,11 @@ fail:
     if (op.name != NULL)
         mf_failcommand_labels(&op, &fp_labels, reply);
     bson_destroy(&fp_labels);
-    if (started_ms >= 0)
-        profile_op(eng, client, db, op.name, cmd, reply, mf_mono_ms() - started_ms, &op.err);
+    if (started_ms >= 0) {
+        int64_t took = mf_mono_ms() - started_ms;
+        profile_op(eng, client, db, op.name, cmd, reply, took, &op.err);
+        slow_log(eng, client, db, op.name, cmd, reply, took, legacy, &op.err);
+    }
     if (mf_param_get(eng->params, "logLevel") >= 1)
         mf_log(MF_LOG_DEBUG, "COMMAND", "conn%lld: %s on %s failed: %d %s", (long long)(client ? client->id : 0),
                op.name ? op.name : "?", db, op.err.code, op.err.msg);

@@ -91,20 +91,19 @@ mf_curops_free(mf_curops_t *reg)
 }
 
 
-/* A copy of command, or {$truncated: "<json prefix>"} when it is large. */
-static bson_t *
-shown_command(const bson_t *command)
+bson_t *
+mf_command_shown(const bson_t *command, size_t max)
 {
     if (command == NULL)
         return bson_new();
-    if (command->len <= MAX_COMMAND_SHOWN)
+    if (command->len <= max)
         return bson_copy(command);
     char *json = bson_as_relaxed_extended_json(command, NULL);
     bson_t *out = bson_new();
     if (json != NULL) {
         size_t n = strlen(json);
-        if (n > MAX_COMMAND_SHOWN)
-            n = MAX_COMMAND_SHOWN;
+        if (n > max)
+            n = max;
         /* Do not cut a UTF-8 sequence in half. */
         while (n > 0 && ((unsigned char)json[n] & 0xC0) == 0x80)
             n--;
@@ -121,7 +120,7 @@ mf_curop_begin(mf_curops_t *reg, const char *op_type, const char *ns, const char
     mf_strlcpy(op->op_type, op_type ? op_type : "none", sizeof(op->op_type));
     op->ns = mf_strdup(ns ? ns : "");
     mf_strlcpy(op->desc, desc ? desc : "", sizeof(op->desc));
-    op->command = shown_command(command);
+    op->command = mf_command_shown(command, MAX_COMMAND_SHOWN);
     op->client_id = client_id;
     op->lat_kind = MF_LAT_NONE;
     op->start_us = mf_mono_us();

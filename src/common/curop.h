@@ -46,6 +46,14 @@ void mf_curops_free(mf_curops_t *reg);
 mf_curop_t *mf_curop_begin(mf_curops_t *reg, const char *op_type, const char *ns, const char *desc, const bson_t *command,
                            int64_t client_id);
 
+/*
+ * mf_command_shown: a copy of command for currentOp and logs (caller
+ * destroys it): the command itself up to max bytes, else {$truncated:
+ * "<its relaxed extended JSON, cut at max bytes>"}, as mongod shows large
+ * commands. NULL gives {}.
+ */
+bson_t *mf_command_shown(const bson_t *command, size_t max);
+
 /* mf_curop_set_client: records the client's address ("127.0.0.1:53211") shown as "client". */
 void mf_curop_set_client(mf_curop_t *op, const char *remote);
 

@@ -41,12 +41,37 @@ json_escape(char *dst, size_t cap, const char *src)
     return n;
 }
 
+/* The line's timestamp, "2026-12-01T12:00:00.123Z", into ts (at least 32 bytes). */
+static void
+log_time(char *ts, size_t cap)
+{
+    struct timeval tv;
+    struct tm tm;
+    gettimeofday(&tv, NULL);
+    gmtime_r(&tv.tv_sec, &tm);
+    size_t k = strftime(ts, cap, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(ts + k, cap - k, ".%03ldZ", (long)(tv.tv_usec / 1000));
+}
+
+/* Writes line[0..n) (ending in a newline) to stderr and keeps it, without the newline, in the ring. */
+static void
+log_emit(char *line, int n)
+{
+    if (write(STDERR_FILENO, line, (size_t)n) < 0) {
+        /* Nothing sensible to do when stderr is gone. */
+    }
+    line[n - 1] = '\0'; /* drop the newline for the ring */
+    pthread_mutex_lock(&ring_lock);
+    free(ring[ring_total % MF_LOG_RING]);
+    ring[ring_total % MF_LOG_RING] = mf_strdup(line);
+    ring_total++;
+    pthread_mutex_unlock(&ring_lock);
+}
+
 void
 mf_log(char severity, const char *component, const char *fmt, ...)
 {
     char msg[2048], esc[4096], line[4600], ts[64];
-    struct timeval tv;
-    struct tm tm;
     va_list ap;
     int n;
 
@@ -54,26 +79,33 @@ mf_log(char severity, const char *component, const char *fmt, ...)
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
     json_escape(esc, sizeof(esc), msg);
-
-    gettimeofday(&tv, NULL);
-    gmtime_r(&tv.tv_sec, &tm);
-    strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%S", &tm);
-    n = snprintf(line, sizeof(line), "{\"t\":{\"$date\":\"%s.%03ldZ\"},\"s\":\"%c\",\"c\":\"%s\",\"msg\":\"%s\"}\n", ts,
-                 (long)(tv.tv_usec / 1000), severity, component, esc);
+    log_time(ts, sizeof(ts));
+    n = snprintf(line, sizeof(line), "{\"t\":{\"$date\":\"%s\"},\"s\":\"%c\",\"c\":\"%s\",\"msg\":\"%s\"}\n", ts, severity,
+                 component, esc);
     if (n < 0)
         return;
-    if ((size_t)n >= sizeof(line))
+    if ((size_t)n >= sizeof(line)) {
         n = (int)sizeof(line) - 1;
-    if (write(STDERR_FILENO, line, (size_t)n) < 0) {
-        /* Nothing sensible to do when stderr is gone. */
+        line[n - 1] = '\n';
     }
+    log_emit(line, n);
+}
 
-    line[n - 1] = '\0'; /* drop the newline for the ring */
-    pthread_mutex_lock(&ring_lock);
-    free(ring[ring_total % MF_LOG_RING]);
-    ring[ring_total % MF_LOG_RING] = mf_strdup(line);
-    ring_total++;
-    pthread_mutex_unlock(&ring_lock);
+void
+mf_log_attr(char severity, const char *component, int id, const char *ctx, const char *msg, const char *attr_json)
+{
+    char esc_msg[512], esc_ctx[160], ts[64];
+    json_escape(esc_msg, sizeof(esc_msg), msg);
+    json_escape(esc_ctx, sizeof(esc_ctx), ctx ? ctx : "");
+    log_time(ts, sizeof(ts));
+    size_t cap = 512 + strlen(esc_msg) + strlen(esc_ctx) + (attr_json ? strlen(attr_json) : 0);
+    char *line = mf_malloc(cap);
+    int n = snprintf(line, cap, "{\"t\":{\"$date\":\"%s\"},\"s\":\"%c\",\"c\":\"%s\",\"id\":%d,\"ctx\":\"%s\",\"msg\":\"%s\"%s%s}\n",
+                     ts, severity, component, id, esc_ctx, esc_msg, attr_json ? ",\"attr\":" : "",
+                     attr_json ? attr_json : "");
+    if (n > 0 && (size_t)n < cap)
+        log_emit(line, n);
+    free(line);
 }
 
 int

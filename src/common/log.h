@@ -28,6 +28,14 @@
 void mf_log(char severity, const char *component, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /*
+ * mf_log_attr: writes one line with mongod's id, ctx and attr fields
+ * ({"t":..,"s":..,"c":..,"id":id,"ctx":ctx,"msg":msg,"attr":attr_json}).
+ * msg is JSON-escaped; attr_json must be a JSON object (NULL: none). Kept
+ * in the ring like mf_log's lines.
+ */
+void mf_log_attr(char severity, const char *component, int id, const char *ctx, const char *msg, const char *attr_json);
+
+/*
  * mf_log_recent: copies up to max of the most recent lines (oldest first)
  * into out (each malloc'd; caller frees each). Returns how many. Also
  * returns the total number of lines logged since start in *total.

@@ -168,3 +168,53 @@ h.test('mongosh: db.serverStatus({opLatencies: {histograms: true}}) and db.c.lat
   assert.match(out, /hist=true reads=true/);
   assert.match(out, /writes=1 reads=1 buckets=1/);
 });
+
+h.test('a command slower than slowms is logged as mongod\'s "Slow query" (getLog global); a fast one and an awaitable hello are not', async () => {
+  const db = srv.freshDb('slowlog');
+  const c = db.collection('c');
+  await c.insertOne({ _id: 1 });
+  const app = 'oplat-slowlog';
+  const client = await srv.newClient({ appName: app });
+  const mine = async () => (await admin().command({ getLog: 'global' })).log.map((l) => JSON.parse(l))
+    .filter((l) => l.msg === 'Slow query' && l.attr && l.attr.ns && l.attr.ns.startsWith(db.databaseName));
+  await db.command({ profile: 0, slowms: 60 });
+  try {
+    await client.db(db.databaseName).collection('c').findOne({ _id: 1 }); /* fast: not logged */
+    await admin().command({ configureFailPoint: 'failCommand', mode: { times: 1 },
+      data: { failCommands: ['find'], blockConnection: true, blockTimeMS: 120, appName: app } });
+    await client.db(db.databaseName).collection('c').findOne({ _id: 1 }, { comment: 'the slow one' });
+    const hello = await admin().command({ hello: 1 });
+    await admin().command({ hello: 1, topologyVersion: hello.topologyVersion, maxAwaitTimeMS: 200 });
+    const lines = await mine();
+    assert.equal(lines.length, 1, JSON.stringify(lines));
+    const [l] = lines;
+    assert.equal(l.s, 'I');
+    assert.equal(l.c, 'COMMAND');
+    assert.equal(l.id, 51803);
+    assert.match(l.ctx, /^conn\d+$/);
+    assert.equal(l.attr.type, 'command');
+    assert.equal(l.attr.ns, `${db.databaseName}.c`);
+    assert.equal(l.attr.appName, app);
+    assert.equal(l.attr.command.find, 'c');
+    assert.equal(l.attr.command.comment, 'the slow one');
+    assert.equal(l.attr.ok, 1);
+    assert.equal(l.attr.protocol, 'op_msg');
+    assert.ok(l.attr.durationMillis >= 120, `durationMillis ${l.attr.durationMillis}`);
+    assert.ok(l.attr.reslen > 0);
+    /* None of the awaitable hello's kind was logged, whatever the namespace. */
+    const hellos = (await admin().command({ getLog: 'global' })).log.map((x) => JSON.parse(x))
+      .filter((x) => x.msg === 'Slow query' && x.attr && x.attr.command && x.attr.command.hello !== undefined);
+    assert.equal(hellos.length, 0);
+
+    /* A failed slow command is logged with its error. */
+    await admin().command({ configureFailPoint: 'failCommand', mode: { times: 1 },
+      data: { failCommands: ['find'], blockConnection: true, blockTimeMS: 100, errorCode: 2, appName: app } });
+    await assert.rejects(client.db(db.databaseName).collection('c').findOne({ _id: 2 }), (e) => e.code === 2);
+    const failed = (await mine()).filter((x) => x.attr.ok === 0);
+    assert.equal(failed.length, 1);
+    assert.equal(failed[0].attr.errCode, 2);
+    assert.equal(failed[0].attr.errName, 'BadValue');
+  } finally {
+    await db.command({ profile: 0, slowms: 100 });
+  }
+});
