@@ -1143,6 +1143,39 @@ on_build_progress(void *arg, int64_t done, int64_t total)
     return bp->cop == NULL || !mf_curop_killed(bp->cop);
 }
 
+/*
+ * createIndexes' commitQuorum, as mongod checks it (CommitQuorumOptions,
+ * then the replication check): a number from 0 to 50 or a non-empty string
+ * ("majority", "votingMembers", a tag), else 9 FailedToParse; a standalone
+ * then refuses any with 2 BadValue. A replica set's index builds commit
+ * through its log (src/repl), so there the value is accepted and changes
+ * nothing. mongosh's createIndex(keys, options, commitQuorum) sends its third
+ * argument here, so a TTL option put there by mistake is refused, not
+ * silently ignored.
+ */
+static int
+check_commit_quorum(mf_op_t *op)
+{
+    bson_iter_t it;
+    if (!mf_op_find(op, "commitQuorum", &it))
+        return 0;
+    const bson_value_t *v = bson_iter_value(&it);
+    if (mf_value_is_number(v)) {
+        double n = mf_value_as_double(v);
+        if (!(n >= 0 && n < 51)) /* NaN too */
+            return mf_err_set(&op->err, MF_E_FailedToParse,
+                              "commitQuorum has to be a non-negative number and not greater than 50");
+    } else if (v->value_type == BSON_TYPE_UTF8) {
+        if (v->value.v_utf8.len == 0)
+            return mf_err_set(&op->err, MF_E_FailedToParse, "commitQuorum can't be an empty string");
+    } else {
+        return mf_err_set(&op->err, MF_E_FailedToParse, "commitQuorum has to be a number or a string");
+    }
+    if (op->eng->repl == NULL)
+        return mf_err_set(&op->err, MF_E_BadValue, "Standalones can't specify commitQuorum");
+    return 0;
+}
+
 static int
 cmd_create_indexes(mf_op_t *op)
 {
@@ -1163,7 +1196,7 @@ cmd_create_indexes(mf_op_t *op)
                                             {"returnOnStart", MF_FT_BOOL}, {"isTimeseriesNamespace", MF_FT_BOOL},
                                             {NULL, MF_FT_ANY}};
     if (mf_op_coll_name(op, &name) != 0 || mf_op_check_types(op, op->name, op->cmd, types, false, true) != 0 ||
-        mf_crud_check_write_ns(op, name, true) != 0)
+        check_commit_quorum(op) != 0 || mf_crud_check_write_ns(op, name, true) != 0)
         return -1;
     {
         bool done;

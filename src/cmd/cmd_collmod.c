@@ -470,6 +470,19 @@ cmd_coll_mod(mf_op_t *op)
         rc = coll_mod_timeseries(op, c, &tm);
         goto out;
     }
+    if (c->is_view) {
+        /* As mongod: the first option a view cannot take, in mongod's order of checks. */
+        const char *what = has_index ? "index" : bson_has_field(&opts, "validator") ? "validator"
+                           : bson_has_field(&opts, "validationLevel")             ? "validationLevel"
+                           : bson_has_field(&opts, "validationAction")            ? "validationAction"
+                           : tm.has_expire                                        ? "expireAfterSeconds"
+                           : has_ts_val                                           ? "timeseries"
+                                                                                  : NULL;
+        if (what != NULL) {
+            rc = mf_err_set(&op->err, MF_E_InvalidOptions, "option not supported on a view: %s", what);
+            goto out;
+        }
+    }
     if (tm.has_expire && c->clustered && !has_ts_val) {
         /* A clustered collection's TTL (SPEC: TTL on a clustered collection): its expireAfterSeconds option. */
         if (c->clustered_expire >= 0)

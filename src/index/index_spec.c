@@ -294,7 +294,10 @@ mf_index_spec_normalise(const bson_t *req, bson_t *out, mf_error_t *err)
         if (!BSON_ITER_HOLDS_UTF8(&it))
             return SPEC_ERR(err, MF_E_TypeMismatch, shown, "The field 'name' must be a string, but got %s",
                             mf_type_name(bson_iter_type(&it)));
-        given_name = bson_iter_utf8(&it, NULL);
+        uint32_t name_len;
+        given_name = bson_iter_utf8(&it, &name_len);
+        if (strlen(given_name) != name_len)
+            return SPEC_ERR(err, MF_E_CannotCreateIndex, shown, "index name cannot contain NUL bytes");
         if (given_name[0] == '\0')
             return SPEC_ERR(err, MF_E_CannotCreateIndex, shown, "index name cannot be empty");
         if (strcmp(given_name, "*") == 0)

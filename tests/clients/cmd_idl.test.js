@@ -139,7 +139,7 @@ const ACCEPTED = [
     validationAction: 'warn', writeConcern: { w: 1 }, comment: 'x' },
   { create: 'n6', clusteredIndex: { key: { _id: 1 }, unique: true }, expireAfterSeconds: 60 },
   { create: 'n7', viewOn: 'c', pipeline: [{ $match: {} }], collation: { locale: 'en' } },
-  { createIndexes: 'c', indexes: [{ key: { b: 1 }, name: 'b_1' }], commitQuorum: 'votingMembers', writeConcern: {} },
+  { createIndexes: 'c', indexes: [{ key: { b: 1 }, name: 'b_1' }], writeConcern: {} }, /* commitQuorum: indexes.test.js */
   { listCollections: 1, filter: { name: 'c' }, nameOnly: true, authorizedCollections: false, cursor: {} },
   { listCollections: 1, cursor: { batchSize: 0 } },
   { listIndexes: 'c', cursor: { batchSize: 1 } },

@@ -127,6 +127,8 @@ h.test('invalid key patterns and option types: 67, 2, 14, 9', async () => {
   await h.expectCode(create(db, 'c', [{ key: { a: 1 }, name: 'u', unique: 'yes' }]), 14);
   await h.expectCode(create(db, 'c', [{ key: { a: 1 }, name: 'u', hidden: 1 }]), 14);
   await h.expectCode(create(db, 'c', [{ key: { a: 1 }, name: '' }]), 67);
+  await h.expectCode(create(db, 'c', [{ key: { a: 1 }, name: 'a\u0000b', expireAfterSeconds: 1 }]), 67, /NUL bytes/);
+  assert.ok(!(await db.collection('c').indexes().catch(() => [])).some((i) => i.name.startsWith('a')), 'no index cut short at the NUL');
   await h.expectCode(create(db, 'c', [{ key: { a: 1 }, name: '*' }]), 2);
   await h.expectCode(create(db, 'c', [{ name: 'nokey' }]), 9);
   await h.expectCode(create(db, 'c', []), 2);
@@ -351,4 +353,26 @@ h.test('createIndexes with an explicit v keeps it: {v: 2, unique: true} lists v 
   assert.equal(ix.v, 2);
   assert.equal(ix.unique, true);
   assert.equal(ix.sparse, false);
+});
+
+h.test('createIndexes commitQuorum: a number or a string, else 9; a standalone refuses any with 2 (mongosh\'s third createIndex argument)', async () => {
+  const db = srv.freshDb('cq');
+  const cq = (v) => db.command({ createIndexes: 'c', indexes: [{ key: { a: 1 }, name: 'a_1' }], commitQuorum: v });
+  /* The manual's createIndex(keys, {partialFilterExpression}, {expireAfterSeconds}) sends the TTL as commitQuorum. */
+  await h.expectCode(cq({ expireAfterSeconds: 3600 }), 9, /commitQuorum has to be a number or a string/);
+  await h.expectCode(cq(true), 9);
+  await h.expectCode(cq(-1), 9, /non-negative/);
+  await h.expectCode(cq(51), 9);
+  await h.expectCode(cq(''), 9, /empty string/);
+  await h.expectCode(cq('majority'), 2, /Standalones can't specify commitQuorum/);
+  await h.expectCode(cq(1), 2, /Standalones/);
+  assert.deepEqual((await db.collection('c').indexes().catch(() => [])).map((i) => i.name).filter((n) => n === 'a_1'), [],
+    'nothing was built');
+  const out = await h.mongosh(srv.port, db.databaseName, `
+    try {
+      db.eventlog.createIndex({ timestamp: 1 }, { partialFilterExpression: { sensor: { $eq: "x" } } }, { expireAfterSeconds: 3600 });
+      print("created");
+    } catch (e) { print("code=" + e.code); }
+  `);
+  assert.match(out, /code=9/);
 });

@@ -158,6 +158,18 @@ h.test('B3: collMod on a missing collection fails with 26 NamespaceNotFound and 
   assert.equal((await db.listCollections({ name: 'ghost' }).toArray()).length, 0);
 });
 
+h.test('B3: collMod of a TTL index (or validator) on a view fails with 72 "option not supported on a view"', async () => {
+  const db = srv.freshDb('b3view');
+  await db.collection('c').createIndex({ d: 1 }, { expireAfterSeconds: 60 });
+  await db.createCollection('v1', { viewOn: 'c', pipeline: [] });
+  const e1 = await h.expectCode(db.command({ collMod: 'v1', index: { name: 'd_1', expireAfterSeconds: 1 } }), 72);
+  assert.equal(e1.codeName, 'InvalidOptions');
+  assert.match(e1.message, /option not supported on a view: index/);
+  await h.expectCode(db.command({ collMod: 'v1', validator: { a: 1 } }), 72, /on a view: validator/);
+  const ix = (await db.collection('c').indexes()).find((i) => i.name === 'd_1');
+  assert.equal(ix.expireAfterSeconds, 60, 'the collection\'s index is untouched');
+});
+
 h.test('B3: after a failed collMod the TTL index still expires with its old N', async () => {
   const { db, coll } = await setup('b3after', 1);
   await h.expectCode(db.command({ collMod: 'c', index: { name: 'at_1', expireAfterSeconds: -5 } }), 72);
