@@ -246,6 +246,7 @@ struct mf_ttl_monitor {
     _Atomic(const char *) paused;
     _Atomic int64_t batch_opid; /* the batch in flight's operation id, 0 if none (a pause kills it) */
     _Atomic int64_t deleted, passes, subpasses;
+    _Atomic int64_t invalid_skips; /* serverStatus metrics.ttl.invalidTTLIndexSkips (collect_targets) */
     _Atomic int64_t visits; /* TTL indexes visited by passes, summed (serverStatus metrics.ttl.indexVisits) */
     _Atomic int64_t deadline_reads; /* TTL index deadlines read from their indexes (metrics.ttl.deadlineReads) */
     /* Committed batches, those whose records went in ranges, and the records that did (query/batch.h). */
@@ -595,6 +596,7 @@ typedef struct target_list {
     ttl_target_t *v;
     int n, cap;
     uint64_t gen; /* bumped by every rebuild: the deadlines read before are gone with it */
+    int invalid;  /* indexes with expireAfterSeconds that are no TTL index (see collect_targets) */
 } target_list_t;
 
 static void
@@ -604,8 +606,17 @@ collect_targets(void *arg, mf_coll_t *c)
     for (int i = 0; i < c->nindexes; i++) {
         int64_t secs;
         mf_index_t *ix = c->indexes[i];
-        if (!ttl_secs(c, ix, &secs))
+        if (!ttl_secs(c, ix, &secs)) {
+            /*
+             * mongod's invalidTTLIndexSkips: an ordinary index that carries
+             * expireAfterSeconds but cannot be a TTL index (more than one
+             * field: createIndexes and collMod refuse to make one, so only
+             * a catalog written otherwise has it) is skipped and counted.
+             */
+            if (!ix->building && !ix->is_id && !c->is_timeseries && ix->expire_secs >= 0 && ix->kp.nfields != 1)
+                l->invalid++;
             continue;
+        }
         if (l->n == l->cap) {
             l->cap = l->cap ? l->cap * 2 : 8;
             l->v = mf_realloc(l->v, (size_t)l->cap * sizeof(*l->v));
@@ -671,6 +682,7 @@ targets_get(mf_ttl_monitor_t *m)
         mf_catalog_rdlock(m->env.cat);
         mf_catalog_coll_visit(m->env.cat, NULL, collect_targets, &fresh);
         mf_catalog_unlock(m->env.cat);
+        atomic_fetch_add(&m->invalid_skips, fresh.invalid); /* at each walk, at least once a second */
         if (targets_same(l, &fresh)) {
             targets_clear(&fresh); /* the same indexes: the list keeps the deadlines read */
             free(fresh.v);
@@ -2584,6 +2596,7 @@ mf_ttl_status_append(mf_ttl_monitor_t *m, bson_t *doc)
     BSON_APPEND_INT64(doc, "deletedDocuments", atomic_load(&m->deleted));
     BSON_APPEND_INT64(doc, "passes", atomic_load(&m->passes));
     BSON_APPEND_INT64(doc, "subPasses", atomic_load(&m->subpasses));
+    BSON_APPEND_INT64(doc, "invalidTTLIndexSkips", atomic_load(&m->invalid_skips));
     BSON_APPEND_INT64(doc, "indexVisits", atomic_load(&m->visits));
     BSON_APPEND_INT64(doc, "deadlineReads", atomic_load(&m->deadline_reads));
 
