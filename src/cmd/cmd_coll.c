@@ -1144,6 +1144,29 @@ on_build_progress(void *arg, int64_t done, int64_t total)
 }
 
 /*
+ * The indexes createIndexes counts in numIndexesBefore / After: the built
+ * ones; of a time-series buckets collection only those users see on the
+ * time-series collection (listIndexes), not its _id and time indexes, so
+ * the counts agree with getIndexes(). Catalog lock held.
+ */
+static int
+counted_indexes(const mf_coll_t *c)
+{
+    mf_ts_spec_t spec;
+    if (c->is_view || !c->is_timeseries || !mf_ts_spec_of(c, &spec))
+        return mf_coll_ready_indexes(c);
+    int n = 0;
+    for (int i = 0; i < c->nindexes; i++) {
+        bson_t shown;
+        if (c->indexes[i]->building || !mf_ts_index_from_buckets(&spec, c->indexes[i]->spec, &shown))
+            continue;
+        bson_destroy(&shown);
+        n++;
+    }
+    return n;
+}
+
+/*
  * createIndexes' commitQuorum, as mongod checks it (CommitQuorumOptions,
  * then the replication check): a number from 0 to 50 or a non-empty string
  * ("majority", "votingMembers", a tag), else 9 FailedToParse; a standalone
@@ -1246,7 +1269,7 @@ again:
         rc = refuse_view(op, c);
         goto out_unlock;
     }
-    before = mf_coll_ready_indexes(c);
+    before = counted_indexes(c);
     /* An index without a collation of its own takes the collection's default (as mongod). */
     bson_iter_t dci;
     if (c->options != NULL && bson_iter_init_find(&dci, c->options, "collation") && BSON_ITER_HOLDS_DOCUMENT(&dci)) {
@@ -1364,7 +1387,7 @@ again:
         }
     } else {
         BSON_APPEND_INT32(op->reply, "numIndexesBefore", before);
-        BSON_APPEND_INT32(op->reply, "numIndexesAfter", mf_coll_ready_indexes(c));
+        BSON_APPEND_INT32(op->reply, "numIndexesAfter", counted_indexes(c));
         BSON_APPEND_BOOL(op->reply, "createdCollectionAutomatically", created_coll);
         if (nadded == 0)
             BSON_APPEND_UTF8(op->reply, "note", "all indexes already exist");
