@@ -19,7 +19,6 @@
 
 #include <stdio.h>
 #include <string.h>
-#include <strings.h>
 
 #include "cmd/cmd.h"
 #include "cmd/profile.h"
@@ -534,17 +533,51 @@ curop_type(const char *name)
 static int
 latency_kind(const char *name, const bson_t *cmd)
 {
-    static const char *const reads[] = {"find", "getMore", "count", "distinct", "aggregate", NULL};
-    static const char *const writes[] = {"insert", "update", "delete", "findAndModify", "findandmodify", "bulkWrite",
-                                         NULL};
-    for (int i = 0; reads[i]; i++)
-        if (strcmp(name, reads[i]) == 0)
+    /* By first letter: most commands (ping, serverStatus ...) take one comparison (bench/request_instr_bench.js). */
+    switch (name[0]) {
+    case 'f':
+        if (strcmp(name, "find") == 0)
             return MF_LAT_READS;
-    for (int i = 0; writes[i]; i++)
-        if (strcmp(name, writes[i]) == 0)
+        if (strcmp(name, "findAndModify") == 0 || strcmp(name, "findandmodify") == 0)
             return MF_LAT_WRITES;
-    if ((strcmp(name, "hello") == 0 || strcasecmp(name, "isMaster") == 0) && bson_has_field(cmd, "maxAwaitTimeMS"))
-        return MF_LAT_NONE;
+        break;
+    case 'g':
+        if (strcmp(name, "getMore") == 0)
+            return MF_LAT_READS;
+        break;
+    case 'c':
+        if (strcmp(name, "count") == 0)
+            return MF_LAT_READS;
+        break;
+    case 'd':
+        if (strcmp(name, "distinct") == 0)
+            return MF_LAT_READS;
+        if (strcmp(name, "delete") == 0)
+            return MF_LAT_WRITES;
+        break;
+    case 'a':
+        if (strcmp(name, "aggregate") == 0)
+            return MF_LAT_READS;
+        break;
+    case 'i':
+        if (strcmp(name, "insert") == 0)
+            return MF_LAT_WRITES;
+        if ((strcmp(name, "isMaster") == 0 || strcmp(name, "ismaster") == 0) && bson_has_field(cmd, "maxAwaitTimeMS"))
+            return MF_LAT_NONE;
+        break;
+    case 'u':
+        if (strcmp(name, "update") == 0)
+            return MF_LAT_WRITES;
+        break;
+    case 'b':
+        if (strcmp(name, "bulkWrite") == 0)
+            return MF_LAT_WRITES;
+        break;
+    case 'h':
+        if (strcmp(name, "hello") == 0 && bson_has_field(cmd, "maxAwaitTimeMS"))
+            return MF_LAT_NONE;
+        break;
+    }
     return MF_LAT_COMMANDS;
 }
 
