@@ -149,7 +149,7 @@ bench: deps
 # leak, timeout or broken invariant (the input is saved under fuzz/crashes/).
 # No clang-14 is an error, never a silent skip: scripts/deps.sh installs it.
 FUZZ_CC      ?= clang-14
-FUZZ_TARGETS ?= wire bson match update agg keystring scram http text
+FUZZ_TARGETS ?= wire bson match update agg keystring scram http text cmd
 FUZZ_SECONDS ?= 30
 FUZZ_BINS    := $(patsubst %,build-fuzz/fuzz/fuzz_%,$(FUZZ_TARGETS))
 
