@@ -151,11 +151,13 @@
  * as in phase 3. Printed: the deletion rate, and the client's p50/p99 idle,
  * during, and their ratio, beside the closed loop's; (4)'s rate is given for
  * both clients under the issue's targets. For mayfly, phases 3 and 2p also
- * print the same operations' time inside the server (from when a worker
- * starts on a command to its reply; $collStats latencyStats, MongoDB's
- * buckets, each quantile as its bucket's upper edge), idle and from T to
- * zero: what the client waits for beyond it is reaching the server and
- * back (the two threads' wake-ups, the loopback).
+ * print the same operations' time inside the server (from the command's
+ * registration, after its message was read and checked, to the end of its
+ * handler; $collStats latencyStats, MongoDB's buckets, each quantile as
+ * its bucket's upper edge), idle and from T to zero: what the client waits
+ * for beyond it is reaching the server and back (the client's and the
+ * server thread's wake-ups, a queued request's wait for a worker, the
+ * loopback, the reply's encoding).
  *
  * Phase 4, mass expiry beside a busy neighbour (mayfly and Redis; not
  * PostgreSQL, whose job would add a minute). Phase 2 again, foreground loop
@@ -777,11 +779,12 @@ async function massRedis(port, ingestRate, cpu, tag, db, fgPrefix, during = null
 }
 
 /*
- * Time inside the server. mayfly counts each command's time from when a
- * worker starts on it to its reply, in MongoDB's latency buckets
- * ($collStats latencyStats, serverStatus opLatencies); the client's time
- * is that plus reaching the server and back: the wake-ups of the server's
- * thread and of the client's, and the loopback. latencyStatsOf reads a
+ * Time inside the server. mayfly counts each command's time from its
+ * registration (after its message was read and checked) to the end of its
+ * handler, in MongoDB's latency buckets ($collStats latencyStats,
+ * serverStatus opLatencies); the client's time is that plus reaching the
+ * server and back: the wake-ups of the server's thread and of the
+ * client's, a queued request's wait for a worker, and the loopback. latencyStatsOf reads a
  * collection's histograms; serverLatency gives p50 / p99 of the operations
  * counted between two of them (a: null, since the collection's start) for
  * writes and reads, each as its bucket's upper edge in µs.

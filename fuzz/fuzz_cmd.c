@@ -5,14 +5,17 @@
  *
  * Feeds (see fuzz_common.h for the two encodings): each document is one
  * command, run in order against database "fz" of one in-memory engine that
- * lives as long as the fuzzing process; after each input every database
- * but admin, local and config is dropped ($out and $merge may write to
- * others), so inputs do not pile collections up. A few commands are not
+ * lives as long as the fuzzing process; after each input the engine is put
+ * back as far as commands can (reset_engine: databases, users, roles, and
+ * what $out or $merge left in admin and config), so inputs do not pile up
+ * and a finding mostly reproduces from its input alone (counters, the TTL
+ * monitor's state and open cursors stay). A few commands are not
  * run because they would change the process for the inputs after them
  * rather than answer: shutdown, fsync with lock (every later write would
  * wait for fsyncUnlock), setParameter, setDefaultRWConcern, logRotate and
- * profile (a level kept for later inputs would slow every one after it);
- * the TTL monitor's thread runs as in the server.
+ * profile (a level kept for later inputs would slow every one after it),
+ * and getMore with a maxTimeMS (a tailable awaitData cursor waits that
+ * long); the TTL monitor's thread runs as in the server.
  *
  * Checks: no crash, leak or undefined behaviour; every reply is a document
  * with ok; a failure ({ok: 0}) carries errmsg (a string), code (a number
@@ -41,33 +44,73 @@ skipped(const bson_t *cmd)
             return true;
     if (strcmp(k, "fsync") == 0 && bson_iter_init_find(&it, cmd, "lock"))
         return true;
+    /* A tailable awaitData getMore waits up to its maxTimeMS: not past libFuzzer's 10 s per input. */
+    if (strcmp(k, "getMore") == 0 && bson_iter_init_find(&it, cmd, "maxTimeMS"))
+        return true;
     return false;
 }
 
-/* Drops every database but admin, local and config ($out and $merge may have written to others than "fz"). */
+/* Runs cmd on database dbname, ignoring the reply. */
 static void
-drop_databases(void)
+run_quiet(const char *dbname, bson_t *cmd)
 {
-    bson_t reply, *list = BCON_NEW("listDatabases", BCON_INT32(1), "nameOnly", BCON_BOOL(true));
-    bson_iter_t it, arr, one;
-    char names[64][128];
-    int n = 0;
-    if (mf_db_command(db, "admin", list, &reply) == 0 && bson_iter_init_find(&it, &reply, "databases") &&
-        bson_iter_recurse(&it, &arr)) {
-        while (bson_iter_next(&arr) && n < 64) {
-            if (bson_iter_recurse(&arr, &one) && bson_iter_find(&one, "name") && BSON_ITER_HOLDS_UTF8(&one))
-                snprintf(names[n++], sizeof(names[0]), "%s", bson_iter_utf8(&one, NULL));
-        }
-    }
+    bson_t reply;
+    (void)mf_db_command(db, dbname, cmd, &reply);
     bson_destroy(&reply);
-    bson_destroy(list);
-    for (int i = 0; i < n; i++) {
-        if (strcmp(names[i], "admin") == 0 || strcmp(names[i], "local") == 0 || strcmp(names[i], "config") == 0)
-            continue;
-        bson_t *drop = BCON_NEW("dropDatabase", BCON_INT32(1));
-        (void)mf_db_command(db, names[i], drop, &reply);
+    bson_destroy(cmd);
+}
+
+/*
+ * Puts the engine back as it was, as far as commands can: drops every
+ * database but admin, local and config ($out and $merge may have written
+ * to others than "fz"), every user and role, and the collections $out or
+ * $merge may have made in admin and config. Rounds of 64 until none is left.
+ */
+static void
+reset_engine(void)
+{
+    for (int round = 0; round < 16; round++) {
+        bson_t reply, *list = BCON_NEW("listDatabases", BCON_INT32(1), "nameOnly", BCON_BOOL(true));
+        bson_iter_t it, arr, one;
+        char names[64][128];
+        int n = 0;
+        if (mf_db_command(db, "admin", list, &reply) == 0 && bson_iter_init_find(&it, &reply, "databases") &&
+            bson_iter_recurse(&it, &arr)) {
+            while (bson_iter_next(&arr) && n < 64) {
+                if (bson_iter_recurse(&arr, &one) && bson_iter_find(&one, "name") && BSON_ITER_HOLDS_UTF8(&one) &&
+                    strcmp(bson_iter_utf8(&one, NULL), "admin") != 0 && strcmp(bson_iter_utf8(&one, NULL), "local") != 0 &&
+                    strcmp(bson_iter_utf8(&one, NULL), "config") != 0)
+                    snprintf(names[n++], sizeof(names[0]), "%s", bson_iter_utf8(&one, NULL));
+            }
+        }
         bson_destroy(&reply);
-        bson_destroy(drop);
+        bson_destroy(list);
+        for (int i = 0; i < n; i++)
+            run_quiet(names[i], BCON_NEW("dropDatabase", BCON_INT32(1)));
+        if (n < 64)
+            break;
+    }
+    run_quiet("fz", BCON_NEW("dropAllUsersFromDatabase", BCON_INT32(1)));
+    run_quiet("fz", BCON_NEW("dropAllRolesFromDatabase", BCON_INT32(1)));
+    for (int i = 0; i < 2; i++) {
+        const char *dbname = i == 0 ? "admin" : "config";
+        bson_t reply, *list = BCON_NEW("listCollections", BCON_INT32(1), "nameOnly", BCON_BOOL(true));
+        bson_iter_t it, batch, one;
+        char names[64][128];
+        int n = 0;
+        if (mf_db_command(db, dbname, list, &reply) == 0 && bson_iter_init(&it, &reply) &&
+            bson_iter_find_descendant(&it, "cursor.firstBatch", &batch) && bson_iter_recurse(&batch, &one)) {
+            while (bson_iter_next(&one) && n < 64) {
+                bson_iter_t f;
+                if (bson_iter_recurse(&one, &f) && bson_iter_find(&f, "name") && BSON_ITER_HOLDS_UTF8(&f) &&
+                    strncmp(bson_iter_utf8(&f, NULL), "system.", 7) != 0)
+                    snprintf(names[n++], sizeof(names[0]), "%s", bson_iter_utf8(&f, NULL));
+            }
+        }
+        bson_destroy(&reply);
+        bson_destroy(list);
+        for (int k = 0; k < n; k++)
+            run_quiet(dbname, BCON_NEW("drop", BCON_UTF8(names[k])));
     }
 }
 
@@ -82,13 +125,13 @@ check_reply(const bson_t *cmd, const bson_t *reply, int rc)
         FUZZ_CHECK(rc == 0, "ok: 1 but rc %d", rc);
         return;
     }
-    char *j = bson_as_relaxed_extended_json(cmd, NULL);
+    char *jj = bson_as_relaxed_extended_json(cmd, NULL), *j = jj ? jj : (char *)"(not shown)";
     FUZZ_CHECK(bson_iter_init_find(&it, reply, "errmsg") && BSON_ITER_HOLDS_UTF8(&it), "no errmsg for %s", j);
     FUZZ_CHECK(bson_iter_init_find(&it, reply, "codeName") && BSON_ITER_HOLDS_UTF8(&it), "no codeName for %s", j);
     FUZZ_CHECK(bson_iter_init_find(&it, reply, "code") && BSON_ITER_HOLDS_INT32(&it) && bson_iter_int32(&it) != 0,
                "no code for %s", j);
     FUZZ_CHECK(rc == bson_iter_int32(&it), "rc %d, code %d for %s", rc, bson_iter_int32(&it), j);
-    bson_free(j);
+    bson_free(jj);
 }
 
 int
@@ -112,7 +155,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         bson_destroy(&reply);
     }
     if (d.n > 0)
-        drop_databases();
+        reset_engine();
     fuzz_docs_free(&d);
     return 0;
 }

@@ -971,6 +971,16 @@ mf_cmd_coll_stats_doc(mf_op_t *op, const char *name, const bson_iter_t *spec, bs
         mf_curops_latency_get(op->eng->curops, ns, lat);
         mf_latency_append(out, "latencyStats", lat, hist);
     }
+    /* As mongod: only the sections asked for; storageStats and count need the collection (26 without it). */
+    bool want_storage = false, want_count = false;
+    if (spec != NULL && BSON_ITER_HOLDS_DOCUMENT(spec) && bson_iter_recurse(spec, &sit)) {
+        while (bson_iter_next(&sit)) {
+            want_storage |= strcmp(bson_iter_key(&sit), "storageStats") == 0;
+            want_count |= strcmp(bson_iter_key(&sit), "count") == 0;
+        }
+    }
+    if (!want_storage && !want_count)
+        return 0;
     mf_catalog_rdlock(op->eng->cat);
     c = mf_catalog_coll_find(op->eng->cat, op->db, name);
     if (c == NULL) {
@@ -979,12 +989,14 @@ mf_cmd_coll_stats_doc(mf_op_t *op, const char *name, const bson_iter_t *spec, bs
         return mf_err_set(&op->err, MF_E_NamespaceNotFound, "Collection [%s] not found.", ns);
     }
     mf_coll_t *b = mf_ts_buckets_of(op->eng->cat, c);
-    BSON_APPEND_DOCUMENT_BEGIN(out, "storageStats", &ss);
-    append_coll_stats(op, b ? b : c, 1, &ss);
-    if (b != NULL)
-        ts_stats(op, b, &ss);
-    bson_append_document_end(out, &ss);
-    if (b == NULL)
+    if (want_storage) {
+        BSON_APPEND_DOCUMENT_BEGIN(out, "storageStats", &ss);
+        append_coll_stats(op, b ? b : c, 1, &ss);
+        if (b != NULL)
+            ts_stats(op, b, &ss);
+        bson_append_document_end(out, &ss);
+    }
+    if (want_count && b == NULL) /* a time-series collection's count is its storageStats' (measurements unknown here) */
         BSON_APPEND_INT64(out, "count", atomic_load(&c->approx_count));
     mf_catalog_unlock(op->eng->cat);
     return 0;
@@ -1167,12 +1179,13 @@ counted_indexes(const mf_coll_t *c)
 }
 
 /*
- * createIndexes' commitQuorum, as mongod checks it (CommitQuorumOptions,
- * then the replication check): a number from 0 to 50 or a non-empty string
- * ("majority", "votingMembers", a tag), else 9 FailedToParse; a standalone
- * then refuses any with 2 BadValue. A replica set's index builds commit
- * through its log (src/repl), so there the value is accepted and changes
- * nothing. mongosh's createIndex(keys, options, commitQuorum) sends its third
+ * createIndexes' commitQuorum, as mongod parses it (CommitQuorumOptions,
+ * then the standalone check): a number from 0 to 50 once cut toward zero
+ * (NaN counts as 0) or a non-empty string ("majority", "votingMembers", a
+ * tag), else 9 FailedToParse; a standalone then refuses any with 2
+ * BadValue. A replica set's index builds commit through its log
+ * (src/repl), so there any such value is accepted and changes nothing
+ * (mongod would check it against the set's members and tags). mongosh's createIndex(keys, options, commitQuorum) sends its third
  * argument here, so a TTL option put there by mistake is refused, not
  * silently ignored.
  */
@@ -1185,7 +1198,8 @@ check_commit_quorum(mf_op_t *op)
     const bson_value_t *v = bson_iter_value(&it);
     if (mf_value_is_number(v)) {
         double n = mf_value_as_double(v);
-        if (!(n >= 0 && n < 51)) /* NaN too */
+        n = n != n ? 0 : n; /* as mongod's safeNumberLong: NaN is 0, fractions are cut toward zero */
+        if (n <= -1 || n >= 51)
             return mf_err_set(&op->err, MF_E_FailedToParse,
                               "commitQuorum has to be a non-negative number and not greater than 50");
     } else if (v->value_type == BSON_TYPE_UTF8) {

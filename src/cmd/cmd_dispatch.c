@@ -527,11 +527,11 @@ curop_type(const char *name)
  * The opLatencies kind of a command, as mongod's read/write/command split:
  * reads find, getMore, count, distinct and aggregate; writes insert,
  * update, delete, findAndModify and bulkWrite; everything else a command.
- * An awaitable hello (maxAwaitTimeMS) is not counted: its time is waiting
- * for a topology change, not work.
+ * (An awaitable hello waits in the network layer after its command has
+ * ended, so its wait is never counted.)
  */
 static int
-latency_kind(const char *name, const bson_t *cmd)
+latency_kind(const char *name)
 {
     /* By first letter: most commands (ping, serverStatus ...) take one comparison (bench/request_instr_bench.js). */
     switch (name[0]) {
@@ -562,8 +562,6 @@ latency_kind(const char *name, const bson_t *cmd)
     case 'i':
         if (strcmp(name, "insert") == 0)
             return MF_LAT_WRITES;
-        if ((strcmp(name, "isMaster") == 0 || strcmp(name, "ismaster") == 0) && bson_has_field(cmd, "maxAwaitTimeMS"))
-            return MF_LAT_NONE;
         break;
     case 'u':
         if (strcmp(name, "update") == 0)
@@ -572,10 +570,6 @@ latency_kind(const char *name, const bson_t *cmd)
     case 'b':
         if (strcmp(name, "bulkWrite") == 0)
             return MF_LAT_WRITES;
-        break;
-    case 'h':
-        if (strcmp(name, "hello") == 0 && bson_has_field(cmd, "maxAwaitTimeMS"))
-            return MF_LAT_NONE;
         break;
     }
     return MF_LAT_COMMANDS;
@@ -605,14 +599,16 @@ curop_register(mf_engine_t *eng, mf_client_t *client, const char *db, const char
  * Logs a command slower than slowms (the profiler's, 100 ms unless set) as
  * mongod does at any profiling level: COMMAND id 51803 "Slow query" with
  * the namespace, the client's appName, the command (over 10 KB as
- * {$truncated: ...}), ok or the error, the reply's size, the protocol and
- * durationMillis. An awaitable hello is not logged: its time is waiting.
+ * {$truncated: ...}; secrets blanked), ok or the error, the reply's size,
+ * the protocol and durationMillis (time spent waiting, as a tailable
+ * getMore's for documents, left out). Replication's own writes (an
+ * internal client) are not logged.
  */
 static void
 slow_log(mf_engine_t *eng, const mf_client_t *client, const char *db, const char *name, const bson_t *cmd,
          const bson_t *reply, int64_t millis, bool legacy, const mf_error_t *err)
 {
-    if (millis <= mf_profile_slowms(eng->profiler) || latency_kind(name, cmd) == MF_LAT_NONE)
+    if (millis <= mf_profile_slowms(eng->profiler) || (client != NULL && client->internal))
         return;
     bson_iter_t it;
     char ns[300], ctx[32];
@@ -676,8 +672,9 @@ profile_op(mf_engine_t *eng, const mf_client_t *client, const char *db, const ch
     bson_init(&e);
     BSON_APPEND_UTF8(&e, "op", curop_type(name));
     BSON_APPEND_UTF8(&e, "ns", ns);
+    bson_t *redacted = mf_command_redacted(cmd); /* pwd, payload: "xxx" */
     if (cmd->len < 64 * 1024) {
-        BSON_APPEND_DOCUMENT(&e, "command", cmd);
+        BSON_APPEND_DOCUMENT(&e, "command", redacted ? redacted : cmd);
     } else {
         bson_t t;
         BSON_APPEND_DOCUMENT_BEGIN(&e, "command", &t);
@@ -700,6 +697,8 @@ profile_op(mf_engine_t *eng, const mf_client_t *client, const char *db, const ch
     BSON_APPEND_UTF8(&e, "user", "");
     mf_profile_write(eng, db, &e);
     bson_destroy(&e);
+    if (redacted != NULL)
+        bson_destroy(redacted);
 }
 
 /*
@@ -898,7 +897,7 @@ mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *
     const mf_cmd_def_t *def;
     mf_curop_t *cop = NULL;
     bool unsatisfiable = false;
-    int64_t started_ms = -1;
+    int64_t started_ms = -1, paused_ms = 0; /* paused: waited, not worked (mf_curop_add_paused) */
     let_frame_t lf;
     bson_t fp_labels; /* failCommand's errorLabels, if it gave any (an array) */
     mf_collation_t *coll = NULL; /* the command's collation, installed while the handler runs */
@@ -945,7 +944,8 @@ mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *
         eng->repl->admit(eng->repl_arg, db, repl_kind(def, cmd), secondary_ok(cmd), &op.err) != 0)
         goto fail;
     cop = curop_register(eng, client, db, def->name, cmd);
-    mf_curop_set_latency_kind(cop, latency_kind(def->name, cmd));
+    /* Client commands only: replication's applier (an internal client) is the server's own work. */
+    mf_curop_set_latency_kind(cop, client != NULL && client->internal ? MF_LAT_NONE : latency_kind(def->name));
     mf_curop_set_current(cop);
     op.sess = mf_storage_session(eng->st);
     started_ms = mf_mono_ms();
@@ -996,6 +996,7 @@ mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *
     if (mf_txn_active(op.sess))
         mf_txn_abort(op.sess); /* a handler that forgot its transaction gets nothing committed */
     mf_storage_session_release(op.sess);
+    paused_ms = mf_curop_paused_us(cop) / 1000;
     mf_curop_end(cop);
     mf_curop_set_current(NULL);
     if (unsatisfiable && !bson_has_field(reply, "writeConcernError")) {
@@ -1008,7 +1009,7 @@ mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *
     }
     BSON_APPEND_DOUBLE(reply, "ok", 1.0);
     bson_destroy(&fp_labels);
-    int64_t took_ms = mf_mono_ms() - started_ms;
+    int64_t took_ms = mf_mono_ms() - started_ms - paused_ms;
     profile_op(eng, client, db, def->name, cmd, reply, took_ms, NULL);
     slow_log(eng, client, db, def->name, cmd, reply, took_ms, legacy, NULL);
     if (mf_param_get(eng->params, "logLevel") >= 1)
@@ -1024,6 +1025,7 @@ fail:
     if (op.sess)
         mf_storage_session_release(op.sess);
     if (cop) {
+        paused_ms = mf_curop_paused_us(cop) / 1000;
         mf_curop_end(cop);
         mf_curop_set_current(NULL);
     }
@@ -1038,7 +1040,7 @@ fail:
         mf_failcommand_labels(&op, &fp_labels, reply);
     bson_destroy(&fp_labels);
     if (started_ms >= 0) {
-        int64_t took = mf_mono_ms() - started_ms;
+        int64_t took = mf_mono_ms() - started_ms - paused_ms;
         profile_op(eng, client, db, op.name, cmd, reply, took, &op.err);
         slow_log(eng, client, db, op.name, cmd, reply, took, legacy, &op.err);
     }

@@ -460,7 +460,9 @@ await_data(mf_op_t *op, mf_cursor_t *cur, int64_t batch, bson_t *arr, bool *exha
         wait_ms = (int64_t)mf_value_as_double(bson_iter_value(&it));
     while (bson_empty(arr) && !*exhausted && mf_mono_ms() - start + 10 < wait_ms) {
         struct timespec ts = {0, 10 * 1000 * 1000};
+        int64_t slept = mf_mono_us();
         nanosleep(&ts, NULL);
+        mf_curop_add_paused(mf_curop_current(), mf_mono_us() - slept); /* waiting, not work (opLatencies, slow log) */
         if (mf_curop_killed(mf_curop_current()))
             return mf_curop_check_current(&op->err) != 0 ? -1 : 0;
         mf_catalog_rdlock(op->eng->cat);

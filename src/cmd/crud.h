@@ -20,9 +20,11 @@
 #include "query/plan.h"
 
 /*
- * cmd_coll.c: the document $collStats yields for db.name; spec is the stage's
- * argument (NULL: {}); with latencyStats in it the namespace's operation
- * latencies are added ({latencyStats: {histograms: true}} with the buckets).
+ * cmd_coll.c: the document $collStats yields for db.name: ns, host,
+ * localTime and the sections spec (the stage's argument; NULL: {}) asks
+ * for, as mongod: latencyStats (the namespace's operation latencies, with
+ * the buckets when {histograms: true}), storageStats and count (both need
+ * the collection: 26 NamespaceNotFound without it).
  */
 int mf_cmd_coll_stats_doc(mf_op_t *op, const char *name, const bson_iter_t *spec, bson_t *out);
 

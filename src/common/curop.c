@@ -64,6 +64,7 @@ struct mf_curop {
     _Atomic int kill_code;   /* 0 while alive */
     _Atomic int64_t deadline; /* monotonic ms, 0 = none */
     int lat_kind;             /* MF_LAT_*, MF_LAT_NONE: not counted */
+    int64_t paused_us;        /* waited, not worked (mf_curop_add_paused); its own thread only */
 };
 
 /* The calling thread's operation: per-thread state, not shared. */
@@ -92,10 +93,32 @@ mf_curops_free(mf_curops_t *reg)
 
 
 bson_t *
-mf_command_shown(const bson_t *command, size_t max)
+mf_command_redacted(const bson_t *command)
 {
-    if (command == NULL)
-        return bson_new();
+    bson_iter_t it;
+    bool secret = false;
+    if (command == NULL || !bson_iter_init(&it, command))
+        return NULL;
+    while (bson_iter_next(&it) && !secret)
+        secret = strcmp(bson_iter_key(&it), "pwd") == 0 || strcmp(bson_iter_key(&it), "payload") == 0;
+    if (!secret)
+        return NULL;
+    bson_t *out = bson_new();
+    bson_iter_init(&it, command);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (strcmp(k, "pwd") == 0 || strcmp(k, "payload") == 0)
+            BSON_APPEND_UTF8(out, k, "xxx");
+        else
+            bson_append_iter(out, k, -1, &it);
+    }
+    return out;
+}
+
+/* command as shown (mf_command_shown), its secrets already blanked. */
+static bson_t *
+shown_of(const bson_t *command, size_t max)
+{
     if (command->len <= max)
         return bson_copy(command);
     char *json = bson_as_relaxed_extended_json(command, NULL);
@@ -111,6 +134,18 @@ mf_command_shown(const bson_t *command, size_t max)
         bson_free(json);
     }
     return out;
+}
+
+bson_t *
+mf_command_shown(const bson_t *command, size_t max)
+{
+    if (command == NULL)
+        return bson_new();
+    bson_t *redacted = mf_command_redacted(command);
+    bson_t *shown = shown_of(redacted ? redacted : command, max);
+    if (redacted != NULL)
+        bson_destroy(redacted);
+    return shown;
 }
 
 mf_curop_t *
@@ -266,6 +301,19 @@ lat_add(mf_latency_t *h, int64_t us)
     h->buckets[mf_latency_bucket((uint64_t)us)]++;
     h->sum_us += us;
     h->ops++;
+}
+
+void
+mf_curop_add_paused(mf_curop_t *op, int64_t us)
+{
+    if (op != NULL && us > 0)
+        op->paused_us += us;
+}
+
+int64_t
+mf_curop_paused_us(const mf_curop_t *op)
+{
+    return op != NULL ? op->paused_us : 0;
 }
 
 void
@@ -438,7 +486,7 @@ mf_curop_end(mf_curop_t *op)
     if (op == NULL)
         return;
     mf_curops_t *reg = op->reg;
-    int64_t us = mf_mono_us() - op->start_us;
+    int64_t us = mf_mono_us() - op->start_us - op->paused_us;
     pthread_mutex_lock(&reg->lock);
     top_record(reg, op, us);
     if (op->prev)

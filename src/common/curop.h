@@ -50,9 +50,29 @@ mf_curop_t *mf_curop_begin(mf_curops_t *reg, const char *op_type, const char *ns
  * mf_command_shown: a copy of command for currentOp and logs (caller
  * destroys it): the command itself up to max bytes, else {$truncated:
  * "<its relaxed extended JSON, cut at max bytes>"}, as mongod shows large
- * commands. NULL gives {}.
+ * commands; either way with its secrets blanked (mf_command_redacted).
+ * NULL gives {}.
  */
 bson_t *mf_command_shown(const bson_t *command, size_t max);
+
+/*
+ * mf_command_redacted: a copy of command with the top-level fields that
+ * carry secrets (pwd of createUser / updateUser, payload of saslStart /
+ * saslContinue) replaced by "xxx", as mongod blanks them before a command
+ * is shown, logged or profiled; NULL when command has none (show it as
+ * it is). The caller destroys the copy.
+ */
+bson_t *mf_command_redacted(const bson_t *command);
+
+/*
+ * mf_curop_add_paused: adds us microseconds during which op waited for
+ * something other than its own work (a tailable awaitData getMore waiting
+ * for documents): as mongod's paused timer, that time is left out of its
+ * latency (opLatencies, latencyStats, top) and of the slow-query log.
+ * mf_curop_paused_us reads the total. NULL is ignored (0).
+ */
+void mf_curop_add_paused(mf_curop_t *op, int64_t us);
+int64_t mf_curop_paused_us(const mf_curop_t *op);
 
 /* mf_curop_set_client: records the client's address ("127.0.0.1:53211") shown as "client". */
 void mf_curop_set_client(mf_curop_t *op, const char *remote);

@@ -596,7 +596,7 @@ typedef struct target_list {
     ttl_target_t *v;
     int n, cap;
     uint64_t gen; /* bumped by every rebuild: the deadlines read before are gone with it */
-    int invalid;  /* indexes with expireAfterSeconds that are no TTL index (see collect_targets) */
+    int invalid;  /* indexes with expireAfterSeconds that are no TTL index (collect_targets; counted per full pass) */
 } target_list_t;
 
 static void
@@ -682,10 +682,10 @@ targets_get(mf_ttl_monitor_t *m)
         mf_catalog_rdlock(m->env.cat);
         mf_catalog_coll_visit(m->env.cat, NULL, collect_targets, &fresh);
         mf_catalog_unlock(m->env.cat);
-        atomic_fetch_add(&m->invalid_skips, fresh.invalid); /* at each walk, at least once a second */
         if (targets_same(l, &fresh)) {
             targets_clear(&fresh); /* the same indexes: the list keeps the deadlines read */
             free(fresh.v);
+            l->invalid = fresh.invalid;
         } else {
             targets_clear(l);
             free(l->v);
@@ -1826,6 +1826,8 @@ run_pass(mf_ttl_monitor_t *m, mf_sess_t *s, bool all, bool sliced)
         m->last_full_ms = mf_mono_ms();
         all = true;
     }
+    if (all) /* a pass over every index, as mongod's periodic one: each invalid TTL index is skipped once */
+        atomic_fetch_add(&m->invalid_skips, targets_get(m)->invalid);
     if (all && sliced) {
         m->sweep_left = INT_MAX; /* every index: bounded by the list's length below */
         all = false;
