@@ -95,13 +95,20 @@ mf_curops_free(mf_curops_t *reg)
 bson_t *
 mf_command_redacted(const bson_t *command)
 {
+    /* The commands that carry them, as mongod's redactForLogging: one look at the first key for every other. */
+    static const char *const carriers[] = {"createUser", "updateUser", "saslStart", "saslContinue", "authenticate",
+                                           NULL};
     bson_iter_t it;
     bool secret = false;
-    if (command == NULL || !bson_iter_init(&it, command))
+    if (command == NULL || command->len <= 5)
         return NULL;
-    while (bson_iter_next(&it) && !secret)
-        secret = strcmp(bson_iter_key(&it), "pwd") == 0 || strcmp(bson_iter_key(&it), "payload") == 0;
-    if (!secret)
+    /* The first key sits after the length and the type byte, NUL-terminated inside the document (validated). */
+    const char *first = (const char *)bson_get_data(command) + 5;
+    if (memchr(first, '\0', command->len - 5) == NULL)
+        return NULL;
+    for (int i = 0; carriers[i] != NULL && !secret; i++)
+        secret = first[0] == carriers[i][0] && strcmp(first, carriers[i]) == 0;
+    if (!secret || !bson_iter_init(&it, command))
         return NULL;
     bson_t *out = bson_new();
     bson_iter_init(&it, command);

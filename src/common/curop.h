@@ -56,11 +56,11 @@ mf_curop_t *mf_curop_begin(mf_curops_t *reg, const char *op_type, const char *ns
 bson_t *mf_command_shown(const bson_t *command, size_t max);
 
 /*
- * mf_command_redacted: a copy of command with the top-level fields that
- * carry secrets (pwd of createUser / updateUser, payload of saslStart /
- * saslContinue) replaced by "xxx", as mongod blanks them before a command
- * is shown, logged or profiled; NULL when command has none (show it as
- * it is). The caller destroys the copy.
+ * mf_command_redacted: for the commands that carry secrets (createUser,
+ * updateUser, saslStart, saslContinue, authenticate), a copy with their
+ * top-level pwd and payload replaced by "xxx", as mongod blanks them before
+ * a command is shown, logged or profiled; NULL for any other command (show
+ * it as it is). The caller destroys the copy.
  */
 bson_t *mf_command_redacted(const bson_t *command);
 
