@@ -30,6 +30,14 @@
 
 static mf_db *db;
 
+/* At the run's end (libFuzzer exits after -max_total_time): the engine's scratch home under /tmp goes with it. */
+static void
+close_db(void)
+{
+    mf_db_close(db);
+    db = NULL;
+}
+
 static bool
 skipped(const bson_t *cmd)
 {
@@ -144,6 +152,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         int rc = mf_db_open(NULL, cfg, &db, &err);
         bson_destroy(cfg);
         FUZZ_CHECK(rc == 0, "mf_db_open: %s", err.message);
+        atexit(close_db);
     }
     fuzz_docs_read(data, size, &d);
     for (size_t i = 0; i < d.n; i++) {
