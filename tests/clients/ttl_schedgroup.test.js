@@ -75,14 +75,14 @@ async function ttlMetrics(client) {
  * index, which makes them all due at once (SPEC D9's index built on old
  * data; however long the load took on a busy machine), and runs until the
  * collection is empty; onLowered() runs once serverStatus shows the group
- * lowered. Returns the nice values seen (or what sample() returned).
+ * lowered. docs: how many documents expire (DOCS unless given). Returns the nice values seen (or what sample() returned).
  */
-async function massExpiryBesideClient(client, pid, dbName, onLowered = null, sample = groupNice) {
+async function massExpiryBesideClient(client, pid, dbName, onLowered = null, sample = groupNice, docs = DOCS) {
   const db = client.db(dbName);
   const coll = db.collection('expiring');
   await db.collection('fg').insertOne({ _id: 1 });
   const at = new Date(Date.now() - 60000);
-  for (let i = 0; i < DOCS; i += 5000) {
+  for (let i = 0; i < docs; i += 5000) {
     await coll.insertMany(Array.from({ length: 5000 }, (_, j) => ({ _id: i + j, at })), { ordered: false });
   }
   const seen = new Set();
@@ -186,13 +186,24 @@ h.test('D9: a server that shares its session with other programs never lowers th
 const allBusy = new Set(); // killed at exit too, should a test time out before its own cleanup
 process.on('exit', () => { for (const b of allBusy) b.kill('SIGKILL'); });
 
-function busyPrograms() {
+function busyPrograms(stopped = false) {
+  const code = (stopped ? 'process.kill(process.pid, "SIGSTOP"); ' : '') + 'for (;;) {}';
   return Array.from({ length: 2 * os.cpus().length }, () => {
-    const b = spawn(process.execPath, ['-e', 'for (;;) {}'], { detached: true, stdio: 'ignore' });
+    const b = spawn(process.execPath, ['-e', code], { detached: true, stdio: 'ignore' });
     allBusy.add(b);
     b.on('exit', () => allBusy.delete(b));
     return b;
   });
+}
+
+/* The process's state letter in /proc/<pid>/stat ('T': stopped), '' once gone. */
+function procState(pid) {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+  } catch (_) {
+    return '';
+  }
 }
 
 h.test('D9: beside busy programs the group is left alone',
@@ -216,17 +227,26 @@ h.test('D9: beside busy programs the group is left alone',
 h.test('D9: busy programs that turn up once the group is lowered starve the expiry, so the group is put back at once',
   { skip: !HAVE_AUTOGROUP && 'no autogroups', timeout: 180000 }, async () => {
     const s = await start(['setsid']);
-    let busy = null;
+    // Started beforehand and stopped once up, so that they turn busy the
+    // moment the group is seen lowered, not a node start-up later (the CI
+    // run at d941c36 saw the expiry end first); and more documents, so the
+    // expiry outlasts the starvation check's 100 ms look at a slow load.
+    const busy = busyPrograms(true);
+    let woken = false;
     try {
+      await waitFor(async () => busy.every((b) => procState(b.pid) === 'T'), 'the busy programs are up and stopped');
       const pid = s.server.pid;
-      await massExpiryBesideClient(s.client, pid, 'grp_starved', () => { busy = busyPrograms(); });
+      await massExpiryBesideClient(s.client, pid, 'grp_starved', () => {
+        woken = true;
+        for (const b of busy) b.kill('SIGCONT');
+      }, groupNice, 4 * DOCS);
       const m = await ttlMetrics(s.client);
-      assert.ok(busy !== null, 'the group was lowered before the expiry ended');
+      assert.ok(woken, 'the group was lowered before the expiry ended');
       assert.ok(m.groupLowerings >= 1, `lowered: ${JSON.stringify(m)}`);
       assert.ok(m.groupStarved >= 1, `put back because the expiry starved: ${JSON.stringify(m)}`);
       assert.equal(groupNice(pid), 0);
     } finally {
-      for (const b of busy || []) b.kill('SIGKILL');
+      for (const b of busy) b.kill('SIGKILL');
       await stop(s);
     }
   });
