@@ -575,18 +575,34 @@ latency_kind(const char *name)
     return MF_LAT_COMMANDS;
 }
 
-/* Registers the command for currentOp: ns is db.coll when the first field names a collection, else db.$cmd. */
+/*
+ * The namespace a command is reported under (currentOp, the slow-query log,
+ * the profiler), written to ns (cut to size): db.coll when the first field
+ * names a collection (getMore: its "collection" field), else db.$cmd.
+ * Returns the collection's name within cmd (valid while cmd is), or NULL
+ * for db.$cmd.
+ */
+static const char *
+command_ns(char *ns, size_t size, const char *db, const char *name, const bson_t *cmd)
+{
+    bson_iter_t it;
+    const char *coll = NULL;
+    if (strcmp(name, "getMore") == 0) {
+        if (bson_iter_init_find(&it, cmd, "collection") && BSON_ITER_HOLDS_UTF8(&it))
+            coll = bson_iter_utf8(&it, NULL);
+    } else if (bson_iter_init(&it, cmd) && bson_iter_next(&it) && BSON_ITER_HOLDS_UTF8(&it)) {
+        coll = bson_iter_utf8(&it, NULL);
+    }
+    mf_strjoin(ns, size, db, coll ? "." : ".$cmd", coll ? coll : "");
+    return coll;
+}
+
+/* Registers the command for currentOp, under command_ns's namespace. */
 static mf_curop_t *
 curop_register(mf_engine_t *eng, mf_client_t *client, const char *db, const char *name, const bson_t *cmd)
 {
     char ns[512], desc[32];
-    bson_iter_t it;
-    if (bson_iter_init(&it, cmd) && bson_iter_next(&it) && BSON_ITER_HOLDS_UTF8(&it) && strcmp(name, "getMore") != 0)
-        mf_strjoin(ns, sizeof(ns), db, ".", bson_iter_utf8(&it, NULL));
-    else if (strcmp(name, "getMore") == 0 && bson_iter_init_find(&it, cmd, "collection") && BSON_ITER_HOLDS_UTF8(&it))
-        mf_strjoin(ns, sizeof(ns), db, ".", bson_iter_utf8(&it, NULL));
-    else
-        mf_strjoin(ns, sizeof(ns), db, ".$cmd", "");
+    command_ns(ns, sizeof(ns), db, name, cmd);
     mf_i64_str(desc + 4, sizeof(desc) - 4, client ? client->id : 0);
     memcpy(desc, "conn", 4);
     mf_curop_t *cop = mf_curop_begin(eng->curops, curop_type(name), ns, desc, cmd, client ? client->id : 0);
@@ -610,14 +626,8 @@ slow_log(mf_engine_t *eng, const mf_client_t *client, const char *db, const char
 {
     if (millis <= mf_profile_slowms(eng->profiler) || (client != NULL && client->internal))
         return;
-    bson_iter_t it;
-    char ns[300], ctx[32];
-    if (bson_iter_init(&it, cmd) && bson_iter_next(&it) && BSON_ITER_HOLDS_UTF8(&it) && strcmp(name, "getMore") != 0)
-        snprintf(ns, sizeof(ns), "%s.%s", db, bson_iter_utf8(&it, NULL));
-    else if (strcmp(name, "getMore") == 0 && bson_iter_init_find(&it, cmd, "collection") && BSON_ITER_HOLDS_UTF8(&it))
-        snprintf(ns, sizeof(ns), "%s.%s", db, bson_iter_utf8(&it, NULL));
-    else
-        snprintf(ns, sizeof(ns), "%s.$cmd", db);
+    char ns[512], ctx[32];
+    command_ns(ns, sizeof(ns), db, name, cmd);
     snprintf(ctx, sizeof(ctx), "conn%lld", (long long)(client ? client->id : 0));
     bson_t attr;
     bson_t *shown = mf_command_shown(cmd, 10 * 1024);
@@ -656,18 +666,12 @@ profile_op(mf_engine_t *eng, const mf_client_t *client, const char *db, const ch
            const bson_t *reply, int64_t millis, const mf_error_t *err)
 {
     bson_iter_t it;
-    char ns[300];
+    char ns[512];
     if (!mf_profile_wants(eng->profiler, db, millis))
         return;
-    bson_iter_init(&it, cmd);
-    bson_iter_next(&it);
-    if (BSON_ITER_HOLDS_UTF8(&it)) {
-        if (strcmp(bson_iter_utf8(&it, NULL), "system.profile") == 0)
-            return;
-        snprintf(ns, sizeof(ns), "%s.%s", db, bson_iter_utf8(&it, NULL));
-    } else {
-        snprintf(ns, sizeof(ns), "%s.$cmd", db);
-    }
+    const char *coll = command_ns(ns, sizeof(ns), db, name, cmd);
+    if (coll != NULL && strcmp(coll, "system.profile") == 0)
+        return;
     bson_t e;
     bson_init(&e);
     BSON_APPEND_UTF8(&e, "op", curop_type(name));

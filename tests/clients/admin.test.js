@@ -517,6 +517,28 @@ h.test('serverStatus opcounters do not count the profiler\'s own writes', async 
   }
 });
 
+/* Found in review: the profiler's ns came from the first field alone, so a getMore was db.$cmd. */
+h.test('the profiler records a getMore under its collection\'s namespace and a database command under db.$cmd', async () => {
+  const db = srv.freshDb('profns');
+  await db.collection('c').insertMany(Array.from({ length: 5 }, (_, i) => ({ _id: i })));
+  await db.command({ profile: 2 });
+  try {
+    const docs = await db.collection('c').find({}, { batchSize: 2 }).toArray();
+    assert.equal(docs.length, 5);
+    await db.command({ dbStats: 1 });
+  } finally {
+    await db.command({ profile: 0 });
+  }
+  const entries = await db.collection('system.profile').find({}).toArray();
+  const byOp = (op) => entries.filter((e) => e.op === op);
+  assert.ok(byOp('getmore').length >= 1, `getMore profiled: ${JSON.stringify(entries.map((e) => e.op))}`);
+  for (const e of byOp('getmore')) assert.equal(e.ns, `${db.databaseName}.c`);
+  for (const e of byOp('query')) assert.equal(e.ns, `${db.databaseName}.c`);
+  const stats = entries.find((e) => e.command && e.command.dbStats !== undefined);
+  assert.ok(stats, 'dbStats profiled');
+  assert.equal(stats.ns, `${db.databaseName}.$cmd`);
+});
+
 h.test('replica-set commands on a standalone answer 76 NoReplicationEnabled', async () => {
   const admin = srv.client.db('admin');
   const cmds = [
