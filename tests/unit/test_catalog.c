@@ -26,6 +26,7 @@
 #include "catalog/coll_write.h"
 #include "query/batch.h"
 #include "storage/storage.h"
+#include "unit_catalog.h"
 
 typedef struct env {
     char dir[64];
@@ -79,40 +80,6 @@ create_coll(env_t *e, const char *db, const char *name)
     return c;
 }
 
-static void
-add_index(env_t *e, mf_coll_t *c, const char *json)
-{
-    bson_error_t berr;
-    mf_error_t err = {0};
-    bson_t *spec = bson_new_from_json((const uint8_t *)json, -1, &berr);
-    cr_assert_not_null(spec, "bad spec %s", json);
-    mf_catalog_wrlock(e->cat);
-    cr_assert_eq(mf_catalog_index_add(e->cat, c, spec, &err), 0, "index %s: %s", json, err.msg);
-    mf_catalog_unlock(e->cat);
-    bson_destroy(spec);
-}
-
-/* Inserts doc_json into c in one transaction; commits it, or aborts it when commit is false. */
-static void
-insert_json(env_t *e, mf_coll_t *c, const char *json, bool commit)
-{
-    bson_error_t berr;
-    mf_error_t err = {0};
-    mf_sess_t *s = mf_storage_session(e->st);
-    bson_t *doc = bson_new_from_json((const uint8_t *)json, -1, &berr);
-    cr_assert_not_null(doc, "bad doc %s", json);
-    mf_catalog_rdlock(e->cat);
-    cr_assert_eq(mf_txn_begin(s, &err), 0);
-    cr_assert_eq(mf_coll_insert(s, c, doc, NULL, &err), 0, "insert %s: %s", json, err.msg);
-    if (commit)
-        cr_assert_eq(mf_txn_commit(s, false, &err), 0, "commit: %s", err.msg);
-    else
-        mf_txn_abort(s);
-    mf_storage_session_release(s);
-    mf_catalog_unlock(e->cat);
-    bson_destroy(doc);
-}
-
 /* Counts the entries of table uri by scanning it. */
 static int64_t
 scan_table(env_t *e, const char *uri)
@@ -143,17 +110,17 @@ Test(catalog, multikey_flag_survives_reopen)
     env_t e;
     env_init(&e);
     mf_coll_t *c = create_coll(&e, "db", "mk");
-    add_index(&e, c, "{\"v\": 2, \"key\": {\"a\": 1}, \"name\": \"a_1\"}");
+    unit_index_add(e.cat, c, "{\"v\": 2, \"key\": {\"a\": 1}, \"name\": \"a_1\"}");
     mf_index_t *ix = mf_coll_index_by_name(c, "a_1");
     cr_assert_not_null(ix);
     cr_assert(!atomic_load(&ix->multikey));
 
     /* An aborted multikey write may leave the flag set in memory, but not durable. */
-    insert_json(&e, c, "{\"_id\": 0, \"a\": [7, 8]}", false);
+    unit_insert_json(e.st, e.cat, c, "{\"_id\": 0, \"a\": [7, 8]}", false);
     cr_assert(atomic_load(&ix->multikey), "the flag is set before commit");
     cr_assert(!atomic_load(&ix->multikey_durable), "an aborted write made the flag durable");
 
-    insert_json(&e, c, "{\"_id\": 1, \"a\": [1, 2, 3]}", true);
+    unit_insert_json(e.st, e.cat, c, "{\"_id\": 1, \"a\": [1, 2, 3]}", true);
     cr_assert(atomic_load(&ix->multikey_durable), "the committed multikey write made the flag durable");
     env_close(&e);
 
@@ -222,7 +189,7 @@ Test(catalog, rename_is_atomic_under_injected_failure)
     for (int i = 0; i < 20; i++) {
         char json[64];
         snprintf(json, sizeof(json), "{\"_id\": %d, \"x\": %d}", i, i * 10);
-        insert_json(&e, c, json, true);
+        unit_insert_json(e.st, e.cat, c, json, true);
     }
 
     /* The new entry's put succeeds, the old entry's removal fails: the transaction must leave nothing. */
@@ -371,7 +338,7 @@ Test(catalog, stored_counts_after_reopen)
     for (int i = 0; i < 500; i++) {
         char json[96];
         snprintf(json, sizeof(json), "{\"_id\": %d, \"pad\": \"%0*d\"}", i, 1 + i % 40, 0);
-        insert_json(&e, c, json, true);
+        unit_insert_json(e.st, e.cat, c, json, true);
     }
     size = atomic_load(&c->approx_size);
     cr_assert_gt(size, 0);
@@ -400,7 +367,7 @@ Test(catalog, stored_counts_after_reopen)
     cr_assert_eq(scan_count(&e, c), 500);
 
     /* A periodic-style flush persists changes made since (here: one more insert), read back after reopen. */
-    insert_json(&e, c, "{\"_id\": 1000}", true);
+    unit_insert_json(e.st, e.cat, c, "{\"_id\": 1000}", true);
     cr_assert_eq(mf_catalog_flush_sizes(e.cat, true, &err), 0, "%s", err.msg);
     env_close(&e);
     env_open(&e);
@@ -416,8 +383,8 @@ Test(catalog, drop_many_indexes_is_one_transaction)
     mf_error_t err = {0};
     env_init(&e);
     mf_coll_t *c = create_coll(&e, "db", "ix");
-    add_index(&e, c, "{\"v\": 2, \"key\": {\"a\": 1}, \"name\": \"a_1\"}");
-    add_index(&e, c, "{\"v\": 2, \"key\": {\"b\": 1}, \"name\": \"b_1\"}");
+    unit_index_add(e.cat, c, "{\"v\": 2, \"key\": {\"a\": 1}, \"name\": \"a_1\"}");
+    unit_index_add(e.cat, c, "{\"v\": 2, \"key\": {\"b\": 1}, \"name\": \"b_1\"}");
     mf_index_t *ixs[2] = {mf_coll_index_by_name(c, "a_1"), mf_coll_index_by_name(c, "b_1")};
     /* The entry rewrite fails: both indexes stay, in memory and after a reopen. */
     mf_storage_fault_set(e.st, "table:_mf_catalog", 0);
@@ -479,7 +446,7 @@ Test(catalog, sizes_flushed_in_background)
     for (int i = 0; i < 7; i++) {
         char json[32];
         snprintf(json, sizeof(json), "{\"_id\": %d}", i);
-        insert_json(&e, c, json, true);
+        unit_insert_json(e.st, e.cat, c, json, true);
     }
     /* The flusher writes about once a second; allow many times that. */
     int64_t n = -1;
@@ -504,8 +471,8 @@ Test(catalog, add_many_indexes_is_all_or_nothing)
     bson_error_t berr;
     env_init(&e);
     mf_coll_t *c = create_coll(&e, "db", "many");
-    insert_json(&e, c, "{\"_id\": 1, \"a\": 1, \"b\": 5}", true);
-    insert_json(&e, c, "{\"_id\": 2, \"a\": 2, \"b\": 5}", true);
+    unit_insert_json(e.st, e.cat, c, "{\"_id\": 1, \"a\": 1, \"b\": 5}", true);
+    unit_insert_json(e.st, e.cat, c, "{\"_id\": 2, \"a\": 2, \"b\": 5}", true);
     bson_t *ok = bson_new_from_json((const uint8_t *)"{\"v\": 2, \"key\": {\"a\": 1}, \"name\": \"a_1\"}", -1, &berr);
     bson_t *dup = bson_new_from_json((const uint8_t *)"{\"v\": 2, \"key\": {\"b\": 1}, \"name\": \"b_1\", \"unique\": true}",
                                      -1, &berr);
@@ -551,7 +518,7 @@ Test(catalog, missing_stored_sizes_are_counted_once_then_stored)
     for (int i = 0; i < 12; i++) {
         char json[32];
         snprintf(json, sizeof(json), "{\"_id\": %d}", i);
-        insert_json(&e, c, json, true);
+        unit_insert_json(e.st, e.cat, c, json, true);
     }
     char ident[64];
     snprintf(ident, sizeof(ident), "%s", c->ident);
@@ -729,10 +696,10 @@ Test(catalog, version_moves_with_every_catalog_change)
 
     mf_coll_t *c = create_coll(&e, "db", "v");
     MOVED("create");
-    add_index(&e, c, "{\"v\": 2, \"key\": {\"at\": 1}, \"name\": \"at_1\", \"expireAfterSeconds\": 60}");
+    unit_index_add(e.cat, c, "{\"v\": 2, \"key\": {\"at\": 1}, \"name\": \"at_1\", \"expireAfterSeconds\": 60}");
     MOVED("index add");
 
-    insert_json(&e, c, "{\"_id\": 1, \"at\": {\"$date\": 0}}", true);
+    unit_insert_json(e.st, e.cat, c, "{\"_id\": 1, \"at\": {\"$date\": 0}}", true);
     mf_catalog_rdlock(e.cat);
     cr_assert_not_null(mf_catalog_coll_find(e.cat, "db", "v"));
     mf_catalog_unlock(e.cat);
@@ -771,11 +738,11 @@ delete_first16(env_t *e, const char *name, int64_t dup, int *left)
 {
     mf_error_t err = {0};
     mf_coll_t *c = create_coll(e, "db", name);
-    add_index(e, c, "{\"v\": 2, \"key\": {\"a\": 1}, \"name\": \"a_1\"}");
+    unit_index_add(e->cat, c, "{\"v\": 2, \"key\": {\"a\": 1}, \"name\": \"a_1\"}");
     for (int i = 0; i < 20; i++) {
         char json[64];
         snprintf(json, sizeof(json), "{\"_id\": %d, \"a\": %d}", i, i);
-        insert_json(e, c, json, true);
+        unit_insert_json(e->st, e->cat, c, json, true);
     }
     int64_t rids[17];
     for (int i = 0; i < 16; i++)

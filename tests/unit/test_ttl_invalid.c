@@ -16,36 +16,7 @@
 #include "catalog/coll_write.h"
 #include "mayfly.h"
 #include "storage/storage.h"
-
-static void
-add_index(mf_catalog_t *cat, mf_coll_t *c, const char *json)
-{
-    bson_error_t berr;
-    mf_error_t err = {0};
-    bson_t *spec = bson_new_from_json((const uint8_t *)json, -1, &berr);
-    cr_assert_not_null(spec, "bad spec %s", json);
-    mf_catalog_wrlock(cat);
-    cr_assert_eq(mf_catalog_index_add(cat, c, spec, &err), 0, "index %s: %s", json, err.msg);
-    mf_catalog_unlock(cat);
-    bson_destroy(spec);
-}
-
-static void
-insert_json(mf_storage_t *st, mf_catalog_t *cat, mf_coll_t *c, const char *json)
-{
-    bson_error_t berr;
-    mf_error_t err = {0};
-    mf_sess_t *s = mf_storage_session(st);
-    bson_t *doc = bson_new_from_json((const uint8_t *)json, -1, &berr);
-    cr_assert_not_null(doc, "bad doc %s", json);
-    mf_catalog_rdlock(cat);
-    cr_assert_eq(mf_txn_begin(s, &err), 0);
-    cr_assert_eq(mf_coll_insert(s, c, doc, NULL, &err), 0, "insert %s: %s", json, err.msg);
-    cr_assert_eq(mf_txn_commit(s, false, &err), 0, "commit: %s", err.msg);
-    mf_catalog_unlock(cat);
-    mf_storage_session_release(s);
-    bson_destroy(doc);
-}
+#include "unit_catalog.h"
 
 /* The int64 at dotted path in doc, or -1. */
 static int64_t
@@ -90,10 +61,10 @@ Test(ttl, an_index_with_expireAfterSeconds_that_is_no_TTL_index_is_skipped_and_c
     cr_assert_eq(mf_catalog_coll_create(cat, "db", "bad", NULL, &bad, &err), 0, "%s", err.msg);
     cr_assert_eq(mf_catalog_coll_create(cat, "db", "good", NULL, &good, &err), 0, "%s", err.msg);
     mf_catalog_unlock(cat);
-    add_index(cat, bad, "{\"v\": 2, \"key\": {\"at\": 1, \"k\": 1}, \"name\": \"at_1_k_1\", \"expireAfterSeconds\": 0}");
-    add_index(cat, good, "{\"v\": 2, \"key\": {\"at\": 1}, \"name\": \"at_1\", \"expireAfterSeconds\": 0}");
-    insert_json(st, cat, bad, "{\"_id\": 1, \"at\": {\"$date\": 0}, \"k\": 1}");
-    insert_json(st, cat, good, "{\"_id\": 1, \"at\": {\"$date\": 0}}");
+    unit_index_add(cat, bad, "{\"v\": 2, \"key\": {\"at\": 1, \"k\": 1}, \"name\": \"at_1_k_1\", \"expireAfterSeconds\": 0}");
+    unit_index_add(cat, good, "{\"v\": 2, \"key\": {\"at\": 1}, \"name\": \"at_1\", \"expireAfterSeconds\": 0}");
+    unit_insert_json(st, cat, bad, "{\"_id\": 1, \"at\": {\"$date\": 0}, \"k\": 1}", true);
+    unit_insert_json(st, cat, good, "{\"_id\": 1, \"at\": {\"$date\": 0}}", true);
     mf_catalog_close(cat);
     mf_storage_close(st);
 
