@@ -708,12 +708,31 @@ on_write_done(uv_write_t *w, int status)
  * Writes reply bytes on c, taking ownership of buf (freed when written).
  * With close_after, the connection closes once they are out. Returns 0, or
  * -1 if the write could not start (buf is freed; the caller closes c).
+ *
+ * A reply is first written at once (uv_try_write: it fails, writing
+ * nothing, while earlier writes are queued, so replies stay in order); only
+ * what the socket did not take goes through a write request. A completed
+ * uv_write re-arms the socket's epoll watcher (libuv's drain stops
+ * POLLOUT, which costs an epoll_ctl on the next turn of the loop even if
+ * POLLOUT was never started): measured with strace, an inline ping cost
+ * epoll_wait, read, write and epoll_ctl; written at once, the first three.
  */
 static int
 raw_write(conn_t *c, uint8_t *buf, size_t len, bool close_after)
 {
-    write_req_t *wr = mf_malloc(sizeof(*wr));
     uv_buf_t b = uv_buf_init((char *)buf, (unsigned)len);
+    if (!close_after) {
+        int n = uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
+        if (n == (int)len) {
+            free(buf);
+            return 0;
+        }
+        if (n > 0) {
+            b.base += n;
+            b.len -= (size_t)n;
+        }
+    }
+    write_req_t *wr = mf_malloc(sizeof(*wr));
     wr->buf = buf;
     wr->close_after = close_after;
     if (uv_write(&wr->w, (uv_stream_t *)&c->tcp, &b, 1, on_write_done) != 0) {
