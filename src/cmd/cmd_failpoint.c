@@ -155,7 +155,7 @@ mf_failcommand_before(mf_op_t *op, bson_t *labels)
     bson_t data;
     bson_iter_t it;
     int rc = 0;
-    mf_failpoint_t *fp = mf_failpoint_find(op->eng->failpoints, "failCommand");
+    mf_failpoint_t *fp = op->eng->fp_fail_command;
     filter_arg_t fa = {op, false};
 
     if (!mf_failpoint_on(fp) || strcmp(op->name, "configureFailPoint") == 0)
@@ -240,7 +240,7 @@ mf_failcommand_after(mf_op_t *op, bson_t *reply)
 {
     bson_t data, labels;
     bson_iter_t it;
-    mf_failpoint_t *fp = mf_failpoint_find(op->eng->failpoints, "failCommand");
+    mf_failpoint_t *fp = op->eng->fp_fail_command;
     filter_arg_t fa = {op, true};
 
     if (!mf_failpoint_on(fp) || strcmp(op->name, "configureFailPoint") == 0)
@@ -260,7 +260,7 @@ mf_failcommand_after(mf_op_t *op, bson_t *reply)
 bool
 mf_failpoint_max_time(mf_op_t *op)
 {
-    return mf_failpoint_eval(mf_failpoint_find(op->eng->failpoints, "maxTimeAlwaysTimeOut"), NULL, NULL, NULL);
+    return mf_failpoint_eval(op->eng->fp_max_time, NULL, NULL, NULL);
 }
 
 static int

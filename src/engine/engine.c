@@ -215,6 +215,8 @@ engine_open(const mf_engine_opts_t *opts, mf_engine_t **out, mf_error_t *err)
     eng->params = mf_params_new();
     eng->curops = mf_curops_new();
     eng->failpoints = mf_failpoints_new();
+    eng->fp_fail_command = mf_failpoint_find(eng->failpoints, "failCommand");
+    eng->fp_max_time = mf_failpoint_find(eng->failpoints, "maxTimeAlwaysTimeOut");
     eng->profiler = mf_profiler_new();
     eng->in_memory = opts->in_memory;
     for (size_t i = 0; i < opts->nset_params; i++) {
