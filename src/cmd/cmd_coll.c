@@ -729,6 +729,11 @@ cmd_rename_collection(mf_op_t *op)
     /* With dropTarget, the target's drop and the rename are one catalog transaction. */
     rc = mf_catalog_coll_rename_replace(op->eng->cat, c, t, tdb, tcoll, &op->err);
     mf_catalog_unlock(op->eng->cat);
+    if (rc == 0) {
+        /* Neither name keeps its past (mongod's Top::collectionDropped of the source, and of a dropped target). */
+        mf_curops_top_forget(op->eng->curops, fdb, fcoll);
+        mf_curops_top_forget(op->eng->curops, tdb, tcoll);
+    }
     return rc;
 }
 

@@ -612,7 +612,8 @@ curop_register(mf_engine_t *eng, mf_client_t *client, const char *db, const char
 }
 
 /*
- * Logs a command slower than slowms (the profiler's, 100 ms unless set) as
+ * Logs a slow command (mf_profile_slow: slowms or more, 100 ms unless set,
+ * drawn at sampleRate) as
  * mongod does at any profiling level: COMMAND id 51803 "Slow query" with
  * the namespace, the client's appName, the command (over 10 KB as
  * {$truncated: ...}; secrets blanked), ok or the error, the reply's size,
@@ -620,17 +621,19 @@ curop_register(mf_engine_t *eng, mf_client_t *client, const char *db, const char
  * getMore's for documents, left out). Replication's own writes (an
  * internal client) are not logged.
  */
+#define SLOW_LOG_MAX_JSON (16 * 1024) /* a longer line is written again with less of the command */
+
 static void
-slow_log(mf_engine_t *eng, const mf_client_t *client, const char *db, const char *name, const bson_t *cmd,
-         const bson_t *reply, int64_t millis, bool legacy, const mf_error_t *err)
+slow_log_limited(const mf_client_t *client, const char *db, const char *name, const bson_t *cmd, const bson_t *reply,
+                 int64_t millis, bool legacy, const mf_error_t *err, size_t shown_limit)
 {
-    if (millis <= mf_profile_slowms(eng->profiler) || (client != NULL && client->internal))
+    if (client != NULL && client->internal)
         return;
     char ns[512], ctx[32];
     command_ns(ns, sizeof(ns), db, name, cmd);
     snprintf(ctx, sizeof(ctx), "conn%lld", (long long)(client ? client->id : 0));
     bson_t attr;
-    bson_t *shown = mf_command_shown(cmd, 10 * 1024);
+    bson_t *shown = mf_command_shown(cmd, shown_limit);
     bson_init(&attr);
     BSON_APPEND_UTF8(&attr, "type", "command");
     BSON_APPEND_BOOL(&attr, "isFromUserConnection", client != NULL && client->net);
@@ -649,12 +652,19 @@ slow_log(mf_engine_t *eng, const mf_client_t *client, const char *db, const char
     BSON_APPEND_INT32(&attr, "reslen", (int32_t)reply->len);
     BSON_APPEND_UTF8(&attr, "protocol", legacy ? "op_query" : "op_msg");
     BSON_APPEND_INT64(&attr, "durationMillis", millis);
-    char *json = bson_as_relaxed_extended_json(&attr, NULL);
+    size_t len = 0;
+    char *json = bson_as_relaxed_extended_json(&attr, &len);
+    bson_destroy(&attr);
+    bson_destroy(shown);
+    if (json != NULL && len > SLOW_LOG_MAX_JSON && shown_limit > 1024) {
+        /* Escaped bytes can render 10 KB of command as 60 KB of JSON: once more, with 1 KB of it. */
+        bson_free(json);
+        slow_log_limited(client, db, name, cmd, reply, millis, legacy, err, 1024);
+        return;
+    }
     if (json != NULL)
         mf_log_attr(MF_LOG_INFO, "COMMAND", 51803, ctx, "Slow query", json);
     bson_free(json);
-    bson_destroy(&attr);
-    bson_destroy(shown);
 }
 
 /*
@@ -667,8 +677,6 @@ profile_op(mf_engine_t *eng, const mf_client_t *client, const char *db, const ch
 {
     bson_iter_t it;
     char ns[512];
-    if (!mf_profile_wants(eng->profiler, db, millis))
-        return;
     const char *coll = command_ns(ns, sizeof(ns), db, name, cmd);
     if (coll != NULL && strcmp(coll, "system.profile") == 0)
         return;
@@ -703,6 +711,23 @@ profile_op(mf_engine_t *eng, const mf_client_t *client, const char *db, const ch
     bson_destroy(&e);
     if (redacted != NULL)
         bson_destroy(redacted);
+}
+
+/*
+ * What a finished command leaves besides its reply, as mongod's
+ * CurOp::completeAndLogOperation: one draw decides whether it is slow
+ * (mf_profile_slow: slowms or more, sampled at sampleRate); a slow one is
+ * logged, and profiled at level 1; level 2 profiles every command.
+ */
+static void
+op_finished(mf_engine_t *eng, const mf_client_t *client, const char *db, const char *name, const bson_t *cmd,
+            const bson_t *reply, int64_t millis, bool legacy, const mf_error_t *err)
+{
+    bool slow = mf_profile_slow(eng->profiler, millis);
+    if (mf_profile_wants(eng->profiler, db, slow))
+        profile_op(eng, client, db, name, cmd, reply, millis, err);
+    if (slow)
+        slow_log_limited(client, db, name, cmd, reply, millis, legacy, err, 10 * 1024);
 }
 
 /*
@@ -1014,8 +1039,7 @@ mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *
     BSON_APPEND_DOUBLE(reply, "ok", 1.0);
     bson_destroy(&fp_labels);
     int64_t took_ms = mf_mono_ms() - started_ms - paused_ms;
-    profile_op(eng, client, db, def->name, cmd, reply, took_ms, NULL);
-    slow_log(eng, client, db, def->name, cmd, reply, took_ms, legacy, NULL);
+    op_finished(eng, client, db, def->name, cmd, reply, took_ms, legacy, NULL);
     if (mf_param_get(eng->params, "logLevel") >= 1)
         mf_log(MF_LOG_DEBUG, "COMMAND", "conn%lld: %s on %s ok, %lld ms", (long long)(client ? client->id : 0),
                def->name, db, (long long)(mf_mono_ms() - started_ms));
@@ -1045,8 +1069,7 @@ fail:
     bson_destroy(&fp_labels);
     if (started_ms >= 0) {
         int64_t took = mf_mono_ms() - started_ms - paused_ms;
-        profile_op(eng, client, db, op.name, cmd, reply, took, &op.err);
-        slow_log(eng, client, db, op.name, cmd, reply, took, legacy, &op.err);
+        op_finished(eng, client, db, op.name, cmd, reply, took, legacy, &op.err);
     }
     if (mf_param_get(eng->params, "logLevel") >= 1)
         mf_log(MF_LOG_DEBUG, "COMMAND", "conn%lld: %s on %s failed: %d %s", (long long)(client ? client->id : 0),

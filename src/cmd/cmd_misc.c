@@ -316,6 +316,8 @@ cmd_convert_to_capped(mf_op_t *op)
         rc = clone_capped(op, src, tmpname, size, has_size, &tmp);
     if (rc == 0) {
         rc = mf_catalog_coll_rename_replace(op->eng->cat, tmp, src, op->db, name, &op->err);
+        if (rc == 0)
+            mf_curops_top_forget(op->eng->curops, op->db, name); /* a new collection under the old name */
         if (rc != 0) {
             mf_error_t ignored;
             if (mf_catalog_coll_drop(op->eng->cat, tmp, &ignored) != 0) {

@@ -1,9 +1,10 @@
 /*
  * profile.c: the `profile` command (the profiler itself is engine/profiler.c).
  *
- * {profile: level, slowms}: level 0 off, 1 operations slower than slowms, 2
- * all, -1 only reads the settings; replies with the previous level (was),
- * slowms and sampleRate, as mongod does.
+ * {profile: level, slowms, sampleRate}: level 0 off, 1 operations slower
+ * than slowms (sampled at sampleRate, which samples the slow-query log
+ * too), 2 all, -1 only reads the settings; replies with the settings as
+ * they were (was, slowms, sampleRate), as mongod does.
  */
 #include "cmd/cmd.h"
 #include "cmd/profile.h"
@@ -26,15 +27,31 @@ cmd_profile(mf_op_t *op)
     int64_t level = (int64_t)dl;
     mf_profiler_t *P = op->eng->profiler;
     int was = mf_profile_level(P, op->db);
+    double rate = -1;
+    /* Checked before anything changes (mongod 8.0). */
+    if (mf_op_find(op, "sampleRate", &it)) {
+        if (!mf_value_is_number(bson_iter_value(&it)))
+            return mf_err_set(&op->err, MF_E_TypeMismatch,
+                              "BSON field 'profile.sampleRate' is the wrong type '%s', expected type 'double'",
+                              mf_type_name(bson_iter_type(&it)));
+        rate = mf_value_as_double(bson_iter_value(&it));
+        if (!(rate >= 0.0 && rate <= 1.0))
+            return mf_err_set(&op->err, MF_E_BadValue, "'sampleRate' must be between 0.0 and 1.0 inclusive");
+    }
+    double ms = -1;
     if (mf_op_find(op, "slowms", &it) && mf_value_is_number(bson_iter_value(&it))) {
-        double ms = mf_value_as_double(bson_iter_value(&it));
+        ms = mf_value_as_double(bson_iter_value(&it));
         if (!(ms >= 0 && ms <= 2147483647.0))
             return mf_err_set(&op->err, MF_E_BadValue, "slowms must be between 0 and 2147483647");
-        (void)mf_profile_set_slowms(P, (int64_t)ms);
     }
+    /* The settings as they were, then the new ones take effect (mongod's reply). */
     BSON_APPEND_INT32(op->reply, "was", was);
     BSON_APPEND_INT64(op->reply, "slowms", mf_profile_slowms(P));
-    BSON_APPEND_DOUBLE(op->reply, "sampleRate", 1.0);
+    BSON_APPEND_DOUBLE(op->reply, "sampleRate", mf_profile_sample_rate(P));
+    if (ms >= 0)
+        (void)mf_profile_set_slowms(P, (int64_t)ms);
+    if (rate >= 0)
+        (void)mf_profile_set_sample_rate(P, rate);
     if (level >= 0)
         mf_profile_set_level(P, op->db, (int)level);
     return 0;

@@ -41,7 +41,7 @@ struct mf_curops {
     int64_t next_opid;
     int count;
     _Atomic int kill_all; /* nonzero: every operation is killed with this code */
-    top_entry_t *top;     /* open-addressing table by ns, top_cap slots (a power of two) */
+    top_entry_t **top;    /* open-addressing table by ns, top_cap slots (a power of two), entries owned */
     size_t top_cap, top_n;
     mf_latency_t lat[MF_LAT_N]; /* serverStatus opLatencies */
 };
@@ -79,13 +79,22 @@ mf_curops_new(void)
     return reg;
 }
 
+static void
+top_entry_free(top_entry_t *e)
+{
+    if (e != NULL) {
+        free(e->ns);
+        free(e);
+    }
+}
+
 void
 mf_curops_free(mf_curops_t *reg)
 {
     if (reg == NULL)
         return;
     for (size_t i = 0; i < reg->top_cap; i++)
-        free(reg->top[i].ns);
+        top_entry_free(reg->top[i]);
     free(reg->top);
     pthread_mutex_destroy(&reg->lock);
     free(reg);
@@ -263,13 +272,43 @@ ns_hash(const char *ns)
 }
 
 /* The slot of ns in the top table (an empty one if absent); the table has a free slot. Mutex held. */
-static top_entry_t *
-top_slot(top_entry_t *tab, size_t cap, const char *ns)
+static top_entry_t **
+top_slot(top_entry_t **tab, size_t cap, const char *ns)
 {
     size_t i = (size_t)ns_hash(ns) & (cap - 1);
-    while (tab[i].ns != NULL && strcmp(tab[i].ns, ns) != 0)
+    while (tab[i] != NULL && strcmp(tab[i]->ns, ns) != 0)
         i = (i + 1) & (cap - 1);
     return &tab[i];
+}
+
+/* ns's entry in the top table, or NULL. Mutex held. */
+static top_entry_t *
+top_find(mf_curops_t *reg, const char *ns)
+{
+    return reg->top_cap > 0 ? *top_slot(reg->top, reg->top_cap, ns) : NULL;
+}
+
+/* Rebuilds the top table with cap slots, keeping the entries keep() accepts and freeing the others. Mutex held. */
+static void
+top_rebuild(mf_curops_t *reg, size_t cap, bool (*keep)(const top_entry_t *e, const void *arg), const void *arg)
+{
+    top_entry_t **tab = mf_calloc(cap, sizeof(*tab));
+    size_t n = 0;
+    for (size_t i = 0; i < reg->top_cap; i++) {
+        top_entry_t *e = reg->top[i];
+        if (e == NULL)
+            continue;
+        if (keep != NULL && !keep(e, arg)) {
+            top_entry_free(e);
+            continue;
+        }
+        *top_slot(tab, cap, e->ns) = e;
+        n++;
+    }
+    free(reg->top);
+    reg->top = tab;
+    reg->top_cap = cap;
+    reg->top_n = n;
 }
 
 int
@@ -338,9 +377,9 @@ mf_curops_latency_get(mf_curops_t *reg, const char *ns, mf_latency_t out[MF_LAT_
     if (ns == NULL) {
         memcpy(out, reg->lat, sizeof(reg->lat));
         found = true;
-    } else if (reg->top_cap > 0) {
-        top_entry_t *e = top_slot(reg->top, reg->top_cap, ns);
-        if (e->ns != NULL) {
+    } else {
+        top_entry_t *e = top_find(reg, ns);
+        if (e != NULL) {
             memcpy(out, e->lat, sizeof(e->lat));
             found = true;
         }
@@ -403,7 +442,13 @@ top_writes(const mf_curop_t *op)
  * Adds a finished client operation to its namespace's counters (mongod's
  * Top): total, readLock or writeLock, and its kind. Commands not naming a
  * collection (db.$cmd) and the server's own operations are not counted.
- * Mutex held.
+ * Only reads and writes of documents add a namespace to the table (they
+ * need a user's privileges on it when authorization is on); other commands
+ * count in an entry that exists, so a command that merely carries a string
+ * first (ping: "x", open to anyone) adds nothing, nor does a drop after it
+ * cleared its collection's entry. At most MF_TOP_MAX_NS namespaces are
+ * kept (a dropped collection's entry is freed), so the table's memory
+ * stays bounded whatever names clients send. Mutex held.
  */
 static void
 top_record(mf_curops_t *reg, const mf_curop_t *op, int64_t us)
@@ -421,19 +466,16 @@ top_record(mf_curops_t *reg, const mf_curop_t *op, int64_t us)
             kind = MF_TOP_QUERIES + k;
     if (kind < 0)
         return;
-    if (reg->top_n + 1 > reg->top_cap / 2) {
-        size_t cap = reg->top_cap ? reg->top_cap * 2 : 64;
-        top_entry_t *tab = mf_calloc(cap, sizeof(*tab));
-        for (size_t i = 0; i < reg->top_cap; i++)
-            if (reg->top[i].ns != NULL)
-                *top_slot(tab, cap, reg->top[i].ns) = reg->top[i];
-        free(reg->top);
-        reg->top = tab;
-        reg->top_cap = cap;
-    }
-    top_entry_t *e = top_slot(reg->top, reg->top_cap, op->ns);
-    if (e->ns == NULL) {
+    top_entry_t *e = top_find(reg, op->ns);
+    if (e == NULL) {
+        bool adds = kind != MF_TOP_COMMANDS || op->lat_kind == MF_LAT_READS || op->lat_kind == MF_LAT_WRITES;
+        if (!adds || reg->top_n >= MF_TOP_MAX_NS)
+            return;
+        if (reg->top_n + 1 > reg->top_cap / 2)
+            top_rebuild(reg, reg->top_cap ? reg->top_cap * 2 : 64, NULL, NULL);
+        e = mf_calloc(1, sizeof(*e));
         e->ns = mf_strdup(op->ns);
+        *top_slot(reg->top, reg->top_cap, op->ns) = e;
         reg->top_n++;
     }
     int lock = kind == MF_TOP_INSERT || kind == MF_TOP_UPDATE || kind == MF_TOP_REMOVE || top_writes(op)
@@ -453,13 +495,11 @@ mf_curops_top_get(mf_curops_t *reg, const char *ns, int64_t time_us[MF_TOP_N], i
 {
     bool found = false;
     pthread_mutex_lock(&reg->lock);
-    if (reg->top_cap > 0) {
-        top_entry_t *e = top_slot(reg->top, reg->top_cap, ns);
-        if (e->ns != NULL) {
-            memcpy(time_us, e->time_us, sizeof(e->time_us));
-            memcpy(count, e->count, sizeof(e->count));
-            found = true;
-        }
+    top_entry_t *e = top_find(reg, ns);
+    if (e != NULL) {
+        memcpy(time_us, e->time_us, sizeof(e->time_us));
+        memcpy(count, e->count, sizeof(e->count));
+        found = true;
     }
     pthread_mutex_unlock(&reg->lock);
     if (!found) {
@@ -469,21 +509,27 @@ mf_curops_top_get(mf_curops_t *reg, const char *ns, int64_t time_us[MF_TOP_N], i
     return found;
 }
 
+typedef struct {
+    const char *db, *coll;
+    size_t dblen;
+} forget_arg_t;
+
+/* top_rebuild's keep for mf_curops_top_forget: every entry but db.coll's (db's, coll NULL). */
+static bool
+top_not_forgotten(const top_entry_t *e, const void *arg)
+{
+    const forget_arg_t *f = arg;
+    return strncmp(e->ns, f->db, f->dblen) != 0 || e->ns[f->dblen] != '.' ||
+           (f->coll != NULL && strcmp(e->ns + f->dblen + 1, f->coll) != 0);
+}
+
 void
 mf_curops_top_forget(mf_curops_t *reg, const char *db, const char *coll)
 {
-    size_t dblen = strlen(db);
+    forget_arg_t f = {db, coll, strlen(db)};
     pthread_mutex_lock(&reg->lock);
-    for (size_t i = 0; i < reg->top_cap; i++) {
-        top_entry_t *e = &reg->top[i];
-        if (e->ns == NULL || strncmp(e->ns, db, dblen) != 0 || e->ns[dblen] != '.' ||
-            (coll != NULL && strcmp(e->ns + dblen + 1, coll) != 0))
-            continue;
-        /* The slot stays (it may be on another namespace's probe path); only its counts go. */
-        memset(e->time_us, 0, sizeof(e->time_us));
-        memset(e->count, 0, sizeof(e->count));
-        memset(e->lat, 0, sizeof(e->lat));
-    }
+    if (reg->top_n > 0)
+        top_rebuild(reg, reg->top_cap, top_not_forgotten, &f); /* linear probing: rebuilt rather than emptied in place */
     pthread_mutex_unlock(&reg->lock);
 }
 

@@ -141,8 +141,10 @@ void mf_curops_interrupt_all(mf_curops_t *reg, int code);
 /*
  * Per-namespace usage (the top command), kept as operations end:
  * time in microseconds and count, per MF_TOP_* slot. mf_curops_top_get
- * copies ns's counters (zeros and false when it has none). A dropped
- * collection's counters are cleared (mongod's Top::collectionDropped).
+ * copies ns's counters (zeros and false when it has none). A dropped or
+ * renamed collection's counters go (mongod's Top::collectionDropped). Only
+ * reads and writes of documents add a namespace (see top_record in curop.c),
+ * MF_TOP_MAX_NS at most.
  */
 enum {
     MF_TOP_TOTAL = 0,
@@ -156,8 +158,12 @@ enum {
     MF_TOP_COMMANDS,
     MF_TOP_N
 };
+#define MF_TOP_MAX_NS 10000 /* namespaces kept at most (about 2 KB each) */
 bool mf_curops_top_get(mf_curops_t *reg, const char *ns, int64_t time_us[MF_TOP_N], int64_t count[MF_TOP_N]);
-/* mf_curops_top_forget: clears the counters of db.coll, or of every collection of db when coll is NULL (drops). */
+/*
+ * mf_curops_top_forget: forgets db.coll's counters and latencies, or those of
+ * every collection of db when coll is NULL (drops, renames, replacements).
+ */
 void mf_curops_top_forget(mf_curops_t *reg, const char *db, const char *coll);
 
 /*

@@ -1,8 +1,11 @@
 /*
  * log.c: JSON-lines logging to stderr plus a ring of recent lines for getLog.
  *
- * The ring holds the last MF_LOG_RING lines under a mutex; it is the only
- * shared state. Formatting happens on the caller's stack.
+ * The ring holds the last MF_LOG_RING lines, MF_LOG_RING_BYTES at most (the
+ * oldest go first, as in mongod's RamLog: a few long lines, slow-query
+ * lines with big commands, cannot make getLog's reply or the ring's memory
+ * grow past a megabyte), under a mutex; it is the only shared state.
+ * Formatting happens on the caller's stack.
  */
 #include "common/alloc.h"
 #include "common/log.h"
@@ -17,10 +20,13 @@
 #include <unistd.h>
 
 #define MF_LOG_RING 1024
+#define MF_LOG_RING_BYTES (1024 * 1024)
 
 static pthread_mutex_t ring_lock = PTHREAD_MUTEX_INITIALIZER;
 static char *ring[MF_LOG_RING];
-static long ring_total;
+static long ring_total;   /* lines ever kept; the newest is ring[(ring_total - 1) % MF_LOG_RING] */
+static long ring_count;   /* lines held, the last ring_count of them */
+static size_t ring_bytes; /* their total length */
 
 static size_t
 json_escape(char *dst, size_t cap, const char *src)
@@ -61,10 +67,19 @@ log_emit(char *line, int n)
         /* Nothing sensible to do when stderr is gone. */
     }
     line[n - 1] = '\0'; /* drop the newline for the ring */
+    size_t len = (size_t)n - 1;
     pthread_mutex_lock(&ring_lock);
-    free(ring[ring_total % MF_LOG_RING]);
+    while (ring_count > 0 && (ring_count == MF_LOG_RING || ring_bytes + len > MF_LOG_RING_BYTES)) {
+        char **oldest = &ring[(ring_total - ring_count) % MF_LOG_RING];
+        ring_bytes -= strlen(*oldest);
+        free(*oldest);
+        *oldest = NULL;
+        ring_count--;
+    }
     ring[ring_total % MF_LOG_RING] = mf_strdup(line);
     ring_total++;
+    ring_count++;
+    ring_bytes += len;
     pthread_mutex_unlock(&ring_lock);
 }
 
@@ -113,7 +128,7 @@ mf_log_recent(char **out, int max, long *total)
 {
     int n = 0;
     pthread_mutex_lock(&ring_lock);
-    long have = ring_total < MF_LOG_RING ? ring_total : MF_LOG_RING;
+    long have = ring_count;
     if (have > max)
         have = max;
     for (long i = ring_total - have; i < ring_total; i++)

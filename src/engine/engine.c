@@ -52,7 +52,7 @@ ttl_batch_done(void *arg, const char *ns, const char *index, int64_t secs, int64
         return;
     memcpy(db, ns, (size_t)(dot - ns));
     db[dot - ns] = '\0';
-    if (!mf_profile_wants(e->profiler, db, millis))
+    if (!mf_profile_wants(e->profiler, db, mf_profile_slow(e->profiler, millis)))
         return;
     bson_t entry, cmd;
     bson_init(&entry);

@@ -32,8 +32,26 @@ struct mf_profiler {
     int level[MAX_DBS];
     int n;
     _Atomic int64_t slowms;
+    _Atomic uint64_t sample_rate; /* sampleRate, a double's bits */
+    _Atomic uint64_t draws;       /* sampling's sequence (mf_profile_slow) */
     _Atomic int any_on; /* fast path: no database profiles */
 };
+
+static uint64_t
+double_bits(double d)
+{
+    uint64_t u;
+    memcpy(&u, &d, sizeof(u));
+    return u;
+}
+
+static double
+bits_double(uint64_t u)
+{
+    double d;
+    memcpy(&d, &u, sizeof(d));
+    return d;
+}
 
 mf_profiler_t *
 mf_profiler_new(void)
@@ -41,6 +59,7 @@ mf_profiler_new(void)
     mf_profiler_t *p = mf_calloc(1, sizeof(*p));
     pthread_mutex_init(&p->mu, NULL);
     atomic_store(&p->slowms, 100);
+    atomic_store(&p->sample_rate, double_bits(1.0));
     return p;
 }
 
@@ -98,11 +117,47 @@ mf_profile_set_level(mf_profiler_t *P, const char *db, int level)
     pthread_mutex_unlock(&P->mu);
 }
 
+double
+mf_profile_sample_rate(mf_profiler_t *P)
+{
+    return bits_double(atomic_load(&P->sample_rate));
+}
+
+double
+mf_profile_set_sample_rate(mf_profiler_t *P, double rate)
+{
+    return bits_double(atomic_exchange(&P->sample_rate, double_bits(rate)));
+}
+
+/*
+ * A uniform draw in [0, 1) per call: the next number of an atomic sequence,
+ * mixed (splitmix64's finaliser) so that consecutive operations draw
+ * independently enough for sampling; no lock, no per-thread state.
+ */
+static double
+draw(mf_profiler_t *P)
+{
+    uint64_t z = atomic_fetch_add(&P->draws, 1) * 0x9E3779B97F4A7C15ULL + 0x632BE59BD9B4E019ULL;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    z ^= z >> 31;
+    return (double)(z >> 11) / 9007199254740992.0; /* 2^53 */
+}
+
 bool
-mf_profile_wants(mf_profiler_t *P, const char *db, int64_t millis)
+mf_profile_slow(mf_profiler_t *P, int64_t millis)
+{
+    if (millis < mf_profile_slowms(P))
+        return false;
+    double rate = mf_profile_sample_rate(P);
+    return rate >= 1.0 || (rate > 0.0 && draw(P) < rate);
+}
+
+bool
+mf_profile_wants(mf_profiler_t *P, const char *db, bool slow)
 {
     int level = mf_profile_level(P, db);
-    return level == 2 || (level == 1 && millis >= mf_profile_slowms(P));
+    return level == 2 || (level == 1 && slow);
 }
 
 /* Removes the oldest entries while the collection is over its cap. Catalog lock held shared. */

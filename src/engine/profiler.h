@@ -21,8 +21,19 @@ void mf_profile_set_level(mf_profiler_t *p, const char *db, int level);
 /* mf_profile_slowms / set_slowms: the slow-operation threshold in ms (set returns the old one). */
 int64_t mf_profile_slowms(mf_profiler_t *p);
 int64_t mf_profile_set_slowms(mf_profiler_t *p, int64_t ms);
-/* mf_profile_wants: whether an operation of millis ms on db is to be profiled. */
-bool mf_profile_wants(mf_profiler_t *p, const char *db, int64_t millis);
+/* mf_profile_sample_rate / set_sample_rate: the fraction of slow operations logged and profiled (set returns the old one). */
+double mf_profile_sample_rate(mf_profiler_t *p);
+double mf_profile_set_sample_rate(mf_profiler_t *p, double rate);
+/*
+ * mf_profile_slow: whether an operation of millis ms counts as slow, as
+ * mongod's shouldLogSlowOpWithSampling decides: it took slowms or more and
+ * it is drawn at sampleRate (a new draw on each call: call once per
+ * operation). Slow operations are logged ("Slow query") and profiled at
+ * level 1.
+ */
+bool mf_profile_slow(mf_profiler_t *p, int64_t millis);
+/* mf_profile_wants: whether an operation on db is profiled: every one at level 2, a slow one (mf_profile_slow) at 1. */
+bool mf_profile_wants(mf_profiler_t *p, const char *db, bool slow);
 /*
  * mf_profile_write: appends entry (copied, given an _id) to db.system.profile
  * of eng, created on first use as a 1 MiB capped collection. Call with no

@@ -266,3 +266,98 @@ h.test('$collStats gives only the sections asked for: latencyStats alone needs n
   assert.equal(both.storageStats.count, 1);
   assert.equal(both.latencyStats, undefined);
 });
+
+/* Found in review (session 30): the per-namespace table, the slow-query threshold, sampleRate and the log ring's size. */
+const statsOf = async (db, coll) => {
+  const [s] = await db.collection(coll).aggregate([{ $collStats: { latencyStats: {} } }]).toArray();
+  return Object.fromEntries(KINDS.map((k) => [k, num(s.latencyStats[k].ops)]));
+};
+const none = { reads: 0, writes: 0, commands: 0, transactions: 0 };
+
+h.test('a command that merely carries a string first (ping: "x") adds no namespace to the latency table', async () => {
+  const db = srv.freshDb('nsjunk');
+  for (let i = 0; i < 20; i++) await db.command({ ping: `junk${i}` });
+  await db.command({ buildInfo: 'junk0' });
+  assert.deepEqual(await statsOf(db, 'junk0'), none);
+  assert.deepEqual(await statsOf(db, 'junk19'), none);
+  /* A read or a write adds its collection; commands on it count from then on. */
+  await db.collection('real').insertOne({ _id: 1 });
+  await db.collection('real').findOne({ _id: 1 });
+  await db.command({ collStats: 'real' });
+  const real = await statsOf(db, 'real');
+  assert.equal(real.writes, 1);
+  assert.equal(real.reads, 1);
+  assert.ok(real.commands >= 1, JSON.stringify(real));
+});
+
+h.test('renameCollection leaves neither name its past latencies; a drop leaves none of its own', async () => {
+  const db = srv.freshDb('nsrename');
+  await db.collection('a').insertOne({ _id: 1 });
+  await db.collection('a').findOne({ _id: 1 });
+  await admin().command({ renameCollection: `${db.databaseName}.a`, to: `${db.databaseName}.b` });
+  await db.createCollection('a');
+  assert.deepEqual(await statsOf(db, 'a'), none, 'a new collection under the old name starts empty');
+  assert.deepEqual(await statsOf(db, 'b'), none, 'the renamed collection starts empty (mongod: collectionDropped)');
+  /* dropTarget: the target's history goes with it. */
+  await db.collection('s').insertOne({ _id: 1 });
+  await db.collection('t').insertOne({ _id: 1 });
+  await admin().command({ renameCollection: `${db.databaseName}.s`, to: `${db.databaseName}.t`, dropTarget: true });
+  assert.deepEqual(await statsOf(db, 't'), none);
+  await db.collection('d').insertOne({ _id: 1 });
+  await db.collection('d').drop();
+  assert.deepEqual(await statsOf(db, 'd'), none, 'the drop itself is not counted after it cleared the namespace');
+});
+
+h.test('slowms is inclusive and sampleRate samples the slow-query log; profile replies with the old settings', async () => {
+  const db = srv.freshDb('sample');
+  const app = 'oplat-sample';
+  const client = await srv.newClient({ appName: app });
+  const cdb = client.db(db.databaseName);
+  await cdb.collection('c').insertOne({ _id: 1 });
+  const mine = async (tag) => (await admin().command({ getLog: 'global' })).log.map((l) => JSON.parse(l))
+    .filter((l) => l.msg === 'Slow query' && l.attr.appName === app && l.attr.command.comment === tag).length;
+  try {
+    const r0 = await db.command({ profile: 0, slowms: 0, sampleRate: 0 });
+    assert.equal(num(r0.slowms), 100, 'the reply shows slowms as it was');
+    assert.equal(r0.sampleRate, 1);
+    const r1 = await db.command({ profile: -1 });
+    assert.equal(num(r1.slowms), 0);
+    assert.equal(r1.sampleRate, 0);
+    for (let i = 0; i < 5; i++) await cdb.collection('c').findOne({ _id: 1 }, { comment: 'unsampled' });
+    assert.equal(await mine('unsampled'), 0, 'sampleRate 0: nothing is logged');
+    await db.command({ profile: 0, slowms: 0, sampleRate: 1 });
+    for (let i = 0; i < 5; i++) await cdb.collection('c').findOne({ _id: 1 }, { comment: 'every' });
+    assert.equal(await mine('every'), 5, 'slowms 0: every command is logged (mongod: duration >= slowms)');
+    await db.command({ profile: 0, slowms: 0, sampleRate: 0.5 });
+    for (let i = 0; i < 200; i++) await cdb.collection('c').findOne({ _id: 1 }, { comment: 'half' });
+    const half = await mine('half');
+    assert.ok(half > 40 && half < 160, `about half of 200 logged: ${half}`);
+    await h.expectCode(db.command({ profile: 0, sampleRate: 1.5 }), [2]);
+    await h.expectCode(db.command({ profile: 0, sampleRate: -0.1 }), [2]);
+    await h.expectCode(db.command({ profile: 0, sampleRate: 'all' }), [14]);
+    assert.equal((await db.command({ profile: -1 })).sampleRate, 0.5, 'a refused sampleRate changes nothing');
+  } finally {
+    await db.command({ profile: 0, slowms: 100, sampleRate: 1 });
+  }
+});
+
+h.test('getLog stays near a megabyte however long the slow-query lines are (escaped control bytes)', async () => {
+  const db = srv.freshDb('biglog');
+  await db.collection('c').insertOne({ _id: 1 });
+  const big = '\x01'.repeat(9800); /* each byte renders as \u0001: 10 KB of command, 60 KB of JSON */
+  await db.command({ profile: 0, slowms: 0 });
+  try {
+    for (let i = 0; i < 60; i++) await db.collection('c').findOne({ a: big, i });
+  } finally {
+    await db.command({ profile: 0, slowms: 100 });
+  }
+  const r = await admin().command({ getLog: 'global' });
+  const bytes = r.log.reduce((n, l) => n + l.length, 0);
+  assert.ok(bytes <= 1024 * 1024, `getLog holds ${bytes} bytes`);
+  /* Cut to 1 KB of command, as {$truncated: "<its start>"} (mongod's shape for an over-long command). */
+  const slow = r.log.map((l) => JSON.parse(l)).filter((l) => l.msg === 'Slow query' && l.attr.ns === `${db.databaseName}.c` &&
+    typeof l.attr.command.$truncated === 'string' && l.attr.command.$truncated.startsWith('{ "find" : "c"'));
+  assert.ok(slow.length >= 20, `recent slow lines kept: ${slow.length}`);
+  for (const l of slow) assert.ok(JSON.stringify(l).length <= 20 * 1024, 'each line cut to about 16 KB');
+  assert.equal((await admin().command({ ping: 1 })).ok, 1);
+});

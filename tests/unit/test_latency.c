@@ -67,10 +67,50 @@ Test(latency, client_operations_are_counted_by_kind_server_wide_and_per_namespac
     cr_assert_not(mf_curops_latency_get(reg, "db.other", ns));
     cr_assert_eq(ns[MF_LAT_READS].ops, 0);
 
-    mf_curops_top_forget(reg, "db", "c"); /* a drop */
-    cr_assert(mf_curops_latency_get(reg, "db.c", ns));
+    mf_curops_top_forget(reg, "db", "c"); /* a drop: the entry goes */
+    cr_assert_not(mf_curops_latency_get(reg, "db.c", ns));
     cr_assert_eq(ns[MF_LAT_READS].ops + ns[MF_LAT_WRITES].ops, 0);
     mf_curops_latency_get(reg, NULL, all);
     cr_assert_eq(all[MF_LAT_READS].ops, 1, "server-wide counts survive a drop");
+    mf_curops_free(reg);
+}
+
+/* A command adds no namespace (ping: "x" is open to anyone); reads and writes do, MF_TOP_MAX_NS at most. */
+Test(latency, only_reads_and_writes_add_namespaces_and_at_most_MF_TOP_MAX_NS)
+{
+    mf_curops_t *reg = mf_curops_new();
+    mf_latency_t ns[MF_LAT_N];
+    char name[64];
+
+    mf_curop_t *cmd = mf_curop_begin(reg, "command", "db.junk", "conn1", NULL, 1);
+    mf_curop_set_latency_kind(cmd, MF_LAT_COMMANDS);
+    mf_curop_end(cmd);
+    cr_assert_not(mf_curops_latency_get(reg, "db.junk", ns));
+
+    for (int i = 0; i < MF_TOP_MAX_NS + 10; i++) {
+        snprintf(name, sizeof(name), "db.c%d", i);
+        mf_curop_t *r = mf_curop_begin(reg, "query", name, "conn1", NULL, 1);
+        mf_curop_set_latency_kind(r, MF_LAT_READS);
+        mf_curop_end(r);
+    }
+    cr_assert(mf_curops_latency_get(reg, "db.c0", ns));
+    snprintf(name, sizeof(name), "db.c%d", MF_TOP_MAX_NS - 1);
+    cr_assert(mf_curops_latency_get(reg, name, ns));
+    snprintf(name, sizeof(name), "db.c%d", MF_TOP_MAX_NS);
+    cr_assert_not(mf_curops_latency_get(reg, name, ns), "the table is full");
+
+    /* A command on a namespace that has an entry counts there. */
+    cmd = mf_curop_begin(reg, "command", "db.c0", "conn1", NULL, 1);
+    mf_curop_set_latency_kind(cmd, MF_LAT_COMMANDS);
+    mf_curop_end(cmd);
+    cr_assert(mf_curops_latency_get(reg, "db.c0", ns));
+    cr_assert_eq(ns[MF_LAT_COMMANDS].ops, 1);
+
+    mf_curops_top_forget(reg, "db", NULL); /* a dropDatabase frees them all: room again */
+    cr_assert_not(mf_curops_latency_get(reg, "db.c0", ns));
+    mf_curop_t *r = mf_curop_begin(reg, "query", "db.new", "conn1", NULL, 1);
+    mf_curop_set_latency_kind(r, MF_LAT_READS);
+    mf_curop_end(r);
+    cr_assert(mf_curops_latency_get(reg, "db.new", ns));
     mf_curops_free(reg);
 }
