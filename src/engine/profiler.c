@@ -31,6 +31,7 @@ struct mf_profiler {
     char db[MAX_DBS][64];
     int level[MAX_DBS];
     int n;
+    int default_level; /* a database without its own level (mongod --profile, operationProfiling.mode); under mu */
     _Atomic int64_t slowms;
     _Atomic uint64_t sample_rate; /* sampleRate, a double's bits */
     _Atomic uint64_t draws;       /* sampling's sequence (mf_profile_slow) */
@@ -77,14 +78,33 @@ mf_profile_level(mf_profiler_t *P, const char *db)
 {
     if (atomic_load(&P->any_on) == 0)
         return 0;
-    int level = 0;
     pthread_mutex_lock(&P->mu);
+    int level = P->default_level;
     for (int i = 0; i < P->n; i++) {
         if (strcmp(P->db[i], db) == 0)
             level = P->level[i];
     }
     pthread_mutex_unlock(&P->mu);
     return level;
+}
+
+/* Whether any database profiles: the fast path of mf_profile_level. mu held. */
+static void
+update_any_on(mf_profiler_t *P)
+{
+    int on = P->default_level != 0;
+    for (int k = 0; k < P->n; k++)
+        on |= P->level[k] != 0;
+    atomic_store(&P->any_on, on);
+}
+
+void
+mf_profile_set_default_level(mf_profiler_t *P, int level)
+{
+    pthread_mutex_lock(&P->mu);
+    P->default_level = level;
+    update_any_on(P);
+    pthread_mutex_unlock(&P->mu);
 }
 
 int64_t
@@ -110,10 +130,7 @@ mf_profile_set_level(mf_profiler_t *P, const char *db, int level)
         P->level[i] = level;
     else
         mf_log(MF_LOG_WARN, "COMMAND", "profiler: more than %d databases, level for %s not kept", MAX_DBS, db);
-    int on = 0;
-    for (int k = 0; k < P->n; k++)
-        on |= P->level[k] != 0;
-    atomic_store(&P->any_on, on);
+    update_any_on(P);
     pthread_mutex_unlock(&P->mu);
 }
 

@@ -55,6 +55,7 @@
 #include "common/log.h"
 #include "common/params.h"
 #include "common/scratch.h"
+#include "engine/profiler.h"
 #include "http/http.h"
 #include "net/net.h"
 #include "repl/repl.h"
@@ -115,6 +116,9 @@ typedef struct opts {
     char log_path[1024];   /* --logpath, systemLog.path: the JSON log goes there instead of stderr */
     bool log_append;       /* --logappend, systemLog.logAppend */
     int http_port;         /* --httpPort, net.http.port: -1 for the default (port + 1000), 0 for none */
+    int profile;           /* --profile, operationProfiling.mode: every database's level, -1 unset */
+    int64_t slowms;        /* --slowms, operationProfiling.slowOpThresholdMs, -1 unset */
+    double sample_rate;    /* --slowOpSampleRate, operationProfiling.slowOpSampleRate, -1 unset */
 } opts_t;
 
 static void
@@ -125,7 +129,8 @@ usage(FILE *f)
                "               [--oplogSize MB] [--auth] [--keyFile FILE] [--config FILE] [--version]\n"
                "               [--tlsMode disabled|allowTLS|preferTLS|requireTLS] [--tlsCertificateKeyFile PEM]\n"
                "               [--tlsCAFile PEM] [--tlsAllowConnectionsWithoutCertificates] [--tlsAllowInvalidCertificates]\n"
-               "               [--logpath FILE] [--logappend] [--httpPort N]\n");
+               "               [--logpath FILE] [--logappend] [--httpPort N] [--profile 0|1|2] [--slowms MS]\n"
+               "               [--slowOpSampleRate F]\n");
 }
 
 static int apply_flag(opts_t *o, const char *name, const char *val, bson_t *parsed);
@@ -222,6 +227,9 @@ static const struct {
     {"systemLog.path", "logpath"},
     {"systemLog.destination", "logDestination"},
     {"systemLog.logAppend", "logAppend"},
+    {"operationProfiling.mode", "profile"},
+    {"operationProfiling.slowOpThresholdMs", "slowms"},
+    {"operationProfiling.slowOpSampleRate", "slowOpSampleRate"},
 };
 
 /* Applies the scalar leaves under node (a mapping at path prefix). 0, or -1 with a message on stderr. */
@@ -475,6 +483,35 @@ apply_flag(opts_t *o, const char *name, const char *val, bson_t *parsed)
             return -1;
         }
         o->set_params[o->nset_params++] = mf_strdup(val);
+    } else if (strcmp(name, "profile") == 0) {
+        /* mongod's --profile takes 0-2, operationProfiling.mode off, slowOp or all. */
+        static const char *const modes[] = {"off", "slowOp", "all"};
+        char *end;
+        long n = strtol(val, &end, 10);
+        o->profile = *end == '\0' && end != val && n >= 0 && n <= 2 ? (int)n : -1;
+        for (int k = 0; k < 3 && o->profile < 0; k++)
+            if (strcmp(val, modes[k]) == 0)
+                o->profile = k;
+        if (o->profile < 0) {
+            fprintf(stderr, "mayflyd: bad --profile %s (0, 1, 2; operationProfiling.mode off, slowOp, all)\n", val);
+            return -1;
+        }
+    } else if (strcmp(name, "slowms") == 0) {
+        char *end;
+        long long n = strtoll(val, &end, 10);
+        if (*end != '\0' || end == val || n < 0 || n > 2147483647) {
+            fprintf(stderr, "mayflyd: bad --slowms %s\n", val);
+            return -1;
+        }
+        o->slowms = n;
+    } else if (strcmp(name, "slowOpSampleRate") == 0) {
+        char *end;
+        double r = strtod(val, &end);
+        if (*end != '\0' || end == val || !(r >= 0.0 && r <= 1.0)) {
+            fprintf(stderr, "mayflyd: bad --slowOpSampleRate %s (0.0 to 1.0)\n", val);
+            return -1;
+        }
+        o->sample_rate = r;
     } else if (strcmp(name, "config") == 0) {
         return load_config(o, val, parsed);
     } else {
@@ -683,7 +720,8 @@ opts_free(opts_t *o)
 int
 main(int argc, char **argv)
 {
-    opts_t o = {.port = 27017, .bind_ip = "127.0.0.1", .dbpath = "./data", .workers = 0, .http_port = -1};
+    opts_t o = {.port = 27017, .bind_ip = "127.0.0.1", .dbpath = "./data", .workers = 0, .http_port = -1,
+                .profile = -1, .slowms = -1, .sample_rate = -1};
     bson_t *argv_doc = bson_new(), *parsed = bson_new(), net, storage, sp;
     mf_engine_t *eng;
     mf_error_t err;
@@ -811,6 +849,12 @@ main(int argc, char **argv)
         rc = 1;
         goto done;
     }
+    if (o.profile >= 0)
+        mf_profile_set_default_level(eng->profiler, o.profile);
+    if (o.slowms >= 0)
+        (void)mf_profile_set_slowms(eng->profiler, o.slowms);
+    if (o.sample_rate >= 0)
+        (void)mf_profile_set_sample_rate(eng->profiler, o.sample_rate);
     eng->cmdline_argv = argv_doc;
     eng->cmdline_parsed = parsed;
     argv_doc = parsed = NULL; /* owned by the engine now */

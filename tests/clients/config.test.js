@@ -7,7 +7,8 @@
  * file still works, and systemLog.path sends the JSON log to a file that
  * SIGTERM-free rotation (mv + SIGUSR1) reopens. net.http.port moves the
  * HTTP port (0: none); a busy explicit one stops start-up, a busy default
- * one is logged and skipped.
+ * one is logged and skipped. operationProfiling (mode, slowOpThresholdMs,
+ * slowOpSampleRate) and the matching flags set the profiler at start-up.
  *
  * The harness gives --port and --dbpath on the command line; the files here
  * set everything else.
@@ -155,6 +156,45 @@ h.test('a busy --httpPort stops start-up; a busy default HTTP port is logged and
     }
   } finally {
     blocker.close();
+  }
+});
+
+h.test('operationProfiling in mongod.conf (mode, slowOpThresholdMs, slowOpSampleRate) and --profile/--slowms/--slowOpSampleRate', { timeout: 90000 }, async () => {
+  /* Common in real mongod.conf files: before, such a file stopped start-up as an unknown key. */
+  const file = conf('prof.conf', 'operationProfiling:\n  mode: slowOp\n  slowOpThresholdMs: 0\n  slowOpSampleRate: 1.0\n');
+  await withServer(['--config', file], async (s) => {
+    const c = new MongoClient(s.uri);
+    try {
+      const db = c.db('profconf');
+      const st = await db.command({ profile: -1 });
+      assert.equal(st.was, 1, 'every database starts at level 1 (slowOp)');
+      assert.equal(Number(st.slowms), 0);
+      assert.equal(st.sampleRate, 1);
+      await db.collection('c').insertOne({ _id: 1 });
+      await db.collection('c').findOne({ _id: 1 });
+      assert.ok(await db.collection('system.profile').countDocuments({ op: 'query' }) >= 1, 'slow (>= 0 ms) finds profiled');
+      await db.command({ profile: 0 });
+      assert.equal((await c.db('other').command({ profile: -1 })).was, 1, 'the others keep the default');
+    } finally { await c.close(true); }
+  });
+  await withServer(['--profile', '0', '--slowms', '250', '--slowOpSampleRate', '0.25'], async (s) => {
+    const c = new MongoClient(s.uri);
+    try {
+      const st = await c.db('x').command({ profile: -1 });
+      assert.equal(st.was, 0);
+      assert.equal(Number(st.slowms), 250);
+      assert.equal(st.sampleRate, 0.25);
+    } finally { await c.close(true); }
+  });
+  for (const [args, want] of [
+    [['--profile', '3'], /bad --profile/],
+    [['--slowms', '-1'], /bad --slowms/],
+    [['--slowOpSampleRate', '1.5'], /bad --slowOpSampleRate/],
+    [['--config', conf('prof-bad.conf', 'operationProfiling:\n  mode: sometimes\n')], /bad --profile sometimes/],
+  ]) {
+    const r = spawnSync(h.binaryPath(), ['--port', '1', '--dbpath', DIR, ...args], { encoding: 'utf8', timeout: 20000 });
+    assert.equal(r.status, 2, `exit status 2 for ${args.join(' ')}: ${r.stderr}`);
+    assert.match(r.stderr, want);
   }
 });
 
