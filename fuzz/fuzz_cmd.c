@@ -7,13 +7,13 @@
  * command, run in order against database "fz" of one in-memory engine that
  * lives as long as the fuzzing process; after each input the engine is put
  * back as far as commands can (reset_engine: databases, users, roles, and
- * what $out or $merge left in admin and config), so inputs do not pile up
+ * what $out or $merge left in admin and config, the profiler's settings),
+ * so inputs do not pile up
  * and a finding mostly reproduces from its input alone (counters, the TTL
  * monitor's state and open cursors stay). A few commands are not
  * run because they would change the process for the inputs after them
  * rather than answer: shutdown, fsync with lock (every later write would
- * wait for fsyncUnlock), setParameter, setDefaultRWConcern, logRotate and
- * profile (a level kept for later inputs would slow every one after it),
+ * wait for fsyncUnlock), setParameter, setDefaultRWConcern, logRotate,
  * and getMore with a maxTimeMS (a tailable awaitData cursor waits that
  * long); the TTL monitor's thread runs as in the server.
  *
@@ -42,7 +42,7 @@ static bool
 skipped(const bson_t *cmd)
 {
     static const char *const names[] = {"shutdown", "fsyncUnlock", "setParameter", "logRotate", "setDefaultRWConcern",
-                                        "profile", NULL};
+                                        NULL};
     bson_iter_t it;
     if (!bson_iter_init(&it, cmd) || !bson_iter_next(&it))
         return false;
@@ -98,6 +98,8 @@ reset_engine(void)
         if (n < 64)
             break;
     }
+    /* A profiling level kept for later inputs would slow every one after it. */
+    run_quiet("fz", BCON_NEW("profile", BCON_INT32(0), "slowms", BCON_INT32(100), "sampleRate", BCON_DOUBLE(1.0)));
     run_quiet("fz", BCON_NEW("dropAllUsersFromDatabase", BCON_INT32(1)));
     run_quiet("fz", BCON_NEW("dropAllRolesFromDatabase", BCON_INT32(1)));
     for (int i = 0; i < 2; i++) {
