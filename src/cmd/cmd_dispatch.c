@@ -594,6 +594,19 @@ command_ns(char *ns, size_t size, const char *db, const char *name, const bson_t
         coll = bson_iter_utf8(&it, NULL);
     }
     mf_strjoin(ns, size, db, coll ? "." : ".$cmd", coll ? coll : "");
+    size_t n = strlen(ns);
+    if (n == size - 1) {
+        /* Cut to size: not inside a UTF-8 character (the profiler stores ns, and BSON strings must be UTF-8). */
+        size_t i = n;
+        while (i > 0 && ((unsigned char)ns[i - 1] & 0xC0) == 0x80)
+            i--;
+        if (i > 0) {
+            unsigned char lead = (unsigned char)ns[i - 1];
+            size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
+            if (n - (i - 1) < need)
+                ns[i - 1] = '\0';
+        }
+    }
     return coll;
 }
 

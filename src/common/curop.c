@@ -527,8 +527,18 @@ void
 mf_curops_top_forget(mf_curops_t *reg, const char *db, const char *coll)
 {
     forget_arg_t f = {db, coll, strlen(db)};
+    char ns[512];
+    bool any = false;
+    if (coll != NULL)
+        mf_strjoin(ns, sizeof(ns), db, ".", coll);
     pthread_mutex_lock(&reg->lock);
-    if (reg->top_n > 0)
+    if (coll != NULL) {
+        any = top_find(reg, ns) != NULL;
+    } else {
+        for (size_t i = 0; i < reg->top_cap && !any; i++)
+            any = reg->top[i] != NULL && !top_not_forgotten(reg->top[i], &f);
+    }
+    if (any)
         top_rebuild(reg, reg->top_cap, top_not_forgotten, &f); /* linear probing: rebuilt rather than emptied in place */
     pthread_mutex_unlock(&reg->lock);
 }

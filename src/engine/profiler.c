@@ -98,6 +98,31 @@ update_any_on(mf_profiler_t *P)
     atomic_store(&P->any_on, on);
 }
 
+bool
+mf_profile_any(mf_profiler_t *P)
+{
+    return atomic_load(&P->any_on) != 0;
+}
+
+/* Whether db was given a level of its own (the profile command), rather than the default. */
+static bool
+has_own_level(mf_profiler_t *P, const char *db)
+{
+    bool own = false;
+    pthread_mutex_lock(&P->mu);
+    for (int i = 0; i < P->n && !own; i++)
+        own = strcmp(P->db[i], db) == 0;
+    pthread_mutex_unlock(&P->mu);
+    return own;
+}
+
+static void
+count_coll(void *arg, mf_coll_t *c)
+{
+    (void)c;
+    (*(int *)arg)++;
+}
+
 void
 mf_profile_set_default_level(mf_profiler_t *P, int level)
 {
@@ -225,6 +250,18 @@ mf_profile_write(mf_engine_t *eng, const char *db, const bson_t *entry)
 
     mf_catalog_rdlock(cat);
     c = mf_catalog_coll_find(cat, db, "system.profile");
+    if (c == NULL && !has_own_level(eng->profiler, db)) {
+        /*
+         * Profiled by the default level (--profile) only: a database that
+         * does not exist is not created for its profile (mongod: "not
+         * profiling because db went away"), so a command sent to any name
+         * creates nothing, and a dropped database stays dropped.
+         */
+        int n = 0;
+        mf_catalog_coll_list(cat, db, count_coll, &n);
+        if (n == 0)
+            goto out;
+    }
     if (c == NULL) {
         bson_t opts;
         mf_catalog_unlock(cat);
@@ -263,6 +300,7 @@ mf_profile_write(mf_engine_t *eng, const char *db, const bson_t *entry)
         bson_destroy(&doc);
         trim(s, c);
     }
+out:
     mf_catalog_unlock(cat);
     mf_storage_session_release(s);
 }

@@ -18,7 +18,13 @@ void mf_profiler_free(mf_profiler_t *p);
 int mf_profile_level(mf_profiler_t *p, const char *db);
 /* mf_profile_set_level: sets db's level (0, 1, 2); at most 256 databases keep one (logged beyond). */
 void mf_profile_set_level(mf_profiler_t *p, const char *db, int level);
-/* mf_profile_set_default_level: the level of every database not given its own (0 unless set; mongod's --profile). */
+/* mf_profile_any: whether any database profiles (a cheap check). */
+bool mf_profile_any(mf_profiler_t *p);
+/*
+ * mf_profile_set_default_level: the level of every database not given its
+ * own (0 unless set; mongod's --profile). A database profiled only by it is
+ * not created for its system.profile (mf_profile_write).
+ */
 void mf_profile_set_default_level(mf_profiler_t *p, int level);
 /* mf_profile_slowms / set_slowms: the slow-operation threshold in ms (set returns the old one). */
 int64_t mf_profile_slowms(mf_profiler_t *p);

@@ -59,6 +59,7 @@
 
 #include "cmd/cmd.h"
 #include "engine/cursor.h"
+#include "engine/profiler.h"
 #include "common/clock.h"
 #include "common/failpoint.h"
 #include "common/fds.h"
@@ -306,7 +307,8 @@ is_inline_message(const conn_t *c, const msgbuf_t *m)
     /* Only a hello can be awaitable (memmem over every ping cost 250 instructions). */
     if (!listed || ((name[0] == 'h' || name[0] == 'i') && memmem(m->data, m->len, "maxAwaitTimeMS", 14) != NULL))
         return false;
-    return !mf_failpoint_on(c->srv->eng->fp_fail_command);
+    /* Nor while anything is profiled: writing system.profile takes the catalog's lock and storage. */
+    return !mf_failpoint_on(c->srv->eng->fp_fail_command) && !mf_profile_any(c->srv->eng->profiler);
 }
 
 static void start_next(conn_t *c);

@@ -198,4 +198,27 @@ h.test('operationProfiling in mongod.conf (mode, slowOpThresholdMs, slowOpSample
   }
 });
 
+/* Found in review: with a default level, any command created its database's system.profile, and undid dropDatabase. */
+h.test('--profile 2 creates no database for a command sent to a new name, keeps a dropped one dropped, and stores whole UTF-8 namespaces', { timeout: 90000 }, async () => {
+  await withServer(['--profile', '2', '--slowms', '0'], async (s) => {
+    const c = new MongoClient(s.uri);
+    try {
+      const names = async () => (await c.db('admin').command({ listDatabases: 1, nameOnly: true })).databases.map((d) => d.name);
+      for (let i = 0; i < 5; i++) await c.db(`noprof${i}`).command({ ping: 1 });
+      assert.deepEqual((await names()).filter((n) => n.startsWith('noprof')), [], 'pings to new names create nothing');
+      const db = c.db('profiled');
+      await db.collection('c').insertOne({ _id: 1 });
+      await db.collection('c').findOne({ _id: 1 });
+      assert.ok(await db.collection('system.profile').countDocuments({ op: 'query' }) >= 1, 'an existing database is profiled');
+      /* A namespace cut inside a two-byte character: the profile entry is still valid UTF-8 (the driver reads it). */
+      await db.command({ ping: 'x' + 'é'.repeat(300) }); /* 'profiled.x' + 501 bytes: the cut falls inside a character */
+      const entries = await db.collection('system.profile').find({}).toArray();
+      assert.ok(entries.length >= 2);
+      await db.dropDatabase();
+      await db.command({ ping: 1 });
+      assert.ok(!(await names()).includes('profiled'), 'a dropped database stays dropped');
+    } finally { await c.close(true); }
+  });
+});
+
 h.test('cleanup', () => fs.rmSync(DIR, { recursive: true, force: true }));
