@@ -834,6 +834,19 @@ main(int argc, char **argv)
             BSON_APPEND_UTF8(&sec, "keyFile", o.key_file);
         bson_append_document_end(parsed, &sec);
     }
+    if (o.profile >= 0 || o.slowms >= 0 || o.sample_rate >= 0) {
+        /* mongod's names: operationProfiling.mode off|slowOp|all, slowOpThresholdMs, slowOpSampleRate. */
+        static const char *const modes[] = {"off", "slowOp", "all"};
+        bson_t op;
+        BSON_APPEND_DOCUMENT_BEGIN(parsed, "operationProfiling", &op);
+        if (o.profile >= 0)
+            BSON_APPEND_UTF8(&op, "mode", modes[o.profile]);
+        if (o.slowms >= 0)
+            BSON_APPEND_INT32(&op, "slowOpThresholdMs", (int32_t)o.slowms);
+        if (o.sample_rate >= 0)
+            BSON_APPEND_DOUBLE(&op, "slowOpSampleRate", o.sample_rate);
+        bson_append_document_end(parsed, &op);
+    }
     BSON_APPEND_DOCUMENT_BEGIN(parsed, "setParameter", &sp);
     bson_append_document_end(parsed, &sp);
 

@@ -184,6 +184,8 @@ h.test('operationProfiling in mongod.conf (mode, slowOpThresholdMs, slowOpSample
       assert.equal(st.was, 0);
       assert.equal(Number(st.slowms), 250);
       assert.equal(st.sampleRate, 0.25);
+      const opts = await c.db('admin').command({ getCmdLineOpts: 1 });
+      assert.deepEqual(opts.parsed.operationProfiling, { mode: 'off', slowOpThresholdMs: 250, slowOpSampleRate: 0.25 });
     } finally { await c.close(true); }
   });
   for (const [args, want] of [
