@@ -10,6 +10,7 @@
 #include "cmd/profile.h"
 #include "doc/value.h"
 #include "engine/profiler.h"
+#include "common/log.h"
 
 static int
 cmd_profile(mf_op_t *op)
@@ -45,15 +46,28 @@ cmd_profile(mf_op_t *op)
             return mf_err_set(&op->err, MF_E_BadValue, "slowms must be between 0 and 2147483647");
     }
     /* The settings as they were, then the new ones take effect (mongod's reply). */
+    int64_t old_ms = mf_profile_slowms(P);
+    double old_rate = mf_profile_sample_rate(P);
     BSON_APPEND_INT32(op->reply, "was", was);
-    BSON_APPEND_INT64(op->reply, "slowms", mf_profile_slowms(P));
-    BSON_APPEND_DOUBLE(op->reply, "sampleRate", mf_profile_sample_rate(P));
+    BSON_APPEND_INT32(op->reply, "slowms", (int32_t)old_ms);
+    BSON_APPEND_DOUBLE(op->reply, "sampleRate", old_rate);
     if (ms >= 0)
         (void)mf_profile_set_slowms(P, (int64_t)ms);
     if (rate >= 0)
         (void)mf_profile_set_sample_rate(P, rate);
     if (level >= 0)
         mf_profile_set_level(P, op->db, (int)level);
+    if (level >= 0 || ms >= 0 || rate >= 0) {
+        /* mongod logs every request that asks for a change, as id 48742. */
+        char attr[256], ctx[32];
+        snprintf(attr, sizeof(attr),
+                 "{\"from\":{\"level\":%d,\"slowms\":%lld,\"sampleRate\":%g},"
+                 "\"to\":{\"level\":%d,\"slowms\":%lld,\"sampleRate\":%g}}",
+                 was, (long long)old_ms, old_rate, mf_profile_level(P, op->db), (long long)mf_profile_slowms(P),
+                 mf_profile_sample_rate(P));
+        snprintf(ctx, sizeof(ctx), "conn%lld", (long long)(op->client != NULL ? op->client->id : 0));
+        mf_log_attr(MF_LOG_INFO, "COMMAND", 48742, ctx, "Profiler settings changed", attr);
+    }
     return 0;
 }
 

@@ -227,7 +227,7 @@ static const struct {
     {"systemLog.path", "logpath"},
     {"systemLog.destination", "logDestination"},
     {"systemLog.logAppend", "logAppend"},
-    {"operationProfiling.mode", "profile"},
+    {"operationProfiling.mode", "profileMode"},
     {"operationProfiling.slowOpThresholdMs", "slowms"},
     {"operationProfiling.slowOpSampleRate", "slowOpSampleRate"},
 };
@@ -484,16 +484,23 @@ apply_flag(opts_t *o, const char *name, const char *val, bson_t *parsed)
         }
         o->set_params[o->nset_params++] = mf_strdup(val);
     } else if (strcmp(name, "profile") == 0) {
-        /* mongod's --profile takes 0-2, operationProfiling.mode off, slowOp or all. */
-        static const char *const modes[] = {"off", "slowOp", "all"};
+        /* mongod's --profile takes 0-2. */
         char *end;
         long n = strtol(val, &end, 10);
-        o->profile = *end == '\0' && end != val && n >= 0 && n <= 2 ? (int)n : -1;
-        for (int k = 0; k < 3 && o->profile < 0; k++)
+        if (*end != '\0' || end == val || n < 0 || n > 2) {
+            fprintf(stderr, "mayflyd: bad --profile %s (0, 1 or 2)\n", val);
+            return -1;
+        }
+        o->profile = (int)n;
+    } else if (strcmp(name, "profileMode") == 0) {
+        /* mongod.conf's operationProfiling.mode: off, slowOp or all. */
+        static const char *const modes[] = {"off", "slowOp", "all"};
+        o->profile = -1;
+        for (int k = 0; k < 3; k++)
             if (strcmp(val, modes[k]) == 0)
                 o->profile = k;
         if (o->profile < 0) {
-            fprintf(stderr, "mayflyd: bad --profile %s (0, 1, 2; operationProfiling.mode off, slowOp, all)\n", val);
+            fprintf(stderr, "mayflyd: bad operationProfiling.mode %s (off, slowOp or all)\n", val);
             return -1;
         }
     } else if (strcmp(name, "slowms") == 0) {

@@ -190,9 +190,11 @@ h.test('operationProfiling in mongod.conf (mode, slowOpThresholdMs, slowOpSample
   });
   for (const [args, want] of [
     [['--profile', '3'], /bad --profile/],
+    [['--profile', 'slowOp'], /bad --profile/], /* as mongod: the flag takes a number, the file a name */
+    [['--config', conf('prof-num.conf', 'operationProfiling:\n  mode: 1\n')], /bad operationProfiling.mode 1/],
     [['--slowms', '-1'], /bad --slowms/],
     [['--slowOpSampleRate', '1.5'], /bad --slowOpSampleRate/],
-    [['--config', conf('prof-bad.conf', 'operationProfiling:\n  mode: sometimes\n')], /bad --profile sometimes/],
+    [['--config', conf('prof-bad.conf', 'operationProfiling:\n  mode: sometimes\n')], /bad operationProfiling.mode sometimes/],
   ]) {
     const r = spawnSync(h.binaryPath(), ['--port', '1', '--dbpath', DIR, ...args], { encoding: 'utf8', timeout: 20000 });
     assert.equal(r.status, 2, `exit status 2 for ${args.join(' ')}: ${r.stderr}`);

@@ -323,6 +323,11 @@ h.test('slowms is inclusive and sampleRate samples the slow-query log; profile r
     const r1 = await db.command({ profile: -1 });
     assert.equal(num(r1.slowms), 0);
     assert.equal(r1.sampleRate, 0);
+    /* The change is logged as mongod's id 48742, from the old settings to the new; a read (-1) is not. */
+    const changes = (await admin().command({ getLog: 'global' })).log.map((l) => JSON.parse(l)).filter((l) => l.id === 48742);
+    const last = changes[changes.length - 1];
+    assert.equal(last.msg, 'Profiler settings changed');
+    assert.deepEqual(last.attr, { from: { level: 0, slowms: 100, sampleRate: 1 }, to: { level: 0, slowms: 0, sampleRate: 0 } });
     for (let i = 0; i < 5; i++) await cdb.collection('c').findOne({ _id: 1 }, { comment: 'unsampled' });
     assert.equal(await mine('unsampled'), 0, 'sampleRate 0: nothing is logged');
     await db.command({ profile: 0, slowms: 0, sampleRate: 1 });
