@@ -577,8 +577,9 @@ latency_kind(const char *name)
 
 /*
  * The namespace a command is reported under (currentOp, the slow-query log,
- * the profiler), written to ns (cut to size): db.coll when the first field
- * names a collection (getMore: its "collection" field), else db.$cmd.
+ * the profiler), written to ns (cut to size, between UTF-8 characters):
+ * db.coll when the first field names a collection (getMore: its
+ * "collection" field), else db.$cmd.
  * Returns the collection's name within cmd (valid while cmd is), or NULL
  * for db.$cmd.
  */
@@ -593,20 +594,7 @@ command_ns(char *ns, size_t size, const char *db, const char *name, const bson_t
     } else if (bson_iter_init(&it, cmd) && bson_iter_next(&it) && BSON_ITER_HOLDS_UTF8(&it)) {
         coll = bson_iter_utf8(&it, NULL);
     }
-    mf_strjoin(ns, size, db, coll ? "." : ".$cmd", coll ? coll : "");
-    size_t n = strlen(ns);
-    if (n == size - 1) {
-        /* Cut to size: not inside a UTF-8 character (the profiler stores ns, and BSON strings must be UTF-8). */
-        size_t i = n;
-        while (i > 0 && ((unsigned char)ns[i - 1] & 0xC0) == 0x80)
-            i--;
-        if (i > 0) {
-            unsigned char lead = (unsigned char)ns[i - 1];
-            size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
-            if (n - (i - 1) < need)
-                ns[i - 1] = '\0';
-        }
-    }
+    mf_strjoin(ns, size, db, coll ? "." : ".$cmd", coll ? coll : ""); /* a cut falls between UTF-8 characters */
     return coll;
 }
 

@@ -32,7 +32,9 @@ char *mf_strndup(const char *s, size_t n) __attribute__((malloc, returns_nonnull
 /*
  * mf_strlcpy: copies src into the buffer dst of size bytes (size > 0), cut
  * to fit, always NUL-terminated; returns strlen(src), as BSD's strlcpy (a
- * result >= size means it was cut). The fixed-buffer counterpart of
+ * result >= size means it was cut). A cut falls between UTF-8 characters,
+ * never inside one (names end up in BSON strings, which must be valid
+ * UTF-8), so a cut copy may be shorter than size - 1. The fixed-buffer counterpart of
  * mf_strdup, a tenth of the instructions of snprintf(dst, size, "%s", src)
  * on the paths that copy names per operation (curop, the TTL monitor).
  */
@@ -41,6 +43,8 @@ mf_strlcpy(char *dst, const char *src, size_t size)
 {
     size_t n = __builtin_strlen(src);
     size_t k = n < size ? n : size - 1;
+    while (k < n && k > 0 && ((unsigned char)src[k] & 0xC0) == 0x80)
+        k--; /* src[k] continues a character: cut before that character */
     __builtin_memcpy(dst, src, k);
     dst[k] = '\0';
     return n;
@@ -48,7 +52,9 @@ mf_strlcpy(char *dst, const char *src, size_t size)
 
 /*
  * mf_strjoin: a, b and c one after the other into dst (size > 0), cut to
- * fit, always NUL-terminated; returns the length uncut, as mf_strlcpy.
+ * fit (between UTF-8 characters, as mf_strlcpy: once one part is cut, the
+ * later ones only write the NUL at size - 1, past the string's end),
+ * always NUL-terminated; returns the length uncut, as mf_strlcpy.
  * Namespaces ("db" "." "coll") built per operation, without snprintf.
  */
 static inline size_t

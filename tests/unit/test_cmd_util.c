@@ -145,3 +145,20 @@ Test(params, every_parameter_found_by_its_exact_name)
     cr_assert_eq(mf_param_get(ps, "noSuchParameter"), 0);
     mf_params_free(ps);
 }
+
+/* mf_strlcpy and mf_strjoin cut between UTF-8 characters: a cut name stays valid UTF-8 (profile entries, currentOp). */
+Test(strings, a_cut_copy_or_join_ends_between_utf8_characters)
+{
+    char buf[6];
+    cr_assert_eq(mf_strlcpy(buf, "ab\xc3\xa9\xc3\xa9", sizeof(buf)), 6); /* "abéé": the cut falls inside the second é */
+    cr_assert_str_eq(buf, "ab\xc3\xa9");
+    cr_assert_eq(mf_strlcpy(buf, "abcdefg", sizeof(buf)), 7);
+    cr_assert_str_eq(buf, "abcde", "ASCII is cut at size - 1, as before");
+    cr_assert_eq(mf_strlcpy(buf, "\xe2\x82\xac\xe2\x82\xac", sizeof(buf)), 6); /* "€€": three bytes each */
+    cr_assert_str_eq(buf, "\xe2\x82\xac");
+    char ns[8];
+    cr_assert_eq(mf_strjoin(ns, sizeof(ns), "db", ".", "x\xc3\xa9\xc3\xa9"), 8); /* "db.xéé" cut inside the second é */
+    cr_assert_str_eq(ns, "db.x\xc3\xa9");
+    cr_assert_eq(mf_strjoin(ns, sizeof(ns), "db", ".", "c"), 4);
+    cr_assert_str_eq(ns, "db.c");
+}
