@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "catalog/coll_write.h"
 #include "engine/engine.h"
@@ -61,6 +62,13 @@ mf_profiler_new(void)
     pthread_mutex_init(&p->mu, NULL);
     atomic_store(&p->slowms, 100);
     atomic_store(&p->sample_rate, double_bits(1.0));
+    /* Each engine's sampling starts at its own point of the sequence, so a
+     * restart does not sample the same operations again (mongod draws from
+     * a randomly seeded generator too); with no random bytes, from 0. */
+    uint64_t seed = 0;
+    if (getrandom(&seed, sizeof(seed), GRND_NONBLOCK) != (ssize_t)sizeof(seed))
+        seed = 0;
+    atomic_store(&p->draws, seed);
     return p;
 }
 
@@ -174,7 +182,8 @@ mf_profile_set_sample_rate(mf_profiler_t *P, double rate)
 /*
  * A uniform draw in [0, 1) per call: the next number of an atomic sequence,
  * mixed (splitmix64's finaliser) so that consecutive operations draw
- * independently enough for sampling; no lock, no per-thread state.
+ * independently enough for sampling; no lock, no per-thread state. The
+ * sequence starts at a random point per engine (mf_profiler_new).
  */
 static double
 draw(mf_profiler_t *P)
