@@ -6,8 +6,12 @@
  * Prints figures only; no assertions.
  *
  *   node bench/ttl_instr_bench.js [--docs N] [--rates R1,R2,...] [--secs S] [--colls C] [--ttl-colls T]
+ *                                 [--keep DIR]
  *   (or bash bench/ttl_instr_bench.sh, which builds build/mayflyd and
  *   installs valgrind first)
+ *
+ * --keep DIR copies each case's callgrind dump into DIR (burst.cg,
+ * spread-R.cg), for callgrind_annotate.
  *
  * Cases, one after another, each on a fresh mayflyd run under valgrind
  * (--tool=callgrind --instr-atstart=no) in a fresh directory:
@@ -83,6 +87,7 @@ if (!Number.isFinite(TTL_COLLS) || TTL_COLLS < 0) {
   console.error('ttl_instr_bench: --ttl-colls needs a number, 0 or more');
   process.exit(2);
 }
+const KEEP = str('keep', '');
 const OTHERS = `${COLLS ? `, ${fmtInt(COLLS)} other collections` : ''}${TTL_COLLS ? `, ${fmtInt(TTL_COLLS)} other TTL collections` : ''}`;
 if (RATES.some((r) => !Number.isFinite(r) || r <= 0)) {
   console.error('ttl_instr_bench: --rates needs positive numbers, comma-separated');
@@ -151,6 +156,10 @@ async function runCase(docs, rate) {
     const dumps = fs.readdirSync(out).filter((f) => /^cg\.out\.\d+$/.test(f)).sort();
     if (dumps.length === 0) throw new Error('callgrind wrote no dump');
     const d = readDump(path.join(out, dumps[dumps.length - 1]));
+    if (KEEP) {
+      fs.mkdirSync(KEEP, { recursive: true });
+      fs.copyFileSync(path.join(out, dumps[dumps.length - 1]), path.join(KEEP, rate > 0 ? `spread-${rate}.cg` : 'burst.cg'));
+    }
     const deleted = ttl1.deletedDocuments - ttl0.deletedDocuments;
     return { docs, rate, deleted, passes: ttl1.passes - ttl0.passes, ...d };
   } finally {

@@ -625,13 +625,12 @@ curop_register(mf_engine_t *eng, mf_client_t *client, const char *db, const char
 #define SLOW_LOG_MAX_JSON (16 * 1024) /* a longer line is written again with less of the command */
 
 static void
-slow_log_limited(const mf_client_t *client, const char *db, const char *name, const bson_t *cmd, const bson_t *reply,
-                 int64_t millis, bool legacy, const mf_error_t *err, size_t shown_limit)
+slow_log_limited(const mf_client_t *client, const char *ns, const bson_t *cmd, const bson_t *reply, int64_t millis,
+                 bool legacy, const mf_error_t *err, size_t shown_limit)
 {
     if (client != NULL && client->internal)
         return;
-    char ns[512], ctx[32];
-    command_ns(ns, sizeof(ns), db, name, cmd);
+    char ctx[32];
     snprintf(ctx, sizeof(ctx), "conn%lld", (long long)(client ? client->id : 0));
     bson_t attr;
     bson_t *shown = mf_command_shown(cmd, shown_limit);
@@ -660,7 +659,7 @@ slow_log_limited(const mf_client_t *client, const char *db, const char *name, co
     if (json != NULL && len > SLOW_LOG_MAX_JSON && shown_limit > 1024) {
         /* Escaped bytes can render 10 KB of command as 60 KB of JSON: once more, with 1 KB of it. */
         bson_free(json);
-        slow_log_limited(client, db, name, cmd, reply, millis, legacy, err, 1024);
+        slow_log_limited(client, ns, cmd, reply, millis, legacy, err, 1024);
         return;
     }
     if (json != NULL)
@@ -670,15 +669,14 @@ slow_log_limited(const mf_client_t *client, const char *db, const char *name, co
 
 /*
  * Records a finished command in <db>.system.profile when the database
- * profiles it (profile.c). Runs after the command released its locks.
+ * profiles it (profile.c), under ns (command_ns's; coll its collection, or
+ * NULL). Runs after the command released its locks.
  */
 static void
-profile_op(mf_engine_t *eng, const mf_client_t *client, const char *db, const char *name, const bson_t *cmd,
-           const bson_t *reply, int64_t millis, const mf_error_t *err)
+profile_op(mf_engine_t *eng, const mf_client_t *client, const char *db, const char *ns, const char *coll,
+           const char *name, const bson_t *cmd, const bson_t *reply, int64_t millis, const mf_error_t *err)
 {
     bson_iter_t it;
-    char ns[512];
-    const char *coll = command_ns(ns, sizeof(ns), db, name, cmd);
     if (coll != NULL && strcmp(coll, "system.profile") == 0)
         return;
     bson_t e;
@@ -725,10 +723,15 @@ op_finished(mf_engine_t *eng, const mf_client_t *client, const char *db, const c
             const bson_t *reply, int64_t millis, bool legacy, const mf_error_t *err)
 {
     bool slow = mf_profile_slow(eng->profiler, millis);
-    if (mf_profile_wants(eng->profiler, db, slow))
-        profile_op(eng, client, db, name, cmd, reply, millis, err);
+    bool profiled = mf_profile_wants(eng->profiler, db, slow);
+    if (!slow && !profiled)
+        return;
+    char ns[512];
+    const char *coll = command_ns(ns, sizeof(ns), db, name, cmd);
+    if (profiled)
+        profile_op(eng, client, db, ns, coll, name, cmd, reply, millis, err);
     if (slow)
-        slow_log_limited(client, db, name, cmd, reply, millis, legacy, err, 10 * 1024);
+        slow_log_limited(client, ns, cmd, reply, millis, legacy, err, 10 * 1024);
 }
 
 /*
