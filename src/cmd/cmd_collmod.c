@@ -9,11 +9,16 @@
  * at once, which the monitor paces, SPEC D9). Collection options
  * (validator, validationLevel, validationAction) are stored.
  *
- * Error codes follow SPEC B3: a non-numeric N is 14 TypeMismatch; any other
- * invalid N, both or neither of name/keyPattern, a compound or _id index, or
- * an unknown field inside `index` is 72 InvalidOptions; no such index is 27
- * IndexNotFound; no such collection 26 NamespaceNotFound. Nothing is changed
- * when any check fails.
+ * Error codes follow SPEC B3 and MongoDB 8.0's coll_mod.idl: a non-numeric
+ * N is 14 TypeMismatch; any other invalid N, both or neither of
+ * name/keyPattern, or a compound or _id index is 72 InvalidOptions; a field
+ * inside `index` that collMod does not know is 40415 (the IDL struct is
+ * strict, as 8.0's; SPEC B3's 72 predates it); no such index is 27
+ * IndexNotFound; no such collection 26 NamespaceNotFound. Converting an
+ * index to unique (`unique`, `prepareUnique`) is answered as a mongod whose
+ * feature is off: 72. `dryRun` is only for such a conversion, so with no
+ * `index: {unique: true}` it is refused (72) before anything else, as mongod
+ * does, and never changes anything. Nothing is changed when any check fails.
  */
 #include <stdio.h>
 #include <string.h>
@@ -48,16 +53,38 @@ spec_with(const bson_t *spec, const char *name, const bson_value_t *v, bson_t *o
 }
 
 typedef struct index_mod {
-    bool has_name, has_key, has_secs, has_hidden, has_archive;
+    bool has_name, has_key, has_secs, has_hidden, has_archive, has_unique, has_prepare_unique, has_force_non_unique;
+    bool unique, force_non_unique;
     const char *name;
     bson_t key;
-    const bson_value_t *secs_v;
+    bson_value_t secs_v; /* a copy: checked once it is a number, which owns nothing (strings are refused first) */
     int32_t secs;
     bool hidden;
     bool archive; /* mayfly: archive-on-expire (SPEC I2) */
 } index_mod_t;
 
-/* Parses and checks the `index` sub-document (everything that needs no catalog). */
+/*
+ * A safeBool field of collMod (hidden, unique, prepareUnique, forceNonUnique,
+ * dryRun): a bool or a number, read as its truth value, as mongod's IDL
+ * does; anything else is 14.
+ */
+static int
+safe_bool(mf_op_t *op, const char *path, bson_iter_t *it, bool *out)
+{
+    const bson_value_t *v = bson_iter_value(it);
+    if (v->value_type == BSON_TYPE_BOOL) {
+        *out = v->value.v_bool;
+        return 0;
+    }
+    if (!mf_value_is_number(v))
+        return mf_err_set(&op->err, MF_E_TypeMismatch,
+                          "BSON field '%s' is the wrong type '%s', expected types '[bool, long, int, decimal, double]'",
+                          path, mf_type_name(v->value_type));
+    *out = mf_value_as_double(v) != 0; /* NaN is true, as BSONElement::trueValue */
+    return 0;
+}
+
+/* Parses the `index` sub-document's fields and their types (mongod's IDL pass: nothing else yet). */
 static int
 parse_index_mod(mf_op_t *op, bson_iter_t *idx, index_mod_t *m)
 {
@@ -85,14 +112,25 @@ parse_index_mod(mf_op_t *op, bson_iter_t *idx, index_mod_t *m)
             bson_init_static(&m->key, data, len);
             m->has_key = true;
         } else if (strcmp(k, "expireAfterSeconds") == 0) {
-            m->secs_v = bson_iter_value(&it);
+            m->secs_v = *bson_iter_value(&it); /* the iterator's value is only valid while it is */
             m->has_secs = true;
         } else if (strcmp(k, "hidden") == 0) {
-            if (!BSON_ITER_HOLDS_BOOL(&it))
-                return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field 'collMod.index.hidden' is the wrong type '%s', expected type 'bool'",
-                                  mf_type_name(bson_iter_type(&it)));
-            m->hidden = bson_iter_bool(&it);
+            if (safe_bool(op, "collMod.index.hidden", &it, &m->hidden) != 0)
+                return -1;
             m->has_hidden = true;
+        } else if (strcmp(k, "unique") == 0) {
+            if (safe_bool(op, "collMod.index.unique", &it, &m->unique) != 0)
+                return -1;
+            m->has_unique = true;
+        } else if (strcmp(k, "prepareUnique") == 0) {
+            bool unused;
+            if (safe_bool(op, "collMod.index.prepareUnique", &it, &unused) != 0)
+                return -1;
+            m->has_prepare_unique = true;
+        } else if (strcmp(k, "forceNonUnique") == 0) {
+            if (safe_bool(op, "collMod.index.forceNonUnique", &it, &m->force_non_unique) != 0)
+                return -1;
+            m->has_force_non_unique = true;
         } else if (strcmp(k, "archive") == 0) {
             if (!BSON_ITER_HOLDS_BOOL(&it))
                 return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field 'collMod.index.archive' is the wrong type '%s', expected type 'bool'",
@@ -100,23 +138,39 @@ parse_index_mod(mf_op_t *op, bson_iter_t *idx, index_mod_t *m)
             m->archive = bson_iter_bool(&it);
             m->has_archive = true;
         } else {
-            return mf_err_set(&op->err, MF_E_InvalidOptions, "'%s' option not supported in collMod index", k);
+            return mf_err_set(&op->err, MF_E_Location40415, "BSON field 'collMod.index.%s' is an unknown field.", k);
         }
     }
+    if (m->has_secs && !mf_value_is_number(&m->secs_v))
+        return mf_err_set(&op->err, MF_E_TypeMismatch,
+                          "BSON field 'collMod.index.expireAfterSeconds' is the wrong type '%s', expected types '[long, int, decimal, double']",
+                          mf_type_name(m->secs_v.value_type));
+    return 0;
+}
+
+/* Checks the parsed `index` change against itself, in mongod's order (everything that needs no catalog). */
+static int
+check_index_mod(mf_op_t *op, index_mod_t *m, bool timeseries)
+{
     if (m->has_name && m->has_key)
         return mf_err_set(&op->err, MF_E_InvalidOptions, "Cannot specify both key pattern and name.");
     if (!m->has_name && !m->has_key)
         return mf_err_set(&op->err, MF_E_InvalidOptions, "Must specify either index name or key pattern.");
-    if (!m->has_secs && !m->has_hidden && !m->has_archive)
-        return mf_err_set(&op->err, MF_E_InvalidOptions, "no expireAfterSeconds, hidden or archive field");
+    if (!m->has_secs && !m->has_hidden && !m->has_archive && !m->has_unique && !m->has_prepare_unique &&
+        !m->has_force_non_unique)
+        return mf_err_set(&op->err, MF_E_InvalidOptions, "no expireAfterSeconds, hidden, unique, or prepareUnique field");
+    if (m->has_unique || m->has_prepare_unique)
+        return mf_err_set(&op->err, MF_E_InvalidOptions,
+                          "collMod does not support converting an index to 'unique' or to 'prepareUnique' mode");
+    if (m->has_force_non_unique && !m->force_non_unique)
+        return mf_err_set(&op->err, MF_E_BadValue, "'forceNonUnique: false' is not supported");
     if (m->has_secs) {
-        const bson_value_t *v = m->secs_v;
-        if (!mf_value_is_number(v))
-            return mf_err_set(&op->err, MF_E_TypeMismatch,
-                              "BSON field 'collMod.index.expireAfterSeconds' is the wrong type '%s', expected types '[long, int, decimal, double']",
-                              mf_type_name(v->value_type));
+        if (timeseries)
+            return mf_err_set(&op->err, MF_E_InvalidOptions,
+                              "TTL indexes are not supported for time-series collections. Please refer to the "
+                              "documentation and use the top-level 'expireAfterSeconds' option instead");
         mf_error_t e;
-        if (mf_ttl_check_seconds(v, &m->secs, &e) != 0)
+        if (mf_ttl_check_seconds(&m->secs_v, &m->secs, &e) != 0)
             return mf_err_set(&op->err, MF_E_InvalidOptions, "%s", e.msg);
     }
     return 0;
@@ -161,8 +215,12 @@ apply_index_mod(mf_op_t *op, mf_coll_t *c, const index_mod_t *m)
             return mf_err_set(&op->err, MF_E_InvalidOptions,
                               "TTL indexes are single-field indexes, compound indexes do not support TTL");
     }
+    if (m->has_hidden && strncmp(c->name, "system.", 7) == 0 && strncmp(c->name, MF_TS_BUCKETS_PREFIX, strlen(MF_TS_BUCKETS_PREFIX)) != 0)
+        return mf_err_set(&op->err, MF_E_BadValue, "Can't hide index on system collection");
     if (m->has_hidden && ix->is_id)
-        return mf_err_set(&op->err, MF_E_InvalidOptions, "can't hide _id index");
+        return mf_err_set(&op->err, MF_E_BadValue, "can't hide _id index");
+    if (m->has_force_non_unique && ix->unique)
+        return mf_err_set(&op->err, MF_E_InvalidOptions, "collMod does not support converting a unique index to non-unique");
 
     bson_copy_to(ix->spec, &cur);
     if (m->has_secs) {
@@ -240,11 +298,14 @@ parse_ts_expire(mf_op_t *op, const bson_value_t *v, ts_mod_t *tm)
         return 0;
     }
     if (!mf_value_is_number(v))
-        return mf_err_set(&op->err, MF_E_InvalidOptions, "'expireAfterSeconds' must be a number or the string 'off', not %s",
+        return mf_err_set(&op->err, MF_E_TypeMismatch,
+                          "BSON field 'collMod.expireAfterSeconds' is the wrong type '%s', expected types '[string, long, int, decimal, double]'",
                           mf_type_name(v->value_type));
     double d = mf_value_as_double(v);
-    if (!(d >= 0))
-        return mf_err_set(&op->err, MF_E_InvalidOptions, "'expireAfterSeconds' must be a positive number or the string 'off'");
+    if (d < 0)
+        return mf_err_set(&op->err, MF_E_InvalidOptions, "TTL index 'expireAfterSeconds' option cannot be less than 0");
+    if (d != d)
+        return mf_err_set(&op->err, MF_E_InvalidOptions, "'expireAfterSeconds' must be a number, not NaN");
     tm->expire = (int64_t)d;
     return 0;
 }
@@ -399,7 +460,7 @@ cmd_coll_mod(mf_op_t *op)
     const char *name;
     bson_iter_t it;
     index_mod_t m;
-    bool has_index = false, has_ts_val = false;
+    bool has_index = false, has_ts_val = false, dry_run = false;
     bson_t opts;
     bson_value_t ts_val;
     ts_mod_t tm;
@@ -436,8 +497,13 @@ cmd_coll_mod(mf_op_t *op)
         } else if (k[0] == '$' || strcmp(k, "lsid") == 0 || strcmp(k, "writeConcern") == 0 ||
                    strcmp(k, "comment") == 0 || strcmp(k, "maxTimeMS") == 0 || strcmp(k, "txnNumber") == 0 ||
                    strcmp(k, "apiVersion") == 0 || strcmp(k, "apiStrict") == 0 ||
-                   strcmp(k, "apiDeprecationErrors") == 0 || strcmp(k, "dryRun") == 0) {
+                   strcmp(k, "apiDeprecationErrors") == 0) {
             continue;
+        } else if (strcmp(k, "dryRun") == 0) {
+            if (safe_bool(op, "collMod.dryRun", &it, &dry_run) != 0) {
+                bson_destroy(&opts);
+                return -1;
+            }
         } else if (!mf_cmd_is_generic_arg(k)) {
             /* collmod.idl is strict; its fields mayfly does not implement (viewOn, pipeline, cappedSize ...) stay 72. */
             static const char *const idl_fields[] = {
@@ -453,6 +519,17 @@ cmd_coll_mod(mf_op_t *op)
         }
     }
 
+    if (dry_run) {
+        /* mongod's dry run checks a conversion to unique for duplicates and changes nothing; nothing else may ask for it. */
+        bson_destroy(&opts);
+        if (!has_index)
+            return mf_err_set(&op->err, MF_E_InvalidOptions, "dry run mode requires an valid index modification.");
+        if (!m.has_unique || !m.unique)
+            return mf_err_set(&op->err, MF_E_InvalidOptions, "dry run mode requires an index modification with unique: true.");
+        return mf_err_set(&op->err, MF_E_InvalidOptions,
+                          "collMod does not support converting an index to 'unique' or to 'prepareUnique' mode");
+    }
+
     mf_catalog_wrlock(op->eng->cat);
     mf_coll_t *c = mf_catalog_coll_find(op->eng->cat, op->db, name);
     if (c == NULL) {
@@ -461,6 +538,8 @@ cmd_coll_mod(mf_op_t *op)
     }
     if (c->is_view && c->is_timeseries) {
         bson_t cur;
+        if (has_index && (rc = check_index_mod(op, &m, true)) != 0)
+            goto out;
         if (has_index || !bson_empty(&opts)) {
             rc = mf_err_set(&op->err, MF_E_InvalidOptions, "collMod on a time-series collection accepts only expireAfterSeconds and timeseries");
             goto out;
@@ -483,6 +562,8 @@ cmd_coll_mod(mf_op_t *op)
             goto out;
         }
     }
+    if (has_index && (rc = check_index_mod(op, &m, false)) != 0)
+        goto out;
     if (tm.has_expire && c->clustered && !has_ts_val) {
         /* A clustered collection's TTL (SPEC: TTL on a clustered collection): its expireAfterSeconds option. */
         if (c->clustered_expire >= 0)
@@ -498,10 +579,13 @@ cmd_coll_mod(mf_op_t *op)
         if (!has_index && bson_empty(&opts))
             goto out;
     }
-    if (tm.has_expire || has_ts_val) {
+    if (tm.has_expire) {
         rc = mf_err_set(&op->err, MF_E_InvalidOptions,
-                        "collMod %s is only supported on time-series or clustered collections",
-                        tm.has_expire ? "expireAfterSeconds" : "timeseries");
+                        "'expireAfterSeconds' option is only supported on collections clustered by _id");
+        goto out;
+    }
+    if (has_ts_val) {
+        rc = mf_err_set(&op->err, MF_E_InvalidOptions, "option only supported on a time-series collection: timeseries");
         goto out;
     }
     /* Check the new collection options before changing anything (a failed collMod changes nothing). */

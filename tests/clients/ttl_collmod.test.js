@@ -145,9 +145,48 @@ h.test('B3: collMod with both name and keyPattern fails with 72', async () => {
   await refused(db, { collMod: 'c', index: { name: 'at_1', keyPattern: { at: 1 }, expireAfterSeconds: 10 } }, 72);
 });
 
-h.test('B3: collMod with an unknown field inside index fails with 72', async () => {
+h.test('B3 (8.0 wins): collMod with an unknown field inside index fails with 40415, as 8.0\'s strict IDL, and changes nothing', async () => {
   const { db } = await setup('b3unknown');
-  await refused(db, { collMod: 'c', index: { name: 'at_1', expireAfterSeconds: 10, bogus: 1 } }, 72);
+  await refused(db, { collMod: 'c', index: { name: 'at_1', expireAfterSeconds: 10, bogus: 1 } }, 40415,
+    /^BSON field 'collMod.index.bogus' is an unknown field.$/);
+});
+
+h.test('B3: collMod.index with nothing to change fails with 72, in mongod\'s words', async () => {
+  const { db } = await setup('b3nothing');
+  await refused(db, { collMod: 'c', index: { name: 'at_1' } }, 72, /^no expireAfterSeconds, hidden, unique, or prepareUnique field$/);
+});
+
+h.test('collMod dryRun never changes an index: only a conversion to unique may ask for it (72 otherwise)', async () => {
+  const { db } = await setup('dryrun');
+  await refused(db, { collMod: 'c', index: { keyPattern: { plain: 1 }, expireAfterSeconds: 5 }, dryRun: true }, 72,
+    /^dry run mode requires an index modification with unique: true.$/);
+  await refused(db, { collMod: 'c', validationLevel: 'off', dryRun: true }, 72, /^dry run mode requires an valid index modification.$/);
+  await refused(db, { collMod: 'c', index: { name: 'at_1', expireAfterSeconds: 5 }, dryRun: true }, 72);
+  /* A conversion to unique is not implemented: refused as by a mongod whose feature is off, dry run or not. */
+  await refused(db, { collMod: 'c', index: { name: 'plain_1', unique: true }, dryRun: true }, 72, /converting an index to 'unique'/);
+  await refused(db, { collMod: 'c', index: { name: 'plain_1', prepareUnique: true } }, 72, /converting an index to 'unique'/);
+  await refused(db, { collMod: 'c', index: { name: 'plain_1', expireAfterSeconds: 5 }, dryRun: 'yes' }, 14);
+  /* dryRun: false is an ordinary collMod. */
+  const r = await db.command({ collMod: 'c', index: { name: 'plain_1', expireAfterSeconds: 5 }, dryRun: false });
+  assert.equal(Number(r.expireAfterSeconds_new), 5);
+});
+
+h.test('collMod hidden takes a number as its truth value (safeBool, as mongod); the _id index cannot be hidden (2 BadValue)', async () => {
+  const { db, coll } = await setup('hidenum');
+  const r = await db.command({ collMod: 'c', index: { name: 'plain_1', hidden: 1 } });
+  assert.equal(r.hidden_new, true);
+  assert.equal(byName(await indexes(coll), 'plain_1').hidden, true);
+  await db.command({ collMod: 'c', index: { name: 'plain_1', hidden: 0 } });
+  assert.equal(byName(await indexes(coll), 'plain_1').hidden, undefined);
+  await refused(db, { collMod: 'c', index: { name: '_id_', hidden: true } }, 2, /^can't hide _id index$/);
+  await refused(db, { collMod: 'c', index: { name: 'plain_1', hidden: 'yes' } }, 14);
+});
+
+h.test('collMod expireAfterSeconds of a collection that is not clustered is 72 in mongod\'s words; a bool is 14', async () => {
+  const { db } = await setup('collexp');
+  await refused(db, { collMod: 'c', expireAfterSeconds: 60 }, 72, /^'expireAfterSeconds' option is only supported on collections clustered by _id$/);
+  await refused(db, { collMod: 'c', expireAfterSeconds: true }, 14, /wrong type 'bool'/);
+  await refused(db, { collMod: 'c', timeseries: { granularity: 'hours' } }, 72, /^option only supported on a time-series collection: timeseries$/);
 });
 
 h.test('B3: collMod on a missing collection fails with 26 NamespaceNotFound and creates nothing', async () => {
