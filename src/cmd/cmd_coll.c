@@ -1118,15 +1118,17 @@ cmd_list_indexes(mf_op_t *op)
             continue; /* listed once built, as mongod lists them */
         if (b != NULL) {
             /* A time-series collection lists its buckets' indexes as users defined them. */
-            if (!mf_ts_index_from_buckets(&spec, ix->spec, &shown))
+            bson_t from;
+            if (!mf_ts_index_from_buckets(&spec, ix->spec, &from))
                 continue;
-            snprintf(key, sizeof(key), "%d", n++);
-            BSON_APPEND_DOCUMENT(&batch, key, &shown);
-            bson_destroy(&shown);
-            continue;
+            mf_index_spec_listed(&from, &shown);
+            bson_destroy(&from);
+        } else {
+            mf_index_spec_listed(ix->spec, &shown); /* mongod's field order and types */
         }
         snprintf(key, sizeof(key), "%d", n++);
-        BSON_APPEND_DOCUMENT(&batch, key, ix->spec);
+        BSON_APPEND_DOCUMENT(&batch, key, &shown);
+        bson_destroy(&shown);
     }
     mf_catalog_unlock(op->eng->cat);
     snprintf(cname, sizeof(cname), "$cmd.listIndexes.%s", name);

@@ -554,3 +554,87 @@ mf_index_spec_compare(const bson_t *want, const bson_t *have, mf_error_t *err)
     return rc;
 }
 
+/*
+ * listIndexes' fields, in the order and types of MongoDB 8.0's
+ * ListIndexesReplyItem (list_indexes.idl): mongod parses each catalog entry
+ * into that struct and serialises it again, so whatever order an index was
+ * created with, it lists in this one, its safeBool options as bools and its
+ * safeInt ones as 32-bit ints.
+ */
+typedef enum { LIST_ANY, LIST_BOOL, LIST_INT, LIST_DOUBLE } list_type_t;
+static const struct {
+    const char *name;
+    list_type_t type;
+} listed_fields[] = {
+    {"v", LIST_INT},
+    {"key", LIST_ANY},
+    {"name", LIST_ANY},
+    {"background", LIST_BOOL},
+    {"unique", LIST_BOOL},
+    {"hidden", LIST_BOOL},
+    {"partialFilterExpression", LIST_ANY},
+    {"sparse", LIST_BOOL},
+    {"expireAfterSeconds", LIST_INT},
+    {"storageEngine", LIST_ANY},
+    {"weights", LIST_ANY},
+    {"default_language", LIST_ANY},
+    {"language_override", LIST_ANY},
+    {"textIndexVersion", LIST_INT},
+    {"2dsphereIndexVersion", LIST_INT},
+    {"bits", LIST_INT},
+    {"min", LIST_DOUBLE},
+    {"max", LIST_DOUBLE},
+    {"bucketSize", LIST_DOUBLE},
+    {"collation", LIST_ANY},
+    {"wildcardProjection", LIST_ANY},
+    {"columnstoreProjection", LIST_ANY},
+    {"coarsestIndexedLevel", LIST_INT},
+    {"finestIndexedLevel", LIST_INT},
+    {"dropDups", LIST_BOOL},
+    {"originalSpec", LIST_ANY},
+    {"clustered", LIST_BOOL},
+    {"prepareUnique", LIST_BOOL},
+    {NULL, LIST_ANY},
+};
+
+static void
+append_listed(bson_t *out, const char *k, const bson_value_t *v, list_type_t type)
+{
+    if (type != LIST_ANY && mf_value_is_number(v)) {
+        double d = mf_value_as_double(v);
+        if (type == LIST_BOOL) {
+            BSON_APPEND_BOOL(out, k, d != 0);
+            return;
+        }
+        if (type == LIST_DOUBLE) {
+            BSON_APPEND_DOUBLE(out, k, d);
+            return;
+        }
+        if (d == d && d >= INT32_MIN && d <= INT32_MAX) {
+            BSON_APPEND_INT32(out, k, (int32_t)d);
+            return;
+        }
+    }
+    bson_append_value(out, k, -1, v);
+}
+
+void
+mf_index_spec_listed(const bson_t *spec, bson_t *out)
+{
+    bson_iter_t it;
+    bson_init(out);
+    for (int i = 0; listed_fields[i].name != NULL; i++) {
+        if (bson_iter_init_find(&it, spec, listed_fields[i].name))
+            append_listed(out, listed_fields[i].name, bson_iter_value(&it), listed_fields[i].type);
+    }
+    /* mayfly's own options (archive, ...) after mongod's, as stored; ns (4.2 and older) is not listed, as mongod. */
+    bson_iter_init(&it, spec);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        bool known = strcmp(k, "ns") == 0;
+        for (int i = 0; !known && listed_fields[i].name != NULL; i++)
+            known = strcmp(listed_fields[i].name, k) == 0;
+        if (!known)
+            bson_append_value(out, k, -1, bson_iter_value(&it));
+    }
+}

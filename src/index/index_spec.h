@@ -29,6 +29,13 @@ int mf_index_spec_normalise(const bson_t *req, bson_t *out, mf_error_t *err) MF_
 int mf_index_spec_compare(const bson_t *want, const bson_t *have, mf_error_t *err) MF_WUR;
 
 /*
+ * mf_index_spec_listed: writes a stored spec into out (initialised here; the
+ * caller destroys it) as listIndexes shows it: MongoDB 8.0's field order and
+ * types (list_indexes.idl), then any other option as stored.
+ */
+void mf_index_spec_listed(const bson_t *spec, bson_t *out);
+
+/*
  * mf_ttl_normalise_spec: validates the expireAfterSeconds of a createIndexes
  * spec that has one (SPEC A2-A4: numeric, not NaN, 0..2147483647, truncated
  * to an integer; single field; not _id) and writes the spec to store into

@@ -63,6 +63,27 @@ h.test('A1: createIndex with expireAfterSeconds on a single field makes a TTL in
   assert.equal(ix.expireAfterSeconds, 3600);
 });
 
+h.test('A1: listIndexes shows a TTL index in MongoDB 8.0\'s field order and types whatever order it was created with (list_indexes.idl)', async () => {
+  const { db, coll } = await freshColl('a1order');
+  await db.command({ createIndexes: coll.collectionName, indexes: [
+    { key: { f: 1 }, name: 'f_1', expireAfterSeconds: 10, background: 1, unique: true, sparse: 1 },
+    { key: { g: 1 }, name: 'g_1', partialFilterExpression: { g: { $exists: true } }, expireAfterSeconds: 10, hidden: true },
+  ] });
+  await db.command({ createIndexes: coll.collectionName, indexes: [{ key: { h: 1 }, name: 'h_1', hidden: true }] });
+  await db.command({ collMod: coll.collectionName, index: { name: 'h_1', expireAfterSeconds: 5 } });
+  const list = (await db.command({ listIndexes: coll.collectionName }, { promoteValues: false })).cursor.firstBatch;
+  const f = list.find((ix) => ix.name.valueOf() === 'f_1');
+  assert.deepEqual(Object.keys(f), ['v', 'key', 'name', 'background', 'unique', 'sparse', 'expireAfterSeconds']);
+  const g = list.find((ix) => ix.name.valueOf() === 'g_1');
+  assert.deepEqual(Object.keys(g), ['v', 'key', 'name', 'hidden', 'partialFilterExpression', 'expireAfterSeconds']);
+  assert.equal(f.background, true, 'safeBool: 1 is listed as true');
+  assert.equal(f.sparse, true);
+  assert.equal(f.expireAfterSeconds._bsontype, 'Int32');
+  assert.equal(f.v._bsontype, 'Int32');
+  const hh = list.find((ix) => ix.name.valueOf() === 'h_1');
+  assert.deepEqual(Object.keys(hh), ['v', 'key', 'name', 'hidden', 'expireAfterSeconds'], 'collMod\'s N is listed in its place, not appended');
+});
+
 h.test('A1: a descending single-field TTL index and a TTL index on a dotted path are accepted', async () => {
   const { coll } = await freshColl('a1b');
   await coll.createIndex({ at: -1 }, { expireAfterSeconds: 10 });
