@@ -1085,8 +1085,19 @@ read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
         return;
     }
     if (nread > 0 && !c->sniffed) {
+        /*
+         * A TLS client's first bytes are a handshake record: content type
+         * 0x16, protocol version 3.0-3.4, a 2-byte length, then handshake
+         * type 1 (ClientHello). A plain client's are its message's length
+         * and request id, so the first byte alone (0x16: a message of 278,
+         * 534 ... bytes) would take plain clients for TLS ones; all five
+         * match only a message of 790 + 65,536k bytes whose request id has
+         * 1 in its second byte.
+         */
         server_t *srv = c->srv;
-        bool handshake = c->rbuf[c->rlen] == 0x16;
+        const uint8_t *b = c->rbuf + c->rlen;
+        bool handshake = b[0] == 0x16 && (nread < 2 || b[1] == 0x03) && (nread < 3 || b[2] <= 0x04) &&
+                         (nread < 6 || b[5] == 0x01);
         c->sniffed = true;
         if (handshake && srv->tls == NULL) {
             conn_close(c, "a TLS handshake, but TLS is disabled (--tlsMode)");

@@ -48,6 +48,23 @@ h.test('a well-formed OP_MSG ping gets an OP_MSG reply with responseTo set', asy
   assert.equal(r.ok, 1);
 });
 
+h.test('with TLS off, a first message whose length ends in byte 0x16 (a TLS handshake\'s first byte) is a message, not a handshake', async () => {
+  /* pymongo's hello with a 20-character driver name was 278 bytes: the server took it for TLS and closed the connection. */
+  for (const want of [278, 534, 790]) {
+    let pad = 0;
+    let msg = h.buildOpMsg(7, { ping: 1, $db: 'admin', comment: '' });
+    pad = want - msg.length;
+    msg = h.buildOpMsg(7, { ping: 1, $db: 'admin', comment: 'x'.repeat(pad) });
+    assert.equal(msg.length, want);
+    assert.equal(msg[0], 0x16);
+    const conn = await h.rawConnect(srv.port);
+    await conn.send(msg);
+    const r = await conn.readReply(5000);
+    conn.close();
+    assert.equal(r.ok, 1, `a ${want}-byte first message answered`);
+  }
+});
+
 h.test('legacy OP_QUERY isMaster on admin.$cmd gets an OP_REPLY', async () => {
   const conn = await h.rawConnect(srv.port);
   const q = Buffer.from(BSON.serialize({ isMaster: 1 }));
