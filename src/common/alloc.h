@@ -51,6 +51,28 @@ mf_strlcpy(char *dst, const char *src, size_t size)
 }
 
 /*
+ * mf_utf8_cut_tail: s holds len bytes of a string cut at a byte count
+ * (snprintf's, say); drops a last UTF-8 character that the cut left
+ * incomplete, NUL-terminating s there. Returns the new length.
+ */
+static inline size_t
+mf_utf8_cut_tail(char *s, size_t len)
+{
+    size_t i = len;
+    while (i > 0 && len - i < 4 && ((unsigned char)s[i - 1] & 0xC0) == 0x80)
+        i--; /* back over continuation bytes to the character's first byte */
+    if (i == 0)
+        return len;
+    unsigned char lead = (unsigned char)s[i - 1];
+    size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
+    if ((i - 1) + need > len) {
+        s[i - 1] = '\0';
+        return i - 1;
+    }
+    return len;
+}
+
+/*
  * mf_strjoin: a, b and c one after the other into dst (size > 0), cut to
  * fit (between UTF-8 characters, as mf_strlcpy: once one part is cut, the
  * later ones only write the NUL at size - 1, past the string's end),

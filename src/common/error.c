@@ -7,6 +7,8 @@
  */
 #include "common/error.h"
 
+#include "common/alloc.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -17,7 +19,9 @@ mf_err_vset(mf_error_t *err, int code, const char *fmt, va_list ap)
         return -1;
     err->code = code;
     err->info_len = 0;
-    vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+    int n = vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+    if (n >= (int)sizeof(err->msg)) /* cut: not inside a character, as the reply's errmsg must be valid UTF-8 */
+        (void)mf_utf8_cut_tail(err->msg, sizeof(err->msg) - 1);
     return -1;
 }
 

@@ -28,20 +28,65 @@ static long ring_total;   /* lines ever kept; the newest is ring[(ring_total - 1
 static long ring_count;   /* lines held, the last ring_count of them */
 static size_t ring_bytes; /* their total length */
 
+/*
+ * The length of the well-formed UTF-8 character at s (1-4), or 0 when the
+ * bytes there are not one (a stray continuation byte, an overlong form, a
+ * surrogate, a character cut short by the end of the string).
+ */
+static size_t
+utf8_char_len(const unsigned char *s)
+{
+    unsigned char c = s[0];
+    if (c < 0x80)
+        return 1;
+    size_t n = c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+    if (n == 0)
+        return 0;
+    unsigned char lo = c == 0xE0 ? 0xA0 : c == 0xF0 ? 0x90 : 0x80;
+    unsigned char hi = c == 0xED ? 0x9F : c == 0xF4 ? 0x8F : 0xBF;
+    if (s[1] < lo || s[1] > hi)
+        return 0;
+    for (size_t i = 2; i < n; i++) {
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+    }
+    return n;
+}
+
+/*
+ * Escapes src as the inside of a JSON string into dst (cap bytes, always
+ * NUL-terminated): quotes, backslashes and control bytes escaped, and what
+ * is not UTF-8 written as U+FFFD, so every line, getLog's among them, is
+ * valid UTF-8 JSON (a BSON string built from it can be decoded). Stops
+ * before a character that does not fit whole.
+ */
 static size_t
 json_escape(char *dst, size_t cap, const char *src)
 {
     size_t n = 0;
-    for (; *src && n + 7 < cap; src++) {
-        unsigned char c = (unsigned char)*src;
+    const unsigned char *p = (const unsigned char *)src;
+    while (*p && n + 7 < cap) {
+        unsigned char c = *p;
+        size_t len = utf8_char_len(p);
         if (c == '"' || c == '\\') {
             dst[n++] = '\\';
             dst[n++] = (char)c;
         } else if (c < 0x20) {
             n += (size_t)snprintf(dst + n, cap - n, "\\u%04x", c);
+        } else if (len == 0) {
+            memcpy(dst + n, "\\ufffd", 6); /* not UTF-8: the replacement character */
+            n += 6;
+            p++;
+            continue;
+        } else if (len > 1) {
+            memcpy(dst + n, p, len);
+            n += len;
+            p += len;
+            continue;
         } else {
             dst[n++] = (char)c;
         }
+        p++;
     }
     dst[n] = '\0';
     return n;
@@ -59,10 +104,51 @@ log_time(char *ts, size_t cap)
     snprintf(ts + k, cap - k, ".%03ldZ", (long)(tv.tv_usec / 1000));
 }
 
+/*
+ * A line whose attributes hold bytes that are not UTF-8 (a string value of
+ * a logged command may) copied with each such byte as U+FFFD: such bytes
+ * only occur inside JSON strings, where "\ufffd" is text. NULL when the
+ * line is valid UTF-8 already (the usual case: one scan). Owned by the caller.
+ */
+static char *
+utf8_repaired(const char *line, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)line;
+    size_t bad = 0;
+    for (size_t i = 0; i < len;) {
+        size_t k = utf8_char_len(p + i);
+        bad += k == 0;
+        i += k ? k : 1;
+    }
+    if (bad == 0)
+        return NULL;
+    char *out = mf_malloc(len + bad * 5 + 1);
+    size_t n = 0;
+    for (size_t i = 0; i < len;) {
+        size_t k = utf8_char_len(p + i);
+        if (k == 0) {
+            memcpy(out + n, "\\ufffd", 6);
+            n += 6;
+            i++;
+        } else {
+            memcpy(out + n, p + i, k);
+            n += k;
+            i += k;
+        }
+    }
+    out[n] = '\0';
+    return out;
+}
+
 /* Writes line[0..n) (ending in a newline) to stderr and keeps it, without the newline, in the ring. */
 static void
 log_emit(char *line, int n)
 {
+    char *fixed = utf8_repaired(line, (size_t)n);
+    if (fixed != NULL) {
+        line = fixed;
+        n = (int)strlen(fixed);
+    }
     if (write(STDERR_FILENO, line, (size_t)n) < 0) {
         /* Nothing sensible to do when stderr is gone. */
     }
@@ -81,6 +167,7 @@ log_emit(char *line, int n)
     ring_count++;
     ring_bytes += len;
     pthread_mutex_unlock(&ring_lock);
+    free(fixed);
 }
 
 void
@@ -91,8 +178,10 @@ mf_log(char severity, const char *component, const char *fmt, ...)
     int n;
 
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
+    n = vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
+    if (n >= (int)sizeof(msg))
+        (void)mf_utf8_cut_tail(msg, sizeof(msg) - 1); /* cut between characters, not inside one */
     json_escape(esc, sizeof(esc), msg);
     log_time(ts, sizeof(ts));
     n = snprintf(line, sizeof(line), "{\"t\":{\"$date\":\"%s\"},\"s\":\"%c\",\"c\":\"%s\",\"msg\":\"%s\"}\n", ts, severity,

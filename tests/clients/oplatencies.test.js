@@ -366,3 +366,20 @@ h.test('getLog stays near a megabyte however long the slow-query lines are (esca
   for (const l of slow) assert.ok(JSON.stringify(l).length <= 20 * 1024, 'each line cut to about 16 KB');
   assert.equal((await admin().command({ ping: 1 })).ok, 1);
 });
+
+h.test('errors and log lines stay valid UTF-8 when cut: a long non-ASCII name in an error reply and in getLog', async () => {
+  const db = srv.freshDb('utf8cut');
+  const long = '\u00e9'.repeat(400); /* 800 bytes: past the error message's 512 */
+  for (const shift of ['', 'x', 'xy', 'xyz']) {
+    const e = await h.expectCode(db.command({ [shift + long]: 1 }), 59);
+    assert.ok(e.message.length > 200, 'the message is there, cut');
+    assert.ok(!e.message.includes('\ufffd'), 'cut between characters');
+  }
+  await h.expectCode(db.collection('c').find({ ['f' + long]: { $bogus: 1 } }).toArray(), 2);
+  /* An index name of 2,200 bytes: its log lines are cut at the logger's 2 KB, and getLog must still decode. */
+  await db.collection('c').createIndex({ a: 1 }, { name: '\u00e9'.repeat(1100) });
+  const r = await admin().command({ getLog: 'global' });
+  assert.ok(r.log.length > 0);
+  for (const l of r.log.slice(-50)) JSON.parse(l);
+  assert.equal((await admin().command({ ping: 1 })).ok, 1);
+});

@@ -162,3 +162,30 @@ Test(strings, a_cut_copy_or_join_ends_between_utf8_characters)
     cr_assert_eq(mf_strjoin(ns, sizeof(ns), "db", ".", "c"), 4);
     cr_assert_str_eq(ns, "db.c");
 }
+
+/* An error message cut by its buffer ends between UTF-8 characters: the reply's errmsg must be valid UTF-8 (a driver cannot decode it otherwise). */
+Test(strings, a_cut_error_message_ends_between_utf8_characters)
+{
+    char name[1200];
+    size_t n = 0;
+    for (int i = 0; i < 400; i++) {
+        name[n++] = '\xc3';
+        name[n++] = '\xa9'; /* é */
+    }
+    name[n] = '\0';
+    for (int shift = 0; shift < 4; shift++) {
+        mf_error_t err;
+        mf_err_set(&err, MF_E_CommandNotFound, "%.*sno such command: '%s'", shift, "xyz", name);
+        size_t len = strlen(err.msg);
+        cr_assert_lt(len, sizeof(err.msg));
+        cr_assert_geq(len, sizeof(err.msg) - 4);
+        /* every é whole: the message after the prefix alternates c3 a9 to its end */
+        const char *p = strchr(err.msg, '\'') + 1;
+        cr_assert_eq((size_t)(err.msg + len - p) % 2, 0, "shift %d: a cut é left behind", shift);
+        cr_assert_eq((unsigned char)err.msg[len - 1], 0xa9);
+    }
+    char s[8] = "ab\xe2\x82";
+    cr_assert_eq(mf_utf8_cut_tail(s, 4), 2, "a three-byte character with one byte missing goes");
+    char t[8] = "ab\xe2\x82\xac";
+    cr_assert_eq(mf_utf8_cut_tail(t, 5), 5, "a whole one stays");
+}
