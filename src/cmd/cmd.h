@@ -275,5 +275,17 @@ bool mf_cmd_is_generic_arg(const char *k);
 /* mf_op_coll_name: the collection named by the command's first field (must be a string). */
 int mf_op_coll_name(mf_op_t *op, const char **name) MF_WUR;
 
+/*
+ * mf_cmd_check_names: refuses a command whose names of namespaces or indexes
+ * hold a NUL byte (the command's first field, to, viewOn, collection, the
+ * $db/coll/from/into of $out, $merge, $lookup, $graphLookup and $unionWith in
+ * its pipeline and their sub-pipelines, an index name of dropIndexes or
+ * collMod, a hint): the code reads names as C strings, where
+ * "victim\0x" is "victim", so such a name would act on another object
+ * (rename, drop or overwrite it). 73 InvalidNamespace for namespaces, 27
+ * IndexNotFound for index names, 2 BadValue for a hint. 0, or -1 with op->err.
+ */
+int mf_cmd_check_names(mf_op_t *op) MF_WUR;
+
 
 #endif /* MF_CMD_H */

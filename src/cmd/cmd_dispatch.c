@@ -968,7 +968,7 @@ mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *
     if (!(def->flags & MF_CMD_WRITE) && strcmp(def->name, "find") != 0 && strcmp(def->name, "getMore") != 0)
         atomic_fetch_add(&eng->op_command, 1);
     if (check_fields(def, &op) != 0 || check_txn_fields(&op) != 0 || check_write_concern(&op, &unsatisfiable) != 0 ||
-        mf_cmd_generic_check(&op, def->name) != 0)
+        mf_cmd_generic_check(&op, def->name) != 0 || mf_cmd_check_names(&op) != 0)
         goto fail;
     /* Logical sessions: the lsid a command carries is validated and its session's lastUse refreshed (cmd_sessions.c). */
     if (mf_cmd_session_use(&op) != 0)

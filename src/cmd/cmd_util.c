@@ -291,6 +291,112 @@ mf_op_coll_name(mf_op_t *op, const char **name)
 
 
 
+/* Whether it holds a string with a NUL byte inside (a C string would end there). */
+static bool
+utf8_has_nul(const bson_iter_t *it)
+{
+    uint32_t len;
+    if (!BSON_ITER_HOLDS_UTF8(it))
+        return false;
+    const char *s = bson_iter_utf8(it, &len);
+    return memchr(s, '\0', len) != NULL;
+}
+
+static int
+nul_namespace(mf_op_t *op, const char *field)
+{
+    return mf_err_set(&op->err, MF_E_InvalidNamespace, "Invalid namespace in '%s': contains a NUL byte", field);
+}
+
+/* The string fields of doc that name a database or collection ({db, coll}, from, into, ...). */
+static int
+names_in_doc(mf_op_t *op, const bson_iter_t *doc, const char *const *fields, const char *stage)
+{
+    bson_iter_t in;
+    if (!BSON_ITER_HOLDS_DOCUMENT(doc) || !bson_iter_recurse(doc, &in))
+        return 0;
+    while (bson_iter_next(&in)) {
+        for (int i = 0; fields[i] != NULL; i++) {
+            if (strcmp(bson_iter_key(&in), fields[i]) == 0 && utf8_has_nul(&in))
+                return nul_namespace(op, stage);
+        }
+    }
+    return 0;
+}
+
+#define NAMES_MAX_DEPTH 32 /* sub-pipelines deeper than this are refused by the pipeline parser anyway */
+
+/* A pipeline's stages that name other collections, and their sub-pipelines. */
+static int
+pipeline_names(mf_op_t *op, const bson_iter_t *arr, int depth)
+{
+    static const char *const db_coll[] = {"db", "coll", NULL};
+    bson_iter_t st, s, f;
+    if (depth > NAMES_MAX_DEPTH || !BSON_ITER_HOLDS_ARRAY(arr) || !bson_iter_recurse(arr, &st))
+        return 0;
+    while (bson_iter_next(&st)) {
+        if (!BSON_ITER_HOLDS_DOCUMENT(&st) || !bson_iter_recurse(&st, &s) || !bson_iter_next(&s))
+            continue;
+        const char *name = bson_iter_key(&s);
+        if (strcmp(name, "$out") == 0 || strcmp(name, "$unionWith") == 0) {
+            if (utf8_has_nul(&s) || names_in_doc(op, &s, db_coll, name) != 0)
+                return utf8_has_nul(&s) ? nul_namespace(op, name) : -1;
+        }
+        if (!BSON_ITER_HOLDS_DOCUMENT(&s) || !bson_iter_recurse(&s, &f))
+            continue;
+        bool facet = strcmp(name, "$facet") == 0;
+        while (bson_iter_next(&f)) {
+            const char *k = bson_iter_key(&f);
+            if (facet || strcmp(k, "pipeline") == 0) {
+                if (pipeline_names(op, &f, depth + 1) != 0)
+                    return -1;
+            } else if (strcmp(name, "$lookup") == 0 || strcmp(name, "$graphLookup") == 0 ||
+                       strcmp(name, "$merge") == 0) {
+                if (strcmp(k, "from") == 0 || strcmp(k, "into") == 0) {
+                    if (utf8_has_nul(&f) || names_in_doc(op, &f, db_coll, name) != 0)
+                        return utf8_has_nul(&f) ? nul_namespace(op, name) : -1;
+                }
+            }
+        }
+    }
+    return 0;
+}
+
+int
+mf_cmd_check_names(mf_op_t *op)
+{
+    bson_iter_t it, sub;
+    if (!bson_iter_init(&it, op->cmd) || !bson_iter_next(&it))
+        return 0;
+    if (utf8_has_nul(&it))
+        return nul_namespace(op, bson_iter_key(&it));
+    bool indexes = strcmp(op->name, "dropIndexes") == 0 || strcmp(op->name, "deleteIndexes") == 0 ||
+                   strcmp(op->name, "collMod") == 0;
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (strcmp(k, "to") == 0 || strcmp(k, "viewOn") == 0 || strcmp(k, "collection") == 0) {
+            if (utf8_has_nul(&it))
+                return nul_namespace(op, k);
+        } else if (strcmp(k, "pipeline") == 0) {
+            if (pipeline_names(op, &it, 0) != 0)
+                return -1;
+        } else if (strcmp(k, "hint") == 0) {
+            if (utf8_has_nul(&it))
+                return mf_err_set(&op->err, MF_E_BadValue, "hint provided does not correspond to an existing index");
+        } else if (indexes && strcmp(k, "index") == 0) {
+            bool bad = utf8_has_nul(&it);
+            if (!bad && (BSON_ITER_HOLDS_ARRAY(&it) || BSON_ITER_HOLDS_DOCUMENT(&it)) && bson_iter_recurse(&it, &sub)) {
+                /* dropIndexes' list of names; collMod's {name: ...} */
+                while (!bad && bson_iter_next(&sub))
+                    bad = (BSON_ITER_HOLDS_ARRAY(&it) || strcmp(bson_iter_key(&sub), "name") == 0) && utf8_has_nul(&sub);
+            }
+            if (bad)
+                return mf_err_set(&op->err, MF_E_IndexNotFound, "index not found: its name contains a NUL byte");
+        }
+    }
+    return 0;
+}
+
 int64_t
 mf_cmd_cursor_register(mf_op_t *op, mf_cursor_t *cur)
 {
