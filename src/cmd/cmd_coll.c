@@ -175,7 +175,11 @@ create_timeseries(mf_op_t *op, const char *name, const bson_t *opts)
                 return mf_err_set(&op->err, MF_E_Location51024,
                                   "BSON field 'create.expireAfterSeconds' value must be >= 0, actual value '%lld'",
                                   (long long)mf_value_as_double(v));
-            expire = (int64_t)mf_value_as_double(v);
+            double d = mf_value_as_double(v);
+            if (!(d <= 2147483647.0)) /* NaN, Infinity, 1e40: as a clustered collection's (no cast out of range) */
+                return mf_err_set(&op->err, MF_E_InvalidOptions,
+                                  "TTL index 'expireAfterSeconds' option must be within an acceptable range, try a lower number");
+            expire = (int64_t)d;
         }
     }
     if (!bson_iter_init_find(&it, opts, "timeseries") ||

@@ -304,8 +304,9 @@ parse_ts_expire(mf_op_t *op, const bson_value_t *v, ts_mod_t *tm)
     double d = mf_value_as_double(v);
     if (d < 0)
         return mf_err_set(&op->err, MF_E_InvalidOptions, "TTL index 'expireAfterSeconds' option cannot be less than 0");
-    if (d != d)
-        return mf_err_set(&op->err, MF_E_InvalidOptions, "'expireAfterSeconds' must be a number, not NaN");
+    if (!(d <= 2147483647.0)) /* NaN, Infinity, Long.MAX: refused as at create, never cast out of range */
+        return mf_err_set(&op->err, MF_E_InvalidOptions,
+                          "TTL index 'expireAfterSeconds' option must be within an acceptable range, try a lower number");
     tm->expire = (int64_t)d;
     return 0;
 }

@@ -262,6 +262,13 @@ h.test('F5 collMod sets, changes and removes expireAfterSeconds; bad values are 
   await assert.rejects(db.command({ collMod: 'weather24h', expireAfterSeconds: 'soon' }), (e) => e.code === 72);
   await assert.rejects(db.command({ collMod: 'weather24h', expireAfterSeconds: -5 }), (e) => e.code === 72);
   await assert.rejects(db.command({ collMod: 'weather24h', timeseries: { granularity: 'seconds' } }), (e) => e.code === 72);
+  /* Out of range: refused (they were cast to a negative number and stored, turning the TTL off). */
+  const { Long, Decimal128 } = require('mongodb');
+  for (const big of [Long.MAX_VALUE, Decimal128.fromString('1e40'), Infinity, NaN]) {
+    await h.expectCode(db.command({ collMod: 'weather24h', expireAfterSeconds: big }), 72, /acceptable range/);
+    await h.expectCode(db.createCollection(`big${String(big).length}`, { timeseries: { timeField: 't' }, expireAfterSeconds: big }), 72, /acceptable range/);
+  }
+  assert.equal((await opts()).expireAfterSeconds, undefined, 'nothing stored');
   await db.createCollection('plain');
   await assert.rejects(db.command({ collMod: 'plain', expireAfterSeconds: 10 }), (e) => e.code === 72);
   // Setting it makes due buckets go at once.
