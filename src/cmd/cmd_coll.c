@@ -42,6 +42,7 @@
 #include "cmd/crud.h"
 #include "doc/collation.h"
 #include "catalog/timeseries.h"
+#include "engine/profiler.h"
 #include "index/index_spec.h"
 #include "common/curop.h"
 #include "engine/cursor.h"
@@ -455,6 +456,8 @@ cmd_drop(mf_op_t *op)
 
     if (mf_op_coll_name(op, &name) != 0)
         return -1;
+    if (strcmp(name, "system.profile") == 0 && mf_profile_level(op->eng->profiler, op->db) > 0)
+        return mf_err_set(&op->err, MF_E_IllegalOperation, "turn off profiling before dropping system.profile collection");
     mf_catalog_wrlock(op->eng->cat);
     c = mf_catalog_coll_find(op->eng->cat, op->db, name);
     if (c != NULL) {
@@ -505,6 +508,7 @@ cmd_drop_database(mf_op_t *op)
     if (rc == 0) {
         BSON_APPEND_UTF8(op->reply, "dropped", op->db);
         mf_curops_top_forget(op->eng->curops, op->db, NULL);
+        mf_profile_forget(op->eng->profiler, op->db); /* its own profile entry is not written into a new database */
     }
     return rc;
 }

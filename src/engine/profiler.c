@@ -23,15 +23,19 @@
 #include "engine/profiler.h"
 #include "common/log.h"
 
-#define MAX_DBS 256
 #define PROFILE_CAP_BYTES (1024 * 1024)
+
+/* A database's own level (the profile command). */
+typedef struct db_level {
+    char db[64]; /* database names are under 64 bytes (mf_catalog_check_db_name) */
+    int level;
+} db_level_t;
 
 /* An engine's profiler settings (mf_engine_t.profiler). */
 struct mf_profiler {
     pthread_mutex_t mu;
-    char db[MAX_DBS][64];
-    int level[MAX_DBS];
-    int n;
+    db_level_t *dbs; /* owned, n of cap used; under mu */
+    int n, cap;
     int default_level; /* a database without its own level (mongod --profile, operationProfiling.mode); under mu */
     _Atomic int64_t slowms;
     _Atomic uint64_t sample_rate; /* sampleRate, a double's bits */
@@ -78,6 +82,7 @@ mf_profiler_free(mf_profiler_t *p)
     if (p == NULL)
         return;
     pthread_mutex_destroy(&p->mu);
+    free(p->dbs);
     free(p);
 }
 
@@ -89,8 +94,8 @@ mf_profile_level(mf_profiler_t *P, const char *db)
     pthread_mutex_lock(&P->mu);
     int level = P->default_level;
     for (int i = 0; i < P->n; i++) {
-        if (strcmp(P->db[i], db) == 0)
-            level = P->level[i];
+        if (strcmp(P->dbs[i].db, db) == 0)
+            level = P->dbs[i].level;
     }
     pthread_mutex_unlock(&P->mu);
     return level;
@@ -102,7 +107,7 @@ update_any_on(mf_profiler_t *P)
 {
     int on = P->default_level != 0;
     for (int k = 0; k < P->n; k++)
-        on |= P->level[k] != 0;
+        on |= P->dbs[k].level != 0;
     atomic_store(&P->any_on, on);
 }
 
@@ -119,7 +124,7 @@ has_own_level(mf_profiler_t *P, const char *db)
     bool own = false;
     pthread_mutex_lock(&P->mu);
     for (int i = 0; i < P->n && !own; i++)
-        own = strcmp(P->db[i], db) == 0;
+        own = strcmp(P->dbs[i].db, db) == 0;
     pthread_mutex_unlock(&P->mu);
     return own;
 }
@@ -152,17 +157,38 @@ mf_profile_set_level(mf_profiler_t *P, const char *db, int level)
     pthread_mutex_lock(&P->mu);
     int i;
     for (i = 0; i < P->n; i++) {
-        if (strcmp(P->db[i], db) == 0)
+        if (strcmp(P->dbs[i].db, db) == 0)
             break;
     }
-    if (i == P->n && P->n < MAX_DBS) {
-        snprintf(P->db[i], sizeof(P->db[i]), "%s", db);
-        P->n++;
+    if (level == 0 && P->default_level == 0) {
+        /* Off where off is the default: nothing to keep (so turning many databases off holds no memory). */
+        if (i < P->n)
+            P->dbs[i] = P->dbs[--P->n];
+    } else {
+        if (i == P->n) {
+            if (P->n == P->cap) {
+                P->cap = P->cap ? P->cap * 2 : 8;
+                P->dbs = mf_realloc(P->dbs, (size_t)P->cap * sizeof(*P->dbs));
+            }
+            mf_strlcpy(P->dbs[i].db, db, sizeof(P->dbs[i].db));
+            P->n++;
+        }
+        P->dbs[i].level = level;
     }
-    if (i < MAX_DBS)
-        P->level[i] = level;
-    else
-        mf_log(MF_LOG_WARN, "COMMAND", "profiler: more than %d databases, level for %s not kept", MAX_DBS, db);
+    update_any_on(P);
+    pthread_mutex_unlock(&P->mu);
+}
+
+void
+mf_profile_forget(mf_profiler_t *P, const char *db)
+{
+    pthread_mutex_lock(&P->mu);
+    for (int i = 0; i < P->n; i++) {
+        if (strcmp(P->dbs[i].db, db) == 0) {
+            P->dbs[i] = P->dbs[--P->n];
+            break;
+        }
+    }
     update_any_on(P);
     pthread_mutex_unlock(&P->mu);
 }

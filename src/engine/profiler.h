@@ -16,8 +16,10 @@ mf_profiler_t *mf_profiler_new(void);
 void mf_profiler_free(mf_profiler_t *p);
 /* mf_profile_level: 0, 1 or 2 for db (thread-safe, cheap when nothing profiles). */
 int mf_profile_level(mf_profiler_t *p, const char *db);
-/* mf_profile_set_level: sets db's level (0, 1, 2); at most 256 databases keep one (logged beyond). */
+/* mf_profile_set_level: sets db's level (0, 1, 2); any number of databases may have one. */
 void mf_profile_set_level(mf_profiler_t *p, const char *db, int level);
+/* mf_profile_forget: db goes back to the default level (dropDatabase, as mongod clears a dropped database's settings). */
+void mf_profile_forget(mf_profiler_t *p, const char *db);
 /* mf_profile_any: whether any database profiles (a cheap check). */
 bool mf_profile_any(mf_profiler_t *p);
 /*

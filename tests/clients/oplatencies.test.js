@@ -383,3 +383,23 @@ h.test('errors and log lines stay valid UTF-8 when cut: a long non-ASCII name in
   for (const l of r.log.slice(-50)) JSON.parse(l);
   assert.equal((await admin().command({ ping: 1 })).ok, 1);
 });
+
+h.test('profile levels: any number of databases keep one; dropDatabase forgets its level; system.profile cannot be dropped while profiling (20)', async () => {
+  /* 300 databases turned off and then one turned on: the level is kept (a fixed table of 256 refused it silently). */
+  for (let i = 0; i < 300; i++) await srv.client.db(`plv${i}`).command({ profile: 0 });
+  const many = [];
+  for (let i = 0; i < 260; i++) many.push(srv.client.db(`plw${i}`).command({ profile: 1, slowms: 100 }));
+  await Promise.all(many);
+  const db = srv.freshDb('plevels');
+  await db.command({ profile: 2 });
+  assert.equal((await db.command({ profile: -1 })).was, 2);
+  assert.equal((await srv.client.db('plw259').command({ profile: -1 })).was, 1);
+  await db.collection('c').insertOne({ a: 1 });
+  assert.ok(await db.collection('system.profile').countDocuments({}) > 0, 'profiled');
+  await h.expectCode(db.command({ drop: 'system.profile' }), 20, /turn off profiling/);
+  await db.dropDatabase();
+  assert.equal((await db.command({ profile: -1 })).was, 0, 'a dropped database\'s level is forgotten');
+  const names = (await db.listCollections().toArray()).map((c) => c.name);
+  assert.deepEqual(names, [], 'dropDatabase\'s own profile entry did not create system.profile again');
+  for (let i = 0; i < 260; i++) await srv.client.db(`plw${i}`).command({ profile: 0 });
+});
