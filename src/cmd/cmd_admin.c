@@ -104,24 +104,70 @@ cmd_build_info(mf_op_t *op)
 
 struct param_ctx {
     bson_t *reply;
+    bool details;
 };
+
+/* One parameter into the reply: its value, or with showDetails {value, settableAtRuntime, settableAtStartup}. */
+static void
+param_out(bson_t *reply, mf_param_t *p, bool details)
+{
+    if (!details) {
+        mf_param_append(reply, p);
+        return;
+    }
+    bson_t one, d;
+    bson_iter_t it;
+    bson_init(&one);
+    mf_param_append(&one, p);
+    if (bson_iter_init(&it, &one) && bson_iter_next(&it)) {
+        BSON_APPEND_DOCUMENT_BEGIN(reply, p->name, &d);
+        bson_append_value(&d, "value", -1, bson_iter_value(&it));
+        BSON_APPEND_BOOL(&d, "settableAtRuntime", p->runtime);
+        BSON_APPEND_BOOL(&d, "settableAtStartup", p->startup);
+        bson_append_document_end(reply, &d);
+    }
+    bson_destroy(&one);
+}
 
 static void
 append_param(void *arg, mf_param_t *p)
 {
-    mf_param_append(((struct param_ctx *)arg)->reply, p);
+    struct param_ctx *ctx = arg;
+    param_out(ctx->reply, p, ctx->details);
 }
 
+/*
+ * {getParameter: 1, name: 1, ...}, {getParameter: "*"} (all), or
+ * {getParameter: {allParameters: bool, showDetails: bool}, name: 1, ...}
+ * as mongod 8.0 (showDetails: each value as {value, settableAtRuntime,
+ * settableAtStartup}).
+ */
 static int
 cmd_get_parameter(mf_op_t *op)
 {
-    bson_iter_t it;
+    bson_iter_t it, opt;
     int found = 0;
+    bool all = false, details = false;
 
     bson_iter_init(&it, op->cmd);
     bson_iter_next(&it);
-    if (BSON_ITER_HOLDS_UTF8(&it) && strcmp(bson_iter_utf8(&it, NULL), "*") == 0) {
-        struct param_ctx ctx = {op->reply};
+    if (BSON_ITER_HOLDS_UTF8(&it) && strcmp(bson_iter_utf8(&it, NULL), "*") == 0)
+        all = true;
+    if (BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &opt)) {
+        while (bson_iter_next(&opt)) {
+            const char *k = bson_iter_key(&opt);
+            bool *dst = strcmp(k, "allParameters") == 0 ? &all : strcmp(k, "showDetails") == 0 ? &details : NULL;
+            if (dst == NULL)
+                return mf_err_set(&op->err, MF_E_Location40415, "BSON field 'getParameter.%s' is an unknown field.", k);
+            if (!BSON_ITER_HOLDS_BOOL(&opt) && !BSON_ITER_HOLDS_NUMBER(&opt))
+                return mf_err_set(&op->err, MF_E_TypeMismatch,
+                                  "BSON field 'getParameter.%s' is the wrong type '%s', expected types '[bool, long, int, decimal, double]'",
+                                  k, mf_type_name(bson_iter_type(&opt)));
+            *dst = bson_iter_as_bool(&opt);
+        }
+    }
+    if (all) {
+        struct param_ctx ctx = {op->reply, details};
         mf_param_each(op->eng->params, append_param, &ctx);
         return 0;
     }
@@ -132,7 +178,7 @@ cmd_get_parameter(mf_op_t *op)
         mf_param_t *p = mf_param_find(op->eng->params, k);
         if (p == NULL)
             continue;
-        mf_param_append(op->reply, p);
+        param_out(op->reply, p, details);
         found++;
     }
     if (found == 0)

@@ -133,6 +133,20 @@ h.test('getParameter reads one parameter and "*" lists them', async () => {
   assert.ok(Object.keys(all).length > 3, 'several parameters listed');
 });
 
+h.test('getParameter {allParameters, showDetails} as mongod 8.0: every parameter, each with settableAtRuntime/AtStartup', async () => {
+  const admin = srv.client.db('admin');
+  const all = await admin.command({ getParameter: { allParameters: true } });
+  assert.equal(Number(all.ttlMonitorSleepSecs), 60);
+  assert.ok(Object.keys(all).length > 10);
+  const det = await admin.command({ getParameter: { allParameters: true, showDetails: true } });
+  assert.deepEqual(Object.keys(det.ttlMonitorSleepSecs).sort(), ['settableAtRuntime', 'settableAtStartup', 'value']);
+  assert.equal(det.ttlMonitorSleepSecs.settableAtRuntime, true);
+  const one = await admin.command({ getParameter: { showDetails: true }, ttlMonitorEnabled: 1 });
+  assert.equal(one.ttlMonitorEnabled.value, true);
+  assert.equal(one.logLevel, undefined, 'only what was asked');
+  await h.expectCode(admin.command({ getParameter: { bogus: true } }), 40415);
+});
+
 h.test('getParameter of an unknown parameter fails with InvalidOptions', async () => {
   await h.expectCode(srv.client.db('admin').command({ getParameter: 1, noSuchParameterXyz: 1 }), 72);
 });
