@@ -76,6 +76,7 @@
     X(140, InvalidSSLConfiguration)                                            \
     X(141, SSLHandshakeFailed)                                                 \
     X(334, MechanismUnavailable)                                               \
+    X(352, UnsupportedOpQueryCommand)                                          \
     X(123, NotAReplicaSet)                                                     \
     X(322, APIVersionError)                                                    \
     X(323, APIStrictError)                                                     \

@@ -542,7 +542,22 @@ work_cb(mf_net_pool_job_t *pj)
                 if (bson_init_static(&inner, d, l))
                     cmd = &inner;
             }
-            mf_cmd_run(eng, &c->client, dbname, cmd, NULL, 0, true, &reply);
+            /* As mongod 5.1+: OP_QUERY only for the handshake and authentication; every other command is 352. */
+            static const char *const allowed[] = {"_isSelf", "authenticate", "buildinfo", "buildInfo", "hello",
+                                                  "isMaster", "ismaster", "saslContinue", "saslStart", NULL};
+            const char *name = bson_iter_init(&it, cmd) && bson_iter_next(&it) ? bson_iter_key(&it) : "";
+            bool ok = false;
+            for (int i = 0; allowed[i] != NULL && !ok; i++)
+                ok = strcmp(allowed[i], name) == 0;
+            if (ok) {
+                mf_cmd_run(eng, &c->client, dbname, cmd, NULL, 0, true, &reply);
+            } else {
+                mf_error_t e;
+                mf_err_set(&e, MF_E_UnsupportedOpQueryCommand,
+                           "Unsupported OP_QUERY command: %s. The client driver may require an upgrade. For more "
+                           "details see https://dochub.mongodb.org/core/legacy-opcode-removal", name);
+                mf_cmd_error_reply(&reply, &e);
+            }
         }
         job->reply = mf_wire_build_reply(job->reply_id, msg.hdr.request_id, &reply, &job->reply_len);
     } else {

@@ -80,6 +80,28 @@ h.test('legacy OP_QUERY isMaster on admin.$cmd gets an OP_REPLY', async () => {
   assert.equal(r.maxWireVersion, 21);
 });
 
+h.test('OP_QUERY runs only the handshake and authentication commands; any other is 352 UnsupportedOpQueryCommand, as mongod 5.1+', async () => {
+  const i32 = (v) => { const b = Buffer.alloc(4); b.writeInt32LE(v); return b; };
+  const query = async (cmd, db = 'admin') => {
+    const conn = await h.rawConnect(srv.port);
+    const body = Buffer.concat([i32(0), Buffer.from(`${db}.$cmd\0`), i32(0), i32(-1), Buffer.from(BSON.serialize(cmd))]);
+    await conn.send(Buffer.concat([header(16 + body.length, 9, 2004), body]));
+    const r = await conn.readReply(5000);
+    conn.close();
+    return r;
+  };
+  assert.equal((await query({ hello: 1 })).ok, 1);
+  assert.equal((await query({ buildInfo: 1 })).ok, 1);
+  for (const cmd of [{ find: 'c' }, { insert: 'c', documents: [{ a: 1 }] }, { listDatabases: 1 }, { ping: 1 }]) {
+    const r = await query(cmd, 'opq');
+    assert.equal(r.ok, 0);
+    assert.equal(r.code, 352);
+    assert.equal(r.codeName, 'UnsupportedOpQueryCommand');
+    assert.match(r.errmsg, new RegExp(`^Unsupported OP_QUERY command: ${Object.keys(cmd)[0]}. The client driver may require an upgrade.`));
+  }
+  assert.equal(await srv.client.db('opq').collection('c').countDocuments(), 0, 'the OP_QUERY insert wrote nothing');
+});
+
 h.test('two pipelined requests in one write get two replies in order', async () => {
   const conn = await h.rawConnect(srv.port);
   await conn.send(Buffer.concat([
