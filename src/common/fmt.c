@@ -60,11 +60,10 @@ fmt_value(out_t *o, const bson_value_t *v, int depth)
     char oid[25];
     switch (v->value_type) {
     case BSON_TYPE_DOUBLE: {
-        double d = v->value.v_double;
-        if (d == (double)(int64_t)d && d < 1e15 && d > -1e15)
-            put(o, "%" PRId64 ".0", (int64_t)d);
-        else
-            put(o, "%.17g", d);
+        /* As mongod's appendDoubleNice: %.16g, and ".0" unless there is a '.', 'E' or 'N' (so nan.0, inf.0, 1e+20.0). */
+        char b[40];
+        snprintf(b, sizeof(b), "%.16g", v->value.v_double);
+        put(o, "%s%s", b, strchr(b, '.') || strchr(b, 'E') || strchr(b, 'N') ? "" : ".0");
         break;
     }
     case BSON_TYPE_INT32:

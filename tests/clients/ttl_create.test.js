@@ -154,13 +154,15 @@ h.test('A2: expireAfterSeconds must be numeric: a boolean is refused with 67', a
 
 h.test('A2: expireAfterSeconds NaN is refused with 67 "must not be NaN"', async () => {
   const { db } = await freshColl('a2nan');
-  await refused(db, 'c', { key: { at: 1 }, name: 'at_1', expireAfterSeconds: NaN }, 67, /must not be NaN/);
+  const e = await refused(db, 'c', { key: { at: 1 }, name: 'at_1', expireAfterSeconds: NaN }, 67, /must not be NaN/);
+  assert.match(e.message, /expireAfterSeconds: nan\.0 \}/, 'the spec shown as mongod shows a double (appendDoubleNice)');
 });
 
 h.test('A2: expireAfterSeconds Infinity is refused with 67 "must be within the range of a 32-bit integer"', async () => {
   const { db } = await freshColl('a2inf');
-  await refused(db, 'c', { key: { at: 1 }, name: 'at_1', expireAfterSeconds: Infinity }, 67,
+  const e = await refused(db, 'c', { key: { at: 1 }, name: 'at_1', expireAfterSeconds: Infinity }, 67,
     /must be within the range of a 32-bit integer/);
+  assert.match(e.message, /expireAfterSeconds: inf\.0 \}/);
 });
 
 h.test('A2: expireAfterSeconds -Infinity is refused with 67 "must be within the range of a 32-bit integer"', async () => {
