@@ -175,7 +175,7 @@ create_timeseries(mf_op_t *op, const char *name, const bson_t *opts)
             if (mf_value_as_double(v) < 0)
                 return mf_err_set(&op->err, MF_E_Location51024,
                                   "BSON field 'create.expireAfterSeconds' value must be >= 0, actual value '%lld'",
-                                  (long long)mf_value_as_double(v));
+                                  mf_value_as_double(v) > -9.2e18 ? (long long)mf_value_as_double(v) : (long long)INT64_MIN);
             double d = mf_value_as_double(v);
             if (!(d <= 2147483647.0)) /* NaN, Infinity, 1e40: as a clustered collection's (no cast out of range) */
                 return mf_err_set(&op->err, MF_E_InvalidOptions,
@@ -412,7 +412,7 @@ cmd_create(mf_op_t *op)
         if (d < 0) {
             bson_destroy(&opts);
             return mf_err_set(&op->err, MF_E_InvalidOptions, "TTL index 'expireAfterSeconds' option cannot be less than 0. expireAfterSeconds: %lld",
-                              (long long)d);
+                              d > -9.2e18 ? (long long)d : (long long)INT64_MIN); /* safeNumberLong's clamp, no cast out of range */
         }
         if (d > 2147483647.0 || d != d) {
             bson_destroy(&opts);
@@ -456,10 +456,13 @@ cmd_drop(mf_op_t *op)
 
     if (mf_op_coll_name(op, &name) != 0)
         return -1;
-    if (strcmp(name, "system.profile") == 0 && mf_profile_level(op->eng->profiler, op->db) > 0)
-        return mf_err_set(&op->err, MF_E_IllegalOperation, "turn off profiling before dropping system.profile collection");
     mf_catalog_wrlock(op->eng->cat);
     c = mf_catalog_coll_find(op->eng->cat, op->db, name);
+    if (c != NULL && strcmp(name, "system.profile") == 0 && mf_profile_level(op->eng->profiler, op->db) > 0) {
+        /* As mongod: only an existing system.profile is refused (dropping none is ok). */
+        mf_catalog_unlock(op->eng->cat);
+        return mf_err_set(&op->err, MF_E_IllegalOperation, "turn off profiling before dropping system.profile collection");
+    }
     if (c != NULL) {
         int nidx = mf_coll_ready_indexes(c);
         mf_coll_t *b = mf_ts_buckets_of(op->eng->cat, c);

@@ -338,7 +338,8 @@ pipeline_names(mf_op_t *op, const bson_iter_t *arr, int depth)
         if (!BSON_ITER_HOLDS_DOCUMENT(&st) || !bson_iter_recurse(&st, &s) || !bson_iter_next(&s))
             continue;
         const char *name = bson_iter_key(&s);
-        if (strcmp(name, "$out") == 0 || strcmp(name, "$unionWith") == 0) {
+        if (strcmp(name, "$out") == 0 || strcmp(name, "$unionWith") == 0 || strcmp(name, "$merge") == 0 ||
+            strcmp(name, "$lookup") == 0 || strcmp(name, "$graphLookup") == 0) {
             if (utf8_has_nul(&s) || names_in_doc(op, &s, db_coll, name) != 0)
                 return utf8_has_nul(&s) ? nul_namespace(op, name) : -1;
         }
@@ -374,13 +375,15 @@ mf_cmd_check_names(mf_op_t *op)
                    strcmp(op->name, "collMod") == 0;
     while (bson_iter_next(&it)) {
         const char *k = bson_iter_key(&it);
-        if (strcmp(k, "to") == 0 || strcmp(k, "viewOn") == 0 || strcmp(k, "collection") == 0) {
+        if (strcmp(k, "to") == 0 || strcmp(k, "toCollection") == 0 || strcmp(k, "viewOn") == 0 ||
+            strcmp(k, "collection") == 0) {
             if (utf8_has_nul(&it))
                 return nul_namespace(op, k);
         } else if (strcmp(k, "pipeline") == 0) {
             if (pipeline_names(op, &it, 0) != 0)
                 return -1;
         } else if (strcmp(k, "hint") == 0) {
+            /* Read as a C string it would name another index (a sparse or partial one changes the result). */
             if (utf8_has_nul(&it))
                 return mf_err_set(&op->err, MF_E_BadValue, "hint provided does not correspond to an existing index");
         } else if (indexes && strcmp(k, "index") == 0) {

@@ -51,6 +51,52 @@ mf_strlcpy(char *dst, const char *src, size_t size)
 }
 
 /*
+ * mf_utf8_char_len: the length of the well-formed UTF-8 character at s
+ * (1-4), or 0 when the bytes there are not one (a stray continuation byte,
+ * an overlong form, a surrogate, a character cut short by a NUL). Reads no
+ * further than the first byte that does not fit, so never past a NUL.
+ */
+static inline size_t
+mf_utf8_char_len(const unsigned char *s)
+{
+    unsigned char c = s[0];
+    if (c < 0x80)
+        return 1;
+    size_t n = c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+    if (n == 0)
+        return 0;
+    unsigned char lo = c == 0xE0 ? 0xA0 : c == 0xF0 ? 0x90 : 0x80;
+    unsigned char hi = c == 0xED ? 0x9F : c == 0xF4 ? 0x8F : 0xBF;
+    if (s[1] < lo || s[1] > hi)
+        return 0;
+    for (size_t i = 2; i < n; i++) {
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+    }
+    return n;
+}
+
+/*
+ * mf_utf8_scrub: replaces, in place, every byte of the NUL-terminated s
+ * that is not part of a well-formed UTF-8 character with '?', so s can go
+ * into a BSON string a driver decodes (error messages quoting user input
+ * cut inside a character, or bytes that never were UTF-8).
+ */
+static inline void
+mf_utf8_scrub(char *s)
+{
+    unsigned char *p = (unsigned char *)s;
+    while (*p) {
+        size_t k = mf_utf8_char_len(p);
+        if (k == 0) {
+            *p++ = '?';
+        } else {
+            p += k;
+        }
+    }
+}
+
+/*
  * mf_utf8_cut_tail: s holds len bytes of a string cut at a byte count
  * (snprintf's, say); drops a last UTF-8 character that the cut left
  * incomplete, NUL-terminating s there. Returns the new length.

@@ -22,6 +22,7 @@ mf_err_vset(mf_error_t *err, int code, const char *fmt, va_list ap)
     int n = vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
     if (n >= (int)sizeof(err->msg)) /* cut: not inside a character, as the reply's errmsg must be valid UTF-8 */
         (void)mf_utf8_cut_tail(err->msg, sizeof(err->msg) - 1);
+    mf_utf8_scrub(err->msg); /* and what it quotes, cut elsewhere or never UTF-8, as '?' */
     return -1;
 }
 

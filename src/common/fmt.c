@@ -1,6 +1,7 @@
 /*
  * fmt.c: mongod-style rendering of BSON for messages (see fmt.h).
  */
+#include "common/alloc.h"
 #include "common/fmt.h"
 
 #include <arpa/inet.h>
@@ -27,8 +28,10 @@ put(out_t *o, const char *fmt, ...)
     va_start(ap, fmt);
     int n = vsnprintf(o->buf + o->len, o->cap - o->len, fmt, ap);
     va_end(ap);
-    if (n > 0)
-        o->len = (o->len + (size_t)n < o->cap) ? o->len + (size_t)n : o->cap - 1;
+    if (n > 0 && o->len + (size_t)n < o->cap)
+        o->len += (size_t)n;
+    else if (n > 0)
+        o->len = mf_utf8_cut_tail(o->buf, o->cap - 1); /* cut between UTF-8 characters: messages must stay UTF-8 */
 }
 
 static void fmt_value(out_t *o, const bson_value_t *v, int depth);

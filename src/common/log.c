@@ -29,31 +29,6 @@ static long ring_count;   /* lines held, the last ring_count of them */
 static size_t ring_bytes; /* their total length */
 
 /*
- * The length of the well-formed UTF-8 character at s (1-4), or 0 when the
- * bytes there are not one (a stray continuation byte, an overlong form, a
- * surrogate, a character cut short by the end of the string).
- */
-static size_t
-utf8_char_len(const unsigned char *s)
-{
-    unsigned char c = s[0];
-    if (c < 0x80)
-        return 1;
-    size_t n = c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
-    if (n == 0)
-        return 0;
-    unsigned char lo = c == 0xE0 ? 0xA0 : c == 0xF0 ? 0x90 : 0x80;
-    unsigned char hi = c == 0xED ? 0x9F : c == 0xF4 ? 0x8F : 0xBF;
-    if (s[1] < lo || s[1] > hi)
-        return 0;
-    for (size_t i = 2; i < n; i++) {
-        if ((s[i] & 0xC0) != 0x80)
-            return 0;
-    }
-    return n;
-}
-
-/*
  * Escapes src as the inside of a JSON string into dst (cap bytes, always
  * NUL-terminated): quotes, backslashes and control bytes escaped, and what
  * is not UTF-8 written as U+FFFD, so every line, getLog's among them, is
@@ -67,7 +42,7 @@ json_escape(char *dst, size_t cap, const char *src)
     const unsigned char *p = (const unsigned char *)src;
     while (*p && n + 7 < cap) {
         unsigned char c = *p;
-        size_t len = utf8_char_len(p);
+        size_t len = mf_utf8_char_len(p);
         if (c == '"' || c == '\\') {
             dst[n++] = '\\';
             dst[n++] = (char)c;
@@ -116,7 +91,7 @@ utf8_repaired(const char *line, size_t len)
     const unsigned char *p = (const unsigned char *)line;
     size_t bad = 0;
     for (size_t i = 0; i < len;) {
-        size_t k = utf8_char_len(p + i);
+        size_t k = mf_utf8_char_len(p + i);
         bad += k == 0;
         i += k ? k : 1;
     }
@@ -125,7 +100,7 @@ utf8_repaired(const char *line, size_t len)
     char *out = mf_malloc(len + bad * 5 + 1);
     size_t n = 0;
     for (size_t i = 0; i < len;) {
-        size_t k = utf8_char_len(p + i);
+        size_t k = mf_utf8_char_len(p + i);
         if (k == 0) {
             memcpy(out + n, "\\ufffd", 6);
             n += 6;

@@ -94,8 +94,10 @@ mf_profile_level(mf_profiler_t *P, const char *db)
     pthread_mutex_lock(&P->mu);
     int level = P->default_level;
     for (int i = 0; i < P->n; i++) {
-        if (strcmp(P->dbs[i].db, db) == 0)
-            level = P->dbs[i].level;
+        if (strcmp(P->dbs[i].db, db) == 0) {
+            level = P->dbs[i].level; /* names are unique in the table */
+            break;
+        }
     }
     pthread_mutex_unlock(&P->mu);
     return level;

@@ -1101,18 +1101,23 @@ read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     }
     if (nread > 0 && !c->sniffed) {
         /*
-         * A TLS client's first bytes are a handshake record: content type
-         * 0x16, protocol version 3.0-3.4, a 2-byte length, then handshake
-         * type 1 (ClientHello). A plain client's are its message's length
-         * and request id, so the first byte alone (0x16: a message of 278,
-         * 534 ... bytes) would take plain clients for TLS ones; all five
-         * match only a message of 790 + 65,536k bytes whose request id has
-         * 1 in its second byte.
+         * TLS or plain, told as mongod tells them: a plain client's first
+         * bytes are its message's header, whose responseTo (bytes 8-11) is
+         * 0 in a request; a TLS client's are a handshake record (0x16) with
+         * a ClientHello, whose bytes 8-11 hold its version (3.x), never 0 or
+         * -1. The first byte alone would take plain first messages of 278,
+         * 534 ... bytes for TLS. Until 12 bytes have come, bytes starting
+         * with 0x16 wait in rbuf (c->rlen) as plain ones do.
          */
         server_t *srv = c->srv;
-        const uint8_t *b = c->rbuf + c->rlen;
-        bool handshake = b[0] == 0x16 && (nread < 2 || b[1] == 0x03) && (nread < 3 || b[2] <= 0x04) &&
-                         (nread < 6 || b[5] == 0x01);
+        size_t have = c->rlen + (size_t)nread; /* from rbuf[0]: nothing was taken as anything yet */
+        const uint8_t *b = c->rbuf;
+        if (b[0] == 0x16 && have < 12) {
+            c->rlen = have;
+            return;
+        }
+        int32_t response_to = (int32_t)((uint32_t)b[8] | (uint32_t)b[9] << 8 | (uint32_t)b[10] << 16 | (uint32_t)b[11] << 24);
+        bool handshake = b[0] == 0x16 && response_to != 0 && response_to != -1;
         c->sniffed = true;
         if (handshake && srv->tls == NULL) {
             conn_close(c, "a TLS handshake, but TLS is disabled (--tlsMode)");
@@ -1122,8 +1127,13 @@ read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
             conn_close(c, "a connection without TLS, but --tlsMode is requireTLS");
             return;
         }
-        if (handshake)
+        if (handshake) {
             c->tls = mf_tls_conn_new(srv->tls);
+            c->rlen = 0; /* everything so far is ciphertext: fed from rbuf[0] */
+            if (tls_input(c, have) != 0)
+                return;
+            nread = 0;
+        }
     }
     if (c->tls != NULL) {
         if (nread > 0 && tls_input(c, (size_t)nread) != 0)

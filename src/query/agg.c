@@ -2254,6 +2254,8 @@ parse_target(stage_t *s, const char *stage, const bson_value_t *v, mf_error_t *e
     if (v->value_type == BSON_TYPE_UTF8) {
         if (v->value.v_utf8.len == 0)
             return mf_err_set(err, MF_E_InvalidNamespace, "Invalid %s target namespace: ''", stage);
+        if (strlen(v->value.v_utf8.str) != v->value.v_utf8.len) /* "victim\0x" must not write "victim" */
+            return mf_err_set(err, MF_E_InvalidNamespace, "Invalid %s target namespace: contains a NUL byte", stage);
         bson_free(s->from); /* a repeated "into" replaces the earlier one */
         s->from = bson_strdup(v->value.v_utf8.str);
         return 0;
@@ -2273,9 +2275,13 @@ parse_target(stage_t *s, const char *stage, const bson_value_t *v, mf_error_t *e
         if (!BSON_ITER_HOLDS_UTF8(&it))
             return mf_err_set(err, MF_E_TypeMismatch, "BSON field '%s.%s' is the wrong type '%s', expected type 'string'",
                               stage[1] == 'o' ? "$out" : "$merge.into", k, mf_type_name(bson_iter_type(&it)));
+        uint32_t len;
+        const char *name = bson_iter_utf8(&it, &len);
+        if (strlen(name) != len)
+            return mf_err_set(err, MF_E_InvalidNamespace, "Invalid %s target namespace: contains a NUL byte", stage);
         char **dst = k[0] == 'd' ? &s->local : &s->from;
         bson_free(*dst);
-        *dst = bson_strdup(bson_iter_utf8(&it, NULL));
+        *dst = bson_strdup(name);
     }
     if (s->from == NULL || s->from[0] == '\0')
         return mf_err_set(err, MF_E_Location40414, "BSON field '%s.coll' is missing but a required field",

@@ -42,10 +42,13 @@ h.test('$out, $merge and $lookup with a NUL in a collection or database name are
   await h.expectCode(agg([{ $out: 'keep\u0000x' }]), 73);
   await h.expectCode(agg([{ $out: { db: `${db.databaseName}\u0000x`, coll: 'keep' } }]), 73);
   await h.expectCode(agg([{ $merge: { into: 'keep\u0000x' } }]), 73);
+  await h.expectCode(agg([{ $merge: 'keep\u0000x' }]), 73);
   await h.expectCode(agg([{ $merge: { into: { db: db.databaseName, coll: 'keep\u0000' } } }]), 73);
   await h.expectCode(agg([{ $lookup: { from: 'keep\u0000x', pipeline: [], as: 'j' } }]), 73);
   await h.expectCode(agg([{ $facet: { f: [{ $unionWith: { coll: 'src', pipeline: [{ $lookup: { from: 'k\u0000', pipeline: [], as: 'j' } }] } }] } }]), 73);
   await h.expectCode(db.command({ create: 'v', viewOn: 'keep\u0000x', pipeline: [] }), 73);
+  await h.expectCode(db.command({ cloneCollectionAsCapped: 'src', toCollection: 'newc\u0000x', size: 100000 }), 73);
+  assert.equal((await db.listCollections({ name: 'newc' }).toArray()).length, 0);
   await unchanged(db);
 });
 

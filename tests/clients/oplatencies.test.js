@@ -376,6 +376,12 @@ h.test('errors and log lines stay valid UTF-8 when cut: a long non-ASCII name in
     assert.ok(!e.message.includes('\ufffd'), 'cut between characters');
   }
   await h.expectCode(db.collection('c').find({ ['f' + long]: { $bogus: 1 } }).toArray(), 2);
+  /* A value quoted in the message and cut there (the index spec shown), well inside the 512 bytes. */
+  for (const pre of ['', 'a', 'aa', 'aaa']) {
+    const e = await h.expectCode(db.command({ createIndexes: 'x', indexes: [{ key: { a: 1 }, name: 'p1',
+      partialFilterExpression: { a: { $ne: pre + '\u00e9'.repeat(100) } } }] }), [67, 2]);
+    assert.ok(e.message.length > 50);
+  }
   /* An index name of 2,200 bytes: its log lines are cut at the logger's 2 KB, and getLog must still decode. */
   await db.collection('c').createIndex({ a: 1 }, { name: '\u00e9'.repeat(1100) });
   const r = await admin().command({ getLog: 'global' });
@@ -397,6 +403,10 @@ h.test('profile levels: any number of databases keep one; dropDatabase forgets i
   await db.collection('c').insertOne({ a: 1 });
   assert.ok(await db.collection('system.profile').countDocuments({}) > 0, 'profiled');
   await h.expectCode(db.command({ drop: 'system.profile' }), 20, /turn off profiling/);
+  const other = srv.freshDb('plevels2');
+  await other.command({ profile: 1, slowms: 100000 });
+  assert.equal((await other.command({ drop: 'system.profile' })).ok, 1, 'no system.profile to drop: ok, as mongod');
+  await other.command({ profile: 0 });
   await db.dropDatabase();
   assert.equal((await db.command({ profile: -1 })).was, 0, 'a dropped database\'s level is forgotten');
   const names = (await db.listCollections().toArray()).map((c) => c.name);

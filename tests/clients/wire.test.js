@@ -50,18 +50,22 @@ h.test('a well-formed OP_MSG ping gets an OP_MSG reply with responseTo set', asy
 
 h.test('with TLS off, a first message whose length ends in byte 0x16 (a TLS handshake\'s first byte) is a message, not a handshake', async () => {
   /* pymongo's hello with a 20-character driver name was 278 bytes: the server took it for TLS and closed the connection. */
-  for (const want of [278, 534, 790]) {
-    let pad = 0;
-    let msg = h.buildOpMsg(7, { ping: 1, $db: 'admin', comment: '' });
-    pad = want - msg.length;
-    msg = h.buildOpMsg(7, { ping: 1, $db: 'admin', comment: 'x'.repeat(pad) });
+  /* 790 bytes with request id 256 also matches a TLS record's first six bytes (16 03 00 00 00 01). */
+  for (const [want, reqId, bytewise] of [[278, 7, false], [534, 7, false], [790, 256, false], [278, 7, true]]) {
+    const pad = want - h.buildOpMsg(reqId, { ping: 1, $db: 'admin', comment: '' }).length;
+    const msg = h.buildOpMsg(reqId, { ping: 1, $db: 'admin', comment: 'x'.repeat(pad) });
     assert.equal(msg.length, want);
     assert.equal(msg[0], 0x16);
     const conn = await h.rawConnect(srv.port);
-    await conn.send(msg);
+    if (bytewise) {
+      for (let i = 0; i < 20; i++) { await conn.send(msg.subarray(i, i + 1)); await new Promise((r) => setTimeout(r, 5)); }
+      await conn.send(msg.subarray(20));
+    } else {
+      await conn.send(msg);
+    }
     const r = await conn.readReply(5000);
     conn.close();
-    assert.equal(r.ok, 1, `a ${want}-byte first message answered`);
+    assert.equal(r.ok, 1, `a ${want}-byte first message (request id ${reqId}${bytewise ? ', a byte at a time' : ''}) answered`);
   }
 });
 

@@ -189,3 +189,14 @@ Test(strings, a_cut_error_message_ends_between_utf8_characters)
     char t[8] = "ab\xe2\x82\xac";
     cr_assert_eq(mf_utf8_cut_tail(t, 5), 5, "a whole one stays");
 }
+
+/* mf_utf8_scrub: bytes that are not UTF-8 become '?', whole characters stay; an error message is always decodable. */
+Test(strings, scrub_replaces_bytes_that_are_not_utf8)
+{
+    char s[32] = "a\xc3\xa9" "b\xc3" "c\xff\xe2\x82\xac\xed\xa0\x80";
+    mf_utf8_scrub(s);
+    cr_assert_str_eq(s, "a\xc3\xa9" "b?c?\xe2\x82\xac???", "a cut é, 0xff and a surrogate replaced; é and € kept");
+    mf_error_t err;
+    mf_err_set(&err, MF_E_BadValue, "value '%s'", "x\xc3");
+    cr_assert_str_eq(err.msg, "value 'x?'");
+}
