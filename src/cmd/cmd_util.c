@@ -101,13 +101,12 @@ mf_op_check_types(mf_op_t *op, const char *ctx, const bson_t *doc, const mf_fiel
     return 0;
 }
 
-bool
-mf_op_find(mf_op_t *op, const char *field, bson_iter_t *it)
+/* Builds op's index of the command's top-level fields (op->nfields -1: too many); data is op->cmd's. */
+static void
+op_fields_build(mf_op_t *op, const uint8_t *data)
 {
     const bson_t *cmd = op->cmd;
-    const uint8_t *data = bson_get_data(cmd);
-
-    if (op->fields_of != cmd || op->fields_data != data || op->fields_len != cmd->len) {
+    {
         bson_iter_t w;
         int n = 0;
         if (bson_iter_init(&w, cmd)) {
@@ -127,6 +126,23 @@ mf_op_find(mf_op_t *op, const char *field, bson_iter_t *it)
         op->fields_len = cmd->len;
         op->nfields = n;
     }
+}
+
+/* op's field index, built again only when op->cmd changed since (data: op->cmd's). */
+static inline void
+op_fields(mf_op_t *op, const uint8_t *data)
+{
+    if (op->fields_of != op->cmd || op->fields_data != data || op->fields_len != op->cmd->len)
+        op_fields_build(op, data);
+}
+
+bool
+mf_op_find(mf_op_t *op, const char *field, bson_iter_t *it)
+{
+    const bson_t *cmd = op->cmd;
+    const uint8_t *data = bson_get_data(cmd);
+
+    op_fields(op, data);
     if (op->nfields < 0)
         return bson_iter_init_find(it, cmd, field);
     for (int i = 0; i < op->nfields; i++) {
@@ -363,39 +379,71 @@ pipeline_names(mf_op_t *op, const bson_iter_t *arr, int depth)
     return 0;
 }
 
+/* One top-level field of the command for mf_cmd_check_names (k its name, it on it; *indexes: -1 until worked out). */
+static int
+check_name_field(mf_op_t *op, const char *k, bson_iter_t *it, int *indexes)
+{
+    bson_iter_t sub;
+    if (strcmp(k, "to") == 0 || strcmp(k, "toCollection") == 0 || strcmp(k, "viewOn") == 0 ||
+        strcmp(k, "collection") == 0)
+        return utf8_has_nul(it) ? nul_namespace(op, k) : 0;
+    if (strcmp(k, "pipeline") == 0)
+        return pipeline_names(op, it, 0);
+    if (strcmp(k, "hint") == 0) {
+        /* Read as a C string it would name another index (a sparse or partial one changes the result). */
+        return utf8_has_nul(it) ? mf_err_set(&op->err, MF_E_BadValue, "hint provided does not correspond to an existing index")
+                                : 0;
+    }
+    if (strcmp(k, "index") != 0)
+        return 0;
+    if (*indexes < 0)
+        *indexes = strcmp(op->name, "dropIndexes") == 0 || strcmp(op->name, "deleteIndexes") == 0 ||
+                   strcmp(op->name, "collMod") == 0;
+    if (!*indexes)
+        return 0;
+    bool bad = utf8_has_nul(it);
+    if (!bad && (BSON_ITER_HOLDS_ARRAY(it) || BSON_ITER_HOLDS_DOCUMENT(it)) && bson_iter_recurse(it, &sub)) {
+        /* dropIndexes' list of names; collMod's {name: ...} */
+        while (!bad && bson_iter_next(&sub))
+            bad = (BSON_ITER_HOLDS_ARRAY(it) || strcmp(bson_iter_key(&sub), "name") == 0) && utf8_has_nul(&sub);
+    }
+    return bad ? mf_err_set(&op->err, MF_E_IndexNotFound, "index not found: its name contains a NUL byte") : 0;
+}
+
+/* Whether a top-level field named k can name a namespace or an index (its first letter, then check_name_field). */
+static inline bool
+may_name(const char *k)
+{
+    return k[0] == 't' || k[0] == 'v' || k[0] == 'c' || k[0] == 'p' || k[0] == 'h' || k[0] == 'i';
+}
+
 int
 mf_cmd_check_names(mf_op_t *op)
 {
-    bson_iter_t it, sub;
+    bson_iter_t it;
+    int indexes = -1;
+    const uint8_t *data = bson_get_data(op->cmd);
+    op_fields(op, data); /* the field index mf_op_find keeps: no second walk of the command per request */
+    if (op->nfields > 0) {
+        for (int i = 0; i < op->nfields; i++) {
+            const mf_op_field_t *f = &op->fields[i];
+            if (i > 0 && !may_name(f->key))
+                continue;
+            if (!bson_iter_init_from_data_at_offset(&it, data, op->cmd->len, f->off, f->keylen))
+                return 0;
+            if (i == 0 ? (utf8_has_nul(&it) ? nul_namespace(op, f->key) : 0) : check_name_field(op, f->key, &it, &indexes))
+                return -1;
+        }
+        return 0;
+    }
     if (!bson_iter_init(&it, op->cmd) || !bson_iter_next(&it))
         return 0;
     if (utf8_has_nul(&it))
         return nul_namespace(op, bson_iter_key(&it));
-    bool indexes = strcmp(op->name, "dropIndexes") == 0 || strcmp(op->name, "deleteIndexes") == 0 ||
-                   strcmp(op->name, "collMod") == 0;
     while (bson_iter_next(&it)) {
         const char *k = bson_iter_key(&it);
-        if (strcmp(k, "to") == 0 || strcmp(k, "toCollection") == 0 || strcmp(k, "viewOn") == 0 ||
-            strcmp(k, "collection") == 0) {
-            if (utf8_has_nul(&it))
-                return nul_namespace(op, k);
-        } else if (strcmp(k, "pipeline") == 0) {
-            if (pipeline_names(op, &it, 0) != 0)
-                return -1;
-        } else if (strcmp(k, "hint") == 0) {
-            /* Read as a C string it would name another index (a sparse or partial one changes the result). */
-            if (utf8_has_nul(&it))
-                return mf_err_set(&op->err, MF_E_BadValue, "hint provided does not correspond to an existing index");
-        } else if (indexes && strcmp(k, "index") == 0) {
-            bool bad = utf8_has_nul(&it);
-            if (!bad && (BSON_ITER_HOLDS_ARRAY(&it) || BSON_ITER_HOLDS_DOCUMENT(&it)) && bson_iter_recurse(&it, &sub)) {
-                /* dropIndexes' list of names; collMod's {name: ...} */
-                while (!bad && bson_iter_next(&sub))
-                    bad = (BSON_ITER_HOLDS_ARRAY(&it) || strcmp(bson_iter_key(&sub), "name") == 0) && utf8_has_nul(&sub);
-            }
-            if (bad)
-                return mf_err_set(&op->err, MF_E_IndexNotFound, "index not found: its name contains a NUL byte");
-        }
+        if (may_name(k) && check_name_field(op, k, &it, &indexes) != 0)
+            return -1;
     }
     return 0;
 }
