@@ -276,6 +276,23 @@ bool mf_cmd_is_generic_arg(const char *k);
 int mf_op_coll_name(mf_op_t *op, const char **name) MF_WUR;
 
 /*
+ * mf_op_coll_expire_range: a time-series or clustered collection's
+ * expireAfterSeconds d (already >= 0) is at most 2^31 - 1; NaN, infinities
+ * and larger values are 72, never cast (create and collMod alike).
+ * mf_double_clamp_ll: d as a long long for a message, clamped as mongod's
+ * safeNumberLong (no out-of-range cast).
+ */
+int mf_op_coll_expire_range(mf_op_t *op, double d) MF_WUR;
+long long mf_double_clamp_ll(double d);
+
+/*
+ * mf_op_safe_bool: a field mongod's IDL types safeBool (collMod's hidden,
+ * unique, dryRun ..., getParameter's allParameters/showDetails): a bool, or
+ * a number read as its truth value; anything else is 14 naming path.
+ */
+int mf_op_safe_bool(mf_op_t *op, const char *path, const bson_iter_t *it, bool *out) MF_WUR;
+
+/*
  * mf_cmd_check_names: refuses a command whose names of namespaces or indexes
  * hold a NUL byte (the command's first field, to, viewOn, collection, the
  * $db/coll/from/into of $out, $merge, $lookup, $graphLookup and $unionWith in

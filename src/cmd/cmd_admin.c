@@ -159,11 +159,10 @@ cmd_get_parameter(mf_op_t *op)
             bool *dst = strcmp(k, "allParameters") == 0 ? &all : strcmp(k, "showDetails") == 0 ? &details : NULL;
             if (dst == NULL)
                 return mf_err_set(&op->err, MF_E_Location40415, "BSON field 'getParameter.%s' is an unknown field.", k);
-            if (!BSON_ITER_HOLDS_BOOL(&opt) && !BSON_ITER_HOLDS_NUMBER(&opt))
-                return mf_err_set(&op->err, MF_E_TypeMismatch,
-                                  "BSON field 'getParameter.%s' is the wrong type '%s', expected types '[bool, long, int, decimal, double]'",
-                                  k, mf_type_name(bson_iter_type(&opt)));
-            *dst = bson_iter_as_bool(&opt);
+            char path[64];
+            snprintf(path, sizeof(path), "getParameter.%s", k);
+            if (mf_op_safe_bool(op, path, &opt, dst) != 0)
+                return -1;
         }
     }
     if (all) {

@@ -172,14 +172,13 @@ create_timeseries(mf_op_t *op, const char *name, const bson_t *opts)
                 return mf_err_set(&op->err, MF_E_TypeMismatch,
                                   "BSON field 'create.expireAfterSeconds' is the wrong type '%s', expected types '[long, int, decimal, double]'",
                                   mf_type_name(v->value_type));
-            if (mf_value_as_double(v) < 0)
+            double d = mf_value_as_double(v);
+            if (d < 0)
                 return mf_err_set(&op->err, MF_E_Location51024,
                                   "BSON field 'create.expireAfterSeconds' value must be >= 0, actual value '%lld'",
-                                  mf_value_as_double(v) > -9.2e18 ? (long long)mf_value_as_double(v) : (long long)INT64_MIN);
-            double d = mf_value_as_double(v);
-            if (!(d <= 2147483647.0)) /* NaN, Infinity, 1e40: as a clustered collection's (no cast out of range) */
-                return mf_err_set(&op->err, MF_E_InvalidOptions,
-                                  "TTL index 'expireAfterSeconds' option must be within an acceptable range, try a lower number");
+                                  mf_double_clamp_ll(d));
+            if (mf_op_coll_expire_range(op, d) != 0)
+                return -1;
             expire = (int64_t)d;
         }
     }
@@ -412,12 +411,11 @@ cmd_create(mf_op_t *op)
         if (d < 0) {
             bson_destroy(&opts);
             return mf_err_set(&op->err, MF_E_InvalidOptions, "TTL index 'expireAfterSeconds' option cannot be less than 0. expireAfterSeconds: %lld",
-                              d > -9.2e18 ? (long long)d : (long long)INT64_MIN); /* safeNumberLong's clamp, no cast out of range */
+                              mf_double_clamp_ll(d));
         }
-        if (d > 2147483647.0 || d != d) {
+        if (mf_op_coll_expire_range(op, d) != 0) {
             bson_destroy(&opts);
-            return mf_err_set(&op->err, MF_E_InvalidOptions,
-                              "TTL index 'expireAfterSeconds' option must be within an acceptable range, try a lower number");
+            return -1;
         }
     }
     if (clustered && bson_has_field(&opts, "viewOn")) {

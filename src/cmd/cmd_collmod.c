@@ -63,27 +63,6 @@ typedef struct index_mod {
     bool archive; /* mayfly: archive-on-expire (SPEC I2) */
 } index_mod_t;
 
-/*
- * A safeBool field of collMod (hidden, unique, prepareUnique, forceNonUnique,
- * dryRun): a bool or a number, read as its truth value, as mongod's IDL
- * does; anything else is 14.
- */
-static int
-safe_bool(mf_op_t *op, const char *path, bson_iter_t *it, bool *out)
-{
-    const bson_value_t *v = bson_iter_value(it);
-    if (v->value_type == BSON_TYPE_BOOL) {
-        *out = v->value.v_bool;
-        return 0;
-    }
-    if (!mf_value_is_number(v))
-        return mf_err_set(&op->err, MF_E_TypeMismatch,
-                          "BSON field '%s' is the wrong type '%s', expected types '[bool, long, int, decimal, double]'",
-                          path, mf_type_name(v->value_type));
-    *out = mf_value_as_double(v) != 0; /* NaN is true, as BSONElement::trueValue */
-    return 0;
-}
-
 /* Parses the `index` sub-document's fields and their types (mongod's IDL pass: nothing else yet). */
 static int
 parse_index_mod(mf_op_t *op, bson_iter_t *idx, index_mod_t *m)
@@ -115,20 +94,20 @@ parse_index_mod(mf_op_t *op, bson_iter_t *idx, index_mod_t *m)
             m->secs_v = *bson_iter_value(&it); /* the iterator's value is only valid while it is */
             m->has_secs = true;
         } else if (strcmp(k, "hidden") == 0) {
-            if (safe_bool(op, "collMod.index.hidden", &it, &m->hidden) != 0)
+            if (mf_op_safe_bool(op, "collMod.index.hidden", &it, &m->hidden) != 0)
                 return -1;
             m->has_hidden = true;
         } else if (strcmp(k, "unique") == 0) {
-            if (safe_bool(op, "collMod.index.unique", &it, &m->unique) != 0)
+            if (mf_op_safe_bool(op, "collMod.index.unique", &it, &m->unique) != 0)
                 return -1;
             m->has_unique = true;
         } else if (strcmp(k, "prepareUnique") == 0) {
             bool unused;
-            if (safe_bool(op, "collMod.index.prepareUnique", &it, &unused) != 0)
+            if (mf_op_safe_bool(op, "collMod.index.prepareUnique", &it, &unused) != 0)
                 return -1;
             m->has_prepare_unique = true;
         } else if (strcmp(k, "forceNonUnique") == 0) {
-            if (safe_bool(op, "collMod.index.forceNonUnique", &it, &m->force_non_unique) != 0)
+            if (mf_op_safe_bool(op, "collMod.index.forceNonUnique", &it, &m->force_non_unique) != 0)
                 return -1;
             m->has_force_non_unique = true;
         } else if (strcmp(k, "archive") == 0) {
@@ -304,9 +283,8 @@ parse_ts_expire(mf_op_t *op, const bson_value_t *v, ts_mod_t *tm)
     double d = mf_value_as_double(v);
     if (d < 0)
         return mf_err_set(&op->err, MF_E_InvalidOptions, "TTL index 'expireAfterSeconds' option cannot be less than 0");
-    if (!(d <= 2147483647.0)) /* NaN, Infinity, Long.MAX: refused as at create, never cast out of range */
-        return mf_err_set(&op->err, MF_E_InvalidOptions,
-                          "TTL index 'expireAfterSeconds' option must be within an acceptable range, try a lower number");
+    if (mf_op_coll_expire_range(op, d) != 0)
+        return -1;
     tm->expire = (int64_t)d;
     return 0;
 }
@@ -501,7 +479,7 @@ cmd_coll_mod(mf_op_t *op)
                    strcmp(k, "apiDeprecationErrors") == 0) {
             continue;
         } else if (strcmp(k, "dryRun") == 0) {
-            if (safe_bool(op, "collMod.dryRun", &it, &dry_run) != 0) {
+            if (mf_op_safe_bool(op, "collMod.dryRun", &it, &dry_run) != 0) {
                 bson_destroy(&opts);
                 return -1;
             }

@@ -106,26 +106,24 @@ static void
 op_fields_build(mf_op_t *op, const uint8_t *data)
 {
     const bson_t *cmd = op->cmd;
-    {
-        bson_iter_t w;
-        int n = 0;
-        if (bson_iter_init(&w, cmd)) {
-            while (bson_iter_next(&w)) {
-                if (n == MF_OP_FIELDS) {
-                    n = -1;
-                    break;
-                }
-                op->fields[n].key = bson_iter_key(&w);
-                op->fields[n].keylen = bson_iter_key_len(&w);
-                op->fields[n].off = bson_iter_offset(&w);
-                n++;
+    bson_iter_t w;
+    int n = 0;
+    if (bson_iter_init(&w, cmd)) {
+        while (bson_iter_next(&w)) {
+            if (n == MF_OP_FIELDS) {
+                n = -1;
+                break;
             }
+            op->fields[n].key = bson_iter_key(&w);
+            op->fields[n].keylen = bson_iter_key_len(&w);
+            op->fields[n].off = bson_iter_offset(&w);
+            n++;
         }
-        op->fields_of = cmd;
-        op->fields_data = data;
-        op->fields_len = cmd->len;
-        op->nfields = n;
     }
+    op->fields_of = cmd;
+    op->fields_data = data;
+    op->fields_len = cmd->len;
+    op->nfields = n;
 }
 
 /* op's field index, built again only when op->cmd changed since (data: op->cmd's). */
@@ -307,6 +305,39 @@ mf_op_coll_name(mf_op_t *op, const char **name)
 
 
 
+int
+mf_op_coll_expire_range(mf_op_t *op, double d)
+{
+    if (d <= 2147483647.0)
+        return 0;
+    return mf_err_set(&op->err, MF_E_InvalidOptions,
+                      "TTL index 'expireAfterSeconds' option must be within an acceptable range, try a lower number");
+}
+
+long long
+mf_double_clamp_ll(double d)
+{
+    if (d != d)
+        return 0;
+    return d <= -9223372036854775808.0 ? INT64_MIN : d >= 9223372036854775807.0 ? INT64_MAX : (long long)d;
+}
+
+int
+mf_op_safe_bool(mf_op_t *op, const char *path, const bson_iter_t *it, bool *out)
+{
+    const bson_value_t *v = bson_iter_value((bson_iter_t *)it);
+    if (v->value_type == BSON_TYPE_BOOL) {
+        *out = v->value.v_bool;
+        return 0;
+    }
+    if (!mf_value_is_number(v))
+        return mf_err_set(&op->err, MF_E_TypeMismatch,
+                          "BSON field '%s' is the wrong type '%s', expected types '[bool, long, int, decimal, double]'",
+                          path, mf_type_name(v->value_type));
+    *out = mf_value_truthy(v); /* NaN is true, as BSONElement::trueValue */
+    return 0;
+}
+
 /* Whether it holds a string with a NUL byte inside (a C string would end there). */
 static bool
 utf8_has_nul(const bson_iter_t *it)
@@ -324,18 +355,19 @@ nul_namespace(mf_op_t *op, const char *field)
     return mf_err_set(&op->err, MF_E_InvalidNamespace, "Invalid namespace in '%s': contains a NUL byte", field);
 }
 
-/* The string fields of doc that name a database or collection ({db, coll}, from, into, ...). */
+/* A target that names a collection (stage, for the message): a string, or {db, coll}. */
 static int
-names_in_doc(mf_op_t *op, const bson_iter_t *doc, const char *const *fields, const char *stage)
+target_name(mf_op_t *op, const bson_iter_t *v, const char *stage)
 {
     bson_iter_t in;
-    if (!BSON_ITER_HOLDS_DOCUMENT(doc) || !bson_iter_recurse(doc, &in))
+    if (utf8_has_nul(v))
+        return nul_namespace(op, stage);
+    if (!BSON_ITER_HOLDS_DOCUMENT(v) || !bson_iter_recurse(v, &in))
         return 0;
     while (bson_iter_next(&in)) {
-        for (int i = 0; fields[i] != NULL; i++) {
-            if (strcmp(bson_iter_key(&in), fields[i]) == 0 && utf8_has_nul(&in))
-                return nul_namespace(op, stage);
-        }
+        const char *k = bson_iter_key(&in);
+        if ((strcmp(k, "db") == 0 || strcmp(k, "coll") == 0) && utf8_has_nul(&in))
+            return nul_namespace(op, stage);
     }
     return 0;
 }
@@ -346,7 +378,6 @@ names_in_doc(mf_op_t *op, const bson_iter_t *doc, const char *const *fields, con
 static int
 pipeline_names(mf_op_t *op, const bson_iter_t *arr, int depth)
 {
-    static const char *const db_coll[] = {"db", "coll", NULL};
     bson_iter_t st, s, f;
     if (depth > NAMES_MAX_DEPTH || !BSON_ITER_HOLDS_ARRAY(arr) || !bson_iter_recurse(arr, &st))
         return 0;
@@ -354,11 +385,10 @@ pipeline_names(mf_op_t *op, const bson_iter_t *arr, int depth)
         if (!BSON_ITER_HOLDS_DOCUMENT(&st) || !bson_iter_recurse(&st, &s) || !bson_iter_next(&s))
             continue;
         const char *name = bson_iter_key(&s);
-        if (strcmp(name, "$out") == 0 || strcmp(name, "$unionWith") == 0 || strcmp(name, "$merge") == 0 ||
-            strcmp(name, "$lookup") == 0 || strcmp(name, "$graphLookup") == 0) {
-            if (utf8_has_nul(&s) || names_in_doc(op, &s, db_coll, name) != 0)
-                return utf8_has_nul(&s) ? nul_namespace(op, name) : -1;
-        }
+        if ((strcmp(name, "$out") == 0 || strcmp(name, "$unionWith") == 0 || strcmp(name, "$merge") == 0 ||
+             strcmp(name, "$lookup") == 0 || strcmp(name, "$graphLookup") == 0) &&
+            target_name(op, &s, name) != 0)
+            return -1;
         if (!BSON_ITER_HOLDS_DOCUMENT(&s) || !bson_iter_recurse(&s, &f))
             continue;
         bool facet = strcmp(name, "$facet") == 0;
@@ -369,22 +399,23 @@ pipeline_names(mf_op_t *op, const bson_iter_t *arr, int depth)
                     return -1;
             } else if (strcmp(name, "$lookup") == 0 || strcmp(name, "$graphLookup") == 0 ||
                        strcmp(name, "$merge") == 0) {
-                if (strcmp(k, "from") == 0 || strcmp(k, "into") == 0) {
-                    if (utf8_has_nul(&f) || names_in_doc(op, &f, db_coll, name) != 0)
-                        return utf8_has_nul(&f) ? nul_namespace(op, name) : -1;
-                }
+                if ((strcmp(k, "from") == 0 || strcmp(k, "into") == 0) && target_name(op, &f, name) != 0)
+                    return -1;
             }
         }
     }
     return 0;
 }
 
-/* One top-level field of the command for mf_cmd_check_names (k its name, it on it; *indexes: -1 until worked out). */
+/*
+ * One top-level field of the command for mf_cmd_check_names (k its name, it
+ * on it, first for the command's own field; *indexes: -1 until worked out).
+ */
 static int
-check_name_field(mf_op_t *op, const char *k, bson_iter_t *it, int *indexes)
+check_name_field(mf_op_t *op, bool first, const char *k, bson_iter_t *it, int *indexes)
 {
     bson_iter_t sub;
-    if (strcmp(k, "to") == 0 || strcmp(k, "toCollection") == 0 || strcmp(k, "viewOn") == 0 ||
+    if (first || strcmp(k, "to") == 0 || strcmp(k, "toCollection") == 0 || strcmp(k, "viewOn") == 0 ||
         strcmp(k, "collection") == 0)
         return utf8_has_nul(it) ? nul_namespace(op, k) : 0;
     if (strcmp(k, "pipeline") == 0)
@@ -431,18 +462,16 @@ mf_cmd_check_names(mf_op_t *op)
                 continue;
             if (!bson_iter_init_from_data_at_offset(&it, data, op->cmd->len, f->off, f->keylen))
                 return 0;
-            if (i == 0 ? (utf8_has_nul(&it) ? nul_namespace(op, f->key) : 0) : check_name_field(op, f->key, &it, &indexes))
+            if (check_name_field(op, i == 0, f->key, &it, &indexes) != 0)
                 return -1;
         }
         return 0;
     }
-    if (!bson_iter_init(&it, op->cmd) || !bson_iter_next(&it))
+    if (!bson_iter_init(&it, op->cmd))
         return 0;
-    if (utf8_has_nul(&it))
-        return nul_namespace(op, bson_iter_key(&it));
-    while (bson_iter_next(&it)) {
+    for (bool first = true; bson_iter_next(&it); first = false) {
         const char *k = bson_iter_key(&it);
-        if (may_name(k) && check_name_field(op, k, &it, &indexes) != 0)
+        if ((first || may_name(k)) && check_name_field(op, first, k, &it, &indexes) != 0)
             return -1;
     }
     return 0;

@@ -30,10 +30,9 @@ static size_t ring_bytes; /* their total length */
 
 /*
  * Escapes src as the inside of a JSON string into dst (cap bytes, always
- * NUL-terminated): quotes, backslashes and control bytes escaped, and what
- * is not UTF-8 written as U+FFFD, so every line, getLog's among them, is
- * valid UTF-8 JSON (a BSON string built from it can be decoded). Stops
- * before a character that does not fit whole.
+ * NUL-terminated): quotes, backslashes and control bytes escaped. Stops
+ * before a character that does not fit whole. Bytes that are not UTF-8 are
+ * copied as they are; log_emit writes every line's as U+FFFD.
  */
 static size_t
 json_escape(char *dst, size_t cap, const char *src)
@@ -48,11 +47,6 @@ json_escape(char *dst, size_t cap, const char *src)
             dst[n++] = (char)c;
         } else if (c < 0x20) {
             n += (size_t)snprintf(dst + n, cap - n, "\\u%04x", c);
-        } else if (len == 0) {
-            memcpy(dst + n, "\\ufffd", 6); /* not UTF-8: the replacement character */
-            n += 6;
-            p++;
-            continue;
         } else if (len > 1) {
             memcpy(dst + n, p, len);
             n += len;
@@ -80,8 +74,8 @@ log_time(char *ts, size_t cap)
 }
 
 /*
- * A line whose attributes hold bytes that are not UTF-8 (a string value of
- * a logged command may) copied with each such byte as U+FFFD: such bytes
+ * A line holding bytes that are not UTF-8 (a message, or a string value of
+ * a logged command, may) copied with each such byte as U+FFFD: such bytes
  * only occur inside JSON strings, where "\ufffd" is text. NULL when the
  * line is valid UTF-8 already (the usual case: one scan). Owned by the caller.
  */

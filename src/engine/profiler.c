@@ -86,19 +86,25 @@ mf_profiler_free(mf_profiler_t *p)
     free(p);
 }
 
+/* The position of db's own level in P->dbs, or -1. mu held. */
+static int
+level_index(const mf_profiler_t *P, const char *db)
+{
+    for (int i = 0; i < P->n; i++) {
+        if (strcmp(P->dbs[i].db, db) == 0)
+            return i; /* names are unique in the table */
+    }
+    return -1;
+}
+
 int
 mf_profile_level(mf_profiler_t *P, const char *db)
 {
     if (atomic_load(&P->any_on) == 0)
         return 0;
     pthread_mutex_lock(&P->mu);
-    int level = P->default_level;
-    for (int i = 0; i < P->n; i++) {
-        if (strcmp(P->dbs[i].db, db) == 0) {
-            level = P->dbs[i].level; /* names are unique in the table */
-            break;
-        }
-    }
+    int i = level_index(P, db);
+    int level = i >= 0 ? P->dbs[i].level : P->default_level;
     pthread_mutex_unlock(&P->mu);
     return level;
 }
@@ -123,10 +129,8 @@ mf_profile_any(mf_profiler_t *P)
 static bool
 has_own_level(mf_profiler_t *P, const char *db)
 {
-    bool own = false;
     pthread_mutex_lock(&P->mu);
-    for (int i = 0; i < P->n && !own; i++)
-        own = strcmp(P->dbs[i].db, db) == 0;
+    bool own = level_index(P, db) >= 0;
     pthread_mutex_unlock(&P->mu);
     return own;
 }
@@ -157,17 +161,14 @@ void
 mf_profile_set_level(mf_profiler_t *P, const char *db, int level)
 {
     pthread_mutex_lock(&P->mu);
-    int i;
-    for (i = 0; i < P->n; i++) {
-        if (strcmp(P->dbs[i].db, db) == 0)
-            break;
-    }
+    int i = level_index(P, db);
     if (level == 0 && P->default_level == 0) {
         /* Off where off is the default: nothing to keep (so turning many databases off holds no memory). */
-        if (i < P->n)
+        if (i >= 0)
             P->dbs[i] = P->dbs[--P->n];
     } else {
-        if (i == P->n) {
+        if (i < 0) {
+            i = P->n;
             if (P->n == P->cap) {
                 P->cap = P->cap ? P->cap * 2 : 8;
                 P->dbs = mf_realloc(P->dbs, (size_t)P->cap * sizeof(*P->dbs));
@@ -185,12 +186,9 @@ void
 mf_profile_forget(mf_profiler_t *P, const char *db)
 {
     pthread_mutex_lock(&P->mu);
-    for (int i = 0; i < P->n; i++) {
-        if (strcmp(P->dbs[i].db, db) == 0) {
-            P->dbs[i] = P->dbs[--P->n];
-            break;
-        }
-    }
+    int i = level_index(P, db);
+    if (i >= 0)
+        P->dbs[i] = P->dbs[--P->n];
     update_any_on(P);
     pthread_mutex_unlock(&P->mu);
 }

@@ -601,11 +601,11 @@ static void
 append_listed(bson_t *out, const char *k, const bson_value_t *v, list_type_t type)
 {
     if (type != LIST_ANY && mf_value_is_number(v)) {
-        double d = mf_value_as_double(v);
         if (type == LIST_BOOL) {
-            BSON_APPEND_BOOL(out, k, d != 0);
+            BSON_APPEND_BOOL(out, k, mf_value_truthy(v)); /* safeBool: trueValue */
             return;
         }
+        double d = mf_value_as_double(v);
         if (type == LIST_DOUBLE) {
             BSON_APPEND_DOUBLE(out, k, d);
             return;

@@ -1116,8 +1116,12 @@ read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
             c->rlen = have;
             return;
         }
-        int32_t response_to = (int32_t)((uint32_t)b[8] | (uint32_t)b[9] << 8 | (uint32_t)b[10] << 16 | (uint32_t)b[11] << 24);
-        bool handshake = b[0] == 0x16 && response_to != 0 && response_to != -1;
+        bool handshake = false;
+        if (b[0] == 0x16) { /* 12 bytes or more have come */
+            int32_t response_to =
+                (int32_t)((uint32_t)b[8] | (uint32_t)b[9] << 8 | (uint32_t)b[10] << 16 | (uint32_t)b[11] << 24);
+            handshake = response_to != 0 && response_to != -1;
+        }
         c->sniffed = true;
         if (handshake && srv->tls == NULL) {
             conn_close(c, "a TLS handshake, but TLS is disabled (--tlsMode)");
