@@ -40,6 +40,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/curop.h"
 #include "common/log.h"
 #include "doc/match.h"
 #include "doc/value.h"
@@ -840,6 +841,8 @@ index_from_spec(const bson_t *spec, const char *ident, mf_error_t *err)
         ix->kp.geo_max = mf_value_as_double(bson_iter_value(&it));
     if (bson_iter_init_find(&it, spec, "unique"))
         ix->unique = bson_iter_as_bool(&it);
+    if (bson_iter_init_find(&it, spec, "prepareUnique"))
+        ix->prepare_unique = bson_iter_as_bool(&it);
     if (bson_iter_init_find(&it, spec, "sparse"))
         ix->sparse = bson_iter_as_bool(&it);
     ix->is_id = ix->kp.nfields == 1 && strcmp(ix->kp.fields[0], "_id") == 0 &&
@@ -847,6 +850,7 @@ index_from_spec(const bson_t *spec, const char *ident, mf_error_t *err)
                  (bson_iter_init_find(&it, spec, "clustered") && bson_iter_as_bool(&it)));
     if (ix->is_id)
         ix->unique = true;
+    ix->rid_in_key = !ix->unique; /* an entry saying ridInKey overrides (coll_from_bson) */
     if (bson_iter_init_find(&it, spec, "partialFilterExpression") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
         bson_t pf;
         const uint8_t *data;
@@ -885,6 +889,8 @@ coll_to_bson(const mf_coll_t *c, bson_t *out)
         BSON_APPEND_DOCUMENT(&child, "spec", c->indexes[i]->spec);
         BSON_APPEND_UTF8(&child, "ident", c->indexes[i]->ident);
         BSON_APPEND_BOOL(&child, "multikey", atomic_load(&c->indexes[i]->multikey));
+        if (c->indexes[i]->rid_in_key && c->indexes[i]->unique)
+            BSON_APPEND_BOOL(&child, "ridInKey", true);
         bson_append_document_end(&arr, &child);
     }
     bson_append_array_end(out, &arr);
@@ -949,7 +955,7 @@ coll_from_bson(const bson_t *doc, mf_error_t *err)
             const uint8_t *data;
             uint32_t len;
             const char *ident = NULL;
-            bool multikey = false;
+            bool multikey = false, rid_in_key = false;
             if (!BSON_ITER_HOLDS_DOCUMENT(&ai) || !bson_iter_recurse(&ai, &f))
                 continue;
             bool have_spec = false;
@@ -961,6 +967,8 @@ coll_from_bson(const bson_t *doc, mf_error_t *err)
                     ident = bson_iter_utf8(&f, NULL);
                 } else if (strcmp(bson_iter_key(&f), "multikey") == 0) {
                     multikey = bson_iter_as_bool(&f);
+                } else if (strcmp(bson_iter_key(&f), "ridInKey") == 0) {
+                    rid_in_key = bson_iter_as_bool(&f);
                 }
             }
             if (!have_spec || ident == NULL || c->nindexes >= MF_MAX_INDEXES)
@@ -972,6 +980,7 @@ coll_from_bson(const bson_t *doc, mf_error_t *err)
             }
             atomic_store(&ix->multikey, multikey);
             atomic_store(&ix->multikey_durable, multikey);
+            ix->rid_in_key = ix->rid_in_key || rid_in_key;
             c->indexes[c->nindexes++] = ix;
         }
     }
@@ -2031,6 +2040,116 @@ mf_catalog_index_drop_many(mf_catalog_t *cat, mf_coll_t *c, mf_index_t *const *i
         bson_destroy(&detail);
         index_free(ixs[k]);
     }
+    return 0;
+}
+
+#define RELAYOUT_TXN 10000
+
+/* Copies entries of src (key -> record id) into dst as key + record id, RELAYOUT_TXN per transaction. */
+static int
+relayout_copy(mf_sess_t *s, const mf_index_t *src, const mf_index_t *dst, mf_error_t *err)
+{
+    uint8_t *k = NULL; /* the last entry copied: its key, then its record id */
+    size_t klen_last = 0, kcap = 0;
+    int64_t n = 0;
+    int r = 0;
+    bool more = true;
+
+    while (more && r == 0) {
+        mf_cur_t *in = NULL, *out = NULL;
+        if (mf_txn_begin(s, err) != 0) {
+            r = -1;
+            break;
+        }
+        if (mf_cur_open(s, src->uri, &in, err) != 0 || mf_cur_open(s, dst->uri, &out, err) != 0) {
+            r = -1;
+        } else {
+            /* Resume after the last key copied (k holds it and its record id). */
+            int p = klen_last == 0 ? mf_cur_next(in) : mf_cur_seek_bytes_ge(in, k, klen_last - 8);
+            if (p == 0 && klen_last > 0) {
+                const uint8_t *key;
+                size_t klen;
+                mf_cur_key_bytes(in, &key, &klen);
+                if (klen == klen_last - 8 && memcmp(key, k, klen) == 0)
+                    p = mf_cur_next(in);
+            }
+            int64_t in_txn = 0;
+            for (; p == 0 && in_txn < RELAYOUT_TXN; p = mf_cur_next(in), in_txn++) {
+                const uint8_t *key, *val;
+                size_t klen, vlen;
+                mf_cur_key_bytes(in, &key, &klen);
+                mf_cur_value(in, &val, &vlen);
+                if (vlen != 8)
+                    continue;
+                if (klen + 8 > kcap) {
+                    kcap = (klen + 8) * 2;
+                    k = mf_realloc(k, kcap);
+                }
+                memcpy(k, key, klen);
+                memcpy(k + klen, val, 8); /* the value is the record id, big-endian, as a key's suffix is */
+                klen_last = klen + 8;
+                if (mf_cur_insert_bytes(out, k, klen_last, "", 0) != 0) {
+                    r = mf_err_set(err, MF_E_InternalError, "copying index %s failed", src->name);
+                    break;
+                }
+                if ((++n & 1023) == 0 && mf_curop_check_current(err) != 0) {
+                    r = -1;
+                    break;
+                }
+            }
+            if (r == 0 && p != 0 && p != MF_NOTFOUND)
+                r = mf_err_set(err, MF_E_InternalError, "reading index %s failed", src->name);
+            more = p == 0;
+        }
+        if (in != NULL)
+            mf_cur_close(in);
+        if (out != NULL)
+            mf_cur_close(out);
+        if (r == 0)
+            r = mf_txn_commit(s, false, err);
+        else
+            mf_txn_abort(s);
+    }
+    free(k);
+    return r;
+}
+
+int
+mf_catalog_index_relayout(mf_catalog_t *cat, mf_coll_t *c, mf_index_t *ix, const bson_t *spec, mf_error_t *err)
+{
+    mf_sess_t *s = mf_storage_session(cat->st);
+    int at = -1;
+
+    for (int i = 0; i < c->nindexes; i++)
+        at = c->indexes[i] == ix ? i : at;
+    if (at < 0 || ix->rid_in_key || ix->building)
+        return mf_err_set(err, MF_E_InternalError, "index %s cannot be copied", ix->name);
+    mf_index_t *nx = new_index(c, spec, err);
+    if (nx == NULL)
+        return -1;
+    nx->rid_in_key = true;
+    nx->unique = false;
+    nx->unique_gen = ix->unique_gen + 1;
+    atomic_store(&nx->multikey, atomic_load(&ix->multikey));
+    atomic_store(&nx->multikey_durable, atomic_load(&ix->multikey_durable));
+    if (table_create(cat, s, c, nx, MF_TABLE_INDEX, err) != 0) {
+        index_free(nx);
+        return -1;
+    }
+    int rc = relayout_copy(s, ix, nx, err);
+    if (rc == 0) {
+        c->indexes[at] = nx;
+        if ((rc = mf_catalog_coll_persist(cat, c, err)) != 0)
+            c->indexes[at] = ix;
+    }
+    mf_storage_session_release(s);
+    if (rc != 0) {
+        mf_storage_drop(cat->st, nx->uri);
+        index_free(nx);
+        return -1;
+    }
+    mf_storage_drop(cat->st, ix->uri);
+    index_free(ix);
     return 0;
 }
 

@@ -47,7 +47,26 @@ typedef struct mf_index {
     char *uri;       /* "table:index-<hex>" */
     char *ident;
     mf_keypattern_t kp;
+    /*
+     * unique: no two documents may have the same key (the spec's unique).
+     * prepare_unique: the spec's prepareUnique: no write may add a key
+     * another document already has, though keys held twice before it was
+     * set stay (collMod's first step to unique). Both change only under the
+     * exclusive catalog lock (collMod).
+     */
     bool unique;
+    bool prepare_unique;
+    uint32_t unique_gen; /* changed with either: a scan for duplicates that began earlier must be redone */
+    /*
+     * The table's layout. false: key -> 8-byte big-endian record id, one
+     * entry per key value (an index created unique, and _id). true: key +
+     * record id -> empty, so a value can have many entries (every other
+     * index, and one collMod made unique, which keeps its layout: its
+     * catalog entry says ridInKey). Where rid_in_key and unique or
+     * prepare_unique are both set, writers enforce uniqueness by a probe of
+     * the key's range (coll_write.c index_put_key).
+     */
+    bool rid_in_key;
     bool sparse;
     bool is_id;      /* the _id index */
     /*
@@ -454,6 +473,18 @@ int mf_catalog_validate(mf_catalog_t *cat, mf_sess_t *s, mf_coll_t *c, bson_t *r
 
 /* mf_catalog_index_drop: drops index ix of c. Write lock held. */
 int mf_catalog_index_drop(mf_catalog_t *cat, mf_coll_t *c, mf_index_t *ix, mf_error_t *err) MF_WUR;
+/*
+ * mf_catalog_index_relayout: replaces ix, an index whose entries are key ->
+ * record id (rid_in_key false), by a copy whose entries are key + record id
+ * and whose spec is spec (collMod's forceNonUnique: such a table cannot
+ * hold a value twice). Exclusive lock held; the copy reads only the index,
+ * RELAYOUT_TXN entries per transaction, checking killOp and maxTimeMS.
+ * The catalog entry names the copy in one write, so a crash leaves the old
+ * index or the new one (the other's table is an orphan dropped at open).
+ * ix is freed on success. Returns 0 or -1 with err.
+ */
+int mf_catalog_index_relayout(mf_catalog_t *cat, mf_coll_t *c, mf_index_t *ix, const bson_t *spec,
+                              mf_error_t *err) MF_WUR;
 /*
  * mf_catalog_index_drop_many: drops the n indexes ixs of c (distinct) with one
  * catalog transaction: all or none. Write lock held. On success the

@@ -90,15 +90,60 @@ dup_key_error(mf_coll_t *c, mf_index_t *ix, const bson_t *doc, mf_error_t *err)
     return -1;
 }
 
-/* Inserts one key of ix pointing at rid (index_put's work). */
+/*
+ * Uniqueness on an index whose entries are key + record id (rid_in_key,
+ * with unique or prepare_unique set): fails with 11000 when another
+ * document already has key. First the bare key is written and removed
+ * again, in this transaction: two transactions adding the same value then
+ * write the same WiredTiger key, so one of them conflicts (MF_CONFLICT, and
+ * retries to find the other's entry), as two inserts into a key -> record
+ * id index do. Then the value's entries are looked at: each is key followed
+ * by 8 bytes of record id, so an entry of exactly that length starting with
+ * key is this value's (keystrings are prefix-free per component). Leaves
+ * cur positioned anywhere.
+ */
+static int
+index_probe_unique(mf_coll_t *c, mf_index_t *ix, mf_cur_t *cur, const mf_keystring_t *key, int64_t rid,
+                   const bson_t *doc, mf_error_t *err)
+{
+    int ret = mf_cur_put_bytes(cur, key->data, key->len, "", 0);
+    if (ret == 0)
+        ret = mf_cur_remove_bytes(cur, key->data, key->len);
+    if (ret == 0)
+        ret = mf_cur_seek_bytes_ge(cur, key->data, key->len);
+    while (ret == 0) {
+        const uint8_t *k;
+        size_t klen;
+        mf_cur_key_bytes(cur, &k, &klen);
+        if (klen < key->len || memcmp(k, key->data, key->len) != 0)
+            break;
+        if (klen == key->len + 8 && mf_ks_read_recordid(k, klen) != rid)
+            return dup_key_error(c, ix, doc, err);
+        ret = mf_cur_next(cur);
+    }
+    if (ret == 0 || ret == MF_NOTFOUND)
+        return 0;
+    if (ret == MF_CONFLICT)
+        return MF_CONFLICT;
+    return mf_err_set(err, MF_E_InternalError, "index insert failed on %s", ix->name);
+}
+
+/*
+ * Inserts one key of ix pointing at rid (index_put's work). build: an index
+ * build's own insert, which prepareUnique does not check (documents that
+ * already share a value are indexed; only later writes may not add one).
+ */
 static int
 index_put_key(mf_sess_t *s, mf_coll_t *c, mf_index_t *ix, mf_cur_t *cur, mf_keystring_t *key, int64_t rid,
-              const bson_t *doc, mf_error_t *err)
+              const bson_t *doc, bool build, mf_error_t *err)
 {
     uint8_t be[8];
     int ret;
 
-    if (ix->unique) {
+    if (ix->rid_in_key && (ix->unique || (ix->prepare_unique && !build && !ix->building)) &&
+        (ret = index_probe_unique(c, ix, cur, key, rid, doc, err)) != 0)
+        return ret;
+    if (!ix->rid_in_key) {
         rid_be(rid, be);
         ret = mf_cur_insert_bytes(cur, key->data, key->len, be, 8);
         if (ret == MF_DUPKEY) {
@@ -135,10 +180,10 @@ index_put_key(mf_sess_t *s, mf_coll_t *c, mf_index_t *ix, mf_cur_t *cur, mf_keys
  */
 static int
 index_put(mf_sess_t *s, mf_coll_t *c, mf_index_t *ix, mf_cur_t *cur, mf_keystring_t *key, int64_t rid,
-          const bson_t *doc, mf_error_t *err)
+          const bson_t *doc, bool build, mf_error_t *err)
 {
     bool own = mf_rguard_enter(s, &c->guard);
-    int ret = index_put_key(s, c, ix, cur, key, rid, doc, err);
+    int ret = index_put_key(s, c, ix, cur, key, rid, doc, build, err);
     if (own)
         mf_rguard_exit(&c->guard);
     return ret;
@@ -163,14 +208,14 @@ static int
 index_del(mf_index_t *ix, mf_cur_t *cur, mf_keystring_t *key, int64_t rid, bool doc_removed, mf_error_t *err)
 {
     int ret;
-    if (ix->unique && doc_removed && !ix->building) {
+    if (!ix->rid_in_key && doc_removed && !ix->building) {
         /*
          * The document owned this key (a unique key has one owner) -- except
          * during a build, when a document not yet scanned may hold a value
          * that a writer has already given a scanned one: then check.
          */
         ret = remove_key(cur, key->data, key->len, false);
-    } else if (ix->unique) {
+    } else if (!ix->rid_in_key) {
         /* Only remove the entry if it belongs to this record. */
         bool mine = false;
         ret = mf_cur_find_bytes(cur, key->data, key->len);
@@ -417,7 +462,7 @@ static void
 removal_add_key(mf_removal_keys_t *t, const mf_index_t *ix, mf_keystring_t *key, int64_t rid)
 {
     size_t base = key->len;
-    if (!ix->unique)
+    if (ix->rid_in_key)
         mf_ks_append_recordid(key, rid);
     removal_add(t, key->data, key->len);
     key->len = base;
@@ -591,7 +636,7 @@ update_indexes(mf_sess_t *s, mf_coll_t *c, int64_t rid, const bson_t *olddoc, co
         }
         for (int k = 0; k < newk->n && ret == 0; k++) {
             if (!keyset_has(oldk, &newk->keys[k]))
-                ret = index_put(s, c, ix, cur, &newk->keys[k], rid, newdoc, err);
+                ret = index_put(s, c, ix, cur, &newk->keys[k], rid, newdoc, false, err);
         }
         if (newdoc == NULL)
             mf_cur_close_near(cur);
@@ -827,7 +872,7 @@ mf_coll_insert_prepared_keys(mf_sess_t *s, mf_coll_t *c, const mf_prepared_t *do
                 break;
             }
             for (int j = 0; j < keys->n && ret == 0; j++)
-                ret = index_put(s, c, ix, cur, &keys->keys[j], docs[k].rid, docs[k].doc, err);
+                ret = index_put(s, c, ix, cur, &keys->keys[j], docs[k].rid, docs[k].doc, false, err);
         }
         if (cur != NULL)
             mf_cur_close(cur);
@@ -1137,7 +1182,7 @@ mf_coll_index_build(mf_catalog_t *cat, mf_coll_t *c, mf_index_t *ix, mf_build_pr
             break;
         }
         for (int k = 0; k < ks.n && ret == 0; k++)
-            ret = index_put(s, c, ix, ic, &ks.keys[k], rid, &doc, err);
+            ret = index_put(s, c, ix, ic, &ks.keys[k], rid, &doc, true, err);
         done++;
         if (++in_txn >= 1000 && ret == 0) {
             /* Commit in chunks so a large build does not hold one huge transaction. */
@@ -1207,7 +1252,7 @@ mf_coll_index_build_chunk(mf_sess_t *s, mf_coll_t *c, mf_index_t *const *ixs, in
                 if ((ret = keys_for(NULL, c, ixs[i], &doc, &ks, err)) != 0)
                     break;
                 for (int k = 0; k < ks.n && ret == 0; k++)
-                    ret = index_put(s, c, ixs[i], ic[i], &ks.keys[k], rid, &doc, err);
+                    ret = index_put(s, c, ixs[i], ic[i], &ks.keys[k], rid, &doc, true, err);
             }
         }
         if (ret != 0)

@@ -92,7 +92,7 @@ mf_catalog_validate(mf_catalog_t *cat, mf_sess_t *s, mf_coll_t *c, bson_t *repor
             for (int k = 0; k < ks.n; k++) {
                 int r;
                 expected[i]++;
-                if (ix->unique) {
+                if (!ix->rid_in_key) {
                     r = mf_cur_search_bytes(ic[i], ks.keys[k].data, ks.keys[k].len);
                 } else {
                     size_t base = ks.keys[k].len;

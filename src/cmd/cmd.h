@@ -75,6 +75,12 @@ typedef struct mf_op {
     bool legacy;               /* arrived as OP_QUERY */
     bson_t *reply;             /* initialised; the handler appends its fields */
     mf_error_t err;
+    /*
+     * Fields an error reply carries after code and codeName that do not fit
+     * err's info (collMod's violations): set by the handler that fails,
+     * owned by the op, appended and freed by mf_cmd_run.
+     */
+    bson_t *err_extra;
     /* write-error details for write commands that fail as a whole */
     /*
      * mf_op_find's index of cmd's fields, built on its first call: valid

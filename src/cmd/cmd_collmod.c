@@ -14,17 +14,32 @@
  * name/keyPattern, or a compound or _id index is 72 InvalidOptions; a field
  * inside `index` that collMod does not know is 40415 (the IDL struct is
  * strict, as 8.0's; SPEC B3's 72 predates it); no such index is 27
- * IndexNotFound; no such collection 26 NamespaceNotFound. Converting an
- * index to unique (`unique`, `prepareUnique`) is answered as a mongod whose
- * feature is off: 72. `dryRun` is only for such a conversion, so with no
- * `index: {unique: true}` it is refused (72) before anything else, as mongod
- * does, and never changes anything. Nothing is changed when any check fails.
+ * IndexNotFound; no such collection 26 NamespaceNotFound. Nothing is
+ * changed when any check fails.
+ *
+ * Uniqueness, as MongoDB 6.0+: `prepareUnique: true` makes writers refuse a
+ * value another document already has (11000; documents that already share
+ * one keep it); `unique: true` then converts the index, after a scan finds
+ * no value held twice (else 359 CannotConvertIndexToUnique with
+ * `violations: [{ids: [...]}]`); `forceNonUnique: true` converts back.
+ * `dryRun: true` only runs the scan of a `unique: true` conversion, and is
+ * refused (72) for anything else. A converted index keeps its key + record
+ * id table (catalog.h rid_in_key), so the conversion writes nothing but the
+ * catalog entry; the scan runs before the exclusive lock, a chunk at a time
+ * under the shared one (dup_scan_shared), so other operations do not wait
+ * behind it. forceNonUnique on an index created unique copies its table
+ * into that layout under the exclusive lock (mf_catalog_index_relayout:
+ * reads the index only, no documents).
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cmd/cmd.h"
+#include "catalog/coll_write.h"
 #include "catalog/timeseries.h"
+#include "common/alloc.h"
+#include "common/curop.h"
 #include "common/fmt.h"
 #include "common/log.h"
 #include "index/index.h"
@@ -54,7 +69,8 @@ spec_with(const bson_t *spec, const char *name, const bson_value_t *v, bson_t *o
 
 typedef struct index_mod {
     bool has_name, has_key, has_secs, has_hidden, has_archive, has_unique, has_prepare_unique, has_force_non_unique;
-    bool unique, force_non_unique;
+    bool unique, prepare_unique, force_non_unique;
+    int nfields; /* modifications asked for (every field but name and keyPattern) */
     const char *name;
     bson_t key;
     bson_value_t secs_v; /* a copy: checked once it is a number, which owns nothing (strings are refused first) */
@@ -102,8 +118,7 @@ parse_index_mod(mf_op_t *op, bson_iter_t *idx, index_mod_t *m)
                 return -1;
             m->has_unique = true;
         } else if (strcmp(k, "prepareUnique") == 0) {
-            bool unused;
-            if (mf_op_safe_bool(op, "collMod.index.prepareUnique", &it, &unused) != 0)
+            if (mf_op_safe_bool(op, "collMod.index.prepareUnique", &it, &m->prepare_unique) != 0)
                 return -1;
             m->has_prepare_unique = true;
         } else if (strcmp(k, "forceNonUnique") == 0) {
@@ -120,6 +135,8 @@ parse_index_mod(mf_op_t *op, bson_iter_t *idx, index_mod_t *m)
             return mf_err_set(&op->err, MF_E_Location40415, "BSON field 'collMod.index.%s' is an unknown field.", k);
         }
     }
+    m->nfields = m->has_secs + m->has_hidden + m->has_archive + m->has_unique + m->has_prepare_unique +
+                 m->has_force_non_unique;
     if (m->has_secs && !mf_value_is_number(&m->secs_v))
         return mf_err_set(&op->err, MF_E_TypeMismatch,
                           "BSON field 'collMod.index.expireAfterSeconds' is the wrong type '%s', expected types '[long, int, decimal, double']",
@@ -138,11 +155,9 @@ check_index_mod(mf_op_t *op, index_mod_t *m, bool timeseries)
     if (!m->has_secs && !m->has_hidden && !m->has_archive && !m->has_unique && !m->has_prepare_unique &&
         !m->has_force_non_unique)
         return mf_err_set(&op->err, MF_E_InvalidOptions, "no expireAfterSeconds, hidden, unique, or prepareUnique field");
-    if (m->has_unique || m->has_prepare_unique)
+    if (m->has_unique && m->has_force_non_unique)
         return mf_err_set(&op->err, MF_E_InvalidOptions,
-                          "collMod does not support converting an index to 'unique' or to 'prepareUnique' mode");
-    if (m->has_force_non_unique && !m->force_non_unique)
-        return mf_err_set(&op->err, MF_E_BadValue, "'forceNonUnique: false' is not supported");
+                          "collMod does not support 'unique' and 'forceNonUnique' options at the same time");
     if (m->has_secs) {
         if (timeseries)
             return mf_err_set(&op->err, MF_E_InvalidOptions,
@@ -172,13 +187,262 @@ find_index(mf_coll_t *c, const index_mod_t *m)
     return NULL;
 }
 
+/* ---------- duplicates, for a conversion to unique ---------- */
+
+#define DUP_SCAN_CHUNK 10000
+#define DUP_VIOLATIONS_MAX (8 * 1024 * 1024) /* mongod's: half the largest document */
+
+/*
+ * A scan of a key + record id index for values more than one document has,
+ * as mongod's scanIndexForDuplicates: entries come in key order, so equal
+ * values are neighbours. Each group of documents sharing a value becomes
+ * {ids: [their _ids]} in violations, up to DUP_VIOLATIONS_MAX bytes of
+ * _ids (then too_many). The scan can stop after a chunk of entries and
+ * resume after the last entry seen (prev, prev_rid).
+ */
+typedef struct dup_scan {
+    char *ident;     /* the index scanned (owned), NULL before the scan starts */
+    uint32_t gen;    /* its unique_gen when the scan began */
+    bool done;       /* reached the last entry (or too_many) */
+    uint8_t *prev;   /* the last entry's key without its record id (owned) */
+    size_t prev_len, prev_cap;
+    int64_t prev_rid;
+    bool have_prev;
+    bson_t violations; /* [{ids: [...]}, ...] */
+    bson_t ids;        /* the current group's _ids, an array document */
+    uint32_t ngroups, nids;
+    size_t size;
+    bool too_many;
+} dup_scan_t;
+
+static void
+dup_scan_init(dup_scan_t *d)
+{
+    memset(d, 0, sizeof(*d));
+    bson_init(&d->violations);
+    bson_init(&d->ids);
+}
+
+static void
+dup_scan_free(dup_scan_t *d)
+{
+    free(d->ident);
+    free(d->prev);
+    bson_destroy(&d->violations);
+    bson_destroy(&d->ids);
+    memset(d, 0, sizeof(*d));
+}
+
+/* Starts d over on ix (whose lock the caller holds). */
+static void
+dup_scan_start(dup_scan_t *d, const mf_index_t *ix)
+{
+    dup_scan_free(d);
+    dup_scan_init(d);
+    d->ident = mf_strdup(ix->ident);
+    d->gen = ix->unique_gen;
+}
+
+/* Ends the current group: a value with two documents or more is a violation. */
+static void
+dup_group_end(dup_scan_t *d)
+{
+    if (d->nids >= 2 || (d->nids > 0 && d->too_many)) {
+        char key[16];
+        bson_t g;
+        snprintf(key, sizeof(key), "%u", d->ngroups++);
+        BSON_APPEND_DOCUMENT_BEGIN(&d->violations, key, &g);
+        BSON_APPEND_ARRAY(&g, "ids", &d->ids);
+        bson_append_document_end(&d->violations, &g);
+    }
+    bson_reinit(&d->ids);
+    d->nids = 0;
+}
+
+/* Adds record rid's _id to the current group (a document gone since it was indexed is left out). */
 static int
-apply_index_mod(mf_op_t *op, mf_coll_t *c, const index_mod_t *m)
+dup_add(mf_op_t *op, mf_coll_t *c, dup_scan_t *d, int64_t rid)
+{
+    bson_t doc;
+    bson_iter_t it;
+    int r = mf_coll_fetch(op->sess, c, rid, &doc, &op->err);
+    if (r == MF_NOTFOUND)
+        return 0;
+    if (r != 0)
+        return -1;
+    if (bson_iter_init_find(&it, &doc, "_id")) {
+        const bson_value_t *v = bson_iter_value(&it);
+        bson_t one = BSON_INITIALIZER;
+        bson_append_value(&one, "_id", 3, v);
+        d->size += one.len - 5;
+        bson_destroy(&one);
+        if (d->size > DUP_VIOLATIONS_MAX) {
+            /* As mongod: stop here, returning at least one _id. */
+            d->too_many = true;
+            if (d->ngroups > 0 || d->nids > 0) {
+                bson_destroy(&doc);
+                return 0;
+            }
+        }
+        char key[16];
+        snprintf(key, sizeof(key), "%u", d->nids++);
+        bson_append_value(&d->ids, key, -1, v);
+    }
+    bson_destroy(&doc);
+    return 0;
+}
+
+/*
+ * Scans up to limit entries of ix (of collection c) after the last one d
+ * saw, or to the end when limit is 0. The caller holds the catalog lock.
+ * Checks for killOp and maxTimeMS every 1024 entries. Returns 0 (d->done
+ * once the end is reached) or -1 with op->err.
+ */
+static int
+dup_scan_run(mf_op_t *op, mf_coll_t *c, const mf_index_t *ix, dup_scan_t *d, size_t limit)
+{
+    mf_cur_t *icur = NULL;
+    size_t n = 0;
+    int r, rc = -1;
+
+    if (mf_txn_begin(op->sess, &op->err) != 0)
+        return -1;
+    if (mf_cur_open(op->sess, ix->uri, &icur, &op->err) != 0)
+        goto out;
+    if (d->have_prev) {
+        /* Resume just past the last entry seen: its key is prev then its record id. */
+        uint8_t *resume = mf_malloc(d->prev_len + 8);
+        memcpy(resume, d->prev, d->prev_len);
+        for (int i = 7; i >= 0; i--)
+            resume[d->prev_len + (size_t)(7 - i)] = (uint8_t)((uint64_t)d->prev_rid >> (i * 8));
+        r = mf_cur_seek_bytes_ge(icur, resume, d->prev_len + 8);
+        if (r == 0) {
+            const uint8_t *k;
+            size_t klen;
+            mf_cur_key_bytes(icur, &k, &klen);
+            if (klen == d->prev_len + 8 && memcmp(k, resume, klen) == 0)
+                r = mf_cur_next(icur);
+        }
+        free(resume);
+    } else {
+        r = mf_cur_next(icur);
+    }
+    rc = 0;
+    for (; r == 0; r = mf_cur_next(icur)) {
+        const uint8_t *k;
+        size_t klen;
+        if (limit > 0 && n >= limit)
+            break;
+        if ((++n & 1023) == 0 && mf_curop_check_current(&op->err) != 0) {
+            rc = -1;
+            break;
+        }
+        mf_cur_key_bytes(icur, &k, &klen);
+        if (klen < 8)
+            continue;
+        size_t vlen = klen - 8;
+        int64_t rid = mf_ks_read_recordid(k, klen);
+        if (d->have_prev && vlen == d->prev_len && memcmp(k, d->prev, vlen) == 0) {
+            if ((d->nids == 0 && dup_add(op, c, d, d->prev_rid) != 0) || dup_add(op, c, d, rid) != 0) {
+                rc = -1;
+                break;
+            }
+            if (d->too_many)
+                break;
+        } else {
+            dup_group_end(d);
+            if (vlen > d->prev_cap) {
+                d->prev_cap = vlen * 2;
+                d->prev = mf_realloc(d->prev, d->prev_cap);
+            }
+            memcpy(d->prev, k, vlen);
+            d->prev_len = vlen;
+        }
+        d->prev_rid = rid;
+        d->have_prev = true;
+    }
+    if (rc == 0 && (r == MF_NOTFOUND || d->too_many)) {
+        dup_group_end(d);
+        d->done = true;
+    } else if (rc == 0 && r != 0) {
+        rc = mf_err_set(&op->err, MF_E_InternalError, "storage error scanning index %s of %s", ix->name, c->ns);
+    }
+out:
+    if (icur != NULL)
+        mf_cur_close(icur);
+    mf_txn_abort(op->sess);
+    return rc;
+}
+
+/* Whether converting ix to unique needs a scan: a key + record id index with prepareUnique set. */
+static bool
+dup_scan_wanted(const mf_index_t *ix)
+{
+    return ix != NULL && ix->rid_in_key && !ix->unique && ix->prepare_unique && !ix->building;
+}
+
+/*
+ * The scan for a conversion to unique, run before collMod takes the
+ * exclusive lock: a chunk at a time under the shared lock, released
+ * between chunks, so that no other operation waits behind it (mongod too
+ * scans without exclusive access). prepareUnique keeps new duplicates out
+ * meanwhile. If the index changes between chunks (dropped, or its unique
+ * or prepareUnique changed: unique_gen), d is emptied and collMod scans
+ * under its exclusive lock instead. Returns 0 or -1 with op->err.
+ */
+static int
+dup_scan_shared(mf_op_t *op, const char *name, const index_mod_t *m, dup_scan_t *d)
+{
+    while (!d->done) {
+        mf_catalog_rdlock(op->eng->cat);
+        mf_coll_t *c = mf_catalog_coll_find(op->eng->cat, op->db, name);
+        mf_index_t *ix = c != NULL && !c->is_view ? find_index(c, m) : NULL;
+        bool go = d->ident == NULL ? dup_scan_wanted(ix)
+                                   : ix != NULL && strcmp(d->ident, ix->ident) == 0 && d->gen == ix->unique_gen;
+        if (!go) {
+            mf_catalog_unlock(op->eng->cat);
+            dup_scan_free(d);
+            dup_scan_init(d);
+            return 0;
+        }
+        if (d->ident == NULL)
+            dup_scan_start(d, ix);
+        int rc = dup_scan_run(op, c, ix, d, DUP_SCAN_CHUNK);
+        mf_catalog_unlock(op->eng->cat);
+        mf_storage_session_release(op->sess);
+        if (rc != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Replaces field name of *spec by v (removes it when v is NULL). */
+static void
+spec_set(bson_t *spec, const char *name, const bson_value_t *v)
+{
+    bson_t next;
+    spec_with(spec, name, v, &next);
+    bson_destroy(spec);
+    bson_steal(spec, &next);
+}
+
+/*
+ * Applies the index change m to collection c (exclusive catalog lock held),
+ * checking everything first in mongod's order, so that a failure changes
+ * nothing. d: a scan for duplicates already made (dup_scan_shared), used
+ * when it covered this index as it still is. nmods: the modifications the
+ * whole command asks for. dry_run: check a conversion to unique only.
+ */
+static int
+apply_index_mod(mf_op_t *op, mf_coll_t *c, const index_mod_t *m, dup_scan_t *d, int nmods, bool dry_run)
 {
     mf_index_t *ix = find_index(c, m);
-    bson_t cur, next;
+    bool do_unique = false, do_prepare = false, do_force = false;
+    bson_value_t yes = {.value_type = BSON_TYPE_BOOL};
+    bson_t cur;
     bson_iter_t it;
 
+    yes.value.v_bool = true;
     if (ix == NULL) {
         char shown[300];
         if (m->has_name)
@@ -194,56 +458,120 @@ apply_index_mod(mf_op_t *op, mf_coll_t *c, const index_mod_t *m)
             return mf_err_set(&op->err, MF_E_InvalidOptions,
                               "TTL indexes are single-field indexes, compound indexes do not support TTL");
     }
+    if (m->has_unique) {
+        if (!m->unique)
+            return mf_err_set(&op->err, MF_E_BadValue, "Cannot make index non-unique");
+        if (!ix->unique) {
+            /* As mongod: a conversion takes two steps, prepareUnique first. */
+            if (!ix->prepare_unique)
+                return mf_err_set(&op->err, MF_E_InvalidOptions,
+                                  "Cannot make index unique with 'prepareUnique=false'. Run collMod to set it first.");
+            do_unique = true;
+        }
+    }
     if (m->has_hidden && strncmp(c->name, "system.", 7) == 0 && strncmp(c->name, MF_TS_BUCKETS_PREFIX, strlen(MF_TS_BUCKETS_PREFIX)) != 0)
         return mf_err_set(&op->err, MF_E_BadValue, "Can't hide index on system collection");
     if (m->has_hidden && ix->is_id)
         return mf_err_set(&op->err, MF_E_BadValue, "can't hide _id index");
-    if (m->has_force_non_unique && ix->unique)
-        return mf_err_set(&op->err, MF_E_InvalidOptions, "collMod does not support converting a unique index to non-unique");
+    do_prepare = m->has_prepare_unique && !ix->unique && ix->prepare_unique != m->prepare_unique;
+    if (m->has_force_non_unique) {
+        if (!m->force_non_unique)
+            return mf_err_set(&op->err, MF_E_BadValue, "'forceNonUnique: false' is not supported");
+        if (ix->unique && ix->is_id)
+            return mf_err_set(&op->err, MF_E_InvalidOptions, "The _id index cannot be made non-unique");
+        do_force = ix->unique;
+    }
+    if (do_prepare && nmods > 1)
+        return mf_err_set(&op->err, MF_E_InvalidOptions, "prepareUnique cannot be combined with any other modification.");
+    if (dry_run && nmods > 1)
+        return mf_err_set(&op->err, MF_E_InvalidOptions,
+                          "unique: true cannot be combined with any other modification in dry run mode.");
+    if (m->has_archive && !m->has_secs && !mf_ttl_index_seconds(ix->spec, &(int64_t){0}))
+        return mf_err_set(&op->err, MF_E_InvalidOptions,
+                          "the archive option is only valid on a TTL index (one with expireAfterSeconds)");
+    if (do_unique) {
+        if (d->ident == NULL || !d->done || strcmp(d->ident, ix->ident) != 0 || d->gen != ix->unique_gen) {
+            dup_scan_start(d, ix); /* the shared scan did not cover the index as it is: scan it here */
+            if (dup_scan_run(op, c, ix, d, 0) != 0)
+                return -1;
+        }
+        if (d->ngroups > 0) {
+            op->err_extra = bson_new();
+            BSON_APPEND_ARRAY(op->err_extra, "violations", &d->violations);
+            return mf_err_set(&op->err, MF_E_CannotConvertIndexToUnique, "%s",
+                              d->too_many ? "Cannot convert the index to unique. Too many conflicting documents "
+                                            "were detected. Please resolve them and rerun collMod."
+                                          : "Cannot convert the index to unique. Please resolve conflicting "
+                                            "documents before running collMod again.");
+        }
+    }
+    if (dry_run)
+        return 0;
+    bool forced = false;
+    if (do_force && !ix->rid_in_key) {
+        /* Its table holds one entry per value: a copy laid out key + record id replaces it (ix is freed). */
+        bson_t spec;
+        bson_copy_to(ix->spec, &spec);
+        spec_set(&spec, "unique", NULL);
+        int rc = mf_catalog_index_relayout(op->eng->cat, c, ix, &spec, &op->err);
+        bson_destroy(&spec);
+        if (rc != 0)
+            return -1;
+        ix = find_index(c, m);
+        forced = true;
+        do_force = false;
+    }
 
     bson_copy_to(ix->spec, &cur);
     if (m->has_secs) {
         int64_t old;
-        bool was_ttl = mf_ttl_index_seconds(&cur, &old);
         bson_value_t nv = {.value_type = BSON_TYPE_INT32};
         nv.value.v_int32 = m->secs;
-        if (was_ttl)
+        if (mf_ttl_index_seconds(&cur, &old))
             BSON_APPEND_INT64(op->reply, "expireAfterSeconds_old", old);
         BSON_APPEND_INT64(op->reply, "expireAfterSeconds_new", m->secs);
-        spec_with(&cur, "expireAfterSeconds", &nv, &next);
-        bson_destroy(&cur);
-        bson_steal(&cur, &next);
+        spec_set(&cur, "expireAfterSeconds", &nv);
     }
     if (m->has_hidden) {
         bool old = bson_iter_init_find(&it, &cur, "hidden") && bson_iter_as_bool(&it);
-        bson_value_t hv = {.value_type = BSON_TYPE_BOOL};
-        hv.value.v_bool = true;
         BSON_APPEND_BOOL(op->reply, "hidden_old", old);
         BSON_APPEND_BOOL(op->reply, "hidden_new", m->hidden);
-        spec_with(&cur, "hidden", m->hidden ? &hv : NULL, &next);
-        bson_destroy(&cur);
-        bson_steal(&cur, &next);
+        spec_set(&cur, "hidden", m->hidden ? &yes : NULL);
+    }
+    if (do_unique) {
+        /* The table keeps its key + record id layout; writers now refuse a second document per value. */
+        BSON_APPEND_BOOL(op->reply, "unique_new", true);
+        spec_set(&cur, "unique", &yes);
+        spec_set(&cur, "prepareUnique", NULL);
+    }
+    if (do_prepare) {
+        BSON_APPEND_BOOL(op->reply, "prepareUnique_old", ix->prepare_unique);
+        BSON_APPEND_BOOL(op->reply, "prepareUnique_new", m->prepare_unique);
+        spec_set(&cur, "prepareUnique", m->prepare_unique ? &yes : NULL);
+    }
+    if (do_force || forced) {
+        BSON_APPEND_BOOL(op->reply, "forceNonUnique_new", true);
+        spec_set(&cur, "unique", NULL);
     }
     if (m->has_archive) {
-        int64_t n;
-        if (!mf_ttl_index_seconds(&cur, &n)) {
-            bson_destroy(&cur);
-            return mf_err_set(&op->err, MF_E_InvalidOptions,
-                              "the archive option is only valid on a TTL index (one with expireAfterSeconds)");
-        }
         bool old = bson_iter_init_find(&it, &cur, "archive") && bson_iter_as_bool(&it);
-        bson_value_t av = {.value_type = BSON_TYPE_BOOL};
-        av.value.v_bool = true;
         BSON_APPEND_BOOL(op->reply, "archive_old", old);
         BSON_APPEND_BOOL(op->reply, "archive_new", m->archive);
-        spec_with(&cur, "archive", m->archive ? &av : NULL, &next);
-        bson_destroy(&cur);
-        bson_steal(&cur, &next);
+        spec_set(&cur, "archive", m->archive ? &yes : NULL);
     }
+    bool was_unique = ix->unique, was_prepare = ix->prepare_unique;
     bson_t *old_spec = mf_index_set_spec(ix, bson_copy(&cur));
     bson_destroy(&cur);
+    if (do_unique || do_prepare || do_force) {
+        /* Set before the entry is written: it records ridInKey for a unique key + record id index. */
+        ix->unique = do_unique || (was_unique && !do_force);
+        ix->prepare_unique = do_prepare ? m->prepare_unique : was_prepare && !do_unique;
+        ix->unique_gen++;
+    }
     if (mf_catalog_coll_persist(op->eng->cat, c, &op->err) != 0) {
         bson_destroy(mf_index_set_spec(ix, old_spec));
+        ix->unique = was_unique;
+        ix->prepare_unique = was_prepare;
         return -1;
     }
     bson_destroy(old_spec);
@@ -443,6 +771,7 @@ cmd_coll_mod(mf_op_t *op)
     bson_t opts;
     bson_value_t ts_val;
     ts_mod_t tm;
+    dup_scan_t d;
     int rc = 0;
 
     memset(&tm, 0, sizeof tm);
@@ -500,13 +829,21 @@ cmd_coll_mod(mf_op_t *op)
 
     if (dry_run) {
         /* mongod's dry run checks a conversion to unique for duplicates and changes nothing; nothing else may ask for it. */
+        const char *why = !has_index                 ? "dry run mode requires an valid index modification."
+                          : !m.has_unique || !m.unique ? "dry run mode requires an index modification with unique: true."
+                                                       : NULL;
+        if (why != NULL) {
+            bson_destroy(&opts);
+            return mf_err_set(&op->err, MF_E_InvalidOptions, "%s", why);
+        }
+    }
+    int nmods = (has_index ? m.nfields : 0) + (int)bson_count_keys(&opts) + tm.has_expire + has_ts_val;
+    dup_scan_init(&d);
+    if (has_index && m.has_unique && m.unique && m.has_name != m.has_key && (!dry_run || nmods == 1) &&
+        dup_scan_shared(op, name, &m, &d) != 0) {
+        dup_scan_free(&d);
         bson_destroy(&opts);
-        if (!has_index)
-            return mf_err_set(&op->err, MF_E_InvalidOptions, "dry run mode requires an valid index modification.");
-        if (!m.has_unique || !m.unique)
-            return mf_err_set(&op->err, MF_E_InvalidOptions, "dry run mode requires an index modification with unique: true.");
-        return mf_err_set(&op->err, MF_E_InvalidOptions,
-                          "collMod does not support converting an index to 'unique' or to 'prepareUnique' mode");
+        return -1;
     }
 
     mf_catalog_wrlock(op->eng->cat);
@@ -543,6 +880,11 @@ cmd_coll_mod(mf_op_t *op)
     }
     if (has_index && (rc = check_index_mod(op, &m, false)) != 0)
         goto out;
+    if (dry_run) {
+        rc = apply_index_mod(op, c, &m, &d, nmods, true);
+        c = NULL; /* nothing changed: no event */
+        goto out;
+    }
     if (tm.has_expire && c->clustered && !has_ts_val) {
         /* A clustered collection's TTL (SPEC: TTL on a clustered collection): its expireAfterSeconds option. */
         if (c->clustered_expire >= 0)
@@ -583,7 +925,7 @@ cmd_coll_mod(mf_op_t *op)
             goto out;
         }
     }
-    if (has_index && (rc = apply_index_mod(op, c, &m)) != 0) {
+    if (has_index && (rc = apply_index_mod(op, c, &m, &d, nmods, false)) != 0) {
         bson_destroy(&merged);
         goto out;
     }
@@ -607,6 +949,7 @@ out:
         mf_observers_ddl(mf_catalog_observers(op->eng->cat), &ev);
     }
     mf_catalog_unlock(op->eng->cat);
+    dup_scan_free(&d);
     bson_destroy(&opts);
     if (tm.has_ts)
         bson_destroy(&tm.ts);

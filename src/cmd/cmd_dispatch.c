@@ -1042,6 +1042,8 @@ mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *
     }
     BSON_APPEND_DOUBLE(reply, "ok", 1.0);
     bson_destroy(&fp_labels);
+    if (op.err_extra != NULL)
+        bson_destroy(op.err_extra);
     int64_t took_ms = mf_mono_ms() - started_ms - paused_ms;
     op_finished(eng, client, db, def->name, cmd, reply, took_ms, legacy, NULL);
     if (mf_param_get(eng->params, "logLevel") >= 1)
@@ -1066,6 +1068,10 @@ fail:
     if (op.err.code == MF_E_TooManyFilesOpen && eng->cat != NULL)
         mf_catalog_name_tables(eng->cat, op.err.msg, sizeof(op.err.msg)); /* storage names tables, users namespaces */
     mf_cmd_error_reply(reply, &op.err);
+    if (op.err_extra != NULL) {
+        bson_concat(reply, op.err_extra);
+        bson_destroy(op.err_extra);
+    }
     if (eng->repl != NULL)
         add_not_primary_fields(eng, reply, op.err.code);
     if (op.name != NULL)

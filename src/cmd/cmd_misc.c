@@ -456,7 +456,7 @@ size_scan_index(mf_op_t *op, mf_coll_t *c, mf_index_t *ix, const bson_t *kp, con
             rc = -1;
             break;
         }
-        if (ix->unique) {
+        if (!ix->rid_in_key) {
             mf_cur_value(icur, &val, &vlen);
             if (vlen != 8)
                 continue;

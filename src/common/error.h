@@ -77,6 +77,7 @@
     X(141, SSLHandshakeFailed)                                                 \
     X(334, MechanismUnavailable)                                               \
     X(352, UnsupportedOpQueryCommand)                                          \
+    X(359, CannotConvertIndexToUnique)                                         \
     X(123, NotAReplicaSet)                                                     \
     X(322, APIVersionError)                                                    \
     X(323, APIStrictError)                                                     \

@@ -330,7 +330,7 @@ scan_index(mf_sess_t *s, mf_coll_t *c, mf_plan_t *p, mf_stage_t *st, mf_stage_t 
                 orst->keys_examined++;
             save_key(p, key, klen);
             int64_t rid;
-            if (ix->unique) {
+            if (!ix->rid_in_key) {
                 mf_cur_value(icur, &val, &vlen);
                 rid = 0;
                 for (size_t b = 0; b < vlen && b < 8; b++)

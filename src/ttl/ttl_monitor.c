@@ -1457,7 +1457,7 @@ scan_due(mf_sess_t *s, const mf_index_t *ix, const uint8_t *from, size_t from_le
         if (klen < DATE_KEY_LEN || memcmp(k, hi, DATE_KEY_LEN) > 0)
             break;
         int64_t rid;
-        if (ix->unique) {
+        if (!ix->rid_in_key) {
             const uint8_t *v;
             size_t vlen;
             mf_cur_value(cur, &v, &vlen);

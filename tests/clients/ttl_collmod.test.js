@@ -162,9 +162,9 @@ h.test('collMod dryRun never changes an index: only a conversion to unique may a
     /^dry run mode requires an index modification with unique: true.$/);
   await refused(db, { collMod: 'c', validationLevel: 'off', dryRun: true }, 72, /^dry run mode requires an valid index modification.$/);
   await refused(db, { collMod: 'c', index: { name: 'at_1', expireAfterSeconds: 5 }, dryRun: true }, 72);
-  /* A conversion to unique is not implemented: refused as by a mongod whose feature is off, dry run or not. */
-  await refused(db, { collMod: 'c', index: { name: 'plain_1', unique: true }, dryRun: true }, 72, /converting an index to 'unique'/);
-  await refused(db, { collMod: 'c', index: { name: 'plain_1', prepareUnique: true } }, 72, /converting an index to 'unique'/);
+  /* A conversion to unique needs prepareUnique first, dry run or not (collmod_unique.test.js covers the conversion). */
+  await refused(db, { collMod: 'c', index: { name: 'plain_1', unique: true }, dryRun: true }, 72, /^Cannot make index unique with 'prepareUnique=false'/);
+  await refused(db, { collMod: 'c', index: { name: 'plain_1', unique: true } }, 72, /^Cannot make index unique with 'prepareUnique=false'/);
   await refused(db, { collMod: 'c', index: { name: 'plain_1', expireAfterSeconds: 5 }, dryRun: 'yes' }, 14);
   /* dryRun: false is an ordinary collMod. */
   const r = await db.command({ collMod: 'c', index: { name: 'plain_1', expireAfterSeconds: 5 }, dryRun: false });
