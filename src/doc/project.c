@@ -64,6 +64,7 @@ struct mf_projection {
     bool agg; /* a pipeline stage: the hidden text score field (doc/match.h) stays on the output */
     bool inclusion;
     bool add_fields; /* $addFields / $set: every leaf is an expression; all other fields are kept */
+    bool positional; /* has an "a.$" leaf: applying it needs the query's match details */
 };
 
 typedef struct {
@@ -488,6 +489,7 @@ projection_new(const bson_t *spec, bool agg, mf_error_t *err)
             c.inclusion = c.id_included;
     }
     p->inclusion = c.inclusion;
+    p->positional = c.has_positional;
     if (!c.id_specified && p->inclusion) {
         pnode_t *id = pnode_new(P_INCLUDE);
         id->name = mf_strdup("_id");
@@ -511,6 +513,12 @@ mf_projection_t *
 mf_projection_new(const bson_t *spec, mf_error_t *err)
 {
     return projection_new(spec, false, err);
+}
+
+bool
+mf_projection_is_positional(const mf_projection_t *p)
+{
+    return p != NULL && p->positional;
 }
 
 mf_projection_t *

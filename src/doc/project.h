@@ -42,6 +42,13 @@ mf_projection_t *mf_projection_new_agg(const bson_t *spec, const char *stage, mf
 mf_projection_t *mf_projection_new_add_fields(const bson_t *spec, const char *stage, mf_error_t *err);
 
 /*
+ * mf_projection_is_positional: true when p has a positional "a.$" part, which
+ * needs the match details of the query against the document it projects
+ * (mongod's requiresMatchDetails). False for NULL.
+ */
+bool mf_projection_is_positional(const mf_projection_t *p);
+
+/*
  * mf_projection_apply: writes the projected doc into out, which the caller
  * has initialised (bson_init). details carries the matched array position for
  * "a.$" (may be NULL when the projection has no positional part).

@@ -17,13 +17,16 @@
  * replacement) or a pipeline (pipeline-style update: $set/$addFields/
  * $unset/$project/$replaceRoot/$replaceWith stages), run over a source that
  * yields just the document being updated. An upsert that matched nothing
- * builds its document from the filter's equalities and the update, and
- * inserts it in its own transaction.
+ * builds its document from the filter's equalities (a replacement takes
+ * only _id from them) and the update, and inserts it in its own
+ * transaction.
  *
  * findAndModify finds one record (the first in sort order; a sort that no
  * index provides is a scan keeping the best document), then re-reads,
  * re-matches and writes it in one transaction, starting over when the
- * record went away or the transaction conflicted.
+ * record went away or the transaction conflicted. The document it returns
+ * is projected before that transaction commits, so a failing projection
+ * never leaves a write behind an error reply.
  *
  * The catalog lock is held shared for the whole of one call (taken
  * exclusive briefly when an insert or upsert creates the collection).
@@ -517,14 +520,148 @@ upd_commit(void *arg, size_t from, size_t to)
 }
 
 /*
+ * project_into: out (initialised here, the caller destroys it; left
+ * uninitialised on error) gets doc projected by p (NULL: all of doc).
+ * details are the query's match details against doc, for a positional
+ * projection (NULL when there are none). Returns 0, or -1 with err.
+ */
+static int
+project_into(const mf_projection_t *p, const bson_t *doc, const mf_match_details_t *details, bson_t *out,
+             mf_error_t *err)
+{
+    if (p == NULL) {
+        bson_copy_to(doc, out);
+        return 0;
+    }
+    bson_init(out);
+    if (mf_projection_apply(p, doc, details, out, err) != 0) {
+        bson_destroy(out);
+        return -1;
+    }
+    return 0;
+}
+
+typedef struct id_seed {
+    bson_t *seed; /* gets {_id: v} */
+    bool have_id; /* an _id equality was found already */
+} id_seed_t;
+
+/*
+ * id_seed_add: one equality of the query, for a replacement upsert: only
+ * the _id field is taken (mongod's UpdateDriver extracts the immutable
+ * paths only for a replacement). An equality on a path under _id ("_id.a")
+ * cannot build the whole _id: 111, and _id pinned twice: 54, both as mongod's
+ * pathsupport::extractFullEqualityMatches words them.
+ */
+static int
+id_seed_add(id_seed_t *x, const char *key, const bson_value_t *v, mf_error_t *err)
+{
+    if (strncmp(key, "_id.", 4) == 0)
+        return mf_err_set(err, MF_E_NotExactValueField,
+                          "field at '_id' must be exactly specified, field at sub-path '%s'found", key);
+    if (strcmp(key, "_id") != 0)
+        return 0;
+    if (x->have_id)
+        return mf_err_set(err, MF_E_NotSingleValueField,
+                          "cannot infer query fields to set, path '_id' is matched twice");
+    x->have_id = true;
+    bson_append_value(x->seed, "_id", 3, v);
+    return 0;
+}
+
+/*
+ * id_seed_field: the equalities that the predicate v on field key pins,
+ * read as an operator upsert's seed reads them (doc/update.h
+ * mf_update_upsert_seed): a plain value other than a regex, {$eq: v} (v not
+ * a regex) or {$in: [v]} (one element, neither regex nor array); a field
+ * with several such operators ({$eq: 1, $in: [1]}) pins one value for each.
+ * Each goes to id_seed_add. Returns 0, or -1 with err.
+ */
+static int
+id_seed_field(id_seed_t *x, const char *key, const bson_value_t *v, mf_error_t *err)
+{
+    bson_t d;
+    bson_iter_t di;
+
+    if (v->value_type == BSON_TYPE_REGEX)
+        return 0;
+    if (v->value_type != BSON_TYPE_DOCUMENT)
+        return id_seed_add(x, key, v, err);
+    bson_init_static(&d, v->value.v_doc.data, v->value.v_doc.data_len);
+    if (!bson_iter_init(&di, &d) || !bson_iter_next(&di) || bson_iter_key(&di)[0] != '$')
+        return id_seed_add(x, key, v, err); /* a whole embedded document is one equality */
+    bson_iter_init(&di, &d);
+    while (bson_iter_next(&di)) {
+        const char *op = bson_iter_key(&di);
+        const bson_value_t *ov = bson_iter_value(&di);
+        if (strcmp(op, "$eq") == 0 && ov->value_type != BSON_TYPE_REGEX) {
+            if (id_seed_add(x, key, ov, err) != 0)
+                return -1;
+        } else if (strcmp(op, "$in") == 0 && ov->value_type == BSON_TYPE_ARRAY) {
+            bson_t arr;
+            bson_iter_t ai;
+            bson_init_static(&arr, ov->value.v_doc.data, ov->value.v_doc.data_len);
+            if (bson_count_keys(&arr) == 1 && bson_iter_init(&ai, &arr) && bson_iter_next(&ai) &&
+                !BSON_ITER_HOLDS_REGEX(&ai) && !BSON_ITER_HOLDS_ARRAY(&ai) &&
+                id_seed_add(x, key, bson_iter_value(&ai), err) != 0)
+                return -1;
+        }
+    }
+    return 0;
+}
+
+/*
+ * id_seed_walk: the query's conjunction, as mongod canonicalises it: the
+ * top level, $and (flattened at any depth) and a $or of one clause (which
+ * is that clause). Other operators pin nothing. Returns 0, or -1 with err.
+ */
+static int
+id_seed_walk(id_seed_t *x, const bson_t *q, mf_error_t *err)
+{
+    bson_iter_t it;
+
+    if (!bson_iter_init(&it, q))
+        return 0;
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        const bson_value_t *v = bson_iter_value(&it);
+        if (k[0] != '$') {
+            if (id_seed_field(x, k, v, err) != 0)
+                return -1;
+            continue;
+        }
+        if ((strcmp(k, "$and") == 0 || strcmp(k, "$or") == 0) && v->value_type == BSON_TYPE_ARRAY) {
+            bson_t arr, sub;
+            bson_iter_t ai;
+            bson_init_static(&arr, v->value.v_doc.data, v->value.v_doc.data_len);
+            if (strcmp(k, "$or") == 0 && bson_count_keys(&arr) != 1)
+                continue;
+            bson_iter_init(&ai, &arr);
+            while (bson_iter_next(&ai)) {
+                const bson_value_t *e = bson_iter_value(&ai);
+                if (e->value_type != BSON_TYPE_DOCUMENT)
+                    continue;
+                bson_init_static(&sub, e->value.v_doc.data, e->value.v_doc.data_len);
+                if (id_seed_walk(x, &sub, err) != 0)
+                    return -1;
+            }
+        }
+    }
+    return 0;
+}
+
+/*
  * do_upsert: builds the upsert document from filter q and update u and
  * inserts it into c (catalog lock held) in its own transaction. *idv gets a
- * copy of its _id (the caller destroys it); *inserted, when not NULL, a copy
- * of the document (the caller destroys it). Returns 0, or -1 with err.
+ * copy of its _id (the caller destroys it). When value is not NULL it gets
+ * (initialised here, the caller destroys it) the document projected by proj
+ * (NULL: the whole document); the projection runs before the insert, so a
+ * projection that fails leaves nothing written. Returns 0, or -1 with err
+ * (value then destroyed again).
  */
 static int
 do_upsert(mf_sess_t *s, mf_coll_t *c, bool durable, bool validate, const bson_t *q, const upd_spec_t *u,
-          bson_value_t *idv, bson_t *inserted, mf_error_t *err)
+          const mf_projection_t *proj, bson_value_t *idv, bson_t *value, mf_error_t *err)
 {
     bson_t seed, out, fixed;
     bool changed;
@@ -533,10 +670,16 @@ do_upsert(mf_sess_t *s, mf_coll_t *c, bool durable, bool validate, const bson_t 
 
     bson_init(&seed);
     if (upd_spec_is_replacement(u)) {
-        /* A replacement upsert takes _id from the query when the replacement has none. */
-        bson_value_t qid;
-        if (mf_exec_id_equality(q, &qid))
-            bson_append_value(&seed, "_id", 3, &qid);
+        /*
+         * A replacement upsert takes only _id from the query (when the
+         * replacement has none): its equality anywhere in the query's
+         * conjunction, whatever other fields the query names.
+         */
+        id_seed_t x = {&seed, false};
+        if (id_seed_walk(&x, q, err) != 0) {
+            bson_destroy(&seed);
+            return -1;
+        }
     } else if (mf_update_upsert_seed(q, &seed, err) != 0) {
         bson_destroy(&seed);
         return -1;
@@ -551,6 +694,10 @@ do_upsert(mf_sess_t *s, mf_coll_t *c, bool durable, bool validate, const bson_t 
     mf_doc_with_id_first(&out, &fixed);
     bson_destroy(&out);
     if (mf_check_doc_for_storage(&fixed, err) != 0 || (validate && mf_coll_validate(c, &fixed, NULL, err) != 0)) {
+        bson_destroy(&fixed);
+        return -1;
+    }
+    if (value != NULL && project_into(proj, &fixed, NULL, value, err) != 0) {
         bson_destroy(&fixed);
         return -1;
     }
@@ -569,12 +716,14 @@ do_upsert(mf_sess_t *s, mf_coll_t *c, bool durable, bool validate, const bson_t 
         if (ret == 0) {
             bson_iter_init_find(&it, &fixed, "_id");
             bson_value_copy(bson_iter_value(&it), idv);
-            if (inserted)
-                bson_copy_to(&fixed, inserted);
+        } else if (value != NULL) {
+            bson_destroy(value);
         }
         bson_destroy(&fixed);
         return ret == 0 ? 0 : -1;
     }
+    if (value != NULL)
+        bson_destroy(value);
     bson_destroy(&fixed);
     return -1;
 }
@@ -685,7 +834,7 @@ write_update(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool validate, const
             goto out_unlock;
     }
     if (res->matched == 0 && upsert && c != NULL) {
-        if (do_upsert(s, c, durable, validate, &sc.q, u, &res->upserted_id, NULL, err) != 0)
+        if (do_upsert(s, c, durable, validate, &sc.q, u, NULL, &res->upserted_id, NULL, err) != 0)
             goto out_unlock;
         res->upserted = true;
         res->matched = 1;
@@ -801,22 +950,6 @@ sorted_first_visit(void *arg, int64_t rid, const bson_t *doc, const mf_match_det
     return 0;
 }
 
-/* project_into: out (initialised here, the caller destroys it) gets doc projected by p (NULL: all of doc). */
-static int
-project_into(const mf_projection_t *p, const bson_t *doc, bson_t *out, mf_error_t *err)
-{
-    if (p == NULL) {
-        bson_copy_to(doc, out);
-        return 0;
-    }
-    bson_init(out);
-    if (mf_projection_apply(p, doc, NULL, out, err) != 0) {
-        bson_destroy(out);
-        return -1;
-    }
-    return 0;
-}
-
 int
 mf_write_find_and_modify(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool validate, const char *db,
                          const char *coll, const mf_write_fam_t *f, mf_write_fam_result_t *res, mf_error_t *err)
@@ -836,6 +969,16 @@ mf_write_find_and_modify(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool val
         goto out;
     if (f->fields && !bson_empty(f->fields) && (p = mf_projection_new(f->fields, err)) == NULL)
         goto out;
+    /*
+     * A positional projection needs the query's match against the document
+     * it projects, and the new document may no longer match: mongod refuses
+     * it with new: true before anything runs (get_executor.cpp,
+     * allowPositional). remove: true and new: false project the pre-image.
+     */
+    if (mf_projection_is_positional(p) && f->want_new && !f->remove) {
+        mf_err_set(err, MF_E_BadValue, "cannot use a positional projection and return the new document");
+        goto out;
+    }
     if ((f->update || f->pipeline) && (u = upd_spec_new(f->update, f->pipeline, f->array_filters, err)) == NULL)
         goto out;
     if (coll_acquire(cat, db, coll, f->upsert, &c, err) != 0)
@@ -844,7 +987,7 @@ mf_write_find_and_modify(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool val
     for (int attempt = 0;; attempt++) {
         int64_t rid = 0;
         bool found = false;
-        bson_t doc, out_doc;
+        bson_t doc, out_doc, value;
         bool changed = false;
         int r = 0;
 
@@ -873,18 +1016,12 @@ mf_write_find_and_modify(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool val
         }
         if (!found) {
             if (f->upsert && c != NULL) {
-                bson_t inserted;
-                if (do_upsert(s, c, durable, validate, f->query ? f->query : &(bson_t)BSON_INITIALIZER, u,
-                              &res->upserted_id, &inserted, err) != 0)
+                if (do_upsert(s, c, durable, validate, f->query ? f->query : &(bson_t)BSON_INITIALIZER, u, p,
+                              &res->upserted_id, f->want_new ? &res->value : NULL, err) != 0)
                     goto out_unlock;
                 res->n = 1;
                 res->upserted = true;
-                if (f->want_new && project_into(p, &inserted, &res->value, err) != 0) {
-                    bson_destroy(&inserted);
-                    goto out_unlock;
-                }
                 res->has_value = f->want_new;
-                bson_destroy(&inserted);
                 rc = 0;
                 goto out_unlock;
             }
@@ -912,10 +1049,22 @@ mf_write_find_and_modify(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool val
             mf_txn_abort(s);
             continue;
         }
+        /*
+         * The returned document is projected inside the transaction, before
+         * the commit: a projection that fails (a positional "a.$" whose array
+         * the query did not match, an expression that errors) aborts the
+         * write, so the command never reports an error for a write it made.
+         * The pre-image is projected with the query's match details on it.
+         */
         bson_init(&out_doc);
-        if (f->remove) {
+        bool have_value = false;
+        if (f->remove || !f->want_new) {
+            r = project_into(p, &doc, &d, &value, err);
+            have_value = r == 0;
+        }
+        if (r == 0 && f->remove) {
             r = mf_coll_remove(s, c, rid, &doc, err);
-        } else {
+        } else if (r == 0) {
             r = upd_spec_apply(u, &doc, &d, false, &out_doc, &changed, err);
             if (r == 0 && changed) {
                 r = mf_check_doc_for_storage(&out_doc, err);
@@ -924,14 +1073,20 @@ mf_write_find_and_modify(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool val
                 if (r == 0)
                     r = mf_coll_replace(s, c, rid, &doc, &out_doc, err);
             }
+            if (r == 0 && f->want_new) {
+                r = project_into(p, changed ? &out_doc : &doc, NULL, &value, err);
+                have_value = r == 0;
+            }
         }
         if (r == 0)
             r = mf_txn_commit(s, durable, err);
         else
             mf_txn_abort(s);
+        bson_destroy(&doc);
+        bson_destroy(&out_doc);
         if (r != 0) {
-            bson_destroy(&doc);
-            bson_destroy(&out_doc);
+            if (have_value)
+                bson_destroy(&value);
             if ((r == MF_CONFLICT || err->code == MF_E_WriteConflict) && attempt < WRITE_ATTEMPTS) {
                 mf_err_clear(err);
                 mf_batch_backoff(attempt);
@@ -942,12 +1097,7 @@ mf_write_find_and_modify(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool val
         res->n = 1;
         res->updated_existing = !f->remove;
         res->modified = changed;
-        const bson_t *img = (!f->remove && f->want_new) ? (changed ? &out_doc : &doc) : &doc;
-        r = project_into(p, img, &res->value, err);
-        bson_destroy(&doc);
-        bson_destroy(&out_doc);
-        if (r != 0)
-            goto out_unlock;
+        bson_steal(&res->value, &value);
         res->has_value = true;
         rc = 0;
         goto out_unlock;
