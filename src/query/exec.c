@@ -36,12 +36,6 @@
 #include "catalog/coll_write.h"
 #include "doc/text.h"
 
-bool
-mf_exec_id_equality(const bson_t *filter, bson_value_t *v)
-{
-    return mf_plan_id_equality(filter, v);
-}
-
 enum { kDeadlineEvery = 128 };
 
 int

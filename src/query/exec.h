@@ -84,7 +84,5 @@ int mf_exec_scan(mf_sess_t *s, mf_coll_t *c, const bson_t *filter, const mf_matc
  */
 int mf_exec_check_deadline(mf_error_t *err) MF_WUR;
 
-/* mf_exec_id_equality: if filter is an equality on _id, points *v at the value and returns true. */
-bool mf_exec_id_equality(const bson_t *filter, bson_value_t *v);
 
 #endif /* MF_EXEC_H */
