@@ -61,6 +61,15 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(INCS) -MMD -MP -c $< -o $@
 
+# Decimal128 arithmetic (src/doc/dec128.c) uses C's _Decimal128, which only
+# gcc has (libgcc holds the decimal routines): that file is compiled by gcc in
+# every tree, in the fuzz tree without the sanitizer flags of clang's runtime.
+DEC_CC  := gcc
+DEC_OPT := $(if $(filter build-fuzz,$(BUILD)),-O1 -g,$(OPT))
+$(BUILD)/src/doc/dec128.o: src/doc/dec128.c
+	@mkdir -p $(dir $@)
+	$(DEC_CC) $(CSTD) $(DEC_OPT) $(INCS) -MMD -MP -c $< -o $@
+
 $(BUILD)/gen/console_assets.c: $(CONSOLE) scripts/embed.sh
 	@mkdir -p $(dir $@)
 	sh scripts/embed.sh $@ $(CONSOLE)

@@ -28,8 +28,11 @@
  *
  * Numbers. Integer arithmetic is exact in int64 with overflow detection:
  * int32 results that overflow become int64, int64 results that overflow
- * become double. Decimal128 is approximated by computing in double and
- * converting back (libbson has no decimal arithmetic).
+ * become double. Decimal128 sums, differences, products, quotients, $abs,
+ * $round and $trunc are exact decimal arithmetic (doc/dec128.h: a double
+ * operand is first rounded to 15 digits, as MongoDB's coerceToDecimal); the
+ * transcendental functions ($sqrt, $exp, $ln, $pow ...) and $mod of a
+ * decimal are still computed in double and converted back.
  *
  * Dates. Date operators break a date down in a time zone (doc/tz.h: an
  * Olson name read from the system tz database, or a fixed offset) into local
@@ -51,6 +54,7 @@
  * released with mf_value_free() (bson_value_destroy, which is a no-op for EOD).
  */
 #include "doc/expr.h"
+#include "doc/dec128.h"
 #include "doc/match.h"
 #include "common/limits.h"
 
@@ -320,14 +324,28 @@ var_name_ok(const char *name, size_t len, bool read, mf_error_t *err)
 
 /* The setters (mf_value_set_*, mf_value_take_bson) are value.h's, shared with agg.c and agg_window.c. */
 
-/* set_real: o becomes x as a decimal when dec (a math result of a decimal argument), else as a double. */
+/*
+ * set_real: o becomes x as a decimal when dec (a math result of a decimal
+ * argument), else as a double. mongod computes such results ($sqrt, $ln,
+ * $pow ... of a decimal) in decimal; mayfly computes them in double, so the
+ * decimal is x's shortest 15-digit form ($sqrt of 4 is 2), not the trailing
+ * zeros of a double converted as such (mf_value_set_decimal_from_double).
+ */
 static void
 set_real(bson_value_t *o, double x, bool dec)
 {
-    if (dec)
-        mf_value_set_decimal_from_double(o, x);
-    else
+    if (dec) {
+        char buf[40];
+        if (isnan(x) || isinf(x)) {
+            mf_value_set_decimal_from_double(o, x);
+            return;
+        }
+        snprintf(buf, sizeof buf, "%.15g", x);
+        mf_value_set_type(o, BSON_TYPE_DECIMAL128);
+        bson_decimal128_from_string(buf, &o->value.v_decimal128);
+    } else {
         mf_value_set_double(o, x);
+    }
 }
 
 static const char *
@@ -425,12 +443,20 @@ as_i64(const bson_value_t *v)
     return v->value_type == BSON_TYPE_INT32 ? v->value.v_int32 : v->value.v_int64;
 }
 
-/* A running sum/product with MongoDB's type promotion. */
+/*
+ * A running sum/product with MongoDB's type promotion. From the first
+ * decimal operand on, the total is a decimal (dec, exact): the total so far
+ * converts exactly when it is an integer, else as a double rounded to
+ * dbl_digits (15 for $add and $multiply, Decimal128(double); 34 for the $sum
+ * accumulator, DoubleDoubleSummation::getDecimal), and d follows it.
+ */
 typedef struct num {
     int rank; /* widest type seen: 0 int32, 1 int64, 2 double, 3 decimal */
     bool overflowed; /* integer result no longer exact: computing in double */
     int64_t l;
     double d;
+    bson_decimal128_t dec; /* rank 3: the total */
+    int dbl_digits;
 } num_t;
 
 static void
@@ -440,6 +466,25 @@ num_init(num_t *n, int64_t start)
     n->overflowed = false;
     n->l = start;
     n->d = (double)start;
+    n->dbl_digits = 15;
+}
+
+/* num_dec_step: the decimal part of num_add / num_mul (v or the total is a decimal). */
+static void
+num_dec_step(num_t *n, mf_dec_op_t op, const bson_value_t *v)
+{
+    bson_decimal128_t x;
+    if (n->rank < 3) {
+        if (n->rank <= 1 && !n->overflowed)
+            mf_dec_from_int64(n->l, &n->dec);
+        else
+            mf_dec_from_double(n->d, n->dbl_digits, &n->dec);
+        n->rank = 3;
+    }
+    (void)mf_dec_from_value(v, 15, &x);
+    mf_dec_arith(op, &n->dec, &x, &n->dec);
+    n->d = mf_dec_to_double(&n->dec);
+    n->overflowed = true;
 }
 
 static void
@@ -447,6 +492,10 @@ num_add(num_t *n, const bson_value_t *v)
 {
     int r = num_rank(v);
 
+    if (r == 3 || n->rank == 3) {
+        num_dec_step(n, MF_DEC_ADD, v);
+        return;
+    }
     if (r > n->rank)
         n->rank = r;
     if (n->rank <= 1 && !n->overflowed) {
@@ -472,6 +521,10 @@ num_mul(num_t *n, const bson_value_t *v)
 {
     int r = num_rank(v);
 
+    if (r == 3 || n->rank == 3) {
+        num_dec_step(n, MF_DEC_MUL, v);
+        return;
+    }
     if (r > n->rank)
         n->rank = r;
     if (n->rank <= 1 && !n->overflowed) {
@@ -493,7 +546,8 @@ static void
 num_result(const num_t *n, bson_value_t *o)
 {
     if (n->rank == 3) {
-        mf_value_set_decimal_from_double(o, n->d);
+        mf_value_set_type(o, BSON_TYPE_DECIMAL128);
+        o->value.v_decimal128 = n->dec;
     } else if (n->rank == 2 || n->overflowed) {
         mf_value_set_double(o, n->d);
     } else if (n->rank == 0 && n->l >= INT32_MIN && n->l <= INT32_MAX) {
@@ -508,10 +562,12 @@ mf_expr_num_add(bson_value_t *acc, const bson_value_t *v)
 {
     num_t n;
 
-    if (acc->value_type == BSON_TYPE_EOD || !mf_value_is_number(acc)) {
-        num_init(&n, 0);
-    } else {
-        num_init(&n, 0);
+    num_init(&n, 0);
+    n.dbl_digits = 34; /* an accumulator's double total becomes a decimal at 34 digits */
+    if (acc->value_type == BSON_TYPE_DECIMAL128) {
+        n.rank = 3;
+        n.dec = acc->value.v_decimal128;
+    } else if (acc->value_type != BSON_TYPE_EOD && mf_value_is_number(acc)) {
         num_add(&n, acc);
     }
     if (mf_value_is_number(v))
@@ -2262,6 +2318,14 @@ ev_subtract(const bson_value_t *a, const bson_value_t *b, ctx_t *c, bson_value_t
         num_add(&n, a);
         /* Subtract b: exact in int64 when possible. */
         int r = num_rank(b);
+        if (r == 3 || n.rank == 3) {
+            bson_decimal128_t x, y;
+            (void)mf_dec_from_value(a, 15, &x);
+            (void)mf_dec_from_value(b, 15, &y);
+            mf_value_set_type(o, BSON_TYPE_DECIMAL128);
+            mf_dec_arith(MF_DEC_SUB, &x, &y, &o->value.v_decimal128);
+            return 0;
+        }
         if (r > n.rank)
             n.rank = r;
         if (n.rank <= 1 && !n.overflowed) {
@@ -2310,7 +2374,15 @@ ev_divide(const bson_value_t *a, const bson_value_t *b, ctx_t *c, bson_value_t *
                           tname(b));
     if (as_dbl(b) == 0)
         return mf_err_set(c->err, MF_E_BadValue, "can't $divide by zero");
-    set_real(o, as_dbl(a) / as_dbl(b), a->value_type == BSON_TYPE_DECIMAL128 || b->value_type == BSON_TYPE_DECIMAL128);
+    if (a->value_type == BSON_TYPE_DECIMAL128 || b->value_type == BSON_TYPE_DECIMAL128) {
+        bson_decimal128_t x, y;
+        (void)mf_dec_from_value(a, 15, &x);
+        (void)mf_dec_from_value(b, 15, &y);
+        mf_value_set_type(o, BSON_TYPE_DECIMAL128);
+        mf_dec_arith(MF_DEC_DIV, &x, &y, &o->value.v_decimal128);
+        return 0;
+    }
+    mf_value_set_double(o, as_dbl(a) / as_dbl(b));
     return 0;
 }
 
@@ -2388,12 +2460,23 @@ ev_unary_math(int op, const char *name, const bson_value_t *a, ctx_t *c, bson_va
             mf_value_set_int64(o, a->value.v_int64 < 0 ? -a->value.v_int64 : a->value.v_int64);
             return 0;
         }
+        if (a->value_type == BSON_TYPE_DECIMAL128) {
+            mf_value_copy(o, a);
+            o->value.v_decimal128.high &= ~(1ULL << 63); /* the sign bit: exact */
+            return 0;
+        }
         x = fabs(x);
         break;
     case OP_CEIL:
     case OP_FLOOR:
         if (a->value_type == BSON_TYPE_INT32 || a->value_type == BSON_TYPE_INT64) {
             mf_value_copy(o, a);
+            return 0;
+        }
+        if (a->value_type == BSON_TYPE_DECIMAL128) {
+            mf_value_set_type(o, BSON_TYPE_DECIMAL128);
+            mf_dec_quantize(&a->value.v_decimal128, 0, op == OP_CEIL ? MF_DEC_CEIL : MF_DEC_FLOOR,
+                            &o->value.v_decimal128);
             return 0;
         }
         x = op == OP_CEIL ? ceil(x) : floor(x);
@@ -2599,6 +2682,13 @@ ev_round(int op, const bson_value_t *a, const bson_value_t *p, ctx_t *c, bson_va
     if (p && (place < -20 || place > 100))
         return mf_err_set(c->err, MF_E_Location51083,
                           "cannot apply %s with precision value %" PRId64 " value must be in [-20, 100]", name, place);
+    if (a->value_type == BSON_TYPE_DECIMAL128) {
+        /* Quantized to 10^-place in decimal, as mongod: half to even for $round, toward zero for $trunc. */
+        mf_value_set_type(o, BSON_TYPE_DECIMAL128);
+        mf_dec_quantize(&a->value.v_decimal128, (int)place, op == OP_ROUND ? MF_DEC_HALF_EVEN : MF_DEC_TRUNC,
+                        &o->value.v_decimal128);
+        return 0;
+    }
     double x = as_dbl(a), m = pow(10.0, (double)(place < 0 ? -place : place)), r;
     bool is_int = a->value_type == BSON_TYPE_INT32 || a->value_type == BSON_TYPE_INT64;
     if (is_int && place >= 0) {
@@ -3013,9 +3103,14 @@ ev_accum(int op, const bson_value_t *v, size_t n, bson_value_t *o)
             num_result(&s, o);
         } else if (k == 0) {
             mf_value_set_null(o);
+        } else if (s.rank == 3) {
+            bson_decimal128_t kd;
+            mf_dec_from_int64((int64_t)k, &kd);
+            mf_value_set_type(o, BSON_TYPE_DECIMAL128);
+            mf_dec_arith(MF_DEC_DIV, &s.dec, &kd, &o->value.v_decimal128);
         } else {
             double total = (s.rank <= 1 && !s.overflowed) ? (double)s.l : s.d;
-            set_real(o, total / (double)k, s.rank == 3);
+            mf_value_set_double(o, total / (double)k);
         }
     } else {
         const bson_value_t *best = NULL;
@@ -3141,6 +3236,13 @@ convert(ctx_t *c, const bson_value_t *v, int to, bson_value_t *o)
                          isnan(d) ? "NaN" : "infinity");
                 return conv_fail(c, msg, v, tgt);
             }
+            if (v->value_type == BSON_TYPE_DECIMAL128) {
+                /* Truncated in decimal: exact for every integer in range, where a double is not past 2^53. */
+                bson_decimal128_t t;
+                mf_dec_quantize(&v->value.v_decimal128, 0, MF_DEC_TRUNC, &t);
+                if (mf_dec_to_int64(&t, &l) && l >= lo && l <= hi)
+                    break;
+            }
             d = trunc(d);
             if (d < (double)lo || d >= -(double)lo) {
                 char b[64];
@@ -3210,11 +3312,12 @@ convert(ctx_t *c, const bson_value_t *v, int to, bson_value_t *o)
         if (to == BSON_TYPE_DOUBLE) {
             mf_value_set_double(o, d);
         } else if (v->value_type == BSON_TYPE_INT32 || v->value_type == BSON_TYPE_INT64 ||
-                   v->value_type == BSON_TYPE_DATE_TIME) {
-            char b[32];
-            snprintf(b, sizeof b, "%" PRId64, v->value_type == BSON_TYPE_DATE_TIME ? v->value.v_datetime : as_i64(v));
+                   v->value_type == BSON_TYPE_DATE_TIME || v->value_type == BSON_TYPE_BOOL) {
             mf_value_set_type(o, BSON_TYPE_DECIMAL128);
-            bson_decimal128_from_string(b, &o->value.v_decimal128);
+            mf_dec_from_int64(v->value_type == BSON_TYPE_DATE_TIME ? v->value.v_datetime
+                              : v->value_type == BSON_TYPE_BOOL    ? (int64_t)v->value.v_bool
+                                                                   : as_i64(v),
+                              &o->value.v_decimal128);
         } else {
             mf_value_set_decimal_from_double(o, d);
         }

@@ -29,6 +29,7 @@
  */
 #include "common/alloc.h"
 #include "doc/update.h"
+#include "doc/dec128.h"
 #include "common/limits.h"
 
 #include <math.h>
@@ -1342,128 +1343,18 @@ slot_create(actx_t *c, node_t *cur, const char *curname, const char *key, node_t
     return 0;
 }
 
-/*
- * Exact decimal arithmetic for $inc / $mul with Decimal128 operands
- * (libbson has none). A finite decimal is sign * coef * 10^exp with coef
- * below 10^34; sums and products that stay within that precision are exact,
- * anything else (NaN, infinities, rounding needed) falls back to a double
- * rounded to 15 digits, which is how MongoDB converts doubles to decimals.
- */
-typedef struct {
-    bool neg;
-    unsigned __int128 coef;
-    int exp;
-} dec_t;
-
-#define DEC_MAX_COEF (((unsigned __int128)1000000000000000000ULL * 1000000000000000000ULL) / 100) /* 10^34 */
-
-/* dec_from_value: a finite number as dec_t (doubles through their 15-digit form); false if not representable. */
-static bool
-dec_from_value(const bson_value_t *v, dec_t *d)
-{
-    bson_decimal128_t dv;
-    char buf[64];
-
-    memset(d, 0, sizeof(*d));
-    switch (v->value_type) {
-    case BSON_TYPE_INT32:
-        d->neg = v->value.v_int32 < 0;
-        d->coef = d->neg ? (unsigned __int128)(-(int64_t)v->value.v_int32) : (unsigned __int128)v->value.v_int32;
-        return true;
-    case BSON_TYPE_INT64:
-        d->neg = v->value.v_int64 < 0;
-        d->coef = d->neg ? (unsigned __int128)(-(v->value.v_int64 + 1)) + 1 : (unsigned __int128)v->value.v_int64;
-        return true;
-    case BSON_TYPE_DOUBLE:
-        if (!isfinite(v->value.v_double))
-            return false;
-        snprintf(buf, sizeof(buf), "%.15g", v->value.v_double);
-        if (!bson_decimal128_from_string(buf, &dv))
-            return false;
-        break;
-    case BSON_TYPE_DECIMAL128:
-        dv = v->value.v_decimal128;
-        break;
-    default:
-        return false;
-    }
-    if (((dv.high >> 61) & 3) == 3)
-        return false; /* NaN, infinity or a non-canonical large coefficient */
-    d->neg = (dv.high >> 63) != 0;
-    d->exp = (int)((dv.high >> 49) & 0x3FFF) - 6176;
-    d->coef = ((unsigned __int128)(dv.high & 0x1FFFFFFFFFFFFULL) << 64) | dv.low;
-    return d->coef < DEC_MAX_COEF;
-}
-
-/* dec_arith: r = x + y or x * y when exact within 34 digits; false otherwise. r may alias x. */
-static bool
-dec_arith(bool mul, const dec_t *x, const dec_t *y, dec_t *r)
-{
-    dec_t a = *x, b = *y;
-
-    if (mul) {
-        unsigned __int128 c;
-        if (__builtin_mul_overflow(a.coef, b.coef, &c) || c >= DEC_MAX_COEF)
-            return false;
-        r->neg = a.neg != b.neg;
-        r->coef = c;
-        r->exp = a.exp + b.exp;
-    } else {
-        /* Align exponents by scaling the operand with the larger one. */
-        while (a.exp > b.exp) {
-            if (a.coef > DEC_MAX_COEF / 10)
-                return false;
-            a.coef *= 10;
-            a.exp--;
-        }
-        while (b.exp > a.exp) {
-            if (b.coef > DEC_MAX_COEF / 10)
-                return false;
-            b.coef *= 10;
-            b.exp--;
-        }
-        r->exp = a.exp;
-        if (a.neg == b.neg) {
-            r->neg = a.neg;
-            r->coef = a.coef + b.coef;
-            if (r->coef >= DEC_MAX_COEF)
-                return false;
-        } else if (a.coef >= b.coef) {
-            r->neg = a.neg;
-            r->coef = a.coef - b.coef;
-        } else {
-            r->neg = b.neg;
-            r->coef = b.coef - a.coef;
-        }
-    }
-    return r->exp >= -6176 && r->exp <= 6111;
-}
-
-/* dec_encode: d as a BID-encoded Decimal128. */
-static void
-dec_encode(const dec_t *d, bson_decimal128_t *out)
-{
-    out->low = (uint64_t)d->coef;
-    out->high = (d->neg ? (1ULL << 63) : 0) | ((uint64_t)(d->exp + 6176) << 49) | (uint64_t)(d->coef >> 64);
-}
-
 static int
 num_arith(bool mul, const bson_value_t *a, const bson_value_t *b, bson_value_t *out)
 {
     bson_type_t ta = a->value_type, tb = b->value_type;
 
     if (ta == BSON_TYPE_DECIMAL128 || tb == BSON_TYPE_DECIMAL128) {
-        dec_t x, y;
+        /* Decimal arithmetic, a double operand rounded to 15 digits first (MongoDB's SafeNum). */
+        bson_decimal128_t x, y;
         out->value_type = BSON_TYPE_DECIMAL128;
-        if (dec_from_value(a, &x) && dec_from_value(b, &y) && dec_arith(mul, &x, &y, &x)) {
-            dec_encode(&x, &out->value.v_decimal128);
-        } else {
-            double r =
-                mul ? mf_value_as_double(a) * mf_value_as_double(b) : mf_value_as_double(a) + mf_value_as_double(b);
-            char buf[64];
-            snprintf(buf, sizeof(buf), "%.15g", r);
-            bson_decimal128_from_string(buf, &out->value.v_decimal128);
-        }
+        (void)mf_dec_from_value(a, 15, &x);
+        (void)mf_dec_from_value(b, 15, &y);
+        mf_dec_arith(mul ? MF_DEC_MUL : MF_DEC_ADD, &x, &y, &out->value.v_decimal128);
         return 0;
     }
     if (ta == BSON_TYPE_DOUBLE || tb == BSON_TYPE_DOUBLE) {
@@ -1627,8 +1518,12 @@ leaf(actx_t *c, const mod_t *m, node_t *cur, const char *curname, const char *ke
             } else {
                 memset(&res, 0, sizeof(res));
                 res.value_type = m->val.value_type;
-                if (res.value_type == BSON_TYPE_DECIMAL128)
-                    bson_decimal128_from_string("0", &res.value.v_decimal128);
+                if (res.value_type == BSON_TYPE_DECIMAL128) {
+                    /* 0 times the operand, so its exponent carries: $mul 1.50 makes 0.00, as in mongod. */
+                    bson_decimal128_t zero;
+                    mf_dec_from_int64(0, &zero);
+                    mf_dec_arith(MF_DEC_MUL, &zero, &m->val.value.v_decimal128, &res.value.v_decimal128);
+                }
             }
             return slot_create(c, cur, curname, key, node_new_value(&res, false));
         }

@@ -8,9 +8,9 @@
  * Numbers: int32/int64 compare exactly as integers; double vs double uses
  * MongoDB's rule that NaN equals NaN and is below every other number; int64 vs
  * double is exact (integers beyond 2^53 are not rounded through double);
- * decimal128 is converted to long double through its string form, which is
- * exact for every int64 and double on x86-64 and approximate for 34-digit
- * decimals. Documents compare element by element: type rank, then field name,
+ * a decimal128 compares exactly with another and with an integer, and with a
+ * double rounded to 34 digits, as MongoDB's compareDecimalToDouble (doc/dec128.h).
+ * Documents compare element by element: type rank, then field name,
  * then value; the shorter document is smaller. Arrays are documents with
  * index keys, so they compare the same way.
  *
@@ -21,6 +21,7 @@
  */
 #include "doc/value.h"
 #include "doc/collation.h"
+#include "doc/dec128.h"
 #include "common/error.h"
 
 #include <math.h>
@@ -76,22 +77,6 @@ mf_value_type_rank(bson_type_t t)
     }
 }
 
-/* decimal_to_ld: a decimal128 as a long double (NaN and infinities included). */
-static long double
-decimal_to_ld(const bson_decimal128_t *d)
-{
-    char buf[BSON_DECIMAL128_STRING];
-
-    bson_decimal128_to_string(d, buf);
-    if (strcmp(buf, "NaN") == 0)
-        return NAN;
-    if (strcmp(buf, "Infinity") == 0)
-        return INFINITY;
-    if (strcmp(buf, "-Infinity") == 0)
-        return -INFINITY;
-    return strtold(buf, NULL);
-}
-
 double
 mf_value_as_double(const bson_value_t *v)
 {
@@ -103,7 +88,7 @@ mf_value_as_double(const bson_value_t *v)
     case BSON_TYPE_INT64:
         return (double)v->value.v_int64;
     case BSON_TYPE_DECIMAL128:
-        return (double)decimal_to_ld(&v->value.v_decimal128);
+        return mf_dec_to_double(&v->value.v_decimal128);
     default:
         return 0.0;
     }
@@ -137,7 +122,7 @@ mf_value_as_int64(const bson_value_t *v, int64_t *out)
     case BSON_TYPE_DOUBLE:
         return ld_to_int64((long double)v->value.v_double, out);
     case BSON_TYPE_DECIMAL128:
-        return ld_to_int64(decimal_to_ld(&v->value.v_decimal128), out);
+        return mf_dec_to_int64(&v->value.v_decimal128, out);
     default:
         return false;
     }
@@ -146,20 +131,6 @@ mf_value_as_int64(const bson_value_t *v, int64_t *out)
 /* cmp_doubles: MongoDB's double comparison, NaN equal to NaN and lowest. */
 static int
 cmp_doubles(double a, double b)
-{
-    if (a < b)
-        return -1;
-    if (a > b)
-        return 1;
-    if (a == b)
-        return 0;
-    if (isnan(a))
-        return isnan(b) ? 0 : -1;
-    return 1;
-}
-
-static int
-cmp_ld(long double a, long double b)
 {
     if (a < b)
         return -1;
@@ -210,16 +181,10 @@ cmp_numbers(const bson_value_t *a, const bson_value_t *b)
     bson_type_t ta = a->value_type, tb = b->value_type;
 
     if (ta == BSON_TYPE_DECIMAL128 || tb == BSON_TYPE_DECIMAL128) {
-        long double x, y;
-        x = ta == BSON_TYPE_DECIMAL128 ? decimal_to_ld(&a->value.v_decimal128)
-            : ta == BSON_TYPE_DOUBLE   ? (long double)a->value.v_double
-            : ta == BSON_TYPE_INT64    ? (long double)a->value.v_int64
-                                       : (long double)a->value.v_int32;
-        y = tb == BSON_TYPE_DECIMAL128 ? decimal_to_ld(&b->value.v_decimal128)
-            : tb == BSON_TYPE_DOUBLE   ? (long double)b->value.v_double
-            : tb == BSON_TYPE_INT64    ? (long double)b->value.v_int64
-                                       : (long double)b->value.v_int32;
-        return cmp_ld(x, y);
+        bson_decimal128_t x, y;
+        (void)mf_dec_from_value(a, 34, &x);
+        (void)mf_dec_from_value(b, 34, &y);
+        return mf_dec_cmp(&x, &y);
     }
     if (ta == BSON_TYPE_DOUBLE && tb == BSON_TYPE_DOUBLE)
         return cmp_doubles(a->value.v_double, b->value.v_double);
@@ -421,7 +386,7 @@ mf_value_truthy(const bson_value_t *v)
     case BSON_TYPE_DOUBLE:
         return v->value.v_double != 0.0; /* NaN is truthy, as in MongoDB. */
     case BSON_TYPE_DECIMAL128:
-        return decimal_to_ld(&v->value.v_decimal128) != 0.0L;
+        return !mf_dec_is_zero(&v->value.v_decimal128); /* NaN is truthy */
     default:
         return true;
     }
@@ -520,16 +485,8 @@ mf_value_check_n(const bson_value_t *v, int64_t *n, mf_error_t *err)
 void
 mf_value_set_decimal_from_double(bson_value_t *o, double x)
 {
-    char buf[64];
-
     mf_value_set_type(o, BSON_TYPE_DECIMAL128);
-    if (isnan(x))
-        snprintf(buf, sizeof buf, "NaN");
-    else if (isinf(x))
-        snprintf(buf, sizeof buf, x > 0 ? "Infinity" : "-Infinity");
-    else
-        snprintf(buf, sizeof buf, "%.15g", x);
-    bson_decimal128_from_string(buf, &o->value.v_decimal128);
+    mf_dec_from_double(x, 15, &o->value.v_decimal128);
 }
 
 void

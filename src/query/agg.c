@@ -68,6 +68,7 @@
  * pipelines and $out/$merge.
  */
 #include "query/agg.h"
+#include "doc/dec128.h"
 #include "doc/collation.h"
 #include "common/limits.h"
 
@@ -685,9 +686,10 @@ acc_result(accst_t *a, int kind, bson_t *out, const char *field)
         if (a->count == 0) {
             bson_append_null(out, field, -1);
         } else if (a->v.value_type == BSON_TYPE_DECIMAL128) {
-            bson_value_t d;
-            mf_value_set_decimal_from_double(&d, mf_value_as_double(&a->v) / (double)a->count);
-            bson_append_decimal128(out, field, -1, &d.value.v_decimal128);
+            bson_decimal128_t n, q;
+            mf_dec_from_int64(a->count, &n);
+            mf_dec_arith(MF_DEC_DIV, &a->v.value.v_decimal128, &n, &q);
+            bson_append_decimal128(out, field, -1, &q);
         } else {
             bson_append_double(out, field, -1, mf_value_as_double(&a->v) / (double)a->count);
         }

@@ -60,6 +60,7 @@
  * an output document past 16 MB.
  */
 #include "query/agg_window.h"
+#include "doc/dec128.h"
 #include "doc/tz.h"
 
 #include <math.h>
@@ -1015,10 +1016,12 @@ sum_value(const sumst_t *s, bool avg, bool removable, bson_value_t *out)
         mf_value_set_double(&t, has_nf ? nonfinite : csum_val(&s->dsum));
         mf_expr_num_add(&acc, &t);
         if (avg) {
-            /* Decimal division is not available here: the quotient goes through a double. */
-            double q = mf_value_as_double(&acc) / (double)s->nnum;
+            bson_decimal128_t sum, n;
+            (void)mf_dec_from_value(&acc, 34, &sum);
+            mf_dec_from_int64(s->nnum, &n);
             mf_value_free(&acc);
-            mf_value_set_decimal_from_double(out, q);
+            mf_value_set_type(out, BSON_TYPE_DECIMAL128);
+            mf_dec_arith(MF_DEC_DIV, &sum, &n, &out->value.v_decimal128);
             return;
         }
         *out = acc;

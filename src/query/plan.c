@@ -385,10 +385,30 @@ regex_list(const bson_value_t *rv, strpool_t *pool, vlist_t *out)
     bson_string_free(pre, true);
 }
 
+/*
+ * A Decimal128 that index keys cannot tell from every neighbour: keystring.c
+ * encodes a decimal as its nearest double plus a residual of long-double
+ * precision, so two decimals that differ only past about 19 digits share a
+ * key. Bounds at such a value are made inclusive and left to the matcher,
+ * which compares decimals exactly (value.c); sorting by such an index may
+ * order tied decimals by record id.
+ */
+static bool
+dec_key_ties(const bson_value_t *v)
+{
+    if (v->value_type != BSON_TYPE_DECIMAL128)
+        return false;
+    bson_value_t d = {.value_type = BSON_TYPE_DOUBLE};
+    d.value.v_double = mf_value_as_double(v);
+    return mf_value_cmp(v, &d) != 0;
+}
+
 /* Interval list of an equality on v; false if not indexable. *exact: bounds equal the predicate. */
 static bool
 eq_list(const bson_value_t *v, vlist_t *out, bool *exact)
 {
+    if (dec_key_ties(v))
+        *exact = false;
     if (v->value_type == BSON_TYPE_NULL) {
         /* Null equality also matches missing fields (indexed as null) and undefined. */
         vlist_push(out, v_type_only(BSON_TYPE_UNDEFINED), true, v_type_only(BSON_TYPE_NULL), true);
@@ -503,16 +523,19 @@ pred_list(const bson_value_t *pv, bool multikey, strpool_t *pool, vlist_t *out, 
                 continue;
             }
             vint_t r;
+            bool ties = dec_key_ties(v);
+            if (ties)
+                *exact = false;
             if (op[1] == 'g') {
                 r.lo = *v;
-                r.li = op[3] == 'e';
+                r.li = op[3] == 'e' || ties;
                 r.hi = bhi;
                 r.hincl = bhi_incl;
             } else {
                 r.lo = blo;
                 r.li = true;
                 r.hi = *v;
-                r.hincl = op[3] == 'e';
+                r.hincl = op[3] == 'e' || ties;
             }
             /* intersect acc with r */
             int c = mf_value_cmp(&r.lo, &acc.lo);
