@@ -55,6 +55,7 @@
  */
 #include "doc/expr.h"
 #include "doc/dec128.h"
+#include "doc/sum.h"
 #include "doc/match.h"
 #include "common/limits.h"
 
@@ -3091,27 +3092,19 @@ ev_accum(int op, const bson_value_t *v, size_t n, bson_value_t *o)
         else
             mf_value_set_double(o, sqrt(m2 / (double)(op == OP_STDDEVPOP ? k : k - 1)));
     } else if (op == OP_SUM || op == OP_AVG) {
-        num_t s;
-        size_t k = 0;
-        num_init(&s, 0);
+        /* As the accumulators ($group's): compensated, exact for integers (doc/sum.h). */
+        mf_sum_t s;
+        int64_t k = 0;
+        mf_sum_init(&s);
         for (size_t i = 0; i < count; i++)
             if (mf_value_is_number(&items[i])) {
-                num_add(&s, &items[i]);
+                mf_sum_add(&s, &items[i]);
                 k++;
             }
-        if (op == OP_SUM) {
-            num_result(&s, o);
-        } else if (k == 0) {
-            mf_value_set_null(o);
-        } else if (s.rank == 3) {
-            bson_decimal128_t kd;
-            mf_dec_from_int64((int64_t)k, &kd);
-            mf_value_set_type(o, BSON_TYPE_DECIMAL128);
-            mf_dec_arith(MF_DEC_DIV, &s.dec, &kd, &o->value.v_decimal128);
-        } else {
-            double total = (s.rank <= 1 && !s.overflowed) ? (double)s.l : s.d;
-            mf_value_set_double(o, total / (double)k);
-        }
+        if (op == OP_SUM)
+            mf_sum_result(&s, o);
+        else
+            mf_sum_avg(&s, k, o);
     } else {
         const bson_value_t *best = NULL;
         for (size_t i = 0; i < count; i++) {

@@ -69,6 +69,7 @@
  */
 #include "query/agg.h"
 #include "doc/dec128.h"
+#include "doc/sum.h"
 #include "doc/collation.h"
 #include "common/limits.h"
 
@@ -448,7 +449,8 @@ vhash(const bson_value_t *v, uint64_t h)
 }
 
 typedef struct accst {
-    bson_value_t v;    /* sum / min / max / first / last / merged document */
+    bson_value_t v;    /* min / max / first / last / merged document */
+    mf_sum_t sum;      /* sum, avg (doc/sum.h) */
     int64_t count;     /* avg, count */
     bool set;          /* first: already set */
     bson_t *arr;       /* push / addToSet (heap: bson_t needs 128-byte alignment) */
@@ -527,10 +529,8 @@ acc_init(accst_t *a, int kind)
     a->v.value_type = BSON_TYPE_EOD;
     if (kind == AC_PUSH || kind == AC_ADDTOSET || kind == AC_SETUNION || kind == AC_CONCATARRAYS)
         a->arr = bson_new();
-    if (kind == AC_SUM || kind == AC_AVG) {
-        a->v.value_type = BSON_TYPE_INT32;
-        a->v.value.v_int32 = 0;
-    }
+    if (kind == AC_SUM || kind == AC_AVG)
+        mf_sum_init(&a->sum);
 }
 
 static void
@@ -563,12 +563,11 @@ acc_update(accst_t *a, int kind, const bson_value_t *v, mf_error_t *err)
 
     switch (kind) {
     case AC_SUM:
-        if (mf_value_is_number(v))
-            mf_expr_num_add(&a->v, v);
+        mf_sum_add(&a->sum, v);
         break;
     case AC_AVG:
         if (mf_value_is_number(v)) {
-            mf_expr_num_add(&a->v, v);
+            mf_sum_add(&a->sum, v);
             a->count++;
         }
         break;
@@ -680,19 +679,12 @@ acc_result(accst_t *a, int kind, bson_t *out, const char *field)
 
     switch (kind) {
     case AC_SUM:
-        bson_append_value(out, field, -1, &a->v);
-        return;
     case AC_AVG:
-        if (a->count == 0) {
-            bson_append_null(out, field, -1);
-        } else if (a->v.value_type == BSON_TYPE_DECIMAL128) {
-            bson_decimal128_t n, q;
-            mf_dec_from_int64(a->count, &n);
-            mf_dec_arith(MF_DEC_DIV, &a->v.value.v_decimal128, &n, &q);
-            bson_append_decimal128(out, field, -1, &q);
-        } else {
-            bson_append_double(out, field, -1, mf_value_as_double(&a->v) / (double)a->count);
-        }
+        if (kind == AC_SUM)
+            mf_sum_result(&a->sum, &r);
+        else
+            mf_sum_avg(&a->sum, a->count, &r);
+        bson_append_value(out, field, -1, &r);
         return;
     case AC_STDDEVPOP:
     case AC_STDDEVSAMP:
@@ -1340,6 +1332,8 @@ acc_state(const accst_t *a, int kind, bson_t *out, const char *key)
         bson_append_array(&st, "arr", 3, a->arr);
     bson_append_double(&st, "mean", 4, a->mean);
     bson_append_double(&st, "m2", 2, a->m2);
+    if (kind == AC_SUM || kind == AC_AVG)
+        mf_sum_state(&a->sum, &st);
     bson_append_document_end(out, &st);
 }
 
@@ -1365,12 +1359,14 @@ acc_merge(accst_t *a, int kind, const bson_t *st, mf_error_t *err)
         m2 = bson_iter_double(&it);
     switch (kind) {
     case AC_SUM:
-        mf_expr_num_add(&a->v, &v);
+    case AC_AVG: {
+        mf_sum_t part;
+        mf_sum_from_state(&part, st);
+        mf_sum_merge(&a->sum, &part);
+        if (kind == AC_AVG)
+            a->count += c;
         return 0;
-    case AC_AVG:
-        mf_expr_num_add(&a->v, &v);
-        a->count += c;
-        return 0;
+    }
     case AC_COUNT:
         a->count += c;
         return 0;

@@ -4,8 +4,10 @@
  * arithmetic (34 digits, half to even, exponents kept: 0.10 + 0.20 is
  * 0.30), a double operand rounded to 15 digits first (Decimal128(double)),
  * and exact comparison in queries, sorts and $group keys, through an index
- * too. Expected values are mongod's (its jstests and the Intel decimal
- * library's results), not computed here.
+ * too. And $sum / $avg as mongod's AccumulatorSum: a compensated
+ * (double-double) total, exact for integers even when a partial sum passes
+ * the int64 range. Expected values are mongod's (its jstests and the Intel
+ * decimal library's results), not computed here.
  */
 const assert = require('node:assert/strict');
 const { Decimal128, Long } = require('mongodb');
@@ -127,3 +129,34 @@ for (const indexed of [false, true]) {
     assert.deepEqual(sorted, [1, 2]);
   });
 }
+
+h.test('$sum and $avg are compensated: 0.1 ten times is 1, integers stay exact past 2^53 and past an int64 overflow', async () => {
+  const db = srv.freshDb('dd');
+  const coll = db.collection('c');
+  const { Double } = require('mongodb');
+  const sumOf = async (vals) => {
+    await coll.deleteMany({});
+    await coll.insertMany(vals.map((v, i) => ({ _id: i, v })));
+    const [r] = await coll.aggregate([{ $group: { _id: null, s: { $sum: '$v' }, a: { $avg: '$v' } } }]).toArray();
+    return r;
+  };
+  let r = await sumOf(Array(10).fill(0.1));
+  assert.equal(r.s, 1);
+  assert.equal(r.a, 0.1);
+  r = await sumOf([1e16, 1.5, 1.5, -1e16]);
+  assert.equal(r.s, 3);
+  assert.equal(r.a, 0.75);
+  r = await sumOf([Long.fromString('9007199254740993'), new Double(1)]);
+  assert.equal(r.s, 9007199254740994);
+  r = await sumOf([Long.MAX_VALUE, Long.fromNumber(1), Long.fromNumber(-1)]);
+  assert.ok(r.s instanceof Long || typeof r.s === 'bigint', `an integer total back in range stays an integer: ${r.s}`);
+  assert.equal(r.s.toString(), Long.MAX_VALUE.toString());
+  r = await sumOf([Long.MAX_VALUE, Long.fromNumber(1)]);
+  assert.equal(typeof r.s, 'number', 'out of the int64 range: a double');
+  r = await sumOf([1, 2, 3]);
+  assert.equal(r.s, 6);
+  r = await sumOf([Infinity, 1, -Infinity]);
+  assert.ok(Number.isNaN(r.s));
+  const [e] = await coll.aggregate([{ $limit: 1 }, { $project: { _id: 0, s: { $sum: [1e16, 1.5, 1.5, -1e16] } } }]).toArray();
+  assert.equal(e.s, 3);
+});

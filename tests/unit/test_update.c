@@ -563,8 +563,9 @@ Test(update, inc_and_mul_with_decimal128_are_exact)
            "{'_id': 1, 'd': {'$numberDecimal': '-3.25'}}");
     expect("{'$mul': {'d': {'$numberDecimal': '1.5'}}}", "{'_id': 1, 'd': {'$numberDecimal': '2.0'}}",
            "{'_id': 1, 'd': {'$numberDecimal': '3.00'}}");
+    /* A double operand becomes a decimal of 15 significant digits first (mongod's SafeNum: Decimal128(double)). */
     expect("{'$inc': {'d': 0.1}}", "{'_id': 1, 'd': {'$numberDecimal': '0.2'}}",
-           "{'_id': 1, 'd': {'$numberDecimal': '0.3'}}");
+           "{'_id': 1, 'd': {'$numberDecimal': '0.300000000000000'}}");
 }
 
 Test(update, mul_of_int_by_double_is_double)
