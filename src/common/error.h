@@ -186,6 +186,8 @@
     X(15956, Location15956)                                                    \
     X(15957, Location15957)                                                    \
     X(15958, Location15958)                                                    \
+    X(5107200, Location5107200)                                                \
+    X(5107201, Location5107201)                                                \
     X(15972, Location15972)                                                    \
     X(15981, Location15981)                                                    \
     X(15983, Location15983)                                                    \
@@ -461,6 +463,7 @@
     X(18534, Location18534)                                                    \
     X(18535, Location18535)                                                    \
     X(18536, Location18536)                                                    \
+    X(18537, Location18537)                                                    \
     X(18628, Location18628)                                                    \
     X(18629, Location18629)                                                    \
     X(40535, Location40535)                                                    \
@@ -491,6 +494,7 @@
     X(5439009, Location5439009)                                                \
     X(5439010, Location5439010)                                                \
     X(5439013, Location5439013)                                                \
+    X(5439014, Location5439014)                                                \
     X(5439015, Location5439015)                                                \
     X(5439016, Location5439016)                                                \
     X(5439017, Location5439017)                                                \

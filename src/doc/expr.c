@@ -722,6 +722,27 @@ integral64(const bson_value_t *v, int64_t *out)
     }
 }
 
+/*
+ * date_str_range: mongod renders a date as a string through insertPadded,
+ * which refuses a year outside 0-9999 with 18537; context prefixes the
+ * message (coerceToString adds "failed while coercing date to string").
+ */
+static int
+date_str_range(ctx_t *c, const bson_value_t *v, const char *context)
+{
+    int64_t y, m, d;
+
+    if (v->value_type != BSON_TYPE_DATE_TIME)
+        return 0;
+    mf_civil_from_days(floordiv(v->value.v_datetime, 86400000), &y, &m, &d);
+    if (y >= 0 && y <= 9999)
+        return 0;
+    return mf_err_set(c->err, MF_E_Location18537,
+                      "%sCould not convert date to string: date component was outside the supported range of "
+                      "0-9999: %" PRId64,
+                      context, y);
+}
+
 /* coerce_str: $toLower/$substr argument rule: nullish → "", else to_string or 16007. */
 static int
 coerce_str(ctx_t *c, const bson_value_t *v, bson_value_t *o)
@@ -730,6 +751,8 @@ coerce_str(ctx_t *c, const bson_value_t *v, bson_value_t *o)
         mf_value_set_str(o, "");
         return 0;
     }
+    if (date_str_range(c, v, "failed while coercing date to string :: caused by :: ") < 0)
+        return -1;
     if (!to_string(v, o))
         return mf_err_set(c->err, MF_E_Location16007, "can't convert from BSON type %s to String",
                           tname(v));
@@ -2226,53 +2249,135 @@ get_date(const bson_value_t *v, int64_t *ms)
 
 /* ---- arithmetic ---- */
 
+/*
+ * dec_round_i64: Decimal128::toLong (round half to even) of dv; false where
+ * it raises the invalid flag: NaN, infinity, or outside the int64 range.
+ */
+static bool
+dec_round_i64(const bson_decimal128_t *dv, int64_t *out)
+{
+    const unsigned __int128 limit = (unsigned __int128)1 << 63;
+    const unsigned __int128 max_coef = (unsigned __int128)10000000000000000ULL * 1000000000000000000ULL; /* 10^34 */
+    unsigned __int128 coef = 0, p = 1, q, r;
+    bool neg = (dv->high >> 63) != 0;
+    int exp = 0;
+
+    if (((dv->high >> 59) & 0xF) == 0xF)
+        return false; /* infinity or NaN */
+    if (((dv->high >> 61) & 3) != 3) {
+        exp = (int)((dv->high >> 49) & 0x3FFF) - 6176;
+        coef = ((unsigned __int128)(dv->high & 0x1FFFFFFFFFFFFULL) << 64) | dv->low;
+        if (coef >= max_coef)
+            coef = 0; /* a non-canonical coefficient is zero */
+    }
+    if (exp < -34) {
+        coef = 0; /* below 10^34 / 10^35: rounds to zero */
+    } else if (exp < 0) {
+        for (int i = 0; i < -exp; i++)
+            p *= 10;
+        q = coef / p;
+        r = coef % p;
+        if (2 * r > p || (2 * r == p && (q & 1)))
+            q++;
+        coef = q;
+    } else {
+        for (int i = 0; i < exp && coef != 0; i++) {
+            if (coef > limit)
+                return false;
+            coef *= 10;
+        }
+    }
+    if (coef > limit || (!neg && coef == limit))
+        return false;
+    *out = neg ? (int64_t)(0 - (uint64_t)coef) : (int64_t)coef;
+    return true;
+}
+
+/*
+ * date_add_ms: mongod's AddState::addToDateValue: *ms += v (a number) in
+ * whole milliseconds -- an integer as is, a double rounded half away from
+ * zero, a decimal half to even -- or 15 Overflow "date overflow" when v is
+ * NaN, infinite or beyond int64, or the sum is.
+ */
+static int
+date_add_ms(ctx_t *c, int64_t *ms, const bson_value_t *v)
+{
+    int64_t x;
+    double d;
+
+    switch (v->value_type) {
+    case BSON_TYPE_INT32:
+    case BSON_TYPE_INT64:
+        x = as_i64(v);
+        break;
+    case BSON_TYPE_DOUBLE:
+        d = v->value.v_double;
+        if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0))
+            return mf_err_set(c->err, MF_E_Overflow, "date overflow");
+        x = (int64_t)llround(d);
+        break;
+    default:
+        if (!dec_round_i64(&v->value.v_decimal128, &x))
+            return mf_err_set(c->err, MF_E_Overflow, "date overflow");
+        break;
+    }
+    if (__builtin_add_overflow(*ms, x, ms))
+        return mf_err_set(c->err, MF_E_Overflow, "date overflow");
+    return 0;
+}
+
+/*
+ * ev_add: mongod's ExpressionAdd, one operand at a time: nullish gives null,
+ * a non-number 16554. The operands before a date are summed in their own
+ * type; at the date that sum, then the date, then each later operand joins
+ * the milliseconds through date_add_ms (so [$dec, $dbl, $long, $date] rounds
+ * once, [$date, $dec, $dbl, $long] rounds each).
+ */
 static int
 ev_add(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
 {
-    bson_value_t *v;
+    bson_value_t *v, pre;
     num_t n;
     bool have_date = false, null = false;
     int64_t date = 0;
+    int rc = 0;
 
     if (eval_args(e, c, &v) < 0)
         return -1;
     num_init(&n, 0);
-    for (size_t i = 0; i < e->nargs && !null; i++) {
+    for (size_t i = 0; i < e->nargs && !null && rc == 0; i++) {
         if (mf_value_is_nullish(&v[i])) {
             null = true;
         } else if (v[i].value_type == BSON_TYPE_DATE_TIME) {
             if (have_date) {
-                free_vals(v, e->nargs);
-                return mf_err_set(c->err, MF_E_Location16612, "only one date allowed in an $add expression");
+                rc = mf_err_set(c->err, MF_E_Location16612, "only one date allowed in an $add expression");
+                break;
             }
             have_date = true;
-            date = v[i].value.v_datetime;
+            num_result(&n, &pre);
+            rc = date_add_ms(c, &date, &pre);
+            mf_value_free(&pre);
+            if (rc == 0 && __builtin_add_overflow(date, v[i].value.v_datetime, &date))
+                rc = mf_err_set(c->err, MF_E_Overflow, "date overflow");
         } else if (mf_value_is_number(&v[i])) {
-            num_add(&n, &v[i]);
+            if (have_date)
+                rc = date_add_ms(c, &date, &v[i]);
+            else
+                num_add(&n, &v[i]);
         } else {
-            int rc = mf_err_set(c->err, MF_E_TypeMismatch, "$add only supports numeric or date types, not %s",
-                                tname(&v[i]));
-            free_vals(v, e->nargs);
-            return rc;
+            rc = mf_err_set(c->err, MF_E_TypeMismatch, "$add only supports numeric or date types, not %s",
+                            tname(&v[i]));
         }
     }
     free_vals(v, e->nargs);
-    if (null) {
+    if (rc < 0)
+        return -1;
+    if (null)
         mf_value_set_null(o);
-    } else if (have_date) {
-        if (n.rank == 2 || (n.rank < 2 && n.overflowed)) {
-            /* A double sum: mongod refuses a date outside the int64 milliseconds range (decimals are not checked). */
-            double t = (double)date + n.d;
-            if (!(t >= -9223372036854775808.0 && t < 9223372036854775808.0))
-                return mf_err_set(c->err, MF_E_Overflow, "date overflow in $add");
-            mf_value_set_date(o, (int64_t)llround(t));
-        } else if (n.rank >= 2 || n.overflowed)
-            mf_value_set_date(o, date + (int64_t)llround(n.d));
-        else
-            mf_value_set_date(o, (int64_t)((uint64_t)date + (uint64_t)n.l));
-    } else {
+    else if (have_date)
+        mf_value_set_date(o, date);
+    else
         num_result(&n, o);
-    }
     return 0;
 }
 
@@ -3194,6 +3299,8 @@ convert(ctx_t *c, const bson_value_t *v, int to, bson_value_t *o)
 
     switch (to) {
     case BSON_TYPE_UTF8:
+        if (date_str_range(c, v, "") < 0)
+            return -1;
         if (v->value_type == BSON_TYPE_TIMESTAMP || !to_string(v, o))
             return conv_fail(c, NULL, v, tgt);
         return 0;
@@ -3426,7 +3533,8 @@ ev_convert(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         goto done;
     }
     if (convert(c, &in, target, o) < 0) {
-        if (e->nargs > 2 && e->args[2]) {
+        /* onError answers a ConversionFailure only (mongod catches ExceptionFor<ConversionFailure>): not 18537. */
+        if (e->nargs > 2 && e->args[2] && (c->err == NULL || c->err->code == MF_E_ConversionFailure)) {
             mf_err_clear(c->err);
             rc = ev(e->args[2], c, o);
         } else {
@@ -5574,6 +5682,19 @@ done:
 
 /* ---- $dateToString ---- */
 
+/* date_pad: mongod's TimeZone::insertPadded: n zero-padded to width; 18537 when n is outside 0-9999. */
+static int
+date_pad(ctx_t *c, bson_string_t *s, int64_t n, int width)
+{
+    if (n < 0 || n > 9999)
+        return mf_err_set(c->err, MF_E_Location18537,
+                          "Could not convert date to string: date component was outside the supported range of "
+                          "0-9999: %" PRId64,
+                          n);
+    bson_string_append_printf(s, "%0*d", width, (int)n);
+    return 0;
+}
+
 static int
 ev_date_to_string(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
 {
@@ -5612,7 +5733,7 @@ ev_date_to_string(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
                          : mf_tz_is_utc(z) ? "%Y-%m-%dT%H:%M:%S.%LZ" : "%Y-%m-%dT%H:%M:%S.%L";
     lt_break(z, ms, &t);
     s = bson_string_new(NULL);
-    for (const char *p = fmt; *p; p++) {
+    for (const char *p = fmt; *p && rc == 0; p++) {
         if (*p != '%') {
             char ch[2] = {*p, 0};
             bson_string_append(s, ch);
@@ -5621,24 +5742,27 @@ ev_date_to_string(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         p++;
         int64_t iy;
         int iw, offm = t.off / 60;
+        /* Every numeric part goes through date_pad (mongod's insertPadded), which refuses one outside 0-9999. */
         switch (*p) {
-        case 'Y': bson_string_append_printf(s, "%04" PRId64, t.y); break;
-        case 'm': bson_string_append_printf(s, "%02d", t.mon); break;
-        case 'd': bson_string_append_printf(s, "%02d", t.mday); break;
-        case 'H': bson_string_append_printf(s, "%02d", t.hour); break;
-        case 'M': bson_string_append_printf(s, "%02d", t.min); break;
-        case 'S': bson_string_append_printf(s, "%02d", t.sec); break;
-        case 'L': bson_string_append_printf(s, "%03d", t.ms); break;
-        case 'j': bson_string_append_printf(s, "%03d", t.yday); break;
-        case 'w': bson_string_append_printf(s, "%d", t.wday + 1); break;
-        case 'u': bson_string_append_printf(s, "%d", iso_dow(t.days)); break;
-        case 'U': bson_string_append_printf(s, "%02d", mongo_week(&t)); break;
-        case 'V': iso_parts(&t, &iy, &iw); bson_string_append_printf(s, "%02d", iw); break;
-        case 'G': iso_parts(&t, &iy, &iw); bson_string_append_printf(s, "%04" PRId64, iy); break;
+        case 'Y': rc = date_pad(c, s, t.y, 4); break;
+        case 'm': rc = date_pad(c, s, t.mon, 2); break;
+        case 'd': rc = date_pad(c, s, t.mday, 2); break;
+        case 'H': rc = date_pad(c, s, t.hour, 2); break;
+        case 'M': rc = date_pad(c, s, t.min, 2); break;
+        case 'S': rc = date_pad(c, s, t.sec, 2); break;
+        case 'L': rc = date_pad(c, s, t.ms, 3); break;
+        case 'j': rc = date_pad(c, s, t.yday, 3); break;
+        case 'w': rc = date_pad(c, s, t.wday + 1, 1); break;
+        case 'u': rc = date_pad(c, s, iso_dow(t.days), 1); break;
+        case 'U': rc = date_pad(c, s, mongo_week(&t), 2); break;
+        case 'V': iso_parts(&t, &iy, &iw); rc = date_pad(c, s, iw, 2); break;
+        case 'G': iso_parts(&t, &iy, &iw); rc = date_pad(c, s, iy, 4); break;
         case 'z':
-            bson_string_append_printf(s, "%c%02d%02d", offm < 0 ? '-' : '+', abs(offm) / 60, abs(offm) % 60);
+            bson_string_append(s, offm < 0 ? "-" : "+");
+            if ((rc = date_pad(c, s, abs(offm) / 60, 2)) == 0)
+                rc = date_pad(c, s, abs(offm) % 60, 2);
             break;
-        case 'Z': bson_string_append_printf(s, "%c%d", offm < 0 ? '-' : '+', abs(offm)); break;
+        case 'Z': bson_string_append_printf(s, "%d", offm); break; /* minutes, no '+': date_to_string.js's "(525 minutes)" */
         case '%': bson_string_append(s, "%"); break;
         case 'b': {
             char mb[4];
@@ -5657,7 +5781,8 @@ ev_date_to_string(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         default: break; /* validated above */
         }
     }
-    mf_value_set_strn(o, s->str, s->len);
+    if (rc == 0)
+        mf_value_set_strn(o, s->str, s->len);
     bson_string_free(s, true);
 done:
     if (own)
@@ -5670,7 +5795,7 @@ done:
 
 /* ---- $dateTrunc, $dateAdd, $dateSubtract, $dateDiff ---- */
 
-/* parse_unit: MongoDB's parseTimeUnit: 5439013 for a non-string, 9 FailedToParse for an unknown name. */
+/* parse_unit: MongoDB's parseTimeUnit: 5439013 for a non-string, 5439014 for an unknown name. */
 static int
 parse_unit(ctx_t *c, const char *opname, const bson_value_t *v, int *unit)
 {
@@ -5684,9 +5809,8 @@ parse_unit(ctx_t *c, const char *opname, const bson_value_t *v, int *unit)
             *unit = i;
             return 0;
         }
-    return mf_err_set(c->err, MF_E_FailedToParse,
-                      "%s parameter 'unit' value parsing failed :: caused by :: unknown time unit value: %s", opname,
-                      v->value.v_utf8.str);
+    return mf_err_set(c->err, MF_E_Location5439014, "%s parameter 'unit' value cannot be recognized as a time unit: %s",
+                      opname, v->value.v_utf8.str);
 }
 
 /* parse_week_start: 1 = Monday ... 7 = Sunday (MongoDB's DayOfWeek). */
@@ -5870,10 +5994,29 @@ ev_date_arith(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     } while (0)
     snprintf(ctxmsg, sizeof ctxmsg, "%s parameter 'timezone' value parsing failed", opname);
     if (id == OP_DATETRUNC) {
-        /* slots: date unit binSize timezone startOfWeek */
+        /*
+         * slots: date unit binSize timezone startOfWeek. As mongod (date_trunc.js's "invalid other fields"
+         * cases): every argument is evaluated and a nullish one gives null (startOfWeek only with unit "week"),
+         * the timezone is resolved, and only then are date, unit, binSize and startOfWeek validated.
+         */
         int64_t bin = 1;
+        bool week;
         EVAL_OR_NULL(0);
+        EVAL_OR_NULL(1);
         EVAL_OR_NULL(2);
+        week = v[1].value_type == BSON_TYPE_UTF8 && strcmp(v[1].value.v_utf8.str, "week") == 0;
+        if (week && has_slot(e, 4))
+            EVAL_OR_NULL(4);
+        EVAL_OR_NULL(3);
+        if ((r = tz_of(e, c, has_slot(e, 3) ? &v[3] : NULL, ctxmsg, &z, &own)) < 0)
+            goto fail;
+        if (!get_date(&v[0], &a)) {
+            rc = mf_err_set(c->err, MF_E_Location5439012, "$dateTrunc requires 'date' to be a date, but got %s",
+                            tname(&v[0]));
+            goto done;
+        }
+        if (parse_unit(c, opname, &v[1], &unit) < 0)
+            goto fail;
         if (has_slot(e, 2)) {
             char buf[160];
             if (!integral64(&v[2], &bin)) {
@@ -5889,22 +6032,8 @@ ev_date_arith(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
                 goto done;
             }
         }
-        EVAL_OR_NULL(1);
-        if (parse_unit(c, opname, &v[1], &unit) < 0)
+        if (week && has_slot(e, 4) && parse_week_start(c, opname, &v[4], &sow) < 0)
             goto fail;
-        if (unit == U_WEEK && has_slot(e, 4)) {
-            EVAL_OR_NULL(4);
-            if (parse_week_start(c, opname, &v[4], &sow) < 0)
-                goto fail;
-        }
-        EVAL_OR_NULL(3);
-        if ((r = tz_of(e, c, has_slot(e, 3) ? &v[3] : NULL, ctxmsg, &z, &own)) < 0)
-            goto fail;
-        if (!get_date(&v[0], &a)) {
-            rc = mf_err_set(c->err, MF_E_Location5439012, "$dateTrunc requires 'date' to be a date, but got %s",
-                            tname(&v[0]));
-            goto done;
-        }
         if (date_trunc(c, a, unit, bin, z, sow, &out) < 0)
             goto fail;
         mf_value_set_date(o, out);
@@ -5939,17 +6068,18 @@ ev_date_arith(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
             goto fail;
         mf_value_set_date(o, out);
     } else {
-        /* slots: startDate endDate unit timezone startOfWeek */
+        /*
+         * slots: startDate endDate unit timezone startOfWeek. As mongod (date_diff.js's "invalid other fields"
+         * cases): nullish arguments give null before anything is validated (startOfWeek only with unit "week"),
+         * the timezone is resolved, then startDate, endDate, unit and startOfWeek are validated.
+         */
+        bool week;
         EVAL_OR_NULL(0);
         EVAL_OR_NULL(1);
         EVAL_OR_NULL(2);
-        if (parse_unit(c, opname, &v[2], &unit) < 0)
-            goto fail;
-        if (unit == U_WEEK && has_slot(e, 4)) {
+        week = v[2].value_type == BSON_TYPE_UTF8 && strcmp(v[2].value.v_utf8.str, "week") == 0;
+        if (week && has_slot(e, 4))
             EVAL_OR_NULL(4);
-            if (parse_week_start(c, opname, &v[4], &sow) < 0)
-                goto fail;
-        }
         EVAL_OR_NULL(3);
         if ((r = tz_of(e, c, has_slot(e, 3) ? &v[3] : NULL, ctxmsg, &z, &own)) < 0)
             goto fail;
@@ -5963,6 +6093,10 @@ ev_date_arith(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
                             tname(&v[1]));
             goto done;
         }
+        if (parse_unit(c, opname, &v[2], &unit) < 0)
+            goto fail;
+        if (week && has_slot(e, 4) && parse_week_start(c, opname, &v[4], &sow) < 0)
+            goto fail;
         if (date_diff(c, a, b, unit, z, sow, &out) < 0)
             goto fail;
         mf_value_set_int64(o, out);

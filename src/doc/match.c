@@ -595,6 +595,21 @@ int64_operand(const char *prefix, const char *name, const bson_value_t *v, int64
     return 0;
 }
 
+int
+mf_match_parse_long(const char *prefix, const char *name, const bson_value_t *v, bool non_negative,
+                    int64_t *out, mf_error_t *err)
+{
+    char shown[256];
+
+    if (int64_operand(prefix, name, v, out, err) < 0)
+        return -1;
+    if (non_negative && *out < 0) {
+        fmt_elem(shown, sizeof(shown), name, v);
+        return mf_err_set(err, MF_E_FailedToParse, "%sExpected a non-negative number in: %s", prefix, shown);
+    }
+    return 0;
+}
+
 /*
  * parse_size: $size takes a non-negative 32-bit integer (a whole double or
  * decimal too); anything else is 2 BadValue "Failed to parse $size. ...",

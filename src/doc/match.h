@@ -54,6 +54,15 @@ typedef struct mf_match_details {
 mf_matcher_t *mf_matcher_new(const bson_t *filter, mf_error_t *err);
 void mf_matcher_free(mf_matcher_t *m);
 
+/*
+ * mf_match_parse_long: mongod's BSONElement::parseIntegerElementToLong (and,
+ * with non_negative, ...ToNonNegativeLong) for the element "name: v": a number
+ * holding an exact 64-bit integer. Fails with 9 FailedToParse and mongod's
+ * reason ("Expected a number in: $skip: \"x\""), prefixed by prefix.
+ */
+int mf_match_parse_long(const char *prefix, const char *name, const bson_value_t *v, bool non_negative,
+                        int64_t *out, mf_error_t *err);
+
 /* mf_matcher_match: true if doc matches. details may be NULL. */
 bool mf_matcher_match(const mf_matcher_t *m, const bson_t *doc, mf_match_details_t *details);
 

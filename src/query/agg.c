@@ -1930,16 +1930,6 @@ parse_count_field(const bson_value_t *v, const char *stage, char **out, mf_error
 }
 
 static int
-parse_int_arg(const bson_value_t *v, int64_t *out)
-{
-    if (!mf_value_is_number(v))
-        return -1;
-    if (!mf_value_as_int64(v, out))
-        return -2;
-    return 0;
-}
-
-static int
 parse_sample(stage_t *s, const bson_value_t *v, mf_error_t *err)
 {
     bson_iter_t it;
@@ -2822,7 +2812,6 @@ static int
 parse_stage(stage_t *s, const char *name, const bson_value_t *v, bool first, mf_error_t *err)
 {
     int64_t n;
-    int r;
 
     if (strcmp(name, "$_internalUnpackBucket") == 0)
         return parse_unpack(s, v, err);
@@ -2904,23 +2893,19 @@ parse_stage(stage_t *s, const char *name, const bson_value_t *v, bool first, mf_
         s->sort = mf_sort_new(s->spec, err);
         return s->sort ? 0 : -1;
     }
-    if (strcmp(name, "$limit") == 0) {
-        s->kind = S_LIMIT;
-        r = parse_int_arg(v, &n);
-        if (r < 0)
-            return mf_err_set(err, MF_E_Location15957, "the limit must be specified as a number");
-        if (n <= 0)
+    if (strcmp(name, "$limit") == 0 || strcmp(name, "$skip") == 0) {
+        /* DocumentSourceLimit/Skip::createFromBson: parseIntegerElementToNonNegativeLong's reason under 5107201/5107200, then $limit: 0 is 15958. */
+        bool limit = name[1] == 'l';
+        char prefix[48];
+        s->kind = limit ? S_LIMIT : S_SKIP;
+        snprintf(prefix, sizeof prefix, "invalid argument to %s stage: ", name);
+        if (mf_match_parse_long(prefix, name, v, true, &n, err) < 0) {
+            if (err != NULL)
+                err->code = limit ? MF_E_Location5107201 : MF_E_Location5107200;
+            return -1;
+        }
+        if (limit && n == 0)
             return mf_err_set(err, MF_E_Location15958, "the limit must be positive");
-        s->n = n;
-        return 0;
-    }
-    if (strcmp(name, "$skip") == 0) {
-        s->kind = S_SKIP;
-        r = parse_int_arg(v, &n);
-        if (r < 0)
-            return mf_err_set(err, MF_E_Location15972, "Argument to $skip must be a number.");
-        if (n < 0)
-            return mf_err_set(err, MF_E_Location15956, "Argument to $skip cannot be negative");
         s->n = n;
         return 0;
     }

@@ -378,7 +378,7 @@ h.test('F1 aggregate over measurements with $dateTrunc / $dateAdd / $dateSubtrac
   assert.equal(Number(r.df4), 6);
   assert.equal(r.dn, null);
   await assert.rejects(db.aggregate([{ $documents: [{}] }, { $project: { x: { $dateTrunc: { date: '$$NOW', unit: 'fortnight' } } } }]).toArray(),
-    (e) => e.code === 9); // FailedToParse: unknown time unit value
+    (e) => e.code === 5439014); // parseTimeUnit: "... value cannot be recognized as a time unit" (was 9 here before)
   await assert.rejects(db.aggregate([{ $documents: [{}] }, { $project: { x: { $dateAdd: { startDate: '$$NOW', unit: 'day' } } } }]).toArray(),
     (e) => e.code === 5166402); // requires startDate, unit, and amount
 });
