@@ -159,6 +159,14 @@ agg_adapter_visit(void *arg, int64_t rid, const bson_t *doc, const mf_match_deta
 #define MF_VIEW_DEPTH_MAX 20
 
 static void env_set_streams(mf_agg_env_t *env);
+
+/* env_set_limits: the server parameters stages read while they run ($densify's generation caps). */
+static void
+env_set_limits(mf_agg_env_t *env, mf_op_t *op)
+{
+    env->densify_max_docs = mf_param_get(op->eng->params, "internalQueryMaxAllowedDensifyDocs");
+    env->densify_max_bytes = mf_param_get(op->eng->params, "internalDocumentSourceDensifyMaxMemoryBytes");
+}
 static int agg_list_sessions(void *ctx, const char *stage, const bson_t *spec, mf_docvec_t *out, mf_error_t *err);
 static int agg_scan(void *ctx, const char *coll, const bson_t *filter, mf_agg_visit_fn visit, void *arg,
                     mf_error_t *err);
@@ -407,6 +415,7 @@ mf_crud_agg_stream_fill(mf_op_t *op, mf_cursor_t *cur, int64_t max, bson_t *arr,
     x->sc.op = op;
     env.scan = agg_scan;
     env.list_sessions = agg_list_sessions; /* $lookup sub-pipelines may list sessions too */
+    env_set_limits(&env, op);
     env.pull = agg_pull;
     env_set_streams(&env);
     env.source_indexes = agg_source_indexes;
@@ -644,6 +653,7 @@ view_each(mf_op_t *op, const char *name, const bson_value_t *stages, int depth, 
     memset(&env, 0, sizeof env);
     env.scan = agg_scan;
     env.list_sessions = agg_list_sessions; /* $lookup sub-pipelines may list sessions too */
+    env_set_limits(&env, op);
     env.pull = agg_pull;
     env_set_streams(&env);
     env.source_indexes = agg_source_indexes;
@@ -690,6 +700,7 @@ agg_sub_next(void *ctx, void *sub, bson_t **out, mf_error_t *err)
     s->sc.op = x->op;
     env.scan = agg_scan;
     env.list_sessions = agg_list_sessions; /* $lookup sub-pipelines may list sessions too */
+    env_set_limits(&env, x->op);
     env.pull = agg_pull;
     env.ctx = &s->sc;
     env_set_streams(&env);
@@ -847,6 +858,7 @@ agg_write_stream(mf_op_t *op, const char *name, mf_pipeline_t **plp, const bson_
         memset(&env, 0, sizeof env);
         env.scan = agg_scan;
         env.list_sessions = agg_list_sessions; /* $lookup sub-pipelines may list sessions too */
+        env_set_limits(&env, op);
         env.pull = agg_pull;
         env_set_streams(&env);
     env.source_indexes = agg_source_indexes;
@@ -1181,6 +1193,7 @@ mf_cmd_aggregate(mf_op_t *op)
     memset(&env, 0, sizeof(env));
     env.scan = agg_scan;
     env.list_sessions = agg_list_sessions; /* $lookup sub-pipelines may list sessions too */
+    env_set_limits(&env, op);
     env.ctx = &sc;
     env.write_out = agg_write_out;
     if (name == NULL && strcmp(op->db, "admin") == 0)

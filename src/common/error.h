@@ -407,6 +407,31 @@
     X(5429414, Location5429414)                                                \
     X(5429513, Location5429513)                                                \
     X(5643011, Location5643011)                                                \
+    X(5733401, Location5733401)                                                \
+    X(5733402, Location5733402)                                                \
+    X(5733403, Location5733403)                                                \
+    X(5733404, Location5733404)                                                \
+    X(5733405, Location5733405)                                                \
+    X(5733406, Location5733406)                                                \
+    X(5733408, Location5733408)                                                \
+    X(5733409, Location5733409)                                                \
+    X(5733410, Location5733410)                                                \
+    X(5876900, Location5876900)                                                \
+    X(5946800, Location5946800)                                                \
+    X(5946802, Location5946802)                                                \
+    X(6586400, Location6586400)                                                \
+    X(5733201, Location5733201)                                                \
+    X(6053600, Location6053600)                                                \
+    X(5897900, Location5897900)                                                \
+    X(6007200, Location6007200)                                                \
+    X(8993000, Location8993000)                                                \
+    X(9554500, Location9554500)                                                \
+    X(6050200, Location6050200)                                                \
+    X(6050201, Location6050201)                                                \
+    X(6050202, Location6050202)                                                \
+    X(6050203, Location6050203)                                                \
+    X(6050204, Location6050204)                                                \
+    X(40413, Location40413)                                                    \
     X(5787901, Location5787901)                                                \
     X(5787902, Location5787902)                                                \
     X(5787903, Location5787903)                                                \

@@ -60,6 +60,9 @@ static const mf_param_t defaults[] = {
     {"internalDocumentSourceGroupMaxMemoryBytes", MF_PARAM_INT, 1, I64MAX, false, true, true, 104857600, NULL},
     /* One $setWindowFields partition held in memory (src/query/agg_window.c). */
     {"internalDocumentSourceSetWindowFieldsMaxMemoryBytes", MF_PARAM_INT, 1, I64MAX, false, true, true, 104857600, NULL},
+    /* $densify: documents it may generate, and the memory of its table of partitions (src/query/agg_densify.c). */
+    {"internalQueryMaxAllowedDensifyDocs", MF_PARAM_INT, 0, INT32_MAX, true, true, true, 500000, NULL},
+    {"internalDocumentSourceDensifyMaxMemoryBytes", MF_PARAM_INT, 0, I64MAX, true, true, true, 104857600, NULL},
     /* The logical session cache (engine/sessions.h): its size and idle timeout, startup-only as in mongod. */
     {"maxSessions", MF_PARAM_INT, 1, INT32_MAX, false, true, false, 1000000, NULL},
     {"localLogicalSessionTimeoutMinutes", MF_PARAM_INT, 1, INT32_MAX, false, true, false, 30, NULL},

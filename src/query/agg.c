@@ -52,6 +52,11 @@
  * env->scan of 'from' per depth with {connectToField: {$in: frontier}},
  * de-duplicating by _id.
  *
+ * $densify and $fill are desugared at parse time too (agg_densify.c,
+ * through mf_densify_desugar in mf_pipeline_new): into $sort +
+ * $_internalDensify (S_DENSIFY, a pull iterator), resp. $setWindowFields +
+ * $addFields.
+ *
  * $bucket is desugared at parse time, as MongoDB does, into a $group whose
  * _id is a $switch over the boundaries, followed by a sort on _id. The
  * write stages $out and $merge must be last; they hand their input to
@@ -88,6 +93,7 @@
 #include "doc/project.h"
 #include "doc/sort.h"
 #include "doc/value.h"
+#include "query/agg_densify.h"
 #include "query/agg_geo.h"
 #include "query/agg_spill.h"
 #include "query/agg_window.h"
@@ -99,7 +105,7 @@ static int sub_text_check(const struct mf_pipeline *sub, mf_error_t *err);
 enum stage_kind { S_MATCH, S_PROJECT, S_ADDFIELDS, S_UNSET, S_SORT, S_LIMIT, S_SKIP, S_GROUP, S_COUNT,
                   S_UNWIND, S_REPLACEROOT, S_SORTBYCOUNT, S_LOOKUP, S_FACET, S_SAMPLE, S_CURRENTOP, S_LISTSESSIONS,
                   S_DOCUMENTS, S_BUCKET, S_OUT, S_MERGE, S_UNPACK, S_REDACT, S_BUCKETAUTO, S_UNIONWITH,
-                  S_GRAPHLOOKUP, S_WINDOW, S_GEONEAR };
+                  S_GRAPHLOOKUP, S_WINDOW, S_GEONEAR, S_DENSIFY };
 
 /* ---- accumulators ---- */
 
@@ -152,6 +158,7 @@ typedef struct stage {
     size_t nfacets;
     mf_window_t *window;    /* $setWindowFields (agg_window.c) */
     mf_geonear_t *geonear;  /* $geoNear (agg_geo.c) */
+    mf_densify_t *densify;  /* $_internalDensify, what $densify desugars to (agg_densify.c) */
 } stage_t;
 
 struct mf_pipeline {
@@ -1520,6 +1527,7 @@ stage_free(stage_t *s)
     bson_free(s->facets);
     mf_window_free(s->window);
     mf_geonear_free(s->geonear);
+    mf_densify_free(s->densify);
 }
 
 void
@@ -2985,6 +2993,11 @@ parse_stage(stage_t *s, const char *name, const bson_value_t *v, bool first, mf_
         s->window = mf_window_new(v, err);
         return s->window ? 0 : -1;
     }
+    if (strcmp(name, "$_internalDensify") == 0) {
+        s->kind = S_DENSIFY;
+        s->densify = mf_densify_new(v, err);
+        return s->densify ? 0 : -1;
+    }
     if (strcmp(name, "$out") == 0) {
         s->kind = S_OUT;
         return parse_target(s, name, v, err);
@@ -3060,6 +3073,31 @@ sub_pipeline_writes(const stage_t *s, mf_error_t *err)
 
 static void limit_before_projections(mf_pipeline_t *p);
 
+/* pipeline_add: parses stage name (argument v) as p's next stage. 0, or -1 with err (p keeps what it holds). */
+static int
+pipeline_add(mf_pipeline_t *p, const char *name, const bson_value_t *v, mf_error_t *err)
+{
+    if (p->n == MF_MAX_PIPELINE_STAGES)
+        return mf_err_set(err, MF_E_Location7749501, "Pipeline length must be no longer than %d stages.",
+                          MF_MAX_PIPELINE_STAGES);
+    p->stages = bson_realloc(p->stages, (p->n + 1) * sizeof *p->stages);
+    stage_t *s = &p->stages[p->n++];
+    memset(s, 0, sizeof *s);
+    if (parse_stage(s, name, v, p->n == 1, err) < 0)
+        return -1;
+    if (p->n == 1 && (s->kind == S_DOCUMENTS || s->kind == S_CURRENTOP || s->kind == S_LISTSESSIONS))
+        p->collectionless = true;
+    if (p->writes) {
+        /* A write stage parsed earlier is followed by this one. */
+        const stage_t *w = &p->stages[p->n - 2];
+        return mf_err_set(err, MF_E_Location40601, "%s can only be the final stage in the pipeline",
+                          w->kind == S_OUT ? "$out" : "$merge");
+    }
+    if (s->kind == S_OUT || s->kind == S_MERGE)
+        p->writes = true;
+    return sub_pipeline_writes(s, err) ? -1 : 0;
+}
+
 mf_pipeline_t *
 mf_pipeline_new(const bson_value_t *pipeline, mf_error_t *err)
 {
@@ -3092,32 +3130,18 @@ mf_pipeline_new(const bson_value_t *pipeline, mf_error_t *err)
             mf_pipeline_free(p);
             return NULL;
         }
-        if (p->n == MF_MAX_PIPELINE_STAGES) {
-            mf_err_set(err, MF_E_Location7749501, "Pipeline length must be no longer than %d stages.",
-                       MF_MAX_PIPELINE_STAGES);
-            mf_pipeline_free(p);
-            return NULL;
+        /* $densify and $fill stand for the stages mongod desugars them to (agg_densify.c). */
+        bson_t sugar;
+        int ds = mf_densify_desugar(bson_iter_key(&first), bson_iter_value(&first), &sugar, err);
+        int rc = ds < 0 ? -1 : ds == 0 ? pipeline_add(p, bson_iter_key(&first), bson_iter_value(&first), err) : 0;
+        if (ds > 0) {
+            bson_iter_t di, dsi;
+            bson_iter_init(&di, &sugar);
+            while (rc == 0 && bson_iter_next(&di) && bson_iter_recurse(&di, &dsi) && bson_iter_next(&dsi))
+                rc = pipeline_add(p, bson_iter_key(&dsi), bson_iter_value(&dsi), err);
+            bson_destroy(&sugar);
         }
-        p->stages = bson_realloc(p->stages, (p->n + 1) * sizeof *p->stages);
-        stage_t *s = &p->stages[p->n++];
-        memset(s, 0, sizeof *s);
-        if (parse_stage(s, bson_iter_key(&first), bson_iter_value(&first), p->n == 1, err) < 0) {
-            mf_pipeline_free(p);
-            return NULL;
-        }
-        if (p->n == 1 && (s->kind == S_DOCUMENTS || s->kind == S_CURRENTOP || s->kind == S_LISTSESSIONS))
-            p->collectionless = true;
-        if (p->writes) {
-            /* A write stage parsed earlier is followed by this one. */
-            const stage_t *w = &p->stages[p->n - 2];
-            mf_err_set(err, MF_E_Location40601, "%s can only be the final stage in the pipeline",
-                       w->kind == S_OUT ? "$out" : "$merge");
-            mf_pipeline_free(p);
-            return NULL;
-        }
-        if (s->kind == S_OUT || s->kind == S_MERGE)
-            p->writes = true;
-        if (sub_pipeline_writes(s, err)) {
+        if (rc != 0) {
             mf_pipeline_free(p);
             return NULL;
         }
@@ -4198,6 +4222,9 @@ run_stage(const stage_t *s, const mf_agg_env_t *env, mf_docvec_t *in, mf_docvec_
         return env->list_sessions(env->ctx, s->field, s->spec, out, err);
     case S_WINDOW:
         return mf_window_run(s->window, in, out, err);
+    case S_DENSIFY:
+        return mf_densify_run(s->densify, env ? env->densify_max_docs : 0, env ? env->densify_max_bytes : 0, in, out,
+                              err);
     case S_GEONEAR:
         return run_geonear(s, env, in, out, err);
     case S_MATCH:
@@ -4419,7 +4446,8 @@ mf_pipeline_pushdown(const mf_pipeline_t *p, bool sort_ok, mf_agg_pushdown_t *pd
     }
     if (i < p->n && p->stages[i].kind == S_MATCH)
         pd->filter = p->stages[i++].spec;
-    if (sort_ok && i < p->n && p->stages[i].kind == S_SORT)
+    /* (Not the $sort a $densify desugars to: explain maps absorbed stages to the written ones.) */
+    if (sort_ok && i < p->n && p->stages[i].kind == S_SORT && !(i + 1 < p->n && p->stages[i + 1].kind == S_DENSIFY))
         pd->sort = p->stages[i++].spec;
     for (; i < p->n; i++) {
         const stage_t *s = &p->stages[i];
@@ -4470,6 +4498,7 @@ typedef struct snode {
     bool gdrained;
     bson_t *gpending;      /* spilled $group: next partial state already read */
     mf_window_stream_t *window; /* $setWindowFields */
+    mf_densify_run_t *densify;  /* $_internalDensify */
     void *sub;             /* $unionWith: the other collection's stream (env->sub_open) */
     void (*sub_free)(void *);
     stage_t sbc;           /* $sortByCount: its $group */
@@ -4543,6 +4572,7 @@ mf_agg_stream_free(mf_agg_stream_t *st)
         mf_sorter_free(nd->sorter);
         mf_sorter_free(nd->gspill);
         mf_window_stream_free(nd->window);
+        mf_densify_run_free(nd->densify);
         if (nd->gpending)
             bson_destroy(nd->gpending);
         if (nd->sub != NULL && nd->sub_free != NULL)
@@ -4895,6 +4925,20 @@ stepped(snode_t *nd, int rc, bson_t **out)
     return 0;
 }
 
+/* A $_internalDensify node's input: its upstream. */
+typedef struct densify_src {
+    mf_agg_stream_t *st;
+    size_t i;
+    const mf_agg_env_t *env;
+} densify_src_t;
+
+static int
+densify_pull(void *arg, bson_t **doc, mf_error_t *err)
+{
+    densify_src_t *src = arg;
+    return upstream(src->st, src->i, src->env, doc, err);
+}
+
 static int
 node_next(mf_agg_stream_t *st, size_t i, const mf_agg_env_t *env, bson_t **out, mf_error_t *err)
 {
@@ -5127,6 +5171,14 @@ node_next(mf_agg_stream_t *st, size_t i, const mf_agg_env_t *env, bson_t **out, 
             if (geonear_fill(st, i, env, err) < 0)
                 return -1;
             continue;
+        case S_DENSIFY: {
+            /* One document per step: a generator holds its next value, never the range. */
+            densify_src_t src = {st, i, env};
+            if (nd->densify == NULL)
+                nd->densify = mf_densify_run_new(s->densify, env ? env->densify_max_docs : 0,
+                                                 env ? env->densify_max_bytes : 0);
+            return stepped(nd, mf_densify_next(nd->densify, densify_pull, &src, out, err), out);
+        }
         case S_WINDOW:
             /* Sorted by (partition, sortBy) through a sorter, then one partition at a time. */
             if (nd->window == NULL) {

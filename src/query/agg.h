@@ -20,7 +20,7 @@
  * env->scan, one scan per depth) and $geoNear (query/agg_geo.h; first
  * stage only, reads the source's index specs through env->source_indexes;
  * a $near / $nearSphere in a $match is 5626500). $setWindowFields lives in
- * query/agg_window.c. Unknown stage → 40324
+ * query/agg_window.c, $densify and $fill (desugared) in query/agg_densify.c. Unknown stage → 40324
  * ("Unrecognized pipeline stage name: '$foo'").
  *
  * $lookup forms: equality (localField/foreignField), correlated subquery
@@ -136,6 +136,14 @@ typedef struct mf_agg_env {
      * Appends one document per session to out; 0 or -1 with err.
      */
     int (*list_sessions)(void *ctx, const char *stage, const bson_t *spec, mf_docvec_t *out, mf_error_t *err);
+    /*
+     * $densify's limits (query/agg_densify.h): internalQueryMaxAllowedDensifyDocs,
+     * the documents it may generate (5897900 past it), and
+     * internalDocumentSourceDensifyMaxMemoryBytes, its table of partitions
+     * (6007200); 0 for mongod's defaults (500,000 and 100 MB).
+     */
+    int64_t densify_max_docs;
+    int64_t densify_max_bytes;
 } mf_agg_env_t;
 
 typedef struct mf_pipeline mf_pipeline_t;
