@@ -5,9 +5,12 @@
  * document or a list of modifiers ("mods"), one per (operator, path). Each
  * mod owns a copy of its operand, its path split into components (plain
  * field, positional "$", "$[]", "$[name]"), and whatever its operator needs
- * pre-parsed ($push modifiers, the $pull matcher, ...). Path conflicts
- * (one path equal to or a prefix of another) are rejected at parse time with
- * 40 ConflictingUpdateOperators, as MongoDB does.
+ * pre-parsed ($push modifiers, the $pull matcher, ...). Path conflicts are
+ * rejected with 40 ConflictingUpdateOperators where MongoDB's update tree
+ * rejects them: at parse time when one path is equal to or a prefix of
+ * another or needs an array node where another needs an object node
+ * (conflict_depth), and when applying when "$" or array filters make two
+ * paths meet on one element (check_apply_conflicts).
  *
  * The mods are sorted component-wise by path (for $rename, by its
  * destination). Because no path is a prefix of another, this is the order in
@@ -39,7 +42,6 @@
 #include <sys/time.h>
 #include <time.h>
 
-#include "doc/sort.h"
 #include "doc/value.h"
 
 /* ------------------------------------------------------------------------ */
@@ -191,7 +193,7 @@ typedef struct {
     bool has_slice, has_position;
     int64_t slice, position;
     int sort_kind;       /* 0 none, 1/-1 whole element, 2 pattern */
-    mf_sort_t *sort;
+    bson_value_t sort_spec; /* sort_kind 2: the $sort pattern document (borrowed from val) */
     mf_matcher_t *matcher; /* $pull with a condition */
     int pop;             /* $pop: 1 last, -1 first */
     bool timestamp;      /* $currentDate: timestamp rather than date */
@@ -231,7 +233,6 @@ mod_free(mod_t *m)
     if (m->val.value_type != BSON_TYPE_EOD)
         bson_value_destroy(&m->val);
     free(m->each);
-    mf_sort_free(m->sort);
     mf_matcher_free(m->matcher);
 }
 
@@ -279,8 +280,12 @@ is_index(const char *s, size_t *out)
 }
 
 /*
- * parse_path: splits path into components and classifies positional parts.
- * Filter identifiers are resolved against u's filters (marking them used).
+ * parse_path: splits path into components and classifies positional parts,
+ * checking in mongod's order (UpdateObjectNode::parseAndMerge): empty
+ * components first, then the count and place of "$" over the whole path,
+ * then each array component ("$[]" / "$[id]" may not come first; an
+ * identifier needs a filter). Filter identifiers are resolved against u's
+ * filters (marking them used).
  */
 static int
 parse_path(mf_update_t *u, const char *path, path_t *out, mf_error_t *err)
@@ -309,35 +314,7 @@ parse_path(mf_update_t *u, const char *path, path_t *out, mf_error_t *err)
         } else if (strcmp(c.name, "$[]") == 0) {
             c.kind = C_ALL;
         } else if (len > 3 && c.name[0] == '$' && c.name[1] == '[' && c.name[len - 1] == ']') {
-            char *id = mf_strndup(c.name + 2, len - 3);
             c.kind = C_FILTER;
-            for (size_t i = 0; i < u->nfilters; i++) {
-                if (strcmp(u->filters[i].name, id) == 0) {
-                    c.filter = (int)i;
-                    u->filters[i].used = true;
-                }
-            }
-            if (c.filter < 0) {
-                mf_err_set(err, MF_E_BadValue, "No array filter found for identifier '%s' in path '%s'", id, path);
-                free(id);
-                free(c.name);
-                path_free(out);
-                return -1;
-            }
-            free(id);
-        } else if (c.name[0] == '$') {
-            mf_err_set(err, MF_E_DollarPrefixedFieldName,
-                       "The dollar ($) prefixed field '%s' in '%s' is not valid for storage.", c.name, path);
-            free(c.name);
-            path_free(out);
-            return -1;
-        }
-        if (c.kind != C_FIELD && out->n == 0) {
-            free(c.name);
-            path_free(out);
-            return mf_err_set(err, MF_E_BadValue,
-                              "Cannot have positional (i.e. '$') element in the first component in path '%s'",
-                              path);
         }
         out->comps = mf_realloc(out->comps, (out->n + 1) * sizeof(comp_t));
         out->comps[out->n++] = c;
@@ -348,6 +325,42 @@ parse_path(mf_update_t *u, const char *path, path_t *out, mf_error_t *err)
     if (npos > 1) {
         path_free(out);
         return mf_err_set(err, MF_E_BadValue, "Too many positional (i.e. '$') elements found in path '%s'", path);
+    }
+    if (out->comps[0].kind == C_POS) {
+        path_free(out);
+        return mf_err_set(err, MF_E_BadValue,
+                          "Cannot have positional (i.e. '$') element in the first position in path '%s'", path);
+    }
+    for (size_t i = 0; i < out->n; i++) {
+        comp_t *c = &out->comps[i];
+
+        if ((c->kind == C_ALL || c->kind == C_FILTER) && i == 0) {
+            path_free(out);
+            return mf_err_set(err, MF_E_BadValue,
+                              "Cannot have array filter identifier (i.e. '$[<id>]') element in the first position "
+                              "in path '%s'",
+                              path);
+        }
+        if (c->kind == C_FILTER) {
+            size_t idlen = strlen(c->name) - 3;
+            for (size_t j = 0; j < u->nfilters; j++) {
+                if (strlen(u->filters[j].name) == idlen && strncmp(u->filters[j].name, c->name + 2, idlen) == 0) {
+                    c->filter = (int)j;
+                    u->filters[j].used = true;
+                }
+            }
+            if (c->filter < 0) {
+                mf_err_set(err, MF_E_BadValue, "No array filter found for identifier '%.*s' in path '%s'", (int)idlen,
+                           c->name + 2, path);
+                path_free(out);
+                return -1;
+            }
+        } else if (c->kind == C_FIELD && c->name[0] == '$') {
+            mf_err_set(err, MF_E_DollarPrefixedFieldName,
+                       "The dollar ($) prefixed field '%s' in '%s' is not valid for storage.", c->name, path);
+            path_free(out);
+            return -1;
+        }
     }
     return 0;
 }
@@ -406,27 +419,72 @@ path_cmp(const path_t *a, const path_t *b)
     return a->n < b->n ? -1 : a->n > b->n;
 }
 
-static int
-conflict_err(const path_t *p, const path_t *q, mf_error_t *err)
+static bool
+comp_is_array(const comp_t *c)
 {
-    const path_t *shorter = q->n <= p->n ? q : p;
-
-    return mf_err_set(err, MF_E_ConflictingUpdateOperators, "Updating the path '%s' would create a conflict at '%s'",
-                      p->path, shorter->path);
+    return c->kind == C_ALL || c->kind == C_FILTER;
 }
 
-/* check_conflict: p (being added) against the paths of the first nprev mods of u. */
+/*
+ * conflict_depth: whether adding path p to an update that already holds path
+ * q conflicts in mongod's update tree (UpdateObjectNode::parseAndMerge), and
+ * where. The tree has a node per distinct prefix; an inner node is an array
+ * node when the component under it is "$[]" / "$[id]" and an object node
+ * otherwise, and a path ends in a leaf. p conflicts with q when, following
+ * their common prefix, it needs a node of the other kind (a.$[] then a.0:
+ * "a" is an array node for one, an object node for the other), passes
+ * through q's leaf, or ends on a node q made. Returns the number of p's
+ * components naming the conflict ("would create a conflict at ..."), or 0.
+ */
+static size_t
+conflict_depth(const path_t *p, const path_t *q)
+{
+    size_t n = p->n < q->n ? p->n : q->n;
+
+    for (size_t i = 0; i < n; i++) {
+        if (i > 0 && comp_is_array(&p->comps[i]) != comp_is_array(&q->comps[i]))
+            return i;
+        if (strcmp(p->comps[i].name, q->comps[i].name) != 0)
+            return 0;
+    }
+    return n;
+}
+
+/*
+ * check_conflict: p (being added) against the paths of the first nprev mods
+ * of u ($rename contributes its source as well as its destination, as
+ * mongod's ConflictPlaceholderNode does). mongod meets the conflict nearest
+ * the root while walking p down its tree, so the shallowest one is reported.
+ */
 static int
 check_conflict(const mf_update_t *u, size_t nprev, const path_t *p, mf_error_t *err)
 {
+    size_t best = 0;
+    bson_string_t *s;
+
     for (size_t i = 0; i < nprev; i++) {
         const mod_t *m = &u->mods[i];
-        if (path_prefix(&m->path, p) || path_prefix(p, &m->path))
-            return conflict_err(p, &m->path, err);
-        if (m->op == OP_RENAME && (path_prefix(&m->from, p) || path_prefix(p, &m->from)))
-            return conflict_err(p, &m->from, err);
+        size_t d = conflict_depth(p, &m->path);
+        if (d > 0 && (best == 0 || d < best))
+            best = d;
+        if (m->op == OP_RENAME) {
+            d = conflict_depth(p, &m->from);
+            if (d > 0 && (best == 0 || d < best))
+                best = d;
+        }
     }
-    return 0;
+    if (best == 0)
+        return 0;
+    s = bson_string_new("");
+    for (size_t i = 0; i < best; i++) {
+        if (i)
+            bson_string_append_c(s, '.');
+        bson_string_append(s, p->comps[i].name);
+    }
+    mf_err_set(err, MF_E_ConflictingUpdateOperators, "Updating the path '%s' would create a conflict at '%s'", p->path,
+               s->str);
+    bson_string_free(s, true);
+    return -1;
 }
 
 static bool
@@ -505,7 +563,6 @@ parse_push(mod_t *m, mf_error_t *err)
             } else if (v->value_type == BSON_TYPE_DOCUMENT) {
                 bson_t spec;
                 bson_iter_t si;
-                mf_error_t serr;
 
                 bson_init_static(&spec, v->value.v_doc.data, v->value.v_doc.data_len);
                 if (bson_count_keys(&spec) == 0)
@@ -523,10 +580,7 @@ parse_push(mod_t *m, mf_error_t *err)
                     if (!mf_value_is_number(sv) || (dv != 1 && dv != -1))
                         return mf_err_set(err, MF_E_BadValue, "The $sort element value must be either 1 or -1");
                 }
-                mf_err_clear(&serr);
-                m->sort = mf_sort_new(&spec, &serr);
-                if (m->sort == NULL)
-                    return mf_err_set(err, MF_E_BadValue, "%s", serr.msg);
+                m->sort_spec = *v;
                 m->sort_kind = 2;
             } else {
                 return mf_err_set(err, MF_E_BadValue,
@@ -818,11 +872,101 @@ mod_sort_cmp(const void *a, const void *b)
     return path_cmp(&((const mod_t *)a)->path, &((const mod_t *)b)->path);
 }
 
+static int filter_placeholder(const uint8_t *data, uint32_t len, char **out, mf_error_t *err);
+
+/*
+ * placeholder_combine: folds one clause's identifier (owned, may be NULL)
+ * into *acc as mongod's parseTopLevelFieldName does for a logical node: the
+ * first clause with a name sets it, clauses without one do not count, and a
+ * different name is 9 FailedToParse.
+ */
+static int
+placeholder_combine(char **acc, char *name, mf_error_t *err)
+{
+    int rc = 0;
+
+    if (name == NULL)
+        return 0;
+    if (*acc == NULL) {
+        *acc = name;
+        return 0;
+    }
+    if (strcmp(*acc, name) != 0)
+        rc = mf_err_set(err, MF_E_FailedToParse,
+                        "Error parsing array filter :: caused by :: Expected a single top-level field name, found "
+                        "'%s' and '%s'",
+                        *acc, name);
+    free(name);
+    return rc;
+}
+
+/*
+ * filter_placeholder: the identifier an array filter (a filter document, an
+ * implicit $and of its fields) is over: a field condition names the part of
+ * its path before the first dot, $and / $or / $nor the name their clauses
+ * agree on, and other operators ($alwaysTrue, ...) nothing. *out is set to
+ * an owned string or NULL. Returns 0, or -1 with err.
+ */
+static int
+filter_placeholder(const uint8_t *data, uint32_t len, char **out, mf_error_t *err)
+{
+    bson_iter_t it, ai;
+    char *acc = NULL;
+    int rc = 0;
+
+    *out = NULL;
+    if (!bson_iter_init_from_data(&it, data, len))
+        return 0;
+    while (rc == 0 && bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        char *name = NULL;
+
+        if (k[0] != '$') {
+            const char *dot = strchr(k, '.');
+            name = mf_strndup(k, dot ? (size_t)(dot - k) : strlen(k));
+        } else if ((strcmp(k, "$and") == 0 || strcmp(k, "$or") == 0 || strcmp(k, "$nor") == 0) &&
+                   BSON_ITER_HOLDS_ARRAY(&it) && bson_iter_recurse(&it, &ai)) {
+            while (rc == 0 && bson_iter_next(&ai)) {
+                const uint8_t *dd;
+                uint32_t dl;
+                char *sub;
+
+                if (!BSON_ITER_HOLDS_DOCUMENT(&ai))
+                    continue;
+                bson_iter_document(&ai, &dl, &dd);
+                rc = filter_placeholder(dd, dl, &sub, err);
+                if (rc == 0)
+                    rc = placeholder_combine(&name, sub, err);
+            }
+        }
+        if (rc == 0)
+            rc = placeholder_combine(&acc, name, err);
+        else
+            free(name);
+    }
+    if (rc < 0)
+        free(acc);
+    else
+        *out = acc;
+    return rc;
+}
+
+/*
+ * parse_filters: the arrayFilters option, checked in mongod's order
+ * (parsed_update.cpp parseArrayFilters): each filter parses as a match
+ * expression without special features ($expr / $jsonSchema / $text are 224
+ * QueryFeatureNotAllowed), errors carrying "Error parsing array filter"
+ * context; then its identifier is found through $and / $or / $nor and must
+ * be a lowercase-led alphanumeric name, present, and not repeated.
+ */
 static int
 parse_filters(mf_update_t *u, const bson_value_t *af, mf_error_t *err)
 {
     bson_t arr;
     bson_iter_t it;
+    mf_matcher_t *m = NULL;
+    char *name = NULL;
+    mf_error_t perr;
 
     if (af->value_type != BSON_TYPE_ARRAY)
         return mf_err_set(err, MF_E_TypeMismatch, "arrayFilters must be an array");
@@ -830,74 +974,59 @@ parse_filters(mf_update_t *u, const bson_value_t *af, mf_error_t *err)
     bson_iter_init(&it, &arr);
     while (bson_iter_next(&it)) {
         const bson_value_t *fv = bson_iter_value(&it);
-        bson_t f;
-        bson_iter_t fi;
-        char *name = NULL;
+        bool good = true;
 
-        if (fv->value_type != BSON_TYPE_DOCUMENT)
-            return mf_err_set(err, MF_E_TypeMismatch, "Each array filter must be an object, but found type %s",
-                              mf_type_name(fv->value_type));
-        bson_init_static(&f, fv->value.v_doc.data, fv->value.v_doc.data_len);
-        bson_iter_init(&fi, &f);
-        while (bson_iter_next(&fi)) {
-            const char *k = bson_iter_key(&fi);
-            const char *dot = strchr(k, '.');
-            size_t len = dot ? (size_t)(dot - k) : strlen(k);
-            if (k[0] == '$')
-                continue; /* $and / $or etc.: the identifier comes from other fields */
-            if (name == NULL) {
-                name = mf_strndup(k, len);
-            } else if (strlen(name) != len || strncmp(name, k, len) != 0) {
-                char *other = mf_strndup(k, len);
-                mf_err_set(err, MF_E_FailedToParse,
-                           "Error parsing array filter :: caused by :: Expected a single top-level field name, "
-                           "found '%s' and '%s'",
-                           name, other);
-                free(other);
-                free(name);
-                return -1;
-            }
+        if (fv->value_type != BSON_TYPE_DOCUMENT) {
+            mf_err_set(err, MF_E_TypeMismatch, "Each array filter must be an object, but found type %s",
+                       mf_type_name(fv->value_type));
+            goto fail;
         }
-        if (name == NULL)
-            return mf_err_set(err, MF_E_FailedToParse,
-                              "Cannot use an expression without a top-level field name in arrayFilters");
-        if (!(name[0] >= 'a' && name[0] <= 'z')) {
+        mf_err_clear(&perr);
+        m = mf_matcher_new_pull(fv, &perr);
+        if (m == NULL) {
+            mf_err_set(err, perr.code, "Error parsing array filter :: caused by :: %s", perr.msg);
+            goto fail;
+        }
+        if (filter_placeholder(fv->value.v_doc.data, fv->value.v_doc.data_len, &name, err) < 0)
+            goto fail;
+        if (name != NULL) {
+            good = name[0] >= 'a' && name[0] <= 'z';
+            for (const char *p = name; *p && good; p++)
+                good = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9');
+        }
+        if (!good) {
             mf_err_set(err, MF_E_BadValue,
                        "Error parsing array filter :: caused by :: The top-level field name must be an "
                        "alphanumeric string beginning with a lowercase letter, found '%s'",
                        name);
-            free(name);
-            return -1;
+            goto fail;
         }
-        for (const char *p = name; *p; p++) {
-            if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9'))) {
-                mf_err_set(err, MF_E_BadValue,
-                           "Error parsing array filter :: caused by :: The top-level field name must be an "
-                           "alphanumeric string beginning with a lowercase letter, found '%s'",
-                           name);
-                free(name);
-                return -1;
-            }
+        if (name == NULL) {
+            mf_err_set(err, MF_E_FailedToParse,
+                       "Cannot use an expression without a top-level field name in arrayFilters");
+            goto fail;
         }
         for (size_t i = 0; i < u->nfilters; i++) {
             if (strcmp(u->filters[i].name, name) == 0) {
-                mf_err_set(err, MF_E_FailedToParse, "Found multiple array filters with the same top-level field name %s",
-                           name);
-                free(name);
-                return -1;
+                mf_err_set(err, MF_E_FailedToParse,
+                           "Found multiple array filters with the same top-level field name %s", name);
+                goto fail;
             }
         }
         u->filters = mf_realloc(u->filters, (u->nfilters + 1) * sizeof(afilter_t));
         u->filters[u->nfilters].name = name;
         u->filters[u->nfilters].used = false;
-        u->filters[u->nfilters].m = mf_matcher_new_value(fv, err);
-        if (u->filters[u->nfilters].m == NULL) {
-            free(name);
-            return -1;
-        }
+        u->filters[u->nfilters].m = m;
         u->nfilters++;
+        name = NULL;
+        m = NULL;
     }
     return 0;
+
+fail:
+    mf_matcher_free(m);
+    free(name);
+    return -1;
 }
 
 static int
@@ -1022,6 +1151,13 @@ fail:
 typedef struct node node_t;
 struct node {
     bson_value_t v; /* the value when not expanded; the source of borrowed children when expanded */
+    /*
+     * The value the node had when its parent was expanded (borrowed from the
+     * parent's v, which outlives it), kept when mods change v; EOD for nodes
+     * the update created. arrayFilters are matched against it: mongod
+     * evaluates every filter of an array before applying any of them.
+     */
+    bson_value_t orig;
     bool owned;     /* v holds heap memory of its own */
     bool expanded;
     bool is_array; /* meaningful when expanded */
@@ -1170,8 +1306,11 @@ node_expand(node_t *n)
     n->expanded = true;
     if (!bson_init_static(&b, n->v.value.v_doc.data, n->v.value.v_doc.data_len) || !bson_iter_init(&it, &b))
         return;
-    while (bson_iter_next(&it))
-        node_push(n, n->is_array ? NULL : mf_strdup(bson_iter_key(&it)), node_new_value(bson_iter_value(&it), false));
+    while (bson_iter_next(&it)) {
+        node_t *kid = node_new_value(bson_iter_value(&it), false);
+        kid->orig = kid->v;
+        node_push(n, n->is_array ? NULL : mf_strdup(bson_iter_key(&it)), kid);
+    }
 }
 
 static void node_append_to(bson_t *b, const char *key, int keylen, const node_t *n);
@@ -1386,11 +1525,51 @@ num_arith(bool mul, const bson_value_t *a, const bson_value_t *b, bson_value_t *
     }
 }
 
+/*
+ * pattern_key: the value a $push $sort pattern field reads from an array
+ * element, as mongod's PatternElementCmp does with
+ * extractElementsBasedOnTemplate: a field named by the whole (dotted) path
+ * first, else the first part's document or array and the rest of the path
+ * within it (an array is entered only by index: "b.c" over b: [{c: 1}] finds
+ * nothing). The value is taken whole, so an array compares as an array.
+ * Anything other than a document has no fields; a missing field is null.
+ */
+static void
+pattern_key(const bson_value_t *el, const char *path, bson_value_t *out)
+{
+    const uint8_t *data;
+    uint32_t len;
+    bson_iter_t it;
+
+    out->value_type = BSON_TYPE_NULL;
+    if (el->value_type != BSON_TYPE_DOCUMENT)
+        return;
+    data = el->value.v_doc.data;
+    len = el->value.v_doc.data_len;
+    for (;;) {
+        const char *dot;
+
+        if (bson_iter_init_from_data(&it, data, len) && bson_iter_find(&it, path)) {
+            *out = *bson_iter_value(&it);
+            return;
+        }
+        dot = strchr(path, '.');
+        if (dot == NULL || !bson_iter_init_from_data(&it, data, len) ||
+            !bson_iter_find_w_len(&it, path, (int)(dot - path)) ||
+            !(BSON_ITER_HOLDS_DOCUMENT(&it) || BSON_ITER_HOLDS_ARRAY(&it)))
+            return;
+        if (BSON_ITER_HOLDS_DOCUMENT(&it))
+            bson_iter_document(&it, &len, &data);
+        else
+            bson_iter_array(&it, &len, &data);
+        path = dot + 1;
+    }
+}
+
 typedef struct {
     bson_value_t v;
     bool owned;
-    const uint8_t *data; /* for pattern sorts: the element as a document (NULL: not a document) */
-    uint32_t len;
+    bson_value_t *keys; /* pattern sorts: one value per pattern field (borrowed from v) */
     size_t idx;
     const mod_t *m;
 } sortel_t;
@@ -1399,19 +1578,19 @@ static int
 sortel_cmp(const void *pa, const void *pb)
 {
     const sortel_t *a = pa, *b = pb;
-    int c;
+    int c = 0;
 
     if (a->m->sort_kind == 2) {
-        bson_t da, db;
-        if (a->data)
-            bson_init_static(&da, a->data, a->len);
-        else
-            bson_init(&da);
-        if (b->data)
-            bson_init_static(&db, b->data, b->len);
-        else
-            bson_init(&db);
-        c = mf_sort_cmp(a->m->sort, &da, &db);
+        bson_iter_t it;
+        size_t f = 0;
+
+        bson_iter_init_from_data(&it, a->m->sort_spec.value.v_doc.data, a->m->sort_spec.value.v_doc.data_len);
+        while (c == 0 && bson_iter_next(&it)) {
+            c = mf_value_cmp(&a->keys[f], &b->keys[f]);
+            if (mf_value_as_double(bson_iter_value(&it)) < 0)
+                c = -c;
+            f++;
+        }
     } else
         c = mf_value_cmp(&a->v, &b->v) * a->m->sort_kind;
     if (c == 0)
@@ -1424,21 +1603,32 @@ push_sort(node_t *arr, const mod_t *m)
 {
     if (arr->n == 0)
         return; /* nothing to order (and kids may be NULL) */
-    sortel_t *els = mf_calloc(arr->n ? arr->n : 1, sizeof(sortel_t));
-    node_t **kids = mf_malloc((arr->n ? arr->n : 1) * sizeof(node_t *));
+    sortel_t *els = mf_calloc(arr->n, sizeof(sortel_t));
+    node_t **kids = mf_malloc(arr->n * sizeof(node_t *));
+    size_t nfields = 0;
+    bson_iter_t it;
 
+    if (m->sort_kind == 2) {
+        bson_iter_init_from_data(&it, m->sort_spec.value.v_doc.data, m->sort_spec.value.v_doc.data_len);
+        while (bson_iter_next(&it))
+            nfields++;
+    }
     for (size_t i = 0; i < arr->n; i++) {
         node_value(arr->kids[i], &els[i].v, &els[i].owned);
         els[i].idx = i;
         els[i].m = m;
-        if (els[i].v.value_type == BSON_TYPE_DOCUMENT) {
-            els[i].data = els[i].v.value.v_doc.data;
-            els[i].len = els[i].v.value.v_doc.data_len;
+        if (nfields > 0) {
+            size_t f = 0;
+            els[i].keys = mf_calloc(nfields, sizeof(bson_value_t));
+            bson_iter_init_from_data(&it, m->sort_spec.value.v_doc.data, m->sort_spec.value.v_doc.data_len);
+            while (bson_iter_next(&it))
+                pattern_key(&els[i].v, bson_iter_key(&it), &els[i].keys[f++]);
         }
     }
     qsort(els, arr->n, sizeof(sortel_t), sortel_cmp);
     for (size_t i = 0; i < arr->n; i++) {
         kids[i] = arr->kids[els[i].idx];
+        free(els[i].keys);
         if (els[i].owned)
             bson_value_destroy(&els[i].v);
     }
@@ -1533,12 +1723,17 @@ leaf(actx_t *c, const mod_t *m, node_t *cur, const char *curname, const char *ke
                               "non-numeric type %s",
                               m->opname, ctx_id(c), key, mf_type_name(node_type(t)));
         if (num_arith(m->op == OP_MUL, &t->v, &m->val, &res) < 0) {
-            char *s = node_fmt(t);
-            mf_err_set(c->err, MF_E_BadValue,
-                       "Failed to apply %s operations to current value (%s) for document {%s}", m->opname, s,
-                       ctx_id(c));
-            bson_free(s);
-            return -1;
+            /*
+             * Only integer arithmetic overflows; mongod shows the current
+             * value as SafeNum::debugString does ("(NumberLong)9223372036854775807").
+             */
+            if (t->v.value_type == BSON_TYPE_INT32)
+                return mf_err_set(c->err, MF_E_BadValue,
+                                  "Failed to apply %s operations to current value ((NumberInt)%d) for document {%s}",
+                                  m->opname, t->v.value.v_int32, ctx_id(c));
+            return mf_err_set(c->err, MF_E_BadValue,
+                              "Failed to apply %s operations to current value ((NumberLong)%lld) for document {%s}",
+                              m->opname, (long long)t->v.value.v_int64, ctx_id(c));
         }
         node_set(t, &res, false);
         return 0;
@@ -1705,6 +1900,14 @@ descend(actx_t *c, const mod_t *m, const path_t *p, size_t i, node_t *cur, const
     node_t **slot = slot_find(cur, key);
     const comp_t *next = &p->comps[i + 1];
 
+    /*
+     * mongod checks for the query's match when it applies the object node
+     * holding "$", before it looks at what the document has there (so an
+     * upsert's {a: 2} fails this way rather than with 28).
+     */
+    if (next->kind == C_POS && c->array_pos < 0)
+        return mf_err_set(c->err, MF_E_BadValue,
+                          "The positional operator did not find the match needed from the query.");
     if (slot == NULL) {
         node_t *child;
         if (has_array_comp(p, i + 1)) {
@@ -1744,23 +1947,306 @@ descend(actx_t *c, const mod_t *m, const path_t *p, size_t i, node_t *cur, const
     return walk(c, m, p, i + 1, *slot, key);
 }
 
+/* filter_match_value: whether array element value v passes filter f (v as the filter's identifier field). */
 static bool
-filter_match(const afilter_t *f, const node_t *el)
+filter_match_value(const afilter_t *f, const bson_value_t *v)
 {
     bson_t w = BSON_INITIALIZER;
-    bson_value_t v, wv;
-    bool owned, r;
+    bson_value_t wv;
+    bool r;
 
-    node_value(el, &v, &owned);
-    mf_bson_append_value(&w, f->name, -1, &v);
+    mf_bson_append_value(&w, f->name, -1, v);
     wv.value_type = BSON_TYPE_DOCUMENT;
     wv.value.v_doc.data = (uint8_t *)bson_get_data(&w);
     wv.value.v_doc.data_len = w.len;
     r = mf_matcher_match_value(f->m, &wv);
-    if (owned)
-        bson_value_destroy(&v);
     bson_destroy(&w);
     return r;
+}
+
+/*
+ * filter_match: whether array element el passes f, judged on the element's
+ * value before this update (see node_t.orig) so that one mod's change
+ * cannot make another's filter match.
+ */
+static bool
+filter_match(const afilter_t *f, const node_t *el)
+{
+    bson_value_t v;
+    bool owned, r;
+
+    if (el->orig.value_type != BSON_TYPE_EOD)
+        return filter_match_value(f, &el->orig);
+    node_value(el, &v, &owned);
+    r = filter_match_value(f, &v);
+    if (owned)
+        bson_value_destroy(&v);
+    return r;
+}
+
+/* ------------------------------------------------------------------------ */
+/*
+ * Conflicts found when applying. mongod keeps the update as a tree whose
+ * inner nodes are object nodes (children by field name, plus one for "$")
+ * and array nodes (children by arrayFilters identifier, "" for "$[]"). Two
+ * children that reach the same place in the document are merged when
+ * applied: "$" with the field the query matched (a.$ and a.1 when $ is 1),
+ * and the identifiers whose filters an array element passes (a.$[x] and
+ * a.$[y], or a.$[] and anything). Merging two leaves, a leaf with an inner
+ * node, or an object node with an array node fails with 40
+ * ConflictingUpdateOperators "Update created a conflict at '<path>'"; merging
+ * two inner nodes merges their same-named children the same way, the path
+ * naming them as written ("a.0.b.$[k].c").
+ *
+ * The mods here are applied one after another, so these merges are checked
+ * first, over the document as it was: dyn_visit walks the tree's levels with
+ * the mods (their paths) that share a node, and merge_check checks a merge.
+ * Filters are judged on the unchanged document, as mongod does.
+ */
+
+/* where_join: "where.part" (or part alone at the root), newly allocated. */
+static char *
+where_join(const char *where, const char *part, size_t partlen)
+{
+    size_t wl = strlen(where);
+    char *s = mf_malloc(wl + partlen + 2);
+
+    memcpy(s, where, wl);
+    if (wl)
+        s[wl++] = '.';
+    memcpy(s + wl, part, partlen);
+    s[wl + partlen] = '\0';
+    return s;
+}
+
+/* group_of: the paths of ps whose component i is named name, into out (capacity np); returns how many. */
+static size_t
+group_of(const path_t **ps, size_t np, size_t i, const char *name, const path_t **out)
+{
+    size_t k = 0;
+
+    for (size_t j = 0; j < np; j++)
+        if (strcmp(ps[j]->comps[i].name, name) == 0)
+            out[k++] = ps[j];
+    return k;
+}
+
+/*
+ * first_of: true if ps[j] is the first of ps with its component i's name,
+ * so iterating j over first_of visits each distinct child once.
+ */
+static bool
+first_of(const path_t **ps, size_t j, size_t i)
+{
+    for (size_t k = 0; k < j; k++)
+        if (strcmp(ps[k]->comps[i].name, ps[j]->comps[i].name) == 0)
+            return false;
+    return true;
+}
+
+/*
+ * merge_check: merging the nodes for component i of the paths in a and of
+ * those in b, at where (see above). Returns 0, or -1 with err.
+ */
+static int
+merge_check(const path_t **a, size_t na, const path_t **b, size_t nb, size_t i, const char *where, mf_error_t *err)
+{
+    const path_t **ga = NULL, **gb = NULL;
+    char *sub = NULL;
+    int rc = 0;
+
+    for (size_t j = 0; j < na + nb; j++) {
+        const path_t *p = j < na ? a[j] : b[j - na];
+        if (p->n == i + 1)
+            return mf_err_set(err, MF_E_ConflictingUpdateOperators, "Update created a conflict at '%s'", where);
+    }
+    if (comp_is_array(&a[0]->comps[i + 1]) != comp_is_array(&b[0]->comps[i + 1]))
+        return mf_err_set(err, MF_E_ConflictingUpdateOperators, "Update created a conflict at '%s'", where);
+    ga = mf_malloc(na * sizeof(*ga));
+    gb = mf_malloc(nb * sizeof(*gb));
+    for (size_t j = 0; j < na && rc == 0; j++) {
+        const char *name = a[j]->comps[i + 1].name;
+        size_t ka, kb;
+
+        if (!first_of(a, j, i + 1))
+            continue;
+        kb = group_of(b, nb, i + 1, name, gb);
+        if (kb == 0)
+            continue;
+        ka = group_of(a, na, i + 1, name, ga);
+        sub = where_join(where, name, strlen(name));
+        rc = merge_check(ga, ka, gb, kb, i + 1, sub, err);
+        free(sub);
+    }
+    free(ga);
+    free(gb);
+    return rc;
+}
+
+/* child_value: the field (or array element) key of container v, or NULL. */
+static const bson_value_t *
+child_value(const bson_value_t *v, const char *key, bson_iter_t *it)
+{
+    if (v == NULL || (v->value_type != BSON_TYPE_DOCUMENT && v->value_type != BSON_TYPE_ARRAY))
+        return NULL;
+    if (!bson_iter_init_from_data(it, v->value.v_doc.data, v->value.v_doc.data_len) || !bson_iter_find(it, key))
+        return NULL;
+    return bson_iter_value(it);
+}
+
+/* ident_cmp: mongod's order of an array node's children: by identifier, "" ("$[]") first. */
+static int
+ident_cmp(const comp_t *a, const comp_t *b)
+{
+    size_t al = strlen(a->name) - 3, bl = strlen(b->name) - 3;
+    int c = memcmp(a->name + 2, b->name + 2, al < bl ? al : bl);
+
+    return c != 0 ? c : al < bl ? -1 : al > bl;
+}
+
+/*
+ * dyn_visit: the node at where (v the document's value there, NULL when
+ * missing) shared by the paths ps, all longer than i; component i names its
+ * children. Returns 0, or -1 with err.
+ */
+static int
+dyn_visit(actx_t *c, const path_t **ps, size_t np, size_t i, const bson_value_t *v, const char *where)
+{
+    const path_t **grp = mf_malloc(np * sizeof(*grp)), **sub = mf_malloc(np * sizeof(*sub));
+    char *next = NULL;
+    char buf[24];
+    bson_iter_t it;
+    int rc = 0;
+
+    if (!comp_is_array(&ps[0]->comps[i])) {
+        /* An object node: each child once; "$" merged into the field the query matched. */
+        size_t npos = group_of(ps, np, i, "$", sub);
+
+        if (npos > 0 && c->array_pos < 0)
+            goto done; /* applying reports mongod's error */
+        snprintf(buf, sizeof(buf), "%d", c->array_pos);
+        for (size_t j = 0; j < np && rc == 0; j++) {
+            const char *name = ps[j]->comps[i].name;
+            const char *key = name;
+            size_t k, ns = 0;
+
+            if (!first_of(ps, j, i))
+                continue;
+            if (ps[j]->comps[i].kind == C_POS) {
+                if (group_of(ps, np, i, buf, grp) > 0)
+                    continue; /* taken with the field it names */
+                key = buf;
+            }
+            k = group_of(ps, np, i, name, grp);
+            next = where_join(where, key, strlen(key));
+            if (npos > 0 && ps[j]->comps[i].kind != C_POS && strcmp(name, buf) == 0) {
+                const path_t **pos = mf_malloc(np * sizeof(*pos));
+                size_t kp = group_of(ps, np, i, "$", pos);
+                rc = merge_check(pos, kp, grp, k, i, next, c->err);
+                memcpy(grp + k, pos, kp * sizeof(*pos));
+                k += kp;
+                free(pos);
+            }
+            for (size_t g = 0; g < k; g++)
+                if (grp[g]->n > i + 1)
+                    sub[ns++] = grp[g];
+            if (rc == 0 && ns > 0)
+                rc = dyn_visit(c, sub, ns, i + 1, child_value(v, key, &it), next);
+            free(next);
+            next = NULL;
+        }
+        goto done;
+    }
+
+    /* An array node: per element, the children whose filters it passes, merged in identifier order. */
+    if (v == NULL || v->value_type != BSON_TYPE_ARRAY ||
+        !bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len))
+        goto done; /* applying reports mongod's error */
+    while (rc == 0 && bson_iter_next(&it)) {
+        const bson_value_t *el = bson_iter_value(&it);
+        const comp_t *prev = NULL;
+        size_t nacc = 0, ns = 0;
+
+        next = where_join(where, bson_iter_key(&it), strlen(bson_iter_key(&it)));
+        for (;;) {
+            /* The next identifier after prev, in order, that el passes. */
+            const comp_t *best = NULL;
+            size_t k;
+
+            for (size_t j = 0; j < np; j++) {
+                const comp_t *cp = &ps[j]->comps[i];
+                if ((prev && ident_cmp(cp, prev) <= 0) || (best && ident_cmp(cp, best) >= 0))
+                    continue;
+                if (cp->kind == C_FILTER && !filter_match_value(&c->u->filters[cp->filter], el))
+                    continue;
+                best = cp;
+            }
+            if (best == NULL)
+                break;
+            k = group_of(ps, np, i, best->name, grp + nacc);
+            if (nacc > 0 && (rc = merge_check(grp, nacc, grp + nacc, k, i, next, c->err)) < 0)
+                break;
+            nacc += k;
+            prev = best;
+        }
+        for (size_t g = 0; g < nacc; g++)
+            if (grp[g]->n > i + 1)
+                sub[ns++] = grp[g];
+        if (rc == 0 && ns > 0)
+            rc = dyn_visit(c, sub, ns, i + 1, el, next);
+        free(next);
+        next = NULL;
+    }
+
+done:
+    free(next);
+    free(grp);
+    free(sub);
+    return rc;
+}
+
+/*
+ * shares_root_with_dynamic: whether some dynamic mod path of u starts with
+ * p's first field (only such paths can meet a dynamic one).
+ */
+static bool
+shares_root_with_dynamic(const mf_update_t *u, const path_t *p)
+{
+    for (size_t i = 0; i < u->nmods; i++)
+        if (path_is_dynamic(&u->mods[i].path) && strcmp(u->mods[i].path.comps[0].name, p->comps[0].name) == 0)
+            return true;
+    return false;
+}
+
+/*
+ * check_apply_conflicts: the merges above for u over doc. Static paths were
+ * checked when parsed, so only the subtrees holding a "$", "$[]" or "$[id]"
+ * path are visited.
+ */
+static int
+check_apply_conflicts(actx_t *c, const bson_t *doc)
+{
+    const mf_update_t *u = c->u;
+    const path_t **ps = mf_malloc((2 * u->nmods + 1) * sizeof(*ps));
+    bson_value_t dv;
+    size_t np = 0;
+    int rc = 0;
+
+    for (size_t i = 0; i < u->nmods; i++) {
+        const mod_t *m = &u->mods[i];
+        if (shares_root_with_dynamic(u, &m->path))
+            ps[np++] = &m->path;
+        if (m->op == OP_RENAME && shares_root_with_dynamic(u, &m->from))
+            ps[np++] = &m->from;
+    }
+    if (np > 0) {
+        dv.value_type = BSON_TYPE_DOCUMENT;
+        dv.value.v_doc.data = (uint8_t *)bson_get_data(doc);
+        dv.value.v_doc.data_len = doc->len;
+        rc = dyn_visit(c, ps, np, 0, &dv, "");
+    }
+    free(ps);
+    return rc;
 }
 
 /* walk: applies m's path component i within the (expanded) container cur. */
@@ -1970,6 +2456,7 @@ mf_update_apply(const mf_update_t *u, const bson_t *doc, const mf_match_details_
     root = node_new_value(&dv, false);
     node_expand(root);
 
+    rc = check_apply_conflicts(&c, doc);
     for (size_t i = 0; i < u->nmods && rc == 0; i++) {
         const mod_t *m = &u->mods[i];
         if (m->op == OP_SETONINSERT && !is_insert)

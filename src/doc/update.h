@@ -8,7 +8,8 @@
  * with int32 / int64 operands on int32 / int64 values, a missing field
  * starting from int32 0, int64 if either side is), positional "$", "$[]"
  * and "$[name]" with arrayFilters. Errors follow MongoDB: conflicting paths →
- * 40 ConflictingUpdateOperators, unknown operator → 9 FailedToParse
+ * 40 ConflictingUpdateOperators (also when "$" or array filters make two
+ * paths reach one array element), unknown operator → 9 FailedToParse
  * ("Unknown modifier: $foo. Expected a valid update modifier or pipeline-style
  * update specified as an array"), $inc of a non-number → 14 TypeMismatch,
  * changing _id → 66 ImmutableField, a bad $bit operand or a $bit on a
