@@ -184,7 +184,8 @@ Test(agg, stage_validation)
     expect_err("{\"p\": [{}]}", MF_E_Location40323, NULL);
     expect_err("{\"p\": [{\"$foo\": 1}]}", MF_E_Location40324, "Unrecognized pipeline stage name: '$foo'");
     expect_err("{\"p\": [{\"$limit\": 0}]}", MF_E_Location15958, NULL);
-    expect_err("{\"p\": [{\"$skip\": -1}]}", MF_E_Location15956, NULL);
+    /* MongoDB 8.0: 5107200 for any bad $skip argument (15956 was 4.x's). */
+    expect_err("{\"p\": [{\"$skip\": -1}]}", MF_E_Location5107200, "invalid argument to $skip stage");
     expect_err("{\"p\": [{\"$group\": {\"n\": {\"$sum\": 1}}}]}", MF_E_Location15955, NULL);
     expect_err("{\"p\": [{\"$group\": {\"_id\": null, \"n\": {\"$bogus\": 1}}}]}", MF_E_Location15952, NULL);
     expect_err("{\"p\": [{\"$project\": {\"a\": 1, \"b\": 0}}]}", MF_E_Location31254, NULL);
