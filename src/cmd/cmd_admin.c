@@ -75,6 +75,38 @@ cmd_ping(mf_op_t *op)
     return 0;
 }
 
+/*
+ * {shutdown: 1, force?, timeoutSecs?}: a clean stop, as SIGTERM's (the
+ * network layer stops accepting, in-flight commands finish, WiredTiger
+ * checkpoints at close). As mongod: admin only, and without access control
+ * only from a loopback address (13). This reply is written before the
+ * connection closes (mongod's process exits without one; drivers and
+ * mongosh's db.shutdownServer() take either). force and timeoutSecs only
+ * matter to a replica set's primary, which waits for a secondary to catch
+ * up; mayfly's Raft replica sets hand over leadership on their own.
+ */
+static const char *const shutdown_fields[] = {"force", "timeoutSecs", NULL};
+
+static int
+cmd_shutdown(mf_op_t *op)
+{
+    bson_iter_t it;
+    if (mf_op_find(op, "force", &it) && !BSON_ITER_HOLDS_BOOL(&it))
+        return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field 'shutdown.force' is the wrong type '%s', expected type 'bool'",
+                          mf_type_name(bson_iter_type(&it)));
+    if (mf_op_find(op, "timeoutSecs", &it) && !mf_value_is_number(bson_iter_value(&it)))
+        return mf_err_set(&op->err, MF_E_TypeMismatch,
+                          "BSON field 'shutdown.timeoutSecs' is the wrong type '%s', expected types '[long, int, decimal, double]'",
+                          mf_type_name(bson_iter_type(&it)));
+    if (!op->eng->auth_enabled && op->client != NULL && !op->client->loopback)
+        return mf_err_set(&op->err, MF_E_Unauthorized, "shutdown must run from localhost when running db without auth");
+    if (!mf_engine_request_stop(op->eng))
+        return mf_err_set(&op->err, MF_E_IllegalOperation, "shutdown: no server is running this engine");
+    mf_log(MF_LOG_INFO, "COMMAND", "Terminating via shutdown command (conn%lld)",
+           (long long)(op->client ? op->client->id : 0));
+    return 0;
+}
+
 static int
 cmd_build_info(mf_op_t *op)
 {
@@ -623,6 +655,7 @@ const mf_cmd_def_t mf_cmds_admin[] = {
     {"isMaster", cmd_hello, MF_CMD_NO_DB},
     {"ismaster", cmd_hello, MF_CMD_NO_DB},
     {"ping", cmd_ping, MF_CMD_NO_DB},
+    {"shutdown", cmd_shutdown, MF_CMD_ADMIN_ONLY, shutdown_fields},
     {"buildInfo", cmd_build_info, MF_CMD_NO_DB},
     {"buildinfo", cmd_build_info, MF_CMD_NO_DB},
     {"getParameter", cmd_get_parameter, MF_CMD_ADMIN_ONLY},

@@ -344,6 +344,26 @@ mf_engine_set_topology_hook(mf_engine_t *eng, void (*fn)(void *arg), void *arg)
 }
 
 void
+mf_engine_set_stop_hook(mf_engine_t *eng, void (*fn)(void *arg), void *arg)
+{
+    pthread_mutex_lock(&eng->topo_mu);
+    eng->on_stop_request = fn;
+    eng->on_stop_request_arg = arg;
+    pthread_mutex_unlock(&eng->topo_mu);
+}
+
+bool
+mf_engine_request_stop(mf_engine_t *eng)
+{
+    pthread_mutex_lock(&eng->topo_mu);
+    bool served = eng->on_stop_request != NULL;
+    if (served)
+        eng->on_stop_request(eng->on_stop_request_arg);
+    pthread_mutex_unlock(&eng->topo_mu);
+    return served;
+}
+
+void
 mf_engine_close(mf_engine_t *eng)
 {
     if (eng == NULL)

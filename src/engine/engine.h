@@ -101,9 +101,11 @@ typedef struct mf_engine {
     bool reaper_stop;
     bson_oid_t process_id;    /* hello's topologyVersion.processId: one per engine */
     _Atomic int64_t topology_version; /* hello's topologyVersion.counter: bumped on every role change */
-    pthread_mutex_t topo_mu;          /* guards on_topology (mf_engine_set_topology_hook) */
+    pthread_mutex_t topo_mu;          /* guards on_topology and on_stop_request (their setters) */
     void (*on_topology)(void *arg);   /* the network layer's: answer held awaitable hellos now */
     void *on_topology_arg;
+    void (*on_stop_request)(void *arg); /* the network layer's: begin a clean shutdown (the shutdown command) */
+    void *on_stop_request_arg;
     bool auth_enabled;           /* access control (--auth, --keyFile): cmd/cmd_auth.c checks every network command */
     _Atomic int64_t users_gen;   /* bumped on every change to admin.system.users (auth/users.h) */
     struct mf_scram_cred *cluster_cred; /* --keyFile: __system@local's SCRAM-SHA-256 credential (owned), or NULL */
@@ -175,6 +177,14 @@ void mf_engine_interrupt(mf_engine_t *eng);
 void mf_engine_topology_changed(mf_engine_t *eng);
 /* mf_engine_set_topology_hook: sets (or with NULL clears) on_topology; after it returns the old hook is not running. */
 void mf_engine_set_topology_hook(mf_engine_t *eng, void (*fn)(void *arg), void *arg);
+/*
+ * mf_engine_set_stop_hook: sets (or with NULL clears) on_stop_request, as
+ * mf_engine_set_topology_hook. mf_engine_request_stop asks the network
+ * layer to shut the server down as SIGTERM does (any thread; returns at
+ * once); false when nothing serves the engine (embedded use).
+ */
+void mf_engine_set_stop_hook(mf_engine_t *eng, void (*fn)(void *arg), void *arg);
+bool mf_engine_request_stop(mf_engine_t *eng);
 /* mf_engine_close: stops background work, checkpoints and frees eng. No command may be running. */
 void mf_engine_close(mf_engine_t *eng);
 

@@ -36,7 +36,8 @@
  *   - A connection closed while a job is in flight is freed by that job's
  *     completion on the loop thread.
  *   - A message that fails to parse closes its connection after logging.
- *   - Shutdown (SIGINT/SIGTERM): stop accepting, close idle connections
+ *   - Shutdown (SIGINT/SIGTERM, or the shutdown command through the
+ *     engine's stop hook, stop_async): stop accepting, close idle connections
  *     (and held hellos); a connection with a job running stops reading and
  *     closes once that reply is written (conn->draining), so its client gets
  *     an answer. Then call eng->on_shutdown (the engine interrupts running
@@ -237,6 +238,8 @@ typedef struct server {
     int max_holders;        /* at most this many wait at once */
     uv_async_t topo_async;  /* the engine's topology changed: answer the held hellos */
     bool topo_async_open;
+    uv_async_t stop_async;  /* the shutdown command asked for a clean stop */
+    bool stop_async_open;
     mf_tls_mode_t tls_mode; /* --tlsMode */
     mf_tls_ctx_t *tls;      /* NULL when TLS is disabled */
     void (*detach)(void *arg); /* mf_net_opts_t's other front ends */
@@ -1285,15 +1288,47 @@ on_stop_timer(uv_timer_t *t)
     mf_log(MF_LOG_INFO, "CONTROL", "shutdown: waiting for %lld command(s) in progress", (long long)srv->inflight);
 }
 
+static void begin_stop(server_t *srv);
+
 static void
 on_signal(uv_signal_t *h, int signum)
 {
     server_t *srv = h->data;
     if (srv->stopping)
         return;
+    mf_log(MF_LOG_INFO, "CONTROL", "received signal %d (%s), shutting down", signum, signum == SIGINT ? "SIGINT" : "SIGTERM");
+    begin_stop(srv);
+}
+
+/* Any thread (the engine calls it under its hook lock): the shutdown command. */
+static void
+on_stop_request(void *arg)
+{
+    server_t *srv = arg;
+    uv_async_send(&srv->stop_async);
+}
+
+static void
+on_stop_async(uv_async_t *a)
+{
+    server_t *srv = a->data;
+    if (srv->stopping)
+        return;
+    mf_log(MF_LOG_INFO, "CONTROL", "shutdown command received, shutting down");
+    begin_stop(srv);
+}
+
+/* Loop thread: the clean stop of a signal or of the shutdown command, once. */
+static void
+begin_stop(server_t *srv)
+{
     srv->stopping = true;
     atomic_store(&srv->no_hold, true);
-    mf_log(MF_LOG_INFO, "CONTROL", "received signal %d (%s), shutting down", signum, signum == SIGINT ? "SIGINT" : "SIGTERM");
+    if (srv->stop_async_open) {
+        srv->stop_async_open = false;
+        mf_engine_set_stop_hook(srv->eng, NULL, NULL);
+        uv_close((uv_handle_t *)&srv->stop_async, NULL);
+    }
     uv_close((uv_handle_t *)&srv->listener, NULL);
     if (srv->detach)
         srv->detach(srv->attach_arg);
@@ -1402,6 +1437,10 @@ mf_net_serve(mf_engine_t *eng, const mf_net_opts_t *opts, mf_error_t *err)
     srv.topo_async.data = &srv;
     srv.topo_async_open = true;
     mf_engine_set_topology_hook(eng, on_topology, &srv);
+    uv_async_init(srv.loop, &srv.stop_async, on_stop_async);
+    srv.stop_async.data = &srv;
+    srv.stop_async_open = true;
+    mf_engine_set_stop_hook(eng, on_stop_request, &srv);
     if (mf_net_pool_create(&pc, &srv.data_pool, err) != 0) {
         rc = -1;
         goto err_close_async;
@@ -1448,6 +1487,9 @@ err_close_async:
     srv.topo_async_open = false;
     mf_engine_set_topology_hook(eng, NULL, NULL);
     uv_close((uv_handle_t *)&srv.topo_async, NULL);
+    srv.stop_async_open = false;
+    mf_engine_set_stop_hook(eng, NULL, NULL);
+    uv_close((uv_handle_t *)&srv.stop_async, NULL);
     uv_run(srv.loop, UV_RUN_DEFAULT);
 done:
     /* No job is queued or running now; joining runs each worker's thread_exit. */
