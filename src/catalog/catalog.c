@@ -1225,7 +1225,7 @@ scan_error(int ret, const char *what, const char *name, mf_error_t *err)
  * for data written before sizes were stored). Returns 0 or -1 with err.
  */
 static int
-coll_load_stats(mf_sess_t *s, mf_cur_t *sizes, mf_coll_t *c, mf_error_t *err)
+coll_load_stats(mf_sess_t *s, mf_cur_t *sizes, mf_coll_t *c, bool recount, mf_error_t *err)
 {
     mf_cur_t *cur;
     int64_t count = 0, size = 0;
@@ -1240,7 +1240,7 @@ coll_load_stats(mf_sess_t *s, mf_cur_t *sizes, mf_coll_t *c, mf_error_t *err)
         atomic_store(&c->next_rid, 1);
     else
         goto err_close;
-    ret = mf_cur_search_bytes(sizes, c->ident, strlen(c->ident));
+    ret = recount ? MF_NOTFOUND : mf_cur_search_bytes(sizes, c->ident, strlen(c->ident));
     if (ret == 0) {
         const uint8_t *v;
         size_t len;
@@ -1264,8 +1264,9 @@ coll_load_stats(mf_sess_t *s, mf_cur_t *sizes, mf_coll_t *c, mf_error_t *err)
         }
         if (ret != MF_NOTFOUND)
             goto err_close;
-        mf_log(MF_LOG_INFO, "STORAGE", "collection %s: no stored size, counted %lld documents", c->ns,
-               (long long)count);
+        if (!recount)
+            mf_log(MF_LOG_INFO, "STORAGE", "collection %s: no stored size, counted %lld documents", c->ns,
+                   (long long)count);
         /* Make the next flush store them, so the next start need not count again. */
         c->flushed_count = -1;
     } else {
@@ -1354,6 +1355,26 @@ out:
 }
 
 static int flush_sizes(mf_catalog_t *cat, bool durable, bool try_lock, mf_error_t *err);
+
+/*
+ * The clean-shutdown mark, a key of the sizes table no ident can take
+ * (idents are "coll-<hex>"): written durably by mf_catalog_close after the
+ * last size flush, removed durably by mf_catalog_open once it has read it.
+ */
+#define CLEAN_MARK "~clean-shutdown"
+
+static int
+clean_mark(mf_catalog_t *cat, bool set, mf_error_t *err)
+{
+    mf_sess_t *s = mf_storage_session(cat->st);
+    if (mf_txn_begin(s, err) != 0)
+        return -1;
+    if (set ? sizes_write(s, CLEAN_MARK, 1, 0, err) != 0 : sizes_write(s, CLEAN_MARK, -1, 0, err) != 0) {
+        mf_txn_abort(s);
+        return -1;
+    }
+    return mf_txn_commit(s, true, err);
+}
 
 /*
  * The flusher's once-a-second size flush. It only tries the catalog lock: a
@@ -1483,8 +1504,18 @@ mf_catalog_open(mf_storage_t *st, mf_catalog_t **out, mf_error_t *err)
     }
     if (mf_cur_open(s, SIZES_URI, &sizes, err) != 0)
         goto err_free;
+    /*
+     * Sizes are stored once a second, so after a crash they lag the records
+     * WiredTiger recovered (mongod's sizeStorer drifts the same way until a
+     * validate). A clean close leaves a mark (mf_catalog_close); without it
+     * every collection is counted here, before anything is served.
+     */
+    bool clean = mf_cur_search_bytes(sizes, CLEAN_MARK, strlen(CLEAN_MARK)) == 0;
+    bool recount = !clean && cat->ncolls > 0;
+    int64_t recount_start = mf_mono_ms(), recounted = 0;
+    mf_cur_reset(sizes);
     for (int i = 0, waited = 0; i < cat->ncolls; i++) {
-        while (coll_load_stats(s, sizes, cat->colls[i], err) != 0) {
+        while (coll_load_stats(s, sizes, cat->colls[i], recount, err) != 0) {
             /*
              * More collections than files this process may open (after a
              * crash, recovery has just opened every table it replayed): the
@@ -1509,6 +1540,18 @@ mf_catalog_open(mf_storage_t *st, mf_catalog_t **out, mf_error_t *err)
     mf_cur_close(sizes);
     sizes = NULL;
     mf_storage_session_release(s);
+    if (recount) {
+        for (int i = 0; i < cat->ncolls; i++)
+            recounted += atomic_load(&cat->colls[i]->approx_count);
+        mf_log(MF_LOG_INFO, "STORAGE",
+               "not shut down cleanly: collection sizes counted again (%d collections, %lld documents, %lld ms)",
+               cat->ncolls, (long long)recounted, (long long)(mf_mono_ms() - recount_start));
+        if (flush_sizes(cat, true, false, err) < 0)
+            goto err_free;
+    }
+    /* The mark is consumed: a crash from here on must count again. */
+    if (clean && clean_mark(cat, false, err) != 0)
+        goto err_free;
     /* An unreadable entry may name tables: then nothing counts as orphaned (never drop data on a guess). */
     if (unreadable > 0)
         mf_log(MF_LOG_WARN, "STORAGE", "%d unreadable catalog entries: not dropping unnamed tables", unreadable);
@@ -1544,6 +1587,8 @@ mf_catalog_close(mf_catalog_t *cat)
     mf_storage_set_periodic(cat->st, NULL, NULL);
     if (mf_catalog_flush_sizes(cat, true, &err) != 0)
         mf_log(MF_LOG_WARN, "STORAGE", "storing collection sizes at shutdown failed: %s", err.msg);
+    else if (clean_mark(cat, true, &err) != 0)
+        mf_log(MF_LOG_WARN, "STORAGE", "marking the clean shutdown failed (the next start counts again): %s", err.msg);
     for (int i = 0; i < cat->ncolls; i++)
         coll_free(cat->colls[i]);
     free(cat->colls);
