@@ -8,8 +8,9 @@
  * Around every handler this file also does what is the same for all
  * commands: registers the operation for currentOp / killOp (curop.h);
  * refuses transactions, which a standalone server cannot run (20
- * IllegalOperation), while letting retryable writes (txnNumber on insert,
- * update, delete, findAndModify) run as plain writes; validates the
+ * IllegalOperation), and on a standalone any txnNumber (as mongod; a
+ * replica set answers retried writes from its session records, repl.c);
+ * validates the
  * writeConcern shape before the command runs, and, since a standalone has
  * one data-bearing node, answers w > 1 with a writeConcernError after the
  * write is applied (as mongod does); and records the logical session a
@@ -163,14 +164,19 @@ mf_cmd_is_retryable_write(const char *name)
            strcmp(name, "findAndModify") == 0 || strcmp(name, "findandmodify") == 0 || strcmp(name, "bulkWrite") == 0;
 }
 
-/* Refuses multi-document transactions: a standalone has no transaction numbers outside retryable writes. */
+/*
+ * Refuses multi-document transactions, and, on a standalone, any
+ * transaction number at all, as mongod (its retryable writes need a replica
+ * set's session records; drivers send none to a standalone, and a raw
+ * client's retry would run twice).
+ */
 static int
 check_txn_fields(mf_op_t *op)
 {
     bool has_txn = mf_op_has(op, "txnNumber");
     if (mf_op_has(op, "startTransaction") || mf_op_has(op, "autocommit") ||
         strcmp(op->name, "commitTransaction") == 0 || strcmp(op->name, "abortTransaction") == 0 ||
-        (has_txn && !mf_cmd_is_retryable_write(op->name)))
+        (has_txn && (op->eng->repl == NULL || !mf_cmd_is_retryable_write(op->name))))
         return mf_err_set(&op->err, MF_E_IllegalOperation,
                           "Transaction numbers are only allowed on a replica set member or mongos");
     return 0;

@@ -116,6 +116,7 @@
     X(91, ShutdownInProgress)                                                  \
     X(89, NetworkTimeout)                                                      \
     X(225, TransactionTooOld)                                                  \
+    X(217, IncompleteTransactionHistory)                                       \
     X(10107, NotWritablePrimary)                                               \
     X(11000, DuplicateKey)                                                     \
     X(11600, InterruptedAtShutdown)                                            \

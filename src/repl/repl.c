@@ -141,6 +141,15 @@ struct mf_repl {
      * heartbeat and initial-sync sleeps. Each writer has its own (waiter_t).
      */
     pthread_cond_t cv, work_cv, oplog_cv, stop_cv;
+    /*
+     * Retryable writes in flight, by session id (under mu): a second
+     * attempt of a session's write waits on sess_cv for the first to end,
+     * then finds its row and is answered from it, as mongod's session
+     * checkout makes it wait (hook_command_begin).
+     */
+    pthread_cond_t sess_cv;
+    uint8_t (*busy_ids)[16];
+    size_t nbusy, capbusy;
     bool stop;
     bool apply_halted; /* an entry's application (or its wait for file descriptors) was cut by shutdown: apply nothing more (a restart redoes it) */
 
@@ -217,6 +226,7 @@ static _Thread_local waiter_t *tls_ddl_waiter; /* the last DDL entry this thread
  */
 typedef struct {
     bool active;
+    bool busy;      /* id is in r->busy_ids: released by hook_command_end */
     uint8_t id[16];
     int64_t txn;
     int64_t ops[3]; /* inserts, updates, deletes logged so far (count_ops) */
@@ -2764,6 +2774,20 @@ hook_admit(void *arg, const char *db, mf_repl_kind_t kind, bool secondary_ok, mf
     return 0;
 }
 
+/*
+ * Retryable commands whose retry is not answered from the session row:
+ * their reply holds a document (findAndModify's value) or per-operation
+ * results (bulkWrite's cursor) that the row does not keep. A retry of one
+ * that already wrote is refused with 217 IncompleteTransactionHistory, as
+ * mongod refuses a retry whose history it no longer has, rather than run a
+ * second time.
+ */
+static bool
+answered_by_error(const char *name)
+{
+    return strcmp(name, "findAndModify") == 0 || strcmp(name, "findandmodify") == 0 || strcmp(name, "bulkWrite") == 0;
+}
+
 /* The session id (lsid.id, 16 bytes) and txnNumber of a retryable write command, if it is one. */
 static bool
 retryable_write(const char *name, const bson_t *cmd, uint8_t id[16], int64_t *txn)
@@ -2772,7 +2796,8 @@ retryable_write(const char *name, const bson_t *cmd, uint8_t id[16], int64_t *tx
     const uint8_t *b;
     uint32_t len;
     bson_subtype_t st;
-    if (strcmp(name, "insert") != 0 && strcmp(name, "update") != 0 && strcmp(name, "delete") != 0)
+    if (strcmp(name, "insert") != 0 && strcmp(name, "update") != 0 && strcmp(name, "delete") != 0 &&
+        !answered_by_error(name))
         return false;
     if (!bson_iter_init_find(&it, cmd, "txnNumber") || !BSON_ITER_HOLDS_NUMBER(&it) || bson_has_field(cmd, "autocommit"))
         return false;
@@ -2826,6 +2851,24 @@ hook_command_begin(void *arg, const char *name, const bson_t *cmd, int64_t wtime
     memset(tls_wto, 0, sizeof(tls_wto));
     if (!retryable_write(name, cmd, id, &txn))
         return 0;
+    /* One write of a session at a time: a concurrent retry waits for the first attempt, then reads its row. */
+    pthread_mutex_lock(&r->mu);
+    for (;;) {
+        bool in_flight = false;
+        for (size_t i = 0; i < r->nbusy && !in_flight; i++)
+            in_flight = memcmp(r->busy_ids[i], id, 16) == 0;
+        if (!in_flight || r->stop)
+            break;
+        pthread_cond_wait(&r->sess_cv, &r->mu);
+    }
+    if (r->nbusy == r->capbusy) {
+        r->capbusy = r->capbusy ? r->capbusy * 2 : 16;
+        r->busy_ids = mf_realloc(r->busy_ids, r->capbusy * sizeof(*r->busy_ids));
+    }
+    memcpy(r->busy_ids[r->nbusy++], id, 16);
+    pthread_mutex_unlock(&r->mu);
+    memcpy(tls_sess.id, id, 16);
+    tls_sess.busy = true;
     if (sess_lookup(r, id, &row)) {
         int64_t stored = bson_iter_init_find(&it, &row, "txn") ? bson_iter_as_int64(&it) : -1;
         if (stored > txn) {
@@ -2833,6 +2876,13 @@ hook_command_begin(void *arg, const char *name, const bson_t *cmd, int64_t wtime
             return mf_err_set(err, MF_E_TransactionTooOld, "Retryable write with txnNumber %lld is prohibited on "
                               "session because a newer retryable write with txnNumber %lld has already started on "
                               "this session.", (long long)txn, (long long)stored);
+        }
+        if (stored == txn && answered_by_error(name)) {
+            bson_destroy(&row);
+            return mf_err_set(err, MF_E_IncompleteTransactionHistory,
+                              "Incomplete history detected for transaction %lld on session: the %s it retries was "
+                              "applied already, and its reply cannot be rebuilt",
+                              (long long)txn, name);
         }
         if (stored == txn) {
             /* Done already (a retry): answer with what it did, without running it again. */
@@ -2864,6 +2914,19 @@ hook_command_end(void *arg)
     mf_repl_t *r = arg;
     tls_wtimeout = 0;
     tls_sess.active = false;
+    if (tls_sess.busy) {
+        tls_sess.busy = false;
+        pthread_mutex_lock(&r->mu);
+        for (size_t i = 0; i < r->nbusy; i++) {
+            if (memcmp(r->busy_ids[i], tls_sess.id, 16) == 0) {
+                memmove(r->busy_ids[i], r->busy_ids[r->nbusy - 1], 16);
+                r->nbusy--;
+                break;
+            }
+        }
+        pthread_cond_broadcast(&r->sess_cv);
+        pthread_mutex_unlock(&r->mu);
+    }
     if (tls_ddl_waiter == NULL)
         return;
     /* The command is over: it answers once its DDL change is applied here (so majority-committed). */
@@ -2928,6 +2991,7 @@ mf_repl_open(mf_engine_t *eng, const mf_repl_opts_t *o, mf_repl_t **out, mf_erro
     pthread_cond_init(&r->work_cv, &ca);
     pthread_cond_init(&r->oplog_cv, &ca);
     pthread_cond_init(&r->stop_cv, &ca);
+    pthread_cond_init(&r->sess_cv, &ca);
     pthread_condattr_destroy(&ca);
 
     /* local.oplog.rs (capped) and local.system.replset exist before anything is logged. */
@@ -2978,6 +3042,7 @@ fail:
     pthread_cond_destroy(&r->work_cv);
     pthread_cond_destroy(&r->oplog_cv);
     pthread_cond_destroy(&r->stop_cv);
+    pthread_cond_destroy(&r->sess_cv);
     pthread_mutex_destroy(&r->mu);
     free(r);
     return -1;
@@ -2996,6 +3061,7 @@ mf_repl_close(mf_repl_t *r)
     pthread_cond_broadcast(&r->work_cv);
     pthread_cond_broadcast(&r->oplog_cv);
     pthread_cond_broadcast(&r->stop_cv);
+    pthread_cond_broadcast(&r->sess_cv);
     mf_raft_node_t *node = r->node;
     r->node = NULL; /* submitters check it under r->mu */
     pthread_mutex_unlock(&r->mu);
@@ -3042,6 +3108,8 @@ mf_repl_free(mf_repl_t *r)
     pthread_cond_destroy(&r->work_cv);
     pthread_cond_destroy(&r->oplog_cv);
     pthread_cond_destroy(&r->stop_cv);
+    pthread_cond_destroy(&r->sess_cv);
+    free(r->busy_ids);
     pthread_mutex_destroy(&r->mu);
     free(r->key);
     mf_peer_tls_free(r->sec.tls);

@@ -67,8 +67,22 @@ R.test('retryable writes: the same lsid and txnNumber sent again, even to a new 
   const next = await rs.raw(np, dbName, { ...inc, txnNumber: Long.fromNumber(3) });
   assert.equal(next.nModified, 1, JSON.stringify(next));
 
+  // A findAndModify retried after it wrote is refused (217), never run twice: its reply (the document) is not kept.
+  const fam = { findAndModify: 'c', query: { _id: 'counter' }, update: { $inc: { n: 10 } }, new: true, lsid, txnNumber: Long.fromNumber(4) };
+  const f1 = await rs.raw(np, dbName, fam);
+  assert.equal(f1.ok, 1, JSON.stringify(f1));
+  assert.equal(f1.value.n, 12);
+  const f2 = await rs.raw(np, dbName, fam);
+  assert.equal(f2.code, 217, `a retried findAndModify: ${JSON.stringify(f2)}`);
+  assert.equal(f2.codeName, 'IncompleteTransactionHistory');
+
+  // Two attempts of one retryable write at once, on two connections: the second waits for the first, then is answered from it.
+  const twice = { update: 'c', updates: [{ q: { _id: 'counter' }, u: { $inc: { n: 100 } } }], lsid, txnNumber: Long.fromNumber(5) };
+  const both = await Promise.all([rs.raw(np, dbName, twice), rs.raw(np, dbName, twice)]);
+  for (const b of both) assert.equal(b.nModified, 1, JSON.stringify(b));
+
   const docs = await rs.waitForReplication(dbName, 'c');
-  assert.deepEqual(docs, [{ _id: 'counter', n: 2 }, { _id: 'once' }], 'each write ran exactly once, on every member');
+  assert.deepEqual(docs, [{ _id: 'counter', n: 112 }, { _id: 'once' }], 'each write ran exactly once, on every member');
 });
 
 R.test('raft snapshots keep the log bounded; a member that missed more than the kept log comes back through an initial sync', { timeout: 180000 }, async () => {
