@@ -313,7 +313,8 @@ def main():
     dicts = {
         "match": ["src/doc/match.c", "src/doc/expr.c", "src/doc/jsonschema.c", "src/doc/value.c"],
         "update": ["src/doc/update.c", "src/doc/match.c"],
-        "agg": ["src/query/agg.c", "src/doc/expr.c", "src/doc/match.c", "src/doc/project.c", "src/doc/bucket.c"],
+        "agg": ["src/query/agg.c", "src/query/agg_densify.c", "src/doc/expr.c", "src/doc/match.c", "src/doc/project.c",
+                "src/doc/bucket.c"],
         "keystring": [],
         "wire": ["src/net/wire.c"],
         "scram": [],
