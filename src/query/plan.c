@@ -26,6 +26,7 @@
  */
 #include "common/alloc.h"
 #include "query/plan.h"
+#include "doc/dec128.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -181,8 +182,9 @@ bracket(const bson_value_t *v, bson_value_t *lo, bson_value_t *hi, bool *hi_incl
     case BSON_TYPE_INT64:
     case BSON_TYPE_DOUBLE:
     case BSON_TYPE_DECIMAL128:
-        if (v->value_type == BSON_TYPE_DOUBLE && isnan(v->value.v_double))
-            return false;
+        if ((v->value_type == BSON_TYPE_DOUBLE && isnan(v->value.v_double)) ||
+            (v->value_type == BSON_TYPE_DECIMAL128 && mf_dec_is_nan(&v->value.v_decimal128)))
+            return false; /* NaN sorts below -infinity: a range to or from it is left to the matcher */
         *lo = v_double(-INFINITY);
         *hi = v_double(INFINITY);
         return true;
@@ -386,21 +388,19 @@ regex_list(const bson_value_t *rv, strpool_t *pool, vlist_t *out)
 }
 
 /*
- * A Decimal128 that index keys cannot tell from every neighbour: keystring.c
- * encodes a decimal as its nearest double plus a residual of long-double
- * precision, so two decimals that differ only past about 19 digits share a
- * key. Bounds at such a value are made inclusive and left to the matcher,
- * which compares decimals exactly (value.c); sorting by such an index may
- * order tied decimals by record id.
+ * A number whose index key a Decimal128 may share: keystring.c encodes a
+ * decimal as its nearest double plus a residual of long-double precision,
+ * so a decimal that differs from a number only past about 19 digits
+ * (1.00000000000000000001 beside 1) has that number's key. Bounds at any
+ * number are therefore made inclusive and left to the matcher, which
+ * compares decimals exactly (value.c): the scan reads the few keys equal to
+ * the bound's and the matcher drops those that do not match. Sorting by
+ * such an index may order tied decimals by record id.
  */
 static bool
 dec_key_ties(const bson_value_t *v)
 {
-    if (v->value_type != BSON_TYPE_DECIMAL128)
-        return false;
-    bson_value_t d = {.value_type = BSON_TYPE_DOUBLE};
-    d.value.v_double = mf_value_as_double(v);
-    return mf_value_cmp(v, &d) != 0;
+    return mf_value_is_number(v);
 }
 
 /* Interval list of an equality on v; false if not indexable. *exact: bounds equal the predicate. */
@@ -523,19 +523,18 @@ pred_list(const bson_value_t *pv, bool multikey, strpool_t *pool, vlist_t *out, 
                 continue;
             }
             vint_t r;
-            bool ties = dec_key_ties(v);
-            if (ties)
-                *exact = false;
+            if (dec_key_ties(v))
+                *exact = false; /* build_intervals_coll scans its key inclusively */
             if (op[1] == 'g') {
                 r.lo = *v;
-                r.li = op[3] == 'e' || ties;
+                r.li = op[3] == 'e';
                 r.hi = bhi;
                 r.hincl = bhi_incl;
             } else {
                 r.lo = blo;
                 r.li = true;
                 r.hi = *v;
-                r.hincl = op[3] == 'e' || ties;
+                r.hincl = op[3] == 'e';
             }
             /* intersect acc with r */
             int c = mf_value_cmp(&r.lo, &acc.lo);
@@ -1330,16 +1329,18 @@ build_intervals_coll(const cand_t *k, mf_stage_t *st)
         for (int i = 0; i < nb; i++) {
             const vint_t *x = &k->f[i].v[idx[i]];
             bool desc = k->ix->kp.desc[i];
+            /* A number's key may be a decimal's too (dec_key_ties): its end is read, the matcher decides. */
+            bool lo_in = x->li || dec_key_ties(&x->lo), hi_in = x->hincl || dec_key_ties(&x->hi);
             if (!desc) {
                 if (enc(&lo, &x->lo, false) != 0 || enc(&hi, &x->hi, false) != 0)
                     goto fail;
-                li = x->li;
-                hincl = x->hincl;
+                li = lo_in;
+                hincl = hi_in;
             } else {
                 if (enc(&lo, &x->hi, true) != 0 || enc(&hi, &x->lo, true) != 0)
                     goto fail;
-                li = x->hincl;
-                hincl = x->li;
+                li = hi_in;
+                hincl = lo_in;
             }
         }
         mf_interval_t *iv = &st->iv[st->niv++];
@@ -1940,6 +1941,19 @@ mf_plan_build(const mf_coll_t *c, const mf_plan_request_t *req, mf_plan_t **out,
         ps = mf_malloc(sizeof(*ps));
         ps->n = ps->nowned = 0;
         collect_preds(req->filter, ps, 0, 0);
+        if (hinted != NULL && hinted->partial != NULL && !partial_implied(hinted, ps)) {
+            /*
+             * A partial index holds only the documents its filter matches; a
+             * query that does not imply that filter would lose the rest (a
+             * hinted deleteMany deleted only those). mongod refuses such a
+             * hint; partial_implied is stricter than mongod's implication
+             * test, so rather than refuse a query mongod runs, scan the
+             * collection: the results are complete either way.
+             */
+            hinted = NULL;
+            natural = true;
+            natural_dir = 1;
+        }
         mf_stage_t *orst = NULL;
         bool allowed[MF_MAX_INDEXES];
         const bool *filter_allowed = NULL;

@@ -120,6 +120,17 @@ for (const indexed of [false, true]) {
     assert.deepEqual(await ids({ v: D('1.1') }), [3, 5]);
     assert.deepEqual(await ids({ v: 1.1 }), [4]);
     assert.deepEqual(await ids({ v: { $in: [D(BIG2), 1.1] } }), [2, 4]);
+    // A bound at a plain number shares its key with a decimal that differs from it past 19 digits.
+    await coll.insertMany([{ _id: 6, v: D('1.00000000000000000001') }, { _id: 7, v: D('0.99999999999999999999') }, { _id: 8, v: 1 }]);
+    assert.deepEqual(await ids({ v: { $gt: 1, $lt: 2 } }), [3, 4, 5, 6]);
+    assert.deepEqual(await ids({ v: { $lt: 1, $gt: 0 } }), [7]);
+    assert.deepEqual(await ids({ v: 1 }), [8]);
+    assert.deepEqual(await ids({ v: { $gte: 1, $lte: 1 } }), [8]);
+    // NaN: a decimal NaN equals a double NaN, and $lte/$gte NaN match both.
+    await coll.insertMany([{ _id: 9, v: NaN }, { _id: 10, v: D('NaN') }]);
+    assert.deepEqual(await ids({ v: { $lte: D('NaN') } }), [10, 9].sort());
+    assert.deepEqual(await ids({ v: { $gte: NaN } }), [10, 9].sort());
+    await coll.deleteMany({ _id: { $gte: 6 } });
     const groups = await coll.aggregate([{ $group: { _id: '$v', n: { $sum: 1 } } }, { $sort: { _id: 1 } }]).toArray();
     assert.deepEqual(groups.map((g) => [g._id.toString(), g.n]),
       [['1.10', 2], ['1.1', 1], [BIG2, 1], [BIG, 1]]);

@@ -252,3 +252,17 @@ h.test('deleteMany explains as BATCHED_DELETE without deleting and counts batche
   assert.equal((await d.updateMany({ v: 4 }, [{ $set: { w: { $add: ['$v', 1] } } }])).modifiedCount, 100);
   assert.equal(await d.countDocuments({ w: 5 }), 100);
 });
+
+h.test('a hinted partial index that the query does not imply scans the collection: find, count and deleteMany see every match', async () => {
+  const db = srv.freshDb('parthint');
+  const co = db.collection('c');
+  await co.insertMany([{ _id: 1, a: 1, b: 5 }, { _id: 2, a: 1, b: -5 }, { _id: 3, a: 1 }]);
+  await co.createIndex({ a: 1 }, { partialFilterExpression: { b: { $gt: 0 } }, name: 'a_partial' });
+  const ids = async (f, hint) => (await co.find(f, { hint }).toArray()).map((d) => d._id).sort();
+  assert.deepEqual(await ids({ a: 1 }, 'a_partial'), [1, 2, 3], 'not only the documents the partial index holds');
+  assert.deepEqual(await ids({ a: 1, b: { $gt: 0 } }, 'a_partial'), [1], 'a query that implies the filter uses the index');
+  assert.equal(await co.countDocuments({ a: 1 }, { hint: 'a_partial' }), 3);
+  const r = await co.deleteMany({ a: 1 }, { hint: 'a_partial' });
+  assert.equal(r.deletedCount, 3);
+  assert.equal(await co.countDocuments({}), 0);
+});
