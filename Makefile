@@ -81,8 +81,10 @@ $(BUILD)/libmayfly.a: $(OBJS)
 	@rm -f $@
 	ar rcs $@ $^
 
+# --exclude-libs: the static archives linked in (libgcc.a's decimal routines,
+# which src/doc/dec128.c calls) stay private, as -fvisibility=hidden keeps ours.
 $(BUILD)/libmayfly.so: $(OBJS)
-	$(CC) -shared -Wl,-soname,libmayfly.so.8 $(LDFLAGS) -o $@ $^ $(LIBS)
+	$(CC) -shared -Wl,-soname,libmayfly.so.8 -Wl,--exclude-libs,ALL $(LDFLAGS) -o $@ $^ $(LIBS)
 
 # A WiredTiger extension library, loaded by WiredTiger itself: no sanitizers, only libzstd.
 $(BUILD)/libmayfly_wt_zstd.so: ext/wt_zstd/wt_zstd.c
