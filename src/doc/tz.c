@@ -60,6 +60,41 @@ mf_days_from_civil(int64_t y, int64_t m, int64_t d)
     return era * 146097 + doe - 719468;
 }
 
+int64_t
+mf_sat_add(int64_t a, int64_t b)
+{
+    int64_t r;
+    if (__builtin_add_overflow(a, b, &r))
+        return b > 0 ? INT64_MAX : INT64_MIN;
+    return r;
+}
+
+int64_t
+mf_sat_mul(int64_t a, int64_t b)
+{
+    int64_t r;
+    if (__builtin_mul_overflow(a, b, &r))
+        return (a < 0) != (b < 0) ? INT64_MIN : INT64_MAX;
+    return r;
+}
+
+int64_t
+mf_utc_add_months(int64_t ms, int64_t months)
+{
+    if (months > (INT64_C(1) << 40) || months < -(INT64_C(1) << 40))
+        return months > 0 ? INT64_MAX : INT64_MIN; /* past any year a date can hold */
+    int64_t days = ms / 86400000 - (ms < 0 && ms % 86400000 != 0); /* floor, without negating ms */
+    int64_t tod = ms % 86400000 < 0 ? ms % 86400000 + 86400000 : ms % 86400000; /* days * 86400000 may overflow */
+    int64_t y, m, d;
+    mf_civil_from_days(days, &y, &m, &d);
+    int64_t total = y * 12 + (m - 1) + months;
+    int64_t ny = total >= 0 ? total / 12 : -((-total + 11) / 12);
+    int64_t nm = total - ny * 12 + 1;
+    static const int mdays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    int64_t maxd = mdays[nm - 1] + (nm == 2 && ((ny % 4 == 0 && ny % 100 != 0) || ny % 400 == 0));
+    return mf_sat_add(mf_sat_mul(mf_days_from_civil(ny, nm, d > maxd ? maxd : d), 86400000), tod);
+}
+
 void
 mf_civil_from_days(int64_t z, int64_t *y, int64_t *m, int64_t *d)
 {

@@ -31,6 +31,17 @@ typedef struct mf_tz mf_tz_t;
 int64_t mf_days_from_civil(int64_t y, int64_t m, int64_t d);
 void mf_civil_from_days(int64_t z, int64_t *y, int64_t *m, int64_t *d);
 
+/*
+ * Date arithmetic in UTC that saturates at the int64 range instead of
+ * overflowing (a date may be any int64 of milliseconds), shared by
+ * $setWindowFields' date ranges and $densify's steps: mf_sat_add /
+ * mf_sat_mul on int64; mf_utc_add_months adds months to ms as $dateAdd does
+ * in UTC (the day clamped to the new month's last day, the time of day kept).
+ */
+int64_t mf_sat_add(int64_t a, int64_t b);
+int64_t mf_sat_mul(int64_t a, int64_t b);
+int64_t mf_utc_add_months(int64_t ms, int64_t months);
+
 /* mf_tz_open: the zone named name, or NULL if there is no such zone. */
 mf_tz_t *mf_tz_open(const char *name);
 void mf_tz_free(mf_tz_t *z);

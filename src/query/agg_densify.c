@@ -613,43 +613,13 @@ mf_densify_desugar(const char *name, const bson_value_t *v, bson_t *stages, mf_e
 /* Values: stepping, comparing, reading and writing the field               */
 /* ------------------------------------------------------------------------ */
 
-static int64_t
-sat_add(int64_t a, int64_t b)
-{
-    int64_t r;
-    if (__builtin_add_overflow(a, b, &r))
-        return b > 0 ? INT64_MAX : INT64_MIN;
-    return r;
-}
-
-static int64_t
-sat_mul(int64_t a, int64_t b)
-{
-    int64_t r;
-    if (__builtin_mul_overflow(a, b, &r))
-        return (a < 0) != (b < 0) ? INT64_MIN : INT64_MAX;
-    return r;
-}
-
 /* date_add: ms + amount units in UTC, as $dateAdd (months clamp the day to the month's end); saturating. */
 static int64_t
 date_add(int64_t ms, int unit, int64_t amount)
 {
     if (unit <= U_WEEK)
-        return sat_add(ms, sat_mul(amount, unit_ms[unit]));
-    int64_t months = sat_mul(amount, unit == U_YEAR ? 12 : unit == U_QUARTER ? 3 : 1);
-    if (months > (INT64_C(1) << 40) || months < -(INT64_C(1) << 40))
-        return months > 0 ? INT64_MAX : INT64_MIN;
-    int64_t days = ms / 86400000 - (ms < 0 && ms % 86400000 != 0); /* floor */
-    int64_t tod = ms - days * 86400000;
-    int64_t y, m, d;
-    mf_civil_from_days(days, &y, &m, &d);
-    int64_t total = y * 12 + (m - 1) + months;
-    int64_t ny = total >= 0 ? total / 12 : -((-total + 11) / 12);
-    int64_t nm = total - ny * 12 + 1;
-    static const int mdays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-    int64_t maxd = mdays[nm - 1] + (nm == 2 && ((ny % 4 == 0 && ny % 100 != 0) || ny % 400 == 0));
-    return sat_add(sat_mul(mf_days_from_civil(ny, nm, d > maxd ? maxd : d), 86400000), tod);
+        return mf_sat_add(ms, mf_sat_mul(amount, unit_ms[unit]));
+    return mf_utc_add_months(ms, mf_sat_mul(amount, unit == U_YEAR ? 12 : unit == U_QUARTER ? 3 : 1));
 }
 
 /* num_neg: -v for a number, as $subtract would negate it (int32 and int64 minimums widen). */
@@ -726,7 +696,7 @@ on_step(const mf_densify_t *d, const bson_value_t *v, const bson_value_t *base)
             }
             return b == t;
         }
-        int64_t len = sat_mul(d->step_ll, unit_ms[d->unit]);
+        int64_t len = mf_sat_mul(d->step_ll, unit_ms[d->unit]);
         return len != 0 && ((__int128)t - b) % len == 0;
     }
     bson_value_t neg, diff;

@@ -1117,44 +1117,13 @@ eval_all(const mf_expr_t *e, const part_t *p, bson_value_t *vals, mf_error_t *er
     return 0;
 }
 
-/* sat_add / sat_mul: int64 arithmetic that saturates instead of overflowing (dates may be any int64). */
-static int64_t
-sat_add(int64_t a, int64_t b)
-{
-    int64_t r;
-    if (__builtin_add_overflow(a, b, &r))
-        return b > 0 ? INT64_MAX : INT64_MIN;
-    return r;
-}
-
-static int64_t
-sat_mul(int64_t a, int64_t b)
-{
-    int64_t r;
-    if (__builtin_mul_overflow(a, b, &r))
-        return (a < 0) != (b < 0) ? INT64_MIN : INT64_MAX;
-    return r;
-}
-
 /* date_add: ms + amount units ($dateAdd in UTC: months clamp the day to the month's end), saturating. */
 static int64_t
 date_add(int64_t ms, int unit, int64_t amount)
 {
     if (unit >= U_WEEK)
-        return sat_add(ms, sat_mul(amount, unit_ms[unit]));
-    int64_t months = unit == U_YEAR ? amount * 12 : unit == U_QUARTER ? amount * 3 : amount; /* |amount| < 2^31 */
-    int64_t days = ms / 86400000 - (ms < 0 && ms % 86400000 != 0); /* floor, without negating ms */
-    int64_t tod = ms % 86400000 < 0 ? ms % 86400000 + 86400000 : ms % 86400000;
-    int64_t y, m, d;
-    mf_civil_from_days(days, &y, &m, &d);
-    int64_t total = y * 12 + (m - 1) + months;
-    int64_t ny = total >= 0 ? total / 12 : -((-total + 11) / 12);
-    int64_t nm = total - ny * 12 + 1;
-    static const int mdays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-    int64_t maxd = mdays[nm - 1] + (nm == 2 && ((ny % 4 == 0 && ny % 100 != 0) || ny % 400 == 0));
-    if (d > maxd)
-        d = maxd;
-    return sat_add(sat_mul(mf_days_from_civil(ny, nm, d), 86400000), tod);
+        return mf_sat_add(ms, mf_sat_mul(amount, unit_ms[unit]));
+    return mf_utc_add_months(ms, unit == U_YEAR ? amount * 12 : unit == U_QUARTER ? amount * 3 : amount); /* |amount| < 2^31 */
 }
 
 /*
