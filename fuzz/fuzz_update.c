@@ -145,7 +145,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (upsert) {
         bson_t seed = BSON_INITIALIZER, out, fixed;
         mf_err_clear(&err);
-        if (!have_q || mf_update_upsert_seed(&q, &seed, &err) == 0) {
+        if (!have_q || mf_update_upsert_seed(&q, false, &seed, &err) == 0) {
             FUZZ_CHECK(FUZZ_DOC_OK(&seed), "upsert seed is not well-formed BSON");
             if (apply_checked(u, &seed, NULL, true, &out) == 0) {
                 mf_doc_with_id_first(&out, &fixed);

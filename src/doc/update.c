@@ -2526,6 +2526,7 @@ typedef struct {
     node_t *root;
     char **paths;
     size_t n;
+    bool id_only; /* a replacement's seed: _id alone */
 } seed_t;
 
 static int
@@ -2577,6 +2578,23 @@ seed_add(seed_t *s, const char *path, const bson_value_t *v, mf_error_t *err)
     }
 }
 
+/*
+ * seed_take: one equality of the query, into the seed. A replacement's seed
+ * takes _id alone (mongod's UpdateDriver extracts only the immutable path
+ * for a replacement), and an equality under _id ("_id.a") cannot build it:
+ * 111, as mongod's pathsupport words it.
+ */
+static int
+seed_take(seed_t *s, const char *path, const bson_value_t *v, mf_error_t *err)
+{
+    if (s->id_only && strncmp(path, "_id.", 4) == 0)
+        return mf_err_set(err, MF_E_NotExactValueField,
+                          "field at '_id' must be exactly specified, field at sub-path '%s'found", path);
+    if (s->id_only && strcmp(path, "_id") != 0)
+        return 0;
+    return seed_add(s, path, v, err);
+}
+
 static int
 seed_query(seed_t *s, const bson_t *q, mf_error_t *err)
 {
@@ -2619,7 +2637,7 @@ seed_query(seed_t *s, const bson_t *q, mf_error_t *err)
                     const char *op = bson_iter_key(&di);
                     const bson_value_t *ov = bson_iter_value(&di);
                     if (strcmp(op, "$eq") == 0 && ov->value_type != BSON_TYPE_REGEX) {
-                        if (seed_add(s, k, ov, err) < 0)
+                        if (seed_take(s, k, ov, err) < 0)
                             return -1;
                     } else if (strcmp(op, "$in") == 0 && ov->value_type == BSON_TYPE_ARRAY) {
                         bson_t arr;
@@ -2627,7 +2645,7 @@ seed_query(seed_t *s, const bson_t *q, mf_error_t *err)
                         bson_init_static(&arr, ov->value.v_doc.data, ov->value.v_doc.data_len);
                         if (bson_count_keys(&arr) == 1 && bson_iter_init(&ai, &arr) && bson_iter_next(&ai) &&
                             !BSON_ITER_HOLDS_REGEX(&ai) && !BSON_ITER_HOLDS_ARRAY(&ai)) {
-                            if (seed_add(s, k, bson_iter_value(&ai), err) < 0)
+                            if (seed_take(s, k, bson_iter_value(&ai), err) < 0)
                                 return -1;
                         }
                     }
@@ -2635,16 +2653,16 @@ seed_query(seed_t *s, const bson_t *q, mf_error_t *err)
                 continue;
             }
         }
-        if (seed_add(s, k, v, err) < 0)
+        if (seed_take(s, k, v, err) < 0)
             return -1;
     }
     return 0;
 }
 
 int
-mf_update_upsert_seed(const bson_t *query, bson_t *out, mf_error_t *err)
+mf_update_upsert_seed(const bson_t *query, bool id_only, bson_t *out, mf_error_t *err)
 {
-    seed_t s = {node_new_container(false), NULL, 0};
+    seed_t s = {node_new_container(false), NULL, 0, id_only};
     int rc = query ? seed_query(&s, query, err) : 0;
 
     if (rc == 0) {

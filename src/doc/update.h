@@ -55,9 +55,11 @@ int mf_update_apply(const mf_update_t *u, const bson_t *doc, const mf_match_deta
 /*
  * mf_update_upsert_seed: the document an upsert starts from: the equality
  * conditions of query ({a: 1, "b.c": 2, $and: [{d: 3}]} → {a: 1, b: {c: 2}, d: 3};
- * operators other than $eq and $and are skipped). out is initialised by the
- * caller. Returns 0, or -1 with err.
+ * operators other than $eq, a one-value $in, $and and a one-clause $or are
+ * skipped). id_only (a replacement upsert): only the _id equality is taken,
+ * and one on a path under _id is 111. out is initialised by the caller.
+ * Returns 0, or -1 with err.
  */
-int mf_update_upsert_seed(const bson_t *query, bson_t *out, mf_error_t *err) MF_WUR;
+int mf_update_upsert_seed(const bson_t *query, bool id_only, bson_t *out, mf_error_t *err) MF_WUR;
 
 #endif /* MF_UPDATE_H */

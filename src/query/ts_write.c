@@ -968,7 +968,7 @@ upsert_one(mf_sess_t *s, mf_coll_t *b, const mf_ts_spec_t *spec, bool durable, c
 
     bson_init(&seed);
     bson_init(&m);
-    if (mf_update_upsert_seed(q, &seed, err) != 0)
+    if (mf_update_upsert_seed(q, false, &seed, err) != 0)
         goto out;
     if (mf_update_apply(up, &seed, NULL, true, &m, &changed, err) != 0)
         goto out;

@@ -541,115 +541,6 @@ project_into(const mf_projection_t *p, const bson_t *doc, const mf_match_details
     return 0;
 }
 
-typedef struct id_seed {
-    bson_t *seed; /* gets {_id: v} */
-    bool have_id; /* an _id equality was found already */
-} id_seed_t;
-
-/*
- * id_seed_add: one equality of the query, for a replacement upsert: only
- * the _id field is taken (mongod's UpdateDriver extracts the immutable
- * paths only for a replacement). An equality on a path under _id ("_id.a")
- * cannot build the whole _id: 111, and _id pinned twice: 54, both as mongod's
- * pathsupport::extractFullEqualityMatches words them.
- */
-static int
-id_seed_add(id_seed_t *x, const char *key, const bson_value_t *v, mf_error_t *err)
-{
-    if (strncmp(key, "_id.", 4) == 0)
-        return mf_err_set(err, MF_E_NotExactValueField,
-                          "field at '_id' must be exactly specified, field at sub-path '%s'found", key);
-    if (strcmp(key, "_id") != 0)
-        return 0;
-    if (x->have_id)
-        return mf_err_set(err, MF_E_NotSingleValueField,
-                          "cannot infer query fields to set, path '_id' is matched twice");
-    x->have_id = true;
-    bson_append_value(x->seed, "_id", 3, v);
-    return 0;
-}
-
-/*
- * id_seed_field: the equalities that the predicate v on field key pins,
- * read as an operator upsert's seed reads them (doc/update.h
- * mf_update_upsert_seed): a plain value other than a regex, {$eq: v} (v not
- * a regex) or {$in: [v]} (one element, neither regex nor array); a field
- * with several such operators ({$eq: 1, $in: [1]}) pins one value for each.
- * Each goes to id_seed_add. Returns 0, or -1 with err.
- */
-static int
-id_seed_field(id_seed_t *x, const char *key, const bson_value_t *v, mf_error_t *err)
-{
-    bson_t d;
-    bson_iter_t di;
-
-    if (v->value_type == BSON_TYPE_REGEX)
-        return 0;
-    if (v->value_type != BSON_TYPE_DOCUMENT)
-        return id_seed_add(x, key, v, err);
-    bson_init_static(&d, v->value.v_doc.data, v->value.v_doc.data_len);
-    if (!bson_iter_init(&di, &d) || !bson_iter_next(&di) || bson_iter_key(&di)[0] != '$')
-        return id_seed_add(x, key, v, err); /* a whole embedded document is one equality */
-    bson_iter_init(&di, &d);
-    while (bson_iter_next(&di)) {
-        const char *op = bson_iter_key(&di);
-        const bson_value_t *ov = bson_iter_value(&di);
-        if (strcmp(op, "$eq") == 0 && ov->value_type != BSON_TYPE_REGEX) {
-            if (id_seed_add(x, key, ov, err) != 0)
-                return -1;
-        } else if (strcmp(op, "$in") == 0 && ov->value_type == BSON_TYPE_ARRAY) {
-            bson_t arr;
-            bson_iter_t ai;
-            bson_init_static(&arr, ov->value.v_doc.data, ov->value.v_doc.data_len);
-            if (bson_count_keys(&arr) == 1 && bson_iter_init(&ai, &arr) && bson_iter_next(&ai) &&
-                !BSON_ITER_HOLDS_REGEX(&ai) && !BSON_ITER_HOLDS_ARRAY(&ai) &&
-                id_seed_add(x, key, bson_iter_value(&ai), err) != 0)
-                return -1;
-        }
-    }
-    return 0;
-}
-
-/*
- * id_seed_walk: the query's conjunction, as mongod canonicalises it: the
- * top level, $and (flattened at any depth) and a $or of one clause (which
- * is that clause). Other operators pin nothing. Returns 0, or -1 with err.
- */
-static int
-id_seed_walk(id_seed_t *x, const bson_t *q, mf_error_t *err)
-{
-    bson_iter_t it;
-
-    if (!bson_iter_init(&it, q))
-        return 0;
-    while (bson_iter_next(&it)) {
-        const char *k = bson_iter_key(&it);
-        const bson_value_t *v = bson_iter_value(&it);
-        if (k[0] != '$') {
-            if (id_seed_field(x, k, v, err) != 0)
-                return -1;
-            continue;
-        }
-        if ((strcmp(k, "$and") == 0 || strcmp(k, "$or") == 0) && v->value_type == BSON_TYPE_ARRAY) {
-            bson_t arr, sub;
-            bson_iter_t ai;
-            bson_init_static(&arr, v->value.v_doc.data, v->value.v_doc.data_len);
-            if (strcmp(k, "$or") == 0 && bson_count_keys(&arr) != 1)
-                continue;
-            bson_iter_init(&ai, &arr);
-            while (bson_iter_next(&ai)) {
-                const bson_value_t *e = bson_iter_value(&ai);
-                if (e->value_type != BSON_TYPE_DOCUMENT)
-                    continue;
-                bson_init_static(&sub, e->value.v_doc.data, e->value.v_doc.data_len);
-                if (id_seed_walk(x, &sub, err) != 0)
-                    return -1;
-            }
-        }
-    }
-    return 0;
-}
-
 /*
  * do_upsert: builds the upsert document from filter q and update u and
  * inserts it into c (catalog lock held) in its own transaction. *idv gets a
@@ -669,18 +560,8 @@ do_upsert(mf_sess_t *s, mf_coll_t *c, bool durable, bool validate, const bson_t 
     int ret;
 
     bson_init(&seed);
-    if (upd_spec_is_replacement(u)) {
-        /*
-         * A replacement upsert takes only _id from the query (when the
-         * replacement has none): its equality anywhere in the query's
-         * conjunction, whatever other fields the query names.
-         */
-        id_seed_t x = {&seed, false};
-        if (id_seed_walk(&x, q, err) != 0) {
-            bson_destroy(&seed);
-            return -1;
-        }
-    } else if (mf_update_upsert_seed(q, &seed, err) != 0) {
+    /* A replacement upsert takes only _id from the query (when the replacement has none). */
+    if (mf_update_upsert_seed(q, upd_spec_is_replacement(u), &seed, err) != 0) {
         bson_destroy(&seed);
         return -1;
     }

@@ -641,7 +641,7 @@ expect_seed(const char *query, const char *want)
     char *got, *exp;
 
     bson_init(&out);
-    cr_assert_eq(mf_update_upsert_seed(q, &out, &err), 0, "seed of %s failed: %s", query, err.msg);
+    cr_assert_eq(mf_update_upsert_seed(q, false, &out, &err), 0, "seed of %s failed: %s", query, err.msg);
     got = S(&out);
     exp = S(w);
     cr_assert(bson_equal(&out, w), "seed of %s: got %s, want %s", query, got, exp);
@@ -668,7 +668,7 @@ Test(update, upsert_seed_conflict)
     mf_error_t err;
 
     bson_init(&out);
-    cr_assert_eq(mf_update_upsert_seed(q, &out, &err), -1);
+    cr_assert_eq(mf_update_upsert_seed(q, false, &out, &err), -1);
     cr_assert_eq(err.code, 54, "code %d", err.code);
     bson_destroy(q);
     bson_destroy(&out);
