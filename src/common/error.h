@@ -467,6 +467,11 @@
     X(51187, Location51187)                                                    \
     X(238, NotImplemented)                                                     \
     X(40573, Location40573)                                                    \
+    X(40606, Location40606)                                                    \
+    X(40608, Location40608)                                                    \
+    X(40609, Location40609)                                                    \
+    X(40611, Location40611)                                                    \
+    X(40612, Location40612)                                                    \
     X(40515, Location40515)                                                    \
     X(40516, Location40516)                                                    \
     X(40517, Location40517)                                                    \

@@ -30,11 +30,13 @@ struct mf_oplog {
 typedef struct txn_buf {
     const mf_oplog_t *owner;
     bson_t *ops; /* the array being built (heap: bson_t wants more alignment than calloc gives) */
+    bson_t *pre; /* the first update's or delete's old document, when tls_keep_pre; else NULL */
     uint32_t n;
     struct txn_buf *next;
 } txn_buf_t;
 
 static _Thread_local txn_buf_t *tls_bufs;
+static _Thread_local bool tls_keep_pre; /* mf_oplog_keep_preimage */
 
 /* ---------- gathering ---------- */
 
@@ -108,10 +110,28 @@ on_insert(void *arg, mf_coll_t *c, const bson_t *doc)
     buffer_op(arg, "i", c, doc, NULL);
 }
 
+/* Keeps olddoc as the buffer's pre-image when this thread asked for one and it is the first. */
+static void
+keep_pre(const mf_oplog_t *log, mf_coll_t *c, const bson_t *olddoc)
+{
+    if (!tls_keep_pre || !logged_ns(c->ns))
+        return;
+    txn_buf_t *b = buf_for(log);
+    if (b->pre == NULL)
+        b->pre = bson_copy(olddoc);
+}
+
+void
+mf_oplog_keep_preimage(bool on)
+{
+    tls_keep_pre = on;
+}
+
 static void
 on_update(void *arg, mf_coll_t *c, const bson_t *olddoc, const bson_t *newdoc)
 {
     bson_t id;
+    keep_pre(arg, c, olddoc);
     /* o2 names the document that was replaced (a time-series bucket rewrite may give the new one another _id). */
     id_doc(olddoc, &id);
     buffer_op(arg, "u", c, newdoc, &id);
@@ -122,6 +142,7 @@ static void
 on_delete(void *arg, mf_coll_t *c, const bson_t *olddoc)
 {
     bson_t id;
+    keep_pre(arg, c, olddoc);
     id_doc(olddoc, &id);
     buffer_op(arg, "d", c, &id, NULL);
     bson_destroy(&id);
@@ -146,7 +167,7 @@ on_txn_prepare(void *arg, mf_sess_t *s, mf_error_t *err)
             continue;
         bson_t entry;
         entry_of(b, &entry);
-        int rc = log->prepare(log->arg, &entry, s, err);
+        int rc = log->prepare(log->arg, &entry, b->pre, s, err);
         bson_destroy(&entry);
         return rc;
     }
@@ -169,6 +190,8 @@ on_txn_end(void *arg, bool committed)
             bson_destroy(&entry);
         }
         bson_destroy(b->ops);
+        if (b->pre != NULL)
+            bson_destroy(b->pre);
         free(b);
         return;
     }

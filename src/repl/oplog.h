@@ -59,10 +59,22 @@ int mf_oplog_attach(mf_engine_t *eng, mf_oplog_sink_fn sink, void *arg, mf_oplog
 /*
  * The prepare sink: called with a document-write transaction's entry just
  * before it commits, on the writing thread, inside the transaction (s may
- * still be written, in it). Non-zero rolls the transaction back with err.
- * May block (replication waits here for the entry's raft commit).
+ * still be written, in it). pre is the document the transaction's first
+ * update or delete replaced, when this thread asked for it
+ * (mf_oplog_keep_preimage), else NULL; entry and pre are valid only during
+ * the call. Non-zero rolls the transaction back with err. May block
+ * (replication waits here for the entry's raft commit).
  */
-typedef int (*mf_oplog_prepare_fn)(void *arg, const bson_t *entry, mf_sess_t *s, mf_error_t *err);
+typedef int (*mf_oplog_prepare_fn)(void *arg, const bson_t *entry, const bson_t *pre, mf_sess_t *s,
+                                   mf_error_t *err);
+
+/*
+ * mf_oplog_keep_preimage: while on, this thread's transactions keep a copy
+ * of the document their first update or delete replaced, for the prepare
+ * sink (a retryable findAndModify's retry answers with it). Per thread;
+ * the caller turns it off when its command ends.
+ */
+void mf_oplog_keep_preimage(bool on);
 
 /*
  * mf_oplog_set_prepare: document-write entries go to prepare before each

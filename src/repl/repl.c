@@ -46,6 +46,8 @@
 #include "common/curop.h"
 #include "common/fds.h"
 #include "common/log.h"
+#include "doc/match.h"
+#include "doc/project.h"
 #include "repl/oplog.h"
 #include "repl/peer.h"
 #include "repl/raft_node.h"
@@ -222,11 +224,19 @@ static _Thread_local waiter_t *tls_ddl_waiter; /* the last DDL entry this thread
  * (the statements' ops so far), and every member stores that row, keyed by
  * the session id, with the entry's data (SESSIONS_URI). A retry of the same
  * txnNumber (a driver resending after a failover) is answered from the row
- * instead of running again, on whichever member is primary by then.
+ * instead of running again, on whichever member is primary by then. A
+ * findAndModify's row also keeps f: {k: the op it logged ("d", "u", "i"),
+ * v: the document its reply returned before projection (the pre-image for
+ * a remove or new: false, the post-image for new: true, the inserted
+ * document for an upsert), post: whether v is the post-image, up: an
+ * upsert's _id}, from which its retry's reply is rebuilt as mongod rebuilds
+ * it from its oplog's pre- and post-images (write_ops_retryability.cpp).
  */
 typedef struct {
     bool active;
     bool busy;      /* id is in r->busy_ids: released by hook_command_end */
+    bool fam;       /* a findAndModify: the row keeps f (above) */
+    bool fam_new;   /* its new: true (v is the post-image) */
     uint8_t id[16];
     int64_t txn;
     int64_t ops[3]; /* inserts, updates, deletes logged so far (count_ops) */
@@ -808,9 +818,52 @@ count_ops(const bson_t *entry, int64_t counts[3])
     }
 }
 
-/* The retryable-write row for this thread's command after entry: counts its ops into tls_sess; x initialised here. */
+/*
+ * A findAndModify's f (see sess_t) into x, from entry's first op and pre (the
+ * document it replaced, NULL when not kept). Nothing when the op is not one
+ * a findAndModify writes.
+ */
 static void
-sess_row(const bson_t *entry, bson_t *x)
+sess_row_fam(const bson_t *entry, const bson_t *pre, bson_t *x)
+{
+    bson_iter_t it, a, op;
+    const char *k = NULL;
+    bson_t o = BSON_INITIALIZER, f;
+    bool has_o = false;
+    if (!bson_iter_init_find(&it, entry, "ops") || !bson_iter_recurse(&it, &a) || !bson_iter_next(&a) ||
+        !bson_iter_recurse(&a, &op))
+        return;
+    while (bson_iter_next(&op)) {
+        if (strcmp(bson_iter_key(&op), "op") == 0 && BSON_ITER_HOLDS_UTF8(&op)) {
+            k = bson_iter_utf8(&op, NULL);
+        } else if (strcmp(bson_iter_key(&op), "o") == 0 && BSON_ITER_HOLDS_DOCUMENT(&op)) {
+            const uint8_t *d;
+            uint32_t len;
+            bson_iter_document(&op, &len, &d);
+            has_o = bson_init_static(&o, d, len);
+        }
+    }
+    if (k == NULL || !has_o || (strcmp(k, "d") != 0 && strcmp(k, "u") != 0 && strcmp(k, "i") != 0))
+        return;
+    /* An upsert's reply shows the inserted document; an update's, the image its new asked for. */
+    bool post = k[0] == 'i' || (k[0] == 'u' && tls_sess.fam_new);
+    const bson_t *v = post ? &o : pre;
+    BSON_APPEND_DOCUMENT_BEGIN(x, "f", &f);
+    BSON_APPEND_UTF8(&f, "k", k);
+    BSON_APPEND_BOOL(&f, "post", post);
+    if (v != NULL)
+        BSON_APPEND_DOCUMENT(&f, "v", v);
+    if (k[0] == 'i' && bson_iter_init_find(&it, &o, "_id"))
+        bson_append_value(&f, "up", 2, bson_iter_value(&it));
+    bson_append_document_end(x, &f);
+}
+
+/*
+ * The retryable-write row for this thread's command after entry (pre: see
+ * mf_oplog_prepare_fn): counts its ops into tls_sess; x initialised here.
+ */
+static void
+sess_row(const bson_t *entry, const bson_t *pre, bson_t *x)
 {
     count_ops(entry, tls_sess.ops);
     bson_init(x);
@@ -819,6 +872,8 @@ sess_row(const bson_t *entry, bson_t *x)
     BSON_APPEND_INT64(x, "i", tls_sess.ops[0]);
     BSON_APPEND_INT64(x, "u", tls_sess.ops[1]);
     BSON_APPEND_INT64(x, "d", tls_sess.ops[2]);
+    if (tls_sess.fam)
+        sess_row_fam(entry, pre, x);
 }
 
 static void
@@ -886,7 +941,7 @@ wait_until(mf_repl_t *r, pthread_cond_t *cv, int64_t deadline_ms)
  * the entry and waits for its turn (see the header comment).
  */
 static int
-prepare(void *arg, const bson_t *entry, mf_sess_t *s, mf_error_t *err)
+prepare(void *arg, const bson_t *entry, const bson_t *pre, mf_sess_t *s, mf_error_t *err)
 {
     mf_repl_t *r = arg;
     if (tls_applying)
@@ -904,7 +959,7 @@ prepare(void *arg, const bson_t *entry, mf_sess_t *s, mf_error_t *err)
     bson_t x;
     bool has_x = tls_sess.active;
     if (has_x)
-        sess_row(entry, &x);
+        sess_row(entry, pre, &x);
     int rc = submit_entry_x(r, "ops", "o", entry, has_x ? &x : NULL, w->seq, r->term, err);
     int64_t deadline = tls_wtimeout > 0 ? mf_mono_ms() + tls_wtimeout : 0;
     if (rc != 0)
@@ -2774,18 +2829,140 @@ hook_admit(void *arg, const char *db, mf_repl_kind_t kind, bool secondary_ok, mf
     return 0;
 }
 
+static bool
+is_fam(const char *name)
+{
+    return strcmp(name, "findAndModify") == 0 || strcmp(name, "findandmodify") == 0;
+}
+
 /*
- * Retryable commands whose retry is not answered from the session row:
- * their reply holds a document (findAndModify's value) or per-operation
- * results (bulkWrite's cursor) that the row does not keep. A retry of one
- * that already wrote is refused with 217 IncompleteTransactionHistory, as
- * mongod refuses a retry whose history it no longer has, rather than run a
- * second time.
+ * Retryable commands whose retry is not answered from the session row's
+ * counts: findAndModify (answered from the row's f when it has one) and
+ * bulkWrite, whose per-operation results (its cursor) the row does not
+ * keep. A retry of one that already wrote and cannot be answered is
+ * refused with 217 IncompleteTransactionHistory, as mongod refuses a retry
+ * whose history it no longer has, rather than run a second time.
  */
 static bool
 answered_by_error(const char *name)
 {
-    return strcmp(name, "findAndModify") == 0 || strcmp(name, "findandmodify") == 0 || strcmp(name, "bulkWrite") == 0;
+    return is_fam(name) || strcmp(name, "bulkWrite") == 0;
+}
+
+/* cmd's boolean field name (false when absent or not a boolean or number). */
+static bool
+cmd_flag(const bson_t *cmd, const char *name)
+{
+    bson_iter_t it;
+    return bson_iter_init_find(&it, cmd, name) && (BSON_ITER_HOLDS_BOOL(&it) || BSON_ITER_HOLDS_NUMBER(&it)) &&
+           bson_iter_as_bool(&it);
+}
+
+/* Fails a findAndModify retry that does not fit the write it retries (mongod's codes and message). */
+static int
+fam_mismatch(mf_error_t *err, int code, const bson_t *cmd, const char *k)
+{
+    char *json = bson_as_relaxed_extended_json(cmd, NULL);
+    mf_err_set(err, code, "findAndModify retry request: %s is not compatible with previous write in the transaction "
+               "of type: %s", json ? json : "{}", k);
+    bson_free(json);
+    return -1;
+}
+
+/*
+ * The reply of a retried findAndModify that already wrote, rebuilt from its
+ * row's f (see sess_t) as mongod's parseOplogEntryForFindAndModify rebuilds
+ * it: lastErrorObject {n: 1, updatedExisting, upserted} and the stored image
+ * as value, here projected by the retry's own fields, so the reply is the
+ * one the first attempt sent. Mismatched retries (a remove retried as an
+ * update, new changed) fail with mongod's 40606-40612. Returns 0 with reply
+ * filled, or -1 with err.
+ */
+static int
+fam_retry_reply(const bson_t *cmd, const bson_t *f, bson_t *reply, mf_error_t *err)
+{
+    bson_iter_t it;
+    const char *k = bson_iter_init_find(&it, f, "k") && BSON_ITER_HOLDS_UTF8(&it) ? bson_iter_utf8(&it, NULL) : "";
+    bool post = bson_iter_init_find(&it, f, "post") && bson_iter_as_bool(&it);
+    bool remove = cmd_flag(cmd, "remove"), want_new = cmd_flag(cmd, "new");
+    bson_t v, le, out, query = BSON_INITIALIZER, fields = BSON_INITIALIZER;
+    bool has_v = false;
+    int rc = -1;
+
+    if (k[0] == 'd' && !remove)
+        return fam_mismatch(err, MF_E_Location40606, cmd, k);
+    if (k[0] == 'i' && !cmd_flag(cmd, "upsert"))
+        return fam_mismatch(err, MF_E_Location40608, cmd, k);
+    if (k[0] != 'd' && k[0] != 'i' && k[0] != 'u')
+        return fam_mismatch(err, MF_E_Location40609, cmd, k);
+    if (k[0] == 'u' && want_new && !post)
+        return mf_err_set(err, MF_E_Location40611, "findAndModify retry request wants the document after update "
+                          "returned, but only before update document is stored");
+    if (k[0] == 'u' && !want_new && post)
+        return mf_err_set(err, MF_E_Location40612, "findAndModify retry request wants the document before update "
+                          "returned, but only after update document is stored");
+    if (bson_iter_init_find(&it, f, "v") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+        const uint8_t *d;
+        uint32_t len;
+        bson_iter_document(&it, &len, &d);
+        has_v = bson_init_static(&v, d, len);
+    }
+    /* An upsert answers with its document only when new asked for it. */
+    if (k[0] == 'i' && !want_new)
+        has_v = false;
+
+    bson_init(&out);
+    if (has_v) {
+        mf_projection_t *p = NULL;
+        mf_matcher_t *m = NULL;
+        mf_match_details_t d = {.array_pos = -1};
+        const uint8_t *data;
+        uint32_t len;
+        if (bson_iter_init_find(&it, cmd, "fields") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+            bson_iter_document(&it, &len, &data);
+            (void)bson_init_static(&fields, data, len);
+        }
+        if (bson_iter_init_find(&it, cmd, "query") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+            bson_iter_document(&it, &len, &data);
+            (void)bson_init_static(&query, data, len);
+        }
+        if (bson_empty(&fields)) {
+            bson_concat(&out, &v);
+        } else if ((p = mf_projection_new(&fields, err)) == NULL) {
+            goto out;
+        } else {
+            /* A positional projection needs the query's match on the image (the pre-image: new: true refuses it). */
+            if (mf_projection_is_positional(p) && ((m = mf_matcher_new(&query, err)) == NULL ||
+                                                   !mf_matcher_match(m, &v, &d))) {
+                mf_projection_free(p);
+                mf_matcher_free(m);
+                if (err->code == 0)
+                    mf_err_set(err, MF_E_BadValue, "positional operator '.$' couldn't find a matching element in the "
+                               "array");
+                goto out;
+            }
+            int prc = mf_projection_apply(p, &v, &d, &out, err);
+            mf_projection_free(p);
+            mf_matcher_free(m);
+            if (prc != 0)
+                goto out;
+        }
+    }
+    BSON_APPEND_DOCUMENT_BEGIN(reply, "lastErrorObject", &le);
+    BSON_APPEND_INT32(&le, "n", 1);
+    if (k[0] != 'd')
+        BSON_APPEND_BOOL(&le, "updatedExisting", k[0] == 'u');
+    if (k[0] == 'i' && bson_iter_init_find(&it, f, "up"))
+        bson_append_value(&le, "upserted", 8, bson_iter_value(&it));
+    bson_append_document_end(reply, &le);
+    if (has_v)
+        BSON_APPEND_DOCUMENT(reply, "value", &out);
+    else
+        BSON_APPEND_NULL(reply, "value");
+    rc = 0;
+out:
+    bson_destroy(&out);
+    return rc;
 }
 
 /* The session id (lsid.id, 16 bytes) and txnNumber of a retryable write command, if it is one. */
@@ -2877,6 +3054,18 @@ hook_command_begin(void *arg, const char *name, const bson_t *cmd, int64_t wtime
                               "session because a newer retryable write with txnNumber %lld has already started on "
                               "this session.", (long long)txn, (long long)stored);
         }
+        if (stored == txn && is_fam(name) && bson_iter_init_find(&it, &row, "f") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+            /* A findAndModify done already: its reply again, from the images its row keeps. */
+            const uint8_t *d;
+            uint32_t len;
+            bson_t f;
+            bson_iter_document(&it, &len, &d);
+            int rc = bson_init_static(&f, d, len) ? fam_retry_reply(cmd, &f, reply, err)
+                                                  : mf_err_set(err, MF_E_IncompleteTransactionHistory,
+                                                               "the session's findAndModify record is damaged");
+            bson_destroy(&row);
+            return rc == 0 ? 1 : -1;
+        }
         if (stored == txn && answered_by_error(name)) {
             bson_destroy(&row);
             return mf_err_set(err, MF_E_IncompleteTransactionHistory,
@@ -2905,6 +3094,13 @@ hook_command_begin(void *arg, const char *name, const bson_t *cmd, int64_t wtime
     tls_sess.active = true;
     memcpy(tls_sess.id, id, 16);
     tls_sess.txn = txn;
+    if (is_fam(name)) {
+        /* Its row keeps the image the reply returns: the pre-image unless new: true asks for the post-image. */
+        tls_sess.fam = true;
+        tls_sess.fam_new = cmd_flag(cmd, "new") && !cmd_flag(cmd, "remove");
+        if (!tls_sess.fam_new)
+            mf_oplog_keep_preimage(true);
+    }
     return 0;
 }
 
@@ -2914,6 +3110,10 @@ hook_command_end(void *arg)
     mf_repl_t *r = arg;
     tls_wtimeout = 0;
     tls_sess.active = false;
+    if (tls_sess.fam) {
+        tls_sess.fam = false;
+        mf_oplog_keep_preimage(false);
+    }
     if (tls_sess.busy) {
         tls_sess.busy = false;
         pthread_mutex_lock(&r->mu);

@@ -67,14 +67,15 @@ R.test('retryable writes: the same lsid and txnNumber sent again, even to a new 
   const next = await rs.raw(np, dbName, { ...inc, txnNumber: Long.fromNumber(3) });
   assert.equal(next.nModified, 1, JSON.stringify(next));
 
-  // A findAndModify retried after it wrote is refused (217), never run twice: its reply (the document) is not kept.
+  // A findAndModify retried after it wrote gets the first attempt's reply again, never runs twice.
   const fam = { findAndModify: 'c', query: { _id: 'counter' }, update: { $inc: { n: 10 } }, new: true, lsid, txnNumber: Long.fromNumber(4) };
   const f1 = await rs.raw(np, dbName, fam);
   assert.equal(f1.ok, 1, JSON.stringify(f1));
   assert.equal(f1.value.n, 12);
   const f2 = await rs.raw(np, dbName, fam);
-  assert.equal(f2.code, 217, `a retried findAndModify: ${JSON.stringify(f2)}`);
-  assert.equal(f2.codeName, 'IncompleteTransactionHistory');
+  assert.equal(f2.ok, 1, `a retried findAndModify: ${JSON.stringify(f2)}`);
+  assert.deepEqual(f2.value, f1.value, 'the retry returns the post-image the first attempt returned');
+  assert.deepEqual(f2.lastErrorObject, f1.lastErrorObject);
 
   // Two attempts of one retryable write at once, on two connections: the second waits for the first, then is answered from it.
   const twice = { update: 'c', updates: [{ q: { _id: 'counter' }, u: { $inc: { n: 100 } } }], lsid, txnNumber: Long.fromNumber(5) };
@@ -83,6 +84,80 @@ R.test('retryable writes: the same lsid and txnNumber sent again, even to a new 
 
   const docs = await rs.waitForReplication(dbName, 'c');
   assert.deepEqual(docs, [{ _id: 'counter', n: 112 }, { _id: 'once' }], 'each write ran exactly once, on every member');
+});
+
+R.test('a retried findAndModify is answered from the image its first attempt returned, on the new primary too, and a mismatched retry is refused', { timeout: 120000 }, async () => {
+  await settle();
+  const dbName = rs.freshDb('famretry').databaseName;
+  let p = await rs.waitForPrimary();
+  await rs.client.db(dbName).collection('c').insertMany([
+    { _id: 1, n: 0, tags: ['a', 'b'], secret: 's1' },
+    { _id: 2, n: 0, secret: 's2' },
+    { _id: 3, n: 0 },
+  ], MAJ);
+  const lsid = { id: new UUID() };
+  let txn = 0;
+  const cmd = (body) => ({ findAndModify: 'c', ...body, lsid, txnNumber: Long.fromNumber(++txn) });
+  const twice = async (c) => {
+    const a = await rs.raw(p, dbName, c);
+    assert.equal(a.ok, 1, JSON.stringify(a));
+    const b = await rs.raw(p, dbName, c);
+    assert.equal(b.ok, 1, `retry of ${JSON.stringify(c)}: ${JSON.stringify(b)}`);
+    assert.deepEqual(b, a, 'the retry answers exactly as the first attempt did');
+    return a;
+  };
+
+  // new: false returns the pre-image, projected by the command's fields.
+  const pre = await twice(cmd({ query: { _id: 1 }, update: { $inc: { n: 1 } }, fields: { secret: 0 } }));
+  assert.deepEqual(pre.value, { _id: 1, n: 0, tags: ['a', 'b'] });
+  assert.deepEqual(pre.lastErrorObject, { n: 1, updatedExisting: true });
+  // A positional projection of the pre-image.
+  const pos = await twice(cmd({ query: { _id: 1, tags: 'b' }, update: { $inc: { n: 1 } }, fields: { 'tags.$': 1 } }));
+  assert.deepEqual(pos.value, { _id: 1, tags: ['b'] });
+  // A remove returns the removed document.
+  const rem = await twice(cmd({ query: { _id: 2 }, remove: true }));
+  assert.deepEqual(rem.value, { _id: 2, n: 0, secret: 's2' });
+  assert.deepEqual(rem.lastErrorObject, { n: 1 });
+  // Upserts: new: false answers null with upserted, new: true the inserted document.
+  const up1 = await twice(cmd({ query: { _id: 10 }, update: { $set: { v: 1 } }, upsert: true }));
+  assert.equal(up1.value, null);
+  assert.deepEqual(up1.lastErrorObject, { n: 1, updatedExisting: false, upserted: 10 });
+  const up2 = await twice(cmd({ query: { _id: 11 }, update: { $set: { v: 2 } }, upsert: true, new: true }));
+  assert.deepEqual(up2.value, { _id: 11, v: 2 });
+
+  // A retry that does not fit the write it retries is refused with mongod's codes.
+  const last = cmd({ query: { _id: 3 }, update: { $inc: { n: 5 } }, new: true });
+  const l1 = await rs.raw(p, dbName, last);
+  assert.deepEqual(l1.value, { _id: 3, n: 5 });
+  const asRemove = await rs.raw(p, dbName, { findAndModify: 'c', query: { _id: 3 }, remove: true, lsid, txnNumber: last.txnNumber });
+  assert.equal(asRemove.ok, 0, JSON.stringify(asRemove));
+  const asOld = await rs.raw(p, dbName, { ...last, new: false });
+  assert.equal(asOld.code, 40612, JSON.stringify(asOld));
+
+  // After a change of primary, the new one answers the same retry from the replicated record.
+  await rs.adminCommand(p, { replSetStepDown: 30 }).catch(() => {});
+  p = await rs.waitForPrimary({ exclude: [p] });
+  const l2 = await rs.raw(p, dbName, last);
+  assert.equal(l2.ok, 1, JSON.stringify(l2));
+  assert.deepEqual(l2.value, l1.value);
+  assert.deepEqual(l2.lastErrorObject, { n: 1, updatedExisting: true });
+
+  // A findAndModify that matched nothing wrote nothing: its retry runs again.
+  const none = cmd({ query: { _id: 99 }, update: { $set: { v: 1 } } });
+  const n1 = await rs.raw(p, dbName, none);
+  assert.equal(n1.value, null);
+  await rs.client.db(dbName).collection('c').insertOne({ _id: 99, v: 0 }, MAJ);
+  const n2 = await rs.raw(p, dbName, none);
+  assert.deepEqual(n2.value, { _id: 99, v: 0 }, 'nothing was recorded, so the retry found the document inserted since');
+
+  const docs = await rs.waitForReplication(dbName, 'c');
+  assert.deepEqual(docs, [
+    { _id: 1, n: 2, tags: ['a', 'b'], secret: 's1' },
+    { _id: 3, n: 5 },
+    { _id: 10, v: 1 },
+    { _id: 11, v: 2 },
+    { _id: 99, v: 1 },
+  ], 'each findAndModify ran exactly once, on every member');
 });
 
 R.test('raft snapshots keep the log bounded; a member that missed more than the kept log comes back through an initial sync', { timeout: 180000 }, async () => {
