@@ -56,6 +56,8 @@
 #define INSERT_CHUNK 500 /* inserted documents per transaction */
 #define UPDATE_CHUNK 100 /* updated documents per transaction */
 #define WRITE_ATTEMPTS 1000 /* retries of a one-document write (upsert, findAndModify) that conflicts */
+/* Times an upsert that lost the race to insert its document runs again as an update (upsert_dup_retryable). */
+#define UPSERT_DUP_RETRIES 100
 
 /*
  * coll_acquire: opens a shared lock session and finds db.name for a write
@@ -439,6 +441,108 @@ stmt_common_parse(bson_iter_t *it, const char *what, stmt_common_t *sc, bool *ta
 
 /* ---------- update ---------- */
 
+/* The equalities of an upsert's filter, as mongod's extractEqualityMatches collects them. */
+typedef struct {
+    const char *path[32];
+    bson_value_t v[32];
+    int n;
+} eq_set_t;
+
+/*
+ * Adds filter q's equalities to eq: false when q holds anything else (an
+ * operator other than $eq, a regular expression, $or, ...), when one path is
+ * constrained twice, or past 32 of them. $and nests.
+ */
+static bool
+eq_collect(const bson_t *q, eq_set_t *eq)
+{
+    bson_iter_t it, sub;
+    if (!bson_iter_init(&it, q))
+        return false;
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (strcmp(k, "$and") == 0) {
+            if (!BSON_ITER_HOLDS_ARRAY(&it) || !bson_iter_recurse(&it, &sub))
+                return false;
+            while (bson_iter_next(&sub)) {
+                bson_t d;
+                const uint8_t *data;
+                uint32_t len;
+                if (!BSON_ITER_HOLDS_DOCUMENT(&sub))
+                    return false;
+                bson_iter_document(&sub, &len, &data);
+                if (!bson_init_static(&d, data, len) || !eq_collect(&d, eq))
+                    return false;
+            }
+            continue;
+        }
+        if (k[0] == '$' || eq->n == 32 || BSON_ITER_HOLDS_REGEX(&it))
+            return false;
+        bson_value_t v = *bson_iter_value(&it);
+        if (BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &sub) && bson_iter_next(&sub) &&
+            bson_iter_key(&sub)[0] == '$') {
+            /* {path: {$eq: v}} and nothing else beside it. */
+            if (strcmp(bson_iter_key(&sub), "$eq") != 0)
+                return false;
+            v = *bson_iter_value(&sub);
+            if (bson_iter_next(&sub))
+                return false;
+        }
+        for (int i = 0; i < eq->n; i++) {
+            if (strcmp(eq->path[i], k) == 0)
+                return false;
+        }
+        eq->path[eq->n] = k;
+        eq->v[eq->n++] = v;
+    }
+    return true;
+}
+
+/*
+ * upsert_dup_retryable: whether an upsert whose insert failed with err (a
+ * duplicate key: another writer inserted the document first) may run again,
+ * now finding and updating that document, as mongod retries it
+ * (write_ops_exec.cpp, shouldRetryDuplicateKeyException): the filter holds
+ * only equalities (implicit or $eq, under $and too), on exactly the unique
+ * index's key fields, with the values the duplicated key holds. Session
+ * stores and caches (connect-mongo, keyv) send such upserts concurrently
+ * for one new key; each must succeed.
+ */
+static bool
+upsert_dup_retryable(const bson_t *q, const mf_error_t *err)
+{
+    bson_t info, kp, kv;
+    bson_iter_t it, pi, vi;
+    const uint8_t *data;
+    uint32_t len;
+    eq_set_t eq = {.n = 0};
+    if (err->code != MF_E_DuplicateKey || err->info_len == 0 || !bson_init_static(&info, err->info, err->info_len))
+        return false;
+    if (!bson_iter_init_find(&it, &info, "keyPattern") || !BSON_ITER_HOLDS_DOCUMENT(&it))
+        return false;
+    bson_iter_document(&it, &len, &data);
+    if (!bson_init_static(&kp, data, len))
+        return false;
+    if (!bson_iter_init_find(&it, &info, "keyValue") || !BSON_ITER_HOLDS_DOCUMENT(&it))
+        return false;
+    bson_iter_document(&it, &len, &data);
+    if (!bson_init_static(&kv, data, len))
+        return false;
+    if (!eq_collect(q, &eq) || eq.n != (int)bson_count_keys(&kp) || !bson_iter_init(&pi, &kp) ||
+        !bson_iter_init(&vi, &kv))
+        return false;
+    while (bson_iter_next(&pi)) {
+        int i;
+        if (!bson_iter_next(&vi))
+            return false;
+        for (i = 0; i < eq.n && strcmp(eq.path[i], bson_iter_key(&pi)) != 0; i++)
+            ;
+        if (i == eq.n || !mf_value_equal(&eq.v[i], bson_iter_value(&vi)))
+            return false;
+    }
+    return true;
+}
+
 /* The target record ids of a statement, collected by rid_visit. */
 typedef struct rid_vec {
     int64_t *v;
@@ -700,25 +804,35 @@ write_update(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool validate, const
     }
     if (coll_acquire(cat, db, coll, upsert, &c, err) != 0)
         goto out_unlock;
-    if (c != NULL) {
-        mf_plan_request_t req = {.filter = &sc.q, .hint = sc.hint, .root = MF_PLAN_ROOT_UPDATE};
-        rv.max = multi ? 0 : 1;
-        if (mf_exec_query(s, c, &req, m, rid_visit, &rv, NULL, err) != 0)
-            goto out_unlock;
-        upd_ctx_t x = {s, c, m, u, rv.v, mf_calloc(rv.n + 1, 1), 0, 0, validate};
-        size_t start = 0;
-        int r = mf_batch_run(s, &start, rv.n, UPDATE_CHUNK, durable, upd_item, upd_commit, &x, err);
-        free(x.slot);
-        res->matched = x.matched;
-        res->modified = x.modified;
-        if (r != 0)
-            goto out_unlock;
-    }
-    if (res->matched == 0 && upsert && c != NULL) {
-        if (do_upsert(s, c, durable, validate, &sc.q, u, NULL, &res->upserted_id, NULL, err) != 0)
-            goto out_unlock;
-        res->upserted = true;
-        res->matched = 1;
+    for (int dup_retries = 0;; dup_retries++) {
+        if (c != NULL) {
+            mf_plan_request_t req = {.filter = &sc.q, .hint = sc.hint, .root = MF_PLAN_ROOT_UPDATE};
+            rv.n = 0;
+            rv.max = multi ? 0 : 1;
+            if (mf_exec_query(s, c, &req, m, rid_visit, &rv, NULL, err) != 0)
+                goto out_unlock;
+            upd_ctx_t x = {s, c, m, u, rv.v, mf_calloc(rv.n + 1, 1), 0, 0, validate};
+            size_t start = 0;
+            int r = mf_batch_run(s, &start, rv.n, UPDATE_CHUNK, durable, upd_item, upd_commit, &x, err);
+            free(x.slot);
+            res->matched = x.matched;
+            res->modified = x.modified;
+            if (r != 0)
+                goto out_unlock;
+        }
+        if (res->matched == 0 && upsert && c != NULL) {
+            if (do_upsert(s, c, durable, validate, &sc.q, u, NULL, &res->upserted_id, NULL, err) != 0) {
+                /* Another writer inserted the document first: update it instead (multi upserts are not retried). */
+                if (!multi && dup_retries < UPSERT_DUP_RETRIES && upsert_dup_retryable(&sc.q, err)) {
+                    mf_err_clear(err);
+                    continue;
+                }
+                goto out_unlock;
+            }
+            res->upserted = true;
+            res->matched = 1;
+        }
+        break;
     }
     rc = 0;
 out_unlock:
@@ -865,7 +979,7 @@ mf_write_find_and_modify(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool val
     if (coll_acquire(cat, db, coll, f->upsert, &c, err) != 0)
         goto out_unlock;
 
-    for (int attempt = 0;; attempt++) {
+    for (int attempt = 0, dup_retries = 0;; attempt++) {
         int64_t rid = 0;
         bool found = false;
         bson_t doc, out_doc, value;
@@ -898,8 +1012,15 @@ mf_write_find_and_modify(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool val
         if (!found) {
             if (f->upsert && c != NULL) {
                 if (do_upsert(s, c, durable, validate, f->query ? f->query : &(bson_t)BSON_INITIALIZER, u, p,
-                              &res->upserted_id, f->want_new ? &res->value : NULL, err) != 0)
+                              &res->upserted_id, f->want_new ? &res->value : NULL, err) != 0) {
+                    /* Another writer inserted the document first: find and modify it instead. */
+                    if (f->query != NULL && dup_retries++ < UPSERT_DUP_RETRIES &&
+                        upsert_dup_retryable(f->query, err)) {
+                        mf_err_clear(err);
+                        continue;
+                    }
                     goto out_unlock;
+                }
                 res->n = 1;
                 res->upserted = true;
                 res->has_value = f->want_new;

@@ -60,3 +60,52 @@ test('a retryable writeConcernError: the write ran, the retry answers it again, 
     await c.close();
   }
 });
+
+test('a findOneAndUpdate whose reply carried a retryable writeConcernError: the driver retries, the retry returns the first attempt\'s document, the update ran once', async () => {
+  const c = new MongoClient(set.uri, { monitorCommands: true, retryWrites: true });
+  const started = [];
+  c.on('commandStarted', (e) => { if (e.commandName === 'findAndModify') started.push(e.command); });
+  await c.connect();
+  try {
+    const coll = c.db('fprs').collection('fam');
+    await coll.insertOne({ _id: 'n', v: 0 });
+    // after: v 0 -> 1 returns the post-image {v: 1}; before: v 1 -> 2 returns the pre-image {v: 1}.
+    for (const returnDocument of ['after', 'before']) {
+      await c.db('admin').command({
+        configureFailPoint: 'failCommand',
+        mode: { times: 1 },
+        data: { failCommands: ['findAndModify'], writeConcernError: { code: 91, errmsg: 'Replication is being shut down' } },
+      });
+      const before = started.length;
+      const doc = await coll.findOneAndUpdate({ _id: 'n' }, { $inc: { v: 1 } }, { returnDocument, projection: { v: 1 } });
+      assert.equal(started.length - before, 2, 'the command and its retry');
+      assert.equal(String(started[before].txnNumber), String(started[before + 1].txnNumber));
+      assert.deepEqual(doc, { _id: 'n', v: 1 }, returnDocument);
+    }
+    assert.deepEqual(await coll.findOne({ _id: 'n' }), { _id: 'n', v: 2 }, 'each findOneAndUpdate ran once');
+  } finally {
+    await c.db('admin').command({ configureFailPoint: 'failCommand', mode: 'off' });
+    await c.close();
+  }
+});
+
+test('concurrent upserts of one new key on a replica set all succeed: the losers update the winner\'s document', async () => {
+  const c = new MongoClient(set.uri, { maxPoolSize: 40 });
+  await c.connect();
+  try {
+    const coll = c.db('fprs').collection('race');
+    await coll.createIndex({ key: 1 }, { unique: true });
+    const failures = [];
+    for (let r = 0; r < 20; r++) {
+      const res = await Promise.allSettled(Array.from({ length: 20 }, (_, i) =>
+        coll.updateOne({ key: { $eq: `k${r}` } }, { $set: { key: `k${r}`, last: i }, $inc: { n: 1 } }, { upsert: true })));
+      for (const x of res) if (x.status === 'rejected') failures.push(x.reason.message);
+    }
+    assert.deepEqual(failures, []);
+    const docs = await coll.find({}).toArray();
+    assert.equal(docs.length, 20);
+    for (const d of docs) assert.equal(d.n, 20, JSON.stringify(d));
+  } finally {
+    await c.close();
+  }
+});
