@@ -183,15 +183,32 @@ check_txn_fields(mf_op_t *op)
 }
 
 /*
+ * A write concern a replica-set member cannot give, reported after the
+ * write as mongod reports it (writeConcernError, with errInfo.writeConcern):
+ * code 0 when none.
+ */
+typedef struct {
+    int code;
+    char msg[200];
+    bson_value_t w; /* the w asked for (a view into the command) */
+} wc_unmet_t;
+
+/*
  * Validates the writeConcern document's shape (MongoDB's WriteConcernOptions
- * parser). *unsatisfiable is set when it asks for more than one node
- * (numeric w > 1), which a standalone cannot give.
+ * parser), then what this server can give, as mongod's
+ * validateWriteConcern and checkIfWriteConcernCanBeSatisfied: a standalone
+ * refuses before running a numeric w above 1, a w mode other than
+ * "majority" (2 BadValue) and j with no journal (--inMemory); a
+ * replica-set member runs the write and then reports, in *unmet, a numeric
+ * w above its data-bearing members (100) or a mode its config does not
+ * define (79: mayfly's configs define none).
  */
 static int
-check_write_concern(mf_op_t *op, bool *unsatisfiable)
+check_write_concern(mf_op_t *op, wc_unmet_t *unmet)
 {
     bson_iter_t it, wi;
-    *unsatisfiable = false;
+    bool journal = false;
+    unmet->code = 0;
     if (!mf_op_find(op, "writeConcern", &it))
         return 0;
     if (!BSON_ITER_HOLDS_DOCUMENT(&it))
@@ -204,14 +221,29 @@ check_write_concern(mf_op_t *op, bool *unsatisfiable)
         const bson_value_t *v = bson_iter_value(&wi);
         if (strcmp(k, "w") == 0) {
             if (v->value_type == BSON_TYPE_UTF8) {
-                continue; /* "majority" is this node; tags are not checked */
+                const char *mode = v->value.v_utf8.str;
+                if (strcmp(mode, "majority") == 0)
+                    continue;
+                if (op->eng->repl == NULL)
+                    return mf_err_set(&op->err, MF_E_BadValue, "cannot use non-majority 'w' mode \"%s\" when a host "
+                                      "is not a member of a replica set", mode);
+                unmet->code = MF_E_UnknownReplWriteConcern;
+                snprintf(unmet->msg, sizeof(unmet->msg),
+                         "No write concern mode named '%.100s' found in replica set configuration", mode);
+                unmet->w = *v;
             } else if (mf_value_is_number(v)) {
                 double w = mf_value_as_double(v);
                 if (w != w || w < 0 || w > 50)
                     return mf_err_set(&op->err, MF_E_FailedToParse,
                                       "w has to be a non-negative number and not greater than 50; found: %g", w);
                 if (w > 1 && op->eng->repl == NULL)
-                    *unsatisfiable = true; /* a member's replication decides for itself */
+                    return mf_err_set(&op->err, MF_E_BadValue, "cannot use 'w' > 1 when a host is not replicated");
+                if (op->eng->repl != NULL && op->eng->repl->data_members != NULL &&
+                    w > op->eng->repl->data_members(op->eng->repl_arg)) {
+                    unmet->code = MF_E_UnsatisfiableWriteConcern;
+                    snprintf(unmet->msg, sizeof(unmet->msg), "Not enough data-bearing nodes");
+                    unmet->w = *v;
+                }
             } else if (v->value_type != BSON_TYPE_DOCUMENT) {
                 return mf_err_set(&op->err, MF_E_FailedToParse, "w has to be a number, string, or object");
             }
@@ -220,6 +252,8 @@ check_write_concern(mf_op_t *op, bool *unsatisfiable)
                 return mf_err_set(&op->err, MF_E_TypeMismatch,
                                   "BSON field 'writeConcern.%s' is the wrong type '%s', expected types '[bool, long, int, decimal, double']",
                                   k, mf_type_name(v->value_type));
+            if (strcmp(k, "j") == 0)
+                journal = mf_value_truthy(v);
         } else if (strcmp(k, "wtimeout") == 0 || strcmp(k, "wtimeoutMS") == 0) {
             if (!mf_value_is_number(v) && v->value_type != BSON_TYPE_NULL)
                 return mf_err_set(&op->err, MF_E_TypeMismatch,
@@ -230,6 +264,8 @@ check_write_concern(mf_op_t *op, bool *unsatisfiable)
             return mf_err_set(&op->err, MF_E_FailedToParse, "unrecognized write concern field: %s", k);
         }
     }
+    if (journal && op->eng->in_memory)
+        return mf_err_set(&op->err, MF_E_BadValue, "cannot use 'j' option when a host does not have journaling enabled");
     return 0;
 }
 
@@ -935,7 +971,7 @@ mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *
     bson_iter_t it;
     const mf_cmd_def_t *def;
     mf_curop_t *cop = NULL;
-    bool unsatisfiable = false;
+    wc_unmet_t unmet = {.code = 0};
     int64_t started_ms = -1, paused_ms = 0; /* paused: waited, not worked (mf_curop_add_paused) */
     let_frame_t lf;
     bson_t fp_labels; /* failCommand's errorLabels, if it gave any (an array) */
@@ -973,7 +1009,7 @@ mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *
         goto fail;
     if (!(def->flags & MF_CMD_WRITE) && strcmp(def->name, "find") != 0 && strcmp(def->name, "getMore") != 0)
         atomic_fetch_add(&eng->op_command, 1);
-    if (check_fields(def, &op) != 0 || check_txn_fields(&op) != 0 || check_write_concern(&op, &unsatisfiable) != 0 ||
+    if (check_fields(def, &op) != 0 || check_txn_fields(&op) != 0 || check_write_concern(&op, &unmet) != 0 ||
         mf_cmd_generic_check(&op, def->name) != 0 || mf_cmd_check_names(&op) != 0)
         goto fail;
     /* Logical sessions: the lsid a command carries is validated and its session's lastUse refreshed (cmd_sessions.c). */
@@ -1038,12 +1074,19 @@ mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *
     paused_ms = mf_curop_paused_us(cop) / 1000;
     mf_curop_end(cop);
     mf_curop_set_current(NULL);
-    if (unsatisfiable && !bson_has_field(reply, "writeConcernError")) {
-        bson_t wce;
+    if (unmet.code != 0 && !bson_has_field(reply, "writeConcernError")) {
+        bson_t wce, info, wc;
         BSON_APPEND_DOCUMENT_BEGIN(reply, "writeConcernError", &wce);
-        BSON_APPEND_INT32(&wce, "code", MF_E_UnsatisfiableWriteConcern);
-        BSON_APPEND_UTF8(&wce, "codeName", mf_err_codename(MF_E_UnsatisfiableWriteConcern));
-        BSON_APPEND_UTF8(&wce, "errmsg", "Not enough data-bearing nodes");
+        BSON_APPEND_INT32(&wce, "code", unmet.code);
+        BSON_APPEND_UTF8(&wce, "codeName", mf_err_codename(unmet.code));
+        BSON_APPEND_UTF8(&wce, "errmsg", unmet.msg);
+        BSON_APPEND_DOCUMENT_BEGIN(&wce, "errInfo", &info);
+        BSON_APPEND_DOCUMENT_BEGIN(&info, "writeConcern", &wc);
+        bson_append_value(&wc, "w", 1, &unmet.w);
+        BSON_APPEND_INT32(&wc, "wtimeout", 0);
+        BSON_APPEND_UTF8(&wc, "provenance", "clientSupplied");
+        bson_append_document_end(&info, &wc);
+        bson_append_document_end(&wce, &info);
         bson_append_document_end(reply, &wce);
     }
     BSON_APPEND_DOUBLE(reply, "ok", 1.0);

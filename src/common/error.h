@@ -65,6 +65,7 @@
     X(86, IndexKeySpecsConflict)                                               \
     X(96, OperationFailed)                                                     \
     X(100, UnsatisfiableWriteConcern)                                          \
+    X(79, UnknownReplWriteConcern)                                             \
     X(111, NotExactValueField)                                                 \
     X(112, WriteConflict)                                                      \
     X(115, CommandNotSupported)                                                \

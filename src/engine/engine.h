@@ -70,6 +70,8 @@ typedef struct mf_repl_hooks {
      * which raft may still commit; false if none.
      */
     bool (*wtimeout_counts)(void *arg, int64_t counts[3]);
+    /* The data-bearing members in the set's config (a numeric w above it cannot be satisfied). */
+    int (*data_members)(void *arg);
 } mf_repl_hooks_t;
 typedef struct mf_profiler mf_profiler_t;
 typedef struct mf_ttl_monitor mf_ttl_monitor_t;

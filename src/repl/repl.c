@@ -3147,8 +3147,19 @@ hook_wtimeout_counts(void *arg, int64_t counts[3])
     return tls_wto[0] + tls_wto[1] + tls_wto[2] > 0;
 }
 
+static int
+hook_data_members(void *arg)
+{
+    mf_repl_t *r = arg;
+    pthread_mutex_lock(&r->mu);
+    int n = r->nmembers;
+    pthread_mutex_unlock(&r->mu);
+    return n;
+}
+
 static const mf_repl_hooks_t hooks = {
     .wtimeout_counts = hook_wtimeout_counts,
+    .data_members = hook_data_members,
     .hello = hook_hello,
     .admit = hook_admit,
     .command = hook_command,

@@ -330,14 +330,20 @@ h.test('sessions: lsid on reads and writes, startSession and endSessions', async
   assert.equal(Number(r.timeoutMinutes), 30);
 });
 
-h.test('write concern w: 2 applies the write and reports writeConcernError 100; bad shapes fail', async () => {
+h.test('a standalone refuses w: 2 and w modes before writing (BadValue, as mongod); bad shapes fail', async () => {
   const db = srv.freshDb('wc');
   const conn = await h.rawConnect(srv.port);
   try {
     let r = await conn.command(db.databaseName, { insert: 'c', documents: [{ _id: 1 }], writeConcern: { w: 2 } });
-    assert.equal(r.ok, 1);
-    assert.equal(r.n, 1);
-    assert.deepEqual(r.writeConcernError, { code: 100, codeName: 'UnsatisfiableWriteConcern', errmsg: 'Not enough data-bearing nodes' });
+    assert.equal(r.ok, 0);
+    assert.equal(r.code, 2);
+    assert.equal(r.codeName, 'BadValue');
+    assert.equal(r.errmsg, "cannot use 'w' > 1 when a host is not replicated");
+    r = await conn.command(db.databaseName, { update: 'c', updates: [{ q: {}, u: { $set: { a: 1 } }, upsert: true }], writeConcern: { w: 'tagged' } });
+    assert.equal(r.code, 2);
+    assert.equal(r.errmsg, 'cannot use non-majority \'w\' mode "tagged" when a host is not a member of a replica set');
+    r = await conn.command(db.databaseName, { insert: 'c', documents: [{ _id: 1 }], writeConcern: { w: 'majority', j: true } });
+    assert.equal(r.ok, 1, 'majority and j are fine on a standalone with a journal');
     r = await conn.command(db.databaseName, { insert: 'c', documents: [{ _id: 2 }], writeConcern: { w: -1 } });
     assert.equal(r.code, 9);
     r = await conn.command(db.databaseName, { insert: 'c', documents: [{ _id: 3 }], writeConcern: { w: true } });

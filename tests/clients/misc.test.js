@@ -104,12 +104,12 @@ h.test('write concerns w:1, w:majority, j:true and w:0 are accepted', async () =
   assert.equal(await c.countDocuments(), 4);
 });
 
-h.test('w: 2 on a standalone reports a write concern error', async () => {
+h.test('w: 2 on a standalone is refused before writing (BadValue), through the driver too', async () => {
   const db = srv.freshDb('wc2');
-  const r = await db.command({ insert: 'c', documents: [{ _id: 1 }], writeConcern: { w: 2 } }).catch((e) => e);
-  // mongod answers ok:1 with writeConcernError, or a BadValue error; the driver may surface either.
-  const wce = r.writeConcernError || (r.errorResponse && r.errorResponse.writeConcernError);
-  assert.ok(wce || r.code === 2, `got ${JSON.stringify(r)}`);
+  const e = await db.collection('c').insertOne({ _id: 1 }, { writeConcern: { w: 2 } }).then(() => null, (x) => x);
+  assert.equal(e && e.code, 2, String(e));
+  assert.match(e.message, /cannot use 'w' > 1 when a host is not replicated/);
+  assert.equal(await db.collection('c').countDocuments(), 0, 'nothing was written (mongod jstest insert_one_w2)');
 });
 
 h.test('UTF-8 strings, long keys and many fields round-trip', async () => {
@@ -221,4 +221,24 @@ h.test('connecting with credentials for a user that does not exist fails with Au
   } finally { await cl.close().catch(() => {}); }
   // The server keeps serving unauthenticated clients.
   assert.equal((await srv.client.db('admin').command({ ping: 1 })).ok, 1);
+});
+
+h.test('j: true on a server with no journal (--inMemory) is refused before writing, as mongod on an ephemeral engine', async () => {
+  const own = new h.MayflyServer({ args: ['--inMemory'] });
+  await own.start();
+  const { MongoClient } = require('mongodb');
+  const cl = new MongoClient(own.uri);
+  try {
+    await cl.connect();
+    const c = cl.db('wcj').collection('c');
+    const e = await c.insertOne({ _id: 1 }, { writeConcern: { j: true } }).then(() => null, (x) => x);
+    assert.equal(e && e.code, 2, String(e));
+    assert.match(e.message, /cannot use 'j' option when a host does not have journaling enabled/);
+    await c.insertOne({ _id: 2 }, { writeConcern: { j: false } });
+    assert.deepEqual(await c.find({}).toArray(), [{ _id: 2 }]);
+  } finally {
+    await cl.close().catch(() => {});
+    await own.stop();
+    own.cleanup();
+  }
 });

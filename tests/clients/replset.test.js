@@ -125,6 +125,31 @@ R.test('discovery: a mongodb://h1,h2,h3/?replicaSet=rs0 client sees the topology
   assert.equal(hello.me, rs.members[p].host, 'primary read preference sends commands to the primary');
 });
 
+R.test('write concerns a set cannot give: w above its members answers writeConcernError 100, an unknown w mode 79, after the write, as mongod', async () => {
+  const p = await rs.waitForPrimary();
+  const dbName = rs.freshDb('wcunmet').databaseName;
+  let r = await rs.raw(p, dbName, { insert: 'c', documents: [{ _id: 1 }], writeConcern: { w: 4 } });
+  assert.equal(r.ok, 1, JSON.stringify(r));
+  assert.equal(r.n, 1);
+  assert.deepEqual(r.writeConcernError, {
+    code: 100, codeName: 'UnsatisfiableWriteConcern', errmsg: 'Not enough data-bearing nodes',
+    errInfo: { writeConcern: { w: 4, wtimeout: 0, provenance: 'clientSupplied' } },
+  });
+  r = await rs.raw(p, dbName, { insert: 'c', documents: [{ _id: 2 }], writeConcern: { w: 'nosuchtag' } });
+  assert.equal(r.ok, 1, JSON.stringify(r));
+  assert.equal(r.writeConcernError.code, 79);
+  assert.equal(r.writeConcernError.codeName, 'UnknownReplWriteConcern');
+  assert.equal(r.writeConcernError.errmsg, "No write concern mode named 'nosuchtag' found in replica set configuration");
+  // w: 3 (every member) and "majority" are satisfiable: no error.
+  r = await rs.raw(p, dbName, { insert: 'c', documents: [{ _id: 3 }], writeConcern: { w: 3, wtimeout: 10000 } });
+  assert.equal(r.ok, 1);
+  assert.equal(r.writeConcernError, undefined, JSON.stringify(r));
+  // Through the driver the write is done and the error is a MongoWriteConcernError.
+  const e = await rs.client.db(dbName).collection('c').insertOne({ _id: 4 }, { writeConcern: { w: 5 } }).then(() => null, (x) => x);
+  assert.equal(e && e.code, 100, String(e));
+  assert.deepEqual((await rs.client.db(dbName).collection('c').find({}).toArray()).map((d) => d._id), [1, 2, 3, 4]);
+});
+
 R.test('a member started with --replSet but not initiated: hello says it has no config, replSetGetStatus answers 94, writes 10107', async () => {
   const r = await rs.hello(SPARE);
   assert.equal(r.isWritablePrimary, false);

@@ -65,7 +65,7 @@ R.test('a TLS client with a certificate writes and reads through the replica-set
     assert.deepEqual(await c.db('rstls').collection('c').findOne({ _id: 1 }), { _id: 1, over: 'tls' });
   } finally { await c.close(true).catch(() => {}); }
   for (let i = 0; i < 3; i++) {
-    // w: 3 is acknowledged once every member's raft log holds the write; each applies it right after.
+    // Every member applies the write (w: 3 is acknowledged once a majority's raft logs hold it: polled here).
     let d = null;
     for (const until = Date.now() + 10000; d === null && Date.now() < until;) {
       d = await rs.direct(i, { readPreference: 'secondaryPreferred' }).db('rstls').collection('c').findOne({ _id: 1 });
