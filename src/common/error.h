@@ -468,6 +468,7 @@
     X(51187, Location51187)                                                    \
     X(238, NotImplemented)                                                     \
     X(40573, Location40573)                                                    \
+    X(17420, Location17420)                                                    \
     X(40606, Location40606)                                                    \
     X(40608, Location40608)                                                    \
     X(40609, Location40609)                                                    \

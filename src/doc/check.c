@@ -62,6 +62,24 @@ check_depth(bson_iter_t *it, int depth, mf_error_t *err)
 }
 
 int
+mf_check_doc_size(const bson_t *doc, mf_doc_write_t how, mf_error_t *err)
+{
+    if (doc->len <= MF_MAX_BSON_SIZE)
+        return 0;
+    switch (how) {
+    case MF_DOC_UPDATED:
+        return mf_err_set(err, MF_E_BSONObjectTooLarge, "Resulting document after update is larger than %d",
+                          MF_MAX_BSON_SIZE);
+    case MF_DOC_UPSERTED:
+        return mf_err_set(err, MF_E_Location17420, "Document to upsert is larger than %d", MF_MAX_BSON_SIZE);
+    case MF_DOC_INSERTED:
+    default:
+        return mf_err_set(err, MF_E_BadValue, "object to insert too large. size in bytes: %u, max size: %d", doc->len,
+                          MF_MAX_BSON_SIZE);
+    }
+}
+
+int
 mf_check_doc_for_storage(const bson_t *doc, mf_error_t *err)
 {
     bson_iter_t it;

@@ -12,6 +12,18 @@
 /* mf_check_doc_for_storage: depth, size and field-name checks before a document is written. */
 int mf_check_doc_for_storage(const bson_t *doc, mf_error_t *err) MF_WUR;
 
+/* What wrote a document, for the error mongod gives when it is over 16 MiB. */
+typedef enum { MF_DOC_INSERTED, MF_DOC_UPDATED, MF_DOC_UPSERTED } mf_doc_write_t;
+
+/*
+ * mf_check_doc_size: 0 when doc fits the 16 MiB user limit; else -1 with
+ * mongod's error for how it was written: an insert 2 BadValue "object to
+ * insert too large...", an update's result 10334 "Resulting document after
+ * update is larger than 16777216", an upsert's 17420 "Document to upsert is
+ * larger than 16777216".
+ */
+int mf_check_doc_size(const bson_t *doc, mf_doc_write_t how, mf_error_t *err) MF_WUR;
+
 /* mf_doc_with_id_first: copies doc into out (initialised here) with _id first, generating an ObjectId if absent. */
 void mf_doc_with_id_first(const bson_t *doc, bson_t *out);
 

@@ -200,7 +200,7 @@ insert_item(void *arg, size_t i, mf_error_t *err)
             ctx->done[ctx->ndone++] = (mf_prepared_t){doc, rid, (int)(i - ctx->pfrom)};
         return ret;
     }
-    if (mf_check_doc_for_storage(doc, err) != 0)
+    if (mf_check_doc_size(doc, MF_DOC_INSERTED, err) != 0 || mf_check_doc_for_storage(doc, err) != 0)
         return -1;
     if (mf_doc_id_is_first(doc)) {
         if (ctx->validate && mf_coll_validate(ctx->c, doc, NULL, err) != 0)
@@ -208,9 +208,8 @@ insert_item(void *arg, size_t i, mf_error_t *err)
         return insert_doc(ctx, i, doc, err);
     }
     mf_doc_with_id_first(doc, &fixed);
-    if (fixed.len > MF_MAX_BSON_SIZE)
-        ret = mf_err_set(err, MF_E_BSONObjectTooLarge, "object to insert too large. size in bytes: %u, max size: %d",
-                         fixed.len, MF_MAX_BSON_SIZE);
+    if (mf_check_doc_size(&fixed, MF_DOC_INSERTED, err) != 0)
+        ret = -1;
     else if (ctx->validate && mf_coll_validate(ctx->c, &fixed, NULL, err) != 0)
         ret = -1;
     else
@@ -598,7 +597,9 @@ upd_item(void *arg, size_t i, mf_error_t *err)
     bson_init(&out);
     ret = upd_spec_apply(x->u, &doc, &d, false, &out, &changed, err);
     if (ret == 0 && changed) {
-        ret = mf_check_doc_for_storage(&out, err);
+        ret = mf_check_doc_size(&out, MF_DOC_UPDATED, err);
+        if (ret == 0)
+            ret = mf_check_doc_for_storage(&out, err);
         if (ret == 0 && x->validate)
             ret = mf_coll_validate(x->c, &out, &doc, err);
         if (ret == 0)
@@ -678,7 +679,8 @@ do_upsert(mf_sess_t *s, mf_coll_t *c, bool durable, bool validate, const bson_t 
     bson_destroy(&seed);
     mf_doc_with_id_first(&out, &fixed);
     bson_destroy(&out);
-    if (mf_check_doc_for_storage(&fixed, err) != 0 || (validate && mf_coll_validate(c, &fixed, NULL, err) != 0)) {
+    if (mf_check_doc_size(&fixed, MF_DOC_UPSERTED, err) != 0 || mf_check_doc_for_storage(&fixed, err) != 0 ||
+        (validate && mf_coll_validate(c, &fixed, NULL, err) != 0)) {
         bson_destroy(&fixed);
         return -1;
     }
@@ -1069,7 +1071,9 @@ mf_write_find_and_modify(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool val
         } else if (r == 0) {
             r = upd_spec_apply(u, &doc, &d, false, &out_doc, &changed, err);
             if (r == 0 && changed) {
-                r = mf_check_doc_for_storage(&out_doc, err);
+                r = mf_check_doc_size(&out_doc, MF_DOC_UPDATED, err);
+                if (r == 0)
+                    r = mf_check_doc_for_storage(&out_doc, err);
                 if (r == 0 && validate)
                     r = mf_coll_validate(c, &out_doc, &doc, err);
                 if (r == 0)

@@ -94,26 +94,27 @@ h.test('a document over 16 MiB is refused by the driver or the server', async ()
   let err;
   try { await c.insertOne({ big }); } catch (e) { err = e; }
   assert.ok(err, 'insert of a >16 MiB document failed');
-  if (err.code !== undefined) assert.ok([10334, 2].includes(err.code), `code ${err.code}`);
+  if (err.code !== undefined) assert.equal(err.code, 2, `code ${err.code}: mongod's fixDocumentForInsert answers BadValue`);
   assert.equal(await c.countDocuments(), 0);
   await stillServing();
 });
 
-h.test('the server refuses a >16 MiB document sent in an OP_MSG document sequence with 10334', async () => {
+h.test('the server refuses a >16 MiB document sent in an OP_MSG document sequence with 2 BadValue (mongod\'s insert check)', async () => {
   const db = srv.freshDb('bigseq');
   const big = { _id: 1, x: 'y'.repeat(16 * 1024 * 1024) };
   const r = await raw(db.databaseName, { insert: 'c' }, { documents: [big] });
-  assert.equal(replyCode(r), 10334, `reply: ${JSON.stringify({ ...r, writeErrors: r.writeErrors })}`);
+  assert.equal(replyCode(r), 2, `reply: ${JSON.stringify({ ...r, writeErrors: r.writeErrors })}`);
+  assert.match(r.writeErrors[0].errmsg, /^object to insert too large\. size in bytes: \d+, max size: 16777216$/);
   assert.equal(await db.collection('c').countDocuments(), 0);
   await stillServing();
 });
 
-h.test('the server refuses a >16 MiB document inline in the command with 10334', async () => {
+h.test('the server refuses a >16 MiB document inline in the command with 2 BadValue', async () => {
   const db = srv.freshDb('biginline');
   // The document is just over 16 MiB; the command stays within 16 MiB + 16 KiB.
   const doc = { _id: 1, x: 'z'.repeat(16 * 1024 * 1024 + 100) };
   const r = await raw(db.databaseName, { insert: 'c', documents: [doc] });
-  assert.equal(replyCode(r), 10334, `reply: ${JSON.stringify(r).slice(0, 500)}`);
+  assert.equal(replyCode(r), 2, `reply: ${JSON.stringify(r).slice(0, 500)}`);
   await stillServing();
 });
 
@@ -128,11 +129,21 @@ h.test('a document of exactly 16 MiB is accepted and read back', async () => {
   await stillServing();
 });
 
-h.test('an update that grows a document beyond 16 MiB fails with 17419 or 10334', async () => {
+h.test('an update that grows a document beyond 16 MiB fails with 10334 and mongod\'s update message; an upsert with 17420', async () => {
   const c = srv.freshDb('growbig').collection('c');
   await c.insertOne({ _id: 1, a: 'a'.repeat(9 * 1024 * 1024) });
-  await h.expectCode(c.updateOne({ _id: 1 }, { $set: { b: 'b'.repeat(9 * 1024 * 1024) } }), [17419, 10334]);
+  const e = await c.updateOne({ _id: 1 }, { $set: { b: 'b'.repeat(9 * 1024 * 1024) } }).then(() => null, (x) => x);
+  assert.equal(e && e.code, 10334, String(e));
+  assert.equal(e.errmsg || e.message, 'Resulting document after update is larger than 16777216');
+  const f = await c.findOneAndUpdate({ _id: 1 }, { $set: { b: 'b'.repeat(9 * 1024 * 1024) } }).then(() => null, (x) => x);
+  assert.equal(f && f.code, 10334, String(f));
   assert.equal((await c.findOne({ _id: 1 })).b, undefined);
+  // The pipeline doubles a 9 MiB string into an 18 MiB document (the command itself stays under the limit).
+  const u = await c.updateOne({ _id: 2 }, [{ $set: { a: 'a'.repeat(9 * 1024 * 1024) } }, { $set: { b: '$a' } }], { upsert: true })
+    .then(() => null, (x) => x);
+  assert.equal(u && u.code, 17420, String(u));
+  assert.equal(u.errmsg || u.message, 'Document to upsert is larger than 16777216');
+  assert.equal(await c.countDocuments({ _id: 2 }), 0);
   await stillServing();
 });
 
