@@ -202,11 +202,19 @@ void mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bso
 /*
  * mf_cmd_error_reply: replaces reply's content with MongoDB's error reply
  * {ok: 0, errmsg, code, codeName, ...err->info} (the network layer uses it
- * for requests that never reach a command). mf_cmd_legacy_query_error: the
- * OP_QUERY refusal shape ({$err, code, ok: 0, errmsg}).
+ * for requests that never reach a command).
  */
 void mf_cmd_error_reply(bson_t *reply, const mf_error_t *err);
-void mf_cmd_legacy_query_error(bson_t *reply, const mf_error_t *err, const char *dollar_err);
+
+/*
+ * mf_cmd_legacy_op_error: replaces reply's content with mongod 8.0's answer
+ * to a removed legacy read (op_name "OP_QUERY" on a collection, or
+ * "OP_GET_MORE"): {$err: "<op_name> is no longer supported. The client
+ * driver may require an upgrade. For more details see
+ * https://dochub.mongodb.org/core/legacy-opcode-removal", code: 5739101,
+ * ok: 0.0}, sent in an OP_REPLY with QueryFailure set.
+ */
+void mf_cmd_legacy_op_error(bson_t *reply, const char *op_name);
 
 /* Helpers for handlers (cmd_util.c). Clocks: common/clock.h. */
 

@@ -403,13 +403,12 @@ mf_crud_agg_plan_prefix(mf_op_t *op, const mf_coll_t *c, const mf_pipeline_t *pl
     return 0;
 }
 
-/* mf_crud_agg_stream_fill: the next batch of a streaming aggregation cursor (catalog lock held). */
+/* mf_crud_agg_stream_fill: see crud.h. */
 int
-mf_crud_agg_stream_fill(mf_op_t *op, mf_cursor_t *cur, int64_t max, bson_t *arr, bool *exhausted)
+mf_crud_agg_stream_fill(mf_op_t *op, mf_cursor_t *cur, int64_t max, int64_t count, bson_t *arr, bool *exhausted)
 {
     agg_stream_t *x = cur->ext;
     mf_agg_env_t env;
-    int64_t count = 0, bytes = 0;
 
     memset(&env, 0, sizeof env);
     x->sc.op = op;
@@ -421,16 +420,15 @@ mf_crud_agg_stream_fill(mf_op_t *op, mf_cursor_t *cur, int64_t max, bson_t *arr,
     env.source_indexes = agg_source_indexes;
     env.ctx = &x->sc;
     *exhausted = false;
-    while (count < max && bytes < BATCH_BYTES_MAX) {
+    while (count < max) {
         bson_t *d;
-        char key[16];
         if (mf_agg_stream_next(x->stream, &env, &d, &op->err) != 0)
             return -1;
         if (d == NULL) {
             *exhausted = true;
             break;
         }
-                if (x->out_proj != NULL) {
+        if (x->out_proj != NULL) {
             bson_t *o = bson_new();
             mf_match_details_t md = {.array_pos = -1};
             if (x->out_m != NULL)
@@ -445,9 +443,14 @@ mf_crud_agg_stream_fill(mf_op_t *op, mf_cursor_t *cur, int64_t max, bson_t *arr,
         }
         if (x->plan != NULL && x->plan->text != NULL)
             mf_text_strip_score(&d);
-        snprintf(key, sizeof(key), "%d", (int)count++); BSON_APPEND_DOCUMENT(arr, key, d);
-        bytes += d->len;
+        int r = mf_crud_batch_add(arr, &count, d, &op->err);
+        if (r > 0) {
+            cur->stash = d; /* no room: it starts the next batch */
+            break;
+        }
         bson_destroy(d);
+        if (r < 0)
+            return -1;
     }
     return 0;
 }

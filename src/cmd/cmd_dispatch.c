@@ -56,13 +56,18 @@ lookup(mf_engine_t *eng, const char *name)
 }
 
 void
-mf_cmd_legacy_query_error(bson_t *reply, const mf_error_t *err, const char *dollar_err)
+mf_cmd_legacy_op_error(bson_t *reply, const char *op_name)
 {
+    char msg[256];
+
+    /* mongod's makeErrorResponseToUnsupportedOpQuery: these three fields, no errmsg or codeName. */
+    snprintf(msg, sizeof(msg),
+             "%s is no longer supported. The client driver may require an upgrade. For more details see "
+             "https://dochub.mongodb.org/core/legacy-opcode-removal", op_name);
     bson_reinit(reply);
-    BSON_APPEND_UTF8(reply, "$err", dollar_err);
-    BSON_APPEND_INT32(reply, "code", err->code);
+    BSON_APPEND_UTF8(reply, "$err", msg);
+    BSON_APPEND_INT32(reply, "code", MF_E_Location5739101);
     BSON_APPEND_DOUBLE(reply, "ok", 0.0);
-    BSON_APPEND_UTF8(reply, "errmsg", err->msg);
 }
 
 /* Client reads and writes of documents (the CRUD family): what the TTL pacer yields to. */

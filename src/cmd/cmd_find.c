@@ -20,6 +20,7 @@
 #include "query/agg.h"
 #include "query/batch.h"
 #include "query/exec.h"
+#include "doc/check.h"
 #include "doc/text.h"
 #include "doc/match.h"
 #include "doc/path.h"
@@ -36,19 +37,45 @@
 typedef struct fill_ctx {
     mf_cursor_t *cur;
     bson_t *arr;
-    int count;
+    int64_t count;
     int64_t max;
-    size_t bytes;
     bool full;
     mf_error_t *err;
 } fill_ctx_t;
 
+/*
+ * mf_crud_batch_add: appends doc to the batch array arr as element *count,
+ * as mongod fills a find / getMore / aggregate batch. doc must be within
+ * 16 MiB + 16 KiB (10334 otherwise, mongod's check when it serialises a
+ * result); the first document always goes in, a later one only while the
+ * batch stays within 16 MiB (FindCommon::haveSpaceForNext), so a reply
+ * stays far below maxMessageSizeBytes. Returns 0 when added (*count grows),
+ * 1 when doc does not fit (the caller keeps it for the next batch), -1 with
+ * err. Does not take ownership of doc.
+ */
+int
+mf_crud_batch_add(bson_t *arr, int64_t *count, const bson_t *doc, mf_error_t *err)
+{
+    char key[24];
+    const char *k;
+
+    if (mf_check_doc_built_size(doc, err) != 0)
+        return -1;
+    if (*count > 0 && (size_t)arr->len + doc->len > MF_MAX_BSON_SIZE)
+        return 1;
+    bson_uint32_to_string((uint32_t)*count, &k, key, sizeof(key));
+    BSON_APPEND_DOCUMENT(arr, k, doc);
+    (*count)++;
+    return 0;
+}
+
+/* Adds doc (projected when the cursor has a projection) to the batch; a document with no room is stashed. */
 static int
 append_projected(fill_ctx_t *f, const bson_t *doc, const mf_match_details_t *d)
 {
-    char key[16];
     bson_t out;
     const bson_t *emit = doc;
+    int rc;
 
     if (f->cur->proj) {
         bson_init(&out);
@@ -58,14 +85,15 @@ append_projected(fill_ctx_t *f, const bson_t *doc, const mf_match_details_t *d)
         }
         emit = &out;
     }
-    const char *k;
-    bson_uint32_to_string((uint32_t)f->count, &k, key, sizeof(key));
-    BSON_APPEND_DOCUMENT(f->arr, k, emit);
-    f->bytes += emit->len;
-    f->count++;
+    rc = mf_crud_batch_add(f->arr, &f->count, emit, f->err);
+    if (rc == 1) {
+        f->cur->stash = bson_copy(emit);
+        f->full = true;
+        rc = 0;
+    }
     if (emit == &out)
         bson_destroy(&out);
-    return 0;
+    return rc;
 }
 
 static int
@@ -85,9 +113,9 @@ fill_visit(void *arg, int64_t rid, const bson_t *doc, const mf_match_details_t *
         return -1;
     if (cur->limit_left > 0)
         cur->limit_left--;
-    if (cur->limit_left == 0)
-        return 1;
-    if (f->count >= f->max || f->bytes >= BATCH_BYTES_MAX) {
+    if (cur->limit_left == 0 || f->full)
+        return 1; /* a stashed document is consumed too: the plan resumes after it */
+    if (f->count >= f->max) {
         f->full = true; /* this document is consumed; the plan resumes after it */
         return 1;
     }
@@ -95,26 +123,45 @@ fill_visit(void *arg, int64_t rid, const bson_t *doc, const mf_match_details_t *
 }
 
 /*
- * Fills arr with up to max documents from cur. *exhausted tells whether the
- * cursor has nothing more. The catalog lock is held by the caller.
+ * Fills arr with up to max documents from cur, within 16 MiB (see
+ * mf_crud_batch_add): a document left over from the last batch comes
+ * first. *exhausted tells whether the cursor has nothing more. The catalog
+ * lock is held by the caller.
  */
 
 int
 mf_crud_cursor_fill(mf_op_t *op, mf_cursor_t *cur, int64_t max, bson_t *arr, bool *exhausted)
 {
-    fill_ctx_t f = {cur, arr, 0, max, 0, false, &op->err};
+    fill_ctx_t f = {cur, arr, 0, max, false, &op->err};
 
     *exhausted = false;
+    if (cur->stash != NULL) {
+        if (max <= 0)
+            return 0;
+        /* The first document of a batch always fits, and its size was checked when it was stashed. */
+        if (mf_crud_batch_add(arr, &f.count, cur->stash, &op->err) != 0)
+            return -1;
+        bson_destroy(cur->stash);
+        cur->stash = NULL;
+        if (f.count >= max) {
+            /* A stream cannot tell whether more follow without producing it: the next getMore says. */
+            if (cur->kind == MF_CURSOR_DOCS)
+                *exhausted = cur->pos >= cur->docs.len;
+            else if (cur->kind == MF_CURSOR_SCAN)
+                *exhausted = cur->plan == NULL || (cur->plan->done && !cur->plan->tailable) || cur->limit_left == 0;
+            return 0;
+        }
+    }
     if (cur->kind == MF_CURSOR_EXT)
-        return mf_crud_agg_stream_fill(op, cur, max, arr, exhausted);
+        return mf_crud_agg_stream_fill(op, cur, max, f.count, arr, exhausted);
     if (cur->kind == MF_CURSOR_DOCS) {
-        while (cur->pos < cur->docs.len && f.count < max && f.bytes < BATCH_BYTES_MAX) {
-            char key[16];
-            const bson_t *d = cur->docs.docs[cur->pos++];
-            const char *k;
-            bson_uint32_to_string((uint32_t)f.count++, &k, key, sizeof(key));
-            BSON_APPEND_DOCUMENT(arr, k, d);
-            f.bytes += d->len;
+        while (cur->pos < cur->docs.len && f.count < max) {
+            int r = mf_crud_batch_add(arr, &f.count, cur->docs.docs[cur->pos], &op->err);
+            if (r < 0)
+                return -1;
+            if (r > 0)
+                break; /* no room: it starts the next batch */
+            cur->pos++;
         }
         *exhausted = cur->pos >= cur->docs.len;
         return 0;
@@ -154,7 +201,7 @@ mf_crud_cursor_fill(mf_op_t *op, mf_cursor_t *cur, int64_t max, bson_t *arr, boo
         return 0;
     if (mf_exec_run(op->sess, c, cur->plan, cur->matcher, fill_visit, &f, &op->err) != 0)
         return -1;
-    *exhausted = (cur->plan->done && !cur->plan->tailable) || cur->limit_left == 0;
+    *exhausted = ((cur->plan->done && !cur->plan->tailable) || cur->limit_left == 0) && cur->stash == NULL;
     return 0;
 }
 

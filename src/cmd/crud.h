@@ -32,7 +32,6 @@ int mf_cmd_coll_stats_doc(mf_op_t *op, const char *name, const bson_iter_t *spec
 #define MF_VERSION "8.0.0" /* as cmd_admin.c reports it */
 #endif
 #define FIRST_BATCH_DEFAULT 101
-#define BATCH_BYTES_MAX (16 * 1024 * 1024 - 64 * 1024)
 
 /* ---------- shared helpers (cmd_crud.c) ---------- */
 
@@ -65,6 +64,14 @@ int mf_crud_view_write_error(mf_error_t *err, const mf_coll_t *c);
 /* ---------- find, getMore, count, distinct (cmd_find.c) ---------- */
 
 int mf_crud_cursor_fill(mf_op_t *op, mf_cursor_t *cur, int64_t max, bson_t *arr, bool *exhausted);
+
+/*
+ * mf_crud_batch_add: appends doc to the batch array arr as element *count
+ * as mongod fills a cursor batch: 0 added; 1 no room (the batch holds 16
+ * MiB: the caller keeps doc for the next batch); -1 with err (10334) for a
+ * document over 16 MiB + 16 KiB. Does not take ownership of doc.
+ */
+int mf_crud_batch_add(bson_t *arr, int64_t *count, const bson_t *doc, mf_error_t *err) MF_WUR;
 
 /* Appends {cursor: {<batch>: arr, id, ns}} to the reply. */
 void mf_crud_append_cursor_reply(mf_op_t *op, const char *batch_name, bson_t *arr, int64_t id, const char *coll);
@@ -110,8 +117,14 @@ int mf_cmd_find_and_modify(mf_op_t *op);
 int mf_crud_agg_plan_prefix(mf_op_t *op, const mf_coll_t *c, const mf_pipeline_t *pl, const bson_value_t *hint,
                 mf_agg_pushdown_t *pd, mf_plan_t **plan);
 
-/* mf_crud_agg_stream_fill: the next batch of a streaming aggregation cursor (catalog lock held). */
-int mf_crud_agg_stream_fill(mf_op_t *op, mf_cursor_t *cur, int64_t max, bson_t *arr, bool *exhausted);
+/*
+ * mf_crud_agg_stream_fill: the rest of the next batch of a streaming
+ * aggregation cursor, whose first count documents arr already holds, up to
+ * max documents in all (mf_crud_batch_add's rules; a document with no room
+ * goes to cur->stash). Catalog lock held. 0, or -1 with op->err.
+ */
+int mf_crud_agg_stream_fill(mf_op_t *op, mf_cursor_t *cur, int64_t max, int64_t count, bson_t *arr,
+                            bool *exhausted);
 
 /*
  * Views. A read of a view is the view's pipeline (resolved through views on

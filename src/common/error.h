@@ -181,6 +181,10 @@
     X(51156, Location51156)                                                    \
     X(7749501, Location7749501)                                                \
     X(5739101, Location5739101)                                                \
+    X(5745700, Location5745700)                                                \
+    X(5745701, Location5745701)                                                \
+    X(5745702, Location5745702)                                                \
+    X(5745703, Location5745703)                                                \
     X(5346500, Location5346500)                                                \
     X(51108, Location51108)                                                    \
     X(241, ConversionFailure)                                                  \

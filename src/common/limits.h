@@ -11,6 +11,13 @@
 #include <stddef.h>
 
 #define MF_MAX_BSON_SIZE (16 * 1024 * 1024) /* maxBsonObjectSize */
+/*
+ * mongod's BSONObjMaxInternalSize: the most a document it builds may have
+ * (16 MiB + 16 KiB of slack for the server's own wrapping, 16793600). A
+ * command document, a pipeline's output document or a projected find
+ * result beyond it is 10334 BSONObjectTooLarge.
+ */
+#define MF_MAX_BSON_INTERNAL_SIZE (MF_MAX_BSON_SIZE + 16 * 1024)
 #define MF_MAX_MESSAGE_SIZE 48000000        /* maxMessageSizeBytes */
 #define MF_MAX_WRITE_BATCH 100000           /* maxWriteBatchSize */
 #define MF_MAX_STORED_DEPTH 180             /* nesting a stored document may have (MongoDB: 200 - 20; 15 beyond) */

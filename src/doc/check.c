@@ -1,11 +1,15 @@
 /*
  * check.c: what a document must satisfy to be stored (mf_check_doc_for_storage:
- * size, nesting depth, field names) and the _id-first shape every stored
- * document has (mf_doc_with_id_first). Pure functions over BSON.
+ * size, nesting depth, field names), the size every document the server
+ * builds and hands on must keep (mf_check_doc_built_size), and the _id-first
+ * shape every stored document has (mf_doc_with_id_first). Pure functions
+ * over BSON.
  */
 #include <stdio.h>
 #include <string.h>
 
+#include "common/alloc.h"
+#include "common/fmt.h"
 #include "common/limits.h"
 #include "doc/check.h"
 #include "doc/value.h"
@@ -59,6 +63,51 @@ check_depth(bson_iter_t *it, int depth, mf_error_t *err)
         }
     }
     return 0;
+}
+
+/*
+ * first_element: doc's first field as mongod's BSONElement::toString prints
+ * it in a message ("_id: null", "b: \"xxx...\""), into buf (cap bytes): a
+ * string of 160 bytes or more shows its first 150 and "...", as there.
+ */
+static void
+first_element(const bson_t *doc, char *buf, size_t cap)
+{
+    bson_iter_t it;
+    const bson_value_t *v;
+    int n;
+
+    if (!bson_iter_init(&it, doc) || !bson_iter_next(&it)) {
+        snprintf(buf, cap, "EOO");
+        return;
+    }
+    v = bson_iter_value(&it);
+    n = snprintf(buf, cap, "%s: ", bson_iter_key(&it));
+    if (n < 0 || (size_t)n >= cap)
+        return;
+    if (v->value_type == BSON_TYPE_UTF8 && v->value.v_utf8.len >= 160 && cap - (size_t)n > 160) {
+        char head[151];
+        memcpy(head, v->value.v_utf8.str, 150);
+        head[150] = '\0';
+        mf_utf8_cut_tail(head, 150); /* the message stays UTF-8 */
+        snprintf(buf + n, cap - (size_t)n, "\"%s...\"", head);
+    } else {
+        mf_fmt_value(v, buf + n, cap - (size_t)n);
+    }
+}
+
+int
+mf_check_doc_built_size(const bson_t *doc, mf_error_t *err)
+{
+    char first[512];
+
+    if (doc->len <= MF_MAX_BSON_INTERNAL_SIZE)
+        return 0;
+    first_element(doc, first, sizeof(first));
+    /* BSONObj::_assertInvalid's wording, as mongod 8.0 answers it. */
+    return mf_err_set(err, MF_E_BSONObjectTooLarge,
+                      "BSONObj size: %u (0x%X) is invalid. Size must be between 0 and %d(%dMB) First element: %s",
+                      doc->len, doc->len, MF_MAX_BSON_INTERNAL_SIZE, MF_MAX_BSON_INTERNAL_SIZE / (1024 * 1024), first);
 }
 
 int

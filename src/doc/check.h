@@ -24,6 +24,16 @@ typedef enum { MF_DOC_INSERTED, MF_DOC_UPDATED, MF_DOC_UPSERTED } mf_doc_write_t
  */
 int mf_check_doc_size(const bson_t *doc, mf_doc_write_t how, mf_error_t *err) MF_WUR;
 
+/*
+ * mf_check_doc_built_size: the check mongod makes of every document it
+ * serialises (BSONObj's size check): a pipeline's output, a projected find
+ * result, a document a stage builds at its end. Over 16 MiB + 16 KiB
+ * (MF_MAX_BSON_INTERNAL_SIZE) is 10334 BSONObjectTooLarge "BSONObj size: N
+ * (0xN) is invalid. Size must be between 0 and 16793600(16MB) First element:
+ * <field: value>"; returns 0 or -1 with err.
+ */
+int mf_check_doc_built_size(const bson_t *doc, mf_error_t *err) MF_WUR;
+
 /* mf_doc_with_id_first: copies doc into out (initialised here) with _id first, generating an ObjectId if absent. */
 void mf_doc_with_id_first(const bson_t *doc, bson_t *out);
 

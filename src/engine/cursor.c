@@ -139,6 +139,8 @@ mf_cursor_free(mf_cursor_t *c)
         bson_destroy(c->filter);
     if (c->collation)
         bson_destroy(c->collation);
+    if (c->stash)
+        bson_destroy(c->stash);
     mf_plan_free(c->plan);
     if (c->ext != NULL && c->ext_free != NULL)
         c->ext_free(c->ext);

@@ -55,6 +55,12 @@ typedef struct mf_cursor {
     void *ext;                  /* owned through ext_free */
     void (*ext_free)(void *ext);
     bson_t *collation;          /* owned, or NULL: the collation spec of the command that opened it (getMore reinstalls it) */
+    /*
+     * Any kind: a result the last batch produced but had no room for
+     * (mongod's stashResult: a batch stays within 16 MiB); the next batch
+     * starts with it. Owned, or NULL.
+     */
+    bson_t *stash;
     /* bookkeeping (table-owned) */
     int64_t last_used_ms;
     bool in_use;

@@ -36,6 +36,9 @@
  *   - A connection closed while a job is in flight is freed by that job's
  *     completion on the loop thread.
  *   - A message that fails to parse closes its connection after logging.
+ *     The legacy opcodes MongoDB 5.1+ refuses are answered as mongod 8.0
+ *     answers them (legacy_opcode): OP_GET_MORE gets a QueryFailure reply
+ *     and the connection lives on; the fire-and-forget writes close it.
  *   - Shutdown (SIGINT/SIGTERM, or the shutdown command through the
  *     engine's stop hook, stop_async): stop accepting, close idle connections
  *     (and held hellos); a connection with a job running stops reading and
@@ -453,6 +456,48 @@ awaitable_hello(const bson_t *body, const bson_t *reply, int64_t seen_counter, b
     return theirs == *counter ? ms : 0; /* a changed topology answers at once */
 }
 
+/*
+ * The legacy opcodes MongoDB 5.1+ no longer serves, answered as mongod 8.0
+ * answers them (service_entry_point_common.cpp): OP_GET_MORE, a read, gets
+ * an OP_REPLY with QueryFailure and {$err, code: 5739101, ok: 0} and the
+ * connection lives on; the fire-and-forget writes have no reply to carry an
+ * error, so mongod fails the request (uasserted with the code below), logs
+ * "Failed to handle request" and closes the connection. Returns true when
+ * opcode is one of them (the job is answered or marked fatal).
+ */
+static bool
+legacy_opcode(job_t *job, const mf_msg_header_t *hdr)
+{
+    static const struct {
+        int32_t opcode;
+        const char *why; /* the close's log reason: mongod's error */
+    } writes[] = {
+        {MF_OP_KILL_CURSORS, "Failed to handle request: Location5745703: OP_KILL_CURSORS is no longer supported"},
+        {MF_OP_INSERT, "Failed to handle request: Location5745702: OP_INSERT is no longer supported"},
+        {MF_OP_UPDATE, "Failed to handle request: Location5745701: OP_UPDATE is no longer supported"},
+        {MF_OP_DELETE, "Failed to handle request: Location5745700: OP_DELETE is no longer supported"},
+    };
+
+    if (hdr->opcode == MF_OP_GET_MORE) {
+        bson_t reply = BSON_INITIALIZER;
+        mf_log(MF_LOG_WARN, "COMMAND", "conn%lld: deprecated operation requested: getmore",
+               (long long)job->conn->client.id);
+        mf_cmd_legacy_op_error(&reply, "OP_GET_MORE");
+        job->reply = mf_wire_build_reply(job->reply_id, hdr->request_id, MF_REPLY_QUERY_FAILURE, &reply,
+                                         &job->reply_len);
+        bson_destroy(&reply);
+        return true;
+    }
+    for (size_t i = 0; i < sizeof(writes) / sizeof(writes[0]); i++) {
+        if (writes[i].opcode == hdr->opcode) {
+            job->fatal = true;
+            job->why = writes[i].why;
+            return true;
+        }
+    }
+    return false;
+}
+
 /* Worker thread: parse, run, build the reply. Touches no libuv handle. */
 static void
 work_cb(mf_net_pool_job_t *pj)
@@ -460,12 +505,16 @@ work_cb(mf_net_pool_job_t *pj)
     job_t *job = (job_t *)pj;
     conn_t *c = job->conn;
     mf_engine_t *eng = c->srv->eng;
+    mf_msg_header_t lhdr;
     mf_msg_t msg;
     mf_error_t err;
     bson_t reply;
     char dbname[128];
 
     mf_err_clear(&err);
+    mf_wire_read_header(job->msg->data, &lhdr); /* the loop framed it: at least 16 bytes, its length right */
+    if (legacy_opcode(job, &lhdr))
+        return;
     if (mf_wire_parse(job->msg->data, job->msg->len, &msg, &err) != 0) {
         mf_msg_header_t hdr;
         mf_wire_read_header(job->msg->data, &hdr);
@@ -482,7 +531,8 @@ work_cb(mf_net_pool_job_t *pj)
             if (hdr.opcode == MF_OP_MSG)
                 job->reply = mf_wire_build_msg(job->reply_id, hdr.request_id, 0, &reply, &job->reply_len);
             else
-                job->reply = mf_wire_build_reply(job->reply_id, hdr.request_id, &reply, &job->reply_len);
+                job->reply = mf_wire_build_reply(job->reply_id, hdr.request_id, MF_REPLY_AWAIT_CAPABLE, &reply,
+                                                 &job->reply_len);
             bson_destroy(&reply);
             return;
         }
@@ -527,10 +577,13 @@ work_cb(mf_net_pool_job_t *pj)
         const char *ns = msg.full_collection_name;
         const char *dot = strchr(ns, '.');
         size_t dl = dot ? (size_t)(dot - ns) : strlen(ns);
+        /* As mongod's LegacyReplyBuilder: a command's reply, error or not, says AwaitCapable. */
+        uint32_t rflags = MF_REPLY_AWAIT_CAPABLE;
         if (dot == NULL || strcmp(dot + 1, "$cmd") != 0 || dl >= sizeof(dbname)) {
-            mf_error_t e;
-            mf_err_set(&e, MF_E_Location5739101, "OP_QUERY is no longer supported");
-            mf_cmd_legacy_query_error(&reply, &e, "OP_QUERY is no longer supported except for commands on <db>.$cmd");
+            /* A query on a collection: mongod's $err document with QueryFailure, so drivers raise it. */
+            mf_log(MF_LOG_WARN, "COMMAND", "conn%lld: deprecated operation requested: query", (long long)c->client.id);
+            mf_cmd_legacy_op_error(&reply, "OP_QUERY");
+            rflags = MF_REPLY_QUERY_FAILURE;
         } else {
             memcpy(dbname, ns, dl);
             dbname[dl] = '\0';
@@ -562,7 +615,7 @@ work_cb(mf_net_pool_job_t *pj)
                 mf_cmd_error_reply(&reply, &e);
             }
         }
-        job->reply = mf_wire_build_reply(job->reply_id, msg.hdr.request_id, &reply, &job->reply_len);
+        job->reply = mf_wire_build_reply(job->reply_id, msg.hdr.request_id, rflags, &reply, &job->reply_len);
     } else {
         mf_log(MF_LOG_WARN, "NETWORK", "conn%lld: unsupported opCode %d", (long long)c->client.id, msg.hdr.opcode);
         job->fatal = true;

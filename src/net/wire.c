@@ -29,8 +29,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* MongoDB allows command documents this much slack over the 16 MiB limit. */
-#define MF_WIRE_MAX_DOC (MF_MAX_BSON_SIZE + 16 * 1024)
+/* MongoDB allows command documents 16 KiB of slack over the 16 MiB limit. */
+#define MF_WIRE_MAX_DOC MF_MAX_BSON_INTERNAL_SIZE
 /* BSONDepth::getMaxAllowableDepth() in MongoDB. */
 #define MF_WIRE_MAX_DEPTH 200
 
@@ -524,7 +524,7 @@ mf_wire_build_msg(int32_t request_id, int32_t response_to, uint32_t flags, const
 }
 
 uint8_t *
-mf_wire_build_reply(int32_t request_id, int32_t response_to, const bson_t *doc, size_t *len)
+mf_wire_build_reply(int32_t request_id, int32_t response_to, uint32_t flags, const bson_t *doc, size_t *len)
 {
     size_t n = 16 + 4 + 8 + 4 + 4 + doc->len;
     uint8_t *p = mf_malloc(n);
@@ -534,7 +534,7 @@ mf_wire_build_reply(int32_t request_id, int32_t response_to, const bson_t *doc, 
         return NULL;
     }
     write_header(p, n, request_id, response_to, MF_OP_REPLY);
-    wr_u32(p + 16, 0); /* responseFlags */
+    wr_u32(p + 16, flags); /* responseFlags */
     wr_u64(p + 20, 0); /* cursorID */
     wr_u32(p + 28, 0); /* startingFrom */
     wr_u32(p + 32, 1); /* numberReturned */

@@ -7,7 +7,10 @@
  *   0       4     messageLength (whole message, header included)
  *   4       4     requestID
  *   8       4     responseTo
- *   12      4     opCode (2004 OP_QUERY, 1 OP_REPLY, 2013 OP_MSG, 2012 OP_COMPRESSED)
+ *   12      4     opCode (2004 OP_QUERY, 1 OP_REPLY, 2013 OP_MSG, 2012 OP_COMPRESSED;
+ *                 the legacy 2001 OP_UPDATE, 2002 OP_INSERT, 2005 OP_GET_MORE,
+ *                 2006 OP_DELETE, 2007 OP_KILL_CURSORS, which MongoDB 5.1+
+ *                 refuses: net.c answers them as mongod 8.0 does)
  *
  * OP_MSG (2013): flagBits uint32 (bit 0 checksumPresent, bit 1 moreToCome,
  * bit 16 exhaustAllowed), then sections until the end (minus a trailing CRC-32C
@@ -18,7 +21,10 @@
  * int32, numberToReturn int32, query document, optional returnFieldsSelector.
  *
  * OP_REPLY (1): responseFlags int32, cursorID int64, startingFrom int32,
- * numberReturned int32, documents.
+ * numberReturned int32, documents. responseFlags bit 1 (QueryFailure, 2)
+ * marks a {$err, code} document; a command's reply over OP_QUERY has bit 3
+ * (AwaitCapable, 8) set, as mongod's LegacyReplyBuilder sets it, error or
+ * not.
  *
  * Parsing validates every length against the buffer and every BSON document
  * with bson_validate, so a malformed message is an error, never a crash.
@@ -35,9 +41,18 @@
 #include "common/limits.h"
 
 #define MF_OP_REPLY 1
+#define MF_OP_UPDATE 2001
+#define MF_OP_INSERT 2002
 #define MF_OP_QUERY 2004
+#define MF_OP_GET_MORE 2005
+#define MF_OP_DELETE 2006
+#define MF_OP_KILL_CURSORS 2007
 #define MF_OP_COMPRESSED 2012
 #define MF_OP_MSG 2013
+
+/* OP_REPLY responseFlags (mongod's ResultFlag_ErrSet and ResultFlag_AwaitCapable). */
+#define MF_REPLY_QUERY_FAILURE (1u << 1)
+#define MF_REPLY_AWAIT_CAPABLE (1u << 3)
 
 #define MF_MSG_CHECKSUM_PRESENT (1u << 0)
 #define MF_MSG_MORE_TO_COME (1u << 1)
@@ -100,8 +115,13 @@ uint8_t *mf_wire_build_msg(int32_t request_id, int32_t response_to, uint32_t fla
  */
 bool mf_wire_peek_command(const uint8_t *buf, size_t len, char *name, size_t cap);
 
-/* mf_wire_build_reply: builds an OP_REPLY with one document (for OP_QUERY). Caller frees. */
-uint8_t *mf_wire_build_reply(int32_t request_id, int32_t response_to, const bson_t *doc, size_t *len);
+/*
+ * mf_wire_build_reply: builds an OP_REPLY with one document and
+ * responseFlags flags (MF_REPLY_*) for a legacy request. Returns a malloc'd
+ * buffer (caller frees) and its length in *len.
+ */
+uint8_t *mf_wire_build_reply(int32_t request_id, int32_t response_to, uint32_t flags, const bson_t *doc,
+                             size_t *len);
 
 /* mf_crc32c: CRC-32C (Castagnoli) of buf, as OP_MSG's checksum uses. */
 uint32_t mf_crc32c(const uint8_t *buf, size_t len);

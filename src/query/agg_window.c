@@ -69,6 +69,7 @@
 
 #include "common/alloc.h"
 #include "common/limits.h"
+#include "doc/check.h"
 #include "doc/expr.h"
 #include "doc/sort.h"
 #include "doc/value.h"
@@ -2147,11 +2148,8 @@ run_partition(const mf_window_t *w, bson_t **wr, size_t n, int64_t fn_limit, mf_
             ps[k].v = &res[k * n + i];
         }
         set_level(d, &p.docs[i], ps, w->nf);
-        if (d->len > MF_MAX_BSON_SIZE + 16 * 1024) {
+        if (mf_check_doc_built_size(d, err) != 0) {
             /* mongod's BSONObjMaxInternalSize, e.g. a $push over a partition of large documents. */
-            mf_err_set(err, MF_E_BSONObjectTooLarge,
-                       "BSONObj size: %u (0x%X) is invalid. Size must be between 0 and 16793600(16MB)", d->len,
-                       d->len);
             bson_destroy(d);
             goto done;
         }

@@ -189,6 +189,21 @@ merge_item(void *arg, size_t i, mf_error_t *err)
     return ret;
 }
 
+/*
+ * check_docs: every document of docs as the pipeline hands it on (over
+ * 16 MiB + 16 KiB is mongod's "BSONObj size: ... is invalid", raised when
+ * the stage before $out / $merge serialises it), then as it is stored.
+ * 0, or -1 with err.
+ */
+static int
+check_docs(const mf_docvec_t *docs, mf_error_t *err)
+{
+    for (size_t i = 0; i < docs->len; i++)
+        if (mf_check_doc_built_size(docs->docs[i], err) != 0 || mf_check_doc_for_storage(docs->docs[i], err) != 0)
+            return -1;
+    return 0;
+}
+
 /* run_out_batches: runs fn over every document of x->docs; 0, or -1 with err. */
 static int
 run_out_batches(out_ctx_t *x, mf_batch_item_fn fn, mf_error_t *err)
@@ -320,9 +335,8 @@ mf_agg_writer_append(mf_agg_writer_t *wr, mf_docvec_t *docs, mf_error_t *err)
     out_ctx_t x = wr->w;
     int rc;
 
-    for (size_t i = 0; i < docs->len; i++)
-        if (mf_check_doc_for_storage(docs->docs[i], err) != 0)
-            return -1;
+    if (check_docs(docs, err) != 0)
+        return -1;
     mf_catalog_rdlock(wr->cat);
     x.c = mf_catalog_coll_find(wr->cat, wr->db, name);
     x.docs = docs;
@@ -376,9 +390,8 @@ int
 mf_agg_write(mf_catalog_t *cat, mf_sess_t *s, bool durable, const char *db, const char *coll, mf_docvec_t *docs,
              const bson_t *merge_spec, mf_error_t *err)
 {
-    for (size_t i = 0; i < docs->len; i++)
-        if (mf_check_doc_for_storage(docs->docs[i], err) != 0)
-            return -1;
+    if (check_docs(docs, err) != 0)
+        return -1;
     mf_agg_writer_t *wr = mf_agg_writer_begin(cat, s, durable, db, coll, merge_spec, err);
     if (wr == NULL)
         return -1;

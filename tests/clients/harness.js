@@ -381,9 +381,10 @@ class RawConn {
         if (this.buf.length >= len) {
           const msg = this.buf.subarray(0, len);
           this.buf = this.buf.subarray(len);
-          // Keep the reply's header and OP_MSG flagBits for tests that inspect them.
+          // Keep the reply's header and flags (OP_MSG flagBits, OP_REPLY responseFlags) for tests that inspect them.
           this.lastResponseTo = msg.readInt32LE(8);
-          this.lastFlags = msg.length >= 20 && msg.readInt32LE(12) === OP_MSG ? msg.readUInt32LE(16) : null;
+          this.lastOpCode = msg.readInt32LE(12);
+          this.lastFlags = msg.length >= 20 && (this.lastOpCode === OP_MSG || this.lastOpCode === 1) ? msg.readUInt32LE(16) : null;
           return decodeReply(msg);
         }
       }

@@ -414,6 +414,49 @@ def test_geospatial():
     eq(sorted(d["_id"] for d in flat.find({"p": {"$geoWithin": {"$box": [[0, 0], [2, 2]]}}})), [1, 3], "$box")
 
 
+@test
+def test_legacy_exhaust_find_raises_like_mongod():
+    # pymongo 3.11 sends an exhaust find as a legacy OP_QUERY on the collection.
+    # MongoDB 8.0 answers {$err, code: 5739101} with the QueryFailure flag, so
+    # pymongo raises it instead of returning the error as a document.
+    c = fresh_db().c
+    c.insert_many([{"i": i} for i in range(5)])
+    try:
+        got = list(c.find({}, cursor_type=pymongo.CursorType.EXHAUST))
+        raise AssertionError("an exhaust OP_QUERY should fail, got %r" % got)
+    except OperationFailure as e:
+        eq(e.code, 5739101, "code")
+        eq(e.details, {"$err": "OP_QUERY is no longer supported. The client driver may require an upgrade. "
+                               "For more details see https://dochub.mongodb.org/core/legacy-opcode-removal",
+                       "code": 5739101, "ok": 0.0}, "the $err document")
+    eq(sorted(d["i"] for d in c.find({})), [0, 1, 2, 3, 4], "the client carries on")
+
+
+@test
+def test_aggregation_output_over_16mb_fails_10334():
+    # A $group result of 20 MB, and of 60 MB (which, sent, made a reply larger
+    # than maxMessageSizeBytes and pymongo dropped the connection), fail as
+    # mongod 8.0 fails them: 10334 when the document is serialised.
+    c = fresh_db().c
+    mb4 = "x" * (4 * 1024 * 1024)
+    for n in (5, 15):
+        c.delete_many({})
+        c.insert_many([{"_id": i, "b": mb4} for i in range(n)])
+        try:
+            list(c.aggregate([{"$group": {"_id": None, "all": {"$push": "$b"}}}]))
+            raise AssertionError("a %d MB $group result should fail" % (4 * n))
+        except OperationFailure as e:
+            eq(e.code, 10334, "code")
+            msg = str(e.details.get("errmsg"))
+            if not msg.startswith("BSONObj size: ") or \
+                    "is invalid. Size must be between 0 and 16793600(16MB) First element: _id: null" not in msg:
+                raise AssertionError("unexpected errmsg %r" % msg)
+    # Within the limit the same pipeline answers, on the same connections.
+    eq(list(c.aggregate([{"$match": {"_id": {"$lt": 3}}},
+                         {"$group": {"_id": None, "n": {"$sum": {"$strLenBytes": "$b"}}}}])),
+       [{"_id": None, "n": 3 * len(mb4)}], "a small result")
+
+
 def _wait_for(pred, what, timeout=20):
     deadline = time.time() + timeout
     while time.time() < deadline:

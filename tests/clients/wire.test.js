@@ -106,6 +106,100 @@ h.test('OP_QUERY runs only the handshake and authentication commands; any other 
   assert.equal(await srv.client.db('opq').collection('c').countDocuments(), 0, 'the OP_QUERY insert wrote nothing');
 });
 
+/* mongod 8.0's answer to a removed legacy read (makeErrorResponseToUnsupportedOpQuery): exactly these fields. */
+function legacyRefusal(op) {
+  return {
+    $err: `${op} is no longer supported. The client driver may require an upgrade. For more details see https://dochub.mongodb.org/core/legacy-opcode-removal`,
+    code: 5739101,
+    ok: 0,
+  };
+}
+
+const i32le = (v) => { const b = Buffer.alloc(4); b.writeInt32LE(v); return b; };
+const i64le = (v) => { const b = Buffer.alloc(8); b.writeBigInt64LE(BigInt(v)); return b; };
+
+h.test('OP_REPLY responseFlags as mongod: a command over OP_QUERY says AwaitCapable (8), ok or not; a query on a collection says QueryFailure (2)', async () => {
+  const conn = await h.rawConnect(srv.port);
+  const query = async (reqId, ns, doc) => {
+    const body = Buffer.concat([i32le(0), Buffer.from(`${ns}\0`), i32le(0), i32le(-1), Buffer.from(BSON.serialize(doc))]);
+    await conn.send(Buffer.concat([header(16 + body.length, reqId, 2004), body]));
+    const r = await conn.readReply(5000);
+    return { r, flags: conn.lastFlags, op: conn.lastOpCode, to: conn.lastResponseTo };
+  };
+  let a = await query(11, 'admin.$cmd', { hello: 1 });
+  assert.equal(a.op, 1);
+  assert.equal(a.to, 11);
+  assert.equal(a.flags, 8, 'a command reply: AwaitCapable only');
+  assert.equal(a.r.ok, 1);
+  a = await query(12, 'opq.$cmd', { ping: 1 });
+  assert.equal(a.flags, 8, 'a refused command (352) is still a command reply: no QueryFailure');
+  assert.equal(a.r.code, 352);
+  const db = srv.freshDb('opqc');
+  await db.collection('legacy').insertOne({ _id: 1 });
+  a = await query(13, `${db.databaseName}.legacy`, {});
+  assert.equal(a.op, 1);
+  assert.equal(a.to, 13);
+  assert.equal(a.flags, 2, 'QueryFailure, so drivers raise the $err document instead of returning it');
+  assert.deepEqual(a.r, legacyRefusal('OP_QUERY'));
+  // The connection lives on.
+  assert.equal((await conn.command('admin', { ping: 1 })).ok, 1);
+  conn.close();
+});
+
+h.test('a legacy OP_GET_MORE gets mongod\'s QueryFailure OP_REPLY (5739101) and the connection lives on; the cursor is untouched', async () => {
+  const db = srv.freshDb('opgm');
+  const coll = db.collection('c');
+  await coll.insertMany(Array.from({ length: 5 }, (_, i) => ({ _id: i })));
+  const conn = await h.rawConnect(srv.port);
+  const f = await conn.command(db.databaseName, { find: 'c', batchSize: 2 });
+  const id = f.cursor.id;
+  assert.notEqual(BigInt(id), 0n);
+  // OP_GET_MORE: ZERO int32, fullCollectionName, numberToReturn int32, cursorID int64.
+  const body = Buffer.concat([i32le(0), Buffer.from(`${db.databaseName}.c\0`), i32le(2), i64le(id)]);
+  await conn.send(Buffer.concat([header(16 + body.length, 21, 2005), body]));
+  const r = await conn.readReply(5000);
+  assert.ok(r, 'answered, not closed');
+  assert.equal(conn.lastOpCode, 1, 'an OP_REPLY');
+  assert.equal(conn.lastResponseTo, 21);
+  assert.equal(conn.lastFlags, 2, 'QueryFailure');
+  assert.deepEqual(r, legacyRefusal('OP_GET_MORE'));
+  const more = await conn.command(db.databaseName, { getMore: id, collection: 'c' });
+  assert.deepEqual(more.cursor.nextBatch.map((d) => d._id), [2, 3, 4], 'the refused OP_GET_MORE read nothing');
+  conn.close();
+  await otherClientsOk();
+});
+
+h.test('legacy OP_INSERT, OP_UPDATE, OP_DELETE and OP_KILL_CURSORS get no reply and close the connection, as mongod; nothing is written', async () => {
+  const db = srv.freshDb('opw');
+  const coll = db.collection('c');
+  await coll.insertOne({ _id: 1, a: 1 });
+  const doc = Buffer.from(BSON.serialize({ _id: 2, a: 2 }));
+  const q = Buffer.from(BSON.serialize({ _id: 1 }));
+  const u = Buffer.from(BSON.serialize({ $set: { a: 9 } }));
+  const ns = Buffer.from(`${db.databaseName}.c\0`);
+  const bodies = {
+    2002: Buffer.concat([i32le(0), ns, doc]), // OP_INSERT: flags, ns, documents
+    2001: Buffer.concat([i32le(0), ns, i32le(0), q, u]), // OP_UPDATE: ZERO, ns, flags, selector, update
+    2006: Buffer.concat([i32le(0), ns, i32le(0), q]), // OP_DELETE: ZERO, ns, flags, selector
+    2007: Buffer.concat([i32le(0), i32le(1), i64le(12345)]), // OP_KILL_CURSORS: ZERO, count, ids
+  };
+  for (const [op, body] of Object.entries(bodies)) {
+    const conn = await h.rawConnect(srv.port);
+    await conn.send(Buffer.concat([header(16 + body.length, 31, Number(op)), body]));
+    assert.ok(await conn.waitClosed(5000), `opcode ${op}: the connection is closed`);
+    assert.equal(conn.buf.length, 0, `opcode ${op}: no reply`);
+    conn.close();
+  }
+  assert.deepEqual(await coll.find().toArray(), [{ _id: 1, a: 1 }], 'the legacy writes wrote nothing');
+  // Logged as mongod logs the failed request, with its code.
+  const deadline = Date.now() + 5000;
+  while (!/Location5745703: OP_KILL_CURSORS/.test(srv.server.stderrTail(200)) && Date.now() < deadline) await h.sleep(50);
+  for (const [code, op] of [[5745702, 'OP_INSERT'], [5745701, 'OP_UPDATE'], [5745700, 'OP_DELETE'], [5745703, 'OP_KILL_CURSORS']]) {
+    assert.match(srv.server.stderrTail(200), new RegExp(`Failed to handle request: Location${code}: ${op} is no longer supported`));
+  }
+  await otherClientsOk();
+});
+
 h.test('two pipelined requests in one write get two replies in order', async () => {
   const conn = await h.rawConnect(srv.port);
   await conn.send(Buffer.concat([

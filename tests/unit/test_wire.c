@@ -628,7 +628,7 @@ Test(wire, op_reply_builder_lays_out_fields)
 {
     bson_t *doc = BCON_NEW("ok", BCON_DOUBLE(1.0));
     size_t len;
-    uint8_t *m = mf_wire_build_reply(3, 42, doc, &len);
+    uint8_t *m = mf_wire_build_reply(3, 42, MF_REPLY_QUERY_FAILURE, doc, &len);
     mf_msg_header_t hdr;
     bson_t got;
 
@@ -638,6 +638,7 @@ Test(wire, op_reply_builder_lays_out_fields)
     cr_assert_eq(hdr.request_id, 3);
     cr_assert_eq(hdr.response_to, 42);
     cr_assert_eq(hdr.opcode, MF_OP_REPLY);
+    cr_assert_eq(m[16], 2, "responseFlags %u, want QueryFailure (2)", m[16]);
     cr_assert_eq(m[32], 1); /* numberReturned */
     cr_assert(bson_init_static(&got, m + 36, doc->len));
     cr_assert(bson_equal(&got, doc));
