@@ -12,8 +12,11 @@
  *
  * MongoDB's SCRAM-SHA-1 salts hex(MD5(user ":mongo:" password)) instead of
  * the password (mf_scram_sha1_password); SCRAM-SHA-256 uses the password
- * itself (SASLprep: passwords are taken as given, which is the same for
- * ASCII ones; full SASLprep normalisation is not done yet).
+ * SASLprep'd (RFC 4013, auth/saslprep.h), which whoever builds a credential
+ * or a client proof does before calling here: these functions take the
+ * mechanism's input as given. The server side never sees a password (only
+ * the stored credential), and the user name of the client-first message is
+ * looked up as sent, never SASLprep'd, as mongod's.
  *
  * A conversation (mf_scram_t) belongs to one connection's authentication
  * attempt: parse the client-first message (which names the user), build the

@@ -7,7 +7,9 @@
  */
 #include "auth/users.h"
 
+#include <openssl/crypto.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "catalog/coll_write.h"
@@ -237,27 +239,38 @@ mf_users_exist(mf_catalog_t *cat)
 }
 
 int
-mf_users_credentials(bson_t *doc, const char *user, const char *password, unsigned mechs, mf_error_t *err)
+mf_users_credentials(bson_t *doc, const mf_saslprep_t *prep, const char *user, const char *password,
+                     size_t password_len, unsigned mechs, mf_error_t *err)
 {
     bson_t creds;
     mf_scram_cred_t c1, c256;
+    char *prepped = NULL;
+    int rc = -1;
+    /* SASLprep first: a refused password fails before any key derivation. */
+    if ((mechs & MF_MECH_SHA256) != 0 && mf_saslprep_prepare(prep, password, password_len, &prepped, err) != 0)
+        goto done;
     if ((mechs & MF_MECH_SHA1) != 0) {
         char hashed[33];
         mf_scram_sha1_password(user, password, hashed);
         int r = mf_scram_make_cred(MF_SCRAM_SHA1, hashed, NULL, 0, 10000, &c1, err);
-        memset(hashed, 0, sizeof(hashed));
+        OPENSSL_cleanse(hashed, sizeof(hashed));
         if (r != 0)
-            return -1;
+            goto done;
     }
-    if ((mechs & MF_MECH_SHA256) != 0 && mf_scram_make_cred(MF_SCRAM_SHA256, password, NULL, 0, 15000, &c256, err) != 0)
-        return -1;
+    if ((mechs & MF_MECH_SHA256) != 0 && mf_scram_make_cred(MF_SCRAM_SHA256, prepped, NULL, 0, 15000, &c256, err) != 0)
+        goto done;
     BSON_APPEND_DOCUMENT_BEGIN(doc, "credentials", &creds);
     if ((mechs & MF_MECH_SHA1) != 0)
         mf_scram_cred_append(&creds, "SCRAM-SHA-1", &c1);
     if ((mechs & MF_MECH_SHA256) != 0)
         mf_scram_cred_append(&creds, "SCRAM-SHA-256", &c256);
     bson_append_document_end(doc, &creds);
-    return 0;
+    rc = 0;
+done:
+    if (prepped != NULL)
+        OPENSSL_cleanse(prepped, strlen(prepped));
+    free(prepped);
+    return rc;
 }
 
 int

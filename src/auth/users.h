@@ -30,6 +30,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
+#include "auth/saslprep.h"
 #include "auth/scram.h"
 #include "catalog/catalog.h"
 #include "catalog/observer.h"
@@ -75,11 +76,15 @@ bool mf_users_exist(mf_catalog_t *cat);
 /*
  * mf_users_credentials: appends {"SCRAM-SHA-1": ..., "SCRAM-SHA-256": ...}
  * for the mechanisms in mechs (MF_MECH_*) as field "credentials" of doc,
- * derived from password with fresh random salts (MongoDB's iteration
- * counts: 10,000 for SHA-1, 15,000 for SHA-256). 0, or -1 with err.
+ * derived from password (password_len bytes of UTF-8) with fresh random
+ * salts (MongoDB's iteration counts: 10,000 for SHA-1, 15,000 for SHA-256).
+ * As mongod's buildCredentials: SHA-1 from hex(MD5(user ":mongo:"
+ * password)), SHA-256 from the password SASLprep'd with prep (saslprep.h);
+ * a password SASLprep refuses fails with its error (50692) when mechs has
+ * SHA-256, and nothing is appended. 0, or -1 with err.
  */
-int mf_users_credentials(bson_t *doc, const char *user, const char *password, unsigned mechs,
-                         mf_error_t *err) MF_WUR;
+int mf_users_credentials(bson_t *doc, const mf_saslprep_t *prep, const char *user, const char *password,
+                         size_t password_len, unsigned mechs, mf_error_t *err) MF_WUR;
 
 /* mf_users_cred: user doc's credential for mech. 0, or -1 if it has none. */
 int mf_users_cred(const bson_t *user, mf_scram_mech_t mech, mf_scram_cred_t *out);

@@ -995,17 +995,20 @@ user_name_arg(mf_op_t *op, const char **name)
     return 0;
 }
 
+/* The pwd field: *pwd (valid while op->cmd lives) and its length in bytes (a BSON string may hold NULs). */
 static int
-password_arg(mf_op_t *op, const char **pwd, bool *present)
+password_arg(mf_op_t *op, const char **pwd, size_t *pwd_len, bool *present)
 {
     bson_iter_t it;
+    uint32_t len = 0;
     *present = mf_op_find(op, "pwd", &it);
     if (!*present)
         return 0;
     if (!BSON_ITER_HOLDS_UTF8(&it))
         return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field '%s.pwd' is the wrong type '%s', expected type 'string'",
                           op->name, mf_type_name(bson_iter_type(&it)));
-    *pwd = bson_iter_utf8(&it, NULL);
+    *pwd = bson_iter_utf8(&it, &len);
+    *pwd_len = len;
     if ((*pwd)[0] == '\0')
         return mf_err_set(&op->err, MF_E_BadValue, "Password cannot be empty");
     return 0;
@@ -1033,6 +1036,7 @@ static int
 cmd_create_user(mf_op_t *op)
 {
     const char *name, *pwd = NULL;
+    size_t pwd_len = 0;
     bool has_pwd, has_custom;
     bson_iter_t it;
     bson_t roles = BSON_INITIALIZER, doc = BSON_INITIALIZER, creds_holder = BSON_INITIALIZER, custom, creds;
@@ -1040,8 +1044,8 @@ cmd_create_user(mf_op_t *op)
     uint8_t uuid[16];
     int rc = -1;
 
-    if (user_name_arg(op, &name) != 0 || password_arg(op, &pwd, &has_pwd) != 0 || parse_mechs(op, &mechs) != 0 ||
-        mf_op_get_doc(op, "customData", &custom, &has_custom) != 0)
+    if (user_name_arg(op, &name) != 0 || password_arg(op, &pwd, &pwd_len, &has_pwd) != 0 ||
+        parse_mechs(op, &mechs) != 0 || mf_op_get_doc(op, "customData", &custom, &has_custom) != 0)
         goto done;
     if (!has_pwd && strcmp(op->db, "$external") != 0) {
         mf_err_set(&op->err, MF_E_BadValue,
@@ -1054,7 +1058,7 @@ cmd_create_user(mf_op_t *op)
     }
     if (parse_roles(op, &it, &roles) != 0)
         goto done;
-    if (has_pwd && mf_users_credentials(&creds_holder, name, pwd, mechs, &op->err) != 0)
+    if (has_pwd && mf_users_credentials(&creds_holder, op->eng->saslprep, name, pwd, pwd_len, mechs, &op->err) != 0)
         goto done;
     if (mf_scram_random(uuid, sizeof(uuid)) != 0) {
         mf_err_set(&op->err, MF_E_InternalError, "no random bytes for a user id");
@@ -1124,6 +1128,7 @@ update_change(mf_op_t *op, const bson_t *old, bson_t *out, void *arg)
 {
     const char *name = arg; /* the user's */
     const char *pwd = NULL;
+    size_t pwd_len = 0;
     bool has_pwd, has_custom, mechs_given;
     unsigned mechs;
     bson_t custom, roles = BSON_INITIALIZER;
@@ -1131,7 +1136,7 @@ update_change(mf_op_t *op, const bson_t *old, bson_t *out, void *arg)
     int rc = -1;
 
     mechs_given = mf_op_has(op, "mechanisms");
-    if (password_arg(op, &pwd, &has_pwd) != 0 || parse_mechs(op, &mechs) != 0 ||
+    if (password_arg(op, &pwd, &pwd_len, &has_pwd) != 0 || parse_mechs(op, &mechs) != 0 ||
         mf_op_get_doc(op, "customData", &custom, &has_custom) != 0)
         goto done;
     if (mechs_given && !has_pwd) {
@@ -1149,7 +1154,7 @@ update_change(mf_op_t *op, const bson_t *old, bson_t *out, void *arg)
         }
         bson_append_document_end(out, &creds);
     } else if (has_pwd) {
-        if (mf_users_credentials(out, name, pwd, mechs, &op->err) != 0)
+        if (mf_users_credentials(out, op->eng->saslprep, name, pwd, pwd_len, mechs, &op->err) != 0)
             goto done;
     } else {
         keep_field(old, out, "credentials");

@@ -262,6 +262,7 @@
     X(50696, Location50696)                                                    \
     X(50694, Location50694)                                                    \
     X(50695, Location50695)                                                    \
+    X(50692, Location50692)                                                    \
     X(40087, Location40087)                                                    \
     X(327391, Location327391)                                                  \
     X(327392, Location327392)                                                  \

@@ -4,8 +4,8 @@
  * An engine owns, and frees in reverse order: its parameters, its operation
  * registry, storage (WiredTiger, on disk or in memory), the catalog, the
  * write observer list (opcounters and the TTL monitor observe it), the TTL
- * monitor, the profiler's settings, the cursor table and the thread that
- * reaps idle cursors. Nothing lives in process globals, so any number of
+ * monitor, the profiler's settings, the cursor table, the thread that
+ * reaps idle cursors and the SASLprep profile for SCRAM-SHA-256 passwords. Nothing lives in process globals, so any number of
  * engines can be open in one process, each expiring its own data
  * (tests/unit/test_api.c opens two).
  *
@@ -20,6 +20,7 @@
 
 #include "common/alloc.h"
 #include "common/clock.h"
+#include "auth/saslprep.h"
 #include "auth/users.h"
 #include "engine/engine.h"
 #include "engine/cursor.h"
@@ -224,6 +225,9 @@ engine_open(const mf_engine_opts_t *opts, mf_engine_t **out, mf_error_t *err)
             goto err_free;
     }
     eng->sessions = mf_sessions_new(mf_param_get(eng->params, "maxSessions"));
+    /* Opened here, on one thread, before any command runs: see auth/saslprep.h. */
+    if (mf_saslprep_open(&eng->saslprep, err) != 0)
+        goto err_free;
     if (mf_storage_open_ex(dbpath, opts->in_memory, &eng->st, err) != 0)
         goto err_free;
     eng->observers = mf_observers_new(eng->st);
@@ -308,6 +312,7 @@ err_storage:
     mf_storage_close(eng->st);
     mf_observers_free(eng->observers);
 err_free:
+    mf_saslprep_close(eng->saslprep);
     mf_sessions_free(eng->sessions);
     mf_profiler_free(eng->profiler);
     mf_curops_free(eng->curops);
@@ -386,6 +391,7 @@ mf_engine_close(mf_engine_t *eng)
     mf_observers_free(eng->observers);
     mf_profiler_free(eng->profiler);
     mf_sessions_free(eng->sessions);
+    mf_saslprep_close(eng->saslprep);
     mf_curops_free(eng->curops);
     mf_failpoints_free(eng->failpoints);
     mf_params_free(eng->params);

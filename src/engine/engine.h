@@ -111,6 +111,7 @@ typedef struct mf_engine {
     bool auth_enabled;           /* access control (--auth, --keyFile): cmd/cmd_auth.c checks every network command */
     _Atomic int64_t users_gen;   /* bumped on every change to admin.system.users (auth/users.h) */
     struct mf_scram_cred *cluster_cred; /* --keyFile: __system@local's SCRAM-SHA-256 credential (owned), or NULL */
+    struct mf_saslprep *saslprep; /* RFC 4013 profile for SCRAM-SHA-256 passwords (auth/saslprep.h): read-only, any thread */
     const mf_repl_hooks_t *repl; /* NULL: a standalone server */
     void *repl_arg;
     int64_t start_ms;         /* wall clock at start, ms since epoch */

@@ -36,6 +36,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "auth/saslprep.h"
 #include "auth/scram.h"
 #include "doc/value.h"
 #include "index/index_spec.h"
@@ -298,12 +299,17 @@ sasl_step(mf_engine_t *eng, mf_client_t *cl, const bson_t *cmd, bson_t *reply, u
     return (const char *)p;
 }
 
-/* Logs cl in as user with password through SCRAM mechanism mech. Returns 0 or -1. */
+/*
+ * Logs cl in as user with password through SCRAM mechanism mech, deriving
+ * the proof as a driver does: SHA-1 from hex(MD5(user:mongo:password)),
+ * SHA-256 from the SASLprep'd password (a password SASLprep refuses cannot
+ * have a SHA-256 credential). Returns 0 or -1.
+ */
 static int
 scram_login(mf_engine_t *eng, mf_client_t *cl, mf_scram_mech_t mech, const char *user, const char *password)
 {
     mf_scram_t *s = mf_scram_new(mech);
-    char *first = NULL, *final = NULL, sha1pw[33];
+    char *first = NULL, *final = NULL, *prepped = NULL, sha1pw[33] = "";
     bson_t cmd = BSON_INITIALIZER, reply = BSON_INITIALIZER, opts;
     const char *p;
     uint32_t plen;
@@ -323,7 +329,9 @@ scram_login(mf_engine_t *eng, mf_client_t *cl, mf_scram_mech_t mech, const char 
         goto out;
     if (mech == MF_SCRAM_SHA1)
         mf_scram_sha1_password(user, password, sha1pw);
-    if (mf_scram_client_respond(s, mech == MF_SCRAM_SHA1 ? sha1pw : password, p, plen, &final, &err) != 0)
+    else if (mf_saslprep_prepare(eng->saslprep, password, strlen(password), &prepped, &err) != 0)
+        goto out;
+    if (mf_scram_client_respond(s, mech == MF_SCRAM_SHA1 ? sha1pw : prepped, p, plen, &final, &err) != 0)
         goto out;
     bson_reinit(&cmd);
     BSON_APPEND_INT32(&cmd, "saslContinue", 1);
@@ -335,6 +343,10 @@ scram_login(mf_engine_t *eng, mf_client_t *cl, mf_scram_mech_t mech, const char 
         goto out;
     rc = 0;
 out:
+    OPENSSL_cleanse(sha1pw, sizeof(sha1pw));
+    if (prepped != NULL)
+        OPENSSL_cleanse(prepped, strlen(prepped));
+    free(prepped);
     free(first);
     free(final);
     bson_destroy(&cmd);

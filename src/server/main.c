@@ -887,6 +887,12 @@ main(int argc, char **argv)
     eng->on_shutdown_arg = eng;
     startup_warnings(eng, o.bind_ip, eng->auth_enabled, nofile);
     if (cluster_key[0] != '\0') {
+        /*
+         * mongod SASLpreps the key for this SCRAM-SHA-256 credential
+         * (security_key.cpp); read_key_file admits only base64 characters,
+         * printable ASCII that SASLprep leaves as it is, so the key is the
+         * prepared password already (and repl/peer.c's proof matches it).
+         */
         eng->cluster_cred = mf_malloc(sizeof(*eng->cluster_cred));
         if (mf_scram_make_cred(MF_SCRAM_SHA256, cluster_key, NULL, 0, 15000, eng->cluster_cred, &err) != 0) {
             mf_log(MF_LOG_ERROR, "ACCESS", "cannot derive the keyFile's credential: %s", err.msg);

@@ -11,6 +11,8 @@
  *     closed once a user exists;
  *   - SCRAM-SHA-256 and SCRAM-SHA-1, with and without speculative
  *     authentication in the hello handshake; wrong password / unknown user 18;
+ *   - SASLprep of SCRAM-SHA-256 passwords (the auth spec's prose test step 4;
+ *     a refused password answers mongod's 50692);
  *   - createUser, updateUser, dropUser, usersInfo, grantRolesToUser,
  *     revokeRolesFromUser, dropAllUsersFromDatabase, logout, connectionStatus;
  *   - admin.system.users holds SCRAM credentials, never the password;
@@ -577,6 +579,76 @@ h.test('updateUser with a new pwd: the old password then fails (18) and the new 
   assert.deepEqual(sortRoles(u.roles), [{ role: 'read', db: 'other' }, { role: 'readWrite', db: 'updb' }], 'updateUser roles replace');
   assert.deepEqual(u.customData, { v: 2 });
   await h.expectCode(c.db('updb').command({ updateUser: 'nobody', pwd: 'x' }), 11);
+});
+
+/*
+ * SASLprep (RFC 4013) of SCRAM-SHA-256 passwords: MongoDB's auth spec,
+ * SCRAM-SHA-256 prose test step 4. mongod builds a user's SCRAM-SHA-256
+ * credential from the SASLprep'd password (buildCredentials: icuSaslPrep) and
+ * never prepares user names. The Node driver 7 SASLpreps the password itself
+ * (@mongodb-js/saslprep, always loaded), so these logins go through exactly
+ * what a SASLprep-ing client sends. The raw ScramClient of this file does no
+ * SASLprep: given "IV" it is what any such client sends for "\u2163".
+ */
+h.test('SASLprep: users IX/"IX" and "\\u2168"/"\\u2163" (SCRAM-SHA-256) log in as IX/IX, IX/"I\\u00ADX", "\\u2168"/"IV", "\\u2168"/"I\\u00ADV" (auth spec prose test, step 4)', async () => {
+  const c = await root();
+  const spdb = c.db('saslprepdb');
+  await spdb.command({ createUser: 'IX', pwd: 'IX', roles: ['read'], mechanisms: ['SCRAM-SHA-256'] });
+  await spdb.command({ createUser: '\u2168', pwd: '\u2163', roles: ['read'], mechanisms: ['SCRAM-SHA-256'] });
+  for (const [user, pwd] of [['IX', 'IX'], ['IX', 'I\u00ADX'], ['\u2168', 'IV'], ['\u2168', 'I\u00ADV'], ['\u2168', '\u2163']]) {
+    const cl = await login(user, pwd, { source: 'saslprepdb', mech: 'SCRAM-SHA-256' });
+    assert.deepEqual((await connStatus(cl)).authenticatedUsers.map((u) => [u.user, u.db]), [[user, 'saslprepdb']],
+      `logged in as ${JSON.stringify(user)} with ${JSON.stringify(pwd)}: the user name is not SASLprep'd`);
+    await cl.db('saslprepdb').collection('c').findOne({});
+  }
+  // The stored credential is that of the prepared password "IV", and the user stays "\u2168" (not "IX").
+  const doc = await c.db('admin').collection('system.users').findOne({ _id: 'saslprepdb.\u2168' });
+  assert.ok(doc, 'the user is stored under its name as given');
+  assert.equal(doc.user, '\u2168');
+  checkCredential(doc, 'SCRAM-SHA-256', '\u2168', 'IV');
+  await expectLoginFails('\u2168', 'IX', { source: 'saslprepdb', mech: 'SCRAM-SHA-256' }, '"\\u2168" with IX\'s password');
+  await expectLoginFails('IX', 'IV', { source: 'saslprepdb', mech: 'SCRAM-SHA-256' }, 'IX with "\\u2168"\'s password');
+  // A raw client: the prepared password logs in, the unprepared one does not (the server never sees a password).
+  const conn = await h.rawConnect(srv.port);
+  try {
+    const ok = await rawLogin(conn, 'SCRAM-SHA-256', '\u2168', 'IV', { db: 'saslprepdb' });
+    assert.equal(ok.ok, 1, `raw login "\\u2168"/"IV": ${JSON.stringify(ok)}`);
+    const bad = await rawLogin(conn, 'SCRAM-SHA-256', '\u2168', '\u2163', { db: 'saslprepdb' });
+    assert.equal(bad.code, 18, `raw login with the unprepared "\\u2163": ${JSON.stringify(bad)}`);
+  } finally { conn.close(); }
+  // updateUser prepares a new password the same way.
+  await spdb.command({ updateUser: 'IX', pwd: '\u2163' });
+  await login('IX', 'I\u00ADV', { source: 'saslprepdb', mech: 'SCRAM-SHA-256' });
+  await expectLoginFails('IX', 'IX', { source: 'saslprepdb', mech: 'SCRAM-SHA-256' }, 'IX\'s old password after updateUser');
+  checkCredential(await c.db('admin').collection('system.users').findOne({ _id: 'saslprepdb.IX' }), 'SCRAM-SHA-256', 'IX', 'IV');
+});
+
+h.test('SASLprep: a password it refuses fails createUser and updateUser with mongod\'s 50692 (prohibited, bidi); SCRAM-SHA-1 alone takes it unprepared', async () => {
+  const c = await root();
+  const spdb = c.db('saslprepdb');
+  const cases = [
+    ['pass\u0000word', 'U_STRINGPREP_PROHIBITED_ERROR'], // U+0000, RFC 4013 2.3 (C.2.1)
+    ['bell\u0007', 'U_STRINGPREP_PROHIBITED_ERROR'], // a control character
+    ['\u0627\u0031', 'U_STRINGPREP_CHECK_BIDI_ERROR'], // RandALCat first, not last (RFC 3454 6)
+  ];
+  for (const [pwd, icu] of cases) {
+    for (const mechanisms of [undefined, ['SCRAM-SHA-256']]) {
+      const cmd = { createUser: 'badpw', pwd, roles: ['read'] };
+      if (mechanisms) cmd.mechanisms = mechanisms;
+      const e = await h.expectCode(spdb.command(cmd), 50692);
+      assert.equal(e.codeName, 'Location50692');
+      assert.equal(e.errmsg, `Error preflighting normalization: ${icu}`);
+    }
+    assert.deepEqual((await spdb.command({ usersInfo: 'badpw' })).users, [], 'no user is created');
+    const e = await h.expectCode(spdb.command({ updateUser: 'IX', pwd }), 50692);
+    assert.equal(e.errmsg, `Error preflighting normalization: ${icu}`);
+  }
+  // IX keeps its password ("\u2163" from the test before, or its first one if run alone).
+  const doc = await c.db('admin').collection('system.users').findOne({ _id: 'saslprepdb.IX' });
+  assert.ok(doc && doc.credentials['SCRAM-SHA-256'], 'IX still has its SCRAM-SHA-256 credential');
+  // SCRAM-SHA-1 hashes MD5(user:mongo:password) with no SASLprep: mongod accepts the password.
+  await spdb.command({ createUser: 'sha1bell', pwd: 'bell\u0007', roles: ['read'], mechanisms: ['SCRAM-SHA-1'] });
+  await login('sha1bell', 'bell\u0007', { source: 'saslprepdb', mech: 'SCRAM-SHA-1' });
 });
 
 h.test('grantRolesToUser and revokeRolesFromUser change what the user may do', async () => {

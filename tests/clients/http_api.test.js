@@ -728,6 +728,12 @@ h.test('access with --auth: 401 without credentials, Basic of a SCRAM user with 
       const m = await request({ port: hp, path: '/metrics', auth: { user: 'root', pwd: 'rootpw' } });
       assert.equal(m.status, 200, `GET /metrics as root: ${show(m)}`);
       parseExposition(m.text);
+      // The SCRAM-SHA-256 login SASLprep's the Basic password as a driver does: "I\u00ADV" is "\u2163" is "IV".
+      await root.db('admin').command({ createUser: 'viewer', pwd: '\u2163', roles: ['root'], mechanisms: ['SCRAM-SHA-256'] });
+      for (const pwd of ['\u2163', 'I\u00ADV', 'IV']) {
+        const mv = await request({ port: hp, path: '/metrics', auth: { user: 'viewer', pwd } });
+        assert.equal(mv.status, 200, `GET /metrics as a SCRAM-SHA-256-only user with ${JSON.stringify(pwd)}: ${show(mv)}`);
+      }
       const gBad = await request({ port: hp, path: '/metrics', auth: { user: 'root', pwd: 'nope' } });
       assert.equal(gBad.status, 401, `GET /metrics with a wrong password: ${show(gBad)}`);
     } finally { await root.close(); }

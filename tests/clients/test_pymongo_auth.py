@@ -15,7 +15,8 @@ authMechanism='SCRAM-SHA-256'/'SCRAM-SHA-1') and the default mechanism
 (pymongo speculates in its isMaster handshake); wrong password / unknown user
 OperationFailure 18; a read-only user's insert OperationFailure 13; a
 SCRAM-SHA-1-only user; updateUser pwd; usersInfo; logout through
-connectionStatus; credentials across a SIGTERM restart.
+connectionStatus; SASLprep of SCRAM-SHA-256 passwords (the auth spec's prose
+test step 4); credentials across a SIGTERM restart.
 """
 import signal
 import sys
@@ -237,6 +238,22 @@ def logout_leaves_the_connection_unauthenticated():
     eq(st["authenticatedUsers"], [], "no user after logout")
     eq(st["authenticatedUserRoles"], [], "no roles after logout")
     expect_code(13, lambda: c.pyauth.c.find_one(), "find after logout")
+
+
+@test
+def saslprep_of_scram_sha_256_passwords():
+    # MongoDB's auth spec, SCRAM-SHA-256 prose test step 4. pymongo 3.11 SASLpreps
+    # SCRAM-SHA-256 passwords client-side (Python's stringprep module); the server
+    # builds the credential from the SASLprep'd password, and keeps user names as given.
+    r = root()
+    r.pysp.command("createUser", "IX", pwd="IX", roles=["read"], mechanisms=["SCRAM-SHA-256"])
+    r.pysp.command("createUser", u"\u2168", pwd=u"\u2163", roles=["read"], mechanisms=["SCRAM-SHA-256"])
+    for user, pwd in (("IX", "IX"), ("IX", u"I\u00adX"), (u"\u2168", "IV"), (u"\u2168", u"I\u00adV"),
+                      (u"\u2168", u"\u2163")):
+        login(user, pwd, source="pysp", mech="SCRAM-SHA-256")
+    e = expect_code(50692, lambda: r.pysp.command("createUser", "bad", pwd=u"bell\u0007", roles=[]),
+                    "createUser with a password SASLprep prohibits")
+    eq(e.details.get("errmsg"), "Error preflighting normalization: U_STRINGPREP_PROHIBITED_ERROR", "errmsg")
 
 
 @test
