@@ -40,6 +40,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "common/curop.h"
 #include "common/log.h"
 #include "doc/match.h"
@@ -63,6 +64,13 @@ struct mf_catalog {
     bool flush_error_logged;
     _Atomic bool collated; /* some collection or view ever had a default collation (mf_catalog_has_collations) */
     _Atomic uint64_t version; /* mf_catalog_version: bumped by every change of the map or of an entry */
+    /*
+     * Collection lock figures (mf_catalog_lock_stats), [0] shared and [1]
+     * exclusive, kept by the lock sessions with relaxed atomics: locks
+     * taken, those that had to wait, the microseconds they waited, and the
+     * threads waiting now.
+     */
+    _Atomic int64_t lk_acquired[2], lk_waits[2], lk_wait_us[2], lk_waiting[2];
 };
 
 static void
@@ -458,26 +466,37 @@ session_lock(mf_coll_t *c)
         coll_unref(c); /* the session's pin already holds it */
         return true;
     }
-    int r;
-    if (!excl) {
-        r = pthread_rwlock_rdlock(&c->lock);
-    } else if (T.nexcl == 0) {
-        r = pthread_rwlock_wrlock(&c->lock);
-    } else {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts); /* timedwrlock measures CLOCK_REALTIME */
-        ts.tv_sec += LOCK_TIMEOUT_MS / 1000;
-        r = pthread_rwlock_timedwrlock(&c->lock, &ts);
-        if (r != 0) {
-            T.timed_out = true;
-            mf_log(MF_LOG_WARN, "STORAGE", "could not lock %s within %d ms for a catalog change", c->ns,
-                   LOCK_TIMEOUT_MS);
+    mf_catalog_t *cat = T.cat;
+    int m = excl ? 1 : 0;
+    /* A lock free at once is not a wait: only the blocking path below is timed (serverStatus locks). */
+    int r = excl ? pthread_rwlock_trywrlock(&c->lock) : pthread_rwlock_tryrdlock(&c->lock);
+    if (r != 0) {
+        int64_t t0 = mf_mono_us();
+        atomic_fetch_add_explicit(&cat->lk_waiting[m], 1, memory_order_relaxed);
+        if (!excl) {
+            r = pthread_rwlock_rdlock(&c->lock);
+        } else if (T.nexcl == 0) {
+            r = pthread_rwlock_wrlock(&c->lock);
+        } else {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts); /* timedwrlock measures CLOCK_REALTIME */
+            ts.tv_sec += LOCK_TIMEOUT_MS / 1000;
+            r = pthread_rwlock_timedwrlock(&c->lock, &ts);
+            if (r != 0) {
+                T.timed_out = true;
+                mf_log(MF_LOG_WARN, "STORAGE", "could not lock %s within %d ms for a catalog change", c->ns,
+                       LOCK_TIMEOUT_MS);
+            }
         }
+        atomic_fetch_sub_explicit(&cat->lk_waiting[m], 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&cat->lk_waits[m], 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&cat->lk_wait_us[m], mf_mono_us() - t0, memory_order_relaxed);
     }
     if (r != 0) {
         coll_unref(c);
         return false;
     }
+    atomic_fetch_add_explicit(&cat->lk_acquired[m], 1, memory_order_relaxed);
     session_add(c, excl);
     return true;
 }
@@ -539,6 +558,17 @@ mf_catalog_wrlock(mf_catalog_t *cat)
         T.timed_out = false;
     }
     T.excl = true; /* collections found from now on are locked exclusively */
+}
+
+void
+mf_catalog_lock_stats(mf_catalog_t *cat, mf_lock_stats_t *out)
+{
+    for (int m = 0; m < 2; m++) {
+        out->acquired[m] = atomic_load_explicit(&cat->lk_acquired[m], memory_order_relaxed);
+        out->waits[m] = atomic_load_explicit(&cat->lk_waits[m], memory_order_relaxed);
+        out->wait_us[m] = atomic_load_explicit(&cat->lk_wait_us[m], memory_order_relaxed);
+        out->waiting[m] = atomic_load_explicit(&cat->lk_waiting[m], memory_order_relaxed);
+    }
 }
 
 void
@@ -1796,11 +1826,12 @@ mf_catalog_coll_create(mf_catalog_t *cat, const char *db, const char *name, cons
             goto err_drop;
     }
     if (T.depth > 0) {
-        /* The creating session holds it, as if it had found it (exclusive in a DDL session). */
+        /* The creating session holds it, as if it had found it (exclusive in a DDL session); nobody else sees it yet. */
         if (T.excl)
             pthread_rwlock_wrlock(&c->lock);
         else
             pthread_rwlock_rdlock(&c->lock);
+        atomic_fetch_add_explicit(&cat->lk_acquired[T.excl ? 1 : 0], 1, memory_order_relaxed);
         atomic_fetch_add(&c->refs, 1);
         session_add(c, T.excl);
     }

@@ -261,6 +261,20 @@ void mf_catalog_wrlock(mf_catalog_t *cat);
 void mf_catalog_unlock(mf_catalog_t *cat);
 
 /*
+ * Collection lock figures since the catalog opened, for serverStatus's
+ * locks and globalLock sections: index 0 the shared lock (reads and
+ * document writes; MongoDB's mode S, "R"), 1 the exclusive one (DDL; mode
+ * X, "W"). acquired counts locks taken, waits those that were not free at
+ * once, wait_us the microseconds those waited, waiting the threads waiting
+ * now. mf_catalog_lock_stats reads them (relaxed: each figure is exact,
+ * the set is not one instant's). Any thread, no lock session needed.
+ */
+typedef struct mf_lock_stats {
+    int64_t acquired[2], waits[2], wait_us[2], waiting[2];
+} mf_lock_stats_t;
+void mf_catalog_lock_stats(mf_catalog_t *cat, mf_lock_stats_t *out);
+
+/*
  * mf_catalog_version: a counter that changes whenever a collection is
  * added, dropped or renamed, or its catalog entry (options, indexes, an
  * index build's end) is rewritten. What a reader derives from the catalog

@@ -1,9 +1,16 @@
 /*
  * cmd_admin.c: handshake, diagnostics and server-wide commands: hello /
  * isMaster, ping, buildInfo, getParameter / setParameter, serverStatus,
- * hostInfo, whatsmyuri, connectionStatus, getLog, getCmdLineOpts, and
- * currentOp / killOp over the operation registry (curop.h). The session
- * commands live in cmd_sessions.c.
+ * getDiagnosticData, hostInfo, whatsmyuri, connectionStatus, getLog,
+ * getCmdLineOpts, and currentOp / killOp over the operation registry
+ * (curop.h). The session commands live in cmd_sessions.c.
+ *
+ * serverStatus has mongod 8.0's default sections, each one measured or,
+ * where mayfly has no such thing, documented at the field as 0 (see
+ * cmd_server_status). getDiagnosticData answers mongod's FTDC sample
+ * shape, {data: {start, serverStatus: {start, ..., end}, replSetGetStatus
+ * (members), end}}, collected when asked rather than from a periodic
+ * sample: mayfly keeps no diagnostic.data directory.
  *
  * Wire limits advertised here are enforced elsewhere: message length in
  * net.c, document size in wire.c / cmd_util.c, batch size in the write
@@ -13,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -20,6 +28,7 @@
 #include "cmd/cmd.h"
 #include "common/curop.h"
 #include "engine/cursor.h"
+#include "engine/sessions.h"
 #include "common/log.h"
 #include "common/params.h"
 #include "doc/match.h"
@@ -319,6 +328,231 @@ append_archive_status(mf_engine_t *e, bson_t *r)
     bson_append_document_end(r, &sub);
 }
 
+/*
+ * serverStatus's section toggles, as mongod's: a section named in the
+ * command with a false value ({serverStatus: 1, locks: 0}) is left out;
+ * every section here is one mongod 8.0 includes by default.
+ */
+static bool
+section_on(const mf_op_t *op, const char *name)
+{
+    bson_iter_t it;
+    return !bson_iter_init_find(&it, op->cmd, name) || bson_iter_as_bool(&it);
+}
+
+/*
+ * serverStatus().asserts. user counts mongod's uasserts as mayfly meets
+ * them: commands answered with an error and write errors (engine.h
+ * asserts_user). mayfly has no assertion classes for the others: an
+ * internal invariant failure (mongod's regular / tripwire) stops the
+ * process, and it raises no warning or msg asserts, so they are 0. As
+ * mongod's, the counters are 32-bit and roll over to 0 at 2^30, counted
+ * in rollovers; with the others 0 that is user's count of 2^30s.
+ */
+static void
+append_asserts(mf_engine_t *e, bson_t *r)
+{
+    bson_t sub;
+    int64_t user = atomic_load_explicit(&e->asserts_user, memory_order_relaxed);
+    BSON_APPEND_DOCUMENT_BEGIN(r, "asserts", &sub);
+    BSON_APPEND_INT32(&sub, "regular", 0);
+    BSON_APPEND_INT32(&sub, "warning", 0);
+    BSON_APPEND_INT32(&sub, "msg", 0);
+    BSON_APPEND_INT32(&sub, "user", (int32_t)(user % (1 << 30)));
+    BSON_APPEND_INT32(&sub, "tripwire", 0);
+    BSON_APPEND_INT32(&sub, "rollovers", (int32_t)(user >> 30));
+    bson_append_document_end(r, &sub);
+}
+
+/* serverStatus().extra_info: the process's getrusage, under mongod's Linux names. */
+static void
+append_extra_info(bson_t *r)
+{
+    bson_t sub;
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0)
+        memset(&ru, 0, sizeof(ru));
+    BSON_APPEND_DOCUMENT_BEGIN(r, "extra_info", &sub);
+    BSON_APPEND_UTF8(&sub, "note", "fields vary by platform");
+    BSON_APPEND_INT64(&sub, "user_time_us", (int64_t)ru.ru_utime.tv_sec * 1000000 + ru.ru_utime.tv_usec);
+    BSON_APPEND_INT64(&sub, "system_time_us", (int64_t)ru.ru_stime.tv_sec * 1000000 + ru.ru_stime.tv_usec);
+    BSON_APPEND_INT64(&sub, "maximum_resident_set_kb", ru.ru_maxrss); /* Linux reports kilobytes */
+    BSON_APPEND_INT64(&sub, "input_blocks", ru.ru_inblock);
+    BSON_APPEND_INT64(&sub, "output_blocks", ru.ru_oublock);
+    BSON_APPEND_INT64(&sub, "page_reclaims", ru.ru_minflt);
+    BSON_APPEND_INT64(&sub, "page_faults", ru.ru_majflt);
+    BSON_APPEND_INT64(&sub, "voluntary_context_switches", ru.ru_nvcsw);
+    BSON_APPEND_INT64(&sub, "involuntary_context_switches", ru.ru_nivcsw);
+    bson_append_document_end(r, &sub);
+}
+
+/*
+ * serverStatus().globalLock. mayfly has no global lock; its collection
+ * locks (catalog.h) are what commands queue on, so currentQueue counts the
+ * threads waiting for one now (readers: the shared lock reads and
+ * document writes take; writers: DDL's exclusive one) and activeClients
+ * the commands reading (readers) or writing (writers) documents now.
+ * totalTime is the microseconds since start-up, as mongod's.
+ */
+static void
+append_global_lock(mf_engine_t *e, const mf_lock_stats_t *ls, bson_t *r)
+{
+    bson_t sub, q;
+    int64_t readers = atomic_load_explicit(&e->active_readers, memory_order_relaxed);
+    int64_t writers = atomic_load_explicit(&e->active_writers, memory_order_relaxed);
+    BSON_APPEND_DOCUMENT_BEGIN(r, "globalLock", &sub);
+    BSON_APPEND_INT64(&sub, "totalTime", mf_mono_us() - e->start_mono_ms * 1000);
+    /* Ints, as mongod's (only totalTime is a long). */
+    BSON_APPEND_DOCUMENT_BEGIN(&sub, "currentQueue", &q);
+    BSON_APPEND_INT32(&q, "total", (int32_t)(ls->waiting[0] + ls->waiting[1]));
+    BSON_APPEND_INT32(&q, "readers", (int32_t)ls->waiting[0]);
+    BSON_APPEND_INT32(&q, "writers", (int32_t)ls->waiting[1]);
+    bson_append_document_end(&sub, &q);
+    BSON_APPEND_DOCUMENT_BEGIN(&sub, "activeClients", &q);
+    BSON_APPEND_INT32(&q, "total", (int32_t)(readers + writers));
+    BSON_APPEND_INT32(&q, "readers", (int32_t)readers);
+    BSON_APPEND_INT32(&q, "writers", (int32_t)writers);
+    bson_append_document_end(&sub, &q);
+    bson_append_document_end(r, &sub);
+}
+
+/* One of locks' per-mode documents, with mongod's rule: only modes with a non-zero figure, none if all are 0. */
+static void
+append_lock_modes(bson_t *b, const char *key, const int64_t v[2])
+{
+    bson_t m;
+    if (v[0] == 0 && v[1] == 0)
+        return;
+    BSON_APPEND_DOCUMENT_BEGIN(b, key, &m);
+    if (v[0] != 0)
+        BSON_APPEND_INT64(&m, "R", v[0]);
+    if (v[1] != 0)
+        BSON_APPEND_INT64(&m, "W", v[1]);
+    bson_append_document_end(b, &m);
+}
+
+/*
+ * serverStatus().locks: mongod's shape (LockStats::report: a resource type
+ * appears only once it has a non-zero figure). mayfly's only locks are its
+ * collection locks, reported under Collection with the shared one as mode
+ * S ("R") and the exclusive one as mode X ("W"); there is no Global,
+ * Database or Mutex resource to report.
+ */
+static void
+append_locks(const mf_lock_stats_t *ls, bson_t *r)
+{
+    bson_t sub, coll;
+    BSON_APPEND_DOCUMENT_BEGIN(r, "locks", &sub);
+    if (ls->acquired[0] != 0 || ls->acquired[1] != 0) {
+        BSON_APPEND_DOCUMENT_BEGIN(&sub, "Collection", &coll);
+        append_lock_modes(&coll, "acquireCount", ls->acquired);
+        append_lock_modes(&coll, "acquireWaitCount", ls->waits);
+        append_lock_modes(&coll, "timeAcquiringMicros", ls->wait_us);
+        bson_append_document_end(&sub, &coll);
+    }
+    bson_append_document_end(r, &sub);
+}
+
+/*
+ * serverStatus().logicalSessionRecordCache: activeSessionsCount is the
+ * logical session cache's size (engine/sessions.h). mayfly keeps no
+ * config.system.sessions collection and no transaction table to reap:
+ * sessions live in the cache alone and expire there as they are touched,
+ * so the refresh and reaper jobs never run (their counts and durations 0,
+ * their timestamps the epoch, as mongod's before a first run), and
+ * sessionCatalogSize (sessions with transaction state checked out) is 0.
+ */
+static void
+append_session_cache(mf_engine_t *e, bson_t *r)
+{
+    bson_t sub;
+    BSON_APPEND_DOCUMENT_BEGIN(r, "logicalSessionRecordCache", &sub);
+    BSON_APPEND_INT32(&sub, "activeSessionsCount", (int32_t)mf_sessions_count(e->sessions));
+    BSON_APPEND_INT32(&sub, "sessionsCollectionJobCount", 0);
+    BSON_APPEND_INT32(&sub, "lastSessionsCollectionJobDurationMillis", 0);
+    BSON_APPEND_DATE_TIME(&sub, "lastSessionsCollectionJobTimestamp", 0);
+    BSON_APPEND_INT32(&sub, "lastSessionsCollectionJobEntriesRefreshed", 0);
+    BSON_APPEND_INT32(&sub, "lastSessionsCollectionJobEntriesEnded", 0);
+    BSON_APPEND_INT32(&sub, "lastSessionsCollectionJobCursorsClosed", 0);
+    BSON_APPEND_INT32(&sub, "transactionReaperJobCount", 0);
+    BSON_APPEND_INT32(&sub, "lastTransactionReaperJobDurationMillis", 0);
+    BSON_APPEND_DATE_TIME(&sub, "lastTransactionReaperJobTimestamp", 0);
+    BSON_APPEND_INT32(&sub, "lastTransactionReaperJobEntriesCleanedUp", 0);
+    BSON_APPEND_INT32(&sub, "sessionCatalogSize", 0);
+    bson_append_document_end(r, &sub);
+}
+
+/*
+ * serverStatus().opcountersRepl: the operations this member's applier
+ * applied from other members' entries (a secondary's replication; 0 on a
+ * standalone and for a primary's own writes). Oplog entries carry no
+ * queries or getMores, so those two are 0, as on mongod.
+ */
+static void
+append_opcounters_repl(const mf_repl_stats_t *rs, bson_t *r)
+{
+    bson_t sub;
+    BSON_APPEND_DOCUMENT_BEGIN(r, "opcountersRepl", &sub);
+    BSON_APPEND_INT64(&sub, "insert", rs->applied[0]);
+    BSON_APPEND_INT64(&sub, "query", 0);
+    BSON_APPEND_INT64(&sub, "update", rs->applied[1]);
+    BSON_APPEND_INT64(&sub, "delete", rs->applied[2]);
+    BSON_APPEND_INT64(&sub, "getmore", 0);
+    BSON_APPEND_INT64(&sub, "command", rs->applied[3]);
+    bson_append_document_end(r, &sub);
+}
+
+/*
+ * serverStatus().transactions: retryable writes from replication's session
+ * rows (a standalone has none: retryable writes need a replica set, as on
+ * mongod). mayfly has no multi-document transactions yet, so every
+ * transaction count is 0.
+ */
+static void
+append_transactions(const mf_repl_stats_t *rs, bson_t *r)
+{
+    static const char *const none[] = {"currentActive", "currentInactive", "currentOpen", "totalAborted",
+                                       "totalCommitted", "totalStarted", "totalPrepared",
+                                       "totalPreparedThenCommitted", "totalPreparedThenAborted", "currentPrepared",
+                                       NULL};
+    bson_t sub;
+    BSON_APPEND_DOCUMENT_BEGIN(r, "transactions", &sub);
+    BSON_APPEND_INT64(&sub, "retriedCommandsCount", rs->retried_commands);
+    BSON_APPEND_INT64(&sub, "retriedStatementsCount", rs->retried_statements);
+    BSON_APPEND_INT64(&sub, "transactionsCollectionWriteCount", rs->session_writes);
+    for (int i = 0; none[i] != NULL; i++)
+        BSON_APPEND_INT64(&sub, none[i], 0);
+    bson_append_document_end(r, &sub);
+}
+
+/*
+ * serverStatus().repl on a replica-set member: hello's replica-set fields
+ * (topologyVersion, hosts, setName, setVersion, isWritablePrimary,
+ * secondary, primary, me, electionId, lastWrite), as mongod's
+ * appendReplicationInfo (isWritablePrimary since 4.9, SERVER-50420).
+ * mongod's rbid counts rollbacks; raft never rolls back a committed
+ * entry, so mayfly has no rollback id and leaves it out, as mongod does
+ * before it has one.
+ */
+static void
+append_repl(mf_op_t *op, bson_t *r)
+{
+    mf_engine_t *e = op->eng;
+    bson_t sub, tv;
+    BSON_APPEND_DOCUMENT_BEGIN(r, "repl", &sub);
+    BSON_APPEND_DOCUMENT_BEGIN(&sub, "topologyVersion", &tv);
+    BSON_APPEND_OID(&tv, "processId", &e->process_id);
+    BSON_APPEND_INT64(&tv, "counter", atomic_load(&e->topology_version));
+    bson_append_document_end(&sub, &tv);
+    e->repl->hello(e->repl_arg, op->cmd, false, &sub);
+    bson_append_document_end(r, &sub);
+}
+
+/*
+ * serverStatus: mongod 8.0's default sections (each can be left out with
+ * {<section>: 0}) plus mayfly's own (archive, metrics.ttl, heldRequests).
+ * Takes no collection lock: it runs on the fast lane.
+ */
 static int
 cmd_server_status(mf_op_t *op)
 {
@@ -326,7 +560,12 @@ cmd_server_status(mf_op_t *op)
     bson_t *r = op->reply, sub, sub2, sub3;
     int64_t up = mf_mono_ms() - e->start_mono_ms;
     int64_t rss, virt;
+    mf_lock_stats_t ls;
+    mf_repl_stats_t rs = {0};
 
+    mf_catalog_lock_stats(e->cat, &ls);
+    if (e->repl != NULL && e->repl->stats != NULL)
+        e->repl->stats(e->repl_arg, &rs);
     BSON_APPEND_UTF8(r, "host", e->host);
     BSON_APPEND_UTF8(r, "version", MF_VERSION);
     BSON_APPEND_UTF8(r, "process", "mayflyd");
@@ -336,36 +575,54 @@ cmd_server_status(mf_op_t *op)
     BSON_APPEND_INT64(r, "uptimeEstimate", up / 1000);
     BSON_APPEND_DATE_TIME(r, "localTime", mf_now_ms());
 
-    BSON_APPEND_DOCUMENT_BEGIN(r, "connections", &sub);
-    int64_t conn_max = atomic_load(&e->conn_max), conn_cur = atomic_load(&e->conn_current);
-    if (conn_max <= 0)
-        conn_max = 1000000; /* not serving (an engine opened by a test) */
-    BSON_APPEND_INT32(&sub, "current", (int32_t)conn_cur);
-    BSON_APPEND_INT32(&sub, "available", (int32_t)(conn_max > conn_cur ? conn_max - conn_cur : 0));
-    BSON_APPEND_INT32(&sub, "totalCreated", (int32_t)atomic_load(&e->conn_total));
-    /* Connections with a command in progress, this one included (kept by src/net/net.c). */
-    BSON_APPEND_INT32(&sub, "active", (int32_t)atomic_load(&e->conn_active));
-    bson_append_document_end(r, &sub);
+    if (section_on(op, "asserts"))
+        append_asserts(e, r);
+    if (section_on(op, "connections")) {
+        BSON_APPEND_DOCUMENT_BEGIN(r, "connections", &sub);
+        int64_t conn_max = atomic_load(&e->conn_max), conn_cur = atomic_load(&e->conn_current);
+        if (conn_max <= 0)
+            conn_max = 1000000; /* not serving (an engine opened by a test) */
+        BSON_APPEND_INT32(&sub, "current", (int32_t)conn_cur);
+        BSON_APPEND_INT32(&sub, "available", (int32_t)(conn_max > conn_cur ? conn_max - conn_cur : 0));
+        BSON_APPEND_INT32(&sub, "totalCreated", (int32_t)atomic_load(&e->conn_total));
+        /* Connections with a command in progress, this one included (kept by src/net/net.c). */
+        BSON_APPEND_INT32(&sub, "active", (int32_t)atomic_load(&e->conn_active));
+        bson_append_document_end(r, &sub);
+    }
+    if (section_on(op, "extra_info"))
+        append_extra_info(r);
+    if (section_on(op, "globalLock"))
+        append_global_lock(e, &ls, r);
+    if (section_on(op, "locks"))
+        append_locks(&ls, r);
+    if (section_on(op, "logicalSessionRecordCache"))
+        append_session_cache(e, r);
 
     /* mongod's names; heldRequests is mayfly's: requests run with no thread hand-off (src/net/net.c). */
-    BSON_APPEND_DOCUMENT_BEGIN(r, "network", &sub);
-    int64_t in = atomic_load(&e->net_bytes_in), out = atomic_load(&e->net_bytes_out);
-    BSON_APPEND_INT64(&sub, "bytesIn", in);
-    BSON_APPEND_INT64(&sub, "bytesOut", out);
-    BSON_APPEND_INT64(&sub, "physicalBytesIn", in);
-    BSON_APPEND_INT64(&sub, "physicalBytesOut", out);
-    BSON_APPEND_INT64(&sub, "numRequests", atomic_load(&e->net_requests));
-    BSON_APPEND_INT64(&sub, "heldRequests", atomic_load(&e->net_held_requests));
-    bson_append_document_end(r, &sub);
+    if (section_on(op, "network")) {
+        BSON_APPEND_DOCUMENT_BEGIN(r, "network", &sub);
+        int64_t in = atomic_load(&e->net_bytes_in), out = atomic_load(&e->net_bytes_out);
+        BSON_APPEND_INT64(&sub, "bytesIn", in);
+        BSON_APPEND_INT64(&sub, "bytesOut", out);
+        BSON_APPEND_INT64(&sub, "physicalBytesIn", in);
+        BSON_APPEND_INT64(&sub, "physicalBytesOut", out);
+        BSON_APPEND_INT64(&sub, "numRequests", atomic_load(&e->net_requests));
+        BSON_APPEND_INT64(&sub, "heldRequests", atomic_load(&e->net_held_requests));
+        bson_append_document_end(r, &sub);
+    }
 
-    BSON_APPEND_DOCUMENT_BEGIN(r, "opcounters", &sub);
-    BSON_APPEND_INT64(&sub, "insert", atomic_load(&e->op_insert));
-    BSON_APPEND_INT64(&sub, "query", atomic_load(&e->op_query));
-    BSON_APPEND_INT64(&sub, "update", atomic_load(&e->op_update));
-    BSON_APPEND_INT64(&sub, "delete", atomic_load(&e->op_delete));
-    BSON_APPEND_INT64(&sub, "getmore", atomic_load(&e->op_getmore));
-    BSON_APPEND_INT64(&sub, "command", atomic_load(&e->op_command));
-    bson_append_document_end(r, &sub);
+    if (section_on(op, "opcounters")) {
+        BSON_APPEND_DOCUMENT_BEGIN(r, "opcounters", &sub);
+        BSON_APPEND_INT64(&sub, "insert", atomic_load(&e->op_insert));
+        BSON_APPEND_INT64(&sub, "query", atomic_load(&e->op_query));
+        BSON_APPEND_INT64(&sub, "update", atomic_load(&e->op_update));
+        BSON_APPEND_INT64(&sub, "delete", atomic_load(&e->op_delete));
+        BSON_APPEND_INT64(&sub, "getmore", atomic_load(&e->op_getmore));
+        BSON_APPEND_INT64(&sub, "command", atomic_load(&e->op_command));
+        bson_append_document_end(r, &sub);
+    }
+    if (section_on(op, "opcountersRepl"))
+        append_opcounters_repl(&rs, r);
 
     /* opLatencies (common/curop.h): {opLatencies: {histograms: true}} adds the buckets, {opLatencies: 0} leaves it out. */
     bson_iter_t oit, hit;
@@ -382,54 +639,126 @@ cmd_server_status(mf_op_t *op)
         mf_latency_append(r, "opLatencies", lat, lat_hist);
     }
 
-    read_mem(&rss, &virt);
-    BSON_APPEND_DOCUMENT_BEGIN(r, "mem", &sub);
-    BSON_APPEND_INT32(&sub, "bits", 64);
-    BSON_APPEND_INT64(&sub, "resident", rss);
-    BSON_APPEND_INT64(&sub, "virtual", virt);
-    BSON_APPEND_BOOL(&sub, "supported", true);
-    bson_append_document_end(r, &sub);
+    if (section_on(op, "mem")) {
+        read_mem(&rss, &virt);
+        BSON_APPEND_DOCUMENT_BEGIN(r, "mem", &sub);
+        BSON_APPEND_INT32(&sub, "bits", 64);
+        BSON_APPEND_INT64(&sub, "resident", rss);
+        BSON_APPEND_INT64(&sub, "virtual", virt);
+        BSON_APPEND_BOOL(&sub, "supported", true);
+        bson_append_document_end(r, &sub);
+    }
+    if (e->repl != NULL && section_on(op, "repl"))
+        append_repl(op, r);
 
-    BSON_APPEND_DOCUMENT_BEGIN(r, "storageEngine", &sub);
-    BSON_APPEND_UTF8(&sub, "name", e->in_memory ? "inMemory" : "wiredTiger");
-    BSON_APPEND_BOOL(&sub, "supportsCommittedReads", true);
-    BSON_APPEND_BOOL(&sub, "persistent", !e->in_memory);
-    bson_append_document_end(r, &sub);
+    if (section_on(op, "storageEngine")) {
+        BSON_APPEND_DOCUMENT_BEGIN(r, "storageEngine", &sub);
+        BSON_APPEND_UTF8(&sub, "name", e->in_memory ? "inMemory" : "wiredTiger");
+        BSON_APPEND_BOOL(&sub, "supportsCommittedReads", true);
+        BSON_APPEND_BOOL(&sub, "persistent", !e->in_memory);
+        bson_append_document_end(r, &sub);
+    }
+    if (section_on(op, "transactions"))
+        append_transactions(&rs, r);
 
-    mf_cache_stats_t cs;
-    mf_storage_cache_stats(op->sess, &cs);
-    BSON_APPEND_DOCUMENT_BEGIN(r, "wiredTiger", &sub);
-    BSON_APPEND_DOCUMENT_BEGIN(&sub, "cache", &sub2);
-    BSON_APPEND_INT64(&sub2, "bytes currently in the cache", cs.bytes);
-    BSON_APPEND_INT64(&sub2, "maximum bytes configured", cs.max_bytes);
-    BSON_APPEND_INT64(&sub2, "tracked dirty bytes in the cache", cs.dirty_bytes);
-    BSON_APPEND_INT64(&sub2, "pages evicted by application threads", cs.app_evicted_pages);
-    bson_append_document_end(&sub, &sub2);
-    BSON_APPEND_DOCUMENT_BEGIN(&sub, "thread-yield", &sub2);
-    BSON_APPEND_INT64(&sub2, "application thread time evicting (usecs)", cs.app_evict_usecs);
-    BSON_APPEND_INT64(&sub2, "application thread time waiting for cache (usecs)", cs.app_wait_usecs);
-    bson_append_document_end(&sub, &sub2);
-    bson_append_document_end(r, &sub);
+    if (section_on(op, "wiredTiger")) {
+        mf_cache_stats_t cs;
+        mf_storage_cache_stats(op->sess, &cs);
+        BSON_APPEND_DOCUMENT_BEGIN(r, "wiredTiger", &sub);
+        BSON_APPEND_DOCUMENT_BEGIN(&sub, "cache", &sub2);
+        BSON_APPEND_INT64(&sub2, "bytes currently in the cache", cs.bytes);
+        BSON_APPEND_INT64(&sub2, "maximum bytes configured", cs.max_bytes);
+        BSON_APPEND_INT64(&sub2, "tracked dirty bytes in the cache", cs.dirty_bytes);
+        BSON_APPEND_INT64(&sub2, "pages evicted by application threads", cs.app_evicted_pages);
+        bson_append_document_end(&sub, &sub2);
+        BSON_APPEND_DOCUMENT_BEGIN(&sub, "thread-yield", &sub2);
+        BSON_APPEND_INT64(&sub2, "application thread time evicting (usecs)", cs.app_evict_usecs);
+        BSON_APPEND_INT64(&sub2, "application thread time waiting for cache (usecs)", cs.app_wait_usecs);
+        bson_append_document_end(&sub, &sub2);
+        bson_append_document_end(r, &sub);
+    }
 
-    append_archive_status(e, r);
+    if (section_on(op, "archive"))
+        append_archive_status(e, r);
 
-    BSON_APPEND_DOCUMENT_BEGIN(r, "batchedDeletes", &sub);
-    BSON_APPEND_INT64(&sub, "batches", atomic_load(&e->batched_deletes_batches));
-    BSON_APPEND_INT64(&sub, "docs", atomic_load(&e->batched_deletes_docs));
-    bson_append_document_end(r, &sub);
+    if (section_on(op, "batchedDeletes")) {
+        BSON_APPEND_DOCUMENT_BEGIN(r, "batchedDeletes", &sub);
+        BSON_APPEND_INT64(&sub, "batches", atomic_load(&e->batched_deletes_batches));
+        BSON_APPEND_INT64(&sub, "docs", atomic_load(&e->batched_deletes_docs));
+        bson_append_document_end(r, &sub);
+    }
 
-    BSON_APPEND_DOCUMENT_BEGIN(r, "metrics", &sub);
-    BSON_APPEND_DOCUMENT_BEGIN(&sub, "ttl", &sub2);
-    mf_ttl_status_append(e->ttl, &sub2);
-    bson_append_document_end(&sub, &sub2);
-    BSON_APPEND_DOCUMENT_BEGIN(&sub, "cursor", &sub2);
-    BSON_APPEND_INT64(&sub2, "timedOut", mf_cursors_timed_out(e->cursors));
-    BSON_APPEND_DOCUMENT_BEGIN(&sub2, "open", &sub3);
-    BSON_APPEND_INT64(&sub3, "total", mf_cursors_open_count(e->cursors));
-    bson_append_document_end(&sub2, &sub3);
-    bson_append_document_end(&sub, &sub2);
-    bson_append_document_end(r, &sub);
+    if (section_on(op, "metrics")) {
+        BSON_APPEND_DOCUMENT_BEGIN(r, "metrics", &sub);
+        BSON_APPEND_DOCUMENT_BEGIN(&sub, "ttl", &sub2);
+        mf_ttl_status_append(e->ttl, &sub2);
+        bson_append_document_end(&sub, &sub2);
+        BSON_APPEND_DOCUMENT_BEGIN(&sub, "cursor", &sub2);
+        BSON_APPEND_INT64(&sub2, "timedOut", mf_cursors_timed_out(e->cursors));
+        BSON_APPEND_DOCUMENT_BEGIN(&sub2, "open", &sub3);
+        BSON_APPEND_INT64(&sub3, "total", mf_cursors_open_count(e->cursors));
+        bson_append_document_end(&sub2, &sub3);
+        bson_append_document_end(&sub, &sub2);
+        bson_append_document_end(r, &sub);
+    }
     return 0;
+}
+
+/*
+ * getDiagnosticData: mongod's latest FTDC sample, {data: {start,
+ * serverStatus: {start, <serverStatus>, ok, end}, replSetGetStatus: {start,
+ * <replSetGetStatus or its error>, ok, end} (replica-set members), end}}
+ * (ftdc/collector.cpp frames each collector's reply with start and end
+ * dates). mayfly collects the sample when asked instead of every second,
+ * and leaves out what it has no counterpart for (systemMetrics,
+ * local.oplog.rs.stats). Admin only; access control asks for
+ * clusterMonitor's serverStatus and replSetGetStatus actions, as mongod.
+ */
+static int
+cmd_get_diagnostic_data(mf_op_t *op)
+{
+    bson_t data, sub, status_cmd = BSON_INITIALIZER;
+    mf_op_t inner = *op;
+    int rc = 0;
+
+    /* serverStatus as FTDC runs it: every default section (the caller's own fields play no part). */
+    BSON_APPEND_INT32(&status_cmd, "serverStatus", 1);
+    inner.cmd = &status_cmd;
+    inner.reply = &sub;
+    BSON_APPEND_DOCUMENT_BEGIN(op->reply, "data", &data);
+    BSON_APPEND_DATE_TIME(&data, "start", mf_now_ms());
+    BSON_APPEND_DOCUMENT_BEGIN(&data, "serverStatus", &sub);
+    BSON_APPEND_DATE_TIME(&sub, "start", mf_now_ms());
+    rc = cmd_server_status(&inner);
+    BSON_APPEND_DOUBLE(&sub, "ok", 1.0);
+    BSON_APPEND_DATE_TIME(&sub, "end", mf_now_ms());
+    bson_append_document_end(&data, &sub);
+    if (op->eng->repl != NULL) {
+        /* mongod's collector records a failing command's status in its place ({ok: 0, errmsg, code, codeName}). */
+        bson_t rs = BSON_INITIALIZER, rs_cmd = BSON_INITIALIZER;
+        mf_error_t err = {0};
+        BSON_APPEND_INT32(&rs_cmd, "replSetGetStatus", 1);
+        BSON_APPEND_DOCUMENT_BEGIN(&data, "replSetGetStatus", &sub);
+        BSON_APPEND_DATE_TIME(&sub, "start", mf_now_ms());
+        if (op->eng->repl->command(op->eng->repl_arg, "replSetGetStatus", &rs_cmd, &rs, &err) == 0) {
+            bson_concat(&sub, &rs);
+            BSON_APPEND_DOUBLE(&sub, "ok", 1.0);
+        } else {
+            bson_t e;
+            bson_init(&e);
+            mf_cmd_error_reply(&e, &err);
+            bson_concat(&sub, &e);
+            bson_destroy(&e);
+        }
+        BSON_APPEND_DATE_TIME(&sub, "end", mf_now_ms());
+        bson_append_document_end(&data, &sub);
+        bson_destroy(&rs);
+        bson_destroy(&rs_cmd);
+    }
+    BSON_APPEND_DATE_TIME(&data, "end", mf_now_ms());
+    bson_append_document_end(op->reply, &data);
+    bson_destroy(&status_cmd);
+    return rc;
 }
 
 static int
@@ -661,6 +990,7 @@ const mf_cmd_def_t mf_cmds_admin[] = {
     {"getParameter", cmd_get_parameter, MF_CMD_ADMIN_ONLY},
     {"setParameter", cmd_set_parameter, MF_CMD_ADMIN_ONLY},
     {"serverStatus", cmd_server_status, 0},
+    {"getDiagnosticData", cmd_get_diagnostic_data, MF_CMD_ADMIN_ONLY},
     {"hostInfo", cmd_host_info, 0},
     {"whatsmyuri", cmd_whatsmyuri, 0},
     {"authenticate", cmd_auth_failed, 0},

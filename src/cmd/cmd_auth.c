@@ -290,6 +290,8 @@ static const rule_t rules[] = {
     {"dropUser", R_DATA, MF_ACT_USER_ADMIN},
     {"dropAllUsersFromDatabase", R_DATA, MF_ACT_USER_ADMIN},
     {"serverStatus", R_CLUSTER, MF_CACT_MONITOR},
+    /* mongod asks for serverStatus, replSetGetStatus and collStats on local.oplog.rs: all clusterMonitor's. */
+    {"getDiagnosticData", R_CLUSTER, MF_CACT_MONITOR},
     {"hostInfo", R_CLUSTER, MF_CACT_MONITOR},
     {"getLog", R_CLUSTER, MF_CACT_MONITOR},
     {"getCmdLineOpts", R_CLUSTER, MF_CACT_MONITOR},

@@ -968,6 +968,22 @@ mf_cmd_error_reply(bson_t *reply, const mf_error_t *err)
     }
 }
 
+/*
+ * serverStatus asserts.user counts a write command's write errors (each one
+ * a uassert in mongod, caught into writeErrors) as well as failed commands.
+ */
+static void
+count_write_errors(mf_engine_t *eng, const bson_t *reply)
+{
+    bson_iter_t it, a;
+    int64_t n = 0;
+    if (!bson_iter_init_find(&it, reply, "writeErrors") || !BSON_ITER_HOLDS_ARRAY(&it) || !bson_iter_recurse(&it, &a))
+        return;
+    while (bson_iter_next(&a))
+        n++;
+    atomic_fetch_add_explicit(&eng->asserts_user, n, memory_order_relaxed);
+}
+
 void
 mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *cmd, const mf_docseq_t *seqs,
            size_t nseqs, bool legacy, bson_t *reply)
@@ -1043,12 +1059,21 @@ mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *
     if (collation_begin(&op, def, &coll) != 0)
         goto fail_let;
     mf_collation_set_current(coll);
-    if (is_data_command(def))
+    /* serverStatus globalLock.activeClients: the document readers and writers running now. */
+    _Atomic int64_t *active = NULL;
+    if (is_data_command(def)) {
         atomic_fetch_add(&eng->fg_ops, 1);
+        bool writes = (def->flags & MF_CMD_WRITE) || strcmp(def->name, "findAndModify") == 0 ||
+                      strcmp(def->name, "findandmodify") == 0;
+        active = writes ? &eng->active_writers : &eng->active_readers;
+        atomic_fetch_add_explicit(active, 1, memory_order_relaxed);
+    }
     int brc = eng->repl != NULL ? eng->repl->command_begin(eng->repl_arg, def->name, cmd, wtimeout_of(cmd), reply,
                                                            &op.err)
                                 : 0;
     int hrc = brc == 0 ? def->fn(&op) : brc < 0 ? -1 : 0;
+    if (active != NULL)
+        atomic_fetch_sub_explicit(active, 1, memory_order_relaxed);
     mf_collation_set_current(NULL);
     mf_collation_free(coll);
     coll = NULL;
@@ -1094,6 +1119,8 @@ mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *
         bson_append_document_end(&wce, &info);
         bson_append_document_end(reply, &wce);
     }
+    if (def->flags & MF_CMD_WRITE)
+        count_write_errors(eng, reply);
     BSON_APPEND_DOUBLE(reply, "ok", 1.0);
     bson_destroy(&fp_labels);
     if (op.err_extra != NULL)
@@ -1119,6 +1146,7 @@ fail:
     }
     if (op.err.code == 0)
         mf_err_set(&op.err, MF_E_InternalError, "command failed without an error message");
+    atomic_fetch_add_explicit(&eng->asserts_user, 1, memory_order_relaxed); /* mongod's uassert: asserts.user */
     if (op.err.code == MF_E_TooManyFilesOpen && eng->cat != NULL)
         mf_catalog_name_tables(eng->cat, op.err.msg, sizeof(op.err.msg)); /* storage names tables, users namespaces */
     mf_cmd_error_reply(reply, &op.err);

@@ -36,6 +36,20 @@ typedef struct mf_cursors mf_cursors_t;
 typedef enum { MF_REPL_OTHER = 0, MF_REPL_READ, MF_REPL_WRITE } mf_repl_kind_t;
 
 /*
+ * Replication's figures for serverStatus (mf_repl_hooks_t.stats), counted
+ * since the member started: applied holds the operations the applier
+ * applied from other members' entries by kind (insert, update, delete,
+ * command: opcountersRepl); retried_commands the retryable writes
+ * answered from their session rows as retries, retried_statements the
+ * statements those held; session_writes the session rows written
+ * (mongod's config.transactions writes).
+ */
+typedef struct mf_repl_stats {
+    int64_t applied[4];
+    int64_t retried_commands, retried_statements, session_writes;
+} mf_repl_stats_t;
+
+/*
  * Replication's face to the command layer: src/repl/repl.c fills one in and
  * hangs it on the engine (eng->repl, before serving); NULL on a standalone.
  * The command layer is below replication, so it calls up only through these.
@@ -72,6 +86,8 @@ typedef struct mf_repl_hooks {
     bool (*wtimeout_counts)(void *arg, int64_t counts[3]);
     /* The data-bearing members in the set's config (a numeric w above it cannot be satisfied). */
     int (*data_members)(void *arg);
+    /* serverStatus's figures (mf_repl_stats_t) into out; any thread, takes no lock. */
+    void (*stats)(void *arg, mf_repl_stats_t *out);
 } mf_repl_hooks_t;
 typedef struct mf_profiler mf_profiler_t;
 typedef struct mf_ttl_monitor mf_ttl_monitor_t;
@@ -123,6 +139,14 @@ typedef struct mf_engine {
     bson_t *cmdline_parsed;   /* getCmdLineOpts.parsed */
     /* serverStatus counters (opcounters, connections, TTL) */
     _Atomic int64_t op_insert, op_query, op_update, op_delete, op_getmore, op_command;
+    /*
+     * serverStatus asserts.user: commands answered with an error (ok: 0)
+     * and write errors in write commands' replies, MongoDB's uasserts
+     * (kept by cmd/cmd_dispatch.c).
+     */
+    _Atomic int64_t asserts_user;
+    /* serverStatus globalLock.activeClients: commands running that read or write documents (cmd_dispatch.c). */
+    _Atomic int64_t active_readers, active_writers;
     _Atomic int64_t conn_current, conn_total, conn_active;
     _Atomic int64_t conn_max; /* connections the server accepts at once (src/net/net.c), 0 before it serves */
     /*

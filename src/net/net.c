@@ -268,7 +268,7 @@ static const char *const fast_cmds[] = {
     "getParameter", "whatsmyuri", "connectionStatus", "hostInfo", "getLog", "listCommands", "getCmdLineOpts",
     "startSession", "endSessions", "killSessions", "killAllSessions", "refreshSessions", "logout", "saslStart",
     "saslContinue", "authenticate", "replSetGetStatus", "replSetGetConfig", "_mfReplInfo", "getDefaultRWConcern",
-    NULL};
+    "getDiagnosticData", NULL};
 
 /* True if the message is a command for the fast lane. */
 static bool

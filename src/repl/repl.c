@@ -192,6 +192,17 @@ struct mf_repl {
 
     mf_oplog_t *oplog;
     int64_t started_ms;
+
+    /*
+     * serverStatus figures (hook_stats), relaxed atomics: the operations
+     * the applier applied for other members' entries (opcountersRepl:
+     * inserts, updates, deletes, commands), retried retryable writes
+     * answered from their session rows and the statements they held
+     * (transactions.retriedCommandsCount / retriedStatementsCount), and
+     * the session rows written (transactionsCollectionWriteCount).
+     */
+    _Atomic int64_t st_applied[4];
+    _Atomic int64_t st_retried_cmds, st_retried_stmts, st_sess_writes;
 };
 
 static waiter_t *
@@ -819,6 +830,27 @@ count_ops(const bson_t *entry, int64_t counts[3])
 }
 
 /*
+ * Adds the operations of body (an entry's oplog entry {ops: [...]}) that the
+ * applier applied to serverStatus's opcountersRepl, as mongod counts each
+ * applied oplog entry by its op: i, u, d, and c (a command).
+ */
+static void
+count_applied(mf_repl_t *r, const bson_t *body)
+{
+    static const char kinds[] = "iudc"; /* st_applied's order */
+    bson_iter_t it, a, f;
+    if (!bson_iter_init_find(&it, body, "ops") || !bson_iter_recurse(&it, &a))
+        return;
+    while (bson_iter_next(&a)) {
+        if (!bson_iter_recurse(&a, &f) || !bson_iter_find(&f, "op") || !BSON_ITER_HOLDS_UTF8(&f))
+            continue;
+        const char *k = strchr(kinds, bson_iter_utf8(&f, NULL)[0]);
+        if (k != NULL && *k != '\0')
+            atomic_fetch_add_explicit(&r->st_applied[k - kinds], 1, memory_order_relaxed);
+    }
+}
+
+/*
  * A findAndModify's f (see sess_t) into x, from entry's first op and pre (the
  * document it replaced, NULL when not kept). Nothing when the op is not one
  * a findAndModify writes.
@@ -997,6 +1029,8 @@ prepare(void *arg, const bson_t *entry, const bson_t *pre, mf_sess_t *s, mf_erro
     int rrc = record_applied(s, index, wterm, wall, has_x ? &x : NULL, err);
     if (has_x)
         bson_destroy(&x);
+    if (rrc == 0 && has_x)
+        atomic_fetch_add_explicit(&r->st_sess_writes, 1, memory_order_relaxed);
     if (rrc == 0 && !mf_txn_on_end(s, writer_committed, w))
         rrc = mf_err_set(err, MF_E_InternalError, "replication: commit callback already registered");
     if (rrc != 0)
@@ -1619,6 +1653,8 @@ apply_one(mf_repl_t *r, mf_sess_t *s, qent_t *q)
             if (arc != 0)
                 mf_log(MF_LOG_ERROR, "REPL", "applying raft entry %llu failed: %d %s", (unsigned long long)q->index,
                        err.code, err.msg);
+            else
+                count_applied(r, &p.body);
         }
     } else if (strcmp(p.k, "config") == 0) {
         apply_config(r, &p);
@@ -1626,6 +1662,8 @@ apply_one(mf_repl_t *r, mf_sess_t *s, qent_t *q)
     if (!recorded && record_applied(s, q->index, p.t, p.w, p.has_x ? &p.x : NULL, &err) != 0)
         mf_log(MF_LOG_ERROR, "REPL", "recording raft entry %llu as applied failed: %s", (unsigned long long)q->index,
                err.msg);
+    else if (!recorded && p.has_x)
+        atomic_fetch_add_explicit(&r->st_sess_writes, 1, memory_order_relaxed);
 
     /* The applied optime, and this entry's oplog documents' timestamps. */
     bool drained = false;
@@ -3015,6 +3053,30 @@ sess_lookup(mf_repl_t *r, const uint8_t id[16], bson_t *row)
     return found;
 }
 
+/*
+ * A retried retryable write answered from its session row: one retried
+ * command, and its statements (the documents of an insert, the statements
+ * of an update or delete, one for findAndModify), as mongod counts each
+ * statement it finds executed already.
+ */
+static void
+count_retried(mf_repl_t *r, const char *name, const bson_t *cmd)
+{
+    static const char *const arrays[][2] = {{"insert", "documents"}, {"update", "updates"}, {"delete", "deletes"}};
+    bson_iter_t it, a;
+    int64_t stmts = 1;
+    for (size_t i = 0; i < sizeof(arrays) / sizeof(arrays[0]); i++) {
+        if (strcmp(name, arrays[i][0]) != 0)
+            continue;
+        stmts = 0;
+        if (bson_iter_init_find(&it, cmd, arrays[i][1]) && BSON_ITER_HOLDS_ARRAY(&it) && bson_iter_recurse(&it, &a))
+            while (bson_iter_next(&a))
+                stmts++;
+    }
+    atomic_fetch_add_explicit(&r->st_retried_cmds, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&r->st_retried_stmts, stmts, memory_order_relaxed);
+}
+
 static int
 hook_command_begin(void *arg, const char *name, const bson_t *cmd, int64_t wtimeout_ms, bson_t *reply, mf_error_t *err)
 {
@@ -3064,6 +3126,8 @@ hook_command_begin(void *arg, const char *name, const bson_t *cmd, int64_t wtime
                                                   : mf_err_set(err, MF_E_IncompleteTransactionHistory,
                                                                "the session's findAndModify record is damaged");
             bson_destroy(&row);
+            if (rc == 0)
+                count_retried(r, name, cmd);
             return rc == 0 ? 1 : -1;
         }
         if (stored == txn && answered_by_error(name)) {
@@ -3087,6 +3151,7 @@ hook_command_begin(void *arg, const char *name, const bson_t *cmd, int64_t wtime
                 BSON_APPEND_INT32(reply, "n", (int32_t)(u + i));
                 BSON_APPEND_INT32(reply, "nModified", (int32_t)u);
             }
+            count_retried(r, name, cmd);
             return 1;
         }
         bson_destroy(&row);
@@ -3157,7 +3222,19 @@ hook_data_members(void *arg)
     return n;
 }
 
+static void
+hook_stats(void *arg, mf_repl_stats_t *out)
+{
+    mf_repl_t *r = arg;
+    for (int i = 0; i < 4; i++)
+        out->applied[i] = atomic_load_explicit(&r->st_applied[i], memory_order_relaxed);
+    out->retried_commands = atomic_load_explicit(&r->st_retried_cmds, memory_order_relaxed);
+    out->retried_statements = atomic_load_explicit(&r->st_retried_stmts, memory_order_relaxed);
+    out->session_writes = atomic_load_explicit(&r->st_sess_writes, memory_order_relaxed);
+}
+
 static const mf_repl_hooks_t hooks = {
+    .stats = hook_stats,
     .wtimeout_counts = hook_wtimeout_counts,
     .data_members = hook_data_members,
     .hello = hook_hello,

@@ -833,15 +833,17 @@ h.test('dbOwner: readWrite, dbAdmin and userAdmin on its db; nothing on another 
   await denied('createUser on another db', other.command({ createUser: 'z', pwd: 'z', roles: [] }));
   await denied('dropDatabase on another db', other.dropDatabase());
   await denied('serverStatus', o.db('admin').command({ serverStatus: 1 }));
+  await denied('getDiagnosticData', o.db('admin').command({ getDiagnosticData: 1 }));
   await allowed('dropDatabase of its own db', db.dropDatabase());
 });
 
-h.test('clusterMonitor: serverStatus, currentOp, getCmdLineOpts, getLog, listDatabases, hostInfo; insert, find and setParameter 13', async () => {
+h.test('clusterMonitor: serverStatus, getDiagnosticData, currentOp, getCmdLineOpts, getLog, listDatabases, hostInfo; insert, find and setParameter 13', async () => {
   await seed('cmdb');
   await seed('cmdb2');
   const m = await makeUser('monitor', ['clusterMonitor']);
   const admin = m.db('admin');
-  for (const cmd of [{ serverStatus: 1 }, { currentOp: 1 }, { getCmdLineOpts: 1 }, { getLog: 'global' }, { hostInfo: 1 }]) {
+  for (const cmd of [{ serverStatus: 1 }, { getDiagnosticData: 1 }, { currentOp: 1 }, { getCmdLineOpts: 1 },
+    { getLog: 'global' }, { hostInfo: 1 }]) {
     assert.equal((await allowed(Object.keys(cmd)[0], admin.command(cmd))).ok, 1);
   }
   const names = (await allowed('listDatabases', admin.command({ listDatabases: 1 }))).databases.map((d) => d.name);

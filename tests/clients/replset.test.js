@@ -8,7 +8,7 @@
  * with replSetReconfig). MongoDB 8.0 is the reference for every reply shape.
  */
 const assert = require('node:assert/strict');
-const { MongoClient, BSON, Long } = require('mongodb');
+const { MongoClient, BSON, Long, UUID } = require('mongodb');
 const h = require('./harness');
 const R = require('./rs_harness');
 
@@ -615,6 +615,74 @@ R.test('local.oplog.rs is readable: c, i, u, d and n entries with ts, t, op, ns,
       .find({ ns }).sort({ $natural: 1 }).toArray()));
     return Object.values(per).every((v) => v === want);
   }, { what: `every member's local.oplog.rs entries for ${ns} to equal the primary's` });
+});
+
+/*
+ * serverStatus on members: repl (hello's set fields), opcountersRepl (the
+ * operations a secondary applied), transactions (retried retryable writes
+ * and session-row writes), and getDiagnosticData's serverStatus and
+ * replSetGetStatus, as monitoring agents read them.
+ */
+R.test('serverStatus on members: repl, a secondary\'s opcountersRepl, transactions\' retried writes; getDiagnosticData', async () => {
+  const dbName = rs.freshDb('sstatus').databaseName;
+  const p = await rs.waitForPrimary();
+  const s = other(p);
+  const ps = await rs.adminCommand(p, { serverStatus: 1 });
+  assert.equal(ps.repl.setName, 'rs0');
+  assert.equal(ps.repl.isWritablePrimary, true);
+  assert.equal(ps.repl.secondary, false);
+  assert.equal(ps.repl.me, rs.members[p].host);
+  assert.equal(ps.repl.primary, rs.members[p].host);
+  assert.equal(ps.repl.hosts.length, 3);
+  assert.ok(isOid(ps.repl.electionId), 'the primary has an electionId');
+  assert.ok(isOid(ps.repl.topologyVersion.processId), 'repl.topologyVersion');
+  assert.ok(ps.repl.lastWrite && isTs(ps.repl.lastWrite.opTime.ts), 'repl.lastWrite.opTime');
+  assert.equal((await rs.adminCommand(p, { serverStatus: 1, repl: 0 })).repl, undefined, '{repl: 0} leaves it out');
+
+  const before = await rs.adminCommand(s, { serverStatus: 1 });
+  assert.equal(before.repl.secondary, true);
+  assert.equal(before.repl.isWritablePrimary, false);
+  assert.equal(before.repl.primary, rs.members[p].host);
+  for (const k of ['insert', 'query', 'update', 'delete', 'getmore', 'command']) {
+    assert.ok(isInt(before.opcountersRepl[k]), `opcountersRepl.${k}`);
+  }
+  const coll = rs.client.db(dbName).collection('c');
+  await coll.insertMany([{ _id: 1 }, { _id: 2 }, { _id: 3 }, { _id: 4 }, { _id: 5 }], MAJ);
+  await coll.updateOne({ _id: 1 }, { $set: { x: 1 } }, MAJ);
+  await coll.deleteOne({ _id: 2 }, MAJ);
+  await rs.waitForReplication(dbName, 'c');
+  let after;
+  await rs.waitUntil(async () => {
+    after = (await rs.adminCommand(s, { serverStatus: 1 })).opcountersRepl;
+    return num(after.insert) >= num(before.opcountersRepl.insert) + 5 &&
+      num(after.update) >= num(before.opcountersRepl.update) + 1 &&
+      num(after.delete) >= num(before.opcountersRepl.delete) + 1;
+  }, { what: 'the secondary\'s opcountersRepl to count the applied insert, update and delete' });
+  assert.ok(num(after.command) >= num(before.opcountersRepl.command) + 1, 'the implicit create was a command');
+  const pAfter = (await rs.adminCommand(p, { serverStatus: 1 })).opcountersRepl;
+  assert.equal(num(pAfter.insert), num(ps.opcountersRepl.insert), 'a primary applies none of its own writes');
+
+  // A retryable write sent twice: the retry is answered from its session row and counted.
+  const t0 = ps.transactions;
+  const lsid = { id: new UUID() };
+  const ins = { insert: 'c', documents: [{ _id: 10 }, { _id: 11 }], lsid, txnNumber: Long.fromNumber(1) };
+  assert.equal((await rs.raw(p, dbName, ins)).n, 2);
+  assert.equal((await rs.raw(p, dbName, ins)).n, 2);
+  const t1 = (await rs.adminCommand(p, { serverStatus: 1 })).transactions;
+  assert.equal(num(t1.retriedCommandsCount), num(t0.retriedCommandsCount) + 1, JSON.stringify(t1));
+  assert.equal(num(t1.retriedStatementsCount), num(t0.retriedStatementsCount) + 2);
+  assert.ok(num(t1.transactionsCollectionWriteCount) >= num(t0.transactionsCollectionWriteCount) + 1,
+    'the first attempt wrote its session row');
+  assert.equal(num(t1.totalStarted), 0);
+
+  const diag = await rs.adminCommand(s, { getDiagnosticData: 1 });
+  assert.ok(diag.data.start instanceof Date && diag.data.end instanceof Date);
+  assert.equal(diag.data.serverStatus.repl.secondary, true);
+  assert.ok(diag.data.serverStatus.opcountersRepl, 'the sample\'s serverStatus has opcountersRepl');
+  assert.equal(diag.data.replSetGetStatus.set, 'rs0');
+  assert.equal(diag.data.replSetGetStatus.ok, 1);
+  assert.equal(diag.data.replSetGetStatus.members.length, 3);
+  assert.ok(diag.data.replSetGetStatus.start instanceof Date && diag.data.replSetGetStatus.end instanceof Date);
 });
 
 R.test('replSetStepDown: another member becomes primary, the old one a secondary, and the replicaSet URI client follows', async () => {

@@ -1,0 +1,148 @@
+'use strict';
+/*
+ * serverStatus's default sections as monitoring agents read them (percona
+ * mongodb_exporter, Datadog, agents that take getJSONObject("opcountersRepl")),
+ * on a standalone: asserts, extra_info, globalLock, locks,
+ * logicalSessionRecordCache, opcountersRepl, transactions, with mongod 8.0's
+ * names and types, values that move when they should, and the section
+ * toggles; and getDiagnosticData, whose serverStatus the exporter's
+ * diagnosticdata collector scrapes. The replica-set fields (repl, a
+ * secondary's opcountersRepl, retried writes) are in replset.test.js.
+ */
+const assert = require('node:assert/strict');
+const { Long } = require('mongodb');
+const h = require('./harness');
+
+const srv = h.useServer();
+
+const isInt = (v) => typeof v === 'number' || v instanceof Long;
+const num = (v) => Number(v);
+const status = (extra = {}) => srv.client.db('admin').command({ serverStatus: 1, ...extra });
+
+h.test('serverStatus has mongod 8.0\'s default sections with their fields and types', async () => {
+  const r = await status();
+  for (const k of ['regular', 'warning', 'msg', 'user', 'tripwire', 'rollovers']) {
+    assert.ok(isInt(r.asserts[k]), `asserts.${k}: ${r.asserts[k]}`);
+  }
+  assert.equal(r.extra_info.note, 'fields vary by platform');
+  for (const k of ['user_time_us', 'system_time_us', 'maximum_resident_set_kb', 'input_blocks', 'output_blocks',
+    'page_reclaims', 'page_faults', 'voluntary_context_switches', 'involuntary_context_switches']) {
+    assert.ok(isInt(r.extra_info[k]), `extra_info.${k}: ${r.extra_info[k]}`);
+  }
+  assert.ok(num(r.extra_info.maximum_resident_set_kb) > 1000, 'the peak RSS is in kilobytes');
+  assert.ok(isInt(r.globalLock.totalTime) && num(r.globalLock.totalTime) > 0, 'globalLock.totalTime');
+  for (const part of ['currentQueue', 'activeClients']) {
+    for (const k of ['total', 'readers', 'writers']) {
+      assert.ok(isInt(r.globalLock[part][k]), `globalLock.${part}.${k}`);
+    }
+    assert.equal(num(r.globalLock[part].total), num(r.globalLock[part].readers) + num(r.globalLock[part].writers));
+  }
+  assert.equal(typeof r.locks, 'object');
+  const lsc = r.logicalSessionRecordCache;
+  for (const k of ['activeSessionsCount', 'sessionsCollectionJobCount', 'lastSessionsCollectionJobDurationMillis',
+    'lastSessionsCollectionJobEntriesRefreshed', 'lastSessionsCollectionJobEntriesEnded',
+    'lastSessionsCollectionJobCursorsClosed', 'transactionReaperJobCount', 'lastTransactionReaperJobDurationMillis',
+    'lastTransactionReaperJobEntriesCleanedUp', 'sessionCatalogSize']) {
+    assert.ok(isInt(lsc[k]), `logicalSessionRecordCache.${k}`);
+  }
+  assert.ok(lsc.lastSessionsCollectionJobTimestamp instanceof Date);
+  assert.ok(lsc.lastTransactionReaperJobTimestamp instanceof Date);
+  for (const k of ['insert', 'query', 'update', 'delete', 'getmore', 'command']) {
+    assert.equal(num(r.opcountersRepl[k]), 0, `a standalone applies no replicated ${k}`);
+  }
+  for (const k of ['retriedCommandsCount', 'retriedStatementsCount', 'transactionsCollectionWriteCount',
+    'currentActive', 'currentInactive', 'currentOpen', 'totalAborted', 'totalCommitted', 'totalStarted']) {
+    assert.equal(num(r.transactions[k]), 0, `transactions.${k} on a standalone`);
+  }
+  assert.equal(r.repl, undefined, 'no repl section on a standalone');
+});
+
+h.test('asserts.user counts failing commands and write errors; opcounters count the failed command', async () => {
+  const db = srv.freshDb('asserts');
+  const a0 = (await status()).asserts.user;
+  const o0 = (await status()).opcounters.command;
+  await h.expectCode(db.command({ collMod: 'missing', validator: {} }), 26);
+  await h.expectCode(db.command({ noSuchCommand: 1 }), 59);
+  const a1 = (await status()).asserts.user;
+  assert.ok(num(a1) >= num(a0) + 2, `asserts.user ${a0} -> ${a1}`);
+  assert.ok(num((await status()).opcounters.command) > num(o0));
+  await db.collection('c').insertOne({ _id: 1 });
+  await assert.rejects(db.collection('c').insertOne({ _id: 1 }), (e) => e.code === 11000);
+  const a2 = (await status()).asserts.user;
+  assert.ok(num(a2) >= num(a1) + 1, `a duplicate key write error is a user assert: ${a1} -> ${a2}`);
+});
+
+h.test('extra_info.user_time_us grows with work; globalLock.totalTime with time', async () => {
+  const db = srv.freshDb('rusage');
+  const r0 = await status();
+  const docs = [];
+  for (let i = 0; i < 2000; i++) docs.push({ _id: i, s: 'x'.repeat(100), k: i % 7 });
+  await db.collection('c').insertMany(docs);
+  for (let i = 0; i < 20; i++) {
+    await db.collection('c').aggregate([{ $group: { _id: '$k', n: { $sum: 1 } } }]).toArray();
+  }
+  const r1 = await status();
+  const cpu = (r) => num(r.extra_info.user_time_us) + num(r.extra_info.system_time_us);
+  assert.ok(cpu(r1) > cpu(r0), `CPU time ${cpu(r0)} -> ${cpu(r1)}`);
+  assert.ok(num(r1.extra_info.user_time_us) >= num(r0.extra_info.user_time_us));
+  assert.ok(num(r1.globalLock.totalTime) > num(r0.globalLock.totalTime));
+});
+
+h.test('locks.Collection counts shared and exclusive collection locks, with mongod\'s nonzero-only modes', async () => {
+  const db = srv.freshDb('locks');
+  await db.collection('c').insertOne({ x: 1 });
+  const l0 = (await status()).locks.Collection;
+  assert.ok(l0 && isInt(l0.acquireCount.R), 'shared acquisitions (mode S, "R")');
+  await db.collection('c').find().toArray();
+  await db.collection('c').createIndex({ x: 1 });
+  const l1 = (await status()).locks.Collection;
+  assert.ok(num(l1.acquireCount.R) > num(l0.acquireCount.R), 'a find takes the shared lock');
+  assert.ok(num(l1.acquireCount.W) > num(l0.acquireCount.W || 0), 'createIndexes takes the exclusive lock');
+  for (const part of ['acquireCount', 'acquireWaitCount', 'timeAcquiringMicros']) {
+    for (const [mode, v] of Object.entries(l1[part] || {})) {
+      assert.ok(['R', 'W'].includes(mode) && num(v) > 0, `${part}.${mode} = ${v}`);
+    }
+  }
+});
+
+h.test('logicalSessionRecordCache.activeSessionsCount counts a session once a command used it', async () => {
+  const c = await srv.newClient();
+  try {
+    const before = num((await status()).logicalSessionRecordCache.activeSessionsCount);
+    const s = c.startSession();
+    await c.db('admin').command({ ping: 1 }, { session: s });
+    const after = num((await status()).logicalSessionRecordCache.activeSessionsCount);
+    assert.ok(after >= before + 1, `activeSessionsCount ${before} -> ${after}`);
+    await s.endSession();
+  } finally {
+    await c.close();
+  }
+});
+
+h.test('section toggles: {<section>: 0} leaves a default section out, the rest stay', async () => {
+  const off = { asserts: 0, extra_info: 0, globalLock: 0, locks: false, logicalSessionRecordCache: 0,
+    opcountersRepl: 0, transactions: 0, metrics: 0, opLatencies: 0 };
+  const r = await status(off);
+  for (const k of Object.keys(off)) assert.equal(r[k], undefined, `${k} left out`);
+  assert.ok(r.opcounters && r.connections && r.mem && r.network, 'the other sections stay');
+  const all = await status({ locks: 1, asserts: true });
+  assert.ok(all.locks && all.asserts && all.extra_info);
+});
+
+h.test('getDiagnosticData answers mongod\'s FTDC sample: {data: {start, serverStatus: {start, ..., end}, end}}', async () => {
+  const r = await srv.client.db('admin').command({ getDiagnosticData: 1 });
+  assert.equal(r.ok, 1);
+  const d = r.data;
+  assert.ok(d.start instanceof Date && d.end instanceof Date && d.end >= d.start);
+  const ss = d.serverStatus;
+  assert.ok(ss.start instanceof Date && ss.end instanceof Date && ss.start >= d.start && ss.end <= d.end);
+  assert.equal(ss.ok, 1);
+  assert.equal(ss.process, 'mayflyd');
+  for (const k of ['asserts', 'connections', 'extra_info', 'globalLock', 'locks', 'logicalSessionRecordCache',
+    'network', 'opcounters', 'opcountersRepl', 'mem', 'transactions', 'wiredTiger', 'metrics']) {
+    assert.ok(ss[k], `data.serverStatus.${k}`);
+  }
+  assert.equal(d.replSetGetStatus, undefined, 'no replSetGetStatus on a standalone');
+  // Admin only, as mongod.
+  await h.expectCode(srv.client.db('test').command({ getDiagnosticData: 1 }), 13);
+});
