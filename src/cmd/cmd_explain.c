@@ -406,7 +406,7 @@ mf_crud_explain_aggregate(mf_op_t *op, const bson_t *cmd, const char *verbosity)
 int
 mf_cmd_explain(mf_op_t *op)
 {
-    bson_t inner, filter, sort, proj, stmt;
+    bson_t inner, filter, sort, proj, stmt, min, max;
     bson_value_t hint_store;
     bson_iter_t it;
     const char *verbosity = "allPlansExecution";
@@ -454,6 +454,10 @@ mf_cmd_explain(mf_op_t *op)
         if (req.limit < 0)
             req.limit = -req.limit;
         req.hint = sub_hint(&inner, &hint_store);
+        req.min = sub_doc(&inner, "min", &min) ? &min : NULL;
+        req.max = sub_doc(&inner, "max", &max) ? &max : NULL;
+        if (mf_plan_minmax_check(req.min, req.max, &op->err) != 0)
+            return -1;
     } else if (strcmp(kind, "count") == 0) {
         req.filter = sub_doc(&inner, "query", &filter) ? &filter : NULL;
         req.skip = sub_int(&inner, "skip");

@@ -31,6 +31,7 @@
 #include "cmd/crud.h"
 #include "query/agg_geo.h"
 #include "doc/collation.h"
+#include "index/keystring.h"
 
 /* ---------- find / getMore ---------- */
 
@@ -69,15 +70,137 @@ mf_crud_batch_add(bson_t *arr, int64_t *count, const bson_t *doc, mf_error_t *er
     return 0;
 }
 
-/* Adds doc (projected when the cursor has a projection) to the batch; a document with no room is stashed. */
+/*
+ * Appends to out under name the index key value v, with the type doc
+ * holds at path when it is the same value (a key's numbers decode in one
+ * canonical type; 5.0 stays 5.0); an array's equal element for a multikey
+ * key. Other values (collation keys, hashes) are appended as decoded.
+ */
+static void
+append_key_value(bson_t *out, const char *name, const bson_value_t *v, const bson_t *doc)
+{
+    bson_value_t dv;
+    const bson_value_t *emit = v;
+    bson_iter_t ai;
+    if (mf_path_get(doc, name, &dv)) {
+        if (dv.value_type == BSON_TYPE_ARRAY &&
+            bson_iter_init_from_data(&ai, dv.value.v_doc.data, dv.value.v_doc.data_len)) {
+            while (bson_iter_next(&ai)) {
+                if (mf_value_cmp(bson_iter_value(&ai), v) == 0) {
+                    emit = bson_iter_value(&ai);
+                    break;
+                }
+            }
+        } else if (mf_value_cmp(&dv, v) == 0) {
+            emit = &dv;
+        }
+    }
+    bson_append_value(out, name, -1, emit);
+}
+
+/*
+ * returnKey's document for doc (mongod's ReturnKeyStage): the index key
+ * that led to it, named by the key pattern's fields ({a: 2}); {_id: v} from
+ * an _id lookup; {} from a collection scan.
+ */
+static void
+return_key_doc(const mf_plan_t *plan, const bson_t *doc, const mf_match_details_t *d, bson_t *out)
+{
+    bson_iter_t kp, di;
+    bool dirs[MF_KP_MAX_FIELDS];
+    int n = 0;
+    mf_error_t e;
+    bson_t dec;
+
+    if (d == NULL || d->index_key == NULL || d->index_key_pattern == NULL) {
+        if (plan != NULL && plan->leaf != NULL && plan->leaf->kind == MF_ST_IDHACK &&
+            bson_iter_init_find(&di, doc, "_id"))
+            bson_append_value(out, "_id", 3, bson_iter_value(&di));
+        return;
+    }
+    if (!bson_iter_init(&kp, d->index_key_pattern))
+        return;
+    while (n < MF_KP_MAX_FIELDS && bson_iter_next(&kp))
+        dirs[n++] = mf_value_is_number(bson_iter_value(&kp)) && mf_value_as_double(bson_iter_value(&kp)) < 0;
+    bson_init(&dec);
+    if (mf_ks_decode(d->index_key, d->index_key_len, dirs, n, &dec, &e) == 0 &&
+        bson_iter_init(&kp, d->index_key_pattern) &&
+        bson_iter_init(&di, &dec)) {
+        while (bson_iter_next(&kp) && bson_iter_next(&di))
+            append_key_value(out, bson_iter_key(&kp), bson_iter_value(&di), doc);
+    }
+    bson_destroy(&dec);
+}
+
+/* Appends {a: {b: value}} for path "a.b" (value an array being built elsewhere, copied). */
+static void
+append_at_path(bson_t *out, const char *path, const bson_t *arr)
+{
+    const char *dot = strchr(path, '.');
+    bson_t sub;
+    if (dot == NULL) {
+        BSON_APPEND_ARRAY(out, path, arr);
+        return;
+    }
+    bson_append_document_begin(out, path, (int)(dot - path), &sub);
+    append_at_path(&sub, dot + 1, arr);
+    bson_append_document_end(out, &sub);
+}
+
+/*
+ * The document find returns for doc (rid its record id) when returnKey or
+ * showRecordId is set, into out (initialised): returnKey's index key plus
+ * the sort key at each {$meta: "sortKey"} path of the projection (the rest
+ * of the projection is ignored, as mongod does); otherwise the projected
+ * document, then $recordId: NumberLong(rid) for showRecordId (mongod adds
+ * {$recordId: {$meta: "recordId"}} to the projection, unless the projection
+ * names $recordId itself). Returns 0 or -1 with err.
+ */
 static int
-append_projected(fill_ctx_t *f, const bson_t *doc, const mf_match_details_t *d)
+find_output(const mf_cursor_t *cur, int64_t rid, const bson_t *doc, const mf_match_details_t *d, bson_t *out,
+            mf_error_t *err)
+{
+    if (cur->return_key) {
+        bson_iter_t it;
+        return_key_doc(cur->plan, doc, d, out);
+        if (cur->key_meta != NULL && cur->sort_spec != NULL && bson_iter_init(&it, cur->key_meta)) {
+            while (bson_iter_next(&it)) {
+                bson_t arr;
+                bson_init(&arr);
+                mf_sort_key_append(cur->sort_spec, doc, &arr);
+                append_at_path(out, bson_iter_key(&it), &arr);
+                bson_destroy(&arr);
+            }
+        }
+        return 0;
+    }
+    if (cur->proj != NULL) {
+        if (mf_projection_apply(cur->proj, doc, d, out, err) != 0)
+            return -1;
+    } else {
+        bson_concat(out, doc);
+    }
+    if (cur->show_record_id && !bson_has_field(out, "$recordId"))
+        BSON_APPEND_INT64(out, "$recordId", rid);
+    return 0;
+}
+
+/* Adds doc (as find_output makes it) to the batch; a document with no room is stashed. */
+static int
+append_projected(fill_ctx_t *f, int64_t rid, const bson_t *doc, const mf_match_details_t *d)
 {
     bson_t out;
     const bson_t *emit = doc;
     int rc;
 
-    if (f->cur->proj) {
+    if (f->cur->return_key || f->cur->show_record_id) {
+        bson_init(&out);
+        if (find_output(f->cur, rid, doc, d, &out, f->err) != 0) {
+            bson_destroy(&out);
+            return -1;
+        }
+        emit = &out;
+    } else if (f->cur->proj) {
         bson_init(&out);
         if (mf_projection_apply(f->cur->proj, doc, d, &out, f->err) != 0) {
             bson_destroy(&out);
@@ -109,7 +232,7 @@ fill_visit(void *arg, int64_t rid, const bson_t *doc, const mf_match_details_t *
     }
     if (cur->limit_left == 0)
         return 1;
-    if (append_projected(f, doc, d) != 0)
+    if (append_projected(f, rid, doc, d) != 0)
         return -1;
     if (cur->limit_left > 0)
         cur->limit_left--;
@@ -252,6 +375,76 @@ mf_crud_get_hint(mf_op_t *op, const bson_t *doc, const bson_value_t **hint, bson
     return 0;
 }
 
+/* The documents a blocking sort of plan-dependent results collects (see sort_plan_results). */
+typedef struct sorted_ctx {
+    mf_cursor_t *cur;
+    bson_t **docs; /* owned: each the original document plus its output under the empty field name, last */
+    size_t n, cap;
+    mf_error_t *err;
+} sorted_ctx_t;
+
+static int
+sorted_visit(void *arg, int64_t rid, const bson_t *doc, const mf_match_details_t *d)
+{
+    sorted_ctx_t *x = arg;
+    bson_t out;
+    bson_init(&out);
+    if (find_output(x->cur, rid, doc, d, &out, x->err) != 0) {
+        bson_destroy(&out);
+        return -1;
+    }
+    if (x->n == x->cap) {
+        x->cap = x->cap ? x->cap * 2 : 64;
+        x->docs = mf_realloc(x->docs, x->cap * sizeof(*x->docs));
+    }
+    bson_t *aug = bson_copy(doc);
+    BSON_APPEND_DOCUMENT(aug, "", &out); /* a sort path is never empty: the output cannot change the order */
+    x->docs[x->n++] = aug;
+    bson_destroy(&out);
+    return 0;
+}
+
+/*
+ * A find whose sort no index provides and whose results depend on the plan
+ * (min / max bounds, returnKey's index keys, showRecordId's record ids),
+ * which the aggregation route of other blocking sorts cannot carry: runs
+ * cur's plan to its end, keeping each match with its output, sorts by the
+ * matched documents (stable), applies skip and limit, and turns cur into a
+ * materialised cursor of the outputs. The caller holds the catalog lock.
+ * Returns 0 or -1 with op->err.
+ */
+static int
+sort_plan_results(mf_op_t *op, mf_coll_t *c, mf_cursor_t *cur, const mf_sort_t *srt, int64_t skip, int64_t limit)
+{
+    sorted_ctx_t x = {.cur = cur, .err = &op->err};
+    int rc = mf_exec_run(op->sess, c, cur->plan, cur->matcher, sorted_visit, &x, &op->err);
+    if (rc == 0) {
+        mf_sort_docs(srt, x.docs, x.n);
+        for (size_t i = (size_t)skip; i < x.n && (limit <= 0 || i < (size_t)skip + (size_t)limit); i++) {
+            bson_iter_t it, last;
+            bool any = false;
+            bson_iter_init(&it, x.docs[i]);
+            while (bson_iter_next(&it)) {
+                last = it;
+                any = true;
+            }
+            if (any && BSON_ITER_HOLDS_DOCUMENT(&last)) {
+                bson_t out;
+                const uint8_t *data;
+                uint32_t len;
+                bson_iter_document(&last, &len, &data);
+                if (bson_init_static(&out, data, len))
+                    mf_docvec_push(&cur->docs, &out);
+            }
+        }
+        cur->kind = MF_CURSOR_DOCS;
+    }
+    for (size_t i = 0; i < x.n; i++)
+        bson_destroy(x.docs[i]);
+    free(x.docs);
+    return rc;
+}
+
 /* find's typed fields (find_command.idl), checked in document order before anything runs. */
 static const mf_field_spec_t find_types[] = {
     {"filter", MF_FT_OBJ},       {"projection", MF_FT_OBJ},    {"sort", MF_FT_OBJ},
@@ -267,8 +460,10 @@ int
 mf_cmd_find(mf_op_t *op)
 {
     const char *name;
-    bson_t filter, projection, sort;
+    bson_t filter, projection, sort, min, max;
     bool has_filter, has_proj, has_sort, present, single = false, tailable = false, await_data = false;
+    bool has_min, has_max, return_key = false, show_rid = false;
+    bson_t *key_meta = NULL;
     bool allow_disk = mf_param_get(op->eng->params, "allowDiskUseByDefault") != 0;
     int64_t skip, limit = 0, batch;
     mf_coll_t *c;
@@ -290,8 +485,13 @@ mf_cmd_find(mf_op_t *op)
         mf_op_get_bool(op, "singleBatch", &single, &present) != 0 ||
         mf_op_get_bool(op, "tailable", &tailable, &present) != 0 ||
         mf_op_get_bool(op, "awaitData", &await_data, &present) != 0 ||
-        mf_op_get_bool(op, "allowDiskUse", &allow_disk, &present) != 0)
+        mf_op_get_bool(op, "allowDiskUse", &allow_disk, &present) != 0 ||
+        mf_op_get_doc(op, "min", &min, &has_min) != 0 || mf_op_get_doc(op, "max", &max, &has_max) != 0 ||
+        mf_op_get_bool(op, "returnKey", &return_key, &present) != 0 ||
+        mf_op_get_bool(op, "showRecordId", &show_rid, &present) != 0 ||
+        mf_plan_minmax_check(has_min ? &min : NULL, has_max ? &max : NULL, &op->err) != 0)
         return -1;
+    bool minmax = (has_min && !bson_empty(&min)) || (has_max && !bson_empty(&max));
     if (await_data && !tailable)
         return mf_err_set(&op->err, MF_E_FailedToParse, "Cannot set 'awaitData' without also setting 'tailable'");
     if (tailable && has_sort && !bson_empty(&sort)) {
@@ -314,8 +514,21 @@ mf_cmd_find(mf_op_t *op)
 
     if ((m = mf_matcher_new(has_filter ? &filter : NULL, &op->err)) == NULL)
         return -1;
-    if (has_proj && !bson_empty(&projection) && (p = mf_projection_new(&projection, &op->err)) == NULL)
+    if (return_key && has_proj) {
+        /* returnKey ignores the projection but for its {$meta: "sortKey"} fields (mongod's ReturnKeyStage). */
+        bson_iter_t pi, mi;
+        bson_iter_init(&pi, &projection);
+        while (bson_iter_next(&pi)) {
+            if (BSON_ITER_HOLDS_DOCUMENT(&pi) && bson_iter_recurse(&pi, &mi) && bson_iter_find(&mi, "$meta") &&
+                BSON_ITER_HOLDS_UTF8(&mi) && strcmp(bson_iter_utf8(&mi, NULL), "sortKey") == 0) {
+                if (key_meta == NULL)
+                    key_meta = bson_new();
+                BSON_APPEND_INT32(key_meta, bson_iter_key(&pi), 1);
+            }
+        }
+    } else if (has_proj && !bson_empty(&projection) && (p = mf_projection_new(&projection, &op->err)) == NULL) {
         goto out;
+    }
     if (has_sort && !bson_empty(&sort) && (srt = mf_sort_new(&sort, &op->err)) == NULL)
         goto out;
     bool meta_proj = false;
@@ -349,6 +562,13 @@ mf_cmd_find(mf_op_t *op)
                        op->db, name);
             goto out_unlock;
         }
+    }
+    if (c != NULL && c->is_view && (minmax || return_key || show_rid)) {
+        /* A find on a view runs as an aggregate, which has none of these (mongod's asAggregationCommand). */
+        mf_err_set(&op->err, MF_E_InvalidPipelineOperator, "Option %s not supported in aggregation.",
+                   has_min && !bson_empty(&min) ? "min" : (has_max && !bson_empty(&max)) ? "max"
+                                                        : return_key ? "returnKey" : "showRecordId");
+        goto out_unlock;
     }
     if (c != NULL && !c->is_view && has_filter) {
         /*
@@ -392,12 +612,14 @@ mf_cmd_find(mf_op_t *op)
     }
     if (c != NULL && !c->is_view) {
         mf_plan_request_t req = {.filter = has_filter ? &filter : NULL, .sort = srt ? &sort : NULL, .hint = hint,
-                                 .force_collscan = tailable, .shape_projection = has_proj ? &projection : NULL};
+                                 .force_collscan = tailable, .shape_projection = has_proj ? &projection : NULL,
+                                 .min = has_min ? &min : NULL, .max = has_max ? &max : NULL};
         if (mf_plan_build(c, &req, &plan, &op->err) != 0)
             goto out_unlock;
         plan->tailable = tailable;
     }
-    if (c != NULL && (c->is_view || (srt && !plan->sort_provided))) {
+    bool plan_results = minmax || return_key || show_rid;
+    if (c != NULL && (c->is_view || (srt && !plan->sort_provided && !plan_results))) {
         /*
          * A find on a view is the view's pipeline followed by the find's own
          * stages; a sort no index provides is a blocking $sort. Both stream
@@ -441,6 +663,24 @@ mf_cmd_find(mf_op_t *op)
         cur->plan = plan;
         plan = NULL;
         cur->await_data = await_data;
+        cur->return_key = return_key;
+        cur->show_record_id = show_rid;
+        cur->key_meta = key_meta;
+        key_meta = NULL;
+        if (cur->key_meta != NULL) {
+            cur->sort_spec = srt;
+            srt = NULL;
+        }
+        if (srt != NULL && !cur->plan->sort_provided) {
+            /* plan_results: the plan's own bounds, keys or record ids, sorted here. */
+            if (sort_plan_results(op, c, cur, srt, skip, limit) != 0)
+                goto out_unlock;
+            limit = 0;
+        } else if (cur->sort_spec != NULL && !cur->plan->sort_provided) {
+            if (sort_plan_results(op, c, cur, cur->sort_spec, skip, limit) != 0)
+                goto out_unlock;
+            limit = 0;
+        }
     }
 fill:
     if (limit > 0 && batch > limit)
@@ -488,6 +728,8 @@ out:
         mf_projection_free(p);
     if (srt)
         mf_sort_free(srt);
+    if (key_meta)
+        bson_destroy(key_meta);
     return rc;
 }
 

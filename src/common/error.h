@@ -175,6 +175,12 @@
     X(5979700, Location5979700)                                                \
     X(40571, Location40571)                                                    \
     X(51024, Location51024)                                                    \
+    X(51173, Location51173)                                                    \
+    X(51174, Location51174)                                                    \
+    X(51175, Location51175)                                                    \
+    X(51176, Location51176)                                                    \
+    X(6137400, Location6137400)                                                \
+    X(6137401, Location6137401)                                                \
     X(51074, Location51074)                                                    \
     X(51075, Location51075)                                                    \
     X(51091, Location51091)                                                    \

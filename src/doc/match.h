@@ -44,6 +44,14 @@ typedef struct mf_match_details {
     int32_t array_pos; /* position in the first array traversed by the matching predicate, -1 if none */
     bool has_text_score; /* a $text plan matched: text_score is the document's score (doc/text.h) */
     double text_score;
+    /*
+     * An index scan's visit: the key entry that led to the document (its
+     * components only, no record id) and the index's key pattern, for
+     * find's returnKey; NULL otherwise. Views valid during the visit only.
+     */
+    const uint8_t *index_key;
+    size_t index_key_len;
+    const bson_t *index_key_pattern;
 } mf_match_details_t;
 
 /*

@@ -170,6 +170,18 @@ extract_key(const sort_field_t *f, const bson_t *doc)
     return acc.best;
 }
 
+void
+mf_sort_key_append(const mf_sort_t *s, const bson_t *doc, bson_t *arr)
+{
+    for (size_t i = 0; s != NULL && i < s->n; i++) {
+        char buf[16];
+        const char *key;
+        bson_value_t k = extract_key(&s->fields[i], doc);
+        size_t kl = bson_uint32_to_string((uint32_t)i, &key, buf, sizeof(buf));
+        bson_append_value(arr, key, (int)kl, &k);
+    }
+}
+
 int
 mf_sort_cmp(const mf_sort_t *s, const bson_t *a, const bson_t *b)
 {

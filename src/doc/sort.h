@@ -33,4 +33,10 @@ int mf_sort_cmp(const mf_sort_t *s, const bson_t *a, const bson_t *b);
 /* mf_sort_docs: stable sort of an array of document pointers in place. */
 void mf_sort_docs(const mf_sort_t *s, bson_t **docs, size_t n);
 
+/*
+ * mf_sort_key_append: appends doc's sort key under s to arr (an array being
+ * built), one element per sort field: what find's {$meta: "sortKey"} shows.
+ */
+void mf_sort_key_append(const mf_sort_t *s, const bson_t *doc, bson_t *arr);
+
 #endif /* MF_SORT_H */

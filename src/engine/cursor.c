@@ -141,6 +141,9 @@ mf_cursor_free(mf_cursor_t *c)
         bson_destroy(c->collation);
     if (c->stash)
         bson_destroy(c->stash);
+    if (c->key_meta)
+        bson_destroy(c->key_meta);
+    mf_sort_free(c->sort_spec);
     mf_plan_free(c->plan);
     if (c->ext != NULL && c->ext_free != NULL)
         c->ext_free(c->ext);

@@ -24,6 +24,7 @@
 #include "doc/match.h"
 #include "query/plan.h"
 #include "doc/project.h"
+#include "doc/sort.h"
 
 typedef struct mf_cursors mf_cursors_t;
 
@@ -51,6 +52,10 @@ typedef struct mf_cursor {
     bson_t *filter;             /* owned copy of the filter (plan choice on resume) */
     mf_plan_t *plan;            /* owned, may be NULL: the plan being resumed (its position included) */
     bool await_data;            /* tailable with awaitData: an empty getMore waits for new documents */
+    bool return_key;            /* find's returnKey: each result is the index key that led to it */
+    bool show_record_id;        /* find's showRecordId: each result ends with $recordId (the record id) */
+    bson_t *key_meta;           /* owned, or NULL: returnKey's {$meta: "sortKey"} projection paths, {path: 1} */
+    mf_sort_t *sort_spec;       /* owned, or NULL: the find's sort, whose key those paths show */
     /* MF_CURSOR_EXT */
     void *ext;                  /* owned through ext_free */
     void (*ext_free)(void *ext);

@@ -358,7 +358,9 @@ scan_index(mf_sess_t *s, mf_coll_t *c, mf_plan_t *p, mf_stage_t *st, mf_stage_t 
                 const uint8_t *dv;
                 size_t dl;
                 bson_t doc;
-                mf_match_details_t d = {.array_pos = -1};
+                mf_match_details_t d = {.array_pos = -1, .index_key = key, .index_key_pattern = st->key_pattern};
+                /* The key's components, without the record id that ends a non-unique index's key. */
+                d.index_key_len = ix->rid_in_key && klen >= 8 ? klen - 8 : klen;
                 mf_cur_value(ccur, &dv, &dl);
                 fetch->docs_examined++;
                 fetch->works++;

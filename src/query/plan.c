@@ -1556,15 +1556,15 @@ best_candidate(const mf_coll_t *c, const preds_t *ps, const bson_t *sort, mf_ind
     return best;
 }
 
-/* An IXSCAN stage for candidate k scanned in direction dir (1 / -1). */
+/* An IXSCAN stage over index x in direction dir (1 / -1), without bounds or intervals yet. */
 static mf_stage_t *
-ixscan_stage(const cand_t *k, int dir)
+ixscan_new(const mf_index_t *x, int dir)
 {
     mf_stage_t *ix = stage_new(MF_ST_IXSCAN, NULL);
     bson_iter_t it;
-    ix->index_name = mf_strdup(k->ix->name);
-    ix->index_ident = k->ix->ident ? mf_strdup(k->ix->ident) : NULL; /* unit tests build indexes without tables */
-    if (bson_iter_init_find(&it, k->ix->spec, "key") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+    ix->index_name = mf_strdup(x->name);
+    ix->index_ident = x->ident ? mf_strdup(x->ident) : NULL; /* unit tests build indexes without tables */
+    if (bson_iter_init_find(&it, x->spec, "key") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
         const uint8_t *data;
         uint32_t len;
         bson_iter_document(&it, &len, &data);
@@ -1572,12 +1572,20 @@ ixscan_stage(const cand_t *k, int dir)
     } else {
         ix->key_pattern = bson_new();
     }
-    ix->multikey = k->ix->multikey;
-    ix->unique = k->ix->unique;
-    ix->sparse = k->ix->sparse;
-    ix->partial = k->ix->partial != NULL;
+    ix->multikey = x->multikey;
+    ix->unique = x->unique;
+    ix->sparse = x->sparse;
+    ix->partial = x->partial != NULL;
     ix->direction = dir;
     ix->bounds = bson_new();
+    return ix;
+}
+
+/* An IXSCAN stage for candidate k scanned in direction dir (1 / -1). */
+static mf_stage_t *
+ixscan_stage(const cand_t *k, int dir)
+{
+    mf_stage_t *ix = ixscan_new(k->ix, dir);
     render_bounds(k, ix->direction, ix->bounds);
     if (build_intervals(k, ix) != 0) {
         /* An unencodable bound: fall back to the whole index. */
@@ -1879,6 +1887,197 @@ text_stage(const mf_coll_t *c, const bson_value_t *tv, const bson_t *filter, mf_
     return tm;
 }
 
+/* ---------- min / max ---------- */
+
+/* mongod's get_executor wording of a planning failure. */
+#define PLANNER_ERR "error processing query: ns=%s planner returned error :: caused by :: "
+
+static bool
+minmax_given(const bson_t *b)
+{
+    return b != NULL && !bson_empty(b);
+}
+
+int
+mf_plan_minmax_check(const bson_t *min, const bson_t *max, mf_error_t *err)
+{
+    bson_iter_t a, b;
+    if (!minmax_given(min) || !minmax_given(max) || !bson_iter_init(&a, min) || !bson_iter_init(&b, max))
+        return 0;
+    for (;;) {
+        bool na = bson_iter_next(&a), nb = bson_iter_next(&b);
+        if (!na && !nb)
+            return 0;
+        if (na != nb || strcmp(bson_iter_key(&a), bson_iter_key(&b)) != 0)
+            return mf_err_set(err, MF_E_Location51176, "min and max must have the same field names");
+    }
+}
+
+/*
+ * Whether bound (non-empty) names exactly ix's key pattern fields, in
+ * order, and holds no string, symbol, object or array when the query's
+ * collation is not the index's: mongod's indexCompatibleMaxMin.
+ */
+static bool
+minmax_compatible(const mf_index_t *ix, const bson_t *bound)
+{
+    bson_iter_t it;
+    int i = 0;
+    bool same_coll = mf_collation_equal(ix->kp.collation, mf_collation_current());
+    if (!bson_iter_init(&it, bound))
+        return false;
+    while (bson_iter_next(&it)) {
+        bson_type_t t = bson_iter_type(&it);
+        if (i >= ix->kp.nfields || strcmp(bson_iter_key(&it), ix->kp.fields[i]) != 0)
+            return false;
+        if (!same_coll && (t == BSON_TYPE_UTF8 || t == BSON_TYPE_SYMBOL || t == BSON_TYPE_DOCUMENT ||
+                           t == BSON_TYPE_ARRAY))
+            return false;
+        i++;
+    }
+    return i == ix->kp.nfields;
+}
+
+/*
+ * The value of field i of a finished bound (mongod's finishMinObj /
+ * finishMaxObj): bound's i-th value, or for an absent bound the end of the
+ * field's order where the scan starts (lo) or stops: MinKey ascending,
+ * MaxKey descending for lo, the reverse for hi. *it walks bound.
+ */
+static bson_value_t
+minmax_value(const mf_index_t *ix, int i, bool given, bson_iter_t *it, bool lo)
+{
+    if (given && bson_iter_next(it))
+        return *bson_iter_value(it);
+    return lo != ix->kp.desc[i] ? v_minkey() : v_maxkey();
+}
+
+/* Encodes the finished bound (NULL or empty: absent) as ix's keys are encoded, into ks. */
+static int
+minmax_encode(const mf_index_t *ix, const bson_t *bound, bool lo, mf_keystring_t *ks)
+{
+    bson_iter_t it;
+    bool given = minmax_given(bound) && bson_iter_init(&it, bound);
+    for (int i = 0; i < ix->kp.nfields; i++) {
+        bson_value_t v = minmax_value(ix, i, given, &it, lo);
+        mf_error_t e;
+        if (mf_index_append_component(ks, &v, ix->kp.desc[i], ix->kp.collation, &e) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/*
+ * explain's indexBounds of a [min, max) scan in direction dir: one field's
+ * interval exactly ("[2, 3)"); for a compound index the leading field's
+ * values between the two bounds, both ends included, and the other fields
+ * unbounded, which every key of the range satisfies.
+ */
+static void
+minmax_render(const mf_index_t *ix, const bson_t *min, const bson_t *max, int dir, bson_t *out)
+{
+    bson_iter_t li, hi;
+    bool lg = minmax_given(min) && bson_iter_init(&li, min), hg = minmax_given(max) && bson_iter_init(&hi, max);
+    bool one = ix->kp.nfields == 1;
+    for (int i = 0; i < ix->kp.nfields; i++) {
+        bson_value_t lo = minmax_value(ix, i, lg, &li, true), up = minmax_value(ix, i, hg, &hi, false);
+        bson_string_t *s = bson_string_new(NULL);
+        bson_t arr;
+        if (i > 0) {
+            lo = ix->kp.desc[i] ? v_maxkey() : v_minkey();
+            up = ix->kp.desc[i] ? v_minkey() : v_maxkey();
+        }
+        bson_string_append(s, dir > 0 ? "[" : (one ? "(" : "["));
+        fmt_value(s, dir > 0 ? &lo : &up);
+        bson_string_append(s, ", ");
+        fmt_value(s, dir > 0 ? &up : &lo);
+        bson_string_append(s, dir > 0 && one ? ")" : "]");
+        BSON_APPEND_ARRAY_BEGIN(out, ix->kp.fields[i], &arr);
+        BSON_APPEND_UTF8(&arr, "0", s->str);
+        bson_append_array_end(out, &arr);
+        bson_string_free(s, true);
+    }
+}
+
+/*
+ * The IXSCAN + FETCH of a request with min / max (see plan.h), in p (leaf,
+ * fetch, sort_provided); *top is its top stage. hinted is the hinted index
+ * (NULL: none), natural whether a $natural hint or sort was given. Returns
+ * 0, or -1 with err.
+ */
+static int
+minmax_plan(const mf_coll_t *c, const mf_plan_request_t *req, mf_index_t *hinted, bool natural, mf_plan_t *p,
+            mf_stage_t **top, mf_error_t *err)
+{
+    bool has_min = minmax_given(req->min), has_max = minmax_given(req->max);
+    mf_keystring_t lo, hi;
+    cand_t k;
+    int rc = -1;
+
+    if (natural)
+        return mf_err_set(err, MF_E_NoQueryExecutionPlans, PLANNER_ERR "min and max are incompatible with $natural",
+                          c->ns);
+    if (hinted == NULL)
+        return mf_err_set(err, MF_E_Location51173,
+                          PLANNER_ERR "When using min()/max() a hint of which index to use must be provided", c->ns);
+    bool compatible = (!has_min || minmax_compatible(hinted, req->min)) &&
+                      (!has_max || minmax_compatible(hinted, req->max));
+    bool clustered = c->clustered && hinted->is_id;
+    if (!compatible && clustered)
+        return mf_err_set(err, MF_E_Location6137400,
+                          PLANNER_ERR "The clustered index is not compatible with the values provided for min/max due "
+                                      "to the query collation",
+                          c->ns);
+    if (!compatible)
+        return mf_err_set(err, MF_E_Location51174, PLANNER_ERR "The index chosen is not compatible with min/max",
+                          c->ns);
+    mf_ks_init(&lo);
+    mf_ks_init(&hi);
+    if (minmax_encode(hinted, req->min, true, &lo) != 0 || minmax_encode(hinted, req->max, false, &hi) != 0) {
+        mf_err_set(err, MF_E_BadValue, PLANNER_ERR "min/max values cannot be encoded as index keys", c->ns);
+        goto out_free_keys;
+    }
+    size_t n = lo.len < hi.len ? lo.len : hi.len;
+    int cmp = n ? memcmp(lo.data, hi.data, n) : 0;
+    if (cmp == 0)
+        cmp = lo.len < hi.len ? -1 : (lo.len > hi.len ? 1 : 0);
+    if (cmp >= 0 && clustered && has_min && has_max) {
+        mf_err_set(err, MF_E_Location6137401, PLANNER_ERR "max() must be greater than min()", c->ns);
+        goto out_free_keys;
+    }
+    if (cmp >= 0 && !clustered) {
+        mf_err_set(err, MF_E_Location51175,
+                   PLANNER_ERR "The value provided for min() does not come before the value provided for max() in "
+                               "the hinted index",
+                   c->ns);
+        goto out_free_keys;
+    }
+    /* A sort the index gives forward or backward is provided by the scan (mongod reverses a simple range). */
+    memset(&k, 0, sizeof(k));
+    k.ix = hinted;
+    check_sort(&k, req->sort);
+    mf_stage_t *ix = ixscan_new(hinted, k.sort_dir < 0 ? -1 : 1);
+    minmax_render(hinted, req->min, req->max, ix->direction, ix->bounds);
+    ix->iv = mf_calloc(1, sizeof(*ix->iv));
+    ix->niv = 1;
+    ix->iv[0].lo = dup_bytes(lo.data, lo.len);
+    ix->iv[0].lolen = lo.len;
+    ix->iv[0].hi = dup_bytes(hi.data, hi.len);
+    ix->iv[0].hilen = hi.len;
+    ix->iv[0].lo_incl = true;
+    ix->iv[0].hi_incl = false;
+    p->leaf = ix;
+    p->fetch = stage_new(MF_ST_FETCH, ix);
+    p->fetch->filter = req->filter != NULL && !bson_empty(req->filter) ? bson_copy(req->filter) : NULL;
+    p->sort_provided = req->sort == NULL || bson_empty(req->sort) || k.sort_dir != 0;
+    *top = p->fetch;
+    rc = 0;
+out_free_keys:
+    mf_ks_destroy(&lo);
+    mf_ks_destroy(&hi);
+    return rc;
+}
+
 int
 mf_plan_build(const mf_coll_t *c, const mf_plan_request_t *req, mf_plan_t **out, mf_error_t *err)
 {
@@ -1886,7 +2085,7 @@ mf_plan_build(const mf_coll_t *c, const mf_plan_request_t *req, mf_plan_t **out,
     /* Only index selection reads the predicates: an IDHACK, a text or an EOF plan never allocates them. */
     preds_t *ps = NULL;
     cand_t *best = NULL;
-    mf_stage_t *top;
+    mf_stage_t *top = NULL;
     int natural_dir = 1;
     bool natural = hint_natural(req->hint, &natural_dir);
     bool has_sort = req->sort != NULL && !bson_empty(req->sort);
@@ -1922,6 +2121,11 @@ mf_plan_build(const mf_coll_t *c, const mf_plan_request_t *req, mf_plan_t **out,
     if (c == NULL) {
         p->leaf = stage_new(MF_ST_EOF, NULL);
         top = p->leaf;
+    } else if (!req->force_collscan && (minmax_given(req->min) || minmax_given(req->max))) {
+        if (minmax_plan(c, req, hinted, natural, p, &top, err) != 0) {
+            mf_plan_free(p);
+            return -1;
+        }
     } else if (has_text) {
         if ((top = text_stage(c, &tv, req->filter, p, err)) == NULL) {
             preds_free(ps);

@@ -22,6 +22,20 @@
  *      A $or whose branches are all equalities / $in on one path is first
  *      read as one $in (MongoDB's rewrite), so it is a single IXSCAN.
  *   5. COLLSCAN.
+ * find's min / max (either non-empty) replace rules 2-5, as mongod's
+ * QueryPlanner::plan: a hint is required (51173), not $natural (291 "min and
+ * max are incompatible with $natural"); each bound's field names must be the
+ * hinted index's key pattern fields in order, and a string, object or array
+ * bound needs the index's collation to be the query's (51174); the finished
+ * min (an empty one is the lowest key in the index's order) must come before
+ * the finished max (51175). The plan is then one IXSCAN over the keystring
+ * range [min, max) (min inclusive, max exclusive, whole keys compared in the
+ * index's order, descending fields included) + FETCH with the whole filter,
+ * forward unless a requested sort is the index's order reversed. On a
+ * clustered collection's _id index the checks are its own (6137400 for a
+ * collation mismatch, 6137401 "max() must be greater than min()").
+ * Planning errors other than a bad hint are worded as mongod's get_executor:
+ * "error processing query: ns=... planner returned error :: caused by :: ...".
  * A filter with $text (top level or under top-level $and) always uses the
  * collection's text index (27 IndexNotFound without one): TEXT_MATCH over
  * FETCH over TEXT_OR, one IXSCAN per distinct query term; the executor
@@ -125,6 +139,8 @@ typedef struct mf_plan_request {
     bool force_collscan;      /* e.g. resuming a record-id ordered scan */
     /* the command's projection when it is not in projection (find): part of the query shape index filters match */
     const bson_t *shape_projection;
+    /* find's min / max (NULL or empty: none): the hinted index's key range [min, max) (see mf_plan_build) */
+    const bson_t *min, *max;
 } mf_plan_request_t;
 
 /* A set of record ids (multikey de-duplication). */
@@ -162,6 +178,14 @@ typedef struct mf_plan {
  */
 int mf_plan_build(const mf_coll_t *c, const mf_plan_request_t *req, mf_plan_t **out, mf_error_t *err) MF_WUR;
 void mf_plan_free(mf_plan_t *p);
+
+/*
+ * mf_plan_minmax_check: find's parse-time check of min and max (either may
+ * be NULL or empty): when both are given they name the same fields in the
+ * same order, else 51176 "min and max must have the same field names"
+ * (mongod's validateFindCommandRequest). Returns 0 or -1 with err.
+ */
+int mf_plan_minmax_check(const bson_t *min, const bson_t *max, mf_error_t *err) MF_WUR;
 
 /* mf_plan_find_stage: the first stage of kind in p's tree, or NULL. */
 mf_stage_t *mf_plan_find_stage(const mf_plan_t *p, mf_stage_kind_t kind);

@@ -373,3 +373,85 @@ Test(plan, or_groups_equality_branches_per_path)
     bson_free(j);
     mf_plan_free(p);
 }
+
+/* Plans {} with min / max (JSON, NULL: absent) and a hint; returns the plan, or NULL with *code. */
+static mf_plan_t *
+plan_minmax(const char *min, const char *max, const char *hint_json, const char *sort, int *code)
+{
+    bson_error_t be;
+    mf_error_t err = {0};
+    bson_t *lo = min ? bson_new_from_json((const uint8_t *)min, -1, &be) : NULL;
+    bson_t *hi = max ? bson_new_from_json((const uint8_t *)max, -1, &be) : NULL;
+    bson_t *s = sort ? bson_new_from_json((const uint8_t *)sort, -1, &be) : NULL;
+    bson_t *h = hint_json ? bson_new_from_json((const uint8_t *)hint_json, -1, &be) : NULL;
+    bson_iter_t it;
+    bson_value_t hv;
+    mf_plan_request_t req = {.min = lo, .max = hi, .sort = s};
+    if (h && bson_iter_init(&it, h) && bson_iter_next(&it)) {
+        hv = *bson_iter_value(&it);
+        req.hint = &hv;
+    }
+    mf_plan_t *p = NULL;
+    int rc = mf_plan_build(&coll, &req, &p, &err);
+    *code = rc == 0 ? 0 : err.code;
+    if (lo)
+        bson_destroy(lo);
+    if (hi)
+        bson_destroy(hi);
+    if (s)
+        bson_destroy(s);
+    if (h)
+        bson_destroy(h);
+    return rc == 0 ? p : NULL;
+}
+
+Test(plan, min_max_is_one_key_range_on_the_hinted_index)
+{
+    int code;
+    mf_plan_t *p = plan_minmax("{\"a\": 2}", "{\"a\": 3}", "{\"h\": {\"a\": 1}}", NULL, &code);
+    cr_assert_not_null(p, "code %d", code);
+    cr_assert_eq(p->leaf->kind, MF_ST_IXSCAN);
+    cr_assert_str_eq(p->leaf->index_name, "a_1");
+    cr_assert_eq(p->leaf->niv, 1u);
+    cr_assert(p->leaf->iv[0].lo_incl && !p->leaf->iv[0].hi_incl, "min inclusive, max exclusive");
+    const mf_interval_t *iv = &p->leaf->iv[0];
+    cr_assert_lt(mf_interval_key_cmp(iv->lo, iv->lolen, iv->hi, iv->hilen), 0);
+    char *j = bounds_json(p);
+    cr_assert_str_eq(j, "{ \"a\" : [ \"[2, 3)\" ] }", "got %s", j);
+    bson_free(j);
+    cr_assert(p->sort_provided);
+    mf_plan_free(p);
+    /* A descending first field: min is the larger value; the index's reverse order scans backward. */
+    p = plan_minmax("{\"b\": 9, \"c\": 1}", "{\"b\": 2, \"c\": 1}", "{\"h\": \"b_-1_c_1\"}",
+                    "{\"b\": 1, \"c\": -1}", &code);
+    cr_assert_not_null(p, "code %d", code);
+    cr_assert_eq(p->leaf->direction, -1);
+    cr_assert(p->sort_provided);
+    mf_plan_free(p);
+}
+
+Test(plan, min_max_errors_are_mongods)
+{
+    int code;
+    cr_assert_null(plan_minmax("{\"a\": 2}", NULL, NULL, NULL, &code));
+    cr_assert_eq(code, 51173);
+    cr_assert_null(plan_minmax("{\"a\": 2}", NULL, "{\"h\": {\"$natural\": 1}}", NULL, &code));
+    cr_assert_eq(code, 291);
+    cr_assert_null(plan_minmax("{\"b\": 2}", NULL, "{\"h\": \"b_-1_c_1\"}", NULL, &code));
+    cr_assert_eq(code, 51174, "a prefix of the key pattern is not enough");
+    cr_assert_null(plan_minmax("{\"c\": 1, \"b\": 2}", NULL, "{\"h\": \"b_-1_c_1\"}", NULL, &code));
+    cr_assert_eq(code, 51174, "nor the fields in another order");
+    cr_assert_null(plan_minmax("{\"b\": 2, \"c\": 1}", "{\"b\": 9, \"c\": 1}", "{\"h\": \"b_-1_c_1\"}", NULL, &code));
+    cr_assert_eq(code, 51175, "descending b: 2 comes after 9");
+    cr_assert_null(plan_minmax("{\"a\": 3}", "{\"a\": 3}", "{\"h\": \"a_1\"}", NULL, &code));
+    cr_assert_eq(code, 51175);
+    bson_t *x = bson_new_from_json((const uint8_t *)"{\"a\": 1}", -1, NULL);
+    bson_t *y = bson_new_from_json((const uint8_t *)"{\"b\": 1}", -1, NULL);
+    mf_error_t err = {0};
+    cr_assert_eq(mf_plan_minmax_check(x, y, &err), -1);
+    cr_assert_eq(err.code, 51176);
+    cr_assert_eq(mf_plan_minmax_check(x, x, &err), 0);
+    cr_assert_eq(mf_plan_minmax_check(x, NULL, &err), 0);
+    bson_destroy(x);
+    bson_destroy(y);
+}
