@@ -160,7 +160,7 @@ uuid_of(const bson_iter_t *it, uint8_t uuid[16])
 }
 
 static int
-parse_options(const bson_t *options, parsed_opts_t *p, mf_error_t *err)
+parse_options(const bson_t *options, bool exact_size, parsed_opts_t *p, mf_error_t *err)
 {
     bson_iter_t it;
     bool has_size = false;
@@ -264,8 +264,14 @@ parse_options(const bson_t *options, parsed_opts_t *p, mf_error_t *err)
                        (long long)p->size);
             goto fail;
         }
-        /* MongoDB caps at no less than 4096 bytes and rounds up to a multiple of 256. */
-        if (p->size <= 4096)
+        /*
+         * create: at least 4096 bytes, rounded up to a multiple of 256. A
+         * size set by collMod cappedSize is kept as given (exact_size), as
+         * MongoDB 8.0's collMod keeps it (capped_resize.js: 256, 50 * 1023).
+         */
+        if (exact_size)
+            ;
+        else if (p->size <= 4096)
             p->size = 4096;
         else if (p->size % 256 != 0)
             p->size += 256 - p->size % 256;
@@ -288,7 +294,7 @@ int
 mf_coll_options_check(const bson_t *options, mf_error_t *err)
 {
     parsed_opts_t p;
-    if (parse_options(options, &p, err) != 0)
+    if (parse_options(options, false, &p, err) != 0)
         return -1;
     if (p.validator)
         mf_matcher_free(p.validator);
@@ -910,6 +916,8 @@ coll_to_bson(const mf_coll_t *c, bson_t *out)
     bson_append_binary(out, "uuid", -1, BSON_SUBTYPE_UUID, c->uuid, 16);
     BSON_APPEND_UTF8(out, "ident", c->ident);
     BSON_APPEND_DOCUMENT(out, "options", c->options);
+    if (c->capped_exact)
+        BSON_APPEND_BOOL(out, "cappedExact", true); /* options.size is not rounded again at load */
     BSON_APPEND_ARRAY_BEGIN(out, "indexes", &arr);
     for (int i = 0, n = 0; i < c->nindexes; i++) {
         if (c->indexes[i]->building)
@@ -973,7 +981,8 @@ coll_from_bson(const bson_t *doc, mf_error_t *err)
     {
         parsed_opts_t po;
         mf_error_t perr;
-        if (parse_options(c->options, &po, &perr) != 0)
+        c->capped_exact = bson_iter_init_find(&it, doc, "cappedExact") && bson_iter_as_bool(&it);
+        if (parse_options(c->options, c->capped_exact, &po, &perr) != 0)
             mf_log(MF_LOG_ERROR, "STORAGE", "collection %s: ignoring unusable options: %s", c->ns, perr.msg);
         else
             apply_options(c, &po);
@@ -1115,7 +1124,7 @@ mf_catalog_coll_persist(mf_catalog_t *cat, mf_coll_t *c, mf_error_t *err)
     mf_sess_t *s;
     int ret;
 
-    if (parse_options(c->options, &po, err) != 0)
+    if (parse_options(c->options, c->capped_exact, &po, err) != 0)
         return -1;
     coll_to_bson(c, &entry);
     ret = ddl_begin(cat, &s, err);
@@ -1130,6 +1139,36 @@ mf_catalog_coll_persist(mf_catalog_t *cat, mf_coll_t *c, mf_error_t *err)
     }
     atomic_fetch_add(&cat->version, 1); /* also on failure: the caller may have changed c in memory first */
     return ret;
+}
+
+int
+mf_catalog_coll_resize_capped(mf_catalog_t *cat, mf_coll_t *c, int64_t size, int64_t max, mf_error_t *err)
+{
+    bson_t *opts = bson_new(), *old = c->options;
+    bool old_exact = c->capped_exact;
+    bson_iter_t it;
+
+    bson_iter_init(&it, old);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if ((size >= 0 && strcmp(k, "size") == 0) || (max >= 0 && strcmp(k, "max") == 0))
+            continue;
+        bson_append_value(opts, k, -1, bson_iter_value(&it));
+    }
+    if (size >= 0)
+        BSON_APPEND_INT64(opts, "size", size);
+    if (max >= 0)
+        BSON_APPEND_INT64(opts, "max", max);
+    c->options = opts;
+    c->capped_exact = old_exact || size >= 0;
+    if (mf_catalog_coll_persist(cat, c, err) != 0) {
+        c->options = old;
+        c->capped_exact = old_exact;
+        bson_destroy(opts);
+        return -1;
+    }
+    bson_destroy(old);
+    return 0;
 }
 
 /* Runs when a transaction that wrote a multikey flag ends (on its thread, catalog lock still held if committed). */
@@ -1742,7 +1781,7 @@ mf_catalog_coll_create(mf_catalog_t *cat, const char *db, const char *name, cons
     if (mf_catalog_check_db_name(db, err) != 0 || mf_catalog_check_coll_name(db, name, err) != 0)
         return -1;
     parsed_opts_t po;
-    if (parse_options(options, &po, err) != 0)
+    if (parse_options(options, false, &po, err) != 0)
         return -1;
     /* One creation at a time: the name is checked and taken under ddl_mu. */
     pthread_mutex_lock(&cat->ddl_mu);

@@ -160,6 +160,12 @@ typedef struct mf_coll {
     bool capped;
     int64_t capped_size;              /* bytes (0 = no limit) */
     int64_t capped_max;               /* documents (0 = no limit) */
+    /*
+     * options.size was set by collMod cappedSize and is used as stored (not
+     * rounded as create rounds it); the entry's cappedExact. Changed only by
+     * mf_catalog_coll_resize_capped, under the exclusive catalog lock.
+     */
+    bool capped_exact;
     bool is_view;                     /* options.viewOn: no documents, no indexes */
     bool is_timeseries;               /* options.timeseries: the view and its system.buckets.<name> */
     int64_t ts_expire;                /* options.expireAfterSeconds of a time-series collection, or -1 */
@@ -393,6 +399,16 @@ int mf_catalog_coll_rename_replace(mf_catalog_t *cat, mf_coll_t *c, mf_coll_t *t
  * view) from c->options. A bad validator fails it before anything is written.
  */
 int mf_catalog_coll_persist(mf_catalog_t *cat, mf_coll_t *c, mf_error_t *err) MF_WUR;
+
+/*
+ * mf_catalog_coll_resize_capped: collMod's cappedSize / cappedMax on capped
+ * collection c: sets options.size to size (bytes, kept as given) unless size
+ * is -1, and options.max to max unless max is -1, then persists the entry.
+ * The caller checked both values. Documents beyond the new limits are
+ * removed by the next insert, as mongod. Write lock held. On failure c is
+ * as it was. Returns 0 or -1 with err.
+ */
+int mf_catalog_coll_resize_capped(mf_catalog_t *cat, mf_coll_t *c, int64_t size, int64_t max, mf_error_t *err) MF_WUR;
 
 /*
  * mf_catalog_index_add: adds an index built from spec (already validated by

@@ -15,7 +15,16 @@
  * inside `index` that collMod does not know is 40415 (the IDL struct is
  * strict, as 8.0's; SPEC B3's 72 predates it); no such index is 27
  * IndexNotFound; no such collection 26 NamespaceNotFound. Nothing is
- * changed when any check fails.
+ * changed when any check fails. On a capped collection a TTL change is 72
+ * "TTL indexes are not supported for capped collections." (8.0's
+ * parseCollModRequest, before the value and the index are looked at).
+ *
+ * Capped limits, as MongoDB 6.0+ (SERVER-1864): cappedSize (1 byte to
+ * 1 PB, kept as given) and cappedMax (below 2^31; <= 0 is no limit,
+ * stored as 2147483647) are bounded as 8.0's IDL bounds them (51024),
+ * then refused on a collection that is not capped (72 "Collection must be
+ * capped.") before the index change is checked, and written last
+ * (mf_catalog_coll_resize_capped); the next insert trims to them.
  *
  * Uniqueness, as MongoDB 6.0+: `prepareUnique: true` makes writers refuse a
  * value another document already has (11000; documents that already share
@@ -144,9 +153,14 @@ parse_index_mod(mf_op_t *op, bson_iter_t *idx, index_mod_t *m)
     return 0;
 }
 
-/* Checks the parsed `index` change against itself, in mongod's order (everything that needs no catalog). */
+/*
+ * Checks the parsed `index` change against itself and the kind of
+ * collection, in mongod's order (parseCollModRequest: everything that needs
+ * no index). A TTL change on a capped collection is refused before its
+ * value is looked at, as mongod.
+ */
 static int
-check_index_mod(mf_op_t *op, index_mod_t *m, bool timeseries)
+check_index_mod(mf_op_t *op, index_mod_t *m, bool timeseries, bool capped)
 {
     if (m->has_name && m->has_key)
         return mf_err_set(&op->err, MF_E_InvalidOptions, "Cannot specify both key pattern and name.");
@@ -163,6 +177,8 @@ check_index_mod(mf_op_t *op, index_mod_t *m, bool timeseries)
             return mf_err_set(&op->err, MF_E_InvalidOptions,
                               "TTL indexes are not supported for time-series collections. Please refer to the "
                               "documentation and use the top-level 'expireAfterSeconds' option instead");
+        if (capped)
+            return mf_err_set(&op->err, MF_E_InvalidOptions, "TTL indexes are not supported for capped collections.");
         mf_error_t e;
         if (mf_ttl_check_seconds(&m->secs_v, &m->secs, &e) != 0)
             return mf_err_set(&op->err, MF_E_InvalidOptions, "%s", e.msg);
@@ -761,6 +777,56 @@ coll_mod_timeseries(mf_op_t *op, mf_coll_t *v, const ts_mod_t *tm)
     return 0;
 }
 
+/* collMod's cappedSize / cappedMax (MongoDB 6.0+), as checked while parsing. */
+typedef struct capped_mod {
+    bool has_size, has_max;
+    int64_t size; /* bytes, 1 .. 1 PB, kept as given (8.0 does not round it) */
+    int64_t max;  /* documents; <= 0 asks for no limit: 0x7fffffff, as mongod's adjustCappedMaxDocs */
+} capped_mod_t;
+
+#define CAPPED_SIZE_LIMIT (1LL << 50) /* 1 PB */
+#define CAPPED_MAX_DOCS_NONE 0x7fffffff
+
+/*
+ * Parses cappedSize or cappedMax (its IDL type safeInt64: any number,
+ * truncated; else 14) and checks its IDL bounds (51024): cappedSize in
+ * [1, 1 PB], cappedMax below 2^31. Returns 0 or -1 with op->err.
+ */
+static int
+parse_capped_mod(mf_op_t *op, bson_iter_t *it, capped_mod_t *cap)
+{
+    const char *k = bson_iter_key(it);
+    const bson_value_t *v = bson_iter_value(it);
+    int64_t n;
+
+    if (!mf_value_is_number(v))
+        return mf_err_set(&op->err, MF_E_TypeMismatch,
+                          "BSON field 'collMod.%s' is the wrong type '%s', expected types '[long, int, decimal, double']",
+                          k, mf_type_name(v->value_type));
+    if (!mf_value_as_int64(v, &n)) {
+        double d = mf_value_as_double(v);
+        n = d != d ? 0 : d >= 9.2e18 ? INT64_MAX : d <= -9.2e18 ? INT64_MIN : (int64_t)d;
+    }
+    if (strcmp(k, "cappedSize") == 0) {
+        if (n < 1)
+            return mf_err_set(&op->err, MF_E_Location51024, "BSON field 'cappedSize' value must be >= 1, actual value '%lld'",
+                              (long long)n);
+        if (n > CAPPED_SIZE_LIMIT)
+            return mf_err_set(&op->err, MF_E_Location51024,
+                              "BSON field 'cappedSize' value must be <= %lld, actual value '%lld'", CAPPED_SIZE_LIMIT,
+                              (long long)n);
+        cap->has_size = true;
+        cap->size = n;
+        return 0;
+    }
+    if (n >= (1LL << 31))
+        return mf_err_set(&op->err, MF_E_Location51024, "BSON field 'cappedMax' value must be < 2147483648, actual value '%lld'",
+                          (long long)n);
+    cap->has_max = true;
+    cap->max = n <= 0 ? CAPPED_MAX_DOCS_NONE : n;
+    return 0;
+}
+
 static int
 cmd_coll_mod(mf_op_t *op)
 {
@@ -771,6 +837,7 @@ cmd_coll_mod(mf_op_t *op)
     bson_t opts;
     bson_value_t ts_val;
     ts_mod_t tm;
+    capped_mod_t cap = {0};
     dup_scan_t d;
     int rc = 0;
 
@@ -802,6 +869,11 @@ cmd_coll_mod(mf_op_t *op)
         } else if (strcmp(k, "timeseries") == 0) {
             ts_val = *bson_iter_value(&it);
             has_ts_val = true;
+        } else if (strcmp(k, "cappedSize") == 0 || strcmp(k, "cappedMax") == 0) {
+            if (parse_capped_mod(op, &it, &cap) != 0) {
+                bson_destroy(&opts);
+                return -1;
+            }
         } else if (k[0] == '$' || strcmp(k, "lsid") == 0 || strcmp(k, "writeConcern") == 0 ||
                    strcmp(k, "comment") == 0 || strcmp(k, "maxTimeMS") == 0 || strcmp(k, "txnNumber") == 0 ||
                    strcmp(k, "apiVersion") == 0 || strcmp(k, "apiStrict") == 0 ||
@@ -813,9 +885,9 @@ cmd_coll_mod(mf_op_t *op)
                 return -1;
             }
         } else if (!mf_cmd_is_generic_arg(k)) {
-            /* collmod.idl is strict; its fields mayfly does not implement (viewOn, pipeline, cappedSize ...) stay 72. */
+            /* collmod.idl is strict; its fields mayfly does not implement (viewOn, pipeline ...) stay 72. */
             static const char *const idl_fields[] = {
-                "viewOn", "pipeline", "changeStreamPreAndPostImages", "cappedSize", "cappedMax", "recordPreImages",
+                "viewOn", "pipeline", "changeStreamPreAndPostImages", "recordPreImages",
                 "timeseriesBucketsMayHaveMixedSchemaData", "collectionUUID", "isTimeseriesNamespace", NULL};
             bool known = false;
             for (int i = 0; idl_fields[i] != NULL && !known; i++)
@@ -854,7 +926,12 @@ cmd_coll_mod(mf_op_t *op)
     }
     if (c->is_view && c->is_timeseries) {
         bson_t cur;
-        if (has_index && (rc = check_index_mod(op, &m, true)) != 0)
+        if (cap.has_size || cap.has_max) {
+            /* mongod runs it on the buckets collection, which is not capped. */
+            rc = mf_err_set(&op->err, MF_E_InvalidOptions, "Collection must be capped.");
+            goto out;
+        }
+        if (has_index && (rc = check_index_mod(op, &m, true, false)) != 0)
             goto out;
         if (has_index || !bson_empty(&opts)) {
             rc = mf_err_set(&op->err, MF_E_InvalidOptions, "collMod on a time-series collection accepts only expireAfterSeconds and timeseries");
@@ -867,7 +944,8 @@ cmd_coll_mod(mf_op_t *op)
     }
     if (c->is_view) {
         /* As mongod: the first option a view cannot take, in mongod's order of checks. */
-        const char *what = has_index ? "index" : bson_has_field(&opts, "validator") ? "validator"
+        const char *what = cap.has_size ? "cappedSize" : cap.has_max ? "cappedMax"
+                           : has_index ? "index" : bson_has_field(&opts, "validator") ? "validator"
                            : bson_has_field(&opts, "validationLevel")             ? "validationLevel"
                            : bson_has_field(&opts, "validationAction")            ? "validationAction"
                            : tm.has_expire                                        ? "expireAfterSeconds"
@@ -878,7 +956,19 @@ cmd_coll_mod(mf_op_t *op)
             goto out;
         }
     }
-    if (has_index && (rc = check_index_mod(op, &m, false)) != 0)
+    if (cap.has_size || cap.has_max) {
+        /* mongod checks the capped limits before the index change (parseCollModRequest). */
+        if (!c->capped) {
+            rc = mf_err_set(&op->err, MF_E_InvalidOptions, "Collection must be capped.");
+            goto out;
+        }
+        if (strcmp(c->ns, "local.oplog.rs") == 0) {
+            rc = mf_err_set(&op->err, MF_E_InvalidOptions,
+                            "Cannot resize the oplog using this command. Use the 'replSetResizeOplog' command instead.");
+            goto out;
+        }
+    }
+    if (has_index && (rc = check_index_mod(op, &m, false, c->capped)) != 0)
         goto out;
     if (dry_run) {
         rc = apply_index_mod(op, c, &m, &d, nmods, true);
@@ -941,6 +1031,14 @@ cmd_coll_mod(mf_op_t *op)
         }
     } else {
         bson_destroy(&merged);
+    }
+    if (rc == 0 && (cap.has_size || cap.has_max)) {
+        /* The new limits hold from the next insert on, which removes the oldest documents beyond them (as mongod). */
+        rc = mf_catalog_coll_resize_capped(op->eng->cat, c, cap.has_size ? cap.size : -1, cap.has_max ? cap.max : -1,
+                                           &op->err);
+        if (rc == 0)
+            mf_log(MF_LOG_INFO, "COMMAND", "collMod %s capped size %lld max %lld", c->ns, (long long)c->capped_size,
+                   (long long)c->capped_max);
     }
 out:
     if (rc == 0 && c != NULL) {
