@@ -142,6 +142,7 @@ void mf_failcommand_labels(mf_op_t *op, const bson_t *labels, bson_t *reply);
 /* mf_failpoint_max_time: true if maxTimeAlwaysTimeOut is on (a command with maxTimeMS then fails with 50 at once). */
 bool mf_failpoint_max_time(mf_op_t *op);
 extern const mf_cmd_def_t mf_cmds_misc[];    /* convertToCapped, dbHash, dataSize, top, plan cache filters ... (cmd_misc.c) */
+extern const mf_cmd_def_t mf_cmds_gridfs[];  /* filemd5 (cmd_gridfs.c) */
 
 /*
  * Access control (cmd_auth.c). mf_cmd_authorize: with --auth, whether the

@@ -317,6 +317,7 @@ static const rule_t rules[] = {
     {"datasize", R_SPECIAL, MF_ACT_FIND},
     {"convertToCapped", R_DATA, MF_ACT_CREATE_COLLECTION | MF_ACT_DROP_COLLECTION},
     {"cloneCollectionAsCapped", R_DATA, MF_ACT_FIND | MF_ACT_INSERT | MF_ACT_CREATE_COLLECTION},
+    {"filemd5", R_SPECIAL, MF_ACT_FIND}, /* find on <root>.chunks, as mongod's CmdFileMD5 */
     {"dbHash", R_DATA, MF_ACT_FIND},
     {"dbhash", R_DATA, MF_ACT_FIND},
     {"planCacheClear", R_DATA, MF_ACT_COLLMOD},
@@ -597,6 +598,19 @@ special(mf_op_t *op, const mf_privs_t *p, const rule_t *r, const char *db, const
         if (coll == NULL || !split_ns(coll, ndb, sizeof(ndb), &nc))
             return mf_privs_cluster(p, MF_CACT_ADMIN) ? 0 : denied(op, db, name);
         return mf_privs_allow(p, ndb, nc, MF_ACT_FIND) ? 0 : denied(op, db, name);
+    }
+    if (strcmp(name, "filemd5") == 0) {
+        /* find on <root>.chunks ("fs" without root); a root that is not a string: the command's own 73. */
+        char chunks[512];
+        const char *root = "fs";
+        if (bson_iter_init_find(&it, cmd, "root")) {
+            if (!BSON_ITER_HOLDS_UTF8(&it))
+                return 0;
+            if (bson_iter_utf8(&it, NULL)[0] != '\0')
+                root = bson_iter_utf8(&it, NULL);
+        }
+        snprintf(chunks, sizeof(chunks), "%s.chunks", root);
+        return mf_privs_allow(p, db, chunks, MF_ACT_FIND) ? 0 : denied(op, db, name);
     }
     if (strcmp(name, "renameCollection") == 0) {
         const char *from = coll, *to = NULL, *fc, *tc;

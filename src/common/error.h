@@ -181,6 +181,9 @@
     X(51176, Location51176)                                                    \
     X(6137400, Location6137400)                                                \
     X(6137401, Location6137401)                                                \
+    X(10040, Location10040)                                                    \
+    X(50848, Location50848)                                                    \
+    X(50849, Location50849)                                                    \
     X(51074, Location51074)                                                    \
     X(51075, Location51075)                                                    \
     X(51091, Location51091)                                                    \

@@ -536,20 +536,6 @@ wlist_set(wlist_t *l, const char *name, int w)
     l->w[pos] = w;
 }
 
-/* mongod's numberInt(): a number truncated to an int32 (saturating; NaN is 0). */
-static int
-number_int(const bson_value_t *v)
-{
-    double d = mf_value_as_double(v);
-    if (d != d)
-        return 0;
-    if (d >= 2147483647.0)
-        return INT32_MAX;
-    if (d <= -2147483648.0)
-        return INT32_MIN;
-    return (int)d;
-}
-
 static bool
 is_reserved(const char *f)
 {
@@ -582,7 +568,7 @@ mf_text_spec_fix(const bson_t *spec, bson_t *out, mf_error_t *err)
                 return mf_err_set(err, MF_E_CannotCreateIndex, "'text' fields in index must all be adjacent");
             if (!bson_iter_next(&kt) || strcmp(bson_iter_key(&kt), "_ftsx") != 0)
                 return mf_err_set(err, MF_E_CannotCreateIndex, "expected _ftsx after _fts");
-            if (!mf_value_is_number(bson_iter_value(&kt)) || number_int(bson_iter_value(&kt)) != 1)
+            if (!mf_value_is_number(bson_iter_value(&kt)) || mf_value_number_int(bson_iter_value(&kt)) != 1)
                 return mf_err_set(err, MF_E_CannotCreateIndex, "expecting _ftsx:1");
             phase = 2;
             continue;
@@ -596,7 +582,7 @@ mf_text_spec_fix(const bson_t *spec, bson_t *out, mf_error_t *err)
             wlist_set(&wl, f, 1);
             continue;
         }
-        int d = mf_value_is_number(v) ? number_int(v) : 0;
+        int d = mf_value_is_number(v) ? mf_value_number_int(v) : 0;
         if (d != 1 && d != -1)
             return mf_err_set(err, MF_E_CannotCreateIndex, "expected value 1 or -1 for non-text key in compound index");
         if (is_reserved(f))
@@ -613,7 +599,7 @@ mf_text_spec_fix(const bson_t *spec, bson_t *out, mf_error_t *err)
             while (bson_iter_next(&wi)) {
                 if (!mf_value_is_number(bson_iter_value(&wi)))
                     return mf_err_set(err, MF_E_CannotCreateIndex, "weight for text index needs numeric type");
-                wlist_set(&wl, bson_iter_key(&wi), number_int(bson_iter_value(&wi)));
+                wlist_set(&wl, bson_iter_key(&wi), mf_value_number_int(bson_iter_value(&wi)));
             }
         } else if (BSON_ITER_HOLDS_UTF8(&it) && strcmp(bson_iter_utf8(&it, NULL), "$**") == 0) {
             wlist_set(&wl, "$**", 1);
@@ -648,7 +634,7 @@ mf_text_spec_fix(const bson_t *spec, bson_t *out, mf_error_t *err)
     if (bson_iter_init_find(&it, spec, "textIndexVersion")) {
         if (!mf_value_is_number(bson_iter_value(&it)))
             return mf_err_set(err, MF_E_CannotCreateIndex, "text index option 'textIndexVersion' must be a number");
-        version = number_int(bson_iter_value(&it));
+        version = mf_value_number_int(bson_iter_value(&it));
         if (version != 2 && version != TEXT_INDEX_VERSION)
             return mf_err_set(err, MF_E_CannotCreateIndex, "bad textIndexVersion: %d", version);
     }

@@ -94,6 +94,19 @@ mf_value_as_double(const bson_value_t *v)
     }
 }
 
+int32_t
+mf_value_number_int(const bson_value_t *v)
+{
+    double d = mf_value_as_double(v);
+    if (d != d)
+        return 0;
+    if (d >= 2147483647.0)
+        return INT32_MAX;
+    if (d <= -2147483648.0)
+        return INT32_MIN;
+    return (int32_t)d;
+}
+
 /* ld_to_int64: true and *out set if x is integral and within int64's range. */
 static bool
 ld_to_int64(long double x, int64_t *out)

@@ -202,6 +202,9 @@ mf_value_is_number(const bson_value_t *v)
 /* mf_value_as_double: numeric value as a double (decimal128 approximated); 0 for non-numbers. */
 double mf_value_as_double(const bson_value_t *v);
 
+/* mf_value_number_int: mongod's numberInt(): a number truncated to an int32 (saturating; NaN and non-numbers 0). */
+int32_t mf_value_number_int(const bson_value_t *v);
+
 /*
  * mf_value_as_int64: numeric value as an int64 if it is a number with an exact
  * integral value in range; returns false otherwise.

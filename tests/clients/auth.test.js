@@ -1126,3 +1126,21 @@ h.test('bulkWrite needs the write actions of its ops on every namespace of nsInf
   }));
   assert.equal(await c.db('bwa').collection('c').countDocuments({ _id: 2 }), 0, 'nothing written when refused');
 });
+
+h.test('filemd5 needs find on <root>.chunks (mongod CmdFileMD5 checkAuthForOperation)', async () => {
+  const { Binary } = require('mongodb');
+  const r0 = await root();
+  const db0 = r0.db('md5db');
+  await db0.collection('b.chunks').createIndex({ files_id: 1, n: 1 }, { unique: true });
+  await db0.collection('b.chunks').insertOne({ files_id: 1, n: 0, data: new Binary(Buffer.from('abc')) });
+  const rd = await makeUser('md5_reader', [{ role: 'read', db: 'md5db' }]);
+  const none = await makeUser('md5_other', [{ role: 'read', db: 'otherdb' }]);
+  const dba = await makeUser('md5_dbadmin', [{ role: 'dbAdmin', db: 'md5db' }]);
+  const got = await allowed('filemd5 (read)', rd.db('md5db').command({ filemd5: 1, root: 'b' }));
+  assert.equal(got.numChunks, 1);
+  assert.equal(got.md5, '900150983cd24fb0d6963f7d28e17f72'); // md5("abc")
+  await denied('filemd5 (read on another db)', none.db('md5db').command({ filemd5: 1, root: 'b' }));
+  await denied('filemd5 (dbAdmin: no find on user collections)', dba.db('md5db').command({ filemd5: 1, root: 'b' }));
+  // root that is not a string: 73 from the command's namespace parse, before the privilege check (as mongod).
+  await h.expectCode(none.db('md5db').command({ filemd5: 1, root: 5 }), 73);
+});
