@@ -47,7 +47,6 @@
 #include "common/curop.h"
 #include "engine/cursor.h"
 #include "common/fmt.h"
-#include "common/failpoint.h"
 #include "common/log.h"
 #include "index/index.h"
 #include "query/agg.h"
@@ -1299,20 +1298,6 @@ again:
     if (c->is_view) {
         rc = refuse_view(op, c);
         goto out_unlock;
-    }
-    /*
-     * As mongod's prepareSpecForCreate: no TTL index on a capped collection,
-     * checked before the comparison with existing indexes, so even a spec
-     * equal to one already there is refused.
-     */
-    bool cap_check = c->capped && !mf_failpoint_eval(mf_failpoint_find(op->eng->failpoints,
-                                                                       "ignoreTTLIndexCappedCollectionCheck"),
-                                                     NULL, NULL, NULL);
-    for (size_t i = 0; i < nspecs && cap_check; i++) {
-        if (bson_has_field(norm[i], "expireAfterSeconds")) {
-            rc = mf_err_set(&op->err, MF_E_CannotCreateIndex, "Cannot create TTL index on a capped collection");
-            goto out_unlock;
-        }
     }
     before = counted_indexes(c);
     /* An index without a collation of its own takes the collection's default (as mongod). */

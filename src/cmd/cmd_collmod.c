@@ -15,9 +15,8 @@
  * inside `index` that collMod does not know is 40415 (the IDL struct is
  * strict, as 8.0's; SPEC B3's 72 predates it); no such index is 27
  * IndexNotFound; no such collection 26 NamespaceNotFound. Nothing is
- * changed when any check fails. On a capped collection a TTL change is 72
- * "TTL indexes are not supported for capped collections." (8.0's
- * parseCollModRequest, before the value and the index are looked at).
+ * changed when any check fails. A capped collection takes TTL changes as
+ * any other (SPEC A5: MongoDB 7.1+ allows TTL on capped collections).
  *
  * Capped limits, as MongoDB 6.0+ (SERVER-1864): cappedSize (1 byte to
  * 1 PB, kept as given) and cappedMax (below 2^31; <= 0 is no limit,
@@ -156,11 +155,10 @@ parse_index_mod(mf_op_t *op, bson_iter_t *idx, index_mod_t *m)
 /*
  * Checks the parsed `index` change against itself and the kind of
  * collection, in mongod's order (parseCollModRequest: everything that needs
- * no index). A TTL change on a capped collection is refused before its
- * value is looked at, as mongod.
+ * no index).
  */
 static int
-check_index_mod(mf_op_t *op, index_mod_t *m, bool timeseries, bool capped)
+check_index_mod(mf_op_t *op, index_mod_t *m, bool timeseries)
 {
     if (m->has_name && m->has_key)
         return mf_err_set(&op->err, MF_E_InvalidOptions, "Cannot specify both key pattern and name.");
@@ -177,8 +175,6 @@ check_index_mod(mf_op_t *op, index_mod_t *m, bool timeseries, bool capped)
             return mf_err_set(&op->err, MF_E_InvalidOptions,
                               "TTL indexes are not supported for time-series collections. Please refer to the "
                               "documentation and use the top-level 'expireAfterSeconds' option instead");
-        if (capped)
-            return mf_err_set(&op->err, MF_E_InvalidOptions, "TTL indexes are not supported for capped collections.");
         mf_error_t e;
         if (mf_ttl_check_seconds(&m->secs_v, &m->secs, &e) != 0)
             return mf_err_set(&op->err, MF_E_InvalidOptions, "%s", e.msg);
@@ -931,7 +927,7 @@ cmd_coll_mod(mf_op_t *op)
             rc = mf_err_set(&op->err, MF_E_InvalidOptions, "Collection must be capped.");
             goto out;
         }
-        if (has_index && (rc = check_index_mod(op, &m, true, false)) != 0)
+        if (has_index && (rc = check_index_mod(op, &m, true)) != 0)
             goto out;
         if (has_index || !bson_empty(&opts)) {
             rc = mf_err_set(&op->err, MF_E_InvalidOptions, "collMod on a time-series collection accepts only expireAfterSeconds and timeseries");
@@ -968,7 +964,7 @@ cmd_coll_mod(mf_op_t *op)
             goto out;
         }
     }
-    if (has_index && (rc = check_index_mod(op, &m, false, c->capped)) != 0)
+    if (has_index && (rc = check_index_mod(op, &m, false)) != 0)
         goto out;
     if (dry_run) {
         rc = apply_index_mod(op, c, &m, &d, nmods, true);

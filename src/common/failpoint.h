@@ -34,11 +34,6 @@
  *   hangTTLDeleterInBatch       a TTL round's pieces (one transaction each)
  *                               wait, while on (a minute at most), at their
  *                               first document: that transaction is open
- *   ignoreTTLIndexCappedCollectionCheck
- *                               createIndexes builds a TTL index on a capped
- *                               collection (mongod's, for testing what a
- *                               catalog written before the check holds: the
- *                               TTL monitor skips such an index)
  *
  * Thread safety: every function may be called from any thread. Evaluation
  * (mf_failpoint_eval) takes the point's mutex only when the point is on.

@@ -545,15 +545,6 @@ add_secs(int64_t date_ms, int64_t secs)
 static bool
 ttl_secs(const mf_coll_t *c, const mf_index_t *ix, int64_t *secs)
 {
-    /*
-     * Never on a capped collection (mongod: "Allow TTL deletion on
-     * non-capped collections, and on capped clustered collections", an
-     * invariant in TTLMonitor::_doTTLIndexDelete). createIndexes and collMod
-     * refuse such an index; one already in a catalog (written before they
-     * did) stays listed but is skipped, so the monitor deletes nothing there.
-     */
-    if (c->capped && !c->clustered)
-        return false;
     if (ix->building)
         return false;
     if (ix->is_id) {

@@ -226,21 +226,20 @@ h.test('A4: a compound TTL index is refused with 67 "TTL indexes are single-fiel
   assert.equal(err.codeName, 'CannotCreateIndex');
 });
 
-/*
- * SPEC A5 says 7.1+ allows TTL on capped collections; MongoDB 8.0's source
- * refuses it (index_catalog_impl.cpp prepareSpecForCreate, with the
- * ignoreTTLIndexCappedCollectionCheck fail point still there on master), so
- * mayfly follows 8.0 (README: where SPEC and 8.0 differ). More in
- * ttl_capped.test.js.
- */
-h.test('A5: a capped collection refuses a TTL index with 67, as MongoDB 8.0', async () => {
+h.test('A5: a capped collection accepts a TTL index and its documents expire', async () => {
   const db = srv.freshDb('a5');
   await db.createCollection('cap', { capped: true, size: 1 << 20 });
   const coll = db.collection('cap');
-  const err = await h.expectCode(coll.createIndex({ at: 1 }, { expireAfterSeconds: 0 }), 67,
-    /^Cannot create TTL index on a capped collection$/);
-  assert.equal(err.codeName, 'CannotCreateIndex');
-  assert.equal(byName(await indexes(coll), 'at_1'), undefined);
+  await coll.createIndex({ at: 1 }, { expireAfterSeconds: 0 });
+  assert.equal(byName(await indexes(coll), 'at_1').expireAfterSeconds, 0);
+  const now = Date.now();
+  await coll.insertMany([
+    { _id: 1, at: new Date(now - 10000) }, { _id: 2, at: new Date(now - 5000) },
+    { _id: 3, at: new Date(now + 3600000) }, { _id: 4, at: new Date(now + 1000) },
+  ]);
+  await h.waitFor(async () => (await coll.countDocuments({ _id: { $in: [1, 2, 4] } })) === 0,
+    'expired documents of a capped collection deleted');
+  assert.deepEqual((await coll.find().toArray()).map((d) => d._id), [3]);
 });
 
 h.test('A6: same name and key with another expireAfterSeconds is refused with 85 IndexOptionsConflict', async () => {
