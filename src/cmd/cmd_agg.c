@@ -1036,6 +1036,14 @@ mf_cmd_aggregate(mf_op_t *op)
     if (!BSON_ITER_HOLDS_ARRAY(&it))
         return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field 'aggregate.pipeline' is the wrong type '%s', expected type 'array'",
                           mf_type_name(bson_iter_type(&it)));
+    if (op->eng->repl != NULL) {
+        /* A member is a replica set: say what is missing, not mongod's standalone error (40573). */
+        bson_iter_t st, f;
+        if (bson_iter_recurse(&it, &st) && bson_iter_next(&st) && BSON_ITER_HOLDS_DOCUMENT(&st) &&
+            bson_iter_recurse(&st, &f) && bson_iter_next(&f) && strcmp(bson_iter_key(&f), "$changeStream") == 0)
+            return mf_err_set(&op->err, MF_E_CommandNotSupported,
+                              "mayfly does not support change streams ($changeStream) yet; poll with a query instead");
+    }
     static const mf_field_spec_t agg_types[] = {{"bypassDocumentValidation", MF_FT_BOOL}, {"collation", MF_FT_OBJ},
                                                 {"let", MF_FT_OBJ}, {NULL, MF_FT_ANY}};
     if (mf_op_get_bool(op, "explain", &explain, &present) != 0 ||

@@ -174,15 +174,23 @@ mf_cmd_is_retryable_write(const char *name)
  * Refuses multi-document transactions, and, on a standalone, any
  * transaction number at all, as mongod (its retryable writes need a replica
  * set's session records; drivers send none to a standalone, and a raw
- * client's retry would run twice).
+ * client's retry would run twice). On a replica-set member, where mongod
+ * would run the transaction, the error is 238 NotImplemented saying that
+ * mayfly lacks them: not 20 with mongod's standalone wording, which drivers
+ * turn into advice to set retryWrites=false (wrong here: retryable writes
+ * work).
  */
 static int
 check_txn_fields(mf_op_t *op)
 {
     bool has_txn = mf_op_has(op, "txnNumber");
-    if (mf_op_has(op, "startTransaction") || mf_op_has(op, "autocommit") ||
-        strcmp(op->name, "commitTransaction") == 0 || strcmp(op->name, "abortTransaction") == 0 ||
-        (has_txn && (op->eng->repl == NULL || !mf_cmd_is_retryable_write(op->name))))
+    bool txn_cmd = mf_op_has(op, "startTransaction") || mf_op_has(op, "autocommit") ||
+                   strcmp(op->name, "commitTransaction") == 0 || strcmp(op->name, "abortTransaction") == 0;
+    if (txn_cmd && op->eng->repl != NULL)
+        return mf_err_set(&op->err, MF_E_NotImplemented,
+                          "mayfly does not support multi-document transactions yet (startTransaction, "
+                          "commitTransaction, abortTransaction); single-document writes are atomic and retryable");
+    if (txn_cmd || (has_txn && (op->eng->repl == NULL || !mf_cmd_is_retryable_write(op->name))))
         return mf_err_set(&op->err, MF_E_IllegalOperation,
                           "Transaction numbers are only allowed on a replica set member or mongos");
     return 0;
@@ -1018,7 +1026,11 @@ mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *
     op.name = bson_iter_key(&it);
     def = lookup(eng, op.name);
     if (def == NULL) {
-        mf_err_set(&op.err, MF_E_CommandNotFound, "no such command: '%s'", op.name);
+        /* commitTransaction / abortTransaction exist in mongod: answer as a transaction's first command is. */
+        if (strcmp(op.name, "commitTransaction") != 0 && strcmp(op.name, "abortTransaction") != 0)
+            mf_err_set(&op.err, MF_E_CommandNotFound, "no such command: '%s'", op.name);
+        else
+            (void)check_txn_fields(&op);
         goto fail;
     }
     if (!(def->flags & MF_CMD_NO_DB) && mf_catalog_check_db_name(db, &op.err) != 0)

@@ -109,3 +109,28 @@ test('concurrent upserts of one new key on a replica set all succeed: the losers
     await c.close();
   }
 });
+
+test('on a replica set, transactions and change streams are refused saying mayfly lacks them, not with the standalone wording drivers rewrite', async () => {
+  const c = new MongoClient(set.uri);
+  await c.connect();
+  try {
+    const coll = c.db('fprs').collection('txn');
+    await coll.insertOne({ _id: 1 });
+    const session = c.startSession();
+    try {
+      const e = await session.withTransaction(async () => { await coll.insertOne({ _id: 2 }, { session }); }).then(() => null, (x) => x);
+      assert.ok(e, 'the transaction fails');
+      assert.equal(e.code, 238, String(e));
+      assert.match(e.message, /mayfly does not support multi-document transactions/);
+      assert.doesNotMatch(e.message, /retryWrites=false/, 'not the driver\'s advice for a standalone');
+    } finally { await session.endSession(); }
+    assert.deepEqual(await coll.find({}).toArray(), [{ _id: 1 }], 'nothing of the transaction was written');
+    const abort = await c.db('admin').command({ abortTransaction: 1 }).then(() => null, (x) => x);
+    assert.equal(abort && abort.code, 238, String(abort));
+    const w = await coll.aggregate([{ $changeStream: {} }]).toArray().then(() => null, (x) => x);
+    assert.equal(w && w.code, 115, String(w));
+    assert.match(w.message, /does not support change streams/);
+  } finally {
+    await c.close();
+  }
+});
