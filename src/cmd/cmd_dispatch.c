@@ -283,6 +283,57 @@ check_write_concern(mf_op_t *op, wc_unmet_t *unmet)
     return 0;
 }
 
+/*
+ * Causal consistency on a replica-set member: waits for readConcern
+ * afterClusterTime (a Timestamp) to be applied here, as mongod's
+ * waitForReadConcern; the command's $clusterTime gossip bounds what may be
+ * asked. Returns 0, or -1 with op->err.
+ */
+static int
+wait_after_cluster_time(mf_op_t *op)
+{
+    bson_iter_t it, rc, ct;
+    uint32_t secs, inc, gsecs = 0, ginc = 0;
+    if (op->eng->repl == NULL || op->eng->repl->after_cluster_time == NULL || !mf_op_find(op, "readConcern", &it) ||
+        !BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &rc) || !bson_iter_find(&rc, "afterClusterTime"))
+        return 0;
+    if (!BSON_ITER_HOLDS_TIMESTAMP(&rc))
+        return mf_err_set(&op->err, MF_E_TypeMismatch,
+                          "BSON field 'readConcern.afterClusterTime' is the wrong type '%s', expected type 'timestamp'",
+                          mf_type_name(bson_iter_type(&rc)));
+    bson_iter_timestamp(&rc, &secs, &inc);
+    if (mf_op_find(op, "$clusterTime", &it) && BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &ct) &&
+        bson_iter_find(&ct, "clusterTime") && BSON_ITER_HOLDS_TIMESTAMP(&ct))
+        bson_iter_timestamp(&ct, &gsecs, &ginc);
+    return op->eng->repl->after_cluster_time(op->eng->repl_arg, secs, inc, gsecs, ginc, &op->err);
+}
+
+/*
+ * A replica-set member's reply ends with $clusterTime and operationTime, as
+ * mongod's (appendClusterAndOperationTime): the time this command's reads
+ * saw or its writes made, which a driver's causally consistent session
+ * sends back as afterClusterTime. The signature is mongod's unsigned one
+ * (zero hash, key 0); drivers only echo it back.
+ */
+static void
+append_cluster_time(mf_engine_t *eng, bson_t *reply)
+{
+    static const uint8_t zero_hash[20] = {0};
+    bson_t ct, sig;
+    uint32_t secs, inc;
+    if (eng->repl == NULL || eng->repl->op_time == NULL)
+        return;
+    eng->repl->op_time(eng->repl_arg, &secs, &inc);
+    BSON_APPEND_DOCUMENT_BEGIN(reply, "$clusterTime", &ct);
+    BSON_APPEND_TIMESTAMP(&ct, "clusterTime", secs, inc);
+    BSON_APPEND_DOCUMENT_BEGIN(&ct, "signature", &sig);
+    BSON_APPEND_BINARY(&sig, "hash", BSON_SUBTYPE_BINARY, zero_hash, sizeof(zero_hash));
+    BSON_APPEND_INT64(&sig, "keyId", 0);
+    bson_append_document_end(&ct, &sig);
+    bson_append_document_end(reply, &ct);
+    BSON_APPEND_TIMESTAMP(reply, "operationTime", secs, inc);
+}
+
 /* True if the pipeline array in cmd's "pipeline" ends in $out or $merge. */
 static bool
 pipeline_writes(const bson_t *cmd)
@@ -814,21 +865,37 @@ let_begin(mf_op_t *op, let_frame_t *lf)
     bson_iter_t it, li;
     size_t n = 0, cap = 0;
     memset(lf, 0, sizeof(*lf));
-    if (!mf_op_find(op, "let", &it))
+    bool has_let = mf_op_find(op, "let", &it);
+    /* $$CLUSTER_TIME exists on a replica-set member (mongod: only there), bound when the command names it. */
+    bool cluster = op->eng->repl != NULL && op->eng->repl->op_time != NULL &&
+                   memmem(bson_get_data(op->cmd), op->cmd->len, "$$CLUSTER_TIME", 14) != NULL;
+    if (!has_let && !cluster)
         return 0;
-    if (!BSON_ITER_HOLDS_DOCUMENT(&it))
+    if (has_let && !BSON_ITER_HOLDS_DOCUMENT(&it))
         return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field '%s.let' is the wrong type '%s', expected type 'object'",
                           op->name, mf_type_name(bson_iter_type(&it)));
-    bson_iter_recurse(&it, &li);
-    while (bson_iter_next(&li))
-        cap++;
+    if (has_let) {
+        bson_iter_recurse(&it, &li);
+        while (bson_iter_next(&li))
+            cap++;
+    }
+    cap += cluster ? 1 : 0;
     if (cap == 0)
         cap = 1;
     lf->names = mf_calloc(cap, sizeof(*lf->names));
     lf->vals = mf_calloc(cap, sizeof(*lf->vals));
-    bson_iter_recurse(&it, &li);
+    if (cluster) {
+        uint32_t secs, inc;
+        op->eng->repl->op_time(op->eng->repl_arg, &secs, &inc);
+        lf->vals[n].value_type = BSON_TYPE_TIMESTAMP;
+        lf->vals[n].value.v_timestamp.timestamp = secs;
+        lf->vals[n].value.v_timestamp.increment = inc;
+        lf->names[n++] = "CLUSTER_TIME";
+    }
+    if (has_let)
+        bson_iter_recurse(&it, &li);
     bson_t empty = BSON_INITIALIZER;
-    while (bson_iter_next(&li) && n < cap) {
+    while (has_let && bson_iter_next(&li) && n < cap) {
         const char *name = bson_iter_key(&li);
         if (mf_expr_check_var_name(name, &op->err) != 0)
             goto fail;
@@ -1081,9 +1148,10 @@ mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *
         active = writes ? &eng->active_writers : &eng->active_readers;
         atomic_fetch_add_explicit(active, 1, memory_order_relaxed);
     }
-    int brc = eng->repl != NULL ? eng->repl->command_begin(eng->repl_arg, def->name, cmd, wtimeout_of(cmd), reply,
-                                                           &op.err)
-                                : 0;
+    int brc = wait_after_cluster_time(&op) != 0 ? -1
+              : eng->repl != NULL ? eng->repl->command_begin(eng->repl_arg, def->name, cmd, wtimeout_of(cmd), reply,
+                                                             &op.err)
+                                  : 0;
     int hrc = brc == 0 ? def->fn(&op) : brc < 0 ? -1 : 0;
     if (active != NULL)
         atomic_fetch_sub_explicit(active, 1, memory_order_relaxed);
@@ -1135,6 +1203,7 @@ mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *
     if (def->flags & MF_CMD_WRITE)
         count_write_errors(eng, reply);
     BSON_APPEND_DOUBLE(reply, "ok", 1.0);
+    append_cluster_time(eng, reply);
     bson_destroy(&fp_labels);
     if (op.err_extra != NULL)
         bson_destroy(op.err_extra);
@@ -1169,6 +1238,7 @@ fail:
     }
     if (eng->repl != NULL)
         add_not_primary_fields(eng, reply, op.err.code);
+    append_cluster_time(eng, reply);
     if (op.name != NULL)
         mf_failcommand_labels(&op, &fp_labels, reply);
     bson_destroy(&fp_labels);

@@ -98,6 +98,7 @@ typedef struct waiter {
     wstate_t state;
     uint64_t index, term;
     int64_t wall;
+    uint64_t op_ts; /* a DDL entry's last oplog timestamp (ts_pack), set with W_APPLIED */
     mf_error_t err; /* the submit's failure, if any */
     bool failed;
 } waiter_t;
@@ -181,6 +182,7 @@ struct mf_repl {
     uint64_t applied_index, applied_term;
     int64_t applied_wall, last_wall;
     uint32_t ts_secs, ts_inc;
+    uint64_t cluster_ts; /* the highest cluster time handed out or gossiped here (ts_pack), r->mu */
     bool syncing; /* an initial sync is copying the primary's data (STARTUP2) */
     uint64_t oplog_written; /* the raft index of the newest entry in local.oplog.rs (read at open) */
 
@@ -228,6 +230,21 @@ waiter_free(waiter_t *w)
 static _Thread_local bool tls_applying;       /* this thread applies entries: its writes are not logged */
 static _Thread_local int64_t tls_wtimeout;    /* the command's wtimeout (ms), 0 none */
 static _Thread_local waiter_t *tls_ddl_waiter; /* the last DDL entry this thread's command logged */
+/*
+ * The timestamp (secs, inc) of the last oplog document this thread's
+ * command wrote, 0 when none: its reply's operationTime is at least this,
+ * so a causally consistent read elsewhere (afterClusterTime) waits for it.
+ * Computed at the entry's turn (prepare), when every entry before it has
+ * been stamped, exactly as stamp_ts will stamp it.
+ */
+static _Thread_local uint64_t tls_op_ts;
+
+/* A Timestamp (secs, inc) as one comparable number. */
+static uint64_t
+ts_pack(uint32_t secs, uint32_t inc)
+{
+    return ((uint64_t)secs << 32) | inc;
+}
 
 /*
  * Retryable writes: the insert, update or delete command this thread runs
@@ -1024,6 +1041,19 @@ prepare(void *arg, const bson_t *entry, const bson_t *pre, mf_sess_t *s, mf_erro
     }
     uint64_t index = w->index, wterm = w->term;
     int64_t wall = w->wall;
+    {
+        /* The timestamp stamp_ts gives this entry's last document (every entry before it is stamped now). */
+        bson_iter_t oi, oa;
+        uint32_t secs = (uint32_t)(wall / 1000), n = 0;
+        if (bson_iter_init_find(&oi, entry, "ops") && bson_iter_recurse(&oi, &oa))
+            while (bson_iter_next(&oa))
+                n++;
+        if (n == 0)
+            n = 1; /* as ops_in */
+        uint64_t last = secs > r->ts_secs ? ts_pack(secs, n) : ts_pack(r->ts_secs, r->ts_inc + n);
+        if (last > tls_op_ts)
+            tls_op_ts = last;
+    }
     pthread_mutex_unlock(&r->mu);
     /* Our turn: the applied index goes in with the data; the applier waits for the commit. */
     int rrc = record_applied(s, index, wterm, wall, has_x ? &x : NULL, err);
@@ -1618,6 +1648,9 @@ apply_one(mf_repl_t *r, mf_sess_t *s, qent_t *q)
                 handled = true; /* committed before it was logged */
                 if (w != NULL) {
                     if (w->ddl) {
+                        /* The timestamp stamp_ts gives it below (every entry before it is stamped). */
+                        uint32_t secs = (uint32_t)(p.w / 1000), n = ops_in(&p);
+                        w->op_ts = secs > r->ts_secs ? ts_pack(secs, n) : ts_pack(r->ts_secs, r->ts_inc + n);
                         w->state = W_APPLIED;
                     } else {
                         waiter_unlink(r, w);
@@ -3201,6 +3234,8 @@ hook_command_end(void *arg)
     pthread_mutex_lock(&r->mu);
     while (w->state != W_APPLIED && !w->failed && !r->stop && wait_until(r, &r->cv, deadline))
         ;
+    if (w->state == W_APPLIED && w->op_ts > tls_op_ts)
+        tls_op_ts = w->op_ts;
     ddl_waiter_release(r, w);
     pthread_mutex_unlock(&r->mu);
 }
@@ -3210,6 +3245,73 @@ hook_wtimeout_counts(void *arg, int64_t counts[3])
 {
     memcpy(counts, tls_wto, sizeof(tls_wto));
     return tls_wto[0] + tls_wto[1] + tls_wto[2] > 0;
+}
+
+/*
+ * operationTime / $clusterTime for the reply of this thread's command: the
+ * last applied timestamp, or later the last one the command wrote (see
+ * tls_op_ts); the command's own record is cleared. Also the highest time
+ * this member has handed out (r->cluster_ts), which afterClusterTime may
+ * not exceed.
+ */
+static void
+hook_op_time(void *arg, uint32_t *secs, uint32_t *inc)
+{
+    mf_repl_t *r = arg;
+    pthread_mutex_lock(&r->mu);
+    uint64_t t = ts_pack(r->ts_secs, r->ts_inc);
+    if (tls_op_ts > t)
+        t = tls_op_ts;
+    if (t > r->cluster_ts)
+        r->cluster_ts = t;
+    pthread_mutex_unlock(&r->mu);
+    tls_op_ts = 0;
+    *secs = (uint32_t)(t >> 32);
+    *inc = (uint32_t)t;
+}
+
+/*
+ * readConcern afterClusterTime: waits until this member has applied
+ * everything up to (secs, inc), as mongod's waitForReadConcern, checking
+ * for interruption (killOp, maxTimeMS, shutdown) every 100 ms. A time later
+ * than any this member or its client (gossip: the command's $clusterTime,
+ * 0 if none) has seen is refused, as mongod refuses one past its cluster
+ * time. Returns 0, or -1 with err.
+ */
+static int
+hook_after_cluster_time(void *arg, uint32_t secs, uint32_t inc, uint32_t gsecs, uint32_t ginc, mf_error_t *err)
+{
+    mf_repl_t *r = arg;
+    uint64_t want = ts_pack(secs, inc), gossip = ts_pack(gsecs, ginc);
+    int rc = 0;
+    pthread_mutex_lock(&r->mu);
+    uint64_t known = ts_pack(r->ts_secs, r->ts_inc);
+    if (r->cluster_ts > known)
+        known = r->cluster_ts;
+    if (gossip > known)
+        known = gossip;
+    if (want > known) {
+        rc = mf_err_set(err, MF_E_InvalidOptions, "readConcern afterClusterTime value must not be greater than the "
+                        "current clusterTime. Requested clusterTime: { ts: Timestamp(%u, %u) }; current clusterTime: "
+                        "{ ts: Timestamp(%u, %u) }", secs, inc, (uint32_t)(known >> 32), (uint32_t)known);
+        goto out;
+    }
+    if (gossip > r->cluster_ts)
+        r->cluster_ts = gossip;
+    while (ts_pack(r->ts_secs, r->ts_inc) < want) {
+        if (r->stop) {
+            rc = mf_err_set(err, MF_E_InterruptedAtShutdown, "interrupted at shutdown");
+            break;
+        }
+        wait_until(r, &r->cv, mf_mono_ms() + 100);
+        if (mf_curop_check_current(err) != 0) {
+            rc = -1;
+            break;
+        }
+    }
+out:
+    pthread_mutex_unlock(&r->mu);
+    return rc;
 }
 
 static int
@@ -3237,6 +3339,8 @@ static const mf_repl_hooks_t hooks = {
     .stats = hook_stats,
     .wtimeout_counts = hook_wtimeout_counts,
     .data_members = hook_data_members,
+    .op_time = hook_op_time,
+    .after_cluster_time = hook_after_cluster_time,
     .hello = hook_hello,
     .admit = hook_admit,
     .command = hook_command,

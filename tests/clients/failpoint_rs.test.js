@@ -134,3 +134,21 @@ test('on a replica set, transactions and change streams are refused saying mayfl
     await c.close();
   }
 });
+
+test('$$CLUSTER_TIME is the member\'s cluster time (a Timestamp) in aggregation and pipeline updates; replies carry operationTime', async () => {
+  const c = new MongoClient(set.uri);
+  await c.connect();
+  try {
+    const coll = c.db('fprs').collection('ct');
+    const w = await c.db('fprs').command({ insert: 'ct', documents: [{ _id: 1 }] });
+    assert.equal(w.operationTime._bsontype, 'Timestamp');
+    const [d] = await coll.aggregate([{ $project: { t: '$$CLUSTER_TIME' } }]).toArray();
+    assert.equal(d.t._bsontype, 'Timestamp', JSON.stringify(d));
+    assert.ok(!d.t.lessThan(w.operationTime), 'no earlier than the insert it reads');
+    await coll.updateOne({ _id: 1 }, [{ $set: { at: '$$CLUSTER_TIME' } }]);
+    const u = await coll.findOne({ _id: 1 });
+    assert.equal(u.at._bsontype, 'Timestamp');
+  } finally {
+    await c.close();
+  }
+});

@@ -150,6 +150,45 @@ R.test('write concerns a set cannot give: w above its members answers writeConce
   assert.deepEqual((await rs.client.db(dbName).collection('c').find({}).toArray()).map((d) => d._id), [1, 2, 3, 4]);
 });
 
+R.test('causal consistency: replies carry operationTime and $clusterTime; a session reading from a secondary after its write sees it (afterClusterTime waits)', async () => {
+  const p = await rs.waitForPrimary();
+  const dbName = rs.freshDb('causal').databaseName;
+  // Raw: every reply has operationTime and $clusterTime, the write's at least the previous reply's.
+  const r1 = await rs.raw(p, dbName, { insert: 'c', documents: [{ _id: 0 }] });
+  assert.ok(isTs(r1.operationTime), JSON.stringify(r1));
+  assert.ok(isTs(r1.$clusterTime.clusterTime));
+  assert.equal(r1.$clusterTime.signature.keyId.toString(), '0');
+  const r2 = await rs.raw(p, dbName, { insert: 'c', documents: [{ _id: -1 }] });
+  assert.ok(r2.operationTime.greaterThan(r1.operationTime), 'each write gets a later time');
+  const f = await rs.raw(p, dbName, { find: 'c', filter: {} });
+  assert.ok(isTs(f.operationTime) && !f.operationTime.lessThan(r2.operationTime), 'a read after the write: no earlier time');
+  const bad = await rs.raw(p, dbName, { find: 'c', readConcern: { afterClusterTime: 5 } });
+  assert.equal(bad.code, 14, JSON.stringify(bad));
+  assert.ok(isTs(bad.operationTime), 'error replies carry it too');
+  const { Timestamp } = require('mongodb');
+  const future = new Timestamp({ t: r2.operationTime.high + 3600, i: 1 });
+  const fut = await rs.raw(p, dbName, { find: 'c', readConcern: { afterClusterTime: future } });
+  assert.equal(fut.code, 72, `a time past the cluster's: ${JSON.stringify(fut)}`);
+
+  // Through the driver: a causally consistent session writes on the primary, then reads on a secondary.
+  const client = new MongoClient(rs.uri, { readPreference: 'secondary' });
+  try {
+    await client.connect();
+    const coll = client.db(dbName).collection('c');
+    let seen = 0;
+    for (let i = 1; i <= 40; i++) {
+      const session = client.startSession({ causalConsistency: true });
+      try {
+        await coll.insertOne({ _id: i, v: i }, { session, writeConcern: { w: 1 } });
+        assert.ok(session.operationTime, 'the session learned the write\'s operationTime');
+        const d = await coll.findOne({ _id: i }, { session });
+        if (d !== null && d.v === i) seen++;
+      } finally { await session.endSession(); }
+    }
+    assert.equal(seen, 40, 'every read on a secondary saw the session\'s own write');
+  } finally { await client.close(); }
+});
+
 R.test('a member started with --replSet but not initiated: hello says it has no config, replSetGetStatus answers 94, writes 10107', async () => {
   const r = await rs.hello(SPARE);
   assert.equal(r.isWritablePrimary, false);

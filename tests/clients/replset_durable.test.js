@@ -103,7 +103,8 @@ R.test('a retried findAndModify is answered from the image its first attempt ret
     assert.equal(a.ok, 1, JSON.stringify(a));
     const b = await rs.raw(p, dbName, c);
     assert.equal(b.ok, 1, `retry of ${JSON.stringify(c)}: ${JSON.stringify(b)}`);
-    assert.deepEqual(b, a, 'the retry answers exactly as the first attempt did');
+    const strip = ({ operationTime, $clusterTime, ...rest }) => rest;
+    assert.deepEqual(strip(b), strip(a), 'the retry answers exactly as the first attempt did');
     return a;
   };
 
