@@ -121,7 +121,7 @@ extern const mf_cmd_def_t mf_cmds_collmod[];
 extern const mf_cmd_def_t mf_cmds_compact[]; /* compact, fsync, fsyncUnlock (cmd_compact.c) */
 extern const mf_cmd_def_t mf_cmds_auth[];    /* SASL, connectionStatus, logout, user management (cmd_auth.c) */
 extern const mf_cmd_def_t mf_cmds_sessions[]; /* startSession, endSessions, killSessions ... (cmd_sessions.c) */
-extern const mf_cmd_def_t mf_cmds_test[];    /* configureFailPoint (cmd_failpoint.c); only with enableTestCommands */
+extern const mf_cmd_def_t mf_cmds_test[];    /* configureFailPoint (cmd_failpoint.c), _hashBSONElement (cmd_hash.c); only with enableTestCommands */
 
 /*
  * The failCommand fail point (cmd_failpoint.c), around a command's handler.
@@ -143,6 +143,9 @@ void mf_failcommand_labels(mf_op_t *op, const bson_t *labels, bson_t *reply);
 bool mf_failpoint_max_time(mf_op_t *op);
 extern const mf_cmd_def_t mf_cmds_misc[];    /* convertToCapped, dbHash, dataSize, top, plan cache filters ... (cmd_misc.c) */
 extern const mf_cmd_def_t mf_cmds_gridfs[];  /* filemd5 (cmd_gridfs.c) */
+extern const mf_cmd_def_t mf_cmds_hash[];    /* convertShardKeyToHashed (cmd_hash.c) */
+/* mf_cmd_hash_bson_element: the test command _hashBSONElement (cmd_hash.c; in mf_cmds_test). */
+int mf_cmd_hash_bson_element(mf_op_t *op);
 
 /*
  * Access control (cmd_auth.c). mf_cmd_authorize: with --auth, whether the

@@ -318,6 +318,8 @@ static const rule_t rules[] = {
     {"convertToCapped", R_DATA, MF_ACT_CREATE_COLLECTION | MF_ACT_DROP_COLLECTION},
     {"cloneCollectionAsCapped", R_DATA, MF_ACT_FIND | MF_ACT_INSERT | MF_ACT_CREATE_COLLECTION},
     {"filemd5", R_SPECIAL, MF_ACT_FIND}, /* find on <root>.chunks, as mongod's CmdFileMD5 */
+    {"convertShardKeyToHashed", R_AUTHED, 0}, /* cmd_hash.c: a pure function of its argument */
+    {"_hashBSONElement", R_AUTHED, 0},
     {"dbHash", R_DATA, MF_ACT_FIND},
     {"dbhash", R_DATA, MF_ACT_FIND},
     {"planCacheClear", R_DATA, MF_ACT_COLLMOD},

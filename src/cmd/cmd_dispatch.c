@@ -33,7 +33,7 @@
 
 static const mf_cmd_def_t *tables[] = {mf_cmds_admin,   mf_cmds_crud, mf_cmds_coll, mf_cmds_collmod, mf_cmds_compact,
                                          mf_cmds_profile, mf_cmds_auth, mf_cmds_misc, mf_cmds_gridfs, mf_cmds_sessions,
-                                         mf_cmds_test};
+                                         mf_cmds_hash, mf_cmds_test};
 
 /* Whether table t exists on this engine: the test commands only with enableTestCommands=1, as in mongod. */
 static bool

@@ -274,8 +274,10 @@ cmd_configure_fail_point(mf_op_t *op)
 }
 
 static const char *const configure_fields[] = {"mode", "data", NULL};
+static const char *const hash_fields[] = {"seed", NULL};
 
 const mf_cmd_def_t mf_cmds_test[] = {
     {"configureFailPoint", cmd_configure_fail_point, MF_CMD_ADMIN_ONLY, configure_fields},
+    {"_hashBSONElement", mf_cmd_hash_bson_element, MF_CMD_NO_DB, hash_fields}, /* cmd_hash.c */
     {NULL, NULL, 0, NULL},
 };

@@ -653,6 +653,9 @@
     X(34413, Location34413)                                                    \
     X(18522, Location18522)                                                    \
     X(16800, Location16800)                                                    \
+    X(16764, Location16764)                                                    \
+    X(16766, Location16766)                                                    \
+    X(31303, Location31303)                                                    \
     X(16801, Location16801)                                                    \
     X(16803, Location16803)
 

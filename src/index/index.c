@@ -13,7 +13,8 @@
  * key whose fields are all missing. Once generated, the keys are sorted by
  * their bytes and duplicates dropped (O(N log N) for N keys), so a document
  * never holds a key twice and callers can search the set (mf_keyset_contains)
- * in O(log N).
+ * in O(log N). A hashed index (index.h) has its own generator, mongod's
+ * getHashKeys: one key per document, arrays refused (16766).
  */
 #include "common/alloc.h"
 #include "index/index.h"
@@ -55,6 +56,12 @@ mf_keypattern_parse(const bson_t *key, mf_keypattern_t *kp, mf_error_t *err)
         }
         if (v->value_type == BSON_TYPE_UTF8 && strcmp(v->value.v_utf8.str, "text") == 0) {
             kp->is_text = true;
+        } else if (v->value_type == BSON_TYPE_UTF8 && strcmp(v->value.v_utf8.str, "hashed") == 0) {
+            /* Ascending: its keys are NumberLongs (index.h); a second hashed field is refused by index_spec.c. */
+            kp->has_hashed = true;
+            kp->hashed_field = kp->nfields;
+            kp->fields[kp->nfields++] = mf_strdup(bson_iter_key(&it));
+            continue;
         } else if (!mf_value_is_number(v)) {
             mf_keypattern_destroy(kp);
             return mf_err_set(err, MF_E_CannotCreateIndex, "Unknown index plugin '%s'",
@@ -465,17 +472,19 @@ gen_keys(gen_ctx_t *g, const char *const *paths_in, const bson_value_t *fixed_in
 }
 
 /*
- * The value at path in doc for a non-text field of a compound text index:
- * null when missing; an array anywhere on the path is 133
- * CannotBuildIndexKeys, as mongod (a text index is never multikey on them).
+ * The value at path in doc, walking documents only (no array expansion):
+ * *found false and null when missing or a non-document is on the way.
+ * Returns the length of the path prefix that reached an array (the array
+ * included), or 0 when none did (*out then holds the value).
  */
-static int
-text_extra_value(const bson_t *doc, const char *path, bson_value_t *out, mf_error_t *err)
+static size_t
+walk_no_arrays(const bson_t *doc, const char *path, bson_value_t *out, bool *found)
 {
     const uint8_t *data = bson_get_data(doc);
     uint32_t len = doc->len;
     const char *p = path;
     *out = null_value;
+    *found = false;
     for (;;) {
         const char *dot = strchr(p, '.');
         size_t clen = dot ? (size_t)(dot - p) : strlen(p);
@@ -483,14 +492,11 @@ text_extra_value(const bson_t *doc, const char *path, bson_value_t *out, mf_erro
         if (!find_child(data, len, p, clen, false, 0, &it))
             return 0;
         const bson_value_t *v = bson_iter_value(&it);
-        if (v->value_type == BSON_TYPE_ARRAY) {
-            char shown[300];
-            mf_fmt_doc(doc, shown, sizeof(shown));
-            return mf_err_set(err, MF_E_CannotBuildIndexKeys, "Field '%s' of text index contains an array in document: %s",
-                              path, shown);
-        }
+        if (v->value_type == BSON_TYPE_ARRAY)
+            return (size_t)(p + clen - path);
         if (dot == NULL) {
             *out = *v;
+            *found = true;
             return 0;
         }
         if (v->value_type != BSON_TYPE_DOCUMENT)
@@ -499,6 +505,24 @@ text_extra_value(const bson_t *doc, const char *path, bson_value_t *out, mf_erro
         len = v->value.v_doc.data_len;
         p = dot + 1;
     }
+}
+
+/*
+ * The value at path in doc for a non-text field of a compound text index:
+ * null when missing; an array anywhere on the path is 133
+ * CannotBuildIndexKeys, as mongod (a text index is never multikey on them).
+ */
+static int
+text_extra_value(const bson_t *doc, const char *path, bson_value_t *out, mf_error_t *err)
+{
+    bool found;
+    if (walk_no_arrays(doc, path, out, &found) != 0) {
+        char shown[300];
+        mf_fmt_doc(doc, shown, sizeof(shown));
+        return mf_err_set(err, MF_E_CannotBuildIndexKeys, "Field '%s' of text index contains an array in document: %s",
+                          path, shown);
+    }
+    return 0;
 }
 
 /*
@@ -552,8 +576,86 @@ bool
 mf_keypattern_one_plain_field(const mf_keypattern_t *kp)
 {
     const char *name = kp->fields[0];
-    return kp->nfields == 1 && !kp->is_text && kp->geo[0] == MF_GEO_IX_NONE && name[0] != '\0' &&
+    return kp->nfields == 1 && !kp->is_text && !kp->has_hashed && kp->geo[0] == MF_GEO_IX_NONE && name[0] != '\0' &&
            strchr(name, '.') == NULL;
+}
+
+int
+mf_index_hashed_component(const bson_value_t *v, const mf_collation_t *coll, bson_value_t *out, mf_error_t *err)
+{
+    int64_t h;
+    int rc;
+    out->value_type = BSON_TYPE_INT64;
+    if (coll == NULL || (v->value_type != BSON_TYPE_UTF8 && v->value_type != BSON_TYPE_SYMBOL &&
+                         v->value_type != BSON_TYPE_DOCUMENT && v->value_type != BSON_TYPE_ARRAY)) {
+        rc = mf_index_hash64(v, 0, &h, err);
+    } else {
+        /* CollationIndexKey::collationAwareIndexKeyAppend, then the hash. */
+        bson_t tmp = BSON_INITIALIZER;
+        uint8_t *buf = NULL;
+        size_t cap = 0;
+        bson_iter_t it;
+        append_collated(&tmp, "k", v, coll, &buf, &cap);
+        rc = bson_iter_init_find(&it, &tmp, "k") ? mf_index_hash64(bson_iter_value(&it), 0, &h, err)
+                                                 : mf_err_set(err, MF_E_InternalError, "collated value lost");
+        free(buf);
+        bson_destroy(&tmp);
+    }
+    if (rc == 0)
+        out->value.v_int64 = h;
+    return rc;
+}
+
+/*
+ * The value at path in doc for a hashed index's field (mongod's
+ * getHashKeys): *found false and null when missing (or a non-document on
+ * the way); an array anywhere on the path is 16766, naming the path up to
+ * that array.
+ */
+static int
+hashed_field_value(const bson_t *doc, const char *path, bson_value_t *out, bool *found, mf_error_t *err)
+{
+    size_t at = walk_no_arrays(doc, path, out, found);
+    if (at != 0)
+        return mf_err_set(err, MF_E_Location16766,
+                          "Error: hashed indexes do not currently support array values. Found array at path: %.*s",
+                          (int)at, path);
+    return 0;
+}
+
+/*
+ * A hashed index's one key for doc (expression_keys_private.cpp's
+ * getHashKeys): each field's value, the hashed one as its hash. None for a
+ * sparse index when every field is missing.
+ */
+static int
+hashed_keys(const mf_keypattern_t *kp, bool sparse, const bson_t *doc, mf_keyset_t *out, mf_error_t *err)
+{
+    bson_value_t vals[MF_KP_MAX_FIELDS];
+    bool any = false;
+    for (int i = 0; i < kp->nfields; i++) {
+        bool found;
+        if (hashed_field_value(doc, kp->fields[i], &vals[i], &found, err) != 0)
+            return -1;
+        any = any || found;
+    }
+    if (sparse && !any)
+        return 0;
+    mf_keystring_t *key = keyset_add(out);
+    for (int i = 0; i < kp->nfields; i++) {
+        int rc;
+        if (i == kp->hashed_field) {
+            bson_value_t h;
+            rc = mf_index_hashed_component(&vals[i], kp->collation, &h, err);
+            if (rc == 0)
+                rc = mf_ks_append_value(key, &h, false, err);
+        } else {
+            rc = mf_index_append_component(key, &vals[i], kp->desc[i], kp->collation, err);
+        }
+        if (rc != 0)
+            return -1;
+    }
+    return 0;
 }
 
 /* The one key of a one-plain-field pattern for a value that is not an array. */
@@ -634,6 +736,14 @@ mf_index_keys(const mf_keypattern_t *kp, bool sparse, const bson_t *doc, mf_keys
         return -1;
     default:
         break; /* not that simple: the general walk below */
+    }
+    if (kp->has_hashed) {
+        if (hashed_keys(kp, sparse, doc, out, err) != 0) {
+            keyset_clear(out);
+            return -1;
+        }
+        *skip = out->n == 0;
+        return 0;
     }
     if (kp->is_text) {
         if (text_keys(kp, doc, out, err) != 0) {

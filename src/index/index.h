@@ -52,6 +52,17 @@ typedef struct mf_keypattern {
      */
     bool is_text;
     struct mf_text_spec *text;
+    /*
+     * A hashed index ({a: "hashed"}, or compound with one hashed field
+     * anywhere): has_hashed is set and hashed_field is that field's
+     * position. Its key component is the NumberLong mf_index_hash64 of the
+     * field's value (under the index's collation); the other fields are
+     * ordinary. An array anywhere on any of its paths is refused (16766),
+     * so such an index is never multikey; a missing field is null (hashed
+     * as null), and a sparse one skips documents missing every field.
+     */
+    bool has_hashed;
+    int hashed_field;
 } mf_keypattern_t;
 
 /*
@@ -73,8 +84,9 @@ typedef struct mf_keyset {
 
 /*
  * mf_keypattern_parse: parses a key pattern document ({a: 1, b: -1}).
- * Numeric directions and the geo types "2dsphere" and "2d" are accepted
- * here (other index types are refused by the caller with 67). Returns 0 or
+ * Numeric directions, the geo types "2dsphere" and "2d", "text" and
+ * "hashed" are accepted here (other index types are refused by the caller
+ * with 67; index_spec.c checks the rest of a hashed pattern, 31303). Returns 0 or
  * -1 with err.
  */
 int mf_keypattern_parse(const bson_t *key, mf_keypattern_t *kp, mf_error_t *err) MF_WUR;
@@ -120,6 +132,23 @@ bool mf_keyset_contains(const mf_keyset_t *ks, const mf_keystring_t *key);
  * a static view valid while spec is.
  */
 bool mf_index_spec_key(const bson_t *spec, bson_t *key);
+
+/*
+ * mf_index_hash64: MongoDB's BSONElementHasher::hash64 of v with seed
+ * (index_hash.c lays the hash out): what a hashed index stores for v
+ * (seed 0), convertShardKeyToHashed and _hashBSONElement answer. Returns 0
+ * with *out set, or -1 with err (MD5 unavailable).
+ */
+int mf_index_hash64(const bson_value_t *v, int32_t seed, int64_t *out, mf_error_t *err) MF_WUR;
+
+/*
+ * mf_index_hashed_component: the value a hashed field's key component holds
+ * for v under coll (may be NULL): the NumberLong hash of v with every string
+ * replaced by its collation sort key first, as mongod's getHashKeys. The
+ * planner bounds an equality with it. Returns 0 or -1 with err.
+ */
+int mf_index_hashed_component(const bson_value_t *v, const struct mf_collation *coll, bson_value_t *out,
+                              mf_error_t *err) MF_WUR;
 
 /* mf_index_key_of_value: the keystring of a single-field index for value v (for _id lookups). */
 int mf_index_key_of_value(const bson_value_t *v, bool desc, mf_keystring_t *out, mf_error_t *err) MF_WUR;

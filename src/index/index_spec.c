@@ -1,7 +1,8 @@
 /*
  * index_spec.c: validation of createIndexes specs with MongoDB 8.0's rules
  * (index_key_validate.cpp): allowed fields (197 otherwise), key patterns,
- * names, partial filter expressions, the TTL option (index_ttl.c), and the
+ * names, partial filter expressions, hashed key patterns (one hashed field,
+ * not unique), the TTL option (index_ttl.c), and the
  * default name; and the comparison of a requested spec with an existing one
  * (85 IndexOptionsConflict, 86 IndexKeySpecsConflict, or "already exists").
  * Pure functions over BSON: createIndexes (cmd/) calls them before touching
@@ -101,7 +102,7 @@ static const char *const allowed_spec_fields[] = {
     "wildcardProjection", "coarsestIndexedLevel", "finestIndexedLevel", "clustered", "columnstoreProjection",
     "columnstoreCompressor", "originalSpec", NULL};
 
-/* Index plugins MongoDB knows (string key pattern values); mayfly builds only 2dsphere and 2d. */
+/* Index plugins MongoDB knows (string key pattern values); mayfly builds 2dsphere, 2d, text and hashed. */
 static const char *const known_plugins[] = {"2d", "2dsphere", "2dsphere_bucket", "text", "hashed", "wildcard",
                                             "columnstore", NULL};
 
@@ -152,8 +153,8 @@ check_key_pattern(const bson_t *key, const char *shown, mf_error_t *err)
                 continue; /* geo indexes (index.h, doc/geo.h) */
             if (!known)
                 return SPEC_ERR(err, MF_E_CannotCreateIndex, shown, "Unknown index plugin '%s'", p);
-            if (strcmp(p, "text") == 0)
-                continue; /* doc/text.c normalises the spec */
+            if (strcmp(p, "text") == 0 || strcmp(p, "hashed") == 0)
+                continue; /* doc/text.c normalises a text spec; hashed_rules checks a hashed one */
             return SPEC_ERR(err, MF_E_CannotCreateIndex, shown, "mayfly does not support '%s' indexes", p);
         }
         if (!mf_value_is_number(v))
@@ -181,6 +182,45 @@ check_key_pattern(const bson_t *key, const char *shown, mf_error_t *err)
                 break;
             part = dot + 1;
         }
+    }
+    return 0;
+}
+
+/*
+ * The rules of a key pattern with a "hashed" field, after the common ones
+ * (mongod's IndexNames::findPluginName, then HashAccessMethod's constructor
+ * and ExpressionParams::parseHashParams, in that order): no other plugin
+ * (67), not unique (16764), one hashed field (31303). Returns 0 or -1 with
+ * err.
+ */
+static int
+hashed_rules(const bson_t *key, bool unique, mf_error_t *err)
+{
+    bson_iter_t it;
+    int nhashed = 0;
+    bool other_plugin = false;
+    bson_iter_init(&it, key);
+    while (bson_iter_next(&it)) {
+        if (!BSON_ITER_HOLDS_UTF8(&it))
+            continue;
+        if (strcmp(bson_iter_utf8(&it, NULL), "hashed") == 0)
+            nhashed++;
+        else
+            other_plugin = true;
+    }
+    if (nhashed == 0)
+        return 0;
+    if (other_plugin)
+        return mf_err_set(err, MF_E_CannotCreateIndex, "Can't use more than one index plugin for a single index.");
+    if (unique)
+        return mf_err_set(err, MF_E_Location16764,
+                          "Currently hashed indexes cannot guarantee uniqueness. Use a regular index.");
+    if (nhashed > 1) {
+        char kshown[300];
+        mf_fmt_doc(key, kshown, sizeof(kshown));
+        return mf_err_set(err, MF_E_Location31303,
+                          "A maximum of one index field is allowed to be hashed but found %d for 'key' %s", nhashed,
+                          kshown);
     }
     return 0;
 }
@@ -266,7 +306,7 @@ mf_index_spec_normalise(const bson_t *req, bson_t *out, mf_error_t *err)
     char name[1024];
     const char *given_name = NULL;
     char shown[600];
-    bool has_partial = false, sparse = false, has_ttl = false, hidden = false, has_archive = false;
+    bool has_partial = false, sparse = false, has_ttl = false, hidden = false, has_archive = false, unique = false;
     /* A copy: bson_iter_value points into the iterator, which moves on (a number, so nothing to free). */
     bson_value_t version_value;
     const bson_value_t *version = NULL;
@@ -354,6 +394,10 @@ mf_index_spec_normalise(const bson_t *req, bson_t *out, mf_error_t *err)
             has_ttl = true;
         }
     }
+    if (bson_iter_init_find(&it, req, "unique") && (BSON_ITER_HOLDS_BOOL(&it) || mf_value_is_number(bson_iter_value(&it))))
+        unique = bson_iter_as_bool(&it);
+    if (hashed_rules(&key, unique, err) != 0)
+        return -1;
     if (has_archive && !has_ttl)
         return SPEC_ERR(err, MF_E_CannotCreateIndex, shown,
                         "The field 'archive' is only valid for a TTL index (one with 'expireAfterSeconds')");

@@ -1005,6 +1005,86 @@ geo_pred_list(const mf_index_t *ix, int field, const bson_value_t *pv, vlist_t *
     return true;
 }
 
+static int
+hashed_point_cmp(const void *a, const void *b)
+{
+    const vint_t *x = a, *y = b;
+    return x->lo.value.v_int64 < y->lo.value.v_int64 ? -1 : x->lo.value.v_int64 > y->lo.value.v_int64;
+}
+
+/* Pushes the point of v's hash (under the bounds' collation) onto out; false if it cannot be computed. */
+static bool
+hashed_push(const bson_value_t *v, vlist_t *out)
+{
+    bson_value_t h;
+    mf_error_t e;
+    if (mf_index_hashed_component(v, tls_bounds_coll, &h, &e) != 0)
+        return false;
+    vlist_push(out, h, true, h, true);
+    return true;
+}
+
+/*
+ * A hashed field's intervals (index.h): an equality or $in (points only;
+ * a range, regex or $exists cannot use the hash) becomes the sorted,
+ * distinct points of its values' hashes, NumberLongs as explain shows
+ * them. Null equality's [undefined, null] gives both hashes (a missing
+ * field is hashed as null). A number that is not whole also gives the
+ * hash the other type of an equal value gets (a double hashes truncated,
+ * a decimal rounded half to even), so 1.5 finds NumberDecimal("1.5").
+ * Every use is inexact: hashes collide, the matcher re-checks. *has_null
+ * is set when the values include null. Returns false when the predicate
+ * cannot use the index.
+ */
+static bool
+hashed_list(const bson_value_t *pv, strpool_t *pool, vlist_t *out, bool *has_null)
+{
+    vlist_t l = {0};
+    bool exact = true, ok;
+    memset(out, 0, sizeof(*out));
+    *has_null = false;
+    ok = pred_list(pv, false, pool, &l, &exact);
+    for (size_t i = 0; ok && i < l.n; i++) {
+        const vint_t *x = &l.v[i];
+        if (x->lo.value_type == BSON_TYPE_UNDEFINED && x->hi.value_type == BSON_TYPE_NULL && x->li && x->hincl) {
+            *has_null = true;
+            ok = hashed_push(&x->lo, out) && hashed_push(&x->hi, out);
+            continue;
+        }
+        if (!is_point(x) || x->lo.value_type == BSON_TYPE_MINKEY || x->lo.value_type == BSON_TYPE_MAXKEY) {
+            ok = false;
+            break;
+        }
+        ok = hashed_push(&x->lo, out);
+        if (ok && (x->lo.value_type == BSON_TYPE_DOUBLE || x->lo.value_type == BSON_TYPE_DECIMAL128)) {
+            bson_value_t other = {.value_type = BSON_TYPE_DECIMAL128};
+            if (x->lo.value_type == BSON_TYPE_DOUBLE) {
+                double d = x->lo.value.v_double;
+                if (isfinite(d) && d != trunc(d)) {
+                    mf_dec_from_double(d, 34, &other.value.v_decimal128);
+                    ok = hashed_push(&other, out);
+                }
+            } else {
+                other = v_double(mf_dec_to_double(&x->lo.value.v_decimal128));
+                ok = hashed_push(&other, out);
+            }
+        }
+    }
+    free(l.v);
+    if (!ok || out->n == 0) {
+        free(out->v);
+        memset(out, 0, sizeof(*out));
+        return false;
+    }
+    qsort(out->v, out->n, sizeof(*out->v), hashed_point_cmp);
+    size_t k = 0;
+    for (size_t i = 0; i < out->n; i++)
+        if (k == 0 || out->v[k - 1].lo.value.v_int64 != out->v[i].lo.value.v_int64)
+            out->v[k++] = out->v[i];
+    out->n = k;
+    return true;
+}
+
 static void
 analyse(mf_index_t *ix, const preds_t *ps, cand_t *k)
 {
@@ -1027,6 +1107,22 @@ analyse(mf_index_t *ix, const preds_t *ps, cand_t *k)
                     continue;
                 k->used[j] = true;
                 k->f[i] = gl;
+                continue;
+            }
+            if (ix->kp.has_hashed && i == ix->kp.hashed_field) {
+                /* Only the first equality / $in, as points of hashes; a sparse index never for null. */
+                vlist_t hl;
+                bool has_null;
+                k->inexact[j] = true;
+                if (!k->f[i].all || ps->p[j].from_elem_match || !hashed_list(&ps->p[j].v, &k->pool, &hl, &has_null))
+                    continue;
+                if (has_null && ix->sparse) {
+                    free(hl.v);
+                    continue;
+                }
+                k->used[j] = true;
+                free(k->f[i].v);
+                k->f[i] = hl;
                 continue;
             }
             if (ix->multikey && !k->f[i].all) {
@@ -1101,6 +1197,7 @@ check_sort(cand_t *k, const bson_t *sort)
         while (ok && bson_iter_next(&it)) {
             const bson_value_t *v = bson_iter_value(&it);
             if (pos >= k->ix->kp.nfields || !mf_value_is_number(v) ||
+                (k->ix->kp.has_hashed && pos == k->ix->kp.hashed_field) ||
                 strcmp(bson_iter_key(&it), k->ix->kp.fields[pos]) != 0) {
                 ok = false;
                 break;

@@ -577,7 +577,13 @@ ttl_secs(const mf_coll_t *c, const mf_index_t *ix, int64_t *secs)
         *secs = n + spec.max_span_s;
         return true;
     }
-    if (ix->kp.nfields != 1 || ix->expire_secs < 0)
+    /*
+     * A hashed index may carry expireAfterSeconds (createIndexes checks
+     * only that it has one field, as mongod's validateIndexSpecTTL), but its
+     * keys are hashes: mongod's date bounds never meet them, so it expires
+     * nothing, and neither does mayfly.
+     */
+    if (ix->kp.nfields != 1 || ix->expire_secs < 0 || ix->kp.has_hashed)
         return false;
     *secs = ix->expire_secs;
     return true;

@@ -3,7 +3,8 @@
  * multikey expansion, arrays shared by several fields, parallel arrays,
  * missing fields as null, empty arrays as undefined, sparse skipping,
  * positional paths and de-duplication, and a value already found giving
- * the key its document would (mf_index_keys_of_value). Keys are decoded
+ * the key its document would (mf_index_keys_of_value), and hashed indexes
+ * (mongod's known hash64 values, their keys, arrays refused). Keys are decoded
  * back to JSON-ish text with mf_ks_decode so expectations read like
  * MongoDB's key lists.
  */
@@ -197,11 +198,11 @@ Test(index_keys, a_descending_field_decodes_back_to_its_value)
 
 Test(keypattern, string_and_non_numeric_directions_are_refused)
 {
-    /* "text" (and the geo types) are index types now; "hashed" is not one mayfly has. */
-    bson_t *pat = bson_new_from_json((const uint8_t *)"{\"a\": \"hashed\"}", -1, NULL);
+    /* "text", "hashed" (and the geo types) are index types now; "wildcard" is not one mayfly has. */
+    bson_t *pat = bson_new_from_json((const uint8_t *)"{\"a\": \"wildcard\"}", -1, NULL);
     mf_keypattern_t kp;
     mf_error_t err = {0};
-    cr_assert_eq(mf_keypattern_parse(pat, &kp, &err), -1, "hashed pattern accepted");
+    cr_assert_eq(mf_keypattern_parse(pat, &kp, &err), -1, "wildcard pattern accepted");
     cr_assert_eq(err.code, 67, "code %d, want 67", err.code);
     bson_destroy(pat);
 }
@@ -452,4 +453,77 @@ Test(index_keys, a_known_value_gives_the_key_of_its_document)
     mf_keypattern_destroy(&kp);
     bson_destroy(pat);
     bson_destroy(arr);
+}
+
+/* ---------- hashed indexes (index_hash.c) ---------- */
+
+/* mf_index_hash64 of the value of doc_json's field "v" with seed. */
+static int64_t
+hash_of(const char *doc_json, int32_t seed)
+{
+    bson_error_t berr;
+    bson_t *doc = bson_new_from_json((const uint8_t *)doc_json, -1, &berr);
+    bson_iter_t it;
+    mf_error_t err = {0};
+    int64_t h = 0;
+    cr_assert(doc != NULL && bson_iter_init_find(&it, doc, "v"), "bad test JSON %s", doc_json);
+    cr_assert_eq(mf_index_hash64(bson_iter_value(&it), seed, &h, &err), 0, "hash: %s", err.msg);
+    bson_destroy(doc);
+    return h;
+}
+
+#define EXPECT_HASH(doc, seed, want)                                                                              \
+    do {                                                                                                           \
+        int64_t got_ = hash_of(doc, seed);                                                                         \
+        cr_assert_eq(got_, (int64_t)(want), "hash of %s seed %d: got %lld, want %lld", doc, seed, (long long)got_, \
+                     (long long)(want));                                                                           \
+    } while (0)
+
+/* mongod's own values: hasher.cpp's startup test, jstests/core/hash_function_invariance, the $toHashedIndexKey docs. */
+Test(index_hash, matches_mongod_known_values)
+{
+    EXPECT_HASH("{\"v\": 42}", 0, -944302157085130861LL);
+    EXPECT_HASH("{\"v\": \"string to hash\"}", 0, 763543691661428748LL);
+    EXPECT_HASH("{\"v\": \"hashthis\"}", 1, 6271151123721111923LL);
+    EXPECT_HASH("{\"v\": {\"a\": 1, \"b\": 2}}", 1, -7076810813311352857LL);
+    EXPECT_HASH("{\"v\": {\"$numberDouble\": \"9223372036854775808\"}}", 1, 5744114172487291558LL);
+    EXPECT_HASH("{\"v\": {\"$numberDouble\": \"Infinity\"}}", 1, 1136124329541638701LL);
+    EXPECT_HASH("{\"v\": {\"$numberDouble\": \"-Infinity\"}}", 1, 5744114172487291558LL);
+    EXPECT_HASH("{\"v\": {\"$numberDouble\": \"9223372036854774784\"}}", 1, -3954856262017896439LL);
+    EXPECT_HASH("{\"v\": {\"$numberDouble\": \"-9223372036854774784\"}}", 1, -1762411739488908479LL);
+    EXPECT_HASH("{\"v\": {\"$numberDouble\": \"NaN\"}}", 1, 5574369198691456941LL);
+    EXPECT_HASH("{\"v\": {\"$numberLong\": \"0\"}}", 1, 5574369198691456941LL);
+    EXPECT_HASH("{\"v\": {\"a\": {\"$numberDouble\": \"9223372036854775808\"}, \"b\": {\"$numberDouble\": \"NaN\"}}}", 1,
+                1223292051903137684LL);
+}
+
+Test(index_hash, equal_numbers_of_every_type_hash_alike)
+{
+    int64_t one = hash_of("{\"v\": 1}", 0);
+    cr_assert_eq(hash_of("{\"v\": {\"$numberLong\": \"1\"}}", 0), one);
+    cr_assert_eq(hash_of("{\"v\": {\"$numberDouble\": \"1.0\"}}", 0), one);
+    cr_assert_eq(hash_of("{\"v\": {\"$numberDecimal\": \"1.00\"}}", 0), one);
+    cr_assert_eq(hash_of("{\"v\": {\"$numberDouble\": \"1.9\"}}", 0), one, "a double is truncated");
+    cr_assert_neq(hash_of("{\"v\": \"1\"}", 0), one);
+    cr_assert_neq(hash_of("{\"v\": null}", 0), hash_of("{\"v\": 0}", 0));
+}
+
+Test(index_keys, a_hashed_field_keys_its_hash_and_refuses_arrays)
+{
+    char want[128];
+    snprintf(want, sizeof(want), "{ \"0\" : %lld, \"1\" : 3 }", (long long)hash_of("{\"v\": \"x\"}", 0));
+    EXPECT_KEYS("{\"a\": \"hashed\", \"b\": 1}", false, "{\"a\": \"x\", \"b\": 3}", want, false);
+    snprintf(want, sizeof(want), "{ \"0\" : %lld }", (long long)hash_of("{\"v\": null}", 0));
+    EXPECT_KEYS("{\"a.b\": \"hashed\"}", false, "{\"a\": 5}", want, false);
+
+    char got[256];
+    bool mk, skip;
+    int code;
+    cr_assert_neq(keys_text("{\"a\": \"hashed\"}", false, "{\"a\": [1]}", got, sizeof(got), &mk, &skip, &code), 0);
+    cr_assert_eq(code, 16766);
+    cr_assert_neq(keys_text("{\"x\": 1, \"a.b\": \"hashed\"}", false, "{\"x\": [1], \"a\": {\"b\": 1}}", got, sizeof(got),
+                            &mk, &skip, &code), 0);
+    cr_assert_eq(code, 16766, "every field of a hashed index refuses arrays, as getHashKeys");
+    cr_assert_eq(keys_text("{\"a\": \"hashed\"}", true, "{\"b\": 1}", got, sizeof(got), &mk, &skip, &code), 0);
+    cr_assert(skip, "a sparse hashed index skips a document without the field");
 }
