@@ -9,6 +9,17 @@
  * mf_wire_peek_command (what the I/O thread does to pick a lane) and
  * mf_wire_parse (what a worker does).
  *
+ * OP_COMPRESSED (2012) inputs go through mf_wire_decompress (every
+ * compressor configured, none required to be negotiated) and what they carry
+ * through the checks below; the repaired copy of one has its
+ * uncompressedSize set to what follows the envelope's header, and a third
+ * copy treats those bytes as the uncompressed body and wraps them with
+ * mf_wire_compress using the envelope's compressor (id mod 4), so snappy,
+ * zlib and zstd all reach the inner parsers without the fuzzer having to
+ * produce valid compressed data. An unwrapped message must have the
+ * announced length, the envelope's requestID and responseTo and its
+ * originalOpcode, and must survive a round trip through every compressor.
+ *
  * Checks: no crash, leak or undefined behaviour; on success every view the
  * parsed message holds (body, return fields, each kind-1 identifier and
  * document) lies inside the message and is walked to its end; the command
@@ -66,13 +77,61 @@ check_roundtrip(const bson_t *body, uint32_t flags)
     free(out);
 }
 
+static void one(const uint8_t *buf, size_t len, int depth);
+
+/* Every compressor, as a server configured with all of them offers. */
+static const mf_compressor_list_t all_compressors = {.ids = {0, 1, 2, 3}, .n = 4};
+
+/* Unwraps the OP_COMPRESSED message buf/len, checks what came out, and feeds it on. */
 static void
-one(const uint8_t *buf, size_t len)
+unwrap(const uint8_t *buf, size_t len, int depth)
+{
+    uint8_t *out = NULL;
+    size_t out_len = 0;
+    int id = -1;
+    mf_error_t err;
+
+    mf_err_clear(&err);
+    if (mf_wire_decompress(buf, len, &all_compressors, NULL, &out, &out_len, &id, &err) != 0) {
+        FUZZ_CHECK(err.code == MF_E_BadValue || err.code == MF_E_InternalError, "decompress failed with code %d",
+                   err.code);
+        FUZZ_CHECK(out == NULL, "failed decompress returned a buffer");
+        return;
+    }
+    FUZZ_CHECK(len >= 25 && id == buf[24], "compressor %d, envelope says %d", id, len >= 25 ? buf[24] : -1);
+    FUZZ_CHECK(out_len == (size_t)(int32_t)fuzz_get_u32(buf + 20) + 16, "unwrapped %zu bytes, announced %u + 16", out_len,
+               fuzz_get_u32(buf + 20));
+    FUZZ_CHECK(fuzz_get_u32(out) == out_len, "unwrapped header length %u, message %zu", fuzz_get_u32(out), out_len);
+    FUZZ_CHECK(memcmp(out + 4, buf + 4, 8) == 0, "requestID / responseTo not kept");
+    FUZZ_CHECK(memcmp(out + 12, buf + 16, 4) == 0, "opcode is not originalOpcode");
+    for (int c = 0; c < MF_COMPRESSOR_COUNT && out_len <= (1u << 20); c++) { /* big ones once, not four times more */
+        size_t n = 0, back_len = 0;
+        uint8_t *wrapped = mf_wire_compress(out, out_len, c, &n), *back = NULL;
+        if (wrapped == NULL)
+            continue;
+        FUZZ_CHECK(mf_wire_decompress(wrapped, n, &all_compressors, NULL, &back, &back_len, &id, &err) == 0,
+                   "compressor %d: its own envelope does not unwrap: %s", c, err.msg);
+        FUZZ_CHECK(back_len == out_len && memcmp(back, out, out_len) == 0, "compressor %d: round trip differs", c);
+        free(back);
+        free(wrapped);
+    }
+    one(out, out_len, depth + 1);
+    free(out);
+}
+
+static void
+one(const uint8_t *buf, size_t len, int depth)
 {
     mf_msg_t msg;
     mf_error_t err;
     char peeked[64], want[64];
-    bool peek_ok = mf_wire_peek_command(buf, len, peeked, sizeof(peeked));
+    bool peek_ok;
+
+    if (len >= 16 && fuzz_get_u32(buf + 12) == MF_OP_COMPRESSED && depth < 2) {
+        unwrap(buf, len, depth);
+        return;
+    }
+    peek_ok = mf_wire_peek_command(buf, len, peeked, sizeof(peeked));
 
     mf_err_clear(&err);
     if (mf_wire_parse(buf, len, &msg, &err) != 0) {
@@ -117,7 +176,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     uint8_t *fixed;
 
-    one(data, size);
+    one(data, size, 0);
     if (size < 16 || size > MF_MAX_MESSAGE_SIZE)
         return 0;
     fixed = malloc(size);
@@ -125,7 +184,22 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fuzz_put_u32(fixed, (uint32_t)size);
     if (size >= 25 && fuzz_get_u32(fixed + 12) == MF_OP_MSG && (fuzz_get_u32(fixed + 16) & MF_MSG_CHECKSUM_PRESENT))
         fuzz_put_u32(fixed + size - 4, mf_crc32c(fixed, size - 4));
-    one(fixed, size);
+    if (size >= 25 && fuzz_get_u32(fixed + 12) == MF_OP_COMPRESSED) {
+        /* The rest as the body itself: a valid envelope made with the envelope's compressor. */
+        size_t n = 0;
+        uint8_t *plain = malloc(size - 9), *wrapped;
+        memcpy(plain, fixed, 16);
+        memcpy(plain + 12, fixed + 16, 4); /* originalOpcode */
+        memcpy(plain + 16, fixed + 25, size - 25);
+        fuzz_put_u32(plain, (uint32_t)(size - 9));
+        wrapped = mf_wire_compress(plain, size - 9, fixed[24] % MF_COMPRESSOR_COUNT, &n);
+        if (wrapped != NULL)
+            one(wrapped, n, 0);
+        free(wrapped);
+        free(plain);
+        fuzz_put_u32(fixed + 20, (uint32_t)(size - 25)); /* uncompressedSize: right for noop */
+    }
+    one(fixed, size, 0);
     free(fixed);
     return 0;
 }

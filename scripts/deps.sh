@@ -6,8 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 pkgs=(build-essential pkg-config libbson-dev libwiredtiger-dev libuv1-dev libpcre2-dev
-      libcriterion-dev libjemalloc-dev libstemmer-dev libzstd-dev libicu-dev libraft-dev libssl-dev openssl libyaml-dev libhttp-parser-dev python3-pymongo chromium nodejs npm redis-server tzdata
-      clang-14 libclang-rt-14-dev)   # the last two: clang and libFuzzer for `make fuzz` (part of `make test`); tzdata: /usr/share/zoneinfo for the date expressions' time zones (src/doc/tz.c); libicu-dev: collations
+      libcriterion-dev libjemalloc-dev libstemmer-dev libzstd-dev zlib1g-dev libsnappy-dev libicu-dev libraft-dev libssl-dev openssl libyaml-dev libhttp-parser-dev python3-pymongo python3-snappy python3-zstandard chromium nodejs npm redis-server tzdata
+      clang-14 libclang-rt-14-dev)   # the last two: clang and libFuzzer for `make fuzz` (part of `make test`); tzdata: /usr/share/zoneinfo for the date expressions' time zones (src/doc/tz.c); libicu-dev: collations; zlib1g-dev, libsnappy-dev: wire compression (src/net/wire_compress.c); python3-snappy, python3-zstandard: pymongo's snappy and zstd compressors for tests/clients/test_pymongo_compression.py
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -44,6 +44,13 @@ typedef struct mf_client {
     mf_client_auth_t *auth; /* authentication state, NULL until first used; owned, freed by mf_client_release */
     char app_name[129];     /* the handshake's client.application.name ("" if none): failCommand's appName */
     bool close_requested;   /* set by a command (failCommand's closeConnection): drop the connection, send no reply */
+    /*
+     * The wire compressors this connection negotiated, in the client's
+     * order: set by hello / isMaster with a `compression` list (each time,
+     * as mongod renegotiates), read by the network layer to accept
+     * OP_COMPRESSED requests (src/net/net.c).
+     */
+    mf_compressor_list_t compressors;
 } mf_client_t;
 
 /* mf_client_release: frees what commands attached to c (its authentication state). Call when c goes away. */

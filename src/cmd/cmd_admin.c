@@ -38,6 +38,58 @@
 #define MF_VERSION "8.0.0"
 #define MF_MAX_WIRE_VERSION 21
 
+/*
+ * hello's compression negotiation, as mongod's
+ * MessageCompressorManager::serverNegotiate, which every hello / isMaster
+ * runs (not only a connection's first): with a `compression` list (IDL
+ * array<string>: 14 otherwise) the connection's compressors become those
+ * of the list the server offers (eng->net_compressors), in the client's
+ * order, replacing what was negotiated before; without one the reply
+ * repeats what was negotiated. The reply has `compression` only when the
+ * connection has compressors. An embedded caller (no client) negotiates
+ * nothing. Returns 0, or -1 with op->err.
+ */
+static int
+hello_compression(mf_op_t *op)
+{
+    bson_iter_t it, el;
+    bson_t arr;
+    mf_client_t *c = op->client;
+
+    if (mf_op_find(op, "compression", &it)) {
+        if (!BSON_ITER_HOLDS_ARRAY(&it))
+            return mf_err_set(&op->err, MF_E_TypeMismatch,
+                              "BSON field '%s.compression' is the wrong type '%s', expected type 'array'", op->name,
+                              mf_type_name(bson_iter_type(&it)));
+        mf_compressor_list_t want = {.n = 0};
+        if (!bson_iter_recurse(&it, &el))
+            return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field '%s.compression' is not an array", op->name);
+        while (bson_iter_next(&el)) {
+            if (!BSON_ITER_HOLDS_UTF8(&el))
+                return mf_err_set(&op->err, MF_E_TypeMismatch,
+                                  "BSON field '%s.compression.%s' is the wrong type '%s', expected type 'string'",
+                                  op->name, bson_iter_key(&el), mf_type_name(bson_iter_type(&el)));
+            uint32_t len;
+            const char *name = bson_iter_utf8(&el, &len);
+            int id = mf_compressor_id(name, len);
+            if (id >= 0 && mf_compressor_list_has(&op->eng->net_compressors, id) && !mf_compressor_list_has(&want, id))
+                want.ids[want.n++] = (uint8_t)id;
+        }
+        if (c != NULL)
+            c->compressors = want;
+    }
+    if (c == NULL || c->compressors.n == 0)
+        return 0;
+    BSON_APPEND_ARRAY_BEGIN(op->reply, "compression", &arr);
+    for (uint8_t i = 0; i < c->compressors.n; i++) {
+        char key[4];
+        snprintf(key, sizeof(key), "%u", (unsigned)i);
+        BSON_APPEND_UTF8(&arr, key, mf_compressor_name(c->compressors.ids[i]));
+    }
+    bson_append_array_end(op->reply, &arr);
+    return 0;
+}
+
 static int
 cmd_hello(mf_op_t *op)
 {
@@ -73,6 +125,8 @@ cmd_hello(mf_op_t *op)
     BSON_APPEND_INT32(r, "minWireVersion", 0);
     BSON_APPEND_INT32(r, "maxWireVersion", MF_MAX_WIRE_VERSION);
     BSON_APPEND_BOOL(r, "readOnly", false);
+    if (hello_compression(op) != 0)
+        return -1;
     mf_cmd_auth_hello(op);
     return 0;
 }
@@ -454,6 +508,36 @@ append_locks(const mf_lock_stats_t *ls, bson_t *r)
 }
 
 /*
+ * serverStatus().network.compression, as mongod's
+ * appendMessageCompressionStats: one document per compressor the server
+ * offers, in its configured order, {compressor: {bytesIn, bytesOut},
+ * decompressor: {bytesIn, bytesOut}}; no section when compression is
+ * disabled.
+ */
+static void
+append_compression_stats(mf_engine_t *e, bson_t *network)
+{
+    static const char *const sides[2] = {"compressor", "decompressor"};
+    bson_t sec, one, side;
+
+    if (e->net_compressors.n == 0)
+        return;
+    BSON_APPEND_DOCUMENT_BEGIN(network, "compression", &sec);
+    for (uint8_t i = 0; i < e->net_compressors.n; i++) {
+        int id = e->net_compressors.ids[i];
+        BSON_APPEND_DOCUMENT_BEGIN(&sec, mf_compressor_name(id), &one);
+        for (int k = 0; k < 2; k++) {
+            BSON_APPEND_DOCUMENT_BEGIN(&one, sides[k], &side);
+            BSON_APPEND_INT64(&side, "bytesIn", atomic_load(&e->net_compression[id][2 * k]));
+            BSON_APPEND_INT64(&side, "bytesOut", atomic_load(&e->net_compression[id][2 * k + 1]));
+            bson_append_document_end(&one, &side);
+        }
+        bson_append_document_end(&sec, &one);
+    }
+    bson_append_document_end(network, &sec);
+}
+
+/*
  * serverStatus().logicalSessionRecordCache: activeSessionsCount is the
  * logical session cache's size (engine/sessions.h). mayfly keeps no
  * config.system.sessions collection and no transaction table to reap:
@@ -598,16 +682,21 @@ cmd_server_status(mf_op_t *op)
     if (section_on(op, "logicalSessionRecordCache"))
         append_session_cache(e, r);
 
-    /* mongod's names; heldRequests is mayfly's: requests run with no thread hand-off (src/net/net.c). */
+    /*
+     * mongod's names; heldRequests is mayfly's: requests run with no thread
+     * hand-off (src/net/net.c). bytesIn / bytesOut count messages as they
+     * are uncompressed, the physical ones as they crossed the socket.
+     */
     if (section_on(op, "network")) {
         BSON_APPEND_DOCUMENT_BEGIN(r, "network", &sub);
         int64_t in = atomic_load(&e->net_bytes_in), out = atomic_load(&e->net_bytes_out);
-        BSON_APPEND_INT64(&sub, "bytesIn", in);
-        BSON_APPEND_INT64(&sub, "bytesOut", out);
+        BSON_APPEND_INT64(&sub, "bytesIn", in + atomic_load(&e->net_logical_in_extra));
+        BSON_APPEND_INT64(&sub, "bytesOut", out + atomic_load(&e->net_logical_out_extra));
         BSON_APPEND_INT64(&sub, "physicalBytesIn", in);
         BSON_APPEND_INT64(&sub, "physicalBytesOut", out);
         BSON_APPEND_INT64(&sub, "numRequests", atomic_load(&e->net_requests));
         BSON_APPEND_INT64(&sub, "heldRequests", atomic_load(&e->net_held_requests));
+        append_compression_stats(e, &sub);
         bson_append_document_end(r, &sub);
     }
 

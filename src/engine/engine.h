@@ -24,6 +24,7 @@
 
 #include "catalog/catalog.h"
 #include "catalog/observer.h"
+#include "common/compressor.h"
 #include "common/curop.h"
 #include "common/error.h"
 #include "common/failpoint.h"
@@ -166,6 +167,24 @@ typedef struct mf_engine {
      * connection it held (no thread hand-off).
      */
     _Atomic int64_t net_bytes_in, net_bytes_out, net_requests, net_held_requests;
+    /*
+     * Wire compression (src/net/net.c): the compressors the server offers
+     * (--networkMessageCompressors, in its order; empty: disabled, and
+     * always empty for an embedded engine), set by mf_net_serve before the
+     * first connection and read-only after; hello negotiates from it and
+     * serverStatus lists it. net_compression[id] counts, as mongod's
+     * network.compression does, the bytes given to and produced by that
+     * compressor ([0] compressor in, [1] compressor out) and decompressor
+     * ([2] in, [3] out), message bodies without their headers.
+     */
+    mf_compressor_list_t net_compressors;
+    _Atomic int64_t net_compression[MF_COMPRESSOR_COUNT][4];
+    /*
+     * What compression saved: the logical bytes (messages as they are
+     * uncompressed, mongod's bytesIn / bytesOut) less the physical ones
+     * (net_bytes_in / net_bytes_out, mongod's physicalBytesIn / Out).
+     */
+    _Atomic int64_t net_logical_in_extra, net_logical_out_extra;
     _Atomic int64_t batched_deletes_docs, batched_deletes_batches;
     _Atomic int64_t next_conn_id;
     _Atomic int64_t fg_ops;   /* data commands started: the TTL pacer yields while it moves */

@@ -35,6 +35,20 @@
  *     awaitable hello is waiting, not running, and does not count).
  *   - A connection closed while a job is in flight is freed by that job's
  *     completion on the loop thread.
+ *   - Wire compression (OP_COMPRESSED, wire_compress.c): a compressed
+ *     request is unwrapped before anything looks at its command and its
+ *     reply is compressed with the same compressor, as mongod. Where it is
+ *     decompressed is a cost trade: a small request (LOOP_UNWRAP_MAX,
+ *     16 KiB uncompressed) on the loop thread, in start_next, a few
+ *     microseconds that let a compressed ping or serverStatus keep the fast
+ *     lane and the inline path; a larger one (up to 48 MB, milliseconds or
+ *     more of inflating that would stall every connection on the loop) on
+ *     the data-lane worker that runs it (work_cb), costing only its own
+ *     connection. Replies are compressed by the worker that built them.
+ *     Both run while the connection has no other job in flight, so a hello
+ *     renegotiating the connection's compressors never races the check of
+ *     a request's compressor. A refused envelope closes the connection
+ *     without a reply, as mongod ends the session.
  *   - A message that fails to parse closes its connection after logging.
  *     The legacy opcodes MongoDB 5.1+ refuses are answered as mongod 8.0
  *     answers them (legacy_opcode): OP_GET_MORE gets a QueryFailure reply
@@ -78,6 +92,7 @@
 typedef struct msgbuf {
     uint8_t *data;
     size_t len;
+    int compressor;      /* came as OP_COMPRESSED with this compressor (data is unwrapped); -1: plain, or not unwrapped yet */
     struct msgbuf *next;
 } msgbuf_t;
 
@@ -161,6 +176,7 @@ frame_copy(const conn_t *c, size_t off, int32_t mlen)
     m->data = mf_malloc((size_t)mlen);
     memcpy(m->data, c->rbuf + off, (size_t)mlen);
     m->len = (size_t)mlen;
+    m->compressor = -1;
     m->next = NULL;
     return m;
 }
@@ -200,6 +216,7 @@ typedef struct job {
     size_t reply_len;
     bool fatal;          /* close the connection after this job */
     const char *why;     /* the log line's reason for that (NULL: a malformed or unsupported message) */
+    char why_buf[240];   /* a reason composed for this job (why points here) */
     int64_t await_ms;    /* awaitable hello: hold the reply this long */
     bool exhaust;        /* ... and keep streaming replies (moreToCome) */
     int32_t response_to; /* 0: the request's id; else answer to this (exhaust chain) */
@@ -498,11 +515,106 @@ legacy_opcode(job_t *job, const mf_msg_header_t *hdr)
     return false;
 }
 
-/* Worker thread: parse, run, build the reply. Touches no libuv handle. */
+/* The opcode in the header of m (at least 16 bytes: the loop framed it). */
+static int32_t
+msg_opcode(const msgbuf_t *m)
+{
+    uint32_t op;
+    memcpy(&op, m->data + 12, 4);
+    return (int32_t)le32toh(op);
+}
+
+/*
+ * If m is an OP_COMPRESSED request, replaces its bytes with the message it
+ * carries (wire_compress.c checks the envelope, as mongod's
+ * decompressMessage) and records the compressor in m->compressor, so that
+ * its reply is compressed the same way; counts the decompressor's bytes and
+ * the logical bytes in. Call it where the connection's negotiated
+ * compressors cannot change meanwhile (a hello renegotiates them): on the
+ * loop thread while the connection has no job in flight, or on the worker
+ * running its job. Returns 0 (m plain, or unwrapped), or -1 with err: the
+ * connection must close without a reply, as mongod ends the session when
+ * decompressMessage fails.
+ */
+static int
+unwrap_request(conn_t *c, msgbuf_t *m, mf_error_t *err)
+{
+    mf_engine_t *eng = c->srv->eng;
+    uint8_t *out;
+    size_t out_len;
+    int id = -1;
+
+    if (m->compressor >= 0 || msg_opcode(m) != MF_OP_COMPRESSED)
+        return 0; /* plain, or unwrapped already (an envelope inside an envelope is left to fail as an unknown opcode) */
+    if (mf_wire_decompress(m->data, m->len, &eng->net_compressors, &c->client.compressors, &out, &out_len, &id,
+                           err) != 0)
+        return -1;
+    atomic_fetch_add(&eng->net_compression[id][2], (int64_t)(m->len - MF_WIRE_HEADER_SIZE - MF_COMPRESSED_HEADER_SIZE));
+    atomic_fetch_add(&eng->net_compression[id][3], (int64_t)(out_len - MF_WIRE_HEADER_SIZE));
+    atomic_fetch_add(&eng->net_logical_in_extra, (int64_t)out_len - (int64_t)m->len);
+    free(m->data);
+    m->data = out;
+    m->len = out_len;
+    m->compressor = id;
+    return 0;
+}
+
+/*
+ * Worker (or loop, inline): the reply to a compressed request goes out
+ * compressed with the request's compressor, as mongod's
+ * SessionWorkflow::compressResponse, whatever the command (mongod has no
+ * server-side list of commands it never compresses: that list is the
+ * drivers', which never compress those requests). A reply that might not
+ * fit maxMessageSizeBytes compressed, or that the library fails on, goes as
+ * it is.
+ */
+static void
+compress_reply(job_t *job)
+{
+    mf_engine_t *eng = job->conn->srv->eng;
+    int id = job->msg->compressor;
+    size_t n;
+    uint8_t *out = mf_wire_compress(job->reply, job->reply_len, id, &n);
+
+    if (out == NULL)
+        return;
+    atomic_fetch_add(&eng->net_compression[id][0], (int64_t)(job->reply_len - MF_WIRE_HEADER_SIZE));
+    atomic_fetch_add(&eng->net_compression[id][1], (int64_t)(n - MF_WIRE_HEADER_SIZE - MF_COMPRESSED_HEADER_SIZE));
+    atomic_fetch_add(&eng->net_logical_out_extra, (int64_t)job->reply_len - (int64_t)n);
+    free(job->reply);
+    job->reply = out;
+    job->reply_len = n;
+}
+
+static void run_request(job_t *job);
+
+/*
+ * Worker thread (or the loop, for an inline command): unwrap a compressed
+ * request, run it, compress its reply as the request was. Touches no libuv
+ * handle.
+ */
 static void
 work_cb(mf_net_pool_job_t *pj)
 {
     job_t *job = (job_t *)pj;
+    mf_error_t err;
+
+    if (unwrap_request(job->conn, job->msg, &err) != 0) {
+        snprintf(job->why_buf, sizeof(job->why_buf), "Error receiving request from client: %s: %.180s",
+                 mf_err_codename(err.code), err.msg);
+        job->why = job->why_buf;
+        job->fatal = true;
+        return;
+    }
+    run_request(job);
+    if (job->reply != NULL && !job->fatal && job->msg->compressor >= 0)
+        compress_reply(job);
+}
+
+/* Parse, run, build the reply (work_cb's middle). */
+static void
+run_request(job_t *job)
+{
     conn_t *c = job->conn;
     mf_engine_t *eng = c->srv->eng;
     mf_msg_header_t lhdr;
@@ -921,10 +1033,10 @@ after_work(job_t *job)
     if (job->reply && conn_write(c, job->reply, job->reply_len, false) != 0)
         job->fatal = true;
     if (job->fatal) {
-        const char *why = job->why;
+        /* Closed before the job is freed: why may point into it (why_buf). */
+        conn_close(c, job->why ? job->why : "malformed or unsupported message");
         msgbuf_free(job->msg);
         free(job);
-        conn_close(c, why ? why : "malformed or unsupported message");
         return;
     }
     if (job->exhaust) {
@@ -968,6 +1080,50 @@ run_inline(conn_t *c, msgbuf_t *m)
 }
 
 /*
+ * Where a compressed request is decompressed. A small one (at most
+ * LOOP_UNWRAP_MAX bytes uncompressed) on the loop thread, in start_next,
+ * before anything looks at its command: decompressing a few KiB takes
+ * microseconds, and unwrapped it goes to the lane its command belongs to
+ * and may run inline (a compressed ping, serverStatus or killOp would
+ * otherwise wait in the data lane behind slow queries, the thing the fast
+ * lane exists to prevent). A larger one, up to 48 MB, would hold the loop,
+ * and with it every other connection, for milliseconds or more: it goes to
+ * a data-lane worker as it is and work_cb decompresses it there, where it
+ * costs only its own connection. A held connection's worker decompresses
+ * what it reads itself, whatever the size. Either place runs while the
+ * connection has no other job, so a hello renegotiating its compressors
+ * never races the check of a request's compressor.
+ */
+#define LOOP_UNWRAP_MAX (16 * 1024)
+
+/*
+ * Loop thread, in start_next (the connection idle): unwraps m there when it
+ * is a small compressed request (see above). Returns 0 (m may now be
+ * plain), or -1 after closing the connection (m freed) for an envelope
+ * mongod would refuse.
+ */
+static int
+unwrap_on_loop(conn_t *c, msgbuf_t *m)
+{
+    mf_error_t err;
+    int32_t usize;
+    char why[240];
+
+    if (m->len < MF_WIRE_HEADER_SIZE + MF_COMPRESSED_HEADER_SIZE || msg_opcode(m) != MF_OP_COMPRESSED)
+        return 0;
+    memcpy(&usize, m->data + 20, 4);
+    usize = (int32_t)le32toh((uint32_t)usize);
+    if (usize < 0 || usize > LOOP_UNWRAP_MAX)
+        return 0; /* large (or refused): on a worker */
+    if (unwrap_request(c, m, &err) == 0)
+        return 0;
+    snprintf(why, sizeof(why), "Error receiving request from client: %s: %.180s", mf_err_codename(err.code), err.msg);
+    msgbuf_free(m);
+    conn_close(c, why);
+    return -1;
+}
+
+/*
  * Loop thread: starts the connection's next queued message, if it is idle.
  * Inline commands run here one after another; the first other one goes to
  * a worker. Not re-entered (after_work calls it back): the loop goes on.
@@ -988,6 +1144,8 @@ start_next(conn_t *c)
             c->paused = false;
             uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb);
         }
+        if (unwrap_on_loop(c, m) != 0)
+            break;
         if (is_inline_message(c, m)) {
             run_inline(c, m);
         } else {
@@ -1456,6 +1614,7 @@ mf_net_serve(mf_engine_t *eng, const mf_net_opts_t *opts, mf_error_t *err)
     srv.loop = uv_default_loop();
     srv.eng = eng;
     srv.nofile = mf_fds_limit();
+    eng->net_compressors = opts->compressors; /* before any connection: read-only from here on */
     srv.max_conns = max_conns_supported(opts->max_conns, srv.nofile);
     atomic_store(&eng->conn_max, srv.max_conns);
     if (strchr(bind_ip, ':'))

@@ -22,6 +22,7 @@ typedef struct mf_net_opts {
     int max_workers; /* data-lane cap; 0 = MF_NET_DEFAULT_MAX_WORKERS; raised to workers if lower */
     int max_conns;   /* --maxConns: connections open at once beyond which new ones are closed at once; 0 = 1,000,000 */
     const mf_tls_opts_t *tls; /* --tlsMode and its files; NULL: TLS disabled */
+    mf_compressor_list_t compressors; /* --networkMessageCompressors, in preference order; empty: none offered */
     void (*ready)(void *arg); /* called once the listener is up, or NULL */
     void *ready_arg;
     /*

@@ -26,6 +26,10 @@
  * (AwaitCapable, 8) set, as mongod's LegacyReplyBuilder sets it, error or
  * not.
  *
+ * OP_COMPRESSED (2012): originalOpcode int32, uncompressedSize int32,
+ * compressorId uint8, then the wrapped message's body compressed
+ * (wire_compress.c has the layout and the checks).
+ *
  * Parsing validates every length against the buffer and every BSON document
  * with bson_validate, so a malformed message is an error, never a crash.
  */
@@ -37,6 +41,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/compressor.h"
 #include "common/error.h"
 #include "common/limits.h"
 
@@ -59,6 +64,10 @@
 #define MF_MSG_EXHAUST_ALLOWED (1u << 16)
 
 #define MF_MAX_SECTIONS 64
+
+/* The message header's size, and OP_COMPRESSED's own header after it. */
+#define MF_WIRE_HEADER_SIZE 16
+#define MF_COMPRESSED_HEADER_SIZE 9
 
 typedef struct mf_msg_header {
     int32_t length;
@@ -122,6 +131,30 @@ bool mf_wire_peek_command(const uint8_t *buf, size_t len, char *name, size_t cap
  */
 uint8_t *mf_wire_build_reply(int32_t request_id, int32_t response_to, uint32_t flags, const bson_t *doc,
                              size_t *len);
+
+/*
+ * mf_wire_decompress: unwraps the OP_COMPRESSED message buf/len (its whole
+ * length, as framed) into the message it carries, header included, in a
+ * malloc'd buffer the caller frees (*out, *out_len). The compressor must be
+ * on configured (else 1 InternalError) and, unless negotiated is NULL, on
+ * negotiated (else 2 BadValue); every other fault (sizes, corrupt data) is
+ * 2 BadValue with mongod's message. *compressor is set to the envelope's
+ * compressor id whenever the envelope is long enough to have one. Returns 0,
+ * or -1 with err and *out NULL. The result is framed like any message but
+ * not otherwise checked: parse it with mf_wire_parse.
+ */
+int mf_wire_decompress(const uint8_t *buf, size_t len, const mf_compressor_list_t *configured,
+                       const mf_compressor_list_t *negotiated, uint8_t **out, size_t *out_len, int *compressor,
+                       mf_error_t *err) MF_WUR;
+
+/*
+ * mf_wire_compress: wraps the whole message msg/len (len >= 16) in an
+ * OP_COMPRESSED envelope compressed with compressor, keeping its requestID
+ * and responseTo. Returns a malloc'd buffer the caller frees, its length in
+ * *out_len, or NULL when the result might not fit maxMessageSizeBytes or
+ * the library fails (the caller then sends msg as it is, as mongod does).
+ */
+uint8_t *mf_wire_compress(const uint8_t *msg, size_t len, int compressor, size_t *out_len);
 
 /* mf_crc32c: CRC-32C (Castagnoli) of buf, as OP_MSG's checksum uses. */
 uint32_t mf_crc32c(const uint8_t *buf, size_t len);

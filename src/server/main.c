@@ -27,6 +27,10 @@
  *                         --tlsAllowInvalidCertificates; the ssl* spellings too
  *   --httpPort N          the HTTP port: TTL console, /api/ttl, /metrics (default: --port + 1000;
  *                         0: none; net.http.port; src/http/)
+ *   --networkMessageCompressors LIST  wire compressors offered to clients, in preference
+ *                         order: snappy, zstd, zlib (and noop), comma-separated, or
+ *                         "disabled" (default "snappy,zstd,zlib", as mongod 8.0;
+ *                         net.compression.compressors; src/net/wire_compress.c)
  *   --logpath FILE        the JSON log to FILE instead of stderr (--logappend: append);
  *                         SIGUSR1 reopens it for log rotation
  *   --config FILE         mongod.conf (YAML, libyaml: net.port, net.bindIp, storage.dbPath,
@@ -119,6 +123,8 @@ typedef struct opts {
     int profile;           /* --profile, operationProfiling.mode: every database's level, -1 unset */
     int64_t slowms;        /* --slowms, operationProfiling.slowOpThresholdMs, -1 unset */
     double sample_rate;    /* --slowOpSampleRate, operationProfiling.slowOpSampleRate, -1 unset */
+    char compressors_spec[128];         /* --networkMessageCompressors as given ("" unset: the default) */
+    mf_compressor_list_t compressors;   /* ... parsed */
 } opts_t;
 
 static void
@@ -130,7 +136,7 @@ usage(FILE *f)
                "               [--tlsMode disabled|allowTLS|preferTLS|requireTLS] [--tlsCertificateKeyFile PEM]\n"
                "               [--tlsCAFile PEM] [--tlsAllowConnectionsWithoutCertificates] [--tlsAllowInvalidCertificates]\n"
                "               [--logpath FILE] [--logappend] [--httpPort N] [--profile 0|1|2] [--slowms MS]\n"
-               "               [--slowOpSampleRate F]\n");
+               "               [--slowOpSampleRate F] [--networkMessageCompressors snappy,zstd,zlib|disabled]\n");
 }
 
 static int apply_flag(opts_t *o, const char *name, const char *val, bson_t *parsed);
@@ -209,6 +215,7 @@ static const struct {
     {"net.bindIp", "bind_ip"},
     {"net.maxIncomingConnections", "maxConns"},
     {"net.http.port", "httpPort"},
+    {"net.compression.compressors", "networkMessageCompressors"},
     {"net.tls.mode", "tlsMode"},
     {"net.tls.certificateKeyFile", "tlsCertificateKeyFile"},
     {"net.tls.CAFile", "tlsCAFile"},
@@ -519,6 +526,13 @@ apply_flag(opts_t *o, const char *name, const char *val, bson_t *parsed)
             return -1;
         }
         o->sample_rate = r;
+    } else if (strcmp(name, "networkMessageCompressors") == 0) {
+        if (strlen(val) >= sizeof(o->compressors_spec) || mf_compressor_list_parse(val, &o->compressors, &err) != 0) {
+            fprintf(stderr, "mayflyd: bad --networkMessageCompressors %s: %s\n", val,
+                    strlen(val) >= sizeof(o->compressors_spec) ? "too long" : err.msg);
+            return -1;
+        }
+        snprintf(o->compressors_spec, sizeof(o->compressors_spec), "%s", val);
     } else if (strcmp(name, "config") == 0) {
         return load_config(o, val, parsed);
     } else {
@@ -737,6 +751,8 @@ main(int argc, char **argv)
     int rc = 0;
 
     o.check = mf_params_new();
+    if (mf_compressor_list_parse(MF_COMPRESSORS_DEFAULT, &o.compressors, &err) != 0)
+        abort(); /* the default names only compressors that exist */
     for (int i = 0; i < argc; i++) {
         snprintf(key, sizeof(key), "%d", i);
         bson_append_utf8(argv_doc, key, -1, argv[i], -1);
@@ -821,6 +837,12 @@ main(int argc, char **argv)
     BSON_APPEND_DOCUMENT_BEGIN(parsed, "net", &net);
     BSON_APPEND_UTF8(&net, "bindIp", o.bind_ip);
     BSON_APPEND_INT32(&net, "port", o.port);
+    if (o.compressors_spec[0] != '\0') {
+        bson_t comp;
+        BSON_APPEND_DOCUMENT_BEGIN(&net, "compression", &comp);
+        BSON_APPEND_UTF8(&comp, "compressors", o.compressors_spec);
+        bson_append_document_end(&net, &comp);
+    }
     bson_append_document_end(parsed, &net);
     BSON_APPEND_DOCUMENT_BEGIN(parsed, "storage", &storage);
     BSON_APPEND_UTF8(&storage, "dbPath", o.dbpath);
@@ -924,7 +946,8 @@ main(int argc, char **argv)
                                 .port_given = o.http_port >= 0}};
     mf_net_opts_t no = {.bind_ip = o.bind_ip, .port = o.port, .workers = workers, .max_workers = max_workers,
                         .max_conns = o.max_conns, .tls = &o.tls, .ready = on_ready, .ready_arg = NULL,
-                        .attach = http_attach, .detach = http_detach, .attach_arg = &hf};
+                        .attach = http_attach, .detach = http_detach, .attach_arg = &hf,
+                        .compressors = o.compressors};
     if (mf_net_serve(eng, &no, &err) != 0) {
         mf_log(MF_LOG_ERROR, "NETWORK", "%s", err.msg);
         rc = 1;

@@ -478,5 +478,5 @@ function cursorId(v) {
 module.exports = {
   cursorId,
   REPO_ROOT, MayflyServer, useServer, test, expectCode, freePort, tryConnect, sleep, waitFor,
-  buildOpMsg, rawConnect, RawConn, binaryPath, mongosh, mongoshUri,
+  buildOpMsg, decodeReply, rawConnect, RawConn, binaryPath, mongosh, mongoshUri,
 };

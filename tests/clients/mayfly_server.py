@@ -91,6 +91,17 @@ class Server:
     def cleanup(self):
         shutil.rmtree(self.dbpath, ignore_errors=True)
 
+    def finish(self, passed, failed):
+        """Stops the server (a shutdown that is not clean counts as a failure), removes its dbpath,
+        prints "N passed, M failed" and returns the suite's exit status."""
+        rc = self.stop()
+        if rc not in (0, -signal.SIGTERM):
+            failed += 1
+            print("FAIL server shutdown: exit status %r\n%s" % (rc, self.tail(40)))
+        self.cleanup()
+        print("%d passed, %d failed" % (passed, failed))
+        return 1 if failed else 0
+
     @property
     def uri(self):
         return "mongodb://127.0.0.1:%d/?serverSelectionTimeoutMS=5000" % self.port

@@ -6,7 +6,6 @@ relative to the repository root) on a free port with a temporary --dbpath,
 runs basic CRUD through pymongo, prints a final line "N passed, M failed" and
 exits non-zero if anything failed. Run with /usr/bin/python3.
 """
-import signal
 import sys
 import time
 import traceback
@@ -547,13 +546,7 @@ def main():
             else:
                 print("--- mayflyd stderr tail ---\n%s" % SERVER.tail(10))
     CLIENT.close()
-    rc = SERVER.stop()
-    if rc not in (0, -signal.SIGTERM):
-        failed += 1
-        print("FAIL server shutdown: exit status %r\n%s" % (rc, SERVER.tail(40)))
-    SERVER.cleanup()
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    return SERVER.finish(passed, failed)
 
 
 if __name__ == "__main__":

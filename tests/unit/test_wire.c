@@ -766,3 +766,122 @@ Test(wire_peek, op_query_names_and_wrapped)
     char name[8];
     cr_assert_not(mf_wire_peek_command(junk, sizeof(junk), name, sizeof(name)));
 }
+
+/* ---- OP_COMPRESSED (wire_compress.c) ---- */
+
+static const mf_compressor_list_t every_compressor = {.ids = {0, 1, 2, 3}, .n = 4};
+
+/* A ping OP_MSG with a padded comment, so there is something to compress. */
+static uint8_t *
+ping_msg(size_t *len)
+{
+    bson_t body = BSON_INITIALIZER;
+    char pad[3000];
+    memset(pad, 'p', sizeof(pad) - 1);
+    pad[sizeof(pad) - 1] = '\0';
+    BSON_APPEND_INT32(&body, "ping", 1);
+    BSON_APPEND_UTF8(&body, "comment", pad);
+    BSON_APPEND_UTF8(&body, "$db", "admin");
+    uint8_t *m = mf_wire_build_msg(77, 5, 0, &body, len);
+    bson_destroy(&body);
+    return m;
+}
+
+Test(wire, every_compressor_round_trips_a_message)
+{
+    size_t len, n, back_len;
+    uint8_t *msg = ping_msg(&len);
+    for (int id = 0; id < MF_COMPRESSOR_COUNT; id++) {
+        uint8_t *env = mf_wire_compress(msg, len, id, &n), *back;
+        int got_id;
+        mf_error_t err;
+        cr_assert_not_null(env, "compressor %d", id);
+        cr_assert_eq(env[24], id);
+        if (id != MF_COMPRESSOR_NOOP)
+            cr_assert_lt(n, len, "compressor %d: %zu bytes from %zu", id, n, len);
+        cr_assert_eq(mf_wire_decompress(env, n, &every_compressor, NULL, &back, &back_len, &got_id, &err), 0,
+                     "compressor %d: %s", id, err.msg);
+        cr_assert_eq(got_id, id);
+        cr_assert_eq(back_len, len, "compressor %d: %zu bytes back, %zu sent", id, back_len, len);
+        cr_assert_eq(memcmp(back, msg, len), 0, "compressor %d: bytes differ", id);
+        free(back);
+        free(env);
+    }
+    free(msg);
+}
+
+/* Unwraps env (after setting uncompressedSize and compressor when >= 0) and expects code. */
+static void
+expect_refused(uint8_t *env, size_t n, int32_t usize, const mf_compressor_list_t *configured,
+               const mf_compressor_list_t *negotiated, int code, const char *what)
+{
+    uint8_t *out = (uint8_t *)"untouched";
+    size_t out_len = 1;
+    int id;
+    mf_error_t err;
+    if (usize != INT32_MIN) {
+        env[20] = (uint8_t)usize;
+        env[21] = (uint8_t)(usize >> 8);
+        env[22] = (uint8_t)(usize >> 16);
+        env[23] = (uint8_t)(usize >> 24);
+    }
+    cr_assert_eq(mf_wire_decompress(env, n, configured, negotiated, &out, &out_len, &id, &err), -1, "%s", what);
+    cr_assert_eq(err.code, code, "%s: code %d (%s)", what, err.code, err.msg);
+    cr_assert_null(out, "%s", what);
+}
+
+Test(wire, compressed_envelopes_mongod_refuses_are_refused)
+{
+    size_t len, n;
+    uint8_t *msg = ping_msg(&len);
+    mf_compressor_list_t zlib_only = {.ids = {MF_COMPRESSOR_ZLIB}, .n = 1};
+    mf_compressor_list_t none = {.n = 0};
+    uint8_t *z = mf_wire_compress(msg, len, MF_COMPRESSOR_ZLIB, &n);
+    int32_t real = (int32_t)(len - 16);
+
+    expect_refused(z, n, INT32_MIN, &none, NULL, MF_E_InternalError, "not configured");
+    expect_refused(z, n, INT32_MIN, &every_compressor, &none, MF_E_BadValue, "not negotiated");
+    expect_refused(z, n, -1, &zlib_only, &zlib_only, MF_E_BadValue, "negative size");
+    expect_refused(z, n, MF_MAX_MESSAGE_SIZE - 15, &zlib_only, NULL, MF_E_BadValue, "over the message size");
+    expect_refused(z, n, real + 1, &zlib_only, NULL, MF_E_BadValue, "size larger than the data");
+    expect_refused(z, n, real - 1, &zlib_only, NULL, MF_E_BadValue, "size smaller than the data");
+    expect_refused(z, n, (int32_t)(n * 2000), &zlib_only, NULL, MF_E_BadValue, "past deflate's ratio");
+    expect_refused(z, 20, INT32_MIN, &zlib_only, NULL, MF_E_BadValue, "header cut short");
+    z[24] = 200;
+    expect_refused(z, n, real, &every_compressor, NULL, MF_E_InternalError, "unknown id");
+    free(z);
+    for (int id = 1; id < MF_COMPRESSOR_COUNT; id++) {
+        /* Every byte of the compressed data flipped in turn: an error or the right size, never an overrun. */
+        uint8_t *env = mf_wire_compress(msg, len, id, &n);
+        for (size_t i = 25; i < n; i++) {
+            uint8_t *out;
+            size_t out_len;
+            int got;
+            mf_error_t err;
+            env[i] ^= 0x5a;
+            if (mf_wire_decompress(env, n, &every_compressor, NULL, &out, &out_len, &got, &err) == 0) {
+                cr_assert_eq(out_len, len);
+                free(out);
+            }
+            env[i] ^= 0x5a;
+        }
+        free(env);
+    }
+    free(msg);
+}
+
+Test(wire, compressor_lists_parse_as_mongod_reads_them)
+{
+    mf_compressor_list_t l;
+    mf_error_t err;
+    cr_assert_eq(mf_compressor_list_parse("snappy,zstd,zlib", &l, &err), 0);
+    cr_assert_eq(l.n, 3);
+    cr_assert(l.ids[0] == MF_COMPRESSOR_SNAPPY && l.ids[1] == MF_COMPRESSOR_ZSTD && l.ids[2] == MF_COMPRESSOR_ZLIB);
+    cr_assert_eq(mf_compressor_list_parse("zlib, noop,zlib", &l, &err), 0);
+    cr_assert(l.n == 2 && l.ids[0] == MF_COMPRESSOR_ZLIB && l.ids[1] == MF_COMPRESSOR_NOOP);
+    cr_assert_eq(mf_compressor_list_parse("disabled", &l, &err), 0);
+    cr_assert_eq(l.n, 0);
+    cr_assert_eq(mf_compressor_list_parse("zlib,lz4", &l, &err), -1);
+    cr_assert_eq(err.code, MF_E_BadValue);
+    cr_assert_str_eq(err.msg, "Invalid network message compressor specified in configuration: lz4");
+}
