@@ -97,7 +97,10 @@ mf_batch_run_hooked(mf_sess_t *s, size_t *start, size_t n, size_t chunk, bool du
             continue;
         }
         mf_txn_abort(s);
-        if (r == MF_CONFLICT) {
+        /* An item that met a conflict deeper down (WT_ROLLBACK reported as WriteConflict) is retried the same way. */
+        if (r == MF_CONFLICT || (r < 0 && err->code == MF_E_WriteConflict)) {
+            if (r < 0)
+                mf_err_clear(err);
             if (attempt++ > conflict_limit) {
                 *start = j;
                 mf_err_set(err, MF_E_WriteConflict, "too many write conflicts");

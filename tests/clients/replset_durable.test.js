@@ -86,6 +86,74 @@ R.test('retryable writes: the same lsid and txnNumber sent again, even to a new 
   assert.deepEqual(docs, [{ _id: 'counter', n: 112 }, { _id: 'once' }], 'each write ran exactly once, on every member');
 });
 
+R.test('raft snapshots keep the log bounded; a member that missed more than the kept log comes back through an initial sync', { timeout: 180000 }, async () => {
+  await settle();
+  const db = rs.freshDb('snap');
+  const dbName = db.databaseName;
+  const c = db.collection('c');
+  await c.createIndex({ k: 1 }, { name: 'k_1' });
+  await c.insertMany(Array.from({ length: 50 }, (_, i) => ({ _id: i, k: i % 7 })), MAJ);
+  const p = await rs.waitForPrimary();
+  const away = other(p);
+  await rs.waitForReplication(dbName, 'c');
+  await rs.kill(away, { kill9: false });
+
+  // Far more entries than the log keeps (32 + 8): one entry per write.
+  for (let i = 50; i < 350; i++) await c.insertOne({ _id: i, k: i % 7 }, MAJ);
+  await c.deleteMany({ _id: { $lt: 10 } }, MAJ);
+  await c.updateMany({ k: 3 }, { $set: { three: true } }, MAJ);
+  await db.createCollection('later');
+  await db.collection('later').insertOne({ _id: 'x' }, MAJ);
+
+  // The primary's raft directory holds snapshots, and its log is not one segment per write.
+  const raftDir = path.join(rs.members[p].server.dbpath, 'raft');
+  const files = fs.readdirSync(raftDir);
+  assert.ok(files.some((f) => f.startsWith('snapshot-')), `a raft snapshot was taken: ${files.join(' ')}`);
+
+  await rs.restart(away);
+  await rs.waitForSecondary(away, { timeoutMs: 60000 });
+  const docs = await rs.waitForReplication(dbName, 'c', { timeoutMs: 60000 });
+  assert.equal(docs.length, 340);
+  assert.equal(docs.filter((d) => d.three).length, docs.filter((d) => d.k === 3).length);
+  await rs.waitForReplication(dbName, 'later', { timeoutMs: 30000 });
+  const ix = await rs.direct(away).db(dbName).collection('c').listIndexes().toArray();
+  assert.deepEqual(ix.map((x) => x.name).sort(), ['_id_', 'k_1']);
+  assert.match(rs.members[away].server.stderrTail(400), /initial sync from .* done/, 'it caught up by an initial sync');
+
+  // And it keeps applying the log afterwards.
+  await c.insertOne({ _id: 'after-sync' }, MAJ);
+  const all = await rs.waitForReplication(dbName, 'c', { timeoutMs: 30000 });
+  assert.ok(all.some((d) => d._id === 'after-sync'));
+});
+
+R.test('the whole set stopped cleanly, then killed with -9, starts again with its config and every acknowledged write', { timeout: 180000 }, async () => {
+  await settle();
+  const db = rs.freshDb('whole');
+  const dbName = db.databaseName;
+  await db.collection('c').createIndex({ v: 1 }, { name: 'v_1' });
+  await db.collection('c').insertMany(Array.from({ length: 100 }, (_, i) => ({ _id: i, v: i })), MAJ);
+  let p = await rs.waitForPrimary();
+  const { config: before } = await rs.adminCommand(p, { replSetGetConfig: 1 });
+
+  for (const kill9 of [false, true]) {
+    for (const i of [0, 1, 2]) await rs.kill(i, { kill9 });
+    for (const i of [0, 1, 2]) await rs.restart(i);
+    p = await rs.waitForPrimary({ timeoutMs: 60000 });
+    await rs.waitForSteadyState({ timeoutMs: 60000 });
+    const { config } = await rs.adminCommand(p, { replSetGetConfig: 1 });
+    assert.deepEqual(config.members.map((m) => m.host), before.members.map((m) => m.host), 'the config survives');
+    await rs.dropCached(p);
+    const docs = await rs.waitForReplication(dbName, 'c', { timeoutMs: 60000 });
+    assert.equal(docs.length, 100 + (kill9 ? 1 : 0), `after ${kill9 ? 'kill -9' : 'SIGTERM'}`);
+    for (const i of [0, 1, 2]) {
+      const ix = await rs.direct(i).db(dbName).collection('c').listIndexes().toArray();
+      assert.deepEqual(ix.map((x) => x.name).sort(), ['_id_', 'v_1'], `member ${i} after ${kill9 ? 'kill -9' : 'SIGTERM'}`);
+    }
+    // A write between the rounds, acknowledged by the majority before the kill -9.
+    if (!kill9) await rs.client.db(dbName).collection('c').insertOne({ _id: 'between' }, MAJ);
+  }
+});
+
 R.test('a retried findAndModify is answered from the image its first attempt returned, on the new primary too, and a mismatched retry is refused', { timeout: 120000 }, async () => {
   await settle();
   const dbName = rs.freshDb('famretry').databaseName;
@@ -159,72 +227,4 @@ R.test('a retried findAndModify is answered from the image its first attempt ret
     { _id: 11, v: 2 },
     { _id: 99, v: 1 },
   ], 'each findAndModify ran exactly once, on every member');
-});
-
-R.test('raft snapshots keep the log bounded; a member that missed more than the kept log comes back through an initial sync', { timeout: 180000 }, async () => {
-  await settle();
-  const db = rs.freshDb('snap');
-  const dbName = db.databaseName;
-  const c = db.collection('c');
-  await c.createIndex({ k: 1 }, { name: 'k_1' });
-  await c.insertMany(Array.from({ length: 50 }, (_, i) => ({ _id: i, k: i % 7 })), MAJ);
-  const p = await rs.waitForPrimary();
-  const away = other(p);
-  await rs.waitForReplication(dbName, 'c');
-  await rs.kill(away, { kill9: false });
-
-  // Far more entries than the log keeps (32 + 8): one entry per write.
-  for (let i = 50; i < 350; i++) await c.insertOne({ _id: i, k: i % 7 }, MAJ);
-  await c.deleteMany({ _id: { $lt: 10 } }, MAJ);
-  await c.updateMany({ k: 3 }, { $set: { three: true } }, MAJ);
-  await db.createCollection('later');
-  await db.collection('later').insertOne({ _id: 'x' }, MAJ);
-
-  // The primary's raft directory holds snapshots, and its log is not one segment per write.
-  const raftDir = path.join(rs.members[p].server.dbpath, 'raft');
-  const files = fs.readdirSync(raftDir);
-  assert.ok(files.some((f) => f.startsWith('snapshot-')), `a raft snapshot was taken: ${files.join(' ')}`);
-
-  await rs.restart(away);
-  await rs.waitForSecondary(away, { timeoutMs: 60000 });
-  const docs = await rs.waitForReplication(dbName, 'c', { timeoutMs: 60000 });
-  assert.equal(docs.length, 340);
-  assert.equal(docs.filter((d) => d.three).length, docs.filter((d) => d.k === 3).length);
-  await rs.waitForReplication(dbName, 'later', { timeoutMs: 30000 });
-  const ix = await rs.direct(away).db(dbName).collection('c').listIndexes().toArray();
-  assert.deepEqual(ix.map((x) => x.name).sort(), ['_id_', 'k_1']);
-  assert.match(rs.members[away].server.stderrTail(400), /initial sync from .* done/, 'it caught up by an initial sync');
-
-  // And it keeps applying the log afterwards.
-  await c.insertOne({ _id: 'after-sync' }, MAJ);
-  const all = await rs.waitForReplication(dbName, 'c', { timeoutMs: 30000 });
-  assert.ok(all.some((d) => d._id === 'after-sync'));
-});
-
-R.test('the whole set stopped cleanly, then killed with -9, starts again with its config and every acknowledged write', { timeout: 180000 }, async () => {
-  await settle();
-  const db = rs.freshDb('whole');
-  const dbName = db.databaseName;
-  await db.collection('c').createIndex({ v: 1 }, { name: 'v_1' });
-  await db.collection('c').insertMany(Array.from({ length: 100 }, (_, i) => ({ _id: i, v: i })), MAJ);
-  let p = await rs.waitForPrimary();
-  const { config: before } = await rs.adminCommand(p, { replSetGetConfig: 1 });
-
-  for (const kill9 of [false, true]) {
-    for (const i of [0, 1, 2]) await rs.kill(i, { kill9 });
-    for (const i of [0, 1, 2]) await rs.restart(i);
-    p = await rs.waitForPrimary({ timeoutMs: 60000 });
-    await rs.waitForSteadyState({ timeoutMs: 60000 });
-    const { config } = await rs.adminCommand(p, { replSetGetConfig: 1 });
-    assert.deepEqual(config.members.map((m) => m.host), before.members.map((m) => m.host), 'the config survives');
-    await rs.dropCached(p);
-    const docs = await rs.waitForReplication(dbName, 'c', { timeoutMs: 60000 });
-    assert.equal(docs.length, 100 + (kill9 ? 1 : 0), `after ${kill9 ? 'kill -9' : 'SIGTERM'}`);
-    for (const i of [0, 1, 2]) {
-      const ix = await rs.direct(i).db(dbName).collection('c').listIndexes().toArray();
-      assert.deepEqual(ix.map((x) => x.name).sort(), ['_id_', 'v_1'], `member ${i} after ${kill9 ? 'kill -9' : 'SIGTERM'}`);
-    }
-    // A write between the rounds, acknowledged by the majority before the kill -9.
-    if (!kill9) await rs.client.db(dbName).collection('c').insertOne({ _id: 'between' }, MAJ);
-  }
 });
