@@ -25,6 +25,7 @@
 #include "query/exec.h"
 
 #define OUT_CHUNK 500 /* documents per transaction */
+#define OUT_COMMIT_ATTEMPTS 100 /* runs of $out's drop + rename that met a write conflict */
 
 typedef struct out_ctx {
     mf_sess_t *s;
@@ -355,15 +356,27 @@ mf_agg_writer_commit(mf_agg_writer_t *wr, mf_error_t *err)
     int rc = 0;
 
     if (wr->merge_spec == NULL) {
-        /* The target's drop and the rename are one catalog transaction: a failure keeps the old target. */
-        mf_catalog_wrlock(wr->cat);
-        mf_coll_t *target;
-        mf_coll_t *t = mf_catalog_coll_find_pair(wr->cat, wr->db, wr->tmp, wr->db, wr->coll, &target);
-        if (t == NULL)
-            rc = mf_err_set(err, MF_E_NamespaceNotFound, "collection %s.%s was dropped during $out", wr->db, wr->tmp);
-        else
-            rc = mf_catalog_coll_rename_replace(wr->cat, t, target, wr->db, wr->coll, err);
-        mf_catalog_unlock(wr->cat);
+        /*
+         * The target's drop and the rename are one catalog transaction: a
+         * failure keeps the old target. One that met a write conflict (a
+         * catalog or sizes row another thread was writing) runs again, as
+         * mongod's writeConflictRetry would, after the lock is let go.
+         */
+        for (int attempt = 0;; attempt++) {
+            mf_catalog_wrlock(wr->cat);
+            mf_coll_t *target;
+            mf_coll_t *t = mf_catalog_coll_find_pair(wr->cat, wr->db, wr->tmp, wr->db, wr->coll, &target);
+            if (t == NULL)
+                rc = mf_err_set(err, MF_E_NamespaceNotFound, "collection %s.%s was dropped during $out", wr->db,
+                                wr->tmp);
+            else
+                rc = mf_catalog_coll_rename_replace(wr->cat, t, target, wr->db, wr->coll, err);
+            mf_catalog_unlock(wr->cat);
+            if (rc == 0 || err->code != MF_E_WriteConflict || attempt >= OUT_COMMIT_ATTEMPTS)
+                break;
+            mf_err_clear(err);
+            mf_batch_backoff(attempt);
+        }
         if (rc != 0)
             return -1;
         wr->tmp[0] = '\0';
