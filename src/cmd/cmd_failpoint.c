@@ -135,16 +135,17 @@ take_labels(const bson_t *data, bson_t *labels)
 static int
 block_for(mf_op_t *op, int64_t ms)
 {
-    int64_t end = mf_mono_ms() + ms;
+    /* Microseconds: a millisecond clock would end up to 1 ms early. */
+    int64_t end = mf_mono_us() + ms * 1000;
     for (;;) {
         if (mf_curop_check_current(&op->err) != 0)
             return -1;
-        int64_t left = end - mf_mono_ms();
+        int64_t left = end - mf_mono_us();
         if (left <= 0)
             return 0;
-        if (left > 20)
-            left = 20;
-        struct timespec ts = {0, (long)left * 1000000L};
+        if (left > 20000)
+            left = 20000;
+        struct timespec ts = {0, (long)left * 1000L};
         nanosleep(&ts, NULL);
     }
 }
