@@ -205,6 +205,8 @@ typedef struct {
     int code;
     char msg[200];
     bson_value_t w; /* the w asked for (a view into the command) */
+    int wnum;       /* a numeric w the set can give (0 none): waited for after the command (wait_members) */
+    bson_value_t wv; /* that w as the command gave it (a view into the command) */
 } wc_unmet_t;
 
 /*
@@ -223,6 +225,7 @@ check_write_concern(mf_op_t *op, wc_unmet_t *unmet)
     bson_iter_t it, wi;
     bool journal = false;
     unmet->code = 0;
+    unmet->wnum = 0;
     if (!mf_op_find(op, "writeConcern", &it))
         return 0;
     if (!BSON_ITER_HOLDS_DOCUMENT(&it))
@@ -257,6 +260,9 @@ check_write_concern(mf_op_t *op, wc_unmet_t *unmet)
                     unmet->code = MF_E_UnsatisfiableWriteConcern;
                     snprintf(unmet->msg, sizeof(unmet->msg), "Not enough data-bearing nodes");
                     unmet->w = *v;
+                } else if (op->eng->repl != NULL) {
+                    unmet->wnum = (int)w;
+                    unmet->wv = *v;
                 }
             } else if (v->value_type != BSON_TYPE_DOCUMENT) {
                 return mf_err_set(&op->err, MF_E_FailedToParse, "w has to be a number, string, or object");
@@ -449,6 +455,32 @@ append_wtimeout_error(bson_t *parent)
     BSON_APPEND_BOOL(&info, "wtimeout", true);
     bson_append_document_end(&wce, &info);
     bson_append_document_end(parent, &wce);
+}
+
+/*
+ * A numeric w above a majority that was not reached (wait_members): the
+ * write stands, and the reply says so as mongod's does, writeConcernError
+ * with the code (64 on wtimeout, with errInfo.wtimeout) and the write
+ * concern asked for.
+ */
+static void
+append_members_error(bson_t *reply, const mf_error_t *err, const bson_value_t *w, int64_t wtimeout)
+{
+    bson_t wce, info, wc;
+    BSON_APPEND_DOCUMENT_BEGIN(reply, "writeConcernError", &wce);
+    BSON_APPEND_INT32(&wce, "code", err->code);
+    BSON_APPEND_UTF8(&wce, "codeName", mf_err_codename(err->code));
+    BSON_APPEND_UTF8(&wce, "errmsg", err->msg);
+    BSON_APPEND_DOCUMENT_BEGIN(&wce, "errInfo", &info);
+    if (err->code == MF_E_WriteConcernFailed)
+        BSON_APPEND_BOOL(&info, "wtimeout", true);
+    BSON_APPEND_DOCUMENT_BEGIN(&info, "writeConcern", &wc);
+    bson_append_value(&wc, "w", 1, w);
+    BSON_APPEND_INT64(&wc, "wtimeout", wtimeout);
+    BSON_APPEND_UTF8(&wc, "provenance", "clientSupplied");
+    bson_append_document_end(&info, &wc);
+    bson_append_document_end(&wce, &info);
+    bson_append_document_end(reply, &wce);
 }
 
 /*
@@ -1168,6 +1200,12 @@ mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *
             hrc = -1; /* as mongod: the command fails as a whole, so drivers find the new primary and retry */
         else if (hrc == 0)
             wtimeout_to_write_concern_error(reply);
+        if (hrc == 0 && unmet.wnum > 1 && eng->repl->wait_members != NULL &&
+            !bson_has_field(reply, "writeConcernError")) {
+            mf_error_t werr = {0};
+            if (eng->repl->wait_members(eng->repl_arg, unmet.wnum, wtimeout_of(cmd), &werr) != 0)
+                append_members_error(reply, &werr, &unmet.wv, wtimeout_of(cmd));
+        }
     }
     let_end(&lf);
     if (hrc == 0)

@@ -88,6 +88,15 @@ typedef struct mf_repl_hooks {
     /* The data-bearing members in the set's config (a numeric w above it cannot be satisfied). */
     int (*data_members)(void *arg);
     /*
+     * A numeric write concern w above a majority: after this thread's
+     * command wrote (and raft committed it on a majority), waits until w
+     * members' logs hold its last entry, or wtimeout_ms (0: no limit) runs
+     * out (64 WriteConcernFailed), the member steps down (189) or the
+     * operation is interrupted; 0, or -1 with err. Returns at once when the
+     * command wrote nothing or w is at most a majority.
+     */
+    int (*wait_members)(void *arg, int w, int64_t wtimeout_ms, mf_error_t *err);
+    /*
      * Causal consistency. op_time: the reply's operationTime and
      * $clusterTime.clusterTime (a Timestamp) for this thread's command, at
      * least the last oplog timestamp it wrote. after_cluster_time: waits

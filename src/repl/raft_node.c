@@ -37,8 +37,11 @@
 /* "MFRN", the first four bytes of every entry, little-endian. */
 #define ENTRY_MAGIC 0x4e52464du
 #define ENTRY_HEADER 8
-/* How often the role and leader are polled, in milliseconds. */
+/* How often the role and leader are polled, in milliseconds (1 while writers watch replication). */
 #define STATE_POLL_MS 20
+#define WATCH_POLL_MS 1
+/* Members whose match index is kept (repl.c's configs hold at most 50). */
+#define MATCH_MAX 64
 
 typedef enum req_kind { REQ_SUBMIT, REQ_ADD_VOTER, REQ_REMOVE, REQ_TRANSFER } req_kind_t;
 
@@ -92,8 +95,13 @@ struct mf_raft_node {
     uint64_t leader_id;
     char *leader_address;
     uint64_t term, commit_index;
+    /* The leader's match index of each other server (poll_state); nmatch 0 when not the leader. */
+    uint64_t match[MATCH_MAX];
+    unsigned nmatch;
+    int watchers;     /* mf_raft_node_watch(true) calls not yet undone */
 
     bool close_started; /* loop thread only */
+    bool fast_poll;     /* loop thread only: the timer runs every WATCH_POLL_MS */
 };
 
 /* Maps a raft error to a MongoDB code and sets err (what names the action). Returns -1. */
@@ -261,7 +269,9 @@ fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
 
 /* ---- role and leader (loop thread) ---- */
 
-/* Reads raft's role and leader; caches them and reports a change. */
+static void timer_cb(uv_timer_t *t);
+
+/* Reads raft's role, leader and (as leader) match indexes; caches them and reports a change. */
 static void
 poll_state(mf_raft_node_t *node)
 {
@@ -275,6 +285,15 @@ poll_state(mf_raft_node_t *node)
     pthread_mutex_lock(&node->lock);
     node->term = node->raft.current_term;
     node->commit_index = node->raft.commit_index;
+    node->nmatch = 0;
+    if (node->raft.state == RAFT_LEADER && node->raft.leader_state.progress != NULL) {
+        /* progress[] parallels raft's current configuration; this member's own slot is skipped. */
+        const struct raft_configuration *c = &node->raft.configuration;
+        for (unsigned i = 0; i < c->n && node->nmatch < MATCH_MAX; i++)
+            if (c->servers[i].id != node->id)
+                node->match[node->nmatch++] = node->raft.leader_state.progress[i].match_index;
+    }
+    bool want_fast = node->watchers > 0;
     bool changed = role != node->role || lid != node->leader_id ||
                    (laddr && (!node->leader_address || strcmp(laddr, node->leader_address) != 0));
     if (changed) {
@@ -285,6 +304,11 @@ poll_state(mf_raft_node_t *node)
         free(old);
     }
     pthread_mutex_unlock(&node->lock);
+    if (want_fast != node->fast_poll && node->started && !node->close_started) {
+        unsigned ms = want_fast ? WATCH_POLL_MS : STATE_POLL_MS;
+        node->fast_poll = want_fast;
+        uv_timer_start(&node->timer, timer_cb, ms, ms);
+    }
     if (changed) {
         mf_log(MF_LOG_INFO, "REPL", "raft member %llu is %s, leader %llu%s%s", (unsigned long long)node->id,
                mf_raft_node_role_name(role), (unsigned long long)lid, laddr ? " at " : "", laddr ? laddr : "");
@@ -755,6 +779,30 @@ mf_raft_node_progress(mf_raft_node_t *node, uint64_t *term, uint64_t *commit_ind
         *term = node->term;
     if (commit_index)
         *commit_index = node->commit_index;
+    pthread_mutex_unlock(&node->lock);
+}
+
+int
+mf_raft_node_replicated(mf_raft_node_t *node, uint64_t index)
+{
+    pthread_mutex_lock(&node->lock);
+    int n = 0;
+    if (node->role == MF_RAFT_ROLE_LEADER) {
+        n = 1;
+        for (unsigned i = 0; i < node->nmatch; i++)
+            n += node->match[i] >= index;
+    }
+    pthread_mutex_unlock(&node->lock);
+    return n;
+}
+
+void
+mf_raft_node_watch(mf_raft_node_t *node, bool on)
+{
+    pthread_mutex_lock(&node->lock);
+    node->watchers += on ? 1 : -1;
+    if (on && node->watchers == 1 && !node->closing)
+        uv_async_send(&node->async); /* the loop switches to fast polls now, not at its next 20 ms tick */
     pthread_mutex_unlock(&node->lock);
 }
 

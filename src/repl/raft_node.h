@@ -181,6 +181,18 @@ int mf_raft_node_transfer(mf_raft_node_t *node, uint64_t id, mf_raft_done_fn don
 void mf_raft_node_progress(mf_raft_node_t *node, uint64_t *term, uint64_t *commit_index);
 
 /*
+ * mf_raft_node_replicated: on the leader, how many members' logs hold the
+ * entry at index (this member counted; the others by the match index raft
+ * keeps for each, as last polled on the loop thread); 0 when this member is
+ * not the leader. Any thread. mf_raft_node_watch(node, true) makes the loop
+ * poll every millisecond (instead of every 20) until as many
+ * mf_raft_node_watch(node, false) calls undo it: for writers waiting on
+ * a write concern above a majority.
+ */
+int mf_raft_node_replicated(mf_raft_node_t *node, uint64_t index);
+void mf_raft_node_watch(mf_raft_node_t *node, bool on);
+
+/*
  * mf_raft_node_leader: the leader this member knows of. Any thread. Returns
  * true with *id and address (NUL-terminated, truncated to size) set, or false
  * when none is known (both then zero/empty). id and address may be NULL.

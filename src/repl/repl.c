@@ -238,6 +238,8 @@ static _Thread_local waiter_t *tls_ddl_waiter; /* the last DDL entry this thread
  * been stamped, exactly as stamp_ts will stamp it.
  */
 static _Thread_local uint64_t tls_op_ts;
+/* The raft index of the last entry this thread's command wrote (0 none): what a w above a majority waits for. */
+static _Thread_local uint64_t tls_last_index;
 
 /* A Timestamp (secs, inc) as one comparable number. */
 static uint64_t
@@ -1041,6 +1043,8 @@ prepare(void *arg, const bson_t *entry, const bson_t *pre, mf_sess_t *s, mf_erro
     }
     uint64_t index = w->index, wterm = w->term;
     int64_t wall = w->wall;
+    if (index > tls_last_index)
+        tls_last_index = index;
     {
         /* The timestamp stamp_ts gives this entry's last document (every entry before it is stamped now). */
         bson_iter_t oi, oa;
@@ -3119,6 +3123,7 @@ hook_command_begin(void *arg, const char *name, const bson_t *cmd, int64_t wtime
     bson_t row;
     bson_iter_t it;
     tls_wtimeout = wtimeout_ms > 0 ? wtimeout_ms : 0;
+    tls_last_index = 0;
     memset(&tls_sess, 0, sizeof(tls_sess));
     memset(tls_wto, 0, sizeof(tls_wto));
     if (!retryable_write(name, cmd, id, &txn))
@@ -3236,6 +3241,8 @@ hook_command_end(void *arg)
         ;
     if (w->state == W_APPLIED && w->op_ts > tls_op_ts)
         tls_op_ts = w->op_ts;
+    if (w->state == W_APPLIED && w->index > tls_last_index)
+        tls_last_index = w->index;
     ddl_waiter_release(r, w);
     pthread_mutex_unlock(&r->mu);
 }
@@ -3314,6 +3321,62 @@ out:
     return rc;
 }
 
+/*
+ * A numeric w above a majority (mongod counts members that have the write;
+ * raft's commit counted a majority of logs): waits until w members' raft
+ * logs hold the command's last entry, by the match indexes the leader keeps
+ * (mf_raft_node_replicated, polled every millisecond while someone waits).
+ * Every member in a config is a voter, so a majority is nmembers / 2 + 1.
+ */
+static int
+hook_wait_members(void *arg, int w, int64_t wtimeout_ms, mf_error_t *err)
+{
+    mf_repl_t *r = arg;
+    uint64_t index = tls_last_index;
+    int rc = 0;
+    if (index == 0)
+        return 0;
+    pthread_mutex_lock(&r->mu);
+    if (w <= r->nmembers / 2 + 1 || r->node == NULL) {
+        pthread_mutex_unlock(&r->mu);
+        return 0;
+    }
+    mf_raft_node_t *node = r->node;
+    mf_raft_node_watch(node, true);
+    int64_t deadline = wtimeout_ms > 0 ? mf_mono_ms() + wtimeout_ms : 0;
+    for (;;) {
+        if (r->stop || r->node != node) {
+            rc = mf_err_set(err, MF_E_InterruptedAtShutdown, "interrupted at shutdown");
+            break;
+        }
+        if (!r->writable) {
+            rc = mf_err_set(err, MF_E_PrimarySteppedDown, "Primary stepped down while waiting for replication");
+            break;
+        }
+        if (mf_raft_node_replicated(node, index) >= w)
+            break;
+        int64_t now = mf_mono_ms();
+        if (deadline != 0 && now >= deadline) {
+            rc = mf_err_set(err, MF_E_WriteConcernFailed, "waiting for replication timed out");
+            break;
+        }
+        /* Nothing signals a follower's progress: look again after the loop's next poll. */
+        int64_t next = now + 1;
+        wait_until(r, &r->cv, deadline != 0 && deadline < next ? deadline : next);
+        pthread_mutex_unlock(&r->mu);
+        int irc = mf_curop_check_current(err);
+        pthread_mutex_lock(&r->mu);
+        if (irc != 0) {
+            rc = -1;
+            break;
+        }
+    }
+    if (r->node == node)
+        mf_raft_node_watch(node, false);
+    pthread_mutex_unlock(&r->mu);
+    return rc;
+}
+
 static int
 hook_data_members(void *arg)
 {
@@ -3339,6 +3402,7 @@ static const mf_repl_hooks_t hooks = {
     .stats = hook_stats,
     .wtimeout_counts = hook_wtimeout_counts,
     .data_members = hook_data_members,
+    .wait_members = hook_wait_members,
     .op_time = hook_op_time,
     .after_cluster_time = hook_after_cluster_time,
     .hello = hook_hello,

@@ -227,6 +227,62 @@ R.test('w:"majority" with wtimeout while no majority is reachable answers 64 Wri
   assert.ok(ids.includes('before') && ids.includes('after'), JSON.stringify(ids));
 });
 
+R.test('a numeric w above a majority waits for that many members: w:3 with every member up is acknowledged and all three hold the write; with one down it answers 64 after its wtimeout, maxTimeMS 50, and w:2 still succeeds', { timeout: 120000 }, async () => {
+  await rs.waitForSteadyState();
+  const p = await rs.waitForPrimary();
+  const s = [0, 1, 2].find((i) => i !== p);
+  const dbName = rs.freshDb('wall').databaseName;
+  /* All up: w:3 succeeds, and then every member's oplog and collection already hold the document. */
+  for (let k = 0; k < 20; k++) {
+    const r = await rs.raw(p, dbName, { insert: 'c', documents: [{ _id: `all${k}` }], writeConcern: { w: 3, wtimeout: 10000 } }, 15000);
+    assert.equal(r.ok, 1, JSON.stringify(r));
+    assert.equal(r.n, 1);
+    assert.equal(r.writeConcernError, undefined, JSON.stringify(r));
+  }
+  const mine = await rs.raw(p, dbName, { update: 'c', updates: [{ q: { _id: 'all0' }, u: { $set: { v: 1 } } }], writeConcern: { w: 3 } }, 15000);
+  assert.equal(mine.nModified, 1, JSON.stringify(mine));
+  /* Logs hold it before members apply it: give the appliers a moment, no more than a few ms normally. */
+  await rs.waitUntil(async () => Object.values(await rs.onEach((i) => rs.reader(i).db(dbName).collection('c').countDocuments({ v: 1 })))
+    .every((n) => n === 1), { timeoutMs: 5000, what: 'the w:3 update on every member' });
+
+  const info = await rs.kill(s, { kill9: false });
+  assert.equal(info && info.code, 0);
+  try {
+    const t0 = R.hr();
+    const r = await rs.raw(p, dbName, { insert: 'c', documents: [{ _id: 'two-of-three' }], writeConcern: { w: 3, wtimeout: 400 } }, 15000);
+    const ms = R.hr() - t0;
+    assert.equal(r.ok, 1, JSON.stringify(r));
+    assert.equal(r.n, 1, 'the write itself stands');
+    assert.deepEqual(r.writeConcernError, {
+      code: 64, codeName: 'WriteConcernFailed', errmsg: 'waiting for replication timed out',
+      errInfo: { wtimeout: true, writeConcern: { w: 3, wtimeout: 400, provenance: 'clientSupplied' } },
+    });
+    assert.ok(ms >= 390, `waited for the wtimeout: ${ms} ms`);
+    /* No wtimeout: maxTimeMS bounds the wait instead. */
+    const m = await rs.raw(p, dbName, { insert: 'c', documents: [{ _id: 'bounded' }], writeConcern: { w: 3 }, maxTimeMS: 300 }, 15000);
+    assert.equal(m.ok, 1, JSON.stringify(m));
+    assert.equal(m.n, 1);
+    assert.equal(m.writeConcernError && m.writeConcernError.code, 50, JSON.stringify(m));
+    /* Through the driver: a WriteConcernError with the result's code; w:2 and majority still succeed. */
+    const coll = rs.client.db(dbName).collection('c');
+    await assert.rejects(coll.insertOne({ _id: 'drv' }, { writeConcern: { w: 3, wtimeout: 300 } }),
+      (e) => e.name === 'MongoWriteConcernError' && e.code === 64);
+    const ok2 = await coll.insertOne({ _id: 'w2' }, { writeConcern: { w: 2, wtimeout: 10000 } });
+    assert.equal(ok2.acknowledged, true);
+    const okm = await coll.insertOne({ _id: 'wmaj' }, MAJ);
+    assert.equal(okm.acknowledged, true);
+  } finally {
+    await rs.restart(s);
+  }
+  await rs.waitForSteadyState({ timeoutMs: 60000 });
+  /* Back to three: w:3 succeeds again once the restarted member caught up. */
+  const back = await rs.raw(await rs.waitForPrimary(), dbName, { insert: 'c', documents: [{ _id: 'back' }], writeConcern: { w: 3, wtimeout: 30000 } }, 40000);
+  assert.equal(back.ok, 1, JSON.stringify(back));
+  assert.equal(back.writeConcernError, undefined, JSON.stringify(back));
+  const docs = await rs.waitForReplication(dbName, 'c', { timeoutMs: 30000 });
+  assert.ok(docs.some((d) => d._id === 'two-of-three') && docs.some((d) => d._id === 'back'));
+});
+
 R.test('a secondary that heard nothing for a while (SIGSTOP 2 s, then a restart) rejoins without an election: the primary keeps its role and its term (raft pre-vote, MongoDB\'s dry-run election)', { timeout: 120000 }, async () => {
   await rs.waitForSteadyState();
   const p = await rs.waitForPrimary();
