@@ -1314,10 +1314,18 @@ again:
     bool wait_for_build = false;
     for (size_t i = 0; i < nspecs && rc == 0; i++) {
         int r = 0;
-        for (int k = 0; k < c->nindexes && r == 0; k++) {
-            r = mf_index_spec_compare(norm[i], c->indexes[k]->spec, &op->err);
-            if (r > 0 && c->indexes[k]->building)
-                wait_for_build = true; /* the same index, being built by another request */
+        /* As mongod: the index of the same name first (85/86/no-op), then one of the same signature (85). */
+        bson_iter_t ni;
+        const char *want_name = bson_iter_init_find(&ni, norm[i], "name") && BSON_ITER_HOLDS_UTF8(&ni)
+                                    ? bson_iter_utf8(&ni, NULL) : "";
+        for (int pass = 0; pass < 2 && r == 0; pass++) {
+            for (int k = 0; k < c->nindexes && r == 0; k++) {
+                if ((strcmp(c->indexes[k]->name, want_name) == 0) != (pass == 0))
+                    continue;
+                r = mf_index_spec_compare(norm[i], c->indexes[k]->spec, &op->err);
+                if (r > 0 && c->indexes[k]->building)
+                    wait_for_build = true; /* the same index, being built by another request */
+            }
         }
         for (size_t j = 0; j < i && r == 0; j++) {
             if (keep[j])
@@ -1449,10 +1457,22 @@ drop_one_index(mf_op_t *op, mf_coll_t *c, const bson_value_t *which)
         bson_init_static(&want, which->value.v_doc.data, which->value.v_doc.data_len);
         for (int i = 0; i < c->nindexes; i++) {
             bson_t key;
-            if (mf_index_spec_key(c->indexes[i]->spec, &key) && bson_equal(&key, &want)) {
-                ix = c->indexes[i];
-                break;
+            if (!mf_index_spec_key(c->indexes[i]->spec, &key) || !bson_equal(&key, &want))
+                continue;
+            if (ix != NULL) {
+                /* Indexes share a key pattern when their collation, filter, sparse or unique differ. */
+                char kp[200], a[400], b[400];
+                int n = 0;
+                for (int k = 0; k < c->nindexes; k++)
+                    n += mf_index_spec_key(c->indexes[k]->spec, &key) && bson_equal(&key, &want);
+                mf_fmt_doc(&want, kp, sizeof(kp));
+                mf_fmt_doc(ix->spec, a, sizeof(a));
+                mf_fmt_doc(c->indexes[i]->spec, b, sizeof(b));
+                return mf_err_set(&op->err, MF_E_AmbiguousIndexKeyPattern,
+                                  "%d indexes found for key: %s, identify by name instead. Conflicting indexes: %s, %s",
+                                  n, kp, a, b);
             }
+            ix = c->indexes[i];
         }
         if (ix == NULL) {
             char shown[300];

@@ -389,7 +389,7 @@ prefixed_index(mf_coll_t *c, const bson_t *kp)
         bson_iter_t a, b;
         bool ok = true;
         /* mongod's findShardKeyPrefixedIndex(requireSingleKey): not multikey, and every document has keys. */
-        if (ix->building || ix->partial != NULL || ix->sparse || atomic_load(&ix->multikey) ||
+        if (ix->building || ix->partial != NULL || ix->sparse || atomic_load(&ix->multikey) || ix->kp.collation != NULL ||
             !mf_index_spec_key(ix->spec, &key))
             continue;
         if (!bson_iter_init(&a, kp) || !bson_iter_init(&b, &key))

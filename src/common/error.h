@@ -100,6 +100,7 @@
     X(291, NoQueryExecutionPlans)                                              \
     X(292, QueryExceededMemoryLimitNoDiskUseAllowed)                           \
     X(189, PrimarySteppedDown)                                                 \
+    X(181, AmbiguousIndexKeyPattern)                                           \
     X(10334, BSONObjectTooLarge)                                               \
     X(64, WriteConcernFailed)                                                  \
     X(74, NodeNotFound)                                                        \

@@ -61,7 +61,7 @@ identity_options(const bson_t *spec, bson_t *out)
 {
     static const char *skip[] = {"v", "name", "key", "ns", "background", "storageEngine", NULL};
     const char *keys[64];
-    const bson_value_t *vals[64];
+    bson_value_t vals[64]; /* copies: bson_iter_value points into the iterator, which moves on */
     int n = 0;
     bson_iter_t it;
 
@@ -83,13 +83,13 @@ identity_options(const bson_t *spec, bson_t *out)
             pos--;
         }
         keys[pos] = k;
-        vals[pos] = bson_iter_value(&it);
+        vals[pos] = *bson_iter_value(&it);
     }
     for (int i = 0; i < n; i++) {
         if (is_bool_option(keys[i]))
             BSON_APPEND_BOOL(out, keys[i], true);
         else
-            bson_append_value(out, keys[i], -1, vals[i]);
+            bson_append_value(out, keys[i], -1, &vals[i]);
     }
 }
 
@@ -549,9 +549,20 @@ mf_index_spec_normalise(const bson_t *req, bson_t *out, mf_error_t *err)
 }
 
 /*
- * Compares a requested (normalised) spec with an existing one (SPEC A6).
- * Returns 0 when unrelated, 1 when identical (nothing to do), or -1 with
- * err for a conflict.
+ * The options that, with the key pattern, make an index's signature, as
+ * mongod's IndexDescriptor::compareIndexOptions: two indexes on one key
+ * pattern may coexist when any of these differ (a case-insensitive
+ * collation beside the simple one, a partial index beside a full one...).
+ */
+static const char *const signature_fields[] = {"collation", "partialFilterExpression", "sparse", "unique",
+                                               "wildcardProjection", NULL};
+
+/*
+ * Compares a requested (normalised) spec with an existing one (SPEC A6), as
+ * mongod's createIndexes: the same name is a no-op when everything matches,
+ * 85 when only non-signature options differ, 86 otherwise; another name is
+ * unrelated unless the signature matches (85 either way). Returns 0 when
+ * unrelated, 1 when identical (nothing to do), or -1 with err for a conflict.
  */
 int
 mf_index_spec_compare(const bson_t *want, const bson_t *have, mf_error_t *err)
@@ -575,13 +586,23 @@ mf_index_spec_compare(const bson_t *want, const bson_t *have, mf_error_t *err)
     identity_options(want, &wopts);
     identity_options(have, &hopts);
     bool same_opts = bson_equal(&wopts, &hopts);
+    /* The index's signature: the key and these options; indexes differing in it coexist. */
+    bool same_sig = same_key;
+    for (int i = 0; signature_fields[i] != NULL && same_sig; i++) {
+        bson_iter_t a, b;
+        bool ha = bson_iter_init_find(&a, &wopts, signature_fields[i]);
+        bool hb = bson_iter_init_find(&b, &hopts, signature_fields[i]);
+        same_sig = ha == hb && (!ha || mf_value_cmp(bson_iter_value(&a), bson_iter_value(&b)) == 0);
+    }
     bson_destroy(&wopts);
     bson_destroy(&hopts);
+    if (!same_name && !same_sig)
+        return 0;
     mf_fmt_doc(want, req, sizeof(req));
     mf_fmt_doc(have, cur, sizeof(cur));
-    if (same_name && same_key && same_opts)
+    if (same_name && same_sig && same_opts)
         rc = 1;
-    else if (same_name && same_key)
+    else if (same_name && same_sig)
         rc = mf_err_set(err, MF_E_IndexOptionsConflict,
                         "An equivalent index already exists with the same name but different options. Requested index: %s, existing index: %s",
                         req, cur);

@@ -25,6 +25,7 @@
  * only owned bytes and an explain rendering.
  */
 #include "common/alloc.h"
+#include "common/fmt.h"
 #include "query/plan.h"
 #include "doc/dec128.h"
 
@@ -842,6 +843,44 @@ key_pattern_equal(const bson_t *a, const bson_t *b)
             return false;
         }
     }
+}
+
+/*
+ * A key-pattern hint that matches more than one visible index (indexes may
+ * share a key pattern when their collation, filter, sparse or unique
+ * differ): 27 IndexNotFound, as mongod's planner. Returns true with err set.
+ */
+static bool
+hint_ambiguous(const mf_coll_t *c, const bson_value_t *hint, mf_error_t *err)
+{
+    bson_t h, key;
+    bson_iter_t it;
+    const uint8_t *data;
+    uint32_t len;
+    const mf_index_t *first = NULL;
+    if (hint->value_type != BSON_TYPE_DOCUMENT ||
+        !bson_init_static(&h, hint->value.v_doc.data, hint->value.v_doc.data_len))
+        return false;
+    for (int i = 0; i < c->nindexes; i++) {
+        const mf_index_t *ix = c->indexes[i];
+        if (ix->building || mf_plan_index_hidden(ix) || !bson_iter_init_find(&it, ix->spec, "key") ||
+            !BSON_ITER_HOLDS_DOCUMENT(&it))
+            continue;
+        bson_iter_document(&it, &len, &data);
+        if (!bson_init_static(&key, data, len) || !key_pattern_equal(&key, &h))
+            continue;
+        if (first == NULL) {
+            first = ix;
+            continue;
+        }
+        char kp[200];
+        mf_fmt_doc(&key, kp, sizeof(kp));
+        mf_err_set(err, MF_E_IndexNotFound,
+                   "Hint matched multiple indexes, must hint by index name. Matched: kp: %s name: '%s' and kp: %s "
+                   "name: '%s'", kp, first->name, kp, ix->name);
+        return true;
+    }
+    return false;
 }
 
 mf_index_t *
@@ -2200,6 +2239,11 @@ mf_plan_build(const mf_coll_t *c, const mf_plan_request_t *req, mf_plan_t **out,
     }
 
     *out = NULL;
+    if (c != NULL && !natural && !hint_empty(req->hint) && hint_ambiguous(c, req->hint, err)) {
+        preds_free(ps);
+        free(p);
+        return -1;
+    }
     if (c != NULL && !natural && !hint_empty(req->hint)) {
         hinted = mf_plan_hint_index(c, req->hint);
         if (hinted == NULL || mf_plan_index_hidden(hinted)) {

@@ -1,0 +1,128 @@
+'use strict';
+/*
+ * Index signatures, as MongoDB 8.0 (IndexDescriptor::compareIndexOptions,
+ * jstests/core/index_signature.js): an index is its key pattern plus its
+ * collation, partialFilterExpression, sparse, unique and
+ * wildcardProjection, so indexes on one key pattern coexist when any of
+ * those differ. Parse Server's start-up depends on it: {username: 1}
+ * unique + sparse, then {username: 1} with a case-insensitive collation
+ * (it stopped with 85 IndexOptionsConflict before). A key pattern then no
+ * longer names one index: hint 27, dropIndex 181 and collMod 181 ask for
+ * the name. Each index is used by the queries it suits, and all of it
+ * survives a restart.
+ */
+const assert = require('node:assert/strict');
+const h = require('./harness');
+
+const srv = h.useServer();
+const CI = { locale: 'en_US', strength: 2 };
+
+/* The index name of an explained find's IXSCAN, or null for a collection scan. */
+async function indexUsed(c, filter, opts = {}) {
+  let cur = c.find(filter);
+  if (opts.collation) cur = cur.collation(opts.collation);
+  if (opts.hint) cur = cur.hint(opts.hint);
+  const find = (p) => (p == null ? null : p.stage === 'IXSCAN' ? p.indexName
+    : find(p.inputStage) || (p.inputStages || []).map(find).find(Boolean) || null);
+  return find((await cur.explain()).queryPlanner.winningPlan);
+}
+
+async function createCode(c, key, opts) {
+  try {
+    await c.createIndex(key, opts);
+    return 0;
+  } catch (e) {
+    return e.code;
+  }
+}
+
+h.test('Parse Server\'s _User indexes: {username: 1} unique sparse and {username: 1} case-insensitive both exist, each used by its queries', async () => {
+  const c = srv.freshDb('parse').collection('_User');
+  assert.equal(await c.createIndex({ username: 1 }, { unique: true, sparse: true }), 'username_1');
+  assert.equal(await c.createIndex({ username: 1 }, { name: 'case_insensitive_username', collation: CI }), 'case_insensitive_username');
+  assert.equal(await c.createIndex({ email: 1 }, { unique: true, sparse: true }), 'email_1');
+  assert.equal(await c.createIndex({ email: 1 }, { name: 'case_insensitive_email', collation: CI }), 'case_insensitive_email');
+  const ix = await c.indexes();
+  assert.deepEqual(ix.map((i) => i.name), ['_id_', 'username_1', 'case_insensitive_username', 'email_1', 'case_insensitive_email']);
+  assert.equal(ix[2].collation.locale, 'en_US');
+  assert.equal(ix[2].collation.strength, 2);
+  assert.equal(ix[2].unique, undefined);
+
+  await c.insertMany([{ _id: 1, username: 'Alice' }, { _id: 2, username: 'bob' }]);
+  /* The unique index still refuses an exact duplicate; the case-insensitive one is not unique. */
+  await assert.rejects(c.insertOne({ _id: 3, username: 'Alice' }), (e) => e.code === 11000 && /username_1/.test(e.message));
+  await c.insertOne({ _id: 4, username: 'ALICE' });
+  assert.deepEqual((await c.find({ username: 'alice' }).collation(CI).sort({ _id: 1 }).toArray()).map((d) => d._id), [1, 4]);
+  assert.equal(await indexUsed(c, { username: 'alice' }, { collation: CI }), 'case_insensitive_username');
+  assert.equal(await indexUsed(c, { username: 'Alice' }), 'username_1');
+  assert.deepEqual((await c.find({ username: 'Alice' }).toArray()).map((d) => d._id), [1]);
+  assert.equal(await indexUsed(c, { username: 'alice' }, { collation: CI, hint: 'case_insensitive_username' }), 'case_insensitive_username');
+
+  /* Creating either again, exactly, is a no-op. */
+  const again = await c.db.command({ createIndexes: c.collectionName, indexes: [{ key: { username: 1 }, name: 'case_insensitive_username', collation: CI }] });
+  assert.equal(again.numIndexesBefore, 5);
+  assert.equal(again.numIndexesAfter, 5);
+});
+
+h.test('the signature: collation, partialFilterExpression, sparse and unique each make another index; other options conflict (85), a name on another signature 86', async () => {
+  const c = srv.freshDb('sig').collection('c');
+  assert.equal(await c.createIndex({ a: 1 }), 'a_1');
+  assert.equal(await createCode(c, { a: 1 }, { name: 'a_fr', collation: { locale: 'fr' } }), 0);
+  assert.equal(await createCode(c, { a: 1 }, { name: 'a_p', partialFilterExpression: { b: { $exists: true } } }), 0);
+  assert.equal(await createCode(c, { a: 1 }, { name: 'a_s', sparse: true }), 0);
+  assert.equal(await createCode(c, { a: 1 }, { name: 'a_u', unique: true }), 0);
+  assert.equal((await c.indexes()).length, 6);
+  /* The same signature under another name: 85, whether or not other options differ. */
+  assert.equal(await createCode(c, { a: 1 }, { name: 'a_again' }), 85);
+  assert.equal(await createCode(c, { a: 1 }, { name: 'a_hidden', hidden: true }), 85);
+  assert.equal(await createCode(c, { a: 1 }, { name: 'a_fr2', collation: { locale: 'fr' } }), 85);
+  /* An existing name: its own signature with other options is 85, another signature 86. */
+  assert.equal(await createCode(c, { a: 1 }, { name: 'a_fr', collation: { locale: 'fr' }, hidden: true }), 85);
+  assert.equal(await createCode(c, { a: 1 }, { name: 'a_fr', collation: { locale: 'de' } }), 86);
+  assert.equal(await createCode(c, { a: 1 }, { name: 'a_s' }), 86);
+  assert.equal((await c.indexes()).length, 6, 'nothing created by the refused ones');
+  /* A partial index is used only when the query implies its filter, as before. */
+  await c.insertMany([{ _id: 1, a: 1, b: 1 }, { _id: 2, a: 2 }]);
+  await assert.rejects(c.insertOne({ _id: 3, a: 1 }), (e) => e.code === 11000 && /a_u/.test(e.message), 'a_u is unique');
+  assert.deepEqual((await c.find({ a: { $gte: 1 }, b: { $exists: true } }).hint('a_p').toArray()).map((d) => d._id), [1]);
+  assert.deepEqual((await c.find({ a: { $gte: 1 } }).sort({ _id: 1 }).toArray()).map((d) => d._id), [1, 2]);
+});
+
+h.test('a key pattern shared by several indexes: hint by key 27, dropIndex by key 181 and collMod by keyPattern 181 ask for the name; by name they work', async () => {
+  const db = srv.freshDb('amb');
+  const c = db.collection('c');
+  await c.insertMany([{ _id: 1, x: 'A' }, { _id: 2, x: 'a' }]);
+  await c.createIndex({ x: 1 }, { name: 'x_plain' });
+  await c.createIndex({ x: 1 }, { name: 'x_ci', collation: CI });
+  await assert.rejects(c.find({ x: 'a' }).hint({ x: 1 }).toArray(),
+    (e) => e.code === 27 && /Hint matched multiple indexes, must hint by index name/.test(e.message));
+  assert.deepEqual((await c.find({ x: 'a' }).hint('x_plain').toArray()).map((d) => d._id), [2]);
+  await assert.rejects(c.dropIndex({ x: 1 }),
+    (e) => e.code === 181 && e.codeName === 'AmbiguousIndexKeyPattern' && /2 indexes found for key/.test(e.message));
+  await assert.rejects(db.command({ collMod: 'c', index: { keyPattern: { x: 1 }, hidden: true } }),
+    (e) => e.code === 181 && /matches 2 indexes, must use index name/.test(e.message));
+  const mod = await db.command({ collMod: 'c', index: { name: 'x_ci', hidden: true } });
+  assert.equal(mod.hidden_new, true);
+  /* A hidden index is not one a hint can name, so the key pattern now hints x_plain. */
+  assert.deepEqual((await c.find({ x: 'a' }).hint({ x: 1 }).toArray()).map((d) => d._id), [2]);
+  await c.dropIndex('x_ci');
+  await c.dropIndex({ x: 1 });
+  assert.deepEqual((await c.indexes()).map((i) => i.name), ['_id_']);
+});
+
+for (const kill9 of [false, true]) {
+  h.test(`indexes sharing a key pattern survive a ${kill9 ? 'kill -9' : 'clean restart'} and stay distinct`, async () => {
+    const name = srv.freshDb(kill9 ? 'k9' : 'clean').databaseName;
+    let c = srv.client.db(name).collection('c');
+    await c.createIndex({ u: 1 }, { unique: true, sparse: true });
+    await c.createIndex({ u: 1 }, { name: 'u_ci', collation: CI });
+    await c.insertOne({ _id: 1, u: 'Zed' }, { writeConcern: { w: 1, j: true } });
+    await srv.server.restart({ kill9 });
+    await srv.reconnect();
+    c = srv.client.db(name).collection('c');
+    assert.deepEqual((await c.indexes()).map((i) => i.name), ['_id_', 'u_1', 'u_ci']);
+    await assert.rejects(c.insertOne({ _id: 2, u: 'Zed' }), (e) => e.code === 11000);
+    assert.equal(await indexUsed(c, { u: 'zed' }, { collation: CI }), 'u_ci');
+    assert.deepEqual((await c.find({ u: 'zed' }).collation(CI).toArray()).map((d) => d._id), [1]);
+  });
+}
