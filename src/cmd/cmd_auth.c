@@ -277,6 +277,9 @@ static const rule_t rules[] = {
     {"dbstats", R_DATA, MF_ACT_STATS},
     {"validate", R_DATA, MF_ACT_VALIDATE},
     {"createIndexes", R_DATA, MF_ACT_CREATE_INDEX},
+    {"createSearchIndexes", R_DATA, MF_ACT_CREATE_INDEX}, /* 31082 SearchNotEnabled for anyone allowed */
+    {"updateSearchIndex", R_DATA, MF_ACT_CREATE_INDEX},
+    {"dropSearchIndex", R_DATA, MF_ACT_DROP_INDEX},
     {"dropIndexes", R_DATA, MF_ACT_DROP_INDEX},
     {"deleteIndexes", R_DATA, MF_ACT_DROP_INDEX},
     {"collMod", R_DATA, MF_ACT_COLLMOD},

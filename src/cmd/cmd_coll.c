@@ -185,18 +185,34 @@ create_timeseries(mf_op_t *op, const char *name, const bson_t *opts)
     if (!bson_iter_init_find(&it, opts, "timeseries") ||
         mf_ts_options_normalize(ns, bson_iter_value(&it), &ts, &op->err) != 0)
         return -1;
-    mf_catalog_wrlock(op->eng->cat);
-    mf_coll_t *c = mf_catalog_coll_find(op->eng->cat, op->db, name);
-    if (c != NULL) {
-        bson_t cur;
-        mf_coll_t *b = mf_ts_buckets_of(op->eng->cat, c);
-        /* MongoDB 7+: the same time-series collection again is success. */
-        if (b == NULL || !mf_ts_options_of(c, &cur) || !bson_equal(&cur, &ts) || b->ts_expire != expire)
-            rc = mf_err_set(&op->err, MF_E_NamespaceExists, "Collection %s.%s already exists.", op->db, name);
-    } else {
-        rc = mf_ts_create(op->eng->cat, op->db, name, &ts, expire, &op->err);
+    /*
+     * The view and its buckets are made one after the other: another create
+     * of the name may be between the two, so a creation that finds the
+     * buckets but no view looks again (the catalog let go meanwhile) for up
+     * to 100 ms before it reports the name taken.
+     */
+    for (int attempt = 0;; attempt++) {
+        mf_catalog_wrlock(op->eng->cat);
+        mf_coll_t *c = mf_catalog_coll_find(op->eng->cat, op->db, name);
+        if (c != NULL) {
+            bson_t cur;
+            mf_coll_t *b = mf_ts_buckets_of(op->eng->cat, c);
+            /* MongoDB 7+: the same time-series collection again is success. */
+            if (b == NULL || !mf_ts_options_of(c, &cur) || !bson_equal(&cur, &ts) || b->ts_expire != expire)
+                rc = mf_err_set(&op->err, MF_E_NamespaceExists, "Collection %s.%s already exists.", op->db, name);
+        } else {
+            rc = mf_ts_create(op->eng->cat, op->db, name, &ts, expire, &op->err);
+        }
+        mf_catalog_unlock(op->eng->cat);
+        if (rc == 0 || c != NULL || op->err.code != MF_E_NamespaceExists || attempt >= 50)
+            break;
+        mf_err_clear(&op->err);
+        rc = 0;
+        struct timespec pause = {0, 2 * 1000000L};
+        nanosleep(&pause, NULL);
+        if ((rc = mf_curop_check_current(&op->err)) != 0)
+            break;
     }
-    mf_catalog_unlock(op->eng->cat);
     bson_destroy(&ts);
     return rc;
 }
@@ -438,6 +454,14 @@ cmd_create(mf_op_t *op)
             rc = mf_err_set(&op->err, MF_E_NamespaceExists, "Collection %s.%s already exists.", op->db, name);
     } else {
         rc = mf_catalog_coll_create(op->eng->cat, op->db, name, &opts, NULL, &op->err);
+        if (rc != 0 && op->err.code == MF_E_NamespaceExists) {
+            /* Another create of the name came in between the look-up and the creation: the same test. */
+            c = mf_catalog_coll_find(op->eng->cat, op->db, name);
+            if (c != NULL && bson_equal(c->options, &opts)) {
+                mf_err_clear(&op->err);
+                rc = 0;
+            }
+        }
     }
     mf_catalog_unlock(op->eng->cat);
     bson_destroy(&opts);

@@ -48,6 +48,7 @@
 #include "doc/value.h"
 #include "index/keystring.h"
 #include "query/index_filter.h"
+#include "query/agg.h"
 
 #define COPY_CHUNK 256 /* documents per transaction of a capped copy */
 
@@ -1353,7 +1354,22 @@ mf_cmd_generic_check(mf_op_t *op, const char *name)
     return 0;
 }
 
+/*
+ * Atlas Search's index commands (createSearchIndexes, updateSearchIndex,
+ * dropSearchIndex): mayfly has no search server (mongot), so they answer as
+ * mongod 8.0 without one, 31082 SearchNotEnabled, which applications test
+ * for to fall back to $text or $regex.
+ */
+static int
+cmd_search_index(mf_op_t *op)
+{
+    return mf_err_set(&op->err, MF_E_SearchNotEnabled, "%s", MF_SEARCH_INDEX_NOT_ENABLED);
+}
+
 const mf_cmd_def_t mf_cmds_misc[] = {
+    {"createSearchIndexes", cmd_search_index, 0, NULL},
+    {"updateSearchIndex", cmd_search_index, 0, NULL},
+    {"dropSearchIndex", cmd_search_index, 0, NULL},
     {"convertToCapped", cmd_convert_to_capped, 0, convert_fields},
     {"cloneCollectionAsCapped", cmd_clone_collection_as_capped, 0, clone_fields},
     {"dataSize", cmd_data_size, MF_CMD_NO_DB, data_size_fields},

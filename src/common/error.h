@@ -101,6 +101,7 @@
     X(292, QueryExceededMemoryLimitNoDiskUseAllowed)                           \
     X(189, PrimarySteppedDown)                                                 \
     X(181, AmbiguousIndexKeyPattern)                                           \
+    X(31082, SearchNotEnabled)                                                 \
     X(10334, BSONObjectTooLarge)                                               \
     X(64, WriteConcernFailed)                                                  \
     X(74, NodeNotFound)                                                        \

@@ -3038,6 +3038,10 @@ parse_stage(stage_t *s, const char *name, const bson_value_t *v, bool first, mf_
         s->expr = mf_expr_parse(v, err);
         return s->expr ? 0 : -1;
     }
+    if (strcmp(name, "$search") == 0 || strcmp(name, "$searchMeta") == 0 || strcmp(name, "$vectorSearch") == 0)
+        return mf_err_set(err, MF_E_SearchNotEnabled, "%s", MF_SEARCH_NOT_ENABLED);
+    if (strcmp(name, "$listSearchIndexes") == 0)
+        return mf_err_set(err, MF_E_SearchNotEnabled, "%s", MF_SEARCH_INDEX_NOT_ENABLED);
     return mf_err_set(err, MF_E_Location40324, "Unrecognized pipeline stage name: '%s'", name);
 }
 

@@ -55,6 +55,20 @@
 #ifndef MF_AGG_H
 #define MF_AGG_H
 
+/*
+ * mongod 8.0's messages without a search server (mongot): the $search,
+ * $searchMeta and $vectorSearch stages, and the search index commands with
+ * $listSearchIndexes; both are 31082 SearchNotEnabled.
+ */
+#define MF_SEARCH_NOT_ENABLED                                                                                  \
+    "Using $search and $vectorSearch aggregation stages requires additional configuration. Please connect to " \
+    "Atlas or an AtlasCLI local deployment to enable. For more information on how to connect, see "           \
+    "https://dochub.mongodb.org/core/atlas-cli-deploy-local-reqs."
+#define MF_SEARCH_INDEX_NOT_ENABLED                                                                             \
+    "Using Atlas Search Database Commands and the $listSearchIndexes aggregation stage requires additional "   \
+    "configuration. Please connect to Atlas or an AtlasCLI local deployment to enable. For more information "  \
+    "on how to connect, see https://dochub.mongodb.org/core/atlas-cli-deploy-local-reqs."
+
 #include <bson/bson.h>
 #include <stdbool.h>
 
