@@ -144,6 +144,8 @@ struct mf_repl {
      * heartbeat and initial-sync sleeps. Each writer has its own (waiter_t).
      */
     pthread_cond_t cv, work_cv, oplog_cv, stop_cv;
+    /* The raft index of the last commit notice (notice_done) committed and applied here. */
+    uint64_t notice_index;
     /*
      * Retryable writes in flight, by session id (under mu): a second
      * attempt of a session's write waits on sess_cv for the first to end,
@@ -798,8 +800,8 @@ submit_done(void *arg, uint64_t index, const mf_error_t *err)
  * it. r->mu held (so the node cannot be closed under it).
  */
 static int
-submit_entry_x(mf_repl_t *r, const char *k, const char *bkey, const bson_t *body, const bson_t *x, uint64_t seq,
-               uint64_t term, mf_error_t *err)
+submit_entry_cb(mf_repl_t *r, const char *k, const char *bkey, const bson_t *body, const bson_t *x, uint64_t seq,
+                uint64_t term, mf_raft_done_fn done, mf_error_t *err)
 {
     bson_t p;
     int64_t now = mf_now_ms();
@@ -819,9 +821,30 @@ submit_entry_x(mf_repl_t *r, const char *k, const char *bkey, const bson_t *body
         BSON_APPEND_DOCUMENT(&p, bkey, body);
     if (x)
         BSON_APPEND_DOCUMENT(&p, "x", x);
-    int rc = mf_raft_node_submit(r->node, bson_get_data(&p), p.len, submit_done, r, err);
+    int rc = mf_raft_node_submit(r->node, bson_get_data(&p), p.len, done, r, err);
     bson_destroy(&p);
     return rc;
+}
+
+static int
+submit_entry_x(mf_repl_t *r, const char *k, const char *bkey, const bson_t *body, const bson_t *x, uint64_t seq,
+               uint64_t term, mf_error_t *err)
+{
+    return submit_entry_cb(r, k, bkey, body, x, seq, term, submit_done, err);
+}
+
+/* A no-op a writer submitted to push the commit index to the followers (hook_wait_members). */
+static void
+notice_done(void *arg, uint64_t index, const mf_error_t *err)
+{
+    mf_repl_t *r = arg;
+    if (err != NULL)
+        return;
+    pthread_mutex_lock(&r->mu);
+    if (index > r->notice_index)
+        r->notice_index = index;
+    pthread_cond_broadcast(&r->cv);
+    pthread_mutex_unlock(&r->mu);
 }
 
 static int
@@ -3344,6 +3367,7 @@ hook_wait_members(void *arg, int w, int64_t wtimeout_ms, mf_error_t *err)
     mf_raft_node_t *node = r->node;
     mf_raft_node_watch(node, true);
     int64_t deadline = wtimeout_ms > 0 ? mf_mono_ms() + wtimeout_ms : 0;
+    bool noticed = false, submitted = false;
     for (;;) {
         if (r->stop || r->node != node) {
             rc = mf_err_set(err, MF_E_InterruptedAtShutdown, "interrupted at shutdown");
@@ -3353,8 +3377,29 @@ hook_wait_members(void *arg, int w, int64_t wtimeout_ms, mf_error_t *err)
             rc = mf_err_set(err, MF_E_PrimarySteppedDown, "Primary stepped down while waiting for replication");
             break;
         }
-        if (mf_raft_node_replicated(node, index) >= w)
-            break;
+        if (mf_raft_node_replicated(node, index) >= w) {
+            if (noticed)
+                break;
+            /*
+             * w logs hold the entry, but a follower applies it only once it
+             * learns the entry committed, from the leader's next append: a
+             * heartbeat, up to two heartbeat intervals away. A no-op entry
+             * appended now carries the commit index at once; when w logs
+             * hold it, w members know to apply the write (within a
+             * millisecond or so), as mongod's w counts applied members.
+             */
+            if (r->notice_index > index) {
+                index = r->notice_index;
+                noticed = true;
+                continue;
+            }
+            if (!submitted) {
+                mf_error_t serr;
+                submitted = true;
+                if (submit_entry_cb(r, "noop", NULL, NULL, NULL, 0, r->term, notice_done, &serr) != 0)
+                    break; /* no notice: the next heartbeat carries the commit */
+            }
+        }
         int64_t now = mf_mono_ms();
         if (deadline != 0 && now >= deadline) {
             rc = mf_err_set(err, MF_E_WriteConcernFailed, "waiting for replication timed out");
