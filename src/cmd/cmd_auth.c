@@ -295,6 +295,7 @@ static const rule_t rules[] = {
     {"serverStatus", R_CLUSTER, MF_CACT_MONITOR},
     /* mongod asks for serverStatus, replSetGetStatus and collStats on local.oplog.rs: all clusterMonitor's. */
     {"getDiagnosticData", R_CLUSTER, MF_CACT_MONITOR},
+    {"logRotate", R_CLUSTER, MF_CACT_ADMIN},
     {"hostInfo", R_CLUSTER, MF_CACT_MONITOR},
     {"getLog", R_CLUSTER, MF_CACT_MONITOR},
     {"getCmdLineOpts", R_CLUSTER, MF_CACT_MONITOR},

@@ -38,6 +38,7 @@
 #include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
 
 #include "catalog/coll_write.h"
@@ -1366,7 +1367,25 @@ cmd_search_index(mf_op_t *op)
     return mf_err_set(&op->err, MF_E_SearchNotEnabled, "%s", MF_SEARCH_INDEX_NOT_ENABLED);
 }
 
+/*
+ * logRotate (admin): the log file is reopened, as SIGUSR1 does (mongod's
+ * systemLog.logRotate: reopen); with the log on stderr there is nothing to
+ * do. {logRotate: 1} or "server"; "audit" is 2 (no audit log here).
+ */
+static int
+cmd_log_rotate(mf_op_t *op)
+{
+    bson_iter_t it;
+    if (bson_iter_init(&it, op->cmd) && bson_iter_next(&it) && BSON_ITER_HOLDS_UTF8(&it) &&
+        strcmp(bson_iter_utf8(&it, NULL), "server") != 0)
+        return mf_err_set(&op->err, MF_E_BadValue, "Unknown log type for rotate: %s", bson_iter_utf8(&it, NULL));
+    if (mf_engine_rotate_log(op->eng) != 0)
+        return mf_err_set(&op->err, MF_E_InternalError, "Log rotation failed: %s", strerror(errno));
+    return 0;
+}
+
 const mf_cmd_def_t mf_cmds_misc[] = {
+    {"logRotate", cmd_log_rotate, MF_CMD_ADMIN_ONLY, NULL},
     {"createSearchIndexes", cmd_search_index, 0, NULL},
     {"updateSearchIndex", cmd_search_index, 0, NULL},
     {"dropSearchIndex", cmd_search_index, 0, NULL},

@@ -357,6 +357,24 @@ mf_engine_set_stop_hook(mf_engine_t *eng, void (*fn)(void *arg), void *arg)
     pthread_mutex_unlock(&eng->topo_mu);
 }
 
+void
+mf_engine_set_log_rotate_hook(mf_engine_t *eng, int (*fn)(void *arg), void *arg)
+{
+    pthread_mutex_lock(&eng->topo_mu);
+    eng->on_log_rotate = fn;
+    eng->on_log_rotate_arg = arg;
+    pthread_mutex_unlock(&eng->topo_mu);
+}
+
+int
+mf_engine_rotate_log(mf_engine_t *eng)
+{
+    pthread_mutex_lock(&eng->topo_mu);
+    int rc = eng->on_log_rotate != NULL ? eng->on_log_rotate(eng->on_log_rotate_arg) : 0;
+    pthread_mutex_unlock(&eng->topo_mu);
+    return rc;
+}
+
 bool
 mf_engine_request_stop(mf_engine_t *eng)
 {

@@ -144,6 +144,8 @@ typedef struct mf_engine {
     void *on_topology_arg;
     void (*on_stop_request)(void *arg); /* the network layer's: begin a clean shutdown (the shutdown command) */
     void *on_stop_request_arg;
+    int (*on_log_rotate)(void *arg);   /* the process's: reopen its log file (the logRotate command) */
+    void *on_log_rotate_arg;
     bool auth_enabled;           /* access control (--auth, --keyFile): cmd/cmd_auth.c checks every network command */
     _Atomic int64_t users_gen;   /* bumped on every change to admin.system.users (auth/users.h) */
     struct mf_scram_cred *cluster_cred; /* --keyFile: __system@local's SCRAM-SHA-256 credential (owned), or NULL */
@@ -250,6 +252,15 @@ void mf_engine_set_topology_hook(mf_engine_t *eng, void (*fn)(void *arg), void *
  */
 void mf_engine_set_stop_hook(mf_engine_t *eng, void (*fn)(void *arg), void *arg);
 bool mf_engine_request_stop(mf_engine_t *eng);
+/*
+ * mf_engine_set_log_rotate_hook: sets (or with NULL clears) on_log_rotate,
+ * as mf_engine_set_topology_hook: the process that logs to a file reopens
+ * it (after a log rotator moved it away). mf_engine_rotate_log calls it (any
+ * thread): 0 when done or when there is no log file, -1 with errno when the
+ * file cannot be opened.
+ */
+void mf_engine_set_log_rotate_hook(mf_engine_t *eng, int (*fn)(void *arg), void *arg);
+int mf_engine_rotate_log(mf_engine_t *eng);
 /* mf_engine_close: stops background work, checkpoints and frees eng. No command may be running. */
 void mf_engine_close(mf_engine_t *eng);
 

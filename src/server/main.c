@@ -727,6 +727,19 @@ on_sigusr1(int sig)
     errno = saved;
 }
 
+/* The logRotate command's hook (mf_engine_set_log_rotate_hook): reopens the log file as SIGUSR1 does. */
+static int
+rotate_log(void *arg)
+{
+    (void)arg;
+    if (log_reopen_path[0] == '\0')
+        return 0; /* logging to stderr: nothing to reopen */
+    if (log_open(log_reopen_path, true) != 0)
+        return -1;
+    mf_log(MF_LOG_INFO, "CONTROL", "Log rotation initiated: reopened %s", log_reopen_path);
+    return 0;
+}
+
 /* Frees what apply_flag collected. */
 static void
 opts_free(opts_t *o)
@@ -891,6 +904,7 @@ main(int argc, char **argv)
         rc = 1;
         goto done;
     }
+    mf_engine_set_log_rotate_hook(eng, rotate_log, NULL);
     if (o.profile >= 0)
         mf_profile_set_default_level(eng->profiler, o.profile);
     if (o.slowms >= 0)

@@ -82,6 +82,17 @@ h.test('a nested mongod.conf: net, security, setParameter and systemLog sections
     try { await again.db('admin').command({ ping: 1 }); } finally { await again.close(true); }
     assert.ok(fs.existsSync(log), 'SIGUSR1 reopened systemLog.path');
     assert.match(fs.readFileSync(log, 'utf8'), /connection accepted/, 'new lines go to the reopened file');
+    // The logRotate command does the same (what logrotate configs run through mongosh); it needs a privilege.
+    fs.renameSync(log, `${log}.2`);
+    const rot = new MongoClient(`mongodb://cfg:cfg-pw@127.0.0.1:${s.port}/?directConnection=true&authSource=admin`);
+    try {
+      assert.equal((await rot.db('admin').command({ logRotate: 1 })).ok, 1);
+      assert.ok(fs.existsSync(log), 'logRotate reopened systemLog.path');
+      assert.match(fs.readFileSync(log, 'utf8'), /Log rotation initiated/);
+      assert.equal((await rot.db('admin').command({ logRotate: 'server' })).ok, 1);
+      await h.expectCode(rot.db('admin').command({ logRotate: 'audit' }), 2);
+      await h.expectCode(rot.db('t').command({ logRotate: 1 }), 13);
+    } finally { await rot.close(true); }
   });
 });
 
