@@ -269,6 +269,7 @@ typedef struct {
     bool busy;      /* id is in r->busy_ids: released by hook_command_end */
     bool fam;       /* a findAndModify: the row keeps f (above) */
     bool fam_new;   /* its new: true (v is the post-image) */
+    bool upd1;      /* an update of one statement: the row keeps an upsert's _id (uid) for the retry's reply */
     uint8_t id[16];
     int64_t txn;
     int64_t ops[3]; /* inserts, updates, deletes logged so far (count_ops) */
@@ -948,6 +949,19 @@ sess_row(const bson_t *entry, const bson_t *pre, bson_t *x)
     BSON_APPEND_INT64(x, "d", tls_sess.ops[2]);
     if (tls_sess.fam)
         sess_row_fam(entry, pre, x);
+    bson_iter_t it, a, f, o;
+    if (tls_sess.upd1 && bson_iter_init_find(&it, entry, "ops") && bson_iter_recurse(&it, &a)) {
+        /* The upsert's insert: its _id answers the retry's upserted (mongod reads it from the oplog). */
+        while (bson_iter_next(&a)) {
+            if (!bson_iter_recurse(&a, &f) || !bson_iter_find(&f, "op") || !BSON_ITER_HOLDS_UTF8(&f) ||
+                strcmp(bson_iter_utf8(&f, NULL), "i") != 0)
+                continue;
+            if (bson_iter_recurse(&a, &f) && bson_iter_find(&f, "o") && BSON_ITER_HOLDS_DOCUMENT(&f) &&
+                bson_iter_recurse(&f, &o) && bson_iter_find(&o, "_id"))
+                bson_append_value(x, "uid", 3, bson_iter_value(&o));
+            break;
+        }
+    }
 }
 
 static void
@@ -3203,6 +3217,10 @@ hook_command_begin(void *arg, const char *name, const bson_t *cmd, int64_t wtime
             int64_t i = bson_iter_init_find(&it, &row, "i") ? bson_iter_as_int64(&it) : 0;
             int64_t u = bson_iter_init_find(&it, &row, "u") ? bson_iter_as_int64(&it) : 0;
             int64_t d = bson_iter_init_find(&it, &row, "d") ? bson_iter_as_int64(&it) : 0;
+            bson_value_t uid = {.value_type = BSON_TYPE_NULL};
+            bool uid_found = bson_iter_init_find(&it, &row, "uid");
+            if (uid_found)
+                bson_value_copy(bson_iter_value(&it), &uid);
             bson_destroy(&row);
             if (strcmp(name, "insert") == 0) {
                 BSON_APPEND_INT32(reply, "n", (int32_t)i);
@@ -3211,7 +3229,17 @@ hook_command_begin(void *arg, const char *name, const bson_t *cmd, int64_t wtime
             } else {
                 BSON_APPEND_INT32(reply, "n", (int32_t)(u + i));
                 BSON_APPEND_INT32(reply, "nModified", (int32_t)u);
+                if (i == 1 && uid_found) {
+                    bson_t ups, up;
+                    BSON_APPEND_ARRAY_BEGIN(reply, "upserted", &ups);
+                    BSON_APPEND_DOCUMENT_BEGIN(&ups, "0", &up);
+                    BSON_APPEND_INT32(&up, "index", 0);
+                    bson_append_value(&up, "_id", 3, &uid);
+                    bson_append_document_end(&ups, &up);
+                    bson_append_array_end(reply, &ups);
+                }
             }
+            bson_value_destroy(&uid);
             count_retried(r, name, cmd);
             return 1;
         }
@@ -3220,6 +3248,14 @@ hook_command_begin(void *arg, const char *name, const bson_t *cmd, int64_t wtime
     tls_sess.active = true;
     memcpy(tls_sess.id, id, 16);
     tls_sess.txn = txn;
+    if (strcmp(name, "update") == 0 && bson_iter_init_find(&it, cmd, "updates") && BSON_ITER_HOLDS_ARRAY(&it)) {
+        bson_iter_t a;
+        int n = 0;
+        if (bson_iter_recurse(&it, &a))
+            while (bson_iter_next(&a))
+                n++;
+        tls_sess.upd1 = n == 1;
+    }
     if (is_fam(name)) {
         /* Its row keeps the image the reply returns: the pre-image unless new: true asks for the post-image. */
         tls_sess.fam = true;

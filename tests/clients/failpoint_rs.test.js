@@ -61,6 +61,47 @@ test('a retryable writeConcernError: the write ran, the retry answers it again, 
   }
 });
 
+test('an upserting updateOne whose reply carried a retryable writeConcernError: the retry answers upsertedId and upsertedCount as the first attempt did', async () => {
+  const c = new MongoClient(set.uri, { monitorCommands: true, retryWrites: true });
+  const started = [];
+  c.on('commandStarted', (e) => { if (e.commandName === 'update') started.push(e.command); });
+  await c.connect();
+  try {
+    const coll = c.db('fprs').collection('up');
+    for (const [k, filter] of [['oid', { k: 'new-1' }], ['given', { _id: 'given-id' }]]) {
+      started.length = 0;
+      await c.db('admin').command({
+        configureFailPoint: 'failCommand',
+        mode: { times: 1 },
+        data: { failCommands: ['update'], writeConcernError: { code: 91, errmsg: 'Replication is being shut down' } },
+      });
+      const r = await coll.updateOne(filter, { $set: { v: 1 } }, { upsert: true });
+      assert.equal(started.length, 2, `${k}: the update and its retry`);
+      assert.equal(started[1].txnNumber.toString(), started[0].txnNumber.toString());
+      assert.equal(r.upsertedCount, 1, `${k}: ${JSON.stringify(r)}`);
+      assert.equal(r.matchedCount, 0);
+      assert.equal(r.modifiedCount, 0);
+      const docs = await coll.find(filter).toArray();
+      assert.equal(docs.length, 1, 'written once');
+      assert.deepEqual(r.upsertedId, docs[0]._id);
+    }
+    /* A retried update that matched answers what it did, with no upserted. */
+    await c.db('admin').command({
+      configureFailPoint: 'failCommand',
+      mode: { times: 1 },
+      data: { failCommands: ['update'], writeConcernError: { code: 91, errmsg: 'Replication is being shut down' } },
+    });
+    const m = await coll.updateOne({ _id: 'given-id' }, { $inc: { v: 1 } }, { upsert: true });
+    assert.equal(m.matchedCount, 1);
+    assert.equal(m.modifiedCount, 1);
+    assert.equal(m.upsertedCount, 0);
+    assert.equal((await coll.findOne({ _id: 'given-id' })).v, 2, 'the $inc ran once');
+  } finally {
+    await c.db('admin').command({ configureFailPoint: 'failCommand', mode: 'off' });
+    await c.close();
+  }
+});
+
 test('a findOneAndUpdate whose reply carried a retryable writeConcernError: the driver retries, the retry returns the first attempt\'s document, the update ran once', async () => {
   const c = new MongoClient(set.uri, { monitorCommands: true, retryWrites: true });
   const started = [];
