@@ -871,6 +871,17 @@ index_from_spec(const bson_t *spec, const char *ident, mf_error_t *err)
         index_free(ix);
         return NULL;
     }
+    if (ix->kp.is_wildcard && bson_iter_init_find(&it, spec, "wildcardProjection") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+        /* The spec's projection replaces the default one mf_keypattern_parse made (index/index_wild.c). */
+        bson_t proj;
+        const uint8_t *data;
+        uint32_t len;
+        bson_iter_document(&it, &len, &data);
+        if (!bson_init_static(&proj, data, len) || mf_keypattern_set_wildcard_projection(&ix->kp, &proj, err) != 0) {
+            index_free(ix);
+            return NULL;
+        }
+    }
     if (bson_iter_init_find(&it, spec, "min") && mf_value_is_number(bson_iter_value(&it)))
         ix->kp.geo_min = mf_value_as_double(bson_iter_value(&it)); /* a 2d index's range */
     if (bson_iter_init_find(&it, spec, "max") && mf_value_is_number(bson_iter_value(&it)))

@@ -659,7 +659,14 @@
     X(16766, Location16766)                                                    \
     X(31303, Location31303)                                                    \
     X(16801, Location16801)                                                    \
-    X(16803, Location16803)
+    X(16803, Location16803)                                                    \
+    X(7246200, Location7246200)                                                \
+    X(7246201, Location7246201)                                                \
+    X(7246204, Location7246204)                                                \
+    X(7246208, Location7246208)                                                \
+    X(7246209, Location7246209)                                                \
+    X(7246210, Location7246210)                                                \
+    X(7246211, Location7246211)
 
 /*
  * Symbolic names used by the code: MF_E_<CodeName>. A few codes have code

@@ -14,7 +14,8 @@
  * their bytes and duplicates dropped (O(N log N) for N keys), so a document
  * never holds a key twice and callers can search the set (mf_keyset_contains)
  * in O(log N). A hashed index (index.h) has its own generator, mongod's
- * getHashKeys: one key per document, arrays refused (16766).
+ * getHashKeys: one key per document, arrays refused (16766); so has a
+ * wildcard index (index_wild.c), one [path, value] key per leaf path.
  */
 #include "common/alloc.h"
 #include "index/index.h"
@@ -54,6 +55,22 @@ mf_keypattern_parse(const bson_t *key, mf_keypattern_t *kp, mf_error_t *err)
             kp->fields[kp->nfields++] = mf_strdup(bson_iter_key(&it));
             continue;
         }
+        if (mf_value_is_number(v) && mf_wildcard_field_name(bson_iter_key(&it))) {
+            /* A wildcard field (index.h): alone, [path, value] keys; in a compound pattern, left out. */
+            if (bson_count_keys(key) > 1) {
+                kp->wildcard_compound = true;
+                continue;
+            }
+            kp->is_wildcard = true;
+            kp->fields[kp->nfields++] = mf_strdup("$_path");
+            kp->fields[kp->nfields] = mf_strdup(bson_iter_key(&it));
+            kp->desc[kp->nfields++] = mf_value_as_double(v) < 0;
+            if (mf_keypattern_set_wildcard_projection(kp, NULL, err) != 0) {
+                mf_keypattern_destroy(kp);
+                return -1;
+            }
+            continue;
+        }
         if (v->value_type == BSON_TYPE_UTF8 && strcmp(v->value.v_utf8.str, "text") == 0) {
             kp->is_text = true;
         } else if (v->value_type == BSON_TYPE_UTF8 && strcmp(v->value.v_utf8.str, "hashed") == 0) {
@@ -84,6 +101,8 @@ mf_keypattern_destroy(mf_keypattern_t *kp)
     kp->collation = NULL;
     mf_text_spec_free(kp->text);
     kp->text = NULL;
+    mf_wildcard_free(kp->wild);
+    kp->wild = NULL;
 }
 
 void
@@ -107,6 +126,14 @@ mf_keyset_destroy(mf_keyset_t *ks)
         mf_ks_destroy(&ks->keys[i]);
     free(ks->keys);
     memset(ks, 0, sizeof(*ks));
+}
+
+static mf_keystring_t *keyset_add(mf_keyset_t *ks);
+
+mf_keystring_t *
+mf_keyset_push(mf_keyset_t *ks)
+{
+    return keyset_add(ks);
 }
 
 static mf_keystring_t *
@@ -576,7 +603,7 @@ bool
 mf_keypattern_one_plain_field(const mf_keypattern_t *kp)
 {
     const char *name = kp->fields[0];
-    return kp->nfields == 1 && !kp->is_text && !kp->has_hashed && kp->geo[0] == MF_GEO_IX_NONE && name[0] != '\0' &&
+    return kp->nfields == 1 && !kp->is_text && !kp->has_hashed && !kp->is_wildcard && kp->geo[0] == MF_GEO_IX_NONE && name[0] != '\0' &&
            strchr(name, '.') == NULL;
 }
 
@@ -741,6 +768,20 @@ mf_index_keys(const mf_keypattern_t *kp, bool sparse, const bson_t *doc, mf_keys
         if (hashed_keys(kp, sparse, doc, out, err) != 0) {
             keyset_clear(out);
             return -1;
+        }
+        *skip = out->n == 0;
+        return 0;
+    }
+    if (kp->is_wildcard) {
+        if (mf_wildcard_keys(kp, doc, out, multikey, err) != 0) {
+            keyset_clear(out);
+            return -1;
+        }
+        keyset_sort_unique(out);
+        if (out->n > MAX_KEYS_PER_DOC) {
+            keyset_clear(out);
+            return mf_err_set(err, MF_E_CannotCreateIndex, "too many index keys for one document (over %d)",
+                              MAX_KEYS_PER_DOC);
         }
         *skip = out->n == 0;
         return 0;

@@ -63,6 +63,22 @@ typedef struct mf_keypattern {
      */
     bool has_hashed;
     int hashed_field;
+    /*
+     * A wildcard index ({"$**": 1}, {"a.b.$**": -1}; index_wild.c): is_wildcard
+     * is set, nfields is 2, fields[0] is "$_path" and fields[1] the key
+     * pattern's field as given, and every key is [path string, value]
+     * (desc[1] from the pattern's sign), one per leaf path the document has
+     * under the index's projection. wild, owned, is that projection (the
+     * subtree of "a.b.$**", or the spec's wildcardProjection, set by whoever
+     * has the full spec through mf_keypattern_set_wildcard_projection).
+     * A compound wildcard pattern ({a: 1, "$**": 1}) is not is_wildcard: its
+     * fields are the regular ones only (the wildcard field is left out, so
+     * its keys and bounds are a regular index's over those fields) and
+     * wildcard_compound is set.
+     */
+    bool is_wildcard;
+    bool wildcard_compound;
+    struct mf_wildcard *wild;
 } mf_keypattern_t;
 
 /*
@@ -149,6 +165,48 @@ int mf_index_hash64(const bson_value_t *v, int32_t seed, int64_t *out, mf_error_
  */
 int mf_index_hashed_component(const bson_value_t *v, const struct mf_collation *coll, bson_value_t *out,
                               mf_error_t *err) MF_WUR;
+
+struct mf_wildcard;
+/* mf_wildcard_field_name: whether a key pattern field name is a wildcard field ("$**" or ending in ".$**"). */
+bool mf_wildcard_field_name(const char *name);
+/* mf_wildcard_free: frees a wildcard projection (NULL is fine). */
+void mf_wildcard_free(struct mf_wildcard *w);
+
+/*
+ * mf_keypattern_set_wildcard_projection: replaces the projection of kp, a
+ * wildcard pattern (is_wildcard), by its spec's wildcardProjection proj
+ * (validated by createIndexes; NULL: the default, everything but _id).
+ * Returns 0, or -1 with err (kp unchanged).
+ */
+int mf_keypattern_set_wildcard_projection(mf_keypattern_t *kp, const bson_t *proj, mf_error_t *err) MF_WUR;
+
+/*
+ * mf_wildcard_covers: whether every value a document has at path (dotted,
+ * no positional or '$' components) is in kp's wildcard keys under that very
+ * path: the path is inside the projection (not excluded, _id only when
+ * projected). The planner bounds such a path's predicates in the index.
+ */
+bool mf_wildcard_covers(const mf_keypattern_t *kp, const char *path);
+
+/*
+ * mf_wildcard_append_path: appends the path component of a wildcard key
+ * (the path as a string, never collated) to ks. Returns 0 or -1 with err.
+ */
+int mf_wildcard_append_path(mf_keystring_t *ks, const char *path, mf_error_t *err) MF_WUR;
+
+/*
+ * mf_keyset_push: appends an empty key to ks and returns it (valid until the
+ * next push); for key generators outside index.c (index_wild.c).
+ */
+mf_keystring_t *mf_keyset_push(mf_keyset_t *ks);
+
+/*
+ * mf_wildcard_keys: appends doc's wildcard keys for kp (is_wildcard) to out,
+ * unsorted (mf_index_keys sorts them); *multikey is set when an array was
+ * traversed. Returns 0 or -1 with err.
+ */
+int mf_wildcard_keys(const mf_keypattern_t *kp, const bson_t *doc, mf_keyset_t *out, bool *multikey,
+                     mf_error_t *err) MF_WUR;
 
 /* mf_index_key_of_value: the keystring of a single-field index for value v (for _id lookups). */
 int mf_index_key_of_value(const bson_value_t *v, bool desc, mf_keystring_t *out, mf_error_t *err) MF_WUR;

@@ -2,7 +2,10 @@
  * index_spec.c: validation of createIndexes specs with MongoDB 8.0's rules
  * (index_key_validate.cpp): allowed fields (197 otherwise), key patterns,
  * names, partial filter expressions, hashed key patterns (one hashed field,
- * not unique), the TTL option (index_ttl.c), and the
+ * not unique), wildcard key patterns and wildcardProjection (mongod's
+ * wildcard_validation.cpp and validateWildcardSpec: one wildcard field, not
+ * sparse, unique or TTL; compound ones with their projection rules), the
+ * TTL option (index_ttl.c), and the
  * default name; and the comparison of a requested spec with an existing one
  * (85 IndexOptionsConflict, 86 IndexKeySpecsConflict, or "already exists").
  * Pure functions over BSON: createIndexes (cmd/) calls them before touching
@@ -20,6 +23,7 @@
 #include "index/index_spec.h"
 #include "doc/text.h"
 #include "doc/collation.h"
+#include "doc/project.h"
 
 /* Builds the default index name: field_1_other_-1. */
 static void
@@ -119,6 +123,64 @@ spec_err(mf_error_t *err, int code, const char *shown, const char *fmt, ...)
     return mf_err_set(err, code, "Error in specification %s :: caused by :: %s", shown, why);
 }
 
+/*
+ * mongod's IndexNames::findPluginName: the first string value of the key
+ * pattern, or "wildcard" when a wildcard field ("$**", "a.$**") comes
+ * first, or "" (a btree index).
+ */
+static const char *
+plugin_name(const bson_t *key)
+{
+    bson_iter_t it;
+    bson_iter_init(&it, key);
+    while (bson_iter_next(&it)) {
+        if (BSON_ITER_HOLDS_UTF8(&it))
+            return bson_iter_utf8(&it, NULL);
+        if (mf_wildcard_field_name(bson_iter_key(&it)))
+            return "wildcard";
+    }
+    return "";
+}
+
+/* Whether a is the path b or a prefix of it (FieldRef::isPrefixOfOrEqualTo); an empty a is neither. */
+static bool
+path_prefix_or_equal(const char *a, size_t alen, const char *b)
+{
+    size_t blen = strlen(b);
+    return alen > 0 && alen <= blen && memcmp(a, b, alen) == 0 && (alen == blen || b[alen] == '.');
+}
+
+/*
+ * mongod's validateWildcardIndex (wildcard_validation.cpp), run on a key
+ * pattern whose plugin is wildcard: one wildcard field (7246201), and a
+ * subtree wildcard ("a.$**") that does not hold a regular field (7246204).
+ */
+static int
+wildcard_key_rules(const bson_t *key, mf_error_t *err)
+{
+    bson_iter_t it;
+    const char *wild = NULL;
+    bson_iter_init(&it, key);
+    while (bson_iter_next(&it)) {
+        if (!mf_wildcard_field_name(bson_iter_key(&it)))
+            continue;
+        if (wild != NULL)
+            return mf_err_set(err, MF_E_Location7246201, "Index Key can contain only one wildcard index field");
+        wild = bson_iter_key(&it);
+    }
+    size_t rlen = wild != NULL && strcmp(wild, "$**") != 0 ? strlen(wild) - 4 : 0;
+    bson_iter_init(&it, key);
+    while (bson_iter_next(&it)) {
+        const char *f = bson_iter_key(&it);
+        if (!mf_wildcard_field_name(f) && path_prefix_or_equal(wild, rlen, f))
+            return mf_err_set(err, MF_E_Location7246204,
+                              "A wildcard index field should not overlap with and index key fields if wildcard "
+                              "projection is empty, however '%s' is overlapping with the wildcard index field.",
+                              f);
+    }
+    return 0;
+}
+
 /* Checks a key pattern with MongoDB's rules (validateKeyPattern and the duplicate-field check). */
 static int
 check_key_pattern(const bson_t *key, const char *shown, mf_error_t *err)
@@ -130,6 +192,10 @@ check_key_pattern(const bson_t *key, const char *shown, mf_error_t *err)
         return SPEC_ERR(err, MF_E_CannotCreateIndex, shown, "Index key pattern too large.");
     if (bson_empty(key))
         return SPEC_ERR(err, MF_E_CannotCreateIndex, shown, "Index keys cannot be empty.");
+    const char *plugin = plugin_name(key);
+    bool wildcard = strcmp(plugin, "wildcard") == 0;
+    if (wildcard && wildcard_key_rules(key, err) != 0)
+        return -1;
     bson_iter_init(&it, key);
     while (bson_iter_next(&it)) {
         const char *f = bson_iter_key(&it);
@@ -149,6 +215,11 @@ check_key_pattern(const bson_t *key, const char *shown, mf_error_t *err)
                 known = known || strcmp(known_plugins[i], p) == 0;
             if (p[0] == '\0')
                 return SPEC_ERR(err, MF_E_CannotCreateIndex, shown, "Values in the index key pattern cannot be empty strings");
+            if (wildcard && strcmp(p, "wildcard") != 0)
+                return mf_err_set(err, MF_E_CannotCreateIndex, "Can't use more than one index plugin for a single index.");
+            if (strcmp(p, "wildcard") == 0)
+                return mf_err_set(err, MF_E_CannotCreateIndex,
+                                  "The key pattern value for an 'wildcard' index must be a non-zero number, not a string.");
             if (strcmp(p, "2dsphere") == 0 || strcmp(p, "2d") == 0)
                 continue; /* geo indexes (index.h, doc/geo.h) */
             if (!known)
@@ -168,14 +239,21 @@ check_key_pattern(const bson_t *key, const char *shown, mf_error_t *err)
             return SPEC_ERR(err, MF_E_CannotCreateIndex, shown, "Values in the index key pattern cannot be 0.");
         if (f[0] == '\0')
             return SPEC_ERR(err, MF_E_CannotCreateIndex, shown, "Index keys cannot be an empty field.");
+        if (!wildcard && plugin[0] != '\0' && mf_wildcard_field_name(f))
+            return mf_err_set(err, MF_E_CannotCreateIndex, "Can't use more than one index plugin for a single index.");
+        if (strcmp(f, "$**") == 0 && wildcard)
+            continue;
         const char *part = f;
         for (int i = 0;; i++) {
             const char *dot = strchr(part, '.');
             size_t plen = dot ? (size_t)(dot - part) : strlen(part);
             if (plen == 0)
                 return SPEC_ERR(err, MF_E_CannotCreateIndex, shown, "Index keys cannot contain an empty field.");
-            if (part[0] == '$' && !(i > 0 && ((plen == 3 && (strncmp(part, "$db", 3) == 0 || strncmp(part, "$id", 3) == 0)) ||
-                                              (plen == 4 && strncmp(part, "$ref", 4) == 0))))
+            /* "$**" ends a wildcard index's field ("a.b.$**"). */
+            bool wild_part = wildcard && dot == NULL && plen == 3 && strncmp(part, "$**", 3) == 0;
+            if (part[0] == '$' && !wild_part &&
+                !(i > 0 && ((plen == 3 && (strncmp(part, "$db", 3) == 0 || strncmp(part, "$id", 3) == 0)) ||
+                            (plen == 4 && strncmp(part, "$ref", 4) == 0))))
                 return SPEC_ERR(err, MF_E_CannotCreateIndex, shown,
                                 "Index key contains an illegal field name: field name starts with '$'.");
             if (dot == NULL)
@@ -222,6 +300,217 @@ hashed_rules(const bson_t *key, bool unique, mf_error_t *err)
                           "A maximum of one index field is allowed to be hashed but found %d for 'key' %s", nhashed,
                           kshown);
     }
+    return 0;
+}
+
+/* Sorts paths by strcmp (FieldRef order for the comparisons below: '.' sorts before letters and digits). */
+static int
+path_cmp(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Collects a projection's leaf paths (nested documents flattened) into inc / exc. */
+static void
+projection_paths(const bson_t *proj, const char *prefix, char ***inc, int *ninc, char ***exc, int *nexc)
+{
+    bson_iter_t it;
+    bson_iter_init(&it, proj);
+    while (bson_iter_next(&it)) {
+        char path[512];
+        snprintf(path, sizeof(path), "%s%s%s", prefix, prefix[0] ? "." : "", bson_iter_key(&it));
+        if (BSON_ITER_HOLDS_DOCUMENT(&it)) {
+            bson_t sub;
+            const uint8_t *d;
+            uint32_t l;
+            bson_iter_document(&it, &l, &d);
+            if (bson_init_static(&sub, d, l))
+                projection_paths(&sub, path, inc, ninc, exc, nexc);
+            continue;
+        }
+        bool in = bson_iter_as_bool(&it);
+        char ***list = in ? inc : exc;
+        int *n = in ? ninc : nexc;
+        *list = mf_realloc(*list, (size_t)(*n + 1) * sizeof(**list));
+        (*list)[(*n)++] = mf_strdup(path);
+    }
+}
+
+static void
+free_paths(char **list, int n)
+{
+    for (int i = 0; i < n; i++)
+        free(list[i]);
+    free(list);
+}
+
+/*
+ * mongod's validateWildcardProjection for a compound wildcard index
+ * (wildcard_validation.cpp): no overlapping paths among the included or
+ * the excluded ones (7246200), no regular field under an included path
+ * (7246208), an exclusion that excludes every regular field
+ * (7246209 / 7246210), no mix of inclusion and exclusion but for _id
+ * (7246211). Returns 0 or -1 with err.
+ */
+static int
+compound_projection_rules(const bson_t *key, const bson_t *proj, mf_error_t *err)
+{
+    char **inc = NULL, **exc = NULL, **fields = NULL;
+    int ninc = 0, nexc = 0, nfields = 0, rc = 0;
+    bson_iter_t it;
+
+    projection_paths(proj, "", &inc, &ninc, &exc, &nexc);
+    bson_iter_init(&it, key);
+    while (bson_iter_next(&it)) {
+        if (mf_wildcard_field_name(bson_iter_key(&it)))
+            continue;
+        fields = mf_realloc(fields, (size_t)(nfields + 1) * sizeof(*fields));
+        fields[nfields++] = mf_strdup(bson_iter_key(&it));
+    }
+    qsort(inc, (size_t)ninc, sizeof(*inc), path_cmp);
+    qsort(exc, (size_t)nexc, sizeof(*exc), path_cmp);
+    qsort(fields, (size_t)nfields, sizeof(*fields), path_cmp);
+    for (int l = 0; l < 2 && rc == 0; l++) {
+        char **list = l == 0 ? inc : exc;
+        int n = l == 0 ? ninc : nexc;
+        for (int i = 1; i < n && rc == 0; i++) {
+            if (path_prefix_or_equal(list[i - 1], strlen(list[i - 1]), list[i]) ||
+                path_prefix_or_equal(list[i], strlen(list[i]), list[i - 1]))
+                rc = mf_err_set(err, MF_E_Location7246200,
+                                "Fields in Wildcard Projection cannot overlap, however '%s' is overlapped with '%s",
+                                list[i - 1], list[i]);
+        }
+    }
+    for (int f = 0, p = 0; rc == 0 && f < nfields && p < ninc;) {
+        if (path_prefix_or_equal(inc[p], strlen(inc[p]), fields[f])) {
+            rc = mf_err_set(err, MF_E_Location7246208,
+                            "Index Key and Wildcard Projection cannot contain overlapping fields, however '%s' index "
+                            "field is ovverlapping with '%s' wildcardProjection path.",
+                            fields[f], inc[p]);
+        } else if (strcmp(inc[p], fields[f]) < 0) {
+            p++;
+        } else {
+            f++;
+        }
+    }
+    if (rc == 0 && nexc > 0) {
+        int f = 0, p = 0;
+        while (rc == 0 && f < nfields && p < nexc) {
+            if (path_prefix_or_equal(exc[p], strlen(exc[p]), fields[f]))
+                f++;
+            else if (strcmp(exc[p], fields[f]) < 0)
+                p++;
+            else
+                rc = mf_err_set(err, MF_E_Location7246209,
+                                "wildcardProjection paths must exclude all regular index fields, however '%s'is not "
+                                "excluded.",
+                                fields[f]);
+        }
+        if (rc == 0 && f < nfields)
+            rc = mf_err_set(err, MF_E_Location7246210,
+                            "wildcardProjection paths must exclude all regular index fields, however '%s'is not "
+                            "excluded.",
+                            fields[f]);
+    }
+    if (rc == 0 && ninc > 0 && nexc > 0 && !((ninc == 1 && strcmp(inc[0], "_id") == 0) ||
+                                             (nexc == 1 && strcmp(exc[0], "_id") == 0)))
+        rc = mf_err_set(err, MF_E_Location7246211,
+                        "Inclusion and exclusion statements cannot combine in the wildcardProjection with an "
+                        "exception of explicitly including _id field");
+    free_paths(inc, ninc);
+    free_paths(exc, nexc);
+    free_paths(fields, nfields);
+    return rc;
+}
+
+/* Whether every leaf of a projection is a number or a bool (no computed fields or operators). */
+static bool
+projection_plain(const bson_t *proj)
+{
+    bson_iter_t it;
+    bson_iter_init(&it, proj);
+    while (bson_iter_next(&it)) {
+        if (bson_iter_key(&it)[0] == '$')
+            return false;
+        if (BSON_ITER_HOLDS_DOCUMENT(&it)) {
+            bson_t sub;
+            const uint8_t *d;
+            uint32_t l;
+            bson_iter_document(&it, &l, &d);
+            if (!bson_init_static(&sub, d, l) || bson_empty(&sub) || !projection_plain(&sub))
+                return false;
+        } else if (!BSON_ITER_HOLDS_BOOL(&it) && !mf_value_is_number(bson_iter_value(&it))) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/*
+ * The rules of a wildcard index spec, in mongod's order: the key pattern's
+ * (validateIndexSpec: a compound "$**" needs a wildcardProjection, 67),
+ * the wildcardProjection option's (only with a wildcard key, 2; an object,
+ * 14; only when the key has "$**", 9; not empty, 9; a compound index's
+ * projection rules; a plain inclusion or exclusion projection, its parse
+ * errors under "Failed to parse projection: wildcardProjection"), then
+ * IndexCatalogImpl's validateWildcardSpec: not sparse, unique or TTL, v 2
+ * (67). Returns 0 or -1 with err.
+ */
+static int
+wildcard_rules(const bson_t *req, const bson_t *key, mf_error_t *err)
+{
+    bson_iter_t it;
+    bool wildcard = strcmp(plugin_name(key), "wildcard") == 0;
+    bool has_proj = bson_iter_init_find(&it, req, "wildcardProjection");
+    bool all_fields = bson_has_field(key, "$**");
+    int nkey = (int)bson_count_keys(key);
+
+    if (wildcard && all_fields && nkey > 1 && !has_proj)
+        return mf_err_set(err, MF_E_CannotCreateIndex,
+                          "Compound wildcard indexes on all fields must also specify 'wildcardProjection' option");
+    if (has_proj) {
+        bson_t proj;
+        const uint8_t *d;
+        uint32_t l;
+        if (!wildcard)
+            return mf_err_set(err, MF_E_BadValue, "The field 'wildcardProjection' is only allowed in 'wildcard' indexes");
+        if (!BSON_ITER_HOLDS_DOCUMENT(&it))
+            return mf_err_set(err, MF_E_TypeMismatch, "The field 'wildcardProjection' must be a non-empty object, but got %s",
+                              mf_type_name(bson_iter_type(&it)));
+        if (!all_fields)
+            return mf_err_set(err, MF_E_FailedToParse,
+                              "The field 'wildcardProjection' is only allowed when 'key' is {\"$**\": ±1} or "
+                              "{\"$**\": \"columnstore\"}");
+        bson_iter_document(&it, &l, &d);
+        if (!bson_init_static(&proj, d, l) || bson_empty(&proj))
+            return mf_err_set(err, MF_E_FailedToParse, "The 'wildcardProjection' field can't be an empty object");
+        if (nkey > 1 && compound_projection_rules(key, &proj, err) != 0)
+            return -1;
+        mf_error_t perr = {0};
+        mf_projection_t *p = mf_projection_new(&proj, &perr);
+        if (p == NULL)
+            return mf_err_set(err, perr.code, "Failed to parse projection: wildcardProjection :: caused by :: %s",
+                              perr.msg);
+        mf_projection_free(p);
+        if (!projection_plain(&proj))
+            return mf_err_set(err, MF_E_BadValue,
+                              "Failed to parse projection: wildcardProjection :: caused by :: Bad projection "
+                              "specification, cannot use computed fields when parsing a spec in "
+                              "kBanComputedFields mode");
+    }
+    if (!wildcard)
+        return 0;
+    if (bson_iter_init_find(&it, req, "sparse") && bson_iter_as_bool(&it))
+        return mf_err_set(err, MF_E_CannotCreateIndex, "Index type 'wildcard' does not support the 'sparse' option");
+    if (bson_iter_init_find(&it, req, "unique") && bson_iter_as_bool(&it))
+        return mf_err_set(err, MF_E_CannotCreateIndex, "Index type 'wildcard' does not support the 'unique' option");
+    if (bson_has_field(req, "expireAfterSeconds"))
+        return mf_err_set(err, MF_E_CannotCreateIndex,
+                          "cannot make a TTL index :: caused by :: Index type 'wildcard' does not support the "
+                          "'expireAfterSeconds' option");
+    if (bson_iter_init_find(&it, req, "v") && mf_value_is_number(bson_iter_value(&it)) &&
+        mf_value_as_double(bson_iter_value(&it)) < 2)
+        return mf_err_set(err, MF_E_CannotCreateIndex, "Index type 'wildcard' is not allowed with index version v: 1");
     return 0;
 }
 
@@ -396,7 +685,7 @@ mf_index_spec_normalise(const bson_t *req, bson_t *out, mf_error_t *err)
     }
     if (bson_iter_init_find(&it, req, "unique") && (BSON_ITER_HOLDS_BOOL(&it) || mf_value_is_number(bson_iter_value(&it))))
         unique = bson_iter_as_bool(&it);
-    if (hashed_rules(&key, unique, err) != 0)
+    if (hashed_rules(&key, unique, err) != 0 || wildcard_rules(req, &key, err) != 0)
         return -1;
     if (has_archive && !has_ttl)
         return SPEC_ERR(err, MF_E_CannotCreateIndex, shown,

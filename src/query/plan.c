@@ -1651,7 +1651,7 @@ best_candidate(const mf_coll_t *c, const preds_t *ps, const bson_t *sort, mf_ind
     int best_score = 0;
     for (int i = 0; i < c->nindexes; i++) {
         mf_index_t *ix = c->indexes[i];
-        if (ix->building || ix->kp.is_text || (hinted != NULL && ix != hinted) ||
+        if (ix->building || ix->kp.is_text || ix->kp.is_wildcard || (hinted != NULL && ix != hinted) ||
             (hinted == NULL && allowed != NULL && !allowed[i]))
             continue;
         if (hinted == NULL && (mf_plan_index_hidden(ix) || (ix->partial && !partial_implied(ix, ps))))
@@ -1737,6 +1737,205 @@ ixscan_stage(const cand_t *k, int dir)
         ix->niv = 1;
     }
     return ix;
+}
+
+/* ---------- wildcard indexes ---------- */
+
+/*
+ * A value a wildcard index can bound a path with (index/index_wild.c): a
+ * scalar. Null and undefined also match missing paths, and documents,
+ * arrays, regexes and MinKey / MaxKey compare with keys the index holds
+ * under other paths (an object's fields) or not at all, so they never do.
+ */
+static bool
+wild_operand_ok(const bson_value_t *v)
+{
+    switch (v->value_type) {
+    case BSON_TYPE_NULL:
+    case BSON_TYPE_UNDEFINED:
+    case BSON_TYPE_DOCUMENT:
+    case BSON_TYPE_ARRAY:
+    case BSON_TYPE_REGEX:
+    case BSON_TYPE_MINKEY:
+    case BSON_TYPE_MAXKEY:
+        return false;
+    default:
+        return true;
+    }
+}
+
+/*
+ * The value intervals a wildcard index scans for predicate pv on a covered
+ * path: an equality, $eq, $in, $gt / $gte / $lt / $lte with scalar operands
+ * (one range at most: the path may hold an array); other operators beside
+ * them ($ne, $exists, $not ...) are left to the FETCH, the bounds being
+ * implied by the ones used. false when pv gives no usable bound.
+ */
+static bool
+wild_pred_list(const bson_value_t *pv, strpool_t *pool, vlist_t *out)
+{
+    bson_iter_t it;
+    bool exact, usable = false;
+    memset(out, 0, sizeof(*out));
+    if (pv->value_type != BSON_TYPE_DOCUMENT) {
+        if (!wild_operand_ok(pv))
+            return false;
+        return pred_list(pv, true, pool, out, &exact);
+    }
+    if (!bson_iter_init_from_data(&it, pv->value.v_doc.data, pv->value.v_doc.data_len) || !bson_iter_next(&it) ||
+        bson_iter_key(&it)[0] != '$')
+        return false; /* equality with an object */
+    do {
+        const char *op = bson_iter_key(&it);
+        const bson_value_t *v = bson_iter_value(&it);
+        if (strcmp(op, "$eq") == 0 || strcmp(op, "$gt") == 0 || strcmp(op, "$gte") == 0 || strcmp(op, "$lt") == 0 ||
+            strcmp(op, "$lte") == 0) {
+            if (!wild_operand_ok(v))
+                return false;
+            usable = true;
+        } else if (strcmp(op, "$in") == 0) {
+            bson_iter_t ai;
+            if (v->value_type != BSON_TYPE_ARRAY || !bson_iter_recurse(&it, &ai))
+                return false;
+            while (bson_iter_next(&ai))
+                if (!wild_operand_ok(bson_iter_value(&ai)))
+                    return false;
+            usable = true;
+        }
+    } while (bson_iter_next(&it));
+    if (!usable || !pred_list(pv, true, pool, out, &exact)) {
+        free(out->v);
+        memset(out, 0, sizeof(*out));
+        return false;
+    }
+    return true;
+}
+
+/*
+ * The IXSCAN of wildcard index ix over path's value intervals l: each
+ * interval is [path, lo] .. [path, hi] (the path never collated, the
+ * value under the index's collation and direction), shown by explain as
+ * mongod's expanded key pattern {$_path: 1, <path>: ±1} and its bounds.
+ * Always multikey (record ids de-duplicated): one path may hold an array.
+ */
+static mf_stage_t *
+wild_ixscan(const mf_index_t *ix, const char *path, const vlist_t *l)
+{
+    mf_stage_t *st = ixscan_new(ix, 1);
+    bson_t arr;
+    bool desc = ix->kp.desc[1];
+    mf_keystring_t lo, hi;
+    mf_error_t e;
+    bson_value_t pv = {.value_type = BSON_TYPE_UTF8};
+    pv.value.v_utf8.str = (char *)path;
+    pv.value.v_utf8.len = (uint32_t)strlen(path);
+    vint_t px = {pv, pv, true, true};
+
+    bson_reinit(st->key_pattern);
+    BSON_APPEND_INT32(st->key_pattern, "$_path", 1);
+    BSON_APPEND_INT32(st->key_pattern, path, desc ? -1 : 1);
+    st->multikey = true;
+    BSON_APPEND_ARRAY_BEGIN(st->bounds, "$_path", &arr);
+    fmt_interval(&arr, 0, &px, false);
+    bson_append_array_end(st->bounds, &arr);
+    BSON_APPEND_ARRAY_BEGIN(st->bounds, path, &arr);
+    for (size_t j = 0; j < l->n; j++)
+        fmt_interval(&arr, (int)j, &l->v[desc ? l->n - 1 - j : j], desc);
+    bson_append_array_end(st->bounds, &arr);
+
+    st->iv = mf_calloc(l->n ? l->n : 1, sizeof(*st->iv));
+    mf_ks_init(&lo);
+    mf_ks_init(&hi);
+    tls_bounds_coll = ix->kp.collation;
+    for (size_t j = 0; j < l->n; j++) {
+        const vint_t *x = &l->v[j];
+        /* A number's key may be a decimal's too (dec_key_ties): its end is read, the matcher decides. */
+        bool lo_in = x->li || dec_key_ties(&x->lo), hi_in = x->hincl || dec_key_ties(&x->hi);
+        mf_ks_reset(&lo);
+        mf_ks_reset(&hi);
+        if (mf_wildcard_append_path(&lo, path, &e) != 0 || mf_wildcard_append_path(&hi, path, &e) != 0 ||
+            enc(&lo, desc ? &x->hi : &x->lo, desc) != 0 || enc(&hi, desc ? &x->lo : &x->hi, desc) != 0) {
+            /* An unencodable bound: every key of the path (the bound a prefix of each), the FETCH decides. */
+            mf_ks_reset(&lo);
+            if (mf_wildcard_append_path(&lo, path, &e) != 0)
+                continue;
+            mf_interval_t *iv = &st->iv[st->niv++];
+            iv->lo = dup_bytes(lo.data, lo.len);
+            iv->lolen = lo.len;
+            iv->hi = dup_bytes(lo.data, lo.len);
+            iv->hilen = lo.len;
+            iv->lo_incl = iv->hi_incl = true;
+            continue;
+        }
+        mf_interval_t *iv = &st->iv[st->niv++];
+        iv->lo = dup_bytes(lo.data, lo.len);
+        iv->lolen = lo.len;
+        iv->hi = dup_bytes(hi.data, hi.len);
+        iv->hilen = hi.len;
+        iv->lo_incl = desc ? hi_in : lo_in;
+        iv->hi_incl = desc ? lo_in : hi_in;
+    }
+    tls_bounds_coll = NULL;
+    mf_ks_destroy(&lo);
+    mf_ks_destroy(&hi);
+    qsort(st->iv, st->niv, sizeof(*st->iv), iv_cmp);
+    return st;
+}
+
+/*
+ * The IXSCAN of the wildcard index that best bounds one of ps's predicates
+ * (a point list beats a range; the first found wins a tie), or NULL. With
+ * hinted (a wildcard index), only that one; otherwise not hidden, its
+ * partial filter implied, allowed by an index filter. The predicate's path
+ * must be covered by the index (mf_wildcard_covers: not _id, no positional
+ * component) and the index's collation the query's. The caller puts the
+ * whole filter in the FETCH above it.
+ */
+static mf_stage_t *
+wildcard_stage(const mf_coll_t *c, const preds_t *ps, mf_index_t *hinted, const bool *allowed)
+{
+    mf_index_t *best_ix = NULL;
+    int best_pred = -1, best_rank = 0;
+    vlist_t best_l = {0};
+    strpool_t pool = {0};
+
+    for (int i = 0; i < c->nindexes; i++) {
+        mf_index_t *ix = c->indexes[i];
+        if (!ix->kp.is_wildcard || ix->building || (hinted != NULL && ix != hinted) ||
+            (hinted == NULL && allowed != NULL && !allowed[i]))
+            continue;
+        if (hinted == NULL && (mf_plan_index_hidden(ix) || (ix->partial && !partial_implied(ix, ps))))
+            continue;
+        if (!mf_collation_equal(ix->kp.collation, mf_collation_current()))
+            continue;
+        for (int j = 0; j < ps->n; j++) {
+            vlist_t l;
+            if (!mf_wildcard_covers(&ix->kp, ps->p[j].path))
+                continue;
+            tls_bounds_coll = ix->kp.collation;
+            bool ok = wild_pred_list(&ps->p[j].v, &pool, &l);
+            tls_bounds_coll = NULL;
+            if (!ok)
+                continue;
+            bool points = true;
+            for (size_t k = 0; k < l.n; k++)
+                points = points && is_point(&l.v[k]);
+            int rank = points ? 2 : 1;
+            if (rank > best_rank) {
+                free(best_l.v);
+                best_l = l;
+                best_ix = ix;
+                best_pred = j;
+                best_rank = rank;
+            } else {
+                free(l.v);
+            }
+        }
+    }
+    mf_stage_t *st = best_ix != NULL ? wild_ixscan(best_ix, ps->p[best_pred].path, &best_l) : NULL;
+    free(best_l.v);
+    pool_destroy(&pool);
+    return st;
 }
 
 /* The first $or array of filter's top level or of a top-level $and's children (a view), for an index union. */
@@ -2310,9 +2509,31 @@ mf_plan_build(const mf_coll_t *c, const mf_plan_request_t *req, mf_plan_t **out,
         }
         if (!natural && !req->force_collscan)
             best = best_candidate(c, ps, req->sort, hinted, filter_allowed);
-        if (!natural && !req->force_collscan && hinted == NULL && (best == NULL || !cand_bounded(best)))
+        /* A wildcard index, when no regular index bounds the filter (or it is the one hinted). */
+        mf_stage_t *wst = NULL;
+        if (!natural && !req->force_collscan &&
+            (hinted != NULL ? hinted->kp.is_wildcard : (best == NULL || !cand_bounded(best)))) {
+            wst = wildcard_stage(c, ps, hinted, filter_allowed);
+            if (wst == NULL && hinted != NULL) {
+                /* mongod expands a wildcard index only for the paths the query bounds: none, no such index. */
+                preds_free(ps);
+                mf_plan_free(p);
+                return mf_err_set(err, MF_E_BadValue, "hint provided does not correspond to an existing index");
+            }
+        }
+        if (!natural && !req->force_collscan && hinted == NULL && wst == NULL && (best == NULL || !cand_bounded(best)))
             orst = or_stage(c, req->filter, ps, filter_allowed);
-        if (orst != NULL) {
+        if (wst != NULL) {
+            if (best) {
+                cand_destroy(best);
+                free(best);
+            }
+            p->leaf = wst;
+            p->fetch = stage_new(MF_ST_FETCH, wst);
+            p->fetch->filter = req->filter != NULL && !bson_empty(req->filter) ? bson_copy(req->filter) : NULL;
+            top = p->fetch;
+            p->sort_provided = !has_sort;
+        } else if (orst != NULL) {
             if (best) {
                 cand_destroy(best);
                 free(best);
