@@ -367,9 +367,12 @@ compound_projection_rules(const bson_t *key, const bson_t *proj, mf_error_t *err
         fields = mf_realloc(fields, (size_t)(nfields + 1) * sizeof(*fields));
         fields[nfields++] = mf_strdup(bson_iter_key(&it));
     }
-    qsort(inc, (size_t)ninc, sizeof(*inc), path_cmp);
-    qsort(exc, (size_t)nexc, sizeof(*exc), path_cmp);
-    qsort(fields, (size_t)nfields, sizeof(*fields), path_cmp);
+    if (ninc > 1) /* qsort of a NULL (empty) list is undefined */
+        qsort(inc, (size_t)ninc, sizeof(*inc), path_cmp);
+    if (nexc > 1)
+        qsort(exc, (size_t)nexc, sizeof(*exc), path_cmp);
+    if (nfields > 1)
+        qsort(fields, (size_t)nfields, sizeof(*fields), path_cmp);
     for (int l = 0; l < 2 && rc == 0; l++) {
         char **list = l == 0 ? inc : exc;
         int n = l == 0 ? ninc : nexc;
