@@ -13,8 +13,11 @@
  * is a leaf ({}), an empty array too (undefined, as a regular index stores
  * it); an array directly inside an array is a leaf, the whole nested array
  * as the value (not descended). A field whose name holds a '.' is skipped
- * (no query path can reach it). mongod's extra multikey-metadata keys are
- * not stored: the index's multikey flag says whether any array was met.
+ * (no query path can reach it); an object holding only such fields is a
+ * leaf {} here (mongod keys nothing for it), so that every path a document
+ * has is the path, or the prefix, of one of its keys: what $exists: true
+ * needs. mongod's extra multikey-metadata keys are not stored: the index's
+ * multikey flag says whether any array was met.
  *
  * Projection. The index's projection decides which paths are indexed: the
  * subtree of "a.b.$**" is the inclusion {"a.b": 1}; "$**" takes its spec's
@@ -30,7 +33,9 @@
  *
  * Planner contract (mf_wildcard_covers): for a path P classified INCLUDE
  * with no positional ("0") or '$' component, every scalar a document holds
- * at P, directly or as an element of an array at P, is a key [P, value].
+ * at P, directly or as an element of an array at P, is a key [P, value],
+ * and a document that has P at all has a key whose path is P or starts
+ * with "P.".
  * The planner (query/plan.c) bounds only such paths and only with scalar
  * operands, then re-checks every fetched document with the whole filter.
  *
@@ -275,10 +280,8 @@ projects_empty(wctx_t *w, const uint8_t *data, uint32_t len, wstate_t st)
         return false;
     while (empty && bson_iter_next(&it)) {
         const char *name = bson_iter_key(&it);
-        if (strchr(name, '.') != NULL) {
-            empty = st == W_DESCEND; /* kept by an exclusion (not keyed), dropped by an inclusion */
-            continue;
-        }
+        if (strchr(name, '.') != NULL)
+            continue; /* never keyed: an object of such fields only is keyed as {} (see the header) */
         path_push(w, name, bson_iter_key_len(&it));
         wstate_t cs = classify(w->kp->wild, w->path, w->len);
         w->len = save;

@@ -1768,15 +1768,18 @@ wild_operand_ok(const bson_value_t *v)
  * The value intervals a wildcard index scans for predicate pv on a covered
  * path: an equality, $eq, $in, $gt / $gte / $lt / $lte with scalar operands
  * (one range at most: the path may hold an array); other operators beside
- * them ($ne, $exists, $not ...) are left to the FETCH, the bounds being
- * implied by the ones used. false when pv gives no usable bound.
+ * them ($ne, $not ...) are left to the FETCH, the bounds being implied by
+ * the ones used. Failing those, $exists: true sets *exists (out stays
+ * empty): every key of the path and of its subpaths. false when pv gives
+ * no usable bound.
  */
 static bool
-wild_pred_list(const bson_value_t *pv, strpool_t *pool, vlist_t *out)
+wild_pred_list(const bson_value_t *pv, strpool_t *pool, vlist_t *out, bool *exists)
 {
     bson_iter_t it;
-    bool exact, usable = false;
+    bool exact, usable = false, exists_true = false;
     memset(out, 0, sizeof(*out));
+    *exists = false;
     if (pv->value_type != BSON_TYPE_DOCUMENT) {
         if (!wild_operand_ok(pv))
             return false;
@@ -1801,9 +1804,15 @@ wild_pred_list(const bson_value_t *pv, strpool_t *pool, vlist_t *out)
                 if (!wild_operand_ok(bson_iter_value(&ai)))
                     return false;
             usable = true;
+        } else if (strcmp(op, "$exists") == 0 && bson_iter_as_bool(&it)) {
+            exists_true = true;
         }
     } while (bson_iter_next(&it));
-    if (!usable || !pred_list(pv, true, pool, out, &exact)) {
+    if (!usable) {
+        *exists = exists_true;
+        return exists_true;
+    }
+    if (!pred_list(pv, true, pool, out, &exact)) {
         free(out->v);
         memset(out, 0, sizeof(*out));
         return false;
@@ -1818,8 +1827,79 @@ wild_pred_list(const bson_value_t *pv, strpool_t *pool, vlist_t *out)
  * mongod's expanded key pattern {$_path: 1, <path>: ±1} and its bounds.
  * Always multikey (record ids de-duplicated): one path may hold an array.
  */
+/*
+ * $exists: true on path (mongod's bounds): every key of the path itself,
+ * ["a", "a"] with any value, and of its subpaths, ["a.", "a/") (the
+ * strings starting with "a.": '/' follows '.'), into st.
+ */
+static void
+wild_exists_intervals(const char *path, mf_stage_t *st)
+{
+    bson_t arr;
+    mf_keystring_t k;
+    mf_error_t e;
+    size_t n = strlen(path);
+    char *sub = mf_malloc(n + 2);
+    bson_value_t pv = {.value_type = BSON_TYPE_UTF8}, lo = pv, hi = pv;
+    memcpy(sub, path, n);
+    sub[n] = '.';
+    sub[n + 1] = '\0';
+    pv.value.v_utf8.str = (char *)path;
+    pv.value.v_utf8.len = (uint32_t)n;
+    lo.value.v_utf8.str = sub;
+    lo.value.v_utf8.len = (uint32_t)n + 1;
+    vint_t px = {pv, pv, true, true}, all = {v_minkey(), v_maxkey(), true, true};
+
+    BSON_APPEND_ARRAY_BEGIN(st->bounds, "$_path", &arr);
+    fmt_interval(&arr, 0, &px, false);
+    {
+        /* ["a.", "a/"): rendered from a copy whose last byte is '/'. */
+        char *end = mf_strdup(sub);
+        end[n] = '/';
+        hi.value.v_utf8.str = end;
+        hi.value.v_utf8.len = (uint32_t)n + 1;
+        vint_t sx = {lo, hi, true, false};
+        fmt_interval(&arr, 1, &sx, false);
+        free(end);
+    }
+    bson_append_array_end(st->bounds, &arr);
+    BSON_APPEND_ARRAY_BEGIN(st->bounds, path, &arr);
+    fmt_interval(&arr, 0, &all, false);
+    bson_append_array_end(st->bounds, &arr);
+
+    st->iv = mf_calloc(2, sizeof(*st->iv));
+    mf_ks_init(&k);
+    if (mf_wildcard_append_path(&k, path, &e) == 0) {
+        mf_interval_t *iv = &st->iv[st->niv++];
+        iv->lo = dup_bytes(k.data, k.len);
+        iv->hi = dup_bytes(k.data, k.len);
+        iv->lolen = iv->hilen = k.len;
+        iv->lo_incl = iv->hi_incl = true;
+    }
+    mf_ks_reset(&k);
+    if (mf_wildcard_append_path(&k, sub, &e) == 0) {
+        mf_interval_t *iv = &st->iv[st->niv];
+        iv->lo = dup_bytes(k.data, k.len);
+        iv->lolen = k.len;
+        sub[n] = '/';
+        mf_ks_reset(&k);
+        if (mf_wildcard_append_path(&k, sub, &e) == 0) {
+            iv->hi = dup_bytes(k.data, k.len);
+            iv->hilen = k.len;
+            iv->lo_incl = true;
+            iv->hi_incl = false;
+            st->niv++;
+        } else {
+            free(iv->lo);
+            iv->lo = NULL;
+        }
+    }
+    mf_ks_destroy(&k);
+    free(sub);
+}
+
 static mf_stage_t *
-wild_ixscan(const mf_index_t *ix, const char *path, const vlist_t *l)
+wild_ixscan(const mf_index_t *ix, const char *path, const vlist_t *l, bool exists)
 {
     mf_stage_t *st = ixscan_new(ix, 1);
     bson_t arr;
@@ -1835,6 +1915,10 @@ wild_ixscan(const mf_index_t *ix, const char *path, const vlist_t *l)
     BSON_APPEND_INT32(st->key_pattern, "$_path", 1);
     BSON_APPEND_INT32(st->key_pattern, path, desc ? -1 : 1);
     st->multikey = true;
+    if (exists) {
+        wild_exists_intervals(path, st);
+        return st;
+    }
     BSON_APPEND_ARRAY_BEGIN(st->bounds, "$_path", &arr);
     fmt_interval(&arr, 0, &px, false);
     bson_append_array_end(st->bounds, &arr);
@@ -1884,7 +1968,8 @@ wild_ixscan(const mf_index_t *ix, const char *path, const vlist_t *l)
 
 /*
  * The IXSCAN of the wildcard index that best bounds one of ps's predicates
- * (a point list beats a range; the first found wins a tie), or NULL. With
+ * (a point list beats a range beats $exists; the first found wins a tie),
+ * or NULL. With
  * hinted (a wildcard index), only that one; otherwise not hidden, its
  * partial filter implied, allowed by an index filter. The predicate's path
  * must be covered by the index (mf_wildcard_covers: not _id, no positional
@@ -1896,6 +1981,7 @@ wildcard_stage(const mf_coll_t *c, const preds_t *ps, mf_index_t *hinted, const 
 {
     mf_index_t *best_ix = NULL;
     int best_pred = -1, best_rank = 0;
+    bool best_exists = false;
     vlist_t best_l = {0};
     strpool_t pool = {0};
 
@@ -1910,29 +1996,31 @@ wildcard_stage(const mf_coll_t *c, const preds_t *ps, mf_index_t *hinted, const 
             continue;
         for (int j = 0; j < ps->n; j++) {
             vlist_t l;
+            bool exists;
             if (!mf_wildcard_covers(&ix->kp, ps->p[j].path))
                 continue;
             tls_bounds_coll = ix->kp.collation;
-            bool ok = wild_pred_list(&ps->p[j].v, &pool, &l);
+            bool ok = wild_pred_list(&ps->p[j].v, &pool, &l, &exists);
             tls_bounds_coll = NULL;
             if (!ok)
                 continue;
             bool points = true;
             for (size_t k = 0; k < l.n; k++)
                 points = points && is_point(&l.v[k]);
-            int rank = points ? 2 : 1;
+            int rank = exists ? 1 : points ? 3 : 2;
             if (rank > best_rank) {
                 free(best_l.v);
                 best_l = l;
                 best_ix = ix;
                 best_pred = j;
                 best_rank = rank;
+                best_exists = exists;
             } else {
                 free(l.v);
             }
         }
     }
-    mf_stage_t *st = best_ix != NULL ? wild_ixscan(best_ix, ps->p[best_pred].path, &best_l) : NULL;
+    mf_stage_t *st = best_ix != NULL ? wild_ixscan(best_ix, ps->p[best_pred].path, &best_l, best_exists) : NULL;
     free(best_l.v);
     pool_destroy(&pool);
     return st;

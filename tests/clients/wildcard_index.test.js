@@ -139,6 +139,11 @@ h.test('explain: an equality on a nested path is an IXSCAN of the wildcard index
   // Ranges and $in too; the other rules keep a collection scan.
   assert.deepEqual(ixscan(await winning(c, { 'a.b': { $gt: 5 } })).indexBounds['a.b'], ['(5, inf.0]']);
   assert.deepEqual(ixscan(await winning(c, { 'a.b': { $in: [6, 7] } })).indexBounds['a.b'], ['[6, 6]', '[7, 7]']);
+  // $exists: true scans the path and its subpaths (mongod's bounds).
+  assert.deepEqual(ixscan(await winning(c, { a: { $exists: true } })).indexBounds,
+    { $_path: ['["a", "a"]', '["a.", "a/")'], a: ['[MinKey, MaxKey]'] });
+  assert.deepEqual(ids(await c.find({ a: { $exists: true } }).toArray()), [1, 2, 3]);
+  assert.deepEqual(ids(await c.find({ 'a.b': { $exists: true } }).toArray()), [1, 2, 3]);
   for (const f of [{ 'a.b': null }, { 'a.b': { $ne: 5 } }, { 'a.b': { $nin: [5] } }, { 'a.b': { $exists: false } },
     { 'a.b': { $not: { $gt: 5 } } }, { _id: { $gt: 1 } }, { 'a.0.b': 5 }, { a: { b: 5 } }, { 'a.b': [5, 6] },
     { $or: [{ 'a.b': 5 }, { z: 1 }] }, {}]) {
@@ -229,6 +234,22 @@ h.test('randomized documents: every query returns exactly the collection scan\'s
   await check();
   const v = await db.command({ validate: 'c' });
   assert.equal(v.valid, true, JSON.stringify(v));
+});
+
+h.test('odd shapes: dotted and numeric field names, nested arrays, empty objects and arrays', async () => {
+  const c = srv.freshDb('wodd').collection('c');
+  await c.createIndex({ '$**': 1 });
+  await c.insertMany([
+    { _id: 1, a: { 'x.y': 1 } }, { _id: 2, a: [{ 'x.y': 1 }] }, { _id: 3, a: [[{ b: 1 }]] }, { _id: 4, a: [[1], 1] },
+    { _id: 5, a: {} }, { _id: 6, a: [] }, { _id: 7, a: { 0: { b: 1 } } }, { _id: 8, a: [{ b: [[1]] }] },
+    { _id: 9, 'a.b': 1 }, { _id: 10, a: null }, { _id: 11, a: [null, { b: null }] }, { _id: 12, b: 1 },
+  ]);
+  const filters = [{ a: { $exists: true } }, { 'a.b': { $exists: true } }, { 'a.x': { $exists: true } }, { a: 1 },
+    { 'a.b': 1 }, { a: { $gte: 1 } }, { 'a.b': { $lte: 1 } }, { 'a.x.y': 1 }, { 'a.0.b': 1 }, { 'a.0': 1 },
+    { a: { $in: [1, 2] } }, { 'a.b': { $exists: true, $ne: null } }];
+  for (const f of filters) {
+    assert.deepEqual(ids(await c.find(f).toArray()), ids(await c.find(f).hint({ $natural: 1 }).toArray()), JSON.stringify(f));
+  }
 });
 
 h.test('update and delete keep the index right, and deletes through it remove the right documents', async () => {

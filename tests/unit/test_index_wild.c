@@ -105,6 +105,8 @@ Test(wildcard_keys, a_nested_array_is_a_value_not_descended)
 Test(wildcard_keys, dotted_field_names_are_skipped)
 {
     EXPECT_WILD(ALL, NULL, "{\"a.b\": 1, \"c\": {\"d.e\": 2, \"f\": 3}}", "c.f=3", false);
+    /* An object of such fields only is a leaf {}, so $exists finds its path (mongod keys nothing). */
+    EXPECT_WILD(ALL, NULL, "{\"c\": {\"d.e\": 2}}", "c={  }", false);
 }
 
 Test(wildcard_keys, duplicate_values_on_one_path_give_one_key)
