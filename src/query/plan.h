@@ -15,6 +15,11 @@
  *   2. IDHACK: the filter is an equality on _id.
  *   3. The best usable index by score: point equality on the leading field(s)
  *      beats a range on the leading field beats only providing the sort.
+ *   3b. A wildcard index (index/index_wild.c), when no regular index bounds
+ *      the filter or it is hinted: one predicate on a path it covers, with
+ *      a scalar equality, $in, range or $exists: true, as [path, value]
+ *      intervals; a FETCH re-checks the whole filter. A hinted one the
+ *      filter cannot use is 2 BadValue.
  *   4. Index union: when no index bounds the filter's own predicates and
  *      every branch of its $or can use an index (the branch's predicates
  *      plus the filter's others), an OR stage over one IXSCAN per branch
