@@ -2603,10 +2603,12 @@ mf_plan_build(const mf_coll_t *c, const mf_plan_request_t *req, mf_plan_t **out,
             (hinted != NULL ? hinted->kp.is_wildcard : (best == NULL || !cand_bounded(best)))) {
             wst = wildcard_stage(c, ps, hinted, filter_allowed);
             if (wst == NULL && hinted != NULL) {
-                /* mongod expands a wildcard index only for the paths the query bounds: none, no such index. */
+                /* mongod's QueryPlanner::plan: never a whole-index scan of a wildcard index (it lacks documents). */
                 preds_free(ps);
                 mf_plan_free(p);
-                return mf_err_set(err, MF_E_BadValue, "hint provided does not correspond to an existing index");
+                return mf_err_set(err, MF_E_NoQueryExecutionPlans,
+                                  PLANNER_ERR "$hint: refusing to build whole-index solution, because it's a wildcard index",
+                                  c->ns);
             }
         }
         if (!natural && !req->force_collscan && hinted == NULL && wst == NULL && (best == NULL || !cand_bounded(best)))

@@ -19,7 +19,7 @@
  *      the filter or it is hinted: one predicate on a path it covers, with
  *      a scalar equality, $in, range or $exists: true, as [path, value]
  *      intervals; a FETCH re-checks the whole filter. A hinted one the
- *      filter cannot use is 2 BadValue.
+ *      filter cannot use is 291 ("refusing to build whole-index solution").
  *   4. Index union: when no index bounds the filter's own predicates and
  *      every branch of its $or can use an index (the branch's predicates
  *      plus the filter's others), an OR stage over one IXSCAN per branch
