@@ -14,6 +14,8 @@
 #include <string.h>
 
 #include "index/index.h"
+#include "index/index_spec.h"
+#include <stdio.h>
 
 /* doc_json's keys under pattern_json (and projection proj_json, or NULL), as "path=value ..." in key order. */
 static void
@@ -207,4 +209,49 @@ Test(wildcard_keys, a_compound_wildcard_pattern_keys_its_regular_fields)
     cr_assert_str_eq(kp.fields[0], "a");
     mf_keypattern_destroy(&kp);
     bson_destroy(pat);
+}
+
+/* The code mf_index_spec_normalise gives spec_json (0 when accepted); *name gets the stored name. */
+static int
+spec_code(const char *spec_json, char *name, size_t cap)
+{
+    bson_error_t berr;
+    bson_t *req = bson_new_from_json((const uint8_t *)spec_json, -1, &berr);
+    bson_t out;
+    bson_iter_t it;
+    mf_error_t err = {0};
+    cr_assert(req != NULL, "bad test JSON %s", spec_json);
+    int rc = mf_index_spec_normalise(req, &out, &err);
+    bson_destroy(req);
+    if (rc != 0)
+        return err.code;
+    if (name != NULL && bson_iter_init_find(&it, &out, "name"))
+        snprintf(name, cap, "%s", bson_iter_utf8(&it, NULL));
+    bson_destroy(&out);
+    return 0;
+}
+
+Test(wildcard_spec, names_and_refusals)
+{
+    char name[64];
+    cr_assert_eq(spec_code("{\"key\": {\"$**\": 1}}", name, sizeof(name)), 0);
+    cr_assert_str_eq(name, "$**_1");
+    cr_assert_eq(spec_code("{\"key\": {\"a.b.$**\": -1}}", name, sizeof(name)), 0);
+    cr_assert_str_eq(name, "a.b.$**_-1");
+    cr_assert_eq(spec_code("{\"key\": {\"$**\": 1}, \"wildcardProjection\": {\"a\": 0, \"_id\": 1}}", NULL, 0), 0);
+    cr_assert_eq(spec_code("{\"key\": {\"x\": 1, \"$**\": 1}, \"wildcardProjection\": {\"x\": 0}}", NULL, 0), 0);
+    cr_assert_eq(spec_code("{\"key\": {\"$**\": 1}, \"partialFilterExpression\": {\"a\": 1}}", NULL, 0), 0);
+    cr_assert_eq(spec_code("{\"key\": {\"$**\": 1}, \"unique\": true}", NULL, 0), 67);
+    cr_assert_eq(spec_code("{\"key\": {\"$**\": 1}, \"sparse\": true}", NULL, 0), 67);
+    cr_assert_eq(spec_code("{\"key\": {\"$**\": 1}, \"expireAfterSeconds\": 5}", NULL, 0), 67);
+    cr_assert_eq(spec_code("{\"key\": {\"a\": 1}, \"wildcardProjection\": {\"a\": 1}}", NULL, 0), 2);
+    cr_assert_eq(spec_code("{\"key\": {\"a.$**\": 1}, \"wildcardProjection\": {\"a\": 1}}", NULL, 0), 9);
+    cr_assert_eq(spec_code("{\"key\": {\"$**\": 1}, \"wildcardProjection\": {}}", NULL, 0), 9);
+    cr_assert_eq(spec_code("{\"key\": {\"$**\": 1}, \"wildcardProjection\": 1}", NULL, 0), 14);
+    cr_assert_eq(spec_code("{\"key\": {\"$**\": 1, \"b.$**\": 1}}", NULL, 0), 7246201);
+    cr_assert_eq(spec_code("{\"key\": {\"a.$**\": 1, \"a.b\": 1}}", NULL, 0), 7246204);
+    cr_assert_eq(spec_code("{\"key\": {\"x\": 1, \"$**\": 1}}", NULL, 0), 67);
+    cr_assert_eq(spec_code("{\"key\": {\"$**\": 1, \"h\": \"hashed\"}}", NULL, 0), 67);
+    cr_assert_eq(spec_code("{\"key\": {\"a.$**.b\": 1}}", NULL, 0), 67);
+    cr_assert_eq(spec_code("{\"key\": {\"$**\": \"text\"}}", NULL, 0), 0, "a text index over every field stays one");
 }

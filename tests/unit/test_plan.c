@@ -455,3 +455,82 @@ Test(plan, min_max_errors_are_mongods)
     bson_destroy(x);
     bson_destroy(y);
 }
+
+/* Wildcard indexes (index/index_wild.c): a collection with {a: 1} and {"$**": 1}. */
+static void
+setup_wild(void)
+{
+    memset(&coll, 0, sizeof(coll));
+    coll.ns = "t.w";
+    add_index("{\"v\": 2, \"key\": {\"_id\": 1}, \"name\": \"_id_\"}", false);
+    add_index("{\"v\": 2, \"key\": {\"a\": 1}, \"name\": \"a_1\"}", false);
+    add_index("{\"v\": 2, \"key\": {\"$**\": 1}, \"name\": \"$**_1\"}", true);
+}
+
+TestSuite(plan_wild, .init = setup_wild, .fini = teardown);
+
+Test(plan_wild, a_nested_equality_scans_its_path_under_a_fetch_of_the_whole_filter)
+{
+    mf_plan_t *p = plan_of("{\"x.y\": 5, \"z\": {\"$ne\": 1}}", NULL, NULL);
+    cr_assert_eq(p->leaf->kind, MF_ST_IXSCAN);
+    cr_assert_str_eq(p->leaf->index_name, "$**_1");
+    cr_assert(p->leaf->multikey, "one path may hold an array: record ids are de-duplicated");
+    char *j = bounds_json(p);
+    cr_assert_str_eq(j, "{ \"$_path\" : [ \"[\\\"x.y\\\", \\\"x.y\\\"]\" ], \"x.y\" : [ \"[5, 5]\" ] }", "got %s", j);
+    bson_free(j);
+    j = bson_as_relaxed_extended_json(p->leaf->key_pattern, NULL);
+    cr_assert_str_eq(j, "{ \"$_path\" : 1, \"x.y\" : 1 }", "got %s", j);
+    bson_free(j);
+    j = bson_as_relaxed_extended_json(p->fetch->filter, NULL);
+    cr_assert_str_eq(j, "{ \"x.y\" : 5, \"z\" : { \"$ne\" : 1 } }", "got %s", j);
+    bson_free(j);
+    mf_plan_free(p);
+}
+
+Test(plan_wild, points_beat_ranges_beat_exists_and_a_regular_index_beats_them_all)
+{
+    mf_plan_t *p = plan_of("{\"r\": {\"$gt\": 1}, \"q\": {\"$in\": [2, 1]}, \"e\": {\"$exists\": true}}", NULL, NULL);
+    char *j = bounds_json(p);
+    cr_assert_str_eq(j, "{ \"$_path\" : [ \"[\\\"q\\\", \\\"q\\\"]\" ], \"q\" : [ \"[1, 1]\", \"[2, 2]\" ] }", "got %s", j);
+    bson_free(j);
+    mf_plan_free(p);
+    p = plan_of("{\"e\": {\"$exists\": true}}", NULL, NULL);
+    j = bounds_json(p);
+    cr_assert_str_eq(j,
+                     "{ \"$_path\" : [ \"[\\\"e\\\", \\\"e\\\"]\", \"[\\\"e.\\\", \\\"e/\\\")\" ], \"e\" : [ \"[MinKey, MaxKey]\" ] }",
+                     "got %s", j);
+    bson_free(j);
+    mf_plan_free(p);
+    p = plan_of("{\"a\": 5, \"x\": 1}", NULL, NULL);
+    cr_assert_str_eq(p->leaf->index_name, "a_1");
+    mf_plan_free(p);
+}
+
+Test(plan_wild, what_it_never_answers)
+{
+    const char *filters[] = {"{\"x\": null}", "{\"x\": {\"$ne\": 1}}", "{\"x\": {\"$nin\": [1]}}",
+                             "{\"x\": {\"$exists\": false}}", "{\"x\": {\"$not\": {\"$gt\": 1}}}", "{\"x\": {\"y\": 1}}",
+                             "{\"x\": [1, 2]}", "{\"x\": {\"$regex\": \"^a\"}}", "{\"x.0\": 1}", "{\"x\": {\"$in\": [1, null]}}",
+                             "{\"x\": {\"$gt\": {\"$minKey\": 1}}}", "{\"_id\": {\"$gt\": 1}}", "{\"_id.k\": 1}", "{}"};
+    for (size_t i = 0; i < sizeof(filters) / sizeof(filters[0]); i++) {
+        mf_plan_t *p = plan_of(filters[i], NULL, NULL);
+        cr_assert_not_null(p, "%s", filters[i]);
+        cr_assert(p->leaf->kind != MF_ST_IXSCAN || strcmp(p->leaf->index_name, "$**_1") != 0, "%s used the wildcard index",
+                  filters[i]);
+        mf_plan_free(p);
+    }
+}
+
+Test(plan_wild, a_hint_it_cannot_serve_is_291)
+{
+    mf_plan_t *p = plan_of("{\"x\": 1}", NULL, "{\"h\": \"$**_1\"}");
+    cr_assert_not_null(p);
+    cr_assert_str_eq(p->leaf->index_name, "$**_1");
+    mf_plan_free(p);
+    p = plan_of("{\"a\": 1}", NULL, "{\"h\": {\"$**\": 1}}");
+    cr_assert_not_null(p);
+    cr_assert_str_eq(p->leaf->index_name, "$**_1", "hinted, it serves a path a regular index has too");
+    mf_plan_free(p);
+    p = plan_of("{\"x\": null}", NULL, "{\"h\": {\"$**\": 1}}");
+    cr_assert_null(p, "no predicate it can bound: mongod refuses a whole scan of it");
+}
