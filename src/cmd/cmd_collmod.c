@@ -494,7 +494,7 @@ apply_index_mod(mf_op_t *op, mf_coll_t *c, const index_mod_t *m, dup_scan_t *d, 
     if (m->has_secs) {
         if (ix->is_id)
             return mf_err_set(&op->err, MF_E_InvalidOptions, "the _id field does not support TTL indexes");
-        if (ix->kp.nfields != 1)
+        if (ix->kp.nfields != 1 || ix->kp.wildcard_compound) /* a compound wildcard's kp holds its regular fields only */
             return mf_err_set(&op->err, MF_E_InvalidOptions,
                               "TTL indexes are single-field indexes, compound indexes do not support TTL");
     }

@@ -603,8 +603,8 @@ bool
 mf_keypattern_one_plain_field(const mf_keypattern_t *kp)
 {
     const char *name = kp->fields[0];
-    return kp->nfields == 1 && !kp->is_text && !kp->has_hashed && !kp->is_wildcard && kp->geo[0] == MF_GEO_IX_NONE && name[0] != '\0' &&
-           strchr(name, '.') == NULL;
+    return kp->nfields == 1 && !kp->is_text && !kp->has_hashed && !kp->is_wildcard && kp->geo[0] == MF_GEO_IX_NONE &&
+           name[0] != '\0' && strchr(name, '.') == NULL;
 }
 
 int

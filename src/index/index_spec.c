@@ -216,10 +216,11 @@ check_key_pattern(const bson_t *key, const char *shown, mf_error_t *err)
             if (p[0] == '\0')
                 return SPEC_ERR(err, MF_E_CannotCreateIndex, shown, "Values in the index key pattern cannot be empty strings");
             if (wildcard && strcmp(p, "wildcard") != 0)
-                return mf_err_set(err, MF_E_CannotCreateIndex, "Can't use more than one index plugin for a single index.");
-            if (strcmp(p, "wildcard") == 0)
                 return mf_err_set(err, MF_E_CannotCreateIndex,
-                                  "The key pattern value for an 'wildcard' index must be a non-zero number, not a string.");
+                                  "Can't use more than one index plugin for a single index.");
+            if (strcmp(p, "wildcard") == 0)
+                return mf_err_set(err, MF_E_CannotCreateIndex, "The key pattern value for an 'wildcard' index must "
+                                                               "be a non-zero number, not a string.");
             if (strcmp(p, "2dsphere") == 0 || strcmp(p, "2d") == 0)
                 continue; /* geo indexes (index.h, doc/geo.h) */
             if (!known)
@@ -476,9 +477,11 @@ wildcard_rules(const bson_t *req, const bson_t *key, mf_error_t *err)
         const uint8_t *d;
         uint32_t l;
         if (!wildcard)
-            return mf_err_set(err, MF_E_BadValue, "The field 'wildcardProjection' is only allowed in 'wildcard' indexes");
+            return mf_err_set(err, MF_E_BadValue,
+                              "The field 'wildcardProjection' is only allowed in 'wildcard' indexes");
         if (!BSON_ITER_HOLDS_DOCUMENT(&it))
-            return mf_err_set(err, MF_E_TypeMismatch, "The field 'wildcardProjection' must be a non-empty object, but got %s",
+            return mf_err_set(err, MF_E_TypeMismatch,
+                              "The field 'wildcardProjection' must be a non-empty object, but got %s",
                               mf_type_name(bson_iter_type(&it)));
         if (!all_fields)
             return mf_err_set(err, MF_E_FailedToParse,

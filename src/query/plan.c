@@ -2347,8 +2347,8 @@ minmax_compatible(const mf_index_t *ix, const bson_t *bound)
     bson_iter_t it;
     int i = 0;
     bool same_coll = mf_collation_equal(ix->kp.collation, mf_collation_current());
-    if (!bson_iter_init(&it, bound))
-        return false;
+    if (ix->kp.is_wildcard || ix->kp.wildcard_compound || !bson_iter_init(&it, bound))
+        return false; /* mongod bans wildcard indexes for min / max */
     while (bson_iter_next(&it)) {
         bson_type_t t = bson_iter_type(&it);
         if (i >= ix->kp.nfields || strcmp(bson_iter_key(&it), ix->kp.fields[i]) != 0)

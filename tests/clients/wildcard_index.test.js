@@ -157,6 +157,7 @@ h.test('explain: an equality on a nested path is an IXSCAN of the wildcard index
     await assert.rejects(c.find(f).hint('$**_1').toArray(), (e) => e.code === 291 &&
       /refusing to build whole-index solution, because it's a wildcard index/.test(e.message), JSON.stringify(f));
   }
+  await assert.rejects(c.find({}).min({ a: 1 }).hint('$**_1').toArray(), (e) => e.code === 51174);
   // A sort still comes out right (a blocking SORT above the FETCH).
   assert.deepEqual((await c.find({ 'a.b': { $gte: 5 } }).sort({ _id: -1 }).toArray()).map((d) => d._id), [3, 2, 1]);
 });
@@ -302,6 +303,10 @@ h.test('a compound wildcard index is used through its regular fields only', asyn
   assert.equal(ix.indexName, 'tenant_1_$**_1');
   assert.deepEqual(ids(await c.find({ tenant: 'a' }).toArray()), [1, 3]);
   assert.deepEqual(ids(await c.find({ v: 1 }).toArray()), [1, 2]);
+  // Still a two-field index to collMod's TTL check and min / max, as mongod's.
+  await assert.rejects(c.s.db.command({ collMod: 'c', index: { name: 'tenant_1_$**_1', expireAfterSeconds: 5 } }),
+    (e) => e.code === 72 && /compound indexes do not support TTL/.test(e.message));
+  await assert.rejects(c.find({}).min({ tenant: 'a' }).hint('tenant_1_$**_1').toArray(), (e) => e.code === 51174);
 });
 
 h.test('Mongoose: schema.index({\'meta.$**\': 1}) then syncIndexes creates it, and queries on meta use it', async () => {
