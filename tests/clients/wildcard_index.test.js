@@ -274,6 +274,12 @@ h.test('update and delete keep the index right, and deletes through it remove th
   assert.equal(d.deletedCount, 1);
   assert.deepEqual(ids(await c.find({}).toArray()), [2, 3]);
   assert.equal(await c.countDocuments({ 'meta.color.shade': 'red' }), 1);
+  // An update through the index that moves its documents' keys forward updates each once.
+  await c.insertMany([{ _id: 10, n: { v: [1] } }, { _id: 11, n: { v: [2, 3] } }, { _id: 12, n: { v: [5] } }]);
+  const u = await c.updateMany({ 'n.v': { $gte: 1 } }, { $inc: { 'n.w': 1 }, $push: { 'n.v': 100 } });
+  assert.equal(u.modifiedCount, 3);
+  assert.deepEqual((await c.find({ _id: { $gte: 10 } }).sort({ _id: 1 }).toArray()).map((d) => d.n.w), [1, 1, 1]);
+  assert.deepEqual(ids(await c.find({ 'n.v': 100 }).toArray()), [10, 11, 12]);
   const v = await db.command({ validate: 'c' });
   assert.equal(v.valid, true, JSON.stringify(v));
 });
