@@ -2089,6 +2089,8 @@ or_branch_stage(const mf_coll_t *c, const bson_t *branch, const preds_t *ps, pre
         cand_destroy(k);
         free(k);
     }
+    if (st == NULL)
+        st = wildcard_stage(c, bp, NULL, allowed); /* the FETCH above the OR re-checks the whole filter */
     return st;
 }
 

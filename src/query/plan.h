@@ -20,6 +20,7 @@
  *      a scalar equality, $in, range or $exists: true, as [path, value]
  *      intervals; a FETCH re-checks the whole filter. A hinted one the
  *      filter cannot use is 291 ("refusing to build whole-index solution").
+ *      A branch of rule 4 that no regular index bounds may use one too.
  *   4. Index union: when no index bounds the filter's own predicates and
  *      every branch of its $or can use an index (the branch's predicates
  *      plus the filter's others), an OR stage over one IXSCAN per branch

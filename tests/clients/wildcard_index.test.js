@@ -146,7 +146,7 @@ h.test('explain: an equality on a nested path is an IXSCAN of the wildcard index
   assert.deepEqual(ids(await c.find({ 'a.b': { $exists: true } }).toArray()), [1, 2, 3]);
   for (const f of [{ 'a.b': null }, { 'a.b': { $ne: 5 } }, { 'a.b': { $nin: [5] } }, { 'a.b': { $exists: false } },
     { 'a.b': { $not: { $gt: 5 } } }, { _id: { $gt: 1 } }, { 'a.0.b': 5 }, { a: { b: 5 } }, { 'a.b': [5, 6] },
-    { $or: [{ 'a.b': 5 }, { z: 1 }] }, {}]) {
+    { $or: [{ 'a.b': 5 }, { z: null }] }, {}]) {
     assert.equal(wildScan(await winning(c, f)), null, `${JSON.stringify(f)} must not use the wildcard index`);
   }
   // hint by name and by key pattern; a hint the filter cannot use is refused.
@@ -158,6 +158,12 @@ h.test('explain: an equality on a nested path is an IXSCAN of the wildcard index
       /refusing to build whole-index solution, because it's a wildcard index/.test(e.message), JSON.stringify(f));
   }
   await assert.rejects(c.find({}).min({ a: 1 }).hint('$**_1').toArray(), (e) => e.code === 51174);
+  // A $or whose every branch it can bound: an OR of its IXSCANs under one FETCH.
+  const orPlan = await winning(c, { $or: [{ 'a.b': 7 }, { 'a.b': { $lt: 6 } }, { z: 1 }] });
+  assert.equal(orPlan.stage, 'FETCH');
+  assert.equal(orPlan.inputStage.stage, 'OR');
+  assert.deepEqual(orPlan.inputStage.inputStages.map((s) => s.indexName), ['$**_1', '$**_1', '$**_1']);
+  assert.deepEqual(ids(await c.find({ $or: [{ 'a.b': 7 }, { 'a.b': { $lt: 6 } }, { z: 1 }] }).toArray()), [1, 2, 3]);
   // A sort still comes out right (a blocking SORT above the FETCH).
   assert.deepEqual((await c.find({ 'a.b': { $gte: 5 } }).sort({ _id: -1 }).toArray()).map((d) => d._id), [3, 2, 1]);
 });
@@ -213,7 +219,8 @@ h.test('randomized documents: every query returns exactly the collection scan\'s
     for (const v of values) filters.push({ [p]: v });
     filters.push({ [p]: { $gt: 1 } }, { [p]: { $gte: 2, $lt: 4 } }, { [p]: { $lte: 'ab' } }, { [p]: { $in: [0, 'b', false] } },
       { [p]: { $gt: 0, $ne: 3 } }, { [p]: { $exists: true } }, { [p]: null }, { [p]: { $lt: new Date(1700000002000) } },
-      { [p]: 1, other: { $exists: false } }, { $and: [{ [p]: { $gte: 1 } }, { [p]: { $lte: 3 } }] });
+      { [p]: 1, other: { $exists: false } }, { $and: [{ [p]: { $gte: 1 } }, { [p]: { $lte: 3 } }] },
+      { $or: [{ [p]: 'a' }, { [p]: { $gt: 3 } }, { 'b.a': 1 }] }, { $or: [{ [p]: 2 }, { [p]: null }] });
   }
   let used = 0;
   const check = async () => {
