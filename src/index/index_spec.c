@@ -12,6 +12,7 @@
  * the catalog.
  */
 #include <stdarg.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -63,7 +64,8 @@ is_bool_option(const char *k)
 static void
 identity_options(const bson_t *spec, bson_t *out)
 {
-    static const char *skip[] = {"v", "name", "key", "ns", "background", "storageEngine", NULL};
+    /* wildcardProjection is compared normalised (wild_proj_equal), as part of the signature. */
+    static const char *skip[] = {"v", "name", "key", "ns", "background", "storageEngine", "wildcardProjection", NULL};
     const char *keys[64];
     bson_value_t vals[64]; /* copies: bson_iter_value points into the iterator, which moves on */
     int n = 0;
@@ -843,14 +845,84 @@ mf_index_spec_normalise(const bson_t *req, bson_t *out, mf_error_t *err)
     return 0;
 }
 
+/* One leaf of a wildcardProjection: its dotted path and whether it includes. */
+typedef struct {
+    char path[256];
+    bool in;
+} proj_leaf_t;
+
+/* Appends proj's leaves under prefix to leaves (at most max); returns the count. */
+static int
+proj_leaves(const bson_t *proj, const char *prefix, proj_leaf_t *leaves, int n, int max)
+{
+    bson_iter_t it;
+    if (!bson_iter_init(&it, proj))
+        return n;
+    while (bson_iter_next(&it) && n < max) {
+        char path[256];
+        snprintf(path, sizeof(path), "%s%s%s", prefix, prefix[0] ? "." : "", bson_iter_key(&it));
+        if (BSON_ITER_HOLDS_DOCUMENT(&it)) {
+            bson_t sub;
+            const uint8_t *d;
+            uint32_t l;
+            bson_iter_document(&it, &l, &d);
+            if (bson_init_static(&sub, d, l))
+                n = proj_leaves(&sub, path, leaves, n, max);
+            continue;
+        }
+        snprintf(leaves[n].path, sizeof(leaves[n].path), "%s", path);
+        leaves[n++].in = bson_iter_as_bool(&it);
+    }
+    return n;
+}
+
+static int
+leaf_cmp(const void *a, const void *b)
+{
+    return strcmp(((const proj_leaf_t *)a)->path, ((const proj_leaf_t *)b)->path);
+}
+
+/*
+ * Whether two wildcardProjections select the same paths, as mongod compares
+ * them normalised: nested and dotted forms alike, in any order, and `_id: 0`
+ * the default (`_id` is left out unless included).
+ */
+static bool
+wild_proj_equal(const bson_value_t *a, const bson_value_t *b)
+{
+    enum { MAX_LEAVES = 128 };
+    proj_leaf_t la[MAX_LEAVES], lb[MAX_LEAVES];
+    bson_t pa, pb;
+    if (a->value_type != BSON_TYPE_DOCUMENT || b->value_type != BSON_TYPE_DOCUMENT ||
+        !bson_init_static(&pa, a->value.v_doc.data, a->value.v_doc.data_len) ||
+        !bson_init_static(&pb, b->value.v_doc.data, b->value.v_doc.data_len))
+        return mf_value_cmp(a, b) == 0;
+    int na = proj_leaves(&pa, "", la, 0, MAX_LEAVES), nb = proj_leaves(&pb, "", lb, 0, MAX_LEAVES);
+    int ka = 0, kb = 0;
+    for (int i = 0; i < na; i++)
+        if (strcmp(la[i].path, "_id") != 0 || la[i].in)
+            la[ka++] = la[i];
+    for (int i = 0; i < nb; i++)
+        if (strcmp(lb[i].path, "_id") != 0 || lb[i].in)
+            lb[kb++] = lb[i];
+    if (ka != kb)
+        return false;
+    qsort(la, (size_t)ka, sizeof(la[0]), leaf_cmp);
+    qsort(lb, (size_t)kb, sizeof(lb[0]), leaf_cmp);
+    for (int i = 0; i < ka; i++)
+        if (strcmp(la[i].path, lb[i].path) != 0 || la[i].in != lb[i].in)
+            return false;
+    return true;
+}
+
 /*
  * The options that, with the key pattern, make an index's signature, as
  * mongod's IndexDescriptor::compareIndexOptions: two indexes on one key
  * pattern may coexist when any of these differ (a case-insensitive
- * collation beside the simple one, a partial index beside a full one...).
+ * collation beside the simple one, a partial index beside a full one...),
+ * or their wildcardProjection, compared normalised (wild_proj_equal).
  */
-static const char *const signature_fields[] = {"collation", "partialFilterExpression", "sparse", "unique",
-                                               "wildcardProjection", NULL};
+static const char *const signature_fields[] = {"collation", "partialFilterExpression", "sparse", "unique", NULL};
 
 /*
  * Compares a requested (normalised) spec with an existing one (SPEC A6), as
@@ -888,6 +960,13 @@ mf_index_spec_compare(const bson_t *want, const bson_t *have, mf_error_t *err)
         bool ha = bson_iter_init_find(&a, &wopts, signature_fields[i]);
         bool hb = bson_iter_init_find(&b, &hopts, signature_fields[i]);
         same_sig = ha == hb && (!ha || mf_value_cmp(bson_iter_value(&a), bson_iter_value(&b)) == 0);
+    }
+    if (same_sig) {
+        /* ... and the wildcardProjection, normalised (absent: every path). */
+        bson_iter_t a, b;
+        bool ha = bson_iter_init_find(&a, want, "wildcardProjection");
+        bool hb = bson_iter_init_find(&b, have, "wildcardProjection");
+        same_sig = ha == hb && (!ha || wild_proj_equal(bson_iter_value(&a), bson_iter_value(&b)));
     }
     bson_destroy(&wopts);
     bson_destroy(&hopts);

@@ -3,7 +3,7 @@
  * Index signatures, as MongoDB 8.0 (IndexDescriptor::compareIndexOptions,
  * jstests/core/index_signature.js): an index is its key pattern plus its
  * collation, partialFilterExpression, sparse, unique and
- * wildcardProjection, so indexes on one key pattern coexist when any of
+ * wildcardProjection (normalised), so indexes on one key pattern coexist when any of
  * those differ. Parse Server's start-up depends on it: {username: 1}
  * unique + sparse, then {username: 1} with a case-insensitive collation
  * (it stopped with 85 IndexOptionsConflict before). A key pattern then no
@@ -126,3 +126,36 @@ for (const kill9 of [false, true]) {
     assert.deepEqual((await c.find({ u: 'zed' }).collation(CI).toArray()).map((d) => d._id), [1]);
   });
 }
+
+h.test('wildcard indexes: the wildcardProjection is part of the signature, compared normalised (nested or dotted, any order, _id: 0 the default), as jstests/core/index_signature.js', async () => {
+  const db = srv.freshDb('wild');
+  await db.createCollection('c');
+  const c = db.collection('c');
+  const make = async (name, proj) => {
+    const before = (await c.indexes()).length;
+    try {
+      await c.createIndex({ '$**': 1 }, proj ? { name, wildcardProjection: proj } : { name });
+    } catch (e) {
+      return e.code;
+    }
+    return (await c.indexes()).length - before === 1 ? 'new' : 'exists';
+  };
+  assert.equal(await make('wc_all'), 'new');
+  assert.equal(await make('wc_a', { a: 1 }), 'new');
+  assert.equal(await make('wc_noa', { a: 0 }), 'new');
+  assert.equal(await make('wc_a', { _id: 0, a: 1 }), 'exists');
+  assert.equal(await make('wc_noid_a', { _id: 0, a: 1 }), 85);
+  assert.equal(await make('wc_id_a', { _id: 1, a: 1 }), 'new');
+  assert.equal(await make('wc_noa', { _id: 0, a: 0 }), 'exists');
+  assert.equal(await make('wc_noid_noa', { _id: 0, a: 0 }), 85);
+  assert.equal(await make('wc_noa_id', { a: 0, _id: 1 }), 'new');
+  assert.equal(await make('wc_a_sub_b_c', { 'a.b': 1, 'a.c': 1 }), 'new');
+  assert.equal(await make('wc_a_sub_b_c', { a: { b: 1, c: 1 } }), 'exists');
+  assert.equal(await make('wc_a_sub_b_c_1', { a: { b: 1, c: 1 } }), 85);
+  assert.equal(await make('wc_a_sub_b_c', { a: { c: 1, b: 1 } }), 'exists');
+  assert.equal(await make('wc_a_sub_b_c_1', { 'a.c': 1, 'a.b': 1 }), 85);
+  /* Each is a working index of its own: a hint by name scans its paths only. */
+  await c.insertMany([{ _id: 1, a: { b: 5 }, z: 5 }, { _id: 2, z: 5 }]);
+  assert.deepEqual((await c.find({ 'a.b': 5 }).hint('wc_a').toArray()).map((d) => d._id), [1]);
+  assert.deepEqual((await c.find({ z: 5 }).hint('wc_noa').sort({ _id: 1 }).toArray()).map((d) => d._id), [1, 2]);
+});
