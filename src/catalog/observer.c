@@ -128,3 +128,18 @@ mf_observers_ddl(mf_observers_t *obs, const mf_ddl_event_t *ev)
             obs->list[i].on_ddl(obs->list[i].arg, ev);
     }
 }
+
+/* The only state outside the engine: a property of the update this thread is making (see observer.h). */
+static _Thread_local bool tls_replacing;
+
+void
+mf_observers_set_replacing(bool on)
+{
+    tls_replacing = on;
+}
+
+bool
+mf_observers_replacing(void)
+{
+    return tls_replacing;
+}

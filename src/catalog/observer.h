@@ -85,4 +85,15 @@ void mf_observers_update(mf_observers_t *obs, struct mf_coll *c, const bson_t *o
 void mf_observers_delete(mf_observers_t *obs, struct mf_coll *c, const bson_t *olddoc);
 void mf_observers_ddl(mf_observers_t *obs, const mf_ddl_event_t *ev);
 
+/*
+ * mf_observers_set_replacing / mf_observers_replacing: whether the updates
+ * this thread reports next come from a replacement-style update ({_id, a: 1}
+ * rather than update operators or a pipeline). The update path sets it
+ * around mf_coll_replace; an observer that logs changes reads it in
+ * on_update (the oplog tells change streams "replace" from "update" by it).
+ * Per thread, like the transaction the update runs in; false by default.
+ */
+void mf_observers_set_replacing(bool on);
+bool mf_observers_replacing(void);
+
 #endif /* MF_OBSERVER_H */

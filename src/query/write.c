@@ -37,6 +37,7 @@
 #include <string.h>
 
 #include "catalog/coll_write.h"
+#include "catalog/observer.h"
 #include "common/alloc.h"
 #include "common/docvec.h"
 #include "common/limits.h"
@@ -602,8 +603,11 @@ upd_item(void *arg, size_t i, mf_error_t *err)
             ret = mf_check_doc_for_storage(&out, err);
         if (ret == 0 && x->validate)
             ret = mf_coll_validate(x->c, &out, &doc, err);
-        if (ret == 0)
+        if (ret == 0) {
+            mf_observers_set_replacing(upd_spec_is_replacement(x->u));
             ret = mf_coll_replace(x->s, x->c, x->rids[i], &doc, &out, err);
+            mf_observers_set_replacing(false);
+        }
     }
     if (ret == 0)
         x->slot[i] = (uint8_t)(1 | (changed ? 2 : 0));
@@ -1076,8 +1080,11 @@ mf_write_find_and_modify(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool val
                     r = mf_check_doc_for_storage(&out_doc, err);
                 if (r == 0 && validate)
                     r = mf_coll_validate(c, &out_doc, &doc, err);
-                if (r == 0)
+                if (r == 0) {
+                    mf_observers_set_replacing(upd_spec_is_replacement(u));
                     r = mf_coll_replace(s, c, rid, &doc, &out_doc, err);
+                    mf_observers_set_replacing(false);
+                }
             }
             if (r == 0 && f->want_new) {
                 r = project_into(p, changed ? &out_doc : &doc, NULL, &value, err);

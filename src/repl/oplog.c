@@ -65,10 +65,10 @@ buf_for(const mf_oplog_t *log)
     return b;
 }
 
-/* Appends {op, ns, ui, o, o2} (o2 may be NULL) to arr under key. */
+/* Appends {op, ns, ui, o, o2, diff} (o2 and diff may be NULL) to arr under key. */
 static void
 append_op(bson_t *arr, const char *key, const char *op, const char *ns, const uint8_t *uuid, const bson_t *o,
-          const bson_t *o2)
+          const bson_t *o2, const bson_t *diff)
 {
     bson_t d;
     bson_append_document_begin(arr, key, -1, &d);
@@ -79,11 +79,13 @@ append_op(bson_t *arr, const char *key, const char *op, const char *ns, const ui
     BSON_APPEND_DOCUMENT(&d, "o", o);
     if (o2 != NULL)
         BSON_APPEND_DOCUMENT(&d, "o2", o2);
+    if (diff != NULL)
+        BSON_APPEND_DOCUMENT(&d, "diff", diff);
     bson_append_document_end(arr, &d);
 }
 
 static void
-buffer_op(const mf_oplog_t *log, const char *op, mf_coll_t *c, const bson_t *o, const bson_t *o2)
+buffer_op(const mf_oplog_t *log, const char *op, mf_coll_t *c, const bson_t *o, const bson_t *o2, const bson_t *diff)
 {
     if (!logged_ns(c->ns))
         return;
@@ -91,7 +93,7 @@ buffer_op(const mf_oplog_t *log, const char *op, mf_coll_t *c, const bson_t *o, 
     char idx[16];
     const char *key;
     bson_uint32_to_string(b->n++, &key, idx, sizeof(idx));
-    append_op(b->ops, key, op, c->ns, c->uuid, o, o2);
+    append_op(b->ops, key, op, c->ns, c->uuid, o, o2, diff);
 }
 
 /* {_id: doc._id} into out (initialised here); an _id-less document gives {}. */
@@ -107,7 +109,7 @@ id_doc(const bson_t *doc, bson_t *out)
 static void
 on_insert(void *arg, mf_coll_t *c, const bson_t *doc)
 {
-    buffer_op(arg, "i", c, doc, NULL);
+    buffer_op(arg, "i", c, doc, NULL, NULL);
 }
 
 /* Keeps olddoc as the buffer's pre-image when this thread asked for one and it is the first. */
@@ -127,14 +129,102 @@ mf_oplog_keep_preimage(bool on)
     tls_keep_pre = on;
 }
 
+/* Whether a and b are the same value of the same type (1 and 1.0 differ: a change stream reports the new type). */
+static bool
+same_value(const bson_iter_t *a, const bson_iter_t *b)
+{
+    if (bson_iter_type(a) != bson_iter_type(b))
+        return false;
+    const bson_value_t *va = bson_iter_value((bson_iter_t *)a), *vb = bson_iter_value((bson_iter_t *)b);
+    switch (va->value_type) {
+    case BSON_TYPE_DOCUMENT:
+    case BSON_TYPE_ARRAY:
+        return va->value.v_doc.data_len == vb->value.v_doc.data_len &&
+               memcmp(va->value.v_doc.data, vb->value.v_doc.data, va->value.v_doc.data_len) == 0;
+    case BSON_TYPE_UTF8:
+        /* Bytes, not the writer's collation: "a" to "A" is a change. */
+        return va->value.v_utf8.len == vb->value.v_utf8.len &&
+               memcmp(va->value.v_utf8.str, vb->value.v_utf8.str, va->value.v_utf8.len) == 0;
+    default:
+        return mf_value_equal(va, vb);
+    }
+}
+
+/*
+ * Appends to u the fields of newdoc that differ from olddoc's (dotted paths
+ * under prefix; embedded documents present in both are compared field by
+ * field, arrays and other values whole) and to r (counter *nr) the paths
+ * olddoc had and newdoc lacks.
+ */
+static void
+diff_docs(const bson_t *olddoc, const bson_t *newdoc, const char *prefix, bson_t *u, bson_t *r, uint32_t *nr)
+{
+    bson_iter_t it, ot;
+    char path[1024];
+    if (!bson_iter_init(&it, newdoc))
+        return;
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        snprintf(path, sizeof(path), "%s%s%s", prefix, prefix[0] ? "." : "", k);
+        if (bson_iter_init_find(&ot, olddoc, k)) {
+            if (same_value(&it, &ot))
+                continue;
+            if (BSON_ITER_HOLDS_DOCUMENT(&it) && BSON_ITER_HOLDS_DOCUMENT(&ot)) {
+                bson_t nd, od;
+                const uint8_t *p;
+                uint32_t l;
+                bson_iter_document(&it, &l, &p);
+                bson_init_static(&nd, p, l);
+                bson_iter_document(&ot, &l, &p);
+                bson_init_static(&od, p, l);
+                diff_docs(&od, &nd, path, u, r, nr);
+                continue;
+            }
+        }
+        bson_append_value(u, path, -1, bson_iter_value(&it));
+    }
+    if (!bson_iter_init(&ot, olddoc))
+        return;
+    while (bson_iter_next(&ot)) {
+        const char *k = bson_iter_key(&ot);
+        if (bson_iter_init_find(&it, newdoc, k))
+            continue;
+        char idx[16];
+        const char *key;
+        snprintf(path, sizeof(path), "%s%s%s", prefix, prefix[0] ? "." : "", k);
+        bson_uint32_to_string((*nr)++, &key, idx, sizeof(idx));
+        BSON_APPEND_UTF8(r, key, path);
+    }
+}
+
+/*
+ * An update logs the whole new document (applying it is a replace). For
+ * change streams it also carries, unless the update was a replacement
+ * (mf_observers_replacing), diff: {u: {<dotted path>: <new value>}, r:
+ * [<removed path>]}, computed here where both images are at hand: a change
+ * stream's updateDescription is read from it ("replace" events have none).
+ */
 static void
 on_update(void *arg, mf_coll_t *c, const bson_t *olddoc, const bson_t *newdoc)
 {
-    bson_t id;
+    bson_t id, diff, u, r;
+    uint32_t nr = 0;
+    bool replacing = mf_observers_replacing();
     keep_pre(arg, c, olddoc);
     /* o2 names the document that was replaced (a time-series bucket rewrite may give the new one another _id). */
     id_doc(olddoc, &id);
-    buffer_op(arg, "u", c, newdoc, &id);
+    bson_init(&diff);
+    if (!replacing) {
+        bson_init(&u);
+        bson_init(&r);
+        diff_docs(olddoc, newdoc, "", &u, &r, &nr);
+        BSON_APPEND_DOCUMENT(&diff, "u", &u);
+        BSON_APPEND_ARRAY(&diff, "r", &r);
+        bson_destroy(&u);
+        bson_destroy(&r);
+    }
+    buffer_op(arg, "u", c, newdoc, &id, replacing ? NULL : &diff);
+    bson_destroy(&diff);
     bson_destroy(&id);
 }
 
@@ -144,7 +234,7 @@ on_delete(void *arg, mf_coll_t *c, const bson_t *olddoc)
     bson_t id;
     keep_pre(arg, c, olddoc);
     id_doc(olddoc, &id);
-    buffer_op(arg, "d", c, &id, NULL);
+    buffer_op(arg, "d", c, &id, NULL, NULL);
     bson_destroy(&id);
 }
 
@@ -274,7 +364,7 @@ on_ddl(void *arg, const mf_ddl_event_t *ev)
     }
     bson_init(&entry);
     BSON_APPEND_ARRAY_BEGIN(&entry, "ops", &ops);
-    append_op(&ops, "0", "c", cmd_ns, ev->uuid, &o, NULL);
+    append_op(&ops, "0", "c", cmd_ns, ev->uuid, &o, NULL, NULL);
     bson_append_array_end(&entry, &ops);
     log->sink(log->arg, &entry);
     bson_destroy(&entry);
