@@ -1036,13 +1036,27 @@ mf_cmd_aggregate(mf_op_t *op)
     if (!BSON_ITER_HOLDS_ARRAY(&it))
         return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field 'aggregate.pipeline' is the wrong type '%s', expected type 'array'",
                           mf_type_name(bson_iter_type(&it)));
+    bool change_stream = false;
     if (op->eng->repl != NULL) {
-        /* A member is a replica set: say what is missing, not mongod's standalone error (40573). */
+        /*
+         * A member serves change streams (cmd_changestream.c); a standalone
+         * answers 40573 from the stage's parser, as mongod. Elsewhere than
+         * first, the stage is 40602 on a member.
+         */
         bson_iter_t st, f;
-        if (bson_iter_recurse(&it, &st) && bson_iter_next(&st) && BSON_ITER_HOLDS_DOCUMENT(&st) &&
-            bson_iter_recurse(&st, &f) && bson_iter_next(&f) && strcmp(bson_iter_key(&f), "$changeStream") == 0)
-            return mf_err_set(&op->err, MF_E_CommandNotSupported,
-                              "mayfly does not support change streams ($changeStream) yet; poll with a query instead");
+        int pos = 0;
+        if (bson_iter_recurse(&it, &st)) {
+            while (bson_iter_next(&st)) {
+                if (BSON_ITER_HOLDS_DOCUMENT(&st) && bson_iter_recurse(&st, &f) && bson_iter_next(&f) &&
+                    strcmp(bson_iter_key(&f), "$changeStream") == 0) {
+                    if (pos > 0)
+                        return mf_err_set(&op->err, MF_E_Location40602,
+                                          "$changeStream is only valid as the first stage in a pipeline");
+                    change_stream = true;
+                }
+                pos++;
+            }
+        }
     }
     static const mf_field_spec_t agg_types[] = {{"bypassDocumentValidation", MF_FT_BOOL}, {"collation", MF_FT_OBJ},
                                                 {"let", MF_FT_OBJ}, {NULL, MF_FT_ANY}};
@@ -1082,6 +1096,8 @@ mf_cmd_aggregate(mf_op_t *op)
     if (!has_cursor && !explain)
         return mf_err_set(&op->err, MF_E_FailedToParse,
                           "The 'cursor' option is required, except for aggregate with the explain argument");
+    if (change_stream && !explain)
+        return mf_cmd_changestream_open(op, name, bson_iter_value(&it), batch);
     if (explain && name != NULL)
         return mf_crud_explain_aggregate(op, op->cmd, "queryPlanner");
     const bson_value_t *hint = NULL;

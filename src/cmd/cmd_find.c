@@ -275,6 +275,8 @@ mf_crud_cursor_fill(mf_op_t *op, mf_cursor_t *cur, int64_t max, bson_t *arr, boo
             return 0;
         }
     }
+    if (cur->kind == MF_CURSOR_EXT && cur->ext_fill != NULL)
+        return cur->ext_fill(op, cur, max, arr, exhausted);
     if (cur->kind == MF_CURSOR_EXT)
         return mf_crud_agg_stream_fill(op, cur, max, f.count, arr, exhausted);
     if (cur->kind == MF_CURSOR_DOCS) {
@@ -332,11 +334,20 @@ mf_crud_cursor_fill(mf_op_t *op, mf_cursor_t *cur, int64_t max, bson_t *arr, boo
 void
 mf_crud_append_cursor_reply(mf_op_t *op, const char *batch_name, bson_t *arr, int64_t id, const char *coll)
 {
+    mf_crud_append_cursor_reply_token(op, batch_name, arr, id, coll, NULL);
+}
+
+void
+mf_crud_append_cursor_reply_token(mf_op_t *op, const char *batch_name, bson_t *arr, int64_t id, const char *coll,
+                                  const bson_t *token)
+{
     bson_t cd;
     char ns[512];
     mf_strjoin(ns, sizeof(ns), op->db, ".", coll);
     BSON_APPEND_DOCUMENT_BEGIN(op->reply, "cursor", &cd);
     BSON_APPEND_ARRAY(&cd, batch_name, arr);
+    if (token != NULL)
+        BSON_APPEND_DOCUMENT(&cd, "postBatchResumeToken", token);
     BSON_APPEND_INT64(&cd, "id", id);
     BSON_APPEND_UTF8(&cd, "ns", ns);
     bson_append_document_end(op->reply, &cd);
@@ -839,13 +850,16 @@ mf_cmd_get_more(mf_op_t *op)
     }
     char name[256];
     mf_strlcpy(name, cur->coll, sizeof(name));
+    bson_t *token = cur->resume_token != NULL ? bson_copy(cur->resume_token) : NULL;
     if (exhausted) {
         mf_cursors_release(op->eng->cursors, cur);
         id = 0;
     } else {
         mf_cursors_checkin(op->eng->cursors, cur);
     }
-    mf_crud_append_cursor_reply(op, "nextBatch", &arr, id, name);
+    mf_crud_append_cursor_reply_token(op, "nextBatch", &arr, id, name, token);
+    if (token != NULL)
+        bson_destroy(token);
     bson_destroy(&arr);
     return 0;
 }

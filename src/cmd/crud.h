@@ -75,6 +75,17 @@ int mf_crud_batch_add(bson_t *arr, int64_t *count, const bson_t *doc, mf_error_t
 
 /* Appends {cursor: {<batch>: arr, id, ns}} to the reply. */
 void mf_crud_append_cursor_reply(mf_op_t *op, const char *batch_name, bson_t *arr, int64_t id, const char *coll);
+/* mf_crud_append_cursor_reply_token: the same with postBatchResumeToken (a change stream's; NULL: none). */
+void mf_crud_append_cursor_reply_token(mf_op_t *op, const char *batch_name, bson_t *arr, int64_t id,
+                                       const char *coll, const bson_t *token);
+
+/*
+ * mf_cmd_changestream_open: an aggregate whose first stage is
+ * $changeStream, on a replica-set member (cmd_changestream.c). coll is the
+ * collection, or NULL for {aggregate: 1}; pipeline the command's pipeline
+ * array; batch the first batch's size. Fills op->reply; 0 or -1 with op->err.
+ */
+int mf_cmd_changestream_open(mf_op_t *op, const char *coll, const bson_value_t *pipeline, int64_t batch) MF_WUR;
 
 /*
  * mf_crud_get_hint: the "hint" field of doc (a command or a statement): an index

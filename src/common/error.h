@@ -97,6 +97,12 @@
     X(263, OperationNotSupportedInTransaction)                                 \
     X(143, CursorInUse)                                                        \
     X(276, IndexBuildAborted)                                                  \
+    X(260, InvalidResumeToken)                                                 \
+    X(47, NoMatchingDocument)                                                  \
+    X(50808, Location50808)                                                    \
+    X(280, ChangeStreamFatalError)                                             \
+    X(286, ChangeStreamHistoryLost)                                            \
+    X(40674, Location40674)                                                    \
     X(291, NoQueryExecutionPlans)                                              \
     X(292, QueryExceededMemoryLimitNoDiskUseAllowed)                           \
     X(189, PrimarySteppedDown)                                                 \

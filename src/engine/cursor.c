@@ -141,6 +141,8 @@ mf_cursor_free(mf_cursor_t *c)
         bson_destroy(c->collation);
     if (c->stash)
         bson_destroy(c->stash);
+    if (c->resume_token)
+        bson_destroy(c->resume_token);
     if (c->key_meta)
         bson_destroy(c->key_meta);
     mf_sort_free(c->sort_spec);

@@ -59,6 +59,19 @@ typedef struct mf_cursor {
     /* MF_CURSOR_EXT */
     void *ext;                  /* owned through ext_free */
     void (*ext_free)(void *ext);
+    /*
+     * ext_fill (optional): fills the next batch of an MF_CURSOR_EXT cursor
+     * that is not a streaming aggregation (a change stream,
+     * cmd/cmd_changestream.c); op is the command's mf_op_t. Same contract
+     * as mf_crud_cursor_fill: appends up to max documents to arr, sets
+     * *exhausted, 0 or -1 with the op's error. Catalog lock held.
+     */
+    int (*ext_fill)(void *op, struct mf_cursor *cur, int64_t max, bson_t *arr, bool *exhausted);
+    /*
+     * A change stream's postBatchResumeToken after its last batch (owned,
+     * or NULL: none), which every cursor reply carries.
+     */
+    bson_t *resume_token;
     bson_t *collation;          /* owned, or NULL: the collation spec of the command that opened it (getMore reinstalls it) */
     /*
      * Any kind: a result the last batch produced but had no room for

@@ -1,0 +1,879 @@
+/*
+ * cmd_changestream.c: change streams ($changeStream) on a replica-set
+ * member, as mongod 8.0 answers them (ARCHITECTURE.md "Change streams").
+ *
+ * Source. Events are read from this member's local.oplog.rs, the capped
+ * collection replication writes one document per op into ({ts, t, op, ns,
+ * ui, o, o2, diff, wall}, repl/repl.c), so a stream on a secondary sees
+ * the primary's writes once this member applied them. Everything in it is
+ * majority-committed: raft commits an entry before any member applies it.
+ * The command layer reads it as any collection (no call into repl, which
+ * sits above); only the start time comes through the repl hooks
+ * (op_time: the last applied timestamp).
+ *
+ * Position. The cursor keeps the record id of the last oplog document it
+ * scanned (after_rid): each batch is a collection scan resuming after it,
+ * so a getMore costs what is new, not the oplog's size. Each event has a
+ * position (ts, kind): kind 0 for the op's own event, 1 for the invalidate
+ * that follows a drop or rename, 0xff for a "high-water mark" (everything
+ * at ts seen). An event is returned when its position is after the
+ * stream's start position.
+ *
+ * Resume token. {_data: hex string}: 16 hex digits of the op's timestamp
+ * (seconds << 32 | increment) then 2 of the kind, upper case, so tokens
+ * compare as strings in stream order and are the same on every member (a
+ * driver may resume on another one). resumeAfter / startAfter start after
+ * the token's position; startAtOperationTime T at (T, 0). A new stream
+ * starts after the member's last applied timestamp. To find where to scan
+ * from, a stream opens with a backward scan from the oplog's newest
+ * document to the first one older than the start (short for a recent
+ * start); the oplog's oldest document newer than the start answers 286
+ * ChangeStreamHistoryLost.
+ *
+ * Updates are logged as whole new documents; the oplog observer adds a
+ * diff {u: {dotted path: value}, r: [paths]} computed from the old and new
+ * images when the update used operators or a pipeline, and none for a
+ * replacement (repl/oplog.c): that is what tells "update" from "replace".
+ *
+ * The stages after $changeStream run over each event (a fresh stream of
+ * the parsed pipeline per event; only stages that keep one document in,
+ * at most one out are allowed, as mongod). The cursor is an
+ * MF_CURSOR_EXT with ext_fill, await_data set (an empty getMore waits up
+ * to its maxTimeMS, cmd_find.c) and resume_token (postBatchResumeToken).
+ *
+ * Not supported: dropDatabase events (a dropDatabase is logged as the drops
+ * of its collections), events on the target of a rename, pre-images
+ * (fullDocumentBeforeChange other than "off"), a detection of the oplog
+ * rolling over a stream's position between two getMores.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "catalog/catalog.h"
+#include "cmd/cmd.h"
+#include "cmd/crud.h"
+#include "common/alloc.h"
+#include "common/docvec.h"
+#include "doc/value.h"
+#include "engine/cursor.h"
+#include "query/agg.h"
+#include "query/exec.h"
+
+enum { CS_COLL, CS_DB, CS_CLUSTER };
+enum { FD_DEFAULT, FD_UPDATE_LOOKUP, FD_WHEN_AVAILABLE, FD_REQUIRED };
+enum { K_EVENT = 0, K_INVALIDATE = 1, K_HWM = 0xff };
+
+/* A position in the stream: an op's timestamp and the event's kind. */
+typedef struct cs_pos {
+    uint64_t ts;
+    int kind;
+} cs_pos_t;
+
+/* One stream's state, owned by its cursor (ext). */
+typedef struct cs_state {
+    int scope;
+    char *db, *coll;          /* owned; coll NULL unless CS_COLL */
+    int full_doc;
+    bool expanded;            /* showExpandedEvents */
+    mf_pipeline_t *pl;        /* owned: the stages after $changeStream, or NULL */
+    cs_pos_t start;           /* events after this position only */
+    int64_t after_rid;        /* the last local.oplog.rs record scanned (0: from the beginning) */
+    cs_pos_t scanned;         /* the position of everything scanned (high-water mark) */
+    mf_docvec_t pending;      /* events produced but not returned yet (owned) */
+    size_t head;              /* the next one to return */
+    bool invalidate_queued;   /* an invalidate is in pending: the stream ends with it */
+    const char *tmp_dir;      /* the engine's spill directory (not owned) */
+} cs_state_t;
+
+static void
+cs_free(void *arg)
+{
+    cs_state_t *st = arg;
+    if (st == NULL)
+        return;
+    free(st->db);
+    free(st->coll);
+    mf_pipeline_free(st->pl);
+    mf_docvec_destroy(&st->pending);
+    free(st);
+}
+
+static int
+pos_cmp(cs_pos_t a, cs_pos_t b)
+{
+    if (a.ts != b.ts)
+        return a.ts < b.ts ? -1 : 1;
+    return a.kind < b.kind ? -1 : a.kind > b.kind;
+}
+
+/* {_data: "<16 hex ts><2 hex kind>"} into out (initialised here). */
+static void
+token_of(cs_pos_t p, bson_t *out)
+{
+    char hex[32];
+    snprintf(hex, sizeof(hex), "%016llX%02X", (unsigned long long)p.ts, (unsigned)p.kind & 0xff);
+    bson_init(out);
+    BSON_APPEND_UTF8(out, "_data", hex);
+}
+
+/* Parses a resume token (the option's value) into *p; 0 or -1 with err. */
+static int
+token_parse(const bson_iter_t *opt, const char *name, cs_pos_t *p, mf_error_t *err)
+{
+    bson_iter_t it;
+    if (!BSON_ITER_HOLDS_DOCUMENT(opt))
+        return mf_err_set(err, MF_E_TypeMismatch, "BSON field '$changeStream.%s' is the wrong type '%s', expected type 'object'",
+                          name, mf_type_name(bson_iter_type(opt)));
+    if (!bson_iter_recurse(opt, &it) || !bson_iter_find(&it, "_data") || !BSON_ITER_HOLDS_UTF8(&it))
+        return mf_err_set(err, MF_E_FailedToParse, "Bad resume token: _data of missing or of wrong type");
+    uint32_t len;
+    const char *s = bson_iter_utf8(&it, &len);
+    unsigned long long ts;
+    unsigned kind;
+    char tail;
+    if (len != 18 || sscanf(s, "%16llx%2x%c", &ts, &kind, &tail) != 2)
+        return mf_err_set(err, MF_E_FailedToParse, "Bad resume token: '%s' is not a token of this server", s);
+    p->ts = ts;
+    p->kind = (int)kind;
+    return 0;
+}
+
+static uint64_t
+ts_of(const bson_iter_t *it)
+{
+    uint32_t t, i;
+    bson_iter_timestamp(it, &t, &i);
+    return (uint64_t)t << 32 | i;
+}
+
+/* ---------- locating the start ---------- */
+
+typedef struct back_ctx {
+    uint64_t before;   /* the first document older than this */
+    int64_t rid;       /* its record id (0: none) */
+    uint64_t oldest;   /* the oldest ts seen (the scan ran to the oplog's start when rid is 0) */
+    bool any;
+} back_ctx_t;
+
+static int
+back_visit(void *arg, int64_t rid, const bson_t *doc, const mf_match_details_t *d)
+{
+    back_ctx_t *b = arg;
+    bson_iter_t it;
+    (void)d;
+    if (!bson_iter_init_find(&it, doc, "ts") || !BSON_ITER_HOLDS_TIMESTAMP(&it))
+        return 0;
+    uint64_t ts = ts_of(&it);
+    b->any = true;
+    b->oldest = ts;
+    if (ts < b->before) {
+        b->rid = rid;
+        return 1;
+    }
+    return 0;
+}
+
+/*
+ * Sets st->after_rid to the newest oplog record older than st->start.ts
+ * (0: none). check_lost: fails with 286 when the oplog's oldest document is
+ * newer than lost_ts (a resume point the oplog no longer holds).
+ */
+static int
+locate_start(mf_op_t *op, cs_state_t *st, bool check_lost, uint64_t lost_ts)
+{
+    mf_coll_t *c = mf_catalog_coll_find(op->eng->cat, "local", "oplog.rs");
+    st->after_rid = 0;
+    if (c == NULL)
+        return 0;
+    bson_t sort;
+    bson_init(&sort);
+    BSON_APPEND_INT32(&sort, "$natural", -1);
+    mf_plan_request_t req = {.sort = &sort};
+    back_ctx_t b = {.before = st->start.ts};
+    int rc = mf_exec_query(op->sess, c, &req, NULL, back_visit, &b, NULL, &op->err);
+    bson_destroy(&sort);
+    if (rc != 0)
+        return -1;
+    st->after_rid = b.rid;
+    if (check_lost && b.rid == 0 && b.any && b.oldest > lost_ts)
+        return mf_err_set(&op->err, MF_E_ChangeStreamHistoryLost,
+                          "Resume of change stream was not possible, as the resume point may no longer be in the oplog.");
+    return 0;
+}
+
+/* ---------- events ---------- */
+
+static void
+append_ns(bson_t *ev, const char *key, const char *db, const char *coll)
+{
+    bson_t ns;
+    BSON_APPEND_DOCUMENT_BEGIN(ev, key, &ns);
+    BSON_APPEND_UTF8(&ns, "db", db);
+    if (coll != NULL)
+        BSON_APPEND_UTF8(&ns, "coll", coll);
+    bson_append_document_end(ev, &ns);
+}
+
+/* Splits "db.coll" into db (copied into dbbuf) and coll (pointing into ns). False if no dot. */
+static bool
+split_ns(const char *ns, char *dbbuf, size_t cap, const char **coll)
+{
+    const char *dot = strchr(ns, '.');
+    if (dot == NULL || (size_t)(dot - ns) >= cap)
+        return false;
+    memcpy(dbbuf, ns, (size_t)(dot - ns));
+    dbbuf[dot - ns] = '\0';
+    *coll = dot + 1;
+    return true;
+}
+
+/* Whether the stream watches documents of db.coll. */
+static bool
+watches(const cs_state_t *st, const char *db, const char *coll)
+{
+    if (strncmp(coll, "system.", 7) == 0)
+        return false;
+    switch (st->scope) {
+    case CS_COLL:
+        return strcmp(db, st->db) == 0 && strcmp(coll, st->coll) == 0;
+    case CS_DB:
+        return strcmp(db, st->db) == 0;
+    default:
+        return strcmp(db, "admin") != 0 && strcmp(db, "config") != 0 && strcmp(db, "local") != 0;
+    }
+}
+
+typedef struct lookup_ctx {
+    bson_t *doc;
+} lookup_ctx_t;
+
+static int
+lookup_visit(void *arg, int64_t rid, const bson_t *doc, const mf_match_details_t *d)
+{
+    lookup_ctx_t *l = arg;
+    (void)rid;
+    (void)d;
+    l->doc = bson_copy(doc);
+    return 1;
+}
+
+/* The current document of db.coll with _id key (owned; NULL when there is none). */
+static int
+lookup_current(mf_op_t *op, const char *db, const char *coll, const bson_t *key, bson_t **out)
+{
+    mf_coll_t *c = mf_catalog_coll_find(op->eng->cat, db, coll);
+    lookup_ctx_t l = {NULL};
+    *out = NULL;
+    if (c == NULL || c->is_view)
+        return 0;
+    mf_plan_request_t req = {.filter = key};
+    if (mf_exec_query(op->sess, c, &req, NULL, lookup_visit, &l, NULL, &op->err) != 0)
+        return -1;
+    *out = l.doc;
+    return 0;
+}
+
+/* The common head: _id, operationType, clusterTime, wallTime. */
+static void
+event_head(bson_t *ev, cs_pos_t p, const char *type, const bson_iter_t *ts, int64_t wall)
+{
+    bson_t tok;
+    uint32_t t, i;
+    token_of(p, &tok);
+    bson_init(ev);
+    BSON_APPEND_DOCUMENT(ev, "_id", &tok);
+    bson_destroy(&tok);
+    BSON_APPEND_UTF8(ev, "operationType", type);
+    bson_iter_timestamp(ts, &t, &i);
+    BSON_APPEND_TIMESTAMP(ev, "clusterTime", t, i);
+    BSON_APPEND_DATE_TIME(ev, "wallTime", wall);
+}
+
+static bool
+sub_doc(const bson_iter_t *it, bson_t *out)
+{
+    const uint8_t *d;
+    uint32_t l;
+    if (!BSON_ITER_HOLDS_DOCUMENT(it))
+        return false;
+    bson_iter_document(it, &l, &d);
+    return bson_init_static(out, d, l);
+}
+
+/* ---------- filling a batch ---------- */
+
+typedef struct one_src {
+    bson_t *doc; /* handed to the stream once (ownership passes) */
+} one_src_t;
+
+static int
+one_pull(void *ctx, size_t max, mf_docvec_t *out, bool *eof, mf_error_t *err)
+{
+    one_src_t *s = ctx;
+    (void)max;
+    (void)err;
+    if (s->doc != NULL) {
+        mf_docvec_push_steal(out, s->doc);
+        s->doc = NULL;
+    }
+    *eof = true;
+    return 0;
+}
+
+/*
+ * Runs the user's stages over ev (takes ownership of ev) and queues what
+ * comes out in st->pending: 0 or -1 with err (280 when a stage changed or
+ * removed the resume token).
+ */
+static int
+emit(mf_op_t *op, cs_state_t *st, bson_t *ev)
+{
+    if (st->pl == NULL) {
+        mf_docvec_push_steal(&st->pending, ev);
+        return 0;
+    }
+    bson_iter_t it;
+    bson_value_t want;
+    int rc = 0;
+    bson_iter_init_find(&it, ev, "_id");
+    bson_value_copy(bson_iter_value(&it), &want);
+    mf_agg_limits_t lim = {.allow_disk = false, .sort_bytes = 100 * 1024 * 1024, .group_bytes = 100 * 1024 * 1024,
+                           .tmp_dir = st->tmp_dir};
+    mf_agg_stream_t *s = mf_agg_stream_new(st->pl, 0, &lim);
+    one_src_t src = {ev};
+    mf_agg_env_t env;
+    memset(&env, 0, sizeof(env));
+    env.pull = one_pull;
+    env.ctx = &src;
+    for (;;) {
+        bson_t *out = NULL;
+        if (mf_agg_stream_next(s, &env, &out, &op->err) != 0) {
+            rc = -1;
+            break;
+        }
+        if (out == NULL)
+            break;
+        if (!bson_iter_init_find(&it, out, "_id") || !mf_value_equal(bson_iter_value(&it), &want)) {
+            bson_destroy(out);
+            rc = mf_err_set(&op->err, MF_E_ChangeStreamFatalError,
+                            "Encountered an event whose _id field, which contains the resume token, was modified by "
+                            "the pipeline. Modifying the _id field of an event makes it impossible to resume the "
+                            "stream from that point. Only transformations that retain the unmodified _id field are "
+                            "allowed.");
+            break;
+        }
+        mf_docvec_push_steal(&st->pending, out);
+    }
+    if (src.doc != NULL)
+        bson_destroy(src.doc);
+    mf_agg_stream_free(s);
+    bson_value_destroy(&want);
+    return rc;
+}
+
+typedef struct scan_ctx {
+    mf_op_t *op;
+    cs_state_t *st;
+    size_t want; /* stop scanning once this many events are pending */
+    int rc;
+} scan_ctx_t;
+
+/* The events of one document op (i/u/d), queued through emit. */
+static int
+doc_event(scan_ctx_t *x, const char *op, const char *db, const char *coll, const bson_iter_t *ts, int64_t wall,
+          cs_pos_t p, const bson_t *o, const bson_t *o2, const bson_t *diff)
+{
+    cs_state_t *st = x->st;
+    bson_t ev, key;
+    bson_iter_t it;
+    const char *type = op[0] == 'i' ? "insert" : op[0] == 'd' ? "delete" : diff != NULL ? "update" : "replace";
+    const bson_t *keysrc = op[0] == 'u' && o2 != NULL ? o2 : o;
+    bson_init(&key);
+    if (bson_iter_init_find(&it, keysrc, "_id"))
+        bson_append_value(&key, "_id", 3, bson_iter_value(&it));
+    event_head(&ev, p, type, ts, wall);
+    if (op[0] == 'i' || (op[0] == 'u' && diff == NULL)) {
+        BSON_APPEND_DOCUMENT(&ev, "fullDocument", o);
+    } else if (op[0] == 'u' && st->full_doc != FD_DEFAULT) {
+        bson_t *cur = NULL;
+        if (lookup_current(x->op, db, coll, &key, &cur) != 0) {
+            bson_destroy(&ev);
+            bson_destroy(&key);
+            return -1;
+        }
+        if (cur == NULL && st->full_doc == FD_REQUIRED) {
+            bson_destroy(&ev);
+            bson_destroy(&key);
+            return mf_err_set(&x->op->err, MF_E_NoMatchingDocument,
+                              "Change stream was configured to require a post-image for all update, delete and "
+                              "replace events, but the post-image was not found for event: %s.%s", db, coll);
+        }
+        if (cur != NULL) {
+            BSON_APPEND_DOCUMENT(&ev, "fullDocument", cur);
+            bson_destroy(cur);
+        } else {
+            BSON_APPEND_NULL(&ev, "fullDocument");
+        }
+    }
+    append_ns(&ev, "ns", db, coll);
+    BSON_APPEND_DOCUMENT(&ev, "documentKey", &key);
+    bson_destroy(&key);
+    if (diff != NULL) {
+        bson_t ud, empty;
+        bson_t u, r;
+        bson_init(&u);
+        bson_init(&r);
+        if (bson_iter_init_find(&it, diff, "u") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+            bson_destroy(&u);
+            sub_doc(&it, &u);
+        }
+        bson_iter_t ri;
+        bool have_r = bson_iter_init_find(&ri, diff, "r") && BSON_ITER_HOLDS_ARRAY(&ri);
+        BSON_APPEND_DOCUMENT_BEGIN(&ev, "updateDescription", &ud);
+        BSON_APPEND_DOCUMENT(&ud, "updatedFields", &u);
+        if (have_r)
+            bson_append_value(&ud, "removedFields", -1, bson_iter_value(&ri));
+        else
+            BSON_APPEND_ARRAY(&ud, "removedFields", &r);
+        bson_init(&empty);
+        BSON_APPEND_ARRAY(&ud, "truncatedArrays", &empty);
+        bson_destroy(&empty);
+        bson_append_document_end(&ev, &ud);
+        bson_destroy(&u);
+        bson_destroy(&r);
+    }
+    return emit(x->op, st, bson_copy(&ev)) == 0 ? (bson_destroy(&ev), 0) : (bson_destroy(&ev), -1);
+}
+
+/* Queues the invalidate that follows p's drop or rename of the watched collection. */
+static int
+invalidate_event(scan_ctx_t *x, const bson_iter_t *ts, int64_t wall, cs_pos_t p)
+{
+    cs_pos_t ip = {p.ts, K_INVALIDATE};
+    if (pos_cmp(ip, x->st->start) <= 0)
+        return 0;
+    bson_t ev;
+    event_head(&ev, ip, "invalidate", ts, wall);
+    x->st->invalidate_queued = true;
+    return emit(x->op, x->st, bson_copy(&ev)) == 0 ? (bson_destroy(&ev), 0) : (bson_destroy(&ev), -1);
+}
+
+/* The events of a command op ("c" on db.$cmd). */
+static int
+cmd_event(scan_ctx_t *x, const char *db, const bson_iter_t *ts, int64_t wall, cs_pos_t p, const bson_t *o,
+          const bson_value_t *ui)
+{
+    cs_state_t *st = x->st;
+    bson_iter_t it;
+    if (!bson_iter_init(&it, o) || !bson_iter_next(&it))
+        return 0;
+    const char *k = bson_iter_key(&it);
+    const char *coll = BSON_ITER_HOLDS_UTF8(&it) ? bson_iter_utf8(&it, NULL) : NULL;
+    bson_t ev;
+    if (strcmp(k, "drop") == 0 && coll != NULL) {
+        if (!watches(st, db, coll))
+            return 0;
+        if (pos_cmp(p, st->start) > 0) {
+            event_head(&ev, p, "drop", ts, wall);
+            append_ns(&ev, "ns", db, coll);
+            if (emit(x->op, st, bson_copy(&ev)) != 0) {
+                bson_destroy(&ev);
+                return -1;
+            }
+            bson_destroy(&ev);
+        }
+        return st->scope == CS_COLL ? invalidate_event(x, ts, wall, p) : 0;
+    }
+    if (strcmp(k, "renameCollection") == 0 && coll != NULL) {
+        char fdb[128], tdb[128];
+        const char *fcoll, *tcoll;
+        bson_iter_t to;
+        if (!split_ns(coll, fdb, sizeof(fdb), &fcoll) || !bson_iter_init_find(&to, o, "to") ||
+            !BSON_ITER_HOLDS_UTF8(&to) || !split_ns(bson_iter_utf8(&to, NULL), tdb, sizeof(tdb), &tcoll))
+            return 0;
+        if (!watches(st, fdb, fcoll))
+            return 0;
+        if (pos_cmp(p, st->start) > 0) {
+            event_head(&ev, p, "rename", ts, wall);
+            append_ns(&ev, "ns", fdb, fcoll);
+            append_ns(&ev, "to", tdb, tcoll);
+            if (emit(x->op, st, bson_copy(&ev)) != 0) {
+                bson_destroy(&ev);
+                return -1;
+            }
+            bson_destroy(&ev);
+        }
+        return st->scope == CS_COLL ? invalidate_event(x, ts, wall, p) : 0;
+    }
+    if (!st->expanded || coll == NULL || !watches(st, db, coll) || pos_cmp(p, st->start) <= 0)
+        return 0;
+    /* showExpandedEvents: create, createIndexes, dropIndexes, modify. */
+    const char *type = strcmp(k, "create") == 0          ? "create"
+                       : strcmp(k, "createIndexes") == 0 ? "createIndexes"
+                       : strcmp(k, "dropIndexes") == 0   ? "dropIndexes"
+                       : strcmp(k, "collMod") == 0       ? "modify"
+                                                         : NULL;
+    if (type == NULL)
+        return 0;
+    event_head(&ev, p, type, ts, wall);
+    if (ui != NULL)
+        bson_append_value(&ev, "collectionUUID", -1, ui);
+    append_ns(&ev, "ns", db, coll);
+    bson_t od;
+    BSON_APPEND_DOCUMENT_BEGIN(&ev, "operationDescription", &od);
+    while (bson_iter_next(&it))
+        bson_append_value(&od, bson_iter_key(&it), -1, bson_iter_value(&it));
+    bson_append_document_end(&ev, &od);
+    int rc = emit(x->op, st, bson_copy(&ev));
+    bson_destroy(&ev);
+    return rc;
+}
+
+/* One local.oplog.rs document: its events, if the stream watches them. */
+static int
+scan_visit(void *arg, int64_t rid, const bson_t *doc, const mf_match_details_t *d)
+{
+    scan_ctx_t *x = arg;
+    cs_state_t *st = x->st;
+    bson_iter_t it, ts_it;
+    const char *op = NULL, *ns = NULL;
+    bson_t o, o2, diff;
+    bool has_o = false, has_o2 = false, has_diff = false;
+    int64_t wall = 0;
+    (void)d;
+    st->after_rid = rid;
+    if (!bson_iter_init_find(&ts_it, doc, "ts") || !BSON_ITER_HOLDS_TIMESTAMP(&ts_it))
+        return 0;
+    cs_pos_t p = {ts_of(&ts_it), K_EVENT};
+    cs_pos_t hwm = {p.ts, K_HWM};
+    if (pos_cmp(hwm, st->scanned) > 0)
+        st->scanned = hwm;
+    bson_iter_init(&it, doc);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (strcmp(k, "op") == 0 && BSON_ITER_HOLDS_UTF8(&it))
+            op = bson_iter_utf8(&it, NULL);
+        else if (strcmp(k, "ns") == 0 && BSON_ITER_HOLDS_UTF8(&it))
+            ns = bson_iter_utf8(&it, NULL);
+        else if (strcmp(k, "o") == 0)
+            has_o = sub_doc(&it, &o);
+        else if (strcmp(k, "o2") == 0)
+            has_o2 = sub_doc(&it, &o2);
+        else if (strcmp(k, "diff") == 0)
+            has_diff = sub_doc(&it, &diff);
+        else if (strcmp(k, "wall") == 0 && BSON_ITER_HOLDS_DATE_TIME(&it))
+            wall = bson_iter_date_time(&it);
+    }
+    if (op == NULL || ns == NULL || !has_o)
+        return 0;
+    char db[128];
+    const char *coll;
+    if (!split_ns(ns, db, sizeof(db), &coll))
+        return 0;
+    int rc = 0;
+    if (op[0] == 'c' && strcmp(coll, "$cmd") == 0) {
+        rc = cmd_event(x, db, &ts_it, wall, p, &o, NULL);
+    } else if ((op[0] == 'i' || op[0] == 'u' || op[0] == 'd') && op[1] == '\0' && watches(st, db, coll) &&
+               pos_cmp(p, st->start) > 0) {
+        rc = doc_event(x, op, db, coll, &ts_it, wall, p, &o, has_o2 ? &o2 : NULL,
+                       op[0] == 'u' && has_diff ? &diff : NULL);
+    }
+    if (rc != 0) {
+        x->rc = -1;
+        return -1;
+    }
+    /* Past an invalidate nothing more is read; past enough events the next batch goes on from here. */
+    return st->invalidate_queued || st->pending.len - st->head >= x->want ? 1 : 0;
+}
+
+/*
+ * The cursor's ext_fill: returns queued events first, then scans the
+ * oplog after the last record read for more. The batch's
+ * postBatchResumeToken is the last returned event's token while events
+ * remain queued, else the high-water mark of what was scanned.
+ */
+static int
+cs_fill(void *opv, mf_cursor_t *cur, int64_t max, bson_t *arr, bool *exhausted)
+{
+    mf_op_t *op = opv;
+    cs_state_t *st = cur->ext;
+    int64_t count = 0;
+    cs_pos_t last = st->start;
+    bool have_last = false;
+
+    *exhausted = false;
+    if (max <= 0)
+        max = 0;
+    if (st->pending.len - st->head < (size_t)max && !st->invalidate_queued) {
+        mf_coll_t *c = mf_catalog_coll_find(op->eng->cat, "local", "oplog.rs");
+        if (c != NULL) {
+            scan_ctx_t x = {op, st, (size_t)max, 0};
+            int rc = mf_exec_scan(op->sess, c, NULL, NULL, st->after_rid, scan_visit, &x, NULL, &op->err);
+            if (rc != 0 || x.rc != 0)
+                return -1;
+        }
+    }
+    while (st->head < st->pending.len && count < max) {
+        bson_t *ev = st->pending.docs[st->head];
+        int r = mf_crud_batch_add(arr, &count, ev, &op->err);
+        if (r < 0)
+            return -1;
+        if (r > 0)
+            break; /* no room: it starts the next batch */
+        bson_iter_t it;
+        mf_error_t ignored;
+        cs_pos_t p;
+        if (bson_iter_init_find(&it, ev, "_id") && token_parse(&it, "_id", &p, &ignored) == 0) {
+            last = p;
+            have_last = true;
+        }
+        bson_destroy(ev);
+        st->pending.docs[st->head++] = NULL;
+    }
+    if (st->head == st->pending.len) {
+        st->pending.len = 0;
+        st->head = 0;
+    }
+    bool drained = st->pending.len == 0;
+    if (drained && st->invalidate_queued) {
+        *exhausted = true; /* the invalidate was returned (or filtered out): the stream is over */
+    }
+    cs_pos_t pbrt = st->start;
+    if (have_last && pos_cmp(last, pbrt) > 0)
+        pbrt = last;
+    /* As mongod: a batch whose last event is the newest op scanned ends on that event's own token. */
+    if (drained && !st->invalidate_queued && pos_cmp(st->scanned, pbrt) > 0 && !(have_last && last.ts == st->scanned.ts))
+        pbrt = st->scanned;
+    if (drained && !st->invalidate_queued && pos_cmp(pbrt, st->start) > 0)
+        st->start = pbrt; /* everything up to here was seen: a later scan never returns it again */
+    bson_t tok;
+    token_of(pbrt, &tok);
+    if (cur->resume_token != NULL)
+        bson_destroy(cur->resume_token);
+    cur->resume_token = bson_copy(&tok);
+    bson_destroy(&tok);
+    return 0;
+}
+
+/* ---------- opening ---------- */
+
+/* Stages that keep each event to at most one (mongod's change stream whitelist). */
+static bool
+stage_allowed(const char *name)
+{
+    static const char *const ok[] = {"$match", "$project", "$addFields", "$set", "$unset", "$replaceRoot",
+                                     "$replaceWith", "$redact", NULL};
+    for (int i = 0; ok[i] != NULL; i++) {
+        if (strcmp(name, ok[i]) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* Parses the $changeStream options into st (with the start position and whether it must be checked). */
+static int
+parse_options(mf_op_t *op, const bson_iter_t *spec, cs_state_t *st, bool *resuming, uint64_t *lost_ts,
+              bool *have_start)
+{
+    bson_iter_t it;
+    int nresume = 0;
+    bool all_cluster = false;
+    *resuming = false;
+    *have_start = false;
+    if (!BSON_ITER_HOLDS_DOCUMENT(spec))
+        return mf_err_set(&op->err, MF_E_Location50808, "$changeStream stage expects a document as argument");
+    bson_iter_recurse(spec, &it);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (strcmp(k, "fullDocument") == 0) {
+            if (!BSON_ITER_HOLDS_UTF8(&it))
+                return mf_err_set(&op->err, MF_E_TypeMismatch,
+                                  "BSON field '$changeStream.fullDocument' is the wrong type '%s', expected type 'string'",
+                                  mf_type_name(bson_iter_type(&it)));
+            const char *v = bson_iter_utf8(&it, NULL);
+            if (strcmp(v, "default") == 0)
+                st->full_doc = FD_DEFAULT;
+            else if (strcmp(v, "updateLookup") == 0)
+                st->full_doc = FD_UPDATE_LOOKUP;
+            else if (strcmp(v, "whenAvailable") == 0)
+                st->full_doc = FD_WHEN_AVAILABLE;
+            else if (strcmp(v, "required") == 0)
+                st->full_doc = FD_REQUIRED;
+            else
+                return mf_err_set(&op->err, MF_E_BadValue,
+                                  "Enumeration value '%s' for field '$changeStream.fullDocument' is not a valid value.", v);
+        } else if (strcmp(k, "fullDocumentBeforeChange") == 0) {
+            if (!BSON_ITER_HOLDS_UTF8(&it) || strcmp(bson_iter_utf8(&it, NULL), "off") != 0)
+                return mf_err_set(&op->err, MF_E_CommandNotSupported,
+                                  "mayfly keeps no pre-images: fullDocumentBeforeChange must be 'off'");
+        } else if (strcmp(k, "resumeAfter") == 0 || strcmp(k, "startAfter") == 0) {
+            cs_pos_t p;
+            if (token_parse(&it, k, &p, &op->err) != 0)
+                return -1;
+            if (k[0] == 'r' && p.kind == K_INVALIDATE)
+                return mf_err_set(&op->err, MF_E_InvalidResumeToken,
+                                  "Attempting to resume a change stream using 'resumeAfter' is not allowed from an "
+                                  "invalidate notification.");
+            st->start = p;
+            *lost_ts = p.ts;
+            *resuming = true;
+            nresume++;
+        } else if (strcmp(k, "startAtOperationTime") == 0) {
+            if (!BSON_ITER_HOLDS_TIMESTAMP(&it))
+                return mf_err_set(&op->err, MF_E_TypeMismatch,
+                                  "BSON field '$changeStream.startAtOperationTime' is the wrong type '%s', expected "
+                                  "type 'timestamp'",
+                                  mf_type_name(bson_iter_type(&it)));
+            uint64_t t = ts_of(&it);
+            st->start.ts = t == 0 ? 0 : t - 1;
+            st->start.kind = t == 0 ? 0 : K_HWM;
+            *lost_ts = t;
+            *resuming = true;
+            nresume++;
+        } else if (strcmp(k, "allChangesForCluster") == 0) {
+            if (!BSON_ITER_HOLDS_BOOL(&it))
+                return mf_err_set(&op->err, MF_E_TypeMismatch,
+                                  "BSON field '$changeStream.allChangesForCluster' is the wrong type '%s', expected "
+                                  "type 'bool'",
+                                  mf_type_name(bson_iter_type(&it)));
+            all_cluster = bson_iter_bool(&it);
+        } else if (strcmp(k, "showExpandedEvents") == 0) {
+            if (!BSON_ITER_HOLDS_BOOL(&it))
+                return mf_err_set(&op->err, MF_E_TypeMismatch,
+                                  "BSON field '$changeStream.showExpandedEvents' is the wrong type '%s', expected "
+                                  "type 'bool'",
+                                  mf_type_name(bson_iter_type(&it)));
+            st->expanded = bson_iter_bool(&it);
+        } else if (strcmp(k, "allowToRunOnConfigDB") == 0 || strcmp(k, "allowToRunOnSystemNS") == 0 ||
+                   strcmp(k, "showSystemEvents") == 0 || strcmp(k, "showRawUpdateDescription") == 0) {
+            /* accepted and ignored (internal / diagnostic options) */
+        } else {
+            return mf_err_set(&op->err, MF_E_Location40415, "BSON field '$changeStream.%s' is an unknown field.", k);
+        }
+    }
+    if (nresume > 1)
+        return mf_err_set(&op->err, MF_E_Location40674, "Only one type of resume option is allowed, but multiple were found.");
+    *have_start = nresume > 0;
+    if (all_cluster) {
+        if (strcmp(op->db, "admin") != 0 || st->scope != CS_DB)
+            return mf_err_set(&op->err, MF_E_InvalidNamespace,
+                              "A $changeStream with 'allChangesForCluster:true' may only be opened on the 'admin' "
+                              "database, and with no collection name; found %s.%s",
+                              op->db, st->coll != NULL ? st->coll : "$cmd.aggregate");
+        st->scope = CS_CLUSTER;
+    }
+    return 0;
+}
+
+/* The namespaces mongod refuses to watch (73). */
+static int
+check_namespace(mf_op_t *op, const cs_state_t *st)
+{
+    const char *db = op->db;
+    bool internal_db = strcmp(db, "admin") == 0 || strcmp(db, "config") == 0 || strcmp(db, "local") == 0;
+    if ((st->scope != CS_CLUSTER && internal_db) || (st->coll != NULL && strncmp(st->coll, "system.", 7) == 0))
+        return mf_err_set(&op->err, MF_E_InvalidNamespace, "$changeStream may not be opened on the internal %s%s%s %s",
+                          db, st->coll ? "." : "", st->coll ? st->coll : "", st->coll ? "collection" : "database");
+    return 0;
+}
+
+int
+mf_cmd_changestream_open(mf_op_t *op, const char *coll, const bson_value_t *pipeline, int64_t batch)
+{
+    bson_t arr, rest, first_batch;
+    bson_iter_t si, first;
+    cs_state_t *st = mf_calloc(1, sizeof(*st));
+    bool resuming, have_start, exhausted = false;
+    uint64_t lost_ts = 0;
+    int k = 0, rc = -1;
+    char key[16];
+    mf_cursor_t *cur = NULL;
+
+    mf_docvec_init(&st->pending);
+    st->scope = coll != NULL ? CS_COLL : CS_DB;
+    st->db = mf_strdup(op->db);
+    st->coll = coll != NULL ? mf_strdup(coll) : NULL;
+    st->tmp_dir = op->eng->tmp_dir;
+    bson_init(&rest);
+    bson_init(&first_batch);
+    bson_init_static(&arr, pipeline->value.v_doc.data, pipeline->value.v_doc.data_len);
+    bson_iter_init(&si, &arr);
+    bson_iter_next(&si);
+    bson_iter_recurse(&si, &first);
+    bson_iter_next(&first);
+    if (parse_options(op, &first, st, &resuming, &lost_ts, &have_start) != 0 || check_namespace(op, st) != 0)
+        goto err_free_state;
+    while (bson_iter_next(&si)) {
+        bson_iter_t sf;
+        if (!BSON_ITER_HOLDS_DOCUMENT(&si) || !bson_iter_recurse(&si, &sf) || !bson_iter_next(&sf)) {
+            mf_err_set(&op->err, MF_E_Location40323, "A pipeline stage specification object must contain exactly one field.");
+            goto err_free_state;
+        }
+        const char *name = bson_iter_key(&sf);
+        if (strcmp(name, "$changeStream") == 0) {
+            mf_err_set(&op->err, MF_E_Location40602, "$changeStream is only valid as the first stage in a pipeline");
+            goto err_free_state;
+        }
+        if (!stage_allowed(name)) {
+            mf_err_set(&op->err, MF_E_IllegalOperation, "%s is not permitted in a $changeStream pipeline", name);
+            goto err_free_state;
+        }
+        snprintf(key, sizeof(key), "%d", k++);
+        bson_append_value(&rest, key, -1, bson_iter_value(&si));
+    }
+    if (k > 0) {
+        bson_value_t rv = {.value_type = BSON_TYPE_ARRAY};
+        rv.value.v_doc.data = (uint8_t *)bson_get_data(&rest);
+        rv.value.v_doc.data_len = rest.len;
+        if ((st->pl = mf_pipeline_new(&rv, &op->err)) == NULL)
+            goto err_free_state;
+    }
+    mf_catalog_rdlock(op->eng->cat);
+    if (!have_start) {
+        /* A new stream starts after what this member applied (the reply's operationTime is at least that). */
+        uint32_t secs = 0, inc = 0;
+        op->eng->repl->op_time(op->eng->repl_arg, &secs, &inc);
+        st->start.ts = (uint64_t)secs << 32 | inc;
+        st->start.kind = K_HWM;
+    }
+    st->scanned = st->start;
+    rc = locate_start(op, st, resuming, lost_ts);
+    mf_catalog_unlock(op->eng->cat);
+    if (rc != 0)
+        goto err_free_state;
+    rc = -1;
+    cur = mf_cursor_new(MF_CURSOR_EXT, op->db, coll != NULL ? coll : "$cmd.aggregate");
+    cur->ext = st;
+    cur->ext_free = cs_free;
+    cur->ext_fill = cs_fill;
+    cur->await_data = true;
+    st = NULL;
+    /* The first batch holds what is there already (resuming), never waits. */
+    mf_catalog_rdlock(op->eng->cat);
+    int fr = cs_fill(op, cur, batch, &first_batch, &exhausted);
+    mf_catalog_unlock(op->eng->cat);
+    if (fr != 0)
+        goto err_free_cursor;
+    int64_t id = 0;
+    if (!exhausted) {
+        id = mf_cmd_cursor_register(op, cur);
+        if (id < 0)
+            goto err_free_cursor;
+    }
+    mf_crud_append_cursor_reply_token(op, "firstBatch", &first_batch, id, cur->coll, cur->resume_token);
+    if (exhausted)
+        mf_cursor_free(cur);
+    else
+        mf_cursors_checkin(op->eng->cursors, cur);
+    cur = NULL;
+    rc = 0;
+err_free_cursor:
+    if (cur != NULL)
+        mf_cursor_free(cur);
+err_free_state:
+    cs_free(st);
+    bson_destroy(&rest);
+    bson_destroy(&first_batch);
+    return rc;
+}

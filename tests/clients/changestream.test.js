@@ -1,0 +1,354 @@
+'use strict';
+/*
+ * Change streams ($changeStream) on a replica set, through the real driver's
+ * collection.watch(), db.watch(), client.watch() and Mongoose's
+ * Model.watch(): every event's shape (mongod 8.0), $match filtering,
+ * fullDocument updateLookup, resuming (resumeAfter, startAfter,
+ * startAtOperationTime, the driver's own resume after its cursor is
+ * killed), postBatchResumeToken, awaitData getMores, a stream on a
+ * secondary, 286 ChangeStreamHistoryLost, the option errors, and a
+ * standalone's 40573 (unchanged).
+ */
+const assert = require('node:assert/strict');
+const { Timestamp } = require('mongodb');
+const mongoose = require('mongoose');
+const h = require('./harness');
+const R = require('./rs_harness');
+
+const rs = R.useReplSet(3, { args: ['--setParameter', 'enableTestCommands=1'] });
+const standalone = h.useServer();
+
+/* The stream's next change, or a failure after ms. */
+async function next(stream, ms = 10000) {
+  let timer;
+  const t = new Promise((_, rej) => { timer = setTimeout(() => rej(new Error(`no change within ${ms} ms`)), ms); });
+  try {
+    return await Promise.race([stream.next(), t]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/* A stream whose aggregate has run (so later writes are after its start). */
+async function open(target, pipeline = [], opts = {}) {
+  const s = target.watch(pipeline, { maxAwaitTimeMS: 200, ...opts });
+  await s.tryNext(); /* sends the aggregate */
+  return s;
+}
+
+const isTok = (t) => t && typeof t._data === 'string' && /^[0-9A-F]+$/.test(t._data);
+
+R.test('collection stream: insert, update, replace, delete and their shapes', async () => {
+  const db = rs.freshDb('shapes');
+  const c = db.collection('c');
+  await c.insertOne({ _id: 0 });
+  const s = await open(c);
+  try {
+    await c.insertOne({ _id: 1, a: 1, sub: { x: 1, y: 2 }, gone: true });
+    await c.updateOne({ _id: 1 }, { $set: { a: 2, 'sub.x': 5 }, $unset: { gone: 1 } });
+    await c.replaceOne({ _id: 1 }, { b: 'r' });
+    await c.deleteOne({ _id: 1 });
+
+    const ins = await next(s);
+    assert.deepEqual(Object.keys(ins), ['_id', 'operationType', 'clusterTime', 'wallTime', 'fullDocument', 'ns', 'documentKey']);
+    assert.equal(ins.operationType, 'insert');
+    assert.ok(isTok(ins._id), JSON.stringify(ins._id));
+    assert.equal(ins.clusterTime._bsontype, 'Timestamp');
+    assert.ok(ins.wallTime instanceof Date);
+    assert.deepEqual(ins.fullDocument, { _id: 1, a: 1, sub: { x: 1, y: 2 }, gone: true });
+    assert.deepEqual(ins.ns, { db: db.databaseName, coll: 'c' });
+    assert.deepEqual(ins.documentKey, { _id: 1 });
+
+    const upd = await next(s);
+    assert.equal(upd.operationType, 'update');
+    assert.deepEqual(Object.keys(upd), ['_id', 'operationType', 'clusterTime', 'wallTime', 'ns', 'documentKey', 'updateDescription']);
+    assert.deepEqual(upd.updateDescription, { updatedFields: { a: 2, 'sub.x': 5 }, removedFields: ['gone'], truncatedArrays: [] });
+    assert.deepEqual(upd.documentKey, { _id: 1 });
+
+    const rep = await next(s);
+    assert.equal(rep.operationType, 'replace');
+    assert.deepEqual(rep.fullDocument, { _id: 1, b: 'r' });
+    assert.deepEqual(rep.documentKey, { _id: 1 });
+
+    const del = await next(s);
+    assert.equal(del.operationType, 'delete');
+    assert.deepEqual(Object.keys(del), ['_id', 'operationType', 'clusterTime', 'wallTime', 'ns', 'documentKey']);
+    assert.deepEqual(del.documentKey, { _id: 1 });
+
+    /* Tokens and cluster times only go forward. */
+    const toks = [ins, upd, rep, del].map((e) => e._id._data);
+    assert.deepEqual([...toks].sort(), toks);
+    assert.ok(new Set(toks).size === 4);
+    assert.ok(R.tsCompare(ins.clusterTime, del.clusterTime) < 0);
+  } finally {
+    await s.close();
+  }
+});
+
+R.test('drop and rename end a collection stream with invalidate; startAfter the invalidate goes on', async () => {
+  const db = rs.freshDb('inval');
+  const c = db.collection('c');
+  await c.insertOne({ _id: 1 });
+  const s = await open(c);
+  await c.drop();
+  const drop = await next(s);
+  assert.equal(drop.operationType, 'drop');
+  assert.deepEqual(drop.ns, { db: db.databaseName, coll: 'c' });
+  const inv = await next(s);
+  assert.equal(inv.operationType, 'invalidate');
+  assert.deepEqual(Object.keys(inv), ['_id', 'operationType', 'clusterTime', 'wallTime']);
+  assert.ok(inv._id._data > drop._id._data);
+  assert.ok(s.closed || (await s.tryNext().then(() => false, () => true)) || s.closed, 'the stream is over');
+  await s.close();
+
+  /* startAfter the invalidate: the recreated collection's inserts. */
+  await c.insertOne({ _id: 2 });
+  const s2 = db.collection('c').watch([], { startAfter: inv._id });
+  try {
+    const ev = await next(s2);
+    assert.equal(ev.operationType, 'insert');
+    assert.deepEqual(ev.documentKey, { _id: 2 });
+  } finally {
+    await s2.close();
+  }
+  /* resumeAfter an invalidate is refused (260), as mongod. */
+  await h.expectCode(db.command({ aggregate: 'c', pipeline: [{ $changeStream: { resumeAfter: inv._id } }], cursor: {} }), 260);
+
+  const d = db.collection('d');
+  await d.insertOne({ _id: 1 });
+  const s3 = await open(d);
+  await d.rename('d2');
+  const ren = await next(s3);
+  assert.equal(ren.operationType, 'rename');
+  assert.deepEqual(ren.ns, { db: db.databaseName, coll: 'd' });
+  assert.deepEqual(ren.to, { db: db.databaseName, coll: 'd2' });
+  assert.equal((await next(s3)).operationType, 'invalidate');
+  await s3.close();
+});
+
+R.test('pipeline stages after $changeStream filter and reshape events', async () => {
+  const c = rs.freshDb('match').collection('c');
+  const s = await open(c, [{ $match: { operationType: 'insert', 'fullDocument.keep': true } }, { $addFields: { extra: 1 } }, { $project: { wallTime: 0 } }]);
+  try {
+    await c.insertOne({ _id: 1, keep: false });
+    await c.updateOne({ _id: 1 }, { $set: { keep: true } });
+    await c.insertOne({ _id: 2, keep: true });
+    const ev = await next(s);
+    assert.deepEqual(ev.documentKey, { _id: 2 });
+    assert.equal(ev.extra, 1);
+    assert.equal(ev.wallTime, undefined);
+  } finally {
+    await s.close();
+  }
+  /* A stage that would lose the token: 280; a blocking stage: 20. */
+  const db = c.db ? c.db : null;
+  const raw = rs.client.db(c.dbName);
+  const r = await raw.command({ aggregate: 'c', pipeline: [{ $changeStream: {} }, { $project: { _id: 0 } }], cursor: {} });
+  await c.insertOne({ _id: 3 });
+  await h.expectCode((async () => {
+    for (let i = 0; i < 50; i++) {
+      const g = await raw.command({ getMore: r.cursor.id, collection: 'c', maxTimeMS: 200 });
+      if (g.cursor.nextBatch.length) return g;
+    }
+    return null;
+  })(), 280);
+  void db;
+  await h.expectCode(raw.command({ aggregate: 'c', pipeline: [{ $changeStream: {} }, { $sort: { x: 1 } }], cursor: {} }), 20);
+});
+
+R.test('fullDocument: updateLookup gives the current document', async () => {
+  const c = rs.freshDb('lookup').collection('c');
+  await c.insertOne({ _id: 1, n: 0 });
+  const s = await open(c, [], { fullDocument: 'updateLookup' });
+  try {
+    await c.updateOne({ _id: 1 }, { $inc: { n: 1 } });
+    const ev = await next(s);
+    assert.equal(ev.operationType, 'update');
+    assert.deepEqual(ev.fullDocument, { _id: 1, n: 1 });
+    assert.deepEqual(ev.updateDescription.updatedFields, { n: 1 });
+    await c.updateOne({ _id: 1 }, { $inc: { n: 1 } });
+    await c.deleteOne({ _id: 1 });
+    const ev2 = await next(s);
+    assert.equal(ev2.operationType, 'update');
+    assert.equal(ev2.fullDocument, null, 'deleted since: null');
+  } finally {
+    await s.close();
+  }
+});
+
+R.test('resumeAfter, startAfter and startAtOperationTime continue where asked', async () => {
+  const db = rs.freshDb('resume');
+  const c = db.collection('c');
+  const s = await open(c);
+  const r0 = await c.insertOne({ _id: 1 });
+  void r0;
+  const e1 = await next(s);
+  await s.close();
+  await c.insertMany([{ _id: 2 }, { _id: 3 }]);
+  for (const opt of ['resumeAfter', 'startAfter']) {
+    const s2 = c.watch([], { [opt]: e1._id });
+    try {
+      assert.deepEqual((await next(s2)).documentKey, { _id: 2 });
+      assert.deepEqual((await next(s2)).documentKey, { _id: 3 });
+    } finally {
+      await s2.close();
+    }
+  }
+  const s3 = c.watch([], { startAtOperationTime: e1.clusterTime });
+  try {
+    assert.deepEqual((await next(s3)).documentKey, { _id: 1 });
+    assert.deepEqual((await next(s3)).documentKey, { _id: 2 });
+  } finally {
+    await s3.close();
+  }
+  /* Two resume options: 40674. */
+  await h.expectCode(db.command({ aggregate: 'c', pipeline: [{ $changeStream: { resumeAfter: e1._id, startAtOperationTime: e1.clusterTime } }], cursor: {} }), 40674);
+});
+
+R.test('the driver resumes by itself after its cursor is killed', async () => {
+  const db = rs.freshDb('autoresume');
+  const c = db.collection('c');
+  const s = await open(c);
+  try {
+    await c.insertOne({ _id: 1 });
+    assert.deepEqual((await next(s)).documentKey, { _id: 1 });
+    const ops = await rs.client.db('admin').aggregate([{ $currentOp: { idleCursors: true } }, { $match: { type: 'idleCursor' } }]).toArray();
+    const mine = ops.filter((o) => o.cursor && o.cursor.originatingCommand && o.cursor.originatingCommand.aggregate === 'c' &&
+      o.ns === `${db.databaseName}.c`);
+    let killed = 0;
+    for (const o of mine) {
+      const r = await db.command({ killCursors: 'c', cursors: [o.cursor.cursorId] });
+      killed += r.cursorsKilled.length;
+    }
+    if (killed === 0) {
+      /* No idle-cursor listing: kill it by the id the driver holds. */
+      const id = s.cursor && s.cursor.id;
+      assert.ok(id, 'the stream has a cursor id');
+      const r = await db.command({ killCursors: 'c', cursors: [id] });
+      killed = r.cursorsKilled.length;
+    }
+    assert.ok(killed >= 1, 'killed the stream cursor');
+    await c.insertOne({ _id: 2 });
+    await c.insertOne({ _id: 3 });
+    assert.deepEqual((await next(s)).documentKey, { _id: 2 });
+    assert.deepEqual((await next(s)).documentKey, { _id: 3 });
+  } finally {
+    await s.close();
+  }
+});
+
+R.test('awaitData getMore waits up to maxTimeMS; postBatchResumeToken advances', async () => {
+  const db = rs.freshDb('await');
+  const r = await db.command({ aggregate: 'c', pipeline: [{ $changeStream: {} }], cursor: {} });
+  assert.deepEqual(r.cursor.firstBatch, []);
+  assert.ok(isTok(r.cursor.postBatchResumeToken));
+  assert.notEqual(String(r.cursor.id), '0');
+  const pb0 = r.cursor.postBatchResumeToken._data;
+
+  let t0 = Date.now();
+  const g1 = await db.command({ getMore: r.cursor.id, collection: 'c', maxTimeMS: 400 });
+  const waited = Date.now() - t0;
+  assert.deepEqual(g1.cursor.nextBatch, []);
+  assert.ok(waited >= 300, `waited ${waited} ms`);
+  assert.ok(isTok(g1.cursor.postBatchResumeToken));
+
+  /* A write elsewhere moves the token on without an event. */
+  await db.collection('other').insertOne({ x: 1 });
+  let g2;
+  await rs.waitUntil(async () => {
+    g2 = await db.command({ getMore: r.cursor.id, collection: 'c', maxTimeMS: 100 });
+    return g2.cursor.postBatchResumeToken._data > pb0;
+  }, { what: 'postBatchResumeToken to advance' });
+  assert.deepEqual(g2.cursor.nextBatch, []);
+
+  /* A write during the wait ends it early. */
+  t0 = Date.now();
+  const pending = db.command({ getMore: r.cursor.id, collection: 'c', maxTimeMS: 5000 });
+  await h.sleep(150);
+  await db.collection('c').insertOne({ _id: 7 });
+  const g3 = await pending;
+  assert.equal(g3.cursor.nextBatch.length, 1);
+  assert.ok(Date.now() - t0 < 4000);
+  assert.equal(g3.cursor.postBatchResumeToken._data, g3.cursor.nextBatch[0]._id._data);
+  assert.ok(g3.cursor.postBatchResumeToken._data > g2.cursor.postBatchResumeToken._data);
+  await db.command({ killCursors: 'c', cursors: [r.cursor.id] });
+});
+
+R.test('db.watch and client.watch see every collection (and other databases)', async () => {
+  const db = rs.freshDb('dbw');
+  const other = rs.freshDb('dbw2');
+  const ds = await open(db);
+  const cs = await open(rs.client);
+  try {
+    await db.collection('a').insertOne({ _id: 1 });
+    await other.collection('z').insertOne({ _id: 9 });
+    await db.collection('b').insertOne({ _id: 2 });
+    await db.collection('b').drop();
+    const e1 = await next(ds);
+    assert.deepEqual(e1.ns, { db: db.databaseName, coll: 'a' });
+    const e2 = await next(ds);
+    assert.deepEqual(e2.ns, { db: db.databaseName, coll: 'b' });
+    const e3 = await next(ds);
+    assert.equal(e3.operationType, 'drop', 'a database stream goes on past a drop');
+    const seen = [];
+    while (seen.length < 3) {
+      const e = await next(cs);
+      if ([db.databaseName, other.databaseName].includes(e.ns.db)) seen.push(`${e.ns.coll}:${e.operationType}`);
+    }
+    assert.deepEqual(seen, ['a:insert', 'z:insert', 'b:insert']);
+  } finally {
+    await ds.close();
+    await cs.close();
+  }
+  await h.expectCode(rs.client.db('admin').command({ aggregate: 1, pipeline: [{ $changeStream: {} }], cursor: {} }), 73);
+  await h.expectCode(db.command({ aggregate: 1, pipeline: [{ $changeStream: { allChangesForCluster: true } }], cursor: {} }), 73);
+});
+
+R.test('a stream on a secondary sees the primary\'s writes', async () => {
+  const db = rs.freshDb('sec');
+  await db.collection('c').insertOne({ _id: 0 }, { writeConcern: { w: 3 } });
+  const sc = await rs.newClient(rs.uriFor('', 'readPreference=secondary'));
+  const s = await open(sc.db(db.databaseName).collection('c'));
+  try {
+    await db.collection('c').insertOne({ _id: 1 });
+    const ev = await next(s, 15000);
+    assert.deepEqual(ev.documentKey, { _id: 1 });
+  } finally {
+    await s.close();
+  }
+});
+
+R.test('Mongoose Model.watch()', async () => {
+  const conn = mongoose.createConnection(rs.uriFor(`cs_mongoose_${process.pid % 10000}`));
+  await conn.asPromise();
+  try {
+    const M = conn.model('Thing', new mongoose.Schema({ name: String }));
+    await M.init();
+    const s = M.watch([], { maxAwaitTimeMS: 200 });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const got = new Promise((resolve, reject) => { s.on('change', resolve); s.on('error', reject); });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await M.create({ name: 'x' });
+    const ev = await Promise.race([got, h.sleep(10000).then(() => { throw new Error('no change'); })]);
+    assert.equal(ev.operationType, 'insert');
+    assert.equal(ev.fullDocument.name, 'x');
+    await s.close();
+  } finally {
+    await conn.close();
+  }
+});
+
+R.test('errors as mongod: history lost 286, first stage 40602, unknown option 40415', async () => {
+  const db = rs.freshDb('errs');
+  await h.expectCode(db.command({ aggregate: 'c', pipeline: [{ $changeStream: { startAtOperationTime: new Timestamp({ t: 1, i: 1 }) } }], cursor: {} }), 286);
+  await h.expectCode(db.command({ aggregate: 'c', pipeline: [{ $changeStream: { resumeAfter: { _data: '000000010000000100' } } }], cursor: {} }), 286);
+  await h.expectCode(db.command({ aggregate: 'c', pipeline: [{ $match: {} }, { $changeStream: {} }], cursor: {} }), 40602);
+  await h.expectCode(db.command({ aggregate: 'c', pipeline: [{ $changeStream: { bogus: 1 } }], cursor: {} }), 40415);
+  await h.expectCode(db.command({ aggregate: 'c', pipeline: [{ $changeStream: { fullDocument: 'nope' } }], cursor: {} }), 2);
+});
+
+h.test('a standalone still answers 40573', async () => {
+  const db = standalone.freshDb('standalone');
+  await h.expectCode(db.command({ aggregate: 'c', pipeline: [{ $changeStream: {} }], cursor: {} }), 40573);
+  await h.expectCode(db.collection('c').watch().tryNext(), 40573);
+});
