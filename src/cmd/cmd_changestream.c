@@ -63,6 +63,7 @@
 enum { CS_COLL, CS_DB, CS_CLUSTER };
 enum { FD_DEFAULT, FD_UPDATE_LOOKUP, FD_WHEN_AVAILABLE, FD_REQUIRED };
 enum { K_EVENT = 0, K_INVALIDATE = 1, K_HWM = 0xff };
+#define SCAN_EVENTS 1000
 
 /* A position in the stream: an op's timestamp and the event's kind. */
 typedef struct cs_pos {
@@ -443,7 +444,9 @@ doc_event(scan_ctx_t *x, const char *op, const char *db, const char *coll, const
         bson_destroy(&u);
         bson_destroy(&r);
     }
-    return emit(x->op, st, bson_copy(&ev)) == 0 ? (bson_destroy(&ev), 0) : (bson_destroy(&ev), -1);
+    int rc = emit(x->op, st, bson_copy(&ev));
+    bson_destroy(&ev);
+    return rc;
 }
 
 /* Queues the invalidate that follows p's drop or rename of the watched collection. */
@@ -456,7 +459,9 @@ invalidate_event(scan_ctx_t *x, const bson_iter_t *ts, int64_t wall, cs_pos_t p)
     bson_t ev;
     event_head(&ev, ip, "invalidate", ts, wall);
     x->st->invalidate_queued = true;
-    return emit(x->op, x->st, bson_copy(&ev)) == 0 ? (bson_destroy(&ev), 0) : (bson_destroy(&ev), -1);
+    int rc = emit(x->op, x->st, bson_copy(&ev));
+    bson_destroy(&ev);
+    return rc;
 }
 
 /* The events of a command op ("c" on db.$cmd). */
@@ -520,10 +525,26 @@ cmd_event(scan_ctx_t *x, const char *db, const bson_iter_t *ts, int64_t wall, cs
     if (ui != NULL)
         bson_append_value(&ev, "collectionUUID", -1, ui);
     append_ns(&ev, "ns", db, coll);
-    bson_t od;
+    /*
+     * operationDescription: the logged command's detail; an index change as
+     * {indexes: [spec]} (a dropIndexes names the index only: the log keeps
+     * no spec for it).
+     */
+    bson_t od, arr, one;
+    bool indexes = strcmp(type, "createIndexes") == 0 || strcmp(type, "dropIndexes") == 0;
     BSON_APPEND_DOCUMENT_BEGIN(&ev, "operationDescription", &od);
-    while (bson_iter_next(&it))
-        bson_append_value(&od, bson_iter_key(&it), -1, bson_iter_value(&it));
+    if (indexes) {
+        BSON_APPEND_ARRAY_BEGIN(&od, "indexes", &arr);
+        BSON_APPEND_DOCUMENT_BEGIN(&arr, "0", &one);
+        while (bson_iter_next(&it))
+            bson_append_value(&one, strcmp(bson_iter_key(&it), "index") == 0 ? "name" : bson_iter_key(&it), -1,
+                              bson_iter_value(&it));
+        bson_append_document_end(&arr, &one);
+        bson_append_array_end(&od, &arr);
+    } else {
+        while (bson_iter_next(&it))
+            bson_append_value(&od, bson_iter_key(&it), -1, bson_iter_value(&it));
+    }
     bson_append_document_end(&ev, &od);
     int rc = emit(x->op, st, bson_copy(&ev));
     bson_destroy(&ev);
@@ -540,6 +561,8 @@ scan_visit(void *arg, int64_t rid, const bson_t *doc, const mf_match_details_t *
     const char *op = NULL, *ns = NULL;
     bson_t o, o2, diff;
     bool has_o = false, has_o2 = false, has_diff = false;
+    bson_value_t ui_v; /* its binary data points into doc, valid during the call */
+    const bson_value_t *ui = NULL;
     int64_t wall = 0;
     (void)d;
     st->after_rid = rid;
@@ -564,6 +587,10 @@ scan_visit(void *arg, int64_t rid, const bson_t *doc, const mf_match_details_t *
             has_diff = sub_doc(&it, &diff);
         else if (strcmp(k, "wall") == 0 && BSON_ITER_HOLDS_DATE_TIME(&it))
             wall = bson_iter_date_time(&it);
+        else if (strcmp(k, "ui") == 0 && BSON_ITER_HOLDS_BINARY(&it)) {
+            ui_v = *bson_iter_value(&it);
+            ui = &ui_v;
+        }
     }
     if (op == NULL || ns == NULL || !has_o)
         return 0;
@@ -573,7 +600,7 @@ scan_visit(void *arg, int64_t rid, const bson_t *doc, const mf_match_details_t *
         return 0;
     int rc = 0;
     if (op[0] == 'c' && strcmp(coll, "$cmd") == 0) {
-        rc = cmd_event(x, db, &ts_it, wall, p, &o, NULL);
+        rc = cmd_event(x, db, &ts_it, wall, p, &o, ui);
     } else if ((op[0] == 'i' || op[0] == 'u' || op[0] == 'd') && op[1] == '\0' && watches(st, db, coll) &&
                pos_cmp(p, st->start) > 0) {
         rc = doc_event(x, op, db, coll, &ts_it, wall, p, &o, has_o2 ? &o2 : NULL,
@@ -608,7 +635,8 @@ cs_fill(void *opv, mf_cursor_t *cur, int64_t max, bson_t *arr, bool *exhausted)
     if (st->pending.len - st->head < (size_t)max && !st->invalidate_queued) {
         mf_coll_t *c = mf_catalog_coll_find(op->eng->cat, "local", "oplog.rs");
         if (c != NULL) {
-            scan_ctx_t x = {op, st, (size_t)max, 0};
+            /* At most SCAN_EVENTS events are queued per scan (a getMore without batchSize asks for all). */
+            scan_ctx_t x = {op, st, max < SCAN_EVENTS ? (size_t)max : SCAN_EVENTS, 0};
             int rc = mf_exec_scan(op->sess, c, NULL, NULL, st->after_rid, scan_visit, &x, NULL, &op->err);
             if (rc != 0 || x.rc != 0)
                 return -1;

@@ -6,12 +6,16 @@
  * and, when that transaction commits, hands one entry to a sink:
  *
  *     {ops: [{op: "i", ns: "db.c", ui: UUID, o: <the inserted document>},
- *            {op: "u", ns, ui, o: <the new full document>, o2: {_id}},
+ *            {op: "u", ns, ui, o: <the new full document>, o2: {_id},
+ *                      diff: {u: {path: value}, r: [path]}},   (no diff: a replacement)
  *            {op: "d", ns, ui, o: {_id}},
  *            {op: "c", ns: "db.$cmd", ui, o: <command>}, ...]}
  *
  * Field names are those of MongoDB's oplog; unlike mongod's, an update
- * carries the whole new image, not a diff, so applying it is a replace. DDL
+ * carries the whole new image, so applying it is a replace; its diff
+ * (changed and removed dotted paths, from the old and new images) is there
+ * for change streams only (cmd/cmd_changestream.c), absent when the update
+ * was a replacement (mf_observers_replacing). DDL
  * (create with its options, drop, renameCollection, createIndexes with one
  * spec, dropIndexes with one name, collMod) is reported after the catalog
  * change committed, so each DDL change is an entry of its own with one "c"

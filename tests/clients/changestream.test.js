@@ -141,7 +141,6 @@ R.test('pipeline stages after $changeStream filter and reshape events', async ()
     await s.close();
   }
   /* A stage that would lose the token: 280; a blocking stage: 20. */
-  const db = c.db ? c.db : null;
   const raw = rs.client.db(c.dbName);
   const r = await raw.command({ aggregate: 'c', pipeline: [{ $changeStream: {} }, { $project: { _id: 0 } }], cursor: {} });
   await c.insertOne({ _id: 3 });
@@ -152,7 +151,6 @@ R.test('pipeline stages after $changeStream filter and reshape events', async ()
     }
     return null;
   })(), 280);
-  void db;
   await h.expectCode(raw.command({ aggregate: 'c', pipeline: [{ $changeStream: {} }, { $sort: { x: 1 } }], cursor: {} }), 20);
 });
 
@@ -180,8 +178,7 @@ R.test('resumeAfter, startAfter and startAtOperationTime continue where asked', 
   const db = rs.freshDb('resume');
   const c = db.collection('c');
   const s = await open(c);
-  const r0 = await c.insertOne({ _id: 1 });
-  void r0;
+  await c.insertOne({ _id: 1 });
   const e1 = await next(s);
   await s.close();
   await c.insertMany([{ _id: 2 }, { _id: 3 }]);
@@ -302,6 +299,29 @@ R.test('db.watch and client.watch see every collection (and other databases)', a
   }
   await h.expectCode(rs.client.db('admin').command({ aggregate: 1, pipeline: [{ $changeStream: {} }], cursor: {} }), 73);
   await h.expectCode(db.command({ aggregate: 1, pipeline: [{ $changeStream: { allChangesForCluster: true } }], cursor: {} }), 73);
+});
+
+R.test('showExpandedEvents: create, createIndexes, dropIndexes', async () => {
+  const db = rs.freshDb('expanded');
+  const s = await open(db, [], { showExpandedEvents: true });
+  try {
+    await db.createCollection('e');
+    await db.collection('e').createIndex({ k: 1 }, { name: 'k_1' });
+    await db.collection('e').dropIndex('k_1');
+    const cr = await next(s);
+    assert.equal(cr.operationType, 'create');
+    assert.deepEqual(cr.ns, { db: db.databaseName, coll: 'e' });
+    assert.equal(cr.collectionUUID && cr.collectionUUID.sub_type, 4);
+    const ci = await next(s);
+    assert.equal(ci.operationType, 'createIndexes');
+    assert.equal(ci.operationDescription.indexes[0].name, 'k_1');
+    assert.deepEqual(ci.operationDescription.indexes[0].key, { k: 1 });
+    const di = await next(s);
+    assert.equal(di.operationType, 'dropIndexes');
+    assert.equal(di.operationDescription.indexes[0].name, 'k_1');
+  } finally {
+    await s.close();
+  }
 });
 
 R.test('a stream on a secondary sees the primary\'s writes', async () => {

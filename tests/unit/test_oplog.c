@@ -261,7 +261,7 @@ Test(oplog, entries_use_mongodb_field_names)
     const char *want[] = {
         "{ \"ops\" : [ { \"op\" : \"c\", \"ns\" : \"app.$cmd\", \"o\" : { \"create\" : \"c\" } } ] }",
         "{ \"ops\" : [ { \"op\" : \"i\", \"ns\" : \"app.c\", \"o\" : { \"_id\" : 7, \"v\" : 1 } } ] }",
-        "{ \"ops\" : [ { \"op\" : \"u\", \"ns\" : \"app.c\", \"o\" : { \"_id\" : 7, \"v\" : 2 }, \"o2\" : { \"_id\" : 7 } } ] }",
+        "{ \"ops\" : [ { \"op\" : \"u\", \"ns\" : \"app.c\", \"o\" : { \"_id\" : 7, \"v\" : 2 }, \"o2\" : { \"_id\" : 7 }, \"diff\" : { \"u\" : { \"v\" : 2 }, \"r\" : [  ] } } ] }",
         "{ \"ops\" : [ { \"op\" : \"d\", \"ns\" : \"app.c\", \"o\" : { \"_id\" : 7 } } ] }",
     };
     for (size_t i = 0; i < 4; i++) {
@@ -288,6 +288,54 @@ Test(oplog, entries_use_mongodb_field_names)
         bson_free(s);
         bson_destroy(&stripped);
         bson_destroy(&copy);
+    }
+
+    mf_db_close(a);
+    mf_oplog_free(log);
+    for (size_t i = 0; i < store.n; i++)
+        bson_destroy(store.entries[i]);
+    free(store.entries);
+}
+
+/* The "diff" field of the update at store.entries[i] as relaxed JSON, or "none" (caller frees). */
+static char *
+diff_json(const store_t *store, size_t i)
+{
+    bson_iter_t it;
+    if (!bson_iter_init(&it, store->entries[i]) || !bson_iter_find_descendant(&it, "ops.0.diff", &it))
+        return bson_strdup("none");
+    const uint8_t *data;
+    uint32_t len;
+    bson_t d;
+    bson_iter_document(&it, &len, &data);
+    bson_init_static(&d, data, len);
+    return bson_as_relaxed_extended_json(&d, NULL);
+}
+
+Test(oplog, updates_carry_a_diff_and_replacements_none)
+{
+    store_t store = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    mf_db *a = open_mem();
+    mf_oplog_t *log = NULL;
+    mf_error_t err = {0};
+    cr_assert_eq(mf_oplog_attach(mf_db_engine(a), keep_entry, &store, &log, &err), 0, "%s", err.msg);
+
+    ok_json(a, "{\"insert\": \"c\", \"documents\": [{\"_id\": 1, \"a\": 1, \"s\": {\"x\": 1, \"y\": \"k\"}, \"arr\": [1, 2], \"gone\": true}]}");
+    ok_json(a, "{\"update\": \"c\", \"updates\": [{\"q\": {\"_id\": 1}, \"u\": {\"$set\": {\"s.x\": 2, \"a\": 1.0, \"arr.1\": 3}, \"$unset\": {\"gone\": 1, \"s.y\": 1}}}]}");
+    ok_json(a, "{\"update\": \"c\", \"updates\": [{\"q\": {\"_id\": 1}, \"u\": {\"b\": 1}}]}");
+    ok_json(a, "{\"update\": \"c\", \"updates\": [{\"q\": {\"_id\": 1}, \"u\": [{\"$set\": {\"c\": \"$b\"}}]}]}");
+    cr_assert_eq(store.n, 5, "entries: %zu", store.n); /* create, insert, three updates */
+
+    const char *want[] = {
+        /* a: 1 to 1.0 is a change of type; s compared field by field; the array whole. */
+        "{ \"u\" : { \"a\" : 1.0, \"s.x\" : 2, \"arr\" : [ 1, 3 ] }, \"r\" : [ \"s.y\", \"gone\" ] }",
+        "none",
+        "{ \"u\" : { \"c\" : 1 }, \"r\" : [  ] }",
+    };
+    for (size_t i = 0; i < 3; i++) {
+        char *s = diff_json(&store, 2 + i);
+        cr_assert_str_eq(s, want[i], "update %zu", i);
+        bson_free(s);
     }
 
     mf_db_close(a);
