@@ -41,16 +41,20 @@
  * MF_CURSOR_EXT with ext_fill, await_data set (an empty getMore waits up
  * to its maxTimeMS, cmd_find.c) and resume_token (postBatchResumeToken).
  *
+ * The oplog is capped: a stream whose last read record is gone when it
+ * looks again (the oplog rolled over it) fails with 286, as tailable finds
+ * fail with 136.
+ *
  * Not supported: dropDatabase events (a dropDatabase is logged as the drops
  * of its collections), events on the target of a rename, pre-images
- * (fullDocumentBeforeChange other than "off"), a detection of the oplog
- * rolling over a stream's position between two getMores.
+ * (fullDocumentBeforeChange other than "off").
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "catalog/catalog.h"
+#include "catalog/coll_write.h"
 #include "cmd/cmd.h"
 #include "cmd/crud.h"
 #include "common/alloc.h"
@@ -634,6 +638,24 @@ cs_fill(void *opv, mf_cursor_t *cur, int64_t max, bson_t *arr, bool *exhausted)
         max = 0;
     if (st->pending.len - st->head < (size_t)max && !st->invalidate_queued) {
         mf_coll_t *c = mf_catalog_coll_find(op->eng->cat, "local", "oplog.rs");
+        if (c != NULL && st->after_rid > 0) {
+            /*
+             * The oplog is capped: if the last record this stream read is
+             * gone, the ones after it may have gone unread (mongod: the
+             * resume point is no longer in the oplog).
+             */
+            bson_t last;
+            int fr = mf_coll_fetch(op->sess, c, st->after_rid, &last, &op->err);
+            if (fr == 0)
+                bson_destroy(&last);
+            else if (fr == MF_NOTFOUND)
+                return mf_err_set(&op->err, MF_E_ChangeStreamHistoryLost,
+                                  "Resume of change stream was not possible, as the resume point may no longer be in "
+                                  "the oplog: the oplog rolled over past this stream's position");
+            else
+                return fr == MF_CONFLICT ? mf_err_set(&op->err, MF_E_WriteConflict, "write conflict reading %s", c->ns)
+                                         : -1;
+        }
         if (c != NULL) {
             /* At most SCAN_EVENTS events are queued per scan (a getMore without batchSize asks for all). */
             scan_ctx_t x = {op, st, max < SCAN_EVENTS ? (size_t)max : SCAN_EVENTS, 0};

@@ -17,6 +17,8 @@ const R = require('./rs_harness');
 
 const rs = R.useReplSet(3, { args: ['--setParameter', 'enableTestCommands=1'] });
 const standalone = h.useServer();
+/* A 1-member set with a 1 MB oplog, to roll it over under a stream. */
+const small = R.useReplSet(1, { args: ['--oplogSize', '1'] });
 
 /* The stream's next change, or a failure after ms. */
 async function next(stream, ms = 10000) {
@@ -365,6 +367,25 @@ R.test('errors as mongod: history lost 286, first stage 40602, unknown option 40
   await h.expectCode(db.command({ aggregate: 'c', pipeline: [{ $match: {} }, { $changeStream: {} }], cursor: {} }), 40602);
   await h.expectCode(db.command({ aggregate: 'c', pipeline: [{ $changeStream: { bogus: 1 } }], cursor: {} }), 40415);
   await h.expectCode(db.command({ aggregate: 'c', pipeline: [{ $changeStream: { fullDocument: 'nope' } }], cursor: {} }), 2);
+});
+
+R.test('an oplog that rolled over a stream\'s position: 286 on its next getMore', async () => {
+  const db = small.freshDb('rollover');
+  const r = await db.command({ aggregate: 'c', pipeline: [{ $changeStream: {} }], cursor: {} });
+  await db.collection('c').insertOne({ _id: 0 });
+  let got = [];
+  await small.waitUntil(async () => {
+    const g = await db.command({ getMore: r.cursor.id, collection: 'c', maxTimeMS: 200 });
+    got = got.concat(g.cursor.nextBatch);
+    return got.length === 1;
+  }, { what: 'the first event' });
+  const big = 'x'.repeat(100000);
+  for (let i = 1; i < 40; i++) await db.collection('c').insertOne({ _id: i, big });
+  /* local.oplog.rs is written just behind the applier: look until the rollover reached the stream. */
+  await h.expectCode((async () => {
+    for (let i = 0; i < 50; i++) await db.command({ getMore: r.cursor.id, collection: 'c', maxTimeMS: 200 });
+    return 'no error';
+  })(), 286);
 });
 
 h.test('a standalone still answers 40573', async () => {
