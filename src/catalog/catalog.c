@@ -1952,6 +1952,10 @@ mf_catalog_db_drop(mf_catalog_t *cat, const char *db, int *ndropped, mf_error_t 
         for (int i = 0; i < n; i++)
             coll_forget(cat, v[i]);
         *ndropped = n;
+        /* Then the database itself (the oplog logs a dropDatabase: change streams report it). */
+        mf_ddl_event_t ev = {MF_DDL_DROP_DB, db, NULL, NULL, NULL};
+        atomic_fetch_add(&cat->version, 1);
+        mf_observers_ddl(cat->observers, &ev);
     }
     free(v);
     return rc;

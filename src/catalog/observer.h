@@ -41,13 +41,14 @@ typedef enum {
     MF_DDL_CREATE_INDEX, /* detail: the index spec */
     MF_DDL_DROP_INDEX,   /* detail: {index: name} */
     MF_DDL_COLLMOD,      /* detail: the collMod command */
+    MF_DDL_DROP_DB,      /* after the drops of its collections: ns is the database's name, uuid NULL, detail NULL */
 } mf_ddl_kind_t;
 
 typedef struct mf_ddl_event {
     mf_ddl_kind_t kind;
     const char *ns;      /* "db.coll" (for a rename, the old namespace) */
     const char *to_ns;   /* rename: the new namespace; else NULL */
-    const uint8_t *uuid; /* the collection's UUID (16 bytes) */
+    const uint8_t *uuid; /* the collection's UUID (16 bytes); NULL for MF_DDL_DROP_DB */
     const bson_t *detail; /* see mf_ddl_kind_t; may be NULL */
 } mf_ddl_event_t;
 

@@ -45,8 +45,7 @@
  * looks again (the oplog rolled over it) fails with 286, as tailable finds
  * fail with 136.
  *
- * Not supported: dropDatabase events (a dropDatabase is logged as the drops
- * of its collections), events on the target of a rename, pre-images
+ * Not supported: events on the target of a rename, pre-images
  * (fullDocumentBeforeChange other than "off").
  */
 #include <stdio.h>
@@ -480,6 +479,20 @@ cmd_event(scan_ctx_t *x, const char *db, const bson_iter_t *ts, int64_t wall, cs
     const char *k = bson_iter_key(&it);
     const char *coll = BSON_ITER_HOLDS_UTF8(&it) ? bson_iter_utf8(&it, NULL) : NULL;
     bson_t ev;
+    if (strcmp(k, "dropDatabase") == 0) {
+        /* A database or cluster stream; a collection stream ended with its collection's drop, logged before. */
+        if (st->scope == CS_COLL || !watches(st, db, "$cmd"))
+            return 0;
+        if (pos_cmp(p, st->start) > 0) {
+            event_head(&ev, p, "dropDatabase", ts, wall);
+            append_ns(&ev, "ns", db, NULL);
+            int rc = emit(x->op, st, bson_copy(&ev));
+            bson_destroy(&ev);
+            if (rc != 0)
+                return -1;
+        }
+        return st->scope == CS_DB ? invalidate_event(x, ts, wall, p) : 0;
+    }
     if (strcmp(k, "drop") == 0 && coll != NULL) {
         if (!watches(st, db, coll))
             return 0;

@@ -323,6 +323,24 @@ static void
 on_ddl(void *arg, const mf_ddl_event_t *ev)
 {
     const mf_oplog_t *log = arg;
+    if (ev->kind == MF_DDL_DROP_DB) {
+        /* {op: "c", ns: "db.$cmd", o: {dropDatabase: 1}}, after the drops of its collections. */
+        char cmd_ns[160];
+        bson_t o, entry, ops;
+        if (strcmp(ev->ns, "local") == 0)
+            return;
+        snprintf(cmd_ns, sizeof(cmd_ns), "%s.$cmd", ev->ns);
+        bson_init(&o);
+        BSON_APPEND_INT32(&o, "dropDatabase", 1);
+        bson_init(&entry);
+        BSON_APPEND_ARRAY_BEGIN(&entry, "ops", &ops);
+        append_op(&ops, "0", "c", cmd_ns, NULL, &o, NULL, NULL);
+        bson_append_array_end(&entry, &ops);
+        log->sink(log->arg, &entry);
+        bson_destroy(&entry);
+        bson_destroy(&o);
+        return;
+    }
     if (!logged_ns(ev->ns))
         return;
     const char *dot = strchr(ev->ns, '.');
@@ -601,6 +619,9 @@ apply_command(mf_engine_t *eng, const char *db, const op_fields_t *f, mf_error_t
     bson_iter_t it;
     int rc;
 
+    /* A dropDatabase follows the drops of its collections, each an entry applied already: nothing is left to do. */
+    if (bson_iter_init(&it, &f->o) && bson_iter_next(&it) && strcmp(bson_iter_key(&it), "dropDatabase") == 0)
+        return 0;
     if (!bson_iter_init(&it, &f->o) || !bson_iter_next(&it) || !BSON_ITER_HOLDS_UTF8(&it))
         return mf_err_set(err, MF_E_BadValue, "oplog entry: a c op needs a command");
     const char *name = bson_iter_key(&it);

@@ -17,7 +17,8 @@
  * for change streams only (cmd/cmd_changestream.c), absent when the update
  * was a replacement (mf_observers_replacing). DDL
  * (create with its options, drop, renameCollection, createIndexes with one
- * spec, dropIndexes with one name, collMod) is reported after the catalog
+ * spec, dropIndexes with one name, collMod, and {dropDatabase: 1} after the
+ * drops of a database's collections, which applying skips) is reported after the catalog
  * change committed, so each DDL change is an entry of its own with one "c"
  * op, handed to the sink at once. An aborted transaction hands nothing.
  * Not logged: the `local` database and system.profile collections (as in

@@ -299,6 +299,21 @@ R.test('db.watch and client.watch see every collection (and other databases)', a
     await ds.close();
     await cs.close();
   }
+  /* dropDatabase: the drops of its collections, dropDatabase, then invalidate for the database stream. */
+  const ds2 = await open(db);
+  try {
+    await db.dropDatabase();
+    const seen = [];
+    for (;;) {
+      const e = await next(ds2);
+      seen.push(e.operationType);
+      if (e.operationType === 'dropDatabase') assert.deepEqual(e.ns, { db: db.databaseName });
+      if (e.operationType === 'invalidate') break;
+    }
+    assert.deepEqual(seen, ['drop', 'dropDatabase', 'invalidate']);
+  } finally {
+    await ds2.close();
+  }
   await h.expectCode(rs.client.db('admin').command({ aggregate: 1, pipeline: [{ $changeStream: {} }], cursor: {} }), 73);
   await h.expectCode(db.command({ aggregate: 1, pipeline: [{ $changeStream: { allChangesForCluster: true } }], cursor: {} }), 73);
 });
