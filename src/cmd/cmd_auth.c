@@ -416,6 +416,18 @@ first_stage_lists_sessions(const bson_t *cmd)
     return strcmp(bson_iter_key(&f), "$listLocalSessions") == 0 || strcmp(bson_iter_key(&f), "$listSessions") == 0;
 }
 
+/* Whether the command's pipeline starts with {$changeStream: {allChangesForCluster: true, ...}}. */
+static bool
+first_stage_watches_cluster(const bson_t *cmd)
+{
+    bson_iter_t it, st, f, o;
+    if (!bson_iter_init_find(&it, cmd, "pipeline") || !BSON_ITER_HOLDS_ARRAY(&it) || !bson_iter_recurse(&it, &st) ||
+        !bson_iter_next(&st) || !BSON_ITER_HOLDS_DOCUMENT(&st) || !bson_iter_recurse(&st, &f) || !bson_iter_next(&f))
+        return false;
+    return strcmp(bson_iter_key(&f), "$changeStream") == 0 && BSON_ITER_HOLDS_DOCUMENT(&f) &&
+           bson_iter_recurse(&f, &o) && bson_iter_find(&o, "allChangesForCluster") && bson_iter_as_bool(&o);
+}
+
 static int
 denied(mf_op_t *op, const char *db, const char *name)
 {
@@ -567,6 +579,9 @@ special(mf_op_t *op, const mf_privs_t *p, const rule_t *r, const char *db, const
          */
         if (first_stage_lists_sessions(cmd) && !cmd_has_key(cmd, "pipeline", reads_other))
             return 0;
+        /* A change stream on the whole cluster reads every database: find on all of them (mongod's {db: "", collection: ""}). */
+        if (first_stage_watches_cluster(cmd) && (p->any & MF_ACT_FIND) != MF_ACT_FIND && (p->all & MF_ACT_FIND) != MF_ACT_FIND)
+            return denied(op, db, name);
         bool current_op = cmd_has_key(cmd, "pipeline", curop);
         if (current_op && !mf_privs_cluster(p, MF_CACT_MONITOR))
             return denied(op, db, name);

@@ -657,10 +657,10 @@ cs_fill(void *opv, mf_cursor_t *cur, int64_t max, bson_t *arr, bool *exhausted)
              * gone, the ones after it may have gone unread (mongod: the
              * resume point is no longer in the oplog).
              */
-            bson_t last;
-            int fr = mf_coll_fetch(op->sess, c, st->after_rid, &last, &op->err);
+            bson_t rec;
+            int fr = mf_coll_fetch(op->sess, c, st->after_rid, &rec, &op->err);
             if (fr == 0)
-                bson_destroy(&last);
+                bson_destroy(&rec);
             else if (fr == MF_NOTFOUND)
                 return mf_err_set(&op->err, MF_E_ChangeStreamHistoryLost,
                                   "Resume of change stream was not possible, as the resume point may no longer be in "
@@ -901,7 +901,12 @@ mf_cmd_changestream_open(mf_op_t *op, const char *coll, const bson_value_t *pipe
         st->start.kind = K_HWM;
     }
     st->scanned = st->start;
-    rc = locate_start(op, st, resuming, lost_ts);
+    mf_coll_t *vc = coll != NULL ? mf_catalog_coll_find(op->eng->cat, op->db, coll) : NULL;
+    if (vc != NULL && vc->is_view)
+        rc = mf_err_set(&op->err, MF_E_CommandNotSupportedOnView, "Namespace %s.%s is a view, not a collection", op->db,
+                        coll);
+    else
+        rc = locate_start(op, st, resuming, lost_ts);
     mf_catalog_unlock(op->eng->cat);
     if (rc != 0)
         goto err_free_state;

@@ -382,6 +382,8 @@ R.test('errors as mongod: history lost 286, first stage 40602, unknown option 40
   await h.expectCode(db.command({ aggregate: 'c', pipeline: [{ $match: {} }, { $changeStream: {} }], cursor: {} }), 40602);
   await h.expectCode(db.command({ aggregate: 'c', pipeline: [{ $changeStream: { bogus: 1 } }], cursor: {} }), 40415);
   await h.expectCode(db.command({ aggregate: 'c', pipeline: [{ $changeStream: { fullDocument: 'nope' } }], cursor: {} }), 2);
+  await db.createCollection('v', { viewOn: 'c', pipeline: [] });
+  await h.expectCode(db.command({ aggregate: 'v', pipeline: [{ $changeStream: {} }], cursor: {} }), 166);
 });
 
 R.test('an oplog that rolled over a stream\'s position: 286 on its next getMore', async () => {

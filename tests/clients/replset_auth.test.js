@@ -341,6 +341,21 @@ R.test('a readWrite user created on the primary logs in on the secondaries; its 
   }
 });
 
+R.test('change streams need find on what they watch: the whole cluster needs it on every database', async () => {
+  const appSet = await connect(setUri(APP, APP_PWD).replace('authSource=admin', `authSource=${APP_DB}`),
+    'logging in as the readWrite user through the replica-set URI');
+  const r = await appSet.db(APP_DB).command({ aggregate: 'c', pipeline: [{ $changeStream: {} }], cursor: {} });
+  await appSet.db(APP_DB).command({ killCursors: 'c', cursors: [r.cursor.id] });
+  await h.expectCode(appSet.db('other_db').command({ aggregate: 'c', pipeline: [{ $changeStream: {} }], cursor: {} }), 13);
+  await h.expectCode(appSet.db('admin').command({ aggregate: 1, pipeline: [{ $changeStream: { allChangesForCluster: true } }], cursor: {} }), 13);
+  /* read on admin alone is not read on every database. */
+  await admin().db('admin').command({ createUser: 'csreader', pwd: APP_PWD, roles: [{ role: 'read', db: 'admin' }], writeConcern: { w: 'majority' } });
+  const rd = await connect(setUri('csreader', APP_PWD), 'logging in as read@admin');
+  await h.expectCode(rd.db('admin').command({ aggregate: 1, pipeline: [{ $changeStream: { allChangesForCluster: true } }], cursor: {} }), 13);
+  const root = await admin().db('admin').command({ aggregate: 1, pipeline: [{ $changeStream: { allChangesForCluster: true } }], cursor: {} });
+  await admin().db('admin').command({ killCursors: '$cmd.aggregate', cursors: [root.cursor.id] });
+});
+
 R.test('a spare with the same key joins through replSetReconfig, catches up, and the users log in on it', async () => {
   const spare = rs.members[SPARE];
   const { config } = await admin().db('admin').command({ replSetGetConfig: 1 });
