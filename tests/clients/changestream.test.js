@@ -350,6 +350,12 @@ R.test('a stream on a secondary sees the primary\'s writes', async () => {
     await db.collection('c').insertOne({ _id: 1 });
     const ev = await next(s, 15000);
     assert.deepEqual(ev.documentKey, { _id: 1 });
+    /* The primary's diff travels in the entry: the secondary's update event has the same description. */
+    await db.collection('c').updateOne({ _id: 1 }, { $set: { a: 1 } });
+    const up = await next(s, 15000);
+    assert.equal(up.operationType, 'update');
+    assert.deepEqual(up.updateDescription, { updatedFields: { a: 1 }, removedFields: [], truncatedArrays: [] });
+
   } finally {
     await s.close();
   }
@@ -403,6 +409,32 @@ R.test('an oplog that rolled over a stream\'s position: 286 on its next getMore'
     for (let i = 0; i < 50; i++) await db.command({ getMore: r.cursor.id, collection: 'c', maxTimeMS: 200 });
     return 'no error';
   })(), 286);
+});
+
+/* Last on the 3-member set: it moves the primary. */
+R.test('a stream goes on across a step-down: the driver follows the new primary, no event lost or repeated', async () => {
+  const db = rs.freshDb('stepdown');
+  const c = db.collection('c');
+  const s = await open(c);
+  try {
+    await c.insertOne({ _id: 1 }, { writeConcern: { w: 3 } });
+    assert.deepEqual((await next(s)).documentKey, { _id: 1 });
+    const p = await rs.waitForPrimary();
+    await rs.adminCommand(p, { replSetStepDown: 30, secondaryCatchUpPeriodSecs: 10 }).catch((e) => {
+      if (!/closed|ECONNRESET|network/i.test(String(e.message))) throw e;
+    });
+    await rs.waitForPrimary({ exclude: [p], timeoutMs: 15000 });
+    for (let i = 2; i <= 4; i++) {
+      for (let k = 0; ; k++) {
+        try { await c.insertOne({ _id: i }); break; } catch (e) { if (k > 50) throw e; await h.sleep(100); }
+      }
+    }
+    const ids = [];
+    while (ids.length < 3) ids.push((await next(s, 20000)).documentKey._id);
+    assert.deepEqual(ids, [2, 3, 4]);
+  } finally {
+    await s.close();
+  }
 });
 
 h.test('a standalone still answers 40573', async () => {
