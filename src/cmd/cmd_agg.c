@@ -1096,7 +1096,9 @@ mf_cmd_aggregate(mf_op_t *op)
     if (!has_cursor && !explain)
         return mf_err_set(&op->err, MF_E_FailedToParse,
                           "The 'cursor' option is required, except for aggregate with the explain argument");
-    if (change_stream && !explain)
+    if (change_stream && explain)
+        return mf_err_set(&op->err, MF_E_CommandNotSupported, "mayfly does not explain $changeStream pipelines");
+    if (change_stream)
         return mf_cmd_changestream_open(op, name, bson_iter_value(&it), batch);
     if (explain && name != NULL)
         return mf_crud_explain_aggregate(op, op->cmd, "queryPlanner");

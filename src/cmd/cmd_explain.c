@@ -332,6 +332,10 @@ mf_crud_explain_aggregate(mf_op_t *op, const bson_t *cmd, const char *verbosity)
      * planner's tree goes under $cursor, the remaining stages follow it.
      */
     bson_value_t pv = *bson_iter_value(&it);
+    bson_iter_t st, f;
+    if (op->eng->repl != NULL && bson_iter_recurse(&it, &st) && bson_iter_next(&st) && BSON_ITER_HOLDS_DOCUMENT(&st) &&
+        bson_iter_recurse(&st, &f) && bson_iter_next(&f) && strcmp(bson_iter_key(&f), "$changeStream") == 0)
+        return mf_err_set(&op->err, MF_E_CommandNotSupported, "mayfly does not explain $changeStream pipelines");
     mf_pipeline_t *pl = mf_pipeline_new(&pv, &op->err);
     if (pl == NULL)
         return -1;

@@ -388,6 +388,8 @@ R.test('errors as mongod: history lost 286, first stage 40602, unknown option 40
   await h.expectCode(db.command({ aggregate: 'c', pipeline: [{ $match: {} }, { $changeStream: {} }], cursor: {} }), 40602);
   await h.expectCode(db.command({ aggregate: 'c', pipeline: [{ $changeStream: { bogus: 1 } }], cursor: {} }), 40415);
   await h.expectCode(db.command({ aggregate: 'c', pipeline: [{ $changeStream: { fullDocument: 'nope' } }], cursor: {} }), 2);
+  await h.expectCode(db.command({ explain: { aggregate: 'c', pipeline: [{ $changeStream: {} }], cursor: {} } }), 115);
+  await h.expectCode(db.command({ aggregate: 'c', pipeline: [{ $changeStream: {} }], explain: true }), 115);
   await db.createCollection('v', { viewOn: 'c', pipeline: [] });
   await h.expectCode(db.command({ aggregate: 'v', pipeline: [{ $changeStream: {} }], cursor: {} }), 166);
 });
