@@ -381,7 +381,16 @@ typedef struct scan_ctx {
     cs_state_t *st;
     size_t want; /* stop scanning once this many events are pending */
     int rc;
+    const bson_value_t *ui; /* the current op's collection UUID, or NULL (valid during its visit) */
 } scan_ctx_t;
+
+/* showExpandedEvents: each event names its collection's UUID after wallTime (as mongod 8.0). */
+static void
+append_uuid(const scan_ctx_t *x, bson_t *ev)
+{
+    if (x->st->expanded && x->ui != NULL)
+        bson_append_value(ev, "collectionUUID", -1, x->ui);
+}
 
 /* The events of one document op (i/u/d), queued through emit. */
 static int
@@ -397,6 +406,7 @@ doc_event(scan_ctx_t *x, const char *op, const char *db, const char *coll, const
     if (bson_iter_init_find(&it, keysrc, "_id"))
         bson_append_value(&key, "_id", 3, bson_iter_value(&it));
     event_head(&ev, p, type, ts, wall);
+    append_uuid(x, &ev);
     if (op[0] == 'i' || (op[0] == 'u' && diff == NULL)) {
         BSON_APPEND_DOCUMENT(&ev, "fullDocument", o);
     } else if (op[0] == 'u' && st->full_doc != FD_DEFAULT) {
@@ -498,6 +508,7 @@ cmd_event(scan_ctx_t *x, const char *db, const bson_iter_t *ts, int64_t wall, cs
             return 0;
         if (pos_cmp(p, st->start) > 0) {
             event_head(&ev, p, "drop", ts, wall);
+            append_uuid(x, &ev);
             append_ns(&ev, "ns", db, coll);
             if (emit(x->op, st, bson_copy(&ev)) != 0) {
                 bson_destroy(&ev);
@@ -518,6 +529,7 @@ cmd_event(scan_ctx_t *x, const char *db, const bson_iter_t *ts, int64_t wall, cs
             return 0;
         if (pos_cmp(p, st->start) > 0) {
             event_head(&ev, p, "rename", ts, wall);
+            append_uuid(x, &ev);
             append_ns(&ev, "ns", fdb, fcoll);
             append_ns(&ev, "to", tdb, tcoll);
             if (emit(x->op, st, bson_copy(&ev)) != 0) {
@@ -616,6 +628,7 @@ scan_visit(void *arg, int64_t rid, const bson_t *doc, const mf_match_details_t *
     if (!split_ns(ns, db, sizeof(db), &coll))
         return 0;
     int rc = 0;
+    x->ui = ui;
     if (op[0] == 'c' && strcmp(coll, "$cmd") == 0) {
         rc = cmd_event(x, db, &ts_it, wall, p, &o, ui);
     } else if ((op[0] == 'i' || op[0] == 'u' || op[0] == 'd') && op[1] == '\0' && watches(st, db, coll) &&

@@ -336,6 +336,10 @@ R.test('showExpandedEvents: create, createIndexes, dropIndexes', async () => {
     const di = await next(s);
     assert.equal(di.operationType, 'dropIndexes');
     assert.equal(di.operationDescription.indexes[0].name, 'k_1');
+    await db.collection('e').insertOne({ _id: 1 });
+    const ins = await next(s);
+    assert.deepEqual(Object.keys(ins).slice(0, 5), ['_id', 'operationType', 'clusterTime', 'wallTime', 'collectionUUID']);
+    assert.equal(ins.collectionUUID.toString('hex'), cr.collectionUUID.toString('hex'));
   } finally {
     await s.close();
   }
