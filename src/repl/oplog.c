@@ -222,6 +222,16 @@ on_update(void *arg, mf_coll_t *c, const bson_t *olddoc, const bson_t *newdoc)
         BSON_APPEND_ARRAY(&diff, "r", &r);
         bson_destroy(&u);
         bson_destroy(&r);
+        /*
+         * The diff of a big document (over 1 MB) that rewrote more than half
+         * of it is not kept: the update is logged as a replacement (a change
+         * stream's "replace" event), as mongod logs an update whose delta
+         * outgrows the document, so an entry carries at most the document
+         * and a half. Small documents keep theirs (the diff's own wrapping
+         * may outweigh them).
+         */
+        if (newdoc->len > 1024 * 1024 && diff.len > newdoc->len / 2)
+            replacing = true;
     }
     buffer_op(arg, "u", c, newdoc, &id, replacing ? NULL : &diff);
     bson_destroy(&diff);

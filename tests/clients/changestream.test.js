@@ -87,6 +87,31 @@ R.test('collection stream: insert, update, replace, delete and their shapes', as
   }
 });
 
+R.test('a big document: a small $set is an update event with its diff; a $set that rewrites most of it is logged, and reported, as a replace', async () => {
+  const db = rs.freshDb('bigdiff');
+  const c = db.collection('c');
+  const big = (ch) => ch.repeat(1536 * 1024);
+  await c.insertOne({ _id: 1, a: big('x') });
+  const s = await open(c);
+  try {
+    await c.updateOne({ _id: 1 }, { $set: { n: 1 } });
+    await c.updateOne({ _id: 1 }, { $set: { a: big('y') } });
+    const small = await next(s);
+    assert.equal(small.operationType, 'update');
+    assert.deepEqual(small.updateDescription.updatedFields, { n: 1 });
+    const whole = await next(s);
+    assert.equal(whole.operationType, 'replace', 'the diff of a big document that rewrote more than half of it is not kept');
+    assert.equal(whole.fullDocument.a.length, 1536 * 1024);
+    assert.equal(whole.fullDocument.a[0], 'y');
+    assert.equal(whole.fullDocument.n, 1);
+  } finally {
+    await s.close();
+  }
+  /* Replication is unaffected: every member has the final document. */
+  const docs = await rs.waitForReplication(db.databaseName, 'c', { timeoutMs: 20000 });
+  assert.equal(docs[0].a[0], 'y');
+});
+
 R.test('drop and rename end a collection stream with invalidate; startAfter the invalidate goes on', async () => {
   const db = rs.freshDb('inval');
   const c = db.collection('c');
