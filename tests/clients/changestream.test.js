@@ -173,7 +173,7 @@ R.test('pipeline stages after $changeStream filter and reshape events', async ()
   await c.insertOne({ _id: 3 });
   await h.expectCode((async () => {
     for (let i = 0; i < 50; i++) {
-      const g = await raw.command({ getMore: r.cursor.id, collection: 'c', maxTimeMS: 200 });
+      const g = await raw.command({ getMore: h.cursorId(r.cursor.id), collection: 'c', maxTimeMS: 200 });
       if (g.cursor.nextBatch.length) return g;
     }
     return null;
@@ -241,14 +241,14 @@ R.test('the driver resumes by itself after its cursor is killed', async () => {
       o.ns === `${db.databaseName}.c`);
     let killed = 0;
     for (const o of mine) {
-      const r = await db.command({ killCursors: 'c', cursors: [o.cursor.cursorId] });
+      const r = await db.command({ killCursors: 'c', cursors: [h.cursorId(o.cursor.cursorId)] });
       killed += r.cursorsKilled.length;
     }
     if (killed === 0) {
       /* No idle-cursor listing: kill it by the id the driver holds. */
       const id = s.cursor && s.cursor.id;
       assert.ok(id, 'the stream has a cursor id');
-      const r = await db.command({ killCursors: 'c', cursors: [id] });
+      const r = await db.command({ killCursors: 'c', cursors: [h.cursorId(id)] });
       killed = r.cursorsKilled.length;
     }
     assert.ok(killed >= 1, 'killed the stream cursor');
@@ -270,7 +270,7 @@ R.test('awaitData getMore waits up to maxTimeMS; postBatchResumeToken advances',
   const pb0 = r.cursor.postBatchResumeToken._data;
 
   let t0 = Date.now();
-  const g1 = await db.command({ getMore: r.cursor.id, collection: 'c', maxTimeMS: 400 });
+  const g1 = await db.command({ getMore: h.cursorId(r.cursor.id), collection: 'c', maxTimeMS: 400 });
   const waited = Date.now() - t0;
   assert.deepEqual(g1.cursor.nextBatch, []);
   assert.ok(waited >= 300, `waited ${waited} ms`);
@@ -280,14 +280,14 @@ R.test('awaitData getMore waits up to maxTimeMS; postBatchResumeToken advances',
   await db.collection('other').insertOne({ x: 1 });
   let g2;
   await rs.waitUntil(async () => {
-    g2 = await db.command({ getMore: r.cursor.id, collection: 'c', maxTimeMS: 100 });
+    g2 = await db.command({ getMore: h.cursorId(r.cursor.id), collection: 'c', maxTimeMS: 100 });
     return g2.cursor.postBatchResumeToken._data > pb0;
   }, { what: 'postBatchResumeToken to advance' });
   assert.deepEqual(g2.cursor.nextBatch, []);
 
   /* A write during the wait ends it early. */
   t0 = Date.now();
-  const pending = db.command({ getMore: r.cursor.id, collection: 'c', maxTimeMS: 5000 });
+  const pending = db.command({ getMore: h.cursorId(r.cursor.id), collection: 'c', maxTimeMS: 5000 });
   await h.sleep(150);
   await db.collection('c').insertOne({ _id: 7 });
   const g3 = await pending;
@@ -295,7 +295,7 @@ R.test('awaitData getMore waits up to maxTimeMS; postBatchResumeToken advances',
   assert.ok(Date.now() - t0 < 4000);
   assert.equal(g3.cursor.postBatchResumeToken._data, g3.cursor.nextBatch[0]._id._data);
   assert.ok(g3.cursor.postBatchResumeToken._data > g2.cursor.postBatchResumeToken._data);
-  await db.command({ killCursors: 'c', cursors: [r.cursor.id] });
+  await db.command({ killCursors: 'c', cursors: [h.cursorId(r.cursor.id)] });
 });
 
 R.test('db.watch and client.watch see every collection (and other databases)', async () => {
@@ -429,7 +429,7 @@ R.test('an oplog that rolled over a stream\'s position: 286 on its next getMore'
   await db.collection('c').insertOne({ _id: 0 });
   let got = [];
   await small.waitUntil(async () => {
-    const g = await db.command({ getMore: r.cursor.id, collection: 'c', maxTimeMS: 200 });
+    const g = await db.command({ getMore: h.cursorId(r.cursor.id), collection: 'c', maxTimeMS: 200 });
     got = got.concat(g.cursor.nextBatch);
     return got.length === 1;
   }, { what: 'the first event' });
@@ -437,7 +437,7 @@ R.test('an oplog that rolled over a stream\'s position: 286 on its next getMore'
   for (let i = 1; i < 40; i++) await db.collection('c').insertOne({ _id: i, big });
   /* local.oplog.rs is written just behind the applier: look until the rollover reached the stream. */
   await h.expectCode((async () => {
-    for (let i = 0; i < 50; i++) await db.command({ getMore: r.cursor.id, collection: 'c', maxTimeMS: 200 });
+    for (let i = 0; i < 50; i++) await db.command({ getMore: h.cursorId(r.cursor.id), collection: 'c', maxTimeMS: 200 });
     return 'no error';
   })(), 286);
 });

@@ -36,7 +36,7 @@ h.test('convertToCapped keeps the documents, makes the collection capped and dro
   // capped behaviour: tailable cursors are now allowed
   const t = await db.command({ find: 'c', tailable: true, batchSize: 1 });
   assert.notEqual(Number(t.cursor.id), 0);
-  await db.command({ killCursors: 'c', cursors: [t.cursor.id] });
+  await db.command({ killCursors: 'c', cursors: [h.cursorId(t.cursor.id)] });
 });
 
 h.test('convertToCapped with a size smaller than the data keeps the newest documents', async () => {

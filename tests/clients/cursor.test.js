@@ -128,15 +128,15 @@ h.test('cursors on different connections are independent; many open cursors', as
   assert.equal(new Set(ids.map(String)).size, 30, 'cursor ids are unique');
   const other = await srv.newClient();
   // Another client's commands run in its own (implicit) session: as in mongod, the cursor is not its to continue.
-  await h.expectCode(other.db(db.databaseName).command({ getMore: ids[7], collection: 'c', batchSize: 3 }), 50738);
+  await h.expectCode(other.db(db.databaseName).command({ getMore: h.cursorId(ids[7]), collection: 'c', batchSize: 3 }), 50738);
   // A cursor opened outside any session may be continued from another connection (same user, no auth).
   const c1 = await h.rawConnect(srv.port);
   const c2 = await h.rawConnect(srv.port);
   try {
     const f = await c1.command(db.databaseName, { find: 'c', batchSize: 1, sort: { _id: 1 } });
-    const g = await c2.command(db.databaseName, { getMore: f.cursor.id, collection: 'c', batchSize: 3 });
+    const g = await c2.command(db.databaseName, { getMore: h.cursorId(f.cursor.id), collection: 'c', batchSize: 3 });
     assert.deepEqual(g.cursor.nextBatch.map((d) => d._id), [1, 2, 3]);
-    await c2.command(db.databaseName, { killCursors: 'c', cursors: [f.cursor.id] });
+    await c2.command(db.databaseName, { killCursors: 'c', cursors: [h.cursorId(f.cursor.id)] });
   } finally { c1.close(); c2.close(); }
   const k = await db.command({ killCursors: 'c', cursors: ids });
   assert.equal(k.cursorsKilled.length, 30);

@@ -171,7 +171,7 @@ test('on a replica set, transactions are refused saying mayfly lacks them, not w
     const w = await c.db('fprs').command({ aggregate: 'txn', pipeline: [{ $changeStream: {} }], cursor: {} });
     assert.deepEqual(w.cursor.firstBatch, []);
     assert.ok(w.cursor.postBatchResumeToken);
-    await c.db('fprs').command({ killCursors: 'txn', cursors: [w.cursor.id] });
+    await c.db('fprs').command({ killCursors: 'txn', cursors: [require('./harness').cursorId(w.cursor.id)] });
   } finally {
     await c.close();
   }

@@ -622,7 +622,7 @@ h.test('find: a projection building a document over 16 MiB + 16 KiB is 10334 (fi
   // The oversize document comes second: the first batch (1 document) is fine, the getMore fails.
   const r = await db.command({ find: 'c', sort: { _id: 1 }, projection, batchSize: 1 });
   assert.equal(r.cursor.firstBatch.length, 1);
-  await assert.rejects(db.command({ getMore: r.cursor.id, collection: 'c' }), (e) => e.code === 10334);
+  await assert.rejects(db.command({ getMore: h.cursorId(r.cursor.id), collection: 'c' }), (e) => e.code === 10334);
   await stillServing();
 });
 

@@ -345,7 +345,7 @@ R.test('change streams need find on what they watch: the whole cluster needs it 
   const appSet = await connect(setUri(APP, APP_PWD).replace('authSource=admin', `authSource=${APP_DB}`),
     'logging in as the readWrite user through the replica-set URI');
   const r = await appSet.db(APP_DB).command({ aggregate: 'c', pipeline: [{ $changeStream: {} }], cursor: {} });
-  await appSet.db(APP_DB).command({ killCursors: 'c', cursors: [r.cursor.id] });
+  await appSet.db(APP_DB).command({ killCursors: 'c', cursors: [h.cursorId(r.cursor.id)] });
   await h.expectCode(appSet.db('other_db').command({ aggregate: 'c', pipeline: [{ $changeStream: {} }], cursor: {} }), 13);
   await h.expectCode(appSet.db('admin').command({ aggregate: 1, pipeline: [{ $changeStream: { allChangesForCluster: true } }], cursor: {} }), 13);
   /* read on admin alone is not read on every database. */
@@ -353,7 +353,7 @@ R.test('change streams need find on what they watch: the whole cluster needs it 
   const rd = await connect(setUri('csreader', APP_PWD), 'logging in as read@admin');
   await h.expectCode(rd.db('admin').command({ aggregate: 1, pipeline: [{ $changeStream: { allChangesForCluster: true } }], cursor: {} }), 13);
   const root = await admin().db('admin').command({ aggregate: 1, pipeline: [{ $changeStream: { allChangesForCluster: true } }], cursor: {} });
-  await admin().db('admin').command({ killCursors: '$cmd.aggregate', cursors: [root.cursor.id] });
+  await admin().db('admin').command({ killCursors: '$cmd.aggregate', cursors: [h.cursorId(root.cursor.id)] });
 });
 
 R.test('a spare with the same key joins through replSetReconfig, catches up, and the users log in on it', async () => {
