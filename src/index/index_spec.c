@@ -845,74 +845,60 @@ mf_index_spec_normalise(const bson_t *req, bson_t *out, mf_error_t *err)
     return 0;
 }
 
-/* One leaf of a wildcardProjection: its dotted path and whether it includes. */
-typedef struct {
-    char path[256];
-    bool in;
-} proj_leaf_t;
-
-/* Appends proj's leaves under prefix to leaves (at most max); returns the count. */
+/* Drops "_id" from list when drop_id (freeing it), sorts the rest; returns the new count. */
 static int
-proj_leaves(const bson_t *proj, const char *prefix, proj_leaf_t *leaves, int n, int max)
+paths_normal(char **list, int n, bool drop_id)
 {
-    bson_iter_t it;
-    if (!bson_iter_init(&it, proj))
-        return n;
-    while (bson_iter_next(&it) && n < max) {
-        char path[256];
-        snprintf(path, sizeof(path), "%s%s%s", prefix, prefix[0] ? "." : "", bson_iter_key(&it));
-        if (BSON_ITER_HOLDS_DOCUMENT(&it)) {
-            bson_t sub;
-            const uint8_t *d;
-            uint32_t l;
-            bson_iter_document(&it, &l, &d);
-            if (bson_init_static(&sub, d, l))
-                n = proj_leaves(&sub, path, leaves, n, max);
-            continue;
-        }
-        snprintf(leaves[n].path, sizeof(leaves[n].path), "%s", path);
-        leaves[n++].in = bson_iter_as_bool(&it);
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        if (drop_id && strcmp(list[i], "_id") == 0)
+            free(list[i]);
+        else
+            list[k++] = list[i];
     }
-    return n;
+    if (k > 1)
+        qsort(list, (size_t)k, sizeof(*list), path_cmp);
+    return k;
 }
 
-static int
-leaf_cmp(const void *a, const void *b)
+static bool
+paths_equal(char **a, int na, char **b, int nb)
 {
-    return strcmp(((const proj_leaf_t *)a)->path, ((const proj_leaf_t *)b)->path);
+    if (na != nb)
+        return false;
+    for (int i = 0; i < na; i++)
+        if (strcmp(a[i], b[i]) != 0)
+            return false;
+    return true;
 }
 
 /*
  * Whether two wildcardProjections select the same paths, as mongod compares
- * them normalised: nested and dotted forms alike, in any order, and `_id: 0`
- * the default (`_id` is left out unless included).
+ * them normalised: nested and dotted forms alike (projection_paths), in any
+ * order, and `_id: 0` the default (`_id` is left out unless included).
  */
 static bool
 wild_proj_equal(const bson_value_t *a, const bson_value_t *b)
 {
-    enum { MAX_LEAVES = 128 };
-    proj_leaf_t la[MAX_LEAVES], lb[MAX_LEAVES];
     bson_t pa, pb;
+    char **ia = NULL, **ea = NULL, **ib = NULL, **eb = NULL;
+    int nia = 0, nea = 0, nib = 0, neb = 0;
     if (a->value_type != BSON_TYPE_DOCUMENT || b->value_type != BSON_TYPE_DOCUMENT ||
         !bson_init_static(&pa, a->value.v_doc.data, a->value.v_doc.data_len) ||
         !bson_init_static(&pb, b->value.v_doc.data, b->value.v_doc.data_len))
         return mf_value_cmp(a, b) == 0;
-    int na = proj_leaves(&pa, "", la, 0, MAX_LEAVES), nb = proj_leaves(&pb, "", lb, 0, MAX_LEAVES);
-    int ka = 0, kb = 0;
-    for (int i = 0; i < na; i++)
-        if (strcmp(la[i].path, "_id") != 0 || la[i].in)
-            la[ka++] = la[i];
-    for (int i = 0; i < nb; i++)
-        if (strcmp(lb[i].path, "_id") != 0 || lb[i].in)
-            lb[kb++] = lb[i];
-    if (ka != kb)
-        return false;
-    qsort(la, (size_t)ka, sizeof(la[0]), leaf_cmp);
-    qsort(lb, (size_t)kb, sizeof(lb[0]), leaf_cmp);
-    for (int i = 0; i < ka; i++)
-        if (strcmp(la[i].path, lb[i].path) != 0 || la[i].in != lb[i].in)
-            return false;
-    return true;
+    projection_paths(&pa, "", &ia, &nia, &ea, &nea);
+    projection_paths(&pb, "", &ib, &nib, &eb, &neb);
+    nia = paths_normal(ia, nia, false);
+    nib = paths_normal(ib, nib, false);
+    nea = paths_normal(ea, nea, true);
+    neb = paths_normal(eb, neb, true);
+    bool eq = paths_equal(ia, nia, ib, nib) && paths_equal(ea, nea, eb, neb);
+    free_paths(ia, nia);
+    free_paths(ib, nib);
+    free_paths(ea, nea);
+    free_paths(eb, neb);
+    return eq;
 }
 
 /*

@@ -845,6 +845,20 @@ key_pattern_equal(const bson_t *a, const bson_t *b)
     }
 }
 
+/* Whether index ix's key pattern is the hint document h (numbers compared by value, as mongod). */
+static bool
+index_key_is(const mf_index_t *ix, const bson_t *h)
+{
+    bson_iter_t it;
+    bson_t key;
+    const uint8_t *data;
+    uint32_t len;
+    if (!bson_iter_init_find(&it, ix->spec, "key") || !BSON_ITER_HOLDS_DOCUMENT(&it))
+        return false;
+    bson_iter_document(&it, &len, &data);
+    return bson_init_static(&key, data, len) && key_pattern_equal(&key, h);
+}
+
 /*
  * A key-pattern hint that matches more than one visible index (indexes may
  * share a key pattern when their collation, filter, sparse or unique
@@ -853,28 +867,21 @@ key_pattern_equal(const bson_t *a, const bson_t *b)
 static bool
 hint_ambiguous(const mf_coll_t *c, const bson_value_t *hint, mf_error_t *err)
 {
-    bson_t h, key;
-    bson_iter_t it;
-    const uint8_t *data;
-    uint32_t len;
+    bson_t h;
     const mf_index_t *first = NULL;
     if (hint->value_type != BSON_TYPE_DOCUMENT ||
         !bson_init_static(&h, hint->value.v_doc.data, hint->value.v_doc.data_len))
         return false;
     for (int i = 0; i < c->nindexes; i++) {
         const mf_index_t *ix = c->indexes[i];
-        if (ix->building || mf_plan_index_hidden(ix) || !bson_iter_init_find(&it, ix->spec, "key") ||
-            !BSON_ITER_HOLDS_DOCUMENT(&it))
-            continue;
-        bson_iter_document(&it, &len, &data);
-        if (!bson_init_static(&key, data, len) || !key_pattern_equal(&key, &h))
+        if (ix->building || mf_plan_index_hidden(ix) || !index_key_is(ix, &h))
             continue;
         if (first == NULL) {
             first = ix;
             continue;
         }
         char kp[200];
-        mf_fmt_doc(&key, kp, sizeof(kp));
+        mf_fmt_doc(&h, kp, sizeof(kp));
         mf_err_set(err, MF_E_IndexNotFound,
                    "Hint matched multiple indexes, must hint by index name. Matched: kp: %s name: '%s' and kp: %s "
                    "name: '%s'", kp, first->name, kp, ix->name);
@@ -897,16 +904,7 @@ mf_plan_hint_index(const mf_coll_t *c, const bson_value_t *hint)
                 return ix;
         } else if (hint->value_type == BSON_TYPE_DOCUMENT) {
             bson_t h;
-            bson_iter_t it;
-            bson_t key;
-            const uint8_t *data;
-            uint32_t len;
-            if (!bson_init_static(&h, hint->value.v_doc.data, hint->value.v_doc.data_len))
-                continue;
-            if (!bson_iter_init_find(&it, ix->spec, "key") || !BSON_ITER_HOLDS_DOCUMENT(&it))
-                continue;
-            bson_iter_document(&it, &len, &data);
-            if (bson_init_static(&key, data, len) && key_pattern_equal(&key, &h))
+            if (bson_init_static(&h, hint->value.v_doc.data, hint->value.v_doc.data_len) && index_key_is(ix, &h))
                 return ix;
         }
     }
