@@ -400,6 +400,7 @@ typedef struct lock_session {
     bool excl;
     int n, cap, nexcl;
     bool timed_out; /* a bounded wait gave up (checked by DDL that must not skip a collection) */
+    bool held;      /* mf_catalog_session_hold: a multi-document transaction's, kept across its commands */
     held_t inline_v[SESSION_INLINE];
     held_t *v; /* inline_v or a heap array past SESSION_INLINE */
 } lock_session_t;
@@ -586,6 +587,20 @@ mf_catalog_unlock(mf_catalog_t *cat)
         T.cat = NULL;
         T.excl = false;
     }
+}
+
+void
+mf_catalog_session_hold(mf_catalog_t *cat)
+{
+    mf_catalog_rdlock(cat);
+    T.held = true;
+}
+
+void
+mf_catalog_session_unhold(void)
+{
+    T.held = false;
+    (void)mf_catalog_session_end_all();
 }
 
 bool
@@ -2360,6 +2375,9 @@ mf_catalog_coll_acquire(mf_catalog_t *cat, const char *db, const char *name, boo
     *out = mf_catalog_coll_find(cat, db, name);
     if (*out != NULL || !create)
         return 0;
+    if (T.held)
+        return mf_err_set(err, MF_E_OperationNotSupportedInTransaction,
+                          "Cannot create namespace %s.%s in multi-document transaction.", db, name);
     mf_catalog_unlock(cat);
     mf_catalog_wrlock(cat);
     /* Another writer may create it first (locks are per collection): then it exists, as wanted. */

@@ -262,6 +262,18 @@ mf_observers_t *mf_catalog_observers(mf_catalog_t *cat);
  * handler that returned without unlocking must not leave collections locked.
  */
 bool mf_catalog_session_end_all(void);
+
+/*
+ * mf_catalog_session_hold: opens a shared lock session on the calling thread
+ * that the commands it runs next do not end (their lock/unlock pairs nest
+ * inside it): a multi-document transaction keeps the collections it touched
+ * until it commits or aborts, as mongod's transaction keeps its intent
+ * locks, so no DDL changes them under it. In it, a write that would create
+ * its collection fails with 263 (the transaction creates it beforehand).
+ * mf_catalog_session_unhold ends it, releasing them all.
+ */
+void mf_catalog_session_hold(mf_catalog_t *cat);
+void mf_catalog_session_unhold(void);
 void mf_catalog_rdlock(mf_catalog_t *cat);
 void mf_catalog_wrlock(mf_catalog_t *cat);
 void mf_catalog_unlock(mf_catalog_t *cat);

@@ -128,6 +128,7 @@ extern const mf_cmd_def_t mf_cmds_collmod[];
 extern const mf_cmd_def_t mf_cmds_compact[]; /* compact, fsync, fsyncUnlock (cmd_compact.c) */
 extern const mf_cmd_def_t mf_cmds_auth[];    /* SASL, connectionStatus, logout, user management (cmd_auth.c) */
 extern const mf_cmd_def_t mf_cmds_sessions[]; /* startSession, endSessions, killSessions ... (cmd_sessions.c) */
+extern const mf_cmd_def_t mf_cmds_txn[];     /* commitTransaction, abortTransaction (cmd_txn.c) */
 extern const mf_cmd_def_t mf_cmds_test[];    /* configureFailPoint (cmd_failpoint.c), _hashBSONElement (cmd_hash.c); only with enableTestCommands */
 
 /*
@@ -329,5 +330,50 @@ int mf_op_safe_bool(mf_op_t *op, const char *path, const bson_iter_t *it, bool *
  */
 int mf_cmd_check_names(mf_op_t *op) MF_WUR;
 
+
+/*
+ * Multi-document transactions (cmd_txn.c). mf_cmd_txn_route: called first
+ * by mf_cmd_run; a command of a transaction on a replica-set member (one
+ * with autocommit, startTransaction, or commit/abortTransaction) is checked
+ * against its session's transaction and run on that transaction's thread,
+ * or refused (251, 225, 256, 117, 72): true, with reply written. false:
+ * not a transaction's command here (a standalone, an internal client, the
+ * transaction's own thread), mf_cmd_run goes on.
+ */
+bool mf_cmd_txn_route(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *cmd,
+                      const mf_docseq_t *seqs, size_t nseqs, bool legacy, bson_t *reply);
+/* mf_cmd_in_txn: the calling thread runs a transaction's command (its own thread). */
+bool mf_cmd_in_txn(void);
+/* mf_cmd_txn_check: a transaction's command allowed as sent (the command, its database, writeConcern, readConcern). */
+int mf_cmd_txn_check(mf_op_t *op) MF_WUR;
+/*
+ * mf_cmd_txn_prepare: before the handler, creates the collection a write
+ * would create (or that `create` names) outside the transaction; *done when
+ * that was the command (create). 0 or -1 with op->err.
+ */
+int mf_cmd_txn_prepare(mf_op_t *op, bool *done) MF_WUR;
+/*
+ * mf_cmd_txn_write_error: after a transaction's write command: a write
+ * error aborts the transaction and the reply keeps only the first; true
+ * when that was a WriteConflict, which is now op->err (reply emptied).
+ */
+bool mf_cmd_txn_write_error(mf_op_t *op);
+/*
+ * mf_cmd_txn_failed: after a transaction's command failed (reply has the
+ * error; ran: its handler ran): aborts the transaction unless the command
+ * was refused before running in a transaction already under way; adds
+ * errorLabels.
+ */
+void mf_cmd_txn_failed(mf_op_t *op, bson_t *reply, bool ran);
+/*
+ * mf_cmd_txn_retryable: a retryable write's txnNumber against its session's
+ * transactions: older than the newest is 225; newer aborts an open one.
+ * 0 or -1 with op->err.
+ */
+int mf_cmd_txn_retryable(mf_op_t *op) MF_WUR;
+/* mf_cmd_txn_stats: serverStatus transactions' counts of multi-document transactions into out. */
+void mf_cmd_txn_stats(mf_engine_t *eng, bson_t *out);
+/* mf_cmd_txn_end_sessions: aborts the open transactions of session id (NULL: any) of uid (NULL: any user). */
+void mf_cmd_txn_end_sessions(mf_engine_t *eng, const uint8_t id[16], const uint8_t *uid);
 
 #endif /* MF_CMD_H */

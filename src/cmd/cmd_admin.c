@@ -589,21 +589,20 @@ append_opcounters_repl(const mf_repl_stats_t *rs, bson_t *r)
 /*
  * serverStatus().transactions: retryable writes from replication's session
  * rows (a standalone has none: retryable writes need a replica set, as on
- * mongod). mayfly has no multi-document transactions yet, so every
- * transaction count is 0.
+ * mongod), and multi-document transactions' counts (cmd_txn.c; mayfly
+ * prepares none: it has no sharding, so the prepared counts are 0).
  */
 static void
-append_transactions(const mf_repl_stats_t *rs, bson_t *r)
+append_transactions(mf_engine_t *eng, const mf_repl_stats_t *rs, bson_t *r)
 {
-    static const char *const none[] = {"currentActive", "currentInactive", "currentOpen", "totalAborted",
-                                       "totalCommitted", "totalStarted", "totalPrepared",
-                                       "totalPreparedThenCommitted", "totalPreparedThenAborted", "currentPrepared",
-                                       NULL};
+    static const char *const none[] = {"totalPrepared", "totalPreparedThenCommitted", "totalPreparedThenAborted",
+                                       "currentPrepared", NULL};
     bson_t sub;
     BSON_APPEND_DOCUMENT_BEGIN(r, "transactions", &sub);
     BSON_APPEND_INT64(&sub, "retriedCommandsCount", rs->retried_commands);
     BSON_APPEND_INT64(&sub, "retriedStatementsCount", rs->retried_statements);
     BSON_APPEND_INT64(&sub, "transactionsCollectionWriteCount", rs->session_writes);
+    mf_cmd_txn_stats(eng, &sub);
     for (int i = 0; none[i] != NULL; i++)
         BSON_APPEND_INT64(&sub, none[i], 0);
     bson_append_document_end(r, &sub);
@@ -748,7 +747,7 @@ cmd_server_status(mf_op_t *op)
         bson_append_document_end(r, &sub);
     }
     if (section_on(op, "transactions"))
-        append_transactions(&rs, r);
+        append_transactions(e, &rs, r);
 
     if (section_on(op, "wiredTiger")) {
         mf_cache_stats_t cs;

@@ -246,6 +246,8 @@ static const rule_t rules[] = {
     {"logout", R_OPEN, 0},
     {"connectionStatus", R_OPEN, 0},
     {"endSessions", R_OPEN, 0},
+    {"commitTransaction", R_AUTHED, 0},
+    {"abortTransaction", R_AUTHED, 0},
     {"whatsmyuri", R_OPEN, 0},
     {"listCommands", R_OPEN, 0},
     {"startSession", R_AUTHED, 0},

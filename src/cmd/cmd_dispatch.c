@@ -33,7 +33,7 @@
 
 static const mf_cmd_def_t *tables[] = {mf_cmds_admin,   mf_cmds_crud, mf_cmds_coll, mf_cmds_collmod, mf_cmds_compact,
                                          mf_cmds_profile, mf_cmds_auth, mf_cmds_misc, mf_cmds_gridfs, mf_cmds_sessions,
-                                         mf_cmds_hash, mf_cmds_test};
+                                         mf_cmds_hash, mf_cmds_txn, mf_cmds_test};
 
 /* Whether table t exists on this engine: the test commands only with enableTestCommands=1, as in mongod. */
 static bool
@@ -171,28 +171,29 @@ mf_cmd_is_retryable_write(const char *name)
 }
 
 /*
- * Refuses multi-document transactions, and, on a standalone, any
- * transaction number at all, as mongod (its retryable writes need a replica
- * set's session records; drivers send none to a standalone, and a raw
- * client's retry would run twice). On a replica-set member, where mongod
- * would run the transaction, the error is 238 NotImplemented saying that
- * mayfly lacks them: not 20 with mongod's standalone wording, which drivers
- * turn into advice to set retryWrites=false (wrong here: retryable writes
- * work).
+ * A transaction's command on its own thread is checked by cmd_txn.c. Other
+ * transaction fields mean: on a replica-set member, a transaction's command
+ * that mf_cmd_txn_route left here (no usable lsid); on a standalone, where
+ * any transaction number is refused, as mongod (its retryable writes need a
+ * replica set's session records; drivers send none to a standalone, and a
+ * raw client's retry would run twice), 20.
  */
 static int
 check_txn_fields(mf_op_t *op)
 {
+    if (mf_cmd_in_txn())
+        return mf_cmd_txn_check(op);
     bool has_txn = mf_op_has(op, "txnNumber");
     bool txn_cmd = mf_op_has(op, "startTransaction") || mf_op_has(op, "autocommit") ||
                    strcmp(op->name, "commitTransaction") == 0 || strcmp(op->name, "abortTransaction") == 0;
     if (txn_cmd && op->eng->repl != NULL)
-        return mf_err_set(&op->err, MF_E_NotImplemented,
-                          "mayfly does not support multi-document transactions yet (startTransaction, "
-                          "commitTransaction, abortTransaction); single-document writes are atomic and retryable");
+        return mf_err_set(&op->err, MF_E_InvalidOptions,
+                          "Transaction number requires a session ID to also be specified");
     if (txn_cmd || (has_txn && (op->eng->repl == NULL || !mf_cmd_is_retryable_write(op->name))))
         return mf_err_set(&op->err, MF_E_IllegalOperation,
                           "Transaction numbers are only allowed on a replica set member or mongos");
+    if (has_txn && op->eng->repl != NULL)
+        return mf_cmd_txn_retryable(op);
     return 0;
 }
 
@@ -1106,6 +1107,11 @@ mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *
     bson_t fp_labels; /* failCommand's errorLabels, if it gave any (an array) */
     mf_collation_t *coll = NULL; /* the command's collation, installed while the handler runs */
 
+    /* A multi-document transaction's command runs on the transaction's thread (cmd_txn.c). */
+    if (mf_cmd_txn_route(eng, client, db, cmd, seqs, nseqs, legacy, reply))
+        return;
+    bool in_txn = mf_cmd_in_txn();
+    bool txn_ran = false; /* in a transaction: its handler ran (a failure then aborts the transaction) */
     bson_init(&fp_labels);
     memset(&lf, 0, sizeof(lf));
     memset(&op, 0, sizeof(op));
@@ -1149,7 +1155,8 @@ mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *
     if (mf_cmd_session_use(&op) != 0)
         goto fail;
     if (eng->repl != NULL && !(client != NULL && client->internal) &&
-        eng->repl->admit(eng->repl_arg, db, repl_kind(def, cmd), secondary_ok(cmd), &op.err) != 0)
+        eng->repl->admit(eng->repl_arg, db, in_txn ? MF_REPL_WRITE : repl_kind(def, cmd), secondary_ok(cmd),
+                         &op.err) != 0)
         goto fail;
     cop = curop_register(eng, client, db, def->name, cmd);
     /* Client commands only: replication's applier (an internal client) is the server's own work. */
@@ -1184,13 +1191,19 @@ mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *
               : eng->repl != NULL ? eng->repl->command_begin(eng->repl_arg, def->name, cmd, wtimeout_of(cmd), reply,
                                                              &op.err)
                                   : 0;
-    int hrc = brc == 0 ? def->fn(&op) : brc < 0 ? -1 : 0;
+    bool txn_done = false; /* a transaction's create, run outside it */
+    if (brc == 0 && in_txn && mf_cmd_txn_prepare(&op, &txn_done) != 0)
+        brc = -1;
+    txn_ran = brc == 0;
+    int hrc = brc == 0 ? (txn_done ? 0 : def->fn(&op)) : brc < 0 ? -1 : 0;
+    if (hrc == 0 && in_txn && mf_cmd_txn_write_error(&op))
+        hrc = -1;
     if (active != NULL)
         atomic_fetch_sub_explicit(active, 1, memory_order_relaxed);
     mf_collation_set_current(NULL);
     mf_collation_free(coll);
     coll = NULL;
-    if (mf_catalog_session_end_all())
+    if (!in_txn && mf_catalog_session_end_all())
         mf_log(MF_LOG_ERROR, "COMMAND", "%s returned with collections still locked; released", def->name);
     if (hrc == 0)
         name_tables_in_write_errors(eng, reply);
@@ -1276,6 +1289,8 @@ fail:
     }
     if (eng->repl != NULL)
         add_not_primary_fields(eng, reply, op.err.code);
+    if (in_txn)
+        mf_cmd_txn_failed(&op, reply, txn_ran);
     append_cluster_time(eng, reply);
     if (op.name != NULL)
         mf_failcommand_labels(&op, &fp_labels, reply);

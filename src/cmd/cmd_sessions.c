@@ -246,9 +246,10 @@ cursor_in_sessions(void *arg, const mf_cursor_t *c)
 }
 
 /*
- * kill_sessions: removes the sessions from the cache and kills their
- * cursors, as mongod's killSessions (its operations are not interrupted:
- * a standalone mayfly's commands do not outlive their request by much).
+ * kill_sessions: removes the sessions from the cache, kills their cursors
+ * and aborts their open transactions, as mongod's killSessions (its
+ * operations are not interrupted: mayfly's commands do not outlive their
+ * request by much).
  */
 static void
 kill_sessions(mf_op_t *op, const uint8_t *id, const uint8_t *uid)
@@ -259,6 +260,7 @@ kill_sessions(mf_op_t *op, const uint8_t *id, const uint8_t *uid)
     else
         mf_sessions_end_all(op->eng->sessions, uid);
     mf_cursors_kill_where(op->eng->cursors, cursor_in_sessions, &m);
+    mf_cmd_txn_end_sessions(op->eng, id, uid);
 }
 
 /* The command's array argument (its first field): 0 with *arr positioned on it, or -1 with 14. */
@@ -335,8 +337,11 @@ cmd_session_list_op(mf_op_t *op)
             return -1;
         if (kill)
             kill_sessions(op, id, uid);
-        else if (!refresh)
-            mf_sessions_end(op->eng->sessions, id, uid); /* mongod leaves an ended session's cursors to its refresh */
+        else if (!refresh) {
+            /* mongod leaves an ended session's cursors to its refresh; its transaction aborts. */
+            mf_sessions_end(op->eng->sessions, id, uid);
+            mf_cmd_txn_end_sessions(op->eng, id, uid);
+        }
         else if (mf_sessions_touch(op->eng->sessions, id, user, now, timeout_ms(op->eng), &op->err) != 0)
             return -1;
     }

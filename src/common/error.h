@@ -95,6 +95,9 @@
     X(201, InvalidUUID)                                                        \
     X(224, QueryFeatureNotAllowed)                                             \
     X(263, OperationNotSupportedInTransaction)                                 \
+    X(251, NoSuchTransaction)                                                  \
+    X(256, TransactionCommitted)                                               \
+    X(290, TransactionExceededLifetimeLimitSeconds)                            \
     X(143, CursorInUse)                                                        \
     X(276, IndexBuildAborted)                                                  \
     X(260, InvalidResumeToken)                                                 \

@@ -66,6 +66,8 @@ static const mf_param_t defaults[] = {
     /* The logical session cache (engine/sessions.h): its size and idle timeout, startup-only as in mongod. */
     {"maxSessions", MF_PARAM_INT, 1, INT32_MAX, false, true, false, 1000000, NULL},
     {"localLogicalSessionTimeoutMinutes", MF_PARAM_INT, 1, INT32_MAX, false, true, false, 30, NULL},
+    /* Multi-document transactions (cmd/cmd_txn.c): one older than this is aborted, as mongod. */
+    {"transactionLifetimeLimitSeconds", MF_PARAM_INT, 1, I64MAX / 1000, false, true, true, 60, NULL},
     {"allowDiskUseByDefault", MF_PARAM_BOOL, 0, 1, false, true, true, 1, NULL},
     /* Test-only commands (configureFailPoint), as mongod's: settable only at startup. */
     {"enableTestCommands", MF_PARAM_BOOL, 0, 1, false, true, false, 0, NULL},

@@ -392,6 +392,9 @@ mf_engine_close(mf_engine_t *eng)
     if (eng == NULL)
         return;
     mf_engine_interrupt(eng);
+    void *txns = atomic_load(&eng->txns);
+    if (txns != NULL && eng->txns_stop != NULL)
+        eng->txns_stop(txns);
     pthread_mutex_lock(&eng->reaper_mu);
     eng->reaper_stop = true;
     pthread_cond_signal(&eng->reaper_cv);

@@ -131,6 +131,14 @@ typedef struct mf_engine {
     struct mf_archive *archive;  /* archive-on-expire's segments under <dbpath>/archive (archive/archive.h) */
     mf_profiler_t *profiler;     /* profiling levels */
     struct mf_sessions *sessions; /* the logical session cache (engine/sessions.h) */
+    /*
+     * Multi-document transactions (cmd/cmd_txn.c): the command layer's
+     * registry, made on first use (a compare-and-swap), and its stop
+     * function, which mf_engine_close calls first (each open transaction
+     * rolls back, its thread exits) before anything it uses closes.
+     */
+    _Atomic(void *) txns;
+    void (*txns_stop)(void *txns);
     bool in_memory;              /* WiredTiger in memory (--inMemory) */
     char *tmp_dir;               /* aggregation spill files (<dbpath>/_tmp), NULL in memory ($TMPDIR) */
     pthread_t reaper;            /* closes idle cursors */

@@ -193,6 +193,26 @@ int mf_txn_begin(mf_sess_t *s, mf_error_t *err) MF_WUR;
 int mf_txn_commit(mf_sess_t *s, bool durable, mf_error_t *err) MF_WUR;
 void mf_txn_abort(mf_sess_t *s);
 bool mf_txn_active(mf_sess_t *s);
+
+/*
+ * User (multi-document) transactions. mf_txn_user_begin opens a
+ * transaction on s that stays open across commands: while it does,
+ * mf_txn_begin/commit/abort on s nest inside it and only count (so the
+ * commands' own transactions become parts of it), mf_txn_active is true
+ * only inside such a nested one, and mf_txn_on_prepare refuses (returns
+ * false: a nested step's argument would not live until the end). A nested
+ * abort after a write attempt dooms the user transaction (what was written
+ * cannot be undone alone): nested begins and commits then fail with
+ * WriteConflict, and it can only roll back. mf_txn_user_commit commits it
+ * (pre-commit steps, replication, end callbacks, as mf_txn_commit), or
+ * rolls it back and fails with WriteConflict when doomed;
+ * mf_txn_user_abort rolls it back. s's thread only.
+ */
+int mf_txn_user_begin(mf_sess_t *s, mf_error_t *err) MF_WUR;
+int mf_txn_user_commit(mf_sess_t *s, bool durable, mf_error_t *err) MF_WUR;
+void mf_txn_user_abort(mf_sess_t *s);
+bool mf_txn_user(mf_sess_t *s);
+bool mf_txn_user_doomed(mf_sess_t *s);
 /*
  * mf_txn_on_end: fn(arg, committed) runs once on this thread right after s's
  * current transaction commits or rolls back (registering the same fn and arg

@@ -139,6 +139,17 @@ struct mf_sess {
     /* The guard it commits through (mf_txn_commit_unless_entered), NULL if none, and its token. */
     mf_rguard_t *hold;
     int64_t hold_token;
+    /*
+     * A user transaction (mf_txn_user_begin): the WiredTiger transaction
+     * stays open across commands; mf_txn_begin/commit/abort nest inside it
+     * (depth) and only count. writes: write attempts on the session, so an
+     * inner abort after one dooms the transaction (the inner work cannot be
+     * undone alone); depth_writes: the count at each nested begin.
+     */
+    bool user, doomed;
+    int depth;
+    uint64_t writes;
+    uint64_t depth_writes[16];
 };
 
 static void rguards_leave(mf_sess_t *s);
@@ -1048,6 +1059,8 @@ mf_txn_on_end(mf_sess_t *s, void (*fn)(void *arg, bool committed), void *arg)
 bool
 mf_txn_on_prepare(mf_sess_t *s, int (*fn)(void *arg, mf_sess_t *s, mf_error_t *err), void *arg)
 {
+    if (s->user)
+        return false; /* a nested step's arg would not live until the user transaction commits */
     if (s->prep_fn != NULL)
         return s->prep_fn == fn && s->prep_arg == arg;
     s->prep_fn = fn;
@@ -1184,9 +1197,24 @@ unpark(mf_sess_t *s)
     }
 }
 
+/* A nested transaction in a doomed user transaction: it cannot run (the user transaction can only roll back). */
+static int
+doomed_err(mf_error_t *err)
+{
+    return mf_err_write_conflict(err);
+}
+
 int
 mf_txn_begin(mf_sess_t *s, mf_error_t *err)
 {
+    if (s->user) {
+        if (s->doomed)
+            return doomed_err(err);
+        if (s->depth < (int)(sizeof(s->depth_writes) / sizeof(s->depth_writes[0])))
+            s->depth_writes[s->depth] = s->writes;
+        s->depth++;
+        return 0;
+    }
     int ret = s->wt->begin_transaction(s->wt, NULL);
     if (ret != 0)
         return wt_err(err, ret, "begin_transaction");
@@ -1197,6 +1225,13 @@ mf_txn_begin(mf_sess_t *s, mf_error_t *err)
 int
 mf_txn_commit(mf_sess_t *s, bool durable, mf_error_t *err)
 {
+    if (s->user) {
+        /* Nested: the work stays in the user transaction, committed with it. */
+        (void)durable;
+        if (s->depth > 0)
+            s->depth--;
+        return s->doomed ? doomed_err(err) : 0;
+    }
     /* The transaction's own step first (it may still write), then the engine-wide hook (replication). */
     if (s->prep_fn != NULL && s->prep_fn(s->prep_arg, s, err) != 0) {
         mf_txn_abort(s);
@@ -1229,6 +1264,16 @@ mf_txn_commit(mf_sess_t *s, bool durable, mf_error_t *err)
 void
 mf_txn_abort(mf_sess_t *s)
 {
+    if (s->user) {
+        /* Nested: what it wrote cannot be undone alone, so the user transaction can now only roll back. */
+        if (s->depth > 0) {
+            s->depth--;
+            int d = s->depth < (int)(sizeof(s->depth_writes) / sizeof(s->depth_writes[0])) ? s->depth : -1;
+            if (d < 0 || s->depth_writes[d] != s->writes)
+                s->doomed = true;
+        }
+        return;
+    }
     if (s->in_txn) {
         s->wt->rollback_transaction(s->wt, NULL);
         s->hold = NULL;
@@ -1244,7 +1289,55 @@ mf_txn_abort(mf_sess_t *s)
 bool
 mf_txn_active(mf_sess_t *s)
 {
-    return s->in_txn;
+    return s->user ? s->depth > 0 : s->in_txn;
+}
+
+int
+mf_txn_user_begin(mf_sess_t *s, mf_error_t *err)
+{
+    if (s->user || s->in_txn)
+        return mf_err_set(err, MF_E_InternalError, "a transaction is already open on this session");
+    if (mf_txn_begin(s, err) != 0)
+        return -1;
+    s->user = true;
+    s->doomed = false;
+    s->depth = 0;
+    return 0;
+}
+
+int
+mf_txn_user_commit(mf_sess_t *s, bool durable, mf_error_t *err)
+{
+    if (!s->user)
+        return mf_err_set(err, MF_E_InternalError, "no user transaction is open on this session");
+    bool doomed = s->doomed;
+    s->user = s->doomed = false;
+    s->depth = 0;
+    if (doomed) {
+        mf_txn_abort(s);
+        return doomed_err(err);
+    }
+    return mf_txn_commit(s, durable, err);
+}
+
+void
+mf_txn_user_abort(mf_sess_t *s)
+{
+    s->user = s->doomed = false;
+    s->depth = 0;
+    mf_txn_abort(s);
+}
+
+bool
+mf_txn_user(mf_sess_t *s)
+{
+    return s->user;
+}
+
+bool
+mf_txn_user_doomed(mf_sess_t *s)
+{
+    return s->user && s->doomed;
 }
 
 /* Opens a cursor on uri from the session's cache or WiredTiger; keep: leave a parked one on its entry. */
@@ -1431,6 +1524,7 @@ mf_cur_seek_bytes_ge(mf_cur_t *c, const void *key, size_t len)
 int
 mf_cur_reserve(mf_cur_t *c)
 {
+    c->s->writes++;
     c->idle = false;
     return map_ret(c->wt->reserve(c->wt));
 }
@@ -1438,6 +1532,7 @@ mf_cur_reserve(mf_cur_t *c)
 int
 mf_cur_remove_here(mf_cur_t *c)
 {
+    c->s->writes++;
     if (cur_begin(c))
         return -1;
     int ret = map_ret(c->wt->remove(c->wt));
@@ -1530,6 +1625,7 @@ mf_cur_find_rid(mf_cur_t *c, int64_t rid)
 int
 mf_cur_reserve_bytes(mf_cur_t *c, const void *key, size_t klen)
 {
+    c->s->writes++;
     return key_op(c, key, klen, c->wt->reserve);
 }
 
@@ -1562,6 +1658,7 @@ mf_cur_value(mf_cur_t *c, const uint8_t **val, size_t *len)
 int
 mf_cur_insert_rid(mf_cur_t *c, int64_t rid, const void *val, size_t len)
 {
+    c->s->writes++;
     WT_ITEM v = {.data = val, .size = len};
     if (cur_begin(c))
         return -1;
@@ -1576,6 +1673,7 @@ mf_cur_insert_rid(mf_cur_t *c, int64_t rid, const void *val, size_t len)
 int
 mf_cur_update_rid(mf_cur_t *c, int64_t rid, const void *val, size_t len)
 {
+    c->s->writes++;
     WT_ITEM v = {.data = val, .size = len};
     if (cur_begin(c))
         return -1;
@@ -1587,6 +1685,7 @@ mf_cur_update_rid(mf_cur_t *c, int64_t rid, const void *val, size_t len)
 int
 mf_cur_remove_rid(mf_cur_t *c, int64_t rid)
 {
+    c->s->writes++;
     if (cur_begin(c))
         return -1;
     c->wt->set_key(c->wt, rid);
@@ -1596,6 +1695,7 @@ mf_cur_remove_rid(mf_cur_t *c, int64_t rid)
 int
 mf_cur_insert_bytes(mf_cur_t *c, const void *key, size_t klen, const void *val, size_t vlen)
 {
+    c->s->writes++;
     WT_ITEM k = {.data = key, .size = klen}, v = {.data = val, .size = vlen};
     if (cur_begin(c))
         return -1;
@@ -1610,6 +1710,7 @@ mf_cur_insert_bytes(mf_cur_t *c, const void *key, size_t klen, const void *val, 
 int
 mf_cur_put_bytes(mf_cur_t *c, const void *key, size_t klen, const void *val, size_t vlen)
 {
+    c->s->writes++;
     WT_ITEM k = {.data = key, .size = klen}, v = {.data = val, .size = vlen};
     int ret;
     if (cur_begin(c))
@@ -1696,6 +1797,7 @@ mf_truncate_range(mf_sess_t *s, const char *uri, const void *lo, size_t lolen, c
                   mf_error_t *err)
 {
     mf_cur_t *start, *stop;
+    s->writes++;
     if (mf_cur_open(s, uri, &start, err) != 0)
         return -1;
     if (mf_cur_open(s, uri, &stop, err) != 0) {
@@ -1731,5 +1833,6 @@ mf_truncate_range(mf_sess_t *s, const char *uri, const void *lo, size_t lolen, c
 int
 mf_cur_remove_bytes(mf_cur_t *c, const void *key, size_t klen)
 {
+    c->s->writes++;
     return key_op(c, key, klen, c->wt->remove);
 }

@@ -1,0 +1,863 @@
+/*
+ * cmd_txn.c: multi-document transactions on a replica-set member (mongod's
+ * TransactionParticipant, for one member: startTransaction, the commands
+ * that continue it, commitTransaction and abortTransaction).
+ *
+ * One thread per open transaction. Everything mayfly keeps per storage
+ * transaction is per thread: the WiredTiger session, the oplog observer's
+ * buffer of ops, the TTL observer's notes, the catalog's lock session,
+ * replication's per-command state. So a transaction gets a thread of its
+ * own from startTransaction to its end, and each of its commands is handed
+ * to that thread (mf_cmd_txn_route, called first thing by mf_cmd_run on the
+ * connection's worker, which waits for the reply). On its thread the
+ * command runs through mf_cmd_run as any other, inside one WiredTiger
+ * transaction that stays open (storage.h's user transactions: the command's
+ * own begin/commit nest inside it), and under a catalog lock session held
+ * until the end (catalog.h's mf_catalog_session_hold), as mongod's
+ * transaction keeps its intent locks: no DDL changes a collection the
+ * transaction has touched before it ends. commitTransaction commits it
+ * through the normal path (the pre-commit hook logs every op as one raft
+ * entry, so the transaction replicates whole or not at all);
+ * abortTransaction, a failed command or write error in it, a newer
+ * transaction on the session, transactionLifetimeLimitSeconds or shutdown
+ * roll it back. The thread then exits.
+ *
+ * Sessions' states live in a small hash table keyed by the lsid and the
+ * uid of its user, as mongod keys sessions: the highest txnNumber seen and
+ * what became of it, so a commit retried after it committed answers ok and
+ * a late command of an aborted one answers 251 NoSuchTransaction. Entries
+ * of ended transactions idle for more than half an hour are dropped as
+ * their bucket is walked.
+ *
+ * Differences from mongod, kept on purpose: a collection that a
+ * transaction's write would create, or that `create` names, is created
+ * outside the transaction right before (a helper thread runs the create,
+ * replicated as any DDL), so it stays if the transaction aborts; other DDL
+ * (createIndexes included) is refused with 263. Reads see a snapshot of
+ * the member taken at the transaction's first read (readConcern "snapshot",
+ * whatever level was asked). A secondary applies a committed transaction
+ * command by command, so a read on a secondary can see part of one.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "catalog/catalog.h"
+#include "cmd/cmd.h"
+#include "cmd/crud.h"
+#include "common/alloc.h"
+#include "common/clock.h"
+#include "common/log.h"
+#include "common/params.h"
+#include "doc/value.h"
+#include "engine/sessions.h"
+#include "storage/storage.h"
+
+#define BUCKETS 256
+#define IDLE_FORGET_MS (30 * 60 * 1000) /* an ended transaction's entry is forgotten after this idle time */
+
+typedef enum { T_NONE, T_ACTIVE, T_COMMITTED, T_ABORTED } txn_state_t;
+
+/* One command handed to a transaction's thread. */
+typedef struct job {
+    mf_client_t *client;
+    const char *db;
+    const bson_t *cmd;
+    const mf_docseq_t *seqs;
+    size_t nseqs;
+    bool legacy;
+    bson_t *reply;
+    bool done;
+} job_t;
+
+typedef struct mf_txns mf_txns_t;
+
+/* A logical session's transaction state (guarded by the registry's mu). */
+typedef struct utxn {
+    struct utxn *next;
+    mf_txns_t *t;
+    uint8_t id[16];
+    uint8_t uid[MF_SESSION_UID_LEN];
+    int64_t num;       /* the newest txnNumber started on the session */
+    txn_state_t state; /* of num */
+    bool thread;       /* its thread runs (state ACTIVE, or ending) */
+    bool busy;         /* a command is queued or running on it */
+    bool first_ran;    /* the first command ran: readConcern only there */
+    bool abort_req;    /* roll back at the next idle moment (newer transaction, killSessions) */
+    job_t *job;        /* the command to run, NULL none */
+    int64_t deadline_ms; /* monotonic: transactionLifetimeLimitSeconds after the start */
+    int64_t last_ms;     /* monotonic: last use */
+    pthread_cond_t cv;   /* job handed over, job done, thread gone */
+} utxn_t;
+
+struct mf_txns {
+    mf_engine_t *eng;
+    pthread_mutex_t mu;
+    pthread_cond_t gone; /* a thread exited */
+    utxn_t *buckets[BUCKETS];
+    int nthreads;
+    int nactive; /* transactions running a command now */
+    bool stop;
+    /* serverStatus transactions */
+    int64_t started, committed, aborted;
+};
+
+/* The transaction the calling thread runs (its own thread), NULL elsewhere. */
+static _Thread_local utxn_t *tls_txn;
+
+bool
+mf_cmd_in_txn(void)
+{
+    return tls_txn != NULL;
+}
+
+/* ---------- the registry ---------- */
+
+static void
+txns_stop(void *arg)
+{
+    mf_txns_t *t = arg;
+    pthread_mutex_lock(&t->mu);
+    t->stop = true;
+    for (int b = 0; b < BUCKETS; b++)
+        for (utxn_t *e = t->buckets[b]; e != NULL; e = e->next)
+            pthread_cond_broadcast(&e->cv);
+    while (t->nthreads > 0)
+        pthread_cond_wait(&t->gone, &t->mu);
+    pthread_mutex_unlock(&t->mu);
+    for (int b = 0; b < BUCKETS; b++) {
+        utxn_t *e = t->buckets[b];
+        while (e != NULL) {
+            utxn_t *n = e->next;
+            pthread_cond_destroy(&e->cv);
+            free(e);
+            e = n;
+        }
+    }
+    pthread_cond_destroy(&t->gone);
+    pthread_mutex_destroy(&t->mu);
+    free(t);
+}
+
+static mf_txns_t *
+txns_of(mf_engine_t *eng)
+{
+    mf_txns_t *t = atomic_load(&eng->txns);
+    if (t != NULL)
+        return t;
+    mf_txns_t *n = mf_calloc(1, sizeof(*n));
+    n->eng = eng;
+    pthread_mutex_init(&n->mu, NULL);
+    pthread_cond_init(&n->gone, NULL);
+    void *expected = NULL;
+    if (!atomic_compare_exchange_strong(&eng->txns, &expected, n)) {
+        pthread_cond_destroy(&n->gone);
+        pthread_mutex_destroy(&n->mu);
+        free(n);
+        return expected;
+    }
+    eng->txns_stop = txns_stop;
+    return n;
+}
+
+static unsigned
+bucket_of(const uint8_t id[16])
+{
+    unsigned h = 2166136261u;
+    for (int i = 0; i < 16; i++)
+        h = (h ^ id[i]) * 16777619u;
+    return h % BUCKETS;
+}
+
+/* The session's entry (t->mu held); created when create. Drops stale ended entries met on the way. */
+static utxn_t *
+entry_find(mf_txns_t *t, const uint8_t id[16], const uint8_t uid[MF_SESSION_UID_LEN], bool create)
+{
+    int64_t now = mf_mono_ms();
+    utxn_t **pp = &t->buckets[bucket_of(id)];
+    while (*pp != NULL) {
+        utxn_t *e = *pp;
+        if (memcmp(e->id, id, 16) == 0 && memcmp(e->uid, uid, MF_SESSION_UID_LEN) == 0)
+            return e;
+        if (!e->thread && !e->busy && e->state != T_ACTIVE && now - e->last_ms > IDLE_FORGET_MS) {
+            *pp = e->next;
+            pthread_cond_destroy(&e->cv);
+            free(e);
+            continue;
+        }
+        pp = &e->next;
+    }
+    if (!create)
+        return NULL;
+    utxn_t *e = mf_calloc(1, sizeof(*e));
+    e->t = t;
+    memcpy(e->id, id, 16);
+    memcpy(e->uid, uid, MF_SESSION_UID_LEN);
+    e->num = -1;
+    e->last_ms = now;
+    pthread_cond_init(&e->cv, NULL);
+    e->next = t->buckets[bucket_of(id)];
+    t->buckets[bucket_of(id)] = e;
+    return e;
+}
+
+/* ---------- a transaction's thread ---------- */
+
+static void route_error(mf_engine_t *eng, bson_t *reply, const mf_error_t *err, bool commit_or_abort);
+
+/* Ends the transaction as state (t->mu held) and counts it. */
+static void
+set_ended(utxn_t *e, txn_state_t state)
+{
+    if (e->state != T_ACTIVE)
+        return;
+    e->state = state;
+    if (state == T_COMMITTED)
+        e->t->committed++;
+    else
+        e->t->aborted++;
+}
+
+static void *
+txn_main(void *arg)
+{
+    utxn_t *e = arg;
+    mf_txns_t *t = e->t;
+    mf_engine_t *eng = t->eng;
+    mf_error_t err = {0};
+    mf_sess_t *s = mf_storage_session(eng->st);
+
+    tls_txn = e;
+    bool open = mf_txn_user_begin(s, &err) == 0;
+    if (!open)
+        mf_log(MF_LOG_ERROR, "TXN", "cannot begin a transaction: %s", err.msg);
+    mf_catalog_session_hold(eng->cat);
+    pthread_mutex_lock(&t->mu);
+    if (!open)
+        set_ended(e, T_ABORTED);
+    for (;;) {
+        if (e->state == T_ACTIVE && (t->stop || e->abort_req || mf_mono_ms() >= e->deadline_ms)) {
+            if (!t->stop && !e->abort_req)
+                mf_log(MF_LOG_INFO, "TXN", "aborting transaction %lld: older than transactionLifetimeLimitSeconds",
+                       (long long)e->num);
+            set_ended(e, T_ABORTED);
+        }
+        if (e->job != NULL && e->state != T_ACTIVE) {
+            /* Queued before the transaction ended: it has nothing to run in. */
+            mf_error_t jerr = {0};
+            mf_err_set(&jerr, MF_E_NoSuchTransaction, "Transaction %lld has been aborted.", (long long)e->num);
+            route_error(eng, e->job->reply, &jerr, false);
+            e->job->done = true;
+            e->job = NULL;
+            pthread_cond_broadcast(&e->cv);
+        }
+        if (e->job != NULL) {
+            job_t *j = e->job;
+            pthread_mutex_unlock(&t->mu);
+            mf_cmd_run(eng, j->client, j->db, j->cmd, j->seqs, j->nseqs, j->legacy, j->reply);
+            mf_storage_session_release(s);
+            pthread_mutex_lock(&t->mu);
+            e->job = NULL;
+            j->done = true;
+            e->first_ran = true;
+            e->last_ms = mf_mono_ms();
+            pthread_cond_broadcast(&e->cv);
+            continue;
+        }
+        if (e->state != T_ACTIVE)
+            break;
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        int64_t wait_ms = e->deadline_ms - mf_mono_ms();
+        if (wait_ms > 1000)
+            wait_ms = 1000;
+        if (wait_ms < 1)
+            wait_ms = 1;
+        ts.tv_sec += wait_ms / 1000;
+        ts.tv_nsec += (wait_ms % 1000) * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&e->cv, &t->mu, &ts);
+    }
+    pthread_mutex_unlock(&t->mu);
+    if (mf_txn_user(s))
+        mf_txn_user_abort(s);
+    mf_catalog_session_unhold();
+    tls_txn = NULL;
+    mf_storage_session_close_thread(eng->st);
+    pthread_mutex_lock(&t->mu);
+    e->thread = false;
+    e->abort_req = false;
+    t->nthreads--;
+    pthread_cond_broadcast(&e->cv);
+    pthread_cond_broadcast(&t->gone);
+    pthread_mutex_unlock(&t->mu);
+    return NULL;
+}
+
+/* ---------- routing ---------- */
+
+/* An error reply for a command refused before it reached its transaction, with mongod's labels. */
+static void
+route_error(mf_engine_t *eng, bson_t *reply, const mf_error_t *err, bool commit_or_abort)
+{
+    (void)eng;
+    mf_cmd_error_reply(reply, err);
+    if (err->code == MF_E_NoSuchTransaction || err->code == MF_E_WriteConflict) {
+        bson_t labels;
+        BSON_APPEND_ARRAY_BEGIN(reply, "errorLabels", &labels);
+        BSON_APPEND_UTF8(&labels, "0", "TransientTransactionError");
+        bson_append_array_end(reply, &labels);
+    }
+    (void)commit_or_abort;
+}
+
+/* The lsid's id (16 bytes) from cmd: false when there is none usable (the normal path reports it). */
+static bool
+lsid_of(const bson_t *cmd, uint8_t id[16])
+{
+    bson_iter_t it, f;
+    bson_subtype_t sub;
+    uint32_t len;
+    const uint8_t *data;
+    if (!bson_iter_init_find(&it, cmd, "lsid") || !BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &f) ||
+        !bson_iter_find(&f, "id") || !BSON_ITER_HOLDS_BINARY(&f))
+        return false;
+    bson_iter_binary(&f, &sub, &len, &data);
+    if (len != 16 || sub != BSON_SUBTYPE_UUID)
+        return false;
+    memcpy(id, data, 16);
+    return true;
+}
+
+bool
+mf_cmd_txn_route(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *cmd, const mf_docseq_t *seqs,
+                 size_t nseqs, bool legacy, bson_t *reply)
+{
+    bson_iter_t it;
+    mf_error_t err = {0};
+    uint8_t id[16], uid[MF_SESSION_UID_LEN];
+    char user[300];
+    int64_t num;
+
+    if (eng->repl == NULL || tls_txn != NULL || (client != NULL && client->internal))
+        return false;
+    if (!bson_iter_init(&it, cmd) || !bson_iter_next(&it))
+        return false;
+    const char *name = bson_iter_key(&it);
+    bool commit = strcmp(name, "commitTransaction") == 0, abort = strcmp(name, "abortTransaction") == 0;
+    bool has_ac = bson_has_field(cmd, "autocommit");
+    if (!has_ac && !commit && !abort && !bson_has_field(cmd, "startTransaction"))
+        return false;
+    /* mongod's OperationSessionInfo checks (initializeOperationSessionInfo), in its order. */
+    bool start = false;
+    if (bson_iter_init_find(&it, cmd, "startTransaction")) {
+        if (!BSON_ITER_HOLDS_BOOL(&it)) {
+            mf_err_set(&err, MF_E_TypeMismatch, "BSON field 'OperationSessionInfo.startTransaction' is the wrong type "
+                                                "'%s', expected type 'bool'", mf_type_name(bson_iter_type(&it)));
+            goto fail;
+        }
+        if (!bson_iter_bool(&it)) {
+            mf_err_set(&err, MF_E_InvalidOptions, "Specifying startTransaction=false is not allowed.");
+            goto fail;
+        }
+        start = true;
+    }
+    if (bson_iter_init_find(&it, cmd, "autocommit")) {
+        if (!BSON_ITER_HOLDS_BOOL(&it)) {
+            mf_err_set(&err, MF_E_TypeMismatch, "BSON field 'OperationSessionInfo.autocommit' is the wrong type '%s', "
+                                                "expected type 'bool'", mf_type_name(bson_iter_type(&it)));
+            goto fail;
+        }
+        if (bson_iter_bool(&it)) {
+            mf_err_set(&err, MF_E_InvalidOptions, "Specifying autocommit=true is not allowed.");
+            goto fail;
+        }
+    } else if (start) {
+        mf_err_set(&err, MF_E_InvalidOptions, "'startTransaction' field requires 'autocommit' field to also be "
+                                              "specified");
+        goto fail;
+    }
+    if (!lsid_of(cmd, id))
+        return false; /* mf_cmd_run reports the missing or bad lsid */
+    if (!bson_iter_init_find(&it, cmd, "txnNumber") || !BSON_ITER_HOLDS_NUMBER(&it)) {
+        mf_err_set(&err, MF_E_InvalidOptions, "'autocommit' field requires a transaction number to also be specified");
+        goto fail;
+    }
+    num = bson_iter_as_int64(&it);
+    if (num < 0) {
+        mf_err_set(&err, MF_E_BadValue, "TxnNumber cannot be negative");
+        goto fail;
+    }
+    if (!has_ac) {
+        mf_err_set(&err, MF_E_InvalidOptions, "%s must be run within a transaction", name);
+        goto fail;
+    }
+    {
+        mf_op_t op;
+        memset(&op, 0, sizeof(op));
+        op.eng = eng;
+        op.client = client;
+        op.cmd = cmd;
+        op.db = db;
+        mf_cmd_auth_owner(&op, user, sizeof(user));
+        mf_session_uid(user, uid);
+    }
+
+    mf_txns_t *t = txns_of(eng);
+    job_t job = {client, db, cmd, seqs, nseqs, legacy, reply, false};
+    pthread_mutex_lock(&t->mu);
+    utxn_t *e = entry_find(t, id, uid, start);
+    if (e == NULL) {
+        pthread_mutex_unlock(&t->mu);
+        mf_err_set(&err, MF_E_NoSuchTransaction, "Given transaction number %lld does not match any in-progress "
+                                                  "transactions.", (long long)num);
+        goto fail;
+    }
+    e->last_ms = mf_mono_ms();
+    if (num < e->num) {
+        int64_t newer = e->num;
+        pthread_mutex_unlock(&t->mu);
+        mf_err_set(&err, MF_E_TransactionTooOld, "Cannot start transaction %lld on session because a newer "
+                                                 "transaction %lld has already started.", (long long)num,
+                   (long long)newer);
+        goto fail;
+    }
+    if (start) {
+        if (num == e->num) {
+            pthread_mutex_unlock(&t->mu);
+            mf_err_set(&err, MF_E_ConflictingOperationInProgress, "Only servers in a sharded cluster can start a new "
+                                                                  "transaction at the active transaction number");
+            goto fail;
+        }
+        /* A newer transaction ends the session's open one (mongod aborts it). */
+        while (e->thread && !t->stop) {
+            e->abort_req = true;
+            pthread_cond_broadcast(&e->cv);
+            pthread_cond_wait(&e->cv, &t->mu);
+        }
+        if (t->stop) {
+            pthread_mutex_unlock(&t->mu);
+            mf_err_set(&err, MF_E_InterruptedAtShutdown, "interrupted at shutdown");
+            goto fail;
+        }
+        e->num = num;
+        e->state = T_ACTIVE;
+        e->first_ran = false;
+        e->abort_req = false;
+        e->deadline_ms = mf_mono_ms() + mf_param_get(eng->params, "transactionLifetimeLimitSeconds") * 1000;
+        pthread_attr_t attr;
+        pthread_t th;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        e->thread = true;
+        t->nthreads++;
+        t->started++;
+        if (pthread_create(&th, &attr, txn_main, e) != 0) {
+            e->thread = false;
+            t->nthreads--;
+            set_ended(e, T_ABORTED);
+            pthread_attr_destroy(&attr);
+            pthread_mutex_unlock(&t->mu);
+            mf_err_set(&err, MF_E_InternalError, "cannot start a thread for the transaction");
+            goto fail;
+        }
+        pthread_attr_destroy(&attr);
+    } else if (num > e->num || e->state == T_NONE) {
+        pthread_mutex_unlock(&t->mu);
+        mf_err_set(&err, MF_E_NoSuchTransaction, "Given transaction number %lld does not match any in-progress "
+                                                  "transactions. The active transaction number is %lld",
+                   (long long)num, (long long)e->num);
+        goto fail;
+    }
+    /* One command of a session at a time: a second waits for the first, as mongod's session checkout. */
+    while (e->busy && !t->stop)
+        pthread_cond_wait(&e->cv, &t->mu);
+    if (e->state == T_COMMITTED) {
+        pthread_mutex_unlock(&t->mu);
+        if (commit) {
+            /* Committed already: a retry of the commit answers as the commit did. */
+            BSON_APPEND_DOUBLE(reply, "ok", 1.0);
+            return true;
+        }
+        mf_err_set(&err, MF_E_TransactionCommitted, "Transaction %lld has been committed.", (long long)num);
+        goto fail;
+    }
+    if (e->state != T_ACTIVE || !e->thread || t->stop) {
+        pthread_mutex_unlock(&t->mu);
+        mf_err_set(&err, MF_E_NoSuchTransaction, "Transaction %lld has been aborted.", (long long)num);
+        goto fail;
+    }
+    if (!start && !e->first_ran && !commit && !abort) {
+        /* The first command is still on its way (a driver pipelining); it starts the transaction. */
+    }
+    e->busy = true;
+    t->nactive++;
+    e->job = &job;
+    pthread_cond_broadcast(&e->cv);
+    while (!job.done)
+        pthread_cond_wait(&e->cv, &t->mu);
+    e->busy = false;
+    t->nactive--;
+    pthread_cond_broadcast(&e->cv);
+    pthread_mutex_unlock(&t->mu);
+    return true;
+
+fail:
+    route_error(eng, reply, &err, commit || abort);
+    return true;
+}
+
+/* ---------- on the transaction's thread ---------- */
+
+/* mongod's allow list of commands in a transaction (service_entry_point_common.cpp's txnCmdAllowlist). */
+static bool
+allowed_in_txn(const char *name)
+{
+    static const char *const ok[] = {"abortTransaction", "aggregate", "commitTransaction", "create", "delete",
+                                     "distinct", "find", "findandmodify", "findAndModify", "getMore", "insert",
+                                     "killCursors", "update", "bulkWrite", NULL};
+    for (int i = 0; ok[i] != NULL; i++)
+        if (strcmp(ok[i], name) == 0)
+            return true;
+    return false;
+}
+
+int
+mf_cmd_txn_check(mf_op_t *op)
+{
+    utxn_t *e = tls_txn;
+    bson_iter_t it;
+    bool commit_or_abort = strcmp(op->name, "commitTransaction") == 0 || strcmp(op->name, "abortTransaction") == 0;
+    if (strcmp(op->name, "count") == 0)
+        return mf_err_set(&op->err, MF_E_OperationNotSupportedInTransaction,
+                          "Cannot run 'count' in a multi-document transaction. Please see "
+                          "http://dochub.mongodb.org/core/transaction-count for a recommended alternative.");
+    if (!allowed_in_txn(op->name))
+        return mf_err_set(&op->err, MF_E_OperationNotSupportedInTransaction,
+                          "Cannot run '%s' in a multi-document transaction.", op->name);
+    if (!commit_or_abort && (strcmp(op->db, "admin") == 0 || strcmp(op->db, "config") == 0 ||
+                             strcmp(op->db, "local") == 0))
+        return mf_err_set(&op->err, MF_E_OperationNotSupportedInTransaction,
+                          "Cannot run command against the '%s' database in a transaction.", op->db);
+    if (!commit_or_abort && mf_op_has(op, "writeConcern"))
+        return mf_err_set(&op->err, MF_E_InvalidOptions, "writeConcern is not allowed within a multi-statement transaction");
+    if (mf_op_find(op, "readConcern", &it)) {
+        if (e->first_ran || !mf_op_has(op, "startTransaction"))
+            return mf_err_set(&op->err, MF_E_InvalidOptions,
+                              "Only the first command in a transaction may specify a readConcern");
+        bson_iter_t rc;
+        if (BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &rc) && bson_iter_find(&rc, "level") &&
+            BSON_ITER_HOLDS_UTF8(&rc)) {
+            const char *lvl = bson_iter_utf8(&rc, NULL);
+            if (strcmp(lvl, "local") != 0 && strcmp(lvl, "majority") != 0 && strcmp(lvl, "snapshot") != 0)
+                return mf_err_set(&op->err, MF_E_InvalidOptions,
+                                  "The readConcern level must be either 'local' (default), 'majority' or "
+                                  "'snapshot' in order to run in a transaction");
+        }
+    }
+    if (strcmp(op->name, "aggregate") == 0 && mf_op_find(op, "pipeline", &it) && BSON_ITER_HOLDS_ARRAY(&it)) {
+        bson_iter_t st, stage;
+        if (bson_iter_recurse(&it, &st))
+            while (bson_iter_next(&st))
+                if (BSON_ITER_HOLDS_DOCUMENT(&st) && bson_iter_recurse(&st, &stage) && bson_iter_next(&stage) &&
+                    (strcmp(bson_iter_key(&stage), "$out") == 0 || strcmp(bson_iter_key(&stage), "$merge") == 0))
+                    return mf_err_set(&op->err, MF_E_OperationNotSupportedInTransaction,
+                                      "%s cannot be used in a transaction", bson_iter_key(&stage));
+    }
+    return 0;
+}
+
+/* Runs a create of db.name on a thread of its own (outside the transaction, replicated as any DDL). */
+typedef struct create_job {
+    mf_engine_t *eng;
+    mf_client_t *client;
+    const char *db;
+    bson_t cmd, reply;
+} create_job_t;
+
+static void *
+create_main(void *arg)
+{
+    create_job_t *cj = arg;
+    mf_cmd_run(cj->eng, cj->client, cj->db, &cj->cmd, NULL, 0, false, &cj->reply);
+    mf_storage_session_close_thread(cj->eng->st);
+    return NULL;
+}
+
+/* Whether any statement of a write command's array field upserts. */
+static bool
+any_upsert(mf_op_t *op, const char *field)
+{
+    bson_iter_t it, a, d;
+    if (!mf_op_find(op, field, &it) || !BSON_ITER_HOLDS_ARRAY(&it) || !bson_iter_recurse(&it, &a))
+        return false;
+    while (bson_iter_next(&a))
+        if (BSON_ITER_HOLDS_DOCUMENT(&a) && bson_iter_recurse(&a, &d) && bson_iter_find(&d, "upsert") &&
+            bson_iter_as_bool(&d))
+            return true;
+    return false;
+}
+
+int
+mf_cmd_txn_prepare(mf_op_t *op, bool *done)
+{
+    bson_iter_t it;
+    *done = false;
+    bool is_create = strcmp(op->name, "create") == 0;
+    bool creates = is_create || strcmp(op->name, "insert") == 0 ||
+                   (strcmp(op->name, "update") == 0 && any_upsert(op, "updates")) ||
+                   ((strcmp(op->name, "findAndModify") == 0 || strcmp(op->name, "findandmodify") == 0) &&
+                    mf_op_find(op, "upsert", &it) && bson_iter_as_bool(&it));
+    if (!creates || !bson_iter_init(&it, op->cmd) || !bson_iter_next(&it) || !BSON_ITER_HOLDS_UTF8(&it))
+        return 0;
+    const char *name = bson_iter_utf8(&it, NULL);
+    if (!is_create) {
+        mf_catalog_rdlock(op->eng->cat);
+        mf_coll_t *c = mf_catalog_coll_find(op->eng->cat, op->db, name);
+        mf_catalog_unlock(op->eng->cat);
+        if (c != NULL)
+            return 0;
+    }
+    create_job_t cj = {.eng = op->eng, .client = op->client, .db = op->db};
+    bson_init(&cj.cmd);
+    bson_init(&cj.reply);
+    if (is_create)
+        bson_copy_to_excluding_noinit(op->cmd, &cj.cmd, "lsid", "txnNumber", "autocommit", "startTransaction",
+                                      "readConcern", "$db", "$clusterTime", "$readPreference", NULL);
+    else
+        BSON_APPEND_UTF8(&cj.cmd, "create", name);
+    pthread_t th;
+    int rc = 0;
+    if (pthread_create(&th, NULL, create_main, &cj) != 0) {
+        rc = mf_err_set(&op->err, MF_E_InternalError, "cannot start a thread to create %s.%s", op->db, name);
+    } else {
+        pthread_join(th, NULL);
+        bson_iter_t r;
+        bool ok = bson_iter_init_find(&r, &cj.reply, "ok") && bson_iter_as_double(&r) == 1.0;
+        int code = bson_iter_init_find(&r, &cj.reply, "code") ? (int)bson_iter_as_int64(&r) : 0;
+        if (is_create) {
+            /* The create was the command: its reply is the reply. */
+            bson_iter_t f;
+            if (ok) {
+                *done = true;
+            } else {
+                const char *msg = bson_iter_init_find(&f, &cj.reply, "errmsg") && BSON_ITER_HOLDS_UTF8(&f)
+                                      ? bson_iter_utf8(&f, NULL) : "create failed";
+                rc = mf_err_set(&op->err, code ? code : MF_E_InternalError, "%s", msg);
+            }
+        } else if (!ok && code != MF_E_NamespaceExists) {
+            bson_iter_t f;
+            const char *msg = bson_iter_init_find(&f, &cj.reply, "errmsg") && BSON_ITER_HOLDS_UTF8(&f)
+                                  ? bson_iter_utf8(&f, NULL) : "create failed";
+            rc = mf_err_set(&op->err, code ? code : MF_E_InternalError, "%s", msg);
+        }
+    }
+    bson_destroy(&cj.cmd);
+    bson_destroy(&cj.reply);
+    return rc;
+}
+
+/* Aborts the calling thread's transaction (its thread; its registry lock not held). */
+static void
+abort_here(mf_op_t *op)
+{
+    utxn_t *e = tls_txn;
+    if (op->sess != NULL && mf_txn_user(op->sess))
+        mf_txn_user_abort(op->sess);
+    else
+        op = NULL; /* not begun here: the thread rolls back when the command returns */
+    pthread_mutex_lock(&e->t->mu);
+    if (op == NULL)
+        e->abort_req = true;
+    else
+        set_ended(e, T_ABORTED);
+    pthread_mutex_unlock(&e->t->mu);
+}
+
+/*
+ * A write error in a transaction ends the batch there and aborts the
+ * transaction (mongod's write_ops_exec handleError): the reply keeps its
+ * first write error only. A WriteConflict instead fails the command as a
+ * whole, so its TransientTransactionError label reaches the driver: op->err
+ * is set, the reply emptied, and true returned.
+ */
+bool
+mf_cmd_txn_write_error(mf_op_t *op)
+{
+    bson_iter_t it, a, d;
+    if (!bson_iter_init_find(&it, op->reply, "writeErrors") || !BSON_ITER_HOLDS_ARRAY(&it) ||
+        !bson_iter_recurse(&it, &a) || !bson_iter_next(&a) || !BSON_ITER_HOLDS_DOCUMENT(&a))
+        return false;
+    int code = MF_E_InternalError;
+    const char *msg = "write error";
+    if (bson_iter_recurse(&a, &d)) {
+        while (bson_iter_next(&d)) {
+            const char *k = bson_iter_key(&d);
+            if (strcmp(k, "code") == 0)
+                code = (int)bson_iter_as_int64(&d);
+            else if (strcmp(k, "errmsg") == 0 && BSON_ITER_HOLDS_UTF8(&d))
+                msg = bson_iter_utf8(&d, NULL);
+        }
+    }
+    if (code == MF_E_WriteConflict) {
+        mf_err_set(&op->err, code, "%s", msg);
+        bson_reinit(op->reply);
+        return true;
+    }
+    /* The reply again, with only the first write error. */
+    bson_t copy, errs;
+    bson_init(&copy);
+    bson_iter_t r;
+    bson_iter_init(&r, op->reply);
+    while (bson_iter_next(&r)) {
+        if (strcmp(bson_iter_key(&r), "writeErrors") != 0) {
+            bson_append_value(&copy, bson_iter_key(&r), -1, bson_iter_value(&r));
+            continue;
+        }
+        const uint8_t *data;
+        uint32_t len;
+        bson_t first;
+        bson_iter_document(&a, &len, &data);
+        BSON_APPEND_ARRAY_BEGIN(&copy, "writeErrors", &errs);
+        if (bson_init_static(&first, data, len))
+            BSON_APPEND_DOCUMENT(&errs, "0", &first);
+        bson_append_array_end(&copy, &errs);
+    }
+    bson_reinit(op->reply);
+    bson_concat(op->reply, &copy);
+    bson_destroy(&copy);
+    abort_here(op);
+    return false;
+}
+
+void
+mf_cmd_txn_failed(mf_op_t *op, bson_t *reply, bool ran)
+{
+    utxn_t *e = tls_txn;
+    bool commit = op->name != NULL && strcmp(op->name, "commitTransaction") == 0;
+    bool abort = op->name != NULL && strcmp(op->name, "abortTransaction") == 0;
+    /*
+     * A command that failed running aborts its transaction (mongod's
+     * invokeWithSessionCheckedOut); one refused before it ran (not allowed,
+     * a readConcern or writeConcern out of place) leaves it be, unless it
+     * was the first, which then started nothing.
+     */
+    if (!commit && !abort && (ran || !e->first_ran))
+        abort_here(op);
+    int code = op->err.code;
+    if (code == MF_E_WriteConflict || code == MF_E_LockTimeout ||
+        (code == MF_E_NoSuchTransaction && !bson_has_field(reply, "writeConcernError"))) {
+        bson_t labels;
+        BSON_APPEND_ARRAY_BEGIN(reply, "errorLabels", &labels);
+        BSON_APPEND_UTF8(&labels, "0", "TransientTransactionError");
+        bson_append_array_end(reply, &labels);
+    }
+}
+
+/* ---------- commitTransaction, abortTransaction ---------- */
+
+static int
+cmd_commit(mf_op_t *op)
+{
+    utxn_t *e = tls_txn;
+    if (e == NULL)
+        return mf_err_set(&op->err, MF_E_InvalidOptions, "commitTransaction must be run within a transaction");
+    bool durable = mf_crud_want_durable(op);
+    int rc = mf_txn_user_commit(op->sess, durable, &op->err);
+    pthread_mutex_lock(&e->t->mu);
+    set_ended(e, rc == 0 ? T_COMMITTED : T_ABORTED);
+    pthread_mutex_unlock(&e->t->mu);
+    return rc;
+}
+
+static int
+cmd_abort(mf_op_t *op)
+{
+    utxn_t *e = tls_txn;
+    if (e == NULL)
+        return mf_err_set(&op->err, MF_E_InvalidOptions, "abortTransaction must be run within a transaction");
+    mf_txn_user_abort(op->sess);
+    pthread_mutex_lock(&e->t->mu);
+    set_ended(e, T_ABORTED);
+    pthread_mutex_unlock(&e->t->mu);
+    return 0;
+}
+
+static const char *const commit_fields[] = {"recoveryToken", NULL};
+
+const mf_cmd_def_t mf_cmds_txn[] = {
+    {"commitTransaction", cmd_commit, MF_CMD_ADMIN_ONLY, commit_fields},
+    {"abortTransaction", cmd_abort, MF_CMD_ADMIN_ONLY, commit_fields},
+    {NULL, NULL, 0, NULL},
+};
+
+void
+mf_cmd_txn_stats(mf_engine_t *eng, bson_t *out)
+{
+    mf_txns_t *t = atomic_load(&eng->txns);
+    int64_t started = 0, committed = 0, aborted = 0, open = 0, active = 0;
+    if (t != NULL) {
+        pthread_mutex_lock(&t->mu);
+        started = t->started;
+        committed = t->committed;
+        aborted = t->aborted;
+        open = t->nthreads;
+        active = t->nactive;
+        pthread_mutex_unlock(&t->mu);
+    }
+    BSON_APPEND_INT64(out, "currentOpen", open);
+    BSON_APPEND_INT64(out, "currentActive", active);
+    BSON_APPEND_INT64(out, "currentInactive", open - active > 0 ? open - active : 0);
+    BSON_APPEND_INT64(out, "totalStarted", started);
+    BSON_APPEND_INT64(out, "totalCommitted", committed);
+    BSON_APPEND_INT64(out, "totalAborted", aborted);
+}
+
+int
+mf_cmd_txn_retryable(mf_op_t *op)
+{
+    bson_iter_t it;
+    uint8_t id[16], uid[MF_SESSION_UID_LEN];
+    char user[300];
+    mf_txns_t *t = atomic_load(&op->eng->txns);
+    if (t == NULL || !lsid_of(op->cmd, id) || !mf_op_find(op, "txnNumber", &it) || !BSON_ITER_HOLDS_NUMBER(&it))
+        return 0;
+    int64_t num = bson_iter_as_int64(&it);
+    mf_cmd_auth_owner(op, user, sizeof(user));
+    mf_session_uid(user, uid);
+    int rc = 0;
+    pthread_mutex_lock(&t->mu);
+    utxn_t *e = entry_find(t, id, uid, false);
+    if (e != NULL && e->num > num) {
+        rc = mf_err_set(&op->err, MF_E_TransactionTooOld, "Retryable write with txnNumber %lld is prohibited on "
+                        "session because a newer transaction with txnNumber %lld has already started on this "
+                        "session.", (long long)num, (long long)e->num);
+    } else if (e != NULL && e->num < num && e->thread) {
+        e->abort_req = true; /* a newer number on the session ends its transaction, as in mongod */
+        pthread_cond_broadcast(&e->cv);
+    }
+    pthread_mutex_unlock(&t->mu);
+    return rc;
+}
+
+void
+mf_cmd_txn_end_sessions(mf_engine_t *eng, const uint8_t id[16], const uint8_t *uid)
+{
+    mf_txns_t *t = atomic_load(&eng->txns);
+    if (t == NULL)
+        return;
+    pthread_mutex_lock(&t->mu);
+    for (int b = 0; b < BUCKETS; b++)
+        for (utxn_t *e = t->buckets[b]; e != NULL; e = e->next)
+            if ((id == NULL || memcmp(e->id, id, 16) == 0) &&
+                (uid == NULL || memcmp(e->uid, uid, MF_SESSION_UID_LEN) == 0) && e->thread) {
+                e->abort_req = true;
+                pthread_cond_broadcast(&e->cv);
+            }
+    pthread_mutex_unlock(&t->mu);
+}

@@ -1,0 +1,845 @@
+'use strict';
+/*
+ * Multi-document transactions, the way applications use them, on a
+ * 3-member replica set (and a standalone's refusal), with MongoDB 8.0's
+ * semantics:
+ *
+ *   - the Node driver's session.withTransaction() and startTransaction() /
+ *     commitTransaction() / abortTransaction() over two collections and two
+ *     databases: atomic commit, nothing visible to another client before it,
+ *     the transaction reading its own writes (getMores included) from one
+ *     snapshot, abort leaving nothing behind;
+ *   - write conflicts (112 WriteConflict labelled TransientTransactionError)
+ *     and withTransaction's retries, a duplicate key aborting the transaction;
+ *   - the raw protocol: lsid / txnNumber / autocommit / startTransaction
+ *     checks and every finished-transaction error (251, 225, 256, 117, 72,
+ *     263), the transactionLifetimeLimitSeconds expiry, statements sent to a
+ *     secondary (10107);
+ *   - replication: a committed transaction on every member, an aborted one
+ *     on none;
+ *   - Mongoose's connection.transaction() and session.withTransaction();
+ *   - a standalone: 20 IllegalOperation.
+ *
+ * Codes and messages are mongod 8.0's, from its source:
+ *   initialize_operation_session_info.cpp   lsid/txnNumber/autocommit/startTransaction (72, 20, 263)
+ *   transaction/transaction_participant.cpp 251 NoSuchTransaction, 225 TransactionTooOld,
+ *                                           256 TransactionCommitted, 117 ConflictingOperationInProgress,
+ *                                           10107 NotWritablePrimary
+ *   service_entry_point_common.cpp          72 writeConcern / readConcern inside a transaction
+ *   commands.cpp (canUseTransactions)       263 OperationNotSupportedInTransaction
+ *   write_ops_exec.cpp (handleError)        a write error in a transaction aborts it
+ *   error_labels.cpp                        which errors carry TransientTransactionError
+ * and the jstests named on each case (jstests/core/txns/...). Nothing here
+ * times the server: time limits are only guards against a hang.
+ */
+const assert = require('node:assert/strict');
+const { Long, UUID } = require('mongodb');
+const mongoose = require('mongoose');
+const h = require('./harness');
+const R = require('./rs_harness');
+
+const rs = R.useReplSet(3);
+const standalone = h.useServer();
+
+const MAJ = { writeConcern: { w: 'majority', wtimeout: 20000 } };
+const TTE = 'TransientTransactionError';
+
+/* ---------------------------------------------------------------- helpers */
+
+let outsideClient = null;
+/* A database handle on a second MongoClient: its reads run outside every transaction of the tests. */
+async function outside(dbName) {
+  if (!outsideClient) outsideClient = await rs.newClient();
+  return outsideClient.db(dbName);
+}
+
+/* A fresh database with the given collections created (w: majority) and seeded. */
+async function freshDbWith(tag, collections, seed = {}) {
+  const db = rs.freshDb(tag);
+  for (const name of collections) await db.createCollection(name, MAJ);
+  for (const [name, docs] of Object.entries(seed)) await db.collection(name).insertMany(docs, MAJ);
+  return db;
+}
+
+function sorted(coll, filter = {}, opts = {}) {
+  return coll.find(filter, opts).sort({ _id: 1 }).toArray();
+}
+
+async function ids(coll, filter = {}) {
+  return (await sorted(coll, filter)).map((d) => d._id);
+}
+
+/* Resolves with p's value, or fails after ms: a guard against a hang, never a timing assertion. */
+async function guard(p, ms, what) {
+  let timer;
+  const t = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`gave up after ${ms} ms waiting for ${what}`)), ms);
+  });
+  try {
+    return await Promise.race([p, t]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/* One command to the current primary over a raw OP_MSG connection: exactly these fields, no driver. */
+async function primaryCmd(dbName, body) {
+  const p = await rs.waitForPrimary();
+  const r = await rs.raw(p, dbName, body, 20000);
+  assert.ok(r, `the primary (member ${p}) did not answer ${Object.keys(body)[0]}`);
+  return r;
+}
+
+function expectOk(r, what = 'command') {
+  assert.equal(r.ok, 1, `${what}: expected ok: 1, got ${JSON.stringify(r)}`);
+  return r;
+}
+
+function expectError(r, code, codeName, msgRe) {
+  assert.equal(r.ok, 0, `expected ${codeName} (${code}), got success: ${JSON.stringify(r)}`);
+  assert.equal(r.code, code, `expected ${codeName} (${code}), got ${r.code} ${r.codeName}: ${r.errmsg}`);
+  assert.equal(r.codeName, codeName);
+  if (msgRe) assert.match(r.errmsg, msgRe);
+  return r;
+}
+
+const labelsOf = (r) => r.errorLabels || [];
+
+/*
+ * A logical session driven by hand, as a driver would: every statement of
+ * transaction n carries lsid, txnNumber n and autocommit: false; the first
+ * one also startTransaction: true. commit/abort go to the admin database.
+ */
+class RawSession {
+  constructor(dbName) {
+    this.dbName = dbName;
+    this.lsid = { id: new UUID() };
+  }
+
+  fields(n) { return { lsid: this.lsid, txnNumber: Long.fromNumber(n), autocommit: false }; }
+
+  start(n, body) { return primaryCmd(this.dbName, { ...body, ...this.fields(n), startTransaction: true }); }
+
+  next(n, body) { return primaryCmd(this.dbName, { ...body, ...this.fields(n) }); }
+
+  commit(n, extra = {}) { return primaryCmd('admin', { commitTransaction: 1, ...this.fields(n), ...extra }); }
+
+  abort(n, extra = {}) { return primaryCmd('admin', { abortTransaction: 1, ...this.fields(n), ...extra }); }
+}
+
+/* ------------------------------------------------ the Node driver's API */
+
+R.test('withTransaction: writes to two collections commit together; inside, reads see them; another client sees nothing until the commit', async () => {
+  // jstests/core/txns/multi_statement_transaction.js, find_and_modify_in_transaction.js,
+  // aggregation_in_transaction.js (read-your-own-writes; isolation from other clients).
+  const db = await freshDbWith('wt', ['accounts', 'audit'], {
+    accounts: [{ _id: 'a', balance: 100 }, { _id: 'b', balance: 50 }, { _id: 'c', balance: 0 }],
+  });
+  const accounts = db.collection('accounts');
+  const audit = db.collection('audit');
+  const out = await outside(db.databaseName);
+  const before = await sorted(out.collection('accounts'));
+  const session = rs.client.startSession();
+  let attempts = 0;
+  try {
+    await session.withTransaction(async () => {
+      attempts += 1;
+      await accounts.updateOne({ _id: 'a' }, { $inc: { balance: -30 } }, { session });
+      await accounts.updateOne({ _id: 'b' }, { $inc: { balance: 30 } }, { session });
+      await audit.insertOne({ _id: 1, from: 'a', to: 'b', amount: 30 }, { session });
+      await audit.insertMany([{ _id: 2, note: 'closing c' }, { _id: 3, note: 'done' }], { session });
+      assert.equal((await accounts.deleteOne({ _id: 'c' }, { session })).deletedCount, 1);
+      const fam = await accounts.findOneAndUpdate({ _id: 'a' }, { $set: { last: 1 } }, { session, returnDocument: 'after' });
+      assert.deepEqual(fam, { _id: 'a', balance: 70, last: 1 });
+
+      // Inside the transaction: its own writes, through find, countDocuments (an aggregate), distinct and aggregate.
+      assert.deepEqual(await sorted(accounts, {}, { session }), [{ _id: 'a', balance: 70, last: 1 }, { _id: 'b', balance: 80 }]);
+      assert.equal(await accounts.countDocuments({}, { session }), 2);
+      assert.equal(await audit.countDocuments({}, { session }), 3);
+      assert.deepEqual((await accounts.distinct('_id', {}, { session })).sort(), ['a', 'b']);
+      const [sum] = await accounts.aggregate([{ $group: { _id: null, total: { $sum: '$balance' } } }], { session }).toArray();
+      assert.equal(sum.total, 150);
+      assert.deepEqual(await audit.findOne({ _id: 1 }, { session }), { _id: 1, from: 'a', to: 'b', amount: 30 });
+
+      // Outside, mid-transaction: nothing of it.
+      assert.deepEqual(await sorted(out.collection('accounts')), before);
+      assert.equal(await out.collection('audit').countDocuments(), 0);
+      assert.equal(await out.collection('audit').findOne({ _id: 1 }), null);
+    });
+  } finally {
+    await session.endSession();
+  }
+  assert.equal(attempts, 1, 'nothing conflicted, so the callback ran once');
+  assert.deepEqual(await sorted(out.collection('accounts')), [{ _id: 'a', balance: 70, last: 1 }, { _id: 'b', balance: 80 }]);
+  assert.deepEqual(await ids(out.collection('audit')), [1, 2, 3]);
+});
+
+R.test('withTransaction across two databases: both writes commit together, neither is visible before the commit', async () => {
+  // The manual's "transactions ... across multiple operations, collections, databases".
+  const shop = await freshDbWith('shop', ['orders']);
+  const stock = await freshDbWith('stock', ['items'], { items: [{ _id: 'widget', qty: 5 }] });
+  const outShop = await outside(shop.databaseName);
+  const outStock = await outside(stock.databaseName);
+  const session = rs.client.startSession();
+  try {
+    await session.withTransaction(async () => {
+      await shop.collection('orders').insertOne({ _id: 'o1', item: 'widget', qty: 2 }, { session });
+      const r = await stock.collection('items').updateOne({ _id: 'widget', qty: { $gte: 2 } }, { $inc: { qty: -2 } }, { session });
+      assert.equal(r.modifiedCount, 1);
+      assert.deepEqual(await shop.collection('orders').findOne({ _id: 'o1' }, { session }), { _id: 'o1', item: 'widget', qty: 2 });
+      assert.deepEqual(await stock.collection('items').findOne({ _id: 'widget' }, { session }), { _id: 'widget', qty: 3 });
+      assert.equal(await outShop.collection('orders').countDocuments(), 0);
+      assert.deepEqual(await outStock.collection('items').findOne({ _id: 'widget' }), { _id: 'widget', qty: 5 });
+    });
+  } finally {
+    await session.endSession();
+  }
+  assert.deepEqual(await sorted(outShop.collection('orders')), [{ _id: 'o1', item: 'widget', qty: 2 }]);
+  assert.deepEqual(await outStock.collection('items').findOne({ _id: 'widget' }), { _id: 'widget', qty: 3 });
+});
+
+R.test('a cursor inside a transaction: find and aggregate with a small batchSize read the transaction\'s own inserts through getMores in the transaction', async () => {
+  // jstests/core/txns/multi_statement_transaction.js (reads of the transaction's writes); the
+  // getMores carry the transaction's lsid, txnNumber and autocommit: false.
+  const db = await freshDbWith('getmore', ['c'], { c: [0, 1, 2, 3].map((i) => ({ _id: i })) });
+  const mon = await rs.newClient(rs.uri, { monitorCommands: true });
+  const getMores = [];
+  mon.on('commandStarted', (e) => { if (e.commandName === 'getMore') getMores.push(e.command); });
+  const c = mon.db(db.databaseName).collection('c');
+  const out = (await outside(db.databaseName)).collection('c');
+  const session = mon.startSession();
+  const added = Array.from({ length: 10 }, (_, i) => 100 + i);
+  try {
+    session.startTransaction();
+    await c.insertMany(added.map((_id) => ({ _id })), { session });
+    const found = await c.find({}, { session, batchSize: 3 }).sort({ _id: 1 }).toArray();
+    assert.deepEqual(found.map((d) => d._id), [0, 1, 2, 3, ...added]);
+    const agg = await c.aggregate([{ $match: { _id: { $gte: 100 } } }, { $sort: { _id: 1 } }], { session, batchSize: 2 }).toArray();
+    assert.deepEqual(agg.map((d) => d._id), added);
+    assert.ok(getMores.length >= 8, `the cursors needed getMores (${getMores.length} sent)`);
+    for (const g of getMores) {
+      assert.equal(g.autocommit, false, 'a getMore in a transaction carries autocommit: false');
+      assert.ok(g.txnNumber !== undefined, 'a getMore in a transaction carries its txnNumber');
+      assert.equal(g.startTransaction, undefined);
+    }
+    assert.deepEqual(await ids(out), [0, 1, 2, 3], 'another client sees none of the inserts before the commit');
+    await session.commitTransaction();
+  } finally {
+    await session.endSession();
+  }
+  assert.deepEqual(await ids(out), [0, 1, 2, 3, ...added]);
+});
+
+R.test('startTransaction then abortTransaction: none of the inserts, updates or deletes remain, and the session runs a new transaction afterwards', async () => {
+  // jstests/core/txns/multi_statement_transaction_abort.js
+  const db = await freshDbWith('abort', ['c'], { c: [{ _id: 1, v: 1 }, { _id: 2, v: 2 }] });
+  const c = db.collection('c');
+  const out = (await outside(db.databaseName)).collection('c');
+  const session = rs.client.startSession();
+  try {
+    session.startTransaction();
+    await c.insertOne({ _id: 3, v: 3 }, { session });
+    await c.updateOne({ _id: 1 }, { $set: { v: 10 } }, { session });
+    await c.deleteOne({ _id: 2 }, { session });
+    assert.deepEqual(await sorted(c, {}, { session }), [{ _id: 1, v: 10 }, { _id: 3, v: 3 }]);
+    await session.abortTransaction();
+
+    assert.deepEqual(await sorted(out), [{ _id: 1, v: 1 }, { _id: 2, v: 2 }], 'another client sees the documents as they were');
+    assert.deepEqual(await sorted(c, {}, { session }), [{ _id: 1, v: 1 }, { _id: 2, v: 2 }], 'so does the session, outside a transaction');
+
+    session.startTransaction();
+    await c.insertOne({ _id: 4, v: 4 }, { session });
+    await session.commitTransaction();
+  } finally {
+    await session.endSession();
+  }
+  assert.deepEqual(await sorted(out), [{ _id: 1, v: 1 }, { _id: 2, v: 2 }, { _id: 4, v: 4 }]);
+});
+
+R.test('a transaction reads one snapshot: writes committed by others after its first read stay invisible to it', async () => {
+  // jstests/core/txns/repeatable_reads_in_transaction.js
+  const seed = [{ _id: 0 }, { _id: 1 }, { _id: 2 }];
+  const db = await freshDbWith('snapshot', ['c'], { c: seed });
+  const c = db.collection('c');
+  const reader = rs.client.startSession();
+  const writer = rs.client.startSession();
+  try {
+    reader.startTransaction();
+    assert.deepEqual(await sorted(c, {}, { session: reader }), seed);
+
+    await writer.withTransaction(async () => {
+      await c.insertOne({ _id: 3 }, { session: writer });
+      await c.updateOne({ _id: 1 }, { $set: { a: 1 } }, { session: writer });
+      await c.deleteOne({ _id: 2 }, { session: writer });
+    });
+    assert.deepEqual(await sorted(c, {}, { session: reader }), seed, 'another transaction\'s committed writes are not seen');
+
+    await c.insertOne({ _id: 4 }, MAJ);
+    assert.deepEqual(await sorted(c, {}, { session: reader }), seed, 'a write outside any transaction is not seen');
+    assert.equal(await c.countDocuments({}, { session: reader }), 3);
+    await reader.commitTransaction();
+  } finally {
+    await reader.endSession();
+    await writer.endSession();
+  }
+  assert.deepEqual(await sorted(c), [{ _id: 0 }, { _id: 1, a: 1 }, { _id: 3 }, { _id: 4 }]);
+});
+
+/* ------------------------------------------------------- write conflicts */
+
+R.test('write conflict: the second of two transactions to write a document gets WriteConflict (112) labelled TransientTransactionError; the first commits, the second is aborted', async () => {
+  // jstests/core/txns/transactions_write_conflicts.js with libs/write_conflicts.js
+  // T1StartsFirstAndWins: update-update and insert-insert (the same _id conflicts, it is not E11000).
+  const db = await freshDbWith('wc1', ['c'], { c: [{ _id: 1 }] });
+  const c = db.collection('c');
+  const s1 = rs.client.startSession();
+  const s2 = rs.client.startSession();
+  try {
+    s1.startTransaction();
+    s2.startTransaction();
+    await c.updateOne({ _id: 1 }, { $set: { t1: 1 } }, { session: s1 });
+    const err = await h.expectCode(c.updateOne({ _id: 1 }, { $set: { t2: 1 } }, { session: s2 }), 112);
+    assert.equal(err.codeName, 'WriteConflict');
+    // Applications match this text (WriteConflictException's message in mongod 5.0+).
+    assert.match(err.message, /WriteConflict error: this operation conflicted with another operation\. Please retry your operation or multi-document transaction\./);
+    assert.ok(err.errorLabels.includes(TTE), `errorLabels ${JSON.stringify(err.errorLabels)}`);
+    assert.ok(err.hasErrorLabel(TTE));
+    await s1.commitTransaction();
+    const commitErr = await h.expectCode(s2.commitTransaction(), 251);
+    assert.equal(commitErr.codeName, 'NoSuchTransaction');
+    assert.deepEqual(await sorted(c), [{ _id: 1, t1: 1 }]);
+
+    s1.startTransaction();
+    s2.startTransaction();
+    await c.insertOne({ _id: 'k', t1: 1 }, { session: s1 });
+    const insErr = await h.expectCode(c.insertOne({ _id: 'k', t2: 1 }, { session: s2 }), 112);
+    assert.ok(insErr.hasErrorLabel(TTE));
+    await s1.commitTransaction();
+    await h.expectCode(s2.commitTransaction(), 251);
+  } finally {
+    await s1.endSession().catch(() => {});
+    await s2.endSession().catch(() => {});
+  }
+  assert.deepEqual(await sorted(c), [{ _id: 1, t1: 1 }, { _id: 'k', t1: 1 }]);
+});
+
+R.test('write conflict with a transaction that committed after this one\'s snapshot: WriteConflict (112), then commitTransaction answers NoSuchTransaction (251)', async () => {
+  // jstests/core/txns/libs/write_conflicts.js T2StartsSecondAndWins (first updater wins, snapshot isolation).
+  const db = await freshDbWith('wc2', ['c'], { c: [{ _id: 1 }] });
+  const c = db.collection('c');
+  const s1 = rs.client.startSession();
+  const s2 = rs.client.startSession();
+  try {
+    s1.startTransaction();
+    assert.deepEqual(await c.find({}, { session: s1 }).toArray(), [{ _id: 1 }]);   // T1's snapshot
+    await s2.withTransaction(async () => { await c.updateOne({ _id: 1 }, { $set: { t2: 1 } }, { session: s2 }); });
+    const err = await h.expectCode(c.updateOne({ _id: 1 }, { $set: { t1: 1 } }, { session: s1 }), 112);
+    assert.ok(err.hasErrorLabel(TTE));
+    const commitErr = await h.expectCode(s1.commitTransaction(), 251);
+    assert.ok(commitErr.hasErrorLabel(TTE), 'NoSuchTransaction on commit without a write concern error is transient (error_labels.cpp)');
+  } finally {
+    await s1.endSession().catch(() => {});
+    await s2.endSession().catch(() => {});
+  }
+  assert.deepEqual(await sorted(c), [{ _id: 1, t2: 1 }]);
+});
+
+R.test('withTransaction retries a transaction that hit a write conflict: both increments apply', async () => {
+  // The convenient transaction API retries on TransientTransactionError (transactions-convenient-api spec).
+  const db = await freshDbWith('retry', ['c'], { c: [{ _id: 'counter', n: 0 }] });
+  const c = db.collection('c');
+  const holder = rs.client.startSession();
+  const retrier = rs.client.startSession();
+  const seen = [];
+  let attempts = 0;
+  let signalConflict;
+  const conflicted = new Promise((resolve) => { signalConflict = resolve; });
+  try {
+    holder.startTransaction();
+    await c.updateOne({ _id: 'counter' }, { $inc: { n: 1 } }, { session: holder });
+    const done = retrier.withTransaction(async () => {
+      attempts += 1;
+      try {
+        await c.updateOne({ _id: 'counter' }, { $inc: { n: 1 } }, { session: retrier });
+      } catch (e) {
+        seen.push(e);
+        signalConflict();
+        throw e;
+      }
+    }).then(() => null, (e) => e);
+    await guard(conflicted, 20000, 'the second transaction to meet the first one\'s write');
+    await holder.commitTransaction();
+    const failure = await guard(done, 40000, 'withTransaction to retry and commit');
+    assert.equal(failure, null, `withTransaction failed: ${failure && failure.message}`);
+  } finally {
+    await holder.endSession().catch(() => {});
+    await retrier.endSession().catch(() => {});
+  }
+  assert.ok(attempts >= 2, `the callback was retried (${attempts} attempts)`);
+  assert.equal(seen[0].code, 112, `the first attempt failed with ${seen[0].code} ${seen[0].message}`);
+  for (const e of seen) assert.ok(e.hasErrorLabel(TTE), `every failed attempt is transient: ${e.code} ${e.message}`);
+  assert.deepEqual(await c.findOne({ _id: 'counter' }), { _id: 'counter', n: 2 });
+});
+
+R.test('concurrent withTransaction increments of one counter: every one applies exactly once', async () => {
+  const db = await freshDbWith('contend', ['c', 'log'], { c: [{ _id: 'counter', n: 0 }] });
+  const c = db.collection('c');
+  const log = db.collection('log');
+  const WORKERS = 4;
+  const EACH = 5;
+  async function worker(w) {
+    const session = rs.client.startSession();
+    try {
+      for (let k = 0; k < EACH; k++) {
+        await session.withTransaction(async () => {
+          const before = await c.findOne({ _id: 'counter' }, { session });
+          await c.updateOne({ _id: 'counter' }, { $inc: { n: 1 } }, { session });
+          await log.insertOne({ _id: `${w}-${k}`, saw: before.n }, { session });
+        });
+      }
+    } finally {
+      await session.endSession();
+    }
+  }
+  await guard(Promise.all(Array.from({ length: WORKERS }, (_, w) => worker(w))), 80000, 'the workers');
+  assert.deepEqual(await c.findOne({ _id: 'counter' }), { _id: 'counter', n: WORKERS * EACH });
+  const entries = await log.find().toArray();
+  assert.equal(entries.length, WORKERS * EACH);
+  // Serializable increments: each committed transaction saw a distinct counter value 0..19.
+  assert.deepEqual(entries.map((e) => e.saw).sort((a, b) => a - b), Array.from({ length: WORKERS * EACH }, (_, i) => i));
+});
+
+R.test('a duplicate key inside a transaction: the insert reports E11000 (no TransientTransactionError) and the whole transaction is aborted', async () => {
+  // jstests/core/txns/multi_statement_transaction_write_error.js (writeErrors, no errorLabels);
+  // write_ops_exec.cpp handleError: a write error in a transaction aborts it, so commit answers 251.
+  const db = await freshDbWith('dupkey', ['c'], { c: [{ _id: 'taken' }] });
+  const out = (await outside(db.databaseName)).collection('c');
+  const s = new RawSession(db.databaseName);
+  expectOk(await s.start(1, { insert: 'c', documents: [{ _id: 'fresh' }] }), 'first insert');
+  const dup = expectOk(await s.next(1, { insert: 'c', documents: [{ _id: 'taken' }] }), 'duplicate insert');
+  assert.equal(dup.n, 0);
+  assert.equal(dup.writeErrors.length, 1, JSON.stringify(dup));
+  assert.equal(dup.writeErrors[0].index, 0);
+  assert.equal(dup.writeErrors[0].code, 11000);
+  assert.match(dup.writeErrors[0].errmsg, /E11000 duplicate key error/);
+  assert.equal(dup.errorLabels, undefined, 'a duplicate key is not transient');
+  const commit = expectError(await s.commit(1), 251, 'NoSuchTransaction', /has been aborted/);
+  assert.ok(labelsOf(commit).includes(TTE));
+  assert.deepEqual(await ids(out), ['taken'], 'the first insert was rolled back with the transaction');
+
+  // Through the driver: withTransaction does not retry it and rejects with the E11000.
+  const c = db.collection('c');
+  const session = rs.client.startSession();
+  let attempts = 0;
+  try {
+    const err = await h.expectCode(session.withTransaction(async () => {
+      attempts += 1;
+      await c.insertOne({ _id: 'fresh2' }, { session });
+      await c.insertOne({ _id: 'taken' }, { session });
+    }), 11000);
+    assert.equal(err.hasErrorLabel(TTE), false);
+  } finally {
+    await session.endSession();
+  }
+  assert.equal(attempts, 1);
+  assert.deepEqual(await ids(out), ['taken']);
+});
+
+/* ------------------------------------- the raw protocol: session fields */
+
+R.test('a transaction number never started: commitTransaction, abortTransaction and a statement continuing it answer NoSuchTransaction (251) labelled TransientTransactionError', async () => {
+  // jstests/core/txns/multi_statement_transaction_command_args.js ("omitting startTransaction");
+  // transaction_participant.cpp _continueMultiDocumentTransaction.
+  const db = await freshDbWith('nosuch', ['c']);
+  const s = new RawSession(db.databaseName);
+  const notStarted = /does not match any in-progress transactions/;
+  for (const r of [await s.commit(1), await s.abort(1), await s.next(2, { insert: 'c', documents: [{ _id: 'ghost' }] })]) {
+    expectError(r, 251, 'NoSuchTransaction', notStarted);
+    assert.ok(labelsOf(r).includes(TTE), `errorLabels ${JSON.stringify(r.errorLabels)}`);
+  }
+  assert.deepEqual(await ids((await outside(db.databaseName)).collection('c')), []);
+});
+
+R.test('an older transaction number than the session\'s newest is refused with TransactionTooOld (225); the newer transaction is unaffected', async () => {
+  // transaction_participant.cpp beginOrContinue (txnNumber < active txnNumber).
+  const db = await freshDbWith('tooold', ['c']);
+  const s = new RawSession(db.databaseName);
+  expectOk(await s.start(5, { insert: 'c', documents: [{ _id: 't5' }] }));
+  const tooOld = /Cannot start transaction .*because a newer transaction .*has already started/;
+  const r1 = expectError(await s.start(4, { insert: 'c', documents: [{ _id: 't4' }] }), 225, 'TransactionTooOld', tooOld);
+  assert.equal(labelsOf(r1).includes(TTE), false);
+  expectError(await s.next(4, { insert: 'c', documents: [{ _id: 't4' }] }), 225, 'TransactionTooOld', tooOld);
+  expectError(await s.commit(4), 225, 'TransactionTooOld');
+  // A retryable write (no autocommit) with the older number too.
+  expectError(await primaryCmd(db.databaseName, { insert: 'c', documents: [{ _id: 'rw4' }], lsid: s.lsid, txnNumber: Long.fromNumber(4) }),
+    225, 'TransactionTooOld', /txnNumber 4 is prohibited on session .*because a newer transaction/);
+  expectOk(await s.commit(5), 'commit of the newer transaction');
+  assert.deepEqual(await ids((await outside(db.databaseName)).collection('c')), ['t5']);
+});
+
+R.test('after a commit: commitTransaction again succeeds, abortTransaction and further statements answer TransactionCommitted (256), restarting the number ConflictingOperationInProgress (117)', async () => {
+  // jstests/core/txns/finished_transaction_error_handling.js, errors_on_committed_transaction.js,
+  // multi_statement_transaction_command_args.js ("start an already in progress transaction").
+  const db = await freshDbWith('committed', ['c']);
+  const s = new RawSession(db.databaseName);
+  const restart = /Only servers in a sharded cluster can start a new transaction at the active transaction number/;
+
+  // In progress: starting the same number again is refused and does not disturb the transaction.
+  expectOk(await s.start(1, { insert: 'c', documents: [{ _id: 'c1' }] }));
+  expectError(await s.start(1, { insert: 'c', documents: [{ _id: 'c2' }] }), 117, 'ConflictingOperationInProgress', restart);
+  expectOk(await s.commit(1), 'commit');
+
+  expectOk(await s.commit(1), 'commitTransaction is retryable');
+  expectError(await s.abort(1), 256, 'TransactionCommitted', /has been committed/);
+  expectError(await s.next(1, { insert: 'c', documents: [{ _id: 'c3' }] }), 256, 'TransactionCommitted', /has been committed/);
+  expectError(await s.start(1, { insert: 'c', documents: [{ _id: 'c4' }] }), 117, 'ConflictingOperationInProgress', restart);
+  assert.deepEqual(await ids((await outside(db.databaseName)).collection('c')), ['c1']);
+});
+
+R.test('after an abort: commit, abort and further statements answer NoSuchTransaction (251), restarting the number 117; the next number starts afresh', async () => {
+  // jstests/core/txns/finished_transaction_error_handling.js
+  const db = await freshDbWith('aborted', ['c']);
+  const s = new RawSession(db.databaseName);
+  expectOk(await s.start(1, { insert: 'c', documents: [{ _id: 'a1' }] }));
+  expectOk(await s.abort(1), 'abort');
+  expectError(await s.commit(1), 251, 'NoSuchTransaction', /has been aborted/);
+  expectError(await s.abort(1), 251, 'NoSuchTransaction');
+  expectError(await s.next(1, { insert: 'c', documents: [{ _id: 'a2' }] }), 251, 'NoSuchTransaction');
+  expectError(await s.start(1, { insert: 'c', documents: [{ _id: 'a2' }] }), 117, 'ConflictingOperationInProgress');
+  expectOk(await s.start(2, { insert: 'c', documents: [{ _id: 'b1' }] }));
+  expectOk(await s.commit(2), 'commit of the next transaction');
+  assert.deepEqual(await ids((await outside(db.databaseName)).collection('c')), ['b1']);
+});
+
+R.test('writeConcern on a statement inside a transaction and readConcern after its first statement are refused with InvalidOptions (72); the transaction goes on', async () => {
+  // jstests/core/txns/no_read_or_write_concern_inside_txn.js
+  const db = await freshDbWith('concerns', ['c']);
+  const s = new RawSession(db.databaseName);
+  const onlyFirst = /^Only the first command in a transaction may specify a readConcern$/;
+  const noWc = /^writeConcern is not allowed within a multi-statement transaction$/;
+  expectOk(await s.start(1, { insert: 'c', documents: [{ _id: 0 }], readConcern: { level: 'snapshot' } }));
+  expectError(await s.next(1, { insert: 'c', documents: [{ _id: 1 }], readConcern: { level: 'snapshot' } }), 72, 'InvalidOptions', onlyFirst);
+  expectError(await s.next(1, { find: 'c', filter: { _id: 1 }, readConcern: { level: 'majority' } }), 72, 'InvalidOptions', onlyFirst);
+  expectError(await s.next(1, { insert: 'c', documents: [{ _id: 3 }], readConcern: { level: 'local' } }), 72, 'InvalidOptions', onlyFirst);
+  expectError(await s.next(1, { insert: 'c', documents: [{ _id: 7 }], writeConcern: { w: 'majority' } }), 72, 'InvalidOptions', noWc);
+  expectError(await s.next(1, { insert: 'c', documents: [{ _id: 8 }], writeConcern: { w: 1 } }), 72, 'InvalidOptions', noWc);
+  expectOk(await s.commit(1, { writeConcern: { w: 'majority' } }), 'commit with a write concern');
+
+  // A first statement with a writeConcern: refused, and no transaction is left open.
+  expectError(await s.start(2, { insert: 'c', documents: [{ _id: 4 }], readConcern: { level: 'snapshot' }, writeConcern: { w: 1 } }),
+    72, 'InvalidOptions', noWc);
+  expectError(await s.commit(2), 251, 'NoSuchTransaction');
+  expectOk(await s.start(3, { insert: 'c', documents: [{ _id: 6 }], readConcern: { level: 'snapshot' } }));
+  expectOk(await s.abort(3, { writeConcern: { w: 'majority' } }), 'abort with a write concern');
+  assert.deepEqual(await ids((await outside(db.databaseName)).collection('c')), [0]);
+});
+
+R.test('malformed transaction fields: autocommit: true, startTransaction without autocommit or false, autocommit without txnNumber, txnNumber without lsid answer InvalidOptions (72)', async () => {
+  // initialize_operation_session_info.cpp; jstests/core/txns/multi_statement_transaction_command_args.js
+  const db = await freshDbWith('fields', ['c']);
+  const dbName = db.databaseName;
+  const s = new RawSession(dbName);
+  const lsid = s.lsid;
+  const find = { find: 'c', filter: {} };
+
+  expectError(await primaryCmd(dbName, { ...find, lsid, txnNumber: Long.fromNumber(1), startTransaction: true, autocommit: true }),
+    72, 'InvalidOptions', /^Specifying autocommit=true is not allowed\.$/);
+  expectError(await s.commit(1), 251, 'NoSuchTransaction');
+
+  // autocommit: true on a later statement fails without affecting the transaction.
+  expectOk(await s.start(2, find));
+  expectError(await primaryCmd(dbName, { insert: 'c', documents: [{ _id: 'x' }], lsid, txnNumber: Long.fromNumber(2), autocommit: true }),
+    72, 'InvalidOptions', /^Specifying autocommit=true is not allowed\.$/);
+  expectOk(await s.next(2, { insert: 'c', documents: [{ _id: 'y' }] }));
+  expectOk(await s.commit(2));
+
+  expectError(await primaryCmd(dbName, { ...find, lsid, txnNumber: Long.fromNumber(3), startTransaction: true }),
+    72, 'InvalidOptions', /^'startTransaction' field requires 'autocommit' field to also be specified$/);
+  expectError(await primaryCmd(dbName, { ...find, lsid, txnNumber: Long.fromNumber(4), startTransaction: false, autocommit: false }),
+    72, 'InvalidOptions', /^Specifying startTransaction=false is not allowed\.$/);
+  expectError(await primaryCmd(dbName, { ...find, lsid, autocommit: false }),
+    72, 'InvalidOptions', /^'autocommit' field requires a transaction number to also be specified$/);
+  expectError(await primaryCmd(dbName, { ...find, txnNumber: Long.fromNumber(5), autocommit: false, startTransaction: true }),
+    72, 'InvalidOptions', /^Transaction number requires a session ID to also be specified$/);
+  assert.deepEqual(await ids((await outside(dbName)).collection('c')), ['y']);
+});
+
+R.test('commands not allowed in a transaction answer OperationNotSupportedInTransaction (263): as the first statement no transaction starts; later, the transaction goes on and commits', async () => {
+  // jstests/core/txns/commands_not_allowed_in_txn.js; commands.cpp CommandHelpers::canUseTransactions;
+  // initialize_operation_session_info.cpp for commands that need no authentication (ping, buildInfo ...).
+  const db = await freshDbWith('notallowed', ['c', 'dropme']);
+  const dbName = db.databaseName;
+  const s = new RawSession(dbName);
+  const anyNotAllowed = /Cannot run .* in a multi-document transaction\.|This command is not supported in transactions/;
+  const commands = [
+    [{ count: 'c' }, /^Cannot run 'count' in a multi-document transaction\. Please see http:\/\/dochub\.mongodb\.org\/core\/transaction-count for a recommended alternative\.$/],
+    [{ count: 'c', query: { a: 1 } }, /^Cannot run 'count' in a multi-document transaction\./],
+    [{ explain: { find: 'c' } }, /^Cannot run 'explain' in a multi-document transaction\.$/],
+    [{ drop: 'dropme' }, /^Cannot run 'drop' in a multi-document transaction\.$/],
+    [{ createUser: 'txn_user', pwd: 'pw-txn', roles: [] }, /^Cannot run 'createUser' in a multi-document transaction\.$/],
+    [{ ping: 1 }, anyNotAllowed],
+    [{ buildInfo: 1 }, anyNotAllowed],
+    [{ listCommands: 1 }, anyNotAllowed],
+  ];
+  let n = 0;
+  for (const [command, msg] of commands) {
+    const what = Object.keys(command)[0];
+    n += 1;
+    expectError(await s.start(n, command), 263, 'OperationNotSupportedInTransaction', msg);
+    expectError(await s.commit(n), 251, 'NoSuchTransaction');
+
+    n += 1;
+    expectOk(await s.start(n, { insert: 'c', documents: [{ _id: `${what}-${n}` }] }), `insert before ${what}`);
+    expectError(await s.next(n, command), 263, 'OperationNotSupportedInTransaction', msg);
+    expectOk(await s.commit(n), `commit after a refused ${what}`);
+  }
+  // A read in the local database is refused too.
+  n += 1;
+  expectError(await new RawSession('local').start(n, { find: 'txn_probe', filter: {} }), 263, 'OperationNotSupportedInTransaction',
+    /Cannot run command against the 'local' database in a transaction/);
+
+  const out = await outside(dbName);
+  assert.equal((await out.collection('c').find().toArray()).length, commands.length, 'each committed transaction\'s insert is there');
+  assert.deepEqual((await out.listCollections({ name: 'dropme' }).toArray()).map((x) => x.name), ['dropme'], 'the drop did not run');
+  const users = await out.command({ usersInfo: 'txn_user' });
+  assert.deepEqual(users.users, [], 'the createUser did not run');
+
+  // Through the driver: estimatedDocumentCount is a count, refused inside a transaction.
+  const session = rs.client.startSession();
+  try {
+    session.startTransaction();
+    await db.collection('c').insertOne({ _id: 'driver' }, { session });
+    await h.expectCode(db.collection('c').estimatedDocumentCount({ session }), 263);
+    await session.commitTransaction();
+  } finally {
+    await session.endSession();
+  }
+  assert.ok(await out.collection('c').findOne({ _id: 'driver' }), 'the transaction survived the refused count');
+});
+
+R.test('a transaction idle past transactionLifetimeLimitSeconds is aborted by the server: its next statement and its commit answer NoSuchTransaction (251)', async () => {
+  // jstests/core/txns/abort_expired_transaction.js (the limit lowered to 1 s, then restored).
+  const db = await freshDbWith('expire', ['c']);
+  const p = await rs.waitForPrimary();
+  const got = await rs.adminCommand(p, { getParameter: 1, transactionLifetimeLimitSeconds: 1 });
+  const original = got.transactionLifetimeLimitSeconds;
+  assert.equal(original, 60, 'mongod\'s default transaction lifetime is 60 s');
+  const s = new RawSession(db.databaseName);
+  try {
+    await rs.adminCommand(p, { setParameter: 1, transactionLifetimeLimitSeconds: 1 });
+    const before = Number((await rs.serverStatus(p)).transactions.totalAborted);
+    expectOk(await s.start(1, { insert: 'c', documents: [{ _id: 'expiring' }] }));
+    await rs.waitUntil(async () => {
+      const t = (await rs.serverStatus(p)).transactions;
+      return Number(t.totalAborted) > before && Number(t.currentOpen) === 0;
+    }, { timeoutMs: 30000, what: 'the server to abort the expired transaction (serverStatus.transactions.totalAborted)' });
+  } finally {
+    await rs.adminCommand(p, { setParameter: 1, transactionLifetimeLimitSeconds: original });
+  }
+  const next = expectError(await s.next(1, { insert: 'c', documents: [{ _id: 'late' }] }), 251, 'NoSuchTransaction');
+  assert.ok(labelsOf(next).includes(TTE));
+  expectError(await s.commit(1), 251, 'NoSuchTransaction');
+  assert.deepEqual(await ids((await outside(db.databaseName)).collection('c')), []);
+  assert.equal((await rs.adminCommand(p, { getParameter: 1, transactionLifetimeLimitSeconds: 1 })).transactionLifetimeLimitSeconds, original);
+});
+
+/* ------------------------------------------------------------ replication */
+
+R.test('replication: a transaction committed with w: "majority" is on every member in full, an aborted one on none', async () => {
+  const db = await freshDbWith('repl', ['orders', 'lines'], { orders: [{ _id: 0, status: 'old' }] });
+  const dbName = db.databaseName;
+  const orders = db.collection('orders');
+  const lines = db.collection('lines');
+  const session = rs.client.startSession();
+  try {
+    await session.withTransaction(async () => {
+      await orders.insertMany([1, 2, 3, 4, 5].map((i) => ({ _id: i, status: 'new' })), { session });
+      await lines.insertMany(Array.from({ length: 15 }, (_, i) => ({ _id: i, order: 1 + (i % 5) })), { session });
+      await orders.updateOne({ _id: 0 }, { $set: { status: 'closed' } }, { session });
+    }, { readConcern: { level: 'snapshot' }, writeConcern: { w: 'majority' }, readPreference: 'primary' });
+
+    const wantOrders = [{ _id: 0, status: 'closed' }, ...[1, 2, 3, 4, 5].map((i) => ({ _id: i, status: 'new' }))];
+    assert.deepEqual(await rs.waitForReplication(dbName, 'orders'), wantOrders);
+    assert.equal((await rs.waitForReplication(dbName, 'lines')).length, 15);
+    await rs.onEach(async (i) => {
+      assert.deepEqual(await rs.docsOn(i, dbName, 'orders'), wantOrders, `member ${i}'s orders`);
+      assert.equal((await rs.docsOn(i, dbName, 'lines')).length, 15, `member ${i}'s lines`);
+    });
+
+    session.startTransaction({ writeConcern: { w: 'majority' } });
+    await orders.insertOne({ _id: 'aborted-order' }, { session });
+    await lines.insertOne({ _id: 'aborted-line' }, { session });
+    await orders.updateOne({ _id: 0 }, { $set: { status: 'reopened' } }, { session });
+    await session.abortTransaction();
+  } finally {
+    await session.endSession();
+  }
+  // A later write, replicated everywhere, comes after anything the aborted transaction could have logged.
+  await orders.insertOne({ _id: 'marker' }, MAJ);
+  const after = await rs.waitForReplication(dbName, 'orders');
+  assert.ok(after.some((d) => d._id === 'marker'));
+  await rs.onEach(async (i) => {
+    const o = await rs.docsOn(i, dbName, 'orders');
+    assert.ok(!o.some((d) => d._id === 'aborted-order'), `member ${i} has none of the aborted transaction's orders`);
+    assert.deepEqual(o.find((d) => d._id === 0), { _id: 0, status: 'closed' }, `member ${i}: the aborted update is not applied`);
+    assert.equal((await rs.docsOn(i, dbName, 'lines', { _id: 'aborted-line' })).length, 0, `member ${i}'s lines`);
+  });
+});
+
+R.test('a transaction statement sent to a secondary is refused with NotWritablePrimary (10107)', async () => {
+  // transaction_participant.cpp beginOrContinue ("Not primary so we cannot begin or continue a transaction").
+  const db = await freshDbWith('secondary', ['c']);
+  const p = await rs.waitForPrimary();
+  const sec = rs.inSetMembers.map((m) => m.index).find((i) => i !== p);
+  const lsid = { id: new UUID() };
+  const r = await rs.raw(sec, db.databaseName, {
+    find: 'c', filter: {}, lsid, txnNumber: Long.fromNumber(1), startTransaction: true, autocommit: false,
+    $readPreference: { mode: 'secondaryPreferred' },
+  }, 20000);
+  assert.ok(r, `member ${sec} did not answer`);
+  expectError(r, 10107, 'NotWritablePrimary');
+});
+
+R.test('implicit collection creation inside a transaction: an insert, an upsert and a findAndModify upsert create their collections at commit', async () => {
+  // jstests/core/txns/implicit_collection_creation_in_txn.js
+  const db = rs.freshDb('implicit');
+  const session = rs.client.startSession();
+  try {
+    await session.withTransaction(async () => {
+      await db.collection('by_insert').insertOne({ _id: 'doc' }, { session });
+      await db.collection('by_upsert').updateOne({ _id: 'doc' }, { $set: { updated: true } }, { session, upsert: true });
+      const fam = await db.collection('by_fam').findOneAndUpdate({ _id: 'doc' }, { $set: { updated: true } },
+        { session, upsert: true, returnDocument: 'before' });
+      assert.equal(fam, null);
+      assert.deepEqual(await db.collection('by_upsert').findOne({}, { session }), { _id: 'doc', updated: true });
+    });
+  } finally {
+    await session.endSession();
+  }
+  const out = await outside(db.databaseName);
+  assert.deepEqual((await out.listCollections().toArray()).map((c) => c.name).sort(), ['by_fam', 'by_insert', 'by_upsert']);
+  assert.deepEqual(await out.collection('by_insert').findOne(), { _id: 'doc' });
+  assert.deepEqual(await out.collection('by_upsert').findOne(), { _id: 'doc', updated: true });
+  assert.deepEqual(await out.collection('by_fam').findOne(), { _id: 'doc', updated: true });
+});
+
+/* --------------------------------------------------------------- Mongoose */
+
+const accountSchema = new mongoose.Schema({ name: { type: String, required: true }, balance: { type: Number, default: 0 } });
+const ledgerSchema = new mongoose.Schema({ account: String, delta: Number });
+
+/* A Mongoose connection to a fresh database on the set, with its models' collections created outside any transaction. */
+async function mongooseDb(tag) {
+  const dbName = rs.freshDb(tag).databaseName;
+  const conn = await mongoose.createConnection(rs.uriFor(dbName)).asPromise();
+  const Account = conn.model('Account', accountSchema);
+  const Ledger = conn.model('Ledger', ledgerSchema);
+  await Account.init();
+  await Ledger.init();
+  return { conn, Account, Ledger, out: await outside(dbName) };
+}
+
+async function balances(out) {
+  const docs = await out.collection('accounts').find().sort({ name: 1 }).toArray();
+  return docs.map((d) => [d.name, d.balance]);
+}
+
+R.test('Mongoose connection.transaction(): Model.create, updateOne and insertMany commit together; a throw inside rolls all of it back', async () => {
+  const { conn, Account, Ledger, out } = await mongooseDb('mgtxn');
+  try {
+    await Account.create({ name: 'ann', balance: 100 });
+    await conn.transaction(async (session) => {
+      await Account.create([{ name: 'bob' }, { name: 'cy' }], { session, ordered: true });
+      await Account.updateOne({ name: 'ann' }, { $inc: { balance: -40 } }, { session });
+      await Account.updateOne({ name: 'bob' }, { $inc: { balance: 40 } }, { session });
+      await Ledger.insertMany([{ account: 'ann', delta: -40 }, { account: 'bob', delta: 40 }], { session });
+      const inside = await Account.find({}, null, { session }).sort({ name: 1 }).lean();
+      assert.deepEqual(inside.map((a) => [a.name, a.balance]), [['ann', 60], ['bob', 40], ['cy', 0]]);
+      assert.deepEqual(await balances(out), [['ann', 100]], 'nothing is visible outside before the commit');
+      assert.equal(await out.collection('ledgers').countDocuments(), 0);
+    });
+    assert.deepEqual(await balances(out), [['ann', 60], ['bob', 40], ['cy', 0]]);
+    assert.equal(await out.collection('ledgers').countDocuments(), 2);
+
+    const dave = new Account({ name: 'dave', balance: 5 });
+    await assert.rejects(conn.transaction(async (session) => {
+      await dave.save({ session });
+      await Account.updateOne({ name: 'ann' }, { $inc: { balance: -60 } }, { session });
+      await Ledger.create([{ account: 'ann', delta: -60 }], { session });
+      assert.equal(await Account.countDocuments({}).session(session), 4);
+      throw new Error('insufficient funds');
+    }), /insufficient funds/);
+    assert.equal(dave.isNew, true, 'Mongoose resets the state of a document saved in an aborted transaction');
+    assert.deepEqual(await balances(out), [['ann', 60], ['bob', 40], ['cy', 0]]);
+    assert.equal(await out.collection('ledgers').countDocuments(), 2);
+  } finally {
+    await conn.close();
+  }
+});
+
+R.test('Mongoose session.withTransaction(): Model.updateOne and find({session}) commit; an error thrown in the callback aborts', async () => {
+  const { conn, Account, out } = await mongooseDb('mgsess');
+  try {
+    await Account.create([{ name: 'ann', balance: 10 }, { name: 'bob', balance: 20 }], { ordered: true });
+    const session = await conn.startSession();
+    try {
+      await session.withTransaction(async () => {
+        await Account.updateOne({ name: 'ann' }, { $inc: { balance: 15 } }).session(session);
+        const rich = await Account.find({ balance: { $gte: 20 } }).session(session).sort({ name: 1 }).lean();
+        assert.deepEqual(rich.map((a) => a.name), ['ann', 'bob'], 'the update is seen inside the transaction');
+        assert.deepEqual(await balances(out), [['ann', 10], ['bob', 20]]);
+      });
+      assert.deepEqual(await balances(out), [['ann', 25], ['bob', 20]]);
+
+      await assert.rejects(session.withTransaction(async () => {
+        await Account.updateOne({ name: 'bob' }, { $inc: { balance: -20 } }, { session });
+        await Account.deleteOne({ name: 'ann' }, { session });
+        assert.equal((await Account.find({}, null, { session }).lean()).length, 1);
+        throw new Error('changed my mind');
+      }), /changed my mind/);
+    } finally {
+      await session.endSession();
+    }
+    assert.deepEqual(await balances(out), [['ann', 25], ['bob', 20]]);
+  } finally {
+    await conn.close();
+  }
+});
+
+/* ------------------------------------------------------------- standalone */
+
+h.test('a standalone refuses transactions: 20 IllegalOperation "Transaction numbers are only allowed on a replica set member or mongos"', async () => {
+  // initialize_operation_session_info.cpp (isReplSetMemberOrMongos).
+  const db = standalone.client.db(`t${process.pid % 10000}_standalone_txn`);
+  await db.collection('c').insertOne({ _id: 'before' });
+  const conn = await h.rawConnect(standalone.port);
+  try {
+    const lsid = { id: new UUID() };
+    const r = await conn.command(db.databaseName, {
+      insert: 'c', documents: [{ _id: 'raw' }], lsid, txnNumber: Long.fromNumber(1), startTransaction: true, autocommit: false,
+    });
+    expectError(r, 20, 'IllegalOperation', /^Transaction numbers are only allowed on a replica set member or mongos$/);
+    expectError(await conn.command('admin', { commitTransaction: 1, lsid, txnNumber: Long.fromNumber(1), autocommit: false }),
+      20, 'IllegalOperation');
+  } finally {
+    conn.close();
+  }
+  // The driver sends it to the server, which refuses it the same way; the Node driver reports a
+  // write's code 20 as "This MongoDB deployment does not support retryable writes ..." with the
+  // server's error as originalError (execute_operation.js, MMAPv1_RETRY_WRITES_ERROR_CODE).
+  const session = standalone.client.startSession();
+  try {
+    const err = await session.withTransaction(async () => {
+      await db.collection('c').insertOne({ _id: 'driver' }, { session });
+    }).then(() => null, (e) => e);
+    assert.ok(err, 'the driver\'s transaction was refused');
+    const fromServer = err.code === 20 ? err : err.originalError;
+    assert.ok(fromServer, `the error carries the server's: ${err.message}`);
+    assert.equal(fromServer.code, 20, `${fromServer.code} ${fromServer.message}`);
+    assert.equal(fromServer.codeName, 'IllegalOperation');
+    assert.match(fromServer.errmsg, /^Transaction numbers are only allowed on a replica set member or mongos$/);
+  } finally {
+    await session.endSession();
+  }
+  assert.deepEqual((await db.collection('c').find().toArray()).map((d) => d._id), ['before']);
+});
