@@ -1628,6 +1628,55 @@ apply_body(mf_repl_t *r, mf_sess_t *s, uint64_t index, const bson_t *body, mf_er
     }
 }
 
+/* Whether body's ops are all document ops (no DDL), and more than one: applied as one storage transaction. */
+static bool
+docs_only(const bson_t *body)
+{
+    bson_iter_t it, a, o;
+    int n = 0;
+    if (!bson_iter_init_find(&it, body, "ops") || !BSON_ITER_HOLDS_ARRAY(&it) || !bson_iter_recurse(&it, &a))
+        return false;
+    while (bson_iter_next(&a)) {
+        if (!BSON_ITER_HOLDS_DOCUMENT(&a) || !bson_iter_recurse(&a, &o) || !bson_iter_find(&o, "op") ||
+            !BSON_ITER_HOLDS_UTF8(&o))
+            return false;
+        const char *op = bson_iter_utf8(&o, NULL);
+        if (strcmp(op, "i") != 0 && strcmp(op, "u") != 0 && strcmp(op, "d") != 0)
+            return false;
+        n++;
+    }
+    return n > 1;
+}
+
+/*
+ * apply_whole: applies an entry of document ops and records it applied in
+ * one storage transaction (a user transaction, storage.h: the commands
+ * replaying it nest inside), so a reader on this member sees all of a
+ * multi-document transaction or none of it, as on mongod's secondaries.
+ * Returns 0 (applied and recorded), 1 when shutdown or file descriptors cut
+ * it short (nothing applied: *err says which), or -1 when it failed
+ * otherwise (nothing applied: the caller applies it op by op as before).
+ */
+static int
+apply_whole(mf_repl_t *r, mf_sess_t *s, qent_t *q, const payload_t *p, mf_error_t *err)
+{
+    if (mf_txn_user_begin(s, err) != 0)
+        return -1;
+    int arc = apply_body(r, s, q->index, &p->body, err);
+    if (arc != 0) {
+        mf_txn_user_abort(s);
+        return err->code == MF_E_InterruptedAtShutdown || err->code == MF_E_TooManyFilesOpen ? 1 : -1;
+    }
+    if (record_applied(s, q->index, p->t, p->w, p->has_x ? &p->x : NULL, err) != 0) {
+        mf_txn_user_abort(s);
+        return -1;
+    }
+    tls_applying = true; /* the commit's pre-commit step logs nothing: this member only applies it */
+    int crc = mf_txn_user_commit(s, false, err);
+    tls_applying = false;
+    return crc == 0 ? 0 : -1;
+}
+
 /* Applies entry q (unless applied before a restart). Returns true if it was applied now. */
 static bool
 apply_one(mf_repl_t *r, mf_sess_t *s, qent_t *q)
@@ -1701,8 +1750,17 @@ apply_one(mf_repl_t *r, mf_sess_t *s, qent_t *q)
             }
             pthread_mutex_unlock(&r->mu);
         }
-        if (!handled && p.has_body) {
-            int arc = apply_body(r, s, q->index, &p.body, &err);
+        int whole = !handled && p.has_body && docs_only(&p.body) ? apply_whole(r, s, q, &p, &err) : -1;
+        if (whole == 0) {
+            recorded = true;
+            count_applied(r, &p.body);
+            if (p.has_x)
+                atomic_fetch_add_explicit(&r->st_sess_writes, 1, memory_order_relaxed);
+        } else if (whole < 0 && !handled && p.has_body) {
+            mf_err_clear(&err);
+        }
+        if (!handled && p.has_body && whole != 0) {
+            int arc = whole == 1 ? -1 : apply_body(r, s, q->index, &p.body, &err);
             bool at_shutdown = arc != 0 && err.code == MF_E_InterruptedAtShutdown;
             if (at_shutdown || (arc != 0 && err.code == MF_E_TooManyFilesOpen)) {
                 /*

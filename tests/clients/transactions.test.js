@@ -686,6 +686,47 @@ R.test('replication: a transaction committed with w: "majority" is on every memb
   });
 });
 
+R.test('replication: a secondary shows a committed transaction whole or not at all, never a part of it', async () => {
+  // mongod's secondaries apply a transaction's applyOps as one batch, read at batch boundaries.
+  // mayfly's applier replays one entry's ops as several commands (one per run of a kind on one
+  // namespace): they run in one storage transaction, so a reader on the secondary never sees some.
+  const db = await freshDbWith('whole', ['a', 'b']);
+  const dbName = db.databaseName;
+  const p = await rs.waitForPrimary();
+  const sec = rs.inSetMembers.map((m) => m.index).find((i) => i !== p);
+  const onSec = rs.reader(sec).db(dbName).collection('a');
+  const ROUNDS = 5;
+  const PER = 400;
+  const seen = new Set();
+  for (let round = 0; round < ROUNDS; round++) {
+    const session = rs.client.startSession();
+    let done = false;
+    const poller = (async () => {
+      while (!done) seen.add(await onSec.countDocuments({ round }));
+      seen.add(await onSec.countDocuments({ round }));
+    })();
+    try {
+      await session.withTransaction(async () => {
+        // a, b, a, b: four runs, so four commands on the secondary.
+        for (let part = 0; part < 4; part++) {
+          const coll = db.collection(part % 2 === 0 ? 'a' : 'b');
+          await coll.insertMany(Array.from({ length: PER }, (_, k) => ({ _id: `${round}-${part}-${k}`, round })), { session });
+        }
+      }, { writeConcern: { w: 'majority' } });
+      await rs.waitUntil(async () => (await onSec.countDocuments({ round })) === 2 * PER,
+        { timeoutMs: 20000, what: `round ${round} on the secondary` });
+    } finally {
+      done = true;
+      await poller;
+      await session.endSession();
+    }
+  }
+  const counts = [...seen].sort((x, y) => x - y);
+  console.log(`# counts of one round's documents a secondary reported while applying: ${counts.join(', ')}`);
+  assert.deepEqual(counts.filter((n) => n !== 0 && n !== 2 * PER), [], 'no partial transaction was visible');
+  assert.ok(counts.includes(2 * PER));
+});
+
 R.test('a transaction statement sent to a secondary is refused with NotWritablePrimary (10107)', async () => {
   // transaction_participant.cpp beginOrContinue ("Not primary so we cannot begin or continue a transaction").
   const db = await freshDbWith('secondary', ['c']);
