@@ -151,7 +151,7 @@ test('concurrent upserts of one new key on a replica set all succeed: the losers
   }
 });
 
-test('on a replica set, transactions are refused saying mayfly lacks them, not with the standalone wording drivers rewrite; change streams open (changestream.test.js)', async () => {
+test('on a replica set, transactions commit (transactions.test.js), a commit outside one fails; change streams open (changestream.test.js)', async () => {
   const c = new MongoClient(set.uri);
   await c.connect();
   try {
@@ -159,15 +159,11 @@ test('on a replica set, transactions are refused saying mayfly lacks them, not w
     await coll.insertOne({ _id: 1 });
     const session = c.startSession();
     try {
-      const e = await session.withTransaction(async () => { await coll.insertOne({ _id: 2 }, { session }); }).then(() => null, (x) => x);
-      assert.ok(e, 'the transaction fails');
-      assert.equal(e.code, 238, String(e));
-      assert.match(e.message, /mayfly does not support multi-document transactions/);
-      assert.doesNotMatch(e.message, /retryWrites=false/, 'not the driver\'s advice for a standalone');
+      await session.withTransaction(async () => { await coll.insertOne({ _id: 2 }, { session }); });
     } finally { await session.endSession(); }
-    assert.deepEqual(await coll.find({}).toArray(), [{ _id: 1 }], 'nothing of the transaction was written');
+    assert.deepEqual(await coll.find({}).sort({ _id: 1 }).toArray(), [{ _id: 1 }, { _id: 2 }], 'the transaction committed');
     const abort = await c.db('admin').command({ abortTransaction: 1 }).then(() => null, (x) => x);
-    assert.equal(abort && abort.code, 238, String(abort));
+    assert.ok(abort && abort.code > 0, `an abort outside a transaction fails: ${abort}`);
     const w = await c.db('fprs').command({ aggregate: 'txn', pipeline: [{ $changeStream: {} }], cursor: {} });
     assert.deepEqual(w.cursor.firstBatch, []);
     assert.ok(w.cursor.postBatchResumeToken);
