@@ -609,6 +609,20 @@ mf_cmd_txn_prepare(mf_op_t *op, bool *done)
     bson_iter_t it;
     *done = false;
     bool is_create = strcmp(op->name, "create") == 0;
+    bool writes = strcmp(op->name, "insert") == 0 || strcmp(op->name, "update") == 0 ||
+                  strcmp(op->name, "delete") == 0 || strcmp(op->name, "findAndModify") == 0 ||
+                  strcmp(op->name, "findandmodify") == 0;
+    if (writes && bson_iter_init(&it, op->cmd) && bson_iter_next(&it) && BSON_ITER_HOLDS_UTF8(&it)) {
+        /* As mongod: time-series collections take no writes in a transaction (their buckets are shared). */
+        mf_catalog_rdlock(op->eng->cat);
+        mf_coll_t *c = mf_catalog_coll_find(op->eng->cat, op->db, bson_iter_utf8(&it, NULL));
+        bool ts = c != NULL && c->is_timeseries;
+        mf_catalog_unlock(op->eng->cat);
+        if (ts)
+            return mf_err_set(&op->err, MF_E_OperationNotSupportedInTransaction,
+                              "Cannot write to a time-series collection in a multi-document transaction: %s.%s",
+                              op->db, bson_iter_utf8(&it, NULL));
+    }
     bool creates = is_create || strcmp(op->name, "insert") == 0 ||
                    (strcmp(op->name, "update") == 0 && any_upsert(op, "updates")) ||
                    ((strcmp(op->name, "findAndModify") == 0 || strcmp(op->name, "findandmodify") == 0) &&

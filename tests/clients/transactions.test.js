@@ -741,6 +741,17 @@ R.test('a transaction statement sent to a secondary is refused with NotWritableP
   expectError(r, 10107, 'NotWritablePrimary');
 });
 
+R.test('a time-series collection takes no writes in a transaction (263, as mongod); the transaction is not started', async () => {
+  // write_ops_exec.cpp: "Cannot insert into a time-series collection in a multi-document transaction".
+  const db = rs.freshDb('txnts');
+  await db.createCollection('ts', { timeseries: { timeField: 't', metaField: 'm' }, ...MAJ });
+  const s = new RawSession(db.databaseName);
+  expectError(await s.start(1, { insert: 'ts', documents: [{ t: new Date(), m: 1, v: 1 }] }), 263,
+    'OperationNotSupportedInTransaction', /time-series collection in a multi-document transaction/);
+  expectError(await s.commit(1), 251, 'NoSuchTransaction');
+  assert.equal(await (await outside(db.databaseName)).collection('ts').countDocuments(), 0);
+});
+
 R.test('implicit collection creation inside a transaction: an insert, an upsert and a findAndModify upsert create their collections at commit', async () => {
   // jstests/core/txns/implicit_collection_creation_in_txn.js
   const db = rs.freshDb('implicit');
