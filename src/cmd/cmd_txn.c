@@ -334,9 +334,10 @@ lsid_of(const bson_t *cmd, uint8_t id[16])
     return true;
 }
 
-bool
-mf_cmd_txn_route(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *cmd, const mf_docseq_t *seqs,
-                 size_t nseqs, bool legacy, bson_t *reply)
+/* The work of mf_cmd_txn_route once a command may be a transaction's (apart: its error buffer costs a memset). */
+static bool __attribute__((noinline))
+route(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *cmd, const mf_docseq_t *seqs,
+      size_t nseqs, bool legacy, bson_t *reply)
 {
     bson_iter_t it;
     mf_error_t err = {0};
@@ -344,8 +345,6 @@ mf_cmd_txn_route(mf_engine_t *eng, mf_client_t *client, const char *db, const bs
     char user[300];
     int64_t num;
 
-    if (eng->repl == NULL || tls_txn != NULL || (client != NULL && client->internal))
-        return false;
     if (!bson_iter_init(&it, cmd) || !bson_iter_next(&it))
         return false;
     const char *name = bson_iter_key(&it);
@@ -510,6 +509,26 @@ mf_cmd_txn_route(mf_engine_t *eng, mf_client_t *client, const char *db, const bs
 fail:
     route_error(eng, reply, &err, commit || abort);
     return true;
+}
+
+bool
+mf_cmd_txn_route(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *cmd, const mf_docseq_t *seqs,
+                 size_t nseqs, bool legacy, bson_t *reply)
+{
+    /* Standalone, replication's applier, or the transaction's own thread: nothing to route (the common case). */
+    if (eng->repl == NULL || tls_txn != NULL || (client != NULL && client->internal))
+        return false;
+    /* One pass over the command's keys: only a command naming a transaction goes further. */
+    bson_iter_t it;
+    if (!bson_iter_init(&it, cmd) || !bson_iter_next(&it))
+        return false;
+    const char *name = bson_iter_key(&it);
+    bool txn = strcmp(name, "commitTransaction") == 0 || strcmp(name, "abortTransaction") == 0;
+    while (!txn && bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        txn = (k[0] == 'a' && strcmp(k, "autocommit") == 0) || (k[0] == 's' && strcmp(k, "startTransaction") == 0);
+    }
+    return txn && route(eng, client, db, cmd, seqs, nseqs, legacy, reply);
 }
 
 /* ---------- on the transaction's thread ---------- */
