@@ -342,6 +342,8 @@ int mf_cmd_check_names(mf_op_t *op) MF_WUR;
  */
 bool mf_cmd_txn_route(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *cmd,
                       const mf_docseq_t *seqs, size_t nseqs, bool legacy, bson_t *reply);
+/* mf_cmd_retryable_code: code is a RetriableError (mongod's category): a retryable write's RetryableWriteError label. */
+bool mf_cmd_retryable_code(int64_t code);
 /* mf_cmd_in_txn: the calling thread runs a transaction's command (its own thread). */
 bool mf_cmd_in_txn(void);
 /* mf_cmd_txn_check: a transaction's command allowed as sent (the command, its database, writeConcern, readConcern). */

@@ -199,8 +199,8 @@ done:
 }
 
 /* RetriableError codes (mongod's error category; the drivers' retryable write codes). */
-static bool
-retryable_code(int64_t code)
+bool
+mf_cmd_retryable_code(int64_t code)
 {
     static const int codes[] = {6, 7, 89, 91, 134, 189, 262, 9001, 10107, 11600, 11602, 13435, 13436};
     for (size_t i = 0; i < sizeof(codes) / sizeof(codes[0]); i++)
@@ -221,7 +221,10 @@ mf_failcommand_labels(mf_op_t *op, const bson_t *labels, bson_t *reply)
         BSON_APPEND_ARRAY(reply, "errorLabels", labels);
         return;
     }
-    if (op->name == NULL || !mf_op_has(op, "txnNumber") || !mf_cmd_is_retryable_write(op->name))
+    /* Retryable writes, and a transaction's commit or abort (which drivers retry once, as mongod labels them). */
+    if (op->name == NULL || !mf_op_has(op, "txnNumber") ||
+        (!mf_cmd_is_retryable_write(op->name) && strcmp(op->name, "commitTransaction") != 0 &&
+         strcmp(op->name, "abortTransaction") != 0))
         return;
     int64_t code = 0, wc_code = 0;
     if (bson_iter_init_find(&it, reply, "code") && BSON_ITER_HOLDS_NUMBER(&it))
@@ -229,7 +232,7 @@ mf_failcommand_labels(mf_op_t *op, const bson_t *labels, bson_t *reply)
     if (bson_iter_init_find(&it, reply, "writeConcernError") && BSON_ITER_HOLDS_DOCUMENT(&it) &&
         bson_iter_recurse(&it, &w) && bson_iter_find(&w, "code") && BSON_ITER_HOLDS_NUMBER(&w))
         wc_code = bson_iter_as_int64(&w);
-    if (!retryable_code(code) && !retryable_code(wc_code))
+    if (!mf_cmd_retryable_code(code) && !mf_cmd_retryable_code(wc_code))
         return;
     BSON_APPEND_ARRAY_BEGIN(reply, "errorLabels", &arr);
     BSON_APPEND_UTF8(&arr, "0", "RetryableWriteError");

@@ -307,13 +307,17 @@ route_error(mf_engine_t *eng, bson_t *reply, const mf_error_t *err, bool commit_
 {
     (void)eng;
     mf_cmd_error_reply(reply, err);
-    if (err->code == MF_E_NoSuchTransaction || err->code == MF_E_WriteConflict) {
+    const char *label = NULL;
+    if (err->code == MF_E_NoSuchTransaction || err->code == MF_E_WriteConflict)
+        label = "TransientTransactionError";
+    else if (commit_or_abort && mf_cmd_retryable_code(err->code))
+        label = "RetryableWriteError"; /* the driver retries the commit or abort on the new primary */
+    if (label != NULL) {
         bson_t labels;
         BSON_APPEND_ARRAY_BEGIN(reply, "errorLabels", &labels);
-        BSON_APPEND_UTF8(&labels, "0", "TransientTransactionError");
+        BSON_APPEND_UTF8(&labels, "0", label);
         bson_append_array_end(reply, &labels);
     }
-    (void)commit_or_abort;
 }
 
 /* The lsid's id (16 bytes) from cmd: false when there is none usable (the normal path reports it). */
@@ -407,10 +411,25 @@ route(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *cmd, 
         mf_session_uid(user, uid);
     }
 
+    /* Only a writable primary runs transactions (mongod's beginOrContinue): commit and abort retry elsewhere. */
+    if (eng->repl->admit(eng->repl_arg, db, MF_REPL_WRITE, false, &err) != 0)
+        goto fail;
+
     mf_txns_t *t = txns_of(eng);
     job_t job = {client, db, cmd, seqs, nseqs, legacy, reply, false};
     pthread_mutex_lock(&t->mu);
     utxn_t *e = entry_find(t, id, uid, start);
+    if (!start && (e == NULL || num > e->num || e->state == T_NONE) && eng->repl->txn_committed != NULL &&
+        eng->repl->txn_committed(eng->repl_arg, id, num)) {
+        /* Committed under an earlier primary (its commit's session row says so): as if here. */
+        pthread_mutex_unlock(&t->mu);
+        if (commit) {
+            BSON_APPEND_DOUBLE(reply, "ok", 1.0);
+            return true;
+        }
+        mf_err_set(&err, MF_E_TransactionCommitted, "Transaction %lld has been committed.", (long long)num);
+        goto fail;
+    }
     if (e == NULL) {
         pthread_mutex_unlock(&t->mu);
         mf_err_set(&err, MF_E_NoSuchTransaction, "Given transaction number %lld does not match any in-progress "

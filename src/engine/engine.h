@@ -108,6 +108,12 @@ typedef struct mf_repl_hooks {
     int (*after_cluster_time)(void *arg, uint32_t secs, uint32_t inc, uint32_t gsecs, uint32_t ginc, mf_error_t *err);
     /* serverStatus's figures (mf_repl_stats_t) into out; any thread, takes no lock. */
     void (*stats)(void *arg, mf_repl_stats_t *out);
+    /*
+     * Whether session id's transaction txn committed, from the session row
+     * its commit's entry left on every member (a commit retried on a later
+     * primary, cmd/cmd_txn.c). Any thread; reads storage.
+     */
+    bool (*txn_committed)(void *arg, const uint8_t id[16], int64_t txn);
 } mf_repl_hooks_t;
 typedef struct mf_profiler mf_profiler_t;
 typedef struct mf_ttl_monitor mf_ttl_monitor_t;

@@ -44,6 +44,14 @@ mf_batch_run_hooked(mf_sess_t *s, size_t *start, size_t n, size_t chunk, bool du
 
     if (chunk == 0)
         chunk = n > 0 ? n : 1;
+    /*
+     * In a multi-document transaction every item is a transaction of its
+     * own (nested, so they cost nothing): a failing item is then alone in
+     * its transaction, whose abort (which dooms the user transaction) need
+     * not be followed by a retry of the items before it.
+     */
+    if (mf_txn_user(s))
+        chunk = 1;
     while (i < n) {
         size_t end = i + chunk < n ? i + chunk : n, j;
         int r = 0;

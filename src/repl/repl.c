@@ -270,6 +270,7 @@ typedef struct {
     bool fam;       /* a findAndModify: the row keeps f (above) */
     bool fam_new;   /* its new: true (v is the post-image) */
     bool upd1;      /* an update of one statement: the row keeps an upsert's _id (uid) for the retry's reply */
+    bool commit;    /* a multi-document transaction's commitTransaction: the row says it committed (c) */
     uint8_t id[16];
     int64_t txn;
     int64_t ops[3]; /* inserts, updates, deletes logged so far (count_ops) */
@@ -947,6 +948,8 @@ sess_row(const bson_t *entry, const bson_t *pre, bson_t *x)
     BSON_APPEND_INT64(x, "i", tls_sess.ops[0]);
     BSON_APPEND_INT64(x, "u", tls_sess.ops[1]);
     BSON_APPEND_INT64(x, "d", tls_sess.ops[2]);
+    if (tls_sess.commit)
+        BSON_APPEND_BOOL(x, "c", true);
     if (tls_sess.fam)
         sess_row_fam(entry, pre, x);
     bson_iter_t it, a, f, o;
@@ -3209,6 +3212,28 @@ count_retried(mf_repl_t *r, const char *name, const bson_t *cmd)
     atomic_fetch_add_explicit(&r->st_retried_stmts, stmts, memory_order_relaxed);
 }
 
+/* A commitTransaction's lsid id and txnNumber (with autocommit: false): false if it lacks them. */
+static bool
+txn_commit_of(const bson_t *cmd, uint8_t id[16], int64_t *txn)
+{
+    bson_iter_t it, l;
+    const uint8_t *b;
+    uint32_t len;
+    bson_subtype_t st;
+    if (!bson_iter_init_find(&it, cmd, "autocommit") || !bson_iter_init_find(&it, cmd, "txnNumber") ||
+        !BSON_ITER_HOLDS_NUMBER(&it))
+        return false;
+    *txn = bson_iter_as_int64(&it);
+    if (!bson_iter_init_find(&it, cmd, "lsid") || !BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &l) ||
+        !bson_iter_find(&l, "id") || !BSON_ITER_HOLDS_BINARY(&l))
+        return false;
+    bson_iter_binary(&l, &st, &len, &b);
+    if (len != 16)
+        return false;
+    memcpy(id, b, 16);
+    return true;
+}
+
 static int
 hook_command_begin(void *arg, const char *name, const bson_t *cmd, int64_t wtimeout_ms, bson_t *reply, mf_error_t *err)
 {
@@ -3221,6 +3246,17 @@ hook_command_begin(void *arg, const char *name, const bson_t *cmd, int64_t wtime
     tls_last_index = 0;
     memset(&tls_sess, 0, sizeof(tls_sess));
     memset(tls_wto, 0, sizeof(tls_wto));
+    if (strcmp(name, "commitTransaction") == 0 && txn_commit_of(cmd, id, &txn)) {
+        /*
+         * A transaction's commit: its entry carries the session row {txn, c},
+         * which every member stores with the data, so a commit retried on a
+         * later primary learns that it committed (hook_txn_committed).
+         */
+        tls_sess.active = tls_sess.commit = true;
+        memcpy(tls_sess.id, id, 16);
+        tls_sess.txn = txn;
+        return 0;
+    }
     if (!retryable_write(name, cmd, id, &txn))
         return 0;
     /* One write of a session at a time: a concurrent retry waits for the first attempt, then reads its row. */
@@ -3324,12 +3360,27 @@ hook_command_begin(void *arg, const char *name, const bson_t *cmd, int64_t wtime
     return 0;
 }
 
+/* engine.h's txn_committed: session id's row says its transaction txn committed. */
+static bool
+hook_txn_committed(void *arg, const uint8_t id[16], int64_t txn)
+{
+    mf_repl_t *r = arg;
+    bson_t row;
+    bson_iter_t it;
+    if (!sess_lookup(r, id, &row))
+        return false;
+    bool yes = bson_iter_init_find(&it, &row, "txn") && bson_iter_as_int64(&it) == txn &&
+               bson_iter_init_find(&it, &row, "c") && bson_iter_as_bool(&it);
+    bson_destroy(&row);
+    return yes;
+}
+
 static void
 hook_command_end(void *arg)
 {
     mf_repl_t *r = arg;
     tls_wtimeout = 0;
-    tls_sess.active = false;
+    tls_sess.active = tls_sess.commit = false;
     if (tls_sess.fam) {
         tls_sess.fam = false;
         mf_oplog_keep_preimage(false);
@@ -3539,6 +3590,7 @@ hook_stats(void *arg, mf_repl_stats_t *out)
 
 static const mf_repl_hooks_t hooks = {
     .stats = hook_stats,
+    .txn_committed = hook_txn_committed,
     .wtimeout_counts = hook_wtimeout_counts,
     .data_members = hook_data_members,
     .wait_members = hook_wait_members,

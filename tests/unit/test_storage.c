@@ -9,6 +9,7 @@
  * it not for leaf_value_max in mf_storage_table_config) are given back too.
  */
 #include <criterion/criterion.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -285,5 +286,146 @@ Test(storage, find_is_exact_from_any_position_and_near_cursors_end_with_the_tran
     cr_assert_eq(mf_cur_rid(c), 0, "the commit reset it");
     cr_assert_eq(count_from_start(c), 97, "12, 15 and 18 are gone");
     mf_cur_close(c);
+    env_destroy(&e);
+}
+
+/* Counts callback calls (mf_txn_on_end) and remembers the last outcome. */
+static int ends, last_committed = -1;
+static void
+on_end(void *arg, bool committed)
+{
+    (void)arg;
+    ends++;
+    last_committed = committed;
+}
+
+/* Inserts record rid in a transaction of its own (nested inside a user transaction when one is open). */
+static int
+insert_one(env_t *e, int64_t rid, mf_error_t *err)
+{
+    mf_cur_t *c;
+    if (mf_txn_begin(e->s, err) != 0)
+        return -1;
+    if (mf_cur_open(e->s, URI, &c, err) != 0) {
+        mf_txn_abort(e->s);
+        return -1;
+    }
+    int ret = mf_cur_insert_rid(c, rid, "abcd", 4);
+    mf_cur_close(c);
+    if (ret != 0) {
+        mf_txn_abort(e->s);
+        return ret;
+    }
+    return mf_txn_commit(e->s, false, err);
+}
+
+/* Whether record rid is there, read on a second thread's session (what another client sees). */
+typedef struct peek {
+    env_t *e;
+    int64_t rid;
+    int found;
+} peek_t;
+
+static void *
+peek_main(void *arg)
+{
+    peek_t *p = arg;
+    mf_error_t err = {0};
+    mf_sess_t *s = mf_storage_session(p->e->st);
+    mf_cur_t *c;
+    cr_assert_eq(mf_cur_open(s, URI, &c, &err), 0, "%s", err.msg);
+    p->found = mf_cur_search_rid(c, p->rid) == 0;
+    mf_cur_close(c);
+    mf_storage_session_close_thread(p->e->st);
+    return NULL;
+}
+
+static bool
+seen_elsewhere(env_t *e, int64_t rid)
+{
+    pthread_t th;
+    peek_t p = {e, rid, -1};
+    cr_assert_eq(pthread_create(&th, NULL, peek_main, &p), 0);
+    pthread_join(th, NULL);
+    return p.found == 1;
+}
+
+/*
+ * A user transaction (a multi-document transaction's): the commands' own
+ * transactions nest inside it and commit nothing; end callbacks wait for
+ * its end; other sessions see its writes only once it commits, all of them.
+ */
+Test(storage, user_transaction_commits_its_nested_transactions_together)
+{
+    env_t e;
+    mf_error_t err = {0};
+    env_init(&e, false, 16);
+    ends = 0;
+    cr_assert_eq(mf_txn_user_begin(e.s, &err), 0, "%s", err.msg);
+    cr_assert(mf_txn_user(e.s));
+    cr_assert(!mf_txn_active(e.s), "between commands, no nested transaction is active");
+    cr_assert_eq(insert_one(&e, 1, &err), 0, "%s", err.msg);
+    cr_assert_eq(mf_txn_begin(e.s, &err), 0);
+    cr_assert(mf_txn_active(e.s));
+    mf_txn_on_end(e.s, on_end, NULL);
+    cr_assert(!mf_txn_on_prepare(e.s, NULL, NULL), "no pre-commit step of a nested transaction");
+    cr_assert_eq(mf_txn_commit(e.s, false, &err), 0);
+    cr_assert_eq(insert_one(&e, 2, &err), 0, "%s", err.msg);
+    cr_assert_eq(ends, 0, "a nested commit ends nothing");
+    cr_assert(!seen_elsewhere(&e, 1) && !seen_elsewhere(&e, 2), "nothing visible before the commit");
+    cr_assert_eq(mf_txn_user_commit(e.s, false, &err), 0, "%s", err.msg);
+    cr_assert(!mf_txn_user(e.s));
+    cr_assert_eq(ends, 1);
+    cr_assert_eq(last_committed, 1);
+    cr_assert(seen_elsewhere(&e, 1) && seen_elsewhere(&e, 2), "both visible after it");
+    env_destroy(&e);
+}
+
+/* Its abort rolls back every nested transaction's writes; end callbacks hear of the abort. */
+Test(storage, user_transaction_abort_rolls_back_everything)
+{
+    env_t e;
+    mf_error_t err = {0};
+    env_init(&e, false, 16);
+    ends = 0;
+    cr_assert_eq(mf_txn_user_begin(e.s, &err), 0, "%s", err.msg);
+    cr_assert_eq(insert_one(&e, 1, &err), 0, "%s", err.msg);
+    cr_assert_eq(mf_txn_begin(e.s, &err), 0);
+    mf_txn_on_end(e.s, on_end, NULL);
+    cr_assert_eq(mf_txn_commit(e.s, false, &err), 0);
+    mf_txn_user_abort(e.s);
+    cr_assert_eq(ends, 1);
+    cr_assert_eq(last_committed, 0);
+    cr_assert(!seen_elsewhere(&e, 1));
+    /* The session works normally afterwards. */
+    cr_assert_eq(insert_one(&e, 3, &err), 0, "%s", err.msg);
+    cr_assert(seen_elsewhere(&e, 3));
+    env_destroy(&e);
+}
+
+/*
+ * A nested abort after a write cannot undo that write alone: the user
+ * transaction is doomed (nested begins fail with WriteConflict, so a retry
+ * loop cannot write twice), and its commit rolls back and fails. A nested
+ * abort that wrote nothing (a read) leaves it be.
+ */
+Test(storage, nested_abort_after_a_write_dooms_the_user_transaction)
+{
+    env_t e;
+    mf_error_t err = {0};
+    env_init(&e, false, 16);
+    cr_assert_eq(mf_txn_user_begin(e.s, &err), 0, "%s", err.msg);
+    cr_assert_eq(mf_txn_begin(e.s, &err), 0);
+    mf_txn_abort(e.s); /* a read-only nested transaction */
+    cr_assert(!mf_txn_user_doomed(e.s));
+    cr_assert_eq(insert_one(&e, 1, &err), 0, "%s", err.msg);
+    cr_assert_eq(insert_one(&e, 1, &err), MF_DUPKEY, "the second insert of 1 fails and is aborted");
+    cr_assert(mf_txn_user_doomed(e.s));
+    cr_assert_neq(mf_txn_begin(e.s, &err), 0);
+    cr_assert_eq(err.code, MF_E_WriteConflict);
+    cr_assert_neq(mf_txn_user_commit(e.s, false, &err), 0);
+    cr_assert_eq(err.code, MF_E_WriteConflict);
+    cr_assert(!mf_txn_user(e.s));
+    cr_assert(!seen_elsewhere(&e, 1), "the doomed transaction's first insert was rolled back too");
     env_destroy(&e);
 }
