@@ -445,6 +445,69 @@ R.test('a duplicate key inside a transaction: the insert reports E11000 (no Tran
   assert.deepEqual(await ids(out), ['taken']);
 });
 
+R.test('a duplicate key in a multi-document insert or update inside a transaction answers that write error (11000 at its index), ordered or not, and aborts the transaction', async () => {
+  // write_ops_exec.cpp handleError: in a transaction the first write error ends the batch (ordered or
+  // not) and aborts the transaction; only a WriteConflict fails the command as a whole. A probe of real
+  // apps found the multi-document case answering 112, which withTransaction retried for two minutes.
+  const db = await freshDbWith('dupmulti', ['c'], { c: [{ _id: 1, e: 'a' }, { _id: 2, e: 'b' }] });
+  await db.collection('c').createIndex({ e: 1 }, { unique: true, ...MAJ });
+  const out = (await outside(db.databaseName)).collection('c');
+  const cases = [
+    { insert: 'c', documents: [{ _id: 10, e: 'n' }, { _id: 11, e: 'a' }, { _id: 12, e: 'o' }] },
+    { insert: 'c', documents: [{ _id: 10, e: 'n' }, { _id: 1, e: 'm' }, { _id: 12, e: 'o' }], ordered: false },
+    { update: 'c', updates: [{ q: { _id: 1 }, u: { $set: { x: 1 } } }, { q: { _id: 2 }, u: { $set: { e: 'a' } } }] },
+  ];
+  for (const [k, body] of cases.entries()) {
+    const s = new RawSession(db.databaseName);
+    const r = expectOk(await s.start(1, body), `case ${k}`);
+    assert.equal(r.errorLabels, undefined, `case ${k}: ${JSON.stringify(r)}`);
+    assert.equal(r.n, 1, `case ${k}: the statement before the duplicate counts: ${JSON.stringify(r)}`);
+    assert.deepEqual(r.writeErrors.map((w) => [w.index, w.code]), [[1, 11000]], `case ${k}: only the first error`);
+    expectError(await s.commit(1), 251, 'NoSuchTransaction', /has been aborted/);
+  }
+  assert.deepEqual(await sorted(out), [{ _id: 1, e: 'a' }, { _id: 2, e: 'b' }], 'nothing of the aborted transactions');
+
+  // Mongoose-style: an insertMany with a duplicate inside withTransaction rejects with 11000 after one attempt.
+  const session = rs.client.startSession();
+  let attempts = 0;
+  try {
+    await h.expectCode(session.withTransaction(async () => {
+      attempts += 1;
+      await db.collection('c').insertMany([{ _id: 20, e: 'z' }, { _id: 21, e: 'b' }], { session });
+    }), 11000);
+  } finally {
+    await session.endSession();
+  }
+  assert.equal(attempts, 1);
+});
+
+R.test('a commit retried on a new primary after a step-down answers ok (its session row replicated with it); a late statement answers 256; commit on a secondary is 10107 labelled RetryableWriteError', async () => {
+  // transaction_participant.cpp: the commit's config.transactions row replicates with it, so
+  // commitTransaction retried after a failover answers as the commit did; error_labels.cpp gives
+  // commit and abort RetryableWriteError on not-primary errors.
+  const db = await freshDbWith('retrycommit', ['c']);
+  const s = new RawSession(db.databaseName);
+  expectOk(await s.start(1, { insert: 'c', documents: [{ _id: 'committed' }] }));
+  expectOk(await s.commit(1, { writeConcern: { w: 'majority' } }));
+  const p = await rs.waitForPrimary();
+  const sec = rs.inSetMembers.map((m) => m.index).find((i) => i !== p);
+  const onSec = await rs.raw(sec, 'admin', { commitTransaction: 1, ...s.fields(1) }, 20000);
+  assert.equal(onSec.code, 10107, JSON.stringify(onSec));
+  assert.ok(labelsOf(onSec).includes('RetryableWriteError'), JSON.stringify(onSec));
+  try {
+    await rs.adminCommand(p, { replSetStepDown: 5, secondaryCatchUpPeriodSecs: 5 });
+  } catch (err) {
+    if (!/closed|ECONNRESET|network/i.test(String(err.message))) throw err;
+  }
+  const np = await rs.waitForPrimary({ exclude: [p], timeoutMs: 15000 });
+  assert.notEqual(np, p);
+  expectOk(await s.commit(1), 'the retried commit on the new primary');
+  expectError(await s.next(1, { insert: 'c', documents: [{ _id: 'late' }] }), 256, 'TransactionCommitted');
+  expectError(await s.abort(1), 256, 'TransactionCommitted');
+  assert.deepEqual(await ids((await outside(db.databaseName)).collection('c')), ['committed'], 'applied once');
+  await rs.waitForSteadyState();
+});
+
 /* ------------------------------------- the raw protocol: session fields */
 
 R.test('a transaction number never started: commitTransaction, abortTransaction and a statement continuing it answer NoSuchTransaction (251) labelled TransientTransactionError', async () => {
