@@ -302,7 +302,25 @@ wait_after_cluster_time(mf_op_t *op)
     bson_iter_t it, rc, ct;
     uint32_t secs, inc, gsecs = 0, ginc = 0;
     if (op->eng->repl == NULL || op->eng->repl->after_cluster_time == NULL || !mf_op_find(op, "readConcern", &it) ||
-        !BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &rc) || !bson_iter_find(&rc, "afterClusterTime"))
+        !BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &rc))
+        return 0;
+    bson_iter_t at = rc;
+    if (bson_iter_find(&at, "atClusterTime") && BSON_ITER_HOLDS_TIMESTAMP(&at)) {
+        /*
+         * mayfly keeps no history to read at a past time (as mongod with
+         * minSnapshotHistoryWindowInSeconds 0): a time older than what this
+         * member has applied is SnapshotTooOld; a later one is waited for
+         * and read then, as afterClusterTime.
+         */
+        uint32_t asecs, ainc, nsecs = 0, ninc = 0;
+        bson_iter_timestamp(&at, &asecs, &ainc);
+        op->eng->repl->op_time(op->eng->repl_arg, &nsecs, &ninc);
+        if (asecs < nsecs || (asecs == nsecs && ainc < ninc))
+            return mf_err_set(&op->err, MF_E_SnapshotTooOld, "Read timestamp Timestamp(%u, %u) is older than the "
+                              "oldest available timestamp.", asecs, ainc);
+        return op->eng->repl->after_cluster_time(op->eng->repl_arg, asecs, ainc, 0, 0, &op->err);
+    }
+    if (!bson_iter_find(&rc, "afterClusterTime"))
         return 0;
     if (!BSON_ITER_HOLDS_TIMESTAMP(&rc))
         return mf_err_set(&op->err, MF_E_TypeMismatch,

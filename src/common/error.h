@@ -96,6 +96,7 @@
     X(224, QueryFeatureNotAllowed)                                             \
     X(263, OperationNotSupportedInTransaction)                                 \
     X(251, NoSuchTransaction)                                                  \
+    X(239, SnapshotTooOld)                                                     \
     X(256, TransactionCommitted)                                               \
     X(290, TransactionExceededLifetimeLimitSeconds)                            \
     X(143, CursorInUse)                                                        \

@@ -33,7 +33,7 @@
  * times the server: time limits are only guards against a hang.
  */
 const assert = require('node:assert/strict');
-const { Long, UUID } = require('mongodb');
+const { Long, UUID, Timestamp } = require('mongodb');
 const mongoose = require('mongoose');
 const h = require('./harness');
 const R = require('./rs_harness');
@@ -506,6 +506,16 @@ R.test('a commit retried on a new primary after a step-down answers ok (its sess
   expectError(await s.abort(1), 256, 'TransactionCommitted');
   assert.deepEqual(await ids((await outside(db.databaseName)).collection('c')), ['committed'], 'applied once');
   await rs.waitForSteadyState();
+});
+
+R.test('readConcern atClusterTime older than what the member has applied answers SnapshotTooOld (239): mayfly keeps no history (minSnapshotHistoryWindowInSeconds 0)', async () => {
+  // mongod answers 239 for a time before its snapshot history window; mayfly's window is empty, and a
+  // probe found the option accepted silently (a read "at" 1970 that saw today's data).
+  const db = await freshDbWith('atct', ['c'], { c: [{ _id: 1 }] });
+  const r = await primaryCmd(db.databaseName, {
+    find: 'c', filter: {}, readConcern: { level: 'snapshot', atClusterTime: new Timestamp({ t: 1, i: 1 }) },
+  });
+  expectError(r, 239, 'SnapshotTooOld', /older than the oldest available timestamp/);
 });
 
 /* ------------------------------------- the raw protocol: session fields */
