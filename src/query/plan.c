@@ -1819,13 +1819,6 @@ wild_pred_list(const bson_value_t *pv, strpool_t *pool, vlist_t *out, bool *exis
 }
 
 /*
- * The IXSCAN of wildcard index ix over path's value intervals l: each
- * interval is [path, lo] .. [path, hi] (the path never collated, the
- * value under the index's collation and direction), shown by explain as
- * mongod's expanded key pattern {$_path: 1, <path>: ±1} and its bounds.
- * Always multikey (record ids de-duplicated): one path may hold an array.
- */
-/*
  * $exists: true on path (mongod's bounds): every key of the path itself,
  * ["a", "a"] with any value, and of its subpaths, ["a.", "a/") (the
  * strings starting with "a.": '/' follows '.'), into st.
@@ -1896,6 +1889,13 @@ wild_exists_intervals(const char *path, mf_stage_t *st)
     free(sub);
 }
 
+/*
+ * The IXSCAN of wildcard index ix over path's value intervals l: each
+ * interval is [path, lo] .. [path, hi] (the path never collated, the
+ * value under the index's collation and direction), shown by explain as
+ * mongod's expanded key pattern {$_path: 1, <path>: ±1} and its bounds.
+ * Always multikey (record ids de-duplicated): one path may hold an array.
+ */
 static mf_stage_t *
 wild_ixscan(const mf_index_t *ix, const char *path, const vlist_t *l, bool exists)
 {
