@@ -1729,6 +1729,25 @@ mf_coll_index_by_name(mf_coll_t *c, const char *name)
 }
 
 int
+mf_coll_indexes_by_key(mf_coll_t *c, const bson_t *kp, bool ready_only, mf_index_t **first, mf_index_t **second)
+{
+    int n = 0;
+    *first = *second = NULL;
+    for (int i = 0; i < c->nindexes; i++) {
+        bson_t key;
+        if ((ready_only && c->indexes[i]->building) || !mf_index_spec_key(c->indexes[i]->spec, &key) ||
+            !bson_equal(&key, kp))
+            continue;
+        if (n == 0)
+            *first = c->indexes[i];
+        else if (n == 1)
+            *second = c->indexes[i];
+        n++;
+    }
+    return n;
+}
+
+int
 mf_catalog_check_db_name(const char *db, mf_error_t *err)
 {
     size_t n = strlen(db);

@@ -535,6 +535,13 @@ int mf_catalog_index_relayout(mf_catalog_t *cat, mf_coll_t *c, mf_index_t *ix, c
 int mf_catalog_index_drop_many(mf_catalog_t *cat, mf_coll_t *c, mf_index_t *const *ixs, int n, mf_error_t *err) MF_WUR;
 
 mf_index_t *mf_coll_index_by_name(mf_coll_t *c, const char *name);
+/*
+ * mf_coll_indexes_by_key: how many of c's indexes have key pattern kp
+ * (several can: their collation, partial filter, sparse or unique differ),
+ * skipping those being built when ready_only; the first two in *first and
+ * *second (NULL when fewer). Pointers valid while c's lock is held.
+ */
+int mf_coll_indexes_by_key(mf_coll_t *c, const bson_t *kp, bool ready_only, mf_index_t **first, mf_index_t **second);
 
 /* mf_coll_ready_indexes: c's indexes that are not being built (what listIndexes shows). */
 int mf_coll_ready_indexes(const mf_coll_t *c);

@@ -1478,25 +1478,18 @@ drop_one_index(mf_op_t *op, mf_coll_t *c, const bson_value_t *which)
             return mf_err_set(&op->err, MF_E_IndexNotFound, "index not found with name [%s]", which->value.v_utf8.str);
     } else if (which->value_type == BSON_TYPE_DOCUMENT) {
         bson_t want;
+        mf_index_t *other;
         bson_init_static(&want, which->value.v_doc.data, which->value.v_doc.data_len);
-        for (int i = 0; i < c->nindexes; i++) {
-            bson_t key;
-            if (!mf_index_spec_key(c->indexes[i]->spec, &key) || !bson_equal(&key, &want))
-                continue;
-            if (ix != NULL) {
-                /* Indexes share a key pattern when their collation, filter, sparse or unique differ. */
-                char kp[200], a[400], b[400];
-                int n = 0;
-                for (int k = 0; k < c->nindexes; k++)
-                    n += mf_index_spec_key(c->indexes[k]->spec, &key) && bson_equal(&key, &want);
-                mf_fmt_doc(&want, kp, sizeof(kp));
-                mf_fmt_doc(ix->spec, a, sizeof(a));
-                mf_fmt_doc(c->indexes[i]->spec, b, sizeof(b));
-                return mf_err_set(&op->err, MF_E_AmbiguousIndexKeyPattern,
-                                  "%d indexes found for key: %s, identify by name instead. Conflicting indexes: %s, %s",
-                                  n, kp, a, b);
-            }
-            ix = c->indexes[i];
+        int n = mf_coll_indexes_by_key(c, &want, false, &ix, &other);
+        if (n > 1) {
+            /* Indexes share a key pattern when their collation, filter, sparse or unique differ. */
+            char kp[200], a[400], b[400];
+            mf_fmt_doc(&want, kp, sizeof(kp));
+            mf_fmt_doc(ix->spec, a, sizeof(a));
+            mf_fmt_doc(other->spec, b, sizeof(b));
+            return mf_err_set(&op->err, MF_E_AmbiguousIndexKeyPattern,
+                              "%d indexes found for key: %s, identify by name instead. Conflicting indexes: %s, %s",
+                              n, kp, a, b);
         }
         if (ix == NULL) {
             char shown[300];

@@ -189,14 +189,9 @@ find_index(mf_coll_t *c, const index_mod_t *m)
         mf_index_t *ix = mf_coll_index_by_name(c, m->name);
         return ix != NULL && !ix->building ? ix : NULL;
     }
-    for (int i = 0; i < c->nindexes; i++) {
-        bson_t key;
-        if (c->indexes[i]->building)
-            continue;
-        if (mf_index_spec_key(c->indexes[i]->spec, &key) && bson_equal(&key, &m->key))
-            return c->indexes[i];
-    }
-    return NULL;
+    mf_index_t *first, *second;
+    (void)mf_coll_indexes_by_key(c, &m->key, true, &first, &second);
+    return first;
 }
 
 /* ---------- duplicates, for a conversion to unique ---------- */
@@ -457,27 +452,13 @@ apply_index_mod(mf_op_t *op, mf_coll_t *c, const index_mod_t *m, dup_scan_t *d, 
     yes.value.v_bool = true;
     if (!m->has_name) {
         /* Indexes share a key pattern when their collation, filter, sparse or unique differ. */
-        const mf_index_t *first = NULL;
-        int n = 0;
-        for (int i = 0; i < c->nindexes; i++) {
-            bson_t key;
-            if (c->indexes[i]->building || !mf_index_spec_key(c->indexes[i]->spec, &key) || !bson_equal(&key, &m->key))
-                continue;
-            if (n++ == 0)
-                first = c->indexes[i];
-        }
+        mf_index_t *first, *second;
+        int n = mf_coll_indexes_by_key(c, &m->key, true, &first, &second);
         if (n > 1) {
             char kp[200], a[400], b[400];
             mf_fmt_doc(&m->key, kp, sizeof(kp));
             mf_fmt_doc(first->spec, a, sizeof(a));
-            for (int i = 0; i < c->nindexes; i++) {
-                bson_t key;
-                if (c->indexes[i] != first && !c->indexes[i]->building &&
-                    mf_index_spec_key(c->indexes[i]->spec, &key) && bson_equal(&key, &m->key)) {
-                    mf_fmt_doc(c->indexes[i]->spec, b, sizeof(b));
-                    break;
-                }
-            }
+            mf_fmt_doc(second->spec, b, sizeof(b));
             return mf_err_set(&op->err, MF_E_AmbiguousIndexKeyPattern,
                               "index keyPattern %s matches %d indexes, must use index name. Conflicting indexes:%s, %s",
                               kp, n, a, b);
