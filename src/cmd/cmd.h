@@ -364,9 +364,9 @@ bool mf_cmd_txn_write_error(mf_op_t *op);
  * mf_cmd_txn_failed: after a transaction's command failed (reply has the
  * error; ran: its handler ran): aborts the transaction unless the command
  * was refused before running in a transaction already under way; adds
- * errorLabels.
+ * mongod's errorLabels (unless fp_labels, failCommand's, are given).
  */
-void mf_cmd_txn_failed(mf_op_t *op, bson_t *reply, bool ran);
+void mf_cmd_txn_failed(mf_op_t *op, bson_t *reply, bool ran, const bson_t *fp_labels);
 /*
  * mf_cmd_txn_retryable: a retryable write's txnNumber against its session's
  * transactions: older than the newest is 225; newer aborts an open one.

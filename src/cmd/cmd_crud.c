@@ -151,7 +151,11 @@ mf_crud_get_ordered(mf_op_t *op, bool *ordered)
     *ordered = true;
     if (mf_op_check_types(op, op->name, op->cmd, write_types, false, true) != 0)
         return -1;
-    return mf_op_get_bool(op, "ordered", ordered, &present);
+    if (mf_op_get_bool(op, "ordered", ordered, &present) != 0)
+        return -1;
+    if (mf_cmd_in_txn())
+        *ordered = true; /* in a transaction the first write error ends the batch, ordered or not (as mongod) */
+    return 0;
 }
 
 /* bypassDocumentValidation: true skips the collection's validator for this command. */

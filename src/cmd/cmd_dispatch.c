@@ -886,7 +886,8 @@ op_finished(mf_engine_t *eng, const mf_client_t *client, const char *db, const c
         return;
     char ns[512];
     const char *coll = command_ns(ns, sizeof(ns), db, name, cmd);
-    if (profiled)
+    /* Not a transaction's statement: its profile document would be written inside the transaction. */
+    if (profiled && !mf_cmd_in_txn())
         profile_op(eng, client, db, ns, coll, name, cmd, reply, millis, err);
     if (slow)
         slow_log_limited(client, ns, cmd, reply, millis, legacy, err, 10 * 1024);
@@ -1308,7 +1309,7 @@ fail:
     if (eng->repl != NULL)
         add_not_primary_fields(eng, reply, op.err.code);
     if (in_txn)
-        mf_cmd_txn_failed(&op, reply, txn_ran);
+        mf_cmd_txn_failed(&op, reply, txn_ran, &fp_labels);
     append_cluster_time(eng, reply);
     if (op.name != NULL)
         mf_failcommand_labels(&op, &fp_labels, reply);

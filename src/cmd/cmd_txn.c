@@ -35,8 +35,9 @@
  * replicated as any DDL), so it stays if the transaction aborts; other DDL
  * (createIndexes included) is refused with 263. Reads see a snapshot of
  * the member taken at the transaction's first read (readConcern "snapshot",
- * whatever level was asked). A secondary applies a committed transaction
- * command by command, so a read on a secondary can see part of one.
+ * whatever level was asked). Statements are not profiled (the profiler
+ * would write inside the transaction). A secondary applies a committed
+ * transaction's entry in one storage transaction (repl.c's apply_whole).
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -58,7 +59,13 @@
 #define BUCKETS 256
 #define IDLE_FORGET_MS (30 * 60 * 1000) /* an ended transaction's entry is forgotten after this idle time */
 
-typedef enum { T_NONE, T_ACTIVE, T_COMMITTED, T_ABORTED } txn_state_t;
+/*
+ * T_UNKNOWN: its commit failed after its raft entry was submitted (a
+ * wtimeout, a step-down, an interruption, a conflict at the very end): the
+ * entry may still commit, and then every member applies it. Only its
+ * session row, replicated with it, can tell (repl's txn_committed).
+ */
+typedef enum { T_NONE, T_ACTIVE, T_COMMITTED, T_ABORTED, T_UNKNOWN } txn_state_t;
 
 /* One command handed to a transaction's thread. */
 typedef struct job {
@@ -136,9 +143,25 @@ txns_stop(void *arg)
             e = n;
         }
     }
+    atomic_store(&t->eng->txns, NULL);
     pthread_cond_destroy(&t->gone);
     pthread_mutex_destroy(&t->mu);
     free(t);
+}
+
+/* engine.h's txns_abort_all: every open transaction rolls back at its next idle moment (a role change, shutdown). */
+static void
+txns_abort_all(void *arg)
+{
+    mf_txns_t *t = arg;
+    pthread_mutex_lock(&t->mu);
+    for (int b = 0; b < BUCKETS; b++)
+        for (utxn_t *e = t->buckets[b]; e != NULL; e = e->next)
+            if (e->thread) {
+                e->abort_req = true;
+                pthread_cond_broadcast(&e->cv);
+            }
+    pthread_mutex_unlock(&t->mu);
 }
 
 static mf_txns_t *
@@ -159,6 +182,7 @@ txns_of(mf_engine_t *eng)
         return expected;
     }
     eng->txns_stop = txns_stop;
+    eng->txns_abort_all = txns_abort_all;
     return n;
 }
 
@@ -205,7 +229,7 @@ entry_find(mf_txns_t *t, const uint8_t id[16], const uint8_t uid[MF_SESSION_UID_
 
 /* ---------- a transaction's thread ---------- */
 
-static void route_error(mf_engine_t *eng, bson_t *reply, const mf_error_t *err, bool commit_or_abort);
+static void route_error(mf_engine_t *eng, bson_t *reply, const mf_error_t *err, bool commit_or_abort, bool quiet);
 
 /* Ends the transaction as state (t->mu held) and counts it. */
 static void
@@ -216,7 +240,7 @@ set_ended(utxn_t *e, txn_state_t state)
     e->state = state;
     if (state == T_COMMITTED)
         e->t->committed++;
-    else
+    else if (state == T_ABORTED)
         e->t->aborted++;
 }
 
@@ -248,7 +272,7 @@ txn_main(void *arg)
             /* Queued before the transaction ended: it has nothing to run in. */
             mf_error_t jerr = {0};
             mf_err_set(&jerr, MF_E_NoSuchTransaction, "Transaction %lld has been aborted.", (long long)e->num);
-            route_error(eng, e->job->reply, &jerr, false);
+            route_error(eng, e->job->reply, &jerr, false, false);
             e->job->done = true;
             e->job = NULL;
             pthread_cond_broadcast(&e->cv);
@@ -301,23 +325,47 @@ txn_main(void *arg)
 
 /* ---------- routing ---------- */
 
-/* An error reply for a command refused before it reached its transaction, with mongod's labels. */
+/*
+ * mongod's isTransientTransactionError (error_labels.cpp): the whole
+ * transaction may be retried. A write conflict, a lock timeout, a snapshot
+ * error; NoSuchTransaction (for a commit or abort only without a write
+ * concern error); for other statements any retriable error (a failover).
+ */
+static bool
+transient(int code, bool commit_or_abort, bool has_wce)
+{
+    if (code == MF_E_WriteConflict || code == MF_E_LockTimeout || code == MF_E_SnapshotTooOld || code == 246)
+        return true;
+    if (commit_or_abort)
+        return code == MF_E_NoSuchTransaction && !has_wce;
+    return code == MF_E_NoSuchTransaction || mf_cmd_retryable_code(code);
+}
+
 static void
-route_error(mf_engine_t *eng, bson_t *reply, const mf_error_t *err, bool commit_or_abort)
+append_label(bson_t *reply, const char *label)
+{
+    bson_t labels;
+    BSON_APPEND_ARRAY_BEGIN(reply, "errorLabels", &labels);
+    BSON_APPEND_UTF8(&labels, "0", label);
+    bson_append_array_end(reply, &labels);
+}
+
+/*
+ * An error reply for a command refused before it reached its transaction,
+ * with mongod's labels (none when quiet: a commit of unknown outcome must
+ * not be run again).
+ */
+static void
+route_error(mf_engine_t *eng, bson_t *reply, const mf_error_t *err, bool commit_or_abort, bool quiet)
 {
     (void)eng;
     mf_cmd_error_reply(reply, err);
-    const char *label = NULL;
-    if (err->code == MF_E_NoSuchTransaction || err->code == MF_E_WriteConflict)
-        label = "TransientTransactionError";
+    if (quiet)
+        return;
+    if (transient(err->code, commit_or_abort, false))
+        append_label(reply, "TransientTransactionError");
     else if (commit_or_abort && mf_cmd_retryable_code(err->code))
-        label = "RetryableWriteError"; /* the driver retries the commit or abort on the new primary */
-    if (label != NULL) {
-        bson_t labels;
-        BSON_APPEND_ARRAY_BEGIN(reply, "errorLabels", &labels);
-        BSON_APPEND_UTF8(&labels, "0", label);
-        bson_append_array_end(reply, &labels);
-    }
+        append_label(reply, "RetryableWriteError"); /* the driver retries the commit or abort on the new primary */
 }
 
 /* The lsid's id (16 bytes) from cmd: false when there is none usable (the normal path reports it). */
@@ -348,6 +396,7 @@ route(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *cmd, 
     uint8_t id[16], uid[MF_SESSION_UID_LEN];
     char user[300];
     int64_t num;
+    bool quiet = false; /* an error without labels (see route_error) */
 
     if (!bson_iter_init(&it, cmd) || !bson_iter_next(&it))
         return false;
@@ -417,13 +466,42 @@ route(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *cmd, 
 
     mf_txns_t *t = txns_of(eng);
     job_t job = {client, db, cmd, seqs, nseqs, legacy, reply, false};
+    utxn_t *e;
+    bool looked = false, row_committed = false;
+    int64_t waited = 0;
     pthread_mutex_lock(&t->mu);
-    utxn_t *e = entry_find(t, id, uid, start);
-    if (!start && (e == NULL || num > e->num || e->state == T_NONE) && eng->repl->txn_committed != NULL &&
-        eng->repl->txn_committed(eng->repl_arg, id, num)) {
-        /* Committed under an earlier primary (its commit's session row says so): as if here. */
+    for (;;) {
+        /*
+         * A number this member does not know, or a commit whose outcome is
+         * unknown here: the session row its commit's entry left on every
+         * member says whether it committed (read without the registry lock:
+         * a storage read). A commit or abort of an unknown outcome waits up
+         * to 2 s for the entry to be applied here.
+         */
+        e = entry_find(t, id, uid, start);
+        bool unknown = e != NULL && num == e->num && e->state == T_UNKNOWN;
+        if (start || looked || eng->repl->txn_committed == NULL ||
+            !(e == NULL || num > e->num || e->state == T_NONE || unknown))
+            break;
+        pthread_mutex_unlock(&t->mu);
+        row_committed = eng->repl->txn_committed(eng->repl_arg, id, num);
+        if (!row_committed && unknown && (commit || abort) && waited < 2000) {
+            struct timespec ts = {0, 20 * 1000000L};
+            nanosleep(&ts, NULL);
+            waited += 20;
+        } else {
+            looked = true;
+        }
+        pthread_mutex_lock(&t->mu);
+    }
+    if (row_committed) {
+        if (e != NULL && num == e->num && e->state == T_UNKNOWN) {
+            e->state = T_COMMITTED;
+            t->committed++;
+        }
         pthread_mutex_unlock(&t->mu);
         if (commit) {
+            /* Committed (here or under an earlier primary): a retry of the commit answers as the commit did. */
             BSON_APPEND_DOUBLE(reply, "ok", 1.0);
             return true;
         }
@@ -437,6 +515,24 @@ route(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *cmd, 
         goto fail;
     }
     e->last_ms = mf_mono_ms();
+    if (start) {
+        /* A newer transaction ends the session's open one (mongod aborts it). */
+        while (num > e->num && e->thread && !t->stop) {
+            e->abort_req = true;
+            pthread_cond_broadcast(&e->cv);
+            pthread_cond_wait(&e->cv, &t->mu);
+        }
+    } else {
+        /* One command of a session at a time: a second waits for the first, as mongod's session checkout. */
+        while (e->busy && !t->stop)
+            pthread_cond_wait(&e->cv, &t->mu);
+    }
+    /* Checked after the waits: another command of the session may have moved its number meanwhile. */
+    if (t->stop) {
+        pthread_mutex_unlock(&t->mu);
+        mf_err_set(&err, MF_E_InterruptedAtShutdown, "interrupted at shutdown");
+        goto fail;
+    }
     if (num < e->num) {
         int64_t newer = e->num;
         pthread_mutex_unlock(&t->mu);
@@ -452,22 +548,12 @@ route(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *cmd, 
                                                                   "transaction at the active transaction number");
             goto fail;
         }
-        /* A newer transaction ends the session's open one (mongod aborts it). */
-        while (e->thread && !t->stop) {
-            e->abort_req = true;
-            pthread_cond_broadcast(&e->cv);
-            pthread_cond_wait(&e->cv, &t->mu);
-        }
-        if (t->stop) {
-            pthread_mutex_unlock(&t->mu);
-            mf_err_set(&err, MF_E_InterruptedAtShutdown, "interrupted at shutdown");
-            goto fail;
-        }
+        int64_t limit_s = mf_param_get(eng->params, "transactionLifetimeLimitSeconds");
         e->num = num;
         e->state = T_ACTIVE;
         e->first_ran = false;
         e->abort_req = false;
-        e->deadline_ms = mf_mono_ms() + mf_param_get(eng->params, "transactionLifetimeLimitSeconds") * 1000;
+        e->deadline_ms = mf_mono_ms() + (limit_s > INT64_MAX / 4000 ? INT64_MAX / 4 : limit_s * 1000);
         pthread_attr_t attr;
         pthread_t th;
         pthread_attr_init(&attr);
@@ -485,6 +571,7 @@ route(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *cmd, 
             goto fail;
         }
         pthread_attr_destroy(&attr);
+        /* Its first command waits for nothing: the thread is new. */
     } else if (num > e->num || e->state == T_NONE) {
         pthread_mutex_unlock(&t->mu);
         mf_err_set(&err, MF_E_NoSuchTransaction, "Given transaction number %lld does not match any in-progress "
@@ -492,9 +579,6 @@ route(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *cmd, 
                    (long long)num, (long long)e->num);
         goto fail;
     }
-    /* One command of a session at a time: a second waits for the first, as mongod's session checkout. */
-    while (e->busy && !t->stop)
-        pthread_cond_wait(&e->cv, &t->mu);
     if (e->state == T_COMMITTED) {
         pthread_mutex_unlock(&t->mu);
         if (commit) {
@@ -505,13 +589,18 @@ route(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *cmd, 
         mf_err_set(&err, MF_E_TransactionCommitted, "Transaction %lld has been committed.", (long long)num);
         goto fail;
     }
-    if (e->state != T_ACTIVE || !e->thread || t->stop) {
+    if (e->state == T_UNKNOWN) {
+        /* Its commit's entry may still commit: no label that would have the driver run it again. */
+        pthread_mutex_unlock(&t->mu);
+        quiet = true;
+        mf_err_set(&err, MF_E_NoSuchTransaction, "Transaction %lld's commit has an unknown outcome: it was logged "
+                   "but not yet applied here; it may still commit", (long long)num);
+        goto fail;
+    }
+    if (e->state != T_ACTIVE || !e->thread) {
         pthread_mutex_unlock(&t->mu);
         mf_err_set(&err, MF_E_NoSuchTransaction, "Transaction %lld has been aborted.", (long long)num);
         goto fail;
-    }
-    if (!start && !e->first_ran && !commit && !abort) {
-        /* The first command is still on its way (a driver pipelining); it starts the transaction. */
     }
     e->busy = true;
     t->nactive++;
@@ -526,7 +615,7 @@ route(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *cmd, 
     return true;
 
 fail:
-    route_error(eng, reply, &err, commit || abort);
+    route_error(eng, reply, &err, commit || abort, quiet);
     return true;
 }
 
@@ -603,7 +692,8 @@ mf_cmd_txn_check(mf_op_t *op)
         if (bson_iter_recurse(&it, &st))
             while (bson_iter_next(&st))
                 if (BSON_ITER_HOLDS_DOCUMENT(&st) && bson_iter_recurse(&st, &stage) && bson_iter_next(&stage) &&
-                    (strcmp(bson_iter_key(&stage), "$out") == 0 || strcmp(bson_iter_key(&stage), "$merge") == 0))
+                    (strcmp(bson_iter_key(&stage), "$out") == 0 || strcmp(bson_iter_key(&stage), "$merge") == 0 ||
+                     strcmp(bson_iter_key(&stage), "$changeStream") == 0))
                     return mf_err_set(&op->err, MF_E_OperationNotSupportedInTransaction,
                                       "%s cannot be used in a transaction", bson_iter_key(&stage));
     }
@@ -654,12 +744,17 @@ mf_cmd_txn_prepare(mf_op_t *op, bool *done)
         /* As mongod: time-series collections take no writes in a transaction (their buckets are shared). */
         mf_catalog_rdlock(op->eng->cat);
         mf_coll_t *c = mf_catalog_coll_find(op->eng->cat, op->db, bson_iter_utf8(&it, NULL));
-        bool ts = c != NULL && c->is_timeseries;
+        bool ts = c != NULL && c->is_timeseries, capped = c != NULL && c->capped;
         mf_catalog_unlock(op->eng->cat);
         if (ts)
             return mf_err_set(&op->err, MF_E_OperationNotSupportedInTransaction,
                               "Cannot write to a time-series collection in a multi-document transaction: %s.%s",
                               op->db, bson_iter_utf8(&it, NULL));
+        /* As mongod: a capped collection's trimming would conflict with every other writer's. */
+        if (capped)
+            return mf_err_set(&op->err, MF_E_OperationNotSupportedInTransaction,
+                              "Collection '%s.%s' is a capped collection. Writes in transactions are not allowed on "
+                              "capped collections.", op->db, bson_iter_utf8(&it, NULL));
     }
     bool creates = is_create || strcmp(op->name, "insert") == 0 ||
                    (strcmp(op->name, "update") == 0 && any_upsert(op, "updates")) ||
@@ -788,7 +883,7 @@ mf_cmd_txn_write_error(mf_op_t *op)
 }
 
 void
-mf_cmd_txn_failed(mf_op_t *op, bson_t *reply, bool ran)
+mf_cmd_txn_failed(mf_op_t *op, bson_t *reply, bool ran, const bson_t *fp_labels)
 {
     utxn_t *e = tls_txn;
     bool commit = op->name != NULL && strcmp(op->name, "commitTransaction") == 0;
@@ -801,14 +896,12 @@ mf_cmd_txn_failed(mf_op_t *op, bson_t *reply, bool ran)
      */
     if (!commit && !abort && (ran || !e->first_ran))
         abort_here(op);
-    int code = op->err.code;
-    if (code == MF_E_WriteConflict || code == MF_E_LockTimeout ||
-        (code == MF_E_NoSuchTransaction && !bson_has_field(reply, "writeConcernError"))) {
-        bson_t labels;
-        BSON_APPEND_ARRAY_BEGIN(reply, "errorLabels", &labels);
-        BSON_APPEND_UTF8(&labels, "0", "TransientTransactionError");
-        bson_append_array_end(reply, &labels);
-    }
+    if (fp_labels != NULL && !bson_empty(fp_labels))
+        return; /* failCommand's errorLabels replace mongod's own (mf_failcommand_labels appends them) */
+    if (commit && e->state == T_UNKNOWN)
+        return; /* its entry may still commit: nothing that would have the driver run it again */
+    if (transient(op->err.code, commit || abort, bson_has_field(reply, "writeConcernError")))
+        append_label(reply, "TransientTransactionError");
 }
 
 /* ---------- commitTransaction, abortTransaction ---------- */
@@ -821,8 +914,15 @@ cmd_commit(mf_op_t *op)
         return mf_err_set(&op->err, MF_E_InvalidOptions, "commitTransaction must be run within a transaction");
     bool durable = mf_crud_want_durable(op);
     int rc = mf_txn_user_commit(op->sess, durable, &op->err);
+    /*
+     * Only a member that was not primary refuses before logging the entry;
+     * any other failure (a wtimeout, a step-down, an interruption, a
+     * conflict at the very end) comes after, and the entry may still
+     * commit: its outcome is unknown here until its session row says.
+     */
+    bool before_logging = op->err.code == MF_E_NotWritablePrimary;
     pthread_mutex_lock(&e->t->mu);
-    set_ended(e, rc == 0 ? T_COMMITTED : T_ABORTED);
+    set_ended(e, rc == 0 ? T_COMMITTED : before_logging ? T_ABORTED : T_UNKNOWN);
     pthread_mutex_unlock(&e->t->mu);
     return rc;
 }

@@ -323,15 +323,26 @@ err_free:
     return -1;
 }
 
+/* Every open multi-document transaction rolls back (cmd/cmd_txn.c's, when it has made its registry). */
+static void
+abort_transactions(mf_engine_t *eng)
+{
+    void *txns = atomic_load(&eng->txns);
+    if (txns != NULL && eng->txns_abort_all != NULL)
+        eng->txns_abort_all(txns);
+}
+
 void
 mf_engine_interrupt(mf_engine_t *eng)
 {
     mf_curops_interrupt_all(eng->curops, MF_E_InterruptedAtShutdown);
+    abort_transactions(eng);
 }
 
 void
 mf_engine_topology_changed(mf_engine_t *eng)
 {
+    abort_transactions(eng); /* a step-down ends them (a step-up finds none) */
     atomic_fetch_add(&eng->topology_version, 1);
     pthread_mutex_lock(&eng->topo_mu);
     if (eng->on_topology)

@@ -145,6 +145,8 @@ typedef struct mf_engine {
      */
     _Atomic(void *) txns;
     void (*txns_stop)(void *txns);
+    /* ... and its abort of every open transaction, at each role change (mongod aborts them on step-down) and shutdown. */
+    void (*txns_abort_all)(void *txns);
     bool in_memory;              /* WiredTiger in memory (--inMemory) */
     char *tmp_dir;               /* aggregation spill files (<dbpath>/_tmp), NULL in memory ($TMPDIR) */
     pthread_t reaper;            /* closes idle cursors */

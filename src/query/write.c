@@ -61,7 +61,7 @@
  * of tens of megabytes keeps followers busy past an election timeout (a
  * 40 MB insertMany of 100 KB documents cost three primary changes).
  */
-#define INSERT_TXN_BYTES (8 << 20)
+#define INSERT_TXN_BYTES ((size_t)8 << 20)
 #define UPDATE_CHUNK 100 /* updated documents per transaction */
 #define WRITE_ATTEMPTS 1000 /* retries of a one-document write (upsert, findAndModify) that conflicts */
 /* Times an upsert that lost the race to insert its document runs again as an update (upsert_dup_retryable). */
@@ -254,18 +254,17 @@ mf_write_insert(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool validate, co
     /* With a validator to check, the ordinary path (it logs a failing document's warning once). */
     x.bulk = n >= BULK_MIN_DOCS && !x.c->capped && x.c->nindexes <= MF_PREP_MAX_INDEXES &&
              !(validate && x.c->validator != NULL);
-    size_t chunk = INSERT_CHUNK, bytes = 0;
-    for (size_t k = 0; k < n; k++)
-        bytes += docs[k].len;
-    if (n > 0 && bytes / n > 0 && INSERT_TXN_BYTES / (bytes / n) < chunk)
-        chunk = INSERT_TXN_BYTES / (bytes / n) > 0 ? INSERT_TXN_BYTES / (bytes / n) : 1;
     while (i < n) {
         mf_error_t e;
         mf_err_clear(&e);
-        int r = mf_batch_run_hooked(s, &i, n, chunk, durable, insert_item, insert_commit,
+        /* The next transaction: up to INSERT_CHUNK documents and INSERT_TXN_BYTES (at least one document). */
+        size_t end = i, bytes = 0;
+        while (end < n && end - i < INSERT_CHUNK && (end == i || bytes + docs[end].len <= INSERT_TXN_BYTES))
+            bytes += docs[end++].len;
+        int r = mf_batch_run_hooked(s, &i, end, INSERT_CHUNK, durable, insert_item, insert_commit,
                                     x.bulk ? &insert_hooks : NULL, &x, &e);
         if (r == 0)
-            break;
+            continue; /* i is end now */
         if (r < 0) {
             *err = e;
             goto out;

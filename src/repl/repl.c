@@ -1759,7 +1759,9 @@ apply_one(mf_repl_t *r, mf_sess_t *s, qent_t *q)
             count_applied(r, &p.body);
             if (p.has_x)
                 atomic_fetch_add_explicit(&r->st_sess_writes, 1, memory_order_relaxed);
-        } else if (whole < 0 && !handled && p.has_body) {
+        } else if (whole < 0 && !handled && p.has_body && docs_only(&p.body)) {
+            mf_log(MF_LOG_INFO, "REPL", "raft entry %llu could not be applied in one transaction (%s); applying it "
+                   "op by op (a reader here may see part of it meanwhile)", (unsigned long long)q->index, err.msg);
             mf_err_clear(&err);
         }
         if (!handled && p.has_body && whole != 0) {

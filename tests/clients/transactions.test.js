@@ -105,6 +105,11 @@ function expectError(r, code, codeName, msgRe) {
 
 const labelsOf = (r) => r.errorLabels || [];
 
+/* After a step-down: a retryable write through the set's client, so its driver has found the new primary. */
+async function afterStepDown(db) {
+  await db.collection('after_stepdown').insertOne({ at: new Date() }, MAJ);
+}
+
 /*
  * A logical session driven by hand, as a driver would: every statement of
  * transaction n carries lsid, txnNumber n and autocommit: false; the first
@@ -506,6 +511,7 @@ R.test('a commit retried on a new primary after a step-down answers ok (its sess
   expectError(await s.abort(1), 256, 'TransactionCommitted');
   assert.deepEqual(await ids((await outside(db.databaseName)).collection('c')), ['committed'], 'applied once');
   await rs.waitForSteadyState();
+  await afterStepDown(db);
 });
 
 R.test('readConcern atClusterTime older than what the member has applied answers SnapshotTooOld (239): mayfly keeps no history (minSnapshotHistoryWindowInSeconds 0)', async () => {
@@ -516,6 +522,61 @@ R.test('readConcern atClusterTime older than what the member has applied answers
     find: 'c', filter: {}, readConcern: { level: 'snapshot', atClusterTime: new Timestamp({ t: 1, i: 1 }) },
   });
   expectError(r, 239, 'SnapshotTooOld', /older than the oldest available timestamp/);
+});
+
+R.test('a step-down aborts the open transactions at once (not after transactionLifetimeLimitSeconds); their next statement answers 10107 labelled TransientTransactionError', async () => {
+  // mongod aborts unprepared transactions on step-down (TransactionParticipant's abort on stepdown);
+  // error_labels.cpp: a retriable error on a transaction's statement is a TransientTransactionError.
+  const db = await freshDbWith('stepdown', ['c']);
+  const s = new RawSession(db.databaseName);
+  expectOk(await s.start(1, { insert: 'c', documents: [{ _id: 'open' }] }));
+  const p = await rs.waitForPrimary();
+  const open = async () => (await rs.adminCommand(p, { serverStatus: 1 })).transactions.currentOpen;
+  assert.equal(Number(await open()), 1);
+  try {
+    await rs.adminCommand(p, { replSetStepDown: 5, secondaryCatchUpPeriodSecs: 5 });
+  } catch (err) {
+    if (!/closed|ECONNRESET|network/i.test(String(err.message))) throw err;
+  }
+  await rs.waitUntil(async () => Number(await open()) === 0, { timeoutMs: 10000, what: 'the old primary aborted its transaction' });
+  const r = await rs.raw(p, db.databaseName, { insert: 'c', documents: [{ _id: 'late' }], ...s.fields(1) }, 20000);
+  assert.equal(r.code, 10107, JSON.stringify(r));
+  assert.ok(labelsOf(r).includes(TTE), JSON.stringify(r));
+  await rs.waitForPrimary({ exclude: [p], timeoutMs: 15000 });
+  assert.deepEqual(await ids((await outside(db.databaseName)).collection('c')), [], 'nothing of it committed');
+  await rs.waitForSteadyState();
+  await afterStepDown(db);
+});
+
+R.test('in a transaction: an unordered update batch stops at its first error; capped collections take no writes (263); statements are not profiled', async () => {
+  // write_ops_exec.cpp (the first error ends the batch in a transaction, ordered or not);
+  // jstests/core/txns/transaction_ops_against_capped_collection.js; profile entries are not written
+  // inside a transaction.
+  const db = await freshDbWith('misc', ['c'], { c: [{ _id: 1, n: 0 }, { _id: 2, s: 'text' }, { _id: 3, n: 0 }] });
+  await db.createCollection('capped', { capped: true, size: 4096, ...MAJ });
+  const s = new RawSession(db.databaseName);
+  const r = expectOk(await s.start(1, {
+    update: 'c', ordered: false,
+    updates: [{ q: { _id: 1 }, u: { $inc: { n: 1 } } }, { q: { _id: 2 }, u: { $inc: { s: 1 } } }, { q: { _id: 3 }, u: { $inc: { n: 1 } } }],
+  }));
+  assert.equal(r.n, 1, JSON.stringify(r));
+  assert.deepEqual(r.writeErrors.map((w) => [w.index, w.code]), [[1, 14]]);
+  expectError(await s.commit(1), 251, 'NoSuchTransaction');
+
+  expectError(await s.start(2, { insert: 'capped', documents: [{ _id: 1 }] }), 263, 'OperationNotSupportedInTransaction',
+    /capped collection/);
+
+  const p = await rs.waitForPrimary();
+  await rs.raw(p, db.databaseName, { profile: 2 });
+  try {
+    expectOk(await s.start(3, { insert: 'c', documents: [{ _id: 'profiled?' }] }));
+    expectOk(await s.commit(3));
+  } finally {
+    await rs.raw(p, db.databaseName, { profile: 0 });
+  }
+  const prof = await rs.raw(p, db.databaseName, { find: 'system.profile', filter: { 'command.insert': 'c' } });
+  assert.deepEqual(prof.cursor ? prof.cursor.firstBatch : [], [], 'no profile document for the transaction\'s statement');
+  assert.deepEqual(await ids((await outside(db.databaseName)).collection('c')), [1, 2, 3, 'profiled?']);
 });
 
 /* ------------------------------------- the raw protocol: session fields */
