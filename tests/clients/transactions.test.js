@@ -54,9 +54,24 @@ async function outside(dbName) {
 }
 
 /* A fresh database with the given collections created (w: majority) and seeded. */
+/*
+ * fn, again after a not-primary error (10107, 11602, 189), up to 5 times: tests that step the primary
+ * down leave the set electing for a moment, and DDL (createCollection) is not retried by the driver.
+ */
+async function retryNotPrimary(fn) {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await fn();
+    } catch (err) {
+      if (attempt >= 5 || ![10107, 11602, 189].includes(err.code)) throw err;
+      await rs.waitForSteadyState();
+    }
+  }
+}
+
 async function freshDbWith(tag, collections, seed = {}) {
   const db = rs.freshDb(tag);
-  for (const name of collections) await db.createCollection(name, MAJ);
+  for (const name of collections) await retryNotPrimary(() => db.createCollection(name, MAJ));
   for (const [name, docs] of Object.entries(seed)) await db.collection(name).insertMany(docs, MAJ);
   return db;
 }
@@ -553,7 +568,7 @@ R.test('in a transaction: an unordered update batch stops at its first error; ca
   // jstests/core/txns/transaction_ops_against_capped_collection.js; profile entries are not written
   // inside a transaction.
   const db = await freshDbWith('misc', ['c'], { c: [{ _id: 1, n: 0 }, { _id: 2, s: 'text' }, { _id: 3, n: 0 }] });
-  await db.createCollection('capped', { capped: true, size: 4096, ...MAJ });
+  await retryNotPrimary(() => db.createCollection('capped', { capped: true, size: 4096, ...MAJ }));
   const s = new RawSession(db.databaseName);
   const r = expectOk(await s.start(1, {
     update: 'c', ordered: false,
@@ -878,7 +893,7 @@ R.test('a transaction statement sent to a secondary is refused with NotWritableP
 R.test('a time-series collection takes no writes in a transaction (263, as mongod); the transaction is not started', async () => {
   // write_ops_exec.cpp: "Cannot insert into a time-series collection in a multi-document transaction".
   const db = rs.freshDb('txnts');
-  await db.createCollection('ts', { timeseries: { timeField: 't', metaField: 'm' }, ...MAJ });
+  await retryNotPrimary(() => db.createCollection('ts', { timeseries: { timeField: 't', metaField: 'm' }, ...MAJ }));
   const s = new RawSession(db.databaseName);
   expectError(await s.start(1, { insert: 'ts', documents: [{ t: new Date(), m: 1, v: 1 }] }), 263,
     'OperationNotSupportedInTransaction', /time-series collection in a multi-document transaction/);
@@ -916,13 +931,21 @@ const ledgerSchema = new mongoose.Schema({ account: String, delta: Number });
 
 /* A Mongoose connection to a fresh database on the set, with its models' collections created outside any transaction. */
 async function mongooseDb(tag) {
-  const dbName = rs.freshDb(tag).databaseName;
+  // Earlier tests step primaries down: start from a set whose members agree on one.
+  await rs.waitForSteadyState();
+  // The collections first, through the driver (Mongoose keeps a failed init): its init then finds them.
+  const dbName = (await freshDbWith(tag, ['accounts', 'ledgers'])).databaseName;
   const conn = await mongoose.createConnection(rs.uriFor(dbName)).asPromise();
-  const Account = conn.model('Account', accountSchema);
-  const Ledger = conn.model('Ledger', ledgerSchema);
-  await Account.init();
-  await Ledger.init();
-  return { conn, Account, Ledger, out: await outside(dbName) };
+  try {
+    const Account = conn.model('Account', accountSchema);
+    const Ledger = conn.model('Ledger', ledgerSchema);
+    await Account.init();
+    await Ledger.init();
+    return { conn, Account, Ledger, out: await outside(dbName) };
+  } catch (err) {
+    await conn.close(); /* an open connection would keep the test process alive */
+    throw err;
+  }
 }
 
 async function balances(out) {
@@ -990,6 +1013,40 @@ R.test('Mongoose session.withTransaction(): Model.updateOne and find({session}) 
   } finally {
     await conn.close();
   }
+});
+
+R.test('durability: a committed transaction survives kill -9 of the primary and a clean restart of a secondary on every member; an open one leaves nothing', { timeout: 180000 }, async () => {
+  // Every persisted property gets a test that writes, stops (cleanly and with kill -9), starts again and queries.
+  const db = await freshDbWith('durable', ['c', 'd']);
+  const dbName = db.databaseName;
+  const committed = new RawSession(dbName);
+  expectOk(await committed.start(1, { insert: 'c', documents: [{ _id: 'a1' }, { _id: 'a2' }] }));
+  expectOk(await committed.next(1, { insert: 'd', documents: [{ _id: 'd1' }] }));
+  expectOk(await committed.commit(1, { writeConcern: { w: 'majority' } }));
+  const open = new RawSession(dbName);
+  expectOk(await open.start(1, { insert: 'c', documents: [{ _id: 'b1' }] }));
+  expectOk(await open.next(1, { insert: 'd', documents: [{ _id: 'b2' }] }));
+
+  const p = await rs.waitForPrimary();
+  await rs.kill(p, { kill9: true });
+  const np = await rs.waitForPrimary({ exclude: [p], timeoutMs: 15000 });
+  await rs.restart(p);
+  await rs.waitForSecondary(p, { timeoutMs: 30000 });
+  // A clean stop and start of a secondary too.
+  const sec = rs.inSetMembers.map((m) => m.index).find((i) => i !== np && i !== p);
+  await rs.kill(sec, { kill9: false });
+  await rs.restart(sec);
+  await rs.waitForSecondary(sec, { timeoutMs: 30000 });
+  await rs.waitForSteadyState();
+  await afterStepDown(db);
+  assert.deepEqual((await rs.waitForReplication(dbName, 'c')).map((x) => x._id), ['a1', 'a2']);
+  assert.deepEqual((await rs.waitForReplication(dbName, 'd')).map((x) => x._id), ['d1']);
+  await rs.onEach(async (i) => {
+    assert.deepEqual((await rs.docsOn(i, dbName, 'c')).map((x) => x._id), ['a1', 'a2'], `member ${i}'s c`);
+    assert.deepEqual((await rs.docsOn(i, dbName, 'd')).map((x) => x._id), ['d1'], `member ${i}'s d`);
+  });
+  // The open transaction died with its primary: its commit anywhere answers 251.
+  expectError(await open.commit(1), 251, 'NoSuchTransaction');
 });
 
 /* ------------------------------------------------------------- standalone */
