@@ -386,6 +386,22 @@ lsid_of(const bson_t *cmd, uint8_t id[16])
     return true;
 }
 
+/*
+ * A command of a transaction that committed (here, or under an earlier
+ * primary): a retried commit answers ok as the commit did (true, reply
+ * written); anything else is 256 TransactionCommitted (false, err set).
+ */
+static bool
+committed_reply(bson_t *reply, bool commit, int64_t num, mf_error_t *err)
+{
+    if (commit) {
+        BSON_APPEND_DOUBLE(reply, "ok", 1.0);
+        return true;
+    }
+    mf_err_set(err, MF_E_TransactionCommitted, "Transaction %lld has been committed.", (long long)num);
+    return false;
+}
+
 /* The work of mf_cmd_txn_route once a command may be a transaction's (apart: its error buffer costs a memset). */
 static bool __attribute__((noinline))
 route(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *cmd, const mf_docseq_t *seqs,
@@ -500,12 +516,8 @@ route(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *cmd, 
             t->committed++;
         }
         pthread_mutex_unlock(&t->mu);
-        if (commit) {
-            /* Committed (here or under an earlier primary): a retry of the commit answers as the commit did. */
-            BSON_APPEND_DOUBLE(reply, "ok", 1.0);
+        if (committed_reply(reply, commit, num, &err))
             return true;
-        }
-        mf_err_set(&err, MF_E_TransactionCommitted, "Transaction %lld has been committed.", (long long)num);
         goto fail;
     }
     if (e == NULL) {
@@ -581,12 +593,8 @@ route(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *cmd, 
     }
     if (e->state == T_COMMITTED) {
         pthread_mutex_unlock(&t->mu);
-        if (commit) {
-            /* Committed already: a retry of the commit answers as the commit did. */
-            BSON_APPEND_DOUBLE(reply, "ok", 1.0);
+        if (committed_reply(reply, commit, num, &err))
             return true;
-        }
-        mf_err_set(&err, MF_E_TransactionCommitted, "Transaction %lld has been committed.", (long long)num);
         goto fail;
     }
     if (e->state == T_UNKNOWN) {

@@ -3140,18 +3140,15 @@ out:
     return rc;
 }
 
-/* The session id (lsid.id, 16 bytes) and txnNumber of a retryable write command, if it is one. */
+/* cmd's txnNumber and lsid id (16 bytes): false if it lacks either. */
 static bool
-retryable_write(const char *name, const bson_t *cmd, uint8_t id[16], int64_t *txn)
+session_txn_of(const bson_t *cmd, uint8_t id[16], int64_t *txn)
 {
     bson_iter_t it, l;
     const uint8_t *b;
     uint32_t len;
     bson_subtype_t st;
-    if (strcmp(name, "insert") != 0 && strcmp(name, "update") != 0 && strcmp(name, "delete") != 0 &&
-        !answered_by_error(name))
-        return false;
-    if (!bson_iter_init_find(&it, cmd, "txnNumber") || !BSON_ITER_HOLDS_NUMBER(&it) || bson_has_field(cmd, "autocommit"))
+    if (!bson_iter_init_find(&it, cmd, "txnNumber") || !BSON_ITER_HOLDS_NUMBER(&it))
         return false;
     *txn = bson_iter_as_int64(&it);
     if (!bson_iter_init_find(&it, cmd, "lsid") || !BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &l) ||
@@ -3162,6 +3159,16 @@ retryable_write(const char *name, const bson_t *cmd, uint8_t id[16], int64_t *tx
         return false;
     memcpy(id, b, 16);
     return true;
+}
+
+/* The session id (lsid.id, 16 bytes) and txnNumber of a retryable write command, if it is one. */
+static bool
+retryable_write(const char *name, const bson_t *cmd, uint8_t id[16], int64_t *txn)
+{
+    if (strcmp(name, "insert") != 0 && strcmp(name, "update") != 0 && strcmp(name, "delete") != 0 &&
+        !answered_by_error(name))
+        return false;
+    return !bson_has_field(cmd, "autocommit") && session_txn_of(cmd, id, txn);
 }
 
 /* The stored row of session id, into row (initialised here when found). */
@@ -3218,22 +3225,7 @@ count_retried(mf_repl_t *r, const char *name, const bson_t *cmd)
 static bool
 txn_commit_of(const bson_t *cmd, uint8_t id[16], int64_t *txn)
 {
-    bson_iter_t it, l;
-    const uint8_t *b;
-    uint32_t len;
-    bson_subtype_t st;
-    if (!bson_iter_init_find(&it, cmd, "autocommit") || !bson_iter_init_find(&it, cmd, "txnNumber") ||
-        !BSON_ITER_HOLDS_NUMBER(&it))
-        return false;
-    *txn = bson_iter_as_int64(&it);
-    if (!bson_iter_init_find(&it, cmd, "lsid") || !BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &l) ||
-        !bson_iter_find(&l, "id") || !BSON_ITER_HOLDS_BINARY(&l))
-        return false;
-    bson_iter_binary(&l, &st, &len, &b);
-    if (len != 16)
-        return false;
-    memcpy(id, b, 16);
-    return true;
+    return bson_has_field(cmd, "autocommit") && session_txn_of(cmd, id, txn);
 }
 
 static int
