@@ -48,6 +48,7 @@
 #include "common/log.h"
 #include "doc/match.h"
 #include "doc/project.h"
+#include "doc/value.h"
 #include "repl/oplog.h"
 #include "repl/peer.h"
 #include "repl/raft_node.h"
@@ -56,6 +57,8 @@
 #define MAX_MEMBERS 50
 #define HEARTBEAT_MS 1000
 #define PEER_TIMEOUT_MS 2000
+#define SUCCESSOR_TIMEOUT_MS 500 /* asking a member whether it may take over */
+#define TAKEOVER_FRESH_MS 2000   /* priorityTakeoverFreshnessWindowSeconds */
 #define ELECTION_TIMEOUT_MS 500 /* replElectionTimeoutMillis's default */
 #define APPLIED_URI "table:mf_repl_applied"
 #define DDL_WAIT_MS 30000
@@ -115,6 +118,9 @@ typedef struct qent {
 typedef struct member {
     int id;
     char host[256];
+    /* from the config */
+    double priority; /* 0: never primary (hidden members too) */
+    bool hidden;     /* left out of hello's hosts */
     /* from heartbeats (self: from this process) */
     int health; /* -1 not yet known, 0 down, 1 up */
     int state;
@@ -122,6 +128,7 @@ typedef struct member {
     uint64_t applied_index, applied_term;
     int64_t applied_wall;
     uint32_t ts_secs, ts_inc;
+    bool frozen; /* replSetStepDown's or replSetFreeze's seconds, or priority 0 */
     char msg[160];
 } member_t;
 
@@ -185,6 +192,7 @@ struct mf_repl {
     int64_t applied_wall, last_wall;
     uint32_t ts_secs, ts_inc;
     uint64_t cluster_ts; /* the highest cluster time handed out or gossiped here (ts_pack), r->mu */
+    uint64_t acked_ts;   /* the latest operationTime a write's reply here carried (ts_pack), r->mu */
     bool syncing; /* an initial sync is copying the primary's data (STARTUP2) */
     uint64_t oplog_written; /* the raft index of the newest entry in local.oplog.rs (read at open) */
 
@@ -316,6 +324,16 @@ self_state(const mf_repl_t *r)
     return ST_STARTUP;
 }
 
+/*
+ * Whether this member may not be primary now (r->mu held): priority 0 (hidden
+ * members too), or frozen by replSetStepDown's or replSetFreeze's seconds.
+ */
+static bool
+self_frozen(const mf_repl_t *r)
+{
+    return (r->self >= 0 && r->members[r->self].priority == 0) || r->frozen_until_ms > mf_mono_ms();
+}
+
 /* The member index of raft server id (r->mu held), or -1. */
 static int
 member_of_raft(const mf_repl_t *r, uint64_t id)
@@ -401,6 +419,8 @@ parse_config(mf_repl_t *r, const bson_t *cfg, member_t *members, int *n, int64_t
                 member_t *m = &members[*n];
                 memset(m, 0, sizeof(*m));
                 m->id = -1;
+                m->priority = 1.0;
+                bool voter = true, build_indexes = true, delayed = false;
                 if (!BSON_ITER_HOLDS_DOCUMENT(&mi))
                     return mf_err_set(err, MF_E_TypeMismatch, "a member must be an object");
                 bson_iter_recurse(&mi, &f);
@@ -410,16 +430,45 @@ parse_config(mf_repl_t *r, const bson_t *cfg, member_t *members, int *n, int64_t
                         m->id = (int)bson_iter_as_int64(&f);
                     } else if (strcmp(fk, "host") == 0 && BSON_ITER_HOLDS_UTF8(&f)) {
                         snprintf(m->host, sizeof(m->host), "%s", bson_iter_utf8(&f, NULL));
-                    } else if (strcmp(fk, "votes") == 0 || strcmp(fk, "priority") == 0 || strcmp(fk, "hidden") == 0 ||
-                               strcmp(fk, "arbiterOnly") == 0 || strcmp(fk, "buildIndexes") == 0 ||
-                               strcmp(fk, "tags") == 0 || strcmp(fk, "secondaryDelaySecs") == 0) {
-                        continue; /* accepted; raft makes every member an equal voter */
+                    } else if (strcmp(fk, "priority") == 0 || strcmp(fk, "votes") == 0 ||
+                               strcmp(fk, "secondaryDelaySecs") == 0) {
+                        if (!BSON_ITER_HOLDS_NUMBER(&f))
+                            return mf_err_set(err, MF_E_TypeMismatch, "BSON field 'MemberConfig.%s' is the wrong type "
+                                              "'%s', expected types '[long, int, decimal, double]'", fk,
+                                              mf_type_name(bson_iter_type(&f)));
+                        double v = bson_iter_as_double(&f);
+                        if (fk[0] == 'p') {
+                            if (!(v >= 0 && v <= 1000))
+                                return mf_err_set(err, MF_E_BadValue, "priority field value of %g is out of range", v);
+                            m->priority = v;
+                        } else if (fk[0] == 'v') {
+                            voter = v != 0; /* raft makes every member a voter; votes: 0 only rules out priority */
+                        } else {
+                            delayed = v > 0; /* accepted; secondaries apply at once */
+                        }
+                    } else if (strcmp(fk, "hidden") == 0 || strcmp(fk, "buildIndexes") == 0) {
+                        bool v = bson_iter_as_bool(&f);
+                        if (fk[0] == 'h')
+                            m->hidden = v;
+                        else
+                            build_indexes = v;
+                    } else if (strcmp(fk, "arbiterOnly") == 0 || strcmp(fk, "tags") == 0) {
+                        continue; /* accepted; every member holds the data */
                     } else {
                         return mf_err_set(err, MF_E_Location40415, "BSON field 'MemberConfig.%s' is an unknown field.", fk);
                     }
                 }
                 if (m->id < 0 || m->id > 255)
                     return mf_err_set(err, MF_E_BadValue, "_id field value of %d is out of range (0-255)", m->id);
+                /* mongod's MemberConfig: what may become primary must be a visible, undelayed, indexed voter. */
+                if (m->priority != 0) {
+                    const char *why = !voter ? "when non-voting (votes:0)"
+                                    : delayed ? "when secondaryDelaySecs is used"
+                                    : m->hidden ? "when hidden=true"
+                                    : !build_indexes ? "when buildIndexes=false" : NULL;
+                    if (why)
+                        return mf_err_set(err, MF_E_BadValue, "priority must be 0 %s", why);
+                }
                 char name[256];
                 int port;
                 if (m->host[0] == '\0' || mf_peer_split_host(m->host, name, sizeof(name), &port) != 0)
@@ -447,6 +496,12 @@ parse_config(mf_repl_t *r, const bson_t *cfg, member_t *members, int *n, int64_t
         return mf_err_set(err, MF_E_InvalidReplicaSetConfig, "Missing expected field \"_id\"");
     if (!have_members || *n == 0)
         return mf_err_set(err, MF_E_InvalidReplicaSetConfig, "Replica set configuration must contain at least one member");
+    bool electable = false;
+    for (int i = 0; i < *n; i++)
+        electable = electable || members[i].priority > 0;
+    if (!electable)
+        return mf_err_set(err, MF_E_BadValue, "Replica set configuration must contain at least one non-arbiter member "
+                          "with priority > 0");
     return 0;
 }
 
@@ -475,8 +530,11 @@ install_config(mf_repl_t *r, const bson_t *cfg, const member_t *members, int n, 
     for (int i = 0; i < n; i++) {
         r->members[i] = members[i];
         for (int j = 0; j < nold; j++) /* keep what heartbeats learned */
-            if (old[j].id == members[i].id && strcmp(old[j].host, members[i].host) == 0)
+            if (old[j].id == members[i].id && strcmp(old[j].host, members[i].host) == 0) {
                 r->members[i] = old[j];
+                r->members[i].priority = members[i].priority;
+                r->members[i].hidden = members[i].hidden;
+            }
         if (host_is_me(r, members[i].host))
             r->self = i;
     }
@@ -1811,7 +1869,9 @@ apply_one(mf_repl_t *r, mf_sess_t *s, qent_t *q)
     r->applied_wall = p.w;
     if (p.w > r->last_wall)
         r->last_wall = p.w;
-    if (own && strcmp(p.k, "noop") == 0 && p.s == r->drain_seq && r->role == MF_RAFT_ROLE_LEADER && !r->writable) {
+    /* A priority-0 member that won raft's election anyway never takes writes; it hands over (heartbeat_main). */
+    if (own && strcmp(p.k, "noop") == 0 && p.s == r->drain_seq && r->role == MF_RAFT_ROLE_LEADER && !r->writable &&
+        r->self >= 0 && r->members[r->self].priority > 0) {
         r->writable = true;
         drained = true;
     }
@@ -2085,6 +2145,7 @@ heartbeat_round(mf_repl_t *r)
                 m->state = (int)bson_iter_as_int64(&it);
             if (bson_iter_init_find(&it, &reply, "appliedIndex"))
                 m->applied_index = (uint64_t)bson_iter_as_int64(&it);
+            m->frozen = bson_iter_init_find(&it, &reply, "frozen") && bson_iter_as_bool(&it);
             if (bson_iter_init_find(&it, &reply, "appliedTerm"))
                 m->applied_term = (uint64_t)bson_iter_as_int64(&it);
             if (bson_iter_init_find(&it, &reply, "appliedWall") && BSON_ITER_HOLDS_DATE_TIME(&it))
@@ -2104,6 +2165,84 @@ heartbeat_round(mf_repl_t *r)
         adopt_newer_config(r, newer_host);
 }
 
+/*
+ * choose_successor --
+ *     The raft id of the member a primary should hand over to: among the other
+ *     members answering now as secondaries and not frozen (replSetStepDown's or
+ *     replSetFreeze's seconds, priority 0), the one of highest priority, then
+ *     the most caught up. 0 if none qualifies. Each
+ *     member is asked afresh, as heartbeats can be a second old: handing over
+ *     to a member stepped down a moment ago would make it hand the role back a
+ *     heartbeat later, and two such members would pass it to and fro until
+ *     both thawed. Called without r->mu; waits up to a short timeout per member.
+ */
+static uint64_t
+choose_successor(mf_repl_t *r)
+{
+    char hosts[MAX_MEMBERS][256];
+    int ids[MAX_MEMBERS], n = 0;
+    double prio[MAX_MEMBERS], best_prio = 0;
+    pthread_mutex_lock(&r->mu);
+    for (int i = 0; i < r->nmembers; i++) {
+        if (i == r->self || r->members[i].priority == 0)
+            continue;
+        snprintf(hosts[n], sizeof(hosts[n]), "%s", r->members[i].host);
+        prio[n] = r->members[i].priority;
+        ids[n++] = r->members[i].id;
+    }
+    pthread_mutex_unlock(&r->mu);
+    uint64_t best = 0, best_applied = 0;
+    for (int i = 0; i < n; i++) {
+        bson_t cmd, reply;
+        bson_iter_t it;
+        mf_error_t err;
+        bson_init(&cmd);
+        BSON_APPEND_INT32(&cmd, "_mfReplInfo", 1);
+        int rc = mf_peer_command(hosts[i], &cmd, &r->sec, SUCCESSOR_TIMEOUT_MS, &reply, &err);
+        bson_destroy(&cmd);
+        if (rc != 0)
+            continue;
+        bool electable = bson_iter_init_find(&it, &reply, "state") && bson_iter_as_int64(&it) == ST_SECONDARY &&
+                         !(bson_iter_init_find(&it, &reply, "frozen") && bson_iter_as_bool(&it));
+        uint64_t applied = bson_iter_init_find(&it, &reply, "appliedIndex") ? (uint64_t)bson_iter_as_int64(&it) : 0;
+        bson_destroy(&reply);
+        if (electable && (best == 0 || prio[i] > best_prio || (prio[i] == best_prio && applied > best_applied))) {
+            best = raft_id_of(ids[i]);
+            best_applied = applied;
+            best_prio = prio[i];
+        }
+    }
+    return best;
+}
+
+/*
+ * priority_takeover --
+ *     On a writable primary (r->mu held): the raft id of a member of higher
+ *     priority that heartbeats show healthy, secondary, not frozen and within
+ *     two seconds of this member's writes, to hand the role to, as mongod's
+ *     priority takeover; 0 if none.
+ */
+static uint64_t
+priority_takeover(mf_repl_t *r)
+{
+    if (!r->writable || r->self < 0)
+        return 0;
+    int best = -1;
+    for (int i = 0; i < r->nmembers; i++) {
+        const member_t *m = &r->members[i];
+        if (i == r->self || m->priority <= r->members[r->self].priority || m->health != 1 ||
+            m->state != ST_SECONDARY || m->frozen || m->applied_wall < r->applied_wall - TAKEOVER_FRESH_MS)
+            continue;
+        if (best < 0 || m->priority > r->members[best].priority)
+            best = i;
+    }
+    if (best < 0)
+        return 0;
+    mf_log(MF_LOG_INFO, "REPL", "handing the primary role to %s, of higher priority (%g against %g)",
+           r->members[best].host, r->members[best].priority, r->members[r->self].priority);
+    return raft_id_of(r->members[best].id);
+}
+
 static void *
 heartbeat_main(void *arg)
 {
@@ -2115,15 +2254,20 @@ heartbeat_main(void *arg)
         if (!r->stop) /* one sleep: a role change wakes it early (on_state) */
             wait_until(r, &r->stop_cv, until);
         bool stop = r->stop;
-        bool frozen_leader = r->writable && r->frozen_until_ms > mf_mono_ms() && r->nmembers > 1;
+        /* A frozen or priority-0 member that won raft's election hands over, but only to one that may keep it. */
+        bool frozen_leader = r->role == MF_RAFT_ROLE_LEADER && r->nmembers > 1 && r->self >= 0 &&
+                             (r->members[r->self].priority == 0 || (r->writable && self_frozen(r)));
+        uint64_t to = frozen_leader ? 0 : priority_takeover(r);
         pthread_mutex_unlock(&r->mu);
         if (stop)
             break;
-        if (frozen_leader) {
+        if (frozen_leader)
+            to = choose_successor(r);
+        if (to != 0) {
             mf_error_t err;
             pthread_mutex_lock(&r->mu);
-            int rc = r->node ? mf_raft_node_transfer(r->node, 0, submit_done, r, &err)
-                             : mf_err_set(&err, MF_E_InterruptedAtShutdown, "closing");
+            int rc = r->node && !r->stop ? mf_raft_node_transfer(r->node, to, submit_done, r, &err)
+                                         : mf_err_set(&err, MF_E_InterruptedAtShutdown, "closing");
             pthread_mutex_unlock(&r->mu);
             if (rc != 0)
                 mf_log(MF_LOG_WARN, "REPL", "frozen, but cannot hand the primary role over: %s", err.msg);
@@ -2442,6 +2586,12 @@ cmd_initiate(mf_repl_t *r, const bson_t *cmd, bson_t *reply, mf_error_t *err)
                    "term: 0} for replica set %s maps to this node", r->set_name);
         goto out;
     }
+    if (members[self].priority == 0) { /* mongod's checkElectable: the member initiating becomes primary */
+        mf_err_set(err, MF_E_NodeNotElectable, "This node, %s, with _id %d is not electable under the new "
+                   "configuration with {version: 1, term: 0} for replica set %s", members[self].host, members[self].id,
+                   r->set_name);
+        goto out;
+    }
     for (int i = 0; i < n; i++) {
         bool initialized = false;
         servers[i].id = raft_id_of(members[i].id);
@@ -2650,6 +2800,16 @@ cmd_reconfig(mf_repl_t *r, const bson_t *cmd, mf_error_t *err)
     nold = r->nmembers;
     memcpy(old, r->members, sizeof(old));
     uint64_t term = r->term;
+    const char *me = r->members[r->self].host;
+    for (int i = 0; i < n; i++) {
+        if (strcmp(members[i].host, me) == 0 && members[i].priority == 0) { /* the primary must stay electable */
+            mf_err_set(err, MF_E_NodeNotElectable, "This node, %s, with _id %d is not electable under the new "
+                       "configuration with {version: %lld, term: %llu} for replica set %s", me, members[i].id,
+                       (long long)version, (unsigned long long)term, r->set_name);
+            pthread_mutex_unlock(&r->mu);
+            return -1;
+        }
+    }
     pthread_mutex_unlock(&r->mu);
     warn_even(r, n);
 
@@ -2759,7 +2919,8 @@ cmd_step_down(mf_repl_t *r, const bson_t *cmd, mf_error_t *err)
     if (nm < 2)
         return mf_err_set(err, MF_E_ExceededTimeLimit, "No electable secondaries caught up as of %s",
                           "now; this member is the only one");
-    if (change_membership(r, 0, NULL, true, err) != 0) {
+    /* To the most caught-up member that is not frozen itself; if none answers so, raft picks one. */
+    if (change_membership(r, choose_successor(r), NULL, true, err) != 0) {
         /* Nobody took over: stay primary (drained already). */
         pthread_mutex_lock(&r->mu);
         if (r->role == MF_RAFT_ROLE_LEADER) {
@@ -2898,6 +3059,7 @@ cmd_info(mf_repl_t *r, bson_t *reply)
     BSON_APPEND_DATE_TIME(reply, "appliedWall", r->applied_wall);
     BSON_APPEND_TIMESTAMP(reply, "ts", r->ts_secs, r->ts_inc);
     BSON_APPEND_INT64(reply, "configVersion", r->config_version);
+    BSON_APPEND_BOOL(reply, "frozen", self_frozen(r));
     pthread_mutex_unlock(&r->mu);
     return 0;
 }
@@ -2957,14 +3119,27 @@ hook_hello(void *arg, const bson_t *cmd, bool legacy_name, bson_t *reply)
         return;
     }
     BSON_APPEND_INT64(reply, "setVersion", r->config_version);
-    BSON_APPEND_ARRAY_BEGIN(reply, "hosts", &arr);
-    for (int i = 0; i < r->nmembers; i++) {
-        char key[16];
-        const char *kp;
-        bson_uint32_to_string((uint32_t)i, &kp, key, sizeof(key));
-        bson_append_utf8(&arr, kp, -1, r->members[i].host, -1);
+    /* As mongod: hosts are the members that may be primary, passives the visible others; hidden ones neither. */
+    for (int pass = 0; pass < 2; pass++) {
+        uint32_t k = 0;
+        for (int i = 0; i < r->nmembers; i++) {
+            const member_t *m = &r->members[i];
+            if (m->hidden || (pass == 0) != (m->priority > 0))
+                continue;
+            char key[16];
+            const char *kp;
+            if (k == 0)
+                bson_append_array_begin(reply, pass == 0 ? "hosts" : "passives", -1, &arr);
+            bson_uint32_to_string(k++, &kp, key, sizeof(key));
+            bson_append_utf8(&arr, kp, -1, m->host, -1);
+        }
+        if (k > 0)
+            bson_append_array_end(reply, &arr);
     }
-    bson_append_array_end(reply, &arr);
+    if (r->members[r->self].priority == 0)
+        BSON_APPEND_BOOL(reply, "passive", true);
+    if (r->members[r->self].hidden)
+        BSON_APPEND_BOOL(reply, "hidden", true);
     int li = member_of_raft(r, r->leader_id);
     bool leader_ready = li >= 0 && (li != r->self || r->writable);
     if (leader_ready)
@@ -3418,8 +3593,8 @@ hook_wtimeout_counts(void *arg, int64_t counts[3])
 
 /*
  * operationTime / $clusterTime for the reply of this thread's command: the
- * last applied timestamp, or later the last one the command wrote (see
- * tls_op_ts); the command's own record is cleared. Also the highest time
+ * last applied timestamp, or later the last one any write's reply here
+ * carried (see tls_op_ts, r->acked_ts); the command's own record is cleared. Also the highest time
  * this member has handed out (r->cluster_ts), which afterClusterTime may
  * not exceed.
  */
@@ -3429,8 +3604,14 @@ hook_op_time(void *arg, uint32_t *secs, uint32_t *inc)
     mf_repl_t *r = arg;
     pthread_mutex_lock(&r->mu);
     uint64_t t = ts_pack(r->ts_secs, r->ts_inc);
-    if (tls_op_ts > t)
-        t = tls_op_ts;
+    /*
+     * A write answers once raft committed its entry, maybe before the applier
+     * stamped it into r->ts: a read after it must not answer an earlier time.
+     */
+    if (tls_op_ts > r->acked_ts)
+        r->acked_ts = tls_op_ts;
+    if (r->acked_ts > t)
+        t = r->acked_ts;
     if (t > r->cluster_ts)
         r->cluster_ts = t;
     pthread_mutex_unlock(&r->mu);

@@ -818,6 +818,39 @@ R.test('replSetStepDown: another member becomes primary, the old one a secondary
   }, { what: 'the new primary\'s replSetGetStatus to show itself as the only PRIMARY' });
 });
 
+R.test('consecutive replSetStepDowns: each hands the role to a member that is not frozen, and the new primary keeps it (no hand-back to a member stepped down moments ago)', async () => {
+  // mongod: a member stepped down with replSetStepDown(n) is not electable for n seconds, so a
+  // second step-down picks the third member. A hand-over to the frozen one made it give the role
+  // back a heartbeat later, to and fro every second until both thawed (drivers met 10107s).
+  await rs.waitForSteadyState();
+  for (const i of [0, 1, 2]) await rs.adminCommand(i, { replSetFreeze: 0 }).catch(() => {});
+  const stepDown = async (i) => {
+    try {
+      await rs.adminCommand(i, { replSetStepDown: 10, secondaryCatchUpPeriodSecs: 10 });
+    } catch (err) {
+      if (!/closed|ECONNRESET|network/i.test(String(err.message))) throw err;
+    }
+  };
+  const a = await rs.waitForPrimary();
+  await stepDown(a);
+  const b = await rs.waitForPrimary({ exclude: [a], timeoutMs: 15000 });
+  await rs.waitForSteadyState();
+  await stepDown(b);
+  const c = await rs.waitForPrimary({ exclude: [b], timeoutMs: 15000 });
+  assert.notEqual(c, a, 'the second step-down handed the role to the member frozen by the first');
+  const eid = (await rs.hello(c)).electionId.toHexString();
+  // Three seconds: three heartbeat rounds, in which a frozen primary would hand over.
+  const t0 = R.hr();
+  while (R.hr() - t0 < 3000) {
+    const hs = await rs.hellos([0, 1, 2]);
+    const prim = hs.map((x, k) => (x && x.isWritablePrimary ? k : -1)).filter((k) => k >= 0);
+    assert.deepEqual(prim, [c], `only member ${c} is primary ${(R.hr() - t0).toFixed(0)} ms after taking over`);
+    assert.equal(hs[c].electionId.toHexString(), eid, 'no election since');
+    await h.sleep(50);
+  }
+  for (const i of [a, b]) assert.equal((await rs.adminCommand(i, { replSetFreeze: 0 })).ok, 1);
+});
+
 R.test('replSetReconfig adds a fourth member, which catches up with the data already in the set; removing it again leaves three', async () => {
   const spare = rs.members[SPARE];
   const db = rs.freshDb('reconfig');
