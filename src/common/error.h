@@ -118,7 +118,6 @@
     X(93, InvalidReplicaSetConfig)                                             \
     X(94, NotYetInitialized)                                                   \
     X(95, NotSecondary)                                                        \
-    X(99, NodeNotElectable)                                                    \
     X(103, NewReplicaSetConfigurationIncompatible)                             \
     X(262, ExceededTimeLimit)                                                  \
     X(261, TooManyLogicalSessions)                                             \

@@ -57,7 +57,6 @@
 #define MAX_MEMBERS 50
 #define HEARTBEAT_MS 1000
 #define PEER_TIMEOUT_MS 2000
-#define SUCCESSOR_TIMEOUT_MS 500 /* asking a member whether it may take over */
 #define TAKEOVER_FRESH_MS 2000   /* priorityTakeoverFreshnessWindowSeconds */
 #define ELECTION_TIMEOUT_MS 500 /* replElectionTimeoutMillis's default */
 #define APPLIED_URI "table:mf_repl_applied"
@@ -119,8 +118,10 @@ typedef struct member {
     int id;
     char host[256];
     /* from the config */
-    double priority; /* 0: never primary (hidden members too) */
+    double priority; /* 0: never primary (hidden and arbiter members too) */
     bool hidden;     /* left out of hello's hosts */
+    bool arbiter;    /* arbiterOnly: listed in hello's arbiters (it holds the data all the same) */
+    bool delayed;    /* secondaryDelaySecs > 0: left out of hello's lists (not delayed here) */
     /* from heartbeats (self: from this process) */
     int health; /* -1 not yet known, 0 down, 1 up */
     int state;
@@ -142,6 +143,9 @@ struct mf_repl {
     mf_peer_sec_t sec; /* key and TLS for the connections to the other members */
 
     pthread_mutex_t mu;
+    /* Held (never under mu) by whoever hands the primary role over: a step-down, or heartbeat_main. */
+    pthread_mutex_t transfer_mu;
+    int64_t hand_over_logged_ms; /* heartbeat_main's last logged hand-over failure (transfer_mu) */
     /*
      * Condition variables, all under mu, each woken only for its own
      * sleepers (one shared one woke every writer on every entry): cv for
@@ -419,8 +423,8 @@ parse_config(mf_repl_t *r, const bson_t *cfg, member_t *members, int *n, int64_t
                 member_t *m = &members[*n];
                 memset(m, 0, sizeof(*m));
                 m->id = -1;
-                m->priority = 1.0;
-                bool voter = true, build_indexes = true, delayed = false;
+                m->priority = -1; /* not given: 1, or 0 for an arbiter */
+                bool voter = true, build_indexes = true;
                 if (!BSON_ITER_HOLDS_DOCUMENT(&mi))
                     return mf_err_set(err, MF_E_TypeMismatch, "a member must be an object");
                 bson_iter_recurse(&mi, &f);
@@ -438,13 +442,20 @@ parse_config(mf_repl_t *r, const bson_t *cfg, member_t *members, int *n, int64_t
                                               mf_type_name(bson_iter_type(&f)));
                         double v = bson_iter_as_double(&f);
                         if (fk[0] == 'p') {
-                            if (!(v >= 0 && v <= 1000))
-                                return mf_err_set(err, MF_E_BadValue, "priority field value of %g is out of range", v);
+                            if (!(v >= 0 && v <= 1000)) /* mongod's IDL validator */
+                                return mf_err_set(err, MF_E_Location51024, "BSON field 'MemberConfig.priority' value "
+                                                  "must be %s, actual value '%g'", v < 0 ? ">= 0" : "<= 1000", v);
                             m->priority = v;
                         } else if (fk[0] == 'v') {
+                            if (v != 0 && v != 1)
+                                return mf_err_set(err, MF_E_BadValue, "votes field value is %g. If set, it must be "
+                                                  "0 or 1", v);
                             voter = v != 0; /* raft makes every member a voter; votes: 0 only rules out priority */
                         } else {
-                            delayed = v > 0; /* accepted; secondaries apply at once */
+                            if (v < 0)
+                                return mf_err_set(err, MF_E_BadValue, "secondaryDelaySecs field value of %g seconds "
+                                                  "is out of range", v);
+                            m->delayed = v > 0; /* accepted; secondaries apply at once */
                         }
                     } else if (strcmp(fk, "hidden") == 0 || strcmp(fk, "buildIndexes") == 0) {
                         bool v = bson_iter_as_bool(&f);
@@ -452,18 +463,24 @@ parse_config(mf_repl_t *r, const bson_t *cfg, member_t *members, int *n, int64_t
                             m->hidden = v;
                         else
                             build_indexes = v;
-                    } else if (strcmp(fk, "arbiterOnly") == 0 || strcmp(fk, "tags") == 0) {
-                        continue; /* accepted; every member holds the data */
+                    } else if (strcmp(fk, "arbiterOnly") == 0) {
+                        m->arbiter = bson_iter_as_bool(&f); /* never primary; it holds the data all the same */
+                    } else if (strcmp(fk, "tags") == 0) {
+                        continue; /* accepted */
                     } else {
                         return mf_err_set(err, MF_E_Location40415, "BSON field 'MemberConfig.%s' is an unknown field.", fk);
                     }
                 }
                 if (m->id < 0 || m->id > 255)
                     return mf_err_set(err, MF_E_BadValue, "_id field value of %d is out of range (0-255)", m->id);
+                if (m->priority < 0)
+                    m->priority = m->arbiter ? 0 : 1;
+                if (m->arbiter && m->priority != 0)
+                    return mf_err_set(err, MF_E_BadValue, "priority must be 0 when arbiterOnly=true");
                 /* mongod's MemberConfig: what may become primary must be a visible, undelayed, indexed voter. */
                 if (m->priority != 0) {
                     const char *why = !voter ? "when non-voting (votes:0)"
-                                    : delayed ? "when secondaryDelaySecs is used"
+                                    : m->delayed ? "when secondaryDelaySecs is used"
                                     : m->hidden ? "when hidden=true"
                                     : !build_indexes ? "when buildIndexes=false" : NULL;
                     if (why)
@@ -534,6 +551,8 @@ install_config(mf_repl_t *r, const bson_t *cfg, const member_t *members, int n, 
                 r->members[i] = old[j];
                 r->members[i].priority = members[i].priority;
                 r->members[i].hidden = members[i].hidden;
+                r->members[i].arbiter = members[i].arbiter;
+                r->members[i].delayed = members[i].delayed;
             }
         if (host_is_me(r, members[i].host))
             r->self = i;
@@ -2166,15 +2185,40 @@ heartbeat_round(mf_repl_t *r)
 }
 
 /*
+ * ask_member --
+ *     Asks the member at host afresh (heartbeats can be a second old) whether
+ *     it may take the primary role: it answers as a secondary and is not
+ *     frozen (replSetStepDown's or replSetFreeze's seconds, priority 0). Sets
+ *     *applied to its applied raft index. Called without r->mu.
+ */
+static bool
+ask_member(mf_repl_t *r, const char *host, uint64_t *applied)
+{
+    bson_t cmd, reply;
+    bson_iter_t it;
+    mf_error_t err;
+    bson_init(&cmd);
+    BSON_APPEND_INT32(&cmd, "_mfReplInfo", 1);
+    int rc = mf_peer_command(host, &cmd, &r->sec, PEER_TIMEOUT_MS, &reply, &err);
+    bson_destroy(&cmd);
+    if (rc != 0)
+        return false;
+    bool electable = bson_iter_init_find(&it, &reply, "state") && bson_iter_as_int64(&it) == ST_SECONDARY &&
+                     !(bson_iter_init_find(&it, &reply, "frozen") && bson_iter_as_bool(&it));
+    *applied = bson_iter_init_find(&it, &reply, "appliedIndex") ? (uint64_t)bson_iter_as_int64(&it) : 0;
+    bson_destroy(&reply);
+    return electable;
+}
+
+/*
  * choose_successor --
  *     The raft id of the member a primary should hand over to: among the other
- *     members answering now as secondaries and not frozen (replSetStepDown's or
- *     replSetFreeze's seconds, priority 0), the one of highest priority, then
- *     the most caught up. 0 if none qualifies. Each
- *     member is asked afresh, as heartbeats can be a second old: handing over
- *     to a member stepped down a moment ago would make it hand the role back a
- *     heartbeat later, and two such members would pass it to and fro until
- *     both thawed. Called without r->mu; waits up to a short timeout per member.
+ *     members of positive priority that ask_member finds electable, the most
+ *     caught up, then the one of highest priority (a priority takeover moves
+ *     the role on later, as in mongod). 0 if none qualifies: raft's own choice
+ *     could be a member stepped down a moment ago, which would hand the role
+ *     back a heartbeat later, to and fro until both thawed, or a priority-0
+ *     member, which never takes writes. Called without r->mu.
  */
 static uint64_t
 choose_successor(mf_repl_t *r)
@@ -2193,20 +2237,10 @@ choose_successor(mf_repl_t *r)
     pthread_mutex_unlock(&r->mu);
     uint64_t best = 0, best_applied = 0;
     for (int i = 0; i < n; i++) {
-        bson_t cmd, reply;
-        bson_iter_t it;
-        mf_error_t err;
-        bson_init(&cmd);
-        BSON_APPEND_INT32(&cmd, "_mfReplInfo", 1);
-        int rc = mf_peer_command(hosts[i], &cmd, &r->sec, SUCCESSOR_TIMEOUT_MS, &reply, &err);
-        bson_destroy(&cmd);
-        if (rc != 0)
+        uint64_t applied = 0;
+        if (!ask_member(r, hosts[i], &applied))
             continue;
-        bool electable = bson_iter_init_find(&it, &reply, "state") && bson_iter_as_int64(&it) == ST_SECONDARY &&
-                         !(bson_iter_init_find(&it, &reply, "frozen") && bson_iter_as_bool(&it));
-        uint64_t applied = bson_iter_init_find(&it, &reply, "appliedIndex") ? (uint64_t)bson_iter_as_int64(&it) : 0;
-        bson_destroy(&reply);
-        if (electable && (best == 0 || prio[i] > best_prio || (prio[i] == best_prio && applied > best_applied))) {
+        if (best == 0 || applied > best_applied || (applied == best_applied && prio[i] > best_prio)) {
             best = raft_id_of(ids[i]);
             best_applied = applied;
             best_prio = prio[i];
@@ -2217,16 +2251,17 @@ choose_successor(mf_repl_t *r)
 
 /*
  * priority_takeover --
- *     On a writable primary (r->mu held): the raft id of a member of higher
+ *     On a writable primary (r->mu held): the member index of one of higher
  *     priority that heartbeats show healthy, secondary, not frozen and within
  *     two seconds of this member's writes, to hand the role to, as mongod's
- *     priority takeover; 0 if none.
+ *     priority takeover; -1 if none. Equal priorities never take over, so
+ *     the role cannot go round.
  */
-static uint64_t
+static int
 priority_takeover(mf_repl_t *r)
 {
     if (!r->writable || r->self < 0)
-        return 0;
+        return -1;
     int best = -1;
     for (int i = 0; i < r->nmembers; i++) {
         const member_t *m = &r->members[i];
@@ -2236,11 +2271,53 @@ priority_takeover(mf_repl_t *r)
         if (best < 0 || m->priority > r->members[best].priority)
             best = i;
     }
-    if (best < 0)
-        return 0;
-    mf_log(MF_LOG_INFO, "REPL", "handing the primary role to %s, of higher priority (%g against %g)",
-           r->members[best].host, r->members[best].priority, r->members[r->self].priority);
-    return raft_id_of(r->members[best].id);
+    return best;
+}
+
+static int change_membership(mf_repl_t *r, uint64_t id, const char *address, bool transfer, mf_error_t *err);
+
+/*
+ * hand_over --
+ *     heartbeat_main's hand-overs, under r->transfer_mu so that none runs
+ *     beside a step-down's: a raft leader that may not be primary (priority
+ *     0, or frozen and writable) hands the role to choose_successor's member;
+ *     a writable primary hands it to a member of higher priority that still
+ *     answers as electable. Every condition is checked again under the lock;
+ *     the transfer is waited for. A failure is logged once per minute.
+ */
+static void
+hand_over(mf_repl_t *r)
+{
+    char host[256] = "";
+    uint64_t to = 0, applied = 0;
+    double mine = 0, theirs = 0;
+    pthread_mutex_lock(&r->transfer_mu);
+    pthread_mutex_lock(&r->mu);
+    bool frozen_leader = !r->stop && r->role == MF_RAFT_ROLE_LEADER && r->nmembers > 1 && r->self >= 0 &&
+                         (r->members[r->self].priority == 0 || (r->writable && self_frozen(r)));
+    int t = frozen_leader || r->stop ? -1 : priority_takeover(r);
+    if (t >= 0) {
+        snprintf(host, sizeof(host), "%s", r->members[t].host);
+        to = raft_id_of(r->members[t].id);
+        mine = r->members[r->self].priority;
+        theirs = r->members[t].priority;
+    }
+    pthread_mutex_unlock(&r->mu);
+    if (frozen_leader)
+        to = choose_successor(r);
+    else if (to != 0 && !ask_member(r, host, &applied))
+        to = 0; /* frozen or gone since its last heartbeat */
+    if (to != 0) {
+        mf_error_t err;
+        if (t >= 0)
+            mf_log(MF_LOG_INFO, "REPL", "handing the primary role to %s, of higher priority (%g against %g)", host,
+                   theirs, mine);
+        if (change_membership(r, to, NULL, true, &err) != 0 && mf_mono_ms() - r->hand_over_logged_ms > 60000) {
+            r->hand_over_logged_ms = mf_mono_ms();
+            mf_log(MF_LOG_WARN, "REPL", "cannot hand the primary role over: %s", err.msg);
+        }
+    }
+    pthread_mutex_unlock(&r->transfer_mu);
 }
 
 static void *
@@ -2254,24 +2331,12 @@ heartbeat_main(void *arg)
         if (!r->stop) /* one sleep: a role change wakes it early (on_state) */
             wait_until(r, &r->stop_cv, until);
         bool stop = r->stop;
-        /* A frozen or priority-0 member that won raft's election hands over, but only to one that may keep it. */
-        bool frozen_leader = r->role == MF_RAFT_ROLE_LEADER && r->nmembers > 1 && r->self >= 0 &&
-                             (r->members[r->self].priority == 0 || (r->writable && self_frozen(r)));
-        uint64_t to = frozen_leader ? 0 : priority_takeover(r);
+        bool leading = r->role == MF_RAFT_ROLE_LEADER;
         pthread_mutex_unlock(&r->mu);
         if (stop)
             break;
-        if (frozen_leader)
-            to = choose_successor(r);
-        if (to != 0) {
-            mf_error_t err;
-            pthread_mutex_lock(&r->mu);
-            int rc = r->node && !r->stop ? mf_raft_node_transfer(r->node, to, submit_done, r, &err)
-                                         : mf_err_set(&err, MF_E_InterruptedAtShutdown, "closing");
-            pthread_mutex_unlock(&r->mu);
-            if (rc != 0)
-                mf_log(MF_LOG_WARN, "REPL", "frozen, but cannot hand the primary role over: %s", err.msg);
-        }
+        if (leading)
+            hand_over(r);
         heartbeat_round(r);
     }
     return NULL;
@@ -2479,9 +2544,12 @@ versioned_config(const bson_t *cfg, int64_t version, uint64_t term, bson_t *out)
                 case 1:
                     BSON_APPEND_BOOL(&m, defaults[d], true);
                     break;
-                case 3:
-                    BSON_APPEND_INT32(&m, defaults[d], 1);
+                case 3: { /* priority: 1, or 0 for an arbiter */
+                    bson_iter_t a;
+                    bool arbiter = bson_iter_recurse(&mi, &a) && bson_iter_find(&a, "arbiterOnly") && bson_iter_as_bool(&a);
+                    BSON_APPEND_INT32(&m, defaults[d], arbiter ? 0 : 1);
                     break;
+                }
                 case 4:
                     BSON_APPEND_DOCUMENT(&m, defaults[d], &empty);
                     break;
@@ -2570,8 +2638,10 @@ cmd_initiate(mf_repl_t *r, const bson_t *cmd, bson_t *reply, mf_error_t *err)
         versioned_config(&dflt, 1, 0, &cfg);
         bson_destroy(&dflt);
     } else {
-        if (parse_config(r, &given, members, &n, &version, err) != 0)
+        if (parse_config(r, &given, members, &n, &version, err) != 0) {
+            err->code = MF_E_InvalidReplicaSetConfig; /* as mongod: any parse error of an initiate is 93 */
             return -1;
+        }
         versioned_config(&given, version, 0, &cfg);
     }
     if (parse_config(r, &cfg, members, &n, &version, err) != 0)
@@ -2587,7 +2657,7 @@ cmd_initiate(mf_repl_t *r, const bson_t *cmd, bson_t *reply, mf_error_t *err)
         goto out;
     }
     if (members[self].priority == 0) { /* mongod's checkElectable: the member initiating becomes primary */
-        mf_err_set(err, MF_E_NodeNotElectable, "This node, %s, with _id %d is not electable under the new "
+        mf_err_set(err, MF_E_InvalidReplicaSetConfig, "This node, %s, with _id %d is not electable under the new "
                    "configuration with {version: 1, term: 0} for replica set %s", members[self].host, members[self].id,
                    r->set_name);
         goto out;
@@ -2776,7 +2846,7 @@ cmd_reconfig(mf_repl_t *r, const bson_t *cmd, mf_error_t *err)
     bson_iter_document(&it, &l, &d);
     bson_init_static(&given, d, l);
     if (parse_config(r, &given, members, &n, &version, err) != 0) {
-        if (err->code == MF_E_InvalidReplicaSetConfig)
+        if (err->code != MF_E_TypeMismatch && err->code != MF_E_Location40415)
             err->code = MF_E_NewReplicaSetConfigurationIncompatible; /* as mongod: a reconfig's validation fails with 103 */
         return -1;
     }
@@ -2800,12 +2870,11 @@ cmd_reconfig(mf_repl_t *r, const bson_t *cmd, mf_error_t *err)
     nold = r->nmembers;
     memcpy(old, r->members, sizeof(old));
     uint64_t term = r->term;
-    const char *me = r->members[r->self].host;
     for (int i = 0; i < n; i++) {
-        if (strcmp(members[i].host, me) == 0 && members[i].priority == 0) { /* the primary must stay electable */
-            mf_err_set(err, MF_E_NodeNotElectable, "This node, %s, with _id %d is not electable under the new "
-                       "configuration with {version: %lld, term: %llu} for replica set %s", me, members[i].id,
-                       (long long)version, (unsigned long long)term, r->set_name);
+        if (host_is_me(r, members[i].host) && members[i].priority == 0) { /* the primary must stay electable */
+            mf_err_set(err, MF_E_NewReplicaSetConfigurationIncompatible, "This node, %s, with _id %d is not "
+                       "electable under the new configuration with {version: %lld, term: %llu} for replica set %s",
+                       members[i].host, members[i].id, (long long)version, (unsigned long long)term, r->set_name);
             pthread_mutex_unlock(&r->mu);
             return -1;
         }
@@ -2892,15 +2961,36 @@ cmd_reconfig(mf_repl_t *r, const bson_t *cmd, mf_error_t *err)
     return 0;
 }
 
+/*
+ * replSetStepDown: checks its periods as mongod, hands the role to
+ * choose_successor's member and stays away for the given seconds. With none electable it stays primary and
+ * answers 262, as mongod, unless force lets raft pick any member. Under
+ * r->transfer_mu, so that no hand-over of heartbeat_main runs beside it.
+ */
 static int
 cmd_step_down(mf_repl_t *r, const bson_t *cmd, mf_error_t *err)
 {
     bson_iter_t it;
     int64_t secs = 60;
+    bool force = false;
+    int rc = 0;
     bson_iter_init(&it, cmd);
     bson_iter_next(&it);
     if (BSON_ITER_HOLDS_NUMBER(&it))
         secs = bson_iter_as_int64(&it);
+    if (bson_iter_init_find(&it, cmd, "force"))
+        force = bson_iter_as_bool(&it);
+    /* As mongod's CmdReplSetStepDown: the catch-up period (default 10 s, 0 with force) fits in the step-down's. */
+    int64_t catch_up = force ? 0 : 10;
+    if (bson_iter_init_find(&it, cmd, "secondaryCatchUpPeriodSecs") && BSON_ITER_HOLDS_NUMBER(&it))
+        catch_up = bson_iter_as_int64(&it);
+    if (secs <= 0)
+        return mf_err_set(err, MF_E_BadValue, "stepdown period must be a positive integer");
+    if (catch_up < 0)
+        return mf_err_set(err, MF_E_BadValue, "secondaryCatchUpPeriodSecs period must be a positive or absent");
+    if (secs < catch_up)
+        return mf_err_set(err, MF_E_BadValue, "stepdown period must be longer than secondaryCatchUpPeriodSecs");
+    pthread_mutex_lock(&r->transfer_mu);
     pthread_mutex_lock(&r->mu);
     bool ok = r->writable;
     int nm = r->nmembers;
@@ -2912,15 +3002,27 @@ cmd_step_down(mf_repl_t *r, const bson_t *cmd, mf_error_t *err)
         pthread_cond_broadcast(&r->cv);
     }
     pthread_mutex_unlock(&r->mu);
-    if (!ok)
-        return mf_err_set(err, MF_E_NotWritablePrimary, "not primary so can't step down");
+    if (!ok) {
+        rc = mf_err_set(err, MF_E_NotWritablePrimary, "not primary so can't step down");
+        goto out;
+    }
     mf_ttl_monitor_pause(r->eng->ttl, "this replica-set member stepped down");
     mf_engine_topology_changed(r->eng);
-    if (nm < 2)
-        return mf_err_set(err, MF_E_ExceededTimeLimit, "No electable secondaries caught up as of %s",
-                          "now; this member is the only one");
-    /* To the most caught-up member that is not frozen itself; if none answers so, raft picks one. */
-    if (change_membership(r, choose_successor(r), NULL, true, err) != 0) {
+    uint64_t to = nm < 2 ? 0 : choose_successor(r);
+    if (to == 0 && !force) {
+        char now[64];
+        struct tm tm;
+        time_t t = (time_t)(mf_now_ms() / 1000);
+        gmtime_r(&t, &tm);
+        strftime(now, sizeof(now), "%Y-%m-%dT%H:%M:%S+00:00", &tm);
+        rc = mf_err_set(err, MF_E_ExceededTimeLimit, "No electable secondaries caught up as of %s. Please use the "
+                        "replSetStepDown command with the argument {force: true} to force node to step down.", now);
+    } else if (nm < 2) {
+        rc = mf_err_set(err, MF_E_ExceededTimeLimit, "No electable secondaries caught up: this member is the only one");
+    } else {
+        rc = change_membership(r, to, NULL, true, err); /* to 0 (force): raft picks a member */
+    }
+    if (rc != 0) {
         /* Nobody took over: stay primary (drained already). */
         pthread_mutex_lock(&r->mu);
         if (r->role == MF_RAFT_ROLE_LEADER) {
@@ -2930,10 +3032,12 @@ cmd_step_down(mf_repl_t *r, const bson_t *cmd, mf_error_t *err)
         pthread_mutex_unlock(&r->mu);
         mf_ttl_monitor_pause(r->eng->ttl, NULL);
         mf_engine_topology_changed(r->eng);
-        return -1;
+        goto out;
     }
     mf_log(MF_LOG_INFO, "REPL", "stepped down from primary; not seeking election for %lld s", (long long)secs);
-    return 0;
+out:
+    pthread_mutex_unlock(&r->transfer_mu);
+    return rc;
 }
 
 static int
@@ -3119,17 +3223,22 @@ hook_hello(void *arg, const bson_t *cmd, bool legacy_name, bson_t *reply)
         return;
     }
     BSON_APPEND_INT64(reply, "setVersion", r->config_version);
-    /* As mongod: hosts are the members that may be primary, passives the visible others; hidden ones neither. */
-    for (int pass = 0; pass < 2; pass++) {
+    /*
+     * As mongod: hosts are the members that may be primary, arbiters the
+     * arbiters, passives the others; hidden and delayed members in none.
+     */
+    static const char *const lists[] = {"hosts", "passives", "arbiters"};
+    for (int pass = 0; pass < 3; pass++) {
         uint32_t k = 0;
         for (int i = 0; i < r->nmembers; i++) {
             const member_t *m = &r->members[i];
-            if (m->hidden || (pass == 0) != (m->priority > 0))
+            int list = m->priority > 0 ? 0 : m->arbiter ? 2 : 1;
+            if (m->hidden || m->delayed || list != pass)
                 continue;
             char key[16];
             const char *kp;
             if (k == 0)
-                bson_append_array_begin(reply, pass == 0 ? "hosts" : "passives", -1, &arr);
+                bson_append_array_begin(reply, lists[pass], -1, &arr);
             bson_uint32_to_string(k++, &kp, key, sizeof(key));
             bson_append_utf8(&arr, kp, -1, m->host, -1);
         }
@@ -3140,6 +3249,8 @@ hook_hello(void *arg, const bson_t *cmd, bool legacy_name, bson_t *reply)
         BSON_APPEND_BOOL(reply, "passive", true);
     if (r->members[r->self].hidden)
         BSON_APPEND_BOOL(reply, "hidden", true);
+    if (r->members[r->self].arbiter)
+        BSON_APPEND_BOOL(reply, "arbiterOnly", true);
     int li = member_of_raft(r, r->leader_id);
     bool leader_ready = li >= 0 && (li != r->self || r->writable);
     if (leader_ready)
@@ -3806,6 +3917,7 @@ mf_repl_open(mf_engine_t *eng, const mf_repl_opts_t *o, mf_repl_t **out, mf_erro
     memcpy(&r->epoch, oid.bytes + 4, sizeof(r->epoch));
     r->epoch &= INT64_MAX;
     pthread_mutex_init(&r->mu, NULL);
+    pthread_mutex_init(&r->transfer_mu, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -3865,6 +3977,7 @@ fail:
     pthread_cond_destroy(&r->oplog_cv);
     pthread_cond_destroy(&r->stop_cv);
     pthread_cond_destroy(&r->sess_cv);
+    pthread_mutex_destroy(&r->transfer_mu);
     pthread_mutex_destroy(&r->mu);
     free(r);
     return -1;
@@ -3932,6 +4045,7 @@ mf_repl_free(mf_repl_t *r)
     pthread_cond_destroy(&r->stop_cv);
     pthread_cond_destroy(&r->sess_cv);
     free(r->busy_ids);
+    pthread_mutex_destroy(&r->transfer_mu);
     pthread_mutex_destroy(&r->mu);
     free(r->key);
     mf_peer_tls_free(r->sec.tls);

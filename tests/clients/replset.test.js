@@ -826,7 +826,7 @@ R.test('consecutive replSetStepDowns: each hands the role to a member that is no
   for (const i of [0, 1, 2]) await rs.adminCommand(i, { replSetFreeze: 0 }).catch(() => {});
   const stepDown = async (i) => {
     try {
-      await rs.adminCommand(i, { replSetStepDown: 10, secondaryCatchUpPeriodSecs: 10 });
+      await rs.adminCommand(i, { replSetStepDown: 60, secondaryCatchUpPeriodSecs: 10 });
     } catch (err) {
       if (!/closed|ECONNRESET|network/i.test(String(err.message))) throw err;
     }

@@ -38,30 +38,33 @@ async function reconfig(edit) {
 
 async function stepDown(i, secs) {
   try {
-    await rs.adminCommand(i, { replSetStepDown: secs, secondaryCatchUpPeriodSecs: 10 });
+    await rs.adminCommand(i, { replSetStepDown: secs, secondaryCatchUpPeriodSecs: Math.min(secs, 10) });
   } catch (err) {
     if (!/closed|ECONNRESET|network/i.test(String(err.message))) throw err;
   }
 }
 
-R.test('replSetInitiate checks member options as mongod: hidden, delayed, non-voting or non-indexing members need priority 0 (2 BadValue); priority in 0..1000; at least one member with priority > 0; the initiating member electable (99 NodeNotElectable)', async () => {
+R.test('replSetInitiate checks member options as mongod and answers 93 InvalidReplicaSetConfig with the reason: hidden, delayed, non-voting, non-indexing and arbiter members need priority 0; priority in 0..1000; votes 0 or 1; at least one member with priority > 0; the initiating member electable', async () => {
   const me = rs.members[SPARE].host;
   const nobody = `127.0.0.1:${await rs.freshPort()}`;
   const cases = [
-    ['hidden with priority 1', [{ _id: 0, host: me }, { _id: 1, host: nobody, hidden: true }], 2, /priority must be 0 when hidden=true/],
-    ['delayed with priority', [{ _id: 0, host: me }, { _id: 1, host: nobody, secondaryDelaySecs: 60 }], 2, /priority must be 0 when secondaryDelaySecs is used/],
-    ['votes 0 with priority', [{ _id: 0, host: me }, { _id: 1, host: nobody, votes: 0 }], 2, /priority must be 0 when non-voting \(votes:0\)/],
-    ['buildIndexes false', [{ _id: 0, host: me }, { _id: 1, host: nobody, buildIndexes: false }], 2, /priority must be 0 when buildIndexes=false/],
-    ['priority 1001', [{ _id: 0, host: me, priority: 1001 }], 2, /priority field value of 1001 is out of range/],
-    ['priority -1', [{ _id: 0, host: me, priority: -1 }], 2, /priority field value of -1 is out of range/],
-    ['priority a string', [{ _id: 0, host: me, priority: 'high' }], 14, /MemberConfig\.priority/],
-    ['no electable member', [{ _id: 0, host: me, priority: 0 }], 2, /at least one non-arbiter member with priority > 0/],
-    ['this member priority 0', [{ _id: 0, host: me, priority: 0 }, { _id: 1, host: nobody }], 99, /is not electable under the new configuration/],
+    ['hidden with priority 1', [{ _id: 0, host: me }, { _id: 1, host: nobody, hidden: true }], /priority must be 0 when hidden=true/],
+    ['delayed with priority', [{ _id: 0, host: me }, { _id: 1, host: nobody, secondaryDelaySecs: 60 }], /priority must be 0 when secondaryDelaySecs is used/],
+    ['votes 0 with priority', [{ _id: 0, host: me }, { _id: 1, host: nobody, votes: 0 }], /priority must be 0 when non-voting \(votes:0\)/],
+    ['buildIndexes false', [{ _id: 0, host: me }, { _id: 1, host: nobody, buildIndexes: false }], /priority must be 0 when buildIndexes=false/],
+    ['arbiter with priority 1', [{ _id: 0, host: me }, { _id: 1, host: nobody, arbiterOnly: true, priority: 1 }], /priority must be 0 when arbiterOnly=true/],
+    ['priority 1001', [{ _id: 0, host: me, priority: 1001 }], /'MemberConfig\.priority' value must be <= 1000, actual value '1001'/],
+    ['priority -1', [{ _id: 0, host: me, priority: -1 }], /'MemberConfig\.priority' value must be >= 0, actual value '-1'/],
+    ['priority a string', [{ _id: 0, host: me, priority: 'high' }], /MemberConfig\.priority/],
+    ['votes 2', [{ _id: 0, host: me, votes: 2 }], /votes field value is 2\. If set, it must be 0 or 1/],
+    ['no electable member', [{ _id: 0, host: me, priority: 0 }], /at least one non-arbiter member with priority > 0/],
+    ['this member priority 0', [{ _id: 0, host: me, priority: 0 }, { _id: 1, host: nobody }], /is not electable under the new configuration/],
   ];
-  for (const [what, members, code, msg] of cases) {
+  for (const [what, members, msg] of cases) {
     const r = await rs.raw(SPARE, 'admin', { replSetInitiate: { _id: 'rs0', members } });
     assert.equal(r.ok, 0, what);
-    assert.equal(r.code, code, `${what}: ${JSON.stringify(r)}`);
+    assert.equal(r.code, 93, `${what}: ${JSON.stringify(r)}`);
+    assert.equal(r.codeName, 'InvalidReplicaSetConfig', what);
     assert.match(r.errmsg, msg, what);
   }
   const r = await rs.hello(SPARE);
@@ -92,14 +95,17 @@ R.test('a hidden priority-0 member: left out of hello\'s hosts everywhere, its o
   await db.collection('c').insertOne({ _id: 1 }, MAJ);
   await rs.waitForReplication(db.databaseName, 'c');
   const client = await rs.newClient(rs.uriFor('', 'readPreference=secondary'));
-  const before = num((await rs.serverStatus(hid)).opcounters.query);
+  const vis = [0, 1, 2].find((i) => i !== hid && i !== p);
+  const queries = async (i) => num((await rs.serverStatus(i)).opcounters.query);
+  const [hb, vb] = [await queries(hid), await queries(vis)];
   for (let k = 0; k < 20; k++) assert.equal((await client.db(db.databaseName).collection('c').findOne({ _id: 1 }))._id, 1);
-  const after = num((await rs.serverStatus(hid)).opcounters.query);
-  assert.equal(after - before, 0, 'no query reached the hidden member');
+  const [ha, va] = [await queries(hid), await queries(vis)];
+  assert.equal(ha - hb, 0, 'no query reached the hidden member');
+  assert.ok(va - vb >= 20, `the visible secondary served the reads (${va - vb} queries)`);
   assert.ok(cfg.version > 1);
 });
 
-R.test('a priority-0 member is listed in passives, never becomes primary through step-downs or the primary\'s death, and a primary cannot reconfigure itself to priority 0 (99)', async () => {
+R.test('a priority-0 member is listed in passives, never becomes primary through step-downs or the primary\'s death, and a primary cannot reconfigure itself to priority 0 (103); a step-down with no electable member answers 262 and stays primary', async () => {
   let p = await rs.waitForPrimary();
   const pas = [0, 1, 2].find((i) => i !== p);
   await reconfig((ms) => ms.map((m) => (m._id === pas ? { _id: m._id, host: m.host, priority: 0 } : { ...m, hidden: false, priority: 1 })));
@@ -114,8 +120,32 @@ R.test('a priority-0 member is listed in passives, never becomes primary through
   const bad = { ...config, version: num(config.version) + 1, members: config.members.map((m) => (m._id === p ? { ...m, priority: 0 } : m)) };
   delete bad.term;
   const e = await rs.raw(p, 'admin', { replSetReconfig: bad });
-  assert.equal(e.code, 99, JSON.stringify(e));
-  assert.equal(e.codeName, 'NodeNotElectable');
+  assert.equal(e.code, 103, JSON.stringify(e));
+  assert.equal(e.codeName, 'NewReplicaSetConfigurationIncompatible');
+  assert.match(e.errmsg, /is not electable under the new configuration/);
+
+  // The periods, checked first as mongod's CmdReplSetStepDown (secondaryCatchUpPeriodSecs defaults to 10).
+  for (const [cmd, msg] of [
+    [{ replSetStepDown: 5 }, /stepdown period must be longer than secondaryCatchUpPeriodSecs/],
+    [{ replSetStepDown: 20, secondaryCatchUpPeriodSecs: 30 }, /stepdown period must be longer than secondaryCatchUpPeriodSecs/],
+    [{ replSetStepDown: 0 }, /stepdown period must be a positive integer/],
+    [{ replSetStepDown: 20, secondaryCatchUpPeriodSecs: -1 }, /secondaryCatchUpPeriodSecs period must be a positive or absent/],
+  ]) {
+    const x = await rs.raw(p, 'admin', cmd);
+    assert.equal(x.code, 2, `${JSON.stringify(cmd)}: ${JSON.stringify(x)}`);
+    assert.match(x.errmsg, msg);
+  }
+  assert.equal((await rs.hello(p)).isWritablePrimary, true, 'a refused step-down leaves the primary as it was');
+
+  // A step-down with no electable member caught up (the only other one is frozen): 262, still primary.
+  const third = [0, 1, 2].find((i) => i !== p && i !== pas);
+  assert.equal((await rs.adminCommand(third, { replSetFreeze: 30 })).ok, 1);
+  const sd = await rs.raw(p, 'admin', { replSetStepDown: 10, secondaryCatchUpPeriodSecs: 5 }, 20000);
+  assert.equal(sd.code, 262, JSON.stringify(sd));
+  assert.match(sd.errmsg, /No electable secondaries caught up/);
+  assert.equal((await rs.hello(p)).isWritablePrimary, true, 'it stays primary');
+  await rs.client.db('admin').command({ ping: 1 });
+  assert.equal((await rs.adminCommand(third, { replSetFreeze: 0 })).ok, 1);
 
   // Watch the passive member through two step-downs and a kill -9 of the primary.
   let sawPrimary = false;
@@ -183,4 +213,36 @@ R.test('priority takeover: a caught-up member of higher priority takes the role 
   p = await rs.waitForPrimary();
   await h.sleep(2500);
   assert.equal(await rs.primaryIndex(), p);
+});
+
+R.test('an arbiterOnly member (added by replSetReconfig) is listed in hello\'s arbiters, says arbiterOnly itself, and never becomes primary', async () => {
+  const spare = rs.members[SPARE];
+  let p = await rs.waitForPrimary();
+  const { config } = await rs.adminCommand(p, { replSetGetConfig: 1 });
+  const added = { ...config, version: num(config.version) + 1, members: [...config.members, { _id: SPARE, host: spare.host, arbiterOnly: true }] };
+  delete added.term;
+  assert.equal((await rs.adminCommand(p, { replSetReconfig: added })).ok, 1);
+  spare.inSet = true;
+  await rs.waitForSecondary(SPARE, { timeoutMs: 60000 });
+  await rs.waitUntil(async () => {
+    const x = await rs.hello(p);
+    return x && Array.isArray(x.arbiters) && x.arbiters.includes(spare.host) && !x.hosts.includes(spare.host);
+  }, { what: 'the primary to list the arbiter in arbiters, not hosts' });
+  const own = await rs.hello(SPARE);
+  assert.equal(own.arbiterOnly, true);
+  const got = (await rs.adminCommand(p, { replSetGetConfig: 1 })).config.members.find((m) => m._id === SPARE);
+  assert.equal(got.arbiterOnly, true);
+  assert.equal(num(got.priority), 0, 'an arbiter\'s priority defaults to 0');
+  // Step the primary down: the role goes to the other electable member, never the arbiter.
+  await stepDown(p, 5);
+  const np = await rs.waitForPrimary({ exclude: [p], timeoutMs: 15000 });
+  assert.notEqual(np, SPARE);
+  // Remove it again.
+  p = await rs.waitForPrimary();
+  const { config: c4 } = await rs.adminCommand(p, { replSetGetConfig: 1 });
+  const removed = { ...c4, version: num(c4.version) + 1, members: c4.members.filter((m) => m._id !== SPARE) };
+  delete removed.term;
+  assert.equal((await rs.adminCommand(p, { replSetReconfig: removed })).ok, 1);
+  spare.inSet = false;
+  for (const i of [0, 1, 2]) await rs.adminCommand(i, { replSetFreeze: 0 }).catch(() => {});
 });
