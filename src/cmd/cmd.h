@@ -348,6 +348,14 @@ bool mf_cmd_retryable_code(int64_t code);
 bool mf_cmd_in_txn(void);
 /* mf_cmd_txn_check: a transaction's command allowed as sent (the command, its database, writeConcern, readConcern). */
 int mf_cmd_txn_check(mf_op_t *op) MF_WUR;
+/* mf_cmd_txn_number: whether op is a statement of a transaction (autocommit: false); *n its txnNumber. */
+bool mf_cmd_txn_number(mf_op_t *op, int64_t *n);
+/*
+ * mf_cmd_txn_check_cursor: a getMore's transaction against the cursor's, as
+ * mongod: 50739 (cursor outside any, getMore in one), 50740 (the reverse),
+ * 50741 (another transaction). 0, or -1 with op's error.
+ */
+int mf_cmd_txn_check_cursor(mf_op_t *op, int64_t cursor_id, bool in_txn, int64_t txn_number) MF_WUR;
 /*
  * mf_cmd_txn_prepare: before the handler, creates the collection a write
  * would create (or that `create` names) outside the transaction; *done when

@@ -820,7 +820,8 @@ mf_cmd_get_more(mf_op_t *op)
         return mf_err_set(&op->err, MF_E_Unauthorized, "Requested getMore on namespace '%s.%s', but cursor belongs to a different namespace %s.%s",
                           op->db, coll, cur->db, cur->coll);
     }
-    if (mf_cmd_session_check_cursor(op, id, cur->has_lsid, cur->lsid, cur->owner) != 0) {
+    if (mf_cmd_session_check_cursor(op, id, cur->has_lsid, cur->lsid, cur->owner) != 0 ||
+        mf_cmd_txn_check_cursor(op, id, cur->in_txn, cur->txn_number) != 0) {
         mf_cursors_checkin(op->eng->cursors, cur);
         return -1;
     }

@@ -708,6 +708,35 @@ mf_cmd_txn_check(mf_op_t *op)
     return 0;
 }
 
+bool
+mf_cmd_txn_number(mf_op_t *op, int64_t *n)
+{
+    bson_iter_t it;
+    *n = 0;
+    if (!mf_op_has(op, "autocommit") || !mf_op_find(op, "txnNumber", &it) || !BSON_ITER_HOLDS_NUMBER(&it))
+        return false;
+    *n = bson_iter_as_int64(&it);
+    return true;
+}
+
+int
+mf_cmd_txn_check_cursor(mf_op_t *op, int64_t cursor_id, bool in_txn, int64_t txn_number)
+{
+    int64_t mine;
+    bool here = mf_cmd_txn_number(op, &mine);
+    if (here && !in_txn)
+        return mf_err_set(&op->err, MF_E_Location50739, "Cannot run getMore on cursor %lld, which was not created "
+                          "in a transaction, in transaction %lld", (long long)cursor_id, (long long)mine);
+    if (!here && in_txn)
+        return mf_err_set(&op->err, MF_E_Location50740, "Cannot run getMore on cursor %lld, which was created in "
+                          "transaction %lld, without a txnNumber", (long long)cursor_id, (long long)txn_number);
+    if (here && mine != txn_number)
+        return mf_err_set(&op->err, MF_E_Location50741, "Cannot run getMore on cursor %lld, which was created in "
+                          "transaction %lld, in transaction %lld", (long long)cursor_id, (long long)txn_number,
+                          (long long)mine);
+    return 0;
+}
+
 /* Runs a create of db.name on a thread of its own (outside the transaction, replicated as any DDL). */
 typedef struct create_job {
     mf_engine_t *eng;

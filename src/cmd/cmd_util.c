@@ -485,6 +485,7 @@ mf_cmd_cursor_register(mf_op_t *op, mf_cursor_t *cur)
     cur->client_id = op->client != NULL ? op->client->id : 0;
     mf_cmd_auth_owner(op, cur->owner, sizeof(cur->owner));
     cur->has_lsid = mf_cmd_session_id(op, cur->lsid);
+    cur->in_txn = mf_cmd_txn_number(op, &cur->txn_number);
     if (mf_collation_current() != NULL && cur->collation == NULL) {
         cur->collation = bson_new();
         mf_collation_append_spec(mf_collation_current(), cur->collation);

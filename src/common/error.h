@@ -393,6 +393,9 @@
     X(40237, Location40237)                                                    \
     X(40272, Location40272)                                                    \
     X(40602, Location40602)                                                    \
+    X(50741, Location50741)                                                    \
+    X(50740, Location50740)                                                    \
+    X(50739, Location50739)                                                    \
     X(50738, Location50738)                                                    \
     X(50737, Location50737)                                                    \
     X(50736, Location50736)                                                    \

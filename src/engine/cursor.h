@@ -87,6 +87,8 @@ typedef struct mf_cursor {
     char owner[400];  /* "user@db" who opened it, "" without access control: only they may use or kill it */
     bool has_lsid;    /* opened by a command with an lsid: its getMores must name the same session */
     uint8_t lsid[16]; /* that session's id (its uid is owner's) */
+    bool in_txn;        /* opened inside a multi-document transaction: its getMores must be in that one */
+    int64_t txn_number; /* that transaction's txnNumber */
 } mf_cursor_t;
 
 mf_cursors_t *mf_cursors_new(void);

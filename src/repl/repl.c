@@ -2118,20 +2118,37 @@ adopt_newer_config(mf_repl_t *r, const char *host)
     bson_destroy(&reply);
 }
 
+/*
+ * other_members --
+ *     Copies the other members' hosts and ids (and priorities, if prio is not
+ *     NULL) of the current config, only those of positive priority if
+ *     electable; returns how many. Takes r->mu: the copies outlive it, for
+ *     the network calls made without it.
+ */
+static int
+other_members(mf_repl_t *r, bool electable, char hosts[][256], int *ids, double *prio)
+{
+    int n = 0;
+    pthread_mutex_lock(&r->mu);
+    for (int i = 0; i < r->nmembers; i++) {
+        if (i == r->self || (electable && r->members[i].priority == 0))
+            continue;
+        snprintf(hosts[n], 256, "%s", r->members[i].host);
+        if (prio != NULL)
+            prio[n] = r->members[i].priority;
+        ids[n++] = r->members[i].id;
+    }
+    pthread_mutex_unlock(&r->mu);
+    return n;
+}
+
 static void
 heartbeat_round(mf_repl_t *r)
 {
     char hosts[MAX_MEMBERS][256];
     char newer_host[256] = "";
-    int ids[MAX_MEMBERS], n = 0;
-    pthread_mutex_lock(&r->mu);
-    for (int i = 0; i < r->nmembers; i++) {
-        if (i == r->self)
-            continue;
-        snprintf(hosts[n], sizeof(hosts[n]), "%s", r->members[i].host);
-        ids[n++] = r->members[i].id;
-    }
-    pthread_mutex_unlock(&r->mu);
+    int ids[MAX_MEMBERS];
+    int n = other_members(r, false, hosts, ids, NULL);
     for (int i = 0; i < n; i++) {
         bson_t cmd, reply;
         bson_iter_t it;
@@ -2224,17 +2241,9 @@ static uint64_t
 choose_successor(mf_repl_t *r)
 {
     char hosts[MAX_MEMBERS][256];
-    int ids[MAX_MEMBERS], n = 0;
+    int ids[MAX_MEMBERS];
     double prio[MAX_MEMBERS], best_prio = 0;
-    pthread_mutex_lock(&r->mu);
-    for (int i = 0; i < r->nmembers; i++) {
-        if (i == r->self || r->members[i].priority == 0)
-            continue;
-        snprintf(hosts[n], sizeof(hosts[n]), "%s", r->members[i].host);
-        prio[n] = r->members[i].priority;
-        ids[n++] = r->members[i].id;
-    }
-    pthread_mutex_unlock(&r->mu);
+    int n = other_members(r, true, hosts, ids, prio);
     uint64_t best = 0, best_applied = 0;
     for (int i = 0; i < n; i++) {
         uint64_t applied = 0;

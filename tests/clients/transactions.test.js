@@ -250,6 +250,46 @@ R.test('a cursor inside a transaction: find and aggregate with a small batchSize
   assert.deepEqual(await ids(out), [0, 1, 2, 3, ...added]);
 });
 
+R.test('a cursor belongs to its transaction: a getMore without the transaction answers 50740, in another transaction 50741, and a cursor opened outside one answers 50739 to a getMore inside one', async () => {
+  // getmore_cmd.cpp's validateTxnNumber (codes 50739, 50740, 50741, mongod's messages).
+  const db = await freshDbWith('curtxn', ['c'], { c: [0, 1, 2, 3, 4, 5].map((i) => ({ _id: i })) });
+  const s = new RawSession(db.databaseName);
+  const opened = await s.start(1, { find: 'c', filter: {}, sort: { _id: 1 }, batchSize: 2 });
+  expectOk(opened, 'find in the transaction');
+  const cid = opened.cursor.id;
+  assert.ok(Number(cid) !== 0, 'the find left a cursor open');
+  // In its own transaction: the next batch.
+  const more = await s.next(1, { getMore: cid, collection: 'c', batchSize: 2 });
+  expectOk(more, 'getMore in the transaction');
+  assert.deepEqual(more.cursor.nextBatch.map((d) => d._id), [2, 3]);
+  // The same session without the transaction's fields.
+  const bare = await primaryCmd(db.databaseName, { getMore: cid, collection: 'c', lsid: s.lsid });
+  expectError(bare, 50740, 'Location50740', /which was created in transaction 1, without a txnNumber/);
+  // The cursor is still there for its transaction.
+  const again = await s.next(1, { getMore: cid, collection: 'c', batchSize: 2 });
+  expectOk(again, 'getMore in the transaction after a refused one');
+  assert.deepEqual(again.cursor.nextBatch.map((d) => d._id), [4, 5]);
+  expectOk(await s.commit(1));
+
+  // A cursor of transaction 2, used from transaction 3 of the same session.
+  const o2 = await s.start(2, { find: 'c', filter: {}, batchSize: 1 });
+  expectOk(o2);
+  expectOk(await s.commit(2));
+  expectOk(await s.start(3, { find: 'c', filter: { _id: 0 } }));
+  const other = await s.next(3, { getMore: o2.cursor.id, collection: 'c' });
+  expectError(other, 50741, 'Location50741', /which was created in transaction 2, in transaction 3/);
+
+  // A failed statement aborts its transaction, as any.
+  expectError(await s.abort(3), 251, 'NoSuchTransaction');
+
+  // A cursor opened outside any transaction, read from inside one.
+  const plain = await primaryCmd(db.databaseName, { find: 'c', filter: {}, batchSize: 1, lsid: s.lsid });
+  expectOk(plain);
+  expectOk(await s.start(4, { find: 'c', filter: { _id: 0 } }));
+  const inside = await s.next(4, { getMore: plain.cursor.id, collection: 'c' });
+  expectError(inside, 50739, 'Location50739', /which was not created in a transaction, in transaction 4/);
+});
+
 R.test('startTransaction then abortTransaction: none of the inserts, updates or deletes remain, and the session runs a new transaction afterwards', async () => {
   // jstests/core/txns/multi_statement_transaction_abort.js
   const db = await freshDbWith('abort', ['c'], { c: [{ _id: 1, v: 1 }, { _id: 2, v: 2 }] });
