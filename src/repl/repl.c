@@ -1890,7 +1890,7 @@ apply_one(mf_repl_t *r, mf_sess_t *s, qent_t *q)
         r->last_wall = p.w;
     /* A priority-0 member that won raft's election anyway never takes writes; it hands over (heartbeat_main). */
     if (own && strcmp(p.k, "noop") == 0 && p.s == r->drain_seq && r->role == MF_RAFT_ROLE_LEADER && !r->writable &&
-        r->self >= 0 && r->members[r->self].priority > 0) {
+        !(r->self >= 0 && r->members[r->self].priority == 0)) {
         r->writable = true;
         drained = true;
     }
