@@ -5,6 +5,11 @@ relative to the repository root) on a free port (or the one given) with a
 private temporary --dbpath and extra args, keeps the tail of its stderr for
 failure messages, and stops it with SIGTERM (returning the exit status, or
 "forced" if it needed a SIGKILL).
+
+start_replica_set(name, n) starts n members with --replSet name, initiates
+them from the first and waits for one primary and n - 1 secondaries;
+wait_for(pred, what) polls a condition (a guard against a hang, not a
+timing check).
 """
 import os
 import shutil
@@ -105,3 +110,49 @@ class Server:
     @property
     def uri(self):
         return "mongodb://127.0.0.1:%d/?serverSelectionTimeoutMS=5000" % self.port
+
+
+def wait_for(pred, what, timeout=30):
+    """Polls pred until it returns something truthy (returned); a guard against a hang, not a timing check."""
+    deadline = time.time() + timeout
+    last = None
+    while time.time() < deadline:
+        try:
+            v = pred()
+            if v:
+                return v
+        except Exception as e:  # noqa: BLE001 - members come and go while a set forms or fails over
+            last = e
+        time.sleep(0.1)
+    raise AssertionError("timed out after %ds waiting for %s (last error: %r)" % (timeout, what, last))
+
+
+def start_replica_set(name, members, n=3, args=()):
+    """Starts n members of replica set name (each on a free port and raft port, appended to the list
+    members as they start), sends replSetInitiate naming them all to the first, and waits for a primary
+    and n - 1 secondaries. The caller stops every Server in members (stop() and cleanup()), also when
+    this raises."""
+    from pymongo import MongoClient  # only the replica-set suites need the driver here
+    for _ in range(n):
+        port, raft = Server._free_port(), Server._free_port()
+        m = Server(args=["--replSet", name, "--raftPort", str(raft)] + list(args), port=port)
+        members.append(m)
+        m.start()
+    hosts = ["127.0.0.1:%d" % m.port for m in members]
+    first = MongoClient(hosts[0], directConnection=True)
+    try:
+        first.admin.command("replSetInitiate", {"_id": name, "members": [{"_id": i, "host": h} for i, h in enumerate(hosts)]})
+    finally:
+        first.close()
+
+    def states():
+        out = []
+        for m in members:
+            c = MongoClient("127.0.0.1", m.port, directConnection=True, serverSelectionTimeoutMS=2000)
+            try:
+                h = c.admin.command("isMaster")
+                out.append("P" if h.get("ismaster") else ("S" if h.get("secondary") else "?"))
+            finally:
+                c.close()
+        return sorted(out) == ["P"] + ["S"] * (n - 1)
+    wait_for(states, "a primary and %d secondaries" % (n - 1))

@@ -15,7 +15,7 @@ from bson import ObjectId
 from pymongo import MongoClient
 from pymongo.errors import BulkWriteError, DuplicateKeyError, OperationFailure
 
-from mayfly_server import Server
+from mayfly_server import Server, start_replica_set, wait_for
 
 
 SERVER = None
@@ -456,19 +456,6 @@ def test_aggregation_output_over_16mb_fails_10334():
        [{"_id": None, "n": 3 * len(mb4)}], "a small result")
 
 
-def _wait_for(pred, what, timeout=20):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        try:
-            v = pred()
-            if v:
-                return v
-        except Exception:  # noqa: BLE001 - members are coming and going
-            pass
-        time.sleep(0.1)
-    raise AssertionError("timed out waiting for " + what)
-
-
 @test
 def test_replica_set_discovery_writes_reads_and_failover():
     """Issue 9 through pymongo: a 3-member set found from a replicaSet URI, writes on the primary read back
@@ -477,15 +464,8 @@ def test_replica_set_discovery_writes_reads_and_failover():
     from pymongo.errors import AutoReconnect  # NotMasterError (3.x) and NotPrimaryError (4.x) derive from it
     members = []
     try:
-        for _ in range(3):
-            port, raft = Server._free_port(), Server._free_port()
-            m = Server(args=["--replSet", "pyrs", "--raftPort", str(raft)], port=port)
-            m.start()
-            members.append(m)
+        start_replica_set("pyrs", members)
         hosts = ["127.0.0.1:%d" % m.port for m in members]
-        direct = MongoClient(hosts[0], directConnection=True) if pymongo.version_tuple >= (3, 11) else MongoClient(hosts[0])
-        direct.admin.command("replSetInitiate", {"_id": "pyrs", "members": [{"_id": i, "host": h} for i, h in enumerate(hosts)]})
-        direct.close()
         client = MongoClient("mongodb://%s/?replicaSet=pyrs&serverSelectionTimeoutMS=15000" % ",".join(hosts))
         try:
             coll = client.pydb.get_collection("c", write_concern=pymongo.WriteConcern(w="majority"))
@@ -494,7 +474,7 @@ def test_replica_set_discovery_writes_reads_and_failover():
             primary = client.primary
             eq(primary is not None, True, "a primary is found")
             sec = client.pydb.get_collection("c", read_preference=ReadPreference.SECONDARY)
-            _wait_for(lambda: sec.count_documents({}) == 50, "the secondaries to hold the 50 documents")
+            wait_for(lambda: sec.count_documents({}) == 50, "the secondaries to hold the 50 documents")
             # kill -9 the primary; pymongo must find the new one and acknowledged writes must all be there.
             victim = [m for m in members if m.port == primary[1]][0]
             victim.proc.kill()
@@ -508,7 +488,7 @@ def test_replica_set_discovery_writes_reads_and_failover():
                     return False
                 except DuplicateKeyError:
                     return True  # a retried insert that had gone through
-            _wait_for(write_more, "a write on the new primary")
+            wait_for(write_more, "a write on the new primary")
             eq(client.primary != primary, True, "another member is primary")
             eq(sorted(d["_id"] for d in coll.find()), list(range(51)), "every acknowledged write survives the failover")
         finally:

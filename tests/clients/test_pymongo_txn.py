@@ -34,7 +34,7 @@ import traceback
 from pymongo import MongoClient, ReadPreference, WriteConcern
 from pymongo.errors import DuplicateKeyError, OperationFailure
 
-from mayfly_server import Server
+from mayfly_server import start_replica_set, wait_for
 
 SET_NAME = "pytxn"
 MEMBERS = []
@@ -54,21 +54,6 @@ def test(fn):
 def eq(a, b, what=""):
     if a != b:
         raise AssertionError("%s: expected %r, got %r" % (what, b, a))
-
-
-def wait_for(pred, what, timeout=30):
-    """Polls pred until it returns something truthy (returned); a guard against a hang, not a timing check."""
-    deadline = time.time() + timeout
-    last = None
-    while time.time() < deadline:
-        try:
-            v = pred()
-            if v:
-                return v
-        except Exception as e:  # noqa: BLE001 - members come and go while the set forms
-            last = e
-        time.sleep(0.1)
-    raise AssertionError("timed out after %ds waiting for %s (last error: %r)" % (timeout, what, last))
 
 
 def fresh_db(tag, collections=(), seed=None):
@@ -302,30 +287,8 @@ def quiet_tail(m, n=6):
 
 
 def start_set():
-    for _ in range(3):
-        port, raft = Server._free_port(), Server._free_port()
-        m = Server(args=["--replSet", SET_NAME, "--raftPort", str(raft)], port=port)
-        MEMBERS.append(m)
-        m.start()
+    start_replica_set(SET_NAME, MEMBERS)
     hosts = ["127.0.0.1:%d" % m.port for m in MEMBERS]
-    first = MongoClient(hosts[0], directConnection=True)
-    try:
-        first.admin.command("replSetInitiate",
-                            {"_id": SET_NAME, "members": [{"_id": i, "host": h} for i, h in enumerate(hosts)]})
-    finally:
-        first.close()
-
-    def states():
-        out = []
-        for m in MEMBERS:
-            c = MongoClient("127.0.0.1", m.port, directConnection=True, serverSelectionTimeoutMS=2000)
-            try:
-                h = c.admin.command("isMaster")
-                out.append("P" if h.get("ismaster") else ("S" if h.get("secondary") else "?"))
-            finally:
-                c.close()
-        return sorted(out) == ["P", "S", "S"]
-    wait_for(states, "a primary and two secondaries")
     uri = "mongodb://%s/?replicaSet=%s&serverSelectionTimeoutMS=20000" % (",".join(hosts), SET_NAME)
     return MongoClient(uri), MongoClient(uri)
 
