@@ -103,6 +103,20 @@ R.test('a hidden priority-0 member: left out of hello\'s hosts everywhere, its o
   assert.equal(ha - hb, 0, 'no query reached the hidden member');
   assert.ok(va - vb >= 20, `the visible secondary served the reads (${va - vb} queries)`);
   assert.ok(cfg.version > 1);
+
+  // The options persist with the config: after kill -9 and after a clean restart the member is still hidden.
+  for (const kill9 of [true, false]) {
+    await rs.kill(hid, { kill9 });
+    await rs.restart(hid);
+    await rs.waitForSecondary(hid, { timeoutMs: 60000 });
+    const r = await rs.hello(hid);
+    assert.equal(r.hidden, true, `hidden after a ${kill9 ? 'kill -9' : 'clean restart'}`);
+    assert.equal(r.passive, true);
+    assert.deepEqual([...r.hosts].sort(), visible);
+    const own = (await rs.adminCommand(hid, { replSetGetConfig: 1 })).config.members.find((m) => m._id === hid);
+    assert.equal(own.hidden, true);
+    assert.equal(num(own.priority), 0);
+  }
 });
 
 R.test('a priority-0 member is listed in passives, never becomes primary through step-downs or the primary\'s death, and a primary cannot reconfigure itself to priority 0 (103); a step-down with no electable member answers 262 and stays primary', async () => {
