@@ -357,14 +357,17 @@ bool mf_cmd_txn_number(mf_op_t *op, int64_t *n);
  */
 int mf_cmd_txn_check_cursor(mf_op_t *op, int64_t cursor_id, bool in_txn, int64_t txn_number) MF_WUR;
 /*
- * mf_cmd_txn_prepare: before the handler, creates the collection a write
- * would create (or that `create` names) outside the transaction; *done when
- * that was the command (create). 0 or -1 with op->err.
+ * mf_cmd_txn_prepare: before the handler, refuses writes to time-series
+ * and capped collections (263) and creates the collections a write would
+ * create (insert, upsert, bulkWrite's inserts and upserts, or what `create`
+ * names) outside the transaction; *done when that was the command (create).
+ * 0 or -1 with op->err.
  */
 int mf_cmd_txn_prepare(mf_op_t *op, bool *done) MF_WUR;
 /*
  * mf_cmd_txn_write_error: after a transaction's write command: a write
- * error aborts the transaction and the reply keeps only the first; true
+ * error (bulkWrite: nErrors > 0) aborts the transaction and the reply keeps
+ * only the first; true
  * when that was a WriteConflict, which is now op->err (reply emptied).
  */
 bool mf_cmd_txn_write_error(mf_op_t *op);

@@ -36,7 +36,7 @@
 #include "ttl/ttl.h"
 
 #define MF_VERSION "8.0.0"
-#define MF_MAX_WIRE_VERSION 21
+#define MF_MAX_WIRE_VERSION 25 /* MongoDB 8.0 */
 
 /*
  * hello's compression negotiation, as mongod's

@@ -20,6 +20,9 @@
  * read with getMore) beside the totals nErrors, nInserted, nMatched,
  * nModified, nUpserted, nDeleted; errorsOnly keeps only the failed items.
  * The command's let variables are installed for every op by cmd_dispatch.c.
+ * In a transaction (mongod 8.0 allows bulkWrite in one, on admin) the
+ * request is ordered whatever it asks, its first error aborts the
+ * transaction, and a WriteConflict fails the whole command.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -154,6 +157,7 @@ typedef struct bw_state {
     mf_cursor_t *cur;
     bool errors_only;
     int64_t n_err, n_ins, n_match, n_mod, n_ups, n_del;
+    mf_error_t first_err; /* the first failed op's error */
 } bw_state_t;
 
 static void
@@ -197,7 +201,8 @@ push_err(bw_state_t *st, size_t idx, const mf_error_t *e)
     BSON_APPEND_INT32(&d, "nModified", 0);
     mf_docvec_push(&st->cur->docs, &d);
     bson_destroy(&d);
-    st->n_err++;
+    if (st->n_err++ == 0)
+        st->first_err = *e;
 }
 
 /* An insert group's failures: which group members failed, and their errors in order. */
@@ -385,6 +390,15 @@ mf_cmd_bulk_write(mf_op_t *op)
         if (check_op(op, &opdocs[i], nns, &ops[i]) != 0)
             goto out;
 
+    /*
+     * In a transaction, as mongod's write_ops_exec handleError: the first
+     * failed op ends the request and aborts the transaction
+     * (mf_cmd_txn_write_error), and a WriteConflict fails the command as a
+     * whole, so its TransientTransactionError label reaches the driver.
+     */
+    bool txn = mf_cmd_in_txn();
+    if (txn)
+        ordered = true;
     bool durable = mf_crud_want_durable(op), validate = !mf_crud_bypass_validation(op);
     st.op = op;
     st.errors_only = errors_only;
@@ -409,6 +423,11 @@ mf_cmd_bulk_write(mf_op_t *op)
             go_on = run_delete(&st, i, o, &nss[o->ns], ordered, durable);
             i++;
         }
+    }
+    if (txn && st.n_err > 0 && st.first_err.code == MF_E_WriteConflict) {
+        op->err = st.first_err;
+        mf_cursor_free(st.cur);
+        goto out;
     }
     BSON_APPEND_INT32(op->reply, "nErrors", (int32_t)st.n_err);
     BSON_APPEND_INT32(op->reply, "nInserted", (int32_t)st.n_ins);

@@ -675,8 +675,9 @@ mf_cmd_txn_check(mf_op_t *op)
     if (!allowed_in_txn(op->name))
         return mf_err_set(&op->err, MF_E_OperationNotSupportedInTransaction,
                           "Cannot run '%s' in a multi-document transaction.", op->name);
-    if (!commit_or_abort && (strcmp(op->db, "admin") == 0 || strcmp(op->db, "config") == 0 ||
-                             strcmp(op->db, "local") == 0))
+    /* bulkWrite, which runs on admin, is the one command a transaction may send there (mongod 8.0). */
+    if (!commit_or_abort && ((strcmp(op->db, "admin") == 0 && strcmp(op->name, "bulkWrite") != 0) ||
+                             strcmp(op->db, "config") == 0 || strcmp(op->db, "local") == 0))
         return mf_err_set(&op->err, MF_E_OperationNotSupportedInTransaction,
                           "Cannot run command against the '%s' database in a transaction.", op->db);
     if (!commit_or_abort && mf_op_has(op, "writeConcern"))
@@ -754,18 +755,128 @@ create_main(void *arg)
     return NULL;
 }
 
-/* Whether any statement of a write command's array field upserts. */
+/*
+ * Whether any statement of a write command's array field (in the body or a
+ * document sequence, as drivers send it) upserts.
+ */
 static bool
 any_upsert(mf_op_t *op, const char *field)
 {
-    bson_iter_t it, a, d;
-    if (!mf_op_find(op, field, &it) || !BSON_ITER_HOLDS_ARRAY(&it) || !bson_iter_recurse(&it, &a))
+    bson_t *docs;
+    size_t n;
+    bson_iter_t it;
+    bool any = false;
+    if (mf_op_docs(op, field, true, &docs, &n) != 0) {
+        mf_err_clear(&op->err); /* the command itself reports a malformed array */
         return false;
-    while (bson_iter_next(&a))
-        if (BSON_ITER_HOLDS_DOCUMENT(&a) && bson_iter_recurse(&a, &d) && bson_iter_find(&d, "upsert") &&
-            bson_iter_as_bool(&d))
-            return true;
-    return false;
+    }
+    for (size_t i = 0; i < n && !any; i++)
+        any = bson_iter_init_find(&it, &docs[i], "upsert") && bson_iter_as_bool(&it);
+    free(docs);
+    return any;
+}
+
+/*
+ * Creates db.name on a helper thread, outside the transaction, and waits for
+ * it: cmd is the create command to run (NULL: {create: name}). Returns 0
+ * when it was created or already existed (unless cmd was given), or -1 with
+ * op->err.
+ */
+static int
+create_outside(mf_op_t *op, const char *db, const char *name, const bson_t *cmd)
+{
+    create_job_t cj = {.eng = op->eng, .client = op->client, .db = db};
+    int rc = 0;
+    bson_init(&cj.cmd);
+    bson_init(&cj.reply);
+    if (cmd != NULL)
+        bson_copy_to_excluding_noinit(cmd, &cj.cmd, "lsid", "txnNumber", "autocommit", "startTransaction",
+                                      "readConcern", "$db", "$clusterTime", "$readPreference", NULL);
+    else
+        BSON_APPEND_UTF8(&cj.cmd, "create", name);
+    pthread_t th;
+    if (pthread_create(&th, NULL, create_main, &cj) != 0) {
+        rc = mf_err_set(&op->err, MF_E_InternalError, "cannot start a thread to create %s.%s", db, name);
+    } else {
+        pthread_join(th, NULL);
+        bson_iter_t r;
+        bool ok = bson_iter_init_find(&r, &cj.reply, "ok") && bson_iter_as_double(&r) == 1.0;
+        int code = bson_iter_init_find(&r, &cj.reply, "code") ? (int)bson_iter_as_int64(&r) : 0;
+        if (!ok && (cmd != NULL || code != MF_E_NamespaceExists)) {
+            const char *msg = bson_iter_init_find(&r, &cj.reply, "errmsg") && BSON_ITER_HOLDS_UTF8(&r)
+                                  ? bson_iter_utf8(&r, NULL) : "create failed";
+            rc = mf_err_set(&op->err, code ? code : MF_E_InternalError, "%s", msg);
+        }
+    }
+    bson_destroy(&cj.cmd);
+    bson_destroy(&cj.reply);
+    return rc;
+}
+
+/*
+ * The checks and creations of mf_cmd_txn_prepare for one collection a write
+ * names: a time-series or capped one is refused (263, as mongod: buckets are
+ * shared, and capped trimming would conflict with every other writer); a
+ * missing one is created outside the transaction when creates is set.
+ */
+static int
+prepare_target(mf_op_t *op, const char *db, const char *name, bool creates)
+{
+    mf_catalog_rdlock(op->eng->cat);
+    mf_coll_t *c = mf_catalog_coll_find(op->eng->cat, db, name);
+    bool ts = c != NULL && c->is_timeseries, capped = c != NULL && c->capped, exists = c != NULL;
+    mf_catalog_unlock(op->eng->cat);
+    if (ts)
+        return mf_err_set(&op->err, MF_E_OperationNotSupportedInTransaction,
+                          "Cannot write to a time-series collection in a multi-document transaction: %s.%s", db, name);
+    if (capped)
+        return mf_err_set(&op->err, MF_E_OperationNotSupportedInTransaction,
+                          "Collection '%s.%s' is a capped collection. Writes in transactions are not allowed on "
+                          "capped collections.", db, name);
+    return exists || !creates ? 0 : create_outside(op, db, name, NULL);
+}
+
+/*
+ * bulkWrite's part of mf_cmd_txn_prepare: every namespace of nsInfo that an
+ * op writes to, checked, and created when an insert or an upsert names it.
+ * A malformed request is left for the command to report.
+ */
+static int
+prepare_bulk_write(mf_op_t *op)
+{
+    bson_t *ops = NULL, *ns = NULL;
+    size_t nops = 0, nns = 0;
+    int rc = 0;
+    if (mf_op_docs(op, "ops", true, &ops, &nops) != 0 || mf_op_docs(op, "nsInfo", true, &ns, &nns) != 0) {
+        mf_err_clear(&op->err);
+        goto out;
+    }
+    for (size_t i = 0; i < nns && rc == 0; i++) {
+        bson_iter_t it;
+        bool named = false, creates = false;
+        for (size_t k = 0; k < nops; k++) {
+            if (!bson_iter_init(&it, &ops[k]) || !bson_iter_next(&it) || !BSON_ITER_HOLDS_NUMBER(&it) ||
+                bson_iter_as_int64(&it) != (int64_t)i)
+                continue;
+            named = true;
+            bool ins = strcmp(bson_iter_key(&it), "insert") == 0;
+            creates = creates || ins ||
+                      (strcmp(bson_iter_key(&it), "update") == 0 && bson_iter_init_find(&it, &ops[k], "upsert") &&
+                       bson_iter_as_bool(&it));
+        }
+        const char *full = bson_iter_init_find(&it, &ns[i], "ns") && BSON_ITER_HOLDS_UTF8(&it)
+                               ? bson_iter_utf8(&it, NULL) : NULL;
+        const char *dot = full != NULL ? strchr(full, '.') : NULL;
+        if (!named || dot == NULL || dot == full || dot[1] == '\0' || (size_t)(dot - full) >= 128)
+            continue;
+        char db[128];
+        snprintf(db, sizeof(db), "%.*s", (int)(dot - full), full);
+        rc = prepare_target(op, db, dot + 1, creates);
+    }
+out:
+    free(ops);
+    free(ns);
+    return rc;
 }
 
 int
@@ -773,77 +884,27 @@ mf_cmd_txn_prepare(mf_op_t *op, bool *done)
 {
     bson_iter_t it;
     *done = false;
+    if (strcmp(op->name, "bulkWrite") == 0)
+        return prepare_bulk_write(op);
     bool is_create = strcmp(op->name, "create") == 0;
+    bool fam = strcmp(op->name, "findAndModify") == 0 || strcmp(op->name, "findandmodify") == 0;
     bool writes = strcmp(op->name, "insert") == 0 || strcmp(op->name, "update") == 0 ||
-                  strcmp(op->name, "delete") == 0 || strcmp(op->name, "findAndModify") == 0 ||
-                  strcmp(op->name, "findandmodify") == 0;
-    if (writes && bson_iter_init(&it, op->cmd) && bson_iter_next(&it) && BSON_ITER_HOLDS_UTF8(&it)) {
-        /* As mongod: time-series collections take no writes in a transaction (their buckets are shared). */
-        mf_catalog_rdlock(op->eng->cat);
-        mf_coll_t *c = mf_catalog_coll_find(op->eng->cat, op->db, bson_iter_utf8(&it, NULL));
-        bool ts = c != NULL && c->is_timeseries, capped = c != NULL && c->capped;
-        mf_catalog_unlock(op->eng->cat);
-        if (ts)
-            return mf_err_set(&op->err, MF_E_OperationNotSupportedInTransaction,
-                              "Cannot write to a time-series collection in a multi-document transaction: %s.%s",
-                              op->db, bson_iter_utf8(&it, NULL));
-        /* As mongod: a capped collection's trimming would conflict with every other writer's. */
-        if (capped)
-            return mf_err_set(&op->err, MF_E_OperationNotSupportedInTransaction,
-                              "Collection '%s.%s' is a capped collection. Writes in transactions are not allowed on "
-                              "capped collections.", op->db, bson_iter_utf8(&it, NULL));
-    }
-    bool creates = is_create || strcmp(op->name, "insert") == 0 ||
-                   (strcmp(op->name, "update") == 0 && any_upsert(op, "updates")) ||
-                   ((strcmp(op->name, "findAndModify") == 0 || strcmp(op->name, "findandmodify") == 0) &&
-                    mf_op_find(op, "upsert", &it) && bson_iter_as_bool(&it));
-    if (!creates || !bson_iter_init(&it, op->cmd) || !bson_iter_next(&it) || !BSON_ITER_HOLDS_UTF8(&it))
+                  strcmp(op->name, "delete") == 0 || fam;
+    if ((!writes && !is_create) || !bson_iter_init(&it, op->cmd) || !bson_iter_next(&it) ||
+        !BSON_ITER_HOLDS_UTF8(&it))
         return 0;
     const char *name = bson_iter_utf8(&it, NULL);
-    if (!is_create) {
-        mf_catalog_rdlock(op->eng->cat);
-        mf_coll_t *c = mf_catalog_coll_find(op->eng->cat, op->db, name);
-        mf_catalog_unlock(op->eng->cat);
-        if (c != NULL)
-            return 0;
+    if (is_create) {
+        /* The create is the command: it runs outside the transaction, and its reply is the reply. */
+        if (create_outside(op, op->db, name, op->cmd) != 0)
+            return -1;
+        *done = true;
+        return 0;
     }
-    create_job_t cj = {.eng = op->eng, .client = op->client, .db = op->db};
-    bson_init(&cj.cmd);
-    bson_init(&cj.reply);
-    if (is_create)
-        bson_copy_to_excluding_noinit(op->cmd, &cj.cmd, "lsid", "txnNumber", "autocommit", "startTransaction",
-                                      "readConcern", "$db", "$clusterTime", "$readPreference", NULL);
-    else
-        BSON_APPEND_UTF8(&cj.cmd, "create", name);
-    pthread_t th;
-    int rc = 0;
-    if (pthread_create(&th, NULL, create_main, &cj) != 0) {
-        rc = mf_err_set(&op->err, MF_E_InternalError, "cannot start a thread to create %s.%s", op->db, name);
-    } else {
-        pthread_join(th, NULL);
-        bson_iter_t r;
-        bool ok = bson_iter_init_find(&r, &cj.reply, "ok") && bson_iter_as_double(&r) == 1.0;
-        int code = bson_iter_init_find(&r, &cj.reply, "code") ? (int)bson_iter_as_int64(&r) : 0;
-        if (is_create) {
-            /* The create was the command: its reply is the reply. */
-            bson_iter_t f;
-            if (ok) {
-                *done = true;
-            } else {
-                const char *msg = bson_iter_init_find(&f, &cj.reply, "errmsg") && BSON_ITER_HOLDS_UTF8(&f)
-                                      ? bson_iter_utf8(&f, NULL) : "create failed";
-                rc = mf_err_set(&op->err, code ? code : MF_E_InternalError, "%s", msg);
-            }
-        } else if (!ok && code != MF_E_NamespaceExists) {
-            bson_iter_t f;
-            const char *msg = bson_iter_init_find(&f, &cj.reply, "errmsg") && BSON_ITER_HOLDS_UTF8(&f)
-                                  ? bson_iter_utf8(&f, NULL) : "create failed";
-            rc = mf_err_set(&op->err, code ? code : MF_E_InternalError, "%s", msg);
-        }
-    }
-    bson_destroy(&cj.cmd);
-    bson_destroy(&cj.reply);
-    return rc;
+    bool creates = strcmp(op->name, "insert") == 0 ||
+                   (strcmp(op->name, "update") == 0 && any_upsert(op, "updates")) ||
+                   (fam && mf_op_find(op, "upsert", &it) && bson_iter_as_bool(&it));
+    return prepare_target(op, op->db, name, creates);
 }
 
 /* Aborts the calling thread's transaction (its thread; its registry lock not held). */
@@ -874,6 +935,12 @@ bool
 mf_cmd_txn_write_error(mf_op_t *op)
 {
     bson_iter_t it, a, d;
+    if (strcmp(op->name, "bulkWrite") == 0) {
+        /* Its errors are cursor items; it ran ordered and stopped at the first (cmd_bulkwrite.c). */
+        if (bson_iter_init_find(&it, op->reply, "nErrors") && bson_iter_as_int64(&it) > 0)
+            abort_here(op);
+        return false;
+    }
     if (!bson_iter_init_find(&it, op->reply, "writeErrors") || !BSON_ITER_HOLDS_ARRAY(&it) ||
         !bson_iter_recurse(&it, &a) || !bson_iter_next(&a) || !BSON_ITER_HOLDS_DOCUMENT(&a))
         return false;

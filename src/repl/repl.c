@@ -1550,6 +1550,24 @@ copy_collection(void *arg, const bson_t *info)
     return rc;
 }
 
+/*
+ * peer_ask --
+ *     Sends the one-field command {name: 1} to the member at host on admin,
+ *     with the peer timeout. reply is initialised here, always, and the caller
+ *     destroys it. Returns 0, or -1 with err (an unreachable member, or its
+ *     {ok: 0} answer). Called without r->mu: it waits on the network.
+ */
+static int
+peer_ask(mf_repl_t *r, const char *host, const char *name, bson_t *reply, mf_error_t *err)
+{
+    bson_t cmd;
+    bson_init(&cmd);
+    BSON_APPEND_INT32(&cmd, name, 1);
+    int rc = mf_peer_command(host, &cmd, &r->sec, PEER_TIMEOUT_MS, reply, err);
+    bson_destroy(&cmd);
+    return rc;
+}
+
 /* Replaces every database but local with a copy of host's. Returns 0, or -1 with sc->err. */
 static int
 clone_from(mf_repl_t *r, const char *host, mf_error_t *err)
@@ -1651,12 +1669,9 @@ initial_sync(mf_repl_t *r, mf_sess_t *s, uint64_t index, uint64_t term, int64_t 
         pthread_mutex_unlock(&r->mu);
         if (host[0] == '\0')
             continue;
-        bson_t cmd, reply;
+        bson_t reply;
         bson_iter_t it;
-        bson_init(&cmd);
-        BSON_APPEND_INT32(&cmd, "_mfReplInfo", 1);
-        int rc = mf_peer_command(host, &cmd, &r->sec, PEER_TIMEOUT_MS, &reply, &err);
-        bson_destroy(&cmd);
+        int rc = peer_ask(r, host, "_mfReplInfo", &reply, &err);
         uint64_t theirs = rc == 0 && bson_iter_init_find(&it, &reply, "appliedIndex") ? (uint64_t)bson_iter_as_int64(&it) : 0;
         bool ok = rc == 0 && bson_iter_init_find(&it, &reply, "state") && bson_iter_as_int64(&it) == ST_PRIMARY;
         bson_destroy(&reply);
@@ -2080,16 +2095,13 @@ oplog_main(void *arg)
 static void
 adopt_newer_config(mf_repl_t *r, const char *host)
 {
-    bson_t cmd, reply;
+    bson_t reply;
     bson_iter_t it;
     mf_error_t err;
     member_t members[MAX_MEMBERS];
     int n;
     int64_t version;
-    bson_init(&cmd);
-    BSON_APPEND_INT32(&cmd, "replSetGetConfig", 1);
-    int rc = mf_peer_command(host, &cmd, &r->sec, PEER_TIMEOUT_MS, &reply, &err);
-    bson_destroy(&cmd);
+    int rc = peer_ask(r, host, "replSetGetConfig", &reply, &err);
     if (rc == 0 && bson_iter_init_find(&it, &reply, "config") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
         const uint8_t *d;
         uint32_t l;
@@ -2150,13 +2162,11 @@ heartbeat_round(mf_repl_t *r)
     int ids[MAX_MEMBERS];
     int n = other_members(r, false, hosts, ids, NULL);
     for (int i = 0; i < n; i++) {
-        bson_t cmd, reply;
+        bson_t reply;
         bson_iter_t it;
         mf_error_t err;
         int64_t t0 = mf_mono_ms();
-        bson_init(&cmd);
-        BSON_APPEND_INT32(&cmd, "_mfReplInfo", 1);
-        int rc = mf_peer_command(hosts[i], &cmd, &r->sec, PEER_TIMEOUT_MS, &reply, &err);
+        int rc = peer_ask(r, hosts[i], "_mfReplInfo", &reply, &err);
         int64_t ping = mf_mono_ms() - t0;
         pthread_mutex_lock(&r->mu);
         for (int j = 0; j < r->nmembers; j++) {
@@ -2194,7 +2204,6 @@ heartbeat_round(mf_repl_t *r)
             break;
         }
         pthread_mutex_unlock(&r->mu);
-        bson_destroy(&cmd);
         bson_destroy(&reply);
     }
     if (newer_host[0] != '\0')
@@ -2211,15 +2220,13 @@ heartbeat_round(mf_repl_t *r)
 static bool
 ask_member(mf_repl_t *r, const char *host, uint64_t *applied)
 {
-    bson_t cmd, reply;
+    bson_t reply;
     bson_iter_t it;
     mf_error_t err;
-    bson_init(&cmd);
-    BSON_APPEND_INT32(&cmd, "_mfReplInfo", 1);
-    int rc = mf_peer_command(host, &cmd, &r->sec, PEER_TIMEOUT_MS, &reply, &err);
-    bson_destroy(&cmd);
-    if (rc != 0)
+    if (peer_ask(r, host, "_mfReplInfo", &reply, &err) != 0) {
+        bson_destroy(&reply);
         return false;
+    }
     bool electable = bson_iter_init_find(&it, &reply, "state") && bson_iter_as_int64(&it) == ST_SECONDARY &&
                      !(bson_iter_init_find(&it, &reply, "frozen") && bson_iter_as_bool(&it));
     *applied = bson_iter_init_find(&it, &reply, "appliedIndex") ? (uint64_t)bson_iter_as_int64(&it) : 0;
@@ -2459,14 +2466,11 @@ start_raft(mf_repl_t *r, const mf_raft_server_t *servers, size_t n, mf_error_t *
 static int
 peer_raft_address(mf_repl_t *r, const char *host, char *address, size_t size, bool *initialized, mf_error_t *err)
 {
-    bson_t cmd, reply;
+    bson_t reply;
     bson_iter_t it;
     char name[256];
     int port;
-    bson_init(&cmd);
-    BSON_APPEND_INT32(&cmd, "_mfReplInfo", 1);
-    int rc = mf_peer_command(host, &cmd, &r->sec, PEER_TIMEOUT_MS, &reply, err);
-    bson_destroy(&cmd);
+    int rc = peer_ask(r, host, "_mfReplInfo", &reply, err);
     if (rc != 0) {
         char cause[sizeof(err->msg)];
         snprintf(cause, sizeof(cause), "%s", err->msg); /* err->msg is overwritten below */

@@ -19,7 +19,7 @@ h.test('hello returns the standalone handshake fields', async () => {
   assert.equal(r.isWritablePrimary, true);
   assert.equal(r.helloOk, true);
   assert.equal(r.minWireVersion, 0);
-  assert.equal(r.maxWireVersion, 21);
+  assert.equal(r.maxWireVersion, 25);
   assert.equal(r.maxBsonObjectSize, 16777216);
   assert.equal(r.maxMessageSizeBytes, 48000000);
   assert.equal(r.maxWriteBatchSize, 100000);
@@ -38,11 +38,11 @@ h.test('legacy isMaster and ismaster return ismaster: true', async () => {
     const r = await srv.client.db('admin').command({ [name]: 1 });
     assert.equal(r.ok, 1);
     assert.equal(r.ismaster, true, `${name}.ismaster`);
-    assert.equal(r.maxWireVersion, 21);
+    assert.equal(r.maxWireVersion, 25);
   }
 });
 
-h.test('the driver handshake sees maxWireVersion 21 and distinct connection ids', async () => {
+h.test('the driver handshake sees maxWireVersion 25 and distinct connection ids', async () => {
   const c2 = await srv.newClient();
   const a = await srv.client.db('admin').command({ hello: 1 });
   const b = await c2.db('admin').command({ hello: 1 });

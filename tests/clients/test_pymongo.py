@@ -45,7 +45,7 @@ def test_handshake_and_server_info():
     eq(info["ok"], 1.0, "buildInfo ok")
     hello = CLIENT.admin.command("ismaster")
     eq(hello["ismaster"], True, "ismaster")
-    eq(hello["maxWireVersion"], 21, "maxWireVersion")
+    eq(hello["maxWireVersion"], 25, "maxWireVersion")
     eq(hello["maxBsonObjectSize"], 16777216, "maxBsonObjectSize")
     eq(CLIENT.admin.command("ping")["ok"], 1.0, "ping")
 

@@ -964,6 +964,75 @@ R.test('implicit collection creation inside a transaction: an insert, an upsert 
   assert.deepEqual(await out.collection('by_fam').findOne(), { _id: 'doc', updated: true });
 });
 
+R.test('MongoClient.bulkWrite in a transaction (MongoDB 8.0): its ops on two collections, one created by it, commit together; a duplicate key aborts the whole transaction', async () => {
+  // The drivers' unified test transactions/client-bulkWrite.yml ("client bulkWrite in a transaction"), and
+  // write_ops_exec.cpp handleError: a write error in a transaction aborts it.
+  const db = await freshDbWith('cbw', ['coll0'], {
+    coll0: [{ _id: 1, x: 11 }, { _id: 2, x: 22 }, { _id: 3, x: 33 }, { _id: 5, x: 55 }, { _id: 6, x: 66 }, { _id: 7, x: 77 }],
+  });
+  const ns = `${db.databaseName}.coll0`;
+  const newNs = `${db.databaseName}.made_by_bulkwrite`;
+  const out = await outside(db.databaseName);
+  const session = rs.client.startSession();
+  try {
+    session.startTransaction();
+    const res = await rs.client.bulkWrite([
+      { name: 'insertOne', namespace: ns, document: { _id: 8, x: 88 } },
+      { name: 'updateOne', namespace: ns, filter: { _id: 1 }, update: { $inc: { x: 1 } } },
+      { name: 'updateMany', namespace: ns, filter: { $and: [{ _id: { $gt: 1 } }, { _id: { $lte: 3 } }] }, update: { $inc: { x: 2 } } },
+      { name: 'replaceOne', namespace: ns, filter: { _id: 4 }, replacement: { x: 44 }, upsert: true },
+      { name: 'deleteOne', namespace: ns, filter: { _id: 5 } },
+      { name: 'deleteMany', namespace: ns, filter: { $and: [{ _id: { $gt: 5 } }, { _id: { $lte: 7 } }] } },
+      { name: 'insertOne', namespace: newNs, document: { _id: 'new' } },
+    ], { session, verboseResults: true });
+    assert.equal(res.insertedCount, 2);
+    assert.equal(res.upsertedCount, 1);
+    assert.equal(res.matchedCount, 3);
+    assert.equal(res.modifiedCount, 3);
+    assert.equal(res.deletedCount, 3);
+    assert.equal(res.insertResults.get(0).insertedId, 8);
+    assert.deepEqual(res.updateResults.get(2), { matchedCount: 2, modifiedCount: 2, didUpsert: false });
+    assert.equal(res.updateResults.get(3).upsertedId, 4);
+    assert.equal(res.deleteResults.get(5).deletedCount, 2);
+    // Inside, the transaction reads its own writes; outside, nothing has changed yet.
+    assert.deepEqual(await db.collection('made_by_bulkwrite').findOne({}, { session }), { _id: 'new' });
+    assert.deepEqual(await ids(out.collection('coll0')), [1, 2, 3, 5, 6, 7]);
+    assert.equal(await out.collection('made_by_bulkwrite').countDocuments(), 0);
+    await session.commitTransaction();
+  } finally {
+    await session.endSession();
+  }
+  assert.deepEqual(await sorted(out.collection('coll0')),
+    [{ _id: 1, x: 12 }, { _id: 2, x: 24 }, { _id: 3, x: 35 }, { _id: 4, x: 44 }, { _id: 8, x: 88 }]);
+  assert.deepEqual(await out.collection('made_by_bulkwrite').find().toArray(), [{ _id: 'new' }]);
+
+  // A duplicate key: the request stops there (ordered: false is not honoured in a transaction), the
+  // transaction is aborted, and its earlier writes are gone.
+  const s2 = rs.client.startSession();
+  try {
+    s2.startTransaction();
+    await db.collection('coll0').insertOne({ _id: 'before' }, { session: s2 });
+    const err = await rs.client.bulkWrite([
+      { name: 'insertOne', namespace: ns, document: { _id: 'in-bulk' } },
+      { name: 'insertOne', namespace: ns, document: { _id: 1 } },
+      { name: 'insertOne', namespace: ns, document: { _id: 'after-dup' } },
+    ], { session: s2, ordered: false }).then(() => null, (e) => e);
+    assert.ok(err, 'the bulkWrite with a duplicate key fails');
+    assert.equal(err.writeErrors.get(1).code, 11000, `the duplicate is op 1: ${err.message}`);
+    assert.equal(err.writeErrors.size, 1, 'the request stopped at its first error');
+    await h.expectCode(s2.commitTransaction(), 251);
+  } finally {
+    await s2.endSession();
+  }
+  assert.deepEqual(await ids(out.collection('coll0')), [1, 2, 3, 4, 8], 'nothing of the aborted transaction remains');
+
+  // A time-series collection takes no bulkWrite in a transaction either (263); the raw reply, on admin.
+  await retryNotPrimary(() => db.createCollection('ts', { timeseries: { timeField: 't' }, ...MAJ }));
+  const s = new RawSession('admin');
+  expectError(await s.start(1, { bulkWrite: 1, ops: [{ insert: 0, document: { t: new Date() } }], nsInfo: [{ ns: `${db.databaseName}.ts` }] }),
+    263, 'OperationNotSupportedInTransaction', /^Cannot write to a time-series collection in a multi-document transaction/);
+});
+
 /* --------------------------------------------------------------- Mongoose */
 
 const accountSchema = new mongoose.Schema({ name: { type: String, required: true }, balance: { type: Number, default: 0 } });

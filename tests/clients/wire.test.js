@@ -81,7 +81,7 @@ h.test('legacy OP_QUERY isMaster on admin.$cmd gets an OP_REPLY', async () => {
   conn.close();
   assert.ok(r, 'got a reply');
   assert.equal(r.ismaster, true);
-  assert.equal(r.maxWireVersion, 21);
+  assert.equal(r.maxWireVersion, 25);
 });
 
 h.test('OP_QUERY runs only the handshake and authentication commands; any other is 352 UnsupportedOpQueryCommand, as mongod 5.1+', async () => {
