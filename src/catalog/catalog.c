@@ -111,6 +111,7 @@ typedef struct parsed_opts {
     bool timeseries;
     bool clustered; /* options.clusteredIndex */
     int64_t expire; /* expireAfterSeconds, or -1 */
+    bool pre_images; /* changeStreamPreAndPostImages.enabled */
     mf_matcher_t *validator;
     int level, action;
 } parsed_opts_t;
@@ -175,6 +176,9 @@ parse_options(const bson_t *options, bool exact_size, parsed_opts_t *p, mf_error
             p->timeseries = true;
         } else if (strcmp(k, "clusteredIndex") == 0) {
             p->clustered = true;
+        } else if (strcmp(k, "changeStreamPreAndPostImages") == 0 && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+            bson_iter_t e;
+            p->pre_images = bson_iter_recurse(&it, &e) && bson_iter_find(&e, "enabled") && bson_iter_as_bool(&e);
         } else if (strcmp(k, "expireAfterSeconds") == 0 && mf_value_is_number(bson_iter_value(&it))) {
             p->expire = bson_iter_as_int64(&it);
         } else if (strcmp(k, "capped") == 0) {
@@ -317,6 +321,7 @@ apply_options(mf_coll_t *c, parsed_opts_t *p)
     c->ts_expire = p->timeseries ? p->expire : -1;
     c->clustered = p->clustered && !p->timeseries;
     c->clustered_expire = c->clustered ? p->expire : -1;
+    c->pre_images = p->pre_images && !p->view;
     c->validation_level = p->level;
     c->validation_action = p->action;
 }

@@ -171,6 +171,7 @@ typedef struct mf_coll {
     int64_t ts_expire;                /* options.expireAfterSeconds of a time-series collection, or -1 */
     bool clustered;                   /* options.clusteredIndex: its _id index is the clustered index */
     int64_t clustered_expire;         /* options.expireAfterSeconds of a clustered collection (TTL on _id), or -1 */
+    bool pre_images;                  /* options.changeStreamPreAndPostImages.enabled: the oplog keeps old images */
     struct mf_matcher *validator;     /* options.validator parsed, or NULL */
     int validation_level;             /* MF_VALIDATION_STRICT / _MODERATE / _OFF */
     int validation_action;            /* MF_VALIDATION_ERROR / _WARN */

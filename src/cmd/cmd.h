@@ -295,6 +295,14 @@ int mf_op_check_types(mf_op_t *op, const char *ctx, const bson_t *doc, const mf_
  * arguments. 0, or -1 with op->err.
  */
 int mf_cmd_check_inner_fields(mf_op_t *op, const bson_t *cmd) MF_WUR;
+/*
+ * mf_cmd_pre_images_option: a create's or collMod's (cmd_name)
+ * changeStreamPreAndPostImages value, as its IDL struct parses it ({enabled:
+ * bool}, required and alone: 14, 40414, 40415) and as mongod permits it (not
+ * enabled in admin, local or config: 72). Sets *enabled. 0, or -1 with
+ * op->err.
+ */
+int mf_cmd_pre_images_option(mf_op_t *op, const char *cmd_name, const bson_iter_t *it, bool *enabled) MF_WUR;
 /* mf_cmd_is_generic_arg: whether k is one of the generic arguments every command accepts (cmd_dispatch.c). */
 bool mf_cmd_is_generic_arg(const char *k);
 

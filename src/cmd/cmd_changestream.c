@@ -45,8 +45,16 @@
  * looks again (the oplog rolled over it) fails with 286, as tailable finds
  * fail with 136.
  *
- * Not supported: events on the target of a rename, pre-images
- * (fullDocumentBeforeChange other than "off").
+ * Pre- and post-images. An update's or delete's op carries the old
+ * document as `pre` when its collection has changeStreamPreAndPostImages
+ * enabled (repl/oplog.c), so images live as long as the oplog keeps their
+ * op (mongod keeps them in config.system.preimages, removed with the
+ * oplog's oldest entry by default: the same lifetime). fullDocumentBeforeChange
+ * reads it; fullDocument "whenAvailable" / "required" reports an update's
+ * logged new document only when the pre-image is there, as mongod derives
+ * the post-image from it. "required" without one is 47 NoMatchingDocument.
+ *
+ * Not supported: events on the target of a rename.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,6 +73,7 @@
 
 enum { CS_COLL, CS_DB, CS_CLUSTER };
 enum { FD_DEFAULT, FD_UPDATE_LOOKUP, FD_WHEN_AVAILABLE, FD_REQUIRED };
+enum { FB_OFF, FB_WHEN_AVAILABLE, FB_REQUIRED }; /* fullDocumentBeforeChange */
 enum { K_EVENT = 0, K_INVALIDATE = 1, K_HWM = 0xff };
 #define SCAN_EVENTS 1000
 
@@ -79,6 +88,7 @@ typedef struct cs_state {
     int scope;
     char *db, *coll;          /* owned; coll NULL unless CS_COLL */
     int full_doc;
+    int before;               /* fullDocumentBeforeChange (FB_*) */
     bool expanded;            /* showExpandedEvents */
     mf_pipeline_t *pl;        /* owned: the stages after $changeStream, or NULL */
     cs_pos_t start;           /* events after this position only */
@@ -393,9 +403,34 @@ append_uuid(const scan_ctx_t *x, bson_t *ev)
 }
 
 /* The events of one document op (i/u/d), queued through emit. */
+/*
+ * 47 NoMatchingDocument for an event whose pre- or post-image a stream
+ * requires and the oplog does not hold, as mongod's image stages word it.
+ */
+static int
+image_missing(scan_ctx_t *x, bool post, const char *type, const char *db, const char *coll, const bson_iter_t *ts)
+{
+    uint32_t t, i;
+    bson_iter_timestamp(ts, &t, &i);
+    return mf_err_set(&x->op->err, MF_E_NoMatchingDocument,
+                      "Change stream was configured to require a %s for all update%s events, but the %s was not "
+                      "found for event: {operationType: \"%s\", ns: {db: \"%s\", coll: \"%s\"}, clusterTime: "
+                      "Timestamp(%u, %u)}",
+                      post ? "post-image" : "pre-image", post ? "" : ", delete and replace",
+                      post ? "post-image" : "pre-image", type, db, coll, t, i);
+}
+
+/*
+ * The events of one document op (i/u/d), queued through emit. pre is the
+ * op's pre-image, logged when its collection had changeStreamPreAndPostImages
+ * enabled (repl/oplog.c), or NULL: fullDocumentBeforeChange comes from it,
+ * and so does an update's post-image for fullDocument "whenAvailable" /
+ * "required" (the logged new document is only reported as one when the
+ * collection recorded images then, as mongod derives it from the pre-image).
+ */
 static int
 doc_event(scan_ctx_t *x, const char *op, const char *db, const char *coll, const bson_iter_t *ts, int64_t wall,
-          cs_pos_t p, const bson_t *o, const bson_t *o2, const bson_t *diff)
+          cs_pos_t p, const bson_t *o, const bson_t *o2, const bson_t *diff, const bson_t *pre)
 {
     cs_state_t *st = x->st;
     bson_t ev, key;
@@ -409,19 +444,22 @@ doc_event(scan_ctx_t *x, const char *op, const char *db, const char *coll, const
     append_uuid(x, &ev);
     if (op[0] == 'i' || (op[0] == 'u' && diff == NULL)) {
         BSON_APPEND_DOCUMENT(&ev, "fullDocument", o);
-    } else if (op[0] == 'u' && st->full_doc != FD_DEFAULT) {
+    } else if (op[0] == 'u' && (st->full_doc == FD_WHEN_AVAILABLE || st->full_doc == FD_REQUIRED)) {
+        if (pre == NULL && st->full_doc == FD_REQUIRED) {
+            bson_destroy(&ev);
+            bson_destroy(&key);
+            return image_missing(x, true, type, db, coll, ts);
+        }
+        if (pre != NULL)
+            BSON_APPEND_DOCUMENT(&ev, "fullDocument", o);
+        else
+            BSON_APPEND_NULL(&ev, "fullDocument");
+    } else if (op[0] == 'u' && st->full_doc == FD_UPDATE_LOOKUP) {
         bson_t *cur = NULL;
         if (lookup_current(x->op, db, coll, &key, &cur) != 0) {
             bson_destroy(&ev);
             bson_destroy(&key);
             return -1;
-        }
-        if (cur == NULL && st->full_doc == FD_REQUIRED) {
-            bson_destroy(&ev);
-            bson_destroy(&key);
-            return mf_err_set(&x->op->err, MF_E_NoMatchingDocument,
-                              "Change stream was configured to require a post-image for all update, delete and "
-                              "replace events, but the post-image was not found for event: %s.%s", db, coll);
         }
         if (cur != NULL) {
             BSON_APPEND_DOCUMENT(&ev, "fullDocument", cur);
@@ -456,6 +494,16 @@ doc_event(scan_ctx_t *x, const char *op, const char *db, const char *coll, const
         bson_append_document_end(&ev, &ud);
         bson_destroy(&u);
         bson_destroy(&r);
+    }
+    if (op[0] != 'i' && st->before != FB_OFF) {
+        if (pre == NULL && st->before == FB_REQUIRED) {
+            bson_destroy(&ev);
+            return image_missing(x, false, type, db, coll, ts);
+        }
+        if (pre != NULL)
+            BSON_APPEND_DOCUMENT(&ev, "fullDocumentBeforeChange", pre);
+        else
+            BSON_APPEND_NULL(&ev, "fullDocumentBeforeChange");
     }
     int rc = emit(x->op, st, bson_copy(&ev));
     bson_destroy(&ev);
@@ -588,8 +636,8 @@ scan_visit(void *arg, int64_t rid, const bson_t *doc, const mf_match_details_t *
     cs_state_t *st = x->st;
     bson_iter_t it, ts_it;
     const char *op = NULL, *ns = NULL;
-    bson_t o, o2, diff;
-    bool has_o = false, has_o2 = false, has_diff = false;
+    bson_t o, o2, diff, pre;
+    bool has_o = false, has_o2 = false, has_diff = false, has_pre = false;
     bson_value_t ui_v; /* its binary data points into doc, valid during the call */
     const bson_value_t *ui = NULL;
     int64_t wall = 0;
@@ -614,6 +662,8 @@ scan_visit(void *arg, int64_t rid, const bson_t *doc, const mf_match_details_t *
             has_o2 = sub_doc(&it, &o2);
         else if (strcmp(k, "diff") == 0)
             has_diff = sub_doc(&it, &diff);
+        else if (strcmp(k, "pre") == 0)
+            has_pre = sub_doc(&it, &pre);
         else if (strcmp(k, "wall") == 0 && BSON_ITER_HOLDS_DATE_TIME(&it))
             wall = bson_iter_date_time(&it);
         else if (strcmp(k, "ui") == 0 && BSON_ITER_HOLDS_BINARY(&it)) {
@@ -634,7 +684,7 @@ scan_visit(void *arg, int64_t rid, const bson_t *doc, const mf_match_details_t *
     } else if ((op[0] == 'i' || op[0] == 'u' || op[0] == 'd') && op[1] == '\0' && watches(st, db, coll) &&
                pos_cmp(p, st->start) > 0) {
         rc = doc_event(x, op, db, coll, &ts_it, wall, p, &o, has_o2 ? &o2 : NULL,
-                       op[0] == 'u' && has_diff ? &diff : NULL);
+                       op[0] == 'u' && has_diff ? &diff : NULL, has_pre ? &pre : NULL);
     }
     if (rc != 0) {
         x->rc = -1;
@@ -747,6 +797,25 @@ stage_allowed(const char *name)
     return false;
 }
 
+/* One of an IDL enum's names (modes, NULL-ended) as its index into *out: 0, or -1 with op->err (14, 2). */
+static int
+parse_mode(mf_op_t *op, const bson_iter_t *it, const char *field, const char *const *modes, int *out)
+{
+    if (!BSON_ITER_HOLDS_UTF8(it))
+        return mf_err_set(&op->err, MF_E_TypeMismatch,
+                          "BSON field '$changeStream.%s' is the wrong type '%s', expected type 'string'", field,
+                          mf_type_name(bson_iter_type(it)));
+    const char *v = bson_iter_utf8(it, NULL);
+    for (int i = 0; modes[i] != NULL; i++) {
+        if (strcmp(v, modes[i]) == 0) {
+            *out = i;
+            return 0;
+        }
+    }
+    return mf_err_set(&op->err, MF_E_BadValue, "Enumeration value '%s' for field '$changeStream.%s' is not a valid value.",
+                      v, field);
+}
+
 /* Parses the $changeStream options into st (with the start position and whether it must be checked). */
 static int
 parse_options(mf_op_t *op, const bson_iter_t *spec, cs_state_t *st, bool *resuming, uint64_t *lost_ts,
@@ -763,26 +832,13 @@ parse_options(mf_op_t *op, const bson_iter_t *spec, cs_state_t *st, bool *resumi
     while (bson_iter_next(&it)) {
         const char *k = bson_iter_key(&it);
         if (strcmp(k, "fullDocument") == 0) {
-            if (!BSON_ITER_HOLDS_UTF8(&it))
-                return mf_err_set(&op->err, MF_E_TypeMismatch,
-                                  "BSON field '$changeStream.fullDocument' is the wrong type '%s', expected type 'string'",
-                                  mf_type_name(bson_iter_type(&it)));
-            const char *v = bson_iter_utf8(&it, NULL);
-            if (strcmp(v, "default") == 0)
-                st->full_doc = FD_DEFAULT;
-            else if (strcmp(v, "updateLookup") == 0)
-                st->full_doc = FD_UPDATE_LOOKUP;
-            else if (strcmp(v, "whenAvailable") == 0)
-                st->full_doc = FD_WHEN_AVAILABLE;
-            else if (strcmp(v, "required") == 0)
-                st->full_doc = FD_REQUIRED;
-            else
-                return mf_err_set(&op->err, MF_E_BadValue,
-                                  "Enumeration value '%s' for field '$changeStream.fullDocument' is not a valid value.", v);
+            static const char *const modes[] = {"default", "updateLookup", "whenAvailable", "required", NULL};
+            if (parse_mode(op, &it, k, modes, &st->full_doc) != 0) /* in FD_* order */
+                return -1;
         } else if (strcmp(k, "fullDocumentBeforeChange") == 0) {
-            if (!BSON_ITER_HOLDS_UTF8(&it) || strcmp(bson_iter_utf8(&it, NULL), "off") != 0)
-                return mf_err_set(&op->err, MF_E_CommandNotSupported,
-                                  "mayfly keeps no pre-images: fullDocumentBeforeChange must be 'off'");
+            static const char *const modes[] = {"off", "whenAvailable", "required", NULL};
+            if (parse_mode(op, &it, k, modes, &st->before) != 0) /* in FB_* order */
+                return -1;
         } else if (strcmp(k, "resumeAfter") == 0 || strcmp(k, "startAfter") == 0) {
             cs_pos_t p;
             if (token_parse(&it, k, &p, &op->err) != 0)

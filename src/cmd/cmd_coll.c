@@ -385,6 +385,26 @@ cmd_create(mf_op_t *op)
             }
             continue;
         }
+        if (strcmp(k, "changeStreamPreAndPostImages") == 0) {
+            /* Kept only when enabled, as mongod's CollectionOptions::toBSON (listCollections shows it then). */
+            bool on;
+            if (mf_cmd_pre_images_option(op, "create", &it, &on) != 0) {
+                bson_destroy(&opts);
+                return -1;
+            }
+            if (on && mf_op_has(op, "viewOn")) {
+                bson_destroy(&opts);
+                return mf_err_set(&op->err, MF_E_InvalidOptions,
+                                  "option not supported on a view: changeStreamPreAndPostImages");
+            }
+            if (on) {
+                bson_t pi;
+                BSON_APPEND_DOCUMENT_BEGIN(&opts, "changeStreamPreAndPostImages", &pi);
+                BSON_APPEND_BOOL(&pi, "enabled", true);
+                bson_append_document_end(&opts, &pi);
+            }
+            continue;
+        }
         if (strcmp(k, "collation") == 0) {
             /* The collection's default collation, kept in full as listCollections shows it (simple: none). */
             mf_collation_t *coll;

@@ -7,7 +7,8 @@
  * unhides an index. Nothing is rebuilt: the spec in the catalog changes and
  * the TTL monitor is told (SPEC B4; a lowered N can make many documents due
  * at once, which the monitor paces, SPEC D9). Collection options
- * (validator, validationLevel, validationAction) are stored.
+ * (validator, validationLevel, validationAction, changeStreamPreAndPostImages:
+ * {enabled: true}, which false removes) are stored.
  *
  * Error codes follow SPEC B3 and MongoDB 8.0's coll_mod.idl: a non-numeric
  * N is 14 TypeMismatch; any other invalid N, both or neither of
@@ -838,7 +839,7 @@ cmd_coll_mod(mf_op_t *op)
     const char *name;
     bson_iter_t it;
     index_mod_t m;
-    bool has_index = false, has_ts_val = false, dry_run = false;
+    bool has_index = false, has_ts_val = false, dry_run = false, pre_on = false;
     bson_t opts;
     bson_value_t ts_val;
     ts_mod_t tm;
@@ -866,6 +867,16 @@ cmd_coll_mod(mf_op_t *op)
         } else if (strcmp(k, "validator") == 0 || strcmp(k, "validationLevel") == 0 ||
                    strcmp(k, "validationAction") == 0) {
             bson_append_value(&opts, k, -1, bson_iter_value(&it));
+        } else if (strcmp(k, "changeStreamPreAndPostImages") == 0) {
+            if (mf_cmd_pre_images_option(op, "collMod", &it, &pre_on) != 0) {
+                bson_destroy(&opts);
+                return -1;
+            }
+            /* Kept as {enabled: true}; false removes the option (mongod stores it only when enabled). */
+            bson_t pi;
+            BSON_APPEND_DOCUMENT_BEGIN(&opts, "changeStreamPreAndPostImages", &pi);
+            BSON_APPEND_BOOL(&pi, "enabled", pre_on);
+            bson_append_document_end(&opts, &pi);
         } else if (strcmp(k, "expireAfterSeconds") == 0) {
             if (parse_ts_expire(op, bson_iter_value(&it), &tm) != 0) {
                 bson_destroy(&opts);
@@ -892,7 +903,7 @@ cmd_coll_mod(mf_op_t *op)
         } else if (!mf_cmd_is_generic_arg(k)) {
             /* collmod.idl is strict; its fields mayfly does not implement (viewOn, pipeline ...) stay 72. */
             static const char *const idl_fields[] = {
-                "viewOn", "pipeline", "changeStreamPreAndPostImages", "recordPreImages",
+                "viewOn", "pipeline", "recordPreImages",
                 "timeseriesBucketsMayHaveMixedSchemaData", "collectionUUID", "isTimeseriesNamespace", NULL};
             bool known = false;
             for (int i = 0; idl_fields[i] != NULL && !known; i++)
@@ -955,6 +966,7 @@ cmd_coll_mod(mf_op_t *op)
                            : bson_has_field(&opts, "validationAction")            ? "validationAction"
                            : tm.has_expire                                        ? "expireAfterSeconds"
                            : has_ts_val                                           ? "timeseries"
+                           : bson_has_field(&opts, "changeStreamPreAndPostImages") ? "changeStreamPreAndPostImages"
                                                                                   : NULL;
         if (what != NULL) {
             rc = mf_err_set(&op->err, MF_E_InvalidOptions, "option not supported on a view: %s", what);
@@ -1014,7 +1026,12 @@ cmd_coll_mod(mf_op_t *op)
             if (!bson_has_field(&opts, bson_iter_key(&oi)))
                 bson_append_value(&merged, bson_iter_key(&oi), -1, bson_iter_value(&oi));
         }
-        bson_concat(&merged, &opts);
+        bson_iter_init(&oi, &opts);
+        while (bson_iter_next(&oi)) {
+            if (strcmp(bson_iter_key(&oi), "changeStreamPreAndPostImages") == 0 && !pre_on)
+                continue; /* disabled: the option goes */
+            bson_append_value(&merged, bson_iter_key(&oi), -1, bson_iter_value(&oi));
+        }
         if ((rc = mf_coll_options_check(&merged, &op->err)) != 0) {
             bson_destroy(&merged);
             goto out;

@@ -498,3 +498,36 @@ mf_cmd_cursor_register(mf_op_t *op, mf_cursor_t *cur)
                    (long long)total, (long long)per_conn);
     return id;
 }
+
+int
+mf_cmd_pre_images_option(mf_op_t *op, const char *cmd_name, const bson_iter_t *it, bool *enabled)
+{
+    bson_iter_t e;
+    bool found = false;
+    *enabled = false;
+    if (!BSON_ITER_HOLDS_DOCUMENT(it))
+        return mf_err_set(&op->err, MF_E_TypeMismatch,
+                          "BSON field '%s.changeStreamPreAndPostImages' is the wrong type '%s', expected type 'object'",
+                          cmd_name, mf_type_name(bson_iter_type(it)));
+    bson_iter_recurse(it, &e);
+    while (bson_iter_next(&e)) {
+        if (strcmp(bson_iter_key(&e), "enabled") != 0)
+            return mf_err_set(&op->err, MF_E_Location40415,
+                              "BSON field '%s.changeStreamPreAndPostImages.%s' is an unknown field.", cmd_name,
+                              bson_iter_key(&e));
+        if (!BSON_ITER_HOLDS_BOOL(&e))
+            return mf_err_set(&op->err, MF_E_TypeMismatch,
+                              "BSON field '%s.changeStreamPreAndPostImages.enabled' is the wrong type '%s', expected "
+                              "type 'bool'", cmd_name, mf_type_name(bson_iter_type(&e)));
+        *enabled = bson_iter_bool(&e);
+        found = true;
+    }
+    if (!found)
+        return mf_err_set(&op->err, MF_E_Location40414,
+                          "BSON field '%s.changeStreamPreAndPostImages.enabled' is missing but a required field",
+                          cmd_name);
+    if (*enabled && (strcmp(op->db, "admin") == 0 || strcmp(op->db, "local") == 0 || strcmp(op->db, "config") == 0))
+        return mf_err_set(&op->err, MF_E_InvalidOptions,
+                          "changeStreamPreAndPostImages collection option is not supported on the %s database", op->db);
+    return 0;
+}

@@ -65,10 +65,18 @@ buf_for(const mf_oplog_t *log)
     return b;
 }
 
-/* Appends {op, ns, ui, o, o2, diff} (o2 and diff may be NULL) to arr under key. */
+/*
+ * The largest op a pre-image may join: the op goes whole into one
+ * local.oplog.rs document, which must stay a valid BSON document (16 MB,
+ * less room for the document's own fields). A bigger one is logged without
+ * its pre-image, which a change stream then reports as not available.
+ */
+#define PRE_IMAGE_ROOM (16 * 1024 * 1024 - 16 * 1024)
+
+/* Appends {op, ns, ui, o, o2, diff, pre} (o2, diff and pre may be NULL) to arr under key. */
 static void
 append_op(bson_t *arr, const char *key, const char *op, const char *ns, const uint8_t *uuid, const bson_t *o,
-          const bson_t *o2, const bson_t *diff)
+          const bson_t *o2, const bson_t *diff, const bson_t *pre)
 {
     bson_t d;
     bson_append_document_begin(arr, key, -1, &d);
@@ -81,11 +89,15 @@ append_op(bson_t *arr, const char *key, const char *op, const char *ns, const ui
         BSON_APPEND_DOCUMENT(&d, "o2", o2);
     if (diff != NULL)
         BSON_APPEND_DOCUMENT(&d, "diff", diff);
+    if (pre != NULL && (size_t)d.len + pre->len < PRE_IMAGE_ROOM)
+        BSON_APPEND_DOCUMENT(&d, "pre", pre);
     bson_append_document_end(arr, &d);
 }
 
+/* Buffers one op; pre (the old document of an update or delete) is kept when c records pre-images. */
 static void
-buffer_op(const mf_oplog_t *log, const char *op, mf_coll_t *c, const bson_t *o, const bson_t *o2, const bson_t *diff)
+buffer_op(const mf_oplog_t *log, const char *op, mf_coll_t *c, const bson_t *o, const bson_t *o2, const bson_t *diff,
+          const bson_t *pre)
 {
     if (!logged_ns(c->ns))
         return;
@@ -93,7 +105,7 @@ buffer_op(const mf_oplog_t *log, const char *op, mf_coll_t *c, const bson_t *o, 
     char idx[16];
     const char *key;
     bson_uint32_to_string(b->n++, &key, idx, sizeof(idx));
-    append_op(b->ops, key, op, c->ns, c->uuid, o, o2, diff);
+    append_op(b->ops, key, op, c->ns, c->uuid, o, o2, diff, c->pre_images ? pre : NULL);
 }
 
 /* {_id: doc._id} into out (initialised here); an _id-less document gives {}. */
@@ -109,7 +121,7 @@ id_doc(const bson_t *doc, bson_t *out)
 static void
 on_insert(void *arg, mf_coll_t *c, const bson_t *doc)
 {
-    buffer_op(arg, "i", c, doc, NULL, NULL);
+    buffer_op(arg, "i", c, doc, NULL, NULL, NULL);
 }
 
 /* Keeps olddoc as the buffer's pre-image when this thread asked for one and it is the first. */
@@ -233,7 +245,7 @@ on_update(void *arg, mf_coll_t *c, const bson_t *olddoc, const bson_t *newdoc)
         if (newdoc->len > 1024 * 1024 && diff.len > newdoc->len / 2)
             replacing = true;
     }
-    buffer_op(arg, "u", c, newdoc, &id, replacing ? NULL : &diff);
+    buffer_op(arg, "u", c, newdoc, &id, replacing ? NULL : &diff, olddoc);
     bson_destroy(&diff);
     bson_destroy(&id);
 }
@@ -244,7 +256,7 @@ on_delete(void *arg, mf_coll_t *c, const bson_t *olddoc)
     bson_t id;
     keep_pre(arg, c, olddoc);
     id_doc(olddoc, &id);
-    buffer_op(arg, "d", c, &id, NULL, NULL);
+    buffer_op(arg, "d", c, &id, NULL, NULL, olddoc);
     bson_destroy(&id);
 }
 
@@ -344,7 +356,7 @@ on_ddl(void *arg, const mf_ddl_event_t *ev)
         BSON_APPEND_INT32(&o, "dropDatabase", 1);
         bson_init(&entry);
         BSON_APPEND_ARRAY_BEGIN(&entry, "ops", &ops);
-        append_op(&ops, "0", "c", cmd_ns, NULL, &o, NULL, NULL);
+        append_op(&ops, "0", "c", cmd_ns, NULL, &o, NULL, NULL, NULL);
         bson_append_array_end(&entry, &ops);
         log->sink(log->arg, &entry);
         bson_destroy(&entry);
@@ -392,7 +404,7 @@ on_ddl(void *arg, const mf_ddl_event_t *ev)
     }
     bson_init(&entry);
     BSON_APPEND_ARRAY_BEGIN(&entry, "ops", &ops);
-    append_op(&ops, "0", "c", cmd_ns, ev->uuid, &o, NULL, NULL);
+    append_op(&ops, "0", "c", cmd_ns, ev->uuid, &o, NULL, NULL, NULL);
     bson_append_array_end(&entry, &ops);
     log->sink(log->arg, &entry);
     bson_destroy(&entry);

@@ -201,6 +201,133 @@ R.test('fullDocument: updateLookup gives the current document', async () => {
   }
 });
 
+/* Creates db.name with changeStreamPreAndPostImages enabled (w: majority, so every member has the option). */
+async function withImages(db, name) {
+  await db.createCollection(name, { changeStreamPreAndPostImages: { enabled: true }, writeConcern: { w: 'majority' } });
+  return db.collection(name);
+}
+
+R.test('changeStreamPreAndPostImages: fullDocumentBeforeChange and fullDocument "whenAvailable" give the images of update, replace and delete events', async () => {
+  // jstests/change_streams/lookup_pre_image.js, lookup_post_image.js; mongod's ChangeStreamAddPreImageStage.
+  const db = rs.freshDb('images');
+  const c = await withImages(db, 'c');
+  const plain = db.collection('plain');
+  const info = await db.listCollections({ name: 'c' }).toArray();
+  assert.deepEqual(info[0].options, { changeStreamPreAndPostImages: { enabled: true } });
+  await c.insertOne({ _id: 1, a: 1, sub: { x: 1 } });
+  await plain.insertOne({ _id: 1, a: 1 });
+  const s = await open(db, [], { fullDocumentBeforeChange: 'whenAvailable', fullDocument: 'whenAvailable' });
+  try {
+    await c.updateOne({ _id: 1 }, { $set: { a: 2, 'sub.x': 2 } });
+    await c.replaceOne({ _id: 1 }, { b: 'r' });
+    await c.deleteOne({ _id: 1 });
+    await plain.updateOne({ _id: 1 }, { $set: { a: 2 } });
+    await plain.insertOne({ _id: 2 });
+
+    const upd = await next(s);
+    assert.equal(upd.operationType, 'update');
+    assert.deepEqual(upd.fullDocumentBeforeChange, { _id: 1, a: 1, sub: { x: 1 } });
+    assert.deepEqual(upd.fullDocument, { _id: 1, a: 2, sub: { x: 2 } }, 'the post-image');
+    assert.deepEqual(upd.updateDescription.updatedFields, { a: 2, 'sub.x': 2 });
+    const rep = await next(s);
+    assert.equal(rep.operationType, 'replace');
+    assert.deepEqual(rep.fullDocumentBeforeChange, { _id: 1, a: 2, sub: { x: 2 } });
+    assert.deepEqual(rep.fullDocument, { _id: 1, b: 'r' });
+    const del = await next(s);
+    assert.equal(del.operationType, 'delete');
+    assert.deepEqual(del.fullDocumentBeforeChange, { _id: 1, b: 'r' });
+    assert.equal(del.fullDocument, undefined);
+    // A collection without the option has no images: null, as mongod's "whenAvailable".
+    const pupd = await next(s);
+    assert.equal(pupd.ns.coll, 'plain');
+    assert.equal(pupd.fullDocumentBeforeChange, null);
+    assert.equal(pupd.fullDocument, null);
+    const pins = await next(s);
+    assert.equal(pins.operationType, 'insert');
+    assert.ok(!('fullDocumentBeforeChange' in pins), 'inserts have no pre-image field');
+  } finally {
+    await s.close();
+  }
+
+  // "required" on a collection without images: 47 NoMatchingDocument at the event, with mongod's message.
+  const r = await open(plain, [], { fullDocumentBeforeChange: 'required' });
+  try {
+    await plain.deleteOne({ _id: 2 });
+    await assert.rejects(next(r), (err) => {
+      assert.equal(err.code, 47, err.message);
+      assert.match(err.message, /^Change stream was configured to require a pre-image for all update, delete and replace events, but the pre-image was not found for event: /);
+      return true;
+    });
+  } finally {
+    await r.close();
+  }
+  const rp = await open(plain, [], { fullDocument: 'required' });
+  try {
+    await plain.updateOne({ _id: 1 }, { $set: { a: 3 } });
+    await assert.rejects(next(rp), (err) => {
+      assert.equal(err.code, 47, err.message);
+      assert.match(err.message, /^Change stream was configured to require a post-image for all update events, but the post-image was not found/);
+      return true;
+    });
+  } finally {
+    await rp.close();
+  }
+});
+
+R.test('changeStreamPreAndPostImages through collMod: enabling it records images from then on, disabling removes the option; a TTL deletion\'s event carries the expired document', async () => {
+  const db = rs.freshDb('images_mod');
+  const c = db.collection('sessions');
+  await c.insertOne({ _id: 's1', user: 'ann', n: 0 }, { writeConcern: { w: 'majority' } });
+  const s = await open(c, [], { fullDocumentBeforeChange: 'whenAvailable' });
+  try {
+    await c.updateOne({ _id: 's1' }, { $inc: { n: 1 } });
+    assert.equal((await next(s)).fullDocumentBeforeChange, null, 'not recorded before collMod');
+    await db.command({ collMod: 'sessions', changeStreamPreAndPostImages: { enabled: true } });
+    assert.deepEqual((await db.listCollections({ name: 'sessions' }).toArray())[0].options,
+      { changeStreamPreAndPostImages: { enabled: true } });
+    await c.updateOne({ _id: 's1' }, { $inc: { n: 1 } });
+    assert.deepEqual((await next(s)).fullDocumentBeforeChange, { _id: 's1', user: 'ann', n: 1 });
+
+    // The TTL monitor's deletions are deletes like any: the event carries what expired.
+    await c.createIndex({ lastSeen: 1 }, { expireAfterSeconds: 60 });
+    const expired = { _id: 's2', user: 'bob', lastSeen: new Date(Date.now() - 3600 * 1000) };
+    await c.insertOne(expired);
+    assert.equal((await next(s)).operationType, 'insert');
+    const del = await next(s, 30000);
+    assert.equal(del.operationType, 'delete');
+    assert.deepEqual(del.documentKey, { _id: 's2' });
+    assert.deepEqual(del.fullDocumentBeforeChange, expired, 'the TTL deletion\'s pre-image');
+
+    await db.command({ collMod: 'sessions', changeStreamPreAndPostImages: { enabled: false } });
+    assert.deepEqual((await db.listCollections({ name: 'sessions' }).toArray())[0].options, {}, 'false removes the option');
+    await c.updateOne({ _id: 's1' }, { $inc: { n: 1 } });
+    assert.equal((await next(s)).fullDocumentBeforeChange, null, 'not recorded after it is disabled');
+  } finally {
+    await s.close();
+  }
+});
+
+R.test('changeStreamPreAndPostImages errors as mongod: the option\'s shape (14, 40414, 40415), admin/config/local and views (72), an unknown fullDocumentBeforeChange (2)', async () => {
+  const db = rs.freshDb('images_err');
+  await h.expectCode(db.createCollection('a', { changeStreamPreAndPostImages: { enabled: 1 } }), 14);
+  await h.expectCode(db.createCollection('a', { changeStreamPreAndPostImages: {} }), 40414);
+  await h.expectCode(db.createCollection('a', { changeStreamPreAndPostImages: { enabled: true, x: 1 } }), 40415);
+  await h.expectCode(db.createCollection('a', { changeStreamPreAndPostImages: true }), 14);
+  await h.expectCode(db.createCollection('v', { viewOn: 'a', pipeline: [], changeStreamPreAndPostImages: { enabled: true } }), 72);
+  await h.expectCode(rs.client.db('admin').createCollection(`pi_${process.pid}`, { changeStreamPreAndPostImages: { enabled: true } }), 72);
+  // enabled: false is accepted and not kept (mongod stores the option only when enabled).
+  await db.createCollection('off', { changeStreamPreAndPostImages: { enabled: false } });
+  assert.deepEqual((await db.listCollections({ name: 'off' }).toArray())[0].options, {});
+  await h.expectCode(db.command({ collMod: 'off', changeStreamPreAndPostImages: { enabled: 'yes' } }), 14);
+  await h.expectCode(db.command({ collMod: 'off', changeStreamPreAndPostImages: {} }), 40414);
+  await db.createCollection('view', { viewOn: 'off', pipeline: [] });
+  await h.expectCode(db.command({ collMod: 'view', changeStreamPreAndPostImages: { enabled: true } }), 72);
+  await h.expectCode(db.command({ aggregate: 'off', pipeline: [{ $changeStream: { fullDocumentBeforeChange: 'sometimes' } }], cursor: {} }), 2);
+  await h.expectCode(db.command({ aggregate: 'off', pipeline: [{ $changeStream: { fullDocumentBeforeChange: 1 } }], cursor: {} }), 14);
+  // The command failures changed nothing.
+  assert.deepEqual((await db.listCollections({}, { nameOnly: true }).toArray()).map((x) => x.name).sort(), ['off', 'view']);
+});
+
 R.test('resumeAfter, startAfter and startAtOperationTime continue where asked', async () => {
   const db = rs.freshDb('resume');
   const c = db.collection('c');
@@ -421,6 +548,34 @@ R.test('errors as mongod: history lost 286, first stage 40602, unknown option 40
   await h.expectCode(db.command({ aggregate: 'c', pipeline: [{ $changeStream: {} }], explain: true }), 115);
   await db.createCollection('v', { viewOn: 'c', pipeline: [] });
   await h.expectCode(db.command({ aggregate: 'v', pipeline: [{ $changeStream: {} }], cursor: {} }), 166);
+});
+
+R.test('pre-images persist: after kill -9 and after a clean restart, a stream resumed from before the writes still reports them, and the option is kept', { timeout: 120000 }, async () => {
+  const db = small.freshDb('images_persist');
+  const c = await withImages(db, 'c');
+  await c.insertMany([{ _id: 1, v: 'one' }, { _id: 2, v: 'two' }]);
+  const start = await open(c, [], { fullDocumentBeforeChange: 'required' });
+  const token = start.resumeToken;
+  await start.close();
+  await c.updateOne({ _id: 1 }, { $set: { v: 'uno' } }, { writeConcern: { w: 'majority', j: true } });
+  await c.deleteOne({ _id: 2 }, { writeConcern: { w: 'majority', j: true } });
+  for (const how of [{ kill9: true }, { kill9: false }]) {
+    await small.kill(0, how);
+    await small.restart(0);
+    await small.waitForPrimary();
+    assert.deepEqual((await db.listCollections({ name: 'c' }).toArray())[0].options,
+      { changeStreamPreAndPostImages: { enabled: true } }, `the option after ${how.kill9 ? 'kill -9' : 'a clean stop'}`);
+    /* Not open(): its first tryNext would take the first event. */
+    const s = c.watch([], { resumeAfter: token, fullDocumentBeforeChange: 'required', maxAwaitTimeMS: 200 });
+    try {
+      const upd = await next(s);
+      assert.deepEqual(upd.fullDocumentBeforeChange, { _id: 1, v: 'one' }, `after ${how.kill9 ? 'kill -9' : 'a clean stop'}`);
+      const del = await next(s);
+      assert.deepEqual(del.fullDocumentBeforeChange, { _id: 2, v: 'two' });
+    } finally {
+      await s.close();
+    }
+  }
 });
 
 R.test('an oplog that rolled over a stream\'s position: 286 on its next getMore', async () => {
