@@ -83,6 +83,12 @@ typedef struct mf_op {
     bson_t *reply;             /* initialised; the handler appends its fields */
     mf_error_t err;
     /*
+     * Set by aggregate and getMore once they read a change stream: their
+     * errors of a resumable kind carry ResumableChangeStreamError
+     * (mf_failcommand_labels), as mongod's ErrorLabelBuilder gives them.
+     */
+    bool change_stream;
+    /*
      * Fields an error reply carries after code and codeName that do not fit
      * err's info (collMod's violations): set by the handler that fails,
      * owned by the op, appended and freed by mf_cmd_run.

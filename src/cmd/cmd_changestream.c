@@ -913,6 +913,7 @@ check_namespace(mf_op_t *op, const cs_state_t *st)
 int
 mf_cmd_changestream_open(mf_op_t *op, const char *coll, const bson_value_t *pipeline, int64_t batch)
 {
+    op->change_stream = true; /* its resumable errors are labelled so (mf_failcommand_labels) */
     bson_t arr, rest, first_batch;
     bson_iter_t si, first;
     cs_state_t *st = mf_calloc(1, sizeof(*st));

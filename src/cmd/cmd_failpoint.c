@@ -221,6 +221,24 @@ mf_failcommand_labels(mf_op_t *op, const bson_t *labels, bson_t *reply)
         BSON_APPEND_ARRAY(reply, "errorLabels", labels);
         return;
     }
+    /*
+     * A change stream's aggregate or getMore that failed in a way a new
+     * cursor would not (another member, a retry): drivers resume on this
+     * label alone (error_labels.cpp isResumableChangeStreamError: retriable
+     * and network errors, RetryChangeStream, FailedToSatisfyReadPreference,
+     * the retargeting errors; never with a writeConcernError).
+     */
+    if (op->change_stream && !bson_has_field(reply, "writeConcernError") && bson_iter_init_find(&it, reply, "code") &&
+        BSON_ITER_HOLDS_NUMBER(&it)) {
+        int64_t c = bson_iter_as_int64(&it);
+        if (mf_cmd_retryable_code(c) || c == MF_E_RetryChangeStream || c == MF_E_FailedToSatisfyReadPreference ||
+            c == MF_E_StaleShardVersion || c == MF_E_StaleEpoch || c == MF_E_StaleConfig) {
+            BSON_APPEND_ARRAY_BEGIN(reply, "errorLabels", &arr);
+            BSON_APPEND_UTF8(&arr, "0", "ResumableChangeStreamError");
+            bson_append_array_end(reply, &arr);
+        }
+        return;
+    }
     /* Retryable writes, and a transaction's commit or abort (which drivers retry once, as mongod labels them). */
     if (op->name == NULL || !mf_op_has(op, "txnNumber") ||
         (!mf_cmd_is_retryable_write(op->name) && strcmp(op->name, "commitTransaction") != 0 &&

@@ -825,6 +825,16 @@ mf_cmd_get_more(mf_op_t *op)
         mf_cursors_checkin(op->eng->cursors, cur);
         return -1;
     }
+    op->change_stream = cur->kind == MF_CURSOR_EXT && cur->ext_fill != NULL;
+    bson_t fpd;
+    if (mf_failpoint_eval(op->eng->fp_getmore, NULL, NULL, &fpd)) {
+        bson_iter_t fi;
+        int code = bson_iter_init_find(&fi, &fpd, "errorCode") && BSON_ITER_HOLDS_NUMBER(&fi)
+                       ? (int)bson_iter_as_int64(&fi) : MF_E_InternalError;
+        bson_destroy(&fpd);
+        mf_cursors_checkin(op->eng->cursors, cur);
+        return mf_err_set(&op->err, code, "Hit the 'failGetMoreAfterCursorCheckout' failpoint");
+    }
     if (cur->kind == MF_CURSOR_SCAN && !cur->await_data && mf_op_has(op, "maxTimeMS")) {
         /* As mongod: only an awaitData cursor's getMore takes a maxTimeMS (how long to wait); the cursor lives on. */
         mf_cursors_checkin(op->eng->cursors, cur);

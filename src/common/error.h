@@ -72,7 +72,7 @@
     X(117, ConflictingOperationInProgress)                                     \
     X(121, DocumentValidationFailure)                                          \
     X(125, CommandFailed)                                                      \
-    X(133, CannotBuildIndexKeys)                                               \
+    X(133, FailedToSatisfyReadPreference)                                      \
     X(136, CappedPositionLost)                                                 \
     X(146, ExceededMemoryLimit)                                                \
     X(140, InvalidSSLConfiguration)                                            \
@@ -92,7 +92,12 @@
     X(171, CannotIndexParallelArrays)                                          \
     X(175, QueryPlanKilled)                                                    \
     X(197, InvalidIndexSpecificationOption)                                    \
-    X(201, InvalidUUID)                                                        \
+    X(201, CannotBuildIndexKeys)                                               \
+    X(207, InvalidUUID)                                                        \
+    X(63, StaleShardVersion)                                                   \
+    X(150, StaleEpoch)                                                         \
+    X(234, RetryChangeStream)                                                  \
+    X(13388, StaleConfig)                                                      \
     X(224, QueryFeatureNotAllowed)                                             \
     X(263, OperationNotSupportedInTransaction)                                 \
     X(251, NoSuchTransaction)                                                  \

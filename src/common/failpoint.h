@@ -20,6 +20,11 @@
  *                               or drop a connection for chosen commands, or add
  *                               a writeConcernError to their reply
  *   maxTimeAlwaysTimeOut        any command with maxTimeMS fails with 50 at once
+ *   failGetMoreAfterCursorCheckout a getMore fails once it has its cursor
+ *                               (cmd_find.c), data {errorCode} (default 1
+ *                               InternalError): the drivers' change stream
+ *                               tests use it, as the error then carries the
+ *                               labels a change stream's getMore gets
  *   hangTTLMonitorBetweenPasses the TTL monitor runs no pass while it is on
  *   ttlMonitorFailBatch         a TTL delete batch fails before it commits (the
  *                               documents stay; the monitor retries), data

@@ -218,6 +218,7 @@ engine_open(const mf_engine_opts_t *opts, mf_engine_t **out, mf_error_t *err)
     eng->failpoints = mf_failpoints_new();
     eng->fp_fail_command = mf_failpoint_find(eng->failpoints, "failCommand");
     eng->fp_max_time = mf_failpoint_find(eng->failpoints, "maxTimeAlwaysTimeOut");
+    eng->fp_getmore = mf_failpoint_find(eng->failpoints, "failGetMoreAfterCursorCheckout");
     eng->profiler = mf_profiler_new();
     eng->in_memory = opts->in_memory;
     for (size_t i = 0; i < opts->nset_params; i++) {

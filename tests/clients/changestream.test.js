@@ -597,6 +597,57 @@ R.test('an oplog that rolled over a stream\'s position: 286 on its next getMore'
   })(), 286);
 });
 
+R.test('a change stream getMore that fails in a resumable way carries ResumableChangeStreamError (and the driver resumes on it); other errors and other cursors do not', async () => {
+  // error_labels.cpp isResumableChangeStreamError; the drivers' change-streams-resume-errorLabels tests,
+  // which use the failGetMoreAfterCursorCheckout fail point as here.
+  const db = rs.freshDb('resumable');
+  const c = db.collection('c');
+  await c.insertMany([{ _id: 1 }, { _id: 2 }, { _id: 3 }], { writeConcern: { w: 'majority' } });
+  const p = await rs.waitForPrimary();
+  const fp = (mode, data) => rs.adminCommand(p, { configureFailPoint: 'failGetMoreAfterCursorCheckout', mode, ...(data ? { data } : {}) });
+  /* Raw commands, sessionless: the getMores below must come from the cursors' (absent) session. */
+  const cs = await rs.raw(p, db.databaseName, { aggregate: 'c', pipeline: [{ $changeStream: {} }], cursor: {} });
+  const find = await rs.raw(p, db.databaseName, { find: 'c', batchSize: 1 });
+  assert.equal(cs.ok, 1, JSON.stringify(cs));
+  assert.equal(find.ok, 1, JSON.stringify(find));
+  try {
+    for (const code of [11600, 6, 91, 189, 10107, 133, 234]) {
+      await fp({ times: 1 }, { errorCode: code });
+      const r = await rs.raw(p, db.databaseName, { getMore: cs.cursor.id, collection: 'c', maxTimeMS: 100 });
+      assert.equal(r.ok, 0);
+      assert.equal(r.code, code);
+      assert.equal(r.errmsg, "Hit the 'failGetMoreAfterCursorCheckout' failpoint");
+      assert.deepEqual(r.errorLabels, ['ResumableChangeStreamError'], `code ${code}: ${JSON.stringify(r)}`);
+    }
+    await fp({ times: 1 }, { errorCode: 2 });
+    let r = await rs.raw(p, db.databaseName, { getMore: cs.cursor.id, collection: 'c', maxTimeMS: 100 });
+    assert.equal(r.code, 2);
+    assert.equal(r.errorLabels, undefined, 'BadValue is not resumable');
+    await fp({ times: 1 }, { errorCode: 11600 });
+    r = await rs.raw(p, db.databaseName, { getMore: find.cursor.id, collection: 'c' });
+    assert.equal(r.code, 11600);
+    assert.equal(r.errorLabels, undefined, 'a find cursor\'s getMore is not a change stream');
+  } finally {
+    await fp('off');
+  }
+
+  // The driver: one getMore fails with HostUnreachable; the stream resumes by itself and loses nothing.
+  const before = (await fp('off')).count; /* how often the point fired so far (mongod's count is cumulative) */
+  const s = await open(c);
+  try {
+    await fp({ times: 1 }, { errorCode: 6 });
+    await c.insertOne({ _id: 4 }, { writeConcern: { w: 'majority' } });
+    await c.insertOne({ _id: 5 }, { writeConcern: { w: 'majority' } });
+    assert.deepEqual((await next(s)).documentKey, { _id: 4 });
+    assert.deepEqual((await next(s)).documentKey, { _id: 5 });
+    const st = await rs.adminCommand(p, { configureFailPoint: 'failGetMoreAfterCursorCheckout', mode: 'off' });
+    assert.equal(st.count - before, 1, 'the fail point fired once');
+  } finally {
+    await fp('off');
+    await s.close();
+  }
+});
+
 /* Last on the 3-member set: it moves the primary. */
 R.test('a stream goes on across a step-down: the driver follows the new primary, no event lost or repeated', async () => {
   const db = rs.freshDb('stepdown');
@@ -620,6 +671,31 @@ R.test('a stream goes on across a step-down: the driver follows the new primary,
     assert.deepEqual(ids, [2, 3, 4]);
   } finally {
     await s.close();
+  }
+});
+
+R.test('a stream goes on across a clean shutdown of the primary: its interrupted getMore is resumable, the driver resumes on the new primary', { timeout: 120000 }, async () => {
+  const db = rs.freshDb('shutdown');
+  const c = db.collection('c');
+  await rs.waitForSteadyState();
+  const s = await open(c);
+  const p = await rs.waitForPrimary();
+  try {
+    await c.insertOne({ _id: 1 }, { writeConcern: { w: 3 } });
+    assert.deepEqual((await next(s)).documentKey, { _id: 1 });
+    // The stream's awaitData getMore is waiting on the primary when it stops (SIGTERM).
+    const waiting = next(s, 60000);
+    await h.sleep(100);
+    await rs.kill(p, { kill9: false });
+    await rs.waitForPrimary({ exclude: [p], timeoutMs: 20000 });
+    for (let k = 0; ; k++) {
+      try { await c.insertOne({ _id: 2 }); break; } catch (e) { if (k > 100) throw e; await h.sleep(100); }
+    }
+    assert.deepEqual((await waiting).documentKey, { _id: 2 }, 'the event written after the failover');
+  } finally {
+    await s.close();
+    await rs.restart(p);
+    await rs.waitForSteadyState();
   }
 });
 

@@ -10,7 +10,7 @@
  *     killAllSessions, killAllSessionsByPattern remove sessions;
  *   - the stage's codes: 40602 not first, 73 on a collection, 14/40415/40414/
  *     12 for bad options, $listSessions only on config.system.sessions;
- *   - a malformed lsid on any command (14, 40414, 40415, 201);
+ *   - a malformed lsid on any command (14, 40414, 40415, 207);
  *   - under --auth (a second, short-lived server): the session carries its
  *     user ("user@db") and uid = SHA-256 of it; a user sees only their own
  *     sessions, allUsers / another user needs the cluster privilege (13);
@@ -177,7 +177,7 @@ h.test('a malformed lsid is refused as mongod does', async () => {
       /wrong binData type 'general', expected type 'UUID'/);
     await expect({ ping: 1, lsid: { id: new UUID(), extra: 1 } }, 40415,
       /^BSON field 'OperationSessionInfo.lsid.extra' is an unknown field.$/);
-    await expect({ ping: 1, lsid: { id: new Binary(Buffer.alloc(5), 4) } }, 201);
+    await expect({ ping: 1, lsid: { id: new Binary(Buffer.alloc(5), 4) } }, 207);
     await expect({ endSessions: 1 }, 14, /'endSessions.endSessions' is the wrong type 'int', expected type 'array'/);
     await expect({ endSessions: [{}] }, 40414);
     await expect({ killAllSessions: [{ user: 'a' }] }, 40414);
