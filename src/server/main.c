@@ -56,6 +56,7 @@
 #include "auth/scram.h"
 #include "cmd/cmd.h"
 #include "common/alloc.h"
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/params.h"
 #include "common/scratch.h"
@@ -619,18 +620,23 @@ static void
 startup_warnings(mf_engine_t *eng, const char *bind_ip, bool auth, long long nofile)
 {
     const char *msgs[3];
+    int ids[3]; /* mongod's log ids for the same warnings */
     char bound[300], files[300];
     int n = 0;
-    if (!auth)
+    if (!auth) {
+        ids[n] = 22120;
         msgs[n++] = "Access control is not enabled for the database. Read and write access to data and configuration "
                     "is unrestricted";
+    }
     if (nofile >= 0 && nofile < MIN_NOFILE) {
+        ids[n] = 22184;
         snprintf(files, sizeof(files), "Soft rlimits for open file descriptors too low (currentValue: %lld, "
                  "recommendedMinimum: %d): every collection and index is a file, and past the limit new ones are "
                  "refused (TooManyFilesOpen)", nofile, MIN_NOFILE);
         msgs[n++] = files;
     }
     if (!auth && !loopback_only(bind_ip)) {
+        ids[n] = 22140;
         snprintf(bound, sizeof(bound), "This server is bound to %s and can be reached from other hosts: anyone who "
                  "can connect can read and write everything. Bind it to 127.0.0.1 or keep it behind a firewall",
                  bind_ip);
@@ -643,11 +649,18 @@ startup_warnings(mf_engine_t *eng, const char *bind_ip, bool auth, long long nof
         char key[16], line[600];
         mf_log(MF_LOG_WARN, "CONTROL", "%s", msgs[i]);
         snprintf(key, sizeof(key), "%d", i);
-        bson_t doc;
+        /* A whole log line, as mongod keeps them: mongosh's banner prints each one's t and msg. */
+        bson_t doc, tags;
         bson_init(&doc);
+        BSON_APPEND_DATE_TIME(&doc, "t", mf_now_ms()); /* relaxed extended JSON: {"$date": "<ISO-8601>"} */
         BSON_APPEND_UTF8(&doc, "s", "W");
         BSON_APPEND_UTF8(&doc, "c", "CONTROL");
+        BSON_APPEND_INT32(&doc, "id", ids[i]);
+        BSON_APPEND_UTF8(&doc, "ctx", "initandlisten");
         BSON_APPEND_UTF8(&doc, "msg", msgs[i]);
+        BSON_APPEND_ARRAY_BEGIN(&doc, "tags", &tags);
+        BSON_APPEND_UTF8(&tags, "0", "startupWarnings");
+        bson_append_array_end(&doc, &tags);
         char *json = bson_as_relaxed_extended_json(&doc, NULL);
         snprintf(line, sizeof(line), "%s", json ? json : msgs[i]);
         bson_free(json);

@@ -196,6 +196,25 @@ h.test('getLog lists log names and returns global log lines', async () => {
   }
 });
 
+h.test('getLog startupWarnings: whole log lines as mongod keeps them (t, s, c, id, ctx, msg, tags), so mongosh\'s banner prints each one\'s time and message', async () => {
+  // The test server runs without --auth: mongod's "Access control is not enabled" warning (id 22120).
+  const w = await srv.client.db('admin').command({ getLog: 'startupWarnings' });
+  assert.ok(w.log.length >= 1, JSON.stringify(w));
+  assert.equal(w.totalLinesWritten, w.log.length);
+  const entries = w.log.map((line) => JSON.parse(line));
+  for (const e of entries) {
+    assert.deepEqual(Object.keys(e), ['t', 's', 'c', 'id', 'ctx', 'msg', 'tags']);
+    assert.match(e.t.$date, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/, 'mongosh prints t.$date');
+    assert.ok(Math.abs(Date.parse(e.t.$date) - Date.now()) < 24 * 3600 * 1000);
+    assert.equal(e.s, 'W');
+    assert.deepEqual(e.tags, ['startupWarnings']);
+  }
+  const ac = entries.find((e) => /^Access control is not enabled for the database\./.test(e.msg));
+  assert.ok(ac, JSON.stringify(entries));
+  assert.equal(ac.id, 22120);
+  assert.equal(ac.c, 'CONTROL');
+});
+
 h.test('whatsmyuri returns the client address', async () => {
   const r = await srv.client.db('admin').command({ whatsmyuri: 1 });
   assert.equal(r.ok, 1);
