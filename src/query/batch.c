@@ -25,6 +25,18 @@ mf_batch_backoff(int attempt)
     nanosleep(&ts, NULL);
 }
 
+int
+mf_batch_conflict_retry(int attempt, mf_error_t *err)
+{
+    mf_err_clear(err);
+    if (mf_curop_check_current(err) != 0)
+        return -1;
+    if (attempt >= conflict_limit)
+        return mf_err_set(err, MF_E_WriteConflict, "too many write conflicts");
+    mf_batch_backoff(attempt);
+    return 0;
+}
+
 /* The item loop's own result when a yield point stopped it (never an item function's: 0, -1 or MF_CONFLICT). */
 #define ITEMS_INTERRUPTED (-2)
 

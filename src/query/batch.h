@@ -74,6 +74,16 @@ void mf_batch_set_conflict_limit(int limit);
 /* mf_batch_backoff: sleeps a little longer for each attempt (write-conflict retry). */
 void mf_batch_backoff(int attempt);
 
+/*
+ * mf_batch_conflict_retry: after attempt (from 0) of a one-document write
+ * met a write conflict: 0 to try again (err cleared, after a backoff), or -1
+ * with err: the operation was interrupted (maxTimeMS, killOp, shutdown) or
+ * the thread's conflict limit is used up (112 "too many write conflicts").
+ * mongod retries until the conflicting transaction ends; so does this, up
+ * to the limit (about 20 s by default).
+ */
+int mf_batch_conflict_retry(int attempt, mf_error_t *err) MF_WUR;
+
 /* Predicate for mf_delete_rids: true if doc (record rid) should still be deleted (mf_coll_remove_if's check). */
 typedef mf_remove_check_fn mf_delete_check_fn;
 

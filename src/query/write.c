@@ -63,7 +63,6 @@
  */
 #define INSERT_TXN_BYTES ((size_t)8 << 20)
 #define UPDATE_CHUNK 100 /* updated documents per transaction */
-#define WRITE_ATTEMPTS 1000 /* retries of a one-document write (upsert, findAndModify) that conflicts */
 /* Times an upsert that lost the race to insert its document runs again as an update (upsert_dup_retryable). */
 #define UPSERT_DUP_RETRIES 100
 
@@ -711,10 +710,9 @@ do_upsert(mf_sess_t *s, mf_coll_t *c, bool durable, bool validate, const bson_t 
             ret = mf_txn_commit(s, durable, err);
         else
             mf_txn_abort(s);
-        if (ret == MF_CONFLICT || (ret != 0 && err->code == MF_E_WriteConflict && attempt < WRITE_ATTEMPTS)) {
-            mf_batch_backoff(attempt);
+        if ((ret == MF_CONFLICT || (ret != 0 && err->code == MF_E_WriteConflict)) &&
+            (ret = mf_batch_conflict_retry(attempt, err)) == 0)
             continue;
-        }
         if (ret == 0) {
             bson_iter_init_find(&it, &fixed, "_id");
             bson_value_copy(bson_iter_value(&it), idv);
@@ -1056,10 +1054,8 @@ mf_write_find_and_modify(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool val
         }
         if (r != 0) {
             mf_txn_abort(s);
-            if (r == MF_CONFLICT && attempt < WRITE_ATTEMPTS) {
-                mf_batch_backoff(attempt);
+            if (r == MF_CONFLICT && mf_batch_conflict_retry(attempt, err) == 0)
                 continue;
-            }
             goto out_unlock;
         }
         mf_match_details_t d = {.array_pos = -1};
@@ -1111,11 +1107,8 @@ mf_write_find_and_modify(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool val
         if (r != 0) {
             if (have_value)
                 bson_destroy(&value);
-            if ((r == MF_CONFLICT || err->code == MF_E_WriteConflict) && attempt < WRITE_ATTEMPTS) {
-                mf_err_clear(err);
-                mf_batch_backoff(attempt);
+            if ((r == MF_CONFLICT || err->code == MF_E_WriteConflict) && mf_batch_conflict_retry(attempt, err) == 0)
                 continue;
-            }
             goto out_unlock;
         }
         res->n = 1;

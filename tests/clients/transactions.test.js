@@ -1033,6 +1033,45 @@ R.test('MongoClient.bulkWrite in a transaction (MongoDB 8.0): its ops on two col
     263, 'OperationNotSupportedInTransaction', /^Cannot write to a time-series collection in a multi-document transaction/);
 });
 
+R.test('a write outside a transaction to a document the transaction changed waits for it to end: findOneAndUpdate, updateOne and findOneAndDelete then apply (maxTimeMS ends the wait with 50)', async () => {
+  // mongod's writeConflictRetry: the outside write retries until the transaction commits or aborts.
+  const db = await freshDbWith('outside_wait', ['acc'], { acc: [{ _id: 'a', n: 0 }, { _id: 'b', n: 0 }] });
+  const acc = db.collection('acc');
+  const session = rs.client.startSession();
+  try {
+    session.startTransaction();
+    await acc.updateOne({ _id: 'a' }, { $inc: { n: 1 } }, { session });
+    await acc.updateOne({ _id: 'b' }, { $inc: { n: 1 } }, { session });
+    // While the transaction is open: a bounded wait ends with MaxTimeMSExpired, not an InternalError.
+    await h.expectCode(acc.findOneAndUpdate({ _id: 'a' }, { $inc: { n: 10 } }, { maxTimeMS: 300 }), 50);
+    // Unbounded ones wait, and go through once the transaction commits.
+    const fam = acc.findOneAndUpdate({ _id: 'a' }, { $inc: { n: 10 } }, { returnDocument: 'after' });
+    const upd = acc.updateOne({ _id: 'b' }, { $inc: { n: 10 } });
+    await h.sleep(500);
+    await session.commitTransaction();
+    assert.deepEqual(await guard(fam, 20000, 'findOneAndUpdate'), { _id: 'a', n: 11 });
+    assert.equal((await guard(upd, 20000, 'updateOne')).modifiedCount, 1);
+  } finally {
+    await session.endSession();
+  }
+  const out = await outside(db.databaseName);
+  assert.deepEqual(await sorted(out.collection('acc')), [{ _id: 'a', n: 11 }, { _id: 'b', n: 11 }]);
+
+  // An abort releases them too: findOneAndDelete then deletes the document as it was before the transaction.
+  const s2 = rs.client.startSession();
+  try {
+    s2.startTransaction();
+    await acc.updateOne({ _id: 'a' }, { $set: { n: -1 } }, { session: s2 });
+    const del = acc.findOneAndDelete({ _id: 'a' });
+    await h.sleep(300);
+    await s2.abortTransaction();
+    assert.deepEqual(await guard(del, 20000, 'findOneAndDelete'), { _id: 'a', n: 11 });
+  } finally {
+    await s2.endSession();
+  }
+  assert.deepEqual(await ids(out.collection('acc')), ['b']);
+});
+
 /* --------------------------------------------------------------- Mongoose */
 
 const accountSchema = new mongoose.Schema({ name: { type: String, required: true }, balance: { type: Number, default: 0 } });
