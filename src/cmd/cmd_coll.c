@@ -798,7 +798,7 @@ scale_div(int64_t v, int64_t scale)
     return scale > 1 ? v / scale : v;
 }
 
-/* Appends collStats-shaped fields for c to out. Catalog lock held. */
+/* Appends collStats-shaped fields for c to out, numbers as mongod appends them (mf_append_number). Catalog lock held. */
 static void
 append_coll_stats(mf_op_t *op, mf_coll_t *c, int64_t scale, bson_t *out)
 {
@@ -808,38 +808,38 @@ append_coll_stats(mf_op_t *op, mf_coll_t *c, int64_t scale, bson_t *out)
     bool capped = c->capped;
 
     BSON_APPEND_UTF8(out, "ns", c->ns);
-    BSON_APPEND_INT64(out, "size", scale_div(size, scale));
-    BSON_APPEND_INT64(out, "count", count);
+    mf_append_number(out, "size", scale_div(size, scale));
+    mf_append_number(out, "count", count);
     if (count > 0)
-        BSON_APPEND_INT64(out, "avgObjSize", size / count);
-    BSON_APPEND_INT64(out, "storageSize", scale_div(storage, scale));
+        mf_append_number(out, "avgObjSize", size / count);
+    mf_append_number(out, "storageSize", scale_div(storage, scale));
     int64_t file_bytes = 0, free_bytes = 0;
     mf_error_t serr;
     if (mf_storage_table_space(op->sess, c->uri, &file_bytes, &free_bytes, &serr) != 0)
         free_bytes = 0;
-    BSON_APPEND_INT64(out, "freeStorageSize", scale_div(free_bytes, scale));
+    mf_append_number(out, "freeStorageSize", scale_div(free_bytes, scale));
     BSON_APPEND_BOOL(out, "capped", capped);
     if (capped) {
-        BSON_APPEND_INT64(out, "max", c->capped_max);
-        BSON_APPEND_INT64(out, "maxSize", scale_div(c->capped_size, scale));
+        mf_append_number(out, "max", c->capped_max);
+        mf_append_number(out, "maxSize", scale_div(c->capped_size, scale));
     }
     BSON_APPEND_INT32(out, "nindexes", mf_coll_ready_indexes(c));
     BSON_APPEND_DOCUMENT_BEGIN(out, "indexSizes", &sizes);
     for (int i = 0; i < c->nindexes; i++) {
         if (!c->indexes[i]->building)
-            BSON_APPEND_INT64(&sizes, c->indexes[i]->name,
+            mf_append_number(&sizes, c->indexes[i]->name,
                               scale_div(mf_storage_table_size(op->sess, c->indexes[i]->uri), scale));
     }
     bson_append_document_end(out, &sizes);
-    BSON_APPEND_INT64(out, "totalIndexSize", scale_div(isz, scale));
-    BSON_APPEND_INT64(out, "totalSize", scale_div(storage + isz, scale));
-    BSON_APPEND_INT64(out, "scaleFactor", scale);
+    mf_append_number(out, "totalIndexSize", scale_div(isz, scale));
+    mf_append_number(out, "totalSize", scale_div(storage + isz, scale));
+    BSON_APPEND_INT32(out, "scaleFactor", (int32_t)scale);
     /* SPEC I2 (mayfly): the collection's expiry archive, compressed. */
     mf_archive_stats_t as;
     mf_archive_stats(op->eng->archive, c->uuid, &as);
-    BSON_APPEND_INT64(out, "archiveSize", scale_div(as.bytes, scale));
-    BSON_APPEND_INT64(out, "archiveCount", as.docs);
-    BSON_APPEND_INT64(out, "archiveSegments", as.segments);
+    mf_append_number(out, "archiveSize", scale_div(as.bytes, scale));
+    mf_append_number(out, "archiveCount", as.docs);
+    mf_append_number(out, "archiveSegments", as.segments);
 }
 
 /* ---------- time-series redirection ---------- */
@@ -1031,9 +1031,29 @@ mf_cmd_coll_stats_doc(mf_op_t *op, const char *name, const bson_iter_t *spec, bs
     }
     /* As mongod: only the sections asked for; storageStats and count need the collection (26 without it). */
     bool want_storage = false, want_count = false;
+    int64_t scale = 1;
     if (spec != NULL && BSON_ITER_HOLDS_DOCUMENT(spec) && bson_iter_recurse(spec, &sit)) {
         while (bson_iter_next(&sit)) {
-            want_storage |= strcmp(bson_iter_key(&sit), "storageStats") == 0;
+            bson_iter_t sc;
+            if (strcmp(bson_iter_key(&sit), "storageStats") == 0) {
+                want_storage = true;
+                /* storageStats: {scale}, as collStats' (StorageStatsSpec: a positive number). */
+                if (BSON_ITER_HOLDS_DOCUMENT(&sit) && bson_iter_recurse(&sit, &sc) && bson_iter_find(&sc, "scale")) {
+                    if (!BSON_ITER_HOLDS_NUMBER(&sc)) {
+                        bson_destroy(out);
+                        return mf_err_set(&op->err, MF_E_TypeMismatch,
+                                          "BSON field 'scale' is the wrong type '%s', expected types '[long, int, "
+                                          "decimal, double]'", mf_type_name(bson_iter_type(&sc)));
+                    }
+                    scale = bson_iter_as_int64(&sc);
+                    if (scale < 1) {
+                        bson_destroy(out);
+                        return mf_err_set(&op->err, MF_E_Location51024,
+                                          "BSON field 'scale' value must be >= 1, actual value '%lld'",
+                                          (long long)scale);
+                    }
+                }
+            }
             want_count |= strcmp(bson_iter_key(&sit), "count") == 0;
         }
     }
@@ -1049,13 +1069,13 @@ mf_cmd_coll_stats_doc(mf_op_t *op, const char *name, const bson_iter_t *spec, bs
     mf_coll_t *b = mf_ts_buckets_of(op->eng->cat, c);
     if (want_storage) {
         BSON_APPEND_DOCUMENT_BEGIN(out, "storageStats", &ss);
-        append_coll_stats(op, b ? b : c, 1, &ss);
+        append_coll_stats(op, b ? b : c, scale, &ss);
         if (b != NULL)
             ts_stats(op, b, &ss);
         bson_append_document_end(out, &ss);
     }
     if (want_count && b == NULL) /* a time-series collection's count is its storageStats' (measurements unknown here) */
-        BSON_APPEND_INT64(out, "count", atomic_load(&c->approx_count));
+        mf_append_number(out, "count", atomic_load(&c->approx_count));
     mf_catalog_unlock(op->eng->cat);
     return 0;
 }

@@ -48,16 +48,6 @@
 #define MB (1024 * 1024)
 #define DEFAULT_FREE_SPACE_TARGET_MB 20
 
-/* MongoDB's BSONObjBuilder::appendNumber(long long): an int when |v| <= 2^30, else a long. */
-static void
-append_number(bson_t *out, const char *key, int64_t v)
-{
-    if (v >= -(1LL << 30) && v <= (1LL << 30))
-        BSON_APPEND_INT32(out, key, (int32_t)v);
-    else
-        BSON_APPEND_INT64(out, key, v);
-}
-
 /*
  * An IDL `bool` field: only true or false (null is as if absent), else 14
  * TypeMismatch. (mf_op_get_bool also takes numbers, as `safeBool` fields do.)
@@ -218,10 +208,10 @@ cmd_compact(mf_op_t *op)
     if (rc != 0)
         return -1;
     if (dry_run) {
-        append_number(op->reply, "estimatedBytesFreed", estimate);
+        mf_append_number(op->reply, "estimatedBytesFreed", estimate);
     } else {
         /* Writes just before the command may grow a file more than compaction shrinks it: never below 0. */
-        append_number(op->reply, "bytesFreed", before > after ? before - after : 0);
+        mf_append_number(op->reply, "bytesFreed", before > after ? before - after : 0);
     }
     return 0;
 }

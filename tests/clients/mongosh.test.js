@@ -36,6 +36,26 @@ h.test('mongosh db.stats() reports the collections and objects', { timeout: 1200
   assert.match(out, new RegExp(`db=${db.databaseName} collections=1 objects=2 ok=1`));
 });
 
+h.test('mongosh db.c.stats(): sizes and counts are plain numbers (int, as mongod\'s appendNumber), so arithmetic on them works; storageStats.scale applies', { timeout: 120000 }, async () => {
+  const db = srv.freshDb('shcollstats');
+  await db.collection('c').insertMany(Array.from({ length: 50 }, (_, i) => ({ _id: i, pad: 'x'.repeat(100) })));
+  const out = await mongosh(db.databaseName, `
+    const s = db.c.stats();
+    print("sizePlus1=" + (s.size + 1) + " count=" + (s.count + 0) + " idx=" + (s.totalIndexSize + 0 > 0) + " type=" + typeof s.size);
+  `);
+  assert.match(out, /sizePlus1=\d+ count=50 idx=true type=number/, out);
+  // Through the driver without promoting longs: int32 on the wire, as mongod's collStats and $collStats storageStats.
+  const raw = await db.command({ collStats: 'c' }, { promoteLongs: false });
+  for (const k of ['size', 'count', 'avgObjSize', 'storageSize', 'totalIndexSize', 'totalSize', 'scaleFactor']) {
+    assert.equal(typeof raw[k], 'number', `${k}: ${raw[k]}`);
+  }
+  assert.equal(typeof raw.indexSizes._id_, 'number');
+  const [agg] = await db.collection('c').aggregate([{ $collStats: { storageStats: { scale: 1024 } } }], { promoteLongs: false }).toArray();
+  assert.equal(agg.storageStats.scaleFactor, 1024);
+  assert.equal(agg.storageStats.size, Math.floor(raw.size / 1024));
+  await h.expectCode(db.collection('c').aggregate([{ $collStats: { storageStats: { scale: 0 } } }]).toArray(), 51024);
+});
+
 h.test('mongosh updates, aggregates and shows errors', { timeout: 120000 }, async () => {
   const db = srv.freshDb('shmisc');
   const out = await mongosh(db.databaseName, `
