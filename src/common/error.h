@@ -425,6 +425,8 @@
     X(5423902, Location5423902)                                                \
     X(15974, Location15974)                                                    \
     X(15975, Location15975)                                                    \
+    X(17312, Location17312)                                                    \
+    X(31138, Location31138)                                                    \
     X(5787900, Location5787900)                                                \
     X(5788004, Location5788004)                                                \
     X(5788005, Location5788005)                                                \
@@ -489,6 +491,8 @@
     X(40600, Location40600)                                                    \
     X(51047, Location51047)                                                    \
     X(51132, Location51132)                                                    \
+    X(51183, Location51183)                                                    \
+    X(17152, Location17152)                                                    \
     X(40200, Location40200)                                                    \
     X(40202, Location40202)                                                    \
     X(40196, Location40196)                                                    \

@@ -15,6 +15,7 @@
  * never outlive the call that made them.
  */
 #include "common/alloc.h"
+#include "common/fmt.h"
 #include "doc/sort.h"
 
 #include <stdlib.h>
@@ -70,13 +71,31 @@ mf_sort_new(const bson_t *spec, mf_error_t *err)
         int64_t d;
 
         if (v->value_type == BSON_TYPE_DOCUMENT) {
-            /* {$meta: "textScore"}: the hidden score field of a $text query's documents (doc/match.h), highest first. */
+            /*
+             * {$meta: "textScore"}: the hidden score field of a $text query's
+             * documents (doc/match.h), highest first. Other objects are
+             * refused as mongod's sort_pattern.cpp refuses them: 17312 not a
+             * $meta, 9 more keys, 31138 another $meta name.
+             */
             bson_iter_t mi;
-            if (!(bson_iter_init_from_data(&mi, v->value.v_doc.data, v->value.v_doc.data_len) && bson_iter_next(&mi) &&
-                  strcmp(bson_iter_key(&mi), "$meta") == 0 && BSON_ITER_HOLDS_UTF8(&mi) &&
-                  strcmp(bson_iter_utf8(&mi, NULL), "textScore") == 0 && !bson_iter_next(&mi))) {
+            char shown[256];
+            bool first = bson_iter_init_from_data(&mi, v->value.v_doc.data, v->value.v_doc.data_len) &&
+                         bson_iter_next(&mi);
+            if (!first || strcmp(bson_iter_key(&mi), "$meta") != 0) {
                 mf_sort_free(s);
-                mf_err_set(err, MF_E_BadValue, "Illegal key in $sort specification: %s", bson_iter_key(&it));
+                mf_err_set(err, MF_E_Location17312, "$meta is the only expression supported by $sort right now");
+                return NULL;
+            }
+            mf_fmt_value(bson_iter_value(&mi), shown, sizeof(shown));
+            bool text = BSON_ITER_HOLDS_UTF8(&mi) && strcmp(bson_iter_utf8(&mi, NULL), "textScore") == 0;
+            if (bson_iter_next(&mi)) {
+                mf_sort_free(s);
+                mf_err_set(err, MF_E_FailedToParse, "Cannot have additional keys in a $meta sort specification");
+                return NULL;
+            }
+            if (!text) {
+                mf_sort_free(s);
+                mf_err_set(err, MF_E_Location31138, "Illegal $meta sort: $meta: %s", shown);
                 return NULL;
             }
             s->fields[s->n].path = bson_strdup(MF_TEXT_SCORE_FIELD);
@@ -85,9 +104,16 @@ mf_sort_new(const bson_t *spec, mf_error_t *err)
             s->text_score = true;
             continue;
         }
-        if (!mf_value_is_number(v) || !mf_value_as_int64(v, &d) || (d != 1 && d != -1)) {
+        if (!mf_value_is_number(v)) {
+            char shown[256];
+            mf_fmt_value(v, shown, sizeof(shown));
             mf_sort_free(s);
-            mf_err_set(err, MF_E_BadValue, "%s", kBadOrder);
+            mf_err_set(err, MF_E_Location15974, "Illegal key in $sort specification: %s: %s", bson_iter_key(&it), shown);
+            return NULL;
+        }
+        if (!mf_value_as_int64(v, &d) || (d != 1 && d != -1) || mf_value_as_double(v) != (double)d) {
+            mf_sort_free(s);
+            mf_err_set(err, MF_E_Location15975, "%s", kBadOrder);
             return NULL;
         }
         if (bson_iter_key_len(&it) == 0) {

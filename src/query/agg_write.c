@@ -259,6 +259,19 @@ out_begin(mf_agg_writer_t *wr, mf_error_t *err)
     bson_oid_to_string(&oid, hex);
     mf_catalog_wrlock(wr->cat);
     target = mf_catalog_coll_find(wr->cat, wr->db, wr->coll);
+    if (target != NULL && target->capped) {
+        /* As mongod's DocumentSourceOut: replacing a capped collection's contents would lose its bounds. */
+        mf_err_set(err, MF_E_Location17152, "namespace '%s.%s' is capped so it can't be used for $out", wr->db,
+                   wr->coll);
+        mf_catalog_unlock(wr->cat);
+        return -1;
+    }
+    if (target != NULL && target->is_view && !target->is_timeseries) {
+        mf_err_set(err, MF_E_CommandNotSupportedOnView, "Namespace %s.%s is a view, not a collection", wr->db,
+                   wr->coll);
+        mf_catalog_unlock(wr->cat);
+        return -1;
+    }
     snprintf(wr->tmp, sizeof wr->tmp, "%s%s", MF_AGG_OUT_TMP_PREFIX, hex);
     if (mf_catalog_coll_create(wr->cat, wr->db, wr->tmp, target ? target->options : NULL, &t, err) != 0) {
         wr->tmp[0] = '\0';
@@ -278,7 +291,36 @@ out:
     return rc;
 }
 
-/* merge_begin: parses the $merge spec; creates the target if needed. */
+/*
+ * unique_index_on: whether c (NULL: none yet) has a ready unique index,
+ * not partial, whose key fields are exactly the n fields of on, in any
+ * order (mongod's $merge supportsUniqueKey). Catalog lock held.
+ */
+static bool
+unique_index_on(const mf_coll_t *c, const char *const *on, int n)
+{
+    for (int k = 0; c != NULL && k < c->nindexes; k++) {
+        const mf_index_t *ix = c->indexes[k];
+        bson_iter_t it, key;
+        if (ix->building || !(ix->unique || ix->is_id) || bson_iter_init_find(&it, ix->spec, "partialFilterExpression") ||
+            !bson_iter_init_find(&it, ix->spec, "key") || !bson_iter_recurse(&it, &key))
+            continue;
+        int nkeys = 0;
+        bool all = true;
+        while (bson_iter_next(&key) && all) {
+            bool found = false;
+            for (int i = 0; i < n && !found; i++)
+                found = strcmp(on[i], bson_iter_key(&key)) == 0;
+            all = found;
+            nkeys++;
+        }
+        if (all && nkeys == n)
+            return true;
+    }
+    return false;
+}
+
+/* merge_begin: parses the $merge spec; checks the target and its `on` index; creates the target if needed. */
 static int
 merge_begin(mf_agg_writer_t *wr, mf_error_t *err)
 {
@@ -299,8 +341,21 @@ merge_begin(mf_agg_writer_t *wr, mf_error_t *err)
         x->non = 1;
     }
     mf_catalog_wrlock(wr->cat);
-    if (mf_catalog_coll_find(wr->cat, wr->db, wr->coll) == NULL &&
-        mf_catalog_coll_create(wr->cat, wr->db, wr->coll, NULL, NULL, err) != 0 && err->code != MF_E_NamespaceExists) {
+    mf_coll_t *target = mf_catalog_coll_find(wr->cat, wr->db, wr->coll);
+    if (target != NULL && target->is_view && !target->is_timeseries) {
+        mf_err_set(err, MF_E_CommandNotSupportedOnView, "Namespace %s.%s is a view, not a collection", wr->db,
+                   wr->coll);
+        mf_catalog_unlock(wr->cat);
+        return -1;
+    }
+    if (!(x->non == 1 && strcmp(x->on[0], "_id") == 0) && !unique_index_on(target, x->on, x->non)) {
+        /* As mongod: `on` other than _id needs a unique index on exactly those fields, to match one document. */
+        mf_err_set(err, MF_E_Location51183, "Cannot find index to verify that join fields will be unique");
+        mf_catalog_unlock(wr->cat);
+        return -1;
+    }
+    if (target == NULL && mf_catalog_coll_create(wr->cat, wr->db, wr->coll, NULL, NULL, err) != 0 &&
+        err->code != MF_E_NamespaceExists) {
         mf_catalog_unlock(wr->cat);
         return -1;
     }

@@ -318,6 +318,27 @@ h.test('$merge inserts new and merges matching documents', async () => {
   ]);
 });
 
+h.test('$out and $merge targets as mongod checks them: a capped $out target 17152, a view 166, $merge on fields without a unique index 51183 (with one, it merges)', async () => {
+  const c = await sales('outchecks');
+  const db = srv.client.db(c.dbName);
+  await db.createCollection('cap', { capped: true, size: 4096 });
+  await db.collection('cap').insertOne({ _id: 'kept' });
+  await db.createCollection('v', { viewOn: 'cap', pipeline: [] });
+  await h.expectCode(c.aggregate([{ $out: 'cap' }]).toArray(), 17152, /^namespace '.*\.cap' is capped so it can't be used for \$out$/);
+  assert.deepEqual(await db.collection('cap').find().toArray(), [{ _id: 'kept' }], 'the capped target is untouched');
+  await h.expectCode(c.aggregate([{ $out: 'v' }]).toArray(), 166);
+  await h.expectCode(c.aggregate([{ $merge: { into: 'v' } }]).toArray(), 166);
+  await h.expectCode(c.aggregate([{ $project: { _id: 0, item: 1 } }, { $merge: { into: 'byitem', on: 'item' } }]).toArray(), 51183,
+    /^Cannot find index to verify that join fields will be unique$/);
+  await h.expectCode(c.aggregate([{ $merge: { into: 'cap', on: ['item', 'qty'] } }]).toArray(), 51183);
+  await db.collection('byitem').createIndex({ item: 1 }, { unique: true });
+  await db.collection('byitem').insertOne({ item: 'a', note: 'keep' });
+  await c.aggregate([{ $group: { _id: null, item: { $first: 'a' }, n: { $sum: 1 } } }, { $project: { _id: 0 } },
+    { $merge: { into: 'byitem', on: 'item' } }]).toArray();
+  const docs = await db.collection('byitem').find({}, { projection: { _id: 0 } }).toArray();
+  assert.deepEqual(docs, [{ item: 'a', note: 'keep', n: 5 }]);
+});
+
 h.test('$facet runs sub-pipelines over the same input', async () => {
   const c = await sales('facet');
   const r = await c.aggregate([{ $facet: {

@@ -63,6 +63,30 @@ h.test('wrong types for sort, projection, limit, batchSize fail with 14', async 
   await stillServing();
 });
 
+h.test('bad sort specifications fail as mongod\'s sort_pattern.cpp: 15975 not 1 or -1 (1.5 too), 15974 not a number, 17312 an object that is not $meta, 31138 an unknown $meta, 9 extra $meta keys', async () => {
+  const db = srv.freshDb('sortspec');
+  const c = db.collection('c');
+  await c.insertMany([{ _id: 1, a: 2 }, { _id: 2, a: 1 }]);
+  const cases = [
+    [{ a: 2 }, 15975, /^\$sort key ordering must be 1 \(for ascending\) or -1 \(for descending\)$/],
+    [{ a: 1.5 }, 15975, /^\$sort key ordering must be 1/],
+    [{ a: 0 }, 15975, /^\$sort key ordering must be 1/],
+    [{ a: 'x' }, 15974, /^Illegal key in \$sort specification: a: "x"$/],
+    [{ a: true }, 15974, /^Illegal key in \$sort specification: a: true$/],
+    [{ a: { x: 1 } }, 17312, /^\$meta is the only expression supported by \$sort right now$/],
+    [{ a: { $meta: 'foo' } }, 31138, /^Illegal \$meta sort: \$meta: "foo"$/],
+    [{ a: { $meta: 'textScore', b: 1 } }, 9, /^Cannot have additional keys in a \$meta sort specification$/],
+  ];
+  for (const [sort, code, msg] of cases) {
+    await h.expectCode(db.command({ find: 'c', sort }), code, msg);
+    await h.expectCode(c.aggregate([{ $sort: sort }]).toArray(), code, msg);
+  }
+  // 1.0 and a long -1 are 1 and -1.
+  assert.deepEqual((await c.find({}, { sort: { a: 1.0 } }).toArray()).map((d) => d._id), [2, 1]);
+  assert.deepEqual((await db.command({ find: 'c', sort: { a: require('mongodb').Long.fromNumber(-1) } })).cursor.firstBatch.map((d) => d._id), [1, 2]);
+  await stillServing();
+});
+
 h.test('missing required fields fail with 40414 (IDL required field)', async () => {
   const db = srv.freshDb('required');
   await h.expectCode(db.command({ insert: 'c' }), 40414);
