@@ -110,13 +110,17 @@ Test(sort, cmp_compares_two_documents)
 Test(sort, bad_specs_are_refused)
 {
     /* {$meta: "textScore"} is a sort key since text search (doc/text.h). */
-    const char *bad[] = {"{'a': 2}", "{'a': 0}", "{'a': 'asc'}", "{'a': 1.5}"};
+    /* mongod's sort_pattern.cpp codes. */
+    const char *bad[] = {"{'a': 2}", "{'a': 0}", "{'a': 'asc'}", "{'a': 1.5}", "{'a': {'x': 1}}",
+                         "{'a': {'$meta': 'foo'}}", "{'a': {'$meta': 'textScore', 'b': 1}}"};
+    const int codes[] = {MF_E_Location15975, MF_E_Location15975, MF_E_Location15974, MF_E_Location15975,
+                         MF_E_Location17312, MF_E_Location31138, MF_E_FailedToParse};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         bson_t *b = J(bad[i]);
         mf_error_t err = {0};
         mf_sort_t *s = mf_sort_new(b, &err);
         cr_assert_null(s, "spec %s should be refused", bad[i]);
-        cr_assert_eq(err.code, MF_E_BadValue, "spec %s: code %d", bad[i], err.code);
+        cr_assert_eq(err.code, codes[i], "spec %s: code %d", bad[i], err.code);
         bson_destroy(b);
     }
     mf_sort_t *s = S("{'a': -1.0, 'b': {'$numberLong': '1'}}");
