@@ -31,9 +31,11 @@
  * ChangeStreamHistoryLost.
  *
  * Updates are logged as whole new documents; the oplog observer adds a
- * diff {u: {dotted path: value}, r: [paths]} computed from the old and new
- * images when the update used operators or a pipeline, and none for a
- * replacement (repl/oplog.c): that is what tells "update" from "replace".
+ * diff {u: {dotted path: value}, r: [paths], t: [{field, newSize}]}
+ * computed from the old and new images (array elements by index, shrunk
+ * arrays as truncatedArrays) when the update used operators or a pipeline,
+ * and none for a replacement (repl/oplog.c): that is what tells "update"
+ * from "replace".
  *
  * The stages after $changeStream run over each event (a fresh stream of
  * the parsed pipeline per event; only stages that keep one document in,
@@ -488,9 +490,14 @@ doc_event(scan_ctx_t *x, const char *op, const char *db, const char *coll, const
             bson_append_value(&ud, "removedFields", -1, bson_iter_value(&ri));
         else
             BSON_APPEND_ARRAY(&ud, "removedFields", &r);
-        bson_init(&empty);
-        BSON_APPEND_ARRAY(&ud, "truncatedArrays", &empty);
-        bson_destroy(&empty);
+        bson_iter_t ti;
+        if (bson_iter_init_find(&ti, diff, "t") && BSON_ITER_HOLDS_ARRAY(&ti)) {
+            bson_append_value(&ud, "truncatedArrays", -1, bson_iter_value(&ti));
+        } else {
+            bson_init(&empty);
+            BSON_APPEND_ARRAY(&ud, "truncatedArrays", &empty);
+            bson_destroy(&empty);
+        }
         bson_append_document_end(&ev, &ud);
         bson_destroy(&u);
         bson_destroy(&r);

@@ -163,13 +163,78 @@ same_value(const bson_iter_t *a, const bson_iter_t *b)
 }
 
 /*
- * Appends to u the fields of newdoc that differ from olddoc's (dotted paths
- * under prefix; embedded documents present in both are compared field by
- * field, arrays and other values whole) and to r (counter *nr) the paths
- * olddoc had and newdoc lacks.
+ * An update's description, built from its two images: u the changed fields
+ * by dotted path with their new values, r the removed paths, t the arrays
+ * that became shorter ({field, newSize}), nr and nt the counts of r and t.
+ */
+typedef struct diff_out {
+    bson_t u, r, t;
+    uint32_t nr, nt;
+} diff_out_t;
+
+static void
+diff_init(diff_out_t *d)
+{
+    bson_init(&d->u);
+    bson_init(&d->r);
+    bson_init(&d->t);
+    d->nr = d->nt = 0;
+}
+
+static void
+diff_destroy(diff_out_t *d)
+{
+    bson_destroy(&d->u);
+    bson_destroy(&d->r);
+    bson_destroy(&d->t);
+}
+
+static void
+diff_removed(diff_out_t *d, const char *path)
+{
+    char idx[16];
+    const char *key;
+    bson_uint32_to_string(d->nr++, &key, idx, sizeof(idx));
+    BSON_APPEND_UTF8(&d->r, key, path);
+}
+
+static bool
+sub_value(const bson_iter_t *it, bson_t *out)
+{
+    const uint8_t *p;
+    uint32_t l;
+    if (BSON_ITER_HOLDS_DOCUMENT(it))
+        bson_iter_document(it, &l, &p);
+    else if (BSON_ITER_HOLDS_ARRAY(it))
+        bson_iter_array(it, &l, &p);
+    else
+        return false;
+    return bson_init_static(out, p, l);
+}
+
+static void diff_docs(const bson_t *olddoc, const bson_t *newdoc, const char *prefix, diff_out_t *d);
+static void diff_arrays(const bson_t *olda, const bson_t *newa, const char *path, diff_out_t *d);
+
+/* The description of a field at path that changed from *o to *n (not the same value). */
+static void
+diff_value(const bson_iter_t *o, const bson_iter_t *n, const char *path, diff_out_t *d)
+{
+    bson_t od, nd;
+    if (BSON_ITER_HOLDS_DOCUMENT(n) && BSON_ITER_HOLDS_DOCUMENT(o) && sub_value(o, &od) && sub_value(n, &nd))
+        diff_docs(&od, &nd, path, d);
+    else if (BSON_ITER_HOLDS_ARRAY(n) && BSON_ITER_HOLDS_ARRAY(o) && sub_value(o, &od) && sub_value(n, &nd))
+        diff_arrays(&od, &nd, path, d);
+    else
+        bson_append_value(&d->u, path, -1, bson_iter_value((bson_iter_t *)n));
+}
+
+/*
+ * Appends to d the fields of newdoc that differ from olddoc's (dotted paths
+ * under prefix; embedded documents and arrays present in both are compared
+ * inside, other values whole) and the paths olddoc had and newdoc lacks.
  */
 static void
-diff_docs(const bson_t *olddoc, const bson_t *newdoc, const char *prefix, bson_t *u, bson_t *r, uint32_t *nr)
+diff_docs(const bson_t *olddoc, const bson_t *newdoc, const char *prefix, diff_out_t *d)
 {
     bson_iter_t it, ot;
     char path[1024];
@@ -179,21 +244,11 @@ diff_docs(const bson_t *olddoc, const bson_t *newdoc, const char *prefix, bson_t
         const char *k = bson_iter_key(&it);
         snprintf(path, sizeof(path), "%s%s%s", prefix, prefix[0] ? "." : "", k);
         if (bson_iter_init_find(&ot, olddoc, k)) {
-            if (same_value(&it, &ot))
-                continue;
-            if (BSON_ITER_HOLDS_DOCUMENT(&it) && BSON_ITER_HOLDS_DOCUMENT(&ot)) {
-                bson_t nd, od;
-                const uint8_t *p;
-                uint32_t l;
-                bson_iter_document(&it, &l, &p);
-                bson_init_static(&nd, p, l);
-                bson_iter_document(&ot, &l, &p);
-                bson_init_static(&od, p, l);
-                diff_docs(&od, &nd, path, u, r, nr);
-                continue;
-            }
+            if (!same_value(&it, &ot))
+                diff_value(&ot, &it, path, d);
+            continue;
         }
-        bson_append_value(u, path, -1, bson_iter_value(&it));
+        bson_append_value(&d->u, path, -1, bson_iter_value(&it));
     }
     if (!bson_iter_init(&ot, olddoc))
         return;
@@ -201,39 +256,112 @@ diff_docs(const bson_t *olddoc, const bson_t *newdoc, const char *prefix, bson_t
         const char *k = bson_iter_key(&ot);
         if (bson_iter_init_find(&it, newdoc, k))
             continue;
+        snprintf(path, sizeof(path), "%s%s%s", prefix, prefix[0] ? "." : "", k);
+        diff_removed(d, path);
+    }
+}
+
+/*
+ * About what e would take in mongod's own diff format, which names an
+ * array's elements by index rather than by full path: each changed value
+ * with a few bytes of field name, 4 bytes a removal, 8 a truncation.
+ */
+static uint32_t
+diff_cost(const diff_out_t *e)
+{
+    bson_iter_t it;
+    uint32_t cost = e->u.len - 5 + 4 * e->nr + 8 * e->nt;
+    if (bson_iter_init(&it, &e->u))
+        while (bson_iter_next(&it))
+            cost = cost + 4 - (bson_iter_key_len(&it) + 2); /* its key, NUL and type byte, for 4 */
+    return cost;
+}
+
+/*
+ * An array present in both images, as mongod's oplog diffs describe one
+ * (doc_diff.cpp, which change streams read): elements that changed by
+ * index ("a.1", or inside a changed embedded document "a.1.b"), elements
+ * appended by index (a $push: "a.2"), and a shorter array as
+ * truncatedArrays {field, newSize} (a pipeline update or $pop from the
+ * end). When that description would not be smaller than the new array (a
+ * $pull from the middle, a $set of the whole array), the array is reported
+ * whole, as mongod logs a modifier that rewrote it.
+ */
+static void
+diff_arrays(const bson_t *olda, const bson_t *newa, const char *path, diff_out_t *d)
+{
+    bson_iter_t oi, ni;
+    char ipath[1024];
+    diff_out_t e;
+    uint32_t i = 0, m = bson_count_keys(olda), n = bson_count_keys(newa);
+    if (!bson_iter_init(&oi, olda) || !bson_iter_init(&ni, newa))
+        return;
+    diff_init(&e);
+    for (; i < n && bson_iter_next(&ni); i++) {
+        snprintf(ipath, sizeof(ipath), "%s.%u", path, i);
+        if (i < m && bson_iter_next(&oi)) {
+            if (!same_value(&oi, &ni))
+                diff_value(&oi, &ni, ipath, &e);
+        } else {
+            bson_append_value(&e.u, ipath, -1, bson_iter_value(&ni));
+        }
+    }
+    if (n < m) {
         char idx[16];
         const char *key;
-        snprintf(path, sizeof(path), "%s%s%s", prefix, prefix[0] ? "." : "", k);
-        bson_uint32_to_string((*nr)++, &key, idx, sizeof(idx));
-        BSON_APPEND_UTF8(r, key, path);
+        bson_t tr;
+        bson_uint32_to_string(e.nt++, &key, idx, sizeof(idx));
+        bson_append_document_begin(&e.t, key, -1, &tr);
+        BSON_APPEND_UTF8(&tr, "field", path);
+        BSON_APPEND_INT32(&tr, "newSize", (int32_t)n);
+        bson_append_document_end(&e.t, &tr);
     }
+    if (diff_cost(&e) >= newa->len - 5) {
+        BSON_APPEND_ARRAY(&d->u, path, newa);
+    } else {
+        bson_iter_t it;
+        bson_concat(&d->u, &e.u);
+        if (bson_iter_init(&it, &e.r))
+            while (bson_iter_next(&it))
+                diff_removed(d, bson_iter_utf8(&it, NULL));
+        if (bson_iter_init(&it, &e.t)) {
+            while (bson_iter_next(&it)) {
+                char idx[16];
+                const char *key;
+                bson_uint32_to_string(d->nt++, &key, idx, sizeof(idx));
+                bson_append_value(&d->t, key, -1, bson_iter_value(&it));
+            }
+        }
+    }
+    diff_destroy(&e);
 }
 
 /*
  * An update logs the whole new document (applying it is a replace). For
  * change streams it also carries, unless the update was a replacement
  * (mf_observers_replacing), diff: {u: {<dotted path>: <new value>}, r:
- * [<removed path>]}, computed here where both images are at hand: a change
- * stream's updateDescription is read from it ("replace" events have none).
+ * [<removed path>], t: [{field, newSize}] (only when an array shrank)},
+ * computed here where both images are at hand: a change stream's
+ * updateDescription is read from it ("replace" events have none).
  */
 static void
 on_update(void *arg, mf_coll_t *c, const bson_t *olddoc, const bson_t *newdoc)
 {
-    bson_t id, diff, u, r;
-    uint32_t nr = 0;
+    bson_t id, diff;
     bool replacing = mf_observers_replacing();
     keep_pre(arg, c, olddoc);
     /* o2 names the document that was replaced (a time-series bucket rewrite may give the new one another _id). */
     id_doc(olddoc, &id);
     bson_init(&diff);
     if (!replacing) {
-        bson_init(&u);
-        bson_init(&r);
-        diff_docs(olddoc, newdoc, "", &u, &r, &nr);
-        BSON_APPEND_DOCUMENT(&diff, "u", &u);
-        BSON_APPEND_ARRAY(&diff, "r", &r);
-        bson_destroy(&u);
-        bson_destroy(&r);
+        diff_out_t d;
+        diff_init(&d);
+        diff_docs(olddoc, newdoc, "", &d);
+        BSON_APPEND_DOCUMENT(&diff, "u", &d.u);
+        BSON_APPEND_ARRAY(&diff, "r", &d.r);
+        if (d.nt > 0)
+            BSON_APPEND_ARRAY(&diff, "t", &d.t);
+        diff_destroy(&d);
         /*
          * The diff of a big document (over 1 MB) that rewrote more than half
          * of it is not kept: the update is logged as a replacement (a change

@@ -87,6 +87,34 @@ R.test('collection stream: insert, update, replace, delete and their shapes', as
   }
 });
 
+R.test('updateDescription inside arrays, as mongod\'s oplog diffs: $push appends by index, a $set into an element names its path, a pipeline that shortens an array gives truncatedArrays, a rewritten array is reported whole', async () => {
+  // The drivers' change-streams spec test "Test array truncation"; mongod's doc_diff.cpp.
+  const c = rs.freshDb('arrays').collection('c');
+  await c.insertOne({ _id: 1, array: ['foo', { a: 'bar' }, 1, 2, 3], nums: [1, 2, 3, 4], nest: [[1, 2], [3]] });
+  const s = await open(c);
+  try {
+    await c.updateOne({ _id: 1 }, [{ $set: { array: ['foo', { a: 'bar' }] } }]);
+    await c.updateOne({ _id: 1 }, { $push: { array: 7 } });
+    await c.updateOne({ _id: 1 }, { $set: { 'array.1.a': 'baz' } });
+    await c.updateOne({ _id: 1 }, { $set: { 'nums.0': 10 } });
+    await c.updateOne({ _id: 1 }, { $pull: { nums: 2 } });
+    await c.updateOne({ _id: 1 }, { $set: { nums: [7, 8, 9] } });
+    await c.updateOne({ _id: 1 }, { $push: { 'nest.1': 4 }, $unset: { 'array.1.a': 1 } });
+    const got = [];
+    for (let i = 0; i < 7; i++) got.push((await next(s)).updateDescription);
+    assert.deepEqual(got[0], { updatedFields: {}, removedFields: [], truncatedArrays: [{ field: 'array', newSize: 2 }] });
+    assert.deepEqual(got[1], { updatedFields: { 'array.2': 7 }, removedFields: [], truncatedArrays: [] });
+    assert.deepEqual(got[2], { updatedFields: { 'array.1.a': 'baz' }, removedFields: [], truncatedArrays: [] });
+    assert.deepEqual(got[3], { updatedFields: { 'nums.0': 10 }, removedFields: [], truncatedArrays: [] });
+    assert.deepEqual(got[4], { updatedFields: { nums: [10, 3, 4] }, removedFields: [], truncatedArrays: [] }, '$pull from the middle: whole');
+    assert.deepEqual(got[5], { updatedFields: { nums: [7, 8, 9] }, removedFields: [], truncatedArrays: [] }, 'a new array: whole');
+    assert.deepEqual(got[6], { updatedFields: { 'nest.1.1': 4 }, removedFields: ['array.1.a'], truncatedArrays: [] });
+    assert.deepEqual(await c.findOne({ _id: 1 }), { _id: 1, array: ['foo', {}, 7], nums: [7, 8, 9], nest: [[1, 2], [3, 4]] });
+  } finally {
+    await s.close();
+  }
+});
+
 R.test('a big document: a small $set is an update event with its diff; a $set that rewrites most of it is logged, and reported, as a replace', async () => {
   const db = rs.freshDb('bigdiff');
   const c = db.collection('c');

@@ -327,8 +327,8 @@ Test(oplog, updates_carry_a_diff_and_replacements_none)
     cr_assert_eq(store.n, 5, "entries: %zu", store.n); /* create, insert, three updates */
 
     const char *want[] = {
-        /* a: 1 to 1.0 is a change of type; s compared field by field; the array whole. */
-        "{ \"u\" : { \"a\" : 1.0, \"s.x\" : 2, \"arr\" : [ 1, 3 ] }, \"r\" : [ \"s.y\", \"gone\" ] }",
+        /* a: 1 to 1.0 is a change of type; s compared field by field; the array element by index. */
+        "{ \"u\" : { \"a\" : 1.0, \"s.x\" : 2, \"arr.1\" : 3 }, \"r\" : [ \"s.y\", \"gone\" ] }",
         "none",
         "{ \"u\" : { \"c\" : 1 }, \"r\" : [  ] }",
     };
