@@ -315,6 +315,11 @@ int mf_cmd_pre_images_option(mf_op_t *op, const char *cmd_name, const bson_iter_
  * small sizes as plain numbers, not Long).
  */
 void mf_append_number(bson_t *out, const char *key, int64_t v);
+/*
+ * mf_cmd_append_command_metrics: serverStatus metrics.commands into out:
+ * {"<UNKNOWN>": n, <name>: {failed, total}} for each command, by name.
+ */
+void mf_cmd_append_command_metrics(mf_engine_t *eng, bson_t *out);
 /* mf_cmd_is_generic_arg: whether k is one of the generic arguments every command accepts (cmd_dispatch.c). */
 bool mf_cmd_is_generic_arg(const char *k);
 

@@ -778,6 +778,16 @@ cmd_server_status(mf_op_t *op)
 
     if (section_on(op, "metrics")) {
         BSON_APPEND_DOCUMENT_BEGIN(r, "metrics", &sub);
+        /* As mongod's: commands run and failed by name; documents written by clients and returned to them. */
+        BSON_APPEND_DOCUMENT_BEGIN(&sub, "commands", &sub2);
+        mf_cmd_append_command_metrics(e, &sub2);
+        bson_append_document_end(&sub, &sub2);
+        BSON_APPEND_DOCUMENT_BEGIN(&sub, "document", &sub2);
+        BSON_APPEND_INT64(&sub2, "deleted", atomic_load(&e->op_delete));
+        BSON_APPEND_INT64(&sub2, "inserted", atomic_load(&e->op_insert));
+        BSON_APPEND_INT64(&sub2, "returned", atomic_load(&e->docs_returned));
+        BSON_APPEND_INT64(&sub2, "updated", atomic_load(&e->op_update));
+        bson_append_document_end(&sub, &sub2);
         BSON_APPEND_DOCUMENT_BEGIN(&sub, "ttl", &sub2);
         mf_ttl_status_append(e->ttl, &sub2);
         bson_append_document_end(&sub, &sub2);

@@ -42,18 +42,87 @@ table_enabled(mf_engine_t *eng, const mf_cmd_def_t *t)
     return t != mf_cmds_test || mf_param_get(eng->params, "enableTestCommands") != 0;
 }
 
+/*
+ * The command called name, or NULL; *index is its place counting every
+ * entry of the tables before it (the test table, the only one that can be
+ * disabled, comes last, so the others' places never move): its counters'
+ * place in eng->cmd_counts.
+ */
 static const mf_cmd_def_t *
-lookup(mf_engine_t *eng, const char *name)
+lookup(mf_engine_t *eng, const char *name, int *index)
 {
+    int i = 0;
     for (size_t t = 0; t < sizeof(tables) / sizeof(tables[0]); t++) {
         if (!table_enabled(eng, tables[t]))
             continue;
-        for (const mf_cmd_def_t *d = tables[t]; d->name != NULL; d++) {
-            if (d->name[0] == name[0] && strcmp(d->name, name) == 0)
+        for (const mf_cmd_def_t *d = tables[t]; d->name != NULL; d++, i++) {
+            if (d->name[0] == name[0] && strcmp(d->name, name) == 0) {
+                *index = i;
                 return d;
+            }
         }
     }
     return NULL;
+}
+
+/* eng->cmd_counts, allocated on first use (two counters per table entry, all tables). */
+static _Atomic int64_t *
+cmd_counts(mf_engine_t *eng)
+{
+    _Atomic int64_t *c = atomic_load(&eng->cmd_counts);
+    if (c != NULL)
+        return c;
+    size_t n = 0;
+    for (size_t t = 0; t < sizeof(tables) / sizeof(tables[0]); t++)
+        for (const mf_cmd_def_t *d = tables[t]; d->name != NULL; d++)
+            n++;
+    _Atomic int64_t *fresh = mf_calloc(2 * n, sizeof(*fresh)), *none = NULL;
+    if (atomic_compare_exchange_strong(&eng->cmd_counts, &none, fresh))
+        return fresh;
+    free((void *)fresh); /* another thread's won */
+    return none;
+}
+
+/*
+ * serverStatus metrics.commands: {<name>: {failed, total}} for every
+ * command this engine runs, by name, and "<UNKNOWN>": the commands of no
+ * known name, as mongod's command metrics.
+ */
+void
+mf_cmd_append_command_metrics(mf_engine_t *eng, bson_t *out)
+{
+    _Atomic int64_t *c = cmd_counts(eng);
+    const mf_cmd_def_t *defs[1024];
+    int idx[1024], n = 0, i = 0;
+    for (size_t t = 0; t < sizeof(tables) / sizeof(tables[0]); t++) {
+        if (!table_enabled(eng, tables[t]))
+            continue;
+        for (const mf_cmd_def_t *d = tables[t]; d->name != NULL; d++, i++) {
+            if (n < 1024) {
+                defs[n] = d;
+                idx[n++] = i;
+            }
+        }
+    }
+    /* By name (insertion sort: a few hundred names), as mongod's metrics tree lists them. */
+    for (int a = 1; a < n; a++) {
+        for (int b = a; b > 0 && strcmp(defs[b - 1]->name, defs[b]->name) > 0; b--) {
+            const mf_cmd_def_t *td = defs[b];
+            int ti = idx[b];
+            defs[b] = defs[b - 1];
+            idx[b] = idx[b - 1];
+            defs[b - 1] = td;
+            idx[b - 1] = ti;
+        }
+    }
+    BSON_APPEND_INT64(out, "<UNKNOWN>", atomic_load(&eng->cmd_unknown));
+    for (int k = 0; k < n; k++) {
+        bson_t one;
+        BSON_APPEND_DOCUMENT_BEGIN(out, defs[k]->name, &one);
+        BSON_APPEND_INT64(&one, "failed", atomic_load_explicit(&c[2 * idx[k] + 1], memory_order_relaxed));
+        BSON_APPEND_INT64(&one, "total", atomic_load_explicit(&c[2 * idx[k]], memory_order_relaxed));
+        bson_append_document_end(out, &one);
+    }
 }
 
 void
@@ -146,7 +215,8 @@ mf_cmd_check_inner_fields(mf_op_t *op, const bson_t *cmd)
 {
     bson_iter_t it;
     const mf_cmd_def_t *def;
-    if (!bson_iter_init(&it, cmd) || !bson_iter_next(&it) || (def = lookup(op->eng, bson_iter_key(&it))) == NULL)
+    int index;
+    if (!bson_iter_init(&it, cmd) || !bson_iter_next(&it) || (def = lookup(op->eng, bson_iter_key(&it), &index)) == NULL)
         return 0;
     return fields_known(def, cmd, &op->err);
 }
@@ -1118,7 +1188,8 @@ mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *
 {
     mf_op_t op;
     bson_iter_t it;
-    const mf_cmd_def_t *def;
+    const mf_cmd_def_t *def = NULL;
+    int def_index = -1; /* def's counters in eng->cmd_counts */
     mf_curop_t *cop = NULL;
     wc_unmet_t unmet = {.code = 0};
     int64_t started_ms = -1, paused_ms = 0; /* paused: waited, not worked (mf_curop_add_paused) */
@@ -1148,7 +1219,11 @@ mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *
         goto fail;
     }
     op.name = bson_iter_key(&it);
-    def = lookup(eng, op.name);
+    def = lookup(eng, op.name, &def_index);
+    if (def != NULL)
+        atomic_fetch_add_explicit(&cmd_counts(eng)[2 * def_index], 1, memory_order_relaxed);
+    else
+        atomic_fetch_add_explicit(&eng->cmd_unknown, 1, memory_order_relaxed);
     if (def == NULL) {
         /* commitTransaction / abortTransaction exist in mongod: answer as a transaction's first command is. */
         if (strcmp(op.name, "commitTransaction") != 0 && strcmp(op.name, "abortTransaction") != 0)
@@ -1287,6 +1362,8 @@ mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *
 fail_let:
     let_end(&lf);
 fail:
+    if (def != NULL)
+        atomic_fetch_add_explicit(&cmd_counts(eng)[2 * def_index + 1], 1, memory_order_relaxed);
     mf_collation_set_current(NULL);
     mf_collation_free(coll);
     if (op.sess)

@@ -344,6 +344,7 @@ mf_crud_append_cursor_reply_token(mf_op_t *op, const char *batch_name, bson_t *a
     bson_t cd;
     char ns[512];
     mf_strjoin(ns, sizeof(ns), op->db, ".", coll);
+    atomic_fetch_add_explicit(&op->eng->docs_returned, bson_count_keys(arr), memory_order_relaxed);
     BSON_APPEND_DOCUMENT_BEGIN(op->reply, "cursor", &cd);
     BSON_APPEND_ARRAY(&cd, batch_name, arr);
     if (token != NULL)

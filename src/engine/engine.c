@@ -430,6 +430,7 @@ mf_engine_close(mf_engine_t *eng)
     mf_params_free(eng->params);
     if (eng->startup_warnings)
         bson_destroy(eng->startup_warnings);
+    free((void *)atomic_load(&eng->cmd_counts));
     if (eng->cmdline_argv)
         bson_destroy(eng->cmdline_argv);
     if (eng->cmdline_parsed)

@@ -179,6 +179,16 @@ typedef struct mf_engine {
     /* serverStatus counters (opcounters, connections, TTL) */
     _Atomic int64_t op_insert, op_query, op_update, op_delete, op_getmore, op_command;
     /*
+     * serverStatus metrics.commands: two counters per command the command
+     * layer knows (total, failed), by its index in cmd_dispatch.c's tables;
+     * allocated by that layer on first use (NULL before), freed with the
+     * engine. cmd_unknown: commands of no known name (metrics.commands
+     * "<UNKNOWN>"). docs_returned: documents handed to clients in cursor
+     * batches (metrics.document.returned).
+     */
+    _Atomic(_Atomic int64_t *) cmd_counts;
+    _Atomic int64_t cmd_unknown, docs_returned;
+    /*
      * serverStatus asserts.user: commands answered with an error (ok: 0)
      * and write errors in write commands' replies, MongoDB's uasserts
      * (kept by cmd/cmd_dispatch.c).

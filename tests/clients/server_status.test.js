@@ -72,6 +72,34 @@ h.test('asserts.user counts failing commands and write errors; opcounters count 
   assert.ok(num(a2) >= num(a1) + 1, `a duplicate key write error is a user assert: ${a1} -> ${a2}`);
 });
 
+h.test('metrics.commands counts each command run and failed by name (and <UNKNOWN>); metrics.document counts documents inserted, updated, deleted and returned', async () => {
+  // mongod's metrics tree, as mongodb_exporter's metrics_commands / metrics_document collectors read it.
+  const db = srv.freshDb('metrics');
+  const c = db.collection('c');
+  const m0 = (await status()).metrics;
+  assert.ok(m0.commands.find && isInt(m0.commands.find.total) && isInt(m0.commands.find.failed), JSON.stringify(m0.commands.find));
+  const names = Object.keys(m0.commands);
+  assert.equal(names[0], '<UNKNOWN>');
+  assert.deepEqual(names.slice(1), [...names.slice(1)].sort(), 'commands by name');
+  await c.insertMany([{ _id: 1 }, { _id: 2 }, { _id: 3 }]);
+  await c.updateMany({}, { $set: { x: 1 } });
+  await c.deleteOne({ _id: 3 });
+  assert.equal((await c.find({}).toArray()).length, 2);
+  await h.expectCode(db.command({ find: 'c', filter: { $bogus: 1 } }), 2);
+  await h.expectCode(db.command({ noSuchCommandHere: 1 }), 59);
+  const m1 = (await status()).metrics;
+  assert.equal(num(m1.commands.find.total) - num(m0.commands.find.total), 2);
+  assert.equal(num(m1.commands.find.failed) - num(m0.commands.find.failed), 1);
+  assert.equal(num(m1.commands.insert.total) - num(m0.commands.insert.total), 1);
+  assert.equal(num(m1.commands.insert.failed) - num(m0.commands.insert.failed), 0);
+  assert.equal(num(m1.commands['<UNKNOWN>']) - num(m0.commands['<UNKNOWN>']), 1);
+  assert.equal(num(m1.commands.serverStatus.total) - num(m0.commands.serverStatus.total), 1, 'the first serverStatus counted by the second');
+  assert.equal(num(m1.document.inserted) - num(m0.document.inserted), 3);
+  assert.equal(num(m1.document.updated) - num(m0.document.updated), 3);
+  assert.equal(num(m1.document.deleted) - num(m0.document.deleted), 1);
+  assert.equal(num(m1.document.returned) - num(m0.document.returned), 2);
+});
+
 h.test('extra_info.user_time_us grows with work; globalLock.totalTime with time', async () => {
   const db = srv.freshDb('rusage');
   const r0 = await status();
