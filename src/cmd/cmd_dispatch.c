@@ -836,7 +836,7 @@ curop_register(mf_engine_t *eng, mf_client_t *client, const char *db, const char
     memcpy(desc, "conn", 4);
     mf_curop_t *cop = mf_curop_begin(eng->curops, curop_type(name), ns, desc, cmd, client ? client->id : 0);
     if (client)
-        mf_curop_set_client(cop, client->remote);
+        mf_curop_set_client(cop, client->remote, client->app_name);
     return cop;
 }
 
@@ -852,9 +852,29 @@ curop_register(mf_engine_t *eng, mf_client_t *client, const char *db, const char
  */
 #define SLOW_LOG_MAX_JSON (16 * 1024) /* a longer line is written again with less of the command */
 
+/* The documents a reply's cursor batch holds (mongod's nreturned), or -1 when it has no cursor. */
+static int64_t
+returned_of(const bson_t *reply)
+{
+    bson_iter_t it, b;
+    if (!bson_iter_init_find(&it, reply, "cursor") || !BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &b))
+        return -1;
+    while (bson_iter_next(&b)) {
+        const char *k = bson_iter_key(&b);
+        if ((strcmp(k, "firstBatch") == 0 || strcmp(k, "nextBatch") == 0) && BSON_ITER_HOLDS_ARRAY(&b)) {
+            bson_t arr;
+            const uint8_t *d;
+            uint32_t l;
+            bson_iter_array(&b, &l, &d);
+            return bson_init_static(&arr, d, l) ? (int64_t)bson_count_keys(&arr) : -1;
+        }
+    }
+    return -1;
+}
+
 static void
 slow_log_limited(const mf_client_t *client, const char *ns, const bson_t *cmd, const bson_t *reply, int64_t millis,
-                 bool legacy, const mf_error_t *err, size_t shown_limit)
+                 bool legacy, const mf_curop_scan_t *scan, const mf_error_t *err, size_t shown_limit)
 {
     if (client != NULL && client->internal)
         return;
@@ -869,6 +889,15 @@ slow_log_limited(const mf_client_t *client, const char *ns, const bson_t *cmd, c
     if (client != NULL && client->app_name[0])
         BSON_APPEND_UTF8(&attr, "appName", client->app_name);
     BSON_APPEND_DOCUMENT(&attr, "command", shown);
+    if (scan->plan[0])
+        BSON_APPEND_UTF8(&attr, "planSummary", scan->plan);
+    if (scan->plan[0] || scan->keys_examined || scan->docs_examined) {
+        BSON_APPEND_INT64(&attr, "keysExamined", scan->keys_examined);
+        BSON_APPEND_INT64(&attr, "docsExamined", scan->docs_examined);
+    }
+    int64_t nret = returned_of(reply);
+    if (nret >= 0)
+        BSON_APPEND_INT64(&attr, "nreturned", nret);
     if (err != NULL) {
         BSON_APPEND_INT32(&attr, "ok", 0);
         BSON_APPEND_UTF8(&attr, "errMsg", err->msg);
@@ -887,7 +916,7 @@ slow_log_limited(const mf_client_t *client, const char *ns, const bson_t *cmd, c
     if (json != NULL && len > SLOW_LOG_MAX_JSON && shown_limit > 1024) {
         /* Escaped bytes can render 10 KB of command as 60 KB of JSON: once more, with 1 KB of it. */
         bson_free(json);
-        slow_log_limited(client, ns, cmd, reply, millis, legacy, err, 1024);
+        slow_log_limited(client, ns, cmd, reply, millis, legacy, scan, err, 1024);
         return;
     }
     if (json != NULL)
@@ -902,7 +931,8 @@ slow_log_limited(const mf_client_t *client, const char *ns, const bson_t *cmd, c
  */
 static void
 profile_op(mf_engine_t *eng, const mf_client_t *client, const char *db, const char *ns, const char *coll,
-           const char *name, const bson_t *cmd, const bson_t *reply, int64_t millis, const mf_error_t *err)
+           const char *name, const bson_t *cmd, const bson_t *reply, int64_t millis, const mf_curop_scan_t *scan,
+           const mf_error_t *err)
 {
     bson_iter_t it;
     if (coll != NULL && strcmp(coll, "system.profile") == 0)
@@ -920,10 +950,17 @@ profile_op(mf_engine_t *eng, const mf_client_t *client, const char *db, const ch
         BSON_APPEND_UTF8(&t, "$truncated", name);
         bson_append_document_end(&e, &t);
     }
+    if (scan->plan[0] || scan->keys_examined || scan->docs_examined) {
+        BSON_APPEND_INT64(&e, "keysExamined", scan->keys_examined);
+        BSON_APPEND_INT64(&e, "docsExamined", scan->docs_examined);
+    }
     if (bson_iter_init_find(&it, reply, "n") && BSON_ITER_HOLDS_INT32(&it)) {
         const char *field = strcmp(name, "insert") == 0 ? "ninserted" : strcmp(name, "delete") == 0 ? "ndeleted" : "nMatched";
         BSON_APPEND_INT32(&e, field, bson_iter_int32(&it));
     }
+    int64_t nret = returned_of(reply);
+    if (nret >= 0)
+        BSON_APPEND_INT64(&e, "nreturned", nret);
     if (err != NULL) {
         BSON_APPEND_UTF8(&e, "errMsg", err->msg);
         BSON_APPEND_INT32(&e, "errCode", err->code);
@@ -931,8 +968,12 @@ profile_op(mf_engine_t *eng, const mf_client_t *client, const char *db, const ch
     }
     BSON_APPEND_INT32(&e, "responseLength", (int32_t)reply->len);
     BSON_APPEND_INT64(&e, "millis", millis);
+    if (scan->plan[0])
+        BSON_APPEND_UTF8(&e, "planSummary", scan->plan);
     BSON_APPEND_DATE_TIME(&e, "ts", mf_now_ms());
     BSON_APPEND_UTF8(&e, "client", client ? client->remote : "");
+    if (client != NULL && client->app_name[0])
+        BSON_APPEND_UTF8(&e, "appName", client->app_name);
     BSON_APPEND_UTF8(&e, "user", "");
     mf_profile_write(eng, db, &e);
     bson_destroy(&e);
@@ -948,7 +989,7 @@ profile_op(mf_engine_t *eng, const mf_client_t *client, const char *db, const ch
  */
 static void
 op_finished(mf_engine_t *eng, const mf_client_t *client, const char *db, const char *name, const bson_t *cmd,
-            const bson_t *reply, int64_t millis, bool legacy, const mf_error_t *err)
+            const bson_t *reply, int64_t millis, bool legacy, const mf_curop_scan_t *scan, const mf_error_t *err)
 {
     bool slow = mf_profile_slow(eng->profiler, millis);
     bool profiled = mf_profile_wants(eng->profiler, db, slow);
@@ -958,9 +999,9 @@ op_finished(mf_engine_t *eng, const mf_client_t *client, const char *db, const c
     const char *coll = command_ns(ns, sizeof(ns), db, name, cmd);
     /* Not a transaction's statement: its profile document would be written inside the transaction. */
     if (profiled && !mf_cmd_in_txn())
-        profile_op(eng, client, db, ns, coll, name, cmd, reply, millis, err);
+        profile_op(eng, client, db, ns, coll, name, cmd, reply, millis, scan, err);
     if (slow)
-        slow_log_limited(client, ns, cmd, reply, millis, legacy, err, 10 * 1024);
+        slow_log_limited(client, ns, cmd, reply, millis, legacy, scan, err, 10 * 1024);
 }
 
 /*
@@ -1190,6 +1231,7 @@ mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *
     bson_iter_t it;
     const mf_cmd_def_t *def = NULL;
     int def_index = -1; /* def's counters in eng->cmd_counts */
+    mf_curop_scan_t scan = {0}; /* what its queries read (the profiler's and slow log's figures) */
     mf_curop_t *cop = NULL;
     wc_unmet_t unmet = {.code = 0};
     int64_t started_ms = -1, paused_ms = 0; /* paused: waited, not worked (mf_curop_add_paused) */
@@ -1328,6 +1370,7 @@ mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *
         mf_txn_abort(op.sess); /* a handler that forgot its transaction gets nothing committed */
     mf_storage_session_release(op.sess);
     paused_ms = mf_curop_paused_us(cop) / 1000;
+    mf_curop_scan_of(cop, &scan);
     mf_curop_end(cop);
     mf_curop_set_current(NULL);
     if (unmet.code != 0 && !bson_has_field(reply, "writeConcernError")) {
@@ -1353,7 +1396,7 @@ mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *
     if (op.err_extra != NULL)
         bson_destroy(op.err_extra);
     int64_t took_ms = mf_mono_ms() - started_ms - paused_ms;
-    op_finished(eng, client, db, def->name, cmd, reply, took_ms, legacy, NULL);
+    op_finished(eng, client, db, def->name, cmd, reply, took_ms, legacy, &scan, NULL);
     if (mf_param_get(eng->params, "logLevel") >= 1)
         mf_log(MF_LOG_DEBUG, "COMMAND", "conn%lld: %s on %s ok, %lld ms", (long long)(client ? client->id : 0),
                def->name, db, (long long)(mf_mono_ms() - started_ms));
@@ -1370,6 +1413,7 @@ fail:
         mf_storage_session_release(op.sess);
     if (cop) {
         paused_ms = mf_curop_paused_us(cop) / 1000;
+        mf_curop_scan_of(cop, &scan);
         mf_curop_end(cop);
         mf_curop_set_current(NULL);
     }
@@ -1393,7 +1437,7 @@ fail:
     bson_destroy(&fp_labels);
     if (started_ms >= 0) {
         int64_t took = mf_mono_ms() - started_ms - paused_ms;
-        op_finished(eng, client, db, op.name, cmd, reply, took, legacy, &op.err);
+        op_finished(eng, client, db, op.name, cmd, reply, took, legacy, &scan, &op.err);
     }
     if (mf_param_get(eng->params, "logLevel") >= 1)
         mf_log(MF_LOG_DEBUG, "COMMAND", "conn%lld: %s on %s failed: %d %s", (long long)(client ? client->id : 0),

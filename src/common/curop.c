@@ -55,6 +55,7 @@ struct mf_curop {
     char *ns;
     char desc[64];
     char client[64];
+    char app[129];        /* the client's appName, "" if none */
     bson_t *command;      /* owned */
     int64_t start_us;     /* monotonic */
     int64_t start_wall_ms;
@@ -65,6 +66,7 @@ struct mf_curop {
     _Atomic int64_t deadline; /* monotonic ms, 0 = none */
     int lat_kind;             /* MF_LAT_*, MF_LAT_NONE: not counted */
     int64_t paused_us;        /* waited, not worked (mf_curop_add_paused); its own thread only */
+    mf_curop_scan_t scan;     /* its own thread only (mf_curop_note_scan) */
 };
 
 /* The calling thread's operation: per-thread state, not shared. */
@@ -192,12 +194,35 @@ mf_curop_begin(mf_curops_t *reg, const char *op_type, const char *ns, const char
 }
 
 void
-mf_curop_set_client(mf_curop_t *op, const char *remote)
+mf_curop_note_scan(mf_curop_t *op, int64_t keys, int64_t docs, void (*plan_fn)(const void *arg, char *buf, size_t cap),
+                   const void *arg)
+{
+    if (op == NULL)
+        return;
+    op->scan.keys_examined += keys;
+    op->scan.docs_examined += docs;
+    if (op->scan.plan[0] == '\0' && plan_fn != NULL)
+        plan_fn(arg, op->scan.plan, sizeof(op->scan.plan));
+}
+
+void
+mf_curop_scan_of(const mf_curop_t *op, mf_curop_scan_t *out)
+{
+    if (op == NULL)
+        memset(out, 0, sizeof(*out));
+    else
+        *out = op->scan;
+}
+
+void
+mf_curop_set_client(mf_curop_t *op, const char *remote, const char *app)
 {
     if (op == NULL || remote == NULL)
         return;
     pthread_mutex_lock(&op->reg->lock);
     mf_strlcpy(op->client, remote, sizeof(op->client));
+    if (app != NULL && app[0])
+        mf_strlcpy(op->app, app, sizeof(op->app));
     pthread_mutex_unlock(&op->reg->lock);
 }
 
@@ -600,6 +625,8 @@ op_doc(const mf_curop_t *op, int64_t now_us, bson_t *out)
         BSON_APPEND_INT64(out, "connectionId", op->client_id);
     if (op->client[0])
         BSON_APPEND_UTF8(out, "client", op->client);
+    if (op->app[0])
+        BSON_APPEND_UTF8(out, "appName", op->app);
     BSON_APPEND_BOOL(out, "active", true);
     BSON_APPEND_UTF8(out, "currentOpTime", iso);
     BSON_APPEND_INT64(out, "opid", op->opid);

@@ -74,8 +74,32 @@ bson_t *mf_command_redacted(const bson_t *command);
 void mf_curop_add_paused(mf_curop_t *op, int64_t us);
 int64_t mf_curop_paused_us(const mf_curop_t *op);
 
-/* mf_curop_set_client: records the client's address ("127.0.0.1:53211") shown as "client". */
-void mf_curop_set_client(mf_curop_t *op, const char *remote);
+/*
+ * What an operation's queries read, as mongod's profiler and slow query log
+ * report it: keys and documents examined, over every scan the operation ran,
+ * and the summary of its first plan ("COLLSCAN", "IXSCAN { a: 1 }").
+ */
+typedef struct mf_curop_scan {
+    int64_t keys_examined, docs_examined;
+    char plan[160]; /* "" when no query ran */
+} mf_curop_scan_t;
+
+/*
+ * mf_curop_note_scan: adds a scan's keys and documents to op (NULL: no
+ * operation, nothing done); plan is its summary, kept if op has none yet
+ * (plan_fn builds it into buf only then, so a repeated scan costs no text).
+ */
+void mf_curop_note_scan(mf_curop_t *op, int64_t keys, int64_t docs,
+                        void (*plan_fn)(const void *arg, char *buf, size_t cap), const void *arg);
+/* mf_curop_scan_of: op's scan figures so far into *out (zero for NULL). */
+void mf_curop_scan_of(const mf_curop_t *op, mf_curop_scan_t *out);
+
+/*
+ * mf_curop_set_client: records the client's address ("127.0.0.1:53211")
+ * shown as "client", and its handshake's application name (app may be NULL
+ * or "") shown as "appName".
+ */
+void mf_curop_set_client(mf_curop_t *op, const char *remote, const char *app);
 
 /* mf_curop_set_progress: sets msg and progress {done, total} shown by currentOp. */
 void mf_curop_set_progress(mf_curop_t *op, const char *msg, int64_t done, int64_t total);

@@ -29,7 +29,9 @@
 
 #include "common/clock.h"
 #include "common/curop.h"
+#include "common/fmt.h"
 
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
@@ -443,14 +445,53 @@ run_or(mf_sess_t *s, mf_coll_t *c, mf_plan_t *p, const mf_matcher_t *m, mf_exec_
     return 0;
 }
 
+/* A stage's part of a plan summary: "COLLSCAN", "IXSCAN { a: 1 }", an OR's scans joined by ", ". */
+static void
+stage_summary(const mf_stage_t *st, char *buf, size_t cap)
+{
+    size_t len = strlen(buf);
+    if (st->kind == MF_ST_OR || st->kind == MF_ST_TEXT_OR) {
+        for (size_t i = 0; i < st->ninputs && len + 2 < cap; i++) {
+            if (i > 0)
+                len += (size_t)snprintf(buf + len, cap - len, ", ");
+            if (len < cap)
+                stage_summary(st->inputs[i], buf, cap);
+            len = strlen(buf);
+        }
+        return;
+    }
+    char kp[128] = "";
+    if (st->kind == MF_ST_IXSCAN && st->key_pattern != NULL)
+        mf_fmt_doc(st->key_pattern, kp, sizeof(kp));
+    snprintf(buf + len, cap - len, "%s%s%s", mf_plan_stage_name(st->kind), kp[0] ? " " : "", kp);
+}
+
+/* mf_curop_note_scan's plan text: the plan's leaf (mongod's planSummary). */
+static void
+plan_summary(const void *arg, char *buf, size_t cap)
+{
+    buf[0] = '\0';
+    stage_summary(((const mf_plan_t *)arg)->leaf, buf, cap);
+}
+
+/* The keys and documents p's scan has examined so far (what explain's executionStats report). */
+static void
+examined(const mf_plan_t *p, int64_t *keys, int64_t *docs)
+{
+    *keys = p->leaf->keys_examined;
+    *docs = p->fetch ? p->fetch->docs_examined : p->leaf->docs_examined;
+}
+
 int
 mf_exec_run(mf_sess_t *s, mf_coll_t *c, mf_plan_t *p, const mf_matcher_t *m, mf_exec_visit_fn visit, void *arg,
             mf_error_t *err)
 {
     int64_t t0 = mf_mono_ms();
+    int64_t keys0, docs0, keys1, docs1;
     int rc = 0;
     if (p->done || c == NULL)
         return 0;
+    examined(p, &keys0, &docs0);
     switch (p->leaf->kind) {
     case MF_ST_IDHACK:
         rc = run_idhack(s, c, p, m, visit, arg, err);
@@ -470,6 +511,9 @@ mf_exec_run(mf_sess_t *s, mf_coll_t *c, mf_plan_t *p, const mf_matcher_t *m, mf_
         break;
     }
     p->exec_ms += mf_mono_ms() - t0;
+    /* The operation's totals, for the profiler and the slow query log (a getMore's resumed scan adds its part). */
+    examined(p, &keys1, &docs1);
+    mf_curop_note_scan(mf_curop_current(), keys1 - keys0, docs1 - docs0, plan_summary, p);
     return rc;
 }
 

@@ -72,6 +72,29 @@ h.test('a killed find fails with 11601 Interrupted', { timeout: 120000 }, async 
   assert.equal(await big.countDocuments({ k: 3 }), want, 'the server carries on');
 });
 
+h.test('currentOp shows the client\'s appName, so db.currentOp({appName}) finds an application\'s operations, and killOp ends them', { timeout: 120000 }, async () => {
+  const app = await srv.newClient({ appName: 'billing-worker' });
+  try {
+    const running = app.db('killop').collection('big').find(SLOW_FILTER).toArray().then(() => null, (e) => e);
+    const admin = srv.client.db('admin');
+    let ops = [];
+    for (let i = 0; i < 3000 && ops.length === 0; i++) {
+      ops = (await admin.command({ currentOp: 1, appName: 'billing-worker' })).inprog;
+      if (ops.length === 0) await h.sleep(5);
+    }
+    assert.equal(ops.length, 1, 'the application\'s find, found by its appName');
+    assert.equal(ops[0].appName, 'billing-worker');
+    assert.equal(ops[0].ns, 'killop.big');
+    const keys = Object.keys(ops[0]);
+    assert.equal(keys.indexOf('appName'), keys.indexOf('client') + 1, 'appName right after client, as mongod');
+    assert.equal((await admin.command({ currentOp: 1, appName: 'someone-else' })).inprog.length, 0);
+    await admin.command({ killOp: 1, op: ops[0].opid });
+    assert.equal((await running).code, 11601);
+  } finally {
+    await app.close();
+  }
+});
+
 h.test('a killed aggregate fails with 11601 Interrupted', { timeout: 120000 }, async () => {
   const err = await killWhileRunning((o) => o.ns === 'killop.big' && o.command && o.command.aggregate, 'aggregate',
     (c) => c.db('killop').collection('big').aggregate([{ $match: SLOW_FILTER }, { $group: { _id: '$k', n: { $sum: 1 } } }]).toArray());

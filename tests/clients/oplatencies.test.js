@@ -207,6 +207,54 @@ h.test('a command slower than slowms is logged as mongod\'s "Slow query" (getLog
   }
 });
 
+h.test('the profiler and the slow-query log report what a query read: planSummary (COLLSCAN, IXSCAN { a: 1 }, IDHACK), keysExamined, docsExamined, nreturned, appName', async () => {
+  const db = srv.freshDb('profscan');
+  const c = db.collection('c');
+  await c.insertMany(Array.from({ length: 20 }, (_, i) => ({ _id: i, a: i % 5, b: i })));
+  await c.createIndex({ a: 1 });
+  const app = 'profscan-app';
+  const client = await srv.newClient({ appName: app });
+  const mc = client.db(db.databaseName).collection('c');
+  await db.command({ profile: 2, slowms: 0 });
+  try {
+    assert.equal((await mc.find({ b: { $gte: 15 } }, { comment: 'scan' }).toArray()).length, 5);
+    assert.equal((await mc.find({ a: 2 }, { comment: 'ix' }).toArray()).length, 4);
+    assert.ok(await mc.findOne({ _id: 3 }, { comment: 'id' }));
+  } finally {
+    await db.command({ profile: 0, slowms: 100 });
+  }
+  const prof = async (comment) => {
+    const docs = await db.collection('system.profile').find({ 'command.comment': comment }).toArray();
+    assert.equal(docs.length, 1, comment);
+    return docs[0];
+  };
+  const scan = await prof('scan');
+  assert.equal(scan.planSummary, 'COLLSCAN');
+  assert.equal(scan.docsExamined, 20);
+  assert.equal(scan.keysExamined, 0);
+  assert.equal(scan.nreturned, 5);
+  assert.equal(scan.appName, app);
+  const ix = await prof('ix');
+  assert.equal(ix.planSummary, 'IXSCAN { a: 1 }');
+  assert.equal(ix.keysExamined, 4);
+  assert.equal(ix.docsExamined, 4);
+  assert.equal(ix.nreturned, 4);
+  const id = await prof('id');
+  assert.equal(id.planSummary, 'IDHACK');
+  assert.equal(id.nreturned, 1);
+  // mongod's way of finding unindexed queries in the profile.
+  const collscans = await db.collection('system.profile').find({ planSummary: 'COLLSCAN', appName: app }).toArray();
+  assert.deepEqual(collscans.map((d) => d.command.comment), ['scan']);
+  // The slow-query log carries the same figures.
+  const lines = (await admin().command({ getLog: 'global' })).log.map((l) => JSON.parse(l))
+    .filter((l) => l.msg === 'Slow query' && l.attr.appName === app && l.attr.command.comment === 'ix');
+  assert.equal(lines.length, 1);
+  assert.equal(lines[0].attr.planSummary, 'IXSCAN { a: 1 }');
+  assert.equal(lines[0].attr.keysExamined, 4);
+  assert.equal(lines[0].attr.docsExamined, 4);
+  assert.equal(lines[0].attr.nreturned, 4);
+});
+
 h.test('secrets are blanked in the slow-query log and the profiler (createUser pwd: "xxx"), as mongod', async () => {
   const db = srv.freshDb('redact');
   await db.command({ profile: 2, slowms: 0 }); /* every command over 0 ms is logged, and profiled */
