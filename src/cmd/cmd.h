@@ -320,6 +320,8 @@ void mf_append_number(bson_t *out, const char *key, int64_t v);
  * {"<UNKNOWN>": n, <name>: {failed, total}} for each command, by name.
  */
 void mf_cmd_append_command_metrics(mf_engine_t *eng, bson_t *out);
+/* mf_cmd_log_commands: whether every command is logged (logLevel, or the command component's verbosity, >= 1). */
+bool mf_cmd_log_commands(mf_engine_t *eng);
 /* mf_cmd_is_generic_arg: whether k is one of the generic arguments every command accepts (cmd_dispatch.c). */
 bool mf_cmd_is_generic_arg(const char *k);
 

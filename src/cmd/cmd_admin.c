@@ -232,6 +232,108 @@ append_param(void *arg, mf_param_t *p)
 }
 
 /*
+ * logComponentVerbosity, as mongod's (mongosh's db.setLogLevel and
+ * db.getLogComponents): {verbosity: logLevel, <component>: {verbosity:
+ * -1..5}} for mongod's top-level log components, -1 meaning "logLevel's".
+ * The values live in eng->log_verbosity, by the index of these names;
+ * "command" at 1 or more logs every command as logLevel 1 does
+ * (mf_cmd_log_commands). Sub-components are not kept (BadValue).
+ */
+static const char *const log_components[MF_LOG_COMPONENTS] = {
+    "accessControl", "assert",  "command",  "control",     "executor",        "geo",
+    "globalIndex",   "index",   "network",  "processHealth", "query",         "queryStats",
+    "replication",   "sharding", "storage", "write",       "ftdc",            "tracking",
+    "transaction",   "tenantMigration", "test", "resourceConsumption", "streams", "sbe"};
+#define LOGC_COMMAND 2
+
+bool
+mf_cmd_log_commands(mf_engine_t *eng)
+{
+    return mf_param_get(eng->params, "logLevel") >= 1 ||
+           atomic_load_explicit(&eng->log_verbosity[LOGC_COMMAND], memory_order_relaxed) - 1 >= 1;
+}
+
+static void
+append_log_verbosity(mf_engine_t *eng, bson_t *out, const char *key)
+{
+    bson_t d, c;
+    BSON_APPEND_DOCUMENT_BEGIN(out, key, &d);
+    BSON_APPEND_INT32(&d, "verbosity", (int32_t)mf_param_get(eng->params, "logLevel"));
+    for (int i = 0; i < MF_LOG_COMPONENTS; i++) {
+        BSON_APPEND_DOCUMENT_BEGIN(&d, log_components[i], &c);
+        BSON_APPEND_INT32(&c, "verbosity", atomic_load(&eng->log_verbosity[i]) - 1);
+        bson_append_document_end(&d, &c);
+    }
+    bson_append_document_end(out, &d);
+}
+
+/* A verbosity: a number (or {verbosity: number}) within lo..5. */
+static int
+verbosity_of(mf_op_t *op, const bson_iter_t *it, const char *path, int lo, int *out)
+{
+    bson_iter_t v = *it;
+    if (BSON_ITER_HOLDS_DOCUMENT(it)) {
+        bson_iter_t d;
+        bool found = false;
+        bson_iter_recurse(it, &d);
+        while (bson_iter_next(&d)) {
+            if (strcmp(bson_iter_key(&d), "verbosity") != 0)
+                return mf_err_set(&op->err, MF_E_BadValue, "Invalid component name %s.%s", path, bson_iter_key(&d));
+            v = d;
+            found = true;
+        }
+        if (!found)
+            return *out = INT32_MIN, 0; /* {}: left as it is */
+    }
+    if (!BSON_ITER_HOLDS_NUMBER(&v))
+        return mf_err_set(&op->err, MF_E_BadValue, "Invalid verbosity value for component %s", path);
+    int64_t n = bson_iter_as_int64(&v);
+    if (n < lo || n > 5)
+        return mf_err_set(&op->err, MF_E_BadValue, "Invalid verbosity value for component %s: %lld", path, (long long)n);
+    *out = (int)n;
+    return 0;
+}
+
+/* setParameter logComponentVerbosity: checks the whole document, then applies it (nothing changes on an error). */
+static int
+set_log_verbosity(mf_op_t *op, const bson_iter_t *val)
+{
+    bson_iter_t it;
+    int top = INT32_MIN, comp[MF_LOG_COMPONENTS];
+    if (!BSON_ITER_HOLDS_DOCUMENT(val))
+        return mf_err_set(&op->err, MF_E_BadValue, "log component verbosity is not a BSON object");
+    for (int i = 0; i < MF_LOG_COMPONENTS; i++)
+        comp[i] = INT32_MIN;
+    bson_iter_recurse(val, &it);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        char path[160];
+        snprintf(path, sizeof(path), "logComponentVerbosity.%s", k);
+        if (strcmp(k, "verbosity") == 0) {
+            if (verbosity_of(op, &it, "logComponentVerbosity", 0, &top) != 0)
+                return -1;
+            continue;
+        }
+        int i = 0;
+        while (i < MF_LOG_COMPONENTS && strcmp(log_components[i], k) != 0)
+            i++;
+        if (i == MF_LOG_COMPONENTS)
+            return mf_err_set(&op->err, MF_E_BadValue, "Invalid component name %s", path);
+        if (verbosity_of(op, &it, path, -1, &comp[i]) != 0)
+            return -1;
+    }
+    if (top != INT32_MIN) {
+        bson_value_t v = {.value_type = BSON_TYPE_INT32, .value.v_int32 = top};
+        if (mf_param_set_value(mf_param_find(op->eng->params, "logLevel"), &v, false, &op->err) != 0)
+            return -1;
+    }
+    for (int i = 0; i < MF_LOG_COMPONENTS; i++)
+        if (comp[i] != INT32_MIN)
+            atomic_store(&op->eng->log_verbosity[i], (int8_t)(comp[i] + 1));
+    return 0;
+}
+
+/*
  * {getParameter: 1, name: 1, ...}, {getParameter: "*"} (all), or
  * {getParameter: {allParameters: bool, showDetails: bool}, name: 1, ...}
  * as mongod 8.0 (showDetails: each value as {value, settableAtRuntime,
@@ -263,12 +365,18 @@ cmd_get_parameter(mf_op_t *op)
     if (all) {
         struct param_ctx ctx = {op->reply, details};
         mf_param_each(op->eng->params, append_param, &ctx);
+        append_log_verbosity(op->eng, op->reply, "logComponentVerbosity");
         return 0;
     }
     while (bson_iter_next(&it)) {
         const char *k = bson_iter_key(&it);
         if (k[0] == '$' || strcmp(k, "lsid") == 0 || strcmp(k, "comment") == 0)
             continue;
+        if (strcmp(k, "logComponentVerbosity") == 0) {
+            append_log_verbosity(op->eng, op->reply, k);
+            found++;
+            continue;
+        }
         mf_param_t *p = mf_param_find(op->eng->params, k);
         if (p == NULL)
             continue;
@@ -292,6 +400,15 @@ cmd_set_parameter(mf_op_t *op)
         const char *k = bson_iter_key(&it);
         if (k[0] == '$' || strcmp(k, "lsid") == 0 || strcmp(k, "comment") == 0)
             continue;
+        if (strcmp(k, "logComponentVerbosity") == 0) {
+            if (found == 0)
+                append_log_verbosity(op->eng, op->reply, "was");
+            if (set_log_verbosity(op, &it) != 0)
+                return -1;
+            mf_log(MF_LOG_INFO, "COMMAND", "setParameter %s", k);
+            found++;
+            continue;
+        }
         mf_param_t *p = mf_param_find(op->eng->params, k);
         if (p == NULL)
             return mf_err_set(&op->err, MF_E_InvalidOptions,

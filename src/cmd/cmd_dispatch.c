@@ -1397,7 +1397,7 @@ mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *
         bson_destroy(op.err_extra);
     int64_t took_ms = mf_mono_ms() - started_ms - paused_ms;
     op_finished(eng, client, db, def->name, cmd, reply, took_ms, legacy, &scan, NULL);
-    if (mf_param_get(eng->params, "logLevel") >= 1)
+    if (mf_cmd_log_commands(eng))
         mf_log(MF_LOG_DEBUG, "COMMAND", "conn%lld: %s on %s ok, %lld ms", (long long)(client ? client->id : 0),
                def->name, db, (long long)(mf_mono_ms() - started_ms));
     return;
@@ -1439,7 +1439,7 @@ fail:
         int64_t took = mf_mono_ms() - started_ms - paused_ms;
         op_finished(eng, client, db, op.name, cmd, reply, took, legacy, &scan, &op.err);
     }
-    if (mf_param_get(eng->params, "logLevel") >= 1)
+    if (mf_cmd_log_commands(eng))
         mf_log(MF_LOG_DEBUG, "COMMAND", "conn%lld: %s on %s failed: %d %s", (long long)(client ? client->id : 0),
                op.name ? op.name : "?", db, op.err.code, op.err.msg);
 }

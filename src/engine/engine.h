@@ -187,6 +187,13 @@ typedef struct mf_engine {
      * batches (metrics.document.returned).
      */
     _Atomic(_Atomic int64_t *) cmd_counts;
+    /*
+     * logComponentVerbosity's components (cmd_admin.c names them, by
+     * index): each one's verbosity + 1, so 0 (as the engine starts) is
+     * mongod's -1, "the default level" (logLevel).
+     */
+#define MF_LOG_COMPONENTS 24
+    _Atomic int8_t log_verbosity[MF_LOG_COMPONENTS];
     _Atomic int64_t cmd_unknown, docs_returned;
     /*
      * serverStatus asserts.user: commands answered with an error (ok: 0)

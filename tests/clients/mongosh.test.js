@@ -56,6 +56,37 @@ h.test('mongosh db.c.stats(): sizes and counts are plain numbers (int, as mongod
   await h.expectCode(db.collection('c').aggregate([{ $collStats: { storageStats: { scale: 0 } } }]).toArray(), 51024);
 });
 
+h.test('mongosh db.setLogLevel / db.getLogComponents: logComponentVerbosity as mongod\'s (a component\'s level, the default level, -1 for "the default"); command at 1 logs every command', { timeout: 120000 }, async () => {
+  const out = await mongosh('admin', `
+    const before = db.getLogComponents();
+    print("before=" + before.verbosity + "/" + before.command.verbosity + "/" + before.query.verbosity);
+    db.setLogLevel(1, "command");
+    db.setLogLevel(2, "query");
+    const mid = db.getLogComponents();
+    print("mid=" + mid.verbosity + "/" + mid.command.verbosity + "/" + mid.query.verbosity);
+    db.runCommand({ ping: 1, comment: "logged-by-command-verbosity" });
+    const logged = db.adminCommand({ getLog: "global" }).log.some((l) => l.includes("ping on admin ok"));
+    print("logged=" + logged);
+    db.setLogLevel(-1, "command");
+    db.setLogLevel(-1, "query");
+    try { db.setLogLevel(1, "nosuchcomponent"); print("bad=accepted"); } catch (e) { print("bad=" + e.codeName); }
+    try { db.setLogLevel(9); print("high=accepted"); } catch (e) { print("high=" + e.codeName); }
+    const after = db.getLogComponents();
+    print("after=" + after.verbosity + "/" + after.command.verbosity + "/" + after.query.verbosity);
+  `);
+  assert.match(out, /before=0\/-1\/-1/, out);
+  assert.match(out, /mid=0\/1\/2/, out);
+  assert.match(out, /logged=true/, out);
+  assert.match(out, /bad=BadValue/, out);
+  assert.match(out, /high=BadValue/, out);
+  assert.match(out, /after=0\/-1\/-1/, out);
+  const p = await srv.client.db('admin').command({ getParameter: 1, logComponentVerbosity: 1, logLevel: 1 });
+  assert.equal(p.logLevel, 0);
+  assert.equal(p.logComponentVerbosity.storage.verbosity, -1);
+  const all = await srv.client.db('admin').command({ getParameter: '*' });
+  assert.ok(all.logComponentVerbosity && all.logComponentVerbosity.replication.verbosity === -1);
+});
+
 h.test('mongosh updates, aggregates and shows errors', { timeout: 120000 }, async () => {
   const db = srv.freshDb('shmisc');
   const out = await mongosh(db.databaseName, `
