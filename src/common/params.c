@@ -217,9 +217,11 @@ set_int(mf_param_t *p, int64_t v, mf_error_t *err)
 int
 mf_param_set_value(mf_param_t *p, const bson_value_t *v, bool at_startup, mf_error_t *err)
 {
-    if (!(at_startup ? p->startup : p->runtime))
-        return mf_err_set(err, MF_E_IllegalOperation, "not allowed to change parameter %s %s", p->name,
-                          at_startup ? "at startup" : "while the server is running");
+    /* mongod's set_parameter.cpp wording for the running server's case. */
+    if (!at_startup && !p->runtime)
+        return mf_err_set(err, MF_E_IllegalOperation, "not allowed to change [%s] at runtime", p->name);
+    if (at_startup && !p->startup)
+        return mf_err_set(err, MF_E_IllegalOperation, "not allowed to change parameter %s at startup", p->name);
     if (p->type == MF_PARAM_BOOL) {
         if (v->value_type == BSON_TYPE_BOOL)
             return set_int(p, v->value.v_bool, err);

@@ -163,6 +163,9 @@ h.test('setParameter returns the previous value and getParameter sees the new on
 
 h.test('setParameter of an unknown parameter fails', async () => {
   await h.expectCode(srv.client.db('admin').command({ setParameter: 1, noSuchParameterXyz: 5 }), [72, 2]);
+  // A startup-only parameter: 20 with mongod's set_parameter.cpp message.
+  await h.expectCode(srv.client.db('admin').command({ setParameter: 1, enableTestCommands: 1 }), 20,
+    /^not allowed to change \[enableTestCommands\] at runtime$/);
 });
 
 h.test('getParameter/setParameter must run against admin', async () => {
