@@ -322,6 +322,14 @@ void mf_append_number(bson_t *out, const char *key, int64_t v);
 void mf_cmd_append_command_metrics(mf_engine_t *eng, bson_t *out);
 /* mf_cmd_log_commands: whether every command is logged (logLevel, or the command component's verbosity, >= 1). */
 bool mf_cmd_log_commands(mf_engine_t *eng);
+/*
+ * mf_cmd_check_view_options: a view's options (viewOn, pipeline): the
+ * pipeline parses and does not write (OptionNotSupportedOnView). Options
+ * without viewOn pass. 0, or -1 with op->err.
+ */
+int mf_cmd_check_view_options(mf_op_t *op, const bson_t *opts) MF_WUR;
+/* mf_cmd_view_cycle: 5 GraphContainsCycle when db.name on view_on would close a cycle of views; catalog lock held. */
+int mf_cmd_view_cycle(mf_op_t *op, const char *db, const char *name, const char *view_on) MF_WUR;
 /* mf_cmd_is_generic_arg: whether k is one of the generic arguments every command accepts (cmd_dispatch.c). */
 bool mf_cmd_is_generic_arg(const char *k);
 

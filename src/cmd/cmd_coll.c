@@ -117,11 +117,38 @@ refuse_view(mf_op_t *op, const mf_coll_t *c)
 }
 
 /*
+ * mf_cmd_view_cycle: whether making db.name a view on view_on would close a
+ * cycle of views (following each view's viewOn from view_on comes back to
+ * name): 5 GraphContainsCycle with the chain, as mongod's ViewGraph says
+ * it. 0 when not. Catalog lock held.
+ */
+int
+mf_cmd_view_cycle(mf_op_t *op, const char *db, const char *name, const char *view_on)
+{
+    char chain[1024];
+    const char *at = view_on;
+    int n = snprintf(chain, sizeof(chain), "%s.%s => %s.%s", db, name, db, view_on);
+    for (int depth = 0; depth < 32; depth++) {
+        if (strcmp(at, name) == 0)
+            return mf_err_set(&op->err, MF_E_GraphContainsCycle, "View cycle detected: %s", chain);
+        mf_coll_t *v = mf_catalog_coll_find(op->eng->cat, db, at);
+        bson_iter_t it;
+        if (v == NULL || !v->is_view || v->is_timeseries || !bson_iter_init_find(&it, v->options, "viewOn") ||
+            !BSON_ITER_HOLDS_UTF8(&it))
+            return 0;
+        at = bson_iter_utf8(&it, NULL);
+        if (n > 0 && (size_t)n < sizeof(chain))
+            n += snprintf(chain + n, sizeof(chain) - (size_t)n, " => %s.%s", db, at);
+    }
+    return 0;
+}
+
+/*
  * check_view_options: a view's pipeline must parse and may not write
  * ($out / $merge). Options without viewOn pass.
  */
-static int
-check_view_options(mf_op_t *op, const bson_t *opts)
+int
+mf_cmd_check_view_options(mf_op_t *op, const bson_t *opts)
 {
     bson_iter_t it;
     if (!bson_iter_init_find(&it, opts, "viewOn"))
@@ -462,11 +489,18 @@ cmd_create(mf_op_t *op)
         bson_destroy(&opts);
         return mf_err_set(&op->err, MF_E_InvalidOptions, "Clustered capped collections are not supported");
     }
-    if (check_view_options(op, &opts) != 0 || mf_coll_options_check(&opts, &op->err) != 0) {
+    if (mf_cmd_check_view_options(op, &opts) != 0 || mf_coll_options_check(&opts, &op->err) != 0) {
         bson_destroy(&opts);
         return -1;
     }
     mf_catalog_wrlock(op->eng->cat);
+    bson_iter_t vo;
+    if (bson_iter_init_find(&vo, &opts, "viewOn") && BSON_ITER_HOLDS_UTF8(&vo) &&
+        mf_cmd_view_cycle(op, op->db, name, bson_iter_utf8(&vo, NULL)) != 0) {
+        mf_catalog_unlock(op->eng->cat);
+        bson_destroy(&opts);
+        return -1;
+    }
     c = mf_catalog_coll_find(op->eng->cat, op->db, name);
     if (c != NULL) {
         /* MongoDB 7+: creating an existing collection with the same options succeeds. */

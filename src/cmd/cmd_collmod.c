@@ -867,6 +867,19 @@ cmd_coll_mod(mf_op_t *op)
         } else if (strcmp(k, "validator") == 0 || strcmp(k, "validationLevel") == 0 ||
                    strcmp(k, "validationAction") == 0) {
             bson_append_value(&opts, k, -1, bson_iter_value(&it));
+        } else if (strcmp(k, "viewOn") == 0 || strcmp(k, "pipeline") == 0) {
+            /* A view's definition (collmod.idl: viewOn a string, pipeline an array). */
+            bool is_on = k[0] == 'v';
+            if (is_on ? !BSON_ITER_HOLDS_UTF8(&it) : !BSON_ITER_HOLDS_ARRAY(&it)) {
+                bson_destroy(&opts);
+                return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field 'collMod.%s' is the wrong type '%s', "
+                                  "expected type '%s'", k, mf_type_name(bson_iter_type(&it)), is_on ? "string" : "array");
+            }
+            if (is_on && bson_iter_utf8(&it, NULL)[0] == '\0') {
+                bson_destroy(&opts);
+                return mf_err_set(&op->err, MF_E_BadValue, "'viewOn' cannot be empty");
+            }
+            bson_append_value(&opts, k, -1, bson_iter_value(&it));
         } else if (strcmp(k, "changeStreamPreAndPostImages") == 0) {
             if (mf_cmd_pre_images_option(op, "collMod", &it, &pre_on) != 0) {
                 bson_destroy(&opts);
@@ -903,7 +916,7 @@ cmd_coll_mod(mf_op_t *op)
         } else if (!mf_cmd_is_generic_arg(k)) {
             /* collmod.idl is strict; its fields mayfly does not implement (viewOn, pipeline ...) stay 72. */
             static const char *const idl_fields[] = {
-                "viewOn", "pipeline", "recordPreImages",
+                "recordPreImages",
                 "timeseriesBucketsMayHaveMixedSchemaData", "collectionUUID", "isTimeseriesNamespace", NULL};
             bool known = false;
             for (int i = 0; idl_fields[i] != NULL && !known; i++)
@@ -957,6 +970,24 @@ cmd_coll_mod(mf_op_t *op)
             goto out;
         rc = coll_mod_timeseries(op, c, &tm);
         goto out;
+    }
+    bool has_on = bson_has_field(&opts, "viewOn"), has_pl = bson_has_field(&opts, "pipeline");
+    if ((has_on || has_pl) && !c->is_view) {
+        rc = mf_err_set(&op->err, MF_E_InvalidOptions, "option only supported on a view: %s", has_on ? "viewOn" : "pipeline");
+        goto out;
+    }
+    if (has_on != has_pl) {
+        rc = mf_err_set(&op->err, MF_E_InvalidOptions,
+                        "must specify both 'viewOn' and 'pipeline' when applying collMod to a view");
+        goto out;
+    }
+    if (has_on) {
+        /* The new definition is checked as create checks one: its pipeline, and no cycle of views. */
+        bson_iter_t vo;
+        bson_iter_init_find(&vo, &opts, "viewOn");
+        if ((rc = mf_cmd_check_view_options(op, &opts)) != 0 ||
+            (rc = mf_cmd_view_cycle(op, op->db, name, bson_iter_utf8(&vo, NULL))) != 0)
+            goto out;
     }
     if (c->is_view) {
         /* As mongod: the first option a view cannot take, in mongod's order of checks. */

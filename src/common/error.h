@@ -21,6 +21,7 @@
     X(1, InternalError)                                                        \
     X(2, BadValue)                                                             \
     X(4, NoSuchKey)                                                            \
+    X(5, GraphContainsCycle)                                                   \
     X(6, HostUnreachable)                                                      \
     X(8, UnknownError)                                                         \
     X(9, FailedToParse)                                                        \

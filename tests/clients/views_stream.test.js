@@ -99,6 +99,33 @@ h.test('a chain of views deeper than 20 answers 165 ViewDepthLimitExceeded', asy
   await assert.rejects(db.collection('d21').aggregate([]).toArray(), (e) => e.code === 165);
 });
 
+h.test('collMod changes a view\'s definition (viewOn and pipeline together, as mongod); a cycle of views is 5 GraphContainsCycle, at create and at collMod', async () => {
+  const db = srv.freshDb('vs_collmod');
+  await db.collection('a').insertMany([{ _id: 1, k: 'x' }, { _id: 2, k: 'y' }]);
+  await db.collection('b').insertMany([{ _id: 10, k: 'x' }]);
+  await db.createCollection('v', { viewOn: 'a', pipeline: [{ $match: { k: 'x' } }] });
+  assert.deepEqual(await db.collection('v').find().toArray(), [{ _id: 1, k: 'x' }]);
+  await db.command({ collMod: 'v', viewOn: 'b', pipeline: [{ $project: { k: 0 } }] });
+  assert.deepEqual(await db.collection('v').find().toArray(), [{ _id: 10 }]);
+  const [info] = await db.listCollections({ name: 'v' }).toArray();
+  assert.equal(info.type, 'view');
+  assert.deepEqual(info.options, { viewOn: 'b', pipeline: [{ $project: { k: 0 } }] });
+  // Both or neither; only views; the pipeline is checked as create checks it.
+  await h.expectCode(db.command({ collMod: 'v', viewOn: 'a' }), 72, /^must specify both 'viewOn' and 'pipeline' when applying collMod to a view$/);
+  await h.expectCode(db.command({ collMod: 'v', pipeline: [] }), 72);
+  await h.expectCode(db.command({ collMod: 'a', viewOn: 'b', pipeline: [] }), 72, /^option only supported on a view: viewOn$/);
+  await h.expectCode(db.command({ collMod: 'v', viewOn: 'a', pipeline: [{ $out: 'z' }] }), 167);
+  await h.expectCode(db.command({ collMod: 'v', viewOn: 5, pipeline: [] }), 14);
+  // Cycles: v2 on v, then v on v2 (collMod) or a view on itself (create).
+  await db.createCollection('v2', { viewOn: 'v', pipeline: [] });
+  await h.expectCode(db.command({ collMod: 'v', viewOn: 'v2', pipeline: [] }), 5, /^View cycle detected: /);
+  await h.expectCode(db.createCollection('self', { viewOn: 'self', pipeline: [] }), 5);
+  await db.createCollection('w1', { viewOn: 'w2', pipeline: [] }); /* w2 does not exist yet */
+  await h.expectCode(db.createCollection('w2', { viewOn: 'w1', pipeline: [] }), 5);
+  // Nothing of the refused commands stuck.
+  assert.deepEqual(await db.collection('v2').find().toArray(), [{ _id: 10 }]);
+});
+
 h.test('$lookup streams its input: equality (with an index, arrays, missing fields), from a view, and let + pipeline', async () => {
   const db = srv.freshDb('vs_lookup');
   const orders = db.collection('orders');
