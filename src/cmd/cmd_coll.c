@@ -1093,14 +1093,25 @@ mf_cmd_coll_stats_doc(mf_op_t *op, const char *name, const bson_iter_t *spec, bs
     }
     if (!want_storage && !want_count)
         return 0;
+    /* mongod's message: the stage's error as the aggregation's executor reports it. */
+    const char *what = want_storage ? "storageStats" : "count";
     mf_catalog_rdlock(op->eng->cat);
     c = mf_catalog_coll_find(op->eng->cat, op->db, name);
     if (c == NULL) {
         mf_catalog_unlock(op->eng->cat);
         bson_destroy(out);
-        return mf_err_set(&op->err, MF_E_NamespaceNotFound, "Collection [%s] not found.", ns);
+        return mf_err_set(&op->err, MF_E_NamespaceNotFound,
+                          "PlanExecutor error during aggregation :: caused by :: Unable to retrieve %s in $collStats "
+                          "stage :: caused by :: Collection [%s] not found.", what, ns);
     }
     mf_coll_t *b = mf_ts_buckets_of(op->eng->cat, c);
+    if (c->is_view && b == NULL) {
+        mf_catalog_unlock(op->eng->cat);
+        bson_destroy(out);
+        return mf_err_set(&op->err, MF_E_CommandNotSupportedOnView,
+                          "PlanExecutor error during aggregation :: caused by :: Unable to retrieve %s in $collStats "
+                          "stage :: caused by :: Namespace %s is a view, not a collection", what, ns);
+    }
     if (want_storage) {
         BSON_APPEND_DOCUMENT_BEGIN(out, "storageStats", &ss);
         append_coll_stats(op, b ? b : c, scale, &ss);

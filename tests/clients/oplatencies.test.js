@@ -307,8 +307,14 @@ h.test('$collStats gives only the sections asked for: latencyStats alone needs n
   const [only] = await db.collection('ghost').aggregate([{ $collStats: { latencyStats: {} } }]).toArray();
   assert.deepEqual(Object.keys(only), ['ns', 'host', 'localTime', 'latencyStats']);
   assert.equal(only.latencyStats.reads.ops, 0);
-  await h.expectCode(db.collection('ghost').aggregate([{ $collStats: { storageStats: {} } }]).toArray(), 26);
+  await h.expectCode(db.collection('ghost').aggregate([{ $collStats: { storageStats: {} } }]).toArray(), 26,
+    /^PlanExecutor error during aggregation :: caused by :: Unable to retrieve storageStats in \$collStats stage :: caused by :: Collection \[.*\.ghost\] not found\.$/);
   await db.collection('real').insertOne({ _id: 1 });
+  // A view has no storage: 166, as collStats on it (mongosh's db.view.stats()).
+  await db.createCollection('view', { viewOn: 'real', pipeline: [] });
+  await h.expectCode(db.collection('view').aggregate([{ $collStats: { storageStats: {} } }]).toArray(), 166,
+    /Unable to retrieve storageStats in \$collStats stage :: caused by :: Namespace .*\.view is a view, not a collection$/);
+  await h.expectCode(db.command({ collStats: 'view' }), 166);
   const [both] = await db.collection('real').aggregate([{ $collStats: { storageStats: {}, count: {} } }]).toArray();
   assert.equal(both.count, 1);
   assert.equal(both.storageStats.count, 1);
