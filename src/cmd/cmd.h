@@ -381,6 +381,12 @@ bool mf_cmd_txn_route(mf_engine_t *eng, mf_client_t *client, const char *db, con
 bool mf_cmd_retryable_code(int64_t code);
 /* mf_cmd_in_txn: the calling thread runs a transaction's command (its own thread). */
 bool mf_cmd_in_txn(void);
+/*
+ * mf_cmd_txn_identity: on a transaction's thread, appends the session's
+ * lsid ({id, uid}) and the txnNumber to out, as a change event of the
+ * transaction carries them; false (nothing appended) elsewhere.
+ */
+bool mf_cmd_txn_identity(bson_t *out);
 /* mf_cmd_txn_check: a transaction's command allowed as sent (the command, its database, writeConcern, readConcern). */
 int mf_cmd_txn_check(mf_op_t *op) MF_WUR;
 /* mf_cmd_txn_number: whether op is a statement of a transaction (autocommit: false); *n its txnNumber. */

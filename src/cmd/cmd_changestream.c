@@ -432,7 +432,7 @@ image_missing(scan_ctx_t *x, bool post, const char *type, const char *db, const 
  */
 static int
 doc_event(scan_ctx_t *x, const char *op, const char *db, const char *coll, const bson_iter_t *ts, int64_t wall,
-          cs_pos_t p, const bson_t *o, const bson_t *o2, const bson_t *diff, const bson_t *pre)
+          cs_pos_t p, const bson_t *o, const bson_t *o2, const bson_t *diff, const bson_t *pre, const bson_t *opdoc)
 {
     cs_state_t *st = x->st;
     bson_t ev, key;
@@ -501,6 +501,13 @@ doc_event(scan_ctx_t *x, const char *op, const char *db, const char *coll, const
         bson_append_document_end(&ev, &ud);
         bson_destroy(&u);
         bson_destroy(&r);
+    }
+    /* A transaction's events name it, as mongod's: lsid and txnNumber after the change. */
+    bson_iter_t li, ni;
+    if (bson_iter_init_find(&li, opdoc, "lsid") && BSON_ITER_HOLDS_DOCUMENT(&li) &&
+        bson_iter_init_find(&ni, opdoc, "txnNumber")) {
+        bson_append_value(&ev, "lsid", -1, bson_iter_value(&li));
+        bson_append_value(&ev, "txnNumber", -1, bson_iter_value(&ni));
     }
     if (op[0] != 'i' && st->before != FB_OFF) {
         if (pre == NULL && st->before == FB_REQUIRED) {
@@ -691,7 +698,7 @@ scan_visit(void *arg, int64_t rid, const bson_t *doc, const mf_match_details_t *
     } else if ((op[0] == 'i' || op[0] == 'u' || op[0] == 'd') && op[1] == '\0' && watches(st, db, coll) &&
                pos_cmp(p, st->start) > 0) {
         rc = doc_event(x, op, db, coll, &ts_it, wall, p, &o, has_o2 ? &o2 : NULL,
-                       op[0] == 'u' && has_diff ? &diff : NULL, has_pre ? &pre : NULL);
+                       op[0] == 'u' && has_diff ? &diff : NULL, has_pre ? &pre : NULL, doc);
     }
     if (rc != 0) {
         x->rc = -1;

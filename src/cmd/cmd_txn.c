@@ -115,6 +115,21 @@ struct mf_txns {
 static _Thread_local utxn_t *tls_txn;
 
 bool
+mf_cmd_txn_identity(bson_t *out)
+{
+    utxn_t *e = tls_txn;
+    bson_t l;
+    if (e == NULL)
+        return false;
+    BSON_APPEND_DOCUMENT_BEGIN(out, "lsid", &l);
+    BSON_APPEND_BINARY(&l, "id", BSON_SUBTYPE_UUID, e->id, 16);
+    BSON_APPEND_BINARY(&l, "uid", BSON_SUBTYPE_BINARY, e->uid, MF_SESSION_UID_LEN);
+    bson_append_document_end(out, &l);
+    BSON_APPEND_INT64(out, "txnNumber", e->num);
+    return true;
+}
+
+bool
 mf_cmd_in_txn(void)
 {
     return tls_txn != NULL;

@@ -91,6 +91,8 @@ append_op(bson_t *arr, const char *key, const char *op, const char *ns, const ui
         BSON_APPEND_DOCUMENT(&d, "diff", diff);
     if (pre != NULL && (size_t)d.len + pre->len < PRE_IMAGE_ROOM)
         BSON_APPEND_DOCUMENT(&d, "pre", pre);
+    /* A multi-document transaction's ops name it (lsid, txnNumber), as mongod's applyOps entry does. */
+    (void)mf_cmd_txn_identity(&d);
     bson_append_document_end(arr, &d);
 }
 

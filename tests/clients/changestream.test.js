@@ -115,6 +115,38 @@ R.test('updateDescription inside arrays, as mongod\'s oplog diffs: $push appends
   }
 });
 
+R.test('a transaction\'s events carry its lsid and txnNumber (as mongod\'s), so an application can group them; other events do not', async () => {
+  const db = rs.freshDb('txnevents');
+  const c = db.collection('c');
+  await db.createCollection('c', { writeConcern: { w: 'majority' } });
+  const s = await open(c);
+  const session = rs.client.startSession();
+  try {
+    await c.insertOne({ _id: 0 });
+    await session.withTransaction(async () => {
+      await c.insertOne({ _id: 1 }, { session });
+      await c.updateOne({ _id: 0 }, { $set: { t: true } }, { session });
+    });
+    const plain = await next(s);
+    assert.equal(plain.lsid, undefined);
+    assert.equal(plain.txnNumber, undefined);
+    const ins = await next(s);
+    const upd = await next(s);
+    for (const ev of [ins, upd]) {
+      assert.ok(ev.lsid && ev.lsid.id, JSON.stringify(ev));
+      assert.equal(ev.lsid.id.toString('hex'), session.id.id.toString('hex'), 'the session\'s id');
+      assert.equal(ev.lsid.uid.length(), 32, 'the user\'s SHA-256, as mongod keys sessions');
+      assert.equal(Number(ev.txnNumber), Number(session.serverSession.txnNumber));
+    }
+    assert.deepEqual(Object.keys(upd).slice(-3), ['updateDescription', 'lsid', 'txnNumber']);
+    assert.equal(ins.operationType, 'insert');
+    assert.equal(upd.operationType, 'update');
+  } finally {
+    await session.endSession();
+    await s.close();
+  }
+});
+
 R.test('a big document: a small $set is an update event with its diff; a $set that rewrites most of it is logged, and reported, as a replace', async () => {
   const db = rs.freshDb('bigdiff');
   const c = db.collection('c');
