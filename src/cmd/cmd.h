@@ -311,7 +311,7 @@ int mf_cmd_check_inner_fields(mf_op_t *op, const bson_t *cmd) MF_WUR;
 int mf_cmd_pre_images_option(mf_op_t *op, const char *cmd_name, const bson_iter_t *it, bool *enabled) MF_WUR;
 /*
  * mf_append_number: MongoDB's BSONObjBuilder::appendNumber(long long), which
- * its statistics use: an int when |v| <= 2^30, else a long (so mongosh shows
+ * its statistics use: an int when |v| < 2^30, else a long (so mongosh shows
  * small sizes as plain numbers, not Long).
  */
 void mf_append_number(bson_t *out, const char *key, int64_t v);

@@ -494,18 +494,15 @@ cmd_create(mf_op_t *op)
         return -1;
     }
     mf_catalog_wrlock(op->eng->cat);
-    bson_iter_t vo;
-    if (bson_iter_init_find(&vo, &opts, "viewOn") && BSON_ITER_HOLDS_UTF8(&vo) &&
-        mf_cmd_view_cycle(op, op->db, name, bson_iter_utf8(&vo, NULL)) != 0) {
-        mf_catalog_unlock(op->eng->cat);
-        bson_destroy(&opts);
-        return -1;
-    }
     c = mf_catalog_coll_find(op->eng->cat, op->db, name);
+    bson_iter_t vo;
     if (c != NULL) {
         /* MongoDB 7+: creating an existing collection with the same options succeeds. */
         if (!bson_equal(c->options, &opts))
             rc = mf_err_set(&op->err, MF_E_NamespaceExists, "Collection %s.%s already exists.", op->db, name);
+    } else if (bson_iter_init_find(&vo, &opts, "viewOn") && BSON_ITER_HOLDS_UTF8(&vo) &&
+               mf_cmd_view_cycle(op, op->db, name, bson_iter_utf8(&vo, NULL)) != 0) {
+        rc = -1; /* after the existence check, as mongod's order */
     } else {
         rc = mf_catalog_coll_create(op->eng->cat, op->db, name, &opts, NULL, &op->err);
         if (rc != 0 && op->err.code == MF_E_NamespaceExists) {
@@ -1010,6 +1007,8 @@ get_scale(mf_op_t *op, int64_t *scale)
         return -1;
     if (present && *scale < 1)
         return mf_err_set(&op->err, MF_E_BadValue, "Scale factor must be greater than zero");
+    if (*scale > INT32_MAX)
+        *scale = INT32_MAX; /* as mongod's safeNumberInt */
     return 0;
 }
 
@@ -1073,13 +1072,14 @@ mf_cmd_coll_stats_doc(mf_op_t *op, const char *name, const bson_iter_t *spec, bs
                 want_storage = true;
                 /* storageStats: {scale}, as collStats' (StorageStatsSpec: a positive number). */
                 if (BSON_ITER_HOLDS_DOCUMENT(&sit) && bson_iter_recurse(&sit, &sc) && bson_iter_find(&sc, "scale")) {
-                    if (!BSON_ITER_HOLDS_NUMBER(&sc)) {
+                    if (!mf_value_is_number(bson_iter_value(&sc))) {
                         bson_destroy(out);
                         return mf_err_set(&op->err, MF_E_TypeMismatch,
                                           "BSON field 'scale' is the wrong type '%s', expected types '[long, int, "
                                           "decimal, double]'", mf_type_name(bson_iter_type(&sc)));
                     }
-                    scale = bson_iter_as_int64(&sc);
+                    double d = mf_value_as_double(bson_iter_value(&sc));
+                    scale = d >= (double)INT32_MAX ? INT32_MAX : d <= 0 ? 0 : (int64_t)d;
                     if (scale < 1) {
                         bson_destroy(out);
                         return mf_err_set(&op->err, MF_E_Location51024,

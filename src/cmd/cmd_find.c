@@ -833,7 +833,7 @@ mf_cmd_get_more(mf_op_t *op)
         int code = bson_iter_init_find(&fi, &fpd, "errorCode") && BSON_ITER_HOLDS_NUMBER(&fi)
                        ? (int)bson_iter_as_int64(&fi) : MF_E_InternalError;
         bson_destroy(&fpd);
-        mf_cursors_checkin(op->eng->cursors, cur);
+        mf_cursors_release(op->eng->cursors, cur); /* as mongod: a getMore that fails deletes its pinned cursor */
         return mf_err_set(&op->err, code, "Hit the 'failGetMoreAfterCursorCheckout' failpoint");
     }
     if (cur->kind == MF_CURSOR_SCAN && !cur->await_data && mf_op_has(op, "maxTimeMS")) {

@@ -853,42 +853,61 @@ prepare_target(mf_op_t *op, const char *db, const char *name, bool creates)
 
 /*
  * bulkWrite's part of mf_cmd_txn_prepare: every namespace of nsInfo that an
- * op writes to, checked, and created when an insert or an upsert names it.
- * A malformed request is left for the command to report.
+ * op writes to, checked (as mongod's transaction checks a write's
+ * namespace: not config, local (50790) or system.* (50791)), and created
+ * when an insert or an upsert names it. One pass over the ops marks the
+ * namespaces, one over nsInfo acts. A malformed request is left for the
+ * command to report.
  */
 static int
 prepare_bulk_write(mf_op_t *op)
 {
     bson_t *ops = NULL, *ns = NULL;
     size_t nops = 0, nns = 0;
+    bool *named = NULL, *creates = NULL;
     int rc = 0;
     if (mf_op_docs(op, "ops", true, &ops, &nops) != 0 || mf_op_docs(op, "nsInfo", true, &ns, &nns) != 0) {
         mf_err_clear(&op->err);
         goto out;
     }
+    named = mf_calloc(nns ? nns : 1, sizeof(bool));
+    creates = mf_calloc(nns ? nns : 1, sizeof(bool));
+    for (size_t k = 0; k < nops; k++) {
+        bson_iter_t it, up;
+        if (!bson_iter_init(&it, &ops[k]) || !bson_iter_next(&it) || !BSON_ITER_HOLDS_NUMBER(&it))
+            continue;
+        int64_t i = bson_iter_as_int64(&it);
+        if (i < 0 || (uint64_t)i >= nns)
+            continue;
+        named[i] = true;
+        creates[i] = creates[i] || strcmp(bson_iter_key(&it), "insert") == 0 ||
+                     (strcmp(bson_iter_key(&it), "update") == 0 && bson_iter_init_find(&up, &ops[k], "upsert") &&
+                      bson_iter_as_bool(&up));
+    }
     for (size_t i = 0; i < nns && rc == 0; i++) {
         bson_iter_t it;
-        bool named = false, creates = false;
-        for (size_t k = 0; k < nops; k++) {
-            if (!bson_iter_init(&it, &ops[k]) || !bson_iter_next(&it) || !BSON_ITER_HOLDS_NUMBER(&it) ||
-                bson_iter_as_int64(&it) != (int64_t)i)
-                continue;
-            named = true;
-            bool ins = strcmp(bson_iter_key(&it), "insert") == 0;
-            creates = creates || ins ||
-                      (strcmp(bson_iter_key(&it), "update") == 0 && bson_iter_init_find(&it, &ops[k], "upsert") &&
-                       bson_iter_as_bool(&it));
-        }
         const char *full = bson_iter_init_find(&it, &ns[i], "ns") && BSON_ITER_HOLDS_UTF8(&it)
                                ? bson_iter_utf8(&it, NULL) : NULL;
         const char *dot = full != NULL ? strchr(full, '.') : NULL;
-        if (!named || dot == NULL || dot == full || dot[1] == '\0' || (size_t)(dot - full) >= 128)
+        if (!named[i] || dot == NULL || dot == full || dot[1] == '\0' || (size_t)(dot - full) >= 128)
             continue;
         char db[128];
         snprintf(db, sizeof(db), "%.*s", (int)(dot - full), full);
-        rc = prepare_target(op, db, dot + 1, creates);
+        if (strcmp(db, "config") == 0)
+            rc = mf_err_set(&op->err, MF_E_OperationNotSupportedInTransaction,
+                            "Cannot run command against the 'config' database in a transaction.");
+        else if (strcmp(db, "local") == 0)
+            rc = mf_err_set(&op->err, MF_E_Location50790,
+                            "Cannot write to unreplicated collection %s within a transaction.", full);
+        else if (strncmp(dot + 1, "system.", 7) == 0)
+            rc = mf_err_set(&op->err, MF_E_Location50791, "Cannot write to system collection %s within a transaction.",
+                            full);
+        else
+            rc = prepare_target(op, db, dot + 1, creates[i]);
     }
 out:
+    free(named);
+    free(creates);
     free(ops);
     free(ns);
     return rc;

@@ -493,6 +493,8 @@
     X(51047, Location51047)                                                    \
     X(51132, Location51132)                                                    \
     X(51183, Location51183)                                                    \
+    X(50790, Location50790)                                                    \
+    X(50791, Location50791)                                                    \
     X(17152, Location17152)                                                    \
     X(40200, Location40200)                                                    \
     X(40202, Location40202)                                                    \

@@ -666,21 +666,28 @@ R.test('a change stream getMore that fails in a resumable way carries ResumableC
   const p = await rs.waitForPrimary();
   const fp = (mode, data) => rs.adminCommand(p, { configureFailPoint: 'failGetMoreAfterCursorCheckout', mode, ...(data ? { data } : {}) });
   /* Raw commands, sessionless: the getMores below must come from the cursors' (absent) session. */
-  const cs = await rs.raw(p, db.databaseName, { aggregate: 'c', pipeline: [{ $changeStream: {} }], cursor: {} });
+  const stream = async () => {
+    const cs = await rs.raw(p, db.databaseName, { aggregate: 'c', pipeline: [{ $changeStream: {} }], cursor: {} });
+    assert.equal(cs.ok, 1, JSON.stringify(cs));
+    return cs.cursor.id;
+  };
   const find = await rs.raw(p, db.databaseName, { find: 'c', batchSize: 1 });
-  assert.equal(cs.ok, 1, JSON.stringify(cs));
   assert.equal(find.ok, 1, JSON.stringify(find));
   try {
     for (const code of [11600, 6, 91, 189, 10107, 133, 234]) {
+      const id = await stream();
       await fp({ times: 1 }, { errorCode: code });
-      const r = await rs.raw(p, db.databaseName, { getMore: cs.cursor.id, collection: 'c', maxTimeMS: 100 });
+      const r = await rs.raw(p, db.databaseName, { getMore: id, collection: 'c', maxTimeMS: 100 });
       assert.equal(r.ok, 0);
       assert.equal(r.code, code);
       assert.equal(r.errmsg, "Hit the 'failGetMoreAfterCursorCheckout' failpoint");
       assert.deepEqual(r.errorLabels, ['ResumableChangeStreamError'], `code ${code}: ${JSON.stringify(r)}`);
+      // As mongod: the failed getMore deleted its cursor.
+      const again = await rs.raw(p, db.databaseName, { getMore: id, collection: 'c', maxTimeMS: 100 });
+      assert.equal(again.code, 43, JSON.stringify(again));
     }
     await fp({ times: 1 }, { errorCode: 2 });
-    let r = await rs.raw(p, db.databaseName, { getMore: cs.cursor.id, collection: 'c', maxTimeMS: 100 });
+    let r = await rs.raw(p, db.databaseName, { getMore: await stream(), collection: 'c', maxTimeMS: 100 });
     assert.equal(r.code, 2);
     assert.equal(r.errorLabels, undefined, 'BadValue is not resumable');
     await fp({ times: 1 }, { errorCode: 11600 });

@@ -1031,6 +1031,13 @@ R.test('MongoClient.bulkWrite in a transaction (MongoDB 8.0): its ops on two col
   const s = new RawSession('admin');
   expectError(await s.start(1, { bulkWrite: 1, ops: [{ insert: 0, document: { t: new Date() } }], nsInfo: [{ ns: `${db.databaseName}.ts` }] }),
     263, 'OperationNotSupportedInTransaction', /^Cannot write to a time-series collection in a multi-document transaction/);
+  // Nor in local (50790), config (263) or a system collection (50791), as a transaction's write anywhere.
+  const bw = (ns) => ({ bulkWrite: 1, ops: [{ insert: 0, document: { x: 1 } }], nsInfo: [{ ns }] });
+  expectError(await s.start(2, bw('local.txn_bw')), 50790, 'Location50790', /^Cannot write to unreplicated collection local\.txn_bw within a transaction\.$/);
+  expectError(await s.start(3, bw('config.txn_bw')), 263, 'OperationNotSupportedInTransaction');
+  expectError(await s.start(4, bw(`${db.databaseName}.system.js`)), 50791, 'Location50791', /^Cannot write to system collection/);
+  const localNames = (await rs.client.db('local').listCollections({ name: 'txn_bw' }).toArray()).map((x) => x.name);
+  assert.deepEqual(localNames, [], 'nothing was created in local');
 });
 
 R.test('a write outside a transaction to a document the transaction changed waits for it to end: findOneAndUpdate, updateOne and findOneAndDelete then apply (maxTimeMS ends the wait with 50)', async () => {
