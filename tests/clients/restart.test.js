@@ -23,6 +23,21 @@ async function restart(kill9) {
 for (const kill9 of [false, true]) {
   const how = kill9 ? 'kill -9' : 'clean restart';
 
+  h.test(`a view redefined by collMod after ${how}: the new viewOn and pipeline are kept and read`, async () => {
+    const dbName = srv.freshDb('viewmod').databaseName;
+    let db = srv.client.db(dbName);
+    await db.collection('a').insertOne({ _id: 1 }, J);
+    await db.collection('b').insertOne({ _id: 2, k: 'x' }, J);
+    await db.createCollection('v', { viewOn: 'a', pipeline: [] });
+    await db.command({ collMod: 'v', viewOn: 'b', pipeline: [{ $project: { k: 0 } }] });
+
+    await restart(kill9);
+    db = srv.client.db(dbName);
+    const [info] = await db.listCollections({ name: 'v' }).toArray();
+    assert.deepEqual(info.options, { viewOn: 'b', pipeline: [{ $project: { k: 0 } }] });
+    assert.deepEqual(await db.collection('v').find().toArray(), [{ _id: 2 }]);
+  });
+
   h.test(`multikey index after ${how}: the array document is returned once`, async () => {
     const dbName = srv.freshDb('mk').databaseName;
     let c = srv.client.db(dbName).collection('c');
