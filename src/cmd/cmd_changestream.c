@@ -404,7 +404,6 @@ append_uuid(const scan_ctx_t *x, bson_t *ev)
         bson_append_value(ev, "collectionUUID", -1, x->ui);
 }
 
-/* The events of one document op (i/u/d), queued through emit. */
 /*
  * 47 NoMatchingDocument for an event whose pre- or post-image a stream
  * requires and the oplog does not hold, as mongod's image stages word it.
@@ -420,6 +419,26 @@ image_missing(scan_ctx_t *x, bool post, const char *type, const char *db, const 
                       "Timestamp(%u, %u)}",
                       post ? "post-image" : "pre-image", post ? "" : ", delete and replace",
                       post ? "post-image" : "pre-image", type, db, coll, t, i);
+}
+
+/*
+ * Appends field (fullDocument or fullDocumentBeforeChange): image when the
+ * op logged a pre-image (pre != NULL; an update's post-image is its logged
+ * new document then), else null; -1 with 47 when the stream requires the
+ * image and the oplog does not hold it (ev is left to the caller).
+ */
+static int
+append_image(scan_ctx_t *x, bson_t *ev, bool post, const bson_t *image, const bson_t *pre, bool required,
+             const char *type, const char *db, const char *coll, const bson_iter_t *ts)
+{
+    const char *field = post ? "fullDocument" : "fullDocumentBeforeChange";
+    if (pre == NULL && required)
+        return image_missing(x, post, type, db, coll, ts);
+    if (pre != NULL)
+        BSON_APPEND_DOCUMENT(ev, field, image);
+    else
+        BSON_APPEND_NULL(ev, field);
+    return 0;
 }
 
 /*
@@ -447,15 +466,11 @@ doc_event(scan_ctx_t *x, const char *op, const char *db, const char *coll, const
     if (op[0] == 'i' || (op[0] == 'u' && diff == NULL)) {
         BSON_APPEND_DOCUMENT(&ev, "fullDocument", o);
     } else if (op[0] == 'u' && (st->full_doc == FD_WHEN_AVAILABLE || st->full_doc == FD_REQUIRED)) {
-        if (pre == NULL && st->full_doc == FD_REQUIRED) {
+        if (append_image(x, &ev, true, o, pre, st->full_doc == FD_REQUIRED, type, db, coll, ts) != 0) {
             bson_destroy(&ev);
             bson_destroy(&key);
-            return image_missing(x, true, type, db, coll, ts);
+            return -1;
         }
-        if (pre != NULL)
-            BSON_APPEND_DOCUMENT(&ev, "fullDocument", o);
-        else
-            BSON_APPEND_NULL(&ev, "fullDocument");
     } else if (op[0] == 'u' && st->full_doc == FD_UPDATE_LOOKUP) {
         bson_t *cur = NULL;
         if (lookup_current(x->op, db, coll, &key, &cur) != 0) {
@@ -509,15 +524,10 @@ doc_event(scan_ctx_t *x, const char *op, const char *db, const char *coll, const
         bson_append_value(&ev, "lsid", -1, bson_iter_value(&li));
         bson_append_value(&ev, "txnNumber", -1, bson_iter_value(&ni));
     }
-    if (op[0] != 'i' && st->before != FB_OFF) {
-        if (pre == NULL && st->before == FB_REQUIRED) {
-            bson_destroy(&ev);
-            return image_missing(x, false, type, db, coll, ts);
-        }
-        if (pre != NULL)
-            BSON_APPEND_DOCUMENT(&ev, "fullDocumentBeforeChange", pre);
-        else
-            BSON_APPEND_NULL(&ev, "fullDocumentBeforeChange");
+    if (op[0] != 'i' && st->before != FB_OFF &&
+        append_image(x, &ev, false, pre, pre, st->before == FB_REQUIRED, type, db, coll, ts) != 0) {
+        bson_destroy(&ev);
+        return -1;
     }
     int rc = emit(x->op, st, bson_copy(&ev));
     bson_destroy(&ev);

@@ -83,46 +83,49 @@ cmd_counts(mf_engine_t *eng)
     return none;
 }
 
+/* A command and its counters' place, for mf_cmd_append_command_metrics' sort. */
+typedef struct {
+    const mf_cmd_def_t *def;
+    int index;
+} metric_entry_t;
+
+static int
+metric_entry_cmp(const void *a, const void *b)
+{
+    return strcmp(((const metric_entry_t *)a)->def->name, ((const metric_entry_t *)b)->def->name);
+}
+
 /*
  * serverStatus metrics.commands: {<name>: {failed, total}} for every
- * command this engine runs, by name, and "<UNKNOWN>": the commands of no
- * known name, as mongod's command metrics.
+ * command this engine runs, by name (as mongod's metrics tree lists them),
+ * and "<UNKNOWN>": the commands of no known name, as mongod's command metrics.
  */
 void
 mf_cmd_append_command_metrics(mf_engine_t *eng, bson_t *out)
 {
     _Atomic int64_t *c = cmd_counts(eng);
-    const mf_cmd_def_t *defs[1024];
-    int idx[1024], n = 0, i = 0;
+    size_t n = 0, cap = 0;
+    int i = 0;
+    for (size_t t = 0; t < sizeof(tables) / sizeof(tables[0]); t++)
+        for (const mf_cmd_def_t *d = tables[t]; d->name != NULL; d++)
+            cap++;
+    metric_entry_t *e = mf_calloc(cap ? cap : 1, sizeof(*e));
     for (size_t t = 0; t < sizeof(tables) / sizeof(tables[0]); t++) {
         if (!table_enabled(eng, tables[t]))
             continue;
-        for (const mf_cmd_def_t *d = tables[t]; d->name != NULL; d++, i++) {
-            if (n < 1024) {
-                defs[n] = d;
-                idx[n++] = i;
-            }
-        }
+        for (const mf_cmd_def_t *d = tables[t]; d->name != NULL; d++, i++)
+            e[n++] = (metric_entry_t){d, i};
     }
-    /* By name (insertion sort: a few hundred names), as mongod's metrics tree lists them. */
-    for (int a = 1; a < n; a++) {
-        for (int b = a; b > 0 && strcmp(defs[b - 1]->name, defs[b]->name) > 0; b--) {
-            const mf_cmd_def_t *td = defs[b];
-            int ti = idx[b];
-            defs[b] = defs[b - 1];
-            idx[b] = idx[b - 1];
-            defs[b - 1] = td;
-            idx[b - 1] = ti;
-        }
-    }
+    qsort(e, n, sizeof(*e), metric_entry_cmp);
     BSON_APPEND_INT64(out, "<UNKNOWN>", atomic_load(&eng->cmd_unknown));
-    for (int k = 0; k < n; k++) {
+    for (size_t k = 0; k < n; k++) {
         bson_t one;
-        BSON_APPEND_DOCUMENT_BEGIN(out, defs[k]->name, &one);
-        BSON_APPEND_INT64(&one, "failed", atomic_load_explicit(&c[2 * idx[k] + 1], memory_order_relaxed));
-        BSON_APPEND_INT64(&one, "total", atomic_load_explicit(&c[2 * idx[k]], memory_order_relaxed));
+        BSON_APPEND_DOCUMENT_BEGIN(out, e[k].def->name, &one);
+        BSON_APPEND_INT64(&one, "failed", atomic_load_explicit(&c[2 * e[k].index + 1], memory_order_relaxed));
+        BSON_APPEND_INT64(&one, "total", atomic_load_explicit(&c[2 * e[k].index], memory_order_relaxed));
         bson_append_document_end(out, &one);
     }
+    free(e);
 }
 
 void

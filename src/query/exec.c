@@ -445,25 +445,40 @@ run_or(mf_sess_t *s, mf_coll_t *c, mf_plan_t *p, const mf_matcher_t *m, mf_exec_
     return 0;
 }
 
-/* A stage's part of a plan summary: "COLLSCAN", "IXSCAN { a: 1 }", an OR's scans joined by ", ". */
+/* Appends src to the NUL-terminated text in buf (cap bytes), cut to fit. */
+static void
+summary_add(char *buf, size_t cap, const char *src)
+{
+    size_t len = strlen(buf);
+    if (len + 1 < cap)
+        mf_strlcpy(buf + len, src, cap - len);
+}
+
+/*
+ * A stage's part of a plan summary: "COLLSCAN", "IXSCAN { a: 1 }", an OR's
+ * scans joined by ", ". Plain copies, no snprintf: every query's first
+ * mf_exec_run writes it (find by _id writes "IDHACK").
+ */
 static void
 stage_summary(const mf_stage_t *st, char *buf, size_t cap)
 {
-    size_t len = strlen(buf);
     if (st->kind == MF_ST_OR || st->kind == MF_ST_TEXT_OR) {
-        for (size_t i = 0; i < st->ninputs && len + 2 < cap; i++) {
+        for (size_t i = 0; i < st->ninputs && strlen(buf) + 2 < cap; i++) {
             if (i > 0)
-                len += (size_t)snprintf(buf + len, cap - len, ", ");
-            if (len < cap)
-                stage_summary(st->inputs[i], buf, cap);
-            len = strlen(buf);
+                summary_add(buf, cap, ", ");
+            stage_summary(st->inputs[i], buf, cap);
         }
         return;
     }
-    char kp[128] = "";
-    if (st->kind == MF_ST_IXSCAN && st->key_pattern != NULL)
+    summary_add(buf, cap, mf_plan_stage_name(st->kind));
+    if (st->kind == MF_ST_IXSCAN && st->key_pattern != NULL) {
+        char kp[128];
         mf_fmt_doc(st->key_pattern, kp, sizeof(kp));
-    snprintf(buf + len, cap - len, "%s%s%s", mf_plan_stage_name(st->kind), kp[0] ? " " : "", kp);
+        if (kp[0]) {
+            summary_add(buf, cap, " ");
+            summary_add(buf, cap, kp);
+        }
+    }
 }
 
 /* mf_curop_note_scan's plan text: the plan's leaf (mongod's planSummary). */
