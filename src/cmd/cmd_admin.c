@@ -905,6 +905,18 @@ cmd_server_status(mf_op_t *op)
         BSON_APPEND_INT64(&sub2, "returned", atomic_load(&e->docs_returned));
         BSON_APPEND_INT64(&sub2, "updated", atomic_load(&e->op_update));
         bson_append_document_end(&sub, &sub2);
+        BSON_APPEND_DOCUMENT_BEGIN(&sub, "operation", &sub2);
+        BSON_APPEND_INT64(&sub2, "writeConflicts", atomic_load(&e->write_conflicts));
+        bson_append_document_end(&sub, &sub2);
+        /* Keys and documents examined by finished operations; the queries that read a whole collection. */
+        BSON_APPEND_DOCUMENT_BEGIN(&sub, "queryExecutor", &sub2);
+        BSON_APPEND_INT64(&sub2, "scanned", atomic_load(&e->qe_scanned));
+        BSON_APPEND_INT64(&sub2, "scannedObjects", atomic_load(&e->qe_scanned_objects));
+        BSON_APPEND_DOCUMENT_BEGIN(&sub2, "collectionScans", &sub3);
+        BSON_APPEND_INT64(&sub3, "nonTailable", atomic_load(&e->qe_collscans_nontailable));
+        BSON_APPEND_INT64(&sub3, "total", atomic_load(&e->qe_collscans));
+        bson_append_document_end(&sub2, &sub3);
+        bson_append_document_end(&sub, &sub2);
         BSON_APPEND_DOCUMENT_BEGIN(&sub, "ttl", &sub2);
         mf_ttl_status_append(e->ttl, &sub2);
         bson_append_document_end(&sub, &sub2);

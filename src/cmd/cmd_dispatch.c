@@ -898,6 +898,8 @@ slow_log_limited(const mf_client_t *client, const char *ns, const bson_t *cmd, c
         BSON_APPEND_INT64(&attr, "keysExamined", scan->keys_examined);
         BSON_APPEND_INT64(&attr, "docsExamined", scan->docs_examined);
     }
+    if (scan->write_conflicts > 0)
+        BSON_APPEND_INT64(&attr, "writeConflicts", scan->write_conflicts);
     int64_t nret = returned_of(reply);
     if (nret >= 0)
         BSON_APPEND_INT64(&attr, "nreturned", nret);
@@ -961,6 +963,8 @@ profile_op(mf_engine_t *eng, const mf_client_t *client, const char *db, const ch
         const char *field = strcmp(name, "insert") == 0 ? "ninserted" : strcmp(name, "delete") == 0 ? "ndeleted" : "nMatched";
         BSON_APPEND_INT32(&e, field, bson_iter_int32(&it));
     }
+    if (scan->write_conflicts > 0)
+        BSON_APPEND_INT64(&e, "writeConflicts", scan->write_conflicts);
     int64_t nret = returned_of(reply);
     if (nret >= 0)
         BSON_APPEND_INT64(&e, "nreturned", nret);
@@ -994,6 +998,19 @@ static void
 op_finished(mf_engine_t *eng, const mf_client_t *client, const char *db, const char *name, const bson_t *cmd,
             const bson_t *reply, int64_t millis, bool legacy, const mf_curop_scan_t *scan, const mf_error_t *err)
 {
+    /* serverStatus metrics.queryExecutor / metrics.operation: only operations that read or conflicted pay for it. */
+    if (scan->keys_examined > 0)
+        atomic_fetch_add_explicit(&eng->qe_scanned, scan->keys_examined, memory_order_relaxed);
+    if (scan->docs_examined > 0)
+        atomic_fetch_add_explicit(&eng->qe_scanned_objects, scan->docs_examined, memory_order_relaxed);
+    if (scan->write_conflicts > 0)
+        atomic_fetch_add_explicit(&eng->write_conflicts, scan->write_conflicts, memory_order_relaxed);
+    if (scan->collscan && strcmp(name, "getMore") != 0) { /* a query counts once, when it starts */
+        bson_iter_t t;
+        atomic_fetch_add_explicit(&eng->qe_collscans, 1, memory_order_relaxed);
+        if (!(bson_iter_init_find(&t, cmd, "tailable") && bson_iter_as_bool(&t)))
+            atomic_fetch_add_explicit(&eng->qe_collscans_nontailable, 1, memory_order_relaxed);
+    }
     bool slow = mf_profile_slow(eng->profiler, millis);
     bool profiled = mf_profile_wants(eng->profiler, db, slow);
     if (!slow && !profiled)

@@ -194,15 +194,23 @@ mf_curop_begin(mf_curops_t *reg, const char *op_type, const char *ns, const char
 }
 
 void
-mf_curop_note_scan(mf_curop_t *op, int64_t keys, int64_t docs, void (*plan_fn)(const void *arg, char *buf, size_t cap),
-                   const void *arg)
+mf_curop_note_scan(mf_curop_t *op, int64_t keys, int64_t docs, bool collscan,
+                   void (*plan_fn)(const void *arg, char *buf, size_t cap), const void *arg)
 {
     if (op == NULL)
         return;
     op->scan.keys_examined += keys;
     op->scan.docs_examined += docs;
+    op->scan.collscan |= collscan;
     if (op->scan.plan[0] == '\0' && plan_fn != NULL)
         plan_fn(arg, op->scan.plan, sizeof(op->scan.plan));
+}
+
+void
+mf_curop_note_conflict(mf_curop_t *op)
+{
+    if (op != NULL)
+        op->scan.write_conflicts++;
 }
 
 void

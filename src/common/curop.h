@@ -77,20 +77,27 @@ int64_t mf_curop_paused_us(const mf_curop_t *op);
 /*
  * What an operation's queries read, as mongod's profiler and slow query log
  * report it: keys and documents examined, over every scan the operation ran,
- * and the summary of its first plan ("COLLSCAN", "IXSCAN { a: 1 }").
+ * and the summary of its first plan ("COLLSCAN", "IXSCAN { a: 1 }"); whether
+ * one of its scans read the whole collection (serverStatus
+ * metrics.queryExecutor.collectionScans); the write conflicts it retried
+ * (the profiler's writeConflicts, metrics.operation.writeConflicts).
  */
 typedef struct mf_curop_scan {
-    int64_t keys_examined, docs_examined;
+    int64_t keys_examined, docs_examined, write_conflicts;
+    bool collscan;
     char plan[160]; /* "" when no query ran */
 } mf_curop_scan_t;
 
 /*
  * mf_curop_note_scan: adds a scan's keys and documents to op (NULL: no
- * operation, nothing done); plan is its summary, kept if op has none yet
- * (plan_fn builds it into buf only then, so a repeated scan costs no text).
+ * operation, nothing done); collscan: the scan was a collection scan; plan
+ * is its summary, kept if op has none yet (plan_fn builds it into buf only
+ * then, so a repeated scan costs no text).
  */
-void mf_curop_note_scan(mf_curop_t *op, int64_t keys, int64_t docs,
+void mf_curop_note_scan(mf_curop_t *op, int64_t keys, int64_t docs, bool collscan,
                         void (*plan_fn)(const void *arg, char *buf, size_t cap), const void *arg);
+/* mf_curop_note_conflict: op (NULL: none, nothing done) met a write conflict and retries. */
+void mf_curop_note_conflict(mf_curop_t *op);
 /* mf_curop_scan_of: op's scan figures so far into *out (zero for NULL). */
 void mf_curop_scan_of(const mf_curop_t *op, mf_curop_scan_t *out);
 

@@ -196,6 +196,13 @@ typedef struct mf_engine {
     _Atomic int8_t log_verbosity[MF_LOG_COMPONENTS];
     _Atomic int64_t cmd_unknown, docs_returned;
     /*
+     * serverStatus metrics.queryExecutor and metrics.operation, summed from
+     * each finished operation's scan figures (mf_curop_scan_t): keys and
+     * documents examined, operations that scanned a whole collection (and
+     * of those, the ones not on a tailable cursor), write conflicts retried.
+     */
+    _Atomic int64_t qe_scanned, qe_scanned_objects, qe_collscans, qe_collscans_nontailable, write_conflicts;
+    /*
      * serverStatus asserts.user: commands answered with an error (ok: 0)
      * and write errors in write commands' replies, MongoDB's uasserts
      * (kept by cmd/cmd_dispatch.c).

@@ -21,6 +21,7 @@ mf_batch_set_conflict_limit(int limit)
 void
 mf_batch_backoff(int attempt)
 {
+    mf_curop_note_conflict(mf_curop_current());
     struct timespec ts = {0, (long)(attempt < 10 ? attempt * 100000 : 2000000)};
     nanosleep(&ts, NULL);
 }

@@ -71,7 +71,10 @@ int mf_batch_run_hooked(mf_sess_t *s, size_t *start, size_t n, size_t chunk, boo
  */
 void mf_batch_set_conflict_limit(int limit);
 
-/* mf_batch_backoff: sleeps a little longer for each attempt (write-conflict retry). */
+/*
+ * mf_batch_backoff: sleeps a little longer for each attempt (write-conflict
+ * retry), and counts the conflict for the calling thread's operation.
+ */
 void mf_batch_backoff(int attempt);
 
 /*

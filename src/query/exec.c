@@ -528,7 +528,8 @@ mf_exec_run(mf_sess_t *s, mf_coll_t *c, mf_plan_t *p, const mf_matcher_t *m, mf_
     p->exec_ms += mf_mono_ms() - t0;
     /* The operation's totals, for the profiler and the slow query log (a getMore's resumed scan adds its part). */
     examined(p, &keys1, &docs1);
-    mf_curop_note_scan(mf_curop_current(), keys1 - keys0, docs1 - docs0, plan_summary, p);
+    mf_curop_note_scan(mf_curop_current(), keys1 - keys0, docs1 - docs0, p->leaf->kind == MF_ST_COLLSCAN, plan_summary,
+                       p);
     return rc;
 }
 

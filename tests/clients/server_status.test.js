@@ -100,6 +100,37 @@ h.test('metrics.commands counts each command run and failed by name (and <UNKNOW
   assert.equal(num(m1.document.returned) - num(m0.document.returned), 2);
 });
 
+h.test('metrics.queryExecutor counts keys and documents examined and the queries that scanned a whole collection (tailable ones apart)', async () => {
+  // As mongodb_exporter's metrics_queryExecutor collector reads them: scanned = keys, scannedObjects = documents.
+  const db = srv.freshDb('qexec');
+  const c = db.collection('c');
+  await c.insertMany(Array.from({ length: 10 }, (_, i) => ({ _id: i, a: i })));
+  await c.createIndex({ a: 1 });
+  await db.createCollection('capped', { capped: true, size: 4096 });
+  await db.collection('capped').insertOne({ x: 1 });
+  const q0 = (await status()).metrics.queryExecutor;
+  assert.equal((await c.find({ a: { $gte: 7 } }).toArray()).length, 3); // IXSCAN: 3 keys (and a 4th to end), 3 documents
+  const q1 = (await status()).metrics.queryExecutor;
+  const keys = num(q1.scanned) - num(q0.scanned);
+  assert.ok(keys >= 3 && keys <= 4, `keys examined by the index scan: ${keys}`);
+  assert.equal(num(q1.scannedObjects) - num(q0.scannedObjects), 3);
+  assert.equal(num(q1.collectionScans.total) - num(q0.collectionScans.total), 0, 'an index scan is no collection scan');
+  assert.equal((await c.find({ b: 1 }).toArray()).length, 0); // COLLSCAN over 10 documents
+  const q2 = (await status()).metrics.queryExecutor;
+  assert.equal(num(q2.scannedObjects) - num(q1.scannedObjects), 10);
+  assert.equal(num(q2.scanned) - num(q1.scanned), 0);
+  assert.equal(num(q2.collectionScans.total) - num(q1.collectionScans.total), 1);
+  assert.equal(num(q2.collectionScans.nonTailable) - num(q1.collectionScans.nonTailable), 1);
+  const tail = await db.command({ find: 'capped', filter: {}, tailable: true });
+  assert.equal(tail.cursor.firstBatch.length, 1);
+  const q3 = (await status()).metrics.queryExecutor;
+  assert.equal(num(q3.collectionScans.total) - num(q2.collectionScans.total), 1, 'a tailable cursor scans the collection');
+  assert.equal(num(q3.collectionScans.nonTailable) - num(q2.collectionScans.nonTailable), 0, '... and is not counted as nonTailable');
+  await db.command({ killCursors: 'capped', cursors: [tail.cursor.id] });
+  const op = (await status()).metrics.operation;
+  assert.ok(isInt(op.writeConflicts), `metrics.operation.writeConflicts: ${op.writeConflicts}`);
+});
+
 h.test('extra_info.user_time_us grows with work; globalLock.totalTime with time', async () => {
   const db = srv.freshDb('rusage');
   const r0 = await status();

@@ -1040,10 +1040,13 @@ R.test('MongoClient.bulkWrite in a transaction (MongoDB 8.0): its ops on two col
   assert.deepEqual(localNames, [], 'nothing was created in local');
 });
 
-R.test('a write outside a transaction to a document the transaction changed waits for it to end: findOneAndUpdate, updateOne and findOneAndDelete then apply (maxTimeMS ends the wait with 50)', async () => {
+R.test('a write outside a transaction to a document the transaction changed waits for it to end: findOneAndUpdate, updateOne and findOneAndDelete then apply (maxTimeMS ends the wait with 50); the retries show as writeConflicts in the profiler and serverStatus metrics.operation', async () => {
   // mongod's writeConflictRetry: the outside write retries until the transaction commits or aborts.
   const db = await freshDbWith('outside_wait', ['acc'], { acc: [{ _id: 'a', n: 0 }, { _id: 'b', n: 0 }] });
   const acc = db.collection('acc');
+  const conflicts = async () => Number((await rs.client.db('admin').command({ serverStatus: 1 })).metrics.operation.writeConflicts);
+  const conflicts0 = await conflicts();
+  await db.command({ profile: 2 });
   const session = rs.client.startSession();
   try {
     session.startTransaction();
@@ -1061,6 +1064,12 @@ R.test('a write outside a transaction to a document the transaction changed wait
   } finally {
     await session.endSession();
   }
+  await db.command({ profile: 0 });
+  const waited = await db.collection('system.profile').find({ 'command.findAndModify': 'acc', 'command.maxTimeMS': { $exists: false } }).toArray();
+  assert.equal(waited.length, 1, JSON.stringify(waited));
+  assert.ok(waited[0].writeConflicts >= 1, `the profiler counts the retries: ${JSON.stringify(waited[0])}`);
+  const counted = await conflicts() - conflicts0;
+  assert.ok(counted >= waited[0].writeConflicts + 1, `metrics.operation.writeConflicts counts every waiting write's retries: ${counted}`);
   const out = await outside(db.databaseName);
   assert.deepEqual(await sorted(out.collection('acc')), [{ _id: 'a', n: 11 }, { _id: 'b', n: 11 }]);
 
