@@ -930,18 +930,15 @@ slow_log_limited(const mf_client_t *client, const char *ns, const bson_t *cmd, c
 }
 
 /*
- * Records a finished command in <db>.system.profile when the database
- * profiles it (profile.c), under ns (command_ns's; coll its collection, or
- * NULL). Runs after the command released its locks.
+ * A finished command's <db>.system.profile entry into e (initialised here;
+ * the caller destroys it), under ns (command_ns's): what the profiler
+ * writes and what a profile filter matches.
  */
 static void
-profile_op(mf_engine_t *eng, const mf_client_t *client, const char *db, const char *ns, const char *coll,
-           const char *name, const bson_t *cmd, const bson_t *reply, int64_t millis, const mf_curop_scan_t *scan,
-           const mf_error_t *err)
+profile_entry(const mf_client_t *client, const char *ns, const char *name, const bson_t *cmd, const bson_t *reply,
+              int64_t millis, const mf_curop_scan_t *scan, const mf_error_t *err, bson_t *out)
 {
     bson_iter_t it;
-    if (coll != NULL && strcmp(coll, "system.profile") == 0)
-        return;
     bson_t e;
     bson_init(&e);
     BSON_APPEND_UTF8(&e, "op", curop_type(name));
@@ -982,10 +979,9 @@ profile_op(mf_engine_t *eng, const mf_client_t *client, const char *db, const ch
     if (client != NULL && client->app_name[0])
         BSON_APPEND_UTF8(&e, "appName", client->app_name);
     BSON_APPEND_UTF8(&e, "user", "");
-    mf_profile_write(eng, db, &e);
-    bson_destroy(&e);
     if (redacted != NULL)
         bson_destroy(redacted);
+    bson_steal(out, &e);
 }
 
 /*
@@ -1011,15 +1007,40 @@ op_finished(mf_engine_t *eng, const mf_client_t *client, const char *db, const c
         if (!(bson_iter_init_find(&t, cmd, "tailable") && bson_iter_as_bool(&t)))
             atomic_fetch_add_explicit(&eng->qe_collscans_nontailable, 1, memory_order_relaxed);
     }
-    bool slow = mf_profile_slow(eng->profiler, millis);
-    bool profiled = mf_profile_wants(eng->profiler, db, slow);
-    if (!slow && !profiled)
-        return;
     char ns[512];
-    const char *coll = command_ns(ns, sizeof(ns), db, name, cmd);
-    /* Not a transaction's statement: its profile document would be written inside the transaction. */
-    if (profiled && !mf_cmd_in_txn())
-        profile_op(eng, client, db, ns, coll, name, cmd, reply, millis, scan, err);
+    const char *coll = NULL;
+    bson_t entry;
+    bool have_entry = false, slow, profiled;
+    mf_profile_filter_t *filter = mf_profile_filter_get(eng->profiler, db);
+    if (filter != NULL) {
+        /* The database's filter decides, over the operation's profile entry, in place of slowms and sampleRate. */
+        coll = command_ns(ns, sizeof(ns), db, name, cmd);
+        profile_entry(client, ns, name, cmd, reply, millis, scan, err, &entry);
+        have_entry = true;
+        slow = mf_profile_filter_match(filter, &entry);
+        mf_profile_filter_release(filter);
+        int level = mf_profile_level(eng->profiler, db);
+        profiled = level == 2 || (level == 1 && slow);
+    } else {
+        slow = mf_profile_slow(eng->profiler, millis);
+        profiled = mf_profile_wants(eng->profiler, db, slow);
+        if (!slow && !profiled)
+            return;
+        coll = command_ns(ns, sizeof(ns), db, name, cmd);
+    }
+    /*
+     * Written after the command released its locks. Not a transaction's
+     * statement (its entry would be written inside the transaction), nor a
+     * command on system.profile itself.
+     */
+    if (profiled && !mf_cmd_in_txn() && !(coll != NULL && strcmp(coll, "system.profile") == 0)) {
+        if (!have_entry)
+            profile_entry(client, ns, name, cmd, reply, millis, scan, err, &entry);
+        have_entry = true;
+        mf_profile_write(eng, db, &entry);
+    }
+    if (have_entry)
+        bson_destroy(&entry);
     if (slow)
         slow_log_limited(client, ns, cmd, reply, millis, legacy, scan, err, 10 * 1024);
 }

@@ -10,6 +10,13 @@
  * when it grows past that (capped semantics, kept here for this one
  * collection). TTL deletes are profiled too (SPEC D4): the monitor reports
  * each batch with op "remove" and the TTL index it came from.
+ *
+ * A database may also have a filter (profile's `filter`, mongod 4.4.2+): a
+ * query over the operation's profile entry that then decides, instead of
+ * slowms and sampleRate, which operations level 1 profiles and the slow
+ * query log shows. A filter is compiled once and shared, reference counted:
+ * an operation finishing matches against the filter it took, even if the
+ * profile command replaces it meanwhile.
  */
 #include <pthread.h>
 #include "common/alloc.h"
@@ -19,16 +26,25 @@
 #include <sys/random.h>
 
 #include "catalog/coll_write.h"
+#include "doc/match.h"
 #include "engine/engine.h"
 #include "engine/profiler.h"
 #include "common/log.h"
 
 #define PROFILE_CAP_BYTES (1024 * 1024)
 
-/* A database's own level (the profile command). */
+/* A profile filter: its spec and that spec compiled (the matcher points into spec). */
+struct mf_profile_filter {
+    _Atomic int refs;
+    bson_t *spec;      /* owned */
+    mf_matcher_t *m;   /* owned */
+};
+
+/* A database's own level and filter (the profile command). */
 typedef struct db_level {
     char db[64]; /* database names are under 64 bytes (mf_catalog_check_db_name) */
     int level;
+    mf_profile_filter_t *filter; /* a reference, or NULL */
 } db_level_t;
 
 /* An engine's profiler settings (mf_engine_t.profiler). */
@@ -41,6 +57,7 @@ struct mf_profiler {
     _Atomic uint64_t sample_rate; /* sampleRate, a double's bits */
     _Atomic uint64_t draws;       /* sampling's sequence (mf_profile_slow) */
     _Atomic int any_on; /* fast path: no database profiles */
+    _Atomic int any_filter; /* fast path: no database has a filter */
 };
 
 static uint64_t
@@ -82,6 +99,8 @@ mf_profiler_free(mf_profiler_t *p)
     if (p == NULL)
         return;
     pthread_mutex_destroy(&p->mu);
+    for (int i = 0; i < p->n; i++)
+        mf_profile_filter_release(p->dbs[i].filter);
     free(p->dbs);
     free(p);
 }
@@ -109,14 +128,105 @@ mf_profile_level(mf_profiler_t *P, const char *db)
     return level;
 }
 
-/* Whether any database profiles: the fast path of mf_profile_level. mu held. */
+/* Whether any database profiles or has a filter: the fast paths of mf_profile_level and _filter_get. mu held. */
 static void
 update_any_on(mf_profiler_t *P)
 {
-    int on = P->default_level != 0;
-    for (int k = 0; k < P->n; k++)
+    int on = P->default_level != 0, filters = 0;
+    for (int k = 0; k < P->n; k++) {
         on |= P->dbs[k].level != 0;
+        filters |= P->dbs[k].filter != NULL;
+    }
     atomic_store(&P->any_on, on);
+    atomic_store(&P->any_filter, filters);
+}
+
+/* db's entry in P->dbs, added with the default level when it has none. mu held. */
+static int
+own_entry(mf_profiler_t *P, const char *db)
+{
+    int i = level_index(P, db);
+    if (i >= 0)
+        return i;
+    i = P->n;
+    if (P->n == P->cap) {
+        P->cap = P->cap ? P->cap * 2 : 8;
+        P->dbs = mf_realloc(P->dbs, (size_t)P->cap * sizeof(*P->dbs));
+    }
+    memset(&P->dbs[i], 0, sizeof(P->dbs[i]));
+    mf_strlcpy(P->dbs[i].db, db, sizeof(P->dbs[i].db));
+    P->dbs[i].level = P->default_level;
+    P->n++;
+    return i;
+}
+
+/* Removes entry i (its filter reference released). mu held. */
+static void
+drop_entry(mf_profiler_t *P, int i)
+{
+    mf_profile_filter_release(P->dbs[i].filter);
+    P->dbs[i] = P->dbs[--P->n];
+}
+
+int
+mf_profile_set_filter(mf_profiler_t *P, const char *db, const bson_t *spec, mf_error_t *err)
+{
+    mf_profile_filter_t *f = NULL;
+    if (spec != NULL) {
+        f = mf_calloc(1, sizeof(*f));
+        f->spec = bson_copy(spec);
+        if ((f->m = mf_matcher_new(f->spec, err)) == NULL) {
+            bson_destroy(f->spec);
+            free(f);
+            return -1;
+        }
+        atomic_store(&f->refs, 1);
+    }
+    pthread_mutex_lock(&P->mu);
+    int i = own_entry(P, db);
+    mf_profile_filter_release(P->dbs[i].filter);
+    P->dbs[i].filter = f;
+    if (f == NULL && P->dbs[i].level == 0 && P->default_level == 0)
+        drop_entry(P, i); /* nothing left to keep */
+    update_any_on(P);
+    pthread_mutex_unlock(&P->mu);
+    return 0;
+}
+
+mf_profile_filter_t *
+mf_profile_filter_get(mf_profiler_t *P, const char *db)
+{
+    if (atomic_load(&P->any_filter) == 0)
+        return NULL;
+    pthread_mutex_lock(&P->mu);
+    int i = level_index(P, db);
+    mf_profile_filter_t *f = i >= 0 ? P->dbs[i].filter : NULL;
+    if (f != NULL)
+        atomic_fetch_add(&f->refs, 1);
+    pthread_mutex_unlock(&P->mu);
+    return f;
+}
+
+void
+mf_profile_filter_release(mf_profile_filter_t *f)
+{
+    if (f == NULL || atomic_fetch_sub(&f->refs, 1) != 1)
+        return;
+    mf_matcher_free(f->m);
+    bson_destroy(f->spec);
+    free(f);
+}
+
+const bson_t *
+mf_profile_filter_spec(const mf_profile_filter_t *f)
+{
+    return f->spec;
+}
+
+bool
+mf_profile_filter_match(const mf_profile_filter_t *f, const bson_t *entry)
+{
+    return mf_matcher_match(f->m, entry, NULL);
 }
 
 bool
@@ -162,20 +272,12 @@ mf_profile_set_level(mf_profiler_t *P, const char *db, int level)
 {
     pthread_mutex_lock(&P->mu);
     int i = level_index(P, db);
-    if (level == 0 && P->default_level == 0) {
+    if (level == 0 && P->default_level == 0 && (i < 0 || P->dbs[i].filter == NULL)) {
         /* Off where off is the default: nothing to keep (so turning many databases off holds no memory). */
         if (i >= 0)
-            P->dbs[i] = P->dbs[--P->n];
+            drop_entry(P, i);
     } else {
-        if (i < 0) {
-            i = P->n;
-            if (P->n == P->cap) {
-                P->cap = P->cap ? P->cap * 2 : 8;
-                P->dbs = mf_realloc(P->dbs, (size_t)P->cap * sizeof(*P->dbs));
-            }
-            mf_strlcpy(P->dbs[i].db, db, sizeof(P->dbs[i].db));
-            P->n++;
-        }
+        i = own_entry(P, db);
         P->dbs[i].level = level;
     }
     update_any_on(P);
@@ -188,7 +290,7 @@ mf_profile_forget(mf_profiler_t *P, const char *db)
     pthread_mutex_lock(&P->mu);
     int i = level_index(P, db);
     if (i >= 0)
-        P->dbs[i] = P->dbs[--P->n];
+        drop_entry(P, i);
     update_any_on(P);
     pthread_mutex_unlock(&P->mu);
 }

@@ -45,6 +45,24 @@ bool mf_profile_slow(mf_profiler_t *p, int64_t millis);
 /* mf_profile_wants: whether an operation on db is profiled: every one at level 2, a slow one (mf_profile_slow) at 1. */
 bool mf_profile_wants(mf_profiler_t *p, const char *db, bool slow);
 /*
+ * A database's profile filter (profile's `filter`): a query over an
+ * operation's profile entry that decides, in place of slowms and
+ * sampleRate, what level 1 profiles and what the slow query log shows.
+ *
+ * mf_profile_set_filter: sets db's filter to spec (copied and compiled;
+ * NULL: "unset"); -1 with err when spec does not parse, nothing changed.
+ * mf_profile_filter_get: db's filter, a reference the caller releases with
+ * mf_profile_filter_release, or NULL (cheap when no database has one).
+ * mf_profile_filter_spec: the filter as set (valid while the reference is
+ * held). mf_profile_filter_match: whether entry passes it (thread-safe).
+ */
+typedef struct mf_profile_filter mf_profile_filter_t;
+int mf_profile_set_filter(mf_profiler_t *p, const char *db, const bson_t *spec, mf_error_t *err);
+mf_profile_filter_t *mf_profile_filter_get(mf_profiler_t *p, const char *db);
+void mf_profile_filter_release(mf_profile_filter_t *f);
+const bson_t *mf_profile_filter_spec(const mf_profile_filter_t *f);
+bool mf_profile_filter_match(const mf_profile_filter_t *f, const bson_t *entry);
+/*
  * mf_profile_write: appends entry (copied, given an _id) to db.system.profile
  * of eng, created on first use as a 1 MiB capped collection. Call with no
  * catalog lock held and no transaction open on this thread.

@@ -255,6 +255,49 @@ h.test('the profiler and the slow-query log report what a query read: planSummar
   assert.equal(lines[0].attr.nreturned, 4);
 });
 
+h.test('a profile filter decides what level 1 profiles and the slow-query log shows, in place of slowms; profile -1 reports it with mongod\'s note; "unset" removes it', async () => {
+  const db = srv.freshDb('proffilter');
+  const c = db.collection('c');
+  await c.insertMany(Array.from({ length: 10 }, (_, i) => ({ _id: i, a: i })));
+  const note = 'When a filter expression is set, slowms and sampleRate are not used for profiling and slow-query log lines.';
+  // A filter on the profile entry's fields: only collection scans, however fast (slowms stays at 100).
+  const set = await db.command({ profile: 1, filter: { planSummary: 'COLLSCAN' } });
+  assert.equal(set.was, 0);
+  assert.equal(set.filter, undefined, 'no filter was set before');
+  assert.equal(set.note, note);
+  try {
+    const got = await db.command({ profile: -1 });
+    assert.equal(got.was, 1);
+    assert.deepEqual(got.filter, { planSummary: 'COLLSCAN' });
+    assert.equal(got.note, note);
+    assert.equal((await c.find({ a: { $gte: 5 } }, { comment: 'pf-scan' }).toArray()).length, 5);
+    assert.ok(await c.findOne({ _id: 3 }, { comment: 'pf-id' }));
+    const prof = await db.collection('system.profile').find({ 'command.comment': { $in: ['pf-scan', 'pf-id'] } }).toArray();
+    assert.deepEqual(prof.map((d) => d.command.comment), ['pf-scan'], 'the IDHACK find does not pass the filter');
+    const lines = (await admin().command({ getLog: 'global' })).log.map((l) => JSON.parse(l))
+      .filter((l) => l.msg === 'Slow query' && l.attr.command.comment !== undefined && String(l.attr.command.comment).startsWith('pf-'));
+    assert.deepEqual(lines.map((l) => l.attr.command.comment), ['pf-scan'], 'the slow-query log follows the filter too');
+    // A filter that does not parse changes nothing.
+    await h.expectCode(db.command({ profile: -1, filter: { $bogus: 1 } }), 2);
+    await h.expectCode(db.command({ profile: -1, filter: 5 }), 2);
+    assert.deepEqual((await db.command({ profile: -1 })).filter, { planSummary: 'COLLSCAN' });
+    // -1 with a filter replaces the filter and keeps the level.
+    const repl = await db.command({ profile: -1, filter: { op: 'query', 'command.comment': 'pf-2' } });
+    assert.deepEqual(repl.filter, { planSummary: 'COLLSCAN' }, 'the reply shows the filter as it was');
+    assert.equal(repl.was, 1);
+    assert.ok(await c.findOne({ _id: 4 }, { comment: 'pf-2' }));
+    assert.equal(await db.collection('system.profile').countDocuments({ 'command.comment': 'pf-2' }), 1);
+  } finally {
+    const off = await db.command({ profile: 0, filter: 'unset' });
+    assert.deepEqual(off.filter, { op: 'query', 'command.comment': 'pf-2' });
+    assert.equal(off.note, note, 'a request that names a filter gets the note');
+  }
+  const after = await db.command({ profile: -1 });
+  assert.equal(after.was, 0);
+  assert.equal(after.filter, undefined);
+  assert.equal(after.note, undefined);
+});
+
 h.test('secrets are blanked in the slow-query log and the profiler (createUser pwd: "xxx"), as mongod', async () => {
   const db = srv.freshDb('redact');
   await db.command({ profile: 2, slowms: 0 }); /* every command over 0 ms is logged, and profiled */
