@@ -43,6 +43,13 @@ typedef struct mf_client {
     bool loopback;    /* from 127.0.0.0/8 or ::1 (the localhost exception) */
     mf_client_auth_t *auth; /* authentication state, NULL until first used; owned, freed by mf_client_release */
     char app_name[129];     /* the handshake's client.application.name ("" if none): failCommand's appName */
+    /*
+     * The first handshake's `client` document (driver, os, platform,
+     * application), as currentOp's clientMetadata; NULL before. Set once
+     * (as mongod keeps the first), so an operation may borrow it until it
+     * ends; owned, freed by mf_client_release.
+     */
+    bson_t *metadata;
     bool close_requested;   /* set by a command (failCommand's closeConnection): drop the connection, send no reply */
     /*
      * The wire compressors this connection negotiated, in the client's

@@ -90,6 +90,43 @@ hello_compression(mf_op_t *op)
     return 0;
 }
 
+/*
+ * Keeps the first handshake's client metadata on the connection (currentOp's
+ * clientMetadata) and logs it with the compressors just negotiated, as
+ * mongod's "client metadata" line (id 51800). Documents over mongod's
+ * 512-byte limit are not kept.
+ */
+static void
+keep_client_metadata(mf_op_t *op, const bson_iter_t *it)
+{
+    const uint8_t *data;
+    uint32_t len;
+    bson_t doc;
+    bson_iter_document(it, &len, &data);
+    if (len > 512 || !bson_init_static(&doc, data, len))
+        return;
+    op->client->metadata = bson_copy(&doc);
+    bson_t attr, comp;
+    bson_init(&attr);
+    BSON_APPEND_UTF8(&attr, "remote", op->client->remote);
+    char ctx[32];
+    snprintf(ctx, sizeof(ctx), "conn%lld", (long long)op->client->id);
+    BSON_APPEND_UTF8(&attr, "client", ctx);
+    BSON_APPEND_ARRAY_BEGIN(&attr, "negotiatedCompressors", &comp);
+    for (uint8_t i = 0; i < op->client->compressors.n; i++) {
+        char key[4];
+        snprintf(key, sizeof(key), "%u", (unsigned)i);
+        BSON_APPEND_UTF8(&comp, key, mf_compressor_name(op->client->compressors.ids[i]));
+    }
+    bson_append_array_end(&attr, &comp);
+    BSON_APPEND_DOCUMENT(&attr, "doc", &doc);
+    char *json = bson_as_relaxed_extended_json(&attr, NULL);
+    if (json != NULL)
+        mf_log_attr(MF_LOG_INFO, "NETWORK", 51800, ctx, "client metadata", json);
+    bson_free(json);
+    bson_destroy(&attr);
+}
+
 static int
 cmd_hello(mf_op_t *op)
 {
@@ -127,6 +164,9 @@ cmd_hello(mf_op_t *op)
     BSON_APPEND_BOOL(r, "readOnly", false);
     if (hello_compression(op) != 0)
         return -1;
+    if (op->client != NULL && op->client->metadata == NULL && mf_op_find(op, "client", &it) &&
+        BSON_ITER_HOLDS_DOCUMENT(&it))
+        keep_client_metadata(op, &it);
     mf_cmd_auth_hello(op);
     return 0;
 }

@@ -83,6 +83,10 @@ conv_end(mf_client_auth_t *a)
 void
 mf_client_release(mf_client_t *c)
 {
+    if (c->metadata != NULL) {
+        bson_destroy(c->metadata);
+        c->metadata = NULL;
+    }
     if (c->auth == NULL)
         return;
     conv_end(c->auth);

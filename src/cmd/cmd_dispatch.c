@@ -839,7 +839,7 @@ curop_register(mf_engine_t *eng, mf_client_t *client, const char *db, const char
     memcpy(desc, "conn", 4);
     mf_curop_t *cop = mf_curop_begin(eng->curops, curop_type(name), ns, desc, cmd, client ? client->id : 0);
     if (client)
-        mf_curop_set_client(cop, client->remote, client->app_name);
+        mf_curop_set_client(cop, client->remote, client->app_name, client->metadata);
     return cop;
 }
 

@@ -56,6 +56,7 @@ struct mf_curop {
     char desc[64];
     char client[64];
     char app[129];        /* the client's appName, "" if none */
+    const bson_t *client_meta; /* the connection's handshake metadata, or NULL (borrowed, see mf_curop_set_client) */
     bson_t *command;      /* owned */
     int64_t start_us;     /* monotonic */
     int64_t start_wall_ms;
@@ -223,7 +224,7 @@ mf_curop_scan_of(const mf_curop_t *op, mf_curop_scan_t *out)
 }
 
 void
-mf_curop_set_client(mf_curop_t *op, const char *remote, const char *app)
+mf_curop_set_client(mf_curop_t *op, const char *remote, const char *app, const bson_t *metadata)
 {
     if (op == NULL || remote == NULL)
         return;
@@ -231,6 +232,7 @@ mf_curop_set_client(mf_curop_t *op, const char *remote, const char *app)
     mf_strlcpy(op->client, remote, sizeof(op->client));
     if (app != NULL && app[0])
         mf_strlcpy(op->app, app, sizeof(op->app));
+    op->client_meta = metadata;
     pthread_mutex_unlock(&op->reg->lock);
 }
 
@@ -635,6 +637,8 @@ op_doc(const mf_curop_t *op, int64_t now_us, bson_t *out)
         BSON_APPEND_UTF8(out, "client", op->client);
     if (op->app[0])
         BSON_APPEND_UTF8(out, "appName", op->app);
+    if (op->client_meta != NULL)
+        BSON_APPEND_DOCUMENT(out, "clientMetadata", op->client_meta);
     BSON_APPEND_BOOL(out, "active", true);
     BSON_APPEND_UTF8(out, "currentOpTime", iso);
     BSON_APPEND_INT64(out, "opid", op->opid);

@@ -103,10 +103,12 @@ void mf_curop_scan_of(const mf_curop_t *op, mf_curop_scan_t *out);
 
 /*
  * mf_curop_set_client: records the client's address ("127.0.0.1:53211")
- * shown as "client", and its handshake's application name (app may be NULL
- * or "") shown as "appName".
+ * shown as "client", its handshake's application name (app may be NULL
+ * or "") shown as "appName", and its handshake's client metadata shown as
+ * "clientMetadata" (metadata may be NULL; borrowed: it must stay valid
+ * until op ends, as a connection's, set once by its first hello, does).
  */
-void mf_curop_set_client(mf_curop_t *op, const char *remote, const char *app);
+void mf_curop_set_client(mf_curop_t *op, const char *remote, const char *app, const bson_t *metadata);
 
 /* mf_curop_set_progress: sets msg and progress {done, total} shown by currentOp. */
 void mf_curop_set_progress(mf_curop_t *op, const char *msg, int64_t done, int64_t total);

@@ -87,6 +87,21 @@ h.test('currentOp shows the client\'s appName, so db.currentOp({appName}) finds 
     assert.equal(ops[0].ns, 'killop.big');
     const keys = Object.keys(ops[0]);
     assert.equal(keys.indexOf('appName'), keys.indexOf('client') + 1, 'appName right after client, as mongod');
+    // The handshake's client metadata, as mongod shows it (the driver's name and version, the OS, the application).
+    const meta = ops[0].clientMetadata;
+    assert.ok(meta, `clientMetadata: ${JSON.stringify(ops[0])}`);
+    assert.equal(meta.application.name, 'billing-worker');
+    assert.match(meta.driver.name, /nodejs/);
+    assert.equal(typeof meta.os.type, 'string');
+    assert.equal(keys.indexOf('clientMetadata'), keys.indexOf('appName') + 1, 'clientMetadata right after appName, as mongod');
+    // ... and logged once per connection as mongod's "client metadata" line (id 51800).
+    const logged = (await admin.command({ getLog: 'global' })).log.map((l) => JSON.parse(l))
+      .filter((l) => l.id === 51800 && l.attr.doc.application && l.attr.doc.application.name === 'billing-worker');
+    assert.ok(logged.length >= 1, 'the client metadata line');
+    assert.equal(logged[0].c, 'NETWORK');
+    assert.equal(logged[0].msg, 'client metadata');
+    assert.ok(Array.isArray(logged[0].attr.negotiatedCompressors));
+    assert.match(logged[0].attr.remote, /^127\.0\.0\.1:\d+$/);
     assert.equal((await admin.command({ currentOp: 1, appName: 'someone-else' })).inprog.length, 0);
     await admin.command({ killOp: 1, op: ops[0].opid });
     assert.equal((await running).code, 11601);
