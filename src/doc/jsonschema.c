@@ -74,17 +74,21 @@ typedef struct rule {
     char ***deps;       /* R_DEPENDENCIES: NULL-terminated name lists (NULL when schema form) */
     size_t count;       /* entries in names / kids */
     jnode_t *sub;       /* R_ADDL_PROPS / R_ADDL_ITEMS schema form, R_NOT, R_ITEMS single form */
+    char *title;        /* R_DEPENDENCIES: a string 'title' / 'description' entry (owned; NULL if none) */
+    char *description;
 } rule_t;
 
 struct jnode {
     rule_t *rules;
     size_t nrules, cap;
+    char *title, *description; /* the schema's annotations (owned; NULL if absent), for errInfo */
     /* Resolved at parse time for additionalProperties / additionalItems. */
     const rule_t *props, *patprops, *items;
 };
 
 struct mf_jsonschema {
     jnode_t *root;
+    bson_value_t schema; /* owned copy, for the specifiedAs of a root that can never match */
 };
 
 /* ---- freeing ---- */
@@ -116,6 +120,8 @@ rule_free(rule_t *r)
     free(r->kids);
     free(r->deps);
     node_free(r->sub);
+    free(r->title);
+    free(r->description);
 }
 
 static void
@@ -126,6 +132,8 @@ node_free(jnode_t *n)
     for (size_t i = 0; i < n->nrules; i++)
         rule_free(&n->rules[i]);
     free(n->rules);
+    free(n->title);
+    free(n->description);
     free(n);
 }
 
@@ -135,6 +143,7 @@ mf_jsonschema_free(mf_jsonschema_t *s)
     if (s == NULL)
         return;
     node_free(s->root);
+    bson_value_destroy(&s->schema);
     free(s);
 }
 
@@ -354,6 +363,14 @@ parse_dependencies(rule_t *r, const bson_value_t *v, int depth, mf_error_t *err)
     if (!iter_doc(v, &it))
         return mf_err_set(err, MF_E_TypeMismatch, "$jsonSchema keyword 'dependencies' must be an object");
     while (bson_iter_next(&it)) {
+        const char *key = bson_iter_key(&it);
+        /* As mongod's parseDependencies, string 'title' / 'description' entries annotate the keyword. */
+        if (BSON_ITER_HOLDS_UTF8(&it) && (strcmp(key, "title") == 0 || strcmp(key, "description") == 0)) {
+            char **slot = key[0] == 't' ? &r->title : &r->description;
+            free(*slot);
+            *slot = mf_strdup(bson_iter_utf8(&it, NULL));
+            continue;
+        }
         if (r->count == cap) {
             cap = cap ? cap * 2 : 4;
             r->names = mf_realloc(r->names, cap * sizeof(*r->names));
@@ -407,6 +424,8 @@ static jnode_t *
 parse_node(const bson_value_t *v, int depth, mf_error_t *err)
 {
     bson_iter_t it;
+    /* bson_iter_value's result lives in the iterator: keep copies (their data stays in v's buffer). */
+    bson_value_t excl_min_v, excl_max_v, addl_items_v;
     const bson_value_t *excl_min = NULL, *excl_max = NULL, *addl_items = NULL;
     bool has_type = false, has_bson_type = false;
     jnode_t *n;
@@ -430,9 +449,12 @@ parse_node(const bson_value_t *v, int depth, mf_error_t *err)
 
         if (strcmp(k, "title") == 0 || strcmp(k, "description") == 0) {
             if (kv->value_type != BSON_TYPE_UTF8) {
-                mf_err_set(err, MF_E_TypeMismatch, "$jsonSchema keyword '%s' must be a string", k);
+                mf_err_set(err, MF_E_TypeMismatch, "$jsonSchema keyword '%s' must be of type string", k);
                 goto fail;
             }
+            char **slot = k[0] == 't' ? &n->title : &n->description;
+            free(*slot);
+            *slot = mf_strdup(kv->value.v_utf8.str);
             continue;
         }
         if (strcmp(k, "exclusiveMinimum") == 0 || strcmp(k, "exclusiveMaximum") == 0) {
@@ -440,14 +462,18 @@ parse_node(const bson_value_t *v, int depth, mf_error_t *err)
                 mf_err_set(err, MF_E_TypeMismatch, "$jsonSchema keyword '%s' must be a boolean", k);
                 goto fail;
             }
-            if (k[9] == 'M' && k[10] == 'i')
-                excl_min = kv;
-            else
-                excl_max = kv;
+            if (k[9] == 'M' && k[10] == 'i') {
+                excl_min_v = *kv;
+                excl_min = &excl_min_v;
+            } else {
+                excl_max_v = *kv;
+                excl_max = &excl_max_v;
+            }
             continue;
         }
         if (strcmp(k, "additionalItems") == 0) {
-            addl_items = kv;
+            addl_items_v = *kv;
+            addl_items = &addl_items_v;
             continue;
         }
         if (strcmp(k, "bsonType") == 0 || strcmp(k, "type") == 0) {
@@ -623,6 +649,7 @@ mf_jsonschema_new(const bson_value_t *schema, mf_error_t *err)
     if (s == NULL)
         abort();
     s->root = root;
+    bson_value_copy(schema, &s->schema);
     return s;
 }
 
@@ -893,12 +920,396 @@ mf_jsonschema_match(const mf_jsonschema_t *s, const bson_t *doc)
     return node_ok(s->root, &v);
 }
 
-/* ---- explaining a failure (errInfo.details.schemaRulesNotSatisfied) ---- */
+/* ---- explaining a failure (errInfo.details, in mongod 8.0's shapes) ---- */
 
-static const char *
-reason_of(const rule_t *r)
+/*
+ * The order mongod's JSON Schema parser translates a schema's keywords in (scalar, array, object,
+ * logical keywords, then the type), which is the order doc_validation_error.cpp lists failing rules in.
+ * additionalProperties and patternProperties are one expression there, reported in that order.
+ */
+static const rkind_t kExplainOrder[] = {
+    R_PATTERN,    R_MAX_LENGTH, R_MIN_LENGTH,   R_MULTIPLE_OF, R_MAXIMUM,   R_MINIMUM,
+    R_MIN_ITEMS,  R_MAX_ITEMS,  R_UNIQUE_ITEMS, R_ITEMS,       R_ADDL_ITEMS, R_PROPERTIES,
+    R_ADDL_PROPS, R_PATTERN_PROPS, R_REQUIRED,  R_MIN_PROPS,   R_MAX_PROPS, R_DEPENDENCIES,
+    R_ALL_OF,     R_ANY_OF,     R_ONE_OF,       R_NOT,         R_ENUM,      R_TYPE,
+};
+
+/*
+ * The budget of one explanation: detail stops once about max_bytes have been written. libbson
+ * only sizes a nested document when it closes, so used counts finished entries exactly and open
+ * ones by estimate (kEntryEstimate each, plus the values appended), bounding how far a deep
+ * chain of open entries can run past the budget.
+ */
+typedef struct xctx {
+    uint32_t max_bytes;
+    uint32_t used;
+} xctx_t;
+
+enum { kEntryEstimate = 64 };
+
+static void explain_node(const jnode_t *n, const bson_value_t *v, bson_t *arr, int *k, xctx_t *x);
+
+/* Bytes v takes in BSON, roughly (exact for strings, documents and arrays). */
+static uint32_t
+value_size(const bson_value_t *v)
 {
-    switch (r->kind) {
+    if (v->value_type == BSON_TYPE_DOCUMENT || v->value_type == BSON_TYPE_ARRAY)
+        return v->value.v_doc.data_len;
+    if (v->value_type == BSON_TYPE_UTF8)
+        return v->value.v_utf8.len + 5;
+    return 16;
+}
+
+/* Values of this size fit the budget x (a quarter of it at most): mongod, over its limit, leaves values out too. */
+static bool
+fits(uint32_t sz, const xctx_t *x)
+{
+    return sz < x->max_bytes / 4 && x->used + sz < x->max_bytes;
+}
+
+/* Appends key: v to b when v fits the budget. */
+static void
+append_small(bson_t *b, const char *key, const bson_value_t *v, xctx_t *x)
+{
+    uint32_t sz = value_size(v);
+    if (fits(sz, x)) {
+        bson_append_value(b, key, -1, v);
+        x->used += sz;
+    }
+}
+
+/*
+ * Appends specifiedAs: {keyword: spec} for rule r (with exclusiveMinimum / exclusiveMaximum when
+ * set), or nothing when the spec does not fit the budget, as mongod's truncated errors leave it out.
+ */
+static void
+append_specified_as(bson_t *e, const rule_t *r, xctx_t *x)
+{
+    bson_t spec;
+    uint32_t sz = value_size(&r->spec) + (uint32_t)strlen(r->keyword) + 8;
+    if (!fits(sz, x))
+        return;
+    BSON_APPEND_DOCUMENT_BEGIN(e, "specifiedAs", &spec);
+    bson_append_value(&spec, r->keyword, -1, &r->spec);
+    if (r->exclusive)
+        BSON_APPEND_BOOL(&spec, r->kind == R_MINIMUM ? "exclusiveMinimum" : "exclusiveMaximum", true);
+    bson_append_document_end(e, &spec);
+    x->used += sz;
+}
+
+/* Appends a schema's title and description, when it has them, as mongod's schema annotations. */
+static void
+append_annotations(bson_t *b, const char *title, const char *description)
+{
+    if (title)
+        BSON_APPEND_UTF8(b, "title", title);
+    if (description)
+        BSON_APPEND_UTF8(b, "description", description);
+}
+
+/* Opens the next document of array arr (index *k) into e, counting it against the budget. */
+static void
+begin_entry(bson_t *arr, int *k, bson_t *e, xctx_t *x)
+{
+    char key[16];
+    snprintf(key, sizeof(key), "%d", (*k)++);
+    BSON_APPEND_DOCUMENT_BEGIN(arr, key, e);
+    x->used += kEntryEstimate;
+}
+
+/* Appends key: [the entries of sub's rules that v fails] to b. */
+static void
+append_sub_details(bson_t *b, const char *key, const jnode_t *sub, const bson_value_t *v, xctx_t *x)
+{
+    bson_t det;
+    int k = 0;
+    BSON_APPEND_ARRAY_BEGIN(b, key, &det);
+    explain_node(sub, v, &det, &k, x);
+    bson_append_array_end(b, &det);
+}
+
+/* {propertyName, title?, description?, details} for each present property whose sub-schema fails. */
+static void
+explain_properties(const rule_t *r, const bson_value_t *v, bson_t *e, xctx_t *x)
+{
+    bson_t sub;
+    int m = 0;
+    BSON_APPEND_ARRAY_BEGIN(e, "propertiesNotSatisfied", &sub);
+    for (size_t i = 0; i < r->count && x->used < x->max_bytes; i++) {
+        bson_iter_t it;
+        if (!bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len) ||
+            !bson_iter_find(&it, r->names[i]) || node_ok(r->kids[i], bson_iter_value(&it)))
+            continue;
+        bson_t p;
+        begin_entry(&sub, &m, &p, x);
+        BSON_APPEND_UTF8(&p, "propertyName", r->names[i]);
+        append_annotations(&p, r->kids[i]->title, r->kids[i]->description);
+        append_sub_details(&p, "details", r->kids[i], bson_iter_value(&it), x);
+        bson_append_document_end(&sub, &p);
+    }
+    bson_append_array_end(e, &sub);
+}
+
+/*
+ * additionalProperties: false lists the additional field names; the schema form explains the
+ * first additional property that fails the schema (failingProperty, details).
+ */
+static void
+explain_additional_properties(const jnode_t *n, const rule_t *r, const bson_value_t *v, bson_t *e, xctx_t *x)
+{
+    bson_iter_t it;
+    if (!bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len))
+        return;
+    if (r->sub == NULL) {
+        bson_t names;
+        int m = 0;
+        append_specified_as(e, r, x);
+        BSON_APPEND_ARRAY_BEGIN(e, "additionalProperties", &names);
+        while (bson_iter_next(&it) && x->used + names.len < x->max_bytes) {
+            char key[16];
+            if (named_by(n, bson_iter_key(&it)))
+                continue;
+            snprintf(key, sizeof(key), "%d", m++);
+            BSON_APPEND_UTF8(&names, key, bson_iter_key(&it));
+        }
+        bson_append_array_end(e, &names);
+        return;
+    }
+    append_annotations(e, r->sub->title, r->sub->description);
+    BSON_APPEND_UTF8(e, "reason", "at least one additional property did not match the subschema");
+    while (bson_iter_next(&it)) {
+        if (named_by(n, bson_iter_key(&it)) || node_ok(r->sub, bson_iter_value(&it)))
+            continue;
+        BSON_APPEND_UTF8(e, "failingProperty", bson_iter_key(&it));
+        append_sub_details(e, "details", r->sub, bson_iter_value(&it), x);
+        break;
+    }
+}
+
+/* For each pattern, the first field it matches that fails its schema: {propertyName, ..., regexMatched, details}. */
+static void
+explain_pattern_properties(const rule_t *r, const bson_value_t *v, bson_t *e, xctx_t *x)
+{
+    bson_t sub;
+    int m = 0;
+    BSON_APPEND_ARRAY_BEGIN(e, "details", &sub);
+    for (size_t i = 0; i < r->count && x->used < x->max_bytes; i++) {
+        bson_iter_t it;
+        if (!bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len))
+            break;
+        while (bson_iter_next(&it)) {
+            const char *k = bson_iter_key(&it);
+            if (!rx_ok(r->rxs[i], k, strlen(k)) || node_ok(r->kids[i], bson_iter_value(&it)))
+                continue;
+            bson_t p;
+            begin_entry(&sub, &m, &p, x);
+            BSON_APPEND_UTF8(&p, "propertyName", k);
+            append_annotations(&p, r->kids[i]->title, r->kids[i]->description);
+            BSON_APPEND_UTF8(&p, "regexMatched", r->names[i]);
+            append_sub_details(&p, "details", r->kids[i], bson_iter_value(&it), x);
+            bson_append_document_end(&sub, &p);
+            break;
+        }
+    }
+    bson_append_array_end(e, &sub);
+}
+
+/* Does document v have every field of the NULL-terminated list names? */
+static bool
+has_all(const bson_value_t *v, char **names)
+{
+    for (char **d = names; *d; d++) {
+        if (!has_field(v, *d))
+            return false;
+    }
+    return true;
+}
+
+/* failingDependencies: {conditionalProperty, missingProperties} or {conditionalProperty, details} per failing one. */
+static void
+explain_dependencies(const rule_t *r, const bson_value_t *v, bson_t *e, xctx_t *x)
+{
+    bson_t sub;
+    int m = 0;
+    append_annotations(e, r->title, r->description);
+    BSON_APPEND_ARRAY_BEGIN(e, "failingDependencies", &sub);
+    for (size_t i = 0; i < r->count && x->used < x->max_bytes; i++) {
+        if (!has_field(v, r->names[i]))
+            continue;
+        if (r->kids[i] && !node_ok(r->kids[i], v)) {
+            bson_t p;
+            begin_entry(&sub, &m, &p, x);
+            BSON_APPEND_UTF8(&p, "conditionalProperty", r->names[i]);
+            append_sub_details(&p, "details", r->kids[i], v, x);
+            bson_append_document_end(&sub, &p);
+        } else if (r->deps[i] && !has_all(v, r->deps[i])) {
+            bson_t p, miss;
+            int mm = 0;
+            begin_entry(&sub, &m, &p, x);
+            BSON_APPEND_UTF8(&p, "conditionalProperty", r->names[i]);
+            BSON_APPEND_ARRAY_BEGIN(&p, "missingProperties", &miss);
+            for (char **d = r->deps[i]; *d; d++) {
+                char key[16];
+                if (has_field(v, *d))
+                    continue;
+                snprintf(key, sizeof(key), "%d", mm++);
+                BSON_APPEND_UTF8(&miss, key, *d);
+            }
+            bson_append_array_end(&p, &miss);
+            bson_append_document_end(&sub, &p);
+        }
+    }
+    bson_append_array_end(e, &sub);
+}
+
+/* qsort order for required's names: mongod lists missingProperties sorted. */
+static int
+cmp_names(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* missingProperties: the required names v lacks, sorted. */
+static void
+explain_required(const rule_t *r, const bson_value_t *v, bson_t *e, xctx_t *x)
+{
+    bson_t sub;
+    int m = 0;
+    char **sorted = mf_calloc(r->count ? r->count : 1, sizeof(char *));
+    if (sorted == NULL)
+        abort();
+    memcpy(sorted, r->names, r->count * sizeof(char *));
+    qsort(sorted, r->count, sizeof(char *), cmp_names);
+    append_specified_as(e, r, x);
+    BSON_APPEND_ARRAY_BEGIN(e, "missingProperties", &sub);
+    for (size_t i = 0; i < r->count; i++) {
+        char key[16];
+        if (has_field(v, sorted[i]))
+            continue;
+        snprintf(key, sizeof(key), "%d", m++);
+        BSON_APPEND_UTF8(&sub, key, sorted[i]);
+    }
+    bson_append_array_end(e, &sub);
+    free(sorted);
+}
+
+/*
+ * items / additionalItems. A single schema reports the first failing item (reason, itemIndex,
+ * details); items as an array of schemas reports each failing position ({itemIndex, details});
+ * additionalItems: false lists the items past the array form.
+ */
+static void
+explain_items(const jnode_t *n, const rule_t *r, const bson_value_t *v, bson_t *e, xctx_t *x)
+{
+    bson_iter_t it;
+    size_t from = r->kind == R_ADDL_ITEMS ? n->items->count : 0;
+    if (!bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len))
+        return;
+    if (r->kind == R_ITEMS && r->sub == NULL) {
+        bson_t sub;
+        int m = 0;
+        BSON_APPEND_ARRAY_BEGIN(e, "details", &sub);
+        for (size_t i = 0; bson_iter_next(&it) && i < r->count && x->used < x->max_bytes; i++) {
+            bson_t p;
+            if (node_ok(r->kids[i], bson_iter_value(&it)))
+                continue;
+            begin_entry(&sub, &m, &p, x);
+            BSON_APPEND_INT64(&p, "itemIndex", (int64_t)i);
+            append_sub_details(&p, "details", r->kids[i], bson_iter_value(&it), x);
+            bson_append_document_end(&sub, &p);
+        }
+        bson_append_array_end(e, &sub);
+        return;
+    }
+    if (r->sub == NULL) {
+        bson_t extra;
+        int m = 0;
+        append_specified_as(e, r, x);
+        BSON_APPEND_UTF8(e, "reason", "found additional items");
+        BSON_APPEND_ARRAY_BEGIN(e, "additionalItems", &extra);
+        for (size_t i = 0; bson_iter_next(&it); i++) {
+            char key[16];
+            if (i < from)
+                continue;
+            snprintf(key, sizeof(key), "%d", m++);
+            append_small(&extra, key, bson_iter_value(&it), x);
+        }
+        bson_append_array_end(e, &extra);
+        return;
+    }
+    append_annotations(e, r->sub->title, r->sub->description);
+    BSON_APPEND_UTF8(e, "reason", r->kind == R_ITEMS ? "At least one item did not match the sub-schema"
+                                                     : "At least one additional item did not match the sub-schema");
+    for (size_t i = 0; bson_iter_next(&it); i++) {
+        if (i < from || node_ok(r->sub, bson_iter_value(&it)))
+            continue;
+        BSON_APPEND_INT32(e, "itemIndex", (int32_t)i);
+        append_sub_details(e, "details", r->sub, bson_iter_value(&it), x);
+        break;
+    }
+}
+
+/* uniqueItems: the array and the first item equal to an earlier one. */
+static void
+explain_unique_items(const bson_value_t *v, bson_t *e, xctx_t *x)
+{
+    bson_iter_t a, b;
+    append_small(e, "consideredValue", v, x);
+    if (!bson_iter_init_from_data(&a, v->value.v_doc.data, v->value.v_doc.data_len))
+        return;
+    for (size_t i = 0; bson_iter_next(&a); i++) {
+        bson_iter_init_from_data(&b, v->value.v_doc.data, v->value.v_doc.data_len);
+        for (size_t j = 0; j < i && bson_iter_next(&b); j++) {
+            if (mf_value_equal(bson_iter_value(&a), bson_iter_value(&b))) {
+                append_small(e, "duplicatedValue", bson_iter_value(&a), x);
+                return;
+            }
+        }
+    }
+}
+
+/* allOf / anyOf / oneOf: {index, title?, description?, details} per failing sub-schema (oneOf: or those matching). */
+static void
+explain_combinator(const rule_t *r, const bson_value_t *v, bson_t *e, xctx_t *x)
+{
+    bson_t sub;
+    int m = 0;
+    if (r->kind == R_ONE_OF) {
+        for (size_t i = 0; i < r->count; i++) {
+            if (node_ok(r->kids[i], v)) {
+                char key[16];
+                if (m == 0) {
+                    BSON_APPEND_UTF8(e, "reason", "more than one subschema matched");
+                    BSON_APPEND_ARRAY_BEGIN(e, "matchingSchemaIndexes", &sub);
+                }
+                snprintf(key, sizeof(key), "%d", m++);
+                BSON_APPEND_INT32(&sub, key, (int32_t)i);
+            }
+        }
+        if (m > 0) {
+            bson_append_array_end(e, &sub);
+            return;
+        }
+    }
+    BSON_APPEND_ARRAY_BEGIN(e, "schemasNotSatisfied", &sub);
+    for (size_t i = 0; i < r->count && x->used < x->max_bytes; i++) {
+        bson_t p;
+        if (node_ok(r->kids[i], v))
+            continue;
+        begin_entry(&sub, &m, &p, x);
+        BSON_APPEND_INT32(&p, "index", (int32_t)i);
+        append_annotations(&p, r->kids[i]->title, r->kids[i]->description);
+        append_sub_details(&p, "details", r->kids[i], v, x);
+        bson_append_document_end(&sub, &p);
+    }
+    bson_append_array_end(e, &sub);
+}
+
+/* mongod's reason for a failing leaf keyword (a static string). */
+static const char *
+leaf_reason(rkind_t kind)
+{
+    switch (kind) {
     case R_TYPE:
         return "type did not match";
     case R_MINIMUM:
@@ -911,16 +1322,6 @@ reason_of(const rule_t *r)
         return "regular expression did not match";
     case R_ENUM:
         return "value was not found in enum";
-    case R_MIN_ITEMS:
-    case R_MAX_ITEMS:
-        return "array did not match specified length";
-    case R_UNIQUE_ITEMS:
-        return "found a duplicate item";
-    case R_MIN_PROPS:
-    case R_MAX_PROPS:
-        return "specified number of properties was not satisfied";
-    case R_ADDL_PROPS:
-        return "additional properties are not allowed";
     case R_MULTIPLE_OF:
         return "considered value is not a multiple of the specified value";
     default:
@@ -928,82 +1329,179 @@ reason_of(const rule_t *r)
     }
 }
 
-/* Appends one {operatorName, specifiedAs, reason, ...} entry for rule r failing on v. */
+/* Appends to arr (next index *k) mongod's entry for rule r of node n failing on v. */
 static void
-explain_rule(const jnode_t *n, const rule_t *r, const bson_value_t *v, bson_t *arr, int *k, uint32_t max_bytes,
-             int depth)
+explain_rule(const jnode_t *n, const rule_t *r, const bson_value_t *v, bson_t *arr, int *k, xctx_t *x)
 {
-    char key[16];
-    bson_t e, spec, sub;
+    uint32_t used = x->used;
+    bson_t e;
 
-    snprintf(key, sizeof(key), "%d", (*k)++);
-    BSON_APPEND_DOCUMENT_BEGIN(arr, key, &e);
+    begin_entry(arr, k, &e, x);
     BSON_APPEND_UTF8(&e, "operatorName", r->keyword);
-    BSON_APPEND_DOCUMENT_BEGIN(&e, "specifiedAs", &spec);
-    if (r->spec.value_type != BSON_TYPE_DOCUMENT || r->spec.value.v_doc.data_len < 200)
-        bson_append_value(&spec, r->keyword, -1, &r->spec);
-    bson_append_document_end(&e, &spec);
-    if (r->kind == R_REQUIRED) {
-        int m = 0;
-        BSON_APPEND_ARRAY_BEGIN(&e, "missingProperties", &sub);
-        for (size_t i = 0; i < r->count; i++) {
-            if (!has_field(v, r->names[i])) {
-                snprintf(key, sizeof(key), "%d", m++);
-                BSON_APPEND_UTF8(&sub, key, r->names[i]);
-            }
-        }
-        bson_append_array_end(&e, &sub);
-    } else if (r->kind == R_PROPERTIES && depth < 4) {
-        int m = 0;
-        BSON_APPEND_ARRAY_BEGIN(&e, "propertiesNotSatisfied", &sub);
-        for (size_t i = 0; i < r->count; i++) {
-            bson_iter_t it;
-            if (!bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len) ||
-                !bson_iter_find(&it, r->names[i]) || node_ok(r->kids[i], bson_iter_value(&it)))
-                continue;
-            bson_t p, det;
-            const bson_value_t *pv = bson_iter_value(&it);
-            snprintf(key, sizeof(key), "%d", m++);
-            BSON_APPEND_DOCUMENT_BEGIN(&sub, key, &p);
-            BSON_APPEND_UTF8(&p, "propertyName", r->names[i]);
-            BSON_APPEND_ARRAY_BEGIN(&p, "details", &det);
-            int dk = 0;
-            const jnode_t *kid = r->kids[i];
-            for (size_t j = 0; j < kid->nrules; j++) {
-                if (!rule_ok(kid, &kid->rules[j], pv) && arr->len + e.len < max_bytes)
-                    explain_rule(kid, &kid->rules[j], pv, &det, &dk, max_bytes, depth + 1);
-            }
-            bson_append_array_end(&p, &det);
-            bson_append_document_end(&sub, &p);
-        }
-        bson_append_array_end(&e, &sub);
-    } else {
-        BSON_APPEND_UTF8(&e, "reason", reason_of(r));
-        if (r->kind == R_TYPE || r->kind == R_MINIMUM || r->kind == R_MAXIMUM || r->kind == R_ENUM ||
-            r->kind == R_MIN_LENGTH || r->kind == R_MAX_LENGTH || r->kind == R_PATTERN ||
-            r->kind == R_MULTIPLE_OF) {
-            if ((v->value_type != BSON_TYPE_DOCUMENT && v->value_type != BSON_TYPE_ARRAY) ||
-                v->value.v_doc.data_len < 200)
-                bson_append_value(&e, "consideredValue", -1, v);
-            if (r->kind == R_TYPE)
-                BSON_APPEND_UTF8(&e, "consideredType", mf_type_name(v->value_type));
-        }
+    switch (r->kind) {
+    case R_PROPERTIES:
+        explain_properties(r, v, &e, x);
+        break;
+    case R_ADDL_PROPS:
+        explain_additional_properties(n, r, v, &e, x);
+        break;
+    case R_PATTERN_PROPS:
+        explain_pattern_properties(r, v, &e, x);
+        break;
+    case R_DEPENDENCIES:
+        explain_dependencies(r, v, &e, x);
+        break;
+    case R_REQUIRED:
+        explain_required(r, v, &e, x);
+        break;
+    case R_ITEMS:
+    case R_ADDL_ITEMS:
+        explain_items(n, r, v, &e, x);
+        break;
+    case R_ALL_OF:
+    case R_ANY_OF:
+    case R_ONE_OF:
+        explain_combinator(r, v, &e, x);
+        break;
+    case R_NOT:
+        BSON_APPEND_UTF8(&e, "reason", "child expression matched");
+        break;
+    case R_MIN_ITEMS:
+    case R_MAX_ITEMS:
+        append_specified_as(&e, r, x);
+        BSON_APPEND_UTF8(&e, "reason", "array did not match specified length");
+        append_small(&e, "consideredValue", v, x);
+        BSON_APPEND_INT32(&e, "numberOfItems", (int32_t)count_elems(v));
+        break;
+    case R_UNIQUE_ITEMS:
+        append_specified_as(&e, r, x);
+        BSON_APPEND_UTF8(&e, "reason", "found a duplicate item");
+        explain_unique_items(v, &e, x);
+        break;
+    case R_MIN_PROPS:
+    case R_MAX_PROPS:
+        append_specified_as(&e, r, x);
+        BSON_APPEND_UTF8(&e, "reason", "specified number of properties was not satisfied");
+        BSON_APPEND_INT32(&e, "numberOfProperties", (int32_t)count_elems(v));
+        break;
+    default:
+        /* The leaf keywords: type / bsonType, minimum, maximum, multipleOf, minLength, maxLength, pattern, enum. */
+        append_specified_as(&e, r, x);
+        BSON_APPEND_UTF8(&e, "reason", leaf_reason(r->kind));
+        append_small(&e, "consideredValue", v, x);
+        if (r->kind == R_TYPE)
+            BSON_APPEND_UTF8(&e, "consideredType", mf_type_name(v->value_type));
+        break;
     }
     bson_append_document_end(arr, &e);
-    (void)n;
+    x->used = used + e.len;
+}
+
+/*
+ * Is rule r of node n one mongod drops at parse time? Its makeRestriction turns a type-specific
+ * keyword into always-true when the node states a single type the keyword does not concern
+ * (minimum under bsonType 'string'), so only the type keyword explains such a value.
+ */
+static bool
+restriction_dropped(const jnode_t *n, const rule_t *r)
+{
+    int want;
+    switch (r->kind) {
+    case R_MINIMUM:
+    case R_MAXIMUM:
+    case R_MULTIPLE_OF:
+        want = BSON_TYPE_INT32; /* any number */
+        break;
+    case R_MIN_LENGTH:
+    case R_MAX_LENGTH:
+    case R_PATTERN:
+        want = BSON_TYPE_UTF8;
+        break;
+    case R_MIN_ITEMS:
+    case R_MAX_ITEMS:
+    case R_UNIQUE_ITEMS:
+    case R_ITEMS:
+    case R_ADDL_ITEMS:
+        want = BSON_TYPE_ARRAY;
+        break;
+    case R_PROPERTIES:
+    case R_ADDL_PROPS:
+    case R_PATTERN_PROPS:
+    case R_REQUIRED:
+    case R_MIN_PROPS:
+    case R_MAX_PROPS:
+        want = BSON_TYPE_DOCUMENT;
+        break;
+    default:
+        return false;
+    }
+    for (size_t i = 0; i < n->nrules; i++) {
+        const rule_t *t = &n->rules[i];
+        int ntypes = 0, single = -1;
+        bool numbers;
+        if (t->kind != R_TYPE)
+            continue;
+        for (int b = 0; b < 256; b++) {
+            if (t->types[b]) {
+                ntypes++;
+                single = b;
+            }
+        }
+        numbers = ntypes == 4 && t->types[BSON_TYPE_INT32] && t->types[BSON_TYPE_INT64] &&
+                  t->types[BSON_TYPE_DOUBLE] && t->types[BSON_TYPE_DECIMAL128];
+        if (numbers)
+            single = BSON_TYPE_INT32;
+        else if (ntypes != 1)
+            return false;
+        if (want == BSON_TYPE_INT32)
+            return !(single == BSON_TYPE_INT32 || single == BSON_TYPE_INT64 || single == BSON_TYPE_DOUBLE ||
+                     single == BSON_TYPE_DECIMAL128);
+        return single != want;
+    }
+    return false;
+}
+
+/* Appends to arr (next index *k) an entry per rule of n that v fails, in mongod's order, within the budget. */
+static void
+explain_node(const jnode_t *n, const bson_value_t *v, bson_t *arr, int *k, xctx_t *x)
+{
+    for (size_t o = 0; o < sizeof(kExplainOrder) / sizeof(kExplainOrder[0]); o++) {
+        for (size_t i = 0; i < n->nrules; i++) {
+            const rule_t *r = &n->rules[i];
+            if (r->kind == kExplainOrder[o] && x->used < x->max_bytes && !rule_ok(n, r, v) &&
+                !restriction_dropped(n, r))
+                explain_rule(n, r, v, arr, k, x);
+        }
+    }
 }
 
 void
-mf_jsonschema_explain(const mf_jsonschema_t *s, const bson_t *doc, bson_t *arr, int *n, uint32_t max_bytes)
+mf_jsonschema_explain(const mf_jsonschema_t *s, const bson_t *doc, bson_t *out, uint32_t max_bytes)
 {
+    xctx_t x = {max_bytes, out->len};
     bson_value_t v;
+    bson_t arr;
+    int k = 0;
+
+    /* A root whose type leaves out objects matches no document: mongod explains it as always false. */
+    for (size_t i = 0; i < s->root->nrules; i++) {
+        const rule_t *r = &s->root->rules[i];
+        if (r->kind == R_TYPE && !r->types[BSON_TYPE_DOCUMENT]) {
+            if (fits(value_size(&s->schema) + 20, &x)) {
+                bson_t spec;
+                BSON_APPEND_DOCUMENT_BEGIN(out, "specifiedAs", &spec);
+                BSON_APPEND_VALUE(&spec, "$jsonSchema", &s->schema);
+                bson_append_document_end(out, &spec);
+            }
+            BSON_APPEND_UTF8(out, "reason", "expression always evaluates to false");
+            return;
+        }
+    }
     v.value_type = BSON_TYPE_DOCUMENT;
     v.value.v_doc.data = (uint8_t *)bson_get_data(doc);
     v.value.v_doc.data_len = doc->len;
-    for (size_t i = 0; i < s->root->nrules; i++) {
-        if (arr->len >= max_bytes)
-            break;
-        if (!rule_ok(s->root, &s->root->rules[i], &v))
-            explain_rule(s->root, &s->root->rules[i], &v, arr, n, max_bytes, 0);
-    }
+    append_annotations(out, s->root->title, s->root->description);
+    BSON_APPEND_ARRAY_BEGIN(out, "schemaRulesNotSatisfied", &arr);
+    explain_node(s->root, &v, &arr, &k, &x);
+    bson_append_array_end(out, &arr);
 }

@@ -8,11 +8,13 @@
  * minimum, maximum, exclusiveMinimum, exclusiveMaximum (draft 4 booleans),
  * multipleOf, minLength, maxLength, pattern, enum, items (schema or array),
  * additionalItems, minItems, maxItems, uniqueItems, minProperties,
- * maxProperties, allOf, anyOf, oneOf, not; title and description are
- * ignored. Keywords MongoDB knows but does not implement ($ref, format,
- * default, definitions, id, $schema) are 9 FailedToParse "$jsonSchema
- * keyword 'x' is not currently supported"; other unknown keywords are
- * 9 FailedToParse "Unknown $jsonSchema keyword: x", as MongoDB 8.0 answers.
+ * maxProperties, allOf, anyOf, oneOf, not; title and description only
+ * annotate errInfo (as do string title / description entries of
+ * dependencies, which mongod allows). Keywords MongoDB knows but does not
+ * implement ($ref, format, default, definitions, id, $schema) are
+ * 9 FailedToParse "$jsonSchema keyword 'x' is not currently supported";
+ * other unknown keywords are 9 FailedToParse "Unknown $jsonSchema keyword:
+ * x", as MongoDB 8.0 answers.
  *
  * As in MongoDB, type-specific keywords only constrain values of their type
  * (minimum ignores strings, properties ignores arrays, ...).
@@ -41,12 +43,15 @@ bool mf_jsonschema_match_value(const mf_jsonschema_t *s, const bson_value_t *v);
 bool mf_jsonschema_match(const mf_jsonschema_t *s, const bson_t *doc);
 
 /*
- * mf_jsonschema_explain: appends to arr (an array being built, next index
- * *n) one entry per top-level rule that doc fails, in MongoDB's
- * schemaRulesNotSatisfied shape ({operatorName, specifiedAs, reason, ...},
- * with missingProperties for required and propertiesNotSatisfied for
- * properties). Stops adding once arr exceeds max_bytes.
+ * mf_jsonschema_explain: appends to out (a document being built, after its
+ * operatorName '$jsonSchema') what mongod 8.0's errInfo.details says of doc
+ * failing s: the root schema's title and description, then
+ * schemaRulesNotSatisfied, one entry per failing rule in mongod's shapes and
+ * order; or, when the root's type leaves out objects, specifiedAs and reason
+ * 'expression always evaluates to false'. Adds no more detail (nested
+ * entries, large values) once about max_bytes have been written; out stays
+ * the caller's.
  */
-void mf_jsonschema_explain(const mf_jsonschema_t *s, const bson_t *doc, bson_t *arr, int *n, uint32_t max_bytes);
+void mf_jsonschema_explain(const mf_jsonschema_t *s, const bson_t *doc, bson_t *out, uint32_t max_bytes);
 
 #endif /* MF_JSONSCHEMA_H */

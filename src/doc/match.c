@@ -1922,13 +1922,9 @@ clause_details(const char *k, const bson_value_t *v, const bson_t *doc, bson_t *
     if (strcmp(k, "$jsonSchema") == 0) {
         mf_error_t err;
         mf_jsonschema_t *js = mf_jsonschema_new(v, &err);
-        bson_t arr;
-        int n = 0;
         BSON_APPEND_UTF8(out, "operatorName", "$jsonSchema");
-        BSON_APPEND_ARRAY_BEGIN(out, "schemaRulesNotSatisfied", &arr);
         if (js != NULL)
-            mf_jsonschema_explain(js, doc, &arr, &n, max_bytes);
-        bson_append_array_end(out, &arr);
+            mf_jsonschema_explain(js, doc, out, max_bytes);
         mf_jsonschema_free(js);
         return;
     }
