@@ -15,15 +15,9 @@
 #include "cmd/cmd.h"
 #include "common/alloc.h"
 #include "common/params.h"
+#include "unit_util.h"
 
-static bson_t *
-json(const char *s)
-{
-    bson_error_t e;
-    bson_t *b = bson_new_from_json((const uint8_t *)s, -1, &e);
-    cr_assert_not_null(b, "bad test JSON %s: %s", s, e.message);
-    return b;
-}
+#define json unit_json
 
 /* mf_op_find agrees with bson_iter_init_find for name on cmd: presence, and the value's type and int64. */
 static void

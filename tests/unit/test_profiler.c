@@ -8,15 +8,9 @@
 #include <string.h>
 
 #include "engine/profiler.h"
+#include "unit_util.h"
 
-static bson_t *
-J(const char *json)
-{
-    bson_error_t e;
-    bson_t *b = bson_new_from_json((const uint8_t *)json, -1, &e);
-    cr_assert_not_null(b, "bad JSON %s: %s", json, e.message);
-    return b;
-}
+#define J unit_json
 
 Test(profiler, levels_are_per_database_and_forgotten_on_drop)
 {

@@ -6,6 +6,7 @@
 #define MF_UNIT_UTIL_H
 
 #include <arpa/inet.h>
+#include <bson/bson.h>
 #include <criterion/criterion.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -22,6 +23,16 @@ unit_free_port(void)
     cr_assert_eq(getsockname(s, (struct sockaddr *)&a, &l), 0);
     close(s);
     return ntohs(a.sin_port);
+}
+
+/* The document of relaxed extended JSON s (the caller destroys it); fails the test on bad JSON. */
+static inline bson_t *
+unit_json(const char *s)
+{
+    bson_error_t e;
+    bson_t *b = bson_new_from_json((const uint8_t *)s, -1, &e);
+    cr_assert_not_null(b, "bad test JSON %s: %s", s, e.message);
+    return b;
 }
 
 #endif /* MF_UNIT_UTIL_H */
