@@ -23,22 +23,6 @@ async function restart(kill9) {
 for (const kill9 of [false, true]) {
   const how = kill9 ? 'kill -9' : 'clean restart';
 
-  h.test(`a unique index over decimals that differ past 19 digits after ${how}: its keys still tell them apart, and sort them`, async () => {
-    const { Decimal128 } = require('mongodb');
-    const D = (x) => Decimal128.fromString(x);
-    const dbName = srv.freshDb('decrestart').databaseName;
-    let c = srv.client.db(dbName).collection('c');
-    await c.createIndex({ v: 1 }, { unique: true });
-    await c.insertMany([{ _id: 1, v: D('1.0000000000000000000002') }, { _id: 2, v: D('1.0000000000000000000001') }, { _id: 3, v: 1 }], J);
-    await restart(kill9);
-    c = srv.client.db(dbName).collection('c');
-    await h.expectCode(c.insertOne({ v: D('1.00000000000000000000010') }), 11000);
-    await c.insertOne({ _id: 4, v: D('1.00000000000000000000015') }, J);
-    const order = (await c.find({}).sort({ v: 1 }).hint({ v: 1 }).toArray()).map((d) => d._id);
-    assert.deepEqual(order, [3, 2, 4, 1]);
-    assert.deepEqual((await c.find({ v: { $gt: D('1.0000000000000000000001') } }).hint({ v: 1 }).toArray()).map((d) => d._id).sort(), [1, 4]);
-  });
-
   h.test(`a view redefined by collMod after ${how}: the new viewOn and pipeline are kept and read`, async () => {
     const dbName = srv.freshDb('viewmod').databaseName;
     let db = srv.client.db(dbName);
