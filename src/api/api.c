@@ -144,6 +144,7 @@ mf_db_command(mf_db *db, const char *dbname, const bson_t *cmd, bson_t *reply)
 
     bson_init(reply);
     mf_cmd_run(db->eng, &client, dbname, cmd, NULL, 0, false, reply);
+    mf_client_release(&client); /* what the command attached: a hello's metadata, a SASL conversation */
     if (bson_iter_init_find(&it, reply, "ok") && bson_iter_as_double(&it) == 1.0)
         return 0;
     if (bson_iter_init_find(&it, reply, "code") && BSON_ITER_HOLDS_INT32(&it))

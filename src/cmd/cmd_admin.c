@@ -94,7 +94,7 @@ hello_compression(mf_op_t *op)
  * Keeps the first handshake's client metadata on the connection (currentOp's
  * clientMetadata) and logs it with the compressors just negotiated, as
  * mongod's "client metadata" line (id 51800). Documents over mongod's
- * 512-byte limit are not kept.
+ * 1024-byte limit are not kept.
  */
 static void
 keep_client_metadata(mf_op_t *op, const bson_iter_t *it)
@@ -103,7 +103,7 @@ keep_client_metadata(mf_op_t *op, const bson_iter_t *it)
     uint32_t len;
     bson_t doc;
     bson_iter_document(it, &len, &data);
-    if (len > 512 || !bson_init_static(&doc, data, len))
+    if (len > 1024 || !bson_init_static(&doc, data, len))
         return;
     op->client->metadata = bson_copy(&doc);
     bson_t attr, comp;
@@ -134,7 +134,7 @@ cmd_hello(mf_op_t *op)
     bson_iter_t it;
     bool legacy_name = strcmp(op->name, "hello") != 0;
 
-    /* op->client is NULL for an embedded caller: no connection to remember helloOk on. */
+    /* op->client may be NULL (an internal caller): no connection to remember helloOk on. */
     bool hello_ok = mf_op_find(op, "helloOk", &it) && bson_iter_as_bool(&it);
     if (op->client != NULL && hello_ok)
         op->client->helloed = true;

@@ -67,7 +67,9 @@ struct mf_curop {
     _Atomic int64_t deadline; /* monotonic ms, 0 = none */
     int lat_kind;             /* MF_LAT_*, MF_LAT_NONE: not counted */
     int64_t paused_us;        /* waited, not worked (mf_curop_add_paused); its own thread only */
-    mf_curop_scan_t scan;     /* its own thread only (mf_curop_note_scan) */
+    mf_curop_scan_t scan;     /* its own thread only (mf_curop_note_scan); write_conflicts unused there */
+    /* Write conflicts retried: atomic, as a TTL pass's deleter threads share its operation. */
+    _Atomic int64_t write_conflicts;
 };
 
 /* The calling thread's operation: per-thread state, not shared. */
@@ -211,16 +213,18 @@ void
 mf_curop_note_conflict(mf_curop_t *op)
 {
     if (op != NULL)
-        op->scan.write_conflicts++;
+        atomic_fetch_add_explicit(&op->write_conflicts, 1, memory_order_relaxed);
 }
 
 void
 mf_curop_scan_of(const mf_curop_t *op, mf_curop_scan_t *out)
 {
-    if (op == NULL)
+    if (op == NULL) {
         memset(out, 0, sizeof(*out));
-    else
+    } else {
         *out = op->scan;
+        out->write_conflicts = atomic_load_explicit(&((mf_curop_t *)op)->write_conflicts, memory_order_relaxed);
+    }
 }
 
 void

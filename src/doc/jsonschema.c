@@ -1231,6 +1231,8 @@ explain_items(const jnode_t *n, const rule_t *r, const bson_value_t *v, bson_t *
             char key[16];
             if (i < from)
                 continue;
+            if (!fits(value_size(bson_iter_value(&it)), x))
+                break; /* the budget is spent: the list ends here, without gaps in its indexes */
             snprintf(key, sizeof(key), "%d", m++);
             append_small(&extra, key, bson_iter_value(&it), x);
         }

@@ -202,6 +202,16 @@ Test(api, in_memory_database_is_gone_after_close)
     mf_db_close(db);
 }
 
+/* A hello with client metadata through the embedded API: answered, and nothing it attached outlives the call (LeakSanitizer). */
+Test(api, hello_with_client_metadata_leaves_nothing_behind)
+{
+    mf_db *db = open_db(NULL, "{\"inMemory\": true}");
+    for (int i = 0; i < 3; i++)
+        ok_json(db, "admin", "{\"hello\": 1, \"client\": {\"application\": {\"name\": \"embedded-app\"}, "
+                             "\"driver\": {\"name\": \"c\", \"version\": \"1\"}, \"os\": {\"type\": \"Linux\"}}}");
+    mf_db_close(db);
+}
+
 /* Issue 7: a multikey index must be known as multikey after a clean restart. */
 Test(api, multikey_index_after_reopen_returns_each_document_once)
 {
