@@ -65,6 +65,17 @@ lookup(mf_engine_t *eng, const char *name, int *index)
     return NULL;
 }
 
+/* The entries of every table, enabled or not. */
+static size_t
+table_entry_count(void)
+{
+    size_t n = 0;
+    for (size_t t = 0; t < sizeof(tables) / sizeof(tables[0]); t++)
+        for (const mf_cmd_def_t *d = tables[t]; d->name != NULL; d++)
+            n++;
+    return n;
+}
+
 /* eng->cmd_counts, allocated on first use (two counters per table entry, all tables). */
 static _Atomic int64_t *
 cmd_counts(mf_engine_t *eng)
@@ -72,11 +83,7 @@ cmd_counts(mf_engine_t *eng)
     _Atomic int64_t *c = atomic_load(&eng->cmd_counts);
     if (c != NULL)
         return c;
-    size_t n = 0;
-    for (size_t t = 0; t < sizeof(tables) / sizeof(tables[0]); t++)
-        for (const mf_cmd_def_t *d = tables[t]; d->name != NULL; d++)
-            n++;
-    _Atomic int64_t *fresh = mf_calloc(2 * n, sizeof(*fresh)), *none = NULL;
+    _Atomic int64_t *fresh = mf_calloc(2 * table_entry_count(), sizeof(*fresh)), *none = NULL;
     if (atomic_compare_exchange_strong(&eng->cmd_counts, &none, fresh))
         return fresh;
     free((void *)fresh); /* another thread's won */
@@ -104,11 +111,8 @@ void
 mf_cmd_append_command_metrics(mf_engine_t *eng, bson_t *out)
 {
     _Atomic int64_t *c = cmd_counts(eng);
-    size_t n = 0, cap = 0;
+    size_t n = 0, cap = table_entry_count();
     int i = 0;
-    for (size_t t = 0; t < sizeof(tables) / sizeof(tables[0]); t++)
-        for (const mf_cmd_def_t *d = tables[t]; d->name != NULL; d++)
-            cap++;
     metric_entry_t *e = mf_calloc(cap ? cap : 1, sizeof(*e));
     for (size_t t = 0; t < sizeof(tables) / sizeof(tables[0]); t++) {
         if (!table_enabled(eng, tables[t]))
@@ -1011,7 +1015,8 @@ op_finished(mf_engine_t *eng, const mf_client_t *client, const char *db, const c
     const char *coll = NULL;
     bson_t entry;
     bool have_entry = false, slow, profiled;
-    mf_profile_filter_t *filter = mf_profile_filter_get(eng->profiler, db);
+    int level = 0;
+    mf_profile_filter_t *filter = mf_profile_filter_and_level(eng->profiler, db, &level);
     if (filter != NULL) {
         /* The database's filter decides, over the operation's profile entry, in place of slowms and sampleRate. */
         coll = command_ns(ns, sizeof(ns), db, name, cmd);
@@ -1019,7 +1024,6 @@ op_finished(mf_engine_t *eng, const mf_client_t *client, const char *db, const c
         have_entry = true;
         slow = mf_profile_filter_match(filter, &entry);
         mf_profile_filter_release(filter);
-        int level = mf_profile_level(eng->profiler, db);
         profiled = level == 2 || (level == 1 && slow);
     } else {
         slow = mf_profile_slow(eng->profiler, millis);

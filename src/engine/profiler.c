@@ -196,6 +196,12 @@ mf_profile_set_filter(mf_profiler_t *P, const char *db, const bson_t *spec, mf_e
 mf_profile_filter_t *
 mf_profile_filter_get(mf_profiler_t *P, const char *db)
 {
+    return mf_profile_filter_and_level(P, db, NULL);
+}
+
+mf_profile_filter_t *
+mf_profile_filter_and_level(mf_profiler_t *P, const char *db, int *level)
+{
     if (atomic_load(&P->any_filter) == 0)
         return NULL;
     pthread_mutex_lock(&P->mu);
@@ -203,6 +209,8 @@ mf_profile_filter_get(mf_profiler_t *P, const char *db)
     mf_profile_filter_t *f = i >= 0 ? P->dbs[i].filter : NULL;
     if (f != NULL)
         atomic_fetch_add(&f->refs, 1);
+    if (level != NULL)
+        *level = i >= 0 ? P->dbs[i].level : P->default_level;
     pthread_mutex_unlock(&P->mu);
     return f;
 }

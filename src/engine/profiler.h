@@ -53,12 +53,16 @@ bool mf_profile_wants(mf_profiler_t *p, const char *db, bool slow);
  * NULL: "unset"); -1 with err when spec does not parse, nothing changed.
  * mf_profile_filter_get: db's filter, a reference the caller releases with
  * mf_profile_filter_release, or NULL (cheap when no database has one).
+ * mf_profile_filter_and_level: the same, and (when it returns one) db's
+ * level in *level (may be NULL), read under the same lock: what a finishing
+ * operation needs in one lookup.
  * mf_profile_filter_spec: the filter as set (valid while the reference is
  * held). mf_profile_filter_match: whether entry passes it (thread-safe).
  */
 typedef struct mf_profile_filter mf_profile_filter_t;
 int mf_profile_set_filter(mf_profiler_t *p, const char *db, const bson_t *spec, mf_error_t *err);
 mf_profile_filter_t *mf_profile_filter_get(mf_profiler_t *p, const char *db);
+mf_profile_filter_t *mf_profile_filter_and_level(mf_profiler_t *p, const char *db, int *level);
 void mf_profile_filter_release(mf_profile_filter_t *f);
 const bson_t *mf_profile_filter_spec(const mf_profile_filter_t *f);
 bool mf_profile_filter_match(const mf_profile_filter_t *f, const bson_t *entry);

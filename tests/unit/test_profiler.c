@@ -63,6 +63,14 @@ Test(profiler, a_filter_matches_profile_entries_and_outlives_its_replacement)
     cr_assert(bson_equal(mf_profile_filter_spec(now), spec));
     mf_profile_filter_release(now);
 
+    /* One lookup gives the filter and the level together. */
+    int level = -1;
+    mf_profile_set_level(p, "db", 1);
+    now = mf_profile_filter_and_level(p, "db", &level);
+    cr_assert(bson_equal(mf_profile_filter_spec(now), spec));
+    cr_assert_eq(level, 1, "the level read with the filter");
+    mf_profile_filter_release(now);
+
     /* Turning the level off keeps the filter; "unset" removes it; a dropped database forgets it. */
     mf_profile_set_level(p, "db", 0);
     now = mf_profile_filter_get(p, "db");
