@@ -946,6 +946,7 @@ cmd_server_status(mf_op_t *op)
         BSON_APPEND_INT64(&sub2, "updated", atomic_load(&e->op_update));
         bson_append_document_end(&sub, &sub2);
         BSON_APPEND_DOCUMENT_BEGIN(&sub, "operation", &sub2);
+        BSON_APPEND_INT64(&sub2, "scanAndOrder", atomic_load(&e->scan_and_order));
         BSON_APPEND_INT64(&sub2, "writeConflicts", atomic_load(&e->write_conflicts));
         bson_append_document_end(&sub, &sub2);
         /* Keys and documents examined by finished operations; the queries that read a whole collection. */

@@ -902,6 +902,8 @@ slow_log_limited(const mf_client_t *client, const char *ns, const bson_t *cmd, c
         BSON_APPEND_INT64(&attr, "keysExamined", scan->keys_examined);
         BSON_APPEND_INT64(&attr, "docsExamined", scan->docs_examined);
     }
+    if (scan->has_sort_stage)
+        BSON_APPEND_BOOL(&attr, "hasSortStage", true);
     if (scan->write_conflicts > 0)
         BSON_APPEND_INT64(&attr, "writeConflicts", scan->write_conflicts);
     int64_t nret = returned_of(reply);
@@ -960,6 +962,8 @@ profile_entry(const mf_client_t *client, const char *ns, const char *name, const
         BSON_APPEND_INT64(&e, "keysExamined", scan->keys_examined);
         BSON_APPEND_INT64(&e, "docsExamined", scan->docs_examined);
     }
+    if (scan->has_sort_stage)
+        BSON_APPEND_BOOL(&e, "hasSortStage", true);
     if (bson_iter_init_find(&it, reply, "n") && BSON_ITER_HOLDS_INT32(&it)) {
         const char *field = strcmp(name, "insert") == 0 ? "ninserted" : strcmp(name, "delete") == 0 ? "ndeleted" : "nMatched";
         BSON_APPEND_INT32(&e, field, bson_iter_int32(&it));
@@ -1005,6 +1009,8 @@ op_finished(mf_engine_t *eng, const mf_client_t *client, const char *db, const c
         atomic_fetch_add_explicit(&eng->qe_scanned_objects, scan->docs_examined, memory_order_relaxed);
     if (scan->write_conflicts > 0)
         atomic_fetch_add_explicit(&eng->write_conflicts, scan->write_conflicts, memory_order_relaxed);
+    if (scan->has_sort_stage)
+        atomic_fetch_add_explicit(&eng->scan_and_order, 1, memory_order_relaxed);
     if (scan->collscan && strcmp(name, "getMore") != 0) { /* a query counts once, when it starts */
         bson_iter_t t;
         atomic_fetch_add_explicit(&eng->qe_collscans, 1, memory_order_relaxed);

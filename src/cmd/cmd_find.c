@@ -431,6 +431,7 @@ sort_plan_results(mf_op_t *op, mf_coll_t *c, mf_cursor_t *cur, const mf_sort_t *
     sorted_ctx_t x = {.cur = cur, .err = &op->err};
     int rc = mf_exec_run(op->sess, c, cur->plan, cur->matcher, sorted_visit, &x, &op->err);
     if (rc == 0) {
+        mf_curop_note_sort(mf_curop_current());
         mf_sort_docs(srt, x.docs, x.n);
         for (size_t i = (size_t)skip; i < x.n && (limit <= 0 || i < (size_t)skip + (size_t)limit); i++) {
             bson_iter_t it, last;

@@ -210,6 +210,13 @@ mf_curop_note_scan(mf_curop_t *op, int64_t keys, int64_t docs, bool collscan,
 }
 
 void
+mf_curop_note_sort(mf_curop_t *op)
+{
+    if (op != NULL)
+        op->scan.has_sort_stage = true;
+}
+
+void
 mf_curop_note_conflict(mf_curop_t *op)
 {
     if (op != NULL)

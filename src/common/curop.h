@@ -79,12 +79,14 @@ int64_t mf_curop_paused_us(const mf_curop_t *op);
  * report it: keys and documents examined, over every scan the operation ran,
  * and the summary of its first plan ("COLLSCAN", "IXSCAN { a: 1 }"); whether
  * one of its scans read the whole collection (serverStatus
- * metrics.queryExecutor.collectionScans); the write conflicts it retried
+ * metrics.queryExecutor.collectionScans); whether it sorted in memory
+ * (hasSortStage, metrics.operation.scanAndOrder); the write conflicts it retried
  * (the profiler's writeConflicts, metrics.operation.writeConflicts).
  */
 typedef struct mf_curop_scan {
     int64_t keys_examined, docs_examined, write_conflicts;
     bool collscan;
+    bool has_sort_stage; /* it sorted results no index ordered (a blocking sort: mongod's hasSortStage) */
     char plan[160]; /* "" when no query ran */
 } mf_curop_scan_t;
 
@@ -96,6 +98,8 @@ typedef struct mf_curop_scan {
  */
 void mf_curop_note_scan(mf_curop_t *op, int64_t keys, int64_t docs, bool collscan,
                         void (*plan_fn)(const void *arg, char *buf, size_t cap), const void *arg);
+/* mf_curop_note_sort: op (NULL: none, nothing done) ran a blocking sort. Its own thread only. */
+void mf_curop_note_sort(mf_curop_t *op);
 /* mf_curop_note_conflict: op (NULL: none, nothing done) met a write conflict and retries. */
 void mf_curop_note_conflict(mf_curop_t *op);
 /* mf_curop_scan_of: op's scan figures so far into *out (zero for NULL). */

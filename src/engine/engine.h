@@ -202,6 +202,7 @@ typedef struct mf_engine {
      * of those, the ones not on a tailable cursor), write conflicts retried.
      */
     _Atomic int64_t qe_scanned, qe_scanned_objects, qe_collscans, qe_collscans_nontailable, write_conflicts;
+    _Atomic int64_t scan_and_order; /* operations that ran a blocking sort (metrics.operation.scanAndOrder) */
     /*
      * serverStatus asserts.user: commands answered with an error (ok: 0)
      * and write errors in write commands' replies, MongoDB's uasserts

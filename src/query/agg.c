@@ -85,6 +85,7 @@
 #include <time.h>
 
 #include "common/alloc.h"
+#include "common/curop.h"
 #include "doc/bucket.h"
 #include "doc/expr.h"
 #include "doc/geo.h"
@@ -4262,6 +4263,7 @@ run_stage(const stage_t *s, const mf_agg_env_t *env, mf_docvec_t *in, mf_docvec_
         mf_docvec_destroy(in);
         return 0;
     case S_SORT:
+        mf_curop_note_sort(mf_curop_current());
         mf_sort_docs(s->sort, in->docs, in->len);
         take_vec(out, in);
         return 0;
@@ -4321,6 +4323,7 @@ run_stage(const stage_t *s, const mf_agg_env_t *env, mf_docvec_t *in, mf_docvec_
             mf_docvec_destroy(&grouped);
             return -1;
         }
+        mf_curop_note_sort(mf_curop_current()); /* $sortByCount and $bucket are a $group and a $sort */
         mf_sort_docs(s->sort, grouped.docs, grouped.len);
         take_vec(out, &grouped);
         return 0;
@@ -4332,6 +4335,7 @@ run_stage(const stage_t *s, const mf_agg_env_t *env, mf_docvec_t *in, mf_docvec_
             mf_docvec_destroy(&grouped);
             return -1;
         }
+        mf_curop_note_sort(mf_curop_current()); /* $sortByCount and $bucket are a $group and a $sort */
         mf_sort_docs(s->sort, grouped.docs, grouped.len);
         take_vec(out, &grouped);
         return 0;
@@ -5031,6 +5035,7 @@ node_next(mf_agg_stream_t *st, size_t i, const mf_agg_env_t *env, bson_t **out, 
                          "Sort exceeded memory limit of %lld bytes, but did not opt in to external sorting.",
                          (long long)budget);
                 nd->sorter = mf_sorter_new(sort_stage_cmp, s->sort, budget, st->allow_disk, msg, st->tmp_dir);
+                mf_curop_note_sort(mf_curop_current());
                 /* $sort then [$skip...] $limit: a top-k sort (what MongoDB calls $sort with limit). */
                 int64_t k = 0;
                 for (size_t j = i + 1; j < st->n; j++) {
@@ -5074,6 +5079,7 @@ node_next(mf_agg_stream_t *st, size_t i, const mf_agg_env_t *env, bson_t **out, 
                 nd->sorter = mf_sorter_new(sort_stage_cmp, s->sort, budget, st->allow_disk,
                                            "Sort exceeded memory limit, but did not opt in to external sorting.",
                                            st->tmp_dir);
+                mf_curop_note_sort(mf_curop_current());
                 for (;;) {
                     if (nd->gspill != NULL) {
                         if (group_next_spilled(nd, gs, &d, err) < 0)

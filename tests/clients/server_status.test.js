@@ -131,6 +131,33 @@ h.test('metrics.queryExecutor counts keys and documents examined and the queries
   assert.ok(isInt(op.writeConflicts), `metrics.operation.writeConflicts: ${op.writeConflicts}`);
 });
 
+h.test('metrics.operation.scanAndOrder counts the operations that sorted in memory, and their profile entries say hasSortStage', async () => {
+  const db = srv.freshDb('sandord');
+  const c = db.collection('c');
+  await c.insertMany(Array.from({ length: 20 }, (_, i) => ({ _id: i, a: i, b: 20 - i })));
+  await c.createIndex({ a: 1 });
+  await db.command({ profile: 2 });
+  const sao = async () => num((await status()).metrics.operation.scanAndOrder);
+  const s0 = await sao();
+  assert.deepEqual((await c.find({}).sort({ a: -1 }).limit(2).toArray()).map((d) => d._id), [19, 18]);
+  assert.equal(await sao(), s0, 'an index provides the order: no sort stage');
+  assert.deepEqual((await c.find({ b: { $gt: 0 } }).sort({ b: 1 }).limit(2).toArray()).map((d) => d._id), [19, 18]);
+  const s1 = await sao();
+  assert.equal(s1, s0 + 1, 'a find sorting on an unindexed field');
+  const agg = await c.aggregate([{ $sort: { b: -1 } }, { $limit: 1 }]).toArray();
+  assert.equal(agg[0]._id, 0);
+  assert.equal(await sao(), s1 + 1, 'an aggregate $sort no index provides');
+  await c.aggregate([{ $sortByCount: '$a' }]).toArray();
+  assert.equal(await sao(), s1 + 2, '$sortByCount is a $group and a $sort');
+  await db.command({ profile: 0 });
+  const entries = await db.collection('system.profile').find({ ns: `${db.databaseName}.c`, op: { $in: ['query', 'command'] } }).toArray();
+  const sorted = entries.filter((e) => e.hasSortStage === true);
+  assert.equal(sorted.length, 3, `entries with hasSortStage: ${JSON.stringify(entries.map((e) => [e.op, e.planSummary, e.hasSortStage]))}`);
+  assert.ok(sorted.some((e) => e.command && e.command.sort && e.command.sort.b === 1), 'the find that sorted');
+  const unsorted = entries.find((e) => e.command && e.command.sort && e.command.sort.a === -1);
+  assert.ok(unsorted && unsorted.hasSortStage === undefined, 'an index-ordered find has no hasSortStage field, as mongod');
+});
+
 h.test('extra_info.user_time_us grows with work; globalLock.totalTime with time', async () => {
   const db = srv.freshDb('rusage');
   const r0 = await status();
