@@ -383,7 +383,11 @@ async function main() {
     conns.push(...await Promise.all(batch));
   }
   await Promise.all(conns.map(async (c) => {
-    const r = await c.command({ hello: 1, client: { application: { name: 'mayfly-load' } }, $db: 'admin' });
+    const r = await c.command({
+      hello: 1,
+      client: { application: { name: 'mayfly-load' }, driver: { name: 'mayfly-load', version: '1' }, os: { type: process.platform } },
+      $db: 'admin',
+    });
     if (r.ok !== 1) throw new Error(`hello: ${JSON.stringify(r)}`);
   }));
   const monitor = await new Conn(port, -1).open();

@@ -50,6 +50,7 @@ typedef struct mf_client {
      * ends; owned, freed by mf_client_release.
      */
     bson_t *metadata;
+    bool metadata_final; /* a hello has run: no later one may send `client` (186), as mongod's tryFinalize */
     bool close_requested;   /* set by a command (failCommand's closeConnection): drop the connection, send no reply */
     /*
      * The wire compressors this connection negotiated, in the client's

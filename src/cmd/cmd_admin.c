@@ -90,11 +90,105 @@ hello_compression(mf_op_t *op)
     return 0;
 }
 
+/* The sub-document `name` of a client metadata document, checked to be one (14), in *sub. */
+static int
+metadata_sub(const bson_iter_t *it, const char *name, bson_iter_t *sub, mf_error_t *err)
+{
+    if (!BSON_ITER_HOLDS_DOCUMENT(it) || !bson_iter_recurse(it, sub))
+        return mf_err_set(err, MF_E_TypeMismatch,
+                          "The '%s' field is required to be a BSON document in the client metadata document", name);
+    return 0;
+}
+
 /*
- * Keeps the first handshake's client metadata on the connection (currentOp's
- * clientMetadata) and logs it with the compressors just negotiated, as
- * mongod's "client metadata" line (id 51800). Documents over mongod's
- * 1024-byte limit are not kept.
+ * Whether sub (a metadata sub-document `parent`) has the string field
+ * `field`: 1 yes, 0 absent, -1 with 14 when it is not a string. *s gets
+ * the string (borrowed from the command) when s is not NULL.
+ */
+static int
+metadata_string(const bson_iter_t *sub, const char *parent, const char *field, const char **s, uint32_t *len,
+                mf_error_t *err)
+{
+    bson_iter_t f = *sub;
+    if (!bson_iter_find(&f, field))
+        return 0;
+    if (!BSON_ITER_HOLDS_UTF8(&f))
+        return mf_err_set(err, MF_E_TypeMismatch,
+                          "The '%s.%s' field must be a string in the client metadata document", parent, field);
+    if (s != NULL)
+        *s = bson_iter_utf8(&f, len);
+    return 1;
+}
+
+/*
+ * A hello's `client` document, checked as mongod's ClientMetadata does
+ * before the command runs: a document (14) of at most 1024 bytes (185);
+ * application, when present, a document whose name is a string of at most
+ * 128 bytes (184); driver with string name and version and os with a
+ * string type, both required (183). *app gets application.name (borrowed;
+ * "" when there is none).
+ */
+static int
+check_client_metadata(const bson_iter_t *it, const char **app, mf_error_t *err)
+{
+    bson_iter_t f, sub;
+    bool driver = false, os = false;
+    int r;
+    uint32_t len = 0;
+    *app = "";
+    if (!BSON_ITER_HOLDS_DOCUMENT(it))
+        return mf_err_set(err, MF_E_TypeMismatch, "The client metadata document must be a document");
+    const uint8_t *data;
+    bson_iter_document(it, &len, &data);
+    if (len > 1024)
+        return mf_err_set(err, MF_E_ClientMetadataDocumentTooLarge,
+                          "The client metadata document must be less then or equal to 1024 bytes");
+    if (!bson_iter_recurse(it, &f))
+        return mf_err_set(err, MF_E_TypeMismatch, "The client metadata document must be a document");
+    while (bson_iter_next(&f)) {
+        const char *k = bson_iter_key(&f);
+        if (strcmp(k, "application") == 0) {
+            if (metadata_sub(&f, k, &sub, err) != 0 || metadata_string(&sub, k, "name", app, &len, err) < 0)
+                return -1;
+            if (len > 128)
+                return mf_err_set(err, MF_E_ClientMetadataAppNameTooLarge,
+                                  "The 'application.name' field must be less then or equal to 128 bytes in the "
+                                  "client metadata document");
+        } else if (strcmp(k, "driver") == 0) {
+            if (metadata_sub(&f, k, &sub, err) != 0)
+                return -1;
+            const char *missing = NULL;
+            if ((r = metadata_string(&sub, k, "name", NULL, NULL, err)) < 0)
+                return -1;
+            if (r == 0)
+                missing = "name";
+            if ((r = metadata_string(&sub, k, "version", NULL, NULL, err)) < 0)
+                return -1;
+            if (missing == NULL && r == 0)
+                missing = "version";
+            if (missing != NULL)
+                return mf_err_set(err, MF_E_ClientMetadataMissingField,
+                                  "Missing required field 'driver.%s' in the client metadata document", missing);
+            driver = true;
+        } else if (strcmp(k, "os") == 0) {
+            if (metadata_sub(&f, k, &sub, err) != 0 || (r = metadata_string(&sub, k, "type", NULL, NULL, err)) < 0)
+                return -1;
+            if (r == 0)
+                return mf_err_set(err, MF_E_ClientMetadataMissingField,
+                                  "Missing required field 'os.type' in the client metadata document");
+            os = true;
+        }
+    }
+    if (!driver || !os)
+        return mf_err_set(err, MF_E_ClientMetadataMissingField,
+                          "Missing required sub-document '%s' in the client metadata document", driver ? "os" : "driver");
+    return 0;
+}
+
+/*
+ * Keeps the first handshake's client metadata (checked) on the connection
+ * (currentOp's clientMetadata) and logs it with the compressors just
+ * negotiated, as mongod's "client metadata" line (id 51800).
  */
 static void
 keep_client_metadata(mf_op_t *op, const bson_iter_t *it)
@@ -103,7 +197,7 @@ keep_client_metadata(mf_op_t *op, const bson_iter_t *it)
     uint32_t len;
     bson_t doc;
     bson_iter_document(it, &len, &data);
-    if (len > 1024 || !bson_init_static(&doc, data, len))
+    if (!bson_init_static(&doc, data, len))
         return;
     op->client->metadata = bson_copy(&doc);
     bson_t attr, comp;
@@ -131,17 +225,26 @@ static int
 cmd_hello(mf_op_t *op)
 {
     bson_t *r = op->reply, tv;
-    bson_iter_t it;
+    bson_iter_t it, meta;
     bool legacy_name = strcmp(op->name, "hello") != 0;
 
-    /* op->client may be NULL (an internal caller): no connection to remember helloOk on. */
+    /*
+     * The client metadata: sent by the connection's first hello only (a
+     * later one is 186, as mongod finalizes it after the first hello), and
+     * checked before anything else. op->client may be NULL (an internal caller).
+     */
+    bool has_meta = mf_op_find(op, "client", &meta);
+    const char *app = "";
+    if (has_meta && op->client != NULL && op->client->metadata_final)
+        return mf_err_set(&op->err, MF_E_ClientMetadataCannotBeMutated,
+                          "The client metadata document may only be sent in the first hello");
+    if (has_meta && check_client_metadata(&meta, &app, &op->err) != 0)
+        return -1;
     bool hello_ok = mf_op_find(op, "helloOk", &it) && bson_iter_as_bool(&it);
     if (op->client != NULL && hello_ok)
         op->client->helloed = true;
-    bson_iter_t app;
-    if (op->client != NULL && bson_iter_init(&app, op->cmd) &&
-        bson_iter_find_descendant(&app, "client.application.name", &it) && BSON_ITER_HOLDS_UTF8(&it))
-        snprintf(op->client->app_name, sizeof(op->client->app_name), "%s", bson_iter_utf8(&it, NULL));
+    if (op->client != NULL && has_meta)
+        snprintf(op->client->app_name, sizeof(op->client->app_name), "%s", app);
     if (op->client != NULL ? op->client->helloed : hello_ok)
         BSON_APPEND_BOOL(r, "helloOk", true);
     if (op->eng->repl != NULL)
@@ -164,9 +267,10 @@ cmd_hello(mf_op_t *op)
     BSON_APPEND_BOOL(r, "readOnly", false);
     if (hello_compression(op) != 0)
         return -1;
-    if (op->client != NULL && op->client->metadata == NULL && mf_op_find(op, "client", &it) &&
-        BSON_ITER_HOLDS_DOCUMENT(&it))
-        keep_client_metadata(op, &it);
+    if (op->client != NULL && has_meta && op->client->metadata == NULL)
+        keep_client_metadata(op, &meta);
+    if (op->client != NULL)
+        op->client->metadata_final = true;
     mf_cmd_auth_hello(op);
     return 0;
 }

@@ -117,6 +117,10 @@
     X(292, QueryExceededMemoryLimitNoDiskUseAllowed)                           \
     X(189, PrimarySteppedDown)                                                 \
     X(181, AmbiguousIndexKeyPattern)                                           \
+    X(183, ClientMetadataMissingField)                                         \
+    X(184, ClientMetadataAppNameTooLarge)                                      \
+    X(185, ClientMetadataDocumentTooLarge)                                     \
+    X(186, ClientMetadataCannotBeMutated)                                      \
     X(31082, SearchNotEnabled)                                                 \
     X(10334, BSONObjectTooLarge)                                               \
     X(64, WriteConcernFailed)                                                  \

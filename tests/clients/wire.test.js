@@ -592,3 +592,50 @@ h.test('a request queued at the worker cap calls back a worker waiting on a held
     s2.cleanup();
   }
 });
+
+h.test('client metadata is checked as mongod\'s ClientMetadata, and only the first hello of a connection may send it (186)', async () => {
+  const good = { driver: { name: 'raw', version: '1.0' }, os: { type: 'Linux' }, application: { name: 'wire-test' } };
+  const first = async (client) => {
+    const c = await h.rawConnect(srv.port);
+    const r = await c.command('admin', { hello: 1, client });
+    return { c, r };
+  };
+  const cases = [
+    [5, 14, 'TypeMismatch', /must be a document/],
+    [{ os: { type: 'Linux' } }, 183, 'ClientMetadataMissingField', /Missing required sub-document 'driver'/],
+    [{ driver: { name: 'raw', version: '1' } }, 183, 'ClientMetadataMissingField', /Missing required sub-document 'os'/],
+    [{ driver: { name: 'raw' }, os: { type: 'x' } }, 183, 'ClientMetadataMissingField', /'driver.version'/],
+    [{ driver: { name: 'raw', version: 1 }, os: { type: 'x' } }, 14, 'TypeMismatch', /'driver.version' field must be a string/],
+    [{ driver: { name: 'raw', version: '1' }, os: { type: 'x' }, application: { name: 'a'.repeat(129) } }, 184,
+      'ClientMetadataAppNameTooLarge', /128 bytes/],
+    [{ ...good, padding: 'p'.repeat(1100) }, 185, 'ClientMetadataDocumentTooLarge', /1024 bytes/],
+  ];
+  for (const [client, code, codeName, msg] of cases) {
+    const { c, r } = await first(client);
+    assert.equal(r.ok, 0, JSON.stringify(client).slice(0, 80));
+    assert.equal(r.code, code);
+    assert.equal(r.codeName, codeName);
+    assert.match(r.errmsg, msg);
+    // A refused first hello does not finalize the handshake: a good one may follow.
+    const again = await c.command('admin', { hello: 1, client: good });
+    assert.equal(again.ok, 1);
+    c.close();
+  }
+  const { c, r } = await first(good);
+  assert.equal(r.ok, 1);
+  const second = await c.command('admin', { hello: 1, client: good });
+  assert.equal(second.code, 186);
+  assert.equal(second.codeName, 'ClientMetadataCannotBeMutated');
+  assert.equal(second.errmsg, 'The client metadata document may only be sent in the first hello');
+  assert.equal((await c.command('admin', { hello: 1 })).ok, 1, 'a later hello without metadata is fine');
+  const ops = await c.command('admin', { currentOp: 1, $ownOps: true });
+  const self = ops.inprog.find((o) => o.command && o.command.currentOp);
+  assert.equal(self.appName, 'wire-test', 'the first hello\'s application name stays');
+  c.close();
+  // A first hello without metadata finalizes too.
+  const c2 = await h.rawConnect(srv.port);
+  assert.equal((await c2.command('admin', { isMaster: 1 })).ok, 1);
+  assert.equal((await c2.command('admin', { hello: 1, client: good })).code, 186);
+  c2.close();
+  await otherClientsOk();
+});
