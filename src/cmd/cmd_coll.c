@@ -761,6 +761,13 @@ split_ns(const char *ns, char *db, size_t dbcap, const char **coll)
     return 0;
 }
 
+/* Whether a replica set keeps db.coll on this member only (mongod's !NamespaceString::isReplicated): local and system.profile. */
+static bool
+ns_unreplicated(const char *db, const char *coll)
+{
+    return strcmp(db, "local") == 0 || strcmp(coll, "system.profile") == 0;
+}
+
 static int
 cmd_rename_collection(mf_op_t *op)
 {
@@ -786,6 +793,10 @@ cmd_rename_collection(mf_op_t *op)
     if (strncmp(tcoll, "system.", 7) == 0 && strncmp(tcoll, MF_TS_BUCKETS_PREFIX, strlen(MF_TS_BUCKETS_PREFIX)) != 0)
         return mf_err_set(&op->err, MF_E_IllegalOperation, "error with target namespace: Invalid system namespace: %s",
                           to);
+    /* A replica set's members would not agree on what moved (mongod's isReplicatedChanged; a standalone has no oplog). */
+    if (op->eng->repl != NULL && ns_unreplicated(fdb, fcoll) != ns_unreplicated(tdb, tcoll))
+        return mf_err_set(&op->err, MF_E_IllegalOperation,
+                          "Cannot rename collections between a replicated and an unreplicated database");
     mf_catalog_wrlock(op->eng->cat);
     c = mf_catalog_coll_find_pair(op->eng->cat, fdb, fcoll, tdb, tcoll, &t);
     if (c == NULL && mf_catalog_lock_timed_out()) {

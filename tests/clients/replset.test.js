@@ -203,6 +203,24 @@ R.test('a member started with --replSet but not initiated: hello says it has no 
   assert.equal(rawCode(w), 10107, JSON.stringify(w));
 });
 
+R.test('renameCollection out of system.profile (kept by each member alone) is refused in a set, as mongod: 20 IllegalOperation', async () => {
+  const db = rs.client.db('rs_profile_rename');
+  await db.collection('c').insertOne({ _id: 1 }, MAJ);
+  await db.command({ profile: 2 });
+  await db.collection('c').find({}).toArray();
+  await db.command({ profile: 0 });
+  assert.ok((await db.collection('system.profile').countDocuments({})) > 0, 'the primary profiled the find');
+  const e = await rs.client.db('admin').command({ renameCollection: 'rs_profile_rename.system.profile', to: 'rs_profile_rename.kept' })
+    .then(() => null, (x) => x);
+  assert.ok(e, 'refused');
+  assert.equal(e.code, 20);
+  assert.equal(e.codeName, 'IllegalOperation');
+  assert.equal(e.message, 'Cannot rename collections between a replicated and an unreplicated database');
+  assert.deepEqual((await db.listCollections({ name: 'kept' }).toArray()), [], 'nothing was renamed');
+  await db.collection('c').rename('c2', MAJ); // an ordinary rename still goes through
+  assert.equal(await db.collection('c2').countDocuments({}), 1);
+});
+
 R.test('replSetGetStatus: members with name, stateStr, health, optime, optimeDate, lastHeartbeat and self', async () => {
   const db = rs.freshDb('status');
   await db.collection('c').insertOne({ _id: 1 }, MAJ);
