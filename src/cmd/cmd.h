@@ -102,6 +102,10 @@ typedef struct mf_op {
      * owned by the op, appended and freed by mf_cmd_run.
      */
     bson_t *err_extra;
+    /* The command's session (mf_cmd_session_use): has_lsid, its id and uid, for currentOp's lsid. */
+    bool has_lsid;
+    uint8_t lsid_id[16];
+    uint8_t lsid_uid[32];
     /* write-error details for write commands that fail as a whole */
     /*
      * mf_op_find's index of cmd's fields, built on its first call: valid
@@ -215,6 +219,12 @@ int mf_cmd_sessions_list(mf_op_t *op, const char *stage, const bson_t *spec, mf_
 bool mf_cmd_auth_cluster(mf_op_t *op, uint32_t cacts);
 /* mf_cmd_auth_owner: "user@db" of the caller into out (cap bytes), "" when access control does not apply. */
 void mf_cmd_auth_owner(mf_op_t *op, char *out, size_t cap);
+/*
+ * mf_cmd_auth_user: whether client has authenticated; then its user name
+ * and database in *user and *db (borrowed: valid while the connection runs
+ * no other command, as long as an operation of its own lasts).
+ */
+bool mf_cmd_auth_user(const mf_client_t *client, const char **user, const char **db);
 
 
 /*

@@ -221,6 +221,17 @@ mf_cmd_auth_owner(mf_op_t *op, char *out, size_t cap)
         snprintf(out, cap, "%s@%s", a->user, a->db);
 }
 
+bool
+mf_cmd_auth_user(const mf_client_t *client, const char **user, const char **db)
+{
+    const mf_client_auth_t *a = client != NULL ? client->auth : NULL;
+    if (a == NULL || !a->authed)
+        return false;
+    *user = a->user;
+    *db = a->db;
+    return true;
+}
+
 /* ---------- what each command needs ---------- */
 
 typedef enum {

@@ -833,17 +833,26 @@ command_ns(char *ns, size_t size, const char *db, const char *name, const bson_t
     return coll;
 }
 
-/* Registers the command for currentOp, under command_ns's namespace. */
+/* Registers the command (op's, with its session when it has one) for currentOp, under command_ns's namespace. */
 static mf_curop_t *
-curop_register(mf_engine_t *eng, mf_client_t *client, const char *db, const char *name, const bson_t *cmd)
+curop_register(mf_engine_t *eng, mf_client_t *client, const mf_op_t *op, const char *db, const char *name,
+               const bson_t *cmd)
 {
     char ns[512], desc[32];
     command_ns(ns, sizeof(ns), db, name, cmd);
     mf_i64_str(desc + 4, sizeof(desc) - 4, client ? client->id : 0);
     memcpy(desc, "conn", 4);
     mf_curop_t *cop = mf_curop_begin(eng->curops, curop_type(name), ns, desc, cmd, client ? client->id : 0);
-    if (client)
-        mf_curop_set_client(cop, client->remote, client->app_name, client->metadata);
+    if (client) {
+        mf_curop_client_t who = {.remote = client->remote, .app = client->app_name, .metadata = client->metadata};
+        if (!mf_cmd_auth_user(client, &who.user, &who.user_db))
+            who.user = who.user_db = NULL;
+        if (op->has_lsid) {
+            who.lsid_id = op->lsid_id;
+            who.lsid_uid = op->lsid_uid;
+        }
+        mf_curop_set_client(cop, &who);
+    }
     return cop;
 }
 
@@ -1345,7 +1354,7 @@ mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *
         eng->repl->admit(eng->repl_arg, db, in_txn ? MF_REPL_WRITE : repl_kind(def, cmd), secondary_ok(cmd),
                          &op.err) != 0)
         goto fail;
-    cop = curop_register(eng, client, db, def->name, cmd);
+    cop = curop_register(eng, client, &op, db, def->name, cmd);
     /* Client commands only: replication's applier (an internal client) is the server's own work. */
     mf_curop_set_latency_kind(cop, client != NULL && client->internal ? MF_LAT_NONE : latency_kind(def->name));
     mf_curop_set_current(cop);

@@ -161,7 +161,11 @@ mf_cmd_session_use(mf_op_t *op)
     if (parse_lsid(&it, "OperationSessionInfo.lsid", id, &op->err) != 0)
         return -1;
     caller(op, user, sizeof(user));
-    return mf_sessions_touch(op->eng->sessions, id, user, mf_now_ms(), timeout_ms(op->eng), &op->err);
+    if (mf_sessions_touch_uid(op->eng->sessions, id, user, mf_now_ms(), timeout_ms(op->eng), op->lsid_uid, &op->err) != 0)
+        return -1;
+    memcpy(op->lsid_id, id, 16);
+    op->has_lsid = true;
+    return 0;
 }
 
 bool

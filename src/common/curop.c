@@ -57,6 +57,9 @@ struct mf_curop {
     char client[64];
     char app[129];        /* the client's appName, "" if none */
     const bson_t *client_meta; /* the connection's handshake metadata, or NULL (borrowed, see mf_curop_set_client) */
+    const char *user, *user_db; /* the authenticated user, or NULL (borrowed, see mf_curop_set_user) */
+    bool has_lsid;             /* lsid_id and lsid_uid hold the command's session (guarded by the registry mutex) */
+    uint8_t lsid_id[16], lsid_uid[32];
     bson_t *command;      /* owned */
     int64_t start_us;     /* monotonic */
     int64_t start_wall_ms;
@@ -235,15 +238,22 @@ mf_curop_scan_of(const mf_curop_t *op, mf_curop_scan_t *out)
 }
 
 void
-mf_curop_set_client(mf_curop_t *op, const char *remote, const char *app, const bson_t *metadata)
+mf_curop_set_client(mf_curop_t *op, const mf_curop_client_t *who)
 {
-    if (op == NULL || remote == NULL)
+    if (op == NULL || who->remote == NULL)
         return;
     pthread_mutex_lock(&op->reg->lock);
-    mf_strlcpy(op->client, remote, sizeof(op->client));
-    if (app != NULL && app[0])
-        mf_strlcpy(op->app, app, sizeof(op->app));
-    op->client_meta = metadata;
+    mf_strlcpy(op->client, who->remote, sizeof(op->client));
+    if (who->app != NULL && who->app[0])
+        mf_strlcpy(op->app, who->app, sizeof(op->app));
+    op->client_meta = who->metadata;
+    op->user = who->user;
+    op->user_db = who->user_db;
+    if (who->lsid_id != NULL) {
+        memcpy(op->lsid_id, who->lsid_id, 16);
+        memcpy(op->lsid_uid, who->lsid_uid, 32);
+        op->has_lsid = true;
+    }
     pthread_mutex_unlock(&op->reg->lock);
 }
 
@@ -652,7 +662,23 @@ op_doc(const mf_curop_t *op, int64_t now_us, bson_t *out)
         BSON_APPEND_DOCUMENT(out, "clientMetadata", op->client_meta);
     BSON_APPEND_BOOL(out, "active", true);
     BSON_APPEND_UTF8(out, "currentOpTime", iso);
+    if (op->user != NULL) {
+        bson_t users, u;
+        BSON_APPEND_ARRAY_BEGIN(out, "effectiveUsers", &users);
+        BSON_APPEND_DOCUMENT_BEGIN(&users, "0", &u);
+        BSON_APPEND_UTF8(&u, "user", op->user);
+        BSON_APPEND_UTF8(&u, "db", op->user_db);
+        bson_append_document_end(&users, &u);
+        bson_append_array_end(out, &users);
+    }
     BSON_APPEND_INT64(out, "opid", op->opid);
+    if (op->has_lsid) {
+        bson_t ls;
+        BSON_APPEND_DOCUMENT_BEGIN(out, "lsid", &ls);
+        BSON_APPEND_BINARY(&ls, "id", BSON_SUBTYPE_UUID, op->lsid_id, 16);
+        BSON_APPEND_BINARY(&ls, "uid", BSON_SUBTYPE_BINARY, op->lsid_uid, 32);
+        bson_append_document_end(out, &ls);
+    }
     BSON_APPEND_INT64(out, "secs_running", us / 1000000);
     BSON_APPEND_INT64(out, "microsecs_running", us);
     BSON_APPEND_UTF8(out, "op", op->op_type);

@@ -106,13 +106,25 @@ void mf_curop_note_conflict(mf_curop_t *op);
 void mf_curop_scan_of(const mf_curop_t *op, mf_curop_scan_t *out);
 
 /*
- * mf_curop_set_client: records the client's address ("127.0.0.1:53211")
- * shown as "client", its handshake's application name (app may be NULL
- * or "") shown as "appName", and its handshake's client metadata shown as
- * "clientMetadata" (metadata may be NULL; borrowed: it must stay valid
- * until op ends, as a connection's, set once by its first hello, does).
+ * Who runs an operation, as currentOp shows it: remote, the client's
+ * address ("127.0.0.1:53211", "client"); app, its handshake's application
+ * name ("appName"; may be NULL or ""); metadata, its handshake's client
+ * metadata ("clientMetadata"; may be NULL); user and user_db, the
+ * authenticated user ("effectiveUsers"; NULL: none); lsid_id and lsid_uid,
+ * the command's logical session ("lsid" {id, uid}; NULL: none; copied).
+ * The strings and metadata are borrowed: they must stay valid until the
+ * operation ends, as a connection's do (it runs one command at a time, and
+ * sets its metadata once, at its first hello).
  */
-void mf_curop_set_client(mf_curop_t *op, const char *remote, const char *app, const bson_t *metadata);
+typedef struct mf_curop_client {
+    const char *remote, *app;
+    const bson_t *metadata;
+    const char *user, *user_db;
+    const uint8_t *lsid_id, *lsid_uid;
+} mf_curop_client_t;
+
+/* mf_curop_set_client: records who runs op (NULL op or who->remote: nothing done). */
+void mf_curop_set_client(mf_curop_t *op, const mf_curop_client_t *who);
 
 /* mf_curop_set_progress: sets msg and progress {done, total} shown by currentOp. */
 void mf_curop_set_progress(mf_curop_t *op, const char *msg, int64_t done, int64_t total);

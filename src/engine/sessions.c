@@ -178,6 +178,14 @@ int
 mf_sessions_touch(mf_sessions_t *s, const uint8_t id[16], const char *user, int64_t now_ms, int64_t timeout_ms,
                   mf_error_t *err)
 {
+    uint8_t uid[MF_SESSION_UID_LEN];
+    return mf_sessions_touch_uid(s, id, user, now_ms, timeout_ms, uid, err);
+}
+
+int
+mf_sessions_touch_uid(mf_sessions_t *s, const uint8_t id[16], const char *user, int64_t now_ms, int64_t timeout_ms,
+                      uint8_t uid[MF_SESSION_UID_LEN], mf_error_t *err)
+{
     uint8_t key[KEY_LEN];
     int rc = 0;
     memcpy(key, id, 16);
@@ -185,6 +193,7 @@ mf_sessions_touch(mf_sessions_t *s, const uint8_t id[16], const char *user, int6
         memcpy(key + 16, s->noauth_uid, MF_SESSION_UID_LEN); /* the common case: no digest per command */
     else
         mf_session_uid(user, key + 16);
+    memcpy(uid, key + 16, MF_SESSION_UID_LEN);
     uint64_t h = key_hash(s, key);
 
     pthread_mutex_lock(&s->mu);

@@ -60,6 +60,9 @@ void mf_session_uid(const char *user, uint8_t uid[MF_SESSION_UID_LEN]);
  */
 int mf_sessions_touch(mf_sessions_t *s, const uint8_t id[16], const char *user, int64_t now_ms, int64_t timeout_ms,
                       mf_error_t *err) MF_WUR;
+/* mf_sessions_touch_uid: the same, also giving the session's uid in uid (what currentOp's lsid shows). */
+int mf_sessions_touch_uid(mf_sessions_t *s, const uint8_t id[16], const char *user, int64_t now_ms, int64_t timeout_ms,
+                          uint8_t uid[MF_SESSION_UID_LEN], mf_error_t *err) MF_WUR;
 
 /* mf_sessions_end: removes session (id, uid); false if it was not cached. */
 bool mf_sessions_end(mf_sessions_t *s, const uint8_t id[16], const uint8_t uid[MF_SESSION_UID_LEN]);

@@ -358,6 +358,24 @@ h.test('the root user logs in with the default mechanism, SCRAM-SHA-256 and SCRA
   }
 });
 
+h.test('currentOp shows an authenticated client\'s operation with effectiveUsers [{user, db}] and its session\'s uid, the SHA-256 of "user@db"', async () => {
+  const c = await login(ROOT_USER, ROOT_PWD, { db: 'appdb' });
+  const session = c.startSession();
+  try {
+    const r = await c.db('admin').command({ currentOp: 1, $ownOps: true }, { session });
+    const self = r.inprog.find((o) => o.command && o.command.currentOp);
+    assert.ok(self, JSON.stringify(r.inprog));
+    assert.deepEqual(self.effectiveUsers, [{ user: ROOT_USER, db: 'admin' }]);
+    const keys = Object.keys(self);
+    assert.equal(keys.indexOf('effectiveUsers'), keys.indexOf('currentOpTime') + 1, 'after currentOpTime, as mongod');
+    assert.equal(self.lsid.id.toString('hex'), session.id.id.toString('hex'));
+    const digest = crypto.createHash('sha256').update(`${ROOT_USER}@admin`).digest('hex');
+    assert.equal(Buffer.from(self.lsid.uid.buffer).toString('hex'), digest);
+  } finally {
+    await session.endSession();
+  }
+});
+
 h.test('a wrong password or an unknown user fails with 18 AuthenticationFailed (both mechanisms); the server keeps serving', async () => {
   for (const mech of [undefined, 'SCRAM-SHA-256', 'SCRAM-SHA-1']) {
     await expectLoginFails(ROOT_USER, 'not-the-password', { mech }, `root with a wrong password (${mech || 'default'})`);

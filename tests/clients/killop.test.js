@@ -74,8 +74,9 @@ h.test('a killed find fails with 11601 Interrupted', { timeout: 120000 }, async 
 
 h.test('currentOp shows the client\'s appName, so db.currentOp({appName}) finds an application\'s operations, and killOp ends them', { timeout: 120000 }, async () => {
   const app = await srv.newClient({ appName: 'billing-worker' });
+  const session = app.startSession();
   try {
-    const running = app.db('killop').collection('big').find(SLOW_FILTER).toArray().then(() => null, (e) => e);
+    const running = app.db('killop').collection('big').find(SLOW_FILTER, { session }).toArray().then(() => null, (e) => e);
     const admin = srv.client.db('admin');
     let ops = [];
     for (let i = 0; i < 3000 && ops.length === 0; i++) {
@@ -94,6 +95,12 @@ h.test('currentOp shows the client\'s appName, so db.currentOp({appName}) finds 
     assert.match(meta.driver.name, /nodejs/);
     assert.equal(typeof meta.os.type, 'string');
     assert.equal(keys.indexOf('clientMetadata'), keys.indexOf('appName') + 1, 'clientMetadata right after appName, as mongod');
+    // Its logical session, as mongod shows it right after opid: the session's id and the 32-byte digest of its user.
+    assert.ok(ops[0].lsid, 'lsid');
+    assert.equal(ops[0].lsid.id.toString('hex'), session.id.id.toString('hex'));
+    assert.equal(ops[0].lsid.uid.buffer.length, 32);
+    assert.equal(keys.indexOf('lsid'), keys.indexOf('opid') + 1, 'lsid right after opid');
+    assert.equal(ops[0].effectiveUsers, undefined, 'no authenticated user, no effectiveUsers');
     // ... and logged once per connection as mongod's "client metadata" line (id 51800).
     const logged = (await admin.command({ getLog: 'global' })).log.map((l) => JSON.parse(l))
       .filter((l) => l.id === 51800 && l.attr.doc.application && l.attr.doc.application.name === 'billing-worker');
@@ -106,6 +113,7 @@ h.test('currentOp shows the client\'s appName, so db.currentOp({appName}) finds 
     await admin.command({ killOp: 1, op: ops[0].opid });
     assert.equal((await running).code, 11601);
   } finally {
+    await session.endSession();
     await app.close();
   }
 });
