@@ -904,14 +904,19 @@ push_curop_row(void *arg, const bson_t *doc)
     mf_docvec_push((mf_docvec_t *)arg, doc);
 }
 
-/* env->current_op: the rows of $currentOp (the registry of operations in flight). */
+/*
+ * env->current_op: the rows of $currentOp (the registry of operations in
+ * flight), then with idleCursors: true the cursors no operation is using.
+ */
 static int
 agg_current_op(void *ctx, const bson_t *spec, mf_docvec_t *out, mf_error_t *err)
 {
     agg_scan_ctx_t *x = ctx;
-    (void)spec;
+    bson_iter_t it;
     (void)err;
     mf_curops_report_each(x->op->eng->curops, push_curop_row, out);
+    if (bson_iter_init_find(&it, spec, "idleCursors") && bson_iter_as_bool(&it))
+        mf_cursors_report_idle(x->op->eng->cursors, push_curop_row, out);
     return 0;
 }
 

@@ -252,8 +252,24 @@ fill_visit(void *arg, int64_t rid, const bson_t *doc, const mf_match_details_t *
  * lock is held by the caller.
  */
 
+static int cursor_fill(mf_op_t *op, mf_cursor_t *cur, int64_t max, bson_t *arr, bool *exhausted);
+
 int
 mf_crud_cursor_fill(mf_op_t *op, mf_cursor_t *cur, int64_t max, bson_t *arr, bool *exhausted)
+{
+    uint32_t before = bson_count_keys(arr);
+    int rc = cursor_fill(op, cur, max, arr, exhausted);
+    if (rc == 0) {
+        /* What $currentOp's idleCursors reports: the documents and batches the cursor has returned. */
+        cur->n_docs += (int64_t)(bson_count_keys(arr) - before);
+        cur->n_batches++;
+    }
+    return rc;
+}
+
+/* mf_crud_cursor_fill's work. */
+static int
+cursor_fill(mf_op_t *op, mf_cursor_t *cur, int64_t max, bson_t *arr, bool *exhausted)
 {
     fill_ctx_t f = {cur, arr, 0, max, false, &op->err};
 

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "common/alloc.h"
+#include "common/curop.h"
 #include "doc/collation.h"
 #include "cmd/cmd.h"
 #include "engine/cursor.h"
@@ -486,6 +487,16 @@ mf_cmd_cursor_register(mf_op_t *op, mf_cursor_t *cur)
     mf_cmd_auth_owner(op, cur->owner, sizeof(cur->owner));
     cur->has_lsid = mf_cmd_session_id(op, cur->lsid);
     cur->in_txn = mf_cmd_txn_number(op, &cur->txn_number);
+    /* For $currentOp's idleCursors: the opening command, its plan, and the options the reaper heeds. */
+    bson_iter_t it;
+    cur->tailable = mf_op_find(op, "tailable", &it) && bson_iter_as_bool(&it);
+    cur->no_timeout = mf_op_find(op, "noCursorTimeout", &it) && bson_iter_as_bool(&it);
+    if (cur->origin == NULL)
+        cur->origin = bson_copy(op->cmd);
+    mf_curop_scan_t scan;
+    mf_curop_scan_of(mf_curop_current(), &scan);
+    if (scan.plan[0] && cur->plan_summary == NULL)
+        cur->plan_summary = mf_strdup(scan.plan);
     if (mf_collation_current() != NULL && cur->collation == NULL) {
         cur->collation = bson_new();
         mf_collation_append_spec(mf_collation_current(), cur->collation);

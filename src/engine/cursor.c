@@ -15,6 +15,10 @@
 
 #include "common/clock.h"
 #include "engine/engine.h"
+#include "engine/sessions.h"
+
+/* How long a noCursorTimeout cursor opened in a session lasts idle: as long as the session would (30 minutes). */
+#define SESSION_IDLE_MS (30 * 60 * 1000LL)
 
 /*
  * An int64 -> int64 hash map, open addressing with linear probing and
@@ -147,6 +151,9 @@ mf_cursor_free(mf_cursor_t *c)
         bson_destroy(c->key_meta);
     mf_sort_free(c->sort_spec);
     mf_plan_free(c->plan);
+    if (c->origin)
+        bson_destroy(c->origin);
+    free(c->plan_summary);
     if (c->ext != NULL && c->ext_free != NULL)
         c->ext_free(c->ext);
     free(c);
@@ -235,6 +242,7 @@ mf_cursors_register(mf_cursors_t *t, mf_cursor_t *c, int64_t max_total, int64_t 
     t->slots[t->n++] = c;
     c->in_use = true;
     c->last_used_ms = mf_mono_ms();
+    c->created_wall_ms = c->used_wall_ms = mf_now_ms();
     pthread_mutex_unlock(&t->lock);
     return c->id;
 }
@@ -264,6 +272,7 @@ mf_cursors_checkin(mf_cursors_t *t, mf_cursor_t *c)
     pthread_mutex_lock(&t->lock);
     c->in_use = false;
     c->last_used_ms = mf_mono_ms();
+    c->used_wall_ms = mf_now_ms();
     if (c->killed) {
         ssize_t i = find_slot(t, c->id);
         if (i >= 0)
@@ -335,6 +344,48 @@ mf_cursors_kill_where(mf_cursors_t *t, bool (*match)(void *arg, const mf_cursor_
     return n;
 }
 
+void
+mf_cursors_report_idle(mf_cursors_t *t, void (*fn)(void *arg, const bson_t *doc), void *arg)
+{
+    pthread_mutex_lock(&t->lock);
+    for (size_t i = 0; i < t->n; i++) {
+        const mf_cursor_t *c = t->slots[i];
+        if (c->in_use || c->killed)
+            continue;
+        bson_t doc, cur, ls;
+        char ns[512];
+        snprintf(ns, sizeof(ns), "%s.%s", c->db, c->coll);
+        bson_init(&doc);
+        BSON_APPEND_UTF8(&doc, "type", "idleCursor");
+        BSON_APPEND_UTF8(&doc, "ns", ns);
+        if (c->has_lsid) {
+            uint8_t uid[MF_SESSION_UID_LEN];
+            mf_session_uid(c->owner, uid);
+            BSON_APPEND_DOCUMENT_BEGIN(&doc, "lsid", &ls);
+            BSON_APPEND_BINARY(&ls, "id", BSON_SUBTYPE_UUID, c->lsid, 16);
+            BSON_APPEND_BINARY(&ls, "uid", BSON_SUBTYPE_BINARY, uid, MF_SESSION_UID_LEN);
+            bson_append_document_end(&doc, &ls);
+        }
+        if (c->plan_summary != NULL)
+            BSON_APPEND_UTF8(&doc, "planSummary", c->plan_summary);
+        BSON_APPEND_DOCUMENT_BEGIN(&doc, "cursor", &cur);
+        BSON_APPEND_INT64(&cur, "cursorId", c->id);
+        BSON_APPEND_DATE_TIME(&cur, "createdDate", c->created_wall_ms);
+        BSON_APPEND_DATE_TIME(&cur, "lastAccessDate", c->used_wall_ms);
+        BSON_APPEND_INT64(&cur, "nDocsReturned", c->n_docs);
+        BSON_APPEND_INT64(&cur, "nBatchesReturned", c->n_batches);
+        BSON_APPEND_BOOL(&cur, "noCursorTimeout", c->no_timeout);
+        BSON_APPEND_BOOL(&cur, "tailable", c->tailable);
+        BSON_APPEND_BOOL(&cur, "awaitData", c->await_data);
+        if (c->origin != NULL)
+            BSON_APPEND_DOCUMENT(&cur, "originatingCommand", c->origin);
+        bson_append_document_end(&doc, &cur);
+        fn(arg, &doc);
+        bson_destroy(&doc);
+    }
+    pthread_mutex_unlock(&t->lock);
+}
+
 int
 mf_cursors_reap(mf_cursors_t *t, int64_t now_ms, int64_t timeout_ms)
 {
@@ -342,7 +393,8 @@ mf_cursors_reap(mf_cursors_t *t, int64_t now_ms, int64_t timeout_ms)
     pthread_mutex_lock(&t->lock);
     for (size_t i = 0; i < t->n;) {
         mf_cursor_t *c = t->slots[i];
-        if (!c->in_use && now_ms - c->last_used_ms > timeout_ms) {
+        int64_t limit = !c->no_timeout ? timeout_ms : c->has_lsid ? SESSION_IDLE_MS : INT64_MAX;
+        if (!c->in_use && now_ms - c->last_used_ms > limit) {
             remove_slot(t, i);
             mf_cursor_free(c);
             reaped++;

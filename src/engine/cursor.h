@@ -89,6 +89,20 @@ typedef struct mf_cursor {
     uint8_t lsid[16]; /* that session's id (its uid is owner's) */
     bool in_txn;        /* opened inside a multi-document transaction: its getMores must be in that one */
     int64_t txn_number; /* that transaction's txnNumber */
+    /*
+     * What $currentOp's idleCursors shows (and the reaper heeds): the
+     * command that opened it (owned, or NULL), its plan summary (owned, or
+     * NULL), wall-clock creation and last use (ms), documents and batches
+     * returned so far (the opening batch included), its tailable and
+     * noCursorTimeout options. A noCursorTimeout cursor is never reaped for
+     * idleness, except one opened in a session, which lasts as long as an
+     * idle session would (30 minutes), as mongod's.
+     */
+    bson_t *origin;
+    char *plan_summary;
+    int64_t created_wall_ms, used_wall_ms;
+    int64_t n_docs, n_batches;
+    bool tailable, no_timeout;
 } mf_cursor_t;
 
 mf_cursors_t *mf_cursors_new(void);
@@ -123,7 +137,14 @@ int mf_cursors_kill(mf_cursors_t *t, int64_t id, const char *owner);
  * table's lock and must not call back in. Returns how many.
  */
 int mf_cursors_kill_where(mf_cursors_t *t, bool (*match)(void *arg, const mf_cursor_t *c), void *arg);
-/* mf_cursors_reap: kills cursors idle for more than timeout_ms. Returns how many. */
+/*
+ * mf_cursors_report_idle: calls fn(arg, doc) with $currentOp's idleCursor
+ * document ({type: "idleCursor", ns, lsid?, planSummary?, cursor: {...}})
+ * of every cursor not in use (doc valid during the call). fn runs under
+ * the table's lock and must not call back in.
+ */
+void mf_cursors_report_idle(mf_cursors_t *t, void (*fn)(void *arg, const bson_t *doc), void *arg);
+/* mf_cursors_reap: kills cursors idle for more than timeout_ms (noCursorTimeout ones: see mf_cursor_t). Returns how many. */
 int mf_cursors_reap(mf_cursors_t *t, int64_t now_ms, int64_t timeout_ms);
 /* mf_cursors_open_count: number of live cursors. */
 int64_t mf_cursors_open_count(mf_cursors_t *t);

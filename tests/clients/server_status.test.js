@@ -232,3 +232,48 @@ h.test('getDiagnosticData answers mongod\'s FTDC sample: {data: {start, serverSt
   // Admin only, as mongod.
   await h.expectCode(srv.client.db('test').command({ getDiagnosticData: 1 }), 13);
 });
+
+h.test('$currentOp {idleCursors: true} lists the cursors no operation is using, as mongod; a noCursorTimeout cursor outlives cursorTimeoutMillis', async () => {
+  const db = srv.freshDb('idlecur');
+  const c = db.collection('c');
+  await c.insertMany(Array.from({ length: 10 }, (_, i) => ({ _id: i })));
+  const admin = srv.client.db('admin');
+  const before = Number((await admin.command({ getParameter: 1, cursorTimeoutMillis: 1 })).cursorTimeoutMillis);
+  await admin.command({ setParameter: 1, cursorTimeoutMillis: 1000 });
+  try {
+    const plain = await db.command({ find: 'c', filter: { _id: { $gte: 0 } }, batchSize: 2 });
+    const kept = await db.command({ find: 'c', filter: {}, batchSize: 3, noCursorTimeout: true });
+    const idle = await admin.aggregate([{ $currentOp: { idleCursors: true } }, { $match: { type: 'idleCursor', ns: `${db.databaseName}.c` } }]).toArray();
+    const byId = (id) => idle.find((o) => String(o.cursor.cursorId) === String(id));
+    const p = byId(plain.cursor.id);
+    const k = byId(kept.cursor.id);
+    assert.ok(p && k, `both cursors listed: ${JSON.stringify(idle)}`);
+    assert.equal(p.planSummary, 'IXSCAN { _id: 1 }');
+    assert.equal(Number(p.cursor.nDocsReturned), 2);
+    assert.equal(Number(p.cursor.nBatchesReturned), 1);
+    assert.equal(p.cursor.noCursorTimeout, false);
+    assert.equal(p.cursor.tailable, false);
+    assert.equal(p.cursor.awaitData, false);
+    assert.ok(p.cursor.createdDate instanceof Date && p.cursor.lastAccessDate instanceof Date);
+    assert.equal(p.cursor.originatingCommand.find, 'c');
+    assert.deepEqual(p.cursor.originatingCommand.filter, { _id: { $gte: 0 } });
+    assert.equal(k.cursor.noCursorTimeout, true);
+    assert.equal(Number(k.cursor.nDocsReturned), 3);
+    // A cursor in use (this aggregate's own) is not idle; the plain $currentOp lists none.
+    const noIdle = await admin.aggregate([{ $currentOp: {} }, { $match: { type: 'idleCursor' } }]).toArray();
+    assert.equal(noIdle.length, 0);
+    // A getMore counts another batch.
+    await db.command({ getMore: kept.cursor.id, collection: 'c', batchSize: 2 });
+    const again = await admin.aggregate([{ $currentOp: { idleCursors: true } }, { $match: { type: 'idleCursor' } }]).toArray();
+    const k2 = again.find((o) => String(o.cursor.cursorId) === String(kept.cursor.id));
+    assert.equal(Number(k2.cursor.nDocsReturned), 5);
+    assert.equal(Number(k2.cursor.nBatchesReturned), 2);
+    // Past the timeout (the reaper looks each second) the plain cursor is gone; the noCursorTimeout one stays.
+    await h.sleep(3500);
+    await h.expectCode(db.command({ getMore: plain.cursor.id, collection: 'c' }), 43);
+    const rest = await db.command({ getMore: kept.cursor.id, collection: 'c' });
+    assert.equal(rest.cursor.nextBatch.length, 5);
+  } finally {
+    await admin.command({ setParameter: 1, cursorTimeoutMillis: before });
+  }
+});
