@@ -445,6 +445,15 @@ void mf_cmd_txn_failed(mf_op_t *op, bson_t *reply, bool ran, const bson_t *fp_la
 int mf_cmd_txn_retryable(mf_op_t *op) MF_WUR;
 /* mf_cmd_txn_stats: serverStatus transactions' counts of multi-document transactions into out. */
 void mf_cmd_txn_stats(mf_engine_t *eng, bson_t *out);
+/*
+ * mf_cmd_txn_report_idle: calls fn(arg, doc) with $currentOp's idleSession
+ * document of every open transaction no command is running in (type,
+ * host, desc "inactive transaction", the connection that ran its last
+ * command, lsid, transaction {parameters, startWallClockTime, timeOpenMicros,
+ * timeActiveMicros, timeInactiveMicros, expiryTime}, active: false); doc
+ * is valid during the call. fn runs without the registry's lock.
+ */
+void mf_cmd_txn_report_idle(mf_engine_t *eng, void (*fn)(void *arg, const bson_t *doc), void *arg);
 /* mf_cmd_txn_end_sessions: aborts the open transactions of session id (NULL: any) of uid (NULL: any user). */
 void mf_cmd_txn_end_sessions(mf_engine_t *eng, const uint8_t id[16], const uint8_t *uid);
 

@@ -1320,6 +1320,8 @@ cmd_current_op(mf_op_t *op)
     bson_init(&inprog);
     ctx.arr = &inprog;
     mf_curops_report_each(op->eng->curops, currentop_add, &ctx);
+    /* As mongod's command, which runs $currentOp with idleSessions at its default (true). */
+    mf_cmd_txn_report_idle(op->eng, currentop_add, &ctx);
     BSON_APPEND_ARRAY(op->reply, "inprog", &inprog);
     bson_destroy(&inprog);
     mf_matcher_free(ctx.m);

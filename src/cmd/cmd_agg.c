@@ -906,7 +906,9 @@ push_curop_row(void *arg, const bson_t *doc)
 
 /*
  * env->current_op: the rows of $currentOp (the registry of operations in
- * flight), then with idleCursors: true the cursors no operation is using.
+ * flight), the open transactions no command is running in (unless
+ * idleSessions: false), then with idleCursors: true the cursors no
+ * operation is using.
  */
 static int
 agg_current_op(void *ctx, const bson_t *spec, mf_docvec_t *out, mf_error_t *err)
@@ -915,6 +917,9 @@ agg_current_op(void *ctx, const bson_t *spec, mf_docvec_t *out, mf_error_t *err)
     bson_iter_t it;
     (void)err;
     mf_curops_report_each(x->op->eng->curops, push_curop_row, out);
+    /* idleSessions is true unless set false, as mongod's. */
+    if (!bson_iter_init_find(&it, spec, "idleSessions") || bson_iter_as_bool(&it))
+        mf_cmd_txn_report_idle(x->op->eng, push_curop_row, out);
     if (bson_iter_init_find(&it, spec, "idleCursors") && bson_iter_as_bool(&it))
         mf_cursors_report_idle(x->op->eng->cursors, push_curop_row, out);
     return 0;

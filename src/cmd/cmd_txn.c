@@ -97,6 +97,20 @@ typedef struct utxn {
     int64_t deadline_ms; /* monotonic: transactionLifetimeLimitSeconds after the start */
     int64_t last_ms;     /* monotonic: last use */
     pthread_cond_t cv;   /* job handed over, job done, thread gone */
+    /*
+     * What $currentOp shows of it while no command runs (an idleSession,
+     * mf_cmd_txn_report_idle): when num started (wall clock ms, monotonic
+     * us), the time its commands have run (us), the readConcern its first
+     * command gave (owned, NULL none), and the connection that ran its last
+     * command (id, address, application name, a copy of its handshake
+     * metadata: owned, NULL none), which may have closed since.
+     */
+    int64_t start_wall_ms, start_us, active_us;
+    bson_t *read_concern;
+    int64_t conn_id;
+    char remote[80];
+    char app[129];
+    bson_t *meta;
 } utxn_t;
 
 struct mf_txns {
@@ -137,6 +151,18 @@ mf_cmd_in_txn(void)
 
 /* ---------- the registry ---------- */
 
+/* Frees a session's entry and what it owns. */
+static void
+entry_free(utxn_t *e)
+{
+    if (e->read_concern != NULL)
+        bson_destroy(e->read_concern);
+    if (e->meta != NULL)
+        bson_destroy(e->meta);
+    pthread_cond_destroy(&e->cv);
+    free(e);
+}
+
 static void
 txns_stop(void *arg)
 {
@@ -153,8 +179,7 @@ txns_stop(void *arg)
         utxn_t *e = t->buckets[b];
         while (e != NULL) {
             utxn_t *n = e->next;
-            pthread_cond_destroy(&e->cv);
-            free(e);
+            entry_free(e);
             e = n;
         }
     }
@@ -222,8 +247,7 @@ entry_find(mf_txns_t *t, const uint8_t id[16], const uint8_t uid[MF_SESSION_UID_
             return e;
         if (!e->thread && !e->busy && e->state != T_ACTIVE && now - e->last_ms > IDLE_FORGET_MS) {
             *pp = e->next;
-            pthread_cond_destroy(&e->cv);
-            free(e);
+            entry_free(e);
             continue;
         }
         pp = &e->next;
@@ -417,6 +441,29 @@ committed_reply(bson_t *reply, bool commit, int64_t num, mf_error_t *err)
     return false;
 }
 
+/* Records client as the one running e's command now (t->mu held): what an idleSession shows of it. */
+static void
+note_client(utxn_t *e, const mf_client_t *client)
+{
+    if (client == NULL) {
+        e->conn_id = 0;
+        e->remote[0] = e->app[0] = '\0';
+        if (e->meta != NULL)
+            bson_destroy(e->meta);
+        e->meta = NULL;
+        return;
+    }
+    /* A connection's metadata never changes once set: copy it only when another connection (or the first) runs. */
+    if (e->conn_id != client->id || (e->meta == NULL) != (client->metadata == NULL)) {
+        if (e->meta != NULL)
+            bson_destroy(e->meta);
+        e->meta = client->metadata != NULL ? bson_copy(client->metadata) : NULL;
+    }
+    e->conn_id = client->id;
+    snprintf(e->remote, sizeof(e->remote), "%s", client->remote);
+    snprintf(e->app, sizeof(e->app), "%s", client->app_name);
+}
+
 /* The work of mf_cmd_txn_route once a command may be a transaction's (apart: its error buffer costs a memset). */
 static bool __attribute__((noinline))
 route(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *cmd, const mf_docseq_t *seqs,
@@ -581,6 +628,18 @@ route(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *cmd, 
         e->first_ran = false;
         e->abort_req = false;
         e->deadline_ms = mf_mono_ms() + (limit_s > INT64_MAX / 4000 ? INT64_MAX / 4 : limit_s * 1000);
+        e->start_wall_ms = mf_now_ms();
+        e->start_us = mf_mono_us();
+        e->active_us = 0;
+        if (e->read_concern != NULL)
+            bson_destroy(e->read_concern);
+        e->read_concern = NULL;
+        if (bson_iter_init_find(&it, cmd, "readConcern") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+            uint32_t len;
+            const uint8_t *data;
+            bson_iter_document(&it, &len, &data);
+            e->read_concern = bson_new_from_data(data, len);
+        }
         pthread_attr_t attr;
         pthread_t th;
         pthread_attr_init(&attr);
@@ -627,10 +686,13 @@ route(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *cmd, 
     }
     e->busy = true;
     t->nactive++;
+    note_client(e, client);
     e->job = &job;
     pthread_cond_broadcast(&e->cv);
+    int64_t ran_from = mf_mono_us();
     while (!job.done)
         pthread_cond_wait(&e->cv, &t->mu);
+    e->active_us += mf_mono_us() - ran_from;
     e->busy = false;
     t->nactive--;
     pthread_cond_broadcast(&e->cv);
@@ -1106,6 +1168,92 @@ mf_cmd_txn_stats(mf_engine_t *eng, bson_t *out)
     BSON_APPEND_INT64(out, "totalStarted", started);
     BSON_APPEND_INT64(out, "totalCommitted", committed);
     BSON_APPEND_INT64(out, "totalAborted", aborted);
+}
+
+/* mongod's dateToISOStringLocal: "2026-12-04T01:02:03.456+0000", in the server's time zone. */
+static void
+iso_local(int64_t ms, char *buf, size_t cap)
+{
+    time_t secs = (time_t)(ms / 1000);
+    struct tm tm;
+    char zone[8];
+    localtime_r(&secs, &tm);
+    size_t n = strftime(buf, cap, "%Y-%m-%dT%H:%M:%S", &tm);
+    strftime(zone, sizeof(zone), "%z", &tm);
+    snprintf(buf + n, cap - n, ".%03d%s", (int)(ms % 1000), zone);
+}
+
+/* One idleSession document for e (t->mu held) into out (initialised here). */
+static void
+idle_doc(const mf_txns_t *t, const utxn_t *e, int64_t now_us, bson_t *out)
+{
+    bson_t ls, tx, par;
+    char when[48];
+    int64_t open_us = now_us - e->start_us;
+    int64_t limit_s = mf_param_get(t->eng->params, "transactionLifetimeLimitSeconds");
+
+    bson_init(out);
+    BSON_APPEND_UTF8(out, "type", "idleSession");
+    BSON_APPEND_UTF8(out, "host", t->eng->host);
+    BSON_APPEND_UTF8(out, "desc", "inactive transaction");
+    if (e->remote[0])
+        BSON_APPEND_UTF8(out, "client", e->remote);
+    if (e->conn_id > 0)
+        BSON_APPEND_INT64(out, "connectionId", e->conn_id);
+    if (e->app[0])
+        BSON_APPEND_UTF8(out, "appName", e->app);
+    if (e->meta != NULL)
+        BSON_APPEND_DOCUMENT(out, "clientMetadata", e->meta);
+    BSON_APPEND_DOCUMENT_BEGIN(out, "lsid", &ls);
+    BSON_APPEND_BINARY(&ls, "id", BSON_SUBTYPE_UUID, e->id, 16);
+    BSON_APPEND_BINARY(&ls, "uid", BSON_SUBTYPE_BINARY, e->uid, MF_SESSION_UID_LEN);
+    bson_append_document_end(out, &ls);
+    BSON_APPEND_DOCUMENT_BEGIN(out, "transaction", &tx);
+    BSON_APPEND_DOCUMENT_BEGIN(&tx, "parameters", &par);
+    BSON_APPEND_INT64(&par, "txnNumber", e->num);
+    BSON_APPEND_BOOL(&par, "autocommit", false);
+    if (e->read_concern != NULL)
+        BSON_APPEND_DOCUMENT(&par, "readConcern", e->read_concern);
+    bson_append_document_end(&tx, &par);
+    iso_local(e->start_wall_ms, when, sizeof(when));
+    BSON_APPEND_UTF8(&tx, "startWallClockTime", when);
+    BSON_APPEND_INT64(&tx, "timeOpenMicros", open_us);
+    BSON_APPEND_INT64(&tx, "timeActiveMicros", e->active_us);
+    BSON_APPEND_INT64(&tx, "timeInactiveMicros", open_us - e->active_us);
+    iso_local(e->start_wall_ms + (limit_s > INT64_MAX / 4000 ? INT64_MAX / 4000 : limit_s * 1000), when, sizeof(when));
+    BSON_APPEND_UTF8(&tx, "expiryTime", when);
+    bson_append_document_end(out, &tx);
+    BSON_APPEND_BOOL(out, "waitingForLock", false);
+    BSON_APPEND_BOOL(out, "active", false);
+}
+
+void
+mf_cmd_txn_report_idle(mf_engine_t *eng, void (*fn)(void *arg, const bson_t *doc), void *arg)
+{
+    mf_txns_t *t = atomic_load(&eng->txns);
+    if (t == NULL)
+        return;
+    /* Built under the lock, handed to fn after it (fn may be slow: a filter, a reply). */
+    size_t n = 0, cap = 0;
+    bson_t *docs = NULL;
+    int64_t now = mf_mono_us();
+    pthread_mutex_lock(&t->mu);
+    for (int b = 0; b < BUCKETS; b++)
+        for (utxn_t *e = t->buckets[b]; e != NULL; e = e->next) {
+            if (e->state != T_ACTIVE || !e->thread || e->busy)
+                continue;
+            if (n == cap) {
+                cap = cap ? cap * 2 : 8;
+                docs = mf_realloc(docs, cap * sizeof(*docs));
+            }
+            idle_doc(t, e, now, &docs[n++]);
+        }
+    pthread_mutex_unlock(&t->mu);
+    for (size_t i = 0; i < n; i++) {
+        fn(arg, &docs[i]);
+        bson_destroy(&docs[i]);
+    }
+    free(docs);
 }
 
 int

@@ -1088,6 +1088,52 @@ R.test('a write outside a transaction to a document the transaction changed wait
   assert.deepEqual(await ids(out.collection('acc')), ['b']);
 });
 
+R.test('an open transaction between its commands shows in currentOp as an idleSession (mongod\'s reportStashedState): its lsid, txnNumber, readConcern, times and the connection that ran it; $currentOp {idleSessions: false} leaves it out; gone once committed', async () => {
+  const db = await freshDbWith('idle_session', ['c']);
+  const session = rs.client.startSession();
+  const admin = rs.client.db('admin');
+  const mine = (docs) => docs.filter((d) => d.type === 'idleSession' && d.lsid && d.lsid.id.toString('hex') === session.id.id.toString('hex'));
+  try {
+    session.startTransaction({ readConcern: { level: 'snapshot' } });
+    await db.collection('c').insertOne({ _id: 1 }, { session });
+    await db.collection('c').insertOne({ _id: 2 }, { session });
+    await h.sleep(50);
+    const [row] = mine((await admin.command({ currentOp: 1 })).inprog);
+    assert.ok(row, 'db.currentOp() lists the idle transaction');
+    assert.equal(row.desc, 'inactive transaction');
+    assert.equal(row.active, false);
+    assert.equal(row.waitingForLock, false);
+    assert.equal(typeof row.host, 'string');
+    assert.equal(typeof row.client, 'string');
+    assert.ok(Number(row.connectionId) > 0);
+    assert.equal(row.clientMetadata.driver.name.startsWith('nodejs'), true, JSON.stringify(row.clientMetadata));
+    assert.equal(row.lsid.uid.buffer.length, 32);
+    const tx = row.transaction;
+    assert.equal(Number(tx.parameters.txnNumber), Number(session.serverSession.txnNumber));
+    assert.equal(tx.parameters.autocommit, false);
+    assert.deepEqual(tx.parameters.readConcern, { level: 'snapshot' });
+    const open = Number(tx.timeOpenMicros), active = Number(tx.timeActiveMicros), inactive = Number(tx.timeInactiveMicros);
+    assert.ok(active > 0 && inactive >= 50000, JSON.stringify(tx));
+    assert.equal(active + inactive, open, 'active + inactive = open, as mongod\'s invariant');
+    const start = Date.parse(tx.startWallClockTime.replace(/([+-]\d\d)(\d\d)$/, '$1:$2'));
+    const expiry = Date.parse(tx.expiryTime.replace(/([+-]\d\d)(\d\d)$/, '$1:$2'));
+    assert.ok(Math.abs(Date.now() - start) < 60000, tx.startWallClockTime);
+    assert.match(tx.startWallClockTime, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}[+-]\d{4}$/);
+    const limit = (await admin.command({ getParameter: 1, transactionLifetimeLimitSeconds: 1 })).transactionLifetimeLimitSeconds;
+    assert.equal(expiry - start, limit * 1000);
+    // A filter over its fields, as db.currentOp({transaction: {$exists: true}}) in mongod's jstests.
+    const filtered = (await admin.command({ currentOp: 1, 'transaction.parameters.txnNumber': tx.parameters.txnNumber, 'lsid.id': row.lsid.id })).inprog;
+    assert.equal(filtered.length, 1);
+    // The aggregation stage: listed by default, left out with idleSessions: false.
+    assert.equal(mine(await admin.aggregate([{ $currentOp: { allUsers: true } }]).toArray()).length, 1);
+    assert.equal(mine(await admin.aggregate([{ $currentOp: { allUsers: true, idleSessions: false } }]).toArray()).length, 0);
+    await session.commitTransaction();
+    assert.equal(mine((await admin.command({ currentOp: 1 })).inprog).length, 0, 'a committed transaction is no longer listed');
+  } finally {
+    await session.endSession();
+  }
+});
+
 /* --------------------------------------------------------------- Mongoose */
 
 const accountSchema = new mongoose.Schema({ name: { type: String, required: true }, balance: { type: Number, default: 0 } });
