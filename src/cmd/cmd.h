@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "common/clock.h"
+#include "common/curop.h"
 #include "common/docvec.h"
 #include "common/error.h"
 #include "common/limits.h"
@@ -51,6 +52,8 @@ typedef struct mf_client {
      */
     bson_t *metadata;
     bool metadata_final; /* a hello has run: no later one may send `client` (186), as mongod's tryFinalize */
+    /* Its entry in the engine's registry of connections (currentOp's idle connections), NULL none; closed by mf_client_release. */
+    mf_curop_conn_t *conn;
     bool close_requested;   /* set by a command (failCommand's closeConnection): drop the connection, send no reply */
     /*
      * The wire compressors this connection negotiated, in the client's

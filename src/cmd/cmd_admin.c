@@ -200,6 +200,7 @@ keep_client_metadata(mf_op_t *op, const bson_iter_t *it)
     if (!bson_init_static(&doc, data, len))
         return;
     op->client->metadata = bson_copy(&doc);
+    mf_curop_conn_hello(op->client->conn, op->client->app_name, op->client->metadata);
     bson_t attr, comp;
     bson_init(&attr);
     BSON_APPEND_UTF8(&attr, "remote", op->client->remote);
@@ -1320,7 +1321,9 @@ cmd_current_op(mf_op_t *op)
     bson_init(&inprog);
     ctx.arr = &inprog;
     mf_curops_report_each(op->eng->curops, currentop_add, &ctx);
-    /* As mongod's command, which runs $currentOp with idleSessions at its default (true). */
+    /* As mongod's command, which runs $currentOp with idleConnections: $all and idleSessions at its default (true). */
+    if (mf_op_find(op, "$all", &it) && bson_iter_as_bool(&it))
+        mf_curops_report_idle_conns(op->eng->curops, op->eng->host, currentop_add, &ctx);
     mf_cmd_txn_report_idle(op->eng, currentop_add, &ctx);
     BSON_APPEND_ARRAY(op->reply, "inprog", &inprog);
     bson_destroy(&inprog);

@@ -917,6 +917,8 @@ agg_current_op(void *ctx, const bson_t *spec, mf_docvec_t *out, mf_error_t *err)
     bson_iter_t it;
     (void)err;
     mf_curops_report_each(x->op->eng->curops, push_curop_row, out);
+    if (bson_iter_init_find(&it, spec, "idleConnections") && bson_iter_as_bool(&it))
+        mf_curops_report_idle_conns(x->op->eng->curops, x->op->eng->host, push_curop_row, out);
     /* idleSessions is true unless set false, as mongod's. */
     if (!bson_iter_init_find(&it, spec, "idleSessions") || bson_iter_as_bool(&it))
         mf_cmd_txn_report_idle(x->op->eng, push_curop_row, out);

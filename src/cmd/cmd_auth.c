@@ -83,6 +83,8 @@ conv_end(mf_client_auth_t *a)
 void
 mf_client_release(mf_client_t *c)
 {
+    mf_curop_conn_close(c->conn); /* first: the entry borrows the metadata */
+    c->conn = NULL;
     if (c->metadata != NULL) {
         bson_destroy(c->metadata);
         c->metadata = NULL;

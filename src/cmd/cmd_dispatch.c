@@ -844,7 +844,8 @@ curop_register(mf_engine_t *eng, mf_client_t *client, const mf_op_t *op, const c
     memcpy(desc, "conn", 4);
     mf_curop_t *cop = mf_curop_begin(eng->curops, curop_type(name), ns, desc, cmd, client ? client->id : 0);
     if (client) {
-        mf_curop_client_t who = {.remote = client->remote, .app = client->app_name, .metadata = client->metadata};
+        mf_curop_client_t who = {.remote = client->remote, .app = client->app_name, .metadata = client->metadata,
+                                 .conn = client->conn};
         if (!mf_cmd_auth_user(client, &who.user, &who.user_db))
             who.user = who.user_db = NULL;
         if (op->has_lsid) {

@@ -44,6 +44,24 @@ struct mf_curops {
     top_entry_t **top;    /* open-addressing table by ns, top_cap slots (a power of two), entries owned */
     size_t top_cap, top_n;
     mf_latency_t lat[MF_LAT_N]; /* serverStatus opLatencies */
+    mf_curop_conn_t *conns;     /* client connections (mf_curops_conn_open), a doubly linked list */
+};
+
+/*
+ * A client connection, for $currentOp's idleConnections: guarded by the
+ * registry mutex. nops counts the operations running for it (set by
+ * mf_curop_set_client, dropped by mf_curop_end), so an idle connection is
+ * one with none, told in O(1).
+ */
+struct mf_curop_conn {
+    mf_curops_t *reg;
+    mf_curop_conn_t *prev, *next;
+    int64_t id;
+    char remote[80];
+    char app[129];
+    const bson_t *meta; /* borrowed: the connection's handshake metadata (see mf_curop_conn_hello) */
+    char *user, *user_db; /* owned copies: the user of its last command, NULL none */
+    int nops;
 };
 
 struct mf_curop {
@@ -70,6 +88,7 @@ struct mf_curop {
     _Atomic int64_t deadline; /* monotonic ms, 0 = none */
     int lat_kind;             /* MF_LAT_*, MF_LAT_NONE: not counted */
     int64_t paused_us;        /* waited, not worked (mf_curop_add_paused); its own thread only */
+    mf_curop_conn_t *conn;    /* the connection it runs for (counted in its nops), NULL none; registry mutex */
     mf_curop_scan_t scan;     /* its own thread only (mf_curop_note_scan); write_conflicts unused there */
     /* Write conflicts retried: atomic, as a TTL pass's deleter threads share its operation. */
     _Atomic int64_t write_conflicts;
@@ -249,6 +268,18 @@ mf_curop_set_client(mf_curop_t *op, const mf_curop_client_t *who)
     op->client_meta = who->metadata;
     op->user = who->user;
     op->user_db = who->user_db;
+    if (who->conn != NULL && op->conn == NULL) {
+        mf_curop_conn_t *c = op->conn = who->conn;
+        c->nops++;
+        /* Its user, as an idle connection shows it: copied only when it changes (a login, a logout). */
+        if ((who->user == NULL) != (c->user == NULL) || (who->user != NULL && (strcmp(who->user, c->user) != 0 ||
+                                                                              strcmp(who->user_db, c->user_db) != 0))) {
+            free(c->user);
+            free(c->user_db);
+            c->user = who->user ? mf_strdup(who->user) : NULL;
+            c->user_db = who->user ? mf_strdup(who->user_db) : NULL;
+        }
+    }
     if (who->lsid_id != NULL) {
         memcpy(op->lsid_id, who->lsid_id, 16);
         memcpy(op->lsid_uid, who->lsid_uid, 32);
@@ -608,6 +639,8 @@ mf_curop_end(mf_curop_t *op)
     int64_t us = mf_mono_us() - op->start_us - op->paused_us;
     pthread_mutex_lock(&reg->lock);
     top_record(reg, op, us);
+    if (op->conn != NULL)
+        op->conn->nops--;
     if (op->prev)
         op->prev->next = op->next;
     else
@@ -724,6 +757,121 @@ mf_curops_report_each(mf_curops_t *reg, void (*fn)(void *arg, const bson_t *doc)
     int n;
     bson_t *docs = snapshot(reg, &n);
     for (int i = 0; i < n; i++) {
+        fn(arg, &docs[i]);
+        bson_destroy(&docs[i]);
+    }
+    free(docs);
+}
+
+/* ---------- client connections ---------- */
+
+mf_curop_conn_t *
+mf_curops_conn_open(mf_curops_t *reg, int64_t id, const char *remote)
+{
+    mf_curop_conn_t *c = mf_calloc(1, sizeof(*c));
+    c->reg = reg;
+    c->id = id;
+    mf_strlcpy(c->remote, remote ? remote : "", sizeof(c->remote));
+    pthread_mutex_lock(&reg->lock);
+    c->next = reg->conns;
+    if (reg->conns != NULL)
+        reg->conns->prev = c;
+    reg->conns = c;
+    pthread_mutex_unlock(&reg->lock);
+    return c;
+}
+
+void
+mf_curop_conn_hello(mf_curop_conn_t *c, const char *app, const bson_t *metadata)
+{
+    if (c == NULL)
+        return;
+    pthread_mutex_lock(&c->reg->lock);
+    mf_strlcpy(c->app, app ? app : "", sizeof(c->app));
+    c->meta = metadata;
+    pthread_mutex_unlock(&c->reg->lock);
+}
+
+void
+mf_curop_conn_close(mf_curop_conn_t *c)
+{
+    if (c == NULL)
+        return;
+    mf_curops_t *reg = c->reg;
+    pthread_mutex_lock(&reg->lock);
+    if (c->prev != NULL)
+        c->prev->next = c->next;
+    else
+        reg->conns = c->next;
+    if (c->next != NULL)
+        c->next->prev = c->prev;
+    pthread_mutex_unlock(&reg->lock);
+    free(c->user);
+    free(c->user_db);
+    free(c);
+}
+
+/* mongod's Date_t::toString: "2026-12-04T01:02:03.456+00:00" (UTC). */
+static void
+iso_utc(int64_t ms, char *buf, size_t cap)
+{
+    time_t secs = (time_t)(ms / 1000);
+    struct tm tm;
+    gmtime_r(&secs, &tm);
+    size_t n = strftime(buf, cap, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(buf + n, cap - n, ".%03d+00:00", (int)(ms % 1000));
+}
+
+/* An idle connection's currentOp document (registry mutex held), as mongod's reportCurrentOpForClient without an operation. */
+static void
+conn_doc(const mf_curop_conn_t *c, const char *host, const char *now, bson_t *out)
+{
+    char desc[32];
+    snprintf(desc, sizeof(desc), "conn%lld", (long long)c->id);
+    bson_init(out);
+    BSON_APPEND_UTF8(out, "type", "op");
+    if (host != NULL)
+        BSON_APPEND_UTF8(out, "host", host);
+    BSON_APPEND_UTF8(out, "desc", desc);
+    BSON_APPEND_INT64(out, "connectionId", c->id);
+    BSON_APPEND_UTF8(out, "client", c->remote);
+    if (c->app[0])
+        BSON_APPEND_UTF8(out, "appName", c->app);
+    if (c->meta != NULL)
+        BSON_APPEND_DOCUMENT(out, "clientMetadata", c->meta);
+    BSON_APPEND_BOOL(out, "active", false);
+    BSON_APPEND_UTF8(out, "currentOpTime", now);
+    if (c->user != NULL) {
+        bson_t users, u;
+        BSON_APPEND_ARRAY_BEGIN(out, "effectiveUsers", &users);
+        BSON_APPEND_DOCUMENT_BEGIN(&users, "0", &u);
+        BSON_APPEND_UTF8(&u, "user", c->user);
+        BSON_APPEND_UTF8(&u, "db", c->user_db);
+        bson_append_document_end(&users, &u);
+        bson_append_array_end(out, &users);
+    }
+    BSON_APPEND_BOOL(out, "isFromUserConnection", true);
+}
+
+void
+mf_curops_report_idle_conns(mf_curops_t *reg, const char *host, void (*fn)(void *arg, const bson_t *doc), void *arg)
+{
+    size_t n = 0, cap = 0;
+    bson_t *docs = NULL;
+    char now[40];
+    iso_utc(mf_now_ms(), now, sizeof(now));
+    pthread_mutex_lock(&reg->lock);
+    for (mf_curop_conn_t *c = reg->conns; c != NULL; c = c->next) {
+        if (c->nops > 0)
+            continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 16;
+            docs = mf_realloc(docs, cap * sizeof(*docs));
+        }
+        conn_doc(c, host, now, &docs[n++]);
+    }
+    pthread_mutex_unlock(&reg->lock);
+    for (size_t i = 0; i < n; i++) {
         fn(arg, &docs[i]);
         bson_destroy(&docs[i]);
     }

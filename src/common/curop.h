@@ -29,6 +29,7 @@
 
 typedef struct mf_curop mf_curop_t;
 typedef struct mf_curops mf_curops_t;
+typedef struct mf_curop_conn mf_curop_conn_t;
 
 /* mf_curops_new / mf_curops_free: an engine's registry. Free only when no operation is registered. */
 mf_curops_t *mf_curops_new(void);
@@ -121,10 +122,31 @@ typedef struct mf_curop_client {
     const bson_t *metadata;
     const char *user, *user_db;
     const uint8_t *lsid_id, *lsid_uid;
+    mf_curop_conn_t *conn; /* the connection's entry (mf_curops_conn_open), NULL none: op counts as its activity */
 } mf_curop_client_t;
 
 /* mf_curop_set_client: records who runs op (NULL op or who->remote: nothing done). */
 void mf_curop_set_client(mf_curop_t *op, const mf_curop_client_t *who);
+
+/*
+ * Client connections, for $currentOp's idleConnections (currentOp with
+ * $all: true). mf_curops_conn_open registers connection id from remote
+ * ("ip:port") and returns its entry, owned by the registry until
+ * mf_curop_conn_close (call it once, after the connection's last command
+ * ended). mf_curop_conn_hello records its handshake's application name
+ * (copied) and metadata (borrowed: it must stay valid until the close, as
+ * mf_client_t's does). An operation given the entry in mf_curop_set_client
+ * makes the connection active until it ends, and records its user (copied).
+ * mf_curops_report_idle_conns calls fn(arg, doc) with the currentOp
+ * document of every connection no operation runs for ({type: "op", host,
+ * desc: "connN", connectionId, client, appName?, clientMetadata?, active:
+ * false, currentOpTime: now, effectiveUsers?, isFromUserConnection}; host
+ * NULL: left out), built under the mutex and handed out after it.
+ */
+mf_curop_conn_t *mf_curops_conn_open(mf_curops_t *reg, int64_t id, const char *remote);
+void mf_curop_conn_hello(mf_curop_conn_t *c, const char *app, const bson_t *metadata);
+void mf_curop_conn_close(mf_curop_conn_t *c);
+void mf_curops_report_idle_conns(mf_curops_t *reg, const char *host, void (*fn)(void *arg, const bson_t *doc), void *arg);
 
 /* mf_curop_set_progress: sets msg and progress {done, total} shown by currentOp. */
 void mf_curop_set_progress(mf_curop_t *op, const char *msg, int64_t done, int64_t total);

@@ -1455,6 +1455,7 @@ on_connection(uv_stream_t *listener, int status)
     snprintf(c->client.remote, sizeof(c->client.remote), "%s:%d", ip, port);
     c->client.net = true;
     c->client.loopback = strncmp(ip, "127.", 4) == 0 || strcmp(ip, "::1") == 0 || strncmp(ip, "::ffff:127.", 11) == 0;
+    c->client.conn = mf_curops_conn_open(srv->eng->curops, c->client.id, c->client.remote);
     atomic_fetch_add(&srv->eng->conn_current, 1);
     atomic_fetch_add(&srv->eng->conn_total, 1);
     if (srv->nconns == srv->capconns) {

@@ -371,6 +371,12 @@ h.test('currentOp shows an authenticated client\'s operation with effectiveUsers
     assert.equal(self.lsid.id.toString('hex'), session.id.id.toString('hex'));
     const digest = crypto.createHash('sha256').update(`${ROOT_USER}@admin`).digest('hex');
     assert.equal(Buffer.from(self.lsid.uid.buffer).toString('hex'), digest);
+    // Idle, the connection shows the same user (db.currentOp(true)), and a connection that never logged in none.
+    const idle = (await (await root()).db('admin').command({ currentOp: 1, $all: true, active: false, connectionId: self.connectionId })).inprog;
+    assert.equal(idle.length, 1, JSON.stringify(idle));
+    assert.deepEqual(idle[0].effectiveUsers, [{ user: ROOT_USER, db: 'admin' }]);
+    const anon = (await (await root()).db('admin').command({ currentOp: 1, $all: true, active: false, effectiveUsers: { $exists: false } })).inprog;
+    assert.ok(anon.every((d) => d.connectionId !== self.connectionId));
   } finally {
     await session.endSession();
   }

@@ -118,6 +118,55 @@ h.test('currentOp shows the client\'s appName, so db.currentOp({appName}) finds 
   }
 });
 
+h.test('db.currentOp(true) ($all) and $currentOp {idleConnections: true} list idle connections as mongod (type op, desc connN, connectionId, client, appName, clientMetadata, active: false); plain currentOp does not; a closed connection is gone', { timeout: 120000 }, async () => {
+  const app = await srv.newClient({ appName: 'idle-reporter', minPoolSize: 1, maxPoolSize: 1 });
+  try {
+    await app.db('admin').command({ ping: 1 });
+    const admin = srv.client.db('admin');
+    const idleOf = (docs) => docs.filter((d) => d.appName === 'idle-reporter' && d.active === false);
+    // Plain currentOp lists operations only.
+    assert.equal(idleOf((await admin.command({ currentOp: 1 })).inprog).length, 0);
+    const all = (await admin.command({ currentOp: 1, $all: true })).inprog;
+    const idle = idleOf(all);
+    assert.ok(idle.length >= 1, `the application's idle connection: ${JSON.stringify(all.map((d) => [d.desc, d.appName, d.active]))}`);
+    const c = idle[0];
+    assert.equal(c.type, 'op');
+    assert.equal(c.desc, `conn${c.connectionId}`);
+    assert.match(c.client, /^127\.0\.0\.1:\d+$/);
+    assert.equal(c.clientMetadata.application.name, 'idle-reporter');
+    assert.match(c.clientMetadata.driver.name, /nodejs/);
+    assert.equal(typeof c.host, 'string');
+    assert.equal(c.isFromUserConnection, true);
+    assert.match(c.currentOpTime, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\+00:00$/);
+    assert.ok(Math.abs(Date.parse(c.currentOpTime) - Date.now()) < 60000, 'currentOpTime is now');
+    assert.equal(c.opid, undefined, 'no operation, no opid');
+    assert.equal(c.effectiveUsers, undefined, 'no authenticated user');
+    // The connection running currentOp is active, so it is not listed as idle; its own op is.
+    const self = all.filter((d) => d.command && d.command.currentOp);
+    assert.equal(self.length, 1);
+    assert.equal(all.filter((d) => d.connectionId === self[0].connectionId && d.active === false).length, 0);
+    // The aggregation stage, with a filter on its fields.
+    const viaAgg = await admin.aggregate([{ $currentOp: { allUsers: true, idleConnections: true } },
+      { $match: { appName: 'idle-reporter', active: false } }]).toArray();
+    assert.ok(viaAgg.some((d) => d.connectionId === c.connectionId));
+    const noIdle = await admin.aggregate([{ $currentOp: { allUsers: true } }, { $match: { appName: 'idle-reporter' } }]).toArray();
+    assert.equal(noIdle.length, 0);
+    // Filters apply to them as to operations: db.currentOp({$all: true, connectionId}).
+    const one = (await admin.command({ currentOp: 1, $all: true, connectionId: c.connectionId })).inprog;
+    assert.equal(one.length, 1);
+    await app.close();
+    let left = [];
+    for (let i = 0; i < 200; i++) {
+      left = (await admin.command({ currentOp: 1, $all: true, connectionId: c.connectionId })).inprog;
+      if (left.length === 0) break;
+      await h.sleep(10);
+    }
+    assert.equal(left.length, 0, 'a closed connection is no longer listed');
+  } finally {
+    await app.close();
+  }
+});
+
 h.test('a killed aggregate fails with 11601 Interrupted', { timeout: 120000 }, async () => {
   const err = await killWhileRunning((o) => o.ns === 'killop.big' && o.command && o.command.aggregate, 'aggregate',
     (c) => c.db('killop').collection('big').aggregate([{ $match: SLOW_FILTER }, { $group: { _id: '$k', n: { $sum: 1 } } }]).toArray());

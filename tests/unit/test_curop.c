@@ -1,0 +1,118 @@
+/*
+ * test_curop.c: the registry's client connections (common/curop.h), behind
+ * currentOp's idle connections (db.currentOp(true), $currentOp
+ * {idleConnections: true}). A connection is listed while no operation
+ * runs for it, with what its handshake and its last command's user left;
+ * an operation given the connection makes it active until it ends; a
+ * closed connection is gone. Leak detection checks the copies it keeps.
+ */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "common/curop.h"
+
+#define MAX_DOCS 8
+
+typedef struct seen {
+    bson_t docs[MAX_DOCS];
+    int n;
+} seen_t;
+
+static void
+keep(void *arg, const bson_t *doc)
+{
+    seen_t *s = arg;
+    cr_assert_lt(s->n, MAX_DOCS);
+    bson_copy_to(doc, &s->docs[s->n++]);
+}
+
+static void
+seen_free(seen_t *s)
+{
+    for (int i = 0; i < s->n; i++)
+        bson_destroy(&s->docs[i]);
+    s->n = 0;
+}
+
+static const char *
+str_of(const bson_t *doc, const char *path)
+{
+    bson_iter_t it, f;
+    if (!bson_iter_init(&it, doc) || !bson_iter_find_descendant(&it, path, &f) || !BSON_ITER_HOLDS_UTF8(&f))
+        return NULL;
+    return bson_iter_utf8(&f, NULL);
+}
+
+Test(curop_conns, an_idle_connection_is_listed_with_its_handshake_until_it_closes)
+{
+    mf_curops_t *reg = mf_curops_new();
+    seen_t s = {0};
+    bson_t *meta = BCON_NEW("driver", "{", "name", "nodejs", "version", "7.0", "}", "application", "{", "name",
+                            "billing", "}");
+
+    mf_curop_conn_t *c = mf_curops_conn_open(reg, 7, "127.0.0.1:5000");
+    mf_curops_report_idle_conns(reg, "h:1", keep, &s);
+    cr_assert_eq(s.n, 1, "a new connection is idle");
+    cr_assert_str_eq(str_of(&s.docs[0], "desc"), "conn7");
+    cr_assert_str_eq(str_of(&s.docs[0], "client"), "127.0.0.1:5000");
+    cr_assert_str_eq(str_of(&s.docs[0], "host"), "h:1");
+    cr_assert_null(str_of(&s.docs[0], "appName"), "no handshake yet");
+    seen_free(&s);
+
+    mf_curop_conn_hello(c, "billing", meta);
+    mf_curops_report_idle_conns(reg, NULL, keep, &s);
+    cr_assert_eq(s.n, 1);
+    cr_assert_str_eq(str_of(&s.docs[0], "appName"), "billing");
+    cr_assert_str_eq(str_of(&s.docs[0], "clientMetadata.application.name"), "billing");
+    cr_assert_null(str_of(&s.docs[0], "host"), "no host given, none shown");
+    seen_free(&s);
+
+    mf_curop_conn_close(c);
+    mf_curops_report_idle_conns(reg, NULL, keep, &s);
+    cr_assert_eq(s.n, 0, "a closed connection is gone");
+    bson_destroy(meta);
+    mf_curops_free(reg);
+}
+
+Test(curop_conns, an_operation_makes_its_connection_active_and_records_its_user)
+{
+    mf_curops_t *reg = mf_curops_new();
+    seen_t s = {0};
+    mf_curop_conn_t *a = mf_curops_conn_open(reg, 1, "127.0.0.1:1");
+    mf_curop_conn_t *b = mf_curops_conn_open(reg, 2, "127.0.0.1:2");
+    char user[16];
+    strcpy(user, "alice");
+
+    mf_curop_t *op = mf_curop_begin(reg, "query", "db.c", "conn1", NULL, 1);
+    mf_curop_client_t who = {.remote = "127.0.0.1:1", .user = user, .user_db = "admin", .conn = a};
+    mf_curop_set_client(op, &who);
+    mf_curops_report_idle_conns(reg, NULL, keep, &s);
+    cr_assert_eq(s.n, 1, "only the connection without an operation is idle");
+    cr_assert_str_eq(str_of(&s.docs[0], "desc"), "conn2");
+    seen_free(&s);
+
+    mf_curop_end(op);
+    strcpy(user, "mallory"); /* the connection's auth state changes after its command: the listing kept a copy */
+    mf_curops_report_idle_conns(reg, NULL, keep, &s);
+    cr_assert_eq(s.n, 2, "both idle once the operation ended");
+    int ia = strcmp(str_of(&s.docs[0], "desc"), "conn1") == 0 ? 0 : 1;
+    cr_assert_str_eq(str_of(&s.docs[ia], "effectiveUsers.0.user"), "alice");
+    cr_assert_str_eq(str_of(&s.docs[ia], "effectiveUsers.0.db"), "admin");
+    cr_assert_null(str_of(&s.docs[1 - ia], "effectiveUsers.0.user"), "never authenticated");
+    seen_free(&s);
+
+    /* A later command without a user (a logout) drops it. */
+    op = mf_curop_begin(reg, "command", "admin.$cmd", "conn1", NULL, 1);
+    mf_curop_client_t anon = {.remote = "127.0.0.1:1", .conn = a};
+    mf_curop_set_client(op, &anon);
+    mf_curop_end(op);
+    mf_curops_report_idle_conns(reg, NULL, keep, &s);
+    cr_assert_eq(s.n, 2);
+    cr_assert_null(str_of(&s.docs[0], "effectiveUsers.0.user"));
+    cr_assert_null(str_of(&s.docs[1], "effectiveUsers.0.user"));
+    seen_free(&s);
+
+    mf_curop_conn_close(a);
+    mf_curop_conn_close(b);
+    mf_curops_free(reg);
+}
