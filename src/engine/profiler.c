@@ -168,10 +168,37 @@ drop_entry(mf_profiler_t *P, int i)
     P->dbs[i] = P->dbs[--P->n];
 }
 
+/* Whether spec uses $meta anywhere (in an $expr): what a profile entry, having no metadata, cannot give. */
+static bool
+uses_metadata(const uint8_t *data, uint32_t len, int depth)
+{
+    bson_t doc;
+    bson_iter_t it;
+    if (depth > 200 || !bson_init_static(&doc, data, len) || !bson_iter_init(&it, &doc))
+        return false;
+    while (bson_iter_next(&it)) {
+        if (strcmp(bson_iter_key(&it), "$meta") == 0)
+            return true;
+        if (BSON_ITER_HOLDS_DOCUMENT(&it) || BSON_ITER_HOLDS_ARRAY(&it)) {
+            const uint8_t *sub;
+            uint32_t sublen;
+            if (BSON_ITER_HOLDS_DOCUMENT(&it))
+                bson_iter_document(&it, &sublen, &sub);
+            else
+                bson_iter_array(&it, &sublen, &sub);
+            if (uses_metadata(sub, sublen, depth + 1))
+                return true;
+        }
+    }
+    return false;
+}
+
 int
 mf_profile_set_filter(mf_profiler_t *P, const char *db, const bson_t *spec, mf_error_t *err)
 {
     mf_profile_filter_t *f = NULL;
+    if (spec != NULL && uses_metadata(bson_get_data(spec), spec->len, 0))
+        return mf_err_set(err, MF_E_Location4910201, "Profile filter is not allowed to depend on metadata");
     if (spec != NULL) {
         f = mf_calloc(1, sizeof(*f));
         f->spec = bson_copy(spec);

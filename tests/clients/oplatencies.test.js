@@ -280,6 +280,10 @@ h.test('a profile filter decides what level 1 profiles and the slow-query log sh
     // A filter that does not parse changes nothing.
     await h.expectCode(db.command({ profile: -1, filter: { $bogus: 1 } }), 2);
     await h.expectCode(db.command({ profile: -1, filter: 5 }), 2);
+    // Nor does one that needs metadata a profile entry has not (mongod's 4910201).
+    const meta = await db.command({ profile: -1, filter: { $expr: { $gt: [{ $meta: 'textScore' }, 1] } } }).catch((e) => e);
+    assert.equal(meta.code, 4910201);
+    assert.equal(meta.errmsg, 'Profile filter is not allowed to depend on metadata');
     assert.deepEqual((await db.command({ profile: -1 })).filter, { planSummary: 'COLLSCAN' });
     // -1 with a filter replaces the filter and keeps the level.
     const repl = await db.command({ profile: -1, filter: { op: 'query', 'command.comment': 'pf-2' } });

@@ -92,3 +92,19 @@ Test(profiler, a_filter_matches_profile_entries_and_outlives_its_replacement)
     bson_destroy(spec);
     bson_destroy(bad);
 }
+
+Test(profiler, a_filter_that_needs_metadata_is_refused_with_4910201)
+{
+    mf_profiler_t *p = mf_profiler_new();
+    mf_error_t err = {0};
+    bson_t *meta = J("{\"$and\": [{\"op\": \"query\"}, {\"$expr\": {\"$gt\": [{\"$meta\": \"textScore\"}, 1]}}]}");
+    cr_assert_eq(mf_profile_set_filter(p, "db", meta, &err), -1);
+    cr_assert_eq(err.code, 4910201);
+    cr_assert_str_eq(err.msg, "Profile filter is not allowed to depend on metadata");
+    cr_assert_null(mf_profile_filter_get(p, "db"), "nothing set");
+    bson_t *plain = J("{\"$expr\": {\"$gt\": [\"$millis\", 1]}}");
+    cr_assert_eq(mf_profile_set_filter(p, "db", plain, &err), 0, "%s", err.msg);
+    bson_destroy(meta);
+    bson_destroy(plain);
+    mf_profiler_free(p);
+}
