@@ -1283,6 +1283,8 @@ typedef struct currentop_ctx {
     mf_matcher_t *m;
     bson_t *arr;
     int n;
+    bool own_only;   /* $ownOps under access control: only owner's */
+    char owner[300]; /* the caller's "user@db" */
 } currentop_ctx_t;
 
 static void
@@ -1290,6 +1292,8 @@ currentop_add(void *arg, const bson_t *doc)
 {
     currentop_ctx_t *c = arg;
     char key[16];
+    if (c->own_only && !mf_cmd_curop_owned_by(doc, c->owner))
+        return;
     if (!mf_matcher_match(c->m, doc, NULL))
         return;
     snprintf(key, sizeof(key), "%d", c->n++);
@@ -1320,6 +1324,8 @@ cmd_current_op(mf_op_t *op)
     }
     bson_init(&inprog);
     ctx.arr = &inprog;
+    ctx.own_only = mf_cmd_curop_own_only(op, mf_op_find(op, "$ownOps", &it) && bson_iter_as_bool(&it), ctx.owner,
+                                         sizeof(ctx.owner));
     mf_curops_report_each(op->eng->curops, currentop_add, &ctx);
     /* As mongod's command, which runs $currentOp with idleConnections: $all and idleSessions at its default (true). */
     if (mf_op_find(op, "$all", &it) && bson_iter_as_bool(&it))

@@ -898,10 +898,19 @@ out:
     return rc;
 }
 
+/* Where $currentOp's rows go: out, only owner's when own_only (allUsers: false under access control). */
+typedef struct curop_rows {
+    mf_docvec_t *out;
+    bool own_only;
+    char owner[300];
+} curop_rows_t;
+
 static void
 push_curop_row(void *arg, const bson_t *doc)
 {
-    mf_docvec_push((mf_docvec_t *)arg, doc);
+    curop_rows_t *r = arg;
+    if (!r->own_only || mf_cmd_curop_owned_by(doc, r->owner))
+        mf_docvec_push(r->out, doc);
 }
 
 /*
@@ -915,15 +924,19 @@ agg_current_op(void *ctx, const bson_t *spec, mf_docvec_t *out, mf_error_t *err)
 {
     agg_scan_ctx_t *x = ctx;
     bson_iter_t it;
+    curop_rows_t rows = {out, false, ""};
     (void)err;
-    mf_curops_report_each(x->op->eng->curops, push_curop_row, out);
+    /* allUsers is false unless set: under access control the caller's own operations only, as mongod's. */
+    bool all = bson_iter_init_find(&it, spec, "allUsers") && bson_iter_as_bool(&it);
+    rows.own_only = mf_cmd_curop_own_only(x->op, !all, rows.owner, sizeof(rows.owner));
+    mf_curops_report_each(x->op->eng->curops, push_curop_row, &rows);
     if (bson_iter_init_find(&it, spec, "idleConnections") && bson_iter_as_bool(&it))
-        mf_curops_report_idle_conns(x->op->eng->curops, x->op->eng->host, push_curop_row, out);
+        mf_curops_report_idle_conns(x->op->eng->curops, x->op->eng->host, push_curop_row, &rows);
     /* idleSessions is true unless set false, as mongod's. */
     if (!bson_iter_init_find(&it, spec, "idleSessions") || bson_iter_as_bool(&it))
-        mf_cmd_txn_report_idle(x->op->eng, push_curop_row, out);
+        mf_cmd_txn_report_idle(x->op->eng, push_curop_row, &rows);
     if (bson_iter_init_find(&it, spec, "idleCursors") && bson_iter_as_bool(&it))
-        mf_cursors_report_idle(x->op->eng->cursors, push_curop_row, out);
+        mf_cursors_report_idle(x->op->eng->cursors, push_curop_row, &rows);
     return 0;
 }
 

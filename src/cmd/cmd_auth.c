@@ -42,6 +42,7 @@
 #include "cmd/cmd.h"
 #include "common/log.h"
 #include "doc/value.h"
+#include "engine/sessions.h"
 
 struct mf_client_auth {
     bool authed;
@@ -224,6 +225,39 @@ mf_cmd_auth_owner(mf_op_t *op, char *out, size_t cap)
 }
 
 bool
+mf_cmd_curop_own_only(mf_op_t *op, bool own_only, char *owner, size_t cap)
+{
+    mf_cmd_auth_owner(op, owner, cap);
+    return own_only && checked(op);
+}
+
+bool
+mf_cmd_curop_owned_by(const bson_t *doc, const char *owner)
+{
+    bson_iter_t it, f;
+    /* An operation or a connection: its effectiveUsers' first {user, db}. */
+    if (bson_iter_init(&it, doc) && bson_iter_find_descendant(&it, "effectiveUsers.0.user", &f) &&
+        BSON_ITER_HOLDS_UTF8(&f)) {
+        const char *u = bson_iter_utf8(&f, NULL);
+        size_t ul = strlen(u);
+        if (strncmp(owner, u, ul) != 0 || owner[ul] != '@')
+            return false;
+        return bson_iter_init(&it, doc) && bson_iter_find_descendant(&it, "effectiveUsers.0.db", &f) &&
+               BSON_ITER_HOLDS_UTF8(&f) && strcmp(owner + ul + 1, bson_iter_utf8(&f, NULL)) == 0;
+    }
+    /* An idle session or cursor: its lsid's uid, the digest of its owner's "user@db". */
+    if (bson_iter_init(&it, doc) && bson_iter_find_descendant(&it, "lsid.uid", &f) && BSON_ITER_HOLDS_BINARY(&f)) {
+        const uint8_t *data;
+        uint32_t len;
+        uint8_t uid[MF_SESSION_UID_LEN];
+        bson_iter_binary(&f, NULL, &len, &data);
+        mf_session_uid(owner, uid);
+        return len == MF_SESSION_UID_LEN && memcmp(data, uid, len) == 0;
+    }
+    return false;
+}
+
+bool
 mf_cmd_auth_user(const mf_client_t *client, const char **user, const char **db)
 {
     const mf_client_auth_t *a = client != NULL ? client->auth : NULL;
@@ -319,7 +353,7 @@ static const rule_t rules[] = {
     {"getLog", R_CLUSTER, MF_CACT_MONITOR},
     {"getCmdLineOpts", R_CLUSTER, MF_CACT_MONITOR},
     {"getParameter", R_CLUSTER, MF_CACT_MONITOR},
-    {"currentOp", R_CLUSTER, MF_CACT_MONITOR},
+    {"currentOp", R_SPECIAL, MF_CACT_MONITOR},
     {"replSetGetStatus", R_CLUSTER, MF_CACT_MONITOR},
     {"replSetGetConfig", R_CLUSTER, MF_CACT_MONITOR},
     {"getDefaultRWConcern", R_CLUSTER, MF_CACT_MONITOR},
@@ -433,6 +467,18 @@ first_stage_lists_sessions(const bson_t *cmd)
         !bson_iter_next(&st) || !BSON_ITER_HOLDS_DOCUMENT(&st) || !bson_iter_recurse(&st, &f) || !bson_iter_next(&f))
         return false;
     return strcmp(bson_iter_key(&f), "$listLocalSessions") == 0 || strcmp(bson_iter_key(&f), "$listSessions") == 0;
+}
+
+/* Whether the command's pipeline starts with {$currentOp: {allUsers: true, ...}} (another user's operations). */
+static bool
+first_stage_all_users(const bson_t *cmd)
+{
+    bson_iter_t it, st, f, o;
+    if (!bson_iter_init_find(&it, cmd, "pipeline") || !BSON_ITER_HOLDS_ARRAY(&it) || !bson_iter_recurse(&it, &st) ||
+        !bson_iter_next(&st) || !BSON_ITER_HOLDS_DOCUMENT(&st) || !bson_iter_recurse(&st, &f) || !bson_iter_next(&f))
+        return false;
+    return strcmp(bson_iter_key(&f), "$currentOp") == 0 && BSON_ITER_HOLDS_DOCUMENT(&f) &&
+           bson_iter_recurse(&f, &o) && bson_iter_find(&o, "allUsers") && bson_iter_as_bool(&o);
 }
 
 /* Whether the command's pipeline starts with {$changeStream: {allChangesForCluster: true, ...}}. */
@@ -583,6 +629,11 @@ special(mf_op_t *op, const mf_privs_t *p, const rule_t *r, const char *db, const
         uint32_t acts = MF_ACT_FIND | (remove ? MF_ACT_REMOVE : MF_ACT_UPDATE) | (upserts(op, cmd) ? MF_ACT_INSERT : 0);
         return mf_privs_allow(p, db, coll, acts) ? 0 : denied(op, db, name);
     }
+    if (strcmp(name, "currentOp") == 0) {
+        /* {$ownOps: true} lists the caller's own operations, which needs no privilege (mongod's inprog otherwise). */
+        bool own = bson_iter_init_find(&it, cmd, "$ownOps") && bson_iter_as_bool(&it);
+        return own || mf_privs_cluster(p, r->acts) ? 0 : denied(op, db, name);
+    }
     if (strcmp(name, "getMore") == 0) {
         const char *c = bson_iter_init_find(&it, cmd, "collection") && BSON_ITER_HOLDS_UTF8(&it) ? bson_iter_utf8(&it, NULL) : NULL;
         return mf_privs_allow(p, db, c, MF_ACT_FIND) ? 0 : denied(op, db, name);
@@ -601,8 +652,9 @@ special(mf_op_t *op, const mf_privs_t *p, const rule_t *r, const char *db, const
         /* A change stream on the whole cluster reads every database: find on all of them (mongod's {db: "", collection: ""}). */
         if (first_stage_watches_cluster(cmd) && (p->any & MF_ACT_FIND) != MF_ACT_FIND && (p->all & MF_ACT_FIND) != MF_ACT_FIND)
             return denied(op, db, name);
+        /* One's own operations need no privilege; everyone's (allUsers: true) need inprog, as mongod's. */
         bool current_op = cmd_has_key(cmd, "pipeline", curop);
-        if (current_op && !mf_privs_cluster(p, MF_CACT_MONITOR))
+        if (current_op && first_stage_all_users(cmd) && !mf_privs_cluster(p, MF_CACT_MONITOR))
             return denied(op, db, name);
         uint32_t acts = MF_ACT_FIND;
         if (cmd_has_key(cmd, "pipeline", writes))

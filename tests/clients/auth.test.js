@@ -382,6 +382,30 @@ h.test('currentOp shows an authenticated client\'s operation with effectiveUsers
   }
 });
 
+h.test('a user without inprog lists only its own operations: currentOp {$ownOps: true} and $currentOp (allUsers: false, the default); everyone\'s (plain currentOp, allUsers: true) is 13, as mongod', async () => {
+  const worker = await makeUser('opsworker', [{ role: 'readWrite', db: 'appdb' }]);
+  const admin = worker.db('admin');
+  const mine = (docs) => docs.every((d) => d.effectiveUsers && d.effectiveUsers[0].user === 'opsworker' && d.effectiveUsers[0].db === 'admin');
+  await denied('currentOp without $ownOps', admin.command({ currentOp: 1 }));
+  await denied('$currentOp with allUsers: true', admin.aggregate([{ $currentOp: { allUsers: true } }]).toArray());
+  // Root's connection is open and idle: listed for root, never for the worker.
+  const rootAdmin = (await root()).db('admin');
+  await rootAdmin.command({ ping: 1 });
+  const own = (await allowed('currentOp {$ownOps: true}', admin.command({ currentOp: 1, $ownOps: true, $all: true }))).inprog;
+  assert.ok(own.some((d) => d.command && d.command.currentOp), 'its own currentOp');
+  assert.ok(mine(own), `only the worker's: ${JSON.stringify(own.map((d) => [d.desc, d.effectiveUsers]))}`);
+  const agg = await allowed('$currentOp', admin.aggregate([{ $currentOp: { idleConnections: true } }]).toArray());
+  assert.ok(agg.some((d) => d.command && d.command.aggregate === 1), 'its own aggregate');
+  assert.ok(mine(agg), `only the worker's: ${JSON.stringify(agg.map((d) => [d.desc, d.effectiveUsers]))}`);
+  // Root sees everyone's, the worker's connections among them.
+  const everyone = (await rootAdmin.command({ currentOp: 1, $all: true })).inprog;
+  assert.ok(everyone.some((d) => d.effectiveUsers && d.effectiveUsers[0].user === 'opsworker'));
+  assert.ok(everyone.some((d) => d.effectiveUsers && d.effectiveUsers[0].user === ROOT_USER));
+  // Root's own view ($ownOps) leaves the worker out.
+  const rootOwn = (await rootAdmin.command({ currentOp: 1, $all: true, $ownOps: true })).inprog;
+  assert.ok(rootOwn.length >= 1 && rootOwn.every((d) => d.effectiveUsers && d.effectiveUsers[0].user === ROOT_USER));
+});
+
 h.test('a wrong password or an unknown user fails with 18 AuthenticationFailed (both mechanisms); the server keeps serving', async () => {
   for (const mech of [undefined, 'SCRAM-SHA-256', 'SCRAM-SHA-1']) {
     await expectLoginFails(ROOT_USER, 'not-the-password', { mech }, `root with a wrong password (${mech || 'default'})`);
