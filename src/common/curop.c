@@ -670,20 +670,26 @@ mf_curop_current(void)
     return current_op;
 }
 
-/* Builds op's currentOp document into out (initialised here). Registry mutex held. */
+/* mongod's Date_t::toString: "2026-12-04T01:02:03.456+00:00" (UTC). */
 static void
-op_doc(const mf_curop_t *op, int64_t now_us, bson_t *out)
+iso_utc(int64_t ms, char *buf, size_t cap)
+{
+    time_t secs = (time_t)(ms / 1000);
+    struct tm tm;
+    gmtime_r(&secs, &tm);
+    size_t n = strftime(buf, cap, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(buf + n, cap - n, ".%03d+00:00", (int)(ms % 1000));
+}
+
+/* Builds op's currentOp document into out (initialised here); now is the report's time. Registry mutex held. */
+static void
+op_doc(const mf_curop_t *op, const char *host, int64_t now_us, const char *now, bson_t *out)
 {
     int64_t us = now_us - op->start_us;
-    char iso[64];
-    time_t secs = (time_t)(op->start_wall_ms / 1000);
-    struct tm tm;
-
-    gmtime_r(&secs, &tm);
-    strftime(iso, sizeof(iso), "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(iso + strlen(iso), sizeof(iso) - strlen(iso), ".%03dZ", (int)(op->start_wall_ms % 1000));
     bson_init(out);
     BSON_APPEND_UTF8(out, "type", "op");
+    if (host != NULL)
+        BSON_APPEND_UTF8(out, "host", host);
     BSON_APPEND_UTF8(out, "desc", op->desc);
     if (op->client_id > 0)
         BSON_APPEND_INT64(out, "connectionId", op->client_id);
@@ -694,7 +700,7 @@ op_doc(const mf_curop_t *op, int64_t now_us, bson_t *out)
     if (op->client_meta != NULL)
         BSON_APPEND_DOCUMENT(out, "clientMetadata", op->client_meta);
     BSON_APPEND_BOOL(out, "active", true);
-    BSON_APPEND_UTF8(out, "currentOpTime", iso);
+    BSON_APPEND_UTF8(out, "currentOpTime", now);
     if (op->user != NULL) {
         bson_t users, u;
         BSON_APPEND_ARRAY_BEGIN(out, "effectiveUsers", &users);
@@ -704,6 +710,7 @@ op_doc(const mf_curop_t *op, int64_t now_us, bson_t *out)
         bson_append_document_end(&users, &u);
         bson_append_array_end(out, &users);
     }
+    BSON_APPEND_BOOL(out, "isFromUserConnection", op->client_id > 0);
     BSON_APPEND_INT64(out, "opid", op->opid);
     if (op->has_lsid) {
         bson_t ls;
@@ -733,11 +740,13 @@ op_doc(const mf_curop_t *op, int64_t now_us, bson_t *out)
 
 /* Snapshot of every entry's document, taken under the mutex. */
 static bson_t *
-snapshot(mf_curops_t *reg, int *n)
+snapshot(mf_curops_t *reg, const char *host, int *n)
 {
     int cap = 16;
     bson_t *docs = mf_malloc((size_t)cap * sizeof(*docs));
     int64_t now = mf_mono_us();
+    char wall[40];
+    iso_utc(mf_now_ms(), wall, sizeof(wall));
     *n = 0;
     pthread_mutex_lock(&reg->lock);
     for (mf_curop_t *op = reg->head; op; op = op->next) {
@@ -745,17 +754,17 @@ snapshot(mf_curops_t *reg, int *n)
             cap *= 2;
             docs = mf_realloc(docs, (size_t)cap * sizeof(*docs));
         }
-        op_doc(op, now, &docs[(*n)++]);
+        op_doc(op, host, now, wall, &docs[(*n)++]);
     }
     pthread_mutex_unlock(&reg->lock);
     return docs;
 }
 
 void
-mf_curops_report_each(mf_curops_t *reg, void (*fn)(void *arg, const bson_t *doc), void *arg)
+mf_curops_report_each(mf_curops_t *reg, const char *host, void (*fn)(void *arg, const bson_t *doc), void *arg)
 {
     int n;
-    bson_t *docs = snapshot(reg, &n);
+    bson_t *docs = snapshot(reg, host, &n);
     for (int i = 0; i < n; i++) {
         fn(arg, &docs[i]);
         bson_destroy(&docs[i]);
@@ -811,16 +820,6 @@ mf_curop_conn_close(mf_curop_conn_t *c)
     free(c);
 }
 
-/* mongod's Date_t::toString: "2026-12-04T01:02:03.456+00:00" (UTC). */
-static void
-iso_utc(int64_t ms, char *buf, size_t cap)
-{
-    time_t secs = (time_t)(ms / 1000);
-    struct tm tm;
-    gmtime_r(&secs, &tm);
-    size_t n = strftime(buf, cap, "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(buf + n, cap - n, ".%03d+00:00", (int)(ms % 1000));
-}
 
 /* An idle connection's currentOp document (registry mutex held), as mongod's reportCurrentOpForClient without an operation. */
 static void
@@ -878,26 +877,6 @@ mf_curops_report_idle_conns(mf_curops_t *reg, const char *host, void (*fn)(void 
     free(docs);
 }
 
-typedef struct report_ctx {
-    bson_t *arr;
-    int *count;
-} report_ctx_t;
-
-static void
-append_doc(void *arg, const bson_t *doc)
-{
-    report_ctx_t *rc = arg;
-    char key[16];
-    snprintf(key, sizeof(key), "%d", (*rc->count)++);
-    BSON_APPEND_DOCUMENT(rc->arr, key, doc);
-}
-
-void
-mf_curops_report(mf_curops_t *reg, bson_t *arr, int *count)
-{
-    report_ctx_t rc = {arr, count};
-    mf_curops_report_each(reg, append_doc, &rc);
-}
 
 bool
 mf_curops_kill(mf_curops_t *reg, int64_t opid)

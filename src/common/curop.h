@@ -185,19 +185,15 @@ void mf_curop_set_current(mf_curop_t *op);
 mf_curop_t *mf_curop_current(void);
 
 /*
- * mf_curop_report: appends one document per registered operation to the
- * array builder arr (opid, active, op, ns, desc, command, secs_running,
- * microsecs_running, msg, progress, client/connectionId), keys "<*count>",
- * "<*count + 1>" ..., advancing *count. include_idle has no effect (mayfly
- * registers active operations only).
+ * mf_curops_report_each: calls fn with each operation's currentOp document
+ * (valid during the call), outside the registry's mutex, in opid order: as
+ * mongod's, {type: "op", host (left out when NULL), desc, connectionId?,
+ * client?, appName?, clientMetadata?, active: true, currentOpTime (now),
+ * effectiveUsers?, isFromUserConnection, opid, lsid?, secs_running,
+ * microsecs_running, op, ns, command, msg?, progress?, numYields,
+ * waitingForLock, killPending?}.
  */
-void mf_curops_report(mf_curops_t *reg, bson_t *arr, int *count);
-
-/*
- * mf_curop_report_each: calls fn with each operation's currentOp document
- * (valid during the call), outside the registry's mutex, in opid order.
- */
-void mf_curops_report_each(mf_curops_t *reg, void (*fn)(void *arg, const bson_t *doc), void *arg);
+void mf_curops_report_each(mf_curops_t *reg, const char *host, void (*fn)(void *arg, const bson_t *doc), void *arg);
 
 /* mf_curops_kill: marks opid killed (11601 at its next check); false if unknown. */
 bool mf_curops_kill(mf_curops_t *reg, int64_t opid);

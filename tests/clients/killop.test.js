@@ -100,6 +100,12 @@ h.test('currentOp shows the client\'s appName, so db.currentOp({appName}) finds 
     assert.equal(ops[0].lsid.id.toString('hex'), session.id.id.toString('hex'));
     assert.equal(ops[0].lsid.uid.buffer.length, 32);
     assert.equal(keys.indexOf('lsid'), keys.indexOf('opid') + 1, 'lsid right after opid');
+    // mongod's host first, currentOpTime the time of the report, and a user connection's operation marked as one.
+    assert.equal(keys.indexOf('host'), 1);
+    assert.match(ops[0].host, new RegExp(`:${srv.port}$`), 'host is the server\'s "hostname:port"');
+    assert.match(ops[0].currentOpTime, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\+00:00$/);
+    assert.ok(Date.parse(ops[0].currentOpTime) >= Date.now() - 60000);
+    assert.equal(ops[0].isFromUserConnection, true);
     assert.equal(ops[0].effectiveUsers, undefined, 'no authenticated user, no effectiveUsers');
     // ... and logged once per connection as mongod's "client metadata" line (id 51800).
     const logged = (await admin.command({ getLog: 'global' })).log.map((l) => JSON.parse(l))
@@ -213,8 +219,10 @@ h.test('a killed TTL batch stops with 11601 and the monitor deletes the rest lat
   const deadline = Date.now() + 30000;
   while (opid === null && Date.now() < deadline) {
     const r = await admin.command({ currentOp: 1, desc: 'TTLMonitor' });
-    if (r.inprog.length > 0) opid = r.inprog[0].opid;
-    else await h.sleep(1);
+    if (r.inprog.length > 0) {
+      opid = r.inprog[0].opid;
+      assert.equal(r.inprog[0].isFromUserConnection, false, 'the monitor\'s work is the server\'s own');
+    } else await h.sleep(1);
   }
   assert.ok(opid !== null, 'a TTL batch showed in currentOp');
   await admin.command({ killOp: 1, op: opid });
