@@ -80,7 +80,6 @@ struct mf_curop {
     uint8_t lsid_id[16], lsid_uid[32];
     bson_t *command;      /* owned */
     int64_t start_us;     /* monotonic */
-    int64_t start_wall_ms;
     char msg[96];         /* guarded by the registry mutex */
     _Atomic int64_t done, total;
     _Atomic bool has_progress;
@@ -202,7 +201,6 @@ mf_curop_begin(mf_curops_t *reg, const char *op_type, const char *ns, const char
     op->client_id = client_id;
     op->lat_kind = MF_LAT_NONE;
     op->start_us = mf_mono_us();
-    op->start_wall_ms = mf_now_ms();
     op->reg = reg;
     pthread_mutex_lock(&reg->lock);
     op->opid = reg->next_opid++;
@@ -681,36 +679,50 @@ iso_utc(int64_t ms, char *buf, size_t cap)
     snprintf(buf + n, cap - n, ".%03d+00:00", (int)(ms % 1000));
 }
 
+/*
+ * The fields every client entry of currentOp starts with, an operation's
+ * and an idle connection's alike (mongod's reportCurrentOpForClient): out
+ * initialised here; client_id 0 is the server's own work (no
+ * connectionId); remote, app may be ""; meta, host and user may be NULL.
+ */
+static void
+client_head(bson_t *out, const char *host, const char *desc, int64_t client_id, const char *remote, const char *app,
+            const bson_t *meta, bool active, const char *now, const char *user, const char *user_db)
+{
+    bson_init(out);
+    BSON_APPEND_UTF8(out, "type", "op");
+    if (host != NULL)
+        BSON_APPEND_UTF8(out, "host", host);
+    BSON_APPEND_UTF8(out, "desc", desc);
+    if (client_id > 0)
+        BSON_APPEND_INT64(out, "connectionId", client_id);
+    if (remote[0])
+        BSON_APPEND_UTF8(out, "client", remote);
+    if (app[0])
+        BSON_APPEND_UTF8(out, "appName", app);
+    if (meta != NULL)
+        BSON_APPEND_DOCUMENT(out, "clientMetadata", meta);
+    BSON_APPEND_BOOL(out, "active", active);
+    BSON_APPEND_UTF8(out, "currentOpTime", now);
+    if (user != NULL) {
+        bson_t users, u;
+        BSON_APPEND_ARRAY_BEGIN(out, "effectiveUsers", &users);
+        BSON_APPEND_DOCUMENT_BEGIN(&users, "0", &u);
+        BSON_APPEND_UTF8(&u, "user", user);
+        BSON_APPEND_UTF8(&u, "db", user_db);
+        bson_append_document_end(&users, &u);
+        bson_append_array_end(out, &users);
+    }
+    BSON_APPEND_BOOL(out, "isFromUserConnection", client_id > 0);
+}
+
 /* Builds op's currentOp document into out (initialised here); now is the report's time. Registry mutex held. */
 static void
 op_doc(const mf_curop_t *op, const char *host, int64_t now_us, const char *now, bson_t *out)
 {
     int64_t us = now_us - op->start_us;
-    bson_init(out);
-    BSON_APPEND_UTF8(out, "type", "op");
-    if (host != NULL)
-        BSON_APPEND_UTF8(out, "host", host);
-    BSON_APPEND_UTF8(out, "desc", op->desc);
-    if (op->client_id > 0)
-        BSON_APPEND_INT64(out, "connectionId", op->client_id);
-    if (op->client[0])
-        BSON_APPEND_UTF8(out, "client", op->client);
-    if (op->app[0])
-        BSON_APPEND_UTF8(out, "appName", op->app);
-    if (op->client_meta != NULL)
-        BSON_APPEND_DOCUMENT(out, "clientMetadata", op->client_meta);
-    BSON_APPEND_BOOL(out, "active", true);
-    BSON_APPEND_UTF8(out, "currentOpTime", now);
-    if (op->user != NULL) {
-        bson_t users, u;
-        BSON_APPEND_ARRAY_BEGIN(out, "effectiveUsers", &users);
-        BSON_APPEND_DOCUMENT_BEGIN(&users, "0", &u);
-        BSON_APPEND_UTF8(&u, "user", op->user);
-        BSON_APPEND_UTF8(&u, "db", op->user_db);
-        bson_append_document_end(&users, &u);
-        bson_append_array_end(out, &users);
-    }
-    BSON_APPEND_BOOL(out, "isFromUserConnection", op->client_id > 0);
+    client_head(out, host, op->desc, op->client_id, op->client, op->app, op->client_meta, true, now, op->user,
+                op->user_db);
     BSON_APPEND_INT64(out, "opid", op->opid);
     if (op->has_lsid) {
         bson_t ls;
@@ -827,29 +839,7 @@ conn_doc(const mf_curop_conn_t *c, const char *host, const char *now, bson_t *ou
 {
     char desc[32];
     snprintf(desc, sizeof(desc), "conn%lld", (long long)c->id);
-    bson_init(out);
-    BSON_APPEND_UTF8(out, "type", "op");
-    if (host != NULL)
-        BSON_APPEND_UTF8(out, "host", host);
-    BSON_APPEND_UTF8(out, "desc", desc);
-    BSON_APPEND_INT64(out, "connectionId", c->id);
-    BSON_APPEND_UTF8(out, "client", c->remote);
-    if (c->app[0])
-        BSON_APPEND_UTF8(out, "appName", c->app);
-    if (c->meta != NULL)
-        BSON_APPEND_DOCUMENT(out, "clientMetadata", c->meta);
-    BSON_APPEND_BOOL(out, "active", false);
-    BSON_APPEND_UTF8(out, "currentOpTime", now);
-    if (c->user != NULL) {
-        bson_t users, u;
-        BSON_APPEND_ARRAY_BEGIN(out, "effectiveUsers", &users);
-        BSON_APPEND_DOCUMENT_BEGIN(&users, "0", &u);
-        BSON_APPEND_UTF8(&u, "user", c->user);
-        BSON_APPEND_UTF8(&u, "db", c->user_db);
-        bson_append_document_end(&users, &u);
-        bson_append_array_end(out, &users);
-    }
-    BSON_APPEND_BOOL(out, "isFromUserConnection", true);
+    client_head(out, host, desc, c->id, c->remote, c->app, c->meta, false, now, c->user, c->user_db);
 }
 
 void
