@@ -458,39 +458,35 @@ upserts(const mf_op_t *op, const bson_t *cmd)
     return false;
 }
 
+/* The first stage of the command's pipeline: *f on its one field (the stage's name and spec); false if none. */
+static bool
+first_stage(const bson_t *cmd, bson_iter_t *f)
+{
+    bson_iter_t it, st;
+    return bson_iter_init_find(&it, cmd, "pipeline") && BSON_ITER_HOLDS_ARRAY(&it) && bson_iter_recurse(&it, &st) &&
+           bson_iter_next(&st) && BSON_ITER_HOLDS_DOCUMENT(&st) && bson_iter_recurse(&st, f) && bson_iter_next(f);
+}
+
 /* Whether the command's pipeline starts with $listLocalSessions or $listSessions. */
 static bool
 first_stage_lists_sessions(const bson_t *cmd)
 {
-    bson_iter_t it, st, f;
-    if (!bson_iter_init_find(&it, cmd, "pipeline") || !BSON_ITER_HOLDS_ARRAY(&it) || !bson_iter_recurse(&it, &st) ||
-        !bson_iter_next(&st) || !BSON_ITER_HOLDS_DOCUMENT(&st) || !bson_iter_recurse(&st, &f) || !bson_iter_next(&f))
-        return false;
-    return strcmp(bson_iter_key(&f), "$listLocalSessions") == 0 || strcmp(bson_iter_key(&f), "$listSessions") == 0;
+    bson_iter_t f;
+    return first_stage(cmd, &f) &&
+           (strcmp(bson_iter_key(&f), "$listLocalSessions") == 0 || strcmp(bson_iter_key(&f), "$listSessions") == 0);
 }
 
-/* Whether the command's pipeline starts with {$currentOp: {allUsers: true, ...}} (another user's operations). */
+/*
+ * Whether the command's pipeline starts with {<stage>: {<option>: true, ...}}:
+ * $currentOp's allUsers (another user's operations), $changeStream's
+ * allChangesForCluster (every database).
+ */
 static bool
-first_stage_all_users(const bson_t *cmd)
+first_stage_flag(const bson_t *cmd, const char *stage, const char *option)
 {
-    bson_iter_t it, st, f, o;
-    if (!bson_iter_init_find(&it, cmd, "pipeline") || !BSON_ITER_HOLDS_ARRAY(&it) || !bson_iter_recurse(&it, &st) ||
-        !bson_iter_next(&st) || !BSON_ITER_HOLDS_DOCUMENT(&st) || !bson_iter_recurse(&st, &f) || !bson_iter_next(&f))
-        return false;
-    return strcmp(bson_iter_key(&f), "$currentOp") == 0 && BSON_ITER_HOLDS_DOCUMENT(&f) &&
-           bson_iter_recurse(&f, &o) && bson_iter_find(&o, "allUsers") && bson_iter_as_bool(&o);
-}
-
-/* Whether the command's pipeline starts with {$changeStream: {allChangesForCluster: true, ...}}. */
-static bool
-first_stage_watches_cluster(const bson_t *cmd)
-{
-    bson_iter_t it, st, f, o;
-    if (!bson_iter_init_find(&it, cmd, "pipeline") || !BSON_ITER_HOLDS_ARRAY(&it) || !bson_iter_recurse(&it, &st) ||
-        !bson_iter_next(&st) || !BSON_ITER_HOLDS_DOCUMENT(&st) || !bson_iter_recurse(&st, &f) || !bson_iter_next(&f))
-        return false;
-    return strcmp(bson_iter_key(&f), "$changeStream") == 0 && BSON_ITER_HOLDS_DOCUMENT(&f) &&
-           bson_iter_recurse(&f, &o) && bson_iter_find(&o, "allChangesForCluster") && bson_iter_as_bool(&o);
+    bson_iter_t f, o;
+    return first_stage(cmd, &f) && strcmp(bson_iter_key(&f), stage) == 0 && BSON_ITER_HOLDS_DOCUMENT(&f) &&
+           bson_iter_recurse(&f, &o) && bson_iter_find(&o, option) && bson_iter_as_bool(&o);
 }
 
 static int
@@ -650,11 +646,11 @@ special(mf_op_t *op, const mf_privs_t *p, const rule_t *r, const char *db, const
         if (first_stage_lists_sessions(cmd) && !cmd_has_key(cmd, "pipeline", reads_other))
             return 0;
         /* A change stream on the whole cluster reads every database: find on all of them (mongod's {db: "", collection: ""}). */
-        if (first_stage_watches_cluster(cmd) && (p->any & MF_ACT_FIND) != MF_ACT_FIND && (p->all & MF_ACT_FIND) != MF_ACT_FIND)
+        if (first_stage_flag(cmd, "$changeStream", "allChangesForCluster") && (p->any & MF_ACT_FIND) != MF_ACT_FIND && (p->all & MF_ACT_FIND) != MF_ACT_FIND)
             return denied(op, db, name);
         /* One's own operations need no privilege; everyone's (allUsers: true) need inprog, as mongod's. */
         bool current_op = cmd_has_key(cmd, "pipeline", curop);
-        if (current_op && first_stage_all_users(cmd) && !mf_privs_cluster(p, MF_CACT_MONITOR))
+        if (current_op && first_stage_flag(cmd, "$currentOp", "allUsers") && !mf_privs_cluster(p, MF_CACT_MONITOR))
             return denied(op, db, name);
         uint32_t acts = MF_ACT_FIND;
         if (cmd_has_key(cmd, "pipeline", writes))
