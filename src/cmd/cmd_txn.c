@@ -627,9 +627,10 @@ route(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *cmd, 
         e->state = T_ACTIVE;
         e->first_ran = false;
         e->abort_req = false;
-        e->deadline_ms = mf_mono_ms() + (limit_s > INT64_MAX / 4000 ? INT64_MAX / 4 : limit_s * 1000);
-        e->start_wall_ms = mf_now_ms();
+        /* One clock reading for the start and the deadline: an idleSession's expiryTime is their difference. */
         e->start_us = mf_mono_us();
+        e->start_wall_ms = mf_now_ms();
+        e->deadline_ms = e->start_us / 1000 + (limit_s > INT64_MAX / 4000 ? INT64_MAX / 4 : limit_s * 1000);
         e->active_us = 0;
         if (e->read_concern != NULL)
             bson_destroy(e->read_concern);
@@ -1177,7 +1178,10 @@ iso_local(int64_t ms, char *buf, size_t cap)
     time_t secs = (time_t)(ms / 1000);
     struct tm tm;
     char zone[8];
-    localtime_r(&secs, &tm);
+    if (localtime_r(&secs, &tm) == NULL) {
+        snprintf(buf, cap, "%lld", (long long)ms); /* past what the calendar holds (a lifetime limit near INT64_MAX) */
+        return;
+    }
     size_t n = strftime(buf, cap, "%Y-%m-%dT%H:%M:%S", &tm);
     strftime(zone, sizeof(zone), "%z", &tm);
     snprintf(buf + n, cap - n, ".%03d%s", (int)(ms % 1000), zone);
@@ -1190,7 +1194,6 @@ idle_doc(const mf_txns_t *t, const utxn_t *e, int64_t now_us, bson_t *out)
     bson_t ls, tx, par;
     char when[48];
     int64_t open_us = now_us - e->start_us;
-    int64_t limit_s = mf_param_get(t->eng->params, "transactionLifetimeLimitSeconds");
 
     bson_init(out);
     BSON_APPEND_UTF8(out, "type", "idleSession");
@@ -1220,7 +1223,8 @@ idle_doc(const mf_txns_t *t, const utxn_t *e, int64_t now_us, bson_t *out)
     BSON_APPEND_INT64(&tx, "timeOpenMicros", open_us);
     BSON_APPEND_INT64(&tx, "timeActiveMicros", e->active_us);
     BSON_APPEND_INT64(&tx, "timeInactiveMicros", open_us - e->active_us);
-    iso_local(e->start_wall_ms + (limit_s > INT64_MAX / 4000 ? INT64_MAX / 4000 : limit_s * 1000), when, sizeof(when));
+    /* When it is aborted: the deadline it started with (transactionLifetimeLimitSeconds then), on the wall clock. */
+    iso_local(e->start_wall_ms + (e->deadline_ms - e->start_us / 1000), when, sizeof(when));
     BSON_APPEND_UTF8(&tx, "expiryTime", when);
     bson_append_document_end(out, &tx);
     BSON_APPEND_BOOL(out, "waitingForLock", false);
