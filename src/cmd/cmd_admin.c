@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "archive/archive.h"
+#include "auth/roles.h"
 #include "cmd/cmd.h"
 #include "common/curop.h"
 #include "engine/cursor.h"
@@ -1338,7 +1339,10 @@ cmd_current_op(mf_op_t *op)
     return 0;
 }
 
-/* killOp: {killOp: 1, op: <opid>}; like mongod, an unknown opid is not an error. */
+/*
+ * killOp: {killOp: 1, op: <opid>}; like mongod, an unknown opid is not an
+ * error for a holder of the killop privilege (hostManager, root).
+ */
 static int
 cmd_kill_op(mf_op_t *op)
 {
@@ -1349,9 +1353,19 @@ cmd_kill_op(mf_op_t *op)
     if (!mf_value_is_number(v))
         return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field 'killOp.op' is the wrong type '%s', expected types '[long, int, decimal, double]'",
                           mf_type_name(v->value_type));
-    int64_t opid = (int64_t)mf_value_as_double(v);
-    bool found = mf_curops_kill(op->eng->curops, opid);
-    mf_log(MF_LOG_INFO, "COMMAND", "going to kill op: %lld%s", (long long)opid, found ? "" : " (not found)");
+    double d = mf_value_as_double(v);
+    if (!(d >= INT32_MIN && d <= INT32_MAX))
+        return mf_err_set(&op->err, MF_E_Location26823, "invalid op : %.0f. Op ID cannot be represented with 32 bits", d);
+    int64_t opid = (int64_t)d;
+    /* As mongod's: without the killop privilege a user may kill only operations run under its own login. */
+    char owner[400]; /* the caller's "user@db", as a cursor's owner */
+    bool any = mf_cmd_auth_cluster(op, MF_CACT_ADMIN);
+    if (!any)
+        mf_cmd_auth_owner(op, owner, sizeof(owner));
+    int killed = mf_curops_kill_as(op->eng->curops, opid, any ? NULL : owner);
+    if (killed < 0 || (!any && killed == 0))
+        return mf_err_set(&op->err, MF_E_Unauthorized, "Unauthorized");
+    mf_log(MF_LOG_INFO, "COMMAND", "going to kill op: %lld%s", (long long)opid, killed ? "" : " (not found)");
     BSON_APPEND_UTF8(op->reply, "info", "attempting to kill op");
     return 0;
 }

@@ -358,7 +358,7 @@ static const rule_t rules[] = {
     {"replSetGetConfig", R_CLUSTER, MF_CACT_MONITOR},
     {"getDefaultRWConcern", R_CLUSTER, MF_CACT_MONITOR},
     {"setParameter", R_CLUSTER, MF_CACT_ADMIN},
-    {"killOp", R_CLUSTER, MF_CACT_ADMIN},
+    {"killOp", R_AUTHED, 0}, /* its own operations; anyone's with the killop privilege (cmd_admin.c) */
     {"killAllSessions", R_CLUSTER, MF_CACT_ADMIN},
     {"fsync", R_CLUSTER, MF_CACT_ADMIN},
     {"fsyncUnlock", R_CLUSTER, MF_CACT_ADMIN},

@@ -871,18 +871,38 @@ mf_curops_report_idle_conns(mf_curops_t *reg, const char *host, void (*fn)(void 
 bool
 mf_curops_kill(mf_curops_t *reg, int64_t opid)
 {
-    bool found = false;
+    return mf_curops_kill_as(reg, opid, NULL) == 1;
+}
+
+/* owned_by: whether op's user (borrowed, set under reg->lock) is owner's "user@db". */
+static bool
+owned_by(const mf_curop_t *op, const char *owner)
+{
+    if (op->user == NULL)
+        return false;
+    size_t ul = strlen(op->user);
+    return strncmp(owner, op->user, ul) == 0 && owner[ul] == '@' && strcmp(owner + ul + 1, op->user_db) == 0;
+}
+
+int
+mf_curops_kill_as(mf_curops_t *reg, int64_t opid, const char *owner)
+{
+    int ret = 0;
     pthread_mutex_lock(&reg->lock);
     for (mf_curop_t *op = reg->head; op; op = op->next) {
         if (op->opid == opid) {
+            if (owner != NULL && !owned_by(op, owner)) {
+                ret = -1;
+                break;
+            }
             int none = 0;
             atomic_compare_exchange_strong(&op->kill_code, &none, MF_E_Interrupted);
-            found = true;
+            ret = 1;
             break;
         }
     }
     pthread_mutex_unlock(&reg->lock);
-    return found;
+    return ret;
 }
 
 void

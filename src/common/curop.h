@@ -199,6 +199,15 @@ void mf_curops_report_each(mf_curops_t *reg, const char *host, void (*fn)(void *
 bool mf_curops_kill(mf_curops_t *reg, int64_t opid);
 
 /*
+ * mf_curops_kill_as: mf_curops_kill for a caller who may kill only the
+ * operations of owner ("user@db"; NULL: any operation, as mf_curops_kill).
+ * Returns 1 killed, 0 no operation opid, -1 opid runs for someone else (a
+ * background operation, another user, an unauthenticated connection), which
+ * is left running.
+ */
+int mf_curops_kill_as(mf_curops_t *reg, int64_t opid, const char *owner);
+
+/*
  * mf_curops_interrupt_all: marks every registered operation, and every one
  * registered from now on, killed with code (11600 InterruptedAtShutdown at
  * shutdown).

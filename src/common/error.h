@@ -189,6 +189,7 @@
     X(40353, Location40353)                                                    \
     X(4886600, Location4886600)                                                \
     X(4910201, Location4910201)                                                \
+    X(26823, Location26823)                                                    \
     X(40414, Location40414)                                                    \
     X(40415, Location40415)                                                    \
     X(50985, Location50985)                                                    \

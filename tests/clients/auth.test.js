@@ -36,7 +36,7 @@ const path = require('node:path');
 const { MongoClient } = require('mongodb');
 const h = require('./harness');
 
-const srv = h.useServer({ args: ['--auth'] });
+const srv = h.useServer({ args: ['--auth', '--setParameter', 'enableTestCommands=1'] });
 
 const ROOT_USER = 'root';
 const ROOT_PWD = 'r00t-Secret!pw';
@@ -404,6 +404,58 @@ h.test('a user without inprog lists only its own operations: currentOp {$ownOps:
   // Root's own view ($ownOps) leaves the worker out.
   const rootOwn = (await rootAdmin.command({ currentOp: 1, $all: true, $ownOps: true })).inprog;
   assert.ok(rootOwn.length >= 1 && rootOwn.every((d) => d.effectiveUsers && d.effectiveUsers[0].user === ROOT_USER));
+});
+
+h.test('killOp without the killop privilege ends the caller\'s own operations only: another user\'s, a background one or a missing opid is 13, as mongod', async () => {
+  const killer = await makeUser('opskiller', [{ role: 'read', db: 'killdb' }]);
+  await seed('killdb');
+  const rootAdmin = (await root()).db('admin');
+  /* A client of user (password pwd) whose finds on killdb.c block in the failpoint until killed. */
+  const blocked = async (user, pwd, app) => {
+    const c = new MongoClient(`${authUri(user, pwd)}&appName=${app}`, { maxPoolSize: 1 });
+    srv.clients.push(c);
+    await c.connect();
+    const running = c.db('killdb').collection('c').find({}).toArray().then(() => null, (e) => e);
+    let ops = [];
+    for (let i = 0; i < 2000 && ops.length === 0; i++) {
+      ops = (await rootAdmin.command({ currentOp: 1, appName: app, 'command.find': 'c' })).inprog;
+      if (ops.length === 0) await h.sleep(5);
+    }
+    assert.equal(ops.length, 1, `${app}'s find shows in currentOp`);
+    return { running, opid: ops[0].opid };
+  };
+  // Every find blocks (the two below; nothing else in this test runs one) until killed.
+  await rootAdmin.command({ configureFailPoint: 'failCommand', mode: 'alwaysOn',
+    data: { failCommands: ['find'], blockConnection: true, blockTimeMS: 60000 } });
+  try {
+    const mine = await blocked('opskiller', pwdOf('opskiller'), 'kill-own');
+    const roots = await blocked(ROOT_USER, ROOT_PWD, 'kill-root');
+    const admin = killer.db('admin');
+    // Someone else's operation, and an opid nothing runs under: 13 "Unauthorized", and root's find runs on.
+    const other = await denied('killOp of root\'s find', admin.command({ killOp: 1, op: roots.opid }));
+    assert.equal(other.codeName, 'Unauthorized');
+    await denied('killOp of a missing opid', admin.command({ killOp: 1, op: 2147480000 }));
+    assert.equal((await rootAdmin.command({ currentOp: 1, opid: roots.opid })).inprog.length, 1, 'root\'s find still runs');
+    // An opid past 32 bits: mongod's 26823.
+    await h.expectCode(admin.command({ killOp: 1, op: 2 ** 40 }), 26823);
+    // Its own operation, from another connection of the same user: killed, as mongod's coauthorized clients.
+    const r = await allowed('killOp of its own find', admin.command({ killOp: 1, op: mine.opid }));
+    assert.equal(r.info, 'attempting to kill op');
+    const err = await mine.running;
+    assert.ok(err, 'the killed find fails');
+    assert.equal(err.code, 11601, err.message);
+    // With the privilege (root), anyone's; a missing opid is no error.
+    assert.equal((await rootAdmin.command({ killOp: 1, op: roots.opid })).ok, 1);
+    assert.equal((await roots.running).code, 11601);
+    assert.equal((await rootAdmin.command({ killOp: 1, op: 2147480000 })).ok, 1);
+  } finally {
+    await rootAdmin.command({ configureFailPoint: 'failCommand', mode: 'off' });
+  }
+  // An unauthenticated connection may kill nothing.
+  const conn = await h.rawConnect(srv.port);
+  try {
+    assert.equal((await rawCmd(conn, 'admin', { killOp: 1, op: 1 })).code, 13);
+  } finally { conn.close(); }
 });
 
 h.test('a wrong password or an unknown user fails with 18 AuthenticationFailed (both mechanisms); the server keeps serving', async () => {

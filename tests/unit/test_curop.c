@@ -116,3 +116,42 @@ Test(curop_conns, an_operation_makes_its_connection_active_and_records_its_user)
     mf_curop_conn_close(b);
     mf_curops_free(reg);
 }
+
+/* killOp without the killop privilege: only the operations its own login runs. */
+Test(curop_kill, a_caller_kills_only_operations_of_its_own_user)
+{
+    mf_curops_t *reg = mf_curops_new();
+    mf_error_t err = {0};
+    mf_curop_t *mine = mf_curop_begin(reg, "query", "db.c", "conn1", NULL, 1);
+    mf_curop_t *theirs = mf_curop_begin(reg, "query", "db.c", "conn2", NULL, 2);
+    mf_curop_t *bg = mf_curop_begin(reg, "remove", "db.c", "TTLMonitor", NULL, 0);
+    mf_curop_t *anon = mf_curop_begin(reg, "query", "db.c", "conn3", NULL, 3);
+    mf_curop_client_t me = {.remote = "127.0.0.1:1", .user = "alice", .user_db = "admin"};
+    mf_curop_client_t other = {.remote = "127.0.0.1:2", .user = "alice", .user_db = "appdb"}; /* same name, other db */
+    mf_curop_client_t nobody = {.remote = "127.0.0.1:3"};
+    mf_curop_set_client(mine, &me);
+    mf_curop_set_client(theirs, &other);
+    mf_curop_set_client(anon, &nobody);
+
+    cr_assert_eq(mf_curops_kill_as(reg, mf_curop_opid(theirs), "alice@admin"), -1, "another user's");
+    cr_assert_eq(mf_curops_kill_as(reg, mf_curop_opid(bg), "alice@admin"), -1, "a background operation");
+    cr_assert_eq(mf_curops_kill_as(reg, mf_curop_opid(anon), "alice@admin"), -1, "an unauthenticated connection's");
+    cr_assert_eq(mf_curops_kill_as(reg, mf_curop_opid(mine), "alice@adminx"), -1, "a longer db is not a match");
+    cr_assert_eq(mf_curops_kill_as(reg, 999999, "alice@admin"), 0, "no such operation");
+    cr_assert_not(mf_curop_killed(theirs) || mf_curop_killed(bg) || mf_curop_killed(anon) || mf_curop_killed(mine));
+
+    cr_assert_eq(mf_curops_kill_as(reg, mf_curop_opid(mine), "alice@admin"), 1);
+    cr_assert(mf_curop_killed(mine));
+    cr_assert_eq(mf_curop_check(mine, &err), -1);
+    cr_assert_eq(err.code, MF_E_Interrupted);
+    /* Without an owner (the killop privilege), anyone's. */
+    cr_assert_eq(mf_curops_kill_as(reg, mf_curop_opid(bg), NULL), 1);
+    cr_assert(mf_curop_killed(bg));
+    cr_assert(mf_curops_kill(reg, mf_curop_opid(theirs)));
+
+    mf_curop_end(mine);
+    mf_curop_end(theirs);
+    mf_curop_end(bg);
+    mf_curop_end(anon);
+    mf_curops_free(reg);
+}
