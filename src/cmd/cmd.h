@@ -27,6 +27,7 @@
 #include "common/limits.h"
 #include "doc/check.h"
 #include "engine/engine.h"
+#include "engine/sessions.h"
 
 
 typedef struct mf_client_auth mf_client_auth_t; /* cmd_auth.c */
@@ -230,16 +231,21 @@ void mf_cmd_auth_owner(mf_op_t *op, char *out, size_t cap);
 bool mf_cmd_auth_user(const mf_client_t *client, const char **user, const char **db);
 /*
  * currentOp's own operations ($ownOps: true, $currentOp's allUsers: false):
- * mf_cmd_curop_own_only writes the caller's "user@db" into owner (cap
- * bytes; "" when not authenticated) and tells whether the listing must keep
- * to it (own_only asked and access control applies to the caller; without
- * it every operation shows, as mongod's). mf_cmd_curop_owned_by tells
- * whether a currentOp document is owner's: by its effectiveUsers (an
- * operation, a connection) or its lsid's uid (an idle session or cursor);
- * background work and unauthenticated clients are nobody's.
+ * mf_cmd_curop_own_only fills *owner with the caller's "user@db" ("" when
+ * not authenticated) and its session uid (its SHA-256, computed once per
+ * listing), and tells whether the listing must keep to it (own_only asked
+ * and access control applies to the caller; without it every operation
+ * shows, as mongod's). mf_cmd_curop_owned_by tells whether a currentOp
+ * document is owner's: by its effectiveUsers (an operation, a connection)
+ * or its lsid's uid (an idle session or cursor); background work and
+ * unauthenticated clients are nobody's.
  */
-bool mf_cmd_curop_own_only(mf_op_t *op, bool own_only, char *owner, size_t cap);
-bool mf_cmd_curop_owned_by(const bson_t *doc, const char *owner);
+typedef struct mf_curop_owner {
+    char name[400]; /* "user@db", as a cursor's owner */
+    uint8_t uid[MF_SESSION_UID_LEN];
+} mf_curop_owner_t;
+bool mf_cmd_curop_own_only(mf_op_t *op, bool own_only, mf_curop_owner_t *owner);
+bool mf_cmd_curop_owned_by(const bson_t *doc, const mf_curop_owner_t *owner);
 
 
 /*

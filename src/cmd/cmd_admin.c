@@ -1284,8 +1284,8 @@ typedef struct currentop_ctx {
     mf_matcher_t *m;
     bson_t *arr;
     int n;
-    bool own_only;   /* $ownOps under access control: only owner's */
-    char owner[300]; /* the caller's "user@db" */
+    bool own_only;          /* $ownOps under access control: only owner's */
+    mf_curop_owner_t owner; /* the caller */
 } currentop_ctx_t;
 
 static void
@@ -1293,7 +1293,7 @@ currentop_add(void *arg, const bson_t *doc)
 {
     currentop_ctx_t *c = arg;
     char key[16];
-    if (c->own_only && !mf_cmd_curop_owned_by(doc, c->owner))
+    if (c->own_only && !mf_cmd_curop_owned_by(doc, &c->owner))
         return;
     if (!mf_matcher_match(c->m, doc, NULL))
         return;
@@ -1325,8 +1325,7 @@ cmd_current_op(mf_op_t *op)
     }
     bson_init(&inprog);
     ctx.arr = &inprog;
-    ctx.own_only = mf_cmd_curop_own_only(op, mf_op_find(op, "$ownOps", &it) && bson_iter_as_bool(&it), ctx.owner,
-                                         sizeof(ctx.owner));
+    ctx.own_only = mf_cmd_curop_own_only(op, mf_op_find(op, "$ownOps", &it) && bson_iter_as_bool(&it), &ctx.owner);
     mf_curops_report_each(op->eng->curops, op->eng->host, currentop_add, &ctx);
     /* As mongod's command, which runs $currentOp with idleConnections: $all and idleSessions at its default (true). */
     if (mf_op_find(op, "$all", &it) && bson_iter_as_bool(&it))

@@ -902,14 +902,14 @@ out:
 typedef struct curop_rows {
     mf_docvec_t *out;
     bool own_only;
-    char owner[300];
+    mf_curop_owner_t owner;
 } curop_rows_t;
 
 static void
 push_curop_row(void *arg, const bson_t *doc)
 {
     curop_rows_t *r = arg;
-    if (!r->own_only || mf_cmd_curop_owned_by(doc, r->owner))
+    if (!r->own_only || mf_cmd_curop_owned_by(doc, &r->owner))
         mf_docvec_push(r->out, doc);
 }
 
@@ -924,11 +924,11 @@ agg_current_op(void *ctx, const bson_t *spec, mf_docvec_t *out, mf_error_t *err)
 {
     agg_scan_ctx_t *x = ctx;
     bson_iter_t it;
-    curop_rows_t rows = {out, false, ""};
+    curop_rows_t rows = {.out = out};
     (void)err;
     /* allUsers is false unless set: under access control the caller's own operations only, as mongod's. */
     bool all = bson_iter_init_find(&it, spec, "allUsers") && bson_iter_as_bool(&it);
-    rows.own_only = mf_cmd_curop_own_only(x->op, !all, rows.owner, sizeof(rows.owner));
+    rows.own_only = mf_cmd_curop_own_only(x->op, !all, &rows.owner);
     mf_curops_report_each(x->op->eng->curops, x->op->eng->host, push_curop_row, &rows);
     if (bson_iter_init_find(&it, spec, "idleConnections") && bson_iter_as_bool(&it))
         mf_curops_report_idle_conns(x->op->eng->curops, x->op->eng->host, push_curop_row, &rows);

@@ -225,15 +225,19 @@ mf_cmd_auth_owner(mf_op_t *op, char *out, size_t cap)
 }
 
 bool
-mf_cmd_curop_own_only(mf_op_t *op, bool own_only, char *owner, size_t cap)
+mf_cmd_curop_own_only(mf_op_t *op, bool own_only, mf_curop_owner_t *owner)
 {
-    mf_cmd_auth_owner(op, owner, cap);
-    return own_only && checked(op);
+    mf_cmd_auth_owner(op, owner->name, sizeof(owner->name));
+    bool own = own_only && checked(op);
+    if (own)
+        mf_session_uid(owner->name, owner->uid);
+    return own;
 }
 
 bool
-mf_cmd_curop_owned_by(const bson_t *doc, const char *owner)
+mf_cmd_curop_owned_by(const bson_t *doc, const mf_curop_owner_t *who)
 {
+    const char *owner = who->name;
     bson_iter_t it, f;
     /* An operation or a connection: its effectiveUsers' first {user, db}. */
     if (bson_iter_init(&it, doc) && bson_iter_find_descendant(&it, "effectiveUsers.0.user", &f) &&
@@ -249,10 +253,8 @@ mf_cmd_curop_owned_by(const bson_t *doc, const char *owner)
     if (bson_iter_init(&it, doc) && bson_iter_find_descendant(&it, "lsid.uid", &f) && BSON_ITER_HOLDS_BINARY(&f)) {
         const uint8_t *data;
         uint32_t len;
-        uint8_t uid[MF_SESSION_UID_LEN];
         bson_iter_binary(&f, NULL, &len, &data);
-        mf_session_uid(owner, uid);
-        return len == MF_SESSION_UID_LEN && memcmp(data, uid, len) == 0;
+        return len == MF_SESSION_UID_LEN && memcmp(data, who->uid, len) == 0;
     }
     return false;
 }

@@ -404,6 +404,23 @@ h.test('a user without inprog lists only its own operations: currentOp {$ownOps:
   // Root's own view ($ownOps) leaves the worker out.
   const rootOwn = (await rootAdmin.command({ currentOp: 1, $all: true, $ownOps: true })).inprog;
   assert.ok(rootOwn.length >= 1 && rootOwn.every((d) => d.effectiveUsers && d.effectiveUsers[0].user === ROOT_USER));
+  // Idle cursors are matched by their session's uid: the worker's own is listed, root's is not.
+  await seed('appdb', 'owncur', [{ _id: 1 }, { _id: 2 }, { _id: 3 }]);
+  const wc = worker.db('appdb').collection('owncur').find({}, { batchSize: 1 });
+  const rc = (await root()).db('appdb').collection('owncur').find({}, { batchSize: 1 });
+  try {
+    await wc.next();
+    await rc.next();
+    const idle = await allowed('$currentOp idleCursors', admin.aggregate([{ $currentOp: { idleCursors: true } }, { $match: { type: 'idleCursor' } }]).toArray());
+    const wuid = crypto.createHash('sha256').update('opsworker@admin').digest('hex');
+    assert.equal(idle.filter((d) => d.ns === 'appdb.owncur').length, 1, `only the worker's cursor: ${JSON.stringify(idle)}`);
+    assert.ok(idle.every((d) => Buffer.from(d.lsid.uid.buffer).toString('hex') === wuid));
+    const all = await rootAdmin.aggregate([{ $currentOp: { idleCursors: true, allUsers: true } }, { $match: { type: 'idleCursor', ns: 'appdb.owncur' } }]).toArray();
+    assert.equal(all.length, 2, 'root with allUsers sees both');
+  } finally {
+    await wc.close();
+    await rc.close();
+  }
 });
 
 h.test('killOp without the killop privilege ends the caller\'s own operations only: another user\'s, a background one or a missing opid is 13, as mongod', async () => {
