@@ -467,6 +467,15 @@ int mf_cmd_txn_retryable(mf_op_t *op) MF_WUR;
 /* mf_cmd_txn_stats: serverStatus transactions' counts of multi-document transactions into out. */
 void mf_cmd_txn_stats(mf_engine_t *eng, bson_t *out);
 /*
+ * mf_cmd_txn_report_ops: mf_curops_report_each over eng's operations, an
+ * operation that runs in a multi-document transaction given its
+ * transaction's "transaction" sub-document (as mongod's
+ * reportUnstashedState: parameters, startWallClockTime, the times so far,
+ * expiryTime) at its end. doc is valid during the call; fn runs without
+ * either registry's lock.
+ */
+void mf_cmd_txn_report_ops(mf_engine_t *eng, void (*fn)(void *arg, const bson_t *doc), void *arg);
+/*
  * mf_cmd_txn_report_idle: calls fn(arg, doc) with $currentOp's idleSession
  * document of every open transaction no command is running in (type,
  * host, desc "inactive transaction", the connection that ran its last

@@ -1326,7 +1326,7 @@ cmd_current_op(mf_op_t *op)
     bson_init(&inprog);
     ctx.arr = &inprog;
     ctx.own_only = mf_cmd_curop_own_only(op, mf_op_find(op, "$ownOps", &it) && bson_iter_as_bool(&it), &ctx.owner);
-    mf_curops_report_each(op->eng->curops, op->eng->host, currentop_add, &ctx);
+    mf_cmd_txn_report_ops(op->eng, currentop_add, &ctx);
     /* As mongod's command, which runs $currentOp with idleConnections: $all and idleSessions at its default (true). */
     if (mf_op_find(op, "$all", &it) && bson_iter_as_bool(&it))
         mf_curops_report_idle_conns(op->eng->curops, op->eng->host, currentop_add, &ctx);

@@ -929,7 +929,7 @@ agg_current_op(void *ctx, const bson_t *spec, mf_docvec_t *out, mf_error_t *err)
     /* allUsers is false unless set: under access control the caller's own operations only, as mongod's. */
     bool all = bson_iter_init_find(&it, spec, "allUsers") && bson_iter_as_bool(&it);
     rows.own_only = mf_cmd_curop_own_only(x->op, !all, &rows.owner);
-    mf_curops_report_each(x->op->eng->curops, x->op->eng->host, push_curop_row, &rows);
+    mf_cmd_txn_report_ops(x->op->eng, push_curop_row, &rows);
     if (bson_iter_init_find(&it, spec, "idleConnections") && bson_iter_as_bool(&it))
         mf_curops_report_idle_conns(x->op->eng->curops, x->op->eng->host, push_curop_row, &rows);
     /* idleSessions is true unless set false, as mongod's. */

@@ -106,6 +106,7 @@ typedef struct utxn {
      * metadata: owned, NULL none), which may have closed since.
      */
     int64_t start_wall_ms, start_us, active_us;
+    int64_t busy_from_us; /* monotonic: when the command running now (busy) was handed over */
     bson_t *read_concern;
     int64_t conn_id;
     char remote[80];
@@ -690,10 +691,10 @@ route(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *cmd, 
     note_client(e, client);
     e->job = &job;
     pthread_cond_broadcast(&e->cv);
-    int64_t ran_from = mf_mono_us();
+    e->busy_from_us = mf_mono_us();
     while (!job.done)
         pthread_cond_wait(&e->cv, &t->mu);
-    e->active_us += mf_mono_us() - ran_from;
+    e->active_us += mf_mono_us() - e->busy_from_us;
     e->busy = false;
     t->nactive--;
     pthread_cond_broadcast(&e->cv);
@@ -1187,13 +1188,43 @@ iso_local(int64_t ms, char *buf, size_t cap)
     snprintf(buf + n, cap - n, ".%03d%s", (int)(ms % 1000), zone);
 }
 
+/*
+ * Appends mongod's "transaction" sub-document of e (t->mu held) to out:
+ * parameters {txnNumber, autocommit, readConcern?}, startWallClockTime,
+ * timeOpenMicros, timeActiveMicros (with the command running now, if
+ * any), timeInactiveMicros, expiryTime.
+ */
+static void
+txn_stats(const utxn_t *e, int64_t now_us, bson_t *out)
+{
+    bson_t tx, par;
+    char when[48];
+    int64_t open_us = now_us - e->start_us;
+    int64_t active_us = e->active_us + (e->busy ? now_us - e->busy_from_us : 0);
+
+    BSON_APPEND_DOCUMENT_BEGIN(out, "transaction", &tx);
+    BSON_APPEND_DOCUMENT_BEGIN(&tx, "parameters", &par);
+    BSON_APPEND_INT64(&par, "txnNumber", e->num);
+    BSON_APPEND_BOOL(&par, "autocommit", false);
+    if (e->read_concern != NULL)
+        BSON_APPEND_DOCUMENT(&par, "readConcern", e->read_concern);
+    bson_append_document_end(&tx, &par);
+    iso_local(e->start_wall_ms, when, sizeof(when));
+    BSON_APPEND_UTF8(&tx, "startWallClockTime", when);
+    BSON_APPEND_INT64(&tx, "timeOpenMicros", open_us);
+    BSON_APPEND_INT64(&tx, "timeActiveMicros", active_us);
+    BSON_APPEND_INT64(&tx, "timeInactiveMicros", open_us - active_us);
+    /* When it is aborted: the deadline it started with (transactionLifetimeLimitSeconds then), on the wall clock. */
+    iso_local(e->start_wall_ms + (e->deadline_ms - e->start_us / 1000), when, sizeof(when));
+    BSON_APPEND_UTF8(&tx, "expiryTime", when);
+    bson_append_document_end(out, &tx);
+}
+
 /* One idleSession document for e (t->mu held) into out (initialised here). */
 static void
 idle_doc(const mf_txns_t *t, const utxn_t *e, int64_t now_us, bson_t *out)
 {
-    bson_t ls, tx, par;
-    char when[48];
-    int64_t open_us = now_us - e->start_us;
+    bson_t ls;
 
     bson_init(out);
     BSON_APPEND_UTF8(out, "type", "idleSession");
@@ -1211,24 +1242,73 @@ idle_doc(const mf_txns_t *t, const utxn_t *e, int64_t now_us, bson_t *out)
     BSON_APPEND_BINARY(&ls, "id", BSON_SUBTYPE_UUID, e->id, 16);
     BSON_APPEND_BINARY(&ls, "uid", BSON_SUBTYPE_BINARY, e->uid, MF_SESSION_UID_LEN);
     bson_append_document_end(out, &ls);
-    BSON_APPEND_DOCUMENT_BEGIN(out, "transaction", &tx);
-    BSON_APPEND_DOCUMENT_BEGIN(&tx, "parameters", &par);
-    BSON_APPEND_INT64(&par, "txnNumber", e->num);
-    BSON_APPEND_BOOL(&par, "autocommit", false);
-    if (e->read_concern != NULL)
-        BSON_APPEND_DOCUMENT(&par, "readConcern", e->read_concern);
-    bson_append_document_end(&tx, &par);
-    iso_local(e->start_wall_ms, when, sizeof(when));
-    BSON_APPEND_UTF8(&tx, "startWallClockTime", when);
-    BSON_APPEND_INT64(&tx, "timeOpenMicros", open_us);
-    BSON_APPEND_INT64(&tx, "timeActiveMicros", e->active_us);
-    BSON_APPEND_INT64(&tx, "timeInactiveMicros", open_us - e->active_us);
-    /* When it is aborted: the deadline it started with (transactionLifetimeLimitSeconds then), on the wall clock. */
-    iso_local(e->start_wall_ms + (e->deadline_ms - e->start_us / 1000), when, sizeof(when));
-    BSON_APPEND_UTF8(&tx, "expiryTime", when);
-    bson_append_document_end(out, &tx);
+    txn_stats(e, now_us, out);
     BSON_APPEND_BOOL(out, "waitingForLock", false);
     BSON_APPEND_BOOL(out, "active", false);
+}
+
+/* mf_cmd_txn_report_ops' hand-over: each operation's document, with its transaction's when it runs in one. */
+typedef struct ops_ctx {
+    mf_txns_t *t;
+    void (*fn)(void *arg, const bson_t *doc);
+    void *arg;
+} ops_ctx_t;
+
+/* The 16- or 32-byte binary at path in doc into out; false when it is not one of that length. */
+static bool
+doc_binary(const bson_t *doc, const char *path, uint8_t *out, uint32_t want)
+{
+    bson_iter_t it, f;
+    const uint8_t *data;
+    uint32_t len;
+    if (!bson_iter_init(&it, doc) || !bson_iter_find_descendant(&it, path, &f) || !BSON_ITER_HOLDS_BINARY(&f))
+        return false;
+    bson_iter_binary(&f, NULL, &len, &data);
+    if (len != want)
+        return false;
+    memcpy(out, data, len);
+    return true;
+}
+
+static void
+op_with_txn(void *arg, const bson_t *doc)
+{
+    ops_ctx_t *c = arg;
+    uint8_t id[16], uid[MF_SESSION_UID_LEN];
+    bson_iter_t it, f;
+    bson_t out;
+    bool in_txn = false;
+
+    if (c->t != NULL && doc_binary(doc, "lsid.id", id, 16) && doc_binary(doc, "lsid.uid", uid, MF_SESSION_UID_LEN)) {
+        /* Its command's txnNumber, unless the command is shown truncated. */
+        int64_t num = -1;
+        if (bson_iter_init(&it, doc) && bson_iter_find_descendant(&it, "command.txnNumber", &f) &&
+            BSON_ITER_HOLDS_NUMBER(&f))
+            num = bson_iter_as_int64(&f);
+        pthread_mutex_lock(&c->t->mu);
+        utxn_t *e = entry_find(c->t, id, uid, false);
+        /* The session's transaction runs a command now, and this is it: the session runs one at a time. */
+        if (e != NULL && e->state == T_ACTIVE && e->busy && (num < 0 || num == e->num)) {
+            bson_init(&out);
+            bson_concat(&out, doc);
+            txn_stats(e, mf_mono_us(), &out);
+            in_txn = true;
+        }
+        pthread_mutex_unlock(&c->t->mu);
+    }
+    if (!in_txn) {
+        c->fn(c->arg, doc);
+        return;
+    }
+    c->fn(c->arg, &out);
+    bson_destroy(&out);
+}
+
+void
+mf_cmd_txn_report_ops(mf_engine_t *eng, void (*fn)(void *arg, const bson_t *doc), void *arg)
+{
+    ops_ctx_t c = {atomic_load(&eng->txns), fn, arg};
+    mf_curops_report_each(eng->curops, eng->host, op_with_txn, &c);
 }
 
 void

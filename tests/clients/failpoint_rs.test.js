@@ -190,3 +190,56 @@ test('$$CLUSTER_TIME is the member\'s cluster time (a Timestamp) in aggregation 
     await c.close();
   }
 });
+
+test('currentOp shows an operation running in a transaction with its transaction sub-document (mongod\'s reportUnstashedState): parameters, times so far, expiryTime; one outside a transaction has none', async () => {
+  const app = 'active-txn-op';
+  const c = new MongoClient(set.uri, { appName: app });
+  const watcher = new MongoClient(set.uri);
+  await c.connect();
+  await watcher.connect();
+  const admin = watcher.db('admin');
+  const session = c.startSession();
+  try {
+    const coll = c.db('fprs').collection('activetxn');
+    await coll.insertOne({ _id: 0 });
+    session.startTransaction({ readConcern: { level: 'snapshot' } });
+    await coll.insertOne({ _id: 1 }, { session });
+    // The transaction's find blocks in the failpoint for a while: long enough to be seen running.
+    await admin.command({ configureFailPoint: 'failCommand', mode: { times: 1 },
+      data: { failCommands: ['find'], blockConnection: true, blockTimeMS: 1500, appName: app } });
+    const running = coll.find({}, { session }).toArray();
+    const sid = session.id.id.toString('hex');
+    let row;
+    for (let i = 0; i < 1000 && !row; i++) {
+      const ops = (await admin.command({ currentOp: 1, appName: app, 'command.find': 'activetxn' })).inprog;
+      row = ops.find((o) => o.lsid && o.lsid.id.toString('hex') === sid);
+      if (!row) await new Promise((r) => setTimeout(r, 5));
+    }
+    assert.ok(row, 'the transaction\'s find shows in currentOp');
+    assert.equal(row.type, 'op');
+    assert.equal(row.active, true);
+    const tx = row.transaction;
+    assert.ok(tx, `a transaction sub-document: ${JSON.stringify(row)}`);
+    assert.deepEqual(Object.keys(tx), ['parameters', 'startWallClockTime', 'timeOpenMicros', 'timeActiveMicros', 'timeInactiveMicros', 'expiryTime']);
+    assert.equal(Number(tx.parameters.txnNumber), Number(row.command.txnNumber));
+    assert.equal(tx.parameters.autocommit, false);
+    assert.deepEqual(tx.parameters.readConcern, { level: 'snapshot' });
+    const open = Number(tx.timeOpenMicros), active = Number(tx.timeActiveMicros), inactive = Number(tx.timeInactiveMicros);
+    assert.ok(active > 0 && inactive >= 0, JSON.stringify(tx));
+    assert.equal(active + inactive, open);
+    assert.match(tx.expiryTime, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}[+-]\d{4}$/);
+    // The aggregation stage shows the same; the watcher's own operation, outside any transaction, has none.
+    const agg = await admin.aggregate([{ $currentOp: { allUsers: true } }]).toArray();
+    const same = agg.find((o) => o.opid === row.opid);
+    assert.ok(same && same.transaction && Number(same.transaction.parameters.txnNumber) === Number(tx.parameters.txnNumber));
+    const self = agg.find((o) => o.command && o.command.aggregate === 1);
+    assert.ok(self && self.transaction === undefined, 'an operation outside a transaction has no transaction');
+    assert.deepEqual((await running).map((d) => d._id), [0, 1], 'the find ends once the block is over, in its snapshot');
+    await session.commitTransaction();
+  } finally {
+    await admin.command({ configureFailPoint: 'failCommand', mode: 'off' });
+    await session.endSession();
+    await c.close();
+    await watcher.close();
+  }
+});
