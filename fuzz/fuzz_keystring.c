@@ -19,8 +19,10 @@
  * ids and further components be appended); memcmp of two keys orders them
  * as mf_value_cmp orders their values, field by field with directions, and
  * equal values give equal keys (unique indexes and equality scans rely on
- * it; decimal128 values closer than the encoding resolves may tie, as
- * keystring.c documents; arrays whose keys are not "0", "1"... are left out
+ * it; in key format 1, which indexes created before format 2 keep,
+ * decimal128 values closer than the encoding resolves may tie, as
+ * keystring.c documents; format 2, chosen by the input's length, orders
+ * them exactly; arrays whose keys are not "0", "1"... are left out
  * since the key drops array field names); the minkey / maxkey bounds after a
  * prefix enclose every key with that prefix; a Date component is the key
  * mf_ks_date_key builds and mf_ks_date_from_key reads it back; a record id
@@ -182,12 +184,13 @@ same_value(const bson_value_t *a, const bson_value_t *b, int depth)
 
 /* key_load: the components of doc; false if there are none or too many. */
 static bool
-key_load(fkey_t *k, const bson_t *doc, const fkey_t *dirs_from)
+key_load(fkey_t *k, const bson_t *doc, const fkey_t *dirs_from, bool legacy)
 {
     bson_iter_t it;
 
     memset(k, 0, sizeof(*k));
     mf_ks_init(&k->ks);
+    k->ks.legacy_decimals = legacy;
     if (!bson_iter_init(&it, doc))
         return false;
     while (bson_iter_next(&it)) {
@@ -270,6 +273,7 @@ key_encode(fkey_t *k)
         mf_keystring_t c;
         int64_t rid = (int64_t)(k->ks.len * 2654435761u % 0x7FFFFFFFFFFFull) + 1;
         mf_ks_init(&c);
+        c.legacy_decimals = k->ks.legacy_decimals;
         for (int i = 0; i < k->n; i++) {
             mf_err_clear(&err);
             FUZZ_CHECK(mf_ks_append_value(&c, &k->v[i], k->desc[i], &err) == 0, "second encode failed");
@@ -346,7 +350,8 @@ compare_keys(const fkey_t *a, const fkey_t *b)
     if (vc == 0)
         FUZZ_CHECK(kc == 0, "equal values give different keys (memcmp %d)", kc);
     else if (kc == 0)
-        FUZZ_CHECK(a->has_decimal || b->has_decimal, "different values (order %d) give the same key", vc);
+        FUZZ_CHECK(a->ks.legacy_decimals && (a->has_decimal || b->has_decimal),
+                   "different values (order %d) give the same key", vc);
     else
         FUZZ_CHECK(kc == vc, "keys order %d, values order %d", kc, vc);
 }
@@ -393,12 +398,14 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fuzz_docs_t d;
     fkey_t *a = calloc(1, sizeof(fkey_t)), *b = calloc(1, sizeof(fkey_t));
 
+    /* Both keys in one format: 1 (an older index's) for a third of the inputs, else 2. */
+    bool legacy = size % 3 == 0;
     decode_raw(data, size);
-    if (fuzz_docs_read(data, size, &d) > 0 && key_load(a, d.docs[0], NULL)) {
+    if (fuzz_docs_read(data, size, &d) > 0 && key_load(a, d.docs[0], NULL, legacy)) {
         key_encode(a);
         if (a->encoded) {
             check_bounds(a);
-            if (d.n > 1 && key_load(b, d.docs[1], a)) {
+            if (d.n > 1 && key_load(b, d.docs[1], a, legacy)) {
                 key_encode(b);
                 if (b->encoded)
                     compare_keys(a, b);

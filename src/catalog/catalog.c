@@ -960,6 +960,9 @@ coll_to_bson(const mf_coll_t *c, bson_t *out)
         BSON_APPEND_BOOL(&child, "multikey", atomic_load(&c->indexes[i]->multikey));
         if (c->indexes[i]->rid_in_key && c->indexes[i]->unique)
             BSON_APPEND_BOOL(&child, "ridInKey", true);
+        /* Decimals keyed exactly (index/keystring.c); an entry without it is read as format 1. */
+        if (!c->indexes[i]->kp.legacy_decimals)
+            BSON_APPEND_INT32(&child, "keyFormat", 2);
         bson_append_document_end(&arr, &child);
     }
     bson_append_array_end(out, &arr);
@@ -1026,6 +1029,7 @@ coll_from_bson(const bson_t *doc, mf_error_t *err)
             uint32_t len;
             const char *ident = NULL;
             bool multikey = false, rid_in_key = false;
+            int64_t key_format = 1; /* entries written before keyFormat existed hold format 1 keys */
             if (!BSON_ITER_HOLDS_DOCUMENT(&ai) || !bson_iter_recurse(&ai, &f))
                 continue;
             bool have_spec = false;
@@ -1039,6 +1043,8 @@ coll_from_bson(const bson_t *doc, mf_error_t *err)
                     multikey = bson_iter_as_bool(&f);
                 } else if (strcmp(bson_iter_key(&f), "ridInKey") == 0) {
                     rid_in_key = bson_iter_as_bool(&f);
+                } else if (strcmp(bson_iter_key(&f), "keyFormat") == 0 && BSON_ITER_HOLDS_NUMBER(&f)) {
+                    key_format = bson_iter_as_int64(&f);
                 }
             }
             if (!have_spec || ident == NULL || c->nindexes >= MF_MAX_INDEXES)
@@ -1051,6 +1057,7 @@ coll_from_bson(const bson_t *doc, mf_error_t *err)
             atomic_store(&ix->multikey, multikey);
             atomic_store(&ix->multikey_durable, multikey);
             ix->rid_in_key = ix->rid_in_key || rid_in_key;
+            ix->kp.legacy_decimals = key_format < 2;
             c->indexes[c->nindexes++] = ix;
         }
     }
@@ -2297,6 +2304,7 @@ mf_catalog_index_relayout(mf_catalog_t *cat, mf_coll_t *c, mf_index_t *ix, const
     if (nx == NULL)
         return -1;
     nx->rid_in_key = true;
+    nx->kp.legacy_decimals = ix->kp.legacy_decimals; /* its keys are copied as they are */
     nx->unique = false;
     nx->unique_gen = ix->unique_gen + 1;
     atomic_store(&nx->multikey, atomic_load(&ix->multikey));

@@ -7,7 +7,12 @@
  *   { ns, db, name, uuid: BinData(4), ident: "coll-<hex>",
  *     options: {...as given to create...},
  *     indexes: [ { spec: {v: 2, key: {...}, name: "...", <every other option
- *                 verbatim>}, ident: "index-<hex>", multikey: bool } ] }
+ *                 verbatim>}, ident: "index-<hex>", multikey: bool,
+ *                 ridInKey?: true, keyFormat?: 2 } ] }
+ *
+ * keyFormat 2: the index's keys hold decimals exactly (index/keystring.c);
+ * an entry without it was written before and its index keeps format 1
+ * (mf_keypattern_t.legacy_decimals) for as long as it exists.
  *
  * Index specs are stored verbatim, so an option this version does not know
  * survives a round trip through listIndexes. A database exists while it has

@@ -1096,7 +1096,7 @@ mf_coll_find_id(mf_sess_t *s, mf_coll_t *c, const bson_value_t *idv, int64_t *ri
     if (ix == NULL)
         return mf_err_set(err, MF_E_InternalError, "collection %s has no _id index", c->ns);
     mf_ks_init(&key);
-    if (mf_index_key_of_value(idv, false, &key, err) != 0) {
+    if (mf_index_key_of_value(&ix->kp, idv, &key, err) != 0) {
         mf_ks_destroy(&key);
         return -1;
     }

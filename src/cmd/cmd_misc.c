@@ -436,8 +436,8 @@ size_scan_index(mf_op_t *op, mf_coll_t *c, mf_index_t *ix, const bson_t *kp, con
     mf_cur_t *icur = NULL, *rcur = NULL;
     int r, rc = -1;
 
-    mf_ks_init(&lo);
-    mf_ks_init(&hi);
+    mf_index_ks_init(&lo, &ix->kp);
+    mf_index_ks_init(&hi, &ix->kp);
     if (bound_key(ix, kp, min, &lo, &op->err) != 0 || bound_key(ix, kp, max, &hi, &op->err) != 0)
         goto out;
     if (mf_txn_begin(op->sess, &op->err) != 0)

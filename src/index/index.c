@@ -148,6 +148,7 @@ keyset_add(mf_keyset_t *ks)
     }
     mf_keystring_t *k = &ks->keys[ks->n++];
     mf_ks_reset(k);
+    k->legacy_decimals = ks->legacy_decimals;
     return k;
 }
 
@@ -696,6 +697,7 @@ int
 mf_index_keys_of_value(const mf_keypattern_t *kp, const bson_value_t *v, mf_keyset_t *out, mf_error_t *err)
 {
     keyset_clear(out);
+    out->legacy_decimals = kp->legacy_decimals;
     if (!mf_keypattern_one_plain_field(kp) || v->value_type == BSON_TYPE_ARRAY)
         return 1;
     if (plain_value_key(kp, v, out, err) != 0) {
@@ -752,6 +754,7 @@ mf_index_keys(const mf_keypattern_t *kp, bool sparse, const bson_t *doc, mf_keys
     int rc = -1;
 
     keyset_clear(out);
+    out->legacy_decimals = kp->legacy_decimals;
     *skip = false;
     *multikey = false;
     switch (one_plain_field_key(kp, sparse, doc, out, err)) {
@@ -845,10 +848,11 @@ out:
 }
 
 int
-mf_index_key_of_value(const bson_value_t *v, bool desc, mf_keystring_t *out, mf_error_t *err)
+mf_index_key_of_value(const mf_keypattern_t *kp, const bson_value_t *v, mf_keystring_t *out, mf_error_t *err)
 {
     mf_ks_reset(out);
-    return mf_ks_append_value(out, v, desc, err);
+    out->legacy_decimals = kp->legacy_decimals;
+    return mf_ks_append_value(out, v, kp->desc[0], err);
 }
 
 bool

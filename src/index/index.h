@@ -64,6 +64,15 @@ typedef struct mf_keypattern {
     bool has_hashed;
     int hashed_field;
     /*
+     * The index's key format (index/keystring.c KEY FORMAT 1): true for an
+     * index created before decimals were keyed exactly, whose catalog
+     * entry has no keyFormat: 2 (the catalog sets it when it loads one).
+     * Every key generated or bounded for the index uses it
+     * (mf_index_ks_init; mf_index_keys and mf_index_keys_of_value set it on
+     * the keyset).
+     */
+    bool legacy_decimals;
+    /*
      * A wildcard index ({"$**": 1}, {"a.b.$**": -1}; index_wild.c): is_wildcard
      * is set, nfields is 2, fields[0] is "$_path" and fields[1] the key
      * pattern's field as given, and every key is [path string, value]
@@ -96,7 +105,16 @@ typedef struct mf_keyset {
     mf_keystring_t *keys;
     int n;
     int cap;
+    bool legacy_decimals; /* the key format of the keys it hands out (set by the generator from its kp) */
 } mf_keyset_t;
+
+/* mf_index_ks_init: mf_ks_init for a key or bound of the index whose pattern is kp (its key format). */
+static inline void
+mf_index_ks_init(mf_keystring_t *ks, const mf_keypattern_t *kp)
+{
+    mf_ks_init(ks);
+    ks->legacy_decimals = kp->legacy_decimals;
+}
 
 /*
  * mf_keypattern_parse: parses a key pattern document ({a: 1, b: -1}).
@@ -208,7 +226,11 @@ mf_keystring_t *mf_keyset_push(mf_keyset_t *ks);
 int mf_wildcard_keys(const mf_keypattern_t *kp, const bson_t *doc, mf_keyset_t *out, bool *multikey,
                      mf_error_t *err) MF_WUR;
 
-/* mf_index_key_of_value: the keystring of a single-field index for value v (for _id lookups). */
-int mf_index_key_of_value(const bson_value_t *v, bool desc, mf_keystring_t *out, mf_error_t *err) MF_WUR;
+/*
+ * mf_index_key_of_value: the keystring of value v in kp's single-field
+ * index (for _id lookups; its direction and key format, no collation).
+ */
+int mf_index_key_of_value(const mf_keypattern_t *kp, const bson_value_t *v, mf_keystring_t *out,
+                          mf_error_t *err) MF_WUR;
 
 #endif /* MF_INDEX_H */

@@ -49,12 +49,34 @@
  *   negative: flip every bit), big-endian; NaN is eight 0x00 bytes, below
  *   -infinity. S is 0x8000 + 8 * (exact value - D) for integral values, so an
  *   int64 beyond 2^53 that no double represents still sorts correctly against
- *   its neighbouring doubles and decodes exactly. A decimal128 that is not
- *   exactly D adds 8 * floor(residual) plus 4 for a fractional residual
- *   (residuals computed in long double; two such decimals with the same D and
- *   residual floor tie — a documented approximation). Equal values of any
+ *   its neighbouring doubles and decodes exactly. A decimal128 equal to D
+ *   (as MongoDB compares a decimal with a double, compareDecimalToDouble:
+ *   with D rounded to 34 digits) is D's key. Any other adds 8 *
+ *   floor(residual), plus 2 for a fractional residual followed then by its
+ *   exact value (DECIMAL EXTENSION below), so decimals that share D and the
+ *   residual's floor still sort and compare exactly: 1.0000000000000000000001
+ *   and ...0002 are two keys, and neither is 1. The residual's floor is
+ *   exact up to 2^112 (-1 or 0 below 2^52; above, decimal arithmetic on D,
+ *   an integer of at most 34 digits there), a long double estimate beyond,
+ *   where no int64 lives and the extension orders what the estimate
+ *   groups (every decimal there carries it). Equal values of any
  *   numeric type therefore encode to identical bytes: 5, NumberLong(5) and 5.0
  *   are the same key, which is what unique indexes and equality scans need.
+ *
+ *   DECIMAL EXTENSION: the decimal's 16 order bytes (mf_dec_order_bytes:
+ *   exponent and coefficient scaled to 34 digits, inverted when negative).
+ *   All decimals of one (D, suffix) group have one sign, so byte order is
+ *   value order there. Decimals beyond the double range take D = +-DBL_MAX
+ *   with the suffix 0xFFFA (0x0002 below zero) and the extension.
+ *
+ *   KEY FORMAT 1 (ks->legacy_decimals; indexes created before format 2,
+ *   whose catalog entry has no keyFormat: 2, keep it for as long as they
+ *   exist, because their stored keys were encoded so): no extension and no
+ *   34-digit comparison; a decimal that is not exactly D adds 8 *
+ *   floor(residual) plus 4 for a fractional residual, residuals computed in
+ *   long double, so two decimals with the same D and residual floor tie, and
+ *   one beyond the double range takes 0xFFFF / 0x0000. Both formats decode:
+ *   the suffix's low bits say whether an extension follows.
  *
  * Type preservation: because equal numbers share bytes, the key itself
  * cannot say which numeric type a value had. mf_ks_decode returns the
@@ -73,6 +95,7 @@
  * They decode as MinKey / MaxKey.
  */
 #include "common/alloc.h"
+#include "doc/dec128.h"
 #include "index/keystring.h"
 
 #include <math.h>
@@ -106,6 +129,7 @@ enum { TB_INT32 = 1, TB_INT64 = 2, TB_DOUBLE = 3, TB_DECIMAL = 4, TB_NEGZERO = 5
 
 #define KS_MAX_DEPTH 200
 #define SUFFIX_EXACT 0x8000
+#define SUFFIX_FRAC_EXT 2 /* low bits of a fractional decimal's suffix: its exact value follows (format 1: 4, without) */
 
 /* ---- buffer ---- */
 
@@ -282,8 +306,9 @@ encode_int64(mf_keystring_t *ks, int64_t i)
     put_number(ks, d, SUFFIX_EXACT + (int)delta * 8);
 }
 
+/* A decimal's key in KEY FORMAT 1 (an index created before format 2). */
 static void
-encode_decimal(mf_keystring_t *ks, const bson_decimal128_t *dec)
+encode_decimal_v1(mf_keystring_t *ks, const bson_decimal128_t *dec)
 {
     char s[BSON_DECIMAL128_STRING];
     long double ld, r, fl;
@@ -315,6 +340,83 @@ encode_decimal(mf_keystring_t *ks, const bson_decimal128_t *dec)
         }
     }
     put_number(ks, d, suffix);
+}
+
+/* A fractional decimal's key: D, its suffix (floor * 8 + SUFFIX_FRAC_EXT), then the DECIMAL EXTENSION. */
+static void
+put_decimal_with_extension(mf_keystring_t *ks, double d, int suffix, const bson_decimal128_t *dec)
+{
+    put_number(ks, d, suffix);
+    mf_dec_order_bytes(dec, reserve(ks, 16));
+}
+
+/* A decimal's key: exact (format 2), or as format 1 for an older index. */
+static void
+encode_decimal(mf_keystring_t *ks, const bson_decimal128_t *dec)
+{
+    char s[BSON_DECIMAL128_STRING];
+    long double ld;
+    double d;
+
+    if (ks->legacy_decimals) {
+        encode_decimal_v1(ks, dec);
+        return;
+    }
+    bson_decimal128_to_string(dec, s);
+    ld = strtold(s, NULL);
+    if (isnan(ld)) {
+        put_number(ks, NAN, SUFFIX_EXACT);
+        return;
+    }
+    d = (double)ld;
+    if (isinf(ld)) {
+        put_number(ks, d, SUFFIX_EXACT);
+        return;
+    }
+    if (isinf(d)) {
+        /* Beyond the double range: just inside the infinity, in value order among themselves. */
+        bool pos = d > 0;
+        put_decimal_with_extension(ks, pos ? 1.7976931348623157e308 : -1.7976931348623157e308,
+                                   pos ? 0xFFFF - 7 + SUFFIX_FRAC_EXT : SUFFIX_FRAC_EXT, dec);
+        return;
+    }
+    /* Equal to D as MongoDB compares a decimal with a double (compareDecimalToDouble: D to 34 digits)? */
+    bson_decimal128_t d34;
+    mf_dec_from_double(d, 34, &d34);
+    int c = mf_dec_cmp(dec, &d34);
+    if (c == 0) {
+        put_number(ks, d, SUFFIX_EXACT);
+        return;
+    }
+    long double fl;
+    bool frac = true;
+    if (fabs(d) < 0x1p52) {
+        /* Doubles here are at most 1/2 apart: the residual is a fraction of one sign. */
+        fl = c > 0 ? 0 : -1;
+    } else if (fabs(d) < 0x1p112) {
+        /* D is an integer of at most 34 digits, d34 exactly: the residual, exactly, in decimal. */
+        bson_decimal128_t r, rf;
+        int64_t fi = 0;
+        mf_dec_arith(MF_DEC_SUB, dec, &d34, &r);
+        mf_dec_quantize(&r, 0, MF_DEC_FLOOR, &rf);
+        frac = mf_dec_cmp(&r, &rf) != 0;
+        fl = mf_dec_to_int64(&rf, &fi) ? (long double)fi : (c > 0 ? 4000 : -4000);
+    } else {
+        /* No int64 lives here: an estimate of the floor places it among D's neighbours; the extension orders it. */
+        fl = floorl(ld - (long double)d);
+        if (c > 0 && fl < 0)
+            fl = 0;
+        if (c < 0 && fl >= 0)
+            fl = -1;
+    }
+    if (fl < -4000)
+        fl = -4000;
+    if (fl > 4000)
+        fl = 4000;
+    if (frac)
+        put_decimal_with_extension(ks, d, SUFFIX_EXACT + (int)fl * 8 + SUFFIX_FRAC_EXT, dec);
+    else
+        put_number(ks, d, SUFFIX_EXACT + (int)fl * 8);
 }
 
 static int encode_doc(mf_keystring_t *ks, const uint8_t *data, size_t len, bool is_array, int depth,
@@ -696,6 +798,12 @@ decode_number(reader_t *r, bson_t *out, const char *key, int keylen)
         return -1;
     d = unordered_double(bits);
     delta8 = (int)sfx - SUFFIX_EXACT;
+    if ((delta8 & 7) == SUFFIX_FRAC_EXT) {
+        /* A DECIMAL EXTENSION follows: the type bits (or the double) give the value. */
+        if (r->len - r->pos < 16)
+            return mf_err_set(r->err, MF_E_InvalidBSON, "truncated index key");
+        r->pos += 16;
+    }
 
     if (r->typed) {
         uint8_t t;

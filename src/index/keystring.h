@@ -30,6 +30,15 @@ typedef struct mf_keystring {
     uint8_t *tb;
     size_t tblen;
     size_t tbcap;
+    /*
+     * The key format of the index the key is for (kept by mf_ks_reset):
+     * false (what mf_ks_init and zeroed memory give) orders decimals
+     * exactly (format 2); true encodes them as an index written before
+     * format 2 holds them (format 1: decimals that share their double and
+     * residual's floor tie). Keys meant for one index must all use its
+     * format (mf_keypattern_t.legacy_decimals).
+     */
+    bool legacy_decimals;
 } mf_keystring_t;
 
 void mf_ks_init(mf_keystring_t *ks);

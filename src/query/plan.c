@@ -1449,8 +1449,8 @@ build_intervals_coll(const cand_t *k, mf_stage_t *st)
     st->niv = 0;
     size_t idx[MF_KP_MAX_FIELDS] = {0};
     mf_keystring_t lo, hi;
-    mf_ks_init(&lo);
-    mf_ks_init(&hi);
+    mf_index_ks_init(&lo, &k->ix->kp);
+    mf_index_ks_init(&hi, &k->ix->kp);
     for (size_t t = 0; t < total; t++) {
         size_t r = t;
         for (int i = nb - 1; i >= 0; i--) {
@@ -1926,8 +1926,8 @@ wild_ixscan(const mf_index_t *ix, const char *path, const vlist_t *l, bool exist
     bson_append_array_end(st->bounds, &arr);
 
     st->iv = mf_calloc(l->n ? l->n : 1, sizeof(*st->iv));
-    mf_ks_init(&lo);
-    mf_ks_init(&hi);
+    mf_index_ks_init(&lo, &ix->kp);
+    mf_index_ks_init(&hi, &ix->kp);
     tls_bounds_coll = ix->kp.collation;
     for (size_t j = 0; j < l->n; j++) {
         const vint_t *x = &l->v[j];
@@ -2284,7 +2284,7 @@ text_stage(const mf_coll_t *c, const bson_value_t *tv, const bson_t *filter, mf_
         ix->bounds = bson_new();
         term.value.v_utf8.str = (char *)t;
         term.value.v_utf8.len = (uint32_t)strlen(t);
-        mf_ks_init(&ks);
+        mf_index_ks_init(&ks, &tix->kp);
         int kr = 0;
         for (int f = 0; f < nprefix && kr == 0; f++)
             kr = mf_index_append_component(&ks, &prefix[f], tix->kp.desc[f], tix->kp.collation, &e2);
@@ -2454,8 +2454,8 @@ minmax_plan(const mf_coll_t *c, const mf_plan_request_t *req, mf_index_t *hinted
     if (!compatible)
         return mf_err_set(err, MF_E_Location51174, PLANNER_ERR "The index chosen is not compatible with min/max",
                           c->ns);
-    mf_ks_init(&lo);
-    mf_ks_init(&hi);
+    mf_index_ks_init(&lo, &hinted->kp);
+    mf_index_ks_init(&hi, &hinted->kp);
     if (minmax_encode(hinted, req->min, true, &lo) != 0 || minmax_encode(hinted, req->max, false, &hi) != 0) {
         mf_err_set(err, MF_E_BadValue, PLANNER_ERR "min/max values cannot be encoded as index keys", c->ns);
         goto out_free_keys;

@@ -134,12 +134,68 @@ for (const indexed of [false, true]) {
     const groups = await coll.aggregate([{ $group: { _id: '$v', n: { $sum: 1 } } }, { $sort: { _id: 1 } }]).toArray();
     assert.deepEqual(groups.map((g) => [g._id.toString(), g.n]),
       [['1.10', 2], ['1.1', 1], [BIG2, 1], [BIG, 1]]);
-    // An in-memory sort orders them exactly. (An index's keys hold a decimal to about 19 digits,
-    // so a sort that an index provides may leave these two in record order: a known limit.)
-    const sorted = (await coll.find({ v: { $gt: 100 } }).sort({ v: -1 }).hint({ $natural: 1 }).toArray()).map((d) => d._id);
+    // A sort orders them exactly, in memory or by the index (whose keys carry a fractional decimal's exact value).
+    const sorted = (await coll.find({ v: { $gt: 100 } }).sort({ v: -1 }).hint(hint).toArray()).map((d) => d._id);
     assert.deepEqual(sorted, [1, 2]);
+    const asc = (await coll.find({ v: { $gt: 100 } }).sort({ v: 1 }).hint(hint).toArray()).map((d) => d._id);
+    assert.deepEqual(asc, [2, 1]);
   });
 }
+
+h.test('a unique index tells apart decimals that differ past 19 digits, and from the number they round to; an index scan and sort over them are exact', async () => {
+  const db = srv.freshDb('decuniq');
+  const coll = db.collection('c');
+  await coll.createIndex({ v: 1 }, { unique: true });
+  const vals = ['1.0000000000000000000001', '1.0000000000000000000002', '0.1', '0.10000000000000000001',
+    '0.10000000000000000002', '-1.0000000000000000000001', '1E-6000', '1.000000000000000000000000000000001'];
+  for (const [i, v] of vals.entries()) await coll.insertOne({ _id: i, v: D(v) });
+  await coll.insertOne({ _id: 'one', v: 1 });
+  await coll.insertOne({ _id: 'zero', v: 0 });
+  // Equal values are still duplicates: 1.00000000000000000000010 is 1.0000000000000000000001, 1.000 is 1.
+  await h.expectCode(coll.insertOne({ v: D('1.00000000000000000000010') }), 11000);
+  await h.expectCode(coll.insertOne({ v: D('1.000') }), 11000);
+  // As mongod compares a double with a decimal (at 34 digits), the double 0.1 equals this decimal.
+  await coll.insertOne({ _id: 'dbl', v: 0.1 });
+  await h.expectCode(coll.insertOne({ v: D('0.1000000000000000055511151231257827') }), 11000);
+  const order = (await coll.find({}).sort({ v: 1 }).hint({ v: 1 }).toArray()).map((d) => d.v.toString());
+  assert.deepEqual(order, ['-1.0000000000000000000001', '0', '1.000000000000000E-6000', '0.1', '0.10000000000000000001',
+    '0.10000000000000000002', '0.1', '1', '1.000000000000000000000000000000001', '1.0000000000000000000001',
+    '1.0000000000000000000002'].map((x) => (x === '1.000000000000000E-6000' ? D('1E-6000').toString() : x)));
+  const between = (await coll.find({ v: { $gt: D('1.00000000000000000000015'), $lt: 2 } }).hint({ v: 1 }).toArray()).map((d) => d._id);
+  assert.deepEqual(between, [1]);
+  assert.deepEqual((await coll.find({ v: D('1.0000000000000000000001') }).hint({ v: 1 }).toArray()).map((d) => d._id), [0]);
+  assert.deepEqual((await coll.find({ v: 1 }).hint({ v: 1 }).toArray()).map((d) => d._id), ['one']);
+});
+
+h.test('exact decimal keys persist: after a clean restart and after kill -9 the unique index still tells the decimals apart, finds, updates and deletes them, and validate finds every key', async () => {
+  const name = srv.freshDb('decrestart').databaseName;
+  let coll = srv.client.db(name).collection('c');
+  await coll.createIndex({ v: 1 }, { unique: true });
+  await coll.createIndex({ w: -1 });
+  const vals = ['1.0000000000000000000001', '1.0000000000000000000002', '19.99', '0.10000000000000000001'];
+  for (const [i, v] of vals.entries()) await coll.insertOne({ _id: D(v), v: D(v), w: D(v), i }, { writeConcern: { j: true } });
+  for (const kill9 of [false, true]) {
+    await srv.server.restart({ kill9 });
+    await srv.reconnect();
+    coll = srv.client.db(name).collection('c');
+    const what = kill9 ? 'after kill -9' : 'after a clean restart';
+    await h.expectCode(coll.insertOne({ v: D('1.00000000000000000000010') }), 11000);
+    assert.deepEqual((await coll.find({ v: D('1.0000000000000000000002') }).hint({ v: 1 }).toArray()).map((d) => d.i), [1], what);
+    assert.deepEqual((await coll.find({ _id: D('19.99') }).toArray()).map((d) => d.i), [kill9 ? 5 : 2], `${what}: by _id`);
+    const desc = (await coll.find({ w: { $gt: 1 } }).sort({ w: -1 }).hint({ w: -1 }).toArray()).map((d) => d.i);
+    assert.deepEqual(desc, kill9 ? [1, 5, 0] : [2, 1, 0], `${what}: the descending index orders them exactly`);
+    const r = await srv.client.db(name).command({ validate: 'c', full: true });
+    assert.equal(r.valid, true, `${what}: ${JSON.stringify(r.errors)}`);
+    assert.equal(r.nrecords, 4);
+    if (!kill9) {
+      // Between the restarts: one replaced, one deleted, one added, durably.
+      await coll.updateOne({ _id: D('19.99') }, { $set: { v: D('1.00000000000000000000015'), w: D('1.00000000000000000000015'), i: 5 } }, { writeConcern: { j: true } });
+      await coll.deleteOne({ _id: D('0.10000000000000000001') }, { writeConcern: { j: true } });
+      await coll.insertOne({ _id: 'new', v: D('0.10000000000000000002'), w: D('0.1'), i: 6 }, { writeConcern: { j: true } });
+    }
+  }
+  assert.deepEqual((await coll.find({ v: { $gt: D('1.0000000000000000000001'), $lt: D('1.0000000000000000000002') } }).hint({ v: 1 }).toArray()).map((d) => d.i), [5]);
+});
 
 h.test('$sum and $avg are compensated: 0.1 ten times is 1, integers stay exact past 2^53 and past an int64 overflow', async () => {
   const db = srv.freshDb('dd');

@@ -809,3 +809,175 @@ Test(catalog, rids_in_runs_counts_runs_of_eight_in_any_order_and_refuses_duplica
     cr_assert_eq(mf_rids_in_runs(up, 0, scratch), 0);
     cr_assert_eq(mf_rids_in_runs(up, 1, scratch), 0);
 }
+
+/* Removes keyFormat from the index entries of ns's stored catalog entry, as a mayfly before key format 2 wrote it. */
+static void
+strip_key_format(env_t *e, const char *ns)
+{
+    mf_error_t err = {0};
+    const uint8_t *val;
+    size_t vlen;
+    mf_cur_t *cur;
+    bson_t entry, out, arr, ix, oarr, oix;
+    bson_iter_t it, ai, fi;
+    cr_assert_eq(mf_storage_open(e->dir, &e->st, &err), 0, "%s", err.msg);
+    mf_sess_t *s = mf_storage_session(e->st);
+    cr_assert_eq(mf_cur_open(s, "table:_mf_catalog", &cur, &err), 0);
+    cr_assert_eq(mf_cur_search_bytes(cur, ns, strlen(ns)), 0);
+    mf_cur_value(cur, &val, &vlen);
+    cr_assert(bson_init_static(&entry, val, vlen));
+    bson_init(&out);
+    int stripped = 0;
+    for (bson_iter_init(&it, &entry); bson_iter_next(&it);) {
+        if (strcmp(bson_iter_key(&it), "indexes") != 0) {
+            bson_append_iter(&out, NULL, 0, &it);
+            continue;
+        }
+        BSON_APPEND_ARRAY_BEGIN(&out, "indexes", &oarr);
+        bson_iter_recurse(&it, &ai);
+        while (bson_iter_next(&ai)) {
+            const uint8_t *d;
+            uint32_t l;
+            bson_iter_document(&ai, &l, &d);
+            cr_assert(bson_init_static(&ix, d, l));
+            BSON_APPEND_DOCUMENT_BEGIN(&oarr, bson_iter_key(&ai), &oix);
+            for (bson_iter_init(&fi, &ix); bson_iter_next(&fi);) {
+                if (strcmp(bson_iter_key(&fi), "keyFormat") == 0)
+                    stripped++;
+                else
+                    bson_append_iter(&oix, NULL, 0, &fi);
+            }
+            bson_append_document_end(&oarr, &oix);
+        }
+        bson_append_array_end(&out, &oarr);
+    }
+    (void)arr;
+    cr_assert_gt(stripped, 0, "the entry carried keyFormat");
+    cr_assert_eq(mf_cur_put_bytes(cur, ns, strlen(ns), bson_get_data(&out), out.len), 0);
+    bson_destroy(&out);
+    mf_cur_close(cur);
+    mf_storage_session_release(s);
+    mf_storage_close(e->st);
+    e->st = NULL;
+}
+
+/* validate's verdict on c (under the write lock, as a DDL command holds it). */
+static bool
+validate_ok(env_t *e, mf_coll_t *c, int64_t *nkeys_v)
+{
+    mf_error_t err = {0};
+    bson_t report = BSON_INITIALIZER;
+    bson_iter_t it;
+    mf_sess_t *s = mf_storage_session(e->st);
+    mf_catalog_wrlock(e->cat);
+    cr_assert_eq(mf_catalog_validate(e->cat, s, c, &report, &err), 0, "%s", err.msg);
+    mf_catalog_unlock(e->cat);
+    mf_storage_session_release(s);
+    bool ok = bson_iter_init_find(&it, &report, "valid") && bson_iter_as_bool(&it);
+    if (nkeys_v != NULL && bson_iter_init(&it, &report) && bson_iter_find_descendant(&it, "keysPerIndex.v_1", &it))
+        *nkeys_v = bson_iter_as_int64(&it);
+    if (!ok) {
+        char *j = bson_as_relaxed_extended_json(&report, NULL);
+        cr_log_error("validate: %s", j);
+        bson_free(j);
+    }
+    bson_destroy(&report);
+    return ok;
+}
+
+/* Replaces (newjson) or removes (newjson NULL) the document whose _id is the decimal id. */
+static void
+change_dec_doc(env_t *e, mf_coll_t *c, const char *id, const char *newjson)
+{
+    mf_error_t err = {0};
+    bson_error_t berr;
+    bson_value_t idv = {.value_type = BSON_TYPE_DECIMAL128};
+    int64_t rid = 0;
+    mf_cur_t *cur;
+    const uint8_t *val;
+    size_t vlen;
+    bson_t old;
+    cr_assert(bson_decimal128_from_string(id, &idv.value.v_decimal128));
+    mf_sess_t *s = mf_storage_session(e->st);
+    mf_catalog_rdlock(e->cat);
+    cr_assert_eq(mf_txn_begin(s, &err), 0);
+    cr_assert_eq(mf_coll_find_id(s, c, &idv, &rid, &err), 0, "the _id index finds %s: %s", id, err.msg);
+    cr_assert_eq(mf_cur_open(s, c->uri, &cur, &err), 0);
+    cr_assert_eq(mf_cur_search_rid(cur, rid), 0);
+    mf_cur_value(cur, &val, &vlen);
+    uint8_t *copy = malloc(vlen);
+    memcpy(copy, val, vlen);
+    mf_cur_close(cur);
+    cr_assert(bson_init_static(&old, copy, vlen));
+    if (newjson != NULL) {
+        bson_t *doc = bson_new_from_json((const uint8_t *)newjson, -1, &berr);
+        cr_assert_not_null(doc);
+        cr_assert_eq(mf_coll_replace(s, c, rid, &old, doc, &err), 0, "%s", err.msg);
+        bson_destroy(doc);
+    } else {
+        cr_assert_eq(mf_coll_remove(s, c, rid, &old, &err), 0, "%s", err.msg);
+    }
+    cr_assert_eq(mf_txn_commit(s, false, &err), 0, "%s", err.msg);
+    mf_catalog_unlock(e->cat);
+    mf_storage_session_release(s);
+    free(copy);
+}
+
+/*
+ * Key formats (index/keystring.c): an index whose catalog entry lacks
+ * keyFormat: 2 was written before decimals were keyed exactly. It keeps
+ * format 1 for good, so the keys its documents already have are found
+ * again by lookups, replaced and removed; a new index gets format 2, and the
+ * choice survives restarts.
+ */
+Test(catalog, an_index_from_before_key_format_2_keeps_its_format_and_stays_consistent)
+{
+    env_t e;
+    env_init(&e);
+    mf_coll_t *c = create_coll(&e, "db", "dec");
+    unit_index_add(e.cat, c, "{\"v\": 2, \"key\": {\"v\": 1}, \"name\": \"v_1\"}");
+    cr_assert(!c->indexes[0]->kp.legacy_decimals && !mf_coll_index_by_name(c, "v_1")->kp.legacy_decimals,
+              "a new index is format 2");
+    env_close(&e);
+    strip_key_format(&e, "db.dec");
+    env_open(&e);
+
+    mf_catalog_rdlock(e.cat);
+    c = mf_catalog_coll_find(e.cat, "db", "dec");
+    mf_catalog_unlock(e.cat);
+    cr_assert(c->indexes[0]->kp.legacy_decimals && mf_coll_index_by_name(c, "v_1")->kp.legacy_decimals,
+              "an entry without keyFormat is format 1");
+    /* The documents an older mayfly would have written: fractional decimals, two that tie in format 1. */
+    unit_insert_json(e.st, e.cat, c, "{\"_id\": {\"$numberDecimal\": \"19.99\"}, \"v\": {\"$numberDecimal\": \"19.99\"}}", true);
+    unit_insert_json(e.st, e.cat, c, "{\"_id\": {\"$numberDecimal\": \"1.0000000000000000000001\"}, \"v\": {\"$numberDecimal\": \"1.0000000000000000000001\"}}", true);
+    unit_insert_json(e.st, e.cat, c, "{\"_id\": {\"$numberDecimal\": \"0.1\"}, \"v\": [{\"$numberDecimal\": \"0.1\"}, 0.1]}", true);
+    env_close(&e);
+
+    env_open(&e);
+    mf_catalog_rdlock(e.cat);
+    c = mf_catalog_coll_find(e.cat, "db", "dec");
+    mf_catalog_unlock(e.cat);
+    cr_assert(mf_coll_index_by_name(c, "v_1")->kp.legacy_decimals, "still format 1 after a restart (the multikey write rewrote the entry)");
+    int64_t nkeys = -1;
+    cr_assert(validate_ok(&e, c, &nkeys), "the format 1 keys match what this version generates for the index");
+    cr_assert_eq(nkeys, 4, "0.1 (decimal) and 0.1 (double) are two format 1 keys");
+    /* The stored keys are found again: by _id lookups, and removed or replaced without stale entries. */
+    change_dec_doc(&e, c, "19.99", "{\"_id\": {\"$numberDecimal\": \"19.99\"}, \"v\": {\"$numberDecimal\": \"29.99\"}}");
+    change_dec_doc(&e, c, "1.0000000000000000000001", NULL);
+    cr_assert(validate_ok(&e, c, &nkeys));
+    cr_assert_eq(nkeys, 3);
+    cr_assert_eq(scan_table(&e, mf_coll_index_by_name(c, "v_1")->uri), 3, "no stale entry in the index table");
+
+    /* An index created now is format 2, beside the older ones, and stays so. */
+    unit_index_add(e.cat, c, "{\"v\": 2, \"key\": {\"v\": -1}, \"name\": \"v_-1\"}");
+    cr_assert(!mf_coll_index_by_name(c, "v_-1")->kp.legacy_decimals);
+    env_close(&e);
+    env_open(&e);
+    mf_catalog_rdlock(e.cat);
+    c = mf_catalog_coll_find(e.cat, "db", "dec");
+    mf_catalog_unlock(e.cat);
+    cr_assert(!mf_coll_index_by_name(c, "v_-1")->kp.legacy_decimals);
+    cr_assert(mf_coll_index_by_name(c, "v_1")->kp.legacy_decimals);
+    cr_assert(validate_ok(&e, c, NULL));
+    env_destroy(&e);
+}

@@ -62,6 +62,12 @@ build_values(void)
     bson_append_double(&g_vals, k(), -1, -INFINITY);
     add_dec("-Infinity");
     next_group();
+    add_dec("-2E+400");
+    next_group();
+    add_dec("-1E+400");
+    next_group();
+    bson_append_double(&g_vals, k(), -1, -1.7976931348623157e308);
+    next_group();
     bson_append_int64(&g_vals, k(), -1, INT64_MIN);
     bson_append_double(&g_vals, k(), -1, -9223372036854775808.0);
     next_group();
@@ -72,9 +78,17 @@ build_values(void)
     next_group();
     bson_append_double(&g_vals, k(), -1, -1.5);
     next_group();
+    /* Decimals that round to the same double (and long double) as -1 still order exactly. */
+    add_dec("-1.0000000000000000000002");
+    next_group();
+    add_dec("-1.0000000000000000000001");
+    add_dec("-1.00000000000000000000010");
+    next_group();
     bson_append_int32(&g_vals, k(), -1, -1);
     bson_append_int64(&g_vals, k(), -1, -1);
     bson_append_double(&g_vals, k(), -1, -1.0);
+    next_group();
+    add_dec("-1E-6000"); /* below every double's reach: rounds to -0 */
     next_group();
     bson_append_double(&g_vals, k(), -1, -0.0);
     bson_append_int32(&g_vals, k(), -1, 0);
@@ -82,7 +96,29 @@ build_values(void)
     bson_append_double(&g_vals, k(), -1, 0.0);
     add_dec("0");
     next_group();
+    add_dec("1E-6001");
+    next_group();
+    add_dec("1E-6000");
+    next_group();
     bson_append_double(&g_vals, k(), -1, 5e-324);
+    next_group();
+    /*
+     * Around the double nearest 0.1 (0.1000000000000000055511151231257827021181583404541015625):
+     * as MongoDB's compareDecimalToDouble, the double equals its 34-digit decimal.
+     */
+    add_dec("0.1");
+    add_dec("0.100");
+    next_group();
+    add_dec("0.10000000000000000001");
+    next_group();
+    add_dec("0.10000000000000000002");
+    next_group();
+    add_dec("0.1000000000000000055511151231257826");
+    next_group();
+    add_dec("0.1000000000000000055511151231257827");
+    bson_append_double(&g_vals, k(), -1, 0.1);
+    next_group();
+    add_dec("0.1000000000000000055511151231257828");
     next_group();
     bson_append_double(&g_vals, k(), -1, 0.5);
     add_dec("0.5");
@@ -92,6 +128,13 @@ build_values(void)
     bson_append_double(&g_vals, k(), -1, 1.0);
     add_dec("1");
     add_dec("1.000");
+    next_group();
+    add_dec("1.000000000000000000000000000000001"); /* 34 digits */
+    next_group();
+    add_dec("1.0000000000000000000001");
+    add_dec("1.00000000000000000000010");
+    next_group();
+    add_dec("1.0000000000000000000002");
     next_group();
     add_dec("1.1"); /* exactly 1.1, below the double nearest 1.1 */
     next_group();
@@ -115,9 +158,23 @@ build_values(void)
     next_group();
     bson_append_double(&g_vals, k(), -1, 9223372036854775808.0); /* 2^63 */
     next_group();
+    /* Past 2^53: the residual from D, exactly, in decimal arithmetic. */
+    add_dec("12345678901234567890.122");
+    next_group();
+    add_dec("12345678901234567890.123");
+    next_group();
+    /* Past 2^112: decimals that share D and an estimated floor, ordered by their exact value. */
+    add_dec("1E+40");
+    next_group();
+    add_dec("1.000000000000000000000000000000001E+40");
+    next_group();
+    bson_append_double(&g_vals, k(), -1, 1e40);
+    next_group();
     bson_append_double(&g_vals, k(), -1, 1e300);
     next_group();
     add_dec("1E+400");
+    next_group();
+    add_dec("2E+400");
     next_group();
     bson_append_double(&g_vals, k(), -1, INFINITY);
     add_dec("Infinity");
@@ -515,6 +572,96 @@ Test(keystring, prefix_range_bounds_bracket_keys_with_record_ids)
     mf_ks_destroy(&hi);
     mf_ks_destroy(&key);
     mf_ks_destroy(&other);
+}
+
+Test(keystring, a_fractional_decimal_carries_its_exact_value_and_keys_written_before_that_still_decode)
+{
+    /* {a: 1.0000000000000000000001 (decimal), b: "x"}: the decimal's extension ends before b's component. */
+    bson_decimal128_t dec;
+    cr_assert(bson_decimal128_from_string("1.0000000000000000000001", &dec));
+    bson_value_t a = {.value_type = BSON_TYPE_DECIMAL128, .value.v_decimal128 = dec};
+    bson_value_t b = {.value_type = BSON_TYPE_UTF8, .value.v_utf8 = {.str = "x", .len = 1}};
+    bool dirs[2] = {false, true};
+    mf_keystring_t ks;
+    mf_error_t err = {0};
+    bson_t out = BSON_INITIALIZER;
+    bson_iter_t it;
+    mf_ks_init(&ks);
+    cr_assert_eq(mf_ks_append_value(&ks, &a, false, &err), 0);
+    cr_assert_eq(mf_ks_append_value(&ks, &b, true, &err), 0);
+    cr_assert_gt(ks.len, 11 + 3, "the decimal's key is longer than a double's");
+    size_t tblen;
+    const uint8_t *tb = mf_ks_typebits(&ks, &tblen);
+    cr_assert_eq(mf_ks_decode_typed(ks.data, ks.len, tb, tblen, dirs, 2, &out, &err), 0, "%s", err.msg);
+    cr_assert(bson_iter_init(&it, &out) && bson_iter_next(&it) && BSON_ITER_HOLDS_DECIMAL128(&it));
+    bson_decimal128_t back;
+    bson_iter_decimal128(&it, &back);
+    cr_assert(back.high == dec.high && back.low == dec.low);
+    cr_assert(bson_iter_next(&it) && BSON_ITER_HOLDS_UTF8(&it));
+    cr_assert_str_eq(bson_iter_utf8(&it, NULL), "x");
+    bson_destroy(&out);
+    mf_ks_destroy(&ks);
+
+    /* Written before the extension: 1.0 + a fraction as suffix 0x8004, then "x" (no extension). */
+    const uint8_t old[] = {0x1E, 0xBF, 0xF0, 0, 0, 0, 0, 0, 0, 0x80, 0x04, 0x3C, 'x', 0x00, 0x00};
+    bool asc[2] = {false, false};
+    bson_init(&out);
+    cr_assert_eq(mf_ks_decode(old, sizeof(old), asc, 2, &out, &err), 0, "%s", err.msg);
+    cr_assert(bson_iter_init(&it, &out) && bson_iter_next(&it) && BSON_ITER_HOLDS_DOUBLE(&it));
+    cr_assert(bson_iter_double(&it) == 1.0);
+    cr_assert(bson_iter_next(&it) && BSON_ITER_HOLDS_UTF8(&it));
+    cr_assert_str_eq(bson_iter_utf8(&it, NULL), "x");
+    bson_destroy(&out);
+}
+
+/* Encodes the decimal text with the given key format into ks (initialised here). */
+static void
+dec_key(const char *text, bool legacy, mf_keystring_t *ks)
+{
+    bson_value_t v = {.value_type = BSON_TYPE_DECIMAL128};
+    mf_error_t err = {0};
+    cr_assert(bson_decimal128_from_string(text, &v.value.v_decimal128));
+    mf_ks_init(ks);
+    ks->legacy_decimals = legacy;
+    cr_assert_eq(mf_ks_append_value(ks, &v, false, &err), 0);
+    mf_ks_reset(ks);
+    cr_assert(ks->legacy_decimals == legacy, "mf_ks_reset keeps the key format");
+    cr_assert_eq(mf_ks_append_value(ks, &v, false, &err), 0);
+}
+
+Test(keystring, key_format_1_encodes_decimals_as_indexes_written_before_format_2_hold_them)
+{
+    mf_keystring_t a, b, one;
+    bson_value_t v1 = {.value_type = BSON_TYPE_INT32, .value.v_int32 = 1};
+    mf_error_t err = {0};
+    mf_ks_init(&one);
+    cr_assert_eq(mf_ks_append_value(&one, &v1, false, &err), 0);
+    /* Format 1: tag, D, a 2-byte suffix, nothing more; past a long double's 19 digits a decimal ties with 1. */
+    dec_key("1.0000000000000000000001", true, &a);
+    cr_assert(a.len == one.len && memcmp(a.data, one.data, a.len) == 0, "format 1's tie with 1");
+    dec_key("1.0000000000000000000002", true, &b);
+    cr_assert(b.len == a.len && memcmp(a.data, b.data, a.len) == 0, "format 1: decimals sharing D and floor tie");
+    mf_ks_destroy(&a);
+    mf_ks_destroy(&b);
+    /* 19.99 is not a double: format 1 marks the fraction with 4 in the suffix's low bits, no extension. */
+    dec_key("19.99", true, &a);
+    cr_assert_eq(a.len, 11);
+    cr_assert_eq(a.data[10] & 7, 4);
+    dec_key("19.99", false, &b);
+    cr_assert_eq(b.len, 11 + 16, "format 2 adds the extension");
+    cr_assert_eq(b.data[10] & 7, 2);
+    cr_assert_eq(memcmp(a.data, b.data, 9), 0, "the same D");
+    mf_ks_destroy(&a);
+    mf_ks_destroy(&b);
+    /* Format 2 resolves the ties. */
+    dec_key("1.0000000000000000000001", false, &a);
+    dec_key("1.0000000000000000000002", false, &b);
+    cr_assert(a.len != one.len || memcmp(a.data, one.data, a.len) != 0);
+    cr_assert_lt(memcmp(one.data, a.data, one.len), 0, "above 1");
+    cr_assert_lt(memcmp(a.data, b.data, a.len), 0, "format 2 orders them");
+    mf_ks_destroy(&a);
+    mf_ks_destroy(&b);
+    mf_ks_destroy(&one);
 }
 
 Test(keystring, truncated_keys_fail_to_decode_cleanly)
