@@ -380,16 +380,35 @@ append_param(void *arg, mf_param_t *p)
 /*
  * logComponentVerbosity, as mongod's (mongosh's db.setLogLevel and
  * db.getLogComponents): {verbosity: logLevel, <component>: {verbosity:
- * -1..5}} for mongod's top-level log components, -1 meaning "logLevel's".
- * The values live in eng->log_verbosity, by the index of these names;
- * "command" at 1 or more logs every command as logLevel 1 does
- * (mf_cmd_log_commands). Sub-components are not kept (BadValue).
+ * -1..5, <sub-component>: {...}}} for mongod's log components and their
+ * sub-components (replication.election, storage.wt.wtCheckpoint ...), -1
+ * meaning "its parent's level" (logLevel's at the top). The values live in
+ * eng->log_verbosity, by the index of these names; "command" at 1 or more
+ * logs every command as logLevel 1 does (mf_cmd_log_commands).
  */
-static const char *const log_components[MF_LOG_COMPONENTS] = {
-    "accessControl", "assert",  "command",  "control",     "executor",        "geo",
-    "globalIndex",   "index",   "network",  "processHealth", "query",         "queryStats",
-    "replication",   "sharding", "storage", "write",       "ftdc",            "tracking",
-    "transaction",   "tenantMigration", "test", "resourceConsumption", "streams", "sbe"};
+typedef struct log_component {
+    const char *name;
+    int parent; /* index of its parent, -1 for a top-level component */
+} log_component_t;
+
+enum { LOGC_NETWORK = 8, LOGC_REPLICATION = 12, LOGC_SHARDING = 13, LOGC_STORAGE = 14, LOGC_WT = 38 };
+
+static const log_component_t log_components[MF_LOG_COMPONENTS] = {
+    /* 0 */ {"accessControl", -1}, {"assert", -1}, {"command", -1}, {"control", -1}, {"executor", -1},
+    /* 5 */ {"geo", -1}, {"globalIndex", -1}, {"index", -1}, {"network", -1}, {"processHealth", -1},
+    /* 10 */ {"query", -1}, {"queryStats", -1}, {"replication", -1}, {"sharding", -1}, {"storage", -1},
+    /* 15 */ {"write", -1}, {"ftdc", -1}, {"tracking", -1}, {"transaction", -1}, {"tenantMigration", -1},
+    /* 20 */ {"test", -1}, {"resourceConsumption", -1}, {"streams", -1}, {"sbe", -1},
+    /* 24 */ {"asio", LOGC_NETWORK}, {"bridge", LOGC_NETWORK}, {"connectionPool", LOGC_NETWORK},
+    /* 27 */ {"election", LOGC_REPLICATION}, {"heartbeats", LOGC_REPLICATION}, {"initialSync", LOGC_REPLICATION},
+    /* 30 */ {"rollback", LOGC_REPLICATION},
+    /* 31 */ {"rangeDeleter", LOGC_SHARDING}, {"shardingCatalogRefresh", LOGC_SHARDING},
+    /* 33 */ {"migration", LOGC_SHARDING}, {"reshard", LOGC_SHARDING}, {"migrationPerf", LOGC_SHARDING},
+    /* 36 */ {"recovery", LOGC_STORAGE}, {"journal", LOGC_STORAGE}, {"wt", LOGC_STORAGE},
+    /* 39 */ {"wtBackup", LOGC_WT}, {"wtCheckpoint", LOGC_WT}, {"wtCompact", LOGC_WT}, {"wtEviction", LOGC_WT},
+    /* 43 */ {"wtHS", LOGC_WT}, {"wtRecovery", LOGC_WT}, {"wtRTS", LOGC_WT}, {"wtSalvage", LOGC_WT},
+    /* 47 */ {"wtTiered", LOGC_WT}, {"wtTimestamp", LOGC_WT}, {"wtTransaction", LOGC_WT}, {"wtVerify", LOGC_WT},
+    /* 51 */ {"wtWriteLog", LOGC_WT}};
 #define LOGC_COMMAND 2
 
 bool
@@ -399,44 +418,75 @@ mf_cmd_log_commands(mf_engine_t *eng)
            atomic_load_explicit(&eng->log_verbosity[LOGC_COMMAND], memory_order_relaxed) - 1 >= 1;
 }
 
+/* Appends the components whose parent is parent (-1: the top level) to d, each with its own below it. */
+static void
+append_log_children(mf_engine_t *eng, bson_t *d, int parent)
+{
+    bson_t c;
+    for (int i = 0; i < MF_LOG_COMPONENTS; i++) {
+        if (log_components[i].parent != parent)
+            continue;
+        BSON_APPEND_DOCUMENT_BEGIN(d, log_components[i].name, &c);
+        BSON_APPEND_INT32(&c, "verbosity", atomic_load(&eng->log_verbosity[i]) - 1);
+        append_log_children(eng, &c, i);
+        bson_append_document_end(d, &c);
+    }
+}
+
 static void
 append_log_verbosity(mf_engine_t *eng, bson_t *out, const char *key)
 {
-    bson_t d, c;
+    bson_t d;
     BSON_APPEND_DOCUMENT_BEGIN(out, key, &d);
     BSON_APPEND_INT32(&d, "verbosity", (int32_t)mf_param_get(eng->params, "logLevel"));
-    for (int i = 0; i < MF_LOG_COMPONENTS; i++) {
-        BSON_APPEND_DOCUMENT_BEGIN(&d, log_components[i], &c);
-        BSON_APPEND_INT32(&c, "verbosity", atomic_load(&eng->log_verbosity[i]) - 1);
-        bson_append_document_end(&d, &c);
-    }
+    append_log_children(eng, &d, -1);
     bson_append_document_end(out, &d);
 }
 
-/* A verbosity: a number (or {verbosity: number}) within lo..5. */
+/* A verbosity: a number within lo..5. */
 static int
 verbosity_of(mf_op_t *op, const bson_iter_t *it, const char *path, int lo, int *out)
 {
-    bson_iter_t v = *it;
-    if (BSON_ITER_HOLDS_DOCUMENT(it)) {
-        bson_iter_t d;
-        bool found = false;
-        bson_iter_recurse(it, &d);
-        while (bson_iter_next(&d)) {
-            if (strcmp(bson_iter_key(&d), "verbosity") != 0)
-                return mf_err_set(&op->err, MF_E_BadValue, "Invalid component name %s.%s", path, bson_iter_key(&d));
-            v = d;
-            found = true;
-        }
-        if (!found)
-            return *out = INT32_MIN, 0; /* {}: left as it is */
-    }
-    if (!BSON_ITER_HOLDS_NUMBER(&v))
+    if (!BSON_ITER_HOLDS_NUMBER(it))
         return mf_err_set(&op->err, MF_E_BadValue, "Invalid verbosity value for component %s", path);
-    int64_t n = bson_iter_as_int64(&v);
+    int64_t n = bson_iter_as_int64(it);
     if (n < lo || n > 5)
         return mf_err_set(&op->err, MF_E_BadValue, "Invalid verbosity value for component %s: %lld", path, (long long)n);
     *out = (int)n;
+    return 0;
+}
+
+/*
+ * The settings of doc (the component parent's, -1: the top level, at path)
+ * into *top (logLevel) and comp[] (INT32_MIN: not given): its verbosity and
+ * its sub-components', each a number or a document of the same shape.
+ */
+static int
+parse_log_components(mf_op_t *op, const bson_iter_t *doc, int parent, const char *path, int *top, int *comp)
+{
+    bson_iter_t it;
+    bson_iter_recurse(doc, &it);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        char sub[256];
+        if (strcmp(k, "verbosity") == 0) {
+            if (verbosity_of(op, &it, path, parent < 0 ? 0 : -1, parent < 0 ? top : &comp[parent]) != 0)
+                return -1;
+            continue;
+        }
+        snprintf(sub, sizeof(sub), "%s.%s", path, k);
+        int i = 0;
+        while (i < MF_LOG_COMPONENTS && (log_components[i].parent != parent || strcmp(log_components[i].name, k) != 0))
+            i++;
+        if (i == MF_LOG_COMPONENTS)
+            return mf_err_set(&op->err, MF_E_BadValue, "Invalid component name %s", sub);
+        if (BSON_ITER_HOLDS_DOCUMENT(&it)) {
+            if (parse_log_components(op, &it, i, sub, top, comp) != 0)
+                return -1;
+        } else if (verbosity_of(op, &it, sub, -1, &comp[i]) != 0) {
+            return -1;
+        }
+    }
     return 0;
 }
 
@@ -444,30 +494,13 @@ verbosity_of(mf_op_t *op, const bson_iter_t *it, const char *path, int lo, int *
 static int
 set_log_verbosity(mf_op_t *op, const bson_iter_t *val)
 {
-    bson_iter_t it;
     int top = INT32_MIN, comp[MF_LOG_COMPONENTS];
     if (!BSON_ITER_HOLDS_DOCUMENT(val))
         return mf_err_set(&op->err, MF_E_BadValue, "log component verbosity is not a BSON object");
     for (int i = 0; i < MF_LOG_COMPONENTS; i++)
         comp[i] = INT32_MIN;
-    bson_iter_recurse(val, &it);
-    while (bson_iter_next(&it)) {
-        const char *k = bson_iter_key(&it);
-        char path[160];
-        snprintf(path, sizeof(path), "logComponentVerbosity.%s", k);
-        if (strcmp(k, "verbosity") == 0) {
-            if (verbosity_of(op, &it, "logComponentVerbosity", 0, &top) != 0)
-                return -1;
-            continue;
-        }
-        int i = 0;
-        while (i < MF_LOG_COMPONENTS && strcmp(log_components[i], k) != 0)
-            i++;
-        if (i == MF_LOG_COMPONENTS)
-            return mf_err_set(&op->err, MF_E_BadValue, "Invalid component name %s", path);
-        if (verbosity_of(op, &it, path, -1, &comp[i]) != 0)
-            return -1;
-    }
+    if (parse_log_components(op, val, -1, "logComponentVerbosity", &top, comp) != 0)
+        return -1;
     if (top != INT32_MIN) {
         bson_value_t v = {.value_type = BSON_TYPE_INT32, .value.v_int32 = top};
         if (mf_param_set_value(mf_param_find(op->eng->params, "logLevel"), &v, false, &op->err) != 0)

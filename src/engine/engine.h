@@ -188,11 +188,11 @@ typedef struct mf_engine {
      */
     _Atomic(_Atomic int64_t *) cmd_counts;
     /*
-     * logComponentVerbosity's components (cmd_admin.c names them, by
-     * index): each one's verbosity + 1, so 0 (as the engine starts) is
-     * mongod's -1, "the default level" (logLevel).
+     * logComponentVerbosity's components and sub-components (cmd_admin.c
+     * names them, by index): each one's verbosity + 1, so 0 (as the engine
+     * starts) is mongod's -1, "the parent's level" (logLevel's at the top).
      */
-#define MF_LOG_COMPONENTS 24
+#define MF_LOG_COMPONENTS 52
     _Atomic int8_t log_verbosity[MF_LOG_COMPONENTS];
     _Atomic int64_t cmd_unknown, docs_returned;
     /*

@@ -73,7 +73,22 @@ h.test('mongosh db.setLogLevel / db.getLogComponents: logComponentVerbosity as m
     try { db.setLogLevel(9); print("high=accepted"); } catch (e) { print("high=" + e.codeName); }
     const after = db.getLogComponents();
     print("after=" + after.verbosity + "/" + after.command.verbosity + "/" + after.query.verbosity);
+    // Sub-components, as mongod's (db.setLogLevel(level, "a.b") sends {a: {b: {verbosity: level}}}).
+    db.setLogLevel(2, "replication.election");
+    db.setLogLevel(3, "storage.wt.wtCheckpoint");
+    const subs = db.getLogComponents();
+    print("subs=" + subs.replication.verbosity + "/" + subs.replication.election.verbosity + "/" +
+      subs.replication.heartbeats.verbosity + "/" + subs.storage.wt.verbosity + "/" + subs.storage.wt.wtCheckpoint.verbosity);
+    try { db.setLogLevel(1, "replication.nosuch"); print("badsub=accepted"); } catch (e) { print("badsub=" + e.codeName); }
+    try { db.setLogLevel(1, "command.election"); print("misplaced=accepted"); } catch (e) { print("misplaced=" + e.codeName); }
+    db.setLogLevel(-1, "replication.election");
+    db.setLogLevel(-1, "storage.wt.wtCheckpoint");
+    print("reset=" + db.getLogComponents().replication.election.verbosity);
   `);
+  assert.match(out, /subs=-1\/2\/-1\/-1\/3/, out);
+  assert.match(out, /badsub=BadValue/, out);
+  assert.match(out, /misplaced=BadValue/, out);
+  assert.match(out, /reset=-1/, out);
   assert.match(out, /before=0\/-1\/-1/, out);
   assert.match(out, /mid=0\/1\/2/, out);
   assert.match(out, /logged=true/, out);
@@ -83,6 +98,15 @@ h.test('mongosh db.setLogLevel / db.getLogComponents: logComponentVerbosity as m
   const p = await srv.client.db('admin').command({ getParameter: 1, logComponentVerbosity: 1, logLevel: 1 });
   assert.equal(p.logLevel, 0);
   assert.equal(p.logComponentVerbosity.storage.verbosity, -1);
+  // mongod's nesting and order: a component's verbosity, then its sub-components.
+  assert.deepEqual(Object.keys(p.logComponentVerbosity.storage), ['verbosity', 'recovery', 'journal', 'wt']);
+  assert.deepEqual(Object.keys(p.logComponentVerbosity.network), ['verbosity', 'asio', 'bridge', 'connectionPool']);
+  assert.equal(Object.keys(p.logComponentVerbosity.storage.wt).length, 14);
+  // A bad value anywhere changes nothing.
+  await h.expectCode(srv.client.db('admin').command({ setParameter: 1, logComponentVerbosity: { command: 2, replication: { rollback: { verbosity: 9 } } } }), 2);
+  const q = await srv.client.db('admin').command({ getParameter: 1, logComponentVerbosity: 1 });
+  assert.equal(q.logComponentVerbosity.command.verbosity, -1);
+  assert.equal(q.logComponentVerbosity.replication.rollback.verbosity, -1);
   const all = await srv.client.db('admin').command({ getParameter: '*' });
   assert.ok(all.logComponentVerbosity && all.logComponentVerbosity.replication.verbosity === -1);
 });
