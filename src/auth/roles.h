@@ -50,6 +50,7 @@
 #define MF_ACT_BYPASS_VALIDATION (1u << 18)
 #define MF_ACT_USER_ADMIN (1u << 19) /* createUser, dropUser, grantRole, revokeRole, changePassword */
 #define MF_ACT_VIEW_USER (1u << 20)
+#define MF_ACT_REINDEX (1u << 21)
 
 /* Cluster actions. */
 #define MF_CACT_LIST_DATABASES (1u << 0)

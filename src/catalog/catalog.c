@@ -2330,6 +2330,68 @@ mf_catalog_index_relayout(mf_catalog_t *cat, mf_coll_t *c, mf_index_t *ix, const
     return 0;
 }
 
+/* reIndex's progress hook: false (the build stops) once the operation is killed, past maxTimeMS or shutting down. */
+static bool
+reindex_go_on(void *arg, int64_t done, int64_t total)
+{
+    (void)done;
+    (void)total;
+    return mf_curop_check_current((mf_error_t *)arg) == 0;
+}
+
+int
+mf_catalog_reindex(mf_catalog_t *cat, mf_coll_t *c, mf_error_t *err)
+{
+    mf_error_t stop = {0}; /* why the build stopped, when the operation was interrupted */
+    mf_sess_t *s = mf_storage_session(cat->st);
+    mf_index_t *nx[MF_MAX_INDEXES], *old[MF_MAX_INDEXES];
+    int n = c->nindexes, made = 0, rc = 0;
+
+    /* Each index again from its spec, in a table of its own, keys in the current format; c is untouched until all are built. */
+    for (int i = 0; i < n && rc == 0; i++) {
+        mf_index_t *ix = new_index(c, c->indexes[i]->spec, err);
+        if (ix == NULL) {
+            rc = -1;
+            break;
+        }
+        ix->unique_gen = c->indexes[i]->unique_gen + 1; /* a duplicate scan begun on the old table is redone */
+        if (table_create(cat, s, c, ix, MF_TABLE_INDEX, err) != 0) {
+            index_free(ix);
+            rc = -1;
+            break;
+        }
+        nx[made++] = ix;
+        if (mf_coll_index_build(cat, c, ix, reindex_go_on, &stop, err) != 0) {
+            if (stop.code != 0)
+                *err = stop;
+            rc = -1;
+        }
+    }
+    if (rc == 0) {
+        memcpy(old, c->indexes, (size_t)n * sizeof(*old));
+        memcpy(c->indexes, nx, (size_t)n * sizeof(*nx));
+        if (mf_catalog_coll_persist(cat, c, err) != 0) {
+            memcpy(c->indexes, old, (size_t)n * sizeof(*old));
+            rc = -1;
+        }
+    }
+    mf_storage_session_release(s);
+    if (rc != 0) {
+        for (int k = 0; k < made; k++) {
+            mf_storage_drop(cat->st, nx[k]->uri);
+            index_free(nx[k]);
+        }
+        return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        atomic_store(&nx[i]->multikey_durable, atomic_load(&nx[i]->multikey)); /* the entry just written holds it */
+        mf_storage_drop(cat->st, old[i]->uri);
+        index_free(old[i]);
+    }
+    mf_log(MF_LOG_INFO, "INDEX", "reIndex: rebuilt %d indexes on ns %s", n, c->ns);
+    return 0;
+}
+
 int
 mf_catalog_index_drop(mf_catalog_t *cat, mf_coll_t *c, mf_index_t *ix, mf_error_t *err)
 {

@@ -519,6 +519,16 @@ int mf_catalog_index_add_many(mf_catalog_t *cat, mf_coll_t *c, const bson_t *con
  */
 int mf_catalog_validate(mf_catalog_t *cat, mf_sess_t *s, mf_coll_t *c, bson_t *report, mf_error_t *err) MF_WUR;
 
+/*
+ * mf_catalog_reindex: rebuilds every index of c (none building) from its
+ * spec into a new table, in the current key format (index/keystring.c), then
+ * swaps them all in with one catalog entry rewrite and drops the old tables
+ * (reIndex). Write lock held. On failure (a duplicate under the current
+ * format, an interruption, a storage error) c keeps its indexes and nothing
+ * new is left behind. Returns 0 or -1 with err.
+ */
+int mf_catalog_reindex(mf_catalog_t *cat, mf_coll_t *c, mf_error_t *err) MF_WUR;
+
 /* mf_catalog_index_drop: drops index ix of c. Write lock held. */
 int mf_catalog_index_drop(mf_catalog_t *cat, mf_coll_t *c, mf_index_t *ix, mf_error_t *err) MF_WUR;
 /*

@@ -336,6 +336,7 @@ static const rule_t rules[] = {
     {"updateSearchIndex", R_DATA, MF_ACT_CREATE_INDEX},
     {"dropSearchIndex", R_DATA, MF_ACT_DROP_INDEX},
     {"dropIndexes", R_DATA, MF_ACT_DROP_INDEX},
+    {"reIndex", R_DATA, MF_ACT_REINDEX},
     {"deleteIndexes", R_DATA, MF_ACT_DROP_INDEX},
     {"collMod", R_DATA, MF_ACT_COLLMOD},
     {"compact", R_DATA, MF_ACT_COMPACT},

@@ -1602,6 +1602,68 @@ drop_one_index(mf_op_t *op, mf_coll_t *c, const bson_value_t *which)
     return mf_catalog_index_drop(op->eng->cat, c, ix, &op->err);
 }
 
+/*
+ * reIndex: {reIndex: <coll>}, as mongod 8.0's (deprecated there, kept for
+ * scripts that run it): standalone only (20), a collection (166 for a view
+ * or time-series collection, 26 for none), no index build running on it
+ * (12587). Every index, _id's included, is rebuilt from its spec in the
+ * current key format under the collection's exclusive lock
+ * (mf_catalog_reindex); the reply names them: {nIndexesWas, nIndexes,
+ * indexes}. An index created before decimals were keyed exactly moves to
+ * the exact format (index/keystring.c KEY FORMAT 1).
+ */
+static int
+cmd_reindex(mf_op_t *op)
+{
+    const char *name;
+    bson_t specs;
+    char key[16];
+    int rc = 0;
+
+    if (mf_op_coll_name(op, &name) != 0)
+        return -1;
+    mf_log(MF_LOG_WARN, "COMMAND", "The reIndex command is deprecated. For more information, see "
+           "https://mongodb.com/docs/manual/reference/command/reIndex/");
+    if (op->eng->repl != NULL)
+        return mf_err_set(&op->err, MF_E_IllegalOperation, "reIndex is only allowed on a standalone mongod instance. "
+                          "Cannot reIndex '%s.%s' while replication is active", op->db, name);
+    mf_catalog_wrlock(op->eng->cat);
+    mf_coll_t *c = mf_catalog_coll_find(op->eng->cat, op->db, name);
+    if (c == NULL) {
+        rc = mf_err_set(&op->err, MF_E_NamespaceNotFound, "collection does not exist");
+    } else if (c->is_view || c->is_timeseries) {
+        rc = mf_err_set(&op->err, MF_E_CommandNotSupportedOnView, "can't re-index a view");
+    } else if (mf_coll_ready_indexes(c) != c->nindexes) {
+        const uint8_t *u = c->uuid;
+        char uuid[40];
+        snprintf(uuid, sizeof(uuid), "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1],
+                 u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+        rc = mf_err_set(&op->err, MF_E_BackgroundOperationInProgressForNamespace,
+                        "cannot perform operation: an index build is currently running for collection with UUID: %s",
+                        uuid);
+    }
+    if (rc != 0) {
+        mf_catalog_unlock(op->eng->cat);
+        return rc;
+    }
+    mf_log(MF_LOG_INFO, "COMMAND", "CMD reIndex %s", c->ns);
+    int was = c->nindexes;
+    if (mf_catalog_reindex(op->eng->cat, c, &op->err) != 0) {
+        mf_catalog_unlock(op->eng->cat);
+        return -1;
+    }
+    BSON_APPEND_INT32(op->reply, "nIndexesWas", was);
+    BSON_APPEND_INT32(op->reply, "nIndexes", c->nindexes);
+    BSON_APPEND_ARRAY_BEGIN(op->reply, "indexes", &specs);
+    for (int i = 0; i < c->nindexes; i++) {
+        snprintf(key, sizeof(key), "%d", i);
+        BSON_APPEND_DOCUMENT(&specs, key, c->indexes[i]->spec);
+    }
+    bson_append_array_end(op->reply, &specs);
+    mf_catalog_unlock(op->eng->cat);
+    return 0;
+}
+
 static int
 cmd_drop_indexes(mf_op_t *op)
 {
@@ -1711,6 +1773,7 @@ const mf_cmd_def_t mf_cmds_coll[] = {
     {"listIndexes", cmd_list_indexes, 0, list_indexes_fields},
     {"createIndexes", cmd_create_indexes, 0, create_indexes_fields},
     {"dropIndexes", cmd_drop_indexes, 0, drop_indexes_fields},
+    {"reIndex", cmd_reindex, 0, NULL},
     {"deleteIndexes", cmd_drop_indexes, 0, drop_indexes_fields},
     {NULL, NULL, 0, NULL},
 };

@@ -145,6 +145,7 @@
     X(11600, InterruptedAtShutdown)                                            \
     X(11601, Interrupted)                                                      \
     X(13297, DatabaseDifferCase)                                               \
+    X(12587, BackgroundOperationInProgressForNamespace)                        \
     X(15952, Location15952)                                                    \
     X(15955, Location15955)                                                    \
     X(15998, Location15998)                                                    \

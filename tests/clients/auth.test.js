@@ -890,10 +890,11 @@ h.test('readWrite: read plus insert/update/delete/findAndModify/create/drop/crea
   await denied('insert on another db', rw.db('rwdb_other').collection('c').insertOne({ _id: 9 }));
   await denied('renameCollection to another db', rw.db('admin').command({ renameCollection: 'rwdb.c', to: 'rwdb_other.moved' }));
   await denied('setParameter', rw.db('admin').command({ setParameter: 1, logLevel: 0 }));
+  await denied('reIndex (dbAdmin\'s, as mongod)', db.command({ reIndex: 'c' }));
   assert.ok((await dbNames(await root())).includes('rwdb'), 'the refused dropDatabase dropped nothing');
 });
 
-h.test('dbAdmin: createIndexes, dropIndexes, collMod, validate, compact, drop, listCollections, collStats, profile, dropDatabase; no find/insert (13)', async () => {
+h.test('dbAdmin: createIndexes, dropIndexes, collMod, validate, compact, reIndex, drop, listCollections, collStats, profile, dropDatabase; no find/insert (13)', async () => {
   await seed('dadb');
   await seed('dadb', 'gone');
   const da = await makeUser('dbadmin', [{ role: 'dbAdmin', db: 'dadb' }]);
@@ -905,6 +906,7 @@ h.test('dbAdmin: createIndexes, dropIndexes, collMod, validate, compact, drop, l
   await allowed('collMod', db.command({ collMod: 'c' }));
   await allowed('validate', db.command({ validate: 'c' }));
   await allowed('compact', db.command({ compact: 'c' }));
+  assert.equal((await allowed('reIndex', db.command({ reIndex: 'c' }))).nIndexes, 2);
   await allowed('dropIndexes', db.command({ dropIndexes: 'c', index: 'a_1' }));
   await allowed('listCollections', db.listCollections().toArray());
   assert.equal((await allowed('collStats', db.command({ collStats: 'c' }))).count, 2);

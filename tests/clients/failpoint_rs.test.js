@@ -243,3 +243,19 @@ test('currentOp shows an operation running in a transaction with its transaction
     await watcher.close();
   }
 });
+
+test('reIndex is refused on a replica set member with 20 IllegalOperation, as mongod; the indexes stay', async () => {
+  const c = new MongoClient(set.uri);
+  await c.connect();
+  try {
+    const db = c.db('fprs');
+    await db.collection('ri').createIndex({ a: 1 });
+    const err = await db.command({ reIndex: 'ri' }).then(() => null, (e) => e);
+    assert.ok(err, 'refused');
+    assert.equal(err.code, 20);
+    assert.match(err.message, /reIndex is only allowed on a standalone mongod instance/);
+    assert.equal((await db.collection('ri').listIndexes().toArray()).length, 2);
+  } finally {
+    await c.close();
+  }
+});

@@ -388,3 +388,50 @@ h.test('createIndexes commitQuorum: a number or a string, else 9; a standalone r
   `);
   assert.match(out, /code=9/);
 });
+
+h.test('reIndex rebuilds every index from its spec, as mongod 8.0: {nIndexesWas, nIndexes, indexes}; the data, uniqueness, TTL options and validate hold; no collection is 26, a view 166; it survives a restart', async () => {
+  const db = srv.freshDb('reindex');
+  const c = db.collection('c');
+  await c.createIndexes([
+    { key: { a: 1 }, name: 'a_1' },
+    { key: { b: 1 }, name: 'b_1', unique: true },
+    { key: { at: 1 }, name: 'at_1', expireAfterSeconds: 3600 },
+    { key: { 'tags.$**': 1 }, name: 'wild' },
+  ]);
+  const docs = [];
+  for (let i = 0; i < 2500; i++) docs.push({ _id: i, a: i % 10, b: i, at: new Date(), tags: { k: `t${i % 3}` }, arr: [i, i + 1] });
+  await c.insertMany(docs);
+  const before = await c.listIndexes().toArray();
+  const r = await db.command({ reIndex: 'c' });
+  assert.equal(r.ok, 1);
+  assert.equal(r.nIndexesWas, 5);
+  assert.equal(r.nIndexes, 5);
+  assert.deepEqual(r.indexes.map((x) => x.name), ['_id_', 'a_1', 'b_1', 'at_1', 'wild']);
+  assert.deepEqual(await c.listIndexes().toArray(), before, 'the same specs, TTL option included');
+  // Every index answers again, through hints, with every key.
+  assert.equal(await c.countDocuments({ a: 3 }, { hint: 'a_1' }), 250);
+  assert.equal((await c.find({ b: 1234 }).hint('b_1').toArray()).length, 1);
+  assert.equal(await c.countDocuments({ 'tags.k': 't1' }, { hint: 'wild' }), 833);
+  assert.equal(await c.countDocuments({ _id: { $gte: 2000 } }, { hint: '_id_' }), 500);
+  await h.expectCode(c.insertOne({ _id: 'dup', b: 7 }), 11000);
+  const v = await db.command({ validate: 'c', full: true });
+  assert.equal(v.valid, true, JSON.stringify(v.errors));
+  assert.equal(v.keysPerIndex.a_1, 2500);
+  // Writes after it maintain the new tables; a restart finds them.
+  await c.deleteMany({ a: 0 });
+  await c.updateMany({ a: 1 }, { $set: { a: 11 } });
+  await srv.server.restart();
+  await srv.reconnect();
+  const c2 = srv.client.db(db.databaseName).collection('c');
+  assert.equal(await c2.countDocuments({ a: 11 }, { hint: 'a_1' }), 250);
+  assert.equal(await c2.countDocuments({ a: 0 }, { hint: 'a_1' }), 0);
+  const v2 = await srv.client.db(db.databaseName).command({ validate: 'c', full: true });
+  assert.equal(v2.valid, true, JSON.stringify(v2.errors));
+  assert.equal(v2.nrecords, 2250);
+  // Refusals, as mongod's.
+  const d2 = srv.client.db(db.databaseName);
+  await h.expectCode(d2.command({ reIndex: 'nosuch' }), 26);
+  await d2.createCollection('v', { viewOn: 'c', pipeline: [] });
+  await h.expectCode(d2.command({ reIndex: 'v' }), 166);
+  await h.expectCode(d2.command({ reIndex: 5 }), 73);
+});

@@ -861,6 +861,28 @@ strip_key_format(env_t *e, const char *ns)
     e->st = NULL;
 }
 
+/* Inserts json into c in one transaction: 0, or the error's code (nothing committed). */
+static int
+try_insert_json(env_t *e, mf_coll_t *c, const char *json)
+{
+    bson_error_t berr;
+    mf_error_t err = {0};
+    mf_sess_t *s = mf_storage_session(e->st);
+    bson_t *doc = bson_new_from_json((const uint8_t *)json, -1, &berr);
+    cr_assert_not_null(doc);
+    mf_catalog_rdlock(e->cat);
+    cr_assert_eq(mf_txn_begin(s, &err), 0);
+    int rc = mf_coll_insert(s, c, doc, NULL, &err);
+    if (rc == 0)
+        cr_assert_eq(mf_txn_commit(s, false, &err), 0, "%s", err.msg);
+    else
+        mf_txn_abort(s);
+    mf_storage_session_release(s);
+    mf_catalog_unlock(e->cat);
+    bson_destroy(doc);
+    return rc == 0 ? 0 : err.code;
+}
+
 /* validate's verdict on c (under the write lock, as a DDL command holds it). */
 static bool
 validate_ok(env_t *e, mf_coll_t *c, int64_t *nkeys_v)
@@ -978,6 +1000,31 @@ Test(catalog, an_index_from_before_key_format_2_keeps_its_format_and_stays_consi
     mf_catalog_unlock(e.cat);
     cr_assert(!mf_coll_index_by_name(c, "v_-1")->kp.legacy_decimals);
     cr_assert(mf_coll_index_by_name(c, "v_1")->kp.legacy_decimals);
+    cr_assert(validate_ok(&e, c, NULL));
+
+    /* Format 1's tie in the _id index: two _ids past 19 digits are one key there. */
+    const char *third = "{\"_id\": {\"$numberDecimal\": \"1.0000000000000000000003\"}}";
+    const char *fourth = "{\"_id\": {\"$numberDecimal\": \"1.0000000000000000000004\"}}";
+    unit_insert_json(e.st, e.cat, c, third, true);
+    cr_assert_eq(try_insert_json(&e, c, fourth), MF_E_DuplicateKey, "format 1 ties them");
+
+    /* reIndex moves every index to format 2, for good. */
+    mf_error_t err = {0};
+    mf_catalog_wrlock(e.cat);
+    cr_assert_eq(mf_catalog_reindex(e.cat, c, &err), 0, "%s", err.msg);
+    mf_catalog_unlock(e.cat);
+    for (int i = 0; i < c->nindexes; i++)
+        cr_assert(!c->indexes[i]->kp.legacy_decimals, "index %s is format 2 after reIndex", c->indexes[i]->name);
+    cr_assert(validate_ok(&e, c, &nkeys));
+    cr_assert_eq(nkeys, 4, "29.99, decimal 0.1, double 0.1 (not equal at 34 digits) and the third document's null");
+    cr_assert_eq(try_insert_json(&e, c, fourth), 0, "format 2 tells them apart");
+    env_close(&e);
+    env_open(&e);
+    mf_catalog_rdlock(e.cat);
+    c = mf_catalog_coll_find(e.cat, "db", "dec");
+    mf_catalog_unlock(e.cat);
+    for (int i = 0; i < c->nindexes; i++)
+        cr_assert(!c->indexes[i]->kp.legacy_decimals, "index %s stays format 2 across a restart", c->indexes[i]->name);
     cr_assert(validate_ok(&e, c, NULL));
     env_destroy(&e);
 }
