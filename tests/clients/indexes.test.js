@@ -428,6 +428,14 @@ h.test('reIndex rebuilds every index from its spec, as mongod 8.0: {nIndexesWas,
   const v2 = await srv.client.db(db.databaseName).command({ validate: 'c', full: true });
   assert.equal(v2.valid, true, JSON.stringify(v2.errors));
   assert.equal(v2.nrecords, 2250);
+  // kill -9 right after a reIndex: the new tables are the ones the catalog names, the old ones gone.
+  assert.equal((await srv.client.db(db.databaseName).command({ reIndex: 'c' })).nIndexes, 5);
+  await srv.server.restart({ kill9: true });
+  await srv.reconnect();
+  const v3 = await srv.client.db(db.databaseName).command({ validate: 'c', full: true });
+  assert.equal(v3.valid, true, JSON.stringify(v3.errors));
+  assert.equal(v3.keysPerIndex.b_1, 2250);
+  assert.equal(await srv.client.db(db.databaseName).collection('c').countDocuments({ a: 11 }, { hint: 'a_1' }), 250);
   // Refusals, as mongod's.
   const d2 = srv.client.db(db.databaseName);
   await h.expectCode(d2.command({ reIndex: 'nosuch' }), 26);
