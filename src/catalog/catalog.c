@@ -2118,6 +2118,16 @@ mf_catalog_coll_rename_replace(mf_catalog_t *cat, mf_coll_t *c, mf_coll_t *targe
 int mf_coll_index_build(mf_catalog_t *cat, mf_coll_t *c, mf_index_t *ix, mf_build_progress_fn fn, void *arg,
                         mf_error_t *err);
 
+/* Drops the tables of ixs[0..n), index objects no collection holds any longer, and frees them. */
+static void
+indexes_discard(mf_catalog_t *cat, mf_index_t *const *ixs, int n)
+{
+    for (int k = 0; k < n; k++) {
+        mf_storage_drop(cat->st, ixs[k]->uri);
+        index_free(ixs[k]);
+    }
+}
+
 int
 mf_catalog_index_add(mf_catalog_t *cat, mf_coll_t *c, const bson_t *spec, mf_error_t *err)
 {
@@ -2167,10 +2177,7 @@ mf_catalog_index_add_many(mf_catalog_t *cat, mf_coll_t *c, const bson_t *const *
         }
     }
     if (rc != 0) {
-        for (int k = 0; k < nbuilt; k++) {
-            mf_storage_drop(cat->st, built[k]->uri);
-            index_free(built[k]);
-        }
+        indexes_discard(cat, built, nbuilt);
         return -1;
     }
     for (int k = 0; k < nbuilt; k++) {
@@ -2377,17 +2384,12 @@ mf_catalog_reindex(mf_catalog_t *cat, mf_coll_t *c, mf_error_t *err)
     }
     mf_storage_session_release(s);
     if (rc != 0) {
-        for (int k = 0; k < made; k++) {
-            mf_storage_drop(cat->st, nx[k]->uri);
-            index_free(nx[k]);
-        }
+        indexes_discard(cat, nx, made);
         return -1;
     }
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n; i++)
         atomic_store(&nx[i]->multikey_durable, atomic_load(&nx[i]->multikey)); /* the entry just written holds it */
-        mf_storage_drop(cat->st, old[i]->uri);
-        index_free(old[i]);
-    }
+    indexes_discard(cat, old, n);
     mf_log(MF_LOG_INFO, "INDEX", "reIndex: rebuilt %d indexes on ns %s", n, c->ns);
     return 0;
 }

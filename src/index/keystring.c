@@ -306,22 +306,14 @@ encode_int64(mf_keystring_t *ks, int64_t i)
     put_number(ks, d, SUFFIX_EXACT + (int)delta * 8);
 }
 
-/* A decimal's key in KEY FORMAT 1 (an index created before format 2). */
+/* A decimal's key in KEY FORMAT 1 (an index created before format 2), from its value ld (not a NaN). */
 static void
-encode_decimal_v1(mf_keystring_t *ks, const bson_decimal128_t *dec)
+encode_decimal_v1(mf_keystring_t *ks, long double ld)
 {
-    char s[BSON_DECIMAL128_STRING];
-    long double ld, r, fl;
-    double d;
+    long double r, fl;
+    double d = (double)ld;
     int suffix = SUFFIX_EXACT;
 
-    bson_decimal128_to_string(dec, s);
-    ld = strtold(s, NULL);
-    if (isnan(ld)) {
-        put_number(ks, NAN, SUFFIX_EXACT);
-        return;
-    }
-    d = (double)ld;
     if (isinf(d) && !isinf(ld)) {
         /* Beyond the double range: just inside the infinity. */
         d = d > 0 ? 1.7976931348623157e308 : -1.7976931348623157e308;
@@ -358,14 +350,14 @@ encode_decimal(mf_keystring_t *ks, const bson_decimal128_t *dec)
     long double ld;
     double d;
 
-    if (ks->legacy_decimals) {
-        encode_decimal_v1(ks, dec);
-        return;
-    }
     bson_decimal128_to_string(dec, s);
     ld = strtold(s, NULL);
     if (isnan(ld)) {
         put_number(ks, NAN, SUFFIX_EXACT);
+        return;
+    }
+    if (ks->legacy_decimals) {
+        encode_decimal_v1(ks, ld);
         return;
     }
     d = (double)ld;
