@@ -107,6 +107,7 @@ typedef struct utxn {
      */
     int64_t start_wall_ms, start_us, active_us;
     int64_t busy_from_us; /* monotonic: when the command running now (busy) was handed over */
+    uint32_t read_secs, read_inc; /* readTimestamp: the member's optime when its snapshot began (0: none yet, standalone) */
     bson_t *read_concern;
     int64_t conn_id;
     char remote[80];
@@ -294,11 +295,17 @@ txn_main(void *arg)
     mf_sess_t *s = mf_storage_session(eng->st);
 
     tls_txn = e;
+    /* Read before the snapshot begins, so the snapshot holds at least what this time names. */
+    uint32_t read_secs = 0, read_inc = 0;
+    if (eng->repl != NULL && eng->repl->op_time != NULL)
+        eng->repl->op_time(eng->repl_arg, &read_secs, &read_inc);
     bool open = mf_txn_user_begin(s, &err) == 0;
     if (!open)
         mf_log(MF_LOG_ERROR, "TXN", "cannot begin a transaction: %s", err.msg);
     mf_catalog_session_hold(eng->cat);
     pthread_mutex_lock(&t->mu);
+    e->read_secs = read_secs;
+    e->read_inc = read_inc;
     if (!open)
         set_ended(e, T_ABORTED);
     for (;;) {
@@ -633,6 +640,7 @@ route(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *cmd, 
         e->start_wall_ms = mf_now_ms();
         e->deadline_ms = e->start_us / 1000 + (limit_s > INT64_MAX / 4000 ? INT64_MAX / 4 : limit_s * 1000);
         e->active_us = 0;
+        e->read_secs = e->read_inc = 0;
         if (e->read_concern != NULL)
             bson_destroy(e->read_concern);
         e->read_concern = NULL;
@@ -1190,7 +1198,8 @@ iso_local(int64_t ms, char *buf, size_t cap)
 
 /*
  * Appends mongod's "transaction" sub-document of e (t->mu held) to out:
- * parameters {txnNumber, autocommit, readConcern?}, startWallClockTime,
+ * parameters {txnNumber, txnRetryCounter, autocommit, readConcern?},
+ * readTimestamp, startWallClockTime,
  * timeOpenMicros, timeActiveMicros (with the command running now, if
  * any), timeInactiveMicros, expiryTime.
  */
@@ -1205,10 +1214,12 @@ txn_stats(const utxn_t *e, int64_t now_us, bson_t *out)
     BSON_APPEND_DOCUMENT_BEGIN(out, "transaction", &tx);
     BSON_APPEND_DOCUMENT_BEGIN(&tx, "parameters", &par);
     BSON_APPEND_INT64(&par, "txnNumber", e->num);
+    BSON_APPEND_INT32(&par, "txnRetryCounter", 0); /* mongod's; only its internal transactions retry under one number */
     BSON_APPEND_BOOL(&par, "autocommit", false);
     if (e->read_concern != NULL)
         BSON_APPEND_DOCUMENT(&par, "readConcern", e->read_concern);
     bson_append_document_end(&tx, &par);
+    BSON_APPEND_TIMESTAMP(&tx, "readTimestamp", e->read_secs, e->read_inc);
     iso_local(e->start_wall_ms, when, sizeof(when));
     BSON_APPEND_UTF8(&tx, "startWallClockTime", when);
     BSON_APPEND_INT64(&tx, "timeOpenMicros", open_us);

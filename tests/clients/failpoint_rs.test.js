@@ -220,7 +220,14 @@ test('currentOp shows an operation running in a transaction with its transaction
     assert.equal(row.active, true);
     const tx = row.transaction;
     assert.ok(tx, `a transaction sub-document: ${JSON.stringify(row)}`);
-    assert.deepEqual(Object.keys(tx), ['parameters', 'startWallClockTime', 'timeOpenMicros', 'timeActiveMicros', 'timeInactiveMicros', 'expiryTime']);
+    assert.deepEqual(Object.keys(tx), ['parameters', 'readTimestamp', 'startWallClockTime', 'timeOpenMicros', 'timeActiveMicros', 'timeInactiveMicros', 'expiryTime']);
+    assert.deepEqual(Object.keys(tx.parameters), ['txnNumber', 'txnRetryCounter', 'autocommit', 'readConcern']);
+    assert.equal(tx.parameters.txnRetryCounter, 0);
+    // The member's optime when the transaction's snapshot began: after the insert before it, not after now.
+    assert.equal(tx.readTimestamp._bsontype, 'Timestamp');
+    assert.ok(tx.readTimestamp.t > 0, JSON.stringify(tx.readTimestamp));
+    const now = (await admin.command({ ping: 1 })).operationTime;
+    assert.ok(tx.readTimestamp.compare(now) <= 0, `${tx.readTimestamp} after ${now}`);
     assert.equal(Number(tx.parameters.txnNumber), Number(row.command.txnNumber));
     assert.equal(tx.parameters.autocommit, false);
     assert.deepEqual(tx.parameters.readConcern, { level: 'snapshot' });

@@ -1111,7 +1111,10 @@ R.test('an open transaction between its commands shows in currentOp as an idleSe
     const tx = row.transaction;
     assert.equal(Number(tx.parameters.txnNumber), Number(session.serverSession.txnNumber));
     assert.equal(tx.parameters.autocommit, false);
+    assert.equal(tx.parameters.txnRetryCounter, 0);
     assert.deepEqual(tx.parameters.readConcern, { level: 'snapshot' });
+    assert.equal(tx.readTimestamp._bsontype, 'Timestamp');
+    assert.ok(tx.readTimestamp.t > 0, 'the optime its snapshot began at');
     const open = Number(tx.timeOpenMicros), active = Number(tx.timeActiveMicros), inactive = Number(tx.timeInactiveMicros);
     assert.ok(active > 0 && inactive >= 50000, JSON.stringify(tx));
     assert.equal(active + inactive, open, 'active + inactive = open, as mongod\'s invariant');
