@@ -877,6 +877,9 @@ mf_cmd_get_more(mf_op_t *op)
         mf_cursors_release(op->eng->cursors, cur);
         return -1;
     }
+    /* Its plan's sort stage is this operation's too (mongod's getMore reports the plan's summary stats). */
+    if (cur->has_sort_stage)
+        mf_curop_note_sort(mf_curop_current());
     char name[256];
     mf_strlcpy(name, cur->coll, sizeof(name));
     bson_t *token = cur->resume_token != NULL ? bson_copy(cur->resume_token) : NULL;

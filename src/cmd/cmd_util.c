@@ -497,6 +497,7 @@ mf_cmd_cursor_register(mf_op_t *op, mf_cursor_t *cur)
     mf_curop_scan_of(mf_curop_current(), &scan);
     if (scan.plan[0] && cur->plan_summary == NULL)
         cur->plan_summary = mf_strdup(scan.plan);
+    cur->has_sort_stage = cur->has_sort_stage || scan.has_sort_stage;
     if (mf_collation_current() != NULL && cur->collation == NULL) {
         cur->collation = bson_new();
         mf_collation_append_spec(mf_collation_current(), cur->collation);

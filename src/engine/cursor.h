@@ -103,6 +103,7 @@ typedef struct mf_cursor {
     int64_t created_wall_ms, used_wall_ms;
     int64_t n_docs, n_batches;
     bool tailable, no_timeout;
+    bool has_sort_stage; /* its plan sorted in memory: each getMore counts as such an operation too, as mongod's */
 } mf_cursor_t;
 
 mf_cursors_t *mf_cursors_new(void);

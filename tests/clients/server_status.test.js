@@ -149,10 +149,15 @@ h.test('metrics.operation.scanAndOrder counts the operations that sorted in memo
   assert.equal(await sao(), s1 + 1, 'an aggregate $sort no index provides');
   await c.aggregate([{ $sortByCount: '$a' }]).toArray();
   assert.equal(await sao(), s1 + 2, '$sortByCount is a $group and a $sort');
+  // A sorted find read in batches: each getMore runs the same plan, and counts as mongod's does.
+  const batches = await c.find({ b: { $gt: 0 } }).sort({ b: 1 }).batchSize(8).toArray();
+  assert.equal(batches.length, 20);
+  assert.equal(await sao(), s1 + 5, 'the find and its two getMores');
   await db.command({ profile: 0 });
-  const entries = await db.collection('system.profile').find({ ns: `${db.databaseName}.c`, op: { $in: ['query', 'command'] } }).toArray();
+  const entries = await db.collection('system.profile').find({ ns: `${db.databaseName}.c`, op: { $in: ['query', 'command', 'getmore'] } }).toArray();
+  assert.equal(entries.filter((e) => e.op === 'getmore' && e.hasSortStage === true).length, 2, 'the getMores say hasSortStage');
   const sorted = entries.filter((e) => e.hasSortStage === true);
-  assert.equal(sorted.length, 3, `entries with hasSortStage: ${JSON.stringify(entries.map((e) => [e.op, e.planSummary, e.hasSortStage]))}`);
+  assert.equal(sorted.length, 6, `entries with hasSortStage: ${JSON.stringify(entries.map((e) => [e.op, e.planSummary, e.hasSortStage]))}`);
   assert.ok(sorted.some((e) => e.command && e.command.sort && e.command.sort.b === 1), 'the find that sorted');
   const unsorted = entries.find((e) => e.command && e.command.sort && e.command.sort.a === -1);
   assert.ok(unsorted && unsorted.hasSortStage === undefined, 'an index-ordered find has no hasSortStage field, as mongod');
