@@ -1049,6 +1049,13 @@ coll_from_bson(const bson_t *doc, mf_error_t *err)
             }
             if (!have_spec || ident == NULL || c->nindexes >= MF_MAX_INDEXES)
                 continue;
+            if (key_format > 2) {
+                /* Keys this version cannot read or maintain: the entry is unreadable (left out, tables kept). */
+                mf_err_set(err, MF_E_UnsupportedFormat, "an index of %s has key format %lld; this version reads "
+                           "formats 1 and 2 only", c->ns, (long long)key_format);
+                coll_free(c);
+                return NULL;
+            }
             mf_index_t *ix = index_from_spec(&spec, ident, err);
             if (ix == NULL) {
                 coll_free(c);
@@ -2369,9 +2376,11 @@ mf_catalog_reindex(mf_catalog_t *cat, mf_coll_t *c, mf_error_t *err)
         }
         nx[made++] = ix;
         if (mf_coll_index_build(cat, c, ix, reindex_go_on, &stop, err) != 0) {
-            if (stop.code != 0)
-                *err = stop;
+            if (err->code == MF_E_Interrupted && stop.code != 0)
+                *err = stop; /* the hook stopped it: say why (killOp, maxTimeMS, shutdown) */
             rc = -1;
+        } else if (mf_curop_check_current(err) != 0) {
+            rc = -1; /* between indexes too: a small collection's build never calls the hook */
         }
     }
     if (rc == 0) {

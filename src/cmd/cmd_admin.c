@@ -393,7 +393,7 @@ typedef struct log_component {
 
 enum { LOGC_NETWORK = 8, LOGC_REPLICATION = 12, LOGC_SHARDING = 13, LOGC_STORAGE = 14, LOGC_WT = 38 };
 
-static const log_component_t log_components[MF_LOG_COMPONENTS] = {
+static const log_component_t log_components[] = {
     /* 0 */ {"accessControl", -1}, {"assert", -1}, {"command", -1}, {"control", -1}, {"executor", -1},
     /* 5 */ {"geo", -1}, {"globalIndex", -1}, {"index", -1}, {"network", -1}, {"processHealth", -1},
     /* 10 */ {"query", -1}, {"queryStats", -1}, {"replication", -1}, {"sharding", -1}, {"storage", -1},
@@ -409,6 +409,8 @@ static const log_component_t log_components[MF_LOG_COMPONENTS] = {
     /* 43 */ {"wtHS", LOGC_WT}, {"wtRecovery", LOGC_WT}, {"wtRTS", LOGC_WT}, {"wtSalvage", LOGC_WT},
     /* 47 */ {"wtTiered", LOGC_WT}, {"wtTimestamp", LOGC_WT}, {"wtTransaction", LOGC_WT}, {"wtVerify", LOGC_WT},
     /* 51 */ {"wtWriteLog", LOGC_WT}};
+_Static_assert(sizeof(log_components) / sizeof(log_components[0]) == MF_LOG_COMPONENTS,
+               "log_components and MF_LOG_COMPONENTS disagree");
 #define LOGC_COMMAND 2
 
 bool

@@ -203,7 +203,9 @@ mf_curop_begin(mf_curops_t *reg, const char *op_type, const char *ns, const char
     op->start_us = mf_mono_us();
     op->reg = reg;
     pthread_mutex_lock(&reg->lock);
-    op->opid = reg->next_opid++;
+    /* Opids stay within 1..2^31-1, as mongod's 32-bit ones, so killOp (which takes an int32) reaches every one. */
+    op->opid = reg->next_opid;
+    reg->next_opid = reg->next_opid >= INT32_MAX ? 1 : reg->next_opid + 1;
     op->prev = reg->tail;
     if (reg->tail)
         reg->tail->next = op;
@@ -867,6 +869,14 @@ mf_curops_report_idle_conns(mf_curops_t *reg, const char *host, void (*fn)(void 
     free(docs);
 }
 
+
+void
+mf_curops_seed_opid(mf_curops_t *reg, int64_t next)
+{
+    pthread_mutex_lock(&reg->lock);
+    reg->next_opid = next;
+    pthread_mutex_unlock(&reg->lock);
+}
 
 bool
 mf_curops_kill(mf_curops_t *reg, int64_t opid)

@@ -195,6 +195,9 @@ mf_curop_t *mf_curop_current(void);
  */
 void mf_curops_report_each(mf_curops_t *reg, const char *host, void (*fn)(void *arg, const bson_t *doc), void *arg);
 
+/* mf_curops_seed_opid: the next opid handed out (tests: opids wrap from 2^31-1 back to 1). */
+void mf_curops_seed_opid(mf_curops_t *reg, int64_t next);
+
 /* mf_curops_kill: marks opid killed (11601 at its next check); false if unknown. */
 bool mf_curops_kill(mf_curops_t *reg, int64_t opid);
 

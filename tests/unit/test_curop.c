@@ -155,3 +155,19 @@ Test(curop_kill, a_caller_kills_only_operations_of_its_own_user)
     mf_curop_end(anon);
     mf_curops_free(reg);
 }
+
+/* Opids are mongod's 32-bit ones: after 2^31-1 they start again at 1, so killOp (an int32) reaches each. */
+Test(curop_kill, opids_wrap_within_31_bits_and_stay_killable)
+{
+    mf_curops_t *reg = mf_curops_new();
+    mf_curops_seed_opid(reg, INT32_MAX);
+    mf_curop_t *last = mf_curop_begin(reg, "query", "db.c", "conn1", NULL, 1);
+    mf_curop_t *first = mf_curop_begin(reg, "query", "db.c", "conn1", NULL, 1);
+    cr_assert_eq(mf_curop_opid(last), INT32_MAX);
+    cr_assert_eq(mf_curop_opid(first), 1);
+    cr_assert(mf_curops_kill(reg, 1));
+    cr_assert(mf_curop_killed(first) && !mf_curop_killed(last));
+    mf_curop_end(last);
+    mf_curop_end(first);
+    mf_curops_free(reg);
+}
