@@ -243,11 +243,8 @@ mf_cmd_curop_owned_by(const bson_t *doc, const mf_curop_owner_t *who)
     if (bson_iter_init(&it, doc) && bson_iter_find_descendant(&it, "effectiveUsers.0.user", &f) &&
         BSON_ITER_HOLDS_UTF8(&f)) {
         const char *u = bson_iter_utf8(&f, NULL);
-        size_t ul = strlen(u);
-        if (strncmp(owner, u, ul) != 0 || owner[ul] != '@')
-            return false;
         return bson_iter_init(&it, doc) && bson_iter_find_descendant(&it, "effectiveUsers.0.db", &f) &&
-               BSON_ITER_HOLDS_UTF8(&f) && strcmp(owner + ul + 1, bson_iter_utf8(&f, NULL)) == 0;
+               BSON_ITER_HOLDS_UTF8(&f) && mf_curop_owner_is(owner, u, bson_iter_utf8(&f, NULL));
     }
     /* An idle session or cursor: its lsid's uid, the digest of its owner's "user@db". */
     if (bson_iter_init(&it, doc) && bson_iter_find_descendant(&it, "lsid.uid", &f) && BSON_ITER_HOLDS_BINARY(&f)) {

@@ -1634,10 +1634,8 @@ cmd_reindex(mf_op_t *op)
     } else if (c->is_view || c->is_timeseries) {
         rc = mf_err_set(&op->err, MF_E_CommandNotSupportedOnView, "can't re-index a view");
     } else if (mf_coll_ready_indexes(c) != c->nindexes) {
-        const uint8_t *u = c->uuid;
-        char uuid[40];
-        snprintf(uuid, sizeof(uuid), "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1],
-                 u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+        char uuid[37];
+        mf_fmt_uuid(c->uuid, uuid);
         rc = mf_err_set(&op->err, MF_E_BackgroundOperationInProgressForNamespace,
                         "cannot perform operation: an index build is currently running for collection with UUID: %s",
                         uuid);

@@ -36,6 +36,7 @@
 
 #include "auth/roles.h"
 #include "cmd/cmd.h"
+#include "common/fmt.h"
 #include "common/params.h"
 #include "doc/value.h"
 #include "engine/cursor.h"
@@ -192,10 +193,10 @@ describe_session(const uint8_t id[16], const char *user, char *out, size_t cap)
     uint8_t uid[UID_LEN];
     unsigned char b64[64];
     mf_session_uid(user, uid);
+    char text[37];
     EVP_EncodeBlock(b64, uid, UID_LEN);
-    snprintf(out, cap, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x - %s -  - ", id[0], id[1],
-             id[2], id[3], id[4], id[5], id[6], id[7], id[8], id[9], id[10], id[11], id[12], id[13], id[14], id[15],
-             (const char *)b64);
+    mf_fmt_uuid(id, text);
+    snprintf(out, cap, "%s - %s -  - ", text, (const char *)b64);
 }
 
 int

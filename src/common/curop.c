@@ -884,14 +884,11 @@ mf_curops_kill(mf_curops_t *reg, int64_t opid)
     return mf_curops_kill_as(reg, opid, NULL) == 1;
 }
 
-/* owned_by: whether op's user (borrowed, set under reg->lock) is owner's "user@db". */
-static bool
-owned_by(const mf_curop_t *op, const char *owner)
+bool
+mf_curop_owner_is(const char *owner, const char *user, const char *db)
 {
-    if (op->user == NULL)
-        return false;
-    size_t ul = strlen(op->user);
-    return strncmp(owner, op->user, ul) == 0 && owner[ul] == '@' && strcmp(owner + ul + 1, op->user_db) == 0;
+    size_t ul = strlen(user);
+    return strncmp(owner, user, ul) == 0 && owner[ul] == '@' && strcmp(owner + ul + 1, db) == 0;
 }
 
 int
@@ -901,7 +898,8 @@ mf_curops_kill_as(mf_curops_t *reg, int64_t opid, const char *owner)
     pthread_mutex_lock(&reg->lock);
     for (mf_curop_t *op = reg->head; op; op = op->next) {
         if (op->opid == opid) {
-            if (owner != NULL && !owned_by(op, owner)) {
+            /* op's user is borrowed, set under reg->lock (mf_curop_set_client). */
+            if (owner != NULL && (op->user == NULL || !mf_curop_owner_is(owner, op->user, op->user_db))) {
                 ret = -1;
                 break;
             }

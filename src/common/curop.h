@@ -198,6 +198,9 @@ void mf_curops_report_each(mf_curops_t *reg, const char *host, void (*fn)(void *
 /* mf_curops_seed_opid: the next opid handed out (tests: opids wrap from 2^31-1 back to 1). */
 void mf_curops_seed_opid(mf_curops_t *reg, int64_t next);
 
+/* mf_curop_owner_is: whether owner, a "user@db" (as a cursor's owner), names user on db. */
+bool mf_curop_owner_is(const char *owner, const char *user, const char *db);
+
 /* mf_curops_kill: marks opid killed (11601 at its next check); false if unknown. */
 bool mf_curops_kill(mf_curops_t *reg, int64_t opid);
 

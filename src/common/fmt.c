@@ -161,3 +161,10 @@ mf_fmt_sockaddr(const struct sockaddr_storage *ss, char *ip, size_t cap, int *po
         *port = ntohs(a->sin6_port);
     }
 }
+
+void
+mf_fmt_uuid(const uint8_t u[16], char out[37])
+{
+    snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1], u[2], u[3], u[4],
+             u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+}

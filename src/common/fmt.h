@@ -20,4 +20,7 @@ struct sockaddr_storage;
  */
 void mf_fmt_sockaddr(const struct sockaddr_storage *ss, char *ip, size_t cap, int *port);
 
+/* mf_fmt_uuid: a 16-byte UUID as mongod prints it in messages: "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" (36 characters and the NUL). */
+void mf_fmt_uuid(const uint8_t uuid[16], char out[37]);
+
 #endif /* MF_FMT_H */
