@@ -75,7 +75,8 @@ struct mf_curop {
     char client[64];
     char app[129];        /* the client's appName, "" if none */
     const bson_t *client_meta; /* the connection's handshake metadata, or NULL (borrowed, see mf_curop_set_client) */
-    const char *user, *user_db; /* the authenticated user, or NULL (borrowed, see mf_curop_set_user) */
+    /* The authenticated user ("" none): copies, as a logout or SASL step on the connection rewrites its own. */
+    char user[MF_CUROP_USER_MAX], user_db[MF_CUROP_DB_MAX];
     bool has_lsid;             /* lsid_id and lsid_uid hold the command's session (guarded by the registry mutex) */
     uint8_t lsid_id[16], lsid_uid[32];
     bson_t *command;      /* owned */
@@ -266,8 +267,8 @@ mf_curop_set_client(mf_curop_t *op, const mf_curop_client_t *who)
     if (who->app != NULL && who->app[0])
         mf_strlcpy(op->app, who->app, sizeof(op->app));
     op->client_meta = who->metadata;
-    op->user = who->user;
-    op->user_db = who->user_db;
+    mf_strlcpy(op->user, who->user != NULL ? who->user : "", sizeof(op->user));
+    mf_strlcpy(op->user_db, who->user != NULL ? who->user_db : "", sizeof(op->user_db));
     if (who->conn != NULL && op->conn == NULL) {
         mf_curop_conn_t *c = op->conn = who->conn;
         c->nops++;
@@ -723,8 +724,8 @@ static void
 op_doc(const mf_curop_t *op, const char *host, int64_t now_us, const char *now, bson_t *out)
 {
     int64_t us = now_us - op->start_us;
-    client_head(out, host, op->desc, op->client_id, op->client, op->app, op->client_meta, true, now, op->user,
-                op->user_db);
+    client_head(out, host, op->desc, op->client_id, op->client, op->app, op->client_meta, true, now,
+                op->user[0] ? op->user : NULL, op->user_db);
     BSON_APPEND_INT64(out, "opid", op->opid);
     if (op->has_lsid) {
         bson_t ls;
@@ -898,8 +899,8 @@ mf_curops_kill_as(mf_curops_t *reg, int64_t opid, const char *owner)
     pthread_mutex_lock(&reg->lock);
     for (mf_curop_t *op = reg->head; op; op = op->next) {
         if (op->opid == opid) {
-            /* op's user is borrowed, set under reg->lock (mf_curop_set_client). */
-            if (owner != NULL && (op->user == NULL || !mf_curop_owner_is(owner, op->user, op->user_db))) {
+            /* op's user is set under reg->lock (mf_curop_set_client). */
+            if (owner != NULL && (!op->user[0] || !mf_curop_owner_is(owner, op->user, op->user_db))) {
                 ret = -1;
                 break;
             }

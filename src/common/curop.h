@@ -113,10 +113,14 @@ void mf_curop_scan_of(const mf_curop_t *op, mf_curop_scan_t *out);
  * metadata ("clientMetadata"; may be NULL); user and user_db, the
  * authenticated user ("effectiveUsers"; NULL: none); lsid_id and lsid_uid,
  * the command's logical session ("lsid" {id, uid}; NULL: none; copied).
- * The strings and metadata are borrowed: they must stay valid until the
- * operation ends, as a connection's do (it runs one command at a time, and
- * sets its metadata once, at its first hello).
+ * The user and the addresses are copied (a user is cut at
+ * MF_CUROP_USER_MAX - 1 bytes, its database at MF_CUROP_DB_MAX - 1, as the
+ * connection's auth state bounds them); the metadata is borrowed: it must
+ * stay valid until the operation ends, as a connection's does (it is set
+ * once, at the first hello).
  */
+#define MF_CUROP_USER_MAX 256
+#define MF_CUROP_DB_MAX 128
 typedef struct mf_curop_client {
     const char *remote, *app;
     const bson_t *metadata;

@@ -117,6 +117,30 @@ Test(curop_conns, an_operation_makes_its_connection_active_and_records_its_user)
     mf_curops_free(reg);
 }
 
+/* An active operation keeps its own copy of its user: a logout or SASL step rewriting the connection's changes neither its listing nor killOp's ownership check. */
+Test(curop_kill, an_active_operation_keeps_its_user_when_the_connection_changes_its_own)
+{
+    mf_curops_t *reg = mf_curops_new();
+    seen_t s = {0};
+    char user[16], db[16];
+    strcpy(user, "alice");
+    strcpy(db, "admin");
+    mf_curop_t *op = mf_curop_begin(reg, "query", "db.c", "conn1", NULL, 1);
+    mf_curop_client_t who = {.remote = "127.0.0.1:1", .user = user, .user_db = db};
+    mf_curop_set_client(op, &who);
+    strcpy(user, "mallory");
+    strcpy(db, "other");
+    mf_curops_report_each(reg, NULL, keep, &s);
+    cr_assert_eq(s.n, 1);
+    cr_assert_str_eq(str_of(&s.docs[0], "effectiveUsers.0.user"), "alice");
+    cr_assert_str_eq(str_of(&s.docs[0], "effectiveUsers.0.db"), "admin");
+    seen_free(&s);
+    cr_assert_eq(mf_curops_kill_as(reg, mf_curop_opid(op), "mallory@other"), -1);
+    cr_assert_eq(mf_curops_kill_as(reg, mf_curop_opid(op), "alice@admin"), 1);
+    mf_curop_end(op);
+    mf_curops_free(reg);
+}
+
 /* killOp without the killop privilege: only the operations its own login runs. */
 Test(curop_kill, a_caller_kills_only_operations_of_its_own_user)
 {
