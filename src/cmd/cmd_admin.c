@@ -28,6 +28,7 @@
 #include "auth/roles.h"
 #include "cmd/cmd.h"
 #include "common/curop.h"
+#include "common/fmt.h"
 #include "engine/cursor.h"
 #include "engine/sessions.h"
 #include "common/log.h"
@@ -1380,17 +1381,25 @@ cmd_current_op(mf_op_t *op)
 static int
 cmd_kill_op(mf_op_t *op)
 {
+    /* Parsed as mongod's parseOpId (bsonExtractIntegerField, then 32 bits), with its codes and messages. */
     bson_iter_t it;
     if (!mf_op_find(op, "op", &it))
-        return mf_err_set(&op->err, MF_E_Location40414, "BSON field 'killOp.op' is missing but a required field");
+        return mf_err_set(&op->err, MF_E_NoSuchKey, "Missing expected field \"op\"");
     const bson_value_t *v = bson_iter_value(&it);
     if (!mf_value_is_number(v))
-        return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field 'killOp.op' is the wrong type '%s', expected types '[long, int, decimal, double]'",
+        return mf_err_set(&op->err, MF_E_TypeMismatch, "Expected field \"op\" to have numeric type, but found %s",
                           mf_type_name(v->value_type));
-    double d = mf_value_as_double(v);
-    if (!(d >= INT32_MIN && d <= INT32_MAX))
-        return mf_err_set(&op->err, MF_E_Location26823, "invalid op : %.0f. Op ID cannot be represented with 32 bits", d);
-    int64_t opid = (int64_t)d;
+    int64_t opid;
+    if (!mf_value_as_int64(v, &opid)) {
+        char shown[64];
+        mf_fmt_value(v, shown, sizeof(shown));
+        return mf_err_set(&op->err, MF_E_BadValue,
+                          "Expected field \"op\" to have a value exactly representable as a 64-bit integer, but found op: %s",
+                          shown);
+    }
+    if (opid < INT32_MIN || opid > INT32_MAX)
+        return mf_err_set(&op->err, MF_E_Location26823, "invalid op : %" PRId64 ". Op ID cannot be represented with 32 bits",
+                          opid);
     /* As mongod's: without the killop privilege a user may kill only operations run under its own login. */
     char owner[400]; /* the caller's "user@db", as a cursor's owner */
     bool any = mf_cmd_auth_cluster(op, MF_CACT_ADMIN);

@@ -247,6 +247,23 @@ h.test('killOp of an unknown opid answers ok, as mongod does', async () => {
   assert.equal(r.ok, 1);
 });
 
+h.test('killOp parses op as mongod\'s parseOpId: missing 4 NoSuchKey, not a number 14, not an integer 2 BadValue, past 32 bits 26823; an integral double or long is an opid', async () => {
+  const admin = srv.client.db('admin');
+  const { Long, Decimal128 } = require('mongodb');
+  await h.expectCode(admin.command({ killOp: 1 }), 4, /^Missing expected field "op"$/);
+  await h.expectCode(admin.command({ killOp: 1, op: 'invalid' }), 14, /^Expected field "op" to have numeric type, but found string$/);
+  await h.expectCode(admin.command({ killOp: 1, op: 1.1 }), 2,
+    /^Expected field "op" to have a value exactly representable as a 64-bit integer, but found op: 1\.1$/);
+  await h.expectCode(admin.command({ killOp: 1, op: Number.MAX_VALUE }), 2, /but found op: 1\.797693134862316e\+308$/);
+  await h.expectCode(admin.command({ killOp: 1, op: Long.fromString('9223372036854775807') }), 26823,
+    /^invalid op : 9223372036854775807\. Op ID cannot be represented with 32 bits$/);
+  await h.expectCode(admin.command({ killOp: 1, op: 2 ** 31 }), 26823, /^invalid op : 2147483648\./);
+  for (const op of [123456, 123456.0, Long.fromNumber(123456), Decimal128.fromString('123456')]) {
+    const r = await admin.command({ killOp: 1, op });
+    assert.deepEqual(r, { info: 'attempting to kill op', ok: 1 });
+  }
+});
+
 h.test('SIGTERM interrupts a running query and the server shuts down cleanly', { timeout: 120000 }, async () => {
   const s = new h.MayflyServer();
   await s.start();
