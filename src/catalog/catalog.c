@@ -2400,6 +2400,7 @@ mf_catalog_reindex(mf_catalog_t *cat, mf_coll_t *c, mf_error_t *err)
         atomic_store(&nx[i]->multikey_durable, atomic_load(&nx[i]->multikey)); /* the entry just written holds it */
     indexes_discard(cat, old, n);
     mf_log(MF_LOG_INFO, "INDEX", "reIndex: rebuilt %d indexes on ns %s", n, c->ns);
+    report_ddl(cat, MF_DDL_REINDEX, c, NULL, NULL, NULL); /* a TTL index's table moved: its deadline is read again */
     return 0;
 }
 

@@ -42,6 +42,7 @@ typedef enum {
     MF_DDL_DROP_INDEX,   /* detail: {index: name} */
     MF_DDL_COLLMOD,      /* detail: the collMod command */
     MF_DDL_DROP_DB,      /* after the drops of its collections: ns is the database's name, uuid NULL, detail NULL */
+    MF_DDL_REINDEX,      /* every index rebuilt into new tables (reIndex: a standalone's, never logged); detail: NULL */
 } mf_ddl_kind_t;
 
 typedef struct mf_ddl_event {

@@ -443,3 +443,21 @@ h.test('reIndex rebuilds every index from its spec, as mongod 8.0: {nIndexesWas,
   await h.expectCode(d2.command({ reIndex: 'v' }), 166);
   await h.expectCode(d2.command({ reIndex: 5 }), 73);
 });
+
+h.test('after reIndex the TTL monitor keeps expiring through the rebuilt TTL index: documents due before and after the rebuild go on time, the rest stay', { timeout: 60000 }, async () => {
+  const db = srv.freshDb('reindex_ttl');
+  const c = db.collection('s');
+  await c.createIndex({ at: 1 }, { expireAfterSeconds: 0 });
+  const now = Date.now();
+  const docs = [];
+  for (let i = 0; i < 3000; i++) docs.push({ _id: i, at: new Date(now + (i < 1000 ? 1500 : i < 2000 ? 2500 : 3600e3)) });
+  await c.insertMany(docs);
+  assert.equal((await db.command({ reIndex: 's' })).nIndexes, 2);
+  const by = Date.now() + 30000;
+  while (Date.now() < by && (await c.countDocuments()) > 1000) await h.sleep(50);
+  assert.equal(await c.countDocuments(), 1000, 'the 2,000 due ones expired, the later ones stayed');
+  assert.equal(await c.countDocuments({ _id: { $lt: 2000 } }), 0);
+  const v = await db.command({ validate: 's', full: true });
+  assert.equal(v.valid, true, JSON.stringify(v.errors));
+  assert.equal(v.keysPerIndex.at_1, 1000);
+});
