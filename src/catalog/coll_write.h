@@ -197,7 +197,7 @@ int mf_coll_remove_deferred(mf_sess_t *s, mf_coll_t *c, mf_removals_t *d, int64_
 
 /*
  * mf_coll_find_id: looks up the document whose _id equals idv through the _id
- * index. Returns 0 with *rid set, MF_NOTFOUND, or -1/MF_CONFLICT.
+ * index, under that index's collation (the collection's default). Returns 0 with *rid set, MF_NOTFOUND, or -1/MF_CONFLICT.
  */
 int mf_coll_find_id(mf_sess_t *s, mf_coll_t *c, const bson_value_t *idv, int64_t *rid, mf_error_t *err) MF_WUR;
 

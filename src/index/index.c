@@ -852,7 +852,7 @@ mf_index_key_of_value(const mf_keypattern_t *kp, const bson_value_t *v, mf_keyst
 {
     mf_ks_reset(out);
     out->legacy_decimals = kp->legacy_decimals;
-    return mf_ks_append_value(out, v, kp->desc[0], err);
+    return mf_index_append_component(out, v, kp->desc[0], kp->collation, err);
 }
 
 bool

@@ -228,7 +228,8 @@ int mf_wildcard_keys(const mf_keypattern_t *kp, const bson_t *doc, mf_keyset_t *
 
 /*
  * mf_index_key_of_value: the keystring of value v in kp's single-field
- * index (for _id lookups; its direction and key format, no collation).
+ * index (for _id lookups; its direction, key format and collation: under a
+ * collation, strings the collation calls equal share a key).
  */
 int mf_index_key_of_value(const mf_keypattern_t *kp, const bson_value_t *v, mf_keystring_t *out,
                           mf_error_t *err) MF_WUR;

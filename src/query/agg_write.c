@@ -17,6 +17,7 @@
 #include "common/limits.h"
 #include "common/log.h"
 #include "doc/check.h"
+#include "doc/collation.h"
 #include "doc/match.h"
 #include "doc/path.h"
 #include "doc/value.h"
@@ -74,7 +75,9 @@ merge_find(out_ctx_t *x, const bson_t *doc, int64_t *rid, mf_error_t *err)
         }
         bson_append_value(&filter, x->on[k], -1, &v);
     }
-    if (x->non == 1 && strcmp(x->on[0], "_id") == 0) {
+    /* The _id index finds it when its collation is the aggregation's (else two strings may match under one, not the other). */
+    if (x->non == 1 && strcmp(x->on[0], "_id") == 0 && x->c->nindexes > 0 && x->c->indexes[0]->is_id &&
+        mf_collation_equal(x->c->indexes[0]->kp.collation, mf_collation_current())) {
         bson_iter_t it;
         bson_iter_init_find(&it, &filter, "_id");
         ret = mf_coll_find_id(x->s, x->c, bson_iter_value(&it), rid, err);

@@ -83,6 +83,23 @@ h.test('$merge streams into its target, and into the collection it reads (then i
   assert.equal((await db.collection('stats').findOne({ _id: 'g1' })).n, [...Array(12000).keys()].filter((i) => i % 7 === 1).length);
 });
 
+h.test('$merge on _id into a collated collection matches as the aggregation\'s collation does: under the target\'s (en, strength 2) "abc" merges into "ABC"; under simple it does not match and the insert is a duplicate key, as mongod', async () => {
+  const db = srv.freshDb('os_merge_coll');
+  const ci = { locale: 'en', strength: 2 };
+  await db.createCollection('t', { collation: ci });
+  await db.collection('t').insertOne({ _id: 'ABC', v: 1 });
+  await db.collection('s').insertOne({ _id: 'abc', w: 2 });
+  await db.collection('s').aggregate([{ $merge: { into: 't', whenMatched: 'merge', whenNotMatched: 'insert' } }], { collation: ci }).toArray();
+  assert.deepEqual(await db.collection('t').find().toArray(), [{ _id: 'ABC', v: 1, w: 2 }]);
+  await assert.rejects(db.collection('s').aggregate([{ $merge: { into: 't', whenMatched: 'merge', whenNotMatched: 'insert' } }]).toArray(),
+    (e) => e.code === 11000);
+  assert.deepEqual(await db.collection('t').find().toArray(), [{ _id: 'ABC', v: 1, w: 2 }]);
+  // The simple-collation fast path still finds exact matches.
+  await db.collection('s2').insertOne({ _id: 'x', v: 1 });
+  await db.collection('s').aggregate([{ $set: { _id: 'x', w: 3 } }, { $merge: { into: 's2', whenMatched: 'merge' } }]).toArray();
+  assert.deepEqual(await db.collection('s2').find().toArray(), [{ _id: 'x', v: 1, w: 3 }]);
+});
+
 h.test('a temporary $out collection left by a crash is dropped at start-up', async () => {
   const dbName = srv.freshDb('os_crash').databaseName;
   let db = srv.client.db(dbName);
