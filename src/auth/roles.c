@@ -1,6 +1,8 @@
 /*
  * roles.c: the built-in roles (see roles.h), as MongoDB 8.0's manual
- * defines them ("Built-In Roles"), in mayfly's grouped actions.
+ * defines them ("Built-In Roles"), in mayfly's grouped actions; MongoDB's
+ * action names for user-defined roles' privileges; and the privilege
+ * checks.
  */
 #include "auth/roles.h"
 
@@ -57,6 +59,8 @@ find_role(const char *role, const char *db)
     return NULL;
 }
 
+static void add_db_acts(mf_privs_t *p, const char *db, uint32_t acts);
+
 bool
 mf_role_exists(const char *role, const char *db)
 {
@@ -72,17 +76,263 @@ mf_privs_add_role(mf_privs_t *p, const char *role, const char *db)
     p->any |= r->any;
     p->all |= r->all;
     p->cluster |= r->cluster;
-    if (r->db == 0)
-        return;
+    if (r->db != 0)
+        add_db_acts(p, db, r->db);
+}
+
+/*
+ * MongoDB 8.0's action types (src/mongo/db/auth/action_type.idl), each with
+ * the groups it grants. An action no mayfly command checks by itself grants
+ * nothing more (0, 0) but is accepted, as mongod accepts it.
+ */
+typedef struct action_def {
+    const char *name;
+    uint32_t acts, cacts;
+} action_def_t;
+
+#define UA MF_ACT_USER_ADMIN
+/* In action_type.idl's order, which is MongoDB's order of a privilege's actions. */
+static const action_def_t actions[] = {
+    {"addShard", 0, 0},
+    {"advanceClusterTime", 0, 0},
+    {"allCollectionStats", 0, 0},
+    {"analyze", 0, 0},
+    {"analyzeShardKey", 0, 0},
+    {"anyAction", EVERYTHING, EVERYTHING},
+    {"appendOplogNote", 0, MF_CACT_ADMIN},
+    {"applicationMessage", 0, 0},
+    {"auditConfigure", 0, 0},
+    {"auditLogRotate", 0, 0},
+    {"authCheck", 0, 0},
+    {"authenticate", 0, 0},
+    {"authSchemaUpgrade", 0, 0},
+    {"bypassDocumentValidation", MF_ACT_BYPASS_VALIDATION, 0},
+    {"bypassWriteBlockingMode", 0, 0},
+    {"changeCustomData", UA, 0},
+    {"changePassword", UA, 0},
+    {"changeOwnPassword", 0, 0},
+    {"changeOwnCustomData", 0, 0},
+    {"changeStream", MF_ACT_FIND, 0},
+    {"checkFreeMonitoringStatus", 0, 0},
+    {"checkMetadataConsistency", 0, 0},
+    {"cleanupOrphaned", 0, 0},
+    {"clearJumboFlag", 0, 0},
+    {"cleanupStructuredEncryptionData", 0, 0},
+    {"closeAllDatabases", 0, 0},
+    {"collMod", MF_ACT_COLLMOD, 0},
+    {"collStats", MF_ACT_STATS, 0},
+    {"compact", MF_ACT_COMPACT, 0},
+    {"compactStructuredEncryptionData", 0, 0},
+    {"configureQueryAnalyzer", 0, 0},
+    {"connPoolStats", 0, MF_CACT_MONITOR},
+    {"connPoolSync", 0, 0},
+    {"convertToCapped", 0, 0},
+    {"cpuProfiler", 0, 0},
+    {"createCollection", MF_ACT_CREATE_COLLECTION, 0},
+    {"createDatabase", 0, 0},
+    {"createIndex", MF_ACT_CREATE_INDEX, 0},
+    {"createRole", UA, 0},
+    {"createSearchIndexes", MF_ACT_CREATE_INDEX, 0},
+    {"createUser", UA, 0},
+    {"dbCheck", 0, 0},
+    {"dbHash", MF_ACT_FIND, 0},
+    {"dbStats", MF_ACT_STATS, 0},
+    {"dropAllRolesFromDatabase", UA, 0},
+    {"dropAllUsersFromDatabase", UA, 0},
+    {"dropCollection", MF_ACT_DROP_COLLECTION, 0},
+    {"dropConnections", 0, MF_CACT_ADMIN},
+    {"dropDatabase", MF_ACT_DROP_DATABASE, 0},
+    {"dropIndex", MF_ACT_DROP_INDEX, 0},
+    {"dropRole", UA, 0},
+    {"dropSearchIndex", MF_ACT_DROP_INDEX, 0},
+    {"dropUser", UA, 0},
+    {"emptycapped", 0, 0},
+    {"enableProfiler", MF_ACT_PROFILE, 0},
+    {"enableSharding", 0, 0},
+    {"exportCollection", 0, 0},
+    {"find", MF_ACT_FIND, 0},
+    {"flushRouterConfig", 0, 0},
+    {"forceUUID", 0, 0},
+    {"fsync", 0, MF_CACT_ADMIN},
+    {"fsyncUnlock", 0, MF_CACT_ADMIN},
+    {"getClusterParameter", 0, 0},
+    {"getDatabaseVersion", 0, 0},
+    {"getDefaultRWConcern", 0, MF_CACT_MONITOR},
+    {"getCmdLineOpts", 0, MF_CACT_MONITOR},
+    {"getLog", 0, MF_CACT_MONITOR},
+    {"getParameter", 0, MF_CACT_MONITOR},
+    {"getShardMap", 0, 0},
+    {"getShardVersion", 0, 0},
+    {"grantRole", UA, 0},
+    {"grantPrivilegesToRole", UA, 0},
+    {"grantRolesToRole", UA, 0},
+    {"grantRolesToUser", UA, 0},
+    {"hostInfo", 0, MF_CACT_MONITOR},
+    {"impersonate", 0, 0},
+    {"importCollection", 0, 0},
+    {"indexStats", MF_ACT_STATS, 0},
+    {"inprog", 0, MF_CACT_MONITOR},
+    {"insert", MF_ACT_INSERT, 0},
+    {"internal", 0, 0},
+    {"invalidateUserCache", 0, 0},
+    {"issueDirectShardOperations", 0, 0},
+    {"killAnyCursor", MF_ACT_KILL_CURSORS, 0},
+    {"killAnySession", 0, MF_CACT_ADMIN},
+    {"killCursors", MF_ACT_KILL_CURSORS, 0},
+    {"killop", 0, MF_CACT_ADMIN},
+    {"listCachedAndActiveUsers", 0, 0},
+    {"listCollections", MF_ACT_LIST_COLLECTIONS, 0},
+    {"listCursors", 0, 0},
+    {"listDatabases", 0, MF_CACT_LIST_DATABASES},
+    {"listIndexes", MF_ACT_LIST_INDEXES, 0},
+    {"listSampledQueries", 0, 0},
+    {"listSearchIndexes", MF_ACT_LIST_INDEXES, 0},
+    {"listSessions", 0, 0},
+    {"listShards", 0, 0},
+    {"logRotate", 0, MF_CACT_ADMIN},
+    {"updateSearchIndex", MF_ACT_CREATE_INDEX, 0},
+    {"moveChunk", 0, 0},
+    {"moveCollection", 0, 0},
+    {"netstat", 0, MF_CACT_MONITOR},
+    {"oidcListKeys", 0, 0},
+    {"oidcRefreshKeys", 0, 0},
+    {"oidReset", 0, 0},
+    {"operationMetrics", 0, 0},
+    {"planCacheIndexFilter", MF_ACT_COLLMOD, 0},
+    {"planCacheRead", 0, 0},
+    {"planCacheWrite", MF_ACT_COLLMOD, 0},
+    {"querySettings", 0, 0},
+    {"queryStatsRead", 0, 0},
+    {"queryStatsReadTransformed", 0, 0},
+    {"refineCollectionShardKey", 0, 0},
+    {"reIndex", MF_ACT_REINDEX, 0},
+    {"remove", MF_ACT_REMOVE, 0},
+    {"removeShard", 0, 0},
+    {"renameCollection", 0, 0},
+    {"renameCollectionSameDB", MF_ACT_RENAME_SAME_DB, 0},
+    {"repairDatabase", 0, 0},
+    {"replSetConfigure", 0, MF_CACT_ADMIN},
+    {"replSetGetConfig", 0, MF_CACT_MONITOR},
+    {"replSetGetStatus", 0, MF_CACT_MONITOR},
+    {"replSetHeartbeat", 0, 0},
+    {"replSetReconfig", 0, MF_CACT_ADMIN},
+    {"replSetResizeOplog", 0, 0},
+    {"replSetStateChange", 0, MF_CACT_ADMIN},
+    {"reshardCollection", 0, 0},
+    {"resync", 0, 0},
+    {"revokeRole", UA, 0},
+    {"revokePrivilegesFromRole", UA, 0},
+    {"revokeRolesFromRole", UA, 0},
+    {"revokeRolesFromUser", UA, 0},
+    {"rotateCertificates", 0, 0},
+    {"runAsLessPrivilegedUser", 0, 0},
+    {"runTenantMigration", 0, 0},
+    {"serverStatus", 0, MF_CACT_MONITOR},
+    {"setAuthenticationRestriction", 0, 0},
+    {"setClusterParameter", 0, 0},
+    {"setDefaultRWConcern", 0, MF_CACT_ADMIN},
+    {"setFeatureCompatibilityVersion", 0, 0},
+    {"setFreeMonitoring", 0, 0},
+    {"setParameter", 0, MF_CACT_ADMIN},
+    {"setUserWriteBlockMode", 0, 0},
+    {"shardCollection", 0, 0},
+    {"shardedDataDistribution", 0, 0},
+    {"shardingState", 0, 0},
+    {"shutdown", 0, MF_CACT_ADMIN},
+    {"splitChunk", 0, 0},
+    {"splitVector", 0, 0},
+    {"storageDetails", 0, 0},
+    {"top", 0, MF_CACT_MONITOR},
+    {"touch", 0, 0},
+    {"trafficRecord", 0, 0},
+    {"transitionFromDedicatedConfigServer", 0, 0},
+    {"transitionToDedicatedConfigServer", 0, 0},
+    {"unlock", 0, MF_CACT_ADMIN},
+    {"useTenant", 0, 0},
+    {"useUUID", 0, 0},
+    {"update", MF_ACT_UPDATE, 0},
+    {"updateRole", UA, 0},
+    {"updateUser", UA, 0},
+    {"validate", MF_ACT_VALIDATE, 0},
+    {"viewRole", MF_ACT_VIEW_USER, 0},
+    {"viewUser", MF_ACT_VIEW_USER, 0},
+    {"applyOps", 0, 0},
+    {"setChangeStreamState", 0, 0},
+    {"getChangeStreamState", 0, 0},
+    /* 8.0's, past that list. */
+    {"bypassDefaultMaxTimeMS", 0, 0},
+    {"listClusterCatalog", 0, 0},
+    {"unshardCollection", 0, 0},
+};
+#undef UA
+
+int
+mf_action_lookup(const char *name, uint32_t *acts, uint32_t *cacts)
+{
+    for (size_t i = 0; i < sizeof(actions) / sizeof(actions[0]); i++) {
+        if (strcmp(actions[i].name, name) == 0) {
+            if (acts != NULL)
+                *acts = actions[i].acts;
+            if (cacts != NULL)
+                *cacts = actions[i].cacts;
+            return (int)i;
+        }
+    }
+    return -1;
+}
+
+/* Adds acts on db (its collections) to p. */
+static void
+add_db_acts(mf_privs_t *p, const char *db, uint32_t acts)
+{
     for (size_t i = 0; i < p->n; i++) {
         if (strcmp(p->dbs[i].db, db) == 0) {
-            p->dbs[i].acts |= r->db;
+            p->dbs[i].acts |= acts;
             return;
         }
     }
     if (p->n < MF_PRIVS_MAX_DBS && strlen(db) < sizeof(p->dbs[0].db)) {
         snprintf(p->dbs[p->n].db, sizeof(p->dbs[0].db), "%s", db);
-        p->dbs[p->n++].acts = r->db;
+        p->dbs[p->n++].acts = acts;
+    }
+}
+
+void
+mf_privs_add_privilege(mf_privs_t *p, const mf_privilege_t *pv)
+{
+    switch (pv->kind) {
+    case MF_RES_DB:
+        if (pv->acts != 0)
+            add_db_acts(p, pv->db, pv->acts);
+        break;
+    case MF_RES_ANY_DB:
+        p->any |= pv->acts;
+        break;
+    case MF_RES_COLL:
+    case MF_RES_COLL_ANY_DB: {
+        const char *db = pv->kind == MF_RES_COLL ? pv->db : "";
+        if (pv->acts == 0)
+            break;
+        for (size_t i = 0; i < p->ncolls; i++) {
+            if (strcmp(p->colls[i].db, db) == 0 && strcmp(p->colls[i].coll, pv->coll) == 0) {
+                p->colls[i].acts |= pv->acts;
+                return;
+            }
+        }
+        if (p->ncolls < MF_PRIVS_MAX_COLLS) {
+            snprintf(p->colls[p->ncolls].db, sizeof(p->colls[0].db), "%s", db);
+            snprintf(p->colls[p->ncolls].coll, sizeof(p->colls[0].coll), "%s", pv->coll);
+            p->colls[p->ncolls++].acts = pv->acts;
+        }
+        break;
+    }
+    case MF_RES_CLUSTER:
+        p->cluster |= pv->cacts;
+        break;
+    case MF_RES_ANY:
+        p->all |= pv->acts;
+        p->cluster |= pv->cacts;
+        break;
     }
 }
 
@@ -100,11 +350,25 @@ held_on(const mf_privs_t *p, const char *db)
     return h;
 }
 
+/* Every action p holds on db.coll through collection resources. */
+static uint32_t
+held_on_coll(const mf_privs_t *p, const char *db, const char *coll)
+{
+    uint32_t h = 0;
+    for (size_t i = 0; i < p->ncolls; i++) {
+        if (strcmp(p->colls[i].coll, coll) == 0 && (p->colls[i].db[0] == '\0' || strcmp(p->colls[i].db, db) == 0))
+            h |= p->colls[i].acts;
+    }
+    return h;
+}
+
 bool
 mf_privs_allow(const mf_privs_t *p, const char *db, const char *coll, uint32_t acts)
 {
     uint32_t h = held_on(p, db);
-    if (coll != NULL && strcmp(db, "admin") == 0 && strcmp(coll, "system.users") == 0) {
+    if (coll != NULL && coll[0] != '\0')
+        h |= held_on_coll(p, db, coll);
+    if (coll != NULL && strcmp(db, "admin") == 0 && (strcmp(coll, "system.users") == 0 || strcmp(coll, "system.roles") == 0)) {
         /* Credentials: only user administrators on admin read or write them. */
         if (!(h & MF_ACT_USER_ADMIN) && !((h & MF_ACT_VIEW_USER) && acts == MF_ACT_FIND))
             return false;
@@ -125,5 +389,11 @@ mf_privs_cluster(const mf_privs_t *p, uint32_t cacts)
 bool
 mf_privs_any_on(const mf_privs_t *p, const char *db)
 {
-    return held_on(p, db) != 0;
+    if (held_on(p, db) != 0)
+        return true;
+    for (size_t i = 0; i < p->ncolls; i++) {
+        if (p->colls[i].acts != 0 && (p->colls[i].db[0] == '\0' || strcmp(p->colls[i].db, db) == 0))
+            return true;
+    }
+    return false;
 }

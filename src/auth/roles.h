@@ -3,12 +3,16 @@
  * authorization).
  *
  * MongoDB grants privileges as (resource, actions) pairs; a role is a named
- * set of them. mayfly keeps the built-in roles only, and groups MongoDB's
- * ~150 actions into the few dozen that its commands check (MF_ACT_*: on a
- * database's collections; MF_CACT_*: on the cluster). A user's privileges
- * (mf_privs_t) are the union of its roles':
+ * set of them. mayfly has the built-in roles here and user-defined roles
+ * (createRole, stored in admin.system.roles by auth/users.h), and groups
+ * MongoDB's ~150 actions into the few dozen that its commands check
+ * (MF_ACT_*: on a database's collections; MF_CACT_*: on the cluster;
+ * mf_action_lookup maps MongoDB's action names onto them). A user's
+ * privileges (mf_privs_t) are the union of its roles':
  *
  *   - per database: actions on that database's collections;
+ *   - per collection: actions on one collection of one database, or of
+ *     every database (a user-defined role's {db, collection} resources);
  *   - any: actions on every database except local and config (the
  *     *AnyDatabase roles, clusterMonitor's statistics);
  *   - all: actions on every database including local and config (root and
@@ -16,7 +20,7 @@
  *   - cluster: server-wide actions (serverStatus, setParameter, replSet*).
  *
  * Two collections are not covered by data privileges, as in MongoDB:
- * admin.system.users needs user administration on admin (so readWrite on
+ * admin.system.users (and admin.system.roles) need user administration on admin (so readWrite on
  * admin, or readWriteAnyDatabase, cannot write credentials and escalate),
  * and <db>.system.profile may also be read with the profiling privilege
  * (dbAdmin). Everything here is plain data: no locks, no I/O.
@@ -59,17 +63,52 @@
 #define MF_CACT_INTERNAL (1u << 3) /* the members' own commands (__system only) */
 
 #define MF_PRIVS_MAX_DBS 32
+#define MF_PRIVS_MAX_COLLS 32
 
 typedef struct mf_privs {
     uint32_t any;     /* every database but local and config */
     uint32_t all;     /* every database */
     uint32_t cluster; /* MF_CACT_* */
-    size_t n;
+    size_t n, ncolls;
     struct {
         char db[64];
         uint32_t acts;
     } dbs[MF_PRIVS_MAX_DBS];
+    struct {
+        char db[64]; /* "": that collection in every database */
+        char coll[128];
+        uint32_t acts;
+    } colls[MF_PRIVS_MAX_COLLS];
 } mf_privs_t;
+
+/* A privilege's resource, as createRole's {resource: ...} names it. */
+typedef enum {
+    MF_RES_DB,          /* {db: "x", collection: ""}: every collection of x */
+    MF_RES_COLL,        /* {db: "x", collection: "c"} */
+    MF_RES_ANY_DB,      /* {db: "", collection: ""}: every database's collections */
+    MF_RES_COLL_ANY_DB, /* {db: "", collection: "c"}: c in every database */
+    MF_RES_CLUSTER,     /* {cluster: true} */
+    MF_RES_ANY,         /* {anyResource: true} */
+} mf_res_kind_t;
+
+typedef struct mf_privilege {
+    mf_res_kind_t kind;
+    char db[64], coll[128];
+    uint32_t acts;  /* MF_ACT_* its actions grant on the resource */
+    uint32_t cacts; /* MF_CACT_* (cluster and anyResource) */
+} mf_privilege_t;
+
+/*
+ * mf_action_lookup: name's place among MongoDB 8.0's action types (the
+ * order mongod lists a privilege's actions in), or -1 if it is none; *acts
+ * and *cacts (either may be NULL) get the groups it grants (both 0 for an
+ * action no mayfly command checks on its own, such as planCacheRead:
+ * accepted and kept, granting nothing more).
+ */
+int mf_action_lookup(const char *name, uint32_t *acts, uint32_t *cacts);
+
+/* mf_privs_add_privilege: adds one parsed privilege of a user-defined role to p. */
+void mf_privs_add_privilege(mf_privs_t *p, const mf_privilege_t *pv);
 
 /*
  * mf_role_exists: whether role is a built-in role on db (the *AnyDatabase

@@ -20,6 +20,19 @@
 
 typedef enum { W_INSERT, W_REPLACE, W_REMOVE } wkind_t;
 
+/* What a document of admin.system.users or admin.system.roles is called, and the errors naming it. */
+typedef struct auth_kind {
+    const char *coll; /* MF_USERS_COLL, MF_ROLES_COLL */
+    const char *key;  /* the name's field: "user", "role" */
+    int exists_code, missing_code;
+    const char *exists_fmt, *missing_fmt; /* "%s@%s": name, db */
+} auth_kind_t;
+
+static const auth_kind_t users_kind = {MF_USERS_COLL, "user", MF_E_UserAlreadyExists, MF_E_UserNotFound,
+                                       "User \"%s@%s\" already exists", "User '%s@%s' not found"};
+static const auth_kind_t roles_kind = {MF_ROLES_COLL, "role", MF_E_Location51002, MF_E_RoleNotFound,
+                                       "Role \"%s@%s\" already exists", "Role '%s@%s' not found"};
+
 /* The user's _id "<db>.<user>" in buf (cap bytes) and *idv (pointing into buf); false if it does not fit. */
 static bool
 user_id(const char *db, const char *user, char *buf, size_t cap, bson_value_t *idv)
@@ -37,8 +50,8 @@ user_id(const char *db, const char *user, char *buf, size_t cap, bson_value_t *i
     return true;
 }
 
-int
-mf_users_get(mf_catalog_t *cat, const char *db, const char *user, bson_t *out, mf_error_t *err)
+static int
+doc_get(mf_catalog_t *cat, const auth_kind_t *k, const char *db, const char *user, bson_t *out, mf_error_t *err)
 {
     mf_coll_t *c = NULL;
     char id[512];
@@ -49,7 +62,7 @@ mf_users_get(mf_catalog_t *cat, const char *db, const char *user, bson_t *out, m
     if (!user_id(db, user, id, sizeof(id), &idv))
         return MF_NOTFOUND;
     mf_sess_t *s = mf_storage_session(mf_catalog_storage(cat));
-    if (mf_catalog_coll_acquire(cat, MF_USERS_DB, MF_USERS_COLL, false, &c, err) != 0) {
+    if (mf_catalog_coll_acquire(cat, MF_USERS_DB, k->coll, false, &c, err) != 0) {
         rc = -1;
         goto done;
     }
@@ -70,16 +83,29 @@ mf_users_get(mf_catalog_t *cat, const char *db, const char *user, bson_t *out, m
             break;
     }
     if (rc == MF_CONFLICT)
-        rc = mf_err_set(err, MF_E_WriteConflict, "reading user %s@%s conflicted", user, db);
+        rc = mf_err_set(err, MF_E_WriteConflict, "reading %s %s@%s conflicted", k->key, user, db);
 done:
     mf_catalog_unlock(cat);
     mf_storage_session_release(s);
     return rc;
 }
 
-/* One write of a user document in its own durable transaction. doc: the new document (insert, replace). */
+int
+mf_users_get(mf_catalog_t *cat, const char *db, const char *user, bson_t *out, mf_error_t *err)
+{
+    return doc_get(cat, &users_kind, db, user, out, err);
+}
+
+int
+mf_roles_get(mf_catalog_t *cat, const char *db, const char *role, bson_t *out, mf_error_t *err)
+{
+    return doc_get(cat, &roles_kind, db, role, out, err);
+}
+
+/* One write of a user or role document in its own durable transaction. doc: the new document (insert, replace). */
 static int
-write_user(mf_catalog_t *cat, wkind_t kind, const char *db, const char *user, const bson_t *doc, mf_error_t *err)
+write_doc(mf_catalog_t *cat, const auth_kind_t *k, wkind_t kind, const char *db, const char *user, const bson_t *doc,
+          mf_error_t *err)
 {
     mf_coll_t *c = NULL;
     char id[512];
@@ -87,12 +113,12 @@ write_user(mf_catalog_t *cat, wkind_t kind, const char *db, const char *user, co
     int rc = -1;
 
     if (!user_id(db, user, id, sizeof(id), &idv))
-        return mf_err_set(err, MF_E_BadValue, "user name too long");
+        return mf_err_set(err, MF_E_BadValue, "%s name too long", k->key);
     mf_sess_t *s = mf_storage_session(mf_catalog_storage(cat));
-    if (mf_catalog_coll_acquire(cat, MF_USERS_DB, MF_USERS_COLL, kind == W_INSERT, &c, err) != 0)
+    if (mf_catalog_coll_acquire(cat, MF_USERS_DB, k->coll, kind == W_INSERT, &c, err) != 0)
         goto done;
     if (c == NULL) {
-        mf_err_set(err, MF_E_UserNotFound, "User '%s@%s' not found", user, db);
+        mf_err_set(err, k->missing_code, k->missing_fmt, user, db);
         goto done;
     }
     for (int attempt = 0;; attempt++) {
@@ -103,9 +129,9 @@ write_user(mf_catalog_t *cat, wkind_t kind, const char *db, const char *user, co
             goto done;
         rc = mf_coll_find_id(s, c, &idv, &rid, err);
         if (rc == 0 && kind == W_INSERT) {
-            rc = mf_err_set(err, MF_E_UserAlreadyExists, "User \"%s@%s\" already exists", user, db);
+            rc = mf_err_set(err, k->exists_code, k->exists_fmt, user, db);
         } else if (rc == MF_NOTFOUND && kind != W_INSERT) {
-            rc = mf_err_set(err, MF_E_UserNotFound, "User '%s@%s' not found", user, db);
+            rc = mf_err_set(err, k->missing_code, k->missing_fmt, user, db);
         } else if (rc == MF_NOTFOUND) {
             rc = mf_coll_insert(s, c, doc, NULL, err);
         } else if (rc == 0) {
@@ -123,7 +149,7 @@ write_user(mf_catalog_t *cat, wkind_t kind, const char *db, const char *user, co
         if (rc != MF_CONFLICT)
             break;
         if (attempt == WRITE_ATTEMPTS) {
-            rc = mf_err_set(err, MF_E_WriteConflict, "writing user %s@%s kept conflicting", user, db);
+            rc = mf_err_set(err, MF_E_WriteConflict, "writing %s %s@%s kept conflicting", k->key, user, db);
             break;
         }
     }
@@ -133,55 +159,76 @@ done:
     return rc == 0 ? 0 : -1;
 }
 
-/* The user and db fields of a user document. */
+/* The name (user or role) and db fields of a user or role document. */
 static int
-doc_names(const bson_t *doc, const char **db, const char **user, mf_error_t *err)
+doc_names(const auth_kind_t *k, const bson_t *doc, const char **db, const char **user, mf_error_t *err)
 {
     bson_iter_t it;
     *db = *user = NULL;
-    if (bson_iter_init_find(&it, doc, "user") && BSON_ITER_HOLDS_UTF8(&it))
+    if (bson_iter_init_find(&it, doc, k->key) && BSON_ITER_HOLDS_UTF8(&it))
         *user = bson_iter_utf8(&it, NULL);
     if (bson_iter_init_find(&it, doc, "db") && BSON_ITER_HOLDS_UTF8(&it))
         *db = bson_iter_utf8(&it, NULL);
     if (*db == NULL || *user == NULL)
-        return mf_err_set(err, MF_E_BadValue, "a user document needs user and db strings");
+        return mf_err_set(err, MF_E_BadValue, "a %s document needs %s and db strings", k->key, k->key);
     return 0;
+}
+
+static int
+put_doc(mf_catalog_t *cat, const auth_kind_t *k, wkind_t kind, const bson_t *doc, mf_error_t *err)
+{
+    const char *db, *name;
+    if (doc_names(k, doc, &db, &name, err) != 0)
+        return -1;
+    return write_doc(cat, k, kind, db, name, doc, err);
 }
 
 int
 mf_users_insert(mf_catalog_t *cat, const bson_t *doc, mf_error_t *err)
 {
-    const char *db, *user;
-    if (doc_names(doc, &db, &user, err) != 0)
-        return -1;
-    return write_user(cat, W_INSERT, db, user, doc, err);
+    return put_doc(cat, &users_kind, W_INSERT, doc, err);
 }
 
 int
 mf_users_replace(mf_catalog_t *cat, const bson_t *doc, mf_error_t *err)
 {
-    const char *db, *user;
-    if (doc_names(doc, &db, &user, err) != 0)
-        return -1;
-    return write_user(cat, W_REPLACE, db, user, doc, err);
+    return put_doc(cat, &users_kind, W_REPLACE, doc, err);
 }
 
 int
 mf_users_remove(mf_catalog_t *cat, const char *db, const char *user, mf_error_t *err)
 {
-    return write_user(cat, W_REMOVE, db, user, NULL, err);
+    return write_doc(cat, &users_kind, W_REMOVE, db, user, NULL, err);
 }
 
 int
-mf_users_each(mf_catalog_t *cat, const char *db, int (*fn)(void *arg, const bson_t *user), void *arg,
-              mf_error_t *err)
+mf_roles_insert(mf_catalog_t *cat, const bson_t *doc, mf_error_t *err)
+{
+    return put_doc(cat, &roles_kind, W_INSERT, doc, err);
+}
+
+int
+mf_roles_replace(mf_catalog_t *cat, const bson_t *doc, mf_error_t *err)
+{
+    return put_doc(cat, &roles_kind, W_REPLACE, doc, err);
+}
+
+int
+mf_roles_remove(mf_catalog_t *cat, const char *db, const char *role, mf_error_t *err)
+{
+    return write_doc(cat, &roles_kind, W_REMOVE, db, role, NULL, err);
+}
+
+static int
+each_doc(mf_catalog_t *cat, const auth_kind_t *k, const char *db, int (*fn)(void *arg, const bson_t *doc), void *arg,
+         mf_error_t *err)
 {
     mf_sess_t *s = mf_storage_session(mf_catalog_storage(cat));
     mf_coll_t *c = NULL;
     mf_cur_t *cur = NULL;
     int rc = -1;
 
-    if (mf_catalog_coll_acquire(cat, MF_USERS_DB, MF_USERS_COLL, false, &c, err) != 0)
+    if (mf_catalog_coll_acquire(cat, MF_USERS_DB, k->coll, false, &c, err) != 0)
         goto done;
     rc = 0;
     if (c == NULL)
@@ -210,7 +257,7 @@ mf_users_each(mf_catalog_t *cat, const char *db, int (*fn)(void *arg, const bson
             break;
     }
     if (r != 0 && r != MF_NOTFOUND)
-        rc = mf_err_set(err, MF_E_WriteConflict, "reading admin.system.users was interrupted by a conflict");
+        rc = mf_err_set(err, MF_E_WriteConflict, "reading admin.%s was interrupted by a conflict", k->coll);
     mf_cur_close(cur);
 abort:
     mf_txn_abort(s);
@@ -218,6 +265,20 @@ done:
     mf_catalog_unlock(cat);
     mf_storage_session_release(s);
     return rc;
+}
+
+int
+mf_users_each(mf_catalog_t *cat, const char *db, int (*fn)(void *arg, const bson_t *user), void *arg,
+              mf_error_t *err)
+{
+    return each_doc(cat, &users_kind, db, fn, arg, err);
+}
+
+int
+mf_roles_each(mf_catalog_t *cat, const char *db, int (*fn)(void *arg, const bson_t *role), void *arg,
+              mf_error_t *err)
+{
+    return each_doc(cat, &roles_kind, db, fn, arg, err);
 }
 
 static int
@@ -290,11 +351,18 @@ mf_users_cred(const bson_t *user, mf_scram_mech_t mech, mf_scram_cred_t *out)
     return mf_scram_cred_read(mech, &d, out);
 }
 
-/* Observer callbacks: any change to admin.system.users bumps the generation. */
+/* Observer callbacks: any change to admin.system.users or admin.system.roles bumps the generation. */
 static bool
 is_users(const struct mf_coll *c)
 {
-    return strcmp(c->db, MF_USERS_DB) == 0 && strcmp(c->name, MF_USERS_COLL) == 0;
+    return strcmp(c->db, MF_USERS_DB) == 0 &&
+           (strcmp(c->name, MF_USERS_COLL) == 0 || strcmp(c->name, MF_ROLES_COLL) == 0);
+}
+
+static bool
+is_auth_ns(const char *ns)
+{
+    return ns != NULL && (strcmp(ns, MF_USERS_DB "." MF_USERS_COLL) == 0 || strcmp(ns, MF_USERS_DB "." MF_ROLES_COLL) == 0);
 }
 
 static _Thread_local bool tls_users_written;
@@ -342,8 +410,7 @@ on_txn_end(void *arg, bool committed)
 static void
 on_ddl(void *arg, const mf_ddl_event_t *ev)
 {
-    if (strcmp(ev->ns, MF_USERS_DB "." MF_USERS_COLL) == 0 ||
-        (ev->to_ns != NULL && strcmp(ev->to_ns, MF_USERS_DB "." MF_USERS_COLL) == 0))
+    if (is_auth_ns(ev->ns) || is_auth_ns(ev->to_ns) || (ev->kind == MF_DDL_DROP_DB && strcmp(ev->ns, MF_USERS_DB) == 0))
         bump(arg);
 }
 

@@ -38,6 +38,7 @@
 
 #define MF_USERS_DB "admin"
 #define MF_USERS_COLL "system.users"
+#define MF_ROLES_COLL "system.roles"
 
 /* The credential kinds a user may have (createUser's mechanisms). */
 #define MF_MECH_SHA1 0x1
@@ -70,6 +71,23 @@ int mf_users_remove(mf_catalog_t *cat, const char *db, const char *user, mf_erro
 int mf_users_each(mf_catalog_t *cat, const char *db, int (*fn)(void *arg, const bson_t *user), void *arg,
                   mf_error_t *err) MF_WUR;
 
+/*
+ * User-defined roles, in admin.system.roles, in MongoDB's shape:
+ *
+ *   {_id: "<db>.<role>", role, db, privileges: [{resource, actions}],
+ *    roles: [{role, db}], authenticationRestrictions: []}
+ *
+ * mf_roles_get, mf_roles_insert (51002 if the role exists), mf_roles_replace,
+ * mf_roles_remove (31 RoleNotFound if it does not) and mf_roles_each work as
+ * their mf_users_ twins, on the role document's "role" and "db".
+ */
+int mf_roles_get(mf_catalog_t *cat, const char *db, const char *role, bson_t *out, mf_error_t *err) MF_WUR;
+int mf_roles_insert(mf_catalog_t *cat, const bson_t *doc, mf_error_t *err) MF_WUR;
+int mf_roles_replace(mf_catalog_t *cat, const bson_t *doc, mf_error_t *err) MF_WUR;
+int mf_roles_remove(mf_catalog_t *cat, const char *db, const char *role, mf_error_t *err) MF_WUR;
+int mf_roles_each(mf_catalog_t *cat, const char *db, int (*fn)(void *arg, const bson_t *role), void *arg,
+                  mf_error_t *err) MF_WUR;
+
 /* mf_users_exist: whether at least one user exists (the localhost exception ends with the first). */
 bool mf_users_exist(mf_catalog_t *cat);
 
@@ -91,7 +109,7 @@ int mf_users_cred(const bson_t *user, mf_scram_mech_t mech, mf_scram_cred_t *out
 
 /*
  * mf_users_watch: an observer that bumps *gen on every change to
- * admin.system.users (register it before serving). mf_users_gen: the
+ * admin.system.users or admin.system.roles (register it before serving). mf_users_gen: the
  * current generation.
  */
 mf_observer_t mf_users_watch(_Atomic int64_t *gen);

@@ -29,11 +29,18 @@
  *
  * User management: createUser, updateUser, dropUser,
  * dropAllUsersFromDatabase, usersInfo, grantRolesToUser,
- * revokeRolesFromUser, rolesInfo (built-in roles only).
+ * revokeRolesFromUser. Role management (user-defined roles in
+ * admin.system.roles, auth/users.h): createRole, updateRole, dropRole,
+ * dropAllRolesFromDatabase, grantRolesToRole, revokeRolesFromRole,
+ * grantPrivilegesToRole, revokePrivilegesFromRole, rolesInfo; their
+ * checks, codes and messages are mongod 8.0's (user_management_commands,
+ * privilege parsing), and a user's privileges take its user-defined roles
+ * transitively (add_role).
  */
 #include "common/alloc.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "auth/roles.h"
@@ -147,6 +154,101 @@ static bool role_in(const bson_t *arr, const char *role, const char *db);
 
 /* ---------- privileges ---------- */
 
+/* The user-defined roles a privilege computation has visited (a role granted twice, or a cycle, is read once). */
+#define ROLE_GRAPH_MAX 64
+typedef struct role_seen {
+    int n;
+    char ids[ROLE_GRAPH_MAX][200]; /* "db.role" */
+} role_seen_t;
+
+static bool
+seen_once(role_seen_t *seen, const char *role, const char *db)
+{
+    char id[200];
+    snprintf(id, sizeof(id), "%s.%s", db, role);
+    for (int i = 0; i < seen->n; i++)
+        if (strcmp(seen->ids[i], id) == 0)
+            return true;
+    if (seen->n == ROLE_GRAPH_MAX)
+        return true; /* past the bound: read no more */
+    memcpy(seen->ids[seen->n++], id, sizeof(id));
+    return false;
+}
+
+/* mf_privilege_t of one stored privilege {resource, actions} (validated when stored; unknown parts skipped). */
+static bool
+privilege_of(const bson_iter_t *pit, mf_privilege_t *pv)
+{
+    bson_iter_t f, res, act;
+    bool has_res = false;
+    memset(pv, 0, sizeof(*pv));
+    if (!BSON_ITER_HOLDS_DOCUMENT(pit) || !bson_iter_recurse(pit, &f))
+        return false;
+    while (bson_iter_next(&f)) {
+        const char *k = bson_iter_key(&f);
+        if (strcmp(k, "resource") == 0 && bson_iter_recurse(&f, &res)) {
+            bool has_db = false, has_coll = false;
+            has_res = true;
+            while (bson_iter_next(&res)) {
+                const char *rk = bson_iter_key(&res);
+                if (strcmp(rk, "cluster") == 0)
+                    pv->kind = MF_RES_CLUSTER;
+                else if (strcmp(rk, "anyResource") == 0)
+                    pv->kind = MF_RES_ANY;
+                else if (strcmp(rk, "db") == 0 && BSON_ITER_HOLDS_UTF8(&res))
+                    has_db = snprintf(pv->db, sizeof(pv->db), "%s", bson_iter_utf8(&res, NULL)) >= 0;
+                else if (strcmp(rk, "collection") == 0 && BSON_ITER_HOLDS_UTF8(&res))
+                    has_coll = snprintf(pv->coll, sizeof(pv->coll), "%s", bson_iter_utf8(&res, NULL)) >= 0;
+            }
+            if (has_db && has_coll)
+                pv->kind = pv->db[0] ? (pv->coll[0] ? MF_RES_COLL : MF_RES_DB) : (pv->coll[0] ? MF_RES_COLL_ANY_DB : MF_RES_ANY_DB);
+        } else if (strcmp(k, "actions") == 0 && bson_iter_recurse(&f, &act)) {
+            while (bson_iter_next(&act)) {
+                uint32_t a = 0, c = 0;
+                if (BSON_ITER_HOLDS_UTF8(&act) && mf_action_lookup(bson_iter_utf8(&act, NULL), &a, &c) >= 0) {
+                    pv->acts |= a;
+                    pv->cacts |= c;
+                }
+            }
+        }
+    }
+    if (pv->kind != MF_RES_CLUSTER && pv->kind != MF_RES_ANY)
+        pv->cacts = 0; /* cluster actions only on the cluster */
+    if (pv->kind == MF_RES_CLUSTER)
+        pv->acts = 0;
+    return has_res;
+}
+
+/* Adds role@db's privileges to p: a built-in role's, or a user-defined role's and those of the roles it inherits. */
+static void
+add_role(mf_engine_t *eng, mf_privs_t *p, const char *role, const char *db, role_seen_t *seen)
+{
+    bson_t doc;
+    bson_iter_t it, e;
+    mf_error_t err;
+    if (mf_role_exists(role, db)) {
+        mf_privs_add_role(p, role, db);
+        return;
+    }
+    if (seen_once(seen, role, db) || mf_roles_get(eng->cat, db, role, &doc, &err) != 0)
+        return;
+    if (bson_iter_init_find(&it, &doc, "privileges") && BSON_ITER_HOLDS_ARRAY(&it) && bson_iter_recurse(&it, &e)) {
+        while (bson_iter_next(&e)) {
+            mf_privilege_t pv;
+            if (privilege_of(&e, &pv))
+                mf_privs_add_privilege(p, &pv);
+        }
+    }
+    if (bson_iter_init_find(&it, &doc, "roles") && BSON_ITER_HOLDS_ARRAY(&it) && bson_iter_recurse(&it, &e)) {
+        while (bson_iter_next(&e)) {
+            const char *r, *d;
+            if (BSON_ITER_HOLDS_DOCUMENT(&e) && name_of(&e, "role", NULL, &r, &d, NULL) && d != NULL)
+                add_role(eng, p, r, d, seen);
+        }
+    }
+    bson_destroy(&doc);
+}
+
 /* (Re)computes the connection's privileges from its user's roles. */
 static void
 load_privs(mf_engine_t *eng, mf_client_auth_t *a)
@@ -175,10 +277,11 @@ load_privs(mf_engine_t *eng, mf_client_auth_t *a)
         if (bson_init_static(&arr, data, len))
             bson_copy_to_excluding_noinit(&arr, &a->roles, "", NULL);
         bson_iter_recurse(&it, &r);
+        role_seen_t seen = {0};
         while (bson_iter_next(&r)) {
             const char *role, *db;
             if (BSON_ITER_HOLDS_DOCUMENT(&r) && name_of(&r, "role", NULL, &role, &db, NULL) && db != NULL)
-                mf_privs_add_role(&a->privs, role, db);
+                add_role(eng, &a->privs, role, db, &seen);
         }
     }
     bson_destroy(&user);
@@ -345,6 +448,15 @@ static const rule_t rules[] = {
     {"revokeRolesFromUser", R_SPECIAL, MF_ACT_USER_ADMIN},
     {"dropUser", R_DATA, MF_ACT_USER_ADMIN},
     {"dropAllUsersFromDatabase", R_DATA, MF_ACT_USER_ADMIN},
+    /* Role management: user administration on the role's database, and on each database whose roles it grants. */
+    {"createRole", R_SPECIAL, MF_ACT_USER_ADMIN},
+    {"updateRole", R_SPECIAL, MF_ACT_USER_ADMIN},
+    {"grantRolesToRole", R_SPECIAL, MF_ACT_USER_ADMIN},
+    {"revokeRolesFromRole", R_SPECIAL, MF_ACT_USER_ADMIN},
+    {"grantPrivilegesToRole", R_DATA, MF_ACT_USER_ADMIN},
+    {"revokePrivilegesFromRole", R_DATA, MF_ACT_USER_ADMIN},
+    {"dropRole", R_DATA, MF_ACT_USER_ADMIN},
+    {"dropAllRolesFromDatabase", R_DATA, MF_ACT_USER_ADMIN},
     {"serverStatus", R_CLUSTER, MF_CACT_MONITOR},
     /* mongod asks for serverStatus, replSetGetStatus and collStats on local.oplog.rs: all clusterMonitor's. */
     {"getDiagnosticData", R_CLUSTER, MF_CACT_MONITOR},
@@ -1024,8 +1136,24 @@ cmd_connection_status(mf_op_t *op)
  * Parses a roles array ("name" for a role on db, or {role, db}) into out
  * (an array of {role, db}), checking each exists. 0, or -1 with op->err.
  */
+/* Whether role@db may be granted: a built-in role (not __system) or a user-defined one. */
+static bool
+role_exists(mf_op_t *op, const char *role, const char *db)
+{
+    bson_t doc;
+    mf_error_t err;
+    if (strcmp(role, "__system") == 0)
+        return false;
+    if (mf_role_exists(role, db))
+        return true;
+    if (mf_roles_get(op->eng->cat, db, role, &doc, &err) != 0)
+        return false;
+    bson_destroy(&doc);
+    return true;
+}
+
 static int
-parse_roles(mf_op_t *op, const bson_iter_t *field, bson_t *out)
+parse_roles_as(mf_op_t *op, const bson_iter_t *field, bool must_exist, bson_t *out)
 {
     bson_iter_t r;
     uint32_t n = 0;
@@ -1039,7 +1167,7 @@ parse_roles(mf_op_t *op, const bson_iter_t *field, bson_t *out)
             return mf_err_set(&op->err, MF_E_BadValue,
                               BSON_ITER_HOLDS_DOCUMENT(&r) ? "Missing expected field \"role\""
                                                            : "Role names must be either strings or objects");
-        if (!mf_role_exists(role, db) || strcmp(role, "__system") == 0)
+        if (must_exist && !role_exists(op, role, db))
             return mf_err_set(&op->err, MF_E_RoleNotFound, "Could not find role: %s@%s", role, db);
         if (role_in(out, role, db))
             continue; /* the same role twice is kept once */
@@ -1053,6 +1181,13 @@ parse_roles(mf_op_t *op, const bson_iter_t *field, bson_t *out)
         bson_append_document_end(out, &one);
     }
     return 0;
+}
+
+/* A roles field naming roles that exist (built-in, not __system, or user-defined), once each, as {role, db}. */
+static int
+parse_roles(mf_op_t *op, const bson_iter_t *field, bson_t *out)
+{
+    return parse_roles_as(op, field, true, out);
 }
 
 /* The mechanisms field of createUser/updateUser (MF_MECH_*). */
@@ -1537,45 +1672,1059 @@ cmd_users_info(mf_op_t *op)
     return rc;
 }
 
-/* rolesInfo: the built-in roles asked for ({rolesInfo: 1, showBuiltinRoles: true}, a name, or {role, db}). */
+/* ---------- user-defined roles ---------- */
+
+/* The role named by the command's first field (createRole: "name" ...), on op->db. */
 static int
-cmd_roles_info(mf_op_t *op)
+role_name_arg(mf_op_t *op, const char **name)
 {
-    static const char *const names[] = {"read", "readWrite", "dbAdmin", "userAdmin", "dbOwner", "clusterMonitor",
-                                        "clusterManager", "hostManager", "clusterAdmin", "readAnyDatabase",
-                                        "readWriteAnyDatabase", "userAdminAnyDatabase", "dbAdminAnyDatabase",
-                                        "root", NULL};
     bson_iter_t it;
-    bson_t arr, one, empty;
+    bson_iter_init(&it, op->cmd);
+    bson_iter_next(&it);
+    if (!BSON_ITER_HOLDS_UTF8(&it))
+        return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field '%s' is the wrong type '%s', expected type 'string'",
+                          op->name, mf_type_name(bson_iter_type(&it)));
+    *name = bson_iter_utf8(&it, NULL);
+    if ((*name)[0] == '\0')
+        return mf_err_set(&op->err, MF_E_BadValue, "Role name must be non-empty");
+    if (strcmp(op->db, "local") == 0 || strcmp(op->db, "$external") == 0)
+        return mf_err_set(&op->err, MF_E_BadValue, "Cannot create roles in the %s database", op->db);
+    return 0;
+}
+
+/* Action names in MongoDB's order (its ActionSet's: action_type.idl's); unknown names last, alphabetically. */
+static int
+action_cmp(const void *a, const void *b)
+{
+    const char *x = *(const char *const *)a, *y = *(const char *const *)b;
+    int ix = mf_action_lookup(x, NULL, NULL), iy = mf_action_lookup(y, NULL, NULL);
+    if (ix < 0 && iy < 0)
+        return strcmp(x, y);
+    if (ix < 0 || iy < 0)
+        return ix < 0 ? 1 : -1;
+    return ix - iy;
+}
+
+/*
+ * Parses one privilege {resource, actions} of a role on role_db into out as
+ * mongod stores it ({resource: {db, collection} | {cluster: true} |
+ * {anyResource: true}, actions: [sorted, once each]}). Errors as mongod's
+ * ParsedPrivilege.
+ */
+static int
+parse_privilege(mf_op_t *op, const bson_iter_t *pit, const char *role_db, bson_t *out)
+{
+    bson_iter_t f, res, act;
+    bool has_res = false, has_actions = false, cluster = false, any = false, has_db = false, has_coll = false;
+    const char *db = NULL, *coll = NULL, *names[256];
+    size_t n = 0;
+
+    if (!BSON_ITER_HOLDS_DOCUMENT(pit) || !bson_iter_recurse(pit, &f))
+        return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field '%s.privileges' is the wrong type '%s', expected type 'object'",
+                          op->name, mf_type_name(bson_iter_type(pit)));
+    while (bson_iter_next(&f)) {
+        const char *k = bson_iter_key(&f);
+        if (strcmp(k, "resource") == 0) {
+            if (!BSON_ITER_HOLDS_DOCUMENT(&f) || !bson_iter_recurse(&f, &res))
+                return mf_err_set(&op->err, MF_E_TypeMismatch,
+                                  "BSON field 'resource' is the wrong type '%s', expected type 'object'",
+                                  mf_type_name(bson_iter_type(&f)));
+            has_res = true;
+            /* Privilege::resolvePrivilegeWithTenant's checks, in its order: cluster, anyResource, db, collection. */
+            while (bson_iter_next(&res)) {
+                const char *rk = bson_iter_key(&res);
+                if (strcmp(rk, "cluster") == 0 || strcmp(rk, "anyResource") == 0) {
+                    if (!BSON_ITER_HOLDS_BOOL(&res))
+                        return mf_err_set(&op->err, MF_E_TypeMismatch,
+                                          "BSON field 'resource.%s' is the wrong type '%s', expected type 'bool'", rk,
+                                          mf_type_name(bson_iter_type(&res)));
+                    if (!bson_iter_bool(&res))
+                        return mf_err_set(&op->err, MF_E_BadValue, "resource: {%s: false} must be true", rk);
+                    *(rk[0] == 'c' ? &cluster : &any) = true;
+                } else if (strcmp(rk, "db") == 0 || strcmp(rk, "collection") == 0) {
+                    if (!BSON_ITER_HOLDS_UTF8(&res))
+                        return mf_err_set(&op->err, MF_E_TypeMismatch,
+                                          "BSON field 'resource.%s' is the wrong type '%s', expected type 'string'", rk,
+                                          mf_type_name(bson_iter_type(&res)));
+                    if (rk[0] == 'd') {
+                        db = bson_iter_utf8(&res, NULL);
+                        has_db = true;
+                    } else {
+                        coll = bson_iter_utf8(&res, NULL);
+                        has_coll = true;
+                    }
+                }
+                /* Other fields are ignored, as the non-strict IDL struct's. */
+            }
+        } else if (strcmp(k, "actions") == 0) {
+            if (!BSON_ITER_HOLDS_ARRAY(&f) || !bson_iter_recurse(&f, &act))
+                return mf_err_set(&op->err, MF_E_TypeMismatch,
+                                  "BSON field 'actions' is the wrong type '%s', expected type 'array'",
+                                  mf_type_name(bson_iter_type(&f)));
+            has_actions = true;
+            while (bson_iter_next(&act)) {
+                if (!BSON_ITER_HOLDS_UTF8(&act))
+                    return mf_err_set(&op->err, MF_E_TypeMismatch,
+                                      "BSON field 'actions' is the wrong type '%s', expected type 'string'",
+                                      mf_type_name(bson_iter_type(&act)));
+                const char *a = bson_iter_utf8(&act, NULL);
+                bool dup = false;
+                for (size_t i = 0; i < n && !dup; i++)
+                    dup = strcmp(names[i], a) == 0;
+                if (!dup && n < sizeof(names) / sizeof(names[0]))
+                    names[n++] = a;
+            }
+        }
+        /* Other fields are ignored, as the non-strict IDL struct's. */
+    }
+    if (!has_res)
+        return mf_err_set(&op->err, MF_E_Location40414, "BSON field 'privileges.resource' is missing but a required field");
+    if (!has_actions)
+        return mf_err_set(&op->err, MF_E_Location40414, "BSON field 'privileges.actions' is missing but a required field");
+    if (cluster || any) {
+        const char *other = cluster && any ? "anyResource" : has_db ? "db" : has_coll ? "collection" : NULL;
+        if (other != NULL)
+            return mf_err_set(&op->err, MF_E_BadValue, "resource: {%s: true} conflicts with resource type '%s'",
+                              cluster ? "cluster" : "anyResource", other);
+    } else if (has_coll && !has_db) {
+        return mf_err_set(&op->err, MF_E_BadValue, "resource {collection: '%s'} must include 'db' field as well", coll);
+    } else if (!has_coll) {
+        return mf_err_set(&op->err, MF_E_BadValue, "resource pattern must contain 'collection' or 'systemBuckets' specifier");
+    }
+    if (n == 0)
+        return mf_err_set(&op->err, MF_E_BadValue, "'actions' field of privilege resource must not be empty");
+    /* Unknown actions, named once each and sorted, as mongod's ActionSet::parseFromStringVector. */
+    qsort(names, n, sizeof(names[0]), action_cmp);
+    size_t first_unknown = n;
+    for (size_t i = 0; i < n && first_unknown == n; i++)
+        if (mf_action_lookup(names[i], NULL, NULL) < 0)
+            first_unknown = i;
+    if (first_unknown < n) {
+        char list[400];
+        size_t len = 0;
+        list[0] = '\0';
+        for (size_t i = first_unknown; i < n && len < sizeof(list); i++)
+            len += (size_t)snprintf(list + len, sizeof(list) - len, "%s'%s'", i > first_unknown ? ", " : "", names[i]);
+        return mf_err_set(&op->err, MF_E_BadValue, "Unknown action type%s in privilege set: %s",
+                          n - first_unknown > 1 ? "s" : "", list);
+    }
+    /* A role outside admin acts on its own database only. */
+    if (strcmp(role_db, "admin") != 0 && (cluster || any || strcmp(db, role_db) != 0))
+        return mf_err_set(&op->err, MF_E_InvalidRoleModification,
+                          "Roles on the '%s' database cannot be granted privileges that target other databases or the cluster",
+                          role_db);
+    bson_t r, a;
+    BSON_APPEND_DOCUMENT_BEGIN(out, "resource", &r);
+    if (cluster) {
+        BSON_APPEND_BOOL(&r, "cluster", true);
+    } else if (any) {
+        BSON_APPEND_BOOL(&r, "anyResource", true);
+    } else {
+        BSON_APPEND_UTF8(&r, "db", db);
+        BSON_APPEND_UTF8(&r, "collection", coll);
+    }
+    bson_append_document_end(out, &r);
+    BSON_APPEND_ARRAY_BEGIN(out, "actions", &a);
+    for (size_t i = 0; i < n; i++) {
+        char key[16];
+        const char *kp;
+        bson_uint32_to_string((uint32_t)i, &kp, key, sizeof(key));
+        bson_append_utf8(&a, kp, -1, names[i], -1);
+    }
+    bson_append_array_end(out, &a);
+    return 0;
+}
+
+/* Whether two stored resource documents name the same resource. */
+static bool
+same_resource(const bson_t *a, const bson_t *b)
+{
+    return a->len == b->len && memcmp(bson_get_data(a), bson_get_data(b), a->len) == 0;
+}
+
+/* The resource document and actions array of a stored privilege (views into it). */
+static bool
+privilege_parts(const bson_iter_t *pit, bson_t *res, bson_t *acts)
+{
+    bson_iter_t f;
+    const uint8_t *d;
+    uint32_t len;
+    bool r = false, a = false;
+    if (!BSON_ITER_HOLDS_DOCUMENT(pit) || !bson_iter_recurse(pit, &f))
+        return false;
+    while (bson_iter_next(&f)) {
+        if (strcmp(bson_iter_key(&f), "resource") == 0 && BSON_ITER_HOLDS_DOCUMENT(&f)) {
+            bson_iter_document(&f, &len, &d);
+            r = bson_init_static(res, d, len);
+        } else if (strcmp(bson_iter_key(&f), "actions") == 0 && BSON_ITER_HOLDS_ARRAY(&f)) {
+            bson_iter_array(&f, &len, &d);
+            a = bson_init_static(acts, d, len);
+        }
+    }
+    return r && a;
+}
+
+static bool
+action_in(const bson_t *acts, const char *name)
+{
+    bson_iter_t it;
+    bson_iter_init(&it, acts);
+    while (bson_iter_next(&it))
+        if (BSON_ITER_HOLDS_UTF8(&it) && strcmp(bson_iter_utf8(&it, NULL), name) == 0)
+            return true;
+    return false;
+}
+
+/*
+ * Merges the privileges of array arr (stored form) into the list *privs
+ * (an array being rebuilt): with revoke, the actions of arr are taken out of
+ * the same resource's privilege (one left with none is dropped); else they
+ * are added to it (a new resource appended). out: the resulting array.
+ */
+static void
+merge_privileges(const bson_t *old, const bson_t *arr, bool revoke, bson_t *out)
+{
+    bson_iter_t oi, ai;
     uint32_t n = 0;
     char key[16];
     const char *kp;
+    bson_t ores, oacts, ares, aacts;
+
+    /* Each old privilege, with arr's actions on its resource added or removed. */
+    bson_iter_init(&oi, old);
+    while (bson_iter_next(&oi)) {
+        if (!privilege_parts(&oi, &ores, &oacts))
+            continue;
+        const char *names[256];
+        size_t nn = 0;
+        bson_iter_t x;
+        bson_iter_init(&x, &oacts);
+        while (bson_iter_next(&x))
+            if (BSON_ITER_HOLDS_UTF8(&x) && nn < 256)
+                names[nn++] = bson_iter_utf8(&x, NULL);
+        bson_iter_init(&ai, arr);
+        while (bson_iter_next(&ai)) {
+            if (!privilege_parts(&ai, &ares, &aacts) || !same_resource(&ores, &ares))
+                continue;
+            bson_iter_init(&x, &aacts);
+            while (bson_iter_next(&x)) {
+                const char *a = bson_iter_utf8(&x, NULL);
+                if (revoke) {
+                    for (size_t i = 0; i < nn; i++)
+                        if (strcmp(names[i], a) == 0)
+                            names[i--] = names[--nn];
+                } else if (!action_in(&oacts, a) && nn < 256) {
+                    bool dup = false;
+                    for (size_t i = 0; i < nn && !dup; i++)
+                        dup = strcmp(names[i], a) == 0;
+                    if (!dup)
+                        names[nn++] = a;
+                }
+            }
+        }
+        if (nn == 0)
+            continue;
+        qsort(names, nn, sizeof(names[0]), action_cmp);
+        bson_t p, a;
+        bson_uint32_to_string(n++, &kp, key, sizeof(key));
+        BSON_APPEND_DOCUMENT_BEGIN(out, kp, &p);
+        BSON_APPEND_DOCUMENT(&p, "resource", &ores);
+        BSON_APPEND_ARRAY_BEGIN(&p, "actions", &a);
+        for (size_t i = 0; i < nn; i++) {
+            char k2[16];
+            const char *kp2;
+            bson_uint32_to_string((uint32_t)i, &kp2, k2, sizeof(k2));
+            bson_append_utf8(&a, kp2, -1, names[i], -1);
+        }
+        bson_append_array_end(&p, &a);
+        bson_append_document_end(out, &p);
+    }
+    if (revoke)
+        return;
+    /* Granted privileges on resources the role had none on, in the order given (one per resource). */
+    bson_iter_init(&ai, arr);
+    int idx = 0;
+    while (bson_iter_next(&ai)) {
+        int my = idx++;
+        if (!privilege_parts(&ai, &ares, &aacts))
+            continue;
+        bool known = false;
+        bson_iter_init(&oi, old);
+        while (!known && bson_iter_next(&oi))
+            known = privilege_parts(&oi, &ores, &oacts) && same_resource(&ores, &ares);
+        /* An earlier privilege of arr on the same resource already took this one's actions in below. */
+        bson_iter_t bi;
+        bson_iter_init(&bi, arr);
+        for (int j = 0; !known && j < my && bson_iter_next(&bi);) {
+            bson_t bres, bacts;
+            known = privilege_parts(&bi, &bres, &bacts) && same_resource(&bres, &ares);
+            j++;
+        }
+        if (known)
+            continue;
+        const char *names[256];
+        size_t nn = 0;
+        bson_iter_init(&bi, arr);
+        while (bson_iter_next(&bi)) {
+            bson_t bres, bacts;
+            if (!privilege_parts(&bi, &bres, &bacts) || !same_resource(&bres, &ares))
+                continue;
+            bson_iter_t x;
+            bson_iter_init(&x, &bacts);
+            while (bson_iter_next(&x)) {
+                const char *a = bson_iter_utf8(&x, NULL);
+                bool dup = false;
+                for (size_t i = 0; i < nn && !dup; i++)
+                    dup = strcmp(names[i], a) == 0;
+                if (!dup && nn < 256)
+                    names[nn++] = a;
+            }
+        }
+        qsort(names, nn, sizeof(names[0]), action_cmp);
+        bson_t p, a;
+        bson_uint32_to_string(n++, &kp, key, sizeof(key));
+        BSON_APPEND_DOCUMENT_BEGIN(out, kp, &p);
+        BSON_APPEND_DOCUMENT(&p, "resource", &ares);
+        BSON_APPEND_ARRAY_BEGIN(&p, "actions", &a);
+        for (size_t i = 0; i < nn; i++) {
+            char k2[16];
+            const char *kp2;
+            bson_uint32_to_string((uint32_t)i, &kp2, k2, sizeof(k2));
+            bson_append_utf8(&a, kp2, -1, names[i], -1);
+        }
+        bson_append_array_end(&p, &a);
+        bson_append_document_end(out, &p);
+    }
+}
+
+/* The command's privileges array, parsed for a role on op->db into out (stored form, merged per resource). */
+static int
+parse_privileges(mf_op_t *op, const bson_iter_t *field, bson_t *out)
+{
+    bson_iter_t p;
+    bson_t parsed = BSON_INITIALIZER, empty = BSON_INITIALIZER;
+    uint32_t n = 0;
+    int rc = 0;
+    if (!BSON_ITER_HOLDS_ARRAY(field)) {
+        bson_destroy(&parsed);
+        return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field '%s.privileges' is the wrong type '%s', expected type 'array'",
+                          op->name, mf_type_name(bson_iter_type(field)));
+    }
+    bson_iter_recurse(field, &p);
+    while (rc == 0 && bson_iter_next(&p)) {
+        char key[16];
+        const char *kp;
+        bson_t one;
+        bson_uint32_to_string(n++, &kp, key, sizeof(key));
+        BSON_APPEND_DOCUMENT_BEGIN(&parsed, kp, &one);
+        rc = parse_privilege(op, &p, op->db, &one);
+        bson_append_document_end(&parsed, &one);
+    }
+    if (rc == 0)
+        merge_privileges(&empty, &parsed, false, out);
+    bson_destroy(&parsed);
+    bson_destroy(&empty);
+    return rc;
+}
+
+/*
+ * Whether granting roles (a parsed {role, db} array) to role@db would make
+ * a cycle: role@db itself is one of them or is inherited by one of them.
+ */
+static bool
+role_reaches(mf_op_t *op, const char *role, const char *db, const char *target, const char *target_db,
+             role_seen_t *seen)
+{
+    bson_t doc;
+    bson_iter_t it, e;
+    mf_error_t err;
+    bool found = false;
+    if (strcmp(role, target) == 0 && strcmp(db, target_db) == 0)
+        return true;
+    if (mf_role_exists(role, db) || seen_once(seen, role, db) || mf_roles_get(op->eng->cat, db, role, &doc, &err) != 0)
+        return false;
+    if (bson_iter_init_find(&it, &doc, "roles") && BSON_ITER_HOLDS_ARRAY(&it) && bson_iter_recurse(&it, &e)) {
+        while (!found && bson_iter_next(&e)) {
+            const char *r, *d;
+            if (BSON_ITER_HOLDS_DOCUMENT(&e) && name_of(&e, "role", NULL, &r, &d, NULL) && d != NULL)
+                found = role_reaches(op, r, d, target, target_db, seen);
+        }
+    }
+    bson_destroy(&doc);
+    return found;
+}
+
+static int
+check_no_cycle_self(mf_op_t *op, const char *role, const bson_t *roles)
+{
+    if (role_in(roles, role, op->db))
+        return mf_err_set(&op->err, MF_E_InvalidRoleModification, "Cannot grant role %s@%s to itself.", role, op->db);
+    return 0;
+}
+
+static int
+check_no_cycle(mf_op_t *op, const char *role, const bson_t *roles)
+{
+    bson_iter_t it;
+    bson_iter_init(&it, roles);
+    while (bson_iter_next(&it)) {
+        const char *r, *d;
+        if (!name_of(&it, "role", NULL, &r, &d, NULL) || d == NULL)
+            continue;
+        role_seen_t *seen = mf_calloc(1, sizeof(*seen));
+        bool cycle = role_reaches(op, r, d, role, op->db, seen);
+        free(seen);
+        if (cycle)
+            return mf_err_set(&op->err, MF_E_InvalidRoleModification,
+                              "Granting roles to %s@%s would introduce a cycle in the role graph", role, op->db);
+    }
+    return 0;
+}
+
+/*
+ * The roles granted to role name@op->db (createRole, updateRole,
+ * grantRolesToRole), checked in mongod's order: none is the role itself, a
+ * role outside admin inherits only its own database's roles, each exists
+ * (31 "Cannot grant roles to ..."), and no cycle forms.
+ */
+static int check_role_dbs(mf_op_t *op, const bson_t *roles);
+
+static int
+parse_granted_roles(mf_op_t *op, const char *name, const bson_iter_t *field, bson_t *out)
+{
+    if (parse_roles_as(op, field, false, out) != 0 || check_no_cycle_self(op, name, out) != 0 ||
+        check_role_dbs(op, out) != 0)
+        return -1;
+    bson_iter_t it;
+    bson_iter_init(&it, out);
+    while (bson_iter_next(&it)) {
+        const char *r, *d;
+        if (name_of(&it, "role", NULL, &r, &d, NULL) && d != NULL && !role_exists(op, r, d))
+            return mf_err_set(&op->err, MF_E_RoleNotFound, "Cannot grant roles to '%s@%s': Could not find role: %s@%s",
+                              name, op->db, r, d);
+    }
+    return check_no_cycle(op, name, out);
+}
+
+/* A role's roles must be on its own database, unless it is on admin (mongod's restriction). */
+static int
+check_role_dbs(mf_op_t *op, const bson_t *roles)
+{
+    bson_iter_t it;
+    if (strcmp(op->db, "admin") == 0)
+        return 0;
+    bson_iter_init(&it, roles);
+    while (bson_iter_next(&it)) {
+        const char *r, *d;
+        if (name_of(&it, "role", NULL, &r, &d, NULL) && d != NULL && strcmp(d, op->db) != 0)
+            return mf_err_set(&op->err, MF_E_InvalidRoleModification,
+                              "Roles on the '%s' database cannot be granted roles from other databases", op->db);
+    }
+    return 0;
+}
+
+static void
+build_role(bson_t *doc, const char *db, const char *name, const bson_t *privileges, const bson_t *roles,
+           const bson_t *restrictions)
+{
+    char id[512];
+    snprintf(id, sizeof(id), "%s.%s", db, name);
+    BSON_APPEND_UTF8(doc, "_id", id);
+    BSON_APPEND_UTF8(doc, "role", name);
+    BSON_APPEND_UTF8(doc, "db", db);
+    BSON_APPEND_ARRAY(doc, "privileges", privileges);
+    BSON_APPEND_ARRAY(doc, "roles", roles);
+    if (restrictions != NULL && !bson_empty(restrictions))
+        BSON_APPEND_ARRAY(doc, "authenticationRestrictions", restrictions); /* as mongod: only when there are some */
+}
+
+/* A field of doc (stored role) as a static view, or an empty array. */
+static void
+array_field(const bson_t *doc, const char *k, bson_t *out)
+{
+    bson_iter_t it;
+    const uint8_t *d;
+    uint32_t len;
+    if (bson_iter_init_find(&it, doc, k) && BSON_ITER_HOLDS_ARRAY(&it)) {
+        bson_iter_array(&it, &len, &d);
+        if (bson_init_static(out, d, len))
+            return;
+    }
+    bson_init(out);
+}
+
+static int
+cmd_create_role(mf_op_t *op)
+{
+    const char *name;
+    bson_iter_t it;
+    bson_t privileges = BSON_INITIALIZER, roles = BSON_INITIALIZER, doc = BSON_INITIALIZER;
+    int rc = -1;
+
+    if (role_name_arg(op, &name) != 0)
+        goto done;
+    if (mf_role_exists(name, op->db) || strcmp(name, "__system") == 0) {
+        mf_err_set(&op->err, MF_E_BadValue, "Cannot create roles with the same name as a built-in role");
+        goto done;
+    }
+    if (!mf_op_find(op, "privileges", &it)) {
+        mf_err_set(&op->err, MF_E_Location40414, "BSON field 'createRole.privileges' is missing but a required field");
+        goto done;
+    }
+    if (parse_privileges(op, &it, &privileges) != 0)
+        goto done;
+    if (!mf_op_find(op, "roles", &it)) {
+        mf_err_set(&op->err, MF_E_Location40414, "BSON field 'createRole.roles' is missing but a required field");
+        goto done;
+    }
+    if (parse_granted_roles(op, name, &it, &roles) != 0)
+        goto done;
+    build_role(&doc, op->db, name, &privileges, &roles, NULL);
+    if (mf_roles_insert(op->eng->cat, &doc, &op->err) != 0)
+        goto done;
+    mf_log(MF_LOG_INFO, "ACCESS", "created role %s@%s", name, op->db);
+    rc = 0;
+done:
+    bson_destroy(&privileges);
+    bson_destroy(&roles);
+    bson_destroy(&doc);
+    return rc;
+}
+
+/* What a role command changes: NULL fields are kept from the stored role. */
+typedef struct role_change {
+    const bson_t *privileges, *roles; /* replace */
+    const bson_t *grant_privs, *revoke_privs, *grant_roles, *revoke_roles;
+} role_change_t;
+
+/*
+ * Rewrites role name@op->db with ch applied; a missing role is 31 with
+ * missing_fmt ("%s@%s": name, db), the wording of the command's step that
+ * finds it missing.
+ */
+static int
+rewrite_role(mf_op_t *op, const char *name, const role_change_t *ch, const char *missing_fmt)
+{
+    bson_t old, oprivs, oroles, privs = BSON_INITIALIZER, roles = BSON_INITIALIZER, doc = BSON_INITIALIZER, restr;
+    int r = mf_roles_get(op->eng->cat, op->db, name, &old, &op->err);
+    if (r == MF_NOTFOUND) {
+        bson_destroy(&privs);
+        bson_destroy(&roles);
+        bson_destroy(&doc);
+        return mf_err_set(&op->err, MF_E_RoleNotFound, missing_fmt, name, op->db);
+    }
+    if (r != 0) {
+        bson_destroy(&privs);
+        bson_destroy(&roles);
+        bson_destroy(&doc);
+        return -1;
+    }
+    array_field(&old, "privileges", &oprivs);
+    array_field(&old, "roles", &oroles);
+    array_field(&old, "authenticationRestrictions", &restr);
+    if (ch->privileges != NULL)
+        bson_copy_to_excluding_noinit(ch->privileges, &privs, "", NULL);
+    else if (ch->grant_privs != NULL || ch->revoke_privs != NULL)
+        merge_privileges(&oprivs, ch->grant_privs ? ch->grant_privs : ch->revoke_privs, ch->revoke_privs != NULL, &privs);
+    else
+        bson_copy_to_excluding_noinit(&oprivs, &privs, "", NULL);
+    if (ch->roles != NULL) {
+        bson_copy_to_excluding_noinit(ch->roles, &roles, "", NULL);
+    } else if (ch->grant_roles != NULL || ch->revoke_roles != NULL) {
+        bson_iter_t it;
+        uint32_t n = 0;
+        char key[16];
+        const char *kp;
+        bson_iter_init(&it, &oroles);
+        while (bson_iter_next(&it)) {
+            const char *rr, *d;
+            if (!name_of(&it, "role", NULL, &rr, &d, NULL) || d == NULL ||
+                (ch->revoke_roles != NULL && role_in(ch->revoke_roles, rr, d)))
+                continue;
+            bson_uint32_to_string(n++, &kp, key, sizeof(key));
+            bson_append_value(&roles, kp, -1, bson_iter_value(&it));
+        }
+        if (ch->grant_roles != NULL) {
+            bson_iter_init(&it, ch->grant_roles);
+            while (bson_iter_next(&it)) {
+                const char *rr, *d;
+                if (!name_of(&it, "role", NULL, &rr, &d, NULL) || d == NULL || role_in(&oroles, rr, d))
+                    continue;
+                bson_uint32_to_string(n++, &kp, key, sizeof(key));
+                bson_append_value(&roles, kp, -1, bson_iter_value(&it));
+            }
+        }
+    } else {
+        bson_copy_to_excluding_noinit(&oroles, &roles, "", NULL);
+    }
+    build_role(&doc, op->db, name, &privs, &roles, &restr);
+    r = mf_roles_replace(op->eng->cat, &doc, &op->err);
+    bson_destroy(&old);
+    bson_destroy(&oprivs);
+    bson_destroy(&oroles);
+    bson_destroy(&restr);
+    bson_destroy(&privs);
+    bson_destroy(&roles);
+    bson_destroy(&doc);
+    return r;
+}
+
+static int
+cmd_update_role(mf_op_t *op)
+{
+    const char *name;
+    bson_iter_t it;
+    bson_t privileges = BSON_INITIALIZER, roles = BSON_INITIALIZER;
+    role_change_t ch = {0};
+    int rc = -1;
+    if (role_name_arg(op, &name) != 0)
+        goto done;
+    if (!mf_op_has(op, "privileges") && !mf_op_has(op, "roles") && !mf_op_has(op, "authenticationRestrictions")) {
+        mf_err_set(&op->err, MF_E_BadValue, "Must specify at least one field to update in updateRole");
+        goto done;
+    }
+    if (mf_op_find(op, "privileges", &it)) {
+        if (parse_privileges(op, &it, &privileges) != 0)
+            goto done;
+        ch.privileges = &privileges;
+    }
+    if (mf_op_find(op, "roles", &it)) {
+        if (parse_granted_roles(op, name, &it, &roles) != 0)
+            goto done;
+        ch.roles = &roles;
+    }
+    rc = rewrite_role(op, name, &ch, "Could not find role: %s@%s");
+done:
+    bson_destroy(&privileges);
+    bson_destroy(&roles);
+    return rc;
+}
+
+/* grantRolesToRole, revokeRolesFromRole, grantPrivilegesToRole, revokePrivilegesFromRole. */
+static int
+cmd_role_grant_revoke(mf_op_t *op)
+{
+    const char *name;
+    bson_iter_t it;
+    bson_t parsed = BSON_INITIALIZER;
+    bool privs = strstr(op->name, "Privileges") != NULL, revoke = strncmp(op->name, "revoke", 6) == 0;
+    const char *field = privs ? "privileges" : "roles";
+    role_change_t ch = {0};
+    int rc = -1;
+    if (role_name_arg(op, &name) != 0)
+        goto done;
+    if (!mf_op_find(op, field, &it)) {
+        mf_err_set(&op->err, MF_E_Location40414, "BSON field '%s.%s' is missing but a required field", op->name, field);
+        goto done;
+    }
+    if (BSON_ITER_HOLDS_ARRAY(&it)) {
+        bson_iter_t probe;
+        if (bson_iter_recurse(&it, &probe) && !bson_iter_next(&probe)) {
+            mf_err_set(&op->err, MF_E_BadValue, "%s command requires a non-empty \"%s\" array", op->name, field);
+            goto done;
+        }
+    }
+    if (privs ? parse_privileges(op, &it, &parsed) != 0
+              : revoke ? parse_roles_as(op, &it, false, &parsed) != 0 : parse_granted_roles(op, name, &it, &parsed) != 0)
+        goto done;
+    if (mf_role_exists(name, op->db)) {
+        mf_err_set(&op->err, MF_E_BadValue, "%s@%s is a built-in role and cannot be modified", name, op->db);
+        goto done;
+    }
+    if (privs)
+        *(revoke ? &ch.revoke_privs : &ch.grant_privs) = &parsed;
+    else
+        *(revoke ? &ch.revoke_roles : &ch.grant_roles) = &parsed;
+    rc = rewrite_role(op, name, &ch, "Role %s@%s not found");
+done:
+    bson_destroy(&parsed);
+    return rc;
+}
+
+/* After role@db is dropped: every user and role that held it stops holding it (as mongod's dropRole). */
+typedef struct holders {
+    const char *role, *db;
+    bool roles; /* collecting role documents, else users */
+    bson_t docs; /* the documents to rewrite, as an array */
+    uint32_t n;
+} holders_t;
+
+static int
+collect_holder(void *arg, const bson_t *doc)
+{
+    holders_t *h = arg;
+    bson_t arr;
+    array_field(doc, "roles", &arr);
+    bool holds = role_in(&arr, h->role, h->db);
+    bson_destroy(&arr);
+    if (holds) {
+        char key[16];
+        const char *kp;
+        bson_uint32_to_string(h->n++, &kp, key, sizeof(key));
+        BSON_APPEND_DOCUMENT(&h->docs, kp, doc);
+    }
+    return 0;
+}
+
+/* The document doc without role@db in its roles array. */
+static void
+without_role(const bson_t *doc, const char *role, const char *db, bson_t *out)
+{
+    bson_iter_t it, r;
+    bson_iter_init(&it, doc);
+    while (bson_iter_next(&it)) {
+        if (strcmp(bson_iter_key(&it), "roles") != 0 || !BSON_ITER_HOLDS_ARRAY(&it)) {
+            bson_append_value(out, bson_iter_key(&it), -1, bson_iter_value(&it));
+            continue;
+        }
+        bson_t arr;
+        uint32_t n = 0;
+        BSON_APPEND_ARRAY_BEGIN(out, "roles", &arr);
+        bson_iter_recurse(&it, &r);
+        while (bson_iter_next(&r)) {
+            const char *rr, *d;
+            if (name_of(&r, "role", NULL, &rr, &d, NULL) && d != NULL && strcmp(rr, role) == 0 && strcmp(d, db) == 0)
+                continue;
+            char key[16];
+            const char *kp;
+            bson_uint32_to_string(n++, &kp, key, sizeof(key));
+            bson_append_value(&arr, kp, -1, bson_iter_value(&r));
+        }
+        bson_append_array_end(out, &arr);
+    }
+}
+
+static int
+revoke_everywhere(mf_op_t *op, const char *role, const char *db)
+{
+    int rc = 0;
+    for (int pass = 0; pass < 2 && rc == 0; pass++) {
+        holders_t h = {role, db, pass == 1, BSON_INITIALIZER, 0};
+        rc = pass == 0 ? mf_users_each(op->eng->cat, NULL, collect_holder, &h, &op->err)
+                       : mf_roles_each(op->eng->cat, NULL, collect_holder, &h, &op->err);
+        bson_iter_t it;
+        bson_iter_init(&it, &h.docs);
+        while (rc == 0 && bson_iter_next(&it)) {
+            const uint8_t *d;
+            uint32_t len;
+            bson_t doc, out = BSON_INITIALIZER;
+            bson_iter_document(&it, &len, &d);
+            if (!bson_init_static(&doc, d, len)) {
+                bson_destroy(&out);
+                continue;
+            }
+            without_role(&doc, role, db, &out);
+            mf_error_t err;
+            /* One that was dropped meanwhile has nothing left to revoke. */
+            int r = pass == 0 ? mf_users_replace(op->eng->cat, &out, &err) : mf_roles_replace(op->eng->cat, &out, &err);
+            if (r != 0 && err.code != MF_E_UserNotFound && err.code != MF_E_RoleNotFound) {
+                op->err = err;
+                rc = -1;
+            }
+            bson_destroy(&out);
+        }
+        bson_destroy(&h.docs);
+    }
+    return rc;
+}
+
+static int
+cmd_drop_role(mf_op_t *op)
+{
+    const char *name;
+    if (role_name_arg(op, &name) != 0)
+        return -1;
+    if (mf_role_exists(name, op->db))
+        return mf_err_set(&op->err, MF_E_BadValue, "%s@%s is a built-in role and cannot be modified", name, op->db);
+    if (mf_roles_remove(op->eng->cat, op->db, name, &op->err) != 0) {
+        if (op->err.code == MF_E_RoleNotFound)
+            mf_err_set(&op->err, MF_E_RoleNotFound, "Could not find role: %s@%s", name, op->db);
+        return -1;
+    }
+    mf_log(MF_LOG_INFO, "ACCESS", "dropped role %s@%s", name, op->db);
+    return revoke_everywhere(op, name, op->db);
+}
+
+static int
+collect_role_name(void *arg, const bson_t *role)
+{
+    name_list_t *l = arg;
+    bson_iter_t it;
+    if (!bson_iter_init_find(&it, role, "role") || !BSON_ITER_HOLDS_UTF8(&it))
+        return 0;
+    if (l->n == l->cap) {
+        l->cap = l->cap ? l->cap * 2 : 16;
+        l->v = mf_realloc(l->v, l->cap * sizeof(*l->v));
+    }
+    l->v[l->n++] = mf_strdup(bson_iter_utf8(&it, NULL));
+    return 0;
+}
+
+static int
+cmd_drop_all_roles(mf_op_t *op)
+{
+    name_list_t l = {0};
+    int rc = mf_roles_each(op->eng->cat, op->db, collect_role_name, &l, &op->err);
+    int32_t n = 0;
+    for (size_t i = 0; i < l.n; i++) {
+        mf_error_t err;
+        if (rc == 0 && mf_roles_remove(op->eng->cat, op->db, l.v[i], &err) == 0) {
+            n++;
+            if (revoke_everywhere(op, l.v[i], op->db) != 0)
+                rc = -1;
+        }
+        free(l.v[i]);
+    }
+    free(l.v);
+    if (rc != 0)
+        return -1;
+    BSON_APPEND_INT32(op->reply, "n", n);
+    return 0;
+}
+
+/* rolesInfo's output under construction. */
+typedef struct roles_out {
+    bson_t arr;
+    uint32_t n;
+    bool show_privileges;
+} roles_out_t;
+
+static const char *const builtin_names[] = {"read", "readWrite", "dbAdmin", "userAdmin", "dbOwner", "clusterMonitor",
+                                            "clusterManager", "hostManager", "clusterAdmin", "readAnyDatabase",
+                                            "readWriteAnyDatabase", "userAdminAnyDatabase", "dbAdminAnyDatabase",
+                                            "root", NULL};
+
+static void
+append_name(bson_t *arr, uint32_t *n, const char *role, const char *db)
+{
+    char key[16];
+    const char *kp;
+    bson_t one;
+    bson_uint32_to_string((*n)++, &kp, key, sizeof(key));
+    BSON_APPEND_DOCUMENT_BEGIN(arr, kp, &one);
+    BSON_APPEND_UTF8(&one, "role", role);
+    BSON_APPEND_UTF8(&one, "db", db);
+    bson_append_document_end(arr, &one);
+}
+
+/*
+ * Walks the roles a role document inherits (its roles, theirs, ...): each
+ * named once into *names (a {role, db} array), and, when privs is not NULL,
+ * every user-defined one's privileges merged into *privs.
+ */
+static void
+inherit_walk(mf_op_t *op, const bson_t *role_doc, bson_t *names, uint32_t *n, bson_t *privs, role_seen_t *seen)
+{
+    bson_t roles;
+    bson_iter_t it;
+    array_field(role_doc, "roles", &roles);
+    bson_iter_init(&it, &roles);
+    while (bson_iter_next(&it)) {
+        const char *r, *d;
+        bson_t doc;
+        mf_error_t err;
+        if (!name_of(&it, "role", NULL, &r, &d, NULL) || d == NULL || seen_once(seen, r, d))
+            continue;
+        append_name(names, n, r, d);
+        if (mf_role_exists(r, d) || mf_roles_get(op->eng->cat, d, r, &doc, &err) != 0)
+            continue;
+        if (privs != NULL) {
+            bson_t mine, merged = BSON_INITIALIZER;
+            array_field(&doc, "privileges", &mine);
+            merge_privileges(privs, &mine, false, &merged);
+            bson_destroy(privs);
+            bson_steal(privs, &merged);
+            bson_destroy(&mine);
+        }
+        inherit_walk(op, &doc, names, n, privs, seen);
+        bson_destroy(&doc);
+    }
+    bson_destroy(&roles);
+}
+
+/*
+ * One user-defined role's rolesInfo entry, as mongod's: the stored fields
+ * (_id, role, db, privileges with showPrivileges, roles), inheritedRoles,
+ * inheritedPrivileges (its own privileges, then its inherited roles' merged),
+ * and isBuiltin: false last, or right after the stored fields in a
+ * {rolesInfo: 1} listing.
+ */
+static int
+append_role_info(roles_out_t *ro, mf_op_t *op, const bson_t *doc, bool listing)
+{
+    bson_iter_t it;
+    bson_t one, roles, inherited, privs, from_roles = BSON_INITIALIZER;
+    uint32_t ni = 0;
+    char key[16];
+    const char *kp;
+    role_seen_t *seen = mf_calloc(1, sizeof(*seen));
+    const char *role = bson_iter_init_find(&it, doc, "role") && BSON_ITER_HOLDS_UTF8(&it) ? bson_iter_utf8(&it, NULL) : "";
+    const char *db = bson_iter_init_find(&it, doc, "db") && BSON_ITER_HOLDS_UTF8(&it) ? bson_iter_utf8(&it, NULL) : "";
+    (void)seen_once(seen, role, db);
+    array_field(doc, "roles", &roles);
+    array_field(doc, "privileges", &privs);
+    bson_uint32_to_string(ro->n++, &kp, key, sizeof(key));
+    BSON_APPEND_DOCUMENT_BEGIN(&ro->arr, kp, &one);
+    if (bson_iter_init_find(&it, doc, "_id"))
+        bson_append_value(&one, "_id", -1, bson_iter_value(&it));
+    BSON_APPEND_UTF8(&one, "role", role);
+    BSON_APPEND_UTF8(&one, "db", db);
+    if (ro->show_privileges)
+        BSON_APPEND_ARRAY(&one, "privileges", &privs);
+    BSON_APPEND_ARRAY(&one, "roles", &roles);
+    if (listing)
+        BSON_APPEND_BOOL(&one, "isBuiltin", false);
+    BSON_APPEND_ARRAY_BEGIN(&one, "inheritedRoles", &inherited);
+    inherit_walk(op, doc, &inherited, &ni, ro->show_privileges ? &from_roles : NULL, seen);
+    bson_append_array_end(&one, &inherited);
+    if (ro->show_privileges) {
+        bson_t all;
+        uint32_t n = 0;
+        BSON_APPEND_ARRAY_BEGIN(&one, "inheritedPrivileges", &all);
+        for (int pass = 0; pass < 2; pass++) {
+            bson_iter_init(&it, pass == 0 ? &privs : &from_roles);
+            while (bson_iter_next(&it)) {
+                bson_uint32_to_string(n++, &kp, key, sizeof(key));
+                bson_append_value(&all, kp, -1, bson_iter_value(&it));
+            }
+        }
+        bson_append_array_end(&one, &all);
+    }
+    if (!listing)
+        BSON_APPEND_BOOL(&one, "isBuiltin", false);
+    bson_append_document_end(&ro->arr, &one);
+    bson_destroy(&roles);
+    bson_destroy(&privs);
+    bson_destroy(&from_roles);
+    free(seen);
+    return 0;
+}
+
+/* A built-in role's entry: {role, db, isBuiltin, roles, inheritedRoles} in a listing, {db, role, roles, inheritedRoles, isBuiltin} by name (mongod's two builders). */
+static void
+append_builtin_info(roles_out_t *ro, const char *role, const char *db, bool listing)
+{
+    char key[16];
+    const char *kp;
+    bson_t one, empty;
+    bson_uint32_to_string(ro->n++, &kp, key, sizeof(key));
+    BSON_APPEND_DOCUMENT_BEGIN(&ro->arr, kp, &one);
+    if (listing) {
+        BSON_APPEND_UTF8(&one, "role", role);
+        BSON_APPEND_UTF8(&one, "db", db);
+        BSON_APPEND_BOOL(&one, "isBuiltin", true);
+    } else {
+        BSON_APPEND_UTF8(&one, "db", db);
+        BSON_APPEND_UTF8(&one, "role", role);
+    }
+    BSON_APPEND_ARRAY_BEGIN(&one, "roles", &empty);
+    bson_append_array_end(&one, &empty);
+    BSON_APPEND_ARRAY_BEGIN(&one, "inheritedRoles", &empty);
+    bson_append_array_end(&one, &empty);
+    if (!listing)
+        BSON_APPEND_BOOL(&one, "isBuiltin", true);
+    bson_append_document_end(&ro->arr, &one);
+}
+
+typedef struct roles_each_arg {
+    roles_out_t *ro;
+    mf_op_t *op;
+} roles_each_arg_t;
+
+static int
+each_role_info(void *arg, const bson_t *doc)
+{
+    roles_each_arg_t *a = arg;
+    return append_role_info(a->ro, a->op, doc, true);
+}
+
+/* role@db's entry when it exists (built-in or user-defined); a missing role adds nothing, as mongod. */
+static int
+role_info_one(roles_out_t *ro, mf_op_t *op, const char *role, const char *db)
+{
+    bson_t doc;
+    if (strcmp(role, "__system") != 0 && mf_role_exists(role, db)) {
+        append_builtin_info(ro, role, db, false);
+        return 0;
+    }
+    int r = mf_roles_get(op->eng->cat, db, role, &doc, &op->err);
+    if (r == MF_NOTFOUND)
+        return 0;
+    if (r != 0)
+        return -1;
+    append_role_info(ro, op, &doc, false);
+    bson_destroy(&doc);
+    return 0;
+}
+
+/* Whether the caller holds role@db itself (a user may always read its own roles, as mongod). */
+static bool
+holds_role(mf_op_t *op, const char *role, const char *db)
+{
+    mf_client_auth_t *a = op->client->auth;
+    return a != NULL && role_in(&a->roles, role, db);
+}
+
+/*
+ * rolesInfo: {rolesInfo: 1} every user-defined role of the database (and
+ * its built-in roles with showBuiltinRoles), or the roles named (a name, a
+ * {role, db}, or an array of them); showPrivileges adds a user-defined
+ * role's privileges and inheritedPrivileges. Reading roles one does not hold
+ * needs viewRole on their database.
+ */
+static int
+cmd_roles_info(mf_op_t *op)
+{
+    bson_iter_t it, a;
+    roles_out_t ro = {BSON_INITIALIZER, 0, false};
     bool show_builtin = mf_op_find(op, "showBuiltinRoles", &it) && bson_iter_as_bool(&it);
-    const char *want = NULL, *want_db = op->db;
+    const mf_privs_t *p = checked(op) ? privs_of(op) : NULL;
+    int rc = 0;
+    ro.show_privileges = mf_op_find(op, "showPrivileges", &it) && bson_iter_as_bool(&it);
 
     bson_iter_init(&it, op->cmd);
     bson_iter_next(&it);
-    if (!name_of(&it, "role", op->db, &want, &want_db, NULL))
-        want = NULL;
-    bson_init(&arr);
-    for (int i = 0; names[i] != NULL; i++) {
-        if (want != NULL ? strcmp(names[i], want) != 0 || !mf_role_exists(want, want_db)
-                         : !show_builtin || !mf_role_exists(names[i], op->db))
-            continue;
-        bson_uint32_to_string(n++, &kp, key, sizeof(key));
-        BSON_APPEND_DOCUMENT_BEGIN(&arr, kp, &one);
-        BSON_APPEND_UTF8(&one, "role", names[i]);
-        BSON_APPEND_UTF8(&one, "db", want != NULL ? want_db : op->db);
-        BSON_APPEND_BOOL(&one, "isBuiltin", true);
-        BSON_APPEND_ARRAY_BEGIN(&one, "roles", &empty);
-        bson_append_array_end(&one, &empty);
-        BSON_APPEND_ARRAY_BEGIN(&one, "inheritedRoles", &empty);
-        bson_append_array_end(&one, &empty);
-        bson_append_document_end(&arr, &one);
+    if (BSON_ITER_HOLDS_NUMBER(&it)) {
+        if (checked(op) && (p == NULL || !mf_privs_allow(p, op->db, NULL, MF_ACT_VIEW_USER))) {
+            bson_destroy(&ro.arr);
+            return denied(op, op->db, op->name);
+        }
+        roles_each_arg_t ea = {&ro, op};
+        /* The built-in roles first, as mongod's listing ($external has none). */
+        for (int i = 0; show_builtin && strcmp(op->db, "$external") != 0 && builtin_names[i] != NULL; i++)
+            if (mf_role_exists(builtin_names[i], op->db))
+                append_builtin_info(&ro, builtin_names[i], op->db, true);
+        rc = mf_roles_each(op->eng->cat, op->db, each_role_info, &ea, &op->err);
+    } else if (BSON_ITER_HOLDS_UTF8(&it) || BSON_ITER_HOLDS_DOCUMENT(&it) || BSON_ITER_HOLDS_ARRAY(&it)) {
+        bson_iter_t one = it;
+        bool arr = BSON_ITER_HOLDS_ARRAY(&it);
+        if (arr)
+            bson_iter_recurse(&it, &a);
+        while (rc == 0 && (arr ? bson_iter_next(&a) : true)) {
+            const bson_iter_t *cur = arr ? &a : &one;
+            const char *r, *d;
+            if (!name_of(cur, "role", op->db, &r, &d, NULL)) {
+                rc = mf_err_set(&op->err, MF_E_BadValue,
+                                BSON_ITER_HOLDS_DOCUMENT(cur) ? "Missing expected field \"role\""
+                                                              : "Role names must be either strings or objects");
+                break;
+            }
+            if (checked(op) && !mf_role_exists(r, d) && !holds_role(op, r, d) &&
+                (p == NULL || !mf_privs_allow(p, d, NULL, MF_ACT_VIEW_USER))) {
+                bson_destroy(&ro.arr);
+                return denied(op, d, op->name);
+            }
+            rc = role_info_one(&ro, op, r, d);
+            if (!arr)
+                break;
+        }
+    } else {
+        rc = mf_err_set(&op->err, MF_E_BadValue, "Role names must be either strings or objects");
     }
-    BSON_APPEND_ARRAY(op->reply, "roles", &arr);
-    bson_destroy(&arr);
-    return 0;
+    if (rc == 0)
+        BSON_APPEND_ARRAY(op->reply, "roles", &ro.arr);
+    bson_destroy(&ro.arr);
+    return rc;
 }
 
 const mf_cmd_def_t mf_cmds_auth[] = {
@@ -1591,5 +2740,13 @@ const mf_cmd_def_t mf_cmds_auth[] = {
     {"grantRolesToUser", cmd_grant_revoke, 0, NULL},
     {"revokeRolesFromUser", cmd_grant_revoke, 0, NULL},
     {"rolesInfo", cmd_roles_info, 0, NULL},
+    {"createRole", cmd_create_role, 0, NULL},
+    {"updateRole", cmd_update_role, 0, NULL},
+    {"dropRole", cmd_drop_role, 0, NULL},
+    {"dropAllRolesFromDatabase", cmd_drop_all_roles, 0, NULL},
+    {"grantRolesToRole", cmd_role_grant_revoke, 0, NULL},
+    {"revokeRolesFromRole", cmd_role_grant_revoke, 0, NULL},
+    {"grantPrivilegesToRole", cmd_role_grant_revoke, 0, NULL},
+    {"revokePrivilegesFromRole", cmd_role_grant_revoke, 0, NULL},
     {NULL, NULL, 0, NULL},
 };

@@ -47,6 +47,7 @@
     X(40, ConflictingUpdateOperators)                                          \
     X(43, CursorNotFound)                                                      \
     X(48, NamespaceExists)                                                     \
+    X(49, InvalidRoleModification)                                             \
     X(50, MaxTimeMSExpired)                                                    \
     X(52, DollarPrefixedFieldName)                                             \
     X(53, InvalidIdField)                                                      \
@@ -85,6 +86,7 @@
     X(322, APIVersionError)                                                    \
     X(323, APIStrictError)                                                     \
     X(324, APIDeprecationError)                                                \
+    X(51002, Location51002)                                                    \
     X(51003, UserAlreadyExists)                                                \
     X(165, ViewDepthLimitExceeded)                                             \
     X(166, CommandNotSupportedOnView)                                          \

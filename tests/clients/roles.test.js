@@ -1,0 +1,251 @@
+'use strict';
+/*
+ * User-defined roles, MongoDB 8.0 semantics, through the Node driver under
+ * --auth: createRole, updateRole, grantPrivilegesToRole,
+ * revokePrivilegesFromRole, grantRolesToRole, revokeRolesFromRole, dropRole,
+ * dropAllRolesFromDatabase and rolesInfo; roles stored in admin.system.roles
+ * in mongod's shape; a user holding a custom role gets exactly its
+ * privileges (database, collection, any-database and cluster resources,
+ * inherited roles), changed at once when the role changes; roles survive a
+ * clean restart and a kill -9.
+ *
+ * One server for the file; the first test creates root through the
+ * localhost exception and the later ones log in as it.
+ */
+const assert = require('node:assert/strict');
+const { MongoClient } = require('mongodb');
+const h = require('./harness');
+
+const srv = h.useServer({ args: ['--auth'] });
+const ROOT = ['root', 'r00t-Roles!pw'];
+
+function uri(user, pwd, source = 'admin') {
+  return `mongodb://${encodeURIComponent(user)}:${encodeURIComponent(pwd)}@127.0.0.1:${srv.port}/?directConnection=true&authSource=${source}&serverSelectionTimeoutMS=5000`;
+}
+async function login(user, pwd, source) {
+  const c = new MongoClient(uri(user, pwd, source), { maxPoolSize: 1 });
+  srv.clients.push(c);
+  await c.connect();
+  return c;
+}
+let rootC = null;
+async function root() {
+  if (!rootC) rootC = await login(...ROOT);
+  return rootC;
+}
+const pw = (n) => `pw-${n}-R9!`;
+async function userWith(name, roles, db = 'admin') {
+  await (await root()).db(db).command({ createUser: name, pwd: pw(name), roles });
+  return login(name, pw(name), db);
+}
+const denied = (p) => h.expectCode(p, 13);
+
+h.test('setup: root through the localhost exception, and data to read', async () => {
+  const c = new MongoClient(`mongodb://127.0.0.1:${srv.port}/?directConnection=true`);
+  srv.clients.push(c);
+  await c.db('admin').command({ createUser: ROOT[0], pwd: ROOT[1], roles: ['root'] });
+  const r = await root();
+  await r.db('shop').collection('orders').insertMany([{ _id: 1, v: 1 }, { _id: 2, v: 2 }]);
+  await r.db('shop').collection('secrets').insertOne({ _id: 1 });
+  await r.db('other').collection('orders').insertOne({ _id: 1 });
+});
+
+h.test('createRole stores the role in admin.system.roles as mongod does; a user holding it gets exactly its collection privileges', async () => {
+  const r = await root();
+  const ok = await r.db('shop').command({
+    createRole: 'orderReader',
+    privileges: [{ resource: { db: 'shop', collection: 'orders' }, actions: ['find', 'collStats', 'find'] }],
+    roles: [],
+  });
+  assert.equal(ok.ok, 1);
+  const stored = await r.db('admin').collection('system.roles').findOne({ _id: 'shop.orderReader' });
+  assert.deepEqual(stored, {
+    _id: 'shop.orderReader', role: 'orderReader', db: 'shop',
+    privileges: [{ resource: { db: 'shop', collection: 'orders' }, actions: ['collStats', 'find'] }],
+    roles: [],
+  });
+  assert.deepEqual(Object.keys(stored), ['_id', 'role', 'db', 'privileges', 'roles'], 'mongod\'s field order; no empty authenticationRestrictions');
+  const u = await userWith('reader1', [{ role: 'orderReader', db: 'shop' }], 'shop');
+  assert.equal(await u.db('shop').collection('orders').countDocuments(), 2);
+  await denied(u.db('shop').collection('secrets').findOne());
+  await denied(u.db('other').collection('orders').findOne());
+  await denied(u.db('shop').collection('orders').insertOne({ _id: 9 }));
+});
+
+h.test('grantPrivilegesToRole and revokePrivilegesFromRole change a logged-in user\'s privileges at once; actions merge per resource', async () => {
+  const r = await root();
+  const u = await userWith('reader2', [{ role: 'orderReader', db: 'shop' }], 'shop');
+  await denied(u.db('shop').collection('orders').insertOne({ _id: 10 }));
+  await r.db('shop').command({ grantPrivilegesToRole: 'orderReader', privileges: [{ resource: { db: 'shop', collection: 'orders' }, actions: ['insert'] }] });
+  await u.db('shop').collection('orders').insertOne({ _id: 10 });
+  const info = await r.db('shop').command({ rolesInfo: 'orderReader', showPrivileges: true });
+  assert.deepEqual(info.roles[0].privileges, [{ resource: { db: 'shop', collection: 'orders' }, actions: ['collStats', 'find', 'insert'] }]);
+  await r.db('shop').command({ revokePrivilegesFromRole: 'orderReader', privileges: [{ resource: { db: 'shop', collection: 'orders' }, actions: ['insert'] }] });
+  await denied(u.db('shop').collection('orders').insertOne({ _id: 11 }));
+  assert.equal(await u.db('shop').collection('orders').countDocuments(), 3);
+});
+
+h.test('roles inherit roles (built-in and user-defined); rolesInfo shows roles, inheritedRoles, privileges and inheritedPrivileges; a cycle is refused with 49', async () => {
+  const r = await root();
+  const db = r.db('shop');
+  await db.command({ createRole: 'clerk', privileges: [{ resource: { db: 'shop', collection: '' }, actions: ['insert'] }], roles: ['orderReader'] });
+  await db.command({ createRole: 'manager', privileges: [], roles: [{ role: 'clerk', db: 'shop' }, 'read'] });
+  const u = await userWith('mgr', ['manager'], 'shop');
+  await u.db('shop').collection('secrets').insertOne({ _id: 5 }); // clerk's insert on the whole database
+  assert.equal(await u.db('shop').collection('secrets').countDocuments(), 2); // read, built-in
+  const info = await db.command({ rolesInfo: 'manager', showPrivileges: true });
+  assert.equal(info.roles.length, 1);
+  const m = info.roles[0];
+  assert.equal(m.role, 'manager');
+  assert.equal(m.db, 'shop');
+  assert.equal(m.isBuiltin, false);
+  assert.deepEqual(m.roles, [{ role: 'clerk', db: 'shop' }, { role: 'read', db: 'shop' }]);
+  assert.deepEqual(m.inheritedRoles.map((x) => `${x.role}@${x.db}`).sort(), ['clerk@shop', 'orderReader@shop', 'read@shop']);
+  assert.deepEqual(m.privileges, []);
+  assert.deepEqual(m.inheritedPrivileges, [
+    { resource: { db: 'shop', collection: '' }, actions: ['insert'] },
+    { resource: { db: 'shop', collection: 'orders' }, actions: ['collStats', 'find'] },
+  ]);
+  assert.deepEqual(Object.keys(m), ['_id', 'role', 'db', 'privileges', 'roles', 'inheritedRoles', 'inheritedPrivileges', 'isBuiltin'],
+    'by name: the stored fields, the inherited ones, isBuiltin last (mongod\'s order)');
+  // A cycle: orderReader <- clerk <- manager; granting manager to orderReader closes it.
+  await h.expectCode(db.command({ grantRolesToRole: 'orderReader', roles: ['manager'] }), 49,
+    /^Granting roles to orderReader@shop would introduce a cycle in the role graph$/);
+  await h.expectCode(db.command({ grantRolesToRole: 'orderReader', roles: ['orderReader'] }), 49, /^Cannot grant role orderReader@shop to itself\.$/);
+  await h.expectCode(db.command({ grantRolesToRole: 'orderReader', roles: [] }), 2, /^grantRolesToRole command requires a non-empty "roles" array$/);
+  await h.expectCode(db.command({ grantRolesToRole: 'orderReader', roles: [{ role: 'read', db: 'other' }] }), 49,
+    /^Roles on the 'shop' database cannot be granted roles from other databases$/);
+  await h.expectCode(db.command({ grantRolesToRole: 'read', roles: ['orderReader'] }), 2, /^read@shop is a built-in role and cannot be modified$/);
+  await h.expectCode(db.command({ grantRolesToRole: 'nosuch', roles: ['read'] }), 31, /^Role nosuch@shop not found$/);
+  // A role actions in mongod's order (action_type.idl's, not alphabetical): changePassword before changeOwnPassword.
+  await db.command({ createRole: 'ordered', privileges: [{ resource: { db: 'shop', collection: '' }, actions: ['changeOwnPassword', 'update', 'changePassword', 'find'] }], roles: [] });
+  assert.deepEqual((await r.db('admin').collection('system.roles').findOne({ _id: 'shop.ordered' })).privileges[0].actions,
+    ['changePassword', 'changeOwnPassword', 'find', 'update']);
+  await db.command({ dropRole: 'ordered' });
+  // revokeRolesFromRole takes clerk away from manager: its insert goes.
+  await db.command({ revokeRolesFromRole: 'manager', roles: ['clerk'] });
+  await denied(u.db('shop').collection('secrets').insertOne({ _id: 6 }));
+  await db.command({ grantRolesToRole: 'manager', roles: ['clerk'] });
+  await u.db('shop').collection('secrets').insertOne({ _id: 6 });
+});
+
+h.test('rolesInfo: 1 lists the database\'s user-defined roles (built-ins too with showBuiltinRoles); a missing role is no error; other databases\' roles need viewRole', async () => {
+  const r = await root();
+  const all = await r.db('shop').command({ rolesInfo: 1 });
+  assert.deepEqual(all.roles.map((x) => x.role).sort(), ['clerk', 'manager', 'orderReader']);
+  assert.deepEqual(Object.keys(all.roles[0]), ['_id', 'role', 'db', 'roles', 'isBuiltin', 'inheritedRoles'], 'a listing puts isBuiltin before inheritedRoles');
+  const withBuiltin = await r.db('shop').command({ rolesInfo: 1, showBuiltinRoles: true });
+  assert.ok(withBuiltin.roles.some((x) => x.role === 'readWrite' && x.isBuiltin === true));
+  assert.ok(withBuiltin.roles.some((x) => x.role === 'clerk' && x.isBuiltin === false));
+  assert.equal(withBuiltin.roles[0].isBuiltin, true, 'the built-in roles come first');
+  assert.deepEqual((await r.db('shop').command({ rolesInfo: 'read' })).roles, [{ db: 'shop', role: 'read', roles: [], inheritedRoles: [], isBuiltin: true }]);
+  assert.deepEqual((await r.db('shop').command({ rolesInfo: 'nosuch' })).roles, []);
+  assert.deepEqual((await r.db('admin').command({ rolesInfo: [{ role: 'clerk', db: 'shop' }, 'nosuch'] })).roles.map((x) => x.role), ['clerk']);
+  // A user sees its own roles, not others' (without viewRole).
+  const u = await login('mgr', pw('mgr'), 'shop');
+  assert.equal((await u.db('shop').command({ rolesInfo: 'manager' })).roles.length, 1);
+  await denied(u.db('shop').command({ rolesInfo: 'orderReader' }));
+  await denied(u.db('shop').command({ rolesInfo: 1 }));
+});
+
+h.test('createRole errors as mongod: an existing role 51002, a built-in name 2, unknown actions 2, bad resources 2, another database\'s resource on a non-admin role 49, an unknown role 31, missing fields 40414', async () => {
+  const db = (await root()).db('shop');
+  await h.expectCode(db.command({ createRole: 'clerk', privileges: [], roles: [] }), 51002, /^Role "clerk@shop" already exists$/);
+  await h.expectCode(db.command({ createRole: 'read', privileges: [], roles: [] }), 2, /^Cannot create roles with the same name as a built-in role$/);
+  await h.expectCode(db.command({ createRole: '', privileges: [], roles: [] }), 2, /^Role name must be non-empty$/);
+  await h.expectCode((await root()).db('local').command({ createRole: 'x', privileges: [], roles: [] }), 2, /^Cannot create roles in the local database$/);
+  await h.expectCode(db.command({ createRole: 'x', privileges: [{ resource: { db: 'shop', collection: '' }, actions: ['fly'] }], roles: [] }), 2,
+    /^Unknown action type in privilege set: 'fly'$/);
+  await h.expectCode(db.command({ createRole: 'x', privileges: [{ resource: { db: 'shop', collection: '' }, actions: ['walk', 'find', 'fly', 'fly'] }], roles: [] }), 2,
+    /^Unknown action types in privilege set: 'fly', 'walk'$/);
+  await h.expectCode(db.command({ createRole: 'x', privileges: [{ resource: { db: 'shop', collection: '' }, actions: [] }], roles: [] }), 2,
+    /^'actions' field of privilege resource must not be empty$/);
+  await h.expectCode(db.command({ createRole: 'x', privileges: [{ resource: { db: 'shop' }, actions: ['find'] }], roles: [] }), 2,
+    /^resource pattern must contain 'collection' or 'systemBuckets' specifier$/);
+  await h.expectCode(db.command({ createRole: 'x', privileges: [{ resource: { collection: 'c' }, actions: ['find'] }], roles: [] }), 2,
+    /^resource \{collection: 'c'\} must include 'db' field as well$/);
+  await h.expectCode(db.command({ createRole: 'x', privileges: [{ resource: { cluster: false }, actions: ['find'] }], roles: [] }), 2,
+    /^resource: \{cluster: false\} must be true$/);
+  await h.expectCode((await root()).db('admin').command({ createRole: 'x', privileges: [{ resource: { cluster: true, db: 'a' }, actions: ['find'] }], roles: [] }), 2,
+    /^resource: \{cluster: true\} conflicts with resource type 'db'$/);
+  await h.expectCode(db.command({ createRole: 'x', privileges: [], roles: ['nosuch'] }), 31, /^Cannot grant roles to 'x@shop': Could not find role: nosuch@shop$/);
+  await h.expectCode(db.command({ createRole: 'x', privileges: [{ resource: { db: 'other', collection: '' }, actions: ['find'] }], roles: [] }), 49,
+    /^Roles on the 'shop' database cannot be granted privileges that target other databases or the cluster$/);
+  await h.expectCode(db.command({ createRole: 'x', privileges: [{ resource: { cluster: true }, actions: ['serverStatus'] }], roles: [] }), 49);
+  await h.expectCode(db.command({ createRole: 'x', privileges: [], roles: ['nosuch'] }), 31);
+  await h.expectCode(db.command({ createRole: 'x', roles: [] }), 40414);
+  await h.expectCode(db.command({ createRole: 'x', privileges: [] }), 40414);
+  await h.expectCode(db.command({ updateRole: 'nosuch', roles: [] }), 31, /^Could not find role: nosuch@shop$/);
+  await h.expectCode(db.command({ updateRole: 'clerk' }), 2, /^Must specify at least one field to update in updateRole$/);
+  await h.expectCode(db.command({ dropRole: 'nosuch' }), 31, /^Could not find role: nosuch@shop$/);
+  await h.expectCode(db.command({ dropRole: 'read' }), 2, /^read@shop is a built-in role and cannot be modified$/);
+  await h.expectCode(db.command({ revokePrivilegesFromRole: 'clerk', privileges: [] }), 2,
+    /^revokePrivilegesFromRole command requires a non-empty "privileges" array$/);
+  // revokeRolesFromRole does not ask whether the roles it takes away exist.
+  assert.equal((await db.command({ revokeRolesFromRole: 'clerk', roles: ['nosuch'] })).ok, 1);
+  assert.equal(await (await root()).db('admin').collection('system.roles').countDocuments({ role: 'x' }), 0);
+});
+
+h.test('an admin role may hold cluster, any-database and other databases\' privileges', async () => {
+  const r = await root();
+  await r.db('admin').command({
+    createRole: 'monitorAndReadOrders',
+    privileges: [
+      { resource: { cluster: true }, actions: ['serverStatus'] },
+      { resource: { db: '', collection: 'orders' }, actions: ['find'] },
+    ],
+    roles: [],
+  });
+  const u = await userWith('mon', ['monitorAndReadOrders']);
+  assert.equal((await u.db('admin').command({ serverStatus: 1 })).ok, 1);
+  assert.equal(await u.db('shop').collection('orders').countDocuments(), 3);
+  assert.equal(await u.db('other').collection('orders').countDocuments(), 1);
+  await denied(u.db('shop').collection('secrets').findOne());
+  await denied(u.db('admin').command({ setParameter: 1, logLevel: 0 }));
+});
+
+h.test('updateRole replaces privileges and roles; a user without userAdmin cannot manage roles', async () => {
+  const r = await root();
+  await r.db('shop').command({ updateRole: 'clerk', privileges: [{ resource: { db: 'shop', collection: 'secrets' }, actions: ['remove'] }] });
+  const info = await r.db('shop').command({ rolesInfo: 'clerk', showPrivileges: true });
+  assert.deepEqual(info.roles[0].privileges, [{ resource: { db: 'shop', collection: 'secrets' }, actions: ['remove'] }]);
+  assert.deepEqual(info.roles[0].roles, [{ role: 'orderReader', db: 'shop' }], 'roles kept when not given');
+  const u = await login('mgr', pw('mgr'), 'shop');
+  await denied(u.db('shop').command({ createRole: 'mine', privileges: [], roles: [] }));
+  await denied(u.db('shop').command({ grantPrivilegesToRole: 'clerk', privileges: [{ resource: { db: 'shop', collection: '' }, actions: ['dropDatabase'] }] }));
+  await denied(u.db('shop').command({ dropRole: 'clerk' }));
+});
+
+h.test('roles survive a clean restart and a kill -9', async () => {
+  const r = await root();
+  await r.db('shop').command({ createRole: 'lastMinute', privileges: [{ resource: { db: 'shop', collection: 'orders' }, actions: ['update'] }], roles: [] });
+  await r.db('shop').command({ createUser: 'late', pwd: pw('late'), roles: ['lastMinute'] });
+  await srv.server.restart();
+  rootC = null;
+  let u = await login('reader1', pw('reader1'), 'shop');
+  assert.equal(await u.db('shop').collection('orders').countDocuments(), 3);
+  await (await root()).db('shop').collection('j').insertOne({ _id: 'flush' }, { writeConcern: { w: 1, j: true } });
+  await srv.server.restart({ kill9: true });
+  rootC = null;
+  u = await login('late', pw('late'), 'shop');
+  await u.db('shop').collection('orders').updateOne({ _id: 1 }, { $set: { v: 100 } });
+  await denied(u.db('shop').collection('orders').findOne());
+  const m = await login('mgr', pw('mgr'), 'shop');
+  await m.db('shop').collection('secrets').deleteOne({ _id: 6 });
+});
+
+h.test('dropRole takes the role from every user and role holding it; dropAllRolesFromDatabase answers n', async () => {
+  const r = await root();
+  await r.db('shop').command({ dropRole: 'orderReader' });
+  const reader = await login('reader1', pw('reader1'), 'shop');
+  await denied(reader.db('shop').collection('orders').findOne());
+  const users = await r.db('shop').command({ usersInfo: 'reader1' });
+  assert.deepEqual(users.users[0].roles, []);
+  const clerk = (await r.db('shop').command({ rolesInfo: 'clerk' })).roles[0];
+  assert.deepEqual(clerk.roles, []);
+  const res = await r.db('shop').command({ dropAllRolesFromDatabase: 1 });
+  assert.equal(res.n, 3); // clerk, manager, lastMinute
+  assert.deepEqual((await r.db('shop').command({ rolesInfo: 1 })).roles, []);
+  assert.equal(await r.db('admin').collection('system.roles').countDocuments({ db: 'shop' }), 0);
+  assert.deepEqual((await r.db('shop').command({ usersInfo: 'mgr' })).users[0].roles, []);
+});
