@@ -19,6 +19,12 @@
  * at ts seen). An event is returned when its position is after the
  * stream's start position.
  *
+ * clusterTime. An event's is its op's timestamp, except a multi-document
+ * transaction's events: all carry its first op's (the ops of one
+ * transaction are one raft entry with consecutive timestamps, and the op's
+ * place in it is in its oplog _id: limits.h), as mongod's carry their one
+ * applyOps entry's; startAtOperationTime at it gives the whole transaction.
+ *
  * Resume token. {_data: hex string}: 16 hex digits of the op's timestamp
  * (seconds << 32 | increment) then 2 of the kind, upper case, so tokens
  * compare as strings in stream order and are the same on every member (a
@@ -68,6 +74,7 @@
 #include "cmd/crud.h"
 #include "common/alloc.h"
 #include "common/docvec.h"
+#include "common/limits.h"
 #include "doc/value.h"
 #include "engine/cursor.h"
 #include "query/agg.h"
@@ -290,9 +297,13 @@ lookup_current(mf_op_t *op, const char *db, const char *coll, const bson_t *key,
     return 0;
 }
 
-/* The common head: _id, operationType, clusterTime, wallTime. */
+/*
+ * The common head: _id, operationType, clusterTime, wallTime. clusterTime
+ * is the op's timestamp less back: a transaction's events all carry its
+ * first op's (txn_back), as mongod's carry their one applyOps entry's.
+ */
 static void
-event_head(bson_t *ev, cs_pos_t p, const char *type, const bson_iter_t *ts, int64_t wall)
+event_head_at(bson_t *ev, cs_pos_t p, const char *type, const bson_iter_t *ts, uint32_t back, int64_t wall)
 {
     bson_t tok;
     uint32_t t, i;
@@ -302,8 +313,29 @@ event_head(bson_t *ev, cs_pos_t p, const char *type, const bson_iter_t *ts, int6
     bson_destroy(&tok);
     BSON_APPEND_UTF8(ev, "operationType", type);
     bson_iter_timestamp(ts, &t, &i);
-    BSON_APPEND_TIMESTAMP(ev, "clusterTime", t, i);
+    BSON_APPEND_TIMESTAMP(ev, "clusterTime", t, back <= i ? i - back : i);
     BSON_APPEND_DATE_TIME(ev, "wallTime", wall);
+}
+
+static void
+event_head(bson_t *ev, cs_pos_t p, const char *type, const bson_iter_t *ts, int64_t wall)
+{
+    event_head_at(ev, p, type, ts, 0, wall);
+}
+
+/*
+ * How far a transaction's op (one naming lsid and txnNumber: repl/oplog.c
+ * logs a multi-document transaction's ops so, and only those) is from its
+ * entry's first op, which has the transaction's timestamp; 0 for any other.
+ */
+static uint32_t
+txn_back(const bson_t *opdoc)
+{
+    bson_iter_t it;
+    if (opdoc == NULL || !bson_iter_init_find(&it, opdoc, "txnNumber") || !bson_iter_init_find(&it, opdoc, "_id") ||
+        !BSON_ITER_HOLDS_INT64(&it))
+        return 0;
+    return (uint32_t)((uint64_t)bson_iter_int64(&it) & ((1u << MF_OPLOG_OPS_BITS) - 1));
 }
 
 static bool
@@ -461,7 +493,7 @@ doc_event(scan_ctx_t *x, const char *op, const char *db, const char *coll, const
     bson_init(&key);
     if (bson_iter_init_find(&it, keysrc, "_id"))
         bson_append_value(&key, "_id", 3, bson_iter_value(&it));
-    event_head(&ev, p, type, ts, wall);
+    event_head_at(&ev, p, type, ts, txn_back(opdoc), wall);
     append_uuid(x, &ev);
     if (op[0] == 'i' || (op[0] == 'u' && diff == NULL)) {
         BSON_APPEND_DOCUMENT(&ev, "fullDocument", o);

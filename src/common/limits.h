@@ -27,6 +27,14 @@
 #define MF_MAX_ARRAY_PADDING 1500000        /* nulls an update may add to reach an array index (MongoDB: 34) */
 
 /*
+ * local.oplog.rs documents' _id (repl/repl.c writes it, change streams read
+ * it): the raft index << MF_OPLOG_OPS_BITS | the op's place in its entry.
+ * The ops of one entry have consecutive timestamps, so an op's place tells
+ * the timestamp of its entry's first op (a transaction's clusterTime).
+ */
+#define MF_OPLOG_OPS_BITS 20
+
+/*
  * A kind-1 document sequence of an OP_MSG (or any list of documents a
  * command takes beside its body): docs are static views into a buffer that
  * outlives the command.

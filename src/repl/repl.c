@@ -42,6 +42,7 @@
 
 #include "cmd/cmd.h"
 #include "common/alloc.h"
+#include "common/limits.h"
 #include "common/clock.h"
 #include "common/curop.h"
 #include "common/fds.h"
@@ -1956,7 +1957,7 @@ applier_main(void *arg)
  * entry, so the newest _id tells which entry was written last (MongoDB's
  * oplog has no _id; tools ignore it).
  */
-#define OPLOG_OPS_BITS 20
+#define OPLOG_OPS_BITS MF_OPLOG_OPS_BITS
 
 static int64_t
 oplog_id(uint64_t index, uint32_t k)

@@ -141,6 +141,19 @@ R.test('a transaction\'s events carry its lsid and txnNumber (as mongod\'s), so 
     assert.deepEqual(Object.keys(upd).slice(-3), ['updateDescription', 'lsid', 'txnNumber']);
     assert.equal(ins.operationType, 'insert');
     assert.equal(upd.operationType, 'update');
+    // One clusterTime for the whole transaction, as mongod's (one applyOps entry); later than the plain insert's.
+    assert.ok(ins.clusterTime.equals(upd.clusterTime), `${ins.clusterTime} vs ${upd.clusterTime}`);
+    assert.ok(plain.clusterTime.lessThan(ins.clusterTime));
+    assert.notDeepEqual(ins._id, upd._id, 'each event keeps its own resume token');
+    // Starting at the transaction's clusterTime gives all of its events; resuming after the first gives the rest.
+    const at = c.watch([], { maxAwaitTimeMS: 200, startAtOperationTime: ins.clusterTime });
+    try {
+      assert.deepEqual([(await next(at)).operationType, (await next(at)).operationType], ['insert', 'update']);
+    } finally { await at.close(); }
+    const after = c.watch([], { maxAwaitTimeMS: 200, resumeAfter: ins._id });
+    try {
+      assert.equal((await next(after)).operationType, 'update');
+    } finally { await after.close(); }
   } finally {
     await session.endSession();
     await s.close();
