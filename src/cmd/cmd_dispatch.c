@@ -952,7 +952,7 @@ slow_log_limited(const mf_client_t *client, const char *ns, const bson_t *cmd, c
  */
 static void
 profile_entry(const mf_client_t *client, const char *ns, const char *name, const bson_t *cmd, const bson_t *reply,
-              int64_t millis, const mf_curop_scan_t *scan, const mf_error_t *err, bson_t *out)
+              int64_t millis, bool legacy, const mf_curop_scan_t *scan, const mf_error_t *err, bson_t *out)
 {
     bson_iter_t it;
     bson_t e;
@@ -989,14 +989,34 @@ profile_entry(const mf_client_t *client, const char *ns, const char *name, const
         BSON_APPEND_UTF8(&e, "errName", mf_err_codename(err->code));
     }
     BSON_APPEND_INT32(&e, "responseLength", (int32_t)reply->len);
+    BSON_APPEND_UTF8(&e, "protocol", legacy ? "op_query" : "op_msg");
     BSON_APPEND_INT64(&e, "millis", millis);
     if (scan->plan[0])
         BSON_APPEND_UTF8(&e, "planSummary", scan->plan);
     BSON_APPEND_DATE_TIME(&e, "ts", mf_now_ms());
-    BSON_APPEND_UTF8(&e, "client", client ? client->remote : "");
+    /* As mongod's profiler: the client's address without its port, then who ran it ("user@db", "" for nobody). */
+    const char *remote = client ? client->remote : "";
+    const char *colon = strrchr(remote, ':');
+    bson_append_utf8(&e, "client", -1, remote, colon != NULL ? (int)(colon - remote) : -1);
     if (client != NULL && client->app_name[0])
         BSON_APPEND_UTF8(&e, "appName", client->app_name);
-    BSON_APPEND_UTF8(&e, "user", "");
+    const char *user = NULL, *udb = NULL;
+    bson_t users, u;
+    BSON_APPEND_ARRAY_BEGIN(&e, "allUsers", &users);
+    if (client != NULL && mf_cmd_auth_user(client, &user, &udb)) {
+        BSON_APPEND_DOCUMENT_BEGIN(&users, "0", &u);
+        BSON_APPEND_UTF8(&u, "user", user);
+        BSON_APPEND_UTF8(&u, "db", udb);
+        bson_append_document_end(&users, &u);
+    }
+    bson_append_array_end(&e, &users);
+    if (user != NULL) {
+        char full[400];
+        snprintf(full, sizeof(full), "%s@%s", user, udb);
+        BSON_APPEND_UTF8(&e, "user", full);
+    } else {
+        BSON_APPEND_UTF8(&e, "user", "");
+    }
     if (redacted != NULL)
         bson_destroy(redacted);
     bson_steal(out, &e);
@@ -1036,7 +1056,7 @@ op_finished(mf_engine_t *eng, const mf_client_t *client, const char *db, const c
     if (filter != NULL) {
         /* The database's filter decides, over the operation's profile entry, in place of slowms and sampleRate. */
         coll = command_ns(ns, sizeof(ns), db, name, cmd);
-        profile_entry(client, ns, name, cmd, reply, millis, scan, err, &entry);
+        profile_entry(client, ns, name, cmd, reply, millis, legacy, scan, err, &entry);
         have_entry = true;
         slow = mf_profile_filter_match(filter, &entry);
         mf_profile_filter_release(filter);
@@ -1055,7 +1075,7 @@ op_finished(mf_engine_t *eng, const mf_client_t *client, const char *db, const c
      */
     if (profiled && !mf_cmd_in_txn() && !(coll != NULL && strcmp(coll, "system.profile") == 0)) {
         if (!have_entry)
-            profile_entry(client, ns, name, cmd, reply, millis, scan, err, &entry);
+            profile_entry(client, ns, name, cmd, reply, millis, legacy, scan, err, &entry);
         have_entry = true;
         mf_profile_write(eng, db, &entry);
     }

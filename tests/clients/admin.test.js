@@ -573,6 +573,16 @@ h.test('the profiler records a getMore under its collection\'s namespace and a d
   const stats = entries.find((e) => e.command && e.command.dbStats !== undefined);
   assert.ok(stats, 'dbStats profiled');
   assert.equal(stats.ns, `${db.databaseName}.$cmd`);
+  // As mongod's entries: the protocol, the client's address without its port, and who ran it (nobody here).
+  for (const e of entries) {
+    assert.equal(e.protocol, 'op_msg');
+    assert.equal(e.client, '127.0.0.1');
+    assert.deepEqual(e.allUsers, []);
+    assert.equal(e.user, '');
+  }
+  const keys = Object.keys(stats);
+  assert.deepEqual(keys.slice(keys.indexOf('responseLength'), keys.indexOf('responseLength') + 3), ['responseLength', 'protocol', 'millis']);
+  assert.deepEqual(keys.slice(-2), ['allUsers', 'user']);
 });
 
 h.test('replica-set commands on a standalone answer 76 NoReplicationEnabled', async () => {

@@ -72,6 +72,22 @@ h.test('createRole stores the role in admin.system.roles as mongod does; a user 
   await denied(u.db('shop').collection('orders').insertOne({ _id: 9 }));
 });
 
+h.test('the profiler names who ran an operation: user "name@db" and allUsers [{user, db}], as mongod', async () => {
+  const r = await root();
+  await r.db('shop').command({ profile: 2 });
+  try {
+    const u = await login('reader1', pw('reader1'), 'shop');
+    await u.db('shop').collection('orders').find({ v: 2 }).toArray();
+  } finally {
+    await r.db('shop').command({ profile: 0 });
+  }
+  const e = await r.db('shop').collection('system.profile').findOne({ op: 'query', 'command.filter.v': 2 });
+  assert.ok(e, 'the find was profiled');
+  assert.equal(e.user, 'reader1@shop');
+  assert.deepEqual(e.allUsers, [{ user: 'reader1', db: 'shop' }]);
+  await r.db('shop').collection('system.profile').drop();
+});
+
 h.test('grantPrivilegesToRole and revokePrivilegesFromRole change a logged-in user\'s privileges at once; actions merge per resource', async () => {
   const r = await root();
   const u = await userWith('reader2', [{ role: 'orderReader', db: 'shop' }], 'shop');
