@@ -22,6 +22,7 @@
 #include "common/fmt.h"
 #include "common/log.h"
 #include "index/index.h"
+#include "doc/collation.h"
 #include "doc/match.h"
 #include "doc/path.h"
 
@@ -51,14 +52,20 @@ index_covers(const mf_index_t *ix, const bson_t *doc)
     return ix->partial == NULL || mf_matcher_match(ix->partial, doc, NULL);
 }
 
-/* Fills err with MongoDB's duplicate key error for ix and doc. */
+/*
+ * Fills err with MongoDB's duplicate key error for ix and doc: the message
+ * and {keyPattern, keyValue}; on a collated index, as mongod 8.0's, the
+ * message names the collation and string components are the hex of their
+ * collation key, in the message and in keyValue, and {collation} follows.
+ */
 static int
 dup_key_error(mf_coll_t *c, mf_index_t *ix, const bson_t *doc, mf_error_t *err)
 {
-    bson_t kv, kp;
-    char text[400], val[300];
+    bson_t kv, kp, spec = BSON_INITIALIZER;
+    char text[400], val[300], coll_text[400] = "";
     size_t n = 0;
     bson_iter_t it;
+    const mf_collation_t *coll = ix->kp.collation;
 
     bson_init(&kv);
     text[0] = '\0';
@@ -67,13 +74,26 @@ dup_key_error(mf_coll_t *c, mf_index_t *ix, const bson_t *doc, mf_error_t *err)
         bson_value_t nullv = {.value_type = BSON_TYPE_NULL};
         if (!mf_path_get(doc, ix->kp.fields[i], &v))
             v = nullv;
-        mf_fmt_value(&v, val, sizeof(val));
+        if (coll != NULL && v.value_type == BSON_TYPE_UTF8) {
+            char *hex = mf_collation_key_hex(coll, v.value.v_utf8.str, v.value.v_utf8.len);
+            snprintf(val, sizeof(val), "\"%.280s\"", hex);
+            bson_append_utf8(&kv, ix->kp.fields[i], -1, hex, -1);
+            free(hex);
+        } else {
+            mf_fmt_value(&v, val, sizeof(val));
+            bson_append_value(&kv, ix->kp.fields[i], -1, &v);
+        }
         n += (size_t)snprintf(text + n, n < sizeof(text) ? sizeof(text) - n : 0, "%s%s: %s", i ? ", " : "",
                               ix->kp.fields[i], val);
-        bson_append_value(&kv, ix->kp.fields[i], -1, &v);
     }
-    mf_err_set(err, MF_E_DuplicateKey, "E11000 duplicate key error collection: %s index: %s dup key: { %s }", c->ns,
-               ix->name, text);
+    if (coll != NULL) {
+        char spec_text[360];
+        mf_collation_append_spec(coll, &spec);
+        mf_fmt_doc(&spec, spec_text, sizeof(spec_text));
+        snprintf(coll_text, sizeof(coll_text), " collation: %s", spec_text);
+    }
+    mf_err_set(err, MF_E_DuplicateKey, "E11000 duplicate key error collection: %s index: %s%s dup key: { %s }", c->ns,
+               ix->name, coll_text, text);
     bson_t info;
     bson_init(&info);
     if (bson_iter_init_find(&it, ix->spec, "key") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
@@ -84,9 +104,12 @@ dup_key_error(mf_coll_t *c, mf_index_t *ix, const bson_t *doc, mf_error_t *err)
             BSON_APPEND_DOCUMENT(&info, "keyPattern", &kp);
     }
     BSON_APPEND_DOCUMENT(&info, "keyValue", &kv);
+    if (coll != NULL)
+        BSON_APPEND_DOCUMENT(&info, "collation", &spec);
     mf_err_set_info(err, bson_get_data(&info), info.len);
     bson_destroy(&info);
     bson_destroy(&kv);
+    bson_destroy(&spec);
     return -1;
 }
 

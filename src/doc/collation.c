@@ -294,3 +294,22 @@ mf_collation_key(const mf_collation_t *c, const char *s, size_t len, uint8_t **b
     /* ucol_nextSortKeyPart leaves out the final zero byte: the key has none inside. */
     return n;
 }
+
+char *
+mf_collation_key_hex(const mf_collation_t *c, const char *s, size_t len)
+{
+    static const char digits[] = "0123456789abcdef";
+    uint8_t *buf = NULL;
+    size_t bcap = 0, o = 2;
+    size_t n = mf_collation_key(c, s, len, &buf, &bcap);
+    char *out = mf_malloc(2 * n + 3);
+    out[0] = '0';
+    out[1] = 'x';
+    for (size_t i = 0; i < n; i++) {
+        out[o++] = digits[buf[i] >> 4];
+        out[o++] = digits[buf[i] & 15];
+    }
+    out[o] = '\0';
+    free(buf);
+    return out;
+}

@@ -65,6 +65,13 @@ int mf_collation_cmp(const mf_collation_t *c, const char *a, size_t alen, const 
  */
 size_t mf_collation_key(const mf_collation_t *c, const char *s, size_t len, uint8_t **buf, size_t *cap);
 
+/*
+ * mf_collation_key_hex: s's sort key under c as mongod's duplicate key
+ * errors show a collated index's string: "0x" and the key's bytes in
+ * lower-case hex. Returns a new string (the caller frees it).
+ */
+char *mf_collation_key_hex(const mf_collation_t *c, const char *s, size_t len);
+
 /* The calling thread's collation (NULL: simple) and its installation. */
 const mf_collation_t *mf_collation_current(void);
 void mf_collation_set_current(const mf_collation_t *c);

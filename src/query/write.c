@@ -538,6 +538,22 @@ upsert_dup_retryable(const bson_t *q, const mf_error_t *err)
     bson_iter_document(&it, &len, &data);
     if (!bson_init_static(&kv, data, len))
         return false;
+    /*
+     * A collated index's strings are its collation's keys (in hex, dup_key_error): the query must use that
+     * collation, and its strings are compared by their keys, as mongod's check does.
+     */
+    const mf_collation_t *coll = NULL;
+    if (bson_iter_init_find(&it, &info, "collation") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+        bson_t want, have = BSON_INITIALIZER;
+        bson_iter_document(&it, &len, &data);
+        coll = mf_collation_current();
+        if (coll != NULL)
+            mf_collation_append_spec(coll, &have);
+        bool same = coll != NULL && bson_init_static(&want, data, len) && bson_equal(&want, &have);
+        bson_destroy(&have);
+        if (!same)
+            return false;
+    }
     if (!eq_collect(q, &eq) || eq.n != (int)bson_count_keys(&kp) || !bson_iter_init(&pi, &kp) ||
         !bson_iter_init(&vi, &kv))
         return false;
@@ -547,8 +563,17 @@ upsert_dup_retryable(const bson_t *q, const mf_error_t *err)
             return false;
         for (i = 0; i < eq.n && strcmp(eq.path[i], bson_iter_key(&pi)) != 0; i++)
             ;
-        if (i == eq.n || !mf_value_equal(&eq.v[i], bson_iter_value(&vi)))
+        if (i == eq.n)
             return false;
+        if (coll != NULL && eq.v[i].value_type == BSON_TYPE_UTF8) {
+            char *hex = mf_collation_key_hex(coll, eq.v[i].value.v_utf8.str, eq.v[i].value.v_utf8.len);
+            bool same = BSON_ITER_HOLDS_UTF8(&vi) && strcmp(hex, bson_iter_utf8(&vi, NULL)) == 0;
+            free(hex);
+            if (!same)
+                return false;
+        } else if (!mf_value_equal(&eq.v[i], bson_iter_value(&vi))) {
+            return false;
+        }
     }
     return true;
 }

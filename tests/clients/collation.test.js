@@ -124,7 +124,18 @@ h.test('an index with a collation: unique by the collation, used by queries with
   const c = db.collection('ix');
   await c.createIndex({ w: 1 }, { name: 'w_ci', unique: true, collation: CI });
   await c.insertOne({ _id: 1, w: 'ping' });
-  await h.expectCode(c.insertOne({ _id: 2, w: 'PING' }), 11000);
+  // As mongod 8.0's buildDupKeyErrorStatus: the collation in the message, a string as the hex of its collation key
+  // (what the index stores), in the message and in keyValue, and the collation in the error's fields.
+  const dup = await h.expectCode(c.insertOne({ _id: 2, w: 'PING' }), 11000,
+    /^E11000 duplicate key error collection: \S+\.ix index: w_ci collation: \{ locale: "en_US", caseLevel: false, caseFirst: "off", strength: 2, .*\} dup key: \{ w: "0x[0-9a-f]+" \}$/);
+  const info = dup.errorResponse || dup;
+  assert.match(info.keyValue.w, /^0x[0-9a-f]+$/);
+  assert.deepEqual(info.keyPattern, { w: 1 });
+  assert.equal(info.collation.locale, 'en_US');
+  assert.equal(info.collation.strength, 2);
+  // The same collation key whatever the case: 'Ping' is refused with the same keyValue.
+  const dup2 = await h.expectCode(c.insertOne({ _id: 2, w: 'Ping' }), 11000);
+  assert.equal((dup2.errorResponse || dup2).keyValue.w, info.keyValue.w);
   await c.insertMany([{ _id: 3, w: 'pong' }, { _id: 4, w: 'apple' }, { _id: 5, w: 5 }]);
   const ix = (await c.listIndexes().toArray()).find((i) => i.name === 'w_ci');
   assert.equal(ix.collation.locale, 'en_US');

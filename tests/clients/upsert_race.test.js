@@ -68,3 +68,20 @@ h.test('an upsert whose filter holds more than the unique key still answers E110
   assert.equal(f && f.code, 11000, String(f));
   assert.deepEqual(await kv.find({}, { projection: { _id: 0 } }).toArray(), [{ key: 'x', other: 2 }]);
 });
+
+h.test('on a collated unique index: concurrent upserts with the index\'s collation all succeed (strings compared by their collation keys); without it they are not retried, as mongod', async () => {
+  const db = srv.freshDb('race_coll');
+  const kv = db.collection('keyv');
+  const ci = { locale: 'en', strength: 2 };
+  await kv.createIndex({ key: 1 }, { unique: true, collation: ci });
+  const fails = await stampede(40, 20, (r, i) => kv.updateOne({ key: { $eq: i % 2 ? `K${r}` : `k${r}` } },
+    { $inc: { writes: 1 } }, { upsert: true, collation: ci }));
+  assert.deepEqual(fails.map((e) => e.message), [], 'no upsert failed');
+  const docs = await kv.find({}).toArray();
+  assert.equal(docs.length, 40, 'one document per key, whatever its case');
+  for (const d of docs) assert.equal(d.writes, 20, JSON.stringify(d));
+  // Without the collation the filter matches no document of another case, and the insert's duplicate is no retry.
+  await kv.insertOne({ key: 'Solo' });
+  const e = await kv.updateOne({ key: 'solo' }, { $set: { v: 1 } }, { upsert: true }).then(() => null, (x) => x);
+  assert.equal(e && e.code, 11000, String(e));
+});
