@@ -147,3 +147,29 @@ h.test('mongosh show dbs / show collections / indexes / serverStatus helpers', {
   assert.match(out, /dropped=true/);
   assert.match(out, /hello=true/);
 });
+
+h.test('mongosh role helpers: db.createRole, getRole(s), grant/revoke privileges and roles, updateRole, dropRole, dropAllRoles', { timeout: 120000 }, async () => {
+  const db = srv.freshDb('shroles');
+  const out = await mongosh(db.databaseName, `
+    db.createRole({ role: "r1", privileges: [{ resource: { db: db.getName(), collection: "a" }, actions: ["insert", "find"] }], roles: ["read"] });
+    db.grantPrivilegesToRole("r1", [{ resource: { db: db.getName(), collection: "b" }, actions: ["update"] }]);
+    db.revokeRolesFromRole("r1", ["read"]);
+    print("privs=" + JSON.stringify(db.getRole("r1", { showPrivileges: true }).privileges));
+    db.updateRole("r1", { roles: [{ role: "readWrite", db: db.getName() }] });
+    db.grantRolesToRole("r1", ["dbAdmin"]);
+    print("roles=" + JSON.stringify(db.getRole("r1").roles.map((r) => r.role)));
+    db.revokePrivilegesFromRole("r1", [{ resource: { db: db.getName(), collection: "a" }, actions: ["find"] }]);
+    print("after=" + JSON.stringify(db.getRole("r1", { showPrivileges: true }).privileges.map((p) => p.actions)));
+    print("list=" + JSON.stringify(db.getRoles().roles.map((r) => r.role)));
+    db.dropRole("r1");
+    db.createRole({ role: "r2", privileges: [], roles: [] });
+    print("dropAll=" + JSON.stringify(db.dropAllRoles()));
+    print("left=" + db.getRoles().roles.length);
+  `);
+  assert.match(out, /privs=\[\{"resource":\{"db":"[^"]+","collection":"a"\},"actions":\["find","insert"\]\},\{"resource":\{"db":"[^"]+","collection":"b"\},"actions":\["update"\]\}\]/);
+  assert.match(out, /roles=\["readWrite","dbAdmin"\]/);
+  assert.match(out, /after=\[\["insert"\],\["update"\]\]/);
+  assert.match(out, /list=\["r1"\]/);
+  assert.match(out, /dropAll=\{"n":1,"ok":1\}/);
+  assert.match(out, /left=0/);
+});
