@@ -90,8 +90,17 @@ typedef struct action_def {
     uint32_t acts, cacts;
 } action_def_t;
 
-#define UA MF_ACT_USER_ADMIN
-/* In action_type.idl's order, which is MongoDB's order of a privilege's actions. */
+/*
+ * In action_type.idl's order, which is MongoDB's order of a privilege's
+ * actions. An action maps to a group only when the group grants nothing it
+ * does not name, or only read-only statistics (collStats, dbStats and
+ * indexStats share MF_ACT_STATS; the monitoring actions share
+ * MF_CACT_MONITOR); the others grant nothing (fail closed): user and role
+ * administration (one group, which on admin reaches every credential),
+ * cluster administration (one group from setParameter to shutdown),
+ * changeStream, dbHash, plan cache filters and search indexes. The
+ * built-in roles still grant those.
+ */
 static const action_def_t actions[] = {
     {"addShard", 0, 0},
     {"advanceClusterTime", 0, 0},
@@ -99,7 +108,7 @@ static const action_def_t actions[] = {
     {"analyze", 0, 0},
     {"analyzeShardKey", 0, 0},
     {"anyAction", EVERYTHING, EVERYTHING},
-    {"appendOplogNote", 0, MF_CACT_ADMIN},
+    {"appendOplogNote", 0, 0},
     {"applicationMessage", 0, 0},
     {"auditConfigure", 0, 0},
     {"auditLogRotate", 0, 0},
@@ -108,11 +117,11 @@ static const action_def_t actions[] = {
     {"authSchemaUpgrade", 0, 0},
     {"bypassDocumentValidation", MF_ACT_BYPASS_VALIDATION, 0},
     {"bypassWriteBlockingMode", 0, 0},
-    {"changeCustomData", UA, 0},
-    {"changePassword", UA, 0},
+    {"changeCustomData", 0, 0},
+    {"changePassword", 0, 0},
     {"changeOwnPassword", 0, 0},
     {"changeOwnCustomData", 0, 0},
-    {"changeStream", MF_ACT_FIND, 0},
+    {"changeStream", 0, 0},
     {"checkFreeMonitoringStatus", 0, 0},
     {"checkMetadataConsistency", 0, 0},
     {"cleanupOrphaned", 0, 0},
@@ -131,21 +140,21 @@ static const action_def_t actions[] = {
     {"createCollection", MF_ACT_CREATE_COLLECTION, 0},
     {"createDatabase", 0, 0},
     {"createIndex", MF_ACT_CREATE_INDEX, 0},
-    {"createRole", UA, 0},
-    {"createSearchIndexes", MF_ACT_CREATE_INDEX, 0},
-    {"createUser", UA, 0},
+    {"createRole", 0, 0},
+    {"createSearchIndexes", 0, 0},
+    {"createUser", 0, 0},
     {"dbCheck", 0, 0},
-    {"dbHash", MF_ACT_FIND, 0},
+    {"dbHash", 0, 0},
     {"dbStats", MF_ACT_STATS, 0},
-    {"dropAllRolesFromDatabase", UA, 0},
-    {"dropAllUsersFromDatabase", UA, 0},
+    {"dropAllRolesFromDatabase", 0, 0},
+    {"dropAllUsersFromDatabase", 0, 0},
     {"dropCollection", MF_ACT_DROP_COLLECTION, 0},
-    {"dropConnections", 0, MF_CACT_ADMIN},
+    {"dropConnections", 0, 0},
     {"dropDatabase", MF_ACT_DROP_DATABASE, 0},
     {"dropIndex", MF_ACT_DROP_INDEX, 0},
-    {"dropRole", UA, 0},
-    {"dropSearchIndex", MF_ACT_DROP_INDEX, 0},
-    {"dropUser", UA, 0},
+    {"dropRole", 0, 0},
+    {"dropSearchIndex", 0, 0},
+    {"dropUser", 0, 0},
     {"emptycapped", 0, 0},
     {"enableProfiler", MF_ACT_PROFILE, 0},
     {"enableSharding", 0, 0},
@@ -153,8 +162,8 @@ static const action_def_t actions[] = {
     {"find", MF_ACT_FIND, 0},
     {"flushRouterConfig", 0, 0},
     {"forceUUID", 0, 0},
-    {"fsync", 0, MF_CACT_ADMIN},
-    {"fsyncUnlock", 0, MF_CACT_ADMIN},
+    {"fsync", 0, 0},
+    {"fsyncUnlock", 0, 0},
     {"getClusterParameter", 0, 0},
     {"getDatabaseVersion", 0, 0},
     {"getDefaultRWConcern", 0, MF_CACT_MONITOR},
@@ -163,10 +172,10 @@ static const action_def_t actions[] = {
     {"getParameter", 0, MF_CACT_MONITOR},
     {"getShardMap", 0, 0},
     {"getShardVersion", 0, 0},
-    {"grantRole", UA, 0},
-    {"grantPrivilegesToRole", UA, 0},
-    {"grantRolesToRole", UA, 0},
-    {"grantRolesToUser", UA, 0},
+    {"grantRole", 0, 0},
+    {"grantPrivilegesToRole", 0, 0},
+    {"grantRolesToRole", 0, 0},
+    {"grantRolesToUser", 0, 0},
     {"hostInfo", 0, MF_CACT_MONITOR},
     {"impersonate", 0, 0},
     {"importCollection", 0, 0},
@@ -177,20 +186,20 @@ static const action_def_t actions[] = {
     {"invalidateUserCache", 0, 0},
     {"issueDirectShardOperations", 0, 0},
     {"killAnyCursor", MF_ACT_KILL_CURSORS, 0},
-    {"killAnySession", 0, MF_CACT_ADMIN},
+    {"killAnySession", 0, 0},
     {"killCursors", MF_ACT_KILL_CURSORS, 0},
-    {"killop", 0, MF_CACT_ADMIN},
+    {"killop", 0, 0},
     {"listCachedAndActiveUsers", 0, 0},
     {"listCollections", MF_ACT_LIST_COLLECTIONS, 0},
     {"listCursors", 0, 0},
     {"listDatabases", 0, MF_CACT_LIST_DATABASES},
     {"listIndexes", MF_ACT_LIST_INDEXES, 0},
     {"listSampledQueries", 0, 0},
-    {"listSearchIndexes", MF_ACT_LIST_INDEXES, 0},
+    {"listSearchIndexes", 0, 0},
     {"listSessions", 0, 0},
     {"listShards", 0, 0},
-    {"logRotate", 0, MF_CACT_ADMIN},
-    {"updateSearchIndex", MF_ACT_CREATE_INDEX, 0},
+    {"logRotate", 0, 0},
+    {"updateSearchIndex", 0, 0},
     {"moveChunk", 0, 0},
     {"moveCollection", 0, 0},
     {"netstat", 0, MF_CACT_MONITOR},
@@ -198,9 +207,9 @@ static const action_def_t actions[] = {
     {"oidcRefreshKeys", 0, 0},
     {"oidReset", 0, 0},
     {"operationMetrics", 0, 0},
-    {"planCacheIndexFilter", MF_ACT_COLLMOD, 0},
+    {"planCacheIndexFilter", 0, 0},
     {"planCacheRead", 0, 0},
-    {"planCacheWrite", MF_ACT_COLLMOD, 0},
+    {"planCacheWrite", 0, 0},
     {"querySettings", 0, 0},
     {"queryStatsRead", 0, 0},
     {"queryStatsReadTransformed", 0, 0},
@@ -211,34 +220,34 @@ static const action_def_t actions[] = {
     {"renameCollection", 0, 0},
     {"renameCollectionSameDB", MF_ACT_RENAME_SAME_DB, 0},
     {"repairDatabase", 0, 0},
-    {"replSetConfigure", 0, MF_CACT_ADMIN},
+    {"replSetConfigure", 0, 0},
     {"replSetGetConfig", 0, MF_CACT_MONITOR},
     {"replSetGetStatus", 0, MF_CACT_MONITOR},
     {"replSetHeartbeat", 0, 0},
-    {"replSetReconfig", 0, MF_CACT_ADMIN},
+    {"replSetReconfig", 0, 0},
     {"replSetResizeOplog", 0, 0},
-    {"replSetStateChange", 0, MF_CACT_ADMIN},
+    {"replSetStateChange", 0, 0},
     {"reshardCollection", 0, 0},
     {"resync", 0, 0},
-    {"revokeRole", UA, 0},
-    {"revokePrivilegesFromRole", UA, 0},
-    {"revokeRolesFromRole", UA, 0},
-    {"revokeRolesFromUser", UA, 0},
+    {"revokeRole", 0, 0},
+    {"revokePrivilegesFromRole", 0, 0},
+    {"revokeRolesFromRole", 0, 0},
+    {"revokeRolesFromUser", 0, 0},
     {"rotateCertificates", 0, 0},
     {"runAsLessPrivilegedUser", 0, 0},
     {"runTenantMigration", 0, 0},
     {"serverStatus", 0, MF_CACT_MONITOR},
     {"setAuthenticationRestriction", 0, 0},
     {"setClusterParameter", 0, 0},
-    {"setDefaultRWConcern", 0, MF_CACT_ADMIN},
+    {"setDefaultRWConcern", 0, 0},
     {"setFeatureCompatibilityVersion", 0, 0},
     {"setFreeMonitoring", 0, 0},
-    {"setParameter", 0, MF_CACT_ADMIN},
+    {"setParameter", 0, 0},
     {"setUserWriteBlockMode", 0, 0},
     {"shardCollection", 0, 0},
     {"shardedDataDistribution", 0, 0},
     {"shardingState", 0, 0},
-    {"shutdown", 0, MF_CACT_ADMIN},
+    {"shutdown", 0, 0},
     {"splitChunk", 0, 0},
     {"splitVector", 0, 0},
     {"storageDetails", 0, 0},
@@ -247,12 +256,12 @@ static const action_def_t actions[] = {
     {"trafficRecord", 0, 0},
     {"transitionFromDedicatedConfigServer", 0, 0},
     {"transitionToDedicatedConfigServer", 0, 0},
-    {"unlock", 0, MF_CACT_ADMIN},
+    {"unlock", 0, 0},
     {"useTenant", 0, 0},
     {"useUUID", 0, 0},
     {"update", MF_ACT_UPDATE, 0},
-    {"updateRole", UA, 0},
-    {"updateUser", UA, 0},
+    {"updateRole", 0, 0},
+    {"updateUser", 0, 0},
     {"validate", MF_ACT_VALIDATE, 0},
     {"viewRole", MF_ACT_VIEW_USER, 0},
     {"viewUser", MF_ACT_VIEW_USER, 0},
@@ -264,7 +273,6 @@ static const action_def_t actions[] = {
     {"listClusterCatalog", 0, 0},
     {"unshardCollection", 0, 0},
 };
-#undef UA
 
 int
 mf_action_lookup(const char *name, uint32_t *acts, uint32_t *cacts)
@@ -319,7 +327,9 @@ mf_privs_add_privilege(mf_privs_t *p, const mf_privilege_t *pv)
                 return;
             }
         }
-        if (p->ncolls < MF_PRIVS_MAX_COLLS) {
+        /* Past the table, or a name it cannot hold whole: left out, which grants less, never more. */
+        if (p->ncolls < MF_PRIVS_MAX_COLLS && strlen(db) < sizeof(p->colls[0].db) &&
+            strlen(pv->coll) < sizeof(p->colls[0].coll)) {
             snprintf(p->colls[p->ncolls].db, sizeof(p->colls[0].db), "%s", db);
             snprintf(p->colls[p->ncolls].coll, sizeof(p->colls[0].coll), "%s", pv->coll);
             p->colls[p->ncolls++].acts = pv->acts;
@@ -369,10 +379,8 @@ mf_privs_allow(const mf_privs_t *p, const char *db, const char *coll, uint32_t a
     if (coll != NULL && coll[0] != '\0')
         h |= held_on_coll(p, db, coll);
     if (coll != NULL && strcmp(db, "admin") == 0 && (strcmp(coll, "system.users") == 0 || strcmp(coll, "system.roles") == 0)) {
-        /* Credentials: only user administrators on admin read or write them. */
-        if (!(h & MF_ACT_USER_ADMIN) && !((h & MF_ACT_VIEW_USER) && acts == MF_ACT_FIND))
-            return false;
-        return true;
+        /* Credentials and roles: only user administrators on admin read or write them (viewUser alone does not). */
+        return (h & MF_ACT_USER_ADMIN) != 0;
     }
     if (coll != NULL && strcmp(coll, "system.profile") == 0 && (h & (MF_ACT_PROFILE | MF_ACT_STATS)) &&
         (acts & ~(MF_ACT_FIND | MF_ACT_LIST_INDEXES | MF_ACT_KILL_CURSORS)) == 0)

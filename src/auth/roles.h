@@ -20,7 +20,7 @@
  *   - cluster: server-wide actions (serverStatus, setParameter, replSet*).
  *
  * Two collections are not covered by data privileges, as in MongoDB:
- * admin.system.users (and admin.system.roles) need user administration on admin (so readWrite on
+ * admin.system.users and admin.system.roles need user administration on admin (so readWrite on
  * admin, or readWriteAnyDatabase, cannot write credentials and escalate),
  * and <db>.system.profile may also be read with the profiling privilege
  * (dbAdmin). Everything here is plain data: no locks, no I/O.
@@ -63,7 +63,7 @@
 #define MF_CACT_INTERNAL (1u << 3) /* the members' own commands (__system only) */
 
 #define MF_PRIVS_MAX_DBS 32
-#define MF_PRIVS_MAX_COLLS 32
+#define MF_PRIVS_MAX_COLLS 64 /* a user's collection privileges; more are left out (denied) */
 
 typedef struct mf_privs {
     uint32_t any;     /* every database but local and config */
@@ -76,7 +76,7 @@ typedef struct mf_privs {
     } dbs[MF_PRIVS_MAX_DBS];
     struct {
         char db[64]; /* "": that collection in every database */
-        char coll[128];
+        char coll[256];
         uint32_t acts;
     } colls[MF_PRIVS_MAX_COLLS];
 } mf_privs_t;
@@ -93,7 +93,7 @@ typedef enum {
 
 typedef struct mf_privilege {
     mf_res_kind_t kind;
-    char db[64], coll[128];
+    char db[64], coll[256];
     uint32_t acts;  /* MF_ACT_* its actions grant on the resource */
     uint32_t cacts; /* MF_CACT_* (cluster and anyResource) */
 } mf_privilege_t;
@@ -101,9 +101,10 @@ typedef struct mf_privilege {
 /*
  * mf_action_lookup: name's place among MongoDB 8.0's action types (the
  * order mongod lists a privilege's actions in), or -1 if it is none; *acts
- * and *cacts (either may be NULL) get the groups it grants (both 0 for an
- * action no mayfly command checks on its own, such as planCacheRead:
- * accepted and kept, granting nothing more).
+ * and *cacts (either may be NULL) get the groups it grants: both 0 for an
+ * action no group matches without granting more than it names (user and
+ * role administration, cluster administration, planCacheRead, ...):
+ * accepted and kept, granting nothing (see roles.c).
  */
 int mf_action_lookup(const char *name, uint32_t *acts, uint32_t *cacts);
 

@@ -174,6 +174,70 @@ doc_names(const auth_kind_t *k, const bson_t *doc, const char **db, const char *
     return 0;
 }
 
+/* Reads, changes (fn) and replaces name@db's document in one durable transaction, retried on a write conflict. */
+static int
+rewrite_doc(mf_catalog_t *cat, const auth_kind_t *k, const char *db, const char *name, mf_rewrite_fn fn, void *arg,
+            mf_error_t *err)
+{
+    mf_coll_t *c = NULL;
+    char id[512];
+    bson_value_t idv;
+    int rc = -1;
+
+    if (!user_id(db, name, id, sizeof(id), &idv))
+        return mf_err_set(err, k->missing_code, k->missing_fmt, name, db);
+    mf_sess_t *s = mf_storage_session(mf_catalog_storage(cat));
+    if (mf_catalog_coll_acquire(cat, MF_USERS_DB, k->coll, false, &c, err) != 0)
+        goto done;
+    if (c == NULL) {
+        mf_err_set(err, k->missing_code, k->missing_fmt, name, db);
+        goto done;
+    }
+    for (int attempt = 0;; attempt++) {
+        int64_t rid = 0;
+        bson_t old, doc;
+        if (mf_txn_begin(s, err) != 0)
+            goto done;
+        rc = mf_coll_find_id(s, c, &idv, &rid, err);
+        if (rc == MF_NOTFOUND)
+            rc = mf_err_set(err, k->missing_code, k->missing_fmt, name, db);
+        if (rc == 0 && (rc = mf_coll_fetch(s, c, rid, &old, err)) == 0) {
+            bson_init(&doc);
+            rc = fn(arg, &old, &doc, err);
+            if (rc == 0)
+                rc = mf_coll_replace(s, c, rid, &old, &doc, err);
+            bson_destroy(&doc);
+            bson_destroy(&old);
+        }
+        if (rc == 0)
+            rc = mf_txn_commit(s, true, err);
+        else
+            mf_txn_abort(s);
+        if (rc != MF_CONFLICT)
+            break;
+        if (attempt == WRITE_ATTEMPTS) {
+            rc = mf_err_set(err, MF_E_WriteConflict, "writing %s %s@%s kept conflicting", k->key, name, db);
+            break;
+        }
+    }
+done:
+    mf_catalog_unlock(cat);
+    mf_storage_session_release(s);
+    return rc == 0 ? 0 : -1;
+}
+
+int
+mf_users_rewrite(mf_catalog_t *cat, const char *db, const char *user, mf_rewrite_fn fn, void *arg, mf_error_t *err)
+{
+    return rewrite_doc(cat, &users_kind, db, user, fn, arg, err);
+}
+
+int
+mf_roles_rewrite(mf_catalog_t *cat, const char *db, const char *role, mf_rewrite_fn fn, void *arg, mf_error_t *err)
+{
+    return rewrite_doc(cat, &roles_kind, db, role, fn, arg, err);
+}
+
 static int
 put_doc(mf_catalog_t *cat, const auth_kind_t *k, wkind_t kind, const bson_t *doc, mf_error_t *err)
 {
@@ -279,6 +343,169 @@ mf_roles_each(mf_catalog_t *cat, const char *db, int (*fn)(void *arg, const bson
               mf_error_t *err)
 {
     return each_doc(cat, &roles_kind, db, fn, arg, err);
+}
+
+/* Whether the roles array element at r is {role, db} naming role@db. */
+static bool
+elem_is_role(const bson_iter_t *r, const char *role, const char *db)
+{
+    bson_iter_t f;
+    bool rm = false, dm = false;
+    if (!BSON_ITER_HOLDS_DOCUMENT(r) || !bson_iter_recurse(r, &f))
+        return false;
+    while (bson_iter_next(&f)) {
+        if (!BSON_ITER_HOLDS_UTF8(&f))
+            continue;
+        if (strcmp(bson_iter_key(&f), "role") == 0)
+            rm = strcmp(bson_iter_utf8(&f, NULL), role) == 0;
+        else if (strcmp(bson_iter_key(&f), "db") == 0)
+            dm = strcmp(bson_iter_utf8(&f, NULL), db) == 0;
+    }
+    return rm && dm;
+}
+
+/* Whether doc's roles array names role@db. */
+static bool
+holds_role(const bson_t *doc, const char *role, const char *db)
+{
+    bson_iter_t it, r;
+    if (!bson_iter_init_find(&it, doc, "roles") || !BSON_ITER_HOLDS_ARRAY(&it) || !bson_iter_recurse(&it, &r))
+        return false;
+    while (bson_iter_next(&r))
+        if (elem_is_role(&r, role, db))
+            return true;
+    return false;
+}
+
+/* doc without role@db in its roles array, into out (initialised here). */
+static void
+pull_role(const bson_t *doc, const char *role, const char *db, bson_t *out)
+{
+    bson_iter_t it, r;
+    bson_init(out);
+    bson_iter_init(&it, doc);
+    while (bson_iter_next(&it)) {
+        if (strcmp(bson_iter_key(&it), "roles") != 0 || !BSON_ITER_HOLDS_ARRAY(&it)) {
+            bson_append_value(out, bson_iter_key(&it), -1, bson_iter_value(&it));
+            continue;
+        }
+        bson_t arr;
+        uint32_t n = 0;
+        BSON_APPEND_ARRAY_BEGIN(out, "roles", &arr);
+        bson_iter_recurse(&it, &r);
+        while (bson_iter_next(&r)) {
+            char key[16];
+            const char *kp;
+            if (elem_is_role(&r, role, db))
+                continue;
+            bson_uint32_to_string(n++, &kp, key, sizeof(key));
+            bson_append_value(&arr, kp, -1, bson_iter_value(&r));
+        }
+        bson_append_array_end(out, &arr);
+    }
+}
+
+/*
+ * In transaction s: every document of c (NULL: none) holding role@db is
+ * rewritten without it (but skip_id's, the role being dropped). The
+ * documents are read first, then rewritten, so the scan never meets its
+ * own writes. 0, MF_CONFLICT, or -1 with err.
+ */
+static int
+pull_everywhere(mf_sess_t *s, mf_coll_t *c, const char *role, const char *db, const char *skip_id, mf_error_t *err)
+{
+    mf_cur_t *cur;
+    int64_t *rids = NULL;
+    size_t n = 0, cap = 0;
+    int r, rc = 0;
+    if (c == NULL)
+        return 0;
+    if (mf_cur_open(s, c->uri, &cur, err) != 0)
+        return -1;
+    while ((r = mf_cur_next(cur)) == 0) {
+        const uint8_t *v;
+        size_t len;
+        bson_t view;
+        bson_iter_t it;
+        mf_cur_value(cur, &v, &len);
+        if (!bson_init_static(&view, v, len) || !holds_role(&view, role, db))
+            continue;
+        if (skip_id != NULL && bson_iter_init_find(&it, &view, "_id") && BSON_ITER_HOLDS_UTF8(&it) &&
+            strcmp(bson_iter_utf8(&it, NULL), skip_id) == 0)
+            continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 16;
+            rids = mf_realloc(rids, cap * sizeof(*rids));
+        }
+        rids[n++] = mf_cur_rid(cur);
+    }
+    mf_cur_close(cur);
+    if (r != MF_NOTFOUND)
+        rc = r == MF_CONFLICT ? MF_CONFLICT : mf_err_set(err, MF_E_InternalError, "scanning %s failed", c->ns);
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        bson_t old, doc;
+        rc = mf_coll_fetch(s, c, rids[i], &old, err);
+        if (rc != 0)
+            break;
+        pull_role(&old, role, db, &doc);
+        rc = mf_coll_replace(s, c, rids[i], &old, &doc, err);
+        bson_destroy(&old);
+        bson_destroy(&doc);
+    }
+    free(rids);
+    return rc;
+}
+
+int
+mf_roles_drop(mf_catalog_t *cat, const char *db, const char *role, mf_error_t *err)
+{
+    mf_coll_t *c = NULL, *users;
+    char id[512];
+    bson_value_t idv;
+    int rc = -1;
+
+    if (!user_id(db, role, id, sizeof(id), &idv))
+        return mf_err_set(err, MF_E_RoleNotFound, "Could not find role: %s@%s", role, db);
+    mf_sess_t *s = mf_storage_session(mf_catalog_storage(cat));
+    if (mf_catalog_coll_acquire(cat, MF_USERS_DB, MF_ROLES_COLL, false, &c, err) != 0)
+        goto done;
+    if (c == NULL) {
+        mf_err_set(err, MF_E_RoleNotFound, "Could not find role: %s@%s", role, db);
+        goto done;
+    }
+    users = mf_catalog_coll_find(cat, MF_USERS_DB, MF_USERS_COLL);
+    for (int attempt = 0;; attempt++) {
+        int64_t rid = 0;
+        bson_t old;
+        if (mf_txn_begin(s, err) != 0)
+            goto done;
+        rc = mf_coll_find_id(s, c, &idv, &rid, err);
+        if (rc == MF_NOTFOUND)
+            rc = mf_err_set(err, MF_E_RoleNotFound, "Could not find role: %s@%s", role, db);
+        /* As mongod's one transaction: the holders lose it, then the role goes. */
+        if (rc == 0)
+            rc = pull_everywhere(s, users, role, db, NULL, err);
+        if (rc == 0)
+            rc = pull_everywhere(s, c, role, db, id, err);
+        if (rc == 0 && (rc = mf_coll_fetch(s, c, rid, &old, err)) == 0) {
+            rc = mf_coll_remove(s, c, rid, &old, err);
+            bson_destroy(&old);
+        }
+        if (rc == 0)
+            rc = mf_txn_commit(s, true, err);
+        else
+            mf_txn_abort(s);
+        if (rc != MF_CONFLICT)
+            break;
+        if (attempt == WRITE_ATTEMPTS) {
+            rc = mf_err_set(err, MF_E_WriteConflict, "dropping role %s@%s kept conflicting", role, db);
+            break;
+        }
+    }
+done:
+    mf_catalog_unlock(cat);
+    mf_storage_session_release(s);
+    return rc == 0 ? 0 : -1;
 }
 
 static int

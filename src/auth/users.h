@@ -60,6 +60,21 @@ int mf_users_get(mf_catalog_t *cat, const char *db, const char *user, bson_t *ou
 int mf_users_insert(mf_catalog_t *cat, const bson_t *doc, mf_error_t *err) MF_WUR;
 int mf_users_replace(mf_catalog_t *cat, const bson_t *doc, mf_error_t *err) MF_WUR;
 
+/*
+ * mf_users_rewrite / mf_roles_rewrite: a read-modify-write of user@db's
+ * (role@db's) document in one durable transaction: fn(arg, old, out, err)
+ * appends the new document to out (initialised; old is valid during the
+ * call) and returns 0, or -1 with err to change nothing. On a write
+ * conflict (a concurrent change of the same document) the transaction is
+ * retried, calling fn again with the newer document, so no change is lost.
+ * 11 / 31 when there is no such document. 0, or -1 with err.
+ */
+typedef int (*mf_rewrite_fn)(void *arg, const bson_t *old, bson_t *out, mf_error_t *err);
+int mf_users_rewrite(mf_catalog_t *cat, const char *db, const char *user, mf_rewrite_fn fn, void *arg,
+                     mf_error_t *err) MF_WUR;
+int mf_roles_rewrite(mf_catalog_t *cat, const char *db, const char *role, mf_rewrite_fn fn, void *arg,
+                     mf_error_t *err) MF_WUR;
+
 /* mf_users_remove: removes user@db (11 UserNotFound if missing). 0, or -1 with err. */
 int mf_users_remove(mf_catalog_t *cat, const char *db, const char *user, mf_error_t *err) MF_WUR;
 
@@ -75,7 +90,7 @@ int mf_users_each(mf_catalog_t *cat, const char *db, int (*fn)(void *arg, const 
  * User-defined roles, in admin.system.roles, in MongoDB's shape:
  *
  *   {_id: "<db>.<role>", role, db, privileges: [{resource, actions}],
- *    roles: [{role, db}], authenticationRestrictions: []}
+ *    roles: [{role, db}]}
  *
  * mf_roles_get, mf_roles_insert (51002 if the role exists), mf_roles_replace,
  * mf_roles_remove (31 RoleNotFound if it does not) and mf_roles_each work as
@@ -87,6 +102,13 @@ int mf_roles_replace(mf_catalog_t *cat, const bson_t *doc, mf_error_t *err) MF_W
 int mf_roles_remove(mf_catalog_t *cat, const char *db, const char *role, mf_error_t *err) MF_WUR;
 int mf_roles_each(mf_catalog_t *cat, const char *db, int (*fn)(void *arg, const bson_t *role), void *arg,
                   mf_error_t *err) MF_WUR;
+/*
+ * mf_roles_drop: drops role@db as mongod's dropRole, in one durable
+ * transaction (retried on a write conflict): every user and role holding
+ * it loses it, then the role's document goes. 31 "Could not find role:
+ * role@db" if there is none. 0, or -1 with err.
+ */
+int mf_roles_drop(mf_catalog_t *cat, const char *db, const char *role, mf_error_t *err) MF_WUR;
 
 /* mf_users_exist: whether at least one user exists (the localhost exception ends with the first). */
 bool mf_users_exist(mf_catalog_t *cat);

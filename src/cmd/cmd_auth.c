@@ -158,13 +158,13 @@ static bool role_in(const bson_t *arr, const char *role, const char *db);
 #define ROLE_GRAPH_MAX 64
 typedef struct role_seen {
     int n;
-    char ids[ROLE_GRAPH_MAX][200]; /* "db.role" */
+    char ids[ROLE_GRAPH_MAX][400]; /* "db.role" (a db is under 64 bytes, a role under 256) */
 } role_seen_t;
 
 static bool
 seen_once(role_seen_t *seen, const char *role, const char *db)
 {
-    char id[200];
+    char id[400];
     snprintf(id, sizeof(id), "%s.%s", db, role);
     for (int i = 0; i < seen->n; i++)
         if (strcmp(seen->ids[i], id) == 0)
@@ -175,12 +175,17 @@ seen_once(role_seen_t *seen, const char *role, const char *db)
     return false;
 }
 
-/* mf_privilege_t of one stored privilege {resource, actions} (validated when stored; unknown parts skipped). */
+/*
+ * mf_privilege_t of one stored privilege {resource, actions}; false (left
+ * out: it grants nothing) when it is malformed or names a database or
+ * collection longer than mf_privilege_t holds, so a cut name never matches
+ * another. Unknown actions are skipped.
+ */
 static bool
 privilege_of(const bson_iter_t *pit, mf_privilege_t *pv)
 {
     bson_iter_t f, res, act;
-    bool has_res = false;
+    bool has_res = false, valid = false;
     memset(pv, 0, sizeof(*pv));
     if (!BSON_ITER_HOLDS_DOCUMENT(pit) || !bson_iter_recurse(pit, &f))
         return false;
@@ -192,16 +197,18 @@ privilege_of(const bson_iter_t *pit, mf_privilege_t *pv)
             while (bson_iter_next(&res)) {
                 const char *rk = bson_iter_key(&res);
                 if (strcmp(rk, "cluster") == 0)
-                    pv->kind = MF_RES_CLUSTER;
+                    valid = (pv->kind = MF_RES_CLUSTER) == MF_RES_CLUSTER;
                 else if (strcmp(rk, "anyResource") == 0)
-                    pv->kind = MF_RES_ANY;
+                    valid = (pv->kind = MF_RES_ANY) == MF_RES_ANY;
                 else if (strcmp(rk, "db") == 0 && BSON_ITER_HOLDS_UTF8(&res))
-                    has_db = snprintf(pv->db, sizeof(pv->db), "%s", bson_iter_utf8(&res, NULL)) >= 0;
+                    has_db = (size_t)snprintf(pv->db, sizeof(pv->db), "%s", bson_iter_utf8(&res, NULL)) < sizeof(pv->db);
                 else if (strcmp(rk, "collection") == 0 && BSON_ITER_HOLDS_UTF8(&res))
-                    has_coll = snprintf(pv->coll, sizeof(pv->coll), "%s", bson_iter_utf8(&res, NULL)) >= 0;
+                    has_coll = (size_t)snprintf(pv->coll, sizeof(pv->coll), "%s", bson_iter_utf8(&res, NULL)) < sizeof(pv->coll);
             }
-            if (has_db && has_coll)
+            if (has_db && has_coll && !valid) {
                 pv->kind = pv->db[0] ? (pv->coll[0] ? MF_RES_COLL : MF_RES_DB) : (pv->coll[0] ? MF_RES_COLL_ANY_DB : MF_RES_ANY_DB);
+                valid = true;
+            }
         } else if (strcmp(k, "actions") == 0 && bson_iter_recurse(&f, &act)) {
             while (bson_iter_next(&act)) {
                 uint32_t a = 0, c = 0;
@@ -216,7 +223,7 @@ privilege_of(const bson_iter_t *pit, mf_privilege_t *pv)
         pv->cacts = 0; /* cluster actions only on the cluster */
     if (pv->kind == MF_RES_CLUSTER)
         pv->acts = 0;
-    return has_res;
+    return has_res && valid;
 }
 
 /* Adds role@db's privileges to p: a built-in role's, or a user-defined role's and those of the roles it inherits. */
@@ -277,12 +284,13 @@ load_privs(mf_engine_t *eng, mf_client_auth_t *a)
         if (bson_init_static(&arr, data, len))
             bson_copy_to_excluding_noinit(&arr, &a->roles, "", NULL);
         bson_iter_recurse(&it, &r);
-        role_seen_t seen = {0};
+        role_seen_t *seen = mf_calloc(1, sizeof(*seen));
         while (bson_iter_next(&r)) {
             const char *role, *db;
             if (BSON_ITER_HOLDS_DOCUMENT(&r) && name_of(&r, "role", NULL, &role, &db, NULL) && db != NULL)
-                add_role(eng, &a->privs, role, db, &seen);
+                add_role(eng, &a->privs, role, db, seen);
         }
+        free(seen);
     }
     bson_destroy(&user);
 }
@@ -376,6 +384,7 @@ typedef enum {
     R_OPEN,    /* no authentication needed */
     R_AUTHED,  /* any authenticated user */
     R_DATA,    /* acts on the command's database and collection (first field, when a string) */
+    R_DB,      /* acts on the command's database as a whole (its first field names no collection) */
     R_CLUSTER, /* cluster acts */
     R_SPECIAL, /* decided by special() */
 } rule_kind_t;
@@ -424,12 +433,12 @@ static const rule_t rules[] = {
     {"explain", R_SPECIAL, 0},
     {"create", R_DATA, MF_ACT_CREATE_COLLECTION},
     {"drop", R_DATA, MF_ACT_DROP_COLLECTION},
-    {"dropDatabase", R_DATA, MF_ACT_DROP_DATABASE},
+    {"dropDatabase", R_DB, MF_ACT_DROP_DATABASE},
     {"listCollections", R_SPECIAL, MF_ACT_LIST_COLLECTIONS},
     {"listIndexes", R_DATA, MF_ACT_LIST_INDEXES},
     {"collStats", R_DATA, MF_ACT_STATS},
-    {"dbStats", R_DATA, MF_ACT_STATS},
-    {"dbstats", R_DATA, MF_ACT_STATS},
+    {"dbStats", R_DB, MF_ACT_STATS},
+    {"dbstats", R_DB, MF_ACT_STATS},
     {"validate", R_DATA, MF_ACT_VALIDATE},
     {"createIndexes", R_DATA, MF_ACT_CREATE_INDEX},
     {"createSearchIndexes", R_DATA, MF_ACT_CREATE_INDEX}, /* 31082 SearchNotEnabled for anyone allowed */
@@ -440,23 +449,27 @@ static const rule_t rules[] = {
     {"deleteIndexes", R_DATA, MF_ACT_DROP_INDEX},
     {"collMod", R_DATA, MF_ACT_COLLMOD},
     {"compact", R_DATA, MF_ACT_COMPACT},
-    {"profile", R_DATA, MF_ACT_PROFILE},
+    {"profile", R_DB, MF_ACT_PROFILE},
     {"renameCollection", R_SPECIAL, 0},
     {"createUser", R_SPECIAL, MF_ACT_USER_ADMIN},
     {"updateUser", R_SPECIAL, MF_ACT_USER_ADMIN},
     {"grantRolesToUser", R_SPECIAL, MF_ACT_USER_ADMIN},
     {"revokeRolesFromUser", R_SPECIAL, MF_ACT_USER_ADMIN},
-    {"dropUser", R_DATA, MF_ACT_USER_ADMIN},
-    {"dropAllUsersFromDatabase", R_DATA, MF_ACT_USER_ADMIN},
-    /* Role management: user administration on the role's database, and on each database whose roles it grants. */
+    {"dropUser", R_DB, MF_ACT_USER_ADMIN},
+    {"dropAllUsersFromDatabase", R_DB, MF_ACT_USER_ADMIN},
+    /*
+     * Role management: user administration on the role's database, and on each database whose roles it
+     * grants. R_DB where the first field names a user, a role or nothing: a collection privilege never
+     * matches it (a role named like a collection would otherwise pass).
+     */
     {"createRole", R_SPECIAL, MF_ACT_USER_ADMIN},
     {"updateRole", R_SPECIAL, MF_ACT_USER_ADMIN},
     {"grantRolesToRole", R_SPECIAL, MF_ACT_USER_ADMIN},
     {"revokeRolesFromRole", R_SPECIAL, MF_ACT_USER_ADMIN},
-    {"grantPrivilegesToRole", R_DATA, MF_ACT_USER_ADMIN},
-    {"revokePrivilegesFromRole", R_DATA, MF_ACT_USER_ADMIN},
-    {"dropRole", R_DATA, MF_ACT_USER_ADMIN},
-    {"dropAllRolesFromDatabase", R_DATA, MF_ACT_USER_ADMIN},
+    {"grantPrivilegesToRole", R_DB, MF_ACT_USER_ADMIN},
+    {"revokePrivilegesFromRole", R_DB, MF_ACT_USER_ADMIN},
+    {"dropRole", R_DB, MF_ACT_USER_ADMIN},
+    {"dropAllRolesFromDatabase", R_DB, MF_ACT_USER_ADMIN},
     {"serverStatus", R_CLUSTER, MF_CACT_MONITOR},
     /* mongod asks for serverStatus, replSetGetStatus and collStats on local.oplog.rs: all clusterMonitor's. */
     {"getDiagnosticData", R_CLUSTER, MF_CACT_MONITOR},
@@ -489,8 +502,8 @@ static const rule_t rules[] = {
     {"filemd5", R_SPECIAL, MF_ACT_FIND}, /* find on <root>.chunks, as mongod's CmdFileMD5 */
     {"convertShardKeyToHashed", R_AUTHED, 0}, /* cmd_hash.c: a pure function of its argument */
     {"_hashBSONElement", R_AUTHED, 0},
-    {"dbHash", R_DATA, MF_ACT_FIND},
-    {"dbhash", R_DATA, MF_ACT_FIND},
+    {"dbHash", R_DB, MF_ACT_FIND},
+    {"dbhash", R_DB, MF_ACT_FIND},
     {"planCacheClear", R_DATA, MF_ACT_COLLMOD},
     {"planCacheClearFilters", R_DATA, MF_ACT_COLLMOD},
     {"planCacheListFilters", R_DATA, MF_ACT_COLLMOD},
@@ -853,6 +866,8 @@ check_command(mf_op_t *op, const mf_privs_t *p, const char *db, const char *name
         return 0;
     case R_DATA:
         return mf_privs_allow(p, db, first_coll(cmd), r->acts) ? 0 : denied(op, db, name);
+    case R_DB:
+        return mf_privs_allow(p, db, NULL, r->acts) ? 0 : denied(op, db, name);
     case R_CLUSTER:
         return mf_privs_cluster(p, r->acts) ? 0 : denied(op, db, name);
     case R_SPECIAL:
@@ -1132,10 +1147,6 @@ cmd_connection_status(mf_op_t *op)
 
 /* ---------- user management ---------- */
 
-/*
- * Parses a roles array ("name" for a role on db, or {role, db}) into out
- * (an array of {role, db}), checking each exists. 0, or -1 with op->err.
- */
 /* Whether role@db may be granted: a built-in role (not __system) or a user-defined one. */
 static bool
 role_exists(mf_op_t *op, const char *role, const char *db)
@@ -1152,6 +1163,11 @@ role_exists(mf_op_t *op, const char *role, const char *db)
     return true;
 }
 
+/*
+ * A roles field (names, or {role, db} documents whose db defaults to
+ * op->db) into out as {role, db} documents, each once; with must_exist,
+ * a role that is neither built-in nor user-defined is 31.
+ */
 static int
 parse_roles_as(mf_op_t *op, const bson_iter_t *field, bool must_exist, bson_t *out)
 {
@@ -1271,6 +1287,8 @@ build_user(bson_t *doc, const char *db, const char *name, const uint8_t uuid[16]
     BSON_APPEND_ARRAY(doc, "roles", roles);
 }
 
+static int no_restrictions(mf_op_t *op);
+
 static int
 cmd_create_user(mf_op_t *op)
 {
@@ -1283,7 +1301,7 @@ cmd_create_user(mf_op_t *op)
     uint8_t uuid[16];
     int rc = -1;
 
-    if (user_name_arg(op, &name) != 0 || password_arg(op, &pwd, &pwd_len, &has_pwd) != 0 ||
+    if (user_name_arg(op, &name) != 0 || no_restrictions(op) != 0 || password_arg(op, &pwd, &pwd_len, &has_pwd) != 0 ||
         parse_mechs(op, &mechs) != 0 || mf_op_get_doc(op, "customData", &custom, &has_custom) != 0)
         goto done;
     if (!has_pwd && strcmp(op->db, "$external") != 0) {
@@ -1324,33 +1342,39 @@ done:
     return rc;
 }
 
+/* rewrite_user's callback state. */
+typedef struct user_rewrite {
+    mf_op_t *op;
+    int (*change)(mf_op_t *op, const bson_t *old, bson_t *out, void *arg);
+    void *arg;
+} user_rewrite_t;
+
+static int
+user_rewrite_fn(void *arg, const bson_t *old, bson_t *out, mf_error_t *err)
+{
+    user_rewrite_t *u = arg;
+    bson_iter_t it;
+    (void)err; /* change reports through u->op->err, which is err */
+    bson_iter_init(&it, old);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (strcmp(k, "_id") == 0 || strcmp(k, "userId") == 0 || strcmp(k, "user") == 0 || strcmp(k, "db") == 0)
+            bson_append_value(out, k, -1, bson_iter_value(&it));
+    }
+    return u->change(u->op, old, out, u->arg);
+}
+
 /*
- * Rewrites user name@op->db: change(arg, old, new) appends every field of
- * the new document but _id, userId, user, db (which are kept).
+ * Rewrites user name@op->db in one transaction (mf_users_rewrite, so a
+ * concurrent change is never lost): change(op, old, new, arg) appends every
+ * field of the new document but _id, userId, user, db (which are kept).
  */
 static int
 rewrite_user(mf_op_t *op, const char *name, int (*change)(mf_op_t *op, const bson_t *old, bson_t *out, void *arg),
              void *arg)
 {
-    bson_t old, doc = BSON_INITIALIZER;
-    bson_iter_t it;
-    int r = mf_users_get(op->eng->cat, op->db, name, &old, &op->err);
-    if (r == MF_NOTFOUND)
-        return mf_err_set(&op->err, MF_E_UserNotFound, "User '%s@%s' not found", name, op->db);
-    if (r != 0)
-        return -1;
-    bson_iter_init(&it, &old);
-    while (bson_iter_next(&it)) {
-        const char *k = bson_iter_key(&it);
-        if (strcmp(k, "_id") == 0 || strcmp(k, "userId") == 0 || strcmp(k, "user") == 0 || strcmp(k, "db") == 0)
-            bson_append_value(&doc, k, -1, bson_iter_value(&it));
-    }
-    r = change(op, &old, &doc, arg);
-    if (r == 0)
-        r = mf_users_replace(op->eng->cat, &doc, &op->err);
-    bson_destroy(&old);
-    bson_destroy(&doc);
-    return r;
+    user_rewrite_t u = {op, change, arg};
+    return mf_users_rewrite(op->eng->cat, op->db, name, user_rewrite_fn, &u, &op->err);
 }
 
 /* Copies field k of old into out unless the command replaces it. */
@@ -1419,7 +1443,7 @@ static int
 cmd_update_user(mf_op_t *op)
 {
     const char *name;
-    if (user_name_arg(op, &name) != 0)
+    if (user_name_arg(op, &name) != 0 || no_restrictions(op) != 0)
         return -1;
     if (!mf_op_has(op, "pwd") && !mf_op_has(op, "roles") && !mf_op_has(op, "customData") &&
         !mf_op_has(op, "mechanisms"))
@@ -1674,6 +1698,23 @@ cmd_users_info(mf_op_t *op)
 
 /* ---------- user-defined roles ---------- */
 
+/*
+ * authenticationRestrictions (createUser, updateUser, createRole,
+ * updateRole): not enforced, so a non-empty list is refused rather than
+ * accepted and ignored (a restriction that silently does nothing would let
+ * the user in from anywhere). An empty list restricts nothing.
+ */
+static int
+no_restrictions(mf_op_t *op)
+{
+    bson_iter_t it, a;
+    if (!mf_op_find(op, "authenticationRestrictions", &it))
+        return 0;
+    if (BSON_ITER_HOLDS_ARRAY(&it) && bson_iter_recurse(&it, &a) && !bson_iter_next(&a))
+        return 0;
+    return mf_err_set(&op->err, MF_E_NotImplemented, "authenticationRestrictions are not supported by mayfly");
+}
+
 /* The role named by the command's first field (createRole: "name" ...), on op->db. */
 static int
 role_name_arg(mf_op_t *op, const char **name)
@@ -1687,7 +1728,9 @@ role_name_arg(mf_op_t *op, const char **name)
     *name = bson_iter_utf8(&it, NULL);
     if ((*name)[0] == '\0')
         return mf_err_set(&op->err, MF_E_BadValue, "Role name must be non-empty");
-    if (strcmp(op->db, "local") == 0 || strcmp(op->db, "$external") == 0)
+    if (strlen(*name) >= 256)
+        return mf_err_set(&op->err, MF_E_BadValue, "Role name must be shorter than 256 bytes");
+    if (strcmp(op->name, "createRole") == 0 && (strcmp(op->db, "local") == 0 || strcmp(op->db, "$external") == 0))
         return mf_err_set(&op->err, MF_E_BadValue, "Cannot create roles in the %s database", op->db);
     return 0;
 }
@@ -1703,6 +1746,19 @@ action_cmp(const void *a, const void *b)
     if (ix < 0 || iy < 0)
         return ix < 0 ? 1 : -1;
     return ix - iy;
+}
+
+/* As mongod's ActionSet: a set holding anyAction is anyAction alone. */
+static void
+collapse_any(const char **names, size_t *n)
+{
+    for (size_t i = 0; i < *n; i++) {
+        if (strcmp(names[i], "anyAction") == 0) {
+            names[0] = names[i];
+            *n = 1;
+            return;
+        }
+    }
 }
 
 /*
@@ -1808,7 +1864,12 @@ parse_privilege(mf_op_t *op, const bson_iter_t *pit, const char *role_db, bson_t
         return mf_err_set(&op->err, MF_E_BadValue, "Unknown action type%s in privilege set: %s",
                           n - first_unknown > 1 ? "s" : "", list);
     }
+    collapse_any(names, &n);
     /* A role outside admin acts on its own database only. */
+    if (!cluster && !any && (strlen(db) >= sizeof(((mf_privilege_t *)0)->db) || strchr(db, '.') != NULL))
+        return mf_err_set(&op->err, MF_E_BadValue, "'%s' is not a valid database name", db);
+    if (!cluster && !any && strlen(coll) >= sizeof(((mf_privilege_t *)0)->coll))
+        return mf_err_set(&op->err, MF_E_BadValue, "'%s' is not a valid collection name", coll);
     if (strcmp(role_db, "admin") != 0 && (cluster || any || strcmp(db, role_db) != 0))
         return mf_err_set(&op->err, MF_E_InvalidRoleModification,
                           "Roles on the '%s' database cannot be granted privileges that target other databases or the cluster",
@@ -1910,9 +1971,13 @@ merge_privileges(const bson_t *old, const bson_t *arr, bool revoke, bson_t *out)
             while (bson_iter_next(&x)) {
                 const char *a = bson_iter_utf8(&x, NULL);
                 if (revoke) {
-                    for (size_t i = 0; i < nn; i++)
+                    size_t i = 0;
+                    while (i < nn) {
                         if (strcmp(names[i], a) == 0)
-                            names[i--] = names[--nn];
+                            names[i] = names[--nn]; /* the last one moves here; look at it again */
+                        else
+                            i++;
+                    }
                 } else if (!action_in(&oacts, a) && nn < 256) {
                     bool dup = false;
                     for (size_t i = 0; i < nn && !dup; i++)
@@ -1924,6 +1989,7 @@ merge_privileges(const bson_t *old, const bson_t *arr, bool revoke, bson_t *out)
         }
         if (nn == 0)
             continue;
+        collapse_any(names, &nn);
         qsort(names, nn, sizeof(names[0]), action_cmp);
         bson_t p, a;
         bson_uint32_to_string(n++, &kp, key, sizeof(key));
@@ -1980,6 +2046,7 @@ merge_privileges(const bson_t *old, const bson_t *arr, bool revoke, bson_t *out)
                     names[nn++] = a;
             }
         }
+        collapse_any(names, &nn);
         qsort(names, nn, sizeof(names[0]), action_cmp);
         bson_t p, a;
         bson_uint32_to_string(n++, &kp, key, sizeof(key));
@@ -2161,7 +2228,7 @@ cmd_create_role(mf_op_t *op)
     bson_t privileges = BSON_INITIALIZER, roles = BSON_INITIALIZER, doc = BSON_INITIALIZER;
     int rc = -1;
 
-    if (role_name_arg(op, &name) != 0)
+    if (role_name_arg(op, &name) != 0 || no_restrictions(op) != 0)
         goto done;
     if (mf_role_exists(name, op->db) || strcmp(name, "__system") == 0) {
         mf_err_set(&op->err, MF_E_BadValue, "Cannot create roles with the same name as a built-in role");
@@ -2197,31 +2264,24 @@ typedef struct role_change {
     const bson_t *grant_privs, *revoke_privs, *grant_roles, *revoke_roles;
 } role_change_t;
 
-/*
- * Rewrites role name@op->db with ch applied; a missing role is 31 with
- * missing_fmt ("%s@%s": name, db), the wording of the command's step that
- * finds it missing.
- */
+/* rewrite_role's callback state. */
+typedef struct role_rewrite {
+    mf_op_t *op;
+    const char *name;
+    const role_change_t *ch;
+} role_rewrite_t;
+
+/* The stored role old with the change applied, into out. */
 static int
-rewrite_role(mf_op_t *op, const char *name, const role_change_t *ch, const char *missing_fmt)
+role_rewrite_fn(void *arg, const bson_t *old, bson_t *out, mf_error_t *err)
 {
-    bson_t old, oprivs, oroles, privs = BSON_INITIALIZER, roles = BSON_INITIALIZER, doc = BSON_INITIALIZER, restr;
-    int r = mf_roles_get(op->eng->cat, op->db, name, &old, &op->err);
-    if (r == MF_NOTFOUND) {
-        bson_destroy(&privs);
-        bson_destroy(&roles);
-        bson_destroy(&doc);
-        return mf_err_set(&op->err, MF_E_RoleNotFound, missing_fmt, name, op->db);
-    }
-    if (r != 0) {
-        bson_destroy(&privs);
-        bson_destroy(&roles);
-        bson_destroy(&doc);
-        return -1;
-    }
-    array_field(&old, "privileges", &oprivs);
-    array_field(&old, "roles", &oroles);
-    array_field(&old, "authenticationRestrictions", &restr);
+    role_rewrite_t *rw = arg;
+    const role_change_t *ch = rw->ch;
+    bson_t oprivs, oroles, restr, privs = BSON_INITIALIZER, roles = BSON_INITIALIZER;
+    (void)err;
+    array_field(old, "privileges", &oprivs);
+    array_field(old, "roles", &oroles);
+    array_field(old, "authenticationRestrictions", &restr);
     if (ch->privileges != NULL)
         bson_copy_to_excluding_noinit(ch->privileges, &privs, "", NULL);
     else if (ch->grant_privs != NULL || ch->revoke_privs != NULL)
@@ -2230,7 +2290,8 @@ rewrite_role(mf_op_t *op, const char *name, const role_change_t *ch, const char 
         bson_copy_to_excluding_noinit(&oprivs, &privs, "", NULL);
     if (ch->roles != NULL) {
         bson_copy_to_excluding_noinit(ch->roles, &roles, "", NULL);
-    } else if (ch->grant_roles != NULL || ch->revoke_roles != NULL) {
+    } else {
+        /* The old roles, minus the revoked ones, then the granted ones not held yet. */
         bson_iter_t it;
         uint32_t n = 0;
         char key[16];
@@ -2254,19 +2315,31 @@ rewrite_role(mf_op_t *op, const char *name, const role_change_t *ch, const char 
                 bson_append_value(&roles, kp, -1, bson_iter_value(&it));
             }
         }
-    } else {
-        bson_copy_to_excluding_noinit(&oroles, &roles, "", NULL);
     }
-    build_role(&doc, op->db, name, &privs, &roles, &restr);
-    r = mf_roles_replace(op->eng->cat, &doc, &op->err);
-    bson_destroy(&old);
+    build_role(out, rw->op->db, rw->name, &privs, &roles, &restr);
     bson_destroy(&oprivs);
     bson_destroy(&oroles);
     bson_destroy(&restr);
     bson_destroy(&privs);
     bson_destroy(&roles);
-    bson_destroy(&doc);
-    return r;
+    return 0;
+}
+
+/*
+ * Rewrites role name@op->db with ch applied, in one transaction
+ * (mf_roles_rewrite: a concurrent change is never lost); a missing role is
+ * 31 with missing_fmt ("%s@%s": name, db), the wording of the command's
+ * step that finds it missing.
+ */
+static int
+rewrite_role(mf_op_t *op, const char *name, const role_change_t *ch, const char *missing_fmt)
+{
+    role_rewrite_t rw = {op, name, ch};
+    if (mf_roles_rewrite(op->eng->cat, op->db, name, role_rewrite_fn, &rw, &op->err) == 0)
+        return 0;
+    if (op->err.code == MF_E_RoleNotFound)
+        mf_err_set(&op->err, MF_E_RoleNotFound, missing_fmt, name, op->db);
+    return -1;
 }
 
 static int
@@ -2277,7 +2350,7 @@ cmd_update_role(mf_op_t *op)
     bson_t privileges = BSON_INITIALIZER, roles = BSON_INITIALIZER;
     role_change_t ch = {0};
     int rc = -1;
-    if (role_name_arg(op, &name) != 0)
+    if (role_name_arg(op, &name) != 0 || no_restrictions(op) != 0)
         goto done;
     if (!mf_op_has(op, "privileges") && !mf_op_has(op, "roles") && !mf_op_has(op, "authenticationRestrictions")) {
         mf_err_set(&op->err, MF_E_BadValue, "Must specify at least one field to update in updateRole");
@@ -2313,6 +2386,10 @@ cmd_role_grant_revoke(mf_op_t *op)
     int rc = -1;
     if (role_name_arg(op, &name) != 0)
         goto done;
+    if (mf_role_exists(name, op->db)) {
+        mf_err_set(&op->err, MF_E_BadValue, "%s@%s is a built-in role and cannot be modified", name, op->db);
+        goto done;
+    }
     if (!mf_op_find(op, field, &it)) {
         mf_err_set(&op->err, MF_E_Location40414, "BSON field '%s.%s' is missing but a required field", op->name, field);
         goto done;
@@ -2327,10 +2404,6 @@ cmd_role_grant_revoke(mf_op_t *op)
     if (privs ? parse_privileges(op, &it, &parsed) != 0
               : revoke ? parse_roles_as(op, &it, false, &parsed) != 0 : parse_granted_roles(op, name, &it, &parsed) != 0)
         goto done;
-    if (mf_role_exists(name, op->db)) {
-        mf_err_set(&op->err, MF_E_BadValue, "%s@%s is a built-in role and cannot be modified", name, op->db);
-        goto done;
-    }
     if (privs)
         *(revoke ? &ch.revoke_privs : &ch.grant_privs) = &parsed;
     else
@@ -2338,93 +2411,6 @@ cmd_role_grant_revoke(mf_op_t *op)
     rc = rewrite_role(op, name, &ch, "Role %s@%s not found");
 done:
     bson_destroy(&parsed);
-    return rc;
-}
-
-/* After role@db is dropped: every user and role that held it stops holding it (as mongod's dropRole). */
-typedef struct holders {
-    const char *role, *db;
-    bool roles; /* collecting role documents, else users */
-    bson_t docs; /* the documents to rewrite, as an array */
-    uint32_t n;
-} holders_t;
-
-static int
-collect_holder(void *arg, const bson_t *doc)
-{
-    holders_t *h = arg;
-    bson_t arr;
-    array_field(doc, "roles", &arr);
-    bool holds = role_in(&arr, h->role, h->db);
-    bson_destroy(&arr);
-    if (holds) {
-        char key[16];
-        const char *kp;
-        bson_uint32_to_string(h->n++, &kp, key, sizeof(key));
-        BSON_APPEND_DOCUMENT(&h->docs, kp, doc);
-    }
-    return 0;
-}
-
-/* The document doc without role@db in its roles array. */
-static void
-without_role(const bson_t *doc, const char *role, const char *db, bson_t *out)
-{
-    bson_iter_t it, r;
-    bson_iter_init(&it, doc);
-    while (bson_iter_next(&it)) {
-        if (strcmp(bson_iter_key(&it), "roles") != 0 || !BSON_ITER_HOLDS_ARRAY(&it)) {
-            bson_append_value(out, bson_iter_key(&it), -1, bson_iter_value(&it));
-            continue;
-        }
-        bson_t arr;
-        uint32_t n = 0;
-        BSON_APPEND_ARRAY_BEGIN(out, "roles", &arr);
-        bson_iter_recurse(&it, &r);
-        while (bson_iter_next(&r)) {
-            const char *rr, *d;
-            if (name_of(&r, "role", NULL, &rr, &d, NULL) && d != NULL && strcmp(rr, role) == 0 && strcmp(d, db) == 0)
-                continue;
-            char key[16];
-            const char *kp;
-            bson_uint32_to_string(n++, &kp, key, sizeof(key));
-            bson_append_value(&arr, kp, -1, bson_iter_value(&r));
-        }
-        bson_append_array_end(out, &arr);
-    }
-}
-
-static int
-revoke_everywhere(mf_op_t *op, const char *role, const char *db)
-{
-    int rc = 0;
-    for (int pass = 0; pass < 2 && rc == 0; pass++) {
-        holders_t h = {role, db, pass == 1, BSON_INITIALIZER, 0};
-        rc = pass == 0 ? mf_users_each(op->eng->cat, NULL, collect_holder, &h, &op->err)
-                       : mf_roles_each(op->eng->cat, NULL, collect_holder, &h, &op->err);
-        bson_iter_t it;
-        bson_iter_init(&it, &h.docs);
-        while (rc == 0 && bson_iter_next(&it)) {
-            const uint8_t *d;
-            uint32_t len;
-            bson_t doc, out = BSON_INITIALIZER;
-            bson_iter_document(&it, &len, &d);
-            if (!bson_init_static(&doc, d, len)) {
-                bson_destroy(&out);
-                continue;
-            }
-            without_role(&doc, role, db, &out);
-            mf_error_t err;
-            /* One that was dropped meanwhile has nothing left to revoke. */
-            int r = pass == 0 ? mf_users_replace(op->eng->cat, &out, &err) : mf_roles_replace(op->eng->cat, &out, &err);
-            if (r != 0 && err.code != MF_E_UserNotFound && err.code != MF_E_RoleNotFound) {
-                op->err = err;
-                rc = -1;
-            }
-            bson_destroy(&out);
-        }
-        bson_destroy(&h.docs);
-    }
     return rc;
 }
 
@@ -2436,13 +2422,10 @@ cmd_drop_role(mf_op_t *op)
         return -1;
     if (mf_role_exists(name, op->db))
         return mf_err_set(&op->err, MF_E_BadValue, "%s@%s is a built-in role and cannot be modified", name, op->db);
-    if (mf_roles_remove(op->eng->cat, op->db, name, &op->err) != 0) {
-        if (op->err.code == MF_E_RoleNotFound)
-            mf_err_set(&op->err, MF_E_RoleNotFound, "Could not find role: %s@%s", name, op->db);
+    if (mf_roles_drop(op->eng->cat, op->db, name, &op->err) != 0)
         return -1;
-    }
     mf_log(MF_LOG_INFO, "ACCESS", "dropped role %s@%s", name, op->db);
-    return revoke_everywhere(op, name, op->db);
+    return 0;
 }
 
 static int
@@ -2468,10 +2451,12 @@ cmd_drop_all_roles(mf_op_t *op)
     int32_t n = 0;
     for (size_t i = 0; i < l.n; i++) {
         mf_error_t err;
-        if (rc == 0 && mf_roles_remove(op->eng->cat, op->db, l.v[i], &err) == 0) {
+        /* Each as dropRole; one dropped meanwhile (31) is no failure. */
+        if (rc == 0 && mf_roles_drop(op->eng->cat, op->db, l.v[i], &err) == 0) {
             n++;
-            if (revoke_everywhere(op, l.v[i], op->db) != 0)
-                rc = -1;
+        } else if (rc == 0 && err.code != MF_E_RoleNotFound) {
+            op->err = err;
+            rc = -1;
         }
         free(l.v[i]);
     }
@@ -2578,16 +2563,10 @@ append_role_info(roles_out_t *ro, mf_op_t *op, const bson_t *doc, bool listing)
     inherit_walk(op, doc, &inherited, &ni, ro->show_privileges ? &from_roles : NULL, seen);
     bson_append_array_end(&one, &inherited);
     if (ro->show_privileges) {
+        /* Its own privileges with its inherited roles' merged in, per resource (mongod's role graph). */
         bson_t all;
-        uint32_t n = 0;
         BSON_APPEND_ARRAY_BEGIN(&one, "inheritedPrivileges", &all);
-        for (int pass = 0; pass < 2; pass++) {
-            bson_iter_init(&it, pass == 0 ? &privs : &from_roles);
-            while (bson_iter_next(&it)) {
-                bson_uint32_to_string(n++, &kp, key, sizeof(key));
-                bson_append_value(&all, kp, -1, bson_iter_value(&it));
-            }
-        }
+        merge_privileges(&privs, &from_roles, false, &all);
         bson_append_array_end(&one, &all);
     }
     if (!listing)

@@ -265,3 +265,76 @@ h.test('dropRole takes the role from every user and role holding it; dropAllRole
   assert.equal(await r.db('admin').collection('system.roles').countDocuments({ db: 'shop' }), 0);
   assert.deepEqual((await r.db('shop').command({ usersInfo: 'mgr' })).users[0].roles, []);
 });
+
+h.test('no escalation through custom roles: a single user-admin action grants no user administration; collection privileges never pass database commands; actions without an exact group grant nothing', async () => {
+  const r = await root();
+  await r.db('esc').collection('foo').insertOne({ _id: 1 });
+  await r.db('esc').collection('secret').insertOne({ _id: 1 });
+  await r.db('admin').command({ createRole: 'justDropUser', privileges: [{ resource: { db: 'admin', collection: '' }, actions: ['dropUser', 'changePassword'] }], roles: [] });
+  const u = await userWith('esc1', ['justDropUser']);
+  await denied(u.db('admin').command({ grantRolesToUser: 'esc1', roles: ['root'] }));
+  await denied(u.db('admin').collection('system.users').findOne());
+  await denied(u.db('admin').collection('system.roles').insertOne({ _id: 'x.y', role: 'y', db: 'x', privileges: [], roles: [] }));
+  // Collection privileges on esc.foo: dbStats/dbHash/dropDatabase name the database, not foo.
+  await r.db('esc').command({
+    createRole: 'fooOnly',
+    privileges: [{ resource: { db: 'esc', collection: 'foo' }, actions: ['collStats', 'dbStats', 'dropDatabase', 'find'] }],
+    roles: [],
+  });
+  const f = await userWith('esc2', ['fooOnly'], 'esc');
+  assert.equal(await f.db('esc').collection('foo').countDocuments(), 1);
+  await denied(f.db('esc').command({ dbStats: 'foo' }));
+  await denied(f.db('esc').command({ dropDatabase: 'foo' }));
+  await denied(f.db('esc').collection('secret').findOne());
+  assert.equal(await r.db('esc').collection('secret').countDocuments(), 1, 'the database is still there');
+  // Actions that would grant more than they name grant nothing.
+  await r.db('esc').command({ createRole: 'narrow', privileges: [{ resource: { db: 'esc', collection: '' }, actions: ['changeStream', 'planCacheWrite', 'dbHash'] }], roles: [] });
+  await r.db('admin').command({ createRole: 'sessionKiller', privileges: [{ resource: { cluster: true }, actions: ['killAnySession', 'fsync'] }], roles: [] });
+  const n = await userWith('esc3', [{ role: 'narrow', db: 'esc' }, { role: 'sessionKiller', db: 'admin' }]);
+  await denied(n.db('esc').collection('foo').findOne());
+  await denied(n.db('esc').command({ collMod: 'foo', validator: { a: 1 } }));
+  await denied(n.db('admin').command({ setParameter: 1, logLevel: 0 }));
+  await denied(n.db('admin').command({ shutdown: 1 }));
+});
+
+h.test('long names are kept whole: a privilege on a 200-character collection does not reach a shorter one sharing its start', async () => {
+  const r = await root();
+  const long = 'a'.repeat(200), shorter = 'a'.repeat(127);
+  await r.db('lng').collection(long).insertOne({ _id: 1 });
+  await r.db('lng').collection(shorter).insertOne({ _id: 1 });
+  await r.db('lng').command({ createRole: 'longOne', privileges: [{ resource: { db: 'lng', collection: long }, actions: ['find'] }], roles: [] });
+  const u = await userWith('lng1', ['longOne'], 'lng');
+  assert.equal(await u.db('lng').collection(long).countDocuments(), 1);
+  await denied(u.db('lng').collection(shorter).findOne());
+  await h.expectCode(r.db('lng').command({ createRole: 'x'.repeat(300), privileges: [], roles: [] }), 2);
+});
+
+h.test('authenticationRestrictions are refused (238), not accepted and ignored; anyAction is stored alone', async () => {
+  const r = await root();
+  const restr = [{ clientSource: ['10.0.0.1'] }];
+  await h.expectCode(r.db('ar').command({ createRole: 'x', privileges: [], roles: [], authenticationRestrictions: restr }), 238);
+  await h.expectCode(r.db('ar').command({ createUser: 'x', pwd: 'x', roles: [], authenticationRestrictions: restr }), 238);
+  assert.equal((await r.db('ar').command({ createRole: 'x', privileges: [], roles: [], authenticationRestrictions: [] })).ok, 1);
+  await r.db('ar').command({ createRole: 'all', privileges: [{ resource: { db: 'ar', collection: '' }, actions: ['find', 'anyAction', 'insert'] }], roles: [] });
+  assert.deepEqual((await r.db('admin').collection('system.roles').findOne({ _id: 'ar.all' })).privileges[0].actions, ['anyAction']);
+});
+
+h.test('dropRole is one transaction: concurrent changes to its holders are kept, and no holder keeps the dropped role', async () => {
+  const r = await root();
+  const db = r.db('dr');
+  for (let round = 0; round < 8; round++) {
+    await db.command({ createRole: 'gone', privileges: [{ resource: { db: 'dr', collection: '' }, actions: ['find'] }], roles: [] });
+    const names = [0, 1, 2, 3].map((i) => `h${round}_${i}`);
+    for (const name of names) await db.command({ createUser: name, pwd: pw(name), roles: ['gone', 'read'] });
+    await Promise.all([
+      db.command({ dropRole: 'gone' }),
+      ...names.map((name, i) => db.command({ updateUser: name, customData: { round, i } })),
+    ]);
+    const users = (await db.command({ usersInfo: names.map((u) => ({ user: u, db: 'dr' })) })).users;
+    assert.equal(users.length, 4);
+    for (const u of users) {
+      assert.deepEqual(u.roles, [{ role: 'read', db: 'dr' }], `${u.user} lost only the dropped role`);
+      assert.equal(u.customData.round, round, `${u.user}'s concurrent update was kept`);
+    }
+  }
+});
