@@ -17,7 +17,7 @@
     (MF_ACT_LIST_COLLECTIONS | MF_ACT_LIST_INDEXES | MF_ACT_STATS | MF_ACT_CREATE_COLLECTION |               \
      MF_ACT_CREATE_INDEX | MF_ACT_DROP_COLLECTION | MF_ACT_DROP_INDEX | MF_ACT_RENAME_SAME_DB | MF_ACT_COLLMOD | \
      MF_ACT_COMPACT | MF_ACT_VALIDATE | MF_ACT_PROFILE | MF_ACT_DROP_DATABASE | MF_ACT_BYPASS_VALIDATION | \
-     MF_ACT_REINDEX)
+     MF_ACT_REINDEX | MF_ACT_READ_PROFILE)
 #define USER_ADMIN (MF_ACT_USER_ADMIN | MF_ACT_VIEW_USER)
 #define EVERYTHING 0xffffffffu
 
@@ -36,10 +36,10 @@ static const role_def_t roles[] = {
     {"dbAdmin", false, DB_ADMIN, 0, 0, 0},
     {"userAdmin", false, USER_ADMIN, 0, 0, 0},
     {"dbOwner", false, READ_WRITE | DB_ADMIN | USER_ADMIN, 0, 0, 0},
-    {"clusterMonitor", true, 0, MF_ACT_STATS, 0, MF_CACT_MONITOR | MF_CACT_LIST_DATABASES},
-    {"clusterManager", true, 0, MF_ACT_STATS, 0, MF_CACT_MONITOR | MF_CACT_LIST_DATABASES},
+    {"clusterMonitor", true, 0, MF_ACT_STATS | MF_ACT_READ_PROFILE, 0, MF_CACT_MONITOR | MF_CACT_LIST_DATABASES},
+    {"clusterManager", true, 0, MF_ACT_STATS | MF_ACT_READ_PROFILE, 0, MF_CACT_MONITOR | MF_CACT_LIST_DATABASES},
     {"hostManager", true, 0, 0, 0, MF_CACT_MONITOR | MF_CACT_ADMIN},
-    {"clusterAdmin", true, 0, MF_ACT_STATS | MF_ACT_DROP_DATABASE, 0,
+    {"clusterAdmin", true, 0, MF_ACT_STATS | MF_ACT_DROP_DATABASE | MF_ACT_READ_PROFILE, 0,
      MF_CACT_MONITOR | MF_CACT_ADMIN | MF_CACT_LIST_DATABASES},
     {"readAnyDatabase", true, 0, READ, 0, MF_CACT_LIST_DATABASES},
     {"readWriteAnyDatabase", true, 0, READ_WRITE, 0, MF_CACT_LIST_DATABASES},
@@ -382,7 +382,7 @@ mf_privs_allow(const mf_privs_t *p, const char *db, const char *coll, uint32_t a
         /* Credentials and roles: only user administrators on admin read or write them (viewUser alone does not). */
         return (h & MF_ACT_USER_ADMIN) != 0;
     }
-    if (coll != NULL && strcmp(coll, "system.profile") == 0 && (h & (MF_ACT_PROFILE | MF_ACT_STATS)) &&
+    if (coll != NULL && strcmp(coll, "system.profile") == 0 && (h & MF_ACT_READ_PROFILE) &&
         (acts & ~(MF_ACT_FIND | MF_ACT_LIST_INDEXES | MF_ACT_KILL_CURSORS)) == 0)
         return true;
     return (h & acts) == acts;

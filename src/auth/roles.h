@@ -22,8 +22,9 @@
  * Two collections are not covered by data privileges, as in MongoDB:
  * admin.system.users and admin.system.roles need user administration on admin (so readWrite on
  * admin, or readWriteAnyDatabase, cannot write credentials and escalate),
- * and <db>.system.profile may also be read with the profiling privilege
- * (dbAdmin). Everything here is plain data: no locks, no I/O.
+ * and <db>.system.profile may also be read with MF_ACT_READ_PROFILE
+ * (dbAdmin's and the cluster monitoring roles', as mongod's; a custom role
+ * reads it through a privilege naming the collection). Everything here is plain data: no locks, no I/O.
  */
 #ifndef MF_ROLES_H
 #define MF_ROLES_H
@@ -55,6 +56,7 @@
 #define MF_ACT_USER_ADMIN (1u << 19) /* createUser, dropUser, grantRole, revokeRole, changePassword */
 #define MF_ACT_VIEW_USER (1u << 20)
 #define MF_ACT_REINDEX (1u << 21)
+#define MF_ACT_READ_PROFILE (1u << 22) /* read <db>.system.profile (dbAdmin's, the cluster roles'; no custom action) */
 
 /* Cluster actions. */
 #define MF_CACT_LIST_DATABASES (1u << 0)

@@ -229,6 +229,14 @@ void mf_cmd_auth_owner(mf_op_t *op, char *out, size_t cap);
  * no other command, as long as an operation of its own lasts).
  */
 bool mf_cmd_auth_user(const mf_client_t *client, const char **user, const char **db);
+
+/*
+ * mf_cmd_auth_refresh: recomputes client's privileges if users or roles
+ * changed since, reading the latest ones. Called on the connection's thread
+ * before a command goes to its transaction's thread, whose reads see the
+ * transaction's snapshot (there, privileges are not reloaded).
+ */
+void mf_cmd_auth_refresh(mf_engine_t *eng, mf_client_t *client);
 /*
  * currentOp's own operations ($ownOps: true, $currentOp's allUsers: false):
  * mf_cmd_curop_own_only fills *owner with the caller's "user@db" ("" when

@@ -295,16 +295,31 @@ load_privs(mf_engine_t *eng, mf_client_auth_t *a)
     bson_destroy(&user);
 }
 
-/* The caller's privileges, refreshed if the users changed since they were computed. NULL: not authenticated. */
+/*
+ * The caller's privileges, refreshed if users or roles changed since they
+ * were computed. NULL: not authenticated. Inside a multi-document
+ * transaction reads see its snapshot, which may predate a revoke: there the
+ * privileges mf_cmd_auth_refresh computed just before (on the connection's
+ * thread) are used as they are, and the generation is left for the next
+ * command to reload.
+ */
 static const mf_privs_t *
 privs_of(mf_op_t *op)
 {
     mf_client_auth_t *a = op->client->auth;
     if (a == NULL || !a->authed)
         return NULL;
-    if (a->gen != atomic_load(&op->eng->users_gen))
+    if (a->gen != atomic_load(&op->eng->users_gen) && !mf_txn_user(mf_storage_session(op->eng->st)))
         load_privs(op->eng, a);
     return &a->privs;
+}
+
+void
+mf_cmd_auth_refresh(mf_engine_t *eng, mf_client_t *client)
+{
+    mf_client_auth_t *a = client != NULL ? client->auth : NULL;
+    if (a != NULL && a->authed && a->gen != atomic_load(&eng->users_gen))
+        load_privs(eng, a);
 }
 
 bool
@@ -431,7 +446,7 @@ static const rule_t rules[] = {
     {"findandmodify", R_SPECIAL, MF_ACT_FIND},
     {"aggregate", R_SPECIAL, MF_ACT_FIND},
     {"explain", R_SPECIAL, 0},
-    {"create", R_DATA, MF_ACT_CREATE_COLLECTION},
+    {"create", R_SPECIAL, MF_ACT_CREATE_COLLECTION}, /* a view: find on what it reads too */
     {"drop", R_DATA, MF_ACT_DROP_COLLECTION},
     {"dropDatabase", R_DB, MF_ACT_DROP_DATABASE},
     {"listCollections", R_SPECIAL, MF_ACT_LIST_COLLECTIONS},
@@ -447,7 +462,7 @@ static const rule_t rules[] = {
     {"dropIndexes", R_DATA, MF_ACT_DROP_INDEX},
     {"reIndex", R_DATA, MF_ACT_REINDEX},
     {"deleteIndexes", R_DATA, MF_ACT_DROP_INDEX},
-    {"collMod", R_DATA, MF_ACT_COLLMOD},
+    {"collMod", R_SPECIAL, MF_ACT_COLLMOD},
     {"compact", R_DATA, MF_ACT_COMPACT},
     {"profile", R_DB, MF_ACT_PROFILE},
     {"renameCollection", R_SPECIAL, 0},
@@ -665,6 +680,101 @@ only_self(mf_op_t *op, const bson_t *cmd, const char *db)
     return false;
 }
 
+/*
+ * The collection a pipeline stage names (v: a string, or a document with
+ * coll_key and an optional db), on dflt_db: *db points into dbbuf (cap
+ * bytes) or at dflt_db, *coll into the command. False if it names none.
+ */
+static bool
+stage_target(const bson_iter_t *v, const char *coll_key, const char *dflt_db, char *dbbuf, size_t cap,
+             const char **db, const char **coll)
+{
+    bson_iter_t in;
+    *db = dflt_db;
+    *coll = NULL;
+    if (BSON_ITER_HOLDS_UTF8(v)) {
+        *coll = bson_iter_utf8(v, NULL);
+        return true;
+    }
+    if (!BSON_ITER_HOLDS_DOCUMENT(v) || !bson_iter_recurse(v, &in))
+        return false;
+    while (bson_iter_next(&in)) {
+        const char *k = bson_iter_key(&in);
+        if (strcmp(k, coll_key) == 0 && BSON_ITER_HOLDS_UTF8(&in)) {
+            *coll = bson_iter_utf8(&in, NULL);
+        } else if (strcmp(k, "db") == 0 && BSON_ITER_HOLDS_UTF8(&in)) {
+            snprintf(dbbuf, cap, "%s", bson_iter_utf8(&in, NULL));
+            *db = dbbuf;
+        }
+    }
+    return *coll != NULL;
+}
+
+/*
+ * Whether p allows everything a pipeline (arr, run on db) reaches besides
+ * its source, as mongod's involved-namespace checks: find on what
+ * $lookup, $graphLookup and $unionWith read (their sub-pipelines and
+ * $facet's too), insert and remove on an $out target, insert and update
+ * on a $merge target, in whatever database they name.
+ */
+static bool
+pipeline_allowed(const mf_privs_t *p, const char *db, const bson_iter_t *arr, int depth)
+{
+    bson_iter_t st, s, f;
+    if (depth > 32)
+        return false;
+    if (!BSON_ITER_HOLDS_ARRAY(arr) || !bson_iter_recurse(arr, &st))
+        return true;
+    while (bson_iter_next(&st)) {
+        char dbbuf[128];
+        const char *tdb, *tc;
+        if (!BSON_ITER_HOLDS_DOCUMENT(&st) || !bson_iter_recurse(&st, &s) || !bson_iter_next(&s))
+            continue;
+        const char *name = bson_iter_key(&s);
+        if (strcmp(name, "$facet") == 0) {
+            if (BSON_ITER_HOLDS_DOCUMENT(&s) && bson_iter_recurse(&s, &f))
+                while (bson_iter_next(&f))
+                    if (!pipeline_allowed(p, db, &f, depth + 1))
+                        return false;
+        } else if (strcmp(name, "$out") == 0) {
+            if (stage_target(&s, "coll", db, dbbuf, sizeof(dbbuf), &tdb, &tc) &&
+                !mf_privs_allow(p, tdb, tc, MF_ACT_INSERT | MF_ACT_REMOVE))
+                return false;
+        } else if (strcmp(name, "$merge") == 0) {
+            bson_iter_t into = s;
+            if (BSON_ITER_HOLDS_DOCUMENT(&s) && bson_iter_recurse(&s, &f) && bson_iter_find(&f, "into"))
+                into = f;
+            if (stage_target(&into, "coll", db, dbbuf, sizeof(dbbuf), &tdb, &tc) &&
+                !mf_privs_allow(p, tdb, tc, MF_ACT_INSERT | MF_ACT_UPDATE))
+                return false;
+        } else if (strcmp(name, "$unionWith") == 0 || strcmp(name, "$lookup") == 0 ||
+                   strcmp(name, "$graphLookup") == 0) {
+            bool union_with = name[1] == 'u';
+            const char *rdb = db;
+            if (union_with && stage_target(&s, "coll", db, dbbuf, sizeof(dbbuf), &tdb, &tc)) {
+                if (!mf_privs_allow(p, tdb, tc, MF_ACT_FIND))
+                    return false;
+                rdb = tdb;
+            }
+            if (!BSON_ITER_HOLDS_DOCUMENT(&s) || !bson_iter_recurse(&s, &f))
+                continue;
+            while (bson_iter_next(&f)) {
+                const char *k = bson_iter_key(&f);
+                if (!union_with && strcmp(k, "from") == 0 &&
+                    stage_target(&f, "coll", db, dbbuf, sizeof(dbbuf), &tdb, &tc)) {
+                    if (!mf_privs_allow(p, tdb, tc, MF_ACT_FIND))
+                        return false;
+                    rdb = tdb;
+                }
+            }
+            /* The sub-pipeline runs in the database it reads. */
+            if (bson_iter_recurse(&s, &f) && bson_iter_find(&f, "pipeline") && !pipeline_allowed(p, rdb, &f, depth + 1))
+                return false;
+        }
+    }
+    return true;
+}
+
 static int check_command(mf_op_t *op, const mf_privs_t *p, const char *db, const char *name, const bson_t *cmd,
                          int depth);
 
@@ -738,7 +848,6 @@ special(mf_op_t *op, const mf_privs_t *p, const rule_t *r, const char *db, const
 {
     const char *coll = first_coll(cmd);
     bson_iter_t it;
-    static const char *const writes[] = {"$out", "$merge", NULL};
     static const char *const curop[] = {"$currentOp", NULL};
 
     if (strcmp(name, "update") == 0)
@@ -777,11 +886,11 @@ special(mf_op_t *op, const mf_privs_t *p, const rule_t *r, const char *db, const
         bool current_op = cmd_has_key(cmd, "pipeline", curop);
         if (current_op && first_stage_flag(cmd, "$currentOp", "allUsers") && !mf_privs_cluster(p, MF_CACT_MONITOR))
             return denied(op, db, name);
-        uint32_t acts = MF_ACT_FIND;
-        if (cmd_has_key(cmd, "pipeline", writes))
-            acts |= MF_ACT_INSERT | MF_ACT_REMOVE | MF_ACT_UPDATE;
+        /* Every collection it reads or writes besides its source: $lookup, $unionWith, $out, $merge ... */
+        if (bson_iter_init_find(&it, cmd, "pipeline") && !pipeline_allowed(p, db, &it, 0))
+            return denied(op, db, name);
         /* {aggregate: 1} with $currentOp reads no collection: the cluster privilege checked above is enough. */
-        if (mf_privs_allow(p, db, coll, acts) || (current_op && coll == NULL && acts == MF_ACT_FIND))
+        if (mf_privs_allow(p, db, coll, MF_ACT_FIND) || (current_op && coll == NULL))
             return 0;
         return denied(op, db, name);
     }
@@ -825,6 +934,17 @@ special(mf_op_t *op, const mf_privs_t *p, const rule_t *r, const char *db, const
         snprintf(chunks, sizeof(chunks), "%s.chunks", root);
         return mf_privs_allow(p, db, chunks, MF_ACT_FIND) ? 0 : denied(op, db, name);
     }
+    if (strcmp(name, "create") == 0 || strcmp(name, "collMod") == 0) {
+        /* A view reads its viewOn and what its pipeline names: creating or changing one needs find on them. */
+        if (!mf_privs_allow(p, db, coll, r->acts))
+            return denied(op, db, name);
+        if (bson_iter_init_find(&it, cmd, "viewOn") && BSON_ITER_HOLDS_UTF8(&it) &&
+            !mf_privs_allow(p, db, bson_iter_utf8(&it, NULL), MF_ACT_FIND))
+            return denied(op, db, name);
+        if (bson_iter_init_find(&it, cmd, "pipeline") && !pipeline_allowed(p, db, &it, 0))
+            return denied(op, db, name);
+        return 0;
+    }
     if (strcmp(name, "renameCollection") == 0) {
         const char *from = coll, *to = NULL, *fc, *tc;
         char fdb[128], tdb[128];
@@ -834,8 +954,10 @@ special(mf_op_t *op, const mf_privs_t *p, const rule_t *r, const char *db, const
         if (from == NULL || to == NULL || !split_ns(from, fdb, sizeof(fdb), &fc) || !split_ns(to, tdb, sizeof(tdb), &tc))
             return mf_privs_cluster(p, MF_CACT_ADMIN) ? 0 : denied(op, db, name);
         bool ok;
+        /* As mongod's checkAuthForRenameCollectionCommand: within a database, on the database, and no reading through it. */
         if (strcmp(fdb, tdb) == 0)
-            ok = mf_privs_allow(p, fdb, fc, MF_ACT_RENAME_SAME_DB) &&
+            ok = mf_privs_allow(p, fdb, NULL, MF_ACT_RENAME_SAME_DB) &&
+                 (mf_privs_allow(p, fdb, fc, MF_ACT_FIND) || !mf_privs_allow(p, tdb, tc, MF_ACT_FIND)) &&
                  (!drop_target || mf_privs_allow(p, tdb, tc, MF_ACT_DROP_COLLECTION));
         else
             ok = mf_privs_allow(p, fdb, fc, MF_ACT_FIND | MF_ACT_REMOVE | MF_ACT_DROP_COLLECTION) &&
@@ -1386,15 +1508,22 @@ keep_field(const bson_t *old, bson_t *out, const char *k)
         bson_append_value(out, k, -1, bson_iter_value(&it));
 }
 
+/* updateUser's change: the user's name, and its new roles parsed before the rewrite (NULL: kept). */
+typedef struct update_args {
+    const char *name;
+    const bson_t *roles;
+} update_args_t;
+
 static int
 update_change(mf_op_t *op, const bson_t *old, bson_t *out, void *arg)
 {
-    const char *name = arg; /* the user's */
+    const update_args_t *ua = arg;
+    const char *name = ua->name;
     const char *pwd = NULL;
     size_t pwd_len = 0;
     bool has_pwd, has_custom, mechs_given;
     unsigned mechs;
-    bson_t custom, roles = BSON_INITIALIZER;
+    bson_t custom;
     bson_iter_t it;
     int rc = -1;
 
@@ -1426,16 +1555,12 @@ update_change(mf_op_t *op, const bson_t *old, bson_t *out, void *arg)
         BSON_APPEND_DOCUMENT(out, "customData", &custom);
     else
         keep_field(old, out, "customData");
-    if (mf_op_find(op, "roles", &it)) {
-        if (parse_roles(op, &it, &roles) != 0)
-            goto done;
-        BSON_APPEND_ARRAY(out, "roles", &roles);
-    } else {
+    if (ua->roles != NULL)
+        BSON_APPEND_ARRAY(out, "roles", ua->roles);
+    else
         keep_field(old, out, "roles");
-    }
     rc = 0;
 done:
-    bson_destroy(&roles);
     return rc;
 }
 
@@ -1443,12 +1568,28 @@ static int
 cmd_update_user(mf_op_t *op)
 {
     const char *name;
+    bson_iter_t it;
+    bson_t roles = BSON_INITIALIZER;
+    update_args_t ua = {NULL, NULL};
+    int rc = -1;
     if (user_name_arg(op, &name) != 0 || no_restrictions(op) != 0)
-        return -1;
+        goto done;
     if (!mf_op_has(op, "pwd") && !mf_op_has(op, "roles") && !mf_op_has(op, "customData") &&
-        !mf_op_has(op, "mechanisms"))
-        return mf_err_set(&op->err, MF_E_BadValue, "Must specify at least one field to update in updateUser");
-    return rewrite_user(op, name, update_change, (void *)name);
+        !mf_op_has(op, "mechanisms")) {
+        mf_err_set(&op->err, MF_E_BadValue, "Must specify at least one field to update in updateUser");
+        goto done;
+    }
+    /* Before the rewrite: the roles' existence is read outside its transaction (no storage reads inside). */
+    if (mf_op_find(op, "roles", &it)) {
+        if (parse_roles(op, &it, &roles) != 0)
+            goto done;
+        ua.roles = &roles;
+    }
+    ua.name = name;
+    rc = rewrite_user(op, name, update_change, &ua);
+done:
+    bson_destroy(&roles);
+    return rc;
 }
 
 typedef struct grant_args {

@@ -731,7 +731,10 @@ mf_cmd_txn_route(mf_engine_t *eng, mf_client_t *client, const char *db, const bs
         const char *k = bson_iter_key(&it);
         txn = (k[0] == 'a' && strcmp(k, "autocommit") == 0) || (k[0] == 's' && strcmp(k, "startTransaction") == 0);
     }
-    return txn && route(eng, client, db, cmd, seqs, nseqs, legacy, reply);
+    if (!txn)
+        return false;
+    mf_cmd_auth_refresh(eng, client); /* here, outside the transaction's snapshot: a revoke applies at once */
+    return route(eng, client, db, cmd, seqs, nseqs, legacy, reply);
 }
 
 /* ---------- on the transaction's thread ---------- */

@@ -356,6 +356,27 @@ R.test('change streams need find on what they watch: the whole cluster needs it 
   await admin().db('admin').command({ killCursors: '$cmd.aggregate', cursors: [h.cursorId(root.cursor.id)] });
 });
 
+R.test('a revoke reaches a user inside a multi-document transaction at once, and stays after it (privileges are not reloaded from the transaction\'s snapshot)', async () => {
+  const db = admin().db(APP_DB);
+  const sdb = admin().db('rsauth_tx');
+  await sdb.collection('txsecret').insertOne({ _id: 1 }, MAJ);
+  await admin().db('admin').command({ createRole: 'txRead', privileges: [{ resource: { db: 'rsauth_tx', collection: 'txsecret' }, actions: ['find'] }], roles: [], ...MAJ });
+  await db.command({ createUser: 'txu', pwd: APP_PWD, roles: [{ role: 'txRead', db: 'admin' }, 'readWrite'], ...MAJ });
+  const u = await connect(setUri('txu', APP_PWD).replace('authSource=admin', `authSource=${APP_DB}`), 'logging in as txu');
+  const session = u.startSession();
+  try {
+    session.startTransaction();
+    assert.equal((await u.db('rsauth_tx').collection('txsecret').find({}, { session }).toArray()).length, 1);
+    await db.command({ revokeRolesFromUser: 'txu', roles: [{ role: 'txRead', db: 'admin' }], ...MAJ });
+    await h.expectCode(u.db('rsauth_tx').collection('txsecret').find({}, { session }).toArray(), 13);
+    await session.abortTransaction().catch(() => {});
+  } finally {
+    await session.endSession();
+  }
+  await h.expectCode(u.db('rsauth_tx').collection('txsecret').findOne(), 13);
+  await u.db(APP_DB).collection('c2').insertOne({ _id: 'still readWrite' });
+});
+
 R.test('a spare with the same key joins through replSetReconfig, catches up, and the users log in on it', async () => {
   const spare = rs.members[SPARE];
   const { config } = await admin().db('admin').command({ replSetGetConfig: 1 });

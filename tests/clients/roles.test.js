@@ -338,3 +338,61 @@ h.test('dropRole is one transaction: concurrent changes to its holders are kept,
     }
   }
 });
+
+h.test('a pipeline needs privileges on every collection it reaches: $lookup, $unionWith, $graphLookup, $facet, and $out / $merge targets in any database; views need find on what they read', async () => {
+  const r = await root();
+  await r.db('pl').collection('foo').insertOne({ _id: 1, k: 1 });
+  await r.db('pl').collection('secret').insertOne({ _id: 1, k: 1, pin: 1234 });
+  await r.db('plo').collection('data').insertOne({ _id: 'keep' });
+  await r.db('pl').command({
+    createRole: 'fooRW',
+    privileges: [{ resource: { db: 'pl', collection: 'foo' }, actions: ['find', 'insert', 'update', 'remove'] },
+      { resource: { db: 'pl', collection: 'v' }, actions: ['createCollection', 'find', 'collMod'] }],
+    roles: [],
+  });
+  const u = await userWith('pl1', ['fooRW'], 'pl');
+  const foo = u.db('pl').collection('foo');
+  assert.equal((await foo.aggregate([{ $match: {} }]).toArray()).length, 1);
+  await denied(foo.aggregate([{ $unionWith: 'secret' }]).toArray());
+  await denied(foo.aggregate([{ $lookup: { from: 'secret', localField: 'k', foreignField: 'k', as: 's' } }]).toArray());
+  await denied(foo.aggregate([{ $graphLookup: { from: 'secret', startWith: '$k', connectFromField: 'k', connectToField: 'k', as: 's' } }]).toArray());
+  await denied(foo.aggregate([{ $facet: { a: [{ $unionWith: { coll: 'secret', pipeline: [] } }] } }]).toArray());
+  await denied(foo.aggregate([{ $lookup: { from: 'foo', as: 's', pipeline: [{ $unionWith: 'secret' }] } }]).toArray());
+  await denied(foo.aggregate([{ $out: 'secret' }]).toArray());
+  await denied(foo.aggregate([{ $out: { db: 'plo', coll: 'data' } }]).toArray());
+  await denied(foo.aggregate([{ $merge: { into: { db: 'plo', coll: 'data' } } }]).toArray());
+  await denied(u.db('pl').createCollection('v', { viewOn: 'secret', pipeline: [] }));
+  await denied(u.db('pl').createCollection('v', { viewOn: 'foo', pipeline: [{ $unionWith: 'secret' }] }));
+  await u.db('pl').createCollection('v', { viewOn: 'foo', pipeline: [] });
+  await denied(u.db('pl').command({ collMod: 'v', viewOn: 'secret', pipeline: [] }));
+  assert.equal(await r.db('pl').collection('secret').countDocuments({ pin: 1234 }), 1, 'untouched');
+  assert.deepEqual(await r.db('plo').collection('data').find().toArray(), [{ _id: 'keep' }]);
+  // Built-in readWrite on one database writes no other through $out / $merge.
+  const rw = await userWith('pl2', ['readWrite'], 'pl');
+  await denied(rw.db('pl').collection('foo').aggregate([{ $out: { db: 'plo', coll: 'data' } }]).toArray());
+  await denied(rw.db('pl').collection('foo').aggregate([{ $merge: { into: { db: 'plo', coll: 'new' } } }]).toArray());
+  await rw.db('pl').collection('foo').aggregate([{ $out: 'copy' }]).toArray();
+  assert.equal(await r.db('pl').collection('copy').countDocuments(), 1);
+});
+
+h.test('a revoke reaches a user inside a transaction at once and after it; updateUser may grant user-defined roles; system.profile needs dbAdmin or a privilege naming it', async () => {
+  const r = await root();
+  await r.db('tx').collection('secret').insertOne({ _id: 1 });
+  await r.db('tx').command({ createRole: 'txRead', privileges: [{ resource: { db: 'tx', collection: 'secret' }, actions: ['find'] }], roles: [] });
+  await r.db('tx').command({ createUser: 'tu', pwd: pw('tu'), roles: [] });
+  // updateUser with a user-defined role (its existence is read outside the rewrite's transaction).
+  await r.db('tx').command({ updateUser: 'tu', roles: ['txRead', 'readWrite'] });
+  assert.deepEqual((await r.db('tx').command({ usersInfo: 'tu' })).users[0].roles.map((x) => x.role).sort(), ['readWrite', 'txRead']);
+  const u = await login('tu', pw('tu'), 'tx');
+  assert.equal(await u.db('tx').collection('secret').countDocuments(), 1);
+  // A dbStats-only custom role does not read system.profile; dbAdmin does.
+  await r.db('tx').command({ profile: 2 });
+  await r.db('tx').collection('secret').findOne();
+  await r.db('tx').command({ profile: 0 });
+  await r.db('tx').command({ createRole: 'statsOnly', privileges: [{ resource: { db: 'tx', collection: '' }, actions: ['dbStats', 'collStats'] }], roles: [] });
+  const st = await userWith('tstats', ['statsOnly'], 'tx');
+  await denied(st.db('tx').collection('system.profile').findOne());
+  const dba = await userWith('tdba', ['dbAdmin'], 'tx');
+  assert.ok(await dba.db('tx').collection('system.profile').findOne());
+  await r.db('tx').collection('system.profile').drop();
+});
