@@ -289,6 +289,12 @@ mf_action_lookup(const char *name, uint32_t *acts, uint32_t *cacts)
     return -1;
 }
 
+const char *
+mf_action_name(int i)
+{
+    return i >= 0 && (size_t)i < sizeof(actions) / sizeof(actions[0]) ? actions[i].name : NULL;
+}
+
 /* Adds acts on db (its collections) to p. */
 static void
 add_db_acts(mf_privs_t *p, const char *db, uint32_t acts)
@@ -404,4 +410,10 @@ mf_privs_any_on(const mf_privs_t *p, const char *db)
             return true;
     }
     return false;
+}
+
+bool
+mf_privs_any_on_coll(const mf_privs_t *p, const char *db, const char *coll)
+{
+    return held_on(p, db) != 0 || held_on_coll(p, db, coll) != 0;
 }

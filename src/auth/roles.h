@@ -110,6 +110,9 @@ typedef struct mf_privilege {
  */
 int mf_action_lookup(const char *name, uint32_t *acts, uint32_t *cacts);
 
+/* mf_action_name: the i-th action type's name (mf_action_lookup's order), NULL past the last. */
+const char *mf_action_name(int i);
+
 /* mf_privs_add_privilege: adds one parsed privilege of a user-defined role to p. */
 void mf_privs_add_privilege(mf_privs_t *p, const mf_privilege_t *pv);
 
@@ -134,5 +137,8 @@ bool mf_privs_cluster(const mf_privs_t *p, uint32_t cacts);
 
 /* mf_privs_any_on: whether p holds any action at all on db (listDatabases' authorizedDatabases). */
 bool mf_privs_any_on(const mf_privs_t *p, const char *db);
+
+/* mf_privs_any_on_coll: whether p holds any action at all on db.coll (listCollections' authorizedCollections). */
+bool mf_privs_any_on_coll(const mf_privs_t *p, const char *db, const char *coll);
 
 #endif /* MF_ROLES_H */

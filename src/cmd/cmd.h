@@ -181,11 +181,15 @@ int mf_cmd_hash_bson_element(mf_op_t *op);
  * Access control (cmd_auth.c). mf_cmd_authorize: with --auth, whether the
  * caller may run command name on op->db (0, or -1 with 13 Unauthorized in
  * op->err); always 0 for trusted callers. mf_cmd_may_see_db: whether
- * listDatabases shows db to the caller. mf_cmd_auth_hello: hello's
+ * listDatabases shows db to the caller. mf_cmd_may_see_coll: whether
+ * listCollections {authorizedCollections: true} shows db.coll (the caller
+ * may list the database's collections, or holds some privilege on it).
+ * mf_cmd_auth_hello: hello's
  * saslSupportedMechs and speculativeAuthenticate answers.
  */
 int mf_cmd_authorize(mf_op_t *op, const char *name) MF_WUR;
 bool mf_cmd_may_see_db(mf_op_t *op, const char *db);
+bool mf_cmd_may_see_coll(mf_op_t *op, const char *db, const char *coll);
 void mf_cmd_auth_hello(mf_op_t *op);
 /* mf_cmd_requires_auth: whether command name needs a logged-in user under --auth (listCommands' requiresAuth). */
 bool mf_cmd_requires_auth(const char *name);

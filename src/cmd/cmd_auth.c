@@ -39,6 +39,7 @@
  */
 #include "common/alloc.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -329,6 +330,19 @@ mf_cmd_may_see_db(mf_op_t *op, const char *db)
         return true;
     const mf_privs_t *p = privs_of(op);
     return p != NULL && (mf_privs_cluster(p, MF_CACT_LIST_DATABASES) || mf_privs_any_on(p, db));
+}
+
+bool
+mf_cmd_may_see_coll(mf_op_t *op, const char *db, const char *coll)
+{
+    if (!checked(op))
+        return true;
+    /* The privileges mf_cmd_authorize refreshed: no reload here, which may run under the catalog's lock. */
+    const mf_client_auth_t *a = op->client->auth;
+    if (a == NULL || !a->authed)
+        return false;
+    const mf_privs_t *p = &a->privs;
+    return mf_privs_allow(p, db, NULL, MF_ACT_LIST_COLLECTIONS) || mf_privs_any_on_coll(p, db, coll);
 }
 
 bool
@@ -907,9 +921,13 @@ special(mf_op_t *op, const mf_privs_t *p, const rule_t *r, const char *db, const
         return check_command(op, p, db, bson_iter_key(&in), &inner, depth + 1);
     }
     if (strcmp(name, "listCollections") == 0) {
-        /* authorizedCollections + nameOnly: any privilege on the database is enough, as in MongoDB. */
+        /*
+         * authorizedCollections + nameOnly: any privilege on the database is enough, as in MongoDB; the
+         * command then lists only the collections the caller holds a privilege on (mf_cmd_may_see_coll).
+         */
         bool authorized = bson_iter_init_find(&it, cmd, "authorizedCollections") && bson_iter_as_bool(&it);
-        if (mf_privs_allow(p, db, NULL, MF_ACT_LIST_COLLECTIONS) || (authorized && mf_privs_any_on(p, db)))
+        bool name_only = bson_iter_init_find(&it, cmd, "nameOnly") && bson_iter_as_bool(&it);
+        if (mf_privs_allow(p, db, NULL, MF_ACT_LIST_COLLECTIONS) || (authorized && name_only && mf_privs_any_on(p, db)))
             return 0;
         return denied(op, db, name);
     }
@@ -2112,6 +2130,13 @@ merge_privileges(const bson_t *old, const bson_t *arr, bool revoke, bson_t *out)
             while (bson_iter_next(&x)) {
                 const char *a = bson_iter_utf8(&x, NULL);
                 if (revoke) {
+                    /* As mongod's ActionSet::removeAction: taking one action from anyAction leaves every other. */
+                    if (nn == 1 && strcmp(names[0], "anyAction") == 0 && strcmp(a, "anyAction") != 0) {
+                        nn = 0;
+                        for (int k = 0; mf_action_name(k) != NULL && nn < 256; k++)
+                            if (strcmp(mf_action_name(k), "anyAction") != 0)
+                                names[nn++] = mf_action_name(k);
+                    }
                     size_t i = 0;
                     while (i < nn) {
                         if (strcmp(names[i], a) == 0)
@@ -2847,26 +2872,51 @@ cmd_roles_info(mf_op_t *op)
     return rc;
 }
 
+/*
+ * The user and role management commands run one at a time (the engine's
+ * auth_mgmt_mu, as mongod's user management lock): what one checks (a
+ * role exists, no cycle) still holds when it writes.
+ */
+#define MGMT(fn)                                                               \
+    static int fn##_locked(mf_op_t *op)                                        \
+    {                                                                          \
+        pthread_mutex_lock(&op->eng->auth_mgmt_mu);                            \
+        int rc = fn(op);                                                       \
+        pthread_mutex_unlock(&op->eng->auth_mgmt_mu);                          \
+        return rc;                                                             \
+    }
+MGMT(cmd_create_user)
+MGMT(cmd_update_user)
+MGMT(cmd_drop_user)
+MGMT(cmd_drop_all_users)
+MGMT(cmd_grant_revoke)
+MGMT(cmd_create_role)
+MGMT(cmd_update_role)
+MGMT(cmd_drop_role)
+MGMT(cmd_drop_all_roles)
+MGMT(cmd_role_grant_revoke)
+#undef MGMT
+
 const mf_cmd_def_t mf_cmds_auth[] = {
     {"saslStart", cmd_sasl_start, MF_CMD_NO_DB, NULL},
     {"saslContinue", cmd_sasl_continue, MF_CMD_NO_DB, NULL},
     {"logout", cmd_logout, 0, NULL},
     {"connectionStatus", cmd_connection_status, 0, NULL},
-    {"createUser", cmd_create_user, 0, NULL},
-    {"updateUser", cmd_update_user, 0, NULL},
-    {"dropUser", cmd_drop_user, 0, NULL},
-    {"dropAllUsersFromDatabase", cmd_drop_all_users, 0, NULL},
+    {"createUser", cmd_create_user_locked, 0, NULL},
+    {"updateUser", cmd_update_user_locked, 0, NULL},
+    {"dropUser", cmd_drop_user_locked, 0, NULL},
+    {"dropAllUsersFromDatabase", cmd_drop_all_users_locked, 0, NULL},
     {"usersInfo", cmd_users_info, 0, NULL},
-    {"grantRolesToUser", cmd_grant_revoke, 0, NULL},
-    {"revokeRolesFromUser", cmd_grant_revoke, 0, NULL},
+    {"grantRolesToUser", cmd_grant_revoke_locked, 0, NULL},
+    {"revokeRolesFromUser", cmd_grant_revoke_locked, 0, NULL},
     {"rolesInfo", cmd_roles_info, 0, NULL},
-    {"createRole", cmd_create_role, 0, NULL},
-    {"updateRole", cmd_update_role, 0, NULL},
-    {"dropRole", cmd_drop_role, 0, NULL},
-    {"dropAllRolesFromDatabase", cmd_drop_all_roles, 0, NULL},
-    {"grantRolesToRole", cmd_role_grant_revoke, 0, NULL},
-    {"revokeRolesFromRole", cmd_role_grant_revoke, 0, NULL},
-    {"grantPrivilegesToRole", cmd_role_grant_revoke, 0, NULL},
-    {"revokePrivilegesFromRole", cmd_role_grant_revoke, 0, NULL},
+    {"createRole", cmd_create_role_locked, 0, NULL},
+    {"updateRole", cmd_update_role_locked, 0, NULL},
+    {"dropRole", cmd_drop_role_locked, 0, NULL},
+    {"dropAllRolesFromDatabase", cmd_drop_all_roles_locked, 0, NULL},
+    {"grantRolesToRole", cmd_role_grant_revoke_locked, 0, NULL},
+    {"revokeRolesFromRole", cmd_role_grant_revoke_locked, 0, NULL},
+    {"grantPrivilegesToRole", cmd_role_grant_revoke_locked, 0, NULL},
+    {"revokePrivilegesFromRole", cmd_role_grant_revoke_locked, 0, NULL},
     {NULL, NULL, 0, NULL},
 };

@@ -650,11 +650,16 @@ cmd_list_collections(mf_op_t *op)
     if ((m = mf_matcher_new(has_filter ? &filter : NULL, &op->err)) == NULL)
         return -1;
     bson_init(&batch);
+    bson_iter_t ai;
+    bool authorized = mf_op_find(op, "authorizedCollections", &ai) && bson_iter_as_bool(&ai);
     mf_catalog_rdlock(op->eng->cat);
     mf_catalog_coll_list(op->eng->cat, op->db, collect_coll, &l);
     for (int i = 0; i < l.n; i++) {
         bson_t full, shown;
         char key[16];
+        /* authorizedCollections: only those the caller holds a privilege on (all, with listCollections). */
+        if (authorized && !mf_cmd_may_see_coll(op, op->db, l.v[i]->name))
+            continue;
         coll_info(op->eng->cat, l.v[i], false, &full);
         if (mf_matcher_match(m, &full, NULL)) {
             snprintf(key, sizeof(key), "%d", k++);

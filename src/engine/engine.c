@@ -211,6 +211,7 @@ engine_open(const mf_engine_opts_t *opts, mf_engine_t **out, mf_error_t *err)
 {
     mf_engine_t *eng = mf_calloc(1, sizeof(*eng));
     pthread_mutex_init(&eng->topo_mu, NULL);
+    pthread_mutex_init(&eng->auth_mgmt_mu, NULL);
     const char *dbpath = opts->dbpath ? opts->dbpath : "./data";
 
     eng->params = mf_params_new();
@@ -320,6 +321,7 @@ err_free:
     mf_failpoints_free(eng->failpoints);
     mf_params_free(eng->params);
     pthread_mutex_destroy(&eng->topo_mu);
+    pthread_mutex_destroy(&eng->auth_mgmt_mu);
     free(eng);
     return -1;
 }
@@ -436,6 +438,7 @@ mf_engine_close(mf_engine_t *eng)
     if (eng->cmdline_parsed)
         bson_destroy(eng->cmdline_parsed);
     pthread_mutex_destroy(&eng->topo_mu);
+    pthread_mutex_destroy(&eng->auth_mgmt_mu);
     free(eng->cluster_cred);
     free(eng);
 }

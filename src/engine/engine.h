@@ -164,7 +164,14 @@ typedef struct mf_engine {
     int (*on_log_rotate)(void *arg);   /* the process's: reopen its log file (the logRotate command) */
     void *on_log_rotate_arg;
     bool auth_enabled;           /* access control (--auth, --keyFile): cmd/cmd_auth.c checks every network command */
-    _Atomic int64_t users_gen;   /* bumped on every change to admin.system.users (auth/users.h) */
+    _Atomic int64_t users_gen;   /* bumped on every change to admin.system.users or .roles (auth/users.h) */
+    /*
+     * Held by the user and role management commands (cmd_auth.c), as
+     * mongod's user management lock: one at a time, so a role's existence
+     * checked by one still holds when it writes (no reference to a role a
+     * concurrent dropRole removed, no cycle from two crossing grants).
+     */
+    pthread_mutex_t auth_mgmt_mu;
     struct mf_scram_cred *cluster_cred; /* --keyFile: __system@local's SCRAM-SHA-256 credential (owned), or NULL */
     struct mf_saslprep *saslprep; /* RFC 4013 profile for SCRAM-SHA-256 passwords (auth/saslprep.h): read-only, any thread */
     const mf_repl_hooks_t *repl; /* NULL: a standalone server */

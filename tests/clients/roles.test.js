@@ -396,3 +396,60 @@ h.test('a revoke reaches a user inside a transaction at once and after it; updat
   assert.ok(await dba.db('tx').collection('system.profile').findOne());
   await r.db('tx').collection('system.profile').drop();
 });
+
+h.test('role management runs one command at a time: a grant racing a dropRole leaves no reference to the dropped role, and two crossing grants cannot make a cycle', async () => {
+  const r = await root();
+  const db = r.db('mg');
+  await db.command({ createUser: 'holder', pwd: pw('holder'), roles: [] });
+  for (let round = 0; round < 20; round++) {
+    await db.command({ createRole: 'tmp', privileges: [], roles: [] });
+    const [drop, grant] = await Promise.allSettled([
+      db.command({ dropRole: 'tmp' }),
+      db.command({ grantRolesToUser: 'holder', roles: ['tmp'] }),
+    ]);
+    assert.equal(drop.status, 'fulfilled', String(drop.reason));
+    const roles = (await db.command({ usersInfo: 'holder' })).users[0].roles;
+    assert.deepEqual(roles, [], `round ${round}: the grant ${grant.status === 'fulfilled' ? 'ran first and was pulled' : `failed (${grant.reason && grant.reason.code})`}`);
+  }
+  for (let round = 0; round < 10; round++) {
+    await db.command({ createRole: `a${round}`, privileges: [], roles: [] });
+    await db.command({ createRole: `b${round}`, privileges: [], roles: [] });
+    const res = await Promise.allSettled([
+      db.command({ grantRolesToRole: `a${round}`, roles: [`b${round}`] }),
+      db.command({ grantRolesToRole: `b${round}`, roles: [`a${round}`] }),
+    ]);
+    const ok = res.filter((x) => x.status === 'fulfilled').length;
+    assert.equal(ok, 1, `round ${round}: exactly one of two crossing grants succeeds`);
+    assert.equal(res.find((x) => x.status === 'rejected').reason.code, 49);
+  }
+});
+
+h.test('listCollections {authorizedCollections: true, nameOnly: true} lists only the collections the caller holds a privilege on; without nameOnly it needs listCollections', async () => {
+  const r = await root();
+  await r.db('lc').collection('mine').insertOne({ _id: 1 });
+  await r.db('lc').collection('theirs').insertOne({ _id: 1 });
+  await r.db('lc').createCollection('pv', { viewOn: 'theirs', pipeline: [{ $match: { apiKey: 'sk-live-XYZ' } }] });
+  await r.db('lc').command({ createRole: 'mineOnly', privileges: [{ resource: { db: 'lc', collection: 'mine' }, actions: ['find'] }], roles: [] });
+  const u = await userWith('lc1', ['mineOnly'], 'lc');
+  const names = (await u.db('lc').command({ listCollections: 1, authorizedCollections: true, nameOnly: true })).cursor.firstBatch.map((c) => c.name);
+  assert.deepEqual(names, ['mine']);
+  await denied(u.db('lc').command({ listCollections: 1, authorizedCollections: true }));
+  await denied(u.db('lc').command({ listCollections: 1 }));
+  // With listCollections (read), every collection.
+  const rd = await userWith('lc2', ['read'], 'lc');
+  const all = (await rd.db('lc').command({ listCollections: 1, authorizedCollections: true, nameOnly: true })).cursor.firstBatch.map((c) => c.name).sort();
+  assert.deepEqual(all, ['mine', 'pv', 'theirs']);
+});
+
+h.test('revoking one action from anyAction leaves every other action, as mongod\'s ActionSet', async () => {
+  const r = await root();
+  await r.db('aa').collection('c').insertOne({ _id: 1 });
+  await r.db('aa').command({ createRole: 'everything', privileges: [{ resource: { db: 'aa', collection: '' }, actions: ['anyAction'] }], roles: [] });
+  const u = await userWith('aa1', ['everything'], 'aa');
+  assert.equal(await u.db('aa').collection('c').countDocuments(), 1);
+  await r.db('aa').command({ revokePrivilegesFromRole: 'everything', privileges: [{ resource: { db: 'aa', collection: '' }, actions: ['find'] }] });
+  await denied(u.db('aa').collection('c').findOne());
+  await u.db('aa').collection('c').insertOne({ _id: 2 });
+  const acts = (await r.db('aa').command({ rolesInfo: 'everything', showPrivileges: true })).roles[0].privileges[0].actions;
+  assert.ok(!acts.includes('find') && !acts.includes('anyAction') && acts.includes('insert') && acts.includes('update'), JSON.stringify(acts));
+});
