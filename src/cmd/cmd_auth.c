@@ -1711,17 +1711,19 @@ cmd_drop_user(mf_op_t *op)
     return 0;
 }
 
+/* The names (field key: "user", "role") of the documents an mf_users_each / mf_roles_each walk meets. */
 typedef struct name_list {
+    const char *key;
     char **v;
     size_t n, cap;
 } name_list_t;
 
 static int
-collect_name(void *arg, const bson_t *user)
+collect_name(void *arg, const bson_t *doc)
 {
     name_list_t *l = arg;
     bson_iter_t it;
-    if (!bson_iter_init_find(&it, user, "user") || !BSON_ITER_HOLDS_UTF8(&it))
+    if (!bson_iter_init_find(&it, doc, l->key) || !BSON_ITER_HOLDS_UTF8(&it))
         return 0;
     if (l->n == l->cap) {
         l->cap = l->cap ? l->cap * 2 : 16;
@@ -1734,7 +1736,7 @@ collect_name(void *arg, const bson_t *user)
 static int
 cmd_drop_all_users(mf_op_t *op)
 {
-    name_list_t l = {0};
+    name_list_t l = {"user", NULL, 0, 0};
     int rc = mf_users_each(op->eng->cat, op->db, collect_name, &l, &op->err);
     int32_t n = 0;
     for (size_t i = 0; i < l.n; i++) {
@@ -2595,25 +2597,10 @@ cmd_drop_role(mf_op_t *op)
 }
 
 static int
-collect_role_name(void *arg, const bson_t *role)
-{
-    name_list_t *l = arg;
-    bson_iter_t it;
-    if (!bson_iter_init_find(&it, role, "role") || !BSON_ITER_HOLDS_UTF8(&it))
-        return 0;
-    if (l->n == l->cap) {
-        l->cap = l->cap ? l->cap * 2 : 16;
-        l->v = mf_realloc(l->v, l->cap * sizeof(*l->v));
-    }
-    l->v[l->n++] = mf_strdup(bson_iter_utf8(&it, NULL));
-    return 0;
-}
-
-static int
 cmd_drop_all_roles(mf_op_t *op)
 {
-    name_list_t l = {0};
-    int rc = mf_roles_each(op->eng->cat, op->db, collect_role_name, &l, &op->err);
+    name_list_t l = {"role", NULL, 0, 0};
+    int rc = mf_roles_each(op->eng->cat, op->db, collect_name, &l, &op->err);
     int32_t n = 0;
     for (size_t i = 0; i < l.n; i++) {
         mf_error_t err;
