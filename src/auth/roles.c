@@ -388,9 +388,16 @@ mf_privs_allow(const mf_privs_t *p, const char *db, const char *coll, uint32_t a
         /* Credentials and roles: only user administrators on admin read or write them (viewUser alone does not). */
         return (h & MF_ACT_USER_ADMIN) != 0;
     }
-    if (coll != NULL && strcmp(coll, "system.profile") == 0 && (h & MF_ACT_READ_PROFILE) &&
-        (acts & ~(MF_ACT_FIND | MF_ACT_LIST_INDEXES | MF_ACT_KILL_CURSORS)) == 0)
-        return true;
+    if (coll != NULL && strcmp(coll, "system.profile") == 0) {
+        /* As mongod's: not a database-wide find (read's), only READ_PROFILE or a privilege naming it. */
+        /* dbAdmin's on system.profile: find, collStats, listIndexes, killCursors, create and drop. */
+        if ((h & MF_ACT_READ_PROFILE) &&
+            (acts & ~(MF_ACT_FIND | MF_ACT_LIST_INDEXES | MF_ACT_KILL_CURSORS | MF_ACT_STATS | MF_ACT_CREATE_COLLECTION |
+                      MF_ACT_DROP_COLLECTION)) == 0)
+            return true;
+        uint32_t named = held_on_coll(p, db, coll) | (p->all & acts);
+        return (named & acts) == acts;
+    }
     return (h & acts) == acts;
 }
 

@@ -639,8 +639,14 @@ static bool
 first_stage_flag(const bson_t *cmd, const char *stage, const char *option)
 {
     bson_iter_t f, o;
-    return first_stage(cmd, &f) && strcmp(bson_iter_key(&f), stage) == 0 && BSON_ITER_HOLDS_DOCUMENT(&f) &&
-           bson_iter_recurse(&f, &o) && bson_iter_find(&o, option) && bson_iter_as_bool(&o);
+    if (!first_stage(cmd, &f) || strcmp(bson_iter_key(&f), stage) != 0 || !BSON_ITER_HOLDS_DOCUMENT(&f) ||
+        !bson_iter_recurse(&f, &o))
+        return false;
+    /* Any occurrence of a repeated option counts: the stage's parser may keep the last. */
+    while (bson_iter_next(&o))
+        if (strcmp(bson_iter_key(&o), option) == 0 && bson_iter_as_bool(&o))
+            return true;
+    return false;
 }
 
 static int
@@ -653,16 +659,23 @@ denied(mf_op_t *op, const char *db, const char *name)
 static bool
 may_grant_roles(const mf_privs_t *p, const bson_t *cmd, const char *db)
 {
+    /* Every occurrence of a repeated field: whichever copy the command's parser keeps is checked. */
     bson_iter_t it, r, f;
-    if (!bson_iter_init_find(&it, cmd, "roles") || !BSON_ITER_HOLDS_ARRAY(&it) || !bson_iter_recurse(&it, &r))
-        return true;
-    while (bson_iter_next(&r)) {
-        const char *rdb = db;
-        if (BSON_ITER_HOLDS_DOCUMENT(&r) && bson_iter_recurse(&r, &f) && bson_iter_find(&f, "db") &&
-            BSON_ITER_HOLDS_UTF8(&f))
-            rdb = bson_iter_utf8(&f, NULL);
-        if (!mf_privs_allow(p, rdb, NULL, MF_ACT_USER_ADMIN))
-            return false;
+    bson_iter_init(&it, cmd);
+    while (bson_iter_next(&it)) {
+        if (strcmp(bson_iter_key(&it), "roles") != 0 || !BSON_ITER_HOLDS_ARRAY(&it) || !bson_iter_recurse(&it, &r))
+            continue;
+        while (bson_iter_next(&r)) {
+            if (!mf_privs_allow(p, db, NULL, MF_ACT_USER_ADMIN))
+                return false;
+            if (!BSON_ITER_HOLDS_DOCUMENT(&r) || !bson_iter_recurse(&r, &f))
+                continue;
+            while (bson_iter_next(&f)) {
+                if (strcmp(bson_iter_key(&f), "db") == 0 &&
+                    (!BSON_ITER_HOLDS_UTF8(&f) || !mf_privs_allow(p, bson_iter_utf8(&f, NULL), NULL, MF_ACT_USER_ADMIN)))
+                    return false;
+            }
+        }
     }
     return true;
 }
@@ -755,12 +768,18 @@ pipeline_allowed(const mf_privs_t *p, const char *db, const bson_iter_t *arr, in
                 !mf_privs_allow(p, tdb, tc, MF_ACT_INSERT | MF_ACT_REMOVE))
                 return false;
         } else if (strcmp(name, "$merge") == 0) {
-            bson_iter_t into = s;
-            if (BSON_ITER_HOLDS_DOCUMENT(&s) && bson_iter_recurse(&s, &f) && bson_iter_find(&f, "into"))
-                into = f;
-            if (stage_target(&into, "coll", db, dbbuf, sizeof(dbbuf), &tdb, &tc) &&
-                !mf_privs_allow(p, tdb, tc, MF_ACT_INSERT | MF_ACT_UPDATE))
-                return false;
+            /* The string form, or every "into" of the document (a repeated one: whichever the parser keeps). */
+            if (!BSON_ITER_HOLDS_DOCUMENT(&s)) {
+                if (stage_target(&s, "coll", db, dbbuf, sizeof(dbbuf), &tdb, &tc) &&
+                    !mf_privs_allow(p, tdb, tc, MF_ACT_INSERT | MF_ACT_UPDATE))
+                    return false;
+            } else if (bson_iter_recurse(&s, &f)) {
+                while (bson_iter_next(&f))
+                    if (strcmp(bson_iter_key(&f), "into") == 0 &&
+                        stage_target(&f, "coll", db, dbbuf, sizeof(dbbuf), &tdb, &tc) &&
+                        !mf_privs_allow(p, tdb, tc, MF_ACT_INSERT | MF_ACT_UPDATE))
+                        return false;
+            }
         } else if (strcmp(name, "$unionWith") == 0 || strcmp(name, "$lookup") == 0 ||
                    strcmp(name, "$graphLookup") == 0) {
             bool union_with = name[1] == 'u';
@@ -781,9 +800,11 @@ pipeline_allowed(const mf_privs_t *p, const char *db, const bson_iter_t *arr, in
                     rdb = tdb;
                 }
             }
-            /* The sub-pipeline runs in the database it reads. */
-            if (bson_iter_recurse(&s, &f) && bson_iter_find(&f, "pipeline") && !pipeline_allowed(p, rdb, &f, depth + 1))
-                return false;
+            /* The sub-pipeline runs in the database it reads; every copy of a repeated one is checked. */
+            if (bson_iter_recurse(&s, &f))
+                while (bson_iter_next(&f))
+                    if (strcmp(bson_iter_key(&f), "pipeline") == 0 && !pipeline_allowed(p, rdb, &f, depth + 1))
+                        return false;
         }
     }
     return true;
@@ -903,8 +924,10 @@ special(mf_op_t *op, const mf_privs_t *p, const rule_t *r, const char *db, const
         /* Every collection it reads or writes besides its source: $lookup, $unionWith, $out, $merge ... */
         if (bson_iter_init_find(&it, cmd, "pipeline") && !pipeline_allowed(p, db, &it, 0))
             return denied(op, db, name);
-        /* {aggregate: 1} with $currentOp reads no collection: the cluster privilege checked above is enough. */
-        if (mf_privs_allow(p, db, coll, MF_ACT_FIND) || (current_op && coll == NULL))
+        /* {aggregate: 1} starting with $currentOp reads no collection: the cluster privilege checked above is enough. */
+        bson_iter_t fs;
+        bool starts_current_op = current_op && first_stage(cmd, &fs) && strcmp(bson_iter_key(&fs), "$currentOp") == 0;
+        if (mf_privs_allow(p, db, coll, MF_ACT_FIND) || (starts_current_op && coll == NULL))
             return 0;
         return denied(op, db, name);
     }

@@ -453,3 +453,19 @@ h.test('revoking one action from anyAction leaves every other action, as mongod\
   const acts = (await r.db('aa').command({ rolesInfo: 'everything', showPrivileges: true })).roles[0].privileges[0].actions;
   assert.ok(!acts.includes('find') && !acts.includes('anyAction') && acts.includes('insert') && acts.includes('update'), JSON.stringify(acts));
 });
+
+h.test('$currentOp only exempts a pipeline that starts with it; read does not read system.profile (dbAdmin does)', async () => {
+  const r = await root();
+  await r.db('dup').collection('foo').insertOne({ _id: 1 });
+  await r.db('dup').command({ createRole: 'fooFind', privileges: [{ resource: { db: 'dup', collection: 'foo' }, actions: ['find'] }], roles: [] });
+  const f = await userWith('dupf', ['fooFind'], 'dup');
+  await denied(f.db('dup').command({ aggregate: 1, pipeline: [{ $documents: [{ a: 1 }] }, { $addFields: { z: { $literal: { $currentOp: 1 } } } }], cursor: {} }));
+  await r.db('dup').command({ profile: 2 });
+  await r.db('dup').collection('foo').findOne();
+  await r.db('dup').command({ profile: 0 });
+  const rd = await userWith('dupr', ['read'], 'dup');
+  await denied(rd.db('dup').collection('system.profile').findOne());
+  const dba = await userWith('dupa', ['dbAdmin'], 'dup');
+  assert.ok(await dba.db('dup').collection('system.profile').findOne());
+  await dba.db('dup').collection('system.profile').drop();
+});
