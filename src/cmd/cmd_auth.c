@@ -1396,8 +1396,9 @@ parse_mechs(mf_op_t *op, unsigned *mechs)
     return 0;
 }
 
+/* The command's first field, a string (the user or role it names), into *name (valid while op->cmd lives). */
 static int
-user_name_arg(mf_op_t *op, const char **name)
+name_arg(mf_op_t *op, const char **name)
 {
     bson_iter_t it;
     bson_iter_init(&it, op->cmd);
@@ -1406,6 +1407,14 @@ user_name_arg(mf_op_t *op, const char **name)
         return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field '%s' is the wrong type '%s', expected type 'string'",
                           op->name, mf_type_name(bson_iter_type(&it)));
     *name = bson_iter_utf8(&it, NULL);
+    return 0;
+}
+
+static int
+user_name_arg(mf_op_t *op, const char **name)
+{
+    if (name_arg(op, name) != 0)
+        return -1;
     if ((*name)[0] == '\0')
         return mf_err_set(&op->err, MF_E_BadValue, "User document needs 'user' field to be non-empty");
     if (strcmp(op->db, "local") == 0)
@@ -1903,13 +1912,8 @@ no_restrictions(mf_op_t *op)
 static int
 role_name_arg(mf_op_t *op, const char **name)
 {
-    bson_iter_t it;
-    bson_iter_init(&it, op->cmd);
-    bson_iter_next(&it);
-    if (!BSON_ITER_HOLDS_UTF8(&it))
-        return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field '%s' is the wrong type '%s', expected type 'string'",
-                          op->name, mf_type_name(bson_iter_type(&it)));
-    *name = bson_iter_utf8(&it, NULL);
+    if (name_arg(op, name) != 0)
+        return -1;
     if ((*name)[0] == '\0')
         return mf_err_set(&op->err, MF_E_BadValue, "Role name must be non-empty");
     if (strlen(*name) >= 256)
@@ -1945,6 +1949,50 @@ collapse_any(const char **names, size_t *n)
     }
 }
 
+#define ACTIONS_MAX 256 /* more than MongoDB's ~175 action types */
+
+/* Adds action a to names (*n of them, at most ACTIONS_MAX) unless it is there already. */
+static void
+add_action(const char **names, size_t *n, const char *a)
+{
+    for (size_t i = 0; i < *n; i++)
+        if (strcmp(names[i], a) == 0)
+            return;
+    if (*n < ACTIONS_MAX)
+        names[(*n)++] = a;
+}
+
+/* Appends names (n of them) as the "actions" array of p. */
+static void
+append_actions(bson_t *p, const char *const *names, size_t n)
+{
+    bson_t a;
+    BSON_APPEND_ARRAY_BEGIN(p, "actions", &a);
+    for (size_t i = 0; i < n; i++) {
+        char key[16];
+        const char *kp;
+        bson_uint32_to_string((uint32_t)i, &kp, key, sizeof(key));
+        bson_append_utf8(&a, kp, -1, names[i], -1);
+    }
+    bson_append_array_end(p, &a);
+}
+
+/* Appends {resource: res, actions: names as mongod stores them} to the array out, as its (*n)++-th element. */
+static void
+append_privilege(bson_t *out, uint32_t *n, const bson_t *res, const char **names, size_t nn)
+{
+    char key[16];
+    const char *kp;
+    bson_t p;
+    collapse_any(names, &nn);
+    qsort(names, nn, sizeof(names[0]), action_cmp);
+    bson_uint32_to_string((*n)++, &kp, key, sizeof(key));
+    BSON_APPEND_DOCUMENT_BEGIN(out, kp, &p);
+    BSON_APPEND_DOCUMENT(&p, "resource", res);
+    append_actions(&p, names, nn);
+    bson_append_document_end(out, &p);
+}
+
 /*
  * Parses one privilege {resource, actions} of a role on role_db into out as
  * mongod stores it ({resource: {db, collection} | {cluster: true} |
@@ -1956,7 +2004,7 @@ parse_privilege(mf_op_t *op, const bson_iter_t *pit, const char *role_db, bson_t
 {
     bson_iter_t f, res, act;
     bool has_res = false, has_actions = false, cluster = false, any = false, has_db = false, has_coll = false;
-    const char *db = NULL, *coll = NULL, *names[256];
+    const char *db = NULL, *coll = NULL, *names[ACTIONS_MAX];
     size_t n = 0;
 
     if (!BSON_ITER_HOLDS_DOCUMENT(pit) || !bson_iter_recurse(pit, &f))
@@ -2007,12 +2055,7 @@ parse_privilege(mf_op_t *op, const bson_iter_t *pit, const char *role_db, bson_t
                     return mf_err_set(&op->err, MF_E_TypeMismatch,
                                       "BSON field 'actions' is the wrong type '%s', expected type 'string'",
                                       mf_type_name(bson_iter_type(&act)));
-                const char *a = bson_iter_utf8(&act, NULL);
-                bool dup = false;
-                for (size_t i = 0; i < n && !dup; i++)
-                    dup = strcmp(names[i], a) == 0;
-                if (!dup && n < sizeof(names) / sizeof(names[0]))
-                    names[n++] = a;
+                add_action(names, &n, bson_iter_utf8(&act, NULL));
             }
         }
         /* Other fields are ignored, as the non-strict IDL struct's. */
@@ -2058,7 +2101,7 @@ parse_privilege(mf_op_t *op, const bson_iter_t *pit, const char *role_db, bson_t
         return mf_err_set(&op->err, MF_E_InvalidRoleModification,
                           "Roles on the '%s' database cannot be granted privileges that target other databases or the cluster",
                           role_db);
-    bson_t r, a;
+    bson_t r;
     BSON_APPEND_DOCUMENT_BEGIN(out, "resource", &r);
     if (cluster) {
         BSON_APPEND_BOOL(&r, "cluster", true);
@@ -2069,14 +2112,7 @@ parse_privilege(mf_op_t *op, const bson_iter_t *pit, const char *role_db, bson_t
         BSON_APPEND_UTF8(&r, "collection", coll);
     }
     bson_append_document_end(out, &r);
-    BSON_APPEND_ARRAY_BEGIN(out, "actions", &a);
-    for (size_t i = 0; i < n; i++) {
-        char key[16];
-        const char *kp;
-        bson_uint32_to_string((uint32_t)i, &kp, key, sizeof(key));
-        bson_append_utf8(&a, kp, -1, names[i], -1);
-    }
-    bson_append_array_end(out, &a);
+    append_actions(out, names, n);
     return 0;
 }
 
@@ -2109,17 +2145,6 @@ privilege_parts(const bson_iter_t *pit, bson_t *res, bson_t *acts)
     return r && a;
 }
 
-static bool
-action_in(const bson_t *acts, const char *name)
-{
-    bson_iter_t it;
-    bson_iter_init(&it, acts);
-    while (bson_iter_next(&it))
-        if (BSON_ITER_HOLDS_UTF8(&it) && strcmp(bson_iter_utf8(&it, NULL), name) == 0)
-            return true;
-    return false;
-}
-
 /*
  * Merges the privileges of array arr (stored form) into the list *privs
  * (an array being rebuilt): with revoke, the actions of arr are taken out of
@@ -2131,8 +2156,6 @@ merge_privileges(const bson_t *old, const bson_t *arr, bool revoke, bson_t *out)
 {
     bson_iter_t oi, ai;
     uint32_t n = 0;
-    char key[16];
-    const char *kp;
     bson_t ores, oacts, ares, aacts;
 
     /* Each old privilege, with arr's actions on its resource added or removed. */
@@ -2140,13 +2163,13 @@ merge_privileges(const bson_t *old, const bson_t *arr, bool revoke, bson_t *out)
     while (bson_iter_next(&oi)) {
         if (!privilege_parts(&oi, &ores, &oacts))
             continue;
-        const char *names[256];
+        const char *names[ACTIONS_MAX];
         size_t nn = 0;
         bson_iter_t x;
         bson_iter_init(&x, &oacts);
         while (bson_iter_next(&x))
-            if (BSON_ITER_HOLDS_UTF8(&x) && nn < 256)
-                names[nn++] = bson_iter_utf8(&x, NULL);
+            if (BSON_ITER_HOLDS_UTF8(&x))
+                add_action(names, &nn, bson_iter_utf8(&x, NULL));
         bson_iter_init(&ai, arr);
         while (bson_iter_next(&ai)) {
             if (!privilege_parts(&ai, &ares, &aacts) || !same_resource(&ores, &ares))
@@ -2158,7 +2181,7 @@ merge_privileges(const bson_t *old, const bson_t *arr, bool revoke, bson_t *out)
                     /* As mongod's ActionSet::removeAction: taking one action from anyAction leaves every other. */
                     if (nn == 1 && strcmp(names[0], "anyAction") == 0 && strcmp(a, "anyAction") != 0) {
                         nn = 0;
-                        for (int k = 0; mf_action_name(k) != NULL && nn < 256; k++)
+                        for (int k = 0; mf_action_name(k) != NULL && nn < ACTIONS_MAX; k++)
                             if (strcmp(mf_action_name(k), "anyAction") != 0)
                                 names[nn++] = mf_action_name(k);
                     }
@@ -2169,32 +2192,13 @@ merge_privileges(const bson_t *old, const bson_t *arr, bool revoke, bson_t *out)
                         else
                             i++;
                     }
-                } else if (!action_in(&oacts, a) && nn < 256) {
-                    bool dup = false;
-                    for (size_t i = 0; i < nn && !dup; i++)
-                        dup = strcmp(names[i], a) == 0;
-                    if (!dup)
-                        names[nn++] = a;
+                } else {
+                    add_action(names, &nn, a);
                 }
             }
         }
-        if (nn == 0)
-            continue;
-        collapse_any(names, &nn);
-        qsort(names, nn, sizeof(names[0]), action_cmp);
-        bson_t p, a;
-        bson_uint32_to_string(n++, &kp, key, sizeof(key));
-        BSON_APPEND_DOCUMENT_BEGIN(out, kp, &p);
-        BSON_APPEND_DOCUMENT(&p, "resource", &ores);
-        BSON_APPEND_ARRAY_BEGIN(&p, "actions", &a);
-        for (size_t i = 0; i < nn; i++) {
-            char k2[16];
-            const char *kp2;
-            bson_uint32_to_string((uint32_t)i, &kp2, k2, sizeof(k2));
-            bson_append_utf8(&a, kp2, -1, names[i], -1);
-        }
-        bson_append_array_end(&p, &a);
-        bson_append_document_end(out, &p);
+        if (nn > 0)
+            append_privilege(out, &n, &ores, names, nn);
     }
     if (revoke)
         return;
@@ -2219,7 +2223,7 @@ merge_privileges(const bson_t *old, const bson_t *arr, bool revoke, bson_t *out)
         }
         if (known)
             continue;
-        const char *names[256];
+        const char *names[ACTIONS_MAX];
         size_t nn = 0;
         bson_iter_init(&bi, arr);
         while (bson_iter_next(&bi)) {
@@ -2228,30 +2232,10 @@ merge_privileges(const bson_t *old, const bson_t *arr, bool revoke, bson_t *out)
                 continue;
             bson_iter_t x;
             bson_iter_init(&x, &bacts);
-            while (bson_iter_next(&x)) {
-                const char *a = bson_iter_utf8(&x, NULL);
-                bool dup = false;
-                for (size_t i = 0; i < nn && !dup; i++)
-                    dup = strcmp(names[i], a) == 0;
-                if (!dup && nn < 256)
-                    names[nn++] = a;
-            }
+            while (bson_iter_next(&x))
+                add_action(names, &nn, bson_iter_utf8(&x, NULL));
         }
-        collapse_any(names, &nn);
-        qsort(names, nn, sizeof(names[0]), action_cmp);
-        bson_t p, a;
-        bson_uint32_to_string(n++, &kp, key, sizeof(key));
-        BSON_APPEND_DOCUMENT_BEGIN(out, kp, &p);
-        BSON_APPEND_DOCUMENT(&p, "resource", &ares);
-        BSON_APPEND_ARRAY_BEGIN(&p, "actions", &a);
-        for (size_t i = 0; i < nn; i++) {
-            char k2[16];
-            const char *kp2;
-            bson_uint32_to_string((uint32_t)i, &kp2, k2, sizeof(k2));
-            bson_append_utf8(&a, kp2, -1, names[i], -1);
-        }
-        bson_append_array_end(&p, &a);
-        bson_append_document_end(out, &p);
+        append_privilege(out, &n, &ares, names, nn);
     }
 }
 
