@@ -43,11 +43,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "auth/roles.h"
 #include "auth/scram.h"
 #include "auth/users.h"
 #include "cmd/cmd.h"
+#include "common/failpoint.h"
 #include "common/log.h"
 #include "doc/value.h"
 #include "engine/sessions.h"
@@ -2869,12 +2871,34 @@ cmd_roles_info(mf_op_t *op)
 /*
  * The user and role management commands run one at a time (the engine's
  * auth_mgmt_mu, as mongod's user management lock): what one checks (a
- * role exists, no cycle) still holds when it writes.
+ * role exists, no cycle) still holds when it writes. The wait ends with
+ * killOp, maxTimeMS or shutdown (mf_curop_lock), as mongod's lock waits.
  */
+static int
+mgmt_lock(mf_op_t *op)
+{
+    if (mf_curop_lock(&op->eng->auth_mgmt_mu, &op->err) != 0)
+        return -1;
+    /* Tests: the holder waits here while the fail point is on (common/failpoint.h). */
+    mf_failpoint_t *fp = mf_failpoint_find(op->eng->failpoints, "hangWhileHoldingUserManagementLock");
+    if (mf_failpoint_eval(fp, NULL, NULL, NULL)) {
+        struct timespec ts = {0, 20 * 1000000L};
+        for (int i = 0; i < 3000 && mf_failpoint_on(fp); i++) {
+            if (mf_curop_check_current(&op->err) != 0) {
+                pthread_mutex_unlock(&op->eng->auth_mgmt_mu);
+                return -1;
+            }
+            nanosleep(&ts, NULL);
+        }
+    }
+    return 0;
+}
+
 #define MGMT(fn)                                                               \
     static int fn##_locked(mf_op_t *op)                                        \
     {                                                                          \
-        pthread_mutex_lock(&op->eng->auth_mgmt_mu);                            \
+        if (mgmt_lock(op) != 0)                                                \
+            return -1;                                                         \
         int rc = fn(op);                                                       \
         pthread_mutex_unlock(&op->eng->auth_mgmt_mu);                          \
         return rc;                                                             \

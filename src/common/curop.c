@@ -92,6 +92,7 @@ struct mf_curop {
     mf_curop_scan_t scan;     /* its own thread only (mf_curop_note_scan); write_conflicts unused there */
     /* Write conflicts retried: atomic, as a TTL pass's deleter threads share its operation. */
     _Atomic int64_t write_conflicts;
+    _Atomic bool waiting_for_lock; /* inside mf_curop_lock's wait */
 };
 
 /* The calling thread's operation: per-thread state, not shared. */
@@ -336,6 +337,40 @@ int
 mf_curop_check_current(mf_error_t *err)
 {
     return mf_curop_check(current_op, err);
+}
+
+/* How long one timed wait of mf_curop_lock lasts before it checks again. */
+#define LOCK_SLICE_MS 20
+
+int
+mf_curop_lock(pthread_mutex_t *mu, mf_error_t *err)
+{
+    mf_curop_t *op = current_op;
+    if (pthread_mutex_trylock(mu) == 0)
+        return 0;
+    if (op == NULL) {
+        pthread_mutex_lock(mu);
+        return 0;
+    }
+    int rc = 0;
+    int64_t t0 = mf_mono_us();
+    atomic_store(&op->waiting_for_lock, true);
+    for (;;) {
+        if ((rc = mf_curop_check(op, err)) != 0)
+            break;
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += LOCK_SLICE_MS * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        if (pthread_mutex_timedlock(mu, &ts) == 0)
+            break;
+    }
+    atomic_store(&op->waiting_for_lock, false);
+    mf_curop_add_paused(op, mf_mono_us() - t0);
+    return rc;
 }
 
 bool
@@ -748,7 +783,7 @@ op_doc(const mf_curop_t *op, const char *host, int64_t now_us, const char *now, 
         bson_append_document_end(out, &pr);
     }
     BSON_APPEND_INT64(out, "numYields", 0);
-    BSON_APPEND_BOOL(out, "waitingForLock", false);
+    BSON_APPEND_BOOL(out, "waitingForLock", atomic_load(&((mf_curop_t *)op)->waiting_for_lock));
     if (atomic_load(&((mf_curop_t *)op)->kill_code) != 0)
         BSON_APPEND_BOOL(out, "killPending", true);
 }

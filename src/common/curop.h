@@ -22,6 +22,7 @@
 #define MF_CUROP_H
 
 #include <bson/bson.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -170,6 +171,16 @@ void mf_curop_set_deadline(mf_curop_t *op, int64_t mono_ms);
  */
 int mf_curop_check(const mf_curop_t *op, mf_error_t *err) MF_WUR;
 int mf_curop_check_current(mf_error_t *err) MF_WUR;
+
+/*
+ * mf_curop_lock: locks mu for the calling thread's current operation,
+ * waiting in short slices so that killOp, maxTimeMS and shutdown end the
+ * wait (-1, err set as mf_curop_check; mu not held). currentOp shows the
+ * operation waitingForLock meanwhile, and the wait counts as paused time.
+ * Without a current operation it is pthread_mutex_lock. Returns 0 with mu
+ * held.
+ */
+int mf_curop_lock(pthread_mutex_t *mu, mf_error_t *err) MF_WUR;
 
 /* mf_curop_is_background: true for an operation of the server's own (desc not "conn<N>": TTLMonitor ...). */
 bool mf_curop_is_background(const mf_curop_t *op);

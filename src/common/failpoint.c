@@ -24,7 +24,8 @@ enum fp_mode { FP_OFF, FP_ALWAYS, FP_TIMES, FP_SKIP, FP_RANDOM };
 static const char *const fp_names[] = {"failCommand", "maxTimeAlwaysTimeOut", "hangTTLMonitorBetweenPasses",
                                        "ttlMonitorFailBatch", "hangTTLMonitorAfterReadAhead", "slowTTLDeleters",
                                        "hangTTLDeleterInBatch", "pauseTTLWriterBeforeNote",
-                                       "failGetMoreAfterCursorCheckout", NULL};
+                                       "failGetMoreAfterCursorCheckout", "hangWhileHoldingUserManagementLock",
+                                       NULL};
 #define NPOINTS (sizeof(fp_names) / sizeof(fp_names[0]) - 1)
 
 struct mf_failpoint {

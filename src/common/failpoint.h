@@ -39,6 +39,12 @@
  *   hangTTLDeleterInBatch       a TTL round's pieces (one transaction each)
  *                               wait, while on (a minute at most), at their
  *                               first document: that transaction is open
+ *   pauseTTLWriterBeforeNote    a committed write that dirtied a TTL index
+ *                               waits, data {ms}, before it tells the monitor
+ *   hangWhileHoldingUserManagementLock a user or role management command
+ *                               waits, while on, holding the lock that runs
+ *                               them one at a time (until it is killed, times
+ *                               out, or a minute passes)
  *
  * Thread safety: every function may be called from any thread. Evaluation
  * (mf_failpoint_eval) takes the point's mutex only when the point is on.

@@ -16,7 +16,7 @@ const assert = require('node:assert/strict');
 const { MongoClient } = require('mongodb');
 const h = require('./harness');
 
-const srv = h.useServer({ args: ['--auth'] });
+const srv = h.useServer({ args: ['--auth', '--setParameter', 'enableTestCommands=1'] });
 const ROOT = ['root', 'r00t-Roles!pw'];
 
 function uri(user, pwd, source = 'admin') {
@@ -422,6 +422,42 @@ h.test('role management runs one command at a time: a grant racing a dropRole le
     assert.equal(ok, 1, `round ${round}: exactly one of two crossing grants succeeds`);
     assert.equal(res.find((x) => x.status === 'rejected').reason.code, 49);
   }
+});
+
+h.test('a user management command waiting for the management lock shows waitingForLock and ends with maxTimeMS or killOp', async () => {
+  const r = await root();
+  const db = r.db('lk');
+  const admin = r.db('admin');
+  await admin.command({ configureFailPoint: 'hangWhileHoldingUserManagementLock', mode: 'alwaysOn' });
+  const [c1, c2, c3] = [await login(...ROOT), await login(...ROOT), await login(...ROOT)];
+  const holder = c1.db('lk').command({ createRole: 'held', privileges: [], roles: [] });
+  const findOp = async (pred, what) => {
+    for (let i = 0; i < 200; i++) {
+      const op = (await admin.command({ currentOp: 1 })).inprog.find(pred);
+      if (op) return op;
+      await new Promise((res) => setTimeout(res, 25));
+    }
+    throw new Error(`${what} never showed in currentOp`);
+  };
+  try {
+    await findOp((o) => o.command && o.command.createRole === 'held', 'the holder');
+    const t0 = Date.now();
+    await h.expectCode(c2.db('lk').command({ createRole: 'timed', privileges: [], roles: [], maxTimeMS: 300 }), 50);
+    assert.ok(Date.now() - t0 < 5000, 'maxTimeMS ended the wait for the lock');
+    const waiter = c3.db('lk').command({ createRole: 'killed', privileges: [], roles: [] });
+    const w = await findOp((o) => o.command && o.command.createRole === 'killed', 'the waiter');
+    assert.equal(w.waitingForLock, true);
+    const h0 = await findOp((o) => o.command && o.command.createRole === 'held', 'the holder');
+    assert.equal(h0.waitingForLock, false, 'the holder holds the lock');
+    await admin.command({ killOp: 1, op: w.opid });
+    await h.expectCode(waiter, 11601);
+  } finally {
+    await admin.command({ configureFailPoint: 'hangWhileHoldingUserManagementLock', mode: 'off' });
+  }
+  assert.equal((await holder).ok, 1);
+  const names = (await db.command({ rolesInfo: 1 })).roles.map((x) => x.role).sort();
+  assert.deepEqual(names, ['held'], 'neither interrupted command wrote');
+  await db.command({ createRole: 'after', privileges: [], roles: [] });
 });
 
 h.test('listCollections {authorizedCollections: true, nameOnly: true} lists only the collections the caller holds a privilege on; without nameOnly it needs listCollections', async () => {
