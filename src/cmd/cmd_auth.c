@@ -497,8 +497,8 @@ static const rule_t rules[] = {
     {"updateRole", R_SPECIAL, MF_ACT_USER_ADMIN},
     {"grantRolesToRole", R_SPECIAL, MF_ACT_USER_ADMIN},
     {"revokeRolesFromRole", R_SPECIAL, MF_ACT_USER_ADMIN},
-    {"grantPrivilegesToRole", R_DB, MF_ACT_USER_ADMIN},
-    {"revokePrivilegesFromRole", R_DB, MF_ACT_USER_ADMIN},
+    {"grantPrivilegesToRole", R_SPECIAL, MF_ACT_USER_ADMIN},
+    {"revokePrivilegesFromRole", R_SPECIAL, MF_ACT_USER_ADMIN},
     {"dropRole", R_DB, MF_ACT_USER_ADMIN},
     {"dropAllRolesFromDatabase", R_DB, MF_ACT_USER_ADMIN},
     {"serverStatus", R_CLUSTER, MF_CACT_MONITOR},
@@ -680,6 +680,59 @@ may_grant_roles(const mf_privs_t *p, const bson_t *cmd, const char *db)
         }
     }
     return true;
+}
+
+/*
+ * Privileges named by a role command (createRole, updateRole,
+ * grant/revokePrivilegesToRole): as mongod's checkAuthorizedToGrantPrivilege,
+ * one on a database or a collection needs user administration on that
+ * database, any other resource (every database, a collection in every
+ * database, the cluster, anyResource) on admin. Every copy of a repeated
+ * field counts: a resource with a db "" or no db at all asks for admin, and
+ * each non-empty db for itself. *what names what was missing (13's message).
+ */
+static bool
+may_grant_privileges(const mf_privs_t *p, const bson_t *cmd, const char **what)
+{
+    bson_iter_t it, arr, pv, res;
+    bson_iter_init(&it, cmd);
+    while (bson_iter_next(&it)) {
+        if (strcmp(bson_iter_key(&it), "privileges") != 0 || !BSON_ITER_HOLDS_ARRAY(&it) || !bson_iter_recurse(&it, &arr))
+            continue;
+        while (bson_iter_next(&arr)) {
+            if (!BSON_ITER_HOLDS_DOCUMENT(&arr) || !bson_iter_recurse(&arr, &pv))
+                continue; /* the command refuses it (14) */
+            while (bson_iter_next(&pv)) {
+                if (strcmp(bson_iter_key(&pv), "resource") != 0 || !BSON_ITER_HOLDS_DOCUMENT(&pv) ||
+                    !bson_iter_recurse(&pv, &res))
+                    continue;
+                bool named_db = false, wide = false;
+                while (bson_iter_next(&res)) {
+                    const char *k = bson_iter_key(&res);
+                    if (strcmp(k, "db") == 0 && BSON_ITER_HOLDS_UTF8(&res) && bson_iter_utf8(&res, NULL)[0] != '\0') {
+                        named_db = true;
+                        *what = bson_iter_utf8(&res, NULL);
+                        if (!mf_privs_allow(p, *what, NULL, MF_ACT_USER_ADMIN))
+                            return false;
+                    } else if (strcmp(k, "db") == 0 || strcmp(k, "cluster") == 0 || strcmp(k, "anyResource") == 0) {
+                        wide = true;
+                    }
+                }
+                if ((wide || !named_db) && !mf_privs_allow(p, "admin", NULL, MF_ACT_USER_ADMIN)) {
+                    *what = NULL;
+                    return false;
+                }
+            }
+        }
+    }
+    return true;
+}
+
+/* Whether p holds acts on every database but local and config (mongod's anyNormalResource). */
+static bool
+allow_any_normal(const mf_privs_t *p, uint32_t acts)
+{
+    return ((p->any | p->all) & acts) == acts;
 }
 
 /* The user names usersInfo asks about all belong to the caller. */
@@ -1013,9 +1066,26 @@ special(mf_op_t *op, const mf_privs_t *p, const rule_t *r, const char *db, const
             return 0;
         return denied(op, db, name);
     }
-    /* createUser, updateUser, grantRolesToUser, revokeRolesFromUser */
+    /* createUser, updateUser, grantRolesToUser, revokeRolesFromUser and the role commands */
     if (!mf_privs_allow(p, db, NULL, r->acts) || !may_grant_roles(p, cmd, db))
         return denied(op, db, name);
+    /* Replacing a role's privileges or roles, or a user's roles, may revoke anything: as mongod, revokeRole everywhere. */
+    if (strcmp(name, "updateRole") == 0 && !allow_any_normal(p, MF_ACT_USER_ADMIN))
+        return mf_err_set(&op->err, MF_E_Unauthorized, "updateRole command required the ability to revoke any role in the system");
+    if (strcmp(name, "updateUser") == 0 && bson_has_field(cmd, "roles") && !allow_any_normal(p, MF_ACT_USER_ADMIN))
+        return mf_err_set(&op->err, MF_E_Unauthorized,
+                          "In order to use updateUser to set roles array, must be authorized to revoke any role in the system");
+    const char *what = NULL;
+    if (!may_grant_privileges(p, cmd, &what)) {
+        bool grant = strncmp(name, "revoke", 6) != 0;
+        if (what != NULL)
+            return mf_err_set(&op->err, MF_E_Unauthorized, "Not authorized to %s privileges on the %s database",
+                              grant ? "grant" : "revoke", what);
+        return mf_err_set(&op->err, MF_E_Unauthorized,
+                          "To %s privileges affecting multiple databases or the cluster, must be authorized to %s "
+                          "roles from the admin database",
+                          grant ? "grant" : "revoke", grant ? "grant" : "revoke");
+    }
     return 0;
 }
 

@@ -440,13 +440,18 @@ h.test('a user management command waiting for the management lock shows waitingF
     throw new Error(`${what} never showed in currentOp`);
   };
   try {
-    await findOp((o) => o.command && o.command.createRole === 'held', 'the holder');
+    // The holder is in the fail point (it holds the lock) once the point counts an entry.
+    for (let i = 0; ; i++) {
+      const { count } = await admin.command({ configureFailPoint: 'hangWhileHoldingUserManagementLock', mode: 'alwaysOn' });
+      if (count >= 1) break;
+      assert.ok(i < 200, 'the holder never reached the fail point');
+      await new Promise((res) => setTimeout(res, 25));
+    }
     const t0 = Date.now();
     await h.expectCode(c2.db('lk').command({ createRole: 'timed', privileges: [], roles: [], maxTimeMS: 300 }), 50);
     assert.ok(Date.now() - t0 < 5000, 'maxTimeMS ended the wait for the lock');
     const waiter = c3.db('lk').command({ createRole: 'killed', privileges: [], roles: [] });
-    const w = await findOp((o) => o.command && o.command.createRole === 'killed', 'the waiter');
-    assert.equal(w.waitingForLock, true);
+    const w = await findOp((o) => o.command && o.command.createRole === 'killed' && o.waitingForLock === true, 'the waiter, waiting for the lock');
     const h0 = await findOp((o) => o.command && o.command.createRole === 'held', 'the holder');
     assert.equal(h0.waitingForLock, false, 'the holder holds the lock');
     await admin.command({ killOp: 1, op: w.opid });
@@ -458,6 +463,39 @@ h.test('a user management command waiting for the management lock shows waitingF
   const names = (await db.command({ rolesInfo: 1 })).roles.map((x) => x.role).sort();
   assert.deepEqual(names, ['held'], 'neither interrupted command wrote');
   await db.command({ createRole: 'after', privileges: [], roles: [] });
+});
+
+h.test('granting privileges needs user administration where they apply; updateRole, and updateUser with roles, need it on every database (mongod\'s revokeRole on anyNormalResource)', async () => {
+  const r = await root();
+  await r.db('p1').command({ createRole: 'p1r', privileges: [], roles: [] });
+  await r.db('p1').command({ createUser: 'p1u', pwd: pw('p1u'), roles: [] });
+  const ua1 = await userWith('ua1', [{ role: 'userAdmin', db: 'p1' }], 'p1');
+  const p1 = ua1.db('p1');
+  await h.expectCode(p1.command({ updateRole: 'p1r', privileges: [] }), 13, /^updateRole command required the ability to revoke any role in the system$/);
+  await h.expectCode(p1.command({ updateUser: 'p1u', roles: [] }), 13, /must be authorized to revoke any role in the system/);
+  assert.equal((await p1.command({ updateUser: 'p1u', customData: { team: 'a' } })).ok, 1, 'no roles field: the database is enough');
+  assert.equal((await p1.command({ grantPrivilegesToRole: 'p1r', privileges: [{ resource: { db: 'p1', collection: 'c' }, actions: ['find'] }] })).ok, 1);
+
+  const uaA = await userWith('uaA', [{ role: 'userAdmin', db: 'admin' }], 'admin');
+  const a = uaA.db('admin');
+  await h.expectCode(a.command({ createRole: 'toP2', privileges: [{ resource: { db: 'p2', collection: '' }, actions: ['find'] }], roles: [] }), 13,
+    /^Not authorized to grant privileges on the p2 database$/);
+  assert.equal((await a.command({ createRole: 'wide', privileges: [{ resource: { db: '', collection: '' }, actions: ['find'] }, { resource: { cluster: true }, actions: ['listDatabases'] }], roles: [] })).ok, 1,
+    'every database and the cluster: user administration on admin is enough');
+  await h.expectCode(a.command({ grantPrivilegesToRole: 'wide', privileges: [{ resource: { db: 'p2', collection: 'c' }, actions: ['find'] }] }), 13, /p2 database/);
+  await r.db('admin').command({ grantPrivilegesToRole: 'wide', privileges: [{ resource: { db: 'p2', collection: 'c' }, actions: ['find'] }] });
+  await h.expectCode(a.command({ revokePrivilegesFromRole: 'wide', privileges: [{ resource: { db: 'p2', collection: 'c' }, actions: ['find'] }] }), 13,
+    /^Not authorized to revoke privileges on the p2 database$/);
+  await h.expectCode(a.command({ updateRole: 'wide', privileges: [] }), 13, /revoke any role/);
+
+  const ua1b = await userWith('ua1b', [{ role: 'userAdmin', db: 'p1' }], 'p1');
+  await h.expectCode(ua1b.db('p1').command({ grantPrivilegesToRole: 'p1r', privileges: [{ resource: { db: 'p1', collection: '' }, actions: ['find'] }, { resource: { db: 'admin', collection: '' }, actions: ['find'] }] }), 13,
+    /^Not authorized to grant privileges on the admin database$/);
+  const any = await userWith('uaAny', [{ role: 'userAdminAnyDatabase', db: 'admin' }], 'admin');
+  assert.equal((await any.db('p1').command({ updateRole: 'p1r', privileges: [], roles: [] })).ok, 1);
+  assert.equal((await any.db('p1').command({ updateUser: 'p1u', roles: [{ role: 'p1r', db: 'p1' }] })).ok, 1);
+  const both = await userWith('uaBoth', [{ role: 'userAdmin', db: 'admin' }, { role: 'userAdmin', db: 'p2' }], 'admin');
+  assert.equal((await both.db('admin').command({ createRole: 'toP2', privileges: [{ resource: { db: 'p2', collection: '' }, actions: ['find'] }], roles: [] })).ok, 1);
 });
 
 h.test('listCollections {authorizedCollections: true, nameOnly: true} lists only the collections the caller holds a privilege on; without nameOnly it needs listCollections', async () => {
