@@ -29,6 +29,7 @@
 #ifndef MF_ROLES_H
 #define MF_ROLES_H
 
+#include <bson/bson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -122,6 +123,16 @@ void mf_privs_add_privilege(mf_privs_t *p, const mf_privilege_t *pv);
  * MongoDB; __system only on admin and only for members).
  */
 bool mf_role_exists(const char *role, const char *db);
+
+/*
+ * mf_builtin_role_privileges: appends built-in role@db's privileges, as
+ * mongod describes them (builtin_roles.yml: its built-in roles' first, then
+ * its own, in order, several per resource possible, stored form {resource,
+ * actions}), to the array being built at arr. False (arr untouched) if
+ * role@db is not a built-in role. Description only: what mayfly enforces is
+ * mf_privs_add_role's.
+ */
+bool mf_builtin_role_privileges(const char *role, const char *db, bson_t *arr);
 
 /* mf_privs_add_role: adds role@db's privileges to p (an unknown role adds nothing). */
 void mf_privs_add_role(mf_privs_t *p, const char *role, const char *db);

@@ -2724,13 +2724,31 @@ append_name(bson_t *arr, uint32_t *n, const char *role, const char *db)
     bson_append_document_end(arr, &one);
 }
 
-/*
- * Walks the roles a role document inherits (its roles, theirs, ...): each
- * named once into *names (a {role, db} array), and, when privs is not NULL,
- * every user-defined one's privileges merged into *privs.
- */
+/* Merges the privileges of array add (stored form, possibly several per resource) into *privs, per resource. */
 static void
-inherit_walk(mf_op_t *op, const bson_t *role_doc, bson_t *names, uint32_t *n, bson_t *privs, role_seen_t *seen)
+merge_into(bson_t *privs, const bson_t *add)
+{
+    bson_t merged = BSON_INITIALIZER;
+    merge_privileges(privs, add, false, &merged);
+    bson_destroy(privs);
+    bson_steal(privs, &merged);
+}
+
+/* Merges built-in role@db's privileges (mongod's builtin_roles.yml) into *privs; false if it is not built-in. */
+static bool
+merge_builtin(bson_t *privs, const char *role, const char *db)
+{
+    bson_t raw = BSON_INITIALIZER;
+    bool ok = mf_builtin_role_privileges(role, db, &raw);
+    if (ok)
+        merge_into(privs, &raw);
+    bson_destroy(&raw);
+    return ok;
+}
+
+/* Names role_doc's roles not seen yet into *names and queues them in seen (their ids, in order). */
+static void
+queue_roles(const bson_t *role_doc, bson_t *names, uint32_t *n, role_seen_t *seen)
 {
     bson_t roles;
     bson_iter_t it;
@@ -2738,25 +2756,68 @@ inherit_walk(mf_op_t *op, const bson_t *role_doc, bson_t *names, uint32_t *n, bs
     bson_iter_init(&it, &roles);
     while (bson_iter_next(&it)) {
         const char *r, *d;
-        bson_t doc;
-        mf_error_t err;
-        if (!name_of(&it, "role", NULL, &r, &d, NULL) || d == NULL || seen_once(seen, r, d))
-            continue;
-        append_name(names, n, r, d);
-        if (mf_role_exists(r, d) || mf_roles_get(op->eng->cat, d, r, &doc, &err) != 0)
-            continue;
-        if (privs != NULL) {
-            bson_t mine, merged = BSON_INITIALIZER;
-            array_field(&doc, "privileges", &mine);
-            merge_privileges(privs, &mine, false, &merged);
-            bson_destroy(privs);
-            bson_steal(privs, &merged);
-            bson_destroy(&mine);
-        }
-        inherit_walk(op, &doc, names, n, privs, seen);
-        bson_destroy(&doc);
+        if (name_of(&it, "role", NULL, &r, &d, NULL) && d != NULL && !seen_once(seen, r, d))
+            append_name(names, n, r, d);
     }
     bson_destroy(&roles);
+}
+
+/*
+ * Walks the roles a role document inherits level by level, as mongod's
+ * resolveRoles: each named once into *names (a {role, db} array), and, when
+ * privs is not NULL, every one's privileges (a built-in role's from its
+ * definition) merged into *privs per resource in the order they are met.
+ * seen holds the described role already; its ids past that are the queue.
+ */
+static void
+inherit_walk(mf_op_t *op, const bson_t *role_doc, bson_t *names, uint32_t *n, bson_t *privs, role_seen_t *seen)
+{
+    int head = seen->n;
+    queue_roles(role_doc, names, n, seen);
+    while (head < seen->n) {
+        char role[400];
+        const char *id = seen->ids[head++], *dot = strchr(id, '.'); /* "db.role": a db has no dot */
+        char db[64];
+        bson_t doc, mine;
+        mf_error_t err;
+        if (dot == NULL || (size_t)(dot - id) >= sizeof(db))
+            continue;
+        memcpy(db, id, (size_t)(dot - id));
+        db[dot - id] = '\0';
+        snprintf(role, sizeof(role), "%s", dot + 1);
+        if (mf_role_exists(role, db)) {
+            if (privs != NULL)
+                (void)merge_builtin(privs, role, db);
+            continue;
+        }
+        if (mf_roles_get(op->eng->cat, db, role, &doc, &err) != 0)
+            continue;
+        if (privs != NULL) {
+            array_field(&doc, "privileges", &mine);
+            merge_into(privs, &mine);
+            bson_destroy(&mine);
+        }
+        queue_roles(&doc, names, n, seen);
+        bson_destroy(&doc);
+    }
+}
+
+/* Appends the elements of arrays a, then b, to the array being built at out (mongod's inheritedPrivileges: own, then inherited). */
+static void
+append_concat(bson_t *out, const bson_t *a, const bson_t *b)
+{
+    uint32_t n = 0;
+    const bson_t *parts[2] = {a, b};
+    for (int i = 0; i < 2; i++) {
+        bson_iter_t it;
+        bson_iter_init(&it, parts[i]);
+        while (bson_iter_next(&it)) {
+            char key[16];
+            const char *kp;
+            bson_uint32_to_string(n++, &kp, key, sizeof(key));
+            bson_append_value(out, kp, -1, bson_iter_value(&it));
+        }
+    }
 }
 
 /*
@@ -2795,10 +2856,10 @@ append_role_info(roles_out_t *ro, mf_op_t *op, const bson_t *doc, bool listing)
     inherit_walk(op, doc, &inherited, &ni, ro->show_privileges ? &from_roles : NULL, seen);
     bson_append_array_end(&one, &inherited);
     if (ro->show_privileges) {
-        /* Its own privileges with its inherited roles' merged in, per resource (mongod's role graph). */
+        /* Its own privileges as stored, then its inherited roles' merged per resource (mongod's serializeResolvedRoles). */
         bson_t all;
         BSON_APPEND_ARRAY_BEGIN(&one, "inheritedPrivileges", &all);
-        merge_privileges(&privs, &from_roles, false, &all);
+        append_concat(&all, &privs, &from_roles);
         bson_append_array_end(&one, &all);
     }
     if (!listing)
@@ -2811,13 +2872,22 @@ append_role_info(roles_out_t *ro, mf_op_t *op, const bson_t *doc, bool listing)
     return 0;
 }
 
-/* A built-in role's entry: {role, db, isBuiltin, roles, inheritedRoles} in a listing, {db, role, roles, inheritedRoles, isBuiltin} by name (mongod's two builders). */
+/*
+ * A built-in role's entry, as mongod's two builders: in a listing {role, db,
+ * isBuiltin, roles, inheritedRoles, privileges?, inheritedPrivileges?}; by
+ * name {db, role, roles, privileges?, inheritedRoles, inheritedPrivileges?,
+ * isBuiltin}. Its roles are always empty (a built-in role is flattened), its
+ * privileges those of its definition with its built-in roles', merged per
+ * resource, and the same as its inheritedPrivileges.
+ */
 static void
 append_builtin_info(roles_out_t *ro, const char *role, const char *db, bool listing)
 {
     char key[16];
     const char *kp;
-    bson_t one, empty;
+    bson_t one, empty, privs = BSON_INITIALIZER;
+    if (ro->show_privileges)
+        (void)merge_builtin(&privs, role, db);
     bson_uint32_to_string(ro->n++, &kp, key, sizeof(key));
     BSON_APPEND_DOCUMENT_BEGIN(&ro->arr, kp, &one);
     if (listing) {
@@ -2830,11 +2900,18 @@ append_builtin_info(roles_out_t *ro, const char *role, const char *db, bool list
     }
     BSON_APPEND_ARRAY_BEGIN(&one, "roles", &empty);
     bson_append_array_end(&one, &empty);
+    if (!listing && ro->show_privileges)
+        BSON_APPEND_ARRAY(&one, "privileges", &privs);
     BSON_APPEND_ARRAY_BEGIN(&one, "inheritedRoles", &empty);
     bson_append_array_end(&one, &empty);
+    if (listing && ro->show_privileges)
+        BSON_APPEND_ARRAY(&one, "privileges", &privs);
+    if (ro->show_privileges)
+        BSON_APPEND_ARRAY(&one, "inheritedPrivileges", &privs);
     if (!listing)
         BSON_APPEND_BOOL(&one, "isBuiltin", true);
     bson_append_document_end(&ro->arr, &one);
+    bson_destroy(&privs);
 }
 
 typedef struct roles_each_arg {

@@ -118,8 +118,12 @@ h.test('roles inherit roles (built-in and user-defined); rolesInfo shows roles, 
   assert.deepEqual(m.roles, [{ role: 'clerk', db: 'shop' }, { role: 'read', db: 'shop' }]);
   assert.deepEqual(m.inheritedRoles.map((x) => `${x.role}@${x.db}`).sort(), ['clerk@shop', 'orderReader@shop', 'read@shop']);
   assert.deepEqual(m.privileges, []);
+  // Its own privileges (none), then what it inherits, level by level (clerk and read, then orderReader), merged per
+  // resource, built-in read's included (mongod's resolveRoles).
+  const READ = ['changeStream', 'collStats', 'dbHash', 'dbStats', 'find', 'killCursors', 'listCollections', 'listIndexes', 'listSearchIndexes', 'planCacheRead'];
   assert.deepEqual(m.inheritedPrivileges, [
-    { resource: { db: 'shop', collection: '' }, actions: ['insert'] },
+    { resource: { db: 'shop', collection: '' }, actions: [...READ.slice(0, 5), 'insert', ...READ.slice(5)] },
+    { resource: { db: 'shop', collection: 'system.js' }, actions: READ },
     { resource: { db: 'shop', collection: 'orders' }, actions: ['collStats', 'find'] },
   ]);
   assert.deepEqual(Object.keys(m), ['_id', 'role', 'db', 'privileges', 'roles', 'inheritedRoles', 'inheritedPrivileges', 'isBuiltin'],
@@ -496,6 +500,53 @@ h.test('granting privileges needs user administration where they apply; updateRo
   assert.equal((await any.db('p1').command({ updateUser: 'p1u', roles: [{ role: 'p1r', db: 'p1' }] })).ok, 1);
   const both = await userWith('uaBoth', [{ role: 'userAdmin', db: 'admin' }, { role: 'userAdmin', db: 'p2' }], 'admin');
   assert.equal((await both.db('admin').command({ createRole: 'toP2', privileges: [{ resource: { db: 'p2', collection: '' }, actions: ['find'] }], roles: [] })).ok, 1);
+});
+
+h.test('rolesInfo describes a built-in role\'s privileges as mongod 8.0\'s builtin_roles.yml, and a role\'s inheritedPrivileges are its own, then its inherited roles\' (jstests/auth/builtin_roles.js)', async () => {
+  const r = await root();
+  const READ = ['changeStream', 'collStats', 'dbHash', 'dbStats', 'find', 'killCursors', 'listCollections', 'listIndexes', 'listSearchIndexes', 'planCacheRead'];
+  const readPrivs = (db) => [
+    { resource: { db, collection: '' }, actions: READ },
+    { resource: { db, collection: 'system.js' }, actions: READ },
+  ];
+  const basic = (await r.db('admin').command({ rolesInfo: 'read' })).roles;
+  assert.deepEqual(basic, [{ db: 'admin', role: 'read', roles: [], inheritedRoles: [], isBuiltin: true }], 'without showPrivileges: no privileges');
+  const [adminRead] = (await r.db('admin').command({ rolesInfo: 'read', showPrivileges: true })).roles;
+  assert.deepEqual(Object.keys(adminRead), ['db', 'role', 'roles', 'privileges', 'inheritedRoles', 'inheritedPrivileges', 'isBuiltin']);
+  assert.deepEqual(adminRead.privileges, readPrivs('admin'));
+  assert.deepEqual(adminRead.inheritedPrivileges, adminRead.privileges);
+  const [testRead] = (await r.db('admin').command({ rolesInfo: { role: 'read', db: 'ri' }, showPrivileges: true })).roles;
+  assert.deepEqual(testRead.privileges, readPrivs('ri'));
+
+  const ri = r.db('ri');
+  const own = [{ resource: { db: 'ri', collection: '' }, actions: ['insert'] }];
+  await ri.command({ createRole: 'role1', roles: ['read'], privileges: own });
+  const listed = (await ri.command({ rolesInfo: 1, showPrivileges: true, showBuiltinRoles: true })).roles;
+  const role1 = listed.find((x) => x.role === 'role1');
+  assert.deepEqual(role1.privileges, own);
+  assert.deepEqual(role1.inheritedRoles, [{ role: 'read', db: 'ri' }]);
+  assert.deepEqual(role1.inheritedPrivileges, own.concat(readPrivs('ri')), 'own privileges as stored, then the inherited ones: not merged together');
+  const readListed = listed.find((x) => x.role === 'read');
+  assert.deepEqual(Object.keys(readListed), ['role', 'db', 'isBuiltin', 'roles', 'inheritedRoles', 'privileges', 'inheritedPrivileges']);
+  assert.deepEqual(readListed.privileges, readPrivs('ri'));
+  // dbOwner is flattened: no roles, readWrite's, dbAdmin's and userAdmin's privileges merged per resource.
+  const owner = listed.find((x) => x.role === 'dbOwner');
+  assert.deepEqual(owner.roles, []);
+  assert.deepEqual(owner.privileges.map((p) => p.resource), [
+    { db: 'ri', collection: '' }, { db: 'ri', collection: 'system.js' }, { db: 'ri', collection: 'system.profile' },
+  ]);
+  for (const a of ['insert', 'dropDatabase', 'createUser', 'grantRole', 'configureQueryAnalyzer'])
+    assert.ok(owner.privileges[0].actions.includes(a), a);
+  // The cluster roles exist on admin only and name cluster resources.
+  const [monitor] = (await r.db('admin').command({ rolesInfo: 'clusterMonitor', showPrivileges: true })).roles;
+  const cluster = monitor.privileges.find((p) => p.resource.cluster === true);
+  for (const a of ['serverStatus', 'inprog', 'getLog', 'replSetGetStatus', 'listDatabases'])
+    assert.ok(cluster.actions.includes(a), a);
+  assert.deepEqual(monitor.privileges[0].resource, { db: 'config', collection: '' }, 'its inherited read@config first');
+  const [rootRole] = (await r.db('admin').command({ rolesInfo: 'root', showPrivileges: true })).roles;
+  assert.ok(rootRole.privileges.some((p) => p.resource.anyResource === true && p.actions.includes('validate')));
+  assert.ok(rootRole.privileges.some((p) => p.resource.db === '' && p.resource.collection === '' && p.actions.includes('insert')));
+  assert.equal(rootRole.privileges.length, new Set(rootRole.privileges.map((p) => JSON.stringify(p.resource))).size, 'one entry per resource');
 });
 
 h.test('listCollections {authorizedCollections: true, nameOnly: true} lists only the collections the caller holds a privilege on; without nameOnly it needs listCollections', async () => {
