@@ -773,6 +773,16 @@ ns_unreplicated(const char *db, const char *coll)
     return strcmp(db, "local") == 0 || strcmp(coll, "system.profile") == 0;
 }
 
+/* The system collections clients may write (a subset of mongod's NamespaceString::isLegalClientSystemNS). */
+static bool
+legal_client_system(const char *db, const char *coll)
+{
+    if (strcmp(db, "admin") == 0 &&
+        (strcmp(coll, "system.users") == 0 || strcmp(coll, "system.roles") == 0 || strcmp(coll, "system.backup_users") == 0))
+        return true;
+    return strcmp(coll, "system.js") == 0;
+}
+
 static int
 cmd_rename_collection(mf_op_t *op)
 {
@@ -794,8 +804,13 @@ cmd_rename_collection(mf_op_t *op)
         return mf_err_set(&op->err, MF_E_InvalidNamespace, "Invalid source namespace: %s", from);
     if (split_ns(to, tdb, sizeof(tdb), &tcoll) != 0)
         return mf_err_set(&op->err, MF_E_InvalidNamespace, "Invalid target namespace: %s", to);
-    /* Users do not create system collections by renaming (buckets get their own message below). */
-    if (strncmp(tcoll, "system.", 7) == 0 && strncmp(tcoll, MF_TS_BUCKETS_PREFIX, strlen(MF_TS_BUCKETS_PREFIX)) != 0)
+    /*
+     * Users do not create system collections by renaming (buckets get their own message below), but for
+     * those mongod's isLegalClientSystemNS lets clients write: the auth collections (renamed away and back
+     * by backup tools; the users and roles generation moves with the rename's DDL event) and system.js.
+     */
+    if (strncmp(tcoll, "system.", 7) == 0 && strncmp(tcoll, MF_TS_BUCKETS_PREFIX, strlen(MF_TS_BUCKETS_PREFIX)) != 0 &&
+        !legal_client_system(tdb, tcoll))
         return mf_err_set(&op->err, MF_E_IllegalOperation, "error with target namespace: Invalid system namespace: %s",
                           to);
     /* A replica set's members would not agree on what moved (mongod's isReplicatedChanged; a standalone has no oplog). */

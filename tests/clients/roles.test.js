@@ -549,6 +549,22 @@ h.test('rolesInfo describes a built-in role\'s privileges as mongod 8.0\'s built
   assert.equal(rootRole.privileges.length, new Set(rootRole.privileges.map((p) => JSON.stringify(p.resource))).size, 'one entry per resource');
 });
 
+h.test('admin.system.roles can be renamed away and back (mongod\'s legal client system namespaces): the roles go and come back with it', async () => {
+  const r = await root();
+  await r.db('rn').command({ createRole: 'rnReader', privileges: [{ resource: { db: 'rn', collection: '' }, actions: ['find'] }], roles: [] });
+  await r.db('rn').collection('c').insertOne({ _id: 1 });
+  const u = await userWith('rnUser', [{ role: 'rnReader', db: 'rn' }], 'rn');
+  assert.equal(await u.db('rn').collection('c').countDocuments(), 1);
+  const admin = r.db('admin');
+  await admin.command({ renameCollection: 'admin.system.roles', to: 'admin.rolesSaved' });
+  await denied(u.db('rn').collection('c').findOne());
+  assert.deepEqual((await r.db('rn').command({ rolesInfo: 'rnReader' })).roles, []);
+  await admin.command({ renameCollection: 'admin.rolesSaved', to: 'admin.system.roles' });
+  assert.equal(await u.db('rn').collection('c').countDocuments(), 1, 'the role grants again');
+  assert.equal((await r.db('rn').command({ rolesInfo: 'rnReader' })).roles.length, 1);
+  await h.expectCode(admin.command({ renameCollection: 'rn.c', to: 'rn.system.roles' }), 20, /Invalid system namespace/);
+});
+
 h.test('listCollections {authorizedCollections: true, nameOnly: true} lists only the collections the caller holds a privilege on; without nameOnly it needs listCollections', async () => {
   const r = await root();
   await r.db('lc').collection('mine').insertOne({ _id: 1 });
