@@ -1050,8 +1050,12 @@ special(mf_op_t *op, const mf_privs_t *p, const rule_t *r, const char *db, const
         if (from == NULL || to == NULL || !split_ns(from, fdb, sizeof(fdb), &fc) || !split_ns(to, tdb, sizeof(tdb), &tc))
             return mf_privs_cluster(p, MF_CACT_ADMIN) ? 0 : denied(op, db, name);
         bool ok;
-        /* As mongod's checkAuthForRenameCollectionCommand: within a database, on the database, and no reading through it. */
-        if (strcmp(fdb, tdb) == 0)
+        /*
+         * As mongod's checkAuthForRenameCollectionCommand: within a database, on the database, and no reading
+         * through it; a system collection on either side (admin.system.users, system.js ...) is checked as
+         * across databases, on the collections themselves (renameCollectionSameDB must not make one).
+         */
+        if (strcmp(fdb, tdb) == 0 && strncmp(fc, "system.", 7) != 0 && strncmp(tc, "system.", 7) != 0)
             ok = mf_privs_allow(p, fdb, NULL, MF_ACT_RENAME_SAME_DB) &&
                  (mf_privs_allow(p, fdb, fc, MF_ACT_FIND) || !mf_privs_allow(p, tdb, tc, MF_ACT_FIND)) &&
                  (!drop_target || mf_privs_allow(p, tdb, tc, MF_ACT_DROP_COLLECTION));

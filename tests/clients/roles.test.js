@@ -563,6 +563,13 @@ h.test('admin.system.roles can be renamed away and back (mongod\'s legal client 
   assert.equal(await u.db('rn').collection('c').countDocuments(), 1, 'the role grants again');
   assert.equal((await r.db('rn').command({ rolesInfo: 'rnReader' })).roles.length, 1);
   await h.expectCode(admin.command({ renameCollection: 'rn.c', to: 'rn.system.roles' }), 20, /Invalid system namespace/);
+  // renameCollectionSameDB is no way into or out of them: a system collection is checked on itself.
+  await admin.collection('forged').insertOne({ _id: 'admin.evil', user: 'evil', db: 'admin', roles: [{ role: 'root', db: 'admin' }] });
+  const rw = await userWith('rnRw', [{ role: 'readWrite', db: 'admin' }, { role: 'dbAdmin', db: 'admin' }], 'admin');
+  await denied(rw.db('admin').command({ renameCollection: 'admin.forged', to: 'admin.system.users' }));
+  await denied(rw.db('admin').command({ renameCollection: 'admin.forged', to: 'admin.system.roles', dropTarget: true }));
+  await denied(rw.db('admin').command({ renameCollection: 'admin.system.roles', to: 'admin.stolen' }));
+  assert.equal((await r.db('rn').command({ rolesInfo: 'rnReader' })).roles.length, 1, 'nothing moved');
 });
 
 h.test('listCollections {authorizedCollections: true, nameOnly: true} lists only the collections the caller holds a privilege on; without nameOnly it needs listCollections', async () => {
