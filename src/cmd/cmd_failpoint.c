@@ -1,5 +1,6 @@
 /*
- * cmd_failpoint.c: configureFailPoint and the failCommand fail point.
+ * cmd_failpoint.c: configureFailPoint, waitForFailPoint and the failCommand
+ * fail point.
  *
  * configureFailPoint exists only when the server was started with
  * --setParameter enableTestCommands=1 (cmd_dispatch.c answers 59
@@ -295,11 +296,47 @@ cmd_configure_fail_point(mf_op_t *op)
     return 0;
 }
 
+/*
+ * waitForFailPoint: {waitForFailPoint: name, timesEntered: n, maxTimeMS}
+ * returns once the point has fired n times since the server started (what
+ * configureFailPoint's count said, plus the firings to wait for), as
+ * mongod's; it waits in 10 ms steps, so killOp and maxTimeMS (50) end it.
+ */
+static int
+cmd_wait_for_fail_point(mf_op_t *op)
+{
+    bson_iter_t it;
+    if (!bson_iter_init(&it, op->cmd) || !bson_iter_next(&it) || !BSON_ITER_HOLDS_UTF8(&it))
+        return mf_err_set(&op->err, MF_E_TypeMismatch,
+                          "BSON field 'waitForFailPoint.waitForFailPoint' is the wrong type, expected type 'string'");
+    const char *name = bson_iter_utf8(&it, NULL);
+    mf_failpoint_t *fp = mf_failpoint_find(op->eng->failpoints, name);
+    if (fp == NULL)
+        return mf_err_set(&op->err, MF_E_FailPointSetFailed, "%s not found", name);
+    if (!mf_op_find(op, "timesEntered", &it))
+        return mf_err_set(&op->err, MF_E_Location40414,
+                          "BSON field 'waitForFailPoint.timesEntered' is missing but a required field");
+    if (!BSON_ITER_HOLDS_NUMBER(&it))
+        return mf_err_set(&op->err, MF_E_TypeMismatch,
+                          "BSON field 'waitForFailPoint.timesEntered' is the wrong type '%s', expected type 'long'",
+                          mf_type_name(bson_iter_type(&it)));
+    int64_t target = bson_iter_as_int64(&it);
+    while (mf_failpoint_times_entered(fp) < target) {
+        if (mf_curop_check_current(&op->err) != 0)
+            return -1;
+        struct timespec ts = {0, 10 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    return 0;
+}
+
 static const char *const configure_fields[] = {"mode", "data", NULL};
+static const char *const wait_fields[] = {"timesEntered", NULL};
 static const char *const hash_fields[] = {"seed", NULL};
 
 const mf_cmd_def_t mf_cmds_test[] = {
     {"configureFailPoint", cmd_configure_fail_point, MF_CMD_ADMIN_ONLY, configure_fields},
+    {"waitForFailPoint", cmd_wait_for_fail_point, MF_CMD_ADMIN_ONLY, wait_fields},
     {"_hashBSONElement", mf_cmd_hash_bson_element, MF_CMD_NO_DB, hash_fields}, /* cmd_hash.c */
     {NULL, NULL, 0, NULL},
 };

@@ -47,6 +47,24 @@ h.test('configureFailPoint needs enableTestCommands=1: otherwise 59 CommandNotFo
   }
   const cmds = await admin().command({ listCommands: 1 });
   assert.ok(cmds.commands.configureFailPoint, 'listed when enabled');
+  assert.ok(cmds.commands.waitForFailPoint, 'so is waitForFailPoint');
+});
+
+h.test('waitForFailPoint returns once a point has fired timesEntered times in all (configureFailPoint\'s count + n); maxTimeMS, unknown names and missing fields answer as mongod', async () => {
+  const { count } = await fp({ mode: { times: 2 }, data: { errorCode: 2, failCommands: ['distinct'] } });
+  const coll = srv.client.db('wfp').collection('c');
+  const waited = admin().command({ waitForFailPoint: 'failCommand', timesEntered: count + 2, maxTimeMS: 10000 });
+  let done = false;
+  waited.then(() => { done = true; }, () => { done = true; });
+  await h.expectCode(coll.distinct('x'), 2);
+  await new Promise((res) => setTimeout(res, 100));
+  assert.equal(done, false, 'one firing of two: still waiting');
+  await h.expectCode(coll.distinct('x'), 2);
+  assert.equal((await waited).ok, 1);
+  await h.expectCode(admin().command({ waitForFailPoint: 'failCommand', timesEntered: count + 3, maxTimeMS: 200 }), 50);
+  await h.expectCode(admin().command({ waitForFailPoint: 'noSuchPoint', timesEntered: 1, maxTimeMS: 100 }), 266, /^noSuchPoint not found$/);
+  await h.expectCode(admin().command({ waitForFailPoint: 'failCommand', maxTimeMS: 100 }), 40414);
+  await off();
 });
 
 h.test('configureFailPoint refuses bad input with mongod\'s codes', async () => {

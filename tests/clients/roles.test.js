@@ -432,7 +432,7 @@ h.test('a user management command waiting for the management lock shows waitingF
   const r = await root();
   const db = r.db('lk');
   const admin = r.db('admin');
-  await admin.command({ configureFailPoint: 'hangWhileHoldingUserManagementLock', mode: 'alwaysOn' });
+  const { count } = await admin.command({ configureFailPoint: 'hangWhileHoldingUserManagementLock', mode: 'alwaysOn' });
   const [c1, c2, c3] = [await login(...ROOT), await login(...ROOT), await login(...ROOT)];
   const holder = c1.db('lk').command({ createRole: 'held', privileges: [], roles: [] });
   const findOp = async (pred, what) => {
@@ -445,12 +445,7 @@ h.test('a user management command waiting for the management lock shows waitingF
   };
   try {
     // The holder is in the fail point (it holds the lock) once the point counts an entry.
-    for (let i = 0; ; i++) {
-      const { count } = await admin.command({ configureFailPoint: 'hangWhileHoldingUserManagementLock', mode: 'alwaysOn' });
-      if (count >= 1) break;
-      assert.ok(i < 200, 'the holder never reached the fail point');
-      await new Promise((res) => setTimeout(res, 25));
-    }
+    await admin.command({ waitForFailPoint: 'hangWhileHoldingUserManagementLock', timesEntered: count + 1, maxTimeMS: 10000 });
     const t0 = Date.now();
     await h.expectCode(c2.db('lk').command({ createRole: 'timed', privileges: [], roles: [], maxTimeMS: 300 }), 50);
     assert.ok(Date.now() - t0 < 5000, 'maxTimeMS ended the wait for the lock');
