@@ -50,6 +50,32 @@ user_id(const char *db, const char *user, char *buf, size_t cap, bson_value_t *i
     return true;
 }
 
+/*
+ * Runs body(s, arg, err) in a transaction on s, committed durably when it
+ * returns 0 and rolled back otherwise, and again, up to WRITE_ATTEMPTS
+ * times, while it or the commit meets a write conflict. Returns 0, or -1
+ * with err (body's error; 112 WriteConflict "<what> kept conflicting" when
+ * the attempts run out).
+ */
+static int
+durable_txn(mf_sess_t *s, int (*body)(mf_sess_t *s, void *arg, mf_error_t *err), void *arg, const char *what,
+            mf_error_t *err)
+{
+    for (int attempt = 0;; attempt++) {
+        if (mf_txn_begin(s, err) != 0)
+            return -1;
+        int rc = body(s, arg, err);
+        if (rc == 0)
+            rc = mf_txn_commit(s, true, err);
+        else
+            mf_txn_abort(s);
+        if (rc != MF_CONFLICT)
+            return rc == 0 ? 0 : -1;
+        if (attempt == WRITE_ATTEMPTS)
+            return mf_err_set(err, MF_E_WriteConflict, "%s kept conflicting", what);
+    }
+}
+
 static int
 doc_get(mf_catalog_t *cat, const auth_kind_t *k, const char *db, const char *user, bson_t *out, mf_error_t *err)
 {
@@ -102,13 +128,45 @@ mf_roles_get(mf_catalog_t *cat, const char *db, const char *role, bson_t *out, m
     return doc_get(cat, &roles_kind, db, role, out, err);
 }
 
+/* What write_doc and rewrite_doc do inside their transaction. */
+typedef struct doc_write {
+    const auth_kind_t *k;
+    mf_coll_t *c;
+    const bson_value_t *idv;
+    const char *db, *name;
+    wkind_t kind;
+    const bson_t *doc;    /* write_doc: the new document (insert, replace) */
+    mf_rewrite_fn fn;     /* rewrite_doc: makes the new document from the old */
+    void *fn_arg;
+} doc_write_t;
+
+static int
+write_body(mf_sess_t *s, void *arg, mf_error_t *err)
+{
+    doc_write_t *w = arg;
+    int64_t rid = 0;
+    bson_t old;
+    int rc = mf_coll_find_id(s, w->c, w->idv, &rid, err);
+    if (rc == 0 && w->kind == W_INSERT)
+        return mf_err_set(err, w->k->exists_code, w->k->exists_fmt, w->name, w->db);
+    if (rc == MF_NOTFOUND && w->kind != W_INSERT)
+        return mf_err_set(err, w->k->missing_code, w->k->missing_fmt, w->name, w->db);
+    if (rc == MF_NOTFOUND)
+        return mf_coll_insert(s, w->c, w->doc, NULL, err);
+    if (rc != 0 || (rc = mf_coll_fetch(s, w->c, rid, &old, err)) != 0)
+        return rc;
+    rc = w->kind == W_REPLACE ? mf_coll_replace(s, w->c, rid, &old, w->doc, err) : mf_coll_remove(s, w->c, rid, &old, err);
+    bson_destroy(&old);
+    return rc;
+}
+
 /* One write of a user or role document in its own durable transaction. doc: the new document (insert, replace). */
 static int
 write_doc(mf_catalog_t *cat, const auth_kind_t *k, wkind_t kind, const char *db, const char *user, const bson_t *doc,
           mf_error_t *err)
 {
     mf_coll_t *c = NULL;
-    char id[512];
+    char id[512], what[600];
     bson_value_t idv;
     int rc = -1;
 
@@ -121,38 +179,9 @@ write_doc(mf_catalog_t *cat, const auth_kind_t *k, wkind_t kind, const char *db,
         mf_err_set(err, k->missing_code, k->missing_fmt, user, db);
         goto done;
     }
-    for (int attempt = 0;; attempt++) {
-        int64_t rid = 0;
-        bson_t old;
-        bool have_old = false;
-        if (mf_txn_begin(s, err) != 0)
-            goto done;
-        rc = mf_coll_find_id(s, c, &idv, &rid, err);
-        if (rc == 0 && kind == W_INSERT) {
-            rc = mf_err_set(err, k->exists_code, k->exists_fmt, user, db);
-        } else if (rc == MF_NOTFOUND && kind != W_INSERT) {
-            rc = mf_err_set(err, k->missing_code, k->missing_fmt, user, db);
-        } else if (rc == MF_NOTFOUND) {
-            rc = mf_coll_insert(s, c, doc, NULL, err);
-        } else if (rc == 0) {
-            rc = mf_coll_fetch(s, c, rid, &old, err);
-            have_old = rc == 0;
-            if (rc == 0)
-                rc = kind == W_REPLACE ? mf_coll_replace(s, c, rid, &old, doc, err) : mf_coll_remove(s, c, rid, &old, err);
-        }
-        if (have_old)
-            bson_destroy(&old);
-        if (rc == 0)
-            rc = mf_txn_commit(s, true, err);
-        else
-            mf_txn_abort(s);
-        if (rc != MF_CONFLICT)
-            break;
-        if (attempt == WRITE_ATTEMPTS) {
-            rc = mf_err_set(err, MF_E_WriteConflict, "writing %s %s@%s kept conflicting", k->key, user, db);
-            break;
-        }
-    }
+    doc_write_t w = {.k = k, .c = c, .idv = &idv, .db = db, .name = user, .kind = kind, .doc = doc};
+    snprintf(what, sizeof(what), "writing %s %s@%s", k->key, user, db);
+    rc = durable_txn(s, write_body, &w, what, err);
 done:
     mf_catalog_unlock(cat);
     mf_storage_session_release(s);
@@ -174,13 +203,33 @@ doc_names(const auth_kind_t *k, const bson_t *doc, const char **db, const char *
     return 0;
 }
 
+static int
+rewrite_body(mf_sess_t *s, void *arg, mf_error_t *err)
+{
+    doc_write_t *w = arg;
+    int64_t rid = 0;
+    bson_t old, doc;
+    int rc = mf_coll_find_id(s, w->c, w->idv, &rid, err);
+    if (rc == MF_NOTFOUND)
+        return mf_err_set(err, w->k->missing_code, w->k->missing_fmt, w->name, w->db);
+    if (rc != 0 || (rc = mf_coll_fetch(s, w->c, rid, &old, err)) != 0)
+        return rc;
+    bson_init(&doc);
+    rc = w->fn(w->fn_arg, &old, &doc, err);
+    if (rc == 0)
+        rc = mf_coll_replace(s, w->c, rid, &old, &doc, err);
+    bson_destroy(&doc);
+    bson_destroy(&old);
+    return rc;
+}
+
 /* Reads, changes (fn) and replaces name@db's document in one durable transaction, retried on a write conflict. */
 static int
 rewrite_doc(mf_catalog_t *cat, const auth_kind_t *k, const char *db, const char *name, mf_rewrite_fn fn, void *arg,
             mf_error_t *err)
 {
     mf_coll_t *c = NULL;
-    char id[512];
+    char id[512], what[600];
     bson_value_t idv;
     int rc = -1;
 
@@ -193,33 +242,9 @@ rewrite_doc(mf_catalog_t *cat, const auth_kind_t *k, const char *db, const char 
         mf_err_set(err, k->missing_code, k->missing_fmt, name, db);
         goto done;
     }
-    for (int attempt = 0;; attempt++) {
-        int64_t rid = 0;
-        bson_t old, doc;
-        if (mf_txn_begin(s, err) != 0)
-            goto done;
-        rc = mf_coll_find_id(s, c, &idv, &rid, err);
-        if (rc == MF_NOTFOUND)
-            rc = mf_err_set(err, k->missing_code, k->missing_fmt, name, db);
-        if (rc == 0 && (rc = mf_coll_fetch(s, c, rid, &old, err)) == 0) {
-            bson_init(&doc);
-            rc = fn(arg, &old, &doc, err);
-            if (rc == 0)
-                rc = mf_coll_replace(s, c, rid, &old, &doc, err);
-            bson_destroy(&doc);
-            bson_destroy(&old);
-        }
-        if (rc == 0)
-            rc = mf_txn_commit(s, true, err);
-        else
-            mf_txn_abort(s);
-        if (rc != MF_CONFLICT)
-            break;
-        if (attempt == WRITE_ATTEMPTS) {
-            rc = mf_err_set(err, MF_E_WriteConflict, "writing %s %s@%s kept conflicting", k->key, name, db);
-            break;
-        }
-    }
+    doc_write_t w = {.k = k, .c = c, .idv = &idv, .db = db, .name = name, .fn = fn, .fn_arg = arg};
+    snprintf(what, sizeof(what), "writing %s %s@%s", k->key, name, db);
+    rc = durable_txn(s, rewrite_body, &w, what, err);
 done:
     mf_catalog_unlock(cat);
     mf_storage_session_release(s);
@@ -456,11 +481,38 @@ pull_everywhere(mf_sess_t *s, mf_coll_t *c, const char *role, const char *db, co
     return rc;
 }
 
+typedef struct role_drop {
+    mf_coll_t *roles, *users;
+    const bson_value_t *idv;
+    const char *id, *db, *role;
+} role_drop_t;
+
+/* As mongod's one transaction: the holders lose the role, then it goes. */
+static int
+drop_body(mf_sess_t *s, void *arg, mf_error_t *err)
+{
+    role_drop_t *d = arg;
+    int64_t rid = 0;
+    bson_t old;
+    int rc = mf_coll_find_id(s, d->roles, d->idv, &rid, err);
+    if (rc == MF_NOTFOUND)
+        return mf_err_set(err, MF_E_RoleNotFound, "Could not find role: %s@%s", d->role, d->db);
+    if (rc == 0)
+        rc = pull_everywhere(s, d->users, d->role, d->db, NULL, err);
+    if (rc == 0)
+        rc = pull_everywhere(s, d->roles, d->role, d->db, d->id, err);
+    if (rc == 0 && (rc = mf_coll_fetch(s, d->roles, rid, &old, err)) == 0) {
+        rc = mf_coll_remove(s, d->roles, rid, &old, err);
+        bson_destroy(&old);
+    }
+    return rc;
+}
+
 int
 mf_roles_drop(mf_catalog_t *cat, const char *db, const char *role, mf_error_t *err)
 {
-    mf_coll_t *c = NULL, *users;
-    char id[512];
+    mf_coll_t *c = NULL;
+    char id[512], what[600];
     bson_value_t idv;
     int rc = -1;
 
@@ -473,35 +525,10 @@ mf_roles_drop(mf_catalog_t *cat, const char *db, const char *role, mf_error_t *e
         mf_err_set(err, MF_E_RoleNotFound, "Could not find role: %s@%s", role, db);
         goto done;
     }
-    users = mf_catalog_coll_find(cat, MF_USERS_DB, MF_USERS_COLL);
-    for (int attempt = 0;; attempt++) {
-        int64_t rid = 0;
-        bson_t old;
-        if (mf_txn_begin(s, err) != 0)
-            goto done;
-        rc = mf_coll_find_id(s, c, &idv, &rid, err);
-        if (rc == MF_NOTFOUND)
-            rc = mf_err_set(err, MF_E_RoleNotFound, "Could not find role: %s@%s", role, db);
-        /* As mongod's one transaction: the holders lose it, then the role goes. */
-        if (rc == 0)
-            rc = pull_everywhere(s, users, role, db, NULL, err);
-        if (rc == 0)
-            rc = pull_everywhere(s, c, role, db, id, err);
-        if (rc == 0 && (rc = mf_coll_fetch(s, c, rid, &old, err)) == 0) {
-            rc = mf_coll_remove(s, c, rid, &old, err);
-            bson_destroy(&old);
-        }
-        if (rc == 0)
-            rc = mf_txn_commit(s, true, err);
-        else
-            mf_txn_abort(s);
-        if (rc != MF_CONFLICT)
-            break;
-        if (attempt == WRITE_ATTEMPTS) {
-            rc = mf_err_set(err, MF_E_WriteConflict, "dropping role %s@%s kept conflicting", role, db);
-            break;
-        }
-    }
+    role_drop_t d = {.roles = c, .users = mf_catalog_coll_find(cat, MF_USERS_DB, MF_USERS_COLL), .idv = &idv,
+                     .id = id, .db = db, .role = role};
+    snprintf(what, sizeof(what), "dropping role %s@%s", role, db);
+    rc = durable_txn(s, drop_body, &d, what, err);
 done:
     mf_catalog_unlock(cat);
     mf_storage_session_release(s);
