@@ -827,6 +827,12 @@ cmd_rename_collection(mf_op_t *op)
         mf_catalog_unlock(op->eng->cat);
         return mf_err_set(&op->err, MF_E_NamespaceNotFound, "Source collection %s does not exist", from);
     }
+    /* A view is a definition, not data: mongod renames neither it nor onto it. */
+    if (c->is_view || (t != NULL && t->is_view)) {
+        mf_catalog_unlock(op->eng->cat);
+        return c->is_view ? mf_err_set(&op->err, MF_E_CommandNotSupportedOnView, "cannot rename view: %s", from)
+                          : mf_err_set(&op->err, MF_E_NamespaceExists, "a view already exists with that name: %s", to);
+    }
     if (c->is_timeseries || strncmp(tcoll, MF_TS_BUCKETS_PREFIX, strlen(MF_TS_BUCKETS_PREFIX)) == 0) {
         mf_catalog_unlock(op->eng->cat);
         return mf_err_set(&op->err, MF_E_IllegalOperation,

@@ -227,3 +227,17 @@ h.test('explain on a view shows the plan that runs: the resolved pipeline over t
   assert.equal(fplan.namespace, `${db.databaseName}.base`);
   assert.match(JSON.stringify(fplan.winningPlan), /IXSCAN/);
 });
+
+h.test('a view is not renamed, nor renamed onto: 166 "cannot rename view", 48 "a view already exists with that name", as mongod', async () => {
+  const db = srv.freshDb('vren');
+  await db.collection('c').insertOne({ _id: 1 });
+  await db.createCollection('v', { viewOn: 'c', pipeline: [] });
+  const admin = srv.client.db('admin');
+  const ns = db.databaseName;
+  await h.expectCode(admin.command({ renameCollection: `${ns}.v`, to: `${ns}.v2` }), 166, new RegExp(`^cannot rename view: ${ns}\\.v$`));
+  await h.expectCode(admin.command({ renameCollection: `${ns}.c`, to: `${ns}.v`, dropTarget: true }), 48,
+    new RegExp(`^a view already exists with that name: ${ns}\\.v$`));
+  const names = (await db.listCollections().toArray()).map((x) => `${x.name}:${x.type}`).sort();
+  assert.deepEqual(names, ['c:collection', 'v:view'], 'both left as they were');
+  assert.deepEqual(await db.collection('v').find().toArray(), [{ _id: 1 }]);
+});
