@@ -1302,6 +1302,46 @@ cmd_get_default_rw_concern(mf_op_t *op)
     return 0;
 }
 
+/*
+ * setFeatureCompatibilityVersion: mayfly has one feature compatibility
+ * version, 8.0. Asking for it succeeds and changes nothing, with confirm:
+ * true as mongod 8.0 requires (requireConfirmInSetFcv, 7369100 without);
+ * the versions mongod 8.0 could go back to are refused (mayfly cannot
+ * downgrade its data), anything else is mongod's BadValue.
+ */
+static int
+cmd_set_fcv(mf_op_t *op)
+{
+    bson_iter_t it;
+    bool confirm = false, present;
+    if (!bson_iter_init(&it, op->cmd) || !bson_iter_next(&it) || !BSON_ITER_HOLDS_UTF8(&it))
+        return mf_err_set(&op->err, MF_E_TypeMismatch,
+                          "BSON field 'setFeatureCompatibilityVersion.setFeatureCompatibilityVersion' is the wrong type "
+                          "'%s', expected type 'string'",
+                          mf_type_name(bson_iter_type(&it)));
+    const char *v = bson_iter_utf8(&it, NULL);
+    if (mf_op_get_bool(op, "confirm", &confirm, &present) != 0)
+        return -1;
+    if (strcmp(v, "8.0") != 0 && strcmp(v, "7.0") != 0 && strcmp(v, "7.3") != 0)
+        return mf_err_set(&op->err, MF_E_BadValue,
+                          "Invalid feature compatibility version value '%s'; expected '7.0' or '7.3' or '8.0'. See "
+                          "https://docs.mongodb.com/master/release-notes/8.0-compatibility/#feature-compatibility.",
+                          v);
+    bool upgrade = strcmp(v, "8.0") == 0;
+    if (!confirm)
+        return mf_err_set(&op->err, MF_E_Location7369100,
+                          upgrade ? "Once you have upgraded to 8.0, you will not be able to downgrade FCV and binary "
+                                    "version without support assistance. Please re-run this command with 'confirm: "
+                                    "true' to acknowledge this and continue with the FCV upgrade."
+                                  : "Once you have downgraded the FCV, if you choose to downgrade the binary version, "
+                                    "it will require support assistance. Please re-run this command with 'confirm: "
+                                    "true' to acknowledge this and continue with the FCV downgrade.");
+    if (!upgrade)
+        return mf_err_set(&op->err, MF_E_IllegalOperation,
+                          "mayfly keeps featureCompatibilityVersion 8.0: it cannot downgrade its data to %s", v);
+    return 0;
+}
+
 /* Fields of a currentOp command that are not filter conditions. */
 static bool
 is_currentop_option(const char *k)
@@ -1416,6 +1456,8 @@ cmd_kill_op(mf_op_t *op)
 /* Defined in cmd_dispatch.c, which owns the command table. */
 int mf_cmd_list_commands(mf_op_t *op);
 
+static const char *const fcv_fields[] = {"confirm", "fromConfigServer", "writeConcern", NULL};
+
 const mf_cmd_def_t mf_cmds_admin[] = {
     {"listCommands", mf_cmd_list_commands, MF_CMD_NO_DB},
     {"currentOp", cmd_current_op, MF_CMD_ADMIN_ONLY},
@@ -1448,5 +1490,6 @@ const mf_cmd_def_t mf_cmds_admin[] = {
     {"_mfReplInfo", cmd_repl, MF_CMD_ADMIN_ONLY},
     {"_mfReplJoin", cmd_repl, MF_CMD_ADMIN_ONLY},
     {"getDefaultRWConcern", cmd_get_default_rw_concern, MF_CMD_ADMIN_ONLY},
+    {"setFeatureCompatibilityVersion", cmd_set_fcv, MF_CMD_ADMIN_ONLY, fcv_fields},
     {NULL, NULL, 0},
 };

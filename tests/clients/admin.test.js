@@ -658,3 +658,15 @@ h.test('drop after many connections used a collection: its files go within secon
     await db.dropDatabase();
   }
 });
+
+h.test('setFeatureCompatibilityVersion "8.0" with confirm: true succeeds and changes nothing; without confirm 7369100; a downgrade is refused; other values 2, as mongod 8.0', async () => {
+  const admin = srv.client.db('admin');
+  assert.equal((await admin.command({ setFeatureCompatibilityVersion: '8.0', confirm: true })).ok, 1);
+  await h.expectCode(admin.command({ setFeatureCompatibilityVersion: '8.0' }), 7369100, /re-run this command with 'confirm: true'/);
+  await h.expectCode(admin.command({ setFeatureCompatibilityVersion: '7.0', confirm: true }), 20, /cannot downgrade/);
+  await h.expectCode(admin.command({ setFeatureCompatibilityVersion: '9.9', confirm: true }), 2, /^Invalid feature compatibility version value '9.9'/);
+  await h.expectCode(admin.command({ setFeatureCompatibilityVersion: 8, confirm: true }), 14);
+  await h.expectCode(srv.client.db('test').command({ setFeatureCompatibilityVersion: '8.0', confirm: true }), 13);
+  const p = await admin.command({ getParameter: 1, featureCompatibilityVersion: 1 });
+  assert.deepEqual(p.featureCompatibilityVersion, { version: '8.0' });
+});
