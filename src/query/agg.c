@@ -2291,14 +2291,16 @@ parse_target(stage_t *s, const char *stage, const bson_value_t *v, mf_error_t *e
 /*
  * parse_merge: $merge: "coll" or {into, on, let, whenMatched, whenNotMatched}.
  * s->spec receives the normalised options {on: [fields], whenMatched: string,
- * whenNotMatched: string} handed to env->write_out.
+ * whenNotMatched: string} handed to env->write_out; a whenMatched pipeline
+ * is whenMatched "pipeline" with whenMatchedPipeline (the array) and let
+ * (when given) beside it.
  */
 static int
 parse_merge(stage_t *s, const bson_value_t *v, mf_error_t *err)
 {
     const char *when_matched = "merge", *when_not_matched = "insert";
-    const bson_value_t *on = NULL;
-    bson_value_t on_v; /* a copy: bson_iter_value points into the iterator */
+    const bson_value_t *on = NULL, *let = NULL, *wm_pipeline = NULL;
+    bson_value_t on_v, let_v, wm_v; /* copies: bson_iter_value points into the iterator */
     bson_iter_t it;
 
     if (v->value_type == BSON_TYPE_UTF8) {
@@ -2329,11 +2331,17 @@ parse_merge(stage_t *s, const bson_value_t *v, mf_error_t *err)
                     return mf_err_set(err, MF_E_TypeMismatch,
                                       "BSON field '$merge.let' is the wrong type '%s', expected type 'object'",
                                       mf_type_name(fv->value_type));
+                let_v = *fv;
+                let = &let_v;
             } else if (strcmp(k, "whenMatched") == 0 || strcmp(k, "whenNotMatched") == 0) {
                 bool matched = k[4] == 'M';
-                if (fv->value_type == BSON_TYPE_ARRAY && matched)
-                    return mf_err_set(err, MF_E_NotImplemented,
-                                      "$merge with a whenMatched pipeline is not supported");
+                if (fv->value_type == BSON_TYPE_ARRAY && matched) {
+                    /* A pipeline-style update of the matching document (mf_merge_update_t, run by agg_write.c). */
+                    wm_v = *fv;
+                    wm_pipeline = &wm_v;
+                    when_matched = "pipeline";
+                    continue;
+                }
                 if (fv->value_type != BSON_TYPE_UTF8)
                     return mf_err_set(err, MF_E_TypeMismatch,
                                       "BSON field '$merge.%s' is the wrong type '%s', expected type '%s'", k,
@@ -2346,16 +2354,25 @@ parse_merge(stage_t *s, const bson_value_t *v, mf_error_t *err)
                 if (!ok)
                     return mf_err_set(err, MF_E_BadValue,
                                       "Enumeration value '%s' for field '$merge.%s' is not a valid value.", val, k);
-                if (matched)
+                if (matched) {
                     when_matched = val;
-                else
+                    wm_pipeline = NULL;
+                } else {
                     when_not_matched = val;
+                }
             } else {
                 return mf_err_set(err, MF_E_Location40415, "BSON field '$merge.%s' is an unknown field.", k);
             }
         }
         if (!have_into)
             return mf_err_set(err, MF_E_Location40414, "BSON field '$merge.into' is missing but a required field");
+        if (wm_pipeline != NULL) {
+            /* Checked here, so a bad pipeline or variable fails the aggregate before anything is written. */
+            mf_merge_update_t *u = mf_merge_update_new(wm_pipeline, let, err);
+            if (u == NULL)
+                return -1;
+            mf_merge_update_free(u);
+        }
     }
 
     s->spec = bson_new();
@@ -2393,6 +2410,11 @@ parse_merge(stage_t *s, const bson_value_t *v, mf_error_t *err)
     bson_append_array_end(s->spec, &arr);
     BSON_APPEND_UTF8(s->spec, "whenMatched", when_matched);
     BSON_APPEND_UTF8(s->spec, "whenNotMatched", when_not_matched);
+    if (wm_pipeline != NULL) {
+        bson_append_value(s->spec, "whenMatchedPipeline", -1, wm_pipeline);
+        if (let != NULL)
+            bson_append_value(s->spec, "let", -1, let);
+    }
     return 0;
 }
 
@@ -4432,6 +4454,155 @@ mf_pipeline_run(const mf_pipeline_t *p, const mf_agg_env_t *env, const char *col
     if (run_stages(p, env, &docs, err) < 0)
         return -1;
     take_vec(out, &docs);
+    return 0;
+}
+
+int
+mf_pipeline_check_update_stages(const bson_value_t *pipeline, mf_error_t *err)
+{
+    static const char *const allowed[] = {"$addFields", "$set", "$project", "$unset", "$replaceRoot", "$replaceWith",
+                                          NULL};
+    bson_t arr;
+    bson_iter_t it, st;
+    if (pipeline->value_type != BSON_TYPE_ARRAY ||
+        !bson_init_static(&arr, pipeline->value.v_doc.data, pipeline->value.v_doc.data_len) || !bson_iter_init(&it, &arr))
+        return 0;
+    while (bson_iter_next(&it)) {
+        if (!BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &st) || !bson_iter_next(&st))
+            continue;
+        const char *name = bson_iter_key(&st);
+        bool ok = false;
+        for (const char *const *a = allowed; *a; a++)
+            ok = ok || strcmp(*a, name) == 0;
+        if (!ok && name[0] == '$')
+            return mf_err_set(err, MF_E_InvalidOptions, "%s is not allowed to be used within an update", name);
+    }
+    return 0;
+}
+
+struct mf_merge_update {
+    char **names;      /* the let variables' names (owned), "new" among them */
+    mf_expr_t **exprs; /* their expressions, evaluated against the incoming document */
+    size_t n;
+    mf_pipeline_t *pl;
+};
+
+void
+mf_merge_update_free(mf_merge_update_t *u)
+{
+    if (u == NULL)
+        return;
+    for (size_t i = 0; i < u->n; i++) {
+        bson_free(u->names[i]);
+        mf_expr_free(u->exprs[i]);
+    }
+    bson_free(u->names);
+    bson_free(u->exprs);
+    mf_pipeline_free(u->pl);
+    bson_free(u);
+}
+
+/* Adds variable name = v (parsed) to u; 0, or -1 with err. */
+static int
+merge_update_var(mf_merge_update_t *u, const char *name, const bson_value_t *v, mf_error_t *err)
+{
+    u->names = bson_realloc(u->names, (u->n + 1) * sizeof *u->names);
+    u->exprs = bson_realloc(u->exprs, (u->n + 1) * sizeof *u->exprs);
+    u->names[u->n] = bson_strdup(name);
+    u->exprs[u->n] = mf_expr_parse(v, err);
+    u->n++;
+    return u->exprs[u->n - 1] == NULL ? -1 : 0;
+}
+
+mf_merge_update_t *
+mf_merge_update_new(const bson_value_t *pipeline, const bson_value_t *let, mf_error_t *err)
+{
+    mf_merge_update_t *u = bson_malloc0(sizeof *u);
+    bool has_new = false;
+    bson_iter_t it;
+    if (let != NULL) {
+        bson_iter_init_from_data(&it, let->value.v_doc.data, let->value.v_doc.data_len);
+        while (bson_iter_next(&it)) {
+            const char *name = bson_iter_key(&it);
+            if (mf_expr_check_var_name(name, err) < 0 || merge_update_var(u, name, bson_iter_value(&it), err) != 0)
+                goto fail;
+            has_new = has_new || strcmp(name, "new") == 0;
+        }
+    }
+    if (!has_new) {
+        bson_value_t root = {.value_type = BSON_TYPE_UTF8};
+        root.value.v_utf8.str = (char *)"$$ROOT";
+        root.value.v_utf8.len = 6;
+        if (merge_update_var(u, "new", &root, err) != 0)
+            goto fail;
+    }
+    if (mf_pipeline_check_update_stages(pipeline, err) != 0)
+        goto fail;
+    /* Parsed with the variables' names ambient, so "$$new" and the let names are accepted everywhere in it. */
+    mf_expr_vars_t frame = {(const char *const *)u->names, NULL, u->n, mf_expr_vars_current()};
+    mf_expr_vars_set(&frame);
+    u->pl = mf_pipeline_new(pipeline, err);
+    mf_expr_vars_set(frame.up);
+    if (u->pl == NULL)
+        goto fail;
+    return u;
+fail:
+    mf_merge_update_free(u);
+    return NULL;
+}
+
+int
+mf_merge_update_apply(const mf_merge_update_t *u, const bson_t *src, const bson_t *old, bson_t **out, mf_error_t *err)
+{
+    bson_value_t *vals = bson_malloc0(u->n * sizeof *vals);
+    int rc = 0;
+    *out = NULL;
+    for (size_t i = 0; i < u->n; i++)
+        vals[i].value_type = BSON_TYPE_EOD;
+    for (size_t i = 0; i < u->n && rc == 0; i++)
+        rc = mf_expr_eval(u->exprs[i], src, &vals[i], err);
+    if (rc == 0) {
+        mf_expr_vars_t frame = {(const char *const *)u->names, vals, u->n, mf_expr_vars_current()};
+        mf_expr_vars_set(&frame);
+        rc = mf_pipeline_apply_one(u->pl, old, out, err);
+        mf_expr_vars_set(frame.up);
+    }
+    for (size_t i = 0; i < u->n; i++)
+        mf_value_free(&vals[i]);
+    bson_free(vals);
+    return rc == 0 ? 0 : -1;
+}
+
+/* The source of mf_pipeline_apply_one: the one document in ctx. */
+static int
+one_doc_scan(void *ctx, const char *coll, const bson_t *filter, mf_agg_visit_fn visit, void *arg, mf_error_t *err)
+{
+    (void)coll;
+    (void)filter;
+    (void)err;
+    return visit(arg, (const bson_t *)ctx) < 0 ? -1 : 0;
+}
+
+int
+mf_pipeline_apply_one(const mf_pipeline_t *p, const bson_t *doc, bson_t **out, mf_error_t *err)
+{
+    mf_agg_env_t env;
+    mf_docvec_t res;
+    memset(&env, 0, sizeof(env));
+    env.scan = one_doc_scan;
+    env.ctx = (void *)doc;
+    mf_docvec_init(&res);
+    *out = NULL;
+    if (mf_pipeline_run(p, &env, "", &res, err) != 0) {
+        mf_docvec_destroy(&res);
+        return -1;
+    }
+    if (res.len != 1) {
+        mf_docvec_destroy(&res);
+        return mf_err_set(err, MF_E_FailedToParse, "pipeline-style update must produce exactly one document");
+    }
+    *out = bson_copy(res.docs[0]);
+    mf_docvec_destroy(&res);
     return 0;
 }
 

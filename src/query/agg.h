@@ -176,6 +176,41 @@ int mf_pipeline_run(const mf_pipeline_t *p, const mf_agg_env_t *env, const char 
                     mf_error_t *err) MF_WUR;
 
 /*
+ * mf_pipeline_check_update_stages: 0 if every stage of pipeline (an array
+ * value) may run in a pipeline-style update ($addFields/$set,
+ * $project/$unset, $replaceRoot/$replaceWith), else -1 with err (72 "<stage>
+ * is not allowed to be used within an update"). Malformed stages are left
+ * for mf_pipeline_new to report.
+ */
+int mf_pipeline_check_update_stages(const bson_value_t *pipeline, mf_error_t *err) MF_WUR;
+
+/*
+ * mf_pipeline_apply_one: runs p over doc alone (a pipeline-style update's
+ * $set, $project, $replaceWith ... over the document it updates, with the
+ * calling thread's ambient variables) and returns its one result in *out
+ * (owned by the caller, bson_destroy). -1 with err if it fails or does not
+ * produce exactly one document ("pipeline-style update must produce exactly
+ * one document", 9).
+ */
+int mf_pipeline_apply_one(const mf_pipeline_t *p, const bson_t *doc, bson_t **out, mf_error_t *err) MF_WUR;
+
+/*
+ * A $merge stage's whenMatched pipeline with its let variables. new: parses
+ * pipeline (an array value of pipeline-style update stages) and let (a
+ * document value, or NULL): each let variable, and "new" bound to the
+ * incoming document ($$ROOT) unless let names it, is accepted as "$$name"
+ * in the pipeline. NULL with err (the pipeline's or the variables'
+ * errors). apply: the let variables evaluated against the incoming
+ * document src, the pipeline run over the target's matching document old;
+ * *out is its one result (owned, bson_destroy). 0, or -1 with err.
+ */
+typedef struct mf_merge_update mf_merge_update_t;
+mf_merge_update_t *mf_merge_update_new(const bson_value_t *pipeline, const bson_value_t *let, mf_error_t *err);
+int mf_merge_update_apply(const mf_merge_update_t *u, const bson_t *src, const bson_t *old, bson_t **out,
+                          mf_error_t *err) MF_WUR;
+void mf_merge_update_free(mf_merge_update_t *u);
+
+/*
  * mf_pipeline_is_collectionless: true if p's first stage is $documents,
  * $currentOp, $listLocalSessions or $listSessions, i.e. p produces its own documents and needs no collection
  * source (the only pipelines {aggregate: 1} accepts).

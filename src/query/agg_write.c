@@ -6,8 +6,10 @@
  * transactions, then renamed over the target with the target's drop in the
  * same catalog transaction, so a failure leaves the old target whole.
  * $merge creates the target if needed, then applies each document by its
- * 'on' fields (whenMatched: merge, replace, keepExisting, fail;
- * whenNotMatched: insert, discard, fail) in chunked transactions.
+ * 'on' fields (whenMatched: merge, replace, keepExisting, fail, or a
+ * pipeline-style update of the matching document with $$new and the let
+ * variables from the incoming one; whenNotMatched: insert, discard, fail)
+ * in chunked transactions.
  */
 #include <stdio.h>
 #include <string.h>
@@ -21,6 +23,7 @@
 #include "doc/match.h"
 #include "doc/path.h"
 #include "doc/value.h"
+#include "query/agg.h"
 #include "query/agg_write.h"
 #include "query/batch.h"
 #include "query/exec.h"
@@ -34,6 +37,7 @@ typedef struct out_ctx {
     const char *on[32];  /* $merge: the 'on' fields */
     int non;
     const char *when_matched, *when_not_matched;
+    const mf_merge_update_t *upd; /* whenMatched "pipeline": the update (the writer owns it) */
     /* the write to perform */
     mf_docvec_t *docs;
     const char *db, *coll;
@@ -155,7 +159,32 @@ merge_item(void *arg, size_t i, mf_error_t *err)
     }
     if (has_oid)
         bson_append_value(&neu, "_id", 3, &oid);
-    if (strcmp(x->when_matched, "replace") == 0) {
+    if (x->upd != NULL) {
+        /* The matching document through the pipeline, $$new (and the let variables) from the incoming one. */
+        bson_t *res;
+        if (mf_merge_update_apply(x->upd, doc, &old, &res, err) != 0) {
+            bson_destroy(&old);
+            bson_destroy(&neu);
+            return -1;
+        }
+        bool moved = false;
+        if (bson_iter_init_find(&ni, res, "_id"))
+            moved = !has_oid || !(mf_value_equal(&oid, bson_iter_value(&ni)) && oid.value_type == bson_iter_type(&ni));
+        if (moved) {
+            bson_destroy(res);
+            bson_destroy(&old);
+            bson_destroy(&neu);
+            return mf_err_set(err, MF_E_ImmutableField,
+                              "$merge failed to update the matching document, did you attempt to modify the _id or "
+                              "the shard key? :: caused by :: Performing an update on the path '_id' would modify the "
+                              "immutable field '_id'");
+        }
+        bson_iter_init(&it, res);
+        while (bson_iter_next(&it))
+            if (strcmp(bson_iter_key(&it), "_id") != 0)
+                bson_append_value(&neu, bson_iter_key(&it), (int)bson_iter_key_len(&it), bson_iter_value(&it));
+        bson_destroy(res);
+    } else if (strcmp(x->when_matched, "replace") == 0) {
         bson_iter_init(&it, doc);
         while (bson_iter_next(&it))
             if (strcmp(bson_iter_key(&it), "_id") != 0)
@@ -232,6 +261,7 @@ struct mf_agg_writer {
     char *db, *coll;      /* owned */
     char tmp[64];         /* $out: the temporary collection ("" when none) */
     bson_t *merge_spec;   /* owned, NULL for $out */
+    mf_merge_update_t *upd; /* owned: a whenMatched pipeline, or NULL */
     bool committed;
 };
 
@@ -339,6 +369,15 @@ merge_begin(mf_agg_writer_t *wr, mf_error_t *err)
         x->when_matched = bson_iter_utf8(&it, NULL);
     if (bson_iter_init_find(&it, wr->merge_spec, "whenNotMatched"))
         x->when_not_matched = bson_iter_utf8(&it, NULL);
+    if (strcmp(x->when_matched, "pipeline") == 0) {
+        bson_iter_t li;
+        bool has_let = bson_iter_init_find(&li, wr->merge_spec, "let");
+        if (!bson_iter_init_find(&it, wr->merge_spec, "whenMatchedPipeline"))
+            return mf_err_set(err, MF_E_InternalError, "$merge: whenMatched pipeline missing");
+        if ((wr->upd = mf_merge_update_new(bson_iter_value(&it), has_let ? bson_iter_value(&li) : NULL, err)) == NULL)
+            return -1;
+        x->upd = wr->upd;
+    }
     if (x->non == 0) {
         x->on[0] = "_id";
         x->non = 1;
@@ -452,6 +491,7 @@ mf_agg_writer_free(mf_agg_writer_t *wr)
         drop_tmp(wr);
     if (wr->merge_spec)
         bson_destroy(wr->merge_spec);
+    mf_merge_update_free(wr->upd);
     free(wr->db);
     free(wr->coll);
     free(wr);

@@ -307,8 +307,6 @@ upd_spec_free(upd_spec_t *x)
 static upd_spec_t *
 upd_spec_new(const bson_t *ud, const bson_value_t *pipeline, const bson_value_t *af, mf_error_t *err)
 {
-    static const char *const allowed[] = {"$addFields", "$set", "$project", "$unset", "$replaceRoot", "$replaceWith",
-                                          NULL};
     upd_spec_t *x = mf_calloc(1, sizeof(*x));
     if (pipeline == NULL) {
         if ((x->u = mf_update_new(ud, af, err)) == NULL) {
@@ -322,24 +320,7 @@ upd_spec_new(const bson_t *ud, const bson_value_t *pipeline, const bson_value_t 
         free(x);
         return NULL;
     }
-    bson_t arr;
-    bson_iter_t it, st;
-    if (bson_init_static(&arr, pipeline->value.v_doc.data, pipeline->value.v_doc.data_len) && bson_iter_init(&it, &arr)) {
-        while (bson_iter_next(&it)) {
-            if (!BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &st) || !bson_iter_next(&st))
-                continue; /* mf_pipeline_new reports malformed stages */
-            const char *name = bson_iter_key(&st);
-            bool ok = false;
-            for (const char *const *a = allowed; *a; a++)
-                ok = ok || strcmp(*a, name) == 0;
-            if (!ok && name[0] == '$') {
-                mf_err_set(err, MF_E_InvalidOptions, "%s is not allowed to be used within an update", name);
-                free(x);
-                return NULL;
-            }
-        }
-    }
-    if ((x->pl = mf_pipeline_new(pipeline, err)) == NULL) {
+    if (mf_pipeline_check_update_stages(pipeline, err) != 0 || (x->pl = mf_pipeline_new(pipeline, err)) == NULL) {
         free(x);
         return NULL;
     }
@@ -352,16 +333,6 @@ upd_spec_is_replacement(const upd_spec_t *x)
     return x->u != NULL && mf_update_is_replacement(x->u);
 }
 
-/* one_doc_scan: the source of a pipeline-style update: the one document in ctx. */
-static int
-one_doc_scan(void *ctx, const char *coll, const bson_t *filter, mf_agg_visit_fn visit, void *arg, mf_error_t *err)
-{
-    (void)coll;
-    (void)filter;
-    (void)err;
-    return visit(arg, (const bson_t *)ctx) < 0 ? -1 : 0;
-}
-
 /* upd_spec_apply: as mf_update_apply (out initialised by the caller). */
 static int
 upd_spec_apply(const upd_spec_t *x, const bson_t *doc, const mf_match_details_t *d, bool is_insert, bson_t *out,
@@ -369,23 +340,11 @@ upd_spec_apply(const upd_spec_t *x, const bson_t *doc, const mf_match_details_t 
 {
     if (x->u)
         return mf_update_apply(x->u, doc, d, is_insert, out, changed, err);
-    mf_agg_env_t env;
-    mf_docvec_t res;
     bson_iter_t oi, ni;
+    bson_t *r;
     int rc = 0;
-    memset(&env, 0, sizeof(env));
-    env.scan = one_doc_scan;
-    env.ctx = (void *)doc;
-    mf_docvec_init(&res);
-    if (mf_pipeline_run(x->pl, &env, "", &res, err) != 0) {
-        mf_docvec_destroy(&res);
+    if (mf_pipeline_apply_one(x->pl, doc, &r, err) != 0)
         return -1;
-    }
-    if (res.len != 1) {
-        mf_docvec_destroy(&res);
-        return mf_err_set(err, MF_E_FailedToParse, "pipeline-style update must produce exactly one document");
-    }
-    const bson_t *r = res.docs[0];
     bool old_id = bson_iter_init_find(&oi, doc, "_id");
     bool new_id = bson_iter_init_find(&ni, r, "_id");
     if (old_id && new_id && !(mf_value_equal(bson_iter_value(&oi), bson_iter_value(&ni)) &&
@@ -405,7 +364,7 @@ upd_spec_apply(const upd_spec_t *x, const bson_t *doc, const mf_match_details_t 
         }
         *changed = is_insert || out->len != doc->len || memcmp(bson_get_data(out), bson_get_data(doc), doc->len) != 0;
     }
-    mf_docvec_destroy(&res);
+    bson_destroy(r);
     return rc;
 }
 

@@ -112,3 +112,29 @@ h.test('a temporary $out collection left by a crash is dropped at start-up', asy
   assert.deepEqual(await tempCollections(db), []);
   assert.equal(await db.collection('kept').countDocuments(), 1);
 });
+
+h.test('$merge whenMatched with a pipeline updates the matching document with $$new and let variables (incremental roll-ups); its errors as mongod', async () => {
+  const db = srv.freshDb('mergepl');
+  const src = db.collection('src');
+  const out = db.collection('totals');
+  await src.insertMany([{ g: 'a', v: 1 }, { g: 'a', v: 2 }, { g: 'b', v: 5 }]);
+  const rollup = [
+    { $group: { _id: '$g', n: { $sum: 1 }, total: { $sum: '$v' } } },
+    { $merge: { into: 'totals', whenMatched: [{ $set: { n: { $add: ['$n', '$$new.n'] }, total: { $add: ['$total', '$$new.total'] } } }], whenNotMatched: 'insert' } },
+  ];
+  await src.aggregate(rollup).toArray();
+  assert.deepEqual(await out.find().sort({ _id: 1 }).toArray(), [{ _id: 'a', n: 2, total: 3 }, { _id: 'b', n: 1, total: 5 }], 'first run: inserted');
+  await src.aggregate(rollup).toArray();
+  assert.deepEqual(await out.find().sort({ _id: 1 }).toArray(), [{ _id: 'a', n: 4, total: 6 }, { _id: 'b', n: 2, total: 10 }], 'second run: added to');
+  // let variables, evaluated against the incoming document; $replaceWith keeps the target's _id.
+  await src.aggregate([
+    { $group: { _id: '$g', top: { $max: '$v' } } },
+    { $merge: { into: 'totals', let: { best: '$top' }, whenMatched: [{ $replaceWith: { n: '$n', best: '$$best' } }] } },
+  ]).toArray();
+  assert.deepEqual(await out.find().sort({ _id: 1 }).toArray(), [{ _id: 'a', n: 4, best: 2 }, { _id: 'b', n: 2, best: 5 }]);
+  await h.expectCode(src.aggregate([{ $group: { _id: '$g' } }, { $merge: { into: 'totals', whenMatched: [{ $set: { _id: 'x' } }] } }]).toArray(), 66);
+  await h.expectCode(src.aggregate([{ $merge: { into: 'totals', whenMatched: [{ $match: {} }] } }]).toArray(), 72,
+    /^\$match is not allowed to be used within an update$/);
+  await h.expectCode(src.aggregate([{ $merge: { into: 'totals', whenMatched: [{ $set: { a: '$$nope' } }] } }]).toArray(), 17276);
+  assert.deepEqual(await out.find().sort({ _id: 1 }).toArray(), [{ _id: 'a', n: 4, best: 2 }, { _id: 'b', n: 2, best: 5 }], 'the failed runs changed nothing');
+});
