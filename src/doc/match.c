@@ -1914,9 +1914,76 @@ mf_matcher_match_value(const mf_matcher_t *m, const bson_value_t *v)
 
 /* ---- validation failure details ---- */
 
-/* Fills out (initialised here) with the details of one top-level clause {k: v} failing on doc. */
+static void filter_details(const bson_t *filter, const bson_t *doc, bson_t *out, uint32_t max_bytes, bool inverted);
+
+/* Whether the one-clause filter {k: v} matches doc. */
+static bool
+clause_matches(const char *k, const bson_value_t *v, const bson_t *doc)
+{
+    bson_t one;
+    mf_error_t err;
+    bson_init(&one);
+    bson_append_value(&one, k, -1, v);
+    mf_matcher_t *m = mf_matcher_new(&one, &err);
+    bson_destroy(&one);
+    bool ok = m == NULL || mf_matcher_match(m, doc, NULL);
+    mf_matcher_free(m);
+    return ok;
+}
+
+/*
+ * $and, $or, $nor {k: [filters]}: the clauses that decided the outcome, as
+ * mongod's doc_validation_error.cpp: failing (clausesNotSatisfied) or, for
+ * $nor and under an inversion, matching (clausesSatisfied) ones, each
+ * {index, details}.
+ */
 static void
-clause_details(const char *k, const bson_value_t *v, const bson_t *doc, bson_t *out, uint32_t max_bytes)
+logical_details(const char *k, const bson_value_t *v, const bson_t *doc, bson_t *out, uint32_t max_bytes, bool inverted)
+{
+    bool nor = strcmp(k, "$nor") == 0;
+    bool want_matching = nor != inverted; /* which clauses explain the outcome */
+    bson_iter_t it;
+    bson_t arr;
+    int idx = 0, n = 0;
+    BSON_APPEND_UTF8(out, "operatorName", k);
+    BSON_APPEND_ARRAY_BEGIN(out, want_matching ? "clausesSatisfied" : "clausesNotSatisfied", &arr);
+    if (v->value_type == BSON_TYPE_ARRAY && bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len)) {
+        while (bson_iter_next(&it)) {
+            bson_t sub, det;
+            const uint8_t *d;
+            uint32_t len;
+            if (!BSON_ITER_HOLDS_DOCUMENT(&it))
+                continue;
+            bson_iter_document(&it, &len, &d);
+            if (!bson_init_static(&sub, d, len))
+                continue;
+            mf_error_t err;
+            mf_matcher_t *m = mf_matcher_new(&sub, &err);
+            bool ok = m == NULL || mf_matcher_match(m, doc, NULL);
+            mf_matcher_free(m);
+            if (ok == want_matching && arr.len < max_bytes) {
+                char key[16];
+                bson_t e;
+                snprintf(key, sizeof(key), "%d", n++);
+                BSON_APPEND_DOCUMENT_BEGIN(&arr, key, &e);
+                BSON_APPEND_INT32(&e, "index", idx);
+                filter_details(&sub, doc, &det, max_bytes / 2, want_matching);
+                BSON_APPEND_DOCUMENT(&e, "details", &det);
+                bson_destroy(&det);
+                bson_append_document_end(&arr, &e);
+            }
+            idx++;
+        }
+    }
+    bson_append_array_end(out, &arr);
+}
+
+/*
+ * Fills out (initialised here) with the details of one clause {k: v} that
+ * failed on doc, or, inverted (under $not or $nor), that matched it.
+ */
+static void
+clause_details(const char *k, const bson_value_t *v, const bson_t *doc, bson_t *out, uint32_t max_bytes, bool inverted)
 {
     bson_init(out);
     if (strcmp(k, "$jsonSchema") == 0) {
@@ -1928,6 +1995,10 @@ clause_details(const char *k, const bson_value_t *v, const bson_t *doc, bson_t *
         mf_jsonschema_free(js);
         return;
     }
+    if (strcmp(k, "$and") == 0 || strcmp(k, "$or") == 0 || strcmp(k, "$nor") == 0) {
+        logical_details(k, v, doc, out, max_bytes, inverted);
+        return;
+    }
     const char *opname = k;
     bson_iter_t it;
     if (k[0] != '$') {
@@ -1935,6 +2006,18 @@ clause_details(const char *k, const bson_value_t *v, const bson_t *doc, bson_t *
         if (v->value_type == BSON_TYPE_DOCUMENT && bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len) &&
             bson_iter_next(&it) && bson_iter_key(&it)[0] == '$')
             opname = bson_iter_key(&it);
+        if (strcmp(opname, "$not") == 0) {
+            /* {k: {$not: x}}: the child {k: x}, with its outcome the other way round. */
+            bson_t child, det;
+            bson_init(&child);
+            bson_append_value(&child, k, -1, bson_iter_value(&it));
+            BSON_APPEND_UTF8(out, "operatorName", "$not");
+            filter_details(&child, doc, &det, max_bytes / 2, !inverted);
+            BSON_APPEND_DOCUMENT(out, "details", &det);
+            bson_destroy(&det);
+            bson_destroy(&child);
+            return;
+        }
     }
     BSON_APPEND_UTF8(out, "operatorName", opname);
     bson_t spec;
@@ -1943,12 +2026,12 @@ clause_details(const char *k, const bson_value_t *v, const bson_t *doc, bson_t *
         bson_append_value(&spec, k, -1, v);
     bson_append_document_end(out, &spec);
     if (strcmp(k, "$expr") == 0) {
-        BSON_APPEND_UTF8(out, "reason", "$expr did not match");
-        BSON_APPEND_BOOL(out, "expressionResult", false);
+        BSON_APPEND_UTF8(out, "reason", inverted ? "$expr did match" : "$expr did not match");
+        BSON_APPEND_BOOL(out, "expressionResult", inverted);
         return;
     }
     if (k[0] == '$') {
-        BSON_APPEND_UTF8(out, "reason", "clause did not match");
+        BSON_APPEND_UTF8(out, "reason", inverted ? "clause did match" : "clause did not match");
         return;
     }
     bson_value_t found;
@@ -1962,23 +2045,31 @@ clause_details(const char *k, const bson_value_t *v, const bson_t *doc, bson_t *
         BSON_APPEND_UTF8(out, "reason", "field was missing");
         return;
     }
-    /* The reasons of mongod's doc_validation_error.cpp, per operator. */
-    static const char *const reasons[][2] = {
-        {"$eq", "comparison failed"}, {"$gt", "comparison failed"}, {"$gte", "comparison failed"},
-        {"$lt", "comparison failed"}, {"$lte", "comparison failed"}, {"$ne", "comparison succeeded"},
-        {"$type", "type did not match"}, {"$regex", "regular expression did not match"},
-        {"$in", "no matching value found in array"}, {"$nin", "matching value found in array"},
-        {"$size", "array length was not equal to given size"},
-        {"$all", "array did not contain all specified values"},
-        {"$mod", "$mod did not evaluate to expected remainder"},
-        {"$elemMatch", "array did not satisfy the child predicate"},
-        {"$bitsAllSet", "bitwise operator failed to match"}, {"$bitsAllClear", "bitwise operator failed to match"},
-        {"$bitsAnySet", "bitwise operator failed to match"}, {"$bitsAnyClear", "bitwise operator failed to match"},
+    /* The reasons of mongod's doc_validation_error.cpp, per operator: failed, and (inverted) matched. */
+    static const char *const reasons[][3] = {
+        {"$eq", "comparison failed", "comparison succeeded"},
+        {"$gt", "comparison failed", "comparison succeeded"},
+        {"$gte", "comparison failed", "comparison succeeded"},
+        {"$lt", "comparison failed", "comparison succeeded"},
+        {"$lte", "comparison failed", "comparison succeeded"},
+        {"$ne", "comparison succeeded", "comparison failed"},
+        {"$type", "type did not match", "type did match"},
+        {"$regex", "regular expression did not match", "regular expression did match"},
+        {"$in", "no matching value found in array", "matching value found in array"},
+        {"$nin", "matching value found in array", "no matching value found in array"},
+        {"$size", "array length was not equal to given size", "array length was equal to given size"},
+        {"$all", "array did not contain all specified values", "array did contain all specified values"},
+        {"$mod", "$mod did not evaluate to expected remainder", "$mod did evaluate to expected remainder"},
+        {"$elemMatch", "array did not satisfy the child predicate", "array did satisfy the child predicate"},
+        {"$bitsAllSet", "bitwise operator failed to match", "bitwise operator matched successfully"},
+        {"$bitsAllClear", "bitwise operator failed to match", "bitwise operator matched successfully"},
+        {"$bitsAnySet", "bitwise operator failed to match", "bitwise operator matched successfully"},
+        {"$bitsAnyClear", "bitwise operator failed to match", "bitwise operator matched successfully"},
     };
-    const char *reason = "clause did not match";
+    const char *reason = inverted ? "clause did match" : "clause did not match";
     for (size_t i = 0; i < sizeof(reasons) / sizeof(reasons[0]); i++) {
         if (strcmp(opname, reasons[i][0]) == 0) {
-            reason = reasons[i][1];
+            reason = reasons[i][inverted ? 2 : 1];
             break;
         }
     }
@@ -1990,8 +2081,13 @@ clause_details(const char *k, const bson_value_t *v, const bson_t *doc, bson_t *
         BSON_APPEND_UTF8(out, "consideredType", mf_type_name(found.value_type));
 }
 
-void
-mf_matcher_failure_details(const bson_t *filter, const bson_t *doc, bson_t *out, uint32_t max_bytes)
+/*
+ * The details of a filter that failed on doc (inverted: that matched it):
+ * its one clause's, or, for several, an implicit $and's failing
+ * (inverted: matching) clauses as {index, details}.
+ */
+static void
+filter_details(const bson_t *filter, const bson_t *doc, bson_t *out, uint32_t max_bytes, bool inverted)
 {
     bson_iter_t it;
     int nclauses = 0;
@@ -2005,7 +2101,7 @@ mf_matcher_failure_details(const bson_t *filter, const bson_t *doc, bson_t *out,
     if (nclauses == 1 && bson_iter_init(&it, filter)) {
         while (bson_iter_next(&it)) {
             if (strcmp(bson_iter_key(&it), "$comment") != 0) {
-                clause_details(bson_iter_key(&it), bson_iter_value(&it), doc, out, max_bytes);
+                clause_details(bson_iter_key(&it), bson_iter_value(&it), doc, out, max_bytes, inverted);
                 return;
             }
         }
@@ -2014,27 +2110,20 @@ mf_matcher_failure_details(const bson_t *filter, const bson_t *doc, bson_t *out,
     int idx = 0, n = 0;
     bson_init(out);
     BSON_APPEND_UTF8(out, "operatorName", "$and");
-    BSON_APPEND_ARRAY_BEGIN(out, "clausesNotSatisfied", &arr);
+    BSON_APPEND_ARRAY_BEGIN(out, inverted ? "clausesSatisfied" : "clausesNotSatisfied", &arr);
     if (bson_iter_init(&it, filter)) {
         while (bson_iter_next(&it)) {
             const char *k = bson_iter_key(&it);
             if (strcmp(k, "$comment") == 0)
                 continue;
-            bson_t one, det;
-            mf_error_t err;
-            bson_init(&one);
-            bson_append_value(&one, k, -1, bson_iter_value(&it));
-            mf_matcher_t *m = mf_matcher_new(&one, &err);
-            bson_destroy(&one);
-            bool ok = m == NULL || mf_matcher_match(m, doc, NULL);
-            mf_matcher_free(m);
-            if (!ok && arr.len < max_bytes) {
+            bool ok = clause_matches(k, bson_iter_value(&it), doc);
+            if (ok == inverted && arr.len < max_bytes) {
                 char key[16];
-                bson_t e;
+                bson_t e, det;
                 snprintf(key, sizeof(key), "%d", n++);
                 BSON_APPEND_DOCUMENT_BEGIN(&arr, key, &e);
                 BSON_APPEND_INT32(&e, "index", idx);
-                clause_details(k, bson_iter_value(&it), doc, &det, max_bytes / 2);
+                clause_details(k, bson_iter_value(&it), doc, &det, max_bytes / 2, inverted);
                 BSON_APPEND_DOCUMENT(&e, "details", &det);
                 bson_destroy(&det);
                 bson_append_document_end(&arr, &e);
@@ -2043,4 +2132,10 @@ mf_matcher_failure_details(const bson_t *filter, const bson_t *doc, bson_t *out,
         }
     }
     bson_append_array_end(out, &arr);
+}
+
+void
+mf_matcher_failure_details(const bson_t *filter, const bson_t *doc, bson_t *out, uint32_t max_bytes)
+{
+    filter_details(filter, doc, out, max_bytes, false);
 }

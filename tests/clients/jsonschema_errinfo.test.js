@@ -279,3 +279,38 @@ h.test('a root type without object can match nothing: the whole $jsonSchema alwa
   assert.deepEqual(d, { operatorName: '$jsonSchema', specifiedAs: { $jsonSchema: schema },
     reason: 'expression always evaluates to false' });
 });
+
+/* errInfo.details of a query-operator validator (not $jsonSchema). */
+async function queryDetailsFor(validator, doc) {
+  const db = srv.freshDb('jserr');
+  const name = `q${seq++}`;
+  await db.createCollection(name, { validator });
+  const e = await h.expectCode(db.collection(name).insertOne(doc), 121);
+  return e.errInfo.details;
+}
+
+h.test('query-operator validators explain $or (every clause not satisfied), $nor (the clauses satisfied) and $not (its child, inverted), as mongod\'s doc_validation_error', async () => {
+  assert.deepEqual(await queryDetailsFor({ $or: [{ b: { $exists: true } }, { c: 'x' }] }, { _id: 1, c: 'y' }), {
+    operatorName: '$or',
+    clausesNotSatisfied: [
+      { index: 0, details: { operatorName: '$exists', specifiedAs: { b: { $exists: true } }, reason: 'path does not exist' } },
+      { index: 1, details: { operatorName: '$eq', specifiedAs: { c: 'x' }, reason: 'comparison failed', consideredValue: 'y' } },
+    ],
+  });
+  assert.deepEqual(await queryDetailsFor({ $nor: [{ a: 1 }, { b: 2 }] }, { _id: 2, a: 1, b: 3 }), {
+    operatorName: '$nor',
+    clausesSatisfied: [
+      { index: 0, details: { operatorName: '$eq', specifiedAs: { a: 1 }, reason: 'comparison succeeded', consideredValue: 1 } },
+    ],
+  });
+  assert.deepEqual(await queryDetailsFor({ a: { $not: { $gt: 5 } } }, { _id: 3, a: 7 }), {
+    operatorName: '$not',
+    details: { operatorName: '$gt', specifiedAs: { a: { $gt: 5 } }, reason: 'comparison succeeded', consideredValue: 7 },
+  });
+  // Nested: an $and inside an $or lists only its own failing clause.
+  const nested = await queryDetailsFor({ $or: [{ $and: [{ x: 1 }, { y: 2 }] }, { z: 3 }] }, { _id: 4, x: 1, y: 5, z: 4 });
+  assert.deepEqual(nested.clausesNotSatisfied[0], {
+    index: 0,
+    details: { operatorName: '$and', clausesNotSatisfied: [{ index: 1, details: { operatorName: '$eq', specifiedAs: { y: 2 }, reason: 'comparison failed', consideredValue: 5 } }] },
+  });
+});
