@@ -828,15 +828,17 @@ cmd_rename_collection(mf_op_t *op)
         return mf_err_set(&op->err, MF_E_NamespaceNotFound, "Source collection %s does not exist", from);
     }
     /* A view is a definition, not data: mongod renames neither it nor onto it. */
-    if (c->is_view || (t != NULL && t->is_view)) {
+    bool src_view = c->is_view && !c->is_timeseries, dst_view = t != NULL && t->is_view && !t->is_timeseries;
+    if (src_view || dst_view) {
         mf_catalog_unlock(op->eng->cat);
-        return c->is_view ? mf_err_set(&op->err, MF_E_CommandNotSupportedOnView, "cannot rename view: %s", from)
+        return src_view ? mf_err_set(&op->err, MF_E_CommandNotSupportedOnView, "cannot rename view: %s", from)
                           : mf_err_set(&op->err, MF_E_NamespaceExists, "a view already exists with that name: %s", to);
     }
-    if (c->is_timeseries || strncmp(tcoll, MF_TS_BUCKETS_PREFIX, strlen(MF_TS_BUCKETS_PREFIX)) == 0) {
+    if (c->is_timeseries || (t != NULL && t->is_timeseries) ||
+        strncmp(tcoll, MF_TS_BUCKETS_PREFIX, strlen(MF_TS_BUCKETS_PREFIX)) == 0) {
         mf_catalog_unlock(op->eng->cat);
         return mf_err_set(&op->err, MF_E_IllegalOperation,
-                          c->is_timeseries ? "Renaming a timeseries collection is not allowed"
+                          c->is_timeseries || t != NULL ? "Renaming a timeseries collection is not allowed"
                                            : "Renaming to a bucket namespace is not allowed");
     }
     if (t == c) {

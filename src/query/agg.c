@@ -2267,8 +2267,10 @@ parse_target(stage_t *s, const char *stage, const bson_value_t *v, mf_error_t *e
         if (strcmp(k, "db") != 0 && strcmp(k, "coll") != 0 && !(strcmp(k, "timeseries") == 0 && stage[1] == 'o'))
             return mf_err_set(err, MF_E_Location40415, "BSON field '%s.%s' is an unknown field.",
                               stage[1] == 'o' ? "$out" : "$merge.into", k);
-        if (strcmp(k, "timeseries") == 0)
-            continue;
+        if (strcmp(k, "timeseries") == 0) /* mayfly does not build time-series collections with $out (it would ignore it) */
+            return mf_err_set(err, MF_E_NotImplemented,
+                              "$out with 'timeseries' is not supported: create the time-series collection, then "
+                              "insert into it");
         if (!BSON_ITER_HOLDS_UTF8(&it))
             return mf_err_set(err, MF_E_TypeMismatch, "BSON field '%s.%s' is the wrong type '%s', expected type 'string'",
                               stage[1] == 'o' ? "$out" : "$merge.into", k, mf_type_name(bson_iter_type(&it)));

@@ -305,6 +305,13 @@ out_begin(mf_agg_writer_t *wr, mf_error_t *err)
         mf_catalog_unlock(wr->cat);
         return -1;
     }
+    if (target != NULL && target->is_timeseries) {
+        /* Its documents live in buckets: replacing them through a plain temporary collection would lose them. */
+        mf_err_set(err, MF_E_NotImplemented, "$out into the time-series collection %s.%s is not supported", wr->db,
+                   wr->coll);
+        mf_catalog_unlock(wr->cat);
+        return -1;
+    }
     snprintf(wr->tmp, sizeof wr->tmp, "%s%s", MF_AGG_OUT_TMP_PREFIX, hex);
     if (mf_catalog_coll_create(wr->cat, wr->db, wr->tmp, target ? target->options : NULL, &t, err) != 0) {
         wr->tmp[0] = '\0';
