@@ -636,6 +636,13 @@ cmd_event(scan_ctx_t *x, const char *db, const bson_iter_t *ts, int64_t wall, cs
             append_uuid(x, &ev);
             append_ns(&ev, "ns", fdb, fcoll);
             append_ns(&ev, "to", tdb, tcoll);
+            if (st->expanded) {
+                /* showExpandedEvents: the target again, as mongod's operationDescription {to: {db, coll}}. */
+                bson_t od;
+                BSON_APPEND_DOCUMENT_BEGIN(&ev, "operationDescription", &od);
+                append_ns(&od, "to", tdb, tcoll);
+                bson_append_document_end(&ev, &od);
+            }
             if (emit(x->op, st, bson_copy(&ev)) != 0) {
                 bson_destroy(&ev);
                 return -1;

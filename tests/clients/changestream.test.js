@@ -543,7 +543,7 @@ R.test('db.watch and client.watch see every collection (and other databases)', a
   await h.expectCode(db.command({ aggregate: 1, pipeline: [{ $changeStream: { allChangesForCluster: true } }], cursor: {} }), 73);
 });
 
-R.test('showExpandedEvents: create, createIndexes, dropIndexes', async () => {
+R.test('showExpandedEvents: create, createIndexes, dropIndexes, rename\'s operationDescription', async () => {
   const db = rs.freshDb('expanded');
   const s = await open(db, [], { showExpandedEvents: true });
   try {
@@ -565,6 +565,12 @@ R.test('showExpandedEvents: create, createIndexes, dropIndexes', async () => {
     const ins = await next(s);
     assert.deepEqual(Object.keys(ins).slice(0, 5), ['_id', 'operationType', 'clusterTime', 'wallTime', 'collectionUUID']);
     assert.equal(ins.collectionUUID.toString('hex'), cr.collectionUUID.toString('hex'));
+    // A rename names its target in operationDescription as well as in to.
+    await rs.client.db('admin').command({ renameCollection: `${db.databaseName}.e`, to: `${db.databaseName}.e2` });
+    const rn = await next(s);
+    assert.equal(rn.operationType, 'rename');
+    assert.deepEqual(rn.to, { db: db.databaseName, coll: 'e2' });
+    assert.deepEqual(rn.operationDescription, { to: { db: db.databaseName, coll: 'e2' } });
   } finally {
     await s.close();
   }
