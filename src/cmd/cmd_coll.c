@@ -94,17 +94,60 @@ cursor_options(mf_op_t *op)
     return mf_op_check_types(op, ctx, &doc, types, true, false);
 }
 
-static void
+/*
+ * The reply's cursor over the documents of array batch: all of them in
+ * firstBatch, or, with cursor.batchSize n below their count, the first n
+ * and a cursor (ns_coll, as mongod's "$cmd.listIndexes.<coll>") holding the
+ * rest for getMore. 0, or -1 with op->err (too many cursors).
+ */
+static int
 append_cursor(mf_op_t *op, const char *ns_coll, bson_t *batch)
 {
-    bson_t cd;
+    bson_t cd, first;
+    bson_iter_t it, c;
     char ns[512];
+    int64_t id = 0, limit = -1;
+    uint32_t n = 0;
+    mf_cursor_t *cur = NULL;
+    if (mf_op_find(op, "cursor", &it) && BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &c) &&
+        bson_iter_find(&c, "batchSize") && BSON_ITER_HOLDS_NUMBER(&c) && mf_value_as_double(bson_iter_value(&c)) >= 0)
+        limit = (int64_t)mf_value_as_double(bson_iter_value(&c));
+    bson_init(&first);
+    bson_iter_init(&it, batch);
+    while (bson_iter_next(&it)) {
+        const uint8_t *d;
+        uint32_t len;
+        bson_t doc;
+        bson_iter_document(&it, &len, &d);
+        if (!bson_init_static(&doc, d, len))
+            continue;
+        if (limit < 0 || n < limit) {
+            char key[16];
+            const char *kp;
+            bson_uint32_to_string(n++, &kp, key, sizeof(key));
+            BSON_APPEND_DOCUMENT(&first, kp, &doc);
+        } else {
+            if (cur == NULL)
+                cur = mf_cursor_new(MF_CURSOR_DOCS, op->db, ns_coll);
+            mf_docvec_push(&cur->docs, &doc);
+        }
+    }
+    if (cur != NULL) {
+        if ((id = mf_cmd_cursor_register(op, cur)) < 0) {
+            mf_cursor_free(cur);
+            bson_destroy(&first);
+            return -1;
+        }
+        mf_cursors_checkin(op->eng->cursors, cur);
+    }
     snprintf(ns, sizeof(ns), "%s.%s", op->db, ns_coll);
     BSON_APPEND_DOCUMENT_BEGIN(op->reply, "cursor", &cd);
-    BSON_APPEND_INT64(&cd, "id", 0);
+    BSON_APPEND_INT64(&cd, "id", id);
     BSON_APPEND_UTF8(&cd, "ns", ns);
-    BSON_APPEND_ARRAY(&cd, "firstBatch", batch);
+    BSON_APPEND_ARRAY(&cd, "firstBatch", &first);
     bson_append_document_end(op->reply, &cd);
+    bson_destroy(&first);
+    return 0;
 }
 
 /* ---------- create / drop ---------- */
@@ -676,9 +719,9 @@ cmd_list_collections(mf_op_t *op)
     mf_catalog_unlock(op->eng->cat);
     free(l.v);
     mf_matcher_free(m);
-    append_cursor(op, "$cmd.listCollections", &batch);
+    int rc = append_cursor(op, "$cmd.listCollections", &batch);
     bson_destroy(&batch);
-    return 0;
+    return rc;
 }
 
 static int64_t
@@ -1289,9 +1332,9 @@ cmd_list_indexes(mf_op_t *op)
     }
     mf_catalog_unlock(op->eng->cat);
     snprintf(cname, sizeof(cname), "$cmd.listIndexes.%s", name);
-    append_cursor(op, cname, &batch);
+    int rc = append_cursor(op, cname, &batch);
     bson_destroy(&batch);
-    return 0;
+    return rc;
 }
 
 /* Progress of an index build: updates currentOp, logs every 10 %, and stops on killOp. */

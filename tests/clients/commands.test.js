@@ -499,3 +499,29 @@ h.test('bad arguments to these commands are refused without harming the server',
   assert.equal((await db.command({ ping: 1 })).ok, 1);
   assert.equal(await db.collection('c').countDocuments(), 2);
 });
+
+h.test('listIndexes and listCollections honour cursor.batchSize: the first batch, then the rest through getMore, as mongod', async () => {
+  const db = srv.freshDb('listbatch');
+  const c = db.collection('c');
+  for (const k of ['a', 'b', 'c', 'd']) await c.createIndex({ [k]: 1 });
+  const r = await db.command({ listIndexes: 'c', cursor: { batchSize: 2 } });
+  assert.equal(r.cursor.firstBatch.length, 2);
+  assert.notEqual(Number(r.cursor.id), 0);
+  assert.equal(r.cursor.ns, `${db.databaseName}.$cmd.listIndexes.c`);
+  const more = await db.command({ getMore: r.cursor.id, collection: '$cmd.listIndexes.c' });
+  assert.deepEqual(more.cursor.nextBatch.map((x) => x.name), ['b_1', 'c_1', 'd_1']);
+  assert.equal(Number(more.cursor.id), 0);
+  assert.deepEqual((await c.listIndexes({ batchSize: 1 }).toArray()).map((x) => x.name), ['_id_', 'a_1', 'b_1', 'c_1', 'd_1']);
+  const zero = await db.command({ listIndexes: 'c', cursor: { batchSize: 0 } });
+  assert.equal(zero.cursor.firstBatch.length, 0);
+  await db.command({ killCursors: '$cmd.listIndexes.c', cursors: [zero.cursor.id] });
+  for (const n of ['x1', 'x2', 'x3']) await db.createCollection(n);
+  const lc = await db.command({ listCollections: 1, nameOnly: true, cursor: { batchSize: 1 } });
+  assert.equal(lc.cursor.firstBatch.length, 1);
+  assert.notEqual(Number(lc.cursor.id), 0);
+  const names = (await db.listCollections({}, { nameOnly: true, batchSize: 1 }).toArray()).map((x) => x.name).sort();
+  assert.deepEqual(names, ['c', 'x1', 'x2', 'x3']);
+  const all = await db.command({ listIndexes: 'c' });
+  assert.equal(Number(all.cursor.id), 0, 'without batchSize: one batch');
+  await db.command({ killCursors: '$cmd.listCollections', cursors: [lc.cursor.id] });
+});
