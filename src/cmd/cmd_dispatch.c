@@ -814,7 +814,7 @@ latency_kind(const char *name)
  * The namespace a command is reported under (currentOp, the slow-query log,
  * the profiler), written to ns (cut to size, between UTF-8 characters):
  * db.coll when the first field names a collection (getMore: its
- * "collection" field), else db.$cmd.
+ * "collection" field), else db.$cmd ({aggregate: 1}: db.$cmd.aggregate).
  * Returns the collection's name within cmd (valid while cmd is), or NULL
  * for db.$cmd.
  */
@@ -829,7 +829,9 @@ command_ns(char *ns, size_t size, const char *db, const char *name, const bson_t
     } else if (bson_iter_init(&it, cmd) && bson_iter_next(&it) && BSON_ITER_HOLDS_UTF8(&it)) {
         coll = bson_iter_utf8(&it, NULL);
     }
-    mf_strjoin(ns, size, db, coll ? "." : ".$cmd", coll ? coll : ""); /* a cut falls between UTF-8 characters */
+    /* A collectionless aggregate ({aggregate: 1}) is mongod's db.$cmd.aggregate. */
+    const char *none = strcmp(name, "aggregate") == 0 ? ".$cmd.aggregate" : ".$cmd";
+    mf_strjoin(ns, size, db, coll ? "." : none, coll ? coll : ""); /* a cut falls between UTF-8 characters */
     return coll;
 }
 

@@ -670,3 +670,10 @@ h.test('setFeatureCompatibilityVersion "8.0" with confirm: true succeeds and cha
   const p = await admin.command({ getParameter: 1, featureCompatibilityVersion: 1 });
   assert.deepEqual(p.featureCompatibilityVersion, { version: '8.0' });
 });
+
+h.test('a collectionless aggregate runs under db.$cmd.aggregate, as mongod: $currentOp shows itself so', async () => {
+  const admin = srv.client.db('admin');
+  const mine = await admin.aggregate([{ $currentOp: {} }, { $match: { 'command.aggregate': 1, 'command.comment': 'self-ns' } }], { comment: 'self-ns' }).toArray();
+  assert.equal(mine.length, 1);
+  assert.equal(mine[0].ns, 'admin.$cmd.aggregate');
+});
