@@ -191,6 +191,7 @@ mf_catalog_validate(mf_catalog_t *cat, mf_sess_t *s, mf_coll_t *c, bson_t *repor
     bool valid = nerrors == 0;
     bson_t empty = BSON_INITIALIZER;
     BSON_APPEND_UTF8(report, "ns", c->ns);
+    bson_append_binary(report, "uuid", 4, BSON_SUBTYPE_UUID, c->uuid, 16);
     BSON_APPEND_INT64(report, "nInvalidDocuments", corrupt);
     BSON_APPEND_INT64(report, "nNonCompliantDocuments", 0);
     BSON_APPEND_INT64(report, "nrecords", nrecords);
@@ -201,6 +202,9 @@ mf_catalog_validate(mf_catalog_t *cat, mf_sess_t *s, mf_coll_t *c, bson_t *repor
     BSON_APPEND_BOOL(report, "repaired", false);
     BSON_APPEND_ARRAY(report, "warnings", &warnings);
     BSON_APPEND_ARRAY(report, "errors", &errors);
+    /* mongod's arrays list each entry; this check counts them (the counts and errors say how many). */
+    BSON_APPEND_ARRAY(report, "extraIndexEntries", &empty);
+    BSON_APPEND_ARRAY(report, "missingIndexEntries", &empty);
     BSON_APPEND_INT64(report, "missingIndexEntriesCount", missing);
     BSON_APPEND_INT64(report, "extraIndexEntriesCount", extra);
     BSON_APPEND_ARRAY(report, "corruptRecords", &empty);

@@ -406,6 +406,13 @@ h.test('validate reports a valid collection', async () => {
   assert.deepEqual(r.errors, []);
   assert.equal(num(r.keysPerIndex._id_), 50);
   assert.equal(num(r.keysPerIndex.i_1), 50);
+  // mongod's fields: the collection's uuid (as listCollections shows it) and the entry arrays.
+  const info = (await db.listCollections({ name: 'c' }).toArray())[0].info;
+  assert.equal(r.uuid.toString('hex'), info.uuid.toString('hex'));
+  assert.deepEqual(r.extraIndexEntries, []);
+  assert.deepEqual(r.missingIndexEntries, []);
+  assert.deepEqual(r.corruptRecords, []);
+  assert.deepEqual(Object.keys(r).slice(0, 3), ['ns', 'uuid', 'nInvalidDocuments']);
   await h.expectCode(db.command({ validate: 'missing' }), 26);
 });
 
