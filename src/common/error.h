@@ -627,6 +627,12 @@
     X(4161107, Location4161107)                                                \
     X(4161108, Location4161108)                                                \
     X(4161109, Location4161109)                                                \
+    X(4341106, Location4341106)                                                \
+    X(4341107, Location4341107)                                                \
+    X(4341108, Location4341108)                                                \
+    X(4341114, Location4341114)                                                \
+    X(4341115, Location4341115)                                                \
+    X(4341125, Location4341125)                                                \
     X(3041701, Location3041701)                                                \
     X(3041702, Location3041702)                                                \
     X(3041703, Location3041703)                                                \

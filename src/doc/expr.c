@@ -65,6 +65,7 @@
 #include <float.h>
 #include <limits.h>
 #include <math.h>
+#include <openssl/evp.h>
 #include <pcre2.h>
 #include "doc/rx.h"
 #include <stddef.h>
@@ -1410,7 +1411,7 @@ parse_op(mf_expr_t *e, const bson_value_t *arg, const scope_t *sc, mf_error_t *e
         return rc;
     }
     case A_CONVERT: {
-        static const char *const names[] = {"input", "to", "onError", "onNull", NULL};
+        static const char *const names[] = {"input", "to", "onError", "onNull", "format", NULL};
         if (arg->value_type != BSON_TYPE_DOCUMENT)
             return mf_err_set(err, MF_E_FailedToParse, "$convert expects an object of named arguments but found: %s",
                               tname(arg));
@@ -3479,46 +3480,470 @@ convert(ctx_t *c, const bson_value_t *v, int to, bson_value_t *o)
     }
 }
 
+/* ---- $convert between strings and binData (MongoDB 8.0) ---- */
+
+static int
+hexval(char ch)
+{
+    if (ch >= '0' && ch <= '9')
+        return ch - '0';
+    if (ch >= 'a' && ch <= 'f')
+        return ch - 'a' + 10;
+    if (ch >= 'A' && ch <= 'F')
+        return ch - 'A' + 10;
+    return -1;
+}
+
+/*
+ * uuid_from_str: reads the canonical 36-character UUID form (8-4-4-4-12 hex
+ * digits, either case, as mongod's UUID::parse) into out; false when s is not one.
+ */
+static bool
+uuid_from_str(const char *s, uint32_t len, uint8_t out[16])
+{
+    if (len != 36)
+        return false;
+    for (int i = 0, k = 0; i < 36; i++) {
+        if (i == 8 || i == 13 || i == 18 || i == 23) {
+            if (s[i] != '-')
+                return false;
+            continue;
+        }
+        int hi = hexval(s[i]), lo = hexval(s[i + 1]);
+        if (hi < 0 || lo < 0)
+            return false;
+        out[k++] = (uint8_t)(hi << 4 | lo);
+        i++;
+    }
+    return true;
+}
+
+/* The format argument of $convert, in mongod's BinDataFormat order. */
+enum binfmt { BF_NONE = -1, BF_AUTO, BF_BASE64, BF_BASE64URL, BF_HEX, BF_UTF8, BF_UUID };
+static const char *const binfmt_names[] = {"auto", "base64", "base64url", "hex", "utf8", "uuid", NULL};
+
+/* set_bin: o becomes a binData of the given subtype owning a copy of the n bytes at d. */
+static void
+set_bin(bson_value_t *o, int subtype, const uint8_t *d, size_t n)
+{
+    mf_value_set_type(o, BSON_TYPE_BINARY);
+    o->value.v_binary.subtype = (bson_subtype_t)subtype;
+    o->value.v_binary.data_len = (uint32_t)n;
+    o->value.v_binary.data = bson_malloc(n ? n : 1);
+    if (n)
+        memcpy(o->value.v_binary.data, d, n);
+}
+
+/*
+ * b64_decode: decodes s as mongod's base64::decode (url false: the standard
+ * alphabet, length a multiple of 4) or base64url::decode (url true: '-' and
+ * '_', padding optional, a final group of 2 to 4 characters). '=' is only
+ * allowed as the last character of the final group, or its last two. The
+ * bytes are decoded by OpenSSL's EVP_DecodeBlock once the text has been
+ * checked and rewritten in the standard alphabet with its padding as 'A's.
+ * Returns true with *out (bson_malloc'd, caller frees) and *n, or false with
+ * *why mongod's reason.
+ */
+static bool
+b64_decode(const char *s, size_t len, bool url, uint8_t **out, size_t *n, const char **why)
+{
+    size_t last = len % 4 ? len % 4 : 4, pad = 0;
+
+    *out = NULL;
+    *n = 0;
+    if (len == 0) {
+        *out = bson_malloc(1);
+        return true;
+    }
+    if (last < (url ? 2u : 4u)) {
+        *why = "invalid base64";
+        return false;
+    }
+    if (last >= 3 && s[len - 1] == '=') {
+        pad = 1;
+        if (last == 4 && s[len - 2] == '=')
+            pad = 2;
+    }
+    size_t nd = len - pad; /* data characters */
+    size_t full = (nd + 3) / 4 * 4;
+    char *std = bson_malloc(full + 1);
+    for (size_t i = 0; i < nd; i++) {
+        char ch = s[i];
+        bool ok = (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9');
+        if (url && (ch == '-' || ch == '_')) {
+            ch = ch == '-' ? '+' : '/';
+            ok = true;
+        } else if (!url && (ch == '+' || ch == '/')) {
+            ok = true;
+        }
+        if (!ok) {
+            bson_free(std);
+            *why = "Invalid base64 character";
+            return false;
+        }
+        std[i] = ch;
+    }
+    memset(std + nd, 'A', full - nd);
+    std[full] = '\0';
+    static const size_t tail[4] = {0, 0, 1, 2};
+    *n = nd / 4 * 3 + tail[nd % 4];
+    *out = bson_malloc(full / 4 * 3 + 1);
+    int got = EVP_DecodeBlock(*out, (const unsigned char *)std, (int)full);
+    bson_free(std);
+    if (got < 0 || (size_t)got < *n) {
+        bson_free(*out);
+        *out = NULL;
+        *why = "Invalid base64 character";
+        return false;
+    }
+    return true;
+}
+
+/* b64_encode: o becomes the base64 (OpenSSL's EVP_EncodeBlock) or base64url (no padding, as mongod) text of d. */
+static void
+b64_encode(const uint8_t *d, size_t n, bool url, bson_value_t *o)
+{
+    char *buf = bson_malloc((n + 2) / 3 * 4 + 1);
+    int len = EVP_EncodeBlock((unsigned char *)buf, d, (int)n);
+
+    if (url) {
+        while (len > 0 && buf[len - 1] == '=')
+            len--;
+        for (int i = 0; i < len; i++)
+            buf[i] = buf[i] == '+' ? '-' : buf[i] == '/' ? '_' : buf[i];
+    }
+    mf_value_set_strn(o, buf, (size_t)len);
+    bson_free(buf);
+}
+
+/* hex_encode: n bytes as upper-case hex digits (mongod's hexblob::encode) into buf (2n+1 bytes). */
+static void
+hex_encode(const uint8_t *d, size_t n, char *buf)
+{
+    static const char digits[] = "0123456789ABCDEF";
+
+    for (size_t i = 0; i < n; i++) {
+        buf[2 * i] = digits[d[i] >> 4];
+        buf[2 * i + 1] = digits[d[i] & 15];
+    }
+    buf[2 * n] = '\0';
+}
+
+/*
+ * conv_subtype: mongod's computeBinDataType for the 'subtype' of a document
+ * 'to' (NULL or missing: 0, generic). Its errors are not ConversionFailures.
+ */
+static int
+conv_subtype(ctx_t *c, const bson_value_t *st, int *out)
+{
+    int64_t t;
+
+    *out = BSON_SUBTYPE_BINARY;
+    if (st == NULL || st->value_type == BSON_TYPE_EOD)
+        return 0;
+    if (!mf_value_is_number(st))
+        return mf_err_set(c->err, MF_E_Location4341108,
+                          "For BinData, $convert's 'subtype' argument must be a number, but is %s", tname(st));
+    if (!is_int32_integral(st))
+        return mf_err_set(c->err, MF_E_Location4341106, "In $convert, numeric 'subtype' argument is not an integer");
+    mf_value_as_int64(st, &t);
+    /* 0-8 are the predefined subtypes in 8.0, 128-255 the user-defined ones. */
+    if (!((t >= 0 && t <= 8) || (t >= 128 && t <= 255)))
+        return mf_err_set(c->err, MF_E_Location4341107,
+                          "In $convert, numeric value for 'subtype' does not correspond to a BinData type: %" PRId64, t);
+    *out = (int)t;
+    return 0;
+}
+
+/*
+ * conv_str_to_bin: string -> binData (mongod's parseStringToBinData). Every
+ * failure after the subtype is read is a ConversionFailure naming the input.
+ */
+static int
+conv_str_to_bin(ctx_t *c, const bson_value_t *v, int fmt, const bson_value_t *st, bson_value_t *o)
+{
+    const char *s = v->value.v_utf8.str;
+    uint32_t len = v->value.v_utf8.len;
+    const char *why = NULL;
+    char whybuf[300];
+    int subtype;
+
+    if (fmt == BF_NONE)
+        return mf_err_set(c->err, MF_E_Location4341115,
+                          "Format must be speficied when converting from 'string' to 'binData'");
+    if (conv_subtype(c, st, &subtype) < 0)
+        return -1;
+    if ((fmt == BF_UUID) != (subtype == BSON_SUBTYPE_UUID)) {
+        why = "Only the 'uuid' format is allowed with the UUID subtype";
+    } else {
+        switch (fmt) {
+        case BF_BASE64:
+        case BF_BASE64URL: {
+            uint8_t *d;
+            size_t n;
+            if (!b64_decode(s, len, fmt == BF_BASE64URL, &d, &n, &why))
+                break;
+            set_bin(o, subtype, d, n);
+            bson_free(d);
+            return 0;
+        }
+        case BF_HEX: {
+            if (len % 2) {
+                why = "Hex blob with odd digit count is invalid";
+                break;
+            }
+            uint8_t *d = bson_malloc(len / 2 + 1);
+            uint32_t i;
+            for (i = 0; i < len; i += 2) {
+                int hi = hexval(s[i]), lo = hexval(s[i + 1]);
+                if (hi < 0 || lo < 0)
+                    break;
+                d[i / 2] = (uint8_t)(hi << 4 | lo);
+            }
+            if (i < len) {
+                bson_free(d);
+                snprintf(whybuf, sizeof whybuf, "The character \"%c\" failed to parse from hex.",
+                         hexval(s[i]) < 0 ? s[i] : s[i + 1]);
+                why = whybuf;
+                break;
+            }
+            set_bin(o, subtype, d, len / 2);
+            bson_free(d);
+            return 0;
+        }
+        case BF_UTF8:
+            if (!bson_utf8_validate(s, len, true)) {
+                snprintf(whybuf, sizeof whybuf, "Invalid UTF-8: %.200s", s);
+                why = whybuf;
+                break;
+            }
+            set_bin(o, subtype, (const uint8_t *)s, len);
+            return 0;
+        case BF_UUID: {
+            uint8_t d[16];
+            if (!uuid_from_str(s, len, d)) {
+                snprintf(whybuf, sizeof whybuf, "Invalid UUID string: %.200s", s);
+                why = whybuf;
+                break;
+            }
+            set_bin(o, BSON_SUBTYPE_UUID, d, 16);
+            return 0;
+        }
+        default:
+            snprintf(whybuf, sizeof whybuf, "Invalid format '%s'", binfmt_names[fmt]);
+            why = whybuf;
+            break;
+        }
+    }
+    return mf_err_set(c->err, MF_E_ConversionFailure, "Failed to parse BinData '%.200s' in $convert with no onError value: %s",
+                      s, why);
+}
+
+/* uuid_str: the 16 bytes at d in the canonical lower-case 8-4-4-4-12 form, into buf (37 bytes). */
+static void
+uuid_str(const uint8_t *d, char *buf)
+{
+    static const char digits[] = "0123456789abcdef";
+    char *p = buf;
+
+    for (int i = 0; i < 16; i++) {
+        if (i == 4 || i == 6 || i == 8 || i == 10)
+            *p++ = '-';
+        *p++ = digits[d[i] >> 4];
+        *p++ = digits[d[i] & 15];
+    }
+    *p = '\0';
+}
+
+/*
+ * conv_bin_to_str: binData -> string (mongod's performConvertBinDataToString);
+ * "auto" is the UUID form for a 16-byte subtype-4 value, else base64.
+ */
+static int
+conv_bin_to_str(ctx_t *c, const bson_value_t *v, int fmt, bson_value_t *o)
+{
+    const uint8_t *d = v->value.v_binary.data;
+    uint32_t n = v->value.v_binary.data_len;
+    bool uuid = v->value.v_binary.subtype == BSON_SUBTYPE_UUID && n == 16;
+    const char *why;
+
+    if (fmt == BF_NONE)
+        return mf_err_set(c->err, MF_E_Location4341115,
+                          "Format must be speficied when converting from 'binData' to 'string'");
+    switch (fmt) {
+    case BF_AUTO:
+    case BF_UUID:
+        if (uuid) {
+            char buf[37];
+            uuid_str(d, buf);
+            mf_value_set_str(o, buf);
+            return 0;
+        }
+        if (fmt == BF_UUID) {
+            why = "BinData does not represent a valid UUID";
+            break;
+        }
+        /* fall through - auto is base64 for anything but a UUID */
+    case BF_BASE64:
+    case BF_BASE64URL:
+        b64_encode(d, n, fmt == BF_BASE64URL, o);
+        return 0;
+    case BF_HEX: {
+        char *buf = bson_malloc(2 * (size_t)n + 1);
+        hex_encode(d, n, buf);
+        mf_value_set_strn(o, buf, 2 * (size_t)n);
+        bson_free(buf);
+        return 0;
+    }
+    default: /* BF_UTF8 */
+        if (bson_utf8_validate((const char *)d, n, true)) {
+            mf_value_set_strn(o, (const char *)d, n);
+            return 0;
+        }
+        why = "BinData does not represent a valid UTF-8 string";
+        break;
+    }
+    /* mongod names the input as Value::toString does: BinData(<subtype>, <HEX>). */
+    uint32_t shown = n > 100 ? 100 : n;
+    char hex[201];
+    hex_encode(d, shown, hex);
+    return mf_err_set(c->err, MF_E_ConversionFailure,
+                      "Failed to convert 'BinData(%d, %s%s)' to string in $convert with no onError value: %s",
+                      (int)v->value.v_binary.subtype, hex, shown < n ? "..." : "", why);
+}
+
+/* conv_bin_to_bin: binData -> binData keeps the value when the subtype matches (mongod converts no subtype to another). */
+static int
+conv_bin_to_bin(ctx_t *c, const bson_value_t *v, const bson_value_t *st, bson_value_t *o)
+{
+    int subtype;
+
+    if (conv_subtype(c, st, &subtype) < 0)
+        return -1;
+    if ((int)v->value.v_binary.subtype != subtype)
+        return mf_err_set(c->err, MF_E_ConversionFailure, "Conversions between different BinData subtypes are not supported");
+    mf_value_copy(o, v);
+    return 0;
+}
+
+/*
+ * conv_format: mongod's parseBinDataFormat of the evaluated 'format' (BF_NONE
+ * when nullish). Read only once the input is known not to be nullish.
+ */
+static int
+conv_format(ctx_t *c, const bson_value_t *f, int *out)
+{
+    char buf[160];
+
+    *out = BF_NONE;
+    if (f == NULL || mf_value_is_nullish(f))
+        return 0;
+    if (f->value_type != BSON_TYPE_UTF8) {
+        value_str(f, buf, sizeof buf);
+        return mf_err_set(c->err, MF_E_Location4341114, "$convert requires that 'format' be a string, found: %s with value %s",
+                          tname(f), buf);
+    }
+    for (int i = 0; binfmt_names[i]; i++)
+        if (strcmp(binfmt_names[i], f->value.v_utf8.str) == 0 && strlen(f->value.v_utf8.str) == f->value.v_utf8.len) {
+            *out = i;
+            return 0;
+        }
+    return mf_err_set(c->err, MF_E_Location4341125, "Invalid 'format' argument for $convert: %.200s", f->value.v_utf8.str);
+}
+
+/*
+ * conv_target: mongod's ConvertTargetTypeInfo::parse: 'to' is a type name or
+ * number, or a document {type: <name or number>, subtype: <number>}. Sets
+ * *target (-1 for a nullish 'to') and *subtype (a shallow copy borrowing from
+ * to's data, missing when absent).
+ */
+static int
+conv_target(ctx_t *c, const bson_value_t *to, int *target, bson_value_t *subtype)
+{
+    bson_value_t type;
+    const bson_value_t *t = to;
+
+    *target = -1;
+    mf_value_set_type(subtype, BSON_TYPE_EOD);
+    if (mf_value_is_nullish(to))
+        return 0;
+    if (to->value_type == BSON_TYPE_DOCUMENT) {
+        bson_iter_t it;
+        /* A missing 'type' is named "missing" in the error below, as mongod's Value of a missing field. */
+        mf_value_set_type(&type, BSON_TYPE_EOD);
+        if (bson_iter_init_from_data(&it, to->value.v_doc.data, to->value.v_doc.data_len) && bson_iter_find(&it, "type"))
+            type = *bson_iter_value(&it);
+        if (bson_iter_init_from_data(&it, to->value.v_doc.data, to->value.v_doc.data_len) && bson_iter_find(&it, "subtype"))
+            *subtype = *bson_iter_value(&it);
+        t = &type;
+    }
+    if (t->value_type == BSON_TYPE_UTF8) {
+        /* "missing" ($type's answer) names no conversion: every input fails with 241. */
+        *target = strcmp(t->value.v_utf8.str, "missing") == 0 ? BSON_TYPE_EOD : mf_type_alias(t->value.v_utf8.str);
+        if (*target < 0 || *target == -2) {
+            *target = -1;
+            return mf_err_set(c->err, MF_E_BadValue, "Unknown type name: %s", t->value.v_utf8.str);
+        }
+        return 0;
+    }
+    if (mf_value_is_number(t)) {
+        int64_t n;
+        if (!is_int32_integral(t))
+            return mf_err_set(c->err, MF_E_FailedToParse, "In $convert, numeric 'to' argument is not an integer");
+        mf_value_as_int64(t, &n);
+        if (strcmp(mf_type_name((bson_type_t)n), "unknown") == 0)
+            return mf_err_set(c->err, MF_E_FailedToParse,
+                              "In $convert, numeric value for 'to' does not correspond to a BSON type: %" PRId64, n);
+        *target = (int)n;
+        return 0;
+    }
+    return mf_err_set(c->err, MF_E_FailedToParse, "$convert's 'to' argument must be a string or number, but is %s", tname(t));
+}
+
+/*
+ * convert_fmt: convert() with $convert's 'format' and binData subtype: the
+ * string <-> binData and binData -> binData conversions of MongoDB 8.0 (no
+ * number <-> binData, which came in 8.1). Other conversions ignore both.
+ */
+static int
+convert_fmt(ctx_t *c, const bson_value_t *v, int to, int fmt, const bson_value_t *st, bson_value_t *o)
+{
+    if (to == BSON_TYPE_BINARY && v->value_type == BSON_TYPE_UTF8)
+        return conv_str_to_bin(c, v, fmt, st, o);
+    if (to == BSON_TYPE_BINARY && v->value_type == BSON_TYPE_BINARY)
+        return conv_bin_to_bin(c, v, st, o);
+    if (to == BSON_TYPE_UTF8 && v->value_type == BSON_TYPE_BINARY)
+        return conv_bin_to_str(c, v, fmt, o);
+    return convert(c, v, to, o);
+}
+
+/*
+ * ev_convert: {$convert: {input, to, format, onError, onNull}} in mongod's
+ * order: a non-nullish 'to' is validated first, then a nullish input answers
+ * onNull, then a nullish 'to' answers null, then 'format' is read, then the
+ * conversion runs; onError answers a ConversionFailure only (mongod catches
+ * ExceptionFor<ConversionFailure>), not 4341115 or a bad subtype.
+ */
 static int
 ev_convert(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
 {
-    bson_value_t in, to;
-    int target = -1;
+    bson_value_t in, to, fmtv, subtype;
+    int target, fmt;
     int rc = 0;
 
+    mf_value_set_type(&fmtv, BSON_TYPE_EOD);
     if (ev(e->args[0], c, &in) < 0)
         return -1;
     if (ev(e->args[1], c, &to) < 0) {
         mf_value_free(&in);
         return -1;
     }
-    /* mongod: a non-nullish 'to' is validated first, then a nullish input answers onNull, then a nullish 'to'
-     * answers null. */
-    if (mf_value_is_nullish(&to)) {
-        /* no target */
-    } else if (to.value_type == BSON_TYPE_UTF8) {
-        /* "missing" ($type's answer) names no conversion: every input fails with 241. */
-        target = strcmp(to.value.v_utf8.str, "missing") == 0 ? BSON_TYPE_EOD : mf_type_alias(to.value.v_utf8.str);
-        if (target < 0 || target == -2) {
-            rc = mf_err_set(c->err, MF_E_BadValue, "Unknown type name: %s", to.value.v_utf8.str);
-            goto done;
-        }
-    } else if (mf_value_is_number(&to)) {
-        int64_t t;
-        if (!is_int32_integral(&to)) {
-            rc = mf_err_set(c->err, MF_E_FailedToParse, "In $convert, numeric 'to' argument is not an integer");
-            goto done;
-        }
-        mf_value_as_int64(&to, &t);
-        if (strcmp(mf_type_name((bson_type_t)t), "unknown") == 0) {
-            rc = mf_err_set(c->err, MF_E_FailedToParse,
-                            "In $convert, numeric value for 'to' does not correspond to a BSON type: %" PRId64, t);
-            goto done;
-        }
-        target = (int)t;
-    } else {
-        rc = mf_err_set(c->err, MF_E_FailedToParse, "$convert's 'to' argument must be a string or number, but is %s",
-                        tname(&to));
+    if (e->nargs > 4 && e->args[4] && ev(e->args[4], c, &fmtv) < 0) {
+        rc = -1;
+        goto done;
+    }
+    if (conv_target(c, &to, &target, &subtype) < 0) {
+        rc = -1;
         goto done;
     }
     if (mf_value_is_nullish(&in)) {
@@ -3528,12 +3953,15 @@ ev_convert(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
             mf_value_set_null(o);
         goto done;
     }
-    if (mf_value_is_nullish(&to)) {
+    if (target == -1) {
         mf_value_set_null(o);
         goto done;
     }
-    if (convert(c, &in, target, o) < 0) {
-        /* onError answers a ConversionFailure only (mongod catches ExceptionFor<ConversionFailure>): not 18537. */
+    if (conv_format(c, &fmtv, &fmt) < 0) {
+        rc = -1;
+        goto done;
+    }
+    if (convert_fmt(c, &in, target, fmt, &subtype, o) < 0) {
         if (e->nargs > 2 && e->args[2] && (c->err == NULL || c->err->code == MF_E_ConversionFailure)) {
             mf_err_clear(c->err);
             rc = ev(e->args[2], c, o);
@@ -3544,6 +3972,7 @@ ev_convert(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
 done:
     mf_value_free(&in);
     mf_value_free(&to);
+    mf_value_free(&fmtv);
     return rc;
 }
 
@@ -4565,18 +4994,6 @@ ev_ts_part(int op, const bson_value_t *a, ctx_t *c, bson_value_t *o)
     return 0;
 }
 
-static int
-hexval(char ch)
-{
-    if (ch >= '0' && ch <= '9')
-        return ch - '0';
-    if (ch >= 'a' && ch <= 'f')
-        return ch - 'a' + 10;
-    if (ch >= 'A' && ch <= 'F')
-        return ch - 'A' + 10;
-    return -1;
-}
-
 /* ev_to_uuid: {$convert: {input, to: {type: "binData", subtype: 4}, format: "uuid"}}. */
 static int
 ev_to_uuid(const bson_value_t *a, ctx_t *c, bson_value_t *o)
@@ -4591,31 +5008,12 @@ ev_to_uuid(const bson_value_t *a, ctx_t *c, bson_value_t *o)
     if (a->value_type != BSON_TYPE_UTF8)
         return mf_err_set(c->err, MF_E_ConversionFailure,
                           "Unsupported conversion from %s to binData in $convert with no onError value", tname(a));
-    const char *s = a->value.v_utf8.str;
-    bool ok = a->value.v_utf8.len == 36;
-    for (int i = 0, k = 0; ok && i < 36; i++) {
-        if (i == 8 || i == 13 || i == 18 || i == 23) {
-            ok = s[i] == '-';
-            continue;
-        }
-        int hi = hexval(s[i]), lo = i + 1 < 36 ? hexval(s[i + 1]) : -1;
-        if (hi < 0 || lo < 0) {
-            ok = false;
-            break;
-        }
-        bytes[k++] = (uint8_t)(hi << 4 | lo);
-        i++;
-    }
-    if (!ok) {
+    if (!uuid_from_str(a->value.v_utf8.str, a->value.v_utf8.len, bytes)) {
         value_str(a, buf, sizeof buf);
         return mf_err_set(c->err, MF_E_ConversionFailure,
                           "Failed to parse BinData %s in $convert with no onError value: Invalid UUID string: %s", buf, buf);
     }
-    mf_value_set_type(o, BSON_TYPE_BINARY);
-    o->value.v_binary.subtype = BSON_SUBTYPE_UUID;
-    o->value.v_binary.data_len = 16;
-    o->value.v_binary.data = bson_malloc(16);
-    memcpy(o->value.v_binary.data, bytes, 16);
+    set_bin(o, BSON_SUBTYPE_UUID, bytes, 16);
     return 0;
 }
 
