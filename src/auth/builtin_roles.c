@@ -235,6 +235,21 @@ add_role(const brole_t *r, const char *db, bson_t *arr, uint32_t *n, int depth)
 }
 
 bool
+mf_builtin_role_name(const char *role, const char *db)
+{
+    /* builtin_roles.yml's roles that are not adminOnly; every other one of the table lives on admin only. */
+    static const char *const any_db[] = {"read", "readWrite", "userAdmin", "dbAdmin", "dbOwner", "enableSharding", NULL};
+    if (strcmp(role, "enableSharding") == 0 || strcmp(role, "__system") == 0)
+        return strcmp(role, "enableSharding") == 0 || strcmp(db, "admin") == 0;
+    if (find_brole(role) == NULL)
+        return false;
+    for (int i = 0; any_db[i] != NULL; i++)
+        if (strcmp(any_db[i], role) == 0)
+            return true;
+    return strcmp(db, "admin") == 0;
+}
+
+bool
 mf_builtin_role_privileges(const char *role, const char *db, bson_t *arr)
 {
     const brole_t *r = find_brole(role);

@@ -125,6 +125,14 @@ void mf_privs_add_privilege(mf_privs_t *p, const mf_privilege_t *pv);
 bool mf_role_exists(const char *role, const char *db);
 
 /*
+ * mf_builtin_role_name: whether role@db is one of mongod 8.0's built-in
+ * roles, those mayfly grants (mf_role_exists) and those it does not
+ * (enableSharding, backup, restore, __queryableBackup,
+ * directShardOperations, __system): no user-defined role may take the name.
+ */
+bool mf_builtin_role_name(const char *role, const char *db);
+
+/*
  * mf_builtin_role_privileges: appends built-in role@db's privileges, as
  * mongod describes them (builtin_roles.yml: its built-in roles' first, then
  * its own, in order, several per resource possible, stored form {resource,

@@ -548,8 +548,10 @@ mf_users_exist(mf_catalog_t *cat)
 {
     bool any = false;
     mf_error_t err;
-    if (mf_users_each(cat, NULL, stop_at_first, &any, &err) != 0)
-        return true; /* cannot tell: the localhost exception stays closed */
+    /* As mongod's hasAnyPrivilegeDocuments: a user or a role. Cannot tell: the localhost exception stays closed. */
+    if (mf_users_each(cat, NULL, stop_at_first, &any, &err) != 0 ||
+        (!any && mf_roles_each(cat, NULL, stop_at_first, &any, &err) != 0))
+        return true;
     return any;
 }
 

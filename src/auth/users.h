@@ -110,7 +110,12 @@ int mf_roles_each(mf_catalog_t *cat, const char *db, int (*fn)(void *arg, const 
  */
 int mf_roles_drop(mf_catalog_t *cat, const char *db, const char *role, mf_error_t *err) MF_WUR;
 
-/* mf_users_exist: whether at least one user exists (the localhost exception ends with the first). */
+/*
+ * mf_users_exist: whether at least one user or user-defined role exists
+ * (mongod's privilege documents: the localhost exception ends with the
+ * first; the caller latches it, as mongod does, so renaming or dropping
+ * them later does not reopen it).
+ */
 bool mf_users_exist(mf_catalog_t *cat);
 
 /*

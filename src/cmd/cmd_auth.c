@@ -956,6 +956,12 @@ special(mf_op_t *op, const mf_privs_t *p, const rule_t *r, const char *db, const
     }
     if (strcmp(name, "getMore") == 0) {
         const char *c = bson_iter_init_find(&it, cmd, "collection") && BSON_ITER_HOLDS_UTF8(&it) ? bson_iter_utf8(&it, NULL) : NULL;
+        /* The cursors of listIndexes and listCollections need what opened them (mongod's checkAuthForGetMore). */
+        static const char li[] = "$cmd.listIndexes.";
+        if (c != NULL && strncmp(c, li, sizeof(li) - 1) == 0)
+            return mf_privs_allow(p, db, c + sizeof(li) - 1, MF_ACT_LIST_INDEXES) ? 0 : denied(op, db, name);
+        if (c != NULL && strcmp(c, "$cmd.listCollections") == 0)
+            return mf_privs_allow(p, db, NULL, MF_ACT_LIST_COLLECTIONS) || mf_privs_any_on(p, db) ? 0 : denied(op, db, name);
         return mf_privs_allow(p, db, c, MF_ACT_FIND) ? 0 : denied(op, db, name);
     }
     if (strcmp(name, "aggregate") == 0) {
@@ -1115,6 +1121,18 @@ check_command(mf_op_t *op, const mf_privs_t *p, const char *db, const char *name
     return denied(op, db, name);
 }
 
+/* Whether a user or role exists or ever existed while this engine ran (the localhost exception's end, latched). */
+static bool
+auth_docs_exist(mf_engine_t *eng)
+{
+    if (atomic_load(&eng->auth_docs_seen))
+        return true;
+    if (!mf_users_exist(eng->cat))
+        return false;
+    atomic_store(&eng->auth_docs_seen, true);
+    return true;
+}
+
 bool
 mf_cmd_requires_auth(const char *name)
 {
@@ -1134,7 +1152,7 @@ mf_cmd_authorize(mf_op_t *op, const char *name)
     if (p == NULL) {
         /* The localhost exception: the first user, on admin, from this machine. */
         if (((strcmp(name, "createUser") == 0 && strcmp(op->db, "admin") == 0) || strcmp(name, "replSetInitiate") == 0) &&
-            op->client->loopback && !mf_users_exist(op->eng->cat))
+            op->client->loopback && !auth_docs_exist(op->eng))
             return 0;
         return mf_err_set(&op->err, MF_E_Unauthorized, "Command %s requires authentication", name);
     }
@@ -1277,6 +1295,9 @@ cmd_sasl_continue(mf_op_t *op)
     a->authed = true;
     snprintf(a->user, sizeof(a->user), "%s", a->conv_user);
     snprintf(a->db, sizeof(a->db), "%s", a->conv_db);
+    /* A user document exists (a member's __system@local comes from the key file, not from one). */
+    if (!(strcmp(a->user, "__system") == 0 && strcmp(a->db, "local") == 0))
+        atomic_store(&op->eng->auth_docs_seen, true);
     load_privs(op->eng, a);
     mf_log(MF_LOG_INFO, "ACCESS", "conn%lld: successfully authenticated as %s@%s (%s) from %s",
            (long long)op->client->id, a->user, a->db, a->conv_mech == MF_SCRAM_SHA1 ? "SCRAM-SHA-1" : "SCRAM-SHA-256",
@@ -2481,7 +2502,7 @@ cmd_create_role(mf_op_t *op)
 
     if (role_name_arg(op, &name) != 0 || no_restrictions(op) != 0)
         goto done;
-    if (mf_role_exists(name, op->db) || strcmp(name, "__system") == 0) {
+    if (mf_role_exists(name, op->db) || mf_builtin_role_name(name, op->db)) {
         mf_err_set(&op->err, MF_E_BadValue, "Cannot create roles with the same name as a built-in role");
         goto done;
     }
@@ -3051,6 +3072,8 @@ mgmt_lock(mf_op_t *op)
         if (mgmt_lock(op) != 0)                                                \
             return -1;                                                         \
         int rc = fn(op);                                                       \
+        if (rc == 0) /* a user or role exists (or did): see auth_docs_exist */  \
+            atomic_store(&op->eng->auth_docs_seen, true);                      \
         pthread_mutex_unlock(&op->eng->auth_mgmt_mu);                          \
         return rc;                                                             \
     }

@@ -110,7 +110,8 @@ append_cursor(mf_op_t *op, const char *ns_coll, bson_t *batch)
     uint32_t n = 0;
     mf_cursor_t *cur = NULL;
     if (mf_op_find(op, "cursor", &it) && BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &c) &&
-        bson_iter_find(&c, "batchSize") && BSON_ITER_HOLDS_NUMBER(&c) && mf_value_as_double(bson_iter_value(&c)) >= 0)
+        bson_iter_find(&c, "batchSize") && BSON_ITER_HOLDS_NUMBER(&c) && mf_value_as_double(bson_iter_value(&c)) >= 0 &&
+        mf_value_as_double(bson_iter_value(&c)) < 2147483648.0) /* larger (or NaN): no limit */
         limit = (int64_t)mf_value_as_double(bson_iter_value(&c));
     bson_init(&first);
     bson_iter_init(&it, batch);
@@ -820,8 +821,7 @@ ns_unreplicated(const char *db, const char *coll)
 static bool
 legal_client_system(const char *db, const char *coll)
 {
-    if (strcmp(db, "admin") == 0 &&
-        (strcmp(coll, "system.users") == 0 || strcmp(coll, "system.roles") == 0 || strcmp(coll, "system.backup_users") == 0))
+    if (strcmp(db, "admin") == 0 && (strcmp(coll, "system.users") == 0 || strcmp(coll, "system.roles") == 0))
         return true;
     return strcmp(coll, "system.js") == 0;
 }

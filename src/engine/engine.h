@@ -172,6 +172,13 @@ typedef struct mf_engine {
      * concurrent dropRole removed, no cycle from two crossing grants).
      */
     pthread_mutex_t auth_mgmt_mu;
+    /*
+     * Set once a user or role has been seen (cmd_auth.c), and never cleared
+     * while the engine runs: the localhost exception stays closed after the
+     * auth collections are renamed or dropped, as mongod's
+     * _hasAnyPrivilegeDocuments.
+     */
+    _Atomic bool auth_docs_seen;
     struct mf_scram_cred *cluster_cred; /* --keyFile: __system@local's SCRAM-SHA-256 credential (owned), or NULL */
     struct mf_saslprep *saslprep; /* RFC 4013 profile for SCRAM-SHA-256 passwords (auth/saslprep.h): read-only, any thread */
     const mf_repl_hooks_t *repl; /* NULL: a standalone server */

@@ -567,6 +567,59 @@ h.test('admin.system.roles can be renamed away and back (mongod\'s legal client 
   assert.equal((await r.db('rn').command({ rolesInfo: 'rnReader' })).roles.length, 1, 'nothing moved');
 });
 
+h.test('the localhost exception stays closed once a user or role was seen, even with admin.system.users renamed away (mongod\'s latched privilege documents); a role alone closes it', async () => {
+  for (const first of ['user', 'role']) {
+    const s = new h.MayflyServer({ args: ['--auth'] });
+    await s.start();
+    const anon = new MongoClient(s.uri);
+    try {
+      await anon.connect();
+      const a = anon.db('admin');
+      await a.command({ createUser: 'boss', pwd: 'boss-Pw-1!', roles: ['root'] });
+      const boss = new MongoClient(`mongodb://boss:boss-Pw-1!@127.0.0.1:${s.port}/?directConnection=true&authSource=admin`);
+      await boss.connect();
+      try {
+        if (first === 'role') {
+          await boss.db('x').command({ createRole: 'r', privileges: [], roles: [] });
+          await boss.db('admin').command({ dropUser: 'boss' });
+        } else {
+          await boss.db('admin').command({ renameCollection: 'admin.system.users', to: 'admin.usersAway' });
+        }
+      } finally {
+        await boss.close();
+      }
+      const again = new MongoClient(s.uri);
+      await again.connect();
+      try {
+        await h.expectCode(again.db('admin').command({ createUser: 'pwn', pwd: 'pwn-Pw-1!', roles: ['root'] }), 13);
+      } finally {
+        await again.close();
+      }
+    } finally {
+      await anon.close();
+      await s.stop();
+      s.cleanup();
+    }
+  }
+});
+
+h.test('getMore on a listIndexes or listCollections cursor needs what opened it; built-in role names mayfly does not grant stay reserved; admin.system.backup_users is no rename target', async () => {
+  const r = await root();
+  const db = r.db('lg');
+  await db.collection('x').createIndexes([{ key: { a: 1 } }, { key: { b: 1 } }]);
+  await db.command({ createRole: 'idxOnly', privileges: [{ resource: { db: 'lg', collection: 'x' }, actions: ['listIndexes'] }], roles: [] });
+  const u = await userWith('lgUser', [{ role: 'idxOnly', db: 'lg' }], 'lg');
+  const first = await u.db('lg').command({ listIndexes: 'x', cursor: { batchSize: 1 } });
+  const more = await u.db('lg').command({ getMore: first.cursor.id, collection: '$cmd.listIndexes.x' });
+  assert.equal(more.cursor.nextBatch.length, 2);
+  await denied(u.db('lg').collection('x').findOne());
+  await h.expectCode(r.db('admin').command({ createRole: 'backup', privileges: [], roles: [] }), 2, /same name as a built-in role/);
+  await h.expectCode(r.db('lg').command({ createRole: 'enableSharding', privileges: [], roles: [] }), 2, /same name as a built-in role/);
+  assert.equal((await r.db('lg').command({ createRole: 'backup', privileges: [], roles: [] })).ok, 1, 'backup is an admin-only name');
+  await r.db('admin').collection('bu').insertOne({ _id: 1 });
+  await h.expectCode(r.db('admin').command({ renameCollection: 'admin.bu', to: 'admin.system.backup_users' }), 20);
+});
+
 h.test('listCollections {authorizedCollections: true, nameOnly: true} lists only the collections the caller holds a privilege on; without nameOnly it needs listCollections', async () => {
   const r = await root();
   await r.db('lc').collection('mine').insertOne({ _id: 1 });
