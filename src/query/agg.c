@@ -135,6 +135,72 @@ acc_is_multi(int kind)
     return kind >= AC_FIRSTN;
 }
 
+/*
+ * User variables bound outside any expression ($lookup's and $merge's let):
+ * their names and expressions, installed as an expr.c ambient frame to
+ * parse the pipeline that uses them, and evaluated against one document
+ * (the local one, the incoming one) to run it.
+ */
+typedef struct let_vars {
+    char **names;      /* owned */
+    mf_expr_t **exprs; /* owned; an entry NULL only after a failed let_vars_add */
+    size_t n;
+} let_vars_t;
+
+/* let_vars_add: adds variable name = v (checked, parsed) to lv; 0, or -1 with err. */
+static int
+let_vars_add(let_vars_t *lv, const char *name, const bson_value_t *v, mf_error_t *err)
+{
+    if (mf_expr_check_var_name(name, err) < 0)
+        return -1;
+    lv->names = bson_realloc(lv->names, (lv->n + 1) * sizeof *lv->names);
+    lv->exprs = bson_realloc(lv->exprs, (lv->n + 1) * sizeof *lv->exprs);
+    lv->names[lv->n] = bson_strdup(name);
+    lv->exprs[lv->n] = mf_expr_parse(v, err);
+    lv->n++;
+    return lv->exprs[lv->n - 1] == NULL ? -1 : 0;
+}
+
+/* let_vars_free: frees lv's contents (lv itself is the caller's). */
+static void
+let_vars_free(let_vars_t *lv)
+{
+    for (size_t i = 0; i < lv->n; i++) {
+        bson_free(lv->names[i]);
+        mf_expr_free(lv->exprs[i]);
+    }
+    bson_free(lv->names);
+    bson_free(lv->exprs);
+}
+
+/*
+ * let_vars_eval: lv's values against doc into *vals (NULL when lv has none;
+ * else owned, released with let_vals_free(*vals, lv->n), errors included).
+ * 0, or -1 with err.
+ */
+static int
+let_vars_eval(const let_vars_t *lv, const bson_t *doc, bson_value_t **vals, mf_error_t *err)
+{
+    int rc = 0;
+    *vals = NULL;
+    if (lv->n == 0)
+        return 0;
+    *vals = bson_malloc0(lv->n * sizeof **vals);
+    for (size_t i = 0; i < lv->n; i++)
+        (*vals)[i].value_type = BSON_TYPE_EOD;
+    for (size_t i = 0; i < lv->n && rc == 0; i++)
+        rc = mf_expr_eval(lv->exprs[i], doc, &(*vals)[i], err);
+    return rc == 0 ? 0 : -1;
+}
+
+static void
+let_vals_free(bson_value_t *vals, size_t n)
+{
+    for (size_t i = 0; vals != NULL && i < n; i++)
+        mf_value_free(&vals[i]);
+    bson_free(vals);
+}
+
 typedef struct stage {
     int kind;
     bson_t *spec;           /* $match filter, $currentOp options, $listLocalSessions / $listSessions options */
@@ -151,9 +217,7 @@ typedef struct stage {
     bool preserve;          /* $unwind */
     char *from, *local, *foreign; /* $lookup; $out/$merge: from = target collection, local = its db (or NULL) */
     struct mf_pipeline *sub;       /* $lookup pipeline */
-    char **let_names;              /* $lookup let: variable names and their expressions */
-    mf_expr_t **let_exprs;
-    size_t nlet;
+    let_vars_t let;                /* $lookup let */
     char **facet_names;     /* $facet */
     struct mf_pipeline **facets;
     size_t nfacets;
@@ -1514,12 +1578,7 @@ stage_free(stage_t *s)
     bson_free(s->local);
     bson_free(s->foreign);
     mf_pipeline_free(s->sub);
-    for (size_t i = 0; i < s->nlet; i++) {
-        bson_free(s->let_names[i]);
-        mf_expr_free(s->let_exprs[i]);
-    }
-    bson_free(s->let_names);
-    bson_free(s->let_exprs);
+    let_vars_free(&s->let);
     for (size_t i = 0; i < s->nfacets; i++) {
         bson_free(s->facet_names[i]);
         mf_pipeline_free(s->facets[i]);
@@ -1895,25 +1954,15 @@ parse_lookup(stage_t *s, const bson_value_t *v, mf_error_t *err)
     if (let != NULL) {
         /* The let expressions see the enclosing scope (an outer $lookup's variables). */
         bson_iter_init_from_data(&it, let->value.v_doc.data, let->value.v_doc.data_len);
-        while (bson_iter_next(&it)) {
-            const char *name = bson_iter_key(&it);
-            if (mf_expr_check_var_name(name, err) < 0)
+        while (bson_iter_next(&it))
+            if (let_vars_add(&s->let, bson_iter_key(&it), bson_iter_value(&it), err) != 0)
                 return -1;
-            s->let_names = bson_realloc(s->let_names, (s->nlet + 1) * sizeof *s->let_names);
-            s->let_exprs = bson_realloc(s->let_exprs, (s->nlet + 1) * sizeof *s->let_exprs);
-            s->let_names[s->nlet] = bson_strdup(name);
-            s->let_exprs[s->nlet] = NULL;
-            s->nlet++;
-            s->let_exprs[s->nlet - 1] = mf_expr_parse(bson_iter_value(&it), err);
-            if (s->let_exprs[s->nlet - 1] == NULL)
-                return -1;
-        }
     }
     if (pipeline) {
         if (pipeline->value_type != BSON_TYPE_ARRAY)
             return mf_err_set(err, MF_E_FailedToParse, "'pipeline' option must be specified as an array");
         /* The sub-pipeline is parsed with the let names ambient, so "$$name" is accepted everywhere in it. */
-        mf_expr_vars_t frame = {(const char *const *)s->let_names, NULL, s->nlet, mf_expr_vars_current()};
+        mf_expr_vars_t frame = {(const char *const *)s->let.names, NULL, s->let.n, mf_expr_vars_current()};
         mf_expr_vars_set(&frame);
         s->sub = mf_pipeline_new(pipeline, err);
         mf_expr_vars_set(frame.up);
@@ -3318,18 +3367,11 @@ static __thread const char *tls_geo_source;
 static int
 run_sub(const stage_t *s, const mf_agg_env_t *env, const bson_t *local, mf_docvec_t *docs, mf_error_t *err)
 {
-    bson_value_t *vals = NULL;
-    int rc = 0;
+    bson_value_t *vals;
+    int rc = let_vars_eval(&s->let, local, &vals, err);
 
-    if (s->nlet > 0) {
-        vals = bson_malloc0(s->nlet * sizeof *vals);
-        for (size_t i = 0; i < s->nlet; i++)
-            vals[i].value_type = BSON_TYPE_EOD;
-        for (size_t i = 0; i < s->nlet && rc == 0; i++)
-            rc = mf_expr_eval(s->let_exprs[i], local, &vals[i], err);
-    }
     if (rc == 0) {
-        mf_expr_vars_t frame = {(const char *const *)s->let_names, vals, s->nlet, mf_expr_vars_current()};
+        mf_expr_vars_t frame = {(const char *const *)s->let.names, vals, s->let.n, mf_expr_vars_current()};
         mf_expr_vars_set(&frame);
         const char *outer = tls_geo_source;
         tls_geo_source = s->from; /* a $geoNear in the sub-pipeline reads the foreign collection's indexes */
@@ -3339,9 +3381,7 @@ run_sub(const stage_t *s, const mf_agg_env_t *env, const bson_t *local, mf_docve
     } else {
         mf_docvec_destroy(docs);
     }
-    for (size_t i = 0; i < s->nlet; i++)
-        mf_value_free(&vals[i]);
-    bson_free(vals);
+    let_vals_free(vals, s->let.n);
     return rc;
 }
 
@@ -4483,9 +4523,7 @@ mf_pipeline_check_update_stages(const bson_value_t *pipeline, mf_error_t *err)
 }
 
 struct mf_merge_update {
-    char **names;      /* the let variables' names (owned), "new" among them */
-    mf_expr_t **exprs; /* their expressions, evaluated against the incoming document */
-    size_t n;
+    let_vars_t let; /* "new" among them, evaluated against the incoming document */
     mf_pipeline_t *pl;
 };
 
@@ -4494,26 +4532,9 @@ mf_merge_update_free(mf_merge_update_t *u)
 {
     if (u == NULL)
         return;
-    for (size_t i = 0; i < u->n; i++) {
-        bson_free(u->names[i]);
-        mf_expr_free(u->exprs[i]);
-    }
-    bson_free(u->names);
-    bson_free(u->exprs);
+    let_vars_free(&u->let);
     mf_pipeline_free(u->pl);
     bson_free(u);
-}
-
-/* Adds variable name = v (parsed) to u; 0, or -1 with err. */
-static int
-merge_update_var(mf_merge_update_t *u, const char *name, const bson_value_t *v, mf_error_t *err)
-{
-    u->names = bson_realloc(u->names, (u->n + 1) * sizeof *u->names);
-    u->exprs = bson_realloc(u->exprs, (u->n + 1) * sizeof *u->exprs);
-    u->names[u->n] = bson_strdup(name);
-    u->exprs[u->n] = mf_expr_parse(v, err);
-    u->n++;
-    return u->exprs[u->n - 1] == NULL ? -1 : 0;
 }
 
 mf_merge_update_t *
@@ -4526,7 +4547,7 @@ mf_merge_update_new(const bson_value_t *pipeline, const bson_value_t *let, mf_er
         bson_iter_init_from_data(&it, let->value.v_doc.data, let->value.v_doc.data_len);
         while (bson_iter_next(&it)) {
             const char *name = bson_iter_key(&it);
-            if (mf_expr_check_var_name(name, err) < 0 || merge_update_var(u, name, bson_iter_value(&it), err) != 0)
+            if (let_vars_add(&u->let, name, bson_iter_value(&it), err) != 0)
                 goto fail;
             has_new = has_new || strcmp(name, "new") == 0;
         }
@@ -4535,13 +4556,13 @@ mf_merge_update_new(const bson_value_t *pipeline, const bson_value_t *let, mf_er
         bson_value_t root = {.value_type = BSON_TYPE_UTF8};
         root.value.v_utf8.str = (char *)"$$ROOT";
         root.value.v_utf8.len = 6;
-        if (merge_update_var(u, "new", &root, err) != 0)
+        if (let_vars_add(&u->let, "new", &root, err) != 0)
             goto fail;
     }
     if (mf_pipeline_check_update_stages(pipeline, err) != 0)
         goto fail;
     /* Parsed with the variables' names ambient, so "$$new" and the let names are accepted everywhere in it. */
-    mf_expr_vars_t frame = {(const char *const *)u->names, NULL, u->n, mf_expr_vars_current()};
+    mf_expr_vars_t frame = {(const char *const *)u->let.names, NULL, u->let.n, mf_expr_vars_current()};
     mf_expr_vars_set(&frame);
     u->pl = mf_pipeline_new(pipeline, err);
     mf_expr_vars_set(frame.up);
@@ -4556,22 +4577,16 @@ fail:
 int
 mf_merge_update_apply(const mf_merge_update_t *u, const bson_t *src, const bson_t *old, bson_t **out, mf_error_t *err)
 {
-    bson_value_t *vals = bson_malloc0(u->n * sizeof *vals);
-    int rc = 0;
+    bson_value_t *vals;
     *out = NULL;
-    for (size_t i = 0; i < u->n; i++)
-        vals[i].value_type = BSON_TYPE_EOD;
-    for (size_t i = 0; i < u->n && rc == 0; i++)
-        rc = mf_expr_eval(u->exprs[i], src, &vals[i], err);
+    int rc = let_vars_eval(&u->let, src, &vals, err);
     if (rc == 0) {
-        mf_expr_vars_t frame = {(const char *const *)u->names, vals, u->n, mf_expr_vars_current()};
+        mf_expr_vars_t frame = {(const char *const *)u->let.names, vals, u->let.n, mf_expr_vars_current()};
         mf_expr_vars_set(&frame);
         rc = mf_pipeline_apply_one(u->pl, old, out, err);
         mf_expr_vars_set(frame.up);
     }
-    for (size_t i = 0; i < u->n; i++)
-        mf_value_free(&vals[i]);
-    bson_free(vals);
+    let_vals_free(vals, u->let.n);
     return rc == 0 ? 0 : -1;
 }
 
