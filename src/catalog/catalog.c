@@ -609,6 +609,15 @@ mf_catalog_session_unhold(void)
 }
 
 bool
+mf_catalog_session_has(const char *db, const char *name)
+{
+    for (int i = 0; i < T.n; i++)
+        if (strcmp(T.v[i].c->db, db) == 0 && strcmp(T.v[i].c->name, name) == 0)
+            return true;
+    return false;
+}
+
+bool
 mf_catalog_session_end_all(void)
 {
     if (T.depth == 0)
@@ -2029,6 +2038,23 @@ mf_catalog_coll_drop(mf_catalog_t *cat, mf_coll_t *c, mf_error_t *err)
         return -1;
     coll_forget(cat, c);
     return 0;
+}
+
+int
+mf_catalog_coll_drop_if_empty(mf_catalog_t *cat, mf_coll_t *c, mf_error_t *err)
+{
+    mf_cur_t *cur;
+    mf_sess_t *s = mf_storage_session(cat->st);
+    if (mf_cur_open(s, c->uri, &cur, err) != 0)
+        return -1;
+    int ret = mf_cur_next(cur);
+    mf_cur_close(cur);
+    mf_storage_session_release(s);
+    if (ret == 0)
+        return 0;
+    if (ret != MF_NOTFOUND)
+        return mf_err_set(err, MF_E_InternalError, "cannot read %s (%d)", c->ns, ret);
+    return mf_catalog_coll_drop(cat, c, err) == 0 ? 1 : -1;
 }
 
 /*

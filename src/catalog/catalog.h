@@ -280,6 +280,9 @@ bool mf_catalog_session_end_all(void);
  */
 void mf_catalog_session_hold(mf_catalog_t *cat);
 void mf_catalog_session_unhold(void);
+
+/* mf_catalog_session_has: whether the calling thread's lock session holds db.name (its name as held). */
+bool mf_catalog_session_has(const char *db, const char *name);
 void mf_catalog_rdlock(mf_catalog_t *cat);
 void mf_catalog_wrlock(mf_catalog_t *cat);
 void mf_catalog_unlock(mf_catalog_t *cat);
@@ -398,6 +401,13 @@ int mf_catalog_coll_create(mf_catalog_t *cat, const char *db, const char *name, 
 
 /* mf_catalog_coll_drop: removes the collection, its indexes and their tables. Write lock held. */
 int mf_catalog_coll_drop(mf_catalog_t *cat, mf_coll_t *c, mf_error_t *err) MF_WUR;
+
+/*
+ * mf_catalog_coll_drop_if_empty: drops c (as mf_catalog_coll_drop) only when
+ * its record table holds no committed document. Write lock held, so no
+ * writer is in flight. Returns 1 dropped, 0 kept (not empty), -1 with err.
+ */
+int mf_catalog_coll_drop_if_empty(mf_catalog_t *cat, mf_coll_t *c, mf_error_t *err) MF_WUR;
 
 /* mf_catalog_coll_rename: renames c to to_db.to_name (must not exist). Write lock held. */
 int mf_catalog_coll_rename(mf_catalog_t *cat, mf_coll_t *c, const char *to_db, const char *to_name,

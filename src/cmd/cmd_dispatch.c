@@ -1411,9 +1411,9 @@ mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *
                                                              &op.err)
                                   : 0;
     bool txn_done = false; /* a transaction's create, run outside it */
+    txn_ran = brc == 0; /* a refusal of the preparation is the command's own failure: it aborts the transaction */
     if (brc == 0 && in_txn && mf_cmd_txn_prepare(&op, &txn_done) != 0)
         brc = -1;
-    txn_ran = brc == 0;
     int hrc = brc == 0 ? (txn_done ? 0 : def->fn(&op)) : brc < 0 ? -1 : 0;
     if (hrc == 0 && in_txn && mf_cmd_txn_write_error(&op))
         hrc = -1;

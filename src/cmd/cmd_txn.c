@@ -30,10 +30,11 @@
  * their bucket is walked.
  *
  * Differences from mongod, kept on purpose: a collection that a
- * transaction's write would create, or that `create` names, is created
- * outside the transaction right before (a helper thread runs the create,
- * replicated as any DDL), so it stays if the transaction aborts; other DDL
- * (createIndexes included) is refused with 263. Reads see a snapshot of
+ * transaction's write would create, or that `create` (or `createIndexes`
+ * on a missing collection) names, is created outside the transaction right
+ * before (a helper thread runs the command, replicated as any DDL), so
+ * others see it before the commit; an abort drops it again if it is still
+ * empty (utxn_t.created). Other DDL is refused with 263. Reads see a snapshot of
  * the member taken at the transaction's first read (readConcern "snapshot",
  * whatever level was asked). Statements are not profiled (the profiler
  * would write inside the transaction). A secondary applies a committed
@@ -81,6 +82,12 @@ typedef struct job {
 
 typedef struct mf_txns mf_txns_t;
 
+/* A collection a transaction created (outside it): dropped again if the transaction aborts. */
+typedef struct created {
+    char *db, *name;
+    uint8_t uuid[16];
+} created_t;
+
 /* A logical session's transaction state (guarded by the registry's mu). */
 typedef struct utxn {
     struct utxn *next;
@@ -113,6 +120,16 @@ typedef struct utxn {
     char remote[80];
     char app[129];
     bson_t *meta;
+    /*
+     * The collections its statements created (create, createIndexes, an
+     * insert or upsert into a missing one), which exist outside it: if it
+     * aborts, each still empty and still the same collection (UUID) is
+     * dropped, so an aborted transaction leaves no collection behind, as
+     * in mongod. Touched only by its thread, and reset at its start.
+     */
+    created_t *created;
+    int ncreated;
+    bool undoing; /* aborted with collections to drop: the statement that ended it answers once they are */
 } utxn_t;
 
 struct mf_txns {
@@ -153,10 +170,23 @@ mf_cmd_in_txn(void)
 
 /* ---------- the registry ---------- */
 
+static void
+created_clear(utxn_t *e)
+{
+    for (int i = 0; i < e->ncreated; i++) {
+        free(e->created[i].db);
+        free(e->created[i].name);
+    }
+    free(e->created);
+    e->created = NULL;
+    e->ncreated = 0;
+}
+
 /* Frees a session's entry and what it owns. */
 static void
 entry_free(utxn_t *e)
 {
+    created_clear(e);
     if (e->read_concern != NULL)
         bson_destroy(e->read_concern);
     if (e->meta != NULL)
@@ -279,10 +309,38 @@ set_ended(utxn_t *e, txn_state_t state)
     if (e->state != T_ACTIVE)
         return;
     e->state = state;
+    e->undoing = state == T_ABORTED && e->ncreated > 0; /* set on its thread, the only writer of ncreated */
     if (state == T_COMMITTED)
         e->t->committed++;
     else if (state == T_ABORTED)
         e->t->aborted++;
+}
+
+/*
+ * After an abort, with the transaction's locks released: drops each
+ * collection it created that is still the one it created and still empty
+ * (a document another client wrote there keeps it: nothing is lost).
+ * Replicated and seen by change streams as any drop.
+ */
+static void
+drop_created(mf_engine_t *eng, utxn_t *e)
+{
+    for (int i = 0; i < e->ncreated; i++) {
+        created_t *k = &e->created[i];
+        mf_error_t err = {0};
+        int r = 0;
+        mf_catalog_wrlock(eng->cat);
+        mf_coll_t *c = mf_catalog_coll_find(eng->cat, k->db, k->name);
+        if (c != NULL && memcmp(c->uuid, k->uuid, 16) == 0)
+            r = mf_catalog_coll_drop_if_empty(eng->cat, c, &err);
+        mf_catalog_unlock(eng->cat);
+        if (r == 1)
+            mf_curops_top_forget(eng->curops, k->db, k->name);
+        else if (r < 0)
+            mf_log(MF_LOG_WARN, "TXN", "could not drop %s.%s, created by aborted transaction %lld: %s", k->db,
+                   k->name, (long long)e->num, err.msg);
+    }
+    created_clear(e);
 }
 
 static void *
@@ -354,15 +412,19 @@ txn_main(void *arg)
         }
         pthread_cond_timedwait(&e->cv, &t->mu, &ts);
     }
+    bool undo = e->state == T_ABORTED && !t->stop; /* at shutdown DDL might wait on replication: left */
     pthread_mutex_unlock(&t->mu);
     if (mf_txn_user(s))
         mf_txn_user_abort(s);
     mf_catalog_session_unhold();
     tls_txn = NULL;
+    if (undo)
+        drop_created(eng, e);
     mf_storage_session_close_thread(eng->st);
     pthread_mutex_lock(&t->mu);
     e->thread = false;
     e->abort_req = false;
+    e->undoing = false;
     t->nthreads--;
     pthread_cond_broadcast(&e->cv);
     pthread_cond_broadcast(&t->gone);
@@ -641,6 +703,7 @@ route(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *cmd, 
         e->deadline_ms = e->start_us / 1000 + (limit_s > INT64_MAX / 4000 ? INT64_MAX / 4 : limit_s * 1000);
         e->active_us = 0;
         e->read_secs = e->read_inc = 0;
+        created_clear(e);
         if (e->read_concern != NULL)
             bson_destroy(e->read_concern);
         e->read_concern = NULL;
@@ -700,7 +763,7 @@ route(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *cmd, 
     e->job = &job;
     pthread_cond_broadcast(&e->cv);
     e->busy_from_us = mf_mono_us();
-    while (!job.done)
+    while (!job.done || (e->undoing && e->thread))
         pthread_cond_wait(&e->cv, &t->mu);
     e->active_us += mf_mono_us() - e->busy_from_us;
     e->busy = false;
@@ -744,7 +807,7 @@ static bool
 allowed_in_txn(const char *name)
 {
     static const char *const ok[] = {"abortTransaction", "aggregate", "commitTransaction", "create", "delete",
-                                     "distinct", "find", "findandmodify", "findAndModify", "getMore", "insert",
+                                     "createIndexes", "distinct", "find", "findandmodify", "findAndModify", "getMore", "insert",
                                      "killCursors", "update", "bulkWrite", NULL};
     for (int i = 0; ok[i] != NULL; i++)
         if (strcmp(ok[i], name) == 0)
@@ -828,12 +891,19 @@ mf_cmd_txn_check_cursor(mf_op_t *op, int64_t cursor_id, bool in_txn, int64_t txn
     return 0;
 }
 
-/* Runs a create of db.name on a thread of its own (outside the transaction, replicated as any DDL). */
+/*
+ * Runs a create (or a createIndexes) of db.name on a thread of its own
+ * (outside the transaction, replicated as any DDL); then, in a lock session
+ * of that thread's own (the transaction's would keep the collection locked),
+ * reads the UUID of what is there now.
+ */
 typedef struct create_job {
     mf_engine_t *eng;
     mf_client_t *client;
-    const char *db;
+    const char *db, *name;
     bson_t cmd, reply;
+    bool found;
+    uint8_t uuid[16];
 } create_job_t;
 
 static void *
@@ -841,8 +911,29 @@ create_main(void *arg)
 {
     create_job_t *cj = arg;
     mf_cmd_run(cj->eng, cj->client, cj->db, &cj->cmd, NULL, 0, false, &cj->reply);
+    mf_catalog_rdlock(cj->eng->cat);
+    mf_coll_t *c = mf_catalog_coll_find(cj->eng->cat, cj->db, cj->name);
+    if (c != NULL) {
+        cj->found = true;
+        memcpy(cj->uuid, c->uuid, 16);
+    }
+    mf_catalog_unlock(cj->eng->cat);
     mf_storage_session_close_thread(cj->eng->st);
     return NULL;
+}
+
+/* Notes db.name (uuid) as created by the calling thread's transaction. */
+static void
+note_created(const char *db, const char *name, const uint8_t uuid[16])
+{
+    utxn_t *e = tls_txn;
+    if (e == NULL)
+        return;
+    e->created = mf_realloc(e->created, (size_t)(e->ncreated + 1) * sizeof(*e->created));
+    created_t *k = &e->created[e->ncreated++];
+    k->db = mf_strdup(db);
+    k->name = mf_strdup(name);
+    memcpy(k->uuid, uuid, 16);
 }
 
 /*
@@ -868,14 +959,16 @@ any_upsert(mf_op_t *op, const char *field)
 
 /*
  * Creates db.name on a helper thread, outside the transaction, and waits for
- * it: cmd is the create command to run (NULL: {create: name}). Returns 0
- * when it was created or already existed (unless cmd was given), or -1 with
- * op->err.
+ * it: cmd is the create or createIndexes command to run (NULL: {create:
+ * name}); its reply, when reply is given, goes there (op->reply: the
+ * statement's own). A collection it created is noted for an abort to drop.
+ * Returns 0 when it was created or already existed (unless cmd was given),
+ * or -1 with op->err.
  */
 static int
-create_outside(mf_op_t *op, const char *db, const char *name, const bson_t *cmd)
+create_outside(mf_op_t *op, const char *db, const char *name, const bson_t *cmd, bson_t *reply)
 {
-    create_job_t cj = {.eng = op->eng, .client = op->client, .db = db};
+    create_job_t cj = {.eng = op->eng, .client = op->client, .db = db, .name = name};
     int rc = 0;
     bson_init(&cj.cmd);
     bson_init(&cj.reply);
@@ -892,10 +985,18 @@ create_outside(mf_op_t *op, const char *db, const char *name, const bson_t *cmd)
         bson_iter_t r;
         bool ok = bson_iter_init_find(&r, &cj.reply, "ok") && bson_iter_as_double(&r) == 1.0;
         int code = bson_iter_init_find(&r, &cj.reply, "code") ? (int)bson_iter_as_int64(&r) : 0;
+        bool created = ok && (cmd == NULL || strcmp(op->name, "create") == 0 ||
+                              (bson_iter_init_find(&r, &cj.reply, "createdCollectionAutomatically") &&
+                               bson_iter_as_bool(&r)));
+        if (created && cj.found)
+            note_created(db, name, cj.uuid);
         if (!ok && (cmd != NULL || code != MF_E_NamespaceExists)) {
             const char *msg = bson_iter_init_find(&r, &cj.reply, "errmsg") && BSON_ITER_HOLDS_UTF8(&r)
                                   ? bson_iter_utf8(&r, NULL) : "create failed";
             rc = mf_err_set(&op->err, code ? code : MF_E_InternalError, "%s", msg);
+        } else if (ok && reply != NULL) {
+            /* The statement's reply: what the command answered, but its ok (appended by the dispatcher). */
+            bson_copy_to_excluding_noinit(&cj.reply, reply, "ok", "$clusterTime", "operationTime", NULL);
         }
     }
     bson_destroy(&cj.cmd);
@@ -923,7 +1024,7 @@ prepare_target(mf_op_t *op, const char *db, const char *name, bool creates)
         return mf_err_set(&op->err, MF_E_OperationNotSupportedInTransaction,
                           "Collection '%s.%s' is a capped collection. Writes in transactions are not allowed on "
                           "capped collections.", db, name);
-    return exists || !creates ? 0 : create_outside(op, db, name, NULL);
+    return exists || !creates ? 0 : create_outside(op, db, name, NULL, NULL);
 }
 
 /*
@@ -988,6 +1089,37 @@ out:
     return rc;
 }
 
+/*
+ * createIndexes in a transaction (mongod's runCreateIndexesWithCoordinator):
+ * on a collection that does not exist yet it creates both, outside the
+ * transaction as any create here; on one this transaction created, only
+ * while the transaction has not used it (its lock would keep the index
+ * build waiting until it ends); on any other, 263.
+ */
+static int
+prepare_create_indexes(mf_op_t *op, const char *name)
+{
+    utxn_t *e = tls_txn;
+    for (int i = 0; i < e->ncreated; i++) {
+        if (strcmp(e->created[i].db, op->db) != 0 || strcmp(e->created[i].name, name) != 0)
+            continue;
+        if (!mf_catalog_session_has(op->db, name))
+            return 0;
+        return mf_err_set(&op->err, MF_E_OperationNotSupportedInTransaction,
+                          "Cannot create new indexes on collection %s.%s in a multi-document transaction after the "
+                          "transaction has read or written it (mayfly builds indexes outside the transaction)",
+                          op->db, name);
+    }
+    mf_catalog_rdlock(op->eng->cat);
+    bool exists = mf_catalog_coll_find(op->eng->cat, op->db, name) != NULL;
+    mf_catalog_unlock(op->eng->cat);
+    if (exists)
+        return mf_err_set(&op->err, MF_E_OperationNotSupportedInTransaction,
+                          "Cannot create new indexes on existing collection %s.%s in a multi-document transaction.",
+                          op->db, name);
+    return 0;
+}
+
 int
 mf_cmd_txn_prepare(mf_op_t *op, bool *done)
 {
@@ -995,17 +1127,31 @@ mf_cmd_txn_prepare(mf_op_t *op, bool *done)
     *done = false;
     if (strcmp(op->name, "bulkWrite") == 0)
         return prepare_bulk_write(op);
-    bool is_create = strcmp(op->name, "create") == 0;
+    bool is_create = strcmp(op->name, "create") == 0, is_cix = strcmp(op->name, "createIndexes") == 0;
     bool fam = strcmp(op->name, "findAndModify") == 0 || strcmp(op->name, "findandmodify") == 0;
     bool writes = strcmp(op->name, "insert") == 0 || strcmp(op->name, "update") == 0 ||
                   strcmp(op->name, "delete") == 0 || fam;
-    if ((!writes && !is_create) || !bson_iter_init(&it, op->cmd) || !bson_iter_next(&it) ||
+    if ((!writes && !is_create && !is_cix) || !bson_iter_init(&it, op->cmd) || !bson_iter_next(&it) ||
         !BSON_ITER_HOLDS_UTF8(&it))
         return 0;
     const char *name = bson_iter_utf8(&it, NULL);
     if (is_create) {
-        /* The create is the command: it runs outside the transaction, and its reply is the reply. */
-        if (create_outside(op, op->db, name, op->cmd) != 0)
+        /* mongod's createCollection checks, in its order. */
+        if (mf_op_has(op, "timeseries"))
+            return mf_err_set(&op->err, MF_E_OperationNotSupportedInTransaction,
+                              "Cannot create a time-series collection in a multi-document transaction.");
+        if (mf_op_has(op, "viewOn"))
+            return mf_err_set(&op->err, MF_E_OperationNotSupportedInTransaction,
+                              "Cannot create a view in a multi-document transaction.");
+        if (strncmp(name, "system.", 7) == 0)
+            return mf_err_set(&op->err, MF_E_OperationNotSupportedInTransaction,
+                              "Cannot create system collection %s.%s within a transaction.", op->db, name);
+    }
+    if (is_cix && prepare_create_indexes(op, name) != 0)
+        return -1;
+    if (is_create || is_cix) {
+        /* The command runs outside the transaction, and its reply is the statement's. */
+        if (create_outside(op, op->db, name, op->cmd, op->reply) != 0)
             return -1;
         *done = true;
         return 0;

@@ -964,6 +964,76 @@ R.test('implicit collection creation inside a transaction: an insert, an upsert 
   assert.deepEqual(await out.collection('by_fam').findOne(), { _id: 'doc', updated: true });
 });
 
+R.test('an aborted transaction leaves no collection behind: those its insert, upsert, create or createIndexes created are dropped again, unless another client wrote to them meanwhile', async () => {
+  // jstests/core/txns/create_collection.js, create_indexes.js: a collection created in a transaction
+  // exists only if it commits. mayfly creates it outside the transaction; the abort drops it again.
+  const db = rs.freshDb('undo');
+  const out = await outside(db.databaseName);
+  const names = async () => (await out.listCollections().toArray()).map((c) => c.name).sort();
+  const s = new RawSession(db.databaseName);
+  expectOk(await s.start(1, { insert: 'by_insert', documents: [{ _id: 1 }] }));
+  expectOk(await s.next(1, { update: 'by_upsert', updates: [{ q: { _id: 1 }, u: { $set: { v: 1 } }, upsert: true }] }));
+  expectOk(await s.next(1, { create: 'by_create' }));
+  const cix = expectOk(await s.next(1, { createIndexes: 'by_cix', indexes: [{ key: { a: 1 }, name: 'a_1' }] }));
+  assert.equal(cix.createdCollectionAutomatically, true, JSON.stringify(cix));
+  assert.equal(cix.numIndexesAfter, 2);
+  // Another client writes to one of them while the transaction is open: that document must survive the abort.
+  await out.collection('by_create').insertOne({ _id: 'other client' });
+  expectOk(await s.abort(1), 'abort');
+  assert.deepEqual(await names(), ['by_create'], 'only the collection another client wrote to stays');
+  assert.deepEqual(await out.collection('by_create').find().toArray(), [{ _id: 'other client' }]);
+
+  // Committed, they stay: createIndexes on a collection the transaction created and has not used yet.
+  expectOk(await s.start(2, { create: 'kept' }));
+  expectOk(await s.next(2, { createIndexes: 'kept', indexes: [{ key: { k: 1 }, name: 'k_1', unique: true }] }));
+  expectOk(await s.next(2, { insert: 'kept', documents: [{ _id: 1, k: 1 }] }));
+  expectOk(await s.commit(2));
+  assert.deepEqual((await out.collection('kept').indexes()).map((i) => i.name).sort(), ['_id_', 'k_1']);
+  await assert.rejects(out.collection('kept').insertOne({ k: 1 }), (e) => e.code === 11000, 'the unique index built in the transaction holds');
+
+  // A statement that fails aborts the transaction and undoes its creations too (a duplicate key here).
+  expectOk(await s.start(3, { insert: 'dup_then_abort', documents: [{ _id: 1 }] }));
+  const dup = expectOk(await s.next(3, { insert: 'dup_then_abort', documents: [{ _id: 1 }] }));
+  assert.equal(dup.writeErrors[0].code, 11000);
+  expectError(await s.commit(3), 251, 'NoSuchTransaction');
+  assert.deepEqual((await names()).includes('dup_then_abort'), false, 'the failed transaction\'s collection is gone');
+
+  // Through the driver: session.abortTransaction() after an insert into a new collection.
+  const session = rs.client.startSession();
+  try {
+    session.startTransaction();
+    await db.collection('driver_new').insertOne({ _id: 1 }, { session });
+    await session.abortTransaction();
+  } finally {
+    await session.endSession();
+  }
+  assert.deepEqual((await names()).includes('driver_new'), false);
+});
+
+R.test('in a transaction, mongod\'s refusals of DDL answer 263 and abort it: createIndexes on an existing collection, create of a time-series collection, a view or a system collection', async () => {
+  // create_collection.cpp (createCollection) and create_indexes.cpp (runCreateIndexesWithCoordinator).
+  const db = await freshDbWith('ddlrefused', ['c']);
+  const s = new RawSession(db.databaseName);
+  const cases = [
+    [{ createIndexes: 'c', indexes: [{ key: { a: 1 }, name: 'a_1' }] },
+      /^Cannot create new indexes on existing collection \w+\.c in a multi-document transaction\.$/],
+    [{ create: 'ts', timeseries: { timeField: 't' } }, /^Cannot create a time-series collection in a multi-document transaction\.$/],
+    [{ create: 'v', viewOn: 'c', pipeline: [] }, /^Cannot create a view in a multi-document transaction\.$/],
+    [{ create: 'system.js' }, /^Cannot create system collection \w+\.system\.js within a transaction\.$/],
+  ];
+  let n = 0;
+  for (const [command, msg] of cases) {
+    n += 1;
+    expectOk(await s.start(n, { insert: 'c', documents: [{ _id: n }] }));
+    expectError(await s.next(n, command), 263, 'OperationNotSupportedInTransaction', msg);
+    expectError(await s.commit(n), 251, 'NoSuchTransaction', /has been aborted/);
+  }
+  const out = await outside(db.databaseName);
+  assert.deepEqual((await out.listCollections().toArray()).map((c) => c.name), ['c']);
+  assert.deepEqual((await out.collection('c').indexes()).map((i) => i.name), ['_id_']);
+  assert.equal(await out.collection('c').countDocuments(), 0, 'no aborted insert remains');
+});
+
 R.test('MongoClient.bulkWrite in a transaction (MongoDB 8.0): its ops on two collections, one created by it, commit together; a duplicate key aborts the whole transaction', async () => {
   // The drivers' unified test transactions/client-bulkWrite.yml ("client bulkWrite in a transaction"), and
   // write_ops_exec.cpp handleError: a write error in a transaction aborts it.
