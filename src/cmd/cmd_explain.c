@@ -18,6 +18,7 @@
 #include "query/agg.h"
 #include "query/batch.h"
 #include "query/exec.h"
+#include "query/write.h"
 #include "doc/match.h"
 #include "doc/path.h"
 #include "doc/project.h"
@@ -39,22 +40,64 @@
 typedef struct explain_ctx {
     int64_t skip_left, limit, n;
     bool sorted;
+    /*
+     * An update's or delete's would-be effect (its stage's nMatched,
+     * nWouldModify, nWouldDelete): upd (NULL for a delete) applied in
+     * memory to each document it selects. Sorted with a limit of one (a
+     * findAndModify or an updateOne with a sort), only the first in sort
+     * order counts: best (owned) keeps it, with its match details.
+     */
+    bool counts;
+    const mf_update_spec_t *upd;
+    const mf_sort_t *order;
+    bson_t *best;
+    mf_match_details_t best_d;
+    int64_t matched, would_modify;
 } explain_ctx_t;
+
+/* Counts doc as matched by the explained update or delete, and whether the update would change it. */
+static void
+explain_count(explain_ctx_t *x, const bson_t *doc, const mf_match_details_t *d)
+{
+    x->matched++;
+    if (x->upd == NULL)
+        return;
+    bson_t out = BSON_INITIALIZER;
+    bool changed = false;
+    mf_error_t e = {0};
+    if (mf_update_spec_apply(x->upd, doc, d, false, &out, &changed, &e) == 0 && changed)
+        x->would_modify++;
+    bson_destroy(&out);
+}
 
 static int
 explain_visit(void *arg, int64_t rid, const bson_t *doc, const mf_match_details_t *d)
 {
     explain_ctx_t *x = arg;
     (void)rid;
-    (void)doc;
-    (void)d;
-    if (x->sorted)
+    if (x->sorted) {
+        if (!x->counts)
+            return 0;
+        if (x->order == NULL || x->limit != 1) {
+            explain_count(x, doc, d);
+        } else if (x->best == NULL || mf_sort_cmp(x->order, doc, x->best) < 0) {
+            if (x->best != NULL)
+                bson_destroy(x->best);
+            x->best = bson_copy(doc);
+            x->best_d = *d;
+            x->best_d.index_key = NULL; /* views into the scan: not kept */
+            x->best_d.index_key_len = 0;
+            x->best_d.index_key_pattern = NULL;
+        }
         return 0;
+    }
     if (x->skip_left > 0) {
         x->skip_left--;
         return 0;
     }
     x->n++;
+    if (x->counts)
+        explain_count(x, doc, d);
     return x->limit > 0 && x->n >= x->limit ? 1 : 0;
 }
 
@@ -132,14 +175,21 @@ sub_hint(const bson_t *doc, bson_value_t *store)
     return store;
 }
 
+/* An explained update or delete: what its UPDATE / DELETE stage's counters need. */
+typedef struct explain_write {
+    const mf_update_spec_t *upd; /* NULL for a delete */
+    bool upsert;
+} explain_write_t;
+
 /*
  * run_explain: plans req over op->db.coll, executes it when verbosity asks,
  * and appends the explain reply. stages (array, may be NULL) are the
- * aggregation stages after the leading $match.
+ * aggregation stages after the leading $match; w (NULL for a read) the
+ * update or delete explained.
  */
 static int
 run_explain(mf_op_t *op, const char *coll, const mf_plan_request_t *req, int64_t limit_one, const char *verbosity,
-            const bson_t *inner, const bson_t *stages)
+            const bson_t *inner, const bson_t *stages, const explain_write_t *w)
 {
     bool exec = strcmp(verbosity, "queryPlanner") != 0;
     if (exec && strcmp(verbosity, "executionStats") != 0 && strcmp(verbosity, "allPlansExecution") != 0)
@@ -155,7 +205,26 @@ run_explain(mf_op_t *op, const char *coll, const mf_plan_request_t *req, int64_t
     int rc = mf_plan_build(c, req, &p, &op->err);
     if (rc == 0 && exec) {
         explain_ctx_t x = {req->skip, req->limit > 0 ? req->limit : limit_one, 0, p->sort != NULL};
-        rc = mf_exec_run(op->sess, c, p, m, explain_visit, &x, &op->err);
+        mf_sort_t *order = NULL;
+        if (w != NULL) {
+            x.counts = true;
+            x.upd = w->upd;
+            if (x.sorted && x.limit == 1 && (order = mf_sort_new(req->sort, &op->err)) == NULL)
+                rc = -1;
+            x.order = order;
+        }
+        if (rc == 0)
+            rc = mf_exec_run(op->sess, c, p, m, explain_visit, &x, &op->err);
+        if (x.best != NULL) {
+            explain_count(&x, x.best, &x.best_d);
+            bson_destroy(x.best);
+        }
+        mf_sort_free(order);
+        if (rc == 0 && w != NULL) {
+            p->root->n_matched = x.matched;
+            p->root->n_would_modify = x.would_modify;
+            p->root->n_would_upsert = w->upsert && x.matched == 0 ? 1 : 0;
+        }
         explain_propagate(p, limit_one);
     }
     mf_catalog_unlock(op->eng->cat);
@@ -399,7 +468,7 @@ mf_crud_explain_aggregate(mf_op_t *op, const bson_t *cmd, const char *verbosity)
     mf_plan_request_t req = {.filter = has_filter ? &filter : NULL, .sort = pd.sort ? &sort : NULL,
                              .skip = pd.skip, .limit = pd.limit, .hint = base ? NULL : sub_hint(cmd, &hint_store),
                              .projection = pd.project_spec ? &proj : NULL};
-    int rc = run_explain(op, coll, &req, 0, verbosity, cmd, &rest);
+    int rc = run_explain(op, coll, &req, 0, verbosity, cmd, &rest, NULL);
     bson_destroy(&rest);
     mf_pipeline_free(pl);
     bson_destroy(&resolved);
@@ -438,6 +507,8 @@ mf_cmd_explain(mf_op_t *op)
     const char *coll = bson_iter_utf8(&it, NULL);
     mf_plan_request_t req = {0};
     int64_t limit_one = 0;
+    const bson_t *write_stmt = NULL; /* an update or delete: its statement (findAndModify: the command) */
+    const char *update_key = NULL;   /* where its change is ("u", "update"), NULL for a delete */
     if (strcmp(kind, "find") == 0 && is_view(op, coll))
         return explain_find_as_aggregate(op, coll, &inner, NULL, verbosity);
     if (strcmp(kind, "find") == 0 && sub_doc(&inner, "filter", &filter)) {
@@ -498,11 +569,16 @@ mf_cmd_explain(mf_op_t *op)
             bool one = sub_int(&stmt, "limit") != 0;
             req.root = one ? MF_PLAN_ROOT_DELETE : MF_PLAN_ROOT_BATCHED_DELETE;
             limit_one = one ? 1 : 0;
+            write_stmt = &stmt;
         } else {
             bson_iter_t mi;
             bool multi = bson_iter_init_find(&mi, &stmt, "multi") && bson_iter_as_bool(&mi);
             req.root = MF_PLAN_ROOT_UPDATE;
             limit_one = multi ? 0 : 1;
+            if (!multi)
+                req.sort = sub_doc(&stmt, "sort", &sort) ? &sort : NULL; /* 8.0's updateOne sort */
+            write_stmt = &stmt;
+            update_key = "u";
         }
     } else if (strcmp(kind, "findAndModify") == 0 || strcmp(kind, "findandmodify") == 0) {
         bson_iter_t ri;
@@ -512,8 +588,38 @@ mf_cmd_explain(mf_op_t *op)
         req.hint = sub_hint(&inner, &hint_store);
         req.root = remove ? MF_PLAN_ROOT_DELETE : MF_PLAN_ROOT_UPDATE;
         limit_one = 1;
+        write_stmt = &inner;
+        update_key = remove ? NULL : "update";
     } else {
         return mf_err_set(&op->err, MF_E_CommandNotFound, "Explain failed due to unknown command: %s", kind);
     }
-    return run_explain(op, coll, &req, limit_one, verbosity, &inner, NULL);
+    if (write_stmt == NULL)
+        return run_explain(op, coll, &req, limit_one, verbosity, &inner, NULL, NULL);
+    /* An update's change, parsed as the command parses it, for its would-be counters. */
+    explain_write_t w = {0};
+    mf_update_spec_t *upd = NULL;
+    bson_iter_t ui, ai, up;
+    w.upsert = bson_iter_init_find(&up, write_stmt, "upsert") && bson_iter_as_bool(&up);
+    if (update_key != NULL && bson_iter_init_find(&ui, write_stmt, update_key) &&
+        (BSON_ITER_HOLDS_DOCUMENT(&ui) || BSON_ITER_HOLDS_ARRAY(&ui))) {
+        bson_t ud;
+        const bson_value_t *af = bson_iter_init_find(&ai, write_stmt, "arrayFilters") && BSON_ITER_HOLDS_ARRAY(&ai)
+                                     ? bson_iter_value(&ai) : NULL;
+        if (BSON_ITER_HOLDS_DOCUMENT(&ui)) {
+            const uint8_t *data;
+            uint32_t len;
+            bson_iter_document(&ui, &len, &data);
+            if (!bson_init_static(&ud, data, len))
+                return mf_err_set(&op->err, MF_E_InvalidBSON, "invalid update");
+            upd = mf_update_spec_new(&ud, NULL, af, &op->err);
+        } else {
+            upd = mf_update_spec_new(NULL, bson_iter_value(&ui), af, &op->err);
+        }
+        if (upd == NULL)
+            return -1;
+    }
+    w.upd = upd;
+    int rc = run_explain(op, coll, &req, limit_one, verbosity, &inner, NULL, &w);
+    mf_update_spec_free(upd);
+    return rc;
 }

@@ -2695,6 +2695,15 @@ mf_plan_build(const mf_coll_t *c, const mf_plan_request_t *req, mf_plan_t **out,
 /* ---------- explain ---------- */
 
 static void
+append_number(bson_t *out, const char *key, int64_t v)
+{
+    if (v < (1LL << 30) && v > -(1LL << 30))
+        BSON_APPEND_INT32(out, key, (int32_t)v);
+    else
+        BSON_APPEND_INT64(out, key, v);
+}
+
+static void
 explain_stage(const mf_plan_t *p, const mf_stage_t *s, bool stats, bson_t *out)
 {
     BSON_APPEND_UTF8(out, "stage", mf_plan_stage_name(s->kind));
@@ -2779,6 +2788,14 @@ explain_stage(const mf_plan_t *p, const mf_stage_t *s, bool stats, bson_t *out)
             BSON_APPEND_INT32(out, "dupsTested", (int32_t)(s->multikey ? s->keys_examined : 0));
         }
     }
+    /* mongod's appendNumber: an int while it fits in 2^30, a long beyond. */
+    if (stats && s->kind == MF_ST_UPDATE) {
+        append_number(out, "nMatched", s->n_matched);
+        append_number(out, "nWouldModify", s->n_would_modify);
+        append_number(out, "nWouldUpsert", s->n_would_upsert);
+    }
+    if (stats && (s->kind == MF_ST_DELETE || s->kind == MF_ST_BATCHED_DELETE))
+        append_number(out, "nWouldDelete", s->n_matched);
     if (stats && (s->kind == MF_ST_OR || s->kind == MF_ST_TEXT_OR)) {
         BSON_APPEND_INT32(out, "dupsTested", (int32_t)s->dups_tested);
         BSON_APPEND_INT32(out, "dupsDropped", (int32_t)s->dups_dropped);

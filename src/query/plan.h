@@ -130,6 +130,8 @@ typedef struct mf_stage {
     struct mf_stage **inputs;
     size_t ninputs;
     int64_t dups_tested, dups_dropped;
+    /* UPDATE (nMatched, nWouldModify, nWouldUpsert) and DELETE (nWouldDelete: n_matched), set by explain */
+    int64_t n_matched, n_would_modify, n_would_upsert;
 } mf_stage_t;
 
 /* What the plan's root is (the command around the scan). */

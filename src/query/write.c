@@ -282,13 +282,13 @@ out:
 
 /* ---------- update specs: an update document or a pipeline ---------- */
 
-typedef struct upd_spec {
+struct mf_update_spec {
     mf_update_t *u;
     mf_pipeline_t *pl;
-} upd_spec_t;
+};
 
-static void
-upd_spec_free(upd_spec_t *x)
+void
+mf_update_spec_free(mf_update_spec_t *x)
 {
     if (x == NULL)
         return;
@@ -300,14 +300,14 @@ upd_spec_free(upd_spec_t *x)
 }
 
 /*
- * upd_spec_new: from an update document ud, or a pipeline (an array value)
+ * mf_update_spec_new: from an update document ud, or a pipeline (an array value)
  * when pipeline is not NULL; af is arrayFilters (or NULL). Returns the spec,
- * which the caller frees with upd_spec_free, or NULL with err.
+ * which the caller frees with mf_update_spec_free, or NULL with err.
  */
-static upd_spec_t *
-upd_spec_new(const bson_t *ud, const bson_value_t *pipeline, const bson_value_t *af, mf_error_t *err)
+mf_update_spec_t *
+mf_update_spec_new(const bson_t *ud, const bson_value_t *pipeline, const bson_value_t *af, mf_error_t *err)
 {
-    upd_spec_t *x = mf_calloc(1, sizeof(*x));
+    mf_update_spec_t *x = mf_calloc(1, sizeof(*x));
     if (pipeline == NULL) {
         if ((x->u = mf_update_new(ud, af, err)) == NULL) {
             free(x);
@@ -328,14 +328,14 @@ upd_spec_new(const bson_t *ud, const bson_value_t *pipeline, const bson_value_t 
 }
 
 static bool
-upd_spec_is_replacement(const upd_spec_t *x)
+upd_spec_is_replacement(const mf_update_spec_t *x)
 {
     return x->u != NULL && mf_update_is_replacement(x->u);
 }
 
-/* upd_spec_apply: as mf_update_apply (out initialised by the caller). */
-static int
-upd_spec_apply(const upd_spec_t *x, const bson_t *doc, const mf_match_details_t *d, bool is_insert, bson_t *out,
+/* mf_update_spec_apply: as mf_update_apply (out initialised by the caller). */
+int
+mf_update_spec_apply(const mf_update_spec_t *x, const bson_t *doc, const mf_match_details_t *d, bool is_insert, bson_t *out,
                bool *changed, mf_error_t *err)
 {
     if (x->u)
@@ -562,7 +562,7 @@ typedef struct upd_ctx {
     mf_sess_t *s;
     mf_coll_t *c;
     const mf_matcher_t *m;
-    const upd_spec_t *u;
+    const mf_update_spec_t *u;
     const int64_t *rids;
     uint8_t *slot; /* per rid: bit0 matched, bit1 modified */
     int64_t matched, modified;
@@ -590,7 +590,7 @@ upd_item(void *arg, size_t i, mf_error_t *err)
         return 0;
     }
     bson_init(&out);
-    ret = upd_spec_apply(x->u, &doc, &d, false, &out, &changed, err);
+    ret = mf_update_spec_apply(x->u, &doc, &d, false, &out, &changed, err);
     if (ret == 0 && changed) {
         ret = mf_check_doc_size(&out, MF_DOC_UPDATED, err);
         if (ret == 0)
@@ -654,7 +654,7 @@ project_into(const mf_projection_t *p, const bson_t *doc, const mf_match_details
  * (value then destroyed again).
  */
 static int
-do_upsert(mf_sess_t *s, mf_coll_t *c, bool durable, bool validate, const bson_t *q, const upd_spec_t *u,
+do_upsert(mf_sess_t *s, mf_coll_t *c, bool durable, bool validate, const bson_t *q, const mf_update_spec_t *u,
           const mf_projection_t *proj, bson_value_t *idv, bson_t *value, mf_error_t *err)
 {
     bson_t seed, out, fixed;
@@ -669,7 +669,7 @@ do_upsert(mf_sess_t *s, mf_coll_t *c, bool durable, bool validate, const bson_t 
         return -1;
     }
     bson_init(&out);
-    if (upd_spec_apply(u, &seed, NULL, true, &out, &changed, err) != 0) {
+    if (mf_update_spec_apply(u, &seed, NULL, true, &out, &changed, err) != 0) {
         bson_destroy(&seed);
         bson_destroy(&out);
         return -1;
@@ -724,7 +724,7 @@ write_update(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool validate, const
     bool upsert = false, multi = false, have_u = false, have_sort = false, taken;
     bson_t sort;
     mf_matcher_t *m = NULL;
-    upd_spec_t *u = NULL;
+    mf_update_spec_t *u = NULL;
     mf_coll_t *c = NULL;
     rid_vec_t rv = {0};
     int rc = -1;
@@ -795,7 +795,7 @@ write_update(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool validate, const
     }
     if ((m = mf_matcher_new(&sc.q, err)) == NULL)
         return -1;
-    if ((u = upd_spec_new(upl ? NULL : &ud, upl, af, err)) == NULL)
+    if ((u = mf_update_spec_new(upl ? NULL : &ud, upl, af, err)) == NULL)
         goto out;
     if (multi && upd_spec_is_replacement(u)) {
         mf_err_set(err, MF_E_FailedToParse, "multi update is not supported for replacement-style update");
@@ -839,7 +839,7 @@ out_unlock:
 out:
     free(rv.v);
     mf_matcher_free(m);
-    upd_spec_free(u);
+    mf_update_spec_free(u);
     return rc;
 }
 
@@ -951,7 +951,7 @@ mf_write_find_and_modify(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool val
     mf_matcher_t *m = NULL;
     mf_sort_t *srt = NULL;
     mf_projection_t *p = NULL;
-    upd_spec_t *u = NULL;
+    mf_update_spec_t *u = NULL;
     mf_coll_t *c = NULL;
     mf_plan_t *plan = NULL;
     int rc = -1;
@@ -973,7 +973,7 @@ mf_write_find_and_modify(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool val
         mf_err_set(err, MF_E_BadValue, "cannot use a positional projection and return the new document");
         goto out;
     }
-    if ((f->update || f->pipeline) && (u = upd_spec_new(f->update, f->pipeline, f->array_filters, err)) == NULL)
+    if ((f->update || f->pipeline) && (u = mf_update_spec_new(f->update, f->pipeline, f->array_filters, err)) == NULL)
         goto out;
     if (coll_acquire(cat, db, coll, f->upsert, &c, err) != 0)
         goto out_unlock;
@@ -1064,7 +1064,7 @@ mf_write_find_and_modify(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool val
         if (r == 0 && f->remove) {
             r = mf_coll_remove(s, c, rid, &doc, err);
         } else if (r == 0) {
-            r = upd_spec_apply(u, &doc, &d, false, &out_doc, &changed, err);
+            r = mf_update_spec_apply(u, &doc, &d, false, &out_doc, &changed, err);
             if (r == 0 && changed) {
                 r = mf_check_doc_size(&out_doc, MF_DOC_UPDATED, err);
                 if (r == 0)
@@ -1115,7 +1115,7 @@ out:
         mf_sort_free(srt);
     if (p)
         mf_projection_free(p);
-    upd_spec_free(u);
+    mf_update_spec_free(u);
     mf_plan_free(plan);
     return rc;
 }

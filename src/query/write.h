@@ -24,6 +24,22 @@
 #include "common/error.h"
 #include "storage/storage.h"
 
+/*
+ * An update's change, as the write commands parse it: an update document
+ * (operators or a replacement) or a pipeline. mf_update_spec_new parses ud,
+ * or pipeline (an array value) when not NULL, with arrayFilters af (or
+ * NULL); the caller frees the spec with mf_update_spec_free. Returns NULL
+ * with err when invalid. mf_update_spec_apply is mf_update_apply for
+ * either kind (out initialised by the caller; *changed false when the
+ * result equals doc).
+ */
+typedef struct mf_update_spec mf_update_spec_t;
+mf_update_spec_t *mf_update_spec_new(const bson_t *ud, const bson_value_t *pipeline, const bson_value_t *af,
+                                     mf_error_t *err);
+void mf_update_spec_free(mf_update_spec_t *x);
+int mf_update_spec_apply(const mf_update_spec_t *x, const bson_t *doc, const struct mf_match_details *d,
+                         bool is_insert, bson_t *out, bool *changed, mf_error_t *err) MF_WUR;
+
 /* Told about a document that failed to insert: its index in the batch and its error (valid during the call). */
 typedef void (*mf_write_error_fn)(void *arg, size_t index, const mf_error_t *err);
 

@@ -253,6 +253,52 @@ h.test('deleteMany explains as BATCHED_DELETE without deleting and counts batche
   assert.equal(await d.countDocuments({ w: 5 }), 100);
 });
 
+h.test('executionStats of an update or delete: UPDATE\'s nMatched, nWouldModify, nWouldUpsert and DELETE\'s nWouldDelete count what it would do, and nothing is written', async () => {
+  // plan_stats / explain_common: the UPDATE stage's UpdateStats, DELETE and BATCHED_DELETE's DeleteStats.
+  const db = srv.freshDb('explainwrite');
+  const co = db.collection('c');
+  await co.insertMany([{ _id: 1, a: 1 }, { _id: 2, a: 2, b: 1 }, { _id: 3, a: 2 }, { _id: 4, a: 2, arr: [1, 5] }]);
+  await co.createIndex({ a: 1 });
+  const top = (r) => r.executionStats.executionStages;
+  const explainUpdate = async (stmt) => top(await db.command({ explain: { update: 'c', updates: [stmt] }, verbosity: 'executionStats' }));
+  const counts = (s) => [s.nMatched, s.nWouldModify, s.nWouldUpsert];
+
+  let s = await explainUpdate({ q: { a: 2 }, u: { $set: { b: 1 } }, multi: true });
+  assert.equal(s.stage, 'UPDATE');
+  assert.deepEqual(counts(s), [3, 2, 0], 'one of the three already has b: 1');
+  assert.deepEqual(counts(await explainUpdate({ q: { a: 2 }, u: [{ $set: { b: 1 } }], multi: true })), [3, 2, 0], 'a pipeline update');
+  assert.deepEqual(counts(await explainUpdate({ q: { a: 2, arr: 5 }, u: { $set: { 'arr.$': 6 } } })), [1, 1, 0], 'the positional operator');
+  assert.deepEqual(counts(await explainUpdate({ q: { a: 2 }, u: { $set: { 'arr.$[x]': 0 } }, arrayFilters: [{ x: { $gt: 2 } }], multi: true })),
+    [3, 1, 0], 'arrayFilters');
+  assert.deepEqual(counts(await explainUpdate({ q: { a: 9 }, u: { $set: { b: 1 } }, upsert: true })), [0, 0, 1], 'an upsert that matches nothing');
+  assert.deepEqual(counts(await explainUpdate({ q: { a: 2 }, u: { $set: { b: 1 } }, upsert: true })), [1, 0, 0],
+    'updateOne stops at the first match (_id 2, unchanged)');
+
+  // findOneAndUpdate with a sort: the first document in sort order is the one counted.
+  const famAsc = top(await db.command({ explain: { findAndModify: 'c', query: { a: 2 }, sort: { _id: 1 }, update: { $set: { b: 1 } } }, verbosity: 'executionStats' }));
+  assert.deepEqual(counts(famAsc), [1, 0, 0], '_id 2 already has b: 1');
+  const famDesc = top(await db.command({ explain: { findAndModify: 'c', query: { a: 2 }, sort: { _id: -1 }, update: { $set: { b: 1 } } }, verbosity: 'executionStats' }));
+  assert.deepEqual(counts(famDesc), [1, 1, 0], '_id 4 would change');
+
+  const many = top(await db.command({ explain: { delete: 'c', deletes: [{ q: { a: 2 }, limit: 0 }] }, verbosity: 'executionStats' }));
+  assert.equal(many.stage, 'BATCHED_DELETE');
+  assert.equal(many.nWouldDelete, 3);
+  const one = top(await db.command({ explain: { delete: 'c', deletes: [{ q: { a: 2 }, limit: 1 }] }, verbosity: 'executionStats' }));
+  assert.equal(one.stage, 'DELETE');
+  assert.equal(one.nWouldDelete, 1);
+  // mongosh's explain helpers send the same commands.
+  const sh = await h.mongosh(srv.port, db.databaseName,
+    'const e = db.c.explain("executionStats").findOneAndDelete({a: 2}); print(e.executionStats.executionStages.stage, e.executionStats.executionStages.nWouldDelete)');
+  assert.equal(sh, 'DELETE 1');
+  // queryPlanner verbosity shows none of them; a malformed update fails the explain as it would fail the update.
+  const qp = await db.command({ explain: { update: 'c', updates: [{ q: { a: 2 }, u: { $set: { b: 1 } } }] }, verbosity: 'queryPlanner' });
+  assert.equal(qp.queryPlanner.winningPlan.nMatched, undefined);
+  await assert.rejects(db.command({ explain: { update: 'c', updates: [{ q: { a: 2 }, u: { $bad: { b: 1 } } }] }, verbosity: 'executionStats' }),
+    (e) => e.code === 9 && /Unknown modifier: \$bad/.test(e.message));
+  assert.deepEqual(await co.find().sort({ _id: 1 }).toArray(),
+    [{ _id: 1, a: 1 }, { _id: 2, a: 2, b: 1 }, { _id: 3, a: 2 }, { _id: 4, a: 2, arr: [1, 5] }], 'nothing written');
+});
+
 h.test('a hinted partial index that the query does not imply scans the collection: find, count and deleteMany see every match', async () => {
   const db = srv.freshDb('parthint');
   const co = db.collection('c');
