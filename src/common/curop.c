@@ -93,6 +93,11 @@ struct mf_curop {
     /* Write conflicts retried: atomic, as a TTL pass's deleter threads share its operation. */
     _Atomic int64_t write_conflicts;
     _Atomic bool waiting_for_lock; /* inside mf_curop_lock's wait */
+    /*
+     * scan.plan is written once, by its own thread, before this is set
+     * (release); currentOp reads it only once this is set (acquire).
+     */
+    _Atomic bool plan_ready;
 };
 
 /* The calling thread's operation: per-thread state, not shared. */
@@ -229,8 +234,11 @@ mf_curop_note_scan(mf_curop_t *op, int64_t keys, int64_t docs, bool collscan,
     op->scan.keys_examined += keys;
     op->scan.docs_examined += docs;
     op->scan.collscan |= collscan;
-    if (op->scan.plan[0] == '\0' && plan_fn != NULL)
+    if (op->scan.plan[0] == '\0' && plan_fn != NULL) {
         plan_fn(arg, op->scan.plan, sizeof(op->scan.plan));
+        if (op->scan.plan[0] != '\0')
+            atomic_store_explicit(&op->plan_ready, true, memory_order_release);
+    }
 }
 
 void
@@ -782,6 +790,8 @@ op_doc(const mf_curop_t *op, const char *host, int64_t now_us, const char *now, 
         BSON_APPEND_INT64(&pr, "total", atomic_load(&((mf_curop_t *)op)->total));
         bson_append_document_end(out, &pr);
     }
+    if (atomic_load_explicit(&((mf_curop_t *)op)->plan_ready, memory_order_acquire))
+        BSON_APPEND_UTF8(out, "planSummary", op->scan.plan);
     BSON_APPEND_INT64(out, "numYields", 0);
     BSON_APPEND_BOOL(out, "waitingForLock", atomic_load(&((mf_curop_t *)op)->waiting_for_lock));
     if (atomic_load(&((mf_curop_t *)op)->kill_code) != 0)

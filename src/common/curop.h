@@ -96,7 +96,8 @@ typedef struct mf_curop_scan {
  * mf_curop_note_scan: adds a scan's keys and documents to op (NULL: no
  * operation, nothing done); collscan: the scan was a collection scan; plan
  * is its summary, kept if op has none yet (plan_fn builds it into buf only
- * then, so a repeated scan costs no text).
+ * then, so a repeated scan costs no text); from then on currentOp shows it
+ * as planSummary (the executor notes it before its scan starts).
  */
 void mf_curop_note_scan(mf_curop_t *op, int64_t keys, int64_t docs, bool collscan,
                         void (*plan_fn)(const void *arg, char *buf, size_t cap), const void *arg);

@@ -506,6 +506,8 @@ mf_exec_run(mf_sess_t *s, mf_coll_t *c, mf_plan_t *p, const mf_matcher_t *m, mf_
     int rc = 0;
     if (p->done || c == NULL)
         return 0;
+    /* Its plan first, so currentOp shows it while the scan runs. */
+    mf_curop_note_scan(mf_curop_current(), 0, 0, false, plan_summary, p);
     examined(p, &keys0, &docs0);
     switch (p->leaf->kind) {
     case MF_ST_IDHACK:

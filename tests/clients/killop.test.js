@@ -72,6 +72,21 @@ h.test('a killed find fails with 11601 Interrupted', { timeout: 120000 }, async 
   assert.equal(await big.countDocuments({ k: 3 }), want, 'the server carries on');
 });
 
+h.test('currentOp shows a running query\'s planSummary: the index it scans', { timeout: 120000 }, async () => {
+  await big.createIndex({ k: 1 });
+  try {
+    let shown = null;
+    const err = await killWhileRunning((o) => {
+      if (o.ns === 'killop.big' && o.op === 'query' && o.planSummary) shown = o.planSummary;
+      return shown !== null;
+    }, 'find on k', (c) => c.db('killop').collection('big').find({ k: { $gte: 0 }, ...SLOW_FILTER }).toArray());
+    assert.equal(err.code, 11601);
+    assert.equal(shown, 'IXSCAN { k: 1 }');
+  } finally {
+    await big.dropIndex('k_1');
+  }
+});
+
 h.test('currentOp shows the client\'s appName, so db.currentOp({appName}) finds an application\'s operations, and killOp ends them', { timeout: 120000 }, async () => {
   const app = await srv.newClient({ appName: 'billing-worker' });
   const session = app.startSession();
@@ -107,6 +122,9 @@ h.test('currentOp shows the client\'s appName, so db.currentOp({appName}) finds 
     assert.ok(Date.parse(ops[0].currentOpTime) >= Date.now() - 60000);
     assert.equal(ops[0].isFromUserConnection, true);
     assert.equal(ops[0].effectiveUsers, undefined, 'no authenticated user, no effectiveUsers');
+    // The plan it runs, as mongod's planSummary, while it runs (before numYields, as mongod).
+    assert.equal(ops[0].planSummary, 'COLLSCAN');
+    assert.equal(keys.indexOf('planSummary'), keys.indexOf('numYields') - 1, 'planSummary right before numYields');
     // ... and logged once per connection as mongod's "client metadata" line (id 51800).
     const logged = (await admin.command({ getLog: 'global' })).log.map((l) => JSON.parse(l))
       .filter((l) => l.id === 51800 && l.attr.doc.application && l.attr.doc.application.name === 'billing-worker');
