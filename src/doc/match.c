@@ -297,7 +297,7 @@ rx_match_value(const rx_t *r, const bson_value_t *v)
 /* ---- parsing ---- */
 
 /* parse_filter flags: inside an $elemMatch (mongod's kUserSubDocument level); special features banned. */
-enum { P_SUB = 1, P_BAN = 2 };
+enum { P_SUB = 1, P_BAN = 2, P_TEXT_FALSE = 4 };
 
 static node_t *parse_filter(const uint8_t *data, uint32_t len, int depth, unsigned flags, mf_error_t *err);
 static int parse_ops(node_t *out, const char *path, const bson_value_t *opdoc, int depth,
@@ -1391,9 +1391,12 @@ parse_filter(const uint8_t *data, uint32_t len, int depth, unsigned flags, mf_er
             } else if (strcmp(k, "$text") == 0 && (flags & (P_SUB | P_BAN))) {
                 mf_err_set(err, MF_E_QueryFeatureNotAllowed, "$text is not allowed in this context");
             } else if (strcmp(k, "$text") == 0) {
-                /* Matched by the text plan (doc/text.h, query/plan.c): true here, as mongod's TEXT node. */
+                /*
+                 * Matched by the text plan (doc/text.h, query/plan.c): true here, as mongod's TEXT node;
+                 * false in mf_matcher_new_text_false's matcher (a document the text search does not match).
+                 */
                 if (mf_text_check(v, err) == 0)
-                    n = node_new(K_TRUE, NULL);
+                    n = node_new((flags & P_TEXT_FALSE) ? K_FALSE : K_TRUE, NULL);
             } else if (strcmp(k, "$where") == 0) {
                 mf_err_set(err, MF_E_BadValue, "$where is not allowed in this context");
             } else if (strcmp(k, "$not") == 0) {
@@ -1811,6 +1814,18 @@ mf_matcher_new(const bson_t *filter, mf_error_t *err)
         return m;
     }
     m->root = parse_filter(bson_get_data(filter), filter->len, 0, 0, err);
+    if (m->root == NULL) {
+        free(m);
+        return NULL;
+    }
+    return m;
+}
+
+mf_matcher_t *
+mf_matcher_new_text_false(const bson_t *filter, mf_error_t *err)
+{
+    mf_matcher_t *m = mf_calloc(1, sizeof(*m));
+    m->root = parse_filter(bson_get_data(filter), filter->len, 0, P_TEXT_FALSE, err);
     if (m->root == NULL) {
         free(m);
         return NULL;

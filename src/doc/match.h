@@ -60,6 +60,14 @@ typedef struct mf_match_details {
  * to filter's memory. Free with mf_matcher_free.
  */
 mf_matcher_t *mf_matcher_new(const bson_t *filter, mf_error_t *err);
+
+/*
+ * mf_matcher_new_text_false: as mf_matcher_new for a filter with $text
+ * (not NULL), except that $text is false where mf_matcher_new's is true:
+ * what a document the text search does not match must still satisfy to
+ * match (a $text inside $or, query/plan.c). Freed with mf_matcher_free.
+ */
+mf_matcher_t *mf_matcher_new_text_false(const bson_t *filter, mf_error_t *err);
 void mf_matcher_free(mf_matcher_t *m);
 
 /*

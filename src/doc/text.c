@@ -1025,11 +1025,7 @@ mf_text_find(const bson_t *filter, bson_value_t *v, mf_error_t *err)
         return mf_err_set(err, MF_E_BadValue, "Too many text expressions");
     if (worst == IN_NOR)
         return mf_err_set(err, MF_E_BadValue, "text expression not allowed in nor");
-    if (worst == IN_OR)
-        return mf_err_set(err, MF_E_NoQueryExecutionPlans,
-                          "error processing query: planner returned error :: caused by :: Failed to produce a "
-                          "solution for TEXT under OR - other non-TEXT clauses under OR have to be indexed as well.");
-    return 1;
+    return worst == IN_OR ? 2 : 1; /* under $or: the planner decides (query/plan.c's text_or_plan) */
 }
 
 typedef struct add_ctx {

@@ -85,11 +85,11 @@ int mf_text_doc_terms(const mf_text_spec_t *ts, const bson_t *doc, mf_text_terms
 int mf_text_check(const bson_value_t *v, mf_error_t *err) MF_WUR;
 
 /*
- * mf_text_find: looks for $text in filter where mongod allows it (top
- * level, or under top-level $and). Returns 1 and points *v at its operand
- * (a view into filter), 0 when there is none, or -1 with err: 2 "Too many
- * text expressions", 2 "text expression not allowed in nor", 291 for $text
- * under $or.
+ * mf_text_find: looks for $text in filter. Returns 1 and points *v at its
+ * operand (a view into filter) when it is at the top level or under
+ * top-level $and, 2 likewise when it is under a $or (the planner then
+ * decides: query/plan.c), 0 when there is none, or -1 with err: 2 "Too
+ * many text expressions", 2 "text expression not allowed in nor".
  */
 int mf_text_find(const bson_t *filter, bson_value_t *v, mf_error_t *err) MF_WUR;
 

@@ -19,6 +19,9 @@
  * being scanned; record ids are de-duplicated across inputs in p->seen.
  * TEXT_OR runs as OR; each fetched document then passes the text checks
  * (mf_text_query_match), which give its score to the visitor's details.
+ * A $text under $or (mf_plan_t.text_false) runs as OR too: a fetched
+ * document the text query matches (and scores) must pass the caller's
+ * matcher, one it does not the plan's text_false matcher.
  *
  * Time limits: a thread-local deadline (monotonic ms, 0 = none) set by the
  * command layer; the scan loops look at the clock every kDeadlineEvery
@@ -366,13 +369,21 @@ scan_index(mf_sess_t *s, mf_coll_t *c, mf_plan_t *p, mf_stage_t *st, mf_stage_t 
                 mf_cur_value(ccur, &dv, &dl);
                 fetch->docs_examined++;
                 fetch->works++;
-                bool ok = bson_init_static(&doc, dv, dl) && (m == NULL || mf_matcher_match(m, &doc, &d));
-                if (ok && p->text != NULL) {
-                    ok = mf_text_query_match(p->text, &doc, &d.text_score);
-                    d.has_text_score = ok;
-                    if (tmatch != NULL) {
-                        tmatch->works++;
-                        tmatch->n_returned += ok;
+                bool ok = bson_init_static(&doc, dv, dl);
+                if (ok && p->text_false != NULL) {
+                    /* $text under $or: the text query decides which form of the filter the document must pass. */
+                    d.has_text_score = mf_text_query_match(p->text, &doc, &d.text_score);
+                    ok = d.has_text_score ? m == NULL || mf_matcher_match(m, &doc, &d)
+                                          : mf_matcher_match(p->text_false, &doc, &d);
+                } else {
+                    ok = ok && (m == NULL || mf_matcher_match(m, &doc, &d));
+                    if (ok && p->text != NULL) {
+                        ok = mf_text_query_match(p->text, &doc, &d.text_score);
+                        d.has_text_score = ok;
+                        if (tmatch != NULL) {
+                            tmatch->works++;
+                            tmatch->n_returned += ok;
+                        }
                     }
                 }
                 if (ok) {

@@ -1546,6 +1546,7 @@ mf_plan_free(mf_plan_t *p)
     free(p->last_key);
     mf_ridset_destroy(&p->seen);
     mf_text_query_free(p->text);
+    mf_matcher_free(p->text_false);
     free(p);
 }
 
@@ -2102,8 +2103,35 @@ or_branch_stage(const mf_coll_t *c, const bson_t *branch, const preds_t *ps, pre
  * them before planning; so 1,000 equality branches over two fields are two
  * IXSCANs, not 1,000.
  */
+static void text_term_scans(const mf_index_t *tix, const struct mf_text_query *q, const bson_value_t *prefix,
+                            int nprefix, mf_stage_t *st, size_t extra);
+
+/* or_stage's $text branch: the text index, its prefix values and query; used is set once a branch took them. */
+typedef struct text_or_ctx {
+    const mf_index_t *tix;
+    const bson_value_t *prefix;
+    int nprefix;
+    const struct mf_text_query *q;
+    bool used;
+} text_or_ctx_t;
+
+/* Whether an $or branch value is a document with $text at its top level. */
+static bool
+branch_has_text(const bson_value_t *bv)
+{
+    bson_iter_t it;
+    return bv->value_type == BSON_TYPE_DOCUMENT &&
+           bson_iter_init_from_data(&it, bv->value.v_doc.data, bv->value.v_doc.data_len) &&
+           bson_iter_find(&it, "$text");
+}
+
+/*
+ * or_stage: an OR of one index scan per branch of filter's first top-level
+ * $or (grouped equalities as one $in), or NULL when a branch has none. With
+ * tx, a branch holding $text is the text index's term scans instead.
+ */
 static mf_stage_t *
-or_stage(const mf_coll_t *c, const bson_t *filter, const preds_t *ps, const bool *allowed)
+or_stage(const mf_coll_t *c, const bson_t *filter, const preds_t *ps, const bool *allowed, text_or_ctx_t *tx)
 {
     bson_iter_t orit, bi;
     size_t nb = 0, ng = 0;
@@ -2161,6 +2189,11 @@ or_stage(const mf_coll_t *c, const bson_t *filter, const preds_t *ps, const bool
         mf_stage_t *st;
         if (leader[i] != i)
             continue; /* planned with its group's first branch */
+        if (tx != NULL && branch_has_text(&bv[i])) {
+            text_term_scans(tx->tix, tx->q, tx->prefix, tx->nprefix, orst, nb - i); /* the branches after it */
+            tx->used = true;
+            continue;
+        }
         if (gdoc[i] != NULL) {
             st = or_branch_stage(c, gdoc[i], ps, bp, allowed);
         } else if (bv[i].value_type == BSON_TYPE_DOCUMENT &&
@@ -2242,19 +2275,25 @@ text_prefix_eq(const bson_t *filter, const char *path, bson_value_t *v, int dept
     return false;
 }
 
-static mf_stage_t *
-text_stage(const mf_coll_t *c, const bson_value_t *tv, const bson_t *filter, mf_plan_t *p, mf_error_t *err)
+/* The collection's text index the planner may use, or NULL with err (27). */
+static mf_index_t *
+text_index(const mf_coll_t *c, mf_error_t *err)
 {
-    mf_index_t *tix = NULL;
-    for (int i = 0; i < c->nindexes && tix == NULL; i++)
+    for (int i = 0; i < c->nindexes; i++)
         if (c->indexes[i]->kp.is_text && !c->indexes[i]->building && !mf_plan_index_hidden(c->indexes[i]))
-            tix = c->indexes[i];
-    if (tix == NULL) {
-        mf_err_set(err, MF_E_IndexNotFound, "text index required for $text query");
-        return NULL;
-    }
-    /* A compound text index: an equality on every prefix field (before _fts) bounds each scan. */
-    bson_value_t prefix[MF_KP_MAX_FIELDS];
+            return c->indexes[i];
+    mf_err_set(err, MF_E_IndexNotFound, "text index required for $text query");
+    return NULL;
+}
+
+/*
+ * The equalities filter gives a compound text index's prefix fields (those
+ * before _fts) into prefix (views into filter); their number, or -1 with
+ * err (291) when one is missing.
+ */
+static int
+text_prefix(const mf_index_t *tix, const bson_t *filter, bson_value_t prefix[MF_KP_MAX_FIELDS], mf_error_t *err)
+{
     int nprefix = 0;
     while (nprefix < tix->kp.nfields && strcmp(tix->kp.fields[nprefix], "_fts") != 0) {
         if (!text_prefix_eq(filter, tix->kp.fields[nprefix], &prefix[nprefix], 0)) {
@@ -2262,21 +2301,30 @@ text_stage(const mf_coll_t *c, const bson_value_t *tv, const bson_t *filter, mf_
                        "error processing query: planner returned error :: caused by :: failed to use text index to "
                        "satisfy $text query (if text index is compound, are equality predicates given for all "
                        "prefix fields?)");
-            return NULL;
+            return -1;
         }
         nprefix++;
     }
-    if ((p->text = mf_text_query_new(tv, tix->spec, err)) == NULL)
-        return NULL;
-    mf_stage_t *orst = stage_new(MF_ST_TEXT_OR, NULL);
-    size_t nt = mf_text_query_nterms(p->text);
-    orst->inputs = mf_calloc(nt + 1, sizeof(*orst->inputs));
+    return nprefix;
+}
+
+/*
+ * Appends to st->inputs one IXSCAN of text index tix per distinct term of
+ * text query q, each bounded to the keys starting with the prefix values
+ * and that term. The array is made room for them and extra more inputs.
+ */
+static void
+text_term_scans(const mf_index_t *tix, const struct mf_text_query *q, const bson_value_t *prefix, int nprefix,
+                mf_stage_t *st, size_t extra)
+{
+    size_t nt = mf_text_query_nterms(q);
+    st->inputs = mf_realloc(st->inputs, (st->ninputs + nt + extra + 1) * sizeof(*st->inputs));
     for (size_t i = 0; i < nt; i++) {
         mf_stage_t *ix = stage_new(MF_ST_IXSCAN, NULL);
         mf_keystring_t ks;
         bson_value_t term = {.value_type = BSON_TYPE_UTF8};
         mf_error_t e2 = {0};
-        const char *t = mf_text_query_term(p->text, i);
+        const char *t = mf_text_query_term(q, i);
         ix->index_name = mf_strdup(tix->name);
         ix->index_ident = mf_strdup(tix->ident);
         bson_t kpat;
@@ -2297,8 +2345,25 @@ text_stage(const mf_coll_t *c, const bson_value_t *tv, const bson_t *filter, mf_
             ix->iv[0].lo_incl = ix->iv[0].hi_incl = true;
         }
         mf_ks_destroy(&ks);
-        orst->inputs[orst->ninputs++] = ix;
+        st->inputs[st->ninputs++] = ix;
     }
+}
+
+static mf_stage_t *
+text_stage(const mf_coll_t *c, const bson_value_t *tv, const bson_t *filter, mf_plan_t *p, mf_error_t *err)
+{
+    mf_index_t *tix = text_index(c, err);
+    if (tix == NULL)
+        return NULL;
+    /* A compound text index: an equality on every prefix field (before _fts) bounds each scan. */
+    bson_value_t prefix[MF_KP_MAX_FIELDS];
+    int nprefix = text_prefix(tix, filter, prefix, err);
+    if (nprefix < 0)
+        return NULL;
+    if ((p->text = mf_text_query_new(tv, tix->spec, err)) == NULL)
+        return NULL;
+    mf_stage_t *orst = stage_new(MF_ST_TEXT_OR, NULL);
+    text_term_scans(tix, p->text, prefix, nprefix, orst, 0);
     p->leaf = orst;
     p->fetch = stage_new(MF_ST_FETCH, orst);
     p->fetch->filter = filter ? bson_copy(filter) : NULL;
@@ -2308,6 +2373,48 @@ text_stage(const mf_coll_t *c, const bson_value_t *tv, const bson_t *filter, mf_
     for (int f = 0; f < nprefix; f++)
         bson_append_value(tm->spec, tix->kp.fields[f], -1, &prefix[f]);
     return tm;
+}
+
+/*
+ * A $text in a branch of the filter's top-level $or (mongod's TEXT under
+ * OR): FETCH (the whole filter) over an OR whose inputs are the text
+ * index's term scans for that branch and an index scan for every other
+ * branch (each must have one: 291 otherwise, as mongod). The executor
+ * matches each fetched document against the text query and then against
+ * the filter with $text true or false accordingly (p->text_false). Sets
+ * p->leaf, p->fetch, p->text; returns the top stage, or NULL with err.
+ */
+static mf_stage_t *
+text_or_plan(const mf_coll_t *c, const bson_value_t *tv, const bson_t *filter, const preds_t *ps, mf_plan_t *p,
+             mf_error_t *err)
+{
+    mf_index_t *tix = text_index(c, err);
+    if (tix == NULL)
+        return NULL;
+    bson_value_t prefix[MF_KP_MAX_FIELDS];
+    int nprefix = text_prefix(tix, filter, prefix, err);
+    if (nprefix < 0)
+        return NULL;
+    if ((p->text = mf_text_query_new(tv, tix->spec, err)) == NULL)
+        return NULL;
+    text_or_ctx_t tx = {tix, prefix, nprefix, p->text, false};
+    mf_stage_t *orst = or_stage(c, filter, ps, NULL, &tx);
+    if (orst == NULL || !tx.used) {
+        if (orst != NULL)
+            stage_free(orst);
+        mf_err_set(err, MF_E_NoQueryExecutionPlans,
+                   "error processing query: planner returned error :: caused by :: Failed to produce a solution for "
+                   "TEXT under OR - other non-TEXT clauses under OR have to be indexed as well.");
+        return NULL;
+    }
+    if ((p->text_false = mf_matcher_new_text_false(filter, err)) == NULL) {
+        stage_free(orst);
+        return NULL;
+    }
+    p->leaf = orst;
+    p->fetch = stage_new(MF_ST_FETCH, orst);
+    p->fetch->filter = bson_copy(filter);
+    return p->fetch;
 }
 
 /* ---------- min / max ---------- */
@@ -2554,6 +2661,17 @@ mf_plan_build(const mf_coll_t *c, const mf_plan_request_t *req, mf_plan_t **out,
             mf_plan_free(p);
             return -1;
         }
+    } else if (has_text == 2) {
+        /* $text in a branch of a $or: an index union with the text index's scans (text_or_plan). */
+        ps = mf_malloc(sizeof(*ps));
+        ps->n = ps->nowned = 0;
+        collect_preds(req->filter, ps, 0, 0);
+        if ((top = text_or_plan(c, &tv, req->filter, ps, p, err)) == NULL) {
+            preds_free(ps);
+            mf_plan_free(p);
+            return -1;
+        }
+        p->sort_provided = !has_sort;
     } else if (has_text) {
         if ((top = text_stage(c, &tv, req->filter, p, err)) == NULL) {
             preds_free(ps);
@@ -2612,7 +2730,7 @@ mf_plan_build(const mf_coll_t *c, const mf_plan_request_t *req, mf_plan_t **out,
             }
         }
         if (!natural && !req->force_collscan && hinted == NULL && wst == NULL && (best == NULL || !cand_bounded(best)))
-            orst = or_stage(c, req->filter, ps, filter_allowed);
+            orst = or_stage(c, req->filter, ps, filter_allowed, NULL);
         if (wst != NULL) {
             if (best) {
                 cand_destroy(best);

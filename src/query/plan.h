@@ -48,6 +48,11 @@
  * checks phrases and negations and computes each document's score. A
  * compound text index needs an equality on each prefix field (291), which
  * is part of every term's bounds.
+ * A $text in a branch of the top-level $or (mongod's TEXT under OR) is a
+ * FETCH over an OR of the text index's term scans and an index scan for
+ * every other branch (291 when one has none, as mongod); the executor
+ * matches a fetched document against the text query and then against the
+ * filter with $text true or false accordingly (mf_plan_t.text_false).
  * Index filters (query/index_filter.h): without a hint, an index filter set
  * for the request's query shape leaves only the indexes it names as
  * candidates (rules 3 and 4), as mongod's query settings do.
@@ -177,6 +182,12 @@ typedef struct mf_plan {
     bool tailable;      /* a tailable cursor's COLLSCAN: may be resumed after reaching the end */
     bool index_filter_set; /* an index filter (planCacheSetFilter) restricted the indexes considered */
     struct mf_text_query *text; /* owned: a $text query's terms and checks (doc/text.h), or NULL */
+    /*
+     * owned: a $text under $or (text_or_plan): the filter with $text false,
+     * which a fetched document the text query does not match must pass
+     * instead of the caller's matcher; NULL otherwise.
+     */
+    struct mf_matcher *text_false;
 } mf_plan_t;
 
 /*

@@ -116,6 +116,45 @@ h.test('manual: $search "coffee" finds 1, 2, 7 (case-insensitive, stemmed)', asy
   assert.deepEqual(await search(c, { $search: 'tea' }), []);
 });
 
+h.test('$text inside $or: the union of the text matches and the other branches, which must be indexed (291 otherwise), in find, count, aggregate, delete and across getMores', async () => {
+  // mongod's TEXT under OR (planner: "other non-TEXT clauses under OR have to be indexed as well");
+  // jstests/core/fts6.js (SERVER-13039).
+  const { db, c } = await articlesColl('textor');
+  const err = async (p) => { try { await p; } catch (e) { return e.code; } return null; };
+  assert.equal(await err(c.find({ $or: [{ $text: { $search: 'coffee' } }, { views: 90 }] }).toArray()), 291, 'views is not indexed');
+  await c.createIndex({ views: 1 });
+  await c.createIndex({ author: 1 });
+  const or = (search, other) => ({ $or: [{ $text: { $search: search } }, other] });
+  assert.deepEqual(sorted(ids(await c.find(or('coffee', { views: 90 })).toArray())), [1, 2, 3, 7]);
+  assert.deepEqual(sorted(ids(await c.find(or('coffee -shopping', { views: { $gte: 100 } })).toArray())), [1, 4, 5, 7],
+    'a negated term keeps 2 out of the text branch only');
+  assert.deepEqual(sorted(ids(await c.find(or('"coffee and"', { author: 'abc' })).toArray())), [3, 5, 7], 'a phrase');
+  // fts6.js: an equality outside the $or applies to both branches.
+  assert.deepEqual(ids(await c.find({ author: 'efg', $or: [{ _id: 1 }, { $text: { $search: 'cream' } }] }).toArray()), [7]);
+  assert.deepEqual(ids(await c.find({ author: 'xyz', $or: [{ _id: 1 }, { $text: { $search: 'cream' } }] }).toArray()), [1]);
+  // Sorted by score: documents the text search does not match have none and come last.
+  const bySc = await c.find(or('coffee', { views: 90 }), { sort: { s: { $meta: 'textScore' } } }).toArray();
+  assert.deepEqual(bySc.map((d) => d._id).slice(-1), [3]);
+  // Across getMores, in count, aggregate's leading $match, and a delete.
+  assert.deepEqual(sorted(ids(await c.find(or('coffee', { author: 'xyz' }), { batchSize: 1 }).toArray())), [1, 2, 4, 7, 8]);
+  assert.equal(await c.countDocuments(or('coffee', { author: 'xyz' })), 5);
+  assert.deepEqual(sorted(ids(await c.aggregate([{ $match: or('baking', { views: 10 }) }]).toArray())), [3, 4, 7, 8]);
+  // The plan: FETCH over an OR of the text index's term scans and the other branch's index scan.
+  const plan = (await c.find(or('coffee', { views: 90 })).explain()).queryPlanner.winningPlan;
+  assert.equal(plan.stage, 'FETCH');
+  assert.equal(plan.inputStage.stage, 'OR');
+  assert.deepEqual(plan.inputStage.inputStages.map((s) => s.indexName).sort(), ['subject_text', 'views_1']);
+  assert.equal((await c.deleteMany(or('cake', { views: 200 }))).deletedCount, 2);
+  assert.deepEqual(sorted(ids(await c.find().toArray())), [1, 2, 4, 6, 7, 8]);
+  // Still refused: $text under $nor, and a $text under $or whose other branch no index serves.
+  assert.equal(await err(c.find({ $nor: [{ $text: { $search: 'x' } }, { views: 1 }] }).toArray()), 2);
+  assert.equal(await err(c.find(or('coffee', { subject: 'x' })).toArray()), 291);
+  // mongosh, as users type it.
+  const out = await h.mongosh(srv.port, db.databaseName,
+    'print(db.articles.find({$or: [{$text: {$search: "coffee"}}, {author: "xyz"}]}).sort({_id: 1}).toArray().map((d) => d._id).join(","))');
+  assert.equal(out, '1,2,4,7,8');
+});
+
 h.test('manual: phrases, negation, diacritics, $language', async () => {
   const { db, c } = await articlesColl('phrase');
   assert.deepEqual(ids(await search(c, { $search: '"coffee shop"' })), [2]);
@@ -298,7 +337,7 @@ h.test('errors: no text index, bad $text operands, misplaced $text, textScore wi
     [2, 'Too many text expressions']);
   assert.deepEqual(await err(c.find({ $nor: [{ $text: { $search: 'x' } }] }).toArray()),
     [2, 'text expression not allowed in nor']);
-  assert.equal((await err(c.find({ $or: [{ $text: { $search: 'x' } }, { b: 1 }] }).toArray()))[0], 291);
+  assert.equal((await err(c.find({ $or: [{ $text: { $search: 'x' } }, { b: 1 }] }).toArray()))[0], 291, 'b is not indexed');
   assert.equal((await err(c.find({ r: { $elemMatch: { $text: { $search: 'x' } } } }).toArray()))[0], 224);
   assert.equal((await err(db.createCollection('v', { validator: { $text: { $search: 'x' } } })))[0], 224);
   assert.equal((await err(c.createIndex({ z: 1 }, { partialFilterExpression: { $text: { $search: 'x' } } })))[0], 67);
