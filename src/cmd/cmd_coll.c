@@ -925,6 +925,7 @@ append_coll_stats(mf_op_t *op, mf_coll_t *c, int64_t scale, bson_t *out)
     mf_append_number(out, "count", count);
     if (count > 0)
         mf_append_number(out, "avgObjSize", size / count);
+    BSON_APPEND_INT32(out, "numOrphanDocs", 0); /* mongod 8.0's (a shard's documents it does not own): never any here */
     mf_append_number(out, "storageSize", scale_div(storage, scale));
     int64_t file_bytes = 0, free_bytes = 0;
     mf_error_t serr;
@@ -937,6 +938,18 @@ append_coll_stats(mf_op_t *op, mf_coll_t *c, int64_t scale, bson_t *out)
         mf_append_number(out, "maxSize", scale_div(c->capped_size, scale));
     }
     BSON_APPEND_INT32(out, "nindexes", mf_coll_ready_indexes(c));
+    /* mongod's indexBuilds: the names of the indexes being built now. */
+    bson_t builds;
+    BSON_APPEND_ARRAY_BEGIN(out, "indexBuilds", &builds);
+    for (int i = 0, k = 0; i < c->nindexes; i++) {
+        if (c->indexes[i]->building) {
+            char key[16];
+            const char *kp;
+            bson_uint32_to_string((uint32_t)k++, &kp, key, sizeof key);
+            BSON_APPEND_UTF8(&builds, kp, c->indexes[i]->name);
+        }
+    }
+    bson_append_array_end(out, &builds);
     BSON_APPEND_DOCUMENT_BEGIN(out, "indexSizes", &sizes);
     for (int i = 0; i < c->nindexes; i++) {
         if (!c->indexes[i]->building)

@@ -155,6 +155,9 @@ h.test('an index being built is not listed, used or shown by collStats until it 
   // Read while the build ran (it takes seconds on 200,000 documents, the reads milliseconds).
   assert.deepEqual(names, ['_id_']);
   assert.equal(stats.nindexes, 1);
+  assert.deepEqual(stats.indexBuilds, ['pad_1_k_1'], 'mongod\'s indexBuilds: the one being built');
+  assert.equal(stats.numOrphanDocs, 0);
+  assert.deepEqual((await db.command({ collStats: 'big' })).indexBuilds, [], 'none once it is ready');
   assert.doesNotMatch(JSON.stringify(plan.queryPlanner.winningPlan), /pad_1_k_1/);
   assert.equal((await coll.listIndexes().toArray()).length, 2);
 });

@@ -41,9 +41,9 @@ h.test('mongosh db.c.stats(): sizes and counts are plain numbers (int, as mongod
   await db.collection('c').insertMany(Array.from({ length: 50 }, (_, i) => ({ _id: i, pad: 'x'.repeat(100) })));
   const out = await mongosh(db.databaseName, `
     const s = db.c.stats();
-    print("sizePlus1=" + (s.size + 1) + " count=" + (s.count + 0) + " idx=" + (s.totalIndexSize + 0 > 0) + " type=" + typeof s.size);
+    print("sizePlus1=" + (s.size + 1) + " count=" + (s.count + 0) + " idx=" + (s.totalIndexSize + 0 > 0) + " type=" + typeof s.size + " orphans=" + s.numOrphanDocs);
   `);
-  assert.match(out, /sizePlus1=\d+ count=50 idx=true type=number/, out);
+  assert.match(out, /sizePlus1=\d+ count=50 idx=true type=number orphans=0/, out);
   // Through the driver without promoting longs: int32 on the wire, as mongod's collStats and $collStats storageStats.
   const raw = await db.command({ collStats: 'c' }, { promoteLongs: false });
   for (const k of ['size', 'count', 'avgObjSize', 'storageSize', 'totalIndexSize', 'totalSize', 'scaleFactor']) {
