@@ -1290,15 +1290,24 @@ static int
 cmd_get_default_rw_concern(mf_op_t *op)
 {
     bson_t sub;
+    /* mongod's assertNotStandaloneOrShardServer. */
+    if (op->eng->repl == NULL)
+        return mf_err_set(&op->err, MF_E_Location51300, "'getDefaultRWConcern' is not supported on standalone nodes.");
+    /*
+     * mongod 8.0's implicit defaults on a replica set: "local" reads and
+     * w: "majority" writes, which is also what every mayfly write gets (a
+     * write is acknowledged once a majority's raft logs hold it).
+     */
     BSON_APPEND_DOCUMENT_BEGIN(op->reply, "defaultReadConcern", &sub);
     BSON_APPEND_UTF8(&sub, "level", "local");
     bson_append_document_end(op->reply, &sub);
     BSON_APPEND_DOCUMENT_BEGIN(op->reply, "defaultWriteConcern", &sub);
-    BSON_APPEND_INT32(&sub, "w", 1);
+    BSON_APPEND_UTF8(&sub, "w", "majority");
     BSON_APPEND_INT32(&sub, "wtimeout", 0);
     bson_append_document_end(op->reply, &sub);
-    BSON_APPEND_UTF8(op->reply, "defaultReadConcernSource", "implicit");
     BSON_APPEND_UTF8(op->reply, "defaultWriteConcernSource", "implicit");
+    BSON_APPEND_UTF8(op->reply, "defaultReadConcernSource", "implicit");
+    BSON_APPEND_DATE_TIME(op->reply, "localUpdateWallClockTime", mf_now_ms());
     return 0;
 }
 

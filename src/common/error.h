@@ -87,6 +87,7 @@
     X(323, APIStrictError)                                                     \
     X(324, APIDeprecationError)                                                \
     X(51002, Location51002)                                                    \
+    X(51300, Location51300)                                                    \
     X(51003, UserAlreadyExists)                                                \
     X(165, ViewDepthLimitExceeded)                                             \
     X(166, CommandNotSupportedOnView)                                          \

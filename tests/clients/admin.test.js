@@ -387,6 +387,12 @@ h.test('collStats reports ns, count, size and indexes', async () => {
   assert.deepEqual(Object.keys(r.indexSizes).sort(), ['_id_', 'x_1']);
 });
 
+h.test('getDefaultRWConcern on a standalone: 51300, as mongod', async () => {
+  const err = await srv.client.db('admin').command({ getDefaultRWConcern: 1 }).then(() => null, (e) => e);
+  assert.equal(err.code, 51300);
+  assert.equal(err.message, "'getDefaultRWConcern' is not supported on standalone nodes.");
+});
+
 h.test('collStats of a missing collection fails with NamespaceNotFound (26)', async () => {
   const db = srv.freshDb('collstats2');
   await db.collection('other').insertOne({});

@@ -150,6 +150,21 @@ R.test('write concerns a set cannot give: w above its members answers writeConce
   assert.deepEqual((await rs.client.db(dbName).collection('c').find({}).toArray()).map((d) => d._id), [1, 2, 3, 4]);
 });
 
+R.test('getDefaultRWConcern: mongod 8.0\'s implicit defaults on a replica set, on every member (local reads, w: "majority" writes)', async () => {
+  // rwc_defaults_commands.cpp; read_write_concern_defaults.cpp (implicit default write concern "majority").
+  for (let i = 0; i < 3; i++) {
+    const r = await rs.raw(i, 'admin', { getDefaultRWConcern: 1 });
+    assert.equal(r.ok, 1, JSON.stringify(r));
+    assert.deepEqual(r.defaultReadConcern, { level: 'local' });
+    assert.deepEqual(r.defaultWriteConcern, { w: 'majority', wtimeout: 0 });
+    assert.equal(r.defaultWriteConcernSource, 'implicit');
+    assert.equal(r.defaultReadConcernSource, 'implicit');
+    assert.ok(r.localUpdateWallClockTime instanceof Date);
+  }
+  const notAdmin = await rs.raw(await rs.waitForPrimary(), 'test', { getDefaultRWConcern: 1 });
+  assert.equal(notAdmin.code, 13, 'admin only (Unauthorized, as mongod)');
+});
+
 R.test('causal consistency: replies carry operationTime and $clusterTime; a session reading from a secondary after its write sees it (afterClusterTime waits)', async () => {
   const p = await rs.waitForPrimary();
   const dbName = rs.freshDb('causal').databaseName;
