@@ -891,6 +891,73 @@ returned_of(const bson_t *reply)
     return -1;
 }
 
+/* The id of a reply's cursor (0: exhausted), or -1 when it has none. */
+static int64_t
+cursor_id_of(const bson_t *reply)
+{
+    bson_iter_t it, b;
+    if (!bson_iter_init_find(&it, reply, "cursor") || !BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &b) ||
+        !bson_iter_find(&b, "id") || !BSON_ITER_HOLDS_NUMBER(&b))
+        return -1;
+    return bson_iter_as_int64(&b);
+}
+
+/*
+ * The write counters of a profile entry (mongod's OpDebug additive
+ * metrics), read from the reply: an insert's ninserted, a delete's
+ * ndeleted, an update's nMatched, nModified and nUpserted; findAndModify's
+ * from its lastErrorObject.
+ */
+static void
+profile_write_counts(const char *name, const bson_t *reply, bson_t *e)
+{
+    bson_iter_t it, le;
+    if (strcmp(name, "findAndModify") == 0 || strcmp(name, "findandmodify") == 0) {
+        if (!bson_iter_init_find(&it, reply, "lastErrorObject") || !BSON_ITER_HOLDS_DOCUMENT(&it))
+            return;
+        bson_iter_recurse(&it, &le);
+        int64_t n = 0;
+        bool updated = false, upserted = false, has_updated = false;
+        while (bson_iter_next(&le)) {
+            const char *k = bson_iter_key(&le);
+            if (strcmp(k, "n") == 0)
+                n = bson_iter_as_int64(&le);
+            else if (strcmp(k, "updatedExisting") == 0)
+                has_updated = true, updated = bson_iter_as_bool(&le);
+            else if (strcmp(k, "upserted") == 0)
+                upserted = true;
+        }
+        if (!has_updated && !upserted) { /* a remove */
+            mf_append_number(e, "ndeleted", n);
+            return;
+        }
+        mf_append_number(e, "nMatched", updated ? n : 0);
+        mf_append_number(e, "nModified", updated ? n : 0); /* a match it left as it was counts too: not told apart */
+        mf_append_number(e, "nUpserted", upserted ? 1 : 0);
+        return;
+    }
+    if (!bson_iter_init_find(&it, reply, "n") || !BSON_ITER_HOLDS_INT32(&it))
+        return;
+    int32_t n = bson_iter_int32(&it);
+    if (strcmp(name, "insert") == 0) {
+        mf_append_number(e, "ninserted", n);
+    } else if (strcmp(name, "delete") == 0) {
+        mf_append_number(e, "ndeleted", n);
+    } else {
+        int64_t nup = 0, nmod = 0;
+        if (bson_iter_init_find(&it, reply, "upserted") && BSON_ITER_HOLDS_ARRAY(&it)) {
+            bson_iter_recurse(&it, &le);
+            while (bson_iter_next(&le))
+                nup++;
+        }
+        if (bson_iter_init_find(&it, reply, "nModified") && BSON_ITER_HOLDS_NUMBER(&it))
+            nmod = bson_iter_as_int64(&it);
+        mf_append_number(e, "nMatched", n - nup); /* the reply's n counts upserts too */
+        mf_append_number(e, "nModified", nmod);
+        mf_append_number(e, "nUpserted", nup);
+    }
+}
+
 static void
 slow_log_limited(const mf_client_t *client, const char *ns, const bson_t *cmd, const bson_t *reply, int64_t millis,
                  bool legacy, const mf_curop_scan_t *scan, const mf_error_t *err, size_t shown_limit)
@@ -956,7 +1023,6 @@ static void
 profile_entry(const mf_client_t *client, const char *ns, const char *name, const bson_t *cmd, const bson_t *reply,
               int64_t millis, bool legacy, const mf_curop_scan_t *scan, const mf_error_t *err, bson_t *out)
 {
-    bson_iter_t it;
     bson_t e;
     bson_init(&e);
     BSON_APPEND_UTF8(&e, "op", curop_type(name));
@@ -970,18 +1036,22 @@ profile_entry(const mf_client_t *client, const char *ns, const char *name, const
         BSON_APPEND_UTF8(&t, "$truncated", name);
         bson_append_document_end(&e, &t);
     }
+    /* mongod's OpDebug::append order: cursorid, examined counts, cursorExhausted, write counts, numYield, nreturned. */
+    int64_t cid = cursor_id_of(reply);
+    if (cid > 0)
+        BSON_APPEND_INT64(&e, "cursorid", cid);
     if (scan->plan[0] || scan->keys_examined || scan->docs_examined) {
         BSON_APPEND_INT64(&e, "keysExamined", scan->keys_examined);
         BSON_APPEND_INT64(&e, "docsExamined", scan->docs_examined);
     }
     if (scan->has_sort_stage)
         BSON_APPEND_BOOL(&e, "hasSortStage", true);
-    if (bson_iter_init_find(&it, reply, "n") && BSON_ITER_HOLDS_INT32(&it)) {
-        const char *field = strcmp(name, "insert") == 0 ? "ninserted" : strcmp(name, "delete") == 0 ? "ndeleted" : "nMatched";
-        BSON_APPEND_INT32(&e, field, bson_iter_int32(&it));
-    }
+    if (cid == 0)
+        BSON_APPEND_BOOL(&e, "cursorExhausted", true);
+    profile_write_counts(name, reply, &e);
     if (scan->write_conflicts > 0)
         BSON_APPEND_INT64(&e, "writeConflicts", scan->write_conflicts);
+    BSON_APPEND_INT32(&e, "numYield", 0); /* mayfly's reads never yield their snapshot mid-batch */
     int64_t nret = returned_of(reply);
     if (nret >= 0)
         BSON_APPEND_INT64(&e, "nreturned", nret);

@@ -255,6 +255,50 @@ h.test('the profiler and the slow-query log report what a query read: planSummar
   assert.equal(lines[0].attr.nreturned, 4);
 });
 
+h.test('profiler entries carry mongod\'s write counters and cursor fields: nMatched / nModified / nUpserted, ninserted, ndeleted, findAndModify\'s, cursorid and cursorExhausted, numYield', async () => {
+  // OpDebug::append (curop.cpp): the additive metrics a write sets, the cursor id while it stays open.
+  const db = srv.freshDb('profwrites');
+  const c = db.collection('c');
+  await c.insertMany([{ _id: 1, a: 1 }, { _id: 2, a: 1 }, { _id: 3, a: 2 }]);
+  await db.command({ profile: 2, slowms: 0 });
+  try {
+    await c.insertMany([{ _id: 10 }, { _id: 11 }], { comment: 'ins' });
+    await c.updateMany({ a: 1 }, { $set: { b: 1 } }, { comment: 'upd' });
+    await c.updateMany({ a: 1 }, { $set: { b: 1 } }, { comment: 'noop' });
+    await c.updateOne({ _id: 99 }, { $set: { b: 2 } }, { upsert: true, comment: 'ups' });
+    await c.findOneAndUpdate({ _id: 3 }, { $set: { b: 3 } }, { comment: 'fam' });
+    await c.findOneAndDelete({ _id: 99 }, { comment: 'famdel' });
+    await c.deleteMany({ _id: { $in: [10, 11] } }, { comment: 'del' });
+    await c.find({}, { batchSize: 2, comment: 'open' }).next();
+    await c.find({}, { comment: 'all' }).toArray();
+  } finally {
+    await db.command({ profile: 0, slowms: 100 });
+  }
+  const prof = async (comment, op) => {
+    const docs = await db.collection('system.profile').find({ 'command.comment': comment, ...(op ? { op } : {}) }).toArray();
+    assert.equal(docs.length, 1, comment);
+    return docs[0];
+  };
+  const pick = (d, keys) => Object.fromEntries(keys.map((k) => [k, d[k]]));
+  assert.equal((await prof('ins')).ninserted, 2);
+  assert.deepEqual(pick(await prof('upd'), ['nMatched', 'nModified', 'nUpserted']), { nMatched: 2, nModified: 2, nUpserted: 0 });
+  assert.deepEqual(pick(await prof('noop'), ['nMatched', 'nModified', 'nUpserted']), { nMatched: 2, nModified: 0, nUpserted: 0 });
+  assert.deepEqual(pick(await prof('ups'), ['nMatched', 'nModified', 'nUpserted']), { nMatched: 0, nModified: 0, nUpserted: 1 });
+  assert.deepEqual(pick(await prof('fam'), ['nMatched', 'nModified', 'nUpserted']), { nMatched: 1, nModified: 1, nUpserted: 0 });
+  assert.equal((await prof('famdel')).ndeleted, 1);
+  assert.equal((await prof('del')).ndeleted, 2);
+  const open = await prof('open', 'query');
+  assert.ok(open.cursorid > 0, 'the find left its cursor open');
+  assert.equal(open.cursorExhausted, undefined);
+  const all = await prof('all', 'query');
+  assert.equal(all.cursorExhausted, true);
+  assert.equal(all.cursorid, undefined);
+  assert.equal(all.numYield, 0);
+  const keys = Object.keys(all);
+  assert.ok(keys.indexOf('docsExamined') < keys.indexOf('cursorExhausted') && keys.indexOf('cursorExhausted') < keys.indexOf('numYield') &&
+    keys.indexOf('numYield') < keys.indexOf('nreturned'), `mongod's order: ${keys}`);
+});
+
 h.test('a profile filter decides what level 1 profiles and the slow-query log shows, in place of slowms; profile -1 reports it with mongod\'s note; "unset" removes it', async () => {
   const db = srv.freshDb('proffilter');
   const c = db.collection('c');
