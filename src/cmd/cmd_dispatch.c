@@ -983,8 +983,17 @@ slow_log_limited(const mf_client_t *client, const char *ns, const bson_t *cmd, c
     }
     if (scan->has_sort_stage)
         BSON_APPEND_BOOL(&attr, "hasSortStage", true);
+    int64_t cid = cursor_id_of(reply);
+    if (cid > 0)
+        BSON_APPEND_INT64(&attr, "cursorid", cid);
+    else if (cid == 0)
+        BSON_APPEND_BOOL(&attr, "cursorExhausted", true);
+    bson_iter_t first;
+    if (bson_iter_init(&first, cmd) && bson_iter_next(&first))
+        profile_write_counts(bson_iter_key(&first), reply, &attr);
     if (scan->write_conflicts > 0)
         BSON_APPEND_INT64(&attr, "writeConflicts", scan->write_conflicts);
+    BSON_APPEND_INT32(&attr, "numYields", 0); /* the log's name for the profiler's numYield, as mongod */
     int64_t nret = returned_of(reply);
     if (nret >= 0)
         BSON_APPEND_INT64(&attr, "nreturned", nret);

@@ -253,6 +253,8 @@ h.test('the profiler and the slow-query log report what a query read: planSummar
   assert.equal(lines[0].attr.keysExamined, 4);
   assert.equal(lines[0].attr.docsExamined, 4);
   assert.equal(lines[0].attr.nreturned, 4);
+  assert.equal(lines[0].attr.cursorExhausted, true);
+  assert.equal(lines[0].attr.numYields, 0);
 });
 
 h.test('profiler entries carry mongod\'s write counters and cursor fields: nMatched / nModified / nUpserted, ninserted, ndeleted, findAndModify\'s, cursorid and cursorExhausted, numYield', async () => {
@@ -294,6 +296,11 @@ h.test('profiler entries carry mongod\'s write counters and cursor fields: nMatc
   assert.equal(all.cursorExhausted, true);
   assert.equal(all.cursorid, undefined);
   assert.equal(all.numYield, 0);
+  // The slow-query log carries the write counters too (slowms 0 above).
+  const upd = (await admin().command({ getLog: 'global' })).log.map((l) => JSON.parse(l))
+    .filter((l) => l.msg === 'Slow query' && l.attr.command.comment === 'upd' && l.attr.ns === `${db.databaseName}.c`);
+  assert.equal(upd.length, 1);
+  assert.deepEqual(pick(upd[0].attr, ['nMatched', 'nModified', 'nUpserted']), { nMatched: 2, nModified: 2, nUpserted: 0 });
   const keys = Object.keys(all);
   assert.ok(keys.indexOf('docsExamined') < keys.indexOf('cursorExhausted') && keys.indexOf('cursorExhausted') < keys.indexOf('numYield') &&
     keys.indexOf('numYield') < keys.indexOf('nreturned'), `mongod's order: ${keys}`);
