@@ -2349,18 +2349,30 @@ text_term_scans(const mf_index_t *tix, const struct mf_text_query *q, const bson
     }
 }
 
+/*
+ * What both $text plans start from: the text index (27 without one), the
+ * equalities on a compound one's prefix fields (291 when one is missing:
+ * they bound each term's scan) into prefix / *nprefix, and the parsed query
+ * (p->text). Returns the index, or NULL with err.
+ */
+static mf_index_t *
+text_setup(const mf_coll_t *c, const bson_value_t *tv, const bson_t *filter, mf_plan_t *p,
+           bson_value_t prefix[MF_KP_MAX_FIELDS], int *nprefix, mf_error_t *err)
+{
+    mf_index_t *tix = text_index(c, err);
+    if (tix == NULL || (*nprefix = text_prefix(tix, filter, prefix, err)) < 0 ||
+        (p->text = mf_text_query_new(tv, tix->spec, err)) == NULL)
+        return NULL;
+    return tix;
+}
+
 static mf_stage_t *
 text_stage(const mf_coll_t *c, const bson_value_t *tv, const bson_t *filter, mf_plan_t *p, mf_error_t *err)
 {
-    mf_index_t *tix = text_index(c, err);
-    if (tix == NULL)
-        return NULL;
-    /* A compound text index: an equality on every prefix field (before _fts) bounds each scan. */
     bson_value_t prefix[MF_KP_MAX_FIELDS];
-    int nprefix = text_prefix(tix, filter, prefix, err);
-    if (nprefix < 0)
-        return NULL;
-    if ((p->text = mf_text_query_new(tv, tix->spec, err)) == NULL)
+    int nprefix = 0;
+    mf_index_t *tix = text_setup(c, tv, filter, p, prefix, &nprefix, err);
+    if (tix == NULL)
         return NULL;
     mf_stage_t *orst = stage_new(MF_ST_TEXT_OR, NULL);
     text_term_scans(tix, p->text, prefix, nprefix, orst, 0);
@@ -2388,14 +2400,10 @@ static mf_stage_t *
 text_or_plan(const mf_coll_t *c, const bson_value_t *tv, const bson_t *filter, const preds_t *ps, mf_plan_t *p,
              mf_error_t *err)
 {
-    mf_index_t *tix = text_index(c, err);
-    if (tix == NULL)
-        return NULL;
     bson_value_t prefix[MF_KP_MAX_FIELDS];
-    int nprefix = text_prefix(tix, filter, prefix, err);
-    if (nprefix < 0)
-        return NULL;
-    if ((p->text = mf_text_query_new(tv, tix->spec, err)) == NULL)
+    int nprefix = 0;
+    mf_index_t *tix = text_setup(c, tv, filter, p, prefix, &nprefix, err);
+    if (tix == NULL)
         return NULL;
     text_or_ctx_t tx = {tix, prefix, nprefix, p->text, false};
     mf_stage_t *orst = or_stage(c, filter, ps, NULL, &tx);
