@@ -55,6 +55,8 @@
 struct mf_catalog {
     mf_storage_t *st;
     mf_observers_t *observers; /* the engine's; NULL until set */
+    int (*ddl_gate)(void *arg, mf_error_t *err); /* before each DDL transaction (the fsync lock); NULL none */
+    void *ddl_gate_arg;
     pthread_rwlock_t lock;  /* the map (colls[]) only: held for a lookup or a map change, never while waiting */
     pthread_mutex_t ddl_mu; /* one catalog change at a time, taken inside DDL functions after collection locks */
     mf_coll_t **colls;
@@ -1146,7 +1148,16 @@ static int
 ddl_begin(mf_catalog_t *cat, mf_sess_t **s, mf_error_t *err)
 {
     *s = mf_storage_session(cat->st);
+    if (cat->ddl_gate != NULL && cat->ddl_gate(cat->ddl_gate_arg, err) != 0)
+        return -1;
     return mf_txn_begin(*s, err);
+}
+
+void
+mf_catalog_set_ddl_gate(mf_catalog_t *cat, int (*fn)(void *arg, mf_error_t *err), void *arg)
+{
+    cat->ddl_gate_arg = arg;
+    cat->ddl_gate = fn;
 }
 
 static int

@@ -259,6 +259,14 @@ mf_storage_t *mf_catalog_storage(mf_catalog_t *cat);
  * serving. mf_catalog_observers returns it.
  */
 void mf_catalog_set_observers(mf_catalog_t *cat, mf_observers_t *obs);
+
+/*
+ * mf_catalog_set_ddl_gate: fn runs before every catalog change begins its
+ * transaction (create, drop, rename, index builds and drops, collMod ...);
+ * non-zero fails the change with err. The engine's fsync lock waits there.
+ * Set once, before serving.
+ */
+void mf_catalog_set_ddl_gate(mf_catalog_t *cat, int (*fn)(void *arg, mf_error_t *err), void *arg);
 mf_observers_t *mf_catalog_observers(mf_catalog_t *cat);
 
 /*

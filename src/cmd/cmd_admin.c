@@ -1417,6 +1417,11 @@ cmd_current_op(mf_op_t *op)
         mf_curops_report_idle_conns(op->eng->curops, op->eng->host, currentop_add, &ctx);
     mf_cmd_txn_report_idle(op->eng, currentop_add, &ctx);
     BSON_APPEND_ARRAY(op->reply, "inprog", &inprog);
+    if (atomic_load(&op->eng->fsync_locked)) {
+        /* As mongod's currentOp while fsync-locked. */
+        BSON_APPEND_BOOL(op->reply, "fsyncLock", true);
+        BSON_APPEND_UTF8(op->reply, "info", "use db.fsyncUnlock() to terminate the fsync write/snapshot lock");
+    }
     bson_destroy(&inprog);
     mf_matcher_free(ctx.m);
     bson_destroy(&filter);

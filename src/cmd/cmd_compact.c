@@ -31,11 +31,16 @@
  * answers 26.
  *
  * fsync: {fsync: 1} on admin writes a checkpoint and answers {numFiles: 1}
- * (a dummy value mongod keeps for old clients). mayfly cannot lock the
- * server against writes, so {fsync: 1, lock: true} fails with 115
- * CommandNotSupported, as mongod does on a storage engine without a backup
- * mode, and fsyncUnlock answers mongod's "fsyncUnlock called when not
- * locked" (20 IllegalOperation).
+ * (a dummy value mongod keeps for old clients). {fsync: 1, lock: true}
+ * (db.fsyncLock(), for filesystem-snapshot backups) first stops writes,
+ * then writes the checkpoint: from the moment the lock count rises, every
+ * writer waits in mf_engine_write_gate (engine.c) before it starts, before
+ * a document-write transaction commits and before a DDL transaction
+ * begins, so once the reply is sent nothing commits until fsyncUnlock
+ * brings the count back to 0 (locks nest, lockCount as mongod's). Reads go
+ * on. The lock lives in memory: a restart ends it, as mongod's. Under
+ * --inMemory there are no files to hold still: 115 CommandNotSupported.
+ * fsyncUnlock when not locked answers mongod's 20 IllegalOperation.
  */
 #include <stdio.h>
 #include <string.h>
@@ -216,23 +221,65 @@ cmd_compact(mf_op_t *op)
     return 0;
 }
 
+/* Adds delta to the fsync lock count (engine.h) and returns the new count. */
+static int64_t
+fsync_count_add(mf_engine_t *eng, int64_t delta)
+{
+    pthread_mutex_lock(&eng->fsync_mu);
+    int64_t n = eng->fsync_count += delta;
+    atomic_store_explicit(&eng->fsync_locked, n > 0, memory_order_release);
+    if (n == 0)
+        pthread_cond_broadcast(&eng->fsync_cv);
+    pthread_mutex_unlock(&eng->fsync_mu);
+    return n;
+}
+
 static int
 cmd_fsync(mf_op_t *op)
 {
     bson_iter_t it;
-    if (mf_op_find(op, "lock", &it) && bson_iter_as_bool(&it))
+    bool lock = mf_op_find(op, "lock", &it) && bson_iter_as_bool(&it);
+    if (!lock) {
+        if (mf_storage_checkpoint(op->sess, &op->err) != 0)
+            return -1;
+        BSON_APPEND_INT32(op->reply, "numFiles", 1);
+        return 0;
+    }
+    if (op->eng->in_memory)
         return mf_err_set(&op->err, MF_E_CommandNotSupported,
                           "The current storage engine doesn't support backup mode: fsync with lock is not supported");
-    if (mf_storage_checkpoint(op->sess, &op->err) != 0)
+    /* Writes stop first, then the checkpoint holds everything committed before. */
+    int64_t n = fsync_count_add(op->eng, 1);
+    if (mf_storage_checkpoint(op->sess, &op->err) != 0) {
+        fsync_count_add(op->eng, -1);
         return -1;
-    BSON_APPEND_INT32(op->reply, "numFiles", 1);
+    }
+    mf_log(MF_LOG_INFO, "COMMAND", "fsync lock taken (lock count %lld): writes wait until fsyncUnlock", (long long)n);
+    BSON_APPEND_UTF8(op->reply, "info", "now locked against writes, use db.fsyncUnlock() to unlock");
+    BSON_APPEND_INT64(op->reply, "lockCount", n);
+    BSON_APPEND_UTF8(op->reply, "seeAlso", "http://dochub.mongodb.org/core/fsynccommand");
     return 0;
 }
 
 static int
 cmd_fsync_unlock(mf_op_t *op)
 {
-    return mf_err_set(&op->err, MF_E_IllegalOperation, "fsyncUnlock called when not locked");
+    mf_engine_t *eng = op->eng;
+    bool was_locked;
+    int64_t n;
+    pthread_mutex_lock(&eng->fsync_mu);
+    was_locked = eng->fsync_count > 0;
+    n = was_locked ? --eng->fsync_count : 0;
+    atomic_store_explicit(&eng->fsync_locked, n > 0, memory_order_release);
+    if (was_locked && n == 0)
+        pthread_cond_broadcast(&eng->fsync_cv);
+    pthread_mutex_unlock(&eng->fsync_mu);
+    if (!was_locked)
+        return mf_err_set(&op->err, MF_E_IllegalOperation, "fsyncUnlock called when not locked");
+    mf_log(MF_LOG_INFO, "COMMAND", "fsyncUnlock: lock count %lld%s", (long long)n, n == 0 ? ", writes go on" : "");
+    BSON_APPEND_UTF8(op->reply, "info", "fsyncUnlock completed");
+    BSON_APPEND_INT64(op->reply, "lockCount", n);
+    return 0;
 }
 
 static const char *const compact_fields[] = {"force", "dryRun", "freeSpaceTargetMB", NULL};

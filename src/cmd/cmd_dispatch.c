@@ -158,6 +158,28 @@ is_data_command(const mf_cmd_def_t *def)
     return false;
 }
 
+/*
+ * Commands that write documents or change the catalog, which an fsync lock
+ * holds before they start (mf_engine_write_gate): waiting there, they hold
+ * no collection lock and no storage transaction. Anything else that writes
+ * (an aggregation's $out or $merge, the TTL monitor, the profiler) waits at
+ * its commit or its catalog change instead.
+ */
+static bool
+gated_by_fsync_lock(const mf_cmd_def_t *def)
+{
+    static const char *const names[] = {"findAndModify", "findandmodify", "bulkWrite", "create", "drop",
+                                        "dropDatabase", "createIndexes", "dropIndexes", "deleteIndexes", "collMod",
+                                        "renameCollection", "compact", "reIndex", "convertToCapped",
+                                        "cloneCollectionAsCapped", NULL};
+    if (def->flags & MF_CMD_WRITE)
+        return true;
+    for (int i = 0; names[i] != NULL; i++)
+        if (strcmp(names[i], def->name) == 0)
+            return true;
+    return false;
+}
+
 /* listCommands: every command in the table, with MongoDB's per-command fields. */
 int
 mf_cmd_list_commands(mf_op_t *op)
@@ -1486,6 +1508,8 @@ mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *
         atomic_fetch_add_explicit(active, 1, memory_order_relaxed);
     }
     int brc = wait_after_cluster_time(&op) != 0 ? -1
+              : atomic_load_explicit(&eng->fsync_locked, memory_order_relaxed) && gated_by_fsync_lock(def) &&
+                        mf_engine_write_gate(eng, &op.err) != 0 ? -1
               : eng->repl != NULL ? eng->repl->command_begin(eng->repl_arg, def->name, cmd, wtimeout_of(cmd), reply,
                                                              &op.err)
                                   : 0;

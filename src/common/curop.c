@@ -381,6 +381,13 @@ mf_curop_lock(pthread_mutex_t *mu, mf_error_t *err)
     return rc;
 }
 
+void
+mf_curop_set_waiting_for_lock(mf_curop_t *op, bool waiting)
+{
+    if (op != NULL)
+        atomic_store(&op->waiting_for_lock, waiting);
+}
+
 bool
 mf_curop_is_background(const mf_curop_t *op)
 {

@@ -183,6 +183,9 @@ int mf_curop_check_current(mf_error_t *err) MF_WUR;
  */
 int mf_curop_lock(pthread_mutex_t *mu, mf_error_t *err) MF_WUR;
 
+/* mf_curop_set_waiting_for_lock: what currentOp's waitingForLock shows for op (NULL: nothing done). */
+void mf_curop_set_waiting_for_lock(mf_curop_t *op, bool waiting);
+
 /* mf_curop_is_background: true for an operation of the server's own (desc not "conn<N>": TTLMonitor ...). */
 bool mf_curop_is_background(const mf_curop_t *op);
 

@@ -206,11 +206,16 @@ mf_engine_open(const mf_engine_opts_t *opts, mf_engine_t **out, mf_error_t *err)
     return rc;
 }
 
+static int fsync_gate_prepare(void *arg, mf_sess_t *s, mf_error_t *err);
+static int fsync_gate_ddl(void *arg, mf_error_t *err);
+
 static int
 engine_open(const mf_engine_opts_t *opts, mf_engine_t **out, mf_error_t *err)
 {
     mf_engine_t *eng = mf_calloc(1, sizeof(*eng));
     pthread_mutex_init(&eng->topo_mu, NULL);
+    pthread_mutex_init(&eng->fsync_mu, NULL);
+    pthread_cond_init(&eng->fsync_cv, NULL);
     pthread_mutex_init(&eng->auth_mgmt_mu, NULL);
     const char *dbpath = opts->dbpath ? opts->dbpath : "./data";
 
@@ -233,6 +238,9 @@ engine_open(const mf_engine_opts_t *opts, mf_engine_t **out, mf_error_t *err)
     if (mf_storage_open_ex(dbpath, opts->in_memory, &eng->st, err) != 0)
         goto err_free;
     eng->observers = mf_observers_new(eng->st);
+    mf_observer_t gate = {.on_txn_prepare = fsync_gate_prepare, .arg = eng};
+    if (mf_observers_add(eng->observers, &gate, err) != 0)
+        goto err_storage;
     mf_observer_t counters = {.on_insert = count_insert, .on_update = count_update, .on_delete = count_delete,
                               .on_txn_end = count_txn_end, .arg = eng};
     mf_observer_t users = mf_users_watch(&eng->users_gen);
@@ -242,6 +250,7 @@ engine_open(const mf_engine_opts_t *opts, mf_engine_t **out, mf_error_t *err)
     if (mf_catalog_open(eng->st, &eng->cat, err) != 0)
         goto err_storage;
     mf_catalog_set_observers(eng->cat, eng->observers);
+    mf_catalog_set_ddl_gate(eng->cat, fsync_gate_ddl, eng);
     mf_catalog_drop_where(eng->cat, is_agg_out_temp, NULL, "a temporary collection left by an interrupted $out");
     mf_ts_drop_orphans(eng->cat);
     eng->cursors = mf_cursors_new();
@@ -322,6 +331,8 @@ err_free:
     mf_params_free(eng->params);
     pthread_mutex_destroy(&eng->topo_mu);
     pthread_mutex_destroy(&eng->auth_mgmt_mu);
+    pthread_mutex_destroy(&eng->fsync_mu);
+    pthread_cond_destroy(&eng->fsync_cv);
     free(eng);
     return -1;
 }
@@ -340,6 +351,56 @@ mf_engine_interrupt(mf_engine_t *eng)
 {
     mf_curops_interrupt_all(eng->curops, MF_E_InterruptedAtShutdown);
     abort_transactions(eng);
+    /* An fsync lock ends with the process (as mongod's): writers without an operation stop waiting. */
+    pthread_mutex_lock(&eng->fsync_mu);
+    eng->fsync_count = 0;
+    atomic_store(&eng->fsync_locked, false);
+    pthread_cond_broadcast(&eng->fsync_cv);
+    pthread_mutex_unlock(&eng->fsync_mu);
+}
+
+int
+mf_engine_write_gate(mf_engine_t *eng, mf_error_t *err)
+{
+    if (!atomic_load_explicit(&eng->fsync_locked, memory_order_acquire))
+        return 0;
+    mf_curop_t *op = mf_curop_current();
+    int64_t t0 = mf_mono_us();
+    int rc = 0;
+    mf_curop_set_waiting_for_lock(op, true);
+    pthread_mutex_lock(&eng->fsync_mu);
+    while (eng->fsync_count > 0 && rc == 0) {
+        if ((rc = mf_curop_check(op, err)) != 0)
+            break;
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 20 * 1000000L; /* a slice: killOp, maxTimeMS and shutdown are seen within it */
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&eng->fsync_cv, &eng->fsync_mu, &ts);
+    }
+    pthread_mutex_unlock(&eng->fsync_mu);
+    mf_curop_set_waiting_for_lock(op, false);
+    if (op != NULL)
+        mf_curop_add_paused(op, mf_mono_us() - t0);
+    return rc;
+}
+
+/* Before a document-write transaction commits (the first observer, so before replication logs it): the fsync gate. */
+static int
+fsync_gate_prepare(void *arg, mf_sess_t *s, mf_error_t *err)
+{
+    (void)s;
+    return mf_engine_write_gate(arg, err);
+}
+
+/* Before a DDL transaction begins (catalog.c's ddl_begin): the fsync gate. */
+static int
+fsync_gate_ddl(void *arg, mf_error_t *err)
+{
+    return mf_engine_write_gate(arg, err);
 }
 
 void
@@ -437,6 +498,8 @@ mf_engine_close(mf_engine_t *eng)
         bson_destroy(eng->cmdline_argv);
     if (eng->cmdline_parsed)
         bson_destroy(eng->cmdline_parsed);
+    pthread_mutex_destroy(&eng->fsync_mu);
+    pthread_cond_destroy(&eng->fsync_cv);
     pthread_mutex_destroy(&eng->topo_mu);
     pthread_mutex_destroy(&eng->auth_mgmt_mu);
     free(eng->cluster_cred);

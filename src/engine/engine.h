@@ -150,6 +150,17 @@ typedef struct mf_engine {
     void (*txns_abort_all)(void *txns);
     bool in_memory;              /* WiredTiger in memory (--inMemory) */
     char *tmp_dir;               /* aggregation spill files (<dbpath>/_tmp), NULL in memory ($TMPDIR) */
+    /*
+     * fsync {lock: true} (cmd_compact.c): while fsync_count > 0 no write
+     * commits: mf_engine_write_gate holds every writer (commands before
+     * they start, document-write transactions before they commit, DDL
+     * before it begins) until fsyncUnlock brings the count to 0. fsync_locked
+     * mirrors count > 0 for the writers' lock-free fast path.
+     */
+    pthread_mutex_t fsync_mu;
+    pthread_cond_t fsync_cv;
+    int64_t fsync_count;          /* guarded by fsync_mu */
+    _Atomic bool fsync_locked;
     pthread_t reaper;            /* closes idle cursors */
     pthread_mutex_t reaper_mu;
     pthread_cond_t reaper_cv;
@@ -293,6 +304,15 @@ int mf_engine_open(const mf_engine_opts_t *opts, mf_engine_t **out, mf_error_t *
  * shutdown, so close does not wait for long queries.
  */
 void mf_engine_interrupt(mf_engine_t *eng);
+/*
+ * mf_engine_write_gate: returns at once unless the server is fsync-locked;
+ * then waits until it is unlocked, in short slices that let killOp,
+ * maxTimeMS and shutdown end the wait for the calling thread's operation
+ * (-1 with err as mf_curop_check; currentOp shows it waitingForLock).
+ * Without an operation it waits until unlocked or shutdown. Returns 0 when
+ * the caller may write.
+ */
+int mf_engine_write_gate(mf_engine_t *eng, mf_error_t *err) MF_WUR;
 /*
  * mf_engine_topology_changed: bumps topology_version and wakes the awaitable
  * hellos waiting on it (on_topology). Any thread.

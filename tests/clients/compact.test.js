@@ -177,17 +177,83 @@ h.test('G3: compact stops at maxTimeMS; the data stays intact and a later compac
   assert.equal((await db.command({ validate: 'c' })).valid, true);
 });
 
-h.test('fsync: {numFiles: 1, ok: 1} on admin; 13 elsewhere; lock is not supported', async () => {
+h.test('fsync: {numFiles: 1, ok: 1} on admin; 13 elsewhere; fsyncUnlock when not locked is 20', async () => {
   assert.deepEqual(await admin().command({ fsync: 1 }), { numFiles: 1, ok: 1 });
   assert.deepEqual(await admin().command({ fsync: 1, lock: false }), { numFiles: 1, ok: 1 });
   const db = srv.freshDb('fs');
   await h.expectCode(db.command({ fsync: 1 }), 13, /^fsync may only be run against the admin database\.$/);
-  await h.expectCode(admin().command({ fsync: 1, lock: true }), 115);
   await h.expectCode(admin().command({ fsyncUnlock: 1 }), 20, /^fsyncUnlock called when not locked$/);
   const cmds = (await admin().command({ listCommands: 1 })).commands;
   assert.ok(cmds.compact && cmds.fsync && cmds.fsyncUnlock);
   assert.equal(cmds.fsync.adminOnly, true);
   assert.equal(cmds.compact.adminOnly, false);
+});
+
+h.test('fsync lock (db.fsyncLock()): writes, DDL and TTL deletions wait until fsyncUnlock, reads go on; locks nest; killOp and maxTimeMS end a waiting write; currentOp shows it', { timeout: 120000 }, async () => {
+  // mongod 8.0's fsync.cpp / fsync_unlock: lockCount, the replies' info, currentOp's fsyncLock.
+  const db = srv.freshDb('fslock');
+  const c = db.collection('c');
+  await c.insertMany([{ _id: 1 }, { _id: 2 }]);
+  await c.createIndex({ at: 1 }, { expireAfterSeconds: 0 });
+  await c.insertOne({ _id: 'ttl', at: new Date(Date.now() + 1500) });
+  const other = await srv.newClient();
+  const oc = other.db(db.databaseName).collection('c');
+  let pending = null;
+  try {
+    const locked = await admin().command({ fsync: 1, lock: true });
+    assert.deepEqual(locked, { info: 'now locked against writes, use db.fsyncUnlock() to unlock', lockCount: 1,
+      seeAlso: 'http://dochub.mongodb.org/core/fsynccommand', ok: 1 });
+    // Reads go on.
+    assert.equal(await oc.countDocuments(), 3);
+    assert.deepEqual(await oc.findOne({ _id: 1 }), { _id: 1 });
+    // A write waits: maxTimeMS ends it with 50, killOp with 11601, and neither wrote anything.
+    await h.expectCode(other.db(db.databaseName).command({ insert: 'c', documents: [{ _id: 'late' }], maxTimeMS: 300 }), 50);
+    const killed = oc.insertOne({ _id: 'killed' }).then(() => null, (e) => e);
+    let op = null;
+    for (let i = 0; i < 200 && !op; i++) {
+      const cur = await admin().command({ currentOp: 1 });
+      assert.equal(cur.fsyncLock, true, 'currentOp says the server is fsync-locked');
+      assert.equal(cur.info, 'use db.fsyncUnlock() to terminate the fsync write/snapshot lock');
+      op = cur.inprog.find((o) => o.ns === `${db.databaseName}.c` && o.command && o.command.insert === 'c');
+      if (!op) await h.sleep(10);
+    }
+    assert.ok(op, 'the waiting insert shows in currentOp');
+    assert.equal(op.waitingForLock, true);
+    await admin().command({ killOp: 1, op: op.opid });
+    assert.equal((await killed).code, 11601);
+    // DDL waits too.
+    await h.expectCode(other.db(db.databaseName).command({ createIndexes: 'c', indexes: [{ key: { z: 1 }, name: 'z_1' }], maxTimeMS: 300 }), 50);
+    await h.expectCode(other.db(db.databaseName).command({ create: 'newcoll', maxTimeMS: 300 }), 50);
+    // The TTL document's time passes while locked: it stays.
+    await h.sleep(2500);
+    assert.equal(await oc.countDocuments({ _id: 'ttl' }), 1, 'no TTL deletion while locked');
+    // Locks nest: two locks need two unlocks.
+    assert.equal((await admin().command({ fsync: 1, lock: true })).lockCount, 2);
+    pending = oc.insertOne({ _id: 'after' });
+    assert.deepEqual(await admin().command({ fsyncUnlock: 1 }), { info: 'fsyncUnlock completed', lockCount: 1, ok: 1 });
+    await h.sleep(300);
+    assert.equal(await c.countDocuments({ _id: 'after' }), 0, 'still locked at lockCount 1');
+    assert.deepEqual(await admin().command({ fsyncUnlock: 1 }), { info: 'fsyncUnlock completed', lockCount: 0, ok: 1 });
+    await pending;
+    pending = null;
+  } finally {
+    if (pending) {
+      await admin().command({ fsyncUnlock: 1 }).catch(() => {});
+      await pending.catch(() => {});
+    }
+    await other.close();
+  }
+  assert.deepEqual((await c.find({ _id: { $in: ['late', 'killed', 'after'] } }).toArray()).map((d) => d._id), ['after']);
+  assert.equal((await admin().command({ currentOp: 1 })).fsyncLock, undefined);
+  await h.expectCode(admin().command({ fsyncUnlock: 1 }), 20);
+  // Unlocked, the TTL monitor deletes the expired document.
+  const deadline = Date.now() + 20000;
+  while (Date.now() < deadline && (await c.countDocuments({ _id: 'ttl' })) > 0) await h.sleep(100);
+  assert.equal(await c.countDocuments({ _id: 'ttl' }), 0, 'the TTL deletion went on after the unlock');
+  // mongosh's helpers.
+  const out = await h.mongosh(srv.port, 'admin',
+    'const l = db.fsyncLock(); const u = db.fsyncUnlock(); print(l.lockCount, u.lockCount, l.ok, u.ok)');
+  assert.equal(out, "Long('1') Long('0') 1 1", 'lockCount is a long, as mongod\'s');
 });
 
 h.test('G3: a time-series collection compacts its buckets (system.buckets.<name>)', BIG, async (t) => {

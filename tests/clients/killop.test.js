@@ -94,9 +94,10 @@ h.test('currentOp shows the client\'s appName, so db.currentOp({appName}) finds 
     const running = app.db('killop').collection('big').find(SLOW_FILTER, { session }).toArray().then(() => null, (e) => e);
     const admin = srv.client.db('admin');
     let ops = [];
-    for (let i = 0; i < 3000 && ops.length === 0; i++) {
+    // Until it shows with its plan (noted as its scan starts, a moment after the operation registers).
+    for (let i = 0; i < 3000 && !(ops.length === 1 && ops[0].planSummary); i++) {
       ops = (await admin.command({ currentOp: 1, appName: 'billing-worker' })).inprog;
-      if (ops.length === 0) await h.sleep(5);
+      if (!(ops.length === 1 && ops[0].planSummary)) await h.sleep(5);
     }
     assert.equal(ops.length, 1, 'the application\'s find, found by its appName');
     assert.equal(ops[0].appName, 'billing-worker');
