@@ -55,7 +55,9 @@
 struct mf_catalog {
     mf_storage_t *st;
     mf_observers_t *observers; /* the engine's; NULL until set */
-    int (*ddl_gate)(void *arg, mf_error_t *err); /* before each DDL transaction (the fsync lock); NULL none */
+    /* Around each DDL transaction (the engine's fsync lock): gate before it begins, gate_done once it ended. */
+    int (*ddl_gate)(void *arg, mf_error_t *err);
+    void (*ddl_gate_done)(void *arg);
     void *ddl_gate_arg;
     pthread_rwlock_t lock;  /* the map (colls[]) only: held for a lookup or a map change, never while waiting */
     pthread_mutex_t ddl_mu; /* one catalog change at a time, taken inside DDL functions after collection locks */
@@ -1150,25 +1152,31 @@ ddl_begin(mf_catalog_t *cat, mf_sess_t **s, mf_error_t *err)
     *s = mf_storage_session(cat->st);
     if (cat->ddl_gate != NULL && cat->ddl_gate(cat->ddl_gate_arg, err) != 0)
         return -1;
-    return mf_txn_begin(*s, err);
+    if (mf_txn_begin(*s, err) == 0)
+        return 0;
+    if (cat->ddl_gate_done != NULL)
+        cat->ddl_gate_done(cat->ddl_gate_arg);
+    return -1;
 }
 
 void
-mf_catalog_set_ddl_gate(mf_catalog_t *cat, int (*fn)(void *arg, mf_error_t *err), void *arg)
+mf_catalog_set_ddl_gate(mf_catalog_t *cat, int (*fn)(void *arg, mf_error_t *err), void (*done)(void *arg), void *arg)
 {
     cat->ddl_gate_arg = arg;
+    cat->ddl_gate_done = done;
     cat->ddl_gate = fn;
 }
 
 static int
-ddl_end(mf_sess_t *s, int rc, mf_error_t *err)
+ddl_end(mf_catalog_t *cat, mf_sess_t *s, int rc, mf_error_t *err)
 {
-    if (rc != 0) {
+    if (rc != 0)
         mf_txn_abort(s);
-        return -1;
-    }
-    /* DDL is always made durable before it is acknowledged. */
-    return mf_txn_commit(s, true, err);
+    else
+        rc = mf_txn_commit(s, true, err); /* DDL is always made durable before it is acknowledged */
+    if (cat->ddl_gate_done != NULL)
+        cat->ddl_gate_done(cat->ddl_gate_arg);
+    return rc != 0 ? -1 : 0;
 }
 
 /* After c's entry committed (write lock held, so no writer is in flight): its multikey flags are durable. */
@@ -1194,7 +1202,7 @@ mf_catalog_coll_persist(mf_catalog_t *cat, mf_coll_t *c, mf_error_t *err)
     coll_to_bson(c, &entry);
     ret = ddl_begin(cat, &s, err);
     if (ret == 0)
-        ret = ddl_end(s, entry_write(s, c->ns, &entry, err), err);
+        ret = ddl_end(cat, s, entry_write(s, c->ns, &entry, err), err);
     bson_destroy(&entry);
     if (ret == 0) {
         apply_options(c, &po);
@@ -1942,7 +1950,7 @@ mf_catalog_coll_create(mf_catalog_t *cat, const char *db, const char *name, cons
             rc = entry_write(ds, c->ns, &entry, err);
             if (rc == 0)
                 rc = sizes_write(ds, c->ident, 0, 0, err);
-            rc = ddl_end(ds, rc, err);
+            rc = ddl_end(cat, ds, rc, err);
         }
         bson_destroy(&entry);
         if (rc != 0)
@@ -2019,7 +2027,7 @@ mf_catalog_db_drop(mf_catalog_t *cat, const char *db, int *ndropped, mf_error_t 
             if (rc == 0)
                 rc = sizes_write(s, v[i]->ident, -1, 0, err);
         }
-        rc = ddl_end(s, rc, err);
+        rc = ddl_end(cat, s, rc, err);
     }
     if (rc == 0) {
         for (int i = 0; i < n; i++)
@@ -2043,7 +2051,7 @@ mf_catalog_coll_drop(mf_catalog_t *cat, mf_coll_t *c, mf_error_t *err)
         rc = entry_write(s, c->ns, NULL, err);
         if (rc == 0)
             rc = sizes_write(s, c->ident, -1, 0, err);
-        rc = ddl_end(s, rc, err);
+        rc = ddl_end(cat, s, rc, err);
     }
     if (rc != 0)
         return -1;
@@ -2115,7 +2123,7 @@ rename_impl(mf_catalog_t *cat, mf_coll_t *c, mf_coll_t *target, const char *to_d
             rc = entry_write(s, old_ns, NULL, err);
         if (rc == 0 && target != NULL)
             rc = sizes_write(s, target->ident, -1, 0, err);
-        rc = ddl_end(s, rc, err);
+        rc = ddl_end(cat, s, rc, err);
     }
     bson_destroy(&entry);
     if (rc != 0) {

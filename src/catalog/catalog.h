@@ -263,10 +263,13 @@ void mf_catalog_set_observers(mf_catalog_t *cat, mf_observers_t *obs);
 /*
  * mf_catalog_set_ddl_gate: fn runs before every catalog change begins its
  * transaction (create, drop, rename, index builds and drops, collMod ...);
- * non-zero fails the change with err. The engine's fsync lock waits there.
- * Set once, before serving.
+ * non-zero fails the change with err. done runs once a transaction fn let
+ * through has committed or rolled back. The engine's fsync lock waits in
+ * fn and counts the changes in flight between the two. Set once, before
+ * serving.
  */
-void mf_catalog_set_ddl_gate(mf_catalog_t *cat, int (*fn)(void *arg, mf_error_t *err), void *arg);
+void mf_catalog_set_ddl_gate(mf_catalog_t *cat, int (*fn)(void *arg, mf_error_t *err), void (*done)(void *arg),
+                             void *arg);
 mf_observers_t *mf_catalog_observers(mf_catalog_t *cat);
 
 /*

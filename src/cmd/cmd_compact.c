@@ -221,19 +221,6 @@ cmd_compact(mf_op_t *op)
     return 0;
 }
 
-/* Adds delta to the fsync lock count (engine.h) and returns the new count. */
-static int64_t
-fsync_count_add(mf_engine_t *eng, int64_t delta)
-{
-    pthread_mutex_lock(&eng->fsync_mu);
-    int64_t n = eng->fsync_count += delta;
-    atomic_store_explicit(&eng->fsync_locked, n > 0, memory_order_release);
-    if (n == 0)
-        pthread_cond_broadcast(&eng->fsync_cv);
-    pthread_mutex_unlock(&eng->fsync_mu);
-    return n;
-}
-
 static int
 cmd_fsync(mf_op_t *op)
 {
@@ -248,10 +235,12 @@ cmd_fsync(mf_op_t *op)
     if (op->eng->in_memory)
         return mf_err_set(&op->err, MF_E_CommandNotSupported,
                           "The current storage engine doesn't support backup mode: fsync with lock is not supported");
-    /* Writes stop first, then the checkpoint holds everything committed before. */
-    int64_t n = fsync_count_add(op->eng, 1);
+    /* Writes stop (those in flight finish) first, then the checkpoint holds everything committed. */
+    int64_t n = mf_engine_fsync_lock(op->eng, &op->err);
+    if (n < 0)
+        return -1;
     if (mf_storage_checkpoint(op->sess, &op->err) != 0) {
-        fsync_count_add(op->eng, -1);
+        (void)mf_engine_fsync_unlock(op->eng);
         return -1;
     }
     mf_log(MF_LOG_INFO, "COMMAND", "fsync lock taken (lock count %lld): writes wait until fsyncUnlock", (long long)n);
@@ -264,17 +253,8 @@ cmd_fsync(mf_op_t *op)
 static int
 cmd_fsync_unlock(mf_op_t *op)
 {
-    mf_engine_t *eng = op->eng;
-    bool was_locked;
-    int64_t n;
-    pthread_mutex_lock(&eng->fsync_mu);
-    was_locked = eng->fsync_count > 0;
-    n = was_locked ? --eng->fsync_count : 0;
-    atomic_store_explicit(&eng->fsync_locked, n > 0, memory_order_release);
-    if (was_locked && n == 0)
-        pthread_cond_broadcast(&eng->fsync_cv);
-    pthread_mutex_unlock(&eng->fsync_mu);
-    if (!was_locked)
+    int64_t n = mf_engine_fsync_unlock(op->eng);
+    if (n < 0)
         return mf_err_set(&op->err, MF_E_IllegalOperation, "fsyncUnlock called when not locked");
     mf_log(MF_LOG_INFO, "COMMAND", "fsyncUnlock: lock count %lld%s", (long long)n, n == 0 ? ", writes go on" : "");
     BSON_APPEND_UTF8(op->reply, "info", "fsyncUnlock completed");

@@ -207,7 +207,9 @@ mf_engine_open(const mf_engine_opts_t *opts, mf_engine_t **out, mf_error_t *err)
 }
 
 static int fsync_gate_prepare(void *arg, mf_sess_t *s, mf_error_t *err);
+static void fsync_gate_txn_end(void *arg, bool committed);
 static int fsync_gate_ddl(void *arg, mf_error_t *err);
+static void fsync_gate_ddl_done(void *arg);
 
 static int
 engine_open(const mf_engine_opts_t *opts, mf_engine_t **out, mf_error_t *err)
@@ -238,7 +240,7 @@ engine_open(const mf_engine_opts_t *opts, mf_engine_t **out, mf_error_t *err)
     if (mf_storage_open_ex(dbpath, opts->in_memory, &eng->st, err) != 0)
         goto err_free;
     eng->observers = mf_observers_new(eng->st);
-    mf_observer_t gate = {.on_txn_prepare = fsync_gate_prepare, .arg = eng};
+    mf_observer_t gate = {.on_txn_prepare = fsync_gate_prepare, .on_txn_end = fsync_gate_txn_end, .arg = eng};
     if (mf_observers_add(eng->observers, &gate, err) != 0)
         goto err_storage;
     mf_observer_t counters = {.on_insert = count_insert, .on_update = count_update, .on_delete = count_delete,
@@ -250,7 +252,7 @@ engine_open(const mf_engine_opts_t *opts, mf_engine_t **out, mf_error_t *err)
     if (mf_catalog_open(eng->st, &eng->cat, err) != 0)
         goto err_storage;
     mf_catalog_set_observers(eng->cat, eng->observers);
-    mf_catalog_set_ddl_gate(eng->cat, fsync_gate_ddl, eng);
+    mf_catalog_set_ddl_gate(eng->cat, fsync_gate_ddl, fsync_gate_ddl_done, eng);
     mf_catalog_drop_where(eng->cat, is_agg_out_temp, NULL, "a temporary collection left by an interrupted $out");
     mf_ts_drop_orphans(eng->cat);
     eng->cursors = mf_cursors_new();
@@ -359,17 +361,16 @@ mf_engine_interrupt(mf_engine_t *eng)
     pthread_mutex_unlock(&eng->fsync_mu);
 }
 
-int
-mf_engine_write_gate(mf_engine_t *eng, mf_error_t *err)
+/* Waits while fsync-locked (see mf_engine_write_gate). */
+static int
+gate_wait(mf_engine_t *eng, mf_error_t *err)
 {
-    if (!atomic_load_explicit(&eng->fsync_locked, memory_order_acquire))
-        return 0;
     mf_curop_t *op = mf_curop_current();
     int64_t t0 = mf_mono_us();
     int rc = 0;
     mf_curop_set_waiting_for_lock(op, true);
     pthread_mutex_lock(&eng->fsync_mu);
-    while (eng->fsync_count > 0 && rc == 0) {
+    while (eng->fsync_count > 0) {
         if ((rc = mf_curop_check(op, err)) != 0)
             break;
         struct timespec ts;
@@ -388,19 +389,106 @@ mf_engine_write_gate(mf_engine_t *eng, mf_error_t *err)
     return rc;
 }
 
-/* Before a document-write transaction commits (the first observer, so before replication logs it): the fsync gate. */
+int
+mf_engine_write_gate(mf_engine_t *eng, mf_error_t *err)
+{
+    if (!atomic_load(&eng->fsync_locked))
+        return 0;
+    return gate_wait(eng, err);
+}
+
+/*
+ * The gate of a writer about to commit: waits while locked, then counts
+ * itself in flight. The writer's increment and the lock's flag are both
+ * sequentially consistent, so either the lock sees the writer (and waits
+ * for it) or the writer sees the lock (and steps back out to wait).
+ */
+static int
+gate_enter(mf_engine_t *eng, mf_error_t *err)
+{
+    for (;;) {
+        if (mf_engine_write_gate(eng, err) != 0)
+            return -1;
+        atomic_fetch_add(&eng->fsync_inflight, 1);
+        if (!atomic_load(&eng->fsync_locked))
+            return 0;
+        atomic_fetch_sub(&eng->fsync_inflight, 1);
+    }
+}
+
+int64_t
+mf_engine_fsync_lock(mf_engine_t *eng, mf_error_t *err)
+{
+    pthread_mutex_lock(&eng->fsync_mu);
+    int64_t n = ++eng->fsync_count;
+    atomic_store(&eng->fsync_locked, true);
+    pthread_mutex_unlock(&eng->fsync_mu);
+    /* Writers already past the gate finish (their commits are short); then nothing else commits. */
+    while (atomic_load(&eng->fsync_inflight) > 0) {
+        if (mf_curop_check_current(err) != 0) {
+            (void)mf_engine_fsync_unlock(eng);
+            return -1;
+        }
+        struct timespec ts = {0, 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    return n;
+}
+
+int64_t
+mf_engine_fsync_unlock(mf_engine_t *eng)
+{
+    pthread_mutex_lock(&eng->fsync_mu);
+    int64_t n = eng->fsync_count > 0 ? --eng->fsync_count : -1;
+    if (n == 0) {
+        atomic_store(&eng->fsync_locked, false);
+        pthread_cond_broadcast(&eng->fsync_cv);
+    }
+    pthread_mutex_unlock(&eng->fsync_mu);
+    return n;
+}
+
+/*
+ * A document-write transaction's commit (the first observer, so before
+ * replication logs it): through the gate, counted in flight until its end.
+ * The thread remembers that it entered: a transaction refused at the gate
+ * has nothing to undo at its end.
+ */
+static _Thread_local mf_engine_t *tls_gate_entered;
+
 static int
 fsync_gate_prepare(void *arg, mf_sess_t *s, mf_error_t *err)
 {
     (void)s;
-    return mf_engine_write_gate(arg, err);
+    if (tls_gate_entered == arg)
+        return 0; /* already in flight (counted once until its end) */
+    if (gate_enter(arg, err) != 0)
+        return -1;
+    tls_gate_entered = arg;
+    return 0;
 }
 
-/* Before a DDL transaction begins (catalog.c's ddl_begin): the fsync gate. */
+static void
+fsync_gate_txn_end(void *arg, bool committed)
+{
+    (void)committed;
+    if (tls_gate_entered == arg) {
+        tls_gate_entered = NULL;
+        atomic_fetch_sub(&((mf_engine_t *)arg)->fsync_inflight, 1);
+    }
+}
+
+/* Around a catalog change (catalog.c's ddl_begin / ddl_end). */
 static int
 fsync_gate_ddl(void *arg, mf_error_t *err)
 {
-    return mf_engine_write_gate(arg, err);
+    return gate_enter(arg, err);
+}
+
+static void
+fsync_gate_ddl_done(void *arg)
+{
+    atomic_fetch_sub(&((mf_engine_t *)arg)->fsync_inflight, 1);
 }
 
 void

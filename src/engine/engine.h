@@ -161,6 +161,13 @@ typedef struct mf_engine {
     pthread_cond_t fsync_cv;
     int64_t fsync_count;          /* guarded by fsync_mu */
     _Atomic bool fsync_locked;
+    /*
+     * Writers past the gate and not yet committed or rolled back (document
+     * transactions between their commit's prepare and its end, catalog
+     * changes between begin and end): the lock waits for them to drain
+     * before its checkpoint, so nothing commits after it answers.
+     */
+    _Atomic int64_t fsync_inflight;
     pthread_t reaper;            /* closes idle cursors */
     pthread_mutex_t reaper_mu;
     pthread_cond_t reaper_cv;
@@ -313,6 +320,15 @@ void mf_engine_interrupt(mf_engine_t *eng);
  * the caller may write.
  */
 int mf_engine_write_gate(mf_engine_t *eng, mf_error_t *err) MF_WUR;
+/*
+ * mf_engine_fsync_lock: raises the fsync lock count, then waits until every
+ * writer already past the gate has finished (bounded by the operation's
+ * killOp / maxTimeMS: -1 with err, the count lowered again). Returns the
+ * new count, or -1. mf_engine_fsync_unlock lowers it: the new count, or -1
+ * when it was not locked.
+ */
+int64_t mf_engine_fsync_lock(mf_engine_t *eng, mf_error_t *err);
+int64_t mf_engine_fsync_unlock(mf_engine_t *eng);
 /*
  * mf_engine_topology_changed: bumps topology_version and wakes the awaitable
  * hellos waiting on it (on_topology). Any thread.
