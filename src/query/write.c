@@ -114,6 +114,7 @@ typedef struct insert_ctx {
     int64_t inserted;
     bool validate; /* check the collection's validator (no bypassDocumentValidation) */
     size_t n;      /* documents of the command */
+    bool oplog;    /* local.oplog.rs: entries may reach mongod's internal limit (16 MB + 16 KB), as an op's own document is up to 16 MB */
     mf_rids_t rids; /* record ids reserved for them, a chunk's at a time (mf_rids_take) */
     /* Bulk inserts (above): documents [pfrom, pto) were looked at; if prepared, document j's keys are in slot j - pfrom. */
     bool bulk, prepared;
@@ -207,6 +208,12 @@ insert_item(void *arg, size_t i, mf_error_t *err)
             ctx->done[ctx->ndone++] = (mf_prepared_t){doc, rid, (int)(i - ctx->pfrom)};
         return ret;
     }
+    if (ctx->oplog && doc->len > MF_MAX_BSON_SIZE) {
+        if (doc->len > MF_MAX_BSON_INTERNAL_SIZE || !mf_doc_id_is_first(doc))
+            return mf_err_set(err, MF_E_BSONObjectTooLarge, "oplog entry too large. size in bytes: %u, max size: %d",
+                              doc->len, MF_MAX_BSON_INTERNAL_SIZE);
+        return insert_doc(ctx, i, doc, err); /* written by the server itself: no field-name or depth check needed */
+    }
     if (mf_check_doc_size(doc, MF_DOC_INSERTED, err) != 0 || mf_check_doc_for_storage(doc, err) != 0)
         return -1;
     if (mf_doc_id_is_first(doc)) {
@@ -248,6 +255,7 @@ mf_write_insert(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool validate, co
     x.docs = docs;
     x.validate = validate;
     x.n = n;
+    x.oplog = strcmp(db, "local") == 0 && strcmp(coll, "oplog.rs") == 0;
     if (coll_acquire(cat, db, coll, true, &x.c, err) != 0)
         goto out;
     /* With a validator to check, the ordinary path (it logs a failing document's warning once). */

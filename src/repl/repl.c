@@ -2004,14 +2004,44 @@ oplog_docs(const qent_t *q, bson_t *arr, uint32_t *n)
         while (bson_iter_next(&a)) {
             if (!BSON_ITER_HOLDS_DOCUMENT(&a) || !bson_iter_recurse(&a, &f))
                 continue;
+            /*
+             * An update logs its whole new document beside its description
+             * (and maybe its old one): past mongod's internal limit for an
+             * entry (16 MB + 16 KB) the images give way ("o" empty, no
+             * "pre"), as mongod logs an update as its diff alone; a change
+             * stream then reports the update's description, and a post- or
+             * pre-image as not available.
+             */
+            uint32_t olen = 0, prelen = 0;
+            const uint8_t *odata;
+            bool has_diff = false;
+            bson_iter_document(&a, &olen, &odata);
+            bson_iter_t g = f;
+            while (bson_iter_next(&g)) {
+                if (strcmp(bson_iter_key(&g), "pre") == 0)
+                    prelen = bson_iter_value(&g)->value.v_doc.data_len;
+                else if (strcmp(bson_iter_key(&g), "diff") == 0)
+                    has_diff = true;
+            }
+            bool no_pre = olen + 128 > MF_MAX_BSON_INTERNAL_SIZE;
+            bool no_post = no_pre && has_diff && olen - prelen + 128 > MF_MAX_BSON_INTERNAL_SIZE;
             bson_uint32_to_string((*n)++, &kp, key, sizeof(key));
             bson_append_document_begin(arr, kp, -1, &d);
             BSON_APPEND_INT64(&d, "_id", oplog_id(q->index, inc - q->ts_inc));
             BSON_APPEND_TIMESTAMP(&d, "ts", q->ts_secs, inc++);
             BSON_APPEND_INT64(&d, "t", (int64_t)p.t);
             BSON_APPEND_INT32(&d, "v", 2);
-            while (bson_iter_next(&f))
-                bson_append_value(&d, bson_iter_key(&f), -1, bson_iter_value(&f));
+            while (bson_iter_next(&f)) {
+                const char *fk = bson_iter_key(&f);
+                if (no_pre && strcmp(fk, "pre") == 0)
+                    continue;
+                if (no_post && strcmp(fk, "o") == 0) {
+                    bson_t empty = BSON_INITIALIZER;
+                    BSON_APPEND_DOCUMENT(&d, "o", &empty);
+                    continue;
+                }
+                bson_append_value(&d, fk, -1, bson_iter_value(&f));
+            }
             BSON_APPEND_DATE_TIME(&d, "wall", p.w);
             bson_append_document_end(arr, &d);
         }

@@ -185,6 +185,38 @@ R.test('a big document: a small $set is an update event with its diff; a $set th
   assert.equal(docs[0].a[0], 'y');
 });
 
+R.test('documents near 16 MB: their inserts and updates reach the oplog, the stream and every member (an entry may be 16 MB + 16 KB, as mongod\'s; an update too big to log with its images is logged as its diff)', { timeout: 120000 }, async () => {
+  const db = rs.freshDb('nearmax');
+  const c = db.collection('c');
+  const s = await open(c);
+  const MAJ = { writeConcern: { w: 'majority', wtimeout: 30000 } };
+  try {
+    await c.insertOne({ _id: 1, s: 'x'.repeat(16 * 1024 * 1024 - 100) }, MAJ);
+    await c.insertOne({ _id: 2, a: 'y'.repeat(9 * 1024 * 1024) }, MAJ);
+    await c.updateOne({ _id: 2 }, { $set: { t: 'z'.repeat(6 * 1024 * 1024) } }, MAJ);
+    await c.insertOne({ _id: 3 }, MAJ);
+    const big = await next(s, 30000);
+    assert.equal(big.operationType, 'insert');
+    assert.equal(big.documentKey._id, 1, 'the near-16 MB insert is an event, not a gap');
+    assert.equal(big.fullDocument.s.length, 16 * 1024 * 1024 - 100);
+    assert.equal((await next(s, 30000)).documentKey._id, 2);
+    const upd = await next(s, 30000);
+    assert.equal(upd.operationType, 'update');
+    assert.equal(upd.documentKey._id, 2);
+    assert.equal(upd.updateDescription.updatedFields.t.length, 6 * 1024 * 1024);
+    assert.equal((await next(s, 30000)).documentKey._id, 3);
+  } finally {
+    await s.close();
+  }
+  const ns = `${db.databaseName}.c`;
+  const entries = await rs.client.db('local').collection('oplog.rs').find({ ns }, { projection: { op: 1, 'o2._id': 1, 'o._id': 1 } }).toArray();
+  assert.deepEqual(entries.map((e) => [e.op, e.o2 ? e.o2._id : e.o._id]), [['i', 1], ['i', 2], ['u', 2], ['i', 3]]);
+  // Every member holds them.
+  const docs = await rs.waitForReplication(db.databaseName, 'c', { timeoutMs: 60000 });
+  assert.deepEqual(docs.map((d) => d._id), [1, 2, 3]);
+  assert.equal(docs[1].t.length, 6 * 1024 * 1024);
+});
+
 R.test('drop and rename end a collection stream with invalidate; startAfter the invalidate goes on', async () => {
   const db = rs.freshDb('inval');
   const c = db.collection('c');
