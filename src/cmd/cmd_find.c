@@ -267,6 +267,27 @@ mf_crud_cursor_fill(mf_op_t *op, mf_cursor_t *cur, int64_t max, bson_t *arr, boo
     return rc;
 }
 
+/*
+ * A scan cursor's collection is gone from its name (dropped, renamed, or
+ * dropped and created again): mongod's PlanExecutor restore fails with 175
+ * QueryPlanKilled, naming the new name of a renamed one.
+ */
+static int
+scan_killed(mf_op_t *op, const mf_cursor_t *cur)
+{
+    char uuid[40];
+    const uint8_t *u = cur->coll_uuid;
+    snprintf(uuid, sizeof uuid, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1], u[2],
+             u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+    mf_coll_t *now = mf_catalog_coll_find_uuid(op->eng->cat, cur->coll_uuid);
+    if (now != NULL)
+        return mf_err_set(&op->err, MF_E_QueryPlanKilled,
+                          "Executor error during getMore :: caused by :: collection renamed from '%s.%s' to '%s'. UUID %s",
+                          cur->db, cur->coll, now->ns, uuid);
+    return mf_err_set(&op->err, MF_E_QueryPlanKilled,
+                      "Executor error during getMore :: caused by :: collection dropped. UUID %s", uuid);
+}
+
 /* mf_crud_cursor_fill's work. */
 static int
 cursor_fill(mf_op_t *op, mf_cursor_t *cur, int64_t max, bson_t *arr, bool *exhausted)
@@ -308,6 +329,9 @@ cursor_fill(mf_op_t *op, mf_cursor_t *cur, int64_t max, bson_t *arr, bool *exhau
         return 0;
     }
     mf_coll_t *c = mf_catalog_coll_find(op->eng->cat, cur->db, cur->coll);
+    bool more = cur->plan != NULL && (!cur->plan->done || cur->plan->tailable) && cur->limit_left != 0;
+    if ((c == NULL || memcmp(c->uuid, cur->coll_uuid, 16) != 0) && more)
+        return scan_killed(op, cur);
     if (c == NULL) {
         *exhausted = true;
         return 0;
@@ -681,6 +705,7 @@ mf_cmd_find(mf_op_t *op)
     if (c == NULL) {
         cur->kind = MF_CURSOR_DOCS; /* empty */
     } else {
+        memcpy(cur->coll_uuid, c->uuid, 16);
         cur->matcher = m;
         m = NULL;
         cur->proj = p;

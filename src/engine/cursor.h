@@ -44,6 +44,7 @@ typedef struct mf_cursor {
     mf_docvec_t docs;
     size_t pos;
     /* MF_CURSOR_SCAN */
+    uint8_t coll_uuid[16];      /* the collection it scans: a getMore finding another (or none) there fails with 175 */
     int64_t last_rid;
     mf_matcher_t *matcher;      /* owned */
     mf_projection_t *proj;      /* owned, may be NULL */

@@ -82,6 +82,35 @@ h.test('getMore errors: wrong collection 13, wrong type 14, unknown id 43', asyn
   assert.equal(g.cursor.nextBatch.length, 8);
 });
 
+h.test('a getMore after its collection was dropped, renamed, dropped with its database or dropped and created again fails with 175 QueryPlanKilled, not a short batch', async () => {
+  // PlanExecutor restore (requires_collection_stage.cpp): "collection dropped. UUID ..." / "collection renamed from ...".
+  const db = srv.freshDb('gmdrop');
+  const open = async (name) => {
+    await db.collection(name).insertMany(Array.from({ length: 10 }, (_, i) => ({ _id: i })));
+    return cid((await db.command({ find: name, batchSize: 2 })).cursor.id);
+  };
+  const getMore = (id, name) => db.command({ getMore: id, collection: name });
+  let id = await open('dropped');
+  await db.collection('dropped').drop();
+  await h.expectCode(getMore(id, 'dropped'), 175, /collection dropped\. UUID [0-9a-f-]{36}$/);
+  id = await open('renamed');
+  await db.collection('renamed').rename('renamed2');
+  await h.expectCode(getMore(id, 'renamed'), 175,
+    new RegExp(`collection renamed from '${db.databaseName}\\.renamed' to '${db.databaseName}\\.renamed2'\\. UUID `));
+  id = await open('again');
+  await db.collection('again').drop();
+  await db.collection('again').insertOne({ _id: 'new' });
+  await h.expectCode(getMore(id, 'again'), 175, /collection dropped/);
+  // A cursor whose scan had finished ends normally: nothing was cut short.
+  const done = await db.command({ find: 'renamed2', batchSize: 20 });
+  assert.equal(done.cursor.id.toString(), '0');
+  const other = srv.freshDb('gmdropdb');
+  await other.collection('c').insertMany(Array.from({ length: 10 }, (_, i) => ({ _id: i })));
+  const oid = cid((await other.command({ find: 'c', batchSize: 2 })).cursor.id);
+  await other.dropDatabase();
+  await h.expectCode(other.command({ getMore: oid, collection: 'c' }), 175, /collection dropped/);
+});
+
 h.test('a tailable cursor on a normal collection is refused (BadValue 2)', async () => {
   const db = srv.freshDb('tailable');
   await db.collection('c').insertOne({ a: 1 });
