@@ -10,7 +10,14 @@
 #include "catalog/coll_write.h"
 #include "common/curop.h"
 
-static __thread int conflict_limit = 10000;
+/*
+ * Retries of one chunk after write conflicts (at most 2 ms apart). The
+ * default outlasts transactionLifetimeLimitSeconds (60 s): a write that
+ * meets an open transaction's document waits for it to commit or be
+ * aborted, as mongod's writeConflictRetry does, while killOp, maxTimeMS
+ * and shutdown end the wait at once (checked before every retry).
+ */
+static __thread int conflict_limit = 40000;
 
 void
 mf_batch_set_conflict_limit(int limit)
@@ -105,6 +112,10 @@ mf_batch_run_hooked(mf_sess_t *s, size_t *start, size_t n, size_t chunk, bool du
         if (r == 0) {
             if (mf_txn_commit(s, durable, err) != 0) {
                 if (err->code == MF_E_WriteConflict && attempt++ < conflict_limit) {
+                    if (mf_curop_check_current(err) != 0) {
+                        *start = i;
+                        return -1;
+                    }
                     mf_batch_backoff(attempt);
                     goto again;
                 }
@@ -126,6 +137,11 @@ mf_batch_run_hooked(mf_sess_t *s, size_t *start, size_t n, size_t chunk, bool du
                 *start = j;
                 mf_err_set(err, MF_E_WriteConflict, "too many write conflicts");
                 return 1;
+            }
+            /* A yield point between retries: maxTimeMS, killOp and shutdown end a wait behind another writer. */
+            if (mf_curop_check_current(err) != 0) {
+                *start = i;
+                return -1;
             }
             mf_batch_backoff(attempt);
             goto again;

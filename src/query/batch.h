@@ -66,7 +66,7 @@ int mf_batch_run_hooked(mf_sess_t *s, size_t *start, size_t n, size_t chunk, boo
 /*
  * mf_batch_set_conflict_limit: how many write-conflict retries of one chunk
  * this thread's mf_batch_run makes before giving up with 112 WriteConflict
- * (default 10000, in effect "until it goes through"). Background work that
+ * (default 40000, about 80 s: longer than a transaction may stay open). Background work that
  * holds locks (the TTL monitor) sets a small limit and tries again later.
  */
 void mf_batch_set_conflict_limit(int limit);

@@ -1110,7 +1110,7 @@ R.test('MongoClient.bulkWrite in a transaction (MongoDB 8.0): its ops on two col
   assert.deepEqual(localNames, [], 'nothing was created in local');
 });
 
-R.test('a write outside a transaction to a document the transaction changed waits for it to end: findOneAndUpdate, updateOne and findOneAndDelete then apply (maxTimeMS ends the wait with 50); the retries show as writeConflicts in the profiler and serverStatus metrics.operation', async () => {
+R.test('a write outside a transaction to a document the transaction changed waits for it to end: findOneAndUpdate, updateOne and findOneAndDelete then apply (maxTimeMS ends the wait with 50, also for updateOne, updateMany and deleteOne); the retries show as writeConflicts in the profiler and serverStatus metrics.operation', async () => {
   // mongod's writeConflictRetry: the outside write retries until the transaction commits or aborts.
   const db = await freshDbWith('outside_wait', ['acc'], { acc: [{ _id: 'a', n: 0 }, { _id: 'b', n: 0 }] });
   const acc = db.collection('acc');
@@ -1124,6 +1124,10 @@ R.test('a write outside a transaction to a document the transaction changed wait
     await acc.updateOne({ _id: 'b' }, { $inc: { n: 1 } }, { session });
     // While the transaction is open: a bounded wait ends with MaxTimeMSExpired, not an InternalError.
     await h.expectCode(acc.findOneAndUpdate({ _id: 'a' }, { $inc: { n: 10 } }, { maxTimeMS: 300 }), 50);
+    // ... for updateOne, updateMany and deleteOne too (their retries are yield points), nothing written.
+    await h.expectCode(acc.updateOne({ _id: 'a' }, { $inc: { n: 100 } }, { maxTimeMS: 300 }), 50);
+    await h.expectCode(acc.updateMany({}, { $inc: { n: 100 } }, { maxTimeMS: 300 }), 50);
+    await h.expectCode(acc.deleteOne({ _id: 'b' }, { maxTimeMS: 300 }), 50);
     // Unbounded ones wait, and go through once the transaction commits.
     const fam = acc.findOneAndUpdate({ _id: 'a' }, { $inc: { n: 10 } }, { returnDocument: 'after' });
     const upd = acc.updateOne({ _id: 'b' }, { $inc: { n: 10 } });
