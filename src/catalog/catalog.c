@@ -873,6 +873,7 @@ index_from_spec(const bson_t *spec, const char *ident, mf_error_t *err)
 {
     bson_iter_t it;
     mf_index_t *ix = mf_calloc(1, sizeof(*ix));
+    ix->since_ms = mf_now_ms();
     atomic_store(&ix->ttl_dirty_min, INT64_MIN); /* unknown: the TTL monitor scans it from the first Date */
     atomic_store(&ix->ttl_noted_due, INT64_MAX);
 

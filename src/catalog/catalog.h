@@ -96,6 +96,13 @@ typedef struct mf_index {
      * the exclusive catalog lock.
      */
     bool building;
+    /*
+     * $indexStats' accesses: the client queries whose plan used it (counted
+     * once per query, by query/exec.c), since since_ms (wall clock: when
+     * this process loaded or created it).
+     */
+    _Atomic int64_t accesses;
+    int64_t since_ms;
     struct mf_matcher *partial; /* partialFilterExpression, or NULL */
     /*
      * For the TTL monitor's floors (src/ttl/ttl_monitor.c): the earliest

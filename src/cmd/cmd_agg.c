@@ -5,8 +5,8 @@
  * down into the query planner, streams the rest through the stage iterators
  * and keeps what is left in a cursor for getMore. Leading source stages that
  * need the catalog are taken off here and become the pipeline's source:
- * $collStats, $archived, $indexStats (one document per index; ops is always
- * 0, as mayfly counts no index accesses) and $planCacheStats (no entries:
+ * $collStats, $archived, $indexStats (one document per index, with the
+ * queries that used it since it was loaded or created) and $planCacheStats (no entries:
  * mayfly caches no plans). A streaming $unionWith reads its collection (or
  * view) through a stream of its own (env->sub_open: view_stream), kept with
  * the outer stream in the cursor.
@@ -75,9 +75,10 @@ plan_cache_stats_check(mf_op_t *op, const bson_iter_t *spec, const char *name)
 
 /*
  * index_stats_docs: $indexStats' documents for collection name, one per
- * ready index: {name, key, host, accesses: {ops, since}, spec}. mayfly keeps
- * no per-index access counter, so ops is always 0 and since is the server's
- * start. A missing collection has none; a view answers 166.
+ * ready index: {name, key, host, accesses: {ops, since}, spec}: ops counts
+ * the client queries whose plan used it (query/exec.c), since when this
+ * process loaded or created it. A missing collection has none; a view
+ * answers 166.
  */
 static int
 index_stats_docs(mf_op_t *op, const char *name, mf_docvec_t *out)
@@ -102,8 +103,8 @@ index_stats_docs(mf_op_t *op, const char *name, mf_docvec_t *out)
             bson_append_value(d, "key", 3, bson_iter_value(&it));
         BSON_APPEND_UTF8(d, "host", op->eng->host);
         BSON_APPEND_DOCUMENT_BEGIN(d, "accesses", &acc);
-        BSON_APPEND_INT64(&acc, "ops", 0);
-        BSON_APPEND_DATE_TIME(&acc, "since", op->eng->start_ms);
+        BSON_APPEND_INT64(&acc, "ops", atomic_load_explicit(&ix->accesses, memory_order_relaxed));
+        BSON_APPEND_DATE_TIME(&acc, "since", ix->since_ms);
         bson_append_document_end(d, &acc);
         BSON_APPEND_DOCUMENT(d, "spec", ix->spec);
         mf_docvec_push_steal(out, d);

@@ -508,6 +508,49 @@ examined(const mf_plan_t *p, int64_t *keys, int64_t *docs)
     *docs = p->fetch ? p->fetch->docs_examined : p->leaf->docs_examined;
 }
 
+/* Counts one access of the index a scan stage reads ($indexStats). */
+static void
+count_access(mf_coll_t *c, const mf_stage_t *st)
+{
+    mf_index_t *ix = NULL;
+    if (st->kind == MF_ST_IDHACK) {
+        for (int i = 0; i < c->nindexes && ix == NULL; i++)
+            if (c->indexes[i]->is_id)
+                ix = c->indexes[i];
+    } else if (st->kind == MF_ST_IXSCAN && st->index_name != NULL) {
+        ix = mf_coll_index_by_name(c, st->index_name);
+    }
+    if (ix != NULL)
+        atomic_fetch_add_explicit(&ix->accesses, 1, memory_order_relaxed);
+}
+
+/*
+ * $indexStats: a client query's plan uses each of its indexes once, on its
+ * first run (a getMore resumes it: no new access), as mongod counts at the
+ * end of a query's planning. An OR counts each index once. The server's own
+ * scans (the TTL monitor) do not count.
+ */
+static void
+count_accesses(mf_coll_t *c, mf_plan_t *p)
+{
+    p->counted = true;
+    if (mf_curop_is_background(mf_curop_current()))
+        return;
+    const mf_stage_t *leaf = p->leaf;
+    if (leaf->kind != MF_ST_OR && leaf->kind != MF_ST_TEXT_OR) {
+        count_access(c, leaf);
+        return;
+    }
+    for (size_t i = 0; i < leaf->ninputs; i++) {
+        bool seen = false;
+        for (size_t j = 0; j < i && !seen; j++)
+            seen = leaf->inputs[j]->index_name != NULL && leaf->inputs[i]->index_name != NULL &&
+                   strcmp(leaf->inputs[j]->index_name, leaf->inputs[i]->index_name) == 0;
+        if (!seen)
+            count_access(c, leaf->inputs[i]);
+    }
+}
+
 int
 mf_exec_run(mf_sess_t *s, mf_coll_t *c, mf_plan_t *p, const mf_matcher_t *m, mf_exec_visit_fn visit, void *arg,
             mf_error_t *err)
@@ -519,6 +562,8 @@ mf_exec_run(mf_sess_t *s, mf_coll_t *c, mf_plan_t *p, const mf_matcher_t *m, mf_
         return 0;
     /* Its plan first, so currentOp shows it while the scan runs. */
     mf_curop_note_scan(mf_curop_current(), 0, 0, false, plan_summary, p);
+    if (!p->counted)
+        count_accesses(c, p);
     examined(p, &keys0, &docs0);
     switch (p->leaf->kind) {
     case MF_ST_IDHACK:

@@ -172,6 +172,7 @@ typedef struct mf_plan {
     bson_value_t idv;   /* owned copy */
     /* execution position (exec.c) */
     bool started, done;
+    bool counted; /* its indexes' $indexStats accesses were counted (its first run) */
     size_t cur_input;   /* OR: input being scanned */
     size_t cur_iv;      /* interval being scanned (of the current input for OR) */
     int64_t last_rid;   /* COLLSCAN position */

@@ -466,8 +466,9 @@ h.test('$graphLookup (manual examples): hierarchy, maxDepth/depthField with cycl
   await h.expectCode(gl({ ...base, from: 'noid_v' }), 40271);
 });
 
-h.test('$indexStats: one document per index (ops is 0: mayfly keeps no access counter)', async () => {
+h.test('$indexStats: one document per index, accesses.ops counting the queries that used it (once per query, getMores not counted) since its creation', async () => {
   const db = srv.freshDb('ixstats');
+  const t0 = Date.now() - 1000;
   const c = db.collection('c');
   await c.insertMany([{ _id: 1, a: 1, b: 'x' }, { _id: 2, a: 2, b: 'y' }]);
   await c.createIndex({ a: 1 });
@@ -477,11 +478,22 @@ h.test('$indexStats: one document per index (ops is 0: mayfly keeps no access co
   assert.deepEqual(r.map((d) => [d.name, d.key]), [['_id_', { _id: 1 }], ['a_1', { a: 1 }], ['b_a', { b: -1, a: 1 }]]);
   for (const d of r) {
     assert.match(d.host, /:\d+$/);
-    assert.equal(d.accesses.ops, 0);
+    assert.equal(d.accesses.ops, 0, 'no query yet');
     assert.ok(d.accesses.since instanceof Date);
+    assert.ok(d.accesses.since.getTime() >= t0, 'since: when the index was created');
     assert.equal(d.spec.name, d.name);
   }
   assert.equal(r[2].spec.unique, true);
+  // Queries: three on a, one by _id, one $or over a and b; a find read in batches counts once.
+  for (let i = 0; i < 3; i++) await c.find({ a: 1 }).toArray();
+  await c.findOne({ _id: 1 });
+  await c.find({ $or: [{ a: 2 }, { b: 'x' }] }).toArray();
+  await c.find({ a: { $gte: 0 } }, { batchSize: 1 }).toArray();
+  await c.find({ a: 1 }).explain(); /* the explain's own run is counted too (a small difference from mongod) */
+  const ops = Object.fromEntries((await c.aggregate([{ $indexStats: {} }]).toArray()).map((d) => [d.name, d.accesses.ops]));
+  assert.equal(ops._id_, 1);
+  assert.equal(ops.b_a, 1);
+  assert.ok(ops.a_1 >= 5 && ops.a_1 <= 6, `a_1 used by 5 queries (and maybe the explain): ${ops.a_1}`);
   const [g] = await c.aggregate([{ $indexStats: {} }, { $group: { _id: null, n: { $sum: 1 },
     names: { $push: '$name' } } }, { $lookup: { from: 'c', pipeline: [{ $count: 'docs' }], as: 'l' } }]).toArray();
   assert.equal(g.n, 3);
