@@ -1322,6 +1322,34 @@ time_limit(mf_op_t *op, int64_t *ms)
  * of the collection or view it names; NULL for the simple one. Installed as
  * the thread's collation for the handler, so every comparison follows it.
  */
+/*
+ * A command naming a view may give a collation only if it is the view's own
+ * (mongod: 167 OptionNotSupportedOnView "Cannot override a view's default
+ * collation"); c is the command's, parsed.
+ */
+static int
+view_collation_check(mf_op_t *op, const bson_t *cmd, const mf_collation_t *c)
+{
+    bson_iter_t it, in;
+    int rc = 0;
+    if (!bson_iter_init(&it, cmd) || !bson_iter_next(&it) || !BSON_ITER_HOLDS_UTF8(&it))
+        return 0;
+    mf_catalog_rdlock(op->eng->cat);
+    mf_coll_t *v = mf_catalog_coll_find(op->eng->cat, op->db, bson_iter_utf8(&it, NULL));
+    if (v != NULL && v->is_view) {
+        mf_collation_t *vc = NULL;
+        mf_error_t e = {0};
+        if (v->options != NULL && bson_iter_init_find(&in, v->options, "collation") &&
+            mf_collation_from_value(bson_iter_value(&in), &vc, &e) != 0)
+            vc = NULL;
+        if (!mf_collation_equal(c, vc))
+            rc = mf_err_set(&op->err, MF_E_OptionNotSupportedOnView, "Cannot override a view's default collation");
+        mf_collation_free(vc);
+    }
+    mf_catalog_unlock(op->eng->cat);
+    return rc;
+}
+
 static int
 collation_begin(mf_op_t *op, const mf_cmd_def_t *def, mf_collation_t **out)
 {
@@ -1342,8 +1370,15 @@ collation_begin(mf_op_t *op, const mf_cmd_def_t *def, mf_collation_t **out)
             return 0;
         cmd = &inner;
     }
-    if (bson_iter_init_find(&it, cmd, "collation"))
-        return mf_collation_from_value(bson_iter_value(&it), out, &op->err);
+    if (bson_iter_init_find(&it, cmd, "collation")) {
+        if (mf_collation_from_value(bson_iter_value(&it), out, &op->err) != 0)
+            return -1;
+        if (view_collation_check(op, cmd, *out) == 0)
+            return 0;
+        mf_collation_free(*out);
+        *out = NULL;
+        return -1;
+    }
     if (!mf_catalog_has_collations(op->eng->cat) || !bson_iter_init(&it, cmd) || !bson_iter_next(&it) ||
         !BSON_ITER_HOLDS_UTF8(&it))
         return 0;

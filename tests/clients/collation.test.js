@@ -185,3 +185,20 @@ h.test('bad collation documents get mongod\'s codes', async () => {
   await h.expectCode(c.s.db.createCollection('badc', { collation: { locale: 'xx' } }), 2);
   await h.expectCode(c.createIndex({ a: 1 }, { collation: { locale: 'en', strength: 0 } }), 51024);
 });
+
+h.test('a view\'s default collation cannot be overridden: another collation on find, aggregate, count or distinct is 167 OptionNotSupportedOnView; the view\'s own (or simple on a simple view) is accepted', async () => {
+  // mongod's view resolution (resolved_view / view_catalog): "Cannot override a view's default collation".
+  const db = srv.freshDb('viewcoll');
+  await db.collection('src').insertMany([{ _id: 1, s: 'a' }, { _id: 2, s: 'A' }]);
+  await db.createCollection('plain', { viewOn: 'src', pipeline: [] });
+  await db.createCollection('ci', { viewOn: 'src', pipeline: [], collation: CI });
+  const re = /^Cannot override a view's default collation$/;
+  await h.expectCode(db.collection('plain').find({ s: 'a' }).collation({ locale: 'fr' }).toArray(), 167, re);
+  await h.expectCode(db.collection('plain').aggregate([{ $match: { s: 'a' } }], { collation: CI }).toArray(), 167, re);
+  await h.expectCode(db.collection('ci').countDocuments({ s: 'a' }, { collation: { locale: 'fr' } }), 167, re);
+  await h.expectCode(db.collection('ci').distinct('s', {}, { collation: { locale: 'simple' } }), 167, re);
+  // The view's own collation, given again, and simple on a simple view, are fine.
+  assert.equal((await db.collection('plain').find({ s: 'a' }).collation({ locale: 'simple' }).toArray()).length, 1);
+  assert.equal((await db.collection('ci').find({ s: 'a' }).collation(CI).toArray()).length, 2);
+  assert.equal((await db.collection('ci').find({ s: 'a' }).toArray()).length, 2, 'the view\'s collation applies');
+});
